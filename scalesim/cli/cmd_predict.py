@@ -1,0 +1,103 @@
+"""scalesim predict: step time, its breakdown and scaling for a list of device counts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from scalesim.cli.options import (
+    add_profile_arguments,
+    add_scenario_arguments,
+    profile_from_args,
+    scenario_from_args,
+)
+
+NAME = "predict"
+HELP = "predict step time, breakdown, throughput and scaling efficiency"
+EXAMPLE = """examples:
+  scalesim predict --devices 1,2,4,8,16
+  scalesim predict --hardware dgx-a100 --workload gpt-7b --strategy zero3 --devices 8,16,32,64
+  scalesim predict --profile my-node.json --global-batch 1024 --devices 1-64 --json"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_profile_arguments(p)
+    add_scenario_arguments(p)
+    p.add_argument("--json", action="store_true", help="print a JSON list of rows")
+
+
+def _fmt_s(x: float) -> str:
+    return f"{x * 1e3:9.2f}"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    hours = seconds / 3600.0
+    return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} d"
+
+
+def render_table(profile, scenario, rows) -> str:
+    from scalesim.knee import find_knee
+
+    unit = profile.workload.sample_unit
+    lines = [
+        f"profile: {profile.name}",
+        f"hardware: {profile.hardware.name} ({profile.hardware.device_name}, "
+        f"{profile.hardware.devices_per_node} per server; intra "
+        f"{profile.hardware.intra_node.busbw_GBps:g} GB/s, inter "
+        f"{profile.hardware.inter_node.busbw_GBps:g} GB/s busbw)",
+        f"scenario: {scenario.strategy}, accumulation {scenario.accumulation}, "
+        f"overlap {'on' if scenario.overlap else 'off'}, algorithm {scenario.algorithm}, "
+        + ("weak scaling" if scenario.global_batch is None
+           else f"strong scaling (global batch {scenario.global_batch})"),
+        "",
+        f"{'devices':>7} {'nodes':>5} {'batch':>6} {'step ms':>9} {'compute':>9} {'exp.comm':>9} "
+        f"{'stall':>9} {'straggl':>9} {unit[:10] + '/s':>13} {'speedup':>8} {'eff':>6} "
+        f"{'mem GiB':>8} {'fits':>4}",
+    ]
+    for r in rows:
+        lines.append(
+            f"{r.devices:>7} {r.nodes:>5} {r.micro_batch:>6} {_fmt_s(r.step_time_s)} "
+            f"{_fmt_s(r.compute_s)} {_fmt_s(r.exposed_comm_s)} {_fmt_s(r.data_stall_s)} "
+            f"{_fmt_s(r.straggler_s)} {r.samples_per_s:>13.1f} {r.speedup:>8.2f} "
+            f"{r.efficiency:>6.1%} {r.memory_bytes / 2**30:>8.1f} {'yes' if r.fits else 'NO':>4}"
+        )
+    if any(r.time_to_train_s is not None or r.time_to_quality_s is not None for r in rows):
+        lines.append("")
+        lines.append(f"{'devices':>7} {'to quality':>12} {'to train':>12} {'cost USD':>12}")
+        for r in rows:
+            cost = f"{r.cost_usd:,.0f}" if r.cost_usd is not None else "-"
+            lines.append(f"{r.devices:>7} {_duration(r.time_to_quality_s):>12} "
+                         f"{_duration(r.time_to_train_s):>12} {cost:>12}")
+    knee = find_knee(
+        [r.devices for r in rows], [r.nodes for r in rows], [r.efficiency for r in rows],
+        [r.compute_s for r in rows], [r.exposed_comm_s for r in rows],
+        [r.data_stall_s for r in rows], [r.straggler_s for r in rows],
+        [r.micro_batch * r.accumulation for r in rows],
+    )
+    lines.append("")
+    if knee is None:
+        lines.append("knee: none (efficiency never drops by 2 points between rows)")
+    else:
+        lines.append(f"knee: {knee.devices_before} -> {knee.devices_after} devices, efficiency "
+                     f"-{knee.efficiency_drop:.1%}: {knee.label}")
+    if not all(r.fits for r in rows):
+        lines.append("warning: rows marked NO do not fit in device memory; try --strategy zero3 "
+                     "or a smaller --batch")
+    for note in profile.notes:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from scalesim.predict import predict
+
+    profile = profile_from_args(args)
+    scenario = scenario_from_args(args)
+    rows = predict(profile, scenario)
+    if args.json:
+        print(json.dumps([r.model_dump() for r in rows], indent=2))
+    else:
+        print(render_table(profile, scenario, rows))
+    return 0

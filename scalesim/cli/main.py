@@ -1,0 +1,67 @@
+"""Entry point: discovers ``cmd_*`` modules, parses arguments, turns bad input into one line."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+import scalesim.cli as cli_package
+from scalesim import __version__
+from scalesim.errors import ScalesimError
+
+ORDER = ["predict", "sweep", "presets", "schema", "calibrate", "validate", "diagnose", "app"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that says 'how to fix it' and exits 2 with one line (its default is 2 as well)."""
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _command_modules():
+    names = [m.name for m in pkgutil.iter_modules(cli_package.__path__) if m.name.startswith("cmd_")]
+    modules = [importlib.import_module(f"scalesim.cli.{name}") for name in names]
+    rank = {name: i for i, name in enumerate(ORDER)}
+    return sorted(modules, key=lambda m: (rank.get(m.NAME, len(ORDER)), m.NAME))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="scalesim",
+        description="Analytical scaling simulator and what-if planner for data-parallel training.",
+        epilog="example: scalesim predict --devices 1,2,4,8,16",
+    )
+    parser.add_argument("--version", action="version", version=f"scalesim {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for module in _command_modules():
+        p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP,
+                           epilog=getattr(module, "EXAMPLE", None),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except ScalesimError as exc:
+        print(f"scalesim {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"scalesim {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""Reading and writing JSON files with clear errors and atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from scalesim.errors import ScalesimError
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` so that a crash leaves either the old file or the new one.
+
+    The text goes to a temporary file in the same folder, is flushed to disk, then renamed
+    over the target (``os.replace`` is atomic on POSIX and Windows).
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def write_model(path: str | os.PathLike[str], model: BaseModel) -> Path:
+    """Write a pydantic model as indented JSON, atomically."""
+    return atomic_write_text(path, model.model_dump_json(indent=2) + "\n")
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Parse a JSON file; a missing or malformed file raises ScalesimError with the position."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScalesimError(f"{file}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScalesimError(f"{file}: cannot read it ({exc})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ScalesimError(
+            f"{file}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
+
+
+def validation_message(exc: ValidationError, what: str) -> str:
+    """Turn a pydantic ValidationError into one line naming the first bad field."""
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first.get("loc", ())) or "(top level)"
+    extra = f" (+{exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+    return f"{what}: field '{where}': {first.get('msg', 'invalid')}{extra}"
+
+
+def parse_model(data: Any, model: type[ModelT], what: str) -> ModelT:
+    """Validate already-parsed JSON against ``model``; errors become one-line ScalesimError."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ScalesimError(validation_message(exc, what)) from None
+
+
+def load_model(path: str | os.PathLike[str], model: type[ModelT]) -> ModelT:
+    """Read and validate a JSON file as ``model``."""
+    return parse_model(read_json(path), model, str(path))

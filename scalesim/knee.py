@@ -1,0 +1,62 @@
+"""Where a scaling curve bends, and why.
+
+The knee is the step between consecutive device counts where scaling efficiency falls the
+most. Its cause is the part of the step time that grew the most across that step (per sample,
+so weak and strong scaling compare alike); if the step also crosses from one server to several,
+a communication cause is labelled as the server boundary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+CAUSE_LABELS = {
+    "boundary": "crosses server boundary: inter-server link",
+    "comm": "communication grows with devices",
+    "data": "input pipeline cannot keep up",
+    "straggler": "waiting for the slowest device",
+    "compute": "small per-device work (fixed overheads dominate)",
+}
+
+
+@dataclass(frozen=True)
+class Knee:
+    index: int  # row index of the device count after the drop
+    devices_before: int
+    devices_after: int
+    efficiency_drop: float  # efficiency points lost (0..1)
+    crosses_boundary: bool
+    cause: str  # key of CAUSE_LABELS
+    label: str
+
+
+def find_knee(devices, nodes, efficiency, compute_s=None, exposed_comm_s=None,
+              data_stall_s=None, straggler_s=None, samples_per_step=None,
+              min_drop: float = 0.02) -> Knee | None:
+    """The largest efficiency drop between consecutive rows, or None if none exceeds ``min_drop``."""
+    p = np.asarray(devices)
+    eff = np.asarray(efficiency, dtype=float)
+    if p.size < 2:
+        return None
+    drops = eff[:-1] - eff[1:]
+    i = int(np.argmax(drops))
+    if drops[i] < min_drop:
+        return None
+    n = np.asarray(nodes)
+    crosses = bool(n[i] == 1 and n[i + 1] > 1)
+    cause = "boundary" if crosses else "comm"
+    parts = [("comm", exposed_comm_s), ("data", data_stall_s), ("straggler", straggler_s),
+             ("compute", compute_s)]
+    if all(v is not None for _, v in parts):
+        per = (np.ones_like(eff) if samples_per_step is None
+               else np.asarray(samples_per_step, dtype=float))
+        growth = {name: float(np.asarray(v)[i + 1] / per[i + 1] - np.asarray(v)[i] / per[i])
+                  for name, v in parts}
+        cause = max(growth, key=growth.get)
+        if cause == "comm" and crosses:
+            cause = "boundary"
+    return Knee(index=i + 1, devices_before=int(p[i]), devices_after=int(p[i + 1]),
+                efficiency_drop=float(drops[i]), crosses_boundary=crosses, cause=cause,
+                label=CAUSE_LABELS[cause])

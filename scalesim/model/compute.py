@@ -1,0 +1,38 @@
+"""Compute time of one forward+backward micro-step as a function of per-device micro-batch.
+
+The curve is ``t(b) = overhead_s + per_sample_s * b``: a fixed cost per micro-step (kernel
+launches, Python, small layers that do not fill the device) that dominates at small batches,
+and a per-sample cost that dominates at large ones (the affine model Pollux fits,
+``T_compute = alpha_c + beta_c * b``). Beyond the measured range it extrapolates linearly, which
+is right for a device that is already saturated and optimistic only below the smallest point.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def micro_step_s(micro_batch, overhead_s, per_sample_s):
+    """Forward+backward time of one micro-step on one device, seconds."""
+    return np.asarray(overhead_s, dtype=float) + np.asarray(per_sample_s, dtype=float) * micro_batch
+
+
+def fit_compute_curve(micro_batch, time_s) -> tuple[float, float, float]:
+    """Fit ``overhead_s`` and ``per_sample_s`` (both >= 0) to measured (batch, time) points.
+
+    Non-negative least squares on the relative error, so the small batches (where the overhead
+    shows) count as much as the large ones. Returns ``(overhead_s, per_sample_s, rel_rmse)``.
+    """
+    from scipy.optimize import nnls
+
+    b = np.asarray(micro_batch, dtype=float)
+    t = np.asarray(time_s, dtype=float)
+    if b.size < 2 or np.unique(b).size < 2:
+        raise ValueError("need timings at two or more different micro-batch sizes to fit compute")
+    if np.any(t <= 0) or np.any(b <= 0):
+        raise ValueError("micro-batch sizes and times must be positive to fit compute")
+    design = np.stack([np.ones_like(b), b], axis=1) / t[:, None]
+    (overhead, per_sample), _ = nnls(design, np.ones_like(t))
+    predicted = overhead + per_sample * b
+    rel_rmse = float(np.sqrt(np.mean((predicted / t - 1.0) ** 2)))
+    return float(overhead), float(per_sample), rel_rmse

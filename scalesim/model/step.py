@@ -1,0 +1,213 @@
+"""One synchronous data-parallel step, and scaling against one device.
+
+    step = compute + exposed_comm + straggler_wait + data_stall
+
+- compute: ``k`` micro-steps of forward+backward plus one optimizer step;
+- exposed_comm: what the bucket timeline leaves after the last backward (``overlap``), or every
+  collective after it (no overlap), plus collectives that cannot overlap (ZeRO-1/2 parameter
+  all-gather after the optimizer step; ZeRO-3 gathers exposed in forward and backward);
+- straggler_wait: expected wait for the slowest of N jittered devices and a persistently slow one;
+- data_stall: loading time of the step's samples not hidden behind the rest of the step.
+
+All inputs broadcast; ``evaluate`` returns arrays of the broadcast shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from scalesim.model import collectives as coll
+from scalesim.model.compute import micro_step_s
+from scalesim.model.memory import DDP, ZERO3, memory_per_device_bytes
+from scalesim.model.overlap import prefetch_end, serial_comm_s, timeline_end
+from scalesim.model.pipeline import data_stall_s
+from scalesim.model.stragglers import straggler_wait_s
+
+
+@dataclass(frozen=True)
+class StepInputs:
+    """Every input of the step model; each field is a scalar or an array (broadcast together)."""
+
+    devices: object  # data-parallel devices in the job
+    devices_per_node: object  # devices used in each server
+    micro_batch: object  # samples per device per micro-step
+    accumulation: object  # micro-steps per optimizer step (k)
+    overhead_s: object  # compute curve: fixed time per micro-step, s
+    per_sample_s: object  # compute curve: time per sample, s
+    optimizer_step_s: object  # optimizer update once per step, s
+    backward_fraction: object  # share of forward+backward spent in backward (about 2/3)
+    params: object  # parameters (gradient elements) Psi
+    wire_bytes_per_param: object  # bytes per gradient/parameter element on the wire
+    intra_latency_s: object
+    intra_busbw_GBps: object
+    inter_latency_s: object
+    inter_busbw_GBps: object
+    strategy: object = DDP  # 0 DDP, 1 ZeRO-1, 2 ZeRO-2, 3 ZeRO-3/FSDP
+    algorithm: object = coll.AUTO  # 0 auto, 1 ring, 2 tree, 3 hierarchical
+    overlap: object = True  # overlap collectives with backward (and ZeRO-3 prefetch)
+    bucket_bytes: object = 25 * 1024 * 1024
+    first_bucket_bytes: object = 1024 * 1024
+    loader_samples_per_s: object = np.inf  # supply of one device's loader
+    jitter_cv: object = 0.0  # std of a micro-step's time over its mean
+    slow_factor: object = 1.0  # compute-time multiplier of the one slow device (1 = none)
+    param_bytes_per_param: object = 2.0
+    grad_bytes_per_param: object = 2.0
+    optimizer_bytes_per_param: object = 12.0
+    activation_bytes_per_sample: object = 0.0
+    device_memory_bytes: object = np.inf
+
+    def replace(self, **changes) -> StepInputs:
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(changes)
+        return StepInputs(**values)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """Per-scenario arrays; the four parts sum to ``step_time_s``."""
+
+    step_time_s: np.ndarray
+    compute_s: np.ndarray
+    exposed_comm_s: np.ndarray
+    straggler_s: np.ndarray
+    data_stall_s: np.ndarray
+    comm_total_s: np.ndarray  # all collective time, hidden or not
+    comm_bytes: np.ndarray  # bytes each device sends per step (ring volumes)
+    nodes: np.ndarray
+    global_batch: np.ndarray
+    samples_per_s: np.ndarray
+    memory_bytes: np.ndarray
+    fits: np.ndarray
+
+
+def _as(x, dtype=float):
+    return np.asarray(x, dtype=dtype)
+
+
+def evaluate(inp: StepInputs) -> StepResult:
+    """Step time and its breakdown for every scenario in ``inp``."""
+    p = _as(inp.devices)
+    g = np.minimum(_as(inp.devices_per_node), p)
+    nodes = np.maximum(np.ceil(p / g), 1.0)
+    k = np.maximum(_as(inp.accumulation), 1.0)
+    b = _as(inp.micro_batch)
+    strategy = np.asarray(inp.strategy)
+    overlap = np.asarray(inp.overlap, dtype=bool)
+
+    micro = micro_step_s(b, inp.overhead_s, inp.per_sample_s)
+    backward = micro * _as(inp.backward_fraction)
+    forward = micro - backward
+    compute = k * micro + _as(inp.optimizer_step_s)
+
+    links = (g, nodes, inp.intra_latency_s, inp.intra_busbw_GBps, inp.inter_latency_s,
+             inp.inter_busbw_GBps)
+
+    def allreduce(size):
+        return coll.allreduce_s(size, *links, algorithm=inp.algorithm)
+
+    def reduce_scatter(size):
+        return coll.reduce_scatter_s(size, *links)
+
+    def all_gather(size):
+        return coll.all_gather_s(size, *links)
+
+    def rs_and_ag(size):
+        return reduce_scatter(size) + all_gather(size)
+
+    total_bytes = _as(inp.params) * _as(inp.wire_bytes_per_param) * np.ones_like(p)
+    total_bytes = np.where(p > 1, total_bytes, 0.0)
+    buckets = (inp.bucket_bytes, inp.first_bucket_bytes)
+
+    # DDP: bucketed all-reduce during the last backward.
+    ddp_exposed = np.where(
+        overlap,
+        timeline_end(backward, total_bytes, *buckets, allreduce) - backward,
+        serial_comm_s(total_bytes, *buckets, allreduce),
+    )
+    ddp_total = serial_comm_s(total_bytes, *buckets, allreduce)
+
+    # ZeRO-1/2: bucketed reduce-scatter during backward, parameter all-gather after the step.
+    param_gather = all_gather(total_bytes)
+    z12_exposed = np.where(
+        overlap,
+        timeline_end(backward, total_bytes, *buckets, reduce_scatter) - backward,
+        serial_comm_s(total_bytes, *buckets, reduce_scatter),
+    ) + param_gather
+    z12_total = serial_comm_s(total_bytes, *buckets, reduce_scatter) + param_gather
+
+    # ZeRO-3 / FSDP: gather parameters in forward and backward of every micro-step; gradients
+    # reduce-scattered once per step (accumulation keeps them unsharded in between).
+    gathers_serial = serial_comm_s(total_bytes, *buckets, all_gather)
+    fwd_exposed = np.where(
+        overlap, prefetch_end(forward, total_bytes, *buckets, all_gather) - forward, gathers_serial
+    )
+    bwd_gather_exposed = np.where(
+        overlap, timeline_end(backward, total_bytes, *buckets, all_gather) - backward,
+        gathers_serial,
+    )
+    bwd_last_exposed = np.where(
+        overlap,
+        timeline_end(backward, total_bytes, *buckets, rs_and_ag) - backward,
+        serial_comm_s(total_bytes, *buckets, rs_and_ag),
+    )
+    z3_exposed = (k - 1.0) * (fwd_exposed + bwd_gather_exposed) + fwd_exposed + bwd_last_exposed
+    z3_total = (2.0 * k) * gathers_serial + serial_comm_s(total_bytes, *buckets, reduce_scatter)
+
+    exposed = np.select([strategy == DDP, strategy == ZERO3], [ddp_exposed, z3_exposed],
+                        z12_exposed)
+    comm_total = np.select([strategy == DDP, strategy == ZERO3], [ddp_total, z3_total], z12_total)
+    ring_share = np.where(p > 1, (p - 1.0) / p, 0.0)
+    volume_units = np.select([strategy == DDP, strategy == ZERO3], [2.0, 2.0 * k + 1.0], 2.0)
+    comm_bytes = volume_units * ring_share * total_bytes
+
+    # Stragglers: k independent jittered micro-steps per step; one device may be slower.
+    sigma = _as(inp.jitter_cv) * micro * np.sqrt(k)
+    slow_delay = (_as(inp.slow_factor) - 1.0) * k * micro
+    straggler = straggler_wait_s(p.astype(np.int64), sigma, slow_delay)
+
+    busy = compute + exposed + straggler
+    samples_per_step = k * b
+    stall = data_stall_s(samples_per_step, inp.loader_samples_per_s, busy)
+    step = busy + stall
+
+    global_batch = p * k * b
+    memory = memory_per_device_bytes(
+        strategy, p, inp.params, inp.param_bytes_per_param, inp.grad_bytes_per_param,
+        inp.optimizer_bytes_per_param, inp.activation_bytes_per_sample, b,
+    )
+    shape = np.broadcast(step, memory).shape
+
+    def full(x):
+        return np.broadcast_to(np.asarray(x, dtype=float), shape).copy()
+
+    return StepResult(
+        step_time_s=full(step),
+        compute_s=full(compute),
+        exposed_comm_s=full(exposed),
+        straggler_s=full(straggler),
+        data_stall_s=full(stall),
+        comm_total_s=full(comm_total),
+        comm_bytes=full(comm_bytes),
+        nodes=full(nodes),
+        global_batch=full(global_batch),
+        samples_per_s=full(global_batch / step),
+        memory_bytes=full(memory),
+        fits=np.broadcast_to(memory <= _as(inp.device_memory_bytes), shape).copy(),
+    )
+
+
+def evaluate_scaling(inp: StepInputs, baseline_micro_batch=None):
+    """Evaluate ``inp`` and the same job on one device; return (result, speedup, efficiency).
+
+    The baseline is one typical device (no communication, no straggler, its own loader) with
+    ``baseline_micro_batch`` per micro-step: the same micro-batch under weak scaling, the whole
+    global batch over the accumulation steps under strong scaling.
+    """
+    result = evaluate(inp)
+    base_b = inp.micro_batch if baseline_micro_batch is None else baseline_micro_batch
+    base = evaluate(inp.replace(devices=1, devices_per_node=1, micro_batch=base_b, slow_factor=1.0))
+    speedup = result.samples_per_s / base.samples_per_s
+    efficiency = speedup / np.asarray(inp.devices, dtype=float)
+    return result, speedup, efficiency

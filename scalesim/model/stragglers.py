@@ -1,0 +1,68 @@
+"""Straggler wait: a synchronous step ends when the slowest device is done.
+
+Each device's step time is ``mu + sigma*Z_i`` with ``Z_i`` i.i.d. standard normal (jitter);
+optionally one device is persistently slower by ``delay`` seconds. The expected wait beyond
+``mu`` is ``E[max_i X_i] - mu``, computed exactly by quadrature of
+``E[M] = int x dF(x) = [x F(x)] - int F(x) dx`` with
+``F(x) = Phi(x - delay/sigma) * Phi(x)^(N-1)`` (in units of sigma). With no slow device this is
+``sigma * e_N``: e_2 = 0.564, e_8 = 1.424, e_64 = 2.344, e_1024 = 3.248, unlike the loose
+``sqrt(2 ln N)`` bound, which overshoots by about half a sigma.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+from scipy.special import log_ndtr
+
+_GRID_HALF_WIDTH = 12.0  # standard deviations either side; covers N up to ~1e30
+_GRID_POINTS = 6001
+
+
+@lru_cache(maxsize=65536)
+def _expected_max_units(n: int, shift: float) -> float:
+    """E[max(Z_0 + shift, Z_1, ..., Z_{n-1})] for i.i.d. standard normals, by quadrature."""
+    if n <= 1:
+        return shift
+    lo, hi = -_GRID_HALF_WIDTH, _GRID_HALF_WIDTH + max(shift, 0.0)
+    x = np.linspace(lo, hi, _GRID_POINTS)
+    log_cdf = log_ndtr(x - shift) + (n - 1) * log_ndtr(x)
+    cdf = np.exp(log_cdf)
+    # E[M] = int x dF = [x F] - int F dx over a range where F goes from ~0 to ~1; the integrand
+    # is smooth there, so the trapezoid rule is accurate to ~1e-7.
+    return float(hi * cdf[-1] - lo * cdf[0] - np.trapezoid(cdf, x))
+
+
+def expected_max_normal(n) -> np.ndarray:
+    """e_N = E[max of N i.i.d. standard normals] (0 for N = 1), vectorised over N."""
+    return expected_max_with_shift(n, 0.0)
+
+
+def expected_max_with_shift(n, shift) -> np.ndarray:
+    """E[max(Z_0 + shift, Z_1..Z_{N-1})], vectorised; each distinct (N, shift) is integrated once."""
+    n_arr, shift_arr = np.broadcast_arrays(
+        np.asarray(n, dtype=np.int64), np.round(np.asarray(shift, dtype=float), 9)
+    )
+    pairs = np.stack([n_arr.ravel().astype(float), shift_arr.ravel()], axis=1)
+    unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    values = np.array([_expected_max_units(int(a), float(b)) for a, b in unique])
+    return values[inverse.ravel()].reshape(n_arr.shape)
+
+
+def straggler_wait_s(devices, sigma_s, slow_delay_s):
+    """Expected extra time of a synchronous step over the typical device's, seconds.
+
+    ``sigma_s``: standard deviation of one device's step time (jitter); ``slow_delay_s``: how
+    much longer the one persistently slow device takes (0 for none). One device waits on no
+    one, so ``devices == 1`` gives 0.
+    """
+    devices = np.asarray(devices, dtype=np.int64)
+    sigma = np.asarray(sigma_s, dtype=float)
+    delay = np.maximum(np.asarray(slow_delay_s, dtype=float), 0.0)
+    safe_sigma = np.where(sigma > 0, sigma, 1.0)
+    # Shifts are quantised to 1e-3 sigma so a sweep over many values integrates few of them.
+    shift = np.round(np.minimum(delay / safe_sigma, 1e6), 3)
+    with_jitter = sigma * expected_max_with_shift(devices, np.where(sigma > 0, shift, 0.0))
+    wait = np.where(sigma > 0, with_jitter, delay)
+    return np.where(devices > 1, np.maximum(wait, 0.0), 0.0)

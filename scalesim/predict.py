@@ -1,0 +1,200 @@
+"""From a profile and a scenario to prediction rows: the public prediction API.
+
+``scenario_inputs`` turns the pydantic edge types into the model's arrays (and checks them);
+``predict`` evaluates one row per device count. Both raise ScalesimError on bad input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import BaseModel
+
+from scalesim.errors import ScalesimError
+from scalesim.model import collectives as coll
+from scalesim.model.memory import STRATEGIES
+from scalesim.model.overlap import MIB
+from scalesim.model.pipeline import loader_supply_per_device
+from scalesim.model.quality import steps_to_quality
+from scalesim.model.step import StepInputs, evaluate_scaling
+from scalesim.schemas import Profile, Scenario
+
+
+class Prediction(BaseModel):
+    """One predicted row: a device count under one scenario. Times in seconds per step."""
+
+    devices: int
+    nodes: int
+    devices_per_node: int
+    micro_batch: int
+    accumulation: int
+    global_batch: int
+    step_time_s: float
+    compute_s: float
+    exposed_comm_s: float
+    data_stall_s: float
+    straggler_s: float
+    comm_total_s: float
+    comm_bytes: float
+    samples_per_s: float
+    speedup: float
+    efficiency: float
+    memory_bytes: float
+    fits: bool
+    steps_to_quality: float | None = None
+    time_to_quality_s: float | None = None
+    time_to_train_s: float | None = None
+    cost_usd: float | None = None
+
+
+def layout(devices, devices_per_node: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and devices per node for each device count; error where they do not divide."""
+    p = np.asarray(devices, dtype=np.int64)
+    if np.any(p < 1):
+        raise ScalesimError("device counts must be 1 or more")
+    bad = p[(p > devices_per_node) & (p % devices_per_node != 0)]
+    if bad.size:
+        raise ScalesimError(
+            f"{int(bad[0])} devices do not fill whole servers of {devices_per_node}; use a "
+            f"multiple of {devices_per_node} above {devices_per_node}, or set --gpus-per-node"
+        )
+    per_node = np.minimum(p, devices_per_node)
+    return p // per_node, per_node
+
+
+def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray):
+    """Per-device micro-batch at each device count, and the one-device baseline's."""
+    k = scenario.accumulation
+    if scenario.global_batch is None:
+        b = scenario.micro_batch or profile.workload.micro_batch
+        return np.full(devices.shape, b, dtype=np.int64), np.full(devices.shape, b, dtype=np.int64)
+    share = devices * k
+    if np.any(scenario.global_batch % share != 0):
+        bad = int(devices[scenario.global_batch % share != 0][0])
+        raise ScalesimError(
+            f"global batch {scenario.global_batch} does not split evenly over {bad} devices x "
+            f"{k} accumulation steps; pick a global batch divisible by devices x accumulation"
+        )
+    if scenario.global_batch % k != 0:
+        raise ScalesimError(f"global batch {scenario.global_batch} is not divisible by "
+                            f"accumulation {k}")
+    return scenario.global_batch // share, np.full(devices.shape, scenario.global_batch // k)
+
+
+def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
+    """Model inputs for ``scenario`` on ``profile``: (StepInputs, baseline micro-batch)."""
+    hw, wl = profile.hardware, profile.workload
+    p = np.asarray(scenario.devices if devices is None else devices, dtype=np.int64)
+    g_max = scenario.devices_per_node or hw.devices_per_node
+    _, per_node = layout(p, g_max)
+    b, base_b = micro_batches(scenario, profile, p)
+    if profile.compute.max_micro_batch is not None and np.any(b > profile.compute.max_micro_batch):
+        pass  # beyond the calibrated ceiling: memory_bytes / fits report it
+
+    if profile.input_pipeline is not None and scenario.loader_workers is not None:
+        pts = profile.input_pipeline.points
+        supply = loader_supply_per_device(
+            scenario.loader_workers, per_node, hw.cpu_cores_per_node,
+            [pt.workers for pt in pts], [pt.samples_per_s for pt in pts],
+        )
+    elif profile.input_pipeline is not None:
+        pts = profile.input_pipeline.points
+        best = max(pts, key=lambda pt: pt.samples_per_s)
+        supply = loader_supply_per_device(
+            best.workers, per_node, hw.cpu_cores_per_node,
+            [pt.workers for pt in pts], [pt.samples_per_s for pt in pts],
+        )
+    else:
+        supply = np.inf
+
+    cv = scenario.straggler_cv
+    if cv is None:
+        cv = profile.jitter.step_time_cv if profile.jitter is not None else 0.0
+    slow = np.where(
+        (scenario.slow_device is not None) & (p > (scenario.slow_device or 0)),
+        scenario.slow_factor, 1.0,
+    )
+    intra, inter = hw.intra_node, hw.inter_node
+    inputs = StepInputs(
+        devices=p,
+        devices_per_node=per_node,
+        micro_batch=b,
+        accumulation=scenario.accumulation,
+        overhead_s=profile.compute.overhead_s,
+        per_sample_s=profile.compute.per_sample_s,
+        optimizer_step_s=profile.compute.optimizer_step_s,
+        backward_fraction=wl.backward_fraction,
+        params=wl.params,
+        wire_bytes_per_param=wl.wire_bytes_per_param,
+        intra_latency_s=_pick(scenario.intra_latency_s, intra.latency_s),
+        intra_busbw_GBps=_pick(scenario.intra_busbw_GBps, intra.busbw_GBps),
+        inter_latency_s=_pick(scenario.inter_latency_s, inter.latency_s),
+        inter_busbw_GBps=_pick(scenario.inter_busbw_GBps, inter.busbw_GBps),
+        strategy=STRATEGIES[scenario.strategy],
+        algorithm=coll.ALGORITHMS[scenario.algorithm],
+        overlap=scenario.overlap,
+        bucket_bytes=scenario.bucket_mib * MIB,
+        first_bucket_bytes=scenario.first_bucket_mib * MIB,
+        loader_samples_per_s=supply,
+        jitter_cv=cv,
+        slow_factor=slow,
+        param_bytes_per_param=wl.param_bytes_per_param,
+        grad_bytes_per_param=wl.grad_bytes_per_param,
+        optimizer_bytes_per_param=wl.optimizer_bytes_per_param,
+        activation_bytes_per_sample=wl.activation_bytes_per_sample,
+        device_memory_bytes=hw.device_memory_bytes,
+    )
+    return inputs, base_b
+
+
+def _pick(override, default):
+    return default if override is None else override
+
+
+def predict(profile: Profile, scenario: Scenario | None = None) -> list[Prediction]:
+    """One Prediction per device count of ``scenario`` (default: Scenario())."""
+    scenario = scenario or Scenario()
+    inputs, base_b = scenario_inputs(profile, scenario)
+    result, speedup, efficiency = evaluate_scaling(inputs, base_b)
+    wl = profile.workload
+    b_crit = scenario.critical_batch_size or wl.critical_batch_size
+    e_min = scenario.min_samples_to_quality or wl.min_samples_to_quality
+    train = scenario.train_samples or wl.train_samples
+    price = _pick(scenario.price_per_device_hour, profile.hardware.price_per_device_hour)
+    devices = np.asarray(inputs.devices)
+    rows = []
+    for i, p in enumerate(devices):
+        steps = ttq = ttt = cost = None
+        if b_crit is not None and e_min is not None:
+            steps = float(steps_to_quality(result.global_batch[i], b_crit, e_min))
+            ttq = steps * float(result.step_time_s[i])
+        hours_basis = ttq if ttq is not None else None
+        if train is not None:
+            ttt = train / float(result.samples_per_s[i])
+            hours_basis = ttt
+        if price is not None and hours_basis is not None:
+            cost = hours_basis / 3600.0 * int(p) * price
+        rows.append(Prediction(
+            devices=int(p),
+            nodes=int(result.nodes[i]),
+            devices_per_node=int(np.asarray(inputs.devices_per_node)[i]),
+            micro_batch=int(np.asarray(inputs.micro_batch)[i]),
+            accumulation=scenario.accumulation,
+            global_batch=int(round(result.global_batch[i])),
+            step_time_s=float(result.step_time_s[i]),
+            compute_s=float(result.compute_s[i]),
+            exposed_comm_s=float(result.exposed_comm_s[i]),
+            data_stall_s=float(result.data_stall_s[i]),
+            straggler_s=float(result.straggler_s[i]),
+            comm_total_s=float(result.comm_total_s[i]),
+            comm_bytes=float(result.comm_bytes[i]),
+            samples_per_s=float(result.samples_per_s[i]),
+            speedup=float(speedup[i]),
+            efficiency=float(efficiency[i]),
+            memory_bytes=float(result.memory_bytes[i]),
+            fits=bool(result.fits[i]),
+            steps_to_quality=steps,
+            time_to_quality_s=ttq,
+            time_to_train_s=ttt,
+            cost_usd=cost,
+        ))
+    return rows

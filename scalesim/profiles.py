@@ -1,0 +1,147 @@
+"""Building, loading and combining calibration profiles.
+
+A profile is what the model predicts from. A measured one comes from ``scalesim calibrate``; a
+preset one is built here from a hardware preset and a workload preset: its compute curve comes
+from the workload's published per-device throughput (``per_sample_s = 1/throughput``, no fixed
+overhead known), scaled by the ratio of dense fp16/bf16 peak TFLOP/s when the published number is
+for another device. That scaling is crude (utilisation differs between generations) and the
+profile says so in its notes.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from scalesim import presets
+from scalesim.errors import ScalesimError
+from scalesim.jsonio import parse_model, read_json
+from scalesim.schemas import (
+    PROFILE_VERSION,
+    ComputeCurve,
+    Fingerprint,
+    Hardware,
+    LinkCalibration,
+    Profile,
+    Workload,
+)
+
+
+def _peak_tflops(device_name: str, extra: Hardware | None = None) -> float | None:
+    known = {h.device_name: h.peak_tflops for h in presets.HARDWARE.values()}
+    if extra is not None and extra.peak_tflops is not None:
+        known[extra.device_name] = extra.peak_tflops
+    return known.get(device_name)
+
+
+def compute_from_reference(workload: Workload, hardware: Hardware) -> tuple[ComputeCurve, str]:
+    """A compute curve for ``workload`` on ``hardware`` from the workload's reference numbers."""
+    if not workload.reference:
+        raise ScalesimError(
+            f"workload '{workload.name}' has no reference throughput; add one to its 'reference' "
+            "list or calibrate a profile (scalesim calibrate)"
+        )
+    same = [r for r in workload.reference if r.device_name == hardware.device_name]
+    ref = same[0] if same else workload.reference[0]
+    per_sample_s = 1.0 / ref.samples_per_s
+    note = f"compute: {ref.samples_per_s:.4g} {workload.sample_unit}/s per device ({ref.source})"
+    if not same:
+        ref_peak = _peak_tflops(ref.device_name, hardware)
+        if ref_peak is None or hardware.peak_tflops is None:
+            raise ScalesimError(
+                f"workload '{workload.name}' has no reference for '{hardware.device_name}' and "
+                "no peak TFLOP/s to scale one; add peak_tflops to the hardware or a reference"
+            )
+        per_sample_s *= ref_peak / hardware.peak_tflops
+        note += (f"; scaled from {ref.device_name} to {hardware.device_name} by peak TFLOP/s "
+                 f"({ref_peak:g} -> {hardware.peak_tflops:g}), an approximation")
+    curve = ComputeCurve(
+        overhead_s=0.0, per_sample_s=per_sample_s, optimizer_step_s=0.0, precision="published",
+        measured=False, source=note,
+    )
+    return curve, note
+
+
+def profile_from_presets(hardware: Hardware, workload: Workload) -> Profile:
+    """A profile built from published numbers only (no measurement)."""
+    compute, note = compute_from_reference(workload, hardware)
+    return Profile(
+        name=f"{hardware.name} + {workload.name} (presets)",
+        fingerprint=Fingerprint(device_name=hardware.device_name,
+                                device_count=hardware.devices_per_node),
+        hardware=hardware,
+        workload=workload,
+        compute=compute,
+        links=[
+            LinkCalibration(level="intra_node", measured=False, note=hardware.intra_node.source),
+            LinkCalibration(level="inter_node", measured=False, note=hardware.inter_node.source),
+        ],
+        notes=[note, "no fixed per-micro-step overhead or optimizer time is known for presets: "
+               "calibrate to measure them"],
+    )
+
+
+def default_profile() -> Profile:
+    """The built-in default: the default hardware and workload presets."""
+    return profile_from_presets(
+        presets.get_hardware(presets.DEFAULT_HARDWARE), presets.get_workload(presets.DEFAULT_WORKLOAD)
+    )
+
+
+def parse_profile(data: Any, what: str = "profile") -> Profile:
+    """Validate parsed JSON as a profile, naming a foreign or old schema version plainly."""
+    if not isinstance(data, dict):
+        raise ScalesimError(f"{what}: expected a JSON object with schema_version {PROFILE_VERSION}")
+    version = data.get("schema_version")
+    if version != PROFILE_VERSION:
+        raise ScalesimError(
+            f"{what}: schema_version is {version!r}, this scalesim reads '{PROFILE_VERSION}'; "
+            "re-run scalesim calibrate or convert the file"
+        )
+    return parse_model(data, Profile, what)
+
+
+def load_profile(path: str | os.PathLike[str]) -> Profile:
+    return parse_profile(read_json(path), str(path))
+
+
+def load_hardware(spec: str) -> Hardware:
+    """A hardware preset name or a JSON file path."""
+    if spec in presets.HARDWARE or not spec.endswith(".json"):
+        return presets.get_hardware(spec)
+    return parse_model(read_json(spec), Hardware, spec)
+
+
+def load_workload(spec: str) -> Workload:
+    """A workload preset name or a JSON file path."""
+    if spec in presets.WORKLOADS or not spec.endswith(".json"):
+        return presets.get_workload(spec)
+    return parse_model(read_json(spec), Workload, spec)
+
+
+def resolve_profile(
+    profile: str | None = None, hardware: str | None = None, workload: str | None = None
+) -> Profile:
+    """The profile a command predicts from.
+
+    - no profile: presets (``hardware`` and ``workload`` or the defaults);
+    - a profile: as measured; ``hardware`` then replaces its server layout and links (projecting
+      measured compute onto other machines of the same device), ``workload`` its sizes.
+    """
+    if profile is None:
+        hw = load_hardware(hardware or presets.DEFAULT_HARDWARE)
+        wl = load_workload(workload or presets.DEFAULT_WORKLOAD)
+        return profile_from_presets(hw, wl)
+    base = load_profile(profile)
+    changes: dict[str, Any] = {}
+    notes = list(base.notes)
+    if hardware is not None:
+        changes["hardware"] = load_hardware(hardware)
+        notes.append(f"hardware replaced by '{hardware}'; compute stays as measured")
+    if workload is not None:
+        changes["workload"] = load_workload(workload)
+        notes.append(f"workload sizes replaced by '{workload}'; compute stays as measured")
+    if changes:
+        changes["notes"] = notes
+        return base.model_copy(update=changes)
+    return base

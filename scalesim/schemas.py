@@ -1,0 +1,245 @@
+"""The file formats at scalesim's edges: hardware, workload, calibration profile, scenario.
+
+Every format is a versioned pydantic v2 model (``schema_version``), exported as JSON Schema by
+``scalesim schema NAME``. Units are in the field names (``_s`` seconds, ``_bytes`` bytes,
+``_GBps`` gigabytes (1e9 bytes) per second, ``gbit_`` gigabits per second).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+HARDWARE_VERSION = "scalesim-hardware/1"
+WORKLOAD_VERSION = "scalesim-workload/1"
+PROFILE_VERSION = "scalesim-profile/1"
+SCENARIO_VERSION = "scalesim-scenario/1"
+
+Strategy = Literal["ddp", "zero1", "zero2", "zero3"]
+Algorithm = Literal["auto", "ring", "tree", "hierarchical"]
+LinkLevelName = Literal["intra_node", "inter_node"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LinkLevel(_Strict):
+    """One level of the interconnect, described as nccl-tests would measure it."""
+
+    kind: str = Field(description="nvlink2, nvswitch-a100, pcie4, infiniband, ethernet, loopback...")
+    busbw_GBps: float = Field(
+        gt=0,
+        description="all-reduce bus bandwidth, GB/s (1e9 bytes/s), nccl-tests convention; across "
+        "servers: what one whole node sustains over all its NICs",
+    )
+    latency_s: float = Field(ge=0, description="alpha: latency of one algorithm step, seconds")
+    nics_per_node: int | None = Field(default=None, ge=1, description="NICs per server (inter)")
+    gbit_per_nic: float | None = Field(default=None, gt=0, description="NIC line rate, Gbit/s")
+    source: str = Field(default="", description="where the numbers come from")
+
+
+class Hardware(_Strict):
+    """A server type and how servers are joined."""
+
+    schema_version: Literal["scalesim-hardware/1"] = HARDWARE_VERSION
+    name: str
+    device_name: str
+    devices_per_node: int = Field(ge=1)
+    device_memory_bytes: float = Field(gt=0)
+    peak_tflops: float | None = Field(
+        default=None, gt=0, description="dense fp16/bf16 tensor peak, TFLOP/s (for scaling compute)"
+    )
+    cpu_cores_per_node: int = Field(default=64, ge=1, description="cores the data loaders share")
+    intra_node: LinkLevel
+    inter_node: LinkLevel
+    price_per_device_hour: float | None = Field(default=None, ge=0, description="USD per device-hour")
+    source: str = ""
+
+
+class ReferenceThroughput(_Strict):
+    """A published or measured per-device training throughput of a workload."""
+
+    device_name: str
+    samples_per_s: float = Field(gt=0, description="per device, steady state")
+    micro_batch: int = Field(ge=1)
+    source: str
+
+
+class Workload(_Strict):
+    """What is being trained: sizes that set communication, memory and compute."""
+
+    schema_version: Literal["scalesim-workload/1"] = WORKLOAD_VERSION
+    name: str
+    params: float = Field(gt=0, description="parameters Psi = gradient elements exchanged per step")
+    wire_bytes_per_param: float = Field(
+        default=2.0, gt=0, description="bytes per gradient element on the wire (4 fp32, 2 fp16/bf16)"
+    )
+    param_bytes_per_param: float = Field(default=2.0, ge=0, description="weights in memory")
+    grad_bytes_per_param: float = Field(default=2.0, ge=0, description="gradients in memory")
+    optimizer_bytes_per_param: float = Field(
+        default=12.0, ge=0, description="optimizer state (mixed-precision Adam: 12, ZeRO paper K)"
+    )
+    activation_bytes_per_sample: float = Field(default=0.0, ge=0, description="0 = unknown")
+    micro_batch: int = Field(default=32, ge=1, description="default samples per device per micro-step")
+    sample_unit: str = "samples"
+    backward_fraction: float = Field(
+        default=2.0 / 3.0, gt=0, lt=1, description="share of forward+backward time in backward"
+    )
+    critical_batch_size: float | None = Field(default=None, gt=0, description="B_noise, samples")
+    min_samples_to_quality: float | None = Field(
+        default=None, gt=0, description="E_min: samples to the target at a tiny batch"
+    )
+    train_samples: float | None = Field(default=None, gt=0, description="samples in one training run")
+    reference: list[ReferenceThroughput] = Field(default_factory=list)
+    source: str = ""
+
+
+class ComputePoint(_Strict):
+    micro_batch: int = Field(ge=1)
+    time_s: float = Field(gt=0, description="median forward+backward time of one micro-step")
+    spread_s: float = Field(default=0.0, ge=0, description="interquartile range over repeats")
+    repeats: int = Field(default=1, ge=1)
+
+
+class ComputeCurve(_Strict):
+    """Forward+backward time per micro-step vs micro-batch: ``overhead_s + per_sample_s * b``."""
+
+    overhead_s: float = Field(ge=0, description="fixed time per micro-step, s")
+    per_sample_s: float = Field(gt=0, description="time per sample, s")
+    optimizer_step_s: float = Field(default=0.0, ge=0, description="optimizer update per step, s")
+    rel_rmse: float | None = Field(default=None, ge=0, description="fit quality on the points")
+    points: list[ComputePoint] = Field(default_factory=list)
+    max_micro_batch: int | None = Field(
+        default=None, ge=1, description="largest micro-batch that ran (out-of-memory ceiling)"
+    )
+    precision: str = "unknown"
+    measured: bool = False
+    source: str = ""
+
+
+class CollectivePoint(_Strict):
+    """One row of an nccl-tests style table."""
+
+    op: Literal["all_reduce", "reduce_scatter", "all_gather"]
+    size_bytes: float = Field(gt=0)
+    ranks: int = Field(ge=2)
+    time_s: float = Field(gt=0)
+    algbw_GBps: float = Field(ge=0)
+    busbw_GBps: float = Field(ge=0)
+
+
+class LinkCalibration(_Strict):
+    """Raw collective timings on one link level and the alpha-beta fit."""
+
+    level: LinkLevelName
+    measured: bool
+    points: list[CollectivePoint] = Field(default_factory=list)
+    rel_rmse: float | None = None
+    note: str = ""
+
+
+class LoaderPoint(_Strict):
+    workers: int = Field(ge=0)
+    samples_per_s: float = Field(gt=0)
+
+
+class LoaderCurve(_Strict):
+    """Input-pipeline supply of one process vs DataLoader ``num_workers``."""
+
+    points: list[LoaderPoint] = Field(min_length=1)
+    measured: bool = False
+    source: str = ""
+
+
+class Jitter(_Strict):
+    """Step-time spread across steps and ranks."""
+
+    step_time_cv: float = Field(ge=0, description="std/mean of one rank's step time")
+    per_rank_median_s: list[float] = Field(default_factory=list)
+    slow_rank: int | None = Field(default=None, ge=0)
+    slow_factor: float = Field(default=1.0, ge=1.0, description="slow rank's median over the others'")
+
+
+class NoiseScale(_Strict):
+    """Gradient noise scale estimate (McCandlish et al. 2018, appendix A)."""
+
+    b_simple: float = Field(gt=0, description="samples")
+    small_batch: int = Field(ge=1)
+    big_batch: int = Field(ge=1)
+
+
+class Fingerprint(_Strict):
+    """Where and how a profile was measured."""
+
+    device_name: str = "unknown"
+    device_count: int = Field(default=1, ge=1)
+    nodes: int = Field(default=1, ge=1)
+    backend: str = "none"
+    torch_version: str | None = None
+    nccl_version: str | None = None
+    cuda_version: str | None = None
+    hostnames: list[str] = Field(default_factory=list)
+    date_utc: str = ""
+
+
+class Profile(_Strict):
+    """A calibration profile: everything the model needs to predict for one setup."""
+
+    schema_version: Literal["scalesim-profile/1"] = PROFILE_VERSION
+    name: str
+    fingerprint: Fingerprint = Field(default_factory=Fingerprint)
+    hardware: Hardware
+    workload: Workload
+    compute: ComputeCurve
+    links: list[LinkCalibration] = Field(default_factory=list)
+    input_pipeline: LoaderCurve | None = None
+    jitter: Jitter | None = None
+    noise_scale: NoiseScale | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+class Scenario(_Strict):
+    """The what-if knobs. ``None`` means "take it from the profile"."""
+
+    schema_version: Literal["scalesim-scenario/1"] = SCENARIO_VERSION
+    devices: list[int] = Field(default=[1, 2, 4, 8, 16], min_length=1)
+    devices_per_node: int | None = Field(default=None, ge=1)
+    micro_batch: int | None = Field(default=None, ge=1, description="weak scaling: per device")
+    global_batch: int | None = Field(default=None, ge=1, description="strong scaling: fixed")
+    accumulation: int = Field(default=1, ge=1)
+    overlap: bool = True
+    bucket_mib: float = Field(default=25.0, gt=0)
+    first_bucket_mib: float = Field(default=1.0, ge=0)
+    strategy: Strategy = "ddp"
+    algorithm: Algorithm = "auto"
+    loader_workers: int | None = Field(default=None, ge=0)
+    straggler_cv: float | None = Field(default=None, ge=0, description="std/mean of a micro-step")
+    slow_device: int | None = Field(default=None, ge=0, description="rank of a slow device")
+    slow_factor: float = Field(default=1.0, ge=1.0, description="its compute-time multiplier")
+    intra_busbw_GBps: float | None = Field(default=None, gt=0)
+    intra_latency_s: float | None = Field(default=None, ge=0)
+    inter_busbw_GBps: float | None = Field(default=None, gt=0)
+    inter_latency_s: float | None = Field(default=None, ge=0)
+    critical_batch_size: float | None = Field(default=None, gt=0)
+    min_samples_to_quality: float | None = Field(default=None, gt=0)
+    train_samples: float | None = Field(default=None, gt=0)
+    price_per_device_hour: float | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> Scenario:
+        if any(d < 1 for d in self.devices):
+            raise ValueError("device counts must be 1 or more")
+        if self.micro_batch is not None and self.global_batch is not None:
+            raise ValueError("give a per-device micro-batch (weak scaling) or a global batch "
+                             "(strong scaling), not both")
+        return self
+
+
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "profile": Profile,
+    "hardware": Hardware,
+    "workload": Workload,
+    "scenario": Scenario,
+}
