@@ -25,20 +25,40 @@ def _bytes_per_s(busbw_gbps):
     return np.asarray(busbw_gbps, dtype=float) * GB
 
 
+# Every collective here is affine in the message size for a given set of ranks and links:
+# t(S) = a + c*S. The *_coeffs functions return (a, c) so that a bucket timeline can evaluate
+# many message sizes cheaply; the *_s functions evaluate them.
+
+
+def ring_allreduce_coeffs(ranks, latency_s, busbw_GBps):
+    """(a, c) of a ring all-reduce on ``ranks`` ranks: a = 2(n-1)*alpha, c = 2(n-1)/n / B."""
+    n = np.asarray(ranks, dtype=float)
+    steps = np.maximum(2.0 * (n - 1.0), 0.0)
+    return steps * latency_s, steps / np.maximum(n, 1.0) / _bytes_per_s(busbw_GBps)
+
+
+def ring_reduce_scatter_coeffs(ranks, latency_s, busbw_GBps):
+    """(a, c) of a ring reduce-scatter or all-gather: a = (n-1)*alpha, c = (n-1)/n / B."""
+    n = np.asarray(ranks, dtype=float)
+    steps = np.maximum(n - 1.0, 0.0)
+    return steps * latency_s, steps / np.maximum(n, 1.0) / _bytes_per_s(busbw_GBps)
+
+
+def affine_s(coeffs, size_bytes):
+    """Evaluate t = a + c*S, and 0 for an empty message or a collective on one rank."""
+    a, c = coeffs
+    size = np.asarray(size_bytes, dtype=float)
+    return np.where(size > 0, a + c * size, 0.0)
+
+
 def ring_allreduce_s(size_bytes, ranks, latency_s, busbw_GBps):
     """Ring all-reduce of ``size_bytes`` on ``ranks`` ranks: 2(n-1)a + 2(n-1)/n * S/B seconds."""
-    n = np.asarray(ranks, dtype=float)
-    steps = 2.0 * (n - 1.0)
-    t = steps * latency_s + steps / np.maximum(n, 1.0) * size_bytes / _bytes_per_s(busbw_GBps)
-    return np.where(n > 1, t, 0.0)
+    return affine_s(ring_allreduce_coeffs(ranks, latency_s, busbw_GBps), size_bytes)
 
 
 def ring_reduce_scatter_s(size_bytes, ranks, latency_s, busbw_GBps):
     """Ring reduce-scatter (or all-gather) of a ``size_bytes`` buffer: (n-1)a + (n-1)/n * S/B."""
-    n = np.asarray(ranks, dtype=float)
-    steps = n - 1.0
-    t = steps * latency_s + steps / np.maximum(n, 1.0) * size_bytes / _bytes_per_s(busbw_GBps)
-    return np.where(n > 1, t, 0.0)
+    return affine_s(ring_reduce_scatter_coeffs(ranks, latency_s, busbw_GBps), size_bytes)
 
 
 ring_all_gather_s = ring_reduce_scatter_s
@@ -52,76 +72,90 @@ def tree_allreduce_s(size_bytes, ranks, latency_s, busbw_GBps):
     """
     n = np.asarray(ranks, dtype=float)
     depth = np.ceil(np.log2(np.maximum(n, 1.0)))
-    t = 2.0 * depth * latency_s + 2.0 * size_bytes / _bytes_per_s(busbw_GBps)
-    return np.where(n > 1, t, 0.0)
+    coeffs = (2.0 * depth * latency_s, np.where(n > 1, 2.0, 0.0) / _bytes_per_s(busbw_GBps))
+    return affine_s(coeffs, size_bytes)
 
 
-def allreduce_s(
-    size_bytes,
-    devices_per_node,
-    nodes,
-    intra_latency_s,
-    intra_busbw_GBps,
-    inter_latency_s,
-    inter_busbw_GBps,
-    algorithm=AUTO,
-):
-    """All-reduce time on ``nodes`` servers of ``devices_per_node`` devices each, in seconds.
+def _slowest_level(devices_per_node, nodes, intra_latency_s, intra_busbw_GBps, inter_latency_s,
+                   inter_busbw_GBps):
+    """Latency and bandwidth of the slowest hop a flat ring or tree over all ranks crosses."""
+    multi = np.asarray(nodes, dtype=float) > 1
+    latency = np.where(multi, np.maximum(intra_latency_s, inter_latency_s), intra_latency_s)
+    busbw = np.where(multi, np.minimum(intra_busbw_GBps, inter_busbw_GBps), intra_busbw_GBps)
+    return latency, busbw
+
+
+def allreduce_coeffs(devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
+                     inter_latency_s, inter_busbw_GBps):
+    """(a, c) pairs of the ring, tree and hierarchical all-reduce on this layout.
 
     - ring: one flat ring over all ``p = g*N`` ranks; every step waits for the slowest hop, and
       the bandwidth term is set by the slowest level (``min`` of intra and inter busbw).
-    - tree: intra-node chain plus an inter-node tree (NCCL's tree algorithm).
-    - hierarchical: intra-node reduce-scatter, inter-node ring all-reduce of each 1/g shard (the
-      g shards share the node's NICs), intra-node all-gather (Horovod hierarchical all-reduce).
-    - auto: the fastest of the three for each message, as NCCL's tuner picks per size.
+    - tree: intra-node chain, ``2(g-1)`` intra hops, plus an inter-node tree of depth
+      ``ceil(log2 N)`` (NCCL's tree algorithm); bandwidth term ``2*S/B_slowest``.
+    - hierarchical: intra-node reduce-scatter, inter-node ring all-reduce of each 1/g shard (the g
+      shards share the node's NICs, so together they move S per node), intra-node all-gather
+      (Horovod hierarchical all-reduce).
     """
     g = np.asarray(devices_per_node, dtype=float)
     nn = np.asarray(nodes, dtype=float)
     p = g * nn
-    multi = nn > 1
-    slow_latency = np.where(multi, np.maximum(intra_latency_s, inter_latency_s), intra_latency_s)
-    slow_bw = np.where(multi, np.minimum(intra_busbw_GBps, inter_busbw_GBps), intra_busbw_GBps)
+    latency, busbw = _slowest_level(g, nn, intra_latency_s, intra_busbw_GBps, inter_latency_s,
+                                    inter_busbw_GBps)
+    ring = ring_allreduce_coeffs(p, latency, busbw)
+    tree_a = (np.maximum(2.0 * (g - 1.0), 0.0) * intra_latency_s
+              + 2.0 * np.ceil(np.log2(np.maximum(nn, 1.0))) * inter_latency_s)
+    tree = (tree_a, np.where(p > 1, 2.0, 0.0) / _bytes_per_s(busbw))
+    rs_a, rs_c = ring_reduce_scatter_coeffs(g, intra_latency_s, intra_busbw_GBps)
+    ar_a, ar_c = ring_allreduce_coeffs(nn, inter_latency_s, inter_busbw_GBps)
+    hier = (2.0 * rs_a + ar_a, 2.0 * rs_c + ar_c)
+    return ring, tree, hier
 
-    ring = ring_allreduce_s(size_bytes, p, slow_latency, slow_bw)
 
-    intra_chain = np.where(g > 1, 2.0 * (g - 1.0) * intra_latency_s, 0.0)
-    inter_depth = np.ceil(np.log2(np.maximum(nn, 1.0)))
-    tree = np.where(
-        p > 1,
-        intra_chain
-        + 2.0 * inter_depth * inter_latency_s
-        + 2.0 * size_bytes / _bytes_per_s(slow_bw),
-        0.0,
-    )
-
-    hier = (
-        ring_reduce_scatter_s(size_bytes, g, intra_latency_s, intra_busbw_GBps)
-        + ring_allreduce_s(size_bytes, nn, inter_latency_s, inter_busbw_GBps)
-        + ring_all_gather_s(size_bytes, g, intra_latency_s, intra_busbw_GBps)
-    )
-
+def allreduce_from_coeffs(coeffs, size_bytes, algorithm=AUTO):
+    """All-reduce time from ``allreduce_coeffs``; ``auto`` takes the fastest per message size."""
+    ring, tree, hier = (affine_s(c, size_bytes) for c in coeffs)
     algorithm = np.asarray(algorithm)
+    if algorithm.ndim == 0 and int(algorithm) != AUTO:
+        return {RING: ring, TREE: tree, HIERARCHICAL: hier}[int(algorithm)]
     best = np.minimum(np.minimum(ring, tree), hier)
     return np.select(
         [algorithm == RING, algorithm == TREE, algorithm == HIERARCHICAL], [ring, tree, hier], best
     )
 
 
-def reduce_scatter_s(
-    size_bytes, devices_per_node, nodes, intra_latency_s, intra_busbw_GBps, inter_latency_s,
-    inter_busbw_GBps,
-):
-    """Reduce-scatter (equally: all-gather) of a ``size_bytes`` buffer over all ranks, ring.
+def allreduce_s(size_bytes, devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
+                inter_latency_s, inter_busbw_GBps, algorithm=AUTO):
+    """All-reduce time on ``nodes`` servers of ``devices_per_node`` devices each, in seconds.
+
+    ``algorithm``: ring, tree, hierarchical (see ``allreduce_coeffs``) or auto, the fastest of
+    the three for each message, as NCCL's tuner picks per size.
+    """
+    coeffs = allreduce_coeffs(devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
+                              inter_latency_s, inter_busbw_GBps)
+    return allreduce_from_coeffs(coeffs, size_bytes, algorithm)
+
+
+def reduce_scatter_coeffs(devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
+                          inter_latency_s, inter_busbw_GBps):
+    """(a, c) of a ring reduce-scatter (equally: all-gather) over all ranks.
 
     NCCL runs reduce-scatter and all-gather as rings; across nodes the slowest level sets both
     the per-step latency and the bandwidth.
     """
     g = np.asarray(devices_per_node, dtype=float)
     nn = np.asarray(nodes, dtype=float)
-    multi = nn > 1
-    latency = np.where(multi, np.maximum(intra_latency_s, inter_latency_s), intra_latency_s)
-    bw = np.where(multi, np.minimum(intra_busbw_GBps, inter_busbw_GBps), intra_busbw_GBps)
-    return ring_reduce_scatter_s(size_bytes, g * nn, latency, bw)
+    latency, busbw = _slowest_level(g, nn, intra_latency_s, intra_busbw_GBps, inter_latency_s,
+                                    inter_busbw_GBps)
+    return ring_reduce_scatter_coeffs(g * nn, latency, busbw)
+
+
+def reduce_scatter_s(size_bytes, devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
+                     inter_latency_s, inter_busbw_GBps):
+    """Reduce-scatter (equally: all-gather) of a ``size_bytes`` buffer over all ranks, ring."""
+    coeffs = reduce_scatter_coeffs(devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
+                                   inter_latency_s, inter_busbw_GBps)
+    return affine_s(coeffs, size_bytes)
 
 
 all_gather_s = reduce_scatter_s

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -26,66 +27,68 @@ DDP_BUCKET_BYTES = 25 * MIB  # torch DDP bucket_cap_mb default (c10d reducer)
 DDP_FIRST_BUCKET_BYTES = 1 * MIB  # torch DDP first bucket (dist._DEFAULT_FIRST_BUCKET_BYTES)
 
 
-def bucket_layout(total_bytes, bucket_bytes, first_bucket_bytes):
-    """Sizes of the first, middle and last buckets and how many middle buckets there are.
+class Buckets(NamedTuple):
+    """How a gradient of ``total`` bytes splits into buckets (arrays, broadcast together)."""
 
-    Returns ``(first, n_mid, mid, last)``: ``first`` bytes, then ``n_mid`` buckets of ``mid``
-    bytes, then one bucket of ``last`` bytes (0 when the rest divides evenly or is empty).
-    """
+    total: np.ndarray  # bytes
+    first: np.ndarray  # bytes of the first bucket
+    n_mid: np.ndarray  # how many equal middle buckets
+    mid: np.ndarray  # bytes of each middle bucket
+    last: np.ndarray  # bytes of the last bucket (0 when the rest divides evenly)
+
+
+def bucket_layout(total_bytes, bucket_bytes, first_bucket_bytes) -> Buckets:
+    """Split ``total_bytes`` into a first bucket, ``n_mid`` equal buckets and a last one."""
     total = np.asarray(total_bytes, dtype=float)
     bucket = np.maximum(np.asarray(bucket_bytes, dtype=float), 1.0)
     first = np.minimum(np.asarray(first_bucket_bytes, dtype=float), total)
     rest = total - first
     n_full = np.floor(rest / bucket)
     last = rest - n_full * bucket
-    # A remainder below one byte is rounding noise: fold it into the full buckets.
-    tiny = last < 1.0
-    last = np.where(tiny, 0.0, last)
-    return first, n_full, bucket, last
+    # A remainder of a billionth of the gradient is floating-point noise: no bucket of its own.
+    last = np.where(last <= 1e-9 * total, 0.0, last)
+    return Buckets(total, first, n_full, bucket, last)
 
 
-def _bucket_times(comm_s: Callable, first, mid, last):
+def bucket_times(buckets: Buckets, comm_s: Callable):
     """Collective time of the first, a middle and the last bucket; an empty bucket costs 0."""
     return (
-        np.where(first > 0, comm_s(first), 0.0),
-        comm_s(mid),
-        np.where(last > 0, comm_s(last), 0.0),
+        np.where(buckets.first > 0, comm_s(buckets.first), 0.0),
+        comm_s(buckets.mid),
+        np.where(buckets.last > 0, comm_s(buckets.last), 0.0),
     )
 
 
-def timeline_end(duration_s, total_bytes, bucket_bytes, first_bucket_bytes, comm_s: Callable):
-    """End time of the last bucket's collective, with buckets ready uniformly over ``duration_s``.
+def _rate(duration, total):
+    shape = np.broadcast(duration, total).shape
+    return np.divide(duration, total, out=np.zeros(shape), where=total > 0)
 
-    ``comm_s(size_bytes)`` gives one bucket's collective time (vectorised). Time 0 is the start
-    of the backward pass (or of whatever phase produces the buckets).
+
+def timeline_end(duration_s, buckets: Buckets, times):
+    """End time of the last bucket's collective, buckets ready uniformly over ``duration_s``.
+
+    ``times`` = ``bucket_times(buckets, comm_s)``. Time 0 is the start of the backward pass (or
+    of whatever phase produces the buckets).
     """
-    total = np.asarray(total_bytes, dtype=float)
     duration = np.asarray(duration_s, dtype=float)
-    first, n_mid, mid, last = bucket_layout(total, bucket_bytes, first_bucket_bytes)
-    rate = np.divide(duration, total, out=np.zeros(np.broadcast(duration, total).shape),
-                     where=total > 0)
-    c_first, c_mid, c_last = _bucket_times(comm_s, first, mid, last)
+    total, first, n_mid, mid, last = buckets
+    c_first, c_mid, c_last = times
+    rate = _rate(duration, total)
     tail_after_mid = n_mid * c_mid + c_last
-
-    cand_first = rate * first + c_first + tail_after_mid
-    has_mid = n_mid >= 1
-    cand_mid_first = rate * (first + mid) + tail_after_mid
-    cand_mid_last = rate * (first + n_mid * mid) + c_mid + c_last
-    cand_last = duration + c_last
-    end = np.maximum(cand_first, cand_last)
-    end = np.where(has_mid, np.maximum(end, np.maximum(cand_mid_first, cand_mid_last)), end)
+    end = np.maximum(rate * first + c_first + tail_after_mid, duration + c_last)
+    cand_mid = np.maximum(rate * (first + mid) + tail_after_mid,
+                          rate * (first + n_mid * mid) + c_mid + c_last)
+    end = np.where(n_mid >= 1, np.maximum(end, cand_mid), end)
     return np.where(total > 0, end, duration)
 
 
-def serial_comm_s(total_bytes, bucket_bytes, first_bucket_bytes, comm_s: Callable):
+def serial_comm_s(buckets: Buckets, times):
     """Sum of all bucket collectives run one after another (no overlap), seconds."""
-    first, n_mid, mid, last = bucket_layout(total_bytes, bucket_bytes, first_bucket_bytes)
-    c_first, c_mid, c_last = _bucket_times(comm_s, first, mid, last)
-    total = c_first + n_mid * c_mid + c_last
-    return np.where(np.asarray(total_bytes, dtype=float) > 0, total, 0.0)
+    c_first, c_mid, c_last = times
+    return np.where(buckets.total > 0, c_first + buckets.n_mid * c_mid + c_last, 0.0)
 
 
-def prefetch_end(duration_s, total_bytes, bucket_bytes, first_bucket_bytes, comm_s: Callable):
+def prefetch_end(duration_s, buckets: Buckets, times):
     """End of a phase whose compute per bucket needs that bucket fetched first (ZeRO-3 forward).
 
     Collectives (all-gathers) run back to back from time 0; bucket j's compute, a share of
@@ -93,18 +96,14 @@ def prefetch_end(duration_s, total_bytes, bucket_bytes, first_bucket_bytes, comm
     compute is done: ``fin_j = max(fin_{j-1}, gathered_j) + f_j``. Unrolled:
     ``fin_last = max_j (gathered_j + sum_{i>=j} f_i)``, linear in j over the equal buckets.
     """
-    total = np.asarray(total_bytes, dtype=float)
     duration = np.asarray(duration_s, dtype=float)
-    first, n_mid, mid, last = bucket_layout(total, bucket_bytes, first_bucket_bytes)
-    rate = np.divide(duration, total, out=np.zeros(np.broadcast(duration, total).shape),
-                     where=total > 0)
-    c_first, c_mid, c_last = _bucket_times(comm_s, first, mid, last)
-    cand_first = c_first + duration
-    cand_mid_first = c_first + c_mid + rate * (total - first)
-    cand_mid_last = c_first + n_mid * c_mid + rate * (mid + last)
-    cand_last = c_first + n_mid * c_mid + c_last + rate * last
-    end = np.maximum(cand_first, cand_last)
-    end = np.where(n_mid >= 1, np.maximum(end, np.maximum(cand_mid_first, cand_mid_last)), end)
+    total, first, n_mid, mid, last = buckets
+    c_first, c_mid, c_last = times
+    rate = _rate(duration, total)
+    end = np.maximum(c_first + duration, c_first + n_mid * c_mid + c_last + rate * last)
+    cand_mid = np.maximum(c_first + c_mid + rate * (total - first),
+                          c_first + n_mid * c_mid + rate * (mid + last))
+    end = np.where(n_mid >= 1, np.maximum(end, cand_mid), end)
     return np.where(total > 0, end, duration)
 
 
@@ -114,7 +113,7 @@ def _scalar_buckets(total_bytes: float, bucket_bytes: float, first_bucket_bytes:
     if first > 0:
         sizes.append(first)
     rest = total_bytes - first
-    while rest >= 1.0:
+    while rest > 1e-9 * total_bytes:
         size = min(bucket_bytes, rest)
         sizes.append(size)
         rest -= size

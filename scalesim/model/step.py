@@ -20,8 +20,14 @@ import numpy as np
 
 from scalesim.model import collectives as coll
 from scalesim.model.compute import micro_step_s
-from scalesim.model.memory import DDP, ZERO3, memory_per_device_bytes
-from scalesim.model.overlap import prefetch_end, serial_comm_s, timeline_end
+from scalesim.model.memory import DDP, ZERO1, ZERO2, ZERO3, memory_per_device_bytes
+from scalesim.model.overlap import (
+    bucket_layout,
+    bucket_times,
+    prefetch_end,
+    serial_comm_s,
+    timeline_end,
+)
 from scalesim.model.pipeline import data_stall_s
 from scalesim.model.stragglers import straggler_wait_s
 
@@ -86,6 +92,56 @@ def _as(x, dtype=float):
     return np.asarray(x, dtype=dtype)
 
 
+def _communication(inp: StepInputs, g, nodes, k, forward, backward, total_bytes, strategy, overlap):
+    """(exposed, total, bytes sent per device) of one step's collectives for each strategy."""
+    links = (g, nodes, inp.intra_latency_s, inp.intra_busbw_GBps, inp.inter_latency_s,
+             inp.inter_busbw_GBps)
+    ar_coeffs = coll.allreduce_coeffs(*links)
+    rs_coeffs = coll.reduce_scatter_coeffs(*links)  # all-gather: the same ring volume and steps
+    buckets = bucket_layout(total_bytes, inp.bucket_bytes, inp.first_bucket_bytes)
+    present = set(np.unique(strategy).tolist())
+    exposed, total = {}, {}
+
+    rs_times = bucket_times(buckets, lambda size: coll.affine_s(rs_coeffs, size))
+    if DDP in present:  # bucketed all-reduce during the last backward
+        ar_times = bucket_times(
+            buckets, lambda size: coll.allreduce_from_coeffs(ar_coeffs, size, inp.algorithm)
+        )
+        total[DDP] = serial_comm_s(buckets, ar_times)
+        exposed[DDP] = np.where(overlap, timeline_end(backward, buckets, ar_times) - backward,
+                                total[DDP])
+    if present & {ZERO1, ZERO2}:  # reduce-scatter in backward, parameter all-gather after step
+        param_gather = coll.affine_s(rs_coeffs, total_bytes)
+        rs_serial = serial_comm_s(buckets, rs_times)
+        rs_exposed = np.where(overlap, timeline_end(backward, buckets, rs_times) - backward,
+                              rs_serial)
+        exposed[ZERO1] = exposed[ZERO2] = rs_exposed + param_gather
+        total[ZERO1] = total[ZERO2] = rs_serial + param_gather
+    if ZERO3 in present:
+        # Parameters gathered in forward and backward of every micro-step; gradients
+        # reduce-scattered once per step (accumulation keeps them unsharded in between).
+        ag_serial = serial_comm_s(buckets, rs_times)
+        both_times = tuple(2.0 * t for t in rs_times)  # gather + reduce-scatter per bucket
+        fwd = np.where(overlap, prefetch_end(forward, buckets, rs_times) - forward, ag_serial)
+        bwd_gather = np.where(overlap, timeline_end(backward, buckets, rs_times) - backward,
+                              ag_serial)
+        bwd_last = np.where(overlap, timeline_end(backward, buckets, both_times) - backward,
+                            2.0 * ag_serial)
+        exposed[ZERO3] = (k - 1.0) * (fwd + bwd_gather) + fwd + bwd_last
+        total[ZERO3] = (2.0 * k + 1.0) * ag_serial
+
+    codes = sorted(present)
+    if len(codes) == 1:
+        exposed_all, total_all = exposed[codes[0]], total[codes[0]]
+    else:
+        exposed_all = np.select([strategy == c for c in codes], [exposed[c] for c in codes])
+        total_all = np.select([strategy == c for c in codes], [total[c] for c in codes])
+    p = g * nodes
+    ring_share = (p - 1.0) / p
+    volume_units = np.where(strategy == ZERO3, 2.0 * k + 1.0, 2.0)
+    return exposed_all, total_all, volume_units * ring_share * total_bytes
+
+
 def evaluate(inp: StepInputs) -> StepResult:
     """Step time and its breakdown for every scenario in ``inp``."""
     p = _as(inp.devices)
@@ -101,66 +157,14 @@ def evaluate(inp: StepInputs) -> StepResult:
     forward = micro - backward
     compute = k * micro + _as(inp.optimizer_step_s)
 
-    links = (g, nodes, inp.intra_latency_s, inp.intra_busbw_GBps, inp.inter_latency_s,
-             inp.inter_busbw_GBps)
-
-    def allreduce(size):
-        return coll.allreduce_s(size, *links, algorithm=inp.algorithm)
-
-    def reduce_scatter(size):
-        return coll.reduce_scatter_s(size, *links)
-
-    def all_gather(size):
-        return coll.all_gather_s(size, *links)
-
-    def rs_and_ag(size):
-        return reduce_scatter(size) + all_gather(size)
-
     total_bytes = _as(inp.params) * _as(inp.wire_bytes_per_param) * np.ones_like(p)
     total_bytes = np.where(p > 1, total_bytes, 0.0)
-    buckets = (inp.bucket_bytes, inp.first_bucket_bytes)
-
-    # DDP: bucketed all-reduce during the last backward.
-    ddp_exposed = np.where(
-        overlap,
-        timeline_end(backward, total_bytes, *buckets, allreduce) - backward,
-        serial_comm_s(total_bytes, *buckets, allreduce),
-    )
-    ddp_total = serial_comm_s(total_bytes, *buckets, allreduce)
-
-    # ZeRO-1/2: bucketed reduce-scatter during backward, parameter all-gather after the step.
-    param_gather = all_gather(total_bytes)
-    z12_exposed = np.where(
-        overlap,
-        timeline_end(backward, total_bytes, *buckets, reduce_scatter) - backward,
-        serial_comm_s(total_bytes, *buckets, reduce_scatter),
-    ) + param_gather
-    z12_total = serial_comm_s(total_bytes, *buckets, reduce_scatter) + param_gather
-
-    # ZeRO-3 / FSDP: gather parameters in forward and backward of every micro-step; gradients
-    # reduce-scattered once per step (accumulation keeps them unsharded in between).
-    gathers_serial = serial_comm_s(total_bytes, *buckets, all_gather)
-    fwd_exposed = np.where(
-        overlap, prefetch_end(forward, total_bytes, *buckets, all_gather) - forward, gathers_serial
-    )
-    bwd_gather_exposed = np.where(
-        overlap, timeline_end(backward, total_bytes, *buckets, all_gather) - backward,
-        gathers_serial,
-    )
-    bwd_last_exposed = np.where(
-        overlap,
-        timeline_end(backward, total_bytes, *buckets, rs_and_ag) - backward,
-        serial_comm_s(total_bytes, *buckets, rs_and_ag),
-    )
-    z3_exposed = (k - 1.0) * (fwd_exposed + bwd_gather_exposed) + fwd_exposed + bwd_last_exposed
-    z3_total = (2.0 * k) * gathers_serial + serial_comm_s(total_bytes, *buckets, reduce_scatter)
-
-    exposed = np.select([strategy == DDP, strategy == ZERO3], [ddp_exposed, z3_exposed],
-                        z12_exposed)
-    comm_total = np.select([strategy == DDP, strategy == ZERO3], [ddp_total, z3_total], z12_total)
-    ring_share = np.where(p > 1, (p - 1.0) / p, 0.0)
-    volume_units = np.select([strategy == DDP, strategy == ZERO3], [2.0, 2.0 * k + 1.0], 2.0)
-    comm_bytes = volume_units * ring_share * total_bytes
+    if np.all(p <= 1):  # one device: nothing to exchange
+        exposed = comm_total = comm_bytes = np.zeros_like(p)
+    else:
+        exposed, comm_total, comm_bytes = _communication(
+            inp, g, nodes, k, forward, backward, total_bytes, strategy, overlap
+        )
 
     # Stragglers: k independent jittered micro-steps per step; one device may be slower.
     sigma = _as(inp.jitter_cv) * micro * np.sqrt(k)
@@ -180,7 +184,8 @@ def evaluate(inp: StepInputs) -> StepResult:
     shape = np.broadcast(step, memory).shape
 
     def full(x):
-        return np.broadcast_to(np.asarray(x, dtype=float), shape).copy()
+        x = np.asarray(x, dtype=float)
+        return x if x.shape == shape else np.broadcast_to(x, shape).copy()
 
     return StepResult(
         step_time_s=full(step),

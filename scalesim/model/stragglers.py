@@ -40,13 +40,20 @@ def expected_max_normal(n) -> np.ndarray:
 
 
 def expected_max_with_shift(n, shift) -> np.ndarray:
-    """E[max(Z_0 + shift, Z_1..Z_{N-1})], vectorised; each distinct (N, shift) is integrated once."""
+    """E[max(Z_0 + shift, Z_1..Z_{N-1})], vectorised; each distinct (N, shift) is integrated once.
+
+    ``shift`` is used to 1e-3 precision (in units of sigma), so a sweep over a million scenarios
+    integrates only the few distinct pairs it contains.
+    """
     n_arr, shift_arr = np.broadcast_arrays(
-        np.asarray(n, dtype=np.int64), np.round(np.asarray(shift, dtype=float), 9)
+        np.asarray(n, dtype=np.int64), np.asarray(shift, dtype=float)
     )
-    pairs = np.stack([n_arr.ravel().astype(float), shift_arr.ravel()], axis=1)
-    unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
-    values = np.array([_expected_max_units(int(a), float(b)) for a, b in unique])
+    shift_milli = np.round(shift_arr * 1000.0).astype(np.int64)
+    key = n_arr.ravel() * (1 << 32) + shift_milli.ravel()  # shifts stay below 2**32 milli-sigma
+    unique, inverse = np.unique(key, return_inverse=True)
+    values = np.array(
+        [_expected_max_units(int(k >> 32), float(k & 0xFFFFFFFF) / 1000.0) for k in unique]
+    )
     return values[inverse.ravel()].reshape(n_arr.shape)
 
 
@@ -61,8 +68,8 @@ def straggler_wait_s(devices, sigma_s, slow_delay_s):
     sigma = np.asarray(sigma_s, dtype=float)
     delay = np.maximum(np.asarray(slow_delay_s, dtype=float), 0.0)
     safe_sigma = np.where(sigma > 0, sigma, 1.0)
-    # Shifts are quantised to 1e-3 sigma so a sweep over many values integrates few of them.
-    shift = np.round(np.minimum(delay / safe_sigma, 1e6), 3)
+    with np.errstate(over="ignore"):
+        shift = np.minimum(delay / safe_sigma, 1e6)
     with_jitter = sigma * expected_max_with_shift(devices, np.where(sigma > 0, shift, 0.0))
     wait = np.where(sigma > 0, with_jitter, delay)
     return np.where(devices > 1, np.maximum(wait, 0.0), 0.0)

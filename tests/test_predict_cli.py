@@ -1,0 +1,180 @@
+"""The predict/sweep/presets/schema commands and their bad-input behaviour."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from scalesim.cli.main import main
+from scalesim.errors import ScalesimError
+from scalesim.predict import predict
+from scalesim.profiles import default_profile, load_profile
+from scalesim.schemas import Scenario
+
+KEYS = {"devices", "nodes", "step_time_s", "compute_s", "exposed_comm_s", "data_stall_s",
+        "straggler_s", "samples_per_s", "speedup", "efficiency", "memory_bytes", "fits"}
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_seed_scenario_on_the_default(capsys):
+    code, out, _ = run_cli(capsys, "predict", "--devices", "1,2,4,8,16", "--json")
+    assert code == 0
+    rows = json.loads(out)
+    assert [r["devices"] for r in rows] == [1, 2, 4, 8, 16]
+    assert set(rows[0]) >= KEYS
+    assert [r["nodes"] for r in rows] == [1, 1, 1, 1, 2]
+    eff = [r["efficiency"] for r in rows]
+    assert all(e > 0.95 for e in eff[:4]), eff  # holds inside one server
+    assert eff[4] < eff[3] - 0.1, eff  # bends across the slower inter-server link
+    for r in rows:
+        parts = r["compute_s"] + r["exposed_comm_s"] + r["data_stall_s"] + r["straggler_s"]
+        assert parts == pytest.approx(r["step_time_s"])
+
+
+def test_table_names_the_knee(capsys):
+    code, out, _ = run_cli(capsys, "predict")
+    assert code == 0
+    assert "knee: 8 -> 16 devices" in out and "inter-server link" in out
+
+
+def test_presets_and_files_give_the_same_numbers(tmp_path, capsys):
+    from scalesim import presets
+
+    hw = tmp_path / "hw.json"
+    hw.write_text(presets.HARDWARE["dgx-a100"].model_dump_json())
+    code, by_file, _ = run_cli(capsys, "predict", "--hardware", str(hw), "--workload", "resnet50",
+                               "--json")
+    code2, by_name, _ = run_cli(capsys, "predict", "--hardware", "dgx-a100", "--workload",
+                                "resnet50", "--json")
+    assert code == code2 == 0 and json.loads(by_file) == json.loads(by_name)
+
+
+def test_profile_file_round_trip(tmp_path, capsys):
+    from scalesim.jsonio import write_model
+
+    path = write_model(tmp_path / "p.json", default_profile())
+    assert load_profile(path) == default_profile()
+    code, out, _ = run_cli(capsys, "predict", "--profile", str(path), "--json")
+    assert code == 0 and json.loads(out) == [r.model_dump() for r in predict(default_profile())]
+
+
+def test_strong_scaling_keeps_global_batch(capsys):
+    code, out, _ = run_cli(capsys, "predict", "--global-batch", "256", "--devices", "1,2,4,8",
+                           "--json")
+    rows = json.loads(out)
+    assert code == 0 and {r["global_batch"] for r in rows} == {256}
+    assert [r["micro_batch"] for r in rows] == [256, 128, 64, 32]
+
+
+def test_time_and_money(capsys):
+    code, out, _ = run_cli(capsys, "predict", "--hardware", "dgx-a100", "--workload", "bert-large",
+                           "--train-samples", "1e8", "--price", "4", "--json")
+    rows = json.loads(out)
+    assert code == 0
+    for r in rows:
+        assert r["time_to_train_s"] == pytest.approx(1e8 / r["samples_per_s"])
+        assert r["cost_usd"] == pytest.approx(r["time_to_train_s"] / 3600 * r["devices"] * 4)
+
+
+def test_time_to_quality_shows_large_batch_effect():
+    rows = predict(default_profile(), Scenario(devices=[1, 8], critical_batch_size=64,
+                                               min_samples_to_quality=1e6))
+    # throughput scales ~8x, but steps to quality fall far less than 8x above B_noise
+    assert rows[1].samples_per_s / rows[0].samples_per_s > 7.5
+    assert rows[0].steps_to_quality / rows[1].steps_to_quality < 2.5
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["predict", "--batch", "-4"], "must be 1 or more"),
+    (["predict", "--devices", "1,2,12"], "do not fill whole servers"),
+    (["predict", "--hardware", "nope"], "unknown hardware preset"),
+    (["predict", "--workload", "nope"], "unknown workload preset"),
+    (["predict", "--devices", "a,b"], "not a list of whole numbers"),
+    (["predict", "--global-batch", "100", "--devices", "1,3"], "does not split evenly"),
+    (["predict", "--batch", "4", "--global-batch", "8"], "not allowed with"),
+    (["predict", "--epochs", "3"], "--epochs and --dataset-size go together"),
+    (["schema", "nothing"], "invalid choice"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, fragment):
+    with pytest.raises(SystemExit) as info:
+        code = main(argv)
+        raise SystemExit(code)
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert fragment in err and "Traceback" not in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("content, fragment", [
+    ("{not json", "not valid JSON"),
+    ('{"schema_version": "scalesim-profile/0"}', "this scalesim reads 'scalesim-profile/1'"),
+    ('[1, 2]', "expected a JSON object"),
+    ('{"schema_version": "scalesim-profile/1", "name": "x"}', "field 'hardware'"),
+])
+def test_bad_profile_files(tmp_path, capsys, content, fragment):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    code, _, err = run_cli(capsys, "predict", "--profile", str(path))
+    assert code == 2 and fragment in err and len(err.strip().splitlines()) == 1
+
+
+def test_missing_profile_file(capsys):
+    code, _, err = run_cli(capsys, "predict", "--profile", "/nonexistent/p.json")
+    assert code == 2 and "no such file" in err
+
+
+def test_api_raises_value_error_family():
+    with pytest.raises(ValueError):
+        predict(default_profile(), Scenario(devices=[12]))
+    assert issubclass(ScalesimError, ValueError)
+
+
+def test_schema_export_and_presets(capsys):
+    for name in ("profile", "hardware", "workload", "scenario"):
+        code, out, _ = run_cli(capsys, "schema", name)
+        assert code == 0 and json.loads(out)["type"] == "object"
+    code, out, _ = run_cli(capsys, "presets", "--json")
+    data = json.loads(out)
+    assert code == 0 and len(data["hardware"]) >= 4 and len(data["workloads"]) >= 3
+    assert all(hw["source"] and hw["inter_node"]["source"] for hw in data["hardware"].values())
+
+
+def test_sweep_csv_and_json(tmp_path, capsys):
+    out_csv = tmp_path / "s.csv"
+    code, _, err = run_cli(capsys, "sweep", "--devices", "1,8,16", "--batch-values", "16,32",
+                           "--strategy-values", "ddp,zero3", "--out", str(out_csv))
+    assert code == 0, err
+    lines = out_csv.read_text().splitlines()
+    assert len(lines) == 1 + 3 * 2 * 2 and lines[0].startswith("devices,")
+    code, out, _ = run_cli(capsys, "sweep", "--devices", "8,16", "--inter-busbw-values", "5,50",
+                           "--format", "json")
+    rows = json.loads(out)
+    assert code == 0 and len(rows) == 4
+    slow, fast = (r for r in rows if r["devices"] == 16)
+    assert fast["step_time_s"] <= slow["step_time_s"]
+
+
+def test_sweep_matches_predict():
+    from scalesim.sweep import sweep
+
+    prof = default_profile()
+    res = sweep(prof, Scenario(devices=[1, 2, 8, 16]), {"micro_batch": [8, 64]})
+    for i in range(res.size):
+        row = predict(prof, Scenario(devices=[int(res.columns["devices"][i])],
+                                     micro_batch=int(res.columns["micro_batch"][i])))[0]
+        assert res.columns["step_time_s"][i] == pytest.approx(row.step_time_s)
+        assert res.columns["efficiency"][i] == pytest.approx(row.efficiency)
+
+
+def test_help_starts_without_torch():
+    code = ("import sys, scalesim.cli.main as m\n"
+            "try:\n    m.main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "assert 'torch' not in sys.modules and 'streamlit' not in sys.modules\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "predict" in proc.stdout and "sweep" in proc.stdout

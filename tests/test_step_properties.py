@@ -1,0 +1,137 @@
+"""Properties of the step model that must hold for every scenario (hypothesis)."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scalesim.model.memory import DDP, ZERO1, ZERO2, ZERO3
+from scalesim.model.step import StepInputs, evaluate, evaluate_scaling
+
+pow2 = st.integers(0, 10).map(lambda e: 2**e)
+
+
+@st.composite
+def scenarios(draw, **fixed):
+    values = dict(
+        devices=draw(pow2),
+        devices_per_node=draw(st.sampled_from([1, 2, 4, 8, 16])),
+        micro_batch=draw(st.integers(1, 512)),
+        accumulation=draw(st.integers(1, 16)),
+        overhead_s=draw(st.floats(0.0, 0.05)),
+        per_sample_s=draw(st.floats(1e-5, 5e-2)),
+        optimizer_step_s=draw(st.floats(0.0, 0.05)),
+        backward_fraction=draw(st.floats(0.3, 0.8)),
+        params=draw(st.floats(1e5, 1e10)),
+        wire_bytes_per_param=draw(st.sampled_from([2.0, 4.0])),
+        intra_latency_s=draw(st.floats(0.0, 1e-4)),
+        intra_busbw_GBps=draw(st.floats(0.5, 1000.0)),
+        inter_latency_s=draw(st.floats(0.0, 1e-4)),
+        inter_busbw_GBps=draw(st.floats(0.1, 500.0)),
+        strategy=draw(st.sampled_from([DDP, ZERO1, ZERO2, ZERO3])),
+        algorithm=draw(st.integers(0, 3)),
+        overlap=draw(st.booleans()),
+        bucket_bytes=draw(st.floats(1.0, 200.0)) * 2**20,
+        first_bucket_bytes=draw(st.floats(0.0, 4.0)) * 2**20,
+        loader_samples_per_s=draw(st.one_of(st.just(np.inf), st.floats(10.0, 1e5))),
+        jitter_cv=draw(st.floats(0.0, 0.2)),
+        slow_factor=draw(st.floats(1.0, 2.0)),
+    )
+    values.update(fixed)
+    return StepInputs(**values)
+
+
+def _f(x):
+    return float(np.asarray(x))
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenarios(devices=1))
+def test_one_device_has_no_communication_or_straggler(inp):
+    r = evaluate(inp)
+    assert _f(r.exposed_comm_s) == 0.0 and _f(r.comm_total_s) == 0.0
+    assert _f(r.straggler_s) == 0.0 and _f(r.comm_bytes) == 0.0
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenarios())
+def test_breakdown_sums_to_step_time(inp):
+    r = evaluate(inp)
+    parts = r.compute_s + r.exposed_comm_s + r.data_stall_s + r.straggler_s
+    assert _f(parts) == pytest.approx(_f(r.step_time_s), rel=1e-12)
+    assert min(_f(r.compute_s), _f(r.exposed_comm_s), _f(r.data_stall_s), _f(r.straggler_s)) >= 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenarios())
+def test_weak_scaling_efficiency_in_unit_interval(inp):
+    _, speedup, efficiency = evaluate_scaling(inp)
+    assert 0.0 < _f(efficiency) <= 1.0 + 1e-12
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenarios(), st.floats(1.0, 10.0), st.sampled_from(["intra_busbw_GBps", "inter_busbw_GBps"]))
+def test_more_bandwidth_never_slower(inp, factor, field):
+    faster = inp.replace(**{field: getattr(inp, field) * factor})
+    assert _f(evaluate(faster).step_time_s) <= _f(evaluate(inp).step_time_s) * (1 + 1e-12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenarios(overlap=False))
+def test_overlap_never_slower(inp):
+    on = evaluate(inp.replace(overlap=True))
+    off = evaluate(inp)
+    assert _f(on.step_time_s) <= _f(off.step_time_s) * (1 + 1e-12)
+    # floating-point noise of subtracting the backward time: relative to the step
+    assert _f(on.exposed_comm_s) <= _f(off.exposed_comm_s) + 1e-12 * _f(off.step_time_s)
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenarios(strategy=DDP), st.integers(2, 8))
+def test_accumulation_lowers_communication_share(inp, more):
+    # DDP and ZeRO-1/2 exchange once per step, so more micro-steps dilute the exchange.
+    for strategy in (DDP, ZERO1, ZERO2):
+        base = evaluate(inp.replace(strategy=strategy))
+        acc = evaluate(inp.replace(strategy=strategy, accumulation=inp.accumulation * more))
+        share = _f(base.exposed_comm_s / base.step_time_s)
+        share_acc = _f(acc.exposed_comm_s / acc.step_time_s)
+        assert share_acc <= share + 1e-12
+        total_share = _f(base.comm_total_s / base.compute_s)
+        assert _f(acc.comm_total_s / acc.compute_s) <= total_share + 1e-12
+
+
+@settings(max_examples=100, deadline=None)
+@given(scenarios(accumulation=1))
+def test_zero3_moves_one_and_a_half_times_ddp(inp):
+    ddp = evaluate(inp.replace(strategy=DDP))
+    z3 = evaluate(inp.replace(strategy=ZERO3))
+    z1 = evaluate(inp.replace(strategy=ZERO1))
+    assert _f(z3.comm_bytes) == pytest.approx(1.5 * _f(ddp.comm_bytes))
+    assert _f(z1.comm_bytes) == pytest.approx(_f(ddp.comm_bytes))
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(scenarios(), min_size=2, max_size=12))
+def test_vectorised_and_scalar_agree(items):
+    names = [f.name for f in dataclasses.fields(StepInputs)]
+    stacked = StepInputs(**{n: np.array([getattr(i, n) for i in items]) for n in names})
+    vec = evaluate(stacked)
+    for j, inp in enumerate(items):
+        one = evaluate(inp)
+        for field in ("step_time_s", "exposed_comm_s", "straggler_s", "data_stall_s",
+                      "memory_bytes", "comm_bytes"):
+            assert getattr(vec, field)[j] == pytest.approx(_f(getattr(one, field)), rel=1e-9)
+
+
+def test_memory_per_strategy_matches_zero_paper():
+    # ZeRO paper: 7.5B params, 64 devices, K=12: DDP 120 GB, ZeRO-1 31.4 GB, ZeRO-2 16.6, ZeRO-3 1.9
+    base = dict(devices=64, devices_per_node=8, micro_batch=1, accumulation=1, overhead_s=0.0,
+                per_sample_s=1.0, optimizer_step_s=0.0, backward_fraction=0.5, params=7.5e9,
+                wire_bytes_per_param=2.0, intra_latency_s=0.0, intra_busbw_GBps=100.0,
+                inter_latency_s=0.0, inter_busbw_GBps=10.0)
+    expected = {DDP: 120e9, ZERO1: 31.4e9, ZERO2: 16.6e9, ZERO3: 1.875e9}
+    for strategy, gb in expected.items():
+        mem = _f(evaluate(StepInputs(strategy=strategy, **base)).memory_bytes)
+        assert mem == pytest.approx(gb, rel=0.01)

@@ -1,0 +1,34 @@
+"""Expected maximum of N jittered step times, exactly."""
+
+import numpy as np
+import pytest
+
+from scalesim.model.stragglers import expected_max_normal, expected_max_with_shift, straggler_wait_s
+
+
+def test_known_expected_maxima():
+    # e_2 = 1/sqrt(pi); tabulated e_8, e_64, e_1024 (order statistics of the normal)
+    e = expected_max_normal([1, 2, 8, 64, 1024])
+    assert e[0] == 0.0
+    assert e[1] == pytest.approx(1 / np.sqrt(np.pi), abs=1e-6)
+    assert e[2:] == pytest.approx([1.4236, 2.3437, 3.2482], abs=2e-4)
+
+
+def test_exact_value_is_below_the_loose_bound():
+    n = np.array([8, 64, 1024])
+    assert np.all(expected_max_normal(n) < np.sqrt(2 * np.log(n)))
+
+
+def test_monte_carlo_agrees_with_a_slow_device():
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((200_000, 16))
+    z[:, 0] += 1.5
+    assert expected_max_with_shift(16, 1.5) == pytest.approx(z.max(axis=1).mean(), abs=0.01)
+
+
+def test_wait_scales_with_sigma_and_has_no_wait_on_one_device():
+    assert straggler_wait_s(1, 0.5, 2.0) == 0.0
+    assert straggler_wait_s(8, 0.02, 0.0) == pytest.approx(0.02 * 1.4236, abs=1e-5)
+    assert straggler_wait_s(8, 0.0, 0.3) == pytest.approx(0.3)
+    # a slow device far beyond the jitter dominates the wait
+    assert straggler_wait_s(8, 0.001, 1.0) == pytest.approx(1.0, rel=1e-3)
