@@ -1,0 +1,112 @@
+"""The emulated two-server cluster: its links, its clean-up, and the calibrate -> predict ->
+measure experiment run on it (issue 4).
+
+Accuracy figures are printed and recorded in docs/emulated-cluster.md, not asserted; what is
+asserted is what must hold: the slow link really is slow, the namespaces always go away, the
+profile has both links measured, and the knee is in both the predicted and the measured curve.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from netns_fixture import HARNESS_PATH, emulated_cluster, load_harness, require_namespaces
+
+pytestmark = pytest.mark.slow
+__all__ = ["emulated_cluster"]  # the fixture, imported for pytest to find
+
+
+def _alive(names):
+    nc = load_harness()
+    return set(names) & set(nc.list_namespaces())
+
+
+def test_veth_is_shaped_to_the_tc_rate_and_loopback_is_not(emulated_cluster):
+    rate = emulated_cluster.rate_mbit
+    for server in (0, 1):
+        assert f"rate {rate:g}Mbit" in emulated_cluster.qdisc(server)
+    a_to_b = emulated_cluster.transfer_Mbps(0, 1)
+    b_to_a = emulated_cluster.transfer_Mbps(1, 0)
+    loopback = emulated_cluster.transfer_Mbps(0, 0, size_bytes=64 * 2**20)
+    print(f"\nveth a->b {a_to_b:.0f} Mbit/s, b->a {b_to_a:.0f} Mbit/s (tc rate {rate:g}); "
+          f"loopback {loopback:.0f} Mbit/s")
+    for measured in (a_to_b, b_to_a):
+        assert 0.75 * rate <= measured <= 1.1 * rate
+    assert loopback > 5 * rate
+
+
+def test_torchrun_two_nodes_gloo_allreduce_across_namespaces(emulated_cluster, tmp_path):
+    nc = load_harness()
+    records = nc.allreduce_across(emulated_cluster, nproc_per_node=2, out_dir=str(tmp_path))
+    assert [r["rank"] for r in records] == [0, 1, 2, 3]
+    assert {r["world"] for r in records} == {4}
+    assert sorted(r["node"] for r in records) == [0, 0, 1, 1]
+    assert all(r["sum"] == 4.0 and r["uniform"] for r in records)
+
+
+def test_namespaces_removed_when_the_body_raises():
+    nc = require_namespaces()
+    names = []
+    with pytest.raises(RuntimeError, match="deliberate"), nc.EmulatedCluster() as cluster:
+        names = cluster.names
+        assert _alive(names) == set(names)
+        raise RuntimeError("deliberate failure inside the cluster")
+    assert names and not _alive(names)
+
+
+def test_fixture_removes_namespaces_after_a_failing_test(tmp_path):
+    require_namespaces()
+    record = tmp_path / "names.json"
+    inner = tmp_path / "test_inner.py"
+    inner.write_text(textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {str(HARNESS_PATH.parents[1] / "tests")!r})
+        from netns_fixture import emulated_cluster
+
+        def test_fails(emulated_cluster):
+            with open({str(record)!r}, "w") as f:
+                json.dump(emulated_cluster.names, f)
+            assert False, "deliberate failure"
+    """))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(inner)], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    assert done.returncode == 1, done.stdout[-2000:]
+    names = json.loads(record.read_text())
+    assert len(names) == 2 and not _alive(names)
+
+
+def test_interpreter_exit_without_close_still_removes_them(tmp_path):
+    require_namespaces()
+    script = (f"import sys; sys.path.insert(0, {str(HARNESS_PATH.parent)!r}); "
+              "import json, netns_cluster as nc; c = nc.EmulatedCluster().open(); "
+              "print(json.dumps(c.names)); sys.exit(3)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 3, done.stderr
+    names = json.loads(done.stdout)
+    assert len(names) == 2 and not _alive(names)
+
+
+def test_cleanup_stale_removes_what_a_killed_run_left():
+    nc = require_namespaces()
+    script = (f"import sys, os, signal; sys.path.insert(0, {str(HARNESS_PATH.parent)!r}); "
+              "import json, netns_cluster as nc; c = nc.EmulatedCluster().open(); "
+              "print(json.dumps(c.names), flush=True); os.kill(os.getpid(), signal.SIGKILL)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == -signal.SIGKILL
+    names = json.loads(done.stdout)
+    assert _alive(names) == set(names)  # SIGKILL skips atexit: they are left behind...
+    with nc.EmulatedCluster() as live:  # ...and a live run's namespaces must survive clean-up
+        removed = nc.cleanup_stale()
+        assert set(names) <= set(removed)
+        assert _alive(live.names) == set(live.names)
+    assert not _alive(names)
+    assert os.getpid() not in [int(n.split("-")[1]) for n in removed]
