@@ -60,6 +60,27 @@ def intra_link(kind: str) -> LinkLevel:
     )
 
 
+# The PCIe generation that joins each intra-node link kind's GPUs to their host CPU (NVLink and
+# NVSwitch join GPUs to each other only): P100/V100 SXM2/SXM3 boards attach over PCIe 3.0 x16
+# (NVIDIA DGX-1 and DGX-2 datasheets), A100 SXM4 over PCIe 4.0 x16 (DGX A100 datasheet), H100 SXM5
+# over PCIe 5.0 x16 (DGX H100 datasheet). Used for parameter servers on the host CPU.
+HOST_PCIE_OF_INTRA: dict[str, str] = {
+    "pcie3": "pcie3", "pcie4": "pcie4", "pcie5": "pcie5",
+    "nvlink1": "pcie3", "nvlink2": "pcie3", "nvswitch-v100": "pcie3",
+    "nvswitch-a100": "pcie4", "nvswitch-h100": "pcie5",
+}
+
+
+def host_link(intra_kind: str) -> LinkLevel:
+    """One device's PCIe link to its host CPU in a server whose GPUs use ``intra_kind``."""
+    if intra_kind not in HOST_PCIE_OF_INTRA:
+        raise ScalesimError(
+            f"unknown intra-node link '{intra_kind}'; known: {', '.join(HOST_PCIE_OF_INTRA)}"
+        )
+    pcie = intra_link(HOST_PCIE_OF_INTRA[intra_kind])
+    return pcie.model_copy(update={"source": f"device-to-host link of {intra_kind}: {pcie.source}"})
+
+
 def inter_link(kind: str, nics_per_node: int, gbit_per_nic: float, source: str = "") -> LinkLevel:
     """A preset inter-server link: ``nics_per_node`` NICs of ``gbit_per_nic`` Gbit/s each."""
     line_GBps = nics_per_node * gbit_per_nic / 8.0

@@ -1,0 +1,361 @@
+"""Predict published scaling measurements from their anchor point and report the error.
+
+Reads files of format ``scalesim-validation-cases/1`` (../shared/validation/README.md). For each
+case the anchor (smallest device count) pins down compute and nothing else: the per-sample time
+of the compute curve (overhead 0) is solved so the model reproduces the anchor's throughput
+exactly at the anchor's devices, nodes, batch and accumulation, its own communication included.
+Every other point is then predicted from the case's hardware (link presets with sources), its
+workload and one set of documented defaults (``DEFAULTS``); missing fields get a default and a
+flag, never a skip. Errors are ``100 * (predicted - published) / published``; statistics are over
+the points the model did not see (anchors excluded). docs/validation.md has the method.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from scalesim.errors import ScalesimError
+from scalesim.jsonio import parse_model, read_json
+from scalesim.model import collectives as coll
+from scalesim.model.memory import DDP
+from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
+from scalesim.model.param_server import evaluate_ps
+from scalesim.model.step import StepInputs, evaluate
+from scalesim.presets import INTRA_LINKS, host_link, inter_link, intra_link
+
+FORMAT = "scalesim-validation-cases/1"
+
+# One set of documented defaults, used for every case (docs/validation.md says why).
+DEFAULT_PARAMS = 100e6  # gradient elements when a case gives none: a mid-size model
+WIRE_BYTES_OF_PRECISION = {"fp32": 4.0, "tf32": 4.0, "fp16-mixed": 4.0, "bf16-mixed": 4.0}
+DEFAULT_ANCHOR_MICRO_STEP_S = 0.25  # anchor forward+backward time when the batch is unknown, s
+OVERHEAD_S = 0.0  # compute curve's fixed time per micro-step: the anchor cannot separate it
+OPTIMIZER_STEP_S = 0.0  # optimizer update per step: folded into the per-sample time
+BACKWARD_FRACTION = 2.0 / 3.0  # backward = 2 x forward (matmul FLOP count)
+BUCKET_BYTES = DDP_BUCKET_BYTES  # torch DDP's 25 MiB, for every framework
+FIRST_BUCKET_BYTES = DDP_FIRST_BUCKET_BYTES  # torch DDP's 1 MiB first bucket
+ALGORITHM = coll.AUTO  # NCCL picks the fastest algorithm per message size
+TARGET_MEDIAN_PCT = 5.0  # all-reduce cases: median absolute error target
+TARGET_MEAN_PCT = 10.0  # all-reduce cases: mean absolute error target
+
+DEFAULTS = {
+    "params": DEFAULT_PARAMS,
+    "wire_bytes_of_precision": WIRE_BYTES_OF_PRECISION,
+    "anchor_micro_step_s": DEFAULT_ANCHOR_MICRO_STEP_S,
+    "overhead_s": OVERHEAD_S,
+    "optimizer_step_s": OPTIMIZER_STEP_S,
+    "backward_fraction": BACKWARD_FRACTION,
+    "bucket_bytes": BUCKET_BYTES,
+    "first_bucket_bytes": FIRST_BUCKET_BYTES,
+    "algorithm": "auto",
+    "overlap": True,
+    "allreduce_per": "optimizer step (DDP no_sync during accumulation)",
+    "parameter_server": "one node: server on the host CPU over each device's PCIe link; "
+    "several: devices sum inside a node, one colocated server per node through the NICs",
+}
+
+
+# ---------------------------------------------------------------------------- the file format
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class InterNode(_Strict):
+    kind: Literal["infiniband", "ethernet", "roce"]
+    nics_per_node: int = Field(ge=1)
+    gbit_per_nic: float = Field(gt=0)
+
+
+class CaseHardware(_Strict):
+    gpu: str
+    gpus_per_node: int = Field(ge=1)
+    intra_node: str
+    inter_node: InterNode | None = None
+    assumed: list[str] = Field(default_factory=list)
+
+
+class CaseWorkload(_Strict):
+    model: str
+    params: float | None = Field(default=None, gt=0)
+    precision: Literal["fp32", "tf32", "fp16-mixed", "bf16-mixed"]
+    grad_bytes_per_param: float | None = Field(default=None, gt=0)
+    samples_per_step_per_device: float | None = Field(default=None, gt=0)
+    scaling: Literal["weak", "strong"]
+
+
+class CasePoint(_Strict):
+    devices: int = Field(ge=1)
+    nodes: int = Field(ge=1)
+    throughput: float = Field(gt=0, description="samples per second, whole job")
+    accumulation: int | None = Field(default=None, ge=1)
+    samples_per_step_per_device: float | None = Field(default=None, gt=0)
+
+
+class Case(_Strict):
+    id: str = Field(min_length=1)
+    source: str
+    trust: Literal["high", "medium", "low"]
+    notes: str = ""
+    workload: CaseWorkload
+    hardware: CaseHardware
+    comm: Literal["allreduce", "parameter-server"]
+    throughput_unit: Literal["images", "tokens", "sequences", "samples"]
+    points: list[CasePoint] = Field(min_length=1)
+
+
+def _check_case(case: Case, where: str) -> None:
+    hw = case.hardware
+    if hw.intra_node not in INTRA_LINKS:
+        raise ScalesimError(f"{where}: unknown hardware.intra_node '{hw.intra_node}'; use one of "
+                            f"{', '.join(INTRA_LINKS)}")
+    seen = set()
+    for pt in case.points:
+        if pt.devices in seen:
+            raise ScalesimError(f"{where}: two points with {pt.devices} devices; keep one")
+        seen.add(pt.devices)
+        if pt.devices % pt.nodes or pt.devices // pt.nodes > hw.gpus_per_node:
+            raise ScalesimError(
+                f"{where}: {pt.devices} devices on {pt.nodes} nodes do not fit servers of "
+                f"{hw.gpus_per_node}; give devices as a multiple of nodes, at most "
+                f"gpus_per_node per node"
+            )
+        if pt.nodes > 1 and hw.inter_node is None:
+            raise ScalesimError(f"{where}: a point spans {pt.nodes} nodes but hardware.inter_node "
+                                "is null; describe the network between the servers")
+
+
+def parse_cases(data, what: str = "validation file") -> list[Case]:
+    """Validate parsed JSON as a ``scalesim-validation-cases/1`` file; one-line errors."""
+    if not isinstance(data, dict):
+        raise ScalesimError(f"{what}: expected a JSON object with 'format' and 'cases'")
+    if data.get("format") != FORMAT:
+        raise ScalesimError(f"{what}: format is {data.get('format')!r}, expected '{FORMAT}' "
+                            "(see ../shared/validation/README.md)")
+    extra = sorted(set(data) - {"format", "cases"})
+    if extra:
+        raise ScalesimError(f"{what}: unknown top-level field '{extra[0]}'; only format and cases")
+    raw = data.get("cases")
+    if not isinstance(raw, list) or not raw:
+        raise ScalesimError(f"{what}: 'cases' must be a non-empty list of cases")
+    cases, ids = [], set()
+    for i, item in enumerate(raw):
+        name = item.get("id") if isinstance(item, dict) else None
+        where = f"{what}: case {name!r}" if isinstance(name, str) else f"{what}: case #{i}"
+        case = parse_model(item, Case, where)
+        if case.id in ids:
+            raise ScalesimError(f"{where}: id used twice; give every case its own id")
+        ids.add(case.id)
+        _check_case(case, where)
+        cases.append(case)
+    return cases
+
+
+def load_cases(path: str | Path) -> list[Case]:
+    """Read a validation file; a missing, malformed or foreign file raises ScalesimError."""
+    return parse_cases(read_json(path), str(path))
+
+
+# ---------------------------------------------------------------------------- results
+class PointResult(BaseModel):
+    devices: int
+    nodes: int
+    published: float  # samples/s
+    predicted: float  # samples/s
+    error_pct: float  # 100 * (predicted - published) / published
+    anchor: bool
+    step_s: float
+    compute_s: float
+    exposed_comm_s: float
+
+
+class Stats(BaseModel):
+    """Absolute errors over predicted (non-anchor) points, percent; None when there are none."""
+
+    cases: int
+    points: int
+    mean_abs_pct: float | None
+    median_abs_pct: float | None
+    max_abs_pct: float | None
+
+
+class CaseResult(BaseModel):
+    id: str
+    comm: str
+    trust: str
+    unit: str
+    flags: list[str]
+    points: list[PointResult]
+    stats: Stats
+
+
+class Report(BaseModel):
+    cases: list[CaseResult]
+    summary: dict
+
+
+def error_stats(errors_pct, cases: int = 1) -> Stats:
+    a = [abs(e) for e in errors_pct]
+    if not a:
+        return Stats(cases=cases, points=0, mean_abs_pct=None, median_abs_pct=None,
+                     max_abs_pct=None)
+    return Stats(cases=cases, points=len(a), mean_abs_pct=statistics.fmean(a),
+                 median_abs_pct=statistics.median(a), max_abs_pct=max(a))
+
+
+# ---------------------------------------------------------------------------- prediction
+def _batches(case: Case, points: list[CasePoint], flags: list[str]):
+    """Per-point micro-batch (samples, or relative units when unknown) and accumulation."""
+    wl = case.workload
+    n = np.array([p.devices for p in points], dtype=float)
+    k = np.array([p.accumulation or 1 for p in points], dtype=float)
+    per_point = [p.samples_per_step_per_device for p in points]
+    base = wl.samples_per_step_per_device
+    if base is None:
+        base = next((b for b in per_point if b is not None), None)
+    known = base is not None
+    if not known:
+        base = 1.0  # relative units: only ratios between points matter, see _solve
+        flags.append(f"samples_per_step_per_device unknown: the anchor's micro-step is assumed "
+                     f"to take {DEFAULT_ANCHOR_MICRO_STEP_S:g} s")
+    b = np.array([v if v is not None else base for v in per_point], dtype=float)
+    carried = any(p.accumulation is not None or p.samples_per_step_per_device is not None
+                  for p in points)
+    if wl.scaling == "strong" and not carried and len(points) > 1:
+        b = base * n[0] / n  # global batch fixed and nothing says how: split it evenly
+        flags.append("strong scaling with no per-point batch or accumulation: the anchor's "
+                     "global batch is split evenly over the devices")
+    return b, k, known
+
+
+def _inputs(case: Case, points: list[CasePoint], b, k, params, wire_bytes) -> StepInputs:
+    hw = case.hardware
+    intra = intra_link(hw.intra_node)
+    inter = intra if hw.inter_node is None else inter_link(
+        hw.inter_node.kind, hw.inter_node.nics_per_node, hw.inter_node.gbit_per_nic)
+    n = np.array([p.devices for p in points], dtype=float)
+    nodes = np.array([p.nodes for p in points], dtype=float)
+    return StepInputs(
+        devices=n, devices_per_node=n / nodes, micro_batch=b, accumulation=k,
+        overhead_s=OVERHEAD_S, per_sample_s=1.0, optimizer_step_s=OPTIMIZER_STEP_S,
+        backward_fraction=BACKWARD_FRACTION, params=params, wire_bytes_per_param=wire_bytes,
+        intra_latency_s=intra.latency_s, intra_busbw_GBps=intra.busbw_GBps,
+        inter_latency_s=inter.latency_s, inter_busbw_GBps=inter.busbw_GBps,
+        strategy=DDP, algorithm=ALGORITHM, overlap=True,
+        bucket_bytes=BUCKET_BYTES, first_bucket_bytes=FIRST_BUCKET_BYTES,
+    )
+
+
+def _model(case: Case, inp: StepInputs):
+    """(samples/s, step s, compute s, exposed comm s) arrays for every point of ``inp``."""
+    if case.comm == "parameter-server":
+        host = host_link(case.hardware.intra_node)
+        r = evaluate_ps(inp, host.latency_s, host.busbw_GBps)
+    else:
+        r = evaluate(inp)
+    return r.samples_per_s, r.step_time_s, r.compute_s, r.exposed_comm_s
+
+
+def _solve_per_sample_s(case: Case, inp: StepInputs, target: float, flags: list[str]) -> float:
+    """Per-sample compute time that reproduces the anchor (index 0) throughput ``target``."""
+    from scipy.optimize import brentq
+
+    anchor = inp.replace(devices=inp.devices[:1], devices_per_node=inp.devices_per_node[:1],
+                         micro_batch=inp.micro_batch[:1], accumulation=inp.accumulation[:1])
+
+    def gap(per_sample_s: float) -> float:
+        return float(_model(case, anchor.replace(per_sample_s=per_sample_s))[0][0]) - target
+
+    # Step >= k*b*s, so throughput <= devices/s: at hi the model is at or below the target.
+    hi = float(anchor.devices[0]) / target
+    if gap(hi) >= -1e-9 * target:
+        return hi  # no exposed communication at the anchor
+    lo = hi * 1e-9
+    if gap(lo) < 0:
+        flags.append("anchor unreachable: the modelled communication alone is slower than the "
+                     "anchor's step, so compute was solved without it")
+        return hi
+    return brentq(gap, lo, hi, xtol=hi * 1e-14, rtol=1e-12, maxiter=200)
+
+
+def predict_case(case: Case) -> CaseResult:
+    """Anchor on the smallest device count, predict the rest; flags name every default used."""
+    wl, flags = case.workload, []
+    if case.hardware.assumed:
+        flags.append("hardware assumed by the case: " + ", ".join(case.hardware.assumed))
+    params = wl.params
+    if params is None:
+        params = DEFAULT_PARAMS
+        flags.append(f"params unknown: {DEFAULT_PARAMS / 1e6:g}M assumed")
+    wire = wl.grad_bytes_per_param
+    if wire is None:
+        wire = WIRE_BYTES_OF_PRECISION[wl.precision]
+        flags.append(f"grad_bytes_per_param unknown: {wire:g} assumed from {wl.precision}")
+    points = sorted(case.points, key=lambda p: p.devices)
+    b, k, known = _batches(case, points, flags)
+    inp = _inputs(case, points, b, k, params, wire)
+    target = points[0].throughput
+    if known:
+        per_sample = _solve_per_sample_s(case, inp, target, flags)
+        scale = 1.0
+    else:
+        per_sample = DEFAULT_ANCHOR_MICRO_STEP_S / b[0]
+    rate, step, compute, exposed = _model(case, inp.replace(per_sample_s=per_sample))
+    if not known:
+        scale = target / float(rate[0])  # relative units -> samples: the anchor's throughput
+    if len(points) == 1:
+        flags.append("only the anchor point: nothing to predict")
+
+    results = []
+    for i, pt in enumerate(points):
+        predicted = float(rate[i]) * scale
+        results.append(PointResult(
+            devices=pt.devices, nodes=pt.nodes, published=pt.throughput, predicted=predicted,
+            error_pct=100.0 * (predicted - pt.throughput) / pt.throughput, anchor=i == 0,
+            step_s=float(step[i]), compute_s=float(compute[i]), exposed_comm_s=float(exposed[i]),
+        ))
+    if not all(math.isfinite(r.predicted) and r.predicted > 0 for r in results):
+        raise ScalesimError(f"case {case.id!r}: the model gave a non-finite throughput; check "
+                            "its params, batch and links")
+    return CaseResult(
+        id=case.id, comm=case.comm, trust=case.trust, unit=case.throughput_unit, flags=flags,
+        points=results, stats=error_stats([r.error_pct for r in results if not r.anchor]),
+    )
+
+
+def summarize(results: list[CaseResult]) -> dict:
+    """Mean, median and max absolute error per exchange kind and overall, and the targets."""
+
+    def group(rs):
+        return error_stats([p.error_pct for r in rs for p in r.points if not p.anchor], len(rs))
+
+    allreduce = group([r for r in results if r.comm == "allreduce"])
+    summary = {
+        "allreduce": allreduce.model_dump(),
+        "parameter-server": group([r for r in results if r.comm == "parameter-server"]).model_dump(),
+        "all": group(results).model_dump(),
+        "flagged_cases": sum(1 for r in results if r.flags),
+    }
+    med, mean = allreduce.median_abs_pct, allreduce.mean_abs_pct
+    summary["targets"] = {
+        "allreduce_median_abs_pct": TARGET_MEDIAN_PCT,
+        "allreduce_mean_abs_pct": TARGET_MEAN_PCT,
+        "median_met": med is not None and med <= TARGET_MEDIAN_PCT,
+        "mean_met": mean is not None and mean <= TARGET_MEAN_PCT,
+    }
+    return summary
+
+
+def validate_cases(cases: list[Case]) -> Report:
+    results = [predict_case(c) for c in cases]
+    return Report(cases=results, summary=summarize(results))
+
+
+def validate_file(path: str | Path) -> Report:
+    """Read ``path`` and predict every case in it."""
+    return validate_cases(load_cases(path))

@@ -1,0 +1,238 @@
+"""scalesim validate: the reader, the anchor, the defaults, the parameter-server model, the CLI."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scalesim.cli.main import main
+from scalesim.errors import ScalesimError
+from scalesim.model import collectives as coll
+from scalesim.model.param_server import ps_phase_s, server_phase_s
+from scalesim.validate import (
+    DEFAULT_ANCHOR_MICRO_STEP_S,
+    DEFAULT_PARAMS,
+    FORMAT,
+    parse_cases,
+    predict_case,
+    validate_cases,
+)
+
+SHARED_CASES = Path(__file__).resolve().parents[1].parent / "shared" / "validation" / "cases.json"
+
+
+def _case(**changes) -> dict:
+    case = {
+        "id": "toy",
+        "source": "made up for a test",
+        "trust": "low",
+        "notes": "",
+        "workload": {"model": "toy", "params": 50e6, "precision": "fp32",
+                     "grad_bytes_per_param": 4, "samples_per_step_per_device": 64,
+                     "scaling": "weak"},
+        "hardware": {"gpu": "toy", "gpus_per_node": 8, "intra_node": "pcie3",
+                     "inter_node": {"kind": "ethernet", "nics_per_node": 1, "gbit_per_nic": 10},
+                     "assumed": []},
+        "comm": "allreduce",
+        "throughput_unit": "images",
+        "points": [{"devices": 1, "nodes": 1, "throughput": 200.0},
+                   {"devices": 8, "nodes": 1, "throughput": 1500.0},
+                   {"devices": 32, "nodes": 4, "throughput": 5000.0}],
+    }
+    for key, value in changes.items():
+        if key in ("workload", "hardware"):
+            case[key] = {**case[key], **value}
+        else:
+            case[key] = value
+    return case
+
+
+def _file(*cases) -> dict:
+    return {"format": FORMAT, "cases": list(cases)}
+
+
+def _write(tmp_path, data, name="cases.json") -> str:
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return str(path)
+
+
+# ---------------------------------------------------------------------------- the shared file
+def test_validate_shared_file_reports_every_case_and_point(capsys):
+    """CI report on the published cases: every case and point predicted, anchors exact."""
+    raw = json.loads(SHARED_CASES.read_text())
+    assert main(["validate", str(SHARED_CASES), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [c["id"] for c in out["cases"]] == [c["id"] for c in raw["cases"]]
+    for case, src in zip(out["cases"], raw["cases"], strict=True):
+        assert sorted(p["devices"] for p in case["points"]) == sorted(
+            p["devices"] for p in src["points"])
+        anchor = case["points"][0]
+        assert anchor["anchor"] and abs(anchor["error_pct"]) < 1e-6
+        for p in case["points"]:
+            assert p["predicted"] > 0 and np.isfinite(p["error_pct"])
+            assert {"devices", "published", "predicted", "error_pct"} <= set(p)
+    counts = {k: out["summary"][k]["cases"] for k in ("allreduce", "parameter-server", "all")}
+    n_ps = sum(c["comm"] == "parameter-server" for c in raw["cases"])
+    assert counts == {"allreduce": len(raw["cases"]) - n_ps, "parameter-server": n_ps,
+                      "all": len(raw["cases"])}
+    # Cases with missing fields are flagged, not skipped.
+    nulls = {c["id"] for c in raw["cases"] if c["workload"]["params"] is None}
+    flagged = {c["id"] for c in out["cases"] if any("params unknown" in f for f in c["flags"])}
+    assert nulls and nulls == flagged
+
+
+def test_text_report_has_cases_and_summary(capsys):
+    assert main(["validate", str(SHARED_CASES)]) == 0
+    text = capsys.readouterr().out
+    assert "dle_mxnet_rn50_dgx1v16 (allreduce" in text
+    assert "parameter-server" in text and "targets (all-reduce)" in text
+
+
+# ---------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("{not json", "not valid JSON"),
+        (json.dumps({"format": "scalesim-validation-cases/2", "cases": []}), "format is"),
+        (json.dumps(_file(_case(points=[]))), "points"),
+        (json.dumps(_file(_case(), _case())), "id used twice"),
+        (json.dumps(_file(_case(hardware={"intra_node": "warp-drive"}))), "intra_node"),
+        (json.dumps(_file(_case(hardware={"inter_node": None}))), "inter_node"),
+        (json.dumps(_file(_case(points=[{"devices": 12, "nodes": 1, "throughput": 1.0}]))),
+         "do not fit"),
+        (json.dumps([1, 2]), "JSON object"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, content, needle):
+    path = _write(tmp_path, content)
+    assert main(["validate", path]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("scalesim validate: error: ")
+    assert needle in err
+
+
+# ---------------------------------------------------------------------------- the anchor
+def test_multi_device_anchor_is_reproduced_including_its_communication():
+    data = _file(_case(points=[{"devices": 16, "nodes": 2, "throughput": 3000.0},
+                               {"devices": 32, "nodes": 4, "throughput": 5500.0}]))
+    (case,) = parse_cases(data)
+    result = predict_case(case)
+    anchor = result.points[0]
+    assert anchor.exposed_comm_s > 0  # 10 Gb/s Ethernet cannot hide 200 MB
+    assert anchor.predicted == pytest.approx(3000.0, rel=1e-9)
+    # Compute was solved with the anchor's communication in: the step is longer than compute.
+    assert anchor.step_s == pytest.approx(anchor.compute_s + anchor.exposed_comm_s)
+
+
+def test_prediction_falls_with_slower_network_and_more_bytes():
+    def predicted(**changes):
+        (case,) = parse_cases(_file(_case(**changes)))
+        return predict_case(case).points[-1].predicted
+
+    base = predicted()
+    assert predicted(hardware={"inter_node": {"kind": "ethernet", "nics_per_node": 1,
+                                              "gbit_per_nic": 100}}) > base
+    assert predicted(workload={"grad_bytes_per_param": 2}) > base
+    assert predicted(workload={"params": 200e6}) < base
+
+
+def test_missing_fields_use_defaults_and_are_flagged():
+    data = _file(_case(workload={"params": None, "grad_bytes_per_param": None,
+                                 "samples_per_step_per_device": None, "precision": "bf16-mixed"}))
+    (case,) = parse_cases(data)
+    result = predict_case(case)
+    text = " | ".join(result.flags)
+    assert "params unknown" in text and "grad_bytes_per_param unknown" in text
+    assert "samples_per_step_per_device unknown" in text
+    assert result.points[0].predicted == pytest.approx(200.0, rel=1e-9)
+    assert result.points[0].compute_s == pytest.approx(DEFAULT_ANCHOR_MICRO_STEP_S)
+    # The defaults are what a case stating them would get.
+    explicit = copy.deepcopy(data)
+    explicit["cases"][0]["workload"].update(
+        params=DEFAULT_PARAMS, grad_bytes_per_param=4,
+        samples_per_step_per_device=200.0 * DEFAULT_ANCHOR_MICRO_STEP_S)
+    (case2,) = parse_cases(explicit)
+    got = [p.predicted for p in result.points]
+    want = [p.predicted for p in predict_case(case2).points]
+    assert got == pytest.approx(want, rel=1e-9)
+
+
+def test_strong_scaling_accumulation_and_even_split():
+    # Accumulation carried per point: the micro-batch stays, exchange once per optimizer step.
+    pts = [{"devices": 8, "nodes": 1, "throughput": 1000.0, "accumulation": 8},
+           {"devices": 64, "nodes": 8, "throughput": 7000.0}]
+    (case,) = parse_cases(_file(_case(points=pts, workload={"scaling": "strong"})))
+    r = predict_case(case)
+    assert r.points[1].compute_s == pytest.approx(r.points[0].compute_s / 8)
+    # Nothing carried: the anchor's global batch is split evenly and flagged.
+    pts = [{"devices": 8, "nodes": 1, "throughput": 1000.0},
+           {"devices": 32, "nodes": 4, "throughput": 3000.0}]
+    (case,) = parse_cases(_file(_case(points=pts, workload={"scaling": "strong"})))
+    r = predict_case(case)
+    assert any("split evenly" in f for f in r.flags)
+    assert r.points[1].compute_s == pytest.approx(r.points[0].compute_s / 4)
+
+
+def test_summary_excludes_anchors_and_groups_by_exchange():
+    ps = _case(id="toy-ps", comm="parameter-server")
+    report = validate_cases(parse_cases(_file(_case(), ps)))
+    s = report.summary
+    assert s["allreduce"]["points"] == 2 and s["parameter-server"]["points"] == 2
+    assert s["all"]["points"] == 4 and s["all"]["cases"] == 2
+    errors = [abs(p.error_pct) for c in report.cases for p in c.points if not p.anchor]
+    assert s["all"]["max_abs_pct"] == pytest.approx(max(errors))
+    assert s["all"]["median_abs_pct"] == pytest.approx(float(np.median(errors)))
+
+
+# ---------------------------------------------------------------------------- parameter server
+def test_colocated_servers_move_a_ring_allreduce_worth_of_bytes():
+    size, bw = 400e6, 3.0
+    for machines in (2, 4, 16):
+        push = server_phase_s(size, machines, machines, bw, bw, 0.0)
+        ring = coll.ring_allreduce_s(size, machines, 0.0, bw)
+        assert 2.0 * push == pytest.approx(ring)
+
+
+def test_dedicated_servers_saturate_as_workers_grow():
+    size, bw = 100e6, 3.0
+    t = np.array([server_phase_s(size, m, 2, bw, bw, 0.0, colocated=False) for m in (2, 8, 32)])
+    assert t[1] / t[0] == pytest.approx(4.0) and t[2] / t[1] == pytest.approx(4.0)
+    # An uneven shard on one server stretches the phase by its share.
+    uneven = server_phase_s(size, 32, 2, bw, bw, 0.0, colocated=False, imbalance=1.5)
+    assert uneven == pytest.approx(1.5 * t[2])
+
+
+def test_ps_placement_host_for_one_node_nics_for_several():
+    args = dict(intra_latency_s=0.0, intra_busbw_GBps=100.0, host_latency_s=0.0,
+                host_busbw_GBps=10.0, inter_latency_s=0.0, inter_busbw_GBps=5.0)
+    size = 1e9
+    one_node = ps_phase_s(size, 8, 1, **args)
+    assert one_node == pytest.approx(size / 10e9)  # each device over its own PCIe link
+    four = ps_phase_s(size, 8, 4, **args)
+    within = coll.ring_reduce_scatter_s(size, 8, 0.0, 100.0)
+    assert four == pytest.approx(within + size * 3 / 4 / 5e9)
+    assert ps_phase_s(size, 1, 1, **args) == 0.0
+
+
+def test_parameter_server_case_is_predicted_with_its_own_exchange():
+    (ar,) = parse_cases(_file(_case()))
+    (ps,) = parse_cases(_file(_case(comm="parameter-server")))
+    r_ar, r_ps = predict_case(ar), predict_case(ps)
+    # Across nodes: the same NIC bytes as the ring, but pushes hide behind backward and pulls
+    # behind the next forward, so the exposed time differs from the all-reduce's.
+    assert r_ps.points[-1].exposed_comm_s > 0
+    assert r_ps.points[-1].exposed_comm_s != pytest.approx(r_ar.points[-1].exposed_comm_s)
+    # One node: the server on the host, each device over PCIe (12.6 GB/s) instead of a ring.
+    assert r_ps.points[1].exposed_comm_s != pytest.approx(r_ar.points[1].exposed_comm_s)
+
+
+def test_reader_rejects_unknown_fields_with_the_case_name():
+    bad = _case()
+    bad["workload"]["parmas"] = 1
+    with pytest.raises(ScalesimError, match="case 'toy'.*parmas"):
+        parse_cases(_file(bad))
