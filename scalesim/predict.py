@@ -87,9 +87,6 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
     g_max = scenario.devices_per_node or hw.devices_per_node
     _, per_node = layout(p, g_max)
     b, base_b = micro_batches(scenario, profile, p)
-    if profile.compute.max_micro_batch is not None and np.any(b > profile.compute.max_micro_batch):
-        pass  # beyond the calibrated ceiling: memory_bytes / fits report it
-
     if profile.input_pipeline is not None and scenario.loader_workers is not None:
         pts = profile.input_pipeline.points
         supply = loader_supply_per_device(
@@ -156,6 +153,8 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
     inputs, base_b = scenario_inputs(profile, scenario)
     result, speedup, efficiency = evaluate_scaling(inputs, base_b)
     wl = profile.workload
+    oom = profile.compute.oom_micro_batch
+    fits = result.fits if oom is None else result.fits & (np.asarray(inputs.micro_batch) < oom)
     b_crit = scenario.critical_batch_size or wl.critical_batch_size
     e_min = scenario.min_samples_to_quality or wl.min_samples_to_quality
     train = scenario.train_samples or wl.train_samples
@@ -191,7 +190,7 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
             speedup=float(speedup[i]),
             efficiency=float(efficiency[i]),
             memory_bytes=float(result.memory_bytes[i]),
-            fits=bool(result.fits[i]),
+            fits=bool(fits[i]),
             steps_to_quality=steps,
             time_to_quality_s=ttq,
             time_to_train_s=ttt,

@@ -114,6 +114,9 @@ class ComputeCurve(_Strict):
     max_micro_batch: int | None = Field(
         default=None, ge=1, description="largest micro-batch that ran (out-of-memory ceiling)"
     )
+    oom_micro_batch: int | None = Field(
+        default=None, ge=1, description="smallest micro-batch that ran out of memory, if any"
+    )
     precision: str = "unknown"
     measured: bool = False
     source: str = ""

@@ -178,3 +178,11 @@ def test_help_starts_without_torch():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "predict" in proc.stdout and "sweep" in proc.stdout
+
+
+def test_calibrated_out_of_memory_ceiling_marks_rows_that_do_not_fit():
+    prof = default_profile()
+    compute = prof.compute.model_copy(update={"oom_micro_batch": 48})
+    prof = prof.model_copy(update={"compute": compute})
+    small, big = (predict(prof, Scenario(devices=[2], micro_batch=b))[0] for b in (32, 64))
+    assert small.fits and not big.fits
