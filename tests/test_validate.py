@@ -236,3 +236,12 @@ def test_reader_rejects_unknown_fields_with_the_case_name():
     bad["workload"]["parmas"] = 1
     with pytest.raises(ScalesimError, match="case 'toy'.*parmas"):
         parse_cases(_file(bad))
+
+
+def test_per_device_pushes_move_g_times_the_bytes_across_nodes():
+    args = dict(intra_latency_s=0.0, intra_busbw_GBps=1e6, host_latency_s=0.0,
+                host_busbw_GBps=10.0, inter_latency_s=0.0, inter_busbw_GBps=5.0)
+    per_node = ps_phase_s(1e9, 8, 4, **args)
+    per_device = ps_phase_s(1e9, 8, 4, aggregate_in_node=False, **args)
+    assert per_device == pytest.approx(8 * 1e9 * 3 / 4 / 5e9)
+    assert per_device / per_node == pytest.approx(8.0, rel=1e-3)

@@ -86,21 +86,25 @@ def server_phase_s(size_bytes, machines, servers, worker_GBps, server_GBps, late
 
 def ps_phase_s(size_bytes, devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
                host_latency_s, host_busbw_GBps, inter_latency_s, inter_busbw_GBps,
-               imbalance=1.0):
+               imbalance=1.0, aggregate_in_node=True):
     """Push time of a ``size_bytes`` gradient buffer (= pull time of the parameters), s.
 
     The placement of the module docstring: one node talks to a parameter server on its host
     over each device's PCIe link; several nodes sum inside each node, then exchange with one
-    colocated server per node through the NICs.
+    colocated server per node through the NICs. ``aggregate_in_node=False``: every device is
+    its own worker across nodes (TensorFlow ``parameter_server`` mode), ``g`` of them sharing
+    the node's NICs, and ``g`` times the bytes cross the network.
     """
     g = np.asarray(devices_per_node, dtype=float)
     n = np.asarray(nodes, dtype=float)
     size = np.asarray(size_bytes, dtype=float)
     on_host = np.asarray(host_latency_s, dtype=float) + size / _GBps_to_bytes_per_s(host_busbw_GBps)
     on_host = np.where(g > 1, on_host, 0.0)
-    within = coll.ring_reduce_scatter_s(size, g, intra_latency_s, intra_busbw_GBps)
+    aggregate = np.asarray(aggregate_in_node, dtype=bool)
+    within = np.where(aggregate, coll.ring_reduce_scatter_s(size, g, intra_latency_s,
+                                                            intra_busbw_GBps), 0.0)
     across = server_phase_s(size, n, n, inter_busbw_GBps, inter_busbw_GBps, inter_latency_s,
-                            imbalance=imbalance)
+                            workers_per_machine=np.where(aggregate, 1.0, g), imbalance=imbalance)
     return np.where(n > 1, within + across, on_host)
 
 
@@ -134,7 +138,8 @@ class PSResult:
     samples_per_s: np.ndarray
 
 
-def evaluate_ps(inp: StepInputs, host_latency_s, host_busbw_GBps, imbalance=1.0) -> PSResult:
+def evaluate_ps(inp: StepInputs, host_latency_s, host_busbw_GBps, imbalance=1.0,
+                aggregate_in_node=True) -> PSResult:
     """Step time of ``inp`` with a parameter-server exchange instead of its all-reduce.
 
     ``step = k * micro + optimizer + exposed push/pull``, the push after the last micro-step's
@@ -156,7 +161,7 @@ def evaluate_ps(inp: StepInputs, host_latency_s, host_busbw_GBps, imbalance=1.0)
     def phase(size):
         return ps_phase_s(size, g, nodes, inp.intra_latency_s, inp.intra_busbw_GBps,
                           host_latency_s, host_busbw_GBps, inp.inter_latency_s,
-                          inp.inter_busbw_GBps, imbalance)
+                          inp.inter_busbw_GBps, imbalance, aggregate_in_node)
 
     exposed, total = ps_exposed_s(micro - backward, backward, total_bytes, inp.bucket_bytes,
                                   inp.first_bucket_bytes, phase, inp.overlap)
