@@ -245,3 +245,15 @@ def test_per_device_pushes_move_g_times_the_bytes_across_nodes():
     per_device = ps_phase_s(1e9, 8, 4, aggregate_in_node=False, **args)
     assert per_device == pytest.approx(8 * 1e9 * 3 / 4 / 5e9)
     assert per_device / per_node == pytest.approx(8.0, rel=1e-3)
+
+
+def test_a_case_with_only_its_anchor_is_reported_not_skipped(tmp_path, capsys):
+    only = _case(points=[{"devices": 8, "nodes": 1, "throughput": 1500.0}])
+    path = _write(tmp_path, _file(only))
+    assert main(["validate", path, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (case,) = out["cases"]
+    assert case["points"][0]["anchor"] and any("only the anchor" in f for f in case["flags"])
+    assert out["summary"]["all"]["points"] == 0 and out["summary"]["all"]["median_abs_pct"] is None
+    assert main(["validate", path]) == 0
+    assert "no predicted points" in capsys.readouterr().out
