@@ -67,6 +67,7 @@ def server_phase_s(size_bytes, machines, servers, worker_GBps, server_GBps, late
     ``worker_GBps`` is one machine's link (shared by its ``workers_per_machine`` workers),
     ``server_GBps`` one server's link. ``colocated``: the servers run on ``servers`` of the
     worker machines (needs ``servers <= machines``); otherwise on machines of their own.
+    ``imbalance`` is the busiest server's share over the mean share, between 1 and ``servers``.
     """
     size = np.asarray(size_bytes, dtype=float)
     m_count = np.asarray(machines, dtype=float)
@@ -76,7 +77,9 @@ def server_phase_s(size_bytes, machines, servers, worker_GBps, server_GBps, late
     # The busiest worker machine: one that hosts a server only when every machine hosts one.
     local_share = np.where(c * s_count >= m_count, c / s_count, 0.0)
     worker_bytes = per_machine * size * (1.0 - local_share)
-    server_bytes = np.asarray(imbalance, dtype=float) * per_machine * size * (m_count - c) / s_count
+    # The busiest shard is at most all of it: imbalance <= S.
+    h = np.minimum(np.maximum(np.asarray(imbalance, dtype=float), 1.0), s_count)
+    server_bytes = h * per_machine * size * (m_count - c) / s_count
     t = np.asarray(latency_s, dtype=float) + np.maximum(
         worker_bytes / _GBps_to_bytes_per_s(worker_GBps),
         server_bytes / _GBps_to_bytes_per_s(server_GBps),
