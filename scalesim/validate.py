@@ -340,6 +340,7 @@ def summarize(results: list[CaseResult]) -> dict:
         "parameter-server": group([r for r in results if r.comm == "parameter-server"]).model_dump(),
         "all": group(results).model_dump(),
         "flagged_cases": sum(1 for r in results if r.flags),
+        "defaults": DEFAULTS,
     }
     med, mean = allreduce.median_abs_pct, allreduce.mean_abs_pct
     summary["targets"] = {
