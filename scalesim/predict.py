@@ -133,6 +133,7 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
         first_bucket_bytes=scenario.first_bucket_mib * MIB,
         loader_samples_per_s=supply,
         jitter_cv=cv,
+        device_cv=_pick(scenario.device_speed_cv, hw.device_speed_cv),
         slow_factor=slow,
         param_bytes_per_param=wl.param_bytes_per_param,
         grad_bytes_per_param=wl.grad_bytes_per_param,

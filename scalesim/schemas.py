@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from scalesim.model.stragglers import DEVICE_SPEED_CV
+
 HARDWARE_VERSION = "scalesim-hardware/1"
 WORKLOAD_VERSION = "scalesim-workload/1"
 PROFILE_VERSION = "scalesim-profile/1"
@@ -52,6 +54,10 @@ class Hardware(_Strict):
         default=None, gt=0, description="dense fp16/bf16 tensor peak, TFLOP/s (for scaling compute)"
     )
     cpu_cores_per_node: int = Field(default=64, ge=1, description="cores the data loaders share")
+    device_speed_cv: float = Field(
+        default=DEVICE_SPEED_CV, ge=0,
+        description="std/mean of the speed of identical devices (default from Sinha et al. SC'22)",
+    )
     intra_node: LinkLevel
     inter_node: LinkLevel
     price_per_device_hour: float | None = Field(default=None, ge=0, description="USD per device-hour")
@@ -219,6 +225,9 @@ class Scenario(_Strict):
     algorithm: Algorithm = "auto"
     loader_workers: int | None = Field(default=None, ge=0)
     straggler_cv: float | None = Field(default=None, ge=0, description="std/mean of a micro-step")
+    device_speed_cv: float | None = Field(
+        default=None, ge=0, description="std/mean of device speeds (persistent variation)"
+    )
     slow_device: int | None = Field(default=None, ge=0, description="rank of a slow device")
     slow_factor: float = Field(default=1.0, ge=1.0, description="its compute-time multiplier")
     intra_busbw_GBps: float | None = Field(default=None, gt=0)

@@ -27,6 +27,7 @@ from scalesim.model.memory import DDP
 from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
 from scalesim.model.param_server import evaluate_ps
 from scalesim.model.step import StepInputs, evaluate
+from scalesim.model.stragglers import DEVICE_SPEED_CV
 from scalesim.presets import INTRA_LINKS, host_link, inter_link, intra_link
 
 FORMAT = "scalesim-validation-cases/1"
@@ -172,6 +173,7 @@ class PointResult(BaseModel):
     step_s: float
     compute_s: float
     exposed_comm_s: float
+    straggler_s: float
 
 
 class Stats(BaseModel):
@@ -246,19 +248,19 @@ def _inputs(case: Case, points: list[CasePoint], b, k, params, wire_bytes) -> St
         backward_fraction=BACKWARD_FRACTION, params=params, wire_bytes_per_param=wire_bytes,
         intra_latency_s=intra.latency_s, intra_busbw_GBps=intra.busbw_GBps,
         inter_latency_s=inter.latency_s, inter_busbw_GBps=inter.busbw_GBps,
-        strategy=DDP, algorithm=ALGORITHM, overlap=True,
+        strategy=DDP, algorithm=ALGORITHM, overlap=True, device_cv=DEVICE_SPEED_CV,
         bucket_bytes=BUCKET_BYTES, first_bucket_bytes=FIRST_BUCKET_BYTES,
     )
 
 
 def _model(case: Case, inp: StepInputs):
-    """(samples/s, step s, compute s, exposed comm s) arrays for every point of ``inp``."""
+    """(samples/s, step, compute, exposed comm, straggler) arrays (s) for every point of ``inp``."""
     if case.comm == "parameter-server":
         host = host_link(case.hardware.intra_node)
         r = evaluate_ps(inp, host.latency_s, host.busbw_GBps)
     else:
         r = evaluate(inp)
-    return r.samples_per_s, r.step_time_s, r.compute_s, r.exposed_comm_s
+    return r.samples_per_s, r.step_time_s, r.compute_s, r.exposed_comm_s, r.straggler_s
 
 
 def _solve_per_sample_s(case: Case, inp: StepInputs, target: float, flags: list[str]) -> float:
@@ -305,7 +307,7 @@ def predict_case(case: Case) -> CaseResult:
         scale = 1.0
     else:
         per_sample = DEFAULT_ANCHOR_MICRO_STEP_S / b[0]
-    rate, step, compute, exposed = _model(case, inp.replace(per_sample_s=per_sample))
+    rate, step, compute, exposed, straggler = _model(case, inp.replace(per_sample_s=per_sample))
     if not known:
         scale = target / float(rate[0])  # relative units -> samples: the anchor's throughput
     if len(points) == 1:
@@ -318,6 +320,7 @@ def predict_case(case: Case) -> CaseResult:
             devices=pt.devices, nodes=pt.nodes, published=pt.throughput, predicted=predicted,
             error_pct=100.0 * (predicted - pt.throughput) / pt.throughput, anchor=i == 0,
             step_s=float(step[i]), compute_s=float(compute[i]), exposed_comm_s=float(exposed[i]),
+            straggler_s=float(straggler[i]),
         ))
     if not all(math.isfinite(r.predicted) and r.predicted > 0 for r in results):
         raise ScalesimError(f"case {case.id!r}: the model gave a non-finite throughput; check "

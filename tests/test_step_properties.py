@@ -37,6 +37,7 @@ def scenarios(draw, **fixed):
         first_bucket_bytes=draw(st.floats(0.0, 4.0)) * 2**20,
         loader_samples_per_s=draw(st.one_of(st.just(np.inf), st.floats(10.0, 1e5))),
         jitter_cv=draw(st.floats(0.0, 0.2)),
+        device_cv=draw(st.floats(0.0, 0.05)),
         slow_factor=draw(st.floats(1.0, 2.0)),
     )
     values.update(fixed)

@@ -32,3 +32,12 @@ def test_wait_scales_with_sigma_and_has_no_wait_on_one_device():
     assert straggler_wait_s(8, 0.0, 0.3) == pytest.approx(0.3)
     # a slow device far beyond the jitter dominates the wait
     assert straggler_wait_s(8, 0.001, 1.0) == pytest.approx(1.0, rel=1e-3)
+
+
+def test_default_device_variation_is_derived_from_the_published_range():
+    from scalesim.model.stragglers import DEVICE_SPEED_CV, device_speed_cv_from_range
+
+    # 8 % range over ~500 GPUs is 2 * e_500 = 6.07 sigma
+    assert device_speed_cv_from_range(0.08, 500) == pytest.approx(0.08 / 6.07, rel=2e-3)
+    default_cv = DEVICE_SPEED_CV
+    assert default_cv == pytest.approx(0.0132, abs=1e-4)

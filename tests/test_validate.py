@@ -126,7 +126,8 @@ def test_multi_device_anchor_is_reproduced_including_its_communication():
     assert anchor.exposed_comm_s > 0  # 10 Gb/s Ethernet cannot hide 200 MB
     assert anchor.predicted == pytest.approx(3000.0, rel=1e-9)
     # Compute was solved with the anchor's communication in: the step is longer than compute.
-    assert anchor.step_s == pytest.approx(anchor.compute_s + anchor.exposed_comm_s)
+    assert anchor.step_s == pytest.approx(anchor.compute_s + anchor.exposed_comm_s
+                                          + anchor.straggler_s)
 
 
 def test_prediction_falls_with_slower_network_and_more_bytes():

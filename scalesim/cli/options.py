@@ -64,6 +64,8 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     g.add_argument("--bucket-mib", type=float, help="gradient bucket size, MiB (DDP: 25)")
     g.add_argument("--loader-workers", type=int, help="DataLoader workers per device")
     g.add_argument("--straggler-cv", type=float, help="step-time std / mean of one device")
+    g.add_argument("--device-cv", type=float,
+                   help="speed std / mean across identical devices (default 0.0132, SC'22 study)")
     g.add_argument("--slow-device", type=int, metavar="RANK", help="a persistently slow device")
     g.add_argument("--slow-factor", type=float, help="its compute-time multiplier, e.g. 1.3")
     g.add_argument("--intra-busbw", type=float, metavar="GB/s", help="intra-server bus bandwidth")
@@ -82,7 +84,8 @@ _FLAG_TO_FIELD = {
     "devices": "devices", "gpus_per_node": "devices_per_node", "batch": "micro_batch",
     "global_batch": "global_batch", "accumulation": "accumulation", "strategy": "strategy",
     "algorithm": "algorithm", "bucket_mib": "bucket_mib", "loader_workers": "loader_workers",
-    "straggler_cv": "straggler_cv", "slow_device": "slow_device", "slow_factor": "slow_factor",
+    "straggler_cv": "straggler_cv", "device_cv": "device_speed_cv", "slow_device": "slow_device",
+    "slow_factor": "slow_factor",
     "intra_busbw": "intra_busbw_GBps", "inter_busbw": "inter_busbw_GBps",
     "intra_latency": "intra_latency_s", "inter_latency": "inter_latency_s",
     "critical_batch": "critical_batch_size", "min_samples": "min_samples_to_quality",

@@ -53,7 +53,7 @@ from scalesim.model.overlap import (
     serial_comm_s,
     timeline_end,
 )
-from scalesim.model.step import StepInputs
+from scalesim.model.step import StepInputs, straggler_s
 
 
 def _GBps_to_bytes_per_s(busbw_GBps):
@@ -132,13 +132,14 @@ def ps_exposed_s(forward_s, backward_s, total_bytes, bucket_bytes, first_bucket_
 
 @dataclass(frozen=True)
 class PSResult:
-    """Per-scenario arrays of a parameter-server step; compute + exposed = step time."""
+    """Per-scenario arrays of a parameter-server step; compute + exposed + straggler = step."""
 
     step_time_s: np.ndarray
     compute_s: np.ndarray
     exposed_comm_s: np.ndarray
     comm_total_s: np.ndarray  # push + pull of every bucket, hidden or not
     samples_per_s: np.ndarray
+    straggler_s: np.ndarray  # wait for the slowest worker, as in the all-reduce model
 
 
 def evaluate_ps(inp: StepInputs, host_latency_s, host_busbw_GBps, imbalance=1.0,
@@ -148,7 +149,8 @@ def evaluate_ps(inp: StepInputs, host_latency_s, host_busbw_GBps, imbalance=1.0,
     ``step = k * micro + optimizer + exposed push/pull``, the push after the last micro-step's
     backward and the pull before the next forward (accumulated micro-steps exchange nothing).
     Uses the links, buckets, overlap and compute curve of ``inp``; strategy and algorithm are
-    ignored; no stragglers or loader stalls. One device exchanges nothing.
+    ignored; the slowest worker is waited for as in the all-reduce model; no loader stalls. One
+    device exchanges nothing.
     """
     p = np.asarray(inp.devices, dtype=float)
     g = np.minimum(np.asarray(inp.devices_per_node, dtype=float), p)
@@ -168,11 +170,12 @@ def evaluate_ps(inp: StepInputs, host_latency_s, host_busbw_GBps, imbalance=1.0,
 
     exposed, total = ps_exposed_s(micro - backward, backward, total_bytes, inp.bucket_bytes,
                                   inp.first_bucket_bytes, phase, inp.overlap)
-    step = compute + exposed
+    straggler = straggler_s(inp, p, k, micro)
+    step = compute + exposed + straggler
     shape = np.broadcast(step, p, b, k).shape
 
     def full(x):
         return np.broadcast_to(np.asarray(x, dtype=float), shape).copy()
 
     return PSResult(full(step), full(compute), full(exposed), full(total),
-                    full(p * k * b / step))
+                    full(p * k * b / step), full(straggler))

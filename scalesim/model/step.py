@@ -56,7 +56,8 @@ class StepInputs:
     bucket_bytes: object = 25 * 1024 * 1024
     first_bucket_bytes: object = 1024 * 1024
     loader_samples_per_s: object = np.inf  # supply of one device's loader
-    jitter_cv: object = 0.0  # std of a micro-step's time over its mean
+    jitter_cv: object = 0.0  # std/mean of a micro-step's time, independent from step to step
+    device_cv: object = 0.0  # std/mean of devices' speeds (persistent, device to device)
     slow_factor: object = 1.0  # compute-time multiplier of the one slow device (1 = none)
     param_bytes_per_param: object = 2.0
     grad_bytes_per_param: object = 2.0
@@ -90,6 +91,20 @@ class StepResult:
 
 def _as(x, dtype=float):
     return np.asarray(x, dtype=dtype)
+
+
+def straggler_s(inp: StepInputs, devices, accumulation, micro_step_s):
+    """Expected wait for the slowest device in one step, seconds (see model/stragglers.py).
+
+    The k micro-steps jitter independently (std ``jitter_cv * t_micro * sqrt(k)``); each device's
+    persistent speed offset lasts all k (std ``device_cv * k * t_micro``); independent normals add
+    in variance. One device may be slower still, by ``(slow_factor - 1) * k * t_micro``.
+    """
+    k = np.asarray(accumulation, dtype=float)
+    sigma = np.hypot(_as(inp.jitter_cv) * micro_step_s * np.sqrt(k),
+                     _as(inp.device_cv) * k * micro_step_s)
+    slow_delay = (_as(inp.slow_factor) - 1.0) * k * micro_step_s
+    return straggler_wait_s(np.asarray(devices).astype(np.int64), sigma, slow_delay)
 
 
 def _communication(inp: StepInputs, g, nodes, k, forward, backward, total_bytes, strategy, overlap):
@@ -166,10 +181,7 @@ def evaluate(inp: StepInputs) -> StepResult:
             inp, g, nodes, k, forward, backward, total_bytes, strategy, overlap
         )
 
-    # Stragglers: k independent jittered micro-steps per step; one device may be slower.
-    sigma = _as(inp.jitter_cv) * micro * np.sqrt(k)
-    slow_delay = (_as(inp.slow_factor) - 1.0) * k * micro
-    straggler = straggler_wait_s(p.astype(np.int64), sigma, slow_delay)
+    straggler = straggler_s(inp, p, k, micro)
 
     busy = compute + exposed + straggler
     samples_per_step = k * b

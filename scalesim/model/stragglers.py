@@ -16,6 +16,14 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import log_ndtr
 
+# Device-to-device speed variation of identical GPUs. Sinha et al., "Not All GPUs Are Created
+# Equal" (SC'22, arXiv:2208.11035): 8% average performance variation (fastest vs slowest GPU of a
+# cluster) across clusters of hundreds to thousands of same-SKU GPUs. Read as the expected range of
+# ~500 normal draws, 2*e_500 = 6.07 standard deviations, that is a coefficient of variation of
+# 0.08 / 6.07 = 1.3% per device (computed below, not fitted to anything).
+PUBLISHED_RANGE_FRACTION = 0.08
+PUBLISHED_CLUSTER_GPUS = 500
+
 _GRID_HALF_WIDTH = 12.0  # standard deviations either side; covers N up to ~1e30
 _GRID_POINTS = 6001
 
@@ -73,3 +81,13 @@ def straggler_wait_s(devices, sigma_s, slow_delay_s):
     with_jitter = sigma * expected_max_with_shift(devices, np.where(sigma > 0, shift, 0.0))
     wait = np.where(sigma > 0, with_jitter, delay)
     return np.where(devices > 1, np.maximum(wait, 0.0), 0.0)
+
+
+def device_speed_cv_from_range(range_fraction: float = PUBLISHED_RANGE_FRACTION,
+                               devices: int = PUBLISHED_CLUSTER_GPUS) -> float:
+    """Coefficient of variation of device speed whose expected range over ``devices`` is
+    ``range_fraction`` of the mean: ``range / (2 e_N)`` for normal variation."""
+    return float(range_fraction / (2.0 * expected_max_normal(devices)))
+
+
+DEVICE_SPEED_CV = round(device_speed_cv_from_range(), 4)
