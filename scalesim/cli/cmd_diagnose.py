@@ -1,0 +1,65 @@
+"""scalesim diagnose: why a data-parallel job stops scaling, from measured runs or profiler traces."""
+
+from __future__ import annotations
+
+import argparse
+
+NAME = "diagnose"
+HELP = "name why scaling is lost, from measured runs (CSV/JSON) or PyTorch profiler traces"
+EXAMPLE = """examples:
+  scalesim diagnose runs.csv
+  scalesim diagnose runs.json --params 340e6 --critical-batch 2048 --json
+  scalesim diagnose --trace rank0.json rank1.json.gz
+
+runs file: one row per run with devices, nodes and samples_per_s or step_time_s; optional
+per_device_batch, global_batch, accumulation, data_wait_s, comm_s (exposed), steps_to_target and
+rank_step_times_s (';'-separated). See docs/diagnose.md."""
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} must be positive")
+    return value
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from scalesim.cli.options import parse_int_list
+
+    p.add_argument("runs", nargs="?", metavar="RUNS.csv|RUNS.json", help="measured runs")
+    p.add_argument("--trace", nargs="+", metavar="RANK.json", help="Kineto trace per rank "
+                   "(plain or .gz), instead of a runs file")
+    p.add_argument("--params", type=_positive_float, help="model parameters (gradient elements), "
+                   "to report link bandwidths in GB/s")
+    p.add_argument("--wire-bytes", type=_positive_float, default=4.0,
+                   help="bytes per gradient element on the wire (default 4: fp32 DDP gradients)")
+    p.add_argument("--critical-batch", type=_positive_float,
+                   help="critical batch size B_noise, samples (large-batch evidence)")
+    p.add_argument("--extrapolate", type=parse_int_list, metavar="N,N,...",
+                   help="device counts to extrapolate to (default 2x, 4x, 8x the largest run)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from scalesim.errors import ScalesimError
+
+    if (args.runs is None) == (args.trace is None):
+        raise ScalesimError("give a runs file (scalesim diagnose runs.csv) or --trace FILES, "
+                            "not both and not neither")
+    if args.trace is not None:
+        from scalesim.diagnosis import diagnose_traces
+        from scalesim.traces import load_traces
+
+        summaries = load_traces(args.trace)
+        report = diagnose_traces(summaries, ", ".join(args.trace))
+    else:
+        from scalesim.diagnosis import diagnose_runs
+        from scalesim.runs import load_runs
+
+        report = diagnose_runs(load_runs(args.runs), args.params, args.wire_bytes,
+                               args.critical_batch, args.extrapolate)
+    print(report.to_json() if args.json else report.to_text())
+    return 0

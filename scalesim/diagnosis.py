@@ -1,0 +1,643 @@
+"""Name the likely cause of lost scaling from measured runs or profiler traces, with evidence.
+
+The causes are the seed's symptoms table. For runs, the time per sample per device at the
+largest run is compared with the first run's; the growth is split into exposed communication,
+data wait, straggler wait and compute (measured columns where given, the fitted model where not).
+The part that grew most names the cause, refined by its pattern:
+
+- communication -> **inter-server link** when efficiency held inside one server and the drop
+  comes where the runs cross to several servers, else **growing communication share**;
+- data wait -> **input pipeline**;
+- straggler wait -> **a device far slower than the others** when the same rank is the slowest in
+  every run (or every traced step) and at least 10 % slower than the median of the others, else
+  **stragglers or uneven data**;
+- compute per sample -> **small per-device work under strong scaling** when the per-device batch
+  shrinks (fixed costs per micro-step dominate), else "compute per sample grows";
+- **large-batch effects** from time-to-quality evidence: a ``steps_to_target`` column (steps
+  each run needed to reach one quality target) or a critical batch size (``--critical-batch``,
+  McCandlish et al. 2018: samples needed ``E = E_min (1 + B/B_noise)``). The share of speed-up the
+  batch costs, ``r = samples needed at the first run / samples needed at the last``, names it when
+  ``r < 0.8`` and it costs more than the systems loss (``r < efficiency``).
+
+When efficiency at the largest run is 90 % or more and no large-batch loss shows, the report says
+the job scales well.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from scalesim.knee import find_knee
+
+CAUSES = {
+    "inter_server": "Inter-server link",
+    "comm_growth": "Growing communication share",
+    "input_pipeline": "Input pipeline",
+    "stragglers": "Stragglers or uneven data",
+    "slow_device": "A device far slower than the others",
+    "large_batch": "Large-batch effects",
+    "small_work": "Small per-device work under strong scaling",
+    "compute": "Compute per sample grows (contention or throttling)",
+    "none": "No scaling problem found",
+}
+
+# Remedies (scalesim.remedies keys) that address each cause first.
+PREFERRED_REMEDIES = {
+    "inter_server": ["interconnect", "overlap", "accumulation", "bigger_batch"],
+    "comm_growth": ["overlap", "accumulation", "bigger_batch", "interconnect"],
+    "input_pipeline": ["loader"],
+    "stragglers": ["accumulation", "bigger_batch"],
+    "slow_device": ["slow_device"],
+    "large_batch": [],
+    "small_work": ["bigger_batch", "accumulation"],
+    "compute": [],
+    "none": [],
+}
+BATCH_GROWING = {"bigger_batch", "accumulation"}
+GOOD_EFFICIENCY = 0.9
+SLOW_DEVICE_FACTOR = 1.10
+LARGE_BATCH_RATIO = 0.8
+
+
+@dataclass
+class Finding:
+    key: str
+    label: str
+    share: float  # share of the largest run's time (of the step, for traces) lost to this cause
+    evidence: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Remedy:
+    key: str
+    title: str
+    gain: float  # predicted throughput ratio minus one
+    applicable: bool
+    note: str = ""
+
+
+@dataclass
+class Report:
+    kind: str  # "runs" or "traces"
+    source: str
+    cause: Finding
+    others: list[Finding]
+    first_remedy: Remedy | None
+    remedies: list[Remedy]
+    table: list[dict]  # per run or per rank rows
+    details: dict  # knee, fit, extrapolation, steps...
+    notes: list[str]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, default=_json_default)
+
+    def to_text(self) -> str:
+        return render_text(self)
+
+
+def _json_default(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def finding(key: str, share: float, evidence: list[str]) -> Finding:
+    return Finding(key, CAUSES[key], float(share), evidence)
+
+
+def _pct(x: float) -> str:
+    return f"{100.0 * x:.0f}%"
+
+
+def _ms(x: float) -> str:
+    return f"{1e3 * x:.1f} ms"
+
+
+# --------------------------------------------------------------------------------------------
+# Remedies through the model
+
+
+def model_remedies(profile, scenario, devices: int, cause: str) -> tuple[Remedy | None, list[Remedy]]:
+    """All seed remedies at ``devices`` ranked by the model, and the first one to try."""
+    from scalesim.remedies import rank_remedies
+
+    _, ranked = rank_remedies(profile, scenario, devices)
+    remedies = [Remedy(r.key, r.title, float(r.gain), r.applicable, r.reason) for r in ranked]
+    usable = [r for r in remedies if r.applicable and "does not fit" not in r.note]
+    if cause == "large_batch":
+        usable = [r for r in usable if r.key not in BATCH_GROWING]
+    preferred = [r for r in usable if r.key in PREFERRED_REMEDIES.get(cause, []) and r.gain > 0.02]
+    pool = preferred or [r for r in usable if r.gain > 0.0]
+    first = max(pool, key=lambda r: r.gain) if pool else None
+    return first, remedies
+
+
+# --------------------------------------------------------------------------------------------
+# From measured runs
+
+
+def _large_batch(runs, critical_batch: float | None, speedup_ratio: float) -> tuple[float, list[str]] | None:
+    """Share of the speed-up kept after large-batch effects (r), with evidence, or None."""
+    steps = runs.optional("steps_to_target")
+    if steps is not None:
+        samples = steps * runs.samples_per_step
+        r = float(samples[0] / samples[-1])
+        ttq = steps * runs.step_time_s
+        return r, [
+            f"throughput speed-up {speedup_ratio:.2f}x from {runs.devices[0]} to "
+            f"{runs.devices[-1]} devices, but time to target only {ttq[0] / ttq[-1]:.2f}x "
+            f"({steps[0]:.0f} -> {steps[-1]:.0f} steps at global batch "
+            f"{runs.samples_per_step[0]:.0f} -> {runs.samples_per_step[-1]:.0f})",
+            f"samples needed to reach the target grew {samples[-1] / samples[0]:.2f}x",
+        ]
+    if critical_batch is not None and runs.batch_known:
+        b0, b1 = runs.samples_per_step[0], runs.samples_per_step[-1]
+        r = float((1.0 + b0 / critical_batch) / (1.0 + b1 / critical_batch))
+        return r, [
+            f"global batch {b0:.0f} -> {b1:.0f} against a critical batch size of "
+            f"{critical_batch:g}: samples to quality grow {1.0 / r:.2f}x (McCandlish et al. 2018)",
+        ]
+    return None
+
+
+def _critical_batch_from_steps(runs) -> float | None:
+    """B_noise from steps to target at two or more global batches: fit ``S = S_min + S_min*B_noise/B``."""
+    steps = runs.optional("steps_to_target")
+    if steps is None or not runs.batch_known or np.unique(runs.samples_per_step).size < 2:
+        return None
+    design = np.stack([np.ones_like(steps), 1.0 / runs.samples_per_step], axis=1)
+    (s_min, c), *_ = np.linalg.lstsq(design, steps, rcond=None)
+    if s_min <= 0 or c <= 0:
+        return None
+    return float(c / s_min)
+
+
+def smaller_batch_remedy(profile, scenario, devices: int, b_noise: float) -> Remedy | None:
+    """The smaller global batch (1/2 .. 1/16) with the best predicted time to quality."""
+    from scalesim.errors import ScalesimError
+    from scalesim.predict import predict
+
+    def one(scn):
+        return predict(profile, scn.model_copy(update={"devices": [devices]}))[0]
+
+    now = one(scenario)
+    best = None
+    for f in (2, 4, 8, 16):
+        if scenario.global_batch is None:
+            b = now.micro_batch // f
+            if b < 1:
+                break
+            scn = scenario.model_copy(update={"micro_batch": b})
+        else:
+            scn = scenario.model_copy(update={"global_batch": scenario.global_batch // f})
+        try:
+            after = one(scn)
+        except ScalesimError:
+            break
+        ratio = ((1.0 + b_noise / now.global_batch) * now.step_time_s
+                 / ((1.0 + b_noise / after.global_batch) * after.step_time_s))
+        if best is None or ratio > best[0]:
+            best = (ratio, after)
+    if best is None:
+        return None
+    ratio, after = best
+    return Remedy("smaller_batch", f"Shrink the global batch {now.global_batch} -> "
+                  f"{after.global_batch} (per-device {after.micro_batch}) towards B_noise "
+                  f"{b_noise:.0f}", float(ratio - 1.0), True,
+                  "gain in time to quality (McCandlish et al. 2018), not in throughput")
+
+
+def _rank_pattern(runs) -> tuple[int | None, float, list[str]]:
+    """(consistently slowest rank or None, its worst slowdown factor, evidence lines)."""
+    slowest, factors, lines = [], [], []
+    for r in runs.rows:
+        t = r.rank_step_times_s
+        if not t or len(t) < 2:
+            continue
+        t = np.asarray(t)
+        i = int(np.argmax(t))
+        others = np.delete(t, i)
+        factor = float(t[i] / np.median(others))
+        slowest.append(i)
+        factors.append(factor)
+        lines.append(f"{r.devices} devices: rank {i} slowest, {factor:.2f}x the median of the "
+                     f"others; spread max-median {_ms(float(t.max() - np.median(t)))}")
+    if not slowest:
+        return None, 1.0, lines
+    same = len(set(slowest)) == 1 and min(factors) >= SLOW_DEVICE_FACTOR
+    return (slowest[0] if same else None), max(factors), lines
+
+
+def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
+                  critical_batch: float | None = None, extrapolate_to: list[int] | None = None) -> Report:
+    """Fit, find the knee, name the cause and the first remedy for measured ``runs``."""
+    from scalesim.fit_runs import extrapolate, fit_runs, fitted_profile
+    from scalesim.runs import scaling
+
+    sc = scaling(runs)
+    fit = fit_runs(runs, params, wire_bytes_per_param)
+    model = fit.breakdown
+    step = runs.step_time_s
+    work = runs.micro_batch * runs.accumulation
+
+    comm = runs.optional("comm_s")
+    comm_src = "measured" if comm is not None else "fitted model"
+    comm = comm if comm is not None else model.exposed_comm_s
+    wait = runs.optional("data_wait_s")
+    wait_src = "measured" if wait is not None else "fitted model"
+    wait = wait if wait is not None else model.data_stall_s
+    if fit.rank_times_measured:
+        strag = np.array([float(np.max(r.rank_step_times_s) - np.median(r.rank_step_times_s))
+                          if r.rank_step_times_s else 0.0 for r in runs.rows])
+        strag_src = "measured rank times"
+    else:
+        strag, strag_src = model.straggler_s, "fitted model"
+    compute = np.maximum(step - comm - wait - strag, 0.0)
+
+    knee = find_knee(runs.devices, runs.nodes, sc.efficiency, compute, comm, wait, strag, work)
+    per = {"comm": comm / work, "data": wait / work, "straggler": strag / work,
+           "compute": compute / work}
+    growth = {k: max(float(v[-1] - v[0]), 0.0) for k, v in per.items()}
+    t_last = float(step[-1] / work[-1])
+    shares = {k: g / t_last for k, g in growth.items()}  # share of the largest run's time
+    eff_last = float(sc.efficiency[-1])
+    share_of_step = {k: v * work / step for k, v in per.items()}
+
+    findings: list[Finding] = []
+    # Communication: boundary or steady growth.
+    single = (runs.nodes == 1) & (runs.devices > 1)
+    crossing = bool(np.any(runs.nodes == 1) and np.any(runs.nodes > 1))
+    comm_lines = [f"exposed communication {_pct(share_of_step['comm'][0])} of the step at "
+                  f"{runs.devices[0]} devices -> {_pct(share_of_step['comm'][-1])} at "
+                  f"{runs.devices[-1]} ({comm_src}): "
+                  + ", ".join(_pct(s) for s in share_of_step["comm"])]
+    boundary = False
+    if crossing:
+        last_single = int(np.nonzero(runs.nodes == 1)[0][-1])
+        first_multi = last_single + 1
+        eff_in = float(sc.efficiency[last_single])
+        eff_out = float(sc.efficiency[first_multi])
+        drops = -np.diff(sc.efficiency)
+        in_server_drops = drops[:last_single] if last_single > 0 else np.array([0.0])
+        crossing_drop = float(drops[last_single])
+        boundary = (crossing_drop >= 0.05 and crossing_drop >= 2.0 * float(np.max(in_server_drops))
+                    and eff_in >= 0.75)
+        comm_lines.insert(0, f"efficiency {_pct(eff_in)} at {runs.devices[last_single]} devices "
+                          f"in one server, {_pct(eff_out)} at {runs.devices[first_multi]} on "
+                          f"{runs.nodes[first_multi]} servers (largest drop inside a server: "
+                          f"{_pct(float(np.max(in_server_drops)))})")
+        if np.any(single) and "inter_transfer_s" in fit.fitted:
+            inter_ms = _ms(fit.values["inter_transfer_s"])
+            if "intra_transfer_s" in fit.at_bound or "intra_transfer_s" not in fit.fitted:
+                comm_lines.append(f"fitted gradient transfer across servers {inter_ms}; inside a "
+                                  "server too fast to measure")
+            else:
+                ratio = fit.values["inter_transfer_s"] / fit.values["intra_transfer_s"]
+                comm_lines.append(f"fitted inter-server link {ratio:.1f}x slower than "
+                                  f"intra-server (gradient transfer {inter_ms})")
+    findings.append(finding("inter_server" if boundary else "comm_growth", shares["comm"],
+                            comm_lines))
+    # Input pipeline.
+    thr = runs.samples_per_s
+    findings.append(finding("input_pipeline", shares["data"], [
+        f"data wait {_pct(share_of_step['data'][0])} of the step at {runs.devices[0]} devices "
+        f"-> {_pct(share_of_step['data'][-1])} at {runs.devices[-1]} ({wait_src})",
+        f"throughput {thr[0]:.4g} -> {thr[-1]:.4g} samples/s for {runs.devices[-1] / runs.devices[0]:g}x "
+        "the devices",
+    ]))
+    # Stragglers vs one slow device.
+    slow_rank, slow_factor, rank_lines = _rank_pattern(runs)
+    strag_lines = [f"straggler wait {_pct(share_of_step['straggler'][0])} -> "
+                   f"{_pct(share_of_step['straggler'][-1])} of the step ({strag_src})"] + rank_lines
+    if slow_rank is not None:
+        strag_lines.insert(0, f"rank {slow_rank} is the slowest in every run, up to "
+                              f"{slow_factor:.2f}x the others")
+    elif rank_lines:
+        strag_lines.insert(0, "the slowest rank changes from run to run: spread, not one device")
+    findings.append(finding("slow_device" if slow_rank is not None else "stragglers",
+                            shares["straggler"], strag_lines))
+    # Compute per sample.
+    cps = compute / work
+    compute_lines = [f"compute per sample per device {cps[0] * 1e3:.3g} -> {cps[-1] * 1e3:.3g} ms "
+                     f"({cps[-1] / cps[0]:.2f}x)"]
+    if runs.strong_scaling:
+        compute_lines.insert(0, f"strong scaling: per-device batch {work[0]:g} -> {work[-1]:g} "
+                                "samples per step")
+        if "overhead_s" in fit.fitted:
+            v = fit.values
+            compute_lines.append(f"fitted fixed cost {_ms(v['overhead_s'])} per micro-step vs "
+                                 f"{_ms(v['per_sample_s'] * runs.micro_batch[-1])} of per-sample "
+                                 f"work at {runs.devices[-1]} devices")
+    findings.append(finding("small_work" if runs.strong_scaling else "compute", shares["compute"],
+                            compute_lines))
+
+    findings.sort(key=lambda f: -f.share)
+    speedup_ratio = float(thr[-1] / thr[0])
+    lb = _large_batch(runs, critical_batch, speedup_ratio)
+    if lb is not None:
+        r, lines = lb
+        lb_finding = finding("large_batch", 1.0 - r, lines + [
+            f"systems efficiency at {runs.devices[-1]} devices: {_pct(eff_last)}"])
+        if r < LARGE_BATCH_RATIO and r < eff_last:
+            findings.insert(0, lb_finding)
+        else:
+            findings.append(lb_finding)
+    if findings[0].key != "large_batch" and eff_last >= GOOD_EFFICIENCY:
+        findings.insert(0, finding("none", 0.0, [
+            f"efficiency {_pct(eff_last)} at {runs.devices[-1]} devices "
+            f"(speed-up {sc.speedup[-1]:.2f}x)"]))
+    cause, others = findings[0], [f for f in findings[1:] if f.share >= 0.05]
+
+    b_noise = critical_batch or _critical_batch_from_steps(runs)
+    profile, scenario, at = fitted_profile(fit, runs, name=f"fitted to {runs.source}",
+                                           critical_batch_size=b_noise,
+                                           one_slow_device=slow_rank is not None)
+    first, remedies = model_remedies(profile, scenario, at, cause.key)
+    if b_noise is not None:
+        smaller = smaller_batch_remedy(profile, scenario, at, b_noise)
+        if smaller is not None:
+            remedies.insert(0, smaller)
+            if cause.key == "large_batch" and smaller.gain > 0:
+                first = smaller
+    extra = extrapolate(fit, runs, extrapolate_to)
+
+    table = []
+    for i, r in enumerate(runs.rows):
+        table.append({
+            "devices": r.devices, "nodes": r.nodes, "samples_per_s": float(thr[i]),
+            "step_time_s": float(step[i]), "speedup": float(sc.speedup[i]),
+            "efficiency": float(sc.efficiency[i]), "comm_share": float(share_of_step["comm"][i]),
+            "data_share": float(share_of_step["data"][i]),
+            "straggler_share": float(share_of_step["straggler"][i]),
+            "model_step_time_s": float(model.step_time_s[i]),
+            "residual": float(fit.residuals_rel[i]),
+        })
+    v = fit.values
+    fit_info = {
+        "parameters": {k: float(val) for k, val in v.items()},
+        "fitted": list(fit.fitted),
+        "at_bound": list(fit.at_bound),
+        "stderr_rel": {k: fit.stderr_rel(k) for k in fit.fitted if k != "overlap"
+                       and k != "jitter_cv"},
+        "intra_busbw_GBps": fit.busbw_GBps("intra") if fit.params_known else None,
+        "inter_busbw_GBps": (fit.busbw_GBps("inter") if fit.params_known
+                             and fit.multi_node_measured else None),
+        "rmse_rel": fit.rmse_rel,
+        "noise_rel": fit.noise_rel,
+        "loader_limiting": bool(np.any(model.data_stall_s > 0)),
+    }
+    details = {
+        "knee": None if knee is None else {
+            "devices_before": knee.devices_before, "devices_after": knee.devices_after,
+            "efficiency_drop": knee.efficiency_drop, "crosses_boundary": knee.crosses_boundary,
+            "cause": knee.cause, "label": knee.label},
+        "fit": fit_info,
+        "extrapolation": [asdict(e) for e in extra],
+        "remedies_at_devices": at,
+        "strong_scaling": runs.strong_scaling,
+    }
+    notes = list(runs.notes) + fit.notes
+    if not fit.params_known:
+        notes.append("no --params: link speeds are reported as gradient transfer times; give "
+                     "--params (model parameters) for bandwidths in GB/s")
+    notes.append("remedy gains are model predictions at the largest run; device memory is unknown, "
+                 "so check that bigger batches fit")
+    return Report("runs", runs.source, cause, others, first, remedies, table, details, notes)
+
+
+# --------------------------------------------------------------------------------------------
+# From profiler traces
+
+
+def diagnose_traces(summaries, source: str) -> Report:
+    """Name the cause from per-rank trace summaries (scalesim.traces.summarise)."""
+    from scalesim.traces import cross_rank
+
+    cr = cross_rank(summaries)
+    step = cr["step_s"]
+    parts = {
+        "data": cr["data_wait_s"],
+        "straggler": cr["straggler_wait_s"],
+        "comm": cr["intrinsic_exposed_comm_s"],
+        "idle": cr["idle_s"],
+    }
+    share = {k: v / step for k, v in parts.items()}
+    findings = []
+    multi_host = len({s.host for s in summaries if s.host}) > 1
+    comm_lines = [
+        f"communication {_ms(cr['comm_s'])} per step, {_pct(cr['overlap_share'])} of it "
+        f"overlapping compute; exposed {_ms(cr['intrinsic_exposed_comm_s'])} on the slowest "
+        f"rank ({_pct(share['comm'])} of the step)",
+    ]
+    if multi_host:
+        comm_lines.append(f"ranks on {len({s.host for s in summaries})} hosts: collectives cross "
+                          "servers")
+    findings.append(finding("inter_server" if multi_host else "comm_growth", share["comm"],
+                            comm_lines))
+    findings.append(finding("input_pipeline", share["data"], [
+        f"waiting on the DataLoader {_ms(parts['data'])} per step ({_pct(share['data'])}), "
+        "median over ranks",
+    ]))
+    slow = cr["slowest_rank"]
+    consistent = cr["slowest_consistency"]
+    strag_lines = [
+        f"ranks wait {_ms(parts['straggler'])} per step for the slowest "
+        f"({_pct(share['straggler'])} of the step)",
+        f"rank {slow} is the slowest in {_pct(consistent)} of the steps, its own time (step minus "
+        f"exposed communication) {cr['slowest_factor']:.2f}x the others' (median over steps)",
+    ]
+    if cr["steps_compared"]:
+        strag_lines.append("slowest rank per step: " + ", ".join(
+            f"rank {r} in {n} of {cr['steps_compared']}" for r, n in cr["slowest_counts"].items()
+            if n))
+    is_slow_device = consistent >= 0.8 and cr["slowest_factor"] >= SLOW_DEVICE_FACTOR
+    findings.append(finding("slow_device" if is_slow_device else "stragglers", share["straggler"],
+                            strag_lines))
+    findings.append(finding("small_work", share["idle"], [
+        f"device idle {_ms(parts['idle'])} per step ({_pct(share['idle'])}): neither computing, "
+        "communicating nor loading data (launch or host overhead)",
+    ]))
+    findings.sort(key=lambda f: -f.share)
+    if findings[0].share < 0.1:
+        findings.insert(0, finding("none", 0.0, [
+            f"compute {_pct(cr['compute_s'] / step)} of a {_ms(step)} step; no other part "
+            "above 10%"]))
+    cause, others = findings[0], [f for f in findings[1:] if f.share >= 0.1]
+    first, remedies = _trace_remedies(cr, summaries, cause.key)
+    table = [{
+        "rank": s.rank, "steps": len(s.steps), "step_s": s.median("step_s"),
+        "compute_s": s.median("compute_s"), "comm_s": s.median("comm_s"),
+        "overlap_s": s.median("overlap_s"), "exposed_comm_s": s.median("exposed_comm_s"),
+        "data_wait_s": s.median("data_wait_s"), "idle_s": s.median("idle_s"),
+        "device": s.device, "host": s.host,
+    } for s in summaries]
+    details = {
+        "per_step": {str(s.rank): [asdict(st) for st in s.steps] for s in summaries},
+        "cross_rank": {k: v for k, v in cr.items() if k != "own_s"},
+        "collectives": {str(s.rank): s.collectives for s in summaries},
+    }
+    notes = [n for s in summaries for n in s.notes]
+    notes.append("remedy gains are model predictions built from the median traced step")
+    return Report("traces", source, cause, others, first, remedies, table, details, notes)
+
+
+def _trace_remedies(cr, summaries, cause: str):
+    """Rank the seed remedies with a model profile built from the traced breakdown."""
+    from scalesim.model import collectives as coll
+    from scalesim.model.stragglers import expected_max_normal
+    from scalesim.schemas import (
+        ComputeCurve,
+        Hardware,
+        Jitter,
+        LinkLevel,
+        LoaderCurve,
+        LoaderPoint,
+        Profile,
+        Scenario,
+        Workload,
+    )
+
+    world = max(len(summaries), max((s.world_size or 1) for s in summaries))
+    if world < 2:
+        return None, []
+    step = cr["step_s"]
+    compute = max(cr["compute_s"], 1e-6 * step)
+    grad_bytes = 100e6
+    ring = 2.0 * (world - 1) / world
+    transfer = max(cr["comm_s"], 1e-9)  # all collective time of one step, hidden or not
+    busbw = ring * grad_bytes / transfer / coll.GB
+    link = LinkLevel(kind="traced", busbw_GBps=busbw, latency_s=0.0, source="from traces")
+    hw = Hardware(name="traced job", device_name="traced", devices_per_node=world,
+                  device_memory_bytes=1e15, cpu_cores_per_node=world, intra_node=link,
+                  inter_node=link)
+    loader = None
+    if cr["data_wait_s"] > 0.02 * step:
+        loader = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=1.0 / step)],
+                             measured=True, source="from traces")
+    overlap = cr["overlap_share"] >= 0.5
+    idle = max(cr["idle_s"], 0.0)
+    micro = compute + idle
+    slow_factor, cv = 1.0, 0.0
+    if cause == "stragglers":  # spread over all ranks: sigma * e_N = measured wait
+        cv = cr["straggler_wait_s"] / (float(expected_max_normal(world)) * micro)
+    else:  # one rank late by the measured wait
+        slow_factor = 1.0 + cr["straggler_wait_s"] / micro
+    profile = Profile(
+        name="traced job", hardware=hw,
+        workload=Workload(name="traced", params=grad_bytes, wire_bytes_per_param=1.0, micro_batch=1),
+        compute=ComputeCurve(overhead_s=idle, per_sample_s=compute,
+                             measured=True, source="from traces"),
+        input_pipeline=loader, jitter=Jitter(step_time_cv=cv),
+    )
+    scenario = Scenario(devices=[world], devices_per_node=world, micro_batch=1, overlap=overlap,
+                        slow_device=0 if slow_factor > 1.0 + 1e-3 else None,
+                        slow_factor=max(slow_factor, 1.0))
+    return model_remedies(profile, scenario, world, cause)
+
+
+# --------------------------------------------------------------------------------------------
+# Text
+
+
+def render_text(report: Report) -> str:
+    lines = [f"Diagnosis of {report.source}", "",
+             f"Likely cause: {report.cause.label}"]
+    lines += [f"  - {e}" for e in report.cause.evidence]
+    for other in report.others:
+        of = "of the largest run's time" if report.kind == "runs" else "of the step"
+        lines.append(f"Also: {other.label} ({_pct(other.share)} {of})")
+        lines += [f"  - {e}" for e in other.evidence[:2]]
+    lines.append("")
+    if report.first_remedy is not None:
+        r = report.first_remedy
+        what = "time to quality" if r.key == "smaller_batch" else "throughput"
+        lines.append(f"First remedy to try: {r.title}: {r.gain:+.0%} {what} predicted"
+                     + (f" ({r.note})" if r.note else ""))
+    else:
+        lines.append("First remedy to try: none of the seed remedies is predicted to help")
+    shown = [r for r in report.remedies if r.applicable and r is not report.first_remedy]
+    if shown:
+        lines.append("Other remedies (model, applied alone):")
+        for r in shown:
+            lines.append(f"  {r.gain:+7.1%}  {r.title}" + (f" ({r.note})" if r.note else ""))
+    lines.append("")
+    if report.kind == "runs":
+        lines += _runs_tables(report)
+    else:
+        lines += _trace_tables(report)
+    for note in report.notes:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+def _runs_tables(report: Report) -> list[str]:
+    out = [f"{'devices':>7} {'nodes':>5} {'samples/s':>11} {'step ms':>9} {'speedup':>8} "
+           f"{'eff':>6} {'comm':>6} {'data':>6} {'strag':>6} {'model ms':>9} {'resid':>7}"]
+    for r in report.table:
+        out.append(f"{r['devices']:>7} {r['nodes']:>5} {r['samples_per_s']:>11.4g} "
+                   f"{r['step_time_s'] * 1e3:>9.2f} {r['speedup']:>8.2f} {r['efficiency']:>6.1%} "
+                   f"{r['comm_share']:>6.1%} {r['data_share']:>6.1%} {r['straggler_share']:>6.1%} "
+                   f"{r['model_step_time_s'] * 1e3:>9.2f} {r['residual']:>+7.1%}")
+    knee = report.details["knee"]
+    out.append("")
+    if knee is None:
+        out.append("knee: none (efficiency never drops by 2 points between runs)")
+    else:
+        out.append(f"knee: {knee['devices_before']} -> {knee['devices_after']} devices, efficiency "
+                   f"-{knee['efficiency_drop']:.1%}"
+                   + (", crossing a server boundary" if knee["crosses_boundary"] else ""))
+    fit = report.details["fit"]
+    p = fit["parameters"]
+    se = fit["stderr_rel"]
+
+    def pm(name):
+        if se.get(name) is not None:
+            return f" (+-{se[name]:.0%})"
+        return " (at its bound: not measurable)" if name in fit["at_bound"] else " (fixed)"
+
+    out.append(f"fit (rms residual {fit['rmse_rel']:.1%}, noise {fit['noise_rel']:.1%}):")
+    out.append(f"  compute: {p['overhead_s'] * 1e3:.3g} ms per micro-step{pm('overhead_s')} + "
+               f"{p['per_sample_s'] * 1e3:.3g} ms per sample{pm('per_sample_s')}")
+    intra = (f"{fit['intra_busbw_GBps']:.3g} GB/s busbw" if fit["intra_busbw_GBps"]
+             else f"gradient transfer {p['intra_transfer_s'] * 1e3:.3g} ms")
+    out.append(f"  intra-server link: {intra}{pm('intra_transfer_s')}")
+    if "inter_transfer_s" in fit["fitted"]:
+        inter = (f"{fit['inter_busbw_GBps']:.3g} GB/s busbw" if fit["inter_busbw_GBps"]
+                 else f"gradient transfer {p['inter_transfer_s'] * 1e3:.3g} ms")
+        out.append(f"  inter-server link: {inter}{pm('inter_transfer_s')}")
+    else:
+        out.append("  inter-server link: not measured")
+    out.append(f"  overlap of communication with backward: {p['overlap']:.0%}; jitter cv "
+               f"{p['jitter_cv']:.3f}; input supply per server "
+               + (f"{p['node_loader_samples_per_s']:.4g} samples/s" if fit["loader_limiting"]
+                  else "not limiting"))
+    out.append("extrapolation (95% band):")
+    for e in report.details["extrapolation"]:
+        flag = "" if e["constrained"] else "  (inter-server link not measured: wide guess)"
+        out.append(f"  {e['devices']:>6} devices on {e['nodes']:>3} servers: "
+                   f"{e['samples_per_s']:.4g} samples/s [{e['low']:.4g} .. {e['high']:.4g}], "
+                   f"efficiency {e['efficiency']:.0%}{flag}")
+    return out
+
+
+def _trace_tables(report: Report) -> list[str]:
+    out = [f"{'rank':>4} {'steps':>5} {'step ms':>9} {'compute':>9} {'comm':>9} {'overlap':>9} "
+           f"{'exposed':>9} {'data':>9} {'idle':>9}"]
+    for r in report.table:
+        out.append(f"{r['rank']:>4} {r['steps']:>5} " + " ".join(
+            f"{r[k] * 1e3:>9.2f}" for k in ("step_s", "compute_s", "comm_s", "overlap_s",
+                                            "exposed_comm_s", "data_wait_s", "idle_s")))
+    cr = report.details["cross_rank"]
+    out.append("")
+    out.append(f"straggler: rank {cr['slowest_rank']} (slowest in {_pct(cr['slowest_consistency'])} "
+               f"of steps, own time {cr['slowest_factor']:.2f}x the median of the others)")
+    out.append("(times in ms, medians over profiler steps)")
+    return out

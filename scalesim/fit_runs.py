@@ -1,0 +1,442 @@
+"""Fit the step model's free parameters to measured runs, and extrapolate with an uncertainty band.
+
+Free parameters (each fitted only when the runs can show it, else fixed and said so):
+
+- ``per_sample_s`` and ``overhead_s``: the compute curve ``t = overhead_s + per_sample_s * b``
+  (the overhead only when the runs use two or more per-device batches);
+- ``intra_transfer_s`` / ``inter_transfer_s``: seconds to move the whole gradient once at a link
+  level's bus bandwidth, ``S / busbw`` (``S`` gradient bytes). With ``--params`` the bandwidth
+  ``busbw = S / transfer`` is reported in GB/s; without, a nominal ``S`` of 100 MB sets only the
+  bucket layout, and transfer times are what is fitted;
+- ``overlap``: share ``phi`` of the bucketed all-reduce that overlaps backward; the step is the
+  linear blend ``phi * step(overlap on) + (1 - phi) * step(overlap off)`` of the model's two cases;
+- ``jitter_cv``: std/mean of a micro-step (the straggler term), unless ``rank_step_times_s`` is
+  measured: then each run's straggler delay ``max - median`` of its rank times is used as is (the
+  model's slow-device delay);
+- ``node_loader_samples_per_s``: the input supply of one server, shared by its devices
+  (``supply per device = node supply / devices per node``), which caps throughput per server.
+
+The fit is bounded least squares (``scipy.optimize.least_squares``, trust-region reflective) on
+``log(model step / measured step)`` for every run, plus, where measured, ``(model - measured) /
+measured step`` for exposed communication (``comm_s``) and data wait (``data_wait_s``). Weak
+priors (weight 0.01 each) pull ``phi`` towards 1, ``jitter_cv`` towards 0 and the loader supply
+towards "not limiting", so parameters the runs cannot separate settle on the ordinary case.
+
+Uncertainty: ``cov = s^2 (J^T J)^+`` at the solution (``J`` the Jacobian of the residuals in the
+fitted coordinates, log for positive parameters), ``s^2`` the residual variance over the degrees
+of freedom, floored at 2 % (timing noise) and taken as 5 % when there are no degrees of freedom.
+An extrapolated throughput ``X`` gets ``var(log X) = g^T cov g + s^2`` (delta method plus one
+run's noise) and the band ``X * exp(+-1.96 sqrt(var))``. Past the largest server count measured,
+when no run crossed servers at all, the inter-server transfer is unconstrained: the band then
+spans an inter-server link 1x to 20x slower than the intra-server one and says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from scalesim.errors import ScalesimError
+from scalesim.model import collectives as coll
+from scalesim.model.step import StepInputs, StepResult, evaluate
+from scalesim.model.stragglers import expected_max_normal
+from scalesim.runs import Runs
+
+NOMINAL_GRADIENT_BYTES = 1e9  # bucket layout only, when --params is not given
+INTRA_LATENCY_S = 5e-6  # alpha per ring step inside a server (fixed: step times cannot show it)
+INTER_LATENCY_S = 2e-5  # alpha per ring step across servers
+PRIOR_WEIGHT = 0.01
+LOADER_PRIOR_SCALE = 5.0  # the loader cap must earn its place: 0.05 per decade-ish of cap
+NOISE_FLOOR = 0.02
+NOISE_NO_DOF = 0.05
+UNCONSTRAINED_INTER_RANGE = (1.0, 20.0)  # inter transfer / intra transfer when never measured
+Z95 = 1.96
+MAX_LOG_HALF_WIDTH = np.log(100.0)  # a band wider than 100x either way is shown as 100x
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Per-row layout of runs (measured or extrapolated)."""
+
+    devices: np.ndarray
+    nodes: np.ndarray
+    micro_batch: np.ndarray
+    accumulation: np.ndarray
+    straggler_delay_s: np.ndarray  # measured max - median of rank times (0 when unknown)
+
+    @property
+    def devices_per_node(self) -> np.ndarray:
+        return self.devices // self.nodes
+
+
+@dataclass
+class FitResult:
+    values: dict[str, float]  # every parameter, fitted or fixed
+    fitted: list[str]  # names of the fitted ones, in x order
+    x: np.ndarray
+    cov: np.ndarray  # covariance of x (fitted coordinates)
+    noise_rel: float  # s: relative noise of one run's throughput
+    residuals_rel: np.ndarray  # model / measured step time - 1, per run
+    breakdown: StepResult  # the model at the measured runs
+    gradient_bytes: float
+    params_known: bool
+    devices_per_node: int
+    multi_node_measured: bool
+    rank_times_measured: bool
+    at_bound: list[str] = field(default_factory=list)  # fitted but held at a bound
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def rmse_rel(self) -> float:
+        return float(np.sqrt(np.mean(self.residuals_rel ** 2)))
+
+    def busbw_GBps(self, level: str) -> float:
+        return self.gradient_bytes / self.values[f"{level}_transfer_s"] / coll.GB
+
+    def stderr_rel(self, name: str) -> float | None:
+        """Relative standard error of a fitted positive parameter (log coordinates)."""
+        if name not in self.fitted or name in self.at_bound:
+            return None
+        i = self.fitted.index(name)
+        return float(np.sqrt(max(self.cov[i, i], 0.0)))
+
+
+_LOG = {"per_sample_s", "overhead_s", "intra_transfer_s", "inter_transfer_s",
+        "node_loader_samples_per_s"}
+
+
+def _straggler_delays(runs: Runs) -> np.ndarray:
+    out = []
+    for r in runs.rows:
+        t = r.rank_step_times_s
+        out.append(float(np.max(t) - np.median(t)) if t else 0.0)
+    return np.array(out)
+
+
+def measured_layout(runs: Runs) -> Layout:
+    return Layout(runs.devices, runs.nodes, runs.micro_batch, runs.accumulation,
+                  _straggler_delays(runs))
+
+
+def step_inputs(values: dict[str, float], layout: Layout, gradient_bytes: float,
+                overlap: bool) -> StepInputs:
+    """The model's inputs for ``layout`` with parameter ``values``."""
+    g = layout.devices_per_node
+    micro = values["overhead_s"] + values["per_sample_s"] * layout.micro_batch
+    slow = 1.0 + layout.straggler_delay_s / (layout.accumulation * micro)
+    return StepInputs(
+        devices=layout.devices, devices_per_node=g, micro_batch=layout.micro_batch,
+        accumulation=layout.accumulation, overhead_s=values["overhead_s"],
+        per_sample_s=values["per_sample_s"], optimizer_step_s=0.0, backward_fraction=2.0 / 3.0,
+        params=gradient_bytes, wire_bytes_per_param=1.0,
+        intra_latency_s=INTRA_LATENCY_S,
+        intra_busbw_GBps=gradient_bytes / values["intra_transfer_s"] / coll.GB,
+        inter_latency_s=INTER_LATENCY_S,
+        inter_busbw_GBps=gradient_bytes / values["inter_transfer_s"] / coll.GB,
+        overlap=overlap, loader_samples_per_s=values["node_loader_samples_per_s"] / g,
+        jitter_cv=values["jitter_cv"], slow_factor=slow,
+    )
+
+
+def blended(values: dict[str, float], layout: Layout, gradient_bytes: float) -> StepResult:
+    """The model with a share ``overlap`` of overlapped communication (linear blend)."""
+    on = evaluate(step_inputs(values, layout, gradient_bytes, True))
+    off = evaluate(step_inputs(values, layout, gradient_bytes, False))
+    phi = values["overlap"]
+    mixed = {name: phi * getattr(on, name) + (1.0 - phi) * getattr(off, name)
+             for name in ("step_time_s", "compute_s", "exposed_comm_s", "straggler_s",
+                          "data_stall_s", "comm_total_s")}
+    mixed["samples_per_s"] = on.global_batch / mixed["step_time_s"]
+    return StepResult(comm_bytes=on.comm_bytes, nodes=on.nodes, global_batch=on.global_batch,
+                      memory_bytes=on.memory_bytes, fits=on.fits, **mixed)
+
+
+def _setup(runs: Runs):
+    """Initial values, bounds and which parameters are free, from what the runs can show."""
+    step = runs.step_time_s
+    work = runs.micro_batch * runs.accumulation
+    node_thr = runs.samples_per_s / runs.nodes
+    med = float(np.median(step))
+    g_rows = runs.devices // runs.nodes
+    init = {
+        "per_sample_s": float(np.min(step / work)),
+        "overhead_s": 0.0,
+        "intra_transfer_s": 0.2 * med,
+        "inter_transfer_s": 0.5 * med,
+        "overlap": 0.7,
+        "jitter_cv": 0.02,
+        "node_loader_samples_per_s": 1e3 * float(np.max(node_thr)),
+    }
+    bounds = {
+        "per_sample_s": (init["per_sample_s"] * 1e-3, init["per_sample_s"] * 10.0),
+        "overhead_s": (med * 1e-9, float(np.max(step)) * 10.0),
+        "intra_transfer_s": (med * 1e-6, float(np.max(step)) * 100.0),
+        "inter_transfer_s": (med * 1e-6, float(np.max(step)) * 100.0),
+        "overlap": (0.0, 1.0),
+        "jitter_cv": (0.0, 0.5),
+        "node_loader_samples_per_s": (0.05 * float(np.min(node_thr)), init["node_loader_samples_per_s"]),
+    }
+    free = ["per_sample_s"]
+    notes = []
+    if np.unique(work).size >= 2:
+        free.append("overhead_s")
+        init["overhead_s"] = 0.1 * float(np.min(step)) / float(np.max(runs.accumulation))
+    else:
+        notes.append("one per-device batch only: fixed overhead per micro-step not separable "
+                     "from per-sample time (taken as 0)")
+    if np.any(g_rows > 1):
+        free.append("intra_transfer_s")
+    if np.any(runs.nodes > 1):
+        free.append("inter_transfer_s")
+    else:
+        notes.append("no run crosses servers: the inter-server link is not measured")
+    if np.any(runs.devices > 1):
+        free.append("overlap")
+    rank_times = all(r.rank_step_times_s for r in runs.rows if r.devices > 1)
+    if not rank_times and np.sum(runs.devices > 1) >= 2:
+        free.append("jitter_cv")
+    else:
+        init["jitter_cv"] = 0.0
+    free.append("node_loader_samples_per_s")
+    init["node_loader_samples_per_s"] = bounds["node_loader_samples_per_s"][1] / np.e
+    return init, bounds, free, notes, rank_times
+
+
+def _busiest_node_supply(runs: Runs, wait) -> float:
+    """Per-server supply that would just pace the run with the most data wait (or throughput)."""
+    i = int(np.argmax(wait / runs.step_time_s)) if wait is not None and np.any(wait > 0) else int(
+        np.argmax(runs.samples_per_s / runs.nodes))
+    return float(runs.samples_per_s[i] / runs.nodes[i])
+
+
+def _to_x(name: str, value: float) -> float:
+    return float(np.log(value)) if name in _LOG else float(value)
+
+
+def _from_x(name: str, x: float) -> float:
+    return float(np.exp(x)) if name in _LOG else float(x)
+
+
+def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: float = 4.0) -> FitResult:
+    """Fit the model to ``runs``; ``params`` (gradient elements) turns transfer times into GB/s."""
+    from scipy.optimize import least_squares
+
+    if params is not None and params <= 0:
+        raise ScalesimError("--params must be a positive number of parameters")
+    gradient_bytes = params * wire_bytes_per_param if params else NOMINAL_GRADIENT_BYTES
+    init, bounds, free, notes, rank_times = _setup(runs)
+    layout = measured_layout(runs)
+    measured_step = runs.step_time_s
+    comm = runs.optional("comm_s")
+    wait = runs.optional("data_wait_s")
+    top = bounds["node_loader_samples_per_s"][1]
+
+    def values_of(x):
+        vals = dict(init)
+        for name, xi in zip(free, x, strict=True):
+            vals[name] = _from_x(name, xi)
+        if "inter_transfer_s" not in free:
+            vals["inter_transfer_s"] = vals["intra_transfer_s"]
+        return vals
+
+    def residuals(x):
+        vals = values_of(x)
+        res = blended(vals, layout, gradient_bytes)
+        parts = [np.log(res.step_time_s / measured_step)]
+        if comm is not None:
+            parts.append((res.exposed_comm_s - comm) / measured_step)
+        if wait is not None:
+            parts.append((res.data_stall_s - wait) / measured_step)
+        prior = []
+        if "overlap" in free:
+            prior.append(vals["overlap"] - 1.0)
+        if "jitter_cv" in free:
+            prior.append(vals["jitter_cv"] / 0.1)
+        prior.append(LOADER_PRIOR_SCALE * (np.log(top) - np.log(vals["node_loader_samples_per_s"]))
+                     / np.log(1e3))
+        parts.append(PRIOR_WEIGHT * np.array(prior))
+        return np.concatenate(parts)
+
+    lo = np.array([_to_x(n, bounds[n][0]) if n in _LOG else bounds[n][0] for n in free])
+    hi = np.array([_to_x(n, bounds[n][1]) if n in _LOG else bounds[n][1] for n in free])
+    sol = None
+    # Two starts: input supply not limiting, and limiting at the busiest server's throughput
+    # (a flat region of the loader term has no gradient to climb out of).
+    for supply in (init["node_loader_samples_per_s"], _busiest_node_supply(runs, wait)):
+        start = dict(init, node_loader_samples_per_s=supply)
+        x0 = np.array([_to_x(n, start[n]) for n in free])
+        x0 = np.clip(x0, lo + 1e-6 * (hi - lo), hi - 1e-6 * (hi - lo))
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            trial = least_squares(residuals, x0, bounds=(lo, hi), method="trf", diff_step=1e-4,
+                                  x_scale=1.0, max_nfev=400)
+        if sol is None or trial.cost < sol.cost:
+            sol = trial
+    if not np.all(np.isfinite(sol.fun)):
+        raise ScalesimError("the model could not be fitted to these runs (non-finite residuals); "
+                            "check the step times and batch sizes")
+    values = values_of(sol.x)
+    result = blended(values, layout, gradient_bytes)
+    rel = result.step_time_s / measured_step - 1.0
+    n_data = len(measured_step) + (len(measured_step) if comm is not None else 0) + (
+        len(measured_step) if wait is not None else 0)
+    dof = n_data - len(free)
+    data_res = sol.fun[:n_data]
+    if dof >= 1:
+        noise = max(float(np.sqrt(np.sum(data_res ** 2) / dof)), NOISE_FLOOR)
+    else:
+        noise = NOISE_NO_DOF
+        notes.append(f"{n_data} measurements for {len(free)} free parameters: no degrees of "
+                     f"freedom left, the band assumes {NOISE_NO_DOF:.0%} noise per run")
+    # Parameters held at a bound are not estimated: the delta method leaves them out.
+    at_bound = [n for n, a in zip(free, sol.active_mask, strict=True) if a != 0]
+    inside = np.array([a == 0 for a in sol.active_mask])
+    cov = np.zeros((len(free), len(free)))
+    if np.any(inside):
+        jac = sol.jac[:, inside]
+        cov[np.ix_(inside, inside)] = noise ** 2 * np.linalg.pinv(jac.T @ jac)
+    return FitResult(
+        values=values, fitted=free, x=sol.x, cov=cov, noise_rel=noise, residuals_rel=rel,
+        breakdown=result, gradient_bytes=gradient_bytes, params_known=params is not None,
+        devices_per_node=runs.devices_per_node, multi_node_measured=bool(np.any(runs.nodes > 1)),
+        rank_times_measured=rank_times, at_bound=at_bound, notes=notes,
+    )
+
+
+@dataclass(frozen=True)
+class Extrapolated:
+    devices: int
+    nodes: int
+    samples_per_s: float
+    low: float  # 95 % band on throughput
+    high: float
+    efficiency: float  # against the first measured run, as in runs.scaling
+    constrained: bool  # False where the inter-server link was never measured
+
+
+def extrapolation_layout(runs: Runs, devices: list[int], g: int) -> Layout:
+    p = np.asarray(devices, dtype=np.int64)
+    per_node = np.minimum(p, g)
+    if np.any(p % per_node):
+        bad = int(p[p % per_node != 0][0])
+        raise ScalesimError(f"{bad} devices do not fill whole servers of {g}")
+    k = np.full(p.shape, runs.accumulation[-1])
+    b = (runs.samples_per_step[-1] / (p * k) if runs.strong_scaling
+         else np.full(p.shape, runs.micro_batch[-1]))
+    delays = np.zeros(p.shape)
+    last_delay = _straggler_delays(runs)[-1]
+    delays[:] = last_delay
+    return Layout(p, p // per_node, b, k, delays)
+
+
+def default_extrapolation_devices(runs: Runs) -> list[int]:
+    last = int(runs.devices[-1])
+    return [last * 2, last * 4, last * 8]
+
+
+def extrapolate(fit: FitResult, runs: Runs, devices: list[int] | None = None) -> list[Extrapolated]:
+    """Predicted throughput with a 95 % band at ``devices`` (default 2x, 4x, 8x the largest run)."""
+    devices = devices or default_extrapolation_devices(runs)
+    layout = extrapolation_layout(runs, devices, fit.devices_per_node)
+    base = runs.samples_per_s[0] / runs.devices[0]
+
+    def log_x(x, override=None):
+        vals = dict(fit.values)
+        for name, xi in zip(fit.fitted, x, strict=True):
+            vals[name] = _from_x(name, xi)
+        if "inter_transfer_s" not in fit.fitted:
+            vals["inter_transfer_s"] = vals["intra_transfer_s"] * (override or 1.0)
+        return np.log(blended(vals, layout, fit.gradient_bytes).samples_per_s)
+
+    unconstrained = (not fit.multi_node_measured) & (layout.nodes > 1)
+    mid = float(np.sqrt(np.prod(UNCONSTRAINED_INTER_RANGE)))
+    centre = log_x(fit.x, mid if np.any(unconstrained) else None)
+    grad = np.zeros((centre.size, fit.x.size))
+    for j in range(fit.x.size):
+        dx = np.zeros_like(fit.x)
+        dx[j] = 1e-4
+        grad[:, j] = (log_x(fit.x + dx, mid) - log_x(fit.x - dx, mid)) / 2e-4
+    var = np.einsum("ij,jk,ik->i", grad, fit.cov, grad) + fit.noise_rel ** 2
+    half = np.minimum(Z95 * np.sqrt(np.maximum(var, 0.0)), MAX_LOG_HALF_WIDTH)
+    low, high = centre - half, centre + half
+    if np.any(unconstrained):
+        ends = [log_x(fit.x, r) for r in UNCONSTRAINED_INTER_RANGE]
+        env_lo = np.minimum(ends[0], ends[1]) - half
+        env_hi = np.maximum(ends[0], ends[1]) + half
+        low = np.where(unconstrained, env_lo, low)
+        high = np.where(unconstrained, env_hi, high)
+    out = []
+    for i, p in enumerate(layout.devices):
+        x = float(np.exp(centre[i]))
+        out.append(Extrapolated(int(p), int(layout.nodes[i]), x, float(np.exp(low[i])),
+                                float(np.exp(high[i])), x / (base * int(p)),
+                                not bool(unconstrained[i])))
+    return out
+
+
+def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
+                   critical_batch_size: float | None = None, one_slow_device: bool = False):
+    """A Profile and Scenario that describe the largest run with the fitted parameters.
+
+    ``(profile, scenario, devices)`` for ``scalesim.remedies.rank_remedies``. Device memory is
+    unknown, so it is set high enough that every remedy fits (the report says so); the input
+    pipeline is a one-point loader curve giving the fitted per-device supply at that run.
+    """
+    from scalesim.schemas import (
+        ComputeCurve,
+        Fingerprint,
+        Hardware,
+        Jitter,
+        LinkLevel,
+        LoaderCurve,
+        LoaderPoint,
+        Profile,
+        Scenario,
+        Workload,
+    )
+
+    v = fit.values
+    last = runs.rows[-1]
+    g = fit.devices_per_node
+    g_last = last.devices // last.nodes
+    supply_per_device = v["node_loader_samples_per_s"] / g_last
+    limiting = float(fit.breakdown.data_stall_s[-1]) > 0.0
+    hw = Hardware(
+        name="your cluster (fitted)", device_name="measured", devices_per_node=g,
+        device_memory_bytes=1e15, cpu_cores_per_node=g,
+        intra_node=LinkLevel(kind="fitted", busbw_GBps=fit.busbw_GBps("intra"),
+                             latency_s=INTRA_LATENCY_S, source="fitted to measured runs"),
+        inter_node=LinkLevel(kind="fitted", busbw_GBps=fit.busbw_GBps("inter"),
+                             latency_s=INTER_LATENCY_S, source="fitted to measured runs"),
+    )
+    wl = Workload(name="your workload", params=fit.gradient_bytes, wire_bytes_per_param=1.0,
+                  micro_batch=max(int(round(runs.micro_batch[-1])), 1),
+                  critical_batch_size=critical_batch_size)
+    compute = ComputeCurve(overhead_s=v["overhead_s"], per_sample_s=v["per_sample_s"],
+                           measured=True, source="fitted to measured runs")
+    loader = (LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=supply_per_device)],
+                          measured=True, source="fitted to measured runs") if limiting else None)
+    delay = float(measured_layout(runs).straggler_delay_s[-1])
+    micro = v["overhead_s"] + v["per_sample_s"] * runs.micro_batch[-1]
+    k = runs.accumulation[-1]
+    cv = v["jitter_cv"]
+    slow_factor = 1.0
+    if one_slow_device:  # measured spread is one device's delay
+        slow_factor = 1.0 + delay / (k * micro)
+    elif delay > 0:  # spread of all devices: sigma * e_N = delay, sigma = cv * micro * sqrt(k)
+        e_n = float(expected_max_normal(last.devices))
+        cv = delay / (e_n * micro * np.sqrt(k)) if e_n > 0 else cv
+    profile = Profile(name=name, fingerprint=Fingerprint(device_count=last.devices, nodes=last.nodes),
+                      hardware=hw, workload=wl, compute=compute, input_pipeline=loader,
+                      jitter=Jitter(step_time_cv=cv),
+                      notes=["device memory unknown: every remedy is assumed to fit"])
+    if runs.strong_scaling:
+        batch = {"global_batch": int(round(runs.samples_per_step[-1]))}
+    else:
+        batch = {"micro_batch": max(int(round(runs.micro_batch[-1])), 1)}
+    scenario = Scenario(devices=[last.devices], devices_per_node=g, accumulation=last.accumulation,
+                        overlap=v["overlap"] >= 0.5,
+                        slow_device=0 if slow_factor > 1.0 + 1e-6 else None,
+                        slow_factor=max(slow_factor, 1.0),
+                        critical_batch_size=critical_batch_size, **batch)
+    return profile, scenario, last.devices

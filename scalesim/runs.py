@@ -1,0 +1,264 @@
+"""Measured runs: one row per training run at some device count, read from CSV or JSON.
+
+A row has ``devices``, ``nodes`` and ``samples_per_s`` or ``step_time_s``; optionally
+``per_device_batch``, ``global_batch``, ``accumulation``, ``data_wait_s`` (time per step waiting
+on the input), ``comm_s`` (communication per step *not hidden* by compute), ``rank_step_times_s``
+(each rank's step time, ``;``-separated in CSV, a list in JSON) and ``steps_to_target``
+(optimizer steps the run needed to reach a fixed quality target, for large-batch effects).
+
+Throughput and step time are tied by the samples per step: ``samples_per_s = global_batch /
+step_time_s``. When no batch is given either, the runs are taken as weak scaling with one
+"unit" of work per device per step, so ``step_time_s`` stands for the time per unit
+(``devices / samples_per_s``); speed-up and efficiency do not depend on the unit.
+
+Speed-up is against the first (smallest) run: ``speedup = p0 * X / X0`` (``X`` throughput),
+assuming the first run itself scaled perfectly, and ``efficiency = speedup / p``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from scalesim.errors import ScalesimError
+from scalesim.jsonio import validation_message
+
+REQUIRED = ("devices", "nodes")
+COLUMNS = ("devices", "nodes", "samples_per_s", "step_time_s", "per_device_batch", "global_batch",
+           "accumulation", "data_wait_s", "comm_s", "rank_step_times_s", "steps_to_target")
+
+
+class RunRow(BaseModel):
+    """One measured run. Times are seconds per optimizer step."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    devices: int = Field(ge=1)
+    nodes: int = Field(ge=1)
+    samples_per_s: float | None = Field(default=None, gt=0)
+    step_time_s: float | None = Field(default=None, gt=0)
+    per_device_batch: int | None = Field(default=None, ge=1)
+    global_batch: int | None = Field(default=None, ge=1)
+    accumulation: int = Field(default=1, ge=1)
+    data_wait_s: float | None = Field(default=None, ge=0)
+    comm_s: float | None = Field(default=None, ge=0)
+    rank_step_times_s: list[float] | None = None
+    steps_to_target: float | None = Field(default=None, gt=0)
+
+    @field_validator("rank_step_times_s", mode="before")
+    @classmethod
+    def _split(cls, value):
+        if isinstance(value, str):
+            parts = [p.strip() for p in value.split(";") if p.strip()]
+            return parts or None
+        return value
+
+    @field_validator("rank_step_times_s")
+    @classmethod
+    def _positive(cls, value):
+        if value is not None and any(v <= 0 for v in value):
+            raise ValueError("rank step times must be positive seconds")
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> RunRow:
+        if self.samples_per_s is None and self.step_time_s is None:
+            raise ValueError("give samples_per_s or step_time_s")
+        if self.nodes > self.devices:
+            raise ValueError(f"{self.nodes} nodes for {self.devices} devices")
+        if self.devices % self.nodes:
+            raise ValueError(f"{self.devices} devices do not split evenly over {self.nodes} nodes")
+        if self.per_device_batch is not None and self.global_batch is not None and (
+            self.global_batch != self.per_device_batch * self.devices * self.accumulation
+        ):
+            raise ValueError(f"global_batch {self.global_batch} != per_device_batch x devices x "
+                             "accumulation")
+        return self
+
+
+@dataclass(frozen=True)
+class Runs:
+    """Validated runs (device counts strictly increasing) and derived per-row arrays."""
+
+    rows: list[RunRow]
+    source: str
+    notes: tuple[str, ...]
+
+    @property
+    def devices(self) -> np.ndarray:
+        return np.array([r.devices for r in self.rows], dtype=np.int64)
+
+    @property
+    def nodes(self) -> np.ndarray:
+        return np.array([r.nodes for r in self.rows], dtype=np.int64)
+
+    @property
+    def devices_per_node(self) -> int:
+        """Devices in one full server: the most any run put in one node."""
+        return int(max(r.devices // r.nodes for r in self.rows))
+
+    @property
+    def batch_known(self) -> bool:
+        return all(r.per_device_batch is not None or r.global_batch is not None for r in self.rows)
+
+    @property
+    def micro_batch(self) -> np.ndarray:
+        """Samples per device per micro-step (1 unit when no batch is given)."""
+        out = []
+        for r in self.rows:
+            if r.per_device_batch is not None:
+                out.append(float(r.per_device_batch))
+            elif r.global_batch is not None:
+                out.append(r.global_batch / (r.devices * r.accumulation))
+            else:
+                out.append(1.0)
+        return np.array(out)
+
+    @property
+    def accumulation(self) -> np.ndarray:
+        return np.array([r.accumulation for r in self.rows], dtype=float)
+
+    @property
+    def samples_per_step(self) -> np.ndarray:
+        """Global samples per optimizer step."""
+        return self.devices * self.accumulation * self.micro_batch
+
+    @property
+    def step_time_s(self) -> np.ndarray:
+        return np.array([r.step_time_s if r.step_time_s is not None
+                         else sps / r.samples_per_s
+                         for r, sps in zip(self.rows, self.samples_per_step, strict=True)])
+
+    @property
+    def samples_per_s(self) -> np.ndarray:
+        return self.samples_per_step / self.step_time_s
+
+    @property
+    def strong_scaling(self) -> bool:
+        """True when the per-device batch shrinks as devices grow (fixed global batch)."""
+        b = self.micro_batch * self.accumulation
+        return bool(self.batch_known and b[-1] < b[0])
+
+    def optional(self, name: str) -> np.ndarray | None:
+        """Column ``name`` as floats, or None unless every row has it."""
+        values = [getattr(r, name) for r in self.rows]
+        if any(v is None for v in values):
+            return None
+        return np.array(values, dtype=float)
+
+
+@dataclass(frozen=True)
+class Scaling:
+    devices: np.ndarray
+    samples_per_s: np.ndarray
+    speedup: np.ndarray
+    efficiency: np.ndarray
+
+
+def scaling(runs: Runs) -> Scaling:
+    """Speed-up and efficiency against the first run (see the module docstring)."""
+    x = runs.samples_per_s
+    p = runs.devices.astype(float)
+    speedup = p[0] * x / x[0]
+    return Scaling(runs.devices, x, speedup, speedup / p)
+
+
+def _cell(value: str):
+    value = value.strip()
+    return None if value == "" else value
+
+
+def parse_csv_text(text: str, source: str) -> list[dict]:
+    reader = csv.DictReader(io.StringIO(text))
+    if reader.fieldnames is None:
+        raise ScalesimError(f"{source}: empty file; expected a header line with devices,nodes,"
+                            "samples_per_s (or step_time_s)")
+    header = [h.strip() for h in reader.fieldnames]
+    missing = [c for c in REQUIRED if c not in header]
+    if "samples_per_s" not in header and "step_time_s" not in header:
+        missing.append("samples_per_s or step_time_s")
+    if missing:
+        raise ScalesimError(f"{source}: missing column(s) {', '.join(missing)}; the header has "
+                            f"{', '.join(header) or 'nothing'}")
+    rows = []
+    for raw in reader:
+        if None in raw:
+            raise ScalesimError(f"{source}: line {reader.line_num} has more cells than the header")
+        cleaned = {k.strip(): _cell(v or "") for k, v in raw.items() if k is not None}
+        if any(v is not None for v in cleaned.values()):
+            rows.append(cleaned)
+    return rows
+
+
+def parse_json_data(data, source: str) -> list[dict]:
+    if isinstance(data, dict) and "runs" in data:
+        data = data["runs"]
+    if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+        raise ScalesimError(f"{source}: expected a JSON list of run objects (or {{\"runs\": "
+                            "[...]}) with devices, nodes and samples_per_s or step_time_s")
+    return data
+
+
+def runs_from_records(records: list[dict], source: str) -> Runs:
+    """Validate raw rows (from CSV or JSON) into Runs; every problem is one clear line."""
+    if len(records) < 2:
+        raise ScalesimError(f"{source}: {len(records)} run(s); need runs at two or more device "
+                            "counts to measure scaling")
+    rows = []
+    for i, rec in enumerate(records, start=1):
+        missing = [c for c in REQUIRED if rec.get(c) is None]
+        if missing:
+            raise ScalesimError(f"{source}: run {i} lacks {', '.join(missing)}")
+        try:
+            rows.append(RunRow.model_validate(rec))
+        except ValidationError as exc:
+            raise ScalesimError(validation_message(exc, f"{source}: run {i}")) from None
+    p = [r.devices for r in rows]
+    for i in range(1, len(p)):
+        if p[i] <= p[i - 1]:
+            raise ScalesimError(f"{source}: device counts must increase from row to row (one run "
+                                f"per count, sorted); row {i + 1} has {p[i]} after {p[i - 1]}")
+    for r in rows:
+        if r.rank_step_times_s and len(r.rank_step_times_s) != r.devices:
+            raise ScalesimError(f"{source}: the run on {r.devices} devices lists "
+                                f"{len(r.rank_step_times_s)} rank step times; give one per rank")
+    notes = []
+    unknown = sorted({k for rec in records for k in rec} - set(COLUMNS))
+    if unknown:
+        notes.append(f"ignored column(s): {', '.join(unknown)}")
+    if not all(r.per_device_batch is not None or r.global_batch is not None for r in rows):
+        notes.append("no per_device_batch or global_batch: runs taken as weak scaling (same work "
+                     "per device); step times are per unit of work")
+    return Runs(rows, source, tuple(notes))
+
+
+def load_runs(path: str | os.PathLike[str]) -> Runs:
+    """Read runs from a ``.csv`` or ``.json`` file."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScalesimError(f"{file}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScalesimError(f"{file}: cannot read it ({exc})") from None
+    return parse_runs_text(text, str(file))
+
+
+def parse_runs_text(text: str, source: str) -> Runs:
+    """Runs from file contents; JSON if it starts with ``[`` or ``{``, CSV otherwise."""
+    stripped = text.lstrip()
+    if stripped.startswith(("[", "{")):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ScalesimError(f"{source}: not valid JSON (line {exc.lineno}, column "
+                                f"{exc.colno}: {exc.msg})") from None
+        return runs_from_records(parse_json_data(data, source), source)
+    return runs_from_records(parse_csv_text(text, source), source)

@@ -1,0 +1,390 @@
+"""Read PyTorch profiler (Kineto) Chrome-trace JSON, plain or gzipped, one file per rank.
+
+The file is read as a stream: the top-level object is walked key by key and the
+``traceEvents`` array decoded one event at a time (``json.JSONDecoder.raw_decode`` on a buffer of
+1 MiB chunks), so memory stays bounded by what is kept: two floats per interval of interest.
+
+What the events mean (names as PyTorch 2.x writes them; HTA classifies GPU kernels the same way:
+communication when the name contains ``nccl``, memory for memcpy/memset, computation otherwise):
+
+- steps: ``ProfilerStep#N`` (``user_annotation`` on the CPU thread; on GPU traces the
+  ``gpu_user_annotation`` copy on the device timeline is used when present);
+- GPU: ``cat == "kernel"`` events; NCCL kernels (``ncclDevKernel_AllReduce_Sum_f32_RING_LL``,
+  ``ncclKernel_...``) are communication, other kernels and ``gpu_memcpy``/``gpu_memset`` compute;
+- CPU-only traces (gloo): ``gloo:all_reduce``/``gloo:broadcast``... annotations (run on
+  ``pt_gloo_runloop`` threads), ``record_param_comms``, ``c10d::*`` and ``nccl:*`` ops are
+  communication; other ``cpu_op`` events are compute;
+- data-loader waits: ``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`` and
+  ``enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__``.
+
+Per step (window W = the step's span), with C compute, M communication and D data-wait
+interval sets: ``compute = |(C u D) n W| - |D n W|``; ``comm = |M n W|``;
+``overlap = |(C u D) n M n W|`` (communication hidden behind compute or a data wait);
+``exposed = comm - overlap``; ``data_wait = |D n W|``; ``idle = |W| - |(C u D u M) n W|``; so
+``compute + exposed + data_wait + idle = |W|``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import re
+from array import array
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+
+from scalesim.errors import ScalesimError
+
+CHUNK_CHARS = 1 << 20
+MAX_VALUE_CHARS = 64 << 20  # one JSON value (event or metadata) larger than this is malformed
+US = 1e-6  # Chrome-trace timestamps are microseconds
+
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+_STEP = re.compile(r"ProfilerStep#(\d+)$")
+DATA_PREFIX = "enumerate(DataLoader)#"
+CPU_COMM_PREFIXES = ("gloo:", "nccl:", "c10d::", "record_param_comms")
+
+
+class _Truncated(Exception):
+    pass
+
+
+class _Stream:
+    """A JSON text read in chunks; ``value()`` decodes the next complete value."""
+
+    def __init__(self, handle: IO[str], source: str):
+        self.handle, self.source = handle, source
+        self.buf, self.pos, self.eof = "", 0, False
+
+    def _fill(self) -> bool:
+        if self.eof:
+            return False
+        chunk = self.handle.read(CHUNK_CHARS)
+        if not chunk:
+            self.eof = True
+            return False
+        self.buf = self.buf[self.pos:] + chunk
+        self.pos = 0
+        return True
+
+    def peek(self) -> str:
+        while True:
+            self.pos = _WS.match(self.buf, self.pos).end()
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self._fill():
+                raise _Truncated
+
+    def take(self, expected: str) -> None:
+        ch = self.peek()
+        if ch not in expected:
+            raise ScalesimError(f"{self.source}: not a Chrome trace (expected {expected!r}, found "
+                                f"{ch!r} at character {self.pos})")
+        self.pos += 1
+
+    def value(self):
+        self.peek()
+        while True:
+            try:
+                val, end = _DECODER.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as exc:
+                # A value cut by the end of the buffer fails within a few characters of it (a
+                # literal or number prefix) or as an unterminated string; anything else is bad.
+                at_end = (exc.msg.startswith("Unterminated")
+                          or exc.pos >= len(self.buf.rstrip()) - 64)
+                if not at_end:
+                    raise ScalesimError(f"{self.source}: malformed JSON ({exc.msg})") from None
+                if len(self.buf) - self.pos > MAX_VALUE_CHARS:
+                    raise ScalesimError(f"{self.source}: one event is over {MAX_VALUE_CHARS} "
+                                        "characters; not a profiler trace") from None
+                if not self._fill():
+                    raise _Truncated from None
+                continue
+            if end == len(self.buf) and not self.eof and self._fill():
+                continue  # a number may continue in the next chunk
+            self.pos = end
+            return val
+
+
+def _open_text(path: Path) -> IO[str]:
+    with open(path, "rb") as probe:
+        magic = probe.read(2)
+    if magic == b"\x1f\x8b":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")
+    return open(path, encoding="utf-8", errors="replace")
+
+
+def iter_trace(path: str | os.PathLike[str], metadata: dict):
+    """Yield each trace event (a dict) of a Kineto JSON file; top-level keys go into ``metadata``."""
+    file = Path(path)
+    try:
+        handle = _open_text(file)
+    except FileNotFoundError:
+        raise ScalesimError(f"{file}: no such file") from None
+    except OSError as exc:
+        raise ScalesimError(f"{file}: cannot read it ({exc})") from None
+    stream = _Stream(handle, str(file))
+    seen_events = False
+    try:
+        with handle:
+            stream.take("{")
+            if stream.peek() == "}":
+                stream.pos += 1
+            else:
+                while True:
+                    key = stream.value()
+                    if not isinstance(key, str):
+                        raise ScalesimError(f"{file}: not a JSON object with string keys")
+                    stream.take(":")
+                    if key == "traceEvents":
+                        seen_events = True
+                        stream.take("[")
+                        if stream.peek() == "]":
+                            stream.pos += 1
+                        else:
+                            while True:
+                                event = stream.value()
+                                if isinstance(event, dict):
+                                    yield event
+                                stream.take(",]")
+                                if stream.buf[stream.pos - 1] == "]":
+                                    break
+                    else:
+                        metadata[key] = stream.value()
+                    stream.take(",}")
+                    if stream.buf[stream.pos - 1] == "}":
+                        break
+    except _Truncated:
+        raise ScalesimError(f"{file}: the trace ends early (truncated file?); re-export it with "
+                            "prof.export_chrome_trace") from None
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise ScalesimError(f"{file}: cannot read it ({exc})") from None
+    if not seen_events:
+        raise ScalesimError(f"{file}: no traceEvents: not a PyTorch profiler (Kineto) trace")
+
+
+@dataclass
+class StepBreakdown:
+    """One profiler step on one rank, seconds."""
+
+    step: int
+    step_s: float
+    compute_s: float
+    comm_s: float
+    overlap_s: float
+    exposed_comm_s: float
+    data_wait_s: float
+    idle_s: float
+
+
+@dataclass
+class TraceSummary:
+    path: str
+    rank: int
+    world_size: int | None
+    host: str
+    device: str  # "gpu" or "cpu": which timeline compute and communication come from
+    steps: list[StepBreakdown]
+    collectives: dict[str, dict]  # name -> {"count", "total_s"}
+    notes: list[str] = field(default_factory=list)
+
+    def median(self, name: str) -> float:
+        return float(np.median([getattr(s, name) for s in self.steps]))
+
+
+class _Intervals:
+    def __init__(self):
+        self.start, self.end = array("d"), array("d")
+
+    def add(self, t0: float, dur: float) -> None:
+        self.start.append(t0)
+        self.end.append(t0 + dur)
+
+    def merged(self) -> tuple[np.ndarray, np.ndarray]:
+        return merge(np.frombuffer(self.start), np.frombuffer(self.end))
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+
+def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of intervals as sorted, disjoint (starts, ends)."""
+    if starts.size == 0:
+        return np.empty(0), np.empty(0)
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    running = np.maximum.accumulate(e)
+    new = np.ones(s.size, dtype=bool)
+    new[1:] = s[1:] > running[:-1]
+    idx = np.flatnonzero(new)
+    return s[idx], np.maximum.reduceat(e, idx)
+
+
+def union(*sets: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    return merge(np.concatenate([s for s, _ in sets]), np.concatenate([e for _, e in sets]))
+
+
+def length_in(merged: tuple[np.ndarray, np.ndarray], w0: float, w1: float) -> float:
+    """Total length of disjoint intervals inside the window [w0, w1]."""
+    s, e = merged
+    lo, hi = np.searchsorted(e, w0, "right"), np.searchsorted(s, w1, "left")
+    if hi <= lo:
+        return 0.0
+    return float(np.sum(np.clip(e[lo:hi], w0, w1) - np.clip(s[lo:hi], w0, w1)))
+
+
+def _collective_name(name: str, args: dict) -> str:
+    if name == "record_param_comms":
+        return f"record_param_comms:{args.get('Collective name', '?')}"
+    if "nccl" in name.lower():
+        return name.split("(")[0][:60]
+    return name
+
+
+def summarise(path: str | os.PathLike[str], index: int = 0) -> TraceSummary:
+    """Read one rank's trace and break every profiler step down (see the module docstring)."""
+    meta: dict = {}
+    cpu_steps, gpu_steps = [], []
+    compute_cpu, comm_cpu, compute_gpu, comm_gpu, data = (_Intervals() for _ in range(5))
+    coll = defaultdict(lambda: {"count": 0, "total_s": 0.0})
+    for ev in iter_trace(path, meta):
+        if ev.get("ph") != "X":
+            continue
+        dur, ts = ev.get("dur"), ev.get("ts")
+        if not isinstance(dur, (int, float)) or not isinstance(ts, (int, float)) or dur < 0:
+            continue
+        name = ev.get("name")
+        if not isinstance(name, str):
+            continue
+        cat = ev.get("cat", "")
+        t0, d = float(ts) * US, float(dur) * US
+        m = _STEP.match(name)
+        if m:
+            (gpu_steps if cat == "gpu_user_annotation" else cpu_steps).append(
+                (int(m.group(1)), t0, t0 + d))
+        elif name.startswith(DATA_PREFIX):
+            data.add(t0, d)
+        elif cat == "kernel":
+            if "nccl" in name.lower():
+                comm_gpu.add(t0, d)
+                c = coll[_collective_name(name, {})]
+                c["count"] += 1
+                c["total_s"] += d
+            else:
+                compute_gpu.add(t0, d)
+        elif cat in ("gpu_memcpy", "gpu_memset"):
+            compute_gpu.add(t0, d)
+        elif name.startswith(CPU_COMM_PREFIXES):
+            comm_cpu.add(t0, d)
+            if not name.startswith("c10d::"):
+                c = coll[_collective_name(name, ev.get("args") or {})]
+                c["count"] += 1
+                c["total_s"] += d
+        elif cat == "cpu_op":
+            compute_cpu.add(t0, d)
+    source = str(path)
+    if not cpu_steps and not gpu_steps:
+        raise ScalesimError(f"{source}: no ProfilerStep#N events; record with torch.profiler and "
+                            "call prof.step() once per training step")
+    dist = meta.get("distributedInfo") or {}
+    notes = []
+    rank = dist.get("rank")
+    if not isinstance(rank, int):
+        rank = index
+        notes.append(f"{Path(source).name}: no distributedInfo.rank; taken as rank {index} from "
+                     "the order of the files")
+    gpu = len(compute_gpu) + len(comm_gpu) > 0
+    if gpu:
+        compute, comm = compute_gpu.merged(), comm_gpu.merged()
+        windows = gpu_steps or cpu_steps
+    else:
+        compute, comm = compute_cpu.merged(), comm_cpu.merged()
+        windows = cpu_steps
+    d_set = data.merged()
+    cd = union(compute, d_set)
+    cdm = union(cd, comm)
+    steps = []
+    for num, w0, w1 in sorted(windows):
+        span = w1 - w0
+        dw = length_in(d_set, w0, w1)
+        cdw = length_in(cd, w0, w1)
+        mw = length_in(comm, w0, w1)
+        cdmw = length_in(cdm, w0, w1)
+        overlap = max(cdw + mw - cdmw, 0.0)  # |(C u D) n M|: hidden behind other work
+        steps.append(StepBreakdown(
+            step=num, step_s=span, compute_s=max(cdw - dw, 0.0), comm_s=mw, overlap_s=overlap,
+            exposed_comm_s=max(mw - overlap, 0.0), data_wait_s=dw,
+            idle_s=max(span - cdmw, 0.0)))
+    collectives = {k: dict(v) for k, v in sorted(coll.items())}
+    return TraceSummary(source, rank, dist.get("world_size"), str(meta.get("host_name", "")),
+                        "gpu" if gpu else "cpu", steps, collectives, notes)
+
+
+def load_traces(paths: list[str]) -> list[TraceSummary]:
+    """Summaries of one trace per rank, sorted by rank; duplicate ranks are an error."""
+    if not paths:
+        raise ScalesimError("give one or more trace files (--trace rank0.json rank1.json ...)")
+    summaries = [summarise(p, i) for i, p in enumerate(paths)]
+    ranks = Counter(s.rank for s in summaries)
+    dup = [r for r, n in ranks.items() if n > 1]
+    if dup:
+        raise ScalesimError(f"two traces are rank {dup[0]}; give one trace per rank")
+    return sorted(summaries, key=lambda s: s.rank)
+
+
+def cross_rank(summaries: list[TraceSummary]) -> dict:
+    """Compare ranks step by step: who is slowest, how long the others wait for it.
+
+    A rank's own time in a step is the step minus its exposed communication (what it spends
+    computing, loading data or idle before it can sync). The slowest rank has the most; the wait
+    of the others is their exposed communication beyond the slowest rank's (which is the
+    communication itself, ``intrinsic``).
+    """
+    common = set.intersection(*(set(s.step for s in x.steps) for x in summaries))
+    by_rank = [{s.step: s for s in x.steps} for x in summaries]
+    med = {name: float(np.median([x.median(name) for x in summaries]))
+           for name in ("step_s", "compute_s", "comm_s", "overlap_s", "data_wait_s", "idle_s")}
+    total_comm = sum(s.comm_s for x in summaries for s in x.steps)
+    total_overlap = sum(s.overlap_s for x in summaries for s in x.steps)
+    own = np.array([[x.median("step_s") - x.median("exposed_comm_s")] for x in summaries])[:, 0]
+    result = dict(med)
+    # Idle common to every rank (the slowest rank's own idle is the straggler, not overhead).
+    result["idle_s"] = float(np.min([x.median("idle_s") for x in summaries]))
+    result["overlap_share"] = total_overlap / total_comm if total_comm > 0 else 0.0
+    result["own_s"] = own.tolist()
+    if len(summaries) < 2 or not common:
+        result.update(straggler_wait_s=0.0, slowest_rank=summaries[int(np.argmax(own))].rank,
+                      slowest_consistency=1.0, slowest_factor=1.0, slowest_counts={},
+                      steps_compared=0,
+                      intrinsic_exposed_comm_s=float(np.median(
+                          [x.median("exposed_comm_s") for x in summaries])))
+        return result
+    slowest, waits, intrinsic, factors = [], [], [], []
+    for n in sorted(common):
+        st = [r[n] for r in by_rank]
+        own_n = np.array([s.step_s - s.exposed_comm_s for s in st])
+        exposed = np.array([s.exposed_comm_s for s in st])
+        i = int(np.argmax(own_n))
+        slowest.append(i)
+        intrinsic.append(float(exposed[i]))
+        others = np.delete(np.arange(len(st)), i)
+        waits.append(float(np.median(exposed[others] - exposed[i])))
+        factors.append(float(own_n[i] / max(np.median(own_n[others]), 1e-12)))
+    mode, count = Counter(slowest).most_common(1)[0]
+    result.update(
+        straggler_wait_s=max(float(np.median(waits)), 0.0),
+        slowest_rank=summaries[mode].rank,
+        slowest_consistency=count / len(slowest),
+        slowest_counts={summaries[i].rank: slowest.count(i) for i in range(len(summaries))},
+        steps_compared=len(slowest),
+        slowest_factor=float(np.median(factors)),
+        intrinsic_exposed_comm_s=float(np.median(intrinsic)),
+    )
+    return result

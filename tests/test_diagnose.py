@@ -1,0 +1,177 @@
+"""scalesim diagnose from measured runs: every symptom of the seed's table, the fit, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import diagnose_cases as cases
+import numpy as np
+import pytest
+
+from scalesim import presets
+from scalesim.cli.main import main
+from scalesim.diagnosis import diagnose_runs
+from scalesim.errors import ScalesimError
+from scalesim.fit_runs import extrapolate, fit_runs
+from scalesim.predict import predict
+from scalesim.profiles import profile_from_presets
+from scalesim.runs import parse_runs_text, scaling
+from scalesim.schemas import Scenario
+
+FIRST_REMEDY = {
+    "inter_server": "interconnect",
+    "comm_growth": "bigger_batch",
+    "input_pipeline": "loader",
+    "slow_device": "slow_device",
+    "large_batch": "smaller_batch",
+    "small_work": "bigger_batch",
+}
+
+
+def runs_of(rows, name="runs.csv"):
+    return parse_runs_text(cases.to_csv(rows), name)
+
+
+@pytest.mark.parametrize("cause", sorted(cases.CASES))
+def test_each_symptom_is_named(cause):
+    report = diagnose_runs(runs_of(cases.CASES[cause]()))
+    assert report.cause.key == cause, report.to_text()
+    assert report.cause.evidence
+    if cause in FIRST_REMEDY:
+        assert report.first_remedy is not None and report.first_remedy.key == FIRST_REMEDY[cause]
+        assert report.first_remedy.gain > 0.05
+
+
+def test_stragglers_first_remedy_is_not_replacing_a_device():
+    report = diagnose_runs(runs_of(cases.stragglers()))
+    assert report.first_remedy.key != "slow_device"
+
+
+def test_a_job_that_scales_says_so():
+    report = diagnose_runs(runs_of(cases.scales_well()))
+    assert report.cause.key == "none"
+
+
+def test_input_pipeline_is_found_from_capped_throughput_alone():
+    rows = [{k: v for k, v in r.items() if k != "data_wait_s"} for r in cases.input_pipeline()]
+    assert diagnose_runs(runs_of(rows)).cause.key == "input_pipeline"
+
+
+def test_large_batch_from_a_critical_batch_size_instead_of_steps():
+    rows = [{k: v for k, v in r.items() if k != "steps_to_target"} for r in cases.large_batch()]
+    assert diagnose_runs(runs_of(rows)).cause.key == "none"  # throughput alone scales
+    report = diagnose_runs(runs_of(rows), critical_batch=1024)
+    assert report.cause.key == "large_batch"
+
+
+def test_knee_and_boundary():
+    runs = runs_of(cases.inter_server())
+    report = diagnose_runs(runs)
+    knee = report.details["knee"]
+    assert (knee["devices_before"], knee["devices_after"]) == (8, 16)
+    assert knee["crosses_boundary"]
+    sc = scaling(runs)
+    assert sc.speedup[0] == 1.0 and sc.efficiency[3] > 0.95 and sc.efficiency[4] < 0.75
+
+
+def test_fit_recovers_the_generating_parameters():
+    """Runs made by the model with known compute and links: the fit finds them again."""
+    hw = presets.get_hardware("a2-highgpu-8g")
+    wl = presets.get_workload("bert-large")
+    runs = runs_of(cases.inter_server())
+    fit = fit_runs(runs, params=wl.params, wire_bytes_per_param=wl.wire_bytes_per_param)
+    assert fit.rmse_rel < 0.01
+    truth = profile_from_presets(hw, wl)
+    assert fit.values["per_sample_s"] == pytest.approx(truth.compute.per_sample_s, rel=0.03)
+    assert fit.busbw_GBps("inter") == pytest.approx(hw.inter_node.busbw_GBps, rel=0.15)
+
+
+def test_extrapolation_band_holds_the_model_truth_and_widens():
+    hw = presets.get_hardware("a2-highgpu-8g")
+    wl = presets.get_workload("bert-large")
+    rows = cases.inter_server()
+    rng = np.random.default_rng(1)
+    for r in rows:  # 2 % timing noise, as real runs have
+        r["step_time_s"] *= 1.0 + 0.02 * rng.standard_normal()
+    runs = runs_of(rows)
+    fit = fit_runs(runs, params=wl.params, wire_bytes_per_param=wl.wire_bytes_per_param)
+    out = extrapolate(fit, runs, [64, 128, 256])
+    truth = predict(profile_from_presets(hw, wl), Scenario(devices=[64, 128, 256], micro_batch=32))
+    for e, t in zip(out, truth, strict=True):
+        assert e.low < t.samples_per_s < e.high
+        assert e.constrained
+    widths = [np.log(e.high / e.low) for e in out]
+    assert widths[-1] >= widths[0] - 1e-9
+
+
+def test_unmeasured_inter_server_link_is_flagged():
+    runs = runs_of(cases.inter_server()[:4])  # all inside one server
+    fit = fit_runs(runs)
+    out = extrapolate(fit, runs, [8, 16])
+    assert out[0].constrained and not out[1].constrained
+    assert out[1].high / out[1].low > out[0].high / out[0].low
+
+
+def test_cli_text_and_json(tmp_path, capsys):
+    path = tmp_path / "runs.csv"
+    path.write_text(cases.to_csv(cases.inter_server()))
+    assert main(["diagnose", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert text.index("Likely cause: Inter-server link") < text.index("First remedy to try")
+    assert main(["diagnose", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["cause"]["key"] == "inter_server"
+    assert data["first_remedy"]["key"] == "interconnect"
+    assert len(data["details"]["extrapolation"]) == 3
+
+
+def test_json_runs_file(tmp_path, capsys):
+    rows = cases.slow_device()
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps({"runs": rows}))
+    assert main(["diagnose", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cause"]["key"] == "slow_device"
+
+
+def test_samples_per_s_column_and_global_batch(tmp_path):
+    text = ("devices,nodes,samples_per_s,global_batch\n"
+            "1,1,100,32\n2,1,198,64\n4,1,390,128\n8,2,500,256\n16,4,700,512\n")
+    report = diagnose_runs(parse_runs_text(text, "r.csv"))
+    assert report.table[1]["speedup"] == pytest.approx(1.98)
+    assert report.cause.key == "inter_server"
+
+
+BAD = [
+    ("devices,samples_per_s\n1,10\n2,20\n", "missing column.*nodes"),
+    ("devices,nodes\n1,1\n2,1\n", "samples_per_s or step_time_s"),
+    ("devices,nodes,samples_per_s\n1,1,10\n", "1 run.*two or more"),
+    ("devices,nodes,samples_per_s\n1,1,10\n4,1,30\n2,1,19\n", "increase"),
+    ("devices,nodes,samples_per_s\n1,1,10\n1,1,11\n", "increase"),
+    ("devices,nodes,samples_per_s\n1,1,10\n3,2,25\n", "split evenly"),
+    ("devices,nodes,samples_per_s\n1,1,10\n2,1,-4\n", "greater than 0"),
+    ("devices,nodes,samples_per_s\n1,1,10\n2,1,abc\n", "samples_per_s"),
+    ("devices,nodes,step_time_s,rank_step_times_s\n1,1,1,1\n2,1,1,1;1;1\n", "one per rank"),
+    ("devices,nodes,samples_per_s\n1,1,10,5\n2,1,20\n", "more cells"),
+    ("", "empty file"),
+    ('[{"devices": 1, "nodes": 1, "samples_per_s": 1}', "not valid JSON"),
+    ('{"rows": []}', "JSON list of run objects"),
+]
+
+
+@pytest.mark.parametrize("text, message", BAD)
+def test_bad_runs_are_one_line_errors(text, message):
+    with pytest.raises(ScalesimError, match=message) as info:
+        parse_runs_text(text, "runs.csv")
+    assert "\n" not in str(info.value)
+
+
+def test_cli_bad_input_exits_2_with_one_line(tmp_path, capsys):
+    path = tmp_path / "runs.csv"
+    path.write_text("devices,nodes,samples_per_s\n1,1,10\n")
+    assert main(["diagnose", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("scalesim diagnose: error:") and "\n" not in err
+    assert main(["diagnose", str(tmp_path / "missing.csv")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert main(["diagnose"]) == 2
+    assert "runs file" in capsys.readouterr().err

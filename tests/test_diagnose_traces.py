@@ -1,0 +1,102 @@
+"""scalesim diagnose --trace on real traces: torch.profiler around a 2-rank gloo DDP job (torchrun).
+
+Three tiny jobs (a few steps of a 3-layer MLP on CPU): a deliberately slow data loader, one rank
+deliberately slowed in every step, and a different rank slowed in each step (uneven work).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scalesim.cli.main import main
+from scalesim.diagnosis import diagnose_traces
+from scalesim.traces import load_traces
+
+JOB = Path(__file__).with_name("trace_job.py")
+SLEEP_S = 0.06  # far above the tiny model's few ms of compute per step, even on a busy machine
+
+pytestmark = pytest.mark.slow
+
+
+def run_job(out: Path, *flags: str) -> list[str]:
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+           str(JOB), "--out", str(out), "--steps", "5", *flags]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    files = sorted(str(p) for p in out.iterdir())
+    assert len(files) == 2, files
+    return files
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("traces")
+    return {
+        "loader": run_job(base / "loader", "--slow-loader-s", str(SLEEP_S)),
+        "slow_rank": run_job(base / "slow_rank", "--slow-rank", "1", "--slow-rank-s",
+                             str(SLEEP_S), "--gzip"),
+        "uneven": run_job(base / "uneven", "--alternate-slow-s", str(SLEEP_S)),
+    }
+
+
+def test_real_trace_is_read_as_pytorch_writes_it(jobs):
+    summaries = load_traces(jobs["loader"])
+    assert [s.rank for s in summaries] == [0, 1]
+    for s in summaries:
+        assert s.device == "cpu" and s.world_size == 2
+        assert len(s.steps) == 5
+        assert "gloo:all_reduce" in s.collectives
+        assert s.median("comm_s") > 0 and s.median("compute_s") > 0
+        for st in s.steps:
+            parts = st.compute_s + st.exposed_comm_s + st.data_wait_s + st.idle_s
+            assert parts == pytest.approx(st.step_s, rel=1e-6)
+
+
+def test_slow_data_loader_is_the_input_pipeline(jobs):
+    summaries = load_traces(jobs["loader"])
+    report = diagnose_traces(summaries, "loader")
+    assert report.cause.key == "input_pipeline", report.to_text()
+    assert report.details["cross_rank"]["data_wait_s"] >= 0.8 * SLEEP_S
+    assert report.first_remedy is not None and report.first_remedy.key == "loader"
+
+
+def test_slowed_rank_is_a_device_far_slower(jobs):
+    summaries = load_traces(jobs["slow_rank"])  # gzipped traces
+    report = diagnose_traces(summaries, "slow rank")
+    assert report.cause.key == "slow_device", report.to_text()
+    cr = report.details["cross_rank"]
+    assert cr["slowest_rank"] == 1 and cr["slowest_consistency"] >= 0.8
+    assert cr["straggler_wait_s"] >= 0.7 * SLEEP_S
+    assert report.first_remedy is not None and report.first_remedy.key == "slow_device"
+
+
+def test_alternating_slow_rank_is_stragglers(jobs):
+    report = diagnose_traces(load_traces(jobs["uneven"]), "uneven")
+    assert report.cause.key == "stragglers", report.to_text()
+    assert report.details["cross_rank"]["slowest_consistency"] <= 0.6
+
+
+def test_cli_on_traces(jobs, capsys):
+    assert main(["diagnose", "--trace", *jobs["slow_rank"]]) == 0
+    text = capsys.readouterr().out
+    assert "Likely cause: A device far slower than the others" in text
+    assert main(["diagnose", "--trace", *jobs["loader"], "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["cause"]["key"] == "input_pipeline"
+    assert set(data["details"]["per_step"]) == {"0", "1"}
+
+
+def test_truncated_real_trace_is_an_error(jobs, tmp_path, capsys):
+    text = Path(jobs["loader"][0]).read_text()
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[: len(text) * 2 // 3])
+    assert main(["diagnose", "--trace", str(cut)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "ends early" in err and "\n" not in err

@@ -1,0 +1,142 @@
+"""Kineto trace reading: step breakdown on hand-made traces, gzip, streaming, bad files."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from scalesim import traces
+from scalesim.errors import ScalesimError
+
+
+def _x(name, ts_us, dur_us, cat="cpu_op", tid=1, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts_us, "dur": dur_us,
+            "args": args}
+
+
+def gpu_trace(rank=0, slow_us=0.0):
+    """Two 1000 us steps on a GPU: 600 us compute, a 300 us NCCL all-reduce overlapping 100 us
+    of it, a 50 us DataLoader wait on the CPU, the rest idle."""
+    events = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "x"}}]
+    for n in (1, 2):
+        t = (n - 1) * 1000.0
+        events += [
+            _x(f"ProfilerStep#{n}", t, 1000.0, cat="user_annotation"),
+            _x(f"ProfilerStep#{n}", t, 1000.0, cat="gpu_user_annotation", tid=7),
+            _x("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", t, 50.0,
+               cat="user_annotation"),
+            _x("aten::mm", t + 60, 30.0),
+            _x("sm80_xmma_gemm_f16f16", t + 100, 400.0 + slow_us, cat="kernel", tid=7),
+            _x("elementwise_kernel", t + 500 + slow_us, 200.0, cat="kernel", tid=7),
+            _x("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+               t + 600 + slow_us, 300.0 - slow_us, cat="kernel", tid=8),
+            _x("record_param_comms", t + 590, 5.0, **{"Collective name": "allreduce"}),
+        ]
+    return {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": rank,
+                                                    "world_size": 2},
+            "traceEvents": events, "deviceProperties": [{"id": 0}], "traceName": "t"}
+
+
+def write(tmp_path, name, data, gz=False):
+    path = tmp_path / name
+    text = json.dumps(data)
+    if gz:
+        with gzip.open(path, "wt", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+def test_gpu_step_breakdown(tmp_path):
+    s = traces.summarise(write(tmp_path, "r0.json", gpu_trace()))
+    assert s.device == "gpu" and s.rank == 0 and s.world_size == 2
+    assert [st.step for st in s.steps] == [1, 2]
+    st = s.steps[0]
+    assert st.step_s == pytest.approx(1000e-6)
+    assert st.compute_s == pytest.approx(600e-6)  # kernels 100..700
+    assert st.comm_s == pytest.approx(300e-6)  # 600..900
+    assert st.overlap_s == pytest.approx(100e-6)  # 600..700
+    assert st.exposed_comm_s == pytest.approx(200e-6)
+    assert st.data_wait_s == pytest.approx(50e-6)
+    assert st.idle_s == pytest.approx(1000e-6 - 50e-6 - 800e-6)  # 50..100 and 900..1000
+    assert any(k.startswith("ncclDevKernel_AllReduce") for k in s.collectives)
+
+
+def test_gzip_and_small_chunks_give_the_same_answer(tmp_path, monkeypatch):
+    plain = traces.summarise(write(tmp_path, "a.json", gpu_trace()))
+    gz = traces.summarise(write(tmp_path, "b.json.gz", gpu_trace(), gz=True))
+    monkeypatch.setattr(traces, "CHUNK_CHARS", 7)  # values split across many chunk boundaries
+    tiny = traces.summarise(write(tmp_path, "c.json", gpu_trace()))
+    for other in (gz, tiny):
+        assert [vars(a) for a in other.steps] == [vars(b) for b in plain.steps]
+
+
+def test_cpu_gloo_trace_uses_cpu_ops(tmp_path):
+    """A gloo job has no kernels: gloo annotations are communication, cpu ops compute."""
+    data = {"distributedInfo": {"rank": 1, "world_size": 2}, "traceEvents": [
+        _x("ProfilerStep#5", 0.0, 1000.0, cat="user_annotation"),
+        _x("aten::addmm", 0.0, 400.0),
+        _x("aten::mm", 100.0, 100.0),  # nested: counted once
+        _x("gloo:all_reduce", 300.0, 500.0, cat="user_annotation", tid=2),
+        _x("c10d::allreduce_", 250.0, 10.0),
+    ]}
+    s = traces.summarise(write(tmp_path, "cpu.json", data))
+    st = s.steps[0]
+    assert s.device == "cpu" and s.rank == 1 and st.step == 5
+    assert st.compute_s == pytest.approx(400e-6)
+    assert st.comm_s == pytest.approx(510e-6)  # 250..260 and 300..800
+    assert st.overlap_s == pytest.approx(110e-6)  # 250..260 and 300..400
+    assert st.idle_s == pytest.approx(1000e-6 - 800e-6)
+    assert s.collectives["gloo:all_reduce"]["count"] == 1
+
+
+def test_merge_and_length_in():
+    s, e = traces.merge(np.array([5.0, 0.0, 1.0, 10.0]), np.array([6.0, 2.0, 3.0, 12.0]))
+    assert s.tolist() == [0.0, 5.0, 10.0] and e.tolist() == [3.0, 6.0, 12.0]
+    assert traces.length_in((s, e), 2.0, 11.0) == pytest.approx(1.0 + 1.0 + 1.0)
+
+
+def test_cross_rank_names_the_rank_others_wait_for(tmp_path):
+    fast = traces.summarise(write(tmp_path, "r0.json", gpu_trace(0)))
+    slow = traces.summarise(write(tmp_path, "r1.json", gpu_trace(1, slow_us=200.0)))
+    cr = traces.cross_rank([fast, slow])
+    assert cr["slowest_rank"] == 1 and cr["slowest_consistency"] == 1.0
+    assert cr["straggler_wait_s"] == pytest.approx(200e-6)
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"traceEvents": [{"ph": "X", "name": "ProfilerStep#1", "ts": 0, "dur": 5}, {"ph": "X", "na',
+     "ends early"),
+    ('{"schemaVersion": 1, "traceEvents": [', "ends early"),
+    ('{"hello": "world"}', "no traceEvents"),
+    ('[1, 2, 3]', "not a Chrome trace"),
+    ('{"traceEvents": [{"ph": "X", "name": "aten::mm", "ts": 0, "dur": 5}]}', "ProfilerStep"),
+    ('{"traceEvents": [{"ph": "X", "name": nonsense}' + ', {"ph": "i"}' * 20 + "]}",
+     "malformed JSON"),
+    ("", "ends early"),
+])
+def test_bad_traces_are_one_line_errors(tmp_path, content, message):
+    p = tmp_path / "bad.json"
+    p.write_text(content)
+    with pytest.raises(ScalesimError, match=message) as info:
+        traces.summarise(p)
+    assert "\n" not in str(info.value)
+
+
+def test_truncated_gzip_is_an_error(tmp_path):
+    p = write(tmp_path, "t.json.gz", gpu_trace(), gz=True)
+    data = p.read_bytes()
+    p.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ScalesimError, match="truncated|ends early|cannot read"):
+        traces.summarise(p)
+
+
+def test_duplicate_ranks_are_an_error(tmp_path):
+    a = write(tmp_path, "a.json", gpu_trace(0))
+    b = write(tmp_path, "b.json", gpu_trace(0))
+    with pytest.raises(ScalesimError, match="rank 0"):
+        traces.load_traces([str(a), str(b)])
