@@ -1,0 +1,260 @@
+"""Altair charts of a ``Plan``, titled and labelled for a reader who has not seen the model.
+
+Pure builders: each takes a Plan and returns an Altair chart (no streamlit). ``width`` is
+"container" in the app and a number of pixels in the report (vl-convert needs a number).
+Times are shown in milliseconds per step or hours, throughput in the workload's unit per second.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from .plan import Plan
+
+PARTS = [  # (field, label, colour) in stacking order, bottom first
+    ("compute_s", "compute", "#4c78a8"),
+    ("exposed_comm_s", "exposed communication", "#e45756"),
+    ("data_stall_s", "data stall", "#f58518"),
+    ("straggler_s", "straggler wait", "#b279a2"),
+]
+KNEE_COLOUR = "#d62728"
+
+
+def _log2_devices(devices: list[int], title: str = "devices (log scale)") -> alt.X:
+    return alt.X("devices:Q", title=title, scale=alt.Scale(type="log", base=2),
+                 axis=alt.Axis(values=devices, format="d", labelOverlap=True))
+
+
+def _knee_layers(plan: Plan, y_top: float | None = None) -> list[alt.Chart]:
+    """A vertical rule at the knee and its cause written beside it."""
+    if plan.knee is None:
+        return []
+    k = plan.knee
+    text = f"knee {k.devices_before}->{k.devices_after}: {k.label}"
+    df = pd.DataFrame([{"devices": k.devices_after, "label": text}])
+    rule = alt.Chart(df).mark_rule(color=KNEE_COLOUR, strokeWidth=2).encode(x=alt.X("devices:Q"))
+    label = alt.Chart(df).mark_text(
+        align="left", baseline="top", dx=6, dy=4, color=KNEE_COLOUR, fontSize=12,
+        fontWeight="bold",
+    ).encode(x=alt.X("devices:Q"), y=alt.YValue(4), text=alt.Text("label:N"))
+    return [rule, label]
+
+
+def throughput_chart(plan: Plan, width="container", height: int = 320) -> alt.LayerChart:
+    """Predicted throughput beside ideal linear scaling, knee marked with its cause."""
+    unit = plan.unit
+    records = []
+    for r in plan.rows:
+        ideal = r.samples_per_s / r.efficiency if r.efficiency > 0 else None
+        records.append({"devices": r.devices, "series": "predicted", "value": r.samples_per_s,
+                        "efficiency": r.efficiency})
+        records.append({"devices": r.devices, "series": "ideal (linear)", "value": ideal,
+                        "efficiency": 1.0})
+    df = pd.DataFrame(records)
+    devices = [r.devices for r in plan.rows]
+    colour = alt.Color("series:N", title=None, scale=alt.Scale(
+        domain=["predicted", "ideal (linear)"], range=["#1f77b4", "#7f7f7f"]),
+        legend=alt.Legend(orient="bottom-right", symbolType="stroke", symbolStrokeWidth=3))
+    base = alt.Chart(df).encode(
+        x=_log2_devices(devices),
+        y=alt.Y("value:Q", title=f"{unit} per second (log scale)",
+                scale=alt.Scale(type="log")),
+        color=colour,
+        strokeDash=alt.StrokeDash("series:N", legend=None, scale=alt.Scale(
+            domain=["predicted", "ideal (linear)"], range=[[1, 0], [6, 4]])),
+        tooltip=[alt.Tooltip("devices:Q"), alt.Tooltip("series:N"),
+                 alt.Tooltip("value:Q", title=f"{unit}/s", format=",.0f"),
+                 alt.Tooltip("efficiency:Q", format=".1%")],
+    )
+    layers = [base.mark_line(strokeWidth=2.5), base.mark_point(filled=True, size=40)]
+    return alt.layer(*layers, *_knee_layers(plan)).properties(
+        title=alt.TitleParams("Throughput vs devices: predicted and ideal",
+                              subtitle="the gap between the lines is throughput lost to scaling"),
+        width=width, height=height)
+
+
+def efficiency_chart(plan: Plan, width="container", height: int = 260) -> alt.LayerChart:
+    """Scaling efficiency (speedup / devices) per device count."""
+    df = pd.DataFrame([{"devices": r.devices, "efficiency": r.efficiency,
+                        "speedup": r.speedup} for r in plan.rows])
+    devices = [r.devices for r in plan.rows]
+    base = alt.Chart(df).encode(
+        x=_log2_devices(devices),
+        y=alt.Y("efficiency:Q", title="scaling efficiency", axis=alt.Axis(format="%"),
+                scale=alt.Scale(domain=[0, 1.05])),
+        tooltip=[alt.Tooltip("devices:Q"), alt.Tooltip("efficiency:Q", format=".1%"),
+                 alt.Tooltip("speedup:Q", format=".1f")],
+    )
+    layers = [base.mark_line(strokeWidth=2.5, color="#1f77b4"),
+              base.mark_point(filled=True, size=40, color="#1f77b4")]
+    return alt.layer(*layers, *_knee_layers(plan)).properties(
+        title=alt.TitleParams("Scaling efficiency vs devices",
+                              subtitle="100% = every added device adds its full throughput"),
+        width=width, height=height)
+
+
+def _breakdown_records(label_rows) -> pd.DataFrame:
+    records = []
+    for label, order, row in label_rows:
+        for i, (name, part, _) in enumerate(PARTS):
+            records.append({"bar": label, "order": order, "part": part, "stack": i,
+                            "ms": getattr(row, name) * 1e3,
+                            "step_ms": row.step_time_s * 1e3})
+    return pd.DataFrame(records)
+
+
+def _stacked(df: pd.DataFrame, x_title: str, width, height, title, subtitle) -> alt.Chart:
+    return alt.Chart(df).mark_bar().encode(
+        x=alt.X("bar:N", title=x_title, sort=list(dict.fromkeys(df["bar"])),
+                axis=alt.Axis(labelAngle=0, labelLimit=220)),
+        y=alt.Y("ms:Q", title="milliseconds per training step", stack="zero"),
+        color=alt.Color("part:N", title="step time", scale=alt.Scale(
+            domain=[p for _, p, _ in PARTS], range=[c for _, _, c in PARTS]),
+            legend=alt.Legend(orient="top")),
+        order=alt.Order("stack:Q"),
+        tooltip=[alt.Tooltip("bar:N"), alt.Tooltip("part:N"), alt.Tooltip("ms:Q", format=".2f"),
+                 alt.Tooltip("step_ms:Q", title="whole step, ms", format=".2f")],
+    ).properties(title=alt.TitleParams(title, subtitle=subtitle), width=width, height=height)
+
+
+def breakdown_chart(plan: Plan, width="container", height: int = 300) -> alt.Chart:
+    """Stacked step time per device count: compute, exposed comm, data stall, straggler wait."""
+    df = _breakdown_records([(str(r.devices), i, r) for i, r in enumerate(plan.rows)])
+    return _stacked(df, "devices", width, height, "Where each step's time goes",
+                    "only the communication not hidden behind backward counts")
+
+
+def remedies_chart(plan: Plan, width="container", height: int | None = None) -> alt.LayerChart:
+    """Predicted throughput gain of each applicable remedy, applied alone, best first."""
+    rows = [r for r in plan.remedies if r.applicable and r.prediction is not None]
+    df = pd.DataFrame([{"remedy": r.title, "gain": r.gain, "rank": i,
+                        "effect": ("does NOT fit in memory" if not r.prediction.fits
+                                   else "faster" if r.gain >= 0 else "slower"),
+                        "samples_per_s": r.prediction.samples_per_s,
+                        "label": f"{r.gain:+.0%}"} for i, r in enumerate(rows)])
+    if df.empty:
+        df = pd.DataFrame([{"remedy": "no remedy applies", "gain": 0.0, "rank": 0,
+                            "effect": "faster", "samples_per_s": 0.0, "label": ""}])
+    height = height or max(60, 36 * len(df))
+    y = alt.Y("remedy:N", title=None, sort=list(df["remedy"]), axis=alt.Axis(labelLimit=360))
+    bars = alt.Chart(df).mark_bar().encode(
+        x=alt.X("gain:Q", title="predicted throughput gain", axis=alt.Axis(format="%")),
+        y=y,
+        color=alt.Color("effect:N", title=None, scale=alt.Scale(
+            domain=["faster", "slower", "does NOT fit in memory"],
+            range=["#54a24b", "#e45756", "#bbbbbb"]), legend=alt.Legend(orient="top")),
+        tooltip=[alt.Tooltip("remedy:N"), alt.Tooltip("gain:Q", format="+.1%"),
+                 alt.Tooltip("effect:N"),
+                 alt.Tooltip("samples_per_s:Q", title=f"{plan.unit}/s", format=",.0f")],
+    )
+    text = alt.Chart(df).mark_text(align="left", dx=4, fontWeight="bold").encode(
+        x=alt.X("gain:Q"), y=y, text=alt.Text("label:N"))
+    return alt.layer(bars, text).properties(
+        title=alt.TitleParams(f"Remedies at {plan.focus.devices} devices, each applied alone",
+                              subtitle="ranked by predicted throughput gain"),
+        width=width, height=height)
+
+
+def quality_chart(plan: Plan, width="container", height: int = 280) -> alt.LayerChart | None:
+    """Time to reach the quality target vs global batch (needs a critical batch size)."""
+    if not plan.quality:
+        return None
+    b_crit = plan.scenario.critical_batch_size or plan.profile.workload.critical_batch_size
+    title_y = ("hours to quality target" if plan.quality_absolute
+               else "time to quality (1 = fastest)")
+    df = pd.DataFrame([{"global_batch": q.global_batch, "micro_batch": q.micro_batch,
+                        "value": q.time_to_quality,
+                        "fits": "fits in memory" if q.fits else "does NOT fit"}
+                       for q in plan.quality])
+    now = plan.focus.global_batch
+    base = alt.Chart(df).encode(
+        x=alt.X("global_batch:Q", title="global batch (samples per optimizer step, log scale)",
+                scale=alt.Scale(type="log", base=2), axis=alt.Axis(format=",")),
+        y=alt.Y("value:Q", title=title_y, scale=alt.Scale(type="log")),
+        tooltip=[alt.Tooltip("global_batch:Q"), alt.Tooltip("micro_batch:Q"),
+                 alt.Tooltip("value:Q", format=".3g"), alt.Tooltip("fits:N")],
+    )
+    line = base.mark_line(color="#1f77b4", strokeWidth=2.5)
+    points = base.mark_point(filled=True, size=50).encode(
+        color=alt.Color("fits:N", title=None, scale=alt.Scale(
+            domain=["fits in memory", "does NOT fit"], range=["#1f77b4", "#bbbbbb"])))
+    marks = pd.DataFrame([
+        {"global_batch": b_crit, "label": f"critical batch {b_crit:,.0f}", "colour": "crit"},
+        {"global_batch": now, "label": f"now: {now:,}", "colour": "now"},
+    ])
+    rules = alt.Chart(marks).mark_rule(strokeDash=[4, 3]).encode(
+        x=alt.X("global_batch:Q"), color=alt.Color("colour:N", legend=None, scale=alt.Scale(
+            domain=["crit", "now"], range=[KNEE_COLOUR, "#54a24b"])))
+    labels = alt.Chart(marks).mark_text(align="left", dx=4, baseline="top", fontWeight="bold").encode(
+        x=alt.X("global_batch:Q"), y=alt.YValue(4), text=alt.Text("label:N"),
+        color=alt.Color("colour:N", legend=None, scale=alt.Scale(
+            domain=["crit", "now"], range=[KNEE_COLOUR, "#54a24b"])))
+    return alt.layer(line, points, rules, labels).resolve_scale(color="independent").properties(
+        title=alt.TitleParams(f"Time to quality vs global batch at {plan.focus.devices} devices",
+                              subtitle="above the critical batch, bigger batches need more "
+                              "samples: faster steps stop paying off"),
+        width=width, height=height)
+
+
+def cost_chart(plan: Plan, width="container") -> alt.HConcatChart | None:
+    """Hours and money side by side for every device count, remedy and 'add devices' option."""
+    rows = [o for o in plan.options
+            if o.cost_usd is not None and (o.time_to_train_s or o.time_to_quality_s)]
+    if not rows:
+        return None
+    what = "to train" if rows[0].time_to_train_s else "to quality"
+    df = pd.DataFrame([{
+        "option": o.label, "kind": o.kind, "rank": i,
+        "hours": (o.time_to_train_s or o.time_to_quality_s) / 3600.0, "cost": o.cost_usd,
+        "hours_label": f"{(o.time_to_train_s or o.time_to_quality_s) / 3600.0:,.1f} h",
+        "cost_label": f"${o.cost_usd:,.0f}",
+    } for i, o in enumerate(rows)])
+    y = alt.Y("option:N", title=None, sort=list(df["option"]), axis=alt.Axis(labelLimit=300))
+    colour = alt.Color("kind:N", title=None, scale=alt.Scale(
+        domain=["devices", "remedy", "more devices"], range=["#1f77b4", "#54a24b", "#f58518"]),
+        legend=alt.Legend(orient="top"))
+    tooltip = [alt.Tooltip("option:N"), alt.Tooltip("hours:Q", format=",.1f"),
+               alt.Tooltip("cost:Q", format="$,.0f")]
+    height = 22 * len(df)
+    panel_width = width if width == "container" else max(200, (width - 320) // 2)
+
+    def panel(field: str, label: str, title: str, fmt: str) -> alt.LayerChart:
+        base = alt.Chart(df).encode(y=y, tooltip=tooltip)
+        bars = base.mark_bar().encode(
+            x=alt.X(f"{field}:Q", title=title, axis=alt.Axis(format=fmt)), color=colour)
+        text = base.mark_text(align="left", dx=3, fontSize=10).encode(
+            x=alt.X(f"{field}:Q"), text=alt.Text(f"{label}:N"))
+        return alt.layer(bars, text).properties(width=panel_width, height=height)
+
+    return alt.hconcat(
+        panel("hours", "hours_label", f"hours {what}", ",.0f"),
+        panel("cost", "cost_label", "cost, USD (device-hours x price)", "$,.0f"),
+    ).properties(title=alt.TitleParams(
+        "Hours and money: device counts and remedies",
+        subtitle="a remedy's cost counts device-hours only, not the price of new network "
+        "hardware"))
+
+
+def ab_chart(plan: Plan, width="container", height: int = 260) -> alt.Chart | None:
+    """Step time of scenario A and B side by side, split into its parts."""
+    if plan.b_focus is None:
+        return None
+    df = _breakdown_records([(f"A: now ({plan.focus.devices} devices)", 0, plan.focus),
+                             (f"B: {plan.b_label[:40]}", 1, plan.b_focus)])
+    return _stacked(df, None, width, height, "Scenario A vs B: time per training step",
+                    "B changes one thing; compare where the time goes")
+
+
+def all_charts(plan: Plan, width="container") -> dict[str, alt.TopLevelMixin]:
+    """Every chart of the plan that has data, by file-friendly name."""
+    charts = {
+        "throughput": throughput_chart(plan, width),
+        "efficiency": efficiency_chart(plan, width),
+        "step_breakdown": breakdown_chart(plan, width),
+        "remedies": remedies_chart(plan, width),
+        "time_to_quality": quality_chart(plan, width),
+        "hours_vs_cost": cost_chart(plan, width),
+        "a_vs_b": ab_chart(plan, width),
+    }
+    return {k: v for k, v in charts.items() if v is not None}

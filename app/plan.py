@@ -1,0 +1,301 @@
+"""From the planner's state and a profile to everything the page shows: a ``Plan``.
+
+Pure (no streamlit): the page, the report, the tests and the benchmark all call ``make_plan``.
+It builds the ``Scenario`` the controls describe, predicts the scaling curve in one vectorised
+call, finds the knee, ranks the remedies at the focus device count, compares time-to-train and
+cost, sweeps time-to-quality over the global batch, and predicts scenario B.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+
+from scalesim import presets
+from scalesim.cli.options import parse_int_list
+from scalesim.errors import ScalesimError
+from scalesim.knee import Knee, find_knee
+from scalesim.model.quality import steps_to_quality
+from scalesim.predict import Prediction, predict
+from scalesim.remedies import RemedyResult, rank_remedies
+from scalesim.schemas import Profile, Scenario
+
+from .state import MAX_DEVICES, AppState
+
+MAX_CURVE_POINTS = 256  # device counts on one curve
+TTQ_MICRO_BATCHES = tuple(2**i for i in range(0, 13))  # per-device batches swept for time-to-quality
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way to spend money: a device count, a remedy, or more servers; hours and USD."""
+
+    kind: str  # "devices", "remedy", "more devices"
+    label: str
+    devices: int
+    samples_per_s: float
+    time_to_train_s: float | None
+    time_to_quality_s: float | None
+    cost_usd: float | None
+    fits: bool
+
+
+@dataclass(frozen=True)
+class QualityPoint:
+    global_batch: int
+    micro_batch: int
+    time_to_quality: float  # hours when E_min is known, else relative to the best (1 = best)
+    fits: bool
+
+
+@dataclass(frozen=True)
+class Plan:
+    profile: Profile
+    state: AppState
+    scenario: Scenario
+    rows: list[Prediction]
+    knee: Knee | None
+    focus: Prediction
+    remedies: list[RemedyResult]
+    best: RemedyResult | None
+    options: list[Option]
+    quality: list[QualityPoint]
+    quality_absolute: bool  # quality times are hours (E_min known), not relative
+    b_label: str
+    b_profile: Profile
+    b_scenario: Scenario
+    b_focus: Prediction | None
+    b_rows: list[Prediction]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def unit(self) -> str:
+        return self.profile.workload.sample_unit
+
+
+def valid_device_counts(counts, devices_per_node: int) -> tuple[list[int], list[int]]:
+    """(kept, dropped): counts above one server must fill whole servers."""
+    kept, dropped = [], []
+    for d in sorted(set(int(c) for c in counts)):
+        ok = 1 <= d <= MAX_DEVICES and (d <= devices_per_node or d % devices_per_node == 0)
+        (kept if ok else dropped).append(d)
+    return kept, dropped
+
+
+def device_counts(state: AppState, devices_per_node: int) -> tuple[list[int], list[str]]:
+    """Device counts to plot for the state's grid, and notes about what was left out."""
+    g, top = devices_per_node, state.dmax
+    notes: list[str] = []
+    if state.grid == "list":
+        try:
+            wanted = parse_int_list(state.dlist) if state.dlist.strip() else []
+        except argparse.ArgumentTypeError as exc:
+            notes.append(f"device list: {exc}; showing powers of two")
+            wanted = []
+        if wanted:
+            kept, dropped = valid_device_counts(wanted, g)
+            if dropped:
+                notes.append(f"left out {', '.join(map(str, dropped[:8]))}: above {g} devices a "
+                             f"count must fill whole servers (a multiple of {g})")
+            if kept:
+                return kept[:MAX_CURVE_POINTS], notes
+    small = [d for d in (2**i for i in range(15)) if d < g and d <= top]
+    if state.grid == "server":
+        servers = max(top // g, 1)
+        stride = -(-servers // MAX_CURVE_POINTS)
+        big = [n * g for n in range(1, servers + 1, stride)]
+    else:
+        big, n = [], 1
+        while n * g <= max(top, g):
+            big.append(n * g)
+            n *= 2
+    counts = sorted(set(small + big))
+    if top < g:
+        counts = [d for d in counts if d <= top] or [1]
+    return counts, notes
+
+
+def _links(state: AppState) -> dict:
+    """Scenario overrides for the link levels the state chose."""
+    out: dict = {}
+    if state.intra == "custom":
+        out["intra_busbw_GBps"] = state.ibw
+        out["intra_latency_s"] = None if state.ilat is None else state.ilat * 1e-6
+    elif state.intra != "profile":
+        link = presets.intra_link(state.intra)
+        out["intra_busbw_GBps"], out["intra_latency_s"] = link.busbw_GBps, link.latency_s
+    if state.inter == "custom":
+        out["inter_busbw_GBps"] = state.ebw
+        out["inter_latency_s"] = None if state.elat is None else state.elat * 1e-6
+    elif state.inter != "profile":
+        link = presets.inter_link(state.inter, state.nics, state.gbit)
+        out["inter_busbw_GBps"], out["inter_latency_s"] = link.busbw_GBps, link.latency_s
+    return out
+
+
+def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[str]]:
+    """The Scenario the controls describe (device counts that cannot run are left out, noted)."""
+    g = state.dpn or profile.hardware.devices_per_node
+    devices, notes = device_counts(state, g)
+    fields: dict = {
+        "devices_per_node": g, "accumulation": state.acc, "overlap": state.ovl,
+        "bucket_mib": state.bkt, "strategy": state.strat, "algorithm": state.algo,
+        "loader_workers": state.lw, "straggler_cv": state.cv, "slow_device": state.slow,
+        "slow_factor": state.sf, "critical_batch_size": state.cbs,
+        "min_samples_to_quality": state.emin, "train_samples": state.train,
+        "price_per_device_hour": state.price,
+    }
+    fields.update(_links(state))
+    if state.mode == "strong":
+        gb = state.gb or profile.workload.micro_batch * g
+        share = [d for d in devices if gb % (d * state.acc) == 0]
+        if len(share) < len(devices):
+            left = [d for d in devices if d not in share]
+            notes.append(f"strong scaling: global batch {gb} does not split evenly over "
+                         f"{', '.join(map(str, left[:8]))} devices x {state.acc} accumulation; "
+                         "left out")
+        if not share:
+            notes.append(f"strong scaling: no device count divides global batch {gb}; "
+                         "showing weak scaling instead")
+            fields["micro_batch"] = state.mb
+        else:
+            devices = share
+            fields["global_batch"] = gb
+    else:
+        fields["micro_batch"] = state.mb
+    fields["devices"] = devices
+    try:
+        return Scenario(**fields), notes
+    except ValueError as exc:  # pydantic: a combination the scenario refuses
+        raise ScalesimError(f"scenario: {exc}") from None
+
+
+def _knee(rows: list[Prediction]) -> Knee | None:
+    return find_knee(
+        [r.devices for r in rows], [r.nodes for r in rows], [r.efficiency for r in rows],
+        [r.compute_s for r in rows], [r.exposed_comm_s for r in rows],
+        [r.data_stall_s for r in rows], [r.straggler_s for r in rows],
+        [r.micro_batch * r.accumulation for r in rows],
+    )
+
+
+def _focus(state: AppState, rows: list[Prediction], knee: Knee | None) -> Prediction:
+    by_devices = {r.devices: r for r in rows}
+    if state.focus in by_devices:
+        return by_devices[state.focus]
+    if knee is not None:
+        return rows[knee.index]
+    return rows[-1]
+
+
+def more_devices_count(devices: int, devices_per_node: int) -> int:
+    """One more server's worth: fill the server first, then add a whole server."""
+    return devices_per_node if devices < devices_per_node else devices + devices_per_node
+
+
+def _option(kind: str, label: str, p: Prediction) -> Option:
+    return Option(kind, label, p.devices, p.samples_per_s, p.time_to_train_s,
+                  p.time_to_quality_s, p.cost_usd, p.fits)
+
+
+def _quality_sweep(profile: Profile, scenario: Scenario, devices: int):
+    """Time to quality vs global batch at ``devices`` (needs a critical batch size)."""
+    b_crit = scenario.critical_batch_size or profile.workload.critical_batch_size
+    if b_crit is None:
+        return [], False
+    e_min = scenario.min_samples_to_quality or profile.workload.min_samples_to_quality
+    base = scenario.model_copy(update={"devices": [devices], "global_batch": None})
+    points = []
+    for b in TTQ_MICRO_BATCHES:
+        row = predict(profile, base.model_copy(update={"micro_batch": b}))[0]
+        # S_min cancels in a relative curve, so E_min = B_noise gives the right shape.
+        steps = float(steps_to_quality(row.global_batch, b_crit, e_min or b_crit))
+        points.append((row.global_batch, b, steps * row.step_time_s, row.fits))
+    if e_min is not None:
+        return [QualityPoint(gb, b, t / 3600.0, f) for gb, b, t, f in points], True
+    best = min(t for _, _, t, _ in points)
+    return [QualityPoint(gb, b, t / best, f) for gb, b, t, f in points], False
+
+
+def _scenario_b(state: AppState, profile: Profile, scenario: Scenario, focus: Prediction,
+                remedies: list[RemedyResult], best: RemedyResult | None):
+    """(label, profile, scenario, focus devices) of scenario B."""
+    if state.b == "more_devices":
+        more = more_devices_count(focus.devices, focus.devices_per_node)
+        return (f"Add devices ({focus.devices} -> {more})", profile,
+                scenario.model_copy(update={"devices": [more]}), more)
+    pick = best if state.b == "best" else next((r for r in remedies if r.key == state.b), None)
+    if pick is None or not pick.applicable:
+        return "no applicable remedy", profile, scenario, None
+    return pick.title, pick.profile, pick.scenario, focus.devices
+
+
+def make_plan(profile: Profile, state: AppState) -> Plan:
+    """Everything the planner page shows for ``state`` on ``profile``."""
+    scenario, notes = build_scenario(state, profile)
+    rows = predict(profile, scenario)
+    knee = _knee(rows)
+    focus = _focus(state, rows, knee)
+    _, remedies = rank_remedies(profile, scenario, focus.devices)
+    usable = [r for r in remedies if r.applicable and r.prediction is not None
+              and r.prediction.fits and r.gain > 0]
+    best = usable[0] if usable else None
+
+    options = [_option("devices", f"{r.devices} device{'s' if r.devices > 1 else ''}", r)
+               for r in rows]
+    for r in remedies:
+        if r.applicable and r.prediction is not None:
+            options.append(_option("remedy", f"{r.title} ({focus.devices} devices)", r.prediction))
+    more = more_devices_count(focus.devices, focus.devices_per_node)
+    if more not in {r.devices for r in rows} and scenario.global_batch is None:
+        extra = predict(profile, scenario.model_copy(update={"devices": [more]}))[0]
+        options.append(_option("more devices", f"Add devices ({focus.devices} -> {more})", extra))
+
+    quality, absolute = _quality_sweep(profile, scenario, focus.devices)
+
+    b_label, b_profile, b_scenario, b_devices = _scenario_b(state, profile, scenario, focus,
+                                                            remedies, best)
+    b_focus, b_rows = None, []
+    if b_devices is not None:
+        try:
+            b_focus = predict(b_profile, b_scenario.model_copy(update={"devices": [b_devices]}))[0]
+            if state.b != "more_devices":
+                b_rows = predict(b_profile, b_scenario)
+        except ScalesimError as exc:
+            notes.append(f"scenario B: {exc}")
+            b_focus = None
+    return Plan(profile=profile, state=state, scenario=scenario, rows=rows, knee=knee,
+                focus=focus, remedies=remedies, best=best, options=options, quality=quality,
+                quality_absolute=absolute, b_label=b_label, b_profile=b_profile,
+                b_scenario=b_scenario, b_focus=b_focus, b_rows=b_rows, notes=notes)
+
+
+def headline(plan: Plan) -> dict[str, str]:
+    """The numbers a manager reads first, as display strings (page, report and tests agree)."""
+    f = plan.focus
+    out = {
+        "devices": f"{f.devices}",
+        "efficiency": f"{f.efficiency:.1%}",
+        "throughput": f"{f.samples_per_s:,.0f} {plan.unit}/s",
+        "speedup": f"{f.speedup:.1f}x",
+        "knee": ("none: efficiency never drops by 2 points between device counts"
+                 if plan.knee is None else
+                 f"{plan.knee.devices_before} -> {plan.knee.devices_after} devices: "
+                 f"{plan.knee.label}"),
+        "best_remedy": ("none predicted to help" if plan.best is None
+                        else f"{plan.best.title}: {plan.best.gain:+.1%} throughput"),
+    }
+    if f.time_to_train_s is not None:
+        out["time_to_train"] = duration(f.time_to_train_s)
+    if f.cost_usd is not None:
+        out["cost"] = f"${f.cost_usd:,.0f}"
+    return out
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    hours = seconds / 3600.0
+    if hours < 1:
+        return f"{seconds / 60:.0f} min"
+    return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} days"

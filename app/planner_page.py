@@ -1,0 +1,523 @@
+"""The what-if planner page: controls in the sidebar, headline numbers, charts in tabs.
+
+The state lives in ``st.session_state["app_state"]`` (an ``AppState``) and is mirrored into the
+URL query string after every run, so the address bar is always the share link. A session starts
+from the link (``state.decode_query``); afterwards the widgets are the source of truth. Widgets
+that are hidden (a custom-link field while a preset link is chosen) keep their last value in the
+state. Only the open tab's charts are built (lazy tabs), to keep a rerun fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from scalesim import presets
+from scalesim.errors import ScalesimError
+from scalesim.profiles import load_profile, parse_profile
+from scalesim.schemas import Profile
+
+from . import charts
+from .plan import Plan, duration, headline, make_plan
+from .state import (
+    AppState,
+    decode_query,
+    encode_query,
+    preset_profile,
+    profile_defaults,
+    query_string,
+)
+
+PROFILES_DIR_ENV = "SCALESIM_APP_PROFILES"  # set by `scalesim app --profiles DIR`
+MAX_UPLOAD_MB = 2
+MAX_FOLDER_FILES = 200
+TABS = {  # state id -> tab label
+    "curve": "Scaling curve",
+    "breakdown": "Step breakdown",
+    "remedies": "Remedies",
+    "cost": "Hours & cost",
+    "quality": "Time to quality",
+    "ab": "A vs B",
+}
+LABEL_TO_TAB = {v: k for k, v in TABS.items()}
+GRID_LABELS = {"pow2": "powers of two", "server": "every server", "list": "my list"}
+MODE_LABELS = {"weak": "per-device batch (weak scaling)",
+               "strong": "fixed global batch (strong scaling)"}
+B_LABELS = {
+    "best": "the best remedy", "bigger_batch": "double the per-device batch",
+    "overlap": "overlap communication", "accumulation": "accumulate gradients",
+    "loader": "cache input / more loader workers", "sharding": "shard optimizer state (ZeRO)",
+    "interconnect": "faster interconnect", "slow_device": "fix the slow device",
+    "more_devices": "add a server's worth of devices",
+}
+ss = st.session_state
+
+
+def _md(text: str) -> str:
+    """Escape Markdown in text that came from a profile or a file name."""
+    out = str(text)
+    for ch in "\\`*_[]<>#|~$":
+        out = out.replace(ch, "\\" + ch)
+    return out
+
+
+# ---------------------------------------------------------------- state and profile
+
+def _key(field: str) -> str:
+    return f"k_{field}"
+
+
+def _set_profile(profile: Profile, src: str, origin: str) -> None:
+    """Switch to ``profile``; its server size, batch, price... become the controls' values."""
+    state: AppState = ss["app_state"]
+    defaults = profile_defaults(profile)
+    ss["profile"], ss["profile_origin"] = profile, origin
+    ss["app_state"] = state.model_copy(update={**defaults, "src": src})
+    for name, value in defaults.items():
+        ss[_key(name)] = value
+
+
+def _init_session() -> None:
+    if "app_state" in ss:
+        return
+    try:
+        params = st.query_params.to_dict()
+    except Exception:  # noqa: BLE001 - a malformed query string must never stop the page
+        params = {"v": "?"}
+    state, profile, messages = decode_query(params)
+    ss["app_state"], ss["profile"], ss["link_messages"] = state, profile, messages
+    ss["profile_origin"] = "presets" if state.src == "preset" else "the link"
+    for name in AppState.model_fields:
+        ss[_key(name)] = getattr(state, name)
+    ss[_key("tab")] = TABS[state.tab]
+
+
+def _on_preset() -> None:
+    state = ss["app_state"].model_copy(update={"hw": ss[_key("hw")], "wl": ss[_key("wl")]})
+    ss["app_state"] = state
+    _set_profile(preset_profile(state), "preset", "presets")
+    ss["profile_message"] = None
+
+
+def _on_upload() -> None:
+    upload = ss.get("upload")
+    if upload is None:
+        return
+    try:
+        raw = upload.getvalue()
+        if len(raw) > MAX_UPLOAD_MB * 1024 * 1024:
+            raise ScalesimError(f"{upload.name}: larger than {MAX_UPLOAD_MB} MB")
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            raise ScalesimError(f"{upload.name}: not valid JSON") from None
+        profile = parse_profile(data, upload.name)
+    except ScalesimError as exc:
+        ss["profile_message"] = ("error", str(exc))
+        return
+    _set_profile(profile, "custom", f"uploaded file {upload.name}")
+    ss["profile_message"] = ("success", f"Loaded profile '{profile.name}' from {upload.name}")
+
+
+def _profiles_dir() -> Path | None:
+    folder = os.environ.get(PROFILES_DIR_ENV)
+    return Path(folder) if folder and Path(folder).is_dir() else None
+
+
+def _folder_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.glob("*.json") if p.is_file())[:MAX_FOLDER_FILES]
+
+
+def _on_folder() -> None:
+    folder, name = _profiles_dir(), ss.get("folder_pick")
+    if folder is None or not name or name not in _folder_files(folder):
+        return
+    try:
+        profile = load_profile(folder / name)
+    except ScalesimError as exc:
+        ss["profile_message"] = ("error", str(exc))
+        return
+    _set_profile(profile, "custom", f"{folder.name}/{name}")
+    ss["profile_message"] = ("success", f"Loaded profile '{profile.name}' from {name}")
+
+
+# ---------------------------------------------------------------- widgets
+
+class _Controls:
+    """Renders bound widgets and collects the values of those rendered in this run."""
+
+    def __init__(self, state: AppState):
+        self.state = state
+        self.values: dict = {}
+
+    def __call__(self, widget, field: str, label: str, **kwargs):
+        key = _key(field)
+        if key not in ss:  # dropped by Streamlit while hidden: restore the state's value
+            ss[key] = getattr(self.state, field)
+        value = widget(label, key=key, **kwargs)
+        self.values[field] = value
+        return value
+
+
+def _profile_section(c: _Controls) -> None:
+    st.sidebar.header("Profile")
+    hw_names, wl_names = list(presets.HARDWARE), list(presets.WORKLOADS)
+    c(st.sidebar.selectbox, "hw", "Hardware preset", options=hw_names, on_change=_on_preset,
+      format_func=lambda n: f"{n} ({presets.HARDWARE[n].device_name})")
+    c(st.sidebar.selectbox, "wl", "Workload preset", options=wl_names, on_change=_on_preset)
+    st.sidebar.file_uploader("Or upload a calibration profile (JSON)", type=["json"],
+                             key="upload", on_change=_on_upload, max_upload_size=MAX_UPLOAD_MB)
+    folder = _profiles_dir()
+    if folder is not None:
+        files = _folder_files(folder)
+        st.sidebar.selectbox(f"Or pick one from {folder.name}/", options=[""] + files,
+                             key="folder_pick", on_change=_on_folder,
+                             format_func=lambda n: n or "(choose a file)")
+    message = ss.get("profile_message")
+    if message:
+        (st.sidebar.error if message[0] == "error" else st.sidebar.success)(_md(message[1]))
+    profile: Profile = ss["profile"]
+    st.sidebar.caption(f"Predicting with **{_md(profile.name)}** (from {_md(ss['profile_origin'])})")
+
+
+def _device_section(c: _Controls, state: AppState) -> None:
+    st.sidebar.header("Devices")
+    options = sorted({2**i for i in range(15)} | {state.dmax})
+    c(st.sidebar.select_slider, "dmax", "Largest device count", options=options)
+    grid = c(st.sidebar.radio, "grid", "Device counts to plot", options=list(GRID_LABELS),
+             format_func=GRID_LABELS.get, horizontal=True)
+    if grid == "list":
+        c(st.sidebar.text_input, "dlist", "Device counts (e.g. 1,2,4,8,16,32 or 1-512)")
+    c(st.sidebar.number_input, "dpn", "Devices per server", min_value=1, max_value=1024, step=1)
+
+
+def _batch_section(c: _Controls) -> None:
+    st.sidebar.header("Batch")
+    mode = c(st.sidebar.radio, "mode", "Batch", options=list(MODE_LABELS),
+             format_func=MODE_LABELS.get, label_visibility="collapsed")
+    if mode == "weak":
+        c(st.sidebar.number_input, "mb", "Per-device micro-batch", min_value=1, step=1)
+    else:
+        c(st.sidebar.number_input, "gb", "Global batch (samples per step)", min_value=1, step=1)
+    c(st.sidebar.number_input, "acc", "Gradient accumulation (micro-steps per step)",
+      min_value=1, max_value=4096, step=1)
+
+
+def _comm_section(c: _Controls, state: AppState) -> None:
+    st.sidebar.header("Communication")
+    c(st.sidebar.selectbox, "strat", "Strategy", options=["ddp", "zero1", "zero2", "zero3"],
+      format_func=lambda s: {"ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2",
+                             "zero3": "ZeRO-3 / FSDP"}[s])
+    c(st.sidebar.toggle, "ovl", "Overlap gradient exchange with backward")
+    c(st.sidebar.number_input, "bkt", "Gradient bucket size (MiB)", min_value=0.1,
+      max_value=100000.0, step=5.0)
+    c(st.sidebar.selectbox, "algo", "All-reduce algorithm",
+      options=["auto", "ring", "tree", "hierarchical"])
+    hw = ss["profile"].hardware
+    intra = c(st.sidebar.selectbox, "intra", "Intra-server link",
+              options=["profile", *presets.INTRA_LINKS, "custom"],
+              format_func=lambda k: (f"as profiled ({hw.intra_node.kind}, "
+                                     f"{hw.intra_node.busbw_GBps:g} GB/s)") if k == "profile"
+              else "custom..." if k == "custom" else k)
+    if intra == "custom":
+        c(st.sidebar.number_input, "ibw", "Intra-server bus bandwidth (GB/s)", min_value=0.001,
+          step=10.0)
+        c(st.sidebar.number_input, "ilat", "Intra-server latency per step (µs)", min_value=0.0,
+          step=1.0)
+    inter = c(st.sidebar.selectbox, "inter", "Inter-server link",
+              options=["profile", "infiniband", "roce", "ethernet", "custom"],
+              format_func=lambda k: (f"as profiled ({hw.inter_node.kind}, "
+                                     f"{hw.inter_node.busbw_GBps:g} GB/s)") if k == "profile"
+              else "custom..." if k == "custom" else k)
+    if inter in ("infiniband", "roce", "ethernet"):
+        c(st.sidebar.number_input, "nics", "NICs per server", min_value=1, max_value=64, step=1)
+        c(st.sidebar.number_input, "gbit", "Gbit/s per NIC", min_value=1.0, max_value=10000.0,
+          step=25.0)
+    elif inter == "custom":
+        c(st.sidebar.number_input, "ebw", "Inter-server bus bandwidth (GB/s)", min_value=0.001,
+          step=5.0)
+        c(st.sidebar.number_input, "elat", "Inter-server latency per step (µs)", min_value=0.0,
+          step=1.0)
+
+
+def _data_section(c: _Controls) -> None:
+    st.sidebar.header("Input and stragglers")
+    has_loader = ss["profile"].input_pipeline is not None
+    c(st.sidebar.number_input, "lw", "Loader workers per device (empty: the profile's best)",
+      min_value=0, max_value=1024, step=1, disabled=not has_loader,
+      help=None if has_loader else "this profile has no measured input pipeline")
+    c(st.sidebar.number_input, "cv", "Straggler spread (step-time std / mean)", min_value=0.0,
+      max_value=10.0, step=0.01, format="%.3f")
+    c(st.sidebar.number_input, "slow", "Slow device rank (empty: none)", min_value=0,
+      max_value=16383, step=1)
+    c(st.sidebar.number_input, "sf", "Slow device: times slower", min_value=1.0,
+      max_value=100.0, step=0.1)
+
+
+def _goal_section(c: _Controls) -> None:
+    st.sidebar.header("Training goal and price")
+    c(st.sidebar.number_input, "cbs", "Critical batch size (samples; empty: unknown)",
+      min_value=1.0, step=256.0, format="%.0f")
+    c(st.sidebar.number_input, "emin", "Samples to quality at a tiny batch, E_min (optional)",
+      min_value=1.0, step=1e6, format="%.0f")
+    c(st.sidebar.number_input, "train", "Samples in the training run", min_value=1.0,
+      step=1e6, format="%.0f")
+    c(st.sidebar.number_input, "price", "Price per device-hour (USD)", min_value=0.0,
+      step=0.5, format="%.2f")
+
+
+def _focus_section(c: _Controls, devices: list[int]) -> None:
+    st.sidebar.header("Compare")
+    if ss.get(_key("focus")) not in [None, *devices]:
+        ss[_key("focus")] = None
+    c(st.sidebar.selectbox, "focus", "Device count for remedies and A vs B",
+      options=[None, *devices], format_func=lambda d: "auto (the knee)" if d is None else str(d))
+    c(st.sidebar.selectbox, "b", "Scenario B", options=list(B_LABELS), format_func=B_LABELS.get)
+
+
+# ---------------------------------------------------------------- plan (cached)
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _cached_plan(profile_json: str, state_json: str) -> Plan:
+    return make_plan(Profile.model_validate_json(profile_json),
+                     AppState.model_validate_json(state_json))
+
+
+def _plan(profile: Profile, state: AppState) -> Plan:
+    return _cached_plan(profile.model_dump_json(), state.model_dump_json())
+
+
+# ---------------------------------------------------------------- main area
+
+def _headline(plan: Plan) -> None:
+    h = headline(plan)
+    cols = st.columns(4)
+    cols[0].metric(f"Scaling efficiency at {h['devices']} devices", h["efficiency"])
+    cols[1].metric(f"Throughput ({plan.unit}/s)", f"{plan.focus.samples_per_s:,.0f}")
+    cols[2].metric("Speedup over one device", h["speedup"])
+    if "time_to_train" in h:
+        cols[3].metric("Time to train / cost", h["time_to_train"], h.get("cost"),
+                       delta_color="off", delta_arrow="off")
+    else:
+        cols[3].metric("Time to train", "-", "enter training length", delta_color="off",
+                       delta_arrow="off")
+    st.markdown(f"**Knee:** {h['knee']}  \n**Best remedy:** {h['best_remedy']}")
+
+
+def _share(plan: Plan, link: str) -> None:
+    from .report import charts_png_zip, report_html
+
+    cols = st.columns([1, 1, 1, 2])
+    with cols[0]:
+        safe = json.dumps(link).replace("</", "<\\/")
+        st.iframe(
+            "<button id='c' style='font:14px sans-serif;padding:6px 12px;border-radius:6px;"
+            "border:1px solid #bbb;background:#fff;cursor:pointer'>Copy share link</button>"
+            f"<script>const link={safe};const b=document.getElementById('c');"
+            "b.onclick=async()=>{try{await navigator.clipboard.writeText(link);}catch(e){"
+            "const t=document.createElement('textarea');t.value=link;document.body.appendChild(t);"
+            "t.select();document.execCommand('copy');t.remove();}b.textContent='Link copied';};"
+            "</script>", height=44)
+    cols[1].download_button("⬇ Report (HTML)", data=lambda: report_html(plan, link),
+                            file_name="scalesim-plan.html", mime="text/html", on_click="ignore",
+                            key="dl_html")
+    cols[2].download_button("⬇ Charts (PNG, zip)", data=lambda: charts_png_zip(plan),
+                            file_name="scalesim-charts.zip", mime="application/zip",
+                            on_click="ignore", key="dl_png")
+    with cols[3].expander("Share link (opens this exact what-if)"):
+        st.code(link, language=None, wrap_lines=True)
+
+
+def _rows_table(plan: Plan) -> pd.DataFrame:
+    unit = plan.unit
+    return pd.DataFrame([{
+        "devices": r.devices, "servers": r.nodes, "micro-batch": r.micro_batch,
+        "global batch": r.global_batch, "step ms": r.step_time_s * 1e3,
+        "compute ms": r.compute_s * 1e3, "exposed comm ms": r.exposed_comm_s * 1e3,
+        "data stall ms": r.data_stall_s * 1e3, "straggler ms": r.straggler_s * 1e3,
+        f"{unit}/s": r.samples_per_s, "efficiency %": r.efficiency * 100,
+        "memory GiB": r.memory_bytes / 2**30, "fits": r.fits,
+    } for r in plan.rows])
+
+
+def _chart(chart) -> None:
+    st.altair_chart(chart, width="stretch")
+
+
+def _tab_curve(plan: Plan) -> None:
+    _chart(charts.throughput_chart(plan))
+    _chart(charts.efficiency_chart(plan))
+    with st.expander("The numbers"):
+        st.dataframe(_rows_table(plan), hide_index=True,
+                     column_config={c: st.column_config.NumberColumn(format="%.2f")
+                                    for c in ("step ms", "compute ms", "exposed comm ms",
+                                              "data stall ms", "straggler ms")})
+
+
+def _tab_breakdown(plan: Plan) -> None:
+    _chart(charts.breakdown_chart(plan))
+    misfits = [r.devices for r in plan.rows if not r.fits]
+    if misfits:
+        st.warning(f"Does not fit in device memory at {', '.join(map(str, misfits))} devices: "
+                   "try ZeRO-3 or a smaller batch.")
+    st.dataframe(_rows_table(plan), hide_index=True)
+
+
+def _tab_remedies(plan: Plan) -> None:
+    _chart(charts.remedies_chart(plan))
+    st.dataframe(pd.DataFrame([{
+        "remedy": r.title,
+        "gain %": r.gain * 100 if r.applicable else None,
+        f"{plan.unit}/s": r.prediction.samples_per_s if r.prediction else None,
+        "step ms": r.prediction.step_time_s * 1e3 if r.prediction else None,
+        "fits": r.prediction.fits if r.prediction else None,
+        "time to train": duration(r.prediction.time_to_train_s) if r.prediction else "-",
+        "cost USD": r.prediction.cost_usd if r.prediction else None,
+        "note": r.reason,
+    } for r in plan.remedies]), hide_index=True, column_config={
+        "gain %": st.column_config.NumberColumn(format="%+.1f"),
+        f"{plan.unit}/s": st.column_config.NumberColumn(format="%.0f"),
+        "step ms": st.column_config.NumberColumn(format="%.2f"),
+        "cost USD": st.column_config.NumberColumn(format="dollar"),
+    })
+
+
+def _tab_cost(plan: Plan) -> None:
+    chart = charts.cost_chart(plan)
+    if chart is None:
+        st.info("Enter a **price per device-hour** and the **samples in the training run** "
+                "(sidebar: Training goal and price) to compare device counts and remedies in "
+                "hours and money.")
+    else:
+        _chart(chart)
+    st.dataframe(pd.DataFrame([{
+        "option": o.label, "devices": o.devices, f"{plan.unit}/s": o.samples_per_s,
+        "time to train": duration(o.time_to_train_s),
+        "time to quality": duration(o.time_to_quality_s), "cost USD": o.cost_usd,
+        "fits": o.fits,
+    } for o in plan.options]), hide_index=True, column_config={
+        f"{plan.unit}/s": st.column_config.NumberColumn(format="%.0f"),
+        "cost USD": st.column_config.NumberColumn(format="dollar"),
+    })
+
+
+def _tab_quality(plan: Plan) -> None:
+    chart = charts.quality_chart(plan)
+    if chart is None:
+        st.info("Enter a **critical batch size** (sidebar: Training goal and price) to see how "
+                "time to quality changes with the global batch. `scalesim calibrate` estimates "
+                "it from gradient norms (the gradient noise scale).")
+        return
+    _chart(chart)
+    if not plan.quality_absolute:
+        st.caption("Relative times (1 = fastest batch): enter E_min, the samples to quality at a "
+                   "tiny batch, to see hours.")
+
+
+def _tab_ab(plan: Plan) -> None:
+    if plan.b_focus is None:
+        st.info(f"Scenario B ({B_LABELS[plan.state.b]}) does not apply here: "
+                f"{plan.b_label}. Pick another B in the sidebar.")
+        return
+    a, b = plan.focus, plan.b_focus
+    left, right = st.columns(2)
+    left.subheader(f"A: now, {a.devices} devices")
+    right.subheader(f"B: {plan.b_label}")
+
+    def rel(new: float | None, old: float | None) -> str | None:
+        if new is None or old is None or old == 0:
+            return None
+        return f"{new / old - 1:+.1%}"
+
+    unit = plan.unit
+    left.metric(f"Throughput ({unit}/s)", f"{a.samples_per_s:,.0f}")
+    right.metric(f"Throughput ({unit}/s)", f"{b.samples_per_s:,.0f}",
+                 rel(b.samples_per_s, a.samples_per_s))
+    left.metric("Step time", f"{a.step_time_s * 1e3:.1f} ms")
+    right.metric("Step time", f"{b.step_time_s * 1e3:.1f} ms",
+                 rel(b.step_time_s, a.step_time_s), delta_color="inverse")
+    left.metric("Scaling efficiency", f"{a.efficiency:.1%}")
+    right.metric("Scaling efficiency", f"{b.efficiency:.1%}",
+                 f"{(b.efficiency - a.efficiency) * 100:+.1f} points")
+    if a.time_to_train_s is not None and b.time_to_train_s is not None:
+        left.metric("Time to train", duration(a.time_to_train_s))
+        right.metric("Time to train", duration(b.time_to_train_s),
+                     rel(b.time_to_train_s, a.time_to_train_s), delta_color="inverse")
+    if a.cost_usd is not None and b.cost_usd is not None:
+        left.metric("Cost", f"${a.cost_usd:,.0f}")
+        right.metric("Cost", f"${b.cost_usd:,.0f}", rel(b.cost_usd, a.cost_usd),
+                     delta_color="inverse")
+    if not b.fits:
+        right.warning("B does not fit in device memory.")
+    chart = charts.ab_chart(plan)
+    if chart is not None:
+        _chart(chart)
+
+
+TAB_RENDERERS = {"curve": _tab_curve, "breakdown": _tab_breakdown, "remedies": _tab_remedies,
+                 "cost": _tab_cost, "quality": _tab_quality, "ab": _tab_ab}
+
+
+def render() -> None:
+    """Draw the planner page (the app's default page)."""
+    _init_session()
+    state: AppState = ss["app_state"]
+    st.title("scalesim: what-if planner")
+    for message in ss.get("link_messages") or []:
+        st.warning(f"Share link: {message}")
+
+    c = _Controls(state)
+    _profile_section(c)
+    state = ss["app_state"]  # a callback may have switched the profile
+    c.state = state
+    _device_section(c, state)
+    _batch_section(c)
+    _comm_section(c, state)
+    _data_section(c)
+    _goal_section(c)
+    profile: Profile = ss["profile"]
+
+    from .plan import device_counts
+
+    draft = state.model_copy(update=c.values)
+    counts, _ = device_counts(draft, draft.dpn or profile.hardware.devices_per_node)
+    _focus_section(c, counts)
+
+    try:
+        state = AppState.model_validate({**state.model_dump(), **c.values})
+    except ValueError as exc:
+        st.error(f"A control has a value the planner cannot use: {exc}")
+        return
+    tab_label = ss.get(_key("tab"), TABS[state.tab])
+    state = state.model_copy(update={"tab": LABEL_TO_TAB.get(tab_label, "curve")})
+    ss["app_state"] = state
+
+    params = encode_query(state, profile)
+    try:
+        if st.query_params.to_dict() != params:
+            st.query_params.from_dict(params)
+    except Exception:  # noqa: BLE001 - the URL is a convenience; never fail the page for it
+        pass
+    link = f"{st.context.url or ''}?{query_string(params)}"
+
+    try:
+        plan = _plan(profile, state)
+    except ScalesimError as exc:
+        st.error(f"Cannot predict this scenario: {exc}")
+        return
+    st.caption(f"Profile: {_md(profile.name)}. Predictions from an analytical model, "
+               "not measurements.")
+    _headline(plan)
+    for note in plan.notes:
+        st.info(note)
+    _share(plan, link)
+
+    tabs = st.tabs(list(TABS.values()), key=_key("tab"), on_change="rerun")
+    for (tab_id, _), container in zip(TABS.items(), tabs, strict=True):
+        if container.open:
+            with container:
+                TAB_RENDERERS[tab_id](plan)

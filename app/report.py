@@ -1,0 +1,172 @@
+"""The manager's report: one self-contained HTML file, and the charts as PNG files.
+
+The HTML embeds every chart as inline SVG rendered by vl-convert (no JavaScript, no external
+file, so it opens offline and prints as is), the headline numbers, the scenario, the tables and
+the share link. Every text that came from a profile or the URL is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import zipfile
+from datetime import UTC, datetime
+
+import vl_convert as vlc
+
+from .charts import all_charts
+from .plan import Plan, duration, headline
+
+REPORT_CHART_WIDTH_PX = 720
+CAPTIONS = {
+    "throughput": "Predicted throughput beside ideal linear scaling; the red line marks the knee "
+                  "and its cause.",
+    "efficiency": "Scaling efficiency: the share of ideal linear speedup each device count keeps.",
+    "step_breakdown": "Where each training step's time goes at each device count.",
+    "remedies": "Each remedy applied alone at the focus device count, ranked by predicted gain.",
+    "time_to_quality": "Time to the quality target vs global batch (critical batch size model).",
+    "hours_vs_cost": "Time to train and cost for each device count and each remedy.",
+    "a_vs_b": "Scenario A (now) and B side by side.",
+}
+
+_CSS = """
+body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:960px;margin:2em auto;
+color:#222;line-height:1.45;padding:0 1em}
+h1{font-size:1.6em;margin-bottom:.2em}h2{margin-top:1.6em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:.6em 0;font-size:.92em}
+td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right}
+th{background:#f4f4f4}td.l,th.l{text-align:left}
+.headline td{font-size:1.05em}.headline td.l{font-weight:bold}
+figure{margin:1.2em 0}figcaption{color:#555;font-size:.9em}
+code{word-break:break-all;font-size:.8em;background:#f6f6f6;padding:.2em}
+.note{color:#555;font-size:.9em}
+"""
+
+
+def _e(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _table(header: list[str], rows: list[list], left: int = 1, cls: str = "") -> str:
+    head = "".join(f'<th class="{"l" if i < left else ""}">{_e(h)}</th>'
+                   for i, h in enumerate(header))
+    body = "".join(
+        "<tr>" + "".join(f'<td class="{"l" if i < left else ""}">{_e(v)}</td>'
+                         for i, v in enumerate(row)) + "</tr>"
+        for row in rows)
+    return f'<table class="{cls}"><tr>{head}</tr>{body}</table>'
+
+
+def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
+    """The scenario in words: (what, value) pairs."""
+    s, p, hw = plan.scenario, plan.profile, plan.profile.hardware
+    intra = s.intra_busbw_GBps or hw.intra_node.busbw_GBps
+    inter = s.inter_busbw_GBps or hw.inter_node.busbw_GBps
+    batch = (f"fixed global batch {s.global_batch} (strong scaling)" if s.global_batch
+             else f"{plan.focus.micro_batch} per device (weak scaling)")
+    lines = [
+        ("profile", p.name),
+        ("hardware", f"{hw.name}: {hw.device_name}"),
+        ("workload", f"{p.workload.name} ({p.workload.params:,.0f} parameters)"),
+        ("device counts", ", ".join(str(d) for d in s.devices)),
+        ("devices per server", str(s.devices_per_node)),
+        ("batch", batch),
+        ("gradient accumulation", str(s.accumulation)),
+        ("overlap with backward", "on" if s.overlap else "off"),
+        ("bucket size", f"{s.bucket_mib:g} MiB"),
+        ("strategy", s.strategy),
+        ("all-reduce algorithm", s.algorithm),
+        ("intra-server link", f"{intra:g} GB/s bus bandwidth"),
+        ("inter-server link", f"{inter:g} GB/s bus bandwidth"),
+        ("loader workers", "profile's best" if s.loader_workers is None
+         else str(s.loader_workers)),
+        ("straggler spread (std/mean)", "profile's" if s.straggler_cv is None
+         else f"{s.straggler_cv:g}"),
+        ("slow device", "none" if s.slow_device is None
+         else f"rank {s.slow_device}, {s.slow_factor:g}x slower"),
+        ("critical batch size", "unknown" if s.critical_batch_size is None
+         else f"{s.critical_batch_size:,.0f}"),
+        ("training run", "unknown" if s.train_samples is None
+         else f"{s.train_samples:,.0f} {plan.unit}"),
+        ("price per device-hour", "unknown" if s.price_per_device_hour is None
+         else f"${s.price_per_device_hour:,.2f}"),
+    ]
+    return lines
+
+
+def chart_svgs(plan: Plan) -> dict[str, str]:
+    return {name: vlc.vegalite_to_svg(chart.to_dict())
+            for name, chart in all_charts(plan, REPORT_CHART_WIDTH_PX).items()}
+
+
+def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str:
+    """The whole report as one HTML document with no external resources."""
+    when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
+    h = headline(plan)
+    unit = plan.unit
+    heads = [
+        ("Devices in focus", h["devices"]),
+        ("Throughput", h["throughput"]),
+        ("Scaling efficiency", h["efficiency"]),
+        ("Speedup over one device", h["speedup"]),
+        ("Knee", h["knee"]),
+        ("Best remedy", h["best_remedy"]),
+    ]
+    if "time_to_train" in h:
+        heads.append(("Time to train", h["time_to_train"]))
+    if "cost" in h:
+        heads.append(("Cost", h["cost"]))
+    parts = [
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+        f"<title>scalesim plan: {_e(plan.profile.name)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>Scaling plan: {_e(plan.profile.name)}</h1>",
+        f'<p class="note">Predicted by scalesim (an analytical model of data-parallel training) '
+        f"on {_e(when)}. These are predictions, not measurements.</p>",
+        "<h2>Headline</h2>",
+        _table(["", ""], [[k, v] for k, v in heads], cls="headline"),
+        f'<p>Open this what-if in the planner: <a href="{_e(link)}">share link</a><br>'
+        f"<code>{_e(link)}</code></p>",
+        "<h2>Charts</h2>",
+    ]
+    for name, svg in chart_svgs(plan).items():
+        parts.append(f"<figure>{svg}<figcaption>{_e(CAPTIONS.get(name, name))}</figcaption>"
+                     "</figure>")
+    parts.append("<h2>Scenario</h2>")
+    parts.append(_table(["setting", "value"], [[k, v] for k, v in scenario_lines(plan)], left=2))
+    parts.append("<h2>Prediction per device count</h2>")
+    parts.append(_table(
+        ["devices", "servers", "step ms", "compute ms", "exposed comm ms", "data stall ms",
+         "straggler ms", f"{unit}/s", "efficiency", "memory GiB", "fits"],
+        [[r.devices, r.nodes, f"{r.step_time_s * 1e3:.2f}", f"{r.compute_s * 1e3:.2f}",
+          f"{r.exposed_comm_s * 1e3:.2f}", f"{r.data_stall_s * 1e3:.2f}",
+          f"{r.straggler_s * 1e3:.2f}", f"{r.samples_per_s:,.0f}", f"{r.efficiency:.1%}",
+          f"{r.memory_bytes / 2**30:.1f}", "yes" if r.fits else "NO"] for r in plan.rows]))
+    parts.append(f"<h2>Remedies at {plan.focus.devices} devices</h2>")
+    parts.append(_table(
+        ["remedy", "gain", f"{unit}/s", "time to train", "cost", "note"],
+        [[r.title, f"{r.gain:+.1%}" if r.applicable else "n/a",
+          f"{r.prediction.samples_per_s:,.0f}" if r.prediction else "-",
+          duration(r.prediction.time_to_train_s) if r.prediction else "-",
+          f"${r.prediction.cost_usd:,.0f}" if r.prediction and r.prediction.cost_usd is not None
+          else "-", r.reason] for r in plan.remedies]))
+    parts.append("<h2>Hours and money</h2>")
+    parts.append(_table(
+        ["option", "devices", f"{unit}/s", "time to train", "time to quality", "cost"],
+        [[o.label, o.devices, f"{o.samples_per_s:,.0f}", duration(o.time_to_train_s),
+          duration(o.time_to_quality_s),
+          "-" if o.cost_usd is None else f"${o.cost_usd:,.0f}"] for o in plan.options]))
+    notes = list(plan.notes) + list(plan.profile.notes)
+    if notes:
+        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def charts_png_zip(plan: Plan, scale: float = 2.0) -> bytes:
+    """Every chart as a PNG file, zipped (``01_throughput.png``...)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for i, (name, chart) in enumerate(all_charts(plan, REPORT_CHART_WIDTH_PX).items(), 1):
+            archive.writestr(f"{i:02d}_{name}.png", vlc.vegalite_to_png(chart.to_dict(),
+                                                                       scale=scale))
+    return buffer.getvalue()

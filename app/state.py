@@ -1,0 +1,317 @@
+"""The planner's whole state, and its versioned URL query-string form (the share link).
+
+Pure: no streamlit import, so the round trip is unit-testable. A link holds every control
+(``AppState``, one short query key per field), the chosen presets, and the profile's fitted
+parameters as a compact blob (``prof``: the profile JSON without raw points, free text or host
+names, zlib-compressed, base64url). Reading a link never runs anything from it: values are
+validated by pydantic field by field, the blob is size-limited before and after decompression and
+parsed with ``json`` only. A broken field falls back to its default with a one-line message.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import zlib
+from collections.abc import Mapping
+from typing import Any, Literal
+from urllib.parse import urlencode
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from scalesim import presets
+from scalesim.errors import ScalesimError
+from scalesim.profiles import parse_profile, profile_from_presets
+from scalesim.schemas import Profile
+
+LINK_VERSION = 1
+MAX_QUERY_CHARS = 16_000  # the whole query string (browsers keep ~32k; stay well below)
+MAX_VALUE_CHARS = 400  # one control's value
+MAX_PROFILE_BLOB_CHARS = 12_000  # the compressed profile, base64url
+MAX_PROFILE_JSON_BYTES = 200_000  # the profile after decompression
+MAX_DEVICES = 16_384
+IGNORED_KEYS = {"embed", "embed_options"}  # Streamlit's own query parameters
+
+IntraMode = Literal["profile", "custom", *presets.INTRA_LINKS.keys()]  # type: ignore[valid-type]
+InterMode = Literal["profile", "custom", "infiniband", "roce", "ethernet"]
+RemedyChoice = Literal["best", "bigger_batch", "overlap", "accumulation", "loader", "sharding",
+                       "interconnect", "slow_device", "more_devices"]
+
+
+class AppState(BaseModel):
+    """Every control of the planner. ``None`` means "take it from the profile"."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    src: Literal["preset", "custom"] = "preset"
+    hw: str = presets.DEFAULT_HARDWARE
+    wl: str = presets.DEFAULT_WORKLOAD
+    dmax: int = Field(default=1024, ge=1, le=MAX_DEVICES, description="largest device count")
+    grid: Literal["pow2", "server", "list"] = "pow2"
+    dlist: str = Field(default="", max_length=MAX_VALUE_CHARS, description="e.g. 1,2,4,8,16")
+    dpn: int | None = Field(default=None, ge=1, le=1024, description="devices per server")
+    mode: Literal["weak", "strong"] = "weak"
+    mb: int | None = Field(default=None, ge=1, le=1_000_000, description="per-device micro-batch")
+    gb: int | None = Field(default=None, ge=1, le=100_000_000, description="fixed global batch")
+    acc: int = Field(default=1, ge=1, le=4096)
+    ovl: bool = True
+    bkt: float = Field(default=25.0, gt=0, le=100_000, description="bucket size, MiB")
+    strat: Literal["ddp", "zero1", "zero2", "zero3"] = "ddp"
+    algo: Literal["auto", "ring", "tree", "hierarchical"] = "auto"
+    lw: int | None = Field(default=None, ge=0, le=1024, description="loader workers per device")
+    cv: float | None = Field(default=None, ge=0, le=10, description="step-time std/mean")
+    slow: int | None = Field(default=None, ge=0, lt=MAX_DEVICES, description="slow device rank")
+    sf: float = Field(default=1.0, ge=1.0, le=100.0, description="slow device factor")
+    intra: IntraMode = "profile"  # type: ignore[valid-type]
+    ibw: float | None = Field(default=None, gt=0, le=1e5, description="intra busbw, GB/s")
+    ilat: float | None = Field(default=None, ge=0, le=1e6, description="intra latency, us")
+    inter: InterMode = "profile"
+    nics: int = Field(default=8, ge=1, le=64, description="NICs per server")
+    gbit: float = Field(default=400.0, gt=0, le=10_000, description="Gbit/s per NIC")
+    ebw: float | None = Field(default=None, gt=0, le=1e5, description="inter busbw, GB/s")
+    elat: float | None = Field(default=None, ge=0, le=1e6, description="inter latency, us")
+    cbs: float | None = Field(default=None, gt=0, le=1e12, description="critical batch, samples")
+    emin: float | None = Field(default=None, gt=0, le=1e18, description="E_min, samples")
+    train: float | None = Field(default=None, gt=0, le=1e18, description="samples in the run")
+    price: float | None = Field(default=None, ge=0, le=1e6, description="USD per device-hour")
+    focus: int | None = Field(default=None, ge=1, le=MAX_DEVICES, description="None: auto")
+    b: RemedyChoice = "best"
+    tab: Literal["curve", "breakdown", "remedies", "cost", "quality", "ab"] = "curve"
+
+    @field_validator("hw")
+    @classmethod
+    def _known_hw(cls, v: str) -> str:
+        if v not in presets.HARDWARE:
+            raise ValueError(f"unknown hardware preset (known: {', '.join(presets.HARDWARE)})")
+        return v
+
+    @field_validator("wl")
+    @classmethod
+    def _known_wl(cls, v: str) -> str:
+        if v not in presets.WORKLOADS:
+            raise ValueError(f"unknown workload preset (known: {', '.join(presets.WORKLOADS)})")
+        return v
+
+
+FIELDS = tuple(AppState.model_fields)
+NULLABLE = frozenset(name for name, f in AppState.model_fields.items()
+                     if f.default is None or "None" in str(f.annotation))
+PROFILE_DEFAULTED = ("dpn", "mb", "gb", "lw", "cv", "cbs", "emin", "train", "price")
+
+
+def preset_profile(state: AppState) -> Profile:
+    return profile_from_presets(presets.get_hardware(state.hw), presets.get_workload(state.wl))
+
+
+def profile_defaults(profile: Profile) -> dict[str, Any]:
+    """Control values a newly chosen profile brings (its server size, batch, price...)."""
+    wl, hw = profile.workload, profile.hardware
+    cbs = wl.critical_batch_size
+    if cbs is None and profile.noise_scale is not None:
+        cbs = profile.noise_scale.b_simple  # B_simple estimates B_noise (McCandlish et al.)
+    return {
+        "dpn": hw.devices_per_node,
+        "mb": wl.micro_batch,
+        "gb": wl.micro_batch * hw.devices_per_node * 8,
+        "lw": None,
+        "cv": profile.jitter.step_time_cv if profile.jitter is not None else 0.0,
+        "cbs": cbs,
+        "emin": wl.min_samples_to_quality,
+        "train": wl.train_samples,
+        "price": hw.price_per_device_hour,
+    }
+
+
+def with_profile_defaults(state: AppState, profile: Profile) -> AppState:
+    return state.model_copy(update=profile_defaults(profile))
+
+
+def default_state() -> AppState:
+    """What a fresh app shows: the default presets and their profile's control values."""
+    state = AppState()
+    return with_profile_defaults(state, preset_profile(state))
+
+
+# ---------------------------------------------------------------- profile blob
+
+def compact_profile(profile: Profile) -> Profile:
+    """The profile's fitted parameters only: no raw points, free text or host names.
+
+    Nothing dropped here is read by ``scalesim.predict`` (the loader curve's points are the
+    fitted curve, so they stay).
+    """
+    hw, wl, comp = profile.hardware, profile.workload, profile.compute
+    return profile.model_copy(update={
+        "fingerprint": profile.fingerprint.model_copy(update={"hostnames": []}),
+        "hardware": hw.model_copy(update={
+            "source": "",
+            "intra_node": hw.intra_node.model_copy(update={"source": ""}),
+            "inter_node": hw.inter_node.model_copy(update={"source": ""}),
+        }),
+        "workload": wl.model_copy(update={
+            "source": "",
+            "reference": [r.model_copy(update={"source": ""}) for r in wl.reference],
+        }),
+        "compute": comp.model_copy(update={"points": [], "source": ""}),
+        "links": [link.model_copy(update={"points": [], "note": ""}) for link in profile.links],
+        "input_pipeline": (None if profile.input_pipeline is None
+                           else profile.input_pipeline.model_copy(update={"source": ""})),
+        "jitter": (None if profile.jitter is None
+                   else profile.jitter.model_copy(update={"per_rank_median_s": []})),
+        "notes": [],
+    })
+
+
+def encode_profile(profile: Profile) -> str:
+    """Compact profile -> zlib -> base64url text (no padding)."""
+    text = compact_profile(profile).model_dump_json(exclude_defaults=False)
+    packed = zlib.compress(text.encode("utf-8"), 9)
+    return base64.urlsafe_b64encode(packed).decode("ascii").rstrip("=")
+
+
+def decode_profile(blob: str) -> Profile:
+    """The inverse of ``encode_profile``; any problem raises ScalesimError (one line)."""
+    if len(blob) > MAX_PROFILE_BLOB_CHARS:
+        raise ScalesimError(f"the profile in the link is too long ({len(blob)} characters, "
+                            f"limit {MAX_PROFILE_BLOB_CHARS})")
+    try:
+        packed = base64.urlsafe_b64decode(blob + "=" * (-len(blob) % 4))
+    except (binascii.Error, ValueError):
+        raise ScalesimError("the profile in the link is not valid base64url text") from None
+    inflater = zlib.decompressobj()
+    try:
+        raw = inflater.decompress(packed, MAX_PROFILE_JSON_BYTES)
+    except zlib.error:
+        raise ScalesimError("the profile in the link is damaged (not zlib data)") from None
+    if inflater.unconsumed_tail or not inflater.eof:
+        raise ScalesimError("the profile in the link is damaged or larger than "
+                            f"{MAX_PROFILE_JSON_BYTES} bytes")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise ScalesimError("the profile in the link is not valid JSON") from None
+    return parse_profile(data, "the profile in the link")
+
+
+# ---------------------------------------------------------------- query string
+
+def _to_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return repr(value)  # shortest text that round-trips exactly
+    return str(value)
+
+
+def encode_query(state: AppState, profile: Profile) -> dict[str, str]:
+    """The share link's query parameters: version, every control, the profile's parameters."""
+    params = {"v": str(LINK_VERSION)}
+    params.update({name: _to_text(getattr(state, name)) for name in FIELDS})
+    params["prof"] = encode_profile(profile)
+    return params
+
+
+def query_string(params: Mapping[str, str]) -> str:
+    return urlencode(params)
+
+
+def _first(value: Any) -> str:
+    """A query value as one string (a repeated key keeps its last value, like st.query_params)."""
+    if isinstance(value, list | tuple):
+        value = value[-1] if value else ""
+    return str(value)
+
+
+def _shown(value: Any) -> str:
+    """A value from a link made safe to echo: short, no markup characters."""
+    return re.sub(r"[^\w.,:+-]", "?", str(value))[:40]
+
+
+def _validated_fields(raw: dict[str, Any], messages: list[str]) -> dict[str, Any]:
+    """Validate control values; drop each broken one (with a message) and keep the rest."""
+    values = dict(raw)
+    for _ in range(len(FIELDS) + 1):
+        try:
+            AppState.model_validate(values)
+            return values
+        except ValidationError as exc:
+            bad = set()
+            for err in exc.errors():
+                name = str(err["loc"][0]) if err.get("loc") else ""
+                if name in values and name not in bad:
+                    bad.add(name)
+                    shown = _shown(values[name])
+                    messages.append(f"'{name}={shown}' is not valid ({err['msg']}); "
+                                    "using the default")
+            if not bad:  # a model-level error: nothing to blame, give up on the controls
+                messages.append("the link's controls do not fit together; using the defaults")
+                return {}
+            for name in bad:
+                values.pop(name)
+    return {}
+
+
+def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str]]:
+    """State, profile and messages (one line each) from a link's query parameters.
+
+    No parameters: the defaults, silently. A link of another version or over the size limits is
+    ignored as a whole; otherwise each broken field falls back to its default alone.
+    """
+    messages: list[str] = []
+    flat = {str(k): _first(v) for k, v in params.items() if str(k) not in IGNORED_KEYS}
+    if not flat:
+        return default_state(), preset_profile(AppState()), messages
+    total = sum(len(k) + len(v) + 2 for k, v in flat.items())
+    if total > MAX_QUERY_CHARS:
+        messages.append(f"the link is too long ({total} characters, limit {MAX_QUERY_CHARS}); "
+                        "showing the defaults")
+        return default_state(), preset_profile(AppState()), messages
+    version = flat.pop("v", None)
+    if version != str(LINK_VERSION):
+        what = "has no version" if version is None else f"is in format v{_shown(version)[:10]}"
+        messages.append(f"this link {what}; this scalesim reads v{LINK_VERSION} links, so it shows "
+                        "the defaults (ask the sender for a link from this version)")
+        return default_state(), preset_profile(AppState()), messages
+    blob = flat.pop("prof", None)
+    unknown = sorted(k for k in flat if k not in AppState.model_fields)
+    if unknown:
+        messages.append(f"ignored unknown link fields: {', '.join(_shown(k)[:20] for k in unknown[:5])}")
+    raw: dict[str, Any] = {}
+    for name in FIELDS:
+        if name not in flat:
+            continue
+        text = flat[name]
+        if len(text) > MAX_VALUE_CHARS:
+            messages.append(f"'{name}' is too long in the link; using the default")
+            continue
+        raw[name] = None if (text == "" and name in NULLABLE) else text
+    raw = {k: v for k, v in _validated_fields(raw, messages).items()}
+    state = AppState.model_validate(raw)
+
+    profile = None
+    if blob:
+        try:
+            profile = decode_profile(blob)
+        except ScalesimError as exc:
+            messages.append(f"{exc}; using the preset profile instead")
+    if state.src == "preset" or profile is None:
+        preset = preset_profile(state)
+        if profile is not None and profile != compact_profile(preset):
+            messages.append(f"the link's profile numbers differ from this version's presets "
+                            f"'{state.hw}' + '{state.wl}'; showing the link's numbers")
+            state = state.model_copy(update={"src": "custom"})
+        else:
+            if state.src == "custom":
+                messages.append("the link names an uploaded profile but does not carry it; "
+                                "showing the presets")
+                state = state.model_copy(update={"src": "preset"})
+            profile = preset
+    # Controls the link did not give take the profile's values, as a fresh choice would.
+    missing = {k: v for k, v in profile_defaults(profile).items() if k not in raw}
+    if missing:
+        state = state.model_copy(update=missing)
+    return state, profile, messages

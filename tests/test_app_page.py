@@ -1,0 +1,173 @@
+"""The planner page under Streamlit's AppTest: widgets, share links, uploads, tabs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import scalesim.app
+from scalesim.app.plan import headline, make_plan
+from scalesim.app.state import AppState, decode_query, default_state, preset_profile
+from streamlit.testing.v1 import AppTest
+from test_app_state import measured_profile
+
+SCRIPT = str(Path(scalesim.app.__file__).with_name("streamlit_app.py"))
+TIMEOUT_S = 120  # the first run imports pandas, Altair and the model on a busy CI machine
+
+
+def _app(query: dict | None = None) -> AppTest:
+    at = AppTest.from_file(SCRIPT, default_timeout=TIMEOUT_S)
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def _query(at: AppTest) -> dict[str, str]:
+    return {k: (v[-1] if isinstance(v, list) else v) for k, v in at.query_params.items()}
+
+
+def _charts(at: AppTest) -> int:
+    return len(at.get("vega_lite_chart"))
+
+
+def test_opens_on_the_default_presets_with_the_curve_drawn():
+    at = _app()
+    state = default_state()
+    plan = make_plan(preset_profile(state), state)
+    h = headline(plan)
+    metrics = _metrics(at)
+    assert metrics[f"Scaling efficiency at {h['devices']} devices"] == h["efficiency"]
+    assert "crosses server boundary: inter-server link" in at.markdown[0].value
+    assert h["best_remedy"] in at.markdown[0].value
+    assert _charts(at) == 2  # throughput and efficiency on the first tab
+    assert _query(at)["v"] == "1" and _query(at)["hw"] == state.hw
+    assert "v=1" in at.code[0].value  # the visible share link
+    assert not at.warning  # a fresh start is not a broken link
+
+
+def test_a_widget_change_updates_numbers_and_link():
+    at = _app()
+    before = _metrics(at)
+    at.sidebar.selectbox(key="k_strat").set_value("zero3")
+    at.sidebar.number_input(key="k_mb").set_value(64)
+    at.run()
+    assert not at.exception
+    q = _query(at)
+    assert q["strat"] == "zero3" and q["mb"] == "64"
+    assert "strat=zero3" in at.code[0].value
+    assert _metrics(at) != before
+    state, profile, _ = decode_query(q)
+    h = headline(make_plan(profile, state))
+    assert _metrics(at)[f"Scaling efficiency at {h['devices']} devices"] == h["efficiency"]
+
+
+def test_share_link_round_trip_opens_the_same_numbers():
+    sender = _app()
+    sender.sidebar.selectbox(key="k_hw").set_value("dgx-a100").run()
+    sender.sidebar.selectbox(key="k_inter").set_value("ethernet").run()
+    sender.sidebar.number_input(key="k_price").set_value(3.5)
+    sender.sidebar.number_input(key="k_train").set_value(2e9)
+    sender.sidebar.select_slider(key="k_dmax").set_value(256)
+    sender.run()
+    assert not sender.exception
+    link = _query(sender)
+    receiver = _app(link)
+    assert not receiver.warning
+    assert _metrics(receiver) == _metrics(sender)
+    assert receiver.markdown[0].value == sender.markdown[0].value
+    assert receiver.session_state["app_state"] == sender.session_state["app_state"]
+    a = make_plan(sender.session_state["profile"], sender.session_state["app_state"])
+    b = make_plan(receiver.session_state["profile"], receiver.session_state["app_state"])
+    assert [r.model_dump() for r in a.rows] == [r.model_dump() for r in b.rows]
+    assert _query(receiver) == link
+
+
+def test_tampered_link_warns_falls_back_and_never_crashes():
+    at = _app({"v": "1", "dmax": "-5", "strat": "__import__('os')", "mb": "16",
+               "prof": "eJzLSM3JyVcozy_KSQEAGgQEXQ"})
+    warnings = " ".join(w.value for w in at.warning)
+    assert "dmax" in warnings and "strat" in warnings and "profile in the link" in warnings
+    state: AppState = at.session_state["app_state"]
+    assert state.dmax == AppState().dmax and state.strat == "ddp" and state.mb == 16
+    assert _charts(at) == 2
+
+
+def test_link_from_another_version_shows_the_defaults():
+    at = _app({"v": "7", "mb": "16"})
+    assert "v1 links" in at.warning[0].value
+    assert at.session_state["app_state"].mb == default_state().mb
+
+
+def test_uploaded_profile_is_used_and_travels_in_the_link():
+    at = _app()
+    profile = measured_profile()
+    at.sidebar.file_uploader(key="upload").set_value(
+        ("lab.json", profile.model_dump_json().encode(), "application/json"))
+    at.run()
+    assert not at.exception
+    assert any("Loaded profile" in s.value for s in at.sidebar.success)
+    assert at.session_state["profile"] == profile
+    q = _query(at)
+    assert q["src"] == "custom" and q["cv"] == "0.03"  # the profile's jitter became the control
+    receiver = _app(q)
+    assert _metrics(receiver) == _metrics(at)
+    assert receiver.session_state["profile"].compute == profile.compute.model_copy(
+        update={"points": [], "source": ""})
+
+
+def test_a_bad_upload_is_refused_with_one_line():
+    at = _app()
+    at.sidebar.file_uploader(key="upload").set_value(("bad.json", b"{not json", "application/json"))
+    at.run()
+    assert not at.exception
+    assert "bad.json: not valid JSON" in at.sidebar.error[0].value.replace("\\", "")
+    foreign = json.loads(measured_profile().model_dump_json())
+    foreign["schema_version"] = "scalesim-profile/0"
+    at.sidebar.file_uploader(key="upload").set_value(
+        ("old.json", json.dumps(foreign).encode(), "application/json"))
+    at.run()
+    assert "schema_version is 'scalesim-profile/0'" in at.sidebar.error[0].value.replace("\\", "")
+    assert at.session_state["app_state"].src == "preset"
+
+
+def test_profiles_folder_lists_and_loads(tmp_path, monkeypatch):
+    (tmp_path / "lab.json").write_text(measured_profile().model_dump_json())
+    (tmp_path / "notes.txt").write_text("ignored")
+    monkeypatch.setenv("SCALESIM_APP_PROFILES", str(tmp_path))
+    at = _app()
+    picker = at.sidebar.selectbox(key="folder_pick")
+    assert picker.options == ["(choose a file)", "lab.json"]
+    picker.set_value("lab.json").run()
+    assert at.session_state["profile"].name == "lab-node (measured)"
+    assert _query(at)["src"] == "custom"
+
+
+@pytest.mark.parametrize("tab, charts", [("Step breakdown", 1), ("Remedies", 1),
+                                         ("Hours & cost", 1), ("Time to quality", 1),
+                                         ("A vs B", 1)])
+def test_each_tab_draws(tab, charts):
+    at = _app({"v": "1", "cbs": "4096", "train": "1000000000", "price": "4"})
+    at.session_state["k_tab"] = tab
+    at.run()
+    assert not at.exception
+    assert _charts(at) == charts
+    assert _query(at)["tab"] != "curve"
+    if tab == "Remedies":
+        table = at.dataframe[0].value
+        assert list(table["remedy"])[0].startswith("Faster inter-server network")
+    if tab == "A vs B":
+        deltas = [m.delta for m in at.metric if m.delta]
+        assert any(d.startswith("+") for d in deltas)
+
+
+def test_missing_price_explains_what_to_enter():
+    at = _app({"v": "1", "tab": "cost", "price": ""})
+    assert any("price per device-hour" in i.value for i in at.info)
+    assert _charts(at) == 0

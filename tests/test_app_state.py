@@ -1,0 +1,200 @@
+"""The planner's share link: state -> URL -> state, and what a broken link does."""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as hs
+from scalesim.app.plan import build_scenario, device_counts, make_plan
+from scalesim.app.state import (
+    FIELDS,
+    MAX_PROFILE_JSON_BYTES,
+    AppState,
+    compact_profile,
+    decode_profile,
+    decode_query,
+    default_state,
+    encode_profile,
+    encode_query,
+    preset_profile,
+)
+
+from scalesim.errors import ScalesimError
+from scalesim.predict import predict
+from scalesim.profiles import default_profile
+from scalesim.schemas import (
+    CollectivePoint,
+    Jitter,
+    LoaderCurve,
+    LoaderPoint,
+    NoiseScale,
+)
+
+
+def measured_profile():
+    """A profile shaped like a calibrated one: loader curve, jitter, raw points, host names."""
+    base = default_profile()
+    compute = base.compute.model_copy(update={
+        "overhead_s": 0.004, "per_sample_s": 0.0021, "optimizer_step_s": 0.012, "measured": True,
+        "source": "measured on node-a",
+    })
+    links = [base.links[0].model_copy(update={"measured": True, "points": [
+        CollectivePoint(op="all_reduce", size_bytes=2**20, ranks=8, time_s=1e-4, algbw_GBps=10.5,
+                        busbw_GBps=18.4)]})]
+    return base.model_copy(update={
+        "name": "lab-node (measured)",
+        "compute": compute,
+        "links": links,
+        "input_pipeline": LoaderCurve(points=[LoaderPoint(workers=0, samples_per_s=300.0),
+                                              LoaderPoint(workers=4, samples_per_s=1500.0)],
+                                      measured=True),
+        "jitter": Jitter(step_time_cv=0.03, per_rank_median_s=[0.1, 0.11]),
+        "noise_scale": NoiseScale(b_simple=3000.0, small_batch=32, big_batch=256),
+        "fingerprint": base.fingerprint.model_copy(update={"hostnames": ["secret-host-1"]}),
+        "notes": ["calibrated"],
+    })
+
+
+def _rows(profile, state):
+    return [r.model_dump() for r in make_plan(profile, state).rows]
+
+
+def test_default_link_round_trip_reproduces_state_profile_and_predictions():
+    state, profile = default_state(), preset_profile(AppState())
+    state2, profile2, messages = decode_query(encode_query(state, profile))
+    assert messages == []
+    assert state2 == state
+    assert profile2 == profile  # the presets' full profile, notes included
+    assert _rows(profile2, state2) == _rows(profile, state)
+
+
+def test_every_control_survives_the_link():
+    state = default_state().model_copy(update={
+        "hw": "dgx-a100", "wl": "gpt-7b", "dmax": 256, "grid": "server", "dpn": 8,
+        "mode": "strong", "gb": 4096, "acc": 2, "ovl": False, "bkt": 50.5, "strat": "zero3",
+        "algo": "ring", "lw": 3, "cv": 0.05, "slow": 3, "sf": 1.3, "intra": "custom",
+        "ibw": 123.25, "ilat": 3.5, "inter": "ethernet", "nics": 2, "gbit": 200.0,
+        "cbs": 2048.0, "emin": 5e8, "train": 1e9, "price": 3.25, "focus": 64,
+        "b": "interconnect", "tab": "cost",
+    })
+    profile = preset_profile(state)
+    state2, profile2, messages = decode_query(encode_query(state, profile))
+    assert messages == []
+    assert state2 == state
+    for name in FIELDS:
+        assert getattr(state2, name) == getattr(state, name), name
+    plan, plan2 = make_plan(profile, state), make_plan(profile2, state2)
+    assert [r.model_dump() for r in plan2.rows] == [r.model_dump() for r in plan.rows]
+    assert plan2.b_focus == plan.b_focus and plan2.b_focus is not None
+
+
+def test_uploaded_profile_travels_compactly_with_identical_predictions():
+    profile = measured_profile()
+    state = default_state().model_copy(update={"src": "custom", "lw": 2})
+    params = encode_query(state, profile)
+    assert len("&".join(f"{k}={v}" for k, v in params.items())) < 4000
+    state2, profile2, messages = decode_query(params)
+    assert messages == []
+    assert state2.src == "custom"
+    assert "secret-host-1" not in profile2.model_dump_json()  # host names stay home
+    assert profile2.compute.points == [] and profile2.links[0].points == []
+    assert profile2.input_pipeline == profile.input_pipeline  # the fitted loader curve travels
+    assert _rows(profile2, state2) == _rows(profile, state)
+    scenario, _ = build_scenario(state, profile)
+    assert [r.model_dump() for r in predict(profile2, scenario)] == \
+        [r.model_dump() for r in predict(profile, scenario)]
+
+
+def test_link_made_with_other_preset_numbers_keeps_the_links_numbers():
+    state = default_state()
+    changed = preset_profile(state)
+    changed = changed.model_copy(update={"compute": changed.compute.model_copy(
+        update={"per_sample_s": changed.compute.per_sample_s * 2})})
+    state2, profile2, messages = decode_query(encode_query(state, changed))
+    assert any("differ from this version's presets" in m for m in messages)
+    assert state2.src == "custom"
+    assert _rows(profile2, state2) == _rows(changed, state)
+
+
+def test_a_broken_field_falls_back_alone_and_says_so():
+    state, profile = default_state(), preset_profile(AppState())
+    params = dict(encode_query(state, profile), dmax="lots", strat="zero9", mb="64")
+    state2, _, messages = decode_query(params)
+    assert state2.dmax == AppState().dmax and state2.strat == "ddp"
+    assert state2.mb == 64  # the valid field is kept
+    assert any("dmax" in m for m in messages) and any("strat" in m for m in messages)
+
+
+@pytest.mark.parametrize("params, expect", [
+    ({"v": "2", "mb": "64"}, "format v2"),
+    ({"mb": "64"}, "has no version"),
+    ({"v": "1", "mb": "9" * 5000}, "too long"),
+    ({"v": "1", "hw": "<img src=x onerror=alert(1)>"}, "is not valid"),
+    ({"v": "1", "prof": "!!!not-base64!!!"}, "not valid base64url"),
+    ({"v": "1", "prof": base64.urlsafe_b64encode(b"plain text").decode()}, "not zlib"),
+    ({"v": "1", "prof": "A" * 20000}, "too long"),
+    ({"v": "1", "evil": "1"}, "unknown link fields"),
+])
+def test_tampered_links_show_a_message_and_fall_back(params, expect):
+    state, profile, messages = decode_query(params)
+    assert any(expect in m for m in messages), messages
+    assert isinstance(state, AppState)
+    assert make_plan(profile, state).rows  # the fallback still predicts
+    assert all("<" not in m and ">" not in m for m in messages)  # nothing echoed as markup
+
+
+def _blob(obj) -> str:
+    raw = json.dumps(obj).encode()
+    return base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode().rstrip("=")
+
+
+def test_profile_blob_is_validated_and_size_limited():
+    foreign = compact_profile(default_profile()).model_dump(mode="json")
+    foreign["schema_version"] = "scalesim-profile/99"
+    with pytest.raises(ScalesimError, match="schema_version"):
+        decode_profile(_blob(foreign))
+    with pytest.raises(ScalesimError, match="field"):
+        decode_profile(_blob({"schema_version": "scalesim-profile/1", "name": "x"}))
+    bomb = base64.urlsafe_b64encode(zlib.compress(b" " * (MAX_PROFILE_JSON_BYTES * 20), 9))
+    assert len(bomb) < 12_000  # small in the link, huge inflated
+    with pytest.raises(ScalesimError, match="larger than"):
+        decode_profile(bomb.decode())
+    assert decode_profile(encode_profile(default_profile())) == compact_profile(default_profile())
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hs.dictionaries(hs.sampled_from([*FIELDS, "v", "prof", "x"]),
+                       hs.text(max_size=30), max_size=8))
+def test_any_query_decodes_to_a_usable_state(params):
+    params = {"v": "1", **params}
+    state, profile, messages = decode_query(params)
+    assert isinstance(state, AppState)
+    assert all(isinstance(m, str) and "\n" not in m for m in messages)
+
+
+def test_device_grids_only_offer_counts_that_fill_servers():
+    state = default_state()
+    pow2, _ = device_counts(state.model_copy(update={"dmax": 1024}), 8)
+    assert pow2 == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+    six, _ = device_counts(state.model_copy(update={"dmax": 100}), 6)
+    assert six == [1, 2, 4, 6, 12, 24, 48, 96]
+    servers, _ = device_counts(state.model_copy(update={"grid": "server", "dmax": 64}), 8)
+    assert servers == [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64]
+    many, _ = device_counts(state.model_copy(update={"grid": "server", "dmax": 16384}), 8)
+    assert len(many) <= 260 and all(d <= 8 or d % 8 == 0 for d in many)
+    mine, notes = device_counts(state.model_copy(update={"grid": "list",
+                                                         "dlist": "1,8,12,16,4096"}), 8)
+    assert mine == [1, 8, 16, 4096] and "12" in notes[0]
+
+
+def test_strong_scaling_leaves_out_counts_that_do_not_split_the_batch():
+    state = default_state().model_copy(update={"mode": "strong", "gb": 96, "dmax": 64,
+                                               "grid": "server"})
+    scenario, notes = build_scenario(state, preset_profile(state))
+    assert scenario.global_batch == 96
+    assert all(96 % d == 0 for d in scenario.devices)
+    assert 40 not in scenario.devices and 48 in scenario.devices and notes
