@@ -269,8 +269,8 @@ class EmulatedCluster:
                                        f"{timeout_s:g} s") from None
                 outputs.append(out)
                 if proc.returncode != 0:
-                    tail = " | ".join(out.strip().splitlines()[-6:])
-                    raise ClusterError(f"torchrun on server {i} exited {proc.returncode}: {tail}")
+                    raise ClusterError(f"torchrun on server {i} exited {proc.returncode}: "
+                                       f"{_failure_summary(out)}")
             return outputs
         finally:
             for proc in procs:
@@ -305,6 +305,14 @@ class EmulatedCluster:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(recv.pid, signal.SIGKILL)
                 recv.wait()
+
+
+def _failure_summary(output: str) -> str:
+    """The lines of a failed torchrun's output that say why (errors first, else the tail)."""
+    lines = [ln.strip() for ln in output.strip().splitlines() if ln.strip()]
+    errors = [ln for ln in lines if re.search(r"error:|Error\b|Exception", ln)
+              and "To enable traceback" not in ln]
+    return " | ".join(dict.fromkeys(errors[:4] or lines[-6:]))
 
 
 def _receive(addr: str, size_bytes: int) -> None:
@@ -379,6 +387,341 @@ def _internal_main(argv: list[str]) -> bool:
     return True
 
 
+# =============================================================================================
+# The experiment: calibrate -> predict -> measure on the emulated cluster
+# =============================================================================================
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the data-parallel processes of one measured point run."""
+
+    label: str
+    servers: int
+    per_server: int
+
+    @property
+    def devices(self) -> int:
+        return self.servers * self.per_server
+
+
+def layouts_for(cores: int) -> list[Layout]:
+    """1, 2 in one server, 1 + 1 across; 2 + 2 across only with 4+ cores (one core each)."""
+    out = [Layout("1 process", 1, 1), Layout("2 processes in one server", 1, 2),
+           Layout("1 + 1 processes across two servers", 2, 1)]
+    if cores >= 4:
+        out.append(Layout("2 + 2 processes across two servers", 2, 2))
+    return out
+
+
+@dataclass
+class ExperimentConfig:
+    """What the experiment runs. Sizes: built-in MLP of ``width`` x ``depth`` (512 x 4: 1.06 M
+    parameters, 4.2 MB of fp32 gradients), ``batch`` samples per process per step."""
+
+    rate_mbit: float = DEFAULT_RATE_MBIT
+    model: str = "mlp"
+    width: int = 512
+    depth: int = 4
+    batch: int = 1024
+    compute_batches: tuple[int, ...] = (128, 256, 512, 1024)
+    compute_repeats: int = 10
+    steps: int = 30
+    warmup: int = 5
+    rounds: int = 2
+    timeout_s: float = 300.0
+    cores: int = field(default_factory=lambda: os.cpu_count() or 1)
+
+    def model_flags(self) -> list[str]:
+        return ["--model", self.model, "--width", str(self.width), "--depth", str(self.depth),
+                "--threads", "1"]
+
+
+def calibrate(cluster: EmulatedCluster, cfg: ExperimentConfig, work: Path):
+    """A profile with both links and one process's compute measured on the cluster.
+
+    Two ``scalesim.calibration`` runs, because on a machine with few cores all ranks timing
+    compute at once would time contention, not one device:
+
+    1. links: ``torchrun --nnodes=2 --nproc-per-node=2`` over both namespaces, phase
+       ``collectives`` (intra-server groups on loopback, inter-server group over the shaped
+       veth) and a tiny ``compute`` phase that the profile format requires (discarded);
+    2. compute: one process in one server, phases ``compute`` (``cfg.compute_batches``) and
+       ``jitter`` at ``cfg.batch``, one thread, as every measured process has.
+
+    The result is run 2's profile with run 1's hardware links (``devices_per_node`` 2).
+    """
+    from scalesim.profiles import load_profile
+
+    common = [*cfg.model_flags(), "--no-progress", "--optimizer", "adam"]
+    links_path, compute_path = work / "profile-links.json", work / "profile-compute.json"
+    cluster.launch(2, 2, ["-m", "scalesim.calibration", "--quick", "--phases",
+                          "compute,collectives", "--batches", "16,256", "--out", str(links_path),
+                          "--state-dir", str(work / "state-links"), *common],
+                   timeout_s=cfg.timeout_s)
+    batches = ",".join(str(b) for b in cfg.compute_batches)
+    cluster.launch(1, 1, ["-m", "scalesim.calibration", "--phases", "compute,jitter",
+                          "--batches", batches, "--micro-batch", str(cfg.batch),
+                          "--repeats", str(cfg.compute_repeats), "--warmup", "3",
+                          "--jitter-steps", "20", "--out", str(compute_path),
+                          "--state-dir", str(work / "state-compute"), *common],
+                   timeout_s=cfg.timeout_s)
+    return combine_profiles(load_profile(compute_path), load_profile(links_path))
+
+
+def combine_profiles(compute_profile, links_profile):
+    """``compute_profile`` with the links (and server layout) of ``links_profile``."""
+    hw = compute_profile.hardware.model_copy(update={
+        "devices_per_node": links_profile.hardware.devices_per_node,
+        "intra_node": links_profile.hardware.intra_node,
+        "inter_node": links_profile.hardware.inter_node,
+    })
+    notes = [*compute_profile.notes,
+             "links and server layout from a second calibration run: "
+             + "; ".join(links_profile.notes[:1])]
+    fingerprint = compute_profile.fingerprint.model_copy(update={
+        "device_count": links_profile.fingerprint.device_count,
+        "nodes": links_profile.fingerprint.nodes})
+    return compute_profile.model_copy(update={
+        "name": f"emulated cluster: {compute_profile.workload.name}", "hardware": hw,
+        "links": links_profile.links, "fingerprint": fingerprint, "notes": notes})
+
+
+def links_measured(profile) -> dict[str, bool]:
+    """Which link levels the profile measured (both must be True for the experiment)."""
+    return {link.level: link.measured for link in profile.links}
+
+
+def predict_layouts(profile, layouts: list[Layout], batch: int) -> list:
+    """One scalesim Prediction per layout, weak scaling at ``batch`` per process."""
+    from scalesim.predict import predict
+    from scalesim.schemas import Scenario
+
+    rows = []
+    for layout in layouts:
+        scenario = Scenario(devices=[layout.devices], devices_per_node=layout.per_server,
+                            micro_batch=batch)
+        rows.append(predict(profile, scenario)[0])
+    return rows
+
+
+def measure_layouts(cluster: EmulatedCluster, layouts: list[Layout], cfg: ExperimentConfig,
+                    work: Path) -> list[dict]:
+    """Real DDP steps (``scalesim.calibration.ddp_bench``) for every layout, ``cfg.rounds``
+    times in turn; per layout the median over rounds of each round's median step time."""
+    runs: dict[str, list[dict]] = {layout.label: [] for layout in layouts}
+    for r in range(cfg.rounds):
+        for i, layout in enumerate(layouts):
+            out = work / f"ddp-{i}-round{r}.json"
+            cluster.launch(layout.servers, layout.per_server, [
+                "-m", "scalesim.calibration.ddp_bench", *cfg.model_flags(), "--batch",
+                str(cfg.batch), "--steps", str(cfg.steps), "--warmup", str(cfg.warmup),
+                "--device", "cpu", "--backend", "gloo", "--out", str(out)],
+                timeout_s=cfg.timeout_s)
+            runs[layout.label].append(json.loads(out.read_text()))
+    result = []
+    for layout in layouts:
+        got = runs[layout.label]
+        steps = sorted(run["step_time_s"] for run in got)
+        result.append({"step_time_s": _median(steps), "round_step_times_s": steps,
+                       "world_size": got[0]["world_size"], "threads": got[0]["threads"]})
+    return result
+
+
+def _median(values: list[float]) -> float:
+    v = sorted(values)
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else 0.5 * (v[mid - 1] + v[mid])
+
+
+def knee_of(layouts: list[Layout], efficiency: list[float], min_drop: float = 0.10):
+    """``scalesim.knee.find_knee`` over the layouts (in order), or None; the seed's knee is a
+    drop of at least ``min_drop`` where the curve crosses from one server to two."""
+    from scalesim.knee import find_knee
+
+    return find_knee([lay.devices for lay in layouts], [lay.servers for lay in layouts],
+                     efficiency, min_drop=min_drop)
+
+
+def compare(layouts: list[Layout], predicted: list, measured: list[dict]) -> dict:
+    """Rows of predicted vs measured step time and efficiency, and both curves' knees."""
+    base_s = measured[0]["step_time_s"]
+    rows = []
+    for layout, pred, meas in zip(layouts, predicted, measured, strict=True):
+        meas_eff = base_s / meas["step_time_s"]  # weak scaling: same batch per process
+        rows.append({
+            "layout": layout.label, "servers": layout.servers, "per_server": layout.per_server,
+            "devices": layout.devices,
+            "predicted_step_s": pred.step_time_s, "measured_step_s": meas["step_time_s"],
+            "step_error": pred.step_time_s / meas["step_time_s"] - 1.0,
+            "predicted_efficiency": pred.efficiency, "measured_efficiency": meas_eff,
+            "efficiency_error_points": 100.0 * (pred.efficiency - meas_eff),
+            "predicted_compute_s": pred.compute_s, "predicted_exposed_comm_s":
+            pred.exposed_comm_s, "predicted_straggler_s": pred.straggler_s,
+            "measured_round_step_times_s": meas["round_step_times_s"],
+        })
+    knees = {}
+    for key in ("predicted", "measured"):
+        knee = knee_of(layouts, [r[f"{key}_efficiency"] for r in rows])
+        knees[key] = None if knee is None else {
+            "before": layouts[knee.index - 1].label, "after": layouts[knee.index].label,
+            "efficiency_drop": knee.efficiency_drop, "crosses_boundary": knee.crosses_boundary}
+    return {
+        "rows": rows, "knee": knees,
+        "max_abs_step_error": max(abs(r["step_error"]) for r in rows),
+        "max_abs_efficiency_error_points": max(abs(r["efficiency_error_points"]) for r in rows),
+    }
+
+
+def render_markdown(report: dict) -> str:
+    """The predicted-vs-measured table and the knees, as markdown."""
+    c = report["config"]
+    lines = [
+        f"Measured {report['date_utc']} on {report['machine']}; load average before: "
+        f"{report['load_before']}, after: {report['load_after']}.",
+        f"Model {c['model']} width {c['width']} depth {c['depth']} "
+        f"({report['params']:,} parameters, {report['gradient_bytes'] / 1e6:.1f} MB gradients), "
+        f"batch {c['batch']} per process, 1 thread per process; veth shaped to "
+        f"{c['rate_mbit']:g} Mbit/s (measured {report['veth_Mbps']:.0f} Mbit/s; loopback "
+        f"{report['loopback_Mbps']:.0f} Mbit/s). Calibrated links: intra-server "
+        f"{report['intra_busbw_GBps']:.3f} GB/s busbw, inter-server "
+        f"{report['inter_busbw_GBps']:.4f} GB/s busbw.",
+        "",
+        "| layout | predicted step ms | measured step ms | error | predicted eff. | "
+        "measured eff. | eff. error (points) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in report["comparison"]["rows"]:
+        lines.append(
+            f"| {r['layout']} | {r['predicted_step_s'] * 1e3:.1f} | "
+            f"{r['measured_step_s'] * 1e3:.1f} | {r['step_error']:+.1%} | "
+            f"{r['predicted_efficiency']:.1%} | {r['measured_efficiency']:.1%} | "
+            f"{r['efficiency_error_points']:+.1f} |")
+    lines.append("")
+    for key, knee in report["comparison"]["knee"].items():
+        if knee is None:
+            lines.append(f"- {key} knee: none (no efficiency drop of 10 points or more)")
+        else:
+            where = "at the server boundary" if knee["crosses_boundary"] else "inside a server"
+            lines.append(f"- {key} knee: {knee['before']} -> {knee['after']}, efficiency "
+                         f"-{knee['efficiency_drop']:.1%}, {where}")
+    comp = report["comparison"]
+    lines.append(f"- largest step-time error {comp['max_abs_step_error']:.1%} (target 10%), "
+                 f"largest efficiency error {comp['max_abs_efficiency_error_points']:.1f} points "
+                 "(target 5)")
+    return "\n".join(lines) + "\n"
+
+
+def _load_average() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
+def run_experiment(cfg: ExperimentConfig, work: Path, cluster: EmulatedCluster | None = None,
+                   log=print) -> tuple[dict, object]:
+    """Calibrate, predict and measure on ``cluster`` (a new one if None): (report, profile)."""
+    from datetime import UTC, datetime
+
+    work.mkdir(parents=True, exist_ok=True)
+    load_before = _load_average()
+    own = cluster is None
+    cluster = cluster or EmulatedCluster(rate_mbit=cfg.rate_mbit)
+    try:
+        cluster.open()
+        veth = cluster.transfer_Mbps(0, 1)
+        loopback = cluster.transfer_Mbps(0, 0, size_bytes=64 * 2**20)
+        log(f"links: veth {veth:.0f} Mbit/s (tc {cluster.rate_mbit:g}), loopback "
+            f"{loopback:.0f} Mbit/s")
+        t0 = time.perf_counter()
+        profile = calibrate(cluster, cfg, work)
+        calibrate_s = time.perf_counter() - t0
+        log(f"calibrated in {calibrate_s:.0f} s: {links_measured(profile)}")
+        layouts = layouts_for(cfg.cores)
+        predicted = predict_layouts(profile, layouts, cfg.batch)
+        t0 = time.perf_counter()
+        measured = measure_layouts(cluster, layouts, cfg, work)
+        measure_s = time.perf_counter() - t0
+    finally:
+        if own:
+            cluster.close()
+    wl, hw = profile.workload, profile.hardware
+    report = {
+        "date_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{cfg.cores} cores, {hw.device_name}",
+        "load_before": load_before, "load_after": _load_average(),
+        "config": {k: v for k, v in vars(cfg).items()},
+        "params": int(wl.params), "gradient_bytes": wl.params * wl.wire_bytes_per_param,
+        "veth_Mbps": veth, "loopback_Mbps": loopback,
+        "links_measured": links_measured(profile),
+        "intra_busbw_GBps": hw.intra_node.busbw_GBps, "inter_busbw_GBps": hw.inter_node.busbw_GBps,
+        "calibrate_s": calibrate_s, "measure_s": measure_s,
+        "comparison": compare(layouts, predicted, measured),
+    }
+    return report, profile
+
+
+def write_report(report: dict, profile, out_dir: Path) -> tuple[Path, Path]:
+    """``emulated-cluster.json``, ``.md`` and ``-profile.json`` in ``out_dir``, atomically."""
+    from scalesim.jsonio import atomic_write_text, write_model
+
+    write_model(out_dir / "emulated-cluster-profile.json", profile)
+    json_path = atomic_write_text(out_dir / "emulated-cluster.json",
+                                  json.dumps(report, indent=2, default=list) + "\n")
+    md_path = atomic_write_text(out_dir / "emulated-cluster.md", render_markdown(report))
+    return json_path, md_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import tempfile
+
+    p = argparse.ArgumentParser(
+        prog="python benchmarks/netns_cluster.py",
+        description="Calibrate, predict and measure DDP steps on an emulated two-server cluster "
+        "(two network namespaces, tc-shaped veth). Needs root and iproute2.")
+    d = ExperimentConfig()
+    p.add_argument("--rate-mbit", type=float, default=d.rate_mbit, help="inter-server Mbit/s")
+    p.add_argument("--width", type=int, default=d.width, help="built-in MLP width")
+    p.add_argument("--depth", type=int, default=d.depth, help="built-in MLP hidden layers")
+    p.add_argument("--batch", type=int, default=d.batch, help="samples per process per step")
+    p.add_argument("--steps", type=int, default=d.steps, help="timed DDP steps per run")
+    p.add_argument("--rounds", type=int, default=d.rounds, help="measurement rounds")
+    p.add_argument("--out-dir", default="benchmarks/results", help="where the JSON and "
+                   "markdown go (default benchmarks/results)")
+    p.add_argument("--cleanup-only", action="store_true",
+                   help="remove namespaces left by killed runs and exit")
+    args = p.parse_args(argv)
+    reason = namespaces_unavailable_reason()
+    if reason is not None:
+        print(f"netns_cluster: error: {reason}", file=sys.stderr)
+        return 2
+    removed = cleanup_stale()
+    if removed:
+        print(f"removed stale: {', '.join(removed)}")
+    if args.cleanup_only:
+        return 0
+    for name in ("rate_mbit", "width", "depth", "batch", "steps", "rounds"):
+        if getattr(args, name) <= 0:
+            print(f"netns_cluster: error: --{name.replace('_', '-')} must be positive",
+                  file=sys.stderr)
+            return 2
+    cfg = ExperimentConfig(rate_mbit=args.rate_mbit, width=args.width, depth=args.depth,
+                           batch=args.batch, steps=args.steps, rounds=args.rounds)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run finally/atexit on SIGTERM
+    try:
+        with tempfile.TemporaryDirectory(prefix="scalesim-netns-") as work:
+            report, profile = run_experiment(cfg, Path(work))
+    except ClusterError as exc:
+        print(f"netns_cluster: error: {exc}", file=sys.stderr)
+        return 1
+    json_path, md_path = write_report(report, profile, Path(args.out_dir))
+    print(render_markdown(report))
+    print(f"written: {json_path}, {md_path}")
+    return 0
+
+
 if __name__ == "__main__":
     if not _internal_main(sys.argv[1:]):
-        raise SystemExit("experiment mode: not written yet")
+        sys.exit(main())

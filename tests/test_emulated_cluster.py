@@ -110,3 +110,32 @@ def test_cleanup_stale_removes_what_a_killed_run_left():
         assert _alive(live.names) == set(live.names)
     assert not _alive(names)
     assert os.getpid() not in [int(n.split("-")[1]) for n in removed]
+
+
+def test_calibrate_predict_measure_shows_the_knee_in_both_curves(emulated_cluster, tmp_path):
+    """Issue 4's experiment end to end; the accuracy figures are printed, not asserted."""
+    from scalesim.profiles import parse_profile
+
+    nc = load_harness()
+    cfg = nc.ExperimentConfig(rate_mbit=emulated_cluster.rate_mbit, rounds=1, steps=20)
+    report, profile = nc.run_experiment(cfg, tmp_path, cluster=emulated_cluster)
+    print("\n" + nc.render_markdown(report))
+
+    # The profile is valid and measured both links, and they are the links the cluster has.
+    assert parse_profile(json.loads(profile.model_dump_json())) == profile
+    assert report["links_measured"] == {"intra_node": True, "inter_node": True}
+    assert profile.hardware.devices_per_node == 2 and profile.compute.measured
+    inter = next(link for link in profile.links if link.level == "inter_node")
+    largest = max((p for p in inter.points if p.op == "all_reduce"), key=lambda p: p.size_bytes)
+    inter_Mbps = largest.busbw_GBps * 8e3  # two ranks: busbw = algbw = each direction's rate
+    assert 0.6 * cfg.rate_mbit <= inter_Mbps <= 1.1 * cfg.rate_mbit
+    assert profile.hardware.intra_node.busbw_GBps > 5 * profile.hardware.inter_node.busbw_GBps
+
+    # The seed's knee: scaling holds inside a server and drops across the slow link, in both.
+    for key in ("predicted", "measured"):
+        knee = report["comparison"]["knee"][key]
+        assert knee is not None, f"no knee in the {key} curve"
+        assert knee["crosses_boundary"], f"the {key} knee is not at the server boundary"
+    rows = report["comparison"]["rows"]
+    assert [r["devices"] for r in rows[:3]] == [1, 2, 2]
+    assert all(r["measured_step_s"] > 0 and r["predicted_step_s"] > 0 for r in rows)
