@@ -23,12 +23,10 @@ priors (weight 0.01 each) pull ``phi`` towards 1, ``jitter_cv`` towards 0 and th
 towards "not limiting", so parameters the runs cannot separate settle on the ordinary case.
 
 Uncertainty: ``cov = s^2 (J^T J)^+`` at the solution (``J`` the Jacobian of the residuals in the
-fitted coordinates, log for positive parameters), ``s^2`` the residual variance over the degrees
-of freedom, floored at 2 % (timing noise) and taken as 5 % when there are no degrees of freedom.
-An extrapolated throughput ``X`` gets ``var(log X) = g^T cov g + s^2`` (delta method plus one
-run's noise) and the band ``X * exp(+-1.96 sqrt(var))``. Past the largest server count measured,
-when no run crossed servers at all, the inter-server transfer is unconstrained: the band then
-spans an inter-server link 1x to 20x slower than the intra-server one and says so.
+fitted coordinates, log for positive parameters; parameters held at a bound are left out),
+``s^2`` the residual variance over the degrees of freedom, floored at 2 % (timing noise) and
+taken as 5 % when there are no degrees of freedom. The extrapolation band is described in
+``extrapolate``: draws from ``N(x, cov)`` kept only where the measured runs cannot rule them out.
 """
 
 from __future__ import annotations
@@ -52,7 +50,7 @@ NOISE_FLOOR = 0.02
 NOISE_NO_DOF = 0.05
 UNCONSTRAINED_INTER_RANGE = (1.0, 20.0)  # inter transfer / intra transfer when never measured
 Z95 = 1.96
-MAX_LOG_HALF_WIDTH = np.log(100.0)  # a band wider than 100x either way is shown as 100x
+BAND_SAMPLES = 400  # parameter draws for the extrapolation band
 
 
 @dataclass(frozen=True)
@@ -84,6 +82,8 @@ class FitResult:
     devices_per_node: int
     multi_node_measured: bool
     rank_times_measured: bool
+    lower: np.ndarray = field(default_factory=lambda: np.empty(0))  # bounds of x
+    upper: np.ndarray = field(default_factory=lambda: np.empty(0))
     at_bound: list[str] = field(default_factory=list)  # fitted but held at a bound
     notes: list[str] = field(default_factory=list)
 
@@ -299,7 +299,7 @@ def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: floa
         values=values, fitted=free, x=sol.x, cov=cov, noise_rel=noise, residuals_rel=rel,
         breakdown=result, gradient_bytes=gradient_bytes, params_known=params is not None,
         devices_per_node=runs.devices_per_node, multi_node_measured=bool(np.any(runs.nodes > 1)),
-        rank_times_measured=rank_times, at_bound=at_bound, notes=notes,
+        rank_times_measured=rank_times, lower=lo, upper=hi, at_bound=at_bound, notes=notes,
     )
 
 
@@ -334,37 +334,73 @@ def default_extrapolation_devices(runs: Runs) -> list[int]:
     return [last * 2, last * 4, last * 8]
 
 
-def extrapolate(fit: FitResult, runs: Runs, devices: list[int] | None = None) -> list[Extrapolated]:
-    """Predicted throughput with a 95 % band at ``devices`` (default 2x, 4x, 8x the largest run)."""
+def _values_rows(fit: FitResult, x: np.ndarray, inter_ratio) -> dict:
+    """Parameter dict with one row per parameter vector in ``x`` (shape (n, 1) arrays)."""
+    vals = {k: np.full((x.shape[0], 1), v) for k, v in fit.values.items()}
+    for j, name in enumerate(fit.fitted):
+        vals[name] = np.exp(x[:, j:j + 1]) if name in _LOG else x[:, j:j + 1]
+    if "inter_transfer_s" not in fit.fitted:
+        vals["inter_transfer_s"] = vals["intra_transfer_s"] * inter_ratio
+    return vals
+
+
+def _chi2_on_runs(fit: FitResult, runs: Runs, x: np.ndarray) -> np.ndarray:
+    """Sum of squared data residuals over s^2 for each parameter vector (row of ``x``)."""
+    vals = _values_rows(fit, x, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        res = blended(vals, measured_layout(runs), fit.gradient_bytes)
+        step = runs.step_time_s
+        total = np.sum(np.log(res.step_time_s / step) ** 2, axis=1)
+        comm, wait = runs.optional("comm_s"), runs.optional("data_wait_s")
+        if comm is not None:
+            total += np.sum(((res.exposed_comm_s - comm) / step) ** 2, axis=1)
+        if wait is not None:
+            total += np.sum(((res.data_stall_s - wait) / step) ** 2, axis=1)
+    return np.where(np.isfinite(total), total, np.inf) / fit.noise_rel ** 2
+
+
+def extrapolate(fit: FitResult, runs: Runs, devices: list[int] | None = None,
+                samples: int = BAND_SAMPLES) -> list[Extrapolated]:
+    """Predicted throughput with a 95 % band at ``devices`` (default 2x, 4x, 8x the largest run).
+
+    The band comes from the parameter vectors the runs cannot rule out: draws from the fit's
+    normal approximation ``N(x, cov)``, clipped to the fit's bounds, are kept when their misfit
+    on the measured runs stays inside the 95 % likelihood-ratio region
+    (``chi2(draw) - chi2(fit) <= chi2_0.95(k)``, ``k`` parameters estimated); the kept draws are
+    run through the model at ``devices``, each with one run's noise ``s * z`` added, and the band
+    is the 2.5 and 97.5 percentiles of their log throughput. Where the inter-server link was never
+    measured its transfer time is drawn log-uniformly between 1x and 20x the intra-server one.
+    """
+    from scipy.stats import chi2
+
     devices = devices or default_extrapolation_devices(runs)
     layout = extrapolation_layout(runs, devices, fit.devices_per_node)
     base = runs.samples_per_s[0] / runs.devices[0]
-
-    def log_x(x, override=None):
-        vals = dict(fit.values)
-        for name, xi in zip(fit.fitted, x, strict=True):
-            vals[name] = _from_x(name, xi)
-        if "inter_transfer_s" not in fit.fitted:
-            vals["inter_transfer_s"] = vals["intra_transfer_s"] * (override or 1.0)
-        return np.log(blended(vals, layout, fit.gradient_bytes).samples_per_s)
-
     unconstrained = (not fit.multi_node_measured) & (layout.nodes > 1)
-    mid = float(np.sqrt(np.prod(UNCONSTRAINED_INTER_RANGE)))
-    centre = log_x(fit.x, mid if np.any(unconstrained) else None)
-    grad = np.zeros((centre.size, fit.x.size))
-    for j in range(fit.x.size):
-        dx = np.zeros_like(fit.x)
-        dx[j] = 1e-4
-        grad[:, j] = (log_x(fit.x + dx, mid) - log_x(fit.x - dx, mid)) / 2e-4
-    var = np.einsum("ij,jk,ik->i", grad, fit.cov, grad) + fit.noise_rel ** 2
-    half = np.minimum(Z95 * np.sqrt(np.maximum(var, 0.0)), MAX_LOG_HALF_WIDTH)
-    low, high = centre - half, centre + half
-    if np.any(unconstrained):
-        ends = [log_x(fit.x, r) for r in UNCONSTRAINED_INTER_RANGE]
-        env_lo = np.minimum(ends[0], ends[1]) - half
-        env_hi = np.maximum(ends[0], ends[1]) + half
-        low = np.where(unconstrained, env_lo, low)
-        high = np.where(unconstrained, env_hi, high)
+    rng = np.random.default_rng(0)
+
+    def log_x(x, inter_ratio):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            vals = _values_rows(fit, x, inter_ratio)
+            return np.log(blended(vals, layout, fit.gradient_bytes).samples_per_s)
+
+    lo_r, hi_r = UNCONSTRAINED_INTER_RANGE
+    centre = log_x(fit.x[None, :], float(np.sqrt(lo_r * hi_r)))[0]
+    k = max(len(fit.fitted) - len(fit.at_bound), 1)
+    limit = float(_chi2_on_runs(fit, runs, fit.x[None, :])[0]) + float(chi2.ppf(0.95, k))
+    kept_x, kept_r = [fit.x[None, :]], [np.array([[np.sqrt(lo_r * hi_r)]])]
+    for _ in range(5):  # up to 5 rounds of draws until enough are kept
+        draws = np.clip(rng.multivariate_normal(fit.x, fit.cov, size=samples, method="eigh"),
+                        fit.lower, fit.upper)
+        ok = _chi2_on_runs(fit, runs, draws) <= limit
+        kept_x.append(draws[ok])
+        kept_r.append(np.exp(rng.uniform(np.log(lo_r), np.log(hi_r), size=(int(ok.sum()), 1))))
+        if sum(len(a) for a in kept_x) >= samples // 2:
+            break
+    x_all, r_all = np.concatenate(kept_x), np.concatenate(kept_r)
+    sim = log_x(x_all, r_all) + fit.noise_rel * rng.standard_normal((len(x_all), 1))
+    low, high = np.nanpercentile(sim, 2.5, axis=0), np.nanpercentile(sim, 97.5, axis=0)
+    low, high = np.minimum(low, centre), np.maximum(high, centre)
     out = []
     for i, p in enumerate(layout.devices):
         x = float(np.exp(centre[i]))
