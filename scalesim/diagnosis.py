@@ -437,6 +437,9 @@ def diagnose_traces(summaries, source: str) -> Report:
         f"overlapping compute; exposed {_ms(cr['intrinsic_exposed_comm_s'])} on the slowest "
         f"rank ({_pct(share['comm'])} of the step)",
     ]
+    if not multi_host:
+        comm_lines.append("one run traced: whether the share grows with devices needs runs at "
+                          "several device counts (scalesim diagnose runs.csv)")
     if multi_host:
         comm_lines.append(f"ranks on {len({s.host for s in summaries})} hosts: collectives cross "
                           "servers")

@@ -80,6 +80,12 @@ class RunRow(BaseModel):
         ):
             raise ValueError(f"global_batch {self.global_batch} != per_device_batch x devices x "
                              "accumulation")
+        if self.samples_per_s is not None and self.step_time_s is not None:
+            b = self.global_batch or (self.per_device_batch and
+                                      self.per_device_batch * self.devices * self.accumulation)
+            if b and abs(b / self.step_time_s / self.samples_per_s - 1.0) > 0.05:
+                raise ValueError(f"samples_per_s {self.samples_per_s:g} disagrees with global batch "
+                                 f"{b} / step_time_s {self.step_time_s:g}; give one of them")
         return self
 
 

@@ -153,6 +153,8 @@ BAD = [
     ("devices,nodes,step_time_s,rank_step_times_s\n1,1,1,1\n2,1,1,1;1;1\n", "one per rank"),
     ("devices,nodes,samples_per_s\n1,1,10,5\n2,1,20\n", "more cells"),
     ("", "empty file"),
+    ("devices,nodes,samples_per_s,step_time_s,global_batch\n1,1,10,1,10\n2,1,20,1,40\n",
+     "disagrees"),
     ('[{"devices": 1, "nodes": 1, "samples_per_s": 1}', "not valid JSON"),
     ('{"rows": []}', "JSON list of run objects"),
 ]
