@@ -31,6 +31,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,7 @@ DEFAULT_RATE_MBIT = 300.0
 RDZV_PORT = 29400  # each namespace has its own port space, so a fixed port cannot collide
 _NAME_RE = re.compile(rf"^{PREFIX}-(\d+)-(\d+)-[ab]$")
 _VETH_RE = re.compile(r"^ss(\d+)n(\d+)[ab]$")
+_LOG_LINE = re.compile(r"^\[?[WIE]\d{4} ")  # glog-style lines of torch / c10d
 _counter = itertools.count()
 
 
@@ -246,38 +248,46 @@ class EmulatedCluster:
         """Run ``torchrun ... target`` on the first ``nodes`` servers at once; their outputs.
 
         ``target`` is what follows torchrun's own flags (``-m module args`` or ``script args``).
-        Raises ClusterError (with the tail of the failing node's output) on failure or timeout.
+        As soon as one node fails, or at ``timeout_s``, everything left running in the used
+        namespaces is killed (torchrun starts its workers in sessions of their own) and
+        ClusterError says which node failed and its error lines.
         """
         if nodes not in (1, 2):
             raise ClusterError(f"this cluster has 2 servers; asked for {nodes}")
         run_id = f"{PREFIX}{os.getpid()}x{next(_counter)}"
-        procs = []
-        try:
+        procs, logs = [], []
+        with contextlib.ExitStack() as stack:
+            stack.callback(self._reap, procs, nodes)
             for i in range(nodes):
                 argv = self.exec_argv(i, self.torchrun_argv(i, nodes, nproc_per_node, target,
                                                              run_id))
-                procs.append(subprocess.Popen(
-                    argv, env=self.env(i, threads), cwd=cwd, stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT, text=True, start_new_session=True))
+                logs.append(stack.enter_context(tempfile.TemporaryFile(mode="w+")))
+                procs.append(subprocess.Popen(argv, env=self.env(i, threads), cwd=cwd,
+                                              stdout=logs[-1], stderr=subprocess.STDOUT,
+                                              text=True, start_new_session=True))
             deadline = time.monotonic() + timeout_s
-            outputs = []
-            for i, proc in enumerate(procs):
-                try:
-                    out, _ = proc.communicate(timeout=max(deadline - time.monotonic(), 1.0))
-                except subprocess.TimeoutExpired:
-                    raise ClusterError(f"torchrun on server {i} did not finish in "
-                                       f"{timeout_s:g} s") from None
-                outputs.append(out)
-                if proc.returncode != 0:
-                    raise ClusterError(f"torchrun on server {i} exited {proc.returncode}: "
-                                       f"{_failure_summary(out)}")
-            return outputs
-        finally:
-            for proc in procs:
-                if proc.poll() is None:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+            while True:
+                codes = [proc.poll() for proc in procs]
+                failed = [i for i, code in enumerate(codes) if code not in (None, 0)]
+                if failed:
+                    i = failed[0]
+                    raise ClusterError(f"torchrun on server {i} exited {codes[i]}: "
+                                       f"{_failure_summary(_read(logs[i]))}")
+                if all(code == 0 for code in codes):
+                    return [_read(log) for log in logs]
+                if time.monotonic() > deadline:
+                    late = [i for i, code in enumerate(codes) if code is None]
+                    raise ClusterError(f"torchrun on server(s) {late} did not finish in "
+                                       f"{timeout_s:g} s")
+                time.sleep(0.1)
+
+    def _reap(self, procs: list[subprocess.Popen], nodes: int) -> None:
+        """After a launch: if any node failed or runs on, kill all in the used namespaces."""
+        if any(proc.poll() is None or proc.returncode for proc in procs):
+            for i in range(nodes):
+                _kill_namespace_processes(self.servers[i].netns)
+        for proc in procs:
+            proc.wait()
 
     # -- link checks --------------------------------------------------------------------------
     def transfer_Mbps(self, src: int, dst: int, size_bytes: int = 16 * 2**20,
@@ -307,12 +317,22 @@ class EmulatedCluster:
                 recv.wait()
 
 
+def _read(log) -> str:
+    log.flush()
+    log.seek(0)
+    return log.read()
+
+
 def _failure_summary(output: str) -> str:
-    """The lines of a failed torchrun's output that say why (errors first, else the tail)."""
-    lines = [ln.strip() for ln in output.strip().splitlines() if ln.strip()]
-    errors = [ln for ln in lines if re.search(r"error:|Error\b|Exception", ln)
-              and "To enable traceback" not in ln]
-    return " | ".join(dict.fromkeys(errors[:4] or lines[-6:]))
+    """Why a torchrun failed: its workers' error lines (or last lines), without torchrun's
+    own log lines and traceback, which follow its "failed (exitcode ...)" line."""
+    lines = [ln.rstrip() for ln in output.splitlines() if ln.strip()]
+    cut = next((i for i, ln in enumerate(lines) if "failed (exitcode" in ln), len(lines))
+    worker = [ln.strip() for ln in lines[:cut]
+              if not _LOG_LINE.match(ln) and not ln.startswith(" ")]
+    errors = [ln for ln in worker if "error" in ln.lower()]
+    picked = errors[:4] or worker[-4:] or [ln.strip() for ln in lines[-6:]]
+    return " | ".join(dict.fromkeys(picked))
 
 
 def _receive(addr: str, size_bytes: int) -> None:
@@ -688,8 +708,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=d.batch, help="samples per process per step")
     p.add_argument("--steps", type=int, default=d.steps, help="timed DDP steps per run")
     p.add_argument("--rounds", type=int, default=d.rounds, help="measurement rounds")
-    p.add_argument("--out-dir", default="benchmarks/results", help="where the JSON and "
-                   "markdown go (default benchmarks/results)")
+    p.add_argument("--out-dir", default="out/emulated-cluster", help="where the JSON and "
+                   "markdown go (default out/emulated-cluster)")
     p.add_argument("--cleanup-only", action="store_true",
                    help="remove namespaces left by killed runs and exit")
     args = p.parse_args(argv)
