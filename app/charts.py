@@ -21,6 +21,14 @@ PARTS = [  # (field, label, colour) in stacking order, bottom first
 KNEE_COLOUR = "#d62728"
 
 
+def _sized(chart):
+    """Width fits the container (or the given pixels); height is the plot's own.
+
+    Streamlit's default (``fit``) squeezes title, legend and axes into ``height``.
+    """
+    return chart.properties(autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
+
+
 def _log2_devices(devices: list[int], title: str = "devices (log scale)") -> alt.X:
     return alt.X("devices:Q", title=title, scale=alt.Scale(type="log", base=2),
                  axis=alt.Axis(values=devices, format="d", labelOverlap=True))
@@ -68,10 +76,10 @@ def throughput_chart(plan: Plan, width="container", height: int = 320) -> alt.La
                  alt.Tooltip("efficiency:Q", format=".1%")],
     )
     layers = [base.mark_line(strokeWidth=2.5), base.mark_point(filled=True, size=40)]
-    return alt.layer(*layers, *_knee_layers(plan)).properties(
+    return _sized(alt.layer(*layers, *_knee_layers(plan)).properties(
         title=alt.TitleParams("Throughput vs devices: predicted and ideal",
                               subtitle="the gap between the lines is throughput lost to scaling"),
-        width=width, height=height)
+        width=width, height=height))
 
 
 def efficiency_chart(plan: Plan, width="container", height: int = 260) -> alt.LayerChart:
@@ -88,10 +96,10 @@ def efficiency_chart(plan: Plan, width="container", height: int = 260) -> alt.La
     )
     layers = [base.mark_line(strokeWidth=2.5, color="#1f77b4"),
               base.mark_point(filled=True, size=40, color="#1f77b4")]
-    return alt.layer(*layers, *_knee_layers(plan)).properties(
+    return _sized(alt.layer(*layers, *_knee_layers(plan)).properties(
         title=alt.TitleParams("Scaling efficiency vs devices",
                               subtitle="100% = every added device adds its full throughput"),
-        width=width, height=height)
+        width=width, height=height))
 
 
 def _breakdown_records(label_rows) -> pd.DataFrame:
@@ -105,7 +113,7 @@ def _breakdown_records(label_rows) -> pd.DataFrame:
 
 
 def _stacked(df: pd.DataFrame, x_title: str, width, height, title, subtitle) -> alt.Chart:
-    return alt.Chart(df).mark_bar().encode(
+    return _sized(alt.Chart(df).mark_bar().encode(
         x=alt.X("bar:N", title=x_title, sort=list(dict.fromkeys(df["bar"])),
                 axis=alt.Axis(labelAngle=0, labelLimit=220)),
         y=alt.Y("ms:Q", title="milliseconds per training step", stack="zero"),
@@ -115,7 +123,7 @@ def _stacked(df: pd.DataFrame, x_title: str, width, height, title, subtitle) -> 
         order=alt.Order("stack:Q"),
         tooltip=[alt.Tooltip("bar:N"), alt.Tooltip("part:N"), alt.Tooltip("ms:Q", format=".2f"),
                  alt.Tooltip("step_ms:Q", title="whole step, ms", format=".2f")],
-    ).properties(title=alt.TitleParams(title, subtitle=subtitle), width=width, height=height)
+    ).properties(title=alt.TitleParams(title, subtitle=subtitle), width=width, height=height))
 
 
 def breakdown_chart(plan: Plan, width="container", height: int = 300) -> alt.Chart:
@@ -150,10 +158,10 @@ def remedies_chart(plan: Plan, width="container", height: int | None = None) -> 
     )
     text = alt.Chart(df).mark_text(align="left", dx=4, fontWeight="bold").encode(
         x=alt.X("gain:Q"), y=y, text=alt.Text("label:N"))
-    return alt.layer(bars, text).properties(
+    return _sized(alt.layer(bars, text).properties(
         title=alt.TitleParams(f"Remedies at {plan.focus.devices} devices, each applied alone",
                               subtitle="ranked by predicted throughput gain"),
-        width=width, height=height)
+        width=width, height=height))
 
 
 def quality_chart(plan: Plan, width="container", height: int = 280) -> alt.LayerChart | None:
@@ -190,50 +198,60 @@ def quality_chart(plan: Plan, width="container", height: int = 280) -> alt.Layer
         x=alt.X("global_batch:Q"), y=alt.YValue(4), text=alt.Text("label:N"),
         color=alt.Color("colour:N", legend=None, scale=alt.Scale(
             domain=["crit", "now"], range=[KNEE_COLOUR, "#54a24b"])))
-    return alt.layer(line, points, rules, labels).resolve_scale(color="independent").properties(
+    return _sized(alt.layer(line, points, rules, labels).resolve_scale(color="independent").properties(
         title=alt.TitleParams(f"Time to quality vs global batch at {plan.focus.devices} devices",
                               subtitle="above the critical batch, bigger batches need more "
                               "samples: faster steps stop paying off"),
-        width=width, height=height)
+        width=width, height=height))
 
 
-def cost_chart(plan: Plan, width="container") -> alt.HConcatChart | None:
-    """Hours and money side by side for every device count, remedy and 'add devices' option."""
-    rows = [o for o in plan.options
+def _option_rows(plan: Plan):
+    return [o for o in plan.options
             if o.cost_usd is not None and (o.time_to_train_s or o.time_to_quality_s)]
+
+
+def _option_chart(plan: Plan, field: str, title: str, subtitle: str, fmt: str,
+                  width) -> alt.LayerChart | None:
+    """Horizontal bars, one per option (device counts, remedies, more devices)."""
+    rows = _option_rows(plan)
     if not rows:
         return None
-    what = "to train" if rows[0].time_to_train_s else "to quality"
     df = pd.DataFrame([{
-        "option": o.label, "kind": o.kind, "rank": i,
+        "option": o.label, "kind": o.kind,
         "hours": (o.time_to_train_s or o.time_to_quality_s) / 3600.0, "cost": o.cost_usd,
-        "hours_label": f"{(o.time_to_train_s or o.time_to_quality_s) / 3600.0:,.1f} h",
-        "cost_label": f"${o.cost_usd:,.0f}",
-    } for i, o in enumerate(rows)])
-    y = alt.Y("option:N", title=None, sort=list(df["option"]), axis=alt.Axis(labelLimit=300))
-    colour = alt.Color("kind:N", title=None, scale=alt.Scale(
-        domain=["devices", "remedy", "more devices"], range=["#1f77b4", "#54a24b", "#f58518"]),
-        legend=alt.Legend(orient="top"))
-    tooltip = [alt.Tooltip("option:N"), alt.Tooltip("hours:Q", format=",.1f"),
-               alt.Tooltip("cost:Q", format="$,.0f")]
-    height = 22 * len(df)
-    panel_width = width if width == "container" else max(200, (width - 320) // 2)
+        "label": (f"{(o.time_to_train_s or o.time_to_quality_s) / 3600.0:,.1f} h" if field ==
+                  "hours" else f"${o.cost_usd:,.0f}"),
+    } for o in rows])
+    y = alt.Y("option:N", title=None, sort=list(df["option"]), axis=alt.Axis(labelLimit=340))
+    base = alt.Chart(df).encode(y=y, tooltip=[
+        alt.Tooltip("option:N"), alt.Tooltip("hours:Q", format=",.1f"),
+        alt.Tooltip("cost:Q", format="$,.0f")])
+    bars = base.mark_bar().encode(
+        x=alt.X(f"{field}:Q", title=title, axis=alt.Axis(format=fmt)),
+        color=alt.Color("kind:N", title=None, scale=alt.Scale(
+            domain=["devices", "remedy", "more devices"],
+            range=["#1f77b4", "#54a24b", "#f58518"]), legend=alt.Legend(orient="top")))
+    text = base.mark_text(align="left", dx=3, fontSize=11).encode(
+        x=alt.X(f"{field}:Q"), text=alt.Text("label:N"))
+    return _sized(alt.layer(bars, text).properties(
+        title=alt.TitleParams(title[0].upper() + title[1:] + ": device counts and remedies",
+                              subtitle=subtitle),
+        width=width, height=22 * len(df)))
 
-    def panel(field: str, label: str, title: str, fmt: str) -> alt.LayerChart:
-        base = alt.Chart(df).encode(y=y, tooltip=tooltip)
-        bars = base.mark_bar().encode(
-            x=alt.X(f"{field}:Q", title=title, axis=alt.Axis(format=fmt)), color=colour)
-        text = base.mark_text(align="left", dx=3, fontSize=10).encode(
-            x=alt.X(f"{field}:Q"), text=alt.Text(f"{label}:N"))
-        return alt.layer(bars, text).properties(width=panel_width, height=height)
 
-    return alt.hconcat(
-        panel("hours", "hours_label", f"hours {what}", ",.0f"),
-        panel("cost", "cost_label", "cost, USD (device-hours x price)", "$,.0f"),
-    ).properties(title=alt.TitleParams(
-        "Hours and money: device counts and remedies",
-        subtitle="a remedy's cost counts device-hours only, not the price of new network "
-        "hardware"))
+def hours_chart(plan: Plan, width="container") -> alt.LayerChart | None:
+    """Hours to train (or to quality) for every device count, remedy and 'add devices'."""
+    rows = _option_rows(plan)
+    what = "to train" if rows and rows[0].time_to_train_s else "to quality"
+    return _option_chart(plan, "hours", f"hours {what}",
+                         "remedies at the focus device count; shorter is better", ",.0f", width)
+
+
+def money_chart(plan: Plan, width="container") -> alt.LayerChart | None:
+    """Cost (device-hours x price) for every device count, remedy and 'add devices'."""
+    return _option_chart(plan, "cost", "cost in USD (device-hours x price)",
+                         "a remedy's cost counts device-hours only, not the price of new "
+                         "network hardware", "$,.0f", width)
 
 
 def ab_chart(plan: Plan, width="container", height: int = 260) -> alt.Chart | None:
@@ -254,7 +272,8 @@ def all_charts(plan: Plan, width="container") -> dict[str, alt.TopLevelMixin]:
         "step_breakdown": breakdown_chart(plan, width),
         "remedies": remedies_chart(plan, width),
         "time_to_quality": quality_chart(plan, width),
-        "hours_vs_cost": cost_chart(plan, width),
+        "hours": hours_chart(plan, width),
+        "cost": money_chart(plan, width),
         "a_vs_b": ab_chart(plan, width),
     }
     return {k: v for k, v in charts.items() if v is not None}

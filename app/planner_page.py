@@ -22,7 +22,7 @@ from scalesim.profiles import load_profile, parse_profile
 from scalesim.schemas import Profile
 
 from . import charts
-from .plan import Plan, duration, headline, make_plan
+from .plan import Plan, device_counts, duration, headline, make_plan
 from .state import (
     AppState,
     decode_query,
@@ -54,6 +54,7 @@ B_LABELS = {
     "interconnect": "faster interconnect", "slow_device": "fix the slow device",
     "more_devices": "add a server's worth of devices",
 }
+WIDGET_FIELDS = tuple(f for f in AppState.model_fields if f not in ("src", "tab"))
 ss = st.session_state
 
 
@@ -91,7 +92,7 @@ def _init_session() -> None:
     state, profile, messages = decode_query(params)
     ss["app_state"], ss["profile"], ss["link_messages"] = state, profile, messages
     ss["profile_origin"] = "presets" if state.src == "preset" else "the link"
-    for name in AppState.model_fields:
+    for name in WIDGET_FIELDS:
         ss[_key(name)] = getattr(state, name)
     ss[_key("tab")] = TABS[state.tab]
 
@@ -148,7 +149,7 @@ def _on_folder() -> None:
 # ---------------------------------------------------------------- widgets
 
 class _Controls:
-    """Renders bound widgets and collects the values of those rendered in this run."""
+    """Renders widgets bound to the state's fields (keys ``k_<field>``); returns their values."""
 
     def __init__(self, state: AppState):
         self.state = state
@@ -272,7 +273,7 @@ def _goal_section(c: _Controls) -> None:
 
 def _focus_section(c: _Controls, devices: list[int]) -> None:
     st.sidebar.header("Compare")
-    if ss.get(_key("focus")) not in [None, *devices]:
+    if c.state.focus not in [None, *devices]:  # the device counts changed under it
         ss[_key("focus")] = None
     c(st.sidebar.selectbox, "focus", "Device count for remedies and A vs B",
       options=[None, *devices], format_func=lambda d: "auto (the knee)" if d is None else str(d))
@@ -369,31 +370,28 @@ def _tab_breakdown(plan: Plan) -> None:
 
 def _tab_remedies(plan: Plan) -> None:
     _chart(charts.remedies_chart(plan))
+    unit = plan.unit
     st.dataframe(pd.DataFrame([{
         "remedy": r.title,
-        "gain %": r.gain * 100 if r.applicable else None,
-        f"{plan.unit}/s": r.prediction.samples_per_s if r.prediction else None,
-        "step ms": r.prediction.step_time_s * 1e3 if r.prediction else None,
-        "fits": r.prediction.fits if r.prediction else None,
-        "time to train": duration(r.prediction.time_to_train_s) if r.prediction else "-",
-        "cost USD": r.prediction.cost_usd if r.prediction else None,
+        "gain": f"{r.gain:+.1%}" if r.applicable else "n/a",
+        f"{unit}/s": f"{p.samples_per_s:,.0f}" if (p := r.prediction) else "",
+        "step": f"{p.step_time_s * 1e3:.1f} ms" if p else "",
+        "fits in memory": ("yes" if p.fits else "NO") if p else "",
+        "time to train": duration(p.time_to_train_s) if p and p.time_to_train_s else "",
+        "cost": f"${p.cost_usd:,.0f}" if p and p.cost_usd is not None else "",
         "note": r.reason,
-    } for r in plan.remedies]), hide_index=True, column_config={
-        "gain %": st.column_config.NumberColumn(format="%+.1f"),
-        f"{plan.unit}/s": st.column_config.NumberColumn(format="%.0f"),
-        "step ms": st.column_config.NumberColumn(format="%.2f"),
-        "cost USD": st.column_config.NumberColumn(format="dollar"),
-    })
+    } for r in plan.remedies]), hide_index=True)
 
 
 def _tab_cost(plan: Plan) -> None:
-    chart = charts.cost_chart(plan)
-    if chart is None:
+    hours, money = charts.hours_chart(plan), charts.money_chart(plan)
+    if hours is None or money is None:
         st.info("Enter a **price per device-hour** and the **samples in the training run** "
                 "(sidebar: Training goal and price) to compare device counts and remedies in "
                 "hours and money.")
     else:
-        _chart(chart)
+        _chart(hours)
+        _chart(money)
     st.dataframe(pd.DataFrame([{
         "option": o.label, "devices": o.devices, f"{plan.unit}/s": o.samples_per_s,
         "time to train": duration(o.time_to_train_s),
@@ -462,38 +460,42 @@ TAB_RENDERERS = {"curve": _tab_curve, "breakdown": _tab_breakdown, "remedies": _
                  "cost": _tab_cost, "quality": _tab_quality, "ab": _tab_ab}
 
 
-def render() -> None:
-    """Draw the planner page (the app's default page)."""
-    _init_session()
-    state: AppState = ss["app_state"]
-    st.title("scalesim: what-if planner")
-    for message in ss.get("link_messages") or []:
-        st.warning(f"Share link: {message}")
+def _sidebar(state: AppState, profile: Profile) -> tuple[AppState, list[int]]:
+    """Draw the controls; return the state they hold and the device counts it plots.
 
+    Values come from the widgets' return values (only a rendered widget maps its browser value
+    back to an option), so the controls are drawn before anything that depends on them.
+    """
     c = _Controls(state)
     _profile_section(c)
-    state = ss["app_state"]  # a callback may have switched the profile
+    state = ss["app_state"]  # a profile callback may have changed it
+    profile = ss["profile"]
     c.state = state
     _device_section(c, state)
     _batch_section(c)
     _comm_section(c, state)
     _data_section(c)
     _goal_section(c)
-    profile: Profile = ss["profile"]
-
-    from .plan import device_counts
-
     draft = state.model_copy(update=c.values)
     counts, _ = device_counts(draft, draft.dpn or profile.hardware.devices_per_node)
     _focus_section(c, counts)
+    tab = LABEL_TO_TAB.get(ss.get(_key("tab"), ""), state.tab)
+    state = AppState.model_validate({**state.model_dump(), **c.values, "tab": tab})
+    return state, counts
 
+
+def render() -> None:
+    """Draw the planner page (the app's default page)."""
+    _init_session()
+    st.title("scalesim: what-if planner")
+    for message in ss.get("link_messages") or []:
+        st.warning(f"Share link: {message}")
     try:
-        state = AppState.model_validate({**state.model_dump(), **c.values})
-    except ValueError as exc:
-        st.error(f"A control has a value the planner cannot use: {exc}")
-        return
-    tab_label = ss.get(_key("tab"), TABS[state.tab])
-    state = state.model_copy(update={"tab": LABEL_TO_TAB.get(tab_label, "curve")})
+        state, _ = _sidebar(ss["app_state"], ss["profile"])
+    except ValueError as exc:  # a widget value the state refuses: keep the last good state
+        st.error(f"A control has a value the planner cannot use ({exc}); using the last good one")
+        state = ss["app_state"]
+    profile: Profile = ss["profile"]
     ss["app_state"] = state
 
     params = encode_query(state, profile)
@@ -515,7 +517,6 @@ def render() -> None:
     for note in plan.notes:
         st.info(note)
     _share(plan, link)
-
     tabs = st.tabs(list(TABS.values()), key=_key("tab"), on_change="rerun")
     for (tab_id, _), container in zip(TABS.items(), tabs, strict=True):
         if container.open:

@@ -25,7 +25,8 @@ CAPTIONS = {
     "step_breakdown": "Where each training step's time goes at each device count.",
     "remedies": "Each remedy applied alone at the focus device count, ranked by predicted gain.",
     "time_to_quality": "Time to the quality target vs global batch (critical batch size model).",
-    "hours_vs_cost": "Time to train and cost for each device count and each remedy.",
+    "hours": "Time to train for each device count, each remedy and one more server.",
+    "cost": "Cost (device-hours x price) of the same options.",
     "a_vs_b": "Scenario A (now) and B side by side.",
 }
 

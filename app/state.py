@@ -41,7 +41,10 @@ RemedyChoice = Literal["best", "bigger_batch", "overlap", "accumulation", "loade
 
 
 class AppState(BaseModel):
-    """Every control of the planner. ``None`` means "take it from the profile"."""
+    """Every control of the planner. ``None`` means "take it from the profile".
+
+    The bounds match the widgets' so that any state a link can carry is one the page can show.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -57,7 +60,7 @@ class AppState(BaseModel):
     gb: int | None = Field(default=None, ge=1, le=100_000_000, description="fixed global batch")
     acc: int = Field(default=1, ge=1, le=4096)
     ovl: bool = True
-    bkt: float = Field(default=25.0, gt=0, le=100_000, description="bucket size, MiB")
+    bkt: float = Field(default=25.0, ge=0.1, le=100_000, description="bucket size, MiB")
     strat: Literal["ddp", "zero1", "zero2", "zero3"] = "ddp"
     algo: Literal["auto", "ring", "tree", "hierarchical"] = "auto"
     lw: int | None = Field(default=None, ge=0, le=1024, description="loader workers per device")
@@ -65,16 +68,16 @@ class AppState(BaseModel):
     slow: int | None = Field(default=None, ge=0, lt=MAX_DEVICES, description="slow device rank")
     sf: float = Field(default=1.0, ge=1.0, le=100.0, description="slow device factor")
     intra: IntraMode = "profile"  # type: ignore[valid-type]
-    ibw: float | None = Field(default=None, gt=0, le=1e5, description="intra busbw, GB/s")
+    ibw: float | None = Field(default=None, ge=0.001, le=1e5, description="intra busbw, GB/s")
     ilat: float | None = Field(default=None, ge=0, le=1e6, description="intra latency, us")
     inter: InterMode = "profile"
     nics: int = Field(default=8, ge=1, le=64, description="NICs per server")
-    gbit: float = Field(default=400.0, gt=0, le=10_000, description="Gbit/s per NIC")
-    ebw: float | None = Field(default=None, gt=0, le=1e5, description="inter busbw, GB/s")
+    gbit: float = Field(default=400.0, ge=1, le=10_000, description="Gbit/s per NIC")
+    ebw: float | None = Field(default=None, ge=0.001, le=1e5, description="inter busbw, GB/s")
     elat: float | None = Field(default=None, ge=0, le=1e6, description="inter latency, us")
-    cbs: float | None = Field(default=None, gt=0, le=1e12, description="critical batch, samples")
-    emin: float | None = Field(default=None, gt=0, le=1e18, description="E_min, samples")
-    train: float | None = Field(default=None, gt=0, le=1e18, description="samples in the run")
+    cbs: float | None = Field(default=None, ge=1, le=1e12, description="critical batch, samples")
+    emin: float | None = Field(default=None, ge=1, le=1e18, description="E_min, samples")
+    train: float | None = Field(default=None, ge=1, le=1e18, description="samples in the run")
     price: float | None = Field(default=None, ge=0, le=1e6, description="USD per device-hour")
     focus: int | None = Field(default=None, ge=1, le=MAX_DEVICES, description="None: auto")
     b: RemedyChoice = "best"

@@ -95,6 +95,12 @@ def test_share_link_in_a_real_browser(server, tmp_path):
         page.screenshot(path=str(shot), full_page=False)
         assert shot.stat().st_size > 20_000
 
+        page.get_by_role("tab", name="Remedies").click()  # a lazy tab re-runs the page
+        page.get_by_text(f"Remedies at {h['devices']} devices").first.wait_for(timeout=60_000)
+        page.wait_for_function("() => location.search.includes('tab=remedies')", timeout=30_000)
+        assert "hw=dgx-a100" in page.url and "inter=ethernet" in page.url  # state kept
+        assert h["efficiency"] in page.inner_text("body")
+
         with page.expect_download(timeout=60_000) as download:
             page.get_by_text("Report (HTML)").click()
         report = Path(download.value.path()).read_text(encoding="utf-8")

@@ -150,7 +150,7 @@ def test_profiles_folder_lists_and_loads(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("tab, charts", [("Step breakdown", 1), ("Remedies", 1),
-                                         ("Hours & cost", 1), ("Time to quality", 1),
+                                         ("Hours & cost", 2), ("Time to quality", 1),
                                          ("A vs B", 1)])
 def test_each_tab_draws(tab, charts):
     at = _app({"v": "1", "cbs": "4096", "train": "1000000000", "price": "4"})
@@ -171,3 +171,25 @@ def test_missing_price_explains_what_to_enter():
     at = _app({"v": "1", "tab": "cost", "price": ""})
     assert any("price per device-hour" in i.value for i in at.info)
     assert _charts(at) == 0
+
+
+def _bound_links():
+    """Two links with every numeric control at its lowest / highest allowed value."""
+    import annotated_types as at_
+
+    low, high = {"v": "1"}, {"v": "1"}
+    for name, field in AppState.model_fields.items():
+        for m in field.metadata:
+            if isinstance(m, at_.Ge | at_.Gt):
+                low[name] = str(m.ge if isinstance(m, at_.Ge) else m.gt + 1)
+            if isinstance(m, at_.Le | at_.Lt):
+                high[name] = str(m.le if isinstance(m, at_.Le) else m.lt - 1)
+    return low, high
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_links_at_the_limits_render(which):
+    link = _bound_links()[which]
+    at = _app(link)
+    assert not at.warning and not at.error
+    assert at.session_state["app_state"].dmax == int(link["dmax"])

@@ -24,7 +24,7 @@ def test_every_chart_is_valid_vega_lite_and_the_knee_is_labelled():
     plan = _plan()
     charts = all_charts(plan)
     assert set(charts) == {"throughput", "efficiency", "step_breakdown", "remedies",
-                           "time_to_quality", "hours_vs_cost", "a_vs_b"}
+                           "time_to_quality", "hours", "cost", "a_vs_b"}
     for chart in charts.values():
         chart.to_dict()  # Altair validates against the Vega-Lite schema
     spec = str(throughput_chart(plan).to_dict())
@@ -35,7 +35,7 @@ def test_every_chart_is_valid_vega_lite_and_the_knee_is_labelled():
 def test_charts_needing_unknown_inputs_are_left_out():
     state = default_state()  # no critical batch size, no price for this preset
     charts = all_charts(make_plan(preset_profile(state), state))
-    assert "time_to_quality" not in charts and "hours_vs_cost" not in charts
+    assert "time_to_quality" not in charts and "hours" not in charts and "cost" not in charts
 
 
 def test_report_is_one_offline_file_with_headline_scenario_and_link():
@@ -45,7 +45,7 @@ def test_report_is_one_offline_file_with_headline_scenario_and_link():
     for text in (h["efficiency"], h["knee"], h["best_remedy"], h["time_to_train"], h["cost"]):
         assert text.replace("->", "-&gt;") in page
     assert 'href="http://localhost:8501/?v=1&amp;mb=32"' in page
-    assert page.count("<svg") == 7
+    assert page.count("<svg") == 8
     assert "<script" not in page.lower() and "<link" not in page.lower()
     # nothing is fetched: the only URLs are the share link and SVG namespace names
     sources = re.findall(r'(?:src|href)="([^"]*)"', page)
@@ -67,6 +67,6 @@ def test_png_charts_zip():
     data = charts_png_zip(_plan(), scale=1.0)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         names = archive.namelist()
-        assert names[0] == "01_throughput.png" and len(names) == 7
+        assert names[0] == "01_throughput.png" and len(names) == 8
         for name in names:
             assert archive.read(name)[:8] == b"\x89PNG\r\n\x1a\n"
