@@ -165,14 +165,13 @@ def trace_breakdown_chart(report: Report, width="container") -> alt.Chart:
             records.append({"rank": f"rank {r['rank']}", "part": label, "order": i,
                             "ms": 1e3 * r[field]})
     return alt.Chart(pd.DataFrame(records)).mark_bar().encode(
-        y=alt.Y("rank:N", title=None, sort=None),
-        x=alt.X("ms:Q", title="ms per step (median over profiler steps)", stack="zero"),
+        x=alt.X("rank:N", title=None, sort=None, axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("ms:Q", title="ms per step (median over profiler steps)", stack="zero"),
         color=alt.Color("part:N", title=None, scale=alt.Scale(
             domain=[p[1] for p in TRACE_PARTS], range=[p[2] for p in TRACE_PARTS])),
         order="order:Q",
         tooltip=["rank:N", "part:N", alt.Tooltip("ms:Q", format=".2f")],
-    ).properties(width=width, height=max(80, 40 * len(report.table)),
-                 title="Where each rank's step goes")
+    ).properties(width=width, height=280, title="Where each rank's step goes")
 
 
 def trace_steps_chart(report: Report, width="container") -> alt.Chart:
