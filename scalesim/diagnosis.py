@@ -26,10 +26,12 @@ the job scales well.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from scalesim.errors import ScalesimError
 from scalesim.knee import find_knee
 
 CAUSES = {
@@ -125,12 +127,27 @@ def _ms(x: float) -> str:
 # Remedies through the model
 
 
-def model_remedies(profile, scenario, devices: int, cause: str) -> tuple[Remedy | None, list[Remedy]]:
-    """All seed remedies at ``devices`` ranked by the model, and the first one to try."""
+_BUSBW = re.compile(r"\(([\d.e+]+) -> ([\d.e+]+) GB/s busbw\)")
+
+
+def _relative_busbw(match: re.Match) -> str:
+    return f"({float(match.group(2)) / float(match.group(1)):.3g}x the fitted bandwidth)"
+
+
+def model_remedies(profile, scenario, devices: int, cause: str,
+                   nominal_links: bool = False) -> tuple[Remedy | None, list[Remedy]]:
+    """All seed remedies at ``devices`` ranked by the model, and the first one to try.
+
+    ``nominal_links``: the profile's bandwidths rest on a nominal gradient size, so titles say
+    "2x" instead of quoting GB/s that mean nothing on their own.
+    """
     from scalesim.remedies import rank_remedies
 
     _, ranked = rank_remedies(profile, scenario, devices)
-    remedies = [Remedy(r.key, r.title, float(r.gain), r.applicable, r.reason) for r in ranked]
+    remedies = []
+    for r in ranked:
+        title = _BUSBW.sub(_relative_busbw, r.title) if nominal_links else r.title
+        remedies.append(Remedy(r.key, title, float(r.gain), r.applicable, r.reason))
     usable = [r for r in remedies if r.applicable and "does not fit" not in r.note]
     if cause == "large_batch":
         usable = [r for r in usable if r.key not in BATCH_GROWING]
@@ -360,8 +377,13 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     profile, scenario, at = fitted_profile(fit, runs, name=f"fitted to {runs.source}",
                                            critical_batch_size=b_noise,
                                            one_slow_device=slow_rank is not None)
-    first, remedies = model_remedies(profile, scenario, at, cause.key)
-    if b_noise is not None:
+    try:
+        first, remedies = model_remedies(profile, scenario, at, cause.key,
+                                         nominal_links=not fit.params_known)
+    except ScalesimError as exc:  # e.g. a global batch the model cannot split evenly
+        first, remedies = None, []
+        fit.notes.append(f"remedies not predicted: {exc}")
+    if b_noise is not None and remedies:
         smaller = smaller_batch_remedy(profile, scenario, at, b_noise)
         if smaller is not None:
             remedies.insert(0, smaller)
@@ -543,7 +565,7 @@ def _trace_remedies(cr, summaries, cause: str):
     scenario = Scenario(devices=[world], devices_per_node=world, micro_batch=1, overlap=overlap,
                         slow_device=0 if slow_factor > 1.0 + 1e-3 else None,
                         slow_factor=max(slow_factor, 1.0))
-    return model_remedies(profile, scenario, world, cause)
+    return model_remedies(profile, scenario, world, cause, nominal_links=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -564,8 +586,10 @@ def render_text(report: Report) -> str:
         what = "time to quality" if r.key == "smaller_batch" else "throughput"
         lines.append(f"First remedy to try: {r.title}: {r.gain:+.0%} {what} predicted"
                      + (f" ({r.note})" if r.note else ""))
-    else:
+    elif report.remedies:
         lines.append("First remedy to try: none of the seed remedies is predicted to help")
+    else:
+        lines.append("First remedy to try: not predicted (see the notes)")
     shown = [r for r in report.remedies if r.applicable and r is not report.first_remedy]
     if shown:
         lines.append("Other remedies (model, applied alone):")
