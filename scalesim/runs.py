@@ -204,6 +204,9 @@ def parse_csv_text(text: str, source: str) -> list[dict]:
 
 
 def parse_json_data(data, source: str) -> list[dict]:
+    if isinstance(data, dict) and "traceEvents" in data:
+        raise ScalesimError(f"{source}: this is a profiler trace, not a runs file; use "
+                            f"scalesim diagnose --trace {source}")
     if isinstance(data, dict) and "runs" in data:
         data = data["runs"]
     if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):

@@ -177,3 +177,9 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
     assert main(["diagnose"]) == 2
     assert "runs file" in capsys.readouterr().err
+    assert main(["diagnose", str(path), "--trace", str(path)]) == 2
+    assert "not both" in capsys.readouterr().err
+    trace = tmp_path / "rank0.json"
+    trace.write_text('{"traceEvents": []}')
+    assert main(["diagnose", str(trace)]) == 2
+    assert "--trace" in capsys.readouterr().err
