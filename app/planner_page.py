@@ -346,7 +346,9 @@ def _rows_table(plan: Plan) -> pd.DataFrame:
 
 
 def _chart(chart) -> None:
-    st.altair_chart(chart, width="stretch")
+    """Draw an Altair chart. Its spec is exported without Altair's JSON-schema validation,
+    which took about half of a re-run (every chart builder is validated in the tests)."""
+    st.vega_lite_chart(spec=chart.to_dict(validate=False), width="stretch")
 
 
 def _tab_curve(plan: Plan) -> None:
