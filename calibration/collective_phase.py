@@ -1,0 +1,243 @@
+"""Collectives phase: nccl-tests style timings per link level, fitted to alpha and beta.
+
+Each level has its own process group: inside a server the ranks of one node (all nodes at once,
+each in its own group), across servers the first rank of every node. Per op and message size:
+one warm-up call, one call to estimate the time, then enough calls for ``--coll-time-s``
+(same count on every rank); the time of one call is the slowest rank's mean. Rows carry
+nccl-tests' ``algbw = S/t`` and ``busbw`` (all-reduce ``algbw*2(n-1)/n``, reduce-scatter and
+all-gather ``algbw*(n-1)/n``), with ``S`` the full buffer (all-gather output, reduce-scatter
+input). Each level is fitted with ``scalesim.model.collectives.fit_alpha_beta``; its all-reduce
+fit describes the link, since that is what DDP runs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from scalesim.calibration.dist import DistContext, gather_object
+from scalesim.calibration.results import CollectiveResult
+from scalesim.calibration.timing import Clock
+
+from scalesim import presets
+from scalesim.errors import ScalesimError
+from scalesim.model import collectives as coll
+from scalesim.schemas import CollectivePoint, LinkCalibration, LinkLevel
+
+ELEMENT_BYTES = 4  # float32 buffers
+DEFAULT_INTER = "ethernet:1x100"
+ROUNDS = 3  # timed loops per message size; the median one is kept
+
+
+def message_sizes(min_kib: float, max_mib: float, factor: int) -> list[int]:
+    """Sizes in bytes from ``min_kib`` KiB by ``factor`` up to and including ``max_mib`` MiB."""
+    lo, hi = int(min_kib * 1024), int(max_mib * 1024 * 1024)
+    if lo > hi:
+        raise ScalesimError(f"--min-size-kib {min_kib:g} is above --max-size-mib {max_mib:g}")
+    factor = max(factor, 2)
+    sizes, s = [], lo
+    while s < hi:
+        sizes.append(s)
+        s *= factor
+    sizes.append(hi)
+    return sizes
+
+
+def _op_call(op: str, group, ranks: int, numel: int, device):
+    buf = torch.zeros(numel, dtype=torch.float32, device=device)
+    if op == "all_reduce":
+        return lambda: dist.all_reduce(buf, group=group)
+    shard = torch.zeros(numel // ranks, dtype=torch.float32, device=device)
+    if op == "reduce_scatter":
+        fn = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+        return lambda: fn(shard, buf, group=group)
+    fn = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+    return lambda: fn(buf, shard, group=group)
+
+
+def _group_max(value: float, group, device) -> float:
+    t = torch.tensor([value], dtype=torch.float64, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX, group=group)
+    return float(t.item())
+
+
+def time_collective(op: str, group, ranks: int, size_bytes: int, device, target_s: float,
+                    rounds: int = ROUNDS) -> float:
+    """Seconds of one ``op`` on ``size_bytes``.
+
+    ``rounds`` timed loops of equal length share ``target_s``; a round's time is the slowest
+    rank's mean per call, and the result is the median round (robust to a busy moment).
+    """
+    numel = max(size_bytes // ELEMENT_BYTES // ranks, 1) * ranks
+    call = _op_call(op, group, ranks, numel, device)
+    clock = Clock(device)
+    call()
+    clock.sync()
+    dist.barrier(group=group)
+    start = clock.mark()
+    call()
+    estimate = _group_max(clock.seconds(start, clock.mark()), group, device)
+    iters = int(min(max(math.ceil(target_s / rounds / max(estimate, 1e-7)), 2), 1000))
+    per_round = []
+    for _ in range(rounds):
+        dist.barrier(group=group)
+        start = clock.mark()
+        for _ in range(iters):
+            call()
+        per_round.append(_group_max(clock.seconds(start, clock.mark()) / iters, group, device))
+    return float(np.median(per_round))
+
+
+def sweep(ctx: DistContext, group, ranks: int, args, progress) -> list[CollectivePoint]:
+    """All ops over all sizes on ``group`` (called by its members only)."""
+    points = []
+    for op in args.ops:
+        for size in message_sizes(args.min_size_kib, args.max_size_mib, args.size_factor):
+            numel = max(size // ELEMENT_BYTES // ranks, 1) * ranks
+            nbytes = numel * ELEMENT_BYTES
+            t = time_collective(op, group, ranks, nbytes, ctx.device, args.coll_time_s)
+            points.append(CollectivePoint(
+                op=op, size_bytes=nbytes, ranks=ranks, time_s=t,
+                algbw_GBps=float(coll.algbw_GBps(nbytes, t)),
+                busbw_GBps=float(coll.busbw_from_time_GBps(op, nbytes, ranks, t))))
+            progress.update(1)
+    return points
+
+
+def _slowest(all_points: list[list[CollectivePoint]]) -> list[CollectivePoint]:
+    """Per (op, size): the slowest of the groups that measured the same level."""
+    best: dict[tuple, CollectivePoint] = {}
+    for points in all_points:
+        for p in points:
+            key = (p.op, p.size_bytes)
+            if key not in best or p.time_s > best[key].time_s:
+                best[key] = p
+    return sorted(best.values(), key=lambda p: (p.op, p.size_bytes))
+
+
+def fit_level(points: list[CollectivePoint]) -> dict[str, dict[str, float]]:
+    """alpha, beta and relative RMSE per op."""
+    fits = {}
+    for op in sorted({p.op for p in points}):
+        rows = [p for p in points if p.op == op]
+        try:
+            latency, busbw, rmse = coll.fit_alpha_beta(
+                op, [p.size_bytes for p in rows], [p.ranks for p in rows],
+                [p.time_s for p in rows])
+        except ValueError as exc:
+            raise ScalesimError(f"cannot fit {op}: {exc}") from None
+        fits[op] = {"latency_s": latency, "busbw_GBps": busbw, "rel_rmse": rmse}
+    return fits
+
+
+def link_kind(ctx: DistContext, level: str) -> str:
+    """What is honestly known about the link the measurement went over."""
+    if level == "inter_node":
+        return f"{ctx.backend}-network"
+    if not ctx.on_gpu:
+        return "gloo-loopback"
+    n = ctx.local_world
+    peer = all(torch.cuda.can_device_access_peer(i, j) for i in range(n) for j in range(n) if i != j)
+    return "cuda-p2p" if peer else "cuda-via-host"
+
+
+def measured_level(ctx, level: str, points, fits, args) -> tuple[LinkLevel, LinkCalibration]:
+    op = "all_reduce" if "all_reduce" in fits else next(iter(fits))
+    fit = fits[op]
+    sizes = [p.size_bytes for p in points if p.op == op]
+    span = f"{min(sizes) / 1024:g} KiB-{max(sizes) / 2**20:g} MiB"
+    source = (f"measured by scalesim calibrate: {op} on {points[0].ranks} ranks "
+              f"({ctx.backend}), {span}, alpha-beta fit rel. RMSE {fit['rel_rmse']:.1%}")
+    link = LinkLevel(kind=link_kind(ctx, level), busbw_GBps=fit["busbw_GBps"],
+                     latency_s=fit["latency_s"], source=source)
+    note = source
+    if level == "inter_node":
+        note += ("; one process per node, so this is one rank's share of the node's network "
+                 "(NCCL with all local GPUs may use more NICs)")
+    return link, LinkCalibration(level=level, measured=True, points=points,
+                                 rel_rmse=fit["rel_rmse"], note=note)
+
+
+def parse_inter_link(spec: str) -> tuple[str, int, float]:
+    """'ethernet:1x100' -> ('ethernet', 1, 100.0)."""
+    try:
+        kind, _, shape = spec.partition(":")
+        nics, _, gbit = shape.lower().partition("x")
+        return kind, int(nics), float(gbit)
+    except ValueError:
+        raise ScalesimError(f"--inter-link '{spec}': write KIND:NICSxGBIT, e.g. ethernet:1x100 "
+                            "or infiniband:8x200") from None
+
+
+def unmeasured_level(level: str, args, on_gpu: bool, why: str) -> tuple[LinkLevel, LinkCalibration]:
+    """A link level from the user's flags or a stated preset, marked as not measured."""
+    if level == "inter_node":
+        spec = args.inter_link or DEFAULT_INTER
+        kind, nics, gbit = parse_inter_link(spec)
+        link = presets.inter_link(kind, nics, gbit)
+        origin = (f"preset {spec} ({'--inter-link' if args.inter_link else 'the default'}; "
+                  f"scalesim.presets.inter_link: {link.source})")
+        busbw, latency = args.inter_busbw, args.inter_latency
+        flags = "--inter-link or --inter-busbw/--inter-latency"
+    else:
+        spec = args.intra_link or "pcie4"
+        link = presets.intra_link(spec)
+        origin = (f"preset {spec} ({'--intra-link' if args.intra_link else 'the default'}; "
+                  f"scalesim.presets.intra_link: {link.source})")
+        busbw, latency = args.intra_busbw, args.intra_latency
+        flags = "--intra-link or --intra-busbw/--intra-latency"
+    changes = {}
+    if busbw is not None:
+        changes["busbw_GBps"] = busbw
+        origin += f"; busbw {busbw:g} GB/s from the user's flag"
+    if latency is not None:
+        if latency < 0:
+            raise ScalesimError("link latencies must be 0 or more seconds")
+        changes["latency_s"] = latency
+        origin += f"; latency {latency:g} s from the user's flag"
+    note = f"NOT MEASURED ({why}); numbers from {origin}; set them with {flags}"
+    link = link.model_copy(update={**changes, "source": note})
+    return link, LinkCalibration(level=level, measured=False, note=note)
+
+
+def run(ctx: DistContext, args, progress) -> CollectiveResult:
+    sizes = message_sizes(args.min_size_kib, args.max_size_mib, args.size_factor)
+    intra_points: list[CollectivePoint] = []
+    inter_points: list[CollectivePoint] = []
+    if ctx.intra is not None:
+        intra_points = sweep(ctx, ctx.intra, len(ctx.intra_ranks), args, progress)
+    elif ctx.is_main:
+        progress.update(len(args.ops) * len(sizes))
+    if ctx.inter is not None:
+        inter_points = sweep(ctx, ctx.inter, len(ctx.inter_ranks), args, progress)
+    gathered = gather_object(ctx, (intra_points, inter_points))
+    intra_all = _slowest([g[0] for g in gathered])
+    inter_all = _slowest([g[1] for g in gathered])
+    links, result = [], CollectiveResult(links=[])
+    fits: dict[str, dict[str, float]] = {}
+    for level, points in (("intra_node", intra_all), ("inter_node", inter_all)):
+        if points:
+            level_fits = fit_level(points)
+            link, cal = measured_level(ctx, level, points, level_fits, args)
+            fits.update({f"{level}/{op}": f for op, f in level_fits.items()})
+        else:
+            why = ("one process per node" if level == "intra_node"
+                   else "this calibration ran on one node")
+            link, cal = unmeasured_level(level, args, ctx.on_gpu, why)
+        links.append(cal)
+        if level == "intra_node":
+            result.intra = link
+        else:
+            result.inter = link
+    result.links = links
+    result.fits = fits
+    return result
+
+
+def busbw_at_largest(points: list[CollectivePoint], op: str = "all_reduce") -> float:
+    """Measured busbw of the largest message of ``op`` (what the fitted beta should match)."""
+    rows = [p for p in points if p.op == op]
+    return float(max(rows, key=lambda p: p.size_bytes).busbw_GBps) if rows else float("nan")
+

@@ -1,0 +1,316 @@
+"""Processes and process groups of a calibration run, and keeping a failed run from hanging.
+
+- One process (no torchrun): a one-rank group on an in-memory store, so every phase runs the
+  same code.
+- Under torchrun: the env:// rendezvous (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+  GROUP_RANK = node index). Backend ``nccl`` on GPUs, ``gloo`` on CPUs, or as overridden.
+- Groups: one per node (intra-node link), one with the first rank of every node (inter-node
+  link), and a gloo ``control`` group over all ranks for barriers and small messages (on CPU it
+  is the world group). Every rank creates every group, in the same order, as new_group requires.
+
+Failure handling (a rank that dies or hangs must stop the whole run within a bounded time):
+- every collective and barrier has ``--timeout`` (init_process_group timeout); phases end with a
+  monitored barrier that names the ranks that did not arrive;
+- a monitor thread per rank writes a heartbeat file (rank, pid, host, phase) every second, and
+  stops its process with a message naming the phase and the rank when a peer on the same node
+  has died or gone silent for ``--timeout``, or when the phase runs over ``--phase-timeout``;
+- a SIGTERM (torchrun stopping the survivors after a failure) prints the phase before exiting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from scalesim.errors import ScalesimError
+from scalesim.jsonio import atomic_write_text
+
+HEARTBEAT_S = 1.0
+
+
+@dataclass
+class DistContext:
+    """This process's place in the run."""
+
+    rank: int
+    world: int
+    local_rank: int
+    local_world: int
+    node: int
+    nodes: int
+    backend: str
+    device: torch.device
+    launched: bool  # under torchrun (env:// rendezvous)
+    run_id: str = ""
+    node_of: list[int] = field(default_factory=list)  # node index of every rank
+    control: object = None  # gloo group over all ranks
+    intra: object = None  # this node's group (None when one rank per node)
+    inter: object = None  # first rank of every node (None when one node or not a member)
+    intra_ranks: list[int] = field(default_factory=list)
+    inter_ranks: list[int] = field(default_factory=list)
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.device.type == "cuda"
+
+
+def _env_int(name: str, default: int) -> int:
+    try:
+        return int(os.environ.get(name, default))
+    except ValueError:
+        raise ScalesimError(
+            f"environment variable {name}={os.environ[name]!r} is not a number") from None
+
+
+def choose_device(requested: str, local_rank: int) -> torch.device:
+    if requested == "cuda" or (requested == "auto" and torch.cuda.is_available()):
+        if not torch.cuda.is_available():
+            raise ScalesimError("--device cuda: no CUDA device is visible; use --device cpu")
+        count = torch.cuda.device_count()
+        if local_rank >= count:
+            raise ScalesimError(f"local rank {local_rank} has no GPU ({count} visible); start "
+                                f"at most {count} processes per node")
+        torch.cuda.set_device(local_rank)
+        return torch.device("cuda", local_rank)
+    return torch.device("cpu")
+
+
+def choose_backend(requested: str, device: torch.device) -> str:
+    if requested == "auto":
+        return "nccl" if device.type == "cuda" else "gloo"
+    if requested == "nccl" and device.type != "cuda":
+        raise ScalesimError("--backend nccl needs GPUs; use --backend gloo (or auto) on CPU")
+    return requested
+
+
+def default_threads(local_world: int) -> int:
+    """Torch CPU threads per process: the node's cores shared by its processes."""
+    return max(1, (os.cpu_count() or 1) // max(local_world, 1))
+
+
+def setup(args) -> DistContext:
+    """Initialise torch.distributed (or a one-rank group) and every group the phases use."""
+    launched = "RANK" in os.environ and "WORLD_SIZE" in os.environ
+    rank = _env_int("RANK", 0)
+    world = _env_int("WORLD_SIZE", 1)
+    local_rank = _env_int("LOCAL_RANK", 0)
+    local_world = _env_int("LOCAL_WORLD_SIZE", 1)
+    device = choose_device(args.device, local_rank)
+    backend = choose_backend(args.backend, device)
+    if device.type == "cpu":
+        torch.set_num_threads(args.threads or default_threads(local_world))
+    timeout = timedelta(seconds=args.timeout)
+    if backend == "nccl":
+        os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
+    try:
+        if launched:
+            kwargs = {"device_id": device} if backend == "nccl" else {}
+            dist.init_process_group(backend, timeout=timeout, **kwargs)
+        else:
+            dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1,
+                                    timeout=timeout)
+    except Exception as exc:  # noqa: BLE001 - rendezvous failures come in many types
+        raise ScalesimError(f"could not start torch.distributed ({backend}): {exc}") from None
+    control = dist.group.WORLD if backend == "gloo" else dist.new_group(backend="gloo",
+                                                                         timeout=timeout)
+    node = _env_int("GROUP_RANK", rank // max(local_world, 1))
+    node_of: list = [None] * world
+    dist.all_gather_object(node_of, node, group=control)
+    run_id = [uuid.uuid4().hex if rank == 0 else None]
+    dist.broadcast_object_list(run_id, src=0, group=control)
+    node_ids = sorted(set(node_of))
+    ctx = DistContext(rank=rank, world=world, local_rank=local_rank, local_world=local_world,
+                      node=node, nodes=len(node_ids), backend=backend, device=device,
+                      launched=launched, run_id=run_id[0], node_of=node_of, control=control)
+    # Every rank creates every group in the same order.
+    for n in node_ids:
+        members = [r for r in range(world) if node_of[r] == n]
+        group = dist.new_group(members, timeout=timeout) if len(members) > 1 else None
+        if n == node:
+            ctx.intra, ctx.intra_ranks = group, members
+    firsts = [min(r for r in range(world) if node_of[r] == n) for n in node_ids]
+    inter = dist.new_group(firsts, timeout=timeout) if len(firsts) > 1 else None
+    ctx.inter_ranks = firsts
+    if rank in firsts:
+        ctx.inter = inter
+    return ctx
+
+
+def shutdown() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def barrier(ctx: DistContext, phase: str, timeout_s: float) -> None:
+    """All ranks meet; a rank missing after ``timeout_s`` is named in the error."""
+    if ctx.world == 1:
+        return
+    try:
+        dist.monitored_barrier(group=ctx.control, timeout=timedelta(seconds=timeout_s),
+                               wait_all_ranks=True)
+    except RuntimeError as exc:
+        raise ScalesimError(f"not every rank finished '{phase}' within --timeout "
+                            f"{timeout_s:g} s ({_first_line(exc)})") from None
+
+
+def gather_object(ctx: DistContext, obj) -> list:
+    """``obj`` from every rank, on every rank (control group)."""
+    out: list = [None] * ctx.world
+    dist.all_gather_object(out, obj, group=ctx.control)
+    return out
+
+
+def agree_on_error(ctx: DistContext, message: str | None) -> None:
+    """Raise on every rank if any rank failed; the message names the failing ranks."""
+    messages = gather_object(ctx, message)
+    failed = [(r, m) for r, m in enumerate(messages) if m]
+    if failed:
+        ranks = ", ".join(str(r) for r, _ in failed)
+        raise ScalesimError(failed[0][1] + (f" (rank {ranks})" if ctx.world > 1 else ""))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _pid_namespace() -> int:
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
+class RankMonitor:
+    """Heartbeat, peer watch and phase time limit, on a daemon thread of every rank."""
+
+    def __init__(self, ctx: DistContext, folder: Path, silent_s: float, phase_limit_s: float):
+        self.ctx, self.folder = ctx, folder / "ranks"
+        self.silent_s, self.phase_limit_s = silent_s, phase_limit_s
+        self.phase, self.phase_start = "setup", time.monotonic()
+        self.host = socket.gethostname()
+        self.pidns = _pid_namespace()
+        self.pid = os.getpid()
+        self._stop = threading.Event()
+        self._old_sigterm = None
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, name="scalesim-monitor", daemon=True)
+
+    def start(self) -> RankMonitor:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._write("running")
+        self._thread.start()
+        if threading.current_thread() is threading.main_thread():
+            self._old_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
+        return self
+
+    def enter(self, phase: str) -> None:
+        self.phase, self.phase_start = phase, time.monotonic()
+        self._write("running")
+
+    def stop(self, status: str = "done") -> None:
+        with self._lock:
+            self._stop.set()
+            self._write_unlocked(status)
+        if self._old_sigterm is not None:
+            signal.signal(signal.SIGTERM, self._old_sigterm)
+            self._old_sigterm = None
+
+    def status_file(self, rank: int) -> Path:
+        return self.folder / f"rank-{rank}.json"
+
+    def _write(self, status: str) -> None:
+        with self._lock:
+            if status == "running" and self._stop.is_set():
+                return
+            self._write_unlocked(status)
+
+    def _write_unlocked(self, status: str) -> None:
+        record = {"run_id": self.ctx.run_id, "rank": self.ctx.rank, "pid": os.getpid(),
+                  "pidns": self.pidns, "host": self.host, "phase": self.phase,
+                  "status": status, "time_unix": time.time()}
+        with contextlib.suppress(OSError):
+            atomic_write_text(self.status_file(self.ctx.rank), json.dumps(record))
+
+    def peers(self) -> dict[int, dict]:
+        """Status records of this run's other ranks that are visible from here."""
+        out = {}
+        for r in range(self.ctx.world):
+            if r == self.ctx.rank:
+                continue
+            try:
+                rec = json.loads(self.status_file(r).read_text())
+            except (OSError, ValueError):
+                continue
+            if rec.get("run_id") == self.ctx.run_id:
+                out[r] = rec
+        return out
+
+    def problem(self) -> str | None:
+        """A line naming a peer that died or went silent, or None."""
+        now = time.time()
+        for r, rec in sorted(self.peers().items()):
+            if rec.get("status") != "running":
+                continue
+            same_ns = rec.get("host") == self.host and rec.get("pidns") == self.pidns
+            if same_ns and not _alive(int(rec["pid"])):
+                return (f"rank {r} (pid {rec['pid']}, host {rec['host']}) died during phase "
+                        f"'{rec['phase']}'")
+            if now - float(rec.get("time_unix", now)) > self.silent_s:
+                return (f"rank {r} (host {rec['host']}) has been silent for "
+                        f"{now - rec['time_unix']:.0f} s in phase '{rec['phase']}' (hung?)")
+        return None
+
+    def _loop(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            self._write("running")
+            problem = self.problem()
+            if problem:
+                self._abort(f"{problem}; stopping the run (rank {self.ctx.rank} was in phase "
+                            f"'{self.phase}')", 1)
+            elapsed = time.monotonic() - self.phase_start
+            if elapsed > self.phase_limit_s:
+                self._abort(f"phase '{self.phase}' on rank {self.ctx.rank} ran over "
+                            f"--phase-timeout {self.phase_limit_s:g} s; stopping the run", 3)
+
+    def _abort(self, message: str, code: int) -> None:
+        self._stop.set()
+        self._write_unlocked("failed")
+        print(f"scalesim calibration: error: {message}", file=sys.stderr, flush=True)
+        os._exit(code)
+
+    def _on_sigterm(self, signum, frame) -> None:
+        if os.getpid() != self.pid:  # a forked DataLoader worker: die the default way
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        problem = self.problem()
+        why = f"; {problem}" if problem else " (another rank failed; torchrun names it)"
+        self._abort(f"rank {self.ctx.rank} stopped by SIGTERM in phase '{self.phase}'{why}", 143)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,71 @@
+"""Jitter phase: per-step times on every rank, their spread, and a consistently slow rank.
+
+All ranks run the same training step (forward, backward, optimizer) on their own, starting
+each step together after a barrier, so the times are each rank's own work without waiting on
+the others. Per rank: median and coefficient of variation (std/mean). The profile keeps the
+median CV over ranks. A rank is named slow when its median is at least ``--slow-threshold``
+times the median of the other ranks' medians and it was the slowest in at least 60% of steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch.distributed as dist
+from scalesim.calibration import compute_phase
+from scalesim.calibration.dist import DistContext, gather_object
+from scalesim.calibration.results import JitterResult
+from scalesim.calibration.timing import Clock
+
+from scalesim.schemas import Jitter
+
+SLOWEST_SHARE = 0.6
+
+
+def step_times(ctx: DistContext, bundle, optimizer, b: int, steps: int, warmup: int,
+               precision: str, progress) -> list[float]:
+    """This rank's seconds for ``steps`` full training steps (after ``warmup`` untimed ones)."""
+    clock = Clock(ctx.device)
+    inputs, targets = compute_phase.make_batch(bundle, b, ctx.device)
+    times = []
+    for i in range(warmup + steps):
+        clock.sync()
+        if ctx.world > 1:
+            dist.barrier(group=ctx.control)
+        optimizer.zero_grad(set_to_none=True)
+        start, _, _ = compute_phase.train_micro_step(bundle, inputs, targets, precision,
+                                                     ctx.device, clock)
+        optimizer.step()
+        end = clock.mark()
+        if i >= warmup:
+            times.append(clock.seconds(start, end))
+            progress.update(1)
+    return times
+
+
+def summarize(per_rank: list[list[float]], threshold: float) -> tuple[Jitter, float]:
+    """Jitter record from every rank's step times (ranks x steps); also the slowest's share."""
+    times = np.asarray(per_rank, dtype=float)
+    medians = np.median(times, axis=1)
+    cvs = times.std(axis=1) / times.mean(axis=1)
+    slow_rank, slow_factor, share = None, 1.0, 0.0
+    if times.shape[0] > 1:
+        candidate = int(np.argmax(medians))
+        others = np.delete(medians, candidate)
+        ratio = float(medians[candidate] / np.median(others))
+        share = float(np.mean(np.argmax(times, axis=0) == candidate))
+        if ratio >= threshold and share >= SLOWEST_SHARE:
+            slow_rank, slow_factor = candidate, ratio
+    jitter = Jitter(step_time_cv=float(np.median(cvs)),
+                    per_rank_median_s=[float(m) for m in medians],
+                    slow_rank=slow_rank, slow_factor=max(slow_factor, 1.0))
+    return jitter, share
+
+
+def run(ctx: DistContext, bundle, micro_batch: int, args, progress) -> JitterResult:
+    optimizer = compute_phase.prepare(bundle, args, ctx.device)
+    mine = step_times(ctx, bundle, optimizer, micro_batch, args.jitter_steps, args.warmup,
+                      args.precision, progress)
+    optimizer.zero_grad(set_to_none=True)
+    jitter, share = summarize(gather_object(ctx, mine), args.slow_threshold)
+    return JitterResult(jitter=jitter, micro_batch=micro_batch, steps=args.jitter_steps,
+                        slowest_share=share)

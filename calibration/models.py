@@ -1,0 +1,219 @@
+"""Models to calibrate: built-in MLP, small CNN and small GPT in plain torch, or the user's own.
+
+A model source gives ``(model, make_batch)`` or ``(model, make_batch, loss_fn)``:
+``make_batch(batch_size) -> (inputs, targets)`` returns tensors (``inputs`` may be a tuple),
+``loss_fn(outputs, targets) -> scalar tensor``. Without ``loss_fn``, integer targets get
+cross-entropy (over the last dimension) and float targets mean squared error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from scalesim.calibration.factories import call_factory, load_callable
+from scalesim.calibration.options import BUILTIN_MODELS
+from torch import nn
+
+from scalesim.errors import ScalesimError
+
+CLASSES = 10
+
+
+@dataclass
+class ModelBundle:
+    """A model, how to make a batch of it, its loss, and how to describe it."""
+
+    name: str
+    model: nn.Module
+    make_batch: Callable
+    loss_fn: Callable
+    sample_unit: str = "samples"
+
+
+def default_loss(outputs, targets):
+    """Cross-entropy for integer targets (class or token ids), mean squared error otherwise."""
+    if isinstance(outputs, torch.Tensor) and outputs.dim() == 0 and targets is None:
+        return outputs
+    if not targets.is_floating_point():
+        return F.cross_entropy(outputs.reshape(-1, outputs.shape[-1]).float(), targets.reshape(-1))
+    return F.mse_loss(outputs.float(), targets.float())
+
+
+class MLP(nn.Module):
+    """``depth`` hidden layers of ``width`` with ReLU, then a 10-class head."""
+
+    def __init__(self, width: int, depth: int):
+        super().__init__()
+        layers: list[nn.Module] = []
+        for _ in range(depth):
+            layers += [nn.Linear(width, width), nn.ReLU()]
+        self.body = nn.Sequential(*layers)
+        self.head = nn.Linear(width, CLASSES)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+class SmallCNN(nn.Module):
+    """``depth`` conv stages (3x3 conv, batch norm, ReLU; stride 2 after the first), pool, head."""
+
+    def __init__(self, width: int, depth: int):
+        super().__init__()
+        stages: list[nn.Module] = []
+        channels = 3
+        for i in range(depth):
+            out = width * (2 ** min(i, 3))
+            stages += [nn.Conv2d(channels, out, 3, stride=1 if i == 0 else 2, padding=1,
+                                 bias=False), nn.BatchNorm2d(out), nn.ReLU()]
+            channels = out
+        self.body = nn.Sequential(*stages)
+        self.head = nn.Linear(channels, CLASSES)
+
+    def forward(self, x):
+        return self.head(self.body(x).mean(dim=(2, 3)))
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block: causal self-attention and a 4x MLP."""
+
+    def __init__(self, width: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.norm2 = nn.LayerNorm(width)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.norm1(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
+        return x + self.mlp(self.norm2(x))
+
+
+class SmallGPT(nn.Module):
+    """Token and position embeddings, ``depth`` blocks, final norm, tied output head."""
+
+    def __init__(self, width: int, depth: int, seq_len: int, vocab: int):
+        super().__init__()
+        heads = max(1, width // 64)
+        if width % heads:
+            raise ScalesimError(f"gpt width {width} must be a multiple of 64 (or below 64)")
+        self.tokens = nn.Embedding(vocab, width)
+        self.positions = nn.Embedding(seq_len, width)
+        self.blocks = nn.Sequential(*[Block(width, heads) for _ in range(depth)])
+        self.norm = nn.LayerNorm(width)
+
+    def forward(self, idx):
+        pos = torch.arange(idx.shape[1], device=idx.device)
+        x = self.blocks(self.tokens(idx) + self.positions(pos))
+        return self.norm(x) @ self.tokens.weight.t()
+
+
+def builtin(name: str, width: int | None, depth: int | None, seq_len: int, vocab: int,
+            image_size: int) -> ModelBundle:
+    """One of the built-in models, sized by the flags (``None`` = the model's default)."""
+    depth = depth or 4
+    if name == "mlp":
+        width = width or 1024
+        model = MLP(width, depth)
+
+        def make_batch(b):
+            return torch.randn(b, width), torch.randint(0, CLASSES, (b,))
+
+        return ModelBundle(f"mlp(width={width}, depth={depth})", model, make_batch, default_loss)
+    if name == "cnn":
+        width = width or 32
+        model = SmallCNN(width, depth)
+
+        def make_batch(b):
+            return torch.randn(b, 3, image_size, image_size), torch.randint(0, CLASSES, (b,))
+
+        return ModelBundle(f"cnn(width={width}, depth={depth}, image={image_size})", model,
+                           make_batch, default_loss, "images")
+    if name == "gpt":
+        width = width or 256
+        model = SmallGPT(width, depth, seq_len, vocab)
+
+        def make_batch(b):
+            tokens = torch.randint(0, vocab, (b, seq_len + 1))
+            return tokens[:, :-1], tokens[:, 1:]
+
+        return ModelBundle(f"gpt(width={width}, depth={depth}, seq={seq_len}, vocab={vocab})",
+                           model, make_batch, default_loss, f"sequences of {seq_len} tokens")
+    raise ScalesimError(f"unknown model '{name}'; use {', '.join(BUILTIN_MODELS)} or "
+                        "package.module:factory")
+
+
+def from_factory(spec: str) -> ModelBundle:
+    """The user's model from ``package.module:factory``; its return value is checked."""
+    factory = load_callable(spec, "model factory")
+    made = call_factory(spec, "model factory", factory)
+    if not isinstance(made, tuple) or len(made) not in (2, 3):
+        raise ScalesimError(f"model factory '{spec}' must return (model, make_batch) or "
+                            f"(model, make_batch, loss_fn), not {type(made).__name__}")
+    model, make_batch = made[0], made[1]
+    loss_fn = made[2] if len(made) == 3 else default_loss
+    if not isinstance(model, nn.Module):
+        raise ScalesimError(f"model factory '{spec}': first item must be a torch.nn.Module, "
+                            f"not {type(model).__name__}")
+    if not callable(make_batch) or not callable(loss_fn):
+        raise ScalesimError(f"model factory '{spec}': make_batch and loss_fn must be callable")
+    unit = getattr(make_batch, "sample_unit", "samples")
+    return ModelBundle(spec, model, make_batch, loss_fn, unit)
+
+
+def load_model(args) -> ModelBundle:
+    """The model named by ``--model`` (built-in name or ``module:factory``), seeded."""
+    torch.manual_seed(args.seed)
+    if ":" in args.model:
+        return from_factory(args.model)
+    return builtin(args.model, args.width, args.depth, args.seq_len, args.vocab, args.image_size)
+
+
+def parameter_count(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def element_bytes(model: nn.Module) -> int:
+    """Bytes of one trainable parameter (and of its gradient, which DDP all-reduces)."""
+    for p in model.parameters():
+        if p.requires_grad:
+            return p.element_size()
+    raise ScalesimError("the model has no trainable parameters")
+
+
+def make_optimizer(name: str, model: nn.Module) -> torch.optim.Optimizer:
+    params = [p for p in model.parameters() if p.requires_grad]
+    if name == "adam":
+        return torch.optim.Adam(params, lr=1e-4)
+    return torch.optim.SGD(params, lr=1e-3, momentum=0.9)
+
+
+def optimizer_state_elements(name: str) -> int:
+    """Optimizer state per parameter, in parameter-sized elements (Adam m and v; SGD momentum)."""
+    return 2 if name == "adam" else 1
+
+
+def to_device(x, device):
+    if isinstance(x, torch.Tensor):
+        return x.to(device, non_blocking=True)
+    if isinstance(x, (tuple, list)):
+        return type(x)(to_device(v, device) for v in x)
+    if isinstance(x, dict):
+        return {k: to_device(v, device) for k, v in x.items()}
+    return x
+
+
+def forward(model, inputs):
+    if isinstance(inputs, (tuple, list)):
+        return model(*inputs)
+    if isinstance(inputs, dict):
+        return model(**inputs)
+    return model(inputs)

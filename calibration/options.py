@@ -1,0 +1,218 @@
+"""Command-line flags of the calibration (shared by ``scalesim calibrate`` and ``-m scalesim.calibration``).
+
+Imports nothing heavy: ``scalesim --help`` builds this parser without torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+PHASES = ("compute", "collectives", "loader", "jitter", "noise")
+OPS = ("all_reduce", "reduce_scatter", "all_gather")
+BUILTIN_MODELS = ("mlp", "cnn", "gpt")
+
+# --quick: the smallest calibration that still fits every part of the profile (tests, a first look).
+QUICK = {
+    "batches": [4, 8, 16, 32],
+    "warmup": 2,
+    "repeats": 5,
+    "max_size_mib": 8.0,
+    "coll_time_s": 0.02,
+    "loader_images": 128,
+    "loader_batches": 6,
+    "jitter_steps": 12,
+    "noise_steps": 3,
+}
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not a list of whole numbers like 4,8,16,32") from None
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"'{text}': give whole numbers of 1 or more")
+    return values
+
+
+def _phase_list(text: str) -> list[str]:
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [n for n in names if n not in PHASES]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown phase '{bad[0] if bad else text}'; choose from {','.join(PHASES)}")
+    return [p for p in PHASES if p in names]
+
+
+def _op_list(text: str) -> list[str]:
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [n for n in names if n not in OPS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown collective '{bad[0] if bad else text}'; choose from {','.join(OPS)}")
+    return [o for o in OPS if o in names]
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} must be above 0")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be 1 or more")
+    return value
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Every calibration flag; defaults that depend on the device are resolved at run time."""
+    g = p.add_argument_group("output")
+    g.add_argument("--out", default="scalesim-profile.json", metavar="FILE",
+                   help="profile JSON to write (default scalesim-profile.json)")
+    g.add_argument("--state-dir", metavar="DIR",
+                   help="per-phase state for --resume (default FILE.state next to --out)")
+    g.add_argument("--resume", action="store_true",
+                   help="keep the phases an earlier run with the same setup already finished")
+    g.add_argument("--phases", type=_phase_list, default=list(PHASES),
+                   help=f"phases to run, comma-separated (default all: {','.join(PHASES)})")
+    g.add_argument("--name", help="profile name (default: device and host)")
+    g.add_argument("--quick", action="store_true",
+                   help="small sweeps and few repeats (about 20 s on 2 CPU cores); flags given "
+                   "explicitly still win")
+    g.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+    g = p.add_argument_group("processes")
+    g.add_argument("--backend", choices=["auto", "nccl", "gloo"], default="auto",
+                   help="torch.distributed backend (auto: nccl on GPUs, gloo on CPUs)")
+    g.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
+                   help="where to compute (auto: cuda if available)")
+    g.add_argument("--threads", type=_positive_int,
+                   help="torch threads per process on CPU (default: cores / processes per node)")
+    g.add_argument("--timeout", type=_positive_float, default=120.0, metavar="S",
+                   help="seconds a collective, barrier or silent rank may take before the run "
+                   "stops (default 120)")
+    g.add_argument("--phase-timeout", type=_positive_float, default=900.0, metavar="S",
+                   help="hard limit on one phase, seconds (default 900)")
+
+    g = p.add_argument_group("model (compute, jitter, noise phases)")
+    g.add_argument("--model", default="mlp", metavar="NAME|MODULE:FACTORY",
+                   help="built-in mlp, cnn or gpt, or package.module:factory returning "
+                   "(model, make_batch[, loss_fn]) (default mlp)")
+    g.add_argument("--width", type=_positive_int,
+                   help="built-in model width (mlp 1024, cnn 32 channels, gpt 256)")
+    g.add_argument("--depth", type=_positive_int, help="built-in model layers (default 4)")
+    g.add_argument("--seq-len", type=_positive_int, default=128, help="gpt sequence length")
+    g.add_argument("--vocab", type=_positive_int, default=1024, help="gpt vocabulary size")
+    g.add_argument("--image-size", type=_positive_int, default=32, help="cnn input size, pixels")
+    g.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32",
+                   help="autocast precision (fp16 on CUDA only; default fp32)")
+    g.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
+    g.add_argument("--batches", type=_int_list,
+                   help="per-device micro-batches to time, at least 4 (default CPU 4,8,16,32; "
+                   "GPU 16,32,64,128,256); the first out-of-memory one sets the ceiling")
+    g.add_argument("--micro-batch", type=_positive_int,
+                   help="the profile's micro-batch and the jitter phase's (default: the largest "
+                   "that ran)")
+    g.add_argument("--warmup", type=_positive_int, help="untimed steps per size (default 3)")
+    g.add_argument("--repeats", type=_positive_int, help="timed steps per size (default 10)")
+    g.add_argument("--seed", type=int, default=0)
+
+    g = p.add_argument_group("collectives phase")
+    g.add_argument("--ops", type=_op_list, default=list(OPS),
+                   help="collectives to time (default all_reduce,reduce_scatter,all_gather)")
+    g.add_argument("--min-size-kib", type=_positive_float, default=1.0,
+                   help="smallest message, KiB (default 1)")
+    g.add_argument("--max-size-mib", type=_positive_float,
+                   help="largest message, MiB (default 256 on GPU, 32 on CPU)")
+    g.add_argument("--size-factor", type=_positive_int,
+                   help="ratio between sizes (default 2 on GPU, 4 on CPU)")
+    g.add_argument("--coll-time-s", type=_positive_float,
+                   help="target timed seconds per message size (default 0.05)")
+
+    g = p.add_argument_group("links not measured here")
+    g.add_argument("--intra-link", metavar="KIND",
+                   help="intra-server preset when it is not measured (one process per node), "
+                   "e.g. pcie4, nvswitch-a100")
+    g.add_argument("--intra-busbw", type=_positive_float, metavar="GB/s")
+    g.add_argument("--intra-latency", type=float, metavar="S")
+    g.add_argument("--inter-link", default=None, metavar="KIND:NICSxGBIT",
+                   help="inter-server preset when one node runs, e.g. ethernet:1x100, "
+                   "infiniband:8x200 (default ethernet:1x100)")
+    g.add_argument("--inter-busbw", type=_positive_float, metavar="GB/s")
+    g.add_argument("--inter-latency", type=float, metavar="S")
+
+    g = p.add_argument_group("loader phase")
+    g.add_argument("--dataset", default="builtin", metavar="builtin|MODULE:FACTORY",
+                   help="builtin (encoded images in a temp folder) or package.module:factory "
+                   "returning a torch Dataset")
+    g.add_argument("--loader-images", type=_positive_int, help="built-in images (default 512)")
+    g.add_argument("--loader-batch", type=_positive_int, default=32)
+    g.add_argument("--loader-batches", type=_positive_int,
+                   help="timed batches per worker count (default 20)")
+    g.add_argument("--max-workers", type=int, help="largest num_workers (default: CPU cores)")
+
+    g = p.add_argument_group("jitter and noise phases")
+    g.add_argument("--jitter-steps", type=_positive_int, help="timed steps (default 30)")
+    g.add_argument("--slow-threshold", type=float, default=1.05,
+                   help="a rank this much slower than the others' median, and slowest in most "
+                   "steps, is named slow (default 1.05)")
+    g.add_argument("--noise-steps", type=_positive_int, help="gradient samples (default 8)")
+    g.add_argument("--noise-accum", type=_positive_int, default=2,
+                   help="micro-batches per rank per noise sample (default 2)")
+
+
+DEFAULTS_CPU = {
+    "batches": [4, 8, 16, 32], "warmup": 3, "repeats": 10, "max_size_mib": 32.0,
+    "size_factor": 4, "coll_time_s": 0.05, "loader_images": 512, "loader_batches": 20,
+    "jitter_steps": 30, "noise_steps": 8,
+}
+DEFAULTS_GPU = dict(DEFAULTS_CPU, batches=[16, 32, 64, 128, 256], max_size_mib=256.0,
+                    size_factor=2)
+
+
+def resolve_defaults(args: argparse.Namespace, on_gpu: bool) -> argparse.Namespace:
+    """Fill flags left unset: --quick values first, then the device's defaults."""
+    base = DEFAULTS_GPU if on_gpu else DEFAULTS_CPU
+    for key, value in base.items():
+        if getattr(args, key, None) is None:
+            quick = QUICK.get(key) if args.quick else None
+            setattr(args, key, quick if quick is not None else value)
+    return args
+
+
+def build_parser(prog: str = "python -m scalesim.calibration") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Measure this machine and write a scalesim calibration profile.")
+    add_arguments(parser)
+    return parser
+
+
+def to_argv(args: argparse.Namespace, skip: tuple[str, ...] = ()) -> list[str]:
+    """The flags that rebuild ``args`` (those that differ from the defaults), for a child run."""
+    parser = build_parser()
+    argv: list[str] = []
+    for action in parser._actions:  # argparse keeps its actions here; no public accessor
+        if not action.option_strings or action.dest in skip or action.dest == "help":
+            continue
+        value = getattr(args, action.dest, None)
+        if value is None or value == action.default:
+            continue
+        flag = action.option_strings[-1] if action.option_strings[-1].startswith("--") \
+            else action.option_strings[0]
+        if isinstance(action, argparse._StoreTrueAction):
+            argv.append(flag)
+        elif isinstance(value, list):
+            argv += [flag, ",".join(str(v) for v in value)]
+        else:
+            argv += [flag, str(value)]
+    return argv

@@ -1,0 +1,86 @@
+"""What each phase hands on (and stores for --resume): small pydantic records, no torch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from scalesim.schemas import (
+    ComputeCurve,
+    Jitter,
+    LinkCalibration,
+    LinkLevel,
+    LoaderCurve,
+    NoiseScale,
+)
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ComputeResult(_Record):
+    model_name: str
+    sample_unit: str = "samples"
+    params: int
+    element_bytes: int = Field(description="bytes of one parameter / gradient element")
+    optimizer: str
+    optimizer_state_elements: int
+    precision: str
+    curve: ComputeCurve
+    forward_s: list[float] = Field(default_factory=list, description="median forward per point")
+    backward_s: list[float] = Field(default_factory=list, description="median backward per point")
+    backward_fraction: float
+    activation_bytes_per_sample: float = 0.0
+    oom_batch: int | None = None
+
+
+class CollectiveResult(_Record):
+    links: list[LinkCalibration]
+    intra: LinkLevel | None = None
+    inter: LinkLevel | None = None
+    fits: dict[str, dict[str, float]] = Field(
+        default_factory=dict, description="level/op -> latency_s, busbw_GBps, rel_rmse")
+
+
+class LoaderResult(_Record):
+    curve: LoaderCurve
+    dataset: str
+    batch_size: int
+
+
+class JitterResult(_Record):
+    jitter: Jitter
+    micro_batch: int
+    steps: int
+    slowest_share: float = Field(description="share of steps in which the slowest rank was last")
+
+
+class NoiseResult(_Record):
+    noise: NoiseScale | None = None
+    small_sq_norm: float | None = None
+    big_sq_norm: float | None = None
+    note: str = ""
+
+
+RESULT_TYPES: dict[str, type[_Record]] = {
+    "compute": ComputeResult,
+    "collectives": CollectiveResult,
+    "loader": LoaderResult,
+    "jitter": JitterResult,
+    "noise": NoiseResult,
+}
+
+
+class PhaseRecord(_Record):
+    """One finished phase as stored in the state folder."""
+
+    phase: str
+    signature: dict[str, Any]
+    wall_s: float
+    notes: list[str] = Field(default_factory=list)
+    result: dict[str, Any]
+
+    def parsed(self):
+        return RESULT_TYPES[self.phase].model_validate(self.result)

@@ -1,0 +1,103 @@
+"""The readable end-of-run summary: what was measured beside what was fitted."""
+
+from __future__ import annotations
+
+from scalesim.calibration.results import CollectiveResult, PhaseRecord
+
+from scalesim.model import collectives as coll
+from scalesim.model.compute import micro_step_s
+
+
+def _size(nbytes: float) -> str:
+    for unit, scale in (("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:g} {unit}"
+    return f"{nbytes:g} B"
+
+
+def compute_lines(record: PhaseRecord) -> list[str]:
+    r = record.parsed()
+    c = r.curve
+    lines = [f"compute: {r.model_name}, {r.params:,} params, {r.precision}, {r.optimizer}",
+             f"  fit: {c.overhead_s * 1e3:.3f} ms + {c.per_sample_s * 1e3:.4f} ms/sample "
+             f"(rel. RMSE {c.rel_rmse:.1%}); optimizer step {c.optimizer_step_s * 1e3:.3f} ms; "
+             f"backward share {r.backward_fraction:.2f}",
+             f"  {'batch':>6} {'fwd ms':>9} {'bwd ms':>9} {'f+b ms':>9} {'iqr ms':>8} "
+             f"{'fit ms':>9}"]
+    for p, f, b in zip(c.points, r.forward_s, r.backward_s, strict=False):
+        fit = float(micro_step_s(p.micro_batch, c.overhead_s, c.per_sample_s))
+        lines.append(f"  {p.micro_batch:>6} {f * 1e3:>9.3f} {b * 1e3:>9.3f} {p.time_s * 1e3:>9.3f} "
+                     f"{p.spread_s * 1e3:>8.3f} {fit * 1e3:>9.3f}")
+    lines.append("  ceiling: " + (f"micro-batch {r.oom_batch} ran out of memory"
+                                  if r.oom_batch else "no out-of-memory in the sweep"))
+    return lines
+
+
+def collective_lines(record: PhaseRecord) -> list[str]:
+    r: CollectiveResult = record.parsed()
+    lines = []
+    for cal, link in zip(r.links, (r.intra, r.inter), strict=False):
+        if not cal.measured:
+            lines.append(f"{cal.level}: {link.busbw_GBps:g} GB/s busbw, {link.latency_s * 1e6:g} "
+                         f"us latency: {cal.note}")
+            continue
+        lines.append(f"{cal.level}: {link.kind}, fit alpha {link.latency_s * 1e6:.2f} us, "
+                     f"busbw {link.busbw_GBps:.3f} GB/s (all-reduce, rel. RMSE {cal.rel_rmse:.1%})")
+        lines.append(f"  {'op':<15} {'size':>10} {'ranks':>5} {'time us':>11} {'algbw':>8} "
+                     f"{'busbw':>8} {'fit us':>11}")
+        for p in cal.points:
+            fit = r.fits.get(f"{cal.level}/{p.op}")
+            t_fit = ""
+            if fit:
+                if p.op == "all_reduce":
+                    t = coll.ring_allreduce_s(p.size_bytes, p.ranks, fit["latency_s"],
+                                              fit["busbw_GBps"])
+                else:
+                    t = coll.ring_reduce_scatter_s(p.size_bytes, p.ranks, fit["latency_s"],
+                                                   fit["busbw_GBps"])
+                t_fit = f"{float(t) * 1e6:>11.1f}"
+            lines.append(f"  {p.op:<15} {_size(p.size_bytes):>10} {p.ranks:>5} "
+                         f"{p.time_s * 1e6:>11.1f} {p.algbw_GBps:>8.3f} {p.busbw_GBps:>8.3f} "
+                         f"{t_fit}")
+    return lines
+
+
+def loader_lines(record: PhaseRecord) -> list[str]:
+    r = record.parsed()
+    lines = [f"loader: {r.dataset}, batch {r.batch_size}", f"  {'workers':>7} {'samples/s':>10}"]
+    lines += [f"  {p.workers:>7} {p.samples_per_s:>10.1f}" for p in r.curve.points]
+    return lines
+
+
+def jitter_lines(record: PhaseRecord) -> list[str]:
+    r = record.parsed()
+    j = r.jitter
+    medians = ", ".join(f"{m * 1e3:.2f}" for m in j.per_rank_median_s)
+    slow = (f"rank {j.slow_rank} is slow ({j.slow_factor:.2f}x the others)"
+            if j.slow_rank is not None else "no consistently slow rank")
+    return [f"jitter: {r.steps} steps at micro-batch {r.micro_batch}: step-time CV "
+            f"{j.step_time_cv:.3f}; per-rank median ms [{medians}]; {slow}"]
+
+
+def noise_lines(record: PhaseRecord) -> list[str]:
+    r = record.parsed()
+    if r.noise is None:
+        return [f"noise: {r.note}"]
+    return [f"noise: B_simple = {r.noise.b_simple:.1f} samples (|G|^2 at {r.noise.small_batch}: "
+            f"{r.small_sq_norm:.4g}, at {r.noise.big_batch}: {r.big_sq_norm:.4g})"]
+
+
+RENDER = {"compute": compute_lines, "collectives": collective_lines, "loader": loader_lines,
+          "jitter": jitter_lines, "noise": noise_lines}
+
+
+def render(records: dict[str, PhaseRecord], reused: set[str]) -> str:
+    lines = []
+    for phase, render_phase in RENDER.items():
+        if phase not in records:
+            continue
+        rec = records[phase]
+        how = "kept from an earlier run" if phase in reused else "measured now"
+        lines.append(f"== {phase} ({rec.wall_s:.1f} s, {how})")
+        lines += render_phase(rec)
+    return "\n".join(lines)

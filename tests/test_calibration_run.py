@@ -1,0 +1,253 @@
+"""Real calibrations on this machine: torchrun with 2 CPU processes and gloo, then a real DDP step.
+
+Kept small (--quick flags, a 1M-parameter MLP) so the whole file takes about a minute on two
+cores. Every run is a real subprocess; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from scalesim.profiles import load_profile
+
+pytestmark = pytest.mark.slow
+
+TESTS = Path(__file__).resolve().parent
+# A small GPT: heavy enough per sample that the built-in loader outpaces it (the DDP reference
+# below feeds in-memory batches, so a prediction with a data stall would not be comparable).
+MODEL = ["--model", "gpt", "--width", "128", "--depth", "2", "--seq-len", "64", "--vocab", "512"]
+BATCHES = ["--batches", "2,4,8,16"]
+DDP_BATCH = 8
+# The factory models are tiny: large batches make the per-sample cost show above the overhead.
+FACTORY_BATCHES = "256,1024,4096,16384"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")])
+    return env
+
+
+def torchrun(module: str, *args: str, nproc: int = 2) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone",
+            f"--nproc-per-node={nproc}", "-m", module, *args]
+
+
+def run(cmd: list[str], cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, cwd=cwd, env=_env(), capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory):
+    """One 2-process calibration and one 2-process DDP measurement of the same model."""
+    folder = tmp_path_factory.mktemp("calib")
+    out = folder / "profile.json"
+    started = time.monotonic()
+    result = run(torchrun("scalesim.calibration", "--quick", "--no-progress", *MODEL, *BATCHES,
+                          "--repeats", "8", "--out", str(out)), folder)
+    wall_s = time.monotonic() - started
+    assert result.returncode == 0, result.stderr[-3000:]
+    ddp = run(torchrun("scalesim.calibration.ddp_bench", *MODEL, "--batch", str(DDP_BATCH),
+                       "--steps", "20", "--warmup", "5", "--out", str(folder / "ddp.json")),
+              folder)
+    assert ddp.returncode == 0, ddp.stderr[-3000:]
+    return {"profile": out, "stdout": result.stdout, "wall_s": wall_s,
+            "ddp": json.loads((folder / "ddp.json").read_text()), "folder": folder}
+
+
+def test_profile_passes_schema_and_has_every_part(calibrated):
+    profile = load_profile(calibrated["profile"])
+    assert profile.fingerprint.device_count == 2
+    assert profile.fingerprint.backend == "gloo"
+    assert profile.hardware.devices_per_node == 2
+    assert profile.compute.measured and len(profile.compute.points) >= 4
+    assert profile.compute.per_sample_s > 0
+    assert profile.compute.optimizer_step_s > 0
+    assert 0 < profile.workload.backward_fraction < 1
+    width, vocab, seq = 128, 512, 64
+    block = 4 * width + (3 * width * width + 3 * width) + (width * width + width) \
+        + (4 * width * width + 4 * width) + (4 * width * width + width)
+    assert profile.workload.params == vocab * width + seq * width + 2 * block + 2 * width
+    assert profile.input_pipeline is not None and profile.input_pipeline.measured
+    assert [p.workers for p in profile.input_pipeline.points][:2] == [0, 1]
+    assert profile.jitter is not None and len(profile.jitter.per_rank_median_s) == 2
+    # The summary prints the nccl-tests style table beside the fit.
+    assert "busbw" in calibrated["stdout"] and "fit ms" in calibrated["stdout"]
+
+
+def test_collective_sweep_and_fit(calibrated):
+    profile = load_profile(calibrated["profile"])
+    intra = next(link for link in profile.links if link.level == "intra_node")
+    inter = next(link for link in profile.links if link.level == "inter_node")
+    assert intra.measured
+    sizes = sorted({p.size_bytes for p in intra.points if p.op == "all_reduce"})
+    assert sizes[0] <= 1024 and sizes[-1] >= 8 * 2**20 and len(sizes) >= 6
+    assert {p.op for p in intra.points} == {"all_reduce", "reduce_scatter", "all_gather"}
+    for p in intra.points:
+        assert p.busbw_GBps == pytest.approx(p.algbw_GBps * (1.0 if p.op == "all_reduce" else 0.5))
+    largest = max((p for p in intra.points if p.op == "all_reduce"), key=lambda p: p.size_bytes)
+    measured = largest.busbw_GBps
+    fitted = profile.hardware.intra_node.busbw_GBps
+    assert fitted == pytest.approx(measured, rel=0.35), (fitted, measured)
+    assert not inter.measured and "NOT MEASURED" in inter.note and "ethernet" in inter.note
+
+
+def test_predict_matches_a_real_ddp_step(calibrated):
+    result = run([sys.executable, "-m", "scalesim.cli.main", "predict", "--profile",
+                  str(calibrated["profile"]), "--devices", "2", "--batch", str(DDP_BATCH),
+                  "--json"], calibrated["folder"])
+    assert result.returncode == 0, result.stderr
+    predicted = json.loads(result.stdout)[0]["step_time_s"]
+    measured = calibrated["ddp"]["step_time_s"]
+    print(f"calibration {calibrated['wall_s']:.1f} s; DDP step at batch {DDP_BATCH}: "
+          f"predicted {predicted * 1e3:.1f} ms, measured {measured * 1e3:.1f} ms")
+    assert predicted == pytest.approx(measured, rel=0.25)
+
+
+def test_user_model_and_dataset_factories_and_a_slow_rank(tmp_path):
+    out = tmp_path / "user.json"
+    result = run(torchrun("scalesim.calibration", "--quick", "--no-progress",
+                          "--model", "calib_factories:slow_rank_one_model",
+                          "--dataset", "calib_factories:npy_dataset",
+                          "--batches", FACTORY_BATCHES, "--micro-batch", "256",
+                          "--phases", "compute,loader,jitter",
+                          "--out", str(out)), tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    profile = load_profile(out)
+    assert profile.workload.name == "calib_factories:slow_rank_one_model"
+    assert profile.workload.params == 64 * 128 + 128 + 128 + 1
+    assert "calib_factories:npy_dataset" in profile.input_pipeline.source
+    assert profile.jitter.slow_rank == 1 and profile.jitter.slow_factor > 1.05
+    assert not next(link for link in profile.links if link.level == "intra_node").measured
+
+
+def test_a_killed_rank_stops_the_run_and_is_named(tmp_path):
+    out = tmp_path / "killed.json"
+    proc = subprocess.Popen(
+        torchrun("scalesim.calibration", "--no-progress", "--batches", "8,16,32,64",
+                 "--repeats", "400", "--phases", "compute", "--out", str(out)),
+        cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    status = Path(f"{out}.state") / "ranks" / "rank-1.json"
+    deadline = time.monotonic() + 120
+    victim = None
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            record = json.loads(status.read_text())
+        except (OSError, ValueError):
+            record = {}
+        if record.get("phase") == "compute":
+            victim = record["pid"]
+            break
+        time.sleep(0.2)
+    assert victim is not None, "rank 1 never reached the compute phase"
+    time.sleep(1.0)
+    os.kill(victim, signal.SIGKILL)
+    killed_at = time.monotonic()
+    output, _ = proc.communicate(timeout=120)
+    stopped_after = time.monotonic() - killed_at
+    assert proc.returncode != 0
+    assert "rank 1" in output and "phase 'compute'" in output, output[-3000:]
+    assert stopped_after < 60, stopped_after
+    assert not out.exists()
+
+
+def test_resume_keeps_finished_phases(tmp_path):
+    out = tmp_path / "resume.json"
+    base = [sys.executable, "-m", "scalesim.cli.main", "calibrate", "--quick", "--no-progress",
+            "--threads", "1",
+            "--model", "calib_factories:regression_model", "--batches", FACTORY_BATCHES,
+            "--out", str(out)]
+    first = run([*base, "--phases", "compute"], tmp_path)
+    assert first.returncode == 0, first.stderr
+    before = load_profile(out)
+    assert before.jitter is None
+    second = run([*base, "--phases", "compute,jitter", "--resume"], tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert "compute" in second.stdout and "kept from an earlier run" in second.stdout
+    after = load_profile(out)
+    assert after.compute == before.compute
+    assert after.jitter is not None and after.jitter.slow_rank is None
+    assert (Path(f"{out}.state") / "phase-jitter.json").exists()
+
+
+def test_out_of_memory_batch_is_the_ceiling(tmp_path):
+    out = tmp_path / "oom.json"
+    result = run([sys.executable, "-m", "scalesim.cli.main", "calibrate", "--quick",
+                  "--no-progress", "--threads", "1", "--model", "calib_factories:regression_model",
+                  "--phases",
+                  "compute", "--batches", "256,1024,4096,100000000000", "--out", str(out)], tmp_path)
+    assert result.returncode == 0, result.stderr
+    profile = load_profile(out)
+    assert [p.micro_batch for p in profile.compute.points] == [256, 1024, 4096]
+    assert profile.compute.max_micro_batch == 4096
+    assert "out of memory" in profile.compute.source
+
+
+@pytest.mark.parametrize("factory, expected", [
+    ("calib_factories:broken_model", "raised RuntimeError: weights file missing"),
+    ("calib_factories:no_such_factory", "has no attribute 'no_such_factory'"),
+    ("no_such_module:factory", "module 'no_such_module' not found"),
+])
+def test_bad_model_factories_give_one_clear_line(tmp_path, factory, expected):
+    result = run([sys.executable, "-m", "scalesim.cli.main", "calibrate", "--quick",
+                  "--no-progress", "--phases", "compute", "--model", factory,
+                  "--out", str(tmp_path / "x.json")], tmp_path)
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and expected in lines[0] and "phase 'compute'" in lines[0], lines
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_a_factory_that_raises_under_torchrun(tmp_path):
+    result = run(torchrun("scalesim.calibration", "--quick", "--no-progress", "--phases",
+                          "compute", "--model", "calib_factories:broken_model",
+                          "--out", str(tmp_path / "x.json")), tmp_path)
+    assert result.returncode != 0
+    assert "weights file missing" in result.stderr and "rank 0, 1" in result.stderr
+
+
+def test_a_hung_rank_stops_the_run_within_the_timeout(tmp_path):
+    out = tmp_path / "hung.json"
+    proc = subprocess.Popen(
+        torchrun("scalesim.calibration", "--no-progress", "--timeout", "5", "--batches",
+                 "8,16,32,64", "--repeats", "400", "--phases", "compute", "--out", str(out)),
+        cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    folder = Path(f"{out}.state") / "ranks"
+    deadline = time.monotonic() + 120
+    victim = None
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            record = json.loads((folder / "rank-1.json").read_text())
+        except (OSError, ValueError):
+            record = {}
+        if record.get("phase") == "compute":
+            victim = record["pid"]
+            break
+        time.sleep(0.2)
+    assert victim is not None, "rank 1 never reached the compute phase"
+    os.kill(victim, signal.SIGSTOP)
+    stopped_at = time.monotonic()
+    try:
+        # Rank 0 must give up on its own: wait for it to report failure, then let rank 1 go so
+        # torchrun's SIGTERM reaches it (a stopped process cannot act on it).
+        while time.monotonic() - stopped_at < 60:
+            record = json.loads((folder / "rank-0.json").read_text())
+            if record.get("status") == "failed":
+                break
+            time.sleep(0.2)
+        gave_up_after = time.monotonic() - stopped_at
+    finally:
+        os.kill(victim, signal.SIGCONT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode != 0
+    assert 4 < gave_up_after < 30, gave_up_after
+    assert "rank 1" in output and "phase 'compute'" in output and "silent" in output, output[-3000:]

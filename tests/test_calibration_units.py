@@ -1,0 +1,130 @@
+"""Calibration pieces that need no second process: sizes, worker counts, jitter verdicts, flags,
+unmeasured links, resume signatures, and the watchdog's verdict on dead or silent ranks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+
+import numpy as np
+import pytest
+from scalesim.calibration import options
+from scalesim.calibration.collective_phase import message_sizes, parse_inter_link, unmeasured_level
+from scalesim.calibration.dist import DistContext, RankMonitor
+from scalesim.calibration.jitter_phase import summarize
+from scalesim.calibration.loader_phase import worker_counts
+from scalesim.calibration.results import NoiseResult, PhaseRecord
+from scalesim.calibration.state import load_matching, save
+
+from scalesim import presets
+from scalesim.errors import ScalesimError
+
+
+def parse(*argv: str):
+    return options.build_parser().parse_args(list(argv))
+
+
+def test_message_sizes_span_the_sweep():
+    sizes = message_sizes(1, 256, 2)
+    assert sizes[0] == 1024 and sizes[-1] == 256 * 2**20 and len(sizes) == 19
+    assert message_sizes(1, 32, 4)[-2:] == [16 * 2**20, 32 * 2**20]
+    with pytest.raises(ScalesimError):
+        message_sizes(4096, 1, 2)
+
+
+def test_worker_counts_cover_zero_to_the_cores():
+    assert worker_counts(2) == [0, 1, 2]
+    assert worker_counts(6) == [0, 1, 2, 4, 6]
+    assert worker_counts(0) == [0]
+
+
+def test_jitter_names_a_consistently_slow_rank():
+    rng = np.random.default_rng(1)
+    times = rng.normal(0.100, 0.002, size=(4, 40))
+    times[2] *= 1.2
+    jitter, share = summarize(times.tolist(), threshold=1.05)
+    assert jitter.slow_rank == 2 and jitter.slow_factor == pytest.approx(1.2, rel=0.03)
+    assert share > 0.9 and jitter.step_time_cv == pytest.approx(0.02, rel=0.3)
+
+
+def test_jitter_names_no_rank_when_all_are_alike():
+    rng = np.random.default_rng(2)
+    jitter, _ = summarize(rng.normal(0.1, 0.01, size=(4, 40)).tolist(), threshold=1.05)
+    assert jitter.slow_rank is None and jitter.slow_factor == 1.0
+    single, _ = summarize([[0.1, 0.11, 0.09]], threshold=1.05)
+    assert single.slow_rank is None and len(single.per_rank_median_s) == 1
+
+
+def test_flags_survive_the_trip_to_a_child_process():
+    args = parse("--quick", "--batches", "4,8,16,32", "--model", "cnn", "--timeout", "30",
+                 "--phases", "compute,loader", "--inter-link", "infiniband:8x200")
+    assert parse(*options.to_argv(args)) == args
+
+
+def test_bad_flags_are_rejected_by_the_parser(capsys):
+    for argv in (["--phases", "compute,warp"], ["--batches", "4,x"], ["--ops", "broadcast"]):
+        with pytest.raises(SystemExit):
+            parse(*argv)
+    assert "unknown" in capsys.readouterr().err
+
+
+def test_inter_link_not_measured_says_where_it_came_from():
+    link, cal = unmeasured_level("inter_node", parse(), on_gpu=False, why="one node")
+    preset = presets.inter_link("ethernet", 1, 100)
+    assert link.busbw_GBps == preset.busbw_GBps and link.latency_s == preset.latency_s
+    assert not cal.measured and "NOT MEASURED (one node)" in cal.note and "ethernet:1x100" in cal.note
+    link, cal = unmeasured_level("inter_node", parse("--inter-link", "infiniband:4x100",
+                                                     "--inter-busbw", "40"), False, "one node")
+    assert link.busbw_GBps == 40 and link.nics_per_node == 4
+    assert "40 GB/s from the user's flag" in cal.note
+    assert parse_inter_link("roce:2x200") == ("roce", 2, 200.0)
+    with pytest.raises(ScalesimError):
+        parse_inter_link("ethernet")
+
+
+def test_resume_reuses_only_phases_with_the_same_signature(tmp_path):
+    record = PhaseRecord(phase="noise", signature={"world": 2}, wall_s=1.0,
+                         result=NoiseResult(note="x").model_dump(mode="json"))
+    save(tmp_path, record)
+    kept, notes = load_matching(tmp_path, ["noise", "compute"], {"world": 2})
+    assert set(kept) == {"noise"} and not notes
+    kept, notes = load_matching(tmp_path, ["noise"], {"world": 4})
+    assert not kept and "world" in notes[0]
+    (tmp_path / "phase-noise.json").write_text("{broken")
+    kept, notes = load_matching(tmp_path, ["noise"], {"world": 2})
+    assert not kept and "unreadable" in notes[0]
+
+
+def _context(world: int):
+    import torch
+
+    return DistContext(rank=0, world=world, local_rank=0, local_world=world, node=0, nodes=1,
+                       backend="gloo", device=torch.device("cpu"), launched=True, run_id="r1")
+
+
+def _status(monitor: RankMonitor, rank: int, **fields) -> None:
+    record = {"run_id": "r1", "rank": rank, "pid": os.getpid(), "pidns": monitor.pidns,
+              "host": monitor.host, "phase": "collectives", "status": "running",
+              "time_unix": time.time()}
+    record.update(fields)
+    monitor.status_file(rank).write_text(json.dumps(record))
+
+
+def test_watchdog_names_a_dead_rank_and_a_silent_one(tmp_path):
+    monitor = RankMonitor(_context(3), tmp_path, silent_s=5.0, phase_limit_s=100.0)
+    monitor.folder.mkdir(parents=True)
+    _status(monitor, 1)
+    _status(monitor, 2)
+    assert monitor.problem() is None
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    _status(monitor, 1, pid=gone.pid)
+    assert "rank 1" in monitor.problem() and "died during phase 'collectives'" in monitor.problem()
+    _status(monitor, 1)
+    _status(monitor, 2, time_unix=time.time() - 30, phase="compute")
+    assert "rank 2" in monitor.problem() and "silent" in monitor.problem()
+    _status(monitor, 2, time_unix=time.time() - 30, status="done")
+    _status(monitor, 1, run_id="an-older-run", pid=gone.pid)
+    assert monitor.problem() is None
