@@ -42,8 +42,12 @@ from scalesim.model.stragglers import expected_max_normal
 from scalesim.runs import Runs
 
 NOMINAL_GRADIENT_BYTES = 1e9  # bucket layout only, when --params is not given
-INTRA_LATENCY_S = 5e-6  # alpha per ring step inside a server (fixed: step times cannot show it)
-INTER_LATENCY_S = 2e-5  # alpha per ring step across servers
+# Link latency is not fitted: runs exchange one gradient size, so step times cannot separate a
+# per-step latency from bandwidth, and the fitted transfer time absorbs both. Fixed absolute
+# latencies would be wrong whenever step times are relative (no per-device batch given) or the
+# gradient size is nominal (no --params), so they are 0.
+INTRA_LATENCY_S = 0.0
+INTER_LATENCY_S = 0.0
 PRIOR_WEIGHT = 0.01
 LOADER_PRIOR_SCALE = 5.0  # the loader cap must earn its place: 0.05 per decade-ish of cap
 NOISE_FLOOR = 0.02

@@ -183,3 +183,14 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path, capsys):
     trace.write_text('{"traceEvents": []}')
     assert main(["diagnose", str(trace)]) == 2
     assert "--trace" in capsys.readouterr().err
+
+
+def test_throughput_only_runs_without_batch_fit_well():
+    # The simplest file a user has: device counts and throughput, nothing else. Step times are
+    # then relative (per unit of work), so the fit must not depend on absolute link latencies.
+    text = ("devices,nodes,samples_per_s\n1,1,569\n2,1,1130\n4,1,2250\n8,1,4480\n"
+            "16,2,5900\n32,4,8100\n")
+    report = diagnose_runs(parse_runs_text(text, "runs.csv"))
+    fit = fit_runs(parse_runs_text(text, "runs.csv"))
+    assert float(np.sqrt(np.mean(fit.residuals_rel ** 2))) < 0.05
+    assert report.cause.key == "inter_server", report.to_text()
