@@ -15,6 +15,7 @@ is measured for a first visit right after the server is up and for later visits.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -94,8 +95,16 @@ def plan_only(repeats: int) -> tuple[float, float]:
     return statistics.median(plans), statistics.median(charts)
 
 
-def browser_first_render(visits: int = 3) -> list[tuple[float, float]]:
+BARE_PAGE = """import streamlit as st
+st.title("bare page")
+st.metric("Scaling efficiency at 1 devices", "100%")
+"""
+
+
+def browser_first_render(visits: int = 3, bare: bool = False) -> list[tuple[float, float]]:
+    """(headline, first chart) seconds per visit; ``bare``: a two-element Streamlit page."""
     import socket
+    import tempfile
     import urllib.request
 
     from playwright.sync_api import sync_playwright
@@ -103,9 +112,15 @@ def browser_first_render(visits: int = 3) -> list[tuple[float, float]]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "scalesim.cli.main", "app", "--headless",
-                             "--port", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    if bare:
+        script = Path(tempfile.mkdtemp()) / "bare.py"
+        script.write_text(BARE_PAGE)
+        command = [sys.executable, "-m", "streamlit", "run", str(script), "--server.port",
+                   str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    else:
+        command = [sys.executable, "-m", "scalesim.cli.main", "app", "--headless", "--port",
+                   str(port)]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         while True:
             try:
@@ -123,9 +138,10 @@ def browser_first_render(visits: int = 3) -> list[tuple[float, float]]:
                 page.goto(f"http://localhost:{port}/", wait_until="commit")
                 page.get_by_text("Scaling efficiency at").first.wait_for(timeout=60_000)
                 headline = time.perf_counter() - start
-                page.locator("[data-testid='stVegaLiteChart'] canvas, "
-                             "[data-testid='stVegaLiteChart'] svg").first.wait_for(
-                                 timeout=60_000)
+                if not bare:
+                    page.locator("[data-testid='stVegaLiteChart'] canvas, "
+                                 "[data-testid='stVegaLiteChart'] svg").first.wait_for(
+                                     timeout=60_000)
                 out.append((headline, time.perf_counter() - start))
                 page.close()
             browser.close()
@@ -153,6 +169,10 @@ def main() -> None:
         for i, (headline, chart) in enumerate(browser_first_render()):
             label = "first visit after start-up" if i == 0 else f"visit {i + 1}"
             print(f"{label:<30} headline {headline:.2f} s, first chart {chart:.2f} s")
+        bare = ", ".join(f"{h:.2f} s" for h, _ in browser_first_render(bare=True))
+        print(f"for scale: a bare two-element Streamlit page, same browser: {bare}")
+        print(f"load average during the run: {os.getloadavg()[0]:.1f} "
+              f"on {os.cpu_count()} CPUs")
 
 
 if __name__ == "__main__":
