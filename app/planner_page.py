@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pandas as pd
 import streamlit as st
@@ -486,6 +487,12 @@ def _sidebar(state: AppState, profile: Profile) -> tuple[AppState, list[int]]:
     return state, counts
 
 
+def _base_url() -> str:
+    """The page's address as the browser sees it ('' under AppTest), ending in a path."""
+    url = st.context.url or ""
+    return url + "/" if url and not urlsplit(url).path else url
+
+
 def render() -> None:
     """Draw the planner page (the app's default page)."""
     _init_session()
@@ -506,7 +513,7 @@ def render() -> None:
             st.query_params.from_dict(params)
     except Exception:  # noqa: BLE001 - the URL is a convenience; never fail the page for it
         pass
-    link = f"{st.context.url or ''}?{query_string(params)}"
+    link = f"{_base_url()}?{query_string(params)}"
 
     try:
         plan = _plan(profile, state)

@@ -89,7 +89,13 @@ def test_share_link_in_a_real_browser(server, tmp_path):
                       h["cost"]):
             assert value in text, value
         assert "Share link:" not in text  # no broken-link warning
-        assert "Copy share link" in page.frame_locator("iframe").first.locator("body").inner_text()
+        page.context.grant_permissions(["clipboard-read", "clipboard-write"],
+                                       origin=server.rstrip("/"))
+        button = page.frame_locator("iframe").first.get_by_text("Copy share link")
+        button.click()
+        page.frame_locator("iframe").first.get_by_text("Link copied").wait_for(timeout=10_000)
+        copied = page.evaluate("navigator.clipboard.readText()")
+        assert copied == link  # the sender's exact what-if
         assert re.search(r"[?&]hw=dgx-a100(&|$)", page.url) and "inter=ethernet" in page.url
         shot = tmp_path / "planner.png"
         page.screenshot(path=str(shot), full_page=False)
