@@ -198,3 +198,41 @@ def test_strong_scaling_leaves_out_counts_that_do_not_split_the_batch():
     assert scenario.global_batch == 96
     assert all(96 % d == 0 for d in scenario.devices)
     assert 40 not in scenario.devices and 48 in scenario.devices and notes
+
+
+_PROFILE = measured_profile()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hs.fixed_dictionaries({
+    "dmax": hs.sampled_from([1, 3, 8, 64, 1000, 4096]),
+    "grid": hs.sampled_from(["pow2", "server", "list"]),
+    "dlist": hs.sampled_from(["", "1,2,3,16", "1-64", "x,y"]),
+    "dpn": hs.sampled_from([None, 1, 4, 6, 8]),
+    "mode": hs.sampled_from(["weak", "strong"]),
+    "gb": hs.sampled_from([None, 1, 96, 4096]),
+    "acc": hs.sampled_from([1, 3, 8]),
+    "strat": hs.sampled_from(["ddp", "zero1", "zero2", "zero3"]),
+    "ovl": hs.booleans(),
+    "lw": hs.sampled_from([None, 0, 2, 64]),
+    "slow": hs.sampled_from([None, 0, 5]),
+    "sf": hs.sampled_from([1.0, 1.5]),
+    "intra": hs.sampled_from(["profile", "custom", "pcie4"]),
+    "inter": hs.sampled_from(["profile", "custom", "roce", "ethernet"]),
+    "ebw": hs.sampled_from([None, 0.5, 50.0]),
+    "cbs": hs.sampled_from([None, 1.0, 4096.0]),
+    "emin": hs.sampled_from([None, 1e7]),
+    "train": hs.sampled_from([None, 1e9]),
+    "price": hs.sampled_from([None, 0.0, 2.5]),
+    "focus": hs.sampled_from([None, 1, 16, 3000]),
+    "b": hs.sampled_from(["best", "more_devices", "interconnect", "slow_device"]),
+}))
+def test_any_combination_of_controls_plans_or_says_why(changes):
+    state = default_state().model_copy(update=changes)
+    try:
+        plan = make_plan(_PROFILE, state)
+    except ScalesimError as exc:  # a one-line reason the page shows
+        assert "\n" not in str(exc)
+        return
+    assert plan.rows and plan.focus in plan.rows
+    assert all(r.step_time_s > 0 for r in plan.rows)
