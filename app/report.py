@@ -48,14 +48,15 @@ def _e(text) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _table(header: list[str], rows: list[list], left: int = 1, cls: str = "") -> str:
+def _table(header: list[str] | None, rows: list[list], left: int = 1, cls: str = "") -> str:
     head = "".join(f'<th class="{"l" if i < left else ""}">{_e(h)}</th>'
-                   for i, h in enumerate(header))
+                   for i, h in enumerate(header or []))
     body = "".join(
         "<tr>" + "".join(f'<td class="{"l" if i < left else ""}">{_e(v)}</td>'
                          for i, v in enumerate(row)) + "</tr>"
         for row in rows)
-    return f'<table class="{cls}"><tr>{head}</tr>{body}</table>'
+    head = f"<tr>{head}</tr>" if head else ""
+    return f'<table class="{cls}">{head}{body}</table>'
 
 
 def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
@@ -124,7 +125,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
         f'<p class="note">Predicted by scalesim (an analytical model of data-parallel training) '
         f"on {_e(when)}. These are predictions, not measurements.</p>",
         "<h2>Headline</h2>",
-        _table(["", ""], [[k, v] for k, v in heads], cls="headline"),
+        _table(None, [[k, v] for k, v in heads], left=2, cls="headline"),
         f'<p>Open this what-if in the planner: <a href="{_e(link)}">share link</a><br>'
         f"<code>{_e(link)}</code></p>",
         "<h2>Charts</h2>",
