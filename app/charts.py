@@ -26,7 +26,9 @@ def _sized(chart):
 
     Streamlit's default (``fit``) squeezes title, legend and axes into ``height``.
     """
-    return chart.properties(autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
+    return chart.properties(
+        autosize=alt.AutoSizeParams(type="fit-x", contains="padding")
+    ).configure_title(anchor="start")
 
 
 def _log2_devices(devices: list[int], title: str = "devices (log scale)") -> alt.X:
@@ -150,7 +152,9 @@ def remedies_chart(plan: Plan, width="container", height: int | None = None) -> 
     height = height or max(60, 36 * len(df))
     y = alt.Y("remedy:N", title=None, sort=list(df["remedy"]), axis=alt.Axis(labelLimit=360))
     bars = alt.Chart(df).mark_bar().encode(
-        x=alt.X("gain:Q", title="predicted throughput gain", axis=alt.Axis(format="%")),
+        x=alt.X("gain:Q", title="predicted throughput gain", axis=alt.Axis(format="%"),
+                scale=alt.Scale(domain=[min(0.0, df["gain"].min()) * 1.25,  # room for labels
+                                        max(0.0, df["gain"].max()) * 1.25 or 0.1])),
         y=y,
         color=alt.Color("effect:N", title=None, scale=alt.Scale(
             domain=["faster", "slower", "does NOT fit in memory"],
@@ -230,7 +234,8 @@ def _option_chart(plan: Plan, field: str, title: str, subtitle: str, fmt: str,
         alt.Tooltip("option:N"), alt.Tooltip("hours:Q", format=",.1f"),
         alt.Tooltip("cost:Q", format="$,.0f")])
     bars = base.mark_bar().encode(
-        x=alt.X(f"{field}:Q", title=title, axis=alt.Axis(format=fmt)),
+        x=alt.X(f"{field}:Q", title=title, axis=alt.Axis(format=fmt),
+                scale=alt.Scale(domain=[0, float(df[field].max()) * 1.2 or 1.0])),
         color=alt.Color("kind:N", title=None, scale=alt.Scale(
             domain=["devices", "remedy", "more devices"],
             range=["#1f77b4", "#54a24b", "#f58518"]), legend=alt.Legend(orient="top")))
