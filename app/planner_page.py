@@ -25,6 +25,7 @@ from scalesim.schemas import Profile
 from . import charts
 from .plan import Plan, device_counts, duration, headline, make_plan
 from .state import (
+    MAX_VALUE_CHARS,
     AppState,
     decode_query,
     encode_query,
@@ -193,7 +194,8 @@ def _device_section(c: _Controls, state: AppState) -> None:
     grid = c(st.sidebar.radio, "grid", "Device counts to plot", options=list(GRID_LABELS),
              format_func=GRID_LABELS.get, horizontal=True)
     if grid == "list":
-        c(st.sidebar.text_input, "dlist", "Device counts (e.g. 1,2,4,8,16,32 or 1-512)")
+        c(st.sidebar.text_input, "dlist", "Device counts (e.g. 1,2,4,8,16,32 or 1-512)",
+          max_chars=MAX_VALUE_CHARS)
     c(st.sidebar.number_input, "dpn", "Devices per server", min_value=1, max_value=1024, step=1)
 
 

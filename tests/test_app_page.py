@@ -193,3 +193,14 @@ def test_links_at_the_limits_render(which):
     at = _app(link)
     assert not at.warning and not at.error
     assert at.session_state["app_state"].dmax == int(link["dmax"])
+
+
+def test_my_device_list_draws_those_counts_and_says_what_it_left_out():
+    at = _app()
+    at.sidebar.radio(key="k_grid").set_value("list").run()
+    at.sidebar.text_input(key="k_dlist").set_value("1,4,8,12,32").run()
+    assert not at.exception
+    plan = make_plan(at.session_state["profile"], at.session_state["app_state"])
+    assert [r.devices for r in plan.rows] == [1, 4, 8, 32]
+    assert any("left out 12" in i.value for i in at.info)
+    assert _query(at)["dlist"] == "1,4,8,12,32"
