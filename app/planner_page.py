@@ -500,7 +500,7 @@ def render() -> None:
     _init_session()
     st.title("scalesim: what-if planner")
     for message in ss.get("link_messages") or []:
-        st.warning(f"Share link: {message}")
+        st.warning(f"Share link: {_md(message)}")
     try:
         state, _ = _sidebar(ss["app_state"], ss["profile"])
     except ValueError as exc:  # a widget value the state refuses: keep the last good state
@@ -526,7 +526,7 @@ def render() -> None:
                "not measurements.")
     _headline(plan)
     for note in plan.notes:
-        st.info(note)
+        st.info(_md(note))  # may quote a typed device list
     _share(plan, link)
     tabs = st.tabs(list(TABS.values()), key=_key("tab"), on_change="rerun")
     for (tab_id, _), container in zip(TABS.items(), tabs, strict=True):

@@ -204,3 +204,11 @@ def test_my_device_list_draws_those_counts_and_says_what_it_left_out():
     assert [r.devices for r in plan.rows] == [1, 4, 8, 32]
     assert any("left out 12" in i.value for i in at.info)
     assert _query(at)["dlist"] == "1,4,8,12,32"
+
+
+def test_text_from_a_link_is_shown_as_text_not_markup():
+    at = _app({"v": "1", "grid": "list", "dlist": "![x](http://example.invalid/t.png)"})
+    notes = " ".join(i.value for i in at.info)
+    assert "device list" in notes and "\\[x\\]" in notes  # escaped: no image is fetched
+    assert [r.devices for r in make_plan(at.session_state["profile"],
+                                         at.session_state["app_state"]).rows][0] == 1
