@@ -133,9 +133,10 @@ HARDWARE: dict[str, Hardware] = {
         intra_node=intra_link("nvswitch-a100"),
         inter_node=inter_link("ethernet", 1, 100, "Google Cloud A2 machine types: a2-highgpu-8g "
                               "has 100 Gbps maximum network bandwidth"),
-        price_per_device_hour=None,
+        price_per_device_hour=29.387 / 8,
         source="Google Cloud Compute Engine GPU machine types, A2 standard: a2-highgpu-8g, 8x A100 "
-        "40GB with NVSwitch, 96 vCPUs (48 cores), 100 Gbps networking",
+        "40GB with NVSwitch, 96 vCPUs (48 cores), 100 Gbps networking; price: Google Cloud "
+        "on-demand a2-highgpu-8g $29.387/h (us-central1, GPUs included)",
     ),
     "pcie-8gpu-100gbe": Hardware(
         name="pcie-8gpu-100gbe", device_name="A100-PCIe 80GB", devices_per_node=8,
