@@ -157,8 +157,9 @@ def run(ctx: DistContext, bundle: models.ModelBundle, args, progress) -> Compute
     overhead, per_sample, rel_rmse = fit_compute_curve(
         [p.micro_batch for p in points], [p.time_s for p in points])
     if per_sample <= 0:
-        raise ScalesimError("measured times do not grow with the micro-batch; use larger "
-                            "--batches so the per-sample cost shows")
+        measured = ", ".join(f"{p.micro_batch}: {p.time_s * 1e3:.2f} ms" for p in points)
+        raise ScalesimError(f"measured times do not grow with the micro-batch ({measured}); "
+                            "use larger --batches so the per-sample cost shows")
     total = np.add(fwd_points, bwd_points)
     backward_fraction = float(np.clip(np.median(np.divide(bwd_points, total)), 0.01, 0.99))
     activation = 0.0

@@ -13,11 +13,11 @@ BUILTIN_MODELS = ("mlp", "cnn", "gpt")
 
 # --quick: the smallest calibration that still fits every part of the profile (tests, a first look).
 QUICK = {
-    "batches": [4, 8, 16, 32],
+    "batches": [8, 16, 32, 64],
     "warmup": 2,
     "repeats": 5,
     "max_size_mib": 8.0,
-    "coll_time_s": 0.02,
+    "coll_time_s": 0.05,
     "loader_images": 128,
     "loader_batches": 6,
     "jitter_steps": 12,
@@ -118,7 +118,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="autocast precision (fp16 on CUDA only; default fp32)")
     g.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
     g.add_argument("--batches", type=_int_list,
-                   help="per-device micro-batches to time, at least 4 (default CPU 4,8,16,32; "
+                   help="per-device micro-batches to time, at least 4 (default CPU 16,32,64,128; "
                    "GPU 16,32,64,128,256); the first out-of-memory one sets the ceiling")
     g.add_argument("--micro-batch", type=_positive_int,
                    help="the profile's micro-batch and the jitter phase's (default: the largest "
@@ -137,7 +137,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--size-factor", type=_positive_int,
                    help="ratio between sizes (default 2 on GPU, 4 on CPU)")
     g.add_argument("--coll-time-s", type=_positive_float,
-                   help="target timed seconds per message size (default 0.05)")
+                   help="target timed seconds per message size (default 0.1, --quick 0.05)")
 
     g = p.add_argument_group("links not measured here")
     g.add_argument("--intra-link", metavar="KIND",
@@ -172,8 +172,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 DEFAULTS_CPU = {
-    "batches": [4, 8, 16, 32], "warmup": 3, "repeats": 10, "max_size_mib": 32.0,
-    "size_factor": 4, "coll_time_s": 0.05, "loader_images": 512, "loader_batches": 20,
+    "batches": [16, 32, 64, 128], "warmup": 3, "repeats": 10, "max_size_mib": 32.0,
+    "size_factor": 4, "coll_time_s": 0.1, "loader_images": 512, "loader_batches": 20,
     "jitter_steps": 30, "noise_steps": 8,
 }
 DEFAULTS_GPU = dict(DEFAULTS_CPU, batches=[16, 32, 64, 128, 256], max_size_mib=256.0,
