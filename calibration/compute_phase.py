@@ -1,8 +1,9 @@
 """Compute phase: forward and backward time vs micro-batch on every local device at once.
 
 All ranks time their own model at the same time (as in training, so shared cores, memory
-bandwidth or power limits are in the numbers). Per micro-batch: ``warmup`` untimed steps, then
-``repeats`` timed ones, forward (with the loss) and backward timed separately so the backward
+bandwidth or power limits are in the numbers). First every micro-batch gets ``warmup`` untimed
+steps, in ascending order (the out-of-memory probe); then ``repeats`` rounds each time one step
+of every size in turn, forward (with the loss) and backward timed separately so the backward
 share is measured. A point is the median over ranks of each rank's median; its spread is the
 median interquartile range. An out-of-memory at one micro-batch (on any rank) ends the sweep
 and sets the ceiling. The optimizer step is timed on its own after the sweep.
@@ -58,21 +59,6 @@ def train_micro_step(bundle, inputs, targets, precision: str, device, clock: Clo
     return start, middle, end
 
 
-def time_batch(bundle, optimizer, b: int, warmup: int, repeats: int, precision: str,
-               device) -> tuple[list[float], list[float]]:
-    """Forward and backward seconds of ``repeats`` timed micro-steps at micro-batch ``b``."""
-    clock = Clock(device)
-    inputs, targets = make_batch(bundle, b, device)
-    fwd, bwd = [], []
-    for i in range(warmup + repeats):
-        optimizer.zero_grad(set_to_none=True)
-        start, middle, end = train_micro_step(bundle, inputs, targets, precision, device, clock)
-        if i >= warmup:
-            fwd.append(clock.seconds(start, middle))
-            bwd.append(clock.seconds(middle, end))
-    return fwd, bwd
-
-
 def time_optimizer(optimizer, device, warmup: int, repeats: int) -> list[float]:
     """Seconds of ``repeats`` optimizer steps on the gradients left by the last backward."""
     clock = Clock(device)
@@ -99,56 +85,113 @@ def prepare(bundle: models.ModelBundle, args, device):
     return models.make_optimizer(args.optimizer, bundle.model)
 
 
-def run(ctx: DistContext, bundle: models.ModelBundle, args, progress) -> ComputeResult:
-    device = ctx.device
-    optimizer = prepare(bundle, args, device)
-    points: list[ComputePoint] = []
-    fwd_points, bwd_points, peaks = [], [], []
-    oom_batch = None
+def _failure(exc: BaseException, b: int, bundle) -> str:
+    """'oom', or 'error: <one line>' for any other failure at micro-batch ``b``."""
+    if isinstance(exc, ScalesimError):
+        return f"error: {exc}"
+    if is_out_of_memory(exc):
+        return "oom"
+    text = str(exc).strip().splitlines()
+    return (f"error: micro-batch {b} of '{bundle.name}' raised {type(exc).__name__}: "
+            f"{text[0] if text else ''}")
+
+
+def _agree(ctx: DistContext, status: str, payload) -> list:
+    """Every rank's (status, payload); raises on any rank's error, naming the rank."""
+    everyone = gather_object(ctx, (status, payload))
+    errors = [(r, st) for r, (st, _) in enumerate(everyone) if st.startswith("error")]
+    if errors:
+        where = f" (rank {errors[0][0]})" if ctx.world > 1 else ""
+        raise ScalesimError(errors[0][1][7:] + where)
+    return everyone
+
+
+def probe(ctx: DistContext, bundle, optimizer, args, progress):
+    """Warm up every micro-batch in ascending order until one runs out of memory (any rank).
+
+    Returns ({micro_batch: (inputs, targets)} that ran, peak memory per size, the OOM size).
+    """
+    device, clock = ctx.device, Clock(ctx.device)
+    ready, peaks, oom_batch = {}, [], None
     for b in sorted(set(args.batches)):
-        status, fwd, bwd, peak = "ok", [], [], 0.0
+        status, peak = "ok", 0.0
         align(ctx)
         try:
             if ctx.on_gpu:
                 torch.cuda.reset_peak_memory_stats(device)
-            fwd, bwd = time_batch(bundle, optimizer, b, args.warmup, args.repeats,
-                                  args.precision, device)
+            inputs, targets = make_batch(bundle, b, device)
+            for _ in range(args.warmup):
+                optimizer.zero_grad(set_to_none=True)
+                train_micro_step(bundle, inputs, targets, args.precision, device, clock)
+            clock.sync()
             if ctx.on_gpu:
                 peak = float(torch.cuda.max_memory_allocated(device))
-        except ScalesimError as exc:
-            status = f"error: {exc}"
+            ready[b] = (inputs, targets)
         except Exception as exc:  # noqa: BLE001 - every rank must hear about any failure
-            status = "oom" if is_out_of_memory(exc) else (
-                f"error: micro-batch {b} of '{bundle.name}' raised {type(exc).__name__}: "
-                f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
+            status = _failure(exc, b, bundle)
+            inputs = targets = None
         optimizer.zero_grad(set_to_none=True)
         if status == "oom":
+            ready.pop(b, None)
             free_memory(device)
-        everyone = gather_object(ctx, (status, fwd, bwd, peak))
-        errors = [(r, s) for r, (s, *_rest) in enumerate(everyone) if s.startswith("error")]
-        if errors:
-            where = f" (rank {errors[0][0]})" if ctx.world > 1 else ""
-            raise ScalesimError(errors[0][1][7:] + where)
-        if any(s == "oom" for s, *_ in everyone):
+        everyone = _agree(ctx, status, peak)
+        progress.update(1)
+        if any(st == "oom" for st, _ in everyone):
             oom_batch = b
-            progress.update(len(args.batches) - progress.n)
+            ready.pop(b, None)
             break
-        medians = [median_iqr(np.add(f, w)) for _, f, w, _ in everyone]
+        peaks.append(max(p for _, p in everyone))
+    return ready, peaks, oom_batch
+
+
+def time_interleaved(ctx: DistContext, bundle, optimizer, ready: dict, args, progress):
+    """``repeats`` rounds, each timing one micro-step of every size in turn (so a busy moment
+    of the machine spreads over all sizes instead of bending the curve at one of them)."""
+    device, clock = ctx.device, Clock(ctx.device)
+    fwd = {b: [] for b in ready}
+    bwd = {b: [] for b in ready}
+    status = "ok"
+    align(ctx)
+    try:
+        for _ in range(args.repeats):
+            for b, (inputs, targets) in ready.items():
+                optimizer.zero_grad(set_to_none=True)
+                start, middle, end = train_micro_step(bundle, inputs, targets, args.precision,
+                                                      device, clock)
+                fwd[b].append(clock.seconds(start, middle))
+                bwd[b].append(clock.seconds(middle, end))
+            progress.update(1)
+    except Exception as exc:  # noqa: BLE001 - every rank must hear about any failure
+        status = _failure(exc, max(ready), bundle)
+        if status == "oom":
+            status = "error: out of memory while timing sizes that ran before; retry with " \
+                     "smaller --batches"
+    optimizer.zero_grad(set_to_none=True)
+    return [payload for _, payload in _agree(ctx, status, (fwd, bwd))]
+
+
+def run(ctx: DistContext, bundle: models.ModelBundle, args, progress) -> ComputeResult:
+    device = ctx.device
+    optimizer = prepare(bundle, args, device)
+    ready, peaks, oom_batch = probe(ctx, bundle, optimizer, args, progress)
+    if len(ready) < 2:
+        ceiling = f"; batch {oom_batch} ran out of memory" if oom_batch else ""
+        raise ScalesimError(f"only {len(ready)} micro-batch size(s) ran{ceiling}: give smaller "
+                            "--batches (the compute fit needs at least two)")
+    everyone = time_interleaved(ctx, bundle, optimizer, ready, args, progress)
+    points: list[ComputePoint] = []
+    fwd_points, bwd_points = [], []
+    for b in ready:
+        medians = [median_iqr(np.add(f[b], w[b])) for f, w in everyone]
         points.append(ComputePoint(
             micro_batch=b, time_s=float(np.median([m for m, _ in medians])),
-            spread_s=float(np.median([s for _, s in medians])), repeats=args.repeats))
-        fwd_points.append(float(np.median([np.median(f) for _, f, _, _ in everyone])))
-        bwd_points.append(float(np.median([np.median(w) for _, _, w, _ in everyone])))
-        peaks.append(max(p for *_, p in everyone))
-        progress.update(1)
-    if len(points) < 2:
-        ceiling = f"; batch {oom_batch} ran out of memory" if oom_batch else ""
-        raise ScalesimError(f"only {len(points)} micro-batch size(s) ran{ceiling}: give smaller "
-                            "--batches (the compute fit needs at least two)")
+            spread_s=float(np.median([sp for _, sp in medians])), repeats=args.repeats))
+        fwd_points.append(float(np.median([np.median(f[b]) for f, _ in everyone])))
+        bwd_points.append(float(np.median([np.median(w[b]) for _, w in everyone])))
     # Gradients for the optimizer timing: one more micro-step at the smallest size.
-    clock = Clock(device)
-    inputs, targets = make_batch(bundle, points[0].micro_batch, device)
-    train_micro_step(bundle, inputs, targets, args.precision, device, clock)
+    inputs, targets = ready[points[0].micro_batch]
+    train_micro_step(bundle, inputs, targets, args.precision, device, Clock(device))
+    ready.clear()
     align(ctx)
     opt_times = gather_object(ctx, time_optimizer(optimizer, device, 2, args.repeats))
     optimizer_s = float(np.median([np.median(t) for t in opt_times]))

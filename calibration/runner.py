@@ -97,7 +97,7 @@ def _phase_total(ctx, args, phase: str) -> int:
     from scalesim.calibration.loader_phase import worker_counts
 
     if phase == "compute":
-        return len(set(args.batches))
+        return len(set(args.batches)) + args.repeats
     if phase == "collectives":
         levels = 1 + (ctx.nodes > 1)
         return levels * len(args.ops) * len(message_sizes(args.min_size_kib, args.max_size_mib,

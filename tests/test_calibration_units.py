@@ -128,3 +128,40 @@ def test_watchdog_names_a_dead_rank_and_a_silent_one(tmp_path):
     _status(monitor, 2, time_unix=time.time() - 30, status="done")
     _status(monitor, 1, run_id="an-older-run", pid=gone.pid)
     assert monitor.problem() is None
+
+
+def _points(op, sizes, ranks, latency_s, busbw_GBps, slow_top=1.0):
+    from scalesim.model import collectives as coll
+    from scalesim.schemas import CollectivePoint
+
+    model = coll.ring_allreduce_s if op == "all_reduce" else coll.ring_reduce_scatter_s
+    rows = []
+    for i, s in enumerate(sizes):
+        t = float(model(s, ranks, latency_s, busbw_GBps / (slow_top if i == len(sizes) - 1
+                                                           else 1.0)))
+        rows.append(CollectivePoint(op=op, size_bytes=s, ranks=ranks, time_s=t,
+                                    algbw_GBps=float(coll.algbw_GBps(s, t)),
+                                    busbw_GBps=float(coll.busbw_from_time_GBps(op, s, ranks, t))))
+    return rows
+
+
+@pytest.mark.parametrize("op", ["all_reduce", "reduce_scatter"])
+def test_link_fit_recovers_alpha_and_beta_of_exact_ring_timings(op):
+    from scalesim.calibration.collective_phase import busbw_with_latency_GBps, fit_level
+
+    rows = _points(op, message_sizes(1, 64, 4), 4, 20e-6, 12.5)
+    fit = fit_level(rows)[op]
+    assert fit["latency_s"] == pytest.approx(20e-6, rel=1e-6)
+    assert fit["busbw_GBps"] == pytest.approx(12.5, rel=1e-6) and fit["rel_rmse"] < 1e-6
+    assert busbw_with_latency_GBps(op, rows[-3:], 20e-6) == pytest.approx(12.5, rel=1e-9)
+
+
+def test_link_beta_follows_the_largest_message_when_bandwidth_drops():
+    from scalesim.calibration.collective_phase import fit_level
+
+    rows = _points("all_reduce", message_sizes(1, 32, 4), 2, 300e-6, 1.5, slow_top=1.5)
+    fit = fit_level(rows)["all_reduce"]
+    largest = rows[-1]
+    assert fit["busbw_GBps"] == pytest.approx(1.0, rel=0.01)  # the 32 MiB row's bandwidth
+    assert fit["busbw_all_sizes_GBps"] > 1.2  # what one fit over every size would have said
+    assert largest.busbw_GBps == pytest.approx(fit["busbw_GBps"], rel=0.05)
