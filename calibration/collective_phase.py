@@ -187,7 +187,9 @@ def link_kind(ctx: DistContext, level: str) -> str:
         return f"{ctx.backend}-network"
     if not ctx.on_gpu:
         return "gloo-loopback"
-    n = ctx.local_world
+    n = min(ctx.local_world, torch.cuda.device_count())
+    if n < 2:
+        return "cuda (one GPU visible per process; link type not detected)"
     peer = all(torch.cuda.can_device_access_peer(i, j) for i in range(n) for j in range(n) if i != j)
     return "cuda-p2p" if peer else "cuda-via-host"
 

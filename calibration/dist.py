@@ -84,11 +84,14 @@ def choose_device(requested: str, local_rank: int) -> torch.device:
         if not torch.cuda.is_available():
             raise ScalesimError("--device cuda: no CUDA device is visible; use --device cpu")
         count = torch.cuda.device_count()
-        if local_rank >= count:
+        index = local_rank if local_rank < count else 0
+        if local_rank >= count and count > 1:
             raise ScalesimError(f"local rank {local_rank} has no GPU ({count} visible); start "
                                 f"at most {count} processes per node")
-        torch.cuda.set_device(local_rank)
-        return torch.device("cuda", local_rank)
+        # count == 1 with several local ranks: each process sees only its own GPU (Slurm
+        # --gpus-per-task, CUDA_VISIBLE_DEVICES per task).
+        torch.cuda.set_device(index)
+        return torch.device("cuda", index)
     return torch.device("cpu")
 
 
