@@ -98,6 +98,7 @@ def bench(args) -> dict | None:
                 times.append(clock.seconds(start, end))
         everyone: list = [None] * world
         dist.all_gather_object(everyone, times)
+        dist.barrier()  # every rank has everything before any rank tears down
         if dist.get_rank() != 0:
             return None
         per_step_max = np.max(np.asarray(everyone, dtype=float), axis=0)

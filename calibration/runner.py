@@ -202,9 +202,12 @@ def _run_phases(ctx, args, monitor, folder) -> str | None:
             state.save(folder, record)
         records[phase] = record
     monitor.enter("write")
-    if not ctx.is_main:
-        return None
-    return _finish(ctx, args, records, reused, hostnames, time.perf_counter() - started)
+    path = None
+    if ctx.is_main:
+        path = _finish(ctx, args, records, reused, hostnames, time.perf_counter() - started)
+    # Nobody tears its process group down while another rank still works (gloo at exit).
+    barrier(ctx, "write", args.timeout)
+    return path
 
 
 def _gather_hostnames(ctx) -> list[str]:
