@@ -29,6 +29,7 @@ import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -75,8 +76,9 @@ def namespaces_unavailable_reason() -> str | None:
     probe = f"{PREFIX}-{os.getpid()}-probe{next(_counter)}"
     try:
         _run(["ip", "netns", "add", probe])
+        _run(["ip", "netns", "exec", probe, "ip", "link", "set", "lo", "up"])
     except ClusterError as exc:
-        return f"cannot create a network namespace here: {exc}"
+        return f"cannot create or enter a network namespace here: {exc}"
     finally:
         _run(["ip", "netns", "del", probe], check=False)
     return None
@@ -548,15 +550,9 @@ def measure_layouts(cluster: EmulatedCluster, layouts: list[Layout], cfg: Experi
     for layout in layouts:
         got = runs[layout.label]
         steps = [run["step_time_s"] for run in got]  # in round order
-        result.append({"step_time_s": _median(steps), "round_step_times_s": steps,
+        result.append({"step_time_s": statistics.median(steps), "round_step_times_s": steps,
                        "world_size": got[0]["world_size"], "threads": got[0]["threads"]})
     return result
-
-
-def _median(values: list[float]) -> float:
-    v = sorted(values)
-    mid = len(v) // 2
-    return v[mid] if len(v) % 2 else 0.5 * (v[mid - 1] + v[mid])
 
 
 def knee_of(layouts: list[Layout], efficiency: list[float], min_drop: float = 0.10):
@@ -577,8 +573,8 @@ def compare(layouts: list[Layout], predicted: list, measured: list[dict]) -> dic
     base_rounds = measured[0]["round_step_times_s"]
     rows = []
     for layout, pred, meas in zip(layouts, predicted, measured, strict=True):
-        meas_eff = _median([t1 / tp for t1, tp in zip(base_rounds, meas["round_step_times_s"],
-                                                       strict=True)])
+        per_round = zip(base_rounds, meas["round_step_times_s"], strict=True)
+        meas_eff = statistics.median([t1 / tp for t1, tp in per_round])
         rows.append({
             "layout": layout.label, "servers": layout.servers, "per_server": layout.per_server,
             "devices": layout.devices,
