@@ -25,6 +25,7 @@ class Machine:
     devices_per_node: int
     cpu_cores_per_node: int
     fingerprint: Fingerprint
+    comm_compute_contention: float = 0.0  # 1 on CPUs: gloo reduces on the cores that compute
     memory_note: str = ""
     notes: list[str] = field(default_factory=list)
 
@@ -53,6 +54,7 @@ def build_profile(args, machine: Machine, records: dict[str, PhaseRecord],
         device_name=machine.device_name, devices_per_node=machine.devices_per_node,
         device_memory_bytes=machine.device_memory_bytes,
         cpu_cores_per_node=machine.cpu_cores_per_node, intra_node=intra, inter_node=inter,
+        comm_compute_contention=machine.comm_compute_contention,
         source=f"scalesim calibrate on {hosts}, {fp.date_utc}; {machine.memory_note}".strip("; "),
     )
     e = compute.element_bytes

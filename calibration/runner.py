@@ -275,9 +275,14 @@ def describe_machine(ctx, hostnames):
         device_name=name, device_count=ctx.world, nodes=ctx.nodes, backend=ctx.backend,
         torch_version=torch.__version__, nccl_version=nccl, cuda_version=cuda,
         hostnames=hostnames, date_utc=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    # On CPUs the collectives (gloo: copies and sums) run on the same cores as forward and
+    # backward, so overlapping them hides nothing: every collective second is a step second.
+    # On GPUs NCCL runs beside the compute kernels (approximately free overlap).
+    contention = 0.0 if ctx.on_gpu else 1.0
     return Machine(device_name=name, device_memory_bytes=memory,
                    devices_per_node=ctx.local_world, cpu_cores_per_node=os.cpu_count() or 1,
-                   fingerprint=fingerprint, memory_note=memory_note)
+                   fingerprint=fingerprint, comm_compute_contention=contention,
+                   memory_note=memory_note)
 
 
 def _cpu_model() -> str:

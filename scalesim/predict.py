@@ -134,6 +134,7 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
         loader_samples_per_s=supply,
         jitter_cv=cv,
         device_cv=_pick(scenario.device_speed_cv, hw.device_speed_cv),
+        comm_contention=_pick(scenario.comm_compute_contention, hw.comm_compute_contention),
         slow_factor=slow,
         param_bytes_per_param=wl.param_bytes_per_param,
         grad_bytes_per_param=wl.grad_bytes_per_param,

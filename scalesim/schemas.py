@@ -60,6 +60,12 @@ class Hardware(_Strict):
     )
     intra_node: LinkLevel
     inter_node: LinkLevel
+    comm_compute_contention: float = Field(
+        default=0.0, ge=0, le=1,
+        description="share of overlapped collective time that still takes compute time: 0 when "
+        "collectives run beside compute (NCCL on GPUs, approximately), 1 when they share the "
+        "compute cores (gloo on CPUs)",
+    )
     price_per_device_hour: float | None = Field(default=None, ge=0, description="USD per device-hour")
     source: str = ""
 
@@ -227,6 +233,9 @@ class Scenario(_Strict):
     straggler_cv: float | None = Field(default=None, ge=0, description="std/mean of a micro-step")
     device_speed_cv: float | None = Field(
         default=None, ge=0, description="std/mean of device speeds (persistent variation)"
+    )
+    comm_compute_contention: float | None = Field(
+        default=None, ge=0, le=1, description="0 free overlap .. 1 collectives steal compute"
     )
     slow_device: int | None = Field(default=None, ge=0, description="rank of a slow device")
     slow_factor: float = Field(default=1.0, ge=1.0, description="its compute-time multiplier")

@@ -38,6 +38,7 @@ def scenarios(draw, **fixed):
         loader_samples_per_s=draw(st.one_of(st.just(np.inf), st.floats(10.0, 1e5))),
         jitter_cv=draw(st.floats(0.0, 0.2)),
         device_cv=draw(st.floats(0.0, 0.05)),
+        comm_contention=draw(st.floats(0.0, 1.0)),
         slow_factor=draw(st.floats(1.0, 2.0)),
     )
     values.update(fixed)
@@ -136,3 +137,15 @@ def test_memory_per_strategy_matches_zero_paper():
     for strategy, gb in expected.items():
         mem = _f(evaluate(StepInputs(strategy=strategy, **base)).memory_bytes)
         assert mem == pytest.approx(gb, rel=0.01)
+
+
+@settings(max_examples=100, deadline=None)
+@given(scenarios(), st.floats(0.0, 1.0))
+def test_contention_lies_between_free_overlap_and_none(inp, c):
+    free = evaluate(inp.replace(comm_contention=0.0))
+    mid = evaluate(inp.replace(comm_contention=c))
+    none = evaluate(inp.replace(comm_contention=1.0))
+    assert _f(free.exposed_comm_s) <= _f(mid.exposed_comm_s) * (1 + 1e-12) + 1e-15
+    assert _f(mid.exposed_comm_s) <= _f(none.exposed_comm_s) * (1 + 1e-12) + 1e-15
+    # full contention: every collective second costs a step second, as without overlap
+    assert _f(none.exposed_comm_s) == pytest.approx(_f(none.comm_total_s), rel=1e-9, abs=1e-15)

@@ -53,7 +53,7 @@ from scalesim.model.overlap import (
     serial_comm_s,
     timeline_end,
 )
-from scalesim.model.step import StepInputs, straggler_s
+from scalesim.model.step import StepInputs, straggler_s, with_contention
 
 
 def _GBps_to_bytes_per_s(busbw_GBps):
@@ -170,6 +170,7 @@ def evaluate_ps(inp: StepInputs, host_latency_s, host_busbw_GBps, imbalance=1.0,
 
     exposed, total = ps_exposed_s(micro - backward, backward, total_bytes, inp.bucket_bytes,
                                   inp.first_bucket_bytes, phase, inp.overlap)
+    exposed = with_contention(exposed, total, inp.comm_contention)
     straggler = straggler_s(inp, p, k, micro)
     step = compute + exposed + straggler
     shape = np.broadcast(step, p, b, k).shape

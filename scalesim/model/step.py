@@ -5,7 +5,8 @@
 - compute: ``k`` micro-steps of forward+backward plus one optimizer step;
 - exposed_comm: what the bucket timeline leaves after the last backward (``overlap``), or every
   collective after it (no overlap), plus collectives that cannot overlap (ZeRO-1/2 parameter
-  all-gather after the optimizer step; ZeRO-3 gathers exposed in forward and backward);
+  all-gather after the optimizer step; ZeRO-3 gathers exposed in forward and backward), plus the
+  share ``comm_contention`` of the hidden collective time that still takes compute resources;
 - straggler_wait: expected wait for the slowest of N jittered devices and a persistently slow one;
 - data_stall: loading time of the step's samples not hidden behind the rest of the step.
 
@@ -58,6 +59,7 @@ class StepInputs:
     loader_samples_per_s: object = np.inf  # supply of one device's loader
     jitter_cv: object = 0.0  # std/mean of a micro-step's time, independent from step to step
     device_cv: object = 0.0  # std/mean of devices' speeds (persistent, device to device)
+    comm_contention: object = 0.0  # share of overlapped collective time that still costs compute
     slow_factor: object = 1.0  # compute-time multiplier of the one slow device (1 = none)
     param_bytes_per_param: object = 2.0
     grad_bytes_per_param: object = 2.0
@@ -91,6 +93,13 @@ class StepResult:
 
 def _as(x, dtype=float):
     return np.asarray(x, dtype=dtype)
+
+
+def with_contention(exposed_s, total_s, contention):
+    """Exposed time once collectives that share the compute engine slow the compute they hide
+    behind: ``exposed + c * (total - exposed)``, ``c`` in [0, 1] (0: free overlap, 1: none)."""
+    c = np.clip(_as(contention), 0.0, 1.0)
+    return exposed_s + c * np.maximum(total_s - exposed_s, 0.0)
 
 
 def straggler_s(inp: StepInputs, devices, accumulation, micro_step_s):
@@ -180,6 +189,7 @@ def evaluate(inp: StepInputs) -> StepResult:
         exposed, comm_total, comm_bytes = _communication(
             inp, g, nodes, k, forward, backward, total_bytes, strategy, overlap
         )
+        exposed = with_contention(exposed, comm_total, inp.comm_contention)
 
     straggler = straggler_s(inp, p, k, micro)
 
