@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 
+from scalesim.cli.options import positive_int
+
 PHASES = ("compute", "collectives", "loader", "jitter", "noise")
 OPS = ("all_reduce", "reduce_scatter", "all_gather")
 BUILTIN_MODELS = ("mlp", "cnn", "gpt")
@@ -64,16 +66,6 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be 1 or more")
-    return value
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Every calibration flag; defaults that depend on the device are resolved at run time."""
     g = p.add_argument_group("output")
@@ -96,7 +88,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="torch.distributed backend (auto: nccl on GPUs, gloo on CPUs)")
     g.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
                    help="where to compute (auto: cuda if available)")
-    g.add_argument("--threads", type=_positive_int,
+    g.add_argument("--threads", type=positive_int,
                    help="torch threads per process on CPU (default: cores / processes per node)")
     g.add_argument("--timeout", type=_positive_float, default=120.0, metavar="S",
                    help="seconds a collective, barrier or silent rank may take before the run "
@@ -108,23 +100,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--model", default="mlp", metavar="NAME|MODULE:FACTORY",
                    help="built-in mlp, cnn or gpt, or package.module:factory returning "
                    "(model, make_batch[, loss_fn]) (default mlp)")
-    g.add_argument("--width", type=_positive_int,
+    g.add_argument("--width", type=positive_int,
                    help="built-in model width (mlp 1024, cnn 32 channels, gpt 256)")
-    g.add_argument("--depth", type=_positive_int, help="built-in model layers (default 4)")
-    g.add_argument("--seq-len", type=_positive_int, default=128, help="gpt sequence length")
-    g.add_argument("--vocab", type=_positive_int, default=1024, help="gpt vocabulary size")
-    g.add_argument("--image-size", type=_positive_int, default=32, help="cnn input size, pixels")
+    g.add_argument("--depth", type=positive_int, help="built-in model layers (default 4)")
+    g.add_argument("--seq-len", type=positive_int, default=128, help="gpt sequence length")
+    g.add_argument("--vocab", type=positive_int, default=1024, help="gpt vocabulary size")
+    g.add_argument("--image-size", type=positive_int, default=32, help="cnn input size, pixels")
     g.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32",
                    help="autocast precision (fp16 on CUDA only; default fp32)")
     g.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
     g.add_argument("--batches", type=_int_list,
                    help="per-device micro-batches to time, at least 4 (default CPU 16,32,64,128; "
                    "GPU 16,32,64,128,256); the first out-of-memory one sets the ceiling")
-    g.add_argument("--micro-batch", type=_positive_int,
+    g.add_argument("--micro-batch", type=positive_int,
                    help="the profile's micro-batch and the jitter phase's (default: the largest "
                    "that ran)")
-    g.add_argument("--warmup", type=_positive_int, help="untimed steps per size (default 3)")
-    g.add_argument("--repeats", type=_positive_int, help="timed steps per size (default 10)")
+    g.add_argument("--warmup", type=positive_int, help="untimed steps per size (default 3)")
+    g.add_argument("--repeats", type=positive_int, help="timed steps per size (default 10)")
     g.add_argument("--seed", type=int, default=0)
 
     g = p.add_argument_group("collectives phase")
@@ -134,7 +126,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="smallest message, KiB (default 1)")
     g.add_argument("--max-size-mib", type=_positive_float,
                    help="largest message, MiB (default 256 on GPU, 32 on CPU)")
-    g.add_argument("--size-factor", type=_positive_int,
+    g.add_argument("--size-factor", type=positive_int,
                    help="ratio between sizes (default 2 on GPU, 4 on CPU)")
     g.add_argument("--coll-time-s", type=_positive_float,
                    help="target timed seconds per message size (default 0.1, --quick 0.05)")
@@ -155,19 +147,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dataset", default="builtin", metavar="builtin|MODULE:FACTORY",
                    help="builtin (encoded images in a temp folder) or package.module:factory "
                    "returning a torch Dataset")
-    g.add_argument("--loader-images", type=_positive_int, help="built-in images (default 512)")
-    g.add_argument("--loader-batch", type=_positive_int, default=32)
-    g.add_argument("--loader-batches", type=_positive_int,
+    g.add_argument("--loader-images", type=positive_int, help="built-in images (default 512)")
+    g.add_argument("--loader-batch", type=positive_int, default=32)
+    g.add_argument("--loader-batches", type=positive_int,
                    help="timed batches per worker count (default 20)")
     g.add_argument("--max-workers", type=int, help="largest num_workers (default: CPU cores)")
 
     g = p.add_argument_group("jitter and noise phases")
-    g.add_argument("--jitter-steps", type=_positive_int, help="timed steps (default 30)")
+    g.add_argument("--jitter-steps", type=positive_int, help="timed steps (default 30)")
     g.add_argument("--slow-threshold", type=float, default=1.05,
                    help="a rank this much slower than the others' median, and slowest in most "
                    "steps, is named slow (default 1.05)")
-    g.add_argument("--noise-steps", type=_positive_int, help="gradient samples (default 8)")
-    g.add_argument("--noise-accum", type=_positive_int, default=2,
+    g.add_argument("--noise-steps", type=positive_int, help="gradient samples (default 8)")
+    g.add_argument("--noise-accum", type=positive_int, default=2,
                    help="micro-batches per rank per noise sample (default 2)")
 
 

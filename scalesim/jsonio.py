@@ -41,15 +41,21 @@ def write_model(path: str | os.PathLike[str], model: BaseModel) -> Path:
     return atomic_write_text(path, model.model_dump_json(indent=2) + "\n")
 
 
-def read_json(path: str | os.PathLike[str]) -> Any:
-    """Parse a JSON file; a missing or malformed file raises ScalesimError with the position."""
+def read_text(path: str | os.PathLike[str]) -> str:
+    """A UTF-8 text file's contents; a missing or unreadable file raises a one-line ScalesimError."""
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        return file.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ScalesimError(f"{file}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ScalesimError(f"{file}: cannot read it ({exc})") from None
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Parse a JSON file; a missing or malformed file raises ScalesimError with the position."""
+    file = Path(path)
+    text = read_text(file)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

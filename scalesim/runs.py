@@ -250,14 +250,9 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
 
 def load_runs(path: str | os.PathLike[str]) -> Runs:
     """Read runs from a ``.csv`` or ``.json`` file."""
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScalesimError(f"{file}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScalesimError(f"{file}: cannot read it ({exc})") from None
-    return parse_runs_text(text, str(file))
+    from scalesim.jsonio import read_text
+
+    return parse_runs_text(read_text(path), str(Path(path)))
 
 
 def parse_runs_text(text: str, source: str) -> Runs:
