@@ -739,7 +739,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="scalesim-netns-") as work:
             report, profile = run_experiment(cfg, Path(work))
-    except ClusterError as exc:
+    except (ClusterError, ValueError) as exc:  # ValueError: ScalesimError on a bad profile
         print(f"netns_cluster: error: {exc}", file=sys.stderr)
         return 1
     json_path, md_path = write_report(report, profile, Path(args.out_dir))
