@@ -38,22 +38,22 @@ def _int_list(text: str) -> list[int]:
     return values
 
 
-def _phase_list(text: str) -> list[str]:
+def _choices(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
+    """Comma-separated names out of ``allowed``, returned in ``allowed``'s order."""
     names = [x.strip() for x in text.split(",") if x.strip()]
-    bad = [n for n in names if n not in PHASES]
+    bad = [n for n in names if n not in allowed]
     if bad or not names:
         raise argparse.ArgumentTypeError(
-            f"unknown phase '{bad[0] if bad else text}'; choose from {','.join(PHASES)}")
-    return [p for p in PHASES if p in names]
+            f"unknown {what} '{bad[0] if bad else text}'; choose from {','.join(allowed)}")
+    return [name for name in allowed if name in names]
+
+
+def _phase_list(text: str) -> list[str]:
+    return _choices(text, PHASES, "phase")
 
 
 def _op_list(text: str) -> list[str]:
-    names = [x.strip() for x in text.split(",") if x.strip()]
-    bad = [n for n in names if n not in OPS]
-    if bad or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown collective '{bad[0] if bad else text}'; choose from {','.join(OPS)}")
-    return [o for o in OPS if o in names]
+    return _choices(text, OPS, "collective")
 
 
 def _positive_float(text: str) -> float:
