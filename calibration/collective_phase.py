@@ -36,6 +36,9 @@ TOP_SHARE = 0.75  # ... and of at least this share of the largest message
 def message_sizes(min_kib: float, max_mib: float, factor: int) -> list[int]:
     """Sizes in bytes from ``min_kib`` KiB by ``factor`` up to and including ``max_mib`` MiB."""
     lo, hi = int(min_kib * 1024), int(max_mib * 1024 * 1024)
+    if lo < ELEMENT_BYTES:
+        raise ScalesimError(f"--min-size-kib {min_kib:g} is below one {ELEMENT_BYTES}-byte "
+                            "element; use 0.004 or more (1 KiB is the usual start)")
     if lo > hi:
         raise ScalesimError(f"--min-size-kib {min_kib:g} is above --max-size-mib {max_mib:g}")
     factor = max(factor, 2)

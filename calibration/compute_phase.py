@@ -214,7 +214,7 @@ def run(ctx: DistContext, bundle: models.ModelBundle, args, progress) -> Compute
     curve = ComputeCurve(
         overhead_s=overhead, per_sample_s=per_sample, optimizer_step_s=optimizer_s,
         rel_rmse=rel_rmse, points=points,
-        max_micro_batch=points[-1].micro_batch if oom_batch else None,
+        max_micro_batch=points[-1].micro_batch if oom_batch else None, oom_micro_batch=oom_batch,
         precision=args.precision, measured=True,
         source=(f"measured by scalesim calibrate: {bundle.name}, {ctx.world} rank(s) at once on "
                 f"{device.type}, {args.warmup} warm-up + {args.repeats} timed steps per size "

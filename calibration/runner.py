@@ -134,10 +134,11 @@ def _stored_records(ctx, args, folder, sig):
 
     payload = [None]
     if ctx.is_main:
-        records, notes = state.load_matching(folder, options.PHASES, sig)
-        if not args.resume:
-            for phase in args.phases:
-                records.pop(phase, None)
+        if args.resume:
+            records, notes = state.load_matching(folder, options.PHASES, sig)
+        else:  # a fresh run keeps nothing from earlier ones
+            records, notes = {}, []
+            for phase in options.PHASES:
                 state.clear(folder, phase)
         payload = [({k: r.model_dump(mode="json") for k, r in records.items()}, notes)]
     dist.broadcast_object_list(payload, src=0, group=ctx.control)

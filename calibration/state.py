@@ -17,8 +17,14 @@ from scalesim.calibration.results import PhaseRecord
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import read_json, write_model
 
+# Every flag that changes what a phase measures or how the profile is assembled: a resumed run
+# keeps a finished phase only when all of them are the same.
 SIGNATURE_FLAGS = ("model", "width", "depth", "seq_len", "vocab", "image_size", "precision",
-                   "optimizer", "seed", "threads", "dataset")
+                   "optimizer", "seed", "threads", "dataset", "batches", "micro_batch", "warmup",
+                   "repeats", "ops", "min_size_kib", "max_size_mib", "size_factor", "coll_time_s",
+                   "intra_link", "intra_busbw", "intra_latency", "inter_link", "inter_busbw",
+                   "inter_latency", "loader_images", "loader_batch", "loader_batches",
+                   "max_workers", "jitter_steps", "slow_threshold", "noise_steps", "noise_accum")
 
 
 def state_folder(args) -> Path:

@@ -42,10 +42,11 @@ def write_model(path: str | os.PathLike[str], model: BaseModel) -> Path:
 
 
 def read_text(path: str | os.PathLike[str]) -> str:
-    """A UTF-8 text file's contents; a missing or unreadable file raises a one-line ScalesimError."""
+    """A UTF-8 text file's contents (a leading byte-order mark, as Excel writes, is dropped); a
+    missing or unreadable file raises a one-line ScalesimError."""
     file = Path(path)
     try:
-        return file.read_text(encoding="utf-8")
+        return file.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise ScalesimError(f"{file}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -158,6 +158,8 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
     oom = profile.compute.oom_micro_batch
     fits = result.fits if oom is None else result.fits & (np.asarray(inputs.micro_batch) < oom)
     b_crit = scenario.critical_batch_size or wl.critical_batch_size
+    if b_crit is None and profile.noise_scale is not None:  # measured by calibration
+        b_crit = profile.noise_scale.b_simple
     e_min = scenario.min_samples_to_quality or wl.min_samples_to_quality
     train = scenario.train_samples or wl.train_samples
     price = _pick(scenario.price_per_device_hour, profile.hardware.price_per_device_hour)

@@ -95,6 +95,8 @@ def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResul
     if "overlap" in grid:
         changes["overlap"] = grid["overlap"].astype(bool)
     if "bucket_mib" in grid:
+        if np.any(grid["bucket_mib"].astype(float) <= 0):
+            raise ScalesimError("bucket sizes (bucket_mib) must be positive")
         changes["bucket_bytes"] = grid["bucket_mib"].astype(float) * MIB
     for name in ("intra_busbw_GBps", "inter_busbw_GBps"):
         if name in grid:
@@ -102,6 +104,8 @@ def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResul
                 raise ScalesimError(f"{name} must be positive")
             changes[name] = grid[name].astype(float)
     if "straggler_cv" in grid:
+        if np.any(grid["straggler_cv"].astype(float) < 0):
+            raise ScalesimError("straggler_cv values must be 0 or more")
         changes["jitter_cv"] = grid["straggler_cv"].astype(float)
     inputs = inputs.replace(**changes)
     result, speedup, efficiency = evaluate_scaling(inputs, base_micro)
@@ -116,6 +120,8 @@ def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResul
             columns[name] = speedup
         elif name == "efficiency":
             columns[name] = efficiency
+        elif name == "fits" and profile.compute.oom_micro_batch is not None:
+            columns[name] = result.fits & (micro < profile.compute.oom_micro_batch)
         else:
             columns[name] = getattr(result, name)
     return SweepResult(columns=columns, dropped=int((~keep).sum()))

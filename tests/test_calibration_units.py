@@ -165,3 +165,13 @@ def test_link_beta_follows_the_largest_message_when_bandwidth_drops():
     assert fit["busbw_GBps"] == pytest.approx(1.0, rel=0.01)  # the 32 MiB row's bandwidth
     assert fit["busbw_all_sizes_GBps"] > 1.2  # what one fit over every size would have said
     assert largest.busbw_GBps == pytest.approx(fit["busbw_GBps"], rel=0.05)
+
+
+def test_message_sizes_below_one_element_are_refused():
+    from scalesim.calibration.collective_phase import message_sizes
+
+    from scalesim.errors import ScalesimError
+
+    with pytest.raises(ScalesimError, match="below one 4-byte element"):
+        message_sizes(0.0001, 1, 2)
+    assert message_sizes(1, 1, 4) == [1024, 4096, 16384, 65536, 262144, 1048576]

@@ -100,6 +100,14 @@ def test_time_to_quality_shows_large_batch_effect():
     (["predict", "--batch", "4", "--global-batch", "8"], "not allowed with"),
     (["predict", "--epochs", "3"], "--epochs and --dataset-size go together"),
     (["schema", "nothing"], "invalid choice"),
+    (["predict", "--devices", "0-8"], "must start at 1 or more"),
+    (["predict", "--devices", "8-1"], "must start at 1 or more"),
+    (["predict", "--devices", "4,0"], "every value must be a whole number of 1 or more"),
+    (["predict", "--slow-factor", "2"], "go together"),
+    (["predict", "--slow-device", "3"], "go together"),
+    (["predict", "--price", "3"], "--price needs a training length"),
+    (["sweep", "--bucket-mib-values", "0,-5"], "must be positive"),
+    (["sweep", "--straggler-cv-values", "-1"], "must be 0 or more"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, fragment):
     with pytest.raises(SystemExit) as info:
@@ -186,3 +194,24 @@ def test_calibrated_out_of_memory_ceiling_marks_rows_that_do_not_fit():
     prof = prof.model_copy(update={"compute": compute})
     small, big = (predict(prof, Scenario(devices=[2], micro_batch=b))[0] for b in (32, 64))
     assert small.fits and not big.fits
+
+
+def test_sweep_applies_the_out_of_memory_ceiling_like_predict():
+    from scalesim.sweep import sweep
+
+    prof = default_profile()
+    prof = prof.model_copy(update={"compute": prof.compute.model_copy(
+        update={"oom_micro_batch": 48})})
+    res = sweep(prof, Scenario(devices=[2]), {"micro_batch": [32, 64]})
+    assert res.columns["fits"].tolist() == [True, False]
+    assert [predict(prof, Scenario(devices=[2], micro_batch=b))[0].fits for b in (32, 64)] == [
+        True, False]
+
+
+def test_measured_noise_scale_gives_time_to_quality():
+    from scalesim.schemas import NoiseScale
+
+    prof = default_profile().model_copy(update={"noise_scale": NoiseScale(
+        b_simple=300.0, small_batch=16, big_batch=64)})
+    row = predict(prof, Scenario(devices=[8], min_samples_to_quality=1e6))[0]
+    assert row.steps_to_quality == pytest.approx(1e6 / 300.0 * (1 + 300.0 / row.global_batch))

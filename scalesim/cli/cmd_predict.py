@@ -11,6 +11,7 @@ from scalesim.cli.options import (
     profile_from_args,
     scenario_from_args,
 )
+from scalesim.errors import ScalesimError
 
 NAME = "predict"
 HELP = "predict step time, breakdown, throughput and scaling efficiency"
@@ -96,6 +97,10 @@ def run(args: argparse.Namespace) -> int:
     profile = profile_from_args(args)
     scenario = scenario_from_args(args)
     rows = predict(profile, scenario)
+    if scenario.price_per_device_hour is not None and all(r.cost_usd is None for r in rows):
+        raise ScalesimError("--price needs a training length (--train-samples, or --epochs with "
+                            "--dataset-size) or a quality target (--critical-batch with "
+                            "--min-samples) to price")
     if args.json:
         print(json.dumps([r.model_dump() for r in rows], indent=2))
     else:

@@ -106,11 +106,14 @@ def run(args: argparse.Namespace) -> int:
     result = sweep(profile, scenario, axes)
     fmt = args.format or ("json" if (args.out or "").endswith(".json") else "csv")
     text = _to_text(result.columns, fmt)
+    dropped = (f"{result.dropped} strong-scaling combinations dropped: the global batch does not "
+               "split evenly over devices x accumulation" if result.dropped else "")
     if args.out:
         atomic_write_text(args.out, text)
-        print(f"wrote {result.size} scenarios to {args.out}"
-              + (f" ({result.dropped} strong-scaling combinations dropped: global batch does not "
-                 "split evenly)" if result.dropped else ""), file=sys.stderr)
+        print(f"wrote {result.size} scenarios to {args.out}" + (f" ({dropped})" if dropped else ""),
+              file=sys.stderr)
     else:
         sys.stdout.write(text)
+        if dropped:
+            print(f"note: {dropped}", file=sys.stderr)
     return 0

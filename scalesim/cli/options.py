@@ -12,20 +12,29 @@ from scalesim.schemas import Profile, Scenario
 
 
 def parse_int_list(text: str) -> list[int]:
-    """'1,2,4,8' -> [1, 2, 4, 8]; also '1-8' for powers of two from 1 to 8."""
+    """'1,2,4,8' -> [1, 2, 4, 8]; 'A-B' doubles from A up to B ('1-8' -> 1, 2, 4, 8).
+
+    Every value must be 1 or more.
+    """
     try:
         if "-" in text and "," not in text:
             lo, hi = (int(x) for x in text.split("-"))
+            if lo < 1 or hi < lo:
+                raise argparse.ArgumentTypeError(
+                    f"range '{text}' must start at 1 or more and end at or above its start")
             out, v = [], lo
             while v <= hi:
                 out.append(v)
                 v *= 2
-            return out
-        return [int(x) for x in text.split(",") if x.strip()]
+        else:
+            out = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"'{text}' is not a list of whole numbers like 1,2,4,8 or a range like 1-64"
         ) from None
+    if not out or min(out) < 1:
+        raise argparse.ArgumentTypeError(f"'{text}': every value must be a whole number of 1 or more")
+    return out
 
 
 def positive_int(text: str) -> int:
@@ -108,6 +117,9 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         base["micro_batch"] = None
     if getattr(args, "no_overlap", False):
         base["overlap"] = False
+    if (args.slow_factor is not None) != (args.slow_device is not None):
+        raise ScalesimError("--slow-device RANK and --slow-factor F go together (e.g. "
+                            "--slow-device 3 --slow-factor 1.3)")
     if (args.epochs is None) != (args.dataset_size is None):
         raise ScalesimError("--epochs and --dataset-size go together")
     if args.epochs is not None:
