@@ -291,14 +291,16 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     findings: list[Finding] = []
     # Communication: boundary or steady growth.
     single = (runs.nodes == 1) & (runs.devices > 1)
-    crossing = bool(np.any(runs.nodes == 1) and np.any(runs.nodes > 1))
+    single_server = np.nonzero(runs.nodes == 1)[0]
+    # A boundary needs a multi-server run right after the last single-server one.
+    crossing = bool(single_server.size and single_server[-1] + 1 < len(runs.rows))
     comm_lines = [f"exposed communication {_pct(share_of_step['comm'][0])} of the step at "
                   f"{runs.devices[0]} devices -> {_pct(share_of_step['comm'][-1])} at "
                   f"{runs.devices[-1]} ({comm_src}): "
                   + ", ".join(_pct(s) for s in share_of_step["comm"])]
     boundary = False
     if crossing:
-        last_single = int(np.nonzero(runs.nodes == 1)[0][-1])
+        last_single = int(single_server[-1])
         first_multi = last_single + 1
         eff_in = float(sc.efficiency[last_single])
         eff_out = float(sc.efficiency[first_multi])
@@ -344,7 +346,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     # Compute per sample.
     cps = compute / work
     compute_lines = [f"compute per sample per device {cps[0] * 1e3:.3g} -> {cps[-1] * 1e3:.3g} ms "
-                     f"({cps[-1] / cps[0]:.2f}x)"]
+                     f"({cps[-1] / cps[0] if cps[0] > 0 else float('nan'):.2f}x)"]
     if runs.strong_scaling:
         compute_lines.insert(0, f"strong scaling: per-device batch {work[0]:g} -> {work[-1]:g} "
                                 "samples per step")

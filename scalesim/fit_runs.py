@@ -320,6 +320,9 @@ class Extrapolated:
 
 def extrapolation_layout(runs: Runs, devices: list[int], g: int) -> Layout:
     p = np.asarray(devices, dtype=np.int64)
+    if np.any(p < 1):
+        raise ScalesimError(f"cannot extrapolate to {int(p[p < 1][0])} devices; device counts "
+                            "must be 1 or more")
     per_node = np.minimum(p, g)
     if np.any(p % per_node):
         bad = int(p[p % per_node != 0][0])

@@ -9,7 +9,9 @@ on the input), ``comm_s`` (communication per step *not hidden* by compute), ``ra
 Throughput and step time are tied by the samples per step: ``samples_per_s = global_batch /
 step_time_s``. When no batch is given either, the runs are taken as weak scaling with one
 "unit" of work per device per step, so ``step_time_s`` stands for the time per unit
-(``devices / samples_per_s``); speed-up and efficiency do not depend on the unit.
+(``devices / samples_per_s``); speed-up and efficiency do not depend on the unit. A batch is
+given in every row or in none, and the timed columns (``data_wait_s``, ``comm_s``,
+``rank_step_times_s``, real seconds) need ``step_time_s`` or a batch to be compared with.
 
 Speed-up is against the first (smallest) run: ``speedup = p0 * X / X0`` (``X`` throughput),
 assuming the first run itself scaled perfectly, and ``efficiency = speedup / p``.
@@ -33,12 +35,13 @@ from scalesim.jsonio import validation_message
 REQUIRED = ("devices", "nodes")
 COLUMNS = ("devices", "nodes", "samples_per_s", "step_time_s", "per_device_batch", "global_batch",
            "accumulation", "data_wait_s", "comm_s", "rank_step_times_s", "steps_to_target")
+TIMED = ("data_wait_s", "comm_s", "rank_step_times_s")  # real seconds, not per unit of work
 
 
 class RunRow(BaseModel):
     """One measured run. Times are seconds per optimizer step."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
 
     devices: int = Field(ge=1)
     nodes: int = Field(ge=1)
@@ -238,11 +241,30 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
         if r.rank_step_times_s and len(r.rank_step_times_s) != r.devices:
             raise ScalesimError(f"{source}: the run on {r.devices} devices lists "
                                 f"{len(r.rank_step_times_s)} rank step times; give one per rank")
+    with_batch = [r.per_device_batch is not None or r.global_batch is not None for r in rows]
+    if any(with_batch) and not all(with_batch):
+        raise ScalesimError(f"{source}: run {with_batch.index(False) + 1} has no batch; give "
+                            "per_device_batch or global_batch in every row or in none")
+    if not any(with_batch):
+        for i, r in enumerate(rows, start=1):
+            timed = [c for c in TIMED if getattr(r, c) is not None]
+            if timed and r.step_time_s is None:
+                raise ScalesimError(
+                    f"{source}: run {i} gives {', '.join(timed)} in seconds but only "
+                    "samples_per_s and no batch, so its step time is unknown; add step_time_s "
+                    "or a per_device_batch / global_batch column")
+    runs_step_s = Runs(rows, source, ()).step_time_s
+    for i, (r, t) in enumerate(zip(rows, runs_step_s, strict=True), start=1):
+        for name in ("data_wait_s", "comm_s"):
+            part = getattr(r, name)
+            if part is not None and part > t:
+                raise ScalesimError(f"{source}: run {i} has {name} {part:g} s, more than its "
+                                    f"step time {t:.4g} s; both are seconds per optimizer step")
     notes = []
     unknown = sorted({k for rec in records for k in rec} - set(COLUMNS))
     if unknown:
         notes.append(f"ignored column(s): {', '.join(unknown)}")
-    if not all(r.per_device_batch is not None or r.global_batch is not None for r in rows):
+    if not any(with_batch):
         notes.append("no per_device_batch or global_batch: runs taken as weak scaling (same work "
                      "per device); step times are per unit of work")
     return Runs(rows, source, tuple(notes))
@@ -257,6 +279,7 @@ def load_runs(path: str | os.PathLike[str]) -> Runs:
 
 def parse_runs_text(text: str, source: str) -> Runs:
     """Runs from file contents; JSON if it starts with ``[`` or ``{``, CSV otherwise."""
+    text = text.removeprefix("\ufeff")  # Excel's "CSV UTF-8" starts with a byte-order mark
     stripped = text.lstrip()
     if stripped.startswith(("[", "{")):
         try:

@@ -117,8 +117,8 @@ def _open_text(path: Path) -> IO[str]:
     with open(path, "rb") as probe:
         magic = probe.read(2)
     if magic == b"\x1f\x8b":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", errors="replace")
+    return open(path, encoding="utf-8-sig", errors="replace")  # -sig: drop a leading BOM
 
 
 def iter_trace(path: str | os.PathLike[str], metadata: dict):

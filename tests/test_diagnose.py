@@ -157,6 +157,22 @@ BAD = [
      "disagrees"),
     ('[{"devices": 1, "nodes": 1, "samples_per_s": 1}', "not valid JSON"),
     ('{"rows": []}', "JSON list of run objects"),
+    ("devices,nodes,step_time_s\n1,1,inf\n2,1,0.11\n", "run 1.*finite"),
+    ("devices,nodes,samples_per_s\n1,1,nan\n2,1,190\n", "run 1.*finite"),
+    ('[{"devices": 1, "nodes": 1, "samples_per_s": Infinity}, '
+     '{"devices": 2, "nodes": 1, "samples_per_s": 190}]', "run 1.*finite"),
+    ("devices,nodes,step_time_s,rank_step_times_s\n1,1,0.1,inf\n2,1,0.1,0.1;0.1\n",
+     "run 1.*finite"),
+    ("devices,nodes,samples_per_s,per_device_batch\n1,1,100,4\n2,1,190,\n",
+     "run 2 has no batch.*every row or in none"),
+    ("devices,nodes,samples_per_s,data_wait_s\n1,1,100,0.1\n2,1,190,0.2\n",
+     "run 1 gives data_wait_s.*add step_time_s or a per_device_batch"),
+    ("devices,nodes,samples_per_s,rank_step_times_s\n1,1,100,0.5\n2,1,190,0.5;0.6\n",
+     "run 1 gives rank_step_times_s"),
+    ("devices,nodes,step_time_s,data_wait_s\n1,1,0.1,0.2\n2,1,0.1,0.05\n",
+     "run 1 has data_wait_s 0.2 s, more than its step time"),
+    ("devices,nodes,samples_per_s,per_device_batch,comm_s\n1,1,100,4,0.01\n2,1,190,4,0.5\n",
+     "run 2 has comm_s 0.5 s, more than its step time"),
 ]
 
 
@@ -194,3 +210,37 @@ def test_throughput_only_runs_without_batch_fit_well():
     fit = fit_runs(parse_runs_text(text, "runs.csv"))
     assert float(np.sqrt(np.mean(fit.residuals_rel ** 2))) < 0.05
     assert report.cause.key == "inter_server", report.to_text()
+
+
+def test_timed_columns_with_step_time_and_no_batch_are_real_seconds():
+    text = ("devices,nodes,step_time_s,data_wait_s\n1,1,0.10,0.01\n2,1,0.11,0.02\n"
+            "4,1,0.12,0.04\n")
+    report = diagnose_runs(parse_runs_text(text, "runs.csv"))
+    assert "data wait 10% of the step at 1 devices -> 33% at 4" in report.to_text()
+
+
+def test_excel_byte_order_mark_is_ignored(tmp_path, capsys):
+    body = "devices,nodes,samples_per_s\r\n1,1,100\r\n2,1,190\r\n"
+    plain = parse_runs_text(body, "runs.csv")
+    bom = parse_runs_text("\ufeff" + body, "runs.csv")
+    assert bom.rows == plain.rows
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + body.encode())
+    assert main(["diagnose", str(path)]) == 0
+    assert "speed-up 1.90x" in capsys.readouterr().out
+
+
+def test_multi_server_run_before_single_server_run_is_no_boundary():
+    runs = parse_runs_text("devices,nodes,samples_per_s\n2,2,190\n4,1,370\n", "o.csv")
+    report = diagnose_runs(runs)
+    assert report.cause.key != "inter_server"
+    assert "in one server" not in report.to_text()
+
+
+def test_extrapolation_refuses_device_counts_below_one():
+    runs = parse_runs_text("devices,nodes,samples_per_s\n1,1,569\n2,1,1130\n4,1,2250\n"
+                           "8,1,4480\n16,2,5900\n", "runs.csv")
+    fit = fit_runs(runs)
+    for bad in ([0], [16, -8]):
+        with pytest.raises(ScalesimError, match="device counts must be 1 or more"):
+            extrapolate(fit, runs, bad)

@@ -75,6 +75,16 @@ def test_gzip_and_small_chunks_give_the_same_answer(tmp_path, monkeypatch):
         assert [vars(a) for a in other.steps] == [vars(b) for b in plain.steps]
 
 
+def test_a_leading_byte_order_mark_is_ignored(tmp_path):
+    plain = traces.summarise(write(tmp_path, "a.json", gpu_trace()))
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + json.dumps(gpu_trace()).encode())
+    bom_gz = tmp_path / "bom.json.gz"
+    bom_gz.write_bytes(gzip.compress(bom.read_bytes()))
+    for path in (bom, bom_gz):
+        assert [vars(a) for a in traces.summarise(path).steps] == [vars(b) for b in plain.steps]
+
+
 def test_cpu_gloo_trace_uses_cpu_ops(tmp_path):
     """A gloo job has no kernels: gloo annotations are communication, cpu ops compute."""
     data = {"distributedInfo": {"rank": 1, "world_size": 2}, "traceEvents": [
