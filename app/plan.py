@@ -188,6 +188,11 @@ def _focus(state: AppState, rows: list[Prediction], knee: Knee | None) -> Predic
     return rows[-1]
 
 
+def _server_size(profile: Profile, scenario: Scenario) -> int:
+    """Devices in one full server of the scenario (not the focus run's, which may be partial)."""
+    return scenario.devices_per_node or profile.hardware.devices_per_node
+
+
 def more_devices_count(devices: int, devices_per_node: int) -> int:
     """One more server's worth: fill the server first, then add a whole server."""
     return devices_per_node if devices < devices_per_node else devices + devices_per_node
@@ -221,7 +226,7 @@ def _scenario_b(state: AppState, profile: Profile, scenario: Scenario, focus: Pr
                 remedies: list[RemedyResult], best: RemedyResult | None):
     """(label, profile, scenario, focus devices) of scenario B."""
     if state.b == "more_devices":
-        more = more_devices_count(focus.devices, focus.devices_per_node)
+        more = more_devices_count(focus.devices, _server_size(profile, scenario))
         return (f"Add devices ({focus.devices} -> {more})", profile,
                 scenario.model_copy(update={"devices": [more]}), more)
     pick = best if state.b == "best" else next((r for r in remedies if r.key == state.b), None)
@@ -246,10 +251,15 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
     for r in remedies:
         if r.applicable and r.prediction is not None:
             options.append(_option("remedy", f"{r.title} ({focus.devices} devices)", r.prediction))
-    more = more_devices_count(focus.devices, focus.devices_per_node)
+    more = more_devices_count(focus.devices, _server_size(profile, scenario))
     if more not in {r.devices for r in rows} and scenario.global_batch is None:
-        extra = predict(profile, scenario.model_copy(update={"devices": [more]}))[0]
-        options.append(_option("more devices", f"Add devices ({focus.devices} -> {more})", extra))
+        try:
+            extra = predict(profile, scenario.model_copy(update={"devices": [more]}))[0]
+        except ScalesimError as exc:
+            notes.append(f"more devices ({focus.devices} -> {more}) not compared: {exc}")
+        else:
+            options.append(_option("more devices", f"Add devices ({focus.devices} -> {more})",
+                                   extra))
 
     quality, absolute = _quality_sweep(profile, scenario, focus.devices)
 

@@ -74,14 +74,24 @@ def _key(field: str) -> str:
     return f"k_{field}"
 
 
-def _set_profile(profile: Profile, src: str, origin: str) -> None:
-    """Switch to ``profile``; its server size, batch, price... become the controls' values."""
+def _set_profile(profile: Profile, src: str, origin: str) -> list[str]:
+    """Switch to ``profile``; its server size, batch, price... become the controls' values.
+
+    Returns a message for each value that did not fit a control (it keeps the default).
+    """
     state: AppState = ss["app_state"]
-    defaults = profile_defaults(profile)
+    messages: list[str] = []
+    defaults = profile_defaults(profile, messages)
     ss["profile"], ss["profile_origin"] = profile, origin
     ss["app_state"] = state.model_copy(update={**defaults, "src": src})
     for name, value in defaults.items():
         ss[_key(name)] = value
+    return messages
+
+
+def _loaded_message(profile: Profile, name: str, messages: list[str]) -> tuple[str, str]:
+    text = f"Loaded profile '{profile.name}' from {name}"
+    return ("warning", f"{text}; {'; '.join(messages)}") if messages else ("success", text)
 
 
 def _init_session() -> None:
@@ -122,8 +132,8 @@ def _on_upload() -> None:
     except ScalesimError as exc:
         ss["profile_message"] = ("error", str(exc))
         return
-    _set_profile(profile, "custom", f"uploaded file {upload.name}")
-    ss["profile_message"] = ("success", f"Loaded profile '{profile.name}' from {upload.name}")
+    messages = _set_profile(profile, "custom", f"uploaded file {upload.name}")
+    ss["profile_message"] = _loaded_message(profile, upload.name, messages)
 
 
 def _profiles_dir() -> Path | None:
@@ -144,8 +154,8 @@ def _on_folder() -> None:
     except ScalesimError as exc:
         ss["profile_message"] = ("error", str(exc))
         return
-    _set_profile(profile, "custom", f"{folder.name}/{name}")
-    ss["profile_message"] = ("success", f"Loaded profile '{profile.name}' from {name}")
+    messages = _set_profile(profile, "custom", f"{folder.name}/{name}")
+    ss["profile_message"] = _loaded_message(profile, name, messages)
 
 
 # ---------------------------------------------------------------- widgets
@@ -182,7 +192,9 @@ def _profile_section(c: _Controls) -> None:
                              format_func=lambda n: n or "(choose a file)")
     message = ss.get("profile_message")
     if message:
-        (st.sidebar.error if message[0] == "error" else st.sidebar.success)(_md(message[1]))
+        show = {"error": st.sidebar.error, "warning": st.sidebar.warning}.get(message[0],
+                                                                              st.sidebar.success)
+        show(_md(message[1]))
     profile: Profile = ss["profile"]
     st.sidebar.caption(f"Predicting with **{_md(profile.name)}** (from {_md(ss['profile_origin'])})")
 

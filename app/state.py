@@ -108,13 +108,17 @@ def preset_profile(state: AppState) -> Profile:
     return profile_from_presets(presets.get_hardware(state.hw), presets.get_workload(state.wl))
 
 
-def profile_defaults(profile: Profile) -> dict[str, Any]:
-    """Control values a newly chosen profile brings (its server size, batch, price...)."""
+def profile_defaults(profile: Profile, messages: list[str] | None = None) -> dict[str, Any]:
+    """Control values a newly chosen profile brings (its server size, batch, price...).
+
+    A value outside a control's bounds falls back to the control's default, with a one-line
+    message appended to ``messages``.
+    """
     wl, hw = profile.workload, profile.hardware
     cbs = wl.critical_batch_size
     if cbs is None and profile.noise_scale is not None:
         cbs = profile.noise_scale.b_simple  # B_simple estimates B_noise (McCandlish et al.)
-    return {
+    values = {
         "dpn": hw.devices_per_node,
         "mb": wl.micro_batch,
         "gb": wl.micro_batch * hw.devices_per_node * 8,
@@ -125,6 +129,17 @@ def profile_defaults(profile: Profile) -> dict[str, Any]:
         "train": wl.train_samples,
         "price": hw.price_per_device_hour,
     }
+    for name, value in values.items():
+        try:
+            AppState.model_validate({name: value})
+        except ValidationError as exc:
+            default = AppState.model_fields[name].default
+            if messages is not None:
+                messages.append(f"the profile's value for '{name}' ({_shown(value)}) does not fit "
+                                f"the planner ({exc.errors()[0]['msg']}); using "
+                                f"{'an empty control' if default is None else default} instead")
+            values[name] = default
+    return values
 
 
 def with_profile_defaults(state: AppState, profile: Profile) -> AppState:
@@ -314,7 +329,7 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
                 state = state.model_copy(update={"src": "preset"})
             profile = preset
     # Controls the link did not give take the profile's values, as a fresh choice would.
-    missing = {k: v for k, v in profile_defaults(profile).items() if k not in raw}
+    missing = {k: v for k, v in profile_defaults(profile, messages).items() if k not in raw}
     if missing:
         state = state.model_copy(update=missing)
     return state, profile, messages

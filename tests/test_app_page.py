@@ -137,6 +137,22 @@ def test_a_bad_upload_is_refused_with_one_line():
     assert at.session_state["app_state"].src == "preset"
 
 
+def test_an_upload_with_a_batch_beyond_the_controls_warns_and_still_plans():
+    at = _app()
+    base = measured_profile()
+    profile = base.model_copy(update={
+        "workload": base.workload.model_copy(update={"micro_batch": 2_000_000})})
+    at.sidebar.file_uploader(key="upload").set_value(
+        ("huge.json", profile.model_dump_json().encode(), "application/json"))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    warning = at.sidebar.warning[0].value.replace("\\", "")
+    assert "Loaded profile" in warning and "'mb'" in warning and "\n" not in warning
+    state = at.session_state["app_state"]
+    assert state.mb is None and AppState.model_validate(state.model_dump()) == state
+    assert at.session_state["profile"] == profile
+
+
 def test_profiles_folder_lists_and_loads(tmp_path, monkeypatch):
     (tmp_path / "lab.json").write_text(measured_profile().model_dump_json())
     (tmp_path / "notes.txt").write_text("ignored")

@@ -21,6 +21,7 @@ from scalesim.app.state import (
     encode_profile,
     encode_query,
     preset_profile,
+    profile_defaults,
 )
 
 from scalesim.errors import ScalesimError
@@ -236,3 +237,41 @@ def test_any_combination_of_controls_plans_or_says_why(changes):
         return
     assert plan.rows and plan.focus in plan.rows
     assert all(r.step_time_s > 0 for r in plan.rows)
+
+
+@pytest.mark.parametrize("changes", [
+    {"dpn": 6, "dmax": 4}, {"dpn": 12, "dmax": 8},
+    {"grid": "list", "dlist": "6"}, {"grid": "list", "dlist": "3,5,7"},
+])
+def test_more_devices_fills_the_scenarios_server_not_the_partial_focus(changes):
+    state = default_state().model_copy(update={**changes, "b": "more_devices"})
+    plan = make_plan(_PROFILE, state)
+    server = plan.scenario.devices_per_node
+    assert plan.focus.devices < server
+    more = [o for o in plan.options if o.kind == "more devices"]
+    assert [o.devices for o in more] == [server]
+    assert plan.b_focus is not None and plan.b_focus.devices == server
+
+
+@pytest.mark.parametrize("part, update, field", [
+    ("workload", {"micro_batch": 2_000_000}, "mb"),
+    ("hardware", {"devices_per_node": 4096}, "dpn"),
+])
+def test_profile_values_outside_the_controls_fall_back_with_a_message(part, update, field):
+    base = default_profile()
+    profile = base.model_copy(update={part: getattr(base, part).model_copy(update=update)})
+    messages: list[str] = []
+    defaults = profile_defaults(profile, messages)
+    assert defaults[field] is None
+    assert any(f"'{field}'" in m and "\n" not in m for m in messages)
+    AppState.model_validate(defaults)  # every value fits its control
+    # A link that carries only the version and this profile: the missing controls come from it.
+    state, decoded, notes = decode_query({"v": "1", "src": "custom",
+                                          "prof": encode_profile(profile)})
+    assert AppState.model_validate(state.model_dump()) == state
+    assert decoded.model_dump() == compact_profile(profile).model_dump()
+    assert any(f"'{field}'" in m for m in notes)
+    try:
+        assert make_plan(decoded, state).rows
+    except ScalesimError as exc:  # the page shows a one-line reason, never a pydantic dump
+        assert "\n" not in str(exc)
