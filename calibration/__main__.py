@@ -1,7 +1,6 @@
 """``python -m scalesim.calibration`` (also ``torchrun ... -m scalesim.calibration``)."""
 
-import sys
-
+from scalesim.calibration.dist import exit_process
 from scalesim.calibration.runner import main
 
-sys.exit(main())
+exit_process(main())

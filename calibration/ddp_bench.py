@@ -135,4 +135,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from scalesim.calibration.dist import exit_process
+
+    exit_process(main())

@@ -317,3 +317,18 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def exit_process(code: int) -> None:
+    """Leave the process with ``code``; under torchrun skip interpreter teardown.
+
+    torch's gloo and DDP objects can abort the process while being destroyed at interpreter exit
+    ("terminate called without an active exception", SIGABRT) after all work is done and the
+    process group is destroyed, which torchrun then reports as a failed rank. The results are
+    written and flushed by then, so the rank leaves with ``os._exit``.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if "TORCHELASTIC_RUN_ID" in os.environ or "RANK" in os.environ:
+        os._exit(code)
+    sys.exit(code)
