@@ -134,11 +134,12 @@ def _stored_records(ctx, args, folder, sig):
 
     payload = [None]
     if ctx.is_main:
-        if args.resume:
-            records, notes = state.load_matching(folder, options.PHASES, sig)
-        else:  # a fresh run keeps nothing from earlier ones
-            records, notes = {}, []
-            for phase in options.PHASES:
+        # Phases recorded with exactly these settings (state.SIGNATURE_FLAGS) are kept; without
+        # --resume the selected phases run again (so --phases collectives refreshes the links).
+        records, notes = state.load_matching(folder, options.PHASES, sig)
+        if not args.resume:
+            for phase in args.phases:
+                records.pop(phase, None)
                 state.clear(folder, phase)
         payload = [({k: r.model_dump(mode="json") for k, r in records.items()}, notes)]
     dist.broadcast_object_list(payload, src=0, group=ctx.control)
@@ -238,7 +239,7 @@ def _finish(ctx, args, records, reused, hostnames, wall_s) -> str | None:
         f"run time {wall_s:.1f} s ({timings or 'all phases kept'})"
         + (f"; longest phase: {longest.phase}" if longest else ""))
     if reused:
-        machine.notes.append(f"kept from an earlier run (--resume): {', '.join(sorted(reused))}")
+        machine.notes.append(f"kept from an earlier run with the same settings: {', '.join(sorted(reused))}")
     collectives = records["collectives"].parsed() if "collectives" in records else None
     links = link_levels(collectives, lambda level: collective_phase.unmeasured_level(
         level, args, ctx.on_gpu, "the collectives phase did not run"))
