@@ -87,17 +87,13 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
     g_max = scenario.devices_per_node or hw.devices_per_node
     _, per_node = layout(p, g_max)
     b, base_b = micro_batches(scenario, profile, p)
-    if profile.input_pipeline is not None and scenario.loader_workers is not None:
+    if profile.input_pipeline is not None:
         pts = profile.input_pipeline.points
+        workers = scenario.loader_workers  # default: the best measured worker count
+        if workers is None:
+            workers = max(pts, key=lambda pt: pt.samples_per_s).workers
         supply = loader_supply_per_device(
-            scenario.loader_workers, per_node, hw.cpu_cores_per_node,
-            [pt.workers for pt in pts], [pt.samples_per_s for pt in pts],
-        )
-    elif profile.input_pipeline is not None:
-        pts = profile.input_pipeline.points
-        best = max(pts, key=lambda pt: pt.samples_per_s)
-        supply = loader_supply_per_device(
-            best.workers, per_node, hw.cpu_cores_per_node,
+            workers, per_node, hw.cpu_cores_per_node,
             [pt.workers for pt in pts], [pt.samples_per_s for pt in pts],
         )
     else:

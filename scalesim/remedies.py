@@ -54,14 +54,13 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction):
                 scenario.model_copy(update={"overlap": True}), profile,
                 "overlap is already on" if scenario.overlap else "", ""))
     k = scenario.accumulation
+    acc_scn = scenario.model_copy(update={"accumulation": 4 * k})
     if strong:
         acc_reason = ("" if scenario.global_batch % (now.devices * 4 * k) == 0
                       else "global batch does not split into 4x more micro-steps")
-        acc_scn = scenario.model_copy(update={"accumulation": 4 * k})
         caveat = "same global batch, 4x smaller micro-batches"
     else:
         acc_reason, caveat = "", "global batch grows 4x: check time-to-quality"
-        acc_scn = scenario.model_copy(update={"accumulation": 4 * k})
     out.append(("accumulation", f"Accumulate gradients over {4 * k} micro-steps (now {k})",
                 acc_scn, profile, acc_reason, caveat))
     out.append(("loader", "Cache the input / add loader workers (no data stall)",

@@ -47,6 +47,21 @@ def run(cmd: list[str], cwd: Path, timeout: float = 240) -> subprocess.Completed
                           timeout=timeout, check=False)
 
 
+
+def _pid_of_rank_1_in_compute(out: Path, proc: subprocess.Popen) -> int:
+    """Wait (up to 120 s) for rank 1's heartbeat file to say it is in the compute phase."""
+    status = Path(f"{out}.state") / "ranks" / "rank-1.json"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            record = json.loads(status.read_text())
+        except (OSError, ValueError):
+            record = {}
+        if record.get("phase") == "compute":
+            return record["pid"]
+        time.sleep(0.2)
+    raise AssertionError("rank 1 never reached the compute phase")
+
 @pytest.fixture(scope="module")
 def calibrated(tmp_path_factory):
     """One 2-process calibration and one 2-process DDP measurement of the same model."""
@@ -154,19 +169,7 @@ def test_a_killed_rank_stops_the_run_and_is_named(tmp_path):
         torchrun("scalesim.calibration", "--no-progress", "--batches", "8,16,32,64",
                  "--repeats", "400", "--phases", "compute", "--out", str(out)),
         cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    status = Path(f"{out}.state") / "ranks" / "rank-1.json"
-    deadline = time.monotonic() + 120
-    victim = None
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            record = json.loads(status.read_text())
-        except (OSError, ValueError):
-            record = {}
-        if record.get("phase") == "compute":
-            victim = record["pid"]
-            break
-        time.sleep(0.2)
-    assert victim is not None, "rank 1 never reached the compute phase"
+    victim = _pid_of_rank_1_in_compute(out, proc)
     time.sleep(1.0)
     os.kill(victim, signal.SIGKILL)
     killed_at = time.monotonic()
@@ -239,26 +242,14 @@ def test_a_hung_rank_stops_the_run_within_the_timeout(tmp_path):
         torchrun("scalesim.calibration", "--no-progress", "--timeout", "5", "--batches",
                  "8,16,32,64", "--repeats", "400", "--phases", "compute", "--out", str(out)),
         cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    folder = Path(f"{out}.state") / "ranks"
-    deadline = time.monotonic() + 120
-    victim = None
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            record = json.loads((folder / "rank-1.json").read_text())
-        except (OSError, ValueError):
-            record = {}
-        if record.get("phase") == "compute":
-            victim = record["pid"]
-            break
-        time.sleep(0.2)
-    assert victim is not None, "rank 1 never reached the compute phase"
+    victim = _pid_of_rank_1_in_compute(out, proc)
     os.kill(victim, signal.SIGSTOP)
     stopped_at = time.monotonic()
     try:
         # Rank 0 must give up on its own: wait for it to report failure, then let rank 1 go so
         # torchrun's SIGTERM reaches it (a stopped process cannot act on it).
         while time.monotonic() - stopped_at < 60:
-            record = json.loads((folder / "rank-0.json").read_text())
+            record = json.loads((Path(f"{out}.state") / "ranks" / "rank-0.json").read_text())
             if record.get("status") == "failed":
                 break
             time.sleep(0.2)
