@@ -465,16 +465,18 @@ class ExperimentConfig:
 
 
 def calibrate(cluster: EmulatedCluster, cfg: ExperimentConfig, work: Path):
-    """A profile with both links and one process's compute measured on the cluster.
+    """A profile with both links and one server's compute measured on the cluster.
 
-    Two ``scalesim.calibration`` runs, because on a machine with few cores all ranks timing
-    compute at once would time contention, not one device:
+    Two ``scalesim.calibration`` runs, because both emulated servers share this machine's cores:
+    four ranks timing compute at once would time four processes on two cores, which no layout
+    of the experiment runs.
 
     1. links: ``torchrun --nnodes=2 --nproc-per-node=2`` over both namespaces, phase
        ``collectives`` (intra-server groups on loopback, inter-server group over the shaped
        veth) and a tiny ``compute`` phase that the profile format requires (discarded);
-    2. compute: one process in one server, phases ``compute`` (``cfg.compute_batches``) and
-       ``jitter`` at ``cfg.batch``, one thread, as every measured process has.
+    2. compute: two processes in one server, phases ``compute`` (``cfg.compute_batches``, plus
+       the co-location timing: rank 0 with both busy and alone) and ``jitter`` at ``cfg.batch``,
+       one thread each, as every measured process has.
 
     The result is run 2's profile with run 1's hardware links (``devices_per_node`` 2).
     """
@@ -487,7 +489,7 @@ def calibrate(cluster: EmulatedCluster, cfg: ExperimentConfig, work: Path):
                           "--state-dir", str(work / "state-links"), *common],
                    timeout_s=cfg.timeout_s)
     batches = ",".join(str(b) for b in cfg.compute_batches)
-    cluster.launch(1, 1, ["-m", "scalesim.calibration", "--phases", "compute,jitter",
+    cluster.launch(1, 2, ["-m", "scalesim.calibration", "--phases", "compute,jitter",
                           "--batches", batches, "--micro-batch", str(cfg.batch),
                           "--repeats", str(cfg.compute_repeats), "--warmup", "3",
                           "--jitter-steps", "20", "--out", str(compute_path),

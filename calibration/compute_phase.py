@@ -6,7 +6,10 @@ steps, in ascending order (the out-of-memory probe); then ``repeats`` rounds eac
 of every size in turn, forward (with the loss) and backward timed separately so the backward
 share is measured. A point is the median over ranks of each rank's median; its spread is the
 median interquartile range. An out-of-memory at one micro-batch (on any rank) ends the sweep
-and sets the ceiling. The optimizer step is timed on its own after the sweep.
+and sets the ceiling. Where rank 0's server has several ranks, rank 0 then times the largest size
+with all of them busy and alone, in turn: the co-location slowdown, with which predictions scale
+compute to the number of busy devices per server. The optimizer step is timed on its own after
+the sweep.
 """
 
 from __future__ import annotations
@@ -170,6 +173,57 @@ def time_interleaved(ctx: DistContext, bundle, optimizer, ready: dict, args, pro
     return [payload for _, payload in _agree(ctx, status, (fwd, bwd))]
 
 
+def server_ranks(ctx: DistContext) -> int:
+    """Ranks on rank 0's server (all compute at once during the sweep)."""
+    return ctx.node_of.count(ctx.node_of[0]) if ctx.node_of else ctx.local_world
+
+
+def time_colocation(ctx: DistContext, bundle, b: int, inputs, targets, args) -> tuple[float, float]:
+    """Rank 0's micro-step with every rank busy, then with rank 0 alone, in turn ``repeats``
+    times (pairs, so a drift of the machine's load hits both); returns rank 0's two medians, s.
+
+    The ratio is the slowdown that devices of one server cause each other (shared host cores,
+    memory bandwidth, PCIe, power); it is 1 when they do not interfere.
+    """
+    clock = Clock(ctx.device)
+    together, alone = [], []
+    status = "ok"
+    try:
+        for _ in range(args.repeats):
+            align(ctx)
+            start, _, end = train_micro_step(bundle, inputs, targets, args.precision,
+                                             ctx.device, clock)
+            together.append(clock.seconds(start, end))
+            align(ctx)
+            if ctx.is_main:
+                start, _, end = train_micro_step(bundle, inputs, targets, args.precision,
+                                                 ctx.device, clock)
+                alone.append(clock.seconds(start, end))
+    except Exception as exc:  # noqa: BLE001 - every rank must hear about any failure
+        status = _failure(exc, b, bundle)
+    _agree(ctx, status, None)
+    if not ctx.is_main:
+        return 0.0, 0.0
+    return float(np.median(together)), float(np.median(alone))
+
+
+def colocation(ctx: DistContext, bundle, optimizer, ready: dict, args) -> tuple[int, float, str]:
+    """(devices timed at once on one server, slowdown fraction, a note) at the largest size."""
+    g = server_ranks(ctx)
+    if g < 2:
+        return 1, 0.0, ""
+    b = max(ready)
+    inputs, targets = ready[b]
+    optimizer.zero_grad(set_to_none=True)
+    together_s, alone_s = time_colocation(ctx, bundle, b, inputs, targets, args)
+    optimizer.zero_grad(set_to_none=True)
+    together_s, alone_s = gather_object(ctx, (together_s, alone_s))[0]
+    raw = together_s / alone_s - 1.0
+    note = (f"; co-location: rank 0's micro-step at batch {b} took {together_s * 1e3:.3g} ms with "
+            f"all {g} ranks of its server busy, {alone_s * 1e3:.3g} ms alone ({raw:+.1%})")
+    return g, float(max(raw, 0.0)), note
+
+
 def run(ctx: DistContext, bundle: models.ModelBundle, args, progress) -> ComputeResult:
     device = ctx.device
     optimizer = prepare(bundle, args, device)
@@ -179,6 +233,7 @@ def run(ctx: DistContext, bundle: models.ModelBundle, args, progress) -> Compute
         raise ScalesimError(f"only {len(ready)} micro-batch size(s) ran{ceiling}: give smaller "
                             "--batches (the compute fit needs at least two)")
     everyone = time_interleaved(ctx, bundle, optimizer, ready, args, progress)
+    colocated, slowdown, colocation_note = colocation(ctx, bundle, optimizer, ready, args)
     points: list[ComputePoint] = []
     fwd_points, bwd_points = [], []
     for b in ready:
@@ -213,12 +268,14 @@ def run(ctx: DistContext, bundle: models.ModelBundle, args, progress) -> Compute
                     else f"no out-of-memory up to micro-batch {points[-1].micro_batch}")
     curve = ComputeCurve(
         overhead_s=overhead, per_sample_s=per_sample, optimizer_step_s=optimizer_s,
-        rel_rmse=rel_rmse, points=points,
+        rel_rmse=rel_rmse, points=points, colocated_devices=colocated,
+        colocation_slowdown=slowdown,
         max_micro_batch=points[-1].micro_batch if oom_batch else None, oom_micro_batch=oom_batch,
         precision=args.precision, measured=True,
         source=(f"measured by scalesim calibrate: {bundle.name}, {ctx.world} rank(s) at once on "
                 f"{device.type}, {args.warmup} warm-up + {args.repeats} timed steps per size "
-                f"({'CUDA events' if ctx.on_gpu else 'monotonic clock'}); {ceiling_note}"),
+                f"({'CUDA events' if ctx.on_gpu else 'monotonic clock'}); {ceiling_note}"
+                f"{colocation_note}"),
     )
     return ComputeResult(
         model_name=bundle.name, sample_unit=bundle.sample_unit,

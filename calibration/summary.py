@@ -28,6 +28,10 @@ def compute_lines(record: PhaseRecord) -> list[str]:
         fit = float(micro_step_s(p.micro_batch, c.overhead_s, c.per_sample_s))
         lines.append(f"  {p.micro_batch:>6} {f * 1e3:>9.3f} {b * 1e3:>9.3f} {p.time_s * 1e3:>9.3f} "
                      f"{p.spread_s * 1e3:>8.3f} {fit * 1e3:>9.3f}")
+    if c.colocated_devices > 1:
+        lines.append(f"  co-location: {c.colocated_devices} devices of one server computing at "
+                     f"once take {c.colocation_slowdown:+.1%} longer than one alone (the points "
+                     "above are with all busy)")
     lines.append("  ceiling: " + (f"micro-batch {r.oom_batch} ran out of memory"
                                   if r.oom_batch else "no out-of-memory in the sweep"))
     return lines

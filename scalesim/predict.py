@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from scalesim.errors import ScalesimError
 from scalesim.model import collectives as coll
+from scalesim.model.compute import colocation_slope
 from scalesim.model.memory import STRATEGIES
 from scalesim.model.overlap import MIB
 from scalesim.model.pipeline import loader_supply_per_device
@@ -107,14 +108,17 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
         scenario.slow_factor, 1.0,
     )
     intra, inter = hw.intra_node, hw.inter_node
+    overhead_alone_s, per_sample_alone_s, optimizer_alone_s = profile.compute.alone()
     inputs = StepInputs(
         devices=p,
         devices_per_node=per_node,
         micro_batch=b,
         accumulation=scenario.accumulation,
-        overhead_s=profile.compute.overhead_s,
-        per_sample_s=profile.compute.per_sample_s,
-        optimizer_step_s=profile.compute.optimizer_step_s,
+        overhead_s=overhead_alone_s,
+        per_sample_s=per_sample_alone_s,
+        colocation_slope=colocation_slope(profile.compute.colocation_slowdown,
+                                          profile.compute.colocated_devices),
+        optimizer_step_s=optimizer_alone_s,
         backward_fraction=wl.backward_fraction,
         params=wl.params,
         wire_bytes_per_param=wl.wire_bytes_per_param,

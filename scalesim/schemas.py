@@ -129,9 +129,24 @@ class ComputeCurve(_Strict):
     oom_micro_batch: int | None = Field(
         default=None, ge=1, description="smallest micro-batch that ran out of memory, if any"
     )
+    colocated_devices: int = Field(
+        default=1, ge=1,
+        description="devices of one server that computed at once while the points were timed",
+    )
+    colocation_slowdown: float = Field(
+        default=0.0, ge=0, le=10,
+        description="extra micro-step time (fraction, 0.08 = 8%) with colocated_devices busy at "
+                    "once against one device alone; the model scales it per extra busy device",
+    )
     precision: str = "unknown"
     measured: bool = False
     source: str = ""
+
+    def alone(self) -> tuple[float, float, float]:
+        """(overhead_s, per_sample_s, optimizer_step_s) of one device alone in its server (the
+        timings were taken with ``colocated_devices`` busy)."""
+        factor = 1.0 + self.colocation_slowdown if self.colocated_devices > 1 else 1.0
+        return self.overhead_s / factor, self.per_sample_s / factor, self.optimizer_step_s / factor
 
 
 class CollectivePoint(_Strict):

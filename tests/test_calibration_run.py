@@ -106,6 +106,10 @@ def test_profile_passes_schema_and_has_every_part(calibrated):
     assert profile.input_pipeline is not None and profile.input_pipeline.measured
     assert [p.workers for p in profile.input_pipeline.points][:2] == [0, 1]
     assert profile.jitter is not None and len(profile.jitter.per_rank_median_s) == 2
+    # Both ranks share the machine: rank 0 was timed with both busy and alone.
+    assert profile.compute.colocated_devices == 2
+    assert 0 <= profile.compute.colocation_slowdown < 10
+    assert "alone" in profile.compute.source and "co-location:" in calibrated["stdout"]
     # The summary prints the nccl-tests style table beside the fit.
     assert "busbw" in calibrated["stdout"] and "fit ms" in calibrated["stdout"]
 

@@ -5,6 +5,12 @@ launches, Python, small layers that do not fill the device) that dominates at sm
 and a per-sample cost that dominates at large ones (the affine model Pollux fits,
 ``T_compute = alpha_c + beta_c * b``). Beyond the measured range it extrapolates linearly, which
 is right for a device that is already saturated and optimistic only below the smallest point.
+
+Devices of one server share its host: CPU cores, memory bandwidth, PCIe root complexes, power
+and cooling. When ``g`` of them compute at once each may be slower than one alone; the model
+takes that slowdown as linear in the number of other busy devices of the server,
+``t_g = t_alone * (1 + slope * (g - 1))``, with ``slope`` from a calibration that timed one
+device alone and all of its server's devices at once.
 """
 
 from __future__ import annotations
@@ -15,6 +21,21 @@ import numpy as np
 def micro_step_s(micro_batch, overhead_s, per_sample_s):
     """Forward+backward time of one micro-step on one device, seconds."""
     return np.asarray(overhead_s, dtype=float) + np.asarray(per_sample_s, dtype=float) * micro_batch
+
+
+def colocation_factor(devices_per_node, slope):
+    """Compute-time multiplier with ``devices_per_node`` devices of one server busy at once
+    (1 for one device): ``1 + slope * (g - 1)``; ``slope`` is a fraction per extra device."""
+    g = np.asarray(devices_per_node, dtype=float)
+    return 1.0 + np.asarray(slope, dtype=float) * np.maximum(g - 1.0, 0.0)
+
+
+def colocation_slope(slowdown, colocated_devices) -> float:
+    """Slope per extra busy device from a measured ``slowdown`` (fraction, e.g. 0.08) with
+    ``colocated_devices`` busy at once; 0 when fewer than two were measured together."""
+    if colocated_devices < 2:
+        return 0.0
+    return float(slowdown) / (colocated_devices - 1)
 
 
 def fit_compute_curve(micro_batch, time_s) -> tuple[float, float, float]:

@@ -2,7 +2,8 @@
 
     step = compute + exposed_comm + straggler_wait + data_stall
 
-- compute: ``k`` micro-steps of forward+backward plus one optimizer step;
+- compute: ``k`` micro-steps of forward+backward plus one optimizer step, all of it slowed by
+  the other busy devices of the same server (``colocation_slope``);
 - exposed_comm: what the bucket timeline leaves after the last backward (``overlap``), or every
   collective after it (no overlap), plus collectives that cannot overlap (ZeRO-1/2 parameter
   all-gather after the optimizer step; ZeRO-3 gathers exposed in forward and backward), plus the
@@ -20,7 +21,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from scalesim.model import collectives as coll
-from scalesim.model.compute import micro_step_s
+from scalesim.model.compute import colocation_factor, micro_step_s
 from scalesim.model.memory import DDP, ZERO1, ZERO2, ZERO3, memory_per_device_bytes
 from scalesim.model.overlap import (
     bucket_layout,
@@ -60,6 +61,7 @@ class StepInputs:
     jitter_cv: object = 0.0  # std/mean of a micro-step's time, independent from step to step
     device_cv: object = 0.0  # std/mean of devices' speeds (persistent, device to device)
     comm_contention: object = 0.0  # share of overlapped collective time that still costs compute
+    colocation_slope: object = 0.0  # compute slowdown per extra busy device of a server (fraction)
     slow_factor: object = 1.0  # compute-time multiplier of the one slow device (1 = none)
     param_bytes_per_param: object = 2.0
     grad_bytes_per_param: object = 2.0
@@ -176,10 +178,11 @@ def evaluate(inp: StepInputs) -> StepResult:
     strategy = np.asarray(inp.strategy)
     overlap = np.asarray(inp.overlap, dtype=bool)
 
-    micro = micro_step_s(b, inp.overhead_s, inp.per_sample_s)
+    shared = colocation_factor(g, inp.colocation_slope)
+    micro = micro_step_s(b, inp.overhead_s, inp.per_sample_s) * shared
     backward = micro * _as(inp.backward_fraction)
     forward = micro - backward
-    compute = k * micro + _as(inp.optimizer_step_s)
+    compute = k * micro + _as(inp.optimizer_step_s) * shared
 
     total_bytes = _as(inp.params) * _as(inp.wire_bytes_per_param) * np.ones_like(p)
     total_bytes = np.where(p > 1, total_bytes, 0.0)

@@ -1,0 +1,73 @@
+"""Devices of one server slowing each other's compute (co-location), from model to profile."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scalesim.model.compute import colocation_factor, colocation_slope
+from scalesim.model.step import evaluate
+from scalesim.predict import predict
+from scalesim.profiles import default_profile
+from scalesim.schemas import Scenario
+from test_step_properties import scenarios
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenarios(), st.floats(0.0, 0.3))
+def test_compute_grows_with_busy_devices_of_one_server(inp, slope):
+    free = evaluate(inp.replace(colocation_slope=0.0))
+    shared = evaluate(inp.replace(colocation_slope=slope))
+    g = min(int(np.asarray(inp.devices)), int(np.asarray(inp.devices_per_node)))
+    assert float(shared.compute_s) == pytest.approx(float(free.compute_s) * (1 + slope * (g - 1)),
+                                                    rel=1e-9)
+    assert float(shared.step_time_s) >= float(free.step_time_s) * (1 - 1e-12)
+
+
+def test_slope_from_a_measured_slowdown():
+    assert colocation_slope(0.08, 2) == pytest.approx(0.08)
+    assert colocation_slope(0.14, 8) == pytest.approx(0.02)
+    assert colocation_slope(0.5, 1) == 0.0  # one device timed: nothing known
+    assert colocation_factor([1, 2, 8], 0.02).tolist() == pytest.approx([1.0, 1.02, 1.14])
+
+
+def _profile(slowdown: float, colocated: int):
+    base = default_profile()
+    compute = base.compute.model_copy(update={
+        "overhead_s": 0.002, "optimizer_step_s": 0.004, "colocated_devices": colocated,
+        "colocation_slowdown": slowdown})
+    return base.model_copy(update={"compute": compute})
+
+
+def test_predictions_use_the_alone_curve_and_scale_per_server():
+    """Timings taken with 2 busy devices and 10% slower than alone: one device alone is
+    predicted 10% faster than the timings, 2 in one server as timed, 8 in one server slower,
+    and devices spread one per server as alone."""
+    timed = _profile(0.10, 2)
+    c = timed.compute
+    b = timed.workload.micro_batch
+    timed_s = c.overhead_s + c.per_sample_s * b + c.optimizer_step_s
+    rows = {(r.devices, r.devices_per_node): r for devices_per_node in (1, 8)
+            for r in predict(timed, Scenario(devices=[1, 2, 8],
+                                             devices_per_node=devices_per_node))}
+    assert rows[(1, 1)].compute_s == pytest.approx(timed_s / 1.10)
+    assert rows[(2, 2)].compute_s == pytest.approx(timed_s)
+    assert rows[(8, 8)].compute_s == pytest.approx(timed_s / 1.10 * (1 + 0.10 * 7))
+    assert rows[(2, 1)].compute_s == pytest.approx(timed_s / 1.10)
+    # Efficiency inside a server pays the slowdown; one device per server does not.
+    assert rows[(2, 2)].efficiency < rows[(1, 1)].efficiency / 1.09
+
+
+def test_no_colocation_measured_changes_nothing():
+    plain = predict(default_profile(), Scenario(devices=[1, 8, 16]))
+    one_timed = predict(_profile(0.5, 1), Scenario(devices=[1, 8, 16]))
+    zero = predict(_profile(0.0, 8), Scenario(devices=[1, 8, 16]))
+    assert [r.samples_per_s for r in one_timed] == pytest.approx(
+        [r.samples_per_s for r in zero])
+    assert len(plain) == len(zero) == 3
+
+
+def test_profile_rejects_a_negative_slowdown():
+    with pytest.raises(ValueError, match="colocation_slowdown"):
+        default_profile().compute.model_copy(update={}).model_validate(
+            {**default_profile().compute.model_dump(), "colocation_slowdown": -0.1})
