@@ -78,8 +78,8 @@ def main() -> None:
 
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores "
           "(pinned to one), numpy " + np.__version__)
-    print("| scenarios | best of %d (s) | scenarios/s | peak extra memory (MiB) | scalar loop "
-          "scenarios/s | speed-up per scenario |" % args.repeats)
+    print(f"| scenarios | best of {args.repeats} (s) | scenarios/s | peak extra memory (MiB) | "
+          "scalar loop scenarios/s | speed-up per scenario |")
     print("|---|---|---|---|---|---|")
     print(f"| {n:,} | {best:.3f} | {n / best:,.0f} | {peak / 2**20:,.0f} | {scalar_per_s:,.0f} | "
           f"{n / best / scalar_per_s:,.0f}x |")

@@ -455,7 +455,7 @@ class ExperimentConfig:
     compute_repeats: int = 10
     steps: int = 30
     warmup: int = 5
-    rounds: int = 3
+    rounds: int = 5
     timeout_s: float = 300.0
     cores: int = field(default_factory=lambda: os.cpu_count() or 1)
 
@@ -634,10 +634,25 @@ def render_markdown(report: dict) -> str:
             lines.append(f"- {key} knee: {knee['before']} -> {knee['after']}, efficiency "
                          f"-{knee['efficiency_drop']:.1%}, {where}")
     comp = report["comparison"]
+    spreads = ", ".join(
+        f"{(max(t) - min(t)) / statistics.median(t):.0%}"
+        for t in (r["measured_round_step_times_s"] for r in comp["rows"]))
+    cal = report.get("calibration_spread")
+    lines.append(
+        f"- noise: compute calibration IQR {'n/a' if cal is None else f'{cal:.0%}'} of the median "
+        f"at batch {c['batch']}; measured rounds' range / median per layout: {spreads}; "
+        f"co-location {report.get('colocation_note') or 'not measured'}")
     lines.append(f"- largest step-time error {comp['max_abs_step_error']:.1%} (target 10%), "
                  f"largest efficiency error {comp['max_abs_efficiency_error_points']:.1f} points "
                  "(target 5)")
     return "\n".join(lines) + "\n"
+
+
+def calibration_spread(profile, batch: int) -> float | None:
+    """Interquartile range / median of the compute point at ``batch`` (how noisy the machine
+    was while calibrating), or None when that size was not timed."""
+    point = next((p for p in profile.compute.points if p.micro_batch == batch), None)
+    return None if point is None else point.spread_s / point.time_s
 
 
 def _load_average() -> str:
@@ -685,6 +700,9 @@ def run_experiment(cfg: ExperimentConfig, work: Path, cluster: EmulatedCluster |
         "links_measured": links_measured(profile),
         "intra_busbw_GBps": hw.intra_node.busbw_GBps, "inter_busbw_GBps": hw.inter_node.busbw_GBps,
         "calibrate_s": calibrate_s, "measure_s": measure_s,
+        "calibration_spread": calibration_spread(profile, cfg.batch),
+        "colocation_slowdown": profile.compute.colocation_slowdown,
+        "colocation_note": profile.compute.source.rpartition("co-location: ")[2],
         "comparison": compare(layouts, predicted, measured),
     }
     return report, profile

@@ -25,7 +25,7 @@ class Machine:
     devices_per_node: int
     cpu_cores_per_node: int
     fingerprint: Fingerprint
-    comm_compute_contention: float = 0.0  # 1 on CPUs: gloo reduces on the cores that compute
+    comm_compute_contention: float  # 1 on CPUs (gloo sums on the compute cores), 0.159 on GPUs
     memory_note: str = ""
     notes: list[str] = field(default_factory=list)
 

@@ -24,7 +24,7 @@ from scalesim.errors import ScalesimError
 from scalesim.jsonio import parse_model, read_json
 from scalesim.model import collectives as coll
 from scalesim.model.memory import DDP
-from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
+from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES, GPU_COMM_CONTENTION
 from scalesim.model.param_server import evaluate_ps
 from scalesim.model.step import StepInputs, evaluate
 from scalesim.model.stragglers import DEVICE_SPEED_CV
@@ -56,6 +56,7 @@ DEFAULTS = {
     "first_bucket_bytes": FIRST_BUCKET_BYTES,
     "algorithm": "auto",
     "overlap": True,
+    "comm_compute_contention": GPU_COMM_CONTENTION,
     "allreduce_per": "optimizer step (DDP no_sync during accumulation)",
     "parameter_server": "one node: server on the host CPU over each device's PCIe link; "
     "several: devices sum inside a node, one colocated server per node through the NICs",
@@ -249,7 +250,7 @@ def _inputs(case: Case, points: list[CasePoint], b, k, params, wire_bytes) -> St
         intra_latency_s=intra.latency_s, intra_busbw_GBps=intra.busbw_GBps,
         inter_latency_s=inter.latency_s, inter_busbw_GBps=inter.busbw_GBps,
         strategy=DDP, algorithm=ALGORITHM, overlap=True, device_cv=DEVICE_SPEED_CV,
-        bucket_bytes=BUCKET_BYTES, first_bucket_bytes=FIRST_BUCKET_BYTES,
+        comm_contention=GPU_COMM_CONTENTION, bucket_bytes=BUCKET_BYTES, first_bucket_bytes=FIRST_BUCKET_BYTES,
     )
 
 

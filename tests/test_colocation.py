@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_step_properties import scenarios
 
 from scalesim.model.compute import colocation_factor, colocation_slope
 from scalesim.model.step import evaluate
 from scalesim.predict import predict
 from scalesim.profiles import default_profile
 from scalesim.schemas import Scenario
-from test_step_properties import scenarios
 
 
 @settings(max_examples=150, deadline=None)
