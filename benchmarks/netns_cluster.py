@@ -13,9 +13,10 @@ touching a live run's namespaces.
 
 Script mode (``python benchmarks/netns_cluster.py``; root and iproute2 needed) runs the whole
 experiment of issue 4: calibrate both links with ``scalesim.calibration`` under ``torchrun
---nnodes=2``, predict with ``scalesim.predict``, measure real DDP steps with
-``scalesim.calibration.ddp_bench`` for 1 process, 2 processes in one server and 1 + 1 processes
-across the two servers, and write the predicted-vs-measured table as JSON and markdown.
+--nnodes=2``; then, each round, calibrate one server's compute, predict with
+``scalesim.predict`` and measure real DDP steps with ``scalesim.calibration.ddp_bench`` for 1
+process, 2 processes in one server and 1 + 1 processes across the two servers; write the
+predicted-vs-measured table (medians over rounds) as JSON and markdown.
 """
 
 from __future__ import annotations
@@ -464,38 +465,44 @@ class ExperimentConfig:
                 "--threads", "1"]
 
 
-def calibrate(cluster: EmulatedCluster, cfg: ExperimentConfig, work: Path):
-    """A profile with both links and one server's compute measured on the cluster.
-
-    Two ``scalesim.calibration`` runs, because both emulated servers share this machine's cores:
-    four ranks timing compute at once would time four processes on two cores, which no layout
-    of the experiment runs.
-
-    1. links: ``torchrun --nnodes=2 --nproc-per-node=2`` over both namespaces, phase
-       ``collectives`` (intra-server groups on loopback, inter-server group over the shaped
-       veth) and a tiny ``compute`` phase that the profile format requires (discarded);
-    2. compute: two processes in one server, phases ``compute`` (``cfg.compute_batches``, plus
-       the co-location timing: rank 0 with both busy and alone) and ``jitter`` at ``cfg.batch``,
-       one thread each, as every measured process has.
-
-    The result is run 2's profile with run 1's hardware links (``devices_per_node`` 2).
-    """
+def calibrate_links(cluster: EmulatedCluster, cfg: ExperimentConfig, work: Path):
+    """Both links, measured: ``torchrun --nnodes=2 --nproc-per-node=2`` over both namespaces,
+    phase ``collectives`` (intra-server groups on loopback, inter-server group over the shaped
+    veth) and a tiny ``compute`` phase that the profile format requires (its numbers are not
+    used: ``calibrate_compute`` times compute)."""
     from scalesim.profiles import load_profile
 
-    common = [*cfg.model_flags(), "--no-progress", "--optimizer", "adam"]
-    links_path, compute_path = work / "profile-links.json", work / "profile-compute.json"
+    path = work / "profile-links.json"
     cluster.launch(2, 2, ["-m", "scalesim.calibration", "--quick", "--phases",
-                          "compute,collectives", "--batches", "16,256", "--out", str(links_path),
-                          "--state-dir", str(work / "state-links"), *common],
+                          "compute,collectives", "--batches", "16,256", "--out", str(path),
+                          "--state-dir", str(work / "state-links"), *_calibration_flags(cfg)],
                    timeout_s=cfg.timeout_s)
+    return load_profile(path)
+
+
+def calibrate_compute(cluster: EmulatedCluster, cfg: ExperimentConfig, work: Path, tag: str = ""):
+    """One server's compute: two processes in server a, phases ``compute``
+    (``cfg.compute_batches``, plus the co-location timing: rank 0 with both busy and alone) and
+    ``jitter`` at ``cfg.batch``, one thread each, as every measured process has.
+
+    Not four ranks over both servers: both emulated servers share this machine's cores, and four
+    processes timing compute at once on two cores is no layout the experiment runs."""
+    from scalesim.profiles import load_profile
+
+    path = work / f"profile-compute{tag}.json"
     batches = ",".join(str(b) for b in cfg.compute_batches)
     cluster.launch(1, 2, ["-m", "scalesim.calibration", "--phases", "compute,jitter",
                           "--batches", batches, "--micro-batch", str(cfg.batch),
                           "--repeats", str(cfg.compute_repeats), "--warmup", "3",
-                          "--jitter-steps", "20", "--out", str(compute_path),
-                          "--state-dir", str(work / "state-compute"), *common],
+                          "--jitter-steps", "20", "--out", str(path),
+                          "--state-dir", str(work / f"state-compute{tag}"),
+                          *_calibration_flags(cfg)],
                    timeout_s=cfg.timeout_s)
-    return combine_profiles(load_profile(compute_path), load_profile(links_path))
+    return load_profile(path)
+
+
+def _calibration_flags(cfg: ExperimentConfig) -> list[str]:
+    return [*cfg.model_flags(), "--no-progress", "--optimizer", "adam"]
 
 
 def combine_profiles(compute_profile, links_profile):
@@ -534,26 +541,21 @@ def predict_layouts(profile, layouts: list[Layout], batch: int) -> list:
     return rows
 
 
-def measure_layouts(cluster: EmulatedCluster, layouts: list[Layout], cfg: ExperimentConfig,
-                    work: Path) -> list[dict]:
-    """Real DDP steps (``scalesim.calibration.ddp_bench``) for every layout, ``cfg.rounds``
-    times in turn; per layout the median over rounds of each round's median step time."""
-    runs: dict[str, list[dict]] = {layout.label: [] for layout in layouts}
-    for r in range(cfg.rounds):
-        for i, layout in enumerate(layouts):
-            out = work / f"ddp-{i}-round{r}.json"
-            cluster.launch(layout.servers, layout.per_server, [
-                "-m", "scalesim.calibration.ddp_bench", *cfg.model_flags(), "--batch",
-                str(cfg.batch), "--steps", str(cfg.steps), "--warmup", str(cfg.warmup),
-                "--device", "cpu", "--backend", "gloo", "--out", str(out)],
-                timeout_s=cfg.timeout_s)
-            runs[layout.label].append(json.loads(out.read_text()))
+def measure_round(cluster: EmulatedCluster, layouts: list[Layout], cfg: ExperimentConfig,
+                  work: Path, tag: str = "") -> list[dict]:
+    """Real DDP steps (``scalesim.calibration.ddp_bench``) for every layout in turn: per layout
+    ``step_time_s`` (median over the timed steps of the slowest rank's step), world size and
+    threads."""
     result = []
-    for layout in layouts:
-        got = runs[layout.label]
-        steps = [run["step_time_s"] for run in got]  # in round order
-        result.append({"step_time_s": statistics.median(steps), "round_step_times_s": steps,
-                       "world_size": got[0]["world_size"], "threads": got[0]["threads"]})
+    for i, layout in enumerate(layouts):
+        out = work / f"ddp-{i}{tag}.json"
+        cluster.launch(layout.servers, layout.per_server, [
+            "-m", "scalesim.calibration.ddp_bench", *cfg.model_flags(), "--batch",
+            str(cfg.batch), "--steps", str(cfg.steps), "--warmup", str(cfg.warmup),
+            "--device", "cpu", "--backend", "gloo", "--out", str(out)],
+            timeout_s=cfg.timeout_s)
+        run = json.loads(out.read_text())
+        result.append({key: run[key] for key in ("step_time_s", "world_size", "threads")})
     return result
 
 
@@ -566,27 +568,35 @@ def knee_of(layouts: list[Layout], efficiency: list[float], min_drop: float = 0.
                      efficiency, min_drop=min_drop)
 
 
-def compare(layouts: list[Layout], predicted: list, measured: list[dict]) -> dict:
+def compare(layouts: list[Layout], rounds: list[tuple[list, list[dict]]]) -> dict:
     """Rows of predicted vs measured step time and efficiency, and both curves' knees.
 
-    Measured efficiency (weak scaling: same batch per process) is ``t_1 / t_p`` within each
-    round, then the median over rounds, so slow drifts of the machine's load cancel.
+    ``rounds`` holds, per round, the predictions from that round's calibration and the DDP steps
+    measured right after it. Every figure is taken within a round and then the median over
+    rounds, so a drift of the machine's speed between rounds (other tenants of a shared VM) hits
+    a prediction and its measurement alike. Measured efficiency (weak scaling: same batch per
+    process) is ``t_1 / t_p`` of the round.
     """
-    base_rounds = measured[0]["round_step_times_s"]
+    med = statistics.median
     rows = []
-    for layout, pred, meas in zip(layouts, predicted, measured, strict=True):
-        per_round = zip(base_rounds, meas["round_step_times_s"], strict=True)
-        meas_eff = statistics.median([t1 / tp for t1, tp in per_round])
+    for i, layout in enumerate(layouts):
+        pred = [r_pred[i] for r_pred, _ in rounds]
+        meas = [r_meas[i]["step_time_s"] for _, r_meas in rounds]
+        meas_eff = [r_meas[0]["step_time_s"] / r_meas[i]["step_time_s"] for _, r_meas in rounds]
         rows.append({
             "layout": layout.label, "servers": layout.servers, "per_server": layout.per_server,
             "devices": layout.devices,
-            "predicted_step_s": pred.step_time_s, "measured_step_s": meas["step_time_s"],
-            "step_error": pred.step_time_s / meas["step_time_s"] - 1.0,
-            "predicted_efficiency": pred.efficiency, "measured_efficiency": meas_eff,
-            "efficiency_error_points": 100.0 * (pred.efficiency - meas_eff),
-            "predicted_compute_s": pred.compute_s, "predicted_exposed_comm_s":
-            pred.exposed_comm_s, "predicted_straggler_s": pred.straggler_s,
-            "measured_round_step_times_s": meas["round_step_times_s"],
+            "predicted_step_s": med(p.step_time_s for p in pred), "measured_step_s": med(meas),
+            "step_error": med(p.step_time_s / m - 1.0 for p, m in zip(pred, meas, strict=True)),
+            "predicted_efficiency": med(p.efficiency for p in pred),
+            "measured_efficiency": med(meas_eff),
+            "efficiency_error_points": med(100.0 * (p.efficiency - e)
+                                           for p, e in zip(pred, meas_eff, strict=True)),
+            "predicted_compute_s": med(p.compute_s for p in pred),
+            "predicted_exposed_comm_s": med(p.exposed_comm_s for p in pred),
+            "predicted_straggler_s": med(p.straggler_s for p in pred),
+            "predicted_round_step_times_s": [p.step_time_s for p in pred],
+            "measured_round_step_times_s": meas,
         })
     knees = {}
     for key in ("predicted", "measured"):
@@ -637,11 +647,12 @@ def render_markdown(report: dict) -> str:
     spreads = ", ".join(
         f"{(max(t) - min(t)) / statistics.median(t):.0%}"
         for t in (r["measured_round_step_times_s"] for r in comp["rows"]))
-    cal = report.get("calibration_spread")
+    cal = ", ".join("n/a" if x is None else f"{x:.0%}" for x in report["calibration_spread"])
+    colo = ", ".join(f"{x:+.1%}" for x in report["colocation_slowdown"])
     lines.append(
-        f"- noise: compute calibration IQR {'n/a' if cal is None else f'{cal:.0%}'} of the median "
-        f"at batch {c['batch']}; measured rounds' range / median per layout: {spreads}; "
-        f"co-location {report.get('colocation_note') or 'not measured'}")
+        f"- noise: compute calibration IQR / median at batch {c['batch']}, per round: {cal}; "
+        f"measured rounds' range / median per layout: {spreads}; co-location slowdown used, per "
+        f"round: {colo} (raw: {'; '.join(report['colocation_note'])})")
     lines.append(f"- largest step-time error {comp['max_abs_step_error']:.1%} (target 10%), "
                  f"largest efficiency error {comp['max_abs_efficiency_error_points']:.1f} points "
                  "(target 5)")
@@ -678,14 +689,22 @@ def run_experiment(cfg: ExperimentConfig, work: Path, cluster: EmulatedCluster |
         log(f"links: veth {veth:.0f} Mbit/s (tc {cluster.rate_mbit:g}), loopback "
             f"{loopback:.0f} Mbit/s")
         t0 = time.perf_counter()
-        profile = calibrate(cluster, cfg, work)
+        links = calibrate_links(cluster, cfg, work)
         calibrate_s = time.perf_counter() - t0
-        log(f"calibrated in {calibrate_s:.0f} s: {links_measured(profile)}")
+        log(f"links calibrated in {calibrate_s:.0f} s: {links_measured(links)}")
         layouts = layouts_for(cfg.cores)
-        predicted = predict_layouts(profile, layouts, cfg.batch)
-        t0 = time.perf_counter()
-        measured = measure_layouts(cluster, layouts, cfg, work)
-        measure_s = time.perf_counter() - t0
+        rounds, profiles, measure_s = [], [], 0.0
+        for r in range(cfg.rounds):
+            t0 = time.perf_counter()
+            profile = combine_profiles(calibrate_compute(cluster, cfg, work, f"-{r}"), links)
+            calibrate_s += time.perf_counter() - t0
+            predicted = predict_layouts(profile, layouts, cfg.batch)
+            t0 = time.perf_counter()
+            rounds.append((predicted, measure_round(cluster, layouts, cfg, work, f"-{r}")))
+            measure_s += time.perf_counter() - t0
+            profiles.append(profile)
+            log(f"round {r + 1}/{cfg.rounds}: measured " + ", ".join(
+                f"{m['step_time_s'] * 1e3:.1f}" for m in rounds[-1][1]) + " ms")
     finally:
         if own:
             cluster.close()
@@ -700,12 +719,12 @@ def run_experiment(cfg: ExperimentConfig, work: Path, cluster: EmulatedCluster |
         "links_measured": links_measured(profile),
         "intra_busbw_GBps": hw.intra_node.busbw_GBps, "inter_busbw_GBps": hw.inter_node.busbw_GBps,
         "calibrate_s": calibrate_s, "measure_s": measure_s,
-        "calibration_spread": calibration_spread(profile, cfg.batch),
-        "colocation_slowdown": profile.compute.colocation_slowdown,
-        "colocation_note": profile.compute.source.rpartition("co-location: ")[2],
-        "comparison": compare(layouts, predicted, measured),
+        "calibration_spread": [calibration_spread(p, cfg.batch) for p in profiles],
+        "colocation_slowdown": [p.compute.colocation_slowdown for p in profiles],
+        "colocation_note": [p.compute.source.rpartition("co-location: ")[2] for p in profiles],
+        "comparison": compare(layouts, rounds),
     }
-    return report, profile
+    return report, profiles[-1]
 
 
 def write_report(report: dict, profile, out_dir: Path) -> tuple[Path, Path]:

@@ -2,8 +2,10 @@
 
 All ranks run the same training step (forward, backward, optimizer) on their own, starting
 each step together after a barrier, so the times are each rank's own work without waiting on
-the others. Per rank: median and coefficient of variation (std/mean). The profile keeps the
-median CV over ranks. A rank is named slow when its median is at least ``--slow-threshold``
+the others. Per rank: median and a robust coefficient of variation, the normal-consistent
+``(IQR / 1.349) / median`` (a normal's interquartile range is 1.349 sigma), so that a few bursts
+from other processes on the machine do not inflate the spread that the straggler model treats as
+normal. The profile keeps the median CV over ranks. A rank is named slow when its median is at least ``--slow-threshold``
 times the median of the other ranks' medians and it was the slowest in at least 60% of steps.
 """
 
@@ -19,6 +21,7 @@ from scalesim.calibration.timing import Clock
 from scalesim.schemas import Jitter
 
 SLOWEST_SHARE = 0.6
+IQR_PER_SIGMA = 1.349  # interquartile range of a normal distribution, in standard deviations
 
 
 def step_times(ctx: DistContext, bundle, optimizer, b: int, steps: int, warmup: int,
@@ -46,7 +49,8 @@ def summarize(per_rank: list[list[float]], threshold: float) -> tuple[Jitter, fl
     """Jitter record from every rank's step times (ranks x steps); also the slowest's share."""
     times = np.asarray(per_rank, dtype=float)
     medians = np.median(times, axis=1)
-    cvs = times.std(axis=1) / times.mean(axis=1)
+    q1, q3 = np.percentile(times, [25, 75], axis=1)
+    cvs = (q3 - q1) / IQR_PER_SIGMA / medians
     slow_rank, slow_factor, share = None, 1.0, 0.0
     if times.shape[0] > 1:
         candidate = int(np.argmax(medians))

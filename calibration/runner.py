@@ -188,6 +188,12 @@ def _run_phases(ctx, args, monitor, folder) -> str | None:
                 if len(result.curve.points) < 4:
                     notes.append(f"compute curve from only {len(result.curve.points)} micro-batch "
                                  "sizes; four or more give a more trustworthy fit")
+                curve = result.curve
+                if curve.colocated_devices > 1:
+                    notes.append(
+                        f"compute timed with {curve.colocated_devices} devices of one server busy, "
+                        f"{curve.colocation_slowdown:.1%} slower than one alone; predictions scale "
+                        "compute by the devices busy per server")
             elif phase == "collectives":
                 result = collective_phase.run(ctx, args, progress)
             elif phase == "loader":

@@ -49,6 +49,18 @@ def test_jitter_names_a_consistently_slow_rank():
     assert share > 0.9 and jitter.step_time_cv == pytest.approx(0.02, rel=0.3)
 
 
+def test_jitter_spread_is_robust_to_a_few_bursts():
+    """The CV is the normal-consistent IQR: a normal's std, not inflated by rare outliers."""
+    rng = np.random.default_rng(3)
+    times = rng.normal(0.100, 0.003, size=(2, 200))
+    clean, _ = summarize(times.tolist(), threshold=1.05)
+    times[:, ::25] *= 1.8  # a burst from another process every 25 steps
+    bursty, _ = summarize(times.tolist(), threshold=1.05)
+    assert clean.step_time_cv == pytest.approx(0.03, rel=0.2)
+    assert bursty.step_time_cv == pytest.approx(clean.step_time_cv, rel=0.25)
+    assert float(np.median(times.std(axis=1) / times.mean(axis=1))) > 3 * bursty.step_time_cv
+
+
 def test_jitter_names_no_rank_when_all_are_alike():
     rng = np.random.default_rng(2)
     jitter, _ = summarize(rng.normal(0.1, 0.01, size=(4, 40)).tolist(), threshold=1.05)
