@@ -7,9 +7,9 @@ of every size in turn, forward (with the loss) and backward timed separately so 
 share is measured. A point is the median over ranks of each rank's median; its spread is the
 median interquartile range. An out-of-memory at one micro-batch (on any rank) ends the sweep
 and sets the ceiling. Where rank 0's server has several ranks, rank 0 then times the largest size
-with all of them busy and alone, in turn: the co-location slowdown, with which predictions scale
-compute to the number of busy devices per server. The optimizer step is timed on its own after
-the sweep.
+with all of them busy and alone, pair by pair: the co-location slowdown (the pairs' lower-quartile
+ratio), with which predictions scale compute to the number of busy devices per server. The
+optimizer step is timed on its own after the sweep.
 """
 
 from __future__ import annotations
@@ -178,18 +178,19 @@ def server_ranks(ctx: DistContext) -> int:
     return ctx.node_of.count(ctx.node_of[0]) if ctx.node_of else ctx.local_world
 
 
-def time_colocation(ctx: DistContext, bundle, b: int, inputs, targets, args) -> tuple[float, float]:
-    """Rank 0's micro-step with every rank busy, then with rank 0 alone, in turn ``repeats``
-    times (pairs, so a drift of the machine's load hits both); returns rank 0's two medians, s.
+def time_colocation(ctx: DistContext, bundle, b: int, inputs, targets,
+                    args) -> tuple[list[float], list[float]]:
+    """Rank 0's micro-step with every rank busy, then with rank 0 alone, in turn ``2 * repeats``
+    times; returns rank 0's (busy, alone) seconds, pair by pair (other ranks: empty lists).
 
-    The ratio is the slowdown that devices of one server cause each other (shared host cores,
+    Their ratio is the slowdown that devices of one server cause each other (shared host cores,
     memory bandwidth, PCIe, power); it is 1 when they do not interfere.
     """
     clock = Clock(ctx.device)
     together, alone = [], []
     status = "ok"
     try:
-        for _ in range(args.repeats):
+        for _ in range(2 * args.repeats):
             align(ctx)
             start, _, end = train_micro_step(bundle, inputs, targets, args.precision,
                                              ctx.device, clock)
@@ -202,9 +203,20 @@ def time_colocation(ctx: DistContext, bundle, b: int, inputs, targets, args) -> 
     except Exception as exc:  # noqa: BLE001 - every rank must hear about any failure
         status = _failure(exc, b, bundle)
     _agree(ctx, status, None)
-    if not ctx.is_main:
-        return 0.0, 0.0
-    return float(np.median(together)), float(np.median(alone))
+    return (together, alone) if ctx.is_main else ([], [])
+
+
+def colocation_slowdown(together_s, alone_s) -> tuple[float, tuple[float, float, float]]:
+    """(slowdown, quartiles of the pairs' ratios - 1) from paired busy/alone times.
+
+    Each pair is two adjacent steps, so a drift of the machine's speed cancels in its ratio. The
+    slowdown is the lower quartile of the ratios minus 1, floored at 0: a slowdown that three
+    pairs in four agree on. Noise alone (ratios spread around 1) gives 0, and a burst from
+    another process during a quarter of the pairs does not move it.
+    """
+    ratios = np.asarray(together_s, dtype=float) / np.asarray(alone_s, dtype=float) - 1.0
+    q1, q2, q3 = (float(q) for q in np.percentile(ratios, [25, 50, 75]))
+    return max(q1, 0.0), (q1, q2, q3)
 
 
 def colocation(ctx: DistContext, bundle, optimizer, ready: dict, args) -> tuple[int, float, str]:
@@ -215,13 +227,15 @@ def colocation(ctx: DistContext, bundle, optimizer, ready: dict, args) -> tuple[
     b = max(ready)
     inputs, targets = ready[b]
     optimizer.zero_grad(set_to_none=True)
-    together_s, alone_s = time_colocation(ctx, bundle, b, inputs, targets, args)
+    together, alone = time_colocation(ctx, bundle, b, inputs, targets, args)
     optimizer.zero_grad(set_to_none=True)
-    together_s, alone_s = gather_object(ctx, (together_s, alone_s))[0]
-    raw = together_s / alone_s - 1.0
-    note = (f"; co-location: rank 0's micro-step at batch {b} took {together_s * 1e3:.3g} ms with "
-            f"all {g} ranks of its server busy, {alone_s * 1e3:.3g} ms alone ({raw:+.1%})")
-    return g, float(max(raw, 0.0)), note
+    together, alone = gather_object(ctx, (together, alone))[0]
+    slowdown, (q1, q2, q3) = colocation_slowdown(together, alone)
+    note = (f"; co-location: rank 0's micro-step at batch {b} took {np.median(together) * 1e3:.3g} "
+            f"ms with all {g} ranks of its server busy, {np.median(alone) * 1e3:.3g} ms alone; "
+            f"per-pair slowdown quartiles {q1:+.1%} / {q2:+.1%} / {q3:+.1%} over {len(alone)} "
+            f"pairs, {slowdown:.1%} used")
+    return g, slowdown, note
 
 
 def run(ctx: DistContext, bundle: models.ModelBundle, args, progress) -> ComputeResult:

@@ -5,8 +5,9 @@ each step together after a barrier, so the times are each rank's own work withou
 the others. Per rank: median and a robust coefficient of variation, the normal-consistent
 ``(IQR / 1.349) / median`` (a normal's interquartile range is 1.349 sigma), so that a few bursts
 from other processes on the machine do not inflate the spread that the straggler model treats as
-normal. The profile keeps the median CV over ranks. A rank is named slow when its median is at least ``--slow-threshold``
-times the median of the other ranks' medians and it was the slowest in at least 60% of steps.
+normal. The profile keeps the median CV over ranks. A rank is named slow when its median is at
+least ``--slow-threshold`` times the median of the other ranks' medians and it was the slowest in
+at least 60% of steps.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scalesim.calibration import options
 from scalesim.calibration.collective_phase import message_sizes, parse_inter_link, unmeasured_level
+from scalesim.calibration.compute_phase import colocation_slowdown
 from scalesim.calibration.dist import DistContext, RankMonitor
 from scalesim.calibration.jitter_phase import summarize
 from scalesim.calibration.loader_phase import worker_counts
@@ -59,6 +60,22 @@ def test_jitter_spread_is_robust_to_a_few_bursts():
     assert clean.step_time_cv == pytest.approx(0.03, rel=0.2)
     assert bursty.step_time_cv == pytest.approx(clean.step_time_cv, rel=0.25)
     assert float(np.median(times.std(axis=1) / times.mean(axis=1))) > 3 * bursty.step_time_cv
+
+
+def test_colocation_slowdown_from_pairs():
+    rng = np.random.default_rng(4)
+    alone = rng.normal(0.070, 0.002, size=20)
+    # Pure noise: no slowdown is recorded.
+    assert colocation_slowdown(alone * rng.normal(1.0, 0.02, size=20), alone)[0] == 0.0
+    # A real 10% slowdown is found, even with a drift of the machine's speed over the pairs.
+    drift = np.linspace(1.0, 1.3, 20)
+    busy = alone * 1.10 * rng.normal(1.0, 0.01, size=20)
+    found, (q1, q2, q3) = colocation_slowdown(busy * drift, alone * drift)
+    assert found == pytest.approx(0.10, abs=0.02) and q1 <= q2 <= q3
+    # Bursts in a fifth of the busy steps do not move it.
+    bursty = busy.copy()
+    bursty[::5] *= 1.6
+    assert colocation_slowdown(bursty, alone)[0] == pytest.approx(found, abs=0.02)
 
 
 def test_jitter_names_no_rank_when_all_are_alike():
