@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import parse_model, read_json
@@ -65,7 +65,7 @@ DEFAULTS = {
 
 # ---------------------------------------------------------------------------- the file format
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class InterNode(_Strict):
@@ -130,6 +130,14 @@ def _check_case(case: Case, where: str) -> None:
         if pt.nodes > 1 and hw.inter_node is None:
             raise ScalesimError(f"{where}: a point spans {pt.nodes} nodes but hardware.inter_node "
                                 "is null; describe the network between the servers")
+    net = hw.inter_node
+    if net is not None:
+        try:
+            inter_link(net.kind, net.nics_per_node, net.gbit_per_nic)
+        except ValidationError:  # the preset's bus bandwidth rounds to 0 GB/s
+            raise ScalesimError(f"{where}: hardware.inter_node of {net.nics_per_node} x "
+                                f"{net.gbit_per_nic:g} Gb/s is too slow to model; give "
+                                "gbit_per_nic of at least 0.01") from None
 
 
 def parse_cases(data, what: str = "validation file") -> list[Case]:
@@ -160,7 +168,12 @@ def parse_cases(data, what: str = "validation file") -> list[Case]:
 
 def load_cases(path: str | Path) -> list[Case]:
     """Read a validation file; a missing, malformed or foreign file raises ScalesimError."""
-    return parse_cases(read_json(path), str(path))
+    try:
+        data = read_json(path)
+    except RecursionError:  # json's decoder recurses once per nesting level
+        raise ScalesimError(f"{path}: nested too deeply to be a validation file; see "
+                            "../shared/validation/README.md for the format") from None
+    return parse_cases(data, str(path))
 
 
 # ---------------------------------------------------------------------------- results
@@ -233,6 +246,18 @@ def _batches(case: Case, points: list[CasePoint], flags: list[str]):
         b = base * n[0] / n  # global batch fixed and nothing says how: split it evenly
         flags.append("strong scaling with no per-point batch or accumulation: the anchor's "
                      "global batch is split evenly over the devices")
+    elif (wl.scaling == "strong" and wl.samples_per_step_per_device is None and known
+          and None in per_point):
+        # Only points state a batch: the others keep the global batch of the first that does.
+        j = next(i for i, v in enumerate(per_point) if v is not None)
+        missing = np.array([v is None for v in per_point])
+        b = np.where(missing, base * k[j] * n[j] / (n * k), b)
+        flags.append(f"strong scaling: points without samples_per_step_per_device get the "
+                     f"global batch of the {points[j].devices}-device point split evenly over "
+                     "their devices and accumulation")
+    if wl.scaling == "strong" and not np.allclose(n * k * b, n[0] * k[0] * b[0], rtol=1e-6):
+        flags.append("strong scaling but the global batch differs between points (devices x "
+                     "samples_per_step_per_device x accumulation); predicted as given")
     return b, k, known
 
 
@@ -319,11 +344,12 @@ def predict_case(case: Case) -> CaseResult:
         predicted = float(rate[i]) * scale
         results.append(PointResult(
             devices=pt.devices, nodes=pt.nodes, published=pt.throughput, predicted=predicted,
-            error_pct=100.0 * (predicted - pt.throughput) / pt.throughput, anchor=i == 0,
+            error_pct=100.0 * (predicted / pt.throughput - 1.0), anchor=i == 0,
             step_s=float(step[i]), compute_s=float(compute[i]), exposed_comm_s=float(exposed[i]),
             straggler_s=float(straggler[i]),
         ))
-    if not all(math.isfinite(r.predicted) and r.predicted > 0 for r in results):
+    if not all(math.isfinite(r.predicted) and r.predicted > 0 and math.isfinite(r.error_pct)
+               for r in results):
         raise ScalesimError(f"case {case.id!r}: the model gave a non-finite throughput; check "
                             "its params, batch and links")
     return CaseResult(

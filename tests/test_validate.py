@@ -258,3 +258,76 @@ def test_a_case_with_only_its_anchor_is_reported_not_skipped(tmp_path, capsys):
     assert out["summary"]["all"]["points"] == 0 and out["summary"]["all"]["median_abs_pct"] is None
     assert main(["validate", path]) == 0
     assert "no predicted points" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------- review: edge cases
+@pytest.mark.parametrize(
+    ("old", "new", "needle"),
+    [
+        ('"throughput": 200.0', '"throughput": Infinity', "points.0.throughput"),
+        ('"params": 50000000.0', '"params": Infinity', "workload.params"),
+        ('"gbit_per_nic": 10', '"gbit_per_nic": Infinity', "gbit_per_nic"),
+        ('"throughput": 200.0', '"throughput": NaN', "points.0.throughput"),
+    ],
+)
+def test_infinite_or_nan_numbers_are_refused_in_one_line(tmp_path, capsys, old, new, needle):
+    text = json.dumps(_file(_case()))
+    assert old in text
+    path = _write(tmp_path, text.replace(old, new))
+    assert main(["validate", path]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("scalesim validate: error: ")
+    assert needle in err
+
+
+def test_a_network_too_slow_to_model_is_refused_in_one_line(tmp_path, capsys):
+    slow = {"kind": "ethernet", "nics_per_node": 1, "gbit_per_nic": 1e-9}
+    path = _write(tmp_path, _file(_case(hardware={"inter_node": slow})))
+    assert main(["validate", path]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "gbit_per_nic" in err
+
+
+def test_deeply_nested_json_is_refused_in_one_line(tmp_path, capsys):
+    path = _write(tmp_path, "[" * 100_000 + "]" * 100_000)
+    assert main(["validate", path]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("scalesim validate: error: ")
+
+
+def test_strong_scaling_with_only_the_anchors_batch_keeps_the_global_batch():
+    # The workload's batch is unknown; only the anchor states its own. Strong scaling: the
+    # other points split the anchor's global batch, they do not repeat its per-device batch.
+    pts = [{"devices": 1, "nodes": 1, "throughput": 100.0, "samples_per_step_per_device": 256},
+           {"devices": 8, "nodes": 1, "throughput": 700.0},
+           {"devices": 32, "nodes": 4, "throughput": 2000.0, "accumulation": 2}]
+    (case,) = parse_cases(_file(_case(points=pts, workload={
+        "scaling": "strong", "samples_per_step_per_device": None})))
+    r = predict_case(case)
+    assert r.points[1].compute_s == pytest.approx(r.points[0].compute_s / 8)
+    assert r.points[2].compute_s == pytest.approx(r.points[0].compute_s / 32)
+    assert any("split evenly" in f for f in r.flags)
+
+
+def test_strong_scaling_whose_global_batch_changes_is_flagged():
+    pts = [{"devices": 1, "nodes": 1, "throughput": 100.0, "accumulation": 3},
+           {"devices": 2, "nodes": 1, "throughput": 190.0}]
+    (case,) = parse_cases(_file(_case(points=pts, workload={"scaling": "strong"})))
+    assert any("global batch differs" in f for f in predict_case(case).flags)
+    pts[0]["accumulation"] = 2  # 1 x 64 x 2 = 2 x 64 x 1: consistent, no flag
+    (case,) = parse_cases(_file(_case(points=pts, workload={"scaling": "strong"})))
+    assert not any("global batch differs" in f for f in predict_case(case).flags)
+
+
+def test_huge_throughputs_give_finite_errors_and_strict_json(tmp_path, capsys):
+    pts = [{"devices": 1, "nodes": 1, "throughput": 1e308},
+           {"devices": 8, "nodes": 1, "throughput": 1e308}]
+    path = _write(tmp_path, _file(_case(points=pts)))
+    assert main(["validate", path, "--json"]) == 0
+
+    def refuse(token):
+        raise AssertionError(f"{token} in the JSON output")
+
+    out = json.loads(capsys.readouterr().out, parse_constant=refuse)
+    (case,) = out["cases"]
+    assert -100.0 <= case["points"][1]["error_pct"] < 0.0
