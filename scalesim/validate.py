@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import parse_model, read_json
@@ -66,6 +66,14 @@ DEFAULTS = {
 # ---------------------------------------------------------------------------- the file format
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_booleans(cls, value):
+        """No field is a boolean: pydantic would silently read true as 1 (device, sample/s)."""
+        if isinstance(value, bool):
+            raise ValueError("true/false is not a value here; give a number or a string")
+        return value
 
 
 class InterNode(_Strict):

@@ -331,3 +331,15 @@ def test_huge_throughputs_give_finite_errors_and_strict_json(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out, parse_constant=refuse)
     (case,) = out["cases"]
     assert -100.0 <= case["points"][1]["error_pct"] < 0.0
+
+
+@pytest.mark.parametrize(("old", "new"), [('"throughput": 200.0', '"throughput": true'),
+                                          ('"devices": 8', '"devices": true'),
+                                          ('"params": 50000000.0', '"params": true')])
+def test_true_or_false_is_not_taken_for_a_number(tmp_path, capsys, old, new):
+    text = json.dumps(_file(_case()))
+    assert old in text
+    path = _write(tmp_path, text.replace(old, new, 1))
+    assert main(["validate", path]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "true/false" in err
