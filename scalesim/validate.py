@@ -57,6 +57,9 @@ DEFAULTS = {
     "algorithm": "auto",
     "overlap": True,
     "comm_compute_contention": GPU_COMM_CONTENTION,
+    "device_speed_cv": DEVICE_SPEED_CV,
+    "jitter_cv": 0.0,
+    "loader": "unlimited",
     "allreduce_per": "optimizer step (DDP no_sync during accumulation)",
     "parameter_server": "one node: server on the host CPU over each device's PCIe link; "
     "several: devices sum inside a node, one colocated server per node through the NICs",

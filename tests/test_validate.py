@@ -343,3 +343,11 @@ def test_true_or_false_is_not_taken_for_a_number(tmp_path, capsys, old, new):
     assert main(["validate", path]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "true/false" in err
+
+
+def test_summary_defaults_name_every_default_of_the_docs_table():
+    from scalesim.model.stragglers import DEVICE_SPEED_CV
+
+    defaults = validate_cases(parse_cases(_file(_case()))).summary["defaults"]
+    assert defaults["device_speed_cv"] == DEVICE_SPEED_CV
+    assert defaults["jitter_cv"] == 0.0 and defaults["loader"] == "unlimited"
