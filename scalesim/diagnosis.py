@@ -544,7 +544,7 @@ def _trace_remedies(cr, summaries, cause: str):
     link = LinkLevel(kind="traced", busbw_GBps=busbw, latency_s=0.0, source="from traces")
     hw = Hardware(name="traced job", device_name="traced", devices_per_node=world,
                   device_memory_bytes=1e15, cpu_cores_per_node=world, intra_node=link,
-                  inter_node=link)
+                  inter_node=link, comm_compute_contention=0.0)  # traced compute includes it
     loader = None
     if cr["data_wait_s"] > 0.02 * step:
         loader = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=1.0 / step)],

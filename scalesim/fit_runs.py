@@ -447,6 +447,7 @@ def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
     hw = Hardware(
         name="your cluster (fitted)", device_name="measured", devices_per_node=g,
         device_memory_bytes=1e15, cpu_cores_per_node=g,
+        comm_compute_contention=0.0,  # as fitted: phi absorbs any slowdown beside collectives
         intra_node=LinkLevel(kind="fitted", busbw_GBps=fit.busbw_GBps("intra"),
                              latency_s=INTRA_LATENCY_S, source="fitted to measured runs"),
         inter_node=LinkLevel(kind="fitted", busbw_GBps=fit.busbw_GBps("inter"),

@@ -3,7 +3,9 @@
 The knee is the step between consecutive device counts where scaling efficiency falls the
 most. Its cause is the part of the step time that grew the most across that step (per sample,
 so weak and strong scaling compare alike); if the step also crosses from one server to several,
-a communication cause is labelled as the server boundary.
+a communication cause is labelled as the server boundary. Compute per sample that grows while
+the per-device work does not shrink and more devices share a server is those devices slowing
+each other (co-location); where the work shrinks (strong scaling) it is fixed overheads.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ CAUSE_LABELS = {
     "data": "input pipeline cannot keep up",
     "straggler": "waiting for the slowest device",
     "compute": "small per-device work (fixed overheads dominate)",
+    "colocation": "more busy devices per server slow each other's compute",
 }
 
 
@@ -57,6 +60,10 @@ def find_knee(devices, nodes, efficiency, compute_s=None, exposed_comm_s=None,
         cause = max(growth, key=growth.get)
         if cause == "comm" and crosses:
             cause = "boundary"
+        per_server = p / n
+        if (cause == "compute" and samples_per_step is not None and per[i + 1] >= per[i]
+                and per_server[i + 1] > per_server[i]):
+            cause = "colocation"
     return Knee(index=i + 1, devices_before=int(p[i]), devices_after=int(p[i + 1]),
                 efficiency_drop=float(drops[i]), crosses_boundary=crosses, cause=cause,
                 label=CAUSE_LABELS[cause])

@@ -118,7 +118,8 @@ class ComputePoint(_Strict):
 
 
 class ComputeCurve(_Strict):
-    """Forward+backward time per micro-step vs micro-batch: ``overhead_s + per_sample_s * b``."""
+    """Forward+backward time per micro-step vs micro-batch: ``overhead_s + per_sample_s * b``,
+    as timed with ``colocated_devices`` of one server busy (``alone()`` gives one device's)."""
 
     overhead_s: float = Field(ge=0, description="fixed time per micro-step, s")
     per_sample_s: float = Field(gt=0, description="time per sample, s")
@@ -188,7 +189,9 @@ class LoaderCurve(_Strict):
 class Jitter(_Strict):
     """Step-time spread across steps and ranks."""
 
-    step_time_cv: float = Field(ge=0, description="std/mean of one rank's step time")
+    step_time_cv: float = Field(
+        ge=0, description="std/mean of one rank's step time (calibration: the normal-consistent "
+        "(IQR / 1.349) / median, robust to bursts from other processes)")
     per_rank_median_s: list[float] = Field(default_factory=list)
     slow_rank: int | None = Field(default=None, ge=0)
     slow_factor: float = Field(default=1.0, ge=1.0, description="slow rank's median over the others'")

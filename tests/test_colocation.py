@@ -6,9 +6,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_step_properties import scenarios
 
+from scalesim.knee import find_knee
 from scalesim.model.compute import colocation_factor, colocation_slope
+from scalesim.model.param_server import evaluate_ps
 from scalesim.model.step import evaluate
-from scalesim.predict import predict
+from scalesim.predict import predict, scenario_inputs
 from scalesim.profiles import default_profile
 from scalesim.schemas import Scenario
 
@@ -71,3 +73,34 @@ def test_profile_rejects_a_negative_slowdown():
     with pytest.raises(ValueError, match="colocation_slowdown"):
         default_profile().compute.model_copy(update={}).model_validate(
             {**default_profile().compute.model_dump(), "colocation_slowdown": -0.1})
+
+
+def _knee(rows):
+    return find_knee([r.devices for r in rows], [r.nodes for r in rows],
+                     [r.efficiency for r in rows], [r.compute_s for r in rows],
+                     [r.exposed_comm_s for r in rows], [r.data_stall_s for r in rows],
+                     [r.straggler_s for r in rows], [r.micro_batch * r.accumulation for r in rows])
+
+
+def test_knee_from_sharing_a_server_is_named_so():
+    """Weak scaling inside one server with a strong co-location slowdown: compute per sample grows
+    because the server's devices slow each other, not because per-device work is small."""
+    knee = _knee(predict(_profile(0.35, 8), Scenario(devices=[1, 2, 4, 8])))
+    assert knee is not None and knee.cause == "colocation"
+    assert "server" in knee.label and "small per-device work" not in knee.label
+    # Strong scaling shrinks the per-device work: the fixed overheads are still named.
+    strong = _profile(0.0, 1).model_copy(update={"compute": _profile(0.0, 1).compute.model_copy(
+        update={"overhead_s": 0.03})})
+    knee = _knee(predict(strong, Scenario(devices=[1, 2, 4, 8], global_batch=64)))
+    assert knee is not None and knee.cause == "compute"
+    # Compute growing from one full server to two: no more devices share a server.
+    knee = find_knee([8, 16], [1, 2], [0.95, 0.80], [1.0, 1.2], [0.1, 0.1], [0.0, 0.0],
+                     [0.0, 0.0], [32, 32])
+    assert knee is not None and knee.cause == "compute"
+
+
+def test_parameter_server_compute_shares_the_server_too():
+    inputs, _ = scenario_inputs(_profile(0.10, 2), Scenario(devices=[1, 2, 8]))
+    allreduce = evaluate(inputs)
+    ps = evaluate_ps(inputs, host_latency_s=1e-5, host_busbw_GBps=20.0)
+    assert ps.compute_s.tolist() == pytest.approx(allreduce.compute_s.tolist())

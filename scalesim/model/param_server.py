@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scalesim.model import collectives as coll
-from scalesim.model.compute import micro_step_s
+from scalesim.model.compute import colocation_factor, micro_step_s
 from scalesim.model.overlap import (
     bucket_layout,
     bucket_times,
@@ -148,7 +148,7 @@ def evaluate_ps(inp: StepInputs, host_latency_s, host_busbw_GBps, imbalance=1.0,
 
     ``step = k * micro + optimizer + exposed push/pull``, the push after the last micro-step's
     backward and the pull before the next forward (accumulated micro-steps exchange nothing).
-    Uses the links, buckets, overlap and compute curve of ``inp``; strategy and algorithm are
+    Uses the links, buckets, overlap, compute curve and co-location of ``inp``; strategy and algorithm are
     ignored; the slowest worker is waited for as in the all-reduce model; no loader stalls. One
     device exchanges nothing.
     """
@@ -157,9 +157,10 @@ def evaluate_ps(inp: StepInputs, host_latency_s, host_busbw_GBps, imbalance=1.0,
     nodes = np.maximum(np.ceil(p / g), 1.0)
     k = np.maximum(np.asarray(inp.accumulation, dtype=float), 1.0)
     b = np.asarray(inp.micro_batch, dtype=float)
-    micro = micro_step_s(b, inp.overhead_s, inp.per_sample_s)
+    shared = colocation_factor(g, inp.colocation_slope)
+    micro = micro_step_s(b, inp.overhead_s, inp.per_sample_s) * shared
     backward = micro * np.asarray(inp.backward_fraction, dtype=float)
-    compute = k * micro + np.asarray(inp.optimizer_step_s, dtype=float)
+    compute = k * micro + np.asarray(inp.optimizer_step_s, dtype=float) * shared
     total_bytes = np.where(p > 1, np.asarray(inp.params, dtype=float)
                            * np.asarray(inp.wire_bytes_per_param, dtype=float), 0.0)
 
