@@ -63,6 +63,8 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         raise ScalesimError(
             f"{file}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None
+    except RecursionError:  # json's decoder recurses once per nesting level
+        raise ScalesimError(f"{file}: JSON nested too deeply to be a scalesim file") from None
 
 
 def validation_message(exc: ValidationError, what: str) -> str:

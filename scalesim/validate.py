@@ -179,12 +179,7 @@ def parse_cases(data, what: str = "validation file") -> list[Case]:
 
 def load_cases(path: str | Path) -> list[Case]:
     """Read a validation file; a missing, malformed or foreign file raises ScalesimError."""
-    try:
-        data = read_json(path)
-    except RecursionError:  # json's decoder recurses once per nesting level
-        raise ScalesimError(f"{path}: nested too deeply to be a validation file; see "
-                            "../shared/validation/README.md for the format") from None
-    return parse_cases(data, str(path))
+    return parse_cases(read_json(path), str(path))
 
 
 # ---------------------------------------------------------------------------- results

@@ -123,6 +123,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, fragment):
     ('{"schema_version": "scalesim-profile/0"}', "this scalesim reads 'scalesim-profile/1'"),
     ('[1, 2]', "expected a JSON object"),
     ('{"schema_version": "scalesim-profile/1", "name": "x"}', "field 'hardware'"),
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
 ])
 def test_bad_profile_files(tmp_path, capsys, content, fragment):
     path = tmp_path / "bad.json"
