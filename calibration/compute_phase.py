@@ -189,19 +189,25 @@ def time_colocation(ctx: DistContext, bundle, b: int, inputs, targets,
     clock = Clock(ctx.device)
     together, alone = [], []
     status = "ok"
-    try:
-        for _ in range(2 * args.repeats):
-            align(ctx)
+
+    def timed_step(into: list) -> str:
+        try:
             start, _, end = train_micro_step(bundle, inputs, targets, args.precision,
                                              ctx.device, clock)
-            together.append(clock.seconds(start, end))
-            align(ctx)
-            if ctx.is_main:
-                start, _, end = train_micro_step(bundle, inputs, targets, args.precision,
-                                                 ctx.device, clock)
-                alone.append(clock.seconds(start, end))
-    except Exception as exc:  # noqa: BLE001 - every rank must hear about any failure
-        status = _failure(exc, b, bundle)
+        except Exception as exc:  # noqa: BLE001 - every rank must hear about any failure
+            return _failure(exc, b, bundle)
+        into.append(clock.seconds(start, end))
+        return "ok"
+
+    # A rank that failed stops computing but keeps meeting the others at every barrier, so all
+    # ranks reach the final agreement together (and it names the failure).
+    for _ in range(2 * args.repeats):
+        align(ctx)
+        if status == "ok":
+            status = timed_step(together)
+        align(ctx)
+        if ctx.is_main and status == "ok":
+            status = timed_step(alone)
     _agree(ctx, status, None)
     return (together, alone) if ctx.is_main else ([], [])
 

@@ -145,6 +145,13 @@ class ComputeCurve(_Strict):
     measured: bool = False
     source: str = ""
 
+    @model_validator(mode="after")
+    def _slowdown_needs_company(self) -> ComputeCurve:
+        if self.colocation_slowdown > 0 and self.colocated_devices < 2:
+            raise ValueError("colocation_slowdown is measured against devices that computed at "
+                             "once: set colocated_devices to 2 or more, or the slowdown to 0")
+        return self
+
     def alone(self) -> tuple[float, float, float]:
         """(overhead_s, per_sample_s, optimizer_step_s) of one device alone in its server (the
         timings were taken with ``colocated_devices`` busy)."""

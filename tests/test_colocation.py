@@ -61,12 +61,17 @@ def test_predictions_use_the_alone_curve_and_scale_per_server():
 
 
 def test_no_colocation_measured_changes_nothing():
-    plain = predict(default_profile(), Scenario(devices=[1, 8, 16]))
-    one_timed = predict(_profile(0.5, 1), Scenario(devices=[1, 8, 16]))
-    zero = predict(_profile(0.0, 8), Scenario(devices=[1, 8, 16]))
+    one_timed = predict(_profile(0.0, 1), Scenario(devices=[1, 8, 16]))
+    eight_alike = predict(_profile(0.0, 8), Scenario(devices=[1, 8, 16]))
     assert [r.samples_per_s for r in one_timed] == pytest.approx(
-        [r.samples_per_s for r in zero])
-    assert len(plain) == len(zero) == 3
+        [r.samples_per_s for r in eight_alike], rel=1e-12)
+
+
+def test_a_slowdown_without_colocated_devices_is_refused():
+    data = {**default_profile().compute.model_dump(), "colocation_slowdown": 0.5,
+            "colocated_devices": 1}
+    with pytest.raises(ValueError, match="set colocated_devices to 2 or more"):
+        type(default_profile().compute).model_validate(data)
 
 
 def test_profile_rejects_a_negative_slowdown():
