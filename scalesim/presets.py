@@ -81,6 +81,33 @@ def host_link(intra_kind: str) -> LinkLevel:
     return pcie.model_copy(update={"source": f"device-to-host link of {intra_kind}: {pcie.source}"})
 
 
+# Device memory bandwidth, GB/s, from the vendors' datasheets, matched on the device name (every
+# listed word must appear, case-insensitive; the first match wins). Used to estimate the
+# optimizer step (``scalesim.model.compute.optimizer_roofline_s``) where nothing measured it.
+MEMORY_BANDWIDTH_GBPS: list[tuple[tuple[str, ...], float, str]] = [
+    (("H100",), 3350.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 SXM 80 GB HBM3, 3.35 TB/s"),
+    (("A100", "PCIe", "80GB"), 1935.0, "NVIDIA A100 datasheet: A100 80GB PCIe, 1,935 GB/s"),
+    (("A100", "80GB"), 2039.0, "NVIDIA A100 datasheet: A100 80GB SXM, 2,039 GB/s"),
+    (("A100",), 1555.0, "NVIDIA A100 datasheet: A100 40GB, 1,555 GB/s"),
+    (("V100",), 900.0, "NVIDIA Tesla V100 datasheet: 900 GB/s HBM2 (SXM2 and PCIe)"),
+    (("P100",), 732.0, "NVIDIA Tesla P100 datasheet: 732 GB/s (SXM2 and PCIe 16 GB)"),
+    (("K80",), 240.0, "NVIDIA Tesla K80 datasheet: 480 GB/s per board of two GK210 devices"),
+]
+
+
+def memory_bandwidth_of(device_name: str) -> tuple[float, str] | None:
+    """(GB/s, source) of the device memory of ``device_name``, or None when not listed."""
+    name = device_name.lower().replace(" ", "").replace("-", "")
+    for words, bandwidth, source in MEMORY_BANDWIDTH_GBPS:
+        if all(word.lower() in name for word in words):
+            return bandwidth, source
+    return None
+
+
+def _datasheet_bandwidth(device_name: str) -> float:
+    return memory_bandwidth_of(device_name)[0]
+
+
 def inter_link(kind: str, nics_per_node: int, gbit_per_nic: float, source: str = "") -> LinkLevel:
     """A preset inter-server link: ``nics_per_node`` NICs of ``gbit_per_nic`` Gbit/s each."""
     line_GBps = nics_per_node * gbit_per_nic / 8.0
@@ -101,6 +128,7 @@ HARDWARE: dict[str, Hardware] = {
     "dgx1-v100": Hardware(
         name="dgx1-v100", device_name="Tesla V100-SXM2 16GB", devices_per_node=8,
         device_memory_bytes=16 * GIB, peak_tflops=125.0, cpu_cores_per_node=40,
+        memory_bandwidth_GBps=_datasheet_bandwidth("Tesla V100-SXM2 16GB"),
         intra_node=intra_link("nvlink2"),
         inter_node=LinkLevel(kind="infiniband", busbw_GBps=48.0, latency_s=6e-6, nics_per_node=4,
                              gbit_per_nic=100, source=_NCCL_29),
@@ -111,6 +139,7 @@ HARDWARE: dict[str, Hardware] = {
     "dgx-a100": Hardware(
         name="dgx-a100", device_name="A100-SXM4 80GB", devices_per_node=8,
         device_memory_bytes=80 * GIB, peak_tflops=312.0, cpu_cores_per_node=128,
+        memory_bandwidth_GBps=_datasheet_bandwidth("A100-SXM4 80GB"),
         intra_node=intra_link("nvswitch-a100"),
         inter_node=LinkLevel(kind="infiniband", busbw_GBps=192.0, latency_s=6e-6, nics_per_node=8,
                              gbit_per_nic=200, source=_NCCL_812),
@@ -121,6 +150,7 @@ HARDWARE: dict[str, Hardware] = {
     "dgx-h100": Hardware(
         name="dgx-h100", device_name="H100-SXM5 80GB", devices_per_node=8,
         device_memory_bytes=80 * GIB, peak_tflops=989.0, cpu_cores_per_node=112,
+        memory_bandwidth_GBps=_datasheet_bandwidth("H100-SXM5 80GB"),
         intra_node=intra_link("nvswitch-h100"),
         inter_node=inter_link("infiniband", 8, 400, "NVIDIA DGX H100 datasheet: 8x 400 Gb/s NDR"),
         price_per_device_hour=98.32 / 8,
@@ -130,6 +160,7 @@ HARDWARE: dict[str, Hardware] = {
     "a2-highgpu-8g": Hardware(
         name="a2-highgpu-8g", device_name="A100-SXM4 40GB", devices_per_node=8,
         device_memory_bytes=40 * GIB, peak_tflops=312.0, cpu_cores_per_node=48,
+        memory_bandwidth_GBps=_datasheet_bandwidth("A100-SXM4 40GB"),
         intra_node=intra_link("nvswitch-a100"),
         inter_node=inter_link("ethernet", 1, 100, "Google Cloud A2 machine types: a2-highgpu-8g "
                               "has 100 Gbps maximum network bandwidth"),
@@ -141,6 +172,7 @@ HARDWARE: dict[str, Hardware] = {
     "pcie-8gpu-100gbe": Hardware(
         name="pcie-8gpu-100gbe", device_name="A100-PCIe 80GB", devices_per_node=8,
         device_memory_bytes=80 * GIB, peak_tflops=312.0, cpu_cores_per_node=64,
+        memory_bandwidth_GBps=_datasheet_bandwidth("A100-PCIe 80GB"),
         intra_node=intra_link("pcie4"),
         inter_node=inter_link("ethernet", 1, 100),
         price_per_device_hour=None,
@@ -150,6 +182,7 @@ HARDWARE: dict[str, Hardware] = {
     "pcie-8gpu-25gbe": Hardware(
         name="pcie-8gpu-25gbe", device_name="A100-PCIe 80GB", devices_per_node=8,
         device_memory_bytes=80 * GIB, peak_tflops=312.0, cpu_cores_per_node=64,
+        memory_bandwidth_GBps=_datasheet_bandwidth("A100-PCIe 80GB"),
         intra_node=intra_link("pcie4"),
         inter_node=inter_link("ethernet", 1, 25),
         price_per_device_hour=None,
@@ -158,7 +191,8 @@ HARDWARE: dict[str, Hardware] = {
 }
 
 _DLE_BERT = ("NVIDIA DeepLearningExamples PyTorch/LanguageModeling/BERT README, DGX A100 80GB "
-             "pre-training phase 1 (seq 128, FP16): 4553 seq/s on 8 GPUs at micro-batch 256")
+             "pre-training phase 1 (seq 128, FP16): 4553 seq/s on 8 GPUs at micro-batch 256, "
+             "32 accumulation steps (global batch 65536)")
 _DLE_RN50 = ("NVIDIA DeepLearningExamples MxNet/Classification/RN50v1.5 README, DGX-1 V100 16GB "
              "FP16: 1376 img/s on 1 GPU at batch 192")
 _LLAMA2 = ("Touvron et al. 2023, Llama 2 (arXiv:2307.09288): 7B trained on 2.0T tokens in "
@@ -184,7 +218,7 @@ WORKLOADS: dict[str, Workload] = {
         activation_bytes_per_sample=24 * 128 * 1024 * (34 + 5 * 16 * 128 / 1024),
         micro_batch=32, sample_unit="sequences",
         reference=[ReferenceThroughput(device_name="A100-SXM4 80GB", samples_per_s=4553 / 8,
-                                       micro_batch=256, source=_DLE_BERT)],
+                                       micro_batch=256, accumulation=32, source=_DLE_BERT)],
         source="BERT-large 336M parameters (DLE README); FP16 gradients (--fp16); LAMB with fp32 "
         f"master, m, v (12 B/param); {_KORTHIKANTI} with L=24, s=128, h=1024, a=16. Default "
         "micro-batch 32 is a knob, not DLE's 256",

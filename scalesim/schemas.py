@@ -54,6 +54,11 @@ class Hardware(_Strict):
     peak_tflops: float | None = Field(
         default=None, gt=0, description="dense fp16/bf16 tensor peak, TFLOP/s (for scaling compute)"
     )
+    memory_bandwidth_GBps: float | None = Field(
+        default=None, gt=0,
+        description="device memory bandwidth, GB/s (vendor spec); preset profiles estimate the "
+                    "optimizer step from it (memory-bound update)",
+    )
     cpu_cores_per_node: int = Field(default=64, ge=1, description="cores the data loaders share")
     device_speed_cv: float = Field(
         default=DEVICE_SPEED_CV, ge=0,
@@ -78,6 +83,7 @@ class ReferenceThroughput(_Strict):
     device_name: str
     samples_per_s: float = Field(gt=0, description="per device, steady state")
     micro_batch: int = Field(ge=1)
+    accumulation: int = Field(default=1, ge=1, description="micro-steps per optimizer step")
     source: str
 
 

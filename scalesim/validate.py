@@ -23,12 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import parse_model, read_json
 from scalesim.model import collectives as coll
+from scalesim.model.compute import optimizer_roofline_s
 from scalesim.model.memory import DDP
 from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES, GPU_COMM_CONTENTION
 from scalesim.model.param_server import evaluate_ps
 from scalesim.model.step import StepInputs, evaluate
 from scalesim.model.stragglers import DEVICE_SPEED_CV
-from scalesim.presets import INTRA_LINKS, host_link, inter_link, intra_link
+from scalesim.presets import INTRA_LINKS, host_link, inter_link, intra_link, memory_bandwidth_of
 
 FORMAT = "scalesim-validation-cases/1"
 
@@ -37,7 +38,13 @@ DEFAULT_PARAMS = 100e6  # gradient elements when a case gives none: a mid-size m
 WIRE_BYTES_OF_PRECISION = {"fp32": 4.0, "tf32": 4.0, "fp16-mixed": 4.0, "bf16-mixed": 4.0}
 DEFAULT_ANCHOR_MICRO_STEP_S = 0.25  # anchor forward+backward time when the batch is unknown, s
 OVERHEAD_S = 0.0  # compute curve's fixed time per micro-step: the anchor cannot separate it
-OPTIMIZER_STEP_S = 0.0  # optimizer update per step: folded into the per-sample time
+# Optimizer update per step: memory-bound (model/compute.py optimizer_roofline_s) at the GPU's
+# datasheet memory bandwidth (presets.MEMORY_BANDWIDTH_GBPS), with Adam-type state: bytes per
+# parameter of (parameter, gradient, optimizer state) by precision (mixed: fp16 parameter and
+# gradient, fp32 master copy + m + v).
+OPTIMIZER_BYTES_OF_PRECISION = {"fp32": (4.0, 4.0, 8.0), "tf32": (4.0, 4.0, 8.0),
+                                "fp16-mixed": (2.0, 2.0, 12.0), "bf16-mixed": (2.0, 2.0, 12.0)}
+OPTIMIZER_MAX_SHARE = 0.5  # an estimate above this share of the anchor's step is not used
 BACKWARD_FRACTION = 2.0 / 3.0  # backward = 2 x forward (matmul FLOP count)
 BUCKET_BYTES = DDP_BUCKET_BYTES  # torch DDP's 25 MiB, for every framework
 FIRST_BUCKET_BYTES = DDP_FIRST_BUCKET_BYTES  # torch DDP's 1 MiB first bucket
@@ -50,7 +57,9 @@ DEFAULTS = {
     "wire_bytes_of_precision": WIRE_BYTES_OF_PRECISION,
     "anchor_micro_step_s": DEFAULT_ANCHOR_MICRO_STEP_S,
     "overhead_s": OVERHEAD_S,
-    "optimizer_step_s": OPTIMIZER_STEP_S,
+    "optimizer_step": "memory-bound Adam-type update at the GPU's datasheet memory bandwidth "
+    "(0 when the GPU is not listed)",
+    "optimizer_bytes_of_precision": OPTIMIZER_BYTES_OF_PRECISION,
     "backward_fraction": BACKWARD_FRACTION,
     "bucket_bytes": BUCKET_BYTES,
     "first_bucket_bytes": FIRST_BUCKET_BYTES,
@@ -276,12 +285,13 @@ def _inputs(case: Case, points: list[CasePoint], b, k, params, wire_bytes) -> St
     nodes = np.array([p.nodes for p in points], dtype=float)
     return StepInputs(
         devices=n, devices_per_node=n / nodes, micro_batch=b, accumulation=k,
-        overhead_s=OVERHEAD_S, per_sample_s=1.0, optimizer_step_s=OPTIMIZER_STEP_S,
+        overhead_s=OVERHEAD_S, per_sample_s=1.0, optimizer_step_s=0.0,
         backward_fraction=BACKWARD_FRACTION, params=params, wire_bytes_per_param=wire_bytes,
         intra_latency_s=intra.latency_s, intra_busbw_GBps=intra.busbw_GBps,
         inter_latency_s=inter.latency_s, inter_busbw_GBps=inter.busbw_GBps,
         strategy=DDP, algorithm=ALGORITHM, overlap=True, device_cv=DEVICE_SPEED_CV,
-        comm_contention=GPU_COMM_CONTENTION, bucket_bytes=BUCKET_BYTES, first_bucket_bytes=FIRST_BUCKET_BYTES,
+        comm_contention=GPU_COMM_CONTENTION, bucket_bytes=BUCKET_BYTES,
+        first_bucket_bytes=FIRST_BUCKET_BYTES,
     )
 
 
@@ -317,6 +327,22 @@ def _solve_per_sample_s(case: Case, inp: StepInputs, target: float, flags: list[
     return brentq(gap, lo, hi, xtol=hi * 1e-14, rtol=1e-12, maxiter=200)
 
 
+def _optimizer_s(case: Case, params: float, anchor_step_s: float, flags: list[str]) -> float:
+    """The memory-bound optimizer step of the case's model on its GPU, s (0, flagged, when the
+    GPU's memory bandwidth is not listed or the estimate is implausibly large)."""
+    bandwidth = memory_bandwidth_of(case.hardware.gpu)
+    if bandwidth is None:
+        flags.append(f"memory bandwidth of '{case.hardware.gpu}' unknown: optimizer step 0")
+        return 0.0
+    param_b, grad_b, state_b = OPTIMIZER_BYTES_OF_PRECISION[case.workload.precision]
+    optimizer_s = float(optimizer_roofline_s(params, param_b, grad_b, state_b, bandwidth[0]))
+    if optimizer_s > OPTIMIZER_MAX_SHARE * anchor_step_s:
+        flags.append(f"optimizer estimate {optimizer_s * 1e3:.3g} ms is over half the anchor's "
+                     "step: left inside the per-sample time")
+        return 0.0
+    return optimizer_s
+
+
 def predict_case(case: Case) -> CaseResult:
     """Anchor on the smallest device count, predict the rest; flags name every default used."""
     wl, flags = case.workload, []
@@ -332,8 +358,11 @@ def predict_case(case: Case) -> CaseResult:
         flags.append(f"grad_bytes_per_param unknown: {wire:g} assumed from {wl.precision}")
     points = sorted(case.points, key=lambda p: p.devices)
     b, k, known = _batches(case, points, flags)
-    inp = _inputs(case, points, b, k, params, wire)
     target = points[0].throughput
+    anchor_step_s = (points[0].devices * k[0] * b[0] / target if known
+                     else k[0] * DEFAULT_ANCHOR_MICRO_STEP_S)
+    inp = _inputs(case, points, b, k, params, wire).replace(
+        optimizer_step_s=_optimizer_s(case, params, anchor_step_s, flags))
     if known:
         per_sample = _solve_per_sample_s(case, inp, target, flags)
         scale = 1.0

@@ -351,3 +351,24 @@ def test_summary_defaults_name_every_default_of_the_docs_table():
     defaults = validate_cases(parse_cases(_file(_case()))).summary["defaults"]
     assert defaults["device_speed_cv"] == DEVICE_SPEED_CV
     assert defaults["jitter_cv"] == 0.0 and defaults["loader"] == "unlimited"
+
+
+def test_optimizer_step_is_a_memory_bound_estimate_on_a_listed_gpu():
+    """V100 (900 GB/s), 50M fp32 parameters, Adam-type: 50e6 * (2*4 + 4 + 2*8) B / 900 GB/s,
+    paid once per optimizer step, so shrinking accumulation (strong scaling) keeps it whole."""
+    pts = [{"devices": 8, "nodes": 1, "throughput": 1000.0, "accumulation": 8},
+           {"devices": 64, "nodes": 8, "throughput": 7000.0}]
+    (case,) = parse_cases(_file(_case(points=pts, workload={"scaling": "strong"},
+                                      hardware={"gpu": "Tesla V100-SXM2 16GB"})))
+    r = predict_case(case)
+    optimizer_s = 50e6 * 28 / 900e9
+    assert not any("memory bandwidth" in f for f in r.flags)
+    assert r.points[0].predicted == pytest.approx(1000.0, rel=1e-9)
+    micro_s = (r.points[0].compute_s - optimizer_s) / 8
+    assert r.points[1].compute_s == pytest.approx(micro_s + optimizer_s, rel=1e-9)
+    # Without a known memory bandwidth the step has no optimizer part, and says so.
+    (toy,) = parse_cases(_file(_case(points=pts, workload={"scaling": "strong"})))
+    plain = predict_case(toy)
+    assert any("memory bandwidth of 'toy' unknown" in f for f in plain.flags)
+    assert plain.points[1].compute_s == pytest.approx(plain.points[0].compute_s / 8)
+    assert r.points[1].predicted < plain.points[1].predicted

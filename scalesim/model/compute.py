@@ -23,6 +23,22 @@ def micro_step_s(micro_batch, overhead_s, per_sample_s):
     return np.asarray(overhead_s, dtype=float) + np.asarray(per_sample_s, dtype=float) * micro_batch
 
 
+def optimizer_roofline_s(params, param_bytes_per_param, grad_bytes_per_param,
+                         optimizer_bytes_per_param, memory_bandwidth_GBps):
+    """Optimizer update time of ``params`` parameters on one device, s, as a memory-bound sweep.
+
+    An optimizer step does a few flops per byte (Adam: about 10 per parameter), so it runs at the
+    device's memory bandwidth: each parameter and its optimizer state are read and written once
+    and its gradient read once, ``params * (2*param + grad + 2*state) bytes / bandwidth``. At the
+    full vendor bandwidth this is a lower bound (fused optimizers reach most of it).
+    """
+    traffic = np.asarray(params, dtype=float) * (
+        2.0 * np.asarray(param_bytes_per_param, dtype=float)
+        + np.asarray(grad_bytes_per_param, dtype=float)
+        + 2.0 * np.asarray(optimizer_bytes_per_param, dtype=float))
+    return traffic / (np.asarray(memory_bandwidth_GBps, dtype=float) * 1e9)
+
+
 def colocation_factor(devices_per_node, slope):
     """Compute-time multiplier with ``devices_per_node`` devices of one server busy at once
     (1 for one device): ``1 + slope * (g - 1)``; ``slope`` is a fraction per extra device."""

@@ -182,7 +182,9 @@ def evaluate(inp: StepInputs) -> StepResult:
     micro = micro_step_s(b, inp.overhead_s, inp.per_sample_s) * shared
     backward = micro * _as(inp.backward_fraction)
     forward = micro - backward
-    compute = k * micro + _as(inp.optimizer_step_s) * shared
+    # ZeRO-1/2/3 shard the optimizer state: each device updates its 1/p of the parameters.
+    optimizer = _as(inp.optimizer_step_s) * shared / np.where(strategy >= ZERO1, p, 1.0)
+    compute = k * micro + optimizer
 
     total_bytes = _as(inp.params) * _as(inp.wire_bytes_per_param) * np.ones_like(p)
     total_bytes = np.where(p > 1, total_bytes, 0.0)
