@@ -83,7 +83,11 @@ def test_fit_recovers_the_generating_parameters():
     fit = fit_runs(runs, params=wl.params, wire_bytes_per_param=wl.wire_bytes_per_param)
     assert fit.rmse_rel < 0.01
     truth = profile_from_presets(hw, wl)
-    assert fit.values["per_sample_s"] == pytest.approx(truth.compute.per_sample_s, rel=0.03)
+    # Runs at one batch (32, no accumulation) cannot separate the optimizer step from the
+    # per-sample time: the fit's per-sample time carries the truth's optimizer share.
+    per_sample_s = truth.compute.per_sample_s + truth.compute.optimizer_step_s / 32
+    assert truth.compute.optimizer_step_s > 0
+    assert fit.values["per_sample_s"] == pytest.approx(per_sample_s, rel=0.03)
     assert fit.busbw_GBps("inter") == pytest.approx(hw.inter_node.busbw_GBps, rel=0.15)
 
 

@@ -69,6 +69,10 @@ def test_breakdown_sums_to_step_time(inp):
 @settings(max_examples=150, deadline=None)
 @given(scenarios())
 def test_weak_scaling_efficiency_in_unit_interval(inp):
+    # ZeRO shards the optimizer step over the devices, which can beat one device (each updates
+    # 1/p of the parameters); without an optimizer step, or under DDP, nothing can.
+    if int(np.asarray(inp.strategy)) != DDP:
+        inp = inp.replace(optimizer_step_s=0.0)
     _, speedup, efficiency = evaluate_scaling(inp)
     assert 0.0 < _f(efficiency) <= 1.0 + 1e-12
 
