@@ -99,6 +99,15 @@ def _failure(exc: BaseException, b: int, bundle) -> str:
             f"{text[0] if text else ''}")
 
 
+def _timing_failure(exc: BaseException, b: int, bundle) -> str:
+    """Like ``_failure``, but an out-of-memory is an error: sizes being timed ran before."""
+    status = _failure(exc, b, bundle)
+    if status == "oom":
+        return "error: out of memory while timing sizes that ran before; retry with smaller " \
+               "--batches"
+    return status
+
+
 def _agree(ctx: DistContext, status: str, payload) -> list:
     """Every rank's (status, payload); raises on any rank's error, naming the rank."""
     everyone = gather_object(ctx, (status, payload))
@@ -165,10 +174,7 @@ def time_interleaved(ctx: DistContext, bundle, optimizer, ready: dict, args, pro
                 bwd[b].append(clock.seconds(middle, end))
             progress.update(1)
     except Exception as exc:  # noqa: BLE001 - every rank must hear about any failure
-        status = _failure(exc, max(ready), bundle)
-        if status == "oom":
-            status = "error: out of memory while timing sizes that ran before; retry with " \
-                     "smaller --batches"
+        status = _timing_failure(exc, max(ready), bundle)
     optimizer.zero_grad(set_to_none=True)
     return [payload for _, payload in _agree(ctx, status, (fwd, bwd))]
 
@@ -181,7 +187,7 @@ def server_ranks(ctx: DistContext) -> int:
 def time_colocation(ctx: DistContext, bundle, b: int, inputs, targets,
                     args) -> tuple[list[float], list[float]]:
     """Rank 0's micro-step with every rank busy, then with rank 0 alone, in turn ``2 * repeats``
-    times; returns rank 0's (busy, alone) seconds, pair by pair (other ranks: empty lists).
+    times; returns rank 0's (busy, alone) seconds, pair by pair, on every rank.
 
     Their ratio is the slowdown that devices of one server cause each other (shared host cores,
     memory bandwidth, PCIe, power); it is 1 when they do not interfere.
@@ -195,7 +201,7 @@ def time_colocation(ctx: DistContext, bundle, b: int, inputs, targets,
             start, _, end = train_micro_step(bundle, inputs, targets, args.precision,
                                              ctx.device, clock)
         except Exception as exc:  # noqa: BLE001 - every rank must hear about any failure
-            return _failure(exc, b, bundle)
+            return _timing_failure(exc, b, bundle)
         into.append(clock.seconds(start, end))
         return "ok"
 
@@ -208,8 +214,7 @@ def time_colocation(ctx: DistContext, bundle, b: int, inputs, targets,
         align(ctx)
         if ctx.is_main and status == "ok":
             status = timed_step(alone)
-    _agree(ctx, status, None)
-    return (together, alone) if ctx.is_main else ([], [])
+    return _agree(ctx, status, (together, alone))[0][1]
 
 
 def colocation_slowdown(together_s, alone_s) -> tuple[float, tuple[float, float, float]]:
@@ -235,7 +240,6 @@ def colocation(ctx: DistContext, bundle, optimizer, ready: dict, args) -> tuple[
     optimizer.zero_grad(set_to_none=True)
     together, alone = time_colocation(ctx, bundle, b, inputs, targets, args)
     optimizer.zero_grad(set_to_none=True)
-    together, alone = gather_object(ctx, (together, alone))[0]
     slowdown, (q1, q2, q3) = colocation_slowdown(together, alone)
     note = (f"; co-location: rank 0's micro-step at batch {b} took {np.median(together) * 1e3:.3g} "
             f"ms with all {g} ranks of its server busy, {np.median(alone) * 1e3:.3g} ms alone; "

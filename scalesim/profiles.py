@@ -35,19 +35,20 @@ def _peak_tflops(device_name: str, extra: Hardware | None = None) -> float | Non
     return known.get(device_name)
 
 
-def optimizer_estimate_s(workload: Workload, device_name: str,
-                         memory_bandwidth_GBps: float | None) -> float | None:
-    """Memory-bound optimizer step of ``workload`` on the device, s, or None when the device's
-    memory bandwidth is not known (``presets.memory_bandwidth_of``)."""
-    bandwidth = memory_bandwidth_GBps
-    if bandwidth is None:
-        known = presets.memory_bandwidth_of(device_name)
-        bandwidth = known[0] if known else None
-    if bandwidth is None:
-        return None
+def memory_bandwidth_GBps(device_name: str, given: float | None = None) -> float | None:
+    """``given``, else the datasheet memory bandwidth of ``device_name``
+    (``presets.memory_bandwidth_of``), else None."""
+    if given is not None:
+        return given
+    known = presets.memory_bandwidth_of(device_name)
+    return known[0] if known else None
+
+
+def optimizer_estimate_s(workload: Workload, bandwidth_GBps: float) -> float:
+    """Memory-bound optimizer step of ``workload`` on a device of ``bandwidth_GBps``, s."""
     return float(optimizer_roofline_s(workload.params, workload.param_bytes_per_param,
                                       workload.grad_bytes_per_param,
-                                      workload.optimizer_bytes_per_param, bandwidth))
+                                      workload.optimizer_bytes_per_param, bandwidth_GBps))
 
 
 def compute_from_reference(workload: Workload, hardware: Hardware) -> tuple[ComputeCurve, str]:
@@ -68,18 +69,15 @@ def compute_from_reference(workload: Workload, hardware: Hardware) -> tuple[Comp
     ref = same[0] if same else workload.reference[0]
     per_sample_s = 1.0 / ref.samples_per_s
     note = f"compute: {ref.samples_per_s:.4g} {workload.sample_unit}/s per device ({ref.source})"
-    ref_bandwidth = hardware.memory_bandwidth_GBps if same else None
-    ref_optimizer_s = optimizer_estimate_s(workload, ref.device_name, ref_bandwidth)
-    optimizer_s = optimizer_estimate_s(workload, hardware.device_name,
-                                       hardware.memory_bandwidth_GBps)
-    if ref_optimizer_s is not None and optimizer_s is not None:
-        share_s = ref_optimizer_s / (ref.micro_batch * ref.accumulation)
-        if share_s < 0.5 * per_sample_s:
+    bandwidth = memory_bandwidth_GBps(hardware.device_name, hardware.memory_bandwidth_GBps)
+    ref_bandwidth = bandwidth if same else memory_bandwidth_GBps(ref.device_name)
+    optimizer_s = 0.0
+    if bandwidth is not None and ref_bandwidth is not None:
+        share_s = optimizer_estimate_s(workload, ref_bandwidth) / (
+            ref.micro_batch * ref.accumulation)
+        if share_s < 0.5 * per_sample_s:  # else the estimate would eat most of the measured time
             per_sample_s -= share_s
-        else:  # the estimate would eat most of the measured time: keep it all as compute
-            optimizer_s = 0.0
-    else:
-        optimizer_s = 0.0
+            optimizer_s = optimizer_estimate_s(workload, bandwidth)
     if not same:
         ref_peak = _peak_tflops(ref.device_name, hardware)
         if ref_peak is None or hardware.peak_tflops is None:
@@ -92,7 +90,7 @@ def compute_from_reference(workload: Workload, hardware: Hardware) -> tuple[Comp
                  f"({ref_peak:g} -> {hardware.peak_tflops:g}), an approximation")
     if optimizer_s > 0:
         note += (f"; optimizer step {optimizer_s * 1e3:.3g} ms, estimated as a memory-bound "
-                 f"update at {hardware.memory_bandwidth_GBps or '?'} GB/s")
+                 f"update at {bandwidth:g} GB/s")
     curve = ComputeCurve(
         overhead_s=0.0, per_sample_s=per_sample_s, optimizer_step_s=optimizer_s,
         precision="published", measured=False, source=note,
