@@ -16,6 +16,7 @@ from scalesim.model.memory import STRATEGIES
 from scalesim.model.overlap import MIB
 from scalesim.model.pipeline import loader_supply_per_device
 from scalesim.model.quality import steps_to_quality
+from scalesim.model.sharding import FRAMEWORKS
 from scalesim.model.step import StepInputs, evaluate_scaling
 from scalesim.schemas import Profile, Scenario
 
@@ -93,12 +94,12 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
         workers = scenario.loader_workers  # default: the best measured worker count
         if workers is None:
             workers = max(pts, key=lambda pt: pt.samples_per_s).workers
-        supply = loader_supply_per_device(
-            workers, per_node, hw.cpu_cores_per_node,
-            [pt.workers for pt in pts], [pt.samples_per_s for pt in pts],
-        )
+        curve = ([pt.workers for pt in pts], [pt.samples_per_s for pt in pts])
+        supply = loader_supply_per_device(workers, per_node, hw.cpu_cores_per_node, *curve)
+        # the one-device baseline: the same workers with the server's cores to itself
+        supply_alone = loader_supply_per_device(workers, 1, hw.cpu_cores_per_node, *curve)
     else:
-        supply = np.inf
+        supply = supply_alone = np.inf
 
     cv = scenario.straggler_cv
     if cv is None:
@@ -127,11 +128,14 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
         inter_latency_s=_pick(scenario.inter_latency_s, inter.latency_s),
         inter_busbw_GBps=_pick(scenario.inter_busbw_GBps, inter.busbw_GBps),
         strategy=STRATEGIES[scenario.strategy],
+        framework=FRAMEWORKS[scenario.zero_framework],
+        blocks=wl.layers or 0,
         algorithm=coll.ALGORITHMS[scenario.algorithm],
         overlap=scenario.overlap,
         bucket_bytes=scenario.bucket_mib * MIB,
         first_bucket_bytes=scenario.first_bucket_mib * MIB,
         loader_samples_per_s=supply,
+        loader_alone_samples_per_s=supply_alone,
         jitter_cv=cv,
         device_cv=_pick(scenario.device_speed_cv, hw.device_speed_cv),
         comm_contention=_pick(scenario.comm_compute_contention, hw.comm_compute_contention),

@@ -20,6 +20,7 @@ PROFILE_VERSION = "scalesim-profile/1"
 SCENARIO_VERSION = "scalesim-scenario/1"
 
 Strategy = Literal["ddp", "zero1", "zero2", "zero3"]
+ZeroFramework = Literal["fsdp", "deepspeed"]
 Algorithm = Literal["auto", "ring", "tree", "hierarchical"]
 LinkLevelName = Literal["intra_node", "inter_node"]
 
@@ -102,6 +103,11 @@ class Workload(_Strict):
         default=12.0, ge=0, description="optimizer state (mixed-precision Adam: 12, ZeRO paper K)"
     )
     activation_bytes_per_sample: float = Field(default=0.0, ge=0, description="0 = unknown")
+    layers: int | None = Field(
+        default=None, ge=1,
+        description="repeated blocks (transformer layers); FSDP wraps and communicates one at a "
+        "time. Unknown: estimated from params as a transformer with width = 128 x depth",
+    )
     micro_batch: int = Field(default=32, ge=1, description="default samples per device per micro-step")
     sample_unit: str = "samples"
     backward_fraction: float = Field(
@@ -258,10 +264,21 @@ class Scenario(_Strict):
     global_batch: int | None = Field(default=None, ge=1, description="strong scaling: fixed")
     accumulation: int = Field(default=1, ge=1)
     overlap: bool = True
-    bucket_mib: float = Field(default=25.0, gt=0)
-    first_bucket_mib: float = Field(default=1.0, ge=0)
+    bucket_mib: float = Field(default=25.0, gt=0, description="DDP gradient bucket, MiB")
+    first_bucket_mib: float = Field(default=1.0, ge=0, description="DDP first bucket, MiB")
     strategy: Strategy = "ddp"
-    algorithm: Algorithm = "auto"
+    zero_framework: ZeroFramework = Field(
+        default="fsdp",
+        description="how ZeRO-2/3 run: 'fsdp' (PyTorch FSDP: one wrapped block per all-gather and "
+        "reduce-scatter, full gradients kept under no_sync with accumulation, reduce-scatter "
+        "once per step) or 'deepspeed' (its reduce/allgather/prefetch bucket defaults, gradients "
+        "reduced in every micro-step and kept sharded); ZeRO-1 is always DeepSpeed's",
+    )
+    algorithm: Algorithm = Field(
+        default="auto",
+        description="all-reduce algorithm: auto = NCCL's ring or tree, whichever is faster for "
+        "each message (NCCL's tuner); hierarchical (Horovod) only when named",
+    )
     loader_workers: int | None = Field(default=None, ge=0)
     straggler_cv: float | None = Field(default=None, ge=0, description="std/mean of a micro-step")
     device_speed_cv: float | None = Field(

@@ -25,7 +25,7 @@ def test_one_rank_or_empty_message_costs_nothing():
 
 
 def test_tree_by_hand():
-    # 16 ranks: depth 4 -> 8 alpha; bandwidth term 2 S / B
+    # 16 ranks: depth floor(log2 16) = 4 -> 8 alpha; bandwidth term 2 S / B
     t = coll.tree_allreduce_s(1e8, 16, 5e-6, 20.0)
     assert t == pytest.approx(8 * 5e-6 + 2 * 1e8 / 20e9)
 
@@ -42,15 +42,58 @@ def test_ring_across_nodes_limited_by_slowest_level():
     assert t == pytest.approx(2 * 7 / 8 * 1e9 / 10e9)
 
 
-def test_auto_is_fastest_of_the_three():
+def test_ring_latency_counts_intra_and_inter_hops_as_nccl_does():
+    # NCCL tuning.cc: (nsteps - nInterSteps) * intraLat + nInterSteps * interLat.
+    # 2 nodes x 4: all-reduce 2(p-1) = 14 steps, 2(N-1) = 2 of them across servers:
+    # 12 * 1 us + 2 * 10 us = 32 us (the old flat ring charged 14 * 10 us = 140 us).
+    a, _ = coll.ring_coeffs(2.0, 4, 2, 1e-6, 100.0, 10e-6, 10.0)
+    assert a == pytest.approx(32e-6)
+    # reduce-scatter / all-gather on 128 servers x 8: (1024 - 128) intra + 127 inter steps
+    a, c = coll.reduce_scatter_coeffs(8, 128, 2e-6, 230.0, 6e-6, 192.0)
+    assert a == pytest.approx(896 * 2e-6 + 127 * 6e-6)
+    assert c == pytest.approx(1023 / 1024 / 192e9)
+    # one device per server: no intra hop, and the intra level does not limit bandwidth
+    a, c = coll.ring_coeffs(2.0, 1, 4, 1e-6, 1.0, 10e-6, 50.0)
+    assert a == pytest.approx(6 * 10e-6) and c == pytest.approx(1.5 / 50e9)
+
+
+def test_two_server_tree_sends_about_s_per_node():
+    # Double binary tree on 2 servers: each server is the root of one tree and the only child
+    # of the other and sends S/2 + S/2 = S across, so the inter term is S / B_inter (not 2 S).
+    # 2 x 8, intra 230 GB/s, inter 25 GB/s, 1 GB: max(2/230, 1/25) * 1e9 = 0.04 s, plus latency
+    # 2*7*2 us + 2*floor(log2 2)*6 us = 40 us.
+    t = coll.allreduce_s(1e9, 8, 2, 2e-6, 230.0, 6e-6, 25.0, algorithm=coll.TREE)
+    assert t == pytest.approx(0.04 + 40e-6)
+    # nccl-tests busbw of that run exceeds the 25 GB/s the NICs carry (nccl#1576)
+    assert coll.busbw_from_time_GBps("all_reduce", 1e9, 16, t) > 25.0
+    # from 3 servers on, an inner node of one tree sends 2 S: 4 servers -> 2 * 1e9 / 25e9
+    t4 = coll.allreduce_s(1e9, 8, 4, 0.0, 230.0, 0.0, 25.0, algorithm=coll.TREE)
+    assert t4 == pytest.approx(0.08)
+    # the tree beats the ring on two servers at large sizes: ring 2*15/16 S / 25 GB/s
+    ring = coll.allreduce_s(1e9, 8, 2, 0.0, 230.0, 0.0, 25.0, algorithm=coll.RING)
+    assert ring == pytest.approx(0.075)
+    assert coll.allreduce_s(1e9, 8, 2, 0.0, 230.0, 0.0, 25.0) == pytest.approx(0.04)
+
+
+def test_auto_is_the_faster_of_nccls_ring_and_tree_never_hierarchical():
     sizes = np.logspace(3, 10, 30)
     args = (8, 4, 2e-6, 230.0, 8e-6, 25.0)
     auto = coll.allreduce_s(sizes, *args)
-    each = [coll.allreduce_s(sizes, *args, algorithm=a) for a in (coll.RING, coll.TREE,
-                                                                   coll.HIERARCHICAL)]
-    assert np.allclose(auto, np.minimum.reduce(each))
+    ring, tree, hier = (coll.allreduce_s(sizes, *args, algorithm=a)
+                        for a in (coll.RING, coll.TREE, coll.HIERARCHICAL))
+    assert np.allclose(auto, np.minimum(ring, tree))
     # tree wins small messages (latency), not large ones
-    assert each[1][0] < each[0][0] and each[1][-1] > min(each[0][-1], each[2][-1])
+    assert tree[0] < ring[0] and tree[-1] > ring[-1]
+    # 32 GPUs of a2-highgpu-8g (230 GB/s NVSwitch, 11.75 GB/s Ethernet), 64 MiB: the
+    # hierarchical all-reduce would be faster, but NCCL's ring and tree never reduce inside the
+    # server first, so auto does not take it. Ring: 2*31/32 S / 11.75; hierarchical:
+    # 2*(7/8) S/230 + 2*(3/4) S/11.75; tree (4 servers): 2 S / 11.75.
+    s = 64 * 2**20
+    net = (8, 4, 0.0, 230.0, 0.0, 11.75)
+    assert coll.allreduce_s(s, *net) == pytest.approx(2 * 31 / 32 * s / 11.75e9)
+    hier = coll.allreduce_s(s, *net, algorithm=coll.HIERARCHICAL)
+    assert hier == pytest.approx(1.75 * s / 230e9 + 1.5 * s / 11.75e9)
+    assert hier < coll.allreduce_s(s, *net)
 
 
 def test_busbw_convention_matches_nccl_tests():

@@ -8,9 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scalesim.model.memory import DDP, ZERO1, ZERO2, ZERO3
+from scalesim.model.sharding import DEEPSPEED, FSDP
 from scalesim.model.step import StepInputs, evaluate, evaluate_scaling
 
-pow2 = st.integers(0, 10).map(lambda e: 2**e)
+pow2 = st.integers(0, 14).map(lambda e: 2**e)  # 1 .. 16,384 devices
 
 
 @st.composite
@@ -31,17 +32,23 @@ def scenarios(draw, **fixed):
         inter_latency_s=draw(st.floats(0.0, 1e-4)),
         inter_busbw_GBps=draw(st.floats(0.1, 500.0)),
         strategy=draw(st.sampled_from([DDP, ZERO1, ZERO2, ZERO3])),
+        framework=draw(st.sampled_from([FSDP, DEEPSPEED])),
+        blocks=draw(st.sampled_from([0, 1, 12, 32, 96])),
         algorithm=draw(st.integers(0, 3)),
         overlap=draw(st.booleans()),
         bucket_bytes=draw(st.floats(1.0, 200.0)) * 2**20,
         first_bucket_bytes=draw(st.floats(0.0, 4.0)) * 2**20,
         loader_samples_per_s=draw(st.one_of(st.just(np.inf), st.floats(10.0, 1e5))),
+        # alone in its server a device's loader has at least the cores it has when shared
+        loader_alone_samples_per_s=draw(st.one_of(st.just(np.nan), st.floats(1.0, 8.0))),
         jitter_cv=draw(st.floats(0.0, 0.2)),
         device_cv=draw(st.floats(0.0, 0.05)),
         comm_contention=draw(st.floats(0.0, 1.0)),
         slow_factor=draw(st.floats(1.0, 2.0)),
     )
     values.update(fixed)
+    if not np.isnan(values["loader_alone_samples_per_s"]):
+        values["loader_alone_samples_per_s"] *= values["loader_samples_per_s"]
     return StepInputs(**values)
 
 
@@ -77,11 +84,28 @@ def test_weak_scaling_efficiency_in_unit_interval(inp):
     assert 0.0 < _f(efficiency) <= 1.0 + 1e-12
 
 
+@settings(max_examples=200, deadline=None)
+@given(scenarios(), st.sampled_from([ZERO1, ZERO2, ZERO3]))
+def test_zero_efficiency_at_most_one_without_a_sharded_optimizer_step(inp, strategy):
+    # ZeRO 1-3, both frameworks, 1 .. 16,384 devices: only the sharded optimizer step removes
+    # work from a device, so with none every other part can only add to one device's step.
+    inp = inp.replace(strategy=strategy, optimizer_step_s=0.0)
+    _, _, efficiency = evaluate_scaling(inp)
+    assert 0.0 < _f(efficiency) <= 1.0 + 1e-12
+
+
 @settings(max_examples=150, deadline=None)
 @given(scenarios(), st.floats(1.0, 10.0), st.sampled_from(["intra_busbw_GBps", "inter_busbw_GBps"]))
 def test_more_bandwidth_never_slower(inp, factor, field):
     faster = inp.replace(**{field: getattr(inp, field) * factor})
     assert _f(evaluate(faster).step_time_s) <= _f(evaluate(inp).step_time_s) * (1 + 1e-12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenarios(), st.floats(1.0, 100.0), st.sampled_from(["intra_latency_s", "inter_latency_s"]))
+def test_more_latency_never_faster(inp, factor, field):
+    slower = inp.replace(**{field: getattr(inp, field) * factor + 1e-7})
+    assert _f(evaluate(slower).step_time_s) >= _f(evaluate(inp).step_time_s) * (1 - 1e-12)
 
 
 @settings(max_examples=150, deadline=None)
@@ -110,12 +134,16 @@ def test_accumulation_lowers_communication_share(inp, more):
 
 @settings(max_examples=100, deadline=None)
 @given(scenarios(accumulation=1))
-def test_zero3_moves_one_and_a_half_times_ddp(inp):
-    ddp = evaluate(inp.replace(strategy=DDP))
-    z3 = evaluate(inp.replace(strategy=ZERO3))
-    z1 = evaluate(inp.replace(strategy=ZERO1))
-    assert _f(z3.comm_bytes) == pytest.approx(1.5 * _f(ddp.comm_bytes))
-    assert _f(z1.comm_bytes) == pytest.approx(_f(ddp.comm_bytes))
+def test_bytes_per_step_of_each_strategy_and_framework(inp):
+    # In units of DDP's 2(p-1)/p * Psi*w (k = 1): ZeRO-3 gathers twice and reduce-scatters once
+    # (1.5x, ZeRO paper section 7); FSDP ZeRO-2 gathers once and reduce-scatters once (1x);
+    # DeepSpeed ZeRO-1/2 all-reduce their buckets and then all-gather the parameters (1.5x).
+    ddp = _f(evaluate(inp.replace(strategy=DDP)).comm_bytes)
+    expected = {(ZERO3, FSDP): 1.5, (ZERO3, DEEPSPEED): 1.5, (ZERO2, FSDP): 1.0,
+                (ZERO2, DEEPSPEED): 1.5, (ZERO1, FSDP): 1.5, (ZERO1, DEEPSPEED): 1.5}
+    for (strategy, framework), ratio in expected.items():
+        got = _f(evaluate(inp.replace(strategy=strategy, framework=framework)).comm_bytes)
+        assert got == pytest.approx(ratio * ddp)
 
 
 @settings(max_examples=20, deadline=None)

@@ -68,9 +68,15 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
                        help="fixed global batch (strong scaling)")
     g.add_argument("--accumulation", type=positive_int, help="micro-steps per optimizer step")
     g.add_argument("--strategy", choices=["ddp", "zero1", "zero2", "zero3"])
-    g.add_argument("--algorithm", choices=["auto", "ring", "tree", "hierarchical"])
+    g.add_argument("--zero-framework", choices=["fsdp", "deepspeed"],
+                   help="how ZeRO-2/3 run (default fsdp): fsdp gathers and reduce-scatters one "
+                   "wrapped block at a time and keeps full gradients under no_sync; deepspeed "
+                   "uses its bucket defaults and reduces every micro-step (ZeRO-1 is DeepSpeed's)")
+    g.add_argument("--algorithm", choices=["auto", "ring", "tree", "hierarchical"],
+                   help="all-reduce algorithm (default auto: NCCL's ring or tree, the faster "
+                   "per message; hierarchical is Horovod's, used only when named)")
     g.add_argument("--no-overlap", action="store_true", help="exchange gradients after backward")
-    g.add_argument("--bucket-mib", type=float, help="gradient bucket size, MiB (DDP: 25)")
+    g.add_argument("--bucket-mib", type=float, help="DDP gradient bucket size, MiB (default 25)")
     g.add_argument("--loader-workers", type=int, help="DataLoader workers per device")
     g.add_argument("--straggler-cv", type=float, help="step-time std / mean of one device")
     g.add_argument("--device-cv", type=float,
@@ -92,7 +98,8 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
 _FLAG_TO_FIELD = {
     "devices": "devices", "gpus_per_node": "devices_per_node", "batch": "micro_batch",
     "global_batch": "global_batch", "accumulation": "accumulation", "strategy": "strategy",
-    "algorithm": "algorithm", "bucket_mib": "bucket_mib", "loader_workers": "loader_workers",
+    "zero_framework": "zero_framework", "algorithm": "algorithm", "bucket_mib": "bucket_mib",
+    "loader_workers": "loader_workers",
     "straggler_cv": "straggler_cv", "device_cv": "device_speed_cv", "slow_device": "slow_device",
     "slow_factor": "slow_factor",
     "intra_busbw": "intra_busbw_GBps", "inter_busbw": "inter_busbw_GBps",

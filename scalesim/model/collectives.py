@@ -65,47 +65,91 @@ ring_all_gather_s = ring_reduce_scatter_s
 
 
 def tree_allreduce_s(size_bytes, ranks, latency_s, busbw_GBps):
-    """Pipelined (double binary) tree all-reduce: 2*ceil(log2 n)*a + 2*S/B.
+    """Pipelined (double binary) tree all-reduce on one level: 2*floor(log2 n)*a + 2*S/B.
 
     Reduce up the tree then broadcast down, each pipelined so the buffer crosses each link
     once per phase; lower latency than a ring, slightly more bandwidth time (2 vs 2(n-1)/n).
     """
     n = np.asarray(ranks, dtype=float)
-    depth = np.ceil(np.log2(np.maximum(n, 1.0)))
+    depth = np.floor(np.log2(np.maximum(n, 1.0)))
     coeffs = (2.0 * depth * latency_s, np.where(n > 1, 2.0, 0.0) / _bytes_per_s(busbw_GBps))
     return affine_s(coeffs, size_bytes)
 
 
 def _slowest_level(devices_per_node, nodes, intra_latency_s, intra_busbw_GBps, inter_latency_s,
                    inter_busbw_GBps):
-    """Latency and bandwidth of the slowest hop a flat ring or tree over all ranks crosses."""
+    """Latency and bandwidth of the slowest hop a flat ring over all ranks crosses (the intra
+    level counts only where a server holds two or more of its ranks)."""
     multi = np.asarray(nodes, dtype=float) > 1
+    shared = np.asarray(devices_per_node, dtype=float) > 1
     latency = np.where(multi, np.maximum(intra_latency_s, inter_latency_s), intra_latency_s)
-    busbw = np.where(multi, np.minimum(intra_busbw_GBps, inter_busbw_GBps), intra_busbw_GBps)
+    busbw = np.where(multi, np.where(shared, np.minimum(intra_busbw_GBps, inter_busbw_GBps),
+                                     inter_busbw_GBps), intra_busbw_GBps)
     return latency, busbw
+
+
+def ring_coeffs(phases, devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
+                inter_latency_s, inter_busbw_GBps):
+    """(a, c) of NCCL's ring over ``p = g*N`` ranks, ``phases`` = 2 all-reduce, 1 RS or AG.
+
+    Each phase has ``p - 1`` pipelined steps; a chunk crossing them passes ``N - 1`` server
+    boundaries and ``p - N`` hops inside servers, so the latency is
+    ``phases * [(p - N) alpha_intra + (N - 1) alpha_inter]`` (NCCL ``src/graph/tuning.cc``:
+    ``(nsteps - nInterSteps) * intraLat + nInterSteps * interLat``). The bandwidth term is
+    ``phases * (p-1)/p * S / B`` with ``B`` the slowest level the ring crosses.
+    """
+    g = np.asarray(devices_per_node, dtype=float)
+    nn = np.asarray(nodes, dtype=float)
+    p = g * nn
+    _, busbw = _slowest_level(g, nn, intra_latency_s, intra_busbw_GBps, inter_latency_s,
+                              inter_busbw_GBps)
+    a = phases * (np.maximum(p - nn, 0.0) * np.asarray(intra_latency_s, dtype=float)
+                  + np.maximum(nn - 1.0, 0.0) * np.asarray(inter_latency_s, dtype=float))
+    c = phases * np.maximum(p - 1.0, 0.0) / np.maximum(p, 1.0) / _bytes_per_s(busbw)
+    return a, c
+
+
+def tree_coeffs(devices_per_node, nodes, intra_latency_s, intra_busbw_GBps, inter_latency_s,
+                inter_busbw_GBps):
+    """(a, c) of NCCL's tree all-reduce: an intra-server chain and a double binary tree across
+    servers, reduce then broadcast, pipelined.
+
+    Latency ``2(g-1) alpha_intra + 2 floor(log2 N) alpha_inter`` (tuning.cc, ``log2i``).
+    Bandwidth: each GPU of the chain sends ``2S`` (S up and S down over the two trees), so
+    ``2S / B_intra``; across servers a node of a double binary tree is an inner node of one
+    tree and a leaf of the other and sends ``2S`` for ``N > 2``, but with two servers each is
+    the root of one tree and the only child of the other and sends ``S`` (up in one, down in the
+    other): ``S / B_inter``, which is why two-node tree busbw exceeds the NICs' line rate
+    (nccl#1576). The slower of the two levels sets the pipeline's rate.
+    """
+    g = np.asarray(devices_per_node, dtype=float)
+    nn = np.asarray(nodes, dtype=float)
+    p = g * nn
+    depth = np.floor(np.log2(np.maximum(nn, 1.0)))
+    a = (np.maximum(2.0 * (g - 1.0), 0.0) * np.asarray(intra_latency_s, dtype=float)
+         + 2.0 * depth * np.asarray(inter_latency_s, dtype=float))
+    intra = np.where(g > 1, 2.0, 0.0) / _bytes_per_s(intra_busbw_GBps)
+    inter = np.where(nn > 2, 2.0, np.where(nn == 2, 1.0, 0.0)) / _bytes_per_s(inter_busbw_GBps)
+    c = np.where(p > 1, np.maximum(intra, inter), 0.0)
+    return a, c
 
 
 def allreduce_coeffs(devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
                      inter_latency_s, inter_busbw_GBps):
     """(a, c) pairs of the ring, tree and hierarchical all-reduce on this layout.
 
-    - ring: one flat ring over all ``p = g*N`` ranks; every step waits for the slowest hop, and
-      the bandwidth term is set by the slowest level (``min`` of intra and inter busbw).
-    - tree: intra-node chain, ``2(g-1)`` intra hops, plus an inter-node tree of depth
-      ``ceil(log2 N)`` (NCCL's tree algorithm); bandwidth term ``2*S/B_slowest``.
-    - hierarchical: intra-node reduce-scatter, inter-node ring all-reduce of each 1/g shard (the g
-      shards share the node's NICs, so together they move S per node), intra-node all-gather
-      (Horovod hierarchical all-reduce).
+    - ring and tree: NCCL's two all-reduce algorithms without switch offload (``ring_coeffs``,
+      ``tree_coeffs``);
+    - hierarchical (Horovod hierarchical all-reduce, never chosen by NCCL's ring or tree):
+      intra-node reduce-scatter, inter-node ring all-reduce of each 1/g shard (the g shards
+      share the node's NICs, so together they move S per node), intra-node all-gather.
     """
+    links = (devices_per_node, nodes, intra_latency_s, intra_busbw_GBps, inter_latency_s,
+             inter_busbw_GBps)
+    ring = ring_coeffs(2.0, *links)
+    tree = tree_coeffs(*links)
     g = np.asarray(devices_per_node, dtype=float)
     nn = np.asarray(nodes, dtype=float)
-    p = g * nn
-    latency, busbw = _slowest_level(g, nn, intra_latency_s, intra_busbw_GBps, inter_latency_s,
-                                    inter_busbw_GBps)
-    ring = ring_allreduce_coeffs(p, latency, busbw)
-    tree_a = (np.maximum(2.0 * (g - 1.0), 0.0) * intra_latency_s
-              + 2.0 * np.ceil(np.log2(np.maximum(nn, 1.0))) * inter_latency_s)
-    tree = (tree_a, np.where(p > 1, 2.0, 0.0) / _bytes_per_s(busbw))
     rs_a, rs_c = ring_reduce_scatter_coeffs(g, intra_latency_s, intra_busbw_GBps)
     ar_a, ar_c = ring_allreduce_coeffs(nn, inter_latency_s, inter_busbw_GBps)
     hier = (2.0 * rs_a + ar_a, 2.0 * rs_c + ar_c)
@@ -113,12 +157,16 @@ def allreduce_coeffs(devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
 
 
 def allreduce_from_coeffs(coeffs, size_bytes, algorithm=AUTO):
-    """All-reduce time from ``allreduce_coeffs``; ``auto`` takes the fastest per message size."""
+    """All-reduce time from ``allreduce_coeffs``.
+
+    ``auto`` is what NCCL's tuner does with its ring and tree: the faster of the two for each
+    message size. Hierarchical is used only when named.
+    """
     ring, tree, hier = (affine_s(c, size_bytes) for c in coeffs)
     algorithm = np.asarray(algorithm)
     if algorithm.ndim == 0 and int(algorithm) != AUTO:
         return {RING: ring, TREE: tree, HIERARCHICAL: hier}[int(algorithm)]
-    best = np.minimum(np.minimum(ring, tree), hier)
+    best = np.minimum(ring, tree)
     return np.select(
         [algorithm == RING, algorithm == TREE, algorithm == HIERARCHICAL], [ring, tree, hier], best
     )
@@ -128,8 +176,8 @@ def allreduce_s(size_bytes, devices_per_node, nodes, intra_latency_s, intra_busb
                 inter_latency_s, inter_busbw_GBps, algorithm=AUTO):
     """All-reduce time on ``nodes`` servers of ``devices_per_node`` devices each, in seconds.
 
-    ``algorithm``: ring, tree, hierarchical (see ``allreduce_coeffs``) or auto, the fastest of
-    the three for each message, as NCCL's tuner picks per size.
+    ``algorithm``: ring, tree, hierarchical (see ``allreduce_coeffs``) or auto, the faster of
+    NCCL's ring and tree for each message, as NCCL's tuner picks per size.
     """
     coeffs = allreduce_coeffs(devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
                               inter_latency_s, inter_busbw_GBps)
@@ -138,16 +186,14 @@ def allreduce_s(size_bytes, devices_per_node, nodes, intra_latency_s, intra_busb
 
 def reduce_scatter_coeffs(devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
                           inter_latency_s, inter_busbw_GBps):
-    """(a, c) of a ring reduce-scatter (equally: all-gather) over all ranks.
+    """(a, c) of a reduce-scatter (equally: all-gather) over all ranks: NCCL's ring.
 
-    NCCL runs reduce-scatter and all-gather as rings; across nodes the slowest level sets both
-    the per-step latency and the bandwidth.
+    NCCL runs reduce-scatter and all-gather as rings (tuning.cc offers only ring, PAT, NVLS and
+    CollNet for them; PAT only with one GPU per server, NVLS and CollNet only with switch
+    offload), so ``ring_coeffs`` with one phase.
     """
-    g = np.asarray(devices_per_node, dtype=float)
-    nn = np.asarray(nodes, dtype=float)
-    latency, busbw = _slowest_level(g, nn, intra_latency_s, intra_busbw_GBps, inter_latency_s,
-                                    inter_busbw_GBps)
-    return ring_reduce_scatter_coeffs(g * nn, latency, busbw)
+    return ring_coeffs(1.0, devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
+                       inter_latency_s, inter_busbw_GBps)
 
 
 def reduce_scatter_s(size_bytes, devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,

@@ -5,10 +5,12 @@
 - compute: ``k`` micro-steps of forward+backward plus one optimizer step, all of it slowed by
   the other busy devices of the same server (``colocation_slope``);
 - exposed_comm: what the bucket timeline leaves after the last backward (``overlap``), or every
-  collective after it (no overlap), plus collectives that cannot overlap (ZeRO-1/2 parameter
-  all-gather after the optimizer step; ZeRO-3 gathers exposed in forward and backward), plus the
-  share ``comm_contention`` of the hidden collective time that still takes compute resources;
-- straggler_wait: expected wait for the slowest of N jittered devices and a persistently slow one;
+  collective after it (no overlap), plus collectives that cannot overlap (DeepSpeed ZeRO-1/2
+  parameter all-gather after the optimizer step; ZeRO-3 gathers exposed in forward and
+  backward), plus the share ``comm_contention`` of the hidden collective time that still takes
+  compute resources. Each strategy communicates in its framework's units (``sharding``);
+- straggler_wait: expected wait for the slowest of N jittered devices and a persistently slow one,
+  once per step, or once per micro-step where a strategy synchronises every micro-step;
 - data_stall: loading time of the step's samples not hidden behind the rest of the step.
 
 All inputs broadcast; ``evaluate`` returns arrays of the broadcast shape.
@@ -24,6 +26,7 @@ from scalesim.model import collectives as coll
 from scalesim.model.compute import colocation_factor, micro_step_s
 from scalesim.model.memory import DDP, ZERO1, ZERO2, ZERO3, memory_per_device_bytes
 from scalesim.model.overlap import (
+    Buckets,
     bucket_layout,
     bucket_times,
     prefetch_end,
@@ -31,6 +34,14 @@ from scalesim.model.overlap import (
     timeline_end,
 )
 from scalesim.model.pipeline import data_stall_s
+from scalesim.model.sharding import (
+    DEEPSPEED,
+    DS_ALLGATHER_BUCKET_ELEMENTS,
+    DS_PREFETCH_BUCKET_ELEMENTS,
+    DS_REDUCE_BUCKET_ELEMENTS,
+    FSDP,
+    block_count,
+)
 from scalesim.model.stragglers import straggler_wait_s
 
 
@@ -53,11 +64,16 @@ class StepInputs:
     inter_latency_s: object
     inter_busbw_GBps: object
     strategy: object = DDP  # 0 DDP, 1 ZeRO-1, 2 ZeRO-2, 3 ZeRO-3/FSDP
-    algorithm: object = coll.AUTO  # 0 auto, 1 ring, 2 tree, 3 hierarchical
+    framework: object = FSDP  # ZeRO-2/3 as 0 PyTorch FSDP or 1 DeepSpeed (ZeRO-1: DeepSpeed)
+    blocks: object = 0  # FSDP-wrapped blocks (unit = Psi*w/blocks); 0: estimated from params
+    algorithm: object = coll.AUTO  # 0 auto (NCCL ring or tree), 1 ring, 2 tree, 3 hierarchical
     overlap: object = True  # overlap collectives with backward (and ZeRO-3 prefetch)
-    bucket_bytes: object = 25 * 1024 * 1024
-    first_bucket_bytes: object = 1024 * 1024
-    loader_samples_per_s: object = np.inf  # supply of one device's loader
+    bucket_bytes: object = 25 * 1024 * 1024  # DDP gradient bucket, bytes
+    first_bucket_bytes: object = 1024 * 1024  # DDP first bucket, bytes
+    loader_samples_per_s: object = np.inf  # supply of one device's loader in this layout
+    # supply of the loader of one device alone in its server (the one-device baseline of
+    # speed-up and efficiency); NaN: the same as loader_samples_per_s
+    loader_alone_samples_per_s: object = np.nan
     jitter_cv: object = 0.0  # std/mean of a micro-step's time, independent from step to step
     device_cv: object = 0.0  # std/mean of devices' speeds (persistent, device to device)
     comm_contention: object = 0.0  # share of overlapped collective time that still costs compute
@@ -104,68 +120,167 @@ def with_contention(exposed_s, total_s, contention):
     return exposed_s + c * np.maximum(total_s - exposed_s, 0.0)
 
 
-def straggler_s(inp: StepInputs, devices, accumulation, micro_step_s):
+def syncs_every_micro_step(strategy, framework):
+    """True where devices wait for each other in every micro-step, not once per step: ZeRO-3
+    gathers parameters in every forward, and DeepSpeed ZeRO-2 reduces every backward."""
+    strategy = np.asarray(strategy)
+    return (strategy == ZERO3) | ((strategy == ZERO2) & (np.asarray(framework) == DEEPSPEED))
+
+
+def straggler_s(inp: StepInputs, devices, accumulation, micro_step_s, per_micro_step=False):
     """Expected wait for the slowest device in one step, seconds (see model/stragglers.py).
 
-    The k micro-steps jitter independently (std ``jitter_cv * t_micro * sqrt(k)``); each device's
-    persistent speed offset lasts all k (std ``device_cv * k * t_micro``); independent normals add
-    in variance. One device may be slower still, by ``(slow_factor - 1) * k * t_micro``.
+    Synchronised once per step, the k micro-steps jitter independently (std
+    ``jitter_cv * t_micro * sqrt(k)``); each device's persistent speed offset lasts all k (std
+    ``device_cv * k * t_micro``); independent normals add in variance. One device may be slower
+    still, by ``(slow_factor - 1) * k * t_micro``. Where the devices synchronise every
+    micro-step (``per_micro_step``) each micro-step waits for its own slowest device:
+    ``k`` times the wait of one micro-step (std ``hypot(jitter_cv, device_cv) * t_micro``, slow
+    device late by ``(slow_factor - 1) * t_micro``), so jitter costs ``k * e_N * sigma_micro``
+    instead of ``sqrt(k) * e_N * sigma_micro``.
     """
     k = np.asarray(accumulation, dtype=float)
-    sigma = np.hypot(_as(inp.jitter_cv) * micro_step_s * np.sqrt(k),
-                     _as(inp.device_cv) * k * micro_step_s)
-    slow_delay = (_as(inp.slow_factor) - 1.0) * k * micro_step_s
-    return straggler_wait_s(np.asarray(devices).astype(np.int64), sigma, slow_delay)
+    per_micro = np.asarray(per_micro_step, dtype=bool)
+    spans = np.where(per_micro, 1.0, k)  # micro-steps between two synchronisations
+    sigma = np.hypot(_as(inp.jitter_cv) * micro_step_s * np.sqrt(spans),
+                     _as(inp.device_cv) * spans * micro_step_s)
+    slow_delay = (_as(inp.slow_factor) - 1.0) * spans * micro_step_s
+    wait = straggler_wait_s(np.asarray(devices).astype(np.int64), sigma, slow_delay)
+    return wait * k / spans
 
 
-def _communication(inp: StepInputs, g, nodes, k, forward, backward, total_bytes, strategy, overlap):
-    """(exposed, total, bytes sent per device) of one step's collectives for each strategy."""
+class _Phase:
+    """Collectives of one kind over one unit layout: serial time and its overlapped exposure."""
+
+    def __init__(self, units: Buckets, comm_s):
+        self.units = units
+        self.times = bucket_times(units, comm_s)
+        self.serial = serial_comm_s(units, self.times)
+
+    def after_ready(self, duration, overlap):
+        """Exposed time when unit i is ready at its share of ``duration`` (gradients in
+        backward) and the collectives run one after another (``overlap.timeline_end``)."""
+        return np.where(overlap, timeline_end(duration, self.units, self.times) - duration,
+                        self.serial)
+
+    def before_use(self, duration, overlap):
+        """Exposed time when the compute of unit i needs its collective first (parameter
+        gathers with prefetch, ``overlap.prefetch_end``)."""
+        return np.where(overlap, prefetch_end(duration, self.units, self.times) - duration,
+                        self.serial)
+
+    def first_unit(self):
+        c_first, c_mid, c_last = self.times
+        return np.where(self.units.first > 0, c_first, np.where(self.units.n_mid >= 1, c_mid,
+                                                                   c_last))
+
+    def last_unit(self):
+        c_first, c_mid, c_last = self.times
+        return np.where(self.units.last > 0, c_last, np.where(self.units.n_mid >= 1, c_mid,
+                                                                 c_first))
+
+
+def _gather_and_reduce_in_backward(gather: _Phase, reduce: _Phase, backward, overlap):
+    """Exposed time of a backward pass that gathers each unit's parameters before its compute
+    and reduce-scatters its gradient after it, on one communication channel (ZeRO-3).
+
+    The max-plus timeline of both is bounded below by each alone, by the channel carrying all
+    of both, and by the first gather plus the last reduce-scatter around the whole backward;
+    the largest of those bounds is used (exact when one of them dominates, and within one
+    unit's compute of the timeline otherwise).
+    """
+    both = gather.serial + reduce.serial
+    bound = np.maximum(gather.before_use(backward, True), reduce.after_ready(backward, True))
+    bound = np.maximum(bound, np.maximum(both - backward, gather.first_unit() + reduce.last_unit()))
+    return np.where(overlap, np.maximum(bound, 0.0), both)
+
+
+def _communication(inp: StepInputs, g, nodes, k, forward, backward, total_bytes, strategy,
+                   framework, overlap):
+    """(exposed, total, bytes sent per device) of one step's collectives for each strategy.
+
+    | strategy, framework | per micro-step            | per step                           |
+    |---------------------|---------------------------|------------------------------------|
+    | DDP                 | -                         | all-reduce in DDP buckets          |
+    | ZeRO-1 (DeepSpeed)  | -                         | all-reduce in reduce buckets + AG  |
+    | ZeRO-2 DeepSpeed    | all-reduce in buckets     | AG in allgather buckets after step |
+    | ZeRO-2 FSDP         | -                         | AG (first forward) + RS, per block |
+    | ZeRO-3 DeepSpeed    | AG fwd + AG bwd + RS      | -                                  |
+    | ZeRO-3 FSDP         | AG fwd + AG bwd           | RS, per block (``no_sync``)        |
+    """
     links = (g, nodes, inp.intra_latency_s, inp.intra_busbw_GBps, inp.inter_latency_s,
              inp.inter_busbw_GBps)
     ar_coeffs = coll.allreduce_coeffs(*links)
     rs_coeffs = coll.reduce_scatter_coeffs(*links)  # all-gather: the same ring volume and steps
-    buckets = bucket_layout(total_bytes, inp.bucket_bytes, inp.first_bucket_bytes)
-    present = set(np.unique(strategy).tolist())
-    exposed, total = {}, {}
 
-    rs_times = bucket_times(buckets, lambda size: coll.affine_s(rs_coeffs, size))
-    if DDP in present:  # bucketed all-reduce during the last backward
-        ar_times = bucket_times(
-            buckets, lambda size: coll.allreduce_from_coeffs(ar_coeffs, size, inp.algorithm)
-        )
-        total[DDP] = serial_comm_s(buckets, ar_times)
-        exposed[DDP] = np.where(overlap, timeline_end(backward, buckets, ar_times) - backward,
-                                total[DDP])
-    if present & {ZERO1, ZERO2}:  # reduce-scatter in backward, parameter all-gather after step
-        param_gather = coll.affine_s(rs_coeffs, total_bytes)
-        rs_serial = serial_comm_s(buckets, rs_times)
-        rs_exposed = np.where(overlap, timeline_end(backward, buckets, rs_times) - backward,
-                              rs_serial)
-        exposed[ZERO1] = exposed[ZERO2] = rs_exposed + param_gather
-        total[ZERO1] = total[ZERO2] = rs_serial + param_gather
-    if ZERO3 in present:
-        # Parameters gathered in forward and backward of every micro-step; gradients
-        # reduce-scattered once per step (accumulation keeps them unsharded in between).
-        ag_serial = serial_comm_s(buckets, rs_times)
-        both_times = tuple(2.0 * t for t in rs_times)  # gather + reduce-scatter per bucket
-        fwd = np.where(overlap, prefetch_end(forward, buckets, rs_times) - forward, ag_serial)
-        bwd_gather = np.where(overlap, timeline_end(backward, buckets, rs_times) - backward,
-                              ag_serial)
-        bwd_last = np.where(overlap, timeline_end(backward, buckets, both_times) - backward,
-                            2.0 * ag_serial)
-        exposed[ZERO3] = (k - 1.0) * (fwd + bwd_gather) + fwd + bwd_last
-        total[ZERO3] = (2.0 * k + 1.0) * ag_serial
+    def all_reduce(size):
+        return coll.allreduce_from_coeffs(ar_coeffs, size, inp.algorithm)
 
-    codes = sorted(present)
-    if len(codes) == 1:
-        exposed_all, total_all = exposed[codes[0]], total[codes[0]]
-    else:
-        exposed_all = np.select([strategy == c for c in codes], [exposed[c] for c in codes])
-        total_all = np.select([strategy == c for c in codes], [total[c] for c in codes])
+    def ring(size):  # reduce-scatter or all-gather
+        return coll.affine_s(rs_coeffs, size)
+
+    wire = _as(inp.wire_bytes_per_param)
+
+    def ds_units(elements):
+        return bucket_layout(total_bytes, elements * wire, 0.0)
+
+    # (framework, strategy) of each scenario: DDP has no framework here, ZeRO-1 is DeepSpeed's
+    plan_framework = np.where(strategy == ZERO1, DEEPSPEED,
+                              np.where(strategy >= ZERO2, framework, FSDP))
+    fw_all, st_all = (a.ravel().tolist() for a in np.broadcast_arrays(plan_framework, strategy))
+    plans = set(zip(fw_all, st_all, strict=True))
+    exposed, total, units = {}, {}, {}
+
+    if (FSDP, DDP) in plans:  # bucketed all-reduce during the last backward
+        grads = _Phase(bucket_layout(total_bytes, inp.bucket_bytes, inp.first_bucket_bytes),
+                       all_reduce)
+        exposed[FSDP, DDP], total[FSDP, DDP] = grads.after_ready(backward, overlap), grads.serial
+        units[FSDP, DDP] = 2.0
+    if plans & {(DEEPSPEED, ZERO1), (DEEPSPEED, ZERO2)}:
+        grads = _Phase(ds_units(DS_REDUCE_BUCKET_ELEMENTS), all_reduce)
+        params = _Phase(ds_units(DS_ALLGATHER_BUCKET_ELEMENTS), ring)
+        once = grads.after_ready(backward, overlap)
+        exposed[DEEPSPEED, ZERO1] = once + params.serial
+        total[DEEPSPEED, ZERO1] = grads.serial + params.serial
+        units[DEEPSPEED, ZERO1] = 3.0
+        exposed[DEEPSPEED, ZERO2] = k * once + params.serial  # reduced in every backward
+        total[DEEPSPEED, ZERO2] = k * grads.serial + params.serial
+        units[DEEPSPEED, ZERO2] = 2.0 * k + 1.0
+    if plans & {(FSDP, ZERO2), (FSDP, ZERO3)}:
+        block = bucket_layout(total_bytes, total_bytes / block_count(inp.blocks, inp.params), 0.0)
+        gather, reduce = _Phase(block, ring), _Phase(block, ring)
+        fwd = gather.before_use(forward, overlap)
+        # SHARD_GRAD_OP: gathered in the first forward and kept through no_sync micro-steps.
+        exposed[FSDP, ZERO2] = fwd + reduce.after_ready(backward, overlap)
+        total[FSDP, ZERO2] = gather.serial + reduce.serial
+        units[FSDP, ZERO2] = 2.0
+        # FULL_SHARD: gathered in every forward and backward; reduce-scattered once (no_sync).
+        bwd_gather = gather.before_use(backward, overlap)
+        bwd_last = _gather_and_reduce_in_backward(gather, reduce, backward, overlap)
+        exposed[FSDP, ZERO3] = (k - 1.0) * (fwd + bwd_gather) + fwd + bwd_last
+        total[FSDP, ZERO3] = 2.0 * k * gather.serial + reduce.serial
+        units[FSDP, ZERO3] = 2.0 * k + 1.0
+    if (DEEPSPEED, ZERO3) in plans:  # prefetched gathers; reduce-scatter in every backward
+        gather = _Phase(ds_units(DS_PREFETCH_BUCKET_ELEMENTS), ring)
+        reduce = _Phase(ds_units(DS_REDUCE_BUCKET_ELEMENTS), ring)
+        micro = (gather.before_use(forward, overlap)
+                 + _gather_and_reduce_in_backward(gather, reduce, backward, overlap))
+        exposed[DEEPSPEED, ZERO3] = k * micro
+        total[DEEPSPEED, ZERO3] = k * (2.0 * gather.serial + reduce.serial)
+        units[DEEPSPEED, ZERO3] = 3.0 * k
+
+    keys = sorted(plans)
+
+    def select(values):
+        if len(keys) == 1:
+            return values[keys[0]]
+        return np.select([(plan_framework == f) & (strategy == s) for f, s in keys],
+                         [values[key] for key in keys])
+
     p = g * nodes
     ring_share = (p - 1.0) / p
-    volume_units = np.where(strategy == ZERO3, 2.0 * k + 1.0, 2.0)
-    return exposed_all, total_all, volume_units * ring_share * total_bytes
+    volume_units = select(units)
+    return select(exposed), select(total), volume_units * ring_share * total_bytes
 
 
 def evaluate(inp: StepInputs) -> StepResult:
@@ -176,6 +291,7 @@ def evaluate(inp: StepInputs) -> StepResult:
     k = np.maximum(_as(inp.accumulation), 1.0)
     b = _as(inp.micro_batch)
     strategy = np.asarray(inp.strategy)
+    framework = np.asarray(inp.framework)
     overlap = np.asarray(inp.overlap, dtype=bool)
 
     shared = colocation_factor(g, inp.colocation_slope)
@@ -192,11 +308,11 @@ def evaluate(inp: StepInputs) -> StepResult:
         exposed = comm_total = comm_bytes = np.zeros_like(p)
     else:
         exposed, comm_total, comm_bytes = _communication(
-            inp, g, nodes, k, forward, backward, total_bytes, strategy, overlap
+            inp, g, nodes, k, forward, backward, total_bytes, strategy, framework, overlap
         )
         exposed = with_contention(exposed, comm_total, inp.comm_contention)
 
-    straggler = straggler_s(inp, p, k, micro)
+    straggler = straggler_s(inp, p, k, micro, syncs_every_micro_step(strategy, framework))
 
     busy = compute + exposed + straggler
     samples_per_step = k * b
@@ -206,7 +322,7 @@ def evaluate(inp: StepInputs) -> StepResult:
     global_batch = p * k * b
     memory = memory_per_device_bytes(
         strategy, p, inp.params, inp.param_bytes_per_param, inp.grad_bytes_per_param,
-        inp.optimizer_bytes_per_param, inp.activation_bytes_per_sample, b,
+        inp.optimizer_bytes_per_param, inp.activation_bytes_per_sample, b, framework, k,
     )
     shape = np.broadcast(step, memory).shape
 
@@ -233,13 +349,17 @@ def evaluate(inp: StepInputs) -> StepResult:
 def evaluate_scaling(inp: StepInputs, baseline_micro_batch=None):
     """Evaluate ``inp`` and the same job on one device; return (result, speedup, efficiency).
 
-    The baseline is one typical device (no communication, no straggler, its own loader) with
-    ``baseline_micro_batch`` per micro-step: the same micro-batch under weak scaling, the whole
-    global batch over the accumulation steps under strong scaling.
+    The baseline is one typical device (no communication, no straggler, its own loader with the
+    server's cores to itself: ``loader_alone_samples_per_s``) with ``baseline_micro_batch`` per
+    micro-step: the same micro-batch under weak scaling, the whole global batch over the
+    accumulation steps under strong scaling.
     """
     result = evaluate(inp)
     base_b = inp.micro_batch if baseline_micro_batch is None else baseline_micro_batch
-    base = evaluate(inp.replace(devices=1, devices_per_node=1, micro_batch=base_b, slow_factor=1.0))
+    alone = _as(inp.loader_alone_samples_per_s)
+    supply = np.where(np.isnan(alone), _as(inp.loader_samples_per_s), alone)
+    base = evaluate(inp.replace(devices=1, devices_per_node=1, micro_batch=base_b, slow_factor=1.0,
+                                loader_samples_per_s=supply))
     speedup = result.samples_per_s / base.samples_per_s
     efficiency = speedup / np.asarray(inp.devices, dtype=float)
     return result, speedup, efficiency

@@ -1,0 +1,53 @@
+"""The units in which sharded data parallelism (ZeRO / FSDP) communicates, per framework.
+
+DDP all-reduces gradients in 25 MiB buckets (``overlap.DDP_BUCKET_BYTES``); sharded training
+does not use those buckets:
+
+- PyTorch FSDP (``FSDP``) gathers and reduce-scatters one wrapped block at a time: with the
+  usual wrapping (one FSDP unit per transformer block, as torchtitan and the FSDP tutorials do)
+  a unit is ``Psi*w / L`` for ``L`` blocks. FSDP has no ZeRO-1 stage.
+- DeepSpeed (``DEEPSPEED``) reduces gradients in ``reduce_bucket_size`` elements, gathers the
+  updated parameters of stages 1-2 in ``allgather_bucket_size`` elements, and in stage 3
+  prefetches parameters in all-gathers of up to ``stage3_prefetch_bucket_size`` elements
+  (``deepspeed/runtime/zero/config.py`` defaults 5e8, 5e8 and 5e7;
+  ``partitioned_param_coordinator.py`` coalesces the prefetched parameters into one gather).
+  Stages 1-2 reduce each bucket with an all-reduce (``use_multi_rank_bucket_allreduce``, on
+  by default since DeepSpeed 0.12.4, ``stage_1_and_2.py`` ``allreduce_and_scatter``), stage 3
+  with a reduce-scatter (``stage3.py`` ``reduce_scatter_coalesced``).
+
+When the workload does not say how many blocks it has, ``default_block_count`` estimates it
+from the parameter count with the shape of published transformers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FSDP, DEEPSPEED = 0, 1
+FRAMEWORKS = {"fsdp": FSDP, "deepspeed": DEEPSPEED}
+
+# DeepSpeed ZeRO defaults, in elements (deepspeed/runtime/zero/config.py, DeepSpeedZeroConfig).
+DS_REDUCE_BUCKET_ELEMENTS = 5e8  # reduce_bucket_size
+DS_ALLGATHER_BUCKET_ELEMENTS = 5e8  # allgather_bucket_size (stages 1-2, after the step)
+DS_PREFETCH_BUCKET_ELEMENTS = 5e7  # stage3_prefetch_bucket_size
+
+# A transformer block holds 12*d^2 parameters (Kaplan et al. 2020, "Scaling Laws for Neural
+# Language Models", eq. 2.1: N = 12 n_layer d^2), and published models keep the width about 128
+# times the depth: GPT-3 6.7B 4096/32, 13B 5140/40, 175B 12288/96 (Brown et al. 2020, table
+# 2.1); Llama-2 7B 4096/32, 13B 5120/40 (Touvron et al. 2023).
+BLOCK_PARAMS_PER_WIDTH_SQUARED = 12.0
+WIDTH_PER_BLOCK = 128.0
+
+
+def default_block_count(params):
+    """Transformer blocks of a model of ``params`` parameters, from ``params = 12 L (128 L)^2``:
+    ``L = (params / (12 * 128^2))^(1/3)``, rounded, at least 1 (6.7e9 -> 32, 175e9 -> 96)."""
+    psi = np.asarray(params, dtype=float)
+    scale = BLOCK_PARAMS_PER_WIDTH_SQUARED * WIDTH_PER_BLOCK**2
+    return np.maximum(np.round(np.cbrt(psi / scale)), 1.0)
+
+
+def block_count(blocks, params):
+    """``blocks`` where given (> 0), else ``default_block_count(params)``."""
+    given = np.asarray(blocks, dtype=float)
+    return np.where(given > 0, given, default_block_count(params))
