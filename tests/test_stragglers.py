@@ -40,3 +40,16 @@ def test_default_device_variation_is_derived_from_the_published_range():
     # 8 % range over ~500 GPUs is 2 * e_500 = 6.07 sigma
     assert device_speed_cv_from_range(0.08, 500) == pytest.approx(0.08 / 6.07, rel=2e-3)
     assert round(device_speed_cv_from_range(), 4) == DEVICE_SPEED_CV
+
+
+def test_slow_device_wait_is_continuous_as_jitter_vanishes():
+    # A device 0.3 s slower with no jitter makes every step wait 0.3 s. With sigma = 1e-9 s the
+    # slow device is last with certainty, so the wait is 0.3 s + sigma * E[max(Z0, M - s)]
+    # ~ 0.3 s (the old cap of delay/sigma at 1e6 gave sigma * 1e6 = 1 ms).
+    assert straggler_wait_s(8, 0.0, 0.3) == pytest.approx(0.3, abs=0)
+    assert straggler_wait_s(8, 1e-9, 0.3) == pytest.approx(0.3, abs=1e-12)
+    # and it never falls as the jitter grows (d/dsigma [sigma * g(d/sigma)] = g - s g' >= 0)
+    sigmas = np.logspace(-12, 0, 400)
+    waits = straggler_wait_s(np.full(sigmas.shape, 64), sigmas, 0.3)
+    assert np.all(np.diff(waits) >= -1e-3 * sigmas[1:])  # within the 1e-3 sigma shift grid
+    assert waits[0] == pytest.approx(0.3) and waits[-1] > 0.3
