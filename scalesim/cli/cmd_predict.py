@@ -48,7 +48,10 @@ def render_table(profile, scenario, rows) -> str:
         f"{profile.hardware.devices_per_node} per server; intra "
         f"{profile.hardware.intra_node.busbw_GBps:g} GB/s, inter "
         f"{profile.hardware.inter_node.busbw_GBps:g} GB/s busbw)",
-        f"scenario: {scenario.strategy}, accumulation {scenario.accumulation}, "
+        f"scenario: {scenario.strategy}"
+        + (f" ({scenario.zero_framework})" if scenario.strategy in ("zero2", "zero3")
+           else " (deepspeed)" if scenario.strategy == "zero1" else "")
+        + f", accumulation {scenario.accumulation}, "
         f"overlap {'on' if scenario.overlap else 'off'}, algorithm {scenario.algorithm}, "
         + ("weak scaling" if scenario.global_batch is None
            else f"strong scaling (global batch {scenario.global_batch})"),
