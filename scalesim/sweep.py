@@ -16,13 +16,14 @@ from scalesim.errors import ScalesimError
 from scalesim.model.collectives import ALGORITHMS
 from scalesim.model.memory import STRATEGIES
 from scalesim.model.overlap import MIB
+from scalesim.model.sharding import FRAMEWORKS
 from scalesim.model.step import evaluate_scaling
 from scalesim.predict import layout, scenario_inputs
 from scalesim.schemas import Profile, Scenario
 
 # Knobs that can be swept, with how a value becomes a model input.
-AXES = ("devices", "micro_batch", "global_batch", "accumulation", "strategy", "algorithm",
-        "overlap", "bucket_mib", "intra_busbw_GBps", "inter_busbw_GBps", "straggler_cv")
+AXES = ("devices", "micro_batch", "global_batch", "accumulation", "strategy", "zero_framework",
+        "algorithm", "overlap", "bucket_mib", "intra_busbw_GBps", "inter_busbw_GBps", "straggler_cv")
 
 OUTPUT_COLUMNS = ("step_time_s", "compute_s", "exposed_comm_s", "data_stall_s", "straggler_s",
                   "comm_total_s", "samples_per_s", "speedup", "efficiency", "memory_bytes", "fits")
@@ -90,6 +91,8 @@ def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResul
     changes: dict = {"micro_batch": micro, "accumulation": k}
     if "strategy" in grid:
         changes["strategy"] = _codes(grid["strategy"], STRATEGIES, "strategy")
+    if "zero_framework" in grid:
+        changes["framework"] = _codes(grid["zero_framework"], FRAMEWORKS, "zero_framework")
     if "algorithm" in grid:
         changes["algorithm"] = _codes(grid["algorithm"], ALGORITHMS, "algorithm")
     if "overlap" in grid:

@@ -187,3 +187,30 @@ def test_one_device_baseline_feeds_its_loader_from_all_the_servers_cores():
     assert eight.step_time_s == pytest.approx(32 / 420, rel=1e-9)
     assert eight.efficiency == pytest.approx(one.step_time_s / (32 / 420), rel=1e-9)
     assert eight.efficiency == pytest.approx(0.823, abs=0.001)
+
+
+def test_zero_framework_knob_in_predict_cli_and_sweep_agree(capsys):
+    from scalesim.cli.main import main
+    from scalesim.profiles import load_hardware, load_workload, profile_from_presets
+    from scalesim.sweep import sweep
+
+    profile = profile_from_presets(load_hardware("dgx-a100"), load_workload("gpt-7b"))
+    rows = {fw: predict(profile, Scenario(devices=[8, 1024], strategy="zero3", accumulation=4,
+                                          zero_framework=fw))
+            for fw in ("fsdp", "deepspeed")}
+    grid = sweep(profile, Scenario(devices=[8, 1024], strategy="zero3", accumulation=4),
+                 {"zero_framework": ["fsdp", "deepspeed"]})
+    for i, fw in enumerate(grid.columns["zero_framework"]):
+        want = next(r for r in rows[str(fw)] if r.devices == grid.columns["devices"][i])
+        assert grid.columns["step_time_s"][i] == pytest.approx(want.step_time_s, rel=1e-12)
+        assert grid.columns["memory_bytes"][i] == pytest.approx(want.memory_bytes, rel=1e-12)
+    # DeepSpeed reduces in every micro-step: more traffic, sharded (smaller) gradients
+    assert rows["deepspeed"][1].comm_bytes > rows["fsdp"][1].comm_bytes
+    assert rows["deepspeed"][1].memory_bytes < rows["fsdp"][1].memory_bytes
+    assert main(["predict", "--hardware", "dgx-a100", "--workload", "gpt-7b", "--strategy",
+                 "zero3", "--zero-framework", "deepspeed", "--devices", "8"]) == 0
+    assert "zero3 (deepspeed)" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as bad:
+        main(["predict", "--zero-framework", "megatron"])
+    assert bad.value.code == 2
+    assert "invalid choice: 'megatron'" in capsys.readouterr().err

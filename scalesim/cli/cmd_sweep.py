@@ -46,6 +46,7 @@ VALUE_FLAGS = {
     "global_batch_values": ("global_batch", parse_int_list),
     "accumulation_values": ("accumulation", parse_int_list),
     "strategy_values": ("strategy", _words),
+    "zero_framework_values": ("zero_framework", _words),
     "algorithm_values": ("algorithm", _words),
     "overlap_values": ("overlap", _on_off),
     "bucket_mib_values": ("bucket_mib", _floats),
