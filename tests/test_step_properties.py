@@ -95,6 +95,19 @@ def test_zero_efficiency_at_most_one_without_a_sharded_optimizer_step(inp, strat
 
 
 @settings(max_examples=150, deadline=None)
+@given(scenarios(loader_samples_per_s=np.inf), st.sampled_from([ZERO1, ZERO2, ZERO3]))
+def test_zero_beats_one_device_only_by_the_optimizer_work_it_shards(inp, strategy):
+    # One device: k*t + opt. A ZeRO device does at least k*t + opt/p, so its efficiency is at
+    # most (k*t + opt) / (k*t + opt/p), whatever the devices, links or framework.
+    inp = inp.replace(strategy=strategy)
+    _, _, efficiency = evaluate_scaling(inp)
+    k, p = inp.accumulation, inp.devices
+    t = inp.overhead_s + inp.per_sample_s * inp.micro_batch
+    bound = (k * t + inp.optimizer_step_s) / (k * t + inp.optimizer_step_s / p)
+    assert 0.0 < _f(efficiency) <= bound * (1 + 1e-12)
+
+
+@settings(max_examples=150, deadline=None)
 @given(scenarios(), st.floats(1.0, 10.0), st.sampled_from(["intra_busbw_GBps", "inter_busbw_GBps"]))
 def test_more_bandwidth_never_slower(inp, factor, field):
     faster = inp.replace(**{field: getattr(inp, field) * factor})
