@@ -44,6 +44,8 @@ INTRA_LINKS: dict[str, tuple[float, float | None, str, float]] = {
                       "2018-03, vendor spec)", 2e-6),
     "nvswitch-a100": (300.0, 230.0, _NCCL_149, 2e-6),
     "nvswitch-h100": (450.0, 370.0, _NCCL_212, 2e-6),
+    "nvl72-gb200": (900.0, None, "GB200 NVL72: fifth-generation NVLink, 1.8 TB/s bidirectional "
+                    "per GPU (NVIDIA GB200 NVL72 datasheet)", 2e-6),
 }
 
 
@@ -67,7 +69,7 @@ def intra_link(kind: str) -> LinkLevel:
 HOST_PCIE_OF_INTRA: dict[str, str] = {
     "pcie3": "pcie3", "pcie4": "pcie4", "pcie5": "pcie5",
     "nvlink1": "pcie3", "nvlink2": "pcie3", "nvswitch-v100": "pcie3",
-    "nvswitch-a100": "pcie4", "nvswitch-h100": "pcie5",
+    "nvswitch-a100": "pcie4", "nvswitch-h100": "pcie5", "nvl72-gb200": "pcie5",
 }
 
 
@@ -85,6 +87,7 @@ def host_link(intra_kind: str) -> LinkLevel:
 # listed word must appear, case-insensitive; the first match wins). Used to estimate the
 # optimizer step (``scalesim.model.compute.optimizer_roofline_s``) where nothing measured it.
 MEMORY_BANDWIDTH_GBPS: list[tuple[tuple[str, ...], float, str]] = [
+    (("GB200",), 8000.0, "NVIDIA GB200 NVL72 datasheet: 8 TB/s HBM3e per GPU"),
     (("H100",), 3350.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 SXM 80 GB HBM3, 3.35 TB/s"),
     (("A100", "PCIe", "80GB"), 1935.0, "NVIDIA A100 datasheet: A100 80GB PCIe, 1,935 GB/s"),
     (("A100", "80GB"), 2039.0, "NVIDIA A100 datasheet: A100 80GB SXM, 2,039 GB/s"),
@@ -93,6 +96,28 @@ MEMORY_BANDWIDTH_GBPS: list[tuple[tuple[str, ...], float, str]] = [
     (("P100",), 732.0, "NVIDIA Tesla P100 datasheet: 732 GB/s (SXM2 and PCIe 16 GB)"),
     (("K80",), 240.0, "NVIDIA Tesla K80 datasheet: 480 GB/s per board of two GK210 devices"),
 ]
+
+
+# Dense tensor-core peak of one device, TFLOP/s, 16-bit (bf16/fp16) and fp8, from the vendors'
+# datasheets (without sparsity), matched like MEMORY_BANDWIDTH_GBPS.
+PEAK_TFLOPS: list[tuple[tuple[str, ...], float, float | None, str]] = [
+    (("GB200",), 2500.0, 5000.0, "NVIDIA GB200 NVL72 datasheet: 180 PFLOPS FP16/BF16 and 360 "
+     "PFLOPS FP8 dense over 72 GPUs"),
+    (("H100",), 989.0, 1979.0, "NVIDIA H100 datasheet (SXM): 989 TFLOPS BF16, 1,979 FP8 dense"),
+    (("A100",), 312.0, None, "NVIDIA A100 datasheet: 312 TFLOPS BF16/FP16 dense, no FP8"),
+    (("V100",), 125.0, None, "NVIDIA V100 datasheet (SXM2): 125 TFLOPS FP16 tensor"),
+]
+
+
+def peak_tflops_of(device_name: str, fp8: bool = False) -> tuple[float, str] | None:
+    """(dense TFLOP/s, source) of ``device_name`` at 16-bit or fp8 precision, or None."""
+    name = device_name.lower().replace(" ", "").replace("-", "")
+    for words, bf16, f8, source in PEAK_TFLOPS:
+        if all(word.lower() in name for word in words):
+            if fp8 and f8 is None:
+                return None
+            return (f8 if fp8 else bf16), source
+    return None
 
 
 def memory_bandwidth_of(device_name: str) -> tuple[float, str] | None:
