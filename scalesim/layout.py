@@ -51,6 +51,8 @@ class ParallelLayout(BaseModel):
     recompute: Recompute = "none"
     sequence_parallel: bool = Field(default=False, description="Megatron sequence parallelism "
                                     "inside the tensor-parallel group")
+    tp_overlap: bool = Field(default=False, description="tensor-parallel collectives overlapped "
+                             "with the matmuls (Transformer Engine userbuffers)")
 
     @property
     def devices(self) -> int:

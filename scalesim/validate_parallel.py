@@ -44,6 +44,8 @@ DEFAULT_GBIT_PER_NIC = {"A100": 200.0, "H100": 400.0, "GB200": 400.0}  # DGX A10
 DEFAULT_MICRO_BATCH = 1
 DEFAULT_RECOMPUTE = "none"  # a null recompute: none (Megatron-Core's default)
 FLASH_ATTENTION_FROM_YEAR = 2022  # sources from 2022 on use fused (flash) attention (Dao 2022)
+TP_OVERLAP_FROM_YEAR = 2024  # Megatron-Core + Transformer Engine runs overlap tp collectives
+# with the matmuls (userbuffers; on in NeMo / Megatron-Bridge performance recipes)
 EFFICIENCY_BOUNDS = (0.02, 1.0)  # where the anchor's efficiency is searched
 TARGETS = {"median_abs_pct": 5.0, "mean_abs_pct": 8.0, "max_abs_pct": 20.0}
 
@@ -60,6 +62,7 @@ DEFAULTS = {
                     "no biases, untied output, rotary); else GPT conventions (LayerNorm, biases, "
                     "tied, learned positions)",
     "flash_attention": f"sources dated {FLASH_ATTENTION_FROM_YEAR} or later",
+    "tp_overlap": f"sources dated {TP_OVERLAP_FROM_YEAR} or later",
     "peak": "datasheet dense 16-bit peak (fp8: fp8 peak) of the GPU",
     "memory_bandwidth": "datasheet memory bandwidth of the GPU",
     "comm_compute_contention": GPU_COMM_CONTENTION,
@@ -220,9 +223,11 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
     v = lay.virtual_stages or (2 if schedule == "interleaved" else 1)
     if schedule != "interleaved":
         v = 1
+    tp_overlap = year is not None and year >= TP_OVERLAP_FROM_YEAR and lay.tp > 1
     layout = ParallelLayout(dp=lay.dp, tp=lay.tp, pp=lay.pp, cp=lay.cp, zero=lay.zero,
                             micro_batch=micro, global_batch=lay.global_batch, schedule=schedule,
-                            virtual_stages=v, recompute=recompute, sequence_parallel=sp)
+                            virtual_stages=v, recompute=recompute, sequence_parallel=sp,
+                            tp_overlap=tp_overlap)
     for problem in layout_problems(layout, hw.gpus_per_node, heads=m.heads, kv_heads=kv,
                                    seq_len=m.seq_len):
         flags.append(f"layout note (predicted as published): {problem}")
@@ -253,7 +258,7 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         flash_attention=flash, params=params,
         dp=lay.dp, tp=lay.tp, pp=lay.pp, cp=lay.cp, zero=lay.zero, micro_batch=micro,
         global_batch=lay.global_batch, schedule=SCHEDULES[schedule], virtual_stages=v,
-        recompute=RECOMPUTE[recompute], sequence_parallel=sp,
+        recompute=RECOMPUTE[recompute], sequence_parallel=sp, tp_overlap=tp_overlap,
         devices_per_node=min(hw.gpus_per_node, lay.devices),
         peak_flops_per_s=peak[0] * 1e12, efficiency=1.0,
         memory_bandwidth_GBps=bandwidth[0], intra_latency_s=intra.latency_s,

@@ -35,8 +35,6 @@ from scalesim.model.tensor_parallel import tp_comm_per_layer_s
 
 GIB = 1024**3
 ACTIVATION_BYTES = 2.0  # 16-bit activations
-ELEMENTWISE_PASSES = 5.0  # stored activation bytes moved per step: written and read in forward
-# (2), read, gradient read and written in backward (3)
 LOGIT_BYTES = 4.0  # fp32 logits for the loss, per vocabulary entry per token
 FRAMEWORK_BYTES = 2.0 * GIB  # CUDA context, NCCL and communication buffers, allocator slack
 ZERO3_PREFETCH_LAYERS = 2.0  # FSDP holds the current and the prefetched layer's full weights
@@ -90,6 +88,7 @@ class LayoutInputs:
     device_cv: object = 0.0  # std/mean of device speeds
     loader_samples_per_s: object = np.inf  # per model replica
     framework_bytes: object = FRAMEWORK_BYTES
+    tp_overlap: object = False  # tensor-parallel collectives overlapped with the matmuls
 
     def replace(self, **changes) -> LayoutInputs:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -128,7 +127,8 @@ def _f(x):
 
 
 def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_per_s):
-    """(forward, backward, recompute) seconds of one layer for one micro-batch on one device."""
+    """(forward, backward, recompute, matmul) seconds of one layer for one micro-batch on one
+    device; ``matmul`` is the weight matmuls' share of the three (what can hide tp traffic)."""
     h, a, kv, f, t = _f(x.hidden), _f(x.heads), _f(x.kv_heads), _f(x.ffn_hidden), _f(x.tp)
     seq = _f(x.seq_len)
     up = np.where(np.asarray(x.gated, dtype=bool), 2.0, 1.0) * f
@@ -137,19 +137,17 @@ def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_per_s):
              + gemm_s(tokens, up / t, h, flops_per_s, mem_per_s)
              + gemm_s(tokens, h, f / t, flops_per_s, mem_per_s))
     core = 4.0 * tokens * seq * h / t / flops_per_s  # scores and scores x V, per device
-    stored = tf.activation_bytes_per_layer(
-        _f(x.micro_batch), seq / _f(x.cp), h, a, kv, f, x.gated, t, x.sequence_parallel,
-        tf.RECOMPUTE_NONE, x.flash_attention)
-    scores = np.where(np.asarray(x.flash_attention, dtype=bool), 0.0,
-                      5.0 * a * seq / (h * t) * tokens * h)
-    elementwise = memory_bound_s(ELEMENTWISE_PASSES * stored, mem_per_s)
-    forward = gemms + core + 0.4 * elementwise
-    backward = 2.0 * (gemms + core) + 0.6 * elementwise
+    other, scores = tf.elementwise_forward_bytes_per_token(
+        h, a, f, x.gated, seq, t, x.sequence_parallel, x.flash_attention)
+    elementwise = memory_bound_s((other + scores) * tokens, mem_per_s)
+    score_s = memory_bound_s(scores * tokens, mem_per_s)
+    forward = gemms + core + elementwise
+    backward = 2.0 * (gemms + core) + tf.BACKWARD_ELEMENTWISE_FACTOR * elementwise
     r = np.asarray(x.recompute)
-    selective = core + memory_bound_s(2.0 * scores, mem_per_s)
     recompute = np.select([r == tf.RECOMPUTE_FULL, r == tf.RECOMPUTE_SELECTIVE],
-                          [forward, selective], 0.0)
-    return forward, backward, recompute
+                          [forward, core + score_s], 0.0)
+    matmul = gemms * np.where(r == tf.RECOMPUTE_FULL, 4.0, 3.0)
+    return forward, backward, recompute, matmul
 
 
 def _logits_s(x: LayoutInputs, tokens, flops_per_s, mem_per_s):
@@ -183,7 +181,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     tokens = b * _f(x.seq_len) / _f(cp)  # tokens of one micro-batch on one device
 
     # --- compute of one micro-batch on the fullest stage and on an average one
-    fwd, bwd, rec = _layer_times(x, tokens, flops_per_s, mem_per_s)
+    fwd, bwd, rec, matmul = _layer_times(x, tokens, flops_per_s, mem_per_s)
     layer_s = fwd + bwd + rec
     chunk_layers = np.ceil(L / (_f(pp) * v))
     stage_layers = chunk_layers * v
@@ -192,6 +190,11 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
                                    x.sequence_parallel, x.intra_latency_s, x.intra_busbw_GBps,
                                    ACTIVATION_BYTES)
     tp_layer = np.where(tp > 1, tp_layer, 0.0)
+    # overlapped (Transformer Engine userbuffers): hidden behind the layer's matmuls but for
+    # what they cannot cover and the contention share of the hidden part
+    hidden_tp = np.minimum(tp_layer, matmul)
+    tp_layer = np.where(np.asarray(x.tp_overlap, dtype=bool),
+                        tp_layer - hidden_tp + _f(x.comm_contention) * hidden_tp, tp_layer)
     last_stage_layers = np.maximum(L - (_f(pp) - 1.0) * stage_layers, 1.0)
     last_stage_layers = np.where(pp > 1, np.minimum(last_stage_layers, stage_layers), L)
     slowest_compute = np.maximum(stage_layers * layer_s,

@@ -140,3 +140,31 @@ def activation_bytes_per_layer(micro_batch, seq_len, hidden, heads, kv_heads, ff
     full = 2.0 / np.where(sp, t, 1.0)
     per_sbh = np.where(r == RECOMPUTE_FULL, full, per_sbh)
     return s * b * h * per_sbh
+
+
+# Bytes per token of one layer's memory-bound (elementwise) kernels in forward, 16-bit tensors,
+# kernel by kernel as Megatron-LM runs a layer (fused bias-GeLU, fused scale-mask-softmax,
+# fused bias-dropout-add): two norms read and write h (2 x 4h), two bias-dropout-adds read the
+# output and the residual and write the sum and a 1-byte mask (2 x 7h), the MLP activation reads
+# and writes f (4f; SwiGLU reads gate and up, writes their product: 6f), and without fused
+# (flash) attention the a x s scores per token are written by their matmul, read and written by
+# the softmax, read and written by dropout (+ 1-byte mask) and read by the product with V (13as).
+# Backward moves about twice the forward's bytes (reads the saved input and the incoming
+# gradient, writes the outgoing gradient).
+NORM_AND_RESIDUAL_BYTES_PER_H = 22.0
+SCORE_BYTES_PER_AS = 13.0
+BACKWARD_ELEMENTWISE_FACTOR = 2.0
+
+
+def elementwise_forward_bytes_per_token(hidden, heads, ffn_hidden, gated, seq_len,
+                                        tensor_parallel=1, sequence_parallel=False,
+                                        flash_attention=False):
+    """(bytes outside attention scores, bytes of attention scores) one device's elementwise
+    kernels move per token of one layer in forward. Tensor parallelism splits the MLP and
+    score work; the norms and residual work only with sequence parallelism."""
+    h, a, f, s, t = _f(hidden), _f(heads), _f(ffn_hidden), _f(seq_len), _f(tensor_parallel)
+    sp = np.asarray(sequence_parallel, dtype=bool)
+    norms = NORM_AND_RESIDUAL_BYTES_PER_H * h / np.where(sp, t, 1.0)
+    mlp = np.where(np.asarray(gated, dtype=bool), 6.0, 4.0) * f / t
+    scores = np.where(np.asarray(flash_attention, dtype=bool), 0.0, SCORE_BYTES_PER_AS * a * s / t)
+    return norms + mlp, scores
