@@ -63,7 +63,8 @@ DEFAULTS = {
                     "tied, learned positions)",
     "flash_attention": f"sources dated {FLASH_ATTENTION_FROM_YEAR} or later",
     "tp_overlap": f"sources dated {TP_OVERLAP_FROM_YEAR} or later",
-    "peak": "datasheet dense 16-bit peak (fp8: fp8 peak) of the GPU",
+    "peak": "datasheet dense 16-bit peak of the GPU (fp8: the fp8 peak for weight matmuls, the "
+            "16-bit peak for the attention core)",
     "memory_bandwidth": "datasheet memory bandwidth of the GPU",
     "comm_compute_contention": GPU_COMM_CONTENTION,
     "device_speed_cv": DEVICE_SPEED_CV,
@@ -237,6 +238,7 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
     if peak is None:
         raise ScalesimError(f"case {case.id!r}: no datasheet peak for GPU '{hw.gpu}'"
                             f"{' at fp8' if fp8 else ''}")
+    core_peak = peak_tflops_of(hw.gpu, False) if fp8 else peak
     bandwidth = memory_bandwidth_of(hw.gpu)
     if bandwidth is None:
         raise ScalesimError(f"case {case.id!r}: no datasheet memory bandwidth for '{hw.gpu}'")
@@ -261,6 +263,7 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         recompute=RECOMPUTE[recompute], sequence_parallel=sp, tp_overlap=tp_overlap,
         devices_per_node=min(hw.gpus_per_node, lay.devices),
         peak_flops_per_s=peak[0] * 1e12, efficiency=1.0,
+        attention_peak_flops_per_s=core_peak[0] * 1e12,
         memory_bandwidth_GBps=bandwidth[0], intra_latency_s=intra.latency_s,
         intra_busbw_GBps=intra.busbw_GBps, inter_latency_s=inter.latency_s,
         inter_busbw_GBps=inter.busbw_GBps, comm_contention=GPU_COMM_CONTENTION,

@@ -37,6 +37,7 @@ GIB = 1024**3
 ACTIVATION_BYTES = 2.0  # 16-bit activations
 LOGIT_BYTES = 4.0  # fp32 logits for the loss, per vocabulary entry per token
 FRAMEWORK_BYTES = 2.0 * GIB  # CUDA context, NCCL and communication buffers, allocator slack
+FLASH_BACKWARD_FACTOR = 2.5  # flash attention backward FLOPs over its forward (5 vs 2 matmuls)
 ZERO3_PREFETCH_LAYERS = 2.0  # FSDP holds the current and the prefetched layer's full weights
 
 
@@ -89,6 +90,9 @@ class LayoutInputs:
     loader_samples_per_s: object = np.inf  # per model replica
     framework_bytes: object = FRAMEWORK_BYTES
     tp_overlap: object = False  # tensor-parallel collectives overlapped with the matmuls
+    attention_peak_flops_per_s: object = None  # attention core's peak (None: peak_flops_per_s;
+    # fp8 runs keep the attention core in 16-bit: Transformer Engine's fp8 recipes cast Linear
+    # layers only)
 
     def replace(self, **changes) -> LayoutInputs:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -126,7 +130,7 @@ def _f(x):
     return np.asarray(x, dtype=float)
 
 
-def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_per_s):
+def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_per_s, core_flops_per_s):
     """(forward, backward, recompute, matmul) seconds of one layer for one micro-batch on one
     device; ``matmul`` is the weight matmuls' share of the three (what can hide tp traffic)."""
     h, a, kv, f, t = _f(x.hidden), _f(x.heads), _f(x.kv_heads), _f(x.ffn_hidden), _f(x.tp)
@@ -136,13 +140,17 @@ def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_per_s):
              + gemm_s(tokens, h, h / t, flops_per_s, mem_per_s)
              + gemm_s(tokens, up / t, h, flops_per_s, mem_per_s)
              + gemm_s(tokens, h, f / t, flops_per_s, mem_per_s))
-    core = 4.0 * tokens * seq * h / t / flops_per_s  # scores and scores x V, per device
+    core = 4.0 * tokens * seq * h / t / core_flops_per_s  # scores and scores x V, per device
     other, scores = tf.elementwise_forward_bytes_per_token(
         h, a, f, x.gated, seq, t, x.sequence_parallel, x.flash_attention)
     elementwise = memory_bound_s((other + scores) * tokens, mem_per_s)
     score_s = memory_bound_s(scores * tokens, mem_per_s)
     forward = gemms + core + elementwise
-    backward = 2.0 * (gemms + core) + tf.BACKWARD_ELEMENTWISE_FACTOR * elementwise
+    # fused (flash) attention recomputes the scores in backward: 5 matmuls against 2 forward
+    # (Dao et al. 2022, arXiv 2205.14135, §3.1; Dao 2023, FlashAttention-2 §3.1.2)
+    core_backward = np.where(np.asarray(x.flash_attention, dtype=bool),
+                             FLASH_BACKWARD_FACTOR, 2.0) * core
+    backward = 2.0 * gemms + core_backward + tf.BACKWARD_ELEMENTWISE_FACTOR * elementwise
     r = np.asarray(x.recompute)
     recompute = np.select([r == tf.RECOMPUTE_FULL, r == tf.RECOMPUTE_SELECTIVE],
                           [forward, core + score_s], 0.0)
@@ -181,7 +189,10 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     tokens = b * _f(x.seq_len) / _f(cp)  # tokens of one micro-batch on one device
 
     # --- compute of one micro-batch on the fullest stage and on an average one
-    fwd, bwd, rec, matmul = _layer_times(x, tokens, flops_per_s, mem_per_s)
+    core_peak = x.peak_flops_per_s if x.attention_peak_flops_per_s is None else (
+        x.attention_peak_flops_per_s)
+    fwd, bwd, rec, matmul = _layer_times(x, tokens, flops_per_s, mem_per_s,
+                                         _f(core_peak) * _f(x.efficiency))
     layer_s = fwd + bwd + rec
     chunk_layers = np.ceil(L / (_f(pp) * v))
     stage_layers = chunk_layers * v
