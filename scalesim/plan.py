@@ -26,8 +26,8 @@ from scalesim.schemas import Hardware, TransformerShape
 
 # Sustained share of the datasheet peak that large matmuls reach when nothing calibrated it: the
 # median of the efficiencies the anchors of the published model-parallel cases pin
-# (../shared/validation/parallel_cases.json, docs/validation.md: 0.40 to 0.76, median 0.56).
-DEFAULT_MATMUL_EFFICIENCY = 0.56
+# (../shared/validation/parallel_cases.json, docs/validation.md: 0.41 to 0.77, median 0.69).
+DEFAULT_MATMUL_EFFICIENCY = 0.69
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
 VIRTUAL_STAGES = (2, 3, 4, 6, 8)
 SCHEDULE_CHOICES = (("none", 1), ("gpipe", 1), ("1f1b", 1), ("zb", 1)) + tuple(
