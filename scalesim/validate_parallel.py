@@ -204,6 +204,8 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
 
     params = float(parameter_count(m.layers, m.hidden, m.heads, kv, ffn, gated, m.seq_len, vocab,
                                    not gated, not gated, not gated, not gated))
+    if lay.ep > 1:
+        flags.append(f"expert parallelism ep {lay.ep} is not modelled (dense layers assumed)")
     micro = lay.micro_batch
     if micro is None:
         micro = DEFAULT_MICRO_BATCH

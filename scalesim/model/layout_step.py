@@ -166,8 +166,8 @@ def _logits_s(x: LayoutInputs, tokens, flops_per_s, mem_per_s):
 
 
 def _group_link(x: LayoutInputs, size, stride):
-    """(members per node, nodes, latency, busbw share) of a group; across servers the group gets
-    its members' share of the node's NICs (every group of the node communicates at once)."""
+    """(members per node, nodes, inter-server busbw share) of a group; across servers the group
+    gets its members' share of the node's NICs (every group of the node communicates at once)."""
     g = _f(x.devices_per_node)
     per_node, nodes = group_span(np.asarray(size, dtype=int), np.asarray(stride, dtype=int),
                                  np.asarray(x.devices_per_node, dtype=int))
@@ -231,9 +231,8 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     bubble = bubble_microbatches(x.schedule, pp, v) * average_mb
 
     # --- pipeline point-to-point (stride tp*cp*dp between stages)
-    pp_stride = strides(tp, cp, dp)[3]
-    per_node, nodes, inter_share = _group_link(x, 2, pp_stride)
-    cross = pp_stride >= np.asarray(x.devices_per_node)
+    per_node, _nodes, _share = _group_link(x, 2, strides(tp, cp, dp)[3])
+    cross = per_node < 2  # neighbouring stages sit on different servers
     p2p_bw = np.where(cross, _f(x.inter_busbw_GBps) / _f(x.devices_per_node),
                       _f(x.intra_busbw_GBps))
     p2p_lat = np.where(cross, _f(x.inter_latency_s), _f(x.intra_latency_s))
