@@ -96,3 +96,18 @@ def test_cli_bad_input_is_one_line_exit_2():
     out = _cli("--model", "gpt-1t", "--hardware", "dgx-a100", "--devices", "8",
                "--global-batch", "64")
     assert out.returncode == 2 and "no layout fits" in out.stderr
+
+
+def test_cli_reads_a_workload_file_with_a_shape(tmp_path):
+    from scalesim.presets import transformer_workload
+
+    path = tmp_path / "gpt.json"
+    path.write_text(transformer_workload("gpt-1.7b").model_dump_json())
+    out = _cli("--model", str(path), "--hardware", "dgx-a100", "--devices", "8,16",
+               "--global-batch", "64", "--top", "3")
+    assert out.returncode == 0, out.stderr
+    assert "best step" in out.stdout and out.stdout.count("\n") == 5
+    no_shape = tmp_path / "plain.json"
+    no_shape.write_text(json.dumps({"name": "x", "params": 1e9}))
+    out = _cli("--model", str(no_shape), "--devices", "8", "--global-batch", "64")
+    assert out.returncode == 2 and "no 'transformer' shape" in out.stderr
