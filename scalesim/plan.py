@@ -219,12 +219,17 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
         raise ScalesimError(f"efficiency {efficiency} must be in (0, 1]: a share of the peak")
     if rank_by not in ("throughput", "cost"):
         raise ScalesimError(f"rank_by '{rank_by}': use throughput or cost")
+    g = hardware.devices_per_node
+    for n in devices:
+        if n > g and n % g:
+            raise ScalesimError(f"devices {n} do not fill whole servers of {g} GPUs; give a "
+                                f"multiple of {g} above one server")
     setting = Setting(shape, hardware, global_batch, efficiency, fp8, params)
     grid = candidate_grid(sorted(set(devices)), setting, cp_values)
     if grid["dp"].size == 0:
         raise ScalesimError(f"no valid layout for devices {devices} and global batch "
-                            f"{global_batch} on servers of {hardware.devices_per_node}: the "
-                            "batch must be divisible by dp x micro-batch")
+                            f"{global_batch} on servers of {g}: no dp x micro-batch divides "
+                            "the global batch with a valid tp and pp")
     r = evaluate_layouts(_inputs(setting, **grid))
     devices_arr = grid["dp"] * grid["tp"] * grid["pp"] * grid["cp"]
     cost = devices_arr / r.samples_per_s * 1e6 / 3600.0

@@ -69,6 +69,8 @@ def test_plan_errors():
         plan(get_transformer("gpt-1t"), HARDWARE["dgx-a100"], [8], 64)
     with pytest.raises(ScalesimError, match="efficiency"):
         plan(TINY, SMALL_HW, [4], 16, efficiency=1.5)
+    with pytest.raises(ScalesimError, match="devices 6 do not fill whole servers of 4 GPUs"):
+        plan(TINY, SMALL_HW, [4, 6], 16)
 
 
 def _cli(*args):
