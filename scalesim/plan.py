@@ -86,6 +86,7 @@ class Setting:
     efficiency: float = DEFAULT_MATMUL_EFFICIENCY
     fp8: bool = False
     params: float | None = None  # default: the shape's count
+    tp_overlap: bool = False  # tensor-parallel collectives overlapped (Transformer Engine)
 
 
 def _peak_flops(hardware: Hardware, fp8: bool) -> float:
@@ -117,7 +118,7 @@ def _inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         intra_latency_s=hw.intra_node.latency_s, intra_busbw_GBps=hw.intra_node.busbw_GBps,
         inter_latency_s=hw.inter_node.latency_s, inter_busbw_GBps=hw.inter_node.busbw_GBps,
         device_memory_bytes=hw.device_memory_bytes, comm_contention=hw.comm_compute_contention,
-        device_cv=hw.device_speed_cv)
+        device_cv=hw.device_speed_cv, tp_overlap=setting.tp_overlap)
 
 
 def _layout_arrays(layouts: list[ParallelLayout]) -> dict[str, np.ndarray]:
@@ -204,12 +205,13 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
          efficiency: float = DEFAULT_MATMUL_EFFICIENCY, fp8: bool = False,
          rank_by: Literal["throughput", "cost"] = "throughput", top: int | None = 10,
          include_unfit: bool = False, params: float | None = None,
-         cp_values=(1,)) -> list[PlanRow]:
+         cp_values=(1,), tp_overlap: bool = False) -> list[PlanRow]:
     """Rank every valid layout of ``shape`` on each of ``devices`` for ``global_batch``.
 
     Fitting layouts first, best first (highest samples/s, or fewest device-hours per sample
     with ``rank_by='cost'``); with ``include_unfit`` the layouts that do not fit follow, most
-    memory-frugal first. Each row says why it loses to the best.
+    memory-frugal first. Each row says why it loses to the best. ``cp_values``: context-parallel
+    degrees to try; ``tp_overlap``: the framework overlaps tensor-parallel traffic.
     """
     if not devices or min(devices) < 1:
         raise ScalesimError("devices: give one or more device counts of 1 or more")
@@ -224,7 +226,7 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
         if n > g and n % g:
             raise ScalesimError(f"devices {n} do not fill whole servers of {g} GPUs; give a "
                                 f"multiple of {g} above one server")
-    setting = Setting(shape, hardware, global_batch, efficiency, fp8, params)
+    setting = Setting(shape, hardware, global_batch, efficiency, fp8, params, tp_overlap)
     grid = candidate_grid(sorted(set(devices)), setting, cp_values)
     if grid["dp"].size == 0:
         raise ScalesimError(f"no valid layout for devices {devices} and global batch "

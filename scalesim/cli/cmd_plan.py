@@ -46,6 +46,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "median pinned by the published model-parallel runs)")
     p.add_argument("--precision", choices=["bf16", "fp8"], default="bf16",
                    help="matmul precision: bf16/fp16 peak or fp8 peak (default bf16)")
+    p.add_argument("--cp", type=parse_int_list, default=[1],
+                   help="context-parallel degrees to try, e.g. 1,2,4 (default 1)")
+    p.add_argument("--tp-overlap", action="store_true",
+                   help="the framework overlaps tensor-parallel collectives with the matmuls "
+                   "(Transformer Engine userbuffers)")
     p.add_argument("--rank", choices=["throughput", "cost"], default="throughput",
                    help="throughput (samples/s) or cost (device-hours per sample)")
     p.add_argument("--top", type=positive_int, default=10, help="layouts to list (default 10)")
@@ -83,13 +88,13 @@ def _hardware(name: str):
 
 
 def render_text(rows, global_batch: int) -> str:
-    lines = [f"{'#':>3} {'GPUs':>5} {'dp':>4} {'tp':>3} {'pp':>3} {'zero':>4} {'mb':>3} "
+    lines = [f"{'#':>3} {'GPUs':>5} {'dp':>4} {'tp':>3} {'pp':>3} {'cp':>3} {'zero':>4} {'mb':>3} "
              f"{'acc':>4} {'schedule':<14} {'recomp':<9} {'sp':<3} {'step s':>8} "
              f"{'tokens/s':>10} {'MFU':>6} {'GiB':>6} {'fits':<4}  why"]
     for r in rows:
         sched = r.schedule if r.schedule != "interleaved" else f"interleaved/{r.virtual_stages}"
         lines.append(
-            f"{r.rank:>3} {r.devices:>5} {r.dp:>4} {r.tp:>3} {r.pp:>3} {r.zero:>4} "
+            f"{r.rank:>3} {r.devices:>5} {r.dp:>4} {r.tp:>3} {r.pp:>3} {r.cp:>3} {r.zero:>4} "
             f"{r.micro_batch:>3} {r.accumulation:>4} {sched:<14} {r.recompute:<9} "
             f"{'on' if r.sequence_parallel else 'off':<3} {r.step_time_s:>8.3f} "
             f"{r.tokens_per_s:>10.4g} {100 * r.mfu:>5.1f}% {r.memory_bytes / 2**30:>6.1f} "
@@ -110,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
     rows = plan(shape, _hardware(args.hardware), args.devices, args.global_batch,
                 efficiency=args.efficiency or DEFAULT_MATMUL_EFFICIENCY,
                 fp8=args.precision == "fp8", rank_by=args.rank, top=args.top,
-                include_unfit=args.all, params=params)
+                include_unfit=args.all, params=params, cp_values=tuple(args.cp),
+                tp_overlap=args.tp_overlap)
     if args.json:
         print(json.dumps([r.model_dump() for r in rows], indent=2))
     else:
