@@ -34,8 +34,9 @@ SCHEDULE_CHOICES = (("none", 1), ("gpipe", 1), ("1f1b", 1), ("zb", 1)) + tuple(
     ("interleaved", v) for v in VIRTUAL_STAGES)
 RECOMPUTE_CHOICES = ("none", "selective", "full")
 ZERO_CHOICES = (0, 1, 2, 3)
-PARTS = ("compute_s", "tp_comm_s", "bubble_s", "p2p_s", "dp_exposed_s", "straggler_s", "stall_s")
+PARTS = ("compute_s", "tp_comm_s", "cp_comm_s", "bubble_s", "p2p_s", "dp_exposed_s", "straggler_s", "stall_s")
 PART_NAMES = {"compute_s": "compute", "tp_comm_s": "tensor-parallel communication",
+              "cp_comm_s": "context-parallel communication",
               "bubble_s": "pipeline bubble", "p2p_s": "pipeline sends",
               "dp_exposed_s": "data-parallel exchange", "straggler_s": "straggler wait",
               "stall_s": "input stall"}

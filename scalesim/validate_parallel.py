@@ -357,7 +357,7 @@ def validate_parallel_cases(cases: list[ParallelCase]) -> ParallelReport:
         r = evaluate_layouts(x)
         predicted = metric_of(case, x, r)
         parts = {k: float(getattr(r, k)) for k in (
-            "compute_s", "tp_comm_s", "bubble_s", "p2p_s", "dp_exposed_s", "straggler_s",
+            "compute_s", "tp_comm_s", "cp_comm_s", "bubble_s", "p2p_s", "dp_exposed_s", "straggler_s",
             "stall_s")}
         if not np.isfinite(predicted) or predicted <= 0:
             raise ScalesimError(f"case {case.id!r}: the model gave a non-finite prediction")

@@ -54,6 +54,25 @@ def test_tp_comm_by_hand():
     assert sp == pytest.approx(none)  # RS + AG move what an all-reduce moves (ring)
 
 
+def test_context_parallel_ring_by_hand():
+    from scalesim.model.context_parallel import cp_comm_per_layer_s, kv_chunk_bytes
+
+    # b=1, s=8192 over c=4, GQA 8 of 64 heads, h=8192, t=2: K and V of 2048 tokens x 1024 / 2
+    size = kv_chunk_bytes(1, 8192, 8192, 64, 8, 2, 4)
+    assert size == 2 * 2048 * 1024 / 2 * 2
+    t = cp_comm_per_layer_s(size, 4, 2e-6, 100.0)
+    assert t == pytest.approx(3 * 3 * (2e-6 + size / 100e9))
+    assert cp_comm_per_layer_s(size, 1, 2e-6, 100.0) == 0
+
+
+def test_context_parallel_term_in_the_step():
+    base = dict(dp=2, cp=4, micro_batch=1, global_batch=8)
+    with_cp = evaluate_layouts(_inputs(**base))
+    assert float(with_cp.cp_comm_s) > 0
+    slow = evaluate_layouts(_inputs(**base).replace(intra_busbw_GBps=0.5))
+    assert float(slow.cp_comm_s) > float(with_cp.cp_comm_s)
+
+
 def test_gemm_roofline_by_hand_and_smaller_shards_are_less_efficient():
     t = gemm_s(4096, 1024, 8192, 1e15, 2e12)
     assert t == pytest.approx(2 * 4096 * 1024 * 8192 / 1e15
@@ -76,7 +95,7 @@ def _inputs(**layout):
     return LayoutInputs(**GPT, **base, **HW)
 
 
-PARTS = ("compute_s", "tp_comm_s", "bubble_s", "p2p_s", "dp_exposed_s", "straggler_s", "stall_s")
+PARTS = ("compute_s", "tp_comm_s", "cp_comm_s", "bubble_s", "p2p_s", "dp_exposed_s", "straggler_s", "stall_s")
 
 
 def test_parts_sum_to_step_and_throughput_is_batch_over_step():

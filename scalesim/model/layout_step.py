@@ -1,11 +1,13 @@
 """One training step of a transformer split by a parallel layout (dp x tp x pp x cp, ZeRO).
 
-    step = compute + tp_comm + bubble + p2p + dp_exposed + straggler + stall
+    step = compute + tp_comm + cp_comm + bubble + p2p + dp_exposed + straggler + stall
 
 - compute: m micro-batches of forward + backward (+ recompute) of the slowest pipeline stage's
   layers (the last stage also computes the logits), matrix multiplies at their per-device
   shapes (``matmul.gemm_s``), elementwise work memory-bound, plus the optimizer step;
 - tp_comm: the tensor-parallel collectives of those layers (``tensor_parallel``), exposed;
+- cp_comm: ring-attention sends of context parallelism not hidden behind attention
+  (``context_parallel``);
 - bubble: the schedule's fill and drain (``pipeline_schedule``) of an average stage;
 - p2p: pipeline sends between stages on the critical path;
 - dp_exposed: the data-parallel / ZeRO exchange of the local shard not hidden behind the last
@@ -28,6 +30,7 @@ from scalesim.layout import group_span, strides
 from scalesim.model import collectives as coll
 from scalesim.model import transformer as tf
 from scalesim.model.compute import optimizer_roofline_s
+from scalesim.model.context_parallel import cp_comm_per_layer_s, kv_chunk_bytes
 from scalesim.model.matmul import gemm_s, memory_bound_s
 from scalesim.model.pipeline_schedule import bubble_microbatches, microbatches_in_flight, p2p_s
 from scalesim.model.stragglers import straggler_wait_s
@@ -102,11 +105,12 @@ class LayoutInputs:
 
 @dataclass(frozen=True)
 class LayoutResult:
-    """Arrays of the broadcast shape; the seven time parts sum to ``step_time_s``."""
+    """Arrays of the broadcast shape; the eight time parts sum to ``step_time_s``."""
 
     step_time_s: np.ndarray
     compute_s: np.ndarray
     tp_comm_s: np.ndarray
+    cp_comm_s: np.ndarray
     bubble_s: np.ndarray
     p2p_s: np.ndarray
     dp_exposed_s: np.ndarray
@@ -131,8 +135,9 @@ def _f(x):
 
 
 def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_per_s, core_flops_per_s):
-    """(forward, backward, recompute, matmul) seconds of one layer for one micro-batch on one
-    device; ``matmul`` is the weight matmuls' share of the three (what can hide tp traffic)."""
+    """(forward, backward, recompute, matmul, attention) seconds of one layer for one
+    micro-batch on one device; ``matmul`` is the weight matmuls' share of the three (what can
+    hide tp traffic), ``attention`` the attention core's (what hides ring-attention sends)."""
     h, a, kv, f, t = _f(x.hidden), _f(x.heads), _f(x.kv_heads), _f(x.ffn_hidden), _f(x.tp)
     seq = _f(x.seq_len)
     up = np.where(np.asarray(x.gated, dtype=bool), 2.0, 1.0) * f
@@ -155,7 +160,7 @@ def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_per_s, core_flops_per
     recompute = np.select([r == tf.RECOMPUTE_FULL, r == tf.RECOMPUTE_SELECTIVE],
                           [forward, core + score_s], 0.0)
     matmul = gemms * np.where(r == tf.RECOMPUTE_FULL, 4.0, 3.0)
-    return forward, backward, recompute, matmul
+    return forward, backward, recompute, matmul, core + core_backward
 
 
 def _logits_s(x: LayoutInputs, tokens, flops_per_s, mem_per_s):
@@ -191,7 +196,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # --- compute of one micro-batch on the fullest stage and on an average one
     core_peak = x.peak_flops_per_s if x.attention_peak_flops_per_s is None else (
         x.attention_peak_flops_per_s)
-    fwd, bwd, rec, matmul = _layer_times(x, tokens, flops_per_s, mem_per_s,
+    fwd, bwd, rec, matmul, attention = _layer_times(x, tokens, flops_per_s, mem_per_s,
                                          _f(core_peak) * _f(x.efficiency))
     layer_s = fwd + bwd + rec
     chunk_layers = np.ceil(L / (_f(pp) * v))
@@ -206,13 +211,24 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     hidden_tp = np.minimum(tp_layer, matmul)
     tp_layer = np.where(np.asarray(x.tp_overlap, dtype=bool),
                         tp_layer - hidden_tp + _f(x.comm_contention) * hidden_tp, tp_layer)
+    # context parallelism: ring-attention sends behind the attention core (stride tp)
+    cp_per_node, _cp_nodes, _ = _group_link(x, cp, tp)
+    cp_cross = (cp > 1) & (cp_per_node < cp)
+    cp_bw = np.where(cp_cross, _f(x.inter_busbw_GBps) / _f(x.devices_per_node),
+                     _f(x.intra_busbw_GBps))
+    cp_lat = np.where(cp_cross, _f(x.inter_latency_s), _f(x.intra_latency_s))
+    cp_layer = cp_comm_per_layer_s(kv_chunk_bytes(b, x.seq_len, x.hidden, x.heads, x.kv_heads,
+                                                  tp, cp, ACTIVATION_BYTES), cp, cp_lat, cp_bw)
+    hidden_cp = np.minimum(cp_layer, attention)
+    cp_layer = cp_layer - hidden_cp + _f(x.comm_contention) * hidden_cp
     last_stage_layers = np.maximum(L - (_f(pp) - 1.0) * stage_layers, 1.0)
     last_stage_layers = np.where(pp > 1, np.minimum(last_stage_layers, stage_layers), L)
     slowest_compute = np.maximum(stage_layers * layer_s,
                                  last_stage_layers * layer_s + logits)
     slowest_compute = np.where(pp > 1, slowest_compute, L * layer_s + logits)
     slowest_tp = np.where(pp > 1, stage_layers, L) * tp_layer
-    average_mb = (L * (layer_s + tp_layer) + logits) / _f(pp)
+    slowest_cp = np.where(pp > 1, stage_layers, L) * cp_layer
+    average_mb = (L * (layer_s + tp_layer + cp_layer) + logits) / _f(pp)
 
     # --- model states of the fullest stage (embedding on the first, output layer on the last)
     layer_params = (tf.layer_matmul_weights(x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated)
@@ -228,6 +244,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
 
     compute = m * slowest_compute + optimizer_s
     tp_comm = m * slowest_tp
+    cp_comm = m * slowest_cp
     bubble = bubble_microbatches(x.schedule, pp, v) * average_mb
 
     # --- pipeline point-to-point (stride tp*cp*dp between stages)
@@ -264,7 +281,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     dp_exposed = exposed + _f(x.comm_contention) * (total - exposed)
 
     # --- stragglers and input stall
-    busy = compute + tp_comm + bubble + p2p + dp_exposed
+    busy = compute + tp_comm + cp_comm + bubble + p2p + dp_exposed
     straggler = straggler_wait_s(devices, _f(x.device_cv) * compute, 0.0)
     load_s = gb / (_f(dp) * _f(x.loader_samples_per_s))
     stall = np.maximum(load_s - (busy + straggler), 0.0)
@@ -303,7 +320,8 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     out_shape = np.broadcast(step, memory).shape
     return LayoutResult(
         step_time_s=full(step, out_shape), compute_s=full(compute, out_shape),
-        tp_comm_s=full(tp_comm, out_shape), bubble_s=full(bubble, out_shape),
+        tp_comm_s=full(tp_comm, out_shape), cp_comm_s=full(cp_comm, out_shape),
+        bubble_s=full(bubble, out_shape),
         p2p_s=full(p2p, out_shape), dp_exposed_s=full(dp_exposed, out_shape),
         straggler_s=full(straggler, out_shape), stall_s=full(stall, out_shape),
         samples_per_s=full(samples, out_shape), tokens_per_s=full(tokens_per_s, out_shape),
