@@ -265,8 +265,8 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     rs_a, rs_c = coll.reduce_scatter_coeffs(*lat_args)
     units = np.where(pp > 1, stage_layers, L)  # FSDP / bucket units: one per layer
     one_pass = np.where((dp * cp) > 1, units * rs_a + rs_c * grad_bytes, 0.0)  # RS or AG
-    fwd_mb = np.where(pp > 1, stage_layers, L) * (fwd + rec)
-    bwd_mb = np.where(pp > 1, stage_layers, L) * bwd
+    fwd_mb = np.where(pp > 1, stage_layers, L) * fwd
+    bwd_mb = np.where(pp > 1, stage_layers, L) * (bwd + rec)  # recompute runs in backward
     window_b = bwd_mb / v  # backward of the last micro-batch's chunk on the first stage
     ddp_total = allreduce
     ddp_exposed = np.maximum(ddp_total - window_b, 0.0)
