@@ -119,7 +119,9 @@ def _inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         intra_latency_s=hw.intra_node.latency_s, intra_busbw_GBps=hw.intra_node.busbw_GBps,
         inter_latency_s=hw.inter_node.latency_s, inter_busbw_GBps=hw.inter_node.busbw_GBps,
         device_memory_bytes=hw.device_memory_bytes, comm_contention=hw.comm_compute_contention,
-        device_cv=hw.device_speed_cv, tp_overlap=setting.tp_overlap)
+        device_cv=hw.device_speed_cv, tp_overlap=setting.tp_overlap,
+        # fp8 recipes cast the Linear layers only: the attention core stays at the 16-bit peak
+        attention_peak_flops_per_s=_peak_flops(hw, False))
 
 
 def _layout_arrays(layouts: list[ParallelLayout]) -> dict[str, np.ndarray]:
