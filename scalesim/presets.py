@@ -21,7 +21,7 @@ Ethernet. They matter only for small messages; calibrate to replace them.
 from __future__ import annotations
 
 from scalesim.errors import ScalesimError
-from scalesim.schemas import Hardware, LinkLevel, ReferenceThroughput, Workload
+from scalesim.schemas import Hardware, LinkLevel, ReferenceThroughput, TransformerShape, Workload
 
 GIB = 1024**3
 INTRA_EFFICIENCY = 0.8
@@ -44,6 +44,8 @@ INTRA_LINKS: dict[str, tuple[float, float | None, str, float]] = {
                       "2018-03, vendor spec)", 2e-6),
     "nvswitch-a100": (300.0, 230.0, _NCCL_149, 2e-6),
     "nvswitch-h100": (450.0, 370.0, _NCCL_212, 2e-6),
+    "nvl72-gb200": (900.0, None, "GB200 NVL72: fifth-generation NVLink, 1.8 TB/s bidirectional "
+                    "per GPU (NVIDIA GB200 NVL72 datasheet)", 2e-6),
 }
 
 
@@ -67,7 +69,7 @@ def intra_link(kind: str) -> LinkLevel:
 HOST_PCIE_OF_INTRA: dict[str, str] = {
     "pcie3": "pcie3", "pcie4": "pcie4", "pcie5": "pcie5",
     "nvlink1": "pcie3", "nvlink2": "pcie3", "nvswitch-v100": "pcie3",
-    "nvswitch-a100": "pcie4", "nvswitch-h100": "pcie5",
+    "nvswitch-a100": "pcie4", "nvswitch-h100": "pcie5", "nvl72-gb200": "pcie5",
 }
 
 
@@ -85,6 +87,7 @@ def host_link(intra_kind: str) -> LinkLevel:
 # listed word must appear, case-insensitive; the first match wins). Used to estimate the
 # optimizer step (``scalesim.model.compute.optimizer_roofline_s``) where nothing measured it.
 MEMORY_BANDWIDTH_GBPS: list[tuple[tuple[str, ...], float, str]] = [
+    (("GB200",), 8000.0, "NVIDIA GB200 NVL72 datasheet: 8 TB/s HBM3e per GPU"),
     (("H100",), 3350.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 SXM 80 GB HBM3, 3.35 TB/s"),
     (("A100", "PCIe", "80GB"), 1935.0, "NVIDIA A100 datasheet: A100 80GB PCIe, 1,935 GB/s"),
     (("A100", "80GB"), 2039.0, "NVIDIA A100 datasheet: A100 80GB SXM, 2,039 GB/s"),
@@ -93,6 +96,28 @@ MEMORY_BANDWIDTH_GBPS: list[tuple[tuple[str, ...], float, str]] = [
     (("P100",), 732.0, "NVIDIA Tesla P100 datasheet: 732 GB/s (SXM2 and PCIe 16 GB)"),
     (("K80",), 240.0, "NVIDIA Tesla K80 datasheet: 480 GB/s per board of two GK210 devices"),
 ]
+
+
+# Dense tensor-core peak of one device, TFLOP/s, 16-bit (bf16/fp16) and fp8, from the vendors'
+# datasheets (without sparsity), matched like MEMORY_BANDWIDTH_GBPS.
+PEAK_TFLOPS: list[tuple[tuple[str, ...], float, float | None, str]] = [
+    (("GB200",), 2500.0, 5000.0, "NVIDIA GB200 NVL72 datasheet: 180 PFLOPS FP16/BF16 and 360 "
+     "PFLOPS FP8 dense over 72 GPUs"),
+    (("H100",), 989.0, 1979.0, "NVIDIA H100 datasheet (SXM): 989 TFLOPS BF16, 1,979 FP8 dense"),
+    (("A100",), 312.0, None, "NVIDIA A100 datasheet: 312 TFLOPS BF16/FP16 dense, no FP8"),
+    (("V100",), 125.0, None, "NVIDIA V100 datasheet (SXM2): 125 TFLOPS FP16 tensor"),
+]
+
+
+def peak_tflops_of(device_name: str, fp8: bool = False) -> tuple[float, str] | None:
+    """(dense TFLOP/s, source) of ``device_name`` at 16-bit or fp8 precision, or None."""
+    name = device_name.lower().replace(" ", "").replace("-", "")
+    for words, bf16, f8, source in PEAK_TFLOPS:
+        if all(word.lower() in name for word in words):
+            if fp8 and f8 is None:
+                return None
+            return (f8 if fp8 else bf16), source
+    return None
 
 
 def memory_bandwidth_of(device_name: str) -> tuple[float, str] | None:
@@ -258,3 +283,65 @@ def get_workload(name: str) -> Workload:
             f"unknown workload preset '{name}'; choose one of {', '.join(WORKLOADS)} "
             "or give a JSON file (scalesim schema workload)"
         ) from None
+
+
+# ---------------------------------------------------------------------------- transformer shapes
+_NARAYANAN_T1 = ("Narayanan et al. 2021, arXiv 2104.04473, Table 1 (layers, hidden, heads; "
+                 "sequence 2048, vocabulary 51,200, MLP 4h: paper appendix/§5.1)")
+_LLAMA3 = ("Llama Team 2024, 'The Llama 3 Herd of Models', arXiv 2407.21783, Table 3 (layers, "
+           "model dimension, FFN dimension, heads, 8 key/value heads, vocabulary 128,256); "
+           "SwiGLU, RMSNorm, rotary positions, no biases, untied output layer; sequence 8,192")
+_BERT = ("Devlin et al. 2018, arXiv 1810.04805, §3: BERT-large L=24, H=1024, A=16, 340M; "
+         "vocabulary 30,522 and 512 positions from google-research/bert's released config")
+
+
+def _gpt(layers: int, hidden: int, heads: int) -> TransformerShape:
+    return TransformerShape(layers=layers, hidden=hidden, heads=heads, seq_len=2048, vocab=51200)
+
+
+def _llama(layers: int, hidden: int, heads: int, ffn: int) -> TransformerShape:
+    return TransformerShape(layers=layers, hidden=hidden, heads=heads, kv_heads=8, ffn_hidden=ffn,
+                            gated_mlp=True, seq_len=8192, vocab=128256, tied_embeddings=False,
+                            learned_positions=False, biases=False, layernorm=False,
+                            flash_attention=True)
+
+
+# name -> (shape, published parameter count, source)
+TRANSFORMERS: dict[str, tuple[TransformerShape, float, str]] = {
+    "gpt-1.7b": (_gpt(24, 2304, 24), 1.7e9, _NARAYANAN_T1),
+    "gpt-3.6b": (_gpt(30, 3072, 32), 3.6e9, _NARAYANAN_T1),
+    "gpt-7.5b": (_gpt(36, 4096, 32), 7.5e9, _NARAYANAN_T1),
+    "gpt-18.4b": (_gpt(40, 6144, 48), 18.4e9, _NARAYANAN_T1),
+    "gpt-39.1b": (_gpt(48, 8192, 64), 39.1e9, _NARAYANAN_T1),
+    "gpt-76.1b": (_gpt(60, 10240, 80), 76.1e9, _NARAYANAN_T1),
+    "gpt-145.6b": (_gpt(80, 12288, 96), 145.6e9, _NARAYANAN_T1),
+    "gpt-310.1b": (_gpt(96, 16384, 128), 310.1e9, _NARAYANAN_T1),
+    "gpt-529.6b": (_gpt(105, 20480, 128), 529.6e9, _NARAYANAN_T1),
+    "gpt-1t": (_gpt(128, 25600, 160), 1008.0e9, _NARAYANAN_T1),
+    "llama3-8b": (_llama(32, 4096, 32, 14336), 8.0e9, _LLAMA3),
+    "llama3-70b": (_llama(80, 8192, 64, 28672), 70.6e9, _LLAMA3),
+    "llama3-405b": (_llama(126, 16384, 128, 53248), 405e9, _LLAMA3),
+    "bert-large": (TransformerShape(layers=24, hidden=1024, heads=16, seq_len=512, vocab=30522),
+                   340e6, _BERT),
+}
+
+
+def get_transformer(name: str) -> TransformerShape:
+    """The preset transformer shape ``name`` (see TRANSFORMERS)."""
+    try:
+        return TRANSFORMERS[name][0]
+    except KeyError:
+        raise ScalesimError(f"unknown transformer preset '{name}'; choose one of "
+                            f"{', '.join(TRANSFORMERS)}") from None
+
+
+def transformer_workload(name: str, precision_bytes: float = 2.0) -> Workload:
+    """A workload of the preset transformer ``name``: 16-bit weights, gradients and wire,
+    mixed-precision Adam (12 bytes/parameter), one sequence per sample."""
+    shape, published, source = TRANSFORMERS[name] if name in TRANSFORMERS else (
+        get_transformer(name), 0.0, "")
+    return Workload(
+        name=name, params=published, wire_bytes_per_param=precision_bytes,
+        param_bytes_per_param=precision_bytes, grad_bytes_per_param=precision_bytes,
+        optimizer_bytes_per_param=12.0, micro_batch=1,
+        sample_unit=f"sequences of {shape.seq_len} tokens", transformer=shape, source=source)

@@ -88,6 +88,59 @@ class ReferenceThroughput(_Strict):
     source: str
 
 
+PARAMS_TOLERANCE = 0.05  # a given parameter count may differ this much from the shape's
+
+
+class TransformerShape(_Strict):
+    """The architecture of a transformer workload (``scalesim.model.transformer``).
+
+    Defaults describe a GPT of Narayanan et al. 2021: multi-head attention (kv_heads = heads),
+    MLP of 4 x hidden without a gate, biases, LayerNorm, learned positions, tied embeddings.
+    """
+
+    layers: int = Field(ge=1, description="transformer layers L")
+    hidden: int = Field(ge=1, description="hidden (model) dimension h")
+    heads: int = Field(ge=1, description="attention heads a")
+    kv_heads: int | None = Field(
+        default=None, ge=1, description="key/value heads (grouped-query attention); None = heads")
+    ffn_hidden: int | None = Field(
+        default=None, ge=1, description="MLP inner size f (each gated projection for SwiGLU); "
+        "None = 4 x hidden")
+    gated_mlp: bool = Field(default=False, description="SwiGLU-style MLP: gate, up, down (3hf)")
+    seq_len: int = Field(ge=1, description="tokens per sequence s")
+    vocab: int = Field(ge=1, description="vocabulary size V")
+    tied_embeddings: bool = Field(default=True, description="output projection shares V x h")
+    learned_positions: bool = Field(default=True, description="learned s x h position table "
+                                    "(False for rotary)")
+    biases: bool = Field(default=True, description="linear layers carry biases")
+    layernorm: bool = Field(default=True, description="LayerNorm (scale+shift); False = RMSNorm")
+    flash_attention: bool = Field(default=False, description="attention keeps no s x s scores "
+                                  "for backward (activation memory)")
+
+    @model_validator(mode="after")
+    def _heads_divide(self) -> TransformerShape:
+        if self.hidden % self.heads:
+            raise ValueError(f"hidden {self.hidden} is not divisible by heads {self.heads}")
+        if self.heads % self.kv_of():
+            raise ValueError(f"heads {self.heads} is not divisible by kv_heads {self.kv_of()}")
+        return self
+
+    def kv_of(self) -> int:
+        return self.heads if self.kv_heads is None else self.kv_heads
+
+    def ffn_of(self) -> int:
+        return 4 * self.hidden if self.ffn_hidden is None else self.ffn_hidden
+
+    def param_count(self) -> float:
+        """Parameters of this shape (``transformer.parameter_count``)."""
+        from scalesim.model.transformer import parameter_count
+
+        return float(parameter_count(
+            self.layers, self.hidden, self.heads, self.kv_of(), self.ffn_of(), self.gated_mlp,
+            self.seq_len, self.vocab, self.tied_embeddings, self.learned_positions, self.biases,
+            self.layernorm))
+
+
 class Workload(_Strict):
     """What is being trained: sizes that set communication, memory and compute."""
 
@@ -119,7 +172,20 @@ class Workload(_Strict):
     )
     train_samples: float | None = Field(default=None, gt=0, description="samples in one training run")
     reference: list[ReferenceThroughput] = Field(default_factory=list)
+    transformer: TransformerShape | None = Field(
+        default=None, description="architecture; None = a parameter count only (data parallel)")
     source: str = ""
+
+    @model_validator(mode="after")
+    def _params_match_shape(self) -> Workload:
+        if self.transformer is not None:
+            counted = self.transformer.param_count()
+            if abs(self.params / counted - 1.0) > PARAMS_TOLERANCE:
+                raise ValueError(
+                    f"params {self.params:.4g} disagrees with the transformer shape's "
+                    f"{counted:.4g} by {100 * abs(self.params / counted - 1):.1f}% (more than "
+                    f"{100 * PARAMS_TOLERANCE:g}%); fix params or the shape")
+        return self
 
 
 class ComputePoint(_Strict):

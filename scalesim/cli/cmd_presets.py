@@ -21,6 +21,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({
             "hardware": {k: v.model_dump() for k, v in presets.HARDWARE.items()},
             "workloads": {k: v.model_dump() for k, v in presets.WORKLOADS.items()},
+            "transformers": {k: {"shape": shape.model_dump(), "params": shape.param_count(),
+                                 "published_params": published, "source": source}
+                             for k, (shape, published, source) in presets.TRANSFORMERS.items()},
             "default": {"hardware": presets.DEFAULT_HARDWARE, "workload": presets.DEFAULT_WORKLOAD},
         }, indent=2))
         return 0
@@ -43,4 +46,12 @@ def run(args: argparse.Namespace) -> int:
         for ref in wl.reference:
             print(f"      compute: {ref.samples_per_s:.4g}/s per {ref.device_name} at batch "
                   f"{ref.micro_batch}: {ref.source}")
+    print("\ntransformer presets (scalesim plan --model NAME):")
+    for name, (shape, published, source) in presets.TRANSFORMERS.items():
+        gqa = f", {shape.kv_of()} kv heads" if shape.kv_of() != shape.heads else ""
+        print(f"  {name}: {shape.param_count() / 1e9:.3g}B params (published {published / 1e9:g}B)"
+              f", {shape.layers} layers, hidden {shape.hidden}, {shape.heads} heads{gqa}, "
+              f"MLP {shape.ffn_of()}{' SwiGLU' if shape.gated_mlp else ''}, seq {shape.seq_len}, "
+              f"vocab {shape.vocab}")
+        print(f"      source: {source}")
     return 0

@@ -6,16 +6,18 @@ import argparse
 import json
 
 NAME = "schema"
-HELP = "print the JSON Schema of a file format (profile, hardware, workload, scenario)"
+HELP = "print the JSON Schema of a file format (profile, hardware, workload, scenario, layout)"
 EXAMPLE = "example:\n  scalesim schema profile > profile.schema.json"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("name", choices=["profile", "hardware", "workload", "scenario"])
+    p.add_argument("name", choices=["profile", "hardware", "workload", "scenario", "layout"])
 
 
 def run(args: argparse.Namespace) -> int:
+    from scalesim.layout import ParallelLayout
     from scalesim.schemas import SCHEMAS
 
-    print(json.dumps(SCHEMAS[args.name].model_json_schema(), indent=2))
+    model = ParallelLayout if args.name == "layout" else SCHEMAS[args.name]
+    print(json.dumps(model.model_json_schema(), indent=2))
     return 0

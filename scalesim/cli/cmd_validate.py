@@ -6,19 +6,24 @@ import argparse
 import json
 
 NAME = "validate"
-HELP = "predict published scaling results (scalesim-validation-cases/1) and report the error"
+HELP = ("predict published scaling results (scalesim-validation-cases/1 or "
+        "scalesim-parallel-cases/1) and report the error")
 EXAMPLE = """examples:
   scalesim validate ../shared/validation/cases.json
   scalesim validate ../shared/validation/cases.json --json
+  scalesim validate ../shared/validation/parallel_cases.json   # model-parallel runs
 
 Each case's smallest device count (its anchor) pins down compute; every other point is
 predicted from the case's hardware and workload with one set of documented defaults
 (docs/validation.md). Errors are (predicted - published) / published; the summary excludes
-anchors."""
+anchors. A file of format scalesim-parallel-cases/1 (model-parallel transformer runs) is
+detected by its format field: each group's anchor case pins the sustained matmul efficiency and
+every other case is predicted from its description."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="validation cases JSON (scalesim-validation-cases/1)")
+    p.add_argument("file", metavar="FILE", help="validation cases JSON (scalesim-validation-cases/1 "
+                   "or scalesim-parallel-cases/1)")
     p.add_argument("--json", action="store_true",
                    help="print {cases: [{id, points: [{devices, published, predicted, "
                    "error_pct}]}], summary}")
@@ -67,10 +72,56 @@ def render_text(report) -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> int:
-    from scalesim.validate import validate_file
+def _pct(value) -> str:
+    return "-" if value is None else f"{value:.1f}%"
 
-    report = validate_file(args.file)
+
+def render_parallel_text(report) -> str:
+    """Per-case table of a model-parallel validation, then the summary and the targets."""
+    lines = [f"{'case':<40} {'metric':<20} {'published':>10} {'predicted':>10} {'error':>7} "
+             f"{'step s':>8} {'GiB':>5}"]
+    for c in report.cases:
+        err = "anchor" if c.anchor else f"{c.error_pct:+.1f}%"
+        lines.append(f"{c.id:<40} {c.metric:<20} {c.published:>10.4g} {c.predicted:>10.4g} "
+                     f"{err:>7} {c.step_time_s:>8.2f} {c.memory_gib:>5.0f}")
+    s = report.summary
+    lines.append("")
+    lines.append("per group (absolute error over non-anchor cases; efficiency from the anchor)")
+    for group, g in s["groups"].items():
+        lines.append(f"  {group:<36} {g['cases']:>3} cases  mean {_pct(g['mean_abs_pct']):>6}  "
+                     f"median {_pct(g['median_abs_pct']):>6}  max {_pct(g['max_abs_pct']):>6}  "
+                     f"efficiency {s['efficiency'][group]:.3f}")
+    a, t = s["all"], s["targets"]
+    lines.append(f"all: {a['cases']} predicted cases, |error| mean {_pct(a['mean_abs_pct'])}, "
+                 f"median {_pct(a['median_abs_pct'])}, max {_pct(a['max_abs_pct'])}")
+    lines.append(
+        f"targets: median <= {t['median_abs_pct']:g}% {'met' if t['median_met'] else 'NOT met'}; "
+        f"mean <= {t['mean_abs_pct']:g}% {'met' if t['mean_met'] else 'NOT met'}; "
+        f"max <= {t['max_abs_pct']:g}% {'met' if t['max_met'] else 'NOT met'}")
+    flagged = sum(1 for c in report.cases if c.flags)
+    lines.append(f"{flagged} of {len(report.cases)} cases use a default for a field their source "
+                 "does not state (--json lists the flags)")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from scalesim.jsonio import read_json
+    from scalesim.validate import parse_cases, validate_cases
+    from scalesim.validate_parallel import (
+        FORMAT as PARALLEL_FORMAT,
+    )
+    from scalesim.validate_parallel import (
+        parse_parallel_cases,
+        validate_parallel_cases,
+    )
+
+    data = read_json(args.file)
+    if isinstance(data, dict) and data.get("format") == PARALLEL_FORMAT:
+        report = validate_parallel_cases(parse_parallel_cases(data, str(args.file)))
+        print(json.dumps(report.model_dump(), indent=2) if args.json
+              else render_parallel_text(report))
+        return 0
+    report = validate_cases(parse_cases(data, str(args.file)))
     if args.json:
         print(json.dumps(report.model_dump(), indent=2))
     else:

@@ -1,0 +1,84 @@
+"""Benchmark: the layout planner over 1 to 4,096 GPUs vs the scalar path.
+
+Run: python benchmarks/plan_search.py  (pins itself to one core; prints a markdown table).
+Times ``scalesim.plan.plan`` searching every valid layout (dp x tp x pp, ZeRO stage,
+micro-batch, schedule and virtual stages, recompute, sequence parallelism) of one workload for
+the 13 device counts 1, 2, 4, ..., 4096 in one vectorised call (best of N, after one warm-up
+that pays the imports), then evaluates a sample of the same layouts one at a time through the
+scalar path (``plan.evaluate_layout``: checked ``ParallelLayout`` -> ``evaluate_layouts`` on
+scalars), checking each equals the vectorised value, for the per-layout comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+
+import numpy as np
+
+from scalesim.layout import ParallelLayout
+from scalesim.plan import RECOMPUTE_CHOICES, Setting, candidate_grid, evaluate_layout, plan
+from scalesim.presets import HARDWARE, get_transformer
+
+DEVICES = [2**k for k in range(13)]  # 1 .. 4096
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--model", default="gpt-145.6b")
+    parser.add_argument("--hardware", default="dgx-a100")
+    parser.add_argument("--global-batch", type=int, default=4096)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--scalar-samples", type=int, default=2000)
+    args = parser.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    shape, hw = get_transformer(args.model), HARDWARE[args.hardware]
+    setting = Setting(shape, hw, args.global_batch)
+
+    t0 = time.perf_counter()
+    plan(shape, hw, DEVICES, args.global_batch, top=10)  # warm-up: imports, quadrature cache
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        rows = plan(shape, hw, DEVICES, args.global_batch, top=10)
+        times.append(time.perf_counter() - t0)
+    grid = candidate_grid(DEVICES, setting)
+    n_layouts = grid["dp"].size
+    full = plan(shape, hw, DEVICES, args.global_batch, top=None, include_unfit=True)
+
+    rng = np.random.default_rng(0)
+    sample = rng.choice(len(full), size=min(args.scalar_samples, len(full)), replace=False)
+    t0 = time.perf_counter()
+    for i in sample:
+        row = full[i]
+        layout = ParallelLayout(dp=row.dp, tp=row.tp, pp=row.pp, cp=row.cp, zero=row.zero,
+                                micro_batch=row.micro_batch, global_batch=args.global_batch,
+                                schedule=row.schedule, virtual_stages=row.virtual_stages,
+                                recompute=row.recompute,
+                                sequence_parallel=row.sequence_parallel)
+        res = evaluate_layout(setting, layout)
+        if not np.isclose(float(res.step_time_s), row.step_time_s, rtol=1e-9):
+            raise SystemExit(f"scalar and vectorised disagree on {layout}")
+    scalar_per_s = len(sample) / (time.perf_counter() - t0)
+    best = min(times)
+    print(f"machine: {platform.machine()}, python {platform.python_version()}, one core; "
+          f"model {args.model} on {args.hardware}, global batch {args.global_batch}, devices "
+          f"1-4096 (13 counts); recompute choices {', '.join(RECOMPUTE_CHOICES)}")
+    print("| valid layouts | first call (s) | best of "
+          f"{args.repeats} (s) | layouts/s | scalar path layouts/s | scalar time for all (s) "
+          "| speed-up per layout |")
+    print("|---|---|---|---|---|---|---|")
+    print(f"| {n_layouts:,} | {first:.2f} | {best:.3f} | {n_layouts / best:,.0f} | "
+          f"{scalar_per_s:,.0f} | {n_layouts / scalar_per_s:,.0f} | "
+          f"{n_layouts / best / scalar_per_s:,.0f}x |")
+    print(f"best layout: {rows[0].devices} GPUs dp {rows[0].dp} tp {rows[0].tp} pp {rows[0].pp} "
+          f"zero {rows[0].zero} mb {rows[0].micro_batch} {rows[0].schedule}/"
+          f"{rows[0].virtual_stages} {rows[0].recompute} sp {rows[0].sequence_parallel}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""scalesim plan: search every parallel layout of a transformer and rank those that fit."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from scalesim.cli.options import parse_int_list, positive_int
+
+NAME = "plan"
+HELP = "search every dp x tp x pp / ZeRO / micro-batch / schedule / recompute layout and rank them"
+EXAMPLE = """examples:
+  scalesim plan --model llama3-70b --hardware dgx-h100 --devices 64,128,256 --global-batch 1024
+  scalesim plan --model gpt-145.6b --hardware dgx-a100 --devices 1-4096 --global-batch 2304 --json
+  scalesim plan --model my-model.json --devices 512 --global-batch 2048 --rank cost --top 20
+
+--model is a transformer preset (scalesim presets) or a workload JSON with a 'transformer'
+shape (scalesim schema workload). The sustained matmul efficiency defaults to the median that the
+published model-parallel runs pin (docs/validation.md); give --efficiency from a calibration.
+Layouts are placed as Megatron/torchtitan do (tp innermost in a server, pp outermost)."""
+
+
+def _efficiency(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{value} must be in (0, 1]: a share of the peak")
+    return value
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", metavar="PRESET|FILE", default="llama3-8b",
+                   help="transformer preset or workload JSON with a transformer shape "
+                   "(default llama3-8b)")
+    p.add_argument("--hardware", metavar="PRESET|FILE", default="dgx-h100",
+                   help="hardware preset or JSON file (default dgx-h100)")
+    p.add_argument("--devices", type=parse_int_list, default=[8, 16, 32, 64],
+                   help="device counts: 64,128 or a doubling range 8-1024 (default 8,16,32,64)")
+    p.add_argument("--global-batch", type=positive_int, required=True,
+                   help="sequences per optimizer step, whole job")
+    p.add_argument("--seq-len", type=positive_int, help="override the model's sequence length")
+    p.add_argument("--efficiency", type=_efficiency,
+                   help="sustained share of the datasheet peak for large matmuls (default: the "
+                   "median pinned by the published model-parallel runs)")
+    p.add_argument("--precision", choices=["bf16", "fp8"], default="bf16",
+                   help="matmul precision: bf16/fp16 peak or fp8 peak (default bf16)")
+    p.add_argument("--cp", type=parse_int_list, default=[1],
+                   help="context-parallel degrees to try, e.g. 1,2,4 (default 1)")
+    p.add_argument("--tp-overlap", action="store_true",
+                   help="the framework overlaps tensor-parallel collectives with the matmuls "
+                   "(Transformer Engine userbuffers)")
+    p.add_argument("--rank", choices=["throughput", "cost"], default="throughput",
+                   help="throughput (samples/s) or cost (device-hours per sample)")
+    p.add_argument("--top", type=positive_int, default=10, help="layouts to list (default 10)")
+    p.add_argument("--all", action="store_true", help="also list layouts that do not fit")
+    p.add_argument("--json", action="store_true", help="print the ranked layouts as JSON")
+
+
+def _shape_and_params(args):
+    from pathlib import Path
+
+    from scalesim.errors import ScalesimError
+    from scalesim.jsonio import parse_model, read_json
+    from scalesim.presets import TRANSFORMERS, get_transformer
+    from scalesim.schemas import Workload
+
+    if args.model in TRANSFORMERS or not Path(args.model).suffix:
+        return get_transformer(args.model), None
+    workload = parse_model(read_json(args.model), Workload, args.model)
+    if workload.transformer is None:
+        raise ScalesimError(f"{args.model}: the workload has no 'transformer' shape; the planner "
+                            "needs layers, hidden, heads, seq_len and vocab")
+    return workload.transformer, workload.params
+
+
+def _hardware(name: str):
+    from pathlib import Path
+
+    from scalesim.jsonio import parse_model, read_json
+    from scalesim.presets import HARDWARE, get_hardware
+    from scalesim.schemas import Hardware
+
+    if name in HARDWARE or not Path(name).suffix:
+        return get_hardware(name)
+    return parse_model(read_json(name), Hardware, name)
+
+
+def render_text(rows, global_batch: int) -> str:
+    lines = [f"{'#':>3} {'GPUs':>5} {'dp':>4} {'tp':>3} {'pp':>3} {'cp':>3} {'zero':>4} {'mb':>3} "
+             f"{'acc':>4} {'schedule':<14} {'recomp':<9} {'sp':<3} {'step s':>8} "
+             f"{'tokens/s':>10} {'MFU':>6} {'GiB':>6} {'fits':<4}  why"]
+    for r in rows:
+        sched = r.schedule if r.schedule != "interleaved" else f"interleaved/{r.virtual_stages}"
+        lines.append(
+            f"{r.rank:>3} {r.devices:>5} {r.dp:>4} {r.tp:>3} {r.pp:>3} {r.cp:>3} {r.zero:>4} "
+            f"{r.micro_batch:>3} {r.accumulation:>4} {sched:<14} {r.recompute:<9} "
+            f"{'on' if r.sequence_parallel else 'off':<3} {r.step_time_s:>8.3f} "
+            f"{r.tokens_per_s:>10.4g} {100 * r.mfu:>5.1f}% {r.memory_bytes / 2**30:>6.1f} "
+            f"{'yes' if r.fits else 'no':<4}  {r.why}")
+    best = rows[0]
+    parts = ", ".join(f"{k.removesuffix('_s')} {v:.3g}" for k, v in best.breakdown_s.items() if v)
+    lines.append(f"best step {best.step_time_s:.3f} s = {parts} (s); global batch {global_batch}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY, plan
+
+    shape, params = _shape_and_params(args)
+    if args.seq_len:
+        shape = shape.model_copy(update={"seq_len": args.seq_len})
+        params = None
+    rows = plan(shape, _hardware(args.hardware), args.devices, args.global_batch,
+                efficiency=args.efficiency or DEFAULT_MATMUL_EFFICIENCY,
+                fp8=args.precision == "fp8", rank_by=args.rank, top=args.top,
+                include_unfit=args.all, params=params, cp_values=tuple(args.cp),
+                tp_overlap=args.tp_overlap)
+    if args.json:
+        print(json.dumps([r.model_dump() for r in rows], indent=2))
+    else:
+        print(render_text(rows, args.global_batch))
+    return 0

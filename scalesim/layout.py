@@ -1,0 +1,184 @@
+"""The parallel layout of a training job, and where its ranks sit.
+
+One schema (``ParallelLayout``: dp x tp x pp x cp, ZeRO stage, micro-batch, global batch,
+pipeline schedule, virtual stages, recompute, sequence parallelism) and one placement rule used
+by every part of scalesim that splits a model (validate, plan, and later predict/sweep/app).
+
+Placement follows Megatron-LM (``RankGenerator`` order "tp-cp-ep-dp-pp") and torchtitan (device
+mesh ["pp", "dp", "cp", "tp"]): tensor-parallel ranks are innermost (consecutive ranks, inside one
+server), then context-parallel, then data-parallel, and pipeline stages outermost. A group of
+``size`` ranks whose members are ``stride`` ranks apart has ``per_node = clip(g // stride, 1,
+size)`` members in each server of ``g`` devices and spans ``ceil(size / per_node)`` servers, so
+its traffic crosses the inter-server link exactly when it spans more than one server.
+docs/model.md §12.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from scalesim.errors import ScalesimError
+
+Schedule = Literal["none", "gpipe", "1f1b", "interleaved", "zb"]
+Recompute = Literal["none", "selective", "full"]
+SCHEDULES = {"none": 0, "gpipe": 1, "1f1b": 2, "interleaved": 3, "zb": 4}
+NO_PIPELINE, GPIPE, ONE_F_ONE_B, INTERLEAVED, ZERO_BUBBLE = range(5)
+LAYOUT_VERSION = "scalesim-layout/1"
+
+
+class ParallelLayout(BaseModel):
+    """How one training job is split over ``dp * tp * pp * cp`` devices."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal["scalesim-layout/1"] = LAYOUT_VERSION
+    dp: int = Field(default=1, ge=1, description="data-parallel degree (model replicas)")
+    tp: int = Field(default=1, ge=1, description="tensor-parallel degree (Megatron)")
+    pp: int = Field(default=1, ge=1, description="pipeline-parallel stages")
+    cp: int = Field(default=1, ge=1, description="context-parallel degree (sequence split)")
+    zero: int = Field(default=0, ge=0, le=3, description="sharding over dp: 0 none, 1 optimizer "
+                      "state, 2 + gradients, 3 + parameters (FSDP full shard)")
+    micro_batch: int = Field(default=1, ge=1, description="sequences per micro-batch per replica")
+    global_batch: int = Field(ge=1, description="sequences per optimizer step, whole job")
+    schedule: Schedule = Field(default="none", description="pipeline schedule; 'none' when pp=1")
+    virtual_stages: int = Field(default=1, ge=1, description="model chunks per pipeline rank "
+                                "(interleaved 1F1B)")
+    recompute: Recompute = "none"
+    sequence_parallel: bool = Field(default=False, description="Megatron sequence parallelism "
+                                    "inside the tensor-parallel group")
+    tp_overlap: bool = Field(default=False, description="tensor-parallel collectives overlapped "
+                             "with the matmuls (Transformer Engine userbuffers)")
+
+    @property
+    def devices(self) -> int:
+        return self.dp * self.tp * self.pp * self.cp
+
+    @property
+    def accumulation(self) -> int:
+        """Micro-batches per optimizer step per replica (gradient accumulation)."""
+        return self.global_batch // (self.dp * self.micro_batch)
+
+
+@dataclass(frozen=True)
+class GroupSpan:
+    """Where one parallel group's members sit: members per server and servers spanned."""
+
+    name: str
+    size: int
+    stride: int
+    per_node: int
+    nodes: int
+
+    @property
+    def link(self) -> str:
+        """The slowest link level its traffic crosses."""
+        if self.size == 1:
+            return "none"
+        return "inter_node" if self.nodes > 1 else "intra_node"
+
+
+def group_span(size, stride, devices_per_node):
+    """(members per server, servers spanned) of groups of ``size`` ranks ``stride`` apart;
+    numpy, broadcasts (the rule of the module docstring)."""
+    size = np.asarray(size)
+    per_node = np.clip(np.asarray(devices_per_node) // np.maximum(np.asarray(stride), 1), 1, size)
+    return per_node, -(-size // per_node)
+
+
+def strides(tp, cp, dp):
+    """Rank strides of the tensor, context, data and pipeline groups (tp innermost, pp outermost)."""
+    return 1, tp, tp * cp, tp * cp * dp
+
+
+def placement(layout: ParallelLayout, devices_per_node: int) -> dict[str, GroupSpan]:
+    """Each group's span for this layout on servers of ``devices_per_node`` devices."""
+    out = {}
+    for name, size, stride in zip(("tp", "cp", "dp", "pp"),
+                                  (layout.tp, layout.cp, layout.dp, layout.pp),
+                                  strides(layout.tp, layout.cp, layout.dp), strict=True):
+        per_node, nodes = group_span(size, stride, devices_per_node)
+        out[name] = GroupSpan(name, size, stride, int(per_node), int(nodes))
+    return out
+
+
+def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int | None = None,
+                    heads: int | None = None, kv_heads: int | None = None,
+                    seq_len: int | None = None) -> list[str]:
+    """Every rule the layout breaks, each naming the values and the rule; empty when valid."""
+    L, g = layout, devices_per_node
+    problems = []
+    if L.tp > g:
+        problems.append(f"tp {L.tp} > {g} GPUs per server (tensor parallelism stays inside one "
+                        "server)")
+    elif g % L.tp:
+        problems.append(f"tp {L.tp} does not divide the {g} GPUs per server")
+    if L.devices > g and L.devices % g:
+        problems.append(f"{L.devices} devices (dp {L.dp} x tp {L.tp} x pp {L.pp} x cp {L.cp}) do "
+                        f"not fill whole servers of {g}")
+    if L.global_batch % (L.dp * L.micro_batch):
+        problems.append(f"global batch {L.global_batch} is not divisible by dp {L.dp} x "
+                        f"micro-batch {L.micro_batch}")
+    if L.pp == 1 and L.schedule != "none":
+        problems.append(f"schedule {L.schedule} needs pp > 1; use schedule none with pp 1")
+    if L.pp > 1 and L.schedule == "none":
+        problems.append(f"pp {L.pp} needs a pipeline schedule (gpipe, 1f1b, interleaved, zb)")
+    if L.schedule == "interleaved":
+        if L.virtual_stages < 2:
+            problems.append("the interleaved schedule needs virtual_stages >= 2")
+        elif not L.global_batch % (L.dp * L.micro_batch) and L.accumulation % L.pp:
+            problems.append(f"interleaved schedule: {L.accumulation} micro-batches per step are "
+                            f"not a multiple of pp {L.pp} (Megatron's rule)")
+    elif L.virtual_stages != 1:
+        problems.append(f"virtual_stages {L.virtual_stages} needs the interleaved schedule")
+    if layers is not None and layers < L.pp * L.virtual_stages:
+        problems.append(f"{layers} layers cannot fill pp {L.pp} x virtual_stages "
+                        f"{L.virtual_stages} model chunks")
+    if heads is not None and heads % L.tp:
+        problems.append(f"heads {heads} are not divisible by tp {L.tp}")
+    if kv_heads is not None and kv_heads % L.tp and L.tp % kv_heads:
+        problems.append(f"kv_heads {kv_heads} and tp {L.tp}: one must divide the other")
+    if seq_len is not None and L.cp > 1 and seq_len % (2 * L.cp):
+        problems.append(f"seq_len {seq_len} is not divisible by 2 x cp {L.cp} (load-balanced "
+                        "context parallelism)")
+    return problems
+
+
+def check_layout(layout: ParallelLayout, devices_per_node: int, **shape) -> dict[str, GroupSpan]:
+    """Raise ScalesimError naming the first broken rule; else return the placement."""
+    problems = layout_problems(layout, devices_per_node, **shape)
+    if problems:
+        raise ScalesimError(problems[0])
+    return placement(layout, devices_per_node)
+
+
+def valid_mask(dp, tp, pp, cp, micro_batch, global_batch, schedule, virtual_stages,
+               devices_per_node, layers, heads, kv_heads, seq_len):
+    """The rules of ``layout_problems`` on arrays (numpy, broadcast): True where valid.
+
+    A property test checks it agrees with ``layout_problems`` case by case."""
+    dp, tp, pp, cp = (np.asarray(x) for x in (dp, tp, pp, cp))
+    b, gb, sch, v = (np.asarray(x) for x in (micro_batch, global_batch, schedule, virtual_stages))
+    g = devices_per_node
+    devices = dp * tp * pp * cp
+    ok = (tp <= g) & (g % tp == 0) & ((devices <= g) | (devices % g == 0))
+    ok &= gb % (dp * b) == 0
+    ok &= (pp == 1) == (sch == NO_PIPELINE)
+    k = gb // (dp * b)
+    inter = sch == INTERLEAVED
+    ok &= np.where(inter, (v >= 2) & (k % pp == 0), v == 1)
+    ok &= layers >= pp * v
+    ok &= heads % tp == 0
+    ok &= (kv_heads % tp == 0) | (tp % kv_heads == 0)
+    ok &= (cp == 1) | (seq_len % (2 * cp) == 0)
+    return ok
+
+
+def layers_per_stage(layers: int, pp: int, virtual_stages: int = 1) -> int:
+    """Layers on the fullest pipeline rank: chunks of ceil(L / (pp v)) layers, v per rank
+    (Megatron needs L divisible by pp v; uneven splits put the extra layers on some ranks)."""
+    return math.ceil(layers / (pp * virtual_stages)) * virtual_stages

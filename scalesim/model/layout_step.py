@@ -1,0 +1,334 @@
+"""One training step of a transformer split by a parallel layout (dp x tp x pp x cp, ZeRO).
+
+    step = compute + tp_comm + cp_comm + bubble + p2p + dp_exposed + straggler + stall
+
+- compute: m micro-batches of forward + backward (+ recompute) of the slowest pipeline stage's
+  layers (the last stage also computes the logits), matrix multiplies at their per-device
+  shapes (``matmul.gemm_s``), elementwise work memory-bound, plus the optimizer step;
+- tp_comm: the tensor-parallel collectives of those layers (``tensor_parallel``), exposed;
+- cp_comm: ring-attention sends of context parallelism not hidden behind attention
+  (``context_parallel``);
+- bubble: the schedule's fill and drain (``pipeline_schedule``) of an average stage;
+- p2p: pipeline sends between stages on the critical path;
+- dp_exposed: the data-parallel / ZeRO exchange of the local shard not hidden behind the last
+  micro-batch's backward (ZeRO-3: the parameter gathers of every micro-batch behind its compute),
+  plus the share ``comm_contention`` of the hidden part;
+- straggler: the expected wait for the slowest of all devices (``stragglers``);
+- stall: loading not hidden behind the rest of the step.
+
+Every input broadcasts (numpy), so one call evaluates one layout or every layout of a search.
+docs/model.md §16.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from scalesim.layout import group_span, strides
+from scalesim.model import collectives as coll
+from scalesim.model import transformer as tf
+from scalesim.model.compute import optimizer_roofline_s
+from scalesim.model.context_parallel import cp_comm_per_layer_s, kv_chunk_bytes
+from scalesim.model.matmul import gemm_s, memory_bound_s
+from scalesim.model.pipeline_schedule import bubble_microbatches, microbatches_in_flight, p2p_s
+from scalesim.model.stragglers import straggler_wait_s
+from scalesim.model.tensor_parallel import tp_comm_per_layer_s
+
+GIB = 1024**3
+ACTIVATION_BYTES = 2.0  # 16-bit activations
+LOGIT_BYTES = 4.0  # fp32 logits for the loss, per vocabulary entry per token
+FRAMEWORK_BYTES = 2.0 * GIB  # CUDA context, NCCL and communication buffers, allocator slack
+FLASH_BACKWARD_FACTOR = 2.5  # flash attention backward FLOPs over its forward (5 vs 2 matmuls)
+ZERO3_PREFETCH_LAYERS = 2.0  # FSDP holds the current and the prefetched layer's full weights
+
+
+@dataclass(frozen=True)
+class LayoutInputs:
+    """Inputs of ``evaluate_layouts``; every field a scalar or an array (broadcast together)."""
+
+    # transformer
+    layers: object
+    hidden: object
+    heads: object
+    kv_heads: object
+    ffn_hidden: object
+    gated: object
+    seq_len: object
+    vocab: object
+    tied_embeddings: object
+    flash_attention: object
+    params: object  # whole model, parameters
+    # layout
+    dp: object
+    tp: object
+    pp: object
+    cp: object
+    zero: object  # 0..3
+    micro_batch: object  # sequences per micro-batch per replica
+    global_batch: object  # sequences per step
+    schedule: object  # layout.SCHEDULES code
+    virtual_stages: object
+    recompute: object  # transformer.RECOMPUTE code
+    sequence_parallel: object
+    # hardware
+    devices_per_node: object
+    peak_flops_per_s: object  # dense matmul peak of one device at the run's precision, FLOP/s
+    efficiency: object  # sustained share of that peak for large matmuls
+    memory_bandwidth_GBps: object
+    intra_latency_s: object
+    intra_busbw_GBps: object
+    inter_latency_s: object
+    inter_busbw_GBps: object  # one node over all its NICs
+    device_memory_bytes: object = np.inf
+    # bytes per parameter
+    param_bytes_per_param: object = 2.0
+    grad_bytes_per_param: object = 2.0
+    optimizer_bytes_per_param: object = 12.0
+    wire_bytes_per_param: object = 2.0
+    # overheads
+    comm_contention: object = 0.0
+    device_cv: object = 0.0  # std/mean of device speeds
+    loader_samples_per_s: object = np.inf  # per model replica
+    framework_bytes: object = FRAMEWORK_BYTES
+    tp_overlap: object = False  # tensor-parallel collectives overlapped with the matmuls
+    attention_peak_flops_per_s: object = None  # attention core's peak (None: peak_flops_per_s;
+    # fp8 runs keep the attention core in 16-bit: Transformer Engine's fp8 recipes cast Linear
+    # layers only)
+
+    def replace(self, **changes) -> LayoutInputs:
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(changes)
+        return LayoutInputs(**values)
+
+
+@dataclass(frozen=True)
+class LayoutResult:
+    """Arrays of the broadcast shape; the eight time parts sum to ``step_time_s``."""
+
+    step_time_s: np.ndarray
+    compute_s: np.ndarray
+    tp_comm_s: np.ndarray
+    cp_comm_s: np.ndarray
+    bubble_s: np.ndarray
+    p2p_s: np.ndarray
+    dp_exposed_s: np.ndarray
+    straggler_s: np.ndarray
+    stall_s: np.ndarray
+    samples_per_s: np.ndarray
+    tokens_per_s: np.ndarray
+    mfu: np.ndarray  # model FLOPs / (devices x peak)
+    hfu: np.ndarray  # model + recompute FLOPs / (devices x peak)
+    weights_bytes: np.ndarray
+    grads_bytes: np.ndarray
+    optimizer_bytes: np.ndarray
+    activation_bytes: np.ndarray
+    buffer_bytes: np.ndarray
+    memory_bytes: np.ndarray
+    fits: np.ndarray
+    headroom_bytes: np.ndarray
+
+
+def _f(x):
+    return np.asarray(x, dtype=float)
+
+
+def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_per_s, core_flops_per_s):
+    """(forward, backward, recompute, matmul, attention) seconds of one layer for one
+    micro-batch on one device; ``matmul`` is the weight matmuls' share of the three (what can
+    hide tp traffic), ``attention`` the attention core's (what hides ring-attention sends)."""
+    h, a, kv, f, t = _f(x.hidden), _f(x.heads), _f(x.kv_heads), _f(x.ffn_hidden), _f(x.tp)
+    seq = _f(x.seq_len)
+    up = np.where(np.asarray(x.gated, dtype=bool), 2.0, 1.0) * f
+    gemms = (gemm_s(tokens, (h + 2.0 * kv * h / a) / t, h, flops_per_s, mem_per_s)
+             + gemm_s(tokens, h, h / t, flops_per_s, mem_per_s)
+             + gemm_s(tokens, up / t, h, flops_per_s, mem_per_s)
+             + gemm_s(tokens, h, f / t, flops_per_s, mem_per_s))
+    core = 4.0 * tokens * seq * h / t / core_flops_per_s  # scores and scores x V, per device
+    other, scores = tf.elementwise_forward_bytes_per_token(
+        h, a, f, x.gated, seq, t, x.sequence_parallel, x.flash_attention)
+    elementwise = memory_bound_s((other + scores) * tokens, mem_per_s)
+    score_s = memory_bound_s(scores * tokens, mem_per_s)
+    forward = gemms + core + elementwise
+    # fused (flash) attention recomputes the scores in backward: 5 matmuls against 2 forward
+    # (Dao et al. 2022, arXiv 2205.14135, §3.1; Dao 2023, FlashAttention-2 §3.1.2)
+    core_backward = np.where(np.asarray(x.flash_attention, dtype=bool),
+                             FLASH_BACKWARD_FACTOR, 2.0) * core
+    backward = 2.0 * gemms + core_backward + tf.BACKWARD_ELEMENTWISE_FACTOR * elementwise
+    r = np.asarray(x.recompute)
+    recompute = np.select([r == tf.RECOMPUTE_FULL, r == tf.RECOMPUTE_SELECTIVE],
+                          [forward, core + score_s], 0.0)
+    matmul = gemms * np.where(r == tf.RECOMPUTE_FULL, 4.0, 3.0)
+    return forward, backward, recompute, matmul, core + core_backward
+
+
+def _logits_s(x: LayoutInputs, tokens, flops_per_s, mem_per_s):
+    """Forward + backward seconds of the output layer and loss for one micro-batch."""
+    v_local = _f(x.vocab) / _f(x.tp)
+    gemm = 3.0 * gemm_s(tokens, v_local, _f(x.hidden), flops_per_s, mem_per_s)
+    return gemm + memory_bound_s(3.0 * LOGIT_BYTES * tokens * v_local, mem_per_s)
+
+
+def _group_link(x: LayoutInputs, size, stride):
+    """(members per node, nodes, inter-server busbw share) of a group; across servers the group
+    gets its members' share of the node's NICs (every group of the node communicates at once)."""
+    g = _f(x.devices_per_node)
+    per_node, nodes = group_span(np.asarray(size, dtype=int), np.asarray(stride, dtype=int),
+                                 np.asarray(x.devices_per_node, dtype=int))
+    per_node, nodes = _f(per_node), _f(nodes)
+    inter_share = _f(x.inter_busbw_GBps) * per_node / g
+    return per_node, nodes, inter_share
+
+
+def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
+    """Step time, its breakdown, throughput, utilisation and memory of every layout in ``x``."""
+    dp, tp, pp, cp = (np.asarray(v, dtype=int) for v in (x.dp, x.tp, x.pp, x.cp))
+    b, gb = _f(x.micro_batch), _f(x.global_batch)
+    v = _f(x.virtual_stages)
+    L = _f(x.layers)
+    m = gb / (_f(dp) * b)  # micro-batches per step per replica
+    devices = _f(dp * tp * pp * cp)
+    flops_per_s = _f(x.peak_flops_per_s) * _f(x.efficiency)
+    mem_per_s = _f(x.memory_bandwidth_GBps) * 1e9
+    tokens = b * _f(x.seq_len) / _f(cp)  # tokens of one micro-batch on one device
+
+    # --- compute of one micro-batch on the fullest stage and on an average one
+    core_peak = x.peak_flops_per_s if x.attention_peak_flops_per_s is None else (
+        x.attention_peak_flops_per_s)
+    fwd, bwd, rec, matmul, attention = _layer_times(x, tokens, flops_per_s, mem_per_s,
+                                         _f(core_peak) * _f(x.efficiency))
+    layer_s = fwd + bwd + rec
+    chunk_layers = np.ceil(L / (_f(pp) * v))
+    stage_layers = chunk_layers * v
+    logits = _logits_s(x, tokens, flops_per_s, mem_per_s)
+    tp_layer = tp_comm_per_layer_s(b, x.seq_len, x.hidden, tp, cp, x.recompute,
+                                   x.sequence_parallel, x.intra_latency_s, x.intra_busbw_GBps,
+                                   ACTIVATION_BYTES)
+    tp_layer = np.where(tp > 1, tp_layer, 0.0)
+    # overlapped (Transformer Engine userbuffers): hidden behind the layer's matmuls but for
+    # what they cannot cover and the contention share of the hidden part
+    hidden_tp = np.minimum(tp_layer, matmul)
+    tp_layer = np.where(np.asarray(x.tp_overlap, dtype=bool),
+                        tp_layer - hidden_tp + _f(x.comm_contention) * hidden_tp, tp_layer)
+    # context parallelism: ring-attention sends behind the attention core (stride tp)
+    cp_per_node, _cp_nodes, _ = _group_link(x, cp, tp)
+    cp_cross = (cp > 1) & (cp_per_node < cp)
+    cp_bw = np.where(cp_cross, _f(x.inter_busbw_GBps) / _f(x.devices_per_node),
+                     _f(x.intra_busbw_GBps))
+    cp_lat = np.where(cp_cross, _f(x.inter_latency_s), _f(x.intra_latency_s))
+    cp_layer = cp_comm_per_layer_s(kv_chunk_bytes(b, x.seq_len, x.hidden, x.heads, x.kv_heads,
+                                                  tp, cp, ACTIVATION_BYTES), cp, cp_lat, cp_bw)
+    hidden_cp = np.minimum(cp_layer, attention)
+    cp_layer = cp_layer - hidden_cp + _f(x.comm_contention) * hidden_cp
+    last_stage_layers = np.maximum(L - (_f(pp) - 1.0) * stage_layers, 1.0)
+    last_stage_layers = np.where(pp > 1, np.minimum(last_stage_layers, stage_layers), L)
+    slowest_compute = np.maximum(stage_layers * layer_s,
+                                 last_stage_layers * layer_s + logits)
+    slowest_compute = np.where(pp > 1, slowest_compute, L * layer_s + logits)
+    slowest_tp = np.where(pp > 1, stage_layers, L) * tp_layer
+    slowest_cp = np.where(pp > 1, stage_layers, L) * cp_layer
+    average_mb = (L * (layer_s + tp_layer + cp_layer) + logits) / _f(pp)
+
+    # --- model states of the fullest stage (embedding on the first, output layer on the last)
+    layer_params = (tf.layer_matmul_weights(x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated)
+                    + 4.0 * _f(x.hidden))
+    embed = _f(x.vocab) * _f(x.hidden)  # the first stage's embedding, the last's output layer
+    stage_params = np.where(pp > 1, stage_layers * layer_params + embed, _f(x.params))
+    local_params = stage_params / _f(tp)
+    shards = _f(dp) * _f(cp)  # ZeRO / distributed optimizer shard over dp x cp
+    zero = np.asarray(x.zero)
+    optimizer_s = optimizer_roofline_s(
+        local_params / np.where(zero >= 1, shards, 1.0), x.param_bytes_per_param,
+        x.grad_bytes_per_param, x.optimizer_bytes_per_param, x.memory_bandwidth_GBps)
+
+    compute = m * slowest_compute + optimizer_s
+    tp_comm = m * slowest_tp
+    cp_comm = m * slowest_cp
+    bubble = bubble_microbatches(x.schedule, pp, v) * average_mb
+
+    # --- pipeline point-to-point (stride tp*cp*dp between stages)
+    per_node, _nodes, _share = _group_link(x, 2, strides(tp, cp, dp)[3])
+    cross = per_node < 2  # neighbouring stages sit on different servers
+    p2p_bw = np.where(cross, _f(x.inter_busbw_GBps) / _f(x.devices_per_node),
+                      _f(x.intra_busbw_GBps))
+    p2p_lat = np.where(cross, _f(x.inter_latency_s), _f(x.intra_latency_s))
+    p2p_bytes = tokens * _f(x.hidden) * ACTIVATION_BYTES / _f(tp)  # scatter/gather optimisation
+    p2p = p2p_s(pp, m, v, p2p_bytes, p2p_lat, p2p_bw)
+
+    # --- data-parallel / ZeRO exchange of the local shard over dp x cp (stride tp)
+    per_node, nodes, inter_share = _group_link(x, dp * cp, tp)
+    grad_bytes = local_params * _f(x.wire_bytes_per_param)
+    lat_args = (per_node, nodes, x.intra_latency_s, x.intra_busbw_GBps, x.inter_latency_s,
+                inter_share)
+    allreduce = coll.allreduce_s(grad_bytes, *lat_args)
+    rs_a, rs_c = coll.reduce_scatter_coeffs(*lat_args)
+    units = np.where(pp > 1, stage_layers, L)  # FSDP / bucket units: one per layer
+    one_pass = np.where((dp * cp) > 1, units * rs_a + rs_c * grad_bytes, 0.0)  # RS or AG
+    fwd_mb = np.where(pp > 1, stage_layers, L) * fwd
+    bwd_mb = np.where(pp > 1, stage_layers, L) * (bwd + rec)  # recompute runs in backward
+    window_b = bwd_mb / v  # backward of the last micro-batch's chunk on the first stage
+    ddp_total = allreduce
+    ddp_exposed = np.maximum(ddp_total - window_b, 0.0)
+    z12_total = 2.0 * one_pass
+    z12_exposed = np.maximum(one_pass - window_b, 0.0) + np.maximum(one_pass - fwd_mb / v, 0.0)
+    z3_total = m * 3.0 * one_pass
+    z3_exposed = m * (np.maximum(one_pass - fwd_mb, 0.0) + np.maximum(2.0 * one_pass - bwd_mb, 0.0)
+                      + one_pass / units)  # the first layer's gather is never hidden
+    total = np.select([zero == 0, zero >= 3], [ddp_total, z3_total], z12_total)
+    exposed = np.select([zero == 0, zero >= 3], [ddp_exposed, z3_exposed], z12_exposed)
+    exposed = np.minimum(exposed, total)
+    dp_exposed = exposed + _f(x.comm_contention) * (total - exposed)
+
+    # --- stragglers and input stall
+    busy = compute + tp_comm + cp_comm + bubble + p2p + dp_exposed
+    straggler = straggler_wait_s(devices, _f(x.device_cv) * compute, 0.0)
+    load_s = gb / (_f(dp) * _f(x.loader_samples_per_s))
+    stall = np.maximum(load_s - (busy + straggler), 0.0)
+    step = busy + straggler + stall
+
+    # --- throughput and utilisation
+    samples = gb / step
+    tokens_per_s = samples * _f(x.seq_len)
+    shape = (x.layers, x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated)
+    model_flops = tf.model_flops_per_token(*shape, x.seq_len, x.vocab)
+    hw_flops = model_flops + tf.recompute_flops_per_token(x.recompute, *shape, x.seq_len)
+    peak_total = devices * _f(x.peak_flops_per_s)
+    mfu = model_flops * tokens_per_s / peak_total
+    hfu = hw_flops * tokens_per_s / peak_total
+
+    # --- memory of the fullest device
+    weights = local_params * _f(x.param_bytes_per_param) / np.where(zero >= 3, shards, 1.0)
+    grads = local_params * _f(x.grad_bytes_per_param) / np.where(zero >= 2, shards, 1.0)
+    optimizer = local_params * _f(x.optimizer_bytes_per_param) / np.where(zero >= 1, shards, 1.0)
+    per_layer = tf.activation_bytes_per_layer(
+        b, _f(x.seq_len) / _f(cp), x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
+        x.sequence_parallel, x.recompute, x.flash_attention)
+    working = tf.activation_bytes_per_layer(
+        b, _f(x.seq_len) / _f(cp), x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
+        x.sequence_parallel, tf.RECOMPUTE_NONE, x.flash_attention)
+    in_flight = microbatches_in_flight(x.schedule, pp, m, v)
+    logits_bytes = LOGIT_BYTES * tokens * _f(x.vocab) / _f(tp)
+    activations = (per_layer * np.where(pp > 1, stage_layers, L) * in_flight
+                   + np.where(np.asarray(x.recompute) == tf.RECOMPUTE_FULL, working, 0.0)
+                   + logits_bytes)
+    buffers = _f(x.framework_bytes) + np.where(
+        zero >= 3, ZERO3_PREFETCH_LAYERS * layer_params / _f(tp) * _f(x.param_bytes_per_param),
+        0.0)
+    memory = weights + grads + optimizer + activations + buffers
+    full = np.broadcast_to
+    out_shape = np.broadcast(step, memory).shape
+    return LayoutResult(
+        step_time_s=full(step, out_shape), compute_s=full(compute, out_shape),
+        tp_comm_s=full(tp_comm, out_shape), cp_comm_s=full(cp_comm, out_shape),
+        bubble_s=full(bubble, out_shape),
+        p2p_s=full(p2p, out_shape), dp_exposed_s=full(dp_exposed, out_shape),
+        straggler_s=full(straggler, out_shape), stall_s=full(stall, out_shape),
+        samples_per_s=full(samples, out_shape), tokens_per_s=full(tokens_per_s, out_shape),
+        mfu=full(mfu, out_shape), hfu=full(hfu, out_shape),
+        weights_bytes=full(weights, out_shape), grads_bytes=full(grads, out_shape),
+        optimizer_bytes=full(optimizer, out_shape), activation_bytes=full(activations, out_shape),
+        buffer_bytes=full(buffers, out_shape), memory_bytes=full(memory, out_shape),
+        fits=full(memory <= _f(x.device_memory_bytes), out_shape),
+        headroom_bytes=full(_f(x.device_memory_bytes) - memory, out_shape),
+    )

@@ -1,0 +1,63 @@
+"""Pipeline-parallel schedules: bubble, micro-batches in flight, point-to-point sends.
+
+(Not the input pipeline: that is ``model/pipeline.py``.) With p stages, m micro-batches per step
+and one micro-batch taking t_f + t_b on a stage:
+
+- GPipe (Huang et al. 2019) and 1F1B (PipeDream-Flush, Narayanan et al. 2021 §2.2.1): the
+  pipeline fills and drains once per step, (p - 1) micro-batch times of idle per stage; bubble
+  fraction (p - 1)/m of the ideal time.
+- Interleaved 1F1B with v model chunks per rank (Narayanan et al. 2021 §2.2.2): each fill step
+  is a chunk of 1/v of the stage, bubble (p - 1)/v micro-batch times, fraction (p - 1)/(v m).
+- Zero bubble ZB-H1 (Qi et al. 2023, arXiv 2401.10241, §3): backward split into input-gradient B
+  and weight-gradient W, which fills the bubble; with t_F = t_B = t_W, (p - 1)(t_F + t_B - t_W)
+  = a third of 1F1B's bubble.
+
+Activations held at once, in micro-batches of one stage's layers on the first (fullest) stage:
+GPipe m; 1F1B and ZB-H1 min(p, m); interleaved min(p, m) (1 + (p - 1)/(p v)) (Korthikanti et
+al. 2022 §4.2.3); no pipeline 1. docs/model.md §15.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scalesim.layout import GPIPE, INTERLEAVED, NO_PIPELINE, ONE_F_ONE_B, ZERO_BUBBLE
+
+ZB_BUBBLE_SHARE = 1.0 / 3.0  # ZB-H1 with equal F, B, W times (Qi et al. 2023)
+
+
+def bubble_microbatches(schedule, pp, virtual_stages):
+    """Idle time per step per stage, in micro-batch times (t_f + t_b of one stage)."""
+    sch = np.asarray(schedule)
+    fill = np.asarray(pp, dtype=float) - 1.0
+    v = np.asarray(virtual_stages, dtype=float)
+    return np.select([sch == NO_PIPELINE, sch == INTERLEAVED, sch == ZERO_BUBBLE],
+                     [0.0, fill / v, ZB_BUBBLE_SHARE * fill], fill)
+
+
+def bubble_fraction(schedule, pp, microbatches, virtual_stages=1):
+    """Bubble time over ideal time: (p-1)/m (GPipe, 1F1B), (p-1)/(v m) interleaved."""
+    return bubble_microbatches(schedule, pp, virtual_stages) / np.asarray(microbatches, float)
+
+
+def microbatches_in_flight(schedule, pp, microbatches, virtual_stages=1):
+    """Micro-batches of activations (of one stage's layers) the first stage holds at once."""
+    sch = np.asarray(schedule)
+    p = np.asarray(pp, dtype=float)
+    m = np.asarray(microbatches, dtype=float)
+    v = np.asarray(virtual_stages, dtype=float)
+    warm = np.minimum(p, m)
+    return np.select(
+        [sch == NO_PIPELINE, sch == GPIPE, sch == INTERLEAVED, (sch == ONE_F_ONE_B)
+         | (sch == ZERO_BUBBLE)],
+        [1.0, m, warm * (1.0 + (p - 1.0) / (p * v)), warm], warm)
+
+
+def p2p_s(pp, microbatches, virtual_stages, size_bytes, latency_s, bandwidth_GBps):
+    """Point-to-point sends on the critical path per step: each micro-batch crosses every one of
+    the v chunk boundaries of a rank forward (activations) and backward (gradients), plus the
+    p - 1 fill and drain hops: 2 (m v + p - 1) sends of ``size_bytes`` (0 without a pipeline)."""
+    p = np.asarray(pp, dtype=float)
+    sends = 2.0 * (np.asarray(microbatches, float) * np.asarray(virtual_stages, float) + p - 1.0)
+    one = latency_s + np.asarray(size_bytes, dtype=float) / (np.asarray(bandwidth_GBps) * 1e9)
+    return np.where(p > 1, sends * one, 0.0)

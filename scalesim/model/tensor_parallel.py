@@ -1,0 +1,40 @@
+"""Tensor-parallel (Megatron) communication per layer and micro-batch.
+
+Megatron's tensor parallelism (Shoeybi et al. 2019, arXiv 1909.08053, §3) splits the attention
+and MLP matrices over t devices; each layer all-reduces its b x s x h output twice in forward
+(after attention, after the MLP) and twice in backward (their conjugates). Full activation
+recomputation repeats the forward, so two more. With sequence parallelism (Korthikanti et al.
+2022, §4.2.2) each all-reduce becomes a reduce-scatter plus an all-gather of the same total
+volume and time in the ring model. The collectives run on the tensor group's link (inside one
+server when the placement keeps tp there) and are exposed: the layer waits for its result.
+docs/model.md §14.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scalesim.model import collectives as coll
+from scalesim.model.transformer import RECOMPUTE_FULL
+
+
+def collectives_per_layer(recompute):
+    """All-reduces (or RS + AG pairs) per layer per micro-batch: 2 forward + 2 backward, + 2
+    more in the recomputed forward of full recomputation."""
+    return np.where(np.asarray(recompute) == RECOMPUTE_FULL, 6.0, 4.0)
+
+
+def allreduce_bytes(micro_batch, seq_len, hidden, cp=1, activation_bytes=2.0):
+    """Bytes of one tensor-parallel all-reduce: the layer's b x (s/cp) x h output."""
+    return (np.asarray(micro_batch, dtype=float) * np.asarray(seq_len, dtype=float)
+            / np.asarray(cp, dtype=float) * np.asarray(hidden, dtype=float) * activation_bytes)
+
+
+def tp_comm_per_layer_s(micro_batch, seq_len, hidden, tp, cp, recompute, sequence_parallel,
+                        latency_s, busbw_GBps, activation_bytes=2.0):
+    """Seconds of tensor-parallel collectives of one layer and one micro-batch on one device."""
+    size = allreduce_bytes(micro_batch, seq_len, hidden, cp, activation_bytes)
+    allreduce = coll.ring_allreduce_s(size, tp, latency_s, busbw_GBps)
+    rs_ag = 2.0 * coll.ring_reduce_scatter_s(size, tp, latency_s, busbw_GBps)
+    one = np.where(np.asarray(sequence_parallel, dtype=bool), rs_ag, allreduce)
+    return collectives_per_layer(recompute) * one

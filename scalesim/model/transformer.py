@@ -1,0 +1,170 @@
+"""Sizes of a decoder/encoder transformer: parameters, FLOPs per token, activation bytes.
+
+Pure numpy: every argument broadcasts, so one call answers one shape or many. Symbols: L layers,
+h hidden, a attention heads, kv key/value heads (grouped-query attention when kv < a), f MLP
+inner size (``ffn_hidden``; for a gated/SwiGLU MLP the size of each of its gate and up
+projections), s sequence length, V vocabulary, t tensor-parallel degree. docs/model.md §11.
+
+References:
+- Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using
+  Megatron-LM" (arXiv 2104.04473), §5.1 parameter count P = 12lh²(1 + 13/(12h) + (V+s)/(12lh))
+  and Eq. 3, F = 96Bslh²(1 + s/(6h) + V/(16lh)) FLOPs per iteration with full recomputation.
+- Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models"
+  (arXiv 2205.05198), §4 and Table 2: activation bytes per layer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL = 0, 1, 2
+RECOMPUTE = {"none": RECOMPUTE_NONE, "selective": RECOMPUTE_SELECTIVE, "full": RECOMPUTE_FULL}
+
+
+def _f(x):
+    return np.asarray(x, dtype=float)
+
+
+def attention_weights(hidden, heads, kv_heads):
+    """Weights of one attention block's matrices: Q and output h·h each, K and V h·(kv·h/a)."""
+    h, a, kv = _f(hidden), _f(heads), _f(kv_heads)
+    return 2.0 * h * h + 2.0 * h * (kv * h / a)
+
+
+def mlp_weights(hidden, ffn_hidden, gated):
+    """Weights of one MLP: 2·h·f, or 3·h·f for a gated (SwiGLU) MLP (gate, up, down)."""
+    return np.where(np.asarray(gated, dtype=bool), 3.0, 2.0) * _f(hidden) * _f(ffn_hidden)
+
+
+def layer_matmul_weights(hidden, heads, kv_heads, ffn_hidden, gated):
+    """Weights of one layer that take part in matrix multiplies (no biases, no norms)."""
+    return attention_weights(hidden, heads, kv_heads) + mlp_weights(hidden, ffn_hidden, gated)
+
+
+def layer_small_params(hidden, heads, kv_heads, ffn_hidden, gated, biases, layernorm):
+    """Biases and norm weights of one layer: biases of Q, K, V, output, MLP layers; two norms
+    (LayerNorm: scale and shift, 4h; RMSNorm: scale only, 2h)."""
+    h, a, kv, f = _f(hidden), _f(heads), _f(kv_heads), _f(ffn_hidden)
+    mlp_bias = np.where(np.asarray(gated, dtype=bool), 2.0 * f, f) + h
+    bias = np.where(np.asarray(biases, dtype=bool), h + 2.0 * kv * h / a + h + mlp_bias, 0.0)
+    return bias + np.where(np.asarray(layernorm, dtype=bool), 4.0, 2.0) * h
+
+
+def parameter_count(layers, hidden, heads, kv_heads, ffn_hidden, gated, seq_len, vocab,
+                    tied_embeddings=True, learned_positions=True, biases=True, layernorm=True):
+    """Parameters of the whole model: L layers, token embedding V·h (and a separate output
+    projection V·h unless tied), learned position embedding s·h, final norm.
+
+    For a GPT of Narayanan 2021 (biases, LayerNorm, learned positions, tied, f = 4h) this is
+    exactly 12lh² + 13lh + (V+s)h + 2h, his §5.1 formula plus the final LayerNorm.
+    """
+    h = _f(hidden)
+    per_layer = (layer_matmul_weights(hidden, heads, kv_heads, ffn_hidden, gated)
+                 + layer_small_params(hidden, heads, kv_heads, ffn_hidden, gated, biases,
+                                      layernorm))
+    embed = _f(vocab) * h * np.where(np.asarray(tied_embeddings, dtype=bool), 1.0, 2.0)
+    positions = np.where(np.asarray(learned_positions, dtype=bool), _f(seq_len) * h, 0.0)
+    final_norm = np.where(np.asarray(layernorm, dtype=bool), 2.0, 1.0) * h
+    return _f(layers) * per_layer + embed + positions + final_norm
+
+
+def layer_forward_flops_per_token(hidden, heads, kv_heads, ffn_hidden, gated, seq_len):
+    """Forward FLOPs of one layer per token: 2 per matmul weight, plus attention scores and
+    their product with V, 2·s·h each (4sh; Narayanan's 4Bs²h per layer, no causal halving)."""
+    return (2.0 * layer_matmul_weights(hidden, heads, kv_heads, ffn_hidden, gated)
+            + 4.0 * _f(seq_len) * _f(hidden))
+
+
+def logits_forward_flops_per_token(hidden, vocab):
+    """Forward FLOPs of the output projection (logits) per token: 2·h·V."""
+    return 2.0 * _f(hidden) * _f(vocab)
+
+
+def model_flops_per_token(layers, hidden, heads, kv_heads, ffn_hidden, gated, seq_len, vocab):
+    """Model FLOPs per token of one training step (forward + backward = 3 x forward), without
+    recomputation: what model-FLOPs utilisation (MFU) counts.
+
+    For Narayanan's GPT: 72lh²(1 + s/(6h) + V/(12lh)) per token, his Eq. 3 without the
+    recomputed forward."""
+    fwd = (_f(layers) * layer_forward_flops_per_token(hidden, heads, kv_heads, ffn_hidden,
+                                                       gated, seq_len)
+           + logits_forward_flops_per_token(hidden, vocab))
+    return 3.0 * fwd
+
+
+def recompute_flops_per_token(recompute, layers, hidden, heads, kv_heads, ffn_hidden, gated,
+                              seq_len):
+    """Extra forward FLOPs per token that activation recomputation spends: full = every layer's
+    forward again; selective = the attention core (scores and scores·V, 4sh per layer;
+    Korthikanti 2022 §5); none = 0. Model FLOPs + these = hardware FLOPs (HFU)."""
+    r = np.asarray(recompute)
+    full = _f(layers) * layer_forward_flops_per_token(hidden, heads, kv_heads, ffn_hidden, gated,
+                                                      seq_len)
+    selective = _f(layers) * 4.0 * _f(seq_len) * _f(hidden)
+    return np.select([r == RECOMPUTE_FULL, r == RECOMPUTE_SELECTIVE], [full, selective], 0.0)
+
+
+def narayanan_flops_per_iteration(batch, seq_len, layers, hidden, vocab):
+    """Narayanan 2021 Eq. 3: F = 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)), with full recompute."""
+    b, s, n, h, v = _f(batch), _f(seq_len), _f(layers), _f(hidden), _f(vocab)
+    return 96.0 * b * s * n * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * n * h))
+
+
+def activation_bytes_per_layer(micro_batch, seq_len, hidden, heads, kv_heads, ffn_hidden, gated,
+                               tensor_parallel=1, sequence_parallel=False,
+                               recompute=RECOMPUTE_NONE, flash_attention=False):
+    """Bytes of activations one layer keeps for backward on one device, 16-bit activations.
+
+    Korthikanti 2022 Table 2 for a GPT layer (f = 4h, kv = a):
+      none, no SP:        sbh(10 + 24/t + 5as/(ht))
+      none, SP:           sbh(34/t + 5as/(ht))
+      selective, no SP:   sbh(10 + 24/t)
+      selective, SP:      sbh(34/t)
+      full:               2sbh (only the layer's input; /t with SP)
+    The 24 that tensor parallelism splits are Q, K, V (2+2+2), the attention output projection's
+    input (2) and the MLP (2 bytes x 4h x 2 = 16); the 10 it does not split are the two norms'
+    inputs (4), the inputs of the QKV and first MLP matmuls (4) and two dropout masks (2). Here
+    they generalise to K, V of kv/a the size (4·kv/a) and an MLP of f: 4f/h (gated: 6f/h, gate
+    and up outputs and their product). Flash attention keeps no s x s scores (the 5as/h term).
+    """
+    b, s, h, a, t = _f(micro_batch), _f(seq_len), _f(hidden), _f(heads), _f(tensor_parallel)
+    kv, f = _f(kv_heads), _f(ffn_hidden)
+    sp = np.asarray(sequence_parallel, dtype=bool)
+    r = np.asarray(recompute)
+    mlp = np.where(np.asarray(gated, dtype=bool), 6.0, 4.0) * f / h
+    split = 2.0 + 4.0 * kv / a + 2.0 + mlp
+    unsplit = 10.0
+    scores = np.where(np.asarray(flash_attention, dtype=bool) | (r == RECOMPUTE_SELECTIVE), 0.0,
+                      5.0 * a * s / (h * t))
+    per_sbh = np.where(sp, (unsplit + split) / t, unsplit + split / t) + scores
+    full = 2.0 / np.where(sp, t, 1.0)
+    per_sbh = np.where(r == RECOMPUTE_FULL, full, per_sbh)
+    return s * b * h * per_sbh
+
+
+# Bytes per token of one layer's memory-bound (elementwise) kernels in forward, 16-bit tensors,
+# kernel by kernel as Megatron-LM runs a layer (fused bias-GeLU, fused scale-mask-softmax,
+# fused bias-dropout-add): two norms read and write h (2 x 4h), two bias-dropout-adds read the
+# output and the residual and write the sum and a 1-byte mask (2 x 7h), the MLP activation reads
+# and writes f (4f; SwiGLU reads gate and up, writes their product: 6f), and without fused
+# (flash) attention the a x s scores per token are written by their matmul, read and written by
+# the softmax, read and written by dropout (+ 1-byte mask) and read by the product with V (13as).
+# Backward moves about twice the forward's bytes (reads the saved input and the incoming
+# gradient, writes the outgoing gradient).
+NORM_AND_RESIDUAL_BYTES_PER_H = 22.0
+SCORE_BYTES_PER_AS = 13.0
+BACKWARD_ELEMENTWISE_FACTOR = 2.0
+
+
+def elementwise_forward_bytes_per_token(hidden, heads, ffn_hidden, gated, seq_len,
+                                        tensor_parallel=1, sequence_parallel=False,
+                                        flash_attention=False):
+    """(bytes outside attention scores, bytes of attention scores) one device's elementwise
+    kernels move per token of one layer in forward. Tensor parallelism splits the MLP and
+    score work; the norms and residual work only with sequence parallelism."""
+    h, a, f, s, t = _f(hidden), _f(heads), _f(ffn_hidden), _f(seq_len), _f(tensor_parallel)
+    sp = np.asarray(sequence_parallel, dtype=bool)
+    norms = NORM_AND_RESIDUAL_BYTES_PER_H * h / np.where(sp, t, 1.0)
+    mlp = np.where(np.asarray(gated, dtype=bool), 6.0, 4.0) * f / t
+    scores = np.where(np.asarray(flash_attention, dtype=bool), 0.0, SCORE_BYTES_PER_AS * a * s / t)
+    return norms + mlp, scores

@@ -1,0 +1,303 @@
+"""The layout planner: every valid layout of a transformer on N devices, ranked.
+
+``plan(...)`` enumerates dp x tp x pp (x cp), ZeRO stage, micro-batch, pipeline schedule and
+virtual stages, recompute and sequence parallelism for each device count, drops the layouts
+that break a placement rule (``layout.valid_mask``), evaluates the rest in one vectorised call
+(``model.layout_step.evaluate_layouts``) and ranks those that fit by throughput, or by cost (device
+time per sample), saying for each runner-up which part of the step makes it lose.
+``evaluate_layout`` is the scalar path: one ``ParallelLayout``, checked by
+``layout.check_layout``; tests check that the two agree. docs/model.md §17.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel
+
+from scalesim.errors import ScalesimError
+from scalesim.layout import SCHEDULES, ParallelLayout, check_layout, valid_mask
+from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
+from scalesim.model.transformer import RECOMPUTE
+from scalesim.schemas import Hardware, TransformerShape
+
+# Sustained share of the datasheet peak that large matmuls reach when nothing calibrated it: the
+# median of the efficiencies the anchors of the published model-parallel cases pin
+# (../shared/validation/parallel_cases.json, docs/validation.md: 0.41 to 0.77, median 0.69).
+DEFAULT_MATMUL_EFFICIENCY = 0.69
+MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
+VIRTUAL_STAGES = (2, 3, 4, 6, 8)
+SCHEDULE_CHOICES = (("none", 1), ("gpipe", 1), ("1f1b", 1), ("zb", 1)) + tuple(
+    ("interleaved", v) for v in VIRTUAL_STAGES)
+RECOMPUTE_CHOICES = ("none", "selective", "full")
+ZERO_CHOICES = (0, 1, 2, 3)
+PARTS = ("compute_s", "tp_comm_s", "cp_comm_s", "bubble_s", "p2p_s", "dp_exposed_s", "straggler_s", "stall_s")
+PART_NAMES = {"compute_s": "compute", "tp_comm_s": "tensor-parallel communication",
+              "cp_comm_s": "context-parallel communication",
+              "bubble_s": "pipeline bubble", "p2p_s": "pipeline sends",
+              "dp_exposed_s": "data-parallel exchange", "straggler_s": "straggler wait",
+              "stall_s": "input stall"}
+
+
+class PlanRow(BaseModel):
+    """One layout, its predicted step and memory, and why it ranks where it does."""
+
+    rank: int
+    devices: int
+    dp: int
+    tp: int
+    pp: int
+    cp: int
+    zero: int
+    micro_batch: int
+    accumulation: int
+    schedule: str
+    virtual_stages: int
+    recompute: str
+    sequence_parallel: bool
+    step_time_s: float
+    samples_per_s: float
+    tokens_per_s: float
+    mfu: float
+    hfu: float
+    memory_bytes: float
+    headroom_bytes: float
+    fits: bool
+    breakdown_s: dict[str, float]
+    device_hours_per_million_samples: float
+    why: str
+
+    def layout(self, global_batch: int) -> ParallelLayout:
+        return ParallelLayout(dp=self.dp, tp=self.tp, pp=self.pp, cp=self.cp, zero=self.zero,
+                              micro_batch=self.micro_batch, global_batch=global_batch,
+                              schedule=self.schedule, virtual_stages=self.virtual_stages,
+                              recompute=self.recompute, sequence_parallel=self.sequence_parallel)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Everything but the layout: the transformer, the hardware and the run's constants."""
+
+    shape: TransformerShape
+    hardware: Hardware
+    global_batch: int
+    efficiency: float = DEFAULT_MATMUL_EFFICIENCY
+    fp8: bool = False
+    params: float | None = None  # default: the shape's count
+    tp_overlap: bool = False  # tensor-parallel collectives overlapped (Transformer Engine)
+
+
+def _peak_flops(hardware: Hardware, fp8: bool) -> float:
+    from scalesim.presets import peak_tflops_of
+
+    if fp8:
+        peak = peak_tflops_of(hardware.device_name, fp8=True)
+        if peak is None:
+            raise ScalesimError(f"precision fp8: no fp8 peak known for '{hardware.device_name}'")
+        return peak[0] * 1e12
+    if hardware.peak_tflops is None:
+        raise ScalesimError(f"hardware '{hardware.name}' has no peak_tflops; the planner needs "
+                            "the device's dense 16-bit peak")
+    return hardware.peak_tflops * 1e12
+
+
+def _inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
+    s, hw = setting.shape, setting.hardware
+    if hw.memory_bandwidth_GBps is None:
+        raise ScalesimError(f"hardware '{hw.name}' has no memory_bandwidth_GBps; the planner "
+                            "needs it for memory-bound work")
+    return LayoutInputs(
+        layers=s.layers, hidden=s.hidden, heads=s.heads, kv_heads=s.kv_of(),
+        ffn_hidden=s.ffn_of(), gated=s.gated_mlp, seq_len=s.seq_len, vocab=s.vocab,
+        tied_embeddings=s.tied_embeddings, flash_attention=s.flash_attention,
+        params=setting.params or s.param_count(), **layout_arrays,
+        devices_per_node=hw.devices_per_node, peak_flops_per_s=_peak_flops(hw, setting.fp8),
+        efficiency=setting.efficiency, memory_bandwidth_GBps=hw.memory_bandwidth_GBps,
+        intra_latency_s=hw.intra_node.latency_s, intra_busbw_GBps=hw.intra_node.busbw_GBps,
+        inter_latency_s=hw.inter_node.latency_s, inter_busbw_GBps=hw.inter_node.busbw_GBps,
+        device_memory_bytes=hw.device_memory_bytes, comm_contention=hw.comm_compute_contention,
+        device_cv=hw.device_speed_cv, tp_overlap=setting.tp_overlap,
+        # fp8 recipes cast the Linear layers only: the attention core stays at the 16-bit peak
+        attention_peak_flops_per_s=_peak_flops(hw, False))
+
+
+def _layout_arrays(layouts: list[ParallelLayout]) -> dict[str, np.ndarray]:
+    return {
+        "dp": np.array([x.dp for x in layouts]), "tp": np.array([x.tp for x in layouts]),
+        "pp": np.array([x.pp for x in layouts]), "cp": np.array([x.cp for x in layouts]),
+        "zero": np.array([x.zero for x in layouts]),
+        "micro_batch": np.array([x.micro_batch for x in layouts]),
+        "global_batch": np.array([x.global_batch for x in layouts]),
+        "schedule": np.array([SCHEDULES[x.schedule] for x in layouts]),
+        "virtual_stages": np.array([x.virtual_stages for x in layouts]),
+        "recompute": np.array([RECOMPUTE[x.recompute] for x in layouts]),
+        "sequence_parallel": np.array([x.sequence_parallel for x in layouts]),
+    }
+
+
+def evaluate_layout(setting: Setting, layout: ParallelLayout) -> LayoutResult:
+    """The scalar path: check one layout's placement rules, then evaluate it alone."""
+    s = setting.shape
+    check_layout(layout, setting.hardware.devices_per_node, layers=s.layers, heads=s.heads,
+                 kv_heads=s.kv_of(), seq_len=s.seq_len)
+    if layout.global_batch != setting.global_batch:
+        raise ScalesimError(f"layout global_batch {layout.global_batch} != the plan's "
+                            f"{setting.global_batch}")
+    return evaluate_layouts(_inputs(setting, **{k: v[0] for k, v in
+                                                _layout_arrays([layout]).items()}))
+
+
+def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict[str, np.ndarray]:
+    """Every combination of knobs for these device counts, as flat arrays, valid ones only."""
+    g = setting.hardware.devices_per_node
+    shape = setting.shape
+    splits = []
+    for n in devices:
+        for tp in (t for t in range(1, g + 1) if g % t == 0 and n % t == 0):
+            for cp in (c for c in cp_values if (n // tp) % c == 0):
+                rest = n // (tp * cp)
+                for pp in (p for p in range(1, rest + 1) if rest % p == 0):
+                    splits.append((rest // pp, tp, pp, cp))
+    if not splits:
+        raise ScalesimError(f"no dp x tp x pp split of devices {devices}")
+    split = np.array(splits)
+    sched = np.array([SCHEDULES[name] for name, _ in SCHEDULE_CHOICES])
+    virt = np.array([v for _, v in SCHEDULE_CHOICES])
+    rec = np.array([RECOMPUTE[r] for r in RECOMPUTE_CHOICES])
+    idx = np.meshgrid(np.arange(len(split)), np.arange(len(ZERO_CHOICES)),
+                      np.arange(len(MICRO_BATCHES)), np.arange(len(sched)), np.arange(len(rec)),
+                      np.arange(2), indexing="ij")
+    i_split, i_zero, i_mb, i_sched, i_rec, i_sp = (a.ravel() for a in idx)
+    grid = {
+        "dp": split[i_split, 0], "tp": split[i_split, 1], "pp": split[i_split, 2],
+        "cp": split[i_split, 3], "zero": np.array(ZERO_CHOICES)[i_zero],
+        "micro_batch": np.array(MICRO_BATCHES)[i_mb],
+        "global_batch": np.full(i_split.shape, setting.global_batch),
+        "schedule": sched[i_sched], "virtual_stages": virt[i_sched], "recompute": rec[i_rec],
+        "sequence_parallel": i_sp.astype(bool),
+    }
+    keep = valid_mask(grid["dp"], grid["tp"], grid["pp"], grid["cp"], grid["micro_batch"],
+                      grid["global_batch"], grid["schedule"], grid["virtual_stages"], g,
+                      shape.layers, shape.heads, shape.kv_of(), shape.seq_len)
+    keep &= ~(grid["sequence_parallel"] & (grid["tp"] == 1))  # SP is a no-op without tp
+    keep &= ~((grid["zero"] > 0) & (grid["dp"] * grid["cp"] == 1))  # nothing to shard over
+    return {k: v[keep] for k, v in grid.items()}
+
+
+def _why(best: dict, row: dict, by: str) -> str:
+    if not row["fits"]:
+        return (f"does not fit: {row['memory_bytes'] / 2**30:.1f} GiB > "
+                f"{(row['memory_bytes'] - row['headroom_bytes']) / 2**30:.1f} GiB per device")
+    diffs = {p: row["breakdown_s"][p] - best["breakdown_s"][p] for p in PARTS}
+    worst = max(diffs, key=diffs.get)
+    slower = 100.0 * (row["step_time_s"] / best["step_time_s"] - 1.0)
+    if by == "cost":
+        more = 100.0 * (row["device_hours_per_million_samples"]
+                        / best["device_hours_per_million_samples"] - 1.0)
+        return (f"{more:+.1f}% device-hours per sample; step {slower:+.1f}% "
+                f"({PART_NAMES[worst]} {diffs[worst]:+.3g} s)")
+    if diffs[worst] <= 0:
+        return f"step {slower:+.1f}% on {row['devices']} devices"
+    return f"step {slower:+.1f}%: {PART_NAMES[worst]} {diffs[worst]:+.3g} s"
+
+
+def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global_batch: int,
+         efficiency: float = DEFAULT_MATMUL_EFFICIENCY, fp8: bool = False,
+         rank_by: Literal["throughput", "cost"] = "throughput", top: int | None = 10,
+         include_unfit: bool = False, params: float | None = None,
+         cp_values=(1,), tp_overlap: bool = False) -> list[PlanRow]:
+    """Rank every valid layout of ``shape`` on each of ``devices`` for ``global_batch``.
+
+    Fitting layouts first, best first (highest samples/s, or fewest device-hours per sample
+    with ``rank_by='cost'``); with ``include_unfit`` the layouts that do not fit follow, most
+    memory-frugal first. Each row says why it loses to the best. ``cp_values``: context-parallel
+    degrees to try; ``tp_overlap``: the framework overlaps tensor-parallel traffic.
+    """
+    if not devices or min(devices) < 1:
+        raise ScalesimError("devices: give one or more device counts of 1 or more")
+    if global_batch < 1:
+        raise ScalesimError(f"global_batch {global_batch} must be 1 or more")
+    if not 0 < efficiency <= 1:
+        raise ScalesimError(f"efficiency {efficiency} must be in (0, 1]: a share of the peak")
+    if rank_by not in ("throughput", "cost"):
+        raise ScalesimError(f"rank_by '{rank_by}': use throughput or cost")
+    g = hardware.devices_per_node
+    for n in devices:
+        if n > g and n % g:
+            raise ScalesimError(f"devices {n} do not fill whole servers of {g} GPUs; give a "
+                                f"multiple of {g} above one server")
+    setting = Setting(shape, hardware, global_batch, efficiency, fp8, params, tp_overlap)
+    grid = candidate_grid(sorted(set(devices)), setting, cp_values)
+    if grid["dp"].size == 0:
+        raise ScalesimError(f"no valid layout for devices {devices} and global batch "
+                            f"{global_batch} on servers of {g}: no dp x micro-batch divides "
+                            "the global batch with a valid tp and pp")
+    r = evaluate_layouts(_inputs(setting, **grid))
+    devices_arr = grid["dp"] * grid["tp"] * grid["pp"] * grid["cp"]
+    cost = devices_arr / r.samples_per_s * 1e6 / 3600.0
+    key = -r.samples_per_s if rank_by == "throughput" else cost
+    fits = r.fits
+    order = np.lexsort((key, ~fits)) if include_unfit else np.argsort(key[fits], kind="stable")
+    if not include_unfit:
+        order = np.flatnonzero(fits)[order]
+        if order.size == 0:
+            raise ScalesimError(f"no layout fits in {hardware.device_memory_bytes / 2**30:.0f} GiB "
+                                f"per device for devices {devices}; add devices or memory")
+    if include_unfit:
+        unfit = order[~fits[order]]
+        order = np.concatenate([order[fits[order]], unfit[np.argsort(r.memory_bytes[unfit],
+                                                                      kind="stable")]])
+    if top is not None:
+        order = order[:top]
+    rows = []
+    for rank, i in enumerate(order, start=1):
+        row = {
+            "rank": rank, "devices": int(devices_arr[i]), "dp": int(grid["dp"][i]),
+            "tp": int(grid["tp"][i]), "pp": int(grid["pp"][i]), "cp": int(grid["cp"][i]),
+            "zero": int(grid["zero"][i]), "micro_batch": int(grid["micro_batch"][i]),
+            "accumulation": int(global_batch // (grid["dp"][i] * grid["micro_batch"][i])),
+            "schedule": next(k for k, v in SCHEDULES.items() if v == grid["schedule"][i]),
+            "virtual_stages": int(grid["virtual_stages"][i]),
+            "recompute": RECOMPUTE_CHOICES[int(grid["recompute"][i])],
+            "sequence_parallel": bool(grid["sequence_parallel"][i]),
+            "step_time_s": float(r.step_time_s[i]), "samples_per_s": float(r.samples_per_s[i]),
+            "tokens_per_s": float(r.tokens_per_s[i]), "mfu": float(r.mfu[i]),
+            "hfu": float(r.hfu[i]), "memory_bytes": float(r.memory_bytes[i]),
+            "headroom_bytes": float(r.headroom_bytes[i]), "fits": bool(r.fits[i]),
+            "breakdown_s": {p: float(getattr(r, p)[i]) for p in PARTS},
+            "device_hours_per_million_samples": float(cost[i]),
+        }
+        row["why"] = "best" if rank == 1 else _why(rows[0].model_dump(), row, rank_by)
+        rows.append(PlanRow(**row))
+    return rows
+
+
+def exhaustive_scalar(setting: Setting, devices: list[int], cp_values=(1,)) -> list[tuple]:
+    """Every valid layout by plain loops and the scalar path: (layout, result) pairs.
+
+    The reference the vectorised ``plan`` is tested and benchmarked against."""
+    from scalesim.layout import layout_problems
+
+    g, s = setting.hardware.devices_per_node, setting.shape
+    out = []
+    for n in sorted(set(devices)):
+        for tp, cp, pp in itertools.product(range(1, g + 1), cp_values, range(1, n + 1)):
+            if n % (tp * cp * pp):
+                continue
+            dp = n // (tp * cp * pp)
+            for zero, mb, (sch, v), rec, sp in itertools.product(
+                    ZERO_CHOICES, MICRO_BATCHES, SCHEDULE_CHOICES, RECOMPUTE_CHOICES,
+                    (False, True)):
+                if (sp and tp == 1) or (zero and dp * cp == 1):
+                    continue
+                layout = ParallelLayout(dp=dp, tp=tp, pp=pp, cp=cp, zero=zero, micro_batch=mb,
+                                        global_batch=setting.global_batch, schedule=sch,
+                                        virtual_stages=v, recompute=rec, sequence_parallel=sp)
+                if layout_problems(layout, g, layers=s.layers, heads=s.heads,
+                                   kv_heads=s.kv_of(), seq_len=s.seq_len):
+                    continue
+                out.append((layout, evaluate_layout(setting, layout)))
+    return out

@@ -1,0 +1,386 @@
+"""Predict published model-parallel training runs (format ``scalesim-parallel-cases/1``).
+
+The format and its anchor rule are in ../shared/validation/parallel_cases.md: cases are grouped
+by system and software stack; in each group the one anchor case pins the device's sustained
+matmul efficiency (the share of the datasheet peak, solved so the model reproduces the anchor's
+published number); every other case is predicted from its own description (transformer shape,
+hardware, layout) by ``model.layout_step.evaluate_layouts`` with the one set of documented
+defaults below (``DEFAULTS``), no per-case tuning. A null field gets its default and a flag.
+docs/validation.md has the method and the results.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from scalesim.errors import ScalesimError
+from scalesim.jsonio import parse_model, read_json
+from scalesim.layout import SCHEDULES, ParallelLayout, layout_problems
+from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
+from scalesim.model.overlap import GPU_COMM_CONTENTION
+from scalesim.model.stragglers import DEVICE_SPEED_CV
+from scalesim.model.transformer import RECOMPUTE
+from scalesim.presets import (
+    INTRA_LINKS,
+    inter_link,
+    intra_link,
+    memory_bandwidth_of,
+    peak_tflops_of,
+)
+
+FORMAT = "scalesim-parallel-cases/1"
+
+# --- one set of documented defaults (docs/validation.md, "Model-parallel cases")
+DEFAULT_INTER_KIND = "infiniband"  # a null network kind: the GPU servers' usual fabric
+NICS_PER_GPU = 1  # a null NIC count: one NIC per GPU (DGX/HGX rail design)
+DEFAULT_GBIT_PER_NIC = {"A100": 200.0, "H100": 400.0, "GB200": 400.0}  # DGX A100 (HDR), DGX
+# H100 (NDR), GB200 NVL72 compute trays (ConnectX-7 400G per GPU) datasheets
+DEFAULT_MICRO_BATCH = 1
+DEFAULT_RECOMPUTE = "none"  # a null recompute: none (Megatron-Core's default)
+FLASH_ATTENTION_FROM_YEAR = 2022  # sources from 2022 on use fused (flash) attention (Dao 2022)
+TP_OVERLAP_FROM_YEAR = 2024  # Megatron-Core + Transformer Engine runs overlap tp collectives
+# with the matmuls (userbuffers; on in NeMo / Megatron-Bridge performance recipes)
+EFFICIENCY_BOUNDS = (0.02, 1.0)  # where the anchor's efficiency is searched
+TARGETS = {"median_abs_pct": 5.0, "mean_abs_pct": 8.0, "max_abs_pct": 20.0}
+
+DEFAULTS = {
+    "inter_node_kind": DEFAULT_INTER_KIND,
+    "nics_per_node": "one per GPU",
+    "gbit_per_nic": DEFAULT_GBIT_PER_NIC,
+    "micro_batch": DEFAULT_MICRO_BATCH,
+    "recompute": DEFAULT_RECOMPUTE,
+    "sequence_parallel": "true when tp > 1",
+    "virtual_stages": "1 (interleaved without a count: 2)",
+    "schedule": "1f1b when pp > 1, else none",
+    "architecture": "gated MLP when ffn_hidden != 4 hidden (then Llama conventions: RMSNorm, "
+                    "no biases, untied output, rotary); else GPT conventions (LayerNorm, biases, "
+                    "tied, learned positions)",
+    "flash_attention": f"sources dated {FLASH_ATTENTION_FROM_YEAR} or later",
+    "tp_overlap": f"sources dated {TP_OVERLAP_FROM_YEAR} or later",
+    "peak": "datasheet dense 16-bit peak of the GPU (fp8: the fp8 peak for weight matmuls, the "
+            "16-bit peak for the attention core)",
+    "memory_bandwidth": "datasheet memory bandwidth of the GPU",
+    "comm_compute_contention": GPU_COMM_CONTENTION,
+    "device_speed_cv": DEVICE_SPEED_CV,
+    "bytes_per_param": "weights 2, gradients 2 (wire 2), optimizer 12 (mixed-precision Adam)",
+    "tflops_per_gpu": "hardware FLOPs (model + recomputation), as Narayanan 2021 Eq. 3",
+}
+
+
+# ---------------------------------------------------------------------------- the file format
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class PCModel(_Strict):
+    name: str
+    layers: int = Field(ge=1)
+    hidden: int = Field(ge=1)
+    heads: int = Field(ge=1)
+    kv_heads: int | None = Field(default=None, ge=1)
+    ffn_hidden: int | None = Field(default=None, ge=1)
+    seq_len: int = Field(ge=1)
+    vocab: int | None = Field(default=None, ge=1)
+    params: float | None = Field(default=None, gt=0)
+
+
+class PCInterNode(_Strict):
+    kind: Literal["infiniband", "roce", "ethernet"] | None = None
+    nics_per_node: int | None = Field(default=None, ge=1)
+    gbit_per_nic: float | None = Field(default=None, gt=0)
+
+
+class PCHardware(_Strict):
+    gpu: str
+    gpus_per_node: int = Field(ge=1)
+    intra_node: str
+    inter_node: PCInterNode | None = None
+
+
+class PCLayout(_Strict):
+    devices: int = Field(ge=1)
+    dp: int = Field(ge=1)
+    tp: int = Field(ge=1)
+    pp: int = Field(ge=1)
+    cp: int = Field(default=1, ge=1)
+    ep: int = Field(default=1, ge=1)
+    zero: int = Field(ge=0, le=3)
+    micro_batch: int | None = Field(default=None, ge=1)
+    global_batch: int = Field(ge=1)
+    schedule: Literal["none", "gpipe", "1f1b", "interleaved", "zb"] | None = None
+    virtual_stages: int | None = Field(default=None, ge=1)
+    recompute: Literal["none", "selective", "full"] | None = None
+    sequence_parallel: bool | None = None
+
+
+class PCMeasured(_Strict):
+    metric: Literal["tflops_per_gpu", "step_time_s", "tokens_per_s_per_gpu", "samples_per_s"]
+    value: float = Field(gt=0)
+    mfu: float | None = None
+
+
+class ParallelCase(_Strict):
+    id: str = Field(min_length=1)
+    group: str = Field(min_length=1)
+    anchor: bool
+    source: str
+    trust: Literal["high", "medium", "low"]
+    notes: str = ""
+    model: PCModel
+    hardware: PCHardware
+    precision: Literal["bf16-mixed", "fp16-mixed", "fp8", "fp32"] | None = None
+    layout: PCLayout
+    measured: PCMeasured
+
+
+def parse_parallel_cases(data, what: str = "parallel cases file") -> list[ParallelCase]:
+    """Validate parsed JSON as ``scalesim-parallel-cases/1``; one-line errors."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        got = data.get("format") if isinstance(data, dict) else None
+        raise ScalesimError(f"{what}: format is {got!r}, expected '{FORMAT}'")
+    raw = data.get("cases")
+    if not isinstance(raw, list) or not raw:
+        raise ScalesimError(f"{what}: 'cases' must be a non-empty list of cases")
+    cases, ids = [], set()
+    for i, item in enumerate(raw):
+        name = item.get("id") if isinstance(item, dict) else None
+        where = f"{what}: case {name!r}" if isinstance(name, str) else f"{what}: case #{i}"
+        case = parse_model(item, ParallelCase, where)
+        if case.id in ids:
+            raise ScalesimError(f"{where}: id used twice; give every case its own id")
+        ids.add(case.id)
+        lay = case.layout
+        if lay.dp * lay.tp * lay.pp * lay.cp != lay.devices:
+            raise ScalesimError(f"{where}: devices {lay.devices} != dp {lay.dp} x tp {lay.tp} x "
+                                f"pp {lay.pp} x cp {lay.cp}")
+        if case.hardware.intra_node not in INTRA_LINKS:
+            raise ScalesimError(f"{where}: unknown hardware.intra_node "
+                                f"'{case.hardware.intra_node}'; use one of {', '.join(INTRA_LINKS)}")
+        cases.append(case)
+    groups: dict[str, int] = {}
+    for c in cases:
+        groups[c.group] = groups.get(c.group, 0) + int(c.anchor)
+    for group, anchors in groups.items():
+        if anchors != 1:
+            raise ScalesimError(f"{what}: group '{group}' has {anchors} anchor cases; the anchor "
+                                "rule needs exactly one")
+    return cases
+
+
+def load_parallel_cases(path: str | Path) -> list[ParallelCase]:
+    return parse_parallel_cases(read_json(path), str(path))
+
+
+# ---------------------------------------------------------------------------- case -> inputs
+def _year(source: str) -> int | None:
+    years = [int(y) for y in re.findall(r"\b(20\d\d)\b", source)]
+    return years[0] if years else None
+
+
+def _gpu_family(gpu: str) -> str | None:
+    name = gpu.upper().replace(" ", "")
+    return next((f for f in ("GB200", "H100", "A100") if f in name), None)
+
+
+def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, ParallelLayout]:
+    """The model's inputs for one case (efficiency 1: the anchor sets it); flags name defaults."""
+    m, hw, lay = case.model, case.hardware, case.layout
+    kv = m.kv_heads or m.heads
+    ffn = m.ffn_hidden or 4 * m.hidden
+    gated = ffn != 4 * m.hidden
+    vocab = m.vocab
+    if vocab is None:
+        vocab = 51200
+        flags.append("vocab unknown: 51200 assumed")
+    year = _year(case.source)
+    flash = year is not None and year >= FLASH_ATTENTION_FROM_YEAR
+    from scalesim.model.transformer import parameter_count
+
+    params = float(parameter_count(m.layers, m.hidden, m.heads, kv, ffn, gated, m.seq_len, vocab,
+                                   not gated, not gated, not gated, not gated))
+    if lay.ep > 1:
+        flags.append(f"expert parallelism ep {lay.ep} is not modelled (dense layers assumed)")
+    micro = lay.micro_batch
+    if micro is None:
+        micro = DEFAULT_MICRO_BATCH
+        flags.append(f"micro_batch unknown: {micro} assumed")
+    recompute = lay.recompute
+    if recompute is None:
+        recompute = DEFAULT_RECOMPUTE
+        flags.append(f"recompute unknown: {recompute} assumed")
+    sp = lay.sequence_parallel
+    if sp is None:
+        sp = lay.tp > 1
+        flags.append(f"sequence_parallel unknown: {sp} assumed (tp {lay.tp})")
+    schedule = lay.schedule or ("1f1b" if lay.pp > 1 else "none")
+    if lay.schedule is None:
+        flags.append(f"schedule unknown: {schedule} assumed")
+    if lay.pp == 1:
+        schedule = "none"
+    v = lay.virtual_stages or (2 if schedule == "interleaved" else 1)
+    if schedule != "interleaved":
+        v = 1
+    tp_overlap = year is not None and year >= TP_OVERLAP_FROM_YEAR and lay.tp > 1
+    layout = ParallelLayout(dp=lay.dp, tp=lay.tp, pp=lay.pp, cp=lay.cp, zero=lay.zero,
+                            micro_batch=micro, global_batch=lay.global_batch, schedule=schedule,
+                            virtual_stages=v, recompute=recompute, sequence_parallel=sp,
+                            tp_overlap=tp_overlap)
+    for problem in layout_problems(layout, hw.gpus_per_node, heads=m.heads, kv_heads=kv,
+                                   seq_len=m.seq_len):
+        flags.append(f"layout note (predicted as published): {problem}")
+
+    fp8 = case.precision == "fp8"
+    peak = peak_tflops_of(hw.gpu, fp8)
+    if peak is None:
+        raise ScalesimError(f"case {case.id!r}: no datasheet peak for GPU '{hw.gpu}'"
+                            f"{' at fp8' if fp8 else ''}")
+    core_peak = peak_tflops_of(hw.gpu, False) if fp8 else peak
+    bandwidth = memory_bandwidth_of(hw.gpu)
+    if bandwidth is None:
+        raise ScalesimError(f"case {case.id!r}: no datasheet memory bandwidth for '{hw.gpu}'")
+    intra = intra_link(hw.intra_node)
+    net = hw.inter_node
+    family = _gpu_family(hw.gpu)
+    if net is None:
+        inter = intra
+    else:
+        kind = net.kind or DEFAULT_INTER_KIND
+        nics = net.nics_per_node or hw.gpus_per_node * NICS_PER_GPU
+        gbit = net.gbit_per_nic or DEFAULT_GBIT_PER_NIC.get(family or "", 200.0)
+        if None in (net.kind, net.nics_per_node, net.gbit_per_nic):
+            flags.append(f"inter-node link partly unknown: {nics} x {gbit:g} Gb/s {kind} assumed")
+        inter = inter_link(kind, nics, gbit)
+    inputs = LayoutInputs(
+        layers=m.layers, hidden=m.hidden, heads=m.heads, kv_heads=kv, ffn_hidden=ffn,
+        gated=gated, seq_len=m.seq_len, vocab=vocab, tied_embeddings=not gated,
+        flash_attention=flash, params=params,
+        dp=lay.dp, tp=lay.tp, pp=lay.pp, cp=lay.cp, zero=lay.zero, micro_batch=micro,
+        global_batch=lay.global_batch, schedule=SCHEDULES[schedule], virtual_stages=v,
+        recompute=RECOMPUTE[recompute], sequence_parallel=sp, tp_overlap=tp_overlap,
+        devices_per_node=min(hw.gpus_per_node, lay.devices),
+        peak_flops_per_s=peak[0] * 1e12, efficiency=1.0,
+        attention_peak_flops_per_s=core_peak[0] * 1e12,
+        memory_bandwidth_GBps=bandwidth[0], intra_latency_s=intra.latency_s,
+        intra_busbw_GBps=intra.busbw_GBps, inter_latency_s=inter.latency_s,
+        inter_busbw_GBps=inter.busbw_GBps, comm_contention=GPU_COMM_CONTENTION,
+        device_cv=DEVICE_SPEED_CV,
+    )
+    return inputs, layout
+
+
+def metric_of(case: ParallelCase, inputs: LayoutInputs, result: LayoutResult) -> float:
+    """The case's published metric as the model predicts it."""
+    devices = case.layout.devices
+    metric = case.measured.metric
+    if metric == "tokens_per_s_per_gpu":
+        value = result.tokens_per_s / devices
+    elif metric == "samples_per_s":
+        value = result.samples_per_s
+    elif metric == "step_time_s":
+        value = result.step_time_s
+    else:  # tflops_per_gpu: hardware FLOPs, Narayanan's Eq. 3 convention
+        value = result.hfu * inputs.peak_flops_per_s / 1e12
+    return float(np.asarray(value).reshape(-1)[0])
+
+
+def _solve_efficiency(case: ParallelCase, inputs: LayoutInputs, flags: list[str]) -> float:
+    from scipy.optimize import brentq
+
+    target = case.measured.value
+    higher_is_better = case.measured.metric != "step_time_s"
+
+    def gap(eff: float) -> float:
+        got = metric_of(case, inputs, evaluate_layouts(inputs.replace(efficiency=eff)))
+        return (got - target) if higher_is_better else (target - got)
+
+    lo, hi = EFFICIENCY_BOUNDS
+    if gap(hi) < 0:
+        flags.append("anchor unreachable even at the full datasheet peak: efficiency 1 used")
+        return hi
+    if gap(lo) > 0:
+        flags.append(f"anchor below {lo} of peak: efficiency {lo} used")
+        return lo
+    return float(brentq(gap, lo, hi, xtol=1e-9, rtol=1e-10))
+
+
+# ---------------------------------------------------------------------------- results
+class ParallelCaseResult(BaseModel):
+    id: str
+    group: str
+    anchor: bool
+    metric: str
+    published: float
+    predicted: float
+    error_pct: float
+    trust: str
+    efficiency: float  # the group's sustained matmul efficiency (from its anchor)
+    step_time_s: float
+    breakdown_s: dict[str, float]
+    memory_gib: float
+    fits: bool
+    flags: list[str]
+
+
+class ParallelReport(BaseModel):
+    cases: list[ParallelCaseResult]
+    summary: dict
+
+
+def _stats(errors: list[float]) -> dict:
+    a = [abs(e) for e in errors]
+    if not a:
+        return {"cases": 0, "mean_abs_pct": None, "median_abs_pct": None, "max_abs_pct": None}
+    return {"cases": len(a), "mean_abs_pct": statistics.fmean(a),
+            "median_abs_pct": statistics.median(a), "max_abs_pct": max(a)}
+
+
+def validate_parallel_cases(cases: list[ParallelCase]) -> ParallelReport:
+    """Anchor each group on its anchor case, predict every other case, report the errors."""
+    prepared = {}
+    for case in cases:
+        flags: list[str] = []
+        prepared[case.id] = (case, *case_inputs(case, flags), flags)
+    efficiency = {}
+    for case, inputs, _layout, flags in prepared.values():
+        if case.anchor:
+            efficiency[case.group] = _solve_efficiency(case, inputs, flags)
+    results = []
+    for case, inputs, _layout, flags in prepared.values():
+        eff = efficiency[case.group]
+        x = inputs.replace(efficiency=eff)
+        r = evaluate_layouts(x)
+        predicted = metric_of(case, x, r)
+        parts = {k: float(getattr(r, k)) for k in (
+            "compute_s", "tp_comm_s", "cp_comm_s", "bubble_s", "p2p_s", "dp_exposed_s", "straggler_s",
+            "stall_s")}
+        if not np.isfinite(predicted) or predicted <= 0:
+            raise ScalesimError(f"case {case.id!r}: the model gave a non-finite prediction")
+        results.append(ParallelCaseResult(
+            id=case.id, group=case.group, anchor=case.anchor, metric=case.measured.metric,
+            published=case.measured.value, predicted=predicted,
+            error_pct=100.0 * (predicted / case.measured.value - 1.0), trust=case.trust,
+            efficiency=eff, step_time_s=float(r.step_time_s), breakdown_s=parts,
+            memory_gib=float(r.memory_bytes) / 1024**3, fits=bool(r.fits), flags=flags))
+    errors = [r.error_pct for r in results if not r.anchor]
+    overall = _stats(errors)
+    summary = {
+        "all": overall,
+        "groups": {g: _stats([r.error_pct for r in results if r.group == g and not r.anchor])
+                   for g in dict.fromkeys(r.group for r in results)},
+        "efficiency": efficiency,
+        "targets": {**TARGETS, **{
+            f"{k.removesuffix('_abs_pct')}_met": overall[k] is not None and overall[k] <= v
+            for k, v in TARGETS.items()}},
+        "defaults": DEFAULTS,
+    }
+    return ParallelReport(cases=results, summary=summary)
+
+
+def validate_parallel_file(path: str | Path) -> ParallelReport:
+    return validate_parallel_cases(load_parallel_cases(path))

@@ -1,0 +1,115 @@
+"""The planner: agrees with exhaustive scalar evaluation, ranks fitting layouts first, CLI."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from scalesim.errors import ScalesimError
+from scalesim.plan import Setting, evaluate_layout, exhaustive_scalar, plan
+from scalesim.presets import HARDWARE, get_transformer
+from scalesim.schemas import TransformerShape
+
+TINY = TransformerShape(layers=8, hidden=512, heads=8, kv_heads=4, ffn_hidden=1536,
+                        gated_mlp=True, seq_len=512, vocab=1000, flash_attention=True)
+SMALL_HW = HARDWARE["dgx-a100"].model_copy(update={"devices_per_node": 4,
+                                                   "device_memory_bytes": 2.2 * 2**30})
+
+
+def _key(row_or_layout):
+    x = row_or_layout
+    return (x.dp, x.tp, x.pp, x.cp, x.zero, x.micro_batch, x.schedule, x.virtual_stages,
+            x.recompute, x.sequence_parallel)
+
+
+def test_planner_agrees_with_exhaustive_scalar_evaluation():
+    devices = [1, 2, 4, 8]
+    setting = Setting(TINY, SMALL_HW, 16)
+    scalar = {_key(lay): res for lay, res in exhaustive_scalar(setting, devices)}
+    rows = plan(TINY, SMALL_HW, devices, 16, top=None, include_unfit=True)
+    assert len(rows) == len(scalar) > 1000
+    for row in rows:
+        res = scalar[_key(row)]
+        assert row.step_time_s == pytest.approx(float(res.step_time_s), rel=1e-9)
+        assert row.memory_bytes == pytest.approx(float(res.memory_bytes), rel=1e-9)
+        assert row.fits == bool(res.fits)
+    fitting = sorted((float(r.samples_per_s), k) for k, r in scalar.items() if bool(r.fits))
+    assert rows[0].samples_per_s == pytest.approx(fitting[-1][0])
+    # some layouts do not fit in 2.2 GiB, and none of them is ranked among the fitting ones
+    first_unfit = next(i for i, r in enumerate(rows) if not r.fits)
+    assert all(r.fits for r in rows[:first_unfit]) and not any(r.fits for r in rows[first_unfit:])
+    assert [r.samples_per_s for r in rows[:first_unfit]] == sorted(
+        (r.samples_per_s for r in rows[:first_unfit]), reverse=True)
+
+
+def test_default_listing_has_only_fitting_layouts_and_reasons():
+    rows = plan(TINY, SMALL_HW, [4, 8], 16, top=None)
+    assert rows and all(r.fits for r in rows)
+    assert rows[0].why == "best" and all(r.why != "best" for r in rows[1:])
+    assert any("step +" in r.why for r in rows[1:])
+
+
+def test_rank_by_cost_prefers_device_efficiency():
+    rows = plan(TINY, SMALL_HW, [1, 2, 4, 8], 16, rank_by="cost", top=None)
+    costs = [r.device_hours_per_million_samples for r in rows]
+    assert costs == sorted(costs)
+
+
+def test_scalar_path_checks_the_layout():
+    from scalesim.layout import ParallelLayout
+
+    setting = Setting(TINY, SMALL_HW, 16)
+    with pytest.raises(ScalesimError, match="tp 8 > 4 GPUs per server"):
+        evaluate_layout(setting, ParallelLayout(tp=8, global_batch=16))
+
+
+def test_plan_errors():
+    with pytest.raises(ScalesimError, match="no layout fits"):
+        plan(get_transformer("gpt-1t"), HARDWARE["dgx-a100"], [8], 64)
+    with pytest.raises(ScalesimError, match="efficiency"):
+        plan(TINY, SMALL_HW, [4], 16, efficiency=1.5)
+    with pytest.raises(ScalesimError, match="devices 6 do not fill whole servers of 4 GPUs"):
+        plan(TINY, SMALL_HW, [4, 6], 16)
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "scalesim.cli.main", "plan", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_cli_json_has_the_promised_fields():
+    out = _cli("--model", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8,16",
+               "--global-batch", "64", "--json", "--top", "5")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    need = {"devices", "dp", "tp", "pp", "zero", "micro_batch", "accumulation", "schedule",
+            "virtual_stages", "recompute", "sequence_parallel", "step_time_s", "samples_per_s",
+            "tokens_per_s", "mfu", "memory_bytes", "fits"}
+    assert len(rows) == 5 and need <= set(rows[0])
+    assert rows[0]["samples_per_s"] >= rows[-1]["samples_per_s"]
+    assert all(r["dp"] * r["tp"] * r["pp"] == r["devices"] for r in rows)
+
+
+def test_cli_bad_input_is_one_line_exit_2():
+    out = _cli("--model", "llama3-8b", "--devices", "8", "--global-batch", "64",
+               "--hardware", "nope")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "nope" in out.stderr
+    out = _cli("--model", "gpt-1t", "--hardware", "dgx-a100", "--devices", "8",
+               "--global-batch", "64")
+    assert out.returncode == 2 and "no layout fits" in out.stderr
+
+
+def test_cli_reads_a_workload_file_with_a_shape(tmp_path):
+    from scalesim.presets import transformer_workload
+
+    path = tmp_path / "gpt.json"
+    path.write_text(transformer_workload("gpt-1.7b").model_dump_json())
+    out = _cli("--model", str(path), "--hardware", "dgx-a100", "--devices", "8,16",
+               "--global-batch", "64", "--top", "3")
+    assert out.returncode == 0, out.stderr
+    assert "best step" in out.stdout and out.stdout.count("\n") == 5
+    no_shape = tmp_path / "plain.json"
+    no_shape.write_text(json.dumps({"name": "x", "params": 1e9}))
+    out = _cli("--model", str(no_shape), "--devices", "8", "--global-batch", "64")
+    assert out.returncode == 2 and "no 'transformer' shape" in out.stderr

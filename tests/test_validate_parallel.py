@@ -1,0 +1,87 @@
+"""Validation against published model-parallel runs (scalesim-parallel-cases/1)."""
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from scalesim.cli.main import main
+from scalesim.errors import ScalesimError
+from scalesim.validate_parallel import parse_parallel_cases, validate_parallel_cases
+
+ROOT = Path(__file__).resolve().parents[1]
+CANDIDATES = [ROOT.parent / "shared", ROOT.parents[1] / "shared",
+              ROOT / "scalesim" / "data"]
+PARALLEL_CASES = next((c / "validation" / "parallel_cases.json" for c in CANDIDATES
+                       if (c / "validation" / "parallel_cases.json").exists()),
+                      CANDIDATES[0] / "validation" / "parallel_cases.json")
+
+
+@pytest.fixture(scope="module")
+def raw():
+    return json.loads(PARALLEL_CASES.read_text())
+
+
+@pytest.fixture(scope="module")
+def report(raw):
+    return validate_parallel_cases(parse_parallel_cases(raw))
+
+
+def test_cli_detects_the_format_and_prints_the_promised_json(capsys, raw):
+    assert main(["validate", str(PARALLEL_CASES), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["cases"]) == len(raw["cases"])
+    need = {"id", "group", "anchor", "metric", "published", "predicted", "error_pct"}
+    assert all(need <= set(c) for c in out["cases"])
+    s = out["summary"]["all"]
+    assert s["cases"] == sum(1 for c in raw["cases"] if not c["anchor"])
+    assert {"mean_abs_pct", "median_abs_pct", "max_abs_pct"} <= set(s)
+
+
+def test_text_report(capsys):
+    assert main(["validate", str(PARALLEL_CASES)]) == 0
+    text = capsys.readouterr().out
+    assert "per group" in text and "targets:" in text and "anchor" in text
+
+
+def test_anchors_are_reproduced_and_others_predicted(report):
+    for c in report.cases:
+        if c.anchor:
+            assert abs(c.error_pct) < 1e-6
+        assert c.predicted > 0 and c.step_time_s > 0
+        assert sum(c.breakdown_s.values()) == pytest.approx(c.step_time_s)
+    assert all(0.02 < e <= 1 for e in report.summary["efficiency"].values())
+
+
+def test_accuracy_does_not_regress(report):
+    # the figures recorded in docs/validation.md, with a little room
+    s = report.summary["all"]
+    assert s["median_abs_pct"] <= 6.0
+    assert s["mean_abs_pct"] <= 8.0
+
+
+def test_anchor_rule_is_enforced(raw):
+    data = copy.deepcopy(raw)
+    data["cases"][1]["anchor"] = True  # a second anchor in narayanan2021_table1
+    with pytest.raises(ScalesimError, match="2 anchor cases"):
+        parse_parallel_cases(data)
+    data = copy.deepcopy(raw)
+    data["cases"][0]["layout"]["devices"] = 33
+    with pytest.raises(ScalesimError, match="devices 33 != dp 32"):
+        parse_parallel_cases(data)
+
+
+def test_nulls_get_defaults_and_flags(raw):
+    data = copy.deepcopy(raw)
+    case = next(c for c in data["cases"] if c["group"] == "mbridge_2511_dgx_h100" and c["anchor"])
+    assert case["layout"]["recompute"] is None
+    r = validate_parallel_cases(parse_parallel_cases({"format": data["format"], "cases": [case]}))
+    assert any("recompute unknown" in f for f in r.cases[0].flags)
+
+
+def test_wrong_format_is_one_line_exit_2(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"format": "scalesim-parallel-cases/1", "cases": []}))
+    assert main(["validate", str(bad)]) == 2
+    assert "non-empty list" in capsys.readouterr().err
