@@ -41,7 +41,21 @@ class LinkLevel(_Strict):
     latency_s: float = Field(ge=0, description="alpha: latency of one algorithm step, seconds")
     nics_per_node: int | None = Field(default=None, ge=1, description="NICs per server (inter)")
     gbit_per_nic: float | None = Field(default=None, gt=0, description="NIC line rate, Gbit/s")
+    algorithm: str = Field(
+        default="", description="NCCL algorithm (and protocol) busbw_GBps belongs to, e.g. "
+        "'Ring/Simple'; busbw_GBps is what ring collectives (reduce-scatter, all-gather, ring "
+        "all-reduce) reach")
+    allreduce_busbw_GBps: float | None = Field(
+        default=None, gt=0, description="all-reduce busbw of NCCL's default all-reduce where it "
+        "beats the ring figure (NVLS on NVSwitch H100 servers), GB/s; None: busbw_GBps")
+    allreduce_algorithm: str = Field(default="", description="NCCL algorithm/protocol of "
+                                     "allreduce_busbw_GBps, e.g. 'NVLS/Simple'")
     source: str = Field(default="", description="where the numbers come from")
+
+    @property
+    def allreduce_GBps(self) -> float:
+        """All-reduce busbw of NCCL's default algorithm on this level, GB/s."""
+        return self.allreduce_busbw_GBps or self.busbw_GBps
 
 
 class Hardware(_Strict):
