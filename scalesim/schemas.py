@@ -22,7 +22,7 @@ SCENARIO_VERSION = "scalesim-scenario/1"
 Strategy = Literal["ddp", "zero1", "zero2", "zero3"]
 Algorithm = Literal["auto", "ring", "tree", "hierarchical"]
 LinkLevelName = Literal["intra_node", "inter_node"]
-InterMethod = Literal["all_ranks", "one_rank_scaled", "one_rank"]
+InterMethod = Literal["all_ranks", "one_rank"]
 
 
 class _Strict(BaseModel):
@@ -237,8 +237,7 @@ class LinkCalibration(_Strict):
         default=None,
         description="how the level's numbers were obtained (inter_node): 'all_ranks' - "
         "collectives over every rank of every server, inter level derived given the intra "
-        "level; 'one_rank_scaled' - one rank per server, scaled by the NICs it used; "
-        "'one_rank' - one rank per server, nothing to scale (one device per server)",
+        "level; 'one_rank' - one rank per server (each server's only process)",
     )
     ranks_per_node: int | None = Field(default=None, ge=1,
                                        description="ranks of each server in the timed group")
