@@ -10,6 +10,7 @@ profile says so in its notes.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -69,22 +70,23 @@ def _reference_system(ref: ReferenceThroughput, hardware: Hardware) -> Hardware:
 
 
 def reference_run_step_s(ref: ReferenceThroughput, workload: Workload, system: Hardware,
-                         per_sample_s: float, optimizer_s: float) -> float:
-    """Modelled step time of the reference run with compute ``per_sample_s`` (overhead 0) and
-    optimizer step ``optimizer_s`` on the run's devices, strategy and batch, s."""
+                         per_sample_s, optimizer_s: float):
+    """Modelled step time of the reference run, s, for each ``per_sample_s`` (array or scalar;
+    overhead 0) with optimizer step ``optimizer_s``, on the run's devices, strategy and batch."""
     from scalesim.model.step import evaluate
     from scalesim.predict import scenario_inputs
 
     profile = Profile(
         name="reference run", hardware=system, workload=workload,
-        compute=ComputeCurve(overhead_s=0.0, per_sample_s=per_sample_s,
-                             optimizer_step_s=optimizer_s))
+        compute=ComputeCurve(overhead_s=0.0, per_sample_s=1.0, optimizer_step_s=optimizer_s))
     per_node = ref.devices_per_node or min(ref.devices, system.devices_per_node)
     scenario = Scenario(devices=[ref.devices], devices_per_node=per_node,
                         micro_batch=ref.micro_batch, accumulation=ref.accumulation,
                         strategy=ref.strategy)
     inputs, _ = scenario_inputs(profile, scenario)
-    return float(np.asarray(evaluate(inputs).step_time_s).reshape(-1)[0])
+    x = np.asarray(per_sample_s, dtype=float)
+    step = np.asarray(evaluate(inputs.replace(per_sample_s=x.reshape(-1))).step_time_s)
+    return step.reshape(x.shape) if x.ndim else float(step.reshape(-1)[0])
 
 
 def per_sample_from_reference(ref: ReferenceThroughput, workload: Workload, system: Hardware,
@@ -97,32 +99,49 @@ def per_sample_from_reference(ref: ReferenceThroughput, workload: Workload, syst
     ZeRO (it paid ``optimizer_s / devices``, not ``optimizer_s``):
     ``per_sample = (step - optimizer_s / shards) / (micro_batch * accumulation)``. With
     communication included (a cluster average) the model's step of that run (compute,
-    optimizer, exposed communication, straggler wait) is solved for the per-sample time.
+    optimizer, exposed communication, straggler wait), monotone in the per-sample time, is
+    solved for it by bracketing on grids of 64 (one vectorised model call each) and
+    interpolating in the last bracket.
     """
-    from scipy.optimize import brentq
-
     samples = ref.micro_batch * ref.accumulation
     step_s = samples / ref.samples_per_s
     shards = ref.devices if ref.strategy != "ddp" else 1
     if not ref.includes_communication:
         return (step_s - optimizer_s / shards) / samples
-
-    def gap(per_sample_s: float) -> float:
-        return reference_run_step_s(ref, workload, system, per_sample_s, optimizer_s) - step_s
-
     hi = step_s / samples
-    if gap(hi) <= 0:  # nothing of the run's step is left to communication
-        return hi
-    lo = hi * 1e-6
-    if gap(lo) > 0:
+    if reference_run_step_s(ref, workload, system, hi, optimizer_s) <= step_s:
+        return hi  # nothing of the run's step is left to communication
+    lo = 0.0
+    if reference_run_step_s(ref, workload, system, lo, optimizer_s) >= step_s:
         raise ScalesimError(
             f"reference of '{ref.device_name}' ({ref.samples_per_s:.4g} samples/s per device on "
             f"{ref.devices} devices): the modelled communication of that run alone is slower "
             "than its step; check the reference's devices, strategy and system")
-    return float(brentq(gap, lo, hi, xtol=hi * 1e-12, rtol=1e-12, maxiter=200))
+    # The step grows monotonically with per_sample: bracket the root on a grid of 64 per call
+    # (one vectorised model evaluation each), then interpolate inside the last bracket.
+    for _ in range(6):
+        grid = np.linspace(lo, hi, 65)
+        above = reference_run_step_s(ref, workload, system, grid, optimizer_s) > step_s
+        i = int(np.argmax(above))  # first grid point above the target (grid[-1] is)
+        lo, hi = grid[i - 1], grid[i]
+    t_lo, t_hi = reference_run_step_s(ref, workload, system, np.array([lo, hi]), optimizer_s)
+    return float(lo + (hi - lo) * (step_s - t_lo) / (t_hi - t_lo))
 
 
 def compute_from_reference(workload: Workload, hardware: Hardware) -> tuple[ComputeCurve, str]:
+    """``compute_curve_from_reference``, cached on the two models' JSON (the app rebuilds
+    preset profiles on every render; the curve is a pure function of them)."""
+    return _cached_curve(workload.model_dump_json(), hardware.model_dump_json())
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_curve(workload_json: str, hardware_json: str) -> tuple[ComputeCurve, str]:
+    return compute_curve_from_reference(Workload.model_validate_json(workload_json),
+                                        Hardware.model_validate_json(hardware_json))
+
+
+def compute_curve_from_reference(workload: Workload,
+                                 hardware: Hardware) -> tuple[ComputeCurve, str]:
     """A compute curve for ``workload`` on ``hardware`` from the workload's reference numbers.
 
     The reference is converted as the run it declares (``per_sample_from_reference``): its
