@@ -334,7 +334,8 @@ WORKLOADS: dict[str, Workload] = {
     "gpt-7b": Workload(
         name="gpt-7b", params=6.74e9, wire_bytes_per_param=2.0, param_bytes_per_param=2.0,
         grad_bytes_per_param=2.0, optimizer_bytes_per_param=12.0,
-        activation_bytes_per_sample=32 * 4096 * 4096 * 34, micro_batch=1,
+        activation_bytes_per_sample=4096 * 4096 * (2 * 32 + 34), activation_recompute=True,
+        micro_batch=1,
         sample_unit="sequences of 4096 tokens", train_samples=2.0e12 / 4096,
         reference=[ReferenceThroughput(device_name="A100-SXM4 80GB", samples_per_s=3684 / 4096,
                                        micro_batch=16, accumulation=2, devices=8,
@@ -342,9 +343,11 @@ WORKLOADS: dict[str, Workload] = {
                                        system="dgx-a100", activation_recompute=True,
                                        source=_MPT7B)],
         source=f"Llama-2-7B shape (6.74B params, 32 layers, d=4096); bf16 weights and gradients, "
-        f"Adam fp32 state (12 B/param); {_KORTHIKANTI} with flash attention (34*s*h per layer), "
-        "no activation checkpointing; 2.0T training tokens (Touvron et al. 2023). Compute from "
-        "MPT-7B (6.67B params, same width and depth) on A100 80GB",
+        "Adam fp32 state (12 B/param); full activation checkpointing as the reference run: "
+        "the 2*s*h-byte input of each of the 32 layers kept plus one layer's activations "
+        f"during its recompute, 34*s*h ({_KORTHIKANTI}, full-recompute case 2*s*h*L, flash "
+        "attention); 2.0T training tokens (Touvron et al. 2023). Compute from MPT-7B (6.67B "
+        "params, same width and depth) on A100 80GB",
     ),
 }
 

@@ -148,9 +148,10 @@ def compute_curve_from_reference(workload: Workload,
     optimizer step (memory-bound estimate on the reference device) is taken out as often as
     that run paid it (once per ``micro_batch * accumulation`` samples of each device, sharded
     over its devices for ZeRO), and a cluster average has that run's communication taken out
-    with the model. A run that recomputed activations did 4/3 of the forward+backward work
-    (one extra forward), which is taken out too. The optimizer step is then estimated on
-    ``hardware`` and paid once per step by predictions.
+    with the model. Full activation recomputation costs one extra forward, 4/3 of the
+    forward+backward work: a run and a workload that differ in it are converted by that
+    factor. The optimizer step is then estimated on ``hardware`` and paid once per step by
+    predictions.
     """
     if not workload.reference:
         raise ScalesimError(
@@ -176,9 +177,12 @@ def compute_curve_from_reference(workload: Workload,
     if ref.includes_communication:
         note += (f"; a {ref.strategy} run on {ref.devices} devices of {system.name}: its "
                  "communication and straggler wait taken out with the model")
-    if ref.activation_recompute:
+    if ref.activation_recompute and not workload.activation_recompute:
         per_sample_s /= RECOMPUTE_WORK
-        note += "; the run recomputed activations: 3/4 of its forward+backward time kept"
+        note += "; the run recomputed activations, this workload does not: 3/4 of its time kept"
+    elif workload.activation_recompute and not ref.activation_recompute:
+        per_sample_s *= RECOMPUTE_WORK
+        note += "; this workload recomputes activations, the run did not: 4/3 of its time"
     if not same:
         ref_peak = _peak_tflops(ref.device_name, hardware)
         if ref_peak is None or hardware.peak_tflops is None:

@@ -152,6 +152,10 @@ class Workload(_Strict):
         default=12.0, ge=0, description="optimizer state (mixed-precision Adam: 12, ZeRO paper K)"
     )
     activation_bytes_per_sample: float = Field(default=0.0, ge=0, description="0 = unknown")
+    activation_recompute: bool = Field(
+        default=False, description="trained with full activation checkpointing: compute "
+        "includes one extra forward (4/3 of forward+backward) and activation_bytes_per_sample "
+        "counts the checkpoints")
     micro_batch: int = Field(default=32, ge=1, description="default samples per device per micro-step")
     sample_unit: str = "samples"
     backward_fraction: float = Field(

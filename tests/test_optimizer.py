@@ -82,21 +82,35 @@ def test_a_sharded_reference_paid_only_its_shard_of_the_optimizer():
 
 def test_gpt_7b_reference_is_the_declared_fsdp_run():
     """MPT-7B on 8 A100 80GB (llm-foundry): 3684 tokens/s per GPU, 16 x 2 sequences of 4096
-    per device per step, FSDP full shard, activation checkpointing. Without communication the
-    per-sample time would be (32 / (3684/4096) - 0.09917/8) / 32 * 3/4 = 0.833586 s; taking the
-    run's communication out leaves a little less."""
+    per device per step, FSDP full shard, activation checkpointing like the preset. Without
+    communication the per-sample time would be (32 / (3684/4096) - 0.09917/8) / 32 = 1.111447
+    s; taking the run's communication out leaves a little less."""
     profile = profile_from_presets(presets.HARDWARE["dgx-a100"], presets.WORKLOADS["gpt-7b"])
     ref = profile.workload.reference[0]
     assert (ref.devices, ref.samples_per_step, ref.strategy) == (8, 256, "zero3")
     optimizer_s = 6.74e9 * 30 / 2039e9
     assert profile.compute.optimizer_step_s == pytest.approx(optimizer_s)
-    compute_only = (32 / (3684 / 4096) - optimizer_s / 8) / 32 * 0.75
-    assert compute_only == pytest.approx(0.833586, rel=1e-5)
+    compute_only = (32 / (3684 / 4096) - optimizer_s / 8) / 32
+    assert compute_only == pytest.approx(1.111447, rel=1e-6)
     assert 0.97 * compute_only < profile.compute.per_sample_s < compute_only
-    # The reference run itself (recomputing activations) reproduces the published step.
+    # The reference run itself reproduces the published step, and the preset reproduces it.
     step = reference_run_step_s(ref, profile.workload, presets.HARDWARE["dgx-a100"],
-                                profile.compute.per_sample_s / 0.75, optimizer_s)
+                                profile.compute.per_sample_s, optimizer_s)
     assert step == pytest.approx(32 / (3684 / 4096), rel=1e-9)
+    (run,) = predict(profile, Scenario(devices=[8], micro_batch=16, accumulation=2,
+                                       strategy="zero3"))
+    assert run.samples_per_s == pytest.approx(8 * 3684 / 4096, rel=1e-9) and run.fits
+
+
+def test_recomputation_converts_by_one_extra_forward():
+    """A run with full activation checkpointing did 4/3 of the forward+backward work: for a
+    workload without it 3/4 of the time is kept, and the other way round 4/3."""
+    hw, wl = _toy(includes_communication=False)
+    ref = wl.reference[0].model_copy(update={"activation_recompute": True})
+    plain = compute_from_reference(wl.model_copy(update={"reference": [ref]}), hw)[0]
+    assert plain.per_sample_s == pytest.approx(0.0925 * 0.75)
+    recomputing = wl.model_copy(update={"activation_recompute": True})
+    assert compute_from_reference(recomputing, hw)[0].per_sample_s == pytest.approx(0.0925 * 4 / 3)
 
 
 def test_zero3_on_8_gpus_beats_one_device_only_by_the_optimizer_it_shards():
