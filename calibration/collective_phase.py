@@ -224,6 +224,13 @@ def derive_inter_level(all_ranks: dict[str, float], intra: dict[str, float] | No
     return latency, busbw, busbw >= INTRA_LIMITED_SHARE * intra["busbw_GBps"], "all_ranks"
 
 
+def idle_devices(ctx: DistContext) -> int:
+    """GPUs of this server that no rank of the run uses (0 on CPU)."""
+    if not ctx.on_gpu:
+        return 0
+    return max(torch.cuda.device_count() - ctx.local_world, 0)
+
+
 def measured_level(ctx, level: str, points, fits, args,
                    intra_fits: dict | None = None) -> tuple[LinkLevel, LinkCalibration]:
     op = "all_reduce" if "all_reduce" in fits else next(iter(fits))
@@ -252,6 +259,12 @@ def measured_level(ctx, level: str, points, fits, args,
                        if lower_bound else
                        f"; below the intra busbw ({intra_fit['busbw_GBps']:.3g} GB/s): the "
                        "network limited the ring, so this is the inter level, whole server")
+        elif idle_devices(ctx) > 0:
+            lower_bound = True
+            source += (f"; one rank per server while {idle_devices(ctx)} more GPUs of it were "
+                       "idle: one rank reaches only the NICs near its GPU, so the whole "
+                       "server's busbw is at least this (lower bound); start one process per "
+                       "GPU (--nproc-per-node) to measure it")
         else:
             source += ("; one rank per server: each server's only device, so the whole "
                        "server's share of the network")

@@ -233,3 +233,17 @@ def test_inter_level_from_every_rank_given_the_intra_level(inter, expected, lowe
     assert bound is lower_bound and method == "all_ranks"
     # One rank per server: the ring is the inter level itself, nothing to derive.
     assert derive_inter_level(all_fit["all_reduce"], None, 1)[2:] == (False, "one_rank")
+
+
+def test_one_rank_on_a_server_with_idle_gpus_is_a_lower_bound(monkeypatch):
+    """One process per 8-GPU server reaches only the NICs near its GPU: 7 idle GPUs make its
+    figure a lower bound of the server's busbw; on CPU (or all GPUs busy) nothing is idle."""
+    import torch
+    from scalesim.calibration.collective_phase import idle_devices
+
+    ctx = DistContext(rank=0, world=2, local_rank=0, local_world=1, node=0, nodes=2,
+                      backend="nccl", device=torch.device("cuda", 0), launched=True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 8)
+    assert idle_devices(ctx) == 7
+    assert idle_devices(DistContext(**{**ctx.__dict__, "local_world": 8})) == 0
+    assert idle_devices(DistContext(**{**ctx.__dict__, "device": torch.device("cpu")})) == 0
