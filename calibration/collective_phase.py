@@ -1,7 +1,11 @@
 """Collectives phase: nccl-tests style timings per link level, fitted to alpha and beta.
 
-Each level has its own process group: inside a server the ranks of one node (all nodes at once,
-each in its own group), across servers the first rank of every node. Per op and message size:
+Inside a server: the ranks of one node (all nodes at once, each in its own group). Across
+servers: *every rank of every server* in one collective, as nccl-tests runs a multi-node test
+with all GPUs, because the model's inter-server busbw is what a whole server sustains over all
+its NICs (one rank per node would use only the NICs near its device). The inter level is then
+derived from that all-ranks ring given the intra level (``derive_inter_level``). Per op and
+message size:
 one warm-up call, one call to estimate the time, then enough calls for ``--coll-time-s``
 (same count on every rank); the time of one call is the slowest rank's mean. Rows carry
 nccl-tests' ``algbw = S/t`` and ``busbw`` (all-reduce ``algbw*2(n-1)/n``, reduce-scatter and
@@ -31,6 +35,9 @@ DEFAULT_INTER = "ethernet:1x100"
 ROUNDS = 3  # timed loops per message size; the median one is kept
 LARGE_BYTES = 1024 * 1024  # beta is refitted only on messages from this size up
 TOP_SHARE = 0.75  # ... and of at least this share of the largest message
+# An all-ranks ring within this share of the intra-node busbw may have been limited by the
+# intra level (measurement spread of a few percent): its inter figure is then a lower bound.
+INTRA_LIMITED_SHARE = 0.9
 
 
 def message_sizes(min_kib: float, max_mib: float, factor: int) -> list[int]:
@@ -197,7 +204,35 @@ def link_kind(ctx: DistContext, level: str) -> str:
     return "cuda-p2p" if peer else "cuda-via-host"
 
 
-def measured_level(ctx, level: str, points, fits, args) -> tuple[LinkLevel, LinkCalibration]:
+def derive_inter_level(all_ranks: dict[str, float], intra: dict[str, float] | None,
+                       ranks_per_node: int) -> tuple[float, float, bool, str]:
+    """(latency_s, busbw_GBps, lower_bound, method) of the inter-server level from the fit of an
+    all-ranks ring (``all_ranks``: latency_s, busbw_GBps) given the intra level's fit.
+
+    A flat ring over ``p = g*N`` ranks waits at every step for its slowest hop (docs/model.md
+    §2): ``t = 2(p-1)*max(a_intra, a_inter) + 2(p-1)/p * S / min(B_intra, B_inter)``. So the
+    fitted ring busbw is ``min(B_intra, B_inter)``: below the intra busbw it *is* the inter
+    level's (what the node sustains over all its NICs); within ``INTRA_LIMITED_SHARE`` of it
+    the ring may have been limited inside the servers and it is a lower bound of the inter
+    level. The fitted alpha is the slowest hop's, ``max(a_intra, a_inter)``, taken as the
+    inter latency (an upper bound when the intra hop is the slower). With one rank per node
+    (``ranks_per_node == 1``) the ring is the inter level itself.
+    """
+    latency, busbw = all_ranks["latency_s"], all_ranks["busbw_GBps"]
+    if ranks_per_node <= 1 or intra is None:
+        return latency, busbw, False, "one_rank"
+    return latency, busbw, busbw >= INTRA_LIMITED_SHARE * intra["busbw_GBps"], "all_ranks"
+
+
+def idle_devices(ctx: DistContext) -> int:
+    """GPUs of this server that no rank of the run uses (0 on CPU)."""
+    if not ctx.on_gpu:
+        return 0
+    return max(torch.cuda.device_count() - ctx.local_world, 0)
+
+
+def measured_level(ctx, level: str, points, fits, args,
+                   intra_fits: dict | None = None) -> tuple[LinkLevel, LinkCalibration]:
     op = "all_reduce" if "all_reduce" in fits else next(iter(fits))
     fit = fits[op]
     sizes = [p.size_bytes for p in points if p.op == op]
@@ -205,17 +240,41 @@ def measured_level(ctx, level: str, points, fits, args) -> tuple[LinkLevel, Link
     large = (f"beta from messages >= {fit['large_from_bytes'] / 2**20:g} MiB "
              f"(all sizes: {fit['busbw_all_sizes_GBps']:.3g} GB/s)"
              if fit["large_from_bytes"] else "beta from all sizes")
+    algorithm = f"{ctx.backend} {ctx.coll_algorithm}".strip()
     source = (f"measured by scalesim calibrate: {op} on {points[0].ranks} ranks "
-              f"({ctx.backend}), {span}; alpha-beta fit (fit_alpha_beta), {large}; "
+              f"({algorithm}), {span}; alpha-beta fit (fit_alpha_beta), {large}; "
               f"rel. RMSE {fit['rel_rmse']:.1%}")
-    link = LinkLevel(kind=link_kind(ctx, level), busbw_GBps=fit["busbw_GBps"],
-                     latency_s=fit["latency_s"], source=source)
-    note = source
+    latency, busbw, lower_bound, method = fit["latency_s"], fit["busbw_GBps"], False, None
+    per_node = None
     if level == "inter_node":
-        note += ("; one process per node, so this is one rank's share of the node's network "
-                 "(NCCL with all local GPUs may use more NICs)")
+        per_node = points[0].ranks // max(ctx.nodes, 1)
+        intra_fit = (intra_fits or {}).get(op)
+        latency, busbw, lower_bound, method = derive_inter_level(fit, intra_fit, per_node)
+        if method == "all_ranks":
+            source += (f"; all {per_node} ranks of each of {ctx.nodes} servers in one ring, so "
+                       "its busbw is min(intra, inter) (docs/calibration.md)")
+            source += (f"; within {INTRA_LIMITED_SHARE:.0%} of the intra busbw "
+                       f"({intra_fit['busbw_GBps']:.3g} GB/s): the servers' inside may have "
+                       "limited the ring, so the inter busbw is at least this (lower bound)"
+                       if lower_bound else
+                       f"; below the intra busbw ({intra_fit['busbw_GBps']:.3g} GB/s): the "
+                       "network limited the ring, so this is the inter level, whole server")
+        elif idle_devices(ctx) > 0:
+            lower_bound = True
+            source += (f"; one rank per server while {idle_devices(ctx)} more GPUs of it were "
+                       "idle: one rank reaches only the NICs near its GPU, so the whole "
+                       "server's busbw is at least this (lower bound); start one process per "
+                       "GPU (--nproc-per-node) to measure it")
+        else:
+            source += ("; one rank per server: each server's only device, so the whole "
+                       "server's share of the network")
+    else:
+        per_node = points[0].ranks
+    link = LinkLevel(kind=link_kind(ctx, level), busbw_GBps=busbw, latency_s=latency,
+                     algorithm=algorithm, source=source)
     return link, LinkCalibration(level=level, measured=True, points=points,
-                                 rel_rmse=fit["rel_rmse"], note=note)
+                                 rel_rmse=fit["rel_rmse"], method=method,
+                                 ranks_per_node=per_node, lower_bound=lower_bound, note=source)
 
 
 def parse_inter_link(spec: str) -> tuple[str, int, float]:
@@ -268,17 +327,20 @@ def run(ctx: DistContext, args, progress) -> CollectiveResult:
         intra_points = sweep(ctx, ctx.intra, len(ctx.intra_ranks), args, progress)
     elif ctx.is_main:
         progress.update(len(args.ops) * len(sizes))
-    if ctx.inter is not None:
-        inter_points = sweep(ctx, ctx.inter, len(ctx.inter_ranks), args, progress)
+    if ctx.nodes > 1:  # every rank of every server in one collective (the world group)
+        inter_points = sweep(ctx, dist.group.WORLD, ctx.world, args, progress)
     gathered = gather_object(ctx, (intra_points, inter_points))
     intra_all = _slowest([g[0] for g in gathered])
     inter_all = _slowest([g[1] for g in gathered])
     links, result = [], CollectiveResult(links=[])
     fits: dict[str, dict[str, float]] = {}
+    intra_fits: dict | None = None
     for level, points in (("intra_node", intra_all), ("inter_node", inter_all)):
         if points:
             level_fits = fit_level(points)
-            link, cal = measured_level(ctx, level, points, level_fits, args)
+            if level == "intra_node":
+                intra_fits = level_fits
+            link, cal = measured_level(ctx, level, points, level_fits, args, intra_fits)
             fits.update({f"{level}/{op}": f for op, f in level_fits.items()})
         else:
             why = ("one process per node" if level == "intra_node"

@@ -4,9 +4,13 @@
   same code.
 - Under torchrun: the env:// rendezvous (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
   GROUP_RANK = node index). Backend ``nccl`` on GPUs, ``gloo`` on CPUs, or as overridden.
-- Groups: one per node (intra-node link), one with the first rank of every node (inter-node
-  link), and a gloo ``control`` group over all ranks for barriers and small messages (on CPU it
-  is the world group). Every rank creates every group, in the same order, as new_group requires.
+- Groups: one per node (intra-node link), one with the first rank of every node, and a gloo
+  ``control`` group over all ranks for barriers and small messages (on CPU it is the world
+  group); the inter-node link is timed on the world group, every rank of every server. Every
+  rank creates every group, in the same order, as new_group requires.
+- NCCL runs with ``NCCL_ALGO=Ring`` unless the user set it: a link level is described by its
+  ring bus bandwidth (docs/model.md §2, §11), and on two nodes NCCL's tree reports a busbw above
+  the NICs' line rate (nccl-tests#160, #169). Gloo's all-reduce is a ring.
 
 Failure handling (a rank that dies or hangs must stop the whole run within a bounded time):
 - every collective and barrier has ``--timeout`` (init_process_group timeout); phases end with a
@@ -61,6 +65,7 @@ class DistContext:
     inter: object = None  # first rank of every node (None when one node or not a member)
     intra_ranks: list[int] = field(default_factory=list)
     inter_ranks: list[int] = field(default_factory=list)
+    coll_algorithm: str = ""  # the collective algorithm the timings belong to
 
     @property
     def is_main(self) -> bool:
@@ -122,6 +127,7 @@ def setup(args) -> DistContext:
     timeout = timedelta(seconds=args.timeout)
     if backend == "nccl":
         os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
+        os.environ.setdefault("NCCL_ALGO", "Ring")
     try:
         if launched:
             kwargs = {"device_id": device} if backend == "nccl" else {}
@@ -141,7 +147,8 @@ def setup(args) -> DistContext:
     node_ids = sorted(set(node_of))
     ctx = DistContext(rank=rank, world=world, local_rank=local_rank, local_world=local_world,
                       node=node, nodes=len(node_ids), backend=backend, device=device,
-                      launched=launched, run_id=run_id[0], node_of=node_of, control=control)
+                      launched=launched, run_id=run_id[0], node_of=node_of, control=control,
+                      coll_algorithm=collective_algorithm(backend))
     # Every rank creates every group in the same order.
     for n in node_ids:
         members = [r for r in range(world) if node_of[r] == n]
@@ -154,6 +161,15 @@ def setup(args) -> DistContext:
     if rank in firsts:
         ctx.inter = inter
     return ctx
+
+
+def collective_algorithm(backend: str) -> str:
+    """The algorithm the collective timings of ``backend`` belong to, as the profile records it."""
+    if backend == "nccl":
+        return f"NCCL_ALGO={os.environ.get('NCCL_ALGO', 'default')}"
+    if backend == "gloo":
+        return "ring"
+    return ""
 
 
 def shutdown() -> None:

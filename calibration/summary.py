@@ -47,6 +47,10 @@ def collective_lines(record: PhaseRecord) -> list[str]:
             continue
         lines.append(f"{cal.level}: {link.kind}, fit alpha {link.latency_s * 1e6:.2f} us, "
                      f"busbw {link.busbw_GBps:.3f} GB/s (all-reduce, rel. RMSE {cal.rel_rmse:.1%})")
+        if cal.method == "all_ranks":
+            lines.append(f"  timed with all {cal.ranks_per_node} ranks of every server in one "
+                         "ring; " + ("a lower bound: the ring ran at the servers' inside speed"
+                                     if cal.lower_bound else "the network limited that ring"))
         lines.append(f"  {'op':<15} {'size':>10} {'ranks':>5} {'time us':>11} {'algbw':>8} "
                      f"{'busbw':>8} {'fit us':>11}")
         for p in cal.points:

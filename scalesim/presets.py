@@ -1,24 +1,37 @@
 """Built-in hardware and workload presets, each number with its public source.
 
-Link bandwidths are nccl-tests *bus* bandwidths. Where a maintainer or user published a
-measurement for the system it is used as is (../shared/validation/interconnect.json collects
-them). Where none exists the preset derives one from the link's line rate and an efficiency
-measured on a comparable link, and says so in ``source``:
+Link bandwidths are nccl-tests *bus* bandwidths, each stated with the NCCL algorithm and protocol
+it belongs to (``LinkLevel.algorithm``). Where a maintainer or user published a measurement for
+the system it is used as is (../shared/validation/interconnect.json collects them). Where none
+exists the preset derives one from the link's line rate and an efficiency measured on a
+comparable link, and says so in ``source``:
 
-- NVLink/NVSwitch/PCIe inside a server: ``0.8 x`` the per-direction line rate per GPU. The NCCL
-  maintainer puts effective NVLink3 bandwidth at ~20 of 25 GB/s per link (nccl-tests#149), and
-  measured A100 (230 of 300) and H100 (~370 of 450) bus bandwidths agree.
+- NVLink/NVSwitch/PCIe inside a server: ``0.8 x`` the per-direction line rate per GPU (Ring,
+  Simple protocol at large messages). The NCCL maintainer puts effective NVLink3 bandwidth at
+  ~20 of 25 GB/s per link (nccl-tests#149), and measured A100 (230 of 300) and H100 (~370 of
+  450) ring bus bandwidths agree. On NVSwitch H100 servers NCCL's default all-reduce is NVLS
+  (NVLink SHARP: the switch reduces), ~480 GB/s busbw on 8 GPUs (nccl-tests#212); ring
+  collectives (reduce-scatter, all-gather) stay at ~370.
 - InfiniBand/RoCE across servers: ``0.96 x`` the node's NIC line rate: 192 GB/s measured on
-  8x200 Gb/s (nccl#812 via nccl#1576) and ~48 GB/s on 4x100 Gb/s (nccl-tests#29).
-- Ethernet with TCP sockets: ``0.94 x`` line rate, the TCP payload share of a 1500-byte MTU frame
-  (1448 of 1538 bytes on the wire with timestamps), an upper bound for NCCL's socket transport.
+  8x200 Gb/s (nccl#812 via nccl#1576) and ~48 GB/s on 4x100 Gb/s (nccl-tests#29); Ring, Simple
+  (large messages, NCCL_ALGO=Ring as the calibration pins it; two-node Tree can report more).
+- Ethernet with NCCL's socket transport (TCP): the median of published socket busbw over line
+  rate, ``SOCKET_EFFICIENCY`` (below). TCP's payload share of a 1500-byte frame, 0.94, is only a
+  ceiling: NCCL's socket transport moves each channel over few TCP streams with a proxy thread
+  copying through host memory and reaches about half the line rate.
 
 Latencies (alpha per algorithm step) are typical orders of magnitude, not measurements: ~2 us
 per NVLink/NVSwitch hop, ~5 us per PCIe hop, ~6 us for InfiniBand/RoCE, ~30 us for TCP over
 Ethernet. They matter only for small messages; calibrate to replace them.
+
+Prices are on-demand list prices of the matching cloud instance, each with the date it was
+listed and its source (``PRICES``); a price that is known to have been cut since says so.
 """
 
 from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
 
 from scalesim.errors import ScalesimError
 from scalesim.schemas import Hardware, LinkLevel, ReferenceThroughput, TransformerShape, Workload
@@ -26,26 +39,60 @@ from scalesim.schemas import Hardware, LinkLevel, ReferenceThroughput, Transform
 GIB = 1024**3
 INTRA_EFFICIENCY = 0.8
 IB_EFFICIENCY = 0.96
-TCP_EFFICIENCY = 0.94
+TCP_PAYLOAD_CEILING = 1448 / 1538  # TCP payload of a 1500 B MTU frame on the wire: 0.94
+
+# Published NCCL all-reduce busbw over TCP sockets: (busbw GB/s, line rate GB/s, source).
+SOCKET_BUSBW_FIGURES: list[tuple[float, float, str]] = [
+    (5.0, 12.5, "NVIDIA/nccl#450: 4 servers of 8 V100, 100 Gb/s TCP, all_reduce_perf 8-128 MB: "
+                "busbw 4-6 GB/s at best (midpoint 5)"),
+    (1.7, 3.125, "NVIDIA/nccl-tests#83: Azure VMs, 25 Gb/s TCP, NCCL_ALGO=Ring NCCL_PROTO=Simple, "
+                 "tuned sockets: busbw maxed out at 1.7 GB/s"),
+    (2.4, 4.0, "NVIDIA/nccl#209: 32 Gb/s TCP, large messages: 'not more than 60% of wire speed'"),
+]
+SOCKET_EFFICIENCY = round(statistics.median(b / line for b, line, _ in SOCKET_BUSBW_FIGURES), 3)
 
 _NCCL_149 = "NVIDIA/nccl-tests#149 (NCCL maintainer: ~230 GB/s busbw, 8x A100 NVSwitch)"
 _NCCL_212 = "NVIDIA/nccl-tests#212 (NCCL maintainer: ~370 GB/s effective, 8x H100 NVLink4)"
+_NCCL_212_NVLS = ("NVIDIA/nccl-tests#212 (NCCL maintainer, 2024-05-06: all-reduce with NVLink "
+                  "SHARP peaks at ~480 GB/s busbw, algbw ~275 GB/s, on 8 H100 at large sizes)")
 _NCCL_29 = "NVIDIA/nccl-tests#29 (NCCL maintainer: ~48 GB/s busbw, DGX-1 4x100 Gb/s EDR IB)"
 _NCCL_812 = "NVIDIA/nccl#812 quoted in nccl#1576 (192 GB/s busbw, DGX A100 8x200 Gb/s HDR IB)"
+RING_SIMPLE = "Ring/Simple (large messages)"
 
-# Intra-server link kinds: (per-direction line rate per GPU in GB/s, measured busbw or None, source)
-INTRA_LINKS: dict[str, tuple[float, float | None, str, float]] = {
-    "pcie3": (15.75, None, "PCIe 3.0 x16: 8 GT/s x 16 lanes, 128b/130b = 15.75 GB/s", 5e-6),
-    "pcie4": (31.5, None, "PCIe 4.0 x16: 16 GT/s x 16 lanes, 128b/130b = 31.5 GB/s", 5e-6),
-    "pcie5": (63.0, None, "PCIe 5.0 x16: 32 GT/s x 16 lanes, 128b/130b = 63 GB/s", 5e-6),
-    "nvlink1": (80.0, None, "P100 NVLink 1: 4 links x 20 GB/s per direction (DGX-1 P100)", 2e-6),
-    "nvlink2": (150.0, None, "V100 NVLink 2: 6 links x 25 GB/s per direction (DGX-1V)", 2e-6),
-    "nvswitch-v100": (150.0, None, "DGX-2 NVSwitch: 300 GB/s bidirectional per GPU (pcper.com, "
-                      "2018-03, vendor spec)", 2e-6),
-    "nvswitch-a100": (300.0, 230.0, _NCCL_149, 2e-6),
-    "nvswitch-h100": (450.0, 370.0, _NCCL_212, 2e-6),
-    "nvl72-gb200": (900.0, None, "GB200 NVL72: fifth-generation NVLink, 1.8 TB/s bidirectional "
-                    "per GPU (NVIDIA GB200 NVL72 datasheet)", 2e-6),
+
+@dataclass(frozen=True)
+class IntraLinkSpec:
+    """An intra-server link kind: line rate, measured ring busbw (or None), its default
+    all-reduce where it beats the ring (NVLS), sources and latency."""
+
+    line_rate_GBps: float  # per direction per GPU
+    measured_GBps: float | None
+    source: str
+    latency_s: float
+    allreduce_GBps: float | None = None
+    allreduce_algorithm: str = ""
+    allreduce_source: str = ""
+
+
+INTRA_LINKS: dict[str, IntraLinkSpec] = {
+    "pcie3": IntraLinkSpec(15.75, None, "PCIe 3.0 x16: 8 GT/s x 16 lanes, 128b/130b = 15.75 GB/s",
+                           5e-6),
+    "pcie4": IntraLinkSpec(31.5, None, "PCIe 4.0 x16: 16 GT/s x 16 lanes, 128b/130b = 31.5 GB/s",
+                           5e-6),
+    "pcie5": IntraLinkSpec(63.0, None, "PCIe 5.0 x16: 32 GT/s x 16 lanes, 128b/130b = 63 GB/s",
+                           5e-6),
+    "nvlink1": IntraLinkSpec(80.0, None, "P100 NVLink 1: 4 links x 20 GB/s per direction "
+                             "(DGX-1 P100)", 2e-6),
+    "nvlink2": IntraLinkSpec(150.0, None, "V100 NVLink 2: 6 links x 25 GB/s per direction "
+                             "(DGX-1V)", 2e-6),
+    "nvswitch-v100": IntraLinkSpec(150.0, None, "DGX-2 NVSwitch: 300 GB/s bidirectional per GPU "
+                                   "(pcper.com, 2018-03, vendor spec)", 2e-6),
+    "nvswitch-a100": IntraLinkSpec(300.0, 230.0, _NCCL_149, 2e-6),
+    "nvswitch-h100": IntraLinkSpec(450.0, 370.0, _NCCL_212, 2e-6, allreduce_GBps=480.0,
+                                   allreduce_algorithm="NVLS/Simple (8 GPUs, large messages)",
+                                   allreduce_source=_NCCL_212_NVLS),
+    "nvl72-gb200": IntraLinkSpec(900.0, None, "GB200 NVL72: fifth-generation NVLink, 1.8 TB/s "
+                                 "bidirectional per GPU (NVIDIA GB200 NVL72 datasheet)", 2e-6),
 }
 
 
@@ -53,12 +100,19 @@ def intra_link(kind: str) -> LinkLevel:
     """The preset intra-server link of ``kind`` (see INTRA_LINKS)."""
     if kind not in INTRA_LINKS:
         raise ScalesimError(f"unknown intra-node link '{kind}'; known: {', '.join(INTRA_LINKS)}")
-    line_rate, measured, source, latency = INTRA_LINKS[kind]
-    if measured is not None:
-        return LinkLevel(kind=kind, busbw_GBps=measured, latency_s=latency, source=source)
+    spec = INTRA_LINKS[kind]
+    nvls = {}
+    if spec.allreduce_GBps is not None:
+        nvls = {"allreduce_busbw_GBps": spec.allreduce_GBps,
+                "allreduce_algorithm": spec.allreduce_algorithm}
+    if spec.measured_GBps is not None:
+        source = spec.source + (f"; all-reduce: {spec.allreduce_source}" if nvls else "")
+        return LinkLevel(kind=kind, busbw_GBps=spec.measured_GBps, latency_s=spec.latency_s,
+                         algorithm=RING_SIMPLE, source=source, **nvls)
     return LinkLevel(
-        kind=kind, busbw_GBps=round(INTRA_EFFICIENCY * line_rate, 2), latency_s=latency,
-        source=f"{INTRA_EFFICIENCY} x line rate; {source}; efficiency from {_NCCL_149}",
+        kind=kind, busbw_GBps=round(INTRA_EFFICIENCY * spec.line_rate_GBps, 2),
+        latency_s=spec.latency_s, algorithm=RING_SIMPLE, **nvls,
+        source=f"{INTRA_EFFICIENCY} x line rate; {spec.source}; efficiency from {_NCCL_149}",
     )
 
 
@@ -84,11 +138,18 @@ def host_link(intra_kind: str) -> LinkLevel:
 
 
 # Device memory bandwidth, GB/s, from the vendors' datasheets, matched on the device name (every
-# listed word must appear, case-insensitive; the first match wins). Used to estimate the
+# listed word must appear, case-insensitive; the first match wins). H100 comes in three memory
+# systems (SXM 3.35, PCIe 2.0, NVL 3.9 TB/s), so a bare "H100" matches none of them. Used to estimate the
 # optimizer step (``scalesim.model.compute.optimizer_roofline_s``) where nothing measured it.
 MEMORY_BANDWIDTH_GBPS: list[tuple[tuple[str, ...], float, str]] = [
     (("GB200",), 8000.0, "NVIDIA GB200 NVL72 datasheet: 8 TB/s HBM3e per GPU"),
-    (("H100",), 3350.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 SXM 80 GB HBM3, 3.35 TB/s"),
+    (("H100", "NVL"), 3900.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 NVL 94 GB, 3.9 TB/s"),
+    (("H100", "PCIe"), 2000.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 PCIe 80 GB, 2 TB/s"),
+    (("H100", "SXM"), 3350.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 SXM 80 GB, 3.35 TB/s"),
+    (("H100", "DGX"), 3350.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 SXM 80 GB, 3.35 TB/s "
+     "(DGX H100 servers hold the SXM5 board, DGX H100 datasheet)"),
+    (("H100", "HBM3"), 3350.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 SXM 80 GB, 3.35 "
+     "TB/s (nvidia-smi names the SXM5 board 'NVIDIA H100 80GB HBM3')"),
     (("A100", "PCIe", "80GB"), 1935.0, "NVIDIA A100 datasheet: A100 80GB PCIe, 1,935 GB/s"),
     (("A100", "80GB"), 2039.0, "NVIDIA A100 datasheet: A100 80GB SXM, 2,039 GB/s"),
     (("A100",), 1555.0, "NVIDIA A100 datasheet: A100 40GB, 1,555 GB/s"),
@@ -139,14 +200,57 @@ def inter_link(kind: str, nics_per_node: int, gbit_per_nic: float, source: str =
     if kind in ("infiniband", "roce"):
         efficiency, latency, why = IB_EFFICIENCY, 6e-6, f"efficiency from {_NCCL_812}; {_NCCL_29}"
     elif kind == "ethernet":
-        efficiency, latency, why = TCP_EFFICIENCY, 30e-6, "TCP payload share of a 1500 B frame"
+        efficiency, latency = SOCKET_EFFICIENCY, 30e-6
+        why = ("NCCL socket transport over TCP: median busbw / line rate of "
+               + "; ".join(src for _, _, src in SOCKET_BUSBW_FIGURES)
+               + f" (TCP payload ceiling {TCP_PAYLOAD_CEILING:.2f} is not reached)")
     else:
         raise ScalesimError(f"unknown inter-node link '{kind}'; use infiniband, roce or ethernet")
     return LinkLevel(
         kind=kind, busbw_GBps=round(efficiency * line_GBps, 3), latency_s=latency,
-        nics_per_node=nics_per_node, gbit_per_nic=gbit_per_nic,
+        nics_per_node=nics_per_node, gbit_per_nic=gbit_per_nic, algorithm=RING_SIMPLE,
         source=f"{nics_per_node}x{gbit_per_nic:g} Gb/s x {efficiency}: {why}. {source}".strip(),
     )
+
+
+@dataclass(frozen=True)
+class Price:
+    """An on-demand list price of a cloud instance, with when and where it was listed."""
+
+    instance: str
+    usd_per_hour: float
+    devices: int
+    as_of: str
+    source: str
+    caveat: str = ""
+
+    @property
+    def per_device_hour(self) -> float:
+        return self.usd_per_hour / self.devices
+
+    def describe(self) -> str:
+        text = (f"price: {self.instance} on-demand ${self.usd_per_hour:g}/h for {self.devices} "
+                f"GPUs, listed {self.as_of} ({self.source})")
+        return text + (f"; {self.caveat}" if self.caveat else "")
+
+
+_AWS_2025_CUT = ("AWS cut on-demand prices of P4 (p4d, p4de) and P5 instances by up to 45% in "
+                 "June 2025 (reported by usage.ai and costnimbus.com, checked 2026-11; no AWS "
+                 "price page was reachable from here to confirm the new rate): this pre-cut "
+                 "list price is an upper bound, give today's with --price")
+PRICES: dict[str, Price] = {
+    "dgx1-v100": Price("AWS p3.16xlarge (8x V100 SXM2 16GB, NVLink)", 24.48, 8, "2017-10",
+                       "aws.amazon.com/ec2/instance-types/p3, us-east-1 Linux", "P3 was not "
+                       "part of the June 2025 GPU price cut"),
+    "dgx-a100": Price("AWS p4de.24xlarge (8x A100 SXM4 80GB)", 40.96608, 8, "2022-05",
+                      "aws.amazon.com/ec2/instance-types/p4, us-east-1 Linux", _AWS_2025_CUT),
+    "dgx-h100": Price("AWS p5.48xlarge (8x H100 SXM5 80GB)", 98.32, 8, "2023-07",
+                      "aws.amazon.com/ec2/instance-types/p5, us-east-1 Linux; nextplatform.com "
+                      "2023-07-27", _AWS_2025_CUT),
+    "a2-highgpu-8g": Price("Google Cloud a2-highgpu-8g (8x A100 40GB, GPUs included)", 29.387, 8,
+                           "2024", "cloud.google.com/compute/gpus-pricing, us-central1",
+                           "not re-checked: Google's price page was not reachable from here"),
+}
 
 
 HARDWARE: dict[str, Hardware] = {
@@ -156,10 +260,10 @@ HARDWARE: dict[str, Hardware] = {
         memory_bandwidth_GBps=_datasheet_bandwidth("Tesla V100-SXM2 16GB"),
         intra_node=intra_link("nvlink2"),
         inter_node=LinkLevel(kind="infiniband", busbw_GBps=48.0, latency_s=6e-6, nics_per_node=4,
-                             gbit_per_nic=100, source=_NCCL_29),
-        price_per_device_hour=31.212 / 8,
-        source="NVIDIA DGX-1 datasheet (8x V100 SXM2, NVLink hybrid cube-mesh, 4x EDR IB, "
-        "2x 20-core Xeon E5-2698 v4); price: AWS p3dn.24xlarge on-demand $31.212/h (us-east-1)",
+                             gbit_per_nic=100, algorithm=RING_SIMPLE, source=_NCCL_29),
+        price_per_device_hour=PRICES["dgx1-v100"].per_device_hour,
+        source="NVIDIA DGX-1 datasheet (8x V100 SXM2 16GB, NVLink hybrid cube-mesh, 4x EDR IB, "
+        "2x 20-core Xeon E5-2698 v4); " + PRICES["dgx1-v100"].describe(),
     ),
     "dgx-a100": Hardware(
         name="dgx-a100", device_name="A100-SXM4 80GB", devices_per_node=8,
@@ -167,10 +271,10 @@ HARDWARE: dict[str, Hardware] = {
         memory_bandwidth_GBps=_datasheet_bandwidth("A100-SXM4 80GB"),
         intra_node=intra_link("nvswitch-a100"),
         inter_node=LinkLevel(kind="infiniband", busbw_GBps=192.0, latency_s=6e-6, nics_per_node=8,
-                             gbit_per_nic=200, source=_NCCL_812),
-        price_per_device_hour=32.7726 / 8,
+                             gbit_per_nic=200, algorithm=RING_SIMPLE, source=_NCCL_812),
+        price_per_device_hour=PRICES["dgx-a100"].per_device_hour,
         source="NVIDIA DGX A100 datasheet (8x A100 80GB, 6 NVSwitches, 8x 200 Gb/s HDR IB, "
-        "2x 64-core EPYC 7742); price: AWS p4d.24xlarge on-demand $32.7726/h (us-east-1)",
+        "2x 64-core EPYC 7742); " + PRICES["dgx-a100"].describe(),
     ),
     "dgx-h100": Hardware(
         name="dgx-h100", device_name="H100-SXM5 80GB", devices_per_node=8,
@@ -178,9 +282,9 @@ HARDWARE: dict[str, Hardware] = {
         memory_bandwidth_GBps=_datasheet_bandwidth("H100-SXM5 80GB"),
         intra_node=intra_link("nvswitch-h100"),
         inter_node=inter_link("infiniband", 8, 400, "NVIDIA DGX H100 datasheet: 8x 400 Gb/s NDR"),
-        price_per_device_hour=98.32 / 8,
+        price_per_device_hour=PRICES["dgx-h100"].per_device_hour,
         source="NVIDIA DGX H100 datasheet (8x H100 SXM5 80GB, NVLink4 NVSwitch, 8x 400 Gb/s "
-        "ConnectX-7, 2x 56-core Xeon 8480C); price: AWS p5.48xlarge on-demand $98.32/h",
+        "ConnectX-7, 2x 56-core Xeon 8480C); " + PRICES["dgx-h100"].describe(),
     ),
     "a2-highgpu-8g": Hardware(
         name="a2-highgpu-8g", device_name="A100-SXM4 40GB", devices_per_node=8,
@@ -189,10 +293,10 @@ HARDWARE: dict[str, Hardware] = {
         intra_node=intra_link("nvswitch-a100"),
         inter_node=inter_link("ethernet", 1, 100, "Google Cloud A2 machine types: a2-highgpu-8g "
                               "has 100 Gbps maximum network bandwidth"),
-        price_per_device_hour=29.387 / 8,
+        price_per_device_hour=PRICES["a2-highgpu-8g"].per_device_hour,
         source="Google Cloud Compute Engine GPU machine types, A2 standard: a2-highgpu-8g, 8x A100 "
-        "40GB with NVSwitch, 96 vCPUs (48 cores), 100 Gbps networking; price: Google Cloud "
-        "on-demand a2-highgpu-8g $29.387/h (us-central1, GPUs included)",
+        "40GB with NVSwitch, 96 vCPUs (48 cores), 100 Gbps networking; "
+        + PRICES["a2-highgpu-8g"].describe(),
     ),
     "pcie-8gpu-100gbe": Hardware(
         name="pcie-8gpu-100gbe", device_name="A100-PCIe 80GB", devices_per_node=8,
@@ -220,8 +324,12 @@ _DLE_BERT = ("NVIDIA DeepLearningExamples PyTorch/LanguageModeling/BERT README, 
              "32 accumulation steps (global batch 65536)")
 _DLE_RN50 = ("NVIDIA DeepLearningExamples MxNet/Classification/RN50v1.5 README, DGX-1 V100 16GB "
              "FP16: 1376 img/s on 1 GPU at batch 192")
-_LLAMA2 = ("Touvron et al. 2023, Llama 2 (arXiv:2307.09288): 7B trained on 2.0T tokens in "
-           "184,320 A100-80GB GPU-hours = 3014 tokens/s per GPU; 4096-token sequences")
+_MPT7B = ("mosaicml/llm-foundry scripts/train/benchmarking/README.md, table 'A100 80GB with 1600 "
+          "Gbps node-node interconnect (RoCE)': MPT 7b (6,667,247,616 params), seq 4096, 8 GPUs "
+          "a100_80gb, micro-batch 16, accumulation 2, global batch 256, 3684 tokens/s per GPU, "
+          "amp_bf16, FSDP FULL_SHARD, activation checkpointing (HFU 73.12 / MFU 54.84 = 4/3). "
+          "Not Llama 2's 3014 tokens/s per GPU (Touvron et al. 2023: 184,320 GPU-hours for "
+          "2.0T tokens), a cluster average whose devices and batch split are not published")
 _KORTHIKANTI = ("activations per layer per sequence s*h*(34 + 5*a*s/h) bytes (Korthikanti et al. "
                 "2022, eq. 1)")
 
@@ -243,7 +351,9 @@ WORKLOADS: dict[str, Workload] = {
         activation_bytes_per_sample=24 * 128 * 1024 * (34 + 5 * 16 * 128 / 1024),
         micro_batch=32, sample_unit="sequences",
         reference=[ReferenceThroughput(device_name="A100-SXM4 80GB", samples_per_s=4553 / 8,
-                                       micro_batch=256, accumulation=32, source=_DLE_BERT)],
+                                       micro_batch=256, accumulation=32, devices=8,
+                                       includes_communication=True, system="dgx-a100",
+                                       source=_DLE_BERT)],
         source="BERT-large 336M parameters (DLE README); FP16 gradients (--fp16); LAMB with fp32 "
         f"master, m, v (12 B/param); {_KORTHIKANTI} with L=24, s=128, h=1024, a=16. Default "
         "micro-batch 32 is a knob, not DLE's 256",
@@ -251,13 +361,20 @@ WORKLOADS: dict[str, Workload] = {
     "gpt-7b": Workload(
         name="gpt-7b", params=6.74e9, wire_bytes_per_param=2.0, param_bytes_per_param=2.0,
         grad_bytes_per_param=2.0, optimizer_bytes_per_param=12.0,
-        activation_bytes_per_sample=32 * 4096 * 4096 * 34, micro_batch=1,
+        activation_bytes_per_sample=4096 * 4096 * (2 * 32 + 34), activation_recompute=True,
+        micro_batch=1,
         sample_unit="sequences of 4096 tokens", train_samples=2.0e12 / 4096,
-        reference=[ReferenceThroughput(device_name="A100-SXM4 80GB", samples_per_s=3014 / 4096,
-                                       micro_batch=1, source=_LLAMA2)],
+        reference=[ReferenceThroughput(device_name="A100-SXM4 80GB", samples_per_s=3684 / 4096,
+                                       micro_batch=16, accumulation=2, devices=8,
+                                       strategy="zero3", includes_communication=True,
+                                       system="dgx-a100", activation_recompute=True,
+                                       source=_MPT7B)],
         source=f"Llama-2-7B shape (6.74B params, 32 layers, d=4096); bf16 weights and gradients, "
-        f"Adam fp32 state (12 B/param); {_KORTHIKANTI} with flash attention (34*s*h per layer); "
-        "2.0T training tokens",
+        "Adam fp32 state (12 B/param); full activation checkpointing as the reference run: "
+        "the 2*s*h-byte input of each of the 32 layers kept plus one layer's activations "
+        f"during its recompute, 34*s*h ({_KORTHIKANTI}, full-recompute case 2*s*h*L, flash "
+        "attention); 2.0T training tokens (Touvron et al. 2023). Compute from MPT-7B (6.67B "
+        "params, same width and depth) on A100 80GB",
     ),
 }
 

@@ -10,8 +10,11 @@ profile says so in its notes.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
+
+import numpy as np
 
 from scalesim import presets
 from scalesim.errors import ScalesimError
@@ -24,6 +27,8 @@ from scalesim.schemas import (
     Hardware,
     LinkCalibration,
     Profile,
+    ReferenceThroughput,
+    Scenario,
     Workload,
 )
 
@@ -51,14 +56,102 @@ def optimizer_estimate_s(workload: Workload, bandwidth_GBps: float) -> float:
                                       workload.optimizer_bytes_per_param, bandwidth_GBps))
 
 
+RECOMPUTE_WORK = 4.0 / 3.0  # forward+backward work with full activation recomputation
+
+
+def _reference_system(ref: ReferenceThroughput, hardware: Hardware) -> Hardware:
+    """The servers and links of the reference run (``ref.system``, else ``hardware``)."""
+    if ref.system is None:
+        return hardware
+    if ref.system not in presets.HARDWARE:
+        raise ScalesimError(f"reference of '{ref.device_name}': system '{ref.system}' is not a "
+                            f"hardware preset; use one of {', '.join(presets.HARDWARE)}")
+    return presets.HARDWARE[ref.system]
+
+
+def reference_run_step_s(ref: ReferenceThroughput, workload: Workload, system: Hardware,
+                         per_sample_s, optimizer_s: float):
+    """Modelled step time of the reference run, s, for each ``per_sample_s`` (array or scalar;
+    overhead 0) with optimizer step ``optimizer_s``, on the run's devices, strategy and batch."""
+    from scalesim.model.step import evaluate
+    from scalesim.predict import scenario_inputs
+
+    profile = Profile(
+        name="reference run", hardware=system, workload=workload,
+        compute=ComputeCurve(overhead_s=0.0, per_sample_s=1.0, optimizer_step_s=optimizer_s))
+    per_node = ref.devices_per_node or min(ref.devices, system.devices_per_node)
+    scenario = Scenario(devices=[ref.devices], devices_per_node=per_node,
+                        micro_batch=ref.micro_batch, accumulation=ref.accumulation,
+                        strategy=ref.strategy)
+    inputs, _ = scenario_inputs(profile, scenario)
+    x = np.asarray(per_sample_s, dtype=float)
+    step = np.asarray(evaluate(inputs.replace(per_sample_s=x.reshape(-1))).step_time_s)
+    return step.reshape(x.shape) if x.ndim else float(step.reshape(-1)[0])
+
+
+def per_sample_from_reference(ref: ReferenceThroughput, workload: Workload, system: Hardware,
+                              optimizer_s: float) -> float:
+    """Forward+backward time per sample on the reference device, s, such that the reference
+    run reproduces its published throughput.
+
+    The run's step is ``micro_batch * accumulation / samples_per_s``. Without communication in
+    the figure the step is compute and the optimizer step, sharded over the run's devices for
+    ZeRO (it paid ``optimizer_s / devices``, not ``optimizer_s``):
+    ``per_sample = (step - optimizer_s / shards) / (micro_batch * accumulation)``. With
+    communication included (a cluster average) the model's step of that run (compute,
+    optimizer, exposed communication, straggler wait), monotone in the per-sample time, is
+    solved for it by bracketing on grids of 64 (one vectorised model call each) and
+    interpolating in the last bracket.
+    """
+    samples = ref.micro_batch * ref.accumulation
+    step_s = samples / ref.samples_per_s
+    shards = ref.devices if ref.strategy != "ddp" else 1
+    if not ref.includes_communication:
+        return (step_s - optimizer_s / shards) / samples
+    hi = step_s / samples
+    if reference_run_step_s(ref, workload, system, hi, optimizer_s) <= step_s:
+        return hi  # nothing of the run's step is left to communication
+    lo = 0.0
+    if reference_run_step_s(ref, workload, system, lo, optimizer_s) >= step_s:
+        raise ScalesimError(
+            f"reference of '{ref.device_name}' ({ref.samples_per_s:.4g} samples/s per device on "
+            f"{ref.devices} devices): the modelled communication of that run alone is slower "
+            "than its step; check the reference's devices, strategy and system")
+    # The step grows monotonically with per_sample: bracket the root on a grid of 64 per call
+    # (one vectorised model evaluation each), then interpolate inside the last bracket.
+    for _ in range(6):
+        grid = np.linspace(lo, hi, 65)
+        above = reference_run_step_s(ref, workload, system, grid, optimizer_s) > step_s
+        i = int(np.argmax(above))  # first grid point above the target (grid[-1] is)
+        lo, hi = grid[i - 1], grid[i]
+    t_lo, t_hi = reference_run_step_s(ref, workload, system, np.array([lo, hi]), optimizer_s)
+    return float(lo + (hi - lo) * (step_s - t_lo) / (t_hi - t_lo))
+
+
 def compute_from_reference(workload: Workload, hardware: Hardware) -> tuple[ComputeCurve, str]:
+    """``compute_curve_from_reference``, cached on the two models' JSON (the app rebuilds
+    preset profiles on every render; the curve is a pure function of them)."""
+    return _cached_curve(workload.model_dump_json(), hardware.model_dump_json())
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_curve(workload_json: str, hardware_json: str) -> tuple[ComputeCurve, str]:
+    return compute_curve_from_reference(Workload.model_validate_json(workload_json),
+                                        Hardware.model_validate_json(hardware_json))
+
+
+def compute_curve_from_reference(workload: Workload,
+                                 hardware: Hardware) -> tuple[ComputeCurve, str]:
     """A compute curve for ``workload`` on ``hardware`` from the workload's reference numbers.
 
-    The reference throughput includes the optimizer step, once per ``micro_batch *
-    accumulation`` samples. With the reference device's memory bandwidth known, that share
-    (memory-bound estimate) is taken out of the per-sample time and the optimizer step is
-    estimated on ``hardware`` the same way, so predictions at other batches and accumulations
-    pay it once per step.
+    The reference is converted as the run it declares (``per_sample_from_reference``): its
+    optimizer step (memory-bound estimate on the reference device) is taken out as often as
+    that run paid it (once per ``micro_batch * accumulation`` samples of each device, sharded
+    over its devices for ZeRO), and a cluster average has that run's communication taken out
+    with the model. Full activation recomputation costs one extra forward, 4/3 of the
+    forward+backward work: a run and a workload that differ in it are converted by that
+    factor. The optimizer step is then estimated on ``hardware`` and paid once per step by
+    predictions.
     """
     if not workload.reference:
         raise ScalesimError(
@@ -67,17 +160,29 @@ def compute_from_reference(workload: Workload, hardware: Hardware) -> tuple[Comp
         )
     same = [r for r in workload.reference if r.device_name == hardware.device_name]
     ref = same[0] if same else workload.reference[0]
-    per_sample_s = 1.0 / ref.samples_per_s
-    note = f"compute: {ref.samples_per_s:.4g} {workload.sample_unit}/s per device ({ref.source})"
+    note = (f"compute: {ref.samples_per_s:.4g} {workload.sample_unit}/s per device on "
+            f"{ref.devices} device(s), {ref.samples_per_step} samples per optimizer step "
+            f"({ref.source})")
     bandwidth = memory_bandwidth_GBps(hardware.device_name, hardware.memory_bandwidth_GBps)
     ref_bandwidth = bandwidth if same else memory_bandwidth_GBps(ref.device_name)
-    optimizer_s = 0.0
+    system = _reference_system(ref, hardware)
+    ref_optimizer_s = 0.0
     if bandwidth is not None and ref_bandwidth is not None:
-        share_s = optimizer_estimate_s(workload, ref_bandwidth) / (
-            ref.micro_batch * ref.accumulation)
-        if share_s < 0.5 * per_sample_s:  # else the estimate would eat most of the measured time
-            per_sample_s -= share_s
-            optimizer_s = optimizer_estimate_s(workload, bandwidth)
+        ref_optimizer_s = optimizer_estimate_s(workload, ref_bandwidth)
+        shards = ref.devices if ref.strategy != "ddp" else 1
+        if ref_optimizer_s / shards > 0.5 * ref.micro_batch * ref.accumulation / ref.samples_per_s:
+            ref_optimizer_s = 0.0  # the estimate would eat most of the measured step
+    per_sample_s = per_sample_from_reference(ref, workload, system, ref_optimizer_s)
+    optimizer_s = optimizer_estimate_s(workload, bandwidth) if ref_optimizer_s > 0 else 0.0
+    if ref.includes_communication:
+        note += (f"; a {ref.strategy} run on {ref.devices} devices of {system.name}: its "
+                 "communication and straggler wait taken out with the model")
+    if ref.activation_recompute and not workload.activation_recompute:
+        per_sample_s /= RECOMPUTE_WORK
+        note += "; the run recomputed activations, this workload does not: 3/4 of its time kept"
+    elif workload.activation_recompute and not ref.activation_recompute:
+        per_sample_s *= RECOMPUTE_WORK
+        note += "; this workload recomputes activations, the run did not: 4/3 of its time"
     if not same:
         ref_peak = _peak_tflops(ref.device_name, hardware)
         if ref_peak is None or hardware.peak_tflops is None:

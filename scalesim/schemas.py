@@ -23,6 +23,7 @@ Strategy = Literal["ddp", "zero1", "zero2", "zero3"]
 ZeroFramework = Literal["fsdp", "deepspeed"]
 Algorithm = Literal["auto", "ring", "tree", "hierarchical"]
 LinkLevelName = Literal["intra_node", "inter_node"]
+InterMethod = Literal["all_ranks", "one_rank"]
 
 
 class _Strict(BaseModel):
@@ -41,7 +42,21 @@ class LinkLevel(_Strict):
     latency_s: float = Field(ge=0, description="alpha: latency of one algorithm step, seconds")
     nics_per_node: int | None = Field(default=None, ge=1, description="NICs per server (inter)")
     gbit_per_nic: float | None = Field(default=None, gt=0, description="NIC line rate, Gbit/s")
+    algorithm: str = Field(
+        default="", description="NCCL algorithm (and protocol) busbw_GBps belongs to, e.g. "
+        "'Ring/Simple'; busbw_GBps is what ring collectives (reduce-scatter, all-gather, ring "
+        "all-reduce) reach")
+    allreduce_busbw_GBps: float | None = Field(
+        default=None, gt=0, description="all-reduce busbw of NCCL's default all-reduce where it "
+        "beats the ring figure (NVLS on NVSwitch H100 servers), GB/s; None: busbw_GBps")
+    allreduce_algorithm: str = Field(default="", description="NCCL algorithm/protocol of "
+                                     "allreduce_busbw_GBps, e.g. 'NVLS/Simple'")
     source: str = Field(default="", description="where the numbers come from")
+
+    @property
+    def allreduce_GBps(self) -> float:
+        """All-reduce busbw of NCCL's default algorithm on this level, GB/s."""
+        return self.allreduce_busbw_GBps or self.busbw_GBps
 
 
 class Hardware(_Strict):
@@ -79,13 +94,48 @@ class Hardware(_Strict):
 
 
 class ReferenceThroughput(_Strict):
-    """A published or measured per-device training throughput of a workload."""
+    """A published or measured training throughput of a workload, declared as the run that
+    produced it: its devices, samples per optimizer step and whether the figure includes the
+    run's communication (``profiles.compute_from_reference`` converts it accordingly)."""
 
     device_name: str
-    samples_per_s: float = Field(gt=0, description="per device, steady state")
-    micro_batch: int = Field(ge=1)
+    samples_per_s: float = Field(
+        gt=0, description="per device, steady state: for a run on several devices its whole "
+        "throughput divided by its devices")
+    micro_batch: int = Field(ge=1, description="samples per device per micro-step")
     accumulation: int = Field(default=1, ge=1, description="micro-steps per optimizer step")
+    devices: int = Field(default=1, ge=1, description="devices of the run")
+    devices_per_node: int | None = Field(
+        default=None, ge=1, description="devices per server in the run (default: as many as "
+        "the system's servers hold, up to ``devices``)")
+    strategy: Strategy = Field(default="ddp", description="how the run shared its work")
+    includes_communication: bool = Field(
+        default=False,
+        description="True when the figure is a multi-device run's throughput per device (a "
+        "cluster average): it then contains that run's exposed communication and straggler "
+        "wait, which are taken out with the model",
+    )
+    system: str | None = Field(
+        default=None, description="hardware preset of the run's servers and links, used to "
+        "take its communication out (default: the hardware the profile is built for)")
+    activation_recompute: bool = Field(
+        default=False, description="the run recomputed activations in backward (full "
+        "activation checkpointing): one extra forward, so 4/3 of the forward+backward work")
     source: str
+
+    @property
+    def samples_per_step(self) -> int:
+        """Samples of one optimizer step of the whole run: micro-batch x accumulation x devices."""
+        return self.micro_batch * self.accumulation * self.devices
+
+    @model_validator(mode="after")
+    def _communication_needs_devices(self) -> ReferenceThroughput:
+        if self.includes_communication and self.devices < 2:
+            raise ValueError("includes_communication: a run on one device communicates "
+                             "nothing; set devices to the run's device count")
+        if self.devices_per_node is not None and self.devices_per_node > self.devices:
+            raise ValueError("devices_per_node is larger than the run's devices")
+        return self
 
 
 PARAMS_TOLERANCE = 0.05  # a given parameter count may differ this much from the shape's
@@ -161,6 +211,10 @@ class Workload(_Strict):
         description="repeated blocks (transformer layers); FSDP wraps and communicates one at a "
         "time. Unknown: estimated from params as a transformer with width = 128 x depth",
     )
+    activation_recompute: bool = Field(
+        default=False, description="trained with full activation checkpointing: compute "
+        "includes one extra forward (4/3 of forward+backward) and activation_bytes_per_sample "
+        "counts the checkpoints")
     micro_batch: int = Field(default=32, ge=1, description="default samples per device per micro-step")
     sample_unit: str = "samples"
     backward_fraction: float = Field(
@@ -255,6 +309,17 @@ class LinkCalibration(_Strict):
     measured: bool
     points: list[CollectivePoint] = Field(default_factory=list)
     rel_rmse: float | None = None
+    method: InterMethod | None = Field(
+        default=None,
+        description="how the level's numbers were obtained (inter_node): 'all_ranks' - "
+        "collectives over every rank of every server, inter level derived given the intra "
+        "level; 'one_rank' - one rank per server (each server's only process)",
+    )
+    ranks_per_node: int | None = Field(default=None, ge=1,
+                                       description="ranks of each server in the timed group")
+    lower_bound: bool = Field(
+        default=False, description="the timed ring was limited by another level: the real "
+        "busbw of this level is at least the recorded one")
     note: str = ""
 
 

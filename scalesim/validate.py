@@ -71,7 +71,8 @@ DEFAULTS = {
     "loader": "unlimited",
     "allreduce_per": "optimizer step (DDP no_sync during accumulation)",
     "parameter_server": "one node: server on the host CPU over each device's PCIe link; "
-    "several: devices sum inside a node, one colocated server per node through the NICs",
+    "several: devices sum inside a node, one colocated server per node through the NICs, over "
+    "TCP (socket efficiency of the NICs' line rate, whatever their kind)",
 }
 
 
@@ -276,18 +277,30 @@ def _batches(case: Case, points: list[CasePoint], flags: list[str]):
     return b, k, known
 
 
+def network_transport(case: Case) -> str:
+    """The inter-node link preset kind the case's exchange runs over: parameter servers talk TCP
+    (gRPC in TensorFlow, ZeroMQ in MXNet's ps-lite) whatever the NIC, RDMA being an opt-in
+    protocol (TensorFlow ``grpc+verbs``), so they get the socket transport's efficiency; an
+    all-reduce uses the NIC kind (NCCL uses RDMA where the NIC offers it)."""
+    if case.comm == "parameter-server":
+        return "ethernet"
+    return case.hardware.inter_node.kind
+
+
 def _inputs(case: Case, points: list[CasePoint], b, k, params, wire_bytes) -> StepInputs:
     hw = case.hardware
     intra = intra_link(hw.intra_node)
     inter = intra if hw.inter_node is None else inter_link(
-        hw.inter_node.kind, hw.inter_node.nics_per_node, hw.inter_node.gbit_per_nic)
+        network_transport(case), hw.inter_node.nics_per_node, hw.inter_node.gbit_per_nic)
     n = np.array([p.devices for p in points], dtype=float)
     nodes = np.array([p.nodes for p in points], dtype=float)
     return StepInputs(
         devices=n, devices_per_node=n / nodes, micro_batch=b, accumulation=k,
         overhead_s=OVERHEAD_S, per_sample_s=1.0, optimizer_step_s=0.0,
         backward_fraction=BACKWARD_FRACTION, params=params, wire_bytes_per_param=wire_bytes,
-        intra_latency_s=intra.latency_s, intra_busbw_GBps=intra.busbw_GBps,
+        intra_latency_s=intra.latency_s,
+        # DDP all-reduces: NCCL's default all-reduce (NVLS on NVSwitch H100, docs/model.md §11)
+        intra_busbw_GBps=intra.allreduce_GBps if case.comm == "allreduce" else intra.busbw_GBps,
         inter_latency_s=inter.latency_s, inter_busbw_GBps=inter.busbw_GBps,
         strategy=DDP, algorithm=ALGORITHM, overlap=True, device_cv=DEVICE_SPEED_CV,
         comm_contention=GPU_COMM_CONTENTION, bucket_bytes=BUCKET_BYTES,

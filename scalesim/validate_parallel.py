@@ -242,6 +242,10 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
                             f"{' at fp8' if fp8 else ''}")
     core_peak = peak_tflops_of(hw.gpu, False) if fp8 else peak
     bandwidth = memory_bandwidth_of(hw.gpu)
+    if bandwidth is None and memory_bandwidth_of(f"{hw.gpu} SXM") is not None:
+        # Multi-GPU training servers (HGX/DGX) hold the SXM board; the source names no form.
+        bandwidth = memory_bandwidth_of(f"{hw.gpu} SXM")
+        flags.append("GPU form factor not stated: SXM memory bandwidth assumed")
     if bandwidth is None:
         raise ScalesimError(f"case {case.id!r}: no datasheet memory bandwidth for '{hw.gpu}'")
     intra = intra_link(hw.intra_node)

@@ -134,6 +134,48 @@ def test_collective_sweep_and_fit(calibrated):
                                     link.busbw_GBps)
     assert float(model_s) == pytest.approx(largest.time_s, rel=0.15)
     assert not inter.measured and "NOT MEASURED" in inter.note and "ethernet" in inter.note
+    assert inter.method is None
+
+
+def test_two_servers_time_the_inter_level_with_every_rank(tmp_path):
+    """Two torchrun "servers" of 2 processes each on this machine (static rendezvous on
+    localhost): the inter level is timed by one ring over all 4 ranks, as nccl-tests does
+    with every GPU, and derived given the intra level; the profile records how."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    out = tmp_path / "two-servers.json"
+
+    def node(rank: int) -> list[str]:
+        return [sys.executable, "-m", "torch.distributed.run", "--nnodes=2",
+                f"--node-rank={rank}", "--nproc-per-node=2", "--master-addr=127.0.0.1",
+                f"--master-port={port}", "-m", "scalesim.calibration", "--quick", "--no-progress",
+                *MODEL, "--batches", "2,4", "--repeats", "2", "--phases", "compute,collectives",
+                "--out", str(out)]
+
+    procs = [subprocess.Popen(node(r), cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for r in (0, 1)]
+    outputs = [p.communicate(timeout=400) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs[0][1][-3000:] + outputs[1][1][-3000:]
+    profile = load_profile(out)
+    intra = next(link for link in profile.links if link.level == "intra_node")
+    inter = next(link for link in profile.links if link.level == "inter_node")
+    assert intra.measured and inter.measured
+    assert {p.ranks for p in intra.points} == {2} and {p.ranks for p in inter.points} == {4}
+    assert inter.method == "all_ranks" and inter.ranks_per_node == 2
+    link = profile.hardware.inter_node
+    assert link.algorithm == "gloo ring" and "all 2 ranks of each of 2 servers" in link.source
+    # The inter figure is the all-ranks ring's alpha-beta fit (it reproduces the largest
+    # message's time), a lower bound exactly when that ring was within 90% of the intra busbw
+    # (on loopback both levels are the same memory).
+    largest = max((p for p in inter.points if p.op == "all_reduce"), key=lambda p: p.size_bytes)
+    model_s = coll.ring_allreduce_s(largest.size_bytes, 4, link.latency_s, link.busbw_GBps)
+    assert float(model_s) == pytest.approx(largest.time_s, rel=0.25)
+    intra_busbw = profile.hardware.intra_node.busbw_GBps
+    assert inter.lower_bound == (link.busbw_GBps >= 0.9 * intra_busbw)
+    assert ("lower bound" in inter.note) == inter.lower_bound
 
 
 def test_predict_matches_a_real_ddp_step(calibrated):

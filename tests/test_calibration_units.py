@@ -204,3 +204,46 @@ def test_message_sizes_below_one_element_are_refused():
     with pytest.raises(ScalesimError, match="below one 4-byte element"):
         message_sizes(0.0001, 1, 2)
     assert message_sizes(1, 1, 4) == [1024, 4096, 16384, 65536, 262144, 1048576]
+
+
+def _flat_ring_points(g, nodes, intra, inter):
+    """Exact all-reduce timings of one ring over ``g`` ranks in each of ``nodes`` servers:
+    every step waits for the slowest hop (latency_s, busbw_GBps per level)."""
+    p = g * nodes
+    latency, busbw = max(intra[0], inter[0]), min(intra[1], inter[1])
+    return _points("all_reduce", message_sizes(1, 64, 4), p, latency, busbw)
+
+
+@pytest.mark.parametrize("inter, expected, lower_bound", [
+    # Network slower than the servers' inside: the all-ranks ring busbw is the inter level's.
+    ((30e-6, 2.0), (30e-6, 2.0), False),
+    # Network faster: the ring ran at the intra busbw, so the inter level is at least that.
+    ((3e-6, 50.0), (5e-6, 20.0), True),
+])
+def test_inter_level_from_every_rank_given_the_intra_level(inter, expected, lower_bound):
+    """2 servers x 2 ranks, intra alpha 5 us / busbw 20 GB/s. A ring over all 4 ranks takes
+    6*max(alpha) + 1.5*S/min(B) (docs/model.md §2), so its fit gives the slowest level."""
+    from scalesim.calibration.collective_phase import derive_inter_level, fit_level
+
+    intra_fit = fit_level(_points("all_reduce", message_sizes(1, 64, 4), 2, 5e-6, 20.0))
+    all_fit = fit_level(_flat_ring_points(2, 2, (5e-6, 20.0), inter))
+    latency, busbw, bound, method = derive_inter_level(all_fit["all_reduce"],
+                                                       intra_fit["all_reduce"], 2)
+    assert (latency, busbw) == pytest.approx(expected, rel=1e-6)
+    assert bound is lower_bound and method == "all_ranks"
+    # One rank per server: the ring is the inter level itself, nothing to derive.
+    assert derive_inter_level(all_fit["all_reduce"], None, 1)[2:] == (False, "one_rank")
+
+
+def test_one_rank_on_a_server_with_idle_gpus_is_a_lower_bound(monkeypatch):
+    """One process per 8-GPU server reaches only the NICs near its GPU: 7 idle GPUs make its
+    figure a lower bound of the server's busbw; on CPU (or all GPUs busy) nothing is idle."""
+    import torch
+    from scalesim.calibration.collective_phase import idle_devices
+
+    ctx = DistContext(rank=0, world=2, local_rank=0, local_world=1, node=0, nodes=2,
+                      backend="nccl", device=torch.device("cuda", 0), launched=True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 8)
+    assert idle_devices(ctx) == 7
+    assert idle_devices(DistContext(**{**ctx.__dict__, "local_world": 8})) == 0
+    assert idle_devices(DistContext(**{**ctx.__dict__, "device": torch.device("cpu")})) == 0

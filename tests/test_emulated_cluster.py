@@ -135,7 +135,7 @@ def test_calibrate_predict_measure_shows_the_knee_in_both_curves(emulated_cluste
     assert profile.hardware.devices_per_node == 2 and profile.compute.measured
     inter = next(link for link in profile.links if link.level == "inter_node")
     largest = max((p for p in inter.points if p.op == "all_reduce"), key=lambda p: p.size_bytes)
-    inter_Mbps = largest.busbw_GBps * 8e3  # two ranks: busbw = algbw = each direction's rate
+    inter_Mbps = largest.busbw_GBps * 8e3  # ring busbw = the slowest edge's rate, the veth's
     assert 0.6 * cfg.rate_mbit <= inter_Mbps <= 1.1 * cfg.rate_mbit
     assert profile.hardware.intra_node.busbw_GBps > 5 * profile.hardware.inter_node.busbw_GBps
 
@@ -147,3 +147,22 @@ def test_calibrate_predict_measure_shows_the_knee_in_both_curves(emulated_cluste
     rows = report["comparison"]["rows"]
     assert [r["devices"] for r in rows[:3]] == [1, 2, 2]
     assert all(r["measured_step_s"] > 0 and r["predicted_step_s"] > 0 for r in rows)
+
+
+def test_inter_link_is_timed_with_every_rank_across_the_shaped_link(emulated_cluster, tmp_path):
+    """Issue 10: the inter level is one ring over all 4 ranks of both servers; the veth limits
+    it, so the derived inter busbw is the veth's rate (a ring's busbw is its slowest edge's),
+    not a lower bound, and the profile says it was measured that way."""
+    nc = load_harness()
+    cfg = nc.ExperimentConfig(rate_mbit=emulated_cluster.rate_mbit)
+    profile = nc.calibrate_links(emulated_cluster, cfg, tmp_path)
+    inter = next(link for link in profile.links if link.level == "inter_node")
+    assert inter.measured and inter.method == "all_ranks" and inter.ranks_per_node == 2
+    assert {p.ranks for p in inter.points} == {4} and not inter.lower_bound
+    largest = max((p for p in inter.points if p.op == "all_reduce"), key=lambda p: p.size_bytes)
+    print(f"\nveth {cfg.rate_mbit:g} Mbit/s; all-ranks ring: largest all-reduce busbw "
+          f"{largest.busbw_GBps * 8e3:.0f} Mbit/s, fitted inter busbw "
+          f"{profile.hardware.inter_node.busbw_GBps * 8e3:.0f} Mbit/s, intra "
+          f"{profile.hardware.intra_node.busbw_GBps:.3g} GB/s")
+    assert 0.6 * cfg.rate_mbit <= largest.busbw_GBps * 8e3 <= 1.1 * cfg.rate_mbit
+    assert 0.6 * cfg.rate_mbit <= profile.hardware.inter_node.busbw_GBps * 8e3 <= 1.2 * cfg.rate_mbit

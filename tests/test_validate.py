@@ -372,3 +372,31 @@ def test_optimizer_step_is_a_memory_bound_estimate_on_a_listed_gpu():
     assert any("memory bandwidth of 'toy' unknown" in f for f in plain.flags)
     assert plain.points[1].compute_s == pytest.approx(plain.points[0].compute_s / 8)
     assert r.points[1].predicted < plain.points[1].predicted
+
+
+# ---------------------------------------------------------------------------- issue 10 review
+def _links_of(case_dict):
+    from scalesim.validate import _inputs
+
+    (case,) = parse_cases(_file(case_dict))
+    points = sorted(case.points, key=lambda p: p.devices)
+    n = len(points)
+    return _inputs(case, points, np.full(n, 64.0), np.ones(n), 50e6, 4.0)
+
+
+def test_parameter_servers_talk_tcp_whatever_the_nic():
+    """A 25 Gb/s RoCE NIC: an all-reduce (NCCL over RDMA) gets 0.96 x 3.125 = 3.0 GB/s; a
+    parameter-server exchange (gRPC / ZeroMQ over TCP) the socket figure 0.544 x 3.125 = 1.7."""
+    net = {"inter_node": {"kind": "roce", "nics_per_node": 1, "gbit_per_nic": 25}}
+    assert _links_of(_case(hardware=net)).inter_busbw_GBps == pytest.approx(3.0)
+    ps = _links_of(_case(hardware=net, comm="parameter-server"))
+    assert ps.inter_busbw_GBps == pytest.approx(1.7)
+
+
+def test_allreduce_on_nvswitch_h100_uses_nvls():
+    """NCCL's default all-reduce on 8 H100 with NVSwitch is NVLS, ~480 GB/s busbw
+    (nccl-tests#212); a parameter-server case there keeps the ring figure, 370."""
+    hw = {"intra_node": "nvswitch-h100", "gpu": "H100-SXM5 80GB"}
+    assert _links_of(_case(hardware=hw)).intra_busbw_GBps == 480.0
+    ps = _links_of(_case(hardware=hw, comm="parameter-server"))
+    assert ps.intra_busbw_GBps == 370.0

@@ -32,8 +32,12 @@ def run(args: argparse.Namespace) -> int:
         mark = " (default)" if name == presets.DEFAULT_HARDWARE else ""
         print(f"  {name}{mark}: {hw.devices_per_node}x {hw.device_name}, "
               f"{hw.device_memory_bytes / 2**30:.0f} GiB; intra {hw.intra_node.kind} "
-              f"{hw.intra_node.busbw_GBps:g} GB/s; inter {hw.inter_node.kind} "
-              f"{hw.inter_node.busbw_GBps:g} GB/s busbw")
+              f"{hw.intra_node.busbw_GBps:g} GB/s"
+              + (f" (all-reduce {hw.intra_node.allreduce_busbw_GBps:g} GB/s "
+                 f"{hw.intra_node.allreduce_algorithm})"
+                 if hw.intra_node.allreduce_busbw_GBps else "")
+              + f"; inter {hw.inter_node.kind} {hw.inter_node.busbw_GBps:g} GB/s busbw; "
+              f"figures for {hw.inter_node.algorithm or 'an unstated algorithm'}")
         print(f"      source: {hw.source}")
         print(f"      intra: {hw.intra_node.source}")
         print(f"      inter: {hw.inter_node.source}")
@@ -44,8 +48,12 @@ def run(args: argparse.Namespace) -> int:
               f"per gradient on the wire, micro-batch {wl.micro_batch} {wl.sample_unit}")
         print(f"      source: {wl.source}")
         for ref in wl.reference:
+            run = (f"{ref.devices} devices, {ref.strategy}, "
+                   + ("communication included" if ref.includes_communication
+                      else "compute only"))
             print(f"      compute: {ref.samples_per_s:.4g}/s per {ref.device_name} at batch "
-                  f"{ref.micro_batch}: {ref.source}")
+                  f"{ref.micro_batch} x {ref.accumulation} ({ref.samples_per_step} samples per "
+                  f"step; {run}): {ref.source}")
     print("\ntransformer presets (scalesim plan --model NAME):")
     for name, (shape, published, source) in presets.TRANSFORMERS.items():
         gqa = f", {shape.kv_of()} kv heads" if shape.kv_of() != shape.heads else ""

@@ -1,0 +1,59 @@
+"""Preset data: prices with a date and a source for the right instance, precise datasheet
+matches, and link figures that say which NCCL algorithm they belong to (issue 10, must 9)."""
+
+import re
+
+import pytest
+
+from scalesim import presets
+
+
+def test_every_price_has_a_date_a_source_and_the_matching_instance():
+    for name, hw in presets.HARDWARE.items():
+        if hw.price_per_device_hour is None:
+            continue
+        price = presets.PRICES[name]
+        assert re.fullmatch(r"20\d\d(-\d\d)?", price.as_of) and price.source
+        assert hw.price_per_device_hour == pytest.approx(price.usd_per_hour / price.devices)
+        assert price.as_of in hw.source and price.instance in hw.source
+    # The 80 GB DGX A100 is priced as p4de (A100 80GB), not p4d (A100 40GB): $40.96608 / 8.
+    assert "p4de" in presets.PRICES["dgx-a100"].instance
+    assert presets.HARDWARE["dgx-a100"].price_per_device_hour == pytest.approx(5.12076)
+    # The 16 GB DGX-1 is priced as p3.16xlarge (V100 16GB), not p3dn (V100 32GB): $24.48 / 8.
+    assert "p3.16xlarge" in presets.PRICES["dgx1-v100"].instance
+    assert presets.HARDWARE["dgx1-v100"].price_per_device_hour == pytest.approx(3.06)
+    # Prices cut since they were listed say so.
+    for name in ("dgx-a100", "dgx-h100"):
+        assert "June 2025" in presets.HARDWARE[name].source
+
+
+@pytest.mark.parametrize("name, bandwidth", [
+    ("NVIDIA H100 80GB HBM3", 3350.0), ("H100-SXM5 80GB", 3350.0), ("NVIDIA H100 PCIe", 2000.0),
+    ("NVIDIA H100 NVL", 3900.0), ("H100", None),
+])
+def test_h100_memory_bandwidth_matches_its_board(name, bandwidth):
+    found = presets.memory_bandwidth_of(name)
+    assert (found[0] if found else None) == bandwidth
+
+
+def test_nvswitch_h100_all_reduce_is_nvls_and_ring_collectives_are_not():
+    link = presets.intra_link("nvswitch-h100")
+    assert link.busbw_GBps == 370.0 and link.allreduce_GBps == 480.0
+    assert link.allreduce_algorithm.startswith("NVLS") and "#212" in link.source
+    assert presets.intra_link("nvswitch-a100").allreduce_GBps == 230.0  # no NVLS on A100
+
+
+def test_every_link_preset_names_its_algorithm_and_protocol():
+    links = [presets.intra_link(k) for k in presets.INTRA_LINKS]
+    links += [presets.inter_link(k, 1, 100) for k in ("infiniband", "roce", "ethernet")]
+    links += [hw.inter_node for hw in presets.HARDWARE.values()]
+    for link in links:
+        assert link.algorithm == "Ring/Simple (large messages)"
+
+
+def test_ethernet_preset_is_what_nccl_sockets_reach_not_the_tcp_ceiling():
+    # Published socket busbw / line rate: 5/12.5 = 0.40, 1.7/3.125 = 0.544, 2.4/4 = 0.60.
+    assert presets.SOCKET_EFFICIENCY == 0.544
+    assert presets.inter_link("ethernet", 1, 100).busbw_GBps == pytest.approx(6.8)
+    assert presets.inter_link("ethernet", 1, 25).busbw_GBps == pytest.approx(1.7)
+    assert abs(presets.TCP_PAYLOAD_CEILING - 0.9415) < 1e-4
