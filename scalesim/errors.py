@@ -6,3 +6,17 @@ class ScalesimError(ValueError):
 
     The message is one line that says what is wrong and how to fix it.
     """
+
+
+def require_model(value, model: type, name: str):
+    """``value`` if it is a ``model`` instance, else ScalesimError naming the argument ``name``.
+
+    Public functions call this on their model arguments, so a dict, None or another type gives
+    one clear line instead of an AttributeError deep inside.
+    """
+    if isinstance(value, model):
+        return value
+    got = "None" if value is None else type(value).__name__
+    hint = (f"; build one with {model.__name__}.model_validate(your_dict)"
+            if isinstance(value, dict) else "")
+    raise ScalesimError(f"{name}: expected a {model.__name__}, got {got}{hint}")

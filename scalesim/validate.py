@@ -20,6 +20,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from scalesim.bounds import bounded
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import parse_model, read_json
 from scalesim.model import collectives as coll
@@ -90,13 +91,13 @@ class _Strict(BaseModel):
 
 class InterNode(_Strict):
     kind: Literal["infiniband", "ethernet", "roce"]
-    nics_per_node: int = Field(ge=1)
-    gbit_per_nic: float = Field(gt=0)
+    nics_per_node: int = bounded("nics_per_node")
+    gbit_per_nic: float = bounded("gbit_per_nic")
 
 
 class CaseHardware(_Strict):
     gpu: str
-    gpus_per_node: int = Field(ge=1)
+    gpus_per_node: int = bounded("devices_per_node")
     intra_node: str
     inter_node: InterNode | None = None
     assumed: list[str] = Field(default_factory=list)
@@ -104,19 +105,19 @@ class CaseHardware(_Strict):
 
 class CaseWorkload(_Strict):
     model: str
-    params: float | None = Field(default=None, gt=0)
+    params: float | None = bounded("params", None)
     precision: Literal["fp32", "tf32", "fp16-mixed", "bf16-mixed"]
-    grad_bytes_per_param: float | None = Field(default=None, gt=0)
-    samples_per_step_per_device: float | None = Field(default=None, gt=0)
+    grad_bytes_per_param: float | None = bounded("wire_bytes_per_param", None)
+    samples_per_step_per_device: float | None = bounded("samples_per_device", None)
     scaling: Literal["weak", "strong"]
 
 
 class CasePoint(_Strict):
-    devices: int = Field(ge=1)
-    nodes: int = Field(ge=1)
-    throughput: float = Field(gt=0, description="samples per second, whole job")
-    accumulation: int | None = Field(default=None, ge=1)
-    samples_per_step_per_device: float | None = Field(default=None, gt=0)
+    devices: int = bounded("devices")
+    nodes: int = bounded("nodes")
+    throughput: float = bounded("samples_per_s", description="samples per second, whole job")
+    accumulation: int | None = bounded("accumulation", None)
+    samples_per_step_per_device: float | None = bounded("samples_per_device", None)
 
 
 class Case(_Strict):

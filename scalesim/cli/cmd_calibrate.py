@@ -17,9 +17,10 @@ then: scalesim predict --profile my-node.json --devices 1,2,4,8,16"""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from scalesim.bounds import flag_type
     from scalesim.calibration.options import add_arguments as add_calibration_arguments
 
-    p.add_argument("--nproc-per-node", type=int, default=1, metavar="N",
+    p.add_argument("--nproc-per-node", type=flag_type("devices_per_node"), default=1, metavar="N",
                    help="start N processes on this machine with torchrun (default 1: this one)")
     add_calibration_arguments(p)
 
