@@ -25,13 +25,13 @@ the job scales well.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from scalesim.errors import ScalesimError
+from scalesim.jsonio import to_json_text
 from scalesim.knee import find_knee
 
 CAUSES = {
@@ -97,18 +97,10 @@ class Report:
         return asdict(self)
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, default=_json_default)
+        return to_json_text(self.to_dict(), what="the diagnosis")
 
     def to_text(self) -> str:
         return render_text(self)
-
-
-def _json_default(value):
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
 def finding(key: str, share: float, evidence: list[str]) -> Finding:

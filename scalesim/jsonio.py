@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -39,6 +40,52 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
 def write_model(path: str | os.PathLike[str], model: BaseModel) -> Path:
     """Write a pydantic model as indented JSON, atomically."""
     return atomic_write_text(path, model.model_dump_json(indent=2) + "\n")
+
+
+def _plain(value: Any) -> Any:
+    """json's ``default``: numpy scalars and arrays as Python numbers and lists."""
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, BaseModel):
+        return value.model_dump()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def _non_finite_at(data: Any, where: str = "") -> str | None:
+    """Where in ``data`` the first NaN or infinity is ('[3].step_time_s'), or None."""
+    data = _plain(data) if not isinstance(data, dict | list | tuple | str | int | float |
+                                          type(None)) else data
+    if isinstance(data, float):
+        return None if math.isfinite(data) else (where or "(top level)")
+    if isinstance(data, dict):
+        items = ((f"{where}.{k}" if where else str(k), v) for k, v in data.items())
+    elif isinstance(data, list | tuple):
+        items = ((f"{where}[{i}]", v) for i, v in enumerate(data))
+    else:
+        return None
+    for path, value in items:
+        found = _non_finite_at(value, path)
+        if found is not None:
+            return found
+    return None
+
+
+def to_json_text(data: Any, indent: int | None = 2, what: str = "the result") -> str:
+    """The one JSON writer of every ``--json`` output: strict JSON, never NaN or Infinity.
+
+    Numpy numbers become Python numbers; a non-finite number raises a one-line ScalesimError
+    naming where it is (inputs within scalesim.bounds never produce one).
+    """
+    try:
+        return json.dumps(data, indent=indent, allow_nan=False, default=_plain)
+    except ValueError:
+        where = _non_finite_at(data)
+        raise ScalesimError(f"{what} holds a non-finite number at '{where}'; nothing was "
+                            "written (the inputs are outside the model's range)") from None
 
 
 def read_text(path: str | os.PathLike[str]) -> str:

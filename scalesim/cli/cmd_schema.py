@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
+
+from scalesim.jsonio import to_json_text
 
 NAME = "schema"
 HELP = "print the JSON Schema of a file format (profile, hardware, workload, scenario)"
@@ -17,5 +18,5 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from scalesim.schemas import SCHEMAS
 
-    print(json.dumps(SCHEMAS[args.name].model_json_schema(), indent=2))
+    print(to_json_text(SCHEMAS[args.name].model_json_schema(), what="the schema"))
     return 0

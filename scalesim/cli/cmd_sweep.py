@@ -67,13 +67,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _to_text(columns: dict, fmt: str) -> str:
-    import json
+    from scalesim.jsonio import to_json_text
 
     names = list(columns)
     n = len(next(iter(columns.values())))
     if fmt == "json":
         rows = [{k: columns[k][i].item() for k in names} for i in range(n)]
-        return json.dumps(rows) + "\n"
+        return to_json_text(rows, indent=None, what="the sweep") + "\n"
     lines = [",".join(names)]
     for i in range(n):
         lines.append(",".join(_cell(columns[k][i]) for k in names))

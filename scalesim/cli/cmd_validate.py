@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
+
+from scalesim.jsonio import to_json_text
 
 NAME = "validate"
 HELP = "predict published scaling results (scalesim-validation-cases/1) and report the error"
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
     report = validate_file(args.file)
     if args.json:
-        print(json.dumps(report.model_dump(), indent=2))
+        print(to_json_text(report.model_dump(), what="the validation report"))
     else:
         print(render_text(report))
     return 0
