@@ -341,6 +341,14 @@ def flag_list_type(quantity: str):
     return parse
 
 
+def check_number(quantity: str, value: Any, name: str, optional: bool = False) -> Any:
+    """``value`` within ``quantity``'s bounds (None allowed when ``optional``); ScalesimError
+    naming ``name`` otherwise."""
+    if value is None and optional:
+        return None
+    return bound(quantity).check(value, name)
+
+
 def check_values(quantity: str, values: Any, name: str) -> np.ndarray:
     """``values`` (a list or array) as a 1-D numpy array within ``quantity``'s bounds."""
     b = bound(quantity)

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scalesim.errors import ScalesimError
+from scalesim.bounds import check_number
+from scalesim.errors import ScalesimError, require_model
 from scalesim.model import collectives as coll
 from scalesim.model.step import StepInputs, StepResult, evaluate
 from scalesim.model.stragglers import expected_max_normal
@@ -226,8 +227,9 @@ def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: floa
     """Fit the model to ``runs``; ``params`` (gradient elements) turns transfer times into GB/s."""
     from scipy.optimize import least_squares
 
-    if params is not None and params <= 0:
-        raise ScalesimError("--params must be a positive number of parameters")
+    runs = require_model(runs, Runs, "runs")
+    check_number("params", params, "params", optional=True)
+    check_number("wire_bytes_per_param", wire_bytes_per_param, "wire_bytes_per_param")
     gradient_bytes = params * wire_bytes_per_param if params else NOMINAL_GRADIENT_BYTES
     init, bounds, free, notes, rank_times = _setup(runs)
     layout = measured_layout(runs)

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, require_path
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -91,7 +91,7 @@ def to_json_text(data: Any, indent: int | None = 2, what: str = "the result") ->
 def read_text(path: str | os.PathLike[str]) -> str:
     """A UTF-8 text file's contents (a leading byte-order mark, as Excel writes, is dropped); a
     missing or unreadable file raises a one-line ScalesimError."""
-    file = Path(path)
+    file = Path(require_path(path, "path"))
     try:
         return file.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -102,7 +102,7 @@ def read_text(path: str | os.PathLike[str]) -> str:
 
 def read_json(path: str | os.PathLike[str]) -> Any:
     """Parse a JSON file; a missing or malformed file raises ScalesimError with the position."""
-    file = Path(path)
+    file = Path(require_path(path, "path"))
     text = read_text(file)
     try:
         return json.loads(text)

@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 from scalesim import presets
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, require_model, require_path, require_text
 from scalesim.jsonio import parse_model, read_json
 from scalesim.model.compute import optimizer_roofline_s
 from scalesim.schemas import (
@@ -60,6 +60,8 @@ def compute_from_reference(workload: Workload, hardware: Hardware) -> tuple[Comp
     estimated on ``hardware`` the same way, so predictions at other batches and accumulations
     pay it once per step.
     """
+    workload = require_model(workload, Workload, "workload")
+    hardware = require_model(hardware, Hardware, "hardware")
     if not workload.reference:
         raise ScalesimError(
             f"workload '{workload.name}' has no reference throughput; add one to its 'reference' "
@@ -100,6 +102,8 @@ def compute_from_reference(workload: Workload, hardware: Hardware) -> tuple[Comp
 
 def profile_from_presets(hardware: Hardware, workload: Workload) -> Profile:
     """A profile built from published numbers only (no measurement)."""
+    hardware = require_model(hardware, Hardware, "hardware")
+    workload = require_model(workload, Workload, "workload")
     compute, note = compute_from_reference(workload, hardware)
     return Profile(
         name=f"{hardware.name} + {workload.name} (presets)",
@@ -138,11 +142,13 @@ def parse_profile(data: Any, what: str = "profile") -> Profile:
 
 
 def load_profile(path: str | os.PathLike[str]) -> Profile:
-    return parse_profile(read_json(path), str(path))
+    """Read and validate a profile JSON file."""
+    return parse_profile(read_json(require_path(path, "path")), str(path))
 
 
 def load_hardware(spec: str) -> Hardware:
     """A hardware preset name or a JSON file path."""
+    spec = require_text(spec, "hardware")
     if spec in presets.HARDWARE or not spec.endswith(".json"):
         return presets.get_hardware(spec)
     return parse_model(read_json(spec), Hardware, spec)
@@ -150,6 +156,7 @@ def load_hardware(spec: str) -> Hardware:
 
 def load_workload(spec: str) -> Workload:
     """A workload preset name or a JSON file path."""
+    spec = require_text(spec, "workload")
     if spec in presets.WORKLOADS or not spec.endswith(".json"):
         return presets.get_workload(spec)
     return parse_model(read_json(spec), Workload, spec)
@@ -164,6 +171,9 @@ def resolve_profile(
     - a profile: as measured; ``hardware`` then replaces its server layout and links (projecting
       measured compute onto other machines of the same device), ``workload`` its sizes.
     """
+    for name, value in (("profile", profile), ("hardware", hardware), ("workload", workload)):
+        if value is not None:
+            require_text(value, name)
     if profile is None:
         hw = load_hardware(hardware or presets.DEFAULT_HARDWARE)
         wl = load_workload(workload or presets.DEFAULT_WORKLOAD)

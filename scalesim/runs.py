@@ -30,7 +30,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from scalesim.bounds import bounded, items_bounded
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, require_text
 from scalesim.jsonio import validation_message
 
 REQUIRED = ("devices", "nodes")
@@ -221,6 +221,9 @@ def parse_json_data(data, source: str) -> list[dict]:
 
 def runs_from_records(records: list[dict], source: str) -> Runs:
     """Validate raw rows (from CSV or JSON) into Runs; every problem is one clear line."""
+    source = require_text(source, "source")
+    if not isinstance(records, list | tuple) or not all(isinstance(r, dict) for r in records):
+        raise ScalesimError(f"{source}: expected a list of run records (dicts)")
     if len(records) < 2:
         raise ScalesimError(f"{source}: {len(records)} run(s); need runs at two or more device "
                             "counts to measure scaling")
@@ -280,6 +283,7 @@ def load_runs(path: str | os.PathLike[str]) -> Runs:
 
 def parse_runs_text(text: str, source: str) -> Runs:
     """Runs from file contents; JSON if it starts with ``[`` or ``{``, CSV otherwise."""
+    text, source = require_text(text, "text"), require_text(source, "source")
     text = text.removeprefix("\ufeff")  # Excel's "CSV UTF-8" starts with a byte-order mark
     stripped = text.lstrip()
     if stripped.startswith(("[", "{")):

@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from scalesim.bounds import bounded
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, require_model
 from scalesim.jsonio import parse_model, read_json
 from scalesim.model import collectives as coll
 from scalesim.model.compute import optimizer_roofline_s
@@ -346,6 +346,7 @@ def _optimizer_s(case: Case, params: float, anchor_step_s: float, flags: list[st
 
 def predict_case(case: Case) -> CaseResult:
     """Anchor on the smallest device count, predict the rest; flags name every default used."""
+    case = require_model(case, Case, "case")
     wl, flags = case.workload, []
     if case.hardware.assumed:
         flags.append("hardware assumed by the case: " + ", ".join(case.hardware.assumed))
@@ -419,6 +420,11 @@ def summarize(results: list[CaseResult]) -> dict:
 
 
 def validate_cases(cases: list[Case]) -> Report:
+    """Predict every case (``parse_cases`` or ``load_cases`` gives them)."""
+    if not isinstance(cases, list | tuple):
+        raise ScalesimError(f"cases: expected a list of Case, got {type(cases).__name__}")
+    for case in cases:
+        require_model(case, Case, "cases")
     results = [predict_case(c) for c in cases]
     return Report(cases=results, summary=summarize(results))
 
