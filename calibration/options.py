@@ -6,8 +6,10 @@ Imports nothing heavy: ``scalesim --help`` builds this parser without torch.
 from __future__ import annotations
 
 import argparse
+import os
 
-from scalesim.bounds import flag_list_type, flag_type
+from scalesim.bounds import flag_list_type, flag_type, parse_number
+from scalesim.errors import ScalesimError
 
 PHASES = ("compute", "collectives", "loader", "jitter", "noise")
 OPS = ("all_reduce", "reduce_scatter", "all_gather")
@@ -151,6 +153,29 @@ DEFAULTS_CPU = {
 }
 DEFAULTS_GPU = dict(DEFAULTS_CPU, batches=[16, 32, 64, 128, 256], max_size_mib=256.0,
                     size_factor=2)
+
+
+def default_threads(local_world: int, environ=None) -> int:
+    """Torch CPU threads per process when ``--threads`` is not given: ``OMP_NUM_THREADS`` when
+    the user (or torchrun) set it, else the node's cores shared by its processes."""
+    environ = os.environ if environ is None else environ
+    omp = omp_threads(environ)
+    if omp is not None:
+        return omp
+    return max(1, (os.cpu_count() or 1) // max(local_world, 1))
+
+
+def omp_threads(environ) -> int | None:
+    """``OMP_NUM_THREADS`` as a thread count (its first level, '8,2' -> 8), None when unset or
+    empty; a value that is not a whole number of 1 or more is a one-line error."""
+    text = environ.get("OMP_NUM_THREADS", "").strip()
+    if not text:
+        return None
+    first = text.split(",")[0].strip()
+    try:
+        return parse_number(first, "threads", "OMP_NUM_THREADS")
+    except ScalesimError as exc:
+        raise ScalesimError(f"{exc}; unset it or give --threads N") from None
 
 
 def resolve_defaults(args: argparse.Namespace, on_gpu: bool) -> argparse.Namespace:

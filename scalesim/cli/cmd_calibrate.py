@@ -43,4 +43,18 @@ def run(args: argparse.Namespace) -> int:
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                f"--nproc-per-node={args.nproc_per_node}", "-m", "scalesim.calibration",
                *to_argv(args, skip=("nproc_per_node", "command"))]
-    return subprocess.run(command, check=False).returncode
+    return subprocess.run(command, check=False, env=child_environment(args)).returncode
+
+
+def child_environment(args: argparse.Namespace, environ=None) -> dict[str, str]:
+    """The environment of the processes torchrun starts: torchrun sets OMP_NUM_THREADS=1 when
+    it is unset, so it is set here to this machine's share (cores / processes) unless the user
+    set it or gave --threads (scalesim.calibration.options.default_threads)."""
+    import os
+
+    from scalesim.calibration.options import default_threads
+
+    env = dict(os.environ if environ is None else environ)
+    if args.threads is None and not env.get("OMP_NUM_THREADS", "").strip():
+        env["OMP_NUM_THREADS"] = str(default_threads(args.nproc_per_node, env))
+    return env
