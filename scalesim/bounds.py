@@ -293,7 +293,7 @@ def parse_number(text: str, quantity: str, name: str, factor: float = 1.0,
         value: int | float = int(raw) if b.integer else float(raw)
     except ValueError:
         kind = "a whole number" if b.integer else "a number"
-        raise ScalesimError(f"{name}: '{_shown(text)}' is not {kind}") from None
+        raise ScalesimError(f"{name}: {_shown(raw)} is not {kind}") from None
     return b.check(value, name)
 
 
@@ -314,7 +314,7 @@ def parse_list(text: str, quantity: str, name: str) -> list:
             v *= 2
         return out
     if not parts:
-        raise ScalesimError(f"{name}: no values in '{_shown(text)}'")
+        raise ScalesimError(f"{name}: no values in {_shown(text)}")
     return [parse_number(x, quantity, name) for x in parts]
 
 
@@ -341,6 +341,18 @@ def flag_list_type(quantity: str):
     return parse
 
 
+def clip(quantity: str, value: float) -> float:
+    """``value`` moved into ``quantity``'s bounds (for fitted values, which carry no physics of
+    their own); NaN becomes the lower bound."""
+    b = bound(quantity)
+    low = float(np.nextafter(b.low, np.inf)) if b.low_open else float(b.low)
+    high = float(np.nextafter(b.high, -np.inf)) if b.high_open else float(b.high)
+    value = float(value)
+    if math.isnan(value):
+        return low
+    return min(max(value, low), high)
+
+
 def check_number(quantity: str, value: Any, name: str, optional: bool = False) -> Any:
     """``value`` within ``quantity``'s bounds (None allowed when ``optional``); ScalesimError
     naming ``name`` otherwise."""
@@ -361,8 +373,26 @@ def check_values(quantity: str, values: Any, name: str) -> np.ndarray:
     return np.asarray(values, dtype=np.int64 if b.integer else float)
 
 
+def _field_rows() -> list[str]:
+    """'| format | field | allowed |' rows for every bounded number of every file format."""
+    from scalesim.schemas import SCHEMAS
+
+    rows, seen = [], set()
+    for fmt, model in SCHEMAS.items():
+        schema = model.model_json_schema()
+        for part in [schema, *schema.get("$defs", {}).values()]:
+            title = part.get("title", fmt)
+            for name, spec in part.get("properties", {}).items():
+                text = spec.get("description", "")
+                if "allowed: " not in text or (title, name) in seen:
+                    continue
+                seen.add((title, name))
+                rows.append(f"| {title} | `{name}` | {text.split('allowed: ', 1)[1]} |")
+    return rows
+
+
 def markdown_table() -> str:
-    """The bounds as a Markdown table (docs/bounds.md)."""
+    """The bounds as Markdown tables (docs/bounds.md): quantities, knobs, fields."""
     lines = ["| quantity | allowed | why |", "|---|---|---|"]
     for name, b in QUANTITIES.items():
         kind = " (whole)" if b.integer else ""
@@ -373,6 +403,7 @@ def markdown_table() -> str:
         if k.url_unit:
             key += f" ({k.url_unit})"
         lines.append(f"| `{k.field}` | {k.flag or '-'} | {key} | `{k.quantity}` |")
+    lines += ["", "| model | field | allowed |", "|---|---|---|", *_field_rows()]
     return "\n".join(lines)
 
 
