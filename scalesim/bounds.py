@@ -114,8 +114,8 @@ QUANTITIES: dict[str, Bound] = {
     "rank": Bound(0, DEVICES_MAX - 1, "", "a rank of the largest job", integer=True),
     "micro_batch": Bound(1, 2**24, "samples", "per device per micro-step; 16x the largest "
                          "published (NCF: 2**20 user-item pairs per GPU)", integer=True),
-    "samples_per_device": Bound(0, 2**24, "samples", "per device per step (an average: "
-                                "may be fractional)", low_open=True),
+    "samples_per_device": Bound(0.001, 2**24, "samples", "per device per step (an average: "
+                                "may be fractional)"),
     "global_batch": Bound(1, 2**40, "samples", "per optimizer step: the largest micro-batch "
                           "on 65,536 devices", integer=True),
     "accumulation": Bound(1, 4096, "micro-steps", "per optimizer step; beyond 4096 one step "
@@ -139,13 +139,13 @@ QUANTITIES: dict[str, Bound] = {
     "seed": Bound(0, 2**32 - 1, "", "numpy and torch seeds are 32-bit", integer=True),
     # sizes
     "params": Bound(1, 1e15, "parameters", "1000x the largest published dense models (~1.8e12)"),
-    "wire_bytes_per_param": Bound(0, 64, "bytes", "per gradient element on the wire (4 fp32, 2 "
-                                  "fp16; compressed below 1)", low_open=True),
+    "wire_bytes_per_param": Bound(0.001, 64, "bytes", "per gradient element on the wire (4 "
+                                  "fp32, 2 fp16; 1-bit compression 0.125)"),
     "bytes_per_param": Bound(0, 64, "bytes", "per parameter in memory (Adam mixed precision: "
                              "2 + 2 + 12)"),
     "activation_bytes": Bound(0, 1e15, "bytes", "activations of one sample; 0 = unknown"),
-    "device_memory_bytes": Bound(0, 1e15, "bytes", "one device's memory (a petabyte is 10^4x "
-                                 "an H100's)", low_open=True),
+    "device_memory_bytes": Bound(1e6, 1e15, "bytes", "one device's memory, in bytes (not GB): "
+                                 "a megabyte to a petabyte (10^4x an H100's)"),
     "message_bytes": Bound(1, 2**40, "bytes", "one collective's message: 1 byte to 1 TiB"),
     "bucket_mib": Bound(0.1, 1e5, "MiB", "a gradient bucket: from 100 KiB (smaller only adds "
                         "latency) to 100 GiB"),
@@ -153,19 +153,20 @@ QUANTITIES: dict[str, Bound] = {
     # rates
     "busbw_GBps": Bound(0.001, 1e5, "GB/s", "a link's bus bandwidth: 1 MB/s to 100 TB/s"),
     "bandwidth_GBps": Bound(0, 1e5, "GB/s", "a measured or datasheet bandwidth, up to 100 TB/s"),
-    "memory_bandwidth_GBps": Bound(0, 1e5, "GB/s", "device memory (H100: 3350)", low_open=True),
+    "memory_bandwidth_GBps": Bound(0.1, 1e5, "GB/s", "device memory (H100: 3350; a CPU "
+                                   "socket: 50-500)"),
     "gbit_per_nic": Bound(1, 10_000, "Gbit/s", "one NIC's line rate (400 today)"),
-    "peak_tflops": Bound(0, 1e6, "TFLOP/s", "one device's dense peak (H100: 989)",
-                         low_open=True),
-    "samples_per_s": Bound(0, 1e12, "samples/s", "a measured throughput", low_open=True),
+    "peak_tflops": Bound(0.001, 1e6, "TFLOP/s", "one device's dense peak (H100: 989; a CPU "
+                         "core: ~0.1)"),
+    "samples_per_s": Bound(1e-6, 1e12, "samples/s", "a throughput: one sample in 11.6 days to "
+                           "a trillion a second"),
     # times
     "latency_s": Bound(0, 1, "s", "one algorithm step's latency (microseconds in practice)"),
     "duration_s": Bound(0, 1e6, "s", "one step or micro-step, or part of one: up to 11.6 days"),
-    "positive_duration_s": Bound(0, 1e6, "s", "one step, micro-step or timed collective: up to "
-                                 "11.6 days", low_open=True),
-    "timeout_s": Bound(0, 604_800, "s", "a calibration timeout: up to a week", low_open=True),
-    "timed_s": Bound(0, 3600, "s", "timed seconds per calibration message size",
-                     low_open=True),
+    "positive_duration_s": Bound(1e-12, 1e6, "s", "one step, micro-step, sample or timed "
+                                 "collective: a picosecond to 11.6 days"),
+    "timeout_s": Bound(0.001, 604_800, "s", "a calibration timeout: a millisecond to a week"),
+    "timed_s": Bound(0.001, 3600, "s", "timed seconds per calibration message size"),
     # ratios
     "cv": Bound(0, 10, "", "std / mean of a time or speed"),
     "fraction": Bound(0, 1, "", "a share between 0 and 1"),
@@ -176,13 +177,12 @@ QUANTITIES: dict[str, Bound] = {
     "rel_error": Bound(0, 1000, "", "a fit's relative error"),
     # training length and cost
     "critical_batch": Bound(1, 1e12, "samples", "critical batch size B_noise"),
-    "noise_scale": Bound(0, 1e15, "samples", "a measured gradient noise scale B_simple (an "
-                         "estimate: may be below one sample)", low_open=True),
+    "noise_scale": Bound(1e-6, 1e15, "samples", "a measured gradient noise scale B_simple (an "
+                         "estimate: may be below one sample)"),
     "samples_total": Bound(1, 1e18, "samples", "samples of a training run (1e18: 10^4x the "
                            "largest LLM runs in tokens)"),
     "epochs": Bound(0, 1e6, "epochs", "passes over the data set", low_open=True),
-    "steps_to_target": Bound(0, 1e15, "steps", "optimizer steps to a quality target",
-                             low_open=True),
+    "steps_to_target": Bound(1, 1e15, "steps", "optimizer steps to a quality target"),
     "price_per_device_hour": Bound(0, 1e6, "USD", "per device-hour"),
 }
 

@@ -93,10 +93,10 @@ def compute_from_reference(workload: Workload, hardware: Hardware) -> tuple[Comp
     if optimizer_s > 0:
         note += (f"; optimizer step {optimizer_s * 1e3:.3g} ms, estimated as a memory-bound "
                  f"update at {bandwidth:g} GB/s")
-    curve = ComputeCurve(
-        overhead_s=0.0, per_sample_s=per_sample_s, optimizer_step_s=optimizer_s,
-        precision="published", measured=False, source=note,
-    )
+    curve = parse_model(
+        {"overhead_s": 0.0, "per_sample_s": per_sample_s, "optimizer_step_s": optimizer_s,
+         "precision": "published", "measured": False, "source": note},
+        ComputeCurve, f"compute of workload '{workload.name}' on hardware '{hardware.name}'")
     return curve, note
 
 

@@ -520,3 +520,56 @@ def test_every_number_of_every_file_format_has_two_bounds():
 def test_docs_bounds_page_is_the_table():
     text = (ROOT / "docs" / "bounds.md").read_text()
     assert markdown_table() in text
+
+
+# ------------------------------------------------------------------ calibration threads
+
+def test_threads_default_to_omp_num_threads_when_it_is_set(monkeypatch):
+    import os
+
+    from scalesim.calibration.options import default_threads, omp_threads
+
+    cores = os.cpu_count() or 1
+    assert default_threads(1, {}) == cores
+    assert default_threads(2, {"OMP_NUM_THREADS": ""}) == max(1, cores // 2)
+    assert default_threads(4, {"OMP_NUM_THREADS": "3"}) == 3  # the user's (or torchrun's) value
+    assert omp_threads({"OMP_NUM_THREADS": "8,2"}) == 8  # nested levels: the outer one
+    for bad in ("0", "abc", "nan", BIG):
+        with pytest.raises(ScalesimError, match="OMP_NUM_THREADS"):
+            omp_threads({"OMP_NUM_THREADS": bad})
+
+
+def test_torchrun_children_get_the_machines_share_unless_the_user_chose():
+    import argparse
+    import os
+
+    from scalesim.calibration.options import default_threads
+
+    from scalesim.cli.cmd_calibrate import child_environment
+
+    args = argparse.Namespace(nproc_per_node=2, threads=None)
+    env = child_environment(args, {"PATH": "/bin"})
+    assert env["OMP_NUM_THREADS"] == str(max(1, (os.cpu_count() or 1) // 2))
+    assert env["OMP_NUM_THREADS"] == str(default_threads(2, {}))
+    assert child_environment(args, {"OMP_NUM_THREADS": "1"})["OMP_NUM_THREADS"] == "1"
+    chosen = argparse.Namespace(nproc_per_node=2, threads=5)  # --threads goes on the command line
+    assert "OMP_NUM_THREADS" not in child_environment(chosen, {})
+
+
+def test_calibration_setup_uses_omp_num_threads(monkeypatch):
+    """The real setup: a one-process group with OMP_NUM_THREADS=1 computes on one thread."""
+    torch = pytest.importorskip("torch")
+    from scalesim.calibration import dist as cdist
+    from scalesim.calibration.options import build_parser
+
+    before = torch.get_num_threads()
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    args = build_parser().parse_args(["--device", "cpu", "--timeout", "30"])
+    try:
+        cdist.setup(args)
+        assert torch.get_num_threads() == 1
+    finally:
+        cdist.shutdown()
+        torch.set_num_threads(before)
