@@ -22,6 +22,7 @@ from scalesim.calibration.results import CollectiveResult
 from scalesim.calibration.timing import Clock
 
 from scalesim import presets
+from scalesim.bounds import clip
 from scalesim.errors import ScalesimError
 from scalesim.model import collectives as coll
 from scalesim.schemas import CollectivePoint, LinkCalibration, LinkLevel
@@ -208,14 +209,18 @@ def measured_level(ctx, level: str, points, fits, args) -> tuple[LinkLevel, Link
     source = (f"measured by scalesim calibrate: {op} on {points[0].ranks} ranks "
               f"({ctx.backend}), {span}; alpha-beta fit (fit_alpha_beta), {large}; "
               f"rel. RMSE {fit['rel_rmse']:.1%}")
-    link = LinkLevel(kind=link_kind(ctx, level), busbw_GBps=fit["busbw_GBps"],
-                     latency_s=fit["latency_s"], source=source)
+    busbw, latency = clip("busbw_GBps", fit["busbw_GBps"]), clip("latency_s", fit["latency_s"])
+    if (busbw, latency) != (fit["busbw_GBps"], fit["latency_s"]):
+        source += (f"; fitted busbw {fit['busbw_GBps']:.3g} GB/s, latency "
+                   f"{fit['latency_s']:.3g} s moved into the bounds (docs/bounds.md)")
+    link = LinkLevel(kind=link_kind(ctx, level), busbw_GBps=busbw, latency_s=latency,
+                     source=source)
     note = source
     if level == "inter_node":
         note += ("; one process per node, so this is one rank's share of the node's network "
                  "(NCCL with all local GPUs may use more NICs)")
     return link, LinkCalibration(level=level, measured=True, points=points,
-                                 rel_rmse=fit["rel_rmse"], note=note)
+                                 rel_rmse=clip("rel_error", fit["rel_rmse"]), note=note)
 
 
 def parse_inter_link(spec: str) -> tuple[str, int, float]:
