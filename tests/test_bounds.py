@@ -573,3 +573,60 @@ def test_calibration_setup_uses_omp_num_threads(monkeypatch):
     finally:
         cdist.shutdown()
         torch.set_num_threads(before)
+
+
+def test_random_inputs_anywhere_inside_the_bounds_give_finite_predictions():
+    """150 seeded draws over the whole table (a third of the values at an edge, the rest
+    log-uniform): the model never answers NaN or infinity for inputs the bounds allow."""
+    from scalesim.predict import predict
+    from scalesim.profiles import profile_from_presets
+    from scalesim.schemas import Hardware, LinkLevel, Workload
+
+    rng = np.random.default_rng(14)
+
+    def draw(quantity):
+        b = QUANTITIES[quantity]
+        r = rng.random()
+        if r < 0.15:
+            value = b.low
+        elif r < 0.3:
+            value = b.high
+        else:
+            value = math.exp(rng.uniform(math.log(max(b.low, 1e-9)), math.log(b.high)))
+        return int(min(max(round(value), b.low), b.high)) if b.integer else value
+
+    def link():
+        return LinkLevel(kind="x", busbw_GBps=draw("busbw_GBps"), latency_s=draw("latency_s"))
+
+    for _ in range(150):
+        g = draw("devices_per_node")
+        hw = Hardware(name="h", device_name="A100-SXM4 40GB", devices_per_node=g,
+                      device_memory_bytes=draw("device_memory_bytes"),
+                      peak_tflops=draw("peak_tflops"),
+                      memory_bandwidth_GBps=draw("memory_bandwidth_GBps"),
+                      cpu_cores_per_node=draw("cpu_cores"), device_speed_cv=draw("cv"),
+                      intra_node=link(), inter_node=link(),
+                      comm_compute_contention=draw("fraction"),
+                      price_per_device_hour=draw("price_per_device_hour"))
+        wl = Workload.model_validate(dict(
+            presets.get_workload("bert-large").model_dump(), params=draw("params"),
+            wire_bytes_per_param=draw("wire_bytes_per_param"),
+            param_bytes_per_param=draw("bytes_per_param"),
+            grad_bytes_per_param=draw("bytes_per_param"),
+            optimizer_bytes_per_param=draw("bytes_per_param"),
+            activation_bytes_per_sample=draw("activation_bytes"), micro_batch=draw("micro_batch")))
+        p = draw("devices")
+        p = p if p <= g else max(p // g, 1) * g
+        scenario = Scenario(
+            devices=[1, p], micro_batch=draw("micro_batch"), accumulation=draw("accumulation"),
+            bucket_mib=draw("bucket_mib"), straggler_cv=draw("cv"), slow_device=0,
+            slow_factor=draw("slow_factor"), critical_batch_size=draw("critical_batch"),
+            min_samples_to_quality=draw("samples_total"), train_samples=draw("samples_total"),
+            strategy=str(rng.choice(["ddp", "zero1", "zero2", "zero3"])),
+            algorithm=str(rng.choice(["auto", "ring", "tree", "hierarchical"])),
+            overlap=bool(rng.random() < 0.5))
+        try:
+            rows = predict(profile_from_presets(hw, wl), scenario)
+        except ScalesimError:  # a one-line refusal (e.g. a derived compute time out of bounds)
+            continue
+        strict_json(json.dumps([r.model_dump() for r in rows], allow_nan=False))
