@@ -118,8 +118,8 @@ QUANTITIES: dict[str, Bound] = {
                                 "may be fractional)"),
     "global_batch": Bound(1, 2**40, "samples", "per optimizer step: the largest micro-batch "
                           "on 65,536 devices", integer=True),
-    "accumulation": Bound(1, 4096, "micro-steps", "per optimizer step; beyond 4096 one step "
-                          "takes hours", integer=True),
+    "accumulation": Bound(1, 4096, "micro-steps", "per optimizer step; 4096 micro-steps "
+                          "of a second each are over an hour per step", integer=True),
     "loader_workers": Bound(0, 1024, "workers", "DataLoader processes per device",
                             integer=True),
     "cpu_cores": Bound(1, 4096, "cores", "of one server", integer=True),
