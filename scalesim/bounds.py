@@ -74,7 +74,7 @@ class Bound:
         else:
             if not isinstance(value, int | float | np.integer | np.floating):
                 return f"{_shown(value)} is not a number"
-            if not math.isfinite(value):
+            if isinstance(value, float | np.floating) and not math.isfinite(value):
                 return f"{_shown(value)} is not a finite number"
         too_low = value <= self.low if self.low_open else value < self.low
         too_high = value >= self.high if self.high_open else value > self.high
@@ -97,11 +97,11 @@ def _num(x: float) -> str:
 
 
 def _shown(value: Any) -> str:
+    """A value to quote in a message: short (a huge whole number by its size)."""
+    if isinstance(value, int) and value.bit_length() > 100:
+        return f"a whole number of {value.bit_length()} bits"
     text = repr(value) if not isinstance(value, float | int | np.number) else f"{value}"
     return text if len(text) <= 40 else text[:37] + "..."
-
-
-_COUNT_WHY = "a whole number that fits a 64-bit counter with room for products"
 
 # quantity -> bounds. Reasons say why the edge makes physical sense.
 QUANTITIES: dict[str, Bound] = {
@@ -292,8 +292,15 @@ def parse_number(text: str, quantity: str, name: str, factor: float = 1.0,
     try:
         value: int | float = int(raw) if b.integer else float(raw)
     except ValueError:
+        digits = raw.lstrip("+-")
+        if digits.isdigit():  # longer than Python converts (4300 digits): far outside any bound
+            raise ScalesimError(f"{name}: a whole number of {len(digits)} digits is outside "
+                                f"{b.text()} ({b.why})") from None
         kind = "a whole number" if b.integer else "a number"
         raise ScalesimError(f"{name}: {_shown(raw)} is not {kind}") from None
+    if isinstance(value, float) and math.isinf(value) and "inf" not in raw.lower():
+        raise ScalesimError(f"{name}: {_shown(raw)} overflows a float; it is outside {b.text()} "
+                            f"({b.why})")
     return b.check(value, name)
 
 
