@@ -17,7 +17,14 @@ import pytest
 from diagnose_cases import CASES, to_csv
 
 from scalesim import presets
-from scalesim.bounds import KNOBS, QUANTITIES, flag_list_type, flag_type, markdown_table
+from scalesim.bounds import (
+    KNOBS,
+    QUANTITIES,
+    check_number,
+    flag_list_type,
+    flag_type,
+    markdown_table,
+)
 from scalesim.cli.main import main
 from scalesim.errors import ScalesimError
 from scalesim.schemas import SCHEMAS, Scenario
@@ -493,6 +500,12 @@ def test_flag_parsers_name_the_bounds():
         flag_type("devices")(BIG)
     with pytest.raises(Exception, match="finite"):
         flag_type("cv")("nan")
+    with pytest.raises(Exception, match="5000 digits"):  # beyond Python's int() digit limit
+        flag_type("devices")("9" * 5000)
+    with pytest.raises(Exception, match="overflows a float"):
+        flag_type("params")("1e400")
+    with pytest.raises(ScalesimError, match="bits is outside"):  # no OverflowError on the way
+        check_number("params", 10**5000, "params")
     assert flag_list_type("devices")("1-8") == [1, 2, 4, 8]
     assert flag_type("message_bytes", 1 / 2**20, "MiB")("256") == 256.0
 
