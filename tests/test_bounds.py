@@ -466,6 +466,11 @@ def _json_commands(tmp_path: Path, runs_csv: Path) -> list[list[str]]:
         ["diagnose", str(runs_csv), "--json", "--params", "1e15", "--critical-batch", "1",
          "--extrapolate", "1048576"],
     ]
+    from test_traces import gpu_trace
+
+    traces = [_write(tmp_path, f"rank{r}.json", gpu_trace(rank=r, slow_us=100.0 * r))
+              for r in (0, 1)]
+    commands.append(["diagnose", "--trace", *traces, "--json"])
     commands += [["schema", name] for name in SCHEMAS]
     return commands
 
