@@ -126,6 +126,8 @@ QUANTITIES: dict[str, Bound] = {
     "nics_per_node": Bound(1, 64, "NICs", "network cards of one server (8 on DGX)", integer=True),
     "collective_ranks": Bound(2, DEVICES_MAX, "ranks", "a collective needs two ranks",
                               integer=True),
+    "count": Bound(1, 2**53, "", "a count with no quantity of its own: exact as a float",
+                   integer=True),
     "repeats": Bound(1, 1_000_000, "", "timed repeats or samples of a measurement",
                      integer=True),
     "steps": Bound(1, 1_000_000, "steps", "calibration steps or samples of one phase",

@@ -20,6 +20,12 @@ def parse_int_list(text: str) -> list[int]:
     return flag_list_type("devices")(text)
 
 
+def positive_int(text: str) -> int:
+    """A count of 1 or more below 2**53 (quantity ``count``); a flag with a physical quantity
+    uses ``scalesim.bounds.flag_type(quantity)`` instead."""
+    return flag_type("count")(text)
+
+
 def add_profile_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("what to predict for")
     g.add_argument("--hardware", metavar="PRESET|FILE",
