@@ -22,6 +22,7 @@ from urllib.parse import urlencode
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from scalesim import presets
+from scalesim.bounds import bounded, url_field
 from scalesim.errors import ScalesimError
 from scalesim.profiles import parse_profile, profile_from_presets
 from scalesim.schemas import Profile
@@ -31,7 +32,7 @@ MAX_QUERY_CHARS = 16_000  # the whole query string (browsers keep ~32k; stay wel
 MAX_VALUE_CHARS = 400  # one control's value
 MAX_PROFILE_BLOB_CHARS = 12_000  # the compressed profile, base64url
 MAX_PROFILE_JSON_BYTES = 200_000  # the profile after decompression
-MAX_DEVICES = 16_384
+MAX_DEVICES = 16_384  # the planner's largest device count (chart size), within bounds.DEVICES_MAX
 IGNORED_KEYS = {"embed", "embed_options"}  # Streamlit's own query parameters
 
 IntraMode = Literal["profile", "custom", *presets.INTRA_LINKS.keys()]  # type: ignore[valid-type]
@@ -46,7 +47,7 @@ class AppState(BaseModel):
     The bounds match the widgets' so that any state a link can carry is one the page can show.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     src: Literal["preset", "custom"] = "preset"
     hw: str = presets.DEFAULT_HARDWARE
@@ -54,31 +55,32 @@ class AppState(BaseModel):
     dmax: int = Field(default=1024, ge=1, le=MAX_DEVICES, description="largest device count")
     grid: Literal["pow2", "server", "list"] = "pow2"
     dlist: str = Field(default="", max_length=MAX_VALUE_CHARS, description="e.g. 1,2,4,8,16")
-    dpn: int | None = Field(default=None, ge=1, le=1024, description="devices per server")
+    dpn: int | None = url_field("dpn", None, "devices per server")
     mode: Literal["weak", "strong"] = "weak"
-    mb: int | None = Field(default=None, ge=1, le=1_000_000, description="per-device micro-batch")
-    gb: int | None = Field(default=None, ge=1, le=100_000_000, description="fixed global batch")
-    acc: int = Field(default=1, ge=1, le=4096)
+    mb: int | None = url_field("mb", None, "per-device micro-batch")
+    gb: int | None = url_field("gb", None, "fixed global batch")
+    acc: int = url_field("acc", 1)
     ovl: bool = True
-    bkt: float = Field(default=25.0, ge=0.1, le=100_000, description="bucket size, MiB")
+    bkt: float = url_field("bkt", 25.0, "bucket size, MiB")
     strat: Literal["ddp", "zero1", "zero2", "zero3"] = "ddp"
     algo: Literal["auto", "ring", "tree", "hierarchical"] = "auto"
-    lw: int | None = Field(default=None, ge=0, le=1024, description="loader workers per device")
-    cv: float | None = Field(default=None, ge=0, le=10, description="step-time std/mean")
-    slow: int | None = Field(default=None, ge=0, lt=MAX_DEVICES, description="slow device rank")
-    sf: float = Field(default=1.0, ge=1.0, le=100.0, description="slow device factor")
+    lw: int | None = url_field("lw", None, "loader workers per device")
+    cv: float | None = url_field("cv", None, "step-time std/mean")
+    slow: int | None = Field(default=None, ge=0, lt=MAX_DEVICES,
+                             description="slow device rank (below the planner's device cap)")
+    sf: float = url_field("sf", 1.0, "slow device factor")
     intra: IntraMode = "profile"  # type: ignore[valid-type]
-    ibw: float | None = Field(default=None, ge=0.001, le=1e5, description="intra busbw, GB/s")
-    ilat: float | None = Field(default=None, ge=0, le=1e6, description="intra latency, us")
+    ibw: float | None = url_field("ibw", None, "intra busbw, GB/s")
+    ilat: float | None = url_field("ilat", None, "intra latency, us")
     inter: InterMode = "profile"
-    nics: int = Field(default=8, ge=1, le=64, description="NICs per server")
-    gbit: float = Field(default=400.0, ge=1, le=10_000, description="Gbit/s per NIC")
-    ebw: float | None = Field(default=None, ge=0.001, le=1e5, description="inter busbw, GB/s")
-    elat: float | None = Field(default=None, ge=0, le=1e6, description="inter latency, us")
-    cbs: float | None = Field(default=None, ge=1, le=1e12, description="critical batch, samples")
-    emin: float | None = Field(default=None, ge=1, le=1e18, description="E_min, samples")
-    train: float | None = Field(default=None, ge=1, le=1e18, description="samples in the run")
-    price: float | None = Field(default=None, ge=0, le=1e6, description="USD per device-hour")
+    nics: int = bounded("nics_per_node", 8, "NICs per server")
+    gbit: float = bounded("gbit_per_nic", 400.0, "Gbit/s per NIC")
+    ebw: float | None = url_field("ebw", None, "inter busbw, GB/s")
+    elat: float | None = url_field("elat", None, "inter latency, us")
+    cbs: float | None = url_field("cbs", None, "critical batch, samples")
+    emin: float | None = url_field("emin", None, "E_min, samples")
+    train: float | None = url_field("train", None, "samples in the run")
+    price: float | None = url_field("price", None, "USD per device-hour")
     focus: int | None = Field(default=None, ge=1, le=MAX_DEVICES, description="None: auto")
     b: RemedyChoice = "best"
     tab: Literal["curve", "breakdown", "remedies", "cost", "quality", "ab"] = "curve"

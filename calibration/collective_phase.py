@@ -26,6 +26,7 @@ from scalesim.calibration.results import CollectiveResult
 from scalesim.calibration.timing import Clock
 
 from scalesim import presets
+from scalesim.bounds import clip
 from scalesim.errors import ScalesimError
 from scalesim.model import collectives as coll
 from scalesim.schemas import CollectivePoint, LinkCalibration, LinkLevel
@@ -270,10 +271,15 @@ def measured_level(ctx, level: str, points, fits, args,
                        "server's share of the network")
     else:
         per_node = points[0].ranks
+    clipped = clip("busbw_GBps", busbw), clip("latency_s", latency)
+    if clipped != (busbw, latency):
+        source += (f"; fitted busbw {busbw:.3g} GB/s, latency {latency:.3g} s moved into the "
+                   "bounds (docs/bounds.md)")
+        busbw, latency = clipped
     link = LinkLevel(kind=link_kind(ctx, level), busbw_GBps=busbw, latency_s=latency,
                      algorithm=algorithm, source=source)
     return link, LinkCalibration(level=level, measured=True, points=points,
-                                 rel_rmse=fit["rel_rmse"], method=method,
+                                 rel_rmse=clip("rel_error", fit["rel_rmse"]), method=method,
                                  ranks_per_node=per_node, lower_bound=lower_bound, note=source)
 
 

@@ -25,6 +25,7 @@ from datetime import timedelta
 
 from scalesim.calibration.options import BUILTIN_MODELS
 
+from scalesim.bounds import flag_type
 from scalesim.errors import ScalesimError
 
 
@@ -32,22 +33,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m scalesim.calibration.ddp_bench",
                                 description="Time real DDP training steps; print JSON.")
     p.add_argument("--model", default="mlp", help=f"{', '.join(BUILTIN_MODELS)} or module:factory")
-    p.add_argument("--width", type=int)
-    p.add_argument("--depth", type=int)
-    p.add_argument("--seq-len", type=int, default=128)
-    p.add_argument("--vocab", type=int, default=1024)
-    p.add_argument("--image-size", type=int, default=32)
+    p.add_argument("--width", type=flag_type("model_size"))
+    p.add_argument("--depth", type=flag_type("model_size"))
+    p.add_argument("--seq-len", type=flag_type("model_size"), default=128)
+    p.add_argument("--vocab", type=flag_type("model_size"), default=1024)
+    p.add_argument("--image-size", type=flag_type("model_size"), default=32)
     p.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32")
     p.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
-    p.add_argument("--batch", type=int, default=32, help="per-device micro-batch")
-    p.add_argument("--steps", type=int, default=20, help="timed steps")
-    p.add_argument("--warmup", type=int, default=5, help="untimed steps first")
-    p.add_argument("--bucket-mib", type=float, default=25.0, help="DDP bucket_cap_mb")
-    p.add_argument("--threads", type=int, help="torch threads per process on CPU")
+    p.add_argument("--batch", type=flag_type("micro_batch"), default=32, help="per-device micro-batch")
+    p.add_argument("--steps", type=flag_type("steps"), default=20, help="timed steps")
+    p.add_argument("--warmup", type=flag_type("steps"), default=5, help="untimed steps first")
+    p.add_argument("--bucket-mib", type=flag_type("bucket_mib"), default=25.0, help="DDP bucket_cap_mb")
+    p.add_argument("--threads", type=flag_type("threads"), help="torch threads per process on CPU")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
     p.add_argument("--backend", choices=["auto", "nccl", "gloo"], default="auto")
-    p.add_argument("--timeout", type=float, default=120.0)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout", type=flag_type("timeout_s"), default=120.0)
+    p.add_argument("--seed", type=flag_type("seed"), default=0)
     p.add_argument("--out", help="JSON file to write")
     return p
 

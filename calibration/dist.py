@@ -38,6 +38,7 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from scalesim.calibration.options import default_threads
 
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import atomic_write_text
@@ -106,11 +107,6 @@ def choose_backend(requested: str, device: torch.device) -> str:
     if requested == "nccl" and device.type != "cuda":
         raise ScalesimError("--backend nccl needs GPUs; use --backend gloo (or auto) on CPU")
     return requested
-
-
-def default_threads(local_world: int) -> int:
-    """Torch CPU threads per process: the node's cores shared by its processes."""
-    return max(1, (os.cpu_count() or 1) // max(local_world, 1))
 
 
 def setup(args) -> DistContext:

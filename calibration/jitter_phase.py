@@ -19,6 +19,7 @@ from scalesim.calibration.dist import DistContext, gather_object
 from scalesim.calibration.results import JitterResult
 from scalesim.calibration.timing import Clock
 
+from scalesim.bounds import clip
 from scalesim.schemas import Jitter
 
 SLOWEST_SHARE = 0.6
@@ -60,9 +61,9 @@ def summarize(per_rank: list[list[float]], threshold: float) -> tuple[Jitter, fl
         share = float(np.mean(np.argmax(times, axis=0) == candidate))
         if ratio >= threshold and share >= SLOWEST_SHARE:
             slow_rank, slow_factor = candidate, ratio
-    jitter = Jitter(step_time_cv=float(np.median(cvs)),
-                    per_rank_median_s=[float(m) for m in medians],
-                    slow_rank=slow_rank, slow_factor=max(slow_factor, 1.0))
+    jitter = Jitter(step_time_cv=clip("cv", float(np.median(cvs))),
+                    per_rank_median_s=[clip("positive_duration_s", m) for m in medians],
+                    slow_rank=slow_rank, slow_factor=clip("slow_factor", slow_factor))
     return jitter, share
 
 

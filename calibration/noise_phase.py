@@ -21,6 +21,7 @@ from scalesim.calibration.dist import DistContext
 from scalesim.calibration.results import NoiseResult
 from scalesim.calibration.timing import Clock
 
+from scalesim.bounds import check_number
 from scalesim.model.quality import b_simple_from_two_batches
 from scalesim.schemas import NoiseScale
 
@@ -68,7 +69,8 @@ def run(ctx: DistContext, bundle, micro_batch: int, args, progress) -> NoiseResu
     big_batch = micro_batch * m
     try:
         b_simple = b_simple_from_two_batches(micro_batch, small_sq, big_batch, big_sq)
-    except ValueError as exc:
+        check_number("noise_scale", b_simple, "B_simple")
+    except ValueError as exc:  # ScalesimError is one: an estimate outside the bounds
         return NoiseResult(small_sq_norm=small_sq, big_sq_norm=big_sq,
                            note=f"noise scale not estimated: {exc}")
     return NoiseResult(

@@ -6,8 +6,10 @@ Imports nothing heavy: ``scalesim --help`` builds this parser without torch.
 from __future__ import annotations
 
 import argparse
+import os
 
-from scalesim.cli.options import positive_int
+from scalesim.bounds import flag_list_type, flag_type, parse_number
+from scalesim.errors import ScalesimError
 
 PHASES = ("compute", "collectives", "loader", "jitter", "noise")
 OPS = ("all_reduce", "reduce_scatter", "all_gather")
@@ -27,17 +29,6 @@ QUICK = {
 }
 
 
-def _int_list(text: str) -> list[int]:
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"'{text}' is not a list of whole numbers like 4,8,16,32") from None
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"'{text}': give whole numbers of 1 or more")
-    return values
-
-
 def _choices(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
     """Comma-separated names out of ``allowed``, returned in ``allowed``'s order."""
     names = [x.strip() for x in text.split(",") if x.strip()]
@@ -54,16 +45,6 @@ def _phase_list(text: str) -> list[str]:
 
 def _op_list(text: str) -> list[str]:
     return _choices(text, OPS, "collective")
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text} must be above 0")
-    return value
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -88,78 +69,80 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="torch.distributed backend (auto: nccl on GPUs, gloo on CPUs)")
     g.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
                    help="where to compute (auto: cuda if available)")
-    g.add_argument("--threads", type=positive_int,
-                   help="torch threads per process on CPU (default: cores / processes per node)")
-    g.add_argument("--timeout", type=_positive_float, default=120.0, metavar="S",
+    g.add_argument("--threads", type=flag_type("threads"),
+                   help="torch threads per process on CPU (default: OMP_NUM_THREADS when set, "
+                   "else cores / processes per node)")
+    g.add_argument("--timeout", type=flag_type("timeout_s"), default=120.0, metavar="S",
                    help="seconds a collective, barrier or silent rank may take before the run "
                    "stops (default 120)")
-    g.add_argument("--phase-timeout", type=_positive_float, default=900.0, metavar="S",
+    g.add_argument("--phase-timeout", type=flag_type("timeout_s"), default=900.0, metavar="S",
                    help="hard limit on one phase, seconds (default 900)")
 
     g = p.add_argument_group("model (compute, jitter, noise phases)")
     g.add_argument("--model", default="mlp", metavar="NAME|MODULE:FACTORY",
                    help="built-in mlp, cnn or gpt, or package.module:factory returning "
                    "(model, make_batch[, loss_fn]) (default mlp)")
-    g.add_argument("--width", type=positive_int,
+    g.add_argument("--width", type=flag_type("model_size"),
                    help="built-in model width (mlp 1024, cnn 32 channels, gpt 256)")
-    g.add_argument("--depth", type=positive_int, help="built-in model layers (default 4)")
-    g.add_argument("--seq-len", type=positive_int, default=128, help="gpt sequence length")
-    g.add_argument("--vocab", type=positive_int, default=1024, help="gpt vocabulary size")
-    g.add_argument("--image-size", type=positive_int, default=32, help="cnn input size, pixels")
+    g.add_argument("--depth", type=flag_type("model_size"), help="built-in model layers (default 4)")
+    g.add_argument("--seq-len", type=flag_type("model_size"), default=128, help="gpt sequence length")
+    g.add_argument("--vocab", type=flag_type("model_size"), default=1024, help="gpt vocabulary size")
+    g.add_argument("--image-size", type=flag_type("model_size"), default=32, help="cnn input size, pixels")
     g.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32",
                    help="autocast precision (fp16 on CUDA only; default fp32)")
     g.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
-    g.add_argument("--batches", type=_int_list,
+    g.add_argument("--batches", type=flag_list_type("micro_batch"),
                    help="per-device micro-batches to time, at least 4 (default CPU 16,32,64,128; "
                    "GPU 16,32,64,128,256); the first out-of-memory one sets the ceiling")
-    g.add_argument("--micro-batch", type=positive_int,
+    g.add_argument("--micro-batch", type=flag_type("micro_batch"),
                    help="the profile's micro-batch and the jitter phase's (default: the largest "
                    "that ran)")
-    g.add_argument("--warmup", type=positive_int, help="untimed steps per size (default 3)")
-    g.add_argument("--repeats", type=positive_int, help="timed steps per size (default 10)")
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--warmup", type=flag_type("steps"), help="untimed steps per size (default 3)")
+    g.add_argument("--repeats", type=flag_type("repeats"), help="timed steps per size (default 10)")
+    g.add_argument("--seed", type=flag_type("seed"), default=0)
 
     g = p.add_argument_group("collectives phase")
     g.add_argument("--ops", type=_op_list, default=list(OPS),
                    help="collectives to time (default all_reduce,reduce_scatter,all_gather)")
-    g.add_argument("--min-size-kib", type=_positive_float, default=1.0,
+    g.add_argument("--min-size-kib", type=flag_type("message_bytes", 1 / 2**10, "KiB"), default=1.0,
                    help="smallest message, KiB (default 1)")
-    g.add_argument("--max-size-mib", type=_positive_float,
+    g.add_argument("--max-size-mib", type=flag_type("message_bytes", 1 / 2**20, "MiB"),
                    help="largest message, MiB (default 256 on GPU, 32 on CPU)")
-    g.add_argument("--size-factor", type=positive_int,
+    g.add_argument("--size-factor", type=flag_type("size_factor"),
                    help="ratio between sizes (default 2 on GPU, 4 on CPU)")
-    g.add_argument("--coll-time-s", type=_positive_float,
+    g.add_argument("--coll-time-s", type=flag_type("timed_s"),
                    help="target timed seconds per message size (default 0.1, --quick 0.05)")
 
     g = p.add_argument_group("links not measured here")
     g.add_argument("--intra-link", metavar="KIND",
                    help="intra-server preset when it is not measured (one process per node), "
                    "e.g. pcie4, nvswitch-a100")
-    g.add_argument("--intra-busbw", type=_positive_float, metavar="GB/s")
-    g.add_argument("--intra-latency", type=float, metavar="S")
+    g.add_argument("--intra-busbw", type=flag_type("busbw_GBps"), metavar="GB/s")
+    g.add_argument("--intra-latency", type=flag_type("latency_s"), metavar="S")
     g.add_argument("--inter-link", default=None, metavar="KIND:NICSxGBIT",
                    help="inter-server preset when one node runs, e.g. ethernet:1x100, "
                    "infiniband:8x200 (default ethernet:1x100)")
-    g.add_argument("--inter-busbw", type=_positive_float, metavar="GB/s")
-    g.add_argument("--inter-latency", type=float, metavar="S")
+    g.add_argument("--inter-busbw", type=flag_type("busbw_GBps"), metavar="GB/s")
+    g.add_argument("--inter-latency", type=flag_type("latency_s"), metavar="S")
 
     g = p.add_argument_group("loader phase")
     g.add_argument("--dataset", default="builtin", metavar="builtin|MODULE:FACTORY",
                    help="builtin (encoded images in a temp folder) or package.module:factory "
                    "returning a torch Dataset")
-    g.add_argument("--loader-images", type=positive_int, help="built-in images (default 512)")
-    g.add_argument("--loader-batch", type=positive_int, default=32)
-    g.add_argument("--loader-batches", type=positive_int,
+    g.add_argument("--loader-images", type=flag_type("dataset_items"), help="built-in images (default 512)")
+    g.add_argument("--loader-batch", type=flag_type("micro_batch"), default=32)
+    g.add_argument("--loader-batches", type=flag_type("steps"),
                    help="timed batches per worker count (default 20)")
-    g.add_argument("--max-workers", type=int, help="largest num_workers (default: CPU cores)")
+    g.add_argument("--max-workers", type=flag_type("loader_workers"),
+                   help="largest num_workers (default: CPU cores)")
 
     g = p.add_argument_group("jitter and noise phases")
-    g.add_argument("--jitter-steps", type=positive_int, help="timed steps (default 30)")
-    g.add_argument("--slow-threshold", type=float, default=1.05,
+    g.add_argument("--jitter-steps", type=flag_type("steps"), help="timed steps (default 30)")
+    g.add_argument("--slow-threshold", type=flag_type("slow_factor"), default=1.05,
                    help="a rank this much slower than the others' median, and slowest in most "
                    "steps, is named slow (default 1.05)")
-    g.add_argument("--noise-steps", type=positive_int, help="gradient samples (default 8)")
-    g.add_argument("--noise-accum", type=positive_int, default=2,
+    g.add_argument("--noise-steps", type=flag_type("steps"), help="gradient samples (default 8)")
+    g.add_argument("--noise-accum", type=flag_type("repeats"), default=2,
                    help="micro-batches per rank per noise sample (default 2)")
 
 
@@ -170,6 +153,29 @@ DEFAULTS_CPU = {
 }
 DEFAULTS_GPU = dict(DEFAULTS_CPU, batches=[16, 32, 64, 128, 256], max_size_mib=256.0,
                     size_factor=2)
+
+
+def default_threads(local_world: int, environ=None) -> int:
+    """Torch CPU threads per process when ``--threads`` is not given: ``OMP_NUM_THREADS`` when
+    the user (or torchrun) set it, else the node's cores shared by its processes."""
+    environ = os.environ if environ is None else environ
+    omp = omp_threads(environ)
+    if omp is not None:
+        return omp
+    return max(1, (os.cpu_count() or 1) // max(local_world, 1))
+
+
+def omp_threads(environ) -> int | None:
+    """``OMP_NUM_THREADS`` as a thread count (its first level, '8,2' -> 8), None when unset or
+    empty; a value that is not a whole number of 1 or more is a one-line error."""
+    text = environ.get("OMP_NUM_THREADS", "").strip()
+    if not text:
+        return None
+    first = text.split(",")[0].strip()
+    try:
+        return parse_number(first, "threads", "OMP_NUM_THREADS")
+    except ScalesimError as exc:
+        raise ScalesimError(f"{exc}; unset it or give --threads N") from None
 
 
 def resolve_defaults(args: argparse.Namespace, on_gpu: bool) -> argparse.Namespace:

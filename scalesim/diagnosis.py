@@ -25,13 +25,13 @@ the job scales well.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, require_model, require_text
+from scalesim.jsonio import to_json_text
 from scalesim.knee import find_knee
 
 CAUSES = {
@@ -97,18 +97,10 @@ class Report:
         return asdict(self)
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, default=_json_default)
+        return to_json_text(self.to_dict(), what="the diagnosis")
 
     def to_text(self) -> str:
         return render_text(self)
-
-
-def _json_default(value):
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
 def finding(key: str, share: float, evidence: list[str]) -> Finding:
@@ -256,8 +248,14 @@ def _rank_pattern(runs) -> tuple[int | None, float, list[str]]:
 def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
                   critical_batch: float | None = None, extrapolate_to: list[int] | None = None) -> Report:
     """Fit, find the knee, name the cause and the first remedy for measured ``runs``."""
+    from scalesim.bounds import check_number, check_values
     from scalesim.fit_runs import extrapolate, fit_runs, fitted_profile
-    from scalesim.runs import scaling
+    from scalesim.runs import Runs, scaling
+
+    runs = require_model(runs, Runs, "runs")
+    check_number("critical_batch", critical_batch, "critical_batch", optional=True)
+    if extrapolate_to is not None:
+        extrapolate_to = [int(p) for p in check_values("devices", extrapolate_to, "extrapolate_to")]
 
     sc = scaling(runs)
     fit = fit_runs(runs, params, wire_bytes_per_param)
@@ -443,7 +441,14 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
 
 def diagnose_traces(summaries, source: str) -> Report:
     """Name the cause from per-rank trace summaries (scalesim.traces.summarise)."""
-    from scalesim.traces import cross_rank
+    from scalesim.traces import TraceSummary, cross_rank
+
+    if not isinstance(summaries, list | tuple) or not summaries:
+        raise ScalesimError("summaries: expected a non-empty list of TraceSummary "
+                            "(scalesim.traces.load_traces)")
+    for s in summaries:
+        require_model(s, TraceSummary, "summaries")
+    source = require_text(source, "source")
 
     cr = cross_rank(summaries)
     step = cr["step_s"]

@@ -6,3 +6,36 @@ class ScalesimError(ValueError):
 
     The message is one line that says what is wrong and how to fix it.
     """
+
+
+def require_model(value, model: type, name: str):
+    """``value`` if it is a ``model`` instance, else ScalesimError naming the argument ``name``.
+
+    Public functions call this on their model arguments, so a dict, None or another type gives
+    one clear line instead of an AttributeError deep inside.
+    """
+    if isinstance(value, model):
+        return value
+    got = "None" if value is None else type(value).__name__
+    hint = (f"; build one with {model.__name__}.model_validate(your_dict)"
+            if isinstance(value, dict) else "")
+    raise ScalesimError(f"{name}: expected a {model.__name__}, got {got}{hint}")
+
+
+def require_path(value, name: str):
+    """``value`` if it is a file path (str or os.PathLike), else ScalesimError naming ``name``."""
+    import os
+
+    if isinstance(value, str | os.PathLike) and str(value):
+        return value
+    got = "an empty string" if isinstance(value, str) else (
+        "None" if value is None else type(value).__name__)
+    raise ScalesimError(f"{name}: expected a file path, got {got}")
+
+
+def require_text(value, name: str) -> str:
+    """``value`` if it is a string (a preset name, file contents), else ScalesimError."""
+    if isinstance(value, str):
+        return value
+    got = "None" if value is None else type(value).__name__
+    raise ScalesimError(f"{name}: expected a string, got {got}")

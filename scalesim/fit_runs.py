@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scalesim.errors import ScalesimError
+from scalesim.bounds import QUANTITIES, check_number, clip
+from scalesim.errors import ScalesimError, require_model
 from scalesim.model import collectives as coll
 from scalesim.model.step import StepInputs, StepResult, evaluate
 from scalesim.model.stragglers import expected_max_normal
@@ -226,8 +227,9 @@ def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: floa
     """Fit the model to ``runs``; ``params`` (gradient elements) turns transfer times into GB/s."""
     from scipy.optimize import least_squares
 
-    if params is not None and params <= 0:
-        raise ScalesimError("--params must be a positive number of parameters")
+    runs = require_model(runs, Runs, "runs")
+    check_number("params", params, "params", optional=True)
+    check_number("wire_bytes_per_param", wire_bytes_per_param, "wire_bytes_per_param")
     gradient_bytes = params * wire_bytes_per_param if params else NOMINAL_GRADIENT_BYTES
     init, bounds, free, notes, rank_times = _setup(runs)
     layout = measured_layout(runs)
@@ -442,21 +444,23 @@ def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
     last = runs.rows[-1]
     g = fit.devices_per_node
     g_last = last.devices // last.nodes
-    supply_per_device = v["node_loader_samples_per_s"] / g_last
+    supply_per_device = clip("samples_per_s", v["node_loader_samples_per_s"] / g_last)
     limiting = float(fit.breakdown.data_stall_s[-1]) > 0.0
     hw = Hardware(
         name="your cluster (fitted)", device_name="measured", devices_per_node=g,
         device_memory_bytes=1e15, cpu_cores_per_node=g,
         comm_compute_contention=0.0,  # as fitted: phi absorbs any slowdown beside collectives
-        intra_node=LinkLevel(kind="fitted", busbw_GBps=fit.busbw_GBps("intra"),
+        intra_node=LinkLevel(kind="fitted", busbw_GBps=clip("busbw_GBps", fit.busbw_GBps("intra")),
                              latency_s=INTRA_LATENCY_S, source="fitted to measured runs"),
-        inter_node=LinkLevel(kind="fitted", busbw_GBps=fit.busbw_GBps("inter"),
+        inter_node=LinkLevel(kind="fitted", busbw_GBps=clip("busbw_GBps", fit.busbw_GBps("inter")),
                              latency_s=INTER_LATENCY_S, source="fitted to measured runs"),
     )
-    wl = Workload(name="your workload", params=fit.gradient_bytes, wire_bytes_per_param=1.0,
+    wire = max(1.0, fit.gradient_bytes / QUANTITIES["params"].high)  # keep params in bounds
+    wl = Workload(name="your workload", params=fit.gradient_bytes / wire, wire_bytes_per_param=wire,
                   micro_batch=max(int(round(runs.micro_batch[-1])), 1),
                   critical_batch_size=critical_batch_size)
-    compute = ComputeCurve(overhead_s=v["overhead_s"], per_sample_s=v["per_sample_s"],
+    compute = ComputeCurve(overhead_s=clip("duration_s", v["overhead_s"]),
+                           per_sample_s=clip("positive_duration_s", v["per_sample_s"]),
                            measured=True, source="fitted to measured runs")
     loader = (LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=supply_per_device)],
                           measured=True, source="fitted to measured runs") if limiting else None)
@@ -472,7 +476,7 @@ def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
         cv = delay / (e_n * micro * np.sqrt(k)) if e_n > 0 else cv
     profile = Profile(name=name, fingerprint=Fingerprint(device_count=last.devices, nodes=last.nodes),
                       hardware=hw, workload=wl, compute=compute, input_pipeline=loader,
-                      jitter=Jitter(step_time_cv=cv),
+                      jitter=Jitter(step_time_cv=clip("cv", cv)),
                       notes=["device memory unknown: every remedy is assumed to fit"])
     if runs.strong_scaling:
         batch = {"global_batch": int(round(runs.samples_per_step[-1]))}
@@ -481,6 +485,6 @@ def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
     scenario = Scenario(devices=[last.devices], devices_per_node=g, accumulation=last.accumulation,
                         overlap=v["overlap"] >= 0.5,
                         slow_device=0 if slow_factor > 1.0 + 1e-6 else None,
-                        slow_factor=max(slow_factor, 1.0),
+                        slow_factor=clip("slow_factor", slow_factor),
                         critical_batch_size=critical_batch_size, **batch)
     return profile, scenario, last.devices

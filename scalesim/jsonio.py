@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, require_path
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -41,10 +42,56 @@ def write_model(path: str | os.PathLike[str], model: BaseModel) -> Path:
     return atomic_write_text(path, model.model_dump_json(indent=2) + "\n")
 
 
+def _plain(value: Any) -> Any:
+    """json's ``default``: numpy scalars and arrays as Python numbers and lists."""
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, BaseModel):
+        return value.model_dump()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def _non_finite_at(data: Any, where: str = "") -> str | None:
+    """Where in ``data`` the first NaN or infinity is ('[3].step_time_s'), or None."""
+    data = _plain(data) if not isinstance(data, dict | list | tuple | str | int | float |
+                                          type(None)) else data
+    if isinstance(data, float):
+        return None if math.isfinite(data) else (where or "(top level)")
+    if isinstance(data, dict):
+        items = ((f"{where}.{k}" if where else str(k), v) for k, v in data.items())
+    elif isinstance(data, list | tuple):
+        items = ((f"{where}[{i}]", v) for i, v in enumerate(data))
+    else:
+        return None
+    for path, value in items:
+        found = _non_finite_at(value, path)
+        if found is not None:
+            return found
+    return None
+
+
+def to_json_text(data: Any, indent: int | None = 2, what: str = "the result") -> str:
+    """The one JSON writer of every ``--json`` output: strict JSON, never NaN or Infinity.
+
+    Numpy numbers become Python numbers; a non-finite number raises a one-line ScalesimError
+    naming where it is (inputs within scalesim.bounds never produce one).
+    """
+    try:
+        return json.dumps(data, indent=indent, allow_nan=False, default=_plain)
+    except ValueError:
+        where = _non_finite_at(data)
+        raise ScalesimError(f"{what} holds a non-finite number at '{where}'; nothing was "
+                            "written (the inputs are outside the model's range)") from None
+
+
 def read_text(path: str | os.PathLike[str]) -> str:
     """A UTF-8 text file's contents (a leading byte-order mark, as Excel writes, is dropped); a
     missing or unreadable file raises a one-line ScalesimError."""
-    file = Path(path)
+    file = Path(require_path(path, "path"))
     try:
         return file.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -55,7 +102,7 @@ def read_text(path: str | os.PathLike[str]) -> str:
 
 def read_json(path: str | os.PathLike[str]) -> Any:
     """Parse a JSON file; a missing or malformed file raises ScalesimError with the position."""
-    file = Path(path)
+    file = Path(require_path(path, "path"))
     text = read_text(file)
     try:
         return json.loads(text)

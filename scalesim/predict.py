@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel
 
-from scalesim.errors import ScalesimError
+from scalesim.bounds import check_values
+from scalesim.errors import ScalesimError, require_model
 from scalesim.model import collectives as coll
 from scalesim.model.compute import colocation_slope
 from scalesim.model.memory import STRATEGIES
@@ -84,8 +85,14 @@ def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray):
 
 def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
     """Model inputs for ``scenario`` on ``profile``: (StepInputs, baseline micro-batch)."""
+    profile = require_model(profile, Profile, "profile")
+    scenario = require_model(scenario, Scenario, "scenario")
     hw, wl = profile.hardware, profile.workload
-    p = np.asarray(scenario.devices if devices is None else devices, dtype=np.int64)
+    if devices is None:
+        p = np.asarray(scenario.devices, dtype=np.int64)
+    else:
+        p = check_values("devices", np.ravel(devices) if isinstance(devices, np.ndarray)
+                         else devices, "devices")
     g_max = scenario.devices_per_node or hw.devices_per_node
     _, per_node = layout(p, g_max)
     b, base_b = micro_batches(scenario, profile, p)
@@ -155,7 +162,7 @@ def _pick(override, default):
 
 def predict(profile: Profile, scenario: Scenario | None = None) -> list[Prediction]:
     """One Prediction per device count of ``scenario`` (default: Scenario())."""
-    scenario = scenario or Scenario()
+    scenario = Scenario() if scenario is None else scenario
     inputs, base_b = scenario_inputs(profile, scenario)
     result, speedup, efficiency = evaluate_scaling(inputs, base_b)
     wl = profile.workload

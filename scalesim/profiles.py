@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from scalesim import presets
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, require_model, require_path, require_text
 from scalesim.jsonio import parse_model, read_json
 from scalesim.model.compute import optimizer_roofline_s
 from scalesim.schemas import (
@@ -153,6 +153,8 @@ def compute_curve_from_reference(workload: Workload,
     factor. The optimizer step is then estimated on ``hardware`` and paid once per step by
     predictions.
     """
+    workload = require_model(workload, Workload, "workload")
+    hardware = require_model(hardware, Hardware, "hardware")
     if not workload.reference:
         raise ScalesimError(
             f"workload '{workload.name}' has no reference throughput; add one to its 'reference' "
@@ -196,15 +198,17 @@ def compute_curve_from_reference(workload: Workload,
     if optimizer_s > 0:
         note += (f"; optimizer step {optimizer_s * 1e3:.3g} ms, estimated as a memory-bound "
                  f"update at {bandwidth:g} GB/s")
-    curve = ComputeCurve(
-        overhead_s=0.0, per_sample_s=per_sample_s, optimizer_step_s=optimizer_s,
-        precision="published", measured=False, source=note,
-    )
+    curve = parse_model(
+        {"overhead_s": 0.0, "per_sample_s": per_sample_s, "optimizer_step_s": optimizer_s,
+         "precision": "published", "measured": False, "source": note},
+        ComputeCurve, f"compute of workload '{workload.name}' on hardware '{hardware.name}'")
     return curve, note
 
 
 def profile_from_presets(hardware: Hardware, workload: Workload) -> Profile:
     """A profile built from published numbers only (no measurement)."""
+    hardware = require_model(hardware, Hardware, "hardware")
+    workload = require_model(workload, Workload, "workload")
     compute, note = compute_from_reference(workload, hardware)
     return Profile(
         name=f"{hardware.name} + {workload.name} (presets)",
@@ -243,11 +247,13 @@ def parse_profile(data: Any, what: str = "profile") -> Profile:
 
 
 def load_profile(path: str | os.PathLike[str]) -> Profile:
-    return parse_profile(read_json(path), str(path))
+    """Read and validate a profile JSON file."""
+    return parse_profile(read_json(require_path(path, "path")), str(path))
 
 
 def load_hardware(spec: str) -> Hardware:
     """A hardware preset name or a JSON file path."""
+    spec = require_text(spec, "hardware")
     if spec in presets.HARDWARE or not spec.endswith(".json"):
         return presets.get_hardware(spec)
     return parse_model(read_json(spec), Hardware, spec)
@@ -255,6 +261,7 @@ def load_hardware(spec: str) -> Hardware:
 
 def load_workload(spec: str) -> Workload:
     """A workload preset name or a JSON file path."""
+    spec = require_text(spec, "workload")
     if spec in presets.WORKLOADS or not spec.endswith(".json"):
         return presets.get_workload(spec)
     return parse_model(read_json(spec), Workload, spec)
@@ -269,6 +276,9 @@ def resolve_profile(
     - a profile: as measured; ``hardware`` then replaces its server layout and links (projecting
       measured compute onto other machines of the same device), ``workload`` its sizes.
     """
+    for name, value in (("profile", profile), ("hardware", hardware), ("workload", workload)):
+        if value is not None:
+            require_text(value, name)
     if profile is None:
         hw = load_hardware(hardware or presets.DEFAULT_HARDWARE)
         wl = load_workload(workload or presets.DEFAULT_WORKLOAD)

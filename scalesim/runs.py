@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
-from scalesim.errors import ScalesimError
+from scalesim.bounds import bounded, items_bounded
+from scalesim.errors import ScalesimError, require_text
 from scalesim.jsonio import validation_message
 
 REQUIRED = ("devices", "nodes")
@@ -43,17 +44,17 @@ class RunRow(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
 
-    devices: int = Field(ge=1)
-    nodes: int = Field(ge=1)
-    samples_per_s: float | None = Field(default=None, gt=0)
-    step_time_s: float | None = Field(default=None, gt=0)
-    per_device_batch: int | None = Field(default=None, ge=1)
-    global_batch: int | None = Field(default=None, ge=1)
-    accumulation: int = Field(default=1, ge=1)
-    data_wait_s: float | None = Field(default=None, ge=0)
-    comm_s: float | None = Field(default=None, ge=0)
-    rank_step_times_s: list[float] | None = None
-    steps_to_target: float | None = Field(default=None, gt=0)
+    devices: int = bounded("devices")
+    nodes: int = bounded("nodes")
+    samples_per_s: float | None = bounded("samples_per_s", None)
+    step_time_s: float | None = bounded("positive_duration_s", None)
+    per_device_batch: int | None = bounded("micro_batch", None)
+    global_batch: int | None = bounded("global_batch", None)
+    accumulation: int = bounded("accumulation", 1)
+    data_wait_s: float | None = bounded("duration_s", None)
+    comm_s: float | None = bounded("duration_s", None)
+    rank_step_times_s: list[items_bounded("positive_duration_s")] | None = None  # type: ignore[valid-type]
+    steps_to_target: float | None = bounded("steps_to_target", None)
 
     @field_validator("rank_step_times_s", mode="before")
     @classmethod
@@ -220,6 +221,9 @@ def parse_json_data(data, source: str) -> list[dict]:
 
 def runs_from_records(records: list[dict], source: str) -> Runs:
     """Validate raw rows (from CSV or JSON) into Runs; every problem is one clear line."""
+    source = require_text(source, "source")
+    if not isinstance(records, list | tuple) or not all(isinstance(r, dict) for r in records):
+        raise ScalesimError(f"{source}: expected a list of run records (dicts)")
     if len(records) < 2:
         raise ScalesimError(f"{source}: {len(records)} run(s); need runs at two or more device "
                             "counts to measure scaling")
@@ -279,6 +283,7 @@ def load_runs(path: str | os.PathLike[str]) -> Runs:
 
 def parse_runs_text(text: str, source: str) -> Runs:
     """Runs from file contents; JSON if it starts with ``[`` or ``{``, CSV otherwise."""
+    text, source = require_text(text, "text"), require_text(source, "source")
     text = text.removeprefix("\ufeff")  # Excel's "CSV UTF-8" starts with a byte-order mark
     stripped = text.lstrip()
     if stripped.startswith(("[", "{")):

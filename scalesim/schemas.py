@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from scalesim.bounds import bound, bounded, items_bounded, knob_field
 from scalesim.model.overlap import GPU_COMM_CONTENTION
 from scalesim.model.stragglers import DEVICE_SPEED_CV
 
@@ -27,27 +28,29 @@ InterMethod = Literal["all_ranks", "one_rank"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Unknown fields, infinities and NaN are refused; every number has bounds (scalesim.bounds)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class LinkLevel(_Strict):
     """One level of the interconnect, described as nccl-tests would measure it."""
 
     kind: str = Field(description="nvlink2, nvswitch-a100, pcie4, infiniband, ethernet, loopback...")
-    busbw_GBps: float = Field(
-        gt=0,
+    busbw_GBps: float = bounded(
+        "busbw_GBps",
         description="all-reduce bus bandwidth, GB/s (1e9 bytes/s), nccl-tests convention; across "
         "servers: what one whole node sustains over all its NICs",
     )
-    latency_s: float = Field(ge=0, description="alpha: latency of one algorithm step, seconds")
-    nics_per_node: int | None = Field(default=None, ge=1, description="NICs per server (inter)")
-    gbit_per_nic: float | None = Field(default=None, gt=0, description="NIC line rate, Gbit/s")
+    latency_s: float = bounded("latency_s", description="alpha: latency of one algorithm step, seconds")
+    nics_per_node: int | None = bounded("nics_per_node", None, "NICs per server (inter)")
+    gbit_per_nic: float | None = bounded("gbit_per_nic", None, "NIC line rate, Gbit/s")
     algorithm: str = Field(
         default="", description="NCCL algorithm (and protocol) busbw_GBps belongs to, e.g. "
         "'Ring/Simple'; busbw_GBps is what ring collectives (reduce-scatter, all-gather, ring "
         "all-reduce) reach")
-    allreduce_busbw_GBps: float | None = Field(
-        default=None, gt=0, description="all-reduce busbw of NCCL's default all-reduce where it "
+    allreduce_busbw_GBps: float | None = bounded(
+        "busbw_GBps", None, "all-reduce busbw of NCCL's default all-reduce where it "
         "beats the ring figure (NVLS on NVSwitch H100 servers), GB/s; None: busbw_GBps")
     allreduce_algorithm: str = Field(default="", description="NCCL algorithm/protocol of "
                                      "allreduce_busbw_GBps, e.g. 'NVLS/Simple'")
@@ -65,31 +68,31 @@ class Hardware(_Strict):
     schema_version: Literal["scalesim-hardware/1"] = HARDWARE_VERSION
     name: str
     device_name: str
-    devices_per_node: int = Field(ge=1)
-    device_memory_bytes: float = Field(gt=0)
-    peak_tflops: float | None = Field(
-        default=None, gt=0, description="dense fp16/bf16 tensor peak, TFLOP/s (for scaling compute)"
+    devices_per_node: int = bounded("devices_per_node")
+    device_memory_bytes: float = bounded("device_memory_bytes")
+    peak_tflops: float | None = bounded(
+        "peak_tflops", None, description="dense fp16/bf16 tensor peak, TFLOP/s (for scaling compute)"
     )
-    memory_bandwidth_GBps: float | None = Field(
-        default=None, gt=0,
+    memory_bandwidth_GBps: float | None = bounded(
+        "memory_bandwidth_GBps", None,
         description="device memory bandwidth, GB/s (vendor spec); preset profiles estimate the "
                     "optimizer step from it (memory-bound update)",
     )
-    cpu_cores_per_node: int = Field(default=64, ge=1, description="cores the data loaders share")
-    device_speed_cv: float = Field(
-        default=DEVICE_SPEED_CV, ge=0,
+    cpu_cores_per_node: int = bounded("cpu_cores", 64, "cores the data loaders share")
+    device_speed_cv: float = bounded(
+        "cv", DEVICE_SPEED_CV,
         description="std/mean of the speed of identical devices (default from Sinha et al. SC'22)",
     )
     intra_node: LinkLevel
     inter_node: LinkLevel
-    comm_compute_contention: float = Field(
-        default=GPU_COMM_CONTENTION, ge=0, le=1,
+    comm_compute_contention: float = bounded(
+        "fraction", GPU_COMM_CONTENTION,
         description="share of overlapped collective time that still takes compute time: 0 when "
         "collectives run beside compute for free, 0.159 for NCCL on GPUs (compute 18.9% slower "
         "while collectives run, Lee et al. arXiv:2507.03114), 1 when they share the compute "
         "cores (gloo on CPUs)",
     )
-    price_per_device_hour: float | None = Field(default=None, ge=0, description="USD per device-hour")
+    price_per_device_hour: float | None = bounded("price_per_device_hour", None, "USD per device-hour")
     source: str = ""
 
 
@@ -99,14 +102,14 @@ class ReferenceThroughput(_Strict):
     run's communication (``profiles.compute_from_reference`` converts it accordingly)."""
 
     device_name: str
-    samples_per_s: float = Field(
-        gt=0, description="per device, steady state: for a run on several devices its whole "
-        "throughput divided by its devices")
-    micro_batch: int = Field(ge=1, description="samples per device per micro-step")
-    accumulation: int = Field(default=1, ge=1, description="micro-steps per optimizer step")
-    devices: int = Field(default=1, ge=1, description="devices of the run")
-    devices_per_node: int | None = Field(
-        default=None, ge=1, description="devices per server in the run (default: as many as "
+    samples_per_s: float = bounded(
+        "samples_per_s", description="per device, steady state: for a run on several devices its "
+        "whole throughput divided by its devices")
+    micro_batch: int = bounded("micro_batch", description="samples per device per micro-step")
+    accumulation: int = bounded("accumulation", 1, "micro-steps per optimizer step")
+    devices: int = bounded("devices", 1, "devices of the run")
+    devices_per_node: int | None = bounded(
+        "devices_per_node", None, "devices per server in the run (default: as many as "
         "the system's servers hold, up to ``devices``)")
     strategy: Strategy = Field(default="ddp", description="how the run shared its work")
     includes_communication: bool = Field(
@@ -148,17 +151,17 @@ class TransformerShape(_Strict):
     MLP of 4 x hidden without a gate, biases, LayerNorm, learned positions, tied embeddings.
     """
 
-    layers: int = Field(ge=1, description="transformer layers L")
-    hidden: int = Field(ge=1, description="hidden (model) dimension h")
-    heads: int = Field(ge=1, description="attention heads a")
-    kv_heads: int | None = Field(
-        default=None, ge=1, description="key/value heads (grouped-query attention); None = heads")
-    ffn_hidden: int | None = Field(
-        default=None, ge=1, description="MLP inner size f (each gated projection for SwiGLU); "
+    layers: int = bounded("layers", description="transformer layers L")
+    hidden: int = bounded("model_width", description="hidden (model) dimension h")
+    heads: int = bounded("model_width", description="attention heads a")
+    kv_heads: int | None = bounded(
+        "model_width", None, "key/value heads (grouped-query attention); None = heads")
+    ffn_hidden: int | None = bounded(
+        "model_width", None, "MLP inner size f (each gated projection for SwiGLU); "
         "None = 4 x hidden")
     gated_mlp: bool = Field(default=False, description="SwiGLU-style MLP: gate, up, down (3hf)")
-    seq_len: int = Field(ge=1, description="tokens per sequence s")
-    vocab: int = Field(ge=1, description="vocabulary size V")
+    seq_len: int = bounded("seq_len", description="tokens per sequence s")
+    vocab: int = bounded("vocab", description="vocabulary size V")
     tied_embeddings: bool = Field(default=True, description="output projection shares V x h")
     learned_positions: bool = Field(default=True, description="learned s x h position table "
                                     "(False for rotary)")
@@ -196,35 +199,35 @@ class Workload(_Strict):
 
     schema_version: Literal["scalesim-workload/1"] = WORKLOAD_VERSION
     name: str
-    params: float = Field(gt=0, description="parameters Psi = gradient elements exchanged per step")
-    wire_bytes_per_param: float = Field(
-        default=2.0, gt=0, description="bytes per gradient element on the wire (4 fp32, 2 fp16/bf16)"
+    params: float = bounded("params", description="parameters Psi = gradient elements exchanged per step")
+    wire_bytes_per_param: float = bounded(
+        "wire_bytes_per_param", 2.0,
+        description="bytes per gradient element on the wire (4 fp32, 2 fp16/bf16)")
+    param_bytes_per_param: float = bounded("bytes_per_param", 2.0, "weights in memory")
+    grad_bytes_per_param: float = bounded("bytes_per_param", 2.0, "gradients in memory")
+    optimizer_bytes_per_param: float = bounded(
+        "bytes_per_param", 12.0, description="optimizer state (mixed-precision Adam: 12, ZeRO paper K)"
     )
-    param_bytes_per_param: float = Field(default=2.0, ge=0, description="weights in memory")
-    grad_bytes_per_param: float = Field(default=2.0, ge=0, description="gradients in memory")
-    optimizer_bytes_per_param: float = Field(
-        default=12.0, ge=0, description="optimizer state (mixed-precision Adam: 12, ZeRO paper K)"
-    )
-    activation_bytes_per_sample: float = Field(default=0.0, ge=0, description="0 = unknown")
-    layers: int | None = Field(
-        default=None, ge=1,
-        description="repeated blocks (transformer layers); FSDP wraps and communicates one at a "
+    activation_bytes_per_sample: float = bounded("activation_bytes", 0.0, "0 = unknown")
+    layers: int | None = bounded(
+        "layers", None,
+        "repeated blocks (transformer layers); FSDP wraps and communicates one at a "
         "time. Unknown: estimated from params as a transformer with width = 128 x depth",
     )
     activation_recompute: bool = Field(
         default=False, description="trained with full activation checkpointing: compute "
         "includes one extra forward (4/3 of forward+backward) and activation_bytes_per_sample "
         "counts the checkpoints")
-    micro_batch: int = Field(default=32, ge=1, description="default samples per device per micro-step")
+    micro_batch: int = bounded("micro_batch", 32, "default samples per device per micro-step")
     sample_unit: str = "samples"
-    backward_fraction: float = Field(
-        default=2.0 / 3.0, gt=0, lt=1, description="share of forward+backward time in backward"
+    backward_fraction: float = bounded(
+        "backward_fraction", 2.0 / 3.0, description="share of forward+backward time in backward"
     )
-    critical_batch_size: float | None = Field(default=None, gt=0, description="B_noise, samples")
-    min_samples_to_quality: float | None = Field(
-        default=None, gt=0, description="E_min: samples to the target at a tiny batch"
+    critical_batch_size: float | None = bounded("critical_batch", None, "B_noise, samples")
+    min_samples_to_quality: float | None = bounded(
+        "samples_total", None, description="E_min: samples to the target at a tiny batch"
     )
-    train_samples: float | None = Field(default=None, gt=0, description="samples in one training run")
+    train_samples: float | None = bounded("samples_total", None, "samples in one training run")
     reference: list[ReferenceThroughput] = Field(default_factory=list)
     transformer: TransformerShape | None = Field(
         default=None, description="architecture; None = a parameter count only (data parallel)")
@@ -243,33 +246,34 @@ class Workload(_Strict):
 
 
 class ComputePoint(_Strict):
-    micro_batch: int = Field(ge=1)
-    time_s: float = Field(gt=0, description="median forward+backward time of one micro-step")
-    spread_s: float = Field(default=0.0, ge=0, description="interquartile range over repeats")
-    repeats: int = Field(default=1, ge=1)
+    micro_batch: int = bounded("micro_batch")
+    time_s: float = bounded("positive_duration_s",
+                            description="median forward+backward time of one micro-step")
+    spread_s: float = bounded("duration_s", 0.0, "interquartile range over repeats")
+    repeats: int = bounded("repeats", 1)
 
 
 class ComputeCurve(_Strict):
     """Forward+backward time per micro-step vs micro-batch: ``overhead_s + per_sample_s * b``,
     as timed with ``colocated_devices`` of one server busy (``alone()`` gives one device's)."""
 
-    overhead_s: float = Field(ge=0, description="fixed time per micro-step, s")
-    per_sample_s: float = Field(gt=0, description="time per sample, s")
-    optimizer_step_s: float = Field(default=0.0, ge=0, description="optimizer update per step, s")
-    rel_rmse: float | None = Field(default=None, ge=0, description="fit quality on the points")
+    overhead_s: float = bounded("duration_s", description="fixed time per micro-step, s")
+    per_sample_s: float = bounded("positive_duration_s", description="time per sample, s")
+    optimizer_step_s: float = bounded("duration_s", 0.0, "optimizer update per step, s")
+    rel_rmse: float | None = bounded("rel_error", None, "fit quality on the points")
     points: list[ComputePoint] = Field(default_factory=list)
-    max_micro_batch: int | None = Field(
-        default=None, ge=1, description="largest micro-batch that ran (out-of-memory ceiling)"
+    max_micro_batch: int | None = bounded(
+        "micro_batch", None, description="largest micro-batch that ran (out-of-memory ceiling)"
     )
-    oom_micro_batch: int | None = Field(
-        default=None, ge=1, description="smallest micro-batch that ran out of memory, if any"
+    oom_micro_batch: int | None = bounded(
+        "micro_batch", None, description="smallest micro-batch that ran out of memory, if any"
     )
-    colocated_devices: int = Field(
-        default=1, ge=1,
+    colocated_devices: int = bounded(
+        "devices_per_node", 1,
         description="devices of one server that computed at once while the points were timed",
     )
-    colocation_slowdown: float = Field(
-        default=0.0, ge=0, le=10,
+    colocation_slowdown: float = bounded(
+        "slowdown", 0.0,
         description="extra micro-step time (fraction, 0.08 = 8%) with colocated_devices busy at "
                     "once against one device alone; the model scales it per extra busy device",
     )
@@ -295,11 +299,11 @@ class CollectivePoint(_Strict):
     """One row of an nccl-tests style table."""
 
     op: Literal["all_reduce", "reduce_scatter", "all_gather"]
-    size_bytes: float = Field(gt=0)
-    ranks: int = Field(ge=2)
-    time_s: float = Field(gt=0)
-    algbw_GBps: float = Field(ge=0)
-    busbw_GBps: float = Field(ge=0)
+    size_bytes: float = bounded("message_bytes")
+    ranks: int = bounded("collective_ranks")
+    time_s: float = bounded("positive_duration_s")
+    algbw_GBps: float = bounded("bandwidth_GBps")
+    busbw_GBps: float = bounded("bandwidth_GBps")
 
 
 class LinkCalibration(_Strict):
@@ -308,15 +312,15 @@ class LinkCalibration(_Strict):
     level: LinkLevelName
     measured: bool
     points: list[CollectivePoint] = Field(default_factory=list)
-    rel_rmse: float | None = None
+    rel_rmse: float | None = bounded("rel_error", None)
     method: InterMethod | None = Field(
         default=None,
         description="how the level's numbers were obtained (inter_node): 'all_ranks' - "
         "collectives over every rank of every server, inter level derived given the intra "
         "level; 'one_rank' - one rank per server (each server's only process)",
     )
-    ranks_per_node: int | None = Field(default=None, ge=1,
-                                       description="ranks of each server in the timed group")
+    ranks_per_node: int | None = bounded("devices_per_node", None,
+                                         "ranks of each server in the timed group")
     lower_bound: bool = Field(
         default=False, description="the timed ring was limited by another level: the real "
         "busbw of this level is at least the recorded one")
@@ -324,8 +328,8 @@ class LinkCalibration(_Strict):
 
 
 class LoaderPoint(_Strict):
-    workers: int = Field(ge=0)
-    samples_per_s: float = Field(gt=0)
+    workers: int = bounded("loader_workers")
+    samples_per_s: float = bounded("samples_per_s")
 
 
 class LoaderCurve(_Strict):
@@ -339,28 +343,29 @@ class LoaderCurve(_Strict):
 class Jitter(_Strict):
     """Step-time spread across steps and ranks."""
 
-    step_time_cv: float = Field(
-        ge=0, description="std/mean of one rank's step time (calibration: the normal-consistent "
+    step_time_cv: float = bounded(
+        "cv", description="std/mean of one rank's step time (calibration: the normal-consistent "
         "(IQR / 1.349) / median, robust to bursts from other processes)")
-    per_rank_median_s: list[float] = Field(default_factory=list)
-    slow_rank: int | None = Field(default=None, ge=0)
-    slow_factor: float = Field(default=1.0, ge=1.0, description="slow rank's median over the others'")
+    per_rank_median_s: list[items_bounded("positive_duration_s")] = Field(  # type: ignore[valid-type]
+        default_factory=list)
+    slow_rank: int | None = bounded("rank", None)
+    slow_factor: float = bounded("slow_factor", 1.0, "slow rank's median over the others'")
 
 
 class NoiseScale(_Strict):
     """Gradient noise scale estimate (McCandlish et al. 2018, appendix A)."""
 
-    b_simple: float = Field(gt=0, description="samples")
-    small_batch: int = Field(ge=1)
-    big_batch: int = Field(ge=1)
+    b_simple: float = bounded("noise_scale", description="samples")
+    small_batch: int = bounded("global_batch")
+    big_batch: int = bounded("global_batch")
 
 
 class Fingerprint(_Strict):
     """Where and how a profile was measured."""
 
     device_name: str = "unknown"
-    device_count: int = Field(default=1, ge=1)
-    nodes: int = Field(default=1, ge=1)
+    device_count: int = bounded("devices", 1)
+    nodes: int = bounded("nodes", 1)
     backend: str = "none"
     torch_version: str | None = None
     nccl_version: str | None = None
@@ -389,14 +394,16 @@ class Scenario(_Strict):
     """The what-if knobs. ``None`` means "take it from the profile"."""
 
     schema_version: Literal["scalesim-scenario/1"] = SCENARIO_VERSION
-    devices: list[int] = Field(default=[1, 2, 4, 8, 16], min_length=1)
-    devices_per_node: int | None = Field(default=None, ge=1)
-    micro_batch: int | None = Field(default=None, ge=1, description="weak scaling: per device")
-    global_batch: int | None = Field(default=None, ge=1, description="strong scaling: fixed")
-    accumulation: int = Field(default=1, ge=1)
+    devices: list[items_bounded("devices")] = Field(  # type: ignore[valid-type]
+        default=[1, 2, 4, 8, 16], min_length=1,
+        description=f"device counts; allowed: {bound('devices').text()} each")
+    devices_per_node: int | None = knob_field("devices_per_node", None)
+    micro_batch: int | None = knob_field("micro_batch", None, "weak scaling: per device")
+    global_batch: int | None = knob_field("global_batch", None, "strong scaling: fixed")
+    accumulation: int = knob_field("accumulation", 1)
     overlap: bool = True
-    bucket_mib: float = Field(default=25.0, gt=0, description="DDP gradient bucket, MiB")
-    first_bucket_mib: float = Field(default=1.0, ge=0, description="DDP first bucket, MiB")
+    bucket_mib: float = knob_field("bucket_mib", 25.0, "DDP gradient bucket, MiB")
+    first_bucket_mib: float = knob_field("first_bucket_mib", 1.0, "DDP first bucket, MiB")
     strategy: Strategy = "ddp"
     zero_framework: ZeroFramework = Field(
         default="fsdp",
@@ -410,24 +417,22 @@ class Scenario(_Strict):
         description="all-reduce algorithm: auto = NCCL's ring or tree, whichever is faster for "
         "each message (NCCL's tuner); hierarchical (Horovod) only when named",
     )
-    loader_workers: int | None = Field(default=None, ge=0)
-    straggler_cv: float | None = Field(default=None, ge=0, description="std/mean of a micro-step")
-    device_speed_cv: float | None = Field(
-        default=None, ge=0, description="std/mean of device speeds (persistent variation)"
-    )
-    comm_compute_contention: float | None = Field(
-        default=None, ge=0, le=1, description="0 free overlap .. 1 collectives steal compute"
-    )
-    slow_device: int | None = Field(default=None, ge=0, description="rank of a slow device")
-    slow_factor: float = Field(default=1.0, ge=1.0, description="its compute-time multiplier")
-    intra_busbw_GBps: float | None = Field(default=None, gt=0)
-    intra_latency_s: float | None = Field(default=None, ge=0)
-    inter_busbw_GBps: float | None = Field(default=None, gt=0)
-    inter_latency_s: float | None = Field(default=None, ge=0)
-    critical_batch_size: float | None = Field(default=None, gt=0)
-    min_samples_to_quality: float | None = Field(default=None, gt=0)
-    train_samples: float | None = Field(default=None, gt=0)
-    price_per_device_hour: float | None = Field(default=None, ge=0)
+    loader_workers: int | None = knob_field("loader_workers", None)
+    straggler_cv: float | None = knob_field("straggler_cv", None, "std/mean of a micro-step")
+    device_speed_cv: float | None = knob_field(
+        "device_speed_cv", None, "std/mean of device speeds (persistent variation)")
+    comm_compute_contention: float | None = knob_field(
+        "comm_compute_contention", None, "0 free overlap .. 1 collectives steal compute")
+    slow_device: int | None = knob_field("slow_device", None, "rank of a slow device")
+    slow_factor: float = knob_field("slow_factor", 1.0, "its compute-time multiplier")
+    intra_busbw_GBps: float | None = knob_field("intra_busbw_GBps", None)
+    intra_latency_s: float | None = knob_field("intra_latency_s", None)
+    inter_busbw_GBps: float | None = knob_field("inter_busbw_GBps", None)
+    inter_latency_s: float | None = knob_field("inter_latency_s", None)
+    critical_batch_size: float | None = knob_field("critical_batch_size", None)
+    min_samples_to_quality: float | None = knob_field("min_samples_to_quality", None)
+    train_samples: float | None = knob_field("train_samples", None)
+    price_per_device_hour: float | None = knob_field("price_per_device_hour", None)
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:

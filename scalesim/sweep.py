@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalesim.errors import ScalesimError
+from scalesim.bounds import KNOB_BY_FIELD, check_values
+from scalesim.errors import ScalesimError, require_model
 from scalesim.model.collectives import ALGORITHMS
 from scalesim.model.memory import STRATEGIES
 from scalesim.model.overlap import MIB
@@ -46,25 +47,54 @@ def _grid(axes: dict[str, list]) -> dict[str, np.ndarray]:
     return {name: m.ravel() for name, m in zip(names, mesh, strict=True)}
 
 
-def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResult:
-    """Every combination of ``axes`` values on top of ``base``, evaluated at once."""
-    unknown = set(axes) - set(AXES)
+def _checked_axes(axes: dict[str, list]) -> dict[str, np.ndarray]:
+    """Each axis as a 1-D array of allowed values (scalesim.bounds); ScalesimError naming it."""
+    if not isinstance(axes, dict):
+        raise ScalesimError(f"axes: expected a dict of axis name -> list of values, got "
+                            f"{type(axes).__name__}")
+    unknown = sorted(str(name) for name in axes if name not in AXES)
     if unknown:
-        raise ScalesimError(f"cannot sweep {sorted(unknown)}; sweepable: {', '.join(AXES)}")
+        raise ScalesimError(f"axes: cannot sweep {unknown}; sweepable: {', '.join(AXES)}")
+    checked = {}
+    for name, values in axes.items():
+        what = f"sweep axis '{name}'"
+        if isinstance(values, str | bytes | dict) or not hasattr(values, "__len__"):
+            raise ScalesimError(f"{what}: expected a list of values, got {type(values).__name__}")
+        if len(values) == 0:
+            raise ScalesimError(f"{what} has no values")
+        if name in ("strategy", "algorithm"):
+            bad = [v for v in values if not isinstance(v, str)]
+            if bad:
+                raise ScalesimError(f"{what}: expected names, got {bad[0]!r}")
+            checked[name] = np.asarray(values)
+        elif name == "overlap":
+            bad = [v for v in values if not isinstance(v, bool | np.bool_)]
+            if bad:
+                raise ScalesimError(f"{what}: expected true/false values, got {bad[0]!r}")
+            checked[name] = np.asarray(values, dtype=bool)
+        else:
+            checked[name] = check_values(KNOB_BY_FIELD[name].quantity, values, what)
+    return checked
+
+
+def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResult:
+    """Every combination of ``axes`` values on top of ``base``, evaluated at once.
+
+    ``axes`` maps names of ``AXES`` to lists of values within the knobs' bounds
+    (scalesim.bounds); a wrong type or value raises ScalesimError naming the axis.
+    """
+    profile = require_model(profile, Profile, "profile")
+    base = require_model(base, Scenario, "base")
+    axes = _checked_axes(axes)
     if "micro_batch" in axes and ("global_batch" in axes or base.global_batch is not None):
         raise ScalesimError("sweep per-device batches (weak scaling) or global batches "
                             "(strong scaling), not both")
-    for name, values in axes.items():
-        if len(values) == 0:
-            raise ScalesimError(f"sweep axis '{name}' has no values")
-    axes = {"devices": base.devices, **axes}
+    axes = {"devices": np.asarray(base.devices, dtype=np.int64), **axes}
     grid = _grid(axes)
     p = grid["devices"].astype(np.int64)
     g_max = base.devices_per_node or profile.hardware.devices_per_node
     layout(np.unique(p), g_max)  # clear error for device counts that do not fill servers
     k = grid.get("accumulation", np.full(p.shape, base.accumulation)).astype(np.int64)
-    if np.any(k < 1):
-        raise ScalesimError("accumulation steps must be 1 or more")
 
     global_batch = grid.get("global_batch")
     if global_batch is None and base.global_batch is not None:
@@ -80,8 +110,6 @@ def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResul
     else:
         b0 = base.micro_batch or profile.workload.micro_batch
         micro = grid.get("micro_batch", np.full(p.shape, b0)).astype(np.int64)
-        if np.any(micro < 1):
-            raise ScalesimError("per-device batches must be 1 or more")
         base_micro = micro
     if p.size == 0:
         raise ScalesimError("no combination of the sweep splits the global batch evenly")
@@ -98,17 +126,11 @@ def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResul
     if "overlap" in grid:
         changes["overlap"] = grid["overlap"].astype(bool)
     if "bucket_mib" in grid:
-        if np.any(grid["bucket_mib"].astype(float) <= 0):
-            raise ScalesimError("bucket sizes (bucket_mib) must be positive")
         changes["bucket_bytes"] = grid["bucket_mib"].astype(float) * MIB
     for name in ("intra_busbw_GBps", "inter_busbw_GBps"):
         if name in grid:
-            if np.any(grid[name].astype(float) <= 0):
-                raise ScalesimError(f"{name} must be positive")
             changes[name] = grid[name].astype(float)
     if "straggler_cv" in grid:
-        if np.any(grid["straggler_cv"].astype(float) < 0):
-            raise ScalesimError("straggler_cv values must be 0 or more")
         changes["jitter_cv"] = grid["straggler_cv"].astype(float)
     inputs = inputs.replace(**changes)
     result, speedup, efficiency = evaluate_scaling(inputs, base_micro)

@@ -20,7 +20,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from scalesim.errors import ScalesimError
+from scalesim.bounds import bounded
+from scalesim.errors import ScalesimError, require_model
 from scalesim.jsonio import parse_model, read_json
 from scalesim.model import collectives as coll
 from scalesim.model.compute import optimizer_roofline_s
@@ -91,13 +92,13 @@ class _Strict(BaseModel):
 
 class InterNode(_Strict):
     kind: Literal["infiniband", "ethernet", "roce"]
-    nics_per_node: int = Field(ge=1)
-    gbit_per_nic: float = Field(gt=0)
+    nics_per_node: int = bounded("nics_per_node")
+    gbit_per_nic: float = bounded("gbit_per_nic")
 
 
 class CaseHardware(_Strict):
     gpu: str
-    gpus_per_node: int = Field(ge=1)
+    gpus_per_node: int = bounded("devices_per_node")
     intra_node: str
     inter_node: InterNode | None = None
     assumed: list[str] = Field(default_factory=list)
@@ -105,19 +106,19 @@ class CaseHardware(_Strict):
 
 class CaseWorkload(_Strict):
     model: str
-    params: float | None = Field(default=None, gt=0)
+    params: float | None = bounded("params", None)
     precision: Literal["fp32", "tf32", "fp16-mixed", "bf16-mixed"]
-    grad_bytes_per_param: float | None = Field(default=None, gt=0)
-    samples_per_step_per_device: float | None = Field(default=None, gt=0)
+    grad_bytes_per_param: float | None = bounded("wire_bytes_per_param", None)
+    samples_per_step_per_device: float | None = bounded("samples_per_device", None)
     scaling: Literal["weak", "strong"]
 
 
 class CasePoint(_Strict):
-    devices: int = Field(ge=1)
-    nodes: int = Field(ge=1)
-    throughput: float = Field(gt=0, description="samples per second, whole job")
-    accumulation: int | None = Field(default=None, ge=1)
-    samples_per_step_per_device: float | None = Field(default=None, gt=0)
+    devices: int = bounded("devices")
+    nodes: int = bounded("nodes")
+    throughput: float = bounded("samples_per_s", description="samples per second, whole job")
+    accumulation: int | None = bounded("accumulation", None)
+    samples_per_step_per_device: float | None = bounded("samples_per_device", None)
 
 
 class Case(_Strict):
@@ -358,6 +359,7 @@ def _optimizer_s(case: Case, params: float, anchor_step_s: float, flags: list[st
 
 def predict_case(case: Case) -> CaseResult:
     """Anchor on the smallest device count, predict the rest; flags name every default used."""
+    case = require_model(case, Case, "case")
     wl, flags = case.workload, []
     if case.hardware.assumed:
         flags.append("hardware assumed by the case: " + ", ".join(case.hardware.assumed))
@@ -431,6 +433,11 @@ def summarize(results: list[CaseResult]) -> dict:
 
 
 def validate_cases(cases: list[Case]) -> Report:
+    """Predict every case (``parse_cases`` or ``load_cases`` gives them)."""
+    if not isinstance(cases, list | tuple):
+        raise ScalesimError(f"cases: expected a list of Case, got {type(cases).__name__}")
+    for case in cases:
+        require_model(case, Case, "cases")
     results = [predict_case(c) for c in cases]
     return Report(cases=results, summary=summarize(results))
 

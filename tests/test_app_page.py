@@ -137,19 +137,24 @@ def test_a_bad_upload_is_refused_with_one_line():
     assert at.session_state["app_state"].src == "preset"
 
 
-def test_an_upload_with_a_batch_beyond_the_controls_warns_and_still_plans():
+def test_an_upload_with_a_value_beyond_the_controls_warns_and_still_plans():
+    """Controls and profile fields share scalesim.bounds; a measured noise scale (B_simple,
+    the critical batch's default) may still lie below the critical-batch control's range."""
+    from scalesim.schemas import NoiseScale
+
     at = _app()
     base = measured_profile()
     profile = base.model_copy(update={
-        "workload": base.workload.model_copy(update={"micro_batch": 2_000_000})})
+        "workload": base.workload.model_copy(update={"critical_batch_size": None}),
+        "noise_scale": NoiseScale(b_simple=0.5, small_batch=8, big_batch=64)})
     at.sidebar.file_uploader(key="upload").set_value(
         ("huge.json", profile.model_dump_json().encode(), "application/json"))
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     warning = at.sidebar.warning[0].value.replace("\\", "")
-    assert "Loaded profile" in warning and "'mb'" in warning and "\n" not in warning
+    assert "Loaded profile" in warning and "'cbs'" in warning and "\n" not in warning
     state = at.session_state["app_state"]
-    assert state.mb is None and AppState.model_validate(state.model_dump()) == state
+    assert state.cbs is None and AppState.model_validate(state.model_dump()) == state
     assert at.session_state["profile"] == profile
 
 

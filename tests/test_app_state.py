@@ -253,13 +253,13 @@ def test_more_devices_fills_the_scenarios_server_not_the_partial_focus(changes):
     assert plan.b_focus is not None and plan.b_focus.devices == server
 
 
-@pytest.mark.parametrize("part, update, field", [
-    ("workload", {"micro_batch": 2_000_000}, "mb"),
-    ("hardware", {"devices_per_node": 4096}, "dpn"),
+@pytest.mark.parametrize("update, field", [
+    # a measured noise scale (B_simple) may lie outside the critical-batch control's bounds
+    ({"noise_scale": NoiseScale(b_simple=0.5, small_batch=8, big_batch=64)}, "cbs"),
+    ({"noise_scale": NoiseScale(b_simple=1e13, small_batch=8, big_batch=64)}, "cbs"),
 ])
-def test_profile_values_outside_the_controls_fall_back_with_a_message(part, update, field):
-    base = default_profile()
-    profile = base.model_copy(update={part: getattr(base, part).model_copy(update=update)})
+def test_profile_values_outside_the_controls_fall_back_with_a_message(update, field):
+    profile = default_profile().model_copy(update=update)
     messages: list[str] = []
     defaults = profile_defaults(profile, messages)
     assert defaults[field] is None
@@ -275,3 +275,14 @@ def test_profile_values_outside_the_controls_fall_back_with_a_message(part, upda
         assert make_plan(decoded, state).rows
     except ScalesimError as exc:  # the page shows a one-line reason, never a pydantic dump
         assert "\n" not in str(exc)
+
+
+def test_profile_values_at_their_bounds_fit_the_controls():
+    """Controls and profile fields share one table (scalesim.bounds): no fallback needed."""
+    base = default_profile()
+    profile = base.model_copy(update={
+        "workload": base.workload.model_copy(update={"micro_batch": 2**24}),
+        "hardware": base.hardware.model_copy(update={"devices_per_node": 1024})})
+    messages: list[str] = []
+    defaults = profile_defaults(profile, messages)
+    assert (defaults["mb"], defaults["dpn"]) == (2**24, 1024) and messages == []

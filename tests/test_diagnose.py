@@ -153,7 +153,7 @@ BAD = [
     ("devices,nodes,samples_per_s\n1,1,10\n4,1,30\n2,1,19\n", "increase"),
     ("devices,nodes,samples_per_s\n1,1,10\n1,1,11\n", "increase"),
     ("devices,nodes,samples_per_s\n1,1,10\n3,2,25\n", "split evenly"),
-    ("devices,nodes,samples_per_s\n1,1,10\n2,1,-4\n", "greater than 0"),
+    ("devices,nodes,samples_per_s\n1,1,10\n2,1,-4\n", "greater than or equal to"),
     ("devices,nodes,samples_per_s\n1,1,10\n2,1,abc\n", "samples_per_s"),
     ("devices,nodes,step_time_s,rank_step_times_s\n1,1,1,1\n2,1,1,1;1;1\n", "one per rank"),
     ("devices,nodes,samples_per_s\n1,1,10,5\n2,1,20\n", "more cells"),

@@ -91,23 +91,23 @@ def test_time_to_quality_shows_large_batch_effect():
 
 
 @pytest.mark.parametrize("argv, fragment", [
-    (["predict", "--batch", "-4"], "must be 1 or more"),
+    (["predict", "--batch", "-4"], "-4 is outside 1 <= x"),
     (["predict", "--devices", "1,2,12"], "do not fill whole servers"),
     (["predict", "--hardware", "nope"], "unknown hardware preset"),
     (["predict", "--workload", "nope"], "unknown workload preset"),
-    (["predict", "--devices", "a,b"], "not a list of whole numbers"),
+    (["predict", "--devices", "a,b"], "'a' is not a whole number"),
     (["predict", "--global-batch", "100", "--devices", "1,3"], "does not split evenly"),
     (["predict", "--batch", "4", "--global-batch", "8"], "not allowed with"),
     (["predict", "--epochs", "3"], "--epochs and --dataset-size go together"),
     (["schema", "nothing"], "invalid choice"),
-    (["predict", "--devices", "0-8"], "must start at 1 or more"),
+    (["predict", "--devices", "0-8"], "0 is outside 1 <= x"),
     (["predict", "--devices", "8-1"], "must start at 1 or more"),
-    (["predict", "--devices", "4,0"], "every value must be a whole number of 1 or more"),
+    (["predict", "--devices", "4,0"], "0 is outside 1 <= x"),
     (["predict", "--slow-factor", "2"], "go together"),
     (["predict", "--slow-device", "3"], "go together"),
     (["predict", "--price", "3"], "--price needs a training length"),
-    (["sweep", "--bucket-mib-values", "0,-5"], "must be positive"),
-    (["sweep", "--straggler-cv-values", "-1"], "must be 0 or more"),
+    (["sweep", "--bucket-mib-values", "0,-5"], "0.0 is outside 0.1 <= x"),
+    (["sweep", "--straggler-cv-values", "-1"], "-1.0 is outside 0 <= x"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, fragment):
     with pytest.raises(SystemExit) as info:

@@ -319,9 +319,14 @@ def test_strong_scaling_whose_global_batch_changes_is_flagged():
     assert not any("global batch differs" in f for f in predict_case(case).flags)
 
 
-def test_huge_throughputs_give_finite_errors_and_strict_json(tmp_path, capsys):
+def test_huge_throughputs_are_refused_and_the_largest_allowed_gives_strict_json(tmp_path, capsys):
     pts = [{"devices": 1, "nodes": 1, "throughput": 1e308},
            {"devices": 8, "nodes": 1, "throughput": 1e308}]
+    path = _write(tmp_path, _file(_case(points=pts)))
+    assert main(["validate", path, "--json"]) == 2  # beyond scalesim.bounds' samples_per_s
+    assert "throughput" in capsys.readouterr().err
+    for pt in pts:
+        pt["throughput"] = 1e12  # the bound itself
     path = _write(tmp_path, _file(_case(points=pts)))
     assert main(["validate", path, "--json"]) == 0
 

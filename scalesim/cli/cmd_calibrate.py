@@ -17,9 +17,10 @@ then: scalesim predict --profile my-node.json --devices 1,2,4,8,16"""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from scalesim.bounds import flag_type
     from scalesim.calibration.options import add_arguments as add_calibration_arguments
 
-    p.add_argument("--nproc-per-node", type=int, default=1, metavar="N",
+    p.add_argument("--nproc-per-node", type=flag_type("devices_per_node"), default=1, metavar="N",
                    help="start N processes on this machine with torchrun (default 1: this one)")
     add_calibration_arguments(p)
 
@@ -42,4 +43,18 @@ def run(args: argparse.Namespace) -> int:
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                f"--nproc-per-node={args.nproc_per_node}", "-m", "scalesim.calibration",
                *to_argv(args, skip=("nproc_per_node", "command"))]
-    return subprocess.run(command, check=False).returncode
+    return subprocess.run(command, check=False, env=child_environment(args)).returncode
+
+
+def child_environment(args: argparse.Namespace, environ=None) -> dict[str, str]:
+    """The environment of the processes torchrun starts: torchrun sets OMP_NUM_THREADS=1 when
+    it is unset, so it is set here to this machine's share (cores / processes) unless the user
+    set it or gave --threads (scalesim.calibration.options.default_threads)."""
+    import os
+
+    from scalesim.calibration.options import default_threads
+
+    env = dict(os.environ if environ is None else environ)
+    if args.threads is None and not env.get("OMP_NUM_THREADS", "").strip():
+        env["OMP_NUM_THREADS"] = str(default_threads(args.nproc_per_node, env))
+    return env

@@ -16,27 +16,18 @@ per_device_batch, global_batch, accumulation, data_wait_s, comm_s (exposed), ste
 rank_step_times_s (';'-separated). See docs/diagnose.md."""
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text} must be positive")
-    return value
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from scalesim.bounds import flag_type
     from scalesim.cli.options import parse_int_list
 
     p.add_argument("runs", nargs="?", metavar="RUNS.csv|RUNS.json", help="measured runs")
     p.add_argument("--trace", nargs="+", metavar="RANK.json", help="Kineto trace per rank "
                    "(plain or .gz), instead of a runs file")
-    p.add_argument("--params", type=_positive_float, help="model parameters (gradient elements), "
+    p.add_argument("--params", type=flag_type("params"), help="model parameters (gradient elements), "
                    "to report link bandwidths in GB/s")
-    p.add_argument("--wire-bytes", type=_positive_float, default=4.0,
+    p.add_argument("--wire-bytes", type=flag_type("wire_bytes_per_param"), default=4.0,
                    help="bytes per gradient element on the wire (default 4: fp32 DDP gradients)")
-    p.add_argument("--critical-batch", type=_positive_float,
+    p.add_argument("--critical-batch", type=flag_type("critical_batch"),
                    help="critical batch size B_noise, samples (large-batch evidence)")
     p.add_argument("--extrapolate", type=parse_int_list, metavar="N,N,...",
                    help="device counts to extrapolate to (default 2x, 4x, 8x the largest run)")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from scalesim.cli.options import (
     add_profile_arguments,
@@ -12,6 +11,7 @@ from scalesim.cli.options import (
     scenario_from_args,
 )
 from scalesim.errors import ScalesimError
+from scalesim.jsonio import to_json_text
 
 NAME = "predict"
 HELP = "predict step time, breakdown, throughput and scaling efficiency"
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
                             "--dataset-size) or a quality target (--critical-batch with "
                             "--min-samples) to price")
     if args.json:
-        print(json.dumps([r.model_dump() for r in rows], indent=2))
+        print(to_json_text([r.model_dump() for r in rows], what="the prediction"))
     else:
         print(render_table(profile, scenario, rows))
     return 0

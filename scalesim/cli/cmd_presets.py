@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
+
+from scalesim.jsonio import to_json_text
 
 NAME = "presets"
 HELP = "list built-in hardware and workload presets and where their numbers come from"
@@ -18,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
     from scalesim import presets
 
     if args.json:
-        print(json.dumps({
+        print(to_json_text({
             "hardware": {k: v.model_dump() for k, v in presets.HARDWARE.items()},
             "workloads": {k: v.model_dump() for k, v in presets.WORKLOADS.items()},
             "transformers": {k: {"shape": shape.model_dump(), "params": shape.param_count(),

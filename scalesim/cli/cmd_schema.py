@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
+
+from scalesim.jsonio import to_json_text
 
 NAME = "schema"
 HELP = "print the JSON Schema of a file format (profile, hardware, workload, scenario, layout)"
@@ -19,5 +20,5 @@ def run(args: argparse.Namespace) -> int:
     from scalesim.schemas import SCHEMAS
 
     model = ParallelLayout if args.name == "layout" else SCHEMAS[args.name]
-    print(json.dumps(model.model_json_schema(), indent=2))
+    print(to_json_text(model.model_json_schema(), what="the schema"))
     return 0

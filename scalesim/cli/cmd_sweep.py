@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from scalesim.bounds import KNOB_BY_FIELD, flag_list_type
 from scalesim.cli.options import (
     add_profile_arguments,
     add_scenario_arguments,
-    parse_int_list,
     profile_from_args,
     scenario_from_args,
 )
@@ -19,13 +19,6 @@ HELP = "evaluate every combination of knob values (a grid) and write CSV or JSON
 EXAMPLE = """examples:
   scalesim sweep --devices 1-1024 --batch-values 16,32,64 --strategy-values ddp,zero3 --out grid.csv
   scalesim sweep --devices 8,16,32 --inter-busbw-values 12,25,50,100,192 --format json"""
-
-
-def _floats(text: str) -> list[float]:
-    try:
-        return [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a list of numbers like 1,2.5,10") from None
 
 
 def _words(text: str) -> list[str]:
@@ -40,19 +33,24 @@ def _on_off(text: str) -> list[bool]:
         raise argparse.ArgumentTypeError(f"'{text}' should be a list of on/off") from None
 
 
+def _values(axis: str):
+    """A numeric axis's list parser, with the knob's bounds (scalesim.bounds)."""
+    return flag_list_type(KNOB_BY_FIELD[axis].quantity)
+
+
 # flag -> (sweep axis, parser)
 VALUE_FLAGS = {
-    "batch_values": ("micro_batch", parse_int_list),
-    "global_batch_values": ("global_batch", parse_int_list),
-    "accumulation_values": ("accumulation", parse_int_list),
+    "batch_values": ("micro_batch", _values("micro_batch")),
+    "global_batch_values": ("global_batch", _values("global_batch")),
+    "accumulation_values": ("accumulation", _values("accumulation")),
     "strategy_values": ("strategy", _words),
     "zero_framework_values": ("zero_framework", _words),
     "algorithm_values": ("algorithm", _words),
     "overlap_values": ("overlap", _on_off),
-    "bucket_mib_values": ("bucket_mib", _floats),
-    "intra_busbw_values": ("intra_busbw_GBps", _floats),
-    "inter_busbw_values": ("inter_busbw_GBps", _floats),
-    "straggler_cv_values": ("straggler_cv", _floats),
+    "bucket_mib_values": ("bucket_mib", _values("bucket_mib")),
+    "intra_busbw_values": ("intra_busbw_GBps", _values("intra_busbw_GBps")),
+    "inter_busbw_values": ("inter_busbw_GBps", _values("inter_busbw_GBps")),
+    "straggler_cv_values": ("straggler_cv", _values("straggler_cv")),
 }
 
 
@@ -70,13 +68,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _to_text(columns: dict, fmt: str) -> str:
-    import json
+    from scalesim.jsonio import to_json_text
 
     names = list(columns)
     n = len(next(iter(columns.values())))
     if fmt == "json":
         rows = [{k: columns[k][i].item() for k in names} for i in range(n)]
-        return json.dumps(rows) + "\n"
+        return to_json_text(rows, indent=None, what="the sweep") + "\n"
     lines = [",".join(names)]
     for i in range(n):
         lines.append(",".join(_cell(columns[k][i]) for k in names))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
+
+from scalesim.jsonio import to_json_text
 
 NAME = "validate"
 HELP = ("predict published scaling results (scalesim-validation-cases/1 or "
@@ -118,12 +119,12 @@ def run(args: argparse.Namespace) -> int:
     data = read_json(args.file)
     if isinstance(data, dict) and data.get("format") == PARALLEL_FORMAT:
         report = validate_parallel_cases(parse_parallel_cases(data, str(args.file)))
-        print(json.dumps(report.model_dump(), indent=2) if args.json
+        print(to_json_text(report.model_dump(), what="the validation report") if args.json
               else render_parallel_text(report))
         return 0
     report = validate_cases(parse_cases(data, str(args.file)))
     if args.json:
-        print(json.dumps(report.model_dump(), indent=2))
+        print(to_json_text(report.model_dump(), what="the validation report"))
     else:
         print(render_text(report))
     return 0

@@ -7,9 +7,12 @@ import importlib
 import pkgutil
 import sys
 
+from pydantic import ValidationError
+
 import scalesim.cli as cli_package
 from scalesim import __version__
 from scalesim.errors import ScalesimError
+from scalesim.jsonio import validation_message
 
 ORDER = ["predict", "sweep", "plan", "presets", "schema", "calibrate", "validate", "diagnose", "app"]
 
@@ -55,6 +58,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(args._run(args) or 0)
     except ScalesimError as exc:
         print(f"scalesim {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except ValidationError as exc:  # a value derived from valid inputs left its bounds
+        print(f"scalesim {args.command}: error: {validation_message(exc, exc.title)}",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"scalesim {args.command}: interrupted", file=sys.stderr)

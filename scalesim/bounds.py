@@ -1,0 +1,427 @@
+"""One table of physically sensible bounds for every number scalesim reads.
+
+Every number of a profile, hardware, workload, scenario, runs file, validation case, CLI flag,
+sweep axis and share link is bounded by one entry of ``QUANTITIES`` (a physical quantity with
+its unit), so a value is refused in the same words wherever it comes from and nothing infinite,
+NaN or overflowing (whole numbers of 2**63 and more) reaches the model. ``KNOBS`` ties each
+what-if knob's scenario field to its CLI flag, its share-link key and its quantity.
+
+- pydantic fields: ``bounded("devices", default=...)`` (minimum/maximum in ``scalesim schema``,
+  the reason in the field's description);
+- CLI flags: ``flag_type("devices")``, ``flag_list_type("devices")`` (argparse ``type=``);
+- arrays (sweep axes): ``check_values("bucket_mib", values, "sweep axis 'bucket_mib'")``.
+
+``python -m scalesim.bounds`` prints the table as Markdown (docs/bounds.md is that output).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+
+from scalesim.errors import ScalesimError
+
+DEVICES_MAX = 2**20  # 1,048,576 devices
+
+
+@dataclass(frozen=True)
+class Bound:
+    """Allowed values of one physical quantity: ``low <= x <= high`` (``<`` where open)."""
+
+    low: float
+    high: float
+    unit: str
+    why: str
+    integer: bool = False
+    low_open: bool = False
+    high_open: bool = False
+
+    def scaled(self, factor: float, unit: str) -> Bound:
+        """The same bounds in another unit (``factor`` new units per table unit)."""
+        return Bound(self.low * factor, self.high * factor, unit, self.why, self.integer,
+                     self.low_open, self.high_open)
+
+    def field_kwargs(self) -> dict[str, float]:
+        """pydantic ``Field`` constraints: ge/gt and le/lt."""
+        lo = "gt" if self.low_open else "ge"
+        hi = "lt" if self.high_open else "le"
+        cast = int if self.integer else float
+        return {lo: cast(self.low), hi: cast(self.high)}
+
+    def text(self) -> str:
+        """'1 <= x <= 1,048,576 devices'."""
+        lo = "<" if self.low_open else "<="
+        hi = "<" if self.high_open else "<="
+        unit = f" {self.unit}" if self.unit else ""
+        return f"{_num(self.low)} {lo} x {hi} {_num(self.high)}{unit}"
+
+    def problem(self, value: float) -> str | None:
+        """Why ``value`` is not allowed, or None when it is."""
+        if isinstance(value, bool):
+            return "true/false is not a number here"
+        if self.integer:
+            if isinstance(value, float | np.floating):
+                if not math.isfinite(value) or value != int(value):
+                    return f"{_shown(value)} is not a whole number"
+                value = int(value)
+            elif not isinstance(value, int | np.integer):
+                return f"{_shown(value)} is not a whole number"
+        else:
+            if not isinstance(value, int | float | np.integer | np.floating):
+                return f"{_shown(value)} is not a number"
+            if isinstance(value, float | np.floating) and not math.isfinite(value):
+                return f"{_shown(value)} is not a finite number"
+        too_low = value <= self.low if self.low_open else value < self.low
+        too_high = value >= self.high if self.high_open else value > self.high
+        if too_low or too_high:
+            return f"{_shown(value)} is outside {self.text()} ({self.why})"
+        return None
+
+    def check(self, value: Any, name: str) -> Any:
+        """``value`` if allowed, else ScalesimError naming ``name``."""
+        why = self.problem(value)
+        if why is not None:
+            raise ScalesimError(f"{name}: {why}")
+        return value
+
+
+def _num(x: float) -> str:
+    if x == int(x) and abs(x) < 1e7:
+        return f"{int(x):,}"
+    return f"{x:g}"
+
+
+def _shown(value: Any) -> str:
+    """A value to quote in a message: short (a huge whole number by its size)."""
+    if isinstance(value, int) and value.bit_length() > 100:
+        return f"a whole number of {value.bit_length()} bits"
+    text = repr(value) if not isinstance(value, float | int | np.number) else f"{value}"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+# quantity -> bounds. Reasons say why the edge makes physical sense.
+QUANTITIES: dict[str, Bound] = {
+    # counts
+    "devices": Bound(1, DEVICES_MAX, "devices", "2**20: ten times the largest 2025 training "
+                     "clusters (~100k GPUs)", integer=True),
+    "nodes": Bound(1, DEVICES_MAX, "servers", "no more servers than devices", integer=True),
+    "devices_per_node": Bound(1, 1024, "devices", "one server: 8-72 GPUs today, up to a few "
+                              "hundred CPU processes", integer=True),
+    "rank": Bound(0, DEVICES_MAX - 1, "", "a rank of the largest job", integer=True),
+    "micro_batch": Bound(1, 2**24, "samples", "per device per micro-step; 16x the largest "
+                         "published (NCF: 2**20 user-item pairs per GPU)", integer=True),
+    "samples_per_device": Bound(0.001, 2**24, "samples", "per device per step (an average: "
+                                "may be fractional)"),
+    "global_batch": Bound(1, 2**40, "samples", "per optimizer step: the largest micro-batch "
+                          "on 65,536 devices", integer=True),
+    "accumulation": Bound(1, 4096, "micro-steps", "per optimizer step; 4096 micro-steps "
+                          "of a second each are over an hour per step", integer=True),
+    "loader_workers": Bound(0, 1024, "workers", "DataLoader processes per device",
+                            integer=True),
+    "cpu_cores": Bound(1, 4096, "cores", "of one server", integer=True),
+    "nics_per_node": Bound(1, 64, "NICs", "network cards of one server (8 on DGX)", integer=True),
+    "collective_ranks": Bound(2, DEVICES_MAX, "ranks", "a collective needs two ranks",
+                              integer=True),
+    "count": Bound(1, 2**53, "", "a count with no quantity of its own: exact as a float",
+                   integer=True),
+    "repeats": Bound(1, 1_000_000, "", "timed repeats or samples of a measurement",
+                     integer=True),
+    "steps": Bound(1, 1_000_000, "steps", "calibration steps or samples of one phase",
+                   integer=True),
+    "model_size": Bound(1, 1_000_000, "", "a built-in calibration model's width, depth, "
+                        "sequence length, vocabulary or image size", integer=True),
+    "dataset_items": Bound(1, 100_000_000, "items", "built-in calibration images", integer=True),
+    "threads": Bound(1, 4096, "threads", "torch CPU threads of one process", integer=True),
+    "size_factor": Bound(2, 1024, "", "ratio between message sizes: 2 or more so the sweep "
+                         "ends", integer=True),
+    "seed": Bound(0, 2**32 - 1, "", "numpy and torch seeds are 32-bit", integer=True),
+    # sizes
+    "layers": Bound(1, 100_000, "layers", "transformer layers or repeated blocks (GPT-3: 96; "
+                    "1000x the deepest dense models)", integer=True),
+    "model_width": Bound(1, 2**24, "", "a hidden, MLP or attention-head dimension (GPT-3 "
+                         "hidden: 12,288)", integer=True),
+    "seq_len": Bound(1, 2**30, "tokens", "tokens per sequence (1M-token contexts exist)",
+                     integer=True),
+    "vocab": Bound(1, 2**30, "tokens", "vocabulary size (Llama 3: 128,256)", integer=True),
+    "params": Bound(1, 1e15, "parameters", "1000x the largest published dense models (~1.8e12)"),
+    "wire_bytes_per_param": Bound(0.001, 64, "bytes", "per gradient element on the wire (4 "
+                                  "fp32, 2 fp16; 1-bit compression 0.125)"),
+    "bytes_per_param": Bound(0, 64, "bytes", "per parameter in memory (Adam mixed precision: "
+                             "2 + 2 + 12)"),
+    "activation_bytes": Bound(0, 1e15, "bytes", "activations of one sample; 0 = unknown"),
+    "device_memory_bytes": Bound(1e6, 1e15, "bytes", "one device's memory, in bytes (not GB): "
+                                 "a megabyte to a petabyte (10^4x an H100's)"),
+    "message_bytes": Bound(1, 2**40, "bytes", "one collective's message: 1 byte to 1 TiB"),
+    "bucket_mib": Bound(0.1, 1e5, "MiB", "a gradient bucket: from 100 KiB (smaller only adds "
+                        "latency) to 100 GiB"),
+    "first_bucket_mib": Bound(0, 1e5, "MiB", "DDP's first bucket; 0 = none"),
+    # rates
+    "busbw_GBps": Bound(0.001, 1e5, "GB/s", "a link's bus bandwidth: 1 MB/s to 100 TB/s"),
+    "bandwidth_GBps": Bound(0, 1e5, "GB/s", "a measured or datasheet bandwidth, up to 100 TB/s"),
+    "memory_bandwidth_GBps": Bound(0.1, 1e5, "GB/s", "device memory (H100: 3350; a CPU "
+                                   "socket: 50-500)"),
+    "gbit_per_nic": Bound(1, 10_000, "Gbit/s", "one NIC's line rate (400 today)"),
+    "peak_tflops": Bound(0.001, 1e6, "TFLOP/s", "one device's dense peak (H100: 989; a CPU "
+                         "core: ~0.1)"),
+    "samples_per_s": Bound(1e-6, 1e12, "samples/s", "a throughput: one sample in 11.6 days to "
+                           "a trillion a second"),
+    # times
+    "latency_s": Bound(0, 1, "s", "one algorithm step's latency (microseconds in practice)"),
+    "duration_s": Bound(0, 1e6, "s", "one step or micro-step, or part of one: up to 11.6 days"),
+    "positive_duration_s": Bound(1e-12, 1e6, "s", "one step, micro-step, sample or timed "
+                                 "collective: a picosecond to 11.6 days"),
+    "timeout_s": Bound(0.001, 604_800, "s", "a calibration timeout: a millisecond to a week"),
+    "timed_s": Bound(0.001, 3600, "s", "timed seconds per calibration message size"),
+    # ratios
+    "cv": Bound(0, 10, "", "std / mean of a time or speed"),
+    "fraction": Bound(0, 1, "", "a share between 0 and 1"),
+    "backward_fraction": Bound(0, 1, "", "backward's share of forward+backward",
+                               low_open=True, high_open=True),
+    "slowdown": Bound(0, 10, "", "extra time while colocated devices compute (0.08 = 8%)"),
+    "slow_factor": Bound(1, 100, "", "how many times slower one device or rank is"),
+    "rel_error": Bound(0, 1000, "", "a fit's relative error"),
+    # training length and cost
+    "critical_batch": Bound(1, 1e12, "samples", "critical batch size B_noise"),
+    "noise_scale": Bound(1e-6, 1e15, "samples", "a measured gradient noise scale B_simple (an "
+                         "estimate: may be below one sample)"),
+    "samples_total": Bound(1, 1e18, "samples", "samples of a training run (1e18: 10^4x the "
+                           "largest LLM runs in tokens)"),
+    "epochs": Bound(0, 1e6, "epochs", "passes over the data set", low_open=True),
+    "steps_to_target": Bound(1, 1e15, "steps", "optimizer steps to a quality target"),
+    "price_per_device_hour": Bound(0, 1e6, "USD", "per device-hour"),
+}
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A what-if knob: its scenario field, CLI flag, share-link key and quantity."""
+
+    field: str
+    flag: str | None
+    url_key: str | None
+    quantity: str
+    url_factor: float = 1.0  # link units per scenario unit (latency: microseconds)
+    url_unit: str | None = None
+
+    @property
+    def bound(self) -> Bound:
+        return QUANTITIES[self.quantity]
+
+
+KNOBS: tuple[Knob, ...] = (
+    Knob("devices", "--devices", "dlist", "devices"),
+    Knob("devices_per_node", "--gpus-per-node", "dpn", "devices_per_node"),
+    Knob("micro_batch", "--batch", "mb", "micro_batch"),
+    Knob("global_batch", "--global-batch", "gb", "global_batch"),
+    Knob("accumulation", "--accumulation", "acc", "accumulation"),
+    Knob("bucket_mib", "--bucket-mib", "bkt", "bucket_mib"),
+    Knob("first_bucket_mib", None, None, "first_bucket_mib"),
+    Knob("loader_workers", "--loader-workers", "lw", "loader_workers"),
+    Knob("straggler_cv", "--straggler-cv", "cv", "cv"),
+    Knob("device_speed_cv", "--device-cv", None, "cv"),
+    Knob("comm_compute_contention", None, None, "fraction"),
+    Knob("slow_device", "--slow-device", "slow", "rank"),
+    Knob("slow_factor", "--slow-factor", "sf", "slow_factor"),
+    Knob("intra_busbw_GBps", "--intra-busbw", "ibw", "busbw_GBps"),
+    Knob("intra_latency_s", "--intra-latency", "ilat", "latency_s", 1e6, "us"),
+    Knob("inter_busbw_GBps", "--inter-busbw", "ebw", "busbw_GBps"),
+    Knob("inter_latency_s", "--inter-latency", "elat", "latency_s", 1e6, "us"),
+    Knob("critical_batch_size", "--critical-batch", "cbs", "critical_batch"),
+    Knob("min_samples_to_quality", "--min-samples", "emin", "samples_total"),
+    Knob("train_samples", "--train-samples", "train", "samples_total"),
+    Knob("price_per_device_hour", "--price", "price", "price_per_device_hour"),
+)
+KNOB_BY_FIELD = {k.field: k for k in KNOBS}
+KNOB_BY_URL_KEY = {k.url_key: k for k in KNOBS if k.url_key}
+
+
+def bound(quantity: str) -> Bound:
+    try:
+        return QUANTITIES[quantity]
+    except KeyError:
+        raise ScalesimError(f"no bounds for quantity '{quantity}'") from None
+
+
+def bounded(quantity: str, default: Any = ..., description: str = "", factor: float = 1.0,
+            unit: str | None = None, **kwargs: Any) -> Any:
+    """A pydantic ``Field`` with ``quantity``'s bounds (in another unit: ``factor``, ``unit``).
+
+    The bounds show in the JSON Schema as minimum/maximum and, with their reason, in the
+    field's description.
+    """
+    b = bound(quantity)
+    if factor != 1.0 or unit is not None:
+        b = b.scaled(factor, unit if unit is not None else b.unit)
+    note = f"allowed: {b.text()} ({b.why})"
+    text = f"{description}; {note}" if description else note
+    return Field(default, description=text, **b.field_kwargs(), **kwargs)
+
+
+def items_bounded(quantity: str):
+    """An ``Annotated`` element type for lists: ``list[items_bounded("devices")]``."""
+    from typing import Annotated
+
+    b = bound(quantity)
+    return Annotated[int if b.integer else float, Field(**b.field_kwargs())]
+
+
+def knob_field(field: str, default: Any = ..., description: str = "", **kwargs: Any) -> Any:
+    """``bounded`` for a scenario knob (its quantity from ``KNOBS``)."""
+    return bounded(KNOB_BY_FIELD[field].quantity, default, description, **kwargs)
+
+
+def url_field(url_key: str, default: Any = ..., description: str = "", **kwargs: Any) -> Any:
+    """``bounded`` for a share-link key, in the link's unit (latency in microseconds)."""
+    knob = KNOB_BY_URL_KEY[url_key]
+    return bounded(knob.quantity, default, description, factor=knob.url_factor,
+                   unit=knob.url_unit, **kwargs)
+
+
+def widget_limits(url_key: str) -> tuple[float, float]:
+    """(min, max) of a share-link key's control, in the link's unit (for number inputs)."""
+    knob = KNOB_BY_URL_KEY[url_key]
+    b = knob.bound.scaled(knob.url_factor, knob.url_unit or knob.bound.unit)
+    return b.low, b.high
+
+
+# ---------------------------------------------------------------- text (CLI) and arrays
+
+def parse_number(text: str, quantity: str, name: str, factor: float = 1.0,
+                 unit: str | None = None) -> int | float:
+    """``text`` as a bounded number of ``quantity`` (in another unit: ``factor`` new units per
+    table unit, named ``unit``); ScalesimError naming ``name``."""
+    b = bound(quantity)
+    if factor != 1.0 or unit is not None:
+        b = b.scaled(factor, unit if unit is not None else b.unit)
+    raw = text.strip()
+    try:
+        value: int | float = int(raw) if b.integer else float(raw)
+    except ValueError:
+        digits = raw.lstrip("+-")
+        if digits.isdigit():  # longer than Python converts (4300 digits): far outside any bound
+            raise ScalesimError(f"{name}: a whole number of {len(digits)} digits is outside "
+                                f"{b.text()} ({b.why})") from None
+        kind = "a whole number" if b.integer else "a number"
+        raise ScalesimError(f"{name}: {_shown(raw)} is not {kind}") from None
+    if isinstance(value, float) and math.isinf(value) and "inf" not in raw.lower():
+        raise ScalesimError(f"{name}: {_shown(raw)} overflows a float; it is outside {b.text()} "
+                            f"({b.why})")
+    return b.check(value, name)
+
+
+def parse_list(text: str, quantity: str, name: str) -> list:
+    """'1,2,4' -> [1, 2, 4]; for whole numbers also 'A-B', doubling from A to B ('1-8')."""
+    b = bound(quantity)
+    parts = [x for x in text.split(",") if x.strip()]
+    if b.integer and len(parts) == 1 and "-" in parts[0].strip().lstrip("-"):
+        lo_text, _, hi_text = parts[0].strip().partition("-")
+        lo = parse_number(lo_text, quantity, name)
+        hi = parse_number(hi_text, quantity, name)
+        if hi < lo or lo < 1:
+            raise ScalesimError(f"{name}: range '{text}' must start at 1 or more and end at or "
+                                "above its start")
+        out, v = [], lo
+        while v <= hi:
+            out.append(v)
+            v *= 2
+        return out
+    if not parts:
+        raise ScalesimError(f"{name}: no values in {_shown(text)}")
+    return [parse_number(x, quantity, name) for x in parts]
+
+
+def flag_type(quantity: str, factor: float = 1.0, unit: str | None = None):
+    """argparse ``type=`` for one bounded number (argparse names the flag in its error); a flag
+    in another unit than the table's gives ``factor`` (its units per table unit) and ``unit``."""
+    def parse(text: str):
+        try:
+            return parse_number(text, quantity, "value", factor, unit)
+        except ScalesimError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix("value: ")) from None
+    parse.__name__ = quantity  # argparse says "invalid <name> value" for other errors
+    return parse
+
+
+def flag_list_type(quantity: str):
+    """argparse ``type=`` for a comma-separated list (or doubling range) of bounded numbers."""
+    def parse(text: str):
+        try:
+            return parse_list(text, quantity, "value")
+        except ScalesimError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix("value: ")) from None
+    parse.__name__ = f"{quantity} list"
+    return parse
+
+
+def clip(quantity: str, value: float) -> float:
+    """``value`` moved into ``quantity``'s bounds (for fitted values, which carry no physics of
+    their own); NaN becomes the lower bound."""
+    b = bound(quantity)
+    low = float(np.nextafter(b.low, np.inf)) if b.low_open else float(b.low)
+    high = float(np.nextafter(b.high, -np.inf)) if b.high_open else float(b.high)
+    value = float(value)
+    if math.isnan(value):
+        return low
+    return min(max(value, low), high)
+
+
+def check_number(quantity: str, value: Any, name: str, optional: bool = False) -> Any:
+    """``value`` within ``quantity``'s bounds (None allowed when ``optional``); ScalesimError
+    naming ``name`` otherwise."""
+    if value is None and optional:
+        return None
+    return bound(quantity).check(value, name)
+
+
+def check_values(quantity: str, values: Any, name: str) -> np.ndarray:
+    """``values`` (a list or array) as a 1-D numpy array within ``quantity``'s bounds."""
+    b = bound(quantity)
+    if isinstance(values, str | bytes | dict) or not hasattr(values, "__len__"):
+        raise ScalesimError(f"{name}: expected a list of numbers, got {type(values).__name__}")
+    for v in values:
+        why = b.problem(v)
+        if why is not None:
+            raise ScalesimError(f"{name}: {why}")
+    return np.asarray(values, dtype=np.int64 if b.integer else float)
+
+
+def _field_rows() -> list[str]:
+    """'| format | field | allowed |' rows for every bounded number of every file format."""
+    from scalesim.schemas import SCHEMAS
+
+    rows, seen = [], set()
+    for fmt, model in SCHEMAS.items():
+        schema = model.model_json_schema()
+        for part in [schema, *schema.get("$defs", {}).values()]:
+            title = part.get("title", fmt)
+            for name, spec in part.get("properties", {}).items():
+                text = spec.get("description", "")
+                if "allowed: " not in text or (title, name) in seen:
+                    continue
+                seen.add((title, name))
+                rows.append(f"| {title} | `{name}` | {text.split('allowed: ', 1)[1]} |")
+    return rows
+
+
+def markdown_table() -> str:
+    """The bounds as Markdown tables (docs/bounds.md): quantities, knobs, fields."""
+    lines = ["| quantity | allowed | why |", "|---|---|---|"]
+    for name, b in QUANTITIES.items():
+        kind = " (whole)" if b.integer else ""
+        lines.append(f"| `{name}`{kind} | {b.text()} | {b.why} |")
+    lines += ["", "| scenario field | CLI flag | link key | quantity |", "|---|---|---|---|"]
+    for k in KNOBS:
+        key = k.url_key or "-"
+        if k.url_unit:
+            key += f" ({k.url_unit})"
+        lines.append(f"| `{k.field}` | {k.flag or '-'} | {key} | `{k.quantity}` |")
+    lines += ["", "| model | field | allowed |", "|---|---|---|", *_field_rows()]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown_table())
