@@ -123,7 +123,8 @@ QUANTITIES: dict[str, Bound] = {
     "loader_workers": Bound(0, 1024, "workers", "DataLoader processes per device",
                             integer=True),
     "cpu_cores": Bound(1, 4096, "cores", "of one server", integer=True),
-    "nics_per_node": Bound(1, 64, "NICs", "network cards of one server (8 on DGX)", integer=True),
+    "nics_per_node": Bound(1, 1024, "NICs", "network cards of one server or NVLink domain (8 on "
+                           "DGX, one per GPU of a 72-GPU NVL72)", integer=True),
     "collective_ranks": Bound(2, DEVICES_MAX, "ranks", "a collective needs two ranks",
                               integer=True),
     "count": Bound(1, 2**53, "", "a count with no quantity of its own: exact as a float",

@@ -131,6 +131,8 @@ def per_sample_from_reference(ref: ReferenceThroughput, workload: Workload, syst
 def compute_from_reference(workload: Workload, hardware: Hardware) -> tuple[ComputeCurve, str]:
     """``compute_curve_from_reference``, cached on the two models' JSON (the app rebuilds
     preset profiles on every render; the curve is a pure function of them)."""
+    workload = require_model(workload, Workload, "workload")
+    hardware = require_model(hardware, Hardware, "hardware")
     return _cached_curve(workload.model_dump_json(), hardware.model_dump_json())
 
 

@@ -62,7 +62,7 @@ def _checked_axes(axes: dict[str, list]) -> dict[str, np.ndarray]:
             raise ScalesimError(f"{what}: expected a list of values, got {type(values).__name__}")
         if len(values) == 0:
             raise ScalesimError(f"{what} has no values")
-        if name in ("strategy", "algorithm"):
+        if name in ("strategy", "zero_framework", "algorithm"):
             bad = [v for v in values if not isinstance(v, str)]
             if bad:
                 raise ScalesimError(f"{what}: expected names, got {bad[0]!r}")

@@ -27,6 +27,7 @@ from scalesim.bounds import (
 )
 from scalesim.cli.main import main
 from scalesim.errors import ScalesimError
+from scalesim.shipped import validation_path
 from scalesim.schemas import SCHEMAS, Scenario
 
 BIG = str(2**63)  # 9223372036854775808: the first whole number a C long cannot hold
@@ -462,6 +463,10 @@ def _json_commands(tmp_path: Path, runs_csv: Path) -> list[list[str]]:
          "--straggler-cv-values", "0,10", "--inter-busbw-values", "0.001,100000"],
         ["presets", "--json"],
         ["validate", cases, "--json"],
+        ["validate", str(validation_path("parallel_cases.json")), "--json"],
+        ["plan", "--json", "--devices", "8,64", "--global-batch", "512"],
+        ["plan", "--json", "--all", "--model", "gpt-1t", "--hardware", "dgx-a100", "--devices",
+         "8", "--global-batch", "8"],
         ["diagnose", str(runs_csv), "--json"],
         ["diagnose", str(runs_csv), "--json", "--params", "1e15", "--critical-batch", "1",
          "--extrapolate", "1048576"],

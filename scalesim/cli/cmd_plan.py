@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 
-from scalesim.cli.options import parse_int_list, positive_int
+from scalesim.bounds import flag_list_type, flag_type
+from scalesim.cli.options import positive_int
 
 NAME = "plan"
 HELP = "search every dp x tp x pp / ZeRO / micro-batch / schedule / recompute layout and rank them"
@@ -36,17 +36,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(default llama3-8b)")
     p.add_argument("--hardware", metavar="PRESET|FILE", default="dgx-h100",
                    help="hardware preset or JSON file (default dgx-h100)")
-    p.add_argument("--devices", type=parse_int_list, default=[8, 16, 32, 64],
+    p.add_argument("--devices", type=flag_list_type("devices"), default=[8, 16, 32, 64],
                    help="device counts: 64,128 or a doubling range 8-1024 (default 8,16,32,64)")
-    p.add_argument("--global-batch", type=positive_int, required=True,
+    p.add_argument("--global-batch", type=flag_type("global_batch"), required=True,
                    help="sequences per optimizer step, whole job")
-    p.add_argument("--seq-len", type=positive_int, help="override the model's sequence length")
+    p.add_argument("--seq-len", type=flag_type("seq_len"), help="override the model's sequence length")
     p.add_argument("--efficiency", type=_efficiency,
                    help="sustained share of the datasheet peak for large matmuls (default: the "
                    "median pinned by the published model-parallel runs)")
     p.add_argument("--precision", choices=["bf16", "fp8"], default="bf16",
                    help="matmul precision: bf16/fp16 peak or fp8 peak (default bf16)")
-    p.add_argument("--cp", type=parse_int_list, default=[1],
+    p.add_argument("--cp", type=flag_list_type("devices_per_node"), default=[1],
                    help="context-parallel degrees to try, e.g. 1,2,4 (default 1)")
     p.add_argument("--tp-overlap", action="store_true",
                    help="the framework overlaps tensor-parallel collectives with the matmuls "
@@ -118,7 +118,9 @@ def run(args: argparse.Namespace) -> int:
                 include_unfit=args.all, params=params, cp_values=tuple(args.cp),
                 tp_overlap=args.tp_overlap)
     if args.json:
-        print(json.dumps([r.model_dump() for r in rows], indent=2))
+        from scalesim.jsonio import to_json_text
+
+        print(to_json_text([r.model_dump() for r in rows], what="the plan"))
     else:
         print(render_text(rows, args.global_batch))
     return 0
