@@ -19,6 +19,7 @@ assuming the first run itself scaled perfectly, and ``efficiency = speedup / p``
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -36,6 +37,9 @@ REQUIRED = ("devices", "nodes")
 COLUMNS = ("devices", "nodes", "samples_per_s", "step_time_s", "per_device_batch", "global_batch",
            "accumulation", "data_wait_s", "comm_s", "rank_step_times_s", "steps_to_target")
 TIMED = ("data_wait_s", "comm_s", "rank_step_times_s")  # real seconds, not per unit of work
+# Longest CSV cell read, characters: a rank_step_times_s list of ~300k ranks. (csv's own default,
+# 128 KiB, is already passed by 16k ranks of "0.1234567;".)
+MAX_CSV_CELL_CHARS = 4 << 20
 
 
 class RunRow(BaseModel):
@@ -184,8 +188,30 @@ def _cell(value: str):
     return None if value == "" else value
 
 
+@contextlib.contextmanager
+def _csv_cell_limit(chars: int):
+    """csv.field_size_limit is process-wide: raise it for one read, then put it back."""
+    previous = csv.field_size_limit(chars)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(previous)
+
+
 def parse_csv_text(text: str, source: str) -> list[dict]:
     reader = csv.DictReader(io.StringIO(text))
+    try:
+        with _csv_cell_limit(MAX_CSV_CELL_CHARS):
+            return _csv_rows(reader, source)
+    except csv.Error as exc:
+        line = reader.line_num + 1  # the record being read when it failed
+        if str(exc).startswith("field larger"):
+            raise ScalesimError(f"{source}: line {line} has a cell over {MAX_CSV_CELL_CHARS} "
+                                "characters; not a runs file") from None
+        raise ScalesimError(f"{source}: line {line}: malformed CSV ({exc})") from None
+
+
+def _csv_rows(reader: csv.DictReader, source: str) -> list[dict]:
     if reader.fieldnames is None:
         raise ScalesimError(f"{source}: empty file; expected a header line with devices,nodes,"
                             "samples_per_s (or step_time_s)")
@@ -287,5 +313,7 @@ def parse_runs_text(text: str, source: str) -> Runs:
         except json.JSONDecodeError as exc:
             raise ScalesimError(f"{source}: not valid JSON (line {exc.lineno}, column "
                                 f"{exc.colno}: {exc.msg})") from None
+        except RecursionError:  # json's decoder recurses once per nesting level
+            raise ScalesimError(f"{source}: JSON nested too deeply to be a runs file") from None
         return runs_from_records(parse_json_data(data, source), source)
     return runs_from_records(parse_csv_text(text, source), source)
