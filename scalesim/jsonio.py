@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,22 +17,13 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` to ``path`` so that a crash leaves either the old file or the new one.
 
-    The text goes to a temporary file in the same folder, is flushed to disk, then renamed
-    over the target (``os.replace`` is atomic on POSIX and Windows).
+    See :mod:`scalesim.outfiles`: a temporary file in the same folder renamed over a regular
+    target (keeping its mode), symlinks followed, devices and pipes written in place, every OS
+    error a one-line ScalesimError.
     """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    return target
+    from scalesim.outfiles import write_text
+
+    return write_text(path, text)
 
 
 def write_model(path: str | os.PathLike[str], model: BaseModel) -> Path:
