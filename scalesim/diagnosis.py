@@ -119,6 +119,15 @@ def _pct(x: float) -> str:
     return f"{100.0 * x:.0f}%"
 
 
+def _series(items: list[str], most: int = 12) -> str:
+    """'a, b, c', or the first and last few with '...' between when there are over ``most``."""
+    if len(items) <= most:
+        return ", ".join(items)
+    half = most // 2
+    return ", ".join(items[:half]) + f", ... ({len(items) - most} more), " + ", ".join(
+        items[-half:])
+
+
 def _ms(x: float) -> str:
     return f"{1e3 * x:.1f} ms"
 
@@ -257,8 +266,9 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                   critical_batch: float | None = None, extrapolate_to: list[int] | None = None) -> Report:
     """Fit, find the knee, name the cause and the first remedy for measured ``runs``."""
     from scalesim.fit_runs import extrapolate, fit_runs, fitted_profile
-    from scalesim.runs import scaling
+    from scalesim.runs import scaling, thin
 
+    runs = thin(runs)
     sc = scaling(runs)
     fit = fit_runs(runs, params, wire_bytes_per_param)
     model = fit.breakdown
@@ -297,7 +307,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     comm_lines = [f"exposed communication {_pct(share_of_step['comm'][0])} of the step at "
                   f"{runs.devices[0]} devices -> {_pct(share_of_step['comm'][-1])} at "
                   f"{runs.devices[-1]} ({comm_src}): "
-                  + ", ".join(_pct(s) for s in share_of_step["comm"])]
+                  + _series([_pct(s) for s in share_of_step["comm"]])]
     boundary = False
     if crossing:
         last_single = int(single_server[-1])

@@ -40,6 +40,8 @@ TIMED = ("data_wait_s", "comm_s", "rank_step_times_s")  # real seconds, not per 
 # Longest CSV cell read, characters: a rank_step_times_s list of ~300k ranks. (csv's own default,
 # 128 KiB, is already passed by 16k ranks of "0.1234567;".)
 MAX_CSV_CELL_CHARS = 4 << 20
+MAX_ROWS = 1_000_000  # rows read (about 5 s per 200k on one core); repeats are aggregated
+MAX_FIT_RUNS = 1000  # distinct runs (after aggregation) the diagnosis fits; more are thinned
 
 
 class RunRow(BaseModel):
@@ -98,7 +100,7 @@ class RunRow(BaseModel):
 
 @dataclass(frozen=True)
 class Runs:
-    """Validated runs (device counts strictly increasing) and derived per-row arrays."""
+    """Validated runs, one per device count, sorted by devices, and derived per-run arrays."""
 
     rows: list[RunRow]
     source: str
@@ -165,6 +167,24 @@ class Runs:
         if any(v is None for v in values):
             return None
         return np.array(values, dtype=float)
+
+
+def thin(runs: Runs, max_runs: int | None = None) -> Runs:
+    """At most ``max_runs`` (default MAX_FIT_RUNS) of ``runs``, evenly spaced in device-count
+    order, keeping the first, the last and the two either side of the server boundary; the
+    fit costs about 1 ms of CPU per run, so this bounds diagnose's time. Unchanged when small."""
+    max_runs = max_runs or MAX_FIT_RUNS
+    n = len(runs.rows)
+    if n <= max_runs:
+        return runs
+    keep = set(np.linspace(0, n - 1, max_runs - 2).round().astype(int).tolist())
+    single = np.flatnonzero(runs.nodes == 1)
+    if single.size:
+        keep |= {int(single[-1]), min(int(single[-1]) + 1, n - 1)}
+    index = sorted(keep)
+    note = (f"{n} distinct runs: the report and the fit use {len(index)} of them, evenly spaced "
+            "by device count (the first, the last and the server boundary kept)")
+    return Runs([runs.rows[i] for i in index], runs.source, (*runs.notes, note))
 
 
 @dataclass(frozen=True)
@@ -249,6 +269,9 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
     if len(records) < 2:
         raise ScalesimError(f"{source}: {len(records)} run(s); need runs at two or more device "
                             "counts to measure scaling")
+    if len(records) > MAX_ROWS:
+        raise ScalesimError(f"{source}: {len(records):,} runs, more than the {MAX_ROWS:,} "
+                            "diagnose reads; aggregate repeated measurements first")
     rows = []
     for i, rec in enumerate(records, start=1):
         missing = [c for c in REQUIRED if rec.get(c) is None]
@@ -258,11 +281,6 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
             rows.append(RunRow.model_validate(rec))
         except ValidationError as exc:
             raise ScalesimError(validation_message(exc, f"{source}: run {i}")) from None
-    p = [r.devices for r in rows]
-    for i in range(1, len(p)):
-        if p[i] <= p[i - 1]:
-            raise ScalesimError(f"{source}: device counts must increase from row to row (one run "
-                                f"per count, sorted); row {i + 1} has {p[i]} after {p[i - 1]}")
     for r in rows:
         if r.rank_step_times_s and len(r.rank_step_times_s) != r.devices:
             raise ScalesimError(f"{source}: the run on {r.devices} devices lists "
@@ -287,13 +305,75 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
                 raise ScalesimError(f"{source}: run {i} has {name} {part:g} s, more than its "
                                     f"step time {t:.4g} s; both are seconds per optimizer step")
     notes = []
-    unknown = sorted({k for rec in records for k in rec} - set(COLUMNS))
+    unknown = sorted(set().union(*records) - set(COLUMNS))
     if unknown:
         notes.append(f"ignored column(s): {', '.join(unknown)}")
     if not any(with_batch):
         notes.append("no per_device_batch or global_batch: runs taken as weak scaling (same work "
                      "per device); step times are per unit of work")
-    return Runs(rows, source, tuple(notes))
+    groups = aggregate(rows, source)
+    if len(groups) < 2:
+        raise ScalesimError(f"{source}: all {len(rows)} runs are on {groups[0].devices} devices; "
+                            "need runs at two or more device counts to measure scaling")
+    if len(groups) < len(rows):
+        notes.append(f"{len(rows)} rows aggregated into {len(groups)} runs: the median of every "
+                     "measured column per (devices, nodes, batch, accumulation)")
+    return Runs(groups, source, tuple(notes))
+
+
+def _group_key(row: RunRow) -> tuple:
+    """Rows measuring one configuration: devices, nodes, per-device batch and accumulation."""
+    if row.per_device_batch is not None:
+        micro = float(row.per_device_batch)
+    elif row.global_batch is not None:
+        micro = row.global_batch / (row.devices * row.accumulation)
+    else:
+        micro = None
+    return row.devices, row.nodes, micro, row.accumulation
+
+
+def _median(values: list) -> float | None:
+    present = [v for v in values if v is not None]
+    return float(np.median(present)) if present else None
+
+
+def aggregate(rows: list[RunRow], source: str) -> list[RunRow]:
+    """One run per configuration, sorted by devices: repeated measurements of a configuration
+    become their median (``step_time_s`` over the rows that give it, else ``samples_per_s``;
+    ``data_wait_s``, ``comm_s``, ``steps_to_target`` over the rows that give them; rank step
+    times rank by rank over the rows that list them). Two configurations on one device count
+    (other nodes or batch) are an error: the report compares one run per device count."""
+    groups: dict[tuple, list[int]] = {}
+    for i, row in enumerate(rows):
+        groups.setdefault(_group_key(row), []).append(i)
+    keys = sorted(groups)
+    for a, b in zip(keys, keys[1:], strict=False):
+        if a[0] == b[0]:
+            first, second = groups[a][0] + 1, groups[b][0] + 1
+            raise ScalesimError(
+                f"{source}: runs {first} and {second} are both on {a[0]} devices but differ in "
+                "nodes, batch or accumulation; give one configuration per device count")
+    out = []
+    for key in keys:
+        members = [rows[i] for i in groups[key]]
+        if len(members) == 1:
+            out.append(members[0])
+            continue
+        step = _median([r.step_time_s for r in members])
+        update = {
+            "step_time_s": step,
+            "samples_per_s": None if step is not None else _median([r.samples_per_s
+                                                                    for r in members]),
+            "data_wait_s": _median([r.data_wait_s for r in members]),
+            "comm_s": _median([r.comm_s for r in members]),
+            "steps_to_target": _median([r.steps_to_target for r in members]),
+        }
+        ranks = [r.rank_step_times_s for r in members if r.rank_step_times_s]
+        update["rank_step_times_s"] = (np.median(np.array(ranks), axis=0).tolist() if ranks
+                                       else None)
+        # Every member was validated; their medians need no second check.
+        out.append(members[0].model_copy(update=update))
+    return out
 
 
 def load_runs(path: str | os.PathLike[str]) -> Runs:
