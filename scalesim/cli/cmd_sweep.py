@@ -1,4 +1,4 @@
-"""scalesim sweep: evaluate a grid of scenarios in one vectorised call; CSV or JSON out."""
+"""scalesim sweep: evaluate a grid of scenarios in vectorised chunks; CSV or JSON streamed out."""
 
 from __future__ import annotations
 
