@@ -82,11 +82,24 @@ def _lock_outputs(ctx, args, folder):
     if ctx.is_main:
         try:
             check_writable(args.out)
+            if not args.state_dir and _not_a_regular_file(args.out):
+                raise ScalesimError(f"--out {args.out} is not a regular file, so the per-phase "
+                                    "state cannot go beside it; give --state-dir FOLDER")
             lock = FolderLock(folder).acquire()
         except ScalesimError as exc:
             error = str(exc)
     agree_on_error(ctx, error)
     return lock
+
+
+def _not_a_regular_file(path) -> bool:
+    """True for an existing device, pipe or socket (``/dev/null``, ``/dev/stdout``)."""
+    import stat
+
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def check_flags(args) -> None:

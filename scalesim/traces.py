@@ -404,7 +404,8 @@ def summarise(path: str | os.PathLike[str], index: int = 0) -> TraceSummary:
             exposed_comm_s=max(mw - overlap, 0.0), data_wait_s=dw,
             idle_s=max(span - cdmw, 0.0)))
     collectives = {k: dict(v) for k, v in sorted(coll.items())}
-    return TraceSummary(source, rank, world_size, str(meta.get("host_name", "")),
+    host = meta.get("host_name")
+    return TraceSummary(source, rank, world_size, host[:200] if isinstance(host, str) else "",
                         "gpu" if gpu else "cpu", steps, collectives, notes)
 
 

@@ -203,3 +203,12 @@ def test_two_calibrations_on_one_out_the_second_says_who_holds_it(tmp_path):
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and f"pid {os.getpid()} on" in lines[0], proc.stderr
     assert not out.exists()
+
+
+def test_calibrate_to_a_device_needs_a_state_folder(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "scalesim.calibration", "--quick", "--phases",
+                           "loader", "--out", "/dev/null"], capture_output=True, text=True,
+                          timeout=300)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1 and "--state-dir" in lines[0], proc.stderr
+    assert not os.path.exists("/dev/null.state") and stat.S_ISCHR(os.stat("/dev/null").st_mode)
