@@ -31,12 +31,21 @@ def write_model(path: str | os.PathLike[str], model: BaseModel) -> Path:
     return atomic_write_text(path, model.model_dump_json(indent=2) + "\n")
 
 
+MAX_TEXT_CHARS = 128 << 20  # a profile, scenario or runs file (1e6 runs) is far smaller
+
+
 def read_text(path: str | os.PathLike[str]) -> str:
     """A UTF-8 text file's contents (a leading byte-order mark, as Excel writes, is dropped); a
-    missing or unreadable file raises a one-line ScalesimError."""
+    missing or unreadable file, or one over MAX_TEXT_CHARS (``/dev/zero`` never ends), raises a
+    one-line ScalesimError."""
     file = Path(path)
     try:
-        return file.read_text(encoding="utf-8-sig")
+        with open(file, encoding="utf-8-sig") as handle:
+            text = handle.read(MAX_TEXT_CHARS + 1)
+        if len(text) > MAX_TEXT_CHARS:
+            raise ScalesimError(f"{file}: over {MAX_TEXT_CHARS:,} characters; not a scalesim "
+                                "input file")
+        return text
     except FileNotFoundError:
         raise ScalesimError(f"{file}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:

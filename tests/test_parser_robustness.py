@@ -155,3 +155,19 @@ def test_args_of_the_wrong_type_are_ignored(tmp_path):
     events = _events() + [dict(_x("record_param_comms", 5, 3), args=[1, 2])]
     s = traces.summarise(_trace(tmp_path, "t.json", json.dumps({"traceEvents": events})))
     assert "record_param_comms:?" in s.collectives
+
+
+@pytest.mark.parametrize("argv", [["diagnose", "/dev/zero"], ["predict", "--profile", "/dev/zero"],
+                                  ["diagnose", "--trace", "/dev/zero"],
+                                  ["diagnose", "--trace", "/dev/urandom"]])
+def test_endless_inputs_end_with_one_line(capsys, argv):
+    _one_line_exit_2(capsys, *argv)
+
+
+def test_text_over_the_size_limit_is_refused(tmp_path, monkeypatch):
+    from scalesim import jsonio
+
+    monkeypatch.setattr(jsonio, "MAX_TEXT_CHARS", 100)
+    path = _trace(tmp_path, "runs.csv", "devices,nodes,samples_per_s\n" + "1,1,10\n" * 20)
+    with pytest.raises(ScalesimError, match=r"runs\.csv: over 100 characters"):
+        load_runs(path)
