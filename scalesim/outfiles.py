@@ -6,8 +6,9 @@ OS error as one line.
   disk and renamed over the target (``os.replace``, atomic on POSIX): a crash leaves the old file
   or the new one, never a part. The new file gets the old one's permission bits (and, where
   allowed, its owner), or for a new file ``0o666`` less the process umask, as ``open`` would.
-- Anything else that exists (``/dev/null``, ``/dev/stdout``, a named pipe) is opened and written
-  in place: renaming a regular file over a device would replace the device.
+- Anything else that exists (``/dev/null``, a named pipe), and any existing path under ``/dev/``
+  or ``/proc/PID/fd/`` (``/dev/stdout``: the shell's redirection, maybe ``>>``), is opened and
+  written in place: renaming a regular file over a device would replace the device.
 - A folder, an unwritable place (``/proc/version``, no permission, no space, a name too long)
   raises :class:`ScalesimError` with one line naming the path.
 """
@@ -15,7 +16,9 @@ OS error as one line.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -25,6 +28,8 @@ from typing import IO
 from scalesim.errors import ScalesimError
 
 TEMP_NAME_CHARS = 40  # of the target's name kept in the temporary file's name
+# Paths that name an open stream of this process (the shell's redirection): written through.
+_SYSTEM_STREAM = re.compile(r"^/dev/|^/proc/(self|thread-self|\d+)/fd/")
 
 
 def _umask() -> int:
@@ -46,9 +51,10 @@ def _problem(target: Path, exc: OSError) -> ScalesimError:
     return ScalesimError(f"{target}: cannot write it ({reason})")
 
 
-def _existing(real: Path, target: Path) -> os.stat_result | None:
+def _existing(target: Path) -> os.stat_result | None:
+    """The stat of what ``target`` names (symlinks followed), None when nothing is there."""
     try:
-        return os.stat(real)
+        return os.stat(target)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -67,6 +73,31 @@ def _temporary(real: Path, target: Path, folder: Path | None = None) -> tuple[in
                             f"{reason})") from None
 
 
+def _in_place(target: Path, st: os.stat_result | None) -> bool:
+    """Write without a temporary file: a device, pipe or socket, or a path under ``/dev/`` or
+    ``/proc/PID/fd/`` (``/dev/stdout``, ``/dev/fd/1``: the shell's redirection, which may be a
+    pipe or a file opened for appending, must be written through, not replaced)."""
+    if st is None:
+        return False
+    return bool(_SYSTEM_STREAM.match(str(target))) or not stat.S_ISREG(st.st_mode)
+
+
+def free_bytes(path: str | os.PathLike[str]) -> int | None:
+    """Free bytes of the disk a new ``path`` would be stored on; None when it is written in place
+    (a device or pipe stores nothing) or the disk cannot be asked."""
+    target = Path(path)
+    try:
+        if _in_place(target, _existing(target)):
+            return None
+        folder = Path(os.path.realpath(target)).parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        fs = os.statvfs(folder)
+    except (OSError, ScalesimError):
+        return None
+    return fs.f_bavail * fs.f_frsize
+
+
 @contextlib.contextmanager
 def open_output(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
     """A UTF-8 text handle that writes ``path`` as the module docstring says; the file appears
@@ -74,13 +105,14 @@ def open_output(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
     target = Path(path)
     if str(path) == "":
         raise ScalesimError("the output file name is empty")
-    real = Path(os.path.realpath(target))
-    st = _existing(real, target)
+    st = _existing(target)
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise ScalesimError(f"{target}: is a folder; give a file name")
-    if st is not None and not stat.S_ISREG(st.st_mode):
+    if _in_place(target, st):
         try:
-            handle = open(real, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+            # Appending: a stream opened by the shell with >> keeps what it has (a device or pipe
+            # has no end to keep).
+            handle = open(target, "a", encoding="utf-8")  # noqa: SIM115 - closed below
         except OSError as exc:
             raise _problem(target, exc) from None
         try:
@@ -89,6 +121,7 @@ def open_output(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
         except OSError as exc:
             raise _problem(target, exc) from None
         return
+    real = Path(os.path.realpath(target))
     tmp_name = None
     try:
         real.parent.mkdir(parents=True, exist_ok=True)
@@ -126,14 +159,19 @@ def check_writable(path: str | os.PathLike[str]) -> None:
     target = Path(path)
     if str(path) == "":
         raise ScalesimError("the output file name is empty")
-    real = Path(os.path.realpath(target))
-    st = _existing(real, target)
+    st = _existing(target)
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise ScalesimError(f"{target}: is a folder; give a file name")
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        if not os.access(real, os.W_OK):
-            raise ScalesimError(f"{target}: cannot write it (permission denied)")
+    if _in_place(target, st):
+        try:  # opening for writing (no truncation) is the only faithful test (/proc is special)
+            os.close(os.open(target, os.O_WRONLY | os.O_NONBLOCK))
+        except BlockingIOError:
+            pass  # a pipe without a reader yet: it will block until one comes, as the shell does
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: a FIFO without a reader (O_NONBLOCK)
+                raise _problem(target, exc) from None
         return
+    real = Path(os.path.realpath(target))
     folder = real.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent

@@ -212,3 +212,18 @@ def test_calibrate_to_a_device_needs_a_state_folder(tmp_path):
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == 2 and len(lines) == 1 and "--state-dir" in lines[0], proc.stderr
     assert not os.path.exists("/dev/null.state") and stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_dev_stdout_writes_through_a_pipe_and_an_appending_redirect(tmp_path):
+    argv = [sys.executable, "-m", "scalesim.cli.main", "sweep", "--devices", "1,2",
+            "--out", "/dev/stdout"]
+    piped = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout.startswith("devices,") and len(piped.stdout.splitlines()) == 3
+    log = tmp_path / "log.csv"
+    log.write_text("kept\n")
+    with open(log, "a") as appending:
+        done = subprocess.run(argv, stdout=appending, stderr=subprocess.PIPE, text=True,
+                              timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert log.read_text() == "kept\n" + piped.stdout

@@ -123,24 +123,11 @@ def _estimated_bytes(plan, fmt: str) -> int:
 
 def _check_disk(path: str, size: int, rows: int) -> None:
     """Refuse before writing when the output would not fit on the disk that holds ``path``."""
-    import os
-    import stat
-    from pathlib import Path
-
+    from scalesim.outfiles import free_bytes
     from scalesim.sweep import describe_bytes
 
-    real = Path(os.path.realpath(path))
-    try:
-        if real.exists() and not stat.S_ISREG(real.stat().st_mode):
-            return  # a device or pipe: nothing is stored
-        folder = real.parent
-        while not folder.exists() and folder != folder.parent:
-            folder = folder.parent
-        fs = os.statvfs(folder)
-    except OSError:
-        return  # open_output names the problem
-    free = fs.f_bavail * fs.f_frsize
-    if size > free:
+    free = free_bytes(path)
+    if free is not None and size > free:
         raise ScalesimError(f"the sweep has {rows:,} rows, about {describe_bytes(size)} of output, "
                             f"more than the {describe_bytes(free)} free for {path}; sweep fewer "
                             "values")
