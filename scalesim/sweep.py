@@ -112,6 +112,9 @@ def _strong_keep(global_batch: np.ndarray, p: np.ndarray, k: np.ndarray) -> np.n
 
 def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepPlan:
     """Check every axis value and count the rows, before anything is evaluated."""
+    if not isinstance(axes, dict):
+        raise ScalesimError(f"axes must be a dict of knob name -> list of values, not "
+                            f"{type(axes).__name__}")
     unknown = set(axes) - set(AXES)
     if unknown:
         raise ScalesimError(f"cannot sweep {sorted(unknown)}; sweepable: {', '.join(AXES)}")

@@ -45,6 +45,7 @@ from scalesim.errors import ScalesimError
 CHUNK_CHARS = 1 << 20
 MAX_VALUE_CHARS = 64 << 20  # one JSON value (event or metadata) larger than this is malformed
 US = 1e-6  # Chrome-trace timestamps are microseconds
+MAX_WORLD_SIZE = 1 << 20  # ranks; the largest training jobs run about 10^5
 
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
@@ -298,9 +299,9 @@ def _distributed_info(meta: dict, source: str) -> tuple[int | None, int | None]:
         raise ScalesimError(f"{source}: distributedInfo is a {_json_kind(info)}, expected an "
                             "object with rank and world_size")
     world, rank = info.get("world_size"), info.get("rank")
-    if world is not None and (not _whole(world) or world < 1):
+    if world is not None and (not _whole(world) or not 1 <= world <= MAX_WORLD_SIZE):
         raise ScalesimError(f"{source}: distributedInfo.world_size is {_short(world)}, expected a "
-                            "whole number of 1 or more")
+                            f"whole number from 1 to {MAX_WORLD_SIZE:,}")
     if rank is not None and (not _whole(rank) or rank < 0 or (world is not None and rank >= world)):
         limit = f"0 to {world - 1}" if world is not None else "0 or more"
         raise ScalesimError(f"{source}: distributedInfo.rank is {_short(rank)}, expected a whole "

@@ -109,6 +109,8 @@ def test_distributed_info_as_a_list(tmp_path, capsys):
 
 @pytest.mark.parametrize("info, field", [({"rank": 0, "world_size": "8"}, "world_size"),
                                          ({"rank": 0, "world_size": 0}, "world_size"),
+                                         ({"rank": 0, "world_size": 10**30}, "world_size"),
+                                         ({"rank": 0, "world_size": True}, "world_size"),
                                          ({"rank": "0", "world_size": 2}, "rank"),
                                          ({"rank": -1, "world_size": 2}, "rank"),
                                          ({"rank": 3, "world_size": 2}, "rank")])
