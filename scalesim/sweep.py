@@ -257,7 +257,8 @@ def check_size(plan: SweepPlan) -> None:
     """Refuse a grid of more than MAX_ROWS rows, saying how big it is."""
     if plan.rows > MAX_ROWS:
         raise ScalesimError(f"the sweep has {plan.rows:,} rows ({plan.combinations:,} "
-                            f"combinations), over the limit of {MAX_ROWS:,}; sweep fewer values")
+                            f"combinations, {describe_bytes(plan.memory_bytes)} as numbers), over "
+                            f"the limit of {MAX_ROWS:,} rows; sweep fewer values")
 
 
 def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResult:
