@@ -253,7 +253,8 @@ def length_in(merged: tuple[np.ndarray, np.ndarray], w0: float, w1: float) -> fl
 
 def _collective_name(name: str, args: dict) -> str:
     if name == "record_param_comms":
-        return f"record_param_comms:{args.get('Collective name', '?')}"
+        collective = args.get("Collective name")
+        return f"record_param_comms:{collective[:60] if isinstance(collective, str) else '?'}"
     if "nccl" in name.lower():
         return name.split("(")[0][:60]
     return name
