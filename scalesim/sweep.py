@@ -64,16 +64,13 @@ class SweepPlan:
         return tuple(len(v) for v in self.axes.values())
 
     @property
-    def columns(self) -> list[str]:
-        names = list(self.axes)
-        names += [n for n in ("nodes", "micro_batch", "accumulation", "global_batch")
-                  if n not in names]
-        return names + list(OUTPUT_COLUMNS)
-
-    @property
     def memory_bytes(self) -> int:
-        """Bytes of the whole result held in memory (8 per number, one per flag)."""
-        per_row = sum(1 if n == "fits" else 8 for n in self.columns)
+        """Bytes of the whole result held in memory: the swept axes at their own width, the
+        layout columns (nodes, micro_batch, accumulation, global_batch) and every output at
+        8 bytes (``fits``: 1)."""
+        layout_columns = {"nodes", "micro_batch", "accumulation", "global_batch"} - set(self.axes)
+        per_row = (sum(values.itemsize for values in self.axes.values())
+                   + 8 * len(layout_columns) + 8 * (len(OUTPUT_COLUMNS) - 1) + 1)
         return self.rows * per_row
 
 
