@@ -13,6 +13,12 @@ step_time_s``. When no batch is given either, the runs are taken as weak scaling
 given in every row or in none, and the timed columns (``data_wait_s``, ``comm_s``,
 ``rank_step_times_s``, real seconds) need ``step_time_s`` or a batch to be compared with.
 
+Rows are in any order. Rows of one configuration (devices, nodes, per-device batch,
+accumulation) are repeated measurements and become one run of their medians (``aggregate``), so
+what follows grows with the configurations, not the rows; one device count with two
+configurations is an error. At most MAX_ROWS rows are read, and ``thin`` bounds the runs a
+diagnosis fits to MAX_FIT_RUNS.
+
 Speed-up is against the first (smallest) run: ``speedup = p0 * X / X0`` (``X`` throughput),
 assuming the first run itself scaled perfectly, and ``efficiency = speedup / p``.
 """
