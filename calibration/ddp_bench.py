@@ -130,7 +130,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.out:
             from scalesim.jsonio import atomic_write_text
 
-            atomic_write_text(args.out, text + "\n")
+            try:
+                atomic_write_text(args.out, text + "\n")
+            except ScalesimError as exc:
+                print(f"ddp_bench: error: {exc}", file=sys.stderr)
+                return 2
         print(text)
     return 0
 

@@ -261,7 +261,7 @@ class RankMonitor:
         record = {"run_id": self.ctx.run_id, "rank": self.ctx.rank, "pid": os.getpid(),
                   "pidns": self.pidns, "host": self.host, "phase": self.phase,
                   "status": status, "time_unix": time.time()}
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ScalesimError):  # a heartbeat lost is no failure
             atomic_write_text(self.status_file(self.ctx.rank), json.dumps(record))
 
     def peers(self) -> dict[int, dict]:

@@ -41,10 +41,12 @@ def calibrate(args) -> str | None:
 
     check_flags(args)
     ctx = cdist.setup(args)
+    lock = None
     try:
         options.resolve_defaults(args, ctx.on_gpu)
         check_resolved(args, ctx)
         folder = state_folder(args)
+        lock = _lock_outputs(ctx, args, folder)
         monitor = cdist.RankMonitor(ctx, folder, args.timeout, args.phase_timeout).start()
         try:
             path = _run_phases(ctx, args, monitor, folder)
@@ -63,7 +65,41 @@ def calibrate(args) -> str | None:
         monitor.stop("done")
         return path
     finally:
+        if lock is not None:
+            lock.release()
         cdist.shutdown()
+
+
+def _lock_outputs(ctx, args, folder):
+    """Rank 0 checks that ``--out`` can be written and locks the state folder (another
+    calibration holding it is named); every rank stops with the same line when either fails."""
+    from scalesim.calibration.dist import agree_on_error
+    from scalesim.calibration.state import FolderLock
+
+    from scalesim.outfiles import check_writable
+
+    lock, error = None, None
+    if ctx.is_main:
+        try:
+            check_writable(args.out)
+            if not args.state_dir and _not_a_regular_file(args.out):
+                raise ScalesimError(f"--out {args.out} is not a regular file, so the per-phase "
+                                    "state cannot go beside it; give --state-dir FOLDER")
+            lock = FolderLock(folder).acquire()
+        except ScalesimError as exc:
+            error = str(exc)
+    agree_on_error(ctx, error)
+    return lock
+
+
+def _not_a_regular_file(path) -> bool:
+    """True for an existing device, pipe or socket (``/dev/null``, ``/dev/stdout``)."""
+    import stat
+
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def check_flags(args) -> None:

@@ -8,6 +8,11 @@ reused only by a run with the same signature.
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import json
+import os
+import socket
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +74,66 @@ def load_matching(folder: Path, phases, sig: dict[str, Any]) -> tuple[dict[str, 
             continue
         records[phase] = record
     return records, notes
+
+
+LOCK_NAME = "lock"
+
+
+class FolderLock:
+    """An exclusive ``fcntl.flock`` on ``FOLDER/lock``, held for a whole calibration so two runs
+    cannot share one state folder (and one ``--out``). The kernel drops it when the process ends,
+    however it ends; the file keeps the holder's pid, host and start time for the next one."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.path = folder / LOCK_NAME
+        self._fd: int | None = None
+
+    def acquire(self) -> FolderLock:
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise ScalesimError(f"{self.folder}: cannot use it as the calibration state folder "
+                                f"({exc.strerror or exc}); give --state-dir or another --out") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise ScalesimError(f"{self.folder} is in use by another calibration ({holder}); wait "
+                                "for it to finish or give another --out or --state-dir") from None
+        except OSError as exc:
+            os.close(fd)
+            raise ScalesimError(f"{self.path}: cannot lock it ({exc.strerror or exc})") from None
+        record = {"pid": os.getpid(), "host": socket.gethostname(),
+                  "since_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (json.dumps(record) + "\n").encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> FolderLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _holder(fd: int) -> str:
+    try:
+        record = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
+        return f"pid {int(record['pid'])} on {record['host']} since {record['since_utc']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "a process that has not written its pid yet"
 
 
 def clear(folder: Path, phase: str) -> None:

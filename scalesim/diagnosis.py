@@ -111,6 +111,15 @@ def _pct(x: float) -> str:
     return f"{100.0 * x:.0f}%"
 
 
+def _series(items: list[str], most: int = 12) -> str:
+    """'a, b, c', or the first and last few with '...' between when there are over ``most``."""
+    if len(items) <= most:
+        return ", ".join(items)
+    half = most // 2
+    return ", ".join(items[:half]) + f", ... ({len(items) - most} more), " + ", ".join(
+        items[-half:])
+
+
 def _ms(x: float) -> str:
     return f"{1e3 * x:.1f} ms"
 
@@ -250,13 +259,14 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     """Fit, find the knee, name the cause and the first remedy for measured ``runs``."""
     from scalesim.bounds import check_number, check_values
     from scalesim.fit_runs import extrapolate, fit_runs, fitted_profile
-    from scalesim.runs import Runs, scaling
+    from scalesim.runs import Runs, scaling, thin
 
     runs = require_model(runs, Runs, "runs")
     check_number("critical_batch", critical_batch, "critical_batch", optional=True)
     if extrapolate_to is not None:
         extrapolate_to = [int(p) for p in check_values("devices", extrapolate_to, "extrapolate_to")]
 
+    runs = thin(runs)
     sc = scaling(runs)
     fit = fit_runs(runs, params, wire_bytes_per_param)
     model = fit.breakdown
@@ -295,7 +305,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     comm_lines = [f"exposed communication {_pct(share_of_step['comm'][0])} of the step at "
                   f"{runs.devices[0]} devices -> {_pct(share_of_step['comm'][-1])} at "
                   f"{runs.devices[-1]} ({comm_src}): "
-                  + ", ".join(_pct(s) for s in share_of_step["comm"])]
+                  + _series([_pct(s) for s in share_of_step["comm"]])]
     boundary = False
     if crossing:
         last_single = int(single_server[-1])

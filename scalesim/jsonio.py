@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,22 +18,13 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` to ``path`` so that a crash leaves either the old file or the new one.
 
-    The text goes to a temporary file in the same folder, is flushed to disk, then renamed
-    over the target (``os.replace`` is atomic on POSIX and Windows).
+    See :mod:`scalesim.outfiles`: a temporary file in the same folder renamed over a regular
+    target (keeping its mode), symlinks followed, devices and pipes written in place, every OS
+    error a one-line ScalesimError.
     """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    return target
+    from scalesim.outfiles import write_text
+
+    return write_text(path, text)
 
 
 def write_model(path: str | os.PathLike[str], model: BaseModel) -> Path:
@@ -88,12 +78,21 @@ def to_json_text(data: Any, indent: int | None = 2, what: str = "the result") ->
                             "written (the inputs are outside the model's range)") from None
 
 
+MAX_TEXT_CHARS = 128 << 20  # a profile, scenario or runs file (1e6 runs) is far smaller
+
+
 def read_text(path: str | os.PathLike[str]) -> str:
     """A UTF-8 text file's contents (a leading byte-order mark, as Excel writes, is dropped); a
-    missing or unreadable file raises a one-line ScalesimError."""
+    missing or unreadable file, or one over MAX_TEXT_CHARS (``/dev/zero`` never ends), raises a
+    one-line ScalesimError."""
     file = Path(require_path(path, "path"))
     try:
-        return file.read_text(encoding="utf-8-sig")
+        with open(file, encoding="utf-8-sig") as handle:
+            text = handle.read(MAX_TEXT_CHARS + 1)
+        if len(text) > MAX_TEXT_CHARS:
+            raise ScalesimError(f"{file}: over {MAX_TEXT_CHARS:,} characters; not a scalesim "
+                                "input file")
+        return text
     except FileNotFoundError:
         raise ScalesimError(f"{file}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -13,12 +13,19 @@ step_time_s``. When no batch is given either, the runs are taken as weak scaling
 given in every row or in none, and the timed columns (``data_wait_s``, ``comm_s``,
 ``rank_step_times_s``, real seconds) need ``step_time_s`` or a batch to be compared with.
 
+Rows are in any order. Rows of one configuration (devices, nodes, per-device batch,
+accumulation) are repeated measurements and become one run of their medians (``aggregate``), so
+what follows grows with the configurations, not the rows; one device count with two
+configurations is an error. At most MAX_ROWS rows are read, and ``thin`` bounds the runs a
+diagnosis fits to MAX_FIT_RUNS.
+
 Speed-up is against the first (smallest) run: ``speedup = p0 * X / X0`` (``X`` throughput),
 assuming the first run itself scaled perfectly, and ``efficiency = speedup / p``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -37,6 +44,11 @@ REQUIRED = ("devices", "nodes")
 COLUMNS = ("devices", "nodes", "samples_per_s", "step_time_s", "per_device_batch", "global_batch",
            "accumulation", "data_wait_s", "comm_s", "rank_step_times_s", "steps_to_target")
 TIMED = ("data_wait_s", "comm_s", "rank_step_times_s")  # real seconds, not per unit of work
+# Longest CSV cell read, characters: a rank_step_times_s list of ~300k ranks. (csv's own default,
+# 128 KiB, is already passed by 16k ranks of "0.1234567;".)
+MAX_CSV_CELL_CHARS = 4 << 20
+MAX_ROWS = 1_000_000  # rows read (about 5 s per 200k on one core); repeats are aggregated
+MAX_FIT_RUNS = 1000  # distinct runs (after aggregation) the diagnosis fits; more are thinned
 
 
 class RunRow(BaseModel):
@@ -95,7 +107,7 @@ class RunRow(BaseModel):
 
 @dataclass(frozen=True)
 class Runs:
-    """Validated runs (device counts strictly increasing) and derived per-row arrays."""
+    """Validated runs, one per device count, sorted by devices, and derived per-run arrays."""
 
     rows: list[RunRow]
     source: str
@@ -164,6 +176,24 @@ class Runs:
         return np.array(values, dtype=float)
 
 
+def thin(runs: Runs, max_runs: int | None = None) -> Runs:
+    """At most ``max_runs`` (default MAX_FIT_RUNS) of ``runs``, evenly spaced in device-count
+    order, keeping the first, the last and the two either side of the server boundary; the
+    fit costs about 1 ms of CPU per run, so this bounds diagnose's time. Unchanged when small."""
+    max_runs = max_runs or MAX_FIT_RUNS
+    n = len(runs.rows)
+    if n <= max_runs:
+        return runs
+    keep = set(np.linspace(0, n - 1, max_runs - 2).round().astype(int).tolist())
+    single = np.flatnonzero(runs.nodes == 1)
+    if single.size:
+        keep |= {int(single[-1]), min(int(single[-1]) + 1, n - 1)}
+    index = sorted(keep)
+    note = (f"{n} distinct runs: the report and the fit use {len(index)} of them, evenly spaced "
+            "by device count (the first, the last and the server boundary kept)")
+    return Runs([runs.rows[i] for i in index], runs.source, (*runs.notes, note))
+
+
 @dataclass(frozen=True)
 class Scaling:
     devices: np.ndarray
@@ -185,8 +215,30 @@ def _cell(value: str):
     return None if value == "" else value
 
 
+@contextlib.contextmanager
+def _csv_cell_limit(chars: int):
+    """csv.field_size_limit is process-wide: raise it for one read, then put it back."""
+    previous = csv.field_size_limit(chars)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(previous)
+
+
 def parse_csv_text(text: str, source: str) -> list[dict]:
     reader = csv.DictReader(io.StringIO(text))
+    try:
+        with _csv_cell_limit(MAX_CSV_CELL_CHARS):
+            return _csv_rows(reader, source)
+    except csv.Error as exc:
+        line = reader.line_num + 1  # the record being read when it failed
+        if str(exc).startswith("field larger"):
+            raise ScalesimError(f"{source}: line {line} has a cell over {MAX_CSV_CELL_CHARS} "
+                                "characters; not a runs file") from None
+        raise ScalesimError(f"{source}: line {line}: malformed CSV ({exc})") from None
+
+
+def _csv_rows(reader: csv.DictReader, source: str) -> list[dict]:
     if reader.fieldnames is None:
         raise ScalesimError(f"{source}: empty file; expected a header line with devices,nodes,"
                             "samples_per_s (or step_time_s)")
@@ -227,6 +279,9 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
     if len(records) < 2:
         raise ScalesimError(f"{source}: {len(records)} run(s); need runs at two or more device "
                             "counts to measure scaling")
+    if len(records) > MAX_ROWS:
+        raise ScalesimError(f"{source}: {len(records):,} runs, more than the {MAX_ROWS:,} "
+                            "diagnose reads; aggregate repeated measurements first")
     rows = []
     for i, rec in enumerate(records, start=1):
         missing = [c for c in REQUIRED if rec.get(c) is None]
@@ -236,11 +291,6 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
             rows.append(RunRow.model_validate(rec))
         except ValidationError as exc:
             raise ScalesimError(validation_message(exc, f"{source}: run {i}")) from None
-    p = [r.devices for r in rows]
-    for i in range(1, len(p)):
-        if p[i] <= p[i - 1]:
-            raise ScalesimError(f"{source}: device counts must increase from row to row (one run "
-                                f"per count, sorted); row {i + 1} has {p[i]} after {p[i - 1]}")
     for r in rows:
         if r.rank_step_times_s and len(r.rank_step_times_s) != r.devices:
             raise ScalesimError(f"{source}: the run on {r.devices} devices lists "
@@ -265,13 +315,75 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
                 raise ScalesimError(f"{source}: run {i} has {name} {part:g} s, more than its "
                                     f"step time {t:.4g} s; both are seconds per optimizer step")
     notes = []
-    unknown = sorted({k for rec in records for k in rec} - set(COLUMNS))
+    unknown = sorted(set().union(*records) - set(COLUMNS))
     if unknown:
         notes.append(f"ignored column(s): {', '.join(unknown)}")
     if not any(with_batch):
         notes.append("no per_device_batch or global_batch: runs taken as weak scaling (same work "
                      "per device); step times are per unit of work")
-    return Runs(rows, source, tuple(notes))
+    groups = aggregate(rows, source)
+    if len(groups) < 2:
+        raise ScalesimError(f"{source}: all {len(rows)} runs are on {groups[0].devices} devices; "
+                            "need runs at two or more device counts to measure scaling")
+    if len(groups) < len(rows):
+        notes.append(f"{len(rows)} rows aggregated into {len(groups)} runs: the median of every "
+                     "measured column per (devices, nodes, batch, accumulation)")
+    return Runs(groups, source, tuple(notes))
+
+
+def _group_key(row: RunRow) -> tuple:
+    """Rows measuring one configuration: devices, nodes, per-device batch and accumulation."""
+    if row.per_device_batch is not None:
+        micro = float(row.per_device_batch)
+    elif row.global_batch is not None:
+        micro = row.global_batch / (row.devices * row.accumulation)
+    else:
+        micro = None
+    return row.devices, row.nodes, micro, row.accumulation
+
+
+def _median(values: list) -> float | None:
+    present = [v for v in values if v is not None]
+    return float(np.median(present)) if present else None
+
+
+def aggregate(rows: list[RunRow], source: str) -> list[RunRow]:
+    """One run per configuration, sorted by devices: repeated measurements of a configuration
+    become their median (``step_time_s`` over the rows that give it, else ``samples_per_s``;
+    ``data_wait_s``, ``comm_s``, ``steps_to_target`` over the rows that give them; rank step
+    times rank by rank over the rows that list them). Two configurations on one device count
+    (other nodes or batch) are an error: the report compares one run per device count."""
+    groups: dict[tuple, list[int]] = {}
+    for i, row in enumerate(rows):
+        groups.setdefault(_group_key(row), []).append(i)
+    keys = sorted(groups)
+    for a, b in zip(keys, keys[1:], strict=False):
+        if a[0] == b[0]:
+            first, second = groups[a][0] + 1, groups[b][0] + 1
+            raise ScalesimError(
+                f"{source}: runs {first} and {second} are both on {a[0]} devices but differ in "
+                "nodes, batch or accumulation; give one configuration per device count")
+    out = []
+    for key in keys:
+        members = [rows[i] for i in groups[key]]
+        if len(members) == 1:
+            out.append(members[0])
+            continue
+        step = _median([r.step_time_s for r in members])
+        update = {
+            "step_time_s": step,
+            "samples_per_s": None if step is not None else _median([r.samples_per_s
+                                                                    for r in members]),
+            "data_wait_s": _median([r.data_wait_s for r in members]),
+            "comm_s": _median([r.comm_s for r in members]),
+            "steps_to_target": _median([r.steps_to_target for r in members]),
+        }
+        ranks = [r.rank_step_times_s for r in members if r.rank_step_times_s]
+        update["rank_step_times_s"] = (np.median(np.array(ranks), axis=0).tolist() if ranks
+                                       else None)
+        # Every member was validated; their medians need no second check.
+        out.append(members[0].model_copy(update=update))
+    return out
 
 
 def load_runs(path: str | os.PathLike[str]) -> Runs:
@@ -292,5 +404,7 @@ def parse_runs_text(text: str, source: str) -> Runs:
         except json.JSONDecodeError as exc:
             raise ScalesimError(f"{source}: not valid JSON (line {exc.lineno}, column "
                                 f"{exc.colno}: {exc.msg})") from None
+        except RecursionError:  # json's decoder recurses once per nesting level
+            raise ScalesimError(f"{source}: JSON nested too deeply to be a runs file") from None
         return runs_from_records(parse_json_data(data, source), source)
     return runs_from_records(parse_csv_text(text, source), source)

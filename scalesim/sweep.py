@@ -1,13 +1,18 @@
-"""Evaluate a grid of scenarios in one vectorised call.
+"""Evaluate a grid of scenarios with the vectorised model, in chunks of bounded memory.
 
-``sweep`` takes a base scenario and lists of values for some knobs, forms their Cartesian product
-and evaluates every combination with one call of the array model, so a million scenarios cost
-one pass of numpy. Strong-scaling combinations whose global batch does not split evenly over
-devices x accumulation are dropped and counted, never rounded silently.
+``plan_sweep`` takes a base scenario and lists of values for some knobs, checks every value and
+counts the rows of their Cartesian product before anything runs; ``iter_sweep`` evaluates it
+CHUNK_ROWS combinations per call of the array model (so a million scenarios cost a few passes of
+numpy, and 10^8 of them the memory of one chunk); ``sweep`` gathers every row in memory. A
+combination's row depends on its own knobs only, so chunks give exactly the rows one call would.
+Strong-scaling combinations whose global batch does not split evenly over devices x accumulation
+are dropped and counted, never rounded silently.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,9 +30,17 @@ from scalesim.schemas import Profile, Scenario
 # Knobs that can be swept, with how a value becomes a model input.
 AXES = ("devices", "micro_batch", "global_batch", "accumulation", "strategy", "zero_framework",
         "algorithm", "overlap", "bucket_mib", "intra_busbw_GBps", "inter_busbw_GBps", "straggler_cv")
+NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "algorithm": ALGORITHMS}
+WHOLE_AXES = ("devices", "micro_batch", "global_batch", "accumulation")
 
 OUTPUT_COLUMNS = ("step_time_s", "compute_s", "exposed_comm_s", "data_stall_s", "straggler_s",
                   "comm_total_s", "samples_per_s", "speedup", "efficiency", "memory_bytes", "fits")
+
+
+# Rows evaluated at once: the model's arrays for one chunk take about 40 MB.
+CHUNK_ROWS = 1 << 17
+MAX_ROWS = 10**9  # a larger grid is refused: hours of evaluation for any use of its rows
+MEMORY_SHARE = 0.5  # the in-memory API result may take up to this share of available memory
 
 
 @dataclass(frozen=True)
@@ -40,79 +53,122 @@ class SweepResult:
         return int(next(iter(self.columns.values())).size)
 
 
-def _grid(axes: dict[str, list]) -> dict[str, np.ndarray]:
-    names = list(axes)
-    values = [np.asarray(axes[name]) for name in names]
-    mesh = np.meshgrid(*values, indexing="ij")
-    return {name: m.ravel() for name, m in zip(names, mesh, strict=True)}
+@dataclass(frozen=True)
+class SweepPlan:
+    """A validated grid: its axes (devices first), its shape and how many rows it gives."""
+
+    profile: Profile
+    base: Scenario
+    axes: dict[str, np.ndarray]
+    combinations: int  # product of the axis lengths
+    rows: int  # combinations kept (strong-scaling ones that do not split are dropped)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(v) for v in self.axes.values())
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes of the whole result held in memory: the swept axes at their own width, the
+        layout columns (nodes, micro_batch, accumulation, global_batch) and every output at
+        8 bytes (``fits``: 1)."""
+        layout_columns = {"nodes", "micro_batch", "accumulation", "global_batch"} - set(self.axes)
+        per_row = (sum(values.itemsize for values in self.axes.values())
+                   + 8 * len(layout_columns) + 8 * (len(OUTPUT_COLUMNS) - 1) + 1)
+        return self.rows * per_row
 
 
-def _checked_axes(axes: dict[str, list]) -> dict[str, np.ndarray]:
-    """Each axis as a 1-D array of allowed values (scalesim.bounds); ScalesimError naming it."""
+def _axis_array(name: str, values) -> np.ndarray:
+    """One axis as a 1-D array of allowed values (scalesim.bounds): names, true/false, or
+    numbers within the knob's bounds; anything else is a one-line error naming the axis."""
+    what = f"sweep axis '{name}'"
+    if isinstance(values, str | bytes | dict) or not hasattr(values, "__len__"):
+        raise ScalesimError(f"{what}: expected a list of values, got {type(values).__name__}")
+    if len(values) == 0:
+        raise ScalesimError(f"{what} has no values")
+    if name in NAMED_AXES:
+        bad = [v for v in values if not isinstance(v, str | np.str_)]
+        if bad:
+            raise ScalesimError(f"{what}: expected names, got {bad[0]!r}")
+        array = np.asarray([str(v) for v in values])
+        _codes(array, NAMED_AXES[name], name)
+        return array
+    if name == "overlap":
+        bad = [v for v in values if not isinstance(v, bool | np.bool_)]
+        if bad:
+            raise ScalesimError(f"{what}: expected true/false values, got {bad[0]!r}")
+        return np.asarray(values, dtype=bool)
+    array = check_values(KNOB_BY_FIELD[name].quantity, values, what)
+    return array.astype(np.int64) if name in WHOLE_AXES else array.astype(float)
+
+
+def _strong_keep(global_batch: np.ndarray, p: np.ndarray, k: np.ndarray) -> np.ndarray:
+    return (global_batch % (p * k) == 0) & (global_batch >= p * k)
+
+
+def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepPlan:
+    """Check every axis value and count the rows, before anything is evaluated."""
+    profile = require_model(profile, Profile, "profile")
+    base = require_model(base, Scenario, "base")
     if not isinstance(axes, dict):
         raise ScalesimError(f"axes: expected a dict of axis name -> list of values, got "
                             f"{type(axes).__name__}")
     unknown = sorted(str(name) for name in axes if name not in AXES)
     if unknown:
         raise ScalesimError(f"axes: cannot sweep {unknown}; sweepable: {', '.join(AXES)}")
-    checked = {}
-    for name, values in axes.items():
-        what = f"sweep axis '{name}'"
-        if isinstance(values, str | bytes | dict) or not hasattr(values, "__len__"):
-            raise ScalesimError(f"{what}: expected a list of values, got {type(values).__name__}")
-        if len(values) == 0:
-            raise ScalesimError(f"{what} has no values")
-        if name in ("strategy", "zero_framework", "algorithm"):
-            bad = [v for v in values if not isinstance(v, str)]
-            if bad:
-                raise ScalesimError(f"{what}: expected names, got {bad[0]!r}")
-            checked[name] = np.asarray(values)
-        elif name == "overlap":
-            bad = [v for v in values if not isinstance(v, bool | np.bool_)]
-            if bad:
-                raise ScalesimError(f"{what}: expected true/false values, got {bad[0]!r}")
-            checked[name] = np.asarray(values, dtype=bool)
-        else:
-            checked[name] = check_values(KNOB_BY_FIELD[name].quantity, values, what)
-    return checked
-
-
-def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResult:
-    """Every combination of ``axes`` values on top of ``base``, evaluated at once.
-
-    ``axes`` maps names of ``AXES`` to lists of values within the knobs' bounds
-    (scalesim.bounds); a wrong type or value raises ScalesimError naming the axis.
-    """
-    profile = require_model(profile, Profile, "profile")
-    base = require_model(base, Scenario, "base")
-    axes = _checked_axes(axes)
     if "micro_batch" in axes and ("global_batch" in axes or base.global_batch is not None):
         raise ScalesimError("sweep per-device batches (weak scaling) or global batches "
                             "(strong scaling), not both")
-    axes = {"devices": np.asarray(base.devices, dtype=np.int64), **axes}
-    grid = _grid(axes)
-    p = grid["devices"].astype(np.int64)
+    arrays = {name: _axis_array(name, values) for name, values in {"devices": base.devices,
+                                                                   **axes}.items()}
     g_max = base.devices_per_node or profile.hardware.devices_per_node
-    layout(np.unique(p), g_max)  # clear error for device counts that do not fill servers
-    k = grid.get("accumulation", np.full(p.shape, base.accumulation)).astype(np.int64)
+    layout(np.unique(arrays["devices"]), g_max)  # clear error for counts that do not fill servers
+    shape = [len(v) for v in arrays.values()]
+    combinations = int(np.prod(shape, dtype=object))
+    rows = combinations
+    gb = arrays.get("global_batch")
+    if gb is None and base.global_batch is not None:
+        gb = np.array([base.global_batch], dtype=np.int64)
+    if gb is not None:  # count the combinations of (global batch, devices, accumulation) kept
+        k = arrays.get("accumulation", np.array([base.accumulation], dtype=np.int64))
+        g3, p3, k3 = np.meshgrid(gb, arrays["devices"], k, indexing="ij")
+        kept = int(_strong_keep(g3, p3, k3).sum())
+        others = combinations // int(np.prod([len(arrays[n]) for n in ("global_batch", "devices",
+                                                                      "accumulation")
+                                              if n in arrays], dtype=object))
+        rows = others * kept
+        if rows == 0:
+            raise ScalesimError("no combination of the sweep splits the global batch evenly")
+    return SweepPlan(profile, base, arrays, combinations, rows)
 
+
+def _grid_at(plan: SweepPlan, flat: np.ndarray) -> dict[str, np.ndarray]:
+    """Axis values of the combinations numbered ``flat`` (C order of the axes, as meshgrid)."""
+    index = np.unravel_index(flat, plan.shape)
+    return {name: values[i] for (name, values), i in zip(plan.axes.items(), index, strict=True)}
+
+
+def evaluate_at(plan: SweepPlan, flat: np.ndarray) -> SweepResult:
+    """The model at the combinations numbered ``flat``; strong-scaling ones that do not split
+    are dropped and counted."""
+    profile, base = plan.profile, plan.base
+    grid = _grid_at(plan, np.asarray(flat, dtype=np.int64))
+    p = grid["devices"]
+    k = grid.get("accumulation", np.full(p.shape, base.accumulation, dtype=np.int64))
     global_batch = grid.get("global_batch")
     if global_batch is None and base.global_batch is not None:
-        global_batch = np.full(p.shape, base.global_batch)
+        global_batch = np.full(p.shape, base.global_batch, dtype=np.int64)
     keep = np.ones(p.shape, dtype=bool)
     if global_batch is not None:
-        global_batch = global_batch.astype(np.int64)
-        keep = (global_batch % (p * k) == 0) & (global_batch >= p * k)
+        keep = _strong_keep(global_batch, p, k)
         grid = {name: col[keep] for name, col in grid.items()}
         p, k, global_batch = p[keep], k[keep], global_batch[keep]
         micro = global_batch // (p * k)
         base_micro = global_batch // k
     else:
         b0 = base.micro_batch or profile.workload.micro_batch
-        micro = grid.get("micro_batch", np.full(p.shape, b0)).astype(np.int64)
+        micro = grid.get("micro_batch", np.full(p.shape, b0, dtype=np.int64))
         base_micro = micro
-    if p.size == 0:
-        raise ScalesimError("no combination of the sweep splits the global batch evenly")
 
     base_scn = base.model_copy(update={"global_batch": None, "micro_batch": 1, "devices": [1]})
     inputs, _ = scenario_inputs(profile, base_scn, devices=p)
@@ -124,14 +180,14 @@ def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResul
     if "algorithm" in grid:
         changes["algorithm"] = _codes(grid["algorithm"], ALGORITHMS, "algorithm")
     if "overlap" in grid:
-        changes["overlap"] = grid["overlap"].astype(bool)
+        changes["overlap"] = grid["overlap"]
     if "bucket_mib" in grid:
-        changes["bucket_bytes"] = grid["bucket_mib"].astype(float) * MIB
+        changes["bucket_bytes"] = grid["bucket_mib"] * MIB
     for name in ("intra_busbw_GBps", "inter_busbw_GBps"):
         if name in grid:
-            changes[name] = grid[name].astype(float)
+            changes[name] = grid[name]
     if "straggler_cv" in grid:
-        changes["jitter_cv"] = grid["straggler_cv"].astype(float)
+        changes["jitter_cv"] = grid["straggler_cv"]
     inputs = inputs.replace(**changes)
     result, speedup, efficiency = evaluate_scaling(inputs, base_micro)
 
@@ -150,6 +206,64 @@ def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResul
         else:
             columns[name] = getattr(result, name)
     return SweepResult(columns=columns, dropped=int((~keep).sum()))
+
+
+def iter_sweep(plan: SweepPlan, chunk_rows: int | None = None) -> Iterator[SweepResult]:
+    """The plan's rows, ``chunk_rows`` (default CHUNK_ROWS) combinations at a time, in grid
+    order, so memory stays that of one chunk however large the grid."""
+    chunk_rows = chunk_rows or CHUNK_ROWS
+    for start in range(0, plan.combinations, chunk_rows):
+        chunk = evaluate_at(plan, np.arange(start, min(start + chunk_rows, plan.combinations)))
+        if chunk.size or start + chunk_rows >= plan.combinations:
+            yield chunk
+
+
+def available_memory_bytes() -> int:
+    """Memory the system can still give (Linux MemAvailable; total physical memory elsewhere)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def describe_bytes(size: float) -> str:
+    """'3.1 GB', '396 kB': a size in bytes for messages (decimal units)."""
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.3g} {unit}"
+    return f"{size:.0f} B"
+
+
+def check_size(plan: SweepPlan) -> None:
+    """Refuse a grid of more than MAX_ROWS rows, saying how big it is."""
+    if plan.rows > MAX_ROWS:
+        raise ScalesimError(f"the sweep has {plan.rows:,} rows ({plan.combinations:,} "
+                            f"combinations, {describe_bytes(plan.memory_bytes)} as numbers), over "
+                            f"the limit of {MAX_ROWS:,} rows; sweep fewer values")
+
+
+def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResult:
+    """Every combination of ``axes`` values on top of ``base``, in memory.
+
+    Evaluated in chunks of CHUNK_ROWS; a result larger than half the available memory is refused
+    up front with its size (stream it instead: :func:`plan_sweep` and :func:`iter_sweep`).
+    """
+    plan = plan_sweep(profile, base, axes)
+    check_size(plan)
+    available = available_memory_bytes()
+    if plan.memory_bytes > MEMORY_SHARE * available:
+        raise ScalesimError(f"the sweep has {plan.rows:,} rows, {describe_bytes(plan.memory_bytes)} "
+                            f"in memory, more than half of the {describe_bytes(available)} available; "
+                            "stream it to a file (scalesim sweep --out) or sweep fewer values")
+    chunks = list(iter_sweep(plan))
+    if len(chunks) == 1:
+        return chunks[0]
+    columns = {name: np.concatenate([c.columns[name] for c in chunks]) for name in chunks[0].columns}
+    return SweepResult(columns=columns, dropped=sum(c.dropped for c in chunks))
 
 
 def _codes(values: np.ndarray, table: dict[str, int], what: str) -> np.ndarray:

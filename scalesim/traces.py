@@ -31,6 +31,7 @@ import io
 import json
 import os
 import re
+import zlib
 from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ from scalesim.errors import ScalesimError
 CHUNK_CHARS = 1 << 20
 MAX_VALUE_CHARS = 64 << 20  # one JSON value (event or metadata) larger than this is malformed
 US = 1e-6  # Chrome-trace timestamps are microseconds
+MAX_WORLD_SIZE = 1 << 20  # ranks; the largest training jobs run about 10^5
 
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
@@ -89,20 +91,24 @@ class _Stream:
                                 f"{ch!r} at character {self.pos})")
         self.pos += 1
 
-    def value(self):
+    def value(self, what: str):
+        """The next JSON value; ``what`` names it in errors ("event 12", "key 'x'")."""
         self.peek()
         while True:
             try:
                 val, end = _DECODER.raw_decode(self.buf, self.pos)
+            except RecursionError:  # json's decoder recurses once per nesting level
+                raise ScalesimError(f"{self.source}: {what} is nested too deeply (past Python's "
+                                    "recursion limit) to be a profiler trace") from None
             except json.JSONDecodeError as exc:
                 # A value cut by the end of the buffer fails within a few characters of it (a
                 # literal or number prefix) or as an unterminated string; anything else is bad.
                 at_end = (exc.msg.startswith("Unterminated")
                           or exc.pos >= len(self.buf.rstrip()) - 64)
                 if not at_end:
-                    raise ScalesimError(f"{self.source}: malformed JSON ({exc.msg})") from None
+                    raise ScalesimError(f"{self.source}: {what}: malformed JSON ({exc.msg})") from None
                 if len(self.buf) - self.pos > MAX_VALUE_CHARS:
-                    raise ScalesimError(f"{self.source}: one event is over {MAX_VALUE_CHARS} "
+                    raise ScalesimError(f"{self.source}: {what} is over {MAX_VALUE_CHARS} "
                                         "characters; not a profiler trace") from None
                 if not self._fill():
                     raise _Truncated from None
@@ -122,7 +128,8 @@ def _open_text(path: Path) -> IO[str]:
 
 
 def iter_trace(path: str | os.PathLike[str], metadata: dict):
-    """Yield each trace event (a dict) of a Kineto JSON file; top-level keys go into ``metadata``."""
+    """Yield ``(number, event)`` for each trace event (a dict) of a Kineto JSON file, numbered from
+    1 in file order (non-objects count too); top-level keys go into ``metadata``."""
     file = Path(path)
     try:
         handle = _open_text(file)
@@ -139,7 +146,7 @@ def iter_trace(path: str | os.PathLike[str], metadata: dict):
                 stream.pos += 1
             else:
                 while True:
-                    key = stream.value()
+                    key = stream.value("a top-level key")
                     if not isinstance(key, str):
                         raise ScalesimError(f"{file}: not a JSON object with string keys")
                     stream.take(":")
@@ -149,23 +156,27 @@ def iter_trace(path: str | os.PathLike[str], metadata: dict):
                         if stream.peek() == "]":
                             stream.pos += 1
                         else:
+                            number = 0
                             while True:
-                                event = stream.value()
+                                number += 1
+                                event = stream.value(f"event {number}")
                                 if isinstance(event, dict):
-                                    yield event
+                                    yield number, event
                                 stream.take(",]")
                                 if stream.buf[stream.pos - 1] == "]":
                                     break
                     else:
-                        metadata[key] = stream.value()
+                        metadata[key] = stream.value(f"key {key[:60]!r}")
                     stream.take(",}")
                     if stream.buf[stream.pos - 1] == "}":
                         break
     except _Truncated:
         raise ScalesimError(f"{file}: the trace ends early (truncated file?); re-export it with "
                             "prof.export_chrome_trace") from None
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise ScalesimError(f"{file}: cannot read it ({exc})") from None
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise ScalesimError(f"{file}: cannot read it: corrupt or cut gzip data ({exc})"
+                            if isinstance(exc, (EOFError, gzip.BadGzipFile, zlib.error))
+                            else f"{file}: cannot read it ({exc})") from None
     if not seen_events:
         raise ScalesimError(f"{file}: no traceEvents: not a PyTorch profiler (Kineto) trace")
 
@@ -242,10 +253,72 @@ def length_in(merged: tuple[np.ndarray, np.ndarray], w0: float, w1: float) -> fl
 
 def _collective_name(name: str, args: dict) -> str:
     if name == "record_param_comms":
-        return f"record_param_comms:{args.get('Collective name', '?')}"
+        collective = args.get("Collective name")
+        return f"record_param_comms:{collective[:60] if isinstance(collective, str) else '?'}"
     if "nccl" in name.lower():
         return name.split("(")[0][:60]
     return name
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _event_times(ev: dict, source: str, number: int, name) -> tuple[float, float] | None:
+    """(ts, dur) of a complete event in microseconds; None when either is missing, not a number
+    or dur is negative (such events are skipped); a non-finite or overflowing number is an error
+    naming the event."""
+    ts, dur = ev.get("ts"), ev.get("dur")
+    if isinstance(ts, bool) or isinstance(dur, bool) or not isinstance(ts, (int, float)) or (
+            not isinstance(dur, (int, float))):
+        return None
+    label = f"{source}: event {number} ({str(name)[:80]})"
+    values = []
+    for field_name, value in (("ts", ts), ("dur", dur)):
+        try:
+            number_us = float(value)
+        except OverflowError:
+            raise ScalesimError(f"{label}: {field_name} is an integer of {len(str(abs(value)))} "
+                                "digits, too large for microseconds") from None
+        if not np.isfinite(number_us):
+            raise ScalesimError(f"{label}: {field_name} is {number_us}, not a finite number of "
+                                "microseconds") from None
+        values.append(number_us)
+    if values[1] < 0:
+        return None
+    if not np.isfinite(values[0] + values[1]):
+        raise ScalesimError(f"{label}: ts + dur overflows ({values[0]:g} + {values[1]:g} us)")
+    return values[0], values[1]
+
+
+def _distributed_info(meta: dict, source: str) -> tuple[int | None, int | None]:
+    """(rank, world_size) from the trace's ``distributedInfo`` (None where absent)."""
+    info = meta.get("distributedInfo")
+    if info is None:
+        return None, None
+    if not isinstance(info, dict):
+        raise ScalesimError(f"{source}: distributedInfo is a {_json_kind(info)}, expected an "
+                            "object with rank and world_size")
+    world, rank = info.get("world_size"), info.get("rank")
+    if world is not None and (not _whole(world) or not 1 <= world <= MAX_WORLD_SIZE):
+        raise ScalesimError(f"{source}: distributedInfo.world_size is {_short(world)}, expected a "
+                            f"whole number from 1 to {MAX_WORLD_SIZE:,}")
+    if rank is not None and (not _whole(rank) or rank < 0 or (world is not None and rank >= world)):
+        limit = f"0 to {world - 1}" if world is not None else "0 or more"
+        raise ScalesimError(f"{source}: distributedInfo.rank is {_short(rank)}, expected a whole "
+                            f"number from {limit}")
+    return rank, world
+
+
+def _json_kind(value) -> str:
+    kinds = {list: "list (JSON array)", str: "string", bool: "boolean", int: "number",
+             float: "number"}
+    return "null" if value is None else kinds.get(type(value), type(value).__name__)
+
+
+def _short(value) -> str:
+    text = json.dumps(value) if not isinstance(value, int) or abs(value) < 10**30 else "a huge number"
+    return f"{_json_kind(value)} {text[:40]}" + ("..." if len(text) > 40 else "")
 
 
 def summarise(path: str | os.PathLike[str], index: int = 0) -> TraceSummary:
@@ -254,19 +327,22 @@ def summarise(path: str | os.PathLike[str], index: int = 0) -> TraceSummary:
     cpu_steps, gpu_steps = [], []
     compute_cpu, comm_cpu, compute_gpu, comm_gpu, data = (_Intervals() for _ in range(5))
     coll = defaultdict(lambda: {"count": 0, "total_s": 0.0})
-    for ev in iter_trace(path, meta):
+    source = str(path)
+    zero_steps = []
+    for number, ev in iter_trace(path, meta):
         if ev.get("ph") != "X":
             continue
-        dur, ts = ev.get("dur"), ev.get("ts")
-        if not isinstance(dur, (int, float)) or not isinstance(ts, (int, float)) or dur < 0:
-            continue
         name = ev.get("name")
-        if not isinstance(name, str):
+        times = _event_times(ev, source, number, name)
+        if times is None or not isinstance(name, str):
             continue
+        ts, dur = times
         cat = ev.get("cat", "")
-        t0, d = float(ts) * US, float(dur) * US
+        t0, d = ts * US, dur * US
         m = _STEP.match(name)
-        if m:
+        if m and d == 0.0:
+            zero_steps.append(name)
+        elif m:
             (gpu_steps if cat == "gpu_user_annotation" else cpu_steps).append(
                 (int(m.group(1)), t0, t0 + d))
         elif name.startswith(DATA_PREFIX):
@@ -284,19 +360,26 @@ def summarise(path: str | os.PathLike[str], index: int = 0) -> TraceSummary:
         elif name.startswith(CPU_COMM_PREFIXES):
             comm_cpu.add(t0, d)
             if not name.startswith("c10d::"):
-                c = coll[_collective_name(name, ev.get("args") or {})]
+                args = ev.get("args")
+                c = coll[_collective_name(name, args if isinstance(args, dict) else {})]
                 c["count"] += 1
                 c["total_s"] += d
         elif cat == "cpu_op":
             compute_cpu.add(t0, d)
-    source = str(path)
     if not cpu_steps and not gpu_steps:
+        if zero_steps:
+            more = f" and {len(zero_steps) - 1} more" if len(zero_steps) > 1 else ""
+            raise ScalesimError(f"{source}: every ProfilerStep has duration 0 ({zero_steps[0]}"
+                                f"{more}); no step to measure")
         raise ScalesimError(f"{source}: no ProfilerStep#N events; record with torch.profiler and "
                             "call prof.step() once per training step")
-    dist = meta.get("distributedInfo") or {}
     notes = []
-    rank = dist.get("rank")
-    if not isinstance(rank, int):
+    if zero_steps:
+        notes.append(f"{Path(source).name}: {', '.join(zero_steps[:3])}"
+                     + (f" and {len(zero_steps) - 3} more" if len(zero_steps) > 3 else "")
+                     + " of duration 0 left out")
+    rank, world_size = _distributed_info(meta, source)
+    if rank is None:
         rank = index
         notes.append(f"{Path(source).name}: no distributedInfo.rank; taken as rank {index} from "
                      "the order of the files")
@@ -323,7 +406,8 @@ def summarise(path: str | os.PathLike[str], index: int = 0) -> TraceSummary:
             exposed_comm_s=max(mw - overlap, 0.0), data_wait_s=dw,
             idle_s=max(span - cdmw, 0.0)))
     collectives = {k: dict(v) for k, v in sorted(coll.items())}
-    return TraceSummary(source, rank, dist.get("world_size"), str(meta.get("host_name", "")),
+    host = meta.get("host_name")
+    return TraceSummary(source, rank, world_size, host[:200] if isinstance(host, str) else "",
                         "gpu" if gpu else "cpu", steps, collectives, notes)
 
 

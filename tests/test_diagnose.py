@@ -150,8 +150,9 @@ BAD = [
     ("devices,samples_per_s\n1,10\n2,20\n", "missing column.*nodes"),
     ("devices,nodes\n1,1\n2,1\n", "samples_per_s or step_time_s"),
     ("devices,nodes,samples_per_s\n1,1,10\n", "1 run.*two or more"),
-    ("devices,nodes,samples_per_s\n1,1,10\n4,1,30\n2,1,19\n", "increase"),
-    ("devices,nodes,samples_per_s\n1,1,10\n1,1,11\n", "increase"),
+    ("devices,nodes,samples_per_s\n1,1,10\n2,1,19\n2,2,18\n", "runs 2 and 3 are both on 2 "
+     "devices but differ"),
+    ("devices,nodes,samples_per_s\n1,1,10\n1,1,11\n", "all 2 runs are on 1 devices"),
     ("devices,nodes,samples_per_s\n1,1,10\n3,2,25\n", "split evenly"),
     ("devices,nodes,samples_per_s\n1,1,10\n2,1,-4\n", "greater than or equal to"),
     ("devices,nodes,samples_per_s\n1,1,10\n2,1,abc\n", "samples_per_s"),

@@ -1,4 +1,4 @@
-"""scalesim sweep: evaluate a grid of scenarios in one vectorised call; CSV or JSON out."""
+"""scalesim sweep: evaluate a grid of scenarios in vectorised chunks; CSV or JSON streamed out."""
 
 from __future__ import annotations
 
@@ -67,30 +67,92 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "else csv)")
 
 
-def _to_text(columns: dict, fmt: str) -> str:
+FORMAT_ROWS = 8192  # rows formatted into one piece of text
+SAMPLE_ROWS = 2000  # rows evaluated and formatted up front to estimate the output's size
+
+
+def _row_format(columns: dict) -> str:
+    """A printf format for one CSV row: integers as is, floats to 6 significant digits."""
+    kinds = []
+    for values in columns.values():
+        kind = values.dtype.kind
+        kinds.append("%d" if kind in "iu" else "%.6g" if kind == "f" else "%s")
+    return ",".join(kinds) + "\n"
+
+
+def _pieces(columns: dict, fmt: str):
+    """The rows of ``columns`` as text, FORMAT_ROWS rows per piece (a JSON piece has no
+    brackets: the pieces of a sweep are joined by ', ' inside one list)."""
     from scalesim.jsonio import to_json_text
 
     names = list(columns)
     n = len(next(iter(columns.values())))
+    row_format = _row_format(columns)
+    for start in range(0, n, FORMAT_ROWS):
+        lists = [columns[k][start:start + FORMAT_ROWS].tolist() for k in names]
+        if fmt == "json":
+            yield to_json_text([dict(zip(names, row, strict=True))
+                                for row in zip(*lists, strict=True)], indent=None,
+                               what="the sweep")[1:-1]
+        else:
+            yield "".join([row_format % row for row in zip(*lists, strict=True)])
+
+
+def _to_text(columns: dict, fmt: str) -> str:
+    """All of ``columns`` as one CSV or JSON text."""
+    body = list(_pieces(columns, fmt))
     if fmt == "json":
-        rows = [{k: columns[k][i].item() for k in names} for i in range(n)]
-        return to_json_text(rows, indent=None, what="the sweep") + "\n"
-    lines = [",".join(names)]
-    for i in range(n):
-        lines.append(",".join(_cell(columns[k][i]) for k in names))
-    return "\n".join(lines) + "\n"
+        return "[" + ", ".join(body) + "]\n"
+    return ",".join(columns) + "\n" + "".join(body)
 
 
-def _cell(value) -> str:
-    value = value.item()
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
+def _estimated_bytes(plan, fmt: str) -> int:
+    """Size of the whole output, from SAMPLE_ROWS combinations spread over the grid."""
+    import numpy as np
+
+    from scalesim.sweep import evaluate_at
+
+    flat = np.unique(np.linspace(0, plan.combinations - 1, min(plan.combinations, SAMPLE_ROWS))
+                     .astype(np.int64))
+    sample = evaluate_at(plan, flat)
+    if sample.size == 0:
+        return plan.rows * 200
+    text = _to_text(sample.columns, fmt)
+    return int(len(text.encode()) / sample.size * plan.rows)
+
+
+def _check_disk(path: str, size: int, rows: int) -> None:
+    """Refuse before writing when the output would not fit on the disk that holds ``path``."""
+    from scalesim.outfiles import free_bytes
+    from scalesim.sweep import describe_bytes
+
+    free = free_bytes(path)
+    if free is not None and size > free:
+        raise ScalesimError(f"the sweep has {rows:,} rows, about {describe_bytes(size)} of output, "
+                            f"more than the {describe_bytes(free)} free for {path}; sweep fewer "
+                            "values")
+
+
+def _write(handle, plan, fmt: str) -> int:
+    """Stream every row of ``plan`` to ``handle``; returns the combinations dropped."""
+    from scalesim.sweep import iter_sweep
+
+    dropped, first = 0, True
+    for chunk in iter_sweep(plan):
+        dropped += chunk.dropped
+        if first:
+            handle.write("[" if fmt == "json" else ",".join(chunk.columns) + "\n")
+        for piece in _pieces(chunk.columns, fmt):
+            handle.write(piece if first or fmt == "csv" else ", " + piece)
+            first = False
+    if fmt == "json":
+        handle.write("]\n")
+    return dropped
 
 
 def run(args: argparse.Namespace) -> int:
-    from scalesim.jsonio import atomic_write_text
-    from scalesim.sweep import sweep
+    from scalesim.outfiles import check_writable, open_output
+    from scalesim.sweep import check_size, plan_sweep
 
     profile = profile_from_args(args)
     scenario = scenario_from_args(args)
@@ -102,17 +164,21 @@ def run(args: argparse.Namespace) -> int:
         raise ScalesimError("--batch-values sweeps weak scaling; drop --global-batch")
     if "global_batch" in axes and scenario.micro_batch is not None:
         raise ScalesimError("--global-batch-values sweeps strong scaling; drop --batch")
-    result = sweep(profile, scenario, axes)
+    plan = plan_sweep(profile, scenario, axes)
+    check_size(plan)
     fmt = args.format or ("json" if (args.out or "").endswith(".json") else "csv")
-    text = _to_text(result.columns, fmt)
-    dropped = (f"{result.dropped} strong-scaling combinations dropped: the global batch does not "
-               "split evenly over devices x accumulation" if result.dropped else "")
     if args.out:
-        atomic_write_text(args.out, text)
-        print(f"wrote {result.size} scenarios to {args.out}" + (f" ({dropped})" if dropped else ""),
-              file=sys.stderr)
+        check_writable(args.out)
+        _check_disk(args.out, _estimated_bytes(plan, fmt), plan.rows)
+        with open_output(args.out) as handle:
+            dropped = _write(handle, plan, fmt)
     else:
-        sys.stdout.write(text)
-        if dropped:
-            print(f"note: {dropped}", file=sys.stderr)
+        dropped = _write(sys.stdout, plan, fmt)
+    note = (f"{dropped} strong-scaling combinations dropped: the global batch does not "
+            "split evenly over devices x accumulation" if dropped else "")
+    if args.out:
+        print(f"wrote {plan.rows} scenarios to {args.out}" + (f" ({note})" if note else ""),
+              file=sys.stderr)
+    elif note:
+        print(f"note: {note}", file=sys.stderr)
     return 0

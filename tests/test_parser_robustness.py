@@ -1,0 +1,175 @@
+"""Hostile runs files and traces: every one is one line naming the file, the event or row, and
+what is wrong (exit 2), never a traceback (issue 14, parsers)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from scalesim import traces
+from scalesim.cli.main import main
+from scalesim.errors import ScalesimError
+from scalesim.runs import load_runs, parse_runs_text
+
+DEEP = 100_000  # nesting levels: far past Python's recursion limit
+
+
+def _x(name, ts, dur, cat="cpu_op"):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur}
+
+
+def _events(step_dur=100.0):
+    return [_x("ProfilerStep#1", 0, step_dur, cat="user_annotation"), _x("aten::mm", 1, 10),
+            _x("ProfilerStep#2", 200, 100.0, cat="user_annotation"), _x("aten::mm", 201, 10)]
+
+
+def _trace(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _one_line_exit_2(capsys, *argv) -> str:
+    code = main(list(argv))
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    return err
+
+
+# ------------------------------------------------------------------ runs files
+
+
+def test_deeply_nested_runs_json(tmp_path, capsys):
+    path = _trace(tmp_path, "runs.json", "[" * DEEP + "]" * DEEP)
+    with pytest.raises(ScalesimError, match="runs.json.*nested"):
+        load_runs(path)
+    err = _one_line_exit_2(capsys, "diagnose", str(path))
+    assert "runs.json" in err and "nested" in err
+
+
+def test_csv_cell_over_the_cell_limit_names_the_line(tmp_path, capsys):
+    huge = "9" * (5 << 20)
+    path = _trace(tmp_path, "runs.csv", f"devices,nodes,samples_per_s\n1,1,100\n2,1,{huge}\n")
+    err = _one_line_exit_2(capsys, "diagnose", str(path))
+    assert "runs.csv" in err and "line 3" in err and "characters" in err
+
+
+def test_csv_cell_over_128_kib_of_rank_times_is_read():
+    # 16 384 ranks of "0.1234567;" is 160 KiB in one cell: more than csv's default limit.
+    n = 16_384
+    times = ";".join(["0.1234567"] * n)
+    text = (f"devices,nodes,step_time_s,rank_step_times_s\n8192,1024,0.12,{';'.join(['0.1'] * 8192)}"
+            f"\n{n},2048,0.13,{times}\n")
+    runs = parse_runs_text(text, "r.csv")
+    assert len(runs.rows[-1].rank_step_times_s) == n
+
+
+def test_huge_digit_string_cell_is_a_field_error():
+    text = "devices,nodes,samples_per_s\n1,1,100\n" + "9" * 5000 + ",1,200\n"
+    with pytest.raises(ScalesimError, match="run 2.*devices"):
+        parse_runs_text(text, "r.csv")
+
+
+# ------------------------------------------------------------------ traces
+
+
+def test_deeply_nested_trace_event(tmp_path, capsys):
+    path = _trace(tmp_path, "t.json", '{"traceEvents":[' + "[" * DEEP + "]" * DEEP + "]}")
+    with pytest.raises(ScalesimError, match=r"t\.json: event 1 .*nested"):
+        traces.summarise(path)
+    _one_line_exit_2(capsys, "diagnose", "--trace", str(path))
+
+
+def test_deeply_nested_trace_metadata(tmp_path):
+    path = _trace(tmp_path, "t.json", '{"deviceProperties":' + "[" * DEEP + "]" * DEEP
+                  + ',"traceEvents":[]}')
+    with pytest.raises(ScalesimError, match=r"t\.json: .*deviceProperties.*nested"):
+        traces.summarise(path)
+
+
+def test_corrupt_gzip_trace(tmp_path, capsys):
+    data = gzip.compress(json.dumps({"traceEvents": _events() * 500}).encode())
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(data[:20] + b"\x00" * 64 + data[84:])
+    with pytest.raises(ScalesimError, match=r"t\.json\.gz: .*(corrupt|cannot read)"):
+        traces.summarise(path)
+    _one_line_exit_2(capsys, "diagnose", "--trace", str(path))
+
+
+def test_distributed_info_as_a_list(tmp_path, capsys):
+    path = _trace(tmp_path, "t.json", json.dumps({"distributedInfo": [0, 2],
+                                                  "traceEvents": _events()}))
+    with pytest.raises(ScalesimError, match=r"t\.json: distributedInfo .*list.*object"):
+        traces.summarise(path)
+    _one_line_exit_2(capsys, "diagnose", "--trace", str(path))
+
+
+@pytest.mark.parametrize("info, field", [({"rank": 0, "world_size": "8"}, "world_size"),
+                                         ({"rank": 0, "world_size": 0}, "world_size"),
+                                         ({"rank": 0, "world_size": 10**30}, "world_size"),
+                                         ({"rank": 0, "world_size": True}, "world_size"),
+                                         ({"rank": "0", "world_size": 2}, "rank"),
+                                         ({"rank": -1, "world_size": 2}, "rank"),
+                                         ({"rank": 3, "world_size": 2}, "rank")])
+def test_distributed_info_fields_of_the_wrong_type(tmp_path, capsys, info, field):
+    path = _trace(tmp_path, "t.json", json.dumps({"distributedInfo": info,
+                                                  "traceEvents": _events()}))
+    with pytest.raises(ScalesimError, match=rf"t\.json: distributedInfo\.{field}"):
+        traces.summarise(path)
+    _one_line_exit_2(capsys, "diagnose", "--trace", str(path))
+
+
+def test_zero_length_step_is_left_out_with_a_note(tmp_path, capsys):
+    path = _trace(tmp_path, "t.json", json.dumps({"traceEvents": _events(step_dur=0.0)}))
+    s = traces.summarise(path)
+    assert [st.step for st in s.steps] == [2]
+    assert any("ProfilerStep#1" in n and "duration 0" in n for n in s.notes)
+    assert main(["diagnose", "--trace", str(path)]) == 0
+
+
+def test_only_zero_length_steps_is_an_error(tmp_path, capsys):
+    events = [_x("ProfilerStep#1", 0, 0, cat="user_annotation"), _x("aten::mm", 1, 10)]
+    path = _trace(tmp_path, "t.json", json.dumps({"traceEvents": events}))
+    with pytest.raises(ScalesimError, match=r"t\.json: .*ProfilerStep.*duration 0"):
+        traces.summarise(path)
+    for second in (tmp_path / "t1.json",):
+        second.write_text(json.dumps({"traceEvents": events}))
+    _one_line_exit_2(capsys, "diagnose", "--trace", str(path), str(second))
+
+
+@pytest.mark.parametrize("field", ["ts", "dur"])
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e400", "1" + "0" * 400])
+def test_non_finite_or_huge_times_name_the_event(tmp_path, capsys, field, literal):
+    event = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 5, "dur": 10}
+    event[field] = "@@"
+    body = json.dumps({"traceEvents": [_x("ProfilerStep#1", 0, 100, cat="user_annotation"),
+                                       event]}).replace('"@@"', literal)
+    path = _trace(tmp_path, "t.json", body)
+    with pytest.raises(ScalesimError, match=rf"t\.json: event 2 \(aten::mm\): {field} "):
+        traces.summarise(path)
+    _one_line_exit_2(capsys, "diagnose", "--trace", str(path))
+
+
+def test_args_of_the_wrong_type_are_ignored(tmp_path):
+    events = _events() + [dict(_x("record_param_comms", 5, 3), args=[1, 2])]
+    s = traces.summarise(_trace(tmp_path, "t.json", json.dumps({"traceEvents": events})))
+    assert "record_param_comms:?" in s.collectives
+
+
+@pytest.mark.parametrize("argv", [["diagnose", "/dev/zero"], ["predict", "--profile", "/dev/zero"],
+                                  ["diagnose", "--trace", "/dev/zero"],
+                                  ["diagnose", "--trace", "/dev/urandom"]])
+def test_endless_inputs_end_with_one_line(capsys, argv):
+    _one_line_exit_2(capsys, *argv)
+
+
+def test_text_over_the_size_limit_is_refused(tmp_path, monkeypatch):
+    from scalesim import jsonio
+
+    monkeypatch.setattr(jsonio, "MAX_TEXT_CHARS", 100)
+    path = _trace(tmp_path, "runs.csv", "devices,nodes,samples_per_s\n" + "1,1,10\n" * 20)
+    with pytest.raises(ScalesimError, match=r"runs\.csv: over 100 characters"):
+        load_runs(path)

@@ -1,0 +1,126 @@
+"""Sweeps of any size (issue 14): chunked evaluation gives the rows of one call, the CLI streams
+them with bounded memory, and grids too large for the memory, the disk or the row limit are
+refused before anything runs, saying how big they are."""
+
+from __future__ import annotations
+
+import json
+import os
+import tracemalloc
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from scalesim import sweep as sweep_module
+from scalesim.cli import cmd_sweep
+from scalesim.cli.main import main
+from scalesim.errors import ScalesimError
+from scalesim.profiles import default_profile
+from scalesim.schemas import Scenario
+from scalesim.sweep import iter_sweep, plan_sweep, sweep
+
+WEAK = (Scenario(devices=[1, 2, 4, 8, 16]),
+        {"micro_batch": [8, 33], "strategy": ["ddp", "zero3"], "overlap": [True, False],
+         "inter_busbw_GBps": [5.0, 50.0, 400.0]})
+STRONG = (Scenario(devices=[1, 2, 4, 8, 16, 32]),
+          {"global_batch": [64, 96, 1000], "accumulation": [1, 2, 3]})
+
+
+@pytest.mark.parametrize("base, axes", [WEAK, STRONG])
+def test_chunks_give_the_rows_of_one_call(base, axes):
+    profile = default_profile()
+    plan = plan_sweep(profile, base, axes)
+    whole = sweep_module.evaluate_at(plan, np.arange(plan.combinations))
+    chunks = list(iter_sweep(plan, chunk_rows=7))
+    assert sum(c.size for c in chunks) == whole.size == plan.rows
+    assert sum(c.dropped for c in chunks) == whole.dropped == plan.combinations - plan.rows
+    for name, column in whole.columns.items():
+        joined = np.concatenate([c.columns[name] for c in chunks])
+        assert joined.dtype == column.dtype and np.array_equal(joined, column), name
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_cli_streams_in_chunks_the_same_text(tmp_path, monkeypatch, capsys, fmt):
+    profile = default_profile()
+    base, axes = STRONG
+    expected = cmd_sweep._to_text(sweep(profile, base, axes).columns, fmt)
+    monkeypatch.setattr(sweep_module, "CHUNK_ROWS", 5)
+    monkeypatch.setattr(cmd_sweep, "FORMAT_ROWS", 3)
+    out = tmp_path / f"grid.{fmt}"
+    argv = ["sweep", "--devices", "1,2,4,8,16,32", "--global-batch-values", "64,96,1000",
+            "--accumulation-values", "1,2,3"]
+    assert main(argv + ["--out", str(out)]) == 0
+    assert out.read_text() == expected
+    assert main(argv + ["--format", fmt]) == 0
+    assert capsys.readouterr().out == expected
+    if fmt == "json":
+        assert len(json.loads(expected)) == plan_sweep(profile, base, axes).rows
+
+
+def _peak_bytes(fn) -> int:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+class _Null:
+    def write(self, text):
+        return len(text)
+
+
+def test_streaming_memory_does_not_grow_with_the_rows(monkeypatch):
+    profile = default_profile()
+    base = Scenario(devices=[1, 2, 4, 8])
+    monkeypatch.setattr(sweep_module, "CHUNK_ROWS", 1 << 13)
+    small = plan_sweep(profile, base, {"micro_batch": list(range(1, 1 + 2048))})  # 8k rows
+    large = plan_sweep(profile, base, {"micro_batch": list(range(1, 1 + 65536))})  # 262k rows
+    cmd_sweep._write(_Null(), small, "csv")  # warm-up: first-call imports and caches
+    small_peak = _peak_bytes(lambda: cmd_sweep._write(_Null(), small, "csv"))
+    large_peak = _peak_bytes(lambda: cmd_sweep._write(_Null(), large, "csv"))
+    in_memory = _peak_bytes(lambda: sweep(profile, base, {"micro_batch": list(range(1, 65537))}))
+    assert large_peak < 1.5 * small_peak + (1 << 20)  # 32x the rows, the same memory
+    assert large_peak < in_memory / 5
+
+
+def test_more_rows_than_the_limit_are_refused_up_front(capsys):
+    values = ",".join(str(v) for v in range(1, 1001))
+    code = main(["sweep", "--devices", "1,2,4,8", "--batch-values", values,
+                 "--accumulation-values", values, "--inter-busbw-values", values[:1091]])  # 1..300
+    err = capsys.readouterr().err
+    assert code == 2 and "1,200,000,000 rows" in err and len(err.splitlines()) == 1
+
+
+def test_in_memory_sweep_larger_than_memory_is_refused(monkeypatch):
+    monkeypatch.setattr(sweep_module, "available_memory_bytes", lambda: 4000)
+    with pytest.raises(ScalesimError, match=r"40 rows, 4\.84 kB in memory, more than half of the 4 kB"):
+        sweep(default_profile(), Scenario(devices=[1, 2, 4, 8]), {"micro_batch": list(range(1, 11))})
+    assert sweep_module.available_memory_bytes() > 0
+
+
+def test_output_larger_than_the_free_disk_is_refused(tmp_path, monkeypatch, capsys):
+    real_statvfs = os.statvfs
+    monkeypatch.setattr(os, "statvfs", lambda path: SimpleNamespace(f_bavail=10, f_frsize=4096))
+    out = tmp_path / "grid.csv"
+    values = ",".join(str(v) for v in range(1, 1001))
+    code = main(["sweep", "--devices", "1,2,4,8", "--batch-values", values, "--out", str(out)])
+    err = capsys.readouterr().err
+    monkeypatch.setattr(os, "statvfs", real_statvfs)
+    assert code == 2 and "4,000 rows" in err and "kB of output" in err and "41 kB free" in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("axes, fragment", [
+    ({"micro_batch": "32"}, "micro_batch' must be a list"),
+    ({"micro_batch": [1.5]}, "micro_batch' must hold whole numbers"),
+    ({"overlap": ["on"]}, "overlap' must hold true/false"),
+    ({"bucket_mib": [float("nan")]}, "bucket_mib' must hold finite numbers"),
+    ({"inter_busbw_GBps": ["fast"]}, "inter_busbw_GBps' must hold numbers"),
+    ({"accumulation": []}, "accumulation' has no values"),
+])
+def test_axes_of_the_wrong_type_are_one_line(axes, fragment):
+    with pytest.raises(ScalesimError, match=fragment):
+        sweep(default_profile(), Scenario(devices=[1, 2]), axes)
