@@ -1,7 +1,7 @@
 """Built-in hardware and workload presets, each number with its public source.
 
 Link bandwidths are nccl-tests *bus* bandwidths. Where a maintainer or user published a
-measurement for the system it is used as is (../shared/validation/interconnect.json collects
+measurement for the system it is used as is (scalesim/data/validation/interconnect.json collects
 them). Where none exists the preset derives one from the link's line rate and an efficiency
 measured on a comparable link, and says so in ``source``:
 

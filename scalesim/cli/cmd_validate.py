@@ -8,8 +8,9 @@ import json
 NAME = "validate"
 HELP = "predict published scaling results (scalesim-validation-cases/1) and report the error"
 EXAMPLE = """examples:
-  scalesim validate ../shared/validation/cases.json
-  scalesim validate ../shared/validation/cases.json --json
+  scalesim validate                 # the 57 published cases shipped with scalesim
+  scalesim validate --json
+  scalesim validate my-cases.json
 
 Each case's smallest device count (its anchor) pins down compute; every other point is
 predicted from the case's hardware and workload with one set of documented defaults
@@ -18,7 +19,9 @@ anchors."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="validation cases JSON (scalesim-validation-cases/1)")
+    p.add_argument("file", metavar="FILE", nargs="?", default=None,
+                   help="validation cases JSON (scalesim-validation-cases/1); default: the "
+                   "published cases shipped with scalesim (scalesim/data/validation/cases.json)")
     p.add_argument("--json", action="store_true",
                    help="print {cases: [{id, points: [{devices, published, predicted, "
                    "error_pct}]}], summary}")
@@ -68,9 +71,10 @@ def render_text(report) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from scalesim.shipped import validation_path
     from scalesim.validate import validate_file
 
-    report = validate_file(args.file)
+    report = validate_file(args.file if args.file is not None else validation_path("cases.json"))
     if args.json:
         print(json.dumps(report.model_dump(), indent=2))
     else:
