@@ -154,6 +154,9 @@ class FileSpec:
         head = self.data[:200]
         return f"FileSpec({self.suffix!r}, {len(self.data)} bytes, {head!r}...)"
 
+    def _repr_pretty_(self, printer, cycle) -> None:  # hypothesis' printer: the same short form
+        printer.text(repr(self))
+
 
 @dataclass(frozen=True)
 class PathSpec:
