@@ -2,9 +2,10 @@
 
     python benchmarks/validation_accuracy.py [CASES_JSON] [--doc docs/validation.md] [--no-write]
 
-Runs ``scalesim.validate`` on every case (default ../shared/validation/cases.json beside the
-checkout), prints the summary against the targets, and rewrites the text between the
-``<!-- validation-table:begin -->`` and ``<!-- validation-table:end -->`` markers of the doc.
+Runs ``scalesim.validate`` on every case (default: scalesim/data/validation/cases.json, the
+shipped copy of ../shared/validation/cases.json), prints the summary against the targets, and
+rewrites the text between the ``<!-- validation-table:begin -->`` and
+``<!-- validation-table:end -->`` markers of the doc.
 The targets are tracked here, not asserted in tests: accuracy is a report, not a pass/fail.
 """
 
@@ -19,10 +20,11 @@ from scalesim.jsonio import atomic_write_text
 from scalesim.model import collectives as coll
 from scalesim.model.param_server import server_phase_s
 from scalesim.presets import inter_link
+from scalesim.shipped import validation_path
 from scalesim.validate import TARGET_MEAN_PCT, TARGET_MEDIAN_PCT, validate_file
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_CASES = ROOT.parent / "shared" / "validation" / "cases.json"
+DEFAULT_CASES = validation_path("cases.json")
 DEFAULT_DOC = ROOT / "docs" / "validation.md"
 BEGIN, END = "<!-- validation-table:begin -->", "<!-- validation-table:end -->"
 WORST = 12

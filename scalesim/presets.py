@@ -2,7 +2,8 @@
 
 Link bandwidths are nccl-tests *bus* bandwidths, each stated with the NCCL algorithm and protocol
 it belongs to (``LinkLevel.algorithm``). Where a maintainer or user published a measurement for
-the system it is used as is (../shared/validation/interconnect.json collects them). Where none
+the system it is used as is (scalesim/data/validation/interconnect.json
+collects them). Where none
 exists the preset derives one from the link's line rate and an efficiency measured on a
 comparable link, and says so in ``source``:
 

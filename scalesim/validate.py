@@ -1,6 +1,6 @@
 """Predict published scaling measurements from their anchor point and report the error.
 
-Reads files of format ``scalesim-validation-cases/1`` (../shared/validation/README.md). For each
+Reads files of format ``scalesim-validation-cases/1`` (scalesim/data/validation/README.md). For each
 case the anchor (smallest device count) pins down compute and nothing else: the per-sample time
 of the compute curve (overhead 0) is solved so the model reproduces the anchor's throughput
 exactly at the anchor's devices, nodes, batch and accumulation, its own communication included.
@@ -168,7 +168,7 @@ def parse_cases(data, what: str = "validation file") -> list[Case]:
         raise ScalesimError(f"{what}: expected a JSON object with 'format' and 'cases'")
     if data.get("format") != FORMAT:
         raise ScalesimError(f"{what}: format is {data.get('format')!r}, expected '{FORMAT}' "
-                            "(see ../shared/validation/README.md)")
+                            "(see scalesim/data/validation/README.md)")
     extra = sorted(set(data) - {"format", "cases"})
     if extra:
         raise ScalesimError(f"{what}: unknown top-level field '{extra[0]}'; only format and cases")

@@ -27,8 +27,8 @@ from scalesim.bounds import (
 )
 from scalesim.cli.main import main
 from scalesim.errors import ScalesimError
-from scalesim.shipped import validation_path
 from scalesim.schemas import SCHEMAS, Scenario
+from scalesim.shipped import validation_path
 
 BIG = str(2**63)  # 9223372036854775808: the first whole number a C long cannot hold
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ from scalesim.cli.main import main
 from scalesim.errors import ScalesimError
 from scalesim.model import collectives as coll
 from scalesim.model.param_server import ps_phase_s, server_phase_s
+from scalesim.shipped import validation_path
 from scalesim.validate import (
     DEFAULT_ANCHOR_MICRO_STEP_S,
     DEFAULT_PARAMS,
@@ -22,7 +22,9 @@ from scalesim.validate import (
     validate_cases,
 )
 
-SHARED_CASES = Path(__file__).resolve().parents[1].parent / "shared" / "validation" / "cases.json"
+# The published cases shipped in the package (a copy of ../shared/validation/cases.json, which
+# tests/test_shipped_data.py compares whenever it exists): the suite passes on a bare clone.
+SHARED_CASES = validation_path("cases.json")
 
 
 def _case(**changes) -> dict:
@@ -61,7 +63,7 @@ def _write(tmp_path, data, name="cases.json") -> str:
     return str(path)
 
 
-# ---------------------------------------------------------------------------- the shared file
+# ---------------------------------------------------------------------------- the shipped file
 def test_validate_shared_file_reports_every_case_and_point(capsys):
     """CI report on the published cases: every case and point predicted, anchors exact."""
     raw = json.loads(SHARED_CASES.read_text())

@@ -10,9 +10,10 @@ NAME = "validate"
 HELP = ("predict published scaling results (scalesim-validation-cases/1 or "
         "scalesim-parallel-cases/1) and report the error")
 EXAMPLE = """examples:
-  scalesim validate ../shared/validation/cases.json
-  scalesim validate ../shared/validation/cases.json --json
-  scalesim validate ../shared/validation/parallel_cases.json   # model-parallel runs
+  scalesim validate                 # the 57 published data-parallel cases shipped with scalesim
+  scalesim validate --parallel      # the published model-parallel runs shipped with scalesim
+  scalesim validate --json
+  scalesim validate my-cases.json   # scalesim-validation-cases/1 or scalesim-parallel-cases/1
 
 Each case's smallest device count (its anchor) pins down compute; every other point is
 predicted from the case's hardware and workload with one set of documented defaults
@@ -23,8 +24,13 @@ every other case is predicted from its description."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="validation cases JSON (scalesim-validation-cases/1 "
-                   "or scalesim-parallel-cases/1)")
+    p.add_argument("file", metavar="FILE", nargs="?", default=None,
+                   help="validation cases JSON (scalesim-validation-cases/1 or "
+                   "scalesim-parallel-cases/1); default: the published cases shipped with "
+                   "scalesim (scalesim/data/validation/cases.json, or parallel_cases.json with "
+                   "--parallel)")
+    p.add_argument("--parallel", action="store_true",
+                   help="without FILE: run the shipped model-parallel cases")
     p.add_argument("--json", action="store_true",
                    help="print {cases: [{id, points: [{devices, published, predicted, "
                    "error_pct}]}], summary}")
@@ -107,6 +113,7 @@ def render_parallel_text(report) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from scalesim.jsonio import read_json
+    from scalesim.shipped import validation_path
     from scalesim.validate import parse_cases, validate_cases
     from scalesim.validate_parallel import (
         FORMAT as PARALLEL_FORMAT,
@@ -116,13 +123,16 @@ def run(args: argparse.Namespace) -> int:
         validate_parallel_cases,
     )
 
-    data = read_json(args.file)
+    path = args.file
+    if path is None:
+        path = validation_path("parallel_cases.json" if args.parallel else "cases.json")
+    data = read_json(path)
     if isinstance(data, dict) and data.get("format") == PARALLEL_FORMAT:
-        report = validate_parallel_cases(parse_parallel_cases(data, str(args.file)))
+        report = validate_parallel_cases(parse_parallel_cases(data, str(path)))
         print(to_json_text(report.model_dump(), what="the validation report") if args.json
               else render_parallel_text(report))
         return 0
-    report = validate_cases(parse_cases(data, str(args.file)))
+    report = validate_cases(parse_cases(data, str(path)))
     if args.json:
         print(to_json_text(report.model_dump(), what="the validation report"))
     else:
