@@ -370,7 +370,7 @@ def test_the_model_accepts_its_own_bounds_and_answers_finite_numbers():
     """The corners of the table (largest job, slowest link, largest model) stay finite."""
     from scalesim.predict import predict
     from scalesim.profiles import profile_from_presets
-    from scalesim.schemas import LinkLevel
+    from scalesim.schemas import LinkLevel, ReferenceThroughput
 
     slow = LinkLevel(kind="slow", busbw_GBps=QUANTITIES["busbw_GBps"].low,
                      latency_s=QUANTITIES["latency_s"].high)
@@ -380,7 +380,11 @@ def test_the_model_accepts_its_own_bounds_and_answers_finite_numbers():
     wl = presets.get_workload("gpt-7b").model_copy(update={
         "params": QUANTITIES["params"].high, "wire_bytes_per_param": 64.0,
         "param_bytes_per_param": 64.0, "optimizer_bytes_per_param": 64.0,
-        "activation_bytes_per_sample": QUANTITIES["activation_bytes"].high})
+        "activation_bytes_per_sample": QUANTITIES["activation_bytes"].high,
+        # a one-device, compute-only reference: a cluster average of a 1e15-parameter model
+        # would contradict its own communication (profiles.per_sample_from_reference refuses it)
+        "reference": [ReferenceThroughput(device_name="A100-SXM4 80GB", samples_per_s=1e-3,
+                                          micro_batch=1, source="corner of the bounds")]})
     prof = profile_from_presets(hw, wl)
     top = Scenario(devices=[1, 1024, QUANTITIES["devices"].high],
                    micro_batch=QUANTITIES["micro_batch"].high,

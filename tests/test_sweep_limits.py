@@ -114,11 +114,11 @@ def test_output_larger_than_the_free_disk_is_refused(tmp_path, monkeypatch, caps
 
 
 @pytest.mark.parametrize("axes, fragment", [
-    ({"micro_batch": "32"}, "micro_batch' must be a list"),
-    ({"micro_batch": [1.5]}, "micro_batch' must hold whole numbers"),
-    ({"overlap": ["on"]}, "overlap' must hold true/false"),
-    ({"bucket_mib": [float("nan")]}, "bucket_mib' must hold finite numbers"),
-    ({"inter_busbw_GBps": ["fast"]}, "inter_busbw_GBps' must hold numbers"),
+    ({"micro_batch": "32"}, "micro_batch': expected a list"),
+    ({"micro_batch": [1.5]}, "micro_batch': 1.5 is not a whole number"),
+    ({"overlap": ["on"]}, "overlap': expected true/false"),
+    ({"bucket_mib": [float("nan")]}, "bucket_mib': nan is not a finite number"),
+    ({"inter_busbw_GBps": ["fast"]}, "inter_busbw_GBps': 'fast' is not a number"),
     ({"accumulation": []}, "accumulation' has no values"),
 ])
 def test_axes_of_the_wrong_type_are_one_line(axes, fragment):
