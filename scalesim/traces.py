@@ -248,13 +248,18 @@ def _collective_name(name: str, args: dict) -> str:
     return name
 
 
-def summarise(path: str | os.PathLike[str], index: int = 0) -> TraceSummary:
-    """Read one rank's trace and break every profiler step down (see the module docstring)."""
+def summarise(path: str | os.PathLike[str], index: int = 0, observe=None) -> TraceSummary:
+    """Read one rank's trace and break every profiler step down (see the module docstring).
+
+    ``observe(event)``, when given, sees every event of the same single pass (for readers that
+    need more than the step breakdown, e.g. ``scalesim.sources.trace_compute``)."""
     meta: dict = {}
     cpu_steps, gpu_steps = [], []
     compute_cpu, comm_cpu, compute_gpu, comm_gpu, data = (_Intervals() for _ in range(5))
     coll = defaultdict(lambda: {"count": 0, "total_s": 0.0})
     for ev in iter_trace(path, meta):
+        if observe is not None:
+            observe(ev)
         if ev.get("ph") != "X":
             continue
         dur, ts = ev.get("dur"), ev.get("ts")

@@ -11,7 +11,7 @@ import scalesim.cli as cli_package
 from scalesim import __version__
 from scalesim.errors import ScalesimError
 
-ORDER = ["predict", "sweep", "presets", "schema", "calibrate", "validate", "diagnose", "app"]
+ORDER = ["predict", "sweep", "presets", "schema", "calibrate", "topo", "validate", "diagnose", "app"]
 
 
 class _Parser(argparse.ArgumentParser):
