@@ -422,3 +422,20 @@ def render_smi(report: SmiReport) -> str:
     lines.append("(medians over samples at >= 50% utilization)")
     lines += [f"note: {n}" for n in report.notes]
     return "\n".join(lines)
+
+
+def attach_to_report(report, smi: SmiReport) -> None:
+    """Add the device evidence to a diagnosis (``scalesim.diagnosis.Report``): the slow device's
+    sentence joins the cause's evidence when the cause is a slow device, stragglers or compute;
+    otherwise it is a note. The per-device table goes to ``details['smi']``."""
+    report.details["smi"] = smi.to_dict()
+    related = report.cause.key in ("slow_device", "stragglers", "compute")
+    for text in smi.findings:
+        if related:
+            report.cause.evidence.append(f"nvidia-smi: {text}")
+        else:
+            report.notes.append(f"nvidia-smi ({smi.source}): {text}")
+    if not smi.findings:
+        report.notes.append(f"nvidia-smi ({smi.source}): every device held its clock "
+                            f"({', '.join(f'{d.sm_clock_MHz:.0f}' for d in smi.devices)} MHz)")
+    report.notes.extend(f"nvidia-smi: {n}" for n in smi.notes)

@@ -134,7 +134,11 @@ class _Collector:
             self.optimizer[tid].add(t0, d)
         elif cat == "kernel":
             if "nccl" in name.lower():
-                self._comm(collective_op(name), t0, d, _msg_bytes(args), True, False)
+                # NCCL >= 2.19 may run several collectives in one ncclDevKernel_Generic: PyTorch
+                # then names the collective in the kernel's arguments.
+                named = args.get("Collective name")
+                op = collective_op(str(named)) if named else collective_op(name)
+                self._comm(op, t0, d, _msg_bytes(args), True, False)
             else:
                 corr = args.get("correlation")
                 if isinstance(corr, int):
@@ -177,10 +181,12 @@ class _Collector:
         timing = inside(gpu_windows, gpu & ~rec) | inside(cpu_windows, ~gpu & ~rec)
         sizes_from = rec if rec.any() else ~rec
         sized = inside(cpu_windows, sizes_from & ~gpu) | inside(gpu_windows, sizes_from & gpu)
-        sized &= np.isfinite(nbytes)
+        sized &= np.isfinite(nbytes) & (nbytes > 0)
         steps = max(len(cpu_windows), 1)
         out = {}
         for code in np.unique(op[timing | sized]):
+            if not (timing & (op == code)).any() and not (sized & (op == code)).any():
+                continue
             t = timing & (op == code)
             z = sized & (op == code)
             distinct = sorted({float(x) for x in nbytes[z]})
