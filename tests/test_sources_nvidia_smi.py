@@ -180,3 +180,30 @@ def test_diagnose_smi_alone_and_with_runs(tmp_path, capsys):
     assert main(["diagnose", "--smi", str(tmp_path / "none.csv")]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
+
+
+def test_a_calibrated_profile_carries_the_topology_the_run_recorded():
+    """calibration.runner.describe_machine puts topology_here() into Machine on a GPU node;
+    build_profile writes it into the hardware description."""
+    import argparse
+
+    from scalesim.calibration.assemble import Machine, build_profile
+    from scalesim.calibration.results import ComputeResult, PhaseRecord
+
+    from scalesim import presets
+    from scalesim.schemas import ComputeCurve, Fingerprint
+
+    topo = nvidia_smi.parse_topo_file(H100)
+    compute = ComputeResult(
+        model_name="mlp", params=1000, element_bytes=4, optimizer="adam",
+        optimizer_state_elements=2, precision="fp32", backward_fraction=0.6,
+        curve=ComputeCurve(overhead_s=1e-3, per_sample_s=1e-4, measured=True))
+    record = PhaseRecord(phase="compute", signature={}, wall_s=1.0,
+                         result=compute.model_dump(mode="json"))
+    machine = Machine(device_name="NVIDIA H100 80GB HBM3", device_memory_bytes=8e10,
+                      devices_per_node=8, cpu_cores_per_node=64, fingerprint=Fingerprint(),
+                      comm_compute_contention=0.159, topology=topo)
+    links = (presets.intra_link("nvswitch-h100"), presets.inter_link("infiniband", 8, 400), [])
+    args = argparse.Namespace(name=None, micro_batch=None, batches=[8, 16])
+    profile = build_profile(args, machine, {"compute": record}, links)
+    assert profile.hardware.topology == topo
