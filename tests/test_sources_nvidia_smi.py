@@ -191,13 +191,14 @@ def test_a_calibrated_profile_carries_the_topology_the_run_recorded():
     from scalesim.calibration.results import ComputeResult, PhaseRecord
 
     from scalesim import presets
-    from scalesim.schemas import ComputeCurve, Fingerprint
+    from scalesim.schemas import ComputeCurve, ComputePoint, Fingerprint
 
     topo = nvidia_smi.parse_topo_file(H100)
     compute = ComputeResult(
         model_name="mlp", params=1000, element_bytes=4, optimizer="adam",
         optimizer_state_elements=2, precision="fp32", backward_fraction=0.6,
-        curve=ComputeCurve(overhead_s=1e-3, per_sample_s=1e-4, measured=True))
+        curve=ComputeCurve(overhead_s=1e-3, per_sample_s=1e-4, measured=True,
+                           points=[ComputePoint(micro_batch=16, time_s=2.6e-3)]))
     record = PhaseRecord(phase="compute", signature={}, wall_s=1.0,
                          result=compute.model_dump(mode="json"))
     machine = Machine(device_name="NVIDIA H100 80GB HBM3", device_memory_bytes=8e10,
