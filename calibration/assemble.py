@@ -76,6 +76,8 @@ def build_profile(args, machine: Machine, records: dict[str, PhaseRecord],
         notes.extend(rec.notes)
     if noise is not None and noise.note:
         notes.append(noise.note)
+    if jitter is not None:
+        notes.extend(jitter.device_health)
     return Profile(
         name=hardware.name + f" + {compute.model_name}",
         fingerprint=fp, hardware=hardware, workload=workload, compute=compute.curve,
