@@ -8,6 +8,7 @@ import pytest
 
 from scalesim.cli.main import main
 from scalesim.errors import ScalesimError
+from scalesim.model import collectives as coll
 from scalesim.predict import predict
 from scalesim.profiles import default_profile, load_profile
 from scalesim.schemas import Scenario
@@ -21,6 +22,7 @@ H100_2N = FIX / "h100_2node_16gpu_all_reduce.txt"
 EFA = FIX / "t4_efa_2node_all_reduce.txt"
 TABLE = FIX / "a40_pcie_sys_4gpu_table_only.txt"
 FAILED = FIX / "v100_dgx1_all_gather_failed.txt"
+GATHER = FIX / "all_gather_2gpu_bf16_excerpt.txt"
 
 
 @pytest.mark.parametrize("path, ranks, hosts, level, rows", [
@@ -38,6 +40,22 @@ def test_published_logs_parse(path, ranks, hosts, level, rows):
     for p in run.points:  # bus bandwidth recomputed from size and time matches the printed one
         assert p.ranks == ranks and p.busbw_GBps == pytest.approx(
             p.algbw_GBps * 2 * (ranks - 1) / ranks, rel=1e-9)
+
+
+def test_all_gather_uses_the_out_of_place_column_and_its_bus_factor():
+    run = nccl_tests.parse_file(GATHER)
+    assert run.op == "all_gather" and run.ranks == 2 and run.level == "intra_node"
+    assert any("2 ranks inferred" in n for n in run.notes)
+    assert any("no 'Avg bus bandwidth' line" in n for n in run.notes)
+    first = run.points[0]
+    assert first.time_s == pytest.approx(108.8e-6)  # out-of-place, as all_gather_into_tensor
+    assert first.busbw_GBps == pytest.approx(77.10, rel=2e-3)  # algbw * (n-1)/n
+    (fit,) = nccl_tests.fit_runs([run]).values()
+    assert set(fit.fits) == {"all_gather"}
+    # alpha (from every size) and beta (refitted at the top) reproduce the largest rows' times
+    for p in run.points[-2:]:
+        model = coll.ring_all_gather_s(p.size_bytes, 2, fit.link.latency_s, fit.link.busbw_GBps)
+        assert float(model) == pytest.approx(p.time_s, rel=0.05)
 
 
 def test_all_reduce_uses_the_in_place_column_as_ddp_runs_it():
