@@ -173,10 +173,11 @@ class _Collector:
         elem = np.frombuffer(self.c_elem, dtype=np.int8)
 
         def inside(windows, mask):
-            ok = np.zeros(op.size, dtype=bool)
-            for w0, w1 in windows:
-                ok |= mask & (t0 >= w0) & (t0 < w1)
-            return ok
+            if not windows:
+                return np.zeros(op.size, dtype=bool)
+            s, e = merge(np.array([w[0] for w in windows]), np.array([w[1] for w in windows]))
+            idx = np.searchsorted(s, t0, "right") - 1
+            return mask & (idx >= 0) & (t0 < e[np.maximum(idx, 0)])
 
         timing = inside(gpu_windows, gpu & ~rec) | inside(cpu_windows, ~gpu & ~rec)
         sizes_from = rec if rec.any() else ~rec
