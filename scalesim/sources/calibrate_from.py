@@ -126,6 +126,9 @@ def describe_run(run: BatchRun) -> list[str]:
     share = run.backward_fraction
     out.append("  backward share of forward+backward: "
                + (f"{share:.3f}" if share is not None else "not found (no autograd events)"))
+    if any(r.summary.device == "gpu" and not r.matched_gpu for r in run.ranks):
+        out.append("  GPU kernels could not be matched to their launches (no 'correlation' "
+                   "ids): backward and optimizer not separated from forward")
     for op, c in run.comm().items():
         size = ""
         if c.bytes is not None:
