@@ -177,3 +177,27 @@ def test_a_slowed_rank_shows_in_the_jitter(jobs, tmp_path):
     assert profile.jitter.slow_factor > 1.5
     assert len(profile.jitter.per_rank_median_s) == 2
     assert any("slowest rank 1" in line for line in report)
+
+
+def test_nccl_tests_of_the_same_call_keep_the_server_size(tmp_path):
+    """Logs describe the server; the traces (here one rank) describe the job."""
+    trace = tmp_path / "r0.json"
+    trace.write_text(json.dumps(gpu_step_trace()))
+    log = Path(__file__).parent / "fixtures" / "nccl_tests" / "h100_8gpu_all_reduce.txt"
+    profile, _ = calibrate_from_sources(tmp_path / "p.json", [log], [f"8={trace}"])
+    assert profile.hardware.devices_per_node == 8
+    assert profile.compute.measured and profile.hardware.intra_node.busbw_GBps > 400
+
+
+def test_reading_your_data_needs_no_torch(tmp_path):
+    trace = tmp_path / "r0.json"
+    trace.write_text(json.dumps(gpu_step_trace()))
+    log = Path(__file__).parent / "fixtures" / "nccl_tests" / "h100_8gpu_all_reduce.txt"
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "from scalesim.cli.main import main\n"
+            f"sys.exit(main(['calibrate', '--from-nccl-tests', {str(log)!r}, '--from-trace', "
+            f"'8={trace}', '--out', {str(tmp_path / 'p.json')!r}]))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert load_profile(tmp_path / "p.json").compute.measured

@@ -148,8 +148,11 @@ def describe_run(run: BatchRun) -> list[str]:
     return out
 
 
-def with_traces(profile: Profile, runs: list[BatchRun], fresh: bool) -> tuple[Profile, list[str]]:
-    """The profile with the traced compute curve, optimizer, backward share and jitter."""
+def with_traces(profile: Profile, runs: list[BatchRun], fresh: bool, set_server: bool | None = None
+                ) -> tuple[Profile, list[str]]:
+    """The profile with the traced compute curve, optimizer, backward share and jitter; on a new
+    profile (``fresh``) also the gradient size, and the server size unless ``set_server`` is
+    False (nccl-tests logs of the same call describe the server instead)."""
     curve, how = compute_curve(runs, profile.compute)
     said = [line for r in runs for line in describe_run(r)]
     wl_changes: dict = {"micro_batch": max(r.micro_batch for r in runs)}
@@ -159,8 +162,9 @@ def with_traces(profile: Profile, runs: list[BatchRun], fresh: bool) -> tuple[Pr
     big = max(runs, key=lambda r: (len(r.ranks), r.micro_batch))
     comm = big.comm()
     hw_changes: dict = {}
-    if fresh:
+    if fresh and (set_server is None or set_server):
         hw_changes["devices_per_node"] = curve.colocated_devices
+    if fresh:
         ar = comm.get("all_reduce")
         if ar and ar.bytes and ar.element_bytes and set(comm) <= {"all_reduce", "broadcast",
                                                                   "barrier"}:
@@ -222,7 +226,7 @@ def calibrate_from_sources(out: str | os.PathLike[str], nccl_tests_files=(), tra
         for f in fits.values():
             report += [f"  note: {n}" for r in f.runs for n in r.notes]
     if runs:
-        profile, said = with_traces(profile, runs, fresh)
+        profile, said = with_traces(profile, runs, fresh, set_server=not fits)
         report += ["compute from traces:"] + [f"  {s}" for s in said]
         for r in runs:
             report += [f"  note: {n}" for x in r.ranks for n in x.summary.notes]
