@@ -138,6 +138,9 @@ def test_a_new_profile_takes_links_and_server_from_the_log(tmp_path):
     intra = [c for c in saved.links if c.level == "intra_node"]
     assert len(intra) == 1 and intra[0].measured and len(intra[0].points) == 4
     assert any("inter-server link not measured" in line for line in report)
+    fp = saved.fingerprint
+    assert (fp.device_name, fp.device_count, fp.nodes, fp.hostnames) == (
+        "NVIDIA H100 80GB HBM3", 8, 1, ["host"])
 
 
 def test_updating_a_profile_replaces_only_the_measured_level(tmp_path):

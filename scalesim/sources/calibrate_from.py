@@ -15,6 +15,7 @@ its own parts and records where they came from (``source`` fields and ``notes``)
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,14 @@ from scalesim.errors import ScalesimError
 from scalesim.jsonio import write_model
 from scalesim.model.compute import fit_compute_curve
 from scalesim.profiles import default_profile, load_profile
-from scalesim.schemas import ComputeCurve, ComputePoint, Jitter, Profile, Topology
+from scalesim.schemas import (
+    ComputeCurve,
+    ComputePoint,
+    Fingerprint,
+    Jitter,
+    Profile,
+    Topology,
+)
 from scalesim.sources import nccl_tests, trace_compute
 from scalesim.sources.trace_compute import SLOW_RANK_FACTOR, BatchRun
 
@@ -73,8 +81,16 @@ def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fres
     links += [f.calibration for f in fits.values()]
     links.sort(key=lambda c: c.level != "intra_node")
     notes = list(profile.notes) + [f"links from nccl-tests: {s}" for s in said]
-    return profile.model_copy(update={"hardware": hw.model_copy(update=changes), "links": links,
-                                      "notes": notes}), said
+    update = {"hardware": hw.model_copy(update=changes), "links": links, "notes": notes}
+    if fresh:  # where the logs ran (a profile that existed keeps its own calibration's)
+        runs = [r for f in fits.values() for r in f.runs]
+        update["fingerprint"] = Fingerprint(
+            device_name=changes.get("device_name", hw.device_name),
+            device_count=max(r.ranks for r in runs), nodes=max(r.nodes for r in runs),
+            backend="nccl (nccl-tests)",
+            hostnames=list(dict.fromkeys(h for r in runs for h in r.hosts)),
+            date_utc=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return profile.model_copy(update=update), said
 
 
 def compute_curve(runs: list[BatchRun], base: ComputeCurve) -> tuple[ComputeCurve, str]:
