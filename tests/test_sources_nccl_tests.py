@@ -58,6 +58,16 @@ def test_all_gather_uses_the_out_of_place_column_and_its_bus_factor():
         assert float(model) == pytest.approx(p.time_s, rel=0.05)
 
 
+def test_a_table_without_hosts_can_be_named_inter_server():
+    (run,) = nccl_tests.load_runs([f"inter={TABLE}"])
+    assert run.level == "inter_node" and run.nodes == 2
+    assert not any("one server assumed" in n for n in run.notes)
+    (plain,) = nccl_tests.load_runs([TABLE])
+    assert plain.level == "intra_node" and any("inter=FILE" in n for n in plain.notes)
+    fits = nccl_tests.fit_runs(nccl_tests.load_runs([f"inter={TABLE}", H100_1N]))
+    assert set(fits) == {"intra_node", "inter_node"}
+
+
 def test_all_reduce_uses_the_in_place_column_as_ddp_runs_it():
     run = nccl_tests.parse_file(H100_1N)
     last = run.points[-1]

@@ -27,9 +27,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="start N processes on this machine with torchrun (default 1: this one)")
     add_calibration_arguments(p)
     g = p.add_argument_group("from data you already have (instead of measuring)")
-    g.add_argument("--from-nccl-tests", nargs="+", metavar="FILE",
+    g.add_argument("--from-nccl-tests", nargs="+", metavar="[intra=|inter=]FILE",
                    help="all_reduce_perf / reduce_scatter_perf / all_gather_perf output, one file "
-                   "per run: fits the link levels they measured")
+                   "per run: fits the link levels they measured (the header's hosts tell the "
+                   "level; inter= or intra= says it for a log without them)")
     g.add_argument("--from-trace", nargs="+", metavar="[B=]FILE",
                    help="torch.profiler (Kineto) traces of your job, one per rank; B= the "
                    "micro-batch of that run (or --micro-batch for all): compute, backward share, "

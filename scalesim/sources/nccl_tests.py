@@ -53,6 +53,7 @@ _NRANKS = re.compile(r"\bnranks\s+(\d+)\b")
 _OOB = re.compile(r"Out of bounds values\s*:\s*(\d+)\s+(OK|FAILED)")
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
 TIME_COLUMNS = ("time", "algbw", "busbw")
+ONE_SERVER_ASSUMED = ", and one server assumed (say inter=FILE if it spanned servers)"
 CHECK_COLUMNS = ("#wrong", "error")
 
 
@@ -67,13 +68,18 @@ class NcclTestsRun:
     devices: list[str]
     points: list[CollectivePoint]
     notes: list[str] = field(default_factory=list)
+    forced_level: str | None = None  # "intra_node" / "inter_node" as the user said (intra=FILE)
 
     @property
     def nodes(self) -> int:
+        if self.forced_level == "inter_node":
+            return max(len(self.hosts), 2)
         return max(len(self.hosts), 1)
 
     @property
     def level(self) -> str:
+        if self.forced_level is not None:
+            return self.forced_level
         return "inter_node" if self.nodes > 1 else "intra_node"
 
 
@@ -237,7 +243,7 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
     elif ratio_ranks:
         n = ratio_ranks
         notes.append(f"{Path(source).name}: no rank list in the header; {n} ranks inferred from "
-                     "busbw/algbw, and one server assumed")
+                     f"busbw/algbw{ONE_SERVER_ASSUMED}")
     else:
         raise ScalesimError(f"{source}: cannot tell how many ranks ran (no '#  Rank ...' lines and "
                             "no bandwidth to infer it from); keep the whole output")
@@ -324,8 +330,26 @@ def fit_runs(runs: Iterable[NcclTestsRun]) -> dict[str, LevelFit]:
     return out
 
 
-def load_runs(paths: Iterable[str | os.PathLike[str]]) -> list[NcclTestsRun]:
-    runs = [parse_file(p) for p in paths]
+LEVEL_PREFIXES = {"intra": "intra_node", "inter": "inter_node"}
+
+
+def load_runs(entries: Iterable[str | os.PathLike[str]]) -> list[NcclTestsRun]:
+    """Parse ``FILE`` or ``intra=FILE`` / ``inter=FILE`` entries (the prefix sets the link level
+    of a log whose header does not list its hosts, e.g. a pasted table)."""
+    runs = []
+    for entry in entries:
+        prefix, sep, rest = str(entry).partition("=")
+        if sep and prefix in LEVEL_PREFIXES and not Path(entry).exists():
+            run = parse_file(rest)
+            run.forced_level = LEVEL_PREFIXES[prefix]
+            hosts_say = "inter_node" if len(run.hosts) > 1 else "intra_node"
+            if run.hosts and hosts_say != run.forced_level:
+                run.notes.append(f"{Path(rest).name}: its header lists {len(run.hosts)} host(s), "
+                                 f"taken as {run.forced_level} as {prefix}= says")
+            run.notes = [n.replace(ONE_SERVER_ASSUMED, "") for n in run.notes]
+        else:
+            run = parse_file(entry)
+        runs.append(run)
     if not runs:
         raise ScalesimError("give one or more nccl-tests logs (--from-nccl-tests FILE ...)")
     return runs
