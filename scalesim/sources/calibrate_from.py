@@ -150,7 +150,7 @@ def describe_run(run: BatchRun) -> list[str]:
         if c.bytes is not None:
             size = (f", {c.bytes / 2**20:.4g} MiB per step in "
                     f"{len(c.sizes)} distinct message size(s) "
-                    f"{'/'.join(f'{s / 2**20:.3g}' for s in c.sizes[:4])} MiB")
+                    f"{'/'.join(f'{s / 2**20:.4g}' for s in c.sizes[:4])} MiB")
         out.append(f"  {op}: {c.count:g} calls, {c.time_s * 1e3:.3g} ms per step{size}")
     if not run.comm():
         out.append("  no communication in the steps (one process, or no NCCL/gloo events)")
