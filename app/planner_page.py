@@ -21,6 +21,7 @@ from scalesim import presets
 from scalesim.errors import ScalesimError
 from scalesim.profiles import load_profile, parse_profile
 from scalesim.schemas import Profile
+from scalesim.sources.provenance import provenance
 
 from . import charts
 from .plan import Plan, device_counts, duration, headline, make_plan
@@ -197,6 +198,9 @@ def _profile_section(c: _Controls) -> None:
         show(_md(message[1]))
     profile: Profile = ss["profile"]
     st.sidebar.caption(f"Predicting with **{_md(profile.name)}** (from {_md(ss['profile_origin'])})")
+    with st.sidebar.expander("Where these numbers come from"):
+        for part, source in provenance(profile):
+            st.markdown(f"**{part}**: {_md(source)}")
 
 
 def _device_section(c: _Controls, state: AppState) -> None:

@@ -166,7 +166,7 @@ def compact_profile(profile: Profile) -> Profile:
     return profile.model_copy(update={
         "fingerprint": profile.fingerprint.model_copy(update={"hostnames": []}),
         "hardware": hw.model_copy(update={
-            "source": "",
+            "source": "", "topology": None,
             "intra_node": hw.intra_node.model_copy(update={"source": ""}),
             "inter_node": hw.inter_node.model_copy(update={"source": ""}),
         }),

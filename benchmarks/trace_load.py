@@ -5,8 +5,10 @@
 Writes a synthetic PyTorch-profiler-shaped trace (ProfilerStep#N, DataLoader waits, CPU ops,
 GPU kernels, NCCL all-reduce kernels overlapping compute) of about ``--mb`` megabytes, then in a
 fresh process each: summarises it with ``scalesim.traces.summarise`` and, for comparison, parses
-it whole with ``json.load``. Reports wall time and peak resident memory (ru_maxrss) of each
-process above a baseline process that only imports the same modules.
+it whole with ``json.load``; and reads it as ``calibrate --from-trace`` does
+(``scalesim.sources.trace_compute.read_rank``: the same pass plus launch/kernel correlation).
+Reports wall time and peak resident memory (ru_maxrss) of each process above a baseline process
+that only imports the same modules.
 """
 
 from __future__ import annotations
@@ -80,6 +82,10 @@ t = time.perf_counter()
 if mode == "stream":
     s = traces.summarise(path)
     out = {"steps": len(s.steps), "step_s": s.median("step_s")}
+elif mode == "from-trace":
+    import scalesim.sources.trace_compute as trace_compute
+    r = trace_compute.read_rank(path)
+    out = {"steps": len(r.fwd_bwd_s), "comm_ops": sorted(r.comm)}
 elif mode == "json":
     with open(path) as fh:
         data = json.load(fh)
@@ -113,6 +119,7 @@ def main() -> None:
         write_trace(gz_path, int(args.mb * 1e6), gz=True)
         for label, mode, p in [("scalesim.traces.summarise (plain)", "stream", path),
                                ("scalesim.traces.summarise (gzip)", "stream", gz_path),
+                               ("trace_compute.read_rank (--from-trace)", "from-trace", path),
                                ("json.load (whole file)", "json", path)]:
             r = measure(mode, p)
             print(f"{label:36s} {r['wall_s']:6.2f} s  peak RSS {r['peak_mib']:7.0f} MiB "

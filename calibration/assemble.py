@@ -13,7 +13,7 @@ from scalesim.calibration.results import (
     PhaseRecord,
 )
 
-from scalesim.schemas import Fingerprint, Hardware, LinkLevel, Profile, Workload
+from scalesim.schemas import Fingerprint, Hardware, LinkLevel, Profile, Topology, Workload
 
 
 @dataclass
@@ -28,6 +28,7 @@ class Machine:
     comm_compute_contention: float  # 1 on CPUs (gloo sums on the compute cores), 0.159 on GPUs
     memory_note: str = ""
     notes: list[str] = field(default_factory=list)
+    topology: Topology | None = None  # nvidia-smi topo -m of this server, when it ran
 
 
 def default_micro_batch(args, compute: ComputeResult | None) -> int:
@@ -54,7 +55,7 @@ def build_profile(args, machine: Machine, records: dict[str, PhaseRecord],
         device_name=machine.device_name, devices_per_node=machine.devices_per_node,
         device_memory_bytes=machine.device_memory_bytes,
         cpu_cores_per_node=machine.cpu_cores_per_node, intra_node=intra, inter_node=inter,
-        comm_compute_contention=machine.comm_compute_contention,
+        comm_compute_contention=machine.comm_compute_contention, topology=machine.topology,
         source=f"scalesim calibrate on {hosts}, {fp.date_utc}; {machine.memory_note}".strip("; "),
     )
     e = compute.element_bytes
@@ -75,6 +76,8 @@ def build_profile(args, machine: Machine, records: dict[str, PhaseRecord],
         notes.extend(rec.notes)
     if noise is not None and noise.note:
         notes.append(noise.note)
+    if jitter is not None:
+        notes.extend(jitter.device_health)
     return Profile(
         name=hardware.name + f" + {compute.model_name}",
         fingerprint=fp, hardware=hardware, workload=workload, compute=compute.curve,

@@ -22,6 +22,12 @@ import numpy as np
 import torch
 import torch.distributed as dist
 from scalesim.calibration.dist import DistContext, gather_object
+from scalesim.calibration.link_fit import (  # noqa: F401 - re-exported: the fit lives there
+    LARGE_BYTES,
+    TOP_SHARE,
+    busbw_with_latency_GBps,
+    fit_level,
+)
 from scalesim.calibration.results import CollectiveResult
 from scalesim.calibration.timing import Clock
 
@@ -34,8 +40,6 @@ from scalesim.schemas import CollectivePoint, LinkCalibration, LinkLevel
 ELEMENT_BYTES = 4  # float32 buffers
 DEFAULT_INTER = "ethernet:1x100"
 ROUNDS = 3  # timed loops per message size; the median one is kept
-LARGE_BYTES = 1024 * 1024  # beta is refitted only on messages from this size up
-TOP_SHARE = 0.75  # ... and of at least this share of the largest message
 # An all-ranks ring within this share of the intra-node busbw may have been limited by the
 # intra level (measurement spread of a few percent): its inter figure is then a lower bound.
 INTRA_LIMITED_SHARE = 0.9
@@ -128,68 +132,6 @@ def _slowest(all_points: list[list[CollectivePoint]]) -> list[CollectivePoint]:
             if key not in best or p.time_s > best[key].time_s:
                 best[key] = p
     return sorted(best.values(), key=lambda p: (p.op, p.size_bytes))
-
-
-def _fit(op: str, rows: list[CollectivePoint]) -> tuple[float, float, float]:
-    try:
-        return coll.fit_alpha_beta(op, [p.size_bytes for p in rows], [p.ranks for p in rows],
-                                   [p.time_s for p in rows])
-    except ValueError as exc:
-        raise ScalesimError(f"cannot fit {op}: {exc}") from None
-
-
-def _rel_rmse(op: str, rows: list[CollectivePoint], latency_s: float, busbw_GBps: float) -> float:
-    model = coll.ring_allreduce_s if op == "all_reduce" else coll.ring_reduce_scatter_s
-    predicted = np.array([float(model(p.size_bytes, p.ranks, latency_s, busbw_GBps))
-                          for p in rows])
-    measured = np.array([p.time_s for p in rows])
-    return float(np.sqrt(np.mean((predicted / measured - 1.0) ** 2)))
-
-
-def busbw_with_latency_GBps(op: str, rows: list[CollectivePoint], latency_s: float) -> float | None:
-    """Bus bandwidth fitted to ``rows`` with alpha held at ``latency_s`` (relative least squares).
-
-    With ``s_i`` steps and volume factor ``v_i`` (ring: all-reduce ``2(n-1)``, ``2(n-1)/n``;
-    reduce-scatter/all-gather ``n-1``, ``(n-1)/n``), ``t_i = s_i*alpha + v_i*S_i*x`` with
-    ``x = 1/busbw``; minimising ``sum((model_i/t_i - 1)^2)`` over x gives
-    ``x = sum(a_i*(1 - s_i*alpha/t_i)) / sum(a_i^2)`` with ``a_i = v_i*S_i/t_i``.
-    None when the data leave no positive bandwidth.
-    """
-    n = np.array([p.ranks for p in rows], dtype=float)
-    size = np.array([p.size_bytes for p in rows], dtype=float) / coll.GB
-    t = np.array([p.time_s for p in rows], dtype=float)
-    steps, vol = (2 * (n - 1), 2 * (n - 1) / n) if op == "all_reduce" else (n - 1, (n - 1) / n)
-    a = vol * size / t
-    x = float(np.sum(a * (1.0 - steps * latency_s / t)) / np.sum(a * a))
-    return 1.0 / x if x > 0 else None
-
-
-def fit_level(points: list[CollectivePoint]) -> dict[str, dict[str, float]]:
-    """alpha, beta and relative RMSE per op.
-
-    ``fit_alpha_beta`` over the whole sweep gives alpha (set by the small messages). Bus
-    bandwidth is not constant over sizes everywhere (over gloo on CPUs an 8 MiB all-reduce moves
-    fewer bytes per second than a 4 MiB one: the buffers leave the caches), so beta is refitted
-    with that alpha at the top of the sweep (messages of at least TOP_SHARE of the largest, so the
-    largest one with the default size factors, and at least LARGE_BYTES;
-    ``busbw_with_latency_GBps``): the sizes nearest DDP's 25 MiB buckets.
-    ``rel_rmse`` is the pair's relative error over every point.
-    """
-    fits = {}
-    for op in sorted({p.op for p in points}):
-        rows = sorted((p for p in points if p.op == op), key=lambda p: p.size_bytes)
-        latency, busbw_all, rmse_all = _fit(op, rows)
-        threshold = max(LARGE_BYTES, rows[-1].size_bytes * TOP_SHARE)
-        large = [p for p in rows if p.size_bytes >= threshold]
-        refit = busbw_with_latency_GBps(op, large, latency) if large else None
-        busbw = refit if refit is not None else busbw_all
-        if refit is None:
-            threshold = 0.0
-        fits[op] = {"latency_s": latency, "busbw_GBps": busbw,
-                    "rel_rmse": _rel_rmse(op, rows, latency, busbw),
-                    "busbw_all_sizes_GBps": busbw_all, "rel_rmse_all_sizes": rmse_all,
-                    "large_from_bytes": float(threshold)}
-    return fits
 
 
 def link_kind(ctx: DistContext, level: str) -> str:

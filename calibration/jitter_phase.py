@@ -68,10 +68,21 @@ def summarize(per_rank: list[list[float]], threshold: float) -> tuple[Jitter, fl
 
 
 def run(ctx: DistContext, bundle, micro_batch: int, args, progress) -> JitterResult:
+    from scalesim.sources.nvml_sampler import health_lines, start_sampler
+
     optimizer = compute_phase.prepare(bundle, args, ctx.device)
-    mine = step_times(ctx, bundle, optimizer, micro_batch, args.jitter_steps, args.warmup,
-                      args.precision, progress)
+    # Each GPU's clocks, heat and throttle reasons while it steps (NVML, optional dependency).
+    sampler, why = start_sampler(ctx.device.index if ctx.on_gpu else None)
+    try:
+        mine = step_times(ctx, bundle, optimizer, micro_batch, args.jitter_steps, args.warmup,
+                          args.precision, progress)
+    finally:
+        health = sampler.stop() if sampler is not None else None
     optimizer.zero_grad(set_to_none=True)
-    jitter, share = summarize(gather_object(ctx, mine), args.slow_threshold)
+    gathered = gather_object(ctx, (mine, health, why))
+    jitter, share = summarize([g[0] for g in gathered], args.slow_threshold)
+    lines = health_lines([g[1] for g in gathered])
+    if not lines:
+        lines = [sorted({g[2] for g in gathered})[0]]
     return JitterResult(jitter=jitter, micro_batch=micro_batch, steps=args.jitter_steps,
-                        slowest_share=share)
+                        slowest_share=share, device_health=lines)

@@ -55,6 +55,9 @@ class JitterResult(_Record):
     micro_batch: int
     steps: int
     slowest_share: float = Field(description="share of steps in which the slowest rank was last")
+    device_health: list[str] = Field(
+        default_factory=list, description="per-device clocks, heat and throttling (NVML), or why "
+        "they were not sampled")
 
 
 class NoiseResult(_Record):

@@ -325,10 +325,16 @@ def describe_machine(ctx, hostnames):
     # On GPUs NCCL runs beside the compute kernels, which it slows by 18.9% on average while
     # it runs (published, not measured here: scalesim.model.overlap.GPU_COMM_CONTENTION).
     contention = GPU_COMM_CONTENTION if ctx.on_gpu else 1.0
-    return Machine(device_name=name, device_memory_bytes=memory,
-                   devices_per_node=ctx.local_world, cpu_cores_per_node=os.cpu_count() or 1,
-                   fingerprint=fingerprint, comm_compute_contention=contention,
-                   memory_note=memory_note)
+    machine = Machine(device_name=name, device_memory_bytes=memory,
+                      devices_per_node=ctx.local_world, cpu_cores_per_node=os.cpu_count() or 1,
+                      fingerprint=fingerprint, comm_compute_contention=contention,
+                      memory_note=memory_note)
+    if ctx.on_gpu:  # the server's NVLink/PCIe/NIC layout, when nvidia-smi is there to say it
+        from scalesim.sources.nvidia_smi import topology_here
+
+        machine.topology, what = topology_here()
+        machine.notes.append(what)
+    return machine
 
 
 def _cpu_model() -> str:

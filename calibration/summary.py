@@ -84,7 +84,8 @@ def jitter_lines(record: PhaseRecord) -> list[str]:
     slow = (f"rank {j.slow_rank} is slow ({j.slow_factor:.2f}x the others)"
             if j.slow_rank is not None else "no consistently slow rank")
     return [f"jitter: {r.steps} steps at micro-batch {r.micro_batch}: step-time CV "
-            f"{j.step_time_cv:.3f}; per-rank median ms [{medians}]; {slow}"]
+            f"{j.step_time_cv:.3f}; per-rank median ms [{medians}]; {slow}",
+            *(f"  {line}" for line in r.device_health)]
 
 
 def noise_lines(record: PhaseRecord) -> list[str]:

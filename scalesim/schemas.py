@@ -62,6 +62,30 @@ class LinkLevel(_Strict):
         return self.allreduce_busbw_GBps or self.busbw_GBps
 
 
+class TopologyNic(_Strict):
+    """One NIC row of ``nvidia-smi topo -m``."""
+
+    name: str = Field(description="NIC0, or the device name older drivers print (mlx5_0)")
+    device: str | None = Field(default=None, description="device from the NIC legend (mlx5_0)")
+    gpu_links: list[str] = Field(default_factory=list, description="link code to each GPU")
+    nearest_gpus: list[int] = Field(default_factory=list, description="GPUs at the closest code")
+    nearest_link: str = Field(default="SYS", description="PIX, PXB, PHB, NODE or SYS")
+
+
+class Topology(_Strict):
+    """One server as ``nvidia-smi topo -m`` shows it (scalesim.sources.nvidia_smi)."""
+
+    gpus: list[str]
+    links: list[list[str]] = Field(description="GPU x GPU link codes: X, NV#, PIX, PXB, PHB, "
+                                   "NODE, SYS")
+    nics: list[TopologyNic] = Field(default_factory=list)
+    cpu_affinity: list[str] = Field(default_factory=list, description="per GPU, e.g. 0-47,96-143")
+    numa_affinity: list[int | None] = Field(default_factory=list)
+    intra_kind: str = Field(default="", description="the intra-server link in words")
+    suggested_intra_preset: str | None = None
+    source: str = ""
+
+
 class Hardware(_Strict):
     """A server type and how servers are joined."""
 
@@ -93,6 +117,8 @@ class Hardware(_Strict):
         "cores (gloo on CPUs)",
     )
     price_per_device_hour: float | None = bounded("price_per_device_hour", None, "USD per device-hour")
+    topology: Topology | None = Field(
+        default=None, description="nvidia-smi topo -m of one server, when recorded")
     source: str = ""
 
 

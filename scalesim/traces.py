@@ -321,8 +321,11 @@ def _short(value) -> str:
     return f"{_json_kind(value)} {text[:40]}" + ("..." if len(text) > 40 else "")
 
 
-def summarise(path: str | os.PathLike[str], index: int = 0) -> TraceSummary:
-    """Read one rank's trace and break every profiler step down (see the module docstring)."""
+def summarise(path: str | os.PathLike[str], index: int = 0, observe=None) -> TraceSummary:
+    """Read one rank's trace and break every profiler step down (see the module docstring).
+
+    ``observe(event)``, when given, sees every event of the same single pass (for readers that
+    need more than the step breakdown, e.g. ``scalesim.sources.trace_compute``)."""
     meta: dict = {}
     cpu_steps, gpu_steps = [], []
     compute_cpu, comm_cpu, compute_gpu, comm_gpu, data = (_Intervals() for _ in range(5))
@@ -330,6 +333,8 @@ def summarise(path: str | os.PathLike[str], index: int = 0) -> TraceSummary:
     source = str(path)
     zero_steps = []
     for number, ev in iter_trace(path, meta):
+        if observe is not None:
+            observe(ev)
         if ev.get("ph") != "X":
             continue
         name = ev.get("name")

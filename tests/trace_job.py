@@ -3,7 +3,7 @@
 Run under torchrun; used by the diagnose tests to make real traces:
 
     torchrun --nproc-per-node=2 tests/trace_job.py --out DIR [--slow-loader-s 0.05]
-        [--slow-rank 1 --slow-rank-s 0.05] [--alternate-slow-s 0.05] [--gzip]
+        [--slow-rank 1 --slow-rank-s 0.05] [--alternate-slow-s 0.05] [--gzip] [--record-shapes]
 
 ``--slow-loader-s`` sleeps in the dataset's ``__getitem__`` (every sample of the batch, in the
 main process: num_workers=0), so steps wait on the DataLoader iterator. ``--slow-rank-s`` makes
@@ -51,6 +51,8 @@ def main() -> None:
     ap.add_argument("--alternate-slow-s", type=float, default=0.0,
                     help="in step i, rank i %% world sleeps this long (uneven work, no one culprit)")
     ap.add_argument("--gzip", action="store_true")
+    ap.add_argument("--record-shapes", action="store_true",
+                    help="record input shapes (gives the gloo messages' sizes)")
     args = ap.parse_args()
 
     torch.set_num_threads(1)
@@ -73,7 +75,8 @@ def main() -> None:
         prof.export_chrome_trace(path)
 
     sched = schedule(wait=0, warmup=1, active=args.steps, repeat=1)
-    with profile(activities=[ProfilerActivity.CPU], schedule=sched, on_trace_ready=on_ready) as prof:
+    with profile(activities=[ProfilerActivity.CPU], schedule=sched, on_trace_ready=on_ready,
+                 record_shapes=args.record_shapes) as prof:
         for i, (x, y) in enumerate(loader):
             if i >= args.steps + 1:
                 break

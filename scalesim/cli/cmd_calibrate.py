@@ -13,6 +13,10 @@ EXAMPLE = """examples:
   scalesim calibrate --resume --out my-node.json           # keep finished phases
   torchrun --nnodes=2 --nproc-per-node=8 --rdzv-backend=c10d --rdzv-endpoint=HOST:29500 \\
       -m scalesim.calibration --out two-nodes.json         # several servers
+from data you already have (no torch needed; updates --out in place when it exists):
+  scalesim calibrate --from-nccl-tests node.txt two-nodes.txt --out my-node.json
+  scalesim calibrate --from-trace 32=rank0.json.gz 32=rank1.json.gz 64=b64/rank0.json --out my-node.json
+  scalesim calibrate --from-topo topo.txt --out my-node.json   # nvidia-smi topo -m
 then: scalesim predict --profile my-node.json --devices 1,2,4,8,16"""
 
 
@@ -23,11 +27,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nproc-per-node", type=flag_type("devices_per_node"), default=1, metavar="N",
                    help="start N processes on this machine with torchrun (default 1: this one)")
     add_calibration_arguments(p)
+    g = p.add_argument_group("from data you already have (instead of measuring)")
+    g.add_argument("--from-nccl-tests", nargs="+", metavar="[intra=|inter=]FILE",
+                   help="all_reduce_perf / reduce_scatter_perf / all_gather_perf output, one file "
+                   "per run: fits the link levels they measured (the header's hosts tell the "
+                   "level; inter= or intra= says it for a log without them)")
+    g.add_argument("--from-trace", nargs="+", metavar="[B=]FILE",
+                   help="torch.profiler (Kineto) traces of your job, one per rank; B= the "
+                   "micro-batch of that run (or --micro-batch for all): compute, backward share, "
+                   "jitter")
+    g.add_argument("--from-topo", metavar="FILE", help="nvidia-smi topo -m output: the topology")
+    g.add_argument("--base", metavar="PROFILE",
+                   help="profile to start from (default: --out when it exists, else the presets)")
 
 
 def run(args: argparse.Namespace) -> int:
     from scalesim.errors import ScalesimError
 
+    if args.from_nccl_tests or args.from_trace or args.from_topo:
+        from scalesim.sources.calibrate_from import run_from_sources
+
+        return run_from_sources(args)
     if args.nproc_per_node < 1:
         raise ScalesimError("--nproc-per-node must be 1 or more")
     if args.nproc_per_node == 1:

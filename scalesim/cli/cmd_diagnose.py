@@ -10,6 +10,8 @@ EXAMPLE = """examples:
   scalesim diagnose runs.csv
   scalesim diagnose runs.json --params 340e6 --critical-batch 2048 --json
   scalesim diagnose --trace rank0.json rank1.json.gz
+  scalesim diagnose --smi smi.csv            # one device slower than the others? (clocks, heat)
+  scalesim diagnose runs.csv --smi smi.csv   # both: the device evidence joins the diagnosis
 
 runs file: one row per run with devices, nodes and samples_per_s or step_time_s; optional
 per_device_batch, global_batch, accumulation, data_wait_s, comm_s (exposed), steps_to_target and
@@ -23,6 +25,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("runs", nargs="?", metavar="RUNS.csv|RUNS.json", help="measured runs")
     p.add_argument("--trace", nargs="+", metavar="RANK.json", help="Kineto trace per rank "
                    "(plain or .gz), instead of a runs file")
+    p.add_argument("--smi", metavar="SMI.csv", help="nvidia-smi --query-gpu=timestamp,index,"
+                   "clocks.sm,clocks.max.sm,temperature.gpu,power.draw,utilization.gpu,"
+                   "clocks_throttle_reasons.active --format=csv -l 1 output, recorded during the "
+                   "run: names a device that runs slower, with its clocks, heat and throttling")
     p.add_argument("--params", type=flag_type("params"), help="model parameters (gradient elements), "
                    "to report link bandwidths in GB/s")
     p.add_argument("--wire-bytes", type=flag_type("wire_bytes_per_param"), default=4.0,
@@ -35,8 +41,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import json
+
     from scalesim.errors import ScalesimError
 
+    smi = None
+    if args.smi is not None:
+        from scalesim.sources.nvidia_smi import parse_smi_csv, render_smi
+
+        smi = parse_smi_csv(args.smi)
+        if args.runs is None and args.trace is None:
+            print(json.dumps(smi.to_dict(), indent=2) if args.json else render_smi(smi))
+            return 0
     if (args.runs is None) == (args.trace is None):
         raise ScalesimError("give a runs file (scalesim diagnose runs.csv) or --trace FILES, "
                             "not both and not neither")
@@ -52,5 +68,9 @@ def run(args: argparse.Namespace) -> int:
 
         report = diagnose_runs(load_runs(args.runs), args.params, args.wire_bytes,
                                args.critical_batch, args.extrapolate)
+    if smi is not None:
+        from scalesim.sources.nvidia_smi import attach_to_report
+
+        attach_to_report(report, smi)
     print(report.to_json() if args.json else report.to_text())
     return 0

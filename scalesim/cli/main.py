@@ -14,7 +14,8 @@ from scalesim import __version__
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import validation_message
 
-ORDER = ["predict", "sweep", "plan", "presets", "schema", "calibrate", "validate", "diagnose", "app"]
+ORDER = ["predict", "sweep", "plan", "presets", "schema", "calibrate", "topo", "validate", "diagnose",
+         "app"]
 
 
 class _Parser(argparse.ArgumentParser):

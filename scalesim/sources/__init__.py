@@ -1,0 +1,11 @@
+"""Data users already have, read into scalesim's profile and diagnosis.
+
+- ``nccl_tests``: ``all_reduce_perf`` / ``reduce_scatter_perf`` / ``all_gather_perf`` logs -> link
+  levels (alpha, beta), fitted as the calibration's collectives phase fits its own sweep;
+- ``nvidia_smi``: ``nvidia-smi topo -m`` -> topology; ``nvidia-smi --query-gpu ... --format=csv``
+  -> per-device clocks, temperature, power and throttle reasons (``scalesim diagnose --smi``);
+- ``trace_compute``: torch.profiler (Kineto) traces of the user's job -> compute curve points,
+  backward share, communication kernels and sizes, data-loader waits, per-rank spread;
+- ``profile_update``: write or update a profile atomically, other parts untouched;
+- ``provenance``: where each number of a profile came from (CLI and app).
+"""

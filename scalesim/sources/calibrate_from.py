@@ -1,0 +1,270 @@
+"""``scalesim calibrate --from-nccl-tests / --from-trace / --from-topo``: write or update a
+profile from data the user already has, atomically, leaving every other part as it was.
+
+The base is ``--base PROFILE``, else the ``--out`` file when it exists (updated in place), else
+the built-in default profile (published presets; the profile says so). Each source replaces only
+its own parts and records where they came from (``source`` fields and ``notes``):
+
+- nccl-tests logs: the link levels they measured (``hardware.intra_node`` / ``inter_node`` and the
+  ``links`` entries of those levels);
+- traces: the compute curve, the optimizer step, the backward share, the step-time jitter (and, on
+  a new profile, the server size and the gradient size the traces show);
+- topology: ``hardware.topology``.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from scalesim.errors import ScalesimError
+from scalesim.jsonio import write_model
+from scalesim.model.compute import fit_compute_curve
+from scalesim.profiles import default_profile, load_profile
+from scalesim.schemas import (
+    ComputeCurve,
+    ComputePoint,
+    Fingerprint,
+    Jitter,
+    Profile,
+    Topology,
+)
+from scalesim.sources import nccl_tests, trace_compute
+from scalesim.sources.trace_compute import SLOW_RANK_FACTOR, BatchRun
+
+PRESET_COMPUTE_NOTES = ("compute: ", "no fixed per-micro-step overhead is known for presets",
+                        "compute from traces: ", "trace: ")
+
+
+def base_profile(out: str | os.PathLike[str], base: str | None = None) -> tuple[Profile, bool, str]:
+    """(profile to update, whether it is new from the presets, where it came from in words)."""
+    if base is not None:
+        return load_profile(base), False, f"updated from {base}"
+    if Path(out).exists():
+        return load_profile(out), False, f"updated in place ({out})"
+    return default_profile(), True, ("new profile: the parts no source here measured come from "
+                                     "the built-in default presets (see its notes)")
+
+
+def _names(paths) -> str:
+    return ", ".join(Path(p).name for p in paths)
+
+
+def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fresh: bool
+                    ) -> tuple[Profile, list[str]]:
+    """The profile with the link levels the logs measured; other levels and parts untouched."""
+    hw = profile.hardware
+    changes: dict = {}
+    said: list[str] = []
+    for level, fit in fits.items():
+        changes[level] = fit.link
+        said.append(f"{level}: busbw {fit.link.busbw_GBps:.4g} GB/s, alpha "
+                    f"{fit.link.latency_s * 1e6:.3g} us (rel. RMSE {fit.calibration.rel_rmse:.1%}) "
+                    f"from {_names(r.path for r in fit.runs)}")
+    per_node = sorted({r.ranks // r.nodes for f in fits.values() for r in f.runs})
+    devices = sorted({d for f in fits.values() for r in f.runs for d in r.devices})
+    if fresh and per_node:
+        changes["devices_per_node"] = per_node[-1]
+        if len(devices) == 1:
+            changes["device_name"] = devices[0]
+        changes["name"] = f"{devices[0] if devices else 'servers'} x{per_node[-1]} (nccl-tests)"
+    elif per_node and per_node[-1] != hw.devices_per_node:
+        said.append(f"the logs ran {per_node[-1]} ranks per server, the profile has "
+                    f"{hw.devices_per_node} devices per server (kept)")
+    if "inter_node" not in fits:
+        said.append("inter-server link not measured by these logs (one server each); it stays: "
+                    f"{hw.inter_node.source[:160]}")
+    links = [c for c in profile.links if c.level not in fits]
+    links += [f.calibration for f in fits.values()]
+    links.sort(key=lambda c: c.level != "intra_node")
+    notes = list(profile.notes) + [f"links from nccl-tests: {s}" for s in said]
+    update = {"hardware": hw.model_copy(update=changes), "links": links, "notes": notes}
+    if fresh:  # where the logs ran (a profile that existed keeps its own calibration's)
+        runs = [r for f in fits.values() for r in f.runs]
+        update["fingerprint"] = Fingerprint(
+            device_name=changes.get("device_name", hw.device_name),
+            device_count=max(r.ranks for r in runs), nodes=max(r.nodes for r in runs),
+            backend="nccl (nccl-tests)",
+            hostnames=list(dict.fromkeys(h for r in runs for h in r.hosts)),
+            date_utc=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return profile.model_copy(update=update), said
+
+
+def compute_curve(runs: list[BatchRun], base: ComputeCurve) -> tuple[ComputeCurve, str]:
+    """The compute curve the traced runs pin (one point per micro-batch)."""
+    points = [ComputePoint(micro_batch=r.micro_batch, time_s=max(r.fwd_bwd_s, 1e-9),
+                           spread_s=r.spread_s, repeats=max(r.steps, 1)) for r in runs]
+    files = sum(len(r.ranks) for r in runs)
+    if len(points) >= 2:
+        overhead, per_sample, rmse = fit_compute_curve([p.micro_batch for p in points],
+                                                       [p.time_s for p in points])
+        how = (f"fitted overhead + per-sample time to {len(points)} micro-batches "
+               f"(rel. RMSE {rmse:.1%})")
+    else:
+        p = points[0]
+        overhead, per_sample, rmse = 0.0, p.time_s / p.micro_batch, None
+        how = (f"ONE micro-batch ({p.micro_batch}): a line through the origin and that point "
+               "(no fixed per-step overhead known; trace two or more batch sizes to fit it)")
+    hosts = [sum(1 for x in r.ranks if x.summary.host == h) for r in runs
+             for h in {x.summary.host for x in r.ranks}]
+    opt = float(np.median([r.optimizer_s for r in runs]))
+    source = (f"torch.profiler traces ({files} files): forward+backward per micro-step = step - "
+              "exposed communication - data wait - optimizer, median over ranks and steps; "
+              + how)
+    curve = ComputeCurve(
+        overhead_s=overhead, per_sample_s=max(per_sample, 1e-12), optimizer_step_s=opt,
+        rel_rmse=rmse, points=points, colocated_devices=max(hosts or [1]),
+        colocation_slowdown=0.0, precision=base.precision if base.measured else "as traced",
+        measured=True, source=source)
+    return curve, how
+
+
+def _jitter(run: BatchRun) -> Jitter:
+    cr = run.cross
+    per_rank = [float(np.median([s.step_s for s in r.summary.steps])) for r in run.ranks]
+    slow = (cr["slowest_rank"] if len(run.ranks) > 1 and cr["slowest_factor"] >= SLOW_RANK_FACTOR
+            and cr["slowest_consistency"] >= 0.5 else None)
+    return Jitter(step_time_cv=run.step_cv(), per_rank_median_s=per_rank, slow_rank=slow,
+                  slow_factor=max(float(cr["slowest_factor"]), 1.0) if slow is not None else 1.0)
+
+
+def describe_run(run: BatchRun) -> list[str]:
+    """What one traced run says, in lines (the CLI prints them, the profile keeps them)."""
+    cr = run.cross
+    out = [f"micro-batch {run.micro_batch}, {len(run.ranks)} rank(s), {run.steps} rank-steps: "
+           f"step {cr['step_s'] * 1e3:.3g} ms, forward+backward {run.fwd_bwd_s * 1e3:.3g} ms, "
+           f"optimizer {run.optimizer_s * 1e3:.3g} ms, data-loader wait "
+           f"{cr['data_wait_s'] * 1e3:.3g} ms, exposed communication "
+           f"{(cr['step_s'] - np.median(cr['own_s'])) * 1e3:.3g} ms"]
+    share = run.backward_fraction
+    out.append("  backward share of forward+backward: "
+               + (f"{share:.3f}" if share is not None else "not found (no autograd events)"))
+    if any(r.summary.device == "gpu" and not r.matched_gpu for r in run.ranks):
+        out.append("  GPU kernels could not be matched to their launches (no 'correlation' "
+                   "ids): backward and optimizer not separated from forward")
+    for op, c in run.comm().items():
+        size = ""
+        if c.bytes is not None:
+            size = (f", {c.bytes / 2**20:.4g} MiB per step in "
+                    f"{len(c.sizes)} distinct message size(s) "
+                    f"{'/'.join(f'{s / 2**20:.4g}' for s in c.sizes[:4])} MiB")
+        out.append(f"  {op}: {c.count:g} calls, {c.time_s * 1e3:.3g} ms per step{size}")
+    if not run.comm():
+        out.append("  no communication in the steps (one process, or no NCCL/gloo events)")
+    elif all(c.bytes is None for c in run.comm().values()):
+        out.append("  message sizes not in the traces (record with record_shapes=True, or a "
+                   "PyTorch whose NCCL kernels carry sizes)")
+    if len(run.ranks) > 1:
+        out.append(f"  per-rank step spread: slowest rank {cr['slowest_rank']} "
+                   f"({cr['slowest_factor']:.2f}x the others' own time, slowest in "
+                   f"{cr['slowest_consistency']:.0%} of steps); step-time cv {run.step_cv():.3f}")
+    return out
+
+
+def with_traces(profile: Profile, runs: list[BatchRun], fresh: bool, set_server: bool | None = None
+                ) -> tuple[Profile, list[str]]:
+    """The profile with the traced compute curve, optimizer, backward share and jitter; on a new
+    profile (``fresh``) also the gradient size, and the server size unless ``set_server`` is
+    False (nccl-tests logs of the same call describe the server instead)."""
+    curve, how = compute_curve(runs, profile.compute)
+    said = [line for r in runs for line in describe_run(r)]
+    wl_changes: dict = {"micro_batch": max(r.micro_batch for r in runs)}
+    shares = [r.backward_fraction for r in runs if r.backward_fraction is not None]
+    if shares:
+        wl_changes["backward_fraction"] = float(np.median(shares))
+    big = max(runs, key=lambda r: (len(r.ranks), r.micro_batch))
+    comm = big.comm()
+    hw_changes: dict = {}
+    if fresh and (set_server is None or set_server):
+        hw_changes["devices_per_node"] = curve.colocated_devices
+    if fresh:
+        ar = comm.get("all_reduce")
+        if ar and ar.bytes and ar.element_bytes and set(comm) <= {"all_reduce", "broadcast",
+                                                                  "barrier"}:
+            params = ar.bytes / ar.element_bytes
+            wl_changes.update(params=params, wire_bytes_per_param=float(ar.element_bytes),
+                              name="traced job")
+            said.append(f"gradients: {params:,.0f} elements of {ar.element_bytes} bytes "
+                        "all-reduced per step (DDP), taken as the model's parameters")
+    wl = profile.workload
+    wl_changes["source"] = (wl.source + "; " if wl.source else "") + (
+        f"micro-batch and backward share from torch.profiler traces "
+        f"({sum(len(r.ranks) for r in runs)} files)")
+    ar = comm.get("all_reduce")
+    if not fresh and ar and ar.bytes and ar.element_bytes:
+        traced = ar.bytes / ar.element_bytes
+        if abs(traced / profile.workload.params - 1.0) > 0.2:
+            said.append(f"the traces all-reduce {traced:,.0f} elements per step, the profile's "
+                        f"workload has {profile.workload.params:,.0f} parameters (kept: set the "
+                        "workload with --base or scalesim predict --workload)")
+    # Notes the presets wrote about the compute they estimated no longer apply.
+    kept = [n for n in profile.notes if not n.startswith(PRESET_COMPUTE_NOTES)]
+    notes = kept + [f"compute from traces: {how}"] + [f"trace: {s.strip()}" for s in said]
+    update = {"compute": curve, "workload": wl.model_copy(update=wl_changes), "notes": notes,
+              "jitter": _jitter(big)}
+    if hw_changes:
+        update["hardware"] = profile.hardware.model_copy(update=hw_changes)
+    return profile.model_copy(update=update), said
+
+
+def with_topology(profile: Profile, topo: Topology) -> Profile:
+    hw = profile.hardware.model_copy(update={"topology": topo})
+    note = f"topology from {topo.source}: {topo.intra_kind}"
+    return profile.model_copy(update={"hardware": hw, "notes": [*profile.notes, note]})
+
+
+def calibrate_from_sources(out: str | os.PathLike[str], nccl_tests_files=(), traces=(),
+                           micro_batch: int | None = None, topo_file: str | None = None,
+                           base: str | None = None, name: str | None = None,
+                           write: bool = True) -> tuple[Profile, list[str]]:
+    """The Python API of ``calibrate --from-...``: (profile, report lines); writes ``out``
+    atomically when ``write``. ``traces``: ``B=FILE`` or ``FILE`` with ``micro_batch``."""
+    if not nccl_tests_files and not traces and not topo_file:
+        raise ScalesimError("give --from-nccl-tests FILE..., --from-trace FILE... or --from-topo "
+                            "FILE")
+    # Read every input before touching anything: a bad file leaves the profile as it was.
+    fits = nccl_tests.fit_runs(nccl_tests.load_runs(nccl_tests_files)) if nccl_tests_files else {}
+    runs = trace_compute.read_runs(trace_compute.parse_entries(list(traces), micro_batch)) \
+        if traces else []
+    topo = None
+    if topo_file is not None:
+        from scalesim.sources.nvidia_smi import parse_topo_file
+
+        topo = parse_topo_file(topo_file)
+    profile, fresh, origin = base_profile(out, base)
+    report = [origin]
+    if fits:
+        profile, said = with_nccl_tests(profile, fits, fresh)
+        report += ["links from nccl-tests:"] + [f"  {s}" for s in said]
+        for f in fits.values():
+            report += [f"  note: {n}" for r in f.runs for n in r.notes]
+    if runs:
+        profile, said = with_traces(profile, runs, fresh, set_server=not fits)
+        report += ["compute from traces:"] + [f"  {s}" for s in said]
+        for r in runs:
+            report += [f"  note: {n}" for x in r.ranks for n in x.summary.notes]
+    if topo is not None:
+        profile = with_topology(profile, topo)
+        report.append(f"topology: {topo.intra_kind}")
+    if name:
+        profile = profile.model_copy(update={"name": name})
+    elif fresh:
+        profile = profile.model_copy(update={"name": f"{profile.hardware.name} + "
+                                             f"{profile.workload.name} (from your data)"})
+    if write:
+        write_model(out, profile)
+    return profile, report
+
+
+def run_from_sources(args) -> int:
+    """The CLI path (``scalesim calibrate --from-...``)."""
+    _, report = calibrate_from_sources(
+        args.out, args.from_nccl_tests or (), args.from_trace or (), args.micro_batch,
+        args.from_topo, args.base, args.name)
+    print("\n".join(report))
+    print(f"profile written to {args.out}; try: scalesim predict --profile {args.out} "
+          "--devices 1,2,4,8,16")
+    return 0

@@ -1,0 +1,355 @@
+"""Read nccl-tests logs (``all_reduce_perf``, ``reduce_scatter_perf``, ``all_gather_perf``) and fit
+link levels from them exactly as ``scalesim calibrate``'s collectives phase fits its own sweep.
+
+What a log holds (nccl-tests ``src/common.cu``; doc/PERFORMANCE.md): a header (``# nThread 1
+nGpus 8 minBytes ...``, then ``#  Rank  N Group G Pid P on HOST device D [BUS] NAME`` per rank),
+the column line ``size count type redop root time algbw busbw #wrong time algbw busbw #wrong``
+(out-of-place, then in-place; older versions: ``error`` instead of ``#wrong``, no ``root``), one
+row per message size, and ``# Out of bounds values : N OK|FAILED`` / ``# Avg bus bandwidth : X``.
+MPI launchers may prefix lines (``[1,0]<stdout>:``) and interleave ``NCCL INFO`` lines; both are
+ignored.
+
+Conventions, as the calibration's collectives phase (``calibration/collective_phase.py``):
+
+- time per row: the **in-place** column for all-reduce (``torch.distributed.all_reduce`` is in
+  place, as DDP runs it) and the **out-of-place** column for reduce-scatter and all-gather
+  (``reduce_scatter_tensor`` / ``all_gather_into_tensor``); ``size`` is nccl-tests' ``S``, the
+  full buffer, as there;
+- ranks: the number of distinct ranks listed in the header (else ``nranks`` in NCCL INFO lines,
+  else the busbw/algbw ratio: ``2(n-1)/n`` for all-reduce, ``(n-1)/n`` otherwise);
+- level: one server (one host in the header) -> ``intra_node``; several -> ``inter_node``, the bus
+  bandwidth a node sustains across servers with all its GPUs (``scalesim.model.collectives``);
+- fit: ``calibration.link_fit.fit_level`` (alpha from every size by ``fit_alpha_beta``, beta
+  refitted at the top of the sweep); the all-reduce fit describes the level when present.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from scalesim.errors import ScalesimError
+from scalesim.jsonio import read_text
+from scalesim.model import collectives as coll
+from scalesim.schemas import CollectivePoint, LinkCalibration, LinkLevel
+
+OPS = ("all_reduce", "reduce_scatter", "all_gather")
+_OP_NAMES = {"all_reduce": ("all_reduce", "allreduce"),
+             "reduce_scatter": ("reduce_scatter", "reducescatter"),
+             "all_gather": ("all_gather", "allgather")}
+OTHER_TESTS = ("broadcast", "reduce", "alltoall", "sendrecv", "scatter", "gather", "hypercube")
+US = 1e-6  # nccl-tests prints times in microseconds
+
+_PREFIX = re.compile(r"\[\d+(?:,\d+)*\](?:<std(?:out|err)>:)?")
+_RANK = re.compile(r"Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
+                   r"\s+\[[^\]]*\]\s+(.+?)\s*$")
+_TEST_NAME = re.compile(r"\b(\w+?)_perf(?:_mpi)?\b")
+_NRANKS = re.compile(r"\bnranks\s+(\d+)\b")
+_OOB = re.compile(r"Out of bounds values\s*:\s*(\d+)\s+(OK|FAILED)")
+_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
+TIME_COLUMNS = ("time", "algbw", "busbw")
+ONE_SERVER_ASSUMED = ", and one server assumed (say inter=FILE if it spanned servers)"
+CHECK_COLUMNS = ("#wrong", "error")
+
+
+@dataclass
+class NcclTestsRun:
+    """One nccl-tests log: its op, ranks, servers and the rows scalesim fits."""
+
+    path: str
+    op: str
+    ranks: int
+    hosts: list[str]
+    devices: list[str]
+    points: list[CollectivePoint]
+    notes: list[str] = field(default_factory=list)
+    forced_level: str | None = None  # "intra_node" / "inter_node" as the user said (intra=FILE)
+
+    @property
+    def nodes(self) -> int:
+        if self.forced_level == "inter_node":
+            return max(len(self.hosts), 2)
+        return max(len(self.hosts), 1)
+
+    @property
+    def level(self) -> str:
+        if self.forced_level is not None:
+            return self.forced_level
+        return "inter_node" if self.nodes > 1 else "intra_node"
+
+
+def _clean(line: str) -> str:
+    return _PREFIX.sub(" ", line).strip()
+
+
+def _op_from_name(text: str) -> str | None:
+    low = text.lower()
+    for op, names in _OP_NAMES.items():
+        if any(n in low for n in names):
+            return op
+    return None
+
+
+def _named_tests(lines: list[str]) -> set[str]:
+    """Test binaries named in the log (``all_reduce_perf``, ``broadcast_perf``...)."""
+    found = set()
+    for line in lines:
+        for m in _TEST_NAME.finditer(line):
+            found.add(m.group(1).lower())
+    return found
+
+
+def _columns(line: str) -> list[str] | None:
+    """Column names of a table header line (``size count type ... busbw #wrong ...``)."""
+    tokens = line.lstrip("#").split()
+    if "size" in tokens and "count" in tokens and "time" in tokens and "busbw" in tokens:
+        return tokens[tokens.index("size"):]
+    return None
+
+
+def _ranks_from_ratio(rows: list[list[str]], cols: dict[str, int], op: str | None
+                      ) -> tuple[str | None, int | None]:
+    """(op family, ranks) from busbw/algbw: 2(n-1)/n (all-reduce, >= 1) or (n-1)/n (< 1)."""
+    algbws = np.array([float(r[cols["algbw"]]) for r in rows])
+    busbws = np.array([float(r[cols["busbw"]]) for r in rows])
+    # Two printed decimals: keep the rows near the top bandwidth, and at least 0.5 GB/s.
+    keep = (algbws >= max(0.5 * algbws.max(), 0.5))
+    ratios = list(busbws[keep] / algbws[keep])
+    if not ratios:
+        return op, None
+    ratio = float(np.median(ratios))
+    is_allreduce = op == "all_reduce" if op else ratio >= 0.995
+    n = 2.0 / (2.0 - ratio) if is_allreduce and ratio < 2 else (
+        1.0 / (1.0 - ratio) if ratio < 1 else None)
+    if n is None or n < 1.5:
+        return op, None
+    return (op or ("all_reduce" if is_allreduce else None)), int(round(n))
+
+
+def parse_text(text: str, source: str) -> NcclTestsRun:
+    """Parse one nccl-tests log; a wrong, truncated or foreign file raises a one-line error."""
+    lines = [_clean(line) for line in text.splitlines()]
+    tests = _named_tests(lines)
+    foreign = sorted(t for t in tests if t in OTHER_TESTS)
+    named_ops = sorted({_op_from_name(t) for t in tests} - {None})
+    if not named_ops and foreign:
+        raise ScalesimError(f"{source}: {foreign[0]}_perf output; scalesim fits all_reduce_perf, "
+                            "reduce_scatter_perf and all_gather_perf")
+    if len(named_ops) > 1:
+        raise ScalesimError(f"{source}: holds several tests ({', '.join(named_ops)}); split it into "
+                            "one file per test")
+    op = named_ops[0] if named_ops else _op_from_name(Path(source).name)
+
+    header: list[str] | None = None
+    ranks: dict[tuple, str] = {}
+    nranks_info: set[int] = set()
+    rows: list[list[str]] = []
+    row_lines: list[int] = []
+    oob: tuple[int, str] | None = None
+    avg_seen = False
+    for number, line in enumerate(lines, 1):
+        if not line:
+            continue
+        m = _RANK.search(line)
+        if m and (line.startswith("#") or line.startswith("Rank")):
+            ranks[(m.group(3), m.group(2), m.group(4), m.group(1))] = m.group(5)
+            continue
+        cols = _columns(line)
+        if cols:
+            header = cols
+            continue
+        m = _OOB.search(line)
+        if m:
+            oob = (int(m.group(1)), m.group(2))
+            continue
+        if "Avg bus bandwidth" in line:
+            avg_seen = True
+            continue
+        for m in _NRANKS.finditer(line):
+            nranks_info.add(int(m.group(1)))
+        tokens = line.split()
+        if header is None or line.startswith("#") or not tokens or not tokens[0].isdigit():
+            continue
+        if len(tokens) < len(header):
+            raise ScalesimError(f"{source} line {number}: a row with {len(tokens)} of "
+                                f"{len(header)} columns: the output is cut short (truncated?)")
+        rows.append(tokens[:len(header)])
+        row_lines.append(number)
+
+    if header is None:
+        raise ScalesimError(f"{source}: not nccl-tests output (no 'size count type ... time algbw "
+                            "busbw' table); give the text all_reduce_perf, reduce_scatter_perf or "
+                            "all_gather_perf printed")
+    if not rows:
+        raise ScalesimError(f"{source}: the nccl-tests table has no rows (the run stopped before "
+                            "its first size: truncated?)")
+    if oob is not None and oob[1] == "FAILED":
+        raise ScalesimError(f"{source}: nccl-tests reported 'Out of bounds values : {oob[0]} "
+                            "FAILED' (wrong results); fix the cluster before calibrating from it")
+
+    index = {}
+    for name in (*TIME_COLUMNS, *CHECK_COLUMNS):
+        index[name] = [i for i, c in enumerate(header) if c == name]
+    if not index["time"] or not index["busbw"] or not index["algbw"]:
+        raise ScalesimError(f"{source}: the table has no time/algbw/busbw columns")
+    check = index["#wrong"] or index["error"]
+    notes: list[str] = []
+    unchecked = False
+    for tokens, number in zip(rows, row_lines, strict=True):
+        for i in check:
+            cell = tokens[i]
+            if cell == "N/A":
+                unchecked = True
+            elif _NUMBER.match(cell) and float(cell) > 0 and index["#wrong"]:
+                raise ScalesimError(f"{source} line {number}: #wrong is {cell} at {tokens[0]} bytes: "
+                                    "nccl-tests found wrong results; fix the cluster before "
+                                    "calibrating from it")
+        for i in (*index["time"], *index["algbw"], *index["busbw"]):
+            if not _NUMBER.match(tokens[i]):
+                raise ScalesimError(f"{source} line {number}: '{tokens[i]}' is not a number in "
+                                    f"the {header[i]} column")
+    if unchecked:
+        notes.append(f"{Path(source).name}: results were not checked (-c 0: #wrong is N/A)")
+    if not avg_seen:
+        notes.append(f"{Path(source).name}: no 'Avg bus bandwidth' line: the run may have "
+                     "stopped before its last size")
+    if "root" in header and any(r[header.index("root")] not in ("-1",) for r in rows):
+        raise ScalesimError(f"{source}: a rooted collective (root column is not -1: broadcast or "
+                            "reduce); scalesim fits all_reduce, reduce_scatter and all_gather")
+
+    first = {name: index[name][0] for name in TIME_COLUMNS}
+    if op is None and "redop" in header and all(r[header.index("redop")] == "none" for r in rows):
+        op = "all_gather"
+    ratio_op, ratio_ranks = _ranks_from_ratio(rows, first, op)
+    if op is None:
+        if ratio_op is None:
+            raise ScalesimError(f"{source}: cannot tell which collective this is; keep the "
+                                "'all_reduce_perf ...' header or name the file after the test "
+                                "(e.g. reduce_scatter_node1.txt)")
+        op = ratio_op
+        notes.append(f"{Path(source).name}: taken as {op} from its busbw/algbw ratio (no test "
+                     "name in the file)")
+    hosts = list(dict.fromkeys(h for h, _, _, _ in ranks))
+    devices = list(dict.fromkeys(ranks.values()))
+    if ranks:
+        n = len(ranks)
+    elif nranks_info:
+        n = max(nranks_info)
+    elif ratio_ranks:
+        n = ratio_ranks
+        notes.append(f"{Path(source).name}: no rank list in the header; {n} ranks inferred from "
+                     f"busbw/algbw{ONE_SERVER_ASSUMED}")
+    else:
+        raise ScalesimError(f"{source}: cannot tell how many ranks ran (no '#  Rank ...' lines and "
+                            "no bandwidth to infer it from); keep the whole output")
+    if n < 2:
+        raise ScalesimError(f"{source}: {n} rank: a collective on one GPU measures no link")
+    if ranks and ratio_ranks and ratio_ranks != n and op == ratio_op:
+        notes.append(f"{Path(source).name}: busbw/algbw suggests {ratio_ranks} ranks, the header "
+                     f"lists {n}; the header is used")
+
+    column = 1 if op == "all_reduce" and len(index["time"]) > 1 else 0
+    t_i = index["time"][column]
+    points = []
+    for tokens in rows:
+        size, t_us = float(tokens[0]), float(tokens[t_i])
+        if size <= 0 or t_us <= 0:
+            continue
+        t = t_us * US
+        points.append(CollectivePoint(
+            op=op, size_bytes=size, ranks=n, time_s=t,
+            algbw_GBps=float(coll.algbw_GBps(size, t)),
+            busbw_GBps=float(coll.busbw_from_time_GBps(op, size, n, t))))
+    if len({p.size_bytes for p in points}) < 2:
+        raise ScalesimError(f"{source}: only {len(points)} message size with data; a fit needs a "
+                            "sweep (e.g. all_reduce_perf -b 8 -e 8G -f 2)")
+    return NcclTestsRun(str(source), op, n, hosts, devices, points, notes)
+
+
+def parse_file(path: str | os.PathLike[str]) -> NcclTestsRun:
+    return parse_text(read_text(path), str(path))
+
+
+@dataclass
+class LevelFit:
+    """One link level fitted from nccl-tests runs."""
+
+    level: str
+    link: LinkLevel
+    calibration: LinkCalibration
+    fits: dict[str, dict[str, float]]
+    runs: list[NcclTestsRun]
+
+
+def _kind(level: str, runs: list[NcclTestsRun]) -> str:
+    devices = sorted({d for r in runs for d in r.devices}) or ["unnamed devices"]
+    if level == "inter_node":
+        nodes = max(r.nodes for r in runs)
+        return f"network ({nodes} servers, nccl-tests, {', '.join(devices)})"
+    return f"intra-server ({', '.join(devices)}, nccl-tests)"
+
+
+def fit_runs(runs: Iterable[NcclTestsRun]) -> dict[str, LevelFit]:
+    """Per link level: the alpha-beta fit of every run on it (``calibration.link_fit``)."""
+    from scalesim.calibration.link_fit import fit_level
+
+    by_level: dict[str, list[NcclTestsRun]] = {}
+    for run in runs:
+        by_level.setdefault(run.level, []).append(run)
+    out = {}
+    for level, level_runs in by_level.items():
+        points = sorted((p for r in level_runs for p in r.points),
+                        key=lambda p: (p.op, p.ranks, p.size_bytes))
+        fits = fit_level(points)
+        op = "all_reduce" if "all_reduce" in fits else next(iter(fits))
+        fit = fits[op]
+        rows = [p for p in points if p.op == op]
+        files = ", ".join(Path(r.path).name for r in level_runs)
+        ranks = sorted({p.ranks for p in rows})
+        span = (f"{min(p.size_bytes for p in rows):.0f} B-"
+                f"{max(p.size_bytes for p in rows) / 2**20:g} MiB")
+        large = (f"beta from messages >= {fit['large_from_bytes'] / 2**20:g} MiB (all sizes: "
+                 f"{fit['busbw_all_sizes_GBps']:.3g} GB/s)" if fit["large_from_bytes"]
+                 else "beta from all sizes")
+        column = "in-place" if op == "all_reduce" else "out-of-place"
+        source = (f"nccl-tests logs {files}: {op} on {'/'.join(map(str, ranks))} ranks, {span} "
+                  f"({column} times); alpha-beta fit as scalesim calibrate's (fit_alpha_beta), "
+                  f"{large}; rel. RMSE {fit['rel_rmse']:.1%}")
+        if level == "intra_node":
+            source += "; one server: says nothing about the inter-server link"
+        link = LinkLevel(kind=_kind(level, level_runs), busbw_GBps=fit["busbw_GBps"],
+                         latency_s=fit["latency_s"], source=source)
+        cal = LinkCalibration(level=level, measured=True, points=points,
+                              rel_rmse=fit["rel_rmse"], note=source)
+        out[level] = LevelFit(level, link, cal, fits, level_runs)
+    return out
+
+
+LEVEL_PREFIXES = {"intra": "intra_node", "inter": "inter_node"}
+
+
+def load_runs(entries: Iterable[str | os.PathLike[str]]) -> list[NcclTestsRun]:
+    """Parse ``FILE`` or ``intra=FILE`` / ``inter=FILE`` entries (the prefix sets the link level
+    of a log whose header does not list its hosts, e.g. a pasted table)."""
+    runs = []
+    for entry in entries:
+        prefix, sep, rest = str(entry).partition("=")
+        if sep and prefix in LEVEL_PREFIXES and not Path(entry).exists():
+            run = parse_file(rest)
+            run.forced_level = LEVEL_PREFIXES[prefix]
+            hosts_say = "inter_node" if len(run.hosts) > 1 else "intra_node"
+            if run.hosts and hosts_say != run.forced_level:
+                run.notes.append(f"{Path(rest).name}: its header lists {len(run.hosts)} host(s), "
+                                 f"taken as {run.forced_level} as {prefix}= says")
+            run.notes = [n.replace(ONE_SERVER_ASSUMED, "") for n in run.notes]
+        else:
+            run = parse_file(entry)
+        runs.append(run)
+    if not runs:
+        raise ScalesimError("give one or more nccl-tests logs (--from-nccl-tests FILE ...)")
+    return runs

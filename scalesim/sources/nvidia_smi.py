@@ -1,0 +1,441 @@
+"""Read ``nvidia-smi topo -m`` (server topology) and ``nvidia-smi --query-gpu ... --format=csv``
+(per-device clocks, temperature, power, throttle reasons over time).
+
+Topology (``nvidia-smi topo -m``; legend as nvidia-smi prints it): a matrix over GPUs and NICs
+whose cells are ``X`` (self), ``NV#`` (a bonded set of # NVLinks), ``PIX`` (at most one PCIe
+bridge), ``PXB`` (several PCIe bridges, no host bridge), ``PHB`` (a PCIe host bridge, typically
+the CPU), ``NODE`` (between PCIe host bridges of one NUMA node), ``SYS`` (across the SMP
+interconnect between NUMA nodes, QPI/UPI); older drivers print ``SOC`` for ``SYS`` and ``PSB``
+for ``PXB``. Then ``CPU Affinity``, ``NUMA Affinity`` (and ``GPU NUMA ID``) per GPU and a
+``NIC Legend`` (``NIC0: mlx5_0``). Closeness, best first: NV# (more links first), PIX, PXB, PHB,
+NODE, SYS.
+
+Device health (``nvidia-smi --query-gpu=timestamp,index,clocks.sm,clocks.max.sm,
+temperature.gpu,power.draw,utilization.gpu,clocks_throttle_reasons.active --format=csv -l 1``):
+one row per device per second. ``clocks_throttle_reasons.active`` (newer drivers:
+``clocks_event_reasons.active``) is NVML's bit mask (nvml.h, ``nvmlClocksThrottleReasons``):
+0x1 idle, 0x2 application clocks setting, 0x4 software power cap, 0x8 hardware slowdown,
+0x10 sync boost, 0x20 software thermal slowdown, 0x40 hardware thermal slowdown, 0x80 hardware
+power brake, 0x100 display clock setting.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from scalesim.errors import ScalesimError
+from scalesim.jsonio import read_text
+from scalesim.schemas import Topology, TopologyNic
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_LABEL = re.compile(r"^(GPU\d+|NIC\d+|mlx\d+_\d+|[a-z]+\d+_\d+)$")
+_NV = re.compile(r"^NV(\d+)$")
+_PCIE_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
+_ALIASES = {"SOC": "SYS", "PSB": "PXB"}
+PCIE_MEANING = {
+    "PIX": "at most one PCIe bridge (same PCIe switch)",
+    "PXB": "several PCIe bridges, no host bridge",
+    "PHB": "through a PCIe host bridge (the CPU)",
+    "NODE": "between PCIe host bridges of one NUMA node",
+    "SYS": "across the CPU sockets' interconnect (QPI/UPI)",
+}
+
+
+def closeness(code: str) -> int:
+    """Sort key, closest first: NV# (more links first), then PIX, PXB, PHB, NODE, SYS."""
+    m = _NV.match(code)
+    if m:
+        return -int(m.group(1))
+    return _PCIE_ORDER.index(code) + 1 if code in _PCIE_ORDER else len(_PCIE_ORDER) + 1
+
+
+def _code(cell: str, where: str) -> str:
+    cell = _ALIASES.get(cell, cell)
+    if cell == "X" or _NV.match(cell) or cell in _PCIE_ORDER or cell == "NVB":
+        return cell
+    raise ScalesimError(f"{where}: '{cell}' is not a topo -m link code (X, NV#, PIX, PXB, PHB, "
+                        "NODE, SYS)")
+
+
+def _summary(gpus: list[str], matrix: list[list[str]]) -> tuple[str, str | None]:
+    """The intra-server link kind in words, and the preset it suggests (None: unclear)."""
+    pairs = [matrix[i][j] for i in range(len(gpus)) for j in range(len(gpus)) if i < j]
+    if not pairs:
+        return "one GPU: no intra-server link", None
+    nv = [p for p in pairs if _NV.match(p)]
+    worst = max(pairs, key=closeness)
+    if len(nv) == len(pairs):
+        counts = sorted({int(_NV.match(p).group(1)) for p in nv})
+        if len(counts) == 1:
+            preset = {12: "nvswitch-a100", 18: "nvswitch-h100", 6: "nvswitch-v100"}.get(counts[0])
+            return (f"NVLink between every pair (NV{counts[0]}: {counts[0]} bonded links; "
+                    "NVSwitch or a full mesh)", preset)
+        return f"NVLink between every pair ({', '.join(f'NV{c}' for c in counts)})", None
+    if nv:
+        return (f"partial NVLink: {len(nv)} of {len(pairs)} GPU pairs on NVLink, the others "
+                f"over PCIe (worst {worst}: {PCIE_MEANING.get(worst, worst)}); a ring over all "
+                "GPUs runs at its slowest hop", "nvlink2" if len(gpus) == 8 else None)
+    return (f"PCIe only (worst pair {worst}: {PCIE_MEANING.get(worst, worst)})", "pcie4")
+
+
+def parse_topo_text(text: str, source: str) -> Topology:
+    """Parse ``nvidia-smi topo -m`` output into a Topology; bad input: one-line error."""
+    lines = [_ANSI.sub("", line).rstrip() for line in text.splitlines()]
+    header_at = next((i for i, line in enumerate(lines) if "GPU0" in line.split()), None)
+    if header_at is None:
+        raise ScalesimError(f"{source}: not nvidia-smi topo -m output (no 'GPU0 GPU1 ...' header "
+                            "row); run: nvidia-smi topo -m > topo.txt")
+    header = lines[header_at].split()
+    labels = []
+    for token in header:
+        if not _LABEL.match(token):
+            break
+        labels.append(token)
+    rows: dict[str, list[str]] = {}
+    tails: dict[str, list[str]] = {}
+    for number, line in enumerate(lines[header_at + 1:], header_at + 2):
+        tokens = line.split()
+        if not tokens or tokens[0] not in labels:
+            if tokens and tokens[0] == "Legend:":
+                break
+            continue
+        cells = tokens[1:1 + len(labels)]
+        if len(cells) < len(labels):
+            raise ScalesimError(f"{source} line {number}: {tokens[0]} has {len(cells)} of "
+                                f"{len(labels)} cells: the matrix is cut short (truncated?)")
+        rows[tokens[0]] = [_code(c, f"{source} line {number}") for c in cells]
+        tails[tokens[0]] = tokens[1 + len(labels):]
+    gpus = [label for label in labels if label.startswith("GPU")]
+    missing = [g for g in gpus if g not in rows]
+    if missing:
+        raise ScalesimError(f"{source}: no row for {missing[0]}: the matrix is cut short "
+                            "(truncated?)")
+    legend = dict(re.findall(r"^\s*(NIC\d+):\s*(\S+)\s*$", "\n".join(lines), re.M))
+    gi = [labels.index(g) for g in gpus]
+    matrix = [[rows[g][j] for j in gi] for g in gpus]
+    for i, g in enumerate(gpus):
+        if matrix[i][i] != "X":
+            raise ScalesimError(f"{source}: {g}'s own cell is '{matrix[i][i]}', not X: not a "
+                                "topo -m matrix")
+    nics = []
+    for label in labels:
+        if label.startswith("GPU"):
+            continue
+        col = labels.index(label)
+        to_gpus = [rows[g][col] for g in gpus]
+        best = min(to_gpus, key=closeness) if to_gpus else "SYS"
+        nics.append(TopologyNic(
+            name=label, device=legend.get(label, label if not label.startswith("NIC") else None),
+            gpu_links=to_gpus, nearest_gpus=[i for i, c in enumerate(to_gpus) if c == best],
+            nearest_link=best))
+    cpu_affinity, numa = [], []
+    for g in gpus:
+        tail = tails[g]
+        cpu_affinity.append(tail[0] if tail else "")
+        numa.append(int(tail[1]) if len(tail) > 1 and tail[1].isdigit() else None)
+    kind, preset = _summary(gpus, matrix)
+    return Topology(gpus=gpus, links=matrix, nics=nics, cpu_affinity=cpu_affinity,
+                    numa_affinity=numa, intra_kind=kind, suggested_intra_preset=preset,
+                    source=source)
+
+
+def parse_topo_file(path: str | os.PathLike[str]) -> Topology:
+    return parse_topo_text(read_text(path), str(path))
+
+
+def topology_here(timeout_s: float = 20.0) -> tuple[Topology | None, str]:
+    """Run ``nvidia-smi topo -m`` on this machine: (topology, what happened in words)."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None, "nvidia-smi not found: the server topology (NVLink/PCIe, NICs) was not recorded"
+    try:
+        done = subprocess.run([exe, "topo", "-m"], capture_output=True, text=True,
+                              timeout=timeout_s, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"nvidia-smi topo -m failed ({exc}): topology not recorded"
+    if done.returncode != 0:
+        why = (done.stderr or done.stdout).strip().splitlines()
+        return None, (f"nvidia-smi topo -m exited {done.returncode} "
+                      f"({why[0] if why else 'no output'}): topology not recorded")
+    try:
+        topo = parse_topo_text(done.stdout, "nvidia-smi topo -m")
+    except ScalesimError as exc:
+        return None, f"{exc}: topology not recorded"
+    return topo, f"topology recorded from nvidia-smi topo -m: {topo.intra_kind}"
+
+
+def describe_topology(topo: Topology) -> list[str]:
+    """Lines for ``scalesim topo``: GPUs, the link kind per pair, NICs and their affinity."""
+    out = [f"{len(topo.gpus)} GPUs; intra-server link: {topo.intra_kind}"]
+    if topo.suggested_intra_preset:
+        out.append(f"nearest intra-link preset: {topo.suggested_intra_preset} "
+                   f"(scalesim presets; --intra-link {topo.suggested_intra_preset})")
+    width = max(5, *(len(c) + 1 for row in topo.links for c in row))
+    out.append("")
+    out.append(" " * 6 + "".join(f"{g:>{width}}" for g in topo.gpus) + "  CPU affinity  NUMA")
+    for g, row, cpu, numa in zip(topo.gpus, topo.links, topo.cpu_affinity, topo.numa_affinity,
+                                 strict=True):
+        out.append(f"{g:<6}" + "".join(f"{c:>{width}}" for c in row)
+                   + f"  {cpu:<12}  {'' if numa is None else numa}")
+    sockets: dict[int, list[str]] = {}
+    for g, numa in zip(topo.gpus, topo.numa_affinity, strict=False):
+        if numa is not None:
+            sockets.setdefault(numa, []).append(g)
+    if len(sockets) > 1:
+        out.append("GPUs per NUMA node (CPU socket): " + "; ".join(
+            f"{k}: {', '.join(v)}" for k, v in sorted(sockets.items())))
+    if topo.nics:
+        out.append("")
+        out.append("NICs (closest GPUs):")
+        for nic in topo.nics:
+            near = ", ".join(f"GPU{i}" for i in nic.nearest_gpus)
+            out.append(f"  {nic.name}{f' ({nic.device})' if nic.device != nic.name else ''}: "
+                       f"{nic.nearest_link} to {near} ({PCIE_MEANING.get(nic.nearest_link, '')})")
+        shared = [n for n in topo.nics if len(n.nearest_gpus) > 1 and n.nearest_link in
+                  ("PIX", "PXB")]
+        if shared:
+            out.append(f"  {len(shared)} NIC(s) share a PCIe switch with several GPUs")
+    else:
+        out.append("no NICs listed (topo -m shows RDMA NICs only)")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Device health: the --query-gpu CSV
+
+THROTTLE_BITS = {
+    0x1: "idle", 0x2: "application clocks setting", 0x4: "software power cap",
+    0x8: "hardware slowdown", 0x10: "sync boost", 0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown", 0x80: "hardware power brake",
+    0x100: "display clock setting",
+}
+THERMAL_BITS = 0x20 | 0x40
+POWER_BITS = 0x4 | 0x80
+SLOW_CLOCK_SHARE = 0.95  # a device whose busy SM clock is under this share of the others' median
+BUSY_UTILIZATION = 50.0  # % : samples at or above this count as busy
+QUERY = ("timestamp,index,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,utilization.gpu,"
+         "clocks_throttle_reasons.active")
+_FIELDS = {
+    "index": ("index",),
+    "clock": ("clocks.current.sm", "clocks.sm"),
+    "max_clock": ("clocks.max.sm", "clocks.max.sm_clock"),
+    "temp": ("temperature.gpu",),
+    "power": ("power.draw", "power.draw.instant", "power.draw.average"),
+    "util": ("utilization.gpu",),
+    "reasons": ("clocks_throttle_reasons.active", "clocks_event_reasons.active",
+                "clocks_throttle_reasons.active", "clocks_event_reasons.active"),
+}
+
+
+@dataclass
+class DeviceHealth:
+    """One device over the sampled period (medians over busy samples; MHz, degC, W)."""
+
+    index: int
+    samples: int
+    busy_samples: int
+    sm_clock_MHz: float
+    max_sm_clock_MHz: float | None
+    temperature_C: float | None
+    max_temperature_C: float | None
+    power_W: float | None
+    utilization_pct: float | None
+    reasons: dict[str, float] = field(default_factory=dict)  # reason -> share of busy samples
+
+
+@dataclass
+class SmiReport:
+    source: str
+    devices: list[DeviceHealth]
+    slow: list[int]
+    findings: list[str]
+    notes: list[str]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _number(cell: str) -> float | None:
+    cell = cell.strip()
+    m = re.match(r"^[-+]?\d+(?:\.\d+)?", cell)
+    return float(m.group(0)) if m else None
+
+
+def _column(names: list[str], key: str) -> int | None:
+    for alias in _FIELDS[key]:
+        for i, n in enumerate(names):
+            if n.split("[")[0].strip().lower() == alias:
+                return i
+    return None
+
+
+def parse_smi_csv_text(text: str, source: str) -> SmiReport:
+    """Per-device health from the --query-gpu CSV (see the module docstring)."""
+    reader = csv.reader(io.StringIO(text))
+    header = None
+    samples: dict[int, list[tuple]] = {}
+    for number, row in enumerate(reader, 1):
+        if not row or not "".join(row).strip():
+            continue
+        cells = [c.strip() for c in row]
+        if any(c.split("[")[0].strip().lower() == "index" for c in cells):
+            header = cells  # nvidia-smi -l repeats nothing, but concatenated logs may
+            continue
+        if header is None:
+            raise ScalesimError(f"{source}: not an nvidia-smi --query-gpu CSV (no header with "
+                                f"'index'); record it with: nvidia-smi --query-gpu={QUERY} "
+                                "--format=csv -l 1")
+        col = {k: _column(header, k) for k in _FIELDS}
+        if col["index"] is None or col["clock"] is None:
+            raise ScalesimError(f"{source}: the CSV has no index or clocks.sm column; record it "
+                                f"with --query-gpu={QUERY}")
+        if len(cells) < len(header):
+            raise ScalesimError(f"{source} line {number}: {len(cells)} of {len(header)} fields "
+                                "(truncated?)")
+        index, clock = _number(cells[col["index"]]), _number(cells[col["clock"]])
+        if index is None or clock is None:
+            continue  # [N/A] or [Not Supported]
+        values = [None if col[k] is None else _number(cells[col[k]])
+                  for k in ("max_clock", "temp", "power", "util")]
+        reasons = None
+        if col["reasons"] is not None:
+            text_mask = cells[col["reasons"]]
+            try:
+                reasons = int(text_mask, 16)
+            except ValueError:
+                reasons = None
+        samples.setdefault(int(index), []).append((clock, *values, reasons))
+    if header is None:
+        raise ScalesimError(f"{source}: empty; record it with: nvidia-smi --query-gpu={QUERY} "
+                            "--format=csv -l 1")
+    if not samples:
+        raise ScalesimError(f"{source}: no rows with an SM clock (all [N/A]?)")
+    return analyse(samples, source)
+
+
+def analyse(samples: dict[int, list[tuple]], source: str) -> SmiReport:
+    """Medians per device over busy samples and the slow-device verdict with its evidence."""
+    devices = []
+    notes = []
+    for index in sorted(samples):
+        rows = np.array([[np.nan if v is None else v for v in r[:5]] for r in samples[index]],
+                        dtype=float)
+        reasons = [r[5] for r in samples[index]]
+        util = rows[:, 4]
+        busy = util >= BUSY_UTILIZATION if np.any(np.isfinite(util)) else np.ones(len(rows), bool)
+        if not busy.any():
+            busy = np.ones(len(rows), bool)
+            notes.append(f"device {index}: never {BUSY_UTILIZATION:.0f}% busy; all samples used")
+        picked = rows[busy]
+
+        def med(col, picked=picked):
+            vals = picked[:, col][np.isfinite(picked[:, col])]
+            return float(np.median(vals)) if vals.size else None
+
+        shares = {}
+        masks = [m for m, b in zip(reasons, busy, strict=True) if b and m is not None]
+        for bit, name in THROTTLE_BITS.items():
+            if bit in (0x1, 0x100):
+                continue
+            share = sum(1 for m in masks if m & bit) / len(masks) if masks else 0.0
+            if share > 0:
+                shares[name] = share
+        temps = picked[:, 2][np.isfinite(picked[:, 2])]
+        devices.append(DeviceHealth(
+            index=index, samples=len(rows), busy_samples=int(busy.sum()),
+            sm_clock_MHz=med(0), max_sm_clock_MHz=med(1), temperature_C=med(2),
+            max_temperature_C=float(temps.max()) if temps.size else None, power_W=med(3),
+            utilization_pct=med(4), reasons=shares))
+    slow, findings = [], []
+    if len(devices) >= 2:
+        clocks = np.array([d.sm_clock_MHz for d in devices])
+        for i, d in enumerate(devices):
+            others = float(np.median(np.delete(clocks, i)))
+            if d.sm_clock_MHz < SLOW_CLOCK_SHARE * others:
+                slow.append(d.index)
+                findings.append(slow_device_sentence(d, others))
+    elif devices:
+        d = devices[0]
+        if d.max_sm_clock_MHz and d.sm_clock_MHz < SLOW_CLOCK_SHARE * d.max_sm_clock_MHz:
+            findings.append(slow_device_sentence(d, None))
+    for d in devices:
+        if d.index not in slow and d.reasons:
+            worst = max(d.reasons, key=d.reasons.get)
+            if worst not in ("sync boost", "application clocks setting"):
+                notes.append(f"device {d.index}: {worst} in {d.reasons[worst]:.0%} of busy samples")
+    return SmiReport(source, devices, slow, findings, notes)
+
+
+def slow_device_sentence(d: DeviceHealth, others_MHz: float | None) -> str:
+    """'device 5 runs at 1,110 MHz of 1,410 while the others hold 1,410; it throttles thermally
+    at 87 °C (hardware thermal slowdown in 96% of busy samples)'."""
+    of = f" of {d.max_sm_clock_MHz:,.0f}" if d.max_sm_clock_MHz else ""
+    text = f"device {d.index} runs at {d.sm_clock_MHz:,.0f} MHz{of}"
+    if others_MHz is not None:
+        text += f" while the others hold {others_MHz:,.0f}"
+    thermal = {k: v for k, v in d.reasons.items() if "thermal" in k}
+    power = {k: v for k, v in d.reasons.items() if "power" in k}
+    hot = f" at {d.max_temperature_C:.0f} °C" if d.max_temperature_C is not None else ""
+    if thermal:
+        name = max(thermal, key=thermal.get)
+        text += f"; it throttles thermally{hot} ({name} in {thermal[name]:.0%} of busy samples)"
+    elif power:
+        name = max(power, key=power.get)
+        watts = f" at {d.power_W:.0f} W" if d.power_W is not None else ""
+        text += f"; it is power-capped{watts} ({name} in {power[name]:.0%} of busy samples)"
+    elif "hardware slowdown" in d.reasons:
+        text += (f"; hardware slowdown in {d.reasons['hardware slowdown']:.0%} of busy samples "
+                 "(power brake or temperature: check the cooling and power supply)")
+    else:
+        text += "; no throttle reason was reported (check application clocks and the workload)"
+    return text
+
+
+def parse_smi_csv(path: str | os.PathLike[str]) -> SmiReport:
+    return parse_smi_csv_text(read_text(path), str(path))
+
+
+def render_smi(report: SmiReport) -> str:
+    lines = [f"Device health from {report.source}", ""]
+    lines += [f"  - {f}" for f in report.findings] or ["  no device runs slower than the others"]
+    lines.append("")
+    lines.append(f"{'device':>6} {'samples':>7} {'busy':>5} {'SM MHz':>7} {'max MHz':>7} "
+                 f"{'temp C':>6} {'max C':>5} {'power W':>7} {'util %':>6}  throttle reasons")
+
+    def f(v, fmt):
+        return format(v, fmt) if v is not None else "-"
+
+    for d in report.devices:
+        reasons = ", ".join(f"{k} {v:.0%}" for k, v in d.reasons.items()) or "-"
+        lines.append(f"{d.index:>6} {d.samples:>7} {d.busy_samples:>5} {d.sm_clock_MHz:>7.0f} "
+                     f"{f(d.max_sm_clock_MHz, '>7.0f'):>7} {f(d.temperature_C, '>6.0f'):>6} "
+                     f"{f(d.max_temperature_C, '>5.0f'):>5} {f(d.power_W, '>7.0f'):>7} "
+                     f"{f(d.utilization_pct, '>6.0f'):>6}  {reasons}")
+    lines.append("(medians over samples at >= 50% utilization)")
+    lines += [f"note: {n}" for n in report.notes]
+    return "\n".join(lines)
+
+
+def attach_to_report(report, smi: SmiReport) -> None:
+    """Add the device evidence to a diagnosis (``scalesim.diagnosis.Report``): the slow device's
+    sentence joins the cause's evidence when the cause is a slow device, stragglers or compute;
+    otherwise it is a note. The per-device table goes to ``details['smi']``."""
+    report.details["smi"] = smi.to_dict()
+    related = report.cause.key in ("slow_device", "stragglers", "compute")
+    for text in smi.findings:
+        if related:
+            report.cause.evidence.append(f"nvidia-smi: {text}")
+        else:
+            report.notes.append(f"nvidia-smi ({smi.source}): {text}")
+    if not smi.findings:
+        report.notes.append(f"nvidia-smi ({smi.source}): every device held its clock "
+                            f"({', '.join(f'{d.sm_clock_MHz:.0f}' for d in smi.devices)} MHz)")
+    report.notes.extend(f"nvidia-smi: {n}" for n in smi.notes)

@@ -1,0 +1,24 @@
+"""Where each number of a profile came from, in words (the CLI's and the app's "sources")."""
+
+from __future__ import annotations
+
+from scalesim.schemas import Profile
+
+
+def provenance(profile: Profile) -> list[tuple[str, str]]:
+    """(part, where its numbers came from) for every part the model predicts from."""
+    hw, wl, c = profile.hardware, profile.workload, profile.compute
+    measured = "measured" if c.measured else "estimated"
+    rows = [
+        ("compute", f"{measured}: {c.source or 'no source recorded'}"),
+        ("intra-server link", hw.intra_node.source or "no source recorded"),
+        ("inter-server link", hw.inter_node.source or "no source recorded"),
+        ("workload", wl.source or "no source recorded"),
+        ("input pipeline", profile.input_pipeline.source or "measured"
+         if profile.input_pipeline is not None else "not measured: never limiting"),
+        ("step-time jitter", "measured (calibration or traces)" if profile.jitter is not None
+         else "not measured: the default spread"),
+        ("topology", f"{hw.topology.intra_kind} ({hw.topology.source})"
+         if hw.topology is not None else "not recorded"),
+    ]
+    return rows

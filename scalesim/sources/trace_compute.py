@@ -1,0 +1,392 @@
+"""Profiler traces of the user's own job -> compute calibration (``calibrate --from-trace``).
+
+Each trace is read once, by the same streaming reader as ``scalesim diagnose --trace``
+(``scalesim.traces.summarise``, with an ``observe`` hook for the events it does not keep), so a
+1 GB trace costs a few numbers per event of interest, never the whole file.
+
+Per profiler step ``W`` of one rank (``traces`` gives compute C, exposed communication E, data wait
+D and the step length), this module adds:
+
+- optimizer O: ``Optimizer.step#...`` annotations (CPU traces: their length inside ``W``; GPU
+  traces: the span from the first to the last kernel launched inside them, matched by the
+  ``correlation`` id of kernel and launch);
+- backward B: ``autograd::engine::evaluate_function: ...`` ops (CPU: their length inside ``W``;
+  GPU: busy time of the kernels launched inside them); backward share
+  ``B / (C - O)`` (the same share ``Workload.backward_fraction`` holds);
+- forward+backward time of one micro-step ``t = |W| - E - D - O``: the rank's own time (compute,
+  launch gaps and idle before it syncs) without the optimizer; the point ``(b, median t)`` per
+  micro-batch ``b``, several batches fit ``overhead_s + per_sample_s * b``
+  (``scalesim.model.compute.fit_compute_curve``);
+- communication per op (NCCL kernels ``ncclKernel_*``/``ncclDevKernel_*``, gloo ``gloo:*``):
+  count, time and, when the trace has them (NCCL kernel or ``record_param_comms`` arguments
+  ``In msg nelems``/``dtype``; with ``record_shapes=True`` the ``Input Dims`` of ``gloo:*``), the
+  message sizes;
+- per-rank spread: ``traces.cross_rank`` (slowest rank and factor) and the robust step-time cv
+  ``(IQR / 1.349) / median`` per rank, as the jitter phase computes it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from array import array
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from scalesim.errors import ScalesimError
+from scalesim.traces import TraceSummary, _Intervals, cross_rank, length_in, merge, summarise
+
+BACKWARD_PREFIX = "autograd::engine::evaluate_function:"
+OPTIMIZER_PREFIX = "Optimizer.step#"
+_STEP = re.compile(r"ProfilerStep#(\d+)$")
+LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
+DTYPE_BYTES = {"float": 4, "float32": 4, "f32": 4, "double": 8, "float64": 8, "half": 2,
+               "float16": 2, "f16": 2, "bfloat16": 2, "bf16": 2, "int": 4, "int32": 4,
+               "long": 8, "int64": 8, "int8": 1, "uint8": 1, "byte": 1, "char": 1, "bool": 1}
+_COLL = (("allreduce", "all_reduce"), ("all_reduce", "all_reduce"),
+         ("reducescatter", "reduce_scatter"), ("reduce_scatter", "reduce_scatter"),
+         ("allgather", "all_gather"), ("all_gather", "all_gather"), ("broadcast", "broadcast"),
+         ("sendrecv", "send_recv"), ("alltoall", "all_to_all"), ("barrier", "barrier"),
+         ("reduce", "reduce"), ("send", "send_recv"), ("recv", "send_recv"))
+SLOW_RANK_FACTOR = 1.05  # as the calibration's jitter phase (--slow-threshold default)
+
+
+def collective_op(name: str) -> str:
+    """all_reduce, reduce_scatter, all_gather... from a kernel, gloo or c10d name."""
+    low = name.lower().replace("ncclkernel_", "").replace("nccldevkernel_", "")
+    low = low.split(":", 1)[-1] if low.startswith(("gloo:", "nccl:")) else low
+    for key, op in _COLL:
+        if key in low.replace("_", "") or key in low:
+            return op
+    return "other"
+
+
+def dtype_bytes(name) -> int | None:
+    text = str(name).lower().replace("c10::", "").replace("torch.", "")
+    return DTYPE_BYTES.get(text)
+
+
+@dataclass
+class CommStats:
+    """One collective op of one rank (or one rank's share of a run): per profiler step."""
+
+    count: float = 0.0  # calls per step
+    time_s: float = 0.0  # kernel (GPU) or gloo (CPU) time per step
+    bytes: float | None = None  # bytes per step, when the trace records sizes
+    element_bytes: int | None = None  # bytes of one element of the messages (4 fp32, 2 bf16)
+    sizes: list[float] = field(default_factory=list)  # distinct message sizes (<= 16)
+
+
+OPS = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "send_recv",
+       "all_to_all", "barrier", "other")
+
+
+class _Collector:
+    """Everything ``summarise`` does not keep, gathered in the same pass (arrays of numbers)."""
+
+    def __init__(self):
+        self.cpu_steps: list[tuple[int, float, float]] = []
+        self.gpu_steps: list[tuple[int, float, float]] = []
+        self.backward: dict[int, _Intervals] = defaultdict(_Intervals)
+        self.optimizer: dict[int, _Intervals] = defaultdict(_Intervals)
+        self.launch_ts, self.launch_tid, self.launch_corr = array("d"), array("q"), array("q")
+        self.kern_corr, self.kern_ts, self.kern_dur = array("q"), array("d"), array("d")
+        # communication events: op code, start, duration (0: a size-only record), bytes (nan:
+        # unknown), on the GPU timeline (1) or the CPU one (0), size-only record (1) or not (0)
+        self.c_op, self.c_gpu, self.c_rec = array("b"), array("b"), array("b")
+        self.c_t0, self.c_dur, self.c_bytes = array("d"), array("d"), array("d")
+        self.c_elem = array("b")
+
+    def _comm(self, op: str, t0: float, d: float, sized: tuple[float, int] | None, gpu: bool,
+              record: bool) -> None:
+        nbytes, elem = sized if sized else (None, 0)
+        self.c_elem.append(elem)
+        self.c_op.append(OPS.index(op))
+        self.c_gpu.append(int(gpu))
+        self.c_rec.append(int(record))
+        self.c_t0.append(t0)
+        self.c_dur.append(d)
+        self.c_bytes.append(float("nan") if nbytes is None else nbytes)
+
+    def __call__(self, ev: dict) -> None:
+        if ev.get("ph") != "X":
+            return
+        name, ts, dur = ev.get("name"), ev.get("ts"), ev.get("dur")
+        if not isinstance(name, str) or not isinstance(ts, (int, float)) \
+                or not isinstance(dur, (int, float)) or dur < 0:
+            return
+        cat = ev.get("cat", "")
+        t0, d = float(ts) * 1e-6, float(dur) * 1e-6
+        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        tid = ev.get("tid")
+        tid = tid if isinstance(tid, int) else hash(str(tid)) & 0x7FFFFFFF
+        m = _STEP.match(name)
+        if m:
+            (self.gpu_steps if cat == "gpu_user_annotation" else self.cpu_steps).append(
+                (int(m.group(1)), t0, t0 + d))
+        elif name.startswith(BACKWARD_PREFIX):
+            self.backward[tid].add(t0, d)
+        elif name.startswith(OPTIMIZER_PREFIX) and cat != "gpu_user_annotation":
+            self.optimizer[tid].add(t0, d)
+        elif cat == "kernel":
+            if "nccl" in name.lower():
+                # NCCL >= 2.19 may run several collectives in one ncclDevKernel_Generic: PyTorch
+                # then names the collective in the kernel's arguments.
+                named = args.get("Collective name")
+                op = collective_op(str(named)) if named else collective_op(name)
+                self._comm(op, t0, d, _msg_bytes(args), True, False)
+            else:
+                corr = args.get("correlation")
+                if isinstance(corr, int):
+                    self.kern_corr.append(corr)
+                    self.kern_ts.append(t0)
+                    self.kern_dur.append(d)
+        elif cat in LAUNCH_CATS:
+            corr = args.get("correlation")
+            if isinstance(corr, int):
+                self.launch_ts.append(t0)
+                self.launch_tid.append(tid)
+                self.launch_corr.append(corr)
+        elif name.startswith("gloo:"):
+            self._comm(collective_op(name), t0, d, _dims_bytes(args), False, False)
+        elif name == "record_param_comms":
+            sized = _msg_bytes(args)
+            if sized is not None:
+                op = collective_op(str(args.get("Collective name", "")))
+                self._comm(op, t0, 0.0, sized, False, True)
+
+    def comm_per_step(self, gpu_windows, cpu_windows) -> dict[str, CommStats]:
+        """Per op: calls, time and bytes per step, from the events inside the step windows
+        (timing events on their own timeline; sizes from record_param_comms when present, so
+        a collective is not counted twice)."""
+        op = np.frombuffer(self.c_op, dtype=np.int8)
+        if op.size == 0:
+            return {}
+        gpu = np.frombuffer(self.c_gpu, dtype=np.int8).astype(bool)
+        rec = np.frombuffer(self.c_rec, dtype=np.int8).astype(bool)
+        t0, dur = np.frombuffer(self.c_t0), np.frombuffer(self.c_dur)
+        nbytes = np.frombuffer(self.c_bytes)
+        elem = np.frombuffer(self.c_elem, dtype=np.int8)
+
+        def inside(windows, mask):
+            if not windows:
+                return np.zeros(op.size, dtype=bool)
+            s, e = merge(np.array([w[0] for w in windows]), np.array([w[1] for w in windows]))
+            idx = np.searchsorted(s, t0, "right") - 1
+            return mask & (idx >= 0) & (t0 < e[np.maximum(idx, 0)])
+
+        timing = inside(gpu_windows, gpu & ~rec) | inside(cpu_windows, ~gpu & ~rec)
+        sizes_from = rec if rec.any() else ~rec
+        sized = inside(cpu_windows, sizes_from & ~gpu) | inside(gpu_windows, sizes_from & gpu)
+        sized &= np.isfinite(nbytes) & (nbytes > 0)
+        steps = max(len(cpu_windows), 1)
+        out = {}
+        for code in np.unique(op[timing | sized]):
+            if not (timing & (op == code)).any() and not (sized & (op == code)).any():
+                continue
+            t = timing & (op == code)
+            z = sized & (op == code)
+            distinct = sorted({float(x) for x in nbytes[z]})
+            out[OPS[code]] = CommStats(
+                count=float(t.sum()) / steps, time_s=float(dur[t].sum()) / steps,
+                bytes=float(nbytes[z].sum()) / steps if z.any() else None,
+                element_bytes=int(np.median(elem[z])) if z.any() else None,
+                sizes=distinct[:16])
+        return out
+
+    def phase_sets(self, gpu: bool) -> tuple[tuple, tuple, bool]:
+        """(backward, optimizer) merged intervals on the timeline compute is measured on; and
+        whether GPU kernels could be matched to their launches."""
+        def cpu_union(groups):
+            starts = [np.frombuffer(g.start) for g in groups.values()]
+            ends = [np.frombuffer(g.end) for g in groups.values()]
+            if not starts:
+                return np.empty(0), np.empty(0)
+            return merge(np.concatenate(starts), np.concatenate(ends))
+
+        if not gpu:
+            return cpu_union(self.backward), cpu_union(self.optimizer), True
+        ts = np.frombuffer(self.launch_ts)
+        tids = np.frombuffer(self.launch_tid, dtype=np.int64)
+        corr = np.frombuffer(self.launch_corr, dtype=np.int64)
+        if ts.size == 0 or len(self.kern_corr) == 0:
+            return (np.empty(0), np.empty(0)), (np.empty(0), np.empty(0)), False
+        sets = []
+        for groups in (self.backward, self.optimizer):
+            inside = np.zeros(ts.size, dtype=bool)
+            for tid, iv in groups.items():
+                s, e = iv.merged()
+                mask = tids == tid
+                if not mask.any() or s.size == 0:
+                    continue
+                idx = np.searchsorted(s, ts[mask], "right") - 1
+                ok = (idx >= 0) & (ts[mask] < e[np.maximum(idx, 0)])
+                inside[np.flatnonzero(mask)[ok]] = True
+            kc = np.frombuffer(self.kern_corr, dtype=np.int64)
+            pick = np.isin(kc, corr[inside])
+            k0 = np.frombuffer(self.kern_ts)[pick]
+            sets.append(merge(k0, k0 + np.frombuffer(self.kern_dur)[pick]))
+        return sets[0], sets[1], True
+
+
+def _msg_bytes(args: dict) -> tuple[float, int] | None:
+    """(bytes, element bytes) of an NCCL kernel's or record_param_comms' message."""
+    n = args.get("In msg nelems", args.get("In msg size"))
+    size = dtype_bytes(args.get("dtype", ""))
+    if isinstance(n, (int, float)) and size:
+        out = args.get("Out msg nelems")
+        if isinstance(out, (int, float)):
+            n = max(n, out)  # all-gather: the gathered buffer, as nccl-tests' S
+        return float(n) * size, size
+    return None
+
+
+def _dims_bytes(args: dict) -> tuple[float, int] | None:
+    """(bytes, element bytes) of a gloo op's first input (traces with record_shapes=True)."""
+    dims, types = args.get("Input Dims"), args.get("Input type")
+    if not isinstance(dims, list) or not dims or not isinstance(types, list) or not types:
+        return None
+    first = dims[0]
+    while isinstance(first, list) and first and isinstance(first[0], list):
+        first = first[0]
+    size = dtype_bytes(types[0])
+    if not isinstance(first, list) or not size:
+        return None
+    return float(math.prod(int(x) for x in first)) * size, size
+
+
+@dataclass
+class RankTrace:
+    """One rank's trace: the step breakdown of ``traces`` and the additions of this module."""
+
+    summary: TraceSummary
+    optimizer_s: list[float]
+    backward_s: list[float]
+    fwd_bwd_s: list[float]
+    backward_share: list[float]
+    comm: dict[str, CommStats]
+    matched_gpu: bool
+
+
+def read_rank(path: str | os.PathLike[str], index: int = 0) -> RankTrace:
+    """One pass over one rank's trace."""
+    col = _Collector()
+    summary = summarise(path, index, observe=col)
+    gpu = summary.device == "gpu"
+    backward, optimizer, matched = col.phase_sets(gpu)
+    windows = {n: (w0, w1) for n, w0, w1 in ((col.gpu_steps or col.cpu_steps) if gpu
+                                              else col.cpu_steps)}
+    opt, bwd, fb, share = [], [], [], []
+    for st in summary.steps:
+        w0, w1 = windows.get(st.step, (0.0, 0.0))
+        if gpu and optimizer[0].size:
+            s, e = optimizer
+            lo, hi = np.searchsorted(e, w0, "right"), np.searchsorted(s, w1, "left")
+            o = float(min(e[hi - 1], w1) - max(s[lo], w0)) if hi > lo else 0.0
+        else:
+            o = length_in(optimizer, w0, w1)
+        b = length_in(backward, w0, w1)
+        own = st.step_s - st.exposed_comm_s - st.data_wait_s - o
+        opt.append(o)
+        bwd.append(b)
+        fb.append(max(own, 0.0))
+        busy = st.compute_s - (length_in(optimizer, w0, w1) if gpu else o)
+        share.append(b / busy if busy > 0 and b > 0 else float("nan"))
+    cpu_w = [(w0, w1) for _, w0, w1 in col.cpu_steps]
+    gpu_w = [(w0, w1) for _, w0, w1 in (col.gpu_steps or col.cpu_steps)]
+    return RankTrace(summary, opt, bwd, fb, share, col.comm_per_step(gpu_w, cpu_w), matched)
+
+
+@dataclass
+class BatchRun:
+    """The traces of one run (one micro-batch, one file per rank) and what they say."""
+
+    micro_batch: int
+    ranks: list[RankTrace]
+    cross: dict
+
+    @property
+    def fwd_bwd_s(self) -> float:
+        return float(np.median([np.median(r.fwd_bwd_s) for r in self.ranks]))
+
+    @property
+    def spread_s(self) -> float:
+        allsteps = np.concatenate([r.fwd_bwd_s for r in self.ranks])
+        q1, q3 = np.percentile(allsteps, [25, 75])
+        return float(q3 - q1)
+
+    @property
+    def steps(self) -> int:
+        return int(sum(len(r.fwd_bwd_s) for r in self.ranks))
+
+    @property
+    def optimizer_s(self) -> float:
+        return float(np.median([np.median(r.optimizer_s) for r in self.ranks]))
+
+    @property
+    def backward_fraction(self) -> float | None:
+        vals = np.concatenate([r.backward_share for r in self.ranks])
+        vals = vals[np.isfinite(vals) & (vals > 0) & (vals < 1)]
+        return float(np.median(vals)) if vals.size else None
+
+    def step_cv(self) -> float:
+        """Median over ranks of the robust cv of step time, (IQR / 1.349) / median."""
+        cvs = []
+        for r in self.ranks:
+            t = np.array([s.step_s for s in r.summary.steps])
+            q1, q3 = np.percentile(t, [25, 75])
+            cvs.append((q3 - q1) / 1.349 / max(float(np.median(t)), 1e-12))
+        return float(np.median(cvs))
+
+    def comm(self) -> dict[str, CommStats]:
+        """Per op, the median rank's calls, time and bytes per step."""
+        out: dict[str, CommStats] = {}
+        for op in sorted({op for r in self.ranks for op in r.comm}):
+            per = [r.comm.get(op, CommStats()) for r in self.ranks]
+            sized = [p.bytes for p in per if p.bytes is not None]
+            out[op] = CommStats(
+                count=float(np.median([p.count for p in per])),
+                time_s=float(np.median([p.time_s for p in per])),
+                bytes=float(np.median(sized)) if sized else None,
+                element_bytes=next((p.element_bytes for p in per if p.element_bytes), None),
+                sizes=sorted({x for p in per for x in p.sizes})[:16])
+        return out
+
+
+def parse_entries(entries: list[str], micro_batch: int | None) -> dict[int, list[str]]:
+    """``B=FILE`` or ``FILE`` (with ``micro_batch``) -> {micro-batch: files of that run}."""
+    groups: dict[int, list[str]] = {}
+    for entry in entries:
+        batch, sep, path = entry.partition("=")
+        if sep and batch.strip().isdigit() and not Path(entry).exists():
+            b = int(batch)
+        elif micro_batch is not None:
+            b, path = micro_batch, entry
+        else:
+            raise ScalesimError(f"--from-trace {entry}: say its micro-batch, as 32={entry} (one "
+                                "run per batch size), or give --micro-batch N for all traces")
+        if b < 1:
+            raise ScalesimError(f"--from-trace {entry}: the micro-batch must be 1 or more")
+        groups.setdefault(b, []).append(path)
+    if not groups:
+        raise ScalesimError("give one or more traces: --from-trace 32=rank0.json 32=rank1.json")
+    return dict(sorted(groups.items()))
+
+
+def read_runs(groups: dict[int, list[str]]) -> list[BatchRun]:
+    """Every trace once; one BatchRun per micro-batch (duplicate ranks in one run: an error)."""
+    runs = []
+    for b, paths in groups.items():
+        ranks = [read_rank(p, i) for i, p in enumerate(paths)]
+        seen = [r.summary.rank for r in ranks]
+        dup = {x for x in seen if seen.count(x) > 1}
+        if dup:
+            raise ScalesimError(f"micro-batch {b}: two traces are rank {min(dup)}; give one trace "
+                                "per rank of each run")
+        ranks.sort(key=lambda r: r.summary.rank)
+        runs.append(BatchRun(b, ranks, cross_rank([r.summary for r in ranks])))
+    return runs

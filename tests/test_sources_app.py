@@ -1,0 +1,49 @@
+"""The app's profile picker on profiles made from nccl-tests logs and traces, with the sources."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import scalesim.app
+from scalesim.app.state import compact_profile
+from streamlit.testing.v1 import AppTest
+
+from scalesim.profiles import default_profile
+from scalesim.sources.calibrate_from import calibrate_from_sources
+from scalesim.sources.provenance import provenance
+
+SCRIPT = str(Path(scalesim.app.__file__).with_name("streamlit_app.py"))
+FIX = Path(__file__).parent / "fixtures"
+
+
+def _from_sources(tmp_path):
+    profile, _ = calibrate_from_sources(
+        tmp_path / "p.json", [FIX / "nccl_tests" / "h100_8gpu_all_reduce.txt"],
+        topo_file=str(FIX / "nvidia_smi" / "h100_x8_nics_topo.txt"))
+    return profile
+
+
+def test_provenance_names_each_source(tmp_path):
+    rows = dict(provenance(_from_sources(tmp_path)))
+    assert "nccl-tests logs h100_8gpu_all_reduce.txt" in rows["intra-server link"]
+    assert rows["inter-server link"] == default_profile().hardware.inter_node.source
+    assert rows["compute"].startswith("estimated: ")
+    assert rows["topology"].startswith("NVLink between every pair (NV18")
+    assert rows["input pipeline"].startswith("not measured")
+
+
+def test_share_links_leave_the_topology_out(tmp_path):
+    assert compact_profile(_from_sources(tmp_path)).hardware.topology is None
+
+
+def test_the_picker_loads_the_profile_and_shows_where_numbers_came_from(tmp_path, monkeypatch):
+    _from_sources(tmp_path)
+    monkeypatch.setenv("SCALESIM_APP_PROFILES", str(tmp_path))
+    at = AppTest.from_file(SCRIPT, default_timeout=120)
+    at.run()
+    at.sidebar.selectbox(key="folder_pick").set_value("p.json").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["profile"].hardware.devices_per_node == 8
+    texts = [m.value for m in at.sidebar.markdown]
+    assert any("intra-server link" in t and "nccl-tests logs" in t for t in texts)
+    assert any("topology" in t and "NV18" in t for t in texts)

@@ -1,0 +1,187 @@
+"""calibrate --from-nccl-tests on published nccl-tests logs (tests/fixtures/nccl_tests/README.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scalesim.cli.main import main
+from scalesim.errors import ScalesimError
+from scalesim.model import collectives as coll
+from scalesim.predict import predict
+from scalesim.profiles import default_profile, load_profile
+from scalesim.schemas import Scenario
+from scalesim.sources import nccl_tests
+from scalesim.sources.calibrate_from import calibrate_from_sources
+
+FIX = Path(__file__).parent / "fixtures" / "nccl_tests"
+A100_2N = FIX / "a100_2node_16gpu_rdma_all_reduce.txt"
+H100_1N = FIX / "h100_8gpu_all_reduce.txt"
+H100_2N = FIX / "h100_2node_16gpu_all_reduce.txt"
+EFA = FIX / "t4_efa_2node_all_reduce.txt"
+TABLE = FIX / "a40_pcie_sys_4gpu_table_only.txt"
+FAILED = FIX / "v100_dgx1_all_gather_failed.txt"
+GATHER = FIX / "all_gather_2gpu_bf16_excerpt.txt"
+
+
+@pytest.mark.parametrize("path, ranks, hosts, level, rows", [
+    (A100_2N, 16, 2, "inter_node", 31),
+    (H100_1N, 8, 1, "intra_node", 4),
+    (H100_2N, 16, 2, "inter_node", 5),
+    (EFA, 2, 2, "inter_node", 29),  # two 0-byte rows dropped; [1,0]<stdout>: prefixes
+    (TABLE, 4, 0, "intra_node", 4),  # no header: ranks from busbw/algbw
+])
+def test_published_logs_parse(path, ranks, hosts, level, rows):
+    run = nccl_tests.parse_file(path)
+    assert run.op == "all_reduce"
+    assert run.ranks == ranks and len(run.hosts) == hosts and run.level == level
+    assert len(run.points) == rows
+    for p in run.points:  # bus bandwidth recomputed from size and time matches the printed one
+        assert p.ranks == ranks and p.busbw_GBps == pytest.approx(
+            p.algbw_GBps * 2 * (ranks - 1) / ranks, rel=1e-9)
+
+
+def test_all_gather_uses_the_out_of_place_column_and_its_bus_factor():
+    run = nccl_tests.parse_file(GATHER)
+    assert run.op == "all_gather" and run.ranks == 2 and run.level == "intra_node"
+    assert any("2 ranks inferred" in n for n in run.notes)
+    assert any("no 'Avg bus bandwidth' line" in n for n in run.notes)
+    first = run.points[0]
+    assert first.time_s == pytest.approx(108.8e-6)  # out-of-place, as all_gather_into_tensor
+    assert first.busbw_GBps == pytest.approx(77.10, rel=2e-3)  # algbw * (n-1)/n
+    (fit,) = nccl_tests.fit_runs([run]).values()
+    assert set(fit.fits) == {"all_gather"}
+    # alpha (from every size) and beta (refitted at the top) reproduce the largest rows' times
+    for p in run.points[-2:]:
+        model = coll.ring_all_gather_s(p.size_bytes, 2, fit.link.latency_s, fit.link.busbw_GBps)
+        assert float(model) == pytest.approx(p.time_s, rel=0.05)
+
+
+def test_a_table_without_hosts_can_be_named_inter_server():
+    (run,) = nccl_tests.load_runs([f"inter={TABLE}"])
+    assert run.level == "inter_node" and run.nodes == 2
+    assert not any("one server assumed" in n for n in run.notes)
+    (plain,) = nccl_tests.load_runs([TABLE])
+    assert plain.level == "intra_node" and any("inter=FILE" in n for n in plain.notes)
+    fits = nccl_tests.fit_runs(nccl_tests.load_runs([f"inter={TABLE}", H100_1N]))
+    assert set(fits) == {"intra_node", "inter_node"}
+
+
+def test_all_reduce_uses_the_in_place_column_as_ddp_runs_it():
+    run = nccl_tests.parse_file(H100_1N)
+    last = run.points[-1]
+    assert last.size_bytes == 2147483648 and last.time_s == pytest.approx(7985.2e-6)
+    assert last.busbw_GBps == pytest.approx(470.63, rel=2e-3)  # the printed in-place busbw
+
+
+@pytest.mark.parametrize("path, largest_busbw", [
+    (A100_2N, 237.52), (H100_1N, 470.63), (H100_2N, 196.51), (EFA, 3.12), (TABLE, 1.35)])
+def test_fitted_beta_matches_the_largest_messages(path, largest_busbw):
+    fit = nccl_tests.fit_runs([nccl_tests.parse_file(path)])
+    (level_fit,) = fit.values()
+    assert level_fit.link.busbw_GBps == pytest.approx(largest_busbw, rel=0.03)
+    assert level_fit.link.latency_s >= 0
+    assert level_fit.calibration.measured and level_fit.calibration.points
+
+
+def test_latency_of_a_sweep_from_8_bytes_is_microseconds():
+    """The A100 sweep starts at 8 B (36 us for 16 ranks, 30 ring steps): alpha ~ 1 us per step."""
+    (fit,) = nccl_tests.fit_runs([nccl_tests.parse_file(A100_2N)]).values()
+    assert 0.2e-6 < fit.link.latency_s < 3e-6
+
+
+def test_several_files_fit_each_level():
+    fits = nccl_tests.fit_runs(nccl_tests.load_runs([H100_1N, H100_2N]))
+    assert set(fits) == {"intra_node", "inter_node"}
+    assert fits["intra_node"].link.busbw_GBps > fits["inter_node"].link.busbw_GBps
+    assert "one server" in fits["intra_node"].link.source
+
+
+def _mutated(tmp_path, src, name, change):
+    text = change(src.read_text())
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("name, change, message", [
+    ("cut.txt", lambda t: t[:t.index("  8589934592 ") + 70], "cut short"),
+    ("wrong.txt", lambda t: t.replace("237.94      0", "237.94      3"), "#wrong is 3"),
+    ("bcast.txt", lambda t: "# Collective test starting: broadcast_perf\n" + t.replace(
+        "sum      -1", "sum       0"), "broadcast_perf output"),
+    ("two.txt", lambda t: "./all_gather_perf -b 8\n./all_reduce_perf -b 8\n" + t, "several tests"),
+    ("norows.txt", lambda t: t[:t.index("           8             2")], "no rows"),
+    ("one.txt", lambda t: "\n".join(x for x in t.splitlines()
+                                    if not x.strip()[:1].isdigit() or "8589934592" in x),
+     "only 1 message size"),
+])
+def test_bad_logs_are_one_line_errors(tmp_path, name, change, message):
+    path = _mutated(tmp_path, A100_2N, name, change)
+    with pytest.raises(ScalesimError, match=message) as exc:
+        nccl_tests.parse_file(path)
+    assert "\n" not in str(exc.value)
+
+
+def test_failed_validation_and_foreign_files_are_refused(tmp_path):
+    with pytest.raises(ScalesimError, match="Out of bounds values : 2 FAILED"):
+        nccl_tests.parse_file(FAILED)
+    topo = Path(__file__).parent / "fixtures" / "nvidia_smi" / "h100_x8_nics_topo.txt"
+    with pytest.raises(ScalesimError, match="not nccl-tests output"):
+        nccl_tests.parse_file(topo)
+    with pytest.raises(ScalesimError, match="no such file"):
+        nccl_tests.parse_file(tmp_path / "missing.txt")
+
+
+def test_a_new_profile_takes_links_and_server_from_the_log(tmp_path):
+    out = tmp_path / "p.json"
+    profile, report = calibrate_from_sources(out, [H100_1N])
+    saved = load_profile(out)
+    assert saved == profile
+    hw = saved.hardware
+    assert hw.devices_per_node == 8 and hw.device_name == "NVIDIA H100 80GB HBM3"
+    assert hw.intra_node.busbw_GBps == pytest.approx(470.63, rel=0.03)
+    assert "h100_8gpu_all_reduce.txt" in hw.intra_node.source
+    default = default_profile()
+    assert hw.inter_node == default.hardware.inter_node  # a one-server log: inter untouched
+    assert saved.compute == default.compute and saved.workload == default.workload
+    intra = [c for c in saved.links if c.level == "intra_node"]
+    assert len(intra) == 1 and intra[0].measured and len(intra[0].points) == 4
+    assert any("inter-server link not measured" in line for line in report)
+    fp = saved.fingerprint
+    assert (fp.device_name, fp.device_count, fp.nodes, fp.hostnames) == (
+        "NVIDIA H100 80GB HBM3", 8, 1, ["host"])
+
+
+def test_updating_a_profile_replaces_only_the_measured_level(tmp_path):
+    out = tmp_path / "p.json"
+    first, _ = calibrate_from_sources(out, [H100_1N])
+    second, _ = calibrate_from_sources(out, [H100_2N])
+    assert second.hardware.intra_node == first.hardware.intra_node
+    assert second.hardware.inter_node.busbw_GBps == pytest.approx(196.5, rel=0.03)
+    assert second.compute == first.compute and second.workload == first.workload
+    assert [c.level for c in second.links] == ["intra_node", "inter_node"]
+    assert all(c.measured for c in second.links)
+    # the predictions use the measured links: two servers cost more than one
+    rows = predict(second, Scenario(devices=[8, 16]))
+    assert rows[1].exposed_comm_s > rows[0].exposed_comm_s
+
+
+def test_a_bad_file_leaves_the_profile_as_it_was(tmp_path):
+    out = tmp_path / "p.json"
+    calibrate_from_sources(out, [H100_1N])
+    before = out.read_bytes()
+    with pytest.raises(ScalesimError):
+        calibrate_from_sources(out, [H100_2N, FAILED])
+    assert out.read_bytes() == before
+
+
+def test_cli_writes_the_profile_and_refuses_bad_input_in_one_line(tmp_path, capsys):
+    out = tmp_path / "p.json"
+    assert main(["calibrate", "--from-nccl-tests", str(A100_2N), "--out", str(out)]) == 0
+    assert load_profile(out).hardware.inter_node.busbw_GBps == pytest.approx(237.5, rel=0.03)
+    text = capsys.readouterr().out
+    assert "inter_node: busbw" in text and "profile written" in text
+    assert main(["calibrate", "--from-nccl-tests", str(FAILED), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "FAILED" in err[0]

@@ -1,0 +1,210 @@
+"""nvidia-smi topo -m (published outputs, tests/fixtures/nvidia_smi) and the --query-gpu CSV."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from scalesim.cli.main import main
+from scalesim.errors import ScalesimError
+from scalesim.profiles import load_profile
+from scalesim.schemas import Topology
+from scalesim.sources import nvidia_smi
+from scalesim.sources.calibrate_from import calibrate_from_sources
+
+FIX = Path(__file__).parent / "fixtures" / "nvidia_smi"
+DGX1 = FIX / "dgx1_v100_topo.txt"
+PCIE = FIX / "rtx5090_x2_pcie_topo.txt"
+H100 = FIX / "h100_x8_nics_topo.txt"
+
+
+def test_dgx1_hybrid_cube_mesh_is_partial_nvlink():
+    topo = nvidia_smi.parse_topo_file(DGX1)
+    assert topo.gpus == [f"GPU{i}" for i in range(8)]
+    assert topo.links[0][1] == "NV1" and topo.links[0][3] == "NV2" and topo.links[0][4] == "SYS"
+    assert all(topo.links[i][j] == topo.links[j][i] for i in range(8) for j in range(8))
+    assert "16 of 28 GPU pairs on NVLink" in topo.intra_kind
+    assert topo.suggested_intra_preset == "nvlink2" and topo.nics == []
+    assert topo.cpu_affinity == ["0-95"] * 8
+
+
+def test_two_pcie_gpus_through_the_host_bridge():
+    topo = nvidia_smi.parse_topo_file(PCIE)
+    assert topo.links == [["X", "PHB"], ["PHB", "X"]]
+    assert topo.intra_kind.startswith("PCIe only (worst pair PHB")
+    assert topo.numa_affinity == [0, 0] and topo.suggested_intra_preset == "pcie4"
+
+
+def test_h100_nvswitch_server_with_a_nic_per_gpu():
+    topo = nvidia_smi.parse_topo_file(H100)
+    assert topo.intra_kind.startswith("NVLink between every pair (NV18")
+    assert topo.suggested_intra_preset == "nvswitch-h100"
+    assert [n.device for n in topo.nics] == [f"mlx5_{i}" for i in range(8)]
+    assert [(n.nearest_gpus, n.nearest_link) for n in topo.nics] == [([i], "PIX") for i in range(8)]
+    assert topo.nics[0].gpu_links[:5] == ["PIX", "NODE", "NODE", "NODE", "SYS"]
+    assert topo.numa_affinity == [0, 0, 0, 0, 1, 1, 1, 1]
+    text = "\n".join(nvidia_smi.describe_topology(topo))
+    assert "NIC0 (mlx5_0): PIX to GPU0" in text
+    assert "GPUs per NUMA node (CPU socket): 0: GPU0, GPU1, GPU2, GPU3; 1: GPU4" in text
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda t: t[:t.index("GPU5    NV18")], "no row for GPU5"),
+    (lambda t: t.replace("GPU3    NV18    NV18    NV18     X      NV18    NV18",
+                         "GPU3    NV18    NV18"), "cut short"),
+    (lambda t: t.replace("GPU2    NV18    NV18     X", "GPU2    NV18    NV18     QQ"),
+     "'QQ' is not a topo -m link code"),
+    (lambda t: '{"traceEvents": []}', "not nvidia-smi topo -m output"),
+])
+def test_bad_topology_files_are_one_line_errors(tmp_path, change, message):
+    path = tmp_path / "topo.txt"
+    path.write_text(change(H100.read_text()))
+    with pytest.raises(ScalesimError, match=message) as exc:
+        nvidia_smi.parse_topo_file(path)
+    assert "\n" not in str(exc.value)
+
+
+def test_topo_command_prints_and_exports_json(capsys):
+    assert main(["topo", str(DGX1)]) == 0
+    assert "partial NVLink" in capsys.readouterr().out
+    assert main(["topo", "--json", str(H100)]) == 0
+    topo = Topology.model_validate(json.loads(capsys.readouterr().out))
+    assert len(topo.nics) == 8
+
+
+def test_calibration_records_topology_when_nvidia_smi_exists(tmp_path, monkeypatch):
+    """topology_here runs the real nvidia-smi found on PATH (here a script that prints a
+    published topo -m) and says so when there is none."""
+    cat = shutil.which("cat")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    topo, what = nvidia_smi.topology_here()
+    assert topo is None and "nvidia-smi not found" in what
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text(f"#!/bin/sh\n[ \"$1 $2\" = \"topo -m\" ] && exec '{cat}' '{H100}'\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    topo, what = nvidia_smi.topology_here()
+    assert topo is not None and len(topo.gpus) == 8 and "recorded" in what
+
+
+def test_from_topo_puts_the_topology_in_the_hardware(tmp_path):
+    out = tmp_path / "p.json"
+    calibrate_from_sources(out, topo_file=str(DGX1))
+    hw = load_profile(out).hardware
+    assert hw.topology is not None and hw.topology.links[0][1] == "NV1"
+
+
+# ---------------------------------------------------------------- the --query-gpu CSV
+
+HEADER = ("timestamp, index, clocks.current.sm [MHz], clocks.max.sm [MHz], temperature.gpu, "
+          "power.draw [W], utilization.gpu [%], clocks_throttle_reasons.active")
+
+
+def smi_csv(path, devices=8, seconds=20, slow=None, slow_mhz=1110, reason=0x40, slow_temp=87,
+            units=True, idle_first=2):
+    """An nvidia-smi --query-gpu CSV as `-l 1` writes it: one row per device per second."""
+    lines = [HEADER if units else HEADER.replace(" [MHz]", "").replace(" [W]", "")
+             .replace(" [%]", "")]
+    for t in range(seconds):
+        for i in range(devices):
+            busy = t >= idle_first
+            hot = busy and i == slow
+            mhz = slow_mhz if hot else (1410 if busy else 210)
+            temp = slow_temp if hot else (66 if busy else 35)
+            watts = 300.5 if hot else (388.2 if busy else 55.0)
+            util = 100 if busy else 0
+            mask = reason if hot else (0 if busy else 0x1)
+            u = (" MHz", " W", " %") if units else ("", "", "")
+            lines.append(f"2024/05/01 10:00:{t:02d}.123, {i}, {mhz}{u[0]}, 1410{u[0]}, {temp}, "
+                         f"{watts:.2f}{u[1]}, {util}{u[2]}, 0x{mask:016x}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_thermally_throttled_device_is_named_with_its_evidence(tmp_path):
+    report = nvidia_smi.parse_smi_csv(smi_csv(tmp_path / "smi.csv", slow=5))
+    assert report.slow == [5]
+    assert report.findings == [
+        "device 5 runs at 1,110 MHz of 1,410 while the others hold 1,410; it throttles "
+        "thermally at 87 °C (hardware thermal slowdown in 100% of busy samples)"]
+    d5 = report.devices[5]
+    assert d5.busy_samples == 18 and d5.samples == 20  # the idle first seconds are left out
+    assert d5.power_W == pytest.approx(300.5)
+
+
+def test_power_cap_and_healthy_devices(tmp_path):
+    capped = nvidia_smi.parse_smi_csv(smi_csv(tmp_path / "a.csv", slow=2, slow_mhz=1200,
+                                              reason=0x4, slow_temp=60, units=False))
+    assert capped.slow == [2] and "power-capped at 300 W (software power cap" in capped.findings[0]
+    healthy = nvidia_smi.parse_smi_csv(smi_csv(tmp_path / "b.csv"))
+    assert healthy.slow == [] and healthy.findings == []
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "empty"),
+    ("a,b,c\n1,2,3\n", "not an nvidia-smi --query-gpu CSV"),
+    (HEADER + "\n2024/05/01 10:00:00.1, 0, 1410 MHz\n", "3 of 8 fields"),
+    ("index, name\n0, A100\n", "no index or clocks.sm column"),
+])
+def test_bad_csv_is_a_one_line_error(tmp_path, text, message):
+    path = tmp_path / "smi.csv"
+    path.write_text(text)
+    with pytest.raises(ScalesimError, match=message):
+        nvidia_smi.parse_smi_csv(path)
+
+
+def test_not_available_values_are_skipped(tmp_path):
+    path = smi_csv(tmp_path / "smi.csv", devices=2, seconds=5, idle_first=0)
+    text = path.read_text().replace(", 388.20 W,", ", [N/A],")
+    path.write_text(text)
+    report = nvidia_smi.parse_smi_csv(path)
+    assert [d.power_W for d in report.devices] == [None, None]
+    assert [d.sm_clock_MHz for d in report.devices] == [1410, 1410]
+
+
+def test_diagnose_smi_alone_and_with_runs(tmp_path, capsys):
+    smi = smi_csv(tmp_path / "smi.csv", slow=5)
+    assert main(["diagnose", "--smi", str(smi)]) == 0
+    out = capsys.readouterr().out
+    assert "device 5 runs at 1,110 MHz of 1,410 while the others hold 1,410" in out
+    runs = tmp_path / "runs.csv"
+    runs.write_text("devices,nodes,samples_per_s\n1,1,100\n2,1,190\n4,1,330\n8,1,560\n")
+    assert main(["diagnose", str(runs), "--smi", str(smi), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["details"]["smi"]["slow"] == [5]
+    said = report["cause"]["evidence"] + report["notes"]
+    assert any("device 5 runs at 1,110 MHz" in s for s in said)
+    assert main(["diagnose", "--smi", str(tmp_path / "none.csv")]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+
+def test_a_calibrated_profile_carries_the_topology_the_run_recorded():
+    """calibration.runner.describe_machine puts topology_here() into Machine on a GPU node;
+    build_profile writes it into the hardware description."""
+    import argparse
+
+    from scalesim.calibration.assemble import Machine, build_profile
+    from scalesim.calibration.results import ComputeResult, PhaseRecord
+
+    from scalesim import presets
+    from scalesim.schemas import ComputeCurve, ComputePoint, Fingerprint
+
+    topo = nvidia_smi.parse_topo_file(H100)
+    compute = ComputeResult(
+        model_name="mlp", params=1000, element_bytes=4, optimizer="adam",
+        optimizer_state_elements=2, precision="fp32", backward_fraction=0.6,
+        curve=ComputeCurve(overhead_s=1e-3, per_sample_s=1e-4, measured=True,
+                           points=[ComputePoint(micro_batch=16, time_s=2.6e-3)]))
+    record = PhaseRecord(phase="compute", signature={}, wall_s=1.0,
+                         result=compute.model_dump(mode="json"))
+    machine = Machine(device_name="NVIDIA H100 80GB HBM3", device_memory_bytes=8e10,
+                      devices_per_node=8, cpu_cores_per_node=64, fingerprint=Fingerprint(),
+                      comm_compute_contention=0.159, topology=topo)
+    links = (presets.intra_link("nvswitch-h100"), presets.inter_link("infiniband", 8, 400), [])
+    args = argparse.Namespace(name=None, micro_batch=None, batches=[8, 16])
+    profile = build_profile(args, machine, {"compute": record}, links)
+    assert profile.hardware.topology == topo

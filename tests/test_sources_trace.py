@@ -1,0 +1,203 @@
+"""calibrate --from-trace: hand-made GPU traces (exact answers) and real CPU gloo DDP jobs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scalesim.cli.main import main
+from scalesim.errors import ScalesimError
+from scalesim.profiles import load_profile
+from scalesim.sources import trace_compute as tc
+from scalesim.sources.calibrate_from import calibrate_from_sources
+
+JOB = Path(__file__).with_name("trace_job.py")
+DIM = 512
+PARAMS = 2 * (DIM * DIM + DIM) + DIM + 1  # trace_job's MLP: Linear(d,d), Linear(d,d), Linear(d,1)
+SLEEP_S = 0.05
+
+
+def _x(name, ts, dur, cat="cpu_op", tid=1, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur,
+            "args": args}
+
+
+def gpu_step_trace(rank=0, steps=2):
+    """Per 10 ms step: forward kernels 2 ms (launched on thread 1), backward kernels 4 ms
+    (launched by the autograd thread 2 inside evaluate_function ops), an NCCL all-reduce of
+    1,000 fp32 elements hidden behind the backward, and an optimizer whose two 0.3 ms kernels
+    span 1 ms (launched inside Optimizer.step#)."""
+    ev = []
+    corr = 0
+
+    def launch(t, tid, kt, kd):
+        nonlocal corr
+        corr += 1
+        ev.append(_x("cudaLaunchKernel", t, 5, cat="cuda_runtime", tid=tid, correlation=corr))
+        ev.append(_x("void gemm_kernel", kt, kd, cat="kernel", tid=7, correlation=corr))
+
+    for n in range(steps):
+        t = n * 10_000.0
+        ev += [_x(f"ProfilerStep#{n + 1}", t, 10_000, cat="user_annotation"),
+               _x(f"ProfilerStep#{n + 1}", t, 10_000, cat="gpu_user_annotation", tid=7)]
+        launch(t + 10, 1, t + 100, 2000)  # forward
+        ev.append(_x("autograd::engine::evaluate_function: AddmmBackward0", t + 2100, 400,
+                     tid=2))
+        launch(t + 2200, 2, t + 2200, 4000)  # backward
+        ev.append(_x("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                     t + 3000, 500, cat="kernel", tid=8, **{"In msg nelems": 1000,
+                                                           "Out msg nelems": 1000,
+                                                           "dtype": "Float"}))
+        ev.append(_x("Optimizer.step#AdamW.step", t + 6300, 300, cat="user_annotation"))
+        launch(t + 6310, 1, t + 7000, 300)
+        launch(t + 6320, 1, t + 7700, 300)
+    return {"distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 1},
+            "traceEvents": ev}
+
+
+def test_gpu_trace_phases_from_launch_correlation(tmp_path):
+    path = tmp_path / "r0.json"
+    path.write_text(json.dumps(gpu_step_trace()))
+    rank = tc.read_rank(path)
+    assert rank.matched_gpu and rank.summary.device == "gpu"
+    assert rank.optimizer_s == pytest.approx([1e-3, 1e-3])  # first to last optimizer kernel
+    assert rank.backward_s == pytest.approx([4e-3, 4e-3])
+    assert rank.backward_share == pytest.approx([4 / 6, 4 / 6])  # 4 ms of 2 + 4 ms
+    assert rank.fwd_bwd_s == pytest.approx([9e-3, 9e-3])  # 10 ms step - optimizer, comm hidden
+    ar = rank.comm["all_reduce"]
+    assert ar.count == 1 and ar.time_s == pytest.approx(5e-4)
+    assert ar.bytes == 4000 and ar.element_bytes == 4
+
+
+@pytest.mark.parametrize("name, op", [
+    ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
+     "all_reduce"),
+    ("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+     "reduce_scatter"),
+    ("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all_gather"),
+    ("ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
+     "broadcast"),
+    ("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", "send_recv"),
+    ("gloo:all_reduce", "all_reduce"), ("gloo:broadcast", "broadcast"),
+    ("_reduce_scatter_base", "reduce_scatter"), ("allgather_into_tensor_coalesced", "all_gather"),
+])
+def test_collective_names_of_old_and_new_nccl_and_gloo(name, op):
+    assert tc.collective_op(name) == op
+
+
+def test_trace_entries_need_a_micro_batch(tmp_path):
+    assert tc.parse_entries(["32=a.json", "32=b.json", "8=c.json"], None) == {
+        8: ["c.json"], 32: ["a.json", "b.json"]}
+    assert tc.parse_entries(["a.json"], 16) == {16: ["a.json"]}
+    with pytest.raises(ScalesimError, match="say its micro-batch"):
+        tc.parse_entries(["a.json"], None)
+    with pytest.raises(ScalesimError, match="1 or more"):
+        tc.parse_entries(["0=a.json"], None)
+    with pytest.raises(ScalesimError, match="no such file"):
+        tc.read_runs({4: [str(tmp_path / "missing.json")]})
+
+
+def test_duplicate_ranks_in_one_run_are_refused(tmp_path):
+    path = tmp_path / "r0.json"
+    path.write_text(json.dumps(gpu_step_trace()))
+    with pytest.raises(ScalesimError, match="two traces are rank 0"):
+        tc.read_runs({8: [str(path), str(path)]})
+
+
+def test_one_batch_pins_one_point_and_says_so(tmp_path):
+    path = tmp_path / "r0.json"
+    path.write_text(json.dumps(gpu_step_trace()))
+    profile, report = calibrate_from_sources(tmp_path / "p.json", traces=[f"8={path}"])
+    curve = profile.compute
+    assert curve.measured and len(curve.points) == 1 and curve.overhead_s == 0
+    assert curve.per_sample_s == pytest.approx(9e-3 / 8)
+    assert curve.optimizer_step_s == pytest.approx(1e-3)
+    assert profile.workload.backward_fraction == pytest.approx(4 / 6)
+    assert any("ONE micro-batch (8)" in n for n in profile.notes)
+    # a new profile takes the gradient size the trace all-reduces (DDP)
+    assert profile.workload.params == 1000 and profile.workload.wire_bytes_per_param == 4
+
+
+# ---------------------------------------------------------------- real CPU gloo DDP jobs
+
+
+def run_job(out: Path, *flags: str) -> list[str]:
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+           str(JOB), "--out", str(out), "--steps", "4", "--dim", str(DIM), "--record-shapes",
+           *flags]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return sorted(str(p) for p in out.iterdir())
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("from_trace")
+    return {
+        "b16": run_job(base / "b16", "--batch", "16", "--slow-loader-s", str(SLEEP_S)),
+        "b256": run_job(base / "b256", "--batch", "256", "--gzip"),
+        "slow": run_job(base / "slow", "--batch", "16", "--slow-rank", "1", "--slow-rank-s",
+                        str(SLEEP_S)),
+    }
+
+
+@pytest.mark.slow
+def test_two_batch_sizes_give_a_compute_curve(jobs, tmp_path, capsys):
+    out = tmp_path / "p.json"
+    entries = [f"16={p}" for p in jobs["b16"]] + [f"256={p}" for p in jobs["b256"]]
+    assert main(["calibrate", "--from-trace", *entries, "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    profile = load_profile(out)
+    curve = profile.compute
+    assert [p.micro_batch for p in curve.points] == [16, 256]
+    assert curve.points[1].time_s > curve.points[0].time_s  # 16x the samples
+    assert curve.per_sample_s > 0 and curve.measured and "2 micro-batches" in curve.source
+    assert 0.3 < profile.workload.backward_fraction < 0.95
+    assert profile.hardware.devices_per_node == 2
+    # gradients all-reduced per step (record_shapes: gloo's message sizes) = the MLP's parameters
+    assert profile.workload.params == PARAMS and profile.workload.wire_bytes_per_param == 4
+    assert "all_reduce: 2 calls" in text  # DDP: a first bucket of 1 MiB, then the rest
+    # the data-loader sleep is reported, and left out of the compute time
+    b16 = tc.read_runs({16: jobs["b16"]})[0]
+    assert b16.cross["data_wait_s"] >= 0.8 * SLEEP_S
+    assert b16.fwd_bwd_s < b16.cross["step_s"] - 0.8 * SLEEP_S
+
+
+@pytest.mark.slow
+def test_a_slowed_rank_shows_in_the_jitter(jobs, tmp_path):
+    profile, report = calibrate_from_sources(tmp_path / "p.json", traces=jobs["slow"],
+                                             micro_batch=16)
+    assert profile.jitter is not None and profile.jitter.slow_rank == 1
+    assert profile.jitter.slow_factor > 1.5
+    assert len(profile.jitter.per_rank_median_s) == 2
+    assert any("slowest rank 1" in line for line in report)
+
+
+def test_nccl_tests_of_the_same_call_keep_the_server_size(tmp_path):
+    """Logs describe the server; the traces (here one rank) describe the job."""
+    trace = tmp_path / "r0.json"
+    trace.write_text(json.dumps(gpu_step_trace()))
+    log = Path(__file__).parent / "fixtures" / "nccl_tests" / "h100_8gpu_all_reduce.txt"
+    profile, _ = calibrate_from_sources(tmp_path / "p.json", [log], [f"8={trace}"])
+    assert profile.hardware.devices_per_node == 8
+    assert profile.compute.measured and profile.hardware.intra_node.busbw_GBps > 400
+
+
+def test_reading_your_data_needs_no_torch(tmp_path):
+    trace = tmp_path / "r0.json"
+    trace.write_text(json.dumps(gpu_step_trace()))
+    log = Path(__file__).parent / "fixtures" / "nccl_tests" / "h100_8gpu_all_reduce.txt"
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "from scalesim.cli.main import main\n"
+            f"sys.exit(main(['calibrate', '--from-nccl-tests', {str(log)!r}, '--from-trace', "
+            f"'8={trace}', '--out', {str(tmp_path / 'p.json')!r}]))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert load_profile(tmp_path / "p.json").compute.measured
