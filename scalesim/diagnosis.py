@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from scalesim.bounds import clip
 from scalesim.errors import ScalesimError, require_model, require_text
 from scalesim.jsonio import to_json_text
 from scalesim.knee import find_knee
@@ -569,7 +570,8 @@ def _trace_remedies(cr, summaries, cause: str):
     micro = compute + idle
     slow_factor, cv = 1.0, 0.0
     if cause == "stragglers":  # spread over all ranks: sigma * e_N = measured wait
-        cv = cr["straggler_wait_s"] / (float(expected_max_normal(world)) * micro)
+        # a fitted value: held within the cv bounds (scalesim.bounds) like every profile number
+        cv = clip("cv", cr["straggler_wait_s"] / (float(expected_max_normal(world)) * micro))
     else:  # one rank late by the measured wait
         slow_factor = 1.0 + cr["straggler_wait_s"] / micro
     profile = Profile(

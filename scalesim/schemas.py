@@ -68,7 +68,8 @@ class TopologyNic(_Strict):
     name: str = Field(description="NIC0, or the device name older drivers print (mlx5_0)")
     device: str | None = Field(default=None, description="device from the NIC legend (mlx5_0)")
     gpu_links: list[str] = Field(default_factory=list, description="link code to each GPU")
-    nearest_gpus: list[int] = Field(default_factory=list, description="GPUs at the closest code")
+    nearest_gpus: list[items_bounded("rank")] = Field(  # type: ignore[valid-type]
+        default_factory=list, description="GPUs at the closest code")
     nearest_link: str = Field(default="SYS", description="PIX, PXB, PHB, NODE or SYS")
 
 
@@ -80,7 +81,8 @@ class Topology(_Strict):
                                    "NODE, SYS")
     nics: list[TopologyNic] = Field(default_factory=list)
     cpu_affinity: list[str] = Field(default_factory=list, description="per GPU, e.g. 0-47,96-143")
-    numa_affinity: list[int | None] = Field(default_factory=list)
+    numa_affinity: list[items_bounded("rank") | None] = Field(  # type: ignore[valid-type]
+        default_factory=list, description="per GPU, its NUMA node (None where not shown)")
     intra_kind: str = Field(default="", description="the intra-server link in words")
     suggested_intra_preset: str | None = None
     source: str = ""

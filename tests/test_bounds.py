@@ -469,6 +469,7 @@ def _json_commands(tmp_path: Path, runs_csv: Path) -> list[list[str]]:
         ["validate", cases, "--json"],
         ["validate", str(validation_path("parallel_cases.json")), "--json"],
         ["plan", "--json", "--devices", "8,64", "--global-batch", "512"],
+        ["topo", str(ROOT / "tests" / "fixtures" / "nvidia_smi" / "h100_x8_nics_topo.txt"), "--json"],
         ["plan", "--json", "--all", "--model", "gpt-1t", "--hardware", "dgx-a100", "--devices",
          "8", "--global-batch", "8"],
         ["diagnose", str(runs_csv), "--json"],

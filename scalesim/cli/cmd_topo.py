@@ -35,7 +35,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         topo = nvidia_smi.parse_topo_file(args.file)
     if args.json:
-        print(topo.model_dump_json(indent=2))
+        from scalesim.jsonio import to_json_text
+
+        print(to_json_text(topo.model_dump(), what="the topology"))
     else:
         print("\n".join(nvidia_smi.describe_topology(topo)))
     return 0
