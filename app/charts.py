@@ -10,6 +10,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from scalesim.training_time import resolve_goal
+
 from .plan import Plan
 
 PARTS = [  # (field, label, colour) in stacking order, bottom first
@@ -19,6 +21,20 @@ PARTS = [  # (field, label, colour) in stacking order, bottom first
     ("straggler_s", "straggler wait", "#b279a2"),
 ]
 KNEE_COLOUR = "#d62728"
+NOT_RUNNABLE_COLOUR = "#525252"  # layouts that do not fit in device memory, in every chart
+NOT_RUNNABLE = "not runnable (does not fit in memory)"
+VERDICT_COLOURS = {"remedy": "#2e7d32", "loses": "#a63603", "not runnable": NOT_RUNNABLE_COLOUR}
+
+
+def _not_runnable_layer(df: pd.DataFrame, y_field: str) -> list[alt.Chart]:
+    """Crosses over the device counts whose layout does not fit in device memory."""
+    bad = df[~df["fits"]] if "fits" in df else df.iloc[0:0]
+    if bad.empty:
+        return []
+    return [alt.Chart(bad).mark_point(shape="cross", size=160, filled=True, opacity=1).encode(
+        x=alt.X("devices:Q"), y=alt.Y(f"{y_field}:Q"),
+        color=alt.ColorValue(NOT_RUNNABLE_COLOUR),
+        tooltip=[alt.Tooltip("devices:Q"), alt.Tooltip("status:N", title="status")])]
 
 
 def _sized(chart):
@@ -60,10 +76,11 @@ def throughput_chart(plan: Plan, width="container", height: int = 320) -> alt.La
     records = []
     for r in plan.rows:
         ideal = r.samples_per_s / r.efficiency if r.efficiency > 0 else None
+        status = "runs" if r.fits else NOT_RUNNABLE
         records.append({"devices": r.devices, "series": "predicted", "value": r.samples_per_s,
-                        "efficiency": r.efficiency})
+                        "efficiency": r.efficiency, "fits": r.fits, "status": status})
         records.append({"devices": r.devices, "series": "ideal (linear)", "value": ideal,
-                        "efficiency": 1.0})
+                        "efficiency": 1.0, "fits": True, "status": "runs"})
     df = pd.DataFrame(records)
     devices = [r.devices for r in plan.rows]
     colour = alt.Color("series:N", title=None, scale=alt.Scale(
@@ -78,10 +95,11 @@ def throughput_chart(plan: Plan, width="container", height: int = 320) -> alt.La
             domain=["predicted", "ideal (linear)"], range=[[1, 0], [6, 4]])),
         tooltip=[alt.Tooltip("devices:Q"), alt.Tooltip("series:N"),
                  alt.Tooltip("value:Q", title=f"{unit}/s", format=",.0f"),
-                 alt.Tooltip("efficiency:Q", format=".1%")],
+                 alt.Tooltip("efficiency:Q", format=".1%"), alt.Tooltip("status:N")],
     )
     layers = [base.mark_line(strokeWidth=2.5), base.mark_point(filled=True, size=40)]
-    return _sized(alt.layer(*layers, *_knee_layers(plan), data=df).properties(
+    return _sized(alt.layer(*layers, *_knee_layers(plan), *_not_runnable_layer(df, "value"),
+                            data=df).properties(
         title=alt.TitleParams("Throughput vs devices: predicted and ideal",
                               subtitle="the gap between the lines is throughput lost to scaling"),
         width=width, height=height))
@@ -90,18 +108,20 @@ def throughput_chart(plan: Plan, width="container", height: int = 320) -> alt.La
 def efficiency_chart(plan: Plan, width="container", height: int = 260) -> alt.LayerChart:
     """Scaling efficiency (speedup / devices) per device count."""
     df = pd.DataFrame([{"devices": r.devices, "efficiency": r.efficiency,
-                        "speedup": r.speedup} for r in plan.rows])
+                        "speedup": r.speedup, "fits": r.fits,
+                        "status": "runs" if r.fits else NOT_RUNNABLE} for r in plan.rows])
     devices = [r.devices for r in plan.rows]
     base = alt.Chart().encode(
         x=_log2_devices(devices),
         y=alt.Y("efficiency:Q", title="scaling efficiency", axis=alt.Axis(format="%"),
                 scale=alt.Scale(domain=[0, 1.05])),
         tooltip=[alt.Tooltip("devices:Q"), alt.Tooltip("efficiency:Q", format=".1%"),
-                 alt.Tooltip("speedup:Q", format=".1f")],
+                 alt.Tooltip("speedup:Q", format=".1f"), alt.Tooltip("status:N")],
     )
     layers = [base.mark_line(strokeWidth=2.5, color="#1f77b4"),
               base.mark_point(filled=True, size=40, color="#1f77b4")]
-    return _sized(alt.layer(*layers, *_knee_layers(plan), data=df).properties(
+    return _sized(alt.layer(*layers, *_knee_layers(plan), *_not_runnable_layer(df, "efficiency"),
+                            data=df).properties(
         title=alt.TitleParams("Scaling efficiency vs devices",
                               subtitle="100% = every added device adds its full throughput"),
         width=width, height=height))
@@ -139,35 +159,43 @@ def breakdown_chart(plan: Plan, width="container", height: int = 300) -> alt.Cha
 
 
 def remedies_chart(plan: Plan, width="container", height: int | None = None) -> alt.LayerChart:
-    """Predicted throughput gain of each applicable remedy, applied alone, best first."""
+    """Each applicable change at the focus count, applied alone, ranked as ``rank_remedies`` ranks
+    (time to finish when a goal is known, else throughput): remedies, losers, not runnable."""
     rows = [r for r in plan.remedies if r.applicable and r.prediction is not None]
-    df = pd.DataFrame([{"remedy": r.title, "gain": r.gain, "rank": i,
-                        "effect": ("does NOT fit in memory" if not r.prediction.fits
-                                   else "faster" if r.gain >= 0 else "slower"),
+    by_time = any(r.time_s is not None for r in rows)
+    df = pd.DataFrame([{"remedy": r.title, "gain": r.objective_gain, "rank": i,
+                        "effect": r.verdict if r.verdict != "not runnable" else NOT_RUNNABLE,
+                        "throughput_gain": r.gain,
                         "samples_per_s": r.prediction.samples_per_s,
-                        "label": f"{r.gain:+.0%}"} for i, r in enumerate(rows)])
+                        "label": (f"{r.objective_gain:+.0%}" if r.prediction.fits
+                                  else "not runnable")} for i, r in enumerate(rows)])
     if df.empty:
         df = pd.DataFrame([{"remedy": "no remedy applies", "gain": 0.0, "rank": 0,
-                            "effect": "faster", "samples_per_s": 0.0, "label": ""}])
+                            "effect": "remedy", "throughput_gain": 0.0, "samples_per_s": 0.0,
+                            "label": ""}])
+    df.loc[df["effect"] == NOT_RUNNABLE, "gain"] = 0.0  # no bar: it cannot run
     height = height or max(60, 36 * len(df))
     y = alt.Y("remedy:N", title=None, sort=list(df["remedy"]), axis=alt.Axis(labelLimit=360))
+    what = "faster to finish (large-batch penalty included)" if by_time else "throughput gain"
     bars = alt.Chart(df).mark_bar().encode(
-        x=alt.X("gain:Q", title="predicted throughput gain", axis=alt.Axis(format="%"),
+        x=alt.X("gain:Q", title=f"predicted: {what}", axis=alt.Axis(format="%"),
                 scale=alt.Scale(domain=[min(0.0, df["gain"].min()) * 1.25,  # room for labels
                                         max(0.0, df["gain"].max()) * 1.25 or 0.1])),
         y=y,
         color=alt.Color("effect:N", title=None, scale=alt.Scale(
-            domain=["faster", "slower", "does NOT fit in memory"],
-            range=["#54a24b", "#e45756", "#bbbbbb"]), legend=alt.Legend(orient="top")),
-        tooltip=[alt.Tooltip("remedy:N"), alt.Tooltip("gain:Q", format="+.1%"),
+            domain=["remedy", "loses", NOT_RUNNABLE],
+            range=[VERDICT_COLOURS["remedy"], VERDICT_COLOURS["loses"], NOT_RUNNABLE_COLOUR]),
+            legend=alt.Legend(orient="top")),
+        tooltip=[alt.Tooltip("remedy:N"), alt.Tooltip("gain:Q", title=what, format="+.1%"),
+                 alt.Tooltip("throughput_gain:Q", title="throughput gain", format="+.1%"),
                  alt.Tooltip("effect:N"),
                  alt.Tooltip("samples_per_s:Q", title=f"{plan.unit}/s", format=",.0f")],
     )
-    text = alt.Chart(df).mark_text(align="left", dx=4, fontWeight="bold").encode(
+    text = alt.Chart(df).mark_text(align="left", dx=4, fontWeight="bold", color="#222").encode(
         x=alt.X("gain:Q"), y=y, text=alt.Text("label:N"))
     return _sized(alt.layer(bars, text).properties(
-        title=alt.TitleParams(f"Remedies at {plan.focus.devices} devices, each applied alone",
-                              subtitle="ranked by predicted throughput gain"),
+        title=alt.TitleParams(f"Changes at {plan.focus.devices} devices, each applied alone",
+                              subtitle=f"ranked by {what}; only green bars are remedies"),
         width=width, height=height))
 
 
@@ -213,8 +241,7 @@ def quality_chart(plan: Plan, width="container", height: int = 280) -> alt.Layer
 
 
 def _option_rows(plan: Plan):
-    return [o for o in plan.options
-            if o.cost_usd is not None and (o.time_to_train_s or o.time_to_quality_s)]
+    return [o for o in plan.options if o.cost_usd is not None and o.time_s]
 
 
 def _option_chart(plan: Plan, field: str, title: str, subtitle: str, fmt: str,
@@ -225,9 +252,8 @@ def _option_chart(plan: Plan, field: str, title: str, subtitle: str, fmt: str,
         return None
     df = pd.DataFrame([{
         "option": o.label, "kind": o.kind,
-        "hours": (o.time_to_train_s or o.time_to_quality_s) / 3600.0, "cost": o.cost_usd,
-        "label": (f"{(o.time_to_train_s or o.time_to_quality_s) / 3600.0:,.1f} h" if field ==
-                  "hours" else f"${o.cost_usd:,.0f}"),
+        "hours": o.time_s / 3600.0, "cost": o.cost_usd,
+        "label": (f"{o.time_s / 3600.0:,.1f} h" if field == "hours" else f"${o.cost_usd:,.0f}"),
     } for o in rows])
     y = alt.Y("option:N", title=None, sort=list(df["option"]), axis=alt.Axis(labelLimit=340))
     base = alt.Chart(df).encode(y=y, tooltip=[
@@ -249,10 +275,12 @@ def _option_chart(plan: Plan, field: str, title: str, subtitle: str, fmt: str,
 
 def hours_chart(plan: Plan, width="container") -> alt.LayerChart | None:
     """Hours to train (or to quality) for every device count, remedy and 'add devices'."""
-    rows = _option_rows(plan)
-    what = "to train" if rows and rows[0].time_to_train_s else "to quality"
+    goal = resolve_goal(plan.profile, plan.scenario)
+    what = "to train" if goal.kind == "train" else "to quality"
+    penalty = "; large-batch penalty included" if goal.penalised else ""
     return _option_chart(plan, "hours", f"hours {what}",
-                         "remedies at the focus device count; shorter is better", ",.0f", width)
+                         f"remedies at the focus device count; shorter is better{penalty}",
+                         ",.0f", width)
 
 
 def money_chart(plan: Plan, width="container") -> alt.LayerChart | None:

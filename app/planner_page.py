@@ -23,7 +23,7 @@ from scalesim.profiles import load_profile, parse_profile
 from scalesim.schemas import Profile
 
 from . import charts
-from .plan import Plan, device_counts, duration, headline, make_plan
+from .plan import Plan, device_counts, duration, finish, headline, make_plan
 from .state import (
     MAX_VALUE_CHARS,
     AppState,
@@ -316,11 +316,19 @@ def _headline(plan: Plan) -> None:
     cols[1].metric(f"Throughput ({plan.unit}/s)", f"{plan.focus.samples_per_s:,.0f}")
     cols[2].metric("Speedup over one device", h["speedup"])
     if "time_to_train" in h:
-        cols[3].metric("Time to train / cost", h["time_to_train"], h.get("cost"),
+        cols[3].metric(f"{h['goal'][0].upper()}{h['goal'][1:]} / cost", h["time_to_train"],
+                       h.get("cost"),
                        delta_color="off", delta_arrow="off")
     else:
         cols[3].metric("Time to train", "-", "enter training length", delta_color="off",
                        delta_arrow="off")
+    if h["runnable"] != "yes":
+        st.error(f"**{h['devices']} devices: {h['runnable']}.** These numbers describe a layout "
+                 "that cannot run; see the remedies for one that fits.")
+    elif "not_runnable" in h:
+        st.warning(f"Not runnable: {h['not_runnable']}.")
+    if "data_stall" in h:
+        st.warning(h["data_stall"][0].upper() + h["data_stall"][1:] + ".")
     st.markdown(f"**Knee:** {h['knee']}  \n**Best remedy:** {h['best_remedy']}")
 
 
@@ -356,7 +364,8 @@ def _rows_table(plan: Plan) -> pd.DataFrame:
         "compute ms": r.compute_s * 1e3, "exposed comm ms": r.exposed_comm_s * 1e3,
         "data stall ms": r.data_stall_s * 1e3, "straggler ms": r.straggler_s * 1e3,
         f"{unit}/s": r.samples_per_s, "efficiency %": r.efficiency * 100,
-        "memory GiB": r.memory_bytes / 2**30, "fits": r.fits,
+        "memory GiB": r.memory_bytes / 2**30,
+        "runnable": "yes" if r.fits else "NO: does not fit in memory",
     } for r in plan.rows])
 
 
@@ -380,8 +389,8 @@ def _tab_breakdown(plan: Plan) -> None:
     _chart(charts.breakdown_chart(plan))
     misfits = [r.devices for r in plan.rows if not r.fits]
     if misfits:
-        st.warning(f"Does not fit in device memory at {', '.join(map(str, misfits))} devices: "
-                   "try ZeRO-3 or a smaller batch.")
+        st.warning(f"Not runnable: does not fit in device memory at "
+                   f"{', '.join(map(str, misfits))} devices: try ZeRO-3 or a smaller batch.")
     st.dataframe(_rows_table(plan), hide_index=True)
 
 
@@ -390,12 +399,15 @@ def _tab_remedies(plan: Plan) -> None:
     unit = plan.unit
     st.dataframe(pd.DataFrame([{
         "remedy": r.title,
-        "gain": f"{r.gain:+.1%}" if r.applicable else "n/a",
+        "verdict": r.verdict,
+        "faster to finish": (f"{r.objective_gain:+.1%}" if r.time_s is not None and
+                             r.verdict != "not runnable" else ""),
+        "throughput gain": f"{r.gain:+.1%}" if r.applicable else "n/a",
         f"{unit}/s": f"{p.samples_per_s:,.0f}" if (p := r.prediction) else "",
         "step": f"{p.step_time_s * 1e3:.1f} ms" if p else "",
         "fits in memory": ("yes" if p.fits else "NO") if p else "",
-        "time to train": duration(p.time_to_train_s) if p and p.time_to_train_s else "",
-        "cost": f"${p.cost_usd:,.0f}" if p and p.cost_usd is not None else "",
+        "time to finish": duration(r.time_s) if r.time_s is not None else "",
+        "cost": f"${r.cost_usd:,.0f}" if r.cost_usd is not None else "",
         "note": r.reason,
     } for r in plan.remedies]), hide_index=True)
 
@@ -411,9 +423,8 @@ def _tab_cost(plan: Plan) -> None:
         _chart(money)
     st.dataframe(pd.DataFrame([{
         "option": o.label, "devices": o.devices, f"{plan.unit}/s": o.samples_per_s,
-        "time to train": duration(o.time_to_train_s),
-        "time to quality": duration(o.time_to_quality_s), "cost USD": o.cost_usd,
-        "fits": o.fits,
+        "time to finish": duration(o.time_s), "cost USD": o.cost_usd,
+        "runnable": "yes" if o.fits else "NO",
     } for o in plan.options]), hide_index=True, column_config={
         f"{plan.unit}/s": st.column_config.NumberColumn(format="%.0f"),
         "cost USD": st.column_config.NumberColumn(format="dollar"),
@@ -458,16 +469,17 @@ def _tab_ab(plan: Plan) -> None:
     left.metric("Scaling efficiency", f"{a.efficiency:.1%}")
     right.metric("Scaling efficiency", f"{b.efficiency:.1%}",
                  f"{(b.efficiency - a.efficiency) * 100:+.1f} points")
-    if a.time_to_train_s is not None and b.time_to_train_s is not None:
-        left.metric("Time to train", duration(a.time_to_train_s))
-        right.metric("Time to train", duration(b.time_to_train_s),
-                     rel(b.time_to_train_s, a.time_to_train_s), delta_color="inverse")
-    if a.cost_usd is not None and b.cost_usd is not None:
-        left.metric("Cost", f"${a.cost_usd:,.0f}")
-        right.metric("Cost", f"${b.cost_usd:,.0f}", rel(b.cost_usd, a.cost_usd),
-                     delta_color="inverse")
+    (ta, ca), (tb, cb) = finish(plan, a), finish(plan, b)
+    if ta is not None and tb is not None:
+        left.metric("Time to finish", duration(ta))
+        right.metric("Time to finish", duration(tb), rel(tb, ta), delta_color="inverse")
+    if ca is not None and cb is not None:
+        left.metric("Cost", f"${ca:,.0f}")
+        right.metric("Cost", f"${cb:,.0f}", rel(cb, ca), delta_color="inverse")
+    if not a.fits:
+        left.error("A is not runnable: it does not fit in device memory.")
     if not b.fits:
-        right.warning("B does not fit in device memory.")
+        right.error("B is not runnable: it does not fit in device memory.")
     chart = charts.ab_chart(plan)
     if chart is not None:
         _chart(chart)

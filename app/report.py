@@ -108,12 +108,17 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
     unit = plan.unit
     heads = [
         ("Devices in focus", h["devices"]),
+        ("Runnable", h["runnable"]),
         ("Throughput", h["throughput"]),
         ("Scaling efficiency", h["efficiency"]),
         ("Speedup over one device", h["speedup"]),
         ("Knee", h["knee"]),
         ("Best remedy", h["best_remedy"]),
     ]
+    if "data_stall" in h:
+        heads.append(("Data stall", h["data_stall"]))
+    if "not_runnable" in h:
+        heads.append(("Not runnable", h["not_runnable"]))
     if "time_to_train" in h:
         heads.append(("Time to train", h["time_to_train"]))
     if "cost" in h:
@@ -142,20 +147,20 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
         [[r.devices, r.nodes, f"{r.step_time_s * 1e3:.2f}", f"{r.compute_s * 1e3:.2f}",
           f"{r.exposed_comm_s * 1e3:.2f}", f"{r.data_stall_s * 1e3:.2f}",
           f"{r.straggler_s * 1e3:.2f}", f"{r.samples_per_s:,.0f}", f"{r.efficiency:.1%}",
-          f"{r.memory_bytes / 2**30:.1f}", "yes" if r.fits else "NO"] for r in plan.rows]))
+          f"{r.memory_bytes / 2**30:.1f}", "yes" if r.fits else "NO: not runnable"]
+         for r in plan.rows]))
     parts.append(f"<h2>Remedies at {plan.focus.devices} devices</h2>")
     parts.append(_table(
-        ["remedy", "gain", f"{unit}/s", "time to train", "cost", "note"],
-        [[r.title, f"{r.gain:+.1%}" if r.applicable else "n/a",
+        ["remedy", "verdict", "throughput gain", f"{unit}/s", "time to finish", "cost", "note"],
+        [[r.title, r.verdict, f"{r.gain:+.1%}" if r.applicable else "n/a",
           f"{r.prediction.samples_per_s:,.0f}" if r.prediction else "-",
-          duration(r.prediction.time_to_train_s) if r.prediction else "-",
-          f"${r.prediction.cost_usd:,.0f}" if r.prediction and r.prediction.cost_usd is not None
-          else "-", r.reason] for r in plan.remedies]))
+          duration(r.time_s) if r.time_s is not None else "-",
+          f"${r.cost_usd:,.0f}" if r.cost_usd is not None else "-", r.reason]
+         for r in plan.remedies]))
     parts.append("<h2>Hours and money</h2>")
     parts.append(_table(
-        ["option", "devices", f"{unit}/s", "time to train", "time to quality", "cost"],
-        [[o.label, o.devices, f"{o.samples_per_s:,.0f}", duration(o.time_to_train_s),
-          duration(o.time_to_quality_s),
+        ["option", "devices", f"{unit}/s", "time to finish", "cost"],
+        [[o.label, o.devices, f"{o.samples_per_s:,.0f}", duration(o.time_s),
           "-" if o.cost_usd is None else f"${o.cost_usd:,.0f}"] for o in plan.options]))
     notes = list(plan.notes) + list(plan.profile.notes)
     if notes:

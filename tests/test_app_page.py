@@ -207,7 +207,9 @@ def _bound_links():
 def test_links_at_the_limits_render(which):
     link = _bound_links()[which]
     at = _app(link)
-    assert not at.warning and not at.error
+    assert not at.warning
+    # the highest micro-batch does not fit in memory: said as such, never as a number to praise
+    assert all("not runnable" in e.value for e in at.error)
     assert at.session_state["app_state"].dmax == int(link["dmax"])
 
 
