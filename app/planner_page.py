@@ -19,7 +19,7 @@ import streamlit as st
 
 from scalesim import presets
 from scalesim.errors import ScalesimError
-from scalesim.profiles import load_profile, parse_profile
+from scalesim.jsonio import read_json
 from scalesim.schemas import Profile
 
 from . import charts
@@ -27,14 +27,18 @@ from .plan import Plan, device_counts, duration, finish, headline, make_plan
 from .state import (
     MAX_VALUE_CHARS,
     AppState,
+    checked_profile,
     decode_query,
     encode_query,
     preset_profile,
     profile_defaults,
     query_string,
+    refusal,
+    widget_bounds,
 )
 
 PROFILES_DIR_ENV = "SCALESIM_APP_PROFILES"  # set by `scalesim app --profiles DIR`
+PUBLIC_URL_ENV = "SCALESIM_PUBLIC_URL"  # set by `scalesim app --public-url URL`
 MAX_UPLOAD_MB = 2
 MAX_FOLDER_FILES = 200
 TABS = {  # state id -> tab label
@@ -128,7 +132,7 @@ def _on_upload() -> None:
             data = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError):
             raise ScalesimError(f"{upload.name}: not valid JSON") from None
-        profile = parse_profile(data, upload.name)
+        profile = checked_profile(data, upload.name)
     except ScalesimError as exc:
         ss["profile_message"] = ("error", str(exc))
         return
@@ -150,7 +154,7 @@ def _on_folder() -> None:
     if folder is None or not name or name not in _folder_files(folder):
         return
     try:
-        profile = load_profile(folder / name)
+        profile = checked_profile(read_json(folder / name), name)
     except ScalesimError as exc:
         ss["profile_message"] = ("error", str(exc))
         return
@@ -166,12 +170,20 @@ class _Controls:
     def __init__(self, state: AppState):
         self.state = state
         self.values: dict = {}
+        self.refused: dict[str, str] = {}
 
     def __call__(self, widget, field: str, label: str, **kwargs):
         key = _key(field)
         if key not in ss:  # dropped by Streamlit while hidden: restore the state's value
             ss[key] = getattr(self.state, field)
+        if getattr(widget, "__name__", "") == "number_input":  # the state's bounds are its own
+            kwargs = {**widget_bounds(field), **kwargs}
         value = widget(label, key=key, **kwargs)
+        sentence = refusal(self.state, field, value)
+        if sentence:  # keep the last good value of this control only; the others follow
+            st.sidebar.error(sentence)
+            self.refused[field] = sentence
+            return getattr(self.state, field)
         self.values[field] = value
         return value
 
@@ -208,7 +220,7 @@ def _device_section(c: _Controls, state: AppState) -> None:
     if grid == "list":
         c(st.sidebar.text_input, "dlist", "Device counts (e.g. 1,2,4,8,16,32 or 1-512)",
           max_chars=MAX_VALUE_CHARS)
-    c(st.sidebar.number_input, "dpn", "Devices per server", min_value=1, max_value=1024, step=1)
+    c(st.sidebar.number_input, "dpn", "Devices per server", step=1)
 
 
 def _batch_section(c: _Controls) -> None:
@@ -216,11 +228,11 @@ def _batch_section(c: _Controls) -> None:
     mode = c(st.sidebar.radio, "mode", "Batch", options=list(MODE_LABELS),
              format_func=MODE_LABELS.get, label_visibility="collapsed")
     if mode == "weak":
-        c(st.sidebar.number_input, "mb", "Per-device micro-batch", min_value=1, step=1)
+        c(st.sidebar.number_input, "mb", "Per-device micro-batch", step=1)
     else:
-        c(st.sidebar.number_input, "gb", "Global batch (samples per step)", min_value=1, step=1)
+        c(st.sidebar.number_input, "gb", "Global batch (samples per step)", step=1)
     c(st.sidebar.number_input, "acc", "Gradient accumulation (micro-steps per step)",
-      min_value=1, max_value=4096, step=1)
+      step=1)
 
 
 def _comm_section(c: _Controls, state: AppState) -> None:
@@ -229,8 +241,8 @@ def _comm_section(c: _Controls, state: AppState) -> None:
       format_func=lambda s: {"ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2",
                              "zero3": "ZeRO-3 / FSDP"}[s])
     c(st.sidebar.toggle, "ovl", "Overlap gradient exchange with backward")
-    c(st.sidebar.number_input, "bkt", "Gradient bucket size (MiB)", min_value=0.1,
-      max_value=100000.0, step=5.0)
+    c(st.sidebar.number_input, "bkt", "Gradient bucket size (MiB)",
+      step=5.0)
     c(st.sidebar.selectbox, "algo", "All-reduce algorithm",
       options=["auto", "ring", "tree", "hierarchical"])
     hw = ss["profile"].hardware
@@ -240,9 +252,9 @@ def _comm_section(c: _Controls, state: AppState) -> None:
                                      f"{hw.intra_node.busbw_GBps:g} GB/s)") if k == "profile"
               else "custom..." if k == "custom" else k)
     if intra == "custom":
-        c(st.sidebar.number_input, "ibw", "Intra-server bus bandwidth (GB/s)", min_value=0.001,
+        c(st.sidebar.number_input, "ibw", "Intra-server bus bandwidth (GB/s)",
           step=10.0)
-        c(st.sidebar.number_input, "ilat", "Intra-server latency per step (µs)", min_value=0.0,
+        c(st.sidebar.number_input, "ilat", "Intra-server latency per step (µs)",
           step=1.0)
     inter = c(st.sidebar.selectbox, "inter", "Inter-server link",
               options=["profile", "infiniband", "roce", "ethernet", "custom"],
@@ -250,13 +262,12 @@ def _comm_section(c: _Controls, state: AppState) -> None:
                                      f"{hw.inter_node.busbw_GBps:g} GB/s)") if k == "profile"
               else "custom..." if k == "custom" else k)
     if inter in ("infiniband", "roce", "ethernet"):
-        c(st.sidebar.number_input, "nics", "NICs per server", min_value=1, max_value=64, step=1)
-        c(st.sidebar.number_input, "gbit", "Gbit/s per NIC", min_value=1.0, max_value=10000.0,
-          step=25.0)
+        c(st.sidebar.number_input, "nics", "NICs per server", step=1)
+        c(st.sidebar.number_input, "gbit", "Gbit/s per NIC", step=25.0)
     elif inter == "custom":
-        c(st.sidebar.number_input, "ebw", "Inter-server bus bandwidth (GB/s)", min_value=0.001,
+        c(st.sidebar.number_input, "ebw", "Inter-server bus bandwidth (GB/s)",
           step=5.0)
-        c(st.sidebar.number_input, "elat", "Inter-server latency per step (µs)", min_value=0.0,
+        c(st.sidebar.number_input, "elat", "Inter-server latency per step (µs)",
           step=1.0)
 
 
@@ -264,25 +275,25 @@ def _data_section(c: _Controls) -> None:
     st.sidebar.header("Input and stragglers")
     has_loader = ss["profile"].input_pipeline is not None
     c(st.sidebar.number_input, "lw", "Loader workers per device (empty: the profile's best)",
-      min_value=0, max_value=1024, step=1, disabled=not has_loader,
+      step=1, disabled=not has_loader,
       help=None if has_loader else "this profile has no measured input pipeline")
-    c(st.sidebar.number_input, "cv", "Straggler spread (step-time std / mean)", min_value=0.0,
-      max_value=10.0, step=0.01, format="%.3f")
-    c(st.sidebar.number_input, "slow", "Slow device rank (empty: none)", min_value=0,
-      max_value=16383, step=1)
-    c(st.sidebar.number_input, "sf", "Slow device: times slower", min_value=1.0,
-      max_value=100.0, step=0.1)
+    c(st.sidebar.number_input, "cv", "Straggler spread (step-time std / mean)",
+      step=0.01, format="%.3f")
+    c(st.sidebar.number_input, "slow", "Slow device rank (empty: none)",
+      step=1)
+    c(st.sidebar.number_input, "sf", "Slow device: times slower",
+      step=0.1)
 
 
 def _goal_section(c: _Controls) -> None:
     st.sidebar.header("Training goal and price")
     c(st.sidebar.number_input, "cbs", "Critical batch size (samples; empty: unknown)",
-      min_value=1.0, step=256.0, format="%.0f")
+      step=256.0, format="%.0f")
     c(st.sidebar.number_input, "emin", "Samples to quality at a tiny batch, E_min (optional)",
-      min_value=1.0, step=1e6, format="%.0f")
-    c(st.sidebar.number_input, "train", "Samples in the training run", min_value=1.0,
       step=1e6, format="%.0f")
-    c(st.sidebar.number_input, "price", "Price per device-hour (USD)", min_value=0.0,
+    c(st.sidebar.number_input, "train", "Samples in the training run",
+      step=1e6, format="%.0f")
+    c(st.sidebar.number_input, "price", "Price per device-hour (USD)",
       step=0.5, format="%.2f")
 
 
@@ -354,6 +365,10 @@ def _share(plan: Plan, link: str) -> None:
                             on_click="ignore", key="dl_png")
     with cols[3].expander("Share link (opens this exact what-if)"):
         st.code(link, language=None, wrap_lines=True)
+        if local_only(link):
+            st.caption("This link points at this computer (localhost): it opens only here. "
+                       "Start the planner with `scalesim app --public-url https://...` to share "
+                       "an address others can reach.")
 
 
 def _rows_table(plan: Plan) -> pd.DataFrame:
@@ -514,9 +529,21 @@ def _sidebar(state: AppState, profile: Profile) -> tuple[AppState, list[int]]:
 
 
 def _base_url() -> str:
-    """The page's address as the browser sees it ('' under AppTest), ending in a path."""
+    """The address a receiver will reach ('' under AppTest), ending in a path: ``scalesim app
+    --public-url`` when given (with this page's path), else the page's address as this browser
+    sees it."""
     url = st.context.url or ""
+    public = os.environ.get(PUBLIC_URL_ENV, "")
+    if public:
+        path = urlsplit(url).path.lstrip("/") if url else ""
+        return public.rstrip("/") + "/" + path
     return url + "/" if url and not urlsplit(url).path else url
+
+
+def local_only(link: str) -> bool:
+    """True when ``link`` points at this machine (the receiver could not open it)."""
+    host = urlsplit(link).hostname or ""
+    return host in ("localhost", "127.0.0.1", "::1", "0.0.0.0")
 
 
 def render() -> None:

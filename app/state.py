@@ -104,6 +104,78 @@ NULLABLE = frozenset(name for name, f in AppState.model_fields.items()
 PROFILE_DEFAULTED = ("dpn", "mb", "gb", "lw", "cv", "cbs", "emin", "train", "price")
 
 
+FIELD_LABELS = {  # a control's name in a sentence
+    "dmax": "Largest device count", "dpn": "Devices per server", "mb": "Per-device micro-batch",
+    "gb": "Global batch", "acc": "Gradient accumulation", "bkt": "Bucket size (MiB)",
+    "lw": "Loader workers", "cv": "Straggler spread", "slow": "Slow device rank",
+    "sf": "Slow device factor", "ibw": "Intra-server bandwidth (GB/s)",
+    "ilat": "Intra-server latency (µs)", "nics": "NICs per server", "gbit": "Gbit/s per NIC",
+    "ebw": "Inter-server bandwidth (GB/s)", "elat": "Inter-server latency (µs)",
+    "cbs": "Critical batch size", "emin": "E_min", "train": "Samples in the training run",
+    "price": "Price per device-hour", "focus": "Device count in focus", "dlist": "Device list",
+}
+
+
+def field_bounds(name: str) -> tuple[float | None, float | None]:
+    """(lowest, highest) value ``AppState`` accepts for ``name``: the one source of a control's
+    bounds (the widgets take theirs from here). Exclusive bounds become the next whole number
+    for whole-number fields."""
+    import annotated_types as at
+
+    field = AppState.model_fields[name]
+    whole = "int" in str(field.annotation)
+    lo = hi = None
+    for m in field.metadata:
+        if isinstance(m, at.Ge):
+            lo = m.ge
+        elif isinstance(m, at.Gt):
+            lo = m.gt + 1 if whole else m.gt
+        elif isinstance(m, at.Le):
+            hi = m.le
+        elif isinstance(m, at.Lt):
+            hi = m.lt - 1 if whole else m.lt
+    if whole:
+        lo, hi = (None if lo is None else int(lo)), (None if hi is None else int(hi))
+    else:
+        lo, hi = (None if lo is None else float(lo)), (None if hi is None else float(hi))
+    return lo, hi
+
+
+def widget_bounds(name: str) -> dict[str, Any]:
+    """``min_value`` / ``max_value`` keyword arguments of a Streamlit number input for ``name``."""
+    lo, hi = field_bounds(name)
+    return {k: v for k, v in (("min_value", lo), ("max_value", hi)) if v is not None}
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        value = int(value)
+    return f"{value:,}" if isinstance(value, int | float) else _shown(value)
+
+
+def refusal(state: AppState, name: str, value: Any) -> str | None:
+    """None when ``state`` accepts ``value`` for control ``name``, else one plain sentence that
+    says what is wrong and which value is kept (the state's)."""
+    try:
+        AppState.model_validate({**state.model_dump(), name: value})
+        return None
+    except ValidationError as exc:
+        err = next((e for e in exc.errors() if e.get("loc") and e["loc"][0] == name),
+                   exc.errors()[0])
+    label = FIELD_LABELS.get(name, name)
+    lo, hi = field_bounds(name)
+    kept = getattr(state, name)
+    keep = "empty" if kept is None else _number(kept)
+    shown = _number(value)
+    if err["type"] in ("less_than_equal", "less_than") and hi is not None:
+        what = f"{shown} is above the largest value the planner takes, {_number(hi)}"
+    elif err["type"] in ("greater_than_equal", "greater_than") and lo is not None:
+        what = f"{shown} is below the smallest value the planner takes, {_number(lo)}"
+    else:
+        what = f"{shown} is not a value the planner takes ({err['msg']})"
+    return f"{label}: {what}; keeping {keep}."
+
+
 def preset_profile(state: AppState) -> Profile:
     return profile_from_presets(presets.get_hardware(state.hw), presets.get_workload(state.wl))
 
@@ -189,6 +261,56 @@ def encode_profile(profile: Profile) -> str:
     return base64.urlsafe_b64encode(packed).decode("ascii").rstrip("=")
 
 
+MAX_TEXT_CHARS = 1_000  # a name or note inside a profile
+MAX_JSON_DEPTH = 32
+MAX_WHOLE_NUMBER = 2**53  # larger whole numbers lose precision as floats and overflow int64 math
+
+
+def _json_problem(value: Any, path: str = "", depth: int = 0) -> str | None:
+    """Where parsed JSON holds something no profile may: a non-finite or overflowing number,
+    an over-long text, or nesting deeper than a profile has (None when all is well)."""
+    import math
+
+    if depth > MAX_JSON_DEPTH:
+        return f"{path or 'the profile'} is nested too deeply"
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return None if abs(value) <= MAX_WHOLE_NUMBER else f"{path}: {_shown(value)} is too large"
+    if isinstance(value, float):
+        return None if math.isfinite(value) and abs(value) <= 1e30 else (
+            f"{path}: {_shown(value)} is not a finite number of sensible size")
+    if isinstance(value, str):
+        return None if len(value) <= MAX_TEXT_CHARS else (
+            f"{path}: a text of {len(value):,} characters (limit {MAX_TEXT_CHARS:,})")
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = ((str(i), v) for i, v in enumerate(value))
+    else:
+        return f"{path}: unexpected value"
+    for key, item in items:
+        problem = _json_problem(item, f"{path}.{_shown(key)}" if path else _shown(key), depth + 1)
+        if problem:
+            return problem
+    return None
+
+
+def checked_profile(data: Any, what: str) -> Profile:
+    """Parsed profile JSON (a link's blob or an uploaded file) -> Profile, refusing what a profile
+    file may not hold: non-finite or overflowing numbers, over-long texts (ScalesimError naming
+    the field), and anything that would not survive the page's cache round trip."""
+    problem = _json_problem(data)
+    if problem:
+        raise ScalesimError(f"{what}: {problem}")
+    profile = parse_profile(data, what)
+    try:
+        Profile.model_validate_json(profile.model_dump_json())
+    except ValidationError as exc:
+        raise ScalesimError(f"{what}: {exc.errors()[0]['msg']}") from None
+    return profile
+
+
 def decode_profile(blob: str) -> Profile:
     """The inverse of ``encode_profile``; any problem raises ScalesimError (one line)."""
     if len(blob) > MAX_PROFILE_BLOB_CHARS:
@@ -210,7 +332,7 @@ def decode_profile(blob: str) -> Profile:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise ScalesimError("the profile in the link is not valid JSON") from None
-    return parse_profile(data, "the profile in the link")
+    return checked_profile(data, "the profile in the link")
 
 
 # ---------------------------------------------------------------- query string
