@@ -31,6 +31,7 @@ from .state import (
     decode_query,
     encode_query,
     preset_profile,
+    profile_caveats,
     profile_defaults,
     query_string,
     refusal,
@@ -188,13 +189,32 @@ class _Controls:
         return value
 
 
+def _on_leave_profile() -> None:
+    """The explicit way back from an uploaded (or linked) profile to the presets."""
+    state = ss["app_state"]
+    _set_profile(preset_profile(state), "preset", "presets")
+    ss[_key("hw")], ss[_key("wl")] = state.hw, state.wl
+    ss["profile_message"] = ("success", f"Back to the presets {state.hw} + {state.wl}")
+
+
 def _profile_section(c: _Controls) -> None:
     st.sidebar.header("Profile")
-    hw_names, wl_names = list(presets.HARDWARE), list(presets.WORKLOADS)
-    c(st.sidebar.selectbox, "hw", "Hardware preset", options=hw_names, on_change=_on_preset,
-      format_func=lambda n: f"{n} ({presets.HARDWARE[n].device_name})")
-    c(st.sidebar.selectbox, "wl", "Workload preset", options=wl_names, on_change=_on_preset)
-    st.sidebar.file_uploader("Or upload a calibration profile (JSON)", type=["json"],
+    state: AppState = ss["app_state"]
+    profile: Profile = ss["profile"]
+    if state.src == "custom":
+        # The pickers would show presets the numbers do not use: show the profile instead, and
+        # make leaving it an explicit action (a preset pick never drops an upload silently).
+        st.sidebar.info(f"Using **{_md(profile.name)}** ({_md(profile.hardware.device_name)}, "
+                        f"{profile.hardware.devices_per_node} per server; "
+                        f"{_md(profile.workload.name)}) from {_md(ss['profile_origin'])}.")
+        st.sidebar.button("Leave this profile: use the presets", key="leave_profile",
+                          on_click=_on_leave_profile)
+    else:
+        hw_names, wl_names = list(presets.HARDWARE), list(presets.WORKLOADS)
+        c(st.sidebar.selectbox, "hw", "Hardware preset", options=hw_names, on_change=_on_preset,
+          format_func=lambda n: f"{n} ({presets.HARDWARE[n].device_name})")
+        c(st.sidebar.selectbox, "wl", "Workload preset", options=wl_names, on_change=_on_preset)
+    st.sidebar.file_uploader("Upload a calibration profile (JSON)", type=["json"],
                              key="upload", on_change=_on_upload, max_upload_size=MAX_UPLOAD_MB)
     folder = _profiles_dir()
     if folder is not None:
@@ -207,8 +227,10 @@ def _profile_section(c: _Controls) -> None:
         show = {"error": st.sidebar.error, "warning": st.sidebar.warning}.get(message[0],
                                                                               st.sidebar.success)
         show(_md(message[1]))
-    profile: Profile = ss["profile"]
-    st.sidebar.caption(f"Predicting with **{_md(profile.name)}** (from {_md(ss['profile_origin'])})")
+    profile = ss["profile"]
+    if ss["app_state"].src != "custom":
+        st.sidebar.caption(f"Predicting with **{_md(profile.name)}** "
+                           f"(from {_md(ss['profile_origin'])})")
 
 
 def _device_section(c: _Controls, state: AppState) -> None:
@@ -576,6 +598,10 @@ def render() -> None:
     st.caption(f"Profile: {_md(profile.name)}. Predictions from an analytical model, "
                "not measurements.")
     _headline(plan)
+    caveats = profile_caveats(profile)
+    if caveats:
+        with st.expander(f"Caveats of this profile ({len(caveats)})"):
+            st.markdown("\n".join(f"- {_md(c)}" for c in caveats))
     for note in plan.notes:
         st.info(_md(note))  # may quote a typed device list
     _share(plan, link)

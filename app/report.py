@@ -16,6 +16,7 @@ import vl_convert as vlc
 
 from .charts import all_charts
 from .plan import Plan, duration, headline
+from .state import profile_caveats
 
 REPORT_CHART_WIDTH_PX = 720
 CAPTIONS = {
@@ -162,7 +163,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
         ["option", "devices", f"{unit}/s", "time to finish", "cost"],
         [[o.label, o.devices, f"{o.samples_per_s:,.0f}", duration(o.time_s),
           "-" if o.cost_usd is None else f"${o.cost_usd:,.0f}"] for o in plan.options]))
-    notes = list(plan.notes) + list(plan.profile.notes)
+    notes = list(plan.notes) + profile_caveats(plan.profile)
     if notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
     parts.append("</body></html>")

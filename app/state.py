@@ -101,7 +101,8 @@ class AppState(BaseModel):
 FIELDS = tuple(AppState.model_fields)
 NULLABLE = frozenset(name for name, f in AppState.model_fields.items()
                      if f.default is None or "None" in str(f.annotation))
-PROFILE_DEFAULTED = ("dpn", "mb", "gb", "lw", "cv", "cbs", "emin", "train", "price")
+PROFILE_DEFAULTED = ("intra", "inter", "nics", "gbit", "dpn", "mb", "gb", "lw", "cv", "cbs",
+                     "emin", "train", "price")
 
 
 FIELD_LABELS = {  # a control's name in a sentence
@@ -190,7 +191,11 @@ def profile_defaults(profile: Profile, messages: list[str] | None = None) -> dic
     cbs = wl.critical_batch_size
     if cbs is None and profile.noise_scale is not None:
         cbs = profile.noise_scale.b_simple  # B_simple estimates B_noise (McCandlish et al.)
+    inter = hw.inter_node
     values = {
+        "intra": "profile", "inter": "profile",  # the controls show the links the profile has
+        "nics": inter.nics_per_node or AppState.model_fields["nics"].default,
+        "gbit": inter.gbit_per_nic or AppState.model_fields["gbit"].default,
         "dpn": hw.devices_per_node,
         "mb": wl.micro_batch,
         "gb": wl.micro_batch * hw.devices_per_node * 8,
@@ -226,11 +231,33 @@ def default_state() -> AppState:
 
 # ---------------------------------------------------------------- profile blob
 
+MAX_CAVEATS = 12
+MAX_CAVEAT_CHARS = 300
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_CAVEAT_CHARS else text[:MAX_CAVEAT_CHARS - 3] + "..."
+
+
+def profile_caveats(profile: Profile) -> list[str]:
+    """What a reader must know about the profile's numbers: every link level that was not
+    measured and the profile's notes (each cut to MAX_CAVEAT_CHARS, duplicates dropped)."""
+    out: list[str] = []
+    names = {"intra_node": "intra-server link", "inter_node": "inter-server link"}
+    for link in profile.links:
+        if not link.measured:
+            what = names.get(link.level, link.level)
+            out.append(f"{what} not measured" + (f": {_cut(link.note)}" if link.note else ""))
+    out.extend(_cut(n) for n in profile.notes[:MAX_CAVEATS])
+    return list(dict.fromkeys(out))
+
+
 def compact_profile(profile: Profile) -> Profile:
-    """The profile's fitted parameters only: no raw points, free text or host names.
+    """The profile's fitted parameters and caveats only: no raw points, sources or host names.
 
     Nothing dropped here is read by ``scalesim.predict`` (the loader curve's points are the
-    fitted curve, so they stay).
+    fitted curve, so they stay). The caveats (``profile_caveats``: notes, the note of each link
+    level not measured) stay, cut short, so a receiver and their report see them.
     """
     hw, wl, comp = profile.hardware, profile.workload, profile.compute
     return profile.model_copy(update={
@@ -245,12 +272,13 @@ def compact_profile(profile: Profile) -> Profile:
             "reference": [r.model_copy(update={"source": ""}) for r in wl.reference],
         }),
         "compute": comp.model_copy(update={"points": [], "source": ""}),
-        "links": [link.model_copy(update={"points": [], "note": ""}) for link in profile.links],
+        "links": [link.model_copy(update={"points": [], "note": "" if link.measured
+                                          else _cut(link.note)}) for link in profile.links],
         "input_pipeline": (None if profile.input_pipeline is None
                            else profile.input_pipeline.model_copy(update={"source": ""})),
         "jitter": (None if profile.jitter is None
                    else profile.jitter.model_copy(update={"per_rank_median_s": []})),
-        "notes": [],
+        "notes": [_cut(n) for n in profile.notes[:MAX_CAVEATS]],
     })
 
 
