@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 
 from scalesim import presets
 from scalesim.cli.options import parse_int_list
+from scalesim.decision import DecisionCard, decide
 from scalesim.errors import ScalesimError
-from scalesim.knee import Knee, find_knee
+from scalesim.knee import Knee, focus_devices, knee_of_predictions
 from scalesim.model.quality import steps_to_quality
 from scalesim.predict import Prediction, predict
 from scalesim.remedies import DATA_STALL_SHARE, RemedyResult, data_stall_share, rank_remedies
@@ -69,6 +70,7 @@ class Plan:
     b_focus: Prediction | None
     b_rows: list[Prediction]
     notes: list[str] = field(default_factory=list)
+    decision: DecisionCard | None = None  # scalesim.decision.decide at the focus count
 
     @property
     def unit(self) -> str:
@@ -173,21 +175,12 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
 
 
 def _knee(rows: list[Prediction]) -> Knee | None:
-    return find_knee(
-        [r.devices for r in rows], [r.nodes for r in rows], [r.efficiency for r in rows],
-        [r.compute_s for r in rows], [r.exposed_comm_s for r in rows],
-        [r.data_stall_s for r in rows], [r.straggler_s for r in rows],
-        [r.micro_batch * r.accumulation for r in rows],
-    )
+    return knee_of_predictions(rows)
 
 
 def _focus(state: AppState, rows: list[Prediction], knee: Knee | None) -> Prediction:
-    by_devices = {r.devices: r for r in rows}
-    if state.focus in by_devices:
-        return by_devices[state.focus]
-    if knee is not None:
-        return rows[knee.index]
-    return rows[-1]
+    wanted = focus_devices(rows, state.focus)
+    return next(r for r in rows if r.devices == wanted)
 
 
 def _server_size(profile: Profile, scenario: Scenario) -> int:
@@ -282,10 +275,16 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
         except ScalesimError as exc:
             notes.append(f"scenario B: {exc}")
             b_focus = None
+    try:
+        decision = decide(profile, scenario, focus.devices)
+    except ScalesimError as exc:
+        notes.append(f"decision card: {exc}")
+        decision = None
     return Plan(profile=profile, state=state, scenario=scenario, rows=rows, knee=knee,
                 focus=focus, remedies=remedies, best=best, options=options, quality=quality,
                 quality_absolute=absolute, b_label=b_label, b_profile=b_profile,
-                b_scenario=b_scenario, b_focus=b_focus, b_rows=b_rows, notes=notes)
+                b_scenario=b_scenario, b_focus=b_focus, b_rows=b_rows, notes=notes,
+                decision=decision)
 
 
 def memory_sentence(p: Prediction, device_memory_bytes: float) -> str:

@@ -18,6 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from scalesim import presets
+from scalesim.decision import card_rows
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import read_json
 from scalesim.schemas import Profile
@@ -365,6 +366,20 @@ def _headline(plan: Plan) -> None:
     st.markdown(f"**Knee:** {h['knee']}  \n**Best remedy:** {h['best_remedy']}")
 
 
+def _decision_card(plan: Plan) -> None:
+    """The question, the options that matter with cost and gain, and the recommendation."""
+    card = plan.decision
+    if card is None:
+        return
+    with st.container(border=True, key="decision_card"):
+        st.subheader(card.question)
+        st.dataframe(pd.DataFrame(card_rows(card)), hide_index=True, width="stretch")
+        st.success(f"**Recommendation:** {_md(card.recommendation)}")
+        st.caption(f"Main assumption: {_md(card.assumption)}."
+                   + (f" Time to finish = {card.goal}." if card.goal else "")
+                   + "".join(f" {_md(n[0].upper() + n[1:])}." for n in card.notes))
+
+
 def _share(plan: Plan, link: str) -> None:
     from .report import charts_png_zip, report_html
 
@@ -597,6 +612,7 @@ def render() -> None:
         return
     st.caption(f"Profile: {_md(profile.name)}. Predictions from an analytical model, "
                "not measurements.")
+    _decision_card(plan)
     _headline(plan)
     caveats = profile_caveats(profile)
     if caveats:
