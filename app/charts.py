@@ -313,3 +313,54 @@ def all_charts(plan: Plan, width="container") -> dict[str, alt.TopLevelMixin]:
         "a_vs_b": ab_chart(plan, width),
     }
     return {k: v for k, v in charts.items() if v is not None}
+
+
+def pareto_chart(answer, width="container", height: int = 300) -> alt.LayerChart | None:
+    """Time against money of the Pareto front (log axes), deadline and budget as rules, the
+    cheapest plan that meets both (or the closest) marked."""
+    if not answer.front:
+        return None
+    from scalesim.goal import describe
+
+    pick = answer.best or answer.closest
+    df = pd.DataFrame([{"days": p.time_s / 86400.0, "cost": p.cost_usd, "plan": describe(p),
+                        "status": "meets the goal" if p.meets else "misses the goal"}
+                       for p in answer.front])
+    colour = alt.Color("status:N", title=None, scale=alt.Scale(
+        domain=["meets the goal", "misses the goal"],
+        range=[VERDICT_COLOURS["remedy"], NOT_RUNNABLE_COLOUR]), legend=alt.Legend(orient="top"))
+    x = alt.X("days:Q", title="days to finish (log scale)", scale=alt.Scale(type="log"))
+    y = alt.Y("cost:Q", title="total cost, USD (log scale)", scale=alt.Scale(type="log"),
+              axis=alt.Axis(format="$,.0f"))
+    points = alt.Chart(df).mark_point(filled=True, size=60).encode(
+        x=x, y=y, color=colour, tooltip=[alt.Tooltip("plan:N"), alt.Tooltip("days:Q", format=".2f"),
+                                         alt.Tooltip("cost:Q", format="$,.0f")])
+    line = alt.Chart(df).mark_line(color="#1f77b4", strokeWidth=1.5).encode(x=x, y=y)
+    limits = pd.DataFrame([{"days": answer.deadline_s / 86400.0, "cost": answer.budget_usd}])
+    deadline = alt.Chart(limits).mark_rule(strokeDash=[4, 3], color="#222").encode(x="days:Q")
+    budget = alt.Chart(limits).mark_rule(strokeDash=[4, 3], color="#222").encode(y="cost:Q")
+    layers = [line, points, deadline, budget]
+    if pick is not None:
+        mark = pd.DataFrame([{"days": pick.time_s / 86400.0, "cost": pick.cost_usd,
+                              "label": "cheapest that meets the goal" if answer.best
+                              else "closest"}])
+        layers.append(alt.Chart(mark).mark_point(shape="diamond", size=220, filled=True,
+                                                 color=KNEE_COLOUR).encode(x=x, y=y))
+        layers.append(alt.Chart(mark).mark_text(align="left", dx=9, dy=-9, fontWeight="bold",
+                                                color="#222").encode(x=x, y=y, text="label:N"))
+    return _sized(alt.layer(*layers).properties(
+        title=alt.TitleParams("Time against money: every plan no other plan beats on both",
+                              subtitle="dashed lines: your deadline and budget"),
+        width=width, height=height))
+
+
+def pareto_text(answer) -> str:
+    """The Pareto chart in words (its text alternative)."""
+    if not answer.front:
+        return "No plan runs."
+    fast, cheap = answer.front[0], answer.front[-1]
+    return (f"Chart in words: {len(answer.front)} plans on the front, from the fastest "
+            f"({fast.time_s / 86400:.1f} days for ${fast.cost_usd:,.0f}, {fast.devices} devices) "
+            f"to the cheapest ({cheap.time_s / 86400:.1f} days for ${cheap.cost_usd:,.0f}, "
+            f"{cheap.devices} devices); {sum(p.meets for p in answer.front)} meet the deadline "
+            "and the budget.")

@@ -20,8 +20,9 @@ import streamlit as st
 from scalesim import presets
 from scalesim.decision import card_rows
 from scalesim.errors import ScalesimError
+from scalesim.goal import seek
 from scalesim.jsonio import read_json
-from scalesim.schemas import Profile
+from scalesim.schemas import Profile, Scenario
 
 from . import charts
 from .plan import Plan, device_counts, duration, finish, headline, make_plan
@@ -50,6 +51,7 @@ TABS = {  # state id -> tab label
     "cost": "Hours & cost",
     "quality": "Time to quality",
     "ab": "A vs B",
+    "goal": "Goal: deadline & budget",
 }
 LABEL_TO_TAB = {v: k for k, v in TABS.items()}
 GRID_LABELS = {"pow2": "powers of two", "server": "every server", "list": "my list"}
@@ -318,6 +320,8 @@ def _goal_section(c: _Controls) -> None:
       step=1e6, format="%.0f")
     c(st.sidebar.number_input, "price", "Price per device-hour (USD)",
       step=0.5, format="%.2f")
+    c(st.sidebar.number_input, "dl", "Deadline (hours; empty: none)", step=24.0, format="%.1f")
+    c(st.sidebar.number_input, "bud", "Budget (USD; empty: none)", step=1000.0, format="%.0f")
 
 
 def _focus_section(c: _Controls, devices: list[int]) -> None:
@@ -537,8 +541,44 @@ def _tab_ab(plan: Plan) -> None:
         _chart(chart)
 
 
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _cached_goal(profile_json: str, scenario_json: str, deadline_s: float, budget_usd: float):
+    return seek(Profile.model_validate_json(profile_json),
+                Scenario.model_validate_json(scenario_json), deadline_s, budget_usd)
+
+
+def _tab_goal(plan: Plan) -> None:
+    state = plan.state
+    if state.dl is None or state.bud is None:
+        st.info("Enter a **deadline** and a **budget** (sidebar: Training goal and price) to find "
+                "the cheapest plan that trains in time, and see time against money for every "
+                "plan that runs.")
+        return
+    try:
+        answer = _cached_goal(plan.profile.model_dump_json(),
+                              plan.scenario.model_copy(update={"global_batch": None})
+                              .model_dump_json(), state.dl * 3600.0, state.bud)
+    except ScalesimError as exc:
+        st.info(f"Goal seeking needs more: {_md(str(exc))}.")
+        return
+    (st.success if answer.best is not None else st.warning)(_md(answer.sentence))
+    chart = charts.pareto_chart(answer)
+    if chart is not None:
+        _chart(chart)
+        st.caption(charts.pareto_text(answer))
+    st.caption(f"{answer.evaluated:,} plans searched (devices, micro-batch, accumulation, "
+               f"strategy, priced network upgrades); {answer.runnable:,} fit in memory. "
+               + " ".join(_md(n[0].upper() + n[1:]) + "." for n in answer.notes))
+    st.dataframe(pd.DataFrame([{
+        "time": duration(p.time_s), "cost USD": p.cost_usd, "meets goal": p.meets,
+        "devices": p.devices, "servers": p.servers, "micro-batch": p.micro_batch,
+        "accumulation": p.accumulation, "strategy": p.strategy, "network": p.network,
+    } for p in answer.front]), hide_index=True, column_config={
+        "cost USD": st.column_config.NumberColumn(format="dollar")})
+
+
 TAB_RENDERERS = {"curve": _tab_curve, "breakdown": _tab_breakdown, "remedies": _tab_remedies,
-                 "cost": _tab_cost, "quality": _tab_quality, "ab": _tab_ab}
+                 "cost": _tab_cost, "quality": _tab_quality, "ab": _tab_ab, "goal": _tab_goal}
 
 
 def _sidebar(state: AppState, profile: Profile) -> tuple[AppState, list[int]]:

@@ -81,7 +81,9 @@ class AppState(BaseModel):
     price: float | None = Field(default=None, ge=0, le=1e6, description="USD per device-hour")
     focus: int | None = Field(default=None, ge=1, le=MAX_DEVICES, description="None: auto")
     b: RemedyChoice = "best"
-    tab: Literal["curve", "breakdown", "remedies", "cost", "quality", "ab"] = "curve"
+    tab: Literal["curve", "breakdown", "remedies", "cost", "quality", "ab", "goal"] = "curve"
+    dl: float | None = Field(default=None, ge=0.1, le=876_000, description="deadline, hours")
+    bud: float | None = Field(default=None, ge=1, le=1e12, description="budget, USD")
 
     @field_validator("hw")
     @classmethod
@@ -114,6 +116,7 @@ FIELD_LABELS = {  # a control's name in a sentence
     "ebw": "Inter-server bandwidth (GB/s)", "elat": "Inter-server latency (µs)",
     "cbs": "Critical batch size", "emin": "E_min", "train": "Samples in the training run",
     "price": "Price per device-hour", "focus": "Device count in focus", "dlist": "Device list",
+    "dl": "Deadline (hours)", "bud": "Budget (USD)",
 }
 
 
