@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -28,6 +29,7 @@ from . import charts
 from .plan import Plan, device_counts, duration, finish, headline, make_plan
 from .state import (
     MAX_VALUE_CHARS,
+    SHARED_DATE_KEY,
     AppState,
     checked_profile,
     decode_query,
@@ -37,6 +39,7 @@ from .state import (
     profile_defaults,
     query_string,
     refusal,
+    shared_date,
     widget_bounds,
 )
 
@@ -111,6 +114,8 @@ def _init_session() -> None:
         params = {"v": "?"}
     state, profile, messages = decode_query(params)
     ss["app_state"], ss["profile"], ss["link_messages"] = state, profile, messages
+    date = shared_date(params)
+    ss["shared"] = None if date is None else {"date": date, "state": state, "profile": profile}
     ss["profile_origin"] = "presets" if state.src == "preset" else "the link"
     for name in WIDGET_FIELDS:
         ss[_key(name)] = getattr(state, name)
@@ -368,6 +373,28 @@ def _headline(plan: Plan) -> None:
     if "data_stall" in h:
         st.warning(h["data_stall"][0].upper() + h["data_stall"][1:] + ".")
     st.markdown(f"**Knee:** {h['knee']}  \n**Best remedy:** {h['best_remedy']}")
+
+
+def _shared_banner(plan: Plan) -> None:
+    """'Shared what-if from <date>, <profile>' and, on request, the shared numbers beside mine."""
+    shared = ss.get("shared")
+    if not shared:
+        return
+    st.info(f"Shared what-if from {shared['date']}, {_md(shared['profile'].name)}. Change the "
+            "controls to try your own settings; compare them with the shared ones below.")
+    if not st.toggle("Compare with my settings", key="compare_shared"):
+        return
+    theirs = _plan(shared["profile"], shared["state"])
+    rows = []
+    for who, p in (("shared", theirs), ("mine", plan)):
+        h = headline(p)
+        t, cost = finish(p, p.focus)
+        rows.append({"what-if": who, "devices": p.focus.devices,
+                     f"{p.unit}/s": f"{p.focus.samples_per_s:,.0f}",
+                     "efficiency": h["efficiency"], "time to finish": duration(t),
+                     "cost": "-" if cost is None else f"${cost:,.0f}",
+                     "recommendation": p.decision.recommendation if p.decision else "-"})
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key="compare_table")
 
 
 def _decision_card(plan: Plan) -> None:
@@ -643,7 +670,8 @@ def render() -> None:
             st.query_params.from_dict(params)
     except Exception:  # noqa: BLE001 - the URL is a convenience; never fail the page for it
         pass
-    link = f"{_base_url()}?{query_string(params)}"
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    link = f"{_base_url()}?{query_string({**params, SHARED_DATE_KEY: today})}"
 
     try:
         plan = _plan(profile, state)
@@ -652,6 +680,7 @@ def render() -> None:
         return
     st.caption(f"Profile: {_md(profile.name)}. Predictions from an analytical model, "
                "not measurements.")
+    _shared_banner(plan)
     _decision_card(plan)
     _headline(plan)
     caveats = profile_caveats(profile)

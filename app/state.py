@@ -26,7 +26,9 @@ from scalesim.errors import ScalesimError
 from scalesim.profiles import parse_profile, profile_from_presets
 from scalesim.schemas import Profile
 
-LINK_VERSION = 1
+LINK_VERSION = 2  # v2: only what differs from the defaults, presets by name; v1 still opens
+READ_VERSIONS = ("1", "2")
+SHARED_DATE_KEY = "at"  # the date a share link was made (YYYY-MM-DD), for the receiver's banner
 MAX_QUERY_CHARS = 16_000  # the whole query string (browsers keep ~32k; stay well below)
 MAX_VALUE_CHARS = 400  # one control's value
 MAX_PROFILE_BLOB_CHARS = 12_000  # the compressed profile, base64url
@@ -374,16 +376,51 @@ def _to_text(value: Any) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, float):
-        return repr(value)  # shortest text that round-trips exactly
+        for digits in range(1, 18):  # the shortest text that round-trips exactly (2e+09)
+            text = f"{value:.{digits}g}"
+            if float(text) == value:
+                return text
+        return repr(value)
     return str(value)
 
 
+# The defaults a v2 link leaves out: frozen here, so a later change of AppState's defaults does
+# not change what a v2 link shows (that would need a v3 link).
+V2_DEFAULTS: dict[str, Any] = {
+    "src": "preset", "hw": "a2-highgpu-8g", "wl": "bert-large", "dmax": 1024, "grid": "pow2",
+    "dlist": "", "dpn": None, "mode": "weak", "mb": None, "gb": None, "acc": 1, "ovl": True,
+    "bkt": 25.0, "strat": "ddp", "algo": "auto", "lw": None, "cv": None, "slow": None,
+    "sf": 1.0, "intra": "profile", "ibw": None, "ilat": None, "inter": "profile", "nics": 8,
+    "gbit": 400.0, "ebw": None, "elat": None, "cbs": None, "emin": None, "train": None,
+    "price": None, "focus": None, "b": "best", "tab": "curve", "dl": None, "bud": None,
+}
+
+
 def encode_query(state: AppState, profile: Profile) -> dict[str, str]:
-    """The share link's query parameters: version, every control, the profile's parameters."""
+    """The share link's query parameters (v2): only the controls that differ from the defaults
+    (the v2 table, then the profile's own values), presets by name; an uploaded profile's
+    fitted parameters and caveats as a compact blob."""
     params = {"v": str(LINK_VERSION)}
-    params.update({name: _to_text(getattr(state, name)) for name in FIELDS})
-    params["prof"] = encode_profile(profile)
+    brought = profile_defaults(profile)
+    for name in FIELDS:
+        value = getattr(state, name)
+        default = brought.get(name, V2_DEFAULTS.get(name, AppState.model_fields[name].default))
+        if value != default:
+            params[name] = _to_text(value)
+    if state.src == "custom":
+        params["prof"] = encode_profile(profile)
+    else:
+        params["ph"] = preset_fingerprint(profile)
     return params
+
+
+def preset_fingerprint(profile: Profile) -> str:
+    """8 hex digits naming the preset profile's numbers: a receiver whose presets differ (another
+    scalesim version) is told its numbers may differ from the sender's."""
+    import hashlib
+
+    text = compact_profile(profile).model_dump_json()
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 
 
 def query_string(params: Mapping[str, str]) -> str:
@@ -426,6 +463,13 @@ def _validated_fields(raw: dict[str, Any], messages: list[str]) -> dict[str, Any
     return {}
 
 
+def shared_date(params: Mapping[str, Any]) -> str | None:
+    """The date (YYYY-MM-DD) a share link says it was made, or None (absent or malformed)."""
+    value = params.get(SHARED_DATE_KEY)
+    text = _first(value) if value is not None else ""
+    return text if re.fullmatch(r"20\d\d-[01]\d-[0-3]\d", text) else None
+
+
 def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str]]:
     """State, profile and messages (one line each) from a link's query parameters.
 
@@ -442,11 +486,13 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
                         "showing the defaults")
         return default_state(), preset_profile(AppState()), messages
     version = flat.pop("v", None)
-    if version != str(LINK_VERSION):
+    if version not in READ_VERSIONS:
         what = "has no version" if version is None else f"is in format v{_shown(version)[:10]}"
-        messages.append(f"this link {what}; this scalesim reads v{LINK_VERSION} links, so it shows "
-                        "the defaults (ask the sender for a link from this version)")
+        messages.append(f"this link {what}; this scalesim reads v1 and v{LINK_VERSION} links, so "
+                        "it shows the defaults (ask the sender for a link from this version)")
         return default_state(), preset_profile(AppState()), messages
+    flat.pop(SHARED_DATE_KEY, None)  # read by shared_date()
+    fingerprint = flat.pop("ph", None)
     blob = flat.pop("prof", None)
     unknown = sorted(k for k in flat if k not in AppState.model_fields)
     if unknown:
@@ -481,6 +527,10 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
                                 "showing the presets")
                 state = state.model_copy(update={"src": "preset"})
             profile = preset
+            if fingerprint is not None and fingerprint != preset_fingerprint(preset):
+                messages.append(f"the sender's presets '{state.hw}' + '{state.wl}' had other "
+                                "numbers (another scalesim version): these predictions may "
+                                "differ from the sender's")
     # Controls the link did not give take the profile's values, as a fresh choice would.
     missing = {k: v for k, v in profile_defaults(profile, messages).items() if k not in raw}
     if missing:

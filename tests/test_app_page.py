@@ -47,8 +47,8 @@ def test_opens_on_the_default_presets_with_the_curve_drawn():
     assert "crosses server boundary: inter-server link" in at.markdown[0].value
     assert h["best_remedy"] in at.markdown[0].value
     assert _charts(at) == 2  # throughput and efficiency on the first tab
-    assert _query(at)["v"] == "1" and _query(at)["hw"] == state.hw
-    assert "v=1" in at.code[0].value  # the visible share link
+    assert _query(at) == {"v": "2", "ph": _query(at)["ph"]}  # the defaults: nothing else
+    assert "v=2" in at.code[0].value and "at=20" in at.code[0].value  # the visible share link
     assert not at.warning  # a fresh start is not a broken link
 
 
@@ -101,7 +101,7 @@ def test_tampered_link_warns_falls_back_and_never_crashes():
 
 def test_link_from_another_version_shows_the_defaults():
     at = _app({"v": "7", "mb": "16"})
-    assert "v1 links" in at.warning[0].value
+    assert "v1 and v2 links" in at.warning[0].value
     assert at.session_state["app_state"].mb == default_state().mb
 
 
@@ -115,7 +115,8 @@ def test_uploaded_profile_is_used_and_travels_in_the_link():
     assert any("Loaded profile" in s.value for s in at.sidebar.success)
     assert at.session_state["profile"] == profile
     q = _query(at)
-    assert q["src"] == "custom" and q["cv"] == "0.03"  # the profile's jitter became the control
+    assert q["src"] == "custom" and "cv" not in q  # the profile's jitter is the control's value
+    assert at.session_state["app_state"].cv == 0.03
     receiver = _app(q)
     assert _metrics(receiver) == _metrics(at)
     assert receiver.session_state["profile"].compute == profile.compute.model_copy(
