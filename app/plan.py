@@ -287,6 +287,32 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
                 decision=decision)
 
 
+def story(plan: Plan) -> str:
+    """What the first view shows and what to do, in two short sentences."""
+    f, rows = plan.focus, plan.rows
+    todo = plan.decision.recommendation if plan.decision else (
+        f"try {plan.best.title.lower()}" if plan.best else "nothing we model helps here")
+    todo = todo[0].lower() + todo[1:] if todo else todo
+    if not f.fits:
+        shows = (f"at {f.devices} devices this layout needs {f.memory_bytes / 2**30:,.0f} GiB per "
+                 "device and does not fit in memory, so it cannot run")
+    elif data_stall_share(f) >= DATA_STALL_SHARE:
+        shows = (f"{data_stall_share(f):.0%} of each step waits for input at {f.devices} devices "
+                 "(and at one device too, so efficiency looks fine while time is lost)")
+    elif plan.knee is not None:
+        k = plan.knee
+        before = next(r for r in rows if r.devices == k.devices_before)
+        after = next(r for r in rows if r.devices == k.devices_after)
+        shows = (f"throughput grows almost linearly to {k.devices_before} devices "
+                 f"({before.efficiency:.0%} efficiency), then drops to {after.efficiency:.0%} at "
+                 f"{k.devices_after} devices: {k.label}")
+    else:
+        last = rows[-1]
+        shows = (f"throughput scales to {last.devices} devices at {last.efficiency:.0%} "
+                 "efficiency with no knee")
+    return f"**What this shows:** {shows}. **What to do:** {todo.rstrip('.')}."
+
+
 def memory_sentence(p: Prediction, device_memory_bytes: float) -> str:
     """'not runnable: needs X GiB per device, Y GiB available' for a layout that does not fit."""
     return (f"not runnable: needs {p.memory_bytes / 2**30:,.1f} GiB per device, "

@@ -26,7 +26,7 @@ from scalesim.jsonio import read_json
 from scalesim.schemas import Profile, Scenario
 
 from . import charts
-from .plan import Plan, device_counts, duration, finish, headline, make_plan
+from .plan import Plan, device_counts, duration, finish, headline, make_plan, story
 from .state import (
     MAX_VALUE_CHARS,
     SHARED_DATE_KEY,
@@ -69,6 +69,11 @@ B_LABELS = {
 }
 WIDGET_FIELDS = tuple(f for f in AppState.model_fields if f not in ("src", "tab"))
 ss = st.session_state
+
+
+def _md_keep_bold(text: str) -> str:
+    """Escape Markdown except the ``**bold**`` markers our own sentences use."""
+    return "**".join(_md(part) for part in text.split("**"))
 
 
 def _md(text: str) -> str:
@@ -190,7 +195,7 @@ class _Controls:
         value = widget(label, key=key, **kwargs)
         sentence = refusal(self.state, field, value)
         if sentence:  # keep the last good value of this control only; the others follow
-            st.sidebar.error(sentence)
+            (getattr(widget, "__self__", None) or st.sidebar).error(sentence)
             self.refused[field] = sentence
             return getattr(self.state, field)
         self.values[field] = value
@@ -271,10 +276,6 @@ def _comm_section(c: _Controls, state: AppState) -> None:
       format_func=lambda s: {"ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2",
                              "zero3": "ZeRO-3 / FSDP"}[s])
     c(st.sidebar.toggle, "ovl", "Overlap gradient exchange with backward")
-    c(st.sidebar.number_input, "bkt", "Gradient bucket size (MiB)",
-      step=5.0)
-    c(st.sidebar.selectbox, "algo", "All-reduce algorithm",
-      options=["auto", "ring", "tree", "hierarchical"])
     hw = ss["profile"].hardware
     intra = c(st.sidebar.selectbox, "intra", "Intra-server link",
               options=["profile", *presets.INTRA_LINKS, "custom"],
@@ -302,31 +303,37 @@ def _comm_section(c: _Controls, state: AppState) -> None:
 
 
 def _data_section(c: _Controls) -> None:
-    st.sidebar.header("Input and stragglers")
+    st.sidebar.header("Input pipeline")
     has_loader = ss["profile"].input_pipeline is not None
     c(st.sidebar.number_input, "lw", "Loader workers per device (empty: the profile's best)",
       step=1, disabled=not has_loader,
       help=None if has_loader else "this profile has no measured input pipeline")
-    c(st.sidebar.number_input, "cv", "Straggler spread (step-time std / mean)",
-      step=0.01, format="%.3f")
-    c(st.sidebar.number_input, "slow", "Slow device rank (empty: none)",
-      step=1)
-    c(st.sidebar.number_input, "sf", "Slow device: times slower",
-      step=0.1)
 
 
 def _goal_section(c: _Controls) -> None:
     st.sidebar.header("Training goal and price")
     c(st.sidebar.number_input, "cbs", "Critical batch size (samples; empty: unknown)",
       step=256.0, format="%.0f")
-    c(st.sidebar.number_input, "emin", "Samples to quality at a tiny batch, E_min (optional)",
-      step=1e6, format="%.0f")
     c(st.sidebar.number_input, "train", "Samples in the training run",
       step=1e6, format="%.0f")
     c(st.sidebar.number_input, "price", "Price per device-hour (USD)",
       step=0.5, format="%.2f")
     c(st.sidebar.number_input, "dl", "Deadline (hours; empty: none)", step=24.0, format="%.1f")
     c(st.sidebar.number_input, "bud", "Budget (USD; empty: none)", step=1000.0, format="%.0f")
+
+
+def _advanced_section(c: _Controls) -> None:
+    """Controls most readers never need, folded away."""
+    adv = st.sidebar.expander("Advanced: buckets, algorithm, stragglers, E_min")
+    c(adv.number_input, "bkt", "Gradient bucket size (MiB)", step=5.0)
+    c(adv.selectbox, "algo", "All-reduce algorithm",
+      options=["auto", "ring", "tree", "hierarchical"])
+    c(adv.number_input, "cv", "Straggler spread (step-time std / mean)", step=0.01,
+      format="%.3f")
+    c(adv.number_input, "slow", "Slow device rank (empty: none)", step=1)
+    c(adv.number_input, "sf", "Slow device: times slower", step=0.1)
+    c(adv.number_input, "emin", "Samples to quality at a tiny batch, E_min (optional)",
+      step=1e6, format="%.0f")
 
 
 def _focus_section(c: _Controls, devices: list[int]) -> None:
@@ -452,15 +459,18 @@ def _rows_table(plan: Plan) -> pd.DataFrame:
     } for r in plan.rows])
 
 
-def _chart(chart) -> None:
-    """Draw an Altair chart. Its spec is exported without Altair's JSON-schema validation,
-    which took about half of a re-run (every chart builder is validated in the tests)."""
+def _chart(chart, words: str = "") -> None:
+    """Draw an Altair chart and its text alternative. The spec is exported without Altair's
+    JSON-schema validation, which took about half of a re-run (every chart builder is validated
+    in the tests)."""
     st.vega_lite_chart(spec=chart.to_dict(validate=False), width="stretch")
+    if words:
+        st.caption(f"Chart in words: {_md(words)}")
 
 
 def _tab_curve(plan: Plan) -> None:
-    _chart(charts.throughput_chart(plan))
-    _chart(charts.efficiency_chart(plan))
+    _chart(charts.throughput_chart(plan), charts.chart_text(plan, "throughput"))
+    _chart(charts.efficiency_chart(plan), charts.chart_text(plan, "efficiency"))
     with st.expander("The numbers"):
         st.dataframe(_rows_table(plan), hide_index=True,
                      column_config={c: st.column_config.NumberColumn(format="%.2f")
@@ -469,7 +479,7 @@ def _tab_curve(plan: Plan) -> None:
 
 
 def _tab_breakdown(plan: Plan) -> None:
-    _chart(charts.breakdown_chart(plan))
+    _chart(charts.breakdown_chart(plan), charts.chart_text(plan, "step_breakdown"))
     misfits = [r.devices for r in plan.rows if not r.fits]
     if misfits:
         st.warning(f"Not runnable: does not fit in device memory at "
@@ -478,7 +488,7 @@ def _tab_breakdown(plan: Plan) -> None:
 
 
 def _tab_remedies(plan: Plan) -> None:
-    _chart(charts.remedies_chart(plan))
+    _chart(charts.remedies_chart(plan), charts.chart_text(plan, "remedies"))
     unit = plan.unit
     st.dataframe(pd.DataFrame([{
         "remedy": r.title,
@@ -502,7 +512,7 @@ def _tab_cost(plan: Plan) -> None:
                 "(sidebar: Training goal and price) to compare device counts and remedies in "
                 "hours and money.")
     else:
-        _chart(hours)
+        _chart(hours, charts.chart_text(plan, "hours"))
         _chart(money)
     st.dataframe(pd.DataFrame([{
         "option": o.label, "devices": o.devices, f"{plan.unit}/s": o.samples_per_s,
@@ -521,7 +531,7 @@ def _tab_quality(plan: Plan) -> None:
                 "time to quality changes with the global batch. `scalesim calibrate` estimates "
                 "it from gradient norms (the gradient noise scale).")
         return
-    _chart(chart)
+    _chart(chart, charts.chart_text(plan, "time_to_quality"))
     if not plan.quality_absolute:
         st.caption("Relative times (1 = fastest batch): enter E_min, the samples to quality at a "
                    "tiny batch, to see hours.")
@@ -591,8 +601,7 @@ def _tab_goal(plan: Plan) -> None:
     (st.success if answer.best is not None else st.warning)(_md(answer.sentence))
     chart = charts.pareto_chart(answer)
     if chart is not None:
-        _chart(chart)
-        st.caption(charts.pareto_text(answer))
+        _chart(chart, charts.pareto_text(answer))
     st.caption(f"{answer.evaluated:,} plans searched (devices, micro-batch, accumulation, "
                f"strategy, priced network upgrades); {answer.runnable:,} fit in memory. "
                + " ".join(_md(n[0].upper() + n[1:]) + "." for n in answer.notes))
@@ -624,6 +633,7 @@ def _sidebar(state: AppState, profile: Profile) -> tuple[AppState, list[int]]:
     _comm_section(c, state)
     _data_section(c)
     _goal_section(c)
+    _advanced_section(c)
     draft = state.model_copy(update=c.values)
     counts, _ = device_counts(draft, draft.dpn or profile.hardware.devices_per_node)
     _focus_section(c, counts)
@@ -681,6 +691,7 @@ def render() -> None:
     st.caption(f"Profile: {_md(profile.name)}. Predictions from an analytical model, "
                "not measurements.")
     _shared_banner(plan)
+    st.markdown(_md_keep_bold(story(plan)))
     _decision_card(plan)
     _headline(plan)
     caveats = profile_caveats(profile)

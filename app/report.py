@@ -16,8 +16,8 @@ import vl_convert as vlc
 
 from scalesim.decision import card_rows
 
-from .charts import all_charts
-from .plan import Plan, duration, headline
+from .charts import all_charts, chart_text
+from .plan import Plan, duration, headline, story
 from .state import profile_caveats
 
 REPORT_CHART_WIDTH_PX = 720
@@ -59,6 +59,12 @@ h2{margin-top:.6em}a{color:#222}}
 
 def _e(text) -> str:
     return html.escape(str(text), quote=True)
+
+
+def _bold(text: str) -> str:
+    """Escaped text with our own ``**bold**`` markers as <b>."""
+    parts = [_e(p) for p in text.split("**")]
+    return "".join(p if i % 2 == 0 else f"<b>{p}</b>" for i, p in enumerate(parts))
 
 
 def _scroll(table_html: str) -> str:
@@ -166,6 +172,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
         f"<h1>Scaling plan: {_e(plan.profile.name)}</h1>",
         f'<p class="note">Predicted by scalesim (an analytical model of data-parallel training) '
         f"on {_e(when)}. These are predictions, not measurements.</p>",
+        f"<p>{_bold(story(plan))}</p>",
         decision_html(plan),
         "<h2>Headline</h2>",
         _scroll(_table(None, [[k, v] for k, v in heads], left=2, cls="headline")),
@@ -177,11 +184,12 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
     first = next(iter(svgs), None)
     if first is not None:
         parts.append(f'<figure class="first">{svgs[first]}<figcaption>'
-                     f"{_e(CAPTIONS.get(first, first))}</figcaption></figure>")
+                     f"{_e(CAPTIONS.get(first, first))} {_e(chart_text(plan, first))}"
+                     "</figcaption></figure>")
     parts.append('<div class="details"><h2>Charts</h2>')
     for name, svg in list(svgs.items())[1:]:
-        parts.append(f"<figure>{svg}<figcaption>{_e(CAPTIONS.get(name, name))}</figcaption>"
-                     "</figure>")
+        parts.append(f"<figure>{svg}<figcaption>{_e(CAPTIONS.get(name, name))} "
+                     f"{_e(chart_text(plan, name))}</figcaption></figure>")
     parts.append("<h2>Scenario</h2>")
     parts.append(_scroll(_table(["setting", "value"], [[k, v] for k, v in scenario_lines(plan)],
                                 left=2)))

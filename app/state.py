@@ -53,7 +53,7 @@ class AppState(BaseModel):
     src: Literal["preset", "custom"] = "preset"
     hw: str = presets.DEFAULT_HARDWARE
     wl: str = presets.DEFAULT_WORKLOAD
-    dmax: int = Field(default=1024, ge=1, le=MAX_DEVICES, description="largest device count")
+    dmax: int = Field(default=16, ge=1, le=MAX_DEVICES, description="largest device count")
     grid: Literal["pow2", "server", "list"] = "pow2"
     dlist: str = Field(default="", max_length=MAX_VALUE_CHARS, description="e.g. 1,2,4,8,16")
     dpn: int | None = Field(default=None, ge=1, le=1024, description="devices per server")
@@ -387,7 +387,7 @@ def _to_text(value: Any) -> str:
 # The defaults a v2 link leaves out: frozen here, so a later change of AppState's defaults does
 # not change what a v2 link shows (that would need a v3 link).
 V2_DEFAULTS: dict[str, Any] = {
-    "src": "preset", "hw": "a2-highgpu-8g", "wl": "bert-large", "dmax": 1024, "grid": "pow2",
+    "src": "preset", "hw": "a2-highgpu-8g", "wl": "bert-large", "dmax": 16, "grid": "pow2",
     "dlist": "", "dpn": None, "mode": "weak", "mb": None, "gb": None, "acc": 1, "ovl": True,
     "bkt": 25.0, "strat": "ddp", "algo": "auto", "lw": None, "cv": None, "slow": None,
     "sf": 1.0, "intra": "profile", "ibw": None, "ilat": None, "inter": "profile", "nics": 8,
