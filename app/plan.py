@@ -392,10 +392,10 @@ def remedy_gain_text(r: RemedyResult) -> str:
     if r.prediction is not None and not r.prediction.fits:
         return "not runnable (does not fit in device memory)"
     thr = f"{r.gain:+.1%} throughput"
-    if r.time_s is not None and abs(r.objective_gain - r.gain) > 1e-12:
+    if r.time_s is not None and abs(r.objective_gain - r.gain) > 5e-4:
         return f"{r.objective_gain:+.1%} faster to finish ({thr})"
     if r.time_s is not None:
-        return f"{thr}, {r.objective_gain:+.1%} faster to finish"
+        return f"{thr} and time to finish"
     return thr
 
 

@@ -379,7 +379,7 @@ def _headline(plan: Plan) -> None:
         st.warning(f"Not runnable: {h['not_runnable']}.")
     if "data_stall" in h:
         st.warning(h["data_stall"][0].upper() + h["data_stall"][1:] + ".")
-    st.markdown(f"**Knee:** {h['knee']}  \n**Best remedy:** {h['best_remedy']}")
+    st.markdown(f"**Knee:** {h['knee']}  \n**Largest single gain:** {h['best_remedy']}")
 
 
 def _shared_banner(plan: Plan) -> None:
@@ -411,7 +411,7 @@ def _decision_card(plan: Plan) -> None:
         return
     with st.container(border=True, key="decision_card"):
         st.subheader(card.question)
-        st.dataframe(pd.DataFrame(card_rows(card)), hide_index=True, width="stretch")
+        st.table(pd.DataFrame(card_rows(card)).set_index("option"))  # HTML: phones, readers
         st.success(f"**Recommendation:** {_md(card.recommendation)}")
         st.caption(f"Main assumption: {_md(card.assumption)}."
                    + (f" Time to finish = {card.goal}." if card.goal else "")

@@ -154,7 +154,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
         ("Scaling efficiency", h["efficiency"]),
         ("Speedup over one device", h["speedup"]),
         ("Knee", h["knee"]),
-        ("Best remedy", h["best_remedy"]),
+        ("Largest single gain", h["best_remedy"]),
     ]
     if "data_stall" in h:
         heads.append(("Data stall", h["data_stall"]))

@@ -98,4 +98,4 @@ def test_page_headline_says_not_runnable_and_keeps_following_controls():
     metrics = {m.label: m.value for m in at.metric}
     assert any(v == "not runnable" for v in metrics.values()), metrics
     assert any("not runnable" in e.value for e in at.error)
-    assert "Best remedy:** Smaller micro-batches" in _knee_line(at)
+    assert "Largest single gain:** Smaller micro-batches" in _knee_line(at)

@@ -39,7 +39,7 @@ def test_the_receiver_sees_a_banner_and_can_compare_with_their_settings():
     at.sidebar.selectbox(key="k_strat").set_value("ddp")
     at.run()
     assert not at.exception
-    table = at.dataframe[0].value  # the comparison comes before the decision card
+    table = at.dataframe[0].value
     assert list(table["what-if"]) == ["shared", "mine"]
     throughput = table.columns[2]
     assert table.iloc[0][throughput] != table.iloc[1][throughput]  # zero3 vs ddp

@@ -182,7 +182,7 @@ def test_each_tab_draws(tab, charts):
     assert _charts(at) == charts
     assert _query(at)["tab"] != "curve"
     if tab == "Remedies":
-        table = at.dataframe[-1].value  # the first is the decision card's
+        table = at.dataframe[-1].value
         assert list(table["remedy"])[0].startswith("Faster inter-server network")
     if tab == "A vs B":
         deltas = [m.delta for m in at.metric if m.delta]

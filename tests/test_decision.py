@@ -85,7 +85,7 @@ def test_the_page_and_the_report_lead_with_the_card():
     at.query_params.update({"v": "1", "dmax": "16", "train": "2000000000"})
     at.run()
     assert not at.exception
-    shown = at.dataframe[0].value.to_dict("records")
+    shown = at.table[0].value.reset_index().to_dict("records")
     assert shown == card_rows(plan.decision)
     assert any(plan.decision.recommendation in s.value.replace("\\", "") for s in at.success)
     html = report_html(plan, "http://x/?v=1")
