@@ -233,3 +233,43 @@ def charts_png_zip(plan: Plan, scale: float = 2.0) -> bytes:
             archive.writestr(f"{i:02d}_{name}.png", vlc.vegalite_to_png(chart.to_dict(),
                                                                        scale=scale))
     return buffer.getvalue()
+
+
+def diagnosis_html(report, link: str | None, gains: list[str],
+                   generated: datetime | None = None) -> str:
+    """A Diagnose page's report as one self-contained, responsive HTML file: the cause and its
+    evidence, the remedies with their predicted gains (95 % band), the notes, and a link that
+    opens the fitted model in the planner."""
+    when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>scalesim diagnosis: {_e(report.source)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>Why scaling is lost: {_e(report.source)}</h1>",
+        f'<p class="note">Diagnosed by scalesim on {_e(when)} from measured '
+        f"{'runs' if report.kind == 'runs' else 'profiler traces'}.</p>",
+        f'<section class="card"><h2>Likely cause: {_e(report.cause.label)}</h2><ul>'
+        + "".join(f"<li>{_e(e)}</li>" for e in report.cause.evidence) + "</ul>",
+    ]
+    if report.first_remedy is not None:
+        i = report.remedies.index(report.first_remedy) if (
+            report.first_remedy in report.remedies) else None
+        gain = gains[i] if i is not None else f"{report.first_remedy.gain:+.0%}"
+        parts.append(f'<p class="rec"><b>First remedy to try:</b> '
+                     f"{_e(report.first_remedy.title)}: {_e(gain)} predicted</p>")
+    parts.append("</section>")
+    for other in report.others:
+        parts.append(f"<p><b>Also: {_e(other.label)}</b>: "
+                     + "; ".join(_e(e) for e in other.evidence[:2]) + "</p>")
+    parts.append("<h2>Remedies (model, each applied alone)</h2>")
+    parts.append(_scroll(_table(["remedy", "predicted gain (95% band)", "note"],
+                                [[x.title, g, x.note] for x, g in zip(report.remedies, gains,
+                                                                       strict=True)])))
+    if report.notes:
+        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in report.notes)
+                     + "</ul>")
+    if link:
+        parts.append(f'<p class="note">Open the fitted model in the planner: <a href="{_e(link)}">'
+                     f"planner link</a><br><code>{_e(link)}</code></p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
