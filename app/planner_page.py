@@ -362,9 +362,11 @@ def _plan(profile: Profile, state: AppState) -> Plan:
 def _headline(plan: Plan) -> None:
     h = headline(plan)
     cols = st.columns(4)
+    runs = h["runnable"] == "yes"
     cols[0].metric(f"Scaling efficiency at {h['devices']} devices", h["efficiency"])
-    cols[1].metric(f"Throughput ({plan.unit}/s)", f"{plan.focus.samples_per_s:,.0f}")
-    cols[2].metric("Speedup over one device", h["speedup"])
+    cols[1].metric(f"Throughput ({plan.unit}/s)",
+                   f"{plan.focus.samples_per_s:,.0f}" if runs else "not runnable")
+    cols[2].metric("Speedup over one device", h["speedup"] if runs else "not runnable")
     if "time_to_train" in h:
         cols[3].metric(f"{h['goal'][0].upper()}{h['goal'][1:]} / cost", h["time_to_train"],
                        h.get("cost"),

@@ -51,9 +51,15 @@ code{word-break:break-all;font-size:.8em;background:#f6f6f6;padding:.2em}
 .note{color:#444;font-size:.9em}
 @media (max-width:600px){body{margin:.5em auto;padding:0 .5em}h1{font-size:1.25em}
 table{font-size:.8em}td,th{padding:.2em .35em}}
-@media print{@page{size:A4;margin:12mm}body{max-width:none;margin:0;font-size:10pt}
-.details{display:none}.card{break-inside:avoid}figure.first svg{max-height:60mm}
-h2{margin-top:.6em}a{color:#222}}
+@media print{@page{size:A4;margin:10mm}body{max-width:none;margin:0;font-size:8pt;line-height:1.3}
+.details{display:none}.card{break-inside:avoid;padding:.3em .6em;margin:.5em 0}
+h1{font-size:13pt;margin:0}h2{font-size:10pt;margin:.5em 0 .2em}p{margin:.3em 0}
+table{font-size:7.5pt;margin:.3em 0}td,th{padding:.1em .35em}
+.headline tbody{display:grid;grid-template-columns:auto 1fr auto 1fr}
+.headline tr{display:contents}.headline td{font-size:7.5pt}
+ul{margin:.2em 0;padding-left:1.2em}.caveats li{font-size:7pt}
+figure{margin:.3em 0}figure.first svg{max-height:48mm;width:auto}figcaption{font-size:7pt}
+a{color:#222}}
 """
 
 
@@ -150,7 +156,8 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
     heads = [
         ("Devices in focus", h["devices"]),
         ("Runnable", h["runnable"]),
-        ("Throughput", h["throughput"]),
+        ("Throughput", h["throughput"] if h["runnable"] == "yes"
+         else f"not runnable (would be {h['throughput']})"),
         ("Scaling efficiency", h["efficiency"]),
         ("Speedup over one device", h["speedup"]),
         ("Knee", h["knee"]),
@@ -178,7 +185,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
         _scroll(_table(None, [[k, v] for k, v in heads], left=2, cls="headline")),
     ]
     if caveats:
-        parts.append("<h2>Caveats of the profile</h2><ul>"
+        parts.append('<h2>Caveats of the profile</h2><ul class="caveats">'
                      + "".join(f"<li>{_e(c)}</li>" for c in caveats) + "</ul>")
     svgs = chart_svgs(plan)
     first = next(iter(svgs), None)

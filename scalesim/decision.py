@@ -268,9 +268,18 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
 
 # ---------------------------------------------------------------- display (CLI and app)
 
+NOT_KNOWN = "n/a"  # a cell with no number (no price, no goal); not "-", which Markdown makes a bullet
+
+
+def pct_text(x: float) -> str:
+    """'+12.3%' (never '-0.0%')."""
+    text = f"{x:+.1%}"
+    return "+0.0%" if text == "-0.0%" else text
+
+
 def usd_text(x: float | None, signed: bool = False) -> str:
     if x is None:
-        return "-"
+        return NOT_KNOWN
     text = f"${abs(x):,.0f}" if abs(x) >= 100 else f"${abs(x):,.2f}"
     if signed:
         return ("+" if x >= 0 else "-") + text
@@ -279,7 +288,7 @@ def usd_text(x: float | None, signed: bool = False) -> str:
 
 def duration_text(seconds: float | None) -> str:
     if seconds is None:
-        return "-"
+        return NOT_KNOWN
     hours = seconds / 3600.0
     if hours < 1:
         return f"{seconds / 60:.0f} min"
@@ -294,10 +303,10 @@ def card_rows(card) -> list[dict[str, str]]:
             "option": o.title + ("" if o.runnable else " (not runnable)"),
             "USD/h": usd_text(o.usd_per_hour),
             "extra USD/h": "" if o.key == "now" else usd_text(o.extra_usd_per_hour, signed=True),
-            "throughput": "" if o.key == "now" else f"{o.throughput_gain:+.1%}",
+            "throughput": "" if o.key == "now" else pct_text(o.throughput_gain),
             "time to finish": duration_text(o.time_s),
             "time change": "" if o.time_change is None or o.key == "now"
-            else f"{o.time_change:+.1%}",
+            else pct_text(o.time_change),
             "total money": usd_text(o.total_usd),
             "money change": "" if o.key == "now" else usd_text(o.total_change_usd, signed=True),
         })

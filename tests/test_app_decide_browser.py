@@ -162,3 +162,27 @@ def test_a_phone_viewport_clips_no_chart(server, browser, tmp_path):  # noqa: F8
     page.wait_for_timeout(500)
     _shot(page, "phone_390_chart", tmp_path)
     page.close()
+
+
+def test_the_report_prints_to_one_page_and_fits_a_phone(browser, tmp_path):
+    from scalesim.app.report import report_html
+
+    state = default_state().model_copy(update={"train": 2e9})
+    html = tmp_path / "report.html"
+    html.write_text(report_html(make_plan(preset_profile(state), state), "http://x/?v=2"),
+                    encoding="utf-8")
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    page.goto(html.as_uri())
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    first = page.locator("h2").first.inner_text()
+    assert first.startswith("16 A100-SXM4 40GB devices give")  # the card leads
+    _shot(page, "report_phone", tmp_path)
+    pdf = page.pdf(path=str(tmp_path / "report.pdf"), format="A4")
+    assert _pages(pdf) == 1  # printed from the browser: one A4 page
+    page.close()
+
+
+def _pages(pdf: bytes) -> int:
+    import re
+
+    return len(re.findall(rb"/Type\s*/Page(?!s)", pdf))
