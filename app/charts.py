@@ -198,7 +198,7 @@ def remedies_chart(plan: Plan, width="container", height: int | None = None) -> 
     """Each applicable change at the focus count, applied alone, ranked as ``rank_remedies`` ranks
     (time to finish when a goal is known, else throughput): remedies, losers, not runnable."""
     rows = [r for r in plan.remedies if r.applicable and r.prediction is not None]
-    by_time = any(r.time_s is not None for r in rows)
+    measure = rows[0].measure if rows else "throughput"
     df = pd.DataFrame([{"remedy": r.title, "gain": r.objective_gain, "rank": i,
                         "effect": r.verdict if r.verdict != "not runnable" else NOT_RUNNABLE,
                         "throughput_gain": r.gain,
@@ -212,7 +212,9 @@ def remedies_chart(plan: Plan, width="container", height: int | None = None) -> 
     df.loc[df["effect"] == NOT_RUNNABLE, "gain"] = 0.0  # no bar: it cannot run
     height = height or max(60, 36 * len(df))
     y = alt.Y("remedy:N", title=None, sort=list(df["remedy"]), axis=alt.Axis(labelLimit=360))
-    what = "faster to finish (large-batch penalty included)" if by_time else "throughput gain"
+    what = {"time": "faster to finish (large-batch penalty included)",
+            "quality": "faster to quality (critical batch size model)"}.get(measure,
+                                                                            "throughput gain")
     bars = alt.Chart(df).mark_bar().encode(
         x=alt.X("gain:Q", title=f"predicted: {what}", axis=alt.Axis(format="%"),
                 scale=alt.Scale(domain=[min(0.0, df["gain"].min()) * 1.25,  # room for labels

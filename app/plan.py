@@ -392,11 +392,12 @@ def remedy_gain_text(r: RemedyResult) -> str:
     if r.prediction is not None and not r.prediction.fits:
         return "not runnable (does not fit in device memory)"
     thr = f"{r.gain:+.1%} throughput"
-    if r.time_s is not None and abs(r.objective_gain - r.gain) > 5e-4:
-        return f"{r.objective_gain:+.1%} faster to finish ({thr})"
-    if r.time_s is not None:
-        return f"{thr} and time to finish"
-    return thr
+    what = {"time": "finish", "quality": "quality"}.get(r.measure)
+    if what is None:
+        return thr
+    if abs(r.objective_gain - r.gain) > 5e-4:
+        return f"{r.objective_gain:+.1%} faster to {what} ({thr})"
+    return f"{thr} and time to {what}"
 
 
 def duration(seconds: float | None) -> str:

@@ -63,6 +63,7 @@ class DecisionOption:
     total_change_usd: float | None  # vs now
     price_source: str
     assumption: str
+    quality_change: float | None = None  # relative time to quality vs now (only B_noise known)
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,17 @@ class _Ctx:
             time_change=None if (t is None or not self.now_time) else t / self.now_time - 1.0,
             total_usd=total,
             total_change_usd=None if (total is None or now_total is None) else total - now_total,
-            price_source=price_source, assumption=ASSUMPTIONS[key])
+            price_source=price_source, assumption=ASSUMPTIONS[key],
+            quality_change=self._quality_change(p))
+
+    def _quality_change(self, p: Prediction) -> float | None:
+        """Relative change of time to quality when only B_noise is known (no absolute time)."""
+        if self.goal.kind is not None:
+            return None
+        rel = training_time.relative_quality_time(self.goal, p.step_time_s, p.global_batch)
+        now = training_time.relative_quality_time(self.goal, self.now.step_time_s,
+                                                  self.now.global_batch)
+        return None if rel is None else float(rel / now - 1.0)
 
 
 def _server_size(profile: Profile, scenario: Scenario) -> int:
@@ -183,6 +194,8 @@ def _score(ctx: _Ctx, o: DecisionOption) -> float:
     """Higher is better: sooner finish when a goal is known, else more throughput."""
     if o.time_change is not None:
         return -o.time_change
+    if o.quality_change is not None:
+        return -o.quality_change
     return o.throughput_gain
 
 
@@ -231,6 +244,9 @@ def _action(o: DecisionOption) -> str:
 def _gain_words(o: DecisionOption) -> str:
     if o.time_change is not None and o.time_s is not None:
         return f"finishes in {duration_text(o.time_s)} ({o.time_change:+.0%})"
+    if o.quality_change is not None:
+        return (f"reaches quality {-o.quality_change:.0%} sooner "
+                f"({o.throughput_gain:+.0%} throughput)")
     return f"{o.throughput_gain:+.0%} throughput"
 
 
@@ -305,8 +321,9 @@ def card_rows(card) -> list[dict[str, str]]:
             "extra USD/h": "" if o.key == "now" else usd_text(o.extra_usd_per_hour, signed=True),
             "throughput": "" if o.key == "now" else pct_text(o.throughput_gain),
             "time to finish": duration_text(o.time_s),
-            "time change": "" if o.time_change is None or o.key == "now"
-            else pct_text(o.time_change),
+            "time change": "" if o.key == "now" else pct_text(o.time_change)
+            if o.time_change is not None else (pct_text(o.quality_change) + " to quality")
+            if o.quality_change is not None else "",
             "total money": usd_text(o.total_usd),
             "money change": "" if o.key == "now" else usd_text(o.total_change_usd, signed=True),
         })

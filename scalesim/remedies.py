@@ -9,8 +9,9 @@ slow device...) is still returned with ``applicable=False`` and the reason, so a
 why it was not suggested.
 
 Ranking (``rank_remedies``): by time to train / to quality, large-batch penalty included
-(``scalesim.training_time``), when the scenario gives a training length or E_min; by throughput
-otherwise. Only a change that runs (fits in device memory) and wins on that measure is a remedy
+(``scalesim.training_time``), when the scenario gives a training length or E_min; by relative
+time to quality when only a critical batch size is known; by throughput otherwise. Only a change
+that runs (fits in device memory) and wins on that measure is a remedy
 (``verdict == "remedy"``); one that loses, or does not fit, is listed as such and never "best".
 When a tenth or more of the step is data stall, the input-pipeline fix ranks first (the stall is
 lost at one device too, so scaling efficiency cannot show it). When today's layout does not fit
@@ -46,6 +47,7 @@ class RemedyResult:
     cost_usd: float | None = None  # that time x devices x price per device-hour
     objective_gain: float = 0.0  # gain on the ranking measure: faster finish, else throughput
     verdict: str = "not applicable"  # one of VERDICTS
+    measure: str = "throughput"  # what objective_gain measures: time, quality or throughput
 
     @property
     def helps(self) -> bool:
@@ -189,7 +191,10 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
     now = _one(profile, scenario, devices)
     goal = training_time.resolve_goal(profile, scenario)
     measure = _objective(goal, objective)
+    if measure == "throughput" and objective == "auto" and goal.critical_batch is not None:
+        measure = "quality"  # only B_noise known: relative time to quality still ranks
     now_time, _ = _finish(goal, now, now.global_batch)
+    now_rel = training_time.relative_quality_time(goal, now.step_time_s, now.global_batch)
     stalled = data_stall_share(now) >= DATA_STALL_SHARE
     results = []
     for key, title, scn, prof, reason, caveat in _candidates(profile, scenario, now):
@@ -204,7 +209,13 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
         note = caveat
         gain = after.samples_per_s / now.samples_per_s - 1.0
         t, cost = _finish(goal, after, now.global_batch)
-        objective_gain = (now_time / t - 1.0) if (measure == "time" and t and now_time) else gain
+        if measure == "time" and t and now_time:
+            objective_gain = now_time / t - 1.0
+        elif measure == "quality":
+            rel = training_time.relative_quality_time(goal, after.step_time_s, after.global_batch)
+            objective_gain = float(now_rel / rel - 1.0)
+        else:
+            objective_gain = gain
         if not after.fits:
             verdict = "not runnable"
             note = "does not fit in device memory" + (f"; {caveat}" if caveat else "")
@@ -215,10 +226,11 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
             verdict = "remedy"
         else:
             verdict = "loses"
-            what = "time to finish" if measure == "time" else "throughput"
+            what = {"time": "time to finish", "quality": "time to quality"}.get(measure,
+                                                                               "throughput")
             note = f"loses {what} here" + (f"; {caveat}" if caveat else "")
         results.append(RemedyResult(key, title, scn, prof, after, gain, True, note, t, cost,
-                                    objective_gain, verdict))
+                                    objective_gain, verdict, measure))
 
     def order(r: RemedyResult):
         loader_first = not (stalled and r.key == "loader" and r.helps)

@@ -104,3 +104,12 @@ def cost_usd(goal: Goal, seconds, devices):
         return None
     return np.asarray(seconds, dtype=float) / 3600.0 * np.asarray(devices, dtype=float) * (
         goal.price_per_device_hour)
+
+
+def relative_quality_time(goal: Goal, step_time_s, global_batch):
+    """Time to quality up to a constant factor, ``(1 + B_noise/B) x step_time`` (S_min cancels),
+    so options can be ranked by it with only a critical batch size known; None without one."""
+    if goal.critical_batch is None:
+        return None
+    b = np.asarray(global_batch, dtype=float)
+    return (1.0 + goal.critical_batch / b) * np.asarray(step_time_s, dtype=float)

@@ -99,3 +99,11 @@ def test_page_headline_says_not_runnable_and_keeps_following_controls():
     assert any(v == "not runnable" for v in metrics.values()), metrics
     assert any("not runnable" in e.value for e in at.error)
     assert "Largest single gain:** Smaller micro-batches" in _knee_line(at)
+
+
+def test_with_only_a_critical_batch_size_remedies_rank_by_relative_time_to_quality():
+    _, ranked = rank_remedies(default_profile(),
+                              Scenario(devices=[16], critical_batch_size=2000.0), 16)
+    acc = next(r for r in ranked if r.key == "accumulation")
+    assert acc.measure == "quality" and acc.time_s is None
+    assert acc.objective_gain < acc.gain  # 4x the batch: faster steps, more of them
