@@ -64,7 +64,8 @@ def _sized(chart):
     ).configure_title(anchor="start", color=TEXT_COLOUR, subtitleColor=MUTED_TEXT_COLOUR
     ).configure_axis(labelColor=MUTED_TEXT_COLOUR, titleColor=TEXT_COLOUR,
                      labelFontSize=11, titleFontSize=12
-    ).configure_legend(labelColor=TEXT_COLOUR, titleColor=TEXT_COLOUR, labelFontSize=11)
+    ).configure_legend(labelColor=TEXT_COLOUR, titleColor=TEXT_COLOUR, labelFontSize=11,
+                       labelLimit=400)
 
 
 def _linear(devices: list[int]) -> bool:
