@@ -31,6 +31,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the card as JSON")
 
 
+def finite_json(data) -> str:
+    """JSON text that never holds NaN or Infinity (one clear error instead)."""
+    try:
+        return json.dumps(data, indent=2, allow_nan=False)
+    except ValueError:
+        raise ScalesimError("the answer holds a number that is not finite (check the inputs' "
+                            "sizes); nothing printed") from None
+
+
 def render_card(card) -> str:
     from scalesim.decision import card_rows
 
@@ -69,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
                             f"({', '.join(str(r.devices) for r in rows)})")
     card = decide(profile, scenario, focus_devices(rows, args.focus))
     if args.json:
-        print(json.dumps(card.to_dict(), indent=2))
+        print(finite_json(card.to_dict()))
     else:
         print(render_card(card))
     return 0

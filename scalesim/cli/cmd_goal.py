@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import re
 
@@ -81,13 +80,14 @@ def render(answer) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from scalesim.cli.cmd_decide import finite_json
     from scalesim.goal import seek
 
     profile = profile_from_args(args)
     scenario = scenario_from_args(args)
     answer = seek(profile, scenario, args.deadline, args.budget, args.max_devices)
     if args.json:
-        print(json.dumps(answer.to_dict(), indent=2))
+        print(finite_json(answer.to_dict()))
     else:
         print(render(answer))
     return 0
