@@ -256,7 +256,7 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
         raise ScalesimError("devices must be 1 or more")
     now = _one(profile, scenario, devices)
     ctx = _Ctx(profile, scenario, now)
-    base = ctx.option("now", f"As is: {devices} devices", now, 0.0,
+    base = ctx.option("now", f"As is: {devices} device{'s' if devices > 1 else ''}", now, 0.0,
                       _price_source(profile, scenario))
     candidates, notes = _candidates(ctx)
     winners = [o for o in candidates if o.runnable and (not now.fits or _score(ctx, o) > 0)]
@@ -268,10 +268,12 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     recommendation, assumption = _recommend(ctx, options)
     device = profile.hardware.device_name
     gpus = f"{devices} {device} device{'s' if devices > 1 else ''}"
-    if now.fits:
+    if now.fits and devices == 1:
+        question = f"One {device} device: what should we do?"
+    elif now.fits:
         question = f"{gpus} give {now.speedup:.1f}x one device: what should we do?"
     else:
-        question = (f"{gpus} do not fit this layout in memory "
+        question = (f"{gpus} {'does' if devices == 1 else 'do'} not fit this layout in memory "
                     f"({now.memory_bytes / 2**30:,.0f} GiB per device needed): what should we do?")
     if ctx.goal.kind is None:
         notes.append("enter a training length (or E_min with a critical batch size) to compare "
