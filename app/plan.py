@@ -356,6 +356,10 @@ def headline(plan: Plan) -> dict[str, str]:
     stall = stall_sentence(plan)
     if stall:
         out["data_stall"] = stall
+        out["stall_share"] = f"{data_stall_share(f):.0%}"
+        if plan.knee is None:
+            out["knee"] = ("none in scaling efficiency, but the data stall is lost at every "
+                           "device count (one device too)")
     misfits = [r.devices for r in plan.rows if not r.fits]
     if misfits:
         out["not_runnable"] = (f"does not fit in device memory at {_count_list(misfits)} devices "

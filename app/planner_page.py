@@ -363,7 +363,10 @@ def _headline(plan: Plan) -> None:
     h = headline(plan)
     cols = st.columns(4)
     runs = h["runnable"] == "yes"
-    cols[0].metric(f"Scaling efficiency at {h['devices']} devices", h["efficiency"])
+    stall = h.get("stall_share")
+    cols[0].metric(f"Scaling efficiency at {h['devices']} devices", h["efficiency"],
+                   f"-{stall} of each step is data stall" if stall else None,
+                   delta_color="normal", delta_arrow="off" if stall else "auto")
     cols[1].metric(f"Throughput ({plan.unit}/s)",
                    f"{plan.focus.samples_per_s:,.0f}" if runs else "not runnable")
     cols[2].metric("Speedup over one device", h["speedup"] if runs else "not runnable")

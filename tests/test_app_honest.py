@@ -107,3 +107,16 @@ def test_with_only_a_critical_batch_size_remedies_rank_by_relative_time_to_quali
     acc = next(r for r in ranked if r.key == "accumulation")
     assert acc.measure == "quality" and acc.time_s is None
     assert acc.objective_gain < acc.gain  # 4x the batch: faster steps, more of them
+
+
+def test_the_page_says_the_data_stall_beside_a_perfect_efficiency():
+    at = AppTest.from_file(SCRIPT, default_timeout=120)
+    at.run()
+    at.sidebar.file_uploader(key="upload").set_value(
+        ("slow.json", stalled_profile().model_dump_json().encode(), "application/json"))
+    at.run()
+    assert not at.exception
+    efficiency = next(m for m in at.metric if m.label.startswith("Scaling efficiency"))
+    assert "data stall" in efficiency.delta
+    assert any("Data stall" in w.value for w in at.warning)
+    assert "Largest single gain:** Cache the input" in _knee_line(at)
