@@ -314,19 +314,28 @@ def duration_text(seconds: float | None) -> str:
 
 
 def card_rows(card) -> list[dict[str, str]]:
-    """The card's table as display strings (the CLI's table and the app's use the same)."""
+    """The card's table as display strings (the CLI's table and the app's use the same): five
+    columns, each change against "as is" in brackets, so it reads on a phone."""
+    def with_change(value: str, change: str | None, now: bool) -> str:
+        return value if now or not change else f"{value} ({change})"
+
     rows = []
     for o in [card.now, *card.options]:
+        now = o.key == "now"
+        time_change = (pct_text(o.time_change) if o.time_change is not None else
+                       f"{pct_text(o.quality_change)} to quality"
+                       if o.quality_change is not None else None)
         rows.append({
             "option": o.title + ("" if o.runnable else " (not runnable)"),
-            "USD/h": usd_text(o.usd_per_hour),
-            "extra USD/h": "" if o.key == "now" else usd_text(o.extra_usd_per_hour, signed=True),
-            "throughput": "" if o.key == "now" else pct_text(o.throughput_gain),
-            "time to finish": duration_text(o.time_s),
-            "time change": "" if o.key == "now" else pct_text(o.time_change)
-            if o.time_change is not None else (pct_text(o.quality_change) + " to quality")
-            if o.quality_change is not None else "",
-            "total money": usd_text(o.total_usd),
-            "money change": "" if o.key == "now" else usd_text(o.total_change_usd, signed=True),
+            "USD/h": with_change(usd_text(o.usd_per_hour),
+                                 None if o.extra_usd_per_hour is None
+                                 else usd_text(o.extra_usd_per_hour, signed=True), now),
+            "throughput": "as is" if now else pct_text(o.throughput_gain),
+            "time to finish": (with_change(duration_text(o.time_s), time_change, now)
+                               if o.time_s is not None or now or time_change is None
+                               else time_change),
+            "total money": with_change(usd_text(o.total_usd),
+                                       None if o.total_change_usd is None
+                                       else usd_text(o.total_change_usd, signed=True), now),
         })
     return rows
