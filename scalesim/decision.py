@@ -31,7 +31,9 @@ from scalesim.schemas import Profile, Scenario
 
 SETTINGS_KEYS = ("fit_memory", "bigger_batch", "accumulation", "overlap", "sharding")
 MAX_OPTIONS = 3
-WORTH_IT = 0.05  # a free change gaining 5 % or more is recommended before buying anything
+WORTH_IT = 0.05  # a free change must gain at least 5 % to be recommended
+FREE_SHARE = 0.8  # without total money: a free change with 80 % of the best gain is preferred
+FREE_KEYS = ("settings", "input_pipeline")  # no hardware to buy
 
 ASSUMPTIONS = {
     "now": "the model's prediction for today's settings",
@@ -216,19 +218,22 @@ def _recommend(ctx: _Ctx, options: list[DecisionOption]) -> tuple[str, str]:
         return (f"Fix the input pipeline first: {data_stall_share(now):.0%} of each step waits "
                 f"for data; it gives {stall.throughput_gain:+.0%} throughput before any "
                 "purchase.", stall.assumption)
-    free = [o for o in options if o.extra_usd_per_hour in (0.0, None) and o.key in (
-        "settings", "input_pipeline") and _score(ctx, o) >= WORTH_IT]
-    if free:
-        o = free[0]
-        return (f"{_action(o)}: {_gain_words(o)} with no new hardware.", o.assumption)
-    priced = [o for o in options if o.total_change_usd is not None]
-    if priced:
+    priced = [o for o in options if o.total_usd is not None]
+    if priced and len(priced) == len(options):  # money known for every option: the cheapest
         o = min(priced, key=lambda x: (x.total_usd, x.time_s or 0.0))
         money = (f"saves {usd_text(-o.total_change_usd)}" if o.total_change_usd <= 0
                  else f"costs {usd_text(o.total_change_usd)} more in total")
-        return (f"{_action(o)}: {_gain_words(o)}, and {money}.", o.assumption)
-    o = options[0]
-    return f"{_action(o)}: {_gain_words(o)}.", o.assumption
+        free = " with no new hardware" if o.key in FREE_KEYS else ""
+        return (f"{_action(o)}: {_gain_words(o)}{free}, and {money}.", o.assumption)
+    best = options[0]  # sorted by score
+    free = [o for o in options if o.key in FREE_KEYS
+            and _score(ctx, o) >= max(WORTH_IT, FREE_SHARE * _score(ctx, best))]
+    if free:  # nearly as good without buying anything
+        o = free[0]
+        return (f"{_action(o)}: {_gain_words(o)} with no new hardware.", o.assumption)
+    extra = ("" if best.extra_usd_per_hour is None or best.extra_usd_per_hour <= 0
+             else f", for {usd_text(best.extra_usd_per_hour)} more per hour")
+    return f"{_action(best)}: {_gain_words(best)}{extra}.", best.assumption
 
 
 def _action(o: DecisionOption) -> str:
