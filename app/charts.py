@@ -10,15 +10,48 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from scalesim.training_time import resolve_goal
+
 from .plan import Plan
 
+# One colour per meaning, in every chart (and the report): a colour never means two things.
+PALETTE = {
+    "predicted": "#1f77b4",  # the prediction (throughput, efficiency, time to quality)
+    "ideal": "#6e6e6e",  # ideal linear scaling
+    "compute": "#6baed6",  # step part: compute
+    "exposed communication": "#c51b7d",  # step part: communication not hidden by backward
+    "data stall": "#f58518",  # step part: waiting for input
+    "straggler wait": "#7b3294",  # step part: waiting for the slowest device
+    "knee": "#b2182b",  # the knee and the critical batch size: where scaling stops paying
+    "remedy": "#2e7d32",  # a change that runs and wins; "meets the goal"; "now"
+    "loses": "#8c510a",  # a change that runs and loses
+    "not runnable": "#404040",  # does not fit in device memory
+    "more devices": "#01665e",  # one more server of devices
+}
 PARTS = [  # (field, label, colour) in stacking order, bottom first
-    ("compute_s", "compute", "#4c78a8"),
-    ("exposed_comm_s", "exposed communication", "#e45756"),
-    ("data_stall_s", "data stall", "#f58518"),
-    ("straggler_s", "straggler wait", "#b279a2"),
+    ("compute_s", "compute", PALETTE["compute"]),
+    ("exposed_comm_s", "exposed communication", PALETTE["exposed communication"]),
+    ("data_stall_s", "data stall", PALETTE["data stall"]),
+    ("straggler_s", "straggler wait", PALETTE["straggler wait"]),
 ]
-KNEE_COLOUR = "#d62728"
+KNEE_COLOUR = PALETTE["knee"]
+NOT_RUNNABLE_COLOUR = PALETTE["not runnable"]  # layouts that do not fit in device memory
+NOT_RUNNABLE = "not runnable (does not fit in memory)"
+VERDICT_COLOURS = {k: PALETTE[k] for k in ("remedy", "loses", "not runnable")}
+TEXT_COLOUR = "#222222"  # 15.9:1 on white
+MUTED_TEXT_COLOUR = "#4d4d4d"  # 8.4:1 on white: axis labels, subtitles (WCAG AA needs 4.5:1)
+LINEAR_AXES_UP_TO = 32  # device ranges up to 32x use linear axes (the knee reads at a glance)
+
+
+def _not_runnable_layer(df: pd.DataFrame, y_field: str) -> list[alt.Chart]:
+    """Crosses over the device counts whose layout does not fit in device memory."""
+    bad = df[~df["fits"]] if "fits" in df else df.iloc[0:0]
+    if bad.empty:
+        return []
+    return [alt.Chart(bad).mark_point(shape="cross", size=160, filled=True, opacity=1).encode(
+        x=alt.X("devices:Q"), y=alt.Y(f"{y_field}:Q"),
+        color=alt.ColorValue(NOT_RUNNABLE_COLOUR),
+        tooltip=[alt.Tooltip("devices:Q"), alt.Tooltip("status:N", title="status")])]
 
 
 def _sized(chart):
@@ -28,14 +61,26 @@ def _sized(chart):
     """
     return chart.properties(
         autosize=alt.AutoSizeParams(type="fit-x", contains="padding")
-    ).configure_title(anchor="start")
+    ).configure_title(anchor="start", color=TEXT_COLOUR, subtitleColor=MUTED_TEXT_COLOUR
+    ).configure_axis(labelColor=MUTED_TEXT_COLOUR, titleColor=TEXT_COLOUR,
+                     labelFontSize=11, titleFontSize=12
+    ).configure_legend(labelColor=TEXT_COLOUR, titleColor=TEXT_COLOUR, labelFontSize=11,
+                       labelLimit=400)
 
 
-def _log2_devices(devices: list[int], title: str = "devices (log scale)") -> alt.X:
-    """Log-2 device axis: a tick per device count, or per power of two on long curves."""
+def _linear(devices: list[int]) -> bool:
+    return max(devices) <= LINEAR_AXES_UP_TO * min(devices)
+
+
+def _log2_devices(devices: list[int], title: str = "devices") -> alt.X:
+    """Device axis: linear for a short range (1-16 shows the knee as it is), log-2 beyond, with
+    a tick per device count, or per power of two on long curves."""
     ticks = devices if len(devices) <= 16 else [
         2**i for i in range(16) if min(devices) <= 2**i <= max(devices)]
-    return alt.X("devices:Q", title=title, scale=alt.Scale(type="log", base=2),
+    if _linear(devices):
+        return alt.X("devices:Q", title=title, scale=alt.Scale(domain=[0, max(devices)]),
+                     axis=alt.Axis(values=ticks, format="d", labelOverlap=True))
+    return alt.X("devices:Q", title=f"{title} (log scale)", scale=alt.Scale(type="log", base=2),
                  axis=alt.Axis(values=ticks, format="d", labelOverlap=True))
 
 
@@ -46,10 +91,17 @@ def _knee_layers(plan: Plan, y_top: float | None = None) -> list[alt.Chart]:
     k = plan.knee
     text = f"knee {k.devices_before}->{k.devices_after}: {k.label}"
     df = pd.DataFrame([{"devices": k.devices_after, "label": text}])
+    devices = [r.devices for r in plan.rows]
+    # a knee in the right half is labelled on its left, so the text is never clipped
+    if _linear(devices):
+        right_half = k.devices_after > max(devices) / 2
+    else:
+        right_half = devices.index(k.devices_after) >= len(devices) / 2 if (
+            k.devices_after in devices) else False
     rule = alt.Chart(df).mark_rule(color=KNEE_COLOUR, strokeWidth=2).encode(x=alt.X("devices:Q"))
     label = alt.Chart(df).mark_text(
-        align="left", baseline="top", dx=6, dy=4, color=KNEE_COLOUR, fontSize=12,
-        fontWeight="bold",
+        align="right" if right_half else "left", baseline="top", dx=-6 if right_half else 6,
+        dy=4, color=KNEE_COLOUR, fontSize=12, fontWeight="bold", limit=260,
     ).encode(x=alt.X("devices:Q"), y=alt.YValue(4), text=alt.Text("label:N"))
     return [rule, label]
 
@@ -60,28 +112,31 @@ def throughput_chart(plan: Plan, width="container", height: int = 320) -> alt.La
     records = []
     for r in plan.rows:
         ideal = r.samples_per_s / r.efficiency if r.efficiency > 0 else None
+        status = "runs" if r.fits else NOT_RUNNABLE
         records.append({"devices": r.devices, "series": "predicted", "value": r.samples_per_s,
-                        "efficiency": r.efficiency})
+                        "efficiency": r.efficiency, "fits": r.fits, "status": status})
         records.append({"devices": r.devices, "series": "ideal (linear)", "value": ideal,
-                        "efficiency": 1.0})
+                        "efficiency": 1.0, "fits": True, "status": "runs"})
     df = pd.DataFrame(records)
-    devices = [r.devices for r in plan.rows]
     colour = alt.Color("series:N", title=None, scale=alt.Scale(
-        domain=["predicted", "ideal (linear)"], range=["#1f77b4", "#7f7f7f"]),
-        legend=alt.Legend(orient="bottom-right", symbolType="stroke", symbolStrokeWidth=3))
+        domain=["predicted", "ideal (linear)"], range=[PALETTE["predicted"], PALETTE["ideal"]]),
+        legend=alt.Legend(orient="top", symbolType="stroke", symbolStrokeWidth=3))
+    devices = [r.devices for r in plan.rows]
+    linear = _linear(devices)
     base = alt.Chart().encode(  # data once, on the layer: one dataset, serialised once
         x=_log2_devices(devices),
-        y=alt.Y("value:Q", title=f"{unit} per second (log scale)",
-                scale=alt.Scale(type="log")),
+        y=alt.Y("value:Q", title=f"{unit} per second" + ("" if linear else " (log scale)"),
+                scale=alt.Scale(type="linear" if linear else "log")),
         color=colour,
         strokeDash=alt.StrokeDash("series:N", legend=None, scale=alt.Scale(
             domain=["predicted", "ideal (linear)"], range=[[1, 0], [6, 4]])),
         tooltip=[alt.Tooltip("devices:Q"), alt.Tooltip("series:N"),
                  alt.Tooltip("value:Q", title=f"{unit}/s", format=",.0f"),
-                 alt.Tooltip("efficiency:Q", format=".1%")],
+                 alt.Tooltip("efficiency:Q", format=".1%"), alt.Tooltip("status:N")],
     )
     layers = [base.mark_line(strokeWidth=2.5), base.mark_point(filled=True, size=40)]
-    return _sized(alt.layer(*layers, *_knee_layers(plan), data=df).properties(
+    return _sized(alt.layer(*layers, *_knee_layers(plan), *_not_runnable_layer(df, "value"),
+                            data=df).properties(
         title=alt.TitleParams("Throughput vs devices: predicted and ideal",
                               subtitle="the gap between the lines is throughput lost to scaling"),
         width=width, height=height))
@@ -90,18 +145,20 @@ def throughput_chart(plan: Plan, width="container", height: int = 320) -> alt.La
 def efficiency_chart(plan: Plan, width="container", height: int = 260) -> alt.LayerChart:
     """Scaling efficiency (speedup / devices) per device count."""
     df = pd.DataFrame([{"devices": r.devices, "efficiency": r.efficiency,
-                        "speedup": r.speedup} for r in plan.rows])
+                        "speedup": r.speedup, "fits": r.fits,
+                        "status": "runs" if r.fits else NOT_RUNNABLE} for r in plan.rows])
     devices = [r.devices for r in plan.rows]
     base = alt.Chart().encode(
         x=_log2_devices(devices),
         y=alt.Y("efficiency:Q", title="scaling efficiency", axis=alt.Axis(format="%"),
                 scale=alt.Scale(domain=[0, 1.05])),
         tooltip=[alt.Tooltip("devices:Q"), alt.Tooltip("efficiency:Q", format=".1%"),
-                 alt.Tooltip("speedup:Q", format=".1f")],
+                 alt.Tooltip("speedup:Q", format=".1f"), alt.Tooltip("status:N")],
     )
-    layers = [base.mark_line(strokeWidth=2.5, color="#1f77b4"),
-              base.mark_point(filled=True, size=40, color="#1f77b4")]
-    return _sized(alt.layer(*layers, *_knee_layers(plan), data=df).properties(
+    layers = [base.mark_line(strokeWidth=2.5, color=PALETTE["predicted"]),
+              base.mark_point(filled=True, size=40, color=PALETTE["predicted"])]
+    return _sized(alt.layer(*layers, *_knee_layers(plan), *_not_runnable_layer(df, "efficiency"),
+                            data=df).properties(
         title=alt.TitleParams("Scaling efficiency vs devices",
                               subtitle="100% = every added device adds its full throughput"),
         width=width, height=height))
@@ -139,35 +196,45 @@ def breakdown_chart(plan: Plan, width="container", height: int = 300) -> alt.Cha
 
 
 def remedies_chart(plan: Plan, width="container", height: int | None = None) -> alt.LayerChart:
-    """Predicted throughput gain of each applicable remedy, applied alone, best first."""
+    """Each applicable change at the focus count, applied alone, ranked as ``rank_remedies`` ranks
+    (time to finish when a goal is known, else throughput): remedies, losers, not runnable."""
     rows = [r for r in plan.remedies if r.applicable and r.prediction is not None]
-    df = pd.DataFrame([{"remedy": r.title, "gain": r.gain, "rank": i,
-                        "effect": ("does NOT fit in memory" if not r.prediction.fits
-                                   else "faster" if r.gain >= 0 else "slower"),
+    measure = rows[0].measure if rows else "throughput"
+    df = pd.DataFrame([{"remedy": r.title, "gain": r.objective_gain, "rank": i,
+                        "effect": r.verdict if r.verdict != "not runnable" else NOT_RUNNABLE,
+                        "throughput_gain": r.gain,
                         "samples_per_s": r.prediction.samples_per_s,
-                        "label": f"{r.gain:+.0%}"} for i, r in enumerate(rows)])
+                        "label": (f"{r.objective_gain:+.0%}" if r.prediction.fits
+                                  else "not runnable")} for i, r in enumerate(rows)])
     if df.empty:
         df = pd.DataFrame([{"remedy": "no remedy applies", "gain": 0.0, "rank": 0,
-                            "effect": "faster", "samples_per_s": 0.0, "label": ""}])
+                            "effect": "remedy", "throughput_gain": 0.0, "samples_per_s": 0.0,
+                            "label": ""}])
+    df.loc[df["effect"] == NOT_RUNNABLE, "gain"] = 0.0  # no bar: it cannot run
     height = height or max(60, 36 * len(df))
     y = alt.Y("remedy:N", title=None, sort=list(df["remedy"]), axis=alt.Axis(labelLimit=360))
+    what = {"time": "faster to finish (large-batch penalty included)",
+            "quality": "faster to quality (critical batch size model)"}.get(measure,
+                                                                            "throughput gain")
     bars = alt.Chart(df).mark_bar().encode(
-        x=alt.X("gain:Q", title="predicted throughput gain", axis=alt.Axis(format="%"),
+        x=alt.X("gain:Q", title=f"predicted: {what}", axis=alt.Axis(format="%"),
                 scale=alt.Scale(domain=[min(0.0, df["gain"].min()) * 1.25,  # room for labels
                                         max(0.0, df["gain"].max()) * 1.25 or 0.1])),
         y=y,
         color=alt.Color("effect:N", title=None, scale=alt.Scale(
-            domain=["faster", "slower", "does NOT fit in memory"],
-            range=["#54a24b", "#e45756", "#bbbbbb"]), legend=alt.Legend(orient="top")),
-        tooltip=[alt.Tooltip("remedy:N"), alt.Tooltip("gain:Q", format="+.1%"),
+            domain=["remedy", "loses", NOT_RUNNABLE],
+            range=[VERDICT_COLOURS["remedy"], VERDICT_COLOURS["loses"], NOT_RUNNABLE_COLOUR]),
+            legend=alt.Legend(orient="top")),
+        tooltip=[alt.Tooltip("remedy:N"), alt.Tooltip("gain:Q", title=what, format="+.1%"),
+                 alt.Tooltip("throughput_gain:Q", title="throughput gain", format="+.1%"),
                  alt.Tooltip("effect:N"),
                  alt.Tooltip("samples_per_s:Q", title=f"{plan.unit}/s", format=",.0f")],
     )
-    text = alt.Chart(df).mark_text(align="left", dx=4, fontWeight="bold").encode(
+    text = alt.Chart(df).mark_text(align="left", dx=4, fontWeight="bold", color="#222").encode(
         x=alt.X("gain:Q"), y=y, text=alt.Text("label:N"))
     return _sized(alt.layer(bars, text).properties(
-        title=alt.TitleParams(f"Remedies at {plan.focus.devices} devices, each applied alone",
-                              subtitle="ranked by predicted throughput gain"),
+        title=alt.TitleParams(f"Changes at {plan.focus.devices} devices, each applied alone",
+                              subtitle=f"ranked by {what}; only green bars are remedies"),
         width=width, height=height))
 
 
@@ -180,7 +247,7 @@ def quality_chart(plan: Plan, width="container", height: int = 280) -> alt.Layer
                else "time to quality (1 = fastest)")
     df = pd.DataFrame([{"global_batch": q.global_batch, "micro_batch": q.micro_batch,
                         "value": q.time_to_quality,
-                        "fits": "fits in memory" if q.fits else "does NOT fit"}
+                        "fits": "fits in memory" if q.fits else NOT_RUNNABLE}
                        for q in plan.quality])
     now = plan.focus.global_batch
     base = alt.Chart(df).encode(
@@ -190,21 +257,22 @@ def quality_chart(plan: Plan, width="container", height: int = 280) -> alt.Layer
         tooltip=[alt.Tooltip("global_batch:Q"), alt.Tooltip("micro_batch:Q"),
                  alt.Tooltip("value:Q", format=".3g"), alt.Tooltip("fits:N")],
     )
-    line = base.mark_line(color="#1f77b4", strokeWidth=2.5)
+    line = base.mark_line(color=PALETTE["predicted"], strokeWidth=2.5)
     points = base.mark_point(filled=True, size=50).encode(
         color=alt.Color("fits:N", title=None, scale=alt.Scale(
-            domain=["fits in memory", "does NOT fit"], range=["#1f77b4", "#bbbbbb"])))
+            domain=["fits in memory", NOT_RUNNABLE],
+            range=[PALETTE["predicted"], NOT_RUNNABLE_COLOUR])))
     marks = pd.DataFrame([
         {"global_batch": b_crit, "label": f"critical batch {b_crit:,.0f}", "colour": "crit"},
         {"global_batch": now, "label": f"now: {now:,}", "colour": "now"},
     ])
     rules = alt.Chart(marks).mark_rule(strokeDash=[4, 3]).encode(
         x=alt.X("global_batch:Q"), color=alt.Color("colour:N", legend=None, scale=alt.Scale(
-            domain=["crit", "now"], range=[KNEE_COLOUR, "#54a24b"])))
+            domain=["crit", "now"], range=[KNEE_COLOUR, PALETTE["remedy"]])))
     labels = alt.Chart(marks).mark_text(align="left", dx=4, baseline="top", fontWeight="bold").encode(
         x=alt.X("global_batch:Q"), y=alt.YValue(4), text=alt.Text("label:N"),
         color=alt.Color("colour:N", legend=None, scale=alt.Scale(
-            domain=["crit", "now"], range=[KNEE_COLOUR, "#54a24b"])))
+            domain=["crit", "now"], range=[KNEE_COLOUR, PALETTE["remedy"]])))
     return _sized(alt.layer(line, points, rules, labels).resolve_scale(color="independent").properties(
         title=alt.TitleParams(f"Time to quality vs global batch at {plan.focus.devices} devices",
                               subtitle="above the critical batch, bigger batches need more "
@@ -213,8 +281,7 @@ def quality_chart(plan: Plan, width="container", height: int = 280) -> alt.Layer
 
 
 def _option_rows(plan: Plan):
-    return [o for o in plan.options
-            if o.cost_usd is not None and (o.time_to_train_s or o.time_to_quality_s)]
+    return [o for o in plan.options if o.cost_usd is not None and o.time_s]
 
 
 def _option_chart(plan: Plan, field: str, title: str, subtitle: str, fmt: str,
@@ -225,9 +292,8 @@ def _option_chart(plan: Plan, field: str, title: str, subtitle: str, fmt: str,
         return None
     df = pd.DataFrame([{
         "option": o.label, "kind": o.kind,
-        "hours": (o.time_to_train_s or o.time_to_quality_s) / 3600.0, "cost": o.cost_usd,
-        "label": (f"{(o.time_to_train_s or o.time_to_quality_s) / 3600.0:,.1f} h" if field ==
-                  "hours" else f"${o.cost_usd:,.0f}"),
+        "hours": o.time_s / 3600.0, "cost": o.cost_usd,
+        "label": (f"{o.time_s / 3600.0:,.1f} h" if field == "hours" else f"${o.cost_usd:,.0f}"),
     } for o in rows])
     y = alt.Y("option:N", title=None, sort=list(df["option"]), axis=alt.Axis(labelLimit=340))
     base = alt.Chart(df).encode(y=y, tooltip=[
@@ -238,7 +304,8 @@ def _option_chart(plan: Plan, field: str, title: str, subtitle: str, fmt: str,
                 scale=alt.Scale(domain=[0, float(df[field].max()) * 1.2 or 1.0])),
         color=alt.Color("kind:N", title=None, scale=alt.Scale(
             domain=["devices", "remedy", "more devices"],
-            range=["#1f77b4", "#54a24b", "#f58518"]), legend=alt.Legend(orient="top")))
+            range=[PALETTE["predicted"], PALETTE["remedy"], PALETTE["more devices"]]),
+            legend=alt.Legend(orient="top")))
     text = base.mark_text(align="left", dx=3, fontSize=11).encode(
         x=alt.X(f"{field}:Q"), text=alt.Text("label:N"))
     return _sized(alt.layer(bars, text).properties(
@@ -249,10 +316,12 @@ def _option_chart(plan: Plan, field: str, title: str, subtitle: str, fmt: str,
 
 def hours_chart(plan: Plan, width="container") -> alt.LayerChart | None:
     """Hours to train (or to quality) for every device count, remedy and 'add devices'."""
-    rows = _option_rows(plan)
-    what = "to train" if rows and rows[0].time_to_train_s else "to quality"
+    goal = resolve_goal(plan.profile, plan.scenario)
+    what = "to train" if goal.kind == "train" else "to quality"
+    penalty = "; large-batch penalty included" if goal.penalised else ""
     return _option_chart(plan, "hours", f"hours {what}",
-                         "remedies at the focus device count; shorter is better", ",.0f", width)
+                         f"remedies at the focus device count; shorter is better{penalty}",
+                         ",.0f", width)
 
 
 def money_chart(plan: Plan, width="container") -> alt.LayerChart | None:
@@ -285,3 +354,110 @@ def all_charts(plan: Plan, width="container") -> dict[str, alt.TopLevelMixin]:
         "a_vs_b": ab_chart(plan, width),
     }
     return {k: v for k, v in charts.items() if v is not None}
+
+
+def pareto_chart(answer, width="container", height: int = 300) -> alt.LayerChart | None:
+    """Time against money of the Pareto front (log axes), deadline and budget as rules, the
+    cheapest plan that meets both (or the closest) marked."""
+    if not answer.front:
+        return None
+    from scalesim.goal import describe
+
+    pick = answer.best or answer.closest
+    df = pd.DataFrame([{"days": p.time_s / 86400.0, "cost": p.cost_usd, "plan": describe(p),
+                        "status": "meets the goal" if p.meets else "misses the goal"}
+                       for p in answer.front])
+    colour = alt.Color("status:N", title=None, scale=alt.Scale(
+        domain=["meets the goal", "misses the goal"],
+        range=[VERDICT_COLOURS["remedy"], NOT_RUNNABLE_COLOUR]), legend=alt.Legend(orient="top"))
+    x = alt.X("days:Q", title="days to finish (log scale)", scale=alt.Scale(type="log"))
+    y = alt.Y("cost:Q", title="total cost, USD (log scale)", scale=alt.Scale(type="log"),
+              axis=alt.Axis(format="$,.0f"))
+    points = alt.Chart(df).mark_point(filled=True, size=60).encode(
+        x=x, y=y, color=colour, tooltip=[alt.Tooltip("plan:N"), alt.Tooltip("days:Q", format=".2f"),
+                                         alt.Tooltip("cost:Q", format="$,.0f")])
+    line = alt.Chart(df).mark_line(color=PALETTE["predicted"], strokeWidth=1.5).encode(x=x, y=y)
+    limits = pd.DataFrame([{"days": answer.deadline_s / 86400.0, "cost": answer.budget_usd}])
+    deadline = alt.Chart(limits).mark_rule(strokeDash=[4, 3], color="#222").encode(x="days:Q")
+    budget = alt.Chart(limits).mark_rule(strokeDash=[4, 3], color="#222").encode(y="cost:Q")
+    layers = [line, points, deadline, budget]
+    if pick is not None:
+        mark = pd.DataFrame([{"days": pick.time_s / 86400.0, "cost": pick.cost_usd,
+                              "label": "cheapest that meets the goal" if answer.best
+                              else "closest"}])
+        layers.append(alt.Chart(mark).mark_point(shape="diamond", size=220, filled=True,
+                                                 color=KNEE_COLOUR).encode(x=x, y=y))
+        layers.append(alt.Chart(mark).mark_text(align="left", dx=9, dy=-9, fontWeight="bold",
+                                                color="#222").encode(x=x, y=y, text="label:N"))
+    return _sized(alt.layer(*layers).properties(
+        title=alt.TitleParams("Time against money: every plan no other plan beats on both",
+                              subtitle="dashed lines: your deadline and budget"),
+        width=width, height=height))
+
+
+def pareto_text(answer) -> str:
+    """The Pareto chart in words (its text alternative)."""
+    if not answer.front:
+        return "No plan runs."
+    fast, cheap = answer.front[0], answer.front[-1]
+    return (f"{len(answer.front)} plans on the front, from the fastest "
+            f"({fast.time_s / 86400:.1f} days for ${fast.cost_usd:,.0f}, {fast.devices} devices) "
+            f"to the cheapest ({cheap.time_s / 86400:.1f} days for ${cheap.cost_usd:,.0f}, "
+            f"{cheap.devices} devices); {sum(p.meets for p in answer.front)} meet the deadline "
+            "and the budget.")
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}"
+
+
+def chart_text(plan: Plan, name: str) -> str:
+    """The chart ``name`` (a key of ``all_charts``) in words: its text alternative."""
+    rows, unit = plan.rows, plan.unit
+    if name == "throughput":
+        first, last = rows[0], rows[-1]
+        ideal = last.samples_per_s / last.efficiency if last.efficiency > 0 else last.samples_per_s
+        knee = (f"; the knee is at {plan.knee.devices_before} -> {plan.knee.devices_after} "
+                f"devices ({plan.knee.label})" if plan.knee else "; no knee")
+        bad = [r.devices for r in rows if not r.fits]
+        runs = f"; not runnable at {', '.join(map(str, bad))} devices" if bad else ""
+        return (f"Predicted throughput rises from {first.samples_per_s:,.0f} {unit}/s at "
+                f"{first.devices} device{'s' if first.devices > 1 else ''} to "
+                f"{last.samples_per_s:,.0f} at {last.devices}, against {ideal:,.0f} for ideal "
+                f"linear scaling{knee}{runs}.")
+    if name == "efficiency":
+        shown = rows if len(rows) <= 12 else [rows[0], *rows[len(rows) // 2: len(rows) // 2 + 1],
+                                               rows[-1]]
+        return "Scaling efficiency: " + ", ".join(
+            f"{r.devices} devices {_pct(r.efficiency)}" for r in shown) + "."
+    if name == "step_breakdown":
+        f = plan.focus
+        return (f"At {f.devices} devices a step takes {f.step_time_s * 1e3:.1f} ms: compute "
+                f"{f.compute_s * 1e3:.1f}, exposed communication {f.exposed_comm_s * 1e3:.1f}, "
+                f"data stall {f.data_stall_s * 1e3:.1f}, straggler wait "
+                f"{f.straggler_s * 1e3:.1f} ms.")
+    if name == "remedies":
+        groups = {}
+        for r in plan.remedies:
+            if r.applicable and r.prediction is not None:
+                groups.setdefault(r.verdict, []).append(
+                    f"{r.title} ({_pct(r.objective_gain) if r.prediction.fits else 'cannot run'})")
+        parts = [f"{k}: {'; '.join(v)}" for k, v in groups.items()]
+        return ("Changes at the focus count. " + ". ".join(parts) + ".") if parts else (
+            "No change applies.")
+    if name == "time_to_quality" and plan.quality:
+        best = min(plan.quality, key=lambda q: q.time_to_quality)
+        return (f"Time to quality is lowest at global batch {best.global_batch:,} (per-device "
+                f"{best.micro_batch}); larger batches take longer.")
+    if name in ("hours", "cost"):
+        opts = _option_rows(plan)
+        if not opts:
+            return ""
+        fast = min(opts, key=lambda o: o.time_s)
+        cheap = min(opts, key=lambda o: o.cost_usd)
+        return (f"Fastest: {fast.label}, {fast.time_s / 3600:,.1f} h for ${fast.cost_usd:,.0f}. "
+                f"Cheapest: {cheap.label}, {cheap.time_s / 3600:,.1f} h for ${cheap.cost_usd:,.0f}.")
+    if name == "a_vs_b" and plan.b_focus is not None:
+        return (f"Step time A (now): {plan.focus.step_time_s * 1e3:.1f} ms; B ({plan.b_label}): "
+                f"{plan.b_focus.step_time_s * 1e3:.1f} ms.")
+    return ""

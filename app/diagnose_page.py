@@ -21,11 +21,17 @@ import streamlit as st
 from scalesim.diagnosis import Report
 from scalesim.errors import ScalesimError
 
-RUN_PARTS = [("compute", "compute", "#4c78a8"), ("comm_share", "exposed communication", "#e45756"),
-             ("data_share", "data wait", "#f58518"), ("straggler_share", "straggler wait", "#b279a2")]
-TRACE_PARTS = [("compute_s", "compute", "#4c78a8"), ("exposed_comm_s", "exposed communication",
-                                                     "#e45756"),
-               ("data_wait_s", "data wait", "#f58518"), ("idle_s", "idle", "#bab0ac")]
+from .charts import PALETTE
+
+# The planner's words and colours (one colour per meaning across both pages).
+RUN_PARTS = [("compute", "compute", PALETTE["compute"]),
+             ("comm_share", "exposed communication", PALETTE["exposed communication"]),
+             ("data_share", "data stall", PALETTE["data stall"]),
+             ("straggler_share", "straggler wait", PALETTE["straggler wait"])]
+TRACE_PARTS = [("compute_s", "compute", PALETTE["compute"]),
+               ("exposed_comm_s", "exposed communication", PALETTE["exposed communication"]),
+               ("data_wait_s", "data stall", PALETTE["data stall"]), ("idle_s", "idle", "#8c8c8c")]
+GAIN_Z = 1.96  # a 95 % band
 FORMAT_HELP = """One row per run: `devices`, `nodes` and `samples_per_s` or `step_time_s`; optional
 `per_device_batch`, `global_batch`, `accumulation`, `data_wait_s`, `comm_s` (exposed),
 `steps_to_target` and `rank_step_times_s` (`;`-separated). Example:
@@ -137,7 +143,7 @@ def runs_throughput_chart(report: Report, width="container") -> alt.LayerChart:
 
 
 def runs_breakdown_chart(report: Report, width="container") -> alt.Chart:
-    """Share of each run's step time: compute, exposed communication, data wait, stragglers."""
+    """Share of each run's step time: compute, exposed communication, data stall, stragglers."""
     records = []
     for r in report.table:
         other = r["comm_share"] + r["data_share"] + r["straggler_share"]
@@ -158,7 +164,7 @@ def runs_breakdown_chart(report: Report, width="container") -> alt.Chart:
 
 
 def trace_breakdown_chart(report: Report, width="container") -> alt.Chart:
-    """Median step per rank split into compute, exposed communication, data wait and idle."""
+    """Median step per rank split into compute, exposed communication, data stall and idle."""
     records = []
     for r in report.table:
         for i, (field, label, _) in enumerate(TRACE_PARTS):
@@ -200,6 +206,65 @@ def _md(text: str) -> str:
     return out
 
 
+def gain_uncertainty(report: Report) -> float | None:
+    """Half-width of a remedy gain's 95 % band, relative to (1 + gain), or None.
+
+    A gain is the ratio of two predictions at the same device count; each carries the fit's
+    per-run noise s (``details.fit.noise_rel``), so the ratio's relative error is at most
+    sqrt(2) s, and the band 1.96 sqrt(2) s (an upper bound: both predictions share the fitted
+    parameters, so their errors partly cancel). Traces are not fitted: None.
+    """
+    fit = report.details.get("fit") if report.kind == "runs" else None
+    if not fit or fit.get("noise_rel") is None:
+        return None
+    return GAIN_Z * (2 ** 0.5) * float(fit["noise_rel"])
+
+
+def gain_text(report: Report, gain: float) -> str:
+    """'+25% ± 14%' for runs (95 % band, see gain_uncertainty), '+25%' otherwise."""
+    band = gain_uncertainty(report)
+    if band is None:
+        return f"{gain:+.0%}"
+    return f"{gain:+.0%} ± {band * (1 + gain):.0%}"
+
+
+def planner_link(report: Report, base: str = "") -> str | None:
+    """A planner link (v2) that opens the model fitted to the runs at the largest run's count."""
+    if report.kind != "runs" or "fitted_profile" not in report.details:
+        return None
+    from scalesim.schemas import Profile, Scenario
+
+    from .state import AppState, encode_query, profile_defaults, query_string
+
+    profile = Profile.model_validate(report.details["fitted_profile"])
+    scenario = Scenario.model_validate(report.details["fitted_scenario"])
+    at = int(report.details["remedies_at_devices"])
+    state = AppState(src="custom").model_copy(update={
+        **profile_defaults(profile), "dmax": max(at, 1), "focus": at,
+        "mb": scenario.micro_batch, "acc": scenario.accumulation})
+    return f"{base}planner?{query_string(encode_query(state, profile))}"
+
+
+def _planner_actions(report: Report) -> None:
+    """Open the fitted model in the planner; share it; download a report of the diagnosis."""
+    from .report import diagnosis_html
+
+    base = st.context.url or ""
+    base = base.rsplit("/", 1)[0] + "/" if base else ""
+    link = planner_link(report, base)
+    cols = st.columns(2)
+    if link is not None:
+        cols[0].link_button("Open the fitted model in the planner", link)
+    cols[1].download_button("⬇ Diagnosis report (HTML)", data=lambda: diagnosis_html(
+        report, link, [gain_text(report, x.gain) if x.applicable else "n/a"
+                       for x in report.remedies]),
+        file_name="scalesim-diagnosis.html", mime="text/html", on_click="ignore",
+        key="dg_html")
+    if link is not None:
+        with st.expander("Share link (the fitted model in the planner; the runs stay here)"):
+            st.code(link, language=None, wrap_lines=True)
+
+
 def show_report(report: Report) -> None:
     """Cause, evidence, remedies; then the charts and tables."""
     of = "of the largest run's time" if report.kind == "runs" else "of the step"
@@ -211,11 +276,14 @@ def show_report(report: Report) -> None:
     r = report.first_remedy
     if r is not None:
         what = "time to quality" if r.key == "smaller_batch" else "throughput"
-        st.success(f"**First remedy to try:** {_md(r.title)}: **{r.gain:+.0%}** {what} predicted"
-                   + (f" ({_md(r.note)})" if r.note else ""))
+        st.success(f"**First remedy to try:** {_md(r.title)}: **{gain_text(report, r.gain)}** "
+                   f"{what} predicted" + (f" ({_md(r.note)})" if r.note else ""))
     else:
         st.info("None of the seed remedies is predicted to help.")
-    rem = pd.DataFrame([{"remedy": x.title, "predicted gain": f"{x.gain:+.1%}",
+    _planner_actions(report)
+    rem = pd.DataFrame([{"remedy": x.title,
+                         "predicted gain (95% band)": gain_text(report, x.gain)
+                         if x.applicable else "n/a",
                          "applies": "yes" if x.applicable else "no", "note": x.note}
                         for x in report.remedies])
     with st.expander("All remedies (model, each applied alone)"):

@@ -13,12 +13,14 @@ from dataclasses import dataclass, field
 
 from scalesim import presets
 from scalesim.cli.options import parse_int_list
+from scalesim.decision import DecisionCard, decide
 from scalesim.errors import ScalesimError
-from scalesim.knee import Knee, find_knee
+from scalesim.knee import Knee, focus_devices, knee_of_predictions
 from scalesim.model.quality import steps_to_quality
 from scalesim.predict import Prediction, predict
-from scalesim.remedies import RemedyResult, rank_remedies
+from scalesim.remedies import DATA_STALL_SHARE, RemedyResult, data_stall_share, rank_remedies
 from scalesim.schemas import Profile, Scenario
+from scalesim.training_time import Goal, cost_usd, resolve_goal, time_to_goal_s
 
 from .state import MAX_DEVICES, AppState
 
@@ -36,8 +38,9 @@ class Option:
     samples_per_s: float
     time_to_train_s: float | None
     time_to_quality_s: float | None
-    cost_usd: float | None
+    cost_usd: float | None  # of the time to finish (below)
     fits: bool
+    time_s: float | None = None  # time to finish, large-batch penalty included (training_time)
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class Plan:
     b_focus: Prediction | None
     b_rows: list[Prediction]
     notes: list[str] = field(default_factory=list)
+    decision: DecisionCard | None = None  # scalesim.decision.decide at the focus count
 
     @property
     def unit(self) -> str:
@@ -171,21 +175,12 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
 
 
 def _knee(rows: list[Prediction]) -> Knee | None:
-    return find_knee(
-        [r.devices for r in rows], [r.nodes for r in rows], [r.efficiency for r in rows],
-        [r.compute_s for r in rows], [r.exposed_comm_s for r in rows],
-        [r.data_stall_s for r in rows], [r.straggler_s for r in rows],
-        [r.micro_batch * r.accumulation for r in rows],
-    )
+    return knee_of_predictions(rows)
 
 
 def _focus(state: AppState, rows: list[Prediction], knee: Knee | None) -> Prediction:
-    by_devices = {r.devices: r for r in rows}
-    if state.focus in by_devices:
-        return by_devices[state.focus]
-    if knee is not None:
-        return rows[knee.index]
-    return rows[-1]
+    wanted = focus_devices(rows, state.focus)
+    return next(r for r in rows if r.devices == wanted)
 
 
 def _server_size(profile: Profile, scenario: Scenario) -> int:
@@ -198,9 +193,15 @@ def more_devices_count(devices: int, devices_per_node: int) -> int:
     return devices_per_node if devices < devices_per_node else devices + devices_per_node
 
 
-def _option(kind: str, label: str, p: Prediction) -> Option:
+def _option(kind: str, label: str, p: Prediction, goal: Goal, reference_batch: int) -> Option:
+    """An option with its time to finish (large-batch penalty against ``reference_batch``)."""
+    t = time_to_goal_s(goal, p.samples_per_s, p.step_time_s, p.global_batch, reference_batch)
+    cost = cost_usd(goal, t, p.devices)
+    if not p.fits:
+        label += " (not runnable)"
     return Option(kind, label, p.devices, p.samples_per_s, p.time_to_train_s,
-                  p.time_to_quality_s, p.cost_usd, p.fits)
+                  p.time_to_quality_s, None if cost is None else float(cost), p.fits,
+                  None if t is None else float(t))
 
 
 def _quality_sweep(profile: Profile, scenario: Scenario, devices: int):
@@ -242,15 +243,15 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
     knee = _knee(rows)
     focus = _focus(state, rows, knee)
     _, remedies = rank_remedies(profile, scenario, focus.devices)
-    usable = [r for r in remedies if r.applicable and r.prediction is not None
-              and r.prediction.fits and r.gain > 0]
-    best = usable[0] if usable else None
+    best = next((r for r in remedies if r.helps), None)
 
-    options = [_option("devices", f"{r.devices} device{'s' if r.devices > 1 else ''}", r)
-               for r in rows]
+    goal, ref = resolve_goal(profile, scenario), focus.global_batch
+    options = [_option("devices", f"{r.devices} device{'s' if r.devices > 1 else ''}", r, goal,
+                       ref) for r in rows]
     for r in remedies:
-        if r.applicable and r.prediction is not None:
-            options.append(_option("remedy", f"{r.title} ({focus.devices} devices)", r.prediction))
+        if r.helps and r.prediction is not None:
+            options.append(_option("remedy", f"{r.title} ({focus.devices} devices)", r.prediction,
+                                   goal, ref))
     more = more_devices_count(focus.devices, _server_size(profile, scenario))
     if more not in {r.devices for r in rows} and scenario.global_batch is None:
         try:
@@ -259,7 +260,7 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
             notes.append(f"more devices ({focus.devices} -> {more}) not compared: {exc}")
         else:
             options.append(_option("more devices", f"Add devices ({focus.devices} -> {more})",
-                                   extra))
+                                   extra, goal, ref))
 
     quality, absolute = _quality_sweep(profile, scenario, focus.devices)
 
@@ -274,18 +275,75 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
         except ScalesimError as exc:
             notes.append(f"scenario B: {exc}")
             b_focus = None
+    try:
+        decision = decide(profile, scenario, focus.devices)
+    except ScalesimError as exc:
+        notes.append(f"decision card: {exc}")
+        decision = None
     return Plan(profile=profile, state=state, scenario=scenario, rows=rows, knee=knee,
                 focus=focus, remedies=remedies, best=best, options=options, quality=quality,
                 quality_absolute=absolute, b_label=b_label, b_profile=b_profile,
-                b_scenario=b_scenario, b_focus=b_focus, b_rows=b_rows, notes=notes)
+                b_scenario=b_scenario, b_focus=b_focus, b_rows=b_rows, notes=notes,
+                decision=decision)
+
+
+def story(plan: Plan) -> str:
+    """What the first view shows and what to do, in two short sentences."""
+    f, rows = plan.focus, plan.rows
+    todo = plan.decision.recommendation if plan.decision else (
+        f"try {plan.best.title.lower()}" if plan.best else "nothing we model helps here")
+    todo = todo[0].lower() + todo[1:] if todo else todo
+    if not f.fits:
+        shows = (f"at {f.devices} devices this layout needs {f.memory_bytes / 2**30:,.0f} GiB per "
+                 "device and does not fit in memory, so it cannot run")
+    elif data_stall_share(f) >= DATA_STALL_SHARE:
+        shows = (f"{data_stall_share(f):.0%} of each step waits for input at {f.devices} devices "
+                 "(and at one device too, so efficiency looks fine while time is lost)")
+    elif plan.knee is not None:
+        k = plan.knee
+        before = next(r for r in rows if r.devices == k.devices_before)
+        after = next(r for r in rows if r.devices == k.devices_after)
+        shows = (f"throughput grows almost linearly to {k.devices_before} devices "
+                 f"({before.efficiency:.0%} efficiency), then drops to {after.efficiency:.0%} at "
+                 f"{k.devices_after} devices: {k.label}")
+    else:
+        last = rows[-1]
+        shows = (f"throughput scales to {last.devices} devices at {last.efficiency:.0%} "
+                 "efficiency with no knee")
+    return f"**What this shows:** {shows}. **What to do:** {todo.rstrip('.')}."
+
+
+def memory_sentence(p: Prediction, device_memory_bytes: float) -> str:
+    """'not runnable: needs X GiB per device, Y GiB available' for a layout that does not fit."""
+    return (f"not runnable: needs {p.memory_bytes / 2**30:,.1f} GiB per device, "
+            f"{device_memory_bytes / 2**30:,.0f} GiB available")
+
+
+def stall_sentence(plan: Plan) -> str | None:
+    """A sentence when the focus run waits for input a tenth of its step or more, else None."""
+    f = plan.focus
+    share = data_stall_share(f)
+    if share < DATA_STALL_SHARE:
+        return None
+    ones = [r for r in plan.rows if r.devices == 1]
+    at_one = (f" ({data_stall_share(ones[0]):.0%} at one device too, so scaling efficiency "
+              "cannot show it)") if ones and data_stall_share(ones[0]) >= DATA_STALL_SHARE else ""
+    return (f"data stall: {share:.0%} of each step at {f.devices} devices waits for input"
+            f"{at_one}; fix the input pipeline first")
 
 
 def headline(plan: Plan) -> dict[str, str]:
-    """The numbers a manager reads first, as display strings (page, report and tests agree)."""
+    """The numbers a manager reads first, as display strings (page, report and tests agree).
+
+    A layout that does not fit in device memory is said to be not runnable (key ``runnable``),
+    and its efficiency is never praised; a data stall is said even when efficiency hides it.
+    """
     f = plan.focus
+    mem = plan.profile.hardware.device_memory_bytes
     out = {
         "devices": f"{f.devices}",
-        "efficiency": f"{f.efficiency:.1%}",
+        "runnable": "yes" if f.fits else memory_sentence(f, mem),
+        "efficiency": f"{f.efficiency:.1%}" if f.fits else "not runnable",
         "throughput": f"{f.samples_per_s:,.0f} {plan.unit}/s",
         "speedup": f"{f.speedup:.1f}x",
         "knee": ("none: efficiency never drops by 2 points between device counts"
@@ -293,13 +351,57 @@ def headline(plan: Plan) -> dict[str, str]:
                  f"{plan.knee.devices_before} -> {plan.knee.devices_after} devices: "
                  f"{plan.knee.label}"),
         "best_remedy": ("none predicted to help" if plan.best is None
-                        else f"{plan.best.title}: {plan.best.gain:+.1%} throughput"),
+                        else f"{plan.best.title}: {remedy_gain_text(plan.best)}"),
     }
-    if f.time_to_train_s is not None:
-        out["time_to_train"] = duration(f.time_to_train_s)
-    if f.cost_usd is not None:
-        out["cost"] = f"${f.cost_usd:,.0f}"
+    stall = stall_sentence(plan)
+    if stall:
+        out["data_stall"] = stall
+        out["stall_share"] = f"{data_stall_share(f):.0%}"
+        if plan.knee is None:
+            out["knee"] = ("none in scaling efficiency, but the data stall is lost at every "
+                           "device count (one device too)")
+    misfits = [r.devices for r in plan.rows if not r.fits]
+    if misfits:
+        out["not_runnable"] = (f"does not fit in device memory at {_count_list(misfits)} devices "
+                               "(not runnable)")
+    t, cost = finish(plan, f)
+    if t is not None:
+        out["time_to_train"] = duration(t)
+        out["goal"] = resolve_goal(plan.profile, plan.scenario).label()
+    if cost is not None:
+        out["cost"] = f"${cost:,.0f}"
     return out
+
+
+def finish(plan: Plan, p: Prediction | None) -> tuple[float | None, float | None]:
+    """(seconds, USD) to finish the plan's goal with ``p``, penalty against the focus's batch."""
+    if p is None:
+        return None, None
+    goal = resolve_goal(plan.profile, plan.scenario)
+    t = time_to_goal_s(goal, p.samples_per_s, p.step_time_s, p.global_batch,
+                       plan.focus.global_batch)
+    if t is None:
+        return None, None
+    cost = cost_usd(goal, t, p.devices)
+    return float(t), None if cost is None else float(cost)
+
+
+def _count_list(counts: list[int]) -> str:
+    shown = ", ".join(map(str, counts[:6]))
+    return shown + (f" and {len(counts) - 6} more" if len(counts) > 6 else "")
+
+
+def remedy_gain_text(r: RemedyResult) -> str:
+    """'+22% faster to train (+47% throughput)' or '+47% throughput', as ranked."""
+    if r.prediction is not None and not r.prediction.fits:
+        return "not runnable (does not fit in device memory)"
+    thr = f"{r.gain:+.1%} throughput"
+    what = {"time": "finish", "quality": "quality"}.get(r.measure)
+    if what is None:
+        return thr
+    if abs(r.objective_gain - r.gain) > 5e-4:
+        return f"{r.objective_gain:+.1%} faster to {what} ({thr})"
+    return f"{thr} and time to {what}"
 
 
 def duration(seconds: float | None) -> str:

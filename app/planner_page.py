@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -18,24 +19,33 @@ import pandas as pd
 import streamlit as st
 
 from scalesim import presets
+from scalesim.decision import card_rows
 from scalesim.errors import ScalesimError
-from scalesim.profiles import load_profile, parse_profile
-from scalesim.schemas import Profile
+from scalesim.goal import seek
+from scalesim.jsonio import read_json
+from scalesim.schemas import Profile, Scenario
 from scalesim.sources.provenance import provenance
 
 from . import charts
-from .plan import Plan, device_counts, duration, headline, make_plan
+from .plan import Plan, device_counts, duration, finish, headline, make_plan, story
 from .state import (
     MAX_VALUE_CHARS,
+    SHARED_DATE_KEY,
     AppState,
+    checked_profile,
     decode_query,
     encode_query,
     preset_profile,
+    profile_caveats,
     profile_defaults,
     query_string,
+    refusal,
+    shared_date,
+    widget_bounds,
 )
 
 PROFILES_DIR_ENV = "SCALESIM_APP_PROFILES"  # set by `scalesim app --profiles DIR`
+PUBLIC_URL_ENV = "SCALESIM_PUBLIC_URL"  # set by `scalesim app --public-url URL`
 MAX_UPLOAD_MB = 2
 MAX_FOLDER_FILES = 200
 TABS = {  # state id -> tab label
@@ -45,6 +55,7 @@ TABS = {  # state id -> tab label
     "cost": "Hours & cost",
     "quality": "Time to quality",
     "ab": "A vs B",
+    "goal": "Goal: deadline & budget",
 }
 LABEL_TO_TAB = {v: k for k, v in TABS.items()}
 GRID_LABELS = {"pow2": "powers of two", "server": "every server", "list": "my list"}
@@ -59,6 +70,11 @@ B_LABELS = {
 }
 WIDGET_FIELDS = tuple(f for f in AppState.model_fields if f not in ("src", "tab"))
 ss = st.session_state
+
+
+def _md_keep_bold(text: str) -> str:
+    """Escape Markdown except the ``**bold**`` markers our own sentences use."""
+    return "**".join(_md(part) for part in text.split("**"))
 
 
 def _md(text: str) -> str:
@@ -104,6 +120,8 @@ def _init_session() -> None:
         params = {"v": "?"}
     state, profile, messages = decode_query(params)
     ss["app_state"], ss["profile"], ss["link_messages"] = state, profile, messages
+    date = shared_date(params)
+    ss["shared"] = None if date is None else {"date": date, "state": state, "profile": profile}
     ss["profile_origin"] = "presets" if state.src == "preset" else "the link"
     for name in WIDGET_FIELDS:
         ss[_key(name)] = getattr(state, name)
@@ -129,7 +147,7 @@ def _on_upload() -> None:
             data = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError):
             raise ScalesimError(f"{upload.name}: not valid JSON") from None
-        profile = parse_profile(data, upload.name)
+        profile = checked_profile(data, upload.name)
     except ScalesimError as exc:
         ss["profile_message"] = ("error", str(exc))
         return
@@ -151,7 +169,7 @@ def _on_folder() -> None:
     if folder is None or not name or name not in _folder_files(folder):
         return
     try:
-        profile = load_profile(folder / name)
+        profile = checked_profile(read_json(folder / name), name)
     except ScalesimError as exc:
         ss["profile_message"] = ("error", str(exc))
         return
@@ -167,23 +185,50 @@ class _Controls:
     def __init__(self, state: AppState):
         self.state = state
         self.values: dict = {}
+        self.refused: dict[str, str] = {}
 
     def __call__(self, widget, field: str, label: str, **kwargs):
         key = _key(field)
         if key not in ss:  # dropped by Streamlit while hidden: restore the state's value
             ss[key] = getattr(self.state, field)
+        if getattr(widget, "__name__", "") == "number_input":  # the state's bounds are its own
+            kwargs = {**widget_bounds(field), **kwargs}
         value = widget(label, key=key, **kwargs)
+        sentence = refusal(self.state, field, value)
+        if sentence:  # keep the last good value of this control only; the others follow
+            (getattr(widget, "__self__", None) or st.sidebar).error(sentence)
+            self.refused[field] = sentence
+            return getattr(self.state, field)
         self.values[field] = value
         return value
 
 
+def _on_leave_profile() -> None:
+    """The explicit way back from an uploaded (or linked) profile to the presets."""
+    state = ss["app_state"]
+    _set_profile(preset_profile(state), "preset", "presets")
+    ss[_key("hw")], ss[_key("wl")] = state.hw, state.wl
+    ss["profile_message"] = ("success", f"Back to the presets {state.hw} + {state.wl}")
+
+
 def _profile_section(c: _Controls) -> None:
     st.sidebar.header("Profile")
-    hw_names, wl_names = list(presets.HARDWARE), list(presets.WORKLOADS)
-    c(st.sidebar.selectbox, "hw", "Hardware preset", options=hw_names, on_change=_on_preset,
-      format_func=lambda n: f"{n} ({presets.HARDWARE[n].device_name})")
-    c(st.sidebar.selectbox, "wl", "Workload preset", options=wl_names, on_change=_on_preset)
-    st.sidebar.file_uploader("Or upload a calibration profile (JSON)", type=["json"],
+    state: AppState = ss["app_state"]
+    profile: Profile = ss["profile"]
+    if state.src == "custom":
+        # The pickers would show presets the numbers do not use: show the profile instead, and
+        # make leaving it an explicit action (a preset pick never drops an upload silently).
+        st.sidebar.info(f"Using **{_md(profile.name)}** ({_md(profile.hardware.device_name)}, "
+                        f"{profile.hardware.devices_per_node} per server; "
+                        f"{_md(profile.workload.name)}) from {_md(ss['profile_origin'])}.")
+        st.sidebar.button("Leave this profile: use the presets", key="leave_profile",
+                          on_click=_on_leave_profile)
+    else:
+        hw_names, wl_names = list(presets.HARDWARE), list(presets.WORKLOADS)
+        c(st.sidebar.selectbox, "hw", "Hardware preset", options=hw_names, on_change=_on_preset,
+          format_func=lambda n: f"{n} ({presets.HARDWARE[n].device_name})")
+        c(st.sidebar.selectbox, "wl", "Workload preset", options=wl_names, on_change=_on_preset)
+    st.sidebar.file_uploader("Upload a calibration profile (JSON)", type=["json"],
                              key="upload", on_change=_on_upload, max_upload_size=MAX_UPLOAD_MB)
     folder = _profiles_dir()
     if folder is not None:
@@ -196,8 +241,10 @@ def _profile_section(c: _Controls) -> None:
         show = {"error": st.sidebar.error, "warning": st.sidebar.warning}.get(message[0],
                                                                               st.sidebar.success)
         show(_md(message[1]))
-    profile: Profile = ss["profile"]
-    st.sidebar.caption(f"Predicting with **{_md(profile.name)}** (from {_md(ss['profile_origin'])})")
+    profile = ss["profile"]
+    if ss["app_state"].src != "custom":
+        st.sidebar.caption(f"Predicting with **{_md(profile.name)}** "
+                           f"(from {_md(ss['profile_origin'])})")
     with st.sidebar.expander("Where these numbers come from"):
         for part, source in provenance(profile):
             st.markdown(f"**{part}**: {_md(source)}")
@@ -212,7 +259,7 @@ def _device_section(c: _Controls, state: AppState) -> None:
     if grid == "list":
         c(st.sidebar.text_input, "dlist", "Device counts (e.g. 1,2,4,8,16,32 or 1-512)",
           max_chars=MAX_VALUE_CHARS)
-    c(st.sidebar.number_input, "dpn", "Devices per server", min_value=1, max_value=1024, step=1)
+    c(st.sidebar.number_input, "dpn", "Devices per server", step=1)
 
 
 def _batch_section(c: _Controls) -> None:
@@ -220,11 +267,11 @@ def _batch_section(c: _Controls) -> None:
     mode = c(st.sidebar.radio, "mode", "Batch", options=list(MODE_LABELS),
              format_func=MODE_LABELS.get, label_visibility="collapsed")
     if mode == "weak":
-        c(st.sidebar.number_input, "mb", "Per-device micro-batch", min_value=1, step=1)
+        c(st.sidebar.number_input, "mb", "Per-device micro-batch", step=1)
     else:
-        c(st.sidebar.number_input, "gb", "Global batch (samples per step)", min_value=1, step=1)
+        c(st.sidebar.number_input, "gb", "Global batch (samples per step)", step=1)
     c(st.sidebar.number_input, "acc", "Gradient accumulation (micro-steps per step)",
-      min_value=1, max_value=4096, step=1)
+      step=1)
 
 
 def _comm_section(c: _Controls, state: AppState) -> None:
@@ -233,10 +280,6 @@ def _comm_section(c: _Controls, state: AppState) -> None:
       format_func=lambda s: {"ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2",
                              "zero3": "ZeRO-3 / FSDP"}[s])
     c(st.sidebar.toggle, "ovl", "Overlap gradient exchange with backward")
-    c(st.sidebar.number_input, "bkt", "Gradient bucket size (MiB)", min_value=0.1,
-      max_value=100000.0, step=5.0)
-    c(st.sidebar.selectbox, "algo", "All-reduce algorithm",
-      options=["auto", "ring", "tree", "hierarchical"])
     hw = ss["profile"].hardware
     intra = c(st.sidebar.selectbox, "intra", "Intra-server link",
               options=["profile", *presets.INTRA_LINKS, "custom"],
@@ -244,9 +287,9 @@ def _comm_section(c: _Controls, state: AppState) -> None:
                                      f"{hw.intra_node.busbw_GBps:g} GB/s)") if k == "profile"
               else "custom..." if k == "custom" else k)
     if intra == "custom":
-        c(st.sidebar.number_input, "ibw", "Intra-server bus bandwidth (GB/s)", min_value=0.001,
+        c(st.sidebar.number_input, "ibw", "Intra-server bus bandwidth (GB/s)",
           step=10.0)
-        c(st.sidebar.number_input, "ilat", "Intra-server latency per step (µs)", min_value=0.0,
+        c(st.sidebar.number_input, "ilat", "Intra-server latency per step (µs)",
           step=1.0)
     inter = c(st.sidebar.selectbox, "inter", "Inter-server link",
               options=["profile", "infiniband", "roce", "ethernet", "custom"],
@@ -254,40 +297,47 @@ def _comm_section(c: _Controls, state: AppState) -> None:
                                      f"{hw.inter_node.busbw_GBps:g} GB/s)") if k == "profile"
               else "custom..." if k == "custom" else k)
     if inter in ("infiniband", "roce", "ethernet"):
-        c(st.sidebar.number_input, "nics", "NICs per server", min_value=1, max_value=64, step=1)
-        c(st.sidebar.number_input, "gbit", "Gbit/s per NIC", min_value=1.0, max_value=10000.0,
-          step=25.0)
+        c(st.sidebar.number_input, "nics", "NICs per server", step=1)
+        c(st.sidebar.number_input, "gbit", "Gbit/s per NIC", step=25.0)
     elif inter == "custom":
-        c(st.sidebar.number_input, "ebw", "Inter-server bus bandwidth (GB/s)", min_value=0.001,
+        c(st.sidebar.number_input, "ebw", "Inter-server bus bandwidth (GB/s)",
           step=5.0)
-        c(st.sidebar.number_input, "elat", "Inter-server latency per step (µs)", min_value=0.0,
+        c(st.sidebar.number_input, "elat", "Inter-server latency per step (µs)",
           step=1.0)
 
 
 def _data_section(c: _Controls) -> None:
-    st.sidebar.header("Input and stragglers")
+    st.sidebar.header("Input pipeline")
     has_loader = ss["profile"].input_pipeline is not None
     c(st.sidebar.number_input, "lw", "Loader workers per device (empty: the profile's best)",
-      min_value=0, max_value=1024, step=1, disabled=not has_loader,
+      step=1, disabled=not has_loader,
       help=None if has_loader else "this profile has no measured input pipeline")
-    c(st.sidebar.number_input, "cv", "Straggler spread (step-time std / mean)", min_value=0.0,
-      max_value=10.0, step=0.01, format="%.3f")
-    c(st.sidebar.number_input, "slow", "Slow device rank (empty: none)", min_value=0,
-      max_value=16383, step=1)
-    c(st.sidebar.number_input, "sf", "Slow device: times slower", min_value=1.0,
-      max_value=100.0, step=0.1)
 
 
 def _goal_section(c: _Controls) -> None:
     st.sidebar.header("Training goal and price")
     c(st.sidebar.number_input, "cbs", "Critical batch size (samples; empty: unknown)",
-      min_value=1.0, step=256.0, format="%.0f")
-    c(st.sidebar.number_input, "emin", "Samples to quality at a tiny batch, E_min (optional)",
-      min_value=1.0, step=1e6, format="%.0f")
-    c(st.sidebar.number_input, "train", "Samples in the training run", min_value=1.0,
+      step=256.0, format="%.0f")
+    c(st.sidebar.number_input, "train", "Samples in the training run",
       step=1e6, format="%.0f")
-    c(st.sidebar.number_input, "price", "Price per device-hour (USD)", min_value=0.0,
+    c(st.sidebar.number_input, "price", "Price per device-hour (USD)",
       step=0.5, format="%.2f")
+    c(st.sidebar.number_input, "dl", "Deadline (hours; empty: none)", step=24.0, format="%.1f")
+    c(st.sidebar.number_input, "bud", "Budget (USD; empty: none)", step=1000.0, format="%.0f")
+
+
+def _advanced_section(c: _Controls) -> None:
+    """Controls most readers never need, folded away."""
+    adv = st.sidebar.expander("Advanced: buckets, algorithm, stragglers, E_min")
+    c(adv.number_input, "bkt", "Gradient bucket size (MiB)", step=5.0)
+    c(adv.selectbox, "algo", "All-reduce algorithm",
+      options=["auto", "ring", "tree", "hierarchical"])
+    c(adv.number_input, "cv", "Straggler spread (step-time std / mean)", step=0.01,
+      format="%.3f")
+    c(adv.number_input, "slow", "Slow device rank (empty: none)", step=1)
+    c(adv.number_input, "sf", "Slow device: times slower", step=0.1)
+    c(adv.number_input, "emin", "Samples to quality at a tiny batch, E_min (optional)",
+      step=1e6, format="%.0f")
 
 
 def _focus_section(c: _Controls, devices: list[int]) -> None:
@@ -316,16 +366,65 @@ def _plan(profile: Profile, state: AppState) -> Plan:
 def _headline(plan: Plan) -> None:
     h = headline(plan)
     cols = st.columns(4)
-    cols[0].metric(f"Scaling efficiency at {h['devices']} devices", h["efficiency"])
-    cols[1].metric(f"Throughput ({plan.unit}/s)", f"{plan.focus.samples_per_s:,.0f}")
-    cols[2].metric("Speedup over one device", h["speedup"])
+    runs = h["runnable"] == "yes"
+    stall = h.get("stall_share")
+    cols[0].metric(f"Scaling efficiency at {h['devices']} devices", h["efficiency"],
+                   f"-{stall} of each step is data stall" if stall else None,
+                   delta_color="normal", delta_arrow="off" if stall else "auto")
+    cols[1].metric(f"Throughput ({plan.unit}/s)",
+                   f"{plan.focus.samples_per_s:,.0f}" if runs else "not runnable")
+    cols[2].metric("Speedup over one device", h["speedup"] if runs else "not runnable")
     if "time_to_train" in h:
-        cols[3].metric("Time to train / cost", h["time_to_train"], h.get("cost"),
+        cols[3].metric(f"{h['goal'][0].upper()}{h['goal'][1:]} / cost", h["time_to_train"],
+                       h.get("cost"),
                        delta_color="off", delta_arrow="off")
     else:
         cols[3].metric("Time to train", "-", "enter training length", delta_color="off",
                        delta_arrow="off")
-    st.markdown(f"**Knee:** {h['knee']}  \n**Best remedy:** {h['best_remedy']}")
+    if h["runnable"] != "yes":
+        st.error(f"**{h['devices']} devices: {h['runnable']}.** These numbers describe a layout "
+                 "that cannot run; see the remedies for one that fits.")
+    elif "not_runnable" in h:
+        st.warning(f"Not runnable: {h['not_runnable']}.")
+    if "data_stall" in h:
+        st.warning(h["data_stall"][0].upper() + h["data_stall"][1:] + ".")
+    st.markdown(f"**Knee:** {h['knee']}  \n**Largest single gain:** {h['best_remedy']}")
+
+
+def _shared_banner(plan: Plan) -> None:
+    """'Shared what-if from <date>, <profile>' and, on request, the shared numbers beside mine."""
+    shared = ss.get("shared")
+    if not shared:
+        return
+    st.info(f"Shared what-if from {shared['date']}, {_md(shared['profile'].name)}. Change the "
+            "controls to try your own settings; compare them with the shared ones below.")
+    if not st.toggle("Compare with my settings", key="compare_shared"):
+        return
+    theirs = _plan(shared["profile"], shared["state"])
+    rows = []
+    for who, p in (("shared", theirs), ("mine", plan)):
+        h = headline(p)
+        t, cost = finish(p, p.focus)
+        rows.append({"what-if": who, "devices": p.focus.devices,
+                     f"{p.unit}/s": f"{p.focus.samples_per_s:,.0f}",
+                     "efficiency": h["efficiency"], "time to finish": duration(t),
+                     "cost": "-" if cost is None else f"${cost:,.0f}",
+                     "recommendation": p.decision.recommendation if p.decision else "-"})
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key="compare_table")
+
+
+def _decision_card(plan: Plan) -> None:
+    """The question, the options that matter with cost and gain, and the recommendation."""
+    card = plan.decision
+    if card is None:
+        return
+    with st.container(border=True, key="decision_card"):
+        st.subheader(card.question)
+        st.table(pd.DataFrame(card_rows(card)).set_index("option"))  # HTML: phones, readers
+        st.success(f"**Recommendation:** {_md(card.recommendation)}")
+        st.caption(f"Main assumption: {_md(card.assumption)}."
+                   + (f" Time to finish = {card.goal}." if card.goal else "")
+                   + "".join(f" {_md(n[0].upper() + n[1:])}." for n in card.notes))
 
 
 def _share(plan: Plan, link: str) -> None:
@@ -350,6 +449,10 @@ def _share(plan: Plan, link: str) -> None:
                             on_click="ignore", key="dl_png")
     with cols[3].expander("Share link (opens this exact what-if)"):
         st.code(link, language=None, wrap_lines=True)
+        if local_only(link):
+            st.caption("This link points at this computer (localhost): it opens only here. "
+                       "Start the planner with `scalesim app --public-url https://...` to share "
+                       "an address others can reach.")
 
 
 def _rows_table(plan: Plan) -> pd.DataFrame:
@@ -360,19 +463,23 @@ def _rows_table(plan: Plan) -> pd.DataFrame:
         "compute ms": r.compute_s * 1e3, "exposed comm ms": r.exposed_comm_s * 1e3,
         "data stall ms": r.data_stall_s * 1e3, "straggler ms": r.straggler_s * 1e3,
         f"{unit}/s": r.samples_per_s, "efficiency %": r.efficiency * 100,
-        "memory GiB": r.memory_bytes / 2**30, "fits": r.fits,
+        "memory GiB": r.memory_bytes / 2**30,
+        "runnable": "yes" if r.fits else "NO: does not fit in memory",
     } for r in plan.rows])
 
 
-def _chart(chart) -> None:
-    """Draw an Altair chart. Its spec is exported without Altair's JSON-schema validation,
-    which took about half of a re-run (every chart builder is validated in the tests)."""
+def _chart(chart, words: str = "") -> None:
+    """Draw an Altair chart and its text alternative. The spec is exported without Altair's
+    JSON-schema validation, which took about half of a re-run (every chart builder is validated
+    in the tests)."""
     st.vega_lite_chart(spec=chart.to_dict(validate=False), width="stretch")
+    if words:
+        st.caption(f"Chart in words: {_md(words)}")
 
 
 def _tab_curve(plan: Plan) -> None:
-    _chart(charts.throughput_chart(plan))
-    _chart(charts.efficiency_chart(plan))
+    _chart(charts.throughput_chart(plan), charts.chart_text(plan, "throughput"))
+    _chart(charts.efficiency_chart(plan), charts.chart_text(plan, "efficiency"))
     with st.expander("The numbers"):
         st.dataframe(_rows_table(plan), hide_index=True,
                      column_config={c: st.column_config.NumberColumn(format="%.2f")
@@ -381,25 +488,28 @@ def _tab_curve(plan: Plan) -> None:
 
 
 def _tab_breakdown(plan: Plan) -> None:
-    _chart(charts.breakdown_chart(plan))
+    _chart(charts.breakdown_chart(plan), charts.chart_text(plan, "step_breakdown"))
     misfits = [r.devices for r in plan.rows if not r.fits]
     if misfits:
-        st.warning(f"Does not fit in device memory at {', '.join(map(str, misfits))} devices: "
-                   "try ZeRO-3 or a smaller batch.")
+        st.warning(f"Not runnable: does not fit in device memory at "
+                   f"{', '.join(map(str, misfits))} devices: try ZeRO-3 or a smaller batch.")
     st.dataframe(_rows_table(plan), hide_index=True)
 
 
 def _tab_remedies(plan: Plan) -> None:
-    _chart(charts.remedies_chart(plan))
+    _chart(charts.remedies_chart(plan), charts.chart_text(plan, "remedies"))
     unit = plan.unit
     st.dataframe(pd.DataFrame([{
         "remedy": r.title,
-        "gain": f"{r.gain:+.1%}" if r.applicable else "n/a",
+        "verdict": r.verdict,
+        "faster to finish": (f"{r.objective_gain:+.1%}" if r.time_s is not None and
+                             r.verdict != "not runnable" else ""),
+        "throughput gain": f"{r.gain:+.1%}" if r.applicable else "n/a",
         f"{unit}/s": f"{p.samples_per_s:,.0f}" if (p := r.prediction) else "",
         "step": f"{p.step_time_s * 1e3:.1f} ms" if p else "",
         "fits in memory": ("yes" if p.fits else "NO") if p else "",
-        "time to train": duration(p.time_to_train_s) if p and p.time_to_train_s else "",
-        "cost": f"${p.cost_usd:,.0f}" if p and p.cost_usd is not None else "",
+        "time to finish": duration(r.time_s) if r.time_s is not None else "",
+        "cost": f"${r.cost_usd:,.0f}" if r.cost_usd is not None else "",
         "note": r.reason,
     } for r in plan.remedies]), hide_index=True)
 
@@ -411,13 +521,12 @@ def _tab_cost(plan: Plan) -> None:
                 "(sidebar: Training goal and price) to compare device counts and remedies in "
                 "hours and money.")
     else:
-        _chart(hours)
+        _chart(hours, charts.chart_text(plan, "hours"))
         _chart(money)
     st.dataframe(pd.DataFrame([{
         "option": o.label, "devices": o.devices, f"{plan.unit}/s": o.samples_per_s,
-        "time to train": duration(o.time_to_train_s),
-        "time to quality": duration(o.time_to_quality_s), "cost USD": o.cost_usd,
-        "fits": o.fits,
+        "time to finish": duration(o.time_s), "cost USD": o.cost_usd,
+        "runnable": "yes" if o.fits else "NO",
     } for o in plan.options]), hide_index=True, column_config={
         f"{plan.unit}/s": st.column_config.NumberColumn(format="%.0f"),
         "cost USD": st.column_config.NumberColumn(format="dollar"),
@@ -431,7 +540,7 @@ def _tab_quality(plan: Plan) -> None:
                 "time to quality changes with the global batch. `scalesim calibrate` estimates "
                 "it from gradient norms (the gradient noise scale).")
         return
-    _chart(chart)
+    _chart(chart, charts.chart_text(plan, "time_to_quality"))
     if not plan.quality_absolute:
         st.caption("Relative times (1 = fastest batch): enter E_min, the samples to quality at a "
                    "tiny batch, to see hours.")
@@ -462,23 +571,59 @@ def _tab_ab(plan: Plan) -> None:
     left.metric("Scaling efficiency", f"{a.efficiency:.1%}")
     right.metric("Scaling efficiency", f"{b.efficiency:.1%}",
                  f"{(b.efficiency - a.efficiency) * 100:+.1f} points")
-    if a.time_to_train_s is not None and b.time_to_train_s is not None:
-        left.metric("Time to train", duration(a.time_to_train_s))
-        right.metric("Time to train", duration(b.time_to_train_s),
-                     rel(b.time_to_train_s, a.time_to_train_s), delta_color="inverse")
-    if a.cost_usd is not None and b.cost_usd is not None:
-        left.metric("Cost", f"${a.cost_usd:,.0f}")
-        right.metric("Cost", f"${b.cost_usd:,.0f}", rel(b.cost_usd, a.cost_usd),
-                     delta_color="inverse")
+    (ta, ca), (tb, cb) = finish(plan, a), finish(plan, b)
+    if ta is not None and tb is not None:
+        left.metric("Time to finish", duration(ta))
+        right.metric("Time to finish", duration(tb), rel(tb, ta), delta_color="inverse")
+    if ca is not None and cb is not None:
+        left.metric("Cost", f"${ca:,.0f}")
+        right.metric("Cost", f"${cb:,.0f}", rel(cb, ca), delta_color="inverse")
+    if not a.fits:
+        left.error("A is not runnable: it does not fit in device memory.")
     if not b.fits:
-        right.warning("B does not fit in device memory.")
+        right.error("B is not runnable: it does not fit in device memory.")
     chart = charts.ab_chart(plan)
     if chart is not None:
         _chart(chart)
 
 
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _cached_goal(profile_json: str, scenario_json: str, deadline_s: float, budget_usd: float):
+    return seek(Profile.model_validate_json(profile_json),
+                Scenario.model_validate_json(scenario_json), deadline_s, budget_usd)
+
+
+def _tab_goal(plan: Plan) -> None:
+    state = plan.state
+    if state.dl is None or state.bud is None:
+        st.info("Enter a **deadline** and a **budget** (sidebar: Training goal and price) to find "
+                "the cheapest plan that trains in time, and see time against money for every "
+                "plan that runs.")
+        return
+    try:
+        answer = _cached_goal(plan.profile.model_dump_json(),
+                              plan.scenario.model_copy(update={"global_batch": None})
+                              .model_dump_json(), state.dl * 3600.0, state.bud)
+    except ScalesimError as exc:
+        st.info(f"Goal seeking needs more: {_md(str(exc))}.")
+        return
+    (st.success if answer.best is not None else st.warning)(_md(answer.sentence))
+    chart = charts.pareto_chart(answer)
+    if chart is not None:
+        _chart(chart, charts.pareto_text(answer))
+    st.caption(f"{answer.evaluated:,} plans searched (devices, micro-batch, accumulation, "
+               f"strategy, priced network upgrades); {answer.runnable:,} fit in memory. "
+               + " ".join(_md(n[0].upper() + n[1:]) + "." for n in answer.notes))
+    st.dataframe(pd.DataFrame([{
+        "time": duration(p.time_s), "cost USD": p.cost_usd, "meets goal": p.meets,
+        "devices": p.devices, "servers": p.servers, "micro-batch": p.micro_batch,
+        "accumulation": p.accumulation, "strategy": p.strategy, "network": p.network,
+    } for p in answer.front]), hide_index=True, column_config={
+        "cost USD": st.column_config.NumberColumn(format="dollar")})
+
+
 TAB_RENDERERS = {"curve": _tab_curve, "breakdown": _tab_breakdown, "remedies": _tab_remedies,
-                 "cost": _tab_cost, "quality": _tab_quality, "ab": _tab_ab}
+                 "cost": _tab_cost, "quality": _tab_quality, "ab": _tab_ab, "goal": _tab_goal}
 
 
 def _sidebar(state: AppState, profile: Profile) -> tuple[AppState, list[int]]:
@@ -497,6 +642,7 @@ def _sidebar(state: AppState, profile: Profile) -> tuple[AppState, list[int]]:
     _comm_section(c, state)
     _data_section(c)
     _goal_section(c)
+    _advanced_section(c)
     draft = state.model_copy(update=c.values)
     counts, _ = device_counts(draft, draft.dpn or profile.hardware.devices_per_node)
     _focus_section(c, counts)
@@ -506,9 +652,21 @@ def _sidebar(state: AppState, profile: Profile) -> tuple[AppState, list[int]]:
 
 
 def _base_url() -> str:
-    """The page's address as the browser sees it ('' under AppTest), ending in a path."""
+    """The address a receiver will reach ('' under AppTest), ending in a path: ``scalesim app
+    --public-url`` when given (with this page's path), else the page's address as this browser
+    sees it."""
     url = st.context.url or ""
+    public = os.environ.get(PUBLIC_URL_ENV, "")
+    if public:
+        path = urlsplit(url).path.lstrip("/") if url else ""
+        return public.rstrip("/") + "/" + path
     return url + "/" if url and not urlsplit(url).path else url
+
+
+def local_only(link: str) -> bool:
+    """True when ``link`` points at this machine (the receiver could not open it)."""
+    host = urlsplit(link).hostname or ""
+    return host in ("localhost", "127.0.0.1", "::1", "0.0.0.0")
 
 
 def render() -> None:
@@ -531,7 +689,8 @@ def render() -> None:
             st.query_params.from_dict(params)
     except Exception:  # noqa: BLE001 - the URL is a convenience; never fail the page for it
         pass
-    link = f"{_base_url()}?{query_string(params)}"
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    link = f"{_base_url()}?{query_string({**params, SHARED_DATE_KEY: today})}"
 
     try:
         plan = _plan(profile, state)
@@ -540,7 +699,14 @@ def render() -> None:
         return
     st.caption(f"Profile: {_md(profile.name)}. Predictions from an analytical model, "
                "not measurements.")
+    _shared_banner(plan)
+    st.markdown(_md_keep_bold(story(plan)))
+    _decision_card(plan)
     _headline(plan)
+    caveats = profile_caveats(profile)
+    if caveats:
+        with st.expander(f"Caveats of this profile ({len(caveats)})"):
+            st.markdown("\n".join(f"- {_md(c)}" for c in caveats))
     for note in plan.notes:
         st.info(_md(note))  # may quote a typed device list
     _share(plan, link)

@@ -14,8 +14,11 @@ from datetime import UTC, datetime
 
 import vl_convert as vlc
 
-from .charts import all_charts
-from .plan import Plan, duration, headline
+from scalesim.decision import card_rows
+
+from .charts import all_charts, chart_text
+from .plan import Plan, duration, headline, story
+from .state import profile_caveats
 
 REPORT_CHART_WIDTH_PX = 720
 CAPTIONS = {
@@ -31,21 +34,65 @@ CAPTIONS = {
 }
 
 _CSS = """
-body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:960px;margin:2em auto;
+*{box-sizing:border-box}
+body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:960px;margin:1.5em auto;
 color:#222;line-height:1.45;padding:0 1em}
-h1{font-size:1.6em;margin-bottom:.2em}h2{margin-top:1.6em;border-bottom:1px solid #ddd}
+h1{font-size:1.5em;margin-bottom:.2em}h2{margin-top:1.4em;border-bottom:1px solid #ddd;font-size:1.2em}
+.card{border:2px solid #2e7d32;border-radius:8px;padding:.6em 1em;margin:1em 0}
+.card h2{margin-top:.2em;border:none}.rec{font-size:1.05em}.rec b{color:#1b5e20}
+.scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;margin:.6em 0;font-size:.92em}
 td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right}
 th{background:#f4f4f4}td.l,th.l{text-align:left}
 .headline td{font-size:1.05em}.headline td.l{font-weight:bold}
-figure{margin:1.2em 0}figcaption{color:#555;font-size:.9em}
+figure{margin:1.2em 0}figcaption{color:#444;font-size:.9em}
+figure svg{max-width:100%;height:auto}
 code{word-break:break-all;font-size:.8em;background:#f6f6f6;padding:.2em}
-.note{color:#555;font-size:.9em}
+.note{color:#444;font-size:.9em}
+@media (max-width:600px){body{margin:.5em auto;padding:0 .5em}h1{font-size:1.25em}
+table{font-size:.8em}td,th{padding:.2em .35em}}
+@media print{@page{size:A4;margin:10mm}body{max-width:none;margin:0;font-size:8pt;line-height:1.3}
+.details{display:none}.card{break-inside:avoid;padding:.3em .6em;margin:.5em 0}
+h1{font-size:13pt;margin:0}h2{font-size:10pt;margin:.5em 0 .2em}p{margin:.3em 0}
+table{font-size:7.5pt;margin:.3em 0}td,th{padding:.1em .35em}
+.headline tbody{display:grid;grid-template-columns:auto 1fr auto 1fr}
+.headline tr{display:contents}.headline td{font-size:7.5pt}
+ul{margin:.2em 0;padding-left:1.2em}.caveats li{font-size:7pt}
+figure{margin:.3em 0}figure.first svg{max-height:48mm;width:auto}figcaption{font-size:7pt}
+a{color:#222}}
 """
 
 
 def _e(text) -> str:
     return html.escape(str(text), quote=True)
+
+
+def _bold(text: str) -> str:
+    """Escaped text with our own ``**bold**`` markers as <b>."""
+    parts = [_e(p) for p in text.split("**")]
+    return "".join(p if i % 2 == 0 else f"<b>{p}</b>" for i, p in enumerate(parts))
+
+
+def _scroll(table_html: str) -> str:
+    """A table that scrolls sideways on a narrow screen instead of widening the page."""
+    return f'<div class="scroll">{table_html}</div>'
+
+
+def decision_html(plan: Plan) -> str:
+    """The decision card: question, options table, recommendation, assumption (or '')."""
+    card = plan.decision
+    if card is None:
+        return ""
+    rows = card_rows(card)
+    header = list(rows[0])
+    table = _table(header, [[r[k] for k in header] for r in rows])
+    notes = "".join(f"<li>{_e(n)}</li>" for n in card.notes)
+    return (f'<section class="card" id="decision"><h2>{_e(card.question)}</h2>'
+            f"{_scroll(table)}"
+            f'<p class="rec"><b>Recommendation:</b> {_e(card.recommendation)}</p>'
+            f'<p class="note">Main assumption: {_e(card.assumption)}.'
+            + (f" Time to finish = {_e(card.goal)}." if card.goal else "") + "</p>"
+            + (f'<ul class="note">{notes}</ul>' if notes else "") + "</section>")
 
 
 def _table(header: list[str] | None, rows: list[list], left: int = 1, cls: str = "") -> str:
@@ -108,58 +155,79 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
     unit = plan.unit
     heads = [
         ("Devices in focus", h["devices"]),
-        ("Throughput", h["throughput"]),
+        ("Runnable", h["runnable"]),
+        ("Throughput", h["throughput"] if h["runnable"] == "yes"
+         else f"not runnable (would be {h['throughput']})"),
         ("Scaling efficiency", h["efficiency"]),
         ("Speedup over one device", h["speedup"]),
         ("Knee", h["knee"]),
-        ("Best remedy", h["best_remedy"]),
+        ("Largest single gain", h["best_remedy"]),
     ]
+    if "data_stall" in h:
+        heads.append(("Data stall", h["data_stall"]))
+    if "not_runnable" in h:
+        heads.append(("Not runnable", h["not_runnable"]))
     if "time_to_train" in h:
         heads.append(("Time to train", h["time_to_train"]))
     if "cost" in h:
         heads.append(("Cost", h["cost"]))
+    caveats = profile_caveats(plan.profile)
     parts = [
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>scalesim plan: {_e(plan.profile.name)}</title><style>{_CSS}</style></head><body>",
         f"<h1>Scaling plan: {_e(plan.profile.name)}</h1>",
         f'<p class="note">Predicted by scalesim (an analytical model of data-parallel training) '
         f"on {_e(when)}. These are predictions, not measurements.</p>",
+        f"<p>{_bold(story(plan))}</p>",
+        decision_html(plan),
         "<h2>Headline</h2>",
-        _table(None, [[k, v] for k, v in heads], left=2, cls="headline"),
-        f'<p>Open this what-if in the planner: <a href="{_e(link)}">share link</a><br>'
-        f"<code>{_e(link)}</code></p>",
-        "<h2>Charts</h2>",
+        _scroll(_table(None, [[k, v] for k, v in heads], left=2, cls="headline")),
     ]
-    for name, svg in chart_svgs(plan).items():
-        parts.append(f"<figure>{svg}<figcaption>{_e(CAPTIONS.get(name, name))}</figcaption>"
-                     "</figure>")
+    if caveats:
+        parts.append('<h2>Caveats of the profile</h2><ul class="caveats">'
+                     + "".join(f"<li>{_e(c)}</li>" for c in caveats) + "</ul>")
+    svgs = chart_svgs(plan)
+    first = next(iter(svgs), None)
+    if first is not None:
+        parts.append(f'<figure class="first">{svgs[first]}<figcaption>'
+                     f"{_e(CAPTIONS.get(first, first))} {_e(chart_text(plan, first))}"
+                     "</figcaption></figure>")
+    parts.append('<div class="details"><h2>Charts</h2>')
+    for name, svg in list(svgs.items())[1:]:
+        parts.append(f"<figure>{svg}<figcaption>{_e(CAPTIONS.get(name, name))} "
+                     f"{_e(chart_text(plan, name))}</figcaption></figure>")
     parts.append("<h2>Scenario</h2>")
-    parts.append(_table(["setting", "value"], [[k, v] for k, v in scenario_lines(plan)], left=2))
+    parts.append(_scroll(_table(["setting", "value"], [[k, v] for k, v in scenario_lines(plan)],
+                                left=2)))
     parts.append("<h2>Prediction per device count</h2>")
-    parts.append(_table(
+    parts.append(_scroll(_table(
         ["devices", "servers", "step ms", "compute ms", "exposed comm ms", "data stall ms",
-         "straggler ms", f"{unit}/s", "efficiency", "memory GiB", "fits"],
+         "straggler ms", f"{unit}/s", "efficiency", "memory GiB", "runnable"],
         [[r.devices, r.nodes, f"{r.step_time_s * 1e3:.2f}", f"{r.compute_s * 1e3:.2f}",
           f"{r.exposed_comm_s * 1e3:.2f}", f"{r.data_stall_s * 1e3:.2f}",
           f"{r.straggler_s * 1e3:.2f}", f"{r.samples_per_s:,.0f}", f"{r.efficiency:.1%}",
-          f"{r.memory_bytes / 2**30:.1f}", "yes" if r.fits else "NO"] for r in plan.rows]))
-    parts.append(f"<h2>Remedies at {plan.focus.devices} devices</h2>")
-    parts.append(_table(
-        ["remedy", "gain", f"{unit}/s", "time to train", "cost", "note"],
-        [[r.title, f"{r.gain:+.1%}" if r.applicable else "n/a",
+          f"{r.memory_bytes / 2**30:.1f}", "yes" if r.fits else "NO: not runnable"]
+         for r in plan.rows])))
+    parts.append(f"<h2>Changes at {plan.focus.devices} devices</h2>")
+    parts.append(_scroll(_table(
+        ["change", "verdict", "throughput gain", f"{unit}/s", "time to finish", "cost", "note"],
+        [[r.title, r.verdict, f"{r.gain:+.1%}" if r.applicable else "n/a",
           f"{r.prediction.samples_per_s:,.0f}" if r.prediction else "-",
-          duration(r.prediction.time_to_train_s) if r.prediction else "-",
-          f"${r.prediction.cost_usd:,.0f}" if r.prediction and r.prediction.cost_usd is not None
-          else "-", r.reason] for r in plan.remedies]))
+          duration(r.time_s) if r.time_s is not None else "-",
+          f"${r.cost_usd:,.0f}" if r.cost_usd is not None else "-", r.reason]
+         for r in plan.remedies])))
     parts.append("<h2>Hours and money</h2>")
-    parts.append(_table(
-        ["option", "devices", f"{unit}/s", "time to train", "time to quality", "cost"],
-        [[o.label, o.devices, f"{o.samples_per_s:,.0f}", duration(o.time_to_train_s),
-          duration(o.time_to_quality_s),
-          "-" if o.cost_usd is None else f"${o.cost_usd:,.0f}"] for o in plan.options]))
-    notes = list(plan.notes) + list(plan.profile.notes)
-    if notes:
-        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
+    parts.append(_scroll(_table(
+        ["option", "devices", f"{unit}/s", "time to finish", "cost"],
+        [[o.label, o.devices, f"{o.samples_per_s:,.0f}", duration(o.time_s),
+          "-" if o.cost_usd is None else f"${o.cost_usd:,.0f}"] for o in plan.options])))
+    if plan.notes:
+        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in plan.notes)
+                     + "</ul>")
+    parts.append("</div>")
+    parts.append(f'<p class="note">Open this what-if in the planner: <a href="{_e(link)}">share '
+                 f"link</a><br><code>{_e(link)}</code></p>")
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -172,3 +240,43 @@ def charts_png_zip(plan: Plan, scale: float = 2.0) -> bytes:
             archive.writestr(f"{i:02d}_{name}.png", vlc.vegalite_to_png(chart.to_dict(),
                                                                        scale=scale))
     return buffer.getvalue()
+
+
+def diagnosis_html(report, link: str | None, gains: list[str],
+                   generated: datetime | None = None) -> str:
+    """A Diagnose page's report as one self-contained, responsive HTML file: the cause and its
+    evidence, the remedies with their predicted gains (95 % band), the notes, and a link that
+    opens the fitted model in the planner."""
+    when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>scalesim diagnosis: {_e(report.source)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>Why scaling is lost: {_e(report.source)}</h1>",
+        f'<p class="note">Diagnosed by scalesim on {_e(when)} from measured '
+        f"{'runs' if report.kind == 'runs' else 'profiler traces'}.</p>",
+        f'<section class="card"><h2>Likely cause: {_e(report.cause.label)}</h2><ul>'
+        + "".join(f"<li>{_e(e)}</li>" for e in report.cause.evidence) + "</ul>",
+    ]
+    if report.first_remedy is not None:
+        i = report.remedies.index(report.first_remedy) if (
+            report.first_remedy in report.remedies) else None
+        gain = gains[i] if i is not None else f"{report.first_remedy.gain:+.0%}"
+        parts.append(f'<p class="rec"><b>First remedy to try:</b> '
+                     f"{_e(report.first_remedy.title)}: {_e(gain)} predicted</p>")
+    parts.append("</section>")
+    for other in report.others:
+        parts.append(f"<p><b>Also: {_e(other.label)}</b>: "
+                     + "; ".join(_e(e) for e in other.evidence[:2]) + "</p>")
+    parts.append("<h2>Remedies (model, each applied alone)</h2>")
+    parts.append(_scroll(_table(["remedy", "predicted gain (95% band)", "note"],
+                                [[x.title, g, x.note] for x, g in zip(report.remedies, gains,
+                                                                       strict=True)])))
+    if report.notes:
+        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in report.notes)
+                     + "</ul>")
+    if link:
+        parts.append(f'<p class="note">Open the fitted model in the planner: <a href="{_e(link)}">'
+                     f"planner link</a><br><code>{_e(link)}</code></p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)

@@ -27,7 +27,9 @@ from scalesim.errors import ScalesimError
 from scalesim.profiles import parse_profile, profile_from_presets
 from scalesim.schemas import Profile
 
-LINK_VERSION = 1
+LINK_VERSION = 2  # v2: only what differs from the defaults, presets by name; v1 still opens
+READ_VERSIONS = ("1", "2")
+SHARED_DATE_KEY = "at"  # the date a share link was made (YYYY-MM-DD), for the receiver's banner
 MAX_QUERY_CHARS = 16_000  # the whole query string (browsers keep ~32k; stay well below)
 MAX_VALUE_CHARS = 400  # one control's value
 MAX_PROFILE_BLOB_CHARS = 12_000  # the compressed profile, base64url
@@ -52,7 +54,7 @@ class AppState(BaseModel):
     src: Literal["preset", "custom"] = "preset"
     hw: str = presets.DEFAULT_HARDWARE
     wl: str = presets.DEFAULT_WORKLOAD
-    dmax: int = Field(default=1024, ge=1, le=MAX_DEVICES, description="largest device count")
+    dmax: int = Field(default=16, ge=1, le=MAX_DEVICES, description="largest device count")
     grid: Literal["pow2", "server", "list"] = "pow2"
     dlist: str = Field(default="", max_length=MAX_VALUE_CHARS, description="e.g. 1,2,4,8,16")
     dpn: int | None = url_field("dpn", None, "devices per server")
@@ -83,7 +85,9 @@ class AppState(BaseModel):
     price: float | None = url_field("price", None, "USD per device-hour")
     focus: int | None = Field(default=None, ge=1, le=MAX_DEVICES, description="None: auto")
     b: RemedyChoice = "best"
-    tab: Literal["curve", "breakdown", "remedies", "cost", "quality", "ab"] = "curve"
+    tab: Literal["curve", "breakdown", "remedies", "cost", "quality", "ab", "goal"] = "curve"
+    dl: float | None = Field(default=None, ge=0.1, le=876_000, description="deadline, hours")
+    bud: float | None = Field(default=None, ge=1, le=1e12, description="budget, USD")
 
     @field_validator("hw")
     @classmethod
@@ -103,7 +107,81 @@ class AppState(BaseModel):
 FIELDS = tuple(AppState.model_fields)
 NULLABLE = frozenset(name for name, f in AppState.model_fields.items()
                      if f.default is None or "None" in str(f.annotation))
-PROFILE_DEFAULTED = ("dpn", "mb", "gb", "lw", "cv", "cbs", "emin", "train", "price")
+PROFILE_DEFAULTED = ("intra", "inter", "nics", "gbit", "dpn", "mb", "gb", "lw", "cv", "cbs",
+                     "emin", "train", "price")
+
+
+FIELD_LABELS = {  # a control's name in a sentence
+    "dmax": "Largest device count", "dpn": "Devices per server", "mb": "Per-device micro-batch",
+    "gb": "Global batch", "acc": "Gradient accumulation", "bkt": "Bucket size (MiB)",
+    "lw": "Loader workers", "cv": "Straggler spread", "slow": "Slow device rank",
+    "sf": "Slow device factor", "ibw": "Intra-server bandwidth (GB/s)",
+    "ilat": "Intra-server latency (µs)", "nics": "NICs per server", "gbit": "Gbit/s per NIC",
+    "ebw": "Inter-server bandwidth (GB/s)", "elat": "Inter-server latency (µs)",
+    "cbs": "Critical batch size", "emin": "E_min", "train": "Samples in the training run",
+    "price": "Price per device-hour", "focus": "Device count in focus", "dlist": "Device list",
+    "dl": "Deadline (hours)", "bud": "Budget (USD)",
+}
+
+
+def field_bounds(name: str) -> tuple[float | None, float | None]:
+    """(lowest, highest) value ``AppState`` accepts for ``name``: the one source of a control's
+    bounds (the widgets take theirs from here). Exclusive bounds become the next whole number
+    for whole-number fields."""
+    import annotated_types as at
+
+    field = AppState.model_fields[name]
+    whole = "int" in str(field.annotation)
+    lo = hi = None
+    for m in field.metadata:
+        if isinstance(m, at.Ge):
+            lo = m.ge
+        elif isinstance(m, at.Gt):
+            lo = m.gt + 1 if whole else m.gt
+        elif isinstance(m, at.Le):
+            hi = m.le
+        elif isinstance(m, at.Lt):
+            hi = m.lt - 1 if whole else m.lt
+    if whole:
+        lo, hi = (None if lo is None else int(lo)), (None if hi is None else int(hi))
+    else:
+        lo, hi = (None if lo is None else float(lo)), (None if hi is None else float(hi))
+    return lo, hi
+
+
+def widget_bounds(name: str) -> dict[str, Any]:
+    """``min_value`` / ``max_value`` keyword arguments of a Streamlit number input for ``name``."""
+    lo, hi = field_bounds(name)
+    return {k: v for k, v in (("min_value", lo), ("max_value", hi)) if v is not None}
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        value = int(value)
+    return f"{value:,}" if isinstance(value, int | float) else _shown(value)
+
+
+def refusal(state: AppState, name: str, value: Any) -> str | None:
+    """None when ``state`` accepts ``value`` for control ``name``, else one plain sentence that
+    says what is wrong and which value is kept (the state's)."""
+    try:
+        AppState.model_validate({**state.model_dump(), name: value})
+        return None
+    except ValidationError as exc:
+        err = next((e for e in exc.errors() if e.get("loc") and e["loc"][0] == name),
+                   exc.errors()[0])
+    label = FIELD_LABELS.get(name, name)
+    lo, hi = field_bounds(name)
+    kept = getattr(state, name)
+    keep = "empty" if kept is None else _number(kept)
+    shown = _number(value)
+    if err["type"] in ("less_than_equal", "less_than") and hi is not None:
+        what = f"{shown} is above the largest value the planner takes, {_number(hi)}"
+    elif err["type"] in ("greater_than_equal", "greater_than") and lo is not None:
+        what = f"{shown} is below the smallest value the planner takes, {_number(lo)}"
+    else:
+        what = f"{shown} is not a value the planner takes ({err['msg']})"
+    return f"{label}: {what}; keeping {keep}."
 
 
 def preset_profile(state: AppState) -> Profile:
@@ -120,7 +198,11 @@ def profile_defaults(profile: Profile, messages: list[str] | None = None) -> dic
     cbs = wl.critical_batch_size
     if cbs is None and profile.noise_scale is not None:
         cbs = profile.noise_scale.b_simple  # B_simple estimates B_noise (McCandlish et al.)
+    inter = hw.inter_node
     values = {
+        "intra": "profile", "inter": "profile",  # the controls show the links the profile has
+        "nics": inter.nics_per_node or AppState.model_fields["nics"].default,
+        "gbit": inter.gbit_per_nic or AppState.model_fields["gbit"].default,
         "dpn": hw.devices_per_node,
         "mb": wl.micro_batch,
         "gb": wl.micro_batch * hw.devices_per_node * 8,
@@ -156,11 +238,33 @@ def default_state() -> AppState:
 
 # ---------------------------------------------------------------- profile blob
 
+MAX_CAVEATS = 12
+MAX_CAVEAT_CHARS = 300
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_CAVEAT_CHARS else text[:MAX_CAVEAT_CHARS - 3] + "..."
+
+
+def profile_caveats(profile: Profile) -> list[str]:
+    """What a reader must know about the profile's numbers: every link level that was not
+    measured and the profile's notes (each cut to MAX_CAVEAT_CHARS, duplicates dropped)."""
+    out: list[str] = []
+    names = {"intra_node": "intra-server link", "inter_node": "inter-server link"}
+    for link in profile.links:
+        if not link.measured:
+            what = names.get(link.level, link.level)
+            out.append(f"{what} not measured" + (f": {_cut(link.note)}" if link.note else ""))
+    out.extend(_cut(n) for n in profile.notes[:MAX_CAVEATS])
+    return list(dict.fromkeys(out))
+
+
 def compact_profile(profile: Profile) -> Profile:
-    """The profile's fitted parameters only: no raw points, free text or host names.
+    """The profile's fitted parameters and caveats only: no raw points, sources or host names.
 
     Nothing dropped here is read by ``scalesim.predict`` (the loader curve's points are the
-    fitted curve, so they stay).
+    fitted curve, so they stay). The caveats (``profile_caveats``: notes, the note of each link
+    level not measured) stay, cut short, so a receiver and their report see them.
     """
     hw, wl, comp = profile.hardware, profile.workload, profile.compute
     return profile.model_copy(update={
@@ -175,12 +279,13 @@ def compact_profile(profile: Profile) -> Profile:
             "reference": [r.model_copy(update={"source": ""}) for r in wl.reference],
         }),
         "compute": comp.model_copy(update={"points": [], "source": ""}),
-        "links": [link.model_copy(update={"points": [], "note": ""}) for link in profile.links],
+        "links": [link.model_copy(update={"points": [], "note": "" if link.measured
+                                          else _cut(link.note)}) for link in profile.links],
         "input_pipeline": (None if profile.input_pipeline is None
                            else profile.input_pipeline.model_copy(update={"source": ""})),
         "jitter": (None if profile.jitter is None
                    else profile.jitter.model_copy(update={"per_rank_median_s": []})),
-        "notes": [],
+        "notes": [_cut(n) for n in profile.notes[:MAX_CAVEATS]],
     })
 
 
@@ -189,6 +294,56 @@ def encode_profile(profile: Profile) -> str:
     text = compact_profile(profile).model_dump_json(exclude_defaults=False)
     packed = zlib.compress(text.encode("utf-8"), 9)
     return base64.urlsafe_b64encode(packed).decode("ascii").rstrip("=")
+
+
+MAX_TEXT_CHARS = 1_000  # a name or note inside a profile
+MAX_JSON_DEPTH = 32
+MAX_WHOLE_NUMBER = 2**53  # larger whole numbers lose precision as floats and overflow int64 math
+
+
+def _json_problem(value: Any, path: str = "", depth: int = 0) -> str | None:
+    """Where parsed JSON holds something no profile may: a non-finite or overflowing number,
+    an over-long text, or nesting deeper than a profile has (None when all is well)."""
+    import math
+
+    if depth > MAX_JSON_DEPTH:
+        return f"{path or 'the profile'} is nested too deeply"
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return None if abs(value) <= MAX_WHOLE_NUMBER else f"{path}: {_shown(value)} is too large"
+    if isinstance(value, float):
+        return None if math.isfinite(value) and abs(value) <= 1e30 else (
+            f"{path}: {_shown(value)} is not a finite number of sensible size")
+    if isinstance(value, str):
+        return None if len(value) <= MAX_TEXT_CHARS else (
+            f"{path}: a text of {len(value):,} characters (limit {MAX_TEXT_CHARS:,})")
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = ((str(i), v) for i, v in enumerate(value))
+    else:
+        return f"{path}: unexpected value"
+    for key, item in items:
+        problem = _json_problem(item, f"{path}.{_shown(key)}" if path else _shown(key), depth + 1)
+        if problem:
+            return problem
+    return None
+
+
+def checked_profile(data: Any, what: str) -> Profile:
+    """Parsed profile JSON (a link's blob or an uploaded file) -> Profile, refusing what a profile
+    file may not hold: non-finite or overflowing numbers, over-long texts (ScalesimError naming
+    the field), and anything that would not survive the page's cache round trip."""
+    problem = _json_problem(data)
+    if problem:
+        raise ScalesimError(f"{what}: {problem}")
+    profile = parse_profile(data, what)
+    try:
+        Profile.model_validate_json(profile.model_dump_json())
+    except ValidationError as exc:
+        raise ScalesimError(f"{what}: {exc.errors()[0]['msg']}") from None
+    return profile
 
 
 def decode_profile(blob: str) -> Profile:
@@ -212,7 +367,7 @@ def decode_profile(blob: str) -> Profile:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise ScalesimError("the profile in the link is not valid JSON") from None
-    return parse_profile(data, "the profile in the link")
+    return checked_profile(data, "the profile in the link")
 
 
 # ---------------------------------------------------------------- query string
@@ -223,16 +378,51 @@ def _to_text(value: Any) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, float):
-        return repr(value)  # shortest text that round-trips exactly
+        for digits in range(1, 18):  # the shortest text that round-trips exactly (2e+09)
+            text = f"{value:.{digits}g}"
+            if float(text) == value:
+                return text
+        return repr(value)
     return str(value)
 
 
+# The defaults a v2 link leaves out: frozen here, so a later change of AppState's defaults does
+# not change what a v2 link shows (that would need a v3 link).
+V2_DEFAULTS: dict[str, Any] = {
+    "src": "preset", "hw": "a2-highgpu-8g", "wl": "bert-large", "dmax": 16, "grid": "pow2",
+    "dlist": "", "dpn": None, "mode": "weak", "mb": None, "gb": None, "acc": 1, "ovl": True,
+    "bkt": 25.0, "strat": "ddp", "algo": "auto", "lw": None, "cv": None, "slow": None,
+    "sf": 1.0, "intra": "profile", "ibw": None, "ilat": None, "inter": "profile", "nics": 8,
+    "gbit": 400.0, "ebw": None, "elat": None, "cbs": None, "emin": None, "train": None,
+    "price": None, "focus": None, "b": "best", "tab": "curve", "dl": None, "bud": None,
+}
+
+
 def encode_query(state: AppState, profile: Profile) -> dict[str, str]:
-    """The share link's query parameters: version, every control, the profile's parameters."""
+    """The share link's query parameters (v2): only the controls that differ from the defaults
+    (the v2 table, then the profile's own values), presets by name; an uploaded profile's
+    fitted parameters and caveats as a compact blob."""
     params = {"v": str(LINK_VERSION)}
-    params.update({name: _to_text(getattr(state, name)) for name in FIELDS})
-    params["prof"] = encode_profile(profile)
+    brought = profile_defaults(profile)
+    for name in FIELDS:
+        value = getattr(state, name)
+        default = brought.get(name, V2_DEFAULTS.get(name, AppState.model_fields[name].default))
+        if value != default:
+            params[name] = _to_text(value)
+    if state.src == "custom":
+        params["prof"] = encode_profile(profile)
+    else:
+        params["ph"] = preset_fingerprint(profile)
     return params
+
+
+def preset_fingerprint(profile: Profile) -> str:
+    """8 hex digits naming the preset profile's numbers: a receiver whose presets differ (another
+    scalesim version) is told its numbers may differ from the sender's."""
+    import hashlib
+
+    text = compact_profile(profile).model_dump_json()
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 
 
 def query_string(params: Mapping[str, str]) -> str:
@@ -275,6 +465,13 @@ def _validated_fields(raw: dict[str, Any], messages: list[str]) -> dict[str, Any
     return {}
 
 
+def shared_date(params: Mapping[str, Any]) -> str | None:
+    """The date (YYYY-MM-DD) a share link says it was made, or None (absent or malformed)."""
+    value = params.get(SHARED_DATE_KEY)
+    text = _first(value) if value is not None else ""
+    return text if re.fullmatch(r"20\d\d-[01]\d-[0-3]\d", text) else None
+
+
 def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str]]:
     """State, profile and messages (one line each) from a link's query parameters.
 
@@ -291,11 +488,13 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
                         "showing the defaults")
         return default_state(), preset_profile(AppState()), messages
     version = flat.pop("v", None)
-    if version != str(LINK_VERSION):
+    if version not in READ_VERSIONS:
         what = "has no version" if version is None else f"is in format v{_shown(version)[:10]}"
-        messages.append(f"this link {what}; this scalesim reads v{LINK_VERSION} links, so it shows "
-                        "the defaults (ask the sender for a link from this version)")
+        messages.append(f"this link {what}; this scalesim reads v1 and v{LINK_VERSION} links, so "
+                        "it shows the defaults (ask the sender for a link from this version)")
         return default_state(), preset_profile(AppState()), messages
+    flat.pop(SHARED_DATE_KEY, None)  # read by shared_date()
+    fingerprint = flat.pop("ph", None)
     blob = flat.pop("prof", None)
     unknown = sorted(k for k in flat if k not in AppState.model_fields)
     if unknown:
@@ -330,6 +529,10 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
                                 "showing the presets")
                 state = state.model_copy(update={"src": "preset"})
             profile = preset
+            if fingerprint is not None and fingerprint != preset_fingerprint(preset):
+                messages.append(f"the sender's presets '{state.hw}' + '{state.wl}' had other "
+                                "numbers (another scalesim version): these predictions may "
+                                "differ from the sender's")
     # Controls the link did not give take the profile's values, as a fresh choice would.
     missing = {k: v for k, v in profile_defaults(profile, messages).items() if k not in raw}
     if missing:

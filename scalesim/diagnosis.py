@@ -336,7 +336,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     # Input pipeline.
     thr = runs.samples_per_s
     findings.append(finding("input_pipeline", shares["data"], [
-        f"data wait {_pct(share_of_step['data'][0])} of the step at {runs.devices[0]} devices "
+        f"data stall {_pct(share_of_step['data'][0])} of the step at {runs.devices[0]} devices "
         f"-> {_pct(share_of_step['data'][-1])} at {runs.devices[-1]} ({wait_src})",
         f"throughput {thr[0]:.4g} -> {thr[-1]:.4g} samples/s for {runs.devices[-1] / runs.devices[0]:g}x "
         "the devices",
@@ -436,6 +436,9 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         "extrapolation": [asdict(e) for e in extra],
         "remedies_at_devices": at,
         "strong_scaling": runs.strong_scaling,
+        # the fitted model, so the planner can open it (scalesim.app.diagnose_page)
+        "fitted_profile": profile.model_dump(mode="json"),
+        "fitted_scenario": scenario.model_dump(mode="json"),
     }
     notes = list(runs.notes) + fit.notes
     if not fit.params_known:

@@ -67,3 +67,23 @@ def find_knee(devices, nodes, efficiency, compute_s=None, exposed_comm_s=None,
     return Knee(index=i + 1, devices_before=int(p[i]), devices_after=int(p[i + 1]),
                 efficiency_drop=float(drops[i]), crosses_boundary=crosses, cause=cause,
                 label=CAUSE_LABELS[cause])
+
+
+def knee_of_predictions(rows) -> Knee | None:
+    """``find_knee`` over ``scalesim.predict.Prediction`` rows (one per device count)."""
+    return find_knee(
+        [r.devices for r in rows], [r.nodes for r in rows], [r.efficiency for r in rows],
+        [r.compute_s for r in rows], [r.exposed_comm_s for r in rows],
+        [r.data_stall_s for r in rows], [r.straggler_s for r in rows],
+        [r.micro_batch * r.accumulation for r in rows],
+    )
+
+
+def focus_devices(rows, wanted: int | None = None) -> int:
+    """The device count a decision looks at: ``wanted`` when it is a row, else the knee's far
+    side, else the largest count (the planner's and ``scalesim decide``'s default)."""
+    counts = [r.devices for r in rows]
+    if wanted in counts:
+        return int(wanted)
+    knee = knee_of_predictions(rows)
+    return rows[knee.index].devices if knee is not None else counts[-1]

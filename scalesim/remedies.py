@@ -1,4 +1,4 @@
-"""Remedies for lost scaling efficiency, each applied alone and ranked by predicted gain.
+"""Remedies for lost scaling efficiency, each applied alone and ranked by what the user cares about.
 
 The remedies are the seed's list: a bigger per-device batch, overlap of communication with
 backward, gradient accumulation, more loader workers or caching the input, sharding (ZeRO), a
@@ -7,17 +7,30 @@ links) in one documented way; the model predicts the result at the same device c
 the change in throughput. A remedy that does not apply (overlap already on, no data stall, no
 slow device...) is still returned with ``applicable=False`` and the reason, so a report can say
 why it was not suggested.
+
+Ranking (``rank_remedies``): by time to train / to quality, large-batch penalty included
+(``scalesim.training_time``), when the scenario gives a training length or E_min; by relative
+time to quality when only a critical batch size is known; by throughput otherwise. Only a change
+that runs (fits in device memory) and wins on that measure is a remedy
+(``verdict == "remedy"``); one that loses, or does not fit, is listed as such and never "best".
+When a tenth or more of the step is data stall, the input-pipeline fix ranks first (the stall is
+lost at one device too, so scaling efficiency cannot show it). When today's layout does not fit
+in memory, every change that makes it fit is a remedy, ranked by its speed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scalesim import training_time
 from scalesim.errors import ScalesimError
 from scalesim.predict import Prediction, predict
 from scalesim.schemas import Profile, Scenario
 
 FAST_INTER_BUSBW_GBPS = 192.0  # 8x 200 Gb/s HDR InfiniBand per node, measured (nccl#812)
+FAST_INTER_NAME = "8 x 200 Gb/s HDR InfiniBand"
+DATA_STALL_SHARE = 0.10  # a step that waits this share or more for input: fix the loader first
+VERDICTS = ("remedy", "loses", "not runnable", "not applicable")  # display order
 
 
 @dataclass(frozen=True)
@@ -30,10 +43,54 @@ class RemedyResult:
     gain: float  # throughput ratio minus one (0.25 = +25 %); 0 when not applicable
     applicable: bool
     reason: str = ""  # why not applicable, or a caveat (memory, global batch changes)
+    time_s: float | None = None  # time to train / to quality, large-batch penalty included
+    cost_usd: float | None = None  # that time x devices x price per device-hour
+    objective_gain: float = 0.0  # gain on the ranking measure: faster finish, else throughput
+    verdict: str = "not applicable"  # one of VERDICTS
+    measure: str = "throughput"  # what objective_gain measures: time, quality or throughput
+
+    @property
+    def helps(self) -> bool:
+        """A real remedy: it runs and wins on the ranking measure."""
+        return self.verdict == "remedy"
 
 
 def _one(profile: Profile, scenario: Scenario, devices: int) -> Prediction:
     return predict(profile, scenario.model_copy(update={"devices": [devices]}))[0]
+
+
+MAX_SPLIT_HALVINGS = 20  # micro-batch / 2**20 at most when looking for one that fits
+
+
+def _fitting_split(profile: Profile, scenario: Scenario, now: Prediction):
+    """(scenario, reason-if-none): the largest micro-batch b/2^j (accumulation x 2^j, same global
+    batch) that fits in device memory, searched in one vectorised sweep."""
+    from scalesim.sweep import sweep
+
+    b, k = now.micro_batch, scenario.accumulation
+    factors = [2**j for j in range(1, MAX_SPLIT_HALVINGS + 1) if b // 2**j >= 1]
+    if not factors:
+        return scenario, "per-device batch is 1 already"
+    one = scenario.model_copy(update={"devices": [now.devices]})
+    try:
+        if scenario.global_batch is None:
+            res = sweep(profile, one, {"micro_batch": [b // f for f in factors],
+                                       "accumulation": [k]})
+            fits, micro = res.columns["fits"], res.columns["micro_batch"]
+            found = [(int(m), k * f) for m, f, ok in zip(micro, factors, fits, strict=True) if ok]
+        else:
+            res = sweep(profile, one, {"accumulation": [k * f for f in factors]})
+            found = [(int(m), int(a)) for m, a, ok in zip(
+                res.columns["micro_batch"], res.columns["accumulation"], res.columns["fits"],
+                strict=True) if ok]
+    except ScalesimError as exc:
+        return scenario, str(exc)
+    if not found:
+        return scenario, "no smaller micro-batch fits either"
+    micro, acc = found[0]
+    if scenario.global_batch is None:
+        return scenario.model_copy(update={"micro_batch": micro, "accumulation": acc}), ""
+    return scenario.model_copy(update={"accumulation": acc}), ""
 
 
 def _candidates(profile: Profile, scenario: Scenario, now: Prediction):
@@ -66,7 +123,7 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction):
     out.append(("loader", "Cache the input / add loader workers (no data stall)",
                 scenario, profile.model_copy(update={"input_pipeline": None}),
                 "" if now.data_stall_s > 0 else "the input pipeline keeps up already", ""))
-    target = "zero1" if scenario.strategy == "ddp" else "zero3"
+    target = "zero1" if scenario.strategy == "ddp" and now.fits else "zero3"
     out.append(("sharding", f"Shard optimizer state ({scenario.strategy} -> {target})",
                 scenario.model_copy(update={"strategy": target}), profile,
                 "" if scenario.strategy != "zero3" else "already fully sharded",
@@ -75,14 +132,21 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction):
     if now.nodes > 1:
         inter = scenario.inter_busbw_GBps or hw.inter_node.busbw_GBps
         faster = max(FAST_INTER_BUSBW_GBPS, 2 * inter)
-        out.append(("interconnect", f"Faster inter-server network ({inter:g} -> {faster:g} GB/s "
-                    "busbw)", scenario.model_copy(update={"inter_busbw_GBps": faster}),
-                    profile, "", ""))
+        name = FAST_INTER_NAME if faster == FAST_INTER_BUSBW_GBPS else "2x the network"
+        out.append(("interconnect", f"Faster inter-server network: {name} ({inter:g} -> "
+                    f"{faster:g} GB/s busbw)",
+                    scenario.model_copy(update={"inter_busbw_GBps": faster}), profile, "", ""))
     else:
         intra = scenario.intra_busbw_GBps or hw.intra_node.busbw_GBps
         out.append(("interconnect", f"Faster intra-server links ({intra:g} -> {2 * intra:g} "
                     "GB/s busbw)", scenario.model_copy(update={"intra_busbw_GBps": 2 * intra}),
                     profile, "" if now.devices > 1 else "one device does not communicate", ""))
+    if not now.fits:
+        fit_scn, fit_reason = _fitting_split(profile, scenario, now)
+        fb, fk = (fit_scn.micro_batch or b), fit_scn.accumulation
+        split = "" if fit_reason else f" ({b} x {k} -> {fb} x {fk}; same global batch)"
+        out.append(("fit_memory", f"Smaller micro-batches, more accumulation{split}", fit_scn,
+                    profile, fit_reason, "same global batch in smaller micro-steps"))
     has_slow = scenario.slow_device is not None and scenario.slow_factor > 1.0
     out.append(("slow_device", "Replace or fix the slow device",
                 scenario.model_copy(update={"slow_device": None, "slow_factor": 1.0}), profile,
@@ -90,11 +154,48 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction):
     return out
 
 
-def rank_remedies(profile: Profile, scenario: Scenario, devices: int):
-    """Baseline prediction at ``devices`` and every remedy, best predicted gain first."""
+def _objective(goal: training_time.Goal, objective: str) -> str:
+    if objective not in ("auto", "throughput", "time"):
+        raise ScalesimError(f"objective must be auto, throughput or time, not {objective!r}")
+    if objective == "auto":
+        return "time" if goal.kind is not None else "throughput"
+    if objective == "time" and goal.kind is None:
+        raise ScalesimError("objective 'time' needs a training length or E_min with a critical "
+                            "batch size")
+    return objective
+
+
+def _finish(goal: training_time.Goal, p: Prediction, reference_batch: int):
+    """(seconds, USD) to finish the goal for prediction ``p`` (None, None when unknown)."""
+    t = training_time.time_to_goal_s(goal, p.samples_per_s, p.step_time_s, p.global_batch,
+                                     reference_batch)
+    if t is None:
+        return None, None
+    cost = training_time.cost_usd(goal, t, p.devices)
+    return float(t), None if cost is None else float(cost)
+
+
+def data_stall_share(p: Prediction) -> float:
+    """Share of the step spent waiting for input (0..1)."""
+    return p.data_stall_s / p.step_time_s if p.step_time_s > 0 else 0.0
+
+
+def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective: str = "auto"):
+    """Baseline prediction at ``devices`` and every remedy, the best remedy first.
+
+    ``objective``: "time" (time to train or to quality, large-batch penalty included), "throughput",
+    or "auto" (time when the scenario gives a training length or E_min, else throughput).
+    """
     if devices < 1:
         raise ScalesimError("devices must be 1 or more")
     now = _one(profile, scenario, devices)
+    goal = training_time.resolve_goal(profile, scenario)
+    measure = _objective(goal, objective)
+    if measure == "throughput" and objective == "auto" and goal.critical_batch is not None:
+        measure = "quality"  # only B_noise known: relative time to quality still ranks
+    now_time, _ = _finish(goal, now, now.global_batch)
+    now_rel = training_time.relative_quality_time(goal, now.step_time_s, now.global_batch)
+    stalled = data_stall_share(now) >= DATA_STALL_SHARE
     results = []
     for key, title, scn, prof, reason, caveat in _candidates(profile, scenario, now):
         if reason:
@@ -106,11 +207,34 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int):
             results.append(RemedyResult(key, title, scn, prof, None, 0.0, False, str(exc)))
             continue
         note = caveat
-        if not after.fits:
-            note = "does not fit in device memory" + (f"; {caveat}" if caveat else "")
         gain = after.samples_per_s / now.samples_per_s - 1.0
-        results.append(RemedyResult(key, title, scn, prof, after, gain, True, note))
-    # Applicable first, then those that fit in memory, then by gain.
-    results.sort(key=lambda r: (not r.applicable,
-                                not (r.prediction is not None and r.prediction.fits), -r.gain))
+        t, cost = _finish(goal, after, now.global_batch)
+        if measure == "time" and t and now_time:
+            objective_gain = now_time / t - 1.0
+        elif measure == "quality":
+            rel = training_time.relative_quality_time(goal, after.step_time_s, after.global_batch)
+            objective_gain = float(now_rel / rel - 1.0)
+        else:
+            objective_gain = gain
+        if not after.fits:
+            verdict = "not runnable"
+            note = "does not fit in device memory" + (f"; {caveat}" if caveat else "")
+        elif not now.fits:
+            verdict = "remedy"
+            note = "makes it fit in device memory" + (f"; {caveat}" if caveat else "")
+        elif objective_gain > 0:
+            verdict = "remedy"
+        else:
+            verdict = "loses"
+            what = {"time": "time to finish", "quality": "time to quality"}.get(measure,
+                                                                               "throughput")
+            note = f"loses {what} here" + (f"; {caveat}" if caveat else "")
+        results.append(RemedyResult(key, title, scn, prof, after, gain, True, note, t, cost,
+                                    objective_gain, verdict, measure))
+
+    def order(r: RemedyResult):
+        loader_first = not (stalled and r.key == "loader" and r.helps)
+        return (VERDICTS.index(r.verdict), loader_first, -r.objective_gain)
+
+    results.sort(key=order)
     return now, results

@@ -300,7 +300,7 @@ def _inputs(case: Case, points: list[CasePoint], b, k, params, wire_bytes) -> St
         overhead_s=OVERHEAD_S, per_sample_s=1.0, optimizer_step_s=0.0,
         backward_fraction=BACKWARD_FRACTION, params=params, wire_bytes_per_param=wire_bytes,
         intra_latency_s=intra.latency_s,
-        # DDP all-reduces: NCCL's default all-reduce (NVLS on NVSwitch H100, docs/model.md §11)
+        # DDP all-reduces: NCCL's default all-reduce (NVLS on NVSwitch H100, docs/model.md §18)
         intra_busbw_GBps=intra.allreduce_GBps if case.comm == "allreduce" else intra.busbw_GBps,
         inter_latency_s=inter.latency_s, inter_busbw_GBps=inter.busbw_GBps,
         strategy=DDP, algorithm=ALGORITHM, overlap=True, device_cv=DEVICE_SPEED_CV,

@@ -95,14 +95,14 @@ def test_share_link_in_a_real_browser(server, tmp_path):
         button.click()
         page.frame_locator("iframe").first.get_by_text("Link copied").wait_for(timeout=10_000)
         copied = page.evaluate("navigator.clipboard.readText()")
-        assert copied == link  # the sender's exact what-if
+        assert copied.startswith(link + "&at=20")  # the sender's exact what-if, dated
         assert re.search(r"[?&]hw=dgx-a100(&|$)", page.url) and "inter=ethernet" in page.url
         shot = tmp_path / "planner.png"
         page.screenshot(path=str(shot), full_page=False)
         assert shot.stat().st_size > 20_000
 
         page.get_by_role("tab", name="Remedies").click()  # a lazy tab re-runs the page
-        page.get_by_text(f"Remedies at {h['devices']} devices").first.wait_for(timeout=60_000)
+        page.get_by_text(f"Changes at {h['devices']} devices").first.wait_for(timeout=60_000)
         page.wait_for_function("() => location.search.includes('tab=remedies')", timeout=30_000)
         assert "hw=dgx-a100" in page.url and "inter=ethernet" in page.url  # state kept
         assert h["efficiency"] in page.inner_text("body")

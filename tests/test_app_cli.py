@@ -54,3 +54,55 @@ def test_runs_the_supported_streamlit_cli_on_the_installed_script():
 
 def test_warm_up_builds_the_default_plan():
     app_server.warm_up()  # raises if the page's modules or the default plan are broken
+
+
+def test_public_url_is_checked_and_localhost_warned():
+    from scalesim.cli.cmd_app import check_public_url
+
+    assert check_public_url("https://planner.example.com") == ("https://planner.example.com/",
+                                                               None)
+    url, warning = check_public_url("http://localhost:8501/")
+    assert url == "http://localhost:8501/" and "this machine" in warning
+    for bad in ("planner.example.com", "ftp://x/", "https://x/?a=1"):
+        with pytest.raises(ScalesimError, match="--public-url"):
+            check_public_url(bad)
+
+
+def test_the_streamlit_command_never_asks_for_an_email():
+    command = streamlit_command("server.py", 8600, "localhost", headless=False)
+    assert command[command.index("--server.headless") + 1] == "true"
+
+
+@pytest.mark.slow
+def test_app_without_headless_starts_with_no_prompt_on_a_fresh_machine(tmp_path):
+    """A fresh HOME (no ~/.streamlit), stdin not a terminal, no display: it becomes healthy."""
+    import os
+    import signal
+    import subprocess
+    import time
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env.update(HOME=str(tmp_path), PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "scalesim.cli.main", "app", "--port",
+                             str(port)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health",
+                                            timeout=2):
+                    break
+            except OSError:
+                assert proc.poll() is None, proc.stdout.read()
+                assert time.monotonic() < deadline, "never became healthy"
+                time.sleep(0.3)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out = proc.communicate(timeout=30)[0]
+    assert "Email" not in out
+    assert not (tmp_path / ".streamlit" / "credentials.toml").exists()

@@ -22,6 +22,7 @@ from scalesim.app.state import (
     encode_query,
     preset_profile,
     profile_defaults,
+    query_string,
 )
 
 from scalesim.errors import ScalesimError
@@ -110,12 +111,45 @@ def test_uploaded_profile_travels_compactly_with_identical_predictions():
         [r.model_dump() for r in predict(profile, scenario)]
 
 
+def encode_query_v1(state, profile) -> dict[str, str]:
+    """A link in the old v1 format: every control and the profile blob (old links still open)."""
+    from scalesim.app.state import _to_text, encode_profile
+
+    return {"v": "1", **{n: _to_text(getattr(state, n)) for n in FIELDS},
+            "prof": encode_profile(profile)}
+
+
+def test_v1_links_still_open_with_the_same_numbers():
+    state = default_state().model_copy(update={"strat": "zero3", "mb": 64, "train": 2e9})
+    profile = preset_profile(state)
+    state2, profile2, messages = decode_query(encode_query_v1(state, profile))
+    assert messages == [] and state2 == state
+    assert _rows(profile2, state2) == _rows(profile, state)
+
+
+def test_a_v2_preset_link_is_short_and_names_presets():
+    state = default_state().model_copy(update={"strat": "zero3", "mb": 64, "inter": "infiniband",
+                                               "gbit": 200.0, "train": 2e9, "price": 4.1})
+    params = encode_query(state, preset_profile(state))
+    assert "prof" not in params and len(query_string(params)) < 300
+    assert decode_query(params)[:2] == (state, preset_profile(state))
+
+
+def test_a_v2_link_whose_presets_differ_says_so():
+    state = default_state()
+    changed = preset_profile(state)
+    changed = changed.model_copy(update={"compute": changed.compute.model_copy(
+        update={"per_sample_s": changed.compute.per_sample_s * 2})})
+    _, _, messages = decode_query(encode_query(state, changed))
+    assert any("may differ from the sender's" in m for m in messages)
+
+
 def test_link_made_with_other_preset_numbers_keeps_the_links_numbers():
     state = default_state()
     changed = preset_profile(state)
     changed = changed.model_copy(update={"compute": changed.compute.model_copy(
         update={"per_sample_s": changed.compute.per_sample_s * 2})})
-    state2, profile2, messages = decode_query(encode_query(state, changed))
+    state2, profile2, messages = decode_query(encode_query_v1(state, changed))
     assert any("differ from this version's presets" in m for m in messages)
     assert state2.src == "custom"
     assert _rows(profile2, state2) == _rows(changed, state)
@@ -131,7 +165,7 @@ def test_a_broken_field_falls_back_alone_and_says_so():
 
 
 @pytest.mark.parametrize("params, expect", [
-    ({"v": "2", "mb": "64"}, "format v2"),
+    ({"v": "3", "mb": "64"}, "format v3"),
     ({"mb": "64"}, "has no version"),
     ({"v": "1", "mb": "9" * 5000}, "too long"),
     ({"v": "1", "hw": "<img src=x onerror=alert(1)>"}, "is not valid"),

@@ -222,7 +222,7 @@ def test_timed_columns_with_step_time_and_no_batch_are_real_seconds():
     text = ("devices,nodes,step_time_s,data_wait_s\n1,1,0.10,0.01\n2,1,0.11,0.02\n"
             "4,1,0.12,0.04\n")
     report = diagnose_runs(parse_runs_text(text, "runs.csv"))
-    assert "data wait 10% of the step at 1 devices -> 33% at 4" in report.to_text()
+    assert "data stall 10% of the step at 1 devices -> 33% at 4" in report.to_text()
 
 
 def test_excel_byte_order_mark_is_ignored(tmp_path, capsys):

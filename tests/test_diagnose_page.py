@@ -105,3 +105,46 @@ def test_charts_render_to_svg(tmp_path):
     for chart in charts:
         svg = vlc.vegalite_to_svg(chart.to_dict())
         assert svg.startswith("<svg") and "<path" in svg
+
+
+def test_the_fitted_model_opens_in_the_planner_with_gains_and_their_band():
+    from urllib.parse import parse_qs, urlsplit
+
+    from scalesim.app.diagnose_page import example_runs_csv, gain_text, planner_link, runs_report
+    from scalesim.app.report import diagnosis_html
+
+    report = runs_report(example_runs_csv(), "example", None, None)
+    link = planner_link(report, "http://host/")
+    assert link.startswith("http://host/planner?v=2&")
+    query = {k: v[-1] for k, v in parse_qs(urlsplit(link).query).items()}
+    assert query["src"] == "custom" and query["focus"] == "32"
+    from pathlib import Path
+
+    import scalesim.app
+
+    script = str(Path(scalesim.app.__file__).with_name("streamlit_app.py"))
+    planner = AppTest.from_file(script, default_timeout=TIMEOUT_S)
+    for k, v in query.items():
+        planner.query_params[k] = v
+    planner.run()
+    assert not planner.exception and not planner.warning
+    assert planner.session_state["profile"].name.startswith("fitted to example")
+    assert planner.session_state["app_state"].focus == 32
+    text = gain_text(report, report.first_remedy.gain)
+    assert "±" in text and text.startswith("+")
+    html = diagnosis_html(report, link, [gain_text(report, x.gain) for x in report.remedies])
+    assert "Likely cause" in html and "±" in html and "planner?v=2" in html
+
+
+def test_the_diagnose_page_uses_the_planners_words_and_offers_the_planner():
+    from scalesim.app.charts import PALETTE
+    from scalesim.app.diagnose_page import RUN_PARTS, TRACE_PARTS
+
+    assert ("data stall", PALETTE["data stall"]) in [(p[1], p[2]) for p in RUN_PARTS]
+    assert "data stall" in [p[1] for p in TRACE_PARTS]
+    at = _app()
+    at.toggle(key="dg_example").set_value(True)
+    at.run()
+    assert not at.exception
+    assert "±" in at.success[0].value
+    assert any(b.label == "Open the fitted model in the planner" for b in at.get("link_button"))

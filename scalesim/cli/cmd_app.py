@@ -1,4 +1,9 @@
-"""scalesim app: start the what-if planner (Streamlit) and print its local address."""
+"""scalesim app: start the what-if planner (Streamlit) and print its local address.
+
+Streamlit always runs headless (no first-run "Email:" prompt, which would stop the command on a
+fresh machine or hang it without a terminal); unless ``--headless`` is given, this command opens
+the browser itself once the server answers, where there is a browser to open.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,8 @@ HELP = "start the what-if planner web app (Streamlit) on the built-in default pr
 EXAMPLE = """examples:
   scalesim app
   scalesim app --port 8600 --headless
-  scalesim app --profiles ./my-profiles    (pick a calibration profile from a folder)"""
+  scalesim app --profiles ./my-profiles    (pick a calibration profile from a folder)
+  scalesim app --headless --address 0.0.0.0 --public-url https://planner.example.com/"""
 
 DEFAULT_PORT = 8501
 PORT_TRIES = 100
@@ -24,6 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="folder of calibration profile JSON files to pick from in the app")
     p.add_argument("--headless", action="store_true",
                    help="do not open a browser (for servers and tests)")
+    p.add_argument("--public-url", metavar="URL",
+                   help="the address people you share links with will reach (e.g. "
+                   "https://planner.example.com/); share links and reports use it")
 
 
 def _port_free(address: str, port: int) -> bool:
@@ -55,15 +64,74 @@ def choose_port(address: str, wanted: int | None) -> int:
                         "give one with --port")
 
 
-def streamlit_command(script: str, port: int, address: str, headless: bool) -> list[str]:
-    """``python -m streamlit run SCRIPT`` with the server options (Streamlit's supported CLI)."""
+PUBLIC_URL_ENV = "SCALESIM_PUBLIC_URL"  # read by the page for share links
+HEALTH_TIMEOUT_S = 120
+
+
+def check_public_url(url: str) -> tuple[str, str | None]:
+    """(normalised URL, warning or None) for ``--public-url``; ScalesimError when not a URL."""
+    from urllib.parse import urlsplit
+
+    from scalesim.errors import ScalesimError
+
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or (
+            parts.fragment) or len(url) > 400:
+        raise ScalesimError(f"--public-url {url[:60]!r} is not an http(s) address like "
+                            "https://planner.example.com/")
+    normal = url.strip() if parts.path else url.strip() + "/"
+    warning = None
+    if parts.hostname in ("localhost", "127.0.0.1", "::1", "0.0.0.0"):
+        warning = (f"--public-url {normal} is this machine's own address: links will not open "
+                   "on anyone else's computer")
+    return normal, warning
+
+
+def can_open_browser() -> bool:
+    """True where a graphical browser can be opened (never a text browser in this terminal)."""
+    import os
+    import sys
+    import webbrowser
+
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY")
+                                                 or os.environ.get("WAYLAND_DISPLAY")):
+        return False
+    try:
+        webbrowser.get()
+    except webbrowser.Error:
+        return False
+    return True
+
+
+def _open_when_healthy(url: str, child, timeout_s: float = HEALTH_TIMEOUT_S) -> None:
+    """Open ``url`` in the browser once Streamlit's health endpoint answers (a thread)."""
+    import time
+    import urllib.request
+    import webbrowser
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and child.poll() is None:
+        try:
+            with urllib.request.urlopen(url + "_stcore/health", timeout=2):
+                webbrowser.open(url)
+                return
+        except OSError:
+            time.sleep(0.3)
+
+
+def streamlit_command(script: str, port: int, address: str, headless: bool = True) -> list[str]:
+    """``python -m streamlit run SCRIPT`` with the server options (Streamlit's supported CLI).
+
+    Always headless: Streamlit's own browser start asks for an e-mail address on first run.
+    ``headless`` is kept for callers; the browser is opened by ``run``.
+    """
     import sys
 
     return [
         sys.executable, "-m", "streamlit", "run", script,
         "--server.port", str(port),
         "--server.address", address,
-        "--server.headless", "true" if headless else "false",
+        "--server.headless", "true",  # never the first-run e-mail prompt; we open the browser
         "--server.fileWatcherType", "none",
         "--browser.gatherUsageStats", "false",
         "--client.toolbarMode", "minimal",
@@ -74,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
     import os
     import signal
     import subprocess
+    import sys
+    import threading
     from pathlib import Path
 
     import scalesim.app
@@ -89,11 +159,19 @@ def run(args: argparse.Namespace) -> int:
         if not folder.is_dir():
             raise ScalesimError(f"--profiles {args.profiles}: no such folder")
         env["SCALESIM_APP_PROFILES"] = str(folder.resolve())
+    if args.public_url is not None:
+        public, warning = check_public_url(args.public_url)
+        env[PUBLIC_URL_ENV] = public
+        if warning:
+            print(f"scalesim app: warning: {warning}", file=sys.stderr, flush=True)
     port = choose_port(args.address, args.port)
     host = "localhost" if args.address in ("localhost", "127.0.0.1", "0.0.0.0") else args.address
-    print(f"scalesim app: open http://{host}:{port}/ (Ctrl-C stops it)", flush=True)
-    command = streamlit_command(str(script), port, args.address, args.headless)
-    child = subprocess.Popen(command, env=env)
+    url = f"http://{host}:{port}/"
+    print(f"scalesim app: open {url} (Ctrl-C stops it)", flush=True)
+    command = streamlit_command(str(script), port, args.address, True)
+    child = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL)
+    if not args.headless and can_open_browser():
+        threading.Thread(target=_open_when_healthy, args=(url, child), daemon=True).start()
     # Ctrl-C reaches Streamlit directly (same process group); a SIGTERM sent to this process
     # (a service manager, a test) is passed on, so Streamlit never outlives it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

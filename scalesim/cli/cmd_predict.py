@@ -87,8 +87,14 @@ def render_table(profile, scenario, rows) -> str:
         lines.append(f"knee: {knee.devices_before} -> {knee.devices_after} devices, efficiency "
                      f"-{knee.efficiency_drop:.1%}: {knee.label}")
     if not all(r.fits for r in rows):
-        lines.append("warning: rows marked NO do not fit in device memory; try --strategy zero3 "
-                     "or a smaller --batch")
+        lines.append("warning: rows marked NO do not fit in device memory: not runnable, their "
+                     "numbers are not a plan; try --strategy zero3 or a smaller --batch")
+    stalled = [r for r in rows if r.step_time_s > 0 and r.data_stall_s / r.step_time_s >= 0.10]
+    if stalled:
+        r = stalled[0]
+        lines.append(f"warning: data stall: {r.data_stall_s / r.step_time_s:.0%} of each step at "
+                     f"{r.devices} device{'s' if r.devices > 1 else ''} waits for input (lost at "
+                     "one device too, so efficiency cannot show it); fix the input pipeline first")
     for note in profile.notes:
         lines.append(f"note: {note}")
     return "\n".join(lines)

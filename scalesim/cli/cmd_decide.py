@@ -1,0 +1,84 @@
+"""scalesim decide: the decision card (question, options with cost and gain, recommendation)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from scalesim.cli.options import (
+    add_profile_arguments,
+    add_scenario_arguments,
+    positive_int,
+    profile_from_args,
+    scenario_from_args,
+)
+from scalesim.errors import ScalesimError
+
+NAME = "decide"
+HELP = "what to do at a device count: options with cost, throughput, time and money, and a pick"
+EXAMPLE = """examples:
+  scalesim decide --devices 1,2,4,8,16
+  scalesim decide --devices 1,2,4,8,16 --train-samples 2e9 --focus 16
+  scalesim decide --scenario what-if.json --focus 16 --json    (the planner's card, same numbers)"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_profile_arguments(p)
+    add_scenario_arguments(p)
+    p.add_argument("--focus", type=positive_int, metavar="N",
+                   help="device count to decide at (default: the knee of --devices, else the "
+                   "largest), as the planner's 'device count for remedies'")
+    p.add_argument("--json", action="store_true", help="print the card as JSON")
+
+
+def finite_json(data) -> str:
+    """JSON text that never holds NaN or Infinity (one clear error instead)."""
+    try:
+        return json.dumps(data, indent=2, allow_nan=False)
+    except ValueError:
+        raise ScalesimError("the answer holds a number that is not finite (check the inputs' "
+                            "sizes); nothing printed") from None
+
+
+def render_card(card) -> str:
+    from scalesim.decision import card_rows
+
+    rows = card_rows(card)
+    keys = list(rows[0])
+    widths = {k: max(len(k), *(len(r[k]) for r in rows)) for k in keys}
+    lines = [card.question, ""]
+    lines.append("  ".join(k.ljust(widths[k]) if k == "option" else k.rjust(widths[k])
+                           for k in keys))
+    for r in rows:
+        lines.append("  ".join(r[k].ljust(widths[k]) if k == "option" else r[k].rjust(widths[k])
+                               for k in keys))
+    lines += ["", f"recommendation: {card.recommendation}", f"main assumption: {card.assumption}"]
+    if card.goal:
+        lines.append(f"time to finish = {card.goal} (large-batch penalty included when a "
+                     "critical batch size is known)")
+    sources: dict[str, list[str]] = {}
+    for o in [card.now, *card.options]:
+        sources.setdefault(o.price_source, []).append(o.title)
+    for source, titles in sources.items():
+        lines.append(f"price ({'; '.join(titles)}): {source}")
+    lines += [f"note: {n}" for n in card.notes]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from scalesim.decision import decide
+    from scalesim.knee import focus_devices
+    from scalesim.predict import predict
+
+    profile = profile_from_args(args)
+    scenario = scenario_from_args(args)
+    rows = predict(profile, scenario)
+    if args.focus is not None and args.focus not in [r.devices for r in rows]:
+        raise ScalesimError(f"--focus {args.focus} is not one of --devices "
+                            f"({', '.join(str(r.devices) for r in rows)})")
+    card = decide(profile, scenario, focus_devices(rows, args.focus))
+    if args.json:
+        print(finite_json(card.to_dict()))
+    else:
+        print(render_card(card))
+    return 0

@@ -1,0 +1,346 @@
+"""The decision card: the question a scaling run raises, the options that matter, a recommendation.
+
+``decide(profile, scenario, devices)`` looks at one device count (the planner's focus) and
+compares, against running as is:
+
+* **one more server** (fill the server first, then add a whole one), priced at the profile's or
+  scenario's USD per device-hour;
+* **a faster inter-server network** as named hardware (``scalesim.network_upgrades``: NICs x
+  Gbit/s, priced per server-hour where a public price exists), when the run spans servers;
+* **a settings change** (batch, accumulation, overlap, sharding, smaller micro-batches): the best
+  of ``scalesim.remedies.rank_remedies`` among those, free of hardware;
+* **fixing the input pipeline**, when the step waits for data.
+
+Each option carries its hourly price, throughput gain, time to finish and total money (time to
+train / to quality with the large-batch penalty, ``scalesim.training_time``). Only options that
+run (fit in memory) and win are kept; the best two or three are shown. The recommendation is one
+sentence with the option's main assumption. The CLI (``scalesim decide``) and the app call this
+same function, so their numbers are equal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from scalesim import training_time
+from scalesim.errors import ScalesimError
+from scalesim.network_upgrades import upgrades_for
+from scalesim.predict import Prediction, predict
+from scalesim.remedies import DATA_STALL_SHARE, data_stall_share, rank_remedies
+from scalesim.schemas import Profile, Scenario
+
+SETTINGS_KEYS = ("fit_memory", "bigger_batch", "accumulation", "overlap", "sharding")
+MAX_OPTIONS = 3
+WORTH_IT = 0.05  # a free change must gain at least 5 % to be recommended
+FREE_SHARE = 0.8  # without total money: a free change with 80 % of the best gain is preferred
+FREE_KEYS = ("settings", "input_pipeline")  # no hardware to buy
+
+ASSUMPTIONS = {
+    "now": "the model's prediction for today's settings",
+    "add_server": "the extra server's devices are priced like today's and the inter-server "
+                  "link scales as the model predicts",
+    "network": "the model's bandwidth for the named network and its listed price difference",
+    "settings": "the change trains as well as today's settings (a larger global batch is charged "
+                "its large-batch penalty only when a critical batch size is known)",
+    "input_pipeline": "the input can be cached or read by enough loader workers to keep up",
+}
+
+
+@dataclass(frozen=True)
+class DecisionOption:
+    """One way forward at the focus device count, with what it costs and gains."""
+
+    key: str  # now, add_server, network, settings, input_pipeline
+    title: str
+    devices: int
+    servers: int
+    runnable: bool
+    samples_per_s: float
+    throughput_gain: float  # vs now, 0.25 = +25 %
+    usd_per_hour: float | None  # the whole job's hourly price; None without a price
+    extra_usd_per_hour: float | None  # vs now; None when the option's price is not known
+    time_s: float | None  # time to finish (training_time); None without a goal
+    time_change: float | None  # vs now, -0.2 = 20 % sooner
+    total_usd: float | None  # time x hourly price
+    total_change_usd: float | None  # vs now
+    price_source: str
+    assumption: str
+    quality_change: float | None = None  # relative time to quality vs now (only B_noise known)
+
+
+@dataclass(frozen=True)
+class DecisionCard:
+    question: str
+    goal: str  # "time to train", "time to quality" or "" (no goal known)
+    now: DecisionOption
+    options: list[DecisionOption]  # the two or three that matter, best first
+    recommendation: str
+    assumption: str
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _one(profile: Profile, scenario: Scenario, devices: int) -> Prediction:
+    return predict(profile, scenario.model_copy(update={"devices": [devices]}))[0]
+
+
+class _Ctx:
+    """What every option is measured against."""
+
+    def __init__(self, profile: Profile, scenario: Scenario, now: Prediction):
+        self.profile, self.scenario, self.now = profile, scenario, now
+        self.goal = training_time.resolve_goal(profile, scenario)
+        self.price = self.goal.price_per_device_hour
+        self.now_time = self._time(now)
+        self.now_hourly = None if self.price is None else self.price * now.devices
+
+    def _time(self, p: Prediction) -> float | None:
+        t = training_time.time_to_goal_s(self.goal, p.samples_per_s, p.step_time_s,
+                                         p.global_batch, self.now.global_batch)
+        return None if t is None else float(t)
+
+    def option(self, key: str, title: str, p: Prediction, extra_per_server_hour: float | None,
+               price_source: str, priced: bool = True) -> DecisionOption:
+        hourly = None
+        if self.price is not None and priced:
+            hourly = self.price * p.devices + (extra_per_server_hour or 0.0) * p.nodes
+        t = self._time(p)
+        total = None if (t is None or hourly is None) else t / 3600.0 * hourly
+        now_total = (None if (self.now_time is None or self.now_hourly is None)
+                     else self.now_time / 3600.0 * self.now_hourly)
+        return DecisionOption(
+            key=key, title=title, devices=p.devices, servers=p.nodes, runnable=p.fits,
+            samples_per_s=p.samples_per_s,
+            throughput_gain=p.samples_per_s / self.now.samples_per_s - 1.0,
+            usd_per_hour=hourly,
+            extra_usd_per_hour=None if (hourly is None or self.now_hourly is None)
+            else hourly - self.now_hourly,
+            time_s=t,
+            time_change=None if (t is None or not self.now_time) else t / self.now_time - 1.0,
+            total_usd=total,
+            total_change_usd=None if (total is None or now_total is None) else total - now_total,
+            price_source=price_source, assumption=ASSUMPTIONS[key],
+            quality_change=self._quality_change(p))
+
+    def _quality_change(self, p: Prediction) -> float | None:
+        """Relative change of time to quality when only B_noise is known (no absolute time)."""
+        if self.goal.kind is not None:
+            return None
+        rel = training_time.relative_quality_time(self.goal, p.step_time_s, p.global_batch)
+        now = training_time.relative_quality_time(self.goal, self.now.step_time_s,
+                                                  self.now.global_batch)
+        return None if rel is None else float(rel / now - 1.0)
+
+
+def _server_size(profile: Profile, scenario: Scenario) -> int:
+    return scenario.devices_per_node or profile.hardware.devices_per_node
+
+
+def _price_source(profile: Profile, scenario: Scenario) -> str:
+    if scenario.price_per_device_hour is not None:
+        return "price per device-hour given by the user"
+    if profile.hardware.price_per_device_hour is not None:
+        return f"hardware preset {profile.hardware.name}: {profile.hardware.source}"
+    return "no price known: enter a price per device-hour"
+
+
+def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
+    profile, scenario, now = ctx.profile, ctx.scenario, ctx.now
+    out: list[DecisionOption] = []
+    notes: list[str] = []
+    base_source = _price_source(profile, scenario)
+    g = _server_size(profile, scenario)
+    more = g if now.devices < g else now.devices + g
+    if scenario.global_batch is None or scenario.global_batch % (more * scenario.accumulation) == 0:
+        try:
+            p = _one(profile, scenario, more)
+        except ScalesimError as exc:
+            notes.append(f"one more server not compared: {exc}")
+        else:
+            what = "Fill the server" if now.devices < g else "Add one server"
+            out.append(ctx.option("add_server", f"{what} ({now.devices} -> {more} devices)", p,
+                                  0.0, base_source))
+    else:
+        notes.append(f"one more server not compared: global batch {scenario.global_batch} does "
+                     f"not split over {more} devices")
+    if now.nodes > 1:
+        inter = scenario.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
+        for up in upgrades_for(profile.hardware.device_name, inter)[:1]:
+            link = up.link()
+            scn = scenario.model_copy(update={"inter_busbw_GBps": link.busbw_GBps,
+                                              "inter_latency_s": link.latency_s})
+            p = _one(profile, scn, now.devices)
+            priced = up.extra_usd_per_server_hour is not None
+            source = f"{up.source} (as of {up.as_of})"
+            if not priced:
+                source += "; price not known, so its cost is left blank"
+            out.append(ctx.option("network", f"Network: {up.name}, {inter:g} -> "
+                                  f"{link.busbw_GBps:g} GB/s busbw", p,
+                                  up.extra_usd_per_server_hour, source, priced))
+    _, ranked = rank_remedies(profile, scenario, now.devices)
+    settings = [r for r in ranked if r.key in SETTINGS_KEYS and r.helps]
+    if settings:
+        r = settings[0]
+        out.append(ctx.option("settings", f"Settings: {r.title[0].lower()}{r.title[1:]}",
+                              r.prediction, 0.0, base_source))
+    loader = next((r for r in ranked if r.key == "loader" and r.helps), None)
+    if loader is not None:
+        out.append(ctx.option("input_pipeline", "Input: cache the input or add loader workers",
+                              loader.prediction, 0.0, base_source))
+    return out, notes
+
+
+def _score(ctx: _Ctx, o: DecisionOption) -> float:
+    """Higher is better: sooner finish when a goal is known, else more throughput."""
+    if o.time_change is not None:
+        return -o.time_change
+    if o.quality_change is not None:
+        return -o.quality_change
+    return o.throughput_gain
+
+
+def _recommend(ctx: _Ctx, options: list[DecisionOption]) -> tuple[str, str]:
+    now = ctx.now
+    if not options:
+        if not now.fits:
+            return ("Nothing we model makes this layout fit in device memory: shard it "
+                    "(ZeRO-3) or split the model.", ASSUMPTIONS["now"])
+        return ("Keep the current setup: no option we model finishes sooner or runs faster here.",
+                ASSUMPTIONS["now"])
+    if not now.fits:
+        o = options[0]
+        return (f"{_action(o)} first: today's layout does not fit in device memory.",
+                o.assumption)
+    stall = next((o for o in options if o.key == "input_pipeline"), None)
+    if stall is not None and data_stall_share(now) >= DATA_STALL_SHARE:
+        return (f"Fix the input pipeline first: {data_stall_share(now):.0%} of each step waits "
+                f"for data; it gives {stall.throughput_gain:+.0%} throughput before any "
+                "purchase.", stall.assumption)
+    priced = [o for o in options if o.total_usd is not None]
+    if priced and len(priced) == len(options):  # money known for every option: the cheapest
+        o = min(priced, key=lambda x: (x.total_usd, x.time_s or 0.0))
+        money = (f"saves {usd_text(-o.total_change_usd)}" if o.total_change_usd <= 0
+                 else f"costs {usd_text(o.total_change_usd)} more in total")
+        free = " with no new hardware" if o.key in FREE_KEYS else ""
+        return (f"{_action(o)}: {_gain_words(o)}{free}, and {money}.", o.assumption)
+    best = options[0]  # sorted by score
+    free = [o for o in options if o.key in FREE_KEYS
+            and _score(ctx, o) >= max(WORTH_IT, FREE_SHARE * _score(ctx, best))]
+    if free:  # nearly as good without buying anything
+        o = free[0]
+        return (f"{_action(o)}: {_gain_words(o)} with no new hardware.", o.assumption)
+    extra = ("" if best.extra_usd_per_hour is None or best.extra_usd_per_hour <= 0
+             else f", for {usd_text(best.extra_usd_per_hour)} more per hour")
+    return f"{_action(best)}: {_gain_words(best)}{extra}.", best.assumption
+
+
+def _action(o: DecisionOption) -> str:
+    """The option's title as an instruction ('Settings: double ...' -> 'Double ...')."""
+    for prefix, verb in (("Settings: ", ""), ("Input: ", "Fix the input pipeline: "),
+                         ("Network: ", "Upgrade the inter-server network to ")):
+        if o.title.startswith(prefix):
+            rest = o.title[len(prefix):]
+            return (verb + rest) if verb else rest[0].upper() + rest[1:]
+    return o.title
+
+
+def _gain_words(o: DecisionOption) -> str:
+    if o.time_change is not None and o.time_s is not None:
+        return f"finishes in {duration_text(o.time_s)} ({o.time_change:+.0%})"
+    if o.quality_change is not None:
+        return (f"reaches quality {-o.quality_change:.0%} sooner "
+                f"({o.throughput_gain:+.0%} throughput)")
+    return f"{o.throughput_gain:+.0%} throughput"
+
+
+def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
+    """The decision card at ``devices`` (see the module docstring)."""
+    if devices < 1:
+        raise ScalesimError("devices must be 1 or more")
+    now = _one(profile, scenario, devices)
+    ctx = _Ctx(profile, scenario, now)
+    base = ctx.option("now", f"As is: {devices} device{'s' if devices > 1 else ''}", now, 0.0,
+                      _price_source(profile, scenario))
+    candidates, notes = _candidates(ctx)
+    winners = [o for o in candidates if o.runnable and (not now.fits or _score(ctx, o) > 0)]
+    losers = [o.title for o in candidates if o not in winners]
+    if losers:
+        notes.append("not shown (slower, or does not fit in memory): " + "; ".join(losers))
+    winners.sort(key=lambda o: -_score(ctx, o))
+    options = winners[:MAX_OPTIONS]
+    recommendation, assumption = _recommend(ctx, options)
+    device = profile.hardware.device_name
+    gpus = f"{devices} {device} device{'s' if devices > 1 else ''}"
+    if now.fits and devices == 1:
+        question = f"One {device} device: what should we do?"
+    elif now.fits:
+        question = f"{gpus} give {now.speedup:.1f}x one device: what should we do?"
+    else:
+        question = (f"{gpus} {'does' if devices == 1 else 'do'} not fit this layout in memory "
+                    f"({now.memory_bytes / 2**30:,.0f} GiB per device needed): what should we do?")
+    if ctx.goal.kind is None:
+        notes.append("enter a training length (or E_min with a critical batch size) to compare "
+                     "time and total money, not only throughput")
+    if ctx.price is None:
+        notes.append("enter a price per device-hour to compare money")
+    return DecisionCard(question=question, goal=ctx.goal.label(), now=base, options=options,
+                        recommendation=recommendation, assumption=assumption, notes=notes)
+
+
+# ---------------------------------------------------------------- display (CLI and app)
+
+NOT_KNOWN = "n/a"  # a cell with no number (no price, no goal); not "-", which Markdown makes a bullet
+
+
+def pct_text(x: float) -> str:
+    """'+12.3%' (never '-0.0%')."""
+    text = f"{x:+.1%}"
+    return "+0.0%" if text == "-0.0%" else text
+
+
+def usd_text(x: float | None, signed: bool = False) -> str:
+    if x is None:
+        return NOT_KNOWN
+    text = f"${abs(x):,.0f}" if abs(x) >= 100 else f"${abs(x):,.2f}"
+    if signed:
+        return ("+" if x >= 0 else "-") + text
+    return text
+
+
+def duration_text(seconds: float | None) -> str:
+    if seconds is None:
+        return NOT_KNOWN
+    hours = seconds / 3600.0
+    if hours < 1:
+        return f"{seconds / 60:.0f} min"
+    return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} days"
+
+
+def card_rows(card) -> list[dict[str, str]]:
+    """The card's table as display strings (the CLI's table and the app's use the same): five
+    columns, each change against "as is" in brackets, so it reads on a phone."""
+    def with_change(value: str, change: str | None, now: bool) -> str:
+        return value if now or not change else f"{value} ({change})"
+
+    rows = []
+    for o in [card.now, *card.options]:
+        now = o.key == "now"
+        time_change = (pct_text(o.time_change) if o.time_change is not None else
+                       f"{pct_text(o.quality_change)} to quality"
+                       if o.quality_change is not None else None)
+        rows.append({
+            "option": o.title + ("" if o.runnable else " (not runnable)"),
+            "USD/h": with_change(usd_text(o.usd_per_hour),
+                                 None if o.extra_usd_per_hour is None
+                                 else usd_text(o.extra_usd_per_hour, signed=True), now),
+            "throughput": "as is" if now else pct_text(o.throughput_gain),
+            "time to finish": (with_change(duration_text(o.time_s), time_change, now)
+                               if o.time_s is not None or now or time_change is None
+                               else time_change),
+            "total money": with_change(usd_text(o.total_usd),
+                                       None if o.total_change_usd is None
+                                       else usd_text(o.total_change_usd, signed=True), now),
+        })
+    return rows

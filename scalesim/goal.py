@@ -1,0 +1,207 @@
+"""Goal seeking: the cheapest plan that trains within a deadline and a budget, and the trade-off.
+
+``seek(profile, base, deadline_s, budget_usd)`` evaluates, in one vectorised ``scalesim.sweep``
+call, every combination of
+
+* device counts: powers of two inside one server, then every whole number of servers up to
+  ``max_devices``;
+* per-device micro-batch: half, one, two and four times the base one (weak scaling);
+* gradient accumulation: 1, 2, 4, 8 times the base;
+* strategy: DDP, ZeRO-1, ZeRO-2, ZeRO-3;
+* inter-server network: today's and each faster upgrade of ``scalesim.network_upgrades`` that
+  has a price (an unpriced one cannot be costed, so it is left out and said so);
+
+keeps those that fit in device memory, and computes for each the time to finish
+(``scalesim.training_time``: the training length is the samples needed at the *reference* global
+batch, the base micro-batch x one full server x the base accumulation; with a critical batch size
+a bigger global batch needs proportionally more samples, a smaller one fewer) and the money:
+hours x (devices x USD per device-hour + servers x the network's extra USD per server-hour).
+
+The answer: the cheapest plan that meets both limits (ties: the sooner), the Pareto front of time
+against money (no other plan is both sooner and cheaper), or, when no plan meets the goal, the
+plan that comes closest (the smallest worst overshoot of the two limits) and by how much it
+misses. Only the network's bandwidth is swept (its latency stays today's: a few microseconds per
+step, small beside the bandwidth term for gradients of this size).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from scalesim import training_time
+from scalesim.errors import ScalesimError
+from scalesim.network_upgrades import upgrades_for
+from scalesim.schemas import Profile, Scenario
+from scalesim.sweep import sweep
+
+STRATEGIES = ("ddp", "zero1", "zero2", "zero3")
+BATCH_FACTORS = (0.5, 1, 2, 4)
+ACCUMULATION_FACTORS = (1, 2, 4, 8)
+MAX_FRONT = 40  # Pareto points returned (spread evenly along the front when there are more)
+DEFAULT_MAX_DEVICES = 1024
+
+
+@dataclass(frozen=True)
+class GoalPlan:
+    devices: int
+    servers: int
+    micro_batch: int
+    accumulation: int
+    global_batch: int
+    strategy: str
+    network: str  # "as is" or an upgrade's name
+    samples_per_s: float
+    time_s: float
+    cost_usd: float
+    meets: bool  # within both the deadline and the budget
+
+
+@dataclass(frozen=True)
+class GoalAnswer:
+    deadline_s: float
+    budget_usd: float
+    goal: str  # "time to train" or "time to quality"
+    train_samples: float | None  # at the reference global batch
+    reference_batch: int
+    best: GoalPlan | None  # the cheapest plan that meets the goal
+    closest: GoalPlan | None  # when none does: the smallest worst overshoot
+    front: list[GoalPlan]  # the Pareto front, sooner first
+    evaluated: int
+    runnable: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def sentence(self) -> str:
+        """The answer in one sentence."""
+        if self.best is not None:
+            b = self.best
+            return (f"Cheapest plan that meets the goal: {describe(b)}: {_days(b.time_s)} for "
+                    f"${b.cost_usd:,.0f}.")
+        if self.closest is None:
+            return "No plan runs: none of the layouts searched fits in device memory."
+        c = self.closest
+        misses = []
+        if c.time_s > self.deadline_s:
+            misses.append(f"{_days(c.time_s)} against {_days(self.deadline_s)}")
+        if c.cost_usd > self.budget_usd:
+            misses.append(f"${c.cost_usd:,.0f} against ${self.budget_usd:,.0f}")
+        return (f"No plan meets the goal. Closest: {describe(c)}: {_days(c.time_s)} for "
+                f"${c.cost_usd:,.0f} (misses by {' and '.join(misses)}).")
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["sentence"] = self.sentence
+        return out
+
+
+def _days(seconds: float) -> str:
+    hours = seconds / 3600.0
+    return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} days"
+
+
+def describe(p: GoalPlan) -> str:
+    """A plan in words: '16 devices (2 servers), micro-batch 64 x 1, ddp, network as is'."""
+    servers = f"{p.servers} server{'s' if p.servers > 1 else ''}"
+    return (f"{p.devices} devices ({servers}), micro-batch {p.micro_batch} x {p.accumulation} "
+            f"accumulation, {p.strategy}, network {p.network}")
+
+
+def device_grid(devices_per_node: int, max_devices: int) -> list[int]:
+    """Powers of two below one server, then every whole number of servers up to the maximum."""
+    small = [2**i for i in range(0, 20) if 2**i < devices_per_node and 2**i <= max_devices]
+    servers = range(devices_per_node, max_devices + 1, devices_per_node)
+    return sorted(set(small) | set(servers)) or [1]
+
+
+def pareto_front(time_s: np.ndarray, cost_usd: np.ndarray) -> np.ndarray:
+    """Indices of the points no other point beats on both (sooner and cheaper), sooner first."""
+    order = np.lexsort((cost_usd, time_s))
+    best_cost, keep = np.inf, []
+    for i in order:
+        if cost_usd[i] < best_cost:
+            keep.append(i)
+            best_cost = cost_usd[i]
+    return np.asarray(keep, dtype=np.int64)
+
+
+def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
+         max_devices: int = DEFAULT_MAX_DEVICES) -> GoalAnswer:
+    """See the module docstring. ``base`` gives the training length, price and fixed knobs."""
+    for name, value in (("deadline_s", deadline_s), ("budget_usd", budget_usd)):
+        if not np.isfinite(value) or value <= 0:
+            raise ScalesimError(f"{name} must be a positive finite number, not {value!r}")
+    if not 1 <= max_devices <= 1_000_000:
+        raise ScalesimError(f"max_devices must be 1 to 1,000,000, not {max_devices}")
+    if base.global_batch is not None:
+        raise ScalesimError("goal seeking varies the per-device batch: give a micro-batch, not a "
+                            "fixed global batch")
+    goal = training_time.resolve_goal(profile, base)
+    if goal.kind is None:
+        raise ScalesimError("goal seeking needs a training length (train_samples) or E_min with "
+                            "a critical batch size")
+    if goal.price_per_device_hour is None:
+        raise ScalesimError("goal seeking needs a price per device-hour (price_per_device_hour)")
+    g = base.devices_per_node or profile.hardware.devices_per_node
+    b0 = base.micro_batch or profile.workload.micro_batch
+    k0 = base.accumulation
+    reference = b0 * g * k0
+    notes: list[str] = []
+
+    inter = base.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
+    networks = {float(inter): ("as is", 0.0)}
+    for up in upgrades_for(profile.hardware.device_name, inter):
+        if up.extra_usd_per_server_hour is None:
+            notes.append(f"{up.name} left out: no public price")
+            continue
+        networks.setdefault(float(up.link().busbw_GBps),
+                            (up.name, float(up.extra_usd_per_server_hour)))
+    axes = {
+        "devices": device_grid(g, max_devices),
+        "micro_batch": sorted({max(1, int(b0 * f)) for f in BATCH_FACTORS}),
+        "accumulation": [k0 * f for f in ACCUMULATION_FACTORS],
+        "strategy": list(STRATEGIES),
+        "inter_busbw_GBps": list(networks),
+    }
+    res = sweep(profile, base.model_copy(update={"devices": [1]}), axes)
+    c = res.columns
+    fits = np.asarray(c["fits"], dtype=bool)
+    time_s = training_time.time_to_goal_s(goal, c["samples_per_s"], c["step_time_s"],
+                                          c["global_batch"], reference)
+    extra = np.array([networks[float(v)][1] for v in c["inter_busbw_GBps"]])
+    hourly = c["devices"] * goal.price_per_device_hour + c["nodes"] * extra
+    cost = time_s / 3600.0 * hourly
+    ok = fits & np.isfinite(time_s) & np.isfinite(cost)
+    meets = ok & (time_s <= deadline_s) & (cost <= budget_usd)
+
+    def plan(i: int) -> GoalPlan:
+        return GoalPlan(
+            devices=int(c["devices"][i]), servers=int(c["nodes"][i]),
+            micro_batch=int(c["micro_batch"][i]), accumulation=int(c["accumulation"][i]),
+            global_batch=int(c["global_batch"][i]), strategy=str(c["strategy"][i]),
+            network=networks[float(c["inter_busbw_GBps"][i])][0],
+            samples_per_s=float(c["samples_per_s"][i]), time_s=float(time_s[i]),
+            cost_usd=float(cost[i]), meets=bool(meets[i]))
+
+    idx = np.flatnonzero(ok)
+    best = closest = None
+    front: list[GoalPlan] = []
+    if idx.size:
+        if meets.any():
+            m = np.flatnonzero(meets)
+            best = plan(int(m[np.lexsort((time_s[m], cost[m]))[0]]))
+        else:
+            over = np.maximum(time_s[idx] / deadline_s, cost[idx] / budget_usd)
+            closest = plan(int(idx[np.argmin(over)]))
+        pf = idx[pareto_front(time_s[idx], cost[idx])]
+        if pf.size > MAX_FRONT:
+            pf = pf[np.unique(np.linspace(0, pf.size - 1, MAX_FRONT).round().astype(int))]
+        front = [plan(int(i)) for i in pf]
+    if goal.critical_batch is None:
+        notes.append("no critical batch size: a bigger global batch is assumed to need no more "
+                     "samples, which favours large batches; give one to charge the penalty")
+    return GoalAnswer(deadline_s=float(deadline_s), budget_usd=float(budget_usd),
+                      goal=goal.label(), train_samples=goal.train_samples,
+                      reference_batch=int(reference), best=best, closest=closest, front=front,
+                      evaluated=res.size, runnable=int(ok.sum()), notes=notes)

@@ -1,0 +1,115 @@
+"""Time and money to finish training, with the large-batch penalty, for any batch and device count.
+
+One definition used by the remedies' ranking, the decision card and goal seeking (so the three
+agree with each other and with ``scalesim predict``):
+
+* with a training length (below) it wins, as in ``predict``'s cost; else
+* with a critical batch size B_noise and E_min (samples to quality at a tiny batch) known: the time
+  to quality ``S_min (1 + B_noise/B) x step_time`` (McCandlish et al. 2018; equals
+  ``Prediction.time_to_quality_s``);
+* with a training length (``train_samples``, the samples the run needs at the *reference* global
+  batch B_ref, i.e. today's) and B_noise known: a run at another global batch B needs
+  ``train x (1 + B/B_noise) / (1 + B_ref/B_noise)`` samples (the same model's
+  ``E = E_min (1 + B/B_noise)``, anchored at today's batch), so bigger batches are not free;
+* with a training length and no B_noise: ``train`` samples whatever the batch (stated as an
+  assumption: the batch does not change the samples needed);
+* otherwise unknown (None).
+
+Cost is hours x devices x USD per device-hour. Arrays in, arrays out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from scalesim.model.quality import steps_to_quality
+from scalesim.schemas import Profile, Scenario
+
+
+@dataclass(frozen=True)
+class Goal:
+    """What "finished" means for a scenario, resolved from the scenario and the profile."""
+
+    critical_batch: float | None  # B_noise, samples
+    min_samples: float | None  # E_min, samples
+    train_samples: float | None  # samples in the run at the reference global batch
+    price_per_device_hour: float | None  # USD
+
+    @property
+    def kind(self) -> str | None:
+        """'train' (a training length), 'quality' (E_min and B_noise) or None (nothing known).
+
+        A training length wins when both are given, as in ``predict``'s cost.
+        """
+        if self.train_samples is not None:
+            return "train"
+        if self.critical_batch is not None and self.min_samples is not None:
+            return "quality"
+        return None
+
+    @property
+    def penalised(self) -> bool:
+        """True when a bigger global batch costs more samples (B_noise is known)."""
+        return self.critical_batch is not None and self.kind is not None
+
+    def label(self) -> str:
+        return {"quality": "time to quality", "train": "time to train"}.get(self.kind or "", "")
+
+
+def resolve_goal(profile: Profile, scenario: Scenario) -> Goal:
+    """The goal the scenario (over the profile's workload, hardware and noise scale) states."""
+    wl = profile.workload
+    b_crit = scenario.critical_batch_size or wl.critical_batch_size
+    if b_crit is None and profile.noise_scale is not None:  # measured by calibration
+        b_crit = profile.noise_scale.b_simple
+    price = scenario.price_per_device_hour
+    if price is None:
+        price = profile.hardware.price_per_device_hour
+    return Goal(critical_batch=b_crit,
+                min_samples=scenario.min_samples_to_quality or wl.min_samples_to_quality,
+                train_samples=scenario.train_samples or wl.train_samples,
+                price_per_device_hour=price)
+
+
+def samples_needed(goal: Goal, global_batch, reference_batch):
+    """Samples the run needs at ``global_batch`` (array), or None when no goal is known."""
+    b = np.asarray(global_batch, dtype=float)
+    if goal.kind == "quality":
+        return goal.min_samples * (1.0 + b / goal.critical_batch)
+    if goal.kind == "train":
+        if goal.critical_batch is None:
+            return np.full(b.shape, goal.train_samples)
+        ref = np.asarray(reference_batch, dtype=float)
+        return goal.train_samples * (1.0 + b / goal.critical_batch) / (
+            1.0 + ref / goal.critical_batch)
+    return None
+
+
+def time_to_goal_s(goal: Goal, samples_per_s, step_time_s, global_batch, reference_batch):
+    """Seconds to finish (array), or None when no goal is known. See the module docstring."""
+    if goal.kind == "quality":
+        steps = steps_to_quality(global_batch, goal.critical_batch, goal.min_samples)
+        return np.asarray(steps, dtype=float) * np.asarray(step_time_s, dtype=float)
+    samples = samples_needed(goal, global_batch, reference_batch)
+    if samples is None:
+        return None
+    return samples / np.asarray(samples_per_s, dtype=float)
+
+
+def cost_usd(goal: Goal, seconds, devices):
+    """USD for ``seconds`` on ``devices`` (arrays), or None without a price or a time."""
+    if seconds is None or goal.price_per_device_hour is None:
+        return None
+    return np.asarray(seconds, dtype=float) / 3600.0 * np.asarray(devices, dtype=float) * (
+        goal.price_per_device_hour)
+
+
+def relative_quality_time(goal: Goal, step_time_s, global_batch):
+    """Time to quality up to a constant factor, ``(1 + B_noise/B) x step_time`` (S_min cancels),
+    so options can be ranked by it with only a critical batch size known; None without one."""
+    if goal.critical_batch is None:
+        return None
+    b = np.asarray(global_batch, dtype=float)
+    return (1.0 + goal.critical_batch / b) * np.asarray(step_time_s, dtype=float)

@@ -1,0 +1,122 @@
+"""The planner never praises what cannot run, says a data stall, and ranks remedies by what counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import scalesim.app
+from scalesim.app.plan import headline, make_plan
+from scalesim.app.report import report_html
+from scalesim.app.state import default_state, preset_profile
+from streamlit.testing.v1 import AppTest
+
+from scalesim.profiles import default_profile
+from scalesim.remedies import rank_remedies
+from scalesim.schemas import LoaderCurve, LoaderPoint, Scenario
+
+SCRIPT = str(Path(scalesim.app.__file__).with_name("streamlit_app.py"))
+
+
+def _knee_line(at) -> str:
+    """The headline's knee / best-remedy line (the first markdown is the story sentence)."""
+    return next(m.value for m in at.markdown if m.value.startswith("**Knee:**"))
+
+
+def stalled_profile():
+    """A default profile whose input pipeline supplies a third of what the devices consume."""
+    base = default_profile()
+    return base.model_copy(update={"name": "slow loader", "input_pipeline": LoaderCurve(points=[
+        LoaderPoint(workers=0, samples_per_s=60.0), LoaderPoint(workers=4, samples_per_s=180.0)],
+        measured=True)})
+
+
+def test_a_layout_that_does_not_fit_is_never_praised_nor_best():
+    state = default_state().model_copy(update={"mb": 100_000, "dmax": 16})
+    plan = make_plan(preset_profile(state), state)
+    assert not plan.focus.fits
+    h = headline(plan)
+    assert h["efficiency"] == "not runnable"
+    assert h["runnable"].startswith("not runnable: needs")
+    assert "GiB per device" in h["runnable"]
+    # the best remedy, if any, runs; no runnable claim for a layout that does not fit
+    for r in plan.remedies:
+        if r.helps:
+            assert r.prediction is not None and r.prediction.fits
+    assert plan.best is None or plan.best.prediction.fits
+    assert plan.best is not None and plan.best.key == "fit_memory"  # the remedy that makes it fit
+    html = report_html(plan, "http://example/?v=1")
+    assert "not runnable" in html and "95." not in h["efficiency"]
+    assert all(o.label.endswith("(not runnable)") for o in plan.options if not o.fits)
+
+
+def test_remedies_that_lose_are_not_remedies():
+    profile = default_profile()
+    _, ranked = rank_remedies(profile, Scenario(devices=[16]), 16)
+    sharding = next(r for r in ranked if r.key == "sharding")
+    assert sharding.gain < 0 and sharding.verdict == "loses" and not sharding.helps
+    assert [r.verdict for r in ranked] == sorted(
+        (r.verdict for r in ranked), key=["remedy", "loses", "not runnable",
+                                          "not applicable"].index)
+
+
+def test_with_a_goal_remedies_rank_by_time_to_finish_with_the_batch_penalty():
+    profile = default_profile()
+    plain = Scenario(devices=[16])
+    goal = plain.model_copy(update={"train_samples": 1e9, "critical_batch_size": 2000.0,
+                                    "price_per_device_hour": 3.0})
+    _, by_throughput = rank_remedies(profile, plain, 16)
+    _, by_time = rank_remedies(profile, goal, 16)
+    acc_t = next(r for r in by_throughput if r.key == "accumulation")
+    acc = next(r for r in by_time if r.key == "accumulation")
+    assert acc_t.helps  # 4x the batch: more throughput ...
+    assert acc.objective_gain < 0 and acc.verdict == "loses"  # ... but a later finish
+    assert acc.time_s is not None and acc.cost_usd == pytest.approx(
+        acc.time_s / 3600 * 16 * 3.0)
+    bigger = next(r for r in by_time if r.key == "bigger_batch")
+    assert bigger.objective_gain < bigger.gain  # the penalty is charged
+    gains = [r.objective_gain for r in by_time if r.helps]
+    assert gains == sorted(gains, reverse=True)
+
+
+def test_data_stall_is_said_and_the_loader_remedy_ranks_first():
+    profile = stalled_profile()
+    state = default_state().model_copy(update={"src": "custom", "dmax": 16})
+    plan = make_plan(profile, state)
+    h = headline(plan)
+    assert "data stall" in h["data_stall"]
+    assert "one device too" in h["data_stall"]
+    assert plan.best is not None and plan.best.key == "loader"
+    assert plan.remedies[0].key == "loader"
+
+
+def test_page_headline_says_not_runnable_and_keeps_following_controls():
+    at = AppTest.from_file(SCRIPT, default_timeout=120)
+    at.query_params.update({"v": "1", "mb": "100000", "dmax": "16"})
+    at.run()
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert any(v == "not runnable" for v in metrics.values()), metrics
+    assert any("not runnable" in e.value for e in at.error)
+    assert "Largest single gain:** Smaller micro-batches" in _knee_line(at)
+
+
+def test_with_only_a_critical_batch_size_remedies_rank_by_relative_time_to_quality():
+    _, ranked = rank_remedies(default_profile(),
+                              Scenario(devices=[16], critical_batch_size=2000.0), 16)
+    acc = next(r for r in ranked if r.key == "accumulation")
+    assert acc.measure == "quality" and acc.time_s is None
+    assert acc.objective_gain < acc.gain  # 4x the batch: faster steps, more of them
+
+
+def test_the_page_says_the_data_stall_beside_a_perfect_efficiency():
+    at = AppTest.from_file(SCRIPT, default_timeout=120)
+    at.run()
+    at.sidebar.file_uploader(key="upload").set_value(
+        ("slow.json", stalled_profile().model_dump_json().encode(), "application/json"))
+    at.run()
+    assert not at.exception
+    efficiency = next(m for m in at.metric if m.label.startswith("Scaling efficiency"))
+    assert "data stall" in efficiency.delta
+    assert any("Data stall" in w.value for w in at.warning)
+    assert "Largest single gain:** Cache the input" in _knee_line(at)

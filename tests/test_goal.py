@@ -1,0 +1,95 @@
+"""Goal seeking: the cheapest plan within a deadline and a budget, the front, or the closest."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scalesim.app
+from streamlit.testing.v1 import AppTest
+
+from scalesim.cli.main import main
+from scalesim.errors import ScalesimError
+from scalesim.goal import device_grid, pareto_front, seek
+from scalesim.predict import predict
+from scalesim.profiles import default_profile
+from scalesim.schemas import Scenario
+
+DAY_S = 86400.0
+BASE = Scenario(train_samples=2e9, critical_batch_size=4096.0)
+
+
+def test_the_cheapest_plan_meets_both_limits_and_nothing_cheaper_does():
+    answer = seek(default_profile(), BASE, 3 * DAY_S, 50_000)
+    best = answer.best
+    assert best is not None and best.meets
+    assert best.time_s <= 3 * DAY_S and best.cost_usd <= 50_000
+    # the same plan predicted on its own gives the same time and cost
+    row = predict(default_profile(), BASE.model_copy(update={
+        "devices": [best.devices], "micro_batch": best.micro_batch,
+        "accumulation": best.accumulation, "strategy": best.strategy}))[0]
+    assert row.samples_per_s == pytest.approx(best.samples_per_s, rel=1e-9) or (
+        best.network != "as is")
+    # no plan on the front that meets the goal is cheaper
+    assert all(p.cost_usd >= best.cost_usd - 1e-6 for p in answer.front if p.meets)
+    assert "Cheapest plan that meets the goal" in answer.sentence
+
+
+def test_the_front_is_pareto_optimal():
+    answer = seek(default_profile(), BASE, 3 * DAY_S, 50_000)
+    times = [p.time_s for p in answer.front]
+    costs = [p.cost_usd for p in answer.front]
+    assert times == sorted(times) and costs == sorted(costs, reverse=True)
+    t = np.array([3.0, 1.0, 2.0, 2.0, 4.0])
+    c = np.array([1.0, 5.0, 2.0, 3.0, 0.5])
+    assert list(pareto_front(t, c)) == [1, 2, 0, 4]
+
+
+def test_no_plan_meets_an_impossible_goal_and_the_closest_is_named():
+    answer = seek(default_profile(), BASE, 3600.0, 10.0)
+    assert answer.best is None and answer.closest is not None
+    assert answer.sentence.startswith("No plan meets the goal. Closest:")
+    assert "misses by" in answer.sentence
+
+
+def test_bad_goals_are_one_clear_error():
+    with pytest.raises(ScalesimError, match="deadline_s"):
+        seek(default_profile(), BASE, float("nan"), 1.0)
+    with pytest.raises(ScalesimError, match="training length"):
+        seek(default_profile(), Scenario(), DAY_S, 1.0)
+    from scalesim.presets import get_hardware, get_workload
+    from scalesim.profiles import profile_from_presets
+
+    unpriced = profile_from_presets(get_hardware("pcie-8gpu-100gbe"), get_workload("bert-large"))
+    with pytest.raises(ScalesimError, match="price"):
+        seek(unpriced, BASE, DAY_S, 1.0)
+
+
+def test_device_grid_fills_servers():
+    assert device_grid(8, 40) == [1, 2, 4, 8, 16, 24, 32, 40]
+
+
+def test_cli_goal_json_and_table(capsys):
+    assert main(["goal", "--train-samples", "2e9", "--critical-batch", "4096", "--deadline",
+                 "3d", "--budget", "50000", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["best"]["meets"] and data["sentence"].startswith("Cheapest plan")
+    assert main(["goal", "--train-samples", "2e9", "--deadline", "1h", "--budget", "10"]) == 0
+    assert capsys.readouterr().out.startswith("No plan meets the goal")
+    with pytest.raises(SystemExit) as exc:
+        main(["goal", "--train-samples", "2e9", "--deadline", "soon", "--budget", "1"])
+    assert exc.value.code == 2
+
+
+def test_the_app_goal_tab_shows_the_answer_and_the_front():
+    at = AppTest.from_file(str(Path(scalesim.app.__file__).with_name("streamlit_app.py")),
+                           default_timeout=120)
+    at.query_params.update({"v": "1", "train": "2000000000", "cbs": "4096", "dl": "72",
+                            "bud": "50000", "tab": "goal"})
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Cheapest plan that meets the goal" in s.value for s in at.success)
+    assert len(at.get("vega_lite_chart")) == 1
+    assert any("Chart in words" in c.value for c in at.caption)
