@@ -33,6 +33,24 @@ def regression_model():
     return model, make_batch, loss_fn
 
 
+OOM_ABOVE = 4096  # samples: oom_model's make_batch runs out of memory above this
+
+
+def oom_model():
+    """Like regression_model, but a batch above OOM_ABOVE samples fails as the allocator does
+    on a device that is full (torch.OutOfMemoryError): a device's memory ceiling, made
+    deterministic (a real allocation failure depends on this machine's free memory)."""
+    model, make_batch, loss_fn = regression_model()
+
+    def bounded_batch(batch_size: int):
+        if batch_size > OOM_ABOVE:
+            raise torch.OutOfMemoryError(
+                f"CUDA out of memory. Tried to allocate {batch_size * FEATURES * 4} bytes")
+        return make_batch(batch_size)
+
+    return model, bounded_batch, loss_fn
+
+
 def slow_rank_one_model():
     """Like regression_model, but rank 1's forward pass also sleeps 40 ms (a slow device)."""
     model, make_batch, loss_fn = regression_model()

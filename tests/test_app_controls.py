@@ -52,9 +52,9 @@ def test_every_number_widget_takes_its_bounds_from_the_state():
 def test_refusal_is_one_plain_sentence_and_names_what_is_kept():
     state = default_state()
     assert refusal(state, "mb", 64) is None
-    text = refusal(state, "mb", 2_000_000)
-    assert text == ("Per-device micro-batch: 2,000,000 is above the largest value the planner "
-                    "takes, 1,000,000; keeping 32.")
+    text = refusal(state, "mb", 20_000_000)
+    assert text == ("Per-device micro-batch: 20,000,000 is above the largest value the planner "
+                    "takes, 16,777,216; keeping 32.")  # 2**24, scalesim/bounds.py micro_batch
     assert "below the smallest" in refusal(state, "train", 0.5)
     assert "\n" not in text and "pydantic" not in text and "http" not in text
 
@@ -63,7 +63,7 @@ def test_an_out_of_range_value_leaves_the_page_following_the_other_controls():
     # A browser's number input refuses a value beyond its bounds before sending it (checked in
     # test_app_decide_browser.py); a value injected past the widget never reaches the state.
     at = _app()
-    at.sidebar.number_input(key="k_mb").set_value(2_000_000)
+    at.sidebar.number_input(key="k_mb").set_value(20_000_000)
     at.run()
     assert not at.exception
     assert at.session_state["app_state"].mb <= field_bounds("mb")[1]

@@ -84,7 +84,7 @@ def test_an_out_of_range_value_leaves_the_page_responsive_and_the_url_unchanged(
     page = _open(browser, f"{server}?v=2&strat=zero3")
     before = _query(page)
     box = page.get_by_label("Per-device micro-batch")
-    box.fill("2000000")
+    box.fill("20000000")  # above 2**24, the micro-batch bound (scalesim/bounds.py)
     box.press("Enter")
     _settled(page)
     assert _query(page) == before  # refused before it reached the state

@@ -249,9 +249,9 @@ def test_resume_keeps_finished_phases(tmp_path):
 def test_out_of_memory_batch_is_the_ceiling(tmp_path):
     out = tmp_path / "oom.json"
     result = run([sys.executable, "-m", "scalesim.cli.main", "calibrate", "--quick",
-                  "--no-progress", "--threads", "1", "--model", "calib_factories:regression_model",
+                  "--no-progress", "--threads", "1", "--model", "calib_factories:oom_model",
                   "--phases",
-                  "compute", "--batches", "256,1024,4096,100000000000", "--out", str(out)], tmp_path)
+                  "compute", "--batches", "256,1024,4096,16384", "--out", str(out)], tmp_path)
     assert result.returncode == 0, result.stderr
     profile = load_profile(out)
     assert [p.micro_batch for p in profile.compute.points] == [256, 1024, 4096]
