@@ -85,3 +85,30 @@ def test_wrong_format_is_one_line_exit_2(tmp_path, capsys):
     bad.write_text(json.dumps({"format": "scalesim-parallel-cases/1", "cases": []}))
     assert main(["validate", str(bad)]) == 2
     assert "non-empty list" in capsys.readouterr().err
+
+
+def _table_script():
+    import importlib.util
+
+    path = ROOT / "benchmarks" / "parallel_validation_accuracy.py"
+    spec = importlib.util.spec_from_file_location("parallel_validation_accuracy", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_table_script_renders_every_case_and_rewrites_only_between_markers(report, tmp_path):
+    script = _table_script()
+    body = script.render(report, "parallel_cases.json", 1.0)
+    rows = [line for line in body.splitlines() if line.startswith("| ") and "_" in line]
+    for c in report.cases:
+        row = next(r for r in rows if r.startswith(f"| {c.id} |"))
+        assert row.endswith("| anchor |") if c.anchor else f"{c.error_pct:+.1f}%" in row
+    a = report.summary["all"]
+    assert f"**{a['median_abs_pct']:.1f}%**" in body and f"| **all** | {a['cases']} |" in body
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"before\n{script.BEGIN}\nold table\n{script.END}\nafter\n")
+    assert script.main([str(PARALLEL_CASES), "--doc", str(doc)]) == 0
+    text = doc.read_text()
+    assert text.startswith("before\n") and text.endswith("after\n") and "old table" not in text
+    assert "| **all** |" in text
