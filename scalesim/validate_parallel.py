@@ -28,6 +28,7 @@ from scalesim.model.stragglers import DEVICE_SPEED_CV
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.presets import (
     INTRA_LINKS,
+    device_memory_of,
     inter_link,
     intra_link,
     memory_bandwidth_of,
@@ -248,6 +249,9 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         flags.append("GPU form factor not stated: SXM memory bandwidth assumed")
     if bandwidth is None:
         raise ScalesimError(f"case {case.id!r}: no datasheet memory bandwidth for '{hw.gpu}'")
+    memory = device_memory_of(hw.gpu)
+    if memory is None:
+        flags.append(f"device memory of '{hw.gpu}' unknown: whether the layout fits is not checked")
     intra = intra_link(hw.intra_node)
     net = hw.inter_node
     family = _gpu_family(hw.gpu)
@@ -274,6 +278,7 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         intra_busbw_GBps=intra.busbw_GBps, inter_latency_s=inter.latency_s,
         inter_busbw_GBps=inter.busbw_GBps, comm_contention=GPU_COMM_CONTENTION,
         device_cv=DEVICE_SPEED_CV,
+        device_memory_bytes=np.inf if memory is None else memory[0],
     )
     return inputs, layout
 
@@ -365,6 +370,11 @@ def validate_parallel_cases(cases: list[ParallelCase]) -> ParallelReport:
             "stall_s")}
         if not np.isfinite(predicted) or predicted <= 0:
             raise ScalesimError(f"case {case.id!r}: the model gave a non-finite prediction")
+        if not bool(r.fits):
+            flags.append(f"modelled memory {float(r.memory_bytes) / 1024**3:.0f} GiB exceeds the "
+                         f"device's {float(x.device_memory_bytes) / 1024**3:.0f} GiB: the run as "
+                         "described would not fit (a setting the case does not state, such as "
+                         "recompute or offloading, or the memory model overestimates)")
         results.append(ParallelCaseResult(
             id=case.id, group=case.group, anchor=case.anchor, metric=case.measured.metric,
             published=case.measured.value, predicted=predicted,
