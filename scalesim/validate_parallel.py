@@ -67,6 +67,8 @@ DEFAULTS = {
     "peak": "datasheet dense 16-bit peak of the GPU (fp8: the fp8 peak for weight matmuls, the "
             "16-bit peak for the attention core)",
     "memory_bandwidth": "datasheet memory bandwidth of the GPU",
+    "device_memory": "the size in the GPU's name ('A100 40GB'), else its datasheet size "
+                     "(presets.device_memory_of); a layout that would not fit is flagged",
     "comm_compute_contention": GPU_COMM_CONTENTION,
     "device_speed_cv": DEVICE_SPEED_CV,
     "bytes_per_param": "weights 2, gradients 2 (wire 2), optimizer 12 (mixed-precision Adam)",
