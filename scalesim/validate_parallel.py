@@ -45,6 +45,11 @@ DEFAULT_GBIT_PER_NIC = {"A100": 200.0, "H100": 400.0, "GB200": 400.0}  # DGX A10
 DEFAULT_MICRO_BATCH = 1
 DEFAULT_RECOMPUTE = "none"  # a null recompute: none (Megatron-Core's default)
 FLASH_ATTENTION_FROM_YEAR = 2022  # sources from 2022 on use fused (flash) attention (Dao 2022)
+# FSDP's backward prefetch where the case does not state it: the default of the framework the
+# source names. Composer (MosaicML llm-foundry's trainer) defaults to BACKWARD_POST
+# (composer/trainer/mosaic_fsdp_utils.py, 2023: fsdp_config.get('backward_prefetch',
+# 'BACKWARD_POST')); PyTorch FSDP itself, FSDP2 (torchtitan) and Megatron prefetch before.
+BACKWARD_PREFETCH_POST_SOURCES = ("mosaicml/llm-foundry",)
 TP_OVERLAP_FROM_YEAR = 2024  # Megatron-Core + Transformer Engine runs overlap tp collectives
 # with the matmuls (userbuffers; on in NeMo / Megatron-Bridge performance recipes)
 EFFICIENCY_BOUNDS = (0.02, 1.0)  # where the anchor's efficiency is searched
@@ -230,6 +235,10 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
     if schedule != "interleaved":
         v = 1
     tp_overlap = year is not None and year >= TP_OVERLAP_FROM_YEAR and lay.tp > 1
+    prefetch_post = lay.zero >= 3 and any(s in case.source for s in BACKWARD_PREFETCH_POST_SOURCES)
+    if prefetch_post:
+        flags.append("FSDP backward prefetch not stated: Composer's default BACKWARD_POST assumed "
+                     "(the source is llm-foundry)")
     layout = ParallelLayout(dp=lay.dp, tp=lay.tp, pp=lay.pp, cp=lay.cp, zero=lay.zero,
                             micro_batch=micro, global_batch=lay.global_batch, schedule=schedule,
                             virtual_stages=v, recompute=recompute, sequence_parallel=sp,
@@ -281,6 +290,7 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         inter_busbw_GBps=inter.busbw_GBps, comm_contention=GPU_COMM_CONTENTION,
         device_cv=DEVICE_SPEED_CV,
         device_memory_bytes=np.inf if memory is None else memory[0],
+        fsdp_backward_prefetch_post=prefetch_post,
     )
     return inputs, layout
 
