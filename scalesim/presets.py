@@ -31,6 +31,7 @@ listed and its source (``PRICES``); a price that is known to have been cut since
 
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass
 
@@ -463,3 +464,25 @@ def transformer_workload(name: str, precision_bytes: float = 2.0) -> Workload:
         param_bytes_per_param=precision_bytes, grad_bytes_per_param=precision_bytes,
         optimizer_bytes_per_param=12.0, micro_batch=1,
         sample_unit=f"sequences of {shape.seq_len} tokens", transformer=shape, source=source)
+
+
+# Memory of one device when its name does not carry the size ("A100 40GB" does; GiB as the
+# hardware presets above count it). A100 comes in 40 and 80 GB, so it needs the size in the name.
+DEVICE_MEMORY_GIB = [
+    (("GB200",), 186.0, "NVIDIA GB200 NVL72 datasheet: 13.4 TB HBM3e over 72 GPUs = 186 GB each"),
+    (("H100",), 80.0, "NVIDIA H100 SXM datasheet and DGX H100 (640 GB over 8 GPUs): 80 GB"),
+]
+
+
+def device_memory_of(device_name: str) -> tuple[float, str] | None:
+    """(bytes, source) of one device's memory: the size the name states ("A100 40GB",
+    "H100 SXM 96GB HBM2e"), else the datasheet size of a device sold in one size; None when
+    neither (an A100 without its size)."""
+    stated = re.search(r"(\d+(?:\.\d+)?)\s*GB\b", device_name, flags=re.IGNORECASE)
+    if stated:
+        return float(stated.group(1)) * GIB, f"the size in the name '{device_name}'"
+    name = device_name.lower().replace(" ", "").replace("-", "")
+    for words, gib, source in DEVICE_MEMORY_GIB:
+        if all(word.lower() in name for word in words):
+            return gib * GIB, source
+    return None

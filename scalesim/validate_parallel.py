@@ -28,6 +28,7 @@ from scalesim.model.stragglers import DEVICE_SPEED_CV
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.presets import (
     INTRA_LINKS,
+    device_memory_of,
     inter_link,
     intra_link,
     memory_bandwidth_of,
@@ -44,6 +45,11 @@ DEFAULT_GBIT_PER_NIC = {"A100": 200.0, "H100": 400.0, "GB200": 400.0}  # DGX A10
 DEFAULT_MICRO_BATCH = 1
 DEFAULT_RECOMPUTE = "none"  # a null recompute: none (Megatron-Core's default)
 FLASH_ATTENTION_FROM_YEAR = 2022  # sources from 2022 on use fused (flash) attention (Dao 2022)
+# FSDP's backward prefetch where the case does not state it: the default of the framework the
+# source names. Composer (MosaicML llm-foundry's trainer) defaults to BACKWARD_POST
+# (composer/trainer/mosaic_fsdp_utils.py, 2023: fsdp_config.get('backward_prefetch',
+# 'BACKWARD_POST')); PyTorch FSDP itself, FSDP2 (torchtitan) and Megatron prefetch before.
+BACKWARD_PREFETCH_POST_SOURCES = ("mosaicml/llm-foundry",)
 TP_OVERLAP_FROM_YEAR = 2024  # Megatron-Core + Transformer Engine runs overlap tp collectives
 # with the matmuls (userbuffers; on in NeMo / Megatron-Bridge performance recipes)
 EFFICIENCY_BOUNDS = (0.02, 1.0)  # where the anchor's efficiency is searched
@@ -66,6 +72,8 @@ DEFAULTS = {
     "peak": "datasheet dense 16-bit peak of the GPU (fp8: the fp8 peak for weight matmuls, the "
             "16-bit peak for the attention core)",
     "memory_bandwidth": "datasheet memory bandwidth of the GPU",
+    "device_memory": "the size in the GPU's name ('A100 40GB'), else its datasheet size "
+                     "(presets.device_memory_of); a layout that would not fit is flagged",
     "comm_compute_contention": GPU_COMM_CONTENTION,
     "device_speed_cv": DEVICE_SPEED_CV,
     "bytes_per_param": "weights 2, gradients 2 (wire 2), optimizer 12 (mixed-precision Adam)",
@@ -227,6 +235,10 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
     if schedule != "interleaved":
         v = 1
     tp_overlap = year is not None and year >= TP_OVERLAP_FROM_YEAR and lay.tp > 1
+    prefetch_post = lay.zero >= 3 and any(s in case.source for s in BACKWARD_PREFETCH_POST_SOURCES)
+    if prefetch_post:
+        flags.append("FSDP backward prefetch not stated: Composer's default BACKWARD_POST assumed "
+                     "(the source is llm-foundry)")
     layout = ParallelLayout(dp=lay.dp, tp=lay.tp, pp=lay.pp, cp=lay.cp, zero=lay.zero,
                             micro_batch=micro, global_batch=lay.global_batch, schedule=schedule,
                             virtual_stages=v, recompute=recompute, sequence_parallel=sp,
@@ -248,6 +260,9 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         flags.append("GPU form factor not stated: SXM memory bandwidth assumed")
     if bandwidth is None:
         raise ScalesimError(f"case {case.id!r}: no datasheet memory bandwidth for '{hw.gpu}'")
+    memory = device_memory_of(hw.gpu)
+    if memory is None:
+        flags.append(f"device memory of '{hw.gpu}' unknown: whether the layout fits is not checked")
     intra = intra_link(hw.intra_node)
     net = hw.inter_node
     family = _gpu_family(hw.gpu)
@@ -274,6 +289,8 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         intra_busbw_GBps=intra.busbw_GBps, inter_latency_s=inter.latency_s,
         inter_busbw_GBps=inter.busbw_GBps, comm_contention=GPU_COMM_CONTENTION,
         device_cv=DEVICE_SPEED_CV,
+        device_memory_bytes=np.inf if memory is None else memory[0],
+        fsdp_backward_prefetch_post=prefetch_post,
     )
     return inputs, layout
 
@@ -365,6 +382,11 @@ def validate_parallel_cases(cases: list[ParallelCase]) -> ParallelReport:
             "stall_s")}
         if not np.isfinite(predicted) or predicted <= 0:
             raise ScalesimError(f"case {case.id!r}: the model gave a non-finite prediction")
+        if not bool(r.fits):
+            flags.append(f"modelled memory {float(r.memory_bytes) / 1024**3:.0f} GiB exceeds the "
+                         f"device's {float(x.device_memory_bytes) / 1024**3:.0f} GiB: the run as "
+                         "described would not fit (a setting the case does not state, such as "
+                         "recompute or offloading, or the memory model overestimates)")
         results.append(ParallelCaseResult(
             id=case.id, group=case.group, anchor=case.anchor, metric=case.measured.metric,
             published=case.measured.value, predicted=predicted,

@@ -85,3 +85,54 @@ def test_wrong_format_is_one_line_exit_2(tmp_path, capsys):
     bad.write_text(json.dumps({"format": "scalesim-parallel-cases/1", "cases": []}))
     assert main(["validate", str(bad)]) == 2
     assert "non-empty list" in capsys.readouterr().err
+
+
+def _table_script():
+    import importlib.util
+
+    path = ROOT / "benchmarks" / "parallel_validation_accuracy.py"
+    spec = importlib.util.spec_from_file_location("parallel_validation_accuracy", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_table_script_renders_every_case_and_rewrites_only_between_markers(report, tmp_path):
+    script = _table_script()
+    body = script.render(report, "parallel_cases.json", 1.0)
+    rows = [line for line in body.splitlines() if line.startswith("| ") and "_" in line]
+    for c in report.cases:
+        row = next(r for r in rows if r.startswith(f"| {c.id} |"))
+        assert row.endswith("| anchor |") if c.anchor else f"{c.error_pct:+.1f}%" in row
+    a = report.summary["all"]
+    assert f"**{a['median_abs_pct']:.1f}%**" in body and f"| **all** | {a['cases']} |" in body
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"before\n{script.BEGIN}\nold table\n{script.END}\nafter\n")
+    assert script.main([str(PARALLEL_CASES), "--doc", str(doc)]) == 0
+    text = doc.read_text()
+    assert text.startswith("before\n") and text.endswith("after\n") and "old table" not in text
+    assert "| **all** |" in text
+
+
+def test_device_memory_from_the_name_or_the_datasheet():
+    from scalesim.presets import GIB, device_memory_of
+
+    assert device_memory_of("A100 40GB (table GPU column 'a100_40gb')")[0] == 40 * GIB
+    assert device_memory_of("H100 SXM 96GB HBM2e, 500W power limit")[0] == 96 * GIB
+    assert device_memory_of("H100 (DGX-H100)")[0] == 80 * GIB
+    assert device_memory_of("GB200 (DGX-GB200)")[0] == 186 * GIB  # 13.4 TB / 72
+    assert device_memory_of("A100") is None  # sold as 40 GB and 80 GB: needs the size
+
+
+def test_a_layout_that_cannot_fit_the_device_is_flagged(raw):
+    # Llama 3 70B at 8192 tokens, micro-batch 2, no recompute, FSDP over 64 GB200: one layer
+    # keeps about 35.5 sbh bytes = 35.5 x 8192 x 2 x 8192 = 4.8 GB, 80 layers 381 GB > 186 GB
+    case = next(c for c in raw["cases"] if c["id"] == "mbridge_2511_gb200_llama3_70b")
+    r = validate_parallel_cases(parse_parallel_cases({"format": raw["format"], "cases": [
+        {**case, "anchor": True}]})).cases[0]
+    assert not r.fits and r.memory_gib > 350
+    assert any("exceeds the device's 186 GiB" in f for f in r.flags)
+    fitting = next(c for c in raw["cases"] if c["id"] == "llmfoundry_a100_40gb_7b_s2048_8gpu")
+    r = validate_parallel_cases(parse_parallel_cases({"format": raw["format"], "cases": [
+        fitting]})).cases[0]
+    assert r.fits and not any("exceeds" in f for f in r.flags)

@@ -106,8 +106,10 @@ def render_parallel_text(report) -> str:
         f"mean <= {t['mean_abs_pct']:g}% {'met' if t['mean_met'] else 'NOT met'}; "
         f"max <= {t['max_abs_pct']:g}% {'met' if t['max_met'] else 'NOT met'}")
     flagged = sum(1 for c in report.cases if c.flags)
-    lines.append(f"{flagged} of {len(report.cases)} cases use a default for a field their source "
-                 "does not state (--json lists the flags)")
+    too_big = sum(1 for c in report.cases if not c.fits)
+    lines.append(f"{flagged} of {len(report.cases)} cases carry flags: a default for a field their "
+                 f"source does not state, or a layout that would not fit its device ({too_big}); "
+                 "--json lists them")
     return "\n".join(lines)
 
 

@@ -93,6 +93,8 @@ class LayoutInputs:
     loader_samples_per_s: object = np.inf  # per model replica
     framework_bytes: object = FRAMEWORK_BYTES
     tp_overlap: object = False  # tensor-parallel collectives overlapped with the matmuls
+    fsdp_backward_prefetch_post: object = False  # ZeRO-3 backward gathers issued after the
+    # previous unit's gradient computation (FSDP BackwardPrefetch.BACKWARD_POST), so exposed
     attention_peak_flops_per_s: object = None  # attention core's peak (None: peak_flops_per_s;
     # fp8 runs keep the attention core in 16-bit: Transformer Engine's fp8 recipes cast Linear
     # layers only)
@@ -273,7 +275,14 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     z12_total = 2.0 * one_pass
     z12_exposed = np.maximum(one_pass - window_b, 0.0) + np.maximum(one_pass - fwd_mb / v, 0.0)
     z3_total = m * 3.0 * one_pass
-    z3_exposed = m * (np.maximum(one_pass - fwd_mb, 0.0) + np.maximum(2.0 * one_pass - bwd_mb, 0.0)
+    # backward prefetch "pre" (PyTorch FSDP's default, FSDP2): each unit's gather is issued before
+    # the previous unit's gradient computation and hides behind it with the reduce-scatters;
+    # "post" (Composer's default): it is issued after that computation, so the backward waits
+    # for every unit's gather and only the reduce-scatters hide (torch BackwardPrefetch docs)
+    z3_backward = np.where(np.asarray(x.fsdp_backward_prefetch_post, dtype=bool),
+                           one_pass + np.maximum(one_pass - bwd_mb, 0.0),
+                           np.maximum(2.0 * one_pass - bwd_mb, 0.0))
+    z3_exposed = m * (np.maximum(one_pass - fwd_mb, 0.0) + z3_backward
                       + one_pass / units)  # the first layer's gather is never hidden
     total = np.select([zero == 0, zero >= 3], [ddp_total, z3_total], z12_total)
     exposed = np.select([zero == 0, zero >= 3], [ddp_exposed, z3_exposed], z12_exposed)
