@@ -402,8 +402,13 @@ def test_parameter_servers_talk_tcp_whatever_the_nic():
 
 def test_allreduce_on_nvswitch_h100_uses_nvls():
     """NCCL's default all-reduce on 8 H100 with NVSwitch is NVLS, ~480 GB/s busbw
-    (nccl-tests#212); a parameter-server case there keeps the ring figure, 370."""
+    (nccl-tests#212), carried as a ratio to the ring figure, 370, which ring collectives and
+    a parameter-server case keep; an A100 server has no NVLS."""
     hw = {"intra_node": "nvswitch-h100", "gpu": "H100-SXM5 80GB"}
-    assert _links_of(_case(hardware=hw)).intra_busbw_GBps == 480.0
+    inp = _links_of(_case(hardware=hw))
+    assert inp.intra_busbw_GBps == 370.0
+    assert inp.intra_busbw_GBps * inp.nvls_busbw_ratio == pytest.approx(480.0)
     ps = _links_of(_case(hardware=hw, comm="parameter-server"))
     assert ps.intra_busbw_GBps == 370.0
+    a100 = {"intra_node": "nvswitch-a100", "gpu": "A100-SXM4-80GB"}
+    assert np.isnan(_links_of(_case(hardware=a100)).nvls_busbw_ratio)
