@@ -248,6 +248,11 @@ PRICES: dict[str, Price] = {
     "dgx-h100": Price("AWS p5.48xlarge (8x H100 SXM5 80GB)", 98.32, 8, "2023-07",
                       "aws.amazon.com/ec2/instance-types/p5, us-east-1 Linux; nextplatform.com "
                       "2023-07-27", _AWS_2025_CUT),
+    # Not a hardware preset: the same GPUs as a2-highgpu-8g with a faster network, priced for
+    # the network upgrade it stands for (scalesim/network_upgrades.py).
+    "aws-p4d": Price("AWS p4d.24xlarge (8x A100 SXM4 40GB, 400 Gbps EFA)", 32.7726, 8, "2020-11",
+                     "aws.amazon.com/ec2/instance-types/p4, us-east-1 Linux, at launch",
+                     _AWS_2025_CUT),
     "a2-highgpu-8g": Price("Google Cloud a2-highgpu-8g (8x A100 40GB, GPUs included)", 29.387, 8,
                            "2024", "cloud.google.com/compute/gpus-pricing, us-central1",
                            "not re-checked: Google's price page was not reachable from here"),

@@ -57,3 +57,15 @@ def test_ethernet_preset_is_what_nccl_sockets_reach_not_the_tcp_ceiling():
     assert presets.inter_link("ethernet", 1, 100).busbw_GBps == pytest.approx(6.8)
     assert presets.inter_link("ethernet", 1, 25).busbw_GBps == pytest.approx(1.7)
     assert abs(presets.TCP_PAYLOAD_CEILING - 0.9415) < 1e-4
+
+
+def test_network_upgrade_price_is_read_from_prices():
+    """The EFA upgrade costs the p4d's price minus the a2-highgpu-8g's (same GPUs), both read
+    from presets.PRICES with their dates, not copied: $32.7726 - $29.387 per server-hour."""
+    from scalesim.network_upgrades import UPGRADES
+
+    efa = next(u for u in UPGRADES if u.key == "efa-4x100")
+    p4d, a2 = presets.PRICES["aws-p4d"], presets.PRICES["a2-highgpu-8g"]
+    assert efa.extra_usd_per_server_hour == pytest.approx(32.7726 - 29.387)
+    assert efa.extra_usd_per_server_hour == pytest.approx(p4d.usd_per_hour - a2.usd_per_hour)
+    assert efa.as_of == p4d.as_of and p4d.as_of in efa.source and a2.as_of in efa.source
