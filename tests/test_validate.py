@@ -216,9 +216,11 @@ def test_ps_placement_host_for_one_node_nics_for_several():
     size = 1e9
     one_node = ps_phase_s(size, 8, 1, **args)
     assert one_node == pytest.approx(size / 10e9)  # each device over its own PCIe link
+    # several nodes: each device copies its gradient to the host over its own PCIe link, the
+    # host sums (tf_cnn_benchmarks' parameter_server mode: add_n on the worker's /cpu:0), and
+    # the node pushes once: 1e9/10e9 + 1e9 * 3/4 / 5e9 = 0.25 s
     four = ps_phase_s(size, 8, 4, **args)
-    within = coll.ring_reduce_scatter_s(size, 8, 0.0, 100.0)
-    assert four == pytest.approx(within + size * 3 / 4 / 5e9)
+    assert four == pytest.approx(size / 10e9 + size * 3 / 4 / 5e9)
     assert ps_phase_s(size, 1, 1, **args) == 0.0
 
 
@@ -247,7 +249,10 @@ def test_per_device_pushes_move_g_times_the_bytes_across_nodes():
     per_node = ps_phase_s(1e9, 8, 4, **args)
     per_device = ps_phase_s(1e9, 8, 4, aggregate_in_node=False, **args)
     assert per_device == pytest.approx(8 * 1e9 * 3 / 4 / 5e9)
-    assert per_device / per_node == pytest.approx(8.0, rel=1e-3)
+    # per node: the host copy (1e9 / 10e9) plus one push of 1e9 * 3/4 / 5e9: 0.25 s, so the
+    # network part alone is 8x smaller
+    assert per_node == pytest.approx(0.1 + 0.15)
+    assert per_device / (per_node - 0.1) == pytest.approx(8.0, rel=1e-3)
 
 
 def test_a_case_with_only_its_anchor_is_reported_not_skipped(tmp_path, capsys):
