@@ -31,7 +31,14 @@ from scalesim.model.param_server import evaluate_ps
 from scalesim.model.step import StepInputs, evaluate
 from scalesim.model.stragglers import DEVICE_SPEED_CV
 from scalesim.predict import nvls_busbw_ratio
-from scalesim.presets import INTRA_LINKS, host_link, inter_link, intra_link, memory_bandwidth_of
+from scalesim.presets import (
+    INTRA_LINKS,
+    host_link,
+    inter_link,
+    intra_link,
+    memory_bandwidth_of,
+    partial_server_busbw_GBps,
+)
 
 FORMAT = "scalesim-validation-cases/1"
 
@@ -302,7 +309,9 @@ def _inputs(case: Case, points: list[CasePoint], b, k, params, wire_bytes) -> St
         devices=n, devices_per_node=n / nodes, micro_batch=b, accumulation=k,
         overhead_s=OVERHEAD_S, per_sample_s=1.0, optimizer_step_s=0.0,
         backward_fraction=BACKWARD_FRACTION, params=params, wire_bytes_per_param=wire_bytes,
-        intra_latency_s=intra.latency_s, intra_busbw_GBps=intra.busbw_GBps,
+        intra_latency_s=intra.latency_s,
+        # fewer GPUs than a whole DGX-1 get fewer NVLinks (presets.partial_server_busbw_GBps)
+        intra_busbw_GBps=partial_server_busbw_GBps(hw.intra_node, intra.busbw_GBps, n / nodes),
         inter_latency_s=inter.latency_s, inter_busbw_GBps=inter.busbw_GBps,
         # all-reduces use NVLS / NVLS-tree where the server has it (docs/model.md §2)
         nvls_busbw_ratio=nvls_busbw_ratio(intra),

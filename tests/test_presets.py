@@ -69,3 +69,15 @@ def test_network_upgrade_price_is_read_from_prices():
     assert efa.extra_usd_per_server_hour == pytest.approx(32.7726 - 29.387)
     assert efa.extra_usd_per_server_hour == pytest.approx(p4d.usd_per_hour - a2.usd_per_hour)
     assert efa.as_of == p4d.as_of and p4d.as_of in efa.source and a2.as_of in efa.source
+
+
+def test_dgx1_partial_server_gets_fewer_nvlinks():
+    """DGX-1 hybrid cube-mesh: a ring over 2 GPUs has one NVLink, over a quad P100 one ring of
+    its 3 quad links (2 of 4 used both ways) and V100 4 of 6; NVSwitch keeps its busbw."""
+    f = presets.partial_server_busbw_GBps
+    v100 = presets.intra_link("nvlink2").busbw_GBps  # 0.8 x 150 = 120 GB/s
+    assert list(f("nvlink2", v100, [2, 3, 4, 6, 8, 16])) == pytest.approx(
+        [20.0, 20.0, 80.0, 80.0, 120.0, 120.0])
+    assert list(f("nvlink1", 64.0, [2, 4, 8])) == pytest.approx([16.0, 32.0, 64.0])
+    assert list(f("nvswitch-v100", 120.0, [2, 4])) == pytest.approx([120.0, 120.0])
+    assert "nccl#671" in presets.intra_link("nvlink2").source

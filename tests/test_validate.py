@@ -411,9 +411,18 @@ def test_allreduce_on_nvswitch_h100_uses_nvls():
     a parameter-server case keep; an A100 server has no NVLS."""
     hw = {"intra_node": "nvswitch-h100", "gpu": "H100-SXM5 80GB"}
     inp = _links_of(_case(hardware=hw))
-    assert inp.intra_busbw_GBps == 370.0
-    assert inp.intra_busbw_GBps * inp.nvls_busbw_ratio == pytest.approx(480.0)
+    assert np.all(inp.intra_busbw_GBps == 370.0)
+    assert np.allclose(inp.intra_busbw_GBps * inp.nvls_busbw_ratio, 480.0)
     ps = _links_of(_case(hardware=hw, comm="parameter-server"))
-    assert ps.intra_busbw_GBps == 370.0
+    assert np.all(ps.intra_busbw_GBps == 370.0)
     a100 = {"intra_node": "nvswitch-a100", "gpu": "A100-SXM4-80GB"}
     assert np.isnan(_links_of(_case(hardware=a100)).nvls_busbw_ratio)
+
+
+def test_partial_dgx1_points_get_fewer_nvlinks():
+    """On a DGX-1V (nvlink2, 120 GB/s ring busbw for 8 GPUs) a 2-GPU point all-reduces over
+    one NVLink (20 GB/s) and a 4-GPU quad over 4 of 6 (80 GB/s); whole servers keep 120."""
+    hw = {"intra_node": "nvlink2", "inter_node": None, "gpu": "Tesla V100-SXM2 16GB"}
+    pts = [{"devices": n, "nodes": 1, "throughput": 100.0 * n} for n in (1, 2, 4, 8)]
+    inp = _links_of(_case(hardware=hw, points=pts))
+    assert list(inp.intra_busbw_GBps) == pytest.approx([120.0, 20.0, 80.0, 120.0])
