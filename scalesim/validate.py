@@ -74,7 +74,9 @@ DEFAULTS = {
     "backward_fraction": BACKWARD_FRACTION,
     "bucket_bytes": BUCKET_BYTES,
     "first_bucket_bytes": FIRST_BUCKET_BYTES,
-    "algorithm": "auto",
+    "algorithm": "auto (NCCL's ring, tree or, with NVLink SHARP, NVLS / NVLS-tree)",
+    "partial_server_links": "a ring over 2 or 4 GPUs of a DGX-1 (nvlink1, nvlink2) gets the "
+    "NVLinks of that subset (presets.partial_server_busbw_GBps)",
     "overlap": True,
     "comm_compute_contention": GPU_COMM_CONTENTION,
     "device_speed_cv": DEVICE_SPEED_CV,
@@ -82,8 +84,9 @@ DEFAULTS = {
     "loader": "unlimited",
     "allreduce_per": "optimizer step (DDP no_sync during accumulation)",
     "parameter_server": "one node: server on the host CPU over each device's PCIe link; "
-    "several: devices sum inside a node, one colocated server per node through the NICs, over "
-    "TCP (socket efficiency of the NICs' line rate, whatever their kind)",
+    "several: devices sum on their node's host over their PCIe links (tf_cnn_benchmarks' "
+    "parameter_server mode, MXNet dist_sync), one colocated server per node through the NICs, "
+    "over TCP (socket efficiency of the NICs' line rate, whatever their kind)",
 }
 
 
