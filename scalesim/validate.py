@@ -83,7 +83,8 @@ DEFAULTS = {
     "jitter_cv": 0.0,
     "loader": "unlimited",
     "allreduce_per": "optimizer step (DDP no_sync during accumulation)",
-    "parameter_server": "one node: server on the host CPU over each device's PCIe link; "
+    "parameter_server": "one node: the devices are the servers, 1/g of the parameters each, "
+    "through the intra-server link (tf_cnn_benchmarks' default local_parameter_device=gpu); "
     "several: devices sum on their node's host over their PCIe links (tf_cnn_benchmarks' "
     "parameter_server mode, MXNet dist_sync), one colocated server per node through the NICs, "
     "over TCP (socket efficiency of the NICs' line rate, whatever their kind)",

@@ -214,8 +214,13 @@ def test_ps_placement_host_for_one_node_nics_for_several():
     args = dict(intra_latency_s=0.0, intra_busbw_GBps=100.0, host_latency_s=0.0,
                 host_busbw_GBps=10.0, inter_latency_s=0.0, inter_busbw_GBps=5.0)
     size = 1e9
+    # one node, tf_cnn_benchmarks' default local_parameter_device=gpu: the 8 GPUs are the
+    # servers of 1/8 each, through the intra link: 1e9 * 7/8 / 100e9 = 8.75 ms
     one_node = ps_phase_s(size, 8, 1, **args)
-    assert one_node == pytest.approx(size / 10e9)  # each device over its own PCIe link
+    assert one_node == pytest.approx(size * 7 / 8 / 100e9)
+    # local_parameter_device=cpu: the host is the server, each device over its own PCIe link
+    on_host = ps_phase_s(size, 8, 1, server_on_host=True, **args)
+    assert on_host == pytest.approx(size / 10e9)
     # several nodes: each device copies its gradient to the host over its own PCIe link, the
     # host sums (tf_cnn_benchmarks' parameter_server mode: add_n on the worker's /cpu:0), and
     # the node pushes once: 1e9/10e9 + 1e9 * 3/4 / 5e9 = 0.25 s
@@ -232,7 +237,8 @@ def test_parameter_server_case_is_predicted_with_its_own_exchange():
     # behind the next forward, so the exposed time differs from the all-reduce's.
     assert r_ps.points[-1].exposed_comm_s > 0
     assert r_ps.points[-1].exposed_comm_s != pytest.approx(r_ar.points[-1].exposed_comm_s)
-    # One node: the server on the host, each device over PCIe (12.6 GB/s) instead of a ring.
+    # One node: the GPUs are the servers (local_parameter_device=gpu): a ring's bytes, but
+    # pushed after backward and pulled before forward, not all-reduced in the timeline.
     assert r_ps.points[1].exposed_comm_s != pytest.approx(r_ar.points[1].exposed_comm_s)
 
 
