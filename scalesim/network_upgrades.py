@@ -35,24 +35,23 @@ class NetworkUpgrade:
         return all(w.lower() in name for w in self.device_words)
 
 
-# AWS p4d.24xlarge: 8x A100 40GB with NVSwitch and 400 Gb/s EFA (4x 100 Gb/s), on-demand
-# $32.7726/h in us-east-1 at its November 2020 launch (aws.amazon.com/ec2/instance-types/p4);
-# Google Cloud a2-highgpu-8g: the same 8x A100 40GB with 100 Gbps, $29.387/h (the a2-highgpu-8g
-# hardware preset's price). Same GPUs, so the difference is what the faster network costs.
-_P4D_USD_PER_HOUR = 32.7726
-_A2_USD_PER_HOUR = 29.387
+# AWS p4d.24xlarge: 8x A100 40GB with NVSwitch and 400 Gb/s EFA (4x 100 Gb/s); Google Cloud
+# a2-highgpu-8g: the same 8x A100 40GB with 100 Gbps. Same GPUs, so the difference of their
+# prices (presets.PRICES, each with its date and source) is what the faster network costs.
+_P4D = presets.PRICES["aws-p4d"]
+_A2 = presets.PRICES["a2-highgpu-8g"]
 
 UPGRADES: tuple[NetworkUpgrade, ...] = (
     NetworkUpgrade(
         key="efa-4x100",
         name="4 x 100 Gb/s EFA (AWS p4d.24xlarge)",
         kind="roce", nics_per_node=4, gbit_per_nic=100.0,
-        extra_usd_per_server_hour=round(_P4D_USD_PER_HOUR - _A2_USD_PER_HOUR, 4),
-        source="AWS EC2 P4 instance page: p4d.24xlarge (8x A100 40GB, 400 Gbps EFA) on-demand "
-               "$32.7726/h us-east-1, minus Google Cloud a2-highgpu-8g (8x A100 40GB, 100 Gbps) "
-               "$29.387/h; EFA modelled as RDMA (the roce efficiency). AWS cut P4 prices in "
-               "June 2025, so today's difference may be smaller",
-        as_of="2020-11", device_words=("A100", "40GB")),
+        extra_usd_per_server_hour=round(_P4D.usd_per_hour - _A2.usd_per_hour, 4),
+        source=f"{_P4D.instance} on-demand ${_P4D.usd_per_hour:g}/h ({_P4D.source}, listed "
+               f"{_P4D.as_of}) minus {_A2.instance} ${_A2.usd_per_hour:g}/h ({_A2.source}, "
+               f"listed {_A2.as_of}); EFA modelled as RDMA (the roce efficiency). AWS cut P4 "
+               "prices in June 2025, so today's difference may be smaller",
+        as_of=_P4D.as_of, device_words=("A100", "40GB")),
     NetworkUpgrade(
         key="ib-8x200",
         name="8 x 200 Gb/s HDR InfiniBand (as in a DGX A100)",

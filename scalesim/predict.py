@@ -19,7 +19,7 @@ from scalesim.model.pipeline import loader_supply_per_device
 from scalesim.model.quality import steps_to_quality
 from scalesim.model.sharding import FRAMEWORKS
 from scalesim.model.step import StepInputs, evaluate_scaling
-from scalesim.schemas import Profile, Scenario
+from scalesim.schemas import LinkLevel, Profile, Scenario
 
 
 class Prediction(BaseModel):
@@ -134,6 +134,7 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
         intra_busbw_GBps=_pick(scenario.intra_busbw_GBps, intra.busbw_GBps),
         inter_latency_s=_pick(scenario.inter_latency_s, inter.latency_s),
         inter_busbw_GBps=_pick(scenario.inter_busbw_GBps, inter.busbw_GBps),
+        nvls_busbw_ratio=nvls_busbw_ratio(intra),
         strategy=STRATEGIES[scenario.strategy],
         framework=FRAMEWORKS[scenario.zero_framework],
         blocks=wl.layers or 0,
@@ -154,6 +155,15 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
         device_memory_bytes=hw.device_memory_bytes,
     )
     return inputs, base_b
+
+
+def nvls_busbw_ratio(intra: LinkLevel) -> float:
+    """NVLS all-reduce busbw of the intra-server level over its ring busbw (NaN: no NVLS).
+    ``StepInputs`` carries the ratio, so an intra busbw override scales NVLS alike, as NCCL's
+    tuner derives both from the same NVLink bandwidth (``bwIntra``, src/graph/tuning.cc)."""
+    if intra.allreduce_busbw_GBps is None:
+        return float("nan")
+    return intra.allreduce_busbw_GBps / intra.busbw_GBps
 
 
 def _pick(override, default):

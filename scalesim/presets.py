@@ -35,6 +35,8 @@ import re
 import statistics
 from dataclasses import dataclass
 
+import numpy as np
+
 from scalesim.errors import ScalesimError
 from scalesim.schemas import Hardware, LinkLevel, ReferenceThroughput, TransformerShape, Workload
 
@@ -74,7 +76,18 @@ class IntraLinkSpec:
     allreduce_GBps: float | None = None
     allreduce_algorithm: str = ""
     allreduce_source: str = ""
+    # Point-to-point links (DGX-1 hybrid cube-mesh): NVLinks per GPU in the whole server, and
+    # (GPUs, NVLinks per GPU that NCCL's rings over the first that many GPUs can use).
+    links_per_gpu: int = 0
+    partial_links: tuple[tuple[int, int], ...] = ()
 
+
+DGX1_GPUS = 8  # GPUs of a DGX-1 server: the whole hybrid cube-mesh
+_CUBE_MESH = ("fewer GPUs than 8 get fewer NVLinks: DGX-1 hybrid cube-mesh, two quads of four "
+              "GPUs (NVIDIA DGX-1 system architecture whitepapers; P100: 4 single NVLinks per "
+              "GPU, its quad fully connected; V100: 6 per GPU, some pairs doubled); a DGX-1V "
+              "topology dump in NVIDIA/nccl#671: GPU0-GPU1 one NVLink, at least 4 NVLinks per "
+              "GPU inside GPUs 0-3")
 
 INTRA_LINKS: dict[str, IntraLinkSpec] = {
     "pcie3": IntraLinkSpec(15.75, None, "PCIe 3.0 x16: 8 GT/s x 16 lanes, 128b/130b = 15.75 GB/s",
@@ -84,9 +97,11 @@ INTRA_LINKS: dict[str, IntraLinkSpec] = {
     "pcie5": IntraLinkSpec(63.0, None, "PCIe 5.0 x16: 32 GT/s x 16 lanes, 128b/130b = 63 GB/s",
                            5e-6),
     "nvlink1": IntraLinkSpec(80.0, None, "P100 NVLink 1: 4 links x 20 GB/s per direction "
-                             "(DGX-1 P100)", 2e-6),
+                             "(DGX-1 P100); " + _CUBE_MESH, 2e-6, links_per_gpu=4,
+                             partial_links=((2, 1), (4, 2))),
     "nvlink2": IntraLinkSpec(150.0, None, "V100 NVLink 2: 6 links x 25 GB/s per direction "
-                             "(DGX-1V)", 2e-6),
+                             "(DGX-1V); " + _CUBE_MESH, 2e-6, links_per_gpu=6,
+                             partial_links=((2, 1), (4, 4))),
     "nvswitch-v100": IntraLinkSpec(150.0, None, "DGX-2 NVSwitch: 300 GB/s bidirectional per GPU "
                                    "(pcper.com, 2018-03, vendor spec)", 2e-6),
     "nvswitch-a100": IntraLinkSpec(300.0, 230.0, _NCCL_149, 2e-6),
@@ -116,6 +131,28 @@ def intra_link(kind: str) -> LinkLevel:
         latency_s=spec.latency_s, algorithm=RING_SIMPLE, **nvls,
         source=f"{INTRA_EFFICIENCY} x line rate; {spec.source}; efficiency from {_NCCL_149}",
     )
+
+
+def partial_server_busbw_GBps(kind: str, busbw_GBps, gpus):
+    """Ring busbw of the intra-server level over the first ``gpus`` GPUs of a server, GB/s.
+
+    On NVSwitch and PCIe every GPU keeps its bandwidth whatever the count. On the DGX-1's
+    point-to-point hybrid cube-mesh (``nvlink1``, ``nvlink2``) a ring over fewer GPUs has fewer
+    NVLinks: NCCL's ring all-reduce busbw is the per-direction bandwidth of the links each GPU's
+    rings use (each undirected ring used both ways), so ``busbw * usable / links_per_gpu``:
+    2 GPUs share one NVLink (1/4 on P100, 1/6 on V100); 4 GPUs of a quad give P100 one
+    undirected ring of its 3 quad links (2/4) and V100 4 of 6 links. Counts between the listed
+    ones take the largest listed count below them (a subset holds at least its links); the
+    whole server (8) and more keep ``busbw``.
+    """
+    spec = INTRA_LINKS.get(kind)
+    g = np.asarray(gpus, dtype=float)
+    fraction = np.ones_like(g)
+    if spec is not None and spec.partial_links:
+        rows = sorted(spec.partial_links, reverse=True)  # largest count first
+        conditions = [(g >= count) & (g < DGX1_GPUS) for count, _ in rows]
+        fraction = np.select(conditions, [links / spec.links_per_gpu for _, links in rows], 1.0)
+    return np.asarray(busbw_GBps, dtype=float) * fraction
 
 
 # The PCIe generation that joins each intra-node link kind's GPUs to their host CPU (NVLink and
@@ -249,6 +286,11 @@ PRICES: dict[str, Price] = {
     "dgx-h100": Price("AWS p5.48xlarge (8x H100 SXM5 80GB)", 98.32, 8, "2023-07",
                       "aws.amazon.com/ec2/instance-types/p5, us-east-1 Linux; nextplatform.com "
                       "2023-07-27", _AWS_2025_CUT),
+    # Not a hardware preset: the same GPUs as a2-highgpu-8g with a faster network, priced for
+    # the network upgrade it stands for (scalesim/network_upgrades.py).
+    "aws-p4d": Price("AWS p4d.24xlarge (8x A100 SXM4 40GB, 400 Gbps EFA)", 32.7726, 8, "2020-11",
+                     "aws.amazon.com/ec2/instance-types/p4, us-east-1 Linux, at launch",
+                     _AWS_2025_CUT),
     "a2-highgpu-8g": Price("Google Cloud a2-highgpu-8g (8x A100 40GB, GPUs included)", 29.387, 8,
                            "2024", "cloud.google.com/compute/gpus-pricing, us-central1",
                            "not re-checked: Google's price page was not reachable from here"),

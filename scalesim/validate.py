@@ -30,7 +30,15 @@ from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES, GPU
 from scalesim.model.param_server import evaluate_ps
 from scalesim.model.step import StepInputs, evaluate
 from scalesim.model.stragglers import DEVICE_SPEED_CV
-from scalesim.presets import INTRA_LINKS, host_link, inter_link, intra_link, memory_bandwidth_of
+from scalesim.predict import nvls_busbw_ratio
+from scalesim.presets import (
+    INTRA_LINKS,
+    host_link,
+    inter_link,
+    intra_link,
+    memory_bandwidth_of,
+    partial_server_busbw_GBps,
+)
 
 FORMAT = "scalesim-validation-cases/1"
 
@@ -50,8 +58,10 @@ BACKWARD_FRACTION = 2.0 / 3.0  # backward = 2 x forward (matmul FLOP count)
 BUCKET_BYTES = DDP_BUCKET_BYTES  # torch DDP's 25 MiB, for every framework
 FIRST_BUCKET_BYTES = DDP_FIRST_BUCKET_BYTES  # torch DDP's 1 MiB first bucket
 ALGORITHM = coll.AUTO  # NCCL picks the fastest algorithm per message size
-TARGET_MEDIAN_PCT = 5.0  # all-reduce cases: median absolute error target
-TARGET_MEAN_PCT = 10.0  # all-reduce cases: mean absolute error target
+# Targets of issue 10, on this file and on unseen cases of the same kind alike.
+TARGET_MEDIAN_PCT = 4.0  # all-reduce cases: median absolute error target
+TARGET_MEAN_PCT = 7.0  # all-reduce cases: mean absolute error target
+TARGET_PS_MEDIAN_PCT = 15.0  # parameter-server cases: median absolute error target
 
 DEFAULTS = {
     "params": DEFAULT_PARAMS,
@@ -64,16 +74,20 @@ DEFAULTS = {
     "backward_fraction": BACKWARD_FRACTION,
     "bucket_bytes": BUCKET_BYTES,
     "first_bucket_bytes": FIRST_BUCKET_BYTES,
-    "algorithm": "auto",
+    "algorithm": "auto (NCCL's ring, tree or, with NVLink SHARP, NVLS / NVLS-tree)",
+    "partial_server_links": "a ring over 2 or 4 GPUs of a DGX-1 (nvlink1, nvlink2) gets the "
+    "NVLinks of that subset (presets.partial_server_busbw_GBps)",
     "overlap": True,
     "comm_compute_contention": GPU_COMM_CONTENTION,
     "device_speed_cv": DEVICE_SPEED_CV,
     "jitter_cv": 0.0,
     "loader": "unlimited",
     "allreduce_per": "optimizer step (DDP no_sync during accumulation)",
-    "parameter_server": "one node: server on the host CPU over each device's PCIe link; "
-    "several: devices sum inside a node, one colocated server per node through the NICs, over "
-    "TCP (socket efficiency of the NICs' line rate, whatever their kind)",
+    "parameter_server": "one node: the devices are the servers, 1/g of the parameters each, "
+    "through the intra-server link (tf_cnn_benchmarks' default local_parameter_device=gpu); "
+    "several: devices sum on their node's host over their PCIe links (tf_cnn_benchmarks' "
+    "parameter_server mode, MXNet dist_sync), one colocated server per node through the NICs, "
+    "over TCP (socket efficiency of the NICs' line rate, whatever their kind)",
 }
 
 
@@ -300,9 +314,11 @@ def _inputs(case: Case, points: list[CasePoint], b, k, params, wire_bytes) -> St
         overhead_s=OVERHEAD_S, per_sample_s=1.0, optimizer_step_s=0.0,
         backward_fraction=BACKWARD_FRACTION, params=params, wire_bytes_per_param=wire_bytes,
         intra_latency_s=intra.latency_s,
-        # DDP all-reduces: NCCL's default all-reduce (NVLS on NVSwitch H100, docs/model.md §18)
-        intra_busbw_GBps=intra.allreduce_GBps if case.comm == "allreduce" else intra.busbw_GBps,
+        # fewer GPUs than a whole DGX-1 get fewer NVLinks (presets.partial_server_busbw_GBps)
+        intra_busbw_GBps=partial_server_busbw_GBps(hw.intra_node, intra.busbw_GBps, n / nodes),
         inter_latency_s=inter.latency_s, inter_busbw_GBps=inter.busbw_GBps,
+        # all-reduces use NVLS / NVLS-tree where the server has it (docs/model.md §2)
+        nvls_busbw_ratio=nvls_busbw_ratio(intra),
         strategy=DDP, algorithm=ALGORITHM, overlap=True, device_cv=DEVICE_SPEED_CV,
         comm_contention=GPU_COMM_CONTENTION, bucket_bytes=BUCKET_BYTES,
         first_bucket_bytes=FIRST_BUCKET_BYTES,
@@ -415,9 +431,10 @@ def summarize(results: list[CaseResult]) -> dict:
         return error_stats([p.error_pct for r in rs for p in r.points if not p.anchor], len(rs))
 
     allreduce = group([r for r in results if r.comm == "allreduce"])
+    ps = group([r for r in results if r.comm == "parameter-server"])
     summary = {
         "allreduce": allreduce.model_dump(),
-        "parameter-server": group([r for r in results if r.comm == "parameter-server"]).model_dump(),
+        "parameter-server": ps.model_dump(),
         "all": group(results).model_dump(),
         "flagged_cases": sum(1 for r in results if r.flags),
         "defaults": DEFAULTS,
@@ -428,6 +445,9 @@ def summarize(results: list[CaseResult]) -> dict:
         "allreduce_mean_abs_pct": TARGET_MEAN_PCT,
         "median_met": med is not None and med <= TARGET_MEDIAN_PCT,
         "mean_met": mean is not None and mean <= TARGET_MEAN_PCT,
+        "parameter_server_median_abs_pct": TARGET_PS_MEDIAN_PCT,
+        "parameter_server_median_met": (ps.median_abs_pct is not None
+                                        and ps.median_abs_pct <= TARGET_PS_MEDIAN_PCT),
     }
     return summary
 

@@ -119,3 +119,35 @@ def test_fit_alpha_beta_rejects_flat_times():
         coll.fit_alpha_beta("all_reduce", [1e3, 1e6], 2, [1.0, 0.5])
     with pytest.raises(ValueError):
         coll.fit_alpha_beta("all_reduce", [1e3], 2, [1.0])
+
+
+def test_nvls_on_one_server_by_hand():
+    # 8 H100 on NVSwitch: NVLS busbw 480 GB/s (nccl-tests#212), one NVLS step of 25 us
+    # (tuning.cc's NVLS latency), 1 GB: 25e-6 + 2*7/8 * 1e9/480e9 = 3.6708 ms. The ring at
+    # 370 GB/s and 2 us per hop takes 14*2e-6 + 1.75e9/370e9 = 4.758 ms, so auto takes NVLS.
+    args = (8, 1, 2e-6, 370.0, 6e-6, 192.0)
+    nvls = 25e-6 + 1.75 * 1e9 / 480e9
+    assert coll.allreduce_s(1e9, *args, nvls_busbw_GBps=480.0) == pytest.approx(nvls)
+    ring = coll.allreduce_s(1e9, *args, algorithm=coll.RING, nvls_busbw_GBps=480.0)
+    assert ring == pytest.approx(28e-6 + 1.75e9 / 370e9)
+    # no NVLS on the level (NaN), or one GPU per server: the ring/tree answer as before
+    assert coll.allreduce_s(1e9, *args) == pytest.approx(ring)
+    assert coll.allreduce_s(1e9, 1, 4, 2e-6, 370.0, 6e-6, 192.0, nvls_busbw_GBps=480.0) == (
+        pytest.approx(coll.allreduce_s(1e9, 1, 4, 2e-6, 370.0, 6e-6, 192.0)))
+
+
+def test_nvls_tree_across_servers_by_hand():
+    # NVLS-tree (NVLS inside, double binary tree across; tuning.cc): latency 25 us +
+    # 2*floor(log2 N)*alpha_inter, busbw min(B_nvls, f_N * B_inter), f_2 = 2, f_N>2 = 1.
+    # 2 x 8 H100, 192 GB/s inter at 6 us, 1 GB: busbw min(480, 384) = 384,
+    #   37 us + 2*15/16 * 1e9/384e9 = 4.9198 ms; tree: 40 us + max(2/370, 1/192) s/GB = 5.445 ms.
+    t2 = coll.allreduce_s(1e9, 8, 2, 2e-6, 370.0, 6e-6, 192.0, nvls_busbw_GBps=480.0)
+    assert t2 == pytest.approx(37e-6 + 1.875e9 / 384e9)
+    tree = coll.allreduce_s(1e9, 8, 2, 2e-6, 370.0, 6e-6, 192.0, algorithm=coll.TREE)
+    assert tree == pytest.approx(40e-6 + 2e9 / 370e9)
+    # 4 servers: busbw min(480, 192) = 192; 25 + 2*2*6 = 49 us + 2*31/32 * 1e9/192e9
+    t4 = coll.allreduce_s(1e9, 8, 4, 2e-6, 370.0, 6e-6, 192.0, nvls_busbw_GBps=480.0)
+    assert t4 == pytest.approx(49e-6 + 1.9375e9 / 192e9)
+    # small messages: the ring's/tree's latency can be lower than NVLS's 25 us; auto takes it
+    small = coll.allreduce_s(1e3, 2, 1, 2e-6, 370.0, 6e-6, 192.0, nvls_busbw_GBps=480.0)
+    assert small == pytest.approx(2 * 2e-6 + 1e3 / 370e9)

@@ -57,3 +57,27 @@ def test_ethernet_preset_is_what_nccl_sockets_reach_not_the_tcp_ceiling():
     assert presets.inter_link("ethernet", 1, 100).busbw_GBps == pytest.approx(6.8)
     assert presets.inter_link("ethernet", 1, 25).busbw_GBps == pytest.approx(1.7)
     assert abs(presets.TCP_PAYLOAD_CEILING - 0.9415) < 1e-4
+
+
+def test_network_upgrade_price_is_read_from_prices():
+    """The EFA upgrade costs the p4d's price minus the a2-highgpu-8g's (same GPUs), both read
+    from presets.PRICES with their dates, not copied: $32.7726 - $29.387 per server-hour."""
+    from scalesim.network_upgrades import UPGRADES
+
+    efa = next(u for u in UPGRADES if u.key == "efa-4x100")
+    p4d, a2 = presets.PRICES["aws-p4d"], presets.PRICES["a2-highgpu-8g"]
+    assert efa.extra_usd_per_server_hour == pytest.approx(32.7726 - 29.387)
+    assert efa.extra_usd_per_server_hour == pytest.approx(p4d.usd_per_hour - a2.usd_per_hour)
+    assert efa.as_of == p4d.as_of and p4d.as_of in efa.source and a2.as_of in efa.source
+
+
+def test_dgx1_partial_server_gets_fewer_nvlinks():
+    """DGX-1 hybrid cube-mesh: a ring over 2 GPUs has one NVLink, over a quad P100 one ring of
+    its 3 quad links (2 of 4 used both ways) and V100 4 of 6; NVSwitch keeps its busbw."""
+    f = presets.partial_server_busbw_GBps
+    v100 = presets.intra_link("nvlink2").busbw_GBps  # 0.8 x 150 = 120 GB/s
+    assert list(f("nvlink2", v100, [2, 3, 4, 6, 8, 16])) == pytest.approx(
+        [20.0, 20.0, 80.0, 80.0, 120.0, 120.0])
+    assert list(f("nvlink1", 64.0, [2, 4, 8])) == pytest.approx([16.0, 32.0, 64.0])
+    assert list(f("nvswitch-v100", 120.0, [2, 4])) == pytest.approx([120.0, 120.0])
+    assert "nccl#671" in presets.intra_link("nvlink2").source

@@ -214,11 +214,18 @@ def test_ps_placement_host_for_one_node_nics_for_several():
     args = dict(intra_latency_s=0.0, intra_busbw_GBps=100.0, host_latency_s=0.0,
                 host_busbw_GBps=10.0, inter_latency_s=0.0, inter_busbw_GBps=5.0)
     size = 1e9
+    # one node, tf_cnn_benchmarks' default local_parameter_device=gpu: the 8 GPUs are the
+    # servers of 1/8 each, through the intra link: 1e9 * 7/8 / 100e9 = 8.75 ms
     one_node = ps_phase_s(size, 8, 1, **args)
-    assert one_node == pytest.approx(size / 10e9)  # each device over its own PCIe link
+    assert one_node == pytest.approx(size * 7 / 8 / 100e9)
+    # local_parameter_device=cpu: the host is the server, each device over its own PCIe link
+    on_host = ps_phase_s(size, 8, 1, server_on_host=True, **args)
+    assert on_host == pytest.approx(size / 10e9)
+    # several nodes: each device copies its gradient to the host over its own PCIe link, the
+    # host sums (tf_cnn_benchmarks' parameter_server mode: add_n on the worker's /cpu:0), and
+    # the node pushes once: 1e9/10e9 + 1e9 * 3/4 / 5e9 = 0.25 s
     four = ps_phase_s(size, 8, 4, **args)
-    within = coll.ring_reduce_scatter_s(size, 8, 0.0, 100.0)
-    assert four == pytest.approx(within + size * 3 / 4 / 5e9)
+    assert four == pytest.approx(size / 10e9 + size * 3 / 4 / 5e9)
     assert ps_phase_s(size, 1, 1, **args) == 0.0
 
 
@@ -230,7 +237,8 @@ def test_parameter_server_case_is_predicted_with_its_own_exchange():
     # behind the next forward, so the exposed time differs from the all-reduce's.
     assert r_ps.points[-1].exposed_comm_s > 0
     assert r_ps.points[-1].exposed_comm_s != pytest.approx(r_ar.points[-1].exposed_comm_s)
-    # One node: the server on the host, each device over PCIe (12.6 GB/s) instead of a ring.
+    # One node: the GPUs are the servers (local_parameter_device=gpu): a ring's bytes, but
+    # pushed after backward and pulled before forward, not all-reduced in the timeline.
     assert r_ps.points[1].exposed_comm_s != pytest.approx(r_ar.points[1].exposed_comm_s)
 
 
@@ -247,7 +255,10 @@ def test_per_device_pushes_move_g_times_the_bytes_across_nodes():
     per_node = ps_phase_s(1e9, 8, 4, **args)
     per_device = ps_phase_s(1e9, 8, 4, aggregate_in_node=False, **args)
     assert per_device == pytest.approx(8 * 1e9 * 3 / 4 / 5e9)
-    assert per_device / per_node == pytest.approx(8.0, rel=1e-3)
+    # per node: the host copy (1e9 / 10e9) plus one push of 1e9 * 3/4 / 5e9: 0.25 s, so the
+    # network part alone is 8x smaller
+    assert per_node == pytest.approx(0.1 + 0.15)
+    assert per_device / (per_node - 0.1) == pytest.approx(8.0, rel=1e-3)
 
 
 def test_a_case_with_only_its_anchor_is_reported_not_skipped(tmp_path, capsys):
@@ -402,8 +413,22 @@ def test_parameter_servers_talk_tcp_whatever_the_nic():
 
 def test_allreduce_on_nvswitch_h100_uses_nvls():
     """NCCL's default all-reduce on 8 H100 with NVSwitch is NVLS, ~480 GB/s busbw
-    (nccl-tests#212); a parameter-server case there keeps the ring figure, 370."""
+    (nccl-tests#212), carried as a ratio to the ring figure, 370, which ring collectives and
+    a parameter-server case keep; an A100 server has no NVLS."""
     hw = {"intra_node": "nvswitch-h100", "gpu": "H100-SXM5 80GB"}
-    assert _links_of(_case(hardware=hw)).intra_busbw_GBps == 480.0
+    inp = _links_of(_case(hardware=hw))
+    assert np.all(inp.intra_busbw_GBps == 370.0)
+    assert np.allclose(inp.intra_busbw_GBps * inp.nvls_busbw_ratio, 480.0)
     ps = _links_of(_case(hardware=hw, comm="parameter-server"))
-    assert ps.intra_busbw_GBps == 370.0
+    assert np.all(ps.intra_busbw_GBps == 370.0)
+    a100 = {"intra_node": "nvswitch-a100", "gpu": "A100-SXM4-80GB"}
+    assert np.isnan(_links_of(_case(hardware=a100)).nvls_busbw_ratio)
+
+
+def test_partial_dgx1_points_get_fewer_nvlinks():
+    """On a DGX-1V (nvlink2, 120 GB/s ring busbw for 8 GPUs) a 2-GPU point all-reduces over
+    one NVLink (20 GB/s) and a 4-GPU quad over 4 of 6 (80 GB/s); whole servers keep 120."""
+    hw = {"intra_node": "nvlink2", "inter_node": None, "gpu": "Tesla V100-SXM2 16GB"}
+    pts = [{"devices": n, "nodes": 1, "throughput": 100.0 * n} for n in (1, 2, 4, 8)]
+    inp = _links_of(_case(hardware=hw, points=pts))
+    assert list(inp.intra_busbw_GBps) == pytest.approx([120.0, 20.0, 80.0, 120.0])

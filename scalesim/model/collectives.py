@@ -134,15 +134,52 @@ def tree_coeffs(devices_per_node, nodes, intra_latency_s, intra_busbw_GBps, inte
     return a, c
 
 
+# NCCL's tuner latency of one NVLS all-reduce (``src/graph/tuning.cc``: hwLatencies[NVLINK][NVLS]
+# [Simple] = 25 us, with baseLatencies 0): the switch reduces and multicasts, so it is one step,
+# not 2(g-1) hops.
+NVLS_LATENCY_S = 25e-6
+
+
+def nvls_coeffs(devices_per_node, nodes, nvls_busbw_GBps, inter_latency_s, inter_busbw_GBps):
+    """(a, c) of NCCL's NVLS all-reduce on one server, NVLS-tree across several.
+
+    From ``src/graph/tuning.cc`` (``ncclTopoTuneModel``), in nccl-tests bus bandwidth:
+
+    - one server (NVLS; NVLS-tree is disabled there): ``a = NVLS_LATENCY_S``,
+      ``c = 2(g-1)/g / B_nvls``;
+    - several (NVLS-tree: NVLS inside each server, a double binary tree of servers across; plain
+      NVLS across servers needs CollNet/SHARP): ``a = NVLS_LATENCY_S + 2 floor(log2 N) alpha_inter``
+      and busbw ``min(B_nvls, f_N B_inter)`` with ``f_2 = 2`` (two servers: each sends S, not 2S,
+      the tree's two-node case) and ``f_N = 1`` above, so ``c = 2(p-1)/p / min(...)``.
+
+    ``nvls_busbw_GBps`` NaN (the level has no NVLS) or one device per server (NCCL needs two GPUs
+    for NVLS): ``a = inf``, never chosen.
+    """
+    g = np.asarray(devices_per_node, dtype=float)
+    nn = np.asarray(nodes, dtype=float)
+    p = g * nn
+    nvls = np.asarray(nvls_busbw_GBps, dtype=float)
+    usable = ~np.isnan(nvls) & (g >= 2)
+    depth = np.floor(np.log2(np.maximum(nn, 1.0)))
+    a = NVLS_LATENCY_S + 2.0 * depth * np.asarray(inter_latency_s, dtype=float)
+    inter = np.where(nn == 2, 2.0, 1.0) * np.asarray(inter_busbw_GBps, dtype=float)
+    busbw = np.where(nn > 1, np.minimum(np.where(usable, nvls, 1.0), inter),
+                     np.where(usable, nvls, 1.0))
+    c = 2.0 * np.maximum(p - 1.0, 0.0) / np.maximum(p, 1.0) / _bytes_per_s(busbw)
+    return np.where(usable, a, np.inf), np.where(usable, c, 0.0)
+
+
 def allreduce_coeffs(devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
-                     inter_latency_s, inter_busbw_GBps):
-    """(a, c) pairs of the ring, tree and hierarchical all-reduce on this layout.
+                     inter_latency_s, inter_busbw_GBps, nvls_busbw_GBps=np.nan):
+    """(a, c) pairs of the ring, tree, hierarchical and NVLS all-reduce on this layout.
 
     - ring and tree: NCCL's two all-reduce algorithms without switch offload (``ring_coeffs``,
       ``tree_coeffs``);
     - hierarchical (Horovod hierarchical all-reduce, never chosen by NCCL's ring or tree):
       intra-node reduce-scatter, inter-node ring all-reduce of each 1/g shard (the g shards
-      share the node's NICs, so together they move S per node), intra-node all-gather.
+      share the node's NICs, so together they move S per node), intra-node all-gather;
+    - NVLS / NVLS-tree where the intra-server level has NVLink SHARP (``nvls_coeffs``;
+      ``nvls_busbw_GBps`` NaN: none).
     """
     links = (devices_per_node, nodes, intra_latency_s, intra_busbw_GBps, inter_latency_s,
              inter_busbw_GBps)
@@ -153,34 +190,39 @@ def allreduce_coeffs(devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
     rs_a, rs_c = ring_reduce_scatter_coeffs(g, intra_latency_s, intra_busbw_GBps)
     ar_a, ar_c = ring_allreduce_coeffs(nn, inter_latency_s, inter_busbw_GBps)
     hier = (2.0 * rs_a + ar_a, 2.0 * rs_c + ar_c)
-    return ring, tree, hier
+    nvls = nvls_coeffs(g, nn, nvls_busbw_GBps, inter_latency_s, inter_busbw_GBps)
+    return ring, tree, hier, nvls
 
 
 def allreduce_from_coeffs(coeffs, size_bytes, algorithm=AUTO):
     """All-reduce time from ``allreduce_coeffs``.
 
-    ``auto`` is what NCCL's tuner does with its ring and tree: the faster of the two for each
-    message size. Hierarchical is used only when named.
+    ``auto`` is what NCCL's tuner does: the fastest of its ring, tree and (where the server has
+    NVLink SHARP) NVLS / NVLS-tree for each message size. Hierarchical is used only when named.
     """
-    ring, tree, hier = (affine_s(c, size_bytes) for c in coeffs)
+    ring_c, tree_c, hier_c, nvls_c = coeffs
     algorithm = np.asarray(algorithm)
     if algorithm.ndim == 0 and int(algorithm) != AUTO:
-        return {RING: ring, TREE: tree, HIERARCHICAL: hier}[int(algorithm)]
-    best = np.minimum(ring, tree)
-    return np.select(
-        [algorithm == RING, algorithm == TREE, algorithm == HIERARCHICAL], [ring, tree, hier], best
-    )
+        return affine_s({RING: ring_c, TREE: tree_c, HIERARCHICAL: hier_c}[int(algorithm)],
+                        size_bytes)
+    ring, tree = affine_s(ring_c, size_bytes), affine_s(tree_c, size_bytes)
+    best = np.minimum(np.minimum(ring, tree), affine_s(nvls_c, size_bytes))
+    if algorithm.ndim == 0:
+        return best
+    return np.select([algorithm == RING, algorithm == TREE, algorithm == HIERARCHICAL],
+                     [ring, tree, affine_s(hier_c, size_bytes)], best)
 
 
 def allreduce_s(size_bytes, devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
-                inter_latency_s, inter_busbw_GBps, algorithm=AUTO):
+                inter_latency_s, inter_busbw_GBps, algorithm=AUTO, nvls_busbw_GBps=np.nan):
     """All-reduce time on ``nodes`` servers of ``devices_per_node`` devices each, in seconds.
 
-    ``algorithm``: ring, tree, hierarchical (see ``allreduce_coeffs``) or auto, the faster of
-    NCCL's ring and tree for each message, as NCCL's tuner picks per size.
+    ``algorithm``: ring, tree, hierarchical (see ``allreduce_coeffs``) or auto, the fastest of
+    NCCL's ring, tree and NVLS (where ``nvls_busbw_GBps`` is given) for each message, as NCCL's
+    tuner picks per size.
     """
     coeffs = allreduce_coeffs(devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
-                              inter_latency_s, inter_busbw_GBps)
+                              inter_latency_s, inter_busbw_GBps, nvls_busbw_GBps)
     return allreduce_from_coeffs(coeffs, size_bytes, algorithm)
 
 

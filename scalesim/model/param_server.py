@@ -23,13 +23,24 @@ all-reduce's bandwidth term, and nothing is gained over it.
 
 Placement used by ``ps_phase_s`` (and the validation):
 
-- one machine: every device is a worker and the server is the host CPU (TensorFlow
-  ``local_parameter_device=cpu``): each device moves ``size`` over its own PCIe link to the host
-  (``host_*``); the host's side is one such link per device, so it is never the bottleneck;
-- several machines: a machine's devices first sum their gradients over the intra-node link
-  (reduce-scatter; the pulled parameters are all-gathered back), then the machine is one
-  worker (ps-lite, MXNet ``dist_sync``, TensorFlow ``distributed_replicated``, BytePS) and one
-  server runs on each machine (``S = M``, colocated), through the node's NICs (``inter_*``).
+- one machine: every device is a worker and the servers are the devices themselves
+  (tf_cnn_benchmarks' default ``local_parameter_device=gpu``: ``ParamServerDeviceSetter`` places
+  the variables on the GPUs, greedily by size), so each device is a colocated server of ``1/g``
+  and the phase is ``server_phase_s`` over ``g`` machines and ``g`` servers through the
+  intra-server link (``intra_*``; push + pull move a ring all-reduce's bytes). With
+  ``server_on_host`` (``local_parameter_device=cpu``) the server is the host CPU instead: each
+  device moves ``size`` over its own PCIe link to the host (``host_*``); the host's side is one
+  such link per device, so it is never the bottleneck;
+- several machines: a machine's devices first copy their gradients to its host over their own
+  PCIe links, where the host CPU sums them (the pulled parameters come back the same way), then
+  the machine is one worker and one server runs on each machine (``S = M``, colocated), through
+  the node's NICs (``inter_*``). That is what the frameworks' defaults do: tf_cnn_benchmarks'
+  default ``variable_update=parameter_server`` in a distributed job sums the towers' gradients
+  with ``aggregate_gradients_using_copy`` on ``param_server_device``, a
+  ``replica_device_setter`` whose worker device is the worker's ``/cpu:0``
+  (``benchmark_cnn.py``, ``variable_mgr.py`` ``VariableMgrDistributedFetchFromPS``), and
+  pushes once per worker; MXNet's ``dist_sync`` kvstore reduces a machine's devices in its
+  local (CPU) store before pushing (ps-lite, Li et al., OSDI 2014).
 
 Overlap (``ps_exposed_s``): gradients are pushed bucket by bucket as backward produces them
 (``overlap.timeline_end``) and parameters pulled bucket by bucket as the next forward needs them
@@ -89,14 +100,16 @@ def server_phase_s(size_bytes, machines, servers, worker_GBps, server_GBps, late
 
 def ps_phase_s(size_bytes, devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
                host_latency_s, host_busbw_GBps, inter_latency_s, inter_busbw_GBps,
-               imbalance=1.0, aggregate_in_node=True):
+               imbalance=1.0, aggregate_in_node=True, server_on_host=False):
     """Push time of a ``size_bytes`` gradient buffer (= pull time of the parameters), s.
 
-    The placement of the module docstring: one node talks to a parameter server on its host
-    over each device's PCIe link; several nodes sum inside each node, then exchange with one
-    colocated server per node through the NICs. ``aggregate_in_node=False``: every device is
-    its own worker across nodes (TensorFlow ``parameter_server`` mode), ``g`` of them sharing
-    the node's NICs, and ``g`` times the bytes cross the network.
+    The placement of the module docstring: on one node the devices are the servers of a
+    ``1/g`` share each, through the intra-server link (``server_on_host``: one server on the
+    host, over each device's PCIe link); several nodes sum on each node's host (each device over
+    its own PCIe link), then exchange with one colocated server per node through the NICs.
+    ``aggregate_in_node=False``: every device is its own worker across nodes (one worker
+    process per GPU), ``g`` of them sharing the node's NICs, and ``g`` times the bytes cross the
+    network.
     """
     g = np.asarray(devices_per_node, dtype=float)
     n = np.asarray(nodes, dtype=float)
@@ -104,11 +117,13 @@ def ps_phase_s(size_bytes, devices_per_node, nodes, intra_latency_s, intra_busbw
     on_host = np.asarray(host_latency_s, dtype=float) + size / _GBps_to_bytes_per_s(host_busbw_GBps)
     on_host = np.where(g > 1, on_host, 0.0)
     aggregate = np.asarray(aggregate_in_node, dtype=bool)
-    within = np.where(aggregate, coll.ring_reduce_scatter_s(size, g, intra_latency_s,
-                                                            intra_busbw_GBps), 0.0)
+    within = np.where(aggregate, on_host, 0.0)
     across = server_phase_s(size, n, n, inter_busbw_GBps, inter_busbw_GBps, inter_latency_s,
                             workers_per_machine=np.where(aggregate, 1.0, g), imbalance=imbalance)
-    return np.where(n > 1, within + across, on_host)
+    on_devices = server_phase_s(size, g, g, intra_busbw_GBps, intra_busbw_GBps, intra_latency_s,
+                                imbalance=imbalance)
+    one_node = np.where(np.asarray(server_on_host, dtype=bool), on_host, on_devices)
+    return np.where(n > 1, within + across, one_node)
 
 
 def ps_exposed_s(forward_s, backward_s, total_bytes, bucket_bytes, first_bucket_bytes,
@@ -143,7 +158,7 @@ class PSResult:
 
 
 def evaluate_ps(inp: StepInputs, host_latency_s, host_busbw_GBps, imbalance=1.0,
-                aggregate_in_node=True) -> PSResult:
+                aggregate_in_node=True, server_on_host=False) -> PSResult:
     """Step time of ``inp`` with a parameter-server exchange instead of its all-reduce.
 
     ``step = k * micro + optimizer + exposed push/pull``, the push after the last micro-step's
@@ -167,7 +182,7 @@ def evaluate_ps(inp: StepInputs, host_latency_s, host_busbw_GBps, imbalance=1.0,
     def phase(size):
         return ps_phase_s(size, g, nodes, inp.intra_latency_s, inp.intra_busbw_GBps,
                           host_latency_s, host_busbw_GBps, inp.inter_latency_s,
-                          inp.inter_busbw_GBps, imbalance, aggregate_in_node)
+                          inp.inter_busbw_GBps, imbalance, aggregate_in_node, server_on_host)
 
     exposed, total = ps_exposed_s(micro - backward, backward, total_bytes, inp.bucket_bytes,
                                   inp.first_bucket_bytes, phase, inp.overlap)

@@ -63,10 +63,14 @@ class StepInputs:
     intra_busbw_GBps: object
     inter_latency_s: object
     inter_busbw_GBps: object
+    # NCCL's NVLS all-reduce busbw inside a server with NVLink SHARP over intra_busbw_GBps (the
+    # ring's): all-reduces then use NVLS (one server) or NVLS-tree (several) where faster; NaN:
+    # no NVLS. A ratio, so that any intra busbw (an override, a sweep axis) scales NVLS alike.
+    nvls_busbw_ratio: object = np.nan
     strategy: object = DDP  # 0 DDP, 1 ZeRO-1, 2 ZeRO-2, 3 ZeRO-3/FSDP
     framework: object = FSDP  # ZeRO-2/3 as 0 PyTorch FSDP or 1 DeepSpeed (ZeRO-1: DeepSpeed)
     blocks: object = 0  # FSDP-wrapped blocks (unit = Psi*w/blocks); 0: estimated from params
-    algorithm: object = coll.AUTO  # 0 auto (NCCL ring or tree), 1 ring, 2 tree, 3 hierarchical
+    algorithm: object = coll.AUTO  # 0 auto (NCCL ring, tree or NVLS), 1 ring, 2 tree, 3 hierarchical
     overlap: object = True  # overlap collectives with backward (and ZeRO-3 prefetch)
     bucket_bytes: object = 25 * 1024 * 1024  # DDP gradient bucket, bytes
     first_bucket_bytes: object = 1024 * 1024  # DDP first bucket, bytes
@@ -210,7 +214,8 @@ def _communication(inp: StepInputs, g, nodes, k, forward, backward, total_bytes,
     """
     links = (g, nodes, inp.intra_latency_s, inp.intra_busbw_GBps, inp.inter_latency_s,
              inp.inter_busbw_GBps)
-    ar_coeffs = coll.allreduce_coeffs(*links)
+    nvls_GBps = _as(inp.nvls_busbw_ratio) * _as(inp.intra_busbw_GBps)
+    ar_coeffs = coll.allreduce_coeffs(*links, nvls_GBps)
     rs_coeffs = coll.reduce_scatter_coeffs(*links)  # all-gather: the same ring volume and steps
 
     def all_reduce(size):
