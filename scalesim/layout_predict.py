@@ -259,3 +259,56 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
         devices=full(p), nodes=full(nodes), devices_per_node=full(per_node), dp=full(dp),
         tp=full(tp), pp=full(pp), micro_batch=full(b), accumulation=full(k),
         global_batch=full(gb), matmul_efficiency=full(eff, float), peak_known=peak_known)
+
+
+def plan_at(profile: Profile, scenario: Scenario, devices: int, global_batch: int,
+            micro_batch: int, **plan_kwargs):
+    """``scalesim.plan.plan`` for this profile and scenario at one device count: the
+    workload's shape, the hardware with the scenario's links and server size, and the sustained
+    matmul efficiency pinned to the profile's compute curve at ``micro_batch`` (as predictions
+    pin it). ``plan_kwargs`` go to ``plan`` (top, split_only, include_unfit, rank_by)."""
+    from scalesim.plan import plan
+
+    wl, hw = profile.workload, profile.hardware
+    if wl.transformer is None:
+        raise ScalesimError(f"workload '{wl.name}' has no transformer shape: there are no "
+                            "layouts to plan")
+    peak, _, bandwidth = _peak_and_bandwidth(profile)
+    g = scenario.devices_per_node or hw.devices_per_node
+    base = base_inputs(wl, hw, scenario, peak, bandwidth)
+    eff = float(pinned_efficiency(profile, base, micro_batch, min(devices, g)))
+    links = {
+        "intra_node": hw.intra_node.model_copy(update={
+            "busbw_GBps": base.intra_busbw_GBps, "latency_s": base.intra_latency_s}),
+        "inter_node": hw.inter_node.model_copy(update={
+            "busbw_GBps": base.inter_busbw_GBps, "latency_s": base.inter_latency_s}),
+    }
+    hardware = hw.model_copy(update={**links, "devices_per_node": g, "peak_tflops": peak / 1e12,
+                                     "memory_bandwidth_GBps": bandwidth,
+                                     "comm_compute_contention": base.comm_contention,
+                                     "device_speed_cv": base.device_cv})
+    return plan(wl.transformer, hardware, [devices], global_batch, efficiency=eff,
+                params=wl.params, **plan_kwargs)
+
+
+def scenario_of_row(scenario: Scenario, row) -> Scenario:
+    """``scenario`` running the planner's ``row`` (a ``plan.PlanRow``) at the same global batch:
+    its layout, ZeRO stage, micro-batch and accumulation."""
+    layout = ScenarioLayout(tp=row.tp, pp=row.pp, schedule=row.schedule if row.pp > 1 else None,
+                            virtual_stages=row.virtual_stages, recompute=row.recompute,
+                            sequence_parallel=row.sequence_parallel)
+    update = {"layout": layout, "strategy": ("ddp", "zero1", "zero2", "zero3")[row.zero],
+              "accumulation": row.accumulation}
+    if scenario.global_batch is None:
+        update["micro_batch"] = row.micro_batch
+    return scenario.model_copy(update=update)
+
+
+def row_title(row) -> str:
+    """'dp 2 x tp 4 x pp 2 (1f1b), zero1, micro-batch 1 x 8 accumulation, recompute none'."""
+    schedule = (f" ({row.schedule}" + (f", {row.virtual_stages} virtual stages" if
+                                       row.virtual_stages > 1 else "") + ")") if row.pp > 1 else ""
+    zero = ("ddp", "zero1", "zero2", "zero3")[row.zero]
+    return (f"dp {row.dp} x tp {row.tp} x pp {row.pp}{schedule}, {zero}, micro-batch "
+            f"{row.micro_batch} x {row.accumulation} accumulation, recompute {row.recompute}"
+            + (", sequence parallel" if row.sequence_parallel else ""))

@@ -168,44 +168,13 @@ def dp_exchange_s(p: Prediction) -> float:
 
 def best_split(profile: Profile, scenario: Scenario, now: Prediction):
     """(scenario, title) of the fastest fitting layout that splits the model (tp x pp > 1) at
-    ``now``'s device count and global batch: ``scalesim.plan.plan`` with ``split_only``, the
-    sustained matmul efficiency pinned to the profile as predictions pin it, the scenario's
-    links. ScalesimError when no split layout is valid or fits."""
+    ``now``'s device count and global batch (``layout_predict.plan_at`` with ``split_only``).
+    ScalesimError when no split layout is valid or fits."""
     from scalesim import layout_predict as lp
-    from scalesim.plan import plan
-    from scalesim.schemas import ScenarioLayout
 
-    hw, wl = profile.hardware, profile.workload
-    peak, _, bandwidth = lp._peak_and_bandwidth(profile)
-    g = scenario.devices_per_node or hw.devices_per_node
-    base = lp.base_inputs(wl, hw, scenario, peak, bandwidth)
-    eff = float(lp.pinned_efficiency(profile, base, now.micro_batch, min(now.devices, g)))
-    links = {
-        "intra_node": hw.intra_node.model_copy(update={
-            "busbw_GBps": base.intra_busbw_GBps, "latency_s": base.intra_latency_s}),
-        "inter_node": hw.inter_node.model_copy(update={
-            "busbw_GBps": base.inter_busbw_GBps, "latency_s": base.inter_latency_s}),
-    }
-    hardware = hw.model_copy(update={**links, "devices_per_node": g, "peak_tflops": peak / 1e12,
-                                     "memory_bandwidth_GBps": bandwidth,
-                                     "comm_compute_contention": base.comm_contention,
-                                     "device_speed_cv": base.device_cv})
-    rows = plan(wl.transformer, hardware, [now.devices], now.global_batch, efficiency=eff,
-                top=1, params=wl.params, split_only=True)
-    r = rows[0]
-    layout = ScenarioLayout(tp=r.tp, pp=r.pp, schedule=r.schedule if r.pp > 1 else None,
-                            virtual_stages=r.virtual_stages, recompute=r.recompute,
-                            sequence_parallel=r.sequence_parallel)
-    strategy = ("ddp", "zero1", "zero2", "zero3")[r.zero]
-    update = {"layout": layout, "strategy": strategy, "accumulation": r.accumulation}
-    if scenario.global_batch is None:
-        update["micro_batch"] = r.micro_batch
-    schedule = (f" ({r.schedule}" + (f", {r.virtual_stages} virtual stages" if
-                                     r.virtual_stages > 1 else "") + ")") if r.pp > 1 else ""
-    title = (f"Split the model: dp {r.dp} x tp {r.tp} x pp {r.pp}{schedule}, {strategy}, "
-             f"micro-batch {r.micro_batch} x {r.accumulation} accumulation, recompute "
-             f"{r.recompute}" + (", sequence parallel" if r.sequence_parallel else ""))
-    return scenario.model_copy(update=update), title
+    row = lp.plan_at(profile, scenario, now.devices, now.global_batch, now.micro_batch, top=1,
+                     split_only=True)[0]
+    return lp.scenario_of_row(scenario, row), f"Split the model: {lp.row_title(row)}"
 
 
 def _split_model(profile: Profile, scenario: Scenario, now: Prediction):
