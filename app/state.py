@@ -27,8 +27,9 @@ from scalesim.errors import ScalesimError
 from scalesim.profiles import parse_profile, profile_from_presets
 from scalesim.schemas import Profile
 
-LINK_VERSION = 3  # v3: + the model split (tp, pp, sched, vs, rec, sp) and transformer presets;
-# v2 (only what differs from the defaults, presets by name) and v1 still open, data parallel
+LINK_VERSION = 3  # v3: + the model split (tp, pp, sched, vs, rec, sp) and transformer presets,
+# written only when used (``link_version``); v2 (only what differs from the defaults, presets by
+# name) and v1 still open, data parallel
 READ_VERSIONS = ("1", "2", "3")
 LAYOUT_FIELDS = ("tp", "pp", "sched", "vs", "rec", "sp")  # v3 and later
 SHARED_DATE_KEY = "at"  # the date a share link was made (YYYY-MM-DD), for the receiver's banner
@@ -415,11 +416,21 @@ V2_DEFAULTS: dict[str, Any] = {
 }
 
 
+def link_version(state: AppState) -> int:
+    """3 when the state uses what v3 added (a model split, a transformer workload preset, the
+    Layouts tab, scenario B 'split the model'); else 2, so a data-parallel link still opens in a
+    scalesim from before the model split."""
+    v3 = (any(getattr(state, n) != AppState.model_fields[n].default for n in LAYOUT_FIELDS)
+          or state.wl not in presets.WORKLOADS or state.tab == "layouts"
+          or state.b == "split_model")
+    return LINK_VERSION if v3 else 2
+
+
 def encode_query(state: AppState, profile: Profile) -> dict[str, str]:
     """The share link's query parameters (v2): only the controls that differ from the defaults
     (the v2 table, then the profile's own values), presets by name; an uploaded profile's
     fitted parameters and caveats as a compact blob."""
-    params = {"v": str(LINK_VERSION)}
+    params = {"v": str(link_version(state))}
     brought = profile_defaults(profile)
     for name in FIELDS:
         value = getattr(state, name)
@@ -507,7 +518,7 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
     version = flat.pop("v", None)
     if version not in READ_VERSIONS:
         what = "has no version" if version is None else f"is in format v{_shown(version)[:10]}"
-        messages.append(f"this link {what}; this scalesim reads v1 and v{LINK_VERSION} links, so "
+        messages.append(f"this link {what}; this scalesim reads v1 to v{LINK_VERSION} links, so "
                         "it shows the defaults (ask the sender for a link from this version)")
         return default_state(), preset_profile(AppState()), messages
     flat.pop(SHARED_DATE_KEY, None)  # read by shared_date()
