@@ -523,7 +523,8 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         return default_state(), preset_profile(AppState()), messages
     flat.pop(SHARED_DATE_KEY, None)  # read by shared_date()
     if version in ("1", "2"):  # before the model split: those links are data parallel
-        old = [name for name in LAYOUT_FIELDS if flat.pop(name, None) is not None]
+        old = [name for name in LAYOUT_FIELDS if name in flat and flat.pop(name) not in (
+            "", _to_text(AppState.model_fields[name].default))]
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no model split "
                             "(data parallel)")

@@ -17,7 +17,7 @@ curve's time, slowed by the row's busy devices per server as the data-parallel p
 number; they differ only in how the data-parallel exchange is modelled (DDP buckets on a timeline
 vs one bucket per layer behind the last micro-batch's backward), in the optimizer step (profile
 vs memory roofline) and in memory (the shape's activations and 2 GiB of framework buffers).
-docs/model.md §18 gives the equations and the measured gap.
+docs/model.md §22 gives the equations and the measured gap.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ def layout_line(profile, scenario) -> str:
             + f", recompute {split.recompute_of(profile.workload)}, sequence parallel "
             f"{'on' if split.sequence_parallel else 'off'}; dp = devices / (tp x pp); batch = "
             "sequences per micro-batch per replica; compute pins the matmul efficiency to the "
-            "profile's curve (docs/model.md §18)")
+            "profile's curve (docs/model.md §22)")
 
 
 def render_table(profile, scenario, rows) -> str:
