@@ -501,10 +501,14 @@ def _share(plan: Plan, link: str) -> None:
 
 def _rows_table(plan: Plan) -> pd.DataFrame:
     unit = plan.unit
+    split = plan.focus.dp is not None  # a split model: its layout and pipeline bubble too
     return pd.DataFrame([{
-        "devices": r.devices, "servers": r.nodes, "micro-batch": r.micro_batch,
+        "devices": r.devices, "servers": r.nodes,
+        **({"dp x tp x pp": f"{r.dp} x {r.tp} x {r.pp}"} if split else {}),
+        "micro-batch": r.micro_batch,
         "global batch": r.global_batch, "step ms": r.step_time_s * 1e3,
         "compute ms": r.compute_s * 1e3, "exposed comm ms": r.exposed_comm_s * 1e3,
+        **({"bubble ms": r.bubble_s * 1e3, "MFU %": None if r.mfu is None else r.mfu * 100} if split else {}),
         "data stall ms": r.data_stall_s * 1e3, "straggler ms": r.straggler_s * 1e3,
         f"{unit}/s": r.samples_per_s, "efficiency %": r.efficiency * 100,
         "memory GiB": r.memory_bytes / 2**30,

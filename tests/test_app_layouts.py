@@ -120,3 +120,15 @@ def test_the_layouts_tab_explains_a_parameter_count():
     at = _app({"v": "3", "tab": "layouts"})
     assert any("parameter count only" in i.value for i in at.info)
     assert len(at.get("vega_lite_chart")) == 0
+
+
+def test_the_report_shows_the_layout_and_the_bubble():
+    from scalesim.app.report import report_html, scenario_lines
+
+    state = decode_query(LAYOUT_LINK)[0]
+    plan = make_plan(preset_profile(state), state)
+    lines = dict(scenario_lines(plan))
+    assert lines["layout"].startswith("tp 2 x pp 2 (1f1b)")
+    html = report_html(plan, "http://x/?v=3")
+    assert "dp x tp x pp" in html and "bubble ms" in html
+    assert f"{plan.rows[0].dp} x 2 x 2" in html
