@@ -39,8 +39,9 @@ class Prediction(BaseModel):
     exposed_comm_s: float
     data_stall_s: float
     straggler_s: float
-    comm_total_s: float
-    comm_bytes: float
+    comm_total_s: float  # a split model (dp not None): its exposed communication (the layout
+    # step reports no hidden time)
+    comm_bytes: float  # a split model: 0, not modelled
     samples_per_s: float
     speedup: float
     efficiency: float

@@ -81,6 +81,8 @@ class SweepPlan:
         layout_columns = {"nodes", "micro_batch", "accumulation", "global_batch"} - set(self.axes)
         per_row = (sum(values.itemsize for values in self.axes.values())
                    + 8 * len(layout_columns) + 8 * (len(OUTPUT_COLUMNS) - 1) + 1)
+        if self.profile.workload.transformer is not None:  # + dp, tp, pp and bubble_s
+            per_row += 8 * len(set(LAYOUT_COLUMNS + LAYOUT_AXES) - set(self.axes))
         return self.rows * per_row
 
 
