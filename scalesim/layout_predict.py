@@ -30,8 +30,8 @@ from scalesim.errors import ScalesimError
 from scalesim.layout import SCHEDULES, ParallelLayout, layout_problems, valid_mask
 from scalesim.model.compute import colocation_factor, colocation_slope, micro_step_s, optimizer_roofline_s
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
-from scalesim.model.pipeline import loader_supply_per_device
 from scalesim.model.transformer import RECOMPUTE
+from scalesim.predict import _pick, loader_supply
 from scalesim.schemas import Hardware, Profile, Scenario, ScenarioLayout, Workload
 
 ZERO_OF_STRATEGY = {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3}
@@ -77,10 +77,6 @@ class LayoutRows:
     global_batch: np.ndarray
     matmul_efficiency: np.ndarray  # pinned share of the peak
     peak_known: bool
-
-
-def _pick(override, default):
-    return default if override is None else override
 
 
 def _peak_and_bandwidth(profile: Profile) -> tuple[float, bool, float]:
@@ -153,21 +149,6 @@ def pinned_efficiency(profile: Profile, base: LayoutInputs, micro_batch, per_nod
     return np.clip(eff, MIN_EFFICIENCY, 1.0)
 
 
-def _loader_supply(profile: Profile, scenario: Scenario, per_node):
-    """Samples/s one replica's input pipeline supplies (one loader per replica, with its
-    server's cores shared by ``per_node`` loaders), as the data-parallel path per device."""
-    if profile.input_pipeline is None:
-        return np.inf, np.inf
-    pts = profile.input_pipeline.points
-    workers = scenario.loader_workers
-    if workers is None:
-        workers = max(pts, key=lambda pt: pt.samples_per_s).workers
-    curve = ([pt.workers for pt in pts], [pt.samples_per_s for pt in pts])
-    cores = profile.hardware.cpu_cores_per_node
-    return (loader_supply_per_device(workers, per_node, cores, *curve),
-            loader_supply_per_device(workers, 1, cores, *curve))
-
-
 def check_rows(profile: Profile, dp, tp, pp, micro, global_batch, schedule, virtual_stages,
                g: int) -> np.ndarray:
     """True where the layout is valid (``scalesim.layout`` rules), numpy."""
@@ -228,7 +209,7 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
         base = base.replace(intra_busbw_GBps=intra_busbw_GBps)
     if inter_busbw_GBps is not None:
         base = base.replace(inter_busbw_GBps=inter_busbw_GBps)
-    supply, supply_alone = _loader_supply(profile, scenario, per_node)
+    supply, supply_alone = loader_supply(profile, scenario, per_node)  # one loader per replica
     schedule = SCHEDULES[split.schedule_of()]
     if split.schedule is None:  # default per row: 1f1b / interleaved where pp > 1
         schedule = np.where(np.asarray(pp) > 1, SCHEDULES["interleaved" if split.virtual_stages

@@ -97,6 +97,22 @@ def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray):
     return scenario.global_batch // share, np.full(devices.shape, scenario.global_batch // k)
 
 
+def loader_supply(profile: Profile, scenario: Scenario, per_node):
+    """Samples/s one loader supplies with ``per_node`` loaders sharing a server's cores, and
+    alone in its server (the one-device baseline); infinite without an input-pipeline curve.
+    Default workers: the best measured count."""
+    if profile.input_pipeline is None:
+        return np.inf, np.inf
+    pts = profile.input_pipeline.points
+    workers = scenario.loader_workers
+    if workers is None:
+        workers = max(pts, key=lambda pt: pt.samples_per_s).workers
+    curve = ([pt.workers for pt in pts], [pt.samples_per_s for pt in pts])
+    cores = profile.hardware.cpu_cores_per_node
+    return (loader_supply_per_device(workers, per_node, cores, *curve),
+            loader_supply_per_device(workers, 1, cores, *curve))
+
+
 def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
     """Model inputs for ``scenario`` on ``profile``: (StepInputs, baseline micro-batch)."""
     profile = require_model(profile, Profile, "profile")
@@ -110,17 +126,7 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
     g_max = scenario.devices_per_node or hw.devices_per_node
     _, per_node = layout(p, g_max)
     b, base_b = micro_batches(scenario, profile, p)
-    if profile.input_pipeline is not None:
-        pts = profile.input_pipeline.points
-        workers = scenario.loader_workers  # default: the best measured worker count
-        if workers is None:
-            workers = max(pts, key=lambda pt: pt.samples_per_s).workers
-        curve = ([pt.workers for pt in pts], [pt.samples_per_s for pt in pts])
-        supply = loader_supply_per_device(workers, per_node, hw.cpu_cores_per_node, *curve)
-        # the one-device baseline: the same workers with the server's cores to itself
-        supply_alone = loader_supply_per_device(workers, 1, hw.cpu_cores_per_node, *curve)
-    else:
-        supply = supply_alone = np.inf
+    supply, supply_alone = loader_supply(profile, scenario, per_node)
 
     cv = scenario.straggler_cv
     if cv is None:

@@ -262,3 +262,17 @@ def test_scenario_file_carries_the_layout(tmp_path, capsys):
                              "dgx-a100", "--scenario", str(path), "--pp", "2", "--json")
     assert code == 0, err
     assert [(r["tp"], r["pp"]) for r in json.loads(out)] == [(4, 2)]  # file's tp, flag's pp
+
+
+def test_a_slow_input_pipeline_stalls_both_paths_alike():
+    from scalesim.schemas import LoaderCurve, LoaderPoint
+
+    slow = LoaderCurve(points=[LoaderPoint(workers=4, samples_per_s=300.0)])
+    shaped = _bert_with_shape().model_copy(update={"input_pipeline": slow})
+    plain = default_profile().model_copy(update={"input_pipeline": slow})
+    a, b = predict(shaped, Scenario()), predict(plain, Scenario())
+    for x, y in zip(a, b, strict=True):
+        assert x.data_stall_s == pytest.approx(y.data_stall_s, rel=0.01, abs=1e-4)
+        assert x.step_time_s == pytest.approx(y.step_time_s, rel=0.01)
+    assert a[0].data_stall_s > 0.4 * a[0].step_time_s  # one device: input-bound
+    assert a[-1].data_stall_s == 0  # 16 devices: the inter-server exchange hides the loading
