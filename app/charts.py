@@ -7,6 +7,8 @@ Times are shown in milliseconds per step or hours, throughput in the workload's 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import altair as alt
 import pandas as pd
 
@@ -27,6 +29,7 @@ PALETTE = {
     "loses": "#8c510a",  # a change that runs and loses
     "not runnable": "#404040",  # does not fit in device memory
     "more devices": "#01665e",  # one more server of devices
+    "pipeline bubble": "#bcbd22",  # step part: pipeline fill and drain (a split model)
 }
 PARTS = [  # (field, label, colour) in stacking order, bottom first
     ("compute_s", "compute", PALETTE["compute"]),
@@ -34,6 +37,7 @@ PARTS = [  # (field, label, colour) in stacking order, bottom first
     ("data_stall_s", "data stall", PALETTE["data stall"]),
     ("straggler_s", "straggler wait", PALETTE["straggler wait"]),
 ]
+BUBBLE_PART = ("bubble_s", "pipeline bubble", PALETTE["pipeline bubble"])
 KNEE_COLOUR = PALETTE["knee"]
 NOT_RUNNABLE_COLOUR = PALETTE["not runnable"]  # layouts that do not fit in device memory
 NOT_RUNNABLE = "not runnable (does not fit in memory)"
@@ -164,10 +168,18 @@ def efficiency_chart(plan: Plan, width="container", height: int = 260) -> alt.La
         width=width, height=height))
 
 
+def _parts(rows) -> list[tuple[str, str, str]]:
+    """PARTS, with the pipeline bubble after compute where a row has one (a split model)."""
+    if any(getattr(r, "bubble_s", 0.0) > 0 for r in rows):
+        return [PARTS[0], BUBBLE_PART, *PARTS[1:]]
+    return PARTS
+
+
 def _breakdown_records(label_rows) -> pd.DataFrame:
     records = []
+    parts = _parts([row for _, _, row in label_rows])
     for label, order, row in label_rows:
-        for i, (name, part, _) in enumerate(PARTS):
+        for i, (name, part, _) in enumerate(parts):
             records.append({"bar": label, "order": order, "part": part, "stack": i,
                             "ms": getattr(row, name) * 1e3,
                             "step_ms": row.step_time_s * 1e3})
@@ -175,12 +187,14 @@ def _breakdown_records(label_rows) -> pd.DataFrame:
 
 
 def _stacked(df: pd.DataFrame, x_title: str, width, height, title, subtitle) -> alt.Chart:
+    shown = set(df["part"])
+    parts = [p for p in [*PARTS[:1], BUBBLE_PART, *PARTS[1:]] if p[1] in shown]
     return _sized(alt.Chart(df).mark_bar().encode(
         x=alt.X("bar:N", title=x_title, sort=list(dict.fromkeys(df["bar"])),
                 axis=alt.Axis(labelAngle=0, labelLimit=220)),
         y=alt.Y("ms:Q", title="milliseconds per training step", stack="zero"),
         color=alt.Color("part:N", title="step time", scale=alt.Scale(
-            domain=[p for _, p, _ in PARTS], range=[c for _, _, c in PARTS]),
+            domain=[p for _, p, _ in parts], range=[c for _, _, c in parts]),
             legend=alt.Legend(orient="top")),
         order=alt.Order("stack:Q"),
         tooltip=[alt.Tooltip("bar:N"), alt.Tooltip("part:N"), alt.Tooltip("ms:Q", format=".2f"),
@@ -193,6 +207,34 @@ def breakdown_chart(plan: Plan, width="container", height: int = 300) -> alt.Cha
     df = _breakdown_records([(str(r.devices), i, r) for i, r in enumerate(plan.rows)])
     return _stacked(df, "devices", width, height, "Where each step's time goes",
                     "only the communication not hidden behind backward counts")
+
+
+def layout_label(row) -> str:
+    """A planner row in a few characters: '#1 dp8 tp2 pp2 z1 mb1'."""
+    return (f"#{row.rank} dp{row.dp} tp{row.tp} pp{row.pp}"
+            + (f"x{row.virtual_stages}" if row.virtual_stages > 1 else "")
+            + f" z{row.zero} mb{row.micro_batch}"
+            + ("" if row.recompute == "none" else f" rc-{row.recompute[:3]}")
+            + (" sp" if row.sequence_parallel else ""))
+
+
+def layout_parts(row) -> SimpleNamespace:
+    """A planner row's breakdown in the curve's parts (tensor, context, pipeline and
+    data-parallel communication together as exposed communication)."""
+    b = row.breakdown_s
+    return SimpleNamespace(
+        compute_s=b["compute_s"], bubble_s=b["bubble_s"], data_stall_s=b["stall_s"],
+        exposed_comm_s=b["tp_comm_s"] + b["cp_comm_s"] + b["p2p_s"] + b["dp_exposed_s"],
+        straggler_s=b["straggler_s"], step_time_s=row.step_time_s)
+
+
+def layouts_chart(rows, devices: int, width="container", height: int = 320) -> alt.Chart:
+    """The planner's ranked layouts at ``devices``: where each one's step goes, best first."""
+    df = _breakdown_records([(layout_label(r), i, layout_parts(r)) for i, r in enumerate(rows)])
+    return _stacked(df, "layout (best first)", width, height,
+                    f"Ranked layouts on {devices} devices: where each step's time goes",
+                    "dp x tp x pp, ZeRO stage (z), micro-batch (mb), recompute, sequence "
+                    "parallel (sp); only layouts that fit in memory")
 
 
 def remedies_chart(plan: Plan, width="container", height: int | None = None) -> alt.LayerChart:

@@ -19,7 +19,7 @@ from scalesim.knee import Knee, focus_devices, knee_of_predictions
 from scalesim.model.quality import steps_to_quality
 from scalesim.predict import Prediction, predict
 from scalesim.remedies import DATA_STALL_SHARE, RemedyResult, data_stall_share, rank_remedies
-from scalesim.schemas import Profile, Scenario
+from scalesim.schemas import Profile, Scenario, ScenarioLayout
 from scalesim.training_time import Goal, cost_usd, resolve_goal, time_to_goal_s
 
 from .state import MAX_DEVICES, AppState
@@ -137,6 +137,21 @@ def _links(state: AppState) -> dict:
     return out
 
 
+def layout_of_state(state: AppState) -> ScenarioLayout | None:
+    """The model split the layout controls describe (None: not split, all at their defaults)."""
+    if (state.tp, state.pp, state.sched, state.vs, state.rec, state.sp) == (
+            1, 1, "auto", 1, "auto", False):
+        return None
+    try:
+        return ScenarioLayout(tp=state.tp, pp=state.pp,
+                              schedule=None if state.sched == "auto" else state.sched,
+                              virtual_stages=state.vs,
+                              recompute=None if state.rec == "auto" else state.rec,
+                              sequence_parallel=state.sp)
+    except ValueError as exc:
+        raise ScalesimError(f"layout: {exc}") from None
+
+
 def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[str]]:
     """The Scenario the controls describe (device counts that cannot run are left out, noted)."""
     g = state.dpn or profile.hardware.devices_per_node
@@ -150,9 +165,28 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         "price_per_device_hour": state.price,
     }
     fields.update(_links(state))
+    split = layout_of_state(state)
+    model = 1
+    if split is not None and profile.workload.transformer is None:
+        notes.append(f"layout tp {state.tp} x pp {state.pp} left out: workload "
+                     f"'{profile.workload.name}' is a parameter count only (pick a transformer "
+                     "workload such as llama3-8b to split the model)")
+        split = None
+    if split is not None:
+        fields["layout"] = split
+        model = split.tp * split.pp
+        kept = [d for d in devices if d % model == 0]
+        if len(kept) < len(devices):
+            left = [d for d in devices if d not in kept]
+            notes.append(f"layout tp {split.tp} x pp {split.pp}: {', '.join(map(str, left[:8]))} "
+                         f"devices are not a multiple of {model}; left out")
+        if not kept:
+            raise ScalesimError(f"no device count is a multiple of tp x pp = {model}; raise the "
+                                "largest device count or lower tp / pp")
+        devices = kept
     if state.mode == "strong":
         gb = state.gb or profile.workload.micro_batch * g
-        share = [d for d in devices if gb % (d * state.acc) == 0]
+        share = [d for d in devices if gb % (d // model * state.acc) == 0]
         if len(share) < len(devices):
             left = [d for d in devices if d not in share]
             notes.append(f"strong scaling: global batch {gb} does not split evenly over "
@@ -285,6 +319,19 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
                 quality_absolute=absolute, b_label=b_label, b_profile=b_profile,
                 b_scenario=b_scenario, b_focus=b_focus, b_rows=b_rows, notes=notes,
                 decision=decision)
+
+
+LAYOUT_TOP = 12  # layouts in the Layouts tab's ranked table and chart
+
+
+def layout_ranking(profile: Profile, scenario: Scenario, focus: Prediction, top: int = LAYOUT_TOP):
+    """The planner's best layouts that fit at the focus device count and global batch
+    (``layout_predict.plan_at``), best first; ScalesimError when there is none (or the workload
+    has no transformer shape)."""
+    from scalesim.layout_predict import plan_at
+
+    return plan_at(profile, scenario, focus.devices, focus.global_batch, focus.micro_batch,
+                   top=top)
 
 
 def story(plan: Plan) -> str:

@@ -23,14 +23,26 @@ from scalesim.decision import card_rows
 from scalesim.errors import ScalesimError
 from scalesim.goal import seek
 from scalesim.jsonio import read_json
+from scalesim.layout_predict import row_title as layout_title
+from scalesim.predict import Prediction
 from scalesim.schemas import Profile, Scenario
 from scalesim.sources.provenance import provenance
 
 from . import charts
-from .plan import Plan, device_counts, duration, finish, headline, make_plan, story
+from .plan import (
+    Plan,
+    device_counts,
+    duration,
+    finish,
+    headline,
+    layout_ranking,
+    make_plan,
+    story,
+)
 from .state import (
     MAX_VALUE_CHARS,
     SHARED_DATE_KEY,
+    WORKLOAD_PRESETS,
     AppState,
     checked_profile,
     decode_query,
@@ -56,6 +68,7 @@ TABS = {  # state id -> tab label
     "quality": "Time to quality",
     "ab": "A vs B",
     "goal": "Goal: deadline & budget",
+    "layouts": "Layouts",
 }
 LABEL_TO_TAB = {v: k for k, v in TABS.items()}
 GRID_LABELS = {"pow2": "powers of two", "server": "every server", "list": "my list"}
@@ -67,6 +80,7 @@ B_LABELS = {
     "loader": "cache input / more loader workers", "sharding": "shard optimizer state (ZeRO)",
     "interconnect": "faster interconnect", "slow_device": "fix the slow device",
     "more_devices": "add a server's worth of devices",
+    "split_model": "split the model (best layout)",
 }
 WIDGET_FIELDS = tuple(f for f in AppState.model_fields if f not in ("src", "tab"))
 ss = st.session_state
@@ -224,7 +238,7 @@ def _profile_section(c: _Controls) -> None:
         st.sidebar.button("Leave this profile: use the presets", key="leave_profile",
                           on_click=_on_leave_profile)
     else:
-        hw_names, wl_names = list(presets.HARDWARE), list(presets.WORKLOADS)
+        hw_names, wl_names = list(presets.HARDWARE), list(WORKLOAD_PRESETS)
         c(st.sidebar.selectbox, "hw", "Hardware preset", options=hw_names, on_change=_on_preset,
           format_func=lambda n: f"{n} ({presets.HARDWARE[n].device_name})")
         c(st.sidebar.selectbox, "wl", "Workload preset", options=wl_names, on_change=_on_preset)
@@ -267,7 +281,9 @@ def _batch_section(c: _Controls) -> None:
     mode = c(st.sidebar.radio, "mode", "Batch", options=list(MODE_LABELS),
              format_func=MODE_LABELS.get, label_visibility="collapsed")
     if mode == "weak":
-        c(st.sidebar.number_input, "mb", "Per-device micro-batch", step=1)
+        split = ss["profile"].workload.transformer is not None
+        c(st.sidebar.number_input, "mb", "Micro-batch (sequences per model replica)" if split
+          else "Per-device micro-batch", step=1)
     else:
         c(st.sidebar.number_input, "gb", "Global batch (samples per step)", step=1)
     c(st.sidebar.number_input, "acc", "Gradient accumulation (micro-steps per step)",
@@ -304,6 +320,34 @@ def _comm_section(c: _Controls, state: AppState) -> None:
           step=5.0)
         c(st.sidebar.number_input, "elat", "Inter-server latency per step (µs)",
           step=1.0)
+
+
+SCHEDULE_LABELS = {"auto": "auto (1F1B; interleaved with virtual stages)", "gpipe": "GPipe",
+                   "1f1b": "1F1B", "interleaved": "interleaved 1F1B", "zb": "zero bubble"}
+RECOMPUTE_LABELS = {"auto": "the workload's", "none": "none", "selective": "selective",
+                    "full": "full"}
+
+
+def _layout_section(c: _Controls) -> None:
+    """The model split (tensor, pipeline, schedule, recompute, sequence parallel), folded away;
+    ZeRO is the strategy control and the micro-batch the batch control."""
+    shape = ss["profile"].workload.transformer
+    box = st.sidebar.expander("Layout: split the model (tensor / pipeline)")
+    if shape is None:
+        box.caption("This workload is a parameter count only: pick a transformer workload "
+                    "(e.g. llama3-8b, gpt-7.5b) to split the model across devices.")
+        return
+    box.caption(f"{shape.layers} layers, hidden {shape.hidden}, {shape.heads} heads, sequence "
+                f"{shape.seq_len}. devices = dp x tp x pp; ZeRO over dp is the strategy above; "
+                "the micro-batch is per model replica. The Layouts tab ranks every layout.")
+    c(box.number_input, "tp", "Tensor parallel (tp, inside one server)", step=1)
+    c(box.number_input, "pp", "Pipeline stages (pp)", step=1)
+    c(box.selectbox, "sched", "Pipeline schedule", options=list(SCHEDULE_LABELS),
+      format_func=SCHEDULE_LABELS.get)
+    c(box.number_input, "vs", "Virtual stages per pipeline rank (interleaved)", step=1)
+    c(box.selectbox, "rec", "Activation recompute", options=list(RECOMPUTE_LABELS),
+      format_func=RECOMPUTE_LABELS.get)
+    c(box.toggle, "sp", "Sequence parallelism (with tp > 1)")
 
 
 def _data_section(c: _Controls) -> None:
@@ -457,10 +501,14 @@ def _share(plan: Plan, link: str) -> None:
 
 def _rows_table(plan: Plan) -> pd.DataFrame:
     unit = plan.unit
+    split = plan.focus.dp is not None  # a split model: its layout and pipeline bubble too
     return pd.DataFrame([{
-        "devices": r.devices, "servers": r.nodes, "micro-batch": r.micro_batch,
+        "devices": r.devices, "servers": r.nodes,
+        **({"dp x tp x pp": f"{r.dp} x {r.tp} x {r.pp}"} if split else {}),
+        "micro-batch": r.micro_batch,
         "global batch": r.global_batch, "step ms": r.step_time_s * 1e3,
         "compute ms": r.compute_s * 1e3, "exposed comm ms": r.exposed_comm_s * 1e3,
+        **({"bubble ms": r.bubble_s * 1e3, "MFU %": None if r.mfu is None else r.mfu * 100} if split else {}),
         "data stall ms": r.data_stall_s * 1e3, "straggler ms": r.straggler_s * 1e3,
         f"{unit}/s": r.samples_per_s, "efficiency %": r.efficiency * 100,
         "memory GiB": r.memory_bytes / 2**30,
@@ -622,8 +670,53 @@ def _tab_goal(plan: Plan) -> None:
         "cost USD": st.column_config.NumberColumn(format="dollar")})
 
 
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _cached_layouts(profile_json: str, scenario_json: str, focus_json: str):
+    return layout_ranking(Profile.model_validate_json(profile_json),
+                          Scenario.model_validate_json(scenario_json),
+                          Prediction.model_validate_json(focus_json))
+
+
+def _tab_layouts(plan: Plan) -> None:
+    """The planner's ranked layouts at the focus device count and global batch."""
+    f = plan.focus
+    if plan.profile.workload.transformer is None:
+        st.info("This workload is a parameter count only, so there is no layout to search: pick "
+                "a transformer workload (e.g. llama3-8b or gpt-7.5b) in the sidebar.")
+        return
+    try:
+        rows = _cached_layouts(plan.profile.model_dump_json(), plan.scenario.model_dump_json(),
+                               f.model_dump_json())
+    except ScalesimError as exc:
+        st.info(f"No layout to rank: {_md(str(exc))}.")
+        return
+    best = rows[0]
+    st.markdown(f"**Best of every dp x tp x pp, ZeRO, micro-batch, schedule, recompute and "
+                f"sequence-parallel layout on {f.devices} devices at global batch "
+                f"{f.global_batch:,}:** {_md(layout_title(best))}: "
+                f"{best.samples_per_s:,.1f} {plan.unit}/s "
+                f"({best.samples_per_s / f.samples_per_s - 1:+.0%} against the layout now, "
+                f"{f.samples_per_s:,.1f}).")
+    _chart(charts.layouts_chart(rows, f.devices), f"the best layout takes "
+           f"{best.step_time_s * 1e3:,.0f} ms per step; the slowest shown "
+           f"{rows[-1].step_time_s * 1e3:,.0f} ms")
+    st.dataframe(pd.DataFrame([{
+        "rank": r.rank, "dp": r.dp, "tp": r.tp, "pp": r.pp, "ZeRO": r.zero,
+        "micro-batch": r.micro_batch, "accumulation": r.accumulation, "schedule": r.schedule,
+        "virtual stages": r.virtual_stages, "recompute": r.recompute,
+        "seq. parallel": r.sequence_parallel, "step ms": r.step_time_s * 1e3,
+        f"{plan.unit}/s": r.samples_per_s, "MFU %": r.mfu * 100,
+        "memory GiB": r.memory_bytes / 2**30, "why it ranks here": r.why,
+    } for r in rows]), hide_index=True, key="layouts_table", column_config={
+        c: st.column_config.NumberColumn(format="%.1f")
+        for c in ("step ms", f"{plan.unit}/s", "MFU %", "memory GiB")})
+    st.caption("Set a layout in the sidebar (Layout: split the model) to see it on every chart; "
+               "the sustained matmul efficiency is pinned to this profile's compute.")
+
+
 TAB_RENDERERS = {"curve": _tab_curve, "breakdown": _tab_breakdown, "remedies": _tab_remedies,
-                 "cost": _tab_cost, "quality": _tab_quality, "ab": _tab_ab, "goal": _tab_goal}
+                 "cost": _tab_cost, "quality": _tab_quality, "ab": _tab_ab, "goal": _tab_goal,
+                 "layouts": _tab_layouts}
 
 
 def _sidebar(state: AppState, profile: Profile) -> tuple[AppState, list[int]]:
@@ -640,6 +733,7 @@ def _sidebar(state: AppState, profile: Profile) -> tuple[AppState, list[int]]:
     _device_section(c, state)
     _batch_section(c)
     _comm_section(c, state)
+    _layout_section(c)
     _data_section(c)
     _goal_section(c)
     _advanced_section(c)

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 import vl_convert as vlc
 
+from scalesim.cli.cmd_predict import layout_line
 from scalesim.decision import card_rows
 
 from .charts import all_charts, chart_text
@@ -121,6 +122,8 @@ def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
         ("devices per server", str(s.devices_per_node)),
         ("batch", batch),
         ("gradient accumulation", str(s.accumulation)),
+        *([("layout", layout_line(p, s).removeprefix("layout: "))]
+          if plan.focus.dp is not None else []),
         ("overlap with backward", "on" if s.overlap else "off"),
         ("bucket size", f"{s.bucket_mib:g} MiB"),
         ("strategy", s.strategy),
@@ -201,11 +204,15 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
     parts.append(_scroll(_table(["setting", "value"], [[k, v] for k, v in scenario_lines(plan)],
                                 left=2)))
     parts.append("<h2>Prediction per device count</h2>")
+    split = plan.focus.dp is not None  # a split model: its layout and pipeline bubble too
     parts.append(_scroll(_table(
-        ["devices", "servers", "step ms", "compute ms", "exposed comm ms", "data stall ms",
+        ["devices", "servers", *(["dp x tp x pp"] if split else []), "step ms", "compute ms",
+         "exposed comm ms", *(["bubble ms"] if split else []), "data stall ms",
          "straggler ms", f"{unit}/s", "efficiency", "memory GiB", "runnable"],
-        [[r.devices, r.nodes, f"{r.step_time_s * 1e3:.2f}", f"{r.compute_s * 1e3:.2f}",
-          f"{r.exposed_comm_s * 1e3:.2f}", f"{r.data_stall_s * 1e3:.2f}",
+        [[r.devices, r.nodes, *([f"{r.dp} x {r.tp} x {r.pp}"] if split else []),
+          f"{r.step_time_s * 1e3:.2f}", f"{r.compute_s * 1e3:.2f}",
+          f"{r.exposed_comm_s * 1e3:.2f}", *([f"{r.bubble_s * 1e3:.2f}"] if split else []),
+          f"{r.data_stall_s * 1e3:.2f}",
           f"{r.straggler_s * 1e3:.2f}", f"{r.samples_per_s:,.0f}", f"{r.efficiency:.1%}",
           f"{r.memory_bytes / 2**30:.1f}", "yes" if r.fits else "NO: not runnable"]
          for r in plan.rows])))

@@ -27,8 +27,11 @@ from scalesim.errors import ScalesimError
 from scalesim.profiles import parse_profile, profile_from_presets
 from scalesim.schemas import Profile
 
-LINK_VERSION = 2  # v2: only what differs from the defaults, presets by name; v1 still opens
-READ_VERSIONS = ("1", "2")
+LINK_VERSION = 3  # v3: + the model split (tp, pp, sched, vs, rec, sp) and transformer presets,
+# written only when used (``link_version``); v2 (only what differs from the defaults, presets by
+# name) and v1 still open, data parallel
+READ_VERSIONS = ("1", "2", "3")
+LAYOUT_FIELDS = ("tp", "pp", "sched", "vs", "rec", "sp")  # v3 and later
 SHARED_DATE_KEY = "at"  # the date a share link was made (YYYY-MM-DD), for the receiver's banner
 MAX_QUERY_CHARS = 16_000  # the whole query string (browsers keep ~32k; stay well below)
 MAX_VALUE_CHARS = 400  # one control's value
@@ -40,7 +43,11 @@ IGNORED_KEYS = {"embed", "embed_options"}  # Streamlit's own query parameters
 IntraMode = Literal["profile", "custom", *presets.INTRA_LINKS.keys()]  # type: ignore[valid-type]
 InterMode = Literal["profile", "custom", "infiniband", "roce", "ethernet"]
 RemedyChoice = Literal["best", "bigger_batch", "overlap", "accumulation", "loader", "sharding",
-                       "interconnect", "slow_device", "more_devices"]
+                       "interconnect", "slow_device", "more_devices", "split_model"]
+
+
+# the workload presets: the data-parallel ones, then the transformer shapes (split by a layout)
+WORKLOAD_PRESETS = tuple(dict.fromkeys([*presets.WORKLOADS, *presets.TRANSFORMERS]))
 
 
 class AppState(BaseModel):
@@ -85,9 +92,17 @@ class AppState(BaseModel):
     price: float | None = url_field("price", None, "USD per device-hour")
     focus: int | None = Field(default=None, ge=1, le=MAX_DEVICES, description="None: auto")
     b: RemedyChoice = "best"
-    tab: Literal["curve", "breakdown", "remedies", "cost", "quality", "ab", "goal"] = "curve"
+    tab: Literal["curve", "breakdown", "remedies", "cost", "quality", "ab", "goal",
+                 "layouts"] = "curve"
     dl: float | None = Field(default=None, ge=0.1, le=876_000, description="deadline, hours")
     bud: float | None = Field(default=None, ge=1, le=1e12, description="budget, USD")
+    # the model split (Scenario.layout; a workload with a transformer shape only)
+    tp: int = url_field("tp", 1, "tensor-parallel degree")
+    pp: int = url_field("pp", 1, "pipeline stages")
+    sched: Literal["auto", "gpipe", "1f1b", "interleaved", "zb"] = "auto"
+    vs: int = url_field("vs", 1, "virtual stages per pipeline rank")
+    rec: Literal["auto", "none", "selective", "full"] = "auto"
+    sp: bool = False
 
     @field_validator("hw")
     @classmethod
@@ -99,8 +114,8 @@ class AppState(BaseModel):
     @field_validator("wl")
     @classmethod
     def _known_wl(cls, v: str) -> str:
-        if v not in presets.WORKLOADS:
-            raise ValueError(f"unknown workload preset (known: {', '.join(presets.WORKLOADS)})")
+        if v not in WORKLOAD_PRESETS:
+            raise ValueError(f"unknown workload preset (known: {', '.join(WORKLOAD_PRESETS)})")
         return v
 
 
@@ -120,7 +135,8 @@ FIELD_LABELS = {  # a control's name in a sentence
     "ebw": "Inter-server bandwidth (GB/s)", "elat": "Inter-server latency (µs)",
     "cbs": "Critical batch size", "emin": "E_min", "train": "Samples in the training run",
     "price": "Price per device-hour", "focus": "Device count in focus", "dlist": "Device list",
-    "dl": "Deadline (hours)", "bud": "Budget (USD)",
+    "dl": "Deadline (hours)", "bud": "Budget (USD)", "tp": "Tensor parallel",
+    "pp": "Pipeline stages", "vs": "Virtual stages",
 }
 
 
@@ -185,7 +201,9 @@ def refusal(state: AppState, name: str, value: Any) -> str | None:
 
 
 def preset_profile(state: AppState) -> Profile:
-    return profile_from_presets(presets.get_hardware(state.hw), presets.get_workload(state.wl))
+    from scalesim.profiles import load_workload
+
+    return profile_from_presets(presets.get_hardware(state.hw), load_workload(state.wl))
 
 
 def profile_defaults(profile: Profile, messages: list[str] | None = None) -> dict[str, Any]:
@@ -398,11 +416,21 @@ V2_DEFAULTS: dict[str, Any] = {
 }
 
 
+def link_version(state: AppState) -> int:
+    """3 when the state uses what v3 added (a model split, a transformer workload preset, the
+    Layouts tab, scenario B 'split the model'); else 2, so a data-parallel link still opens in a
+    scalesim from before the model split."""
+    v3 = (any(getattr(state, n) != AppState.model_fields[n].default for n in LAYOUT_FIELDS)
+          or state.wl not in presets.WORKLOADS or state.tab == "layouts"
+          or state.b == "split_model")
+    return LINK_VERSION if v3 else 2
+
+
 def encode_query(state: AppState, profile: Profile) -> dict[str, str]:
     """The share link's query parameters (v2): only the controls that differ from the defaults
     (the v2 table, then the profile's own values), presets by name; an uploaded profile's
     fitted parameters and caveats as a compact blob."""
-    params = {"v": str(LINK_VERSION)}
+    params = {"v": str(link_version(state))}
     brought = profile_defaults(profile)
     for name in FIELDS:
         value = getattr(state, name)
@@ -490,10 +518,16 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
     version = flat.pop("v", None)
     if version not in READ_VERSIONS:
         what = "has no version" if version is None else f"is in format v{_shown(version)[:10]}"
-        messages.append(f"this link {what}; this scalesim reads v1 and v{LINK_VERSION} links, so "
+        messages.append(f"this link {what}; this scalesim reads v1 to v{LINK_VERSION} links, so "
                         "it shows the defaults (ask the sender for a link from this version)")
         return default_state(), preset_profile(AppState()), messages
     flat.pop(SHARED_DATE_KEY, None)  # read by shared_date()
+    if version in ("1", "2"):  # before the model split: those links are data parallel
+        old = [name for name in LAYOUT_FIELDS if name in flat and flat.pop(name) not in (
+            "", _to_text(AppState.model_fields[name].default))]
+        if old:
+            messages.append(f"ignored {', '.join(old)}: a v{version} link has no model split "
+                            "(data parallel)")
     fingerprint = flat.pop("ph", None)
     blob = flat.pop("prof", None)
     unknown = sorted(k for k in flat if k not in AppState.model_fields)

@@ -140,6 +140,12 @@ QUANTITIES: dict[str, Bound] = {
     "size_factor": Bound(2, 1024, "", "ratio between message sizes: 2 or more so the sweep "
                          "ends", integer=True),
     "seed": Bound(0, 2**32 - 1, "", "numpy and torch seeds are 32-bit", integer=True),
+    "tp_degree": Bound(1, 1024, "devices", "tensor-parallel degree: the ranks of one group, "
+                       "inside one server (no more than a server's devices)", integer=True),
+    "pp_degree": Bound(1, 100_000, "stages", "pipeline stages: at most one per layer",
+                       integer=True),
+    "virtual_stages": Bound(1, 100_000, "chunks", "model chunks per pipeline rank (interleaved "
+                            "1F1B): at most one per layer", integer=True),
     # sizes
     "layers": Bound(1, 100_000, "layers", "transformer layers or repeated blocks (GPT-3: 96; "
                     "1000x the deepest dense models)", integer=True),
@@ -236,8 +242,16 @@ KNOBS: tuple[Knob, ...] = (
     Knob("train_samples", "--train-samples", "train", "samples_total"),
     Knob("price_per_device_hour", "--price", "price", "price_per_device_hour"),
 )
+# The model split of a scenario (``Scenario.layout``): field of ``ScenarioLayout``, CLI flag,
+# share-link key (link version 3 and later), quantity.
+LAYOUT_KNOBS: tuple[Knob, ...] = (
+    Knob("tp", "--tp", "tp", "tp_degree"),
+    Knob("pp", "--pp", "pp", "pp_degree"),
+    Knob("virtual_stages", "--virtual-stages", "vs", "virtual_stages"),
+)
 KNOB_BY_FIELD = {k.field: k for k in KNOBS}
-KNOB_BY_URL_KEY = {k.url_key: k for k in KNOBS if k.url_key}
+KNOB_BY_URL_KEY = {k.url_key: k for k in KNOBS + LAYOUT_KNOBS if k.url_key}
+LAYOUT_KNOB_BY_FIELD = {k.field: k for k in LAYOUT_KNOBS}
 
 
 def bound(quantity: str) -> Bound:
@@ -415,7 +429,7 @@ def markdown_table() -> str:
         kind = " (whole)" if b.integer else ""
         lines.append(f"| `{name}`{kind} | {b.text()} | {b.why} |")
     lines += ["", "| scenario field | CLI flag | link key | quantity |", "|---|---|---|---|"]
-    for k in KNOBS:
+    for k in KNOBS + LAYOUT_KNOBS:
         key = k.url_key or "-"
         if k.url_unit:
             key += f" ({k.url_unit})"

@@ -9,6 +9,9 @@ compares, against running as is:
   Gbit/s, priced per server-hour where a public price exists), when the run spans servers;
 * **a settings change** (batch, accumulation, overlap, sharding, smaller micro-batches): the best
   of ``scalesim.remedies.rank_remedies`` among those, free of hardware;
+* **splitting the model** (a transformer workload whose model does not fit or whose
+  data-parallel exchange dominates): the planner's best tensor x pipeline layout at the same
+  devices and global batch (the ``split_model`` remedy), free of hardware;
 * **fixing the input pipeline**, when the step waits for data.
 
 Each option carries its hourly price, throughput gain, time to finish and total money (time to
@@ -33,7 +36,7 @@ SETTINGS_KEYS = ("fit_memory", "bigger_batch", "accumulation", "overlap", "shard
 MAX_OPTIONS = 3
 WORTH_IT = 0.05  # a free change must gain at least 5 % to be recommended
 FREE_SHARE = 0.8  # without total money: a free change with 80 % of the best gain is preferred
-FREE_KEYS = ("settings", "input_pipeline")  # no hardware to buy
+FREE_KEYS = ("settings", "split_model", "input_pipeline")  # no hardware to buy
 
 ASSUMPTIONS = {
     "now": "the model's prediction for today's settings",
@@ -43,6 +46,8 @@ ASSUMPTIONS = {
     "settings": "the change trains as well as today's settings (a larger global batch is charged "
                 "its large-batch penalty only when a critical batch size is known)",
     "input_pipeline": "the input can be cached or read by enough loader workers to keep up",
+    "split_model": "the framework runs the planner's layout (Megatron-style tensor and pipeline "
+                   "parallelism) at the model's predicted efficiency, same global batch",
 }
 
 
@@ -50,7 +55,7 @@ ASSUMPTIONS = {
 class DecisionOption:
     """One way forward at the focus device count, with what it costs and gains."""
 
-    key: str  # now, add_server, network, settings, input_pipeline
+    key: str  # now, add_server, network, settings, split_model, input_pipeline
     title: str
     devices: int
     servers: int
@@ -185,6 +190,9 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
         r = settings[0]
         out.append(ctx.option("settings", f"Settings: {r.title[0].lower()}{r.title[1:]}",
                               r.prediction, 0.0, base_source))
+    split = next((r for r in ranked if r.key == "split_model" and r.helps), None)
+    if split is not None:  # where it helps: the model does not fit, or the exchange dominates
+        out.append(ctx.option("split_model", split.title, split.prediction, 0.0, base_source))
     loader = next((r for r in ranked if r.key == "loader" and r.helps), None)
     if loader is not None:
         out.append(ctx.option("input_pipeline", "Input: cache the input or add loader workers",

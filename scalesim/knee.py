@@ -21,6 +21,7 @@ CAUSE_LABELS = {
     "straggler": "waiting for the slowest device",
     "compute": "small per-device work (fixed overheads dominate)",
     "colocation": "more busy devices per server slow each other's compute",
+    "bubble": "pipeline bubble: fill and drain of the stages",
 }
 
 
@@ -37,8 +38,10 @@ class Knee:
 
 def find_knee(devices, nodes, efficiency, compute_s=None, exposed_comm_s=None,
               data_stall_s=None, straggler_s=None, samples_per_step=None,
-              min_drop: float = 0.02) -> Knee | None:
-    """The largest efficiency drop between consecutive rows, or None if none exceeds ``min_drop``."""
+              min_drop: float = 0.02, bubble_s=None) -> Knee | None:
+    """The largest efficiency drop between consecutive rows, or None if none exceeds ``min_drop``.
+
+    ``bubble_s``: the pipeline bubble of rows split by a layout (a part of its own)."""
     p = np.asarray(devices)
     eff = np.asarray(efficiency, dtype=float)
     if p.size < 2:
@@ -52,6 +55,8 @@ def find_knee(devices, nodes, efficiency, compute_s=None, exposed_comm_s=None,
     cause = "boundary" if crosses else "comm"
     parts = [("comm", exposed_comm_s), ("data", data_stall_s), ("straggler", straggler_s),
              ("compute", compute_s)]
+    if bubble_s is not None:
+        parts.append(("bubble", bubble_s))
     if all(v is not None for _, v in parts):
         per = (np.ones_like(eff) if samples_per_step is None
                else np.asarray(samples_per_step, dtype=float))
@@ -75,7 +80,8 @@ def knee_of_predictions(rows) -> Knee | None:
         [r.devices for r in rows], [r.nodes for r in rows], [r.efficiency for r in rows],
         [r.compute_s for r in rows], [r.exposed_comm_s for r in rows],
         [r.data_stall_s for r in rows], [r.straggler_s for r in rows],
-        [r.micro_batch * r.accumulation for r in rows],
+        [r.micro_batch * r.accumulation * (r.dp or r.devices) / r.devices for r in rows],
+        bubble_s=[r.bubble_s for r in rows] if any(r.dp is not None for r in rows) else None,
     )
 
 

@@ -208,13 +208,15 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
          efficiency: float = DEFAULT_MATMUL_EFFICIENCY, fp8: bool = False,
          rank_by: Literal["throughput", "cost"] = "throughput", top: int | None = 10,
          include_unfit: bool = False, params: float | None = None,
-         cp_values=(1,), tp_overlap: bool = False) -> list[PlanRow]:
+         cp_values=(1,), tp_overlap: bool = False, split_only: bool = False) -> list[PlanRow]:
     """Rank every valid layout of ``shape`` on each of ``devices`` for ``global_batch``.
 
     Fitting layouts first, best first (highest samples/s, or fewest device-hours per sample
     with ``rank_by='cost'``); with ``include_unfit`` the layouts that do not fit follow, most
     memory-frugal first. Each row says why it loses to the best. ``cp_values``: context-parallel
-    degrees to try; ``tp_overlap``: the framework overlaps tensor-parallel traffic.
+    degrees to try; ``tp_overlap``: the framework overlaps tensor-parallel traffic;
+    ``split_only``: only layouts that split the model (tp x pp x cp > 1; the "split the model"
+    remedy).
     """
     if not devices or min(devices) < 1:
         raise ScalesimError("devices: give one or more device counts of 1 or more")
@@ -231,6 +233,8 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
                                 f"multiple of {g} above one server")
     setting = Setting(shape, hardware, global_batch, efficiency, fp8, params, tp_overlap)
     grid = candidate_grid(sorted(set(devices)), setting, cp_values)
+    if split_only:
+        grid = {k: v[grid["tp"] * grid["pp"] * grid["cp"] > 1] for k, v in grid.items()}
     if grid["dp"].size == 0:
         raise ScalesimError(f"no valid layout for devices {devices} and global batch "
                             f"{global_batch} on servers of {g}: no dp x micro-batch divides "

@@ -6,11 +6,14 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 from pydantic import BaseModel
 
 from scalesim.bounds import check_values
 from scalesim.errors import ScalesimError, require_model
+from scalesim.layout import SCHEDULES
 from scalesim.model import collectives as coll
 from scalesim.model.compute import colocation_slope
 from scalesim.model.memory import STRATEGIES
@@ -36,8 +39,9 @@ class Prediction(BaseModel):
     exposed_comm_s: float
     data_stall_s: float
     straggler_s: float
-    comm_total_s: float
-    comm_bytes: float
+    comm_total_s: float  # a split model (dp not None): its exposed communication (the layout
+    # step reports no hidden time)
+    comm_bytes: float  # a split model: 0, not modelled
     samples_per_s: float
     speedup: float
     efficiency: float
@@ -47,6 +51,16 @@ class Prediction(BaseModel):
     time_to_quality_s: float | None = None
     time_to_train_s: float | None = None
     cost_usd: float | None = None
+    # the model split (``Scenario.layout``; a transformer workload predicts through
+    # ``evaluate_layouts``): dp x tp x pp = devices; micro_batch is then per replica
+    dp: int | None = None  # None: data parallel over all devices (parameter-count workload)
+    tp: int = 1
+    pp: int = 1
+    bubble_s: float = 0.0  # pipeline fill and drain, idle (a part of step_time_s)
+    tp_comm_s: float = 0.0  # tensor- and context-parallel collectives (in exposed_comm_s)
+    pipeline_comm_s: float = 0.0  # pipeline point-to-point sends (in exposed_comm_s)
+    tokens_per_s: float | None = None
+    mfu: float | None = None  # model FLOPs utilisation (None when the peak is not known)
 
 
 def layout(devices, devices_per_node: int) -> tuple[np.ndarray, np.ndarray]:
@@ -83,6 +97,22 @@ def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray):
     return scenario.global_batch // share, np.full(devices.shape, scenario.global_batch // k)
 
 
+def loader_supply(profile: Profile, scenario: Scenario, per_node):
+    """Samples/s one loader supplies with ``per_node`` loaders sharing a server's cores, and
+    alone in its server (the one-device baseline); infinite without an input-pipeline curve.
+    Default workers: the best measured count."""
+    if profile.input_pipeline is None:
+        return np.inf, np.inf
+    pts = profile.input_pipeline.points
+    workers = scenario.loader_workers
+    if workers is None:
+        workers = max(pts, key=lambda pt: pt.samples_per_s).workers
+    curve = ([pt.workers for pt in pts], [pt.samples_per_s for pt in pts])
+    cores = profile.hardware.cpu_cores_per_node
+    return (loader_supply_per_device(workers, per_node, cores, *curve),
+            loader_supply_per_device(workers, 1, cores, *curve))
+
+
 def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
     """Model inputs for ``scenario`` on ``profile``: (StepInputs, baseline micro-batch)."""
     profile = require_model(profile, Profile, "profile")
@@ -96,17 +126,7 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
     g_max = scenario.devices_per_node or hw.devices_per_node
     _, per_node = layout(p, g_max)
     b, base_b = micro_batches(scenario, profile, p)
-    if profile.input_pipeline is not None:
-        pts = profile.input_pipeline.points
-        workers = scenario.loader_workers  # default: the best measured worker count
-        if workers is None:
-            workers = max(pts, key=lambda pt: pt.samples_per_s).workers
-        curve = ([pt.workers for pt in pts], [pt.samples_per_s for pt in pts])
-        supply = loader_supply_per_device(workers, per_node, hw.cpu_cores_per_node, *curve)
-        # the one-device baseline: the same workers with the server's cores to itself
-        supply_alone = loader_supply_per_device(workers, 1, hw.cpu_cores_per_node, *curve)
-    else:
-        supply = supply_alone = np.inf
+    supply, supply_alone = loader_supply(profile, scenario, per_node)
 
     cv = scenario.straggler_cv
     if cv is None:
@@ -170,14 +190,93 @@ def _pick(override, default):
     return default if override is None else override
 
 
+def replica_batches(scenario: Scenario, profile: Profile, dp: np.ndarray, devices: np.ndarray):
+    """Sequences per micro-batch per model replica at each row, and the one-device baseline's
+    (the split path of ``micro_batches``: the global batch splits over dp replicas)."""
+    k = scenario.accumulation
+    if scenario.global_batch is None:
+        b = scenario.micro_batch or profile.workload.micro_batch
+        return np.full(dp.shape, b, dtype=np.int64), np.full(dp.shape, b, dtype=np.int64)
+    share = dp * k
+    bad = scenario.global_batch % share != 0
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        raise ScalesimError(
+            f"global batch {scenario.global_batch} is not divisible by dp {int(dp[i])} x "
+            f"accumulation {k} ({int(devices[i])} devices); pick a global batch divisible by "
+            "dp x accumulation")
+    if scenario.global_batch % k != 0:
+        raise ScalesimError(f"global batch {scenario.global_batch} is not divisible by "
+                            f"accumulation {k}")
+    return scenario.global_batch // share, np.full(dp.shape, scenario.global_batch // k)
+
+
+def _split_rows(profile: Profile, scenario: Scenario):
+    """The scenario's rows through ``evaluate_layouts`` (``scalesim.layout_predict``)."""
+    from scalesim import layout_predict as lp
+
+    split = lp.layout_of(scenario)
+    p = np.asarray(scenario.devices, dtype=np.int64)
+    g_max = scenario.devices_per_node or profile.hardware.devices_per_node
+    layout(p, g_max)
+    if scenario.slow_device is not None:
+        raise ScalesimError("slow_device: a slow device is not modelled for a transformer "
+                            "layout (its stage would slow the whole pipeline); drop it")
+    if not scenario.overlap:
+        raise ScalesimError("overlap off is not modelled for a transformer layout: it overlaps "
+                            "the data-parallel exchange with backward as Megatron and FSDP do")
+    if split.tp > g_max:
+        raise ScalesimError(f"tp {split.tp} > {g_max} GPUs per server (tensor parallelism stays "
+                            "inside one server)")
+    dp = lp.split_devices(p, split.tp, split.pp)
+    b, base_b = replica_batches(scenario, profile, dp, p)
+    k = np.full(p.shape, scenario.accumulation, dtype=np.int64)
+    schedule = split.schedule_of()
+    ok = lp.check_rows(profile, dp, split.tp, split.pp, b, dp * b * k, SCHEDULES[schedule],
+                       split.virtual_stages, g_max)
+    if not np.all(ok):
+        i = int(np.flatnonzero(~ok)[0])
+        why = lp.first_problem(profile, dp[i], split.tp, split.pp, 0, b[i], dp[i] * b[i] * k[i],
+                               split, schedule, g_max)
+        raise ScalesimError(f"layout at {int(p[i])} devices: {why}")
+    if split.sequence_parallel and split.tp == 1:
+        raise ScalesimError("sequence_parallel needs tp > 1 (it splits the tensor-parallel "
+                            "group's activations)")
+    return lp.evaluate_rows(profile, scenario, p, b, k, base_b)
+
+
 def predict(profile: Profile, scenario: Scenario | None = None) -> list[Prediction]:
-    """One Prediction per device count of ``scenario`` (default: Scenario())."""
+    """One Prediction per device count of ``scenario`` (default: Scenario()).
+
+    A workload with a transformer shape predicts through ``evaluate_layouts`` with the
+    scenario's layout (``scalesim.layout_predict``); a parameter count, through the
+    data-parallel step model."""
+    from scalesim.layout_predict import uses_layouts
+
     scenario = Scenario() if scenario is None else scenario
-    inputs, base_b = scenario_inputs(profile, scenario)
-    result, speedup, efficiency = evaluate_scaling(inputs, base_b)
+    profile = require_model(profile, Profile, "profile")
+    scenario = require_model(scenario, Scenario, "scenario")
+    split = None
+    if uses_layouts(profile, scenario):
+        split = _split_rows(profile, scenario)
+        r = split.result
+        result = SimpleNamespace(
+            nodes=split.nodes, global_batch=split.global_batch, step_time_s=r.step_time_s,
+            compute_s=r.compute_s, exposed_comm_s=r.tp_comm_s + r.cp_comm_s + r.p2p_s
+            + r.dp_exposed_s, data_stall_s=r.stall_s, straggler_s=r.straggler_s,
+            comm_total_s=r.tp_comm_s + r.cp_comm_s + r.p2p_s + r.dp_exposed_s,
+            comm_bytes=np.zeros_like(r.step_time_s), samples_per_s=r.samples_per_s,
+            memory_bytes=r.memory_bytes)
+        inputs = SimpleNamespace(devices=split.devices, devices_per_node=split.devices_per_node,
+                                 micro_batch=split.micro_batch)
+        speedup, efficiency, fits = split.speedup, split.efficiency, r.fits
+    else:
+        inputs, base_b = scenario_inputs(profile, scenario)
+        result, speedup, efficiency = evaluate_scaling(inputs, base_b)
+        oom = profile.compute.oom_micro_batch
+        fits = result.fits if oom is None else result.fits & (np.asarray(inputs.micro_batch)
+                                                              < oom)
     wl = profile.workload
-    oom = profile.compute.oom_micro_batch
-    fits = result.fits if oom is None else result.fits & (np.asarray(inputs.micro_batch) < oom)
     b_crit = scenario.critical_batch_size or wl.critical_batch_size
     if b_crit is None and profile.noise_scale is not None:  # measured by calibration
         b_crit = profile.noise_scale.b_simple
@@ -220,5 +319,14 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
             time_to_quality_s=ttq,
             time_to_train_s=ttt,
             cost_usd=cost,
+            **({} if split is None else _split_fields(split, i)),
         ))
     return rows
+
+
+def _split_fields(split, i: int) -> dict:
+    r = split.result
+    return {"dp": int(split.dp[i]), "tp": int(split.tp[i]), "pp": int(split.pp[i]),
+            "bubble_s": float(r.bubble_s[i]), "tp_comm_s": float(r.tp_comm_s[i] + r.cp_comm_s[i]),
+            "pipeline_comm_s": float(r.p2p_s[i]), "tokens_per_s": float(r.tokens_per_s[i]),
+            "mfu": float(r.mfu[i]) if split.peak_known else None}

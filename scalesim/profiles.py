@@ -157,6 +157,8 @@ def compute_curve_from_reference(workload: Workload,
     """
     workload = require_model(workload, Workload, "workload")
     hardware = require_model(hardware, Hardware, "hardware")
+    if not workload.reference and workload.transformer is not None:
+        return compute_curve_from_shape(workload, hardware)
     if not workload.reference:
         raise ScalesimError(
             f"workload '{workload.name}' has no reference throughput; add one to its 'reference' "
@@ -203,6 +205,46 @@ def compute_curve_from_reference(workload: Workload,
     curve = parse_model(
         {"overhead_s": 0.0, "per_sample_s": per_sample_s, "optimizer_step_s": optimizer_s,
          "precision": "published", "measured": False, "source": note},
+        ComputeCurve, f"compute of workload '{workload.name}' on hardware '{hardware.name}'")
+    return curve, note
+
+
+def compute_curve_from_shape(workload: Workload, hardware: Hardware) -> tuple[ComputeCurve, str]:
+    """A compute curve of a transformer workload with no reference: the layout model's
+    unsplit one-device micro-step (``scalesim.model.layout_step``) at the planner's default
+    sustained matmul efficiency (``plan.DEFAULT_MATMUL_EFFICIENCY``). The model's micro-step is
+    affine in the micro-batch (weights are read once per micro-step), so its times at 1 and 2
+    sequences give ``overhead_s`` and ``per_sample_s`` exactly; the optimizer step is the
+    memory-bound estimate."""
+    from scalesim.model.layout_step import evaluate_layouts
+    from scalesim.model.transformer import RECOMPUTE
+    from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY
+
+    bandwidth = memory_bandwidth_GBps(hardware.device_name, hardware.memory_bandwidth_GBps)
+    peak = hardware.peak_tflops or _peak_tflops(hardware.device_name)
+    if bandwidth is None or peak is None:
+        raise ScalesimError(
+            f"workload '{workload.name}' has no reference throughput, and hardware "
+            f"'{hardware.name}' lacks the peak_tflops and memory_bandwidth_GBps to estimate its "
+            "compute; add them, add a reference, or calibrate a profile (scalesim calibrate)")
+    from scalesim.layout_predict import base_inputs
+    from scalesim.schemas import Scenario
+
+    x = base_inputs(workload, hardware, Scenario(), peak * 1e12, bandwidth).replace(
+        efficiency=DEFAULT_MATMUL_EFFICIENCY, device_cv=0.0, framework_bytes=0.0,
+        recompute=RECOMPUTE["full" if workload.activation_recompute else "none"])
+    optimizer_s = optimizer_estimate_s(workload, bandwidth)
+    t1, t2 = (float(evaluate_layouts(x.replace(micro_batch=b, global_batch=b)).compute_s)
+              - optimizer_s for b in (1, 2))
+    per_sample_s = t2 - t1
+    note = (f"compute: no reference run; the transformer shape's forward+backward on one "
+            f"{hardware.device_name} at {DEFAULT_MATMUL_EFFICIENCY:g} of its {peak:g} TFLOP/s "
+            "peak (the planner's default sustained matmul efficiency; docs/model.md §13) and "
+            f"{bandwidth:g} GB/s for memory-bound work, an estimate: calibrate to measure it")
+    curve = parse_model(
+        {"overhead_s": max(t1 - per_sample_s, 0.0), "per_sample_s": per_sample_s,
+         "optimizer_step_s": optimizer_s, "precision": "estimated", "measured": False,
+         "source": note},
         ComputeCurve, f"compute of workload '{workload.name}' on hardware '{hardware.name}'")
     return curve, note
 
@@ -264,6 +306,8 @@ def load_hardware(spec: str) -> Hardware:
 def load_workload(spec: str) -> Workload:
     """A workload preset name or a JSON file path."""
     spec = require_text(spec, "workload")
+    if spec in presets.TRANSFORMERS and spec not in presets.WORKLOADS:
+        return presets.transformer_workload(spec)
     if spec in presets.WORKLOADS or not spec.endswith(".json"):
         return presets.get_workload(spec)
     return parse_model(read_json(spec), Workload, spec)

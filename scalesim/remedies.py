@@ -30,12 +30,17 @@ from scalesim.schemas import Profile, Scenario
 FAST_INTER_BUSBW_GBPS = 192.0  # 8x 200 Gb/s HDR InfiniBand per node, measured (nccl#812)
 FAST_INTER_NAME = "8 x 200 Gb/s HDR InfiniBand"
 DATA_STALL_SHARE = 0.10  # a step that waits this share or more for input: fix the loader first
+# "Split the model" is offered where it helps: the model does not fit, or the data-parallel
+# exchange left exposed takes this share of the step or more (it then dominates what scaling
+# loses; splitting shrinks each replica's gradient exchange by tp x pp).
+DP_EXCHANGE_SHARE = 0.25
 VERDICTS = ("remedy", "loses", "not runnable", "not applicable")  # display order
 
 
 @dataclass(frozen=True)
 class RemedyResult:
-    key: str  # bigger_batch, overlap, accumulation, loader, sharding, interconnect, slow_device
+    key: str  # bigger_batch, overlap, accumulation, loader, sharding, interconnect, slow_device,
+    # fit_memory, split_model
     title: str  # what changes, in words a manager can read
     scenario: Scenario
     profile: Profile
@@ -147,11 +152,54 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction):
         split = "" if fit_reason else f" ({b} x {k} -> {fb} x {fk}; same global batch)"
         out.append(("fit_memory", f"Smaller micro-batches, more accumulation{split}", fit_scn,
                     profile, fit_reason, "same global batch in smaller micro-steps"))
+    out.append(_split_model(profile, scenario, now))
     has_slow = scenario.slow_device is not None and scenario.slow_factor > 1.0
     out.append(("slow_device", "Replace or fix the slow device",
                 scenario.model_copy(update={"slow_device": None, "slow_factor": 1.0}), profile,
                 "" if has_slow else "no slow device in the scenario", ""))
     return out
+
+
+def dp_exchange_s(p: Prediction) -> float:
+    """Exposed data-parallel / ZeRO exchange of a row, s (its exposed communication less the
+    tensor-parallel and pipeline sends of a split model)."""
+    return max(p.exposed_comm_s - p.tp_comm_s - p.pipeline_comm_s, 0.0)
+
+
+def best_split(profile: Profile, scenario: Scenario, now: Prediction):
+    """(scenario, title) of the fastest fitting layout that splits the model (tp x pp > 1) at
+    ``now``'s device count and global batch (``layout_predict.plan_at`` with ``split_only``).
+    ScalesimError when no split layout is valid or fits."""
+    from scalesim import layout_predict as lp
+
+    row = lp.plan_at(profile, scenario, now.devices, now.global_batch, now.micro_batch, top=1,
+                     split_only=True)[0]
+    return lp.scenario_of_row(scenario, row), f"Split the model: {lp.row_title(row)}"
+
+
+def _split_model(profile: Profile, scenario: Scenario, now: Prediction):
+    """The "split the model" candidate: where it helps (the model does not fit, or the exposed
+    data-parallel exchange is DP_EXCHANGE_SHARE of the step or more), the planner's best split
+    layout at the same devices and global batch."""
+    title = "Split the model (tensor / pipeline parallelism)"
+    if profile.workload.transformer is None:
+        return ("split_model", title, scenario, profile, "the workload is a parameter count "
+                "only: give its transformer shape to split it", "")
+    share = dp_exchange_s(now) / now.step_time_s if now.step_time_s > 0 else 0.0
+    if now.fits and share < DP_EXCHANGE_SHARE:
+        return ("split_model", title, scenario, profile,
+                f"the model fits and the data-parallel exchange is {share:.0%} of the step "
+                f"(below {DP_EXCHANGE_SHARE:.0%}): splitting would add tensor and pipeline "
+                "traffic for nothing", "")
+    if now.devices < 2:
+        return ("split_model", title, scenario, profile, "one device cannot split the model", "")
+    try:
+        split, title = best_split(profile, scenario, now)
+    except ScalesimError as exc:
+        return ("split_model", title, scenario, profile, f"no split layout: {exc}", "")
+    why = "does not fit today" if not now.fits else f"data-parallel exchange {share:.0%} of the step"
+    return ("split_model", title, split, profile, "",
+            f"{why}; same global batch; layout from the planner (scalesim plan)")
 
 
 def _objective(goal: training_time.Goal, objective: str) -> str:

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from scalesim.bounds import bound, bounded, items_bounded, knob_field
+from scalesim.layout import Recompute, Schedule
 from scalesim.model.overlap import GPU_COMM_CONTENTION
 from scalesim.model.stragglers import DEVICE_SPEED_CV
 
@@ -418,6 +419,44 @@ class Profile(_Strict):
     notes: list[str] = Field(default_factory=list)
 
 
+class ScenarioLayout(_Strict):
+    """How a scenario splits the model (``scalesim.layout``); the rest of the layout comes from
+    the scenario: dp = devices / (tp x pp), the ZeRO stage from ``strategy``, the micro-batch
+    and accumulation from ``micro_batch`` / ``global_batch`` and ``accumulation``.
+
+    Needs a workload with a ``transformer`` shape (a parameter count cannot be split)."""
+
+    tp: int = bounded("tp_degree", 1, "tensor-parallel degree (ranks innermost, in one server)")
+    pp: int = bounded("pp_degree", 1, "pipeline-parallel stages")
+    schedule: Schedule | None = Field(
+        default=None, description="pipeline schedule: gpipe, 1f1b, interleaved, zb; None: 1f1b "
+        "when pp > 1 (interleaved when virtual_stages > 1), none when pp = 1")
+    virtual_stages: int = bounded("virtual_stages", 1, "model chunks per pipeline rank "
+                                  "(interleaved 1F1B)")
+    recompute: Recompute | None = Field(
+        default=None, description="activation recompute: none, selective, full; None: the "
+        "workload's (full when activation_recompute, else none)")
+    sequence_parallel: bool = Field(default=False, description="Megatron sequence parallelism "
+                                    "in the tensor-parallel group (needs tp > 1)")
+
+    def schedule_of(self) -> str:
+        """The schedule the layout runs: the given one, or its default for pp."""
+        if self.schedule is not None:
+            return self.schedule
+        if self.pp == 1:
+            return "none"
+        return "interleaved" if self.virtual_stages > 1 else "1f1b"
+
+    def recompute_of(self, workload: Workload) -> str:
+        if self.recompute is not None:
+            return self.recompute
+        return "full" if workload.activation_recompute else "none"
+
+    @property
+    def splits_model(self) -> bool:
+        return self.tp > 1 or self.pp > 1
+
+
 class Scenario(_Strict):
     """The what-if knobs. ``None`` means "take it from the profile"."""
 
@@ -461,6 +500,10 @@ class Scenario(_Strict):
     min_samples_to_quality: float | None = knob_field("min_samples_to_quality", None)
     train_samples: float | None = knob_field("train_samples", None)
     price_per_device_hour: float | None = knob_field("price_per_device_hour", None)
+    layout: ScenarioLayout | None = Field(
+        default=None, description="how the model is split (tensor, pipeline, schedule, "
+        "recompute, sequence parallel); None: data parallel only, or tp = pp = 1 for a "
+        "transformer workload")
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalesim.bounds import KNOB_BY_FIELD, check_values
+from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD, check_values
 from scalesim.errors import ScalesimError, require_model
 from scalesim.model.collectives import ALGORITHMS
 from scalesim.model.memory import STRATEGIES
@@ -29,9 +29,15 @@ from scalesim.schemas import Profile, Scenario
 
 # Knobs that can be swept, with how a value becomes a model input.
 AXES = ("devices", "micro_batch", "global_batch", "accumulation", "strategy", "zero_framework",
-        "algorithm", "overlap", "bucket_mib", "intra_busbw_GBps", "inter_busbw_GBps", "straggler_cv")
+        "algorithm", "overlap", "bucket_mib", "intra_busbw_GBps", "inter_busbw_GBps", "straggler_cv",
+        "tp", "pp")
 NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "algorithm": ALGORITHMS}
-WHOLE_AXES = ("devices", "micro_batch", "global_batch", "accumulation")
+WHOLE_AXES = ("devices", "micro_batch", "global_batch", "accumulation", "tp", "pp")
+# A transformer workload sweeps through evaluate_layouts (scalesim.layout_predict): these axes
+# are data-parallel step-model knobs it does not model, and tp / pp need a transformer shape.
+DATA_PARALLEL_ONLY_AXES = ("zero_framework", "algorithm", "overlap", "bucket_mib", "straggler_cv")
+LAYOUT_AXES = ("tp", "pp")
+LAYOUT_COLUMNS = ("dp", "bubble_s")  # extra output columns of a transformer workload's rows
 
 OUTPUT_COLUMNS = ("step_time_s", "compute_s", "exposed_comm_s", "data_stall_s", "straggler_s",
                   "comm_total_s", "samples_per_s", "speedup", "efficiency", "memory_bytes", "fits")
@@ -75,6 +81,8 @@ class SweepPlan:
         layout_columns = {"nodes", "micro_batch", "accumulation", "global_batch"} - set(self.axes)
         per_row = (sum(values.itemsize for values in self.axes.values())
                    + 8 * len(layout_columns) + 8 * (len(OUTPUT_COLUMNS) - 1) + 1)
+        if self.profile.workload.transformer is not None:  # + dp, tp, pp and bubble_s
+            per_row += 8 * len(set(LAYOUT_COLUMNS + LAYOUT_AXES) - set(self.axes))
         return self.rows * per_row
 
 
@@ -98,7 +106,8 @@ def _axis_array(name: str, values) -> np.ndarray:
         if bad:
             raise ScalesimError(f"{what}: expected true/false values, got {bad[0]!r}")
         return np.asarray(values, dtype=bool)
-    array = check_values(KNOB_BY_FIELD[name].quantity, values, what)
+    knob = KNOB_BY_FIELD.get(name) or LAYOUT_KNOB_BY_FIELD[name]
+    array = check_values(knob.quantity, values, what)
     return array.astype(np.int64) if name in WHOLE_AXES else array.astype(float)
 
 
@@ -119,6 +128,19 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
     if "micro_batch" in axes and ("global_batch" in axes or base.global_batch is not None):
         raise ScalesimError("sweep per-device batches (weak scaling) or global batches "
                             "(strong scaling), not both")
+    from scalesim.layout_predict import uses_layouts
+
+    split = uses_layouts(profile, base)
+    if split:
+        not_modelled = [n for n in DATA_PARALLEL_ONLY_AXES if n in axes]
+        if not_modelled:
+            raise ScalesimError(f"sweep axis '{not_modelled[0]}' is a data-parallel step-model "
+                                f"knob; workload '{profile.workload.name}' has a transformer "
+                                "shape and predicts through its layout, which does not model it")
+    elif any(n in axes for n in LAYOUT_AXES):
+        raise ScalesimError(f"sweep axes tp / pp split the model: workload "
+                            f"'{profile.workload.name}' is a parameter count only; give a "
+                            "workload with a 'transformer' shape")
     arrays = {name: _axis_array(name, values) for name, values in {"devices": base.devices,
                                                                    **axes}.items()}
     g_max = base.devices_per_node or profile.hardware.devices_per_node
@@ -129,7 +151,7 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
     gb = arrays.get("global_batch")
     if gb is None and base.global_batch is not None:
         gb = np.array([base.global_batch], dtype=np.int64)
-    if gb is not None:  # count the combinations of (global batch, devices, accumulation) kept
+    if gb is not None and not split:  # count the combinations of (global batch, devices, accumulation) kept
         k = arrays.get("accumulation", np.array([base.accumulation], dtype=np.int64))
         g3, p3, k3 = np.meshgrid(gb, arrays["devices"], k, indexing="ij")
         kept = int(_strong_keep(g3, p3, k3).sum())
@@ -153,6 +175,8 @@ def evaluate_at(plan: SweepPlan, flat: np.ndarray) -> SweepResult:
     are dropped and counted."""
     profile, base = plan.profile, plan.base
     grid = _grid_at(plan, np.asarray(flat, dtype=np.int64))
+    if profile.workload.transformer is not None:
+        return _evaluate_layouts_at(plan, grid)
     p = grid["devices"]
     k = grid.get("accumulation", np.full(p.shape, base.accumulation, dtype=np.int64))
     global_batch = grid.get("global_batch")
@@ -205,6 +229,58 @@ def evaluate_at(plan: SweepPlan, flat: np.ndarray) -> SweepResult:
             columns[name] = result.fits & (micro < profile.compute.oom_micro_batch)
         else:
             columns[name] = getattr(result, name)
+    return SweepResult(columns=columns, dropped=int((~keep).sum()))
+
+
+def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
+    """``evaluate_at`` for a transformer workload: dp = devices / (tp x pp), batches per replica;
+    combinations that break a layout rule (``scalesim.layout``) or do not split the global batch
+    are dropped and counted."""
+    from scalesim import layout_predict as lp
+    from scalesim.layout import SCHEDULES
+
+    profile, base = plan.profile, plan.base
+    split = lp.layout_of(base)
+    p = grid["devices"]
+    k = grid.get("accumulation", np.full(p.shape, base.accumulation, dtype=np.int64))
+    tp = grid.get("tp", np.full(p.shape, split.tp, dtype=np.int64))
+    pp = grid.get("pp", np.full(p.shape, split.pp, dtype=np.int64))
+    keep = p % (tp * pp) == 0
+    dp = np.where(keep, p // (tp * pp), 1)
+    global_batch = grid.get("global_batch")
+    if global_batch is None and base.global_batch is not None:
+        global_batch = np.full(p.shape, base.global_batch, dtype=np.int64)
+    if global_batch is not None:
+        keep &= _strong_keep(global_batch, dp, k)
+        micro = np.maximum(global_batch // (dp * k), 1)
+        base_micro = global_batch // k
+    else:
+        b0 = base.micro_batch or profile.workload.micro_batch
+        micro = grid.get("micro_batch", np.full(p.shape, b0, dtype=np.int64))
+        base_micro = micro
+    g_max = base.devices_per_node or profile.hardware.devices_per_node
+    name = split.schedule or ("interleaved" if split.virtual_stages > 1 else "1f1b")
+    schedule = np.where(pp > 1, SCHEDULES[name], SCHEDULES["none"])
+    virtual = np.where(pp > 1, split.virtual_stages, 1)
+    keep &= lp.check_rows(profile, dp, tp, pp, micro, dp * micro * k, schedule, virtual, g_max)
+    grid = {name: col[keep] for name, col in grid.items()}
+    p, k, tp, pp, micro, base_micro = (a[keep] for a in (p, k, tp, pp, micro, base_micro))
+    zero = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
+            else lp.ZERO_OF_STRATEGY[base.strategy])
+    rows = lp.evaluate_rows(profile, base, p, micro, k, base_micro, tp=tp, pp=pp, zero=zero,
+                            intra_busbw_GBps=grid.get("intra_busbw_GBps"),
+                            inter_busbw_GBps=grid.get("inter_busbw_GBps"))
+    r = rows.result
+    comm = r.tp_comm_s + r.cp_comm_s + r.p2p_s + r.dp_exposed_s
+    outputs = {"step_time_s": r.step_time_s, "compute_s": r.compute_s, "exposed_comm_s": comm,
+               "data_stall_s": r.stall_s, "straggler_s": r.straggler_s, "comm_total_s": comm,
+               "samples_per_s": r.samples_per_s, "speedup": rows.speedup,
+               "efficiency": rows.efficiency, "memory_bytes": r.memory_bytes, "fits": r.fits}
+    columns = dict(grid)
+    columns.update(nodes=rows.nodes, micro_batch=micro, accumulation=k,
+                   global_batch=rows.global_batch, dp=rows.dp, tp=rows.tp, pp=rows.pp)
+    columns.update({name: outputs[name] for name in OUTPUT_COLUMNS})
+    columns["bubble_s"] = r.bubble_s
     return SweepResult(columns=columns, dropped=int((~keep).sum()))
 
 

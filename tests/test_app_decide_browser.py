@@ -186,3 +186,32 @@ def _pages(pdf: bytes) -> int:
     import re
 
     return len(re.findall(rb"/Type\s*/Page(?!s)", pdf))
+
+
+def test_a_layout_link_opens_with_the_same_numbers(server, browser, tmp_path):  # noqa: F811
+    """Issue 11: a v3 link with a model split opens with the numbers make_plan gives it, keeps
+    the split in the address bar, and its Layouts tab ranks the layouts."""
+    from scalesim.app.plan import headline
+    from scalesim.app.state import decode_query
+
+    query = {"v": "3", "hw": "dgx-a100", "wl": "gpt-7.5b", "dmax": "64", "tp": "2", "pp": "2",
+             "sp": "1", "mb": "1", "acc": "8"}
+    state, profile, messages = decode_query(query)
+    assert messages == []
+    plan = make_plan(profile, state)
+    h = headline(plan)
+    page = _open(browser, server + "?" + "&".join(f"{k}={v}" for k, v in query.items()))
+    _settled(page)
+    metrics = page.locator("[data-testid='stMetric']").all_inner_texts()
+    throughput = next(m for m in metrics if m.startswith(f"Throughput ({plan.unit}/s)"))
+    assert f"{plan.focus.samples_per_s:,.0f}" in throughput
+    efficiency = next(m for m in metrics if m.startswith("Scaling efficiency at"))
+    assert h["efficiency"] in efficiency and f"at {h['devices']} devices" in efficiency
+    got = _query(page)
+    assert (got["v"], got["tp"], got["pp"], got["sp"]) == ("3", "2", "2", "1")
+    page.get_by_role("tab", name="Layouts").click()
+    page.get_by_text("Best of every dp x tp x pp").first.wait_for(timeout=WAIT_MS)
+    _settled(page)
+    assert _query(page)["tab"] == "layouts"
+    _shot(page, "layouts_tab", tmp_path)
+    page.close()

@@ -106,7 +106,7 @@ def test_tampered_link_warns_falls_back_and_never_crashes():
 
 def test_link_from_another_version_shows_the_defaults():
     at = _app({"v": "7", "mb": "16"})
-    assert "v1 and v2 links" in at.warning[0].value
+    assert "v1 to v3 links" in at.warning[0].value
     assert at.session_state["app_state"].mb == default_state().mb
 
 
@@ -204,7 +204,7 @@ def _bound_links():
     """Two links with every numeric control at its lowest / highest allowed value."""
     import annotated_types as at_
 
-    low, high = {"v": "1"}, {"v": "1"}
+    low, high = {"v": "3"}, {"v": "3"}  # v3: every control, the model split's included
     for name, field in AppState.model_fields.items():
         for m in field.metadata:
             if isinstance(m, at_.Ge | at_.Gt):

@@ -38,8 +38,24 @@ def _duration(seconds: float | None) -> str:
     return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} d"
 
 
+def layout_line(profile, scenario) -> str:
+    """'layout: tp 2 x pp 4 (1f1b), recompute full, ...' of a transformer workload's scenario."""
+    from scalesim.layout_predict import layout_of
+
+    split = layout_of(scenario)
+    schedule = split.schedule_of()
+    if schedule == "interleaved":
+        schedule += f", {split.virtual_stages} virtual stages"
+    return (f"layout: tp {split.tp} x pp {split.pp}"
+            + (f" ({schedule})" if split.pp > 1 else "")
+            + f", recompute {split.recompute_of(profile.workload)}, sequence parallel "
+            f"{'on' if split.sequence_parallel else 'off'}; dp = devices / (tp x pp); batch = "
+            "sequences per micro-batch per replica; compute pins the matmul efficiency to the "
+            "profile's curve (docs/model.md §22)")
+
+
 def render_table(profile, scenario, rows) -> str:
-    from scalesim.knee import find_knee
+    from scalesim.knee import knee_of_predictions
 
     unit = profile.workload.sample_unit
     lines = [
@@ -55,15 +71,26 @@ def render_table(profile, scenario, rows) -> str:
         f"overlap {'on' if scenario.overlap else 'off'}, algorithm {scenario.algorithm}, "
         + ("weak scaling" if scenario.global_batch is None
            else f"strong scaling (global batch {scenario.global_batch})"),
+    ]
+    split = rows and rows[0].dp is not None
+    if split:
+        lines.append(layout_line(profile, scenario))
+    lines += [
         "",
-        f"{'devices':>7} {'nodes':>5} {'batch':>6} {'step ms':>9} {'compute':>9} {'exp.comm':>9} "
-        f"{'stall':>9} {'straggl':>9} {unit[:10] + '/s':>13} {'speedup':>8} {'eff':>6} "
+        f"{'devices':>7} {'nodes':>5} " + (f"{'dp x tp x pp':>12} " if split else "")
+        + f"{'batch':>6} {'step ms':>9} {'compute':>9} {'exp.comm':>9} "
+        + (f"{'bubble':>9} " if split else "")
+        + f"{'stall':>9} {'straggl':>9} {unit[:10] + '/s':>13} {'speedup':>8} {'eff':>6} "
         f"{'mem GiB':>8} {'fits':>4}",
     ]
     for r in rows:
         lines.append(
-            f"{r.devices:>7} {r.nodes:>5} {r.micro_batch:>6} {_fmt_s(r.step_time_s)} "
-            f"{_fmt_s(r.compute_s)} {_fmt_s(r.exposed_comm_s)} {_fmt_s(r.data_stall_s)} "
+            f"{r.devices:>7} {r.nodes:>5} "
+            + (f"{f'{r.dp}x{r.tp}x{r.pp}':>12} " if split else "")
+            + f"{r.micro_batch:>6} {_fmt_s(r.step_time_s)} "
+            f"{_fmt_s(r.compute_s)} {_fmt_s(r.exposed_comm_s)} "
+            + (f"{_fmt_s(r.bubble_s)} " if split else "")
+            + f"{_fmt_s(r.data_stall_s)} "
             f"{_fmt_s(r.straggler_s)} {r.samples_per_s:>13.1f} {r.speedup:>8.2f} "
             f"{r.efficiency:>6.1%} {r.memory_bytes / 2**30:>8.1f} {'yes' if r.fits else 'NO':>4}"
         )
@@ -74,12 +101,7 @@ def render_table(profile, scenario, rows) -> str:
             cost = f"{r.cost_usd:,.0f}" if r.cost_usd is not None else "-"
             lines.append(f"{r.devices:>7} {_duration(r.time_to_quality_s):>12} "
                          f"{_duration(r.time_to_train_s):>12} {cost:>12}")
-    knee = find_knee(
-        [r.devices for r in rows], [r.nodes for r in rows], [r.efficiency for r in rows],
-        [r.compute_s for r in rows], [r.exposed_comm_s for r in rows],
-        [r.data_stall_s for r in rows], [r.straggler_s for r in rows],
-        [r.micro_batch * r.accumulation for r in rows],
-    )
+    knee = knee_of_predictions(rows)
     lines.append("")
     if knee is None:
         lines.append("knee: none (efficiency never drops by 2 points between rows)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from scalesim.bounds import KNOB_BY_FIELD, flag_list_type
+from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD, flag_list_type
 from scalesim.cli.options import (
     add_profile_arguments,
     add_scenario_arguments,
@@ -35,7 +35,7 @@ def _on_off(text: str) -> list[bool]:
 
 def _values(axis: str):
     """A numeric axis's list parser, with the knob's bounds (scalesim.bounds)."""
-    return flag_list_type(KNOB_BY_FIELD[axis].quantity)
+    return flag_list_type((KNOB_BY_FIELD.get(axis) or LAYOUT_KNOB_BY_FIELD[axis]).quantity)
 
 
 # flag -> (sweep axis, parser)
@@ -51,6 +51,8 @@ VALUE_FLAGS = {
     "intra_busbw_values": ("intra_busbw_GBps", _values("intra_busbw_GBps")),
     "inter_busbw_values": ("inter_busbw_GBps", _values("inter_busbw_GBps")),
     "straggler_cv_values": ("straggler_cv", _values("straggler_cv")),
+    "tp_values": ("tp", _values("tp")),  # a workload with a transformer shape only
+    "pp_values": ("pp", _values("pp")),
 }
 
 

@@ -6,7 +6,7 @@ import argparse
 
 from pydantic import ValidationError
 
-from scalesim.bounds import KNOB_BY_FIELD, KNOBS, flag_list_type, flag_type
+from scalesim.bounds import KNOB_BY_FIELD, KNOBS, LAYOUT_KNOBS, flag_list_type, flag_type
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import parse_model, read_json, validation_message
 from scalesim.schemas import Profile, Scenario
@@ -82,6 +82,37 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     g.add_argument("--dataset-size", type=flag_type("samples_total"),
                    help="samples per epoch (with --epochs)")
     _knob(g, "price_per_device_hour", metavar="USD", help="price per device-hour")
+    add_layout_arguments(p)
+
+
+def add_layout_arguments(p: argparse.ArgumentParser) -> None:
+    """--tp --pp --schedule --virtual-stages --recompute --sequence-parallel (Scenario.layout)."""
+    g = p.add_argument_group(
+        "model split (a workload with a transformer shape, e.g. --workload llama3-8b; devices "
+        "= dp x tp x pp, --strategy sets ZeRO over dp, --batch is per replica)")
+    for knob in LAYOUT_KNOBS:
+        g.add_argument(knob.flag, type=flag_type(knob.quantity), dest=_dest(knob.flag), help={
+            "tp": "tensor-parallel degree, inside one server (default 1)",
+            "pp": "pipeline stages (default 1)",
+            "virtual_stages": "model chunks per pipeline rank (interleaved 1F1B)"}[knob.field])
+    g.add_argument("--schedule", choices=["gpipe", "1f1b", "interleaved", "zb"],
+                   help="pipeline schedule (default 1f1b; interleaved with --virtual-stages)")
+    g.add_argument("--recompute", choices=["none", "selective", "full"],
+                   help="activation recompute (default: the workload's)")
+    g.add_argument("--sequence-parallel", action="store_true",
+                   help="Megatron sequence parallelism in the tensor-parallel group")
+
+
+def layout_from_args(args: argparse.Namespace, base: dict | None) -> dict | None:
+    """The scenario's layout dict: --scenario's (if any) with the layout flags on top."""
+    given = {k.field: getattr(args, _dest(k.flag), None) for k in LAYOUT_KNOBS}
+    given.update(schedule=getattr(args, "schedule", None),
+                 recompute=getattr(args, "recompute", None),
+                 sequence_parallel=True if getattr(args, "sequence_parallel", False) else None)
+    given = {k: v for k, v in given.items() if v is not None}
+    if not given:
+        return base
+    return {**(base or {}), **given}
 
 
 # argparse dest -> scenario field, for every knob that has a flag
@@ -104,6 +135,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         base["micro_batch"] = None
     if getattr(args, "no_overlap", False):
         base["overlap"] = False
+    base["layout"] = layout_from_args(args, base.get("layout"))
     if (args.slow_factor is not None) != (args.slow_device is not None):
         raise ScalesimError("--slow-device RANK and --slow-factor F go together (e.g. "
                             "--slow-device 3 --slow-factor 1.3)")

@@ -1,0 +1,295 @@
+"""Predictions of a transformer workload split by a layout: the scenario path to ``evaluate_layouts``.
+
+A scenario predicts through ``scalesim.model.layout_step.evaluate_layouts`` when its workload
+carries a ``transformer`` shape; a workload that is a parameter count only keeps the
+data-parallel step model (``scalesim.model.step``). Asking a parameter-count workload for tp or
+pp > 1 is an error (there is nothing to split). ``uses_layouts`` is that rule, in one place.
+
+The scenario gives the layout: dp = devices / (tp x pp) (``Scenario.layout``), the ZeRO stage from
+``strategy``, sequences per micro-batch per replica from ``micro_batch`` (weak scaling) or
+``global_batch / (dp x accumulation)`` (strong scaling), micro-batches from ``accumulation``.
+
+**How the two paths agree.** The profile's compute curve pins the layout model's sustained
+matmul efficiency (``pinned_efficiency``): at each row's micro-batch, the unsplit model on one
+device (tp = pp = 1, the workload's own recompute setting) computes one micro-step in exactly the
+curve's time, slowed by the row's busy devices per server as the data-parallel path slows it
+(``colocation_factor``). So at tp = pp = 1 the compute of both paths is the same measured
+number; they differ only in how the data-parallel exchange is modelled (DDP buckets on a timeline
+vs one bucket per layer behind the last micro-batch's backward), in the optimizer step (profile
+vs memory roofline) and in memory (the shape's activations and 2 GiB of framework buffers).
+docs/model.md §22 gives the equations and the measured gap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from scalesim.errors import ScalesimError
+from scalesim.layout import SCHEDULES, ParallelLayout, layout_problems, valid_mask
+from scalesim.model.compute import colocation_factor, colocation_slope, micro_step_s, optimizer_roofline_s
+from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
+from scalesim.model.transformer import RECOMPUTE
+from scalesim.predict import _pick, loader_supply
+from scalesim.schemas import Hardware, Profile, Scenario, ScenarioLayout, Workload
+
+ZERO_OF_STRATEGY = {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3}
+NOMINAL_PEAK_FLOPS = 1e15  # stands in for an unknown peak: only peak x efficiency matters then
+MIN_EFFICIENCY = 1e-6
+
+
+def layout_of(scenario: Scenario) -> ScenarioLayout:
+    """The scenario's model split (tp = pp = 1 when it gives none)."""
+    return scenario.layout if scenario.layout is not None else ScenarioLayout()
+
+
+def uses_layouts(profile: Profile, scenario: Scenario) -> bool:
+    """True when predictions go through ``evaluate_layouts`` (the workload has a transformer
+    shape); ScalesimError when a split is asked of a workload without one."""
+    split = layout_of(scenario)
+    if profile.workload.transformer is not None:
+        return True
+    if split.splits_model or split.sequence_parallel or split.recompute not in (None, "none") \
+            or split.schedule not in (None, "none"):
+        raise ScalesimError(
+            f"layout tp {split.tp} x pp {split.pp}: workload '{profile.workload.name}' is a "
+            "parameter count only and cannot be split; give a workload with a 'transformer' "
+            "shape (e.g. --workload llama3-8b) or drop the layout")
+    return False
+
+
+@dataclass(frozen=True)
+class LayoutRows:
+    """Rows of a scenario through ``evaluate_layouts``: the result and the layout columns."""
+
+    result: LayoutResult
+    speedup: np.ndarray
+    efficiency: np.ndarray
+    devices: np.ndarray
+    nodes: np.ndarray
+    devices_per_node: np.ndarray
+    dp: np.ndarray
+    tp: np.ndarray
+    pp: np.ndarray
+    micro_batch: np.ndarray  # sequences per micro-batch per replica
+    accumulation: np.ndarray
+    global_batch: np.ndarray
+    matmul_efficiency: np.ndarray  # pinned share of the peak
+    peak_known: bool
+
+
+def _peak_and_bandwidth(profile: Profile) -> tuple[float, bool, float]:
+    from scalesim.profiles import _peak_tflops, memory_bandwidth_GBps
+
+    hw = profile.hardware
+    peak = hw.peak_tflops or _peak_tflops(hw.device_name)
+    bandwidth = memory_bandwidth_GBps(hw.device_name, hw.memory_bandwidth_GBps)
+    if bandwidth is None:
+        raise ScalesimError(f"hardware '{hw.name}' has no memory_bandwidth_GBps and none is known "
+                            f"for '{hw.device_name}'; a transformer layout needs it for "
+                            "memory-bound work")
+    if peak is None:
+        return NOMINAL_PEAK_FLOPS, False, bandwidth
+    return peak * 1e12, True, bandwidth
+
+
+def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak_flops: float,
+                bandwidth_GBps: float) -> LayoutInputs:
+    """Every input but the layout and the efficiency (set later), from the workload, the
+    hardware and the scenario's overrides."""
+    wl, hw = workload, hardware
+    s = wl.transformer
+    intra, inter = hw.intra_node, hw.inter_node
+    return LayoutInputs(
+        layers=s.layers, hidden=s.hidden, heads=s.heads, kv_heads=s.kv_of(),
+        ffn_hidden=s.ffn_of(), gated=s.gated_mlp, seq_len=s.seq_len, vocab=s.vocab,
+        tied_embeddings=s.tied_embeddings, flash_attention=s.flash_attention, params=wl.params,
+        dp=1, tp=1, pp=1, cp=1, zero=0, micro_batch=1, global_batch=1, schedule=0,
+        virtual_stages=1, recompute=0, sequence_parallel=False,
+        devices_per_node=hw.devices_per_node, peak_flops_per_s=peak_flops, efficiency=1.0,
+        memory_bandwidth_GBps=bandwidth_GBps,
+        intra_latency_s=_pick(scenario.intra_latency_s, intra.latency_s),
+        intra_busbw_GBps=_pick(scenario.intra_busbw_GBps, intra.busbw_GBps),
+        inter_latency_s=_pick(scenario.inter_latency_s, inter.latency_s),
+        inter_busbw_GBps=_pick(scenario.inter_busbw_GBps, inter.busbw_GBps),
+        device_memory_bytes=hw.device_memory_bytes,
+        param_bytes_per_param=wl.param_bytes_per_param,
+        grad_bytes_per_param=wl.grad_bytes_per_param,
+        optimizer_bytes_per_param=wl.optimizer_bytes_per_param,
+        wire_bytes_per_param=wl.wire_bytes_per_param,
+        comm_contention=_pick(scenario.comm_compute_contention, hw.comm_compute_contention),
+        device_cv=_pick(scenario.device_speed_cv, hw.device_speed_cv),
+    )
+
+
+def pinned_efficiency(profile: Profile, base: LayoutInputs, micro_batch, per_node):
+    """Sustained matmul share of the peak at which the unsplit model on one device computes a
+    micro-step of ``micro_batch`` sequences in the profile's compute-curve time (times the
+    colocation slowdown of ``per_node`` busy devices). The model's compute is
+    ``A / efficiency + B`` (additive roofline), so two evaluations give A and B exactly;
+    clipped to (0, 1] (a curve faster than the peak pins 1)."""
+    wl, curve = profile.workload, profile.compute
+    b = np.asarray(micro_batch, dtype=float)
+    one = base.replace(dp=1, tp=1, pp=1, cp=1, zero=0, micro_batch=b, global_batch=b,
+                       schedule=0, virtual_stages=1, sequence_parallel=False, device_cv=0.0,
+                       recompute=RECOMPUTE["full" if wl.activation_recompute else "none"])
+    c1 = evaluate_layouts(one.replace(efficiency=1.0)).compute_s
+    c2 = evaluate_layouts(one.replace(efficiency=0.5)).compute_s
+    a = c2 - c1
+    fixed = c1 - a
+    overhead_s, per_sample_s, _ = curve.alone()
+    slope = colocation_slope(curve.colocation_slowdown, curve.colocated_devices)
+    target = (micro_step_s(b, overhead_s, per_sample_s) * colocation_factor(per_node, slope)
+              + optimizer_roofline_s(wl.params, wl.param_bytes_per_param,
+                                     wl.grad_bytes_per_param, wl.optimizer_bytes_per_param,
+                                     base.memory_bandwidth_GBps))
+    room = target - fixed
+    eff = np.where(room > a, a / np.where(room > 0, room, 1.0), 1.0)
+    return np.clip(eff, MIN_EFFICIENCY, 1.0)
+
+
+def check_rows(profile: Profile, dp, tp, pp, micro, global_batch, schedule, virtual_stages,
+               g: int) -> np.ndarray:
+    """True where the layout is valid (``scalesim.layout`` rules), numpy."""
+    s = profile.workload.transformer
+    return valid_mask(dp, tp, pp, 1, micro, global_batch, schedule, virtual_stages, g,
+                      s.layers, s.heads, s.kv_of(), s.seq_len)
+
+
+def first_problem(profile: Profile, dp, tp, pp, zero, micro, global_batch, split: ScenarioLayout,
+                  schedule: str, g: int) -> str:
+    """The first rule one layout breaks, in words (``layout.layout_problems``)."""
+    s = profile.workload.transformer
+    layout = ParallelLayout(dp=int(dp), tp=int(tp), pp=int(pp), zero=int(zero),
+                            micro_batch=int(micro), global_batch=int(global_batch),
+                            schedule=schedule, virtual_stages=split.virtual_stages,
+                            recompute=split.recompute or "none",
+                            sequence_parallel=split.sequence_parallel)
+    problems = layout_problems(layout, g, layers=s.layers, heads=s.heads, kv_heads=s.kv_of(),
+                               seq_len=s.seq_len)
+    return problems[0] if problems else ""
+
+
+def split_devices(devices, tp, pp):
+    """dp of each row; ScalesimError where tp x pp does not divide the devices."""
+    p = np.asarray(devices, dtype=np.int64)
+    model = np.asarray(tp, dtype=np.int64) * np.asarray(pp, dtype=np.int64)
+    bad = p % model != 0
+    if np.any(bad):
+        i = int(np.flatnonzero(np.broadcast_to(bad, np.broadcast(p, model).shape))[0])
+        pb, mb = np.broadcast_arrays(p, model)
+        raise ScalesimError(f"devices {int(pb.flat[i])} are not divisible by tp x pp = "
+                            f"{int(mb.flat[i])}; give device counts that are multiples of it")
+    return p // model
+
+
+def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, accumulation,
+                  base_micro_batch, tp=None, pp=None, zero=None, intra_busbw_GBps=None,
+                  inter_busbw_GBps=None) -> LayoutRows:
+    """Every row (arrays broadcast) through ``evaluate_layouts``, with speed-up and efficiency
+    against one device running the unsplit model at ``base_micro_batch``. Rows must be valid
+    layouts (``check_rows``)."""
+    split = layout_of(scenario)
+    wl, hw = profile.workload, profile.hardware
+    g_max = scenario.devices_per_node or hw.devices_per_node
+    tp = split.tp if tp is None else tp
+    pp = split.pp if pp is None else pp
+    zero = ZERO_OF_STRATEGY[scenario.strategy] if zero is None else zero
+    p = np.asarray(devices, dtype=np.int64)
+    dp = split_devices(p, tp, pp)
+    k = np.asarray(accumulation, dtype=np.int64)
+    b = np.asarray(micro_batch, dtype=np.int64)
+    gb = dp * b * k
+    per_node = np.minimum(p, g_max)
+    nodes = -(-p // per_node)
+    peak, peak_known, bandwidth = _peak_and_bandwidth(profile)
+    base = base_inputs(wl, hw, scenario, peak, bandwidth).replace(devices_per_node=g_max)
+    if intra_busbw_GBps is not None:
+        base = base.replace(intra_busbw_GBps=intra_busbw_GBps)
+    if inter_busbw_GBps is not None:
+        base = base.replace(inter_busbw_GBps=inter_busbw_GBps)
+    supply, supply_alone = loader_supply(profile, scenario, per_node)  # one loader per replica
+    schedule = SCHEDULES[split.schedule_of()]
+    if split.schedule is None:  # default per row: 1f1b / interleaved where pp > 1
+        schedule = np.where(np.asarray(pp) > 1, SCHEDULES["interleaved" if split.virtual_stages
+                                                          > 1 else "1f1b"], SCHEDULES["none"])
+    virtual = np.where(np.asarray(pp) > 1, split.virtual_stages, 1)
+    eff = pinned_efficiency(profile, base, b, per_node)
+    recompute = RECOMPUTE[split.recompute_of(wl)]
+    x = base.replace(dp=dp, tp=tp, pp=pp, zero=zero, micro_batch=b, global_batch=gb,
+                     schedule=schedule, virtual_stages=virtual, recompute=recompute,
+                     sequence_parallel=split.sequence_parallel & (np.asarray(tp) > 1),
+                     efficiency=eff, loader_samples_per_s=supply)
+    result = evaluate_layouts(x)
+    base_b = np.asarray(base_micro_batch, dtype=np.int64)
+    alone = base.replace(dp=1, tp=1, pp=1, zero=0, micro_batch=base_b, global_batch=base_b * k,
+                         schedule=0, virtual_stages=1, recompute=recompute,
+                         sequence_parallel=False, device_cv=0.0, devices_per_node=1,
+                         efficiency=pinned_efficiency(profile, base, base_b, 1),
+                         loader_samples_per_s=supply_alone)
+    one = evaluate_layouts(alone)
+    speedup = result.samples_per_s / one.samples_per_s
+    shape = result.step_time_s.shape
+
+    def full(v, dtype=np.int64):
+        return np.broadcast_to(np.asarray(v, dtype=dtype), shape).copy()
+
+    return LayoutRows(
+        result=result, speedup=full(speedup, float), efficiency=full(speedup / p, float),
+        devices=full(p), nodes=full(nodes), devices_per_node=full(per_node), dp=full(dp),
+        tp=full(tp), pp=full(pp), micro_batch=full(b), accumulation=full(k),
+        global_batch=full(gb), matmul_efficiency=full(eff, float), peak_known=peak_known)
+
+
+def plan_at(profile: Profile, scenario: Scenario, devices: int, global_batch: int,
+            micro_batch: int, **plan_kwargs):
+    """``scalesim.plan.plan`` for this profile and scenario at one device count: the
+    workload's shape, the hardware with the scenario's links and server size, and the sustained
+    matmul efficiency pinned to the profile's compute curve at ``micro_batch`` (as predictions
+    pin it). ``plan_kwargs`` go to ``plan`` (top, split_only, include_unfit, rank_by)."""
+    from scalesim.plan import plan
+
+    wl, hw = profile.workload, profile.hardware
+    if wl.transformer is None:
+        raise ScalesimError(f"workload '{wl.name}' has no transformer shape: there are no "
+                            "layouts to plan")
+    peak, _, bandwidth = _peak_and_bandwidth(profile)
+    g = scenario.devices_per_node or hw.devices_per_node
+    base = base_inputs(wl, hw, scenario, peak, bandwidth)
+    eff = float(pinned_efficiency(profile, base, micro_batch, min(devices, g)))
+    links = {
+        "intra_node": hw.intra_node.model_copy(update={
+            "busbw_GBps": base.intra_busbw_GBps, "latency_s": base.intra_latency_s}),
+        "inter_node": hw.inter_node.model_copy(update={
+            "busbw_GBps": base.inter_busbw_GBps, "latency_s": base.inter_latency_s}),
+    }
+    hardware = hw.model_copy(update={**links, "devices_per_node": g, "peak_tflops": peak / 1e12,
+                                     "memory_bandwidth_GBps": bandwidth,
+                                     "comm_compute_contention": base.comm_contention,
+                                     "device_speed_cv": base.device_cv})
+    return plan(wl.transformer, hardware, [devices], global_batch, efficiency=eff,
+                params=wl.params, **plan_kwargs)
+
+
+def scenario_of_row(scenario: Scenario, row) -> Scenario:
+    """``scenario`` running the planner's ``row`` (a ``plan.PlanRow``) at the same global batch:
+    its layout, ZeRO stage, micro-batch and accumulation."""
+    layout = ScenarioLayout(tp=row.tp, pp=row.pp, schedule=row.schedule if row.pp > 1 else None,
+                            virtual_stages=row.virtual_stages, recompute=row.recompute,
+                            sequence_parallel=row.sequence_parallel)
+    update = {"layout": layout, "strategy": ("ddp", "zero1", "zero2", "zero3")[row.zero],
+              "accumulation": row.accumulation}
+    if scenario.global_batch is None:
+        update["micro_batch"] = row.micro_batch
+    return scenario.model_copy(update=update)
+
+
+def row_title(row) -> str:
+    """'dp 2 x tp 4 x pp 2 (1f1b), zero1, micro-batch 1 x 8 accumulation, recompute none'."""
+    schedule = (f" ({row.schedule}" + (f", {row.virtual_stages} virtual stages" if
+                                       row.virtual_stages > 1 else "") + ")") if row.pp > 1 else ""
+    zero = ("ddp", "zero1", "zero2", "zero3")[row.zero]
+    return (f"dp {row.dp} x tp {row.tp} x pp {row.pp}{schedule}, {zero}, micro-batch "
+            f"{row.micro_batch} x {row.accumulation} accumulation, recompute {row.recompute}"
+            + (", sequence parallel" if row.sequence_parallel else ""))

@@ -1,0 +1,134 @@
+"""Issue 11 in the app: a layout control, the Layouts tab, and v3 share links with the layout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import scalesim.app
+from scalesim.app.plan import build_scenario, layout_ranking, make_plan
+from scalesim.app.state import (
+    AppState,
+    decode_query,
+    default_state,
+    encode_query,
+    preset_profile,
+    with_profile_defaults,
+)
+from streamlit.testing.v1 import AppTest
+
+from scalesim.predict import predict
+from scalesim.schemas import ScenarioLayout
+
+SCRIPT = str(Path(scalesim.app.__file__).with_name("streamlit_app.py"))
+LAYOUT_LINK = {"v": "3", "hw": "dgx-a100", "wl": "gpt-7.5b", "dmax": "64", "tp": "2",
+               "pp": "2", "sp": "1", "mb": "1", "acc": "8"}
+
+
+def _app(query: dict | None = None) -> AppTest:
+    at = AppTest.from_file(SCRIPT, default_timeout=120)
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _gpt_state(**changes) -> AppState:
+    state = default_state().model_copy(update={"hw": "dgx-a100", "wl": "gpt-7.5b"})
+    state = with_profile_defaults(state, preset_profile(state))
+    return state.model_copy(update=changes)
+
+
+def test_a_layout_link_round_trips_and_predicts_the_split():
+    state = _gpt_state(tp=2, pp=4, sched="interleaved", vs=2, rec="selective", sp=True,
+                       dmax=64, acc=8, mb=1, tab="layouts", b="split_model")
+    profile = preset_profile(state)
+    params = encode_query(state, profile)
+    assert params["v"] == "3" and params["tp"] == "2" and params["sched"] == "interleaved"
+    state2, profile2, messages = decode_query(params)
+    assert messages == [] and state2 == state and profile2 == profile
+    scenario, notes = build_scenario(state2, profile2)
+    assert scenario.layout == ScenarioLayout(tp=2, pp=4, schedule="interleaved",
+                                             virtual_stages=2, recompute="selective",
+                                             sequence_parallel=True)
+    assert scenario.devices == [8, 16, 32, 64]  # 1, 2, 4 are not multiples of tp x pp = 8
+    assert any("not a multiple of 8" in n for n in notes)
+    rows = make_plan(profile2, state2).rows
+    assert rows == predict(profile2, scenario)
+    assert all((r.tp, r.pp) == (2, 4) and r.bubble_s > 0 for r in rows)
+
+
+def test_data_parallel_links_stay_v2_and_old_links_open_data_parallel():
+    state = default_state().model_copy(update={"strat": "zero3"})
+    assert encode_query(state, preset_profile(state))["v"] == "2"  # older versions open it
+    # a v2 link cannot carry a model split: layout keys are ignored and said so
+    state2, _, messages = decode_query({"v": "2", "strat": "zero3", "tp": "2", "pp": "2"})
+    assert (state2.tp, state2.pp, state2.strat) == (1, 1, "zero3")
+    assert messages == ["ignored tp, pp: a v2 link has no model split (data parallel)"]
+    state1, _, _ = decode_query({"v": "1", "tp": "4"})
+    assert state1.tp == 1
+
+
+@pytest.mark.parametrize(("key", "value"), [("tp", "0"), ("tp", "99999"), ("pp", "nan"),
+                                            ("vs", "-1"), ("sched", "<b>"), ("rec", "all")])
+def test_bad_layout_values_in_a_link_fall_back_alone(key, value):
+    state, _, messages = decode_query({**LAYOUT_LINK, key: value})
+    assert getattr(state, key) == AppState.model_fields[key].default
+    assert state.pp == (2 if key != "pp" else 1) and len(messages) == 1
+
+
+def test_a_layout_on_a_parameter_count_workload_is_left_out_with_a_note():
+    state = default_state().model_copy(update={"tp": 2})
+    scenario, notes = build_scenario(state, preset_profile(state))
+    assert scenario.layout is None
+    assert any("parameter count only" in n for n in notes)
+
+
+def test_the_layout_link_opens_the_page_with_the_split_and_its_controls():
+    at = _app(LAYOUT_LINK)
+    assert at.sidebar.number_input(key="k_tp").value == 2
+    assert at.sidebar.number_input(key="k_pp").value == 2
+    assert at.sidebar.toggle(key="k_sp").value is True
+    state = AppState.model_validate({k: v for k, v in LAYOUT_LINK.items() if k != "v"})
+    plan = make_plan(preset_profile(state), with_profile_defaults(state, preset_profile(state))
+                     .model_copy(update={k: state.__dict__[k] for k in ("mb", "acc")}))
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics[f"Throughput ({plan.unit}/s)"] == f"{plan.focus.samples_per_s:,.0f}"
+    # changing tp in the sidebar changes the link
+    at.sidebar.number_input(key="k_tp").set_value(4)
+    at.run()
+    assert not at.exception
+    assert at.query_params["tp"] in ("4", ["4"])
+
+
+def test_the_layouts_tab_ranks_layouts_and_draws_their_breakdown():
+    at = _app({**LAYOUT_LINK, "tab": "layouts"})
+    assert len(at.get("vega_lite_chart")) == 1
+    table = at.dataframe[-1].value
+    assert list(table["rank"]) == list(range(1, len(table) + 1))
+    assert table["why it ranks here"].iloc[0] == "best"
+    assert list(table["step ms"]) == sorted(table["step ms"])
+    state = decode_query({**LAYOUT_LINK, "tab": "layouts"})[0]
+    plan = make_plan(preset_profile(state), state)
+    best = layout_ranking(plan.profile, plan.scenario, plan.focus)[0]
+    assert table["step ms"].iloc[0] == pytest.approx(best.step_time_s * 1e3)
+    assert any("Best of every dp x tp x pp" in m.value for m in at.markdown)
+
+
+def test_the_layouts_tab_explains_a_parameter_count():
+    at = _app({"v": "3", "tab": "layouts"})
+    assert any("parameter count only" in i.value for i in at.info)
+    assert len(at.get("vega_lite_chart")) == 0
+
+
+def test_the_report_shows_the_layout_and_the_bubble():
+    from scalesim.app.report import report_html, scenario_lines
+
+    state = decode_query(LAYOUT_LINK)[0]
+    plan = make_plan(preset_profile(state), state)
+    lines = dict(scenario_lines(plan))
+    assert lines["layout"].startswith("tp 2 x pp 2 (1f1b)")
+    html = report_html(plan, "http://x/?v=3")
+    assert "dp x tp x pp" in html and "bubble ms" in html
+    assert f"{plan.rows[0].dp} x 2 x 2" in html
