@@ -79,7 +79,8 @@ def _layer_compute_s(block: Block, tp, flops_per_s: float, memory_GBps: float) -
     from scalesim.model.layout_step import LayoutInputs, evaluate_layouts
     from scalesim.model.transformer import RECOMPUTE_NONE
 
-    tp = np.asarray(tp, dtype=int)
+    shape = np.shape(tp)
+    tp = np.atleast_1d(np.asarray(tp, dtype=int))
     layers = np.array([[1], [2]])
     x = LayoutInputs(
         layers=layers, hidden=block.hidden, heads=block.heads, kv_heads=block.heads,
@@ -91,7 +92,7 @@ def _layer_compute_s(block: Block, tp, flops_per_s: float, memory_GBps: float) -
         peak_flops_per_s=flops_per_s, efficiency=1.0, memory_bandwidth_GBps=memory_GBps,
         intra_latency_s=0.0, intra_busbw_GBps=1.0, inter_latency_s=0.0, inter_busbw_GBps=1.0)
     compute = evaluate_layouts(x).compute_s
-    return compute[1] - compute[0]
+    return (compute[1] - compute[0]).reshape(shape)
 
 
 def layer_terms(block: Block, tp) -> tuple[np.ndarray, np.ndarray]:
