@@ -290,9 +290,13 @@ def _finish(ctx, args, records, reused, hostnames, wall_s) -> str | None:
     links = link_levels(collectives, lambda level: collective_phase.unmeasured_level(
         level, args, ctx.on_gpu, "the collectives phase did not run"))
     profile = build_profile(args, machine, records, links)
+    if profile.model_parallel is not None:
+        print("\n".join(summary.model_parallel_lines(profile.model_parallel)))
     write_model(args.out, profile)
     print(f"profile written to {args.out} in {wall_s:.1f} s; try: scalesim predict --profile "
-          f"{args.out} --devices 1,2,4,8")
+          f"{args.out} --devices 1,2,4,8"
+          + (f"; scalesim plan --profile {args.out} --model gpt-1.7b --devices 8 "
+             "--global-batch 64" if profile.model_parallel is not None else ""))
     return str(args.out)
 
 
