@@ -107,6 +107,9 @@ def build_profile(args, machine: Machine, records: dict[str, PhaseRecord],
     )
 
 
+POOR_FIT = 0.25  # a block fit's relative RMS error above which the profile warns
+
+
 def model_parallel_section(block: BlockResult | None, messages: list[MessagePoint],
                            device_name: str, precision: str,
                            on_gpu: bool) -> ModelParallelCalibration | None:
@@ -151,7 +154,10 @@ def model_parallel_section(block: BlockResult | None, messages: list[MessagePoin
         source=(f"{block.source}; the layout model's layer time A/F + C/B (docs/model.md §13) "
                 f"fitted to the {len(tps)} shard(s) by relative least squares: sustained "
                 f"{sustained:.4g} TFLOP/s, memory {bandwidth:.4g} GB/s, rel. RMSE "
-                f"{fit.rel_rmse:.1%}{where}"),
+                f"{fit.rel_rmse:.1%}{where}"
+                + (f"; the roofline explains these timings poorly (error above "
+                   f"{POOR_FIT:.0%}): check that the --block-* flags describe the block timed, "
+                   "and time a larger one" if fit.rel_rmse > POOR_FIT else "")),
     )
 
 

@@ -112,7 +112,11 @@ def test_profile_section_efficiency_against_the_datasheet_peak():
     assert mp.p2p_latency_s == pytest.approx(1e-5, rel=1e-6)
     cpu = _section(device="CPU: some cpu", flops=5e10, bandwidth=5e9, on_gpu=False)
     assert cpu.peak_tflops is None and cpu.matmul_efficiency is None
-    assert "no datasheet peak" in cpu.source
+    assert "no datasheet peak" in cpu.source and "poorly" not in cpu.source
+    a, c = layer_terms(Block(256, 4, 1024, 128, 1, flash_attention=True), [1, 2, 4])
+    bad = model_parallel_section(_block_result((a / 4e14 + c / 2.5e12) * [3.0, 1.0, 0.3]), [],
+                                 "NVIDIA H100 80GB HBM3", "bf16", True)
+    assert bad.rel_rmse > 0.25 and "explains these timings poorly" in bad.source
 
 
 def _profile_with(section):
@@ -207,6 +211,19 @@ def test_sharded_blocks_add_up_to_the_whole_block():
         assert torch.allclose(mlp_whole, mlp_split, atol=1e-5)
     assert sum(p.numel() for p in halves[0].parameters()) < sum(
         p.numel() for p in whole.parameters())
+
+
+def test_a_users_block_factory_gets_the_shard_shape(monkeypatch):
+    torch = pytest.importorskip("torch")
+    from scalesim.calibration.models import block_module
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent))
+    shard = block_module("calib_factories:mlp_block", 64, 4, 256, 32, 4)
+    assert shard[1].out_features == 64 and shard(torch.randn(1, 32, 64)).shape == (1, 32, 64)
+    with pytest.raises(ScalesimError, match="must return a torch.nn.Module, not str"):
+        block_module("calib_factories:not_a_block", 64, 4, 256, 32, 2)
+    with pytest.raises(ScalesimError, match="has no attribute"):
+        block_module("calib_factories:nothing", 64, 4, 256, 32, 2)
 
 
 # ------------------------------------------------------------------ real 2-rank run (gloo)
