@@ -142,6 +142,15 @@ def calibrated_hardware(profile: Profile) -> tuple[Hardware, float, str]:
         DEFAULT_MATMUL_EFFICIENCY, note
 
 
+def setting_from_profile(profile: Profile, shape: TransformerShape, global_batch: int,
+                         fp8: bool = False, params: float | None = None,
+                         tp_overlap: bool = False) -> Setting:
+    """The ``Setting`` of a layout evaluation on a calibration profile's hardware, links and
+    calibrated matmul efficiency (``calibrated_hardware``)."""
+    hardware, efficiency, _ = calibrated_hardware(profile)
+    return Setting(shape, hardware, global_batch, efficiency, fp8, params, tp_overlap)
+
+
 def _inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
     s, hw = setting.shape, setting.hardware
     if hw.memory_bandwidth_GBps is None:

@@ -19,8 +19,15 @@ from scalesim.calibration.link_fit import fit_send_recv
 from scalesim.calibration.results import BlockResult, BlockTiming
 
 from scalesim.errors import ScalesimError
+from scalesim.layout import ParallelLayout
 from scalesim.model import transformer as tf
-from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY, calibrated_hardware, plan
+from scalesim.plan import (
+    DEFAULT_MATMUL_EFFICIENCY,
+    calibrated_hardware,
+    evaluate_layout,
+    plan,
+    setting_from_profile,
+)
 from scalesim.profiles import default_profile, parse_profile
 from scalesim.schemas import MessagePoint, TransformerShape
 
@@ -146,6 +153,11 @@ def test_plan_reads_the_calibrated_efficiency_and_bandwidth():
     best_fast = plan(shape, hw_fast, [8], 64, efficiency=eff_fast, top=1)[0]
     best_slow = plan(shape, hw_slow, [8], 64, efficiency=eff_slow, top=1)[0]
     assert best_fast.breakdown_s["compute_s"] < best_slow.breakdown_s["compute_s"]
+    # the scalar layout evaluation takes the profile too
+    layout = ParallelLayout(dp=2, tp=4, micro_batch=4, global_batch=64)
+    step = {f: float(evaluate_layout(setting_from_profile(p, shape, 64), layout).compute_s)
+            for f, p in (("fast", fast), ("slow", slow))}
+    assert step["fast"] < step["slow"]
     # without a datasheet peak (a CPU) the sustained rate stands in for it
     cpu = _profile_with(_section(device="CPU: x", flops=5e10, bandwidth=5e9, on_gpu=False))
     hw_cpu, eff_cpu, note = calibrated_hardware(cpu)
