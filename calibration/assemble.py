@@ -15,6 +15,7 @@ from scalesim.calibration.results import (
 )
 
 from scalesim.bounds import clip
+from scalesim.errors import ScalesimError
 from scalesim.schemas import (
     BlockPoint,
     BlockShape,
@@ -92,6 +93,16 @@ def build_profile(args, machine: Machine, records: dict[str, PhaseRecord],
         notes.append(noise.note)
     if jitter is not None:
         notes.extend(jitter.device_health)
+    try:
+        model_parallel = model_parallel_section(
+            compute.block, records["collectives"].parsed().messages
+            if "collectives" in records else [], machine.device_name, compute.precision,
+            machine.on_gpu)
+    except ScalesimError as exc:  # the rest of the calibration stands without it
+        model_parallel = None
+        notes.append(f"block at tensor-parallel shapes not usable, no model_parallel section: "
+                     f"{exc}; measured (ms): " + ", ".join(
+                         f"tp {p.tp}: {p.time_s * 1e3:.3g}" for p in compute.block.points))
     return Profile(
         name=hardware.name + f" + {compute.model_name}",
         fingerprint=fp, hardware=hardware, workload=workload, compute=compute.curve,
@@ -99,10 +110,7 @@ def build_profile(args, machine: Machine, records: dict[str, PhaseRecord],
         input_pipeline=loader.curve if loader else None,
         jitter=jitter.jitter if jitter else None,
         noise_scale=noise.noise if noise else None,
-        model_parallel=model_parallel_section(
-            compute.block, records["collectives"].parsed().messages
-            if "collectives" in records else [], machine.device_name, compute.precision,
-            machine.on_gpu),
+        model_parallel=model_parallel,
         notes=notes,
     )
 
