@@ -103,6 +103,16 @@ def _worker(args) -> dict | None:
             fn()
         return (time.perf_counter() - t0) / reps
 
+    def after_compute(buf) -> float:
+        """One all-reduce right after a shard's forward, as tensor parallelism calls it
+        (diagnostic: the calibration's loop times calls back to back)."""
+        dist.barrier()
+        with torch.no_grad():
+            shards[world](x)
+        t0 = time.perf_counter()
+        dist.all_reduce(buf)
+        return time.perf_counter() - t0
+
     for _ in range(2):  # warm-up
         for t in shards:
             fwd_bwd(shards[t])
@@ -115,6 +125,7 @@ def _worker(args) -> dict | None:
         r.update({f"ar_{s}": timed(lambda b=buf: dist.all_reduce(b), args.calls)
                   for s, buf in buffers.items()})
         r["run"] = timed(layers_step, args.steps)
+        r["ar_after_compute"] = after_compute(buffers[1.0])
         rounds.append(r)
     everyone: list = [None] * world
     dist.all_gather_object(everyone, rounds)
@@ -171,7 +182,9 @@ def summarise(args, everyone: list[list[dict]], np, quantile: float | None = Non
         "sustained_gflops": fit.flops_per_s / 1e9, "memory_GBps": fit.memory_bytes_per_s / 1e9,
         "block_s": dict(zip(tps, block_s, strict=True)), "block_fit_rel_rmse": fit.rel_rmse,
         "allreduce_s": times, "latency_s": latency_s, "busbw_GBps": busbw_GBps,
-        "allreduce_fit_rel_rmse": ar_rmse, "rounds": len(run), "layers": args.layers,
+        "allreduce_fit_rel_rmse": ar_rmse,
+        "allreduce_after_compute_s": over_rounds(slowest("ar_after_compute")),
+        "rounds": len(run), "layers": args.layers,
         "hidden": args.hidden, "seq": args.seq, "batch": args.batch, "ranks": world,
         "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
     }

@@ -241,10 +241,10 @@ def test_a_users_block_factory_gets_the_shard_shape(monkeypatch):
 # ------------------------------------------------------------------ real 2-rank run (gloo)
 
 # Measured on the project's 2-core machine with other sessions running (load average 3-14): over
-# 21 runs of 24-30 rounds x 3 steps the ratio measured / predicted was 0.94-1.58 (median 1.26).
+# 23 runs of 24-30 rounds x 3 steps the ratio measured / predicted was 0.94-1.58 (median 1.21).
 # The model reproduces the parts (compute and all-reduces within a few % of their medians); the
-# run is 10-55% slower than their sum: its 16 all-reduces per step wait for the slower rank and
-# wake gloo's threads after compute, which the model does not charge (docs/calibration.md).
+# run is up to 55% slower than their sum: its 16 all-reduces per step wait for the slower rank,
+# which the model does not charge (docs/calibration.md).
 RATIO_BOUNDS = (0.75, 1.75)
 
 
