@@ -48,8 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--rounds", type=int, default=15)
-    p.add_argument("--steps", type=int, default=2, help="steps per timing")
+    p.add_argument("--rounds", type=int, default=24)
+    p.add_argument("--steps", type=int, default=3, help="steps per timing")
     p.add_argument("--calls", type=int, default=4, help="all-reduce calls per timing")
     p.add_argument("--quantile", type=float, default=50.0,
                    help="percentile over rounds of every timing (default 50: the median)")
