@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from scalesim.calibration.results import (
+    BlockResult,
     CollectiveResult,
     ComputeResult,
     JitterResult,
@@ -13,7 +14,20 @@ from scalesim.calibration.results import (
     PhaseRecord,
 )
 
-from scalesim.schemas import Fingerprint, Hardware, LinkLevel, Profile, Topology, Workload
+from scalesim.bounds import clip
+from scalesim.errors import ScalesimError
+from scalesim.schemas import (
+    BlockPoint,
+    BlockShape,
+    Fingerprint,
+    Hardware,
+    LinkLevel,
+    MessagePoint,
+    ModelParallelCalibration,
+    Profile,
+    Topology,
+    Workload,
+)
 
 
 @dataclass
@@ -29,6 +43,7 @@ class Machine:
     memory_note: str = ""
     notes: list[str] = field(default_factory=list)
     topology: Topology | None = None  # nvidia-smi topo -m of this server, when it ran
+    on_gpu: bool = False
 
 
 def default_micro_batch(args, compute: ComputeResult | None) -> int:
@@ -78,6 +93,16 @@ def build_profile(args, machine: Machine, records: dict[str, PhaseRecord],
         notes.append(noise.note)
     if jitter is not None:
         notes.extend(jitter.device_health)
+    try:
+        model_parallel = model_parallel_section(
+            compute.block, records["collectives"].parsed().messages
+            if "collectives" in records else [], machine.device_name, compute.precision,
+            machine.on_gpu)
+    except ScalesimError as exc:  # the rest of the calibration stands without it
+        model_parallel = None
+        notes.append(f"block at tensor-parallel shapes not usable, no model_parallel section: "
+                     f"{exc}; measured (ms): " + ", ".join(
+                         f"tp {p.tp}: {p.time_s * 1e3:.3g}" for p in compute.block.points))
     return Profile(
         name=hardware.name + f" + {compute.model_name}",
         fingerprint=fp, hardware=hardware, workload=workload, compute=compute.curve,
@@ -85,7 +110,62 @@ def build_profile(args, machine: Machine, records: dict[str, PhaseRecord],
         input_pipeline=loader.curve if loader else None,
         jitter=jitter.jitter if jitter else None,
         noise_scale=noise.noise if noise else None,
+        model_parallel=model_parallel,
         notes=notes,
+    )
+
+
+POOR_FIT = 0.25  # a block fit's relative RMS error above which the profile warns
+
+
+def model_parallel_section(block: BlockResult | None, messages: list[MessagePoint],
+                           device_name: str, precision: str,
+                           on_gpu: bool) -> ModelParallelCalibration | None:
+    """The profile's model-parallel section: the layout model's roofline fitted to the block
+    timings (``block_fit.fit_block``), the device's datasheet peak where one is listed for the
+    run's precision, and the tp/pp messages with a send/recv alpha-beta."""
+    if block is None:
+        return None
+    from scalesim.calibration.block_fit import Block, fit_block
+    from scalesim.calibration.link_fit import fit_send_recv
+
+    from scalesim.presets import peak_tflops_of
+
+    shape = Block(block.hidden, block.heads, block.ffn_hidden, block.seq_len, block.micro_batch,
+                  block.flash_attention)
+    tps = [p.tp for p in block.points]
+    fit = fit_block(shape, tps, [p.time_s for p in block.points])
+    sustained = clip("peak_tflops", fit.flops_per_s / 1e12)
+    bandwidth = clip("memory_bandwidth_GBps", fit.memory_bytes_per_s / 1e9)
+    listed = peak_tflops_of(device_name) if on_gpu and precision in ("bf16", "fp16") else None
+    peak = listed[0] if listed else None
+    efficiency = clip("fraction", sustained / peak) if peak else None
+    sends = [m for m in messages if m.op == "send_recv"]
+    p2p = fit_send_recv([m.size_bytes for m in sends], [m.time_s for m in sends])
+    where = (f"; efficiency against the {peak:g} TFLOP/s {precision} peak ({listed[1]})"
+             if peak else "; no datasheet peak for this device and precision: the planner "
+             "takes the sustained rate as the peak (efficiency 1, MFU against it)")
+    return ModelParallelCalibration(
+        block=BlockShape(hidden=block.hidden, heads=block.heads, ffn_hidden=block.ffn_hidden,
+                         seq_len=block.seq_len, micro_batch=block.micro_batch,
+                         element_bytes=block.element_bytes,
+                         flash_attention=block.flash_attention, module=block.module),
+        points=[BlockPoint(tp=p.tp, time_s=p.time_s, forward_s=p.forward_s,
+                           backward_s=p.backward_s, spread_s=p.spread_s, repeats=p.repeats,
+                           model_s=float(m)) for p, m in zip(block.points, fit.model_s,
+                                                              strict=True)],
+        sustained_tflops=sustained, memory_bandwidth_GBps=bandwidth, peak_tflops=peak,
+        matmul_efficiency=efficiency, rel_rmse=clip("rel_error", fit.rel_rmse),
+        messages=messages,
+        p2p_latency_s=clip("latency_s", p2p[0]) if p2p else None,
+        p2p_bandwidth_GBps=clip("bandwidth_GBps", p2p[1]) if p2p else None,
+        source=(f"{block.source}; the layout model's layer time A/F + C/B (docs/model.md §13) "
+                f"fitted to the {len(tps)} shard(s) by relative least squares: sustained "
+                f"{sustained:.4g} TFLOP/s, memory {bandwidth:.4g} GB/s, rel. RMSE "
+                f"{fit.rel_rmse:.1%}{where}"
+                + (f"; the roofline explains these timings poorly (error above "
+                   f"{POOR_FIT:.0%}): check that the --block-* flags describe the block timed, "
+                   "and time a larger one" if fit.rel_rmse > POOR_FIT else "")),
     )
 
 

@@ -11,7 +11,8 @@ one warm-up call, one call to estimate the time, then enough calls for ``--coll-
 nccl-tests' ``algbw = S/t`` and ``busbw`` (all-reduce ``algbw*2(n-1)/n``, reduce-scatter and
 all-gather ``algbw*(n-1)/n``), with ``S`` the full buffer (all-gather output, reduce-scatter
 input). Each level is fitted with ``scalesim.model.collectives.fit_alpha_beta``; its all-reduce
-fit describes the link, since that is what DDP runs.
+fit describes the link, since that is what DDP runs. With ``--block-hidden`` the messages that
+tensor and pipeline parallelism send for that block follow (``parallel_messages``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import math
 import numpy as np
 import torch
 import torch.distributed as dist
+from scalesim.calibration.block_fit import PRECISION_BYTES, block_from_args
 from scalesim.calibration.dist import DistContext, gather_object
 from scalesim.calibration.link_fit import (  # noqa: F401 - re-exported: the fit lives there
     LARGE_BYTES,
@@ -301,6 +303,12 @@ def run(ctx: DistContext, args, progress) -> CollectiveResult:
             result.inter = link
     result.links = links
     result.fits = fits
+    block = block_from_args(args)
+    if block is not None:  # the messages tensor and pipeline parallelism send for it
+        from scalesim.calibration import parallel_messages
+
+        result.messages = parallel_messages.run(ctx, block, block.tp_degrees(args.block_tp),
+                                                PRECISION_BYTES[args.precision], result.intra, args)
     return result
 
 

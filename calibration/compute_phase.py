@@ -9,7 +9,8 @@ median interquartile range. An out-of-memory at one micro-batch (on any rank) en
 and sets the ceiling. Where rank 0's server has several ranks, rank 0 then times the largest size
 with all of them busy and alone, pair by pair: the co-location slowdown (the pairs' lower-quartile
 ratio), with which predictions scale compute to the number of busy devices per server. The
-optimizer step is timed on its own after the sweep.
+optimizer step is timed on its own after the sweep. With ``--block-hidden`` a transformer block
+is then timed at the per-device shapes of several tensor-parallel degrees (``block_phase``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 from scalesim.calibration import models
+from scalesim.calibration.block_fit import block_from_args
 from scalesim.calibration.dist import DistContext, gather_object
 from scalesim.calibration.results import ComputeResult
 from scalesim.calibration.timing import Clock, free_memory, is_out_of_memory, median_iqr
@@ -301,8 +303,15 @@ def run(ctx: DistContext, bundle: models.ModelBundle, args, progress) -> Compute
                 f"({'CUDA events' if ctx.on_gpu else 'monotonic clock'}); {ceiling_note}"
                 f"{colocation_note}"),
     )
+    block = None
+    shape = block_from_args(args)
+    if shape is not None:  # the transformer block at tensor-parallel shard shapes
+        from scalesim.calibration import block_phase
+
+        block = block_phase.run(ctx, shape, shape.tp_degrees(args.block_tp),
+                                args.block_model or "builtin", args)
     return ComputeResult(
-        model_name=bundle.name, sample_unit=bundle.sample_unit,
+        block=block, model_name=bundle.name, sample_unit=bundle.sample_unit,
         params=models.parameter_count(bundle.model),
         element_bytes=models.element_bytes(bundle.model), optimizer=args.optimizer,
         optimizer_state_elements=models.optimizer_state_elements(args.optimizer),

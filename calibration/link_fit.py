@@ -78,3 +78,18 @@ def fit_level(points: list[CollectivePoint]) -> dict[str, dict[str, float]]:
                     "busbw_all_sizes_GBps": busbw_all, "rel_rmse_all_sizes": rmse_all,
                     "large_from_bytes": float(threshold)}
     return fits
+
+
+def fit_send_recv(sizes_bytes, times_s) -> tuple[float, float] | None:
+    """(latency_s, bandwidth_GBps) of ``t = latency + S / bandwidth`` fitted to point-to-point
+    timings by relative least squares; None with fewer than two sizes or no positive bandwidth.
+    A negative latency (noise at small sizes) is held at 0 and the bandwidth refitted."""
+    s = np.asarray(sizes_bytes, dtype=float) / coll.GB
+    t = np.asarray(times_s, dtype=float)
+    if np.unique(s).size < 2:
+        return None
+    (latency, inv_bw), *_ = np.linalg.lstsq(np.column_stack([1.0 / t, s / t]), np.ones_like(t),
+                                           rcond=None)
+    if latency < 0:
+        latency, inv_bw = 0.0, float(np.sum(s / t) / np.sum((s / t) ** 2))
+    return (float(latency), 1.0 / float(inv_bw)) if inv_bw > 0 else None

@@ -116,6 +116,92 @@ class SmallGPT(nn.Module):
         return self.norm(x) @ self.tokens.weight.t()
 
 
+class _CopyToTensorParallel(torch.autograd.Function):
+    """Megatron's f: identity forward, all-reduce of the input gradient over ``group`` backward."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        ctx.group = group
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad = grad.contiguous()
+        torch.distributed.all_reduce(grad, group=ctx.group)
+        return grad, None
+
+
+class _ReduceFromTensorParallel(torch.autograd.Function):
+    """Megatron's g: all-reduce of the partial outputs over ``group`` forward, identity backward."""
+
+    @staticmethod
+    def forward(ctx, y, group):
+        y = y.contiguous()
+        torch.distributed.all_reduce(y, group=group)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+class ShardedBlock(nn.Module):
+    """One pre-norm transformer block as one rank of a tensor-parallel group of ``tp`` holds it
+    (Shoeybi et al. 2019, §3; Megatron-LM ``ColumnParallelLinear`` / ``RowParallelLinear``):
+    QKV and the MLP's first matmul split by columns (heads/tp heads, ffn/tp), the attention
+    output projection and the MLP's second matmul split by rows, norms whole. With ``group``
+    the block all-reduces as Megatron does (the row-parallel outputs forward, the
+    column-parallel inputs' gradients backward: two of each per block); without it, it computes
+    the local shard alone (what the calibration times). (batch, seq, hidden) in and out."""
+
+    def __init__(self, hidden: int, heads: int, ffn_hidden: int, tp: int = 1, group=None):
+        super().__init__()
+        if heads % tp or ffn_hidden % tp or hidden % heads:
+            raise ScalesimError(f"block hidden {hidden}, heads {heads}, MLP {ffn_hidden} does "
+                                f"not split over tp {tp}")
+        self.heads, self.head_dim, self.group = heads // tp, hidden // heads, group
+        local = self.heads * self.head_dim
+        self.norm1 = nn.LayerNorm(hidden)
+        self.qkv = nn.Linear(hidden, 3 * local)
+        self.proj = nn.Linear(local, hidden, bias=False)
+        self.proj_bias = nn.Parameter(torch.zeros(hidden))  # added after the reduction
+        self.norm2 = nn.LayerNorm(hidden)
+        self.fc1 = nn.Linear(hidden, ffn_hidden // tp)
+        self.fc2 = nn.Linear(ffn_hidden // tp, hidden, bias=False)
+        self.fc2_bias = nn.Parameter(torch.zeros(hidden))
+
+    def _enter(self, x):
+        return x if self.group is None else _CopyToTensorParallel.apply(x, self.group)
+
+    def _leave(self, y):
+        return y if self.group is None else _ReduceFromTensorParallel.apply(y, self.group)
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        q, k, v = self.qkv(self._enter(self.norm1(x))).chunk(3, dim=-1)
+        q, k, v = (z.view(b, s, self.heads, self.head_dim).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self._leave(self.proj(y.transpose(1, 2).reshape(b, s, -1))) + self.proj_bias
+        z = self.fc2(F.gelu(self.fc1(self._enter(self.norm2(x)))))
+        return x + self._leave(z) + self.fc2_bias
+
+
+def block_module(spec: str, hidden: int, heads: int, ffn_hidden: int, seq_len: int,
+                 tp: int) -> nn.Module:
+    """The block one tensor-parallel rank of ``tp`` runs: built in (``spec == 'builtin'``,
+    ``ShardedBlock`` without communication) or the user's ``package.module:factory``, called
+    as ``factory(hidden=, heads=, ffn_hidden=, seq_len=, tp=)``."""
+    if spec == "builtin":
+        return ShardedBlock(hidden, heads, ffn_hidden, tp)
+    factory = load_callable(spec, "block factory")
+    made = call_factory(spec, "block factory", factory, hidden=hidden, heads=heads,
+                        ffn_hidden=ffn_hidden, seq_len=seq_len, tp=tp)
+    if not isinstance(made, nn.Module):
+        raise ScalesimError(f"block factory '{spec}' must return a torch.nn.Module, not "
+                            f"{type(made).__name__}")
+    return made
+
+
 def builtin(name: str, width: int | None, depth: int | None, seq_len: int, vocab: int,
             image_size: int) -> ModelBundle:
     """One of the built-in models, sized by the flags (``None`` = the model's default)."""

@@ -101,6 +101,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--repeats", type=flag_type("repeats"), help="timed steps per size (default 10)")
     g.add_argument("--seed", type=flag_type("seed"), default=0)
 
+    g = p.add_argument_group("transformer block at tensor-parallel shapes (compute and "
+                             "collectives phases; for scalesim plan)")
+    g.add_argument("--block-hidden", type=flag_type("model_width"), metavar="H",
+                   help="time one transformer block of hidden size H at the per-device shapes "
+                   "of --block-tp, and the tp/pp messages of that size (off by default)")
+    g.add_argument("--block-heads", type=flag_type("model_width"),
+                   help="attention heads (default H/64, at least 1)")
+    g.add_argument("--block-ffn", type=flag_type("model_width"), help="MLP inner size (default 4H)")
+    g.add_argument("--block-seq", type=flag_type("seq_len"), default=512,
+                   help="tokens per sequence (default 512)")
+    g.add_argument("--block-batch", type=flag_type("micro_batch"), default=1,
+                   help="sequences per micro-batch (default 1)")
+    g.add_argument("--block-tp", type=flag_list_type("devices_per_node"), default=[1, 2, 4, 8],
+                   help="tensor-parallel degrees whose shard shapes are timed (default 1,2,4,8; "
+                   "those that do not divide heads and MLP are skipped)")
+    g.add_argument("--block-model", metavar="MODULE:FACTORY",
+                   help="your own block: factory(hidden, heads, ffn_hidden, seq_len, tp) returns "
+                   "the nn.Module one tensor-parallel rank runs, (batch, seq, hidden) in and out")
+
     g = p.add_argument_group("collectives phase")
     g.add_argument("--ops", type=_op_list, default=list(OPS),
                    help="collectives to time (default all_reduce,reduce_scatter,all_gather)")

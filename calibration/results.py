@@ -12,12 +12,38 @@ from scalesim.schemas import (
     LinkCalibration,
     LinkLevel,
     LoaderCurve,
+    MessagePoint,
     NoiseScale,
 )
 
 
 class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class BlockTiming(_Record):
+    """One transformer block's shard timed at one tensor-parallel degree (medians over ranks
+    of each rank's median)."""
+
+    tp: int
+    forward_s: float
+    backward_s: float
+    time_s: float
+    spread_s: float
+    repeats: int
+
+
+class BlockResult(_Record):
+    module: str
+    hidden: int
+    heads: int
+    ffn_hidden: int
+    seq_len: int
+    micro_batch: int
+    element_bytes: float
+    flash_attention: bool
+    points: list[BlockTiming]
+    source: str = ""
 
 
 class ComputeResult(_Record):
@@ -34,10 +60,14 @@ class ComputeResult(_Record):
     backward_fraction: float
     activation_bytes_per_sample: float = 0.0
     oom_batch: int | None = None
+    block: BlockResult | None = Field(default=None, description="--block-hidden: the block at "
+                                      "tensor-parallel shard shapes")
 
 
 class CollectiveResult(_Record):
     links: list[LinkCalibration]
+    messages: list[MessagePoint] = Field(default_factory=list, description="--block-hidden: "
+                                         "the tp and pp messages of the block")
     intra: LinkLevel | None = None
     inter: LinkLevel | None = None
     fits: dict[str, dict[str, float]] = Field(

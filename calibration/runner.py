@@ -115,6 +115,9 @@ def check_flags(args) -> None:
         raise ScalesimError(f"--dataset '{args.dataset}': use builtin or package.module:factory")
     if args.slow_threshold < 1.0:
         raise ScalesimError("--slow-threshold is a ratio of 1 or more, e.g. 1.05")
+    from scalesim.calibration.block_fit import block_from_args
+
+    block_from_args(args)  # a block that cannot be split is one line before anything runs
 
 
 def check_resolved(args, ctx) -> None:
@@ -287,9 +290,13 @@ def _finish(ctx, args, records, reused, hostnames, wall_s) -> str | None:
     links = link_levels(collectives, lambda level: collective_phase.unmeasured_level(
         level, args, ctx.on_gpu, "the collectives phase did not run"))
     profile = build_profile(args, machine, records, links)
+    if profile.model_parallel is not None:
+        print("\n".join(summary.model_parallel_lines(profile.model_parallel)))
     write_model(args.out, profile)
     print(f"profile written to {args.out} in {wall_s:.1f} s; try: scalesim predict --profile "
-          f"{args.out} --devices 1,2,4,8")
+          f"{args.out} --devices 1,2,4,8"
+          + (f"; scalesim plan --profile {args.out} --model gpt-1.7b --devices 8 "
+             "--global-batch 64" if profile.model_parallel is not None else ""))
     return str(args.out)
 
 
@@ -328,7 +335,7 @@ def describe_machine(ctx, hostnames):
     machine = Machine(device_name=name, device_memory_bytes=memory,
                       devices_per_node=ctx.local_world, cpu_cores_per_node=os.cpu_count() or 1,
                       fingerprint=fingerprint, comm_compute_contention=contention,
-                      memory_note=memory_note)
+                      memory_note=memory_note, on_gpu=ctx.on_gpu)
     if ctx.on_gpu:  # the server's NVLink/PCIe/NIC layout, when nvidia-smi is there to say it
         from scalesim.sources.nvidia_smi import topology_here
 

@@ -29,7 +29,9 @@ SIGNATURE_FLAGS = ("model", "width", "depth", "seq_len", "vocab", "image_size", 
                    "repeats", "ops", "min_size_kib", "max_size_mib", "size_factor", "coll_time_s",
                    "intra_link", "intra_busbw", "intra_latency", "inter_link", "inter_busbw",
                    "inter_latency", "loader_images", "loader_batch", "loader_batches",
-                   "max_workers", "jitter_steps", "slow_threshold", "noise_steps", "noise_accum")
+                   "max_workers", "jitter_steps", "slow_threshold", "noise_steps", "noise_accum",
+                   "block_hidden", "block_heads", "block_ffn", "block_seq", "block_batch",
+                   "block_tp", "block_model")
 
 
 def state_folder(args) -> Path:

@@ -96,6 +96,26 @@ def noise_lines(record: PhaseRecord) -> list[str]:
             f"{r.small_sq_norm:.4g}, at {r.noise.big_batch}: {r.big_sq_norm:.4g})"]
 
 
+def model_parallel_lines(mp) -> list[str]:
+    """The block at tensor-parallel shard shapes beside the fitted roofline, and the messages."""
+    b = mp.block
+    eff = (f", efficiency {mp.matmul_efficiency:.3f} of {mp.peak_tflops:g} TFLOP/s"
+           if mp.matmul_efficiency is not None else ", no datasheet peak")
+    lines = [f"block ({b.module}): hidden {b.hidden}, heads {b.heads}, MLP {b.ffn_hidden}, seq "
+             f"{b.seq_len}, batch {b.micro_batch}: sustained {mp.sustained_tflops * 1e3:.4g} "
+             f"GFLOP/s, memory {mp.memory_bandwidth_GBps:.4g} GB/s{eff}; fit rel. RMSE "
+             f"{mp.rel_rmse:.1%}",
+             f"  {'tp':>3} {'fwd ms':>9} {'bwd ms':>9} {'total ms':>9} {'fit ms':>9}"]
+    lines += [f"  {p.tp:>3} {p.forward_s * 1e3:>9.3f} {p.backward_s * 1e3:>9.3f} "
+              f"{p.time_s * 1e3:>9.3f} {p.model_s * 1e3:>9.3f}" for p in mp.points]
+    if mp.messages:
+        lines.append(f"  {'message':<15} {'for':<3} {'ranks':>5} {'size':>10} {'time us':>10} "
+                     f"{'link model us':>13}")
+        lines += [f"  {m.op:<15} {m.purpose:<3} {m.ranks:>5} {_size(m.size_bytes):>10} "
+                  f"{m.time_s * 1e6:>10.1f} {m.model_s * 1e6:>13.1f}" for m in mp.messages]
+    return lines
+
+
 RENDER = {"compute": compute_lines, "collectives": collective_lines, "loader": loader_lines,
           "jitter": jitter_lines, "noise": noise_lines}
 

@@ -22,7 +22,7 @@ from scalesim.errors import ScalesimError
 from scalesim.layout import SCHEDULES, ParallelLayout, check_layout, valid_mask
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
 from scalesim.model.transformer import RECOMPUTE
-from scalesim.schemas import Hardware, TransformerShape
+from scalesim.schemas import Hardware, Profile, TransformerShape
 
 # Sustained share of the datasheet peak that large matmuls reach when nothing calibrated it: the
 # median of the efficiencies the anchors of the published model-parallel cases pin
@@ -102,6 +102,53 @@ def _peak_flops(hardware: Hardware, fp8: bool) -> float:
         raise ScalesimError(f"hardware '{hardware.name}' has no peak_tflops; the planner needs "
                             "the device's dense 16-bit peak")
     return hardware.peak_tflops * 1e12
+
+
+def calibrated_hardware(profile: Profile) -> tuple[Hardware, float, str]:
+    """(hardware, matmul efficiency, a note saying where they come from) for the layout model
+    from a calibration profile: its device, memory and links (measured, or the presets its notes
+    name); with a ``model_parallel`` section (``calibrate --block-hidden``) the roofline the
+    block timings pinned: efficiency = sustained / peak and the fitted memory bandwidth. Without
+    a datasheet peak (CPUs) the sustained rate stands in as the peak (efficiency 1, MFU against
+    it). A profile without the section keeps the published default efficiency and needs its
+    device's peak and memory bandwidth from the hardware record or the presets."""
+    from scalesim.presets import memory_bandwidth_of, peak_tflops_of
+
+    hw, mp = profile.hardware, profile.model_parallel
+    if mp is not None:
+        peak = mp.peak_tflops or hw.peak_tflops or mp.sustained_tflops
+        efficiency = min(mp.sustained_tflops / peak, 1.0)
+        bandwidth = mp.memory_bandwidth_GBps
+        of_what = "" if mp.peak_tflops or hw.peak_tflops else " (no datasheet peak: sustained)"
+        note = (f"calibrated: matmul efficiency {efficiency:.3g} ({mp.sustained_tflops:.4g} of "
+                f"{peak:.4g} TFLOP/s{of_what}), memory {bandwidth:.4g} GB/s, from the block at tp "
+                f"{','.join(str(x.tp) for x in mp.points)} (fit rel. RMSE {mp.rel_rmse:.1%}); "
+                f"links intra {hw.intra_node.busbw_GBps:.4g} GB/s, inter "
+                f"{hw.inter_node.busbw_GBps:.4g} GB/s from {profile.name}")
+        return hw.model_copy(update={"peak_tflops": peak, "memory_bandwidth_GBps": bandwidth}), \
+            efficiency, note
+    listed_peak = peak_tflops_of(hw.device_name)
+    listed_bw = memory_bandwidth_of(hw.device_name)
+    peak = hw.peak_tflops or (listed_peak[0] if listed_peak else None)
+    bandwidth = hw.memory_bandwidth_GBps or (listed_bw[0] if listed_bw else None)
+    if peak is None or bandwidth is None:
+        missing = "peak_tflops" if peak is None else "memory_bandwidth_GBps"
+        raise ScalesimError(f"profile '{profile.name}': no {missing} for '{hw.device_name}' and "
+                            "no model_parallel calibration; calibrate with --block-hidden H "
+                            "(docs/calibration.md) or give a hardware record with it")
+    note = (f"profile {profile.name} has no block calibration: matmul efficiency "
+            f"{DEFAULT_MATMUL_EFFICIENCY} is the published default; links from the profile")
+    return hw.model_copy(update={"peak_tflops": peak, "memory_bandwidth_GBps": bandwidth}), \
+        DEFAULT_MATMUL_EFFICIENCY, note
+
+
+def setting_from_profile(profile: Profile, shape: TransformerShape, global_batch: int,
+                         fp8: bool = False, params: float | None = None,
+                         tp_overlap: bool = False) -> Setting:
+    """The ``Setting`` of a layout evaluation on a calibration profile's hardware, links and
+    calibrated matmul efficiency (``calibrated_hardware``)."""
+    hardware, efficiency, _ = calibrated_hardware(profile)
+    return Setting(shape, hardware, global_batch, efficiency, fp8, params, tp_overlap)
 
 
 def _inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
@@ -190,7 +237,7 @@ def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict
 def _why(best: dict, row: dict, by: str) -> str:
     if not row["fits"]:
         return (f"does not fit: {row['memory_bytes'] / 2**30:.1f} GiB > "
-                f"{(row['memory_bytes'] - row['headroom_bytes']) / 2**30:.1f} GiB per device")
+                f"{(row['memory_bytes'] + row['headroom_bytes']) / 2**30:.1f} GiB per device")
     diffs = {p: row["breakdown_s"][p] - best["breakdown_s"][p] for p in PARTS}
     worst = max(diffs, key=diffs.get)
     slower = 100.0 * (row["step_time_s"] / best["step_time_s"] - 1.0)

@@ -389,6 +389,77 @@ class NoiseScale(_Strict):
     big_batch: int = bounded("global_batch")
 
 
+class BlockShape(_Strict):
+    """The transformer block a calibration timed at tensor-parallel shard shapes."""
+
+    hidden: int = bounded("model_width", description="hidden (model) dimension h")
+    heads: int = bounded("model_width", description="attention heads a")
+    ffn_hidden: int = bounded("model_width", description="MLP inner size f")
+    seq_len: int = bounded("seq_len", description="tokens per sequence s")
+    micro_batch: int = bounded("micro_batch", description="sequences per timed micro-step")
+    element_bytes: float = bounded("bytes_per_param", description="bytes of one activation "
+                                   "element at the run's precision (4 fp32, 2 bf16/fp16)")
+    flash_attention: bool = Field(default=False, description="fused attention (on GPU: torch's "
+                                  "scaled_dot_product_attention picks a flash kernel)")
+    module: str = Field(default="builtin", description="'builtin' (Megatron-style block of "
+                        "calibration/models.py) or the user's package.module:factory")
+
+
+class BlockPoint(_Strict):
+    """Forward+backward of one block shard at tensor-parallel degree ``tp``, and the fit."""
+
+    tp: int = bounded("devices_per_node", description="tensor-parallel degree of the shard")
+    time_s: float = bounded("positive_duration_s", description="median forward+backward, s")
+    forward_s: float = bounded("duration_s", description="median forward, s")
+    backward_s: float = bounded("duration_s", description="median backward, s")
+    spread_s: float = bounded("duration_s", 0.0, "interquartile range over repeats, s")
+    repeats: int = bounded("repeats", 1)
+    model_s: float = bounded("duration_s", description="the layout model's layer time at this "
+                             "shard with the fitted sustained FLOP/s and memory bandwidth, s")
+
+
+class MessagePoint(_Strict):
+    """One message that tensor or pipeline parallelism sends, timed, beside the link model."""
+
+    op: Literal["all_reduce", "reduce_scatter", "all_gather", "send_recv"]
+    purpose: str = Field(description="what sends it: 'tp' (per layer and micro-batch) or "
+                         "'pp' (activations between stages)")
+    ranks: int = bounded("collective_ranks", description="ranks in the group (2 for send/recv)")
+    size_bytes: float = bounded("message_bytes", description="full buffer (all-reduce, "
+                                "reduce-scatter input, all-gather output) or the sent tensor")
+    time_s: float = bounded("positive_duration_s", description="slowest rank's mean per call")
+    model_s: float = bounded("duration_s", description="what the profile's intra-server link "
+                             "(alpha-beta) predicts for it, s")
+
+
+class ModelParallelCalibration(_Strict):
+    """What a model-parallel (layout) prediction reads from a calibration: the sustained matmul
+    rate and the memory bandwidth of the additive roofline (docs/model.md §13), fitted to one
+    transformer block timed at the per-device shapes of several tensor-parallel degrees, and the
+    tensor/pipeline-parallel messages timed on the intra-server link (docs/calibration.md)."""
+
+    block: BlockShape
+    points: list[BlockPoint] = Field(min_length=1)
+    sustained_tflops: float = bounded(
+        "peak_tflops", description="fitted sustained matmul rate F = peak x efficiency, TFLOP/s")
+    memory_bandwidth_GBps: float = bounded(
+        "memory_bandwidth_GBps", description="fitted memory bandwidth of the roofline's byte "
+        "term (the layout model's 2-byte accounting), GB/s")
+    peak_tflops: float | None = bounded(
+        "peak_tflops", None, "the device's datasheet dense peak at the run's precision, TFLOP/s "
+        "(None on CPUs and unlisted devices)")
+    matmul_efficiency: float | None = bounded(
+        "fraction", None, "sustained_tflops / peak_tflops: the layout model's efficiency")
+    rel_rmse: float = bounded("rel_error", description="relative RMS error of the roofline fit "
+                              "over the points")
+    messages: list[MessagePoint] = Field(default_factory=list)
+    p2p_latency_s: float | None = bounded("latency_s", None, "send/recv alpha fitted over the "
+                                          "pp messages, s")
+    p2p_bandwidth_GBps: float | None = bounded("bandwidth_GBps", None, "send/recv bytes per "
+                                               "second fitted over the pp messages, GB/s")
+    source: str = ""
+
+
 class Fingerprint(_Strict):
     """Where and how a profile was measured."""
 
@@ -416,6 +487,9 @@ class Profile(_Strict):
     input_pipeline: LoaderCurve | None = None
     jitter: Jitter | None = None
     noise_scale: NoiseScale | None = None
+    model_parallel: ModelParallelCalibration | None = Field(
+        default=None, description="transformer block at tensor-parallel shard shapes and the "
+        "tp/pp messages (calibrate --block-hidden); None in profiles without it")
     notes: list[str] = Field(default_factory=list)
 
 

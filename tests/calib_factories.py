@@ -102,3 +102,15 @@ def npy_dataset():
 
 def broken_dataset():
     raise OSError("dataset folder not mounted (on purpose)")
+
+
+def mlp_block(hidden, heads, ffn_hidden, seq_len, tp):
+    """A user's block for --block-model: one tensor-parallel rank's MLP shard."""
+    from torch import nn
+
+    return nn.Sequential(nn.LayerNorm(hidden), nn.Linear(hidden, ffn_hidden // tp), nn.GELU(),
+                         nn.Linear(ffn_hidden // tp, hidden))
+
+
+def not_a_block(**shape):
+    return "a string"

@@ -27,6 +27,8 @@ TESTS = Path(__file__).resolve().parent
 MODEL = ["--model", "gpt", "--width", "128", "--depth", "2", "--seq-len", "64", "--vocab", "512"]
 BATCHES = ["--batches", "2,4,8,16"]
 DDP_BATCH = 16
+# The transformer block at tensor-parallel shard shapes (docs/calibration.md, model-parallel).
+BLOCK = ["--block-hidden", "256", "--block-seq", "128", "--block-tp", "1,2,4,8"]
 # The factory models are tiny: large batches make the per-sample cost show above the overhead.
 FACTORY_BATCHES = "256,1024,4096,16384"
 
@@ -82,7 +84,8 @@ def calibrated(tmp_path_factory):
     # Messages up to 32 MiB (--quick stops at 8): large enough that the per-call latency of
     # gloo on loopback (~1.6 ms here) is a small share of the largest message's time.
     result = run(torchrun("scalesim.calibration", "--quick", "--no-progress", *MODEL, *BATCHES,
-                          "--repeats", "8", "--max-size-mib", "32", "--out", str(out)), folder)
+                          "--repeats", "8", "--max-size-mib", "32", *BLOCK, "--out", str(out)),
+                 folder)
     wall_s = time.monotonic() - started
     assert result.returncode == 0, result.stderr[-3000:]
     after = ddp_step_s("ddp-after.json")
@@ -112,6 +115,33 @@ def test_profile_passes_schema_and_has_every_part(calibrated):
     assert "alone" in profile.compute.source and "co-location:" in calibrated["stdout"]
     # The summary prints the nccl-tests style table beside the fit.
     assert "busbw" in calibrated["stdout"] and "fit ms" in calibrated["stdout"]
+
+
+def test_block_at_tensor_parallel_shapes_and_its_messages(calibrated):
+    profile = load_profile(calibrated["profile"])
+    mp = profile.model_parallel
+    assert mp is not None, profile.notes
+    assert mp.block.hidden == 256 and mp.block.heads == 4
+    assert [p.tp for p in mp.points] == [1, 2, 4]  # tp 8 does not divide 4 heads
+    assert mp.points[0].time_s > mp.points[2].time_s > 0  # a smaller shard takes less time
+    assert mp.sustained_tflops > 0 and mp.memory_bandwidth_GBps > 0 and mp.rel_rmse < 1
+    assert mp.peak_tflops is None and mp.matmul_efficiency is None  # CPU: no datasheet peak
+    ops = {(m.op, m.purpose, m.ranks) for m in mp.messages}
+    assert ops == {("all_reduce", "tp", 2), ("reduce_scatter", "tp", 2), ("all_gather", "tp", 2),
+                   ("send_recv", "pp", 2)}
+    activation = 128 * 256 * 4  # b*s*h fp32
+    assert {m.size_bytes for m in mp.messages if m.purpose == "tp"} == {activation}
+    assert {m.size_bytes for m in mp.messages if m.op == "send_recv"} == {
+        activation, activation / 2, activation / 4}
+    assert all(m.time_s > 0 and m.model_s > 0 for m in mp.messages)
+    assert "block (builtin)" in calibrated["stdout"] and "scalesim plan --profile" in \
+        calibrated["stdout"]
+    # the planner reads it
+    from scalesim.plan import calibrated_hardware
+
+    hardware, efficiency, note = calibrated_hardware(profile)
+    assert efficiency == 1.0 and hardware.peak_tflops == pytest.approx(mp.sustained_tflops)
+    assert hardware.memory_bandwidth_GBps == pytest.approx(mp.memory_bandwidth_GBps)
 
 
 def test_collective_sweep_and_fit(calibrated):

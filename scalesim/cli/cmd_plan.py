@@ -13,6 +13,7 @@ EXAMPLE = """examples:
   scalesim plan --model llama3-70b --hardware dgx-h100 --devices 64,128,256 --global-batch 1024
   scalesim plan --model gpt-145.6b --hardware dgx-a100 --devices 1-4096 --global-batch 2304 --json
   scalesim plan --model my-model.json --devices 512 --global-batch 2048 --rank cost --top 20
+  scalesim plan --model gpt-1.7b --profile my-node.json --devices 8,16 --global-batch 512
 
 --model is a transformer preset (scalesim presets) or a workload JSON with a 'transformer'
 shape (scalesim schema workload). The sustained matmul efficiency defaults to the median that the
@@ -34,8 +35,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", metavar="PRESET|FILE", default="llama3-8b",
                    help="transformer preset or workload JSON with a transformer shape "
                    "(default llama3-8b)")
-    p.add_argument("--hardware", metavar="PRESET|FILE", default="dgx-h100",
+    p.add_argument("--hardware", metavar="PRESET|FILE",
                    help="hardware preset or JSON file (default dgx-h100)")
+    p.add_argument("--profile", metavar="FILE",
+                   help="calibration profile: its hardware and links, and the matmul efficiency "
+                   "and memory bandwidth its block calibration fitted (instead of --hardware)")
     p.add_argument("--devices", type=flag_list_type("devices"), default=[8, 16, 32, 64],
                    help="device counts: 64,128 or a doubling range 8-1024 (default 8,16,32,64)")
     p.add_argument("--global-batch", type=flag_type("global_batch"), required=True,
@@ -112,8 +116,9 @@ def run(args: argparse.Namespace) -> int:
     if args.seq_len:
         shape = shape.model_copy(update={"seq_len": args.seq_len})
         params = None
-    rows = plan(shape, _hardware(args.hardware), args.devices, args.global_batch,
-                efficiency=args.efficiency or DEFAULT_MATMUL_EFFICIENCY,
+    hardware, efficiency, note = _hardware_and_efficiency(args, DEFAULT_MATMUL_EFFICIENCY)
+    rows = plan(shape, hardware, args.devices, args.global_batch,
+                efficiency=args.efficiency or efficiency,
                 fp8=args.precision == "fp8", rank_by=args.rank, top=args.top,
                 include_unfit=args.all, params=params, cp_values=tuple(args.cp),
                 tp_overlap=args.tp_overlap)
@@ -122,5 +127,23 @@ def run(args: argparse.Namespace) -> int:
 
         print(to_json_text([r.model_dump() for r in rows], what="the plan"))
     else:
+        if note:
+            print(note + (f"; --efficiency {args.efficiency:g} used instead"
+                          if args.efficiency else ""))
         print(render_text(rows, args.global_batch))
     return 0
+
+
+def _hardware_and_efficiency(args, default_efficiency: float):
+    """(hardware, efficiency, note) from --profile, or from --hardware and the default."""
+    from scalesim.errors import ScalesimError
+
+    if args.profile is None:
+        return _hardware(args.hardware or "dgx-h100"), default_efficiency, ""
+    if args.hardware is not None:
+        raise ScalesimError("give --profile or --hardware, not both: the profile brings its "
+                            "hardware and links")
+    from scalesim.plan import calibrated_hardware
+    from scalesim.profiles import load_profile
+
+    return calibrated_hardware(load_profile(args.profile))

@@ -1,0 +1,138 @@
+"""The block shape a calibration times, and the fit of the layout model's compute to its timings
+(no torch: shared by the calibration, the profile assembly and the tests).
+
+The layout model times one layer's forward+backward on one device as the additive roofline of its
+matmuls, attention core and memory-bound kernels (``model.layout_step``, docs/model.md §13),
+which is linear in the two numbers a device brings:
+
+    t_layer(tp) = A(tp) / F + C(tp) / B
+
+with F the sustained matmul rate (peak x efficiency) and B the memory bandwidth. ``layer_terms``
+gets A and C from the model itself (``evaluate_layouts`` of a one- and a two-layer transformer,
+whose difference is exactly one layer: the logits and the optimizer cancel), so the calibration
+fits the very formula the planner evaluates. ``fit_block`` finds F and B from the block timed at
+several tensor-parallel shard shapes by non-negative least squares on the relative error, and
+reports the fit's relative RMS error: how well the roofline form explains how efficiency falls
+with smaller shards on this device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import nnls
+
+from scalesim.errors import ScalesimError
+
+# Where one of the two rates is set to this, its term vanishes from the layer time (not inf:
+# inf * 0 would be NaN inside the model's utilisation terms).
+_HUGE = 1e30
+PRECISION_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0}  # activation bytes per precision
+
+
+@dataclass(frozen=True)
+class Block:
+    """A transformer block: hidden h, heads a, MLP f, sequence s, micro-batch b."""
+
+    hidden: int
+    heads: int
+    ffn_hidden: int
+    seq_len: int
+    micro_batch: int
+    flash_attention: bool = False
+
+    def tp_degrees(self, wanted) -> list[int]:
+        """The degrees of ``wanted`` that split this block evenly (heads, hidden and MLP)."""
+        return [t for t in sorted(set(wanted))
+                if self.heads % t == 0 and self.ffn_hidden % t == 0 and self.hidden % t == 0]
+
+    def activation_bytes(self, element_bytes: float) -> float:
+        """Bytes of one b x s x h activation: a tensor-parallel all-reduce's message."""
+        return float(self.micro_batch * self.seq_len * self.hidden * element_bytes)
+
+
+def block_from_args(args) -> Block | None:
+    """The block of ``--block-*`` flags (None without ``--block-hidden``); one-line errors."""
+    h = args.block_hidden
+    if h is None:
+        if args.block_model:
+            raise ScalesimError("--block-model needs --block-hidden (and --block-heads, "
+                                "--block-ffn, --block-seq) to describe the block it builds")
+        return None
+    heads = args.block_heads or max(1, h // 64)
+    if h % heads:
+        raise ScalesimError(f"--block-hidden {h} is not divisible by --block-heads {heads}")
+    block = Block(hidden=h, heads=heads, ffn_hidden=args.block_ffn or 4 * h,
+                  seq_len=args.block_seq, micro_batch=args.block_batch)
+    degrees = block.tp_degrees(args.block_tp)
+    if not degrees:
+        raise ScalesimError(f"--block-tp {','.join(map(str, args.block_tp))}: none divides "
+                            f"heads {heads}, hidden {h} and MLP {block.ffn_hidden}")
+    return block
+
+
+def _layer_compute_s(block: Block, tp, flops_per_s: float, memory_GBps: float) -> np.ndarray:
+    """The layout model's forward+backward seconds of one layer at tensor-parallel degree(s)
+    ``tp`` with sustained rate ``flops_per_s`` and memory bandwidth ``memory_GBps``."""
+    from scalesim.layout import SCHEDULES
+    from scalesim.model.layout_step import LayoutInputs, evaluate_layouts
+    from scalesim.model.transformer import RECOMPUTE_NONE
+
+    shape = np.shape(tp)
+    tp = np.atleast_1d(np.asarray(tp, dtype=int))
+    layers = np.array([[1], [2]])
+    x = LayoutInputs(
+        layers=layers, hidden=block.hidden, heads=block.heads, kv_heads=block.heads,
+        ffn_hidden=block.ffn_hidden, gated=False, seq_len=block.seq_len, vocab=1,
+        tied_embeddings=True, flash_attention=block.flash_attention, params=1.0,
+        dp=1, tp=tp, pp=1, cp=1, zero=0, micro_batch=block.micro_batch,
+        global_batch=block.micro_batch, schedule=SCHEDULES["none"], virtual_stages=1,
+        recompute=RECOMPUTE_NONE, sequence_parallel=False, devices_per_node=int(tp.max()),
+        peak_flops_per_s=flops_per_s, efficiency=1.0, memory_bandwidth_GBps=memory_GBps,
+        intra_latency_s=0.0, intra_busbw_GBps=1.0, inter_latency_s=0.0, inter_busbw_GBps=1.0)
+    compute = evaluate_layouts(x).compute_s
+    return (compute[1] - compute[0]).reshape(shape)
+
+
+def layer_terms(block: Block, tp) -> tuple[np.ndarray, np.ndarray]:
+    """(A, C) of ``t_layer = A / F + C / B`` per degree of ``tp`` (F in FLOP/s, B in bytes/s):
+    A the layer's FLOPs as the model counts them, C its bytes."""
+    a = _layer_compute_s(block, tp, 1.0, _HUGE)
+    c = _layer_compute_s(block, tp, _HUGE, 1e-9)  # memory_bandwidth_GBps 1e-9: 1 byte/s
+    return a, c
+
+
+def layer_time_s(block: Block, tp, flops_per_s: float, memory_bytes_per_s: float) -> np.ndarray:
+    """The layout model's layer time with the fitted (or any) F and B."""
+    a, c = layer_terms(block, tp)
+    return a / flops_per_s + c / memory_bytes_per_s
+
+
+@dataclass(frozen=True)
+class BlockFit:
+    flops_per_s: float  # sustained matmul rate F
+    memory_bytes_per_s: float  # B of the roofline's byte term
+    rel_rmse: float
+    model_s: np.ndarray  # fitted layer time per point
+
+
+def fit_block(block: Block, tp, times_s) -> BlockFit:
+    """F and B minimising the relative squared error of the layout model's layer time against
+    ``times_s`` measured at degrees ``tp``; both kept positive (non-negative least squares on
+    1/F and 1/B). With one point, or points the byte term cannot tell apart, B is left where
+    the points put no weight on it (a bandwidth so high its term is 0.1% of the time)."""
+    tp = np.asarray(tp, dtype=int)
+    t = np.asarray(times_s, dtype=float)
+    if tp.size == 0 or tp.size != t.size or np.any(t <= 0):
+        raise ScalesimError("fit_block needs one positive time per tensor-parallel degree")
+    a, c = layer_terms(block, tp)
+    (inv_f, inv_b), _ = nnls(np.column_stack([a / t, c / t]), np.ones_like(t))
+    if inv_f <= 0:
+        raise ScalesimError("the block timings do not grow with the matmul work: time larger "
+                            "blocks (--block-hidden, --block-seq, --block-batch)")
+    if inv_b <= 0:  # no byte term needed: a bandwidth whose term is 0.1% of the largest time
+        inv_b = 1e-3 * float(np.min(t / c))
+    model = a * inv_f + c * inv_b
+    rel = float(np.sqrt(np.mean((model / t - 1.0) ** 2)))
+    return BlockFit(1.0 / inv_f, 1.0 / inv_b, rel, model)

@@ -1,0 +1,92 @@
+"""The compute phase's transformer block: forward+backward of one block at the per-device shapes
+of several tensor-parallel degrees (``--block-hidden`` and friends), on every local rank at once.
+
+Each degree t gets the shard one rank of a Megatron tensor-parallel group holds
+(``models.ShardedBlock``: heads/t heads, MLP f/t, norms whole; or the user's
+``--block-model`` factory called with ``tp=t``), timed without communication (the collectives
+phase times the messages). Like the micro-batch sweep: ``warmup`` untimed steps per degree,
+then ``repeats`` rounds that time one step of every degree in turn, so a busy moment of the
+machine spreads over all shapes. The layout model's roofline is fitted to these points when the
+profile is assembled (``block_fit``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from scalesim.calibration import models
+from scalesim.calibration.block_fit import PRECISION_BYTES, Block
+from scalesim.calibration.compute_phase import _agree, align, autocast
+from scalesim.calibration.dist import DistContext
+from scalesim.calibration.results import BlockResult, BlockTiming
+from scalesim.calibration.timing import Clock, is_out_of_memory, median_iqr
+
+from scalesim.errors import ScalesimError
+
+
+def _failure(exc: BaseException, tp: int) -> str:
+    if is_out_of_memory(exc):
+        return f"error: the block at tp {tp} ran out of memory; time a smaller block"
+    text = str(exc).strip().splitlines()
+    return f"error: the block at tp {tp} raised {type(exc).__name__}: {text[0] if text else ''}"
+
+
+def run(ctx: DistContext, block: Block, degrees: list[int], spec: str, args) -> BlockResult:
+    device, clock = ctx.device, Clock(ctx.device)
+    shape = (block.micro_batch, block.seq_len, block.hidden)
+    fwd = {t: [] for t in degrees}
+    bwd = {t: [] for t in degrees}
+    status, at = "ok", [degrees[0]]  # at: the degree being built or run
+    try:
+        torch.manual_seed(args.seed)
+        shards = {}
+        for t in degrees:
+            at[0] = t
+            shards[t] = models.block_module(spec, block.hidden, block.heads, block.ffn_hidden,
+                                            block.seq_len, t).to(device).train()
+        x = torch.randn(*shape, device=device, requires_grad=True)
+        grads: dict[int, torch.Tensor] = {}
+
+        def step(t: int):
+            at[0] = t
+            start = clock.mark()
+            with autocast(device, args.precision):
+                out = shards[t](x)
+            middle = clock.mark()
+            if t not in grads:
+                grads[t] = torch.randn_like(out)
+            out.backward(grads[t])
+            end = clock.mark()
+            x.grad = None
+            shards[t].zero_grad(set_to_none=True)
+            return start, middle, end
+
+        for t in degrees:
+            for _ in range(args.warmup):
+                step(t)
+        align(ctx)
+        for _ in range(args.repeats):
+            for t in degrees:
+                start, middle, end = step(t)
+                fwd[t].append(clock.seconds(start, middle))
+                bwd[t].append(clock.seconds(middle, end))
+    except Exception as exc:  # noqa: BLE001 - every rank must hear about any failure
+        status = f"error: {exc}" if isinstance(exc, ScalesimError) else _failure(exc, at[0])
+    everyone = [payload for _, payload in _agree(ctx, status, (fwd, bwd))]
+    points = []
+    for t in degrees:
+        medians = [median_iqr(np.add(f[t], w[t])) for f, w in everyone]
+        points.append(BlockTiming(
+            tp=t, time_s=float(np.median([m for m, _ in medians])),
+            spread_s=float(np.median([s for _, s in medians])),
+            forward_s=float(np.median([np.median(f[t]) for f, _ in everyone])),
+            backward_s=float(np.median([np.median(w[t]) for _, w in everyone])),
+            repeats=args.repeats))
+    return BlockResult(
+        module=spec, hidden=block.hidden, heads=block.heads, ffn_hidden=block.ffn_hidden,
+        seq_len=block.seq_len, micro_batch=block.micro_batch,
+        element_bytes=PRECISION_BYTES[args.precision], flash_attention=ctx.on_gpu,
+        points=points,
+        source=(f"block {spec} timed by scalesim calibrate at tp {','.join(map(str, degrees))}: "
+                f"{ctx.world} rank(s) at once on {device.type}, {args.warmup} warm-up + "
+                f"{args.repeats} interleaved rounds, precision {args.precision}"))

@@ -1,0 +1,207 @@
+"""A real tensor-parallel run against the layout model's prediction from a calibration made in
+the same processes, interleaved with it (CPU, gloo; ``tests/test_tp_check.py``).
+
+Run under torchrun (two ranks)::
+
+    torchrun --standalone --nproc-per-node=2 -m scalesim.calibration.tp_check --out tp.json
+
+Every round, on both ranks, after a barrier:
+
+1. *calibration*, as ``scalesim calibrate --block-hidden`` does it: the block's shard alone at
+   tp 1, 2 and 4 (``models.ShardedBlock`` without communication), and all-reduces of the
+   block's activation at four sizes (S/4 .. 2S);
+2. *the run*: ``--layers`` Megatron tensor-parallel blocks over the two ranks
+   (``ShardedBlock`` with the group: two all-reduces forward and two backward per block),
+   forward and backward, ``--steps`` steps per timing.
+
+The calibration is fitted as the profile assembly fits it (``block_fit.fit_block``: the layout
+model's layer time A/F + C/B over the shards; ``collectives.fit_alpha_beta`` over the
+all-reduces), and the prediction is the layout model's: layers x (layer time at tp 2 +
+``tensor_parallel.tp_comm_per_layer_s``). Rounds interleave the two, so a busy moment of the
+machine falls on both; a calibration point is the median over ranks of each rank's median (as
+the compute phase), a run step the median over rounds of the slower rank's time (a synchronous
+step waits for it). Rank 0 prints (and writes) one JSON object with the ratio measured /
+predicted.
+
+Noise on a shared machine: every rank computes on one thread (``torch.set_num_threads(1)``,
+one inter-op thread), so two ranks on two cores do not oversubscribe them as the default
+(cores per process) would; a timing spans ``--steps`` whole steps, so a preemption of a few
+milliseconds is a small share of it; and the comparison is a ratio of medians over rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+SIZES = (1 / 16, 0.25, 1.0, 4.0, 16.0)  # all-reduce sizes timed, in activations of the block
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m scalesim.calibration.tp_check",
+                                description="Measured tensor-parallel step vs the layout model.")
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--rounds", type=int, default=24)
+    p.add_argument("--steps", type=int, default=3, help="steps per timing")
+    p.add_argument("--calls", type=int, default=4, help="all-reduce calls per timing")
+    p.add_argument("--quantile", type=float, default=50.0,
+                   help="percentile over rounds of every timing (default 50: the median)")
+    p.add_argument("--pin", action="store_true", help="pin rank r to core r")
+    p.add_argument("--raw", help="also write every rank's rounds to this JSON file")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out")
+    return p
+
+
+def _worker(args) -> dict | None:
+    import numpy as np
+    import torch
+    import torch.distributed as dist
+    from scalesim.calibration.models import ShardedBlock
+
+    torch.set_num_threads(args.threads)
+    torch.set_num_interop_threads(1)
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    if args.pin and hasattr(os, "sched_setaffinity"):
+        cores = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cores[rank % len(cores)]})
+    h, a, f = args.hidden, args.heads, 4 * args.hidden
+    torch.manual_seed(0)
+    shards = {t: ShardedBlock(h, a, f, t) for t in (1, 2, 4)}
+    group = dist.new_group(list(range(world)))
+    run = torch.nn.ModuleList(ShardedBlock(h, a, f, world, group) for _ in range(args.layers))
+    x = torch.randn(args.batch, args.seq, h, requires_grad=True)
+    grad = torch.randn(args.batch, args.seq, h)
+    numel = args.batch * args.seq * h
+    buffers = {s: torch.ones(int(numel * s)) for s in SIZES}
+
+    def fwd_bwd(module) -> None:
+        module(x).backward(grad)
+        x.grad = None
+        module.zero_grad(set_to_none=True)
+
+    def layers_step() -> None:
+        y = x
+        for block in run:
+            y = block(y)
+        y.backward(grad)
+        x.grad = None
+        run.zero_grad(set_to_none=True)
+
+    def timed(fn, reps: int) -> float:
+        dist.barrier()
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        return (time.perf_counter() - t0) / reps
+
+    def after_compute(buf) -> float:
+        """One all-reduce right after a shard's forward, as tensor parallelism calls it
+        (diagnostic: the calibration's loop times calls back to back)."""
+        dist.barrier()
+        with torch.no_grad():
+            shards[world](x)
+        t0 = time.perf_counter()
+        dist.all_reduce(buf)
+        return time.perf_counter() - t0
+
+    for _ in range(2):  # warm-up
+        for t in shards:
+            fwd_bwd(shards[t])
+        layers_step()
+        for buf in buffers.values():
+            dist.all_reduce(buf)
+    rounds = []
+    for _ in range(args.rounds):
+        r = {f"block_tp{t}": timed(lambda t=t: fwd_bwd(shards[t]), args.steps) for t in shards}
+        r.update({f"ar_{s}": timed(lambda b=buf: dist.all_reduce(b), args.calls)
+                  for s, buf in buffers.items()})
+        r["run"] = timed(layers_step, args.steps)
+        r["ar_after_compute"] = after_compute(buffers[1.0])
+        rounds.append(r)
+    everyone: list = [None] * world
+    dist.all_gather_object(everyone, rounds)
+    dist.destroy_process_group()
+    if rank != 0:
+        return None
+    if args.raw:
+        with open(args.raw, "w", encoding="utf-8") as handle:
+            json.dump(everyone, handle)
+    return summarise(args, everyone, np)
+
+
+def summarise(args, everyone: list[list[dict]], np, quantile: float | None = None) -> dict:
+    """The fits, the prediction and the ratio from every rank's rounds; every timing reduced by
+    its ``quantile`` over rounds (default ``args.quantile``; 50 = median)."""
+    from scalesim.calibration.block_fit import Block, fit_block, layer_time_s
+
+    from scalesim.model.collectives import fit_alpha_beta
+    from scalesim.model.tensor_parallel import tp_comm_per_layer_s
+    from scalesim.model.transformer import RECOMPUTE_NONE
+
+    q = args.quantile if quantile is None else quantile
+
+    def over_rounds(values):
+        return float(np.percentile(values, q))
+
+    def calibrated(key):  # the compute phase's point: median over ranks of each rank's value
+        return float(np.median([over_rounds([r[key] for r in rounds]) for rounds in everyone]))
+
+    def slowest(key):  # per round, the slower rank (a synchronous step or collective waits)
+        return [max(rounds[i][key] for rounds in everyone) for i in range(len(everyone[0]))]
+
+    block = Block(args.hidden, args.heads, 4 * args.hidden, args.seq, args.batch)
+    tps = [1, 2, 4]
+    block_s = [calibrated(f"block_tp{t}") for t in tps]
+    fit = fit_block(block, tps, block_s)
+    element = 4.0  # fp32
+    size = args.batch * args.seq * args.hidden * element
+    sizes = [size * s for s in SIZES]
+    times = [over_rounds(slowest(f"ar_{s}")) for s in SIZES]
+    latency_s, busbw_GBps, ar_rmse = fit_alpha_beta("all_reduce", sizes, [2] * len(sizes), times)
+    world = len(everyone)
+    layer_s = float(layer_time_s(block, world, fit.flops_per_s, fit.memory_bytes_per_s))
+    comm_s = float(tp_comm_per_layer_s(args.batch, args.seq, args.hidden, world, 1,
+                                       RECOMPUTE_NONE, False, latency_s, busbw_GBps, element))
+    predicted = args.layers * (layer_s + comm_s)
+    run = slowest("run")
+    measured = over_rounds(run)
+    return {
+        "ratio": measured / predicted, "quantile": q, "measured_s": measured,
+        "predicted_s": predicted, "predicted_compute_s": args.layers * layer_s,
+        "predicted_comm_s": args.layers * comm_s, "comm_share": comm_s / (layer_s + comm_s),
+        "run_quartiles_s": [float(x) for x in np.percentile(run, [25, 50, 75])],
+        "sustained_gflops": fit.flops_per_s / 1e9, "memory_GBps": fit.memory_bytes_per_s / 1e9,
+        "block_s": dict(zip(tps, block_s, strict=True)), "block_fit_rel_rmse": fit.rel_rmse,
+        "allreduce_s": times, "latency_s": latency_s, "busbw_GBps": busbw_GBps,
+        "allreduce_fit_rel_rmse": ar_rmse,
+        "allreduce_after_compute_s": over_rounds(slowest("ar_after_compute")),
+        "rounds": len(run), "layers": args.layers,
+        "hidden": args.hidden, "seq": args.seq, "batch": args.batch, "ranks": world,
+        "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    result = _worker(args)
+    if result is not None:
+        text = json.dumps(result)
+        if args.out:
+            from scalesim.jsonio import atomic_write_text
+
+            atomic_write_text(args.out, text + "\n")
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,267 @@
+"""Calibration for model-parallel runs: the block fit, the send/recv fit, the profile section,
+the planner reading a calibrated profile, the Megatron-split block, and a real 2-rank
+tensor-parallel run on CPU against the layout model's prediction."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scalesim.calibration import options
+from scalesim.calibration.assemble import model_parallel_section
+from scalesim.calibration.block_fit import Block, block_from_args, fit_block, layer_terms
+from scalesim.calibration.link_fit import fit_send_recv
+from scalesim.calibration.results import BlockResult, BlockTiming
+
+from scalesim.errors import ScalesimError
+from scalesim.layout import ParallelLayout
+from scalesim.model import transformer as tf
+from scalesim.plan import (
+    DEFAULT_MATMUL_EFFICIENCY,
+    calibrated_hardware,
+    evaluate_layout,
+    plan,
+    setting_from_profile,
+)
+from scalesim.profiles import default_profile, parse_profile
+from scalesim.schemas import MessagePoint, TransformerShape
+
+BLOCK = Block(hidden=256, heads=4, ffn_hidden=1024, seq_len=128, micro_batch=1)
+
+
+def test_layer_terms_are_the_layer_flops_and_scale_with_the_shard():
+    a, c = layer_terms(BLOCK, [1, 2, 4])
+    tokens = BLOCK.micro_batch * BLOCK.seq_len
+    weights = float(tf.layer_matmul_weights(256, 4, 4, 1024, False))
+    # forward 2W + 4sh per token (docs/model.md §11), backward twice the forward
+    assert a[0] == pytest.approx(3 * tokens * (2 * weights + 4 * 128 * 256), rel=1e-9)
+    assert a[1] == pytest.approx(a[0] / 2, rel=1e-9) and a[2] == pytest.approx(a[0] / 4)
+    # bytes shrink more slowly than FLOPs: the norms and activations are not split
+    assert c[0] > c[1] > c[2] and c[1] / c[0] > 0.5
+
+
+def test_fit_block_recovers_the_rates_and_reports_the_error():
+    a, c = layer_terms(BLOCK, [1, 2, 4])
+    flops, bandwidth = 4e11, 9e11
+    fit = fit_block(BLOCK, [1, 2, 4], a / flops + c / bandwidth)
+    assert fit.flops_per_s == pytest.approx(flops, rel=1e-6)
+    assert fit.memory_bytes_per_s == pytest.approx(bandwidth, rel=1e-6)
+    assert fit.rel_rmse < 1e-9
+    noisy = (a / flops + c / bandwidth) * np.array([1.1, 0.9, 1.0])
+    assert 0.01 < fit_block(BLOCK, [1, 2, 4], noisy).rel_rmse < 0.2
+    with pytest.raises(ScalesimError):
+        fit_block(BLOCK, [1, 2], [0.01, -1.0])
+
+
+def test_efficiency_falls_with_smaller_shards_under_the_fit():
+    """A device with finite memory bandwidth reaches a lower share of its matmul rate on
+    smaller shards: the roofline's fall that the calibration measures."""
+    a, c = layer_terms(BLOCK, [1, 2, 4])
+    t = a / 4e11 + c / 2e11
+    achieved = (a / t) / 4e11
+    assert achieved[0] > achieved[1] > achieved[2]
+
+
+def test_block_flags_and_their_errors():
+    args = options.build_parser().parse_args(["--block-hidden", "512", "--block-tp", "1,2,3,8"])
+    block = block_from_args(args)
+    assert (block.heads, block.ffn_hidden, block.seq_len) == (8, 2048, 512)
+    assert block.tp_degrees(args.block_tp) == [1, 2, 8]
+    assert block_from_args(options.build_parser().parse_args([])) is None
+    with pytest.raises(ScalesimError, match="not divisible by --block-heads 3"):
+        block_from_args(options.build_parser().parse_args(["--block-hidden", "256",
+                                                           "--block-heads", "3"]))
+    with pytest.raises(ScalesimError, match="--block-model needs --block-hidden"):
+        block_from_args(options.build_parser().parse_args(["--block-model", "m:f"]))
+    with pytest.raises(ScalesimError, match="none divides"):
+        block_from_args(options.build_parser().parse_args(["--block-hidden", "64",
+                                                           "--block-tp", "3"]))
+
+
+def test_send_recv_fit():
+    sizes = np.array([1e4, 1e5, 1e6, 4e6])
+    latency, bandwidth = fit_send_recv(sizes, 5e-5 + sizes / 2e9)
+    assert latency == pytest.approx(5e-5, rel=1e-6) and bandwidth == pytest.approx(2.0, rel=1e-6)
+    assert fit_send_recv([1e4], [1e-4]) is None
+
+
+def _block_result(times_s, tps=(1, 2, 4)) -> BlockResult:
+    return BlockResult(module="builtin", hidden=256, heads=4, ffn_hidden=1024, seq_len=128,
+                       micro_batch=1, element_bytes=2.0, flash_attention=True,
+                       points=[BlockTiming(tp=t, forward_s=x / 3, backward_s=2 * x / 3,
+                                           time_s=x, spread_s=0.0, repeats=5)
+                               for t, x in zip(tps, times_s, strict=True)])
+
+
+def _section(device="NVIDIA H100 80GB HBM3", flops=4e14, bandwidth=2.5e12, on_gpu=True):
+    block = Block(256, 4, 1024, 128, 1, flash_attention=True)
+    a, c = layer_terms(block, [1, 2, 4])
+    messages = [MessagePoint(op="send_recv", purpose="pp", ranks=2, size_bytes=s,
+                             time_s=1e-5 + s / 1e11, model_s=1e-5 + s / 1e11)
+                for s in (16384.0, 32768.0, 65536.0)]
+    return model_parallel_section(_block_result(a / flops + c / bandwidth), messages, device,
+                                  "bf16", on_gpu)
+
+
+def test_profile_section_efficiency_against_the_datasheet_peak():
+    mp = _section()
+    assert mp.sustained_tflops == pytest.approx(400, rel=1e-6)
+    assert mp.memory_bandwidth_GBps == pytest.approx(2500, rel=1e-6)
+    assert mp.peak_tflops == pytest.approx(989, rel=0.01)
+    assert mp.matmul_efficiency == pytest.approx(400 / mp.peak_tflops)
+    assert [p.tp for p in mp.points] == [1, 2, 4] and mp.rel_rmse < 1e-6
+    assert mp.p2p_bandwidth_GBps == pytest.approx(100, rel=1e-6)
+    assert mp.p2p_latency_s == pytest.approx(1e-5, rel=1e-6)
+    cpu = _section(device="CPU: some cpu", flops=5e10, bandwidth=5e9, on_gpu=False)
+    assert cpu.peak_tflops is None and cpu.matmul_efficiency is None
+    assert "no datasheet peak" in cpu.source and "poorly" not in cpu.source
+    a, c = layer_terms(Block(256, 4, 1024, 128, 1, flash_attention=True), [1, 2, 4])
+    bad = model_parallel_section(_block_result((a / 4e14 + c / 2.5e12) * [3.0, 1.0, 0.3]), [],
+                                 "NVIDIA H100 80GB HBM3", "bf16", True)
+    assert bad.rel_rmse > 0.25 and "explains these timings poorly" in bad.source
+
+
+def _profile_with(section):
+    data = default_profile().model_dump(mode="json")
+    data["hardware"]["peak_tflops"] = None
+    if section is not None:
+        data["model_parallel"] = section.model_dump(mode="json")
+    return parse_profile(data)
+
+
+def test_old_profiles_load_and_plan_with_the_published_default():
+    profile = default_profile()
+    assert profile.model_parallel is None
+    hardware, efficiency, note = calibrated_hardware(profile)
+    assert efficiency == DEFAULT_MATMUL_EFFICIENCY and "published default" in note
+    assert hardware.peak_tflops and hardware.memory_bandwidth_GBps
+
+
+def test_plan_reads_the_calibrated_efficiency_and_bandwidth():
+    shape = TransformerShape(layers=8, hidden=1024, heads=16, seq_len=1024, vocab=32000)
+    fast, slow = (_profile_with(_section(flops=f)) for f in (6e14, 2e14))
+    hw_fast, eff_fast, note = calibrated_hardware(fast)
+    hw_slow, eff_slow, _ = calibrated_hardware(slow)
+    assert eff_fast == pytest.approx(600 / hw_fast.peak_tflops)
+    assert hw_fast.memory_bandwidth_GBps == pytest.approx(2500, rel=1e-6)
+    assert "calibrated: matmul efficiency" in note
+    best_fast = plan(shape, hw_fast, [8], 64, efficiency=eff_fast, top=1)[0]
+    best_slow = plan(shape, hw_slow, [8], 64, efficiency=eff_slow, top=1)[0]
+    assert best_fast.breakdown_s["compute_s"] < best_slow.breakdown_s["compute_s"]
+    # the scalar layout evaluation takes the profile too
+    layout = ParallelLayout(dp=2, tp=4, micro_batch=4, global_batch=64)
+    step = {f: float(evaluate_layout(setting_from_profile(p, shape, 64), layout).compute_s)
+            for f, p in (("fast", fast), ("slow", slow))}
+    assert step["fast"] < step["slow"]
+    # without a datasheet peak (a CPU) the sustained rate stands in for it
+    cpu = _profile_with(_section(device="CPU: x", flops=5e10, bandwidth=5e9, on_gpu=False))
+    hw_cpu, eff_cpu, note = calibrated_hardware(cpu)
+    assert eff_cpu == 1.0 and hw_cpu.peak_tflops == pytest.approx(0.05, rel=1e-6)
+    assert "no datasheet peak" in note
+
+
+def _cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "scalesim.cli.main", "plan", *args],
+                          capture_output=True, text=True, cwd=cwd, check=False)
+
+
+def test_plan_cli_profile(tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text(_profile_with(_section(flops=5e14)).model_dump_json())
+    ok = _cli("--model", "gpt-1.7b", "--profile", str(path), "--devices", "8",
+              "--global-batch", "64", "--top", "2")
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.startswith("calibrated: matmul efficiency 0.506")
+    both = _cli("--model", "gpt-1.7b", "--profile", str(path), "--hardware", "dgx-a100",
+                "--devices", "8", "--global-batch", "64")
+    assert both.returncode == 2 and "not both" in both.stderr
+    assert len(both.stderr.strip().splitlines()) == 1
+
+
+def test_sharded_blocks_add_up_to_the_whole_block():
+    """Megatron's split: the two tp=2 shards' partial outputs (before the all-reduce) add up to
+    the unsplit block's, with the weights split by columns and rows."""
+    torch = pytest.importorskip("torch")
+    from scalesim.calibration.models import ShardedBlock
+
+    torch.manual_seed(0)
+    h, a, f = 64, 4, 256
+    whole = ShardedBlock(h, a, f, 1)
+    halves = [ShardedBlock(h, a, f, 2) for _ in range(2)]
+    with torch.no_grad():
+        for r, half in enumerate(halves):
+            for name in ("norm1", "norm2"):
+                getattr(half, name).load_state_dict(getattr(whole, name).state_dict())
+            cols = slice(r * h // 2, (r + 1) * h // 2)
+            qkv_w = whole.qkv.weight.view(3, h, h)[:, cols].reshape(3 * h // 2, h)
+            half.qkv.weight.copy_(qkv_w)
+            half.qkv.bias.copy_(whole.qkv.bias.view(3, h)[:, cols].reshape(-1))
+            half.proj.weight.copy_(whole.proj.weight[:, cols])
+            mlp = slice(r * f // 2, (r + 1) * f // 2)
+            half.fc1.weight.copy_(whole.fc1.weight[mlp])
+            half.fc1.bias.copy_(whole.fc1.bias[mlp])
+            half.fc2.weight.copy_(whole.fc2.weight[:, mlp])
+    x = torch.randn(2, 16, h)
+
+    def attention_out(block, x):
+        b, s, _ = x.shape
+        q, k, v = block.qkv(block.norm1(x)).chunk(3, dim=-1)
+        q, k, v = (z.view(b, s, block.heads, block.head_dim).transpose(1, 2) for z in (q, k, v))
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return block.proj(y.transpose(1, 2).reshape(b, s, -1))
+
+    with torch.no_grad():
+        assert torch.allclose(attention_out(whole, x),
+                              sum(attention_out(half, x) for half in halves), atol=1e-5)
+        mlp_whole = whole.fc2(torch.nn.functional.gelu(whole.fc1(x)))
+        mlp_split = sum(half.fc2(torch.nn.functional.gelu(half.fc1(x))) for half in halves)
+        assert torch.allclose(mlp_whole, mlp_split, atol=1e-5)
+    assert sum(p.numel() for p in halves[0].parameters()) < sum(
+        p.numel() for p in whole.parameters())
+
+
+def test_a_users_block_factory_gets_the_shard_shape(monkeypatch):
+    torch = pytest.importorskip("torch")
+    from scalesim.calibration.models import block_module
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent))
+    shard = block_module("calib_factories:mlp_block", 64, 4, 256, 32, 4)
+    assert shard[1].out_features == 64 and shard(torch.randn(1, 32, 64)).shape == (1, 32, 64)
+    with pytest.raises(ScalesimError, match="must return a torch.nn.Module, not str"):
+        block_module("calib_factories:not_a_block", 64, 4, 256, 32, 2)
+    with pytest.raises(ScalesimError, match="has no attribute"):
+        block_module("calib_factories:nothing", 64, 4, 256, 32, 2)
+
+
+# ------------------------------------------------------------------ real 2-rank run (gloo)
+
+# Measured on the project's 2-core machine with other sessions running (load average 3-14): over
+# 23 runs of 24-30 rounds x 3 steps the ratio measured / predicted was 0.94-1.58 (median 1.21).
+# The model reproduces the parts (compute and all-reduces within a few % of their medians); the
+# run is up to 55% slower than their sum: its 16 all-reduces per step wait for the slower rank,
+# which the model does not charge (docs/calibration.md).
+RATIO_BOUNDS = (0.75, 1.75)
+
+
+@pytest.mark.slow
+def test_tensor_parallel_run_matches_the_calibrated_prediction(tmp_path):
+    out = tmp_path / "tp.json"
+    env = dict(os.environ)
+    env.pop("OMP_NUM_THREADS", None)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+           "-m", "scalesim.calibration.tp_check", "--rounds", "24", "--steps", "3",
+           "--out", str(out)]
+    result = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    check = json.loads(Path(out).read_text())
+    # the check means something: communication is a real share of the predicted step
+    assert check["comm_share"] > 0.05, check
+    assert check["block_fit_rel_rmse"] < 0.5, check
+    low, high = RATIO_BOUNDS
+    assert low <= check["ratio"] <= high, check
