@@ -197,9 +197,7 @@ def json_file(kind: str) -> st.SearchStrategy[FileSpec]:
 
 @st.composite
 def runs_csv(draw) -> FileSpec:
-    rows = [dict(r) for r in SEEDS["runs"]]
-    header = list(dict.fromkeys(k for r in rows for k in r))
-    table = [header] + [[_cell_text(r.get(k, "")) for k in header] for r in rows]
+    table = _runs_table()
     for _ in range(draw(st.integers(0, 3))):
         op = draw(st.sampled_from(["cell", "cell", "cell", "drop-col", "rename", "extra-cell",
                                    "no-rows", "many-rows"]))
@@ -219,13 +217,24 @@ def runs_csv(draw) -> FileSpec:
             table = table[:1]
         elif op == "many-rows":
             table = table + table[1:] * 50
-    out = io.StringIO()
-    csv.writer(out).writerows(table)
-    return FileSpec(".csv", out.getvalue().encode(), "runs")
+    return FileSpec(".csv", _csv_bytes(table), "runs")
 
 
 def _cell_text(value) -> str:
     return ";".join(f"{x:.6g}" for x in value) if isinstance(value, list) else str(value)
+
+
+def _runs_table() -> list[list[str]]:
+    """The seed runs as a header and rows of cells (a fresh copy each call)."""
+    rows = SEEDS["runs"]
+    header = list(dict.fromkeys(k for r in rows for k in r))
+    return [header] + [[_cell_text(r.get(k, "")) for k in header] for r in rows]
+
+
+def _csv_bytes(table: list[list[str]]) -> bytes:
+    out = io.StringIO()
+    csv.writer(out).writerows(table)
+    return out.getvalue().encode()
 
 
 @st.composite
@@ -622,15 +631,10 @@ def _quote(arg: str) -> str:
 
 def _base_line(command: str) -> list:
     """A command line that succeeds, to which one odd flag is added (JSON out where possible)."""
-    runs = io.StringIO()
-    rows = SEEDS["runs"]
-    header = list(dict.fromkeys(k for r in rows for k in r))
-    csv.writer(runs).writerows([header] + [[_cell_text(r.get(k, "")) for k in header]
-                                           for r in rows])
     return {
         "predict": ["predict", "--json"],
         "sweep": ["sweep", "--format", "json", "--devices", "1,8,16"],
-        "diagnose": ["diagnose", FileSpec(".csv", runs.getvalue().encode(), "runs"), "--json"],
+        "diagnose": ["diagnose", FileSpec(".csv", _csv_bytes(_runs_table()), "runs"), "--json"],
         "calibrate": ["calibrate", "--model", MISSING_MODULE, "--no-progress", "--out",
                       PathSpec("new", ".json")],
     }.get(command, [command])
@@ -709,16 +713,13 @@ def edge_file_lines() -> list[tuple[str, list]]:
         lines.append((f"calibrate --state-dir {kind}",
                       [*_base_line("calibrate"), "--state-dir", PathSpec(kind)]))
         lines.append((f"app --profiles {kind}", ["app", "--profiles", PathSpec(kind)]))
-    rows = SEEDS["runs"]
-    header = list(dict.fromkeys(k for r in rows for k in r))
+    header = _runs_table()[0]
     for column in header:
         for cell in ODD_CELLS:
-            table = [header] + [[_cell_text(r.get(k, "")) for k in header] for r in rows]
+            table = _runs_table()
             table[2][header.index(column)] = cell
-            out = io.StringIO()
-            csv.writer(out).writerows(table)
             lines.append((f"runs.csv {column}={cell[:12]!r}",
-                           ["diagnose", FileSpec(".csv", out.getvalue().encode(), "runs")]))
+                           ["diagnose", FileSpec(".csv", _csv_bytes(table), "runs")]))
     lines += [(f"trace {label}", ["diagnose", "--trace", *spec])
               for label, spec in _edge_traces()]
     return lines

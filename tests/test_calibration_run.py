@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -64,22 +65,20 @@ def _pid_of_rank_1_in_compute(out: Path, proc: subprocess.Popen) -> int:
         time.sleep(0.2)
     raise AssertionError("rank 1 never reached the compute phase")
 
+def ddp_step_s(folder: Path, name: str) -> float:
+    """One real 2-process DDP measurement of the test's model (median step of the slowest rank)."""
+    ddp = run(torchrun("scalesim.calibration.ddp_bench", *MODEL, "--batch", str(DDP_BATCH),
+                       "--steps", "20", "--warmup", "5", "--out", str(folder / name)), folder)
+    assert ddp.returncode == 0, ddp.stderr[-3000:]
+    return json.loads((folder / name).read_text())["step_time_s"]
+
+
 @pytest.fixture(scope="module")
 def calibrated(tmp_path_factory):
-    """One 2-process calibration and one 2-process DDP measurement of the same model."""
+    """One 2-process calibration (every phase) and a real DDP measurement just before it."""
     folder = tmp_path_factory.mktemp("calib")
     out = folder / "profile.json"
-
-    def ddp_step_s(name: str) -> float:
-        ddp = run(torchrun("scalesim.calibration.ddp_bench", *MODEL, "--batch", str(DDP_BATCH),
-                           "--steps", "20", "--warmup", "5", "--out", str(folder / name)),
-                  folder)
-        assert ddp.returncode == 0, ddp.stderr[-3000:]
-        return json.loads((folder / name).read_text())["step_time_s"]
-
-    # The real DDP step is measured just before and just after the calibration (their mean
-    # is the reference), so a change of machine load during the test affects both sides alike.
-    before = ddp_step_s("ddp-before.json")
+    before = ddp_step_s(folder, "ddp-0.json")
     started = time.monotonic()
     # Messages up to 32 MiB (--quick stops at 8): large enough that the per-call latency of
     # gloo on loopback (~1.6 ms here) is a small share of the largest message's time.
@@ -88,9 +87,8 @@ def calibrated(tmp_path_factory):
                  folder)
     wall_s = time.monotonic() - started
     assert result.returncode == 0, result.stderr[-3000:]
-    after = ddp_step_s("ddp-after.json")
-    return {"profile": out, "stdout": result.stdout, "wall_s": wall_s,
-            "ddp_step_s": (before, after), "folder": folder}
+    return {"profile": out, "stdout": result.stdout, "wall_s": wall_s, "ddp_before_s": before,
+            "folder": folder}
 
 
 def test_profile_passes_schema_and_has_every_part(calibrated):
@@ -208,18 +206,52 @@ def test_two_servers_time_the_inter_level_with_every_rank(tmp_path):
     assert ("lower bound" in inter.note) == inter.lower_bound
 
 
+# Rounds of the predict-vs-measure comparison: calibration and DDP measurement alternate
+# (d0 C1 d1 C2 d2 ... C5 d5, about 15 s per round unloaded), each round's prediction is judged
+# against the DDP runs just before and after it, and the test takes the median over rounds:
+# it fails only if three of the five rounds are more than 25% off.
+ROUNDS = 5
+
+
 def test_predict_matches_a_real_ddp_step(calibrated):
-    result = run([sys.executable, "-m", "scalesim.cli.main", "predict", "--profile",
-                  str(calibrated["profile"]), "--devices", "2", "--batch", str(DDP_BATCH),
-                  "--json"], calibrated["folder"])
-    assert result.returncode == 0, result.stderr
-    predicted = json.loads(result.stdout)[0]["step_time_s"]
-    before, after = calibrated["ddp_step_s"]
-    measured = (before + after) / 2
-    print(f"calibration {calibrated['wall_s']:.1f} s; DDP step at batch {DDP_BATCH}: "
-          f"predicted {predicted * 1e3:.1f} ms, measured {measured * 1e3:.1f} ms "
-          f"(before {before * 1e3:.1f}, after {after * 1e3:.1f})")
-    assert predicted == pytest.approx(measured, rel=0.25)
+    """Predicted step of 2-process DDP at batch 16 within 25% of the measured one, on a busy
+    machine too.
+
+    Robust to other work on the machine by design, not by tolerance: a change of machine speed
+    moves a calibration and the DDP runs beside it alike, so each round compares its own
+    prediction with the mean of the two DDP measurements that bracket its calibration (same
+    minute, same load); a burst of load during one round moves one ratio, and the median over
+    ``ROUNDS`` rounds ignores it. Round 1 uses the full calibration; later rounds re-time only
+    compute and jitter (``--phases compute,jitter``), the parts that move with load, and keep the
+    full calibration's links (its loopback all-reduce is about 5% of the step). The 25%
+    tolerance is the model's, unchanged (the predicted step is about 90% compute at batch 16).
+    """
+    from scalesim.predict import predict
+    from scalesim.schemas import Scenario
+
+    folder = calibrated["folder"]
+    base = load_profile(calibrated["profile"])
+    profiles = [base]
+    measured = [calibrated["ddp_before_s"], ddp_step_s(folder, "ddp-1.json")]
+    for r in range(2, ROUNDS + 1):
+        out = folder / f"compute-{r}.json"
+        result = run(torchrun("scalesim.calibration", "--quick", "--no-progress", *MODEL,
+                              *BATCHES, "--repeats", "8", "--phases", "compute,jitter",
+                              "--out", str(out)), folder)
+        assert result.returncode == 0, result.stderr[-3000:]
+        again = load_profile(out)
+        profiles.append(base.model_copy(update={"compute": again.compute,
+                                                "jitter": again.jitter}))
+        measured.append(ddp_step_s(folder, f"ddp-{r}.json"))
+    scenario = Scenario(devices=[2], micro_batch=DDP_BATCH)
+    predicted = [predict(p, scenario)[0].step_time_s for p in profiles]
+    reference = [(a + b) / 2 for a, b in zip(measured, measured[1:], strict=False)]
+    ratios = [p / m for p, m in zip(predicted, reference, strict=True)]
+    print(f"calibration {calibrated['wall_s']:.1f} s; DDP step at batch {DDP_BATCH} per round: "
+          "predicted " + ", ".join(f"{t * 1e3:.1f}" for t in predicted) + " ms; measured "
+          + ", ".join(f"{t * 1e3:.1f}" for t in measured) + " ms; ratios "
+          + ", ".join(f"{x:.3f}" for x in ratios) + f"; load {os.getloadavg()[0]:.1f}")
+    assert statistics.median(ratios) == pytest.approx(1.0, rel=0.25), ratios
 
 
 def test_user_model_and_dataset_factories_and_a_slow_rank(tmp_path):

