@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import statistics
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -41,6 +41,7 @@ from scalesim.presets import (
 )
 
 FORMAT = "scalesim-validation-cases/1"
+CaseT = TypeVar("CaseT", bound=BaseModel)
 
 # One set of documented defaults, used for every case (docs/validation.md says why).
 DEFAULT_PARAMS = 100e6  # gradient elements when a case gives none: a mid-size model
@@ -176,13 +177,15 @@ def _check_case(case: Case, where: str) -> None:
                                 "gbit_per_nic of at least 0.01") from None
 
 
-def parse_cases(data, what: str = "validation file") -> list[Case]:
-    """Validate parsed JSON as a ``scalesim-validation-cases/1`` file; one-line errors."""
+def parse_case_list(data, fmt: str, model: type[CaseT], what: str, hint: str = "",
+                    check=None) -> list[CaseT]:
+    """Validate parsed JSON as ``{"format": fmt, "cases": [...]}`` with every case a ``model``
+    of its own ``id``; ``check(case, where)`` adds per-case checks. One-line errors naming the
+    case. Shared by the validation file formats (this module, validate_parallel)."""
     if not isinstance(data, dict):
         raise ScalesimError(f"{what}: expected a JSON object with 'format' and 'cases'")
-    if data.get("format") != FORMAT:
-        raise ScalesimError(f"{what}: format is {data.get('format')!r}, expected '{FORMAT}' "
-                            "(see scalesim/data/validation/README.md)")
+    if data.get("format") != fmt:
+        raise ScalesimError(f"{what}: format is {data.get('format')!r}, expected '{fmt}'{hint}")
     extra = sorted(set(data) - {"format", "cases"})
     if extra:
         raise ScalesimError(f"{what}: unknown top-level field '{extra[0]}'; only format and cases")
@@ -193,13 +196,20 @@ def parse_cases(data, what: str = "validation file") -> list[Case]:
     for i, item in enumerate(raw):
         name = item.get("id") if isinstance(item, dict) else None
         where = f"{what}: case {name!r}" if isinstance(name, str) else f"{what}: case #{i}"
-        case = parse_model(item, Case, where)
+        case = parse_model(item, model, where)
         if case.id in ids:
             raise ScalesimError(f"{where}: id used twice; give every case its own id")
         ids.add(case.id)
-        _check_case(case, where)
+        if check is not None:
+            check(case, where)
         cases.append(case)
     return cases
+
+
+def parse_cases(data, what: str = "validation file") -> list[Case]:
+    """Validate parsed JSON as a ``scalesim-validation-cases/1`` file; one-line errors."""
+    return parse_case_list(data, FORMAT, Case, what,
+                           " (see scalesim/data/validation/README.md)", _check_case)
 
 
 def load_cases(path: str | Path) -> list[Case]:
@@ -246,13 +256,18 @@ class Report(BaseModel):
     summary: dict
 
 
-def error_stats(errors_pct, cases: int = 1) -> Stats:
+def abs_error_figures(errors_pct) -> dict:
+    """Mean, median and largest absolute error of ``errors_pct`` (percent); None when empty."""
     a = [abs(e) for e in errors_pct]
     if not a:
-        return Stats(cases=cases, points=0, mean_abs_pct=None, median_abs_pct=None,
-                     max_abs_pct=None)
-    return Stats(cases=cases, points=len(a), mean_abs_pct=statistics.fmean(a),
-                 median_abs_pct=statistics.median(a), max_abs_pct=max(a))
+        return {"mean_abs_pct": None, "median_abs_pct": None, "max_abs_pct": None}
+    return {"mean_abs_pct": statistics.fmean(a), "median_abs_pct": statistics.median(a),
+            "max_abs_pct": max(a)}
+
+
+def error_stats(errors_pct, cases: int = 1) -> Stats:
+    errors_pct = list(errors_pct)
+    return Stats(cases=cases, points=len(errors_pct), **abs_error_figures(errors_pct))
 
 
 # ---------------------------------------------------------------------------- prediction

@@ -1,6 +1,6 @@
 """Predict published model-parallel training runs (format ``scalesim-parallel-cases/1``).
 
-The format and its anchor rule are in ../shared/validation/parallel_cases.md: cases are grouped
+The format and its anchor rule are in scalesim/data/validation/parallel_cases.md: cases are grouped
 by system and software stack; in each group the one anchor case pins the device's sustained
 matmul efficiency (the share of the datasheet peak, solved so the model reproduces the anchor's
 published number); every other case is predicted from its own description (transformer shape,
@@ -12,7 +12,6 @@ docs/validation.md has the method and the results.
 from __future__ import annotations
 
 import re
-import statistics
 from pathlib import Path
 from typing import Literal
 
@@ -20,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from scalesim.errors import ScalesimError
-from scalesim.jsonio import parse_model, read_json
+from scalesim.jsonio import read_json
 from scalesim.layout import SCHEDULES, ParallelLayout, layout_problems
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
 from scalesim.model.overlap import GPU_COMM_CONTENTION
@@ -34,6 +33,7 @@ from scalesim.presets import (
     memory_bandwidth_of,
     peak_tflops_of,
 )
+from scalesim.validate import abs_error_figures, parse_case_list
 
 FORMAT = "scalesim-parallel-cases/1"
 
@@ -147,30 +147,21 @@ class ParallelCase(_Strict):
     measured: PCMeasured
 
 
+def _check_parallel_case(case: ParallelCase, where: str) -> None:
+    lay = case.layout
+    if lay.dp * lay.tp * lay.pp * lay.cp != lay.devices:
+        raise ScalesimError(f"{where}: devices {lay.devices} != dp {lay.dp} x tp {lay.tp} x "
+                            f"pp {lay.pp} x cp {lay.cp}")
+    if case.hardware.intra_node not in INTRA_LINKS:
+        raise ScalesimError(f"{where}: unknown hardware.intra_node "
+                            f"'{case.hardware.intra_node}'; use one of {', '.join(INTRA_LINKS)}")
+
+
 def parse_parallel_cases(data, what: str = "parallel cases file") -> list[ParallelCase]:
     """Validate parsed JSON as ``scalesim-parallel-cases/1``; one-line errors."""
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        got = data.get("format") if isinstance(data, dict) else None
-        raise ScalesimError(f"{what}: format is {got!r}, expected '{FORMAT}'")
-    raw = data.get("cases")
-    if not isinstance(raw, list) or not raw:
-        raise ScalesimError(f"{what}: 'cases' must be a non-empty list of cases")
-    cases, ids = [], set()
-    for i, item in enumerate(raw):
-        name = item.get("id") if isinstance(item, dict) else None
-        where = f"{what}: case {name!r}" if isinstance(name, str) else f"{what}: case #{i}"
-        case = parse_model(item, ParallelCase, where)
-        if case.id in ids:
-            raise ScalesimError(f"{where}: id used twice; give every case its own id")
-        ids.add(case.id)
-        lay = case.layout
-        if lay.dp * lay.tp * lay.pp * lay.cp != lay.devices:
-            raise ScalesimError(f"{where}: devices {lay.devices} != dp {lay.dp} x tp {lay.tp} x "
-                                f"pp {lay.pp} x cp {lay.cp}")
-        if case.hardware.intra_node not in INTRA_LINKS:
-            raise ScalesimError(f"{where}: unknown hardware.intra_node "
-                                f"'{case.hardware.intra_node}'; use one of {', '.join(INTRA_LINKS)}")
-        cases.append(case)
+    cases = parse_case_list(data, FORMAT, ParallelCase, what,
+                            " (see scalesim/data/validation/parallel_cases.md)",
+                            _check_parallel_case)
     groups: dict[str, int] = {}
     for c in cases:
         groups[c.group] = groups.get(c.group, 0) + int(c.anchor)
@@ -354,11 +345,8 @@ class ParallelReport(BaseModel):
 
 
 def _stats(errors: list[float]) -> dict:
-    a = [abs(e) for e in errors]
-    if not a:
-        return {"cases": 0, "mean_abs_pct": None, "median_abs_pct": None, "max_abs_pct": None}
-    return {"cases": len(a), "mean_abs_pct": statistics.fmean(a),
-            "median_abs_pct": statistics.median(a), "max_abs_pct": max(a)}
+    """``cases``: how many predicted cases; then their absolute-error figures (percent)."""
+    return {"cases": len(errors), **abs_error_figures(errors)}
 
 
 def validate_parallel_cases(cases: list[ParallelCase]) -> ParallelReport:

@@ -72,6 +72,19 @@ def test_anchor_rule_is_enforced(raw):
         parse_parallel_cases(data)
 
 
+def test_file_level_errors_name_the_problem(raw):
+    with pytest.raises(ScalesimError, match="expected a JSON object"):
+        parse_parallel_cases([raw])
+    with pytest.raises(ScalesimError, match="parallel_cases.md"):
+        parse_parallel_cases({**raw, "format": "scalesim-parallel-cases/0"})
+    with pytest.raises(ScalesimError, match="unknown top-level field 'note'"):
+        parse_parallel_cases({**raw, "note": "x"})
+    data = copy.deepcopy(raw)
+    data["cases"][1]["id"] = data["cases"][0]["id"]
+    with pytest.raises(ScalesimError, match="id used twice"):
+        parse_parallel_cases(data)
+
+
 def test_nulls_get_defaults_and_flags(raw):
     data = copy.deepcopy(raw)
     case = next(c for c in data["cases"] if c["group"] == "mbridge_2511_dgx_h100" and c["anchor"])
