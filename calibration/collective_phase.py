@@ -82,22 +82,25 @@ def _group_max(value: float, group, device) -> float:
     return float(t.item())
 
 
-def time_collective(op: str, group, ranks: int, size_bytes: int, device, target_s: float,
-                    rounds: int = ROUNDS) -> float:
-    """Seconds of one ``op`` on ``size_bytes``.
-
-    ``rounds`` timed loops of equal length share ``target_s``; a round's time is the slowest
-    rank's mean per call, and the result is the median round (robust to a busy moment).
-    """
-    numel = max(size_bytes // ELEMENT_BYTES // ranks, 1) * ranks
-    call = _op_call(op, group, ranks, numel, device)
+def time_call(call, group, device, target_s: float, rounds: int = ROUNDS,
+              sync: bool = False) -> float:
+    """Seconds of one ``call()`` across ``group``: a warm-up, a sizing call, then ``rounds``
+    timed loops of equal length sharing ``target_s``; a round's time is the slowest rank's mean
+    per call, and the result is the median round (robust to a busy moment). ``sync`` waits for
+    the device before each end mark (point-to-point calls, whose ranks run different code)."""
     clock = Clock(device)
+
+    def end():
+        if sync:
+            clock.sync()
+        return clock.mark()
+
     call()
     clock.sync()
     dist.barrier(group=group)
     start = clock.mark()
     call()
-    estimate = _group_max(clock.seconds(start, clock.mark()), group, device)
+    estimate = _group_max(clock.seconds(start, end()), group, device)
     iters = int(min(max(math.ceil(target_s / rounds / max(estimate, 1e-7)), 2), 1000))
     per_round = []
     for _ in range(rounds):
@@ -105,8 +108,15 @@ def time_collective(op: str, group, ranks: int, size_bytes: int, device, target_
         start = clock.mark()
         for _ in range(iters):
             call()
-        per_round.append(_group_max(clock.seconds(start, clock.mark()) / iters, group, device))
+        per_round.append(_group_max(clock.seconds(start, end()) / iters, group, device))
     return float(np.median(per_round))
+
+
+def time_collective(op: str, group, ranks: int, size_bytes: int, device, target_s: float,
+                    rounds: int = ROUNDS) -> float:
+    """Seconds of one ``op`` on ``size_bytes``, timed by ``time_call``."""
+    numel = max(size_bytes // ELEMENT_BYTES // ranks, 1) * ranks
+    return time_call(_op_call(op, group, ranks, numel, device), group, device, target_s, rounds)
 
 
 def sweep(ctx: DistContext, group, ranks: int, args, progress) -> list[CollectivePoint]:

@@ -10,7 +10,7 @@ the ``--block-*`` transformer, timed inside each server, beside what the link mo
   stages, ``S / t`` bytes with Megatron's scatter/gather of the tp-split activations, for every
   t (and ``S``); even ranks send to the next rank, all pairs at once.
 
-Each message uses the collectives phase's loop (``time_collective``: warm-up, a sizing call,
+Each message uses the collectives phase's loop (``collective_phase.time_call``: warm-up, a sizing call,
 three equal timed loops sharing ``--coll-time-s``, the slowest rank's mean per call, the
 median loop). ``model_s`` is what the link model predicts from the intra-server level the sweep
 just fitted (ring formulas of §2; a pipeline send is ``latency + S / busbw`` as §15 charges it).
@@ -18,15 +18,11 @@ just fitted (ring formulas of §2; a pipeline send is ``latency + S / busbw`` as
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import torch
 import torch.distributed as dist
 from scalesim.calibration.block_fit import Block
-from scalesim.calibration.collective_phase import ROUNDS, _group_max, time_collective
+from scalesim.calibration.collective_phase import ROUNDS, time_call, time_collective
 from scalesim.calibration.dist import DistContext
-from scalesim.calibration.timing import Clock
 
 from scalesim.model import collectives as coll
 from scalesim.model.pipeline_schedule import p2p_s
@@ -62,24 +58,7 @@ def time_send_recv(group, ranks: list[int], rank: int, size_bytes: int, device,
         else:
             dist.recv(buf, src=ranks[0], group=group)
 
-    clock = Clock(device)
-    call()
-    clock.sync()
-    dist.barrier(group=group)
-    start = clock.mark()
-    call()
-    clock.sync()
-    estimate = _group_max(clock.seconds(start, clock.mark()), group, device)
-    iters = int(min(max(math.ceil(target_s / rounds / max(estimate, 1e-7)), 2), 1000))
-    per_round = []
-    for _ in range(rounds):
-        dist.barrier(group=group)
-        start = clock.mark()
-        for _ in range(iters):
-            call()
-        clock.sync()
-        per_round.append(_group_max(clock.seconds(start, clock.mark()) / iters, group, device))
-    return float(np.median(per_round))
+    return time_call(call, group, device, target_s, rounds, sync=True)
 
 
 def predicted_s(op: str, size_bytes: float, ranks: int, link: LinkLevel) -> float:
