@@ -98,16 +98,22 @@ def free_bytes(path: str | os.PathLike[str]) -> int | None:
     return fs.f_bavail * fs.f_frsize
 
 
-@contextlib.contextmanager
-def open_output(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
-    """A UTF-8 text handle that writes ``path`` as the module docstring says; the file appears
-    (atomically, for a regular file) only when the ``with`` block ends without an exception."""
+def _target(path: str | os.PathLike[str]) -> tuple[Path, os.stat_result | None]:
+    """``path`` as a Path and its stat (None when absent); an empty name or a folder raises."""
     target = Path(path)
     if str(path) == "":
         raise ScalesimError("the output file name is empty")
     st = _existing(target)
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise ScalesimError(f"{target}: is a folder; give a file name")
+    return target, st
+
+
+@contextlib.contextmanager
+def open_output(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
+    """A UTF-8 text handle that writes ``path`` as the module docstring says; the file appears
+    (atomically, for a regular file) only when the ``with`` block ends without an exception."""
+    target, st = _target(path)
     if _in_place(target, st):
         try:
             # Appending: a stream opened by the shell with >> keeps what it has (a device or pipe
@@ -156,12 +162,7 @@ def write_text(path: str | os.PathLike[str], text: str) -> Path:
 def check_writable(path: str | os.PathLike[str]) -> None:
     """Raise the error :func:`open_output` would, before any work is done: the target is a
     folder, or no file can be made in its folder (a probe file is created and removed)."""
-    target = Path(path)
-    if str(path) == "":
-        raise ScalesimError("the output file name is empty")
-    st = _existing(target)
-    if st is not None and stat.S_ISDIR(st.st_mode):
-        raise ScalesimError(f"{target}: is a folder; give a file name")
+    target, st = _target(path)
     if _in_place(target, st):
         try:  # opening for writing (no truncation) is the only faithful test (/proc is special)
             os.close(os.open(target, os.O_WRONLY | os.O_NONBLOCK))
