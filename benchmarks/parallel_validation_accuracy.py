@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from scalesim.jsonio import atomic_write_text
+from scalesim.outfiles import write_between_markers
 from scalesim.shipped import validation_path
 from scalesim.validate_parallel import (
     TARGETS,
@@ -87,14 +87,6 @@ def render(report: ParallelReport, cases_name: str, seconds: float) -> str:
                       targets_line(report), ""])
 
 
-def replace_between(text: str, body: str) -> str:
-    """``text`` with everything between the markers replaced by ``body``."""
-    start, end = text.find(BEGIN), text.find(END)
-    if start < 0 or end < start:
-        raise SystemExit(f"markers {BEGIN} ... {END} not found in the doc")
-    return text[: start + len(BEGIN)] + "\n" + body + "\n" + text[end:]
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cases", nargs="?", default=str(DEFAULT_CASES))
@@ -108,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     print(targets_line(report))
     if not args.no_write:
         doc = Path(args.doc)
-        atomic_write_text(doc, replace_between(doc.read_text(), body))
+        write_between_markers(doc, BEGIN, END, body)
         print(f"wrote {doc}")
     return 0
 

@@ -159,6 +159,20 @@ def write_text(path: str | os.PathLike[str], text: str) -> Path:
     return Path(path)
 
 
+def write_between_markers(path: str | os.PathLike[str], begin: str, end: str, body: str) -> Path:
+    """Replace the text between the lines ``begin`` and ``end`` of the UTF-8 file ``path`` by
+    ``body`` (a line break either side), written as :func:`write_text` does; the benchmarks'
+    generated tables in docs/ use it. Missing markers raise a one-line ScalesimError."""
+    from scalesim.jsonio import read_text
+
+    text = read_text(path)
+    start, stop = text.find(begin), text.find(end)
+    if start < 0 or stop < start:
+        raise ScalesimError(f"{path}: markers {begin} ... {end} not found; add them where the "
+                            "generated text goes")
+    return write_text(path, text[: start + len(begin)] + "\n" + body + "\n" + text[stop:])
+
+
 def check_writable(path: str | os.PathLike[str]) -> None:
     """Raise the error :func:`open_output` would, before any work is done: the target is a
     folder, or no file can be made in its folder (a probe file is created and removed)."""

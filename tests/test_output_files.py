@@ -227,3 +227,16 @@ def test_dev_stdout_writes_through_a_pipe_and_an_appending_redirect(tmp_path):
                               timeout=120)
     assert done.returncode == 0, done.stderr
     assert log.read_text() == "kept\n" + piped.stdout
+
+
+def test_write_between_markers_replaces_only_the_marked_text(tmp_path):
+    from scalesim.outfiles import write_between_markers
+
+    doc = tmp_path / "doc.md"
+    doc.write_text("head\n<!-- t:begin -->\nold\n<!-- t:end -->\ntail\n")
+    write_between_markers(doc, "<!-- t:begin -->", "<!-- t:end -->", "new")
+    assert doc.read_text() == "head\n<!-- t:begin -->\nnew\n<!-- t:end -->\ntail\n"
+    doc.write_text("no markers\n")
+    with pytest.raises(ScalesimError, match="markers <!-- t:begin --> ... <!-- t:end --> not found"):
+        write_between_markers(doc, "<!-- t:begin -->", "<!-- t:end -->", "new")
+    assert doc.read_text() == "no markers\n"
