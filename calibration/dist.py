@@ -9,7 +9,7 @@
   group); the inter-node link is timed on the world group, every rank of every server. Every
   rank creates every group, in the same order, as new_group requires.
 - NCCL runs with ``NCCL_ALGO=Ring`` unless the user set it: a link level is described by its
-  ring bus bandwidth (docs/model.md §2, §11), and on two nodes NCCL's tree reports a busbw above
+  ring bus bandwidth (docs/model.md §2, §18), and on two nodes NCCL's tree reports a busbw above
   the NICs' line rate (nccl-tests#160, #169). Gloo's all-reduce is a ring.
 
 Failure handling (a rank that dies or hangs must stop the whole run within a bounded time):
