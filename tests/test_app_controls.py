@@ -5,10 +5,9 @@ from __future__ import annotations
 import base64
 import json
 import zlib
-from pathlib import Path
 
 import pytest
-import scalesim.app
+from app_harness import open_app
 from scalesim.app.planner_page import WIDGET_FIELDS
 from scalesim.app.state import (
     AppState,
@@ -20,24 +19,12 @@ from scalesim.app.state import (
     refusal,
     widget_bounds,
 )
-from streamlit.testing.v1 import AppTest
 
 from scalesim.errors import ScalesimError
 
-SCRIPT = str(Path(scalesim.app.__file__).with_name("streamlit_app.py"))
-
-
-def _app(query: dict | None = None) -> AppTest:
-    at = AppTest.from_file(SCRIPT, default_timeout=120)
-    for key, value in (query or {}).items():
-        at.query_params[key] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
 
 def test_every_number_widget_takes_its_bounds_from_the_state():
-    at = _app()
+    at = open_app()
     widgets = {w.key: w for w in at.sidebar.number_input}
     assert widgets, "no number inputs drawn"
     for key, w in widgets.items():
@@ -62,7 +49,7 @@ def test_refusal_is_one_plain_sentence_and_names_what_is_kept():
 def test_an_out_of_range_value_leaves_the_page_following_the_other_controls():
     # A browser's number input refuses a value beyond its bounds before sending it (checked in
     # test_app_decide_browser.py); a value injected past the widget never reaches the state.
-    at = _app()
+    at = open_app()
     at.sidebar.number_input(key="k_mb").set_value(20_000_000)
     at.run()
     assert not at.exception
@@ -99,7 +86,7 @@ def test_a_poisoned_profile_blob_is_refused_and_the_page_still_draws(poison):
     state, profile, messages = decode_query(params)
     assert any("profile in the link" in m for m in messages), messages
     assert profile == preset_profile(state)
-    at = _app(params)  # the cache round trip must not crash
+    at = open_app(params)  # the cache round trip must not crash
     assert any("profile in the link" in w.value for w in at.warning)
 
 

@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import scalesim.app
+from app_harness import knee_line, open_app, upload_profile
 from scalesim.app.plan import headline, make_plan
 from scalesim.app.report import report_html
 from scalesim.app.state import default_state, preset_profile
-from streamlit.testing.v1 import AppTest
 
 from scalesim.profiles import default_profile
 from scalesim.remedies import rank_remedies
 from scalesim.schemas import LoaderCurve, LoaderPoint, Scenario
-
-SCRIPT = str(Path(scalesim.app.__file__).with_name("streamlit_app.py"))
-
-
-def _knee_line(at) -> str:
-    """The headline's knee / best-remedy line (the first markdown is the story sentence)."""
-    return next(m.value for m in at.markdown if m.value.startswith("**Knee:**"))
 
 
 def stalled_profile():
@@ -93,14 +83,11 @@ def test_data_stall_is_said_and_the_loader_remedy_ranks_first():
 
 
 def test_page_headline_says_not_runnable_and_keeps_following_controls():
-    at = AppTest.from_file(SCRIPT, default_timeout=120)
-    at.query_params.update({"v": "1", "mb": "100000", "dmax": "16"})
-    at.run()
-    assert not at.exception
+    at = open_app({"v": "1", "mb": "100000", "dmax": "16"})
     metrics = {m.label: m.value for m in at.metric}
     assert any(v == "not runnable" for v in metrics.values()), metrics
     assert any("not runnable" in e.value for e in at.error)
-    assert "Largest single gain:** Smaller micro-batches" in _knee_line(at)
+    assert "Largest single gain:** Smaller micro-batches" in knee_line(at)
 
 
 def test_with_only_a_critical_batch_size_remedies_rank_by_relative_time_to_quality():
@@ -112,13 +99,8 @@ def test_with_only_a_critical_batch_size_remedies_rank_by_relative_time_to_quali
 
 
 def test_the_page_says_the_data_stall_beside_a_perfect_efficiency():
-    at = AppTest.from_file(SCRIPT, default_timeout=120)
-    at.run()
-    at.sidebar.file_uploader(key="upload").set_value(
-        ("slow.json", stalled_profile().model_dump_json().encode(), "application/json"))
-    at.run()
-    assert not at.exception
+    at = upload_profile(open_app(), stalled_profile(), "slow.json")
     efficiency = next(m for m in at.metric if m.label.startswith("Scaling efficiency"))
     assert "data stall" in efficiency.delta
     assert any("Data stall" in w.value for w in at.warning)
-    assert "Largest single gain:** Cache the input" in _knee_line(at)
+    assert "Largest single gain:** Cache the input" in knee_line(at)

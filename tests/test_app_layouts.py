@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import scalesim.app
+from app_harness import open_app
 from scalesim.app.plan import build_scenario, layout_ranking, make_plan
 from scalesim.app.state import (
     AppState,
@@ -15,23 +13,12 @@ from scalesim.app.state import (
     preset_profile,
     with_profile_defaults,
 )
-from streamlit.testing.v1 import AppTest
 
 from scalesim.predict import predict
 from scalesim.schemas import ScenarioLayout
 
-SCRIPT = str(Path(scalesim.app.__file__).with_name("streamlit_app.py"))
 LAYOUT_LINK = {"v": "3", "hw": "dgx-a100", "wl": "gpt-7.5b", "dmax": "64", "tp": "2",
                "pp": "2", "sp": "1", "mb": "1", "acc": "8"}
-
-
-def _app(query: dict | None = None) -> AppTest:
-    at = AppTest.from_file(SCRIPT, default_timeout=120)
-    for key, value in (query or {}).items():
-        at.query_params[key] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def _gpt_state(**changes) -> AppState:
@@ -86,7 +73,7 @@ def test_a_layout_on_a_parameter_count_workload_is_left_out_with_a_note():
 
 
 def test_the_layout_link_opens_the_page_with_the_split_and_its_controls():
-    at = _app(LAYOUT_LINK)
+    at = open_app(LAYOUT_LINK)
     assert at.sidebar.number_input(key="k_tp").value == 2
     assert at.sidebar.number_input(key="k_pp").value == 2
     assert at.sidebar.toggle(key="k_sp").value is True
@@ -103,7 +90,7 @@ def test_the_layout_link_opens_the_page_with_the_split_and_its_controls():
 
 
 def test_the_layouts_tab_ranks_layouts_and_draws_their_breakdown():
-    at = _app({**LAYOUT_LINK, "tab": "layouts"})
+    at = open_app({**LAYOUT_LINK, "tab": "layouts"})
     assert len(at.get("vega_lite_chart")) == 1
     table = at.dataframe[-1].value
     assert list(table["rank"]) == list(range(1, len(table) + 1))
@@ -117,7 +104,7 @@ def test_the_layouts_tab_ranks_layouts_and_draws_their_breakdown():
 
 
 def test_the_layouts_tab_explains_a_parameter_count():
-    at = _app({"v": "3", "tab": "layouts"})
+    at = open_app({"v": "3", "tab": "layouts"})
     assert any("parameter count only" in i.value for i in at.info)
     assert len(at.get("vega_lite_chart")) == 0
 

@@ -3,31 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-import scalesim.app
+from app_harness import knee_line, open_app, upload_profile
 from scalesim.app.plan import headline, make_plan
 from scalesim.app.state import AppState, decode_query, default_state, preset_profile
 from streamlit.testing.v1 import AppTest
 from test_app_state import measured_profile
-
-SCRIPT = str(Path(scalesim.app.__file__).with_name("streamlit_app.py"))
-TIMEOUT_S = 120  # the first run imports pandas, Altair and the model on a busy CI machine
-
-
-def _knee_line(at) -> str:
-    """The headline's knee / best-remedy line (the first markdown is the story sentence)."""
-    return next(m.value for m in at.markdown if m.value.startswith("**Knee:**"))
-
-
-def _app(query: dict | None = None) -> AppTest:
-    at = AppTest.from_file(SCRIPT, default_timeout=TIMEOUT_S)
-    for key, value in (query or {}).items():
-        at.query_params[key] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def _metrics(at: AppTest) -> dict[str, str]:
@@ -43,14 +25,14 @@ def _charts(at: AppTest) -> int:
 
 
 def test_opens_on_the_default_presets_with_the_curve_drawn():
-    at = _app()
+    at = open_app()
     state = default_state()
     plan = make_plan(preset_profile(state), state)
     h = headline(plan)
     metrics = _metrics(at)
     assert metrics[f"Scaling efficiency at {h['devices']} devices"] == h["efficiency"]
-    assert "crosses server boundary: inter-server link" in _knee_line(at)
-    assert h["best_remedy"] in _knee_line(at)
+    assert "crosses server boundary: inter-server link" in knee_line(at)
+    assert h["best_remedy"] in knee_line(at)
     assert _charts(at) == 2  # throughput and efficiency on the first tab
     assert _query(at) == {"v": "2", "ph": _query(at)["ph"]}  # the defaults: nothing else
     assert "v=2" in at.code[0].value and "at=20" in at.code[0].value  # the visible share link
@@ -58,7 +40,7 @@ def test_opens_on_the_default_presets_with_the_curve_drawn():
 
 
 def test_a_widget_change_updates_numbers_and_link():
-    at = _app()
+    at = open_app()
     before = _metrics(at)
     at.sidebar.selectbox(key="k_strat").set_value("zero3")
     at.sidebar.number_input(key="k_mb").set_value(64)
@@ -74,7 +56,7 @@ def test_a_widget_change_updates_numbers_and_link():
 
 
 def test_share_link_round_trip_opens_the_same_numbers():
-    sender = _app()
+    sender = open_app()
     sender.sidebar.selectbox(key="k_hw").set_value("dgx-a100").run()
     sender.sidebar.selectbox(key="k_inter").set_value("ethernet").run()
     sender.sidebar.number_input(key="k_price").set_value(3.5)
@@ -83,10 +65,10 @@ def test_share_link_round_trip_opens_the_same_numbers():
     sender.run()
     assert not sender.exception
     link = _query(sender)
-    receiver = _app(link)
+    receiver = open_app(link)
     assert not receiver.warning
     assert _metrics(receiver) == _metrics(sender)
-    assert _knee_line(receiver) == _knee_line(sender)
+    assert knee_line(receiver) == knee_line(sender)
     assert receiver.session_state["app_state"] == sender.session_state["app_state"]
     a = make_plan(sender.session_state["profile"], sender.session_state["app_state"])
     b = make_plan(receiver.session_state["profile"], receiver.session_state["app_state"])
@@ -95,8 +77,8 @@ def test_share_link_round_trip_opens_the_same_numbers():
 
 
 def test_tampered_link_warns_falls_back_and_never_crashes():
-    at = _app({"v": "1", "dmax": "-5", "strat": "__import__('os')", "mb": "16",
-               "prof": "eJzLSM3JyVcozy_KSQEAGgQEXQ"})
+    at = open_app({"v": "1", "dmax": "-5", "strat": "__import__('os')", "mb": "16",
+                   "prof": "eJzLSM3JyVcozy_KSQEAGgQEXQ"})
     warnings = " ".join(w.value for w in at.warning)
     assert "dmax" in warnings and "strat" in warnings and "profile in the link" in warnings
     state: AppState = at.session_state["app_state"]
@@ -105,31 +87,28 @@ def test_tampered_link_warns_falls_back_and_never_crashes():
 
 
 def test_link_from_another_version_shows_the_defaults():
-    at = _app({"v": "7", "mb": "16"})
+    at = open_app({"v": "7", "mb": "16"})
     assert "v1 to v3 links" in at.warning[0].value
     assert at.session_state["app_state"].mb == default_state().mb
 
 
 def test_uploaded_profile_is_used_and_travels_in_the_link():
-    at = _app()
+    at = open_app()
     profile = measured_profile()
-    at.sidebar.file_uploader(key="upload").set_value(
-        ("lab.json", profile.model_dump_json().encode(), "application/json"))
-    at.run()
-    assert not at.exception
+    upload_profile(at, profile)
     assert any("Loaded profile" in s.value for s in at.sidebar.success)
     assert at.session_state["profile"] == profile
     q = _query(at)
     assert q["src"] == "custom" and "cv" not in q  # the profile's jitter is the control's value
     assert at.session_state["app_state"].cv == 0.03
-    receiver = _app(q)
+    receiver = open_app(q)
     assert _metrics(receiver) == _metrics(at)
     assert receiver.session_state["profile"].compute == profile.compute.model_copy(
         update={"points": [], "source": ""})
 
 
 def test_a_bad_upload_is_refused_with_one_line():
-    at = _app()
+    at = open_app()
     at.sidebar.file_uploader(key="upload").set_value(("bad.json", b"{not json", "application/json"))
     at.run()
     assert not at.exception
@@ -148,15 +127,12 @@ def test_an_upload_with_a_value_beyond_the_controls_warns_and_still_plans():
     the critical batch's default) may still lie below the critical-batch control's range."""
     from scalesim.schemas import NoiseScale
 
-    at = _app()
+    at = open_app()
     base = measured_profile()
     profile = base.model_copy(update={
         "workload": base.workload.model_copy(update={"critical_batch_size": None}),
         "noise_scale": NoiseScale(b_simple=0.5, small_batch=8, big_batch=64)})
-    at.sidebar.file_uploader(key="upload").set_value(
-        ("huge.json", profile.model_dump_json().encode(), "application/json"))
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    upload_profile(at, profile, "huge.json")
     warning = at.sidebar.warning[0].value.replace("\\", "")
     assert "Loaded profile" in warning and "'cbs'" in warning and "\n" not in warning
     state = at.session_state["app_state"]
@@ -168,7 +144,7 @@ def test_profiles_folder_lists_and_loads(tmp_path, monkeypatch):
     (tmp_path / "lab.json").write_text(measured_profile().model_dump_json())
     (tmp_path / "notes.txt").write_text("ignored")
     monkeypatch.setenv("SCALESIM_APP_PROFILES", str(tmp_path))
-    at = _app()
+    at = open_app()
     picker = at.sidebar.selectbox(key="folder_pick")
     assert picker.options == ["(choose a file)", "lab.json"]
     picker.set_value("lab.json").run()
@@ -180,7 +156,7 @@ def test_profiles_folder_lists_and_loads(tmp_path, monkeypatch):
                                          ("Hours & cost", 2), ("Time to quality", 1),
                                          ("A vs B", 1)])
 def test_each_tab_draws(tab, charts):
-    at = _app({"v": "1", "cbs": "4096", "train": "1000000000", "price": "4"})
+    at = open_app({"v": "1", "cbs": "4096", "train": "1000000000", "price": "4"})
     at.session_state["k_tab"] = tab
     at.run()
     assert not at.exception
@@ -195,7 +171,7 @@ def test_each_tab_draws(tab, charts):
 
 
 def test_missing_price_explains_what_to_enter():
-    at = _app({"v": "1", "tab": "cost", "price": ""})
+    at = open_app({"v": "1", "tab": "cost", "price": ""})
     assert any("price per device-hour" in i.value for i in at.info)
     assert _charts(at) == 0
 
@@ -217,7 +193,7 @@ def _bound_links():
 @pytest.mark.parametrize("which", [0, 1])
 def test_links_at_the_limits_render(which):
     link = _bound_links()[which]
-    at = _app(link)
+    at = open_app(link)
     assert not at.warning
     # the highest micro-batch does not fit in memory: said as such, never as a number to praise
     assert all("not runnable" in e.value for e in at.error)
@@ -225,7 +201,7 @@ def test_links_at_the_limits_render(which):
 
 
 def test_my_device_list_draws_those_counts_and_says_what_it_left_out():
-    at = _app()
+    at = open_app()
     at.sidebar.radio(key="k_grid").set_value("list").run()
     at.sidebar.text_input(key="k_dlist").set_value("1,4,8,12,32").run()
     assert not at.exception
@@ -236,7 +212,7 @@ def test_my_device_list_draws_those_counts_and_says_what_it_left_out():
 
 
 def test_text_from_a_link_is_shown_as_text_not_markup():
-    at = _app({"v": "1", "grid": "list", "dlist": "![x](http://example.invalid/t.png)"})
+    at = open_app({"v": "1", "grid": "list", "dlist": "![x](http://example.invalid/t.png)"})
     notes = " ".join(i.value for i in at.info)
     assert "device list" in notes and "\\[x\\]" in notes  # escaped: no image is fetched
     assert [r.devices for r in make_plan(at.session_state["profile"],

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import scalesim.app
+from app_harness import open_app, upload_profile
 from scalesim.app.plan import make_plan
 from scalesim.app.report import report_html
 from scalesim.app.state import compact_profile, decode_query, encode_query, profile_caveats
-from streamlit.testing.v1 import AppTest
 from test_app_state import measured_profile
 
 from scalesim.schemas import LinkCalibration
 
-SCRIPT = str(Path(scalesim.app.__file__).with_name("streamlit_app.py"))
 NOT_MEASURED = "NOT MEASURED (one server); numbers from preset ethernet:1x100"
 
 
@@ -28,23 +24,6 @@ def one_server_profile():
         "links": [*base.links, LinkCalibration(level="inter_node", measured=False,
                                                note=NOT_MEASURED)],
     })
-
-
-def _upload(at: AppTest, profile) -> AppTest:
-    at.sidebar.file_uploader(key="upload").set_value(
-        ("lab.json", profile.model_dump_json().encode(), "application/json"))
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def _app(query=None) -> AppTest:
-    at = AppTest.from_file(SCRIPT, default_timeout=120)
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def test_caveats_survive_the_compact_profile_and_reach_the_report():
@@ -67,7 +46,7 @@ def _state_for(profile):
 
 
 def test_an_upload_replaces_the_preset_pickers_and_sets_the_link_controls():
-    at = _upload(_app(), one_server_profile())
+    at = upload_profile(open_app(), one_server_profile())
     keys = {w.key for w in at.sidebar.selectbox}
     assert "k_hw" not in keys and "k_wl" not in keys  # no picker showing unused presets
     assert any("Using" in i.value and "one-server lab" in i.value for i in at.sidebar.info)
@@ -77,7 +56,7 @@ def test_an_upload_replaces_the_preset_pickers_and_sets_the_link_controls():
 
 
 def test_leaving_a_profile_is_an_explicit_button():
-    at = _upload(_app(), one_server_profile())
+    at = upload_profile(open_app(), one_server_profile())
     at.sidebar.button(key="leave_profile").click()
     at.run()
     assert not at.exception
@@ -88,9 +67,9 @@ def test_leaving_a_profile_is_an_explicit_button():
 
 
 def test_the_receiver_of_an_uploaded_profile_sees_the_same_numbers_and_caveats():
-    sender = _upload(_app(), one_server_profile())
+    sender = upload_profile(open_app(), one_server_profile())
     query = {k: (v[-1] if isinstance(v, list) else v) for k, v in sender.query_params.items()}
-    receiver = _app(query)
+    receiver = open_app(query)
     assert {m.label: m.value for m in receiver.metric} == {m.label: m.value
                                                           for m in sender.metric}
     text = " ".join(e.value for e in receiver.markdown)

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-import scalesim.app
+from app_harness import open_app
 from scalesim.app.plan import make_plan
 from scalesim.app.report import report_html
 from scalesim.app.state import default_state, preset_profile
-from streamlit.testing.v1 import AppTest
 
 from scalesim.cli.main import main
 from scalesim.decision import card_rows, decide
@@ -18,8 +16,6 @@ from scalesim.network_upgrades import UPGRADES, upgrades_for
 from scalesim.predict import predict
 from scalesim.profiles import default_profile
 from scalesim.schemas import Scenario
-
-SCRIPT = str(Path(scalesim.app.__file__).with_name("streamlit_app.py"))
 
 
 def test_the_default_card_asks_the_articles_question_and_prices_every_option():
@@ -89,10 +85,7 @@ def test_cli_decide_table_and_bad_focus(capsys):
 
 def test_the_page_and_the_report_lead_with_the_card():
     plan = _plan()
-    at = AppTest.from_file(SCRIPT, default_timeout=120)
-    at.query_params.update({"v": "1", "dmax": "16", "train": "2000000000"})
-    at.run()
-    assert not at.exception
+    at = open_app({"v": "1", "dmax": "16", "train": "2000000000"})
     shown = at.table[0].value.reset_index().to_dict("records")
     assert shown == card_rows(plan.decision)
     assert any(plan.decision.recommendation in s.value.replace("\\", "") for s in at.success)

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-import scalesim.app
-from streamlit.testing.v1 import AppTest
+from app_harness import open_app
 
 from scalesim.cli.main import main
 from scalesim.errors import ScalesimError
@@ -84,12 +82,8 @@ def test_cli_goal_json_and_table(capsys):
 
 
 def test_the_app_goal_tab_shows_the_answer_and_the_front():
-    at = AppTest.from_file(str(Path(scalesim.app.__file__).with_name("streamlit_app.py")),
-                           default_timeout=120)
-    at.query_params.update({"v": "1", "train": "2000000000", "cbs": "4096", "dl": "72",
-                            "bud": "50000", "tab": "goal"})
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = open_app({"v": "1", "train": "2000000000", "cbs": "4096", "dl": "72", "bud": "50000",
+                   "tab": "goal"})
     assert any("Cheapest plan that meets the goal" in s.value for s in at.success)
     assert len(at.get("vega_lite_chart")) == 1
     assert any("Chart in words" in c.value for c in at.caption)

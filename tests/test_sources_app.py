@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import scalesim.app
+from app_harness import open_app
 from scalesim.app.state import compact_profile
-from streamlit.testing.v1 import AppTest
 
 from scalesim.profiles import default_profile
 from scalesim.sources.calibrate_from import calibrate_from_sources
 from scalesim.sources.provenance import provenance
 
-SCRIPT = str(Path(scalesim.app.__file__).with_name("streamlit_app.py"))
 FIX = Path(__file__).parent / "fixtures"
 
 
@@ -39,8 +37,7 @@ def test_share_links_leave_the_topology_out(tmp_path):
 def test_the_picker_loads_the_profile_and_shows_where_numbers_came_from(tmp_path, monkeypatch):
     _from_sources(tmp_path)
     monkeypatch.setenv("SCALESIM_APP_PROFILES", str(tmp_path))
-    at = AppTest.from_file(SCRIPT, default_timeout=120)
-    at.run()
+    at = open_app()
     at.sidebar.selectbox(key="folder_pick").set_value("p.json").run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.session_state["profile"].hardware.devices_per_node == 8

@@ -1,0 +1,36 @@
+"""Shared helpers of the app tests under Streamlit's AppTest: the planner script, a run that
+must not raise, a profile upload and the headline's knee line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import scalesim.app
+from streamlit.testing.v1 import AppTest
+
+SCRIPT = str(Path(scalesim.app.__file__).with_name("streamlit_app.py"))
+TIMEOUT_S = 120  # the first run imports pandas, Altair and the model on a busy CI machine
+
+
+def open_app(query: dict | None = None) -> AppTest:
+    """The planner page run once with ``query`` as its URL parameters; no exception raised."""
+    at = AppTest.from_file(SCRIPT, default_timeout=TIMEOUT_S)
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def upload_profile(at: AppTest, profile, name: str = "lab.json") -> AppTest:
+    """Upload ``profile`` (a pydantic Profile) through the sidebar and rerun; no exception."""
+    at.sidebar.file_uploader(key="upload").set_value(
+        (name, profile.model_dump_json().encode(), "application/json"))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def knee_line(at: AppTest) -> str:
+    """The headline's knee / best-remedy line (the first markdown is the story sentence)."""
+    return next(m.value for m in at.markdown if m.value.startswith("**Knee:**"))
