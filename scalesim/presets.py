@@ -233,6 +233,13 @@ def _datasheet_bandwidth(device_name: str) -> float:
     return memory_bandwidth_of(device_name)[0]
 
 
+def _datasheet(device_name: str) -> dict:
+    """A hardware preset's device: its name, 16-bit dense peak (TFLOP/s, PEAK_TFLOPS) and memory
+    bandwidth (GB/s, MEMORY_BANDWIDTH_GBPS), each stated once in those tables."""
+    return {"device_name": device_name, "peak_tflops": peak_tflops_of(device_name)[0],
+            "memory_bandwidth_GBps": _datasheet_bandwidth(device_name)}
+
+
 def inter_link(kind: str, nics_per_node: int, gbit_per_nic: float, source: str = "") -> LinkLevel:
     """A preset inter-server link: ``nics_per_node`` NICs of ``gbit_per_nic`` Gbit/s each."""
     line_GBps = nics_per_node * gbit_per_nic / 8.0
@@ -299,31 +306,26 @@ PRICES: dict[str, Price] = {
 
 HARDWARE: dict[str, Hardware] = {
     "dgx1-v100": Hardware(
-        name="dgx1-v100", device_name="Tesla V100-SXM2 16GB", devices_per_node=8,
-        device_memory_bytes=16 * GIB, peak_tflops=125.0, cpu_cores_per_node=40,
-        memory_bandwidth_GBps=_datasheet_bandwidth("Tesla V100-SXM2 16GB"),
+        name="dgx1-v100", **_datasheet("Tesla V100-SXM2 16GB"), devices_per_node=8,
+        device_memory_bytes=16 * GIB, cpu_cores_per_node=40,
         intra_node=intra_link("nvlink2"),
-        inter_node=LinkLevel(kind="infiniband", busbw_GBps=48.0, latency_s=6e-6, nics_per_node=4,
-                             gbit_per_nic=100, algorithm=RING_SIMPLE, source=_NCCL_29),
+        inter_node=inter_link("infiniband", 4, 100, "DGX-1 datasheet: 4x 100 Gb/s EDR IB"),
         price_per_device_hour=PRICES["dgx1-v100"].per_device_hour,
         source="NVIDIA DGX-1 datasheet (8x V100 SXM2 16GB, NVLink hybrid cube-mesh, 4x EDR IB, "
         "2x 20-core Xeon E5-2698 v4); " + PRICES["dgx1-v100"].describe(),
     ),
     "dgx-a100": Hardware(
-        name="dgx-a100", device_name="A100-SXM4 80GB", devices_per_node=8,
-        device_memory_bytes=80 * GIB, peak_tflops=312.0, cpu_cores_per_node=128,
-        memory_bandwidth_GBps=_datasheet_bandwidth("A100-SXM4 80GB"),
+        name="dgx-a100", **_datasheet("A100-SXM4 80GB"), devices_per_node=8,
+        device_memory_bytes=80 * GIB, cpu_cores_per_node=128,
         intra_node=intra_link("nvswitch-a100"),
-        inter_node=LinkLevel(kind="infiniband", busbw_GBps=192.0, latency_s=6e-6, nics_per_node=8,
-                             gbit_per_nic=200, algorithm=RING_SIMPLE, source=_NCCL_812),
+        inter_node=inter_link("infiniband", 8, 200, "DGX A100 datasheet: 8x 200 Gb/s HDR IB"),
         price_per_device_hour=PRICES["dgx-a100"].per_device_hour,
         source="NVIDIA DGX A100 datasheet (8x A100 80GB, 6 NVSwitches, 8x 200 Gb/s HDR IB, "
         "2x 64-core EPYC 7742); " + PRICES["dgx-a100"].describe(),
     ),
     "dgx-h100": Hardware(
-        name="dgx-h100", device_name="H100-SXM5 80GB", devices_per_node=8,
-        device_memory_bytes=80 * GIB, peak_tflops=989.0, cpu_cores_per_node=112,
-        memory_bandwidth_GBps=_datasheet_bandwidth("H100-SXM5 80GB"),
+        name="dgx-h100", **_datasheet("H100-SXM5 80GB"), devices_per_node=8,
+        device_memory_bytes=80 * GIB, cpu_cores_per_node=112,
         intra_node=intra_link("nvswitch-h100"),
         inter_node=inter_link("infiniband", 8, 400, "NVIDIA DGX H100 datasheet: 8x 400 Gb/s NDR"),
         price_per_device_hour=PRICES["dgx-h100"].per_device_hour,
@@ -331,9 +333,8 @@ HARDWARE: dict[str, Hardware] = {
         "ConnectX-7, 2x 56-core Xeon 8480C); " + PRICES["dgx-h100"].describe(),
     ),
     "a2-highgpu-8g": Hardware(
-        name="a2-highgpu-8g", device_name="A100-SXM4 40GB", devices_per_node=8,
-        device_memory_bytes=40 * GIB, peak_tflops=312.0, cpu_cores_per_node=48,
-        memory_bandwidth_GBps=_datasheet_bandwidth("A100-SXM4 40GB"),
+        name="a2-highgpu-8g", **_datasheet("A100-SXM4 40GB"), devices_per_node=8,
+        device_memory_bytes=40 * GIB, cpu_cores_per_node=48,
         intra_node=intra_link("nvswitch-a100"),
         inter_node=inter_link("ethernet", 1, 100, "Google Cloud A2 machine types: a2-highgpu-8g "
                               "has 100 Gbps maximum network bandwidth"),
@@ -343,9 +344,8 @@ HARDWARE: dict[str, Hardware] = {
         + PRICES["a2-highgpu-8g"].describe(),
     ),
     "pcie-8gpu-100gbe": Hardware(
-        name="pcie-8gpu-100gbe", device_name="A100-PCIe 80GB", devices_per_node=8,
-        device_memory_bytes=80 * GIB, peak_tflops=312.0, cpu_cores_per_node=64,
-        memory_bandwidth_GBps=_datasheet_bandwidth("A100-PCIe 80GB"),
+        name="pcie-8gpu-100gbe", **_datasheet("A100-PCIe 80GB"), devices_per_node=8,
+        device_memory_bytes=80 * GIB, cpu_cores_per_node=64,
         intra_node=intra_link("pcie4"),
         inter_node=inter_link("ethernet", 1, 100),
         price_per_device_hour=None,
@@ -353,9 +353,8 @@ HARDWARE: dict[str, Hardware] = {
         "with one 100 Gb/s Ethernet NIC",
     ),
     "pcie-8gpu-25gbe": Hardware(
-        name="pcie-8gpu-25gbe", device_name="A100-PCIe 80GB", devices_per_node=8,
-        device_memory_bytes=80 * GIB, peak_tflops=312.0, cpu_cores_per_node=64,
-        memory_bandwidth_GBps=_datasheet_bandwidth("A100-PCIe 80GB"),
+        name="pcie-8gpu-25gbe", **_datasheet("A100-PCIe 80GB"), devices_per_node=8,
+        device_memory_bytes=80 * GIB, cpu_cores_per_node=64,
         intra_node=intra_link("pcie4"),
         inter_node=inter_link("ethernet", 1, 25),
         price_per_device_hour=None,
