@@ -19,6 +19,7 @@ import pandas as pd
 import streamlit as st
 
 from scalesim import presets
+from scalesim.cli.cmd_app import PUBLIC_URL_ENV  # set by `scalesim app --public-url URL`
 from scalesim.decision import card_rows
 from scalesim.errors import ScalesimError
 from scalesim.goal import seek
@@ -57,7 +58,6 @@ from .state import (
 )
 
 PROFILES_DIR_ENV = "SCALESIM_APP_PROFILES"  # set by `scalesim app --profiles DIR`
-PUBLIC_URL_ENV = "SCALESIM_PUBLIC_URL"  # set by `scalesim app --public-url URL`
 MAX_UPLOAD_MB = 2
 MAX_FOLDER_FILES = 200
 TABS = {  # state id -> tab label

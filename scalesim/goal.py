@@ -32,11 +32,12 @@ import numpy as np
 
 from scalesim import training_time
 from scalesim.errors import ScalesimError
+from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
 from scalesim.network_upgrades import upgrades_for
 from scalesim.schemas import Profile, Scenario
 from scalesim.sweep import sweep
 
-STRATEGIES = ("ddp", "zero1", "zero2", "zero3")
+STRATEGIES = tuple(MEMORY_STRATEGIES)  # ddp, zero1, zero2, zero3
 BATCH_FACTORS = (0.5, 1, 2, 4)
 ACCUMULATION_FACTORS = (1, 2, 4, 8)
 MAX_FRONT = 40  # Pareto points returned (spread evenly along the front when there are more)

@@ -25,6 +25,7 @@ from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layo
 from scalesim.model.overlap import GPU_COMM_CONTENTION
 from scalesim.model.stragglers import DEVICE_SPEED_CV
 from scalesim.model.transformer import RECOMPUTE
+from scalesim.plan import PARTS
 from scalesim.presets import (
     INTRA_LINKS,
     device_memory_of,
@@ -365,9 +366,7 @@ def validate_parallel_cases(cases: list[ParallelCase]) -> ParallelReport:
         x = inputs.replace(efficiency=eff)
         r = evaluate_layouts(x)
         predicted = metric_of(case, x, r)
-        parts = {k: float(getattr(r, k)) for k in (
-            "compute_s", "tp_comm_s", "cp_comm_s", "bubble_s", "p2p_s", "dp_exposed_s", "straggler_s",
-            "stall_s")}
+        parts = {k: float(getattr(r, k)) for k in PARTS}
         if not np.isfinite(predicted) or predicted <= 0:
             raise ScalesimError(f"case {case.id!r}: the model gave a non-finite prediction")
         if not bool(r.fits):
