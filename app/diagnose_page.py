@@ -20,6 +20,7 @@ import streamlit as st
 
 from scalesim.diagnosis import Report
 from scalesim.errors import ScalesimError
+from scalesim.fit_runs import Z95  # a 95 % band
 
 from .charts import PALETTE
 
@@ -31,7 +32,6 @@ RUN_PARTS = [("compute", "compute", PALETTE["compute"]),
 TRACE_PARTS = [("compute_s", "compute", PALETTE["compute"]),
                ("exposed_comm_s", "exposed communication", PALETTE["exposed communication"]),
                ("data_wait_s", "data stall", PALETTE["data stall"]), ("idle_s", "idle", "#8c8c8c")]
-GAIN_Z = 1.96  # a 95 % band
 FORMAT_HELP = """One row per run: `devices`, `nodes` and `samples_per_s` or `step_time_s`; optional
 `per_device_batch`, `global_batch`, `accumulation`, `data_wait_s`, `comm_s` (exposed),
 `steps_to_target` and `rank_step_times_s` (`;`-separated). Example:
@@ -217,7 +217,7 @@ def gain_uncertainty(report: Report) -> float | None:
     fit = report.details.get("fit") if report.kind == "runs" else None
     if not fit or fit.get("noise_rel") is None:
         return None
-    return GAIN_Z * (2 ** 0.5) * float(fit["noise_rel"])
+    return Z95 * (2 ** 0.5) * float(fit["noise_rel"])
 
 
 def gain_text(report: Report, gain: float) -> str:

@@ -54,7 +54,7 @@ LOADER_PRIOR_SCALE = 5.0  # the loader cap must earn its place: 0.05 per decade-
 NOISE_FLOOR = 0.02
 NOISE_NO_DOF = 0.05
 UNCONSTRAINED_INTER_RANGE = (1.0, 20.0)  # inter transfer / intra transfer when never measured
-Z95 = 1.96
+Z95 = 1.96  # two-sided 95 % normal quantile (extrapolation and remedy-gain bands)
 BAND_SAMPLES = 400  # parameter draws for the extrapolation band
 
 

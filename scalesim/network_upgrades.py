@@ -68,6 +68,8 @@ UPGRADES: tuple[NetworkUpgrade, ...] = (
         as_of="2022-03"),
 )
 
+UPGRADES_BY_KEY = {u.key: u for u in UPGRADES}
+
 
 def upgrades_for(device_name: str, inter_busbw_GBps: float) -> list[NetworkUpgrade]:
     """Upgrades that apply to ``device_name`` and are faster than today's inter-server link,

@@ -24,11 +24,15 @@ from dataclasses import dataclass
 
 from scalesim import training_time
 from scalesim.errors import ScalesimError
+from scalesim.network_upgrades import UPGRADES_BY_KEY
 from scalesim.predict import Prediction, predict
 from scalesim.schemas import Profile, Scenario
 
-FAST_INTER_BUSBW_GBPS = 192.0  # 8x 200 Gb/s HDR InfiniBand per node, measured (nccl#812)
-FAST_INTER_NAME = "8 x 200 Gb/s HDR InfiniBand"
+# The faster interconnect remedy: 8x 200 Gb/s HDR InfiniBand per node as network_upgrades names
+# it, at presets.inter_link's busbw (192 GB/s, measured in nccl#812).
+_FAST_INTER = UPGRADES_BY_KEY["ib-8x200"]
+FAST_INTER_BUSBW_GBPS = _FAST_INTER.link().busbw_GBps
+FAST_INTER_NAME = _FAST_INTER.name.split(" (")[0]  # "8 x 200 Gb/s HDR InfiniBand"
 DATA_STALL_SHARE = 0.10  # a step that waits this share or more for input: fix the loader first
 # "Split the model" is offered where it helps: the model does not fit, or the data-parallel
 # exchange left exposed takes this share of the step or more (it then dominates what scaling
