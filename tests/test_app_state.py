@@ -135,20 +135,24 @@ def test_a_v2_preset_link_is_short_and_names_presets():
     assert decode_query(params)[:2] == (state, preset_profile(state))
 
 
+def _slower_preset(state):
+    """The preset profile of ``state`` with twice the per-sample compute time: numbers another
+    scalesim version's presets could have."""
+    profile = preset_profile(state)
+    return profile.model_copy(update={"compute": profile.compute.model_copy(
+        update={"per_sample_s": profile.compute.per_sample_s * 2})})
+
+
 def test_a_v2_link_whose_presets_differ_says_so():
     state = default_state()
-    changed = preset_profile(state)
-    changed = changed.model_copy(update={"compute": changed.compute.model_copy(
-        update={"per_sample_s": changed.compute.per_sample_s * 2})})
+    changed = _slower_preset(state)
     _, _, messages = decode_query(encode_query(state, changed))
     assert any("may differ from the sender's" in m for m in messages)
 
 
 def test_link_made_with_other_preset_numbers_keeps_the_links_numbers():
     state = default_state()
-    changed = preset_profile(state)
-    changed = changed.model_copy(update={"compute": changed.compute.model_copy(
-        update={"per_sample_s": changed.compute.per_sample_s * 2})})
+    changed = _slower_preset(state)
     state2, profile2, messages = decode_query(encode_query_v1(state, changed))
     assert any("differ from this version's presets" in m for m in messages)
     assert state2.src == "custom"
