@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from scalesim import training_time
+from scalesim.bounds import bound
 from scalesim.errors import ScalesimError
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
 from scalesim.network_upgrades import upgrades_for
@@ -133,8 +134,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     for name, value in (("deadline_s", deadline_s), ("budget_usd", budget_usd)):
         if not np.isfinite(value) or value <= 0:
             raise ScalesimError(f"{name} must be a positive finite number, not {value!r}")
-    if not 1 <= max_devices <= 1_000_000:
-        raise ScalesimError(f"max_devices must be 1 to 1,000,000, not {max_devices}")
+    bound("devices").check(max_devices, "max_devices")
     if base.global_batch is not None:
         raise ScalesimError("goal seeking varies the per-device batch: give a micro-batch, not a "
                             "fixed global batch")

@@ -87,3 +87,14 @@ def test_the_app_goal_tab_shows_the_answer_and_the_front():
     assert any("Cheapest plan that meets the goal" in s.value for s in at.success)
     assert len(at.get("vega_lite_chart")) == 1
     assert any("Chart in words" in c.value for c in at.caption)
+
+
+def test_max_devices_takes_the_devices_bound():
+    from scalesim.profiles import default_profile
+    from scalesim.schemas import Scenario
+
+    base = Scenario(devices=[8], train_samples=2e9, price_per_device_hour=4.0)
+    for bad, why in ((0, "outside 1 <= x <= 1,048,576"), (2**21, "outside"),
+                     (2.5, "not a whole number")):
+        with pytest.raises(ScalesimError, match=f"max_devices: .*{why}"):
+            seek(default_profile(), base, 3 * 86400.0, 50_000.0, bad)
