@@ -90,9 +90,6 @@ def test_the_app_goal_tab_shows_the_answer_and_the_front():
 
 
 def test_max_devices_takes_the_devices_bound():
-    from scalesim.profiles import default_profile
-    from scalesim.schemas import Scenario
-
     base = Scenario(devices=[8], train_samples=2e9, price_per_device_hour=4.0)
     for bad, why in ((0, "outside 1 <= x <= 1,048,576"), (2**21, "outside"),
                      (2.5, "not a whole number")):
