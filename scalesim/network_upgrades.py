@@ -31,8 +31,7 @@ class NetworkUpgrade:
         return presets.inter_link(self.kind, self.nics_per_node, self.gbit_per_nic, self.source)
 
     def applies_to(self, device_name: str) -> bool:
-        name = device_name.lower().replace(" ", "").replace("-", "")
-        return all(w.lower() in name for w in self.device_words)
+        return presets.name_has_words(device_name, self.device_words)
 
 
 # AWS p4d.24xlarge: 8x A100 40GB with NVSwitch and 400 Gb/s EFA (4x 100 Gb/s); Google Cloud

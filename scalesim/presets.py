@@ -209,24 +209,33 @@ PEAK_TFLOPS: list[tuple[tuple[str, ...], float, float | None, str]] = [
 ]
 
 
+def name_has_words(device_name: str, words) -> bool:
+    """Whether every one of ``words`` appears in ``device_name``, ignoring case, spaces and
+    hyphens ("A100-SXM4 80GB" has A100 and 80GB): how the datasheet tables match a device."""
+    name = device_name.lower().replace(" ", "").replace("-", "")
+    return all(word.lower() in name for word in words)
+
+
+def _first_row(table, device_name: str):
+    """The first row of a datasheet table whose words all appear in ``device_name``, or None."""
+    return next((row for row in table if name_has_words(device_name, row[0])), None)
+
+
 def peak_tflops_of(device_name: str, fp8: bool = False) -> tuple[float, str] | None:
     """(dense TFLOP/s, source) of ``device_name`` at 16-bit or fp8 precision, or None."""
-    name = device_name.lower().replace(" ", "").replace("-", "")
-    for words, bf16, f8, source in PEAK_TFLOPS:
-        if all(word.lower() in name for word in words):
-            if fp8 and f8 is None:
-                return None
-            return (f8 if fp8 else bf16), source
-    return None
+    row = _first_row(PEAK_TFLOPS, device_name)
+    if row is None:
+        return None
+    _, bf16, f8, source = row
+    if fp8 and f8 is None:
+        return None
+    return (f8 if fp8 else bf16), source
 
 
 def memory_bandwidth_of(device_name: str) -> tuple[float, str] | None:
     """(GB/s, source) of the device memory of ``device_name``, or None when not listed."""
-    name = device_name.lower().replace(" ", "").replace("-", "")
-    for words, bandwidth, source in MEMORY_BANDWIDTH_GBPS:
-        if all(word.lower() in name for word in words):
-            return bandwidth, source
-    return None
+    row = _first_row(MEMORY_BANDWIDTH_GBPS, device_name)
+    return None if row is None else (row[1], row[2])
 
 
 def _datasheet_bandwidth(device_name: str) -> float:
@@ -522,8 +531,5 @@ def device_memory_of(device_name: str) -> tuple[float, str] | None:
     stated = re.search(r"(\d+(?:\.\d+)?)\s*GB\b", device_name, flags=re.IGNORECASE)
     if stated:
         return float(stated.group(1)) * GIB, f"the size in the name '{device_name}'"
-    name = device_name.lower().replace(" ", "").replace("-", "")
-    for words, gib, source in DEVICE_MEMORY_GIB:
-        if all(word.lower() in name for word in words):
-            return gib * GIB, source
-    return None
+    row = _first_row(DEVICE_MEMORY_GIB, device_name)
+    return None if row is None else (row[1] * GIB, row[2])

@@ -32,6 +32,7 @@ from scalesim.presets import (
     inter_link,
     intra_link,
     memory_bandwidth_of,
+    name_has_words,
     peak_tflops_of,
 )
 from scalesim.validate import abs_error_figures, parse_case_list
@@ -184,8 +185,7 @@ def _year(source: str) -> int | None:
 
 
 def _gpu_family(gpu: str) -> str | None:
-    name = gpu.upper().replace(" ", "")
-    return next((f for f in ("GB200", "H100", "A100") if f in name), None)
+    return next((f for f in ("GB200", "H100", "A100") if name_has_words(gpu, (f,))), None)
 
 
 def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, ParallelLayout]:
