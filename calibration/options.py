@@ -10,9 +10,10 @@ import os
 
 from scalesim.bounds import flag_list_type, flag_type, parse_number
 from scalesim.errors import ScalesimError
+from scalesim.model.collectives import FITTED_OPS
 
 PHASES = ("compute", "collectives", "loader", "jitter", "noise")
-OPS = ("all_reduce", "reduce_scatter", "all_gather")
+OPS = FITTED_OPS
 BUILTIN_MODELS = ("mlp", "cnn", "gpt")
 
 # --quick: the smallest calibration that still fits every part of the profile (tests, a first look).

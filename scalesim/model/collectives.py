@@ -15,6 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 GB = 1e9  # bytes in one GB (nccl-tests reports GB/s as 1e9 bytes per second)
+# The collectives a link level is measured and fitted with (busbw_from_time_GBps, fit_alpha_beta):
+# what calibration times and what an nccl-tests log is read for.
+FITTED_OPS = ("all_reduce", "reduce_scatter", "all_gather")
 
 # Algorithm codes (arrays of int carry these; names for the edges).
 AUTO, RING, TREE, HIERARCHICAL = 0, 1, 2, 3

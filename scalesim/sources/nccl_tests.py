@@ -38,7 +38,7 @@ from scalesim.jsonio import read_text
 from scalesim.model import collectives as coll
 from scalesim.schemas import CollectivePoint, LinkCalibration, LinkLevel
 
-OPS = ("all_reduce", "reduce_scatter", "all_gather")
+OPS = coll.FITTED_OPS
 _OP_NAMES = {"all_reduce": ("all_reduce", "allreduce"),
              "reduce_scatter": ("reduce_scatter", "reducescatter"),
              "all_gather": ("all_gather", "allgather")}
