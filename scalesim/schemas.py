@@ -34,6 +34,9 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
+StrictModel = _Strict  # the input-file policy, for file formats outside this module (validate)
+
+
 class LinkLevel(_Strict):
     """One level of the interconnect, described as nccl-tests would measure it."""
 

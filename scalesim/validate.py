@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from scalesim.bounds import bounded
 from scalesim.errors import ScalesimError, require_model
@@ -39,6 +39,7 @@ from scalesim.presets import (
     memory_bandwidth_of,
     partial_server_busbw_GBps,
 )
+from scalesim.schemas import StrictModel
 
 FORMAT = "scalesim-validation-cases/1"
 CaseT = TypeVar("CaseT", bound=BaseModel)
@@ -93,9 +94,7 @@ DEFAULTS = {
 
 
 # ---------------------------------------------------------------------------- the file format
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
+class _Strict(StrictModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_booleans(cls, value):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import read_json
@@ -35,6 +35,7 @@ from scalesim.presets import (
     name_has_words,
     peak_tflops_of,
 )
+from scalesim.schemas import StrictModel
 from scalesim.validate import abs_error_figures, parse_case_list
 
 FORMAT = "scalesim-parallel-cases/1"
@@ -84,8 +85,7 @@ DEFAULTS = {
 
 
 # ---------------------------------------------------------------------------- the file format
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+_Strict = StrictModel
 
 
 class PCModel(_Strict):
