@@ -22,6 +22,7 @@ from scalesim.errors import ScalesimError
 from scalesim.layout import SCHEDULES, ParallelLayout, check_layout, valid_mask
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
 from scalesim.model.transformer import RECOMPUTE
+from scalesim.predict import nvls_busbw_ratio
 from scalesim.schemas import Hardware, Profile, TransformerShape
 
 # Sustained share of the datasheet peak that large matmuls reach when nothing calibrated it: the
@@ -167,6 +168,7 @@ def _inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         inter_latency_s=hw.inter_node.latency_s, inter_busbw_GBps=hw.inter_node.busbw_GBps,
         device_memory_bytes=hw.device_memory_bytes, comm_contention=hw.comm_compute_contention,
         device_cv=hw.device_speed_cv, tp_overlap=setting.tp_overlap,
+        nvls_busbw_ratio=nvls_busbw_ratio(hw.intra_node),
         # fp8 recipes cast the Linear layers only: the attention core stays at the 16-bit peak
         attention_peak_flops_per_s=_peak_flops(hw, False))
 
