@@ -264,7 +264,7 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int, global_batch: in
                             "layouts to plan")
     peak, _, bandwidth = _peak_and_bandwidth(profile)
     g = scenario.devices_per_node or hw.devices_per_node
-    base = base_inputs(wl, hw, scenario, peak, bandwidth)
+    base = base_inputs(wl, hw, scenario, peak, bandwidth, jitter_cv_of(profile, scenario))
     eff = float(pinned_efficiency(profile, base, micro_batch, min(devices, g)))
     links = {
         "intra_node": hw.intra_node.model_copy(update={
@@ -277,7 +277,7 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int, global_batch: in
                                      "comm_compute_contention": base.comm_contention,
                                      "device_speed_cv": base.device_cv})
     return plan(wl.transformer, hardware, [devices], global_batch, efficiency=eff,
-                params=wl.params, **plan_kwargs)
+                params=wl.params, jitter_cv=base.jitter_cv, **plan_kwargs)
 
 
 def scenario_of_row(scenario: Scenario, row) -> Scenario:

@@ -148,3 +148,17 @@ def test_nvls_in_the_data_parallel_allreduce_by_hand():
     # no NVLS figure (NaN, the default): the ring/tree of before
     assert float(evaluate_layouts(ring.replace(nvls_busbw_ratio=np.nan)).step_time_s) == \
         float(evaluate_layouts(ring).step_time_s)
+
+
+def test_the_planner_charges_the_waits_too(gpt):
+    """plan() takes the jitter (the split remedy ranks layouts as predict then times them)."""
+    from scalesim.plan import plan
+
+    shape, hw = gpt.workload.transformer, gpt.hardware
+    rows = {cv: {(r.dp, r.tp, r.pp, r.zero, r.micro_batch, r.schedule, r.recompute,
+                  r.sequence_parallel): r for r in plan(shape, hw, [8], 64, top=None,
+                                                        jitter_cv=cv)}
+            for cv in (0.0, 0.05)}
+    split = [k for k in rows[0.0] if k[1] > 1][0]
+    assert rows[0.05][split].breakdown_s["straggler_s"] > rows[0.0][split].breakdown_s[
+        "straggler_s"]
