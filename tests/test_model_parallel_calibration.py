@@ -244,9 +244,9 @@ def test_a_users_block_factory_gets_the_shard_shape(monkeypatch):
 # 23 runs of 24-30 rounds x 3 steps the ratio measured / predicted *without* the per-collective
 # waits was 0.94-1.58 (median 1.21): the run's 16 all-reduces per step wait for the slower rank.
 # The prediction now charges them (docs/model.md §14: e_2 x the jitter phase's cv x the step's
-# compute, the cv measured on the run's compute alone in the same rounds); over 16 runs at load
-# 4.4-5.8 the ratio was 0.77-1.50 (median 1.10), against 0.89-1.69 without the waits (median
-# 1.22). The band moves down with the prediction and narrows a little; its width is the
+# compute, the cv measured on the run's compute alone in the same rounds); over 22 runs at load
+# 2.1-5.8 the ratio was 0.77-1.50 (median 1.19), against 0.89-1.69 without the waits (median
+# 1.34). The band moves down with the prediction and narrows a little; its width is the
 # moment's noise on this machine, not the model's (docs/calibration.md).
 RATIO_BOUNDS = (0.7, 1.6)
 
