@@ -162,3 +162,26 @@ def test_the_planner_charges_the_waits_too(gpt):
     split = [k for k in rows[0.0] if k[1] > 1][0]
     assert rows[0.05][split].breakdown_s["straggler_s"] > rows[0.0][split].breakdown_s[
         "straggler_s"]
+
+
+def test_nvls_in_the_tensor_parallel_allreduce_by_hand():
+    """tp 8 on one H100 server, b = 2, s = 2048, h = 4096 (33.5 MB per all-reduce): NVLS, 25 us +
+    2 x 7/8 x S / 480 GB/s, 4 per layer; sequence parallelism's reduce-scatter and all-gather
+    stay rings; a small message keeps the ring where its latency is lower."""
+    from scalesim.model import transformer as tf
+    from scalesim.model.tensor_parallel import tp_comm_per_layer_s
+
+    size = 2 * 2048 * 4096 * 2
+    args = (2, 2048, 4096, 8, 1, tf.RECOMPUTE_NONE)
+    nvls = tp_comm_per_layer_s(*args, False, 2e-6, 370.0, 2.0, 480.0)
+    assert nvls == pytest.approx(4 * (25e-6 + 1.75 * size / 480e9), rel=1e-9)
+    ring = tp_comm_per_layer_s(*args, False, 2e-6, 370.0)
+    assert ring == pytest.approx(4 * (14 * 2e-6 + 1.75 * size / 370e9), rel=1e-9)
+    sp = tp_comm_per_layer_s(*args, True, 2e-6, 370.0, 2.0, 480.0)
+    assert sp == pytest.approx(ring)
+    tiny = tp_comm_per_layer_s(1, 16, 64, 8, 1, tf.RECOMPUTE_NONE, False, 1e-6, 370.0, 2.0, 480.0)
+    assert tiny == pytest.approx(4 * (14 * 1e-6 + 1.75 * 16 * 64 * 2 / 370e9), rel=1e-9)
+    # and the layout step passes the level's NVLS figure to it
+    x = _inputs(dp=1, tp=8, global_batch=4, intra_busbw_GBps=370.0)
+    faster = evaluate_layouts(x.replace(nvls_busbw_ratio=480 / 370))
+    assert float(faster.tp_comm_s) < float(evaluate_layouts(x).tp_comm_s)

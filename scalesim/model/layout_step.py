@@ -232,9 +232,10 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     chunk_layers = np.ceil(L / (_f(pp) * v))
     stage_layers = chunk_layers * v
     logits = _logits_s(x, tokens, flops_per_s, mem_per_s)
+    nvls_GBps = _f(x.nvls_busbw_ratio) * _f(x.intra_busbw_GBps)  # NaN: no NVLink SHARP
     tp_layer = tp_comm_per_layer_s(b, x.seq_len, x.hidden, tp, cp, x.recompute,
                                    x.sequence_parallel, x.intra_latency_s, x.intra_busbw_GBps,
-                                   ACTIVATION_BYTES)
+                                   ACTIVATION_BYTES, nvls_GBps)
     tp_layer = np.where(tp > 1, tp_layer, 0.0)
     # overlapped (Transformer Engine userbuffers): hidden behind the layer's matmuls but for
     # what they cannot cover and the contention share of the hidden part
@@ -291,8 +292,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     grad_bytes = local_params * _f(x.wire_bytes_per_param)
     lat_args = (per_node, nodes, x.intra_latency_s, x.intra_busbw_GBps, x.inter_latency_s,
                 inter_share)
-    allreduce = coll.allreduce_s(grad_bytes, *lat_args,
-                                 nvls_busbw_GBps=_f(x.nvls_busbw_ratio) * _f(x.intra_busbw_GBps))
+    allreduce = coll.allreduce_s(grad_bytes, *lat_args, nvls_busbw_GBps=nvls_GBps)
     rs_a, rs_c = coll.reduce_scatter_coeffs(*lat_args)
     units = np.where(pp > 1, stage_layers, L)  # FSDP / bucket units: one per layer
     one_pass = np.where((dp * cp) > 1, units * rs_a + rs_c * grad_bytes, 0.0)  # RS or AG
