@@ -78,6 +78,7 @@ def _worker(args) -> dict | None:
     shards = {t: ShardedBlock(h, a, f, t) for t in (1, 2, 4)}
     group = dist.new_group(list(range(world)))
     run = torch.nn.ModuleList(ShardedBlock(h, a, f, world, group) for _ in range(args.layers))
+    solo = torch.nn.Sequential(*(ShardedBlock(h, a, f, world) for _ in range(args.layers)))
     x = torch.randn(args.batch, args.seq, h, requires_grad=True)
     grad = torch.randn(args.batch, args.seq, h)
     numel = args.batch * args.seq * h
@@ -103,6 +104,17 @@ def _worker(args) -> dict | None:
             fn()
         return (time.perf_counter() - t0) / reps
 
+    def solo_steps() -> list[float]:
+        """The run's compute without its all-reduces, one time per step, each step started
+        together after a barrier, as the jitter phase times steps: each rank's own jitter."""
+        times = []
+        for _ in range(args.steps):
+            dist.barrier()
+            t0 = time.perf_counter()
+            fwd_bwd(solo)
+            times.append(time.perf_counter() - t0)
+        return times
+
     def after_compute(buf) -> float:
         """One all-reduce right after a shard's forward, as tensor parallelism calls it
         (diagnostic: the calibration's loop times calls back to back)."""
@@ -117,6 +129,7 @@ def _worker(args) -> dict | None:
         for t in shards:
             fwd_bwd(shards[t])
         layers_step()
+        fwd_bwd(solo)
         for buf in buffers.values():
             dist.all_reduce(buf)
     rounds = []
@@ -125,6 +138,7 @@ def _worker(args) -> dict | None:
         r.update({f"ar_{s}": timed(lambda b=buf: dist.all_reduce(b), args.calls)
                   for s, buf in buffers.items()})
         r["run"] = timed(layers_step, args.steps)
+        r["solo_steps"] = solo_steps()
         r["ar_after_compute"] = after_compute(buffers[1.0])
         rounds.append(r)
     everyone: list = [None] * world
@@ -142,9 +156,11 @@ def summarise(args, everyone: list[list[dict]], np, quantile: float | None = Non
     """The fits, the prediction and the ratio from every rank's rounds; every timing reduced by
     its ``quantile`` over rounds (default ``args.quantile``; 50 = median)."""
     from scalesim.calibration.block_fit import Block, fit_block, layer_time_s
+    from scalesim.calibration.jitter_phase import summarize as jitter_of
 
     from scalesim.model.collectives import fit_alpha_beta
-    from scalesim.model.tensor_parallel import tp_comm_per_layer_s
+    from scalesim.model.stragglers import collective_waits_s
+    from scalesim.model.tensor_parallel import collectives_per_layer, tp_comm_per_layer_s
     from scalesim.model.transformer import RECOMPUTE_NONE
 
     q = args.quantile if quantile is None else quantile
@@ -171,13 +187,24 @@ def summarise(args, everyone: list[list[dict]], np, quantile: float | None = Non
     layer_s = float(layer_time_s(block, world, fit.flops_per_s, fit.memory_bytes_per_s))
     comm_s = float(tp_comm_per_layer_s(args.batch, args.seq, args.hidden, world, 1,
                                        RECOMPUTE_NONE, False, latency_s, busbw_GBps, element))
-    predicted = args.layers * (layer_s + comm_s)
+    # the jitter phase's figure from the run's compute alone (per rank, all rounds' steps), and
+    # the per-collective waits it predicts: every all-reduce waits for the slower rank
+    jitter, _ = jitter_of([[t for r in rounds for t in r["solo_steps"]] for rounds in everyone],
+                          1.05)
+    collectives = args.layers * float(collectives_per_layer(RECOMPUTE_NONE))
+    wait_s = float(collective_waits_s(world, collectives, args.layers * layer_s,
+                                      jitter.step_time_cv))
+    without_wait = args.layers * (layer_s + comm_s)
+    predicted = without_wait + wait_s
     run = slowest("run")
     measured = over_rounds(run)
     return {
-        "ratio": measured / predicted, "quantile": q, "measured_s": measured,
+        "ratio": measured / predicted, "ratio_without_wait": measured / without_wait,
+        "quantile": q, "measured_s": measured,
         "predicted_s": predicted, "predicted_compute_s": args.layers * layer_s,
         "predicted_comm_s": args.layers * comm_s, "comm_share": comm_s / (layer_s + comm_s),
+        "predicted_wait_s": wait_s, "jitter_cv": jitter.step_time_cv,
+        "rank_median_solo_s": jitter.per_rank_median_s,
         "run_quartiles_s": [float(x) for x in np.percentile(run, [25, 50, 75])],
         "sustained_gflops": fit.flops_per_s / 1e9, "memory_GBps": fit.memory_bytes_per_s / 1e9,
         "block_s": dict(zip(tps, block_s, strict=True)), "block_fit_rel_rmse": fit.rel_rmse,

@@ -150,7 +150,8 @@ def model_remedies(profile, scenario, devices: int, cause: str,
     for r in ranked:
         title = _BUSBW.sub(_relative_busbw, r.title) if nominal_links else r.title
         remedies.append(Remedy(r.key, title, float(r.gain), r.applicable, r.reason))
-    usable = [r for r in remedies if r.applicable and "does not fit" not in r.note]
+    usable = [mine for mine, r in zip(remedies, ranked, strict=True)
+              if r.applicable and r.verdict != "not runnable"]
     if cause == "large_batch":
         usable = [r for r in usable if r.key not in BATCH_GROWING]
     preferred = [r for r in usable if r.key in PREFERRED_REMEDIES.get(cause, []) and r.gain > 0.02]
@@ -256,8 +257,14 @@ def _rank_pattern(runs) -> tuple[int | None, float, list[str]]:
 
 
 def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
-                  critical_batch: float | None = None, extrapolate_to: list[int] | None = None) -> Report:
-    """Fit, find the knee, name the cause and the first remedy for measured ``runs``."""
+                  critical_batch: float | None = None, extrapolate_to: list[int] | None = None,
+                  transformer=None) -> Report:
+    """Fit, find the knee, name the cause and the first remedy for measured ``runs``.
+
+    ``transformer`` (``scalesim.runs_model.RunsModel``): the transformer the runs trained and their
+    GPU; the fitted profile then carries the shape, so its remedies are predicted by the layout
+    model and "split the model" can apply (docs/model.md §22). Its parameter count stands in
+    for ``params`` when that is not given."""
     from scalesim.bounds import check_number, check_values
     from scalesim.fit_runs import extrapolate, fit_runs, fitted_profile
     from scalesim.runs import Runs, scaling, thin
@@ -268,6 +275,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         extrapolate_to = [int(p) for p in check_values("devices", extrapolate_to, "extrapolate_to")]
 
     runs = thin(runs)
+    if transformer is not None and params is None:
+        params = transformer.params
     sc = scaling(runs)
     fit = fit_runs(runs, params, wire_bytes_per_param)
     model = fit.breakdown
@@ -385,9 +394,16 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     cause, others = findings[0], [f for f in findings[1:] if f.share >= 0.05]
 
     b_noise = critical_batch or _critical_batch_from_steps(runs)
-    profile, scenario, at = fitted_profile(fit, runs, name=f"fitted to {runs.source}",
-                                           critical_batch_size=b_noise,
-                                           one_slow_device=slow_rank is not None)
+    fitted = {"name": f"fitted to {runs.source}", "critical_batch_size": b_noise,
+              "one_slow_device": slow_rank is not None}
+    profile, scenario, at = fitted_profile(fit, runs, **fitted, model=transformer)
+    if transformer is not None and (scenario.slow_device is not None or not scenario.overlap):
+        why = ("one device is slower than the others" if scenario.slow_device is not None
+               else "the runs show no overlap of communication with backward")
+        fit.notes.append(f"--model {transformer.name} not used for the remedies: {why}, "
+                         "which the layout model does not model (docs/model.md §22); remedies "
+                         "are predicted data parallel")
+        profile, scenario, at = fitted_profile(fit, runs, **fitted)
     try:
         first, remedies = model_remedies(profile, scenario, at, cause.key,
                                          nominal_links=not fit.params_known)
@@ -444,8 +460,13 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     if not fit.params_known:
         notes.append("no --params: link speeds are reported as gradient transfer times; give "
                      "--params (model parameters) for bandwidths in GB/s")
-    notes.append("remedy gains are model predictions at the largest run; device memory is unknown, "
-                 "so check that bigger batches fit")
+    if profile.workload.transformer is not None:
+        notes.append(f"remedy gains are the layout model's predictions at the largest run for "
+                     f"the shape of --model {transformer.name} on {transformer.gpu}; "
+                     + profile.notes[0])
+    else:
+        notes.append("remedy gains are model predictions at the largest run; device memory is "
+                     "unknown, so check that bigger batches fit")
     return Report("runs", runs.source, cause, others, first, remedies, table, details, notes)
 
 

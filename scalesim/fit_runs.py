@@ -32,6 +32,7 @@ taken as 5 % when there are no degrees of freedom. The extrapolation band is des
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -41,6 +42,9 @@ from scalesim.model import collectives as coll
 from scalesim.model.step import StepInputs, StepResult, evaluate
 from scalesim.model.stragglers import expected_max_normal
 from scalesim.runs import Runs
+
+if TYPE_CHECKING:
+    from scalesim.runs_model import RunsModel
 
 NOMINAL_GRADIENT_BYTES = 1e9  # bucket layout only, when --params is not given
 # Link latency is not fitted: runs exchange one gradient size, so step times cannot separate a
@@ -420,12 +424,16 @@ def extrapolate(fit: FitResult, runs: Runs, devices: list[int] | None = None,
 
 
 def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
-                   critical_batch_size: float | None = None, one_slow_device: bool = False):
+                   critical_batch_size: float | None = None, one_slow_device: bool = False,
+                   model: RunsModel | None = None):
     """A Profile and Scenario that describe the largest run with the fitted parameters.
 
     ``(profile, scenario, devices)`` for ``scalesim.remedies.rank_remedies``. Device memory is
     unknown, so it is set high enough that every remedy fits (the report says so); the input
     pipeline is a one-point loader curve giving the fitted per-device supply at that run.
+    With ``model`` (the runs' transformer shape and GPU) the workload carries the shape and
+    its parameter count, and the hardware the GPU's datasheet peak, memory bandwidth and memory,
+    so predictions go through the layout model (docs/model.md §22).
     """
     from scalesim.schemas import (
         ComputeCurve,
@@ -446,9 +454,13 @@ def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
     g_last = last.devices // last.nodes
     supply_per_device = clip("samples_per_s", v["node_loader_samples_per_s"] / g_last)
     limiting = float(fit.breakdown.data_stall_s[-1]) > 0.0
+    device = {"device_name": "measured", "device_memory_bytes": 1e15}
+    if model is not None:
+        device = {"device_name": model.gpu, "device_memory_bytes": model.memory_bytes or 1e15,
+                  "peak_tflops": model.peak_tflops,
+                  "memory_bandwidth_GBps": model.memory_bandwidth_GBps}
     hw = Hardware(
-        name="your cluster (fitted)", device_name="measured", devices_per_node=g,
-        device_memory_bytes=1e15, cpu_cores_per_node=g,
+        name="your cluster (fitted)", devices_per_node=g, **device, cpu_cores_per_node=g,
         comm_compute_contention=0.0,  # as fitted: phi absorbs any slowdown beside collectives
         intra_node=LinkLevel(kind="fitted", busbw_GBps=clip("busbw_GBps", fit.busbw_GBps("intra")),
                              latency_s=INTRA_LATENCY_S, source="fitted to measured runs"),
@@ -456,7 +468,11 @@ def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
                              latency_s=INTER_LATENCY_S, source="fitted to measured runs"),
     )
     wire = max(1.0, fit.gradient_bytes / QUANTITIES["params"].high)  # keep params in bounds
-    wl = Workload(name="your workload", params=fit.gradient_bytes / wire, wire_bytes_per_param=wire,
+    shape = {"params": fit.gradient_bytes / wire, "wire_bytes_per_param": wire}
+    if model is not None:  # the shape's parameters, each sending the runs' bytes per gradient
+        shape = {"params": model.params, "wire_bytes_per_param": fit.gradient_bytes / model.params,
+                 "transformer": model.shape}
+    wl = Workload(name="your workload", **shape,
                   micro_batch=max(int(round(runs.micro_batch[-1])), 1),
                   critical_batch_size=critical_batch_size)
     compute = ComputeCurve(overhead_s=clip("duration_s", v["overhead_s"]),
@@ -474,10 +490,12 @@ def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
     elif delay > 0:  # spread of all devices: sigma * e_N = delay, sigma = cv * micro * sqrt(k)
         e_n = float(expected_max_normal(last.devices))
         cv = delay / (e_n * micro * np.sqrt(k)) if e_n > 0 else cv
+    memory_note = "device memory unknown: every remedy is assumed to fit"
+    if model is not None and model.memory_bytes is not None:
+        memory_note = f"device memory of {model.gpu}: {model.memory_bytes / 2**30:.4g} GiB"
     profile = Profile(name=name, fingerprint=Fingerprint(device_count=last.devices, nodes=last.nodes),
                       hardware=hw, workload=wl, compute=compute, input_pipeline=loader,
-                      jitter=Jitter(step_time_cv=clip("cv", cv)),
-                      notes=["device memory unknown: every remedy is assumed to fit"])
+                      jitter=Jitter(step_time_cv=clip("cv", cv)), notes=[memory_note])
     if runs.strong_scaling:
         batch = {"global_batch": int(round(runs.samples_per_step[-1]))}
     else:

@@ -31,7 +31,7 @@ from scalesim.layout import SCHEDULES, ParallelLayout, layout_problems, valid_ma
 from scalesim.model.compute import colocation_factor, colocation_slope, micro_step_s, optimizer_roofline_s
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
 from scalesim.model.transformer import RECOMPUTE
-from scalesim.predict import _pick, loader_supply
+from scalesim.predict import _pick, jitter_cv_of, loader_supply, nvls_busbw_ratio
 from scalesim.schemas import Hardware, Profile, Scenario, ScenarioLayout, Workload
 
 ZERO_OF_STRATEGY = {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3}
@@ -95,9 +95,10 @@ def _peak_and_bandwidth(profile: Profile) -> tuple[float, bool, float]:
 
 
 def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak_flops: float,
-                bandwidth_GBps: float) -> LayoutInputs:
+                bandwidth_GBps: float, jitter_cv: float = 0.0) -> LayoutInputs:
     """Every input but the layout and the efficiency (set later), from the workload, the
-    hardware and the scenario's overrides."""
+    hardware and the scenario's overrides; ``jitter_cv`` the step-to-step jitter
+    (``predict.jitter_cv_of``: it lives in the profile, not the hardware)."""
     wl, hw = workload, hardware
     s = wl.transformer
     intra, inter = hw.intra_node, hw.inter_node
@@ -119,7 +120,8 @@ def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak
         optimizer_bytes_per_param=wl.optimizer_bytes_per_param,
         wire_bytes_per_param=wl.wire_bytes_per_param,
         comm_contention=_pick(scenario.comm_compute_contention, hw.comm_compute_contention),
-        device_cv=_pick(scenario.device_speed_cv, hw.device_speed_cv),
+        device_cv=_pick(scenario.device_speed_cv, hw.device_speed_cv), jitter_cv=jitter_cv,
+        nvls_busbw_ratio=nvls_busbw_ratio(intra),
     )
 
 
@@ -133,6 +135,7 @@ def pinned_efficiency(profile: Profile, base: LayoutInputs, micro_batch, per_nod
     b = np.asarray(micro_batch, dtype=float)
     one = base.replace(dp=1, tp=1, pp=1, cp=1, zero=0, micro_batch=b, global_batch=b,
                        schedule=0, virtual_stages=1, sequence_parallel=False, device_cv=0.0,
+                       jitter_cv=0.0,
                        recompute=RECOMPUTE["full" if wl.activation_recompute else "none"])
     c1 = evaluate_layouts(one.replace(efficiency=1.0)).compute_s
     c2 = evaluate_layouts(one.replace(efficiency=0.5)).compute_s
@@ -186,10 +189,11 @@ def split_devices(devices, tp, pp):
 
 def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, accumulation,
                   base_micro_batch, tp=None, pp=None, zero=None, intra_busbw_GBps=None,
-                  inter_busbw_GBps=None) -> LayoutRows:
+                  inter_busbw_GBps=None, jitter_cv=None) -> LayoutRows:
     """Every row (arrays broadcast) through ``evaluate_layouts``, with speed-up and efficiency
     against one device running the unsplit model at ``base_micro_batch``. Rows must be valid
-    layouts (``check_rows``)."""
+    layouts (``check_rows``). ``jitter_cv`` (a sweep axis) defaults to the scenario's or the
+    profile's (``predict.jitter_cv_of``)."""
     split = layout_of(scenario)
     wl, hw = profile.workload, profile.hardware
     g_max = scenario.devices_per_node or hw.devices_per_node
@@ -204,7 +208,10 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
     per_node = np.minimum(p, g_max)
     nodes = -(-p // per_node)
     peak, peak_known, bandwidth = _peak_and_bandwidth(profile)
-    base = base_inputs(wl, hw, scenario, peak, bandwidth).replace(devices_per_node=g_max)
+    base = base_inputs(wl, hw, scenario, peak, bandwidth,
+                       jitter_cv_of(profile, scenario)).replace(devices_per_node=g_max)
+    if jitter_cv is not None:
+        base = base.replace(jitter_cv=jitter_cv)
     if intra_busbw_GBps is not None:
         base = base.replace(intra_busbw_GBps=intra_busbw_GBps)
     if inter_busbw_GBps is not None:
@@ -225,7 +232,8 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
     base_b = np.asarray(base_micro_batch, dtype=np.int64)
     alone = base.replace(dp=1, tp=1, pp=1, zero=0, micro_batch=base_b, global_batch=base_b * k,
                          schedule=0, virtual_stages=1, recompute=recompute,
-                         sequence_parallel=False, device_cv=0.0, devices_per_node=1,
+                         sequence_parallel=False, device_cv=0.0, jitter_cv=0.0,
+                         devices_per_node=1,
                          efficiency=pinned_efficiency(profile, base, base_b, 1),
                          loader_samples_per_s=supply_alone)
     one = evaluate_layouts(alone)
@@ -256,7 +264,7 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int, global_batch: in
                             "layouts to plan")
     peak, _, bandwidth = _peak_and_bandwidth(profile)
     g = scenario.devices_per_node or hw.devices_per_node
-    base = base_inputs(wl, hw, scenario, peak, bandwidth)
+    base = base_inputs(wl, hw, scenario, peak, bandwidth, jitter_cv_of(profile, scenario))
     eff = float(pinned_efficiency(profile, base, micro_batch, min(devices, g)))
     links = {
         "intra_node": hw.intra_node.model_copy(update={
@@ -269,7 +277,7 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int, global_batch: in
                                      "comm_compute_contention": base.comm_contention,
                                      "device_speed_cv": base.device_cv})
     return plan(wl.transformer, hardware, [devices], global_batch, efficiency=eff,
-                params=wl.params, **plan_kwargs)
+                params=wl.params, jitter_cv=base.jitter_cv, **plan_kwargs)
 
 
 def scenario_of_row(scenario: Scenario, row) -> Scenario:

@@ -22,6 +22,7 @@ from scalesim.errors import ScalesimError
 from scalesim.layout import SCHEDULES, ParallelLayout, check_layout, valid_mask
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
 from scalesim.model.transformer import RECOMPUTE
+from scalesim.predict import nvls_busbw_ratio
 from scalesim.schemas import Hardware, Profile, TransformerShape
 
 # Sustained share of the datasheet peak that large matmuls reach when nothing calibrated it: the
@@ -88,6 +89,7 @@ class Setting:
     fp8: bool = False
     params: float | None = None  # default: the shape's count
     tp_overlap: bool = False  # tensor-parallel collectives overlapped (Transformer Engine)
+    jitter_cv: float = 0.0  # std/mean of a micro-step, independent (the waits of §14, §16)
 
 
 def _peak_flops(hardware: Hardware, fp8: bool) -> float:
@@ -167,6 +169,7 @@ def _inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         inter_latency_s=hw.inter_node.latency_s, inter_busbw_GBps=hw.inter_node.busbw_GBps,
         device_memory_bytes=hw.device_memory_bytes, comm_contention=hw.comm_compute_contention,
         device_cv=hw.device_speed_cv, tp_overlap=setting.tp_overlap,
+        nvls_busbw_ratio=nvls_busbw_ratio(hw.intra_node), jitter_cv=setting.jitter_cv,
         # fp8 recipes cast the Linear layers only: the attention core stays at the 16-bit peak
         attention_peak_flops_per_s=_peak_flops(hw, False))
 
@@ -255,7 +258,8 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
          efficiency: float = DEFAULT_MATMUL_EFFICIENCY, fp8: bool = False,
          rank_by: Literal["throughput", "cost"] = "throughput", top: int | None = 10,
          include_unfit: bool = False, params: float | None = None,
-         cp_values=(1,), tp_overlap: bool = False, split_only: bool = False) -> list[PlanRow]:
+         cp_values=(1,), tp_overlap: bool = False, split_only: bool = False,
+         jitter_cv: float = 0.0) -> list[PlanRow]:
     """Rank every valid layout of ``shape`` on each of ``devices`` for ``global_batch``.
 
     Fitting layouts first, best first (highest samples/s, or fewest device-hours per sample
@@ -263,7 +267,7 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
     memory-frugal first. Each row says why it loses to the best. ``cp_values``: context-parallel
     degrees to try; ``tp_overlap``: the framework overlaps tensor-parallel traffic;
     ``split_only``: only layouts that split the model (tp x pp x cp > 1; the "split the model"
-    remedy).
+    remedy); ``jitter_cv``: std/mean of a device's micro-step, for the waits at collectives.
     """
     if not devices or min(devices) < 1:
         raise ScalesimError("devices: give one or more device counts of 1 or more")
@@ -278,7 +282,8 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
         if n > g and n % g:
             raise ScalesimError(f"devices {n} do not fill whole servers of {g} GPUs; give a "
                                 f"multiple of {g} above one server")
-    setting = Setting(shape, hardware, global_batch, efficiency, fp8, params, tp_overlap)
+    setting = Setting(shape, hardware, global_batch, efficiency, fp8, params, tp_overlap,
+                      jitter_cv)
     grid = candidate_grid(sorted(set(devices)), setting, cp_values)
     if split_only:
         grid = {k: v[grid["tp"] * grid["pp"] * grid["cp"] > 1] for k, v in grid.items()}

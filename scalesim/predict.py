@@ -128,9 +128,7 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
     b, base_b = micro_batches(scenario, profile, p)
     supply, supply_alone = loader_supply(profile, scenario, per_node)
 
-    cv = scenario.straggler_cv
-    if cv is None:
-        cv = profile.jitter.step_time_cv if profile.jitter is not None else 0.0
+    cv = jitter_cv_of(profile, scenario)
     slow = np.where(
         (scenario.slow_device is not None) & (p > (scenario.slow_device or 0)),
         scenario.slow_factor, 1.0,
@@ -175,6 +173,14 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
         device_memory_bytes=hw.device_memory_bytes,
     )
     return inputs, base_b
+
+
+def jitter_cv_of(profile: Profile, scenario: Scenario) -> float:
+    """Std/mean of one device's micro-step, independent from step to step: the scenario's
+    ``straggler_cv``, else the profile's measured jitter, else 0."""
+    if scenario.straggler_cv is not None:
+        return scenario.straggler_cv
+    return profile.jitter.step_time_cv if profile.jitter is not None else 0.0
 
 
 def nvls_busbw_ratio(intra: LinkLevel) -> float:

@@ -26,6 +26,7 @@ from scalesim.model.overlap import GPU_COMM_CONTENTION
 from scalesim.model.stragglers import DEVICE_SPEED_CV
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.plan import PARTS
+from scalesim.predict import nvls_busbw_ratio
 from scalesim.presets import (
     INTRA_LINKS,
     device_memory_of,
@@ -280,6 +281,7 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         memory_bandwidth_GBps=bandwidth[0], intra_latency_s=intra.latency_s,
         intra_busbw_GBps=intra.busbw_GBps, inter_latency_s=inter.latency_s,
         inter_busbw_GBps=inter.busbw_GBps, comm_contention=GPU_COMM_CONTENTION,
+        nvls_busbw_ratio=nvls_busbw_ratio(intra),
         device_cv=DEVICE_SPEED_CV,
         device_memory_bytes=np.inf if memory is None else memory[0],
         fsdp_backward_prefetch_post=prefetch_post,

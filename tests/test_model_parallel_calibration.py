@@ -241,11 +241,14 @@ def test_a_users_block_factory_gets_the_shard_shape(monkeypatch):
 # ------------------------------------------------------------------ real 2-rank run (gloo)
 
 # Measured on the project's 2-core machine with other sessions running (load average 3-14): over
-# 23 runs of 24-30 rounds x 3 steps the ratio measured / predicted was 0.94-1.58 (median 1.21).
-# The model reproduces the parts (compute and all-reduces within a few % of their medians); the
-# run is up to 55% slower than their sum: its 16 all-reduces per step wait for the slower rank,
-# which the model does not charge (docs/calibration.md).
-RATIO_BOUNDS = (0.75, 1.75)
+# 23 runs of 24-30 rounds x 3 steps the ratio measured / predicted *without* the per-collective
+# waits was 0.94-1.58 (median 1.21): the run's 16 all-reduces per step wait for the slower rank.
+# The prediction now charges them (docs/model.md §14: e_2 x the jitter phase's cv x the step's
+# compute, the cv measured on the run's compute alone in the same rounds); over 22 runs at load
+# 2.1-5.8 the ratio was 0.77-1.50 (median 1.19), against 0.89-1.69 without the waits (median
+# 1.34). The band moves down with the prediction and narrows a little; its width is the
+# moment's noise on this machine, not the model's (docs/calibration.md).
+RATIO_BOUNDS = (0.7, 1.6)
 
 
 @pytest.mark.slow
@@ -263,5 +266,9 @@ def test_tensor_parallel_run_matches_the_calibrated_prediction(tmp_path):
     # the check means something: communication is a real share of the predicted step
     assert check["comm_share"] > 0.05, check
     assert check["block_fit_rel_rmse"] < 0.5, check
+    # the ranks' jitter is measured and the prediction charges its waits at the all-reduces
+    assert check["jitter_cv"] > 0 and check["predicted_wait_s"] > 0, check
+    assert check["predicted_s"] == pytest.approx(
+        check["predicted_compute_s"] + check["predicted_comm_s"] + check["predicted_wait_s"])
     low, high = RATIO_BOUNDS
     assert low <= check["ratio"] <= high, check

@@ -63,20 +63,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _shape_and_params(args):
-    from pathlib import Path
+    from scalesim.runs_model import model_shape
 
-    from scalesim.errors import ScalesimError
-    from scalesim.jsonio import parse_model, read_json
-    from scalesim.presets import TRANSFORMERS, get_transformer
-    from scalesim.schemas import Workload
-
-    if args.model in TRANSFORMERS or not Path(args.model).suffix:
-        return get_transformer(args.model), None
-    workload = parse_model(read_json(args.model), Workload, args.model)
-    if workload.transformer is None:
-        raise ScalesimError(f"{args.model}: the workload has no 'transformer' shape; the planner "
-                            "needs layers, hidden, heads, seq_len and vocab")
-    return workload.transformer, workload.params
+    return model_shape(args.model)
 
 
 def _hardware(name: str):

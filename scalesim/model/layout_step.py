@@ -13,7 +13,8 @@
 - dp_exposed: the data-parallel / ZeRO exchange of the local shard not hidden behind the last
   micro-batch's backward (ZeRO-3: the parameter gathers of every micro-batch behind its compute),
   plus the share ``comm_contention`` of the hidden part;
-- straggler: the expected wait for the slowest of all devices (``stragglers``);
+- straggler: the expected wait for the slowest of all devices, and with jitter for the slowest
+  rank of the tensor group at each of its collectives (``stragglers``);
 - stall: loading not hidden behind the rest of the step.
 
 Every input broadcasts (numpy), so one call evaluates one layout or every layout of a search.
@@ -33,8 +34,8 @@ from scalesim.model.compute import optimizer_roofline_s
 from scalesim.model.context_parallel import cp_comm_per_layer_s, kv_chunk_bytes
 from scalesim.model.matmul import gemm_s, memory_bound_s
 from scalesim.model.pipeline_schedule import bubble_microbatches, microbatches_in_flight, p2p_s
-from scalesim.model.stragglers import straggler_wait_s
-from scalesim.model.tensor_parallel import tp_comm_per_layer_s
+from scalesim.model.stragglers import collective_waits_s, straggler_wait_s
+from scalesim.model.tensor_parallel import collectives_per_layer, tp_comm_per_layer_s
 
 GIB = 1024**3
 ACTIVATION_BYTES = 2.0  # 16-bit activations
@@ -89,7 +90,11 @@ class LayoutInputs:
     wire_bytes_per_param: object = 2.0
     # overheads
     comm_contention: object = 0.0
-    device_cv: object = 0.0  # std/mean of device speeds
+    device_cv: object = 0.0  # std/mean of device speeds (persistent, device to device)
+    jitter_cv: object = 0.0  # std/mean of one device's micro-batch compute, independent between
+    # micro-batches and within one (docs/model.md §6, §14): the per-collective waits
+    nvls_busbw_ratio: object = np.nan  # NVLS all-reduce busbw over the intra ring busbw (NaN:
+    # the server has no NVLink SHARP), as StepInputs.nvls_busbw_ratio (docs/model.md §2)
     loader_samples_per_s: object = np.inf  # per model replica
     framework_bytes: object = FRAMEWORK_BYTES
     tp_overlap: object = False  # tensor-parallel collectives overlapped with the matmuls
@@ -183,6 +188,29 @@ def _group_link(x: LayoutInputs, size, stride):
     return per_node, nodes, inter_share
 
 
+def _straggler_s(x: LayoutInputs, devices, tp, m, zero, compute, micro_s, layers_on_stage):
+    """Expected waits for slower devices (docs/model.md §6, §14, §16), seconds per step.
+
+    Persistent device speed spread: the slowest of all devices, std ``device_cv * compute``.
+    Jitter (independent, std ``jitter_cv * micro_s`` per micro-batch of ``micro_s``): every
+    tensor-parallel collective of the slowest stage waits for the slowest rank of its tp group
+    (``collective_waits_s``); the tp groups (devices / tp of them) then wait for each other once
+    per step (ZeRO-3: once per micro-batch, its gathers are barriers), jitter pooled over the
+    micro-batches between those barriers as §6 pools micro-steps. Without tp both spreads meet
+    at the same barriers and add in variance, as in §6."""
+    cv_d, cv_j = _f(x.device_cv), _f(x.jitter_cv)
+    barriers = np.where(np.asarray(zero) >= 3, m, 1.0)
+    jitter_between = cv_j * micro_s * np.sqrt(m / barriers)
+    groups = np.asarray(devices // np.maximum(tp, 1), dtype=np.int64)
+    both = barriers * straggler_wait_s(devices, np.hypot(cv_d * compute / barriers,
+                                                         jitter_between), 0.0)
+    split = (straggler_wait_s(devices, cv_d * compute, 0.0)
+             + barriers * straggler_wait_s(groups, jitter_between, 0.0)
+             + m * collective_waits_s(tp, layers_on_stage * collectives_per_layer(x.recompute),
+                                      micro_s, cv_j))
+    return np.where(tp > 1, split, both)
+
+
 def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     """Step time, its breakdown, throughput, utilisation and memory of every layout in ``x``."""
     dp, tp, pp, cp = (np.asarray(v, dtype=int) for v in (x.dp, x.tp, x.pp, x.cp))
@@ -204,9 +232,10 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     chunk_layers = np.ceil(L / (_f(pp) * v))
     stage_layers = chunk_layers * v
     logits = _logits_s(x, tokens, flops_per_s, mem_per_s)
+    nvls_GBps = _f(x.nvls_busbw_ratio) * _f(x.intra_busbw_GBps)  # NaN: no NVLink SHARP
     tp_layer = tp_comm_per_layer_s(b, x.seq_len, x.hidden, tp, cp, x.recompute,
                                    x.sequence_parallel, x.intra_latency_s, x.intra_busbw_GBps,
-                                   ACTIVATION_BYTES)
+                                   ACTIVATION_BYTES, nvls_GBps)
     tp_layer = np.where(tp > 1, tp_layer, 0.0)
     # overlapped (Transformer Engine userbuffers): hidden behind the layer's matmuls but for
     # what they cannot cover and the contention share of the hidden part
@@ -263,7 +292,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     grad_bytes = local_params * _f(x.wire_bytes_per_param)
     lat_args = (per_node, nodes, x.intra_latency_s, x.intra_busbw_GBps, x.inter_latency_s,
                 inter_share)
-    allreduce = coll.allreduce_s(grad_bytes, *lat_args)
+    allreduce = coll.allreduce_s(grad_bytes, *lat_args, nvls_busbw_GBps=nvls_GBps)
     rs_a, rs_c = coll.reduce_scatter_coeffs(*lat_args)
     units = np.where(pp > 1, stage_layers, L)  # FSDP / bucket units: one per layer
     one_pass = np.where((dp * cp) > 1, units * rs_a + rs_c * grad_bytes, 0.0)  # RS or AG
@@ -291,7 +320,8 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
 
     # --- stragglers and input stall
     busy = compute + tp_comm + cp_comm + bubble + p2p + dp_exposed
-    straggler = straggler_wait_s(devices, _f(x.device_cv) * compute, 0.0)
+    straggler = _straggler_s(x, devices, tp, m, zero, compute, slowest_compute,
+                             np.where(pp > 1, stage_layers, L))
     load_s = gb / (_f(dp) * _f(x.loader_samples_per_s))
     stall = np.maximum(load_s - (busy + straggler), 0.0)
     step = busy + straggler + stall

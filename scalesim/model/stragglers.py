@@ -105,3 +105,22 @@ def device_speed_cv_from_range(range_fraction: float = PUBLISHED_RANGE_FRACTION,
 # = round(device_speed_cv_from_range(), 4), written out so importing the model stays cheap; a
 # test checks the two agree.
 DEVICE_SPEED_CV = 0.0132
+
+
+def collective_waits_s(group, collectives, span_s, jitter_cv):
+    """Expected seconds a group of ``group`` ranks waits for its slowest member at
+    ``collectives`` collectives that cut one micro-step of ``span_s`` compute into equal segments.
+
+    A collective ends when its slowest member has arrived, and all leave it together, so each
+    one waits ``e_group`` standard deviations of its segment's compute. The coefficient of
+    variation is scale-free, as §6 takes it at any micro-batch: a segment of ``span_s / n`` has
+    std ``jitter_cv * span_s / n`` (a device's segments of one micro-step are slow together, and
+    micro-steps are independent). The n waits add up to ``e_group * jitter_cv * span_s`` per
+    micro-step, whatever n: a group that synchronises within every micro-step pays every
+    micro-step's wait, where a barrier once per step of k micro-steps pools their jitter
+    (``sqrt(k)``, §6). A group of one, or no collective, waits 0. docs/model.md §14."""
+    n = np.maximum(np.asarray(collectives, dtype=float), 0.0)
+    segment_sigma = (np.maximum(np.asarray(jitter_cv, dtype=float), 0.0)
+                     * np.maximum(np.asarray(span_s, dtype=float), 0.0) / np.maximum(n, 1.0))
+    group = np.maximum(np.asarray(group, dtype=np.int64), 1)
+    return n * expected_max_normal(group) * segment_sigma

@@ -31,10 +31,16 @@ def allreduce_bytes(micro_batch, seq_len, hidden, cp=1, activation_bytes=2.0):
 
 
 def tp_comm_per_layer_s(micro_batch, seq_len, hidden, tp, cp, recompute, sequence_parallel,
-                        latency_s, busbw_GBps, activation_bytes=2.0):
-    """Seconds of tensor-parallel collectives of one layer and one micro-batch on one device."""
+                        latency_s, busbw_GBps, activation_bytes=2.0, nvls_busbw_GBps=np.nan):
+    """Seconds of tensor-parallel collectives of one layer and one micro-batch on one device.
+
+    The all-reduces are NCCL's choice inside one server (``collectives.allreduce_s``): the ring,
+    or NVLS where the server's switch reduces (``nvls_busbw_GBps``; NaN: none), whichever is
+    faster for the message; reduce-scatter and all-gather (sequence parallelism) are rings
+    (docs/model.md §2)."""
     size = allreduce_bytes(micro_batch, seq_len, hidden, cp, activation_bytes)
-    allreduce = coll.ring_allreduce_s(size, tp, latency_s, busbw_GBps)
+    allreduce = coll.allreduce_s(size, tp, 1, latency_s, busbw_GBps, latency_s, busbw_GBps,
+                                 nvls_busbw_GBps=nvls_busbw_GBps)
     rs_ag = 2.0 * coll.ring_reduce_scatter_s(size, tp, latency_s, busbw_GBps)
     one = np.where(np.asarray(sequence_parallel, dtype=bool), rs_ag, allreduce)
     return collectives_per_layer(recompute) * one

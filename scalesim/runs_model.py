@@ -1,0 +1,72 @@
+"""The transformer a set of measured runs trained, and the GPU it ran on (``scalesim diagnose
+--model PRESET|FILE --gpu NAME``), so that the profile fitted to the runs predicts through the
+layout model and the remedy "split the model" can apply (docs/diagnose.md, docs/model.md §22).
+
+``model_shape`` is also how ``scalesim plan --model`` reads its model: a transformer preset
+(``scalesim presets``) or a workload JSON with a ``transformer`` shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from scalesim.errors import ScalesimError
+from scalesim.schemas import TransformerShape
+
+
+@dataclass(frozen=True)
+class RunsModel:
+    """A transformer shape with its parameter count and a GPU's datasheet numbers."""
+
+    name: str  # the preset or file it came from
+    shape: TransformerShape
+    params: float  # parameters (gradient elements)
+    gpu: str
+    peak_tflops: float | None  # dense 16-bit peak, TFLOP/s (None: not listed)
+    memory_bandwidth_GBps: float
+    memory_bytes: float | None  # device memory (None: not known from the name)
+
+
+def model_shape(model: str) -> tuple[TransformerShape, float | None]:
+    """(shape, workload params or None) of a transformer preset name or a workload JSON file."""
+    from scalesim.jsonio import parse_model, read_json
+    from scalesim.presets import TRANSFORMERS, get_transformer
+    from scalesim.schemas import Workload
+
+    if model in TRANSFORMERS or not Path(model).suffix:
+        return get_transformer(model), None
+    workload = parse_model(read_json(model), Workload, model)
+    if workload.transformer is None:
+        raise ScalesimError(f"{model}: the workload has no 'transformer' shape; give layers, "
+                            "hidden, heads, seq_len and vocab")
+    return workload.transformer, workload.params
+
+
+def runs_model(model: str, gpu: str | None, params: float | None = None) -> RunsModel:
+    """The runs' model (``model_shape``) on ``gpu``. ``params``: the runs' parameter count, checked
+    against the shape's (the workload schema's 5 % rule); default the workload's or the shape's.
+    ScalesimError naming --gpu when it is missing or its memory bandwidth is not listed."""
+    from scalesim.jsonio import parse_model
+    from scalesim.presets import device_memory_of, memory_bandwidth_of, peak_tflops_of
+    from scalesim.schemas import Workload
+
+    shape, listed = model_shape(model)
+    if gpu is None:
+        raise ScalesimError("--model needs --gpu NAME (e.g. 'H100 SXM', 'A100 80GB'): the layout "
+                            "model needs the device's memory bandwidth and memory")
+    bandwidth = memory_bandwidth_of(gpu)
+    if bandwidth is None:
+        raise ScalesimError(f"--gpu '{gpu}': no datasheet memory bandwidth listed for it; name the "
+                            "GPU as the presets do (e.g. 'H100 SXM', 'H100 PCIe', 'A100 80GB', "
+                            "'A100 40GB', 'V100', 'GB200')")
+    count = params if params is not None else (listed or float(shape.param_count()))
+    # the workload schema refuses a count more than 5 % from the shape's, naming both
+    parse_model({"name": model, "params": count, "transformer": shape.model_dump()}, Workload,
+                f"--params with --model {model}")
+    peak = peak_tflops_of(gpu)
+    memory = device_memory_of(gpu)
+    return RunsModel(name=model, shape=shape, params=float(count), gpu=gpu,
+                     peak_tflops=peak[0] if peak else None,
+                     memory_bandwidth_GBps=bandwidth[0],
+                     memory_bytes=memory[0] if memory else None)

@@ -1,0 +1,104 @@
+"""scalesim diagnose --model PRESET|FILE --gpu NAME: the profile fitted to measured runs carries
+the runs' transformer shape, so its remedies go through the layout model and "split the model"
+applies where the data-parallel exchange dominates (docs/model.md §22, docs/diagnose.md)."""
+
+from __future__ import annotations
+
+import json
+
+import diagnose_cases as cases
+import pytest
+
+from scalesim.cli.main import main
+from scalesim.diagnosis import diagnose_runs
+from scalesim.errors import ScalesimError
+from scalesim.presets import get_transformer
+from scalesim.profiles import default_profile
+from scalesim.runs import parse_runs_text
+from scalesim.runs_model import runs_model
+from scalesim.schemas import Scenario
+
+PARAMS = 336e6  # the default profile's BERT-large
+
+
+@pytest.fixture(scope="module")
+def runs_csv():
+    """The seed scenario measured: BERT-large (seq 128, 32 per GPU, fp16 gradients) on 1-32
+    A100s of a2-highgpu-8g; at 16 and 32 the 100 Gb/s Ethernet exchange dominates the step."""
+    rows = cases._rows(default_profile(), Scenario(devices=[1, 2, 4, 8, 16, 32], micro_batch=32))
+    return cases.to_csv(rows)
+
+
+@pytest.fixture(scope="module")
+def bert_file(tmp_path_factory):
+    shape = get_transformer("bert-large").model_copy(update={"seq_len": 128})
+    path = tmp_path_factory.mktemp("m") / "bert128.json"
+    path.write_text(json.dumps({"name": "bert-large at 128", "params": PARAMS,
+                                "transformer": shape.model_dump()}))
+    return str(path)
+
+
+def _split(report):
+    return next(r for r in report.remedies if r.key == "split_model")
+
+
+def test_the_shape_makes_splitting_the_model_a_remedy(runs_csv, bert_file):
+    runs = parse_runs_text(runs_csv, "runs.csv")
+    plain = diagnose_runs(runs, PARAMS, 2.0)
+    assert not _split(plain).applicable and "parameter count" in _split(plain).note
+    model = runs_model(bert_file, "A100 40GB")
+    assert model.params == PARAMS and model.memory_bytes == 40 * 2**30
+    assert model.memory_bandwidth_GBps == 1555 and model.peak_tflops == 312
+    shaped = diagnose_runs(runs, None, 2.0, transformer=model)  # params from the model
+    assert shaped.cause.key == plain.cause.key == "inter_server"
+    split = _split(shaped)
+    # offered because the exchange dominates (docs/model.md §22: >= 25% of the step), with a
+    # layout that splits the model and a predicted gain
+    assert split.applicable and split.gain > 0.2, split
+    assert "data-parallel exchange" in split.note and "Split the model: dp" in split.title
+    assert "tp 1 x pp 1" not in split.title
+    # the fitted profile carries the shape, the GPU's memory and the runs' measured compute
+    profile = shaped.details["fitted_profile"]
+    assert profile["workload"]["transformer"]["seq_len"] == 128
+    assert profile["hardware"]["device_memory_bytes"] == 40 * 2**30
+    assert profile["compute"] == plain.details["fitted_profile"]["compute"]
+    assert any("layout model" in n and "40 GiB" in n for n in shaped.notes)
+
+
+def test_a_preset_and_its_errors(runs_csv):
+    assert runs_model("bert-large", "H100 SXM").memory_bandwidth_GBps == 3350
+    with pytest.raises(ScalesimError, match="--model needs --gpu"):
+        runs_model("bert-large", None)
+    with pytest.raises(ScalesimError, match="--gpu 'Z80'"):
+        runs_model("bert-large", "Z80")
+    with pytest.raises(ScalesimError, match="disagrees with the transformer shape"):
+        runs_model("bert-large", "A100 40GB", params=1e9)
+    with pytest.raises(ScalesimError, match="unknown|not a"):
+        runs_model("no-such-model", "A100 40GB")
+
+
+def _cli(capsys, *argv):
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli(tmp_path, capsys, runs_csv, bert_file):
+    path = tmp_path / "runs.csv"
+    path.write_text(runs_csv)
+    code, out, err = _cli(capsys, "diagnose", str(path), "--model", bert_file, "--gpu",
+                          "A100 40GB", "--wire-bytes", "2", "--json")
+    assert code == 0, err
+    split = next(r for r in json.loads(out)["remedies"] if r["key"] == "split_model")
+    assert split["applicable"] and split["gain"] > 0.2
+    for argv, message in (
+            (["--model", "bert-large"], "--model needs --gpu"),
+            (["--gpu", "A100 40GB"], "--gpu is for --model"),
+            (["--model", "bert-large", "--gpu", "Z80"], "--gpu 'Z80'"),
+            (["--model", "bert-large", "--gpu", "A100 40GB", "--params", "1e9"],
+             "disagrees with the transformer shape")):
+        code, out, err = _cli(capsys, "diagnose", str(path), *argv)
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
