@@ -173,3 +173,28 @@ def test_text_over_the_size_limit_is_refused(tmp_path, monkeypatch):
     path = _trace(tmp_path, "runs.csv", "devices,nodes,samples_per_s\n" + "1,1,10\n" * 20)
     with pytest.raises(ScalesimError, match=r"runs\.csv: over 100 characters"):
         load_runs(path)
+
+
+# ------------------------------------------------------------------ calibrate --from-* arguments
+# Fuzz findings (tests/test_fuzz.py, merged code): a too-long B= or name raised OSError from
+# Path.exists, a B= beyond the bounds reached ComputePoint's validation (a field error naming
+# no argument), a 5000-digit B= raised ValueError (int's digit limit).
+
+@pytest.mark.parametrize("batch, message", [
+    ("0", "the micro-batch: 0 is outside 1 <= x"),
+    ("16777217", "the micro-batch: 16777217 is outside 1 <= x"),
+    ("1" * 5000, "the micro-batch: a whole number of 5000 digits is outside"),
+])
+def test_from_trace_batch_prefix_is_bounded(tmp_path, capsys, batch, message):
+    assert main(["calibrate", "--from-trace", f"{batch}={tmp_path / 'r0.json'}",
+                 "--out", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "--from-trace" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("flag, prefix", [("--from-trace", "32="), ("--from-nccl-tests", "intra=")])
+def test_from_entries_with_a_name_too_long_for_the_os(tmp_path, capsys, flag, prefix):
+    assert main(["calibrate", flag, f"{prefix}{tmp_path / ('x' * 300)}",
+                 "--out", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert "too long" in err and len(err.strip().splitlines()) == 1
