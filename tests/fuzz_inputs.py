@@ -52,8 +52,12 @@ NUMBER_TEXTS = [
     "é", "1,2", "1,2,4,8", "8,4", "1-8", "8-1", "1-1024", "0-4", "1-99999999999999999999",
     "4,,8", ",", "1.5,2", "1,nan", "inf,1", "2,1e400", "-", "--", "on,off", "ddp,zero3",
 ]
-TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
-               max_size=12)
+# Any text (a real argv cannot hold NUL), and line breaks, which an error message quoting the
+# value must keep on its one line.
+TEXT = st.one_of(
+    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+            max_size=12),
+    st.sampled_from(["a\nb", "x\r\ny", "\n", "dgx-a100\n"]))
 SCALAR = st.one_of(
     st.sampled_from(NUMBER_TEXTS),
     st.integers(-(2**70), 2**70).map(str),
@@ -426,9 +430,9 @@ def _value_strategy(command: str, action) -> st.SearchStrategy:
         return st.lists(st.builds(Prefixed, st.sampled_from(["", "", "intra=", "inter=", "x="]),
                                   text_file("nccl")), min_size=1, max_size=3)
     if dest == "from_trace":
-        return st.lists(st.builds(Prefixed, st.one_of(st.just(""), _mix(
-            st.sampled_from(["8=", "32="]), st.sampled_from([f"{v}=" for v in ODD_INTS]))),
-            trace_file()), min_size=1, max_size=3)
+        batch = _mix(st.sampled_from(["8=", "32=", "32="]),
+                     st.sampled_from(["", *(f"{v}=" for v in [*ODD_INTS, "1" * 5000, "x"])]))
+        return st.lists(st.builds(Prefixed, batch, trace_file()), min_size=1, max_size=3)
     if dest == "from_topo":
         return st.one_of(text_file("topo"), st.builds(PathSpec, st.just("missing")))
     if dest == "smi":
@@ -586,7 +590,8 @@ def command_line(draw, target: str) -> list:
     optionals = [a for a in actions if a.option_strings]
     forced = [a for a in optionals if a.required or set(a.option_strings) & set(forced_flags)]
     others = [a for a in optionals if a not in forced]
-    chosen = forced + draw(st.lists(st.sampled_from(others), max_size=MAX_FLAGS, unique_by=id)
+    most = MAX_FLAGS if not forced_flags else 2  # few others: most lines reach the reader
+    chosen = forced + draw(st.lists(st.sampled_from(others), max_size=most, unique_by=id)
                            if others else st.just([]))
     if command == "sweep":
         axes = [a for a in chosen if a.dest.endswith("_values")]
