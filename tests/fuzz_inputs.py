@@ -128,13 +128,13 @@ def mutated_json(draw, seed, max_changes: int = 3) -> str:
         container, key = spots[draw(st.integers(0, len(spots) - 1))]
         op = draw(st.sampled_from(["replace", "replace", "replace", "drop", "add"]))
         if op == "replace":
-            container[key] = draw(st.sampled_from(ODD_JSON))
+            container[key] = copy.deepcopy(draw(st.sampled_from(ODD_JSON)))
         elif op == "drop":
             del container[key]
         elif isinstance(container, dict):
             container[draw(st.sampled_from(["extra", "x" * 300, ""]))] = 1
         else:
-            container.append(draw(st.sampled_from(ODD_JSON)))
+            container.append(copy.deepcopy(draw(st.sampled_from(ODD_JSON))))
     text = _dumps(doc)
     ending = draw(st.sampled_from(["whole"] * 8 + ["cut", "bom", "junk", "list"]))
     if ending == "cut":

@@ -220,3 +220,17 @@ def test_a_nul_in_a_path_is_a_scalesim_error():
 
     with pytest.raises(ScalesimError, match="path: a file path cannot hold a NUL character"):
         read_json("a\x00b.json")
+
+
+@pytest.mark.parametrize("value", ["1" + "0" * 400, "NaN", "Infinity"])
+def test_from_trace_checks_event_times_before_reading_them(tmp_path, capsys, value):
+    """Fuzz finding: calibrate --from-trace raised OverflowError on a ts of 10**400 (its reader
+    saw the event before diagnose's check did)."""
+    from test_traces import gpu_trace
+
+    trace = gpu_trace(0)
+    trace["traceEvents"][2]["ts"] = "@@"
+    path = _trace(tmp_path, "r0.json", json.dumps(trace).replace('"@@"', value))
+    assert main(["calibrate", "--from-trace", f"32={path}", "--out", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert "event 3 (ProfilerStep#1): ts is" in err and len(err.strip().splitlines()) == 1
