@@ -59,6 +59,8 @@ def test_h100_nvswitch_server_with_a_nic_per_gpu():
     (lambda t: t.replace("GPU2    NV18    NV18     X", "GPU2    NV18    NV18     QQ"),
      "'QQ' is not a topo -m link code"),
     (lambda t: '{"traceEvents": []}', "not nvidia-smi topo -m output"),
+    # fuzz finding: junk before the header's GPU0 gave a topology of no GPUs, then a TypeError
+    (lambda t: "\x00\x00\t" + t.lstrip(), "does not start with GPU columns"),
 ])
 def test_bad_topology_files_are_one_line_errors(tmp_path, change, message):
     path = tmp_path / "topo.txt"

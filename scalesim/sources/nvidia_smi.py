@@ -114,6 +114,10 @@ def parse_topo_text(text: str, source: str) -> Topology:
         rows[tokens[0]] = [_code(c, f"{source} line {number}") for c in cells]
         tails[tokens[0]] = tokens[1 + len(labels):]
     gpus = [label for label in labels if label.startswith("GPU")]
+    if not gpus:
+        raise ScalesimError(f"{source} line {header_at + 1}: the header row does not start with "
+                            f"GPU columns ({ascii(header[0][:24])} first): not nvidia-smi topo -m "
+                            "output")
     missing = [g for g in gpus if g not in rows]
     if missing:
         raise ScalesimError(f"{source}: no row for {missing[0]}: the matrix is cut short "
@@ -178,7 +182,7 @@ def describe_topology(topo: Topology) -> list[str]:
     if topo.suggested_intra_preset:
         out.append(f"nearest intra-link preset: {topo.suggested_intra_preset} "
                    f"(scalesim presets; --intra-link {topo.suggested_intra_preset})")
-    width = max(5, *(len(c) + 1 for row in topo.links for c in row))
+    width = max([5, *(len(c) + 1 for row in topo.links for c in row)])
     out.append("")
     out.append(" " * 6 + "".join(f"{g:>{width}}" for g in topo.gpus) + "  CPU affinity  NUMA")
     for g, row, cpu, numa in zip(topo.gpus, topo.links, topo.cpu_affinity, topo.numa_affinity,
