@@ -57,7 +57,7 @@ NUMBER_TEXTS = [
 TEXT = st.one_of(
     st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
             max_size=12),
-    st.sampled_from(["a\nb", "x\r\ny", "\n", "dgx-a100\n"]))
+    st.sampled_from(["a\nb", "x\r\ny", "\n", "dgx-a100\n", "a\x1cb\u2028c"]))
 SCALAR = st.one_of(
     st.sampled_from(NUMBER_TEXTS),
     st.integers(-(2**70), 2**70).map(str),

@@ -206,13 +206,14 @@ def test_from_entries_with_a_name_too_long_for_the_os(tmp_path, capsys, flag, pr
 
 @pytest.mark.parametrize("argv", [
     ["predict", "--hardware", "a\nb"], ["predict", "--profile", "a\r\nb.json"],
+    ["predict", "--workload", "a\x1cb\u2028c\x85d"],  # what str.splitlines also breaks at
     ["plan", "--global-batch", "8", "--model", "x\ny"], ["diagnose", "a\nb.csv"],
     ["calibrate", "--from-topo", "a\nb", "--out", "p.json"],
 ])
 def test_a_line_break_in_a_value_stays_on_the_error_line(capsys, argv):
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert len(err.splitlines()) == 1 and "\\n" in err
+    assert len(err.splitlines()) == 1 and "\\" in err
 
 
 def test_a_nul_in_a_path_is_a_scalesim_error():
