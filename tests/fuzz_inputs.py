@@ -411,8 +411,11 @@ def _value_strategy(command: str, action) -> st.SearchStrategy:
         kind = "profile" if dest == "base" else dest
         return st.one_of(json_file(kind), st.builds(PathSpec, st.just("missing")))
     if dest in ("hardware", "workload"):
-        names = list(presets.HARDWARE if dest == "hardware" else presets.WORKLOADS)
-        return st.one_of(st.sampled_from(names), json_file(dest), TEXT)
+        names = list(presets.HARDWARE) if dest == "hardware" else [
+            *presets.WORKLOADS, *presets.TRANSFORMERS]  # data parallel, and split by --tp --pp
+        files = json_file(dest) if dest == "hardware" else st.one_of(
+            json_file("workload"), json_file("transformer"))
+        return st.one_of(st.sampled_from(names), st.sampled_from(names), files, TEXT)
     if command == "plan" and dest == "model":
         return st.one_of(st.sampled_from(list(presets.TRANSFORMERS)), json_file("transformer"),
                          json_file("workload"), TEXT)
@@ -733,7 +736,8 @@ def check_cli(argv: list[str]) -> list[str]:
         problems.append(_json_problem(out.getvalue(), "stdout"))
     if code == 0 and "--out" in argv:
         path = Path(argv[argv.index("--out") + 1])
-        if path.suffix == ".json" and path.is_file():
+        chosen = argv[argv.index("--format") + 1] if "--format" in argv[:-1] else "json"
+        if path.suffix == ".json" and chosen == "json" and path.is_file():  # not --format csv
             problems.append(_json_problem(path.read_text(), f"--out {path.name}"))
     if seconds > LIMIT_S:
         problems.append(f"took {seconds:.1f} s")

@@ -35,10 +35,11 @@ from hypothesis import HealthCheck, Phase, given, settings
 # Examples per target (a command, or a command with the flags every line of it has): about
 # 40 s for all of them on 2 busy cores (docs/reliability.md).
 EXAMPLES = {
-    "predict": 120, "sweep": 80, "plan": 50, "decide": 50, "goal": 20, "goal --train-samples": 40, "presets": 15,
-    "schema": 15, "calibrate": 30, "calibrate --from-nccl-tests": 60,
-    "calibrate --from-trace": 40, "calibrate --from-topo": 40, "topo": 60, "validate": 40,
-    "validate --parallel": 20, "diagnose": 100, "diagnose --smi": 60, "app": 30, "link": 150,
+    "predict": 120, "sweep": 80, "plan": 50, "decide": 50, "goal": 20,
+    "goal --train-samples": 40, "presets": 15, "schema": 15, "calibrate": 30,
+    "calibrate --from-nccl-tests": 60, "calibrate --from-trace": 40, "calibrate --from-topo": 40,
+    "topo": 60, "validate": 40, "validate --parallel": 20, "diagnose": 100,
+    "diagnose --smi": 60, "app": 30, "link": 150,
 }
 EDGE_COMMANDS = ["predict", "sweep", "plan", "decide", "goal", "diagnose", "calibrate", "app"]
 
