@@ -929,7 +929,31 @@ def edge_file_lines() -> list[tuple[str, list]]:
                            ["diagnose", FileSpec(".csv", _csv_bytes(table), "runs")]))
     lines += [(f"trace {label}", ["diagnose", "--trace", *spec])
               for label, spec in _edge_traces()]
+    for label, kind, spec in _edge_texts():
+        argv = {"nccl": [*_base_line("calibrate"), "--from-nccl-tests", spec],
+                "topo": ["topo", spec, "--json"],
+                "smi": ["diagnose", "--smi", spec, "--json"]}[kind]
+        lines.append((f"{kind} {label}", argv))
     return lines
+
+
+def _edge_texts() -> list[tuple[str, str, FileSpec]]:
+    """(what is odd, kind, file): every seed text file (nccl-tests logs, topo -m matrices, an
+    nvidia-smi CSV) empty, cut in half, after binary junk, with its last line 5000 times, with a
+    line of 200,000 digits, and with every number in it NaN."""
+    out = []
+    for kind, seeds in TEXT_SEEDS.items():
+        suffix = ".csv" if kind == "smi" else ".txt"
+        for n, data in enumerate(seeds):
+            lines = data.rstrip(b"\n").split(b"\n")
+            for label, changed in (
+                    ("empty", b""), ("cut in half", data[: len(data) // 2]),
+                    ("after binary junk", bytes(range(256)) + data),
+                    ("last line 5000 times", b"\n".join(lines + lines[-1:] * 5000)),
+                    ("a 200,000-digit line", data + b"9" * 200_000 + b"\n"),
+                    ("numbers NaN", re.sub(rb"\b\d+(\.\d+)?\b", b"nan", data))):
+                out.append((f"#{n} {label}", kind, FileSpec(suffix, changed, kind)))
+    return out
 
 
 def _edge_traces() -> list[tuple[str, list[FileSpec]]]:
