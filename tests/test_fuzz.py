@@ -4,8 +4,11 @@ For each generated input: exit code 0 or 2, no exception out of ``main`` (a trac
 run), exactly one stderr line with exit 2, no NaN/Infinity in JSON printed or written, at most
 ``LIMIT_S`` seconds (tests/fuzz_inputs.py has the strategies and the harness). Commands run in
 this process (``scalesim.cli.main.main``), so one example takes milliseconds; ``calibrate`` is
-fuzzed up to the loading of its model (a module that does not exist), ``app`` with its
-Streamlit child replaced by one that exits at once.
+fuzzed up to the loading of its model (a module that does not exist) and through its
+``--from-nccl-tests/--from-trace/--from-topo`` readers, ``app`` with its Streamlit child
+replaced by one that exits at once. The flags come from the real parsers (a numeric flag is
+found by its argparse type, whichever helper made it), so a new command or flag is fuzzed
+without editing this file, and ``test_every_command_is_fuzzed`` fails for a command left out.
 
 Deterministic: ``derandomize=True`` and no example database, so every run tries the same
 ``EXAMPLES`` inputs (docs/reliability.md records the counts and what they found). Shrinking is
