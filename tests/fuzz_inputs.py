@@ -28,6 +28,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 import warnings
@@ -203,8 +204,6 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def _smi_seed() -> bytes:
-    import tempfile
-
     from test_sources_nvidia_smi import smi_csv
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -619,7 +618,7 @@ def command_line(draw, target: str) -> list:
             argv.append(f"{flag}={value}")  # '-1e308' after a flag would read as a flag
         else:
             argv += [flag, value]
-    if command == "calibrate" and not any(isinstance(x, PathSpec) for x in argv):
+    if command == "calibrate" and "--out" not in argv:  # never the default, in the repository
         argv += ["--out", PathSpec("new", ".json")]
     return argv
 
@@ -690,8 +689,10 @@ def check_cli(argv: list[str]) -> list[str]:
     sizes = {k: os.environ.get(k) for k in ("COLUMNS", "LINES")}
     os.environ.update(COLUMNS="100", LINES="40")
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    popen, stdin = subprocess.Popen, sys.stdin
+    popen, stdin, cwd = subprocess.Popen, sys.stdin, os.getcwd()
     sys.stdin = io.StringIO(STDIN_TEXT)  # `scalesim topo -`
+    workdir = tempfile.TemporaryDirectory(prefix="scalesim-fuzz-cwd-")
+    os.chdir(workdir.name)  # a default output (calibrate's scalesim-profile.json) lands there
     problems: list[str] = []
     code = None
     started = time.perf_counter()
@@ -712,6 +713,8 @@ def check_cli(argv: list[str]) -> list[str]:
         problems.append(f"raised {_where(exc)}")
     finally:
         subprocess.Popen, sys.stdin = popen, stdin
+        os.chdir(cwd)
+        workdir.cleanup()
         for k, v in sizes.items():
             if v is None:
                 os.environ.pop(k, None)
