@@ -139,7 +139,7 @@ def model_parallel_section(block: BlockResult | None, messages: list[MessagePoin
     bandwidth = clip("memory_bandwidth_GBps", fit.memory_bytes_per_s / 1e9)
     listed = peak_tflops_of(device_name) if on_gpu and precision in ("bf16", "fp16") else None
     peak = listed[0] if listed else None
-    efficiency = clip("fraction", sustained / peak) if peak else None
+    efficiency = clip("matmul_efficiency", sustained / peak) if peak else None
     sends = [m for m in messages if m.op == "send_recv"]
     p2p = fit_send_recv([m.size_bytes for m in sends], [m.time_s for m in sends])
     where = (f"; efficiency against the {peak:g} TFLOP/s {precision} peak ({listed[1]})"

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from scalesim.calibration import options
 
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, one_line
 from scalesim.model.overlap import GPU_COMM_CONTENTION
 
 PROG = "scalesim calibration"
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         calibrate(args)
     except ScalesimError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr, flush=True)
+        print(f"{PROG}: error: {one_line(str(exc))}", file=sys.stderr, flush=True)
         return 2
     return 0
 

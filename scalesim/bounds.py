@@ -186,6 +186,8 @@ QUANTITIES: dict[str, Bound] = {
     # ratios
     "cv": Bound(0, 10, "", "std / mean of a time or speed"),
     "fraction": Bound(0, 1, "", "a share between 0 and 1"),
+    "matmul_efficiency": Bound(1e-4, 1, "", "sustained matmul rate / the device's peak: 0.01% "
+                               "to 100% (published large runs: 30-60%)"),
     "backward_fraction": Bound(0, 1, "", "backward's share of forward+backward",
                                low_open=True, high_open=True),
     "slowdown": Bound(0, 10, "", "extra time while colocated devices compute (0.08 = 8%)"),

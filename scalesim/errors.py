@@ -27,6 +27,8 @@ def require_path(value, name: str):
     import os
 
     if isinstance(value, str | os.PathLike) and str(value):
+        if "\x00" in str(value):  # no file has one; open() would raise ValueError
+            raise ScalesimError(f"{name}: a file path cannot hold a NUL character")
         return value
     got = "an empty string" if isinstance(value, str) else (
         "None" if value is None else type(value).__name__)
@@ -39,3 +41,13 @@ def require_text(value, name: str) -> str:
         return value
     got = "None" if value is None else type(value).__name__
     raise ScalesimError(f"{name}: expected a string, got {got}")
+
+
+# What str.splitlines breaks a line at, each shown as Python writes it in a string.
+_LINE_BREAKS = str.maketrans({c: ascii(c)[1:-1] for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
+
+
+def one_line(message: str) -> str:
+    """``message`` on one line, for stderr: a line break inside a quoted value (``--hardware
+    $'a\\nb'``) shown as ``\\n``, as Python writes it in a string."""
+    return message.translate(_LINE_BREAKS)

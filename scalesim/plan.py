@@ -18,6 +18,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel
 
+from scalesim.bounds import check_number, clip
 from scalesim.errors import ScalesimError
 from scalesim.layout import SCHEDULES, ParallelLayout, check_layout, valid_mask
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
@@ -119,7 +120,7 @@ def calibrated_hardware(profile: Profile) -> tuple[Hardware, float, str]:
     hw, mp = profile.hardware, profile.model_parallel
     if mp is not None:
         peak = mp.peak_tflops or hw.peak_tflops or mp.sustained_tflops
-        efficiency = min(mp.sustained_tflops / peak, 1.0)
+        efficiency = clip("matmul_efficiency", mp.sustained_tflops / peak)
         bandwidth = mp.memory_bandwidth_GBps
         of_what = "" if mp.peak_tflops or hw.peak_tflops else " (no datasheet peak: sustained)"
         note = (f"calibrated: matmul efficiency {efficiency:.3g} ({mp.sustained_tflops:.4g} of "
@@ -273,8 +274,7 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
         raise ScalesimError("devices: give one or more device counts of 1 or more")
     if global_batch < 1:
         raise ScalesimError(f"global_batch {global_batch} must be 1 or more")
-    if not 0 < efficiency <= 1:
-        raise ScalesimError(f"efficiency {efficiency} must be in (0, 1]: a share of the peak")
+    check_number("matmul_efficiency", efficiency, "efficiency")
     if rank_by not in ("throughput", "cost"):
         raise ScalesimError(f"rank_by '{rank_by}': use throughput or cost")
     g = hardware.devices_per_node

@@ -452,7 +452,7 @@ class ModelParallelCalibration(_Strict):
         "peak_tflops", None, "the device's datasheet dense peak at the run's precision, TFLOP/s "
         "(None on CPUs and unlisted devices)")
     matmul_efficiency: float | None = bounded(
-        "fraction", None, "sustained_tflops / peak_tflops: the layout model's efficiency")
+        "matmul_efficiency", None, "sustained_tflops / peak_tflops: the layout model's efficiency")
     rel_rmse: float = bounded("rel_error", description="relative RMS error of the roofline fit "
                               "over the points")
     messages: list[MessagePoint] = Field(default_factory=list)

@@ -333,12 +333,11 @@ def summarise(path: str | os.PathLike[str], index: int = 0, observe=None) -> Tra
     source = str(path)
     zero_steps = []
     for number, ev in iter_trace(path, meta):
+        name = ev.get("name")
+        # checked before ``observe`` sees the event: a non-finite ts or dur is one error here
+        times = _event_times(ev, source, number, name) if ev.get("ph") == "X" else None
         if observe is not None:
             observe(ev)
-        if ev.get("ph") != "X":
-            continue
-        name = ev.get("name")
-        times = _event_times(ev, source, number, name)
         if times is None or not isinstance(name, str):
             continue
         ts, dur = times

@@ -24,8 +24,11 @@ import io
 import json
 import math
 import os
+import re
 import signal
 import subprocess
+import sys
+import tempfile
 import time
 import traceback
 import warnings
@@ -50,8 +53,12 @@ NUMBER_TEXTS = [
     "é", "1,2", "1,2,4,8", "8,4", "1-8", "8-1", "1-1024", "0-4", "1-99999999999999999999",
     "4,,8", ",", "1.5,2", "1,nan", "inf,1", "2,1e400", "-", "--", "on,off", "ddp,zero3",
 ]
-TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
-               max_size=12)
+# Any text (a real argv cannot hold NUL), and line breaks, which an error message quoting the
+# value must keep on its one line.
+TEXT = st.one_of(
+    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+            max_size=12),
+    st.sampled_from(["a\nb", "x\r\ny", "\n", "dgx-a100\n", "a\x1cb\u2028c"]))
 SCALAR = st.one_of(
     st.sampled_from(NUMBER_TEXTS),
     st.integers(-(2**70), 2**70).map(str),
@@ -122,13 +129,13 @@ def mutated_json(draw, seed, max_changes: int = 3) -> str:
         container, key = spots[draw(st.integers(0, len(spots) - 1))]
         op = draw(st.sampled_from(["replace", "replace", "replace", "drop", "add"]))
         if op == "replace":
-            container[key] = draw(st.sampled_from(ODD_JSON))
+            container[key] = copy.deepcopy(draw(st.sampled_from(ODD_JSON)))
         elif op == "drop":
             del container[key]
         elif isinstance(container, dict):
             container[draw(st.sampled_from(["extra", "x" * 300, ""]))] = 1
         else:
-            container.append(draw(st.sampled_from(ODD_JSON)))
+            container.append(copy.deepcopy(draw(st.sampled_from(ODD_JSON))))
     text = _dumps(doc)
     ending = draw(st.sampled_from(["whole"] * 8 + ["cut", "bom", "junk", "list"]))
     if ending == "cut":
@@ -177,7 +184,11 @@ def _seeds() -> dict:
 
     cases = json.loads(validation_path("cases.json").read_text())
     ps = next(c for c in cases["cases"] if c["comm"] == "parameter-server")
+    parallel = json.loads(validation_path("parallel_cases.json").read_text())
+    parallel = {**parallel, "cases": parallel["cases"][:2]}
     return {
+        "parallel_cases": parallel,
+        "transformer": presets.transformer_workload("llama3-8b").model_dump(mode="json"),
         "profile": default_profile().model_dump(mode="json"),
         "hardware": presets.get_hardware(presets.DEFAULT_HARDWARE).model_dump(mode="json"),
         "workload": presets.get_workload(presets.DEFAULT_WORKLOAD).model_dump(mode="json"),
@@ -189,6 +200,24 @@ def _seeds() -> dict:
 
 
 SEEDS = _seeds()
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _smi_seed() -> bytes:
+    from test_sources_nvidia_smi import smi_csv
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return smi_csv(Path(tmp) / "smi.csv", devices=4, seconds=6, slow=2).read_bytes()
+
+
+# Text files of the readers of nvidia-smi and nccl-tests output: the published excerpts of
+# tests/fixtures (their README names the sources) and a generated --query-gpu CSV.
+TEXT_SEEDS = {
+    "nccl": tuple(p.read_bytes() for p in sorted((FIXTURES / "nccl_tests").glob("*.txt"))),
+    "topo": tuple(p.read_bytes() for p in sorted((FIXTURES / "nvidia_smi").glob("*.txt"))),
+    "smi": (_smi_seed(),),
+}
+STDIN_TEXT = TEXT_SEEDS["topo"][0].decode()  # what `scalesim topo -` reads
 
 
 def json_file(kind: str) -> st.SearchStrategy[FileSpec]:
@@ -252,6 +281,60 @@ def trace_file(draw) -> FileSpec:
     return FileSpec(".json.gz", packed, "trace")
 
 
+# Replacements for one number or word of a text file, and junk to insert into one.
+ODD_TOKENS = [b"nan", b"inf", b"-inf", b"1e400", b"-1", b"0", b"9" * 30, b"9223372036854775808",
+              b"N/A", b"", b"x", b"1e308", b"5e-324", b"0x10", b"[N/A]", b"NV99999", b"GPU-1",
+              b"1" * 5000, "é".encode()]
+JUNK = [bytes(range(256)), b"\xff\xfe\x00", b"\x00" * 10, b"\r\n\r\n", b"\t\t\t", b"#", b",,,,",
+        b"\n" + b"9" * 200_000 + b"\n", b"\n" + b"x" * 200_000]
+TOKEN = re.compile(rb"[0-9A-Za-z.+-]+")
+
+
+@st.composite
+def mutated_text(draw, kind: str, max_changes: int = 3) -> bytes:
+    """A seed text file of ``kind`` (TEXT_SEEDS) with 0..max_changes odd changes: a number or
+    word replaced, junk or a 200 KB line inserted, a line dropped or repeated thousands of times
+    (a huge file), a cut-off end, or nothing at all."""
+    seeds = TEXT_SEEDS[kind]
+    data = seeds[draw(st.integers(0, len(seeds) - 1))]
+    for _ in range(draw(st.integers(0, max_changes))):
+        op = draw(st.sampled_from(["token", "token", "token", "junk", "drop", "repeat", "cut",
+                                   "empty"]))
+        lines = data.split(b"\n")
+        if op == "token":
+            spots = [m.span() for m in TOKEN.finditer(data)]
+            if spots:
+                a, b = spots[draw(st.integers(0, len(spots) - 1))]
+                data = data[:a] + draw(st.sampled_from(ODD_TOKENS)) + data[b:]
+        elif op == "junk":
+            at = draw(st.integers(0, len(data)))
+            data = data[:at] + draw(st.sampled_from(JUNK)) + data[at:]
+        elif op == "drop" and lines:
+            del lines[draw(st.integers(0, len(lines) - 1))]
+            data = b"\n".join(lines)
+        elif op == "repeat" and lines:
+            i = draw(st.integers(0, len(lines) - 1))
+            data = b"\n".join(lines[:i] + [lines[i]] * draw(st.sampled_from([2, 500, 5000]))
+                              + lines[i + 1:])
+        elif op == "cut":
+            data = data[: draw(st.integers(0, len(data)))]
+        elif op == "empty":
+            data = b""
+    return data
+
+
+def text_file(kind: str, suffix: str = ".txt") -> st.SearchStrategy[FileSpec]:
+    return mutated_text(kind).map(lambda d: FileSpec(suffix, d, kind))
+
+
+@dataclass(frozen=True)
+class Prefixed:
+    """An argument ``PREFIX + path of a file``: ``calibrate --from-trace 32=rank0.json``."""
+
+    prefix: str
+    spec: FileSpec
+
+
 RUNS_FILE = st.one_of(runs_csv(), json_file("runs"))
 OUT_PATH = st.builds(PathSpec, st.sampled_from(["new", "new", "folder", "missing-parent",
                                                "too-long", "existing", "symlink"]),
@@ -263,7 +346,11 @@ def materialize(argv: list, folder: Path) -> list[str]:
     """Write each FileSpec / PathSpec of ``argv`` into ``folder``; the command line as text."""
     out = []
     for i, item in enumerate(argv):
-        if isinstance(item, FileSpec):
+        if isinstance(item, Prefixed):
+            path = folder / f"in{i}{item.spec.suffix}"
+            path.write_bytes(item.spec.data)
+            out.append(f"{item.prefix}{path}")
+        elif isinstance(item, FileSpec):
             path = folder / f"in{i}{item.suffix}"
             path.write_bytes(item.data)
             out.append(str(path))
@@ -319,31 +406,56 @@ def _value_strategy(command: str, action) -> st.SearchStrategy:
     from scalesim import presets
 
     dest = action.dest
-    if dest in ("profile", "scenario"):
-        return st.one_of(json_file(dest), st.builds(PathSpec, st.just("missing")))
+    if dest in ("profile", "scenario", "base"):
+        kind = "profile" if dest == "base" else dest
+        return st.one_of(json_file(kind), st.builds(PathSpec, st.just("missing")))
     if dest in ("hardware", "workload"):
-        names = list(presets.HARDWARE if dest == "hardware" else presets.WORKLOADS)
-        return st.one_of(st.sampled_from(names), json_file(dest), TEXT)
+        names = list(presets.HARDWARE) if dest == "hardware" else [
+            *presets.WORKLOADS, *presets.TRANSFORMERS]  # data parallel, and split by --tp --pp
+        files = json_file(dest) if dest == "hardware" else st.one_of(
+            json_file("workload"), json_file("transformer"))
+        return st.one_of(st.sampled_from(names), st.sampled_from(names), files, TEXT)
+    if command == "plan" and dest == "model":
+        return st.one_of(st.sampled_from(list(presets.TRANSFORMERS)), json_file("transformer"),
+                         json_file("workload"), TEXT)
     if dest == "runs":
         return RUNS_FILE
     if dest == "trace":
         return st.lists(trace_file(), min_size=1, max_size=3)
+    if command == "topo" and dest == "file":
+        return st.one_of(text_file("topo"), text_file("topo"), st.just("-"),
+                         st.builds(PathSpec, st.just("missing")))
     if dest == "file":  # validate
-        return st.one_of(json_file("cases"), st.builds(PathSpec, st.just("missing")))
+        return st.one_of(json_file("cases"), json_file("parallel_cases"),
+                         st.builds(PathSpec, st.just("missing")))
+    if dest == "from_nccl_tests":
+        return st.lists(st.builds(Prefixed, st.sampled_from(["", "", "intra=", "inter=", "x="]),
+                                  text_file("nccl")), min_size=1, max_size=3)
+    if dest == "from_trace":
+        batch = _mix(st.sampled_from(["8=", "32=", "32="]),
+                     st.sampled_from(["", *(f"{v}=" for v in [*ODD_INTS, "1" * 5000, "x"])]))
+        return st.lists(st.builds(Prefixed, batch, trace_file()), min_size=1, max_size=3)
+    if dest == "from_topo":
+        return st.one_of(text_file("topo"), st.builds(PathSpec, st.just("missing")))
+    if dest == "smi":
+        return st.one_of(text_file("smi", ".csv"), st.builds(PathSpec, st.just("missing")))
     if dest in ("out",):
         return OUT_PATH
     if dest in ("profiles", "state_dir"):
         return DIR_PATH
-    if dest in ("model", "dataset"):
+    if dest in ("model", "dataset", "block_model"):
         return st.just(MISSING_MODULE)
     if dest == "address":  # no host names: resolving them would query DNS servers
         return st.sampled_from(["localhost", "127.0.0.1", "0.0.0.0", "::1", "",
                                 "é", "1.2.3"])
     if dest == "nproc_per_node":  # 2 or more would start torchrun
-        return st.sampled_from(["0", "-1", "1", "x", "nan", "1.5", ""])
+        return st.sampled_from(NPROC_VALUES)
     if action.choices:
         return _mix(st.sampled_from(list(action.choices)), VALUE)
     return _mix(_plausible(action), _odd(action))
+
+
+NPROC_VALUES = ["0", "-1", "1", "x", "nan", "1.5", "", "1025", "9223372036854775808"]
 
 
 def _mix(plausible, odd) -> st.SearchStrategy[str]:
@@ -351,21 +463,110 @@ def _mix(plausible, odd) -> st.SearchStrategy[str]:
     return st.integers(0, 9).flatmap(lambda i: plausible if i < 7 else odd if i < 9 else VALUE)
 
 
-# Values a user would type, by the flag's parser (its function name), so that most examples get
-# past argparse and one odd value among plausible ones reaches the model and the readers.
-PLAUSIBLE = {
-    "parse_int_list": ["1", "8", "16", "1,2,4,8", "8,16,32", "1-64", "2-16"],
-    "_int_list": ["8,16", "2,4,8,16"],
-    "positive_int": ["1", "2", "4", "8", "32"],
-    "int": ["0", "1", "2", "3", "8"],
-    "float": ["0", "0.01", "0.5", "1.3", "25", "100", "1e-6"],
-    "_positive_float": ["0.01", "0.5", "1.3", "25", "100", "2e9"],
-    "_floats": ["1,2.5,10", "25", "0.05,0.1", "12,25,50"],
+# ------------------------------------------------------------------- numeric flags, by their type
+
+# argparse types that are not made by scalesim.bounds.flag_type / flag_list_type: (kind, quantity
+# of the bounds table or None). A flag of a type in neither table fails test_every_flag_is_known.
+OTHER_NUMERIC_TYPES = {
+    "int": ("int", None), "float": ("float", None), "positive_int": ("int", "count"),
+    "parse_int_list": ("int list", "devices"), "_efficiency": ("float", "fraction"),
+    "duration_s": ("float", None), "usd": ("float", None),
+}
+# Types of word flags (lists of names), with what a user would type.
+WORD_TYPES = {
     "_on_off": ["on", "off", "on,off"],
     "_phase_list": ["compute", "compute,loader", "compute,jitter,noise"],
     "_op_list": ["all_reduce", "all_reduce,all_gather"],
 }
-WORD_AXES = {"strategy_values": "ddp,zero1,zero2,zero3", "algorithm_values": "auto,ring,tree"}
+WORD_AXES = {"strategy_values": "ddp,zero1,zero2,zero3", "algorithm_values": "auto,ring,tree",
+             "zero_framework_values": "fsdp,deepspeed"}
+# What a user would type for the numeric types without a quantity.
+PLAUSIBLE_TEXT = {
+    "duration_s": ["3d", "72h", "90m", "3600", "0.5d", "1e5"],
+    "usd": ["50000", "$2,000", "1e6", "12.5"],
+    "int": ["0", "1", "2", "3", "8", "8600"],
+    "float": ["0", "0.01", "0.5", "1.3", "25", "100", "1e-6"],
+}
+TYPICAL_NUMBERS = (1, 2, 4, 8, 16, 32, 1024, 0.01, 0.05, 0.5, 1.3, 25, 100, 1e-6, 2e9)
+
+
+def flag_kind(action) -> tuple[str, str | None] | None:
+    """('int' | 'float' | 'int list' | 'float list', quantity or None) of a numeric flag, from
+    its argparse type (whichever helper made it); None for a flag that takes no number."""
+    from scalesim.bounds import bound
+
+    kind = action.type
+    qualname, name = getattr(kind, "__qualname__", ""), getattr(kind, "__name__", "")
+    if qualname.startswith("flag_type."):
+        return ("int" if bound(name).integer else "float"), name
+    if qualname.startswith("flag_list_type."):
+        quantity = name.removesuffix(" list")
+        return ("int list" if bound(quantity).integer else "float list"), quantity
+    return OTHER_NUMERIC_TYPES.get(name)
+
+
+def _number_text(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else f"{value:g}"
+
+
+def plausible_numbers(kind: str, quantity: str | None, type_name: str = "") -> list[str]:
+    """Values of a numeric flag a user would type: typical numbers within its bounds."""
+    from scalesim.bounds import bound
+
+    if quantity is None:
+        return PLAUSIBLE_TEXT[type_name]
+    b = bound(quantity)
+    values = [b.low, *TYPICAL_NUMBERS]
+    ok = [v for v in values if (not b.integer or float(v).is_integer())
+          and b.problem(int(v) if b.integer else float(v)) is None]
+    texts = list(dict.fromkeys(_number_text(v) for v in ok)) or [_number_text(b.high)]
+    if "list" not in kind:
+        return texts
+    lists = texts + [",".join(texts[i:i + 3]) for i in range(len(texts) - 1)]
+    if b.integer and b.problem(1) is None:
+        lists += ["1-16", "2-64"]
+    return lists
+
+
+def edge_numbers(kind: str, quantity: str | None) -> list[str]:
+    """The odd values of a numeric flag: the edges of its type and of its bounds."""
+    from scalesim.bounds import bound
+
+    b = bound(quantity) if quantity else None
+    if kind == "float list":
+        good = plausible_numbers("float", quantity)[0]
+        return [f"{good},{x}" for x in EDGE_FLOATS] + [f"{good},,{good}", ","]
+    if kind == "int list":
+        return EDGE_LISTS + ([f"1,{_number_text(b.high + 1)}"] if b else [])
+    edges = EDGE_FLOATS if kind == "float" else EDGE_INTS
+    if b is not None:
+        step = 1 if b.integer else b.high * 1e-9
+        edges = edges + [_number_text(b.high), _number_text(b.high + step)]
+    return edges
+
+
+def _odd(action) -> st.SearchStrategy[str]:
+    found = flag_kind(action)
+    if found is None:
+        return VALUE
+    kind, _ = found
+    values = {"float": ODD_FLOATS, "int": ODD_INTS}.get(kind, ODD_LISTS)
+    if kind == "float list":
+        values = [f"1,{x}" for x in ODD_FLOATS]
+    return st.sampled_from(values + edge_numbers(*found))
+
+
+def _plausible(action) -> st.SearchStrategy[str]:
+    if action.dest in WORD_AXES:
+        words = WORD_AXES[action.dest].split(",")
+        return st.lists(st.sampled_from(words), min_size=1, max_size=3).map(",".join)
+    name = getattr(action.type, "__name__", "")
+    if name in WORD_TYPES:
+        return st.sampled_from(WORD_TYPES[name])
+    found = flag_kind(action)
+    if found is not None:
+        return st.sampled_from(plausible_numbers(*found, name))
+    return TEXT
 
 
 ODD_FLOATS = ["nan", "inf", "-inf", "1e308", "1e400", "-1e308", "-1", "0", "-0", "1e-308",
@@ -375,38 +576,25 @@ ODD_INTS = ["0", "-1", "2147483648", "9223372036854775807", "9223372036854775808
 ODD_LISTS = ["1,9223372036854775808", "1-99999999999999999999", "0,1", "1,1,1", "64-1",
              "1," + "9" * 30]
 
-
-def _odd(action) -> st.SearchStrategy[str]:
-    name = getattr(action.type, "__name__", "")
-    if "float" in name or name == "_floats":
-        values = ODD_FLOATS if name != "_floats" else [f"1,{x}" for x in ODD_FLOATS]
-    elif "int" in name and "list" not in name:
-        values = ODD_INTS
-    elif "list" in name:
-        values = ODD_LISTS
-    else:
-        return VALUE
-    return st.sampled_from(values)
-
-
-def _plausible(action) -> st.SearchStrategy[str]:
-    if action.dest in WORD_AXES:
-        words = WORD_AXES[action.dest].split(",")
-        return st.lists(st.sampled_from(words), min_size=1, max_size=3).map(",".join)
-    name = getattr(action.type, "__name__", "")
-    if name in PLAUSIBLE:
-        return st.sampled_from(PLAUSIBLE[name])
-    return TEXT
+# A target is a command, or a command with flags every line of it has (the file readers behind
+# them would be drawn too rarely otherwise): "calibrate --from-topo" always reads a topology.
+def target_command(target: str) -> tuple[str, tuple[str, ...]]:
+    command, *flags = target.split()
+    return command, tuple(flags)
 
 
 @st.composite
-def command_line(draw, command: str) -> list:
+def command_line(draw, target: str) -> list:
     """``[command, --flag, value, ...]`` with FileSpec/PathSpec items for files."""
+    command, forced_flags = target_command(target)
     actions = ACTIONS[command]
     positionals = [a for a in actions if not a.option_strings]
     optionals = [a for a in actions if a.option_strings]
-    chosen = draw(st.lists(st.sampled_from(optionals), max_size=MAX_FLAGS, unique_by=id)
-                  if optionals else st.just([]))
+    forced = [a for a in optionals if a.required or set(a.option_strings) & set(forced_flags)]
+    others = [a for a in optionals if a not in forced]
+    most = MAX_FLAGS if not forced_flags else 2  # few others: most lines reach the reader
+    chosen = forced + draw(st.lists(st.sampled_from(others), max_size=most, unique_by=id)
+                           if others else st.just([]))
     if command == "sweep":
         axes = [a for a in chosen if a.dest.endswith("_values")]
         chosen = [a for a in chosen if a not in axes[MAX_GRID_AXES:]]
@@ -430,7 +618,7 @@ def command_line(draw, command: str) -> list:
             argv.append(f"{flag}={value}")  # '-1e308' after a flag would read as a flag
         else:
             argv += [flag, value]
-    if command == "calibrate" and not any(isinstance(x, PathSpec) for x in argv):
+    if command == "calibrate" and "--out" not in argv:  # never the default, in the repository
         argv += ["--out", PathSpec("new", ".json")]
     return argv
 
@@ -501,7 +689,10 @@ def check_cli(argv: list[str]) -> list[str]:
     sizes = {k: os.environ.get(k) for k in ("COLUMNS", "LINES")}
     os.environ.update(COLUMNS="100", LINES="40")
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    popen = subprocess.Popen
+    popen, stdin, cwd = subprocess.Popen, sys.stdin, os.getcwd()
+    sys.stdin = io.StringIO(STDIN_TEXT)  # `scalesim topo -`
+    workdir = tempfile.TemporaryDirectory(prefix="scalesim-fuzz-cwd-")
+    os.chdir(workdir.name)  # a default output (calibrate's scalesim-profile.json) lands there
     problems: list[str] = []
     code = None
     started = time.perf_counter()
@@ -521,7 +712,9 @@ def check_cli(argv: list[str]) -> list[str]:
     except Exception as exc:  # noqa: BLE001 - exactly what the fuzzer looks for
         problems.append(f"raised {_where(exc)}")
     finally:
-        subprocess.Popen = popen
+        subprocess.Popen, sys.stdin = popen, stdin
+        os.chdir(cwd)
+        workdir.cleanup()
         for k, v in sizes.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -546,7 +739,8 @@ def check_cli(argv: list[str]) -> list[str]:
         problems.append(_json_problem(out.getvalue(), "stdout"))
     if code == 0 and "--out" in argv:
         path = Path(argv[argv.index("--out") + 1])
-        if path.suffix == ".json" and path.is_file():
+        chosen = argv[argv.index("--format") + 1] if "--format" in argv[:-1] else "json"
+        if path.suffix == ".json" and chosen == "json" and path.is_file():  # not --format csv
             problems.append(_json_problem(path.read_text(), f"--out {path.name}"))
     if seconds > LIMIT_S:
         problems.append(f"took {seconds:.1f} s")
@@ -555,13 +749,30 @@ def check_cli(argv: list[str]) -> list[str]:
 
 # ------------------------------------------------------------------------------ share links
 
+def _base_links() -> list[dict[str, str]]:
+    """Real share links of each version the decoder reads: v2 (the default what-if, and an
+    uploaded profile with its blob), v3 (a split transformer on the Layouts tab), v1 (a v2 link
+    labelled v1, with model-split fields a v1 link cannot have)."""
+    from scalesim.app.state import AppState, default_state, encode_query, preset_profile
+
+    base = default_state()
+    split = AppState.model_validate({**base.model_dump(), "wl": "llama3-8b", "hw": "dgx-h100",
+                                     "tp": 2, "pp": 2, "sched": "interleaved", "vs": 2,
+                                     "rec": "selective", "sp": True, "tab": "layouts"})
+    custom = base.model_copy(update={"src": "custom"})
+    links = [dict(encode_query(s, preset_profile(s))) for s in (base, split, custom)]
+    assert [link["v"] for link in links] == ["2", "3", "2"]
+    links.append({**links[0], "v": "1", "tp": "4", "sp": "true"})
+    return links
+
+
+BASE_LINKS = _base_links()
+
+
 @st.composite
 def link_params(draw) -> dict[str, str]:
     """A share link's query parameters: a real link with odd values, keys and profile blobs."""
-    from scalesim.app.state import default_state, encode_query, preset_profile
-
-    state = default_state()
-    params = dict(encode_query(state, preset_profile(state)))
+    params = dict(draw(st.sampled_from(BASE_LINKS)))
     keys = sorted(params)
     for _ in range(draw(st.integers(0, 4))):
         op = draw(st.sampled_from(["value", "value", "drop", "unknown", "blob", "blob"]))
@@ -634,22 +845,29 @@ def _base_line(command: str) -> list:
     return {
         "predict": ["predict", "--json"],
         "sweep": ["sweep", "--format", "json", "--devices", "1,8,16"],
+        "plan": ["plan", "--global-batch", "512", "--devices", "8,16", "--json"],
+        "decide": ["decide", "--json"],
+        "goal": ["goal", "--deadline", "3d", "--budget", "50000", "--train-samples", "2e9",
+                 "--json"],
         "diagnose": ["diagnose", FileSpec(".csv", _csv_bytes(_runs_table()), "runs"), "--json"],
         "calibrate": ["calibrate", "--model", MISSING_MODULE, "--no-progress", "--out",
                       PathSpec("new", ".json")],
     }.get(command, [command])
 
 
+def numeric_flags(command: str) -> list:
+    """The actions of ``command``'s numeric flags (never --nproc-per-node: 2 or more starts
+    torchrun; its random values stay below that)."""
+    return [a for a in ACTIONS[command] if a.option_strings and flag_kind(a) is not None
+            and a.dest != "nproc_per_node"]
+
+
 def odd_value_lines(command: str) -> list[list]:
-    """One command line per (numeric flag, odd value of its type): the flag's edge cases."""
+    """One command line per (numeric flag, edge value of its type and bounds)."""
     lines = []
-    for action in ACTIONS[command]:
-        name = getattr(action.type, "__name__", "")
-        if not action.option_strings or name not in PLAUSIBLE or name in (
-                "_on_off", "_phase_list", "_op_list") or action.dest == "nproc_per_node":
-            continue
+    for action in numeric_flags(command):
         flag = action.option_strings[-1]
-        for value in _odd_values(name):
+        for value in edge_numbers(*flag_kind(action)):
             lines.append([*_base_line(command), f"{flag}={value}"])
     return lines
 
@@ -657,14 +875,6 @@ def odd_value_lines(command: str) -> list[list]:
 EDGE_FLOATS = ["nan", "inf", "-inf", "1e308", "1e400", "-1", "0", "5e-324"]
 EDGE_INTS = ["0", "-1", "2147483648", "9223372036854775808", "99999999999999999999"]
 EDGE_LISTS = ["1,9223372036854775808", "1-99999999999999999999", "0,1"]
-
-
-def _odd_values(type_name: str) -> list[str]:
-    if type_name == "_floats":
-        return [f"1,{x}" for x in EDGE_FLOATS]
-    if "float" in type_name:
-        return EDGE_FLOATS
-    return EDGE_LISTS if "list" in type_name else EDGE_INTS
 
 
 def odd_profile_links() -> list[tuple[str, dict[str, str]]]:
@@ -722,7 +932,31 @@ def edge_file_lines() -> list[tuple[str, list]]:
                            ["diagnose", FileSpec(".csv", _csv_bytes(table), "runs")]))
     lines += [(f"trace {label}", ["diagnose", "--trace", *spec])
               for label, spec in _edge_traces()]
+    for label, kind, spec in _edge_texts():
+        argv = {"nccl": [*_base_line("calibrate"), "--from-nccl-tests", spec],
+                "topo": ["topo", spec, "--json"],
+                "smi": ["diagnose", "--smi", spec, "--json"]}[kind]
+        lines.append((f"{kind} {label}", argv))
     return lines
+
+
+def _edge_texts() -> list[tuple[str, str, FileSpec]]:
+    """(what is odd, kind, file): every seed text file (nccl-tests logs, topo -m matrices, an
+    nvidia-smi CSV) empty, cut in half, after binary junk, with its last line 5000 times, with a
+    line of 200,000 digits, and with every number in it NaN."""
+    out = []
+    for kind, seeds in TEXT_SEEDS.items():
+        suffix = ".csv" if kind == "smi" else ".txt"
+        for n, data in enumerate(seeds):
+            lines = data.rstrip(b"\n").split(b"\n")
+            for label, changed in (
+                    ("empty", b""), ("cut in half", data[: len(data) // 2]),
+                    ("after binary junk", bytes(range(256)) + data),
+                    ("last line 5000 times", b"\n".join(lines + lines[-1:] * 5000)),
+                    ("a 200,000-digit line", data + b"9" * 200_000 + b"\n"),
+                    ("numbers NaN", re.sub(rb"\b\d+(\.\d+)?\b", b"nan", data))):
+                out.append((f"#{n} {label}", kind, FileSpec(suffix, changed, kind)))
+    return out
 
 
 def _edge_traces() -> list[tuple[str, list[FileSpec]]]:

@@ -4,8 +4,11 @@ For each generated input: exit code 0 or 2, no exception out of ``main`` (a trac
 run), exactly one stderr line with exit 2, no NaN/Infinity in JSON printed or written, at most
 ``LIMIT_S`` seconds (tests/fuzz_inputs.py has the strategies and the harness). Commands run in
 this process (``scalesim.cli.main.main``), so one example takes milliseconds; ``calibrate`` is
-fuzzed up to the loading of its model (a module that does not exist), ``app`` with its
-Streamlit child replaced by one that exits at once.
+fuzzed up to the loading of its model (a module that does not exist) and through its
+``--from-nccl-tests/--from-trace/--from-topo`` readers, ``app`` with its Streamlit child
+replaced by one that exits at once. The flags come from the real parsers (a numeric flag is
+found by its argparse type, whichever helper made it), so a new command or flag is fuzzed
+without editing this file, and ``test_every_command_is_fuzzed`` fails for a command left out.
 
 Deterministic: ``derandomize=True`` and no example database, so every run tries the same
 ``EXAMPLES`` inputs (docs/reliability.md records the counts and what they found). Shrinking is
@@ -32,11 +35,16 @@ from fuzz_inputs import (
 )
 from hypothesis import HealthCheck, Phase, given, settings
 
-# Examples per target: about 40 s for all of them on 2 busy cores (docs/reliability.md).
+# Examples per target (a command, or a command with the flags every line of it has): about
+# 40 s for all of them on 2 busy cores (docs/reliability.md).
 EXAMPLES = {
-    "predict": 150, "sweep": 100, "presets": 15, "schema": 15, "calibrate": 40,
-    "validate": 60, "diagnose": 150, "app": 30, "link": 120,
+    "predict": 120, "sweep": 80, "plan": 50, "decide": 50, "goal": 20,
+    "goal --train-samples": 40, "presets": 15, "schema": 15, "calibrate": 30,
+    "calibrate --from-nccl-tests": 60, "calibrate --from-trace": 40, "calibrate --from-topo": 40,
+    "topo": 60, "validate": 40, "validate --parallel": 20, "diagnose": 100,
+    "diagnose --smi": 60, "app": 30, "link": 150,
 }
+EDGE_COMMANDS = ["predict", "sweep", "plan", "decide", "goal", "diagnose", "calibrate", "app"]
 
 
 def _settings(target: str):
@@ -45,9 +53,9 @@ def _settings(target: str):
                     suppress_health_check=list(HealthCheck), print_blob=False)
 
 
-def _fuzz_command(command: str):
-    @_settings(command)
-    @given(argv=command_line(command))
+def _fuzz_command(target: str):
+    @_settings(target)
+    @given(argv=command_line(target))
     def run(argv):
         with tempfile.TemporaryDirectory(prefix="scalesim-fuzz-") as tmp:
             line = materialize(argv, Path(tmp))
@@ -57,9 +65,9 @@ def _fuzz_command(command: str):
     return run
 
 
-@pytest.mark.parametrize("command", [c for c in EXAMPLES if c != "link"])
-def test_every_command_keeps_its_promises_on_any_input(command):
-    _fuzz_command(command)()
+@pytest.mark.parametrize("target", [c for c in EXAMPLES if c != "link"])
+def test_every_command_keeps_its_promises_on_any_input(target):
+    _fuzz_command(target)()
 
 
 @_settings("link")
@@ -75,7 +83,7 @@ def test_share_links_never_break_the_planner(params):
 # and each number of a share link's profile at NaN, Infinity, 1e400, -1, 0, 10**25. Every broken
 # promise is listed, not only the first.
 
-@pytest.mark.parametrize("command", ["predict", "sweep", "diagnose", "calibrate", "app"])
+@pytest.mark.parametrize("command", EDGE_COMMANDS)
 def test_every_numeric_flag_at_its_edge_values(command):
     lines = odd_value_lines(command)
     assert lines
@@ -106,9 +114,26 @@ def test_every_profile_number_of_a_link_at_its_edge_values():
 
 
 def test_every_command_is_fuzzed():
-    from fuzz_inputs import COMMANDS
+    from fuzz_inputs import COMMANDS, numeric_flags, target_command
 
-    assert set(COMMANDS) == set(EXAMPLES) - {"link"}
+    assert {target_command(t)[0] for t in EXAMPLES if t != "link"} == set(COMMANDS)
+    assert {c for c in COMMANDS if numeric_flags(c)} <= set(EDGE_COMMANDS)
+
+
+def test_every_flag_type_is_known():
+    """A numeric flag is found whatever helper types it (scalesim.bounds.flag_type,
+    flag_list_type or a command's own); a type the harness does not know fails here."""
+    from fuzz_inputs import ACTIONS, WORD_TYPES, flag_kind
+
+    unknown = [f"{c} {a.option_strings or a.dest}: {getattr(a.type, '__qualname__', a.type)}"
+               for c, actions in ACTIONS.items() for a in actions
+               if a.type is not None and flag_kind(a) is None
+               and a.type.__name__ not in WORD_TYPES and a.type.__name__ != "_words"]
+    assert not unknown
+    kinds = {a.dest: flag_kind(a) for a in ACTIONS["predict"]}
+    assert kinds["devices"] == ("int list", "devices")
+    assert kinds["straggler_cv"] == ("float", "cv")
+    assert kinds["batch"] == ("int", "micro_batch")
 
 
 def test_the_harness_sees_each_broken_promise(monkeypatch, tmp_path):

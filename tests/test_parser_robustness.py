@@ -173,3 +173,65 @@ def test_text_over_the_size_limit_is_refused(tmp_path, monkeypatch):
     path = _trace(tmp_path, "runs.csv", "devices,nodes,samples_per_s\n" + "1,1,10\n" * 20)
     with pytest.raises(ScalesimError, match=r"runs\.csv: over 100 characters"):
         load_runs(path)
+
+
+# ------------------------------------------------------------------ calibrate --from-* arguments
+# Fuzz findings (tests/test_fuzz.py, merged code): a too-long B= or name raised OSError from
+# Path.exists, a B= beyond the bounds reached ComputePoint's validation (a field error naming
+# no argument), a 5000-digit B= raised ValueError (int's digit limit).
+
+@pytest.mark.parametrize("batch, message", [
+    ("0", "the micro-batch: 0 is outside 1 <= x"),
+    ("16777217", "the micro-batch: 16777217 is outside 1 <= x"),
+    ("1" * 5000, "the micro-batch: a whole number of 5000 digits is outside"),
+])
+def test_from_trace_batch_prefix_is_bounded(tmp_path, capsys, batch, message):
+    assert main(["calibrate", "--from-trace", f"{batch}={tmp_path / 'r0.json'}",
+                 "--out", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "--from-trace" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("flag, prefix", [("--from-trace", "32="), ("--from-nccl-tests", "intra=")])
+def test_from_entries_with_a_name_too_long_for_the_os(tmp_path, capsys, flag, prefix):
+    assert main(["calibrate", flag, f"{prefix}{tmp_path / ('x' * 300)}",
+                 "--out", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert "too long" in err and len(err.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------------ one line, whatever the value
+# docs/reliability.md's earlier finding, still open on the merged code: a value with a line break
+# quoted in an error message printed it over two lines; a NUL in a path raised ValueError.
+
+@pytest.mark.parametrize("argv", [
+    ["predict", "--hardware", "a\nb"], ["predict", "--profile", "a\r\nb.json"],
+    ["predict", "--workload", "a\x1cb\u2028c\x85d"],  # what str.splitlines also breaks at
+    ["plan", "--global-batch", "8", "--model", "x\ny"], ["diagnose", "a\nb.csv"],
+    ["calibrate", "--from-topo", "a\nb", "--out", "p.json"],
+])
+def test_a_line_break_in_a_value_stays_on_the_error_line(capsys, argv):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "\\" in err
+
+
+def test_a_nul_in_a_path_is_a_scalesim_error():
+    from scalesim.jsonio import read_json
+
+    with pytest.raises(ScalesimError, match="path: a file path cannot hold a NUL character"):
+        read_json("a\x00b.json")
+
+
+@pytest.mark.parametrize("value", ["1" + "0" * 400, "NaN", "Infinity"])
+def test_from_trace_checks_event_times_before_reading_them(tmp_path, capsys, value):
+    """Fuzz finding: calibrate --from-trace raised OverflowError on a ts of 10**400 (its reader
+    saw the event before diagnose's check did)."""
+    from test_traces import gpu_trace
+
+    trace = gpu_trace(0)
+    trace["traceEvents"][2]["ts"] = "@@"
+    path = _trace(tmp_path, "r0.json", json.dumps(trace).replace('"@@"', value))
+    assert main(["calibrate", "--from-trace", f"32={path}", "--out", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert "event 3 (ProfilerStep#1): ts is" in err and len(err.strip().splitlines()) == 1

@@ -113,3 +113,17 @@ def test_cli_reads_a_workload_file_with_a_shape(tmp_path):
     no_shape.write_text(json.dumps({"name": "x", "params": 1e9}))
     out = _cli("--model", str(no_shape), "--devices", "8", "--global-batch", "64")
     assert out.returncode == 2 and "no 'transformer' shape" in out.stderr
+
+
+def test_a_vanishing_efficiency_is_refused_by_its_bounds(capsys):
+    """Issue 14 fuzz finding: --efficiency 5e-324 passed (0, 1] and overflowed the matmul time
+    (nine lines of RuntimeWarning); the bounds table's matmul_efficiency refuses it."""
+    from scalesim.cli.main import main
+
+    with pytest.raises(ScalesimError, match="efficiency: 5e-324 is outside 0.0001 <= x <= 1"):
+        plan(TINY, SMALL_HW, [4], 16, efficiency=5e-324)
+    with pytest.raises(SystemExit) as exit_:
+        main(["plan", "--global-batch", "512", "--efficiency", "5e-324"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--efficiency" in err

@@ -115,6 +115,14 @@ def _mutated(tmp_path, src, name, change):
     ("one.txt", lambda t: "\n".join(x for x in t.splitlines()
                                     if not x.strip()[:1].isdigit() or "8589934592" in x),
      "only 1 message size"),
+    # fuzz findings: a time of 0 reached the fit (division by zero, a CollectivePoint error
+    # naming no line); a 10^30 us time or a 10^30 GB/s bandwidth likewise
+    ("zero.txt", lambda t: t.replace("    67689  126.90", "        0  126.90"),
+     r"line 54: the time column \(0\): 0.0 is outside"),
+    ("huge.txt", lambda t: t.replace("    67689  126.90", f"  {'9' * 31}  126.90"),
+     r"line 54: the time column \(9+\): [0-9.]+e\+24 is outside"),
+    ("fast.txt", lambda t: t.replace("126.90  237.94", "126.90  1e30"),
+     r"line 54: the busbw column \(1e30\): 1e\+30 is outside"),
 ])
 def test_bad_logs_are_one_line_errors(tmp_path, name, change, message):
     path = _mutated(tmp_path, A100_2N, name, change)

@@ -59,6 +59,8 @@ def test_h100_nvswitch_server_with_a_nic_per_gpu():
     (lambda t: t.replace("GPU2    NV18    NV18     X", "GPU2    NV18    NV18     QQ"),
      "'QQ' is not a topo -m link code"),
     (lambda t: '{"traceEvents": []}', "not nvidia-smi topo -m output"),
+    # fuzz finding: junk before the header's GPU0 gave a topology of no GPUs, then a TypeError
+    (lambda t: "\x00\x00\t" + t.lstrip(), "does not start with GPU columns"),
 ])
 def test_bad_topology_files_are_one_line_errors(tmp_path, change, message):
     path = tmp_path / "topo.txt"
@@ -208,3 +210,18 @@ def test_a_calibrated_profile_carries_the_topology_the_run_recorded():
     args = argparse.Namespace(name=None, micro_batch=None, batches=[8, 16])
     profile = build_profile(args, machine, {"compute": record}, links)
     assert profile.hardware.topology == topo
+
+
+@pytest.mark.parametrize("cell, message", [
+    ("9" * 200_000, "not an nvidia-smi CSV row (field larger than field limit"),
+    ("9" * 400, "line 3: '999999999999999999999999' is not a plausible reading"),
+], ids=["cell over 128 KiB", "400 digits"])
+def test_a_huge_cell_is_one_line_naming_the_row(tmp_path, cell, message):
+    """Fuzz findings (issue 14): a cell over csv's 128 KiB limit raised _csv.Error; a 400-digit
+    clock read as infinity."""
+    path = smi_csv(tmp_path / "smi.csv", devices=2, seconds=3)
+    lines = path.read_text().splitlines()
+    lines[2] = lines[2].replace("1410 MHz", cell, 1)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ScalesimError, match=message.replace("(", r"\(")):
+        nvidia_smi.parse_smi_csv(path)

@@ -96,7 +96,7 @@ def test_trace_entries_need_a_micro_batch(tmp_path):
     assert tc.parse_entries(["a.json"], 16) == {16: ["a.json"]}
     with pytest.raises(ScalesimError, match="say its micro-batch"):
         tc.parse_entries(["a.json"], None)
-    with pytest.raises(ScalesimError, match="1 or more"):
+    with pytest.raises(ScalesimError, match="micro-batch: 0 is outside 1 <= x"):
         tc.parse_entries(["0=a.json"], None)
     with pytest.raises(ScalesimError, match="no such file"):
         tc.read_runs({4: [str(tmp_path / "missing.json")]})

@@ -21,16 +21,6 @@ published model-parallel runs pin (docs/validation.md); give --efficiency from a
 Layouts are placed as Megatron/torchtitan do (tp innermost in a server, pp outermost)."""
 
 
-def _efficiency(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"{value} must be in (0, 1]: a share of the peak")
-    return value
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", metavar="PRESET|FILE", default="llama3-8b",
                    help="transformer preset or workload JSON with a transformer shape "
@@ -45,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--global-batch", type=flag_type("global_batch"), required=True,
                    help="sequences per optimizer step, whole job")
     p.add_argument("--seq-len", type=flag_type("seq_len"), help="override the model's sequence length")
-    p.add_argument("--efficiency", type=_efficiency,
+    p.add_argument("--efficiency", type=flag_type("matmul_efficiency"),
                    help="sustained share of the datasheet peak for large matmuls (default: the "
                    "median pinned by the published model-parallel runs)")
     p.add_argument("--precision", choices=["bf16", "fp8"], default="bf16",

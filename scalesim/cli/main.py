@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 import scalesim.cli as cli_package
 from scalesim import __version__
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, one_line
 from scalesim.jsonio import validation_message
 
 ORDER = ["predict", "sweep", "plan", "presets", "schema", "calibrate", "topo", "validate", "diagnose",
@@ -22,7 +22,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that says 'how to fix it' and exits 2 with one line (its default is 2 as well)."""
 
     def error(self, message: str):  # noqa: D401 - argparse API
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
 def _command_modules():
@@ -58,10 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except ScalesimError as exc:
-        print(f"scalesim {args.command}: error: {exc}", file=sys.stderr)
+        print(f"scalesim {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except ValidationError as exc:  # a value derived from valid inputs left its bounds
-        print(f"scalesim {args.command}: error: {validation_message(exc, exc.title)}",
+        print(f"scalesim {args.command}: error: {one_line(validation_message(exc, exc.title))}",
               file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -43,7 +43,7 @@ def base_profile(out: str | os.PathLike[str], base: str | None = None) -> tuple[
     """(profile to update, whether it is new from the presets, where it came from in words)."""
     if base is not None:
         return load_profile(base), False, f"updated from {base}"
-    if Path(out).exists():
+    if os.path.exists(out):  # False for a name the OS refuses (too long): the writer says why
         return load_profile(out), False, f"updated in place ({out})"
     return default_profile(), True, ("new profile: the parts no source here measured come from "
                                      "the built-in default presets (see its notes)")

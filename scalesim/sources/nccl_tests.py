@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scalesim.bounds import check_number
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import read_text
 from scalesim.model import collectives as coll
@@ -213,6 +214,11 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
             if not _NUMBER.match(tokens[i]):
                 raise ScalesimError(f"{source} line {number}: '{tokens[i]}' is not a number in "
                                     f"the {header[i]} column")
+            # bounded here, so a 0 us or 10^30 us time is named by its line (not by the fit)
+            quantity, factor = ("positive_duration_s", 1e-6) if i in index["time"] else (
+                "bandwidth_GBps", 1.0)
+            check_number(quantity, float(tokens[i]) * factor,
+                         f"{source} line {number}: the {header[i]} column ({tokens[i]})")
     if unchecked:
         notes.append(f"{Path(source).name}: results were not checked (-c 0: #wrong is N/A)")
     if not avg_seen:
@@ -339,7 +345,7 @@ def load_runs(entries: Iterable[str | os.PathLike[str]]) -> list[NcclTestsRun]:
     runs = []
     for entry in entries:
         prefix, sep, rest = str(entry).partition("=")
-        if sep and prefix in LEVEL_PREFIXES and not Path(entry).exists():
+        if sep and prefix in LEVEL_PREFIXES and not os.path.exists(entry):  # never raises
             run = parse_file(rest)
             run.forced_level = LEVEL_PREFIXES[prefix]
             hosts_say = "inter_node" if len(run.hosts) > 1 else "intra_node"

@@ -114,6 +114,10 @@ def parse_topo_text(text: str, source: str) -> Topology:
         rows[tokens[0]] = [_code(c, f"{source} line {number}") for c in cells]
         tails[tokens[0]] = tokens[1 + len(labels):]
     gpus = [label for label in labels if label.startswith("GPU")]
+    if not gpus:
+        raise ScalesimError(f"{source} line {header_at + 1}: the header row does not start with "
+                            f"GPU columns ({ascii(header[0][:24])} first): not nvidia-smi topo -m "
+                            "output")
     missing = [g for g in gpus if g not in rows]
     if missing:
         raise ScalesimError(f"{source}: no row for {missing[0]}: the matrix is cut short "
@@ -178,7 +182,7 @@ def describe_topology(topo: Topology) -> list[str]:
     if topo.suggested_intra_preset:
         out.append(f"nearest intra-link preset: {topo.suggested_intra_preset} "
                    f"(scalesim presets; --intra-link {topo.suggested_intra_preset})")
-    width = max(5, *(len(c) + 1 for row in topo.links for c in row))
+    width = max([5, *(len(c) + 1 for row in topo.links for c in row)])
     out.append("")
     out.append(" " * 6 + "".join(f"{g:>{width}}" for g in topo.gpus) + "  CPU affinity  NUMA")
     for g, row, cpu, numa in zip(topo.gpus, topo.links, topo.cpu_affinity, topo.numa_affinity,
@@ -269,6 +273,18 @@ def _number(cell: str) -> float | None:
     return float(m.group(0)) if m else None
 
 
+MAX_READING = 1e9  # no clock (MHz), temperature, power (W), share or index comes near
+
+
+def _reading(cell: str, source: str, line: int) -> float | None:
+    """``_number(cell)``, refusing a value no sensor gives (10^400 reads as infinity)."""
+    value = _number(cell)
+    if value is not None and not abs(value) <= MAX_READING:
+        raise ScalesimError(f"{source} line {line}: '{cell[:24]}' is not a plausible reading "
+                            f"(over {MAX_READING:g})")
+    return value
+
+
 def _column(names: list[str], key: str) -> int | None:
     for alias in _FIELDS[key]:
         for i, n in enumerate(names):
@@ -280,6 +296,14 @@ def _column(names: list[str], key: str) -> int | None:
 def parse_smi_csv_text(text: str, source: str) -> SmiReport:
     """Per-device health from the --query-gpu CSV (see the module docstring)."""
     reader = csv.reader(io.StringIO(text))
+    try:
+        return _parse_rows(reader, source)
+    except csv.Error as exc:  # a cell over csv's 128 KiB limit, a NUL
+        raise ScalesimError(f"{source} line {reader.line_num + 1}: not an nvidia-smi CSV row "
+                            f"({exc})") from None
+
+
+def _parse_rows(reader, source: str) -> SmiReport:
     header = None
     samples: dict[int, list[tuple]] = {}
     for number, row in enumerate(reader, 1):
@@ -300,10 +324,11 @@ def parse_smi_csv_text(text: str, source: str) -> SmiReport:
         if len(cells) < len(header):
             raise ScalesimError(f"{source} line {number}: {len(cells)} of {len(header)} fields "
                                 "(truncated?)")
-        index, clock = _number(cells[col["index"]]), _number(cells[col["clock"]])
+        index = _reading(cells[col["index"]], source, number)
+        clock = _reading(cells[col["clock"]], source, number)
         if index is None or clock is None:
             continue  # [N/A] or [Not Supported]
-        values = [None if col[k] is None else _number(cells[col[k]])
+        values = [None if col[k] is None else _reading(cells[col[k]], source, number)
                   for k in ("max_clock", "temp", "power", "util")]
         reasons = None
         if col["reasons"] is not None:

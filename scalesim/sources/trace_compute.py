@@ -33,10 +33,10 @@ import re
 from array import array
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
+from scalesim.bounds import check_number, parse_number
 from scalesim.errors import ScalesimError
 from scalesim.traces import TraceSummary, _Intervals, cross_rank, length_in, merge, summarise
 
@@ -362,15 +362,13 @@ def parse_entries(entries: list[str], micro_batch: int | None) -> dict[int, list
     groups: dict[int, list[str]] = {}
     for entry in entries:
         batch, sep, path = entry.partition("=")
-        if sep and batch.strip().isdigit() and not Path(entry).exists():
-            b = int(batch)
+        if sep and batch.strip().isdigit() and not os.path.exists(entry):  # never raises
+            b = parse_number(batch, "micro_batch", f"--from-trace {entry[:80]}: the micro-batch")
         elif micro_batch is not None:
-            b, path = micro_batch, entry
+            b, path = check_number("micro_batch", micro_batch, "--micro-batch"), entry
         else:
             raise ScalesimError(f"--from-trace {entry}: say its micro-batch, as 32={entry} (one "
                                 "run per batch size), or give --micro-batch N for all traces")
-        if b < 1:
-            raise ScalesimError(f"--from-trace {entry}: the micro-batch must be 1 or more")
         groups.setdefault(b, []).append(path)
     if not groups:
         raise ScalesimError("give one or more traces: --from-trace 32=rank0.json 32=rank1.json")
