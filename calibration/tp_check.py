@@ -158,6 +158,7 @@ def summarise(args, everyone: list[list[dict]], np, quantile: float | None = Non
     from scalesim.calibration.block_fit import Block, fit_block, layer_time_s
     from scalesim.calibration.jitter_phase import summarize as jitter_of
 
+    from scalesim.bounds import QUANTITIES
     from scalesim.model.collectives import fit_alpha_beta
     from scalesim.model.stragglers import collective_waits_s
     from scalesim.model.tensor_parallel import collectives_per_layer, tp_comm_per_layer_s
@@ -182,7 +183,16 @@ def summarise(args, everyone: list[list[dict]], np, quantile: float | None = Non
     size = args.batch * args.seq * args.hidden * element
     sizes = [size * s for s in SIZES]
     times = [over_rounds(slowest(f"ar_{s}")) for s in SIZES]
-    latency_s, busbw_GBps, ar_rmse = fit_alpha_beta("all_reduce", sizes, [2] * len(sizes), times)
+    try:
+        latency_s, busbw_GBps, ar_rmse = fit_alpha_beta("all_reduce", sizes, [2] * len(sizes),
+                                                        times)
+    except ValueError:
+        # Flat times: every size costs the same fixed time (on an idle machine gloo's loopback
+        # all-reduce sits at a ~2 ms wake-up floor whatever its size), so the bytes cost
+        # nothing measurable here: all latency, the largest bus bandwidth the bounds allow.
+        busbw_GBps = QUANTITIES["busbw_GBps"].high
+        latency_s = float(np.median(times)) / 2.0  # a 2-rank ring all-reduce: 2(n-1) = 2 steps
+        ar_rmse = float(np.sqrt(np.mean((latency_s * 2.0 / np.asarray(times) - 1.0) ** 2)))
     world = len(everyone)
     layer_s = float(layer_time_s(block, world, fit.flops_per_s, fit.memory_bytes_per_s))
     comm_s = float(tp_comm_per_layer_s(args.batch, args.seq, args.hidden, world, 1,
