@@ -23,7 +23,8 @@ docs/model.md §16.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -105,9 +106,8 @@ class LayoutInputs:
     # layers only)
 
     def replace(self, **changes) -> LayoutInputs:
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        values.update(changes)
-        return LayoutInputs(**values)
+        """A copy with ``changes`` (``dataclasses.replace``)."""
+        return dataclasses.replace(self, **changes)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ All inputs broadcast; ``evaluate`` returns arrays of the broadcast shape.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -90,9 +91,8 @@ class StepInputs:
     device_memory_bytes: object = np.inf
 
     def replace(self, **changes) -> StepInputs:
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        values.update(changes)
-        return StepInputs(**values)
+        """A copy with ``changes`` (``dataclasses.replace``)."""
+        return dataclasses.replace(self, **changes)
 
 
 @dataclass(frozen=True)
