@@ -24,7 +24,7 @@ from scalesim.layout import SCHEDULES, ParallelLayout, layout_problems
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
 from scalesim.model.overlap import GPU_COMM_CONTENTION
 from scalesim.model.stragglers import DEVICE_SPEED_CV
-from scalesim.model.transformer import RECOMPUTE
+from scalesim.model.transformer import RECOMPUTE, parameter_count
 from scalesim.plan import PARTS
 from scalesim.predict import nvls_busbw_ratio
 from scalesim.presets import (
@@ -46,6 +46,8 @@ DEFAULT_INTER_KIND = "infiniband"  # a null network kind: the GPU servers' usual
 NICS_PER_GPU = 1  # a null NIC count: one NIC per GPU (DGX/HGX rail design)
 DEFAULT_GBIT_PER_NIC = {"A100": 200.0, "H100": 400.0, "GB200": 400.0}  # DGX A100 (HDR), DGX
 # H100 (NDR), GB200 NVL72 compute trays (ConnectX-7 400G per GPU) datasheets
+DEFAULT_VOCAB = 51200  # a null vocabulary: GPT-2's 50,257 BPE tokens padded as Megatron-LM pads
+# them (Narayanan et al. 2021 use V = 51,200)
 DEFAULT_MICRO_BATCH = 1
 DEFAULT_RECOMPUTE = "none"  # a null recompute: none (Megatron-Core's default)
 FLASH_ATTENTION_FROM_YEAR = 2022  # sources from 2022 on use fused (flash) attention (Dao 2022)
@@ -63,6 +65,7 @@ DEFAULTS = {
     "inter_node_kind": DEFAULT_INTER_KIND,
     "nics_per_node": "one per GPU",
     "gbit_per_nic": DEFAULT_GBIT_PER_NIC,
+    "vocab": DEFAULT_VOCAB,
     "micro_batch": DEFAULT_MICRO_BATCH,
     "recompute": DEFAULT_RECOMPUTE,
     "sequence_parallel": "true when tp > 1",
@@ -189,39 +192,32 @@ def _gpu_family(gpu: str) -> str | None:
     return next((f for f in ("GB200", "H100", "A100") if name_has_words(gpu, (f,))), None)
 
 
+def _or_default(value, default, name: str, flags: list[str], note: str = ""):
+    """``value``, or ``default`` where the source does not state it (flagged on the case)."""
+    if value is not None:
+        return value
+    flags.append(f"{name} unknown: {default} assumed{note}")
+    return default
+
+
 def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, ParallelLayout]:
     """The model's inputs for one case (efficiency 1: the anchor sets it); flags name defaults."""
     m, hw, lay = case.model, case.hardware, case.layout
     kv = m.kv_heads or m.heads
     ffn = m.ffn_hidden or 4 * m.hidden
     gated = ffn != 4 * m.hidden
-    vocab = m.vocab
-    if vocab is None:
-        vocab = 51200
-        flags.append("vocab unknown: 51200 assumed")
+    vocab = _or_default(m.vocab, DEFAULT_VOCAB, "vocab", flags)
     year = _year(case.source)
     flash = year is not None and year >= FLASH_ATTENTION_FROM_YEAR
-    from scalesim.model.transformer import parameter_count
-
     params = float(parameter_count(m.layers, m.hidden, m.heads, kv, ffn, gated, m.seq_len, vocab,
                                    not gated, not gated, not gated, not gated))
     if lay.ep > 1:
         flags.append(f"expert parallelism ep {lay.ep} is not modelled (dense layers assumed)")
-    micro = lay.micro_batch
-    if micro is None:
-        micro = DEFAULT_MICRO_BATCH
-        flags.append(f"micro_batch unknown: {micro} assumed")
-    recompute = lay.recompute
-    if recompute is None:
-        recompute = DEFAULT_RECOMPUTE
-        flags.append(f"recompute unknown: {recompute} assumed")
-    sp = lay.sequence_parallel
-    if sp is None:
-        sp = lay.tp > 1
-        flags.append(f"sequence_parallel unknown: {sp} assumed (tp {lay.tp})")
-    schedule = lay.schedule or ("1f1b" if lay.pp > 1 else "none")
-    if lay.schedule is None:
-        flags.append(f"schedule unknown: {schedule} assumed")
+    micro = _or_default(lay.micro_batch, DEFAULT_MICRO_BATCH, "micro_batch", flags)
+    recompute = _or_default(lay.recompute, DEFAULT_RECOMPUTE, "recompute", flags)
+    sp = _or_default(lay.sequence_parallel, lay.tp > 1, "sequence_parallel", flags,
+                     f" (tp {lay.tp})")
+    schedule = _or_default(lay.schedule, "1f1b" if lay.pp > 1 else "none", "schedule", flags)
     if lay.pp == 1:
         schedule = "none"
     v = lay.virtual_stages or (2 if schedule == "interleaved" else 1)
