@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_harness import run_cli
 from diagnose_cases import CASES, to_csv
 
 from scalesim import presets
@@ -25,7 +26,6 @@ from scalesim.bounds import (
     flag_type,
     markdown_table,
 )
-from scalesim.cli.main import main
 from scalesim.errors import ScalesimError
 from scalesim.schemas import SCHEMAS, Scenario
 from scalesim.shipped import validation_path
@@ -34,14 +34,6 @@ BIG = str(2**63)  # 9223372036854775808: the first whole number a C long cannot 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_cli(capsys, argv):
-    """Exit code, stdout, stderr of one command in this process (argparse exits are caught)."""
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def assert_one_line_refusal(code, err, *words):

@@ -8,8 +8,8 @@ import json
 
 import diagnose_cases as cases
 import pytest
+from cli_harness import run_cli
 
-from scalesim.cli.main import main
 from scalesim.diagnosis import diagnose_runs
 from scalesim.errors import ScalesimError
 from scalesim.presets import get_transformer
@@ -77,20 +77,13 @@ def test_a_preset_and_its_errors(runs_csv):
         runs_model("no-such-model", "A100 40GB")
 
 
-def _cli(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_cli(tmp_path, capsys, runs_csv, bert_file):
     path = tmp_path / "runs.csv"
     path.write_text(runs_csv)
-    code, out, err = _cli(capsys, "diagnose", str(path), "--model", bert_file, "--gpu",
-                          "A100 40GB", "--wire-bytes", "2", "--json")
+    code, out, err = run_cli(capsys, ["diagnose", str(path), "--model", bert_file, "--gpu",
+                          "A100 40GB", "--wire-bytes", "2", "--json"])
     assert code == 0, err
     split = next(r for r in json.loads(out)["remedies"] if r["key"] == "split_model")
     assert split["applicable"] and split["gain"] > 0.2
@@ -100,5 +93,5 @@ def test_cli(tmp_path, capsys, runs_csv, bert_file):
             (["--model", "bert-large", "--gpu", "Z80"], "--gpu 'Z80'"),
             (["--model", "bert-large", "--gpu", "A100 40GB", "--params", "1e9"],
              "disagrees with the transformer shape")):
-        code, out, err = _cli(capsys, "diagnose", str(path), *argv)
+        code, out, err = run_cli(capsys, ["diagnose", str(path), *argv])
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err

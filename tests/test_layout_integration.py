@@ -11,8 +11,8 @@ import json
 
 import numpy as np
 import pytest
+from cli_harness import run_cli
 
-from scalesim.cli.main import main
 from scalesim.decision import decide
 from scalesim.errors import ScalesimError
 from scalesim.knee import find_knee
@@ -22,15 +22,6 @@ from scalesim.profiles import default_profile, resolve_profile
 from scalesim.remedies import rank_remedies
 from scalesim.schemas import Scenario, ScenarioLayout
 from scalesim.sweep import sweep
-
-
-def run_cli(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")
@@ -217,17 +208,17 @@ def test_the_knee_can_be_the_pipeline_bubble():
 # ------------------------------------------------------------ CLI
 
 def test_cli_predict_with_a_layout(capsys):
-    code, out, err = run_cli(capsys, "predict", "--workload", "llama3-8b", "--hardware",
+    code, out, err = run_cli(capsys, ["predict", "--workload", "llama3-8b", "--hardware",
                              "dgx-h100", "--devices", "8,16", "--tp", "2", "--pp", "2",
                              "--schedule", "interleaved", "--virtual-stages", "2",
                              "--recompute", "selective", "--sequence-parallel", "--batch", "1",
-                             "--accumulation", "8", "--json")
+                             "--accumulation", "8", "--json"])
     assert code == 0, err
     rows = json.loads(out)
     assert [(r["dp"], r["tp"], r["pp"]) for r in rows] == [(2, 2, 2), (4, 2, 2)]
     assert all(r["bubble_s"] > 0 and r["mfu"] > 0 for r in rows)
-    code, out, err = run_cli(capsys, "predict", "--workload", "llama3-8b", "--hardware",
-                             "dgx-h100", "--devices", "8,16", "--tp", "2", "--pp", "2")
+    code, out, err = run_cli(capsys, ["predict", "--workload", "llama3-8b", "--hardware",
+                             "dgx-h100", "--devices", "8,16", "--tp", "2", "--pp", "2"])
     assert code == 0 and "dp x tp x pp" in out and "layout: tp 2 x pp 2 (1f1b)" in out
 
 
@@ -239,14 +230,14 @@ def test_cli_predict_with_a_layout(capsys):
     (["--pp", "1e9"], "--pp"),
 ])
 def test_cli_refuses_bad_layouts_in_one_line(capsys, argv, words):
-    code, _, err = run_cli(capsys, "predict", *argv)
+    code, _, err = run_cli(capsys, ["predict", *argv])
     assert code == 2 and len(err.strip().splitlines()) == 1 and words in err, err
 
 
 def test_cli_sweep_over_tp_and_pp(capsys):
-    code, out, err = run_cli(capsys, "sweep", "--workload", "gpt-1.7b", "--hardware", "dgx-a100",
+    code, out, err = run_cli(capsys, ["sweep", "--workload", "gpt-1.7b", "--hardware", "dgx-a100",
                              "--devices", "8,16", "--tp-values", "1,2", "--pp-values", "1,2",
-                             "--batch", "1", "--format", "json")
+                             "--batch", "1", "--format", "json"])
     assert code == 0, err
     rows = json.loads(out)
     assert len(rows) == 8 and {(r["tp"], r["pp"]) for r in rows} == {(1, 1), (1, 2), (2, 1),
@@ -258,8 +249,8 @@ def test_scenario_file_carries_the_layout(tmp_path, capsys):
     path = tmp_path / "s.json"
     path.write_text(Scenario(devices=[8], micro_batch=1,
                              layout=ScenarioLayout(tp=4)).model_dump_json())
-    code, out, err = run_cli(capsys, "predict", "--workload", "gpt-1.7b", "--hardware",
-                             "dgx-a100", "--scenario", str(path), "--pp", "2", "--json")
+    code, out, err = run_cli(capsys, ["predict", "--workload", "gpt-1.7b", "--hardware",
+                             "dgx-a100", "--scenario", str(path), "--pp", "2", "--json"])
     assert code == 0, err
     assert [(r["tp"], r["pp"]) for r in json.loads(out)] == [(4, 2)]  # file's tp, flag's pp
 
