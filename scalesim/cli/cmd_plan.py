@@ -52,24 +52,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the ranked layouts as JSON")
 
 
-def _shape_and_params(args):
-    from scalesim.runs_model import model_shape
-
-    return model_shape(args.model)
-
-
-def _hardware(name: str):
-    from pathlib import Path
-
-    from scalesim.jsonio import parse_model, read_json
-    from scalesim.presets import HARDWARE, get_hardware
-    from scalesim.schemas import Hardware
-
-    if name in HARDWARE or not Path(name).suffix:
-        return get_hardware(name)
-    return parse_model(read_json(name), Hardware, name)
-
-
 def render_text(rows, global_batch: int) -> str:
     lines = [f"{'#':>3} {'GPUs':>5} {'dp':>4} {'tp':>3} {'pp':>3} {'cp':>3} {'zero':>4} {'mb':>3} "
              f"{'acc':>4} {'schedule':<14} {'recomp':<9} {'sp':<3} {'step s':>8} "
@@ -90,8 +72,9 @@ def render_text(rows, global_batch: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY, plan
+    from scalesim.runs_model import model_shape
 
-    shape, params = _shape_and_params(args)
+    shape, params = model_shape(args.model)
     if args.seq_len:
         shape = shape.model_copy(update={"seq_len": args.seq_len})
         params = None
@@ -118,7 +101,9 @@ def _hardware_and_efficiency(args, default_efficiency: float):
     from scalesim.errors import ScalesimError
 
     if args.profile is None:
-        return _hardware(args.hardware or "dgx-h100"), default_efficiency, ""
+        from scalesim.profiles import load_hardware
+
+        return load_hardware(args.hardware or "dgx-h100"), default_efficiency, ""
     if args.hardware is not None:
         raise ScalesimError("give --profile or --hardware, not both: the profile brings its "
                             "hardware and links")
