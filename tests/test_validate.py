@@ -432,3 +432,32 @@ def test_partial_dgx1_points_get_fewer_nvlinks():
     pts = [{"devices": n, "nodes": 1, "throughput": 100.0 * n} for n in (1, 2, 4, 8)]
     inp = _links_of(_case(hardware=hw, points=pts))
     assert list(inp.intra_busbw_GBps) == pytest.approx([120.0, 20.0, 80.0, 120.0])
+
+
+def test_horovod_under_xla_sources_exchange_after_backward():
+    """DLE TF1 BERT scripts run Horovod under XLA (on by default), whose clusters hand gradients
+    over only when they end: no overlap. 250k fp32 parameters = 1,000,000 bytes, one bucket (the
+    first, 1 MiB); 2 GPUs of a DGX-2 (NVSwitch V100: 120 GB/s ring busbw, 2 us per hop): ring
+    2*(2-1)*2 us + 2*(1/2)*1e6 B / 120 GB/s = 4 us + 8.333 us = 12.333 us, all exposed (the tree,
+    4 us + 2e6 B / 120 GB/s, is slower). Another source overlaps it with backward."""
+    hw = {"gpu": "Tesla V100-SXM3 32GB (DGX-2)", "gpus_per_node": 16,
+          "intra_node": "nvswitch-v100", "inter_node": None}
+    pts = [{"devices": 1, "nodes": 1, "throughput": 100.0},
+           {"devices": 2, "nodes": 1, "throughput": 190.0}]
+    wl = {"params": 250e3, "samples_per_step_per_device": 4}
+
+    def predict(source, workload):
+        return predict_case(parse_cases(_file(_case(
+            source=f"NVIDIA/DeepLearningExamples, {source}/README.md", hardware=hw,
+            workload=workload, points=pts)))[0])
+
+    xla = predict("TensorFlow/LanguageModeling/BERT", wl)
+    assert xla.points[1].exposed_comm_s == pytest.approx(4e-6 + 1e6 / 120e9, rel=1e-9)
+    assert xla.points[0].exposed_comm_s == 0.0
+    assert any("overlap off" in f for f in xla.flags)
+    # 50M parameters in many buckets: overlapped, most of the exchange hides behind backward
+    big = {"params": 50e6, "samples_per_step_per_device": 4}
+    other = predict("TensorFlow2/LanguageModeling/BERT", big)
+    assert not any("overlap off" in f for f in other.flags)
+    assert other.points[1].exposed_comm_s < 0.5 * predict(
+        "TensorFlow/LanguageModeling/BERT", big).points[1].exposed_comm_s
