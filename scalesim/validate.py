@@ -67,7 +67,9 @@ ALGORITHM = coll.AUTO  # NCCL picks the fastest algorithm per message size
 # horovod/horovod#1673 ("Horovod will only be informed of tensors needing processing between XLA
 # clusters"), nvprof in NVIDIA/DeepLearningExamples#156 and horovod/horovod#1283. The DLE TF1
 # BERT scripts run with XLA on by default (scripts/run_squad.sh:21, run_pretraining_lamb_phase1.sh
-# and _phase2.sh:24 ``use_xla=${..:-"true"}``; run_squad.py:162, DeepLearningExamples 729963dd).
+# and _phase2.sh:24 ``use_xla=${..:-"true"}``; run_squad.py:162, DeepLearningExamples 729963dd);
+# with accumulation they also clip by the global norm before the all-reduce
+# (optimization.py:138-152, ``allreduce_post_accumulation``), which waits for every gradient.
 NO_OVERLAP_SOURCES = ("TensorFlow/LanguageModeling/BERT",)
 # Targets of issue 10, on this file and on unseen cases of the same kind alike.
 TARGET_MEDIAN_PCT = 4.0  # all-reduce cases: median absolute error target
