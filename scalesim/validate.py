@@ -421,8 +421,9 @@ def predict_case(case: Case) -> CaseResult:
         wire = WIRE_BYTES_OF_PRECISION[wl.precision]
         flags.append(f"grad_bytes_per_param unknown: {wire:g} assumed from {wl.precision}")
     if not overlaps_backward(case):
-        flags.append("overlap off: the source's script runs Horovod under XLA (on by default), "
-                     "whose clusters hand gradients over only when they end")
+        flags.append("overlap off (NO_OVERLAP_SOURCES): the source's scripts run Horovod under "
+                     "XLA, on by default, which hands gradients over only when a compiled "
+                     "cluster ends (horovod#1673)")
     points = sorted(case.points, key=lambda p: p.devices)
     b, k, known = _batches(case, points, flags)
     target = points[0].throughput
