@@ -331,3 +331,23 @@ def test_jitter_on_a_layout_ignores_a_slow_rank_beyond_the_devices():
     t_mb = _per_micro_batch_s()
     r = evaluate_layouts(_inputs(jitter_cv=0.05, slow_rank=9, slow_factor=2.0))  # rank 9 of 2
     assert float(r.straggler_s) == pytest.approx(4 * E2 * 0.05 * t_mb, rel=1e-6)
+
+
+def test_the_app_predicts_a_layout_with_a_slow_device_and_overlap_off():
+    """The app's controls (overlap toggle, slow device rank and factor) with a layout: the plan's
+    rows are predict's, slower than without the knobs, and no control is refused."""
+    from scalesim.app.plan import build_scenario, make_plan
+    from scalesim.app.state import default_state, preset_profile, with_profile_defaults
+
+    state = default_state().model_copy(update={"hw": "dgx-a100", "wl": "gpt-1.7b"})
+    state = with_profile_defaults(state, preset_profile(state)).model_copy(
+        update={"tp": 2, "pp": 2, "dmax": 16, "mb": 2, "acc": 4})
+    knobs = state.model_copy(update={"ovl": False, "slow": 3, "sf": 1.3})
+    profile = preset_profile(knobs)
+    scenario, _ = build_scenario(knobs, profile)
+    assert not scenario.overlap and scenario.slow_device == 3 and scenario.layout.pp == 2
+    rows, quiet = make_plan(profile, knobs).rows, make_plan(profile, state).rows
+    assert rows == predict(profile, scenario)
+    assert [r.devices for r in rows] == [r.devices for r in quiet] == [4, 8, 16]
+    for r, q in zip(rows, quiet, strict=True):
+        assert r.step_time_s > q.step_time_s and r.straggler_s > q.straggler_s
