@@ -395,15 +395,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
 
     b_noise = critical_batch or _critical_batch_from_steps(runs)
     fitted = {"name": f"fitted to {runs.source}", "critical_batch_size": b_noise,
-              "one_slow_device": slow_rank is not None}
+              "one_slow_device": slow_rank is not None, "slow_rank": slow_rank or 0}
     profile, scenario, at = fitted_profile(fit, runs, **fitted, model=transformer)
-    if transformer is not None and (scenario.slow_device is not None or not scenario.overlap):
-        why = ("one device is slower than the others" if scenario.slow_device is not None
-               else "the runs show no overlap of communication with backward")
-        fit.notes.append(f"--model {transformer.name} not used for the remedies: {why}, "
-                         "which the layout model does not model (docs/model.md §22); remedies "
-                         "are predicted data parallel")
-        profile, scenario, at = fitted_profile(fit, runs, **fitted)
     try:
         first, remedies = model_remedies(profile, scenario, at, cause.key,
                                          nominal_links=not fit.params_known)

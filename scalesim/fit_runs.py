@@ -425,7 +425,7 @@ def extrapolate(fit: FitResult, runs: Runs, devices: list[int] | None = None,
 
 def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
                    critical_batch_size: float | None = None, one_slow_device: bool = False,
-                   model: RunsModel | None = None):
+                   model: RunsModel | None = None, slow_rank: int = 0):
     """A Profile and Scenario that describe the largest run with the fitted parameters.
 
     ``(profile, scenario, devices)`` for ``scalesim.remedies.rank_remedies``. Device memory is
@@ -433,7 +433,9 @@ def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
     pipeline is a one-point loader curve giving the fitted per-device supply at that run.
     With ``model`` (the runs' transformer shape and GPU) the workload carries the shape and
     its parameter count, and the hardware the GPU's datasheet peak, memory bandwidth and memory,
-    so predictions go through the layout model (docs/model.md §22).
+    so predictions go through the layout model (docs/model.md §22). With
+    ``one_slow_device`` the measured spread is one device's delay: ``slow_rank`` is its rank (the
+    runs' consistently slowest; it sets the pipeline stage it slows under a split layout).
     """
     from scalesim.schemas import (
         ComputeCurve,
@@ -502,7 +504,7 @@ def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
         batch = {"micro_batch": max(int(round(runs.micro_batch[-1])), 1)}
     scenario = Scenario(devices=[last.devices], devices_per_node=g, accumulation=last.accumulation,
                         overlap=v["overlap"] >= 0.5,
-                        slow_device=0 if slow_factor > 1.0 + 1e-6 else None,
+                        slow_device=slow_rank if slow_factor > 1.0 + 1e-6 else None,
                         slow_factor=clip("slow_factor", slow_factor),
                         critical_batch_size=critical_batch_size, **batch)
     return profile, scenario, last.devices

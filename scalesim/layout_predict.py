@@ -97,8 +97,8 @@ def _peak_and_bandwidth(profile: Profile) -> tuple[float, bool, float]:
 def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak_flops: float,
                 bandwidth_GBps: float, jitter_cv: float = 0.0) -> LayoutInputs:
     """Every input but the layout and the efficiency (set later), from the workload, the
-    hardware and the scenario's overrides; ``jitter_cv`` the step-to-step jitter
-    (``predict.jitter_cv_of``: it lives in the profile, not the hardware)."""
+    hardware and the scenario's overrides (links, overlap, the slow device); ``jitter_cv`` the
+    step-to-step jitter (``predict.jitter_cv_of``: it lives in the profile, not the hardware)."""
     wl, hw = workload, hardware
     s = wl.transformer
     intra, inter = hw.intra_node, hw.inter_node
@@ -121,7 +121,9 @@ def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak
         wire_bytes_per_param=wl.wire_bytes_per_param,
         comm_contention=_pick(scenario.comm_compute_contention, hw.comm_compute_contention),
         device_cv=_pick(scenario.device_speed_cv, hw.device_speed_cv), jitter_cv=jitter_cv,
-        nvls_busbw_ratio=nvls_busbw_ratio(intra),
+        nvls_busbw_ratio=nvls_busbw_ratio(intra), overlap=scenario.overlap,
+        slow_factor=1.0 if scenario.slow_device is None else scenario.slow_factor,
+        slow_rank=scenario.slow_device or 0,
     )
 
 
@@ -135,7 +137,7 @@ def pinned_efficiency(profile: Profile, base: LayoutInputs, micro_batch, per_nod
     b = np.asarray(micro_batch, dtype=float)
     one = base.replace(dp=1, tp=1, pp=1, cp=1, zero=0, micro_batch=b, global_batch=b,
                        schedule=0, virtual_stages=1, sequence_parallel=False, device_cv=0.0,
-                       jitter_cv=0.0,
+                       jitter_cv=0.0, slow_factor=1.0,
                        recompute=RECOMPUTE["full" if wl.activation_recompute else "none"])
     c1 = evaluate_layouts(one.replace(efficiency=1.0)).compute_s
     c2 = evaluate_layouts(one.replace(efficiency=0.5)).compute_s
@@ -189,11 +191,11 @@ def split_devices(devices, tp, pp):
 
 def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, accumulation,
                   base_micro_batch, tp=None, pp=None, zero=None, intra_busbw_GBps=None,
-                  inter_busbw_GBps=None, jitter_cv=None) -> LayoutRows:
+                  inter_busbw_GBps=None, jitter_cv=None, overlap=None) -> LayoutRows:
     """Every row (arrays broadcast) through ``evaluate_layouts``, with speed-up and efficiency
     against one device running the unsplit model at ``base_micro_batch``. Rows must be valid
     layouts (``check_rows``). ``jitter_cv`` (a sweep axis) defaults to the scenario's or the
-    profile's (``predict.jitter_cv_of``)."""
+    profile's (``predict.jitter_cv_of``), ``overlap`` (a sweep axis) to the scenario's."""
     split = layout_of(scenario)
     wl, hw = profile.workload, profile.hardware
     g_max = scenario.devices_per_node or hw.devices_per_node
@@ -212,6 +214,8 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
                        jitter_cv_of(profile, scenario)).replace(devices_per_node=g_max)
     if jitter_cv is not None:
         base = base.replace(jitter_cv=jitter_cv)
+    if overlap is not None:
+        base = base.replace(overlap=overlap)
     if intra_busbw_GBps is not None:
         base = base.replace(intra_busbw_GBps=intra_busbw_GBps)
     if inter_busbw_GBps is not None:
@@ -233,7 +237,7 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
     alone = base.replace(dp=1, tp=1, pp=1, zero=0, micro_batch=base_b, global_batch=base_b * k,
                          schedule=0, virtual_stages=1, recompute=recompute,
                          sequence_parallel=False, device_cv=0.0, jitter_cv=0.0,
-                         devices_per_node=1,
+                         slow_factor=1.0, devices_per_node=1,
                          efficiency=pinned_efficiency(profile, base, base_b, 1),
                          loader_samples_per_s=supply_alone)
     one = evaluate_layouts(alone)

@@ -225,12 +225,6 @@ def _split_rows(profile: Profile, scenario: Scenario):
     p = np.asarray(scenario.devices, dtype=np.int64)
     g_max = scenario.devices_per_node or profile.hardware.devices_per_node
     layout(p, g_max)
-    if scenario.slow_device is not None:
-        raise ScalesimError("slow_device: a slow device is not modelled for a transformer "
-                            "layout (its stage would slow the whole pipeline); drop it")
-    if not scenario.overlap:
-        raise ScalesimError("overlap off is not modelled for a transformer layout: it overlaps "
-                            "the data-parallel exchange with backward as Megatron and FSDP do")
     if split.tp > g_max:
         raise ScalesimError(f"tp {split.tp} > {g_max} GPUs per server (tensor parallelism stays "
                             "inside one server)")

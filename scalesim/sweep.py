@@ -35,7 +35,7 @@ NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "algorithm":
 WHOLE_AXES = ("devices", "micro_batch", "global_batch", "accumulation", "tp", "pp")
 # A transformer workload sweeps through evaluate_layouts (scalesim.layout_predict): these axes
 # are data-parallel step-model knobs it does not model, and tp / pp need a transformer shape.
-DATA_PARALLEL_ONLY_AXES = ("zero_framework", "algorithm", "overlap", "bucket_mib")
+DATA_PARALLEL_ONLY_AXES = ("zero_framework", "algorithm", "bucket_mib")
 LAYOUT_AXES = ("tp", "pp")
 LAYOUT_COLUMNS = ("dp", "bubble_s")  # extra output columns of a transformer workload's rows
 
@@ -270,7 +270,7 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     rows = lp.evaluate_rows(profile, base, p, micro, k, base_micro, tp=tp, pp=pp, zero=zero,
                             intra_busbw_GBps=grid.get("intra_busbw_GBps"),
                             inter_busbw_GBps=grid.get("inter_busbw_GBps"),
-                            jitter_cv=grid.get("straggler_cv"))
+                            jitter_cv=grid.get("straggler_cv"), overlap=grid.get("overlap"))
     r = rows.result
     comm = r.tp_comm_s + r.cp_comm_s + r.p2p_s + r.dp_exposed_s
     outputs = {"step_time_s": r.step_time_s, "compute_s": r.compute_s, "exposed_comm_s": comm,

@@ -95,3 +95,19 @@ def test_cli(tmp_path, capsys, runs_csv, bert_file):
              "disagrees with the transformer shape")):
         code, out, err = run_cli(capsys, ["diagnose", str(path), *argv])
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_slow_device_keeps_the_shape_for_the_remedies():
+    """Runs whose rank 0 is 1.4x slower, with --model: the layout model now predicts a slow
+    device (docs/model.md §16), so the remedies keep the shape, fixing the device comes first,
+    and its gain matches the data-parallel prediction (tp = pp = 1, the same micro-step)."""
+    runs = parse_runs_text(cases.to_csv(cases.slow_device()), "runs.csv")
+    plain = diagnose_runs(runs, None, 2.0)
+    shaped = diagnose_runs(runs, None, 2.0, transformer=runs_model("bert-large", "A100 80GB"))
+    assert shaped.cause.key == plain.cause.key == "slow_device"
+    assert not any("not used for the remedies" in n for n in shaped.notes)
+    assert shaped.details["fitted_profile"]["workload"]["transformer"] is not None
+    assert shaped.details["fitted_scenario"]["slow_device"] == 0
+    first = shaped.first_remedy
+    assert first.key == "slow_device" and first.gain > 0.2
+    assert first.gain == pytest.approx(plain.first_remedy.gain, abs=0.03)

@@ -126,7 +126,6 @@ def test_more_bandwidth_never_slows_a_layout_down(gpt):
     (dict(devices=[8], layout=ScenarioLayout(sequence_parallel=True)), "needs tp > 1"),
     (dict(devices=[8], accumulation=2, layout=ScenarioLayout(pp=2, virtual_stages=48)),
      "24 layers cannot fill pp 2 x virtual_stages 48"),
-    (dict(devices=[8], slow_device=1, slow_factor=1.5), "slow_device"),
 ])
 def test_bad_layouts_name_the_values_and_the_rule(gpt, scenario, words):
     with pytest.raises(ScalesimError, match=words):

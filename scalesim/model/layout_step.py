@@ -12,9 +12,11 @@
 - p2p: pipeline sends between stages on the critical path;
 - dp_exposed: the data-parallel / ZeRO exchange of the local shard not hidden behind the last
   micro-batch's backward (ZeRO-3: the parameter gathers of every micro-batch behind its compute),
-  plus the share ``comm_contention`` of the hidden part;
+  plus the share ``comm_contention`` of the hidden part; all of it with ``overlap`` off;
 - straggler: the expected wait for the slowest of all devices, and with jitter for the slowest
-  rank of the tensor group at each of its collectives (``stragglers``);
+  rank of the tensor group at each of its collectives (``stragglers``); a slow device's stage
+  computes ``slow_factor`` times slower and its replica is late by
+  ``pipeline_schedule.slow_stage_delay_s``;
 - stall: loading not hidden behind the rest of the step.
 
 Every input broadcasts (numpy), so one call evaluates one layout or every layout of a search.
@@ -34,7 +36,12 @@ from scalesim.model import transformer as tf
 from scalesim.model.compute import optimizer_roofline_s
 from scalesim.model.context_parallel import cp_comm_per_layer_s, kv_chunk_bytes
 from scalesim.model.matmul import gemm_s, memory_bound_s
-from scalesim.model.pipeline_schedule import bubble_microbatches, microbatches_in_flight, p2p_s
+from scalesim.model.pipeline_schedule import (
+    bubble_microbatches,
+    microbatches_in_flight,
+    p2p_s,
+    slow_stage_delay_s,
+)
 from scalesim.model.stragglers import collective_waits_s, straggler_wait_s
 from scalesim.model.tensor_parallel import collectives_per_layer, tp_comm_per_layer_s
 
@@ -99,6 +106,12 @@ class LayoutInputs:
     loader_samples_per_s: object = np.inf  # per model replica
     framework_bytes: object = FRAMEWORK_BYTES
     tp_overlap: object = False  # tensor-parallel collectives overlapped with the matmuls
+    overlap: object = True  # the framework overlaps communication with compute: the dp / ZeRO
+    # exchange with backward (and forward), and tp_overlap's collectives; False exposes them all
+    # (Scenario.overlap, docs/model.md §16); the context-parallel ring always overlaps
+    slow_factor: object = 1.0  # compute-time multiplier of one persistently slow device (1: none)
+    slow_rank: object = 0  # its global rank (tp innermost, pp outermost, ``layout.strides``); a
+    # rank beyond the devices means no slow device, as in the data-parallel path
     fsdp_backward_prefetch_post: object = False  # ZeRO-3 backward gathers issued after the
     # previous unit's gradient computation (FSDP BackwardPrefetch.BACKWARD_POST), so exposed
     attention_peak_flops_per_s: object = None  # attention core's peak (None: peak_flops_per_s;
@@ -188,7 +201,8 @@ def _group_link(x: LayoutInputs, size, stride):
     return per_node, nodes, inter_share
 
 
-def _straggler_s(x: LayoutInputs, devices, tp, m, zero, compute, micro_s, layers_on_stage):
+def _straggler_s(x: LayoutInputs, devices, tp, m, zero, compute, micro_s, layers_on_stage,
+                 slow_delay_s):
     """Expected waits for slower devices (docs/model.md §6, §14, §16), seconds per step.
 
     Persistent device speed spread: the slowest of all devices, std ``device_cv * compute``.
@@ -197,14 +211,17 @@ def _straggler_s(x: LayoutInputs, devices, tp, m, zero, compute, micro_s, layers
     (``collective_waits_s``); the tp groups (devices / tp of them) then wait for each other once
     per step (ZeRO-3: once per micro-batch, its gathers are barriers), jitter pooled over the
     micro-batches between those barriers as §6 pools micro-steps. Without tp both spreads meet
-    at the same barriers and add in variance, as in §6."""
+    at the same barriers and add in variance, as in §6. A slow device makes its replica
+    ``slow_delay_s`` late per step (``pipeline_schedule.slow_stage_delay_s``), a persistent
+    shift of one draw in the wait for the slowest device, as §6's slow device (per barrier
+    with ZeRO-3)."""
     cv_d, cv_j = _f(x.device_cv), _f(x.jitter_cv)
     barriers = np.where(np.asarray(zero) >= 3, m, 1.0)
     jitter_between = cv_j * micro_s * np.sqrt(m / barriers)
     groups = np.asarray(devices // np.maximum(tp, 1), dtype=np.int64)
     both = barriers * straggler_wait_s(devices, np.hypot(cv_d * compute / barriers,
-                                                         jitter_between), 0.0)
-    split = (straggler_wait_s(devices, cv_d * compute, 0.0)
+                                                         jitter_between), slow_delay_s / barriers)
+    split = (straggler_wait_s(devices, cv_d * compute, slow_delay_s)
              + barriers * straggler_wait_s(groups, jitter_between, 0.0)
              + m * collective_waits_s(tp, layers_on_stage * collectives_per_layer(x.recompute),
                                       micro_s, cv_j))
@@ -240,7 +257,8 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # overlapped (Transformer Engine userbuffers): hidden behind the layer's matmuls but for
     # what they cannot cover and the contention share of the hidden part
     hidden_tp = np.minimum(tp_layer, matmul)
-    tp_layer = np.where(np.asarray(x.tp_overlap, dtype=bool),
+    overlap = np.asarray(x.overlap, dtype=bool)
+    tp_layer = np.where(np.asarray(x.tp_overlap, dtype=bool) & overlap,
                         tp_layer - hidden_tp + _f(x.comm_contention) * hidden_tp, tp_layer)
     # context parallelism: ring-attention sends behind the attention core (stride tp)
     cp_per_node, _cp_nodes, _ = _group_link(x, cp, tp)
@@ -315,13 +333,21 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
                       + one_pass / units)  # the first layer's gather is never hidden
     total = np.select([zero == 0, zero >= 3], [ddp_total, z3_total], z12_total)
     exposed = np.select([zero == 0, zero >= 3], [ddp_exposed, z3_exposed], z12_exposed)
-    exposed = np.minimum(exposed, total)
+    exposed = np.where(overlap, np.minimum(exposed, total), total)  # overlap off: all of it
     dp_exposed = exposed + _f(x.comm_contention) * (total - exposed)
 
     # --- stragglers and input stall
     busy = compute + tp_comm + cp_comm + bubble + p2p + dp_exposed
+    # a slow device: its stage (pp outermost, so stage = rank // (t c d)) computes f times slower
+    stage_of_slow = np.asarray(x.slow_rank, dtype=np.int64) // strides(tp, cp, dp)[3]
+    slow_stage_s = np.where(pp > 1, np.where(stage_of_slow == pp - 1,
+                                             last_stage_layers * layer_s + logits,
+                                             stage_layers * layer_s), slowest_compute)
+    slow_rank = np.asarray(x.slow_rank)
+    slow = np.where((slow_rank >= 0) & (slow_rank < devices), _f(x.slow_factor), 1.0)
+    slow_delay = slow_stage_delay_s(x.schedule, pp, v, m, slow_stage_s, slowest_compute, slow)
     straggler = _straggler_s(x, devices, tp, m, zero, compute, slowest_compute,
-                             np.where(pp > 1, stage_layers, L))
+                             np.where(pp > 1, stage_layers, L), slow_delay)
     load_s = gb / (_f(dp) * _f(x.loader_samples_per_s))
     stall = np.maximum(load_s - (busy + straggler), 0.0)
     step = busy + straggler + stall

@@ -61,3 +61,26 @@ def p2p_s(pp, microbatches, virtual_stages, size_bytes, latency_s, bandwidth_GBp
     sends = 2.0 * (np.asarray(microbatches, float) * np.asarray(virtual_stages, float) + p - 1.0)
     one = latency_s + np.asarray(size_bytes, dtype=float) / (np.asarray(bandwidth_GBps) * 1e9)
     return np.where(p > 1, sends * one, 0.0)
+
+
+def slow_stage_delay_s(schedule, pp, virtual_stages, microbatches, stage_s, slowest_stage_s,
+                       slow_factor):
+    """Seconds one model replica's step runs late when one of its stages computes
+    ``slow_factor`` times slower (a slow device: its tensor group waits for it at every
+    collective, so the whole stage runs at its pace).
+
+    ``stage_s``: that stage's compute per micro-batch at normal speed; ``slowest_stage_s``: the
+    pipeline's slowest stage per micro-batch (which sets the steady state). A synchronous
+    pipeline runs its m micro-batches at the pace of its slowest stage, and fills and drains
+    through every stage once (the bubble, ``bubble_microbatches`` times the average stage):
+
+        delay = m * max(f * t_s - t_max, 0) + idle * (f - 1) * t_s / p
+
+    Without a pipeline (p = 1, no idle) that is ``m * (f - 1) * t_s``, docs/model.md §6's
+    ``(slow_factor - 1) * k * t_micro``. docs/model.md §16."""
+    f = np.maximum(np.asarray(slow_factor, dtype=float), 1.0)
+    t_s = np.asarray(stage_s, dtype=float)
+    steady = np.maximum(f * t_s - np.asarray(slowest_stage_s, dtype=float), 0.0)
+    fill = bubble_microbatches(schedule, pp, virtual_stages) * (f - 1.0) * t_s / np.asarray(
+        pp, dtype=float)
+    return np.asarray(microbatches, dtype=float) * steady + fill
