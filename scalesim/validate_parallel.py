@@ -56,6 +56,15 @@ FLASH_ATTENTION_FROM_YEAR = 2022  # sources from 2022 on use fused (flash) atten
 # (composer/trainer/mosaic_fsdp_utils.py, 2023: fsdp_config.get('backward_prefetch',
 # 'BACKWARD_POST')); PyTorch FSDP itself, FSDP2 (torchtitan) and Megatron prefetch before.
 BACKWARD_PREFETCH_POST_SOURCES = ("mosaicml/llm-foundry",)
+# Full recompute by PyTorch's non-reentrant checkpoint with early stop (torch >= 2.1: the
+# recomputation ends once the last tensor saved for backward is back, so the MLP's down
+# projection is not rerun; docs/model.md §13): sources naming a repository, dated on or after
+# the day it required torch >= 2.1. llm-foundry checkpoints each MPTBlock non-reentrantly
+# (activation_checkpointing_reentrant: false in every scripts/train/yamls/pretrain/mpt-*.yaml;
+# Composer wraps it in checkpoint_wrapper(CheckpointImpl.NO_REENTRANT)) and required torch >= 2.1
+# from commit 2017c0282 (2023-12-07, "Remove tests and support for torch <2.1", setup.py).
+# Megatron-LM recomputes with its own reentrant CheckpointFunction: the whole forward.
+RECOMPUTE_EARLY_STOP_SOURCES = {"mosaicml/llm-foundry": (2023, 12, 7)}
 TP_OVERLAP_FROM_YEAR = 2024  # Megatron-Core + Transformer Engine runs overlap tp collectives
 # with the matmuls (userbuffers; on in NeMo / Megatron-Bridge performance recipes)
 EFFICIENCY_BOUNDS = (0.02, 1.0)  # where the anchor's efficiency is searched
@@ -76,6 +85,10 @@ DEFAULTS = {
                     "tied, learned positions)",
     "flash_attention": f"sources dated {FLASH_ATTENTION_FROM_YEAR} or later",
     "tp_overlap": f"sources dated {TP_OVERLAP_FROM_YEAR} or later",
+    "recompute_early_stop": "full recompute skips the MLP's down projection for sources of "
+                            + ", ".join(f"{r} dated {y:04d}-{m:02d}-{d:02d} or later"
+                                        for r, (y, m, d) in RECOMPUTE_EARLY_STOP_SOURCES.items())
+                            + " (PyTorch non-reentrant checkpoint, early stop, torch >= 2.1)",
     "peak": "datasheet dense 16-bit peak of the GPU (fp8: the fp8 peak for weight matmuls, the "
             "16-bit peak for the attention core)",
     "memory_bandwidth": "datasheet memory bandwidth of the GPU",
@@ -188,6 +201,21 @@ def _year(source: str) -> int | None:
     return years[0] if years else None
 
 
+def _date(source: str) -> tuple[int, int, int] | None:
+    """The first ISO date (YYYY-MM-DD) the source names, else None."""
+    found = re.search(r"\b(20\d\d)-(\d\d)-(\d\d)\b", source)
+    return tuple(int(g) for g in found.groups()) if found else None
+
+
+def recompute_early_stop_of(source: str) -> bool:
+    """Whether a source's full recompute is PyTorch's non-reentrant checkpoint with early stop:
+    it names a repository of ``RECOMPUTE_EARLY_STOP_SOURCES`` and is dated on or after the day
+    that repository required torch >= 2.1."""
+    date = _date(source)
+    return date is not None and any(repo in source and date >= since
+                                    for repo, since in RECOMPUTE_EARLY_STOP_SOURCES.items())
+
+
 def _gpu_family(gpu: str) -> str | None:
     return next((f for f in ("GB200", "H100", "A100") if name_has_words(gpu, (f,))), None)
 
@@ -228,6 +256,11 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
     if prefetch_post:
         flags.append("FSDP backward prefetch not stated: Composer's default BACKWARD_POST assumed "
                      "(the source is llm-foundry)")
+    early_stop = recompute == "full" and recompute_early_stop_of(case.source)
+    if early_stop:
+        flags.append("full recompute: PyTorch's non-reentrant checkpoint with early stop assumed "
+                     "(the source is llm-foundry on torch >= 2.1): the MLP's down projection is "
+                     "not recomputed")
     layout = ParallelLayout(dp=lay.dp, tp=lay.tp, pp=lay.pp, cp=lay.cp, zero=lay.zero,
                             micro_batch=micro, global_batch=lay.global_batch, schedule=schedule,
                             virtual_stages=v, recompute=recompute, sequence_parallel=sp,
@@ -281,6 +314,7 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         device_cv=DEVICE_SPEED_CV,
         device_memory_bytes=np.inf if memory is None else memory[0],
         fsdp_backward_prefetch_post=prefetch_post,
+        recompute_early_stop=early_stop,
     )
     return inputs, layout
 

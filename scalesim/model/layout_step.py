@@ -114,6 +114,8 @@ class LayoutInputs:
     # rank beyond the devices means no slow device, as in the data-parallel path
     fsdp_backward_prefetch_post: object = False  # ZeRO-3 backward gathers issued after the
     # previous unit's gradient computation (FSDP BackwardPrefetch.BACKWARD_POST), so exposed
+    recompute_early_stop: object = False  # full recompute by PyTorch's non-reentrant
+    # checkpoint with early stop (torch >= 2.1): the layer's last weight matmul is not recomputed
     attention_peak_flops_per_s: object = None  # attention core's peak (None: peak_flops_per_s;
     # fp8 runs keep the attention core in 16-bit: Transformer Engine's fp8 recipes cast Linear
     # layers only)
@@ -161,10 +163,11 @@ def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_per_s, core_flops_per
     h, a, kv, f, t = _f(x.hidden), _f(x.heads), _f(x.kv_heads), _f(x.ffn_hidden), _f(x.tp)
     seq = _f(x.seq_len)
     up = np.where(np.asarray(x.gated, dtype=bool), 2.0, 1.0) * f
+    down = gemm_s(tokens, h, f / t, flops_per_s, mem_per_s)  # the layer's last weight matmul
     gemms = (gemm_s(tokens, (h + 2.0 * kv * h / a) / t, h, flops_per_s, mem_per_s)
              + gemm_s(tokens, h, h / t, flops_per_s, mem_per_s)
              + gemm_s(tokens, up / t, h, flops_per_s, mem_per_s)
-             + gemm_s(tokens, h, f / t, flops_per_s, mem_per_s))
+             + down)
     core = 4.0 * tokens * seq * h / t / core_flops_per_s  # scores and scores x V, per device
     other, scores = tf.elementwise_forward_bytes_per_token(
         h, a, f, x.gated, seq, t, x.sequence_parallel, x.flash_attention)
@@ -177,9 +180,18 @@ def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_per_s, core_flops_per
                              FLASH_BACKWARD_FACTOR, 2.0) * core
     backward = 2.0 * gemms + core_backward + tf.BACKWARD_ELEMENTWISE_FACTOR * elementwise
     r = np.asarray(x.recompute)
+    # PyTorch's non-reentrant checkpoint with early stop (torch >= 2.1) ends the recomputation
+    # once the last tensor saved for backward is back: the down projection's input and weight
+    # are saved before it runs, so it and the residual add after it are not rerun (§13)
+    early_stop = np.asarray(x.recompute_early_stop, dtype=bool)
+    last_add = memory_bound_s(tf.BIAS_DROPOUT_ADD_BYTES_PER_H * h * tokens
+                              / np.where(np.asarray(x.sequence_parallel, dtype=bool), t, 1.0),
+                              mem_per_s)
+    full = forward - np.where(early_stop, down + last_add, 0.0)
     recompute = np.select([r == tf.RECOMPUTE_FULL, r == tf.RECOMPUTE_SELECTIVE],
-                          [forward, core + score_s], 0.0)
-    matmul = gemms * np.where(r == tf.RECOMPUTE_FULL, 4.0, 3.0)
+                          [full, core + score_s], 0.0)
+    matmul = 3.0 * gemms + np.where(r == tf.RECOMPUTE_FULL,
+                                    gemms - np.where(early_stop, down, 0.0), 0.0)
     return forward, backward, recompute, matmul, core + core_backward
 
 
@@ -223,7 +235,8 @@ def _straggler_s(x: LayoutInputs, devices, tp, m, zero, compute, micro_s, layers
                                                          jitter_between), slow_delay_s / barriers)
     split = (straggler_wait_s(devices, cv_d * compute, slow_delay_s)
              + barriers * straggler_wait_s(groups, jitter_between, 0.0)
-             + m * collective_waits_s(tp, layers_on_stage * collectives_per_layer(x.recompute),
+             + m * collective_waits_s(tp, layers_on_stage * collectives_per_layer(
+                 x.recompute, x.recompute_early_stop, x.sequence_parallel),
                                       micro_s, cv_j))
     return np.where(tp > 1, split, both)
 
@@ -252,7 +265,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     nvls_GBps = _f(x.nvls_busbw_ratio) * _f(x.intra_busbw_GBps)  # NaN: no NVLink SHARP
     tp_layer = tp_comm_per_layer_s(b, x.seq_len, x.hidden, tp, cp, x.recompute,
                                    x.sequence_parallel, x.intra_latency_s, x.intra_busbw_GBps,
-                                   ACTIVATION_BYTES, nvls_GBps)
+                                   ACTIVATION_BYTES, nvls_GBps, x.recompute_early_stop)
     tp_layer = np.where(tp > 1, tp_layer, 0.0)
     # overlapped (Transformer Engine userbuffers): hidden behind the layer's matmuls but for
     # what they cannot cover and the contention share of the hidden part
@@ -357,7 +370,8 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     tokens_per_s = samples * _f(x.seq_len)
     shape = (x.layers, x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated)
     model_flops = tf.model_flops_per_token(*shape, x.seq_len, x.vocab)
-    hw_flops = model_flops + tf.recompute_flops_per_token(x.recompute, *shape, x.seq_len)
+    hw_flops = model_flops + tf.recompute_flops_per_token(x.recompute, *shape, x.seq_len,
+                                                        x.recompute_early_stop)
     peak_total = devices * _f(x.peak_flops_per_s)
     mfu = model_flops * tokens_per_s / peak_total
     hfu = hw_flops * tokens_per_s / peak_total

@@ -18,10 +18,16 @@ from scalesim.model import collectives as coll
 from scalesim.model.transformer import RECOMPUTE_FULL
 
 
-def collectives_per_layer(recompute):
+def collectives_per_layer(recompute, early_stop=False, sequence_parallel=False):
     """All-reduces (or RS + AG pairs) per layer per micro-batch: 2 forward + 2 backward, + 2
-    more in the recomputed forward of full recomputation."""
-    return np.where(np.asarray(recompute) == RECOMPUTE_FULL, 6.0, 4.0)
+    more in the recomputed forward of full recomputation. With ``early_stop`` (PyTorch's
+    non-reentrant checkpoint, torch >= 2.1) the recomputation ends before the MLP's down
+    projection, so the all-reduce of its output is not rerun (1 more, not 2); with sequence
+    parallelism only that reduce-scatter is skipped, the all-gather before the MLP is rerun
+    (1.5 pairs)."""
+    stop = np.asarray(early_stop, dtype=bool)
+    rerun = np.where(stop, np.where(np.asarray(sequence_parallel, dtype=bool), 1.5, 1.0), 2.0)
+    return 4.0 + np.where(np.asarray(recompute) == RECOMPUTE_FULL, rerun, 0.0)
 
 
 def allreduce_bytes(micro_batch, seq_len, hidden, cp=1, activation_bytes=2.0):
@@ -31,7 +37,8 @@ def allreduce_bytes(micro_batch, seq_len, hidden, cp=1, activation_bytes=2.0):
 
 
 def tp_comm_per_layer_s(micro_batch, seq_len, hidden, tp, cp, recompute, sequence_parallel,
-                        latency_s, busbw_GBps, activation_bytes=2.0, nvls_busbw_GBps=np.nan):
+                        latency_s, busbw_GBps, activation_bytes=2.0, nvls_busbw_GBps=np.nan,
+                        early_stop=False):
     """Seconds of tensor-parallel collectives of one layer and one micro-batch on one device.
 
     The all-reduces are NCCL's choice inside one server (``collectives.allreduce_s``): the ring,
@@ -43,4 +50,4 @@ def tp_comm_per_layer_s(micro_batch, seq_len, hidden, tp, cp, recompute, sequenc
                                  nvls_busbw_GBps=nvls_busbw_GBps)
     rs_ag = 2.0 * coll.ring_reduce_scatter_s(size, tp, latency_s, busbw_GBps)
     one = np.where(np.asarray(sequence_parallel, dtype=bool), rs_ag, allreduce)
-    return collectives_per_layer(recompute) * one
+    return collectives_per_layer(recompute, early_stop, sequence_parallel) * one

@@ -93,13 +93,16 @@ def model_flops_per_token(layers, hidden, heads, kv_heads, ffn_hidden, gated, se
 
 
 def recompute_flops_per_token(recompute, layers, hidden, heads, kv_heads, ffn_hidden, gated,
-                              seq_len):
+                              seq_len, early_stop=False):
     """Extra forward FLOPs per token that activation recomputation spends: full = every layer's
-    forward again; selective = the attention core (scores and scores·V, 4sh per layer;
-    Korthikanti 2022 §5); none = 0. Model FLOPs + these = hardware FLOPs (HFU)."""
+    forward again (with ``early_stop``, PyTorch's non-reentrant checkpoint of torch >= 2.1,
+    less the MLP's down projection, 2·f·h, which that checkpoint does not rerun); selective =
+    the attention core (scores and scores·V, 4sh per layer; Korthikanti 2022 §5); none = 0.
+    Model FLOPs + these = hardware FLOPs (HFU)."""
     r = np.asarray(recompute)
-    full = _f(layers) * layer_forward_flops_per_token(hidden, heads, kv_heads, ffn_hidden, gated,
-                                                      seq_len)
+    down = np.where(np.asarray(early_stop, dtype=bool), 2.0 * _f(ffn_hidden) * _f(hidden), 0.0)
+    full = _f(layers) * (layer_forward_flops_per_token(hidden, heads, kv_heads, ffn_hidden, gated,
+                                                       seq_len) - down)
     selective = _f(layers) * 4.0 * _f(seq_len) * _f(hidden)
     return np.select([r == RECOMPUTE_FULL, r == RECOMPUTE_SELECTIVE], [full, selective], 0.0)
 
@@ -151,7 +154,8 @@ def activation_bytes_per_layer(micro_batch, seq_len, hidden, heads, kv_heads, ff
 # the softmax, read and written by dropout (+ 1-byte mask) and read by the product with V (13as).
 # Backward moves about twice the forward's bytes (reads the saved input and the incoming
 # gradient, writes the outgoing gradient).
-NORM_AND_RESIDUAL_BYTES_PER_H = 22.0
+BIAS_DROPOUT_ADD_BYTES_PER_H = 7.0
+NORM_AND_RESIDUAL_BYTES_PER_H = 2.0 * 4.0 + 2.0 * BIAS_DROPOUT_ADD_BYTES_PER_H  # 22
 SCORE_BYTES_PER_AS = 13.0
 BACKWARD_ELEMENTWISE_FACTOR = 2.0
 
