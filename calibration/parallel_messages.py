@@ -25,7 +25,7 @@ from scalesim.calibration.collective_phase import ROUNDS, time_call, time_collec
 from scalesim.calibration.dist import DistContext
 
 from scalesim.model import collectives as coll
-from scalesim.model.pipeline_schedule import p2p_s
+from scalesim.model.pipeline_schedule import send_s
 from scalesim.schemas import LinkLevel, MessagePoint
 
 TP_OPS = ("all_reduce", "reduce_scatter", "all_gather")
@@ -62,14 +62,15 @@ def time_send_recv(group, ranks: list[int], rank: int, size_bytes: int, device,
 
 
 def predicted_s(op: str, size_bytes: float, ranks: int, link: LinkLevel) -> float:
-    """What the model charges for this message on ``link`` (ring formulas; a pipeline send as
-    ``pipeline_schedule.p2p_s`` charges one: half of a two-stage pipeline's two sends)."""
+    """What the link model charges for this message on ``link`` (ring formulas; a pipeline send
+    ``pipeline_schedule.send_s``: latency + S / busbw, as a profile without measured sends
+    charges one)."""
     if op == "all_reduce":
         return float(coll.ring_allreduce_s(size_bytes, ranks, link.latency_s, link.busbw_GBps))
     if op in ("reduce_scatter", "all_gather"):
         return float(coll.ring_reduce_scatter_s(size_bytes, ranks, link.latency_s,
                                                 link.busbw_GBps))
-    return float(p2p_s(2, 0, 1, size_bytes, link.latency_s, link.busbw_GBps)) / 2.0
+    return float(send_s(size_bytes, link.latency_s, link.busbw_GBps))
 
 
 def run(ctx: DistContext, block: Block, degrees: list[int], element_bytes: float,
