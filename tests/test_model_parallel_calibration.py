@@ -131,6 +131,7 @@ def test_profile_section_efficiency_against_the_datasheet_peak():
     assert [p.tp for p in mp.points] == [1, 2, 4] and mp.rel_rmse < 1e-6
     assert mp.p2p_bandwidth_GBps == pytest.approx(100, rel=1e-6)
     assert mp.p2p_latency_s == pytest.approx(1e-5, rel=1e-6)
+    assert "layout predictions charge pipeline sends inside a server with it" in mp.source
     cpu = _section(device="CPU: some cpu", flops=5e10, bandwidth=5e9, on_gpu=False)
     assert cpu.peak_tflops is None and cpu.matmul_efficiency is None
     assert "no datasheet peak" in cpu.source and "poorly" not in cpu.source

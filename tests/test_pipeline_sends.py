@@ -243,6 +243,10 @@ def test_plan_and_its_notes_use_the_measured_send_recv():
     scenario = Scenario(devices=[8], layout=ScenarioLayout(tp=2, pp=4))
     assert "measured send/recv" in layout_line(_profile(True), scenario)
     assert "measured send/recv" not in layout_line(_profile(False), scenario)
+    from scalesim.calibration.summary import model_parallel_lines
+
+    assert any(line.startswith("  send/recv fit: 50 us + S / 57.5 GB/s")
+               for line in model_parallel_lines(_profile(True).model_parallel))
 
 
 # --- a real two-stage pipeline on CPU (gloo) ----------------------------------------------
