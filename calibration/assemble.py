@@ -140,8 +140,7 @@ def model_parallel_section(block: BlockResult | None, messages: list[MessagePoin
     listed = peak_tflops_of(device_name) if on_gpu and precision in ("bf16", "fp16") else None
     peak = listed[0] if listed else None
     efficiency = clip("matmul_efficiency", sustained / peak) if peak else None
-    sends = [m for m in messages if m.op == "send_recv"]
-    p2p = fit_send_recv([m.size_bytes for m in sends], [m.time_s for m in sends])
+    p2p = fit_send_recv(messages)
     where = (f"; efficiency against the {peak:g} TFLOP/s {precision} peak ({listed[1]})"
              if peak else "; no datasheet peak for this device and precision: the planner "
              "takes the sustained rate as the peak (efficiency 1, MFU against it)")
@@ -165,7 +164,11 @@ def model_parallel_section(block: BlockResult | None, messages: list[MessagePoin
                 f"{fit.rel_rmse:.1%}{where}"
                 + (f"; the roofline explains these timings poorly (error above "
                    f"{POOR_FIT:.0%}): check that the --block-* flags describe the block timed, "
-                   "and time a larger one" if fit.rel_rmse > POOR_FIT else "")),
+                   "and time a larger one" if fit.rel_rmse > POOR_FIT else "")
+                + (f"; send/recv inside a server fitted like the collectives (alpha "
+                   f"{p2p[0] * 1e6:.3g} us, {p2p[1]:.4g} GB/s, rel. RMSE {p2p[2]:.1%}): layout "
+                   "predictions charge pipeline sends inside a server with it (docs/model.md "
+                   "§15)" if p2p else "")),
     )
 
 

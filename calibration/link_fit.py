@@ -12,7 +12,7 @@ import numpy as np
 
 from scalesim.errors import ScalesimError
 from scalesim.model import collectives as coll
-from scalesim.schemas import CollectivePoint
+from scalesim.schemas import CollectivePoint, MessagePoint
 
 LARGE_BYTES = 1024 * 1024  # beta is refitted only on messages from this size up
 TOP_SHARE = 0.75  # ... and of at least this share of the largest message
@@ -26,34 +26,35 @@ def _fit(op: str, rows: list[CollectivePoint]) -> tuple[float, float, float]:
         raise ScalesimError(f"cannot fit {op}: {exc}") from None
 
 
-def _rel_rmse(op: str, rows: list[CollectivePoint], latency_s: float, busbw_GBps: float) -> float:
-    model = coll.ring_allreduce_s if op == "all_reduce" else coll.ring_reduce_scatter_s
-    predicted = np.array([float(model(p.size_bytes, p.ranks, latency_s, busbw_GBps))
-                          for p in rows])
+def _rel_rmse(op: str, rows, latency_s: float, busbw_GBps: float) -> float:
+    steps, vol = coll.step_and_volume(op, [p.ranks for p in rows])
+    size = np.array([p.size_bytes for p in rows], dtype=float) / coll.GB
+    predicted = steps * latency_s + vol * size / busbw_GBps
     measured = np.array([p.time_s for p in rows])
     return float(np.sqrt(np.mean((predicted / measured - 1.0) ** 2)))
 
 
-def busbw_with_latency_GBps(op: str, rows: list[CollectivePoint], latency_s: float) -> float | None:
+def busbw_with_latency_GBps(op: str, rows, latency_s: float) -> float | None:
     """Bus bandwidth fitted to ``rows`` with alpha held at ``latency_s`` (relative least squares).
 
-    With ``s_i`` steps and volume factor ``v_i`` (ring: all-reduce ``2(n-1)``, ``2(n-1)/n``;
-    reduce-scatter/all-gather ``n-1``, ``(n-1)/n``), ``t_i = s_i*alpha + v_i*S_i*x`` with
+    With ``s_i`` steps and volume factor ``v_i`` (``collectives.step_and_volume``: ring
+    all-reduce ``2(n-1)``, ``2(n-1)/n``; reduce-scatter/all-gather ``n-1``, ``(n-1)/n``;
+    send/recv 1, 1), ``t_i = s_i*alpha + v_i*S_i*x`` with
     ``x = 1/busbw``; minimising ``sum((model_i/t_i - 1)^2)`` over x gives
     ``x = sum(a_i*(1 - s_i*alpha/t_i)) / sum(a_i^2)`` with ``a_i = v_i*S_i/t_i``.
     None when the data leave no positive bandwidth.
     """
-    n = np.array([p.ranks for p in rows], dtype=float)
     size = np.array([p.size_bytes for p in rows], dtype=float) / coll.GB
     t = np.array([p.time_s for p in rows], dtype=float)
-    steps, vol = (2 * (n - 1), 2 * (n - 1) / n) if op == "all_reduce" else (n - 1, (n - 1) / n)
+    steps, vol = coll.step_and_volume(op, [p.ranks for p in rows])
     a = vol * size / t
     x = float(np.sum(a * (1.0 - steps * latency_s / t)) / np.sum(a * a))
     return 1.0 / x if x > 0 else None
 
 
-def fit_level(points: list[CollectivePoint]) -> dict[str, dict[str, float]]:
-    """alpha, beta and relative RMSE per op.
+def fit_level(points: list[CollectivePoint | MessagePoint]) -> dict[str, dict[str, float]]:
+    """alpha, beta and relative RMSE per op (collectives, or ``send_recv`` messages: the same
+    fit with one step of the whole message).
 
     ``fit_alpha_beta`` over the whole sweep gives alpha (set by the small messages). Bus
     bandwidth is not constant over sizes everywhere (over gloo on CPUs an 8 MiB all-reduce moves
@@ -80,16 +81,16 @@ def fit_level(points: list[CollectivePoint]) -> dict[str, dict[str, float]]:
     return fits
 
 
-def fit_send_recv(sizes_bytes, times_s) -> tuple[float, float] | None:
-    """(latency_s, bandwidth_GBps) of ``t = latency + S / bandwidth`` fitted to point-to-point
-    timings by relative least squares; None with fewer than two sizes or no positive bandwidth.
-    A negative latency (noise at small sizes) is held at 0 and the bandwidth refitted."""
-    s = np.asarray(sizes_bytes, dtype=float) / coll.GB
-    t = np.asarray(times_s, dtype=float)
-    if np.unique(s).size < 2:
+def fit_send_recv(points: list[MessagePoint]) -> tuple[float, float, float] | None:
+    """(latency_s, bandwidth_GBps, rel_rmse) of ``t = latency + S / bandwidth`` fitted to the
+    ``send_recv`` messages of ``points`` by ``fit_level`` (the collectives' fit: alpha by
+    non-negative least squares on relative error, the bandwidth refitted at the top of the
+    sweep); None with fewer than two sizes or no positive bandwidth."""
+    sends = [p for p in points if p.op == "send_recv"]
+    if len({p.size_bytes for p in sends}) < 2:
         return None
-    (latency, inv_bw), *_ = np.linalg.lstsq(np.column_stack([1.0 / t, s / t]), np.ones_like(t),
-                                           rcond=None)
-    if latency < 0:
-        latency, inv_bw = 0.0, float(np.sum(s / t) / np.sum((s / t) ** 2))
-    return (float(latency), 1.0 / float(inv_bw)) if inv_bw > 0 else None
+    try:
+        fit = fit_level(sends)["send_recv"]
+    except ScalesimError:
+        return None
+    return fit["latency_s"], fit["busbw_GBps"], fit["rel_rmse"]

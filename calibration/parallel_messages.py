@@ -8,7 +8,8 @@ the ``--block-*`` transformer, timed inside each server, beside what the link mo
   groups at once (as tensor-parallel groups run in training).
 - Pipeline parallelism (§15): send/recv of one micro-batch's activations between neighbouring
   stages, ``S / t`` bytes with Megatron's scatter/gather of the tp-split activations, for every
-  t (and ``S``); even ranks send to the next rank, all pairs at once.
+  t (and ``S``); each even rank and the next exchange them (both directions at once, as 1F1B's
+  steady state), all pairs at once.
 
 Each message uses the collectives phase's loop (``collective_phase.time_call``: warm-up, a sizing call,
 three equal timed loops sharing ``--coll-time-s``, the slowest rank's mean per call, the
@@ -25,7 +26,7 @@ from scalesim.calibration.collective_phase import ROUNDS, time_call, time_collec
 from scalesim.calibration.dist import DistContext
 
 from scalesim.model import collectives as coll
-from scalesim.model.pipeline_schedule import p2p_s
+from scalesim.model.pipeline_schedule import send_s
 from scalesim.schemas import LinkLevel, MessagePoint
 
 TP_OPS = ("all_reduce", "reduce_scatter", "all_gather")
@@ -47,29 +48,35 @@ def _groups_of(ctx: DistContext, size: int):
 
 def time_send_recv(group, ranks: list[int], rank: int, size_bytes: int, device,
                    target_s: float, rounds: int = ROUNDS) -> float:
-    """Seconds of one send of ``size_bytes`` from ``ranks[0]`` to ``ranks[1]`` (float32 buffer),
-    looped like ``time_collective``: the slowest of the pair's mean per call, median loop."""
-    buf = torch.zeros(max(size_bytes // 4, 1), dtype=torch.float32, device=device)
-    sender = rank == ranks[0]
+    """Seconds of one paired exchange of ``size_bytes`` (float32 buffers) between ``ranks[0]``
+    and ``ranks[1]``: each sends the buffer to the other while it receives one from it
+    (``batch_isend_irecv``), as a 1F1B stage sends an activation forward while it receives a
+    gradient back (Megatron's ``send_forward_recv_backward``) and as nccl-tests' ``sendrecv_perf``
+    times a pair. Looped like ``time_collective``: the slowest of the pair's mean per call,
+    median loop."""
+    numel = max(size_bytes // 4, 1)
+    out = torch.zeros(numel, dtype=torch.float32, device=device)
+    into = torch.empty(numel, dtype=torch.float32, device=device)
+    peer = ranks[1] if rank == ranks[0] else ranks[0]
 
     def call():
-        if sender:
-            dist.send(buf, dst=ranks[1], group=group)
-        else:
-            dist.recv(buf, src=ranks[0], group=group)
+        for request in dist.batch_isend_irecv([dist.P2POp(dist.isend, out, peer, group),
+                                               dist.P2POp(dist.irecv, into, peer, group)]):
+            request.wait()
 
     return time_call(call, group, device, target_s, rounds, sync=True)
 
 
 def predicted_s(op: str, size_bytes: float, ranks: int, link: LinkLevel) -> float:
-    """What the model charges for this message on ``link`` (ring formulas; a pipeline send as
-    ``pipeline_schedule.p2p_s`` charges one: half of a two-stage pipeline's two sends)."""
+    """What the link model charges for this message on ``link`` (ring formulas; a pipeline send
+    ``pipeline_schedule.send_s``: latency + S / busbw, as a profile without measured sends
+    charges one)."""
     if op == "all_reduce":
         return float(coll.ring_allreduce_s(size_bytes, ranks, link.latency_s, link.busbw_GBps))
     if op in ("reduce_scatter", "all_gather"):
         return float(coll.ring_reduce_scatter_s(size_bytes, ranks, link.latency_s,
                                                 link.busbw_GBps))
-    return float(p2p_s(2, 0, 1, size_bytes, link.latency_s, link.busbw_GBps)) / 2.0
+    return float(send_s(size_bytes, link.latency_s, link.busbw_GBps))
 
 
 def run(ctx: DistContext, block: Block, degrees: list[int], element_bytes: float,

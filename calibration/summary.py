@@ -113,6 +113,10 @@ def model_parallel_lines(mp) -> list[str]:
                      f"{'link model us':>13}")
         lines += [f"  {m.op:<15} {m.purpose:<3} {m.ranks:>5} {_size(m.size_bytes):>10} "
                   f"{m.time_s * 1e6:>10.1f} {m.model_s * 1e6:>13.1f}" for m in mp.messages]
+    if mp.p2p_latency_s is not None and mp.p2p_bandwidth_GBps is not None:
+        lines.append(f"  send/recv fit: {mp.p2p_latency_s * 1e6:.3g} us + S / "
+                     f"{mp.p2p_bandwidth_GBps:.4g} GB/s: layout predictions on this profile charge "
+                     "pipeline sends inside a server with it (docs/model.md §15)")
     return lines
 
 

@@ -95,10 +95,15 @@ def _peak_and_bandwidth(profile: Profile) -> tuple[float, bool, float]:
 
 
 def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak_flops: float,
-                bandwidth_GBps: float, jitter_cv: float = 0.0) -> LayoutInputs:
+                bandwidth_GBps: float, jitter_cv: float = 0.0, p2p=None) -> LayoutInputs:
     """Every input but the layout and the efficiency (set later), from the workload, the
     hardware and the scenario's overrides (links, overlap, the slow device); ``jitter_cv`` the
-    step-to-step jitter (``predict.jitter_cv_of``: it lives in the profile, not the hardware)."""
+    step-to-step jitter
+    (``predict.jitter_cv_of``: it lives in the profile, not the hardware); ``p2p`` the
+    profile's measured send/recv inside a server (``plan.measured_p2p``; None: the intra
+    link)."""
+    from scalesim.plan import p2p_inputs
+
     wl, hw = workload, hardware
     s = wl.transformer
     intra, inter = hw.intra_node, hw.inter_node
@@ -123,7 +128,7 @@ def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak
         device_cv=_pick(scenario.device_speed_cv, hw.device_speed_cv), jitter_cv=jitter_cv,
         nvls_busbw_ratio=nvls_busbw_ratio(intra), overlap=scenario.overlap,
         slow_factor=1.0 if scenario.slow_device is None else scenario.slow_factor,
-        slow_rank=scenario.slow_device or 0,
+        slow_rank=scenario.slow_device or 0, **p2p_inputs(p2p),
     )
 
 
@@ -210,8 +215,10 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
     per_node = np.minimum(p, g_max)
     nodes = -(-p // per_node)
     peak, peak_known, bandwidth = _peak_and_bandwidth(profile)
-    base = base_inputs(wl, hw, scenario, peak, bandwidth,
-                       jitter_cv_of(profile, scenario)).replace(devices_per_node=g_max)
+    from scalesim.plan import measured_p2p
+
+    base = base_inputs(wl, hw, scenario, peak, bandwidth, jitter_cv_of(profile, scenario),
+                       measured_p2p(profile)).replace(devices_per_node=g_max)
     if jitter_cv is not None:
         base = base.replace(jitter_cv=jitter_cv)
     if overlap is not None:
@@ -260,7 +267,7 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int, global_batch: in
     workload's shape, the hardware with the scenario's links and server size, and the sustained
     matmul efficiency pinned to the profile's compute curve at ``micro_batch`` (as predictions
     pin it). ``plan_kwargs`` go to ``plan`` (top, split_only, include_unfit, rank_by)."""
-    from scalesim.plan import plan
+    from scalesim.plan import measured_p2p, plan
 
     wl, hw = profile.workload, profile.hardware
     if wl.transformer is None:
@@ -268,7 +275,8 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int, global_batch: in
                             "layouts to plan")
     peak, _, bandwidth = _peak_and_bandwidth(profile)
     g = scenario.devices_per_node or hw.devices_per_node
-    base = base_inputs(wl, hw, scenario, peak, bandwidth, jitter_cv_of(profile, scenario))
+    p2p = measured_p2p(profile)
+    base = base_inputs(wl, hw, scenario, peak, bandwidth, jitter_cv_of(profile, scenario), p2p)
     eff = float(pinned_efficiency(profile, base, micro_batch, min(devices, g)))
     links = {
         "intra_node": hw.intra_node.model_copy(update={
@@ -281,7 +289,7 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int, global_batch: in
                                      "comm_compute_contention": base.comm_contention,
                                      "device_speed_cv": base.device_cv})
     return plan(wl.transformer, hardware, [devices], global_batch, efficiency=eff,
-                params=wl.params, jitter_cv=base.jitter_cv, **plan_kwargs)
+                params=wl.params, jitter_cv=base.jitter_cv, p2p=p2p, **plan_kwargs)
 
 
 def scenario_of_row(scenario: Scenario, row) -> Scenario:

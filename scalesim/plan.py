@@ -80,6 +80,44 @@ class PlanRow(BaseModel):
 
 
 @dataclass(frozen=True)
+class MeasuredP2P:
+    """Send/recv between two devices of one server as a calibration measured it
+    (``profile.model_parallel``: ``p2p_latency_s``, ``p2p_bandwidth_GBps``), for the layout
+    model's pipeline sends inside a server (docs/model.md §15)."""
+
+    busbw_ratio: float  # measured bandwidth over the profile's intra-server ring busbw
+    latency_s: float
+    note: str
+
+    def inputs(self) -> dict:
+        """The ``LayoutInputs`` fields it sets."""
+        return {"p2p_busbw_ratio": self.busbw_ratio, "p2p_latency_s": self.latency_s}
+
+
+def p2p_inputs(p2p: MeasuredP2P | None) -> dict:
+    """``LayoutInputs`` fields of the pipeline sends inside a server: the measured send/recv,
+    or the intra link model (ratio 1, the level's latency) without one."""
+    return p2p.inputs() if p2p is not None else {"p2p_busbw_ratio": 1.0,
+                                                 "p2p_latency_s": float("nan")}
+
+
+def measured_p2p(profile: Profile) -> MeasuredP2P | None:
+    """The profile's measured send/recv inside a server (``calibrate --block-hidden``), or None
+    when it has none. The bandwidth is kept as a ratio to the profile's intra-server busbw, so a
+    what-if on that busbw (``--intra-busbw``, a sweep axis) scales the sends alike, as NVLS is
+    scaled (docs/model.md §2); the latency is used as measured."""
+    mp = profile.model_parallel
+    if mp is None or mp.p2p_bandwidth_GBps is None or mp.p2p_latency_s is None:
+        return None
+    intra = profile.hardware.intra_node
+    ratio = mp.p2p_bandwidth_GBps / intra.busbw_GBps
+    note = (f"pipeline sends inside a server: measured send/recv {mp.p2p_latency_s * 1e6:.3g} us "
+            f"+ S / {mp.p2p_bandwidth_GBps:.4g} GB/s ({ratio:.3g} x the intra link's "
+            f"{intra.busbw_GBps:.4g} GB/s busbw; profile {profile.name}, model_parallel)")
+    return MeasuredP2P(ratio, mp.p2p_latency_s, note)
+
+
+@dataclass(frozen=True)
 class Setting:
     """Everything but the layout: the transformer, the hardware and the run's constants."""
 
@@ -91,6 +129,7 @@ class Setting:
     params: float | None = None  # default: the shape's count
     tp_overlap: bool = False  # tensor-parallel collectives overlapped (Transformer Engine)
     jitter_cv: float = 0.0  # std/mean of a micro-step, independent (the waits of §14, §16)
+    p2p: MeasuredP2P | None = None  # measured send/recv inside a server (None: the intra link)
 
 
 def _peak_flops(hardware: Hardware, fp8: bool) -> float:
@@ -128,6 +167,9 @@ def calibrated_hardware(profile: Profile) -> tuple[Hardware, float, str]:
                 f"{','.join(str(x.tp) for x in mp.points)} (fit rel. RMSE {mp.rel_rmse:.1%}); "
                 f"links intra {hw.intra_node.busbw_GBps:.4g} GB/s, inter "
                 f"{hw.inter_node.busbw_GBps:.4g} GB/s from {profile.name}")
+        p2p = measured_p2p(profile)
+        if p2p is not None:
+            note += "; " + p2p.note
         return hw.model_copy(update={"peak_tflops": peak, "memory_bandwidth_GBps": bandwidth}), \
             efficiency, note
     listed_peak = peak_tflops_of(hw.device_name)
@@ -151,7 +193,8 @@ def setting_from_profile(profile: Profile, shape: TransformerShape, global_batch
     """The ``Setting`` of a layout evaluation on a calibration profile's hardware, links and
     calibrated matmul efficiency (``calibrated_hardware``)."""
     hardware, efficiency, _ = calibrated_hardware(profile)
-    return Setting(shape, hardware, global_batch, efficiency, fp8, params, tp_overlap)
+    return Setting(shape, hardware, global_batch, efficiency, fp8, params, tp_overlap,
+                   p2p=measured_p2p(profile))
 
 
 def _inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
@@ -172,7 +215,7 @@ def _inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         device_cv=hw.device_speed_cv, tp_overlap=setting.tp_overlap,
         nvls_busbw_ratio=nvls_busbw_ratio(hw.intra_node), jitter_cv=setting.jitter_cv,
         # fp8 recipes cast the Linear layers only: the attention core stays at the 16-bit peak
-        attention_peak_flops_per_s=_peak_flops(hw, False))
+        attention_peak_flops_per_s=_peak_flops(hw, False), **p2p_inputs(setting.p2p))
 
 
 def _layout_arrays(layouts: list[ParallelLayout]) -> dict[str, np.ndarray]:
@@ -260,7 +303,7 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
          rank_by: Literal["throughput", "cost"] = "throughput", top: int | None = 10,
          include_unfit: bool = False, params: float | None = None,
          cp_values=(1,), tp_overlap: bool = False, split_only: bool = False,
-         jitter_cv: float = 0.0) -> list[PlanRow]:
+         jitter_cv: float = 0.0, p2p: MeasuredP2P | None = None) -> list[PlanRow]:
     """Rank every valid layout of ``shape`` on each of ``devices`` for ``global_batch``.
 
     Fitting layouts first, best first (highest samples/s, or fewest device-hours per sample
@@ -268,7 +311,8 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
     memory-frugal first. Each row says why it loses to the best. ``cp_values``: context-parallel
     degrees to try; ``tp_overlap``: the framework overlaps tensor-parallel traffic;
     ``split_only``: only layouts that split the model (tp x pp x cp > 1; the "split the model"
-    remedy); ``jitter_cv``: std/mean of a device's micro-step, for the waits at collectives.
+    remedy); ``jitter_cv``: std/mean of a device's micro-step, for the waits at collectives;
+    ``p2p``: measured send/recv inside a server for the pipeline sends (``measured_p2p``).
     """
     if not devices or min(devices) < 1:
         raise ScalesimError("devices: give one or more device counts of 1 or more")
@@ -283,7 +327,7 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
             raise ScalesimError(f"devices {n} do not fill whole servers of {g} GPUs; give a "
                                 f"multiple of {g} above one server")
     setting = Setting(shape, hardware, global_batch, efficiency, fp8, params, tp_overlap,
-                      jitter_cv)
+                      jitter_cv, p2p)
     grid = candidate_grid(sorted(set(devices)), setting, cp_values)
     if split_only:
         grid = {k: v[grid["tp"] * grid["pp"] * grid["cp"] > 1] for k, v in grid.items()}

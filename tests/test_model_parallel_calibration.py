@@ -83,11 +83,25 @@ def test_block_flags_and_their_errors():
                                                            "--block-tp", "3"]))
 
 
+def _sends(sizes, times):
+    return [MessagePoint(op="send_recv", purpose="pp", ranks=2, size_bytes=float(s),
+                         time_s=float(t), model_s=float(t)) for s, t in zip(sizes, times, strict=True)]
+
+
 def test_send_recv_fit():
+    """The collectives' fit (fit_level) with one step of the whole message recovers alpha and
+    the bandwidth of exact timings; one size, or times that do not grow, give no fit."""
     sizes = np.array([1e4, 1e5, 1e6, 4e6])
-    latency, bandwidth = fit_send_recv(sizes, 5e-5 + sizes / 2e9)
+    latency, bandwidth, rmse = fit_send_recv(_sends(sizes, 5e-5 + sizes / 2e9))
     assert latency == pytest.approx(5e-5, rel=1e-6) and bandwidth == pytest.approx(2.0, rel=1e-6)
-    assert fit_send_recv([1e4], [1e-4]) is None
+    assert rmse < 1e-9
+    assert fit_send_recv(_sends([1e4], [1e-4])) is None
+    assert fit_send_recv(_sends([1e4, 1e5], [2e-4, 1e-4])) is None
+    # the same rows through fit_level give the same numbers (one fit for links and sends)
+    from scalesim.calibration.link_fit import fit_level
+
+    level = fit_level(_sends(sizes, 5e-5 + sizes / 2e9))["send_recv"]
+    assert (level["latency_s"], level["busbw_GBps"]) == (latency, bandwidth)
 
 
 def _block_result(times_s, tps=(1, 2, 4)) -> BlockResult:
@@ -117,6 +131,7 @@ def test_profile_section_efficiency_against_the_datasheet_peak():
     assert [p.tp for p in mp.points] == [1, 2, 4] and mp.rel_rmse < 1e-6
     assert mp.p2p_bandwidth_GBps == pytest.approx(100, rel=1e-6)
     assert mp.p2p_latency_s == pytest.approx(1e-5, rel=1e-6)
+    assert "layout predictions charge pipeline sends inside a server with it" in mp.source
     cpu = _section(device="CPU: some cpu", flops=5e10, bandwidth=5e9, on_gpu=False)
     assert cpu.peak_tflops is None and cpu.matmul_efficiency is None
     assert "no datasheet peak" in cpu.source and "poorly" not in cpu.source

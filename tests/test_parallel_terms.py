@@ -36,10 +36,12 @@ def test_microbatches_in_flight():
 
 
 def test_p2p_by_hand():
-    # 2 (m v + p - 1) sends of 10 MB at 25 GB/s plus 5 us each
-    t = p2p_s(4, 8, 2, 10e6, 5e-6, 25.0)
-    assert t == pytest.approx(2 * (16 + 3) * (5e-6 + 10e6 / 25e9))
-    assert p2p_s(1, 8, 1, 10e6, 5e-6, 25.0) == 0
+    # interleaved, p = 4 stages in one server (4 per node), m = 8, v = 2: 2 (p - 1) fill and
+    # drain hops plus two boundaries per micro-batch and chunk, 10 MB at 25 GB/s plus 5 us each
+    one = 5e-6 + 10e6 / 25e9
+    t = p2p_s(INTERLEAVED, 4, 8, 2, 10e6, 4, 5e-6, 25.0, 6e-6, 24.0)
+    assert t == pytest.approx(2 * (16 + 3) * one)
+    assert p2p_s(NO_PIPELINE, 1, 8, 1, 10e6, 1, 5e-6, 25.0, 6e-6, 24.0) == 0
 
 
 def test_tp_comm_by_hand():

@@ -78,12 +78,12 @@ def run(args: argparse.Namespace) -> int:
     if args.seq_len:
         shape = shape.model_copy(update={"seq_len": args.seq_len})
         params = None
-    hardware, efficiency, note = _hardware_and_efficiency(args, DEFAULT_MATMUL_EFFICIENCY)
+    hardware, efficiency, note, p2p = _hardware_and_efficiency(args, DEFAULT_MATMUL_EFFICIENCY)
     rows = plan(shape, hardware, args.devices, args.global_batch,
                 efficiency=args.efficiency or efficiency,
                 fp8=args.precision == "fp8", rank_by=args.rank, top=args.top,
                 include_unfit=args.all, params=params, cp_values=tuple(args.cp),
-                tp_overlap=args.tp_overlap)
+                tp_overlap=args.tp_overlap, p2p=p2p)
     if args.json:
         from scalesim.jsonio import to_json_text
 
@@ -97,17 +97,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _hardware_and_efficiency(args, default_efficiency: float):
-    """(hardware, efficiency, note) from --profile, or from --hardware and the default."""
+    """(hardware, efficiency, note, measured send/recv or None) from --profile, or from
+    --hardware and the default."""
     from scalesim.errors import ScalesimError
 
     if args.profile is None:
         from scalesim.profiles import load_hardware
 
-        return load_hardware(args.hardware or "dgx-h100"), default_efficiency, ""
+        return load_hardware(args.hardware or "dgx-h100"), default_efficiency, "", None
     if args.hardware is not None:
         raise ScalesimError("give --profile or --hardware, not both: the profile brings its "
                             "hardware and links")
-    from scalesim.plan import calibrated_hardware
+    from scalesim.plan import calibrated_hardware, measured_p2p
     from scalesim.profiles import load_profile
 
-    return calibrated_hardware(load_profile(args.profile))
+    profile = load_profile(args.profile)
+    return (*calibrated_hardware(profile), measured_p2p(profile))

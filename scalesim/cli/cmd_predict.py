@@ -41,17 +41,19 @@ def _duration(seconds: float | None) -> str:
 def layout_line(profile, scenario) -> str:
     """'layout: tp 2 x pp 4 (1f1b), recompute full, ...' of a transformer workload's scenario."""
     from scalesim.layout_predict import layout_of
+    from scalesim.plan import measured_p2p
 
     split = layout_of(scenario)
     schedule = split.schedule_of()
     if schedule == "interleaved":
         schedule += f", {split.virtual_stages} virtual stages"
+    p2p = measured_p2p(profile) if split.pp > 1 else None
     return (f"layout: tp {split.tp} x pp {split.pp}"
             + (f" ({schedule})" if split.pp > 1 else "")
             + f", recompute {split.recompute_of(profile.workload)}, sequence parallel "
             f"{'on' if split.sequence_parallel else 'off'}; dp = devices / (tp x pp); batch = "
             "sequences per micro-batch per replica; compute pins the matmul efficiency to the "
-            "profile's curve (docs/model.md §22)")
+            "profile's curve (docs/model.md §22)" + (f"; {p2p.note}" if p2p else ""))
 
 
 def render_table(profile, scenario, rows) -> str:

@@ -252,12 +252,23 @@ def reduce_scatter_s(size_bytes, devices_per_node, nodes, intra_latency_s, intra
 all_gather_s = reduce_scatter_s
 
 
+def step_and_volume(op: str, ranks):
+    """(steps, volume factor) of ``op`` on ``ranks``: ``t = steps*alpha + volume*S/busbw``.
+    Ring all-reduce ``2(n-1)``, ``2(n-1)/n``; reduce-scatter / all-gather ``n-1``, ``(n-1)/n``;
+    a point-to-point ``send_recv`` one step of the whole message (nccl-tests ``sendrecv_perf``:
+    busbw = algbw = S/t)."""
+    n = np.asarray(ranks, dtype=float)
+    if op == "send_recv":
+        return np.ones_like(n), np.ones_like(n)
+    if op == "all_reduce":
+        return 2.0 * (n - 1.0), 2.0 * (n - 1.0) / n
+    return n - 1.0, (n - 1.0) / n
+
+
 def busbw_from_time_GBps(op: str, size_bytes, ranks, time_s):
     """nccl-tests bus bandwidth (GB/s) of one measurement: algbw times the op's factor."""
-    n = np.asarray(ranks, dtype=float)
     algbw = np.asarray(size_bytes, dtype=float) / np.asarray(time_s, dtype=float) / GB
-    factor = 2.0 * (n - 1.0) / n if op == "all_reduce" else (n - 1.0) / n
-    return algbw * factor
+    return algbw * step_and_volume(op, ranks)[1]
 
 
 def algbw_GBps(size_bytes, time_s):
@@ -269,8 +280,9 @@ def fit_alpha_beta(op: str, size_bytes, ranks, time_s) -> tuple[float, float, fl
     """Fit latency alpha (s per step) and bus bandwidth (GB/s) to measured collective times.
 
     The ring model is linear in (alpha, 1/B): ``t = steps*alpha + vol*S/B`` with ``steps`` and
-    ``vol`` the op's step count and volume factor. Solved by non-negative least squares on the
-    *relative* error (each row divided by its time) so small messages weigh as much as large.
+    ``vol`` the op's step count and volume factor (``step_and_volume``; ``send_recv``: 1, 1).
+    Solved by non-negative least squares on the *relative* error (each row divided by its
+    time) so small messages weigh as much as large.
     Returns ``(latency_s, busbw_GBps, rel_rmse)``.
     """
     from scipy.optimize import nnls
@@ -280,10 +292,7 @@ def fit_alpha_beta(op: str, size_bytes, ranks, time_s) -> tuple[float, float, fl
     t = np.asarray(time_s, dtype=float)
     if size.size < 2 or np.any(t <= 0) or np.any(n < 2):
         raise ValueError("need at least two positive timings on two or more ranks to fit a link")
-    if op == "all_reduce":
-        steps, vol = 2.0 * (n - 1.0), 2.0 * (n - 1.0) / n
-    else:
-        steps, vol = n - 1.0, (n - 1.0) / n
+    steps, vol = step_and_volume(op, n)
     design = np.stack([steps, vol * size / GB], axis=1) / t[:, None]
     (alpha, inv_bw), _ = nnls(design, np.ones_like(t))
     if inv_bw <= 0:

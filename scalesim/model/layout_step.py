@@ -9,7 +9,7 @@
 - cp_comm: ring-attention sends of context parallelism not hidden behind attention
   (``context_parallel``);
 - bubble: the schedule's fill and drain (``pipeline_schedule``) of an average stage;
-- p2p: pipeline sends between stages on the critical path;
+- p2p: pipeline sends between stages on the critical path (``pipeline_schedule.p2p_s``);
 - dp_exposed: the data-parallel / ZeRO exchange of the local shard not hidden behind the last
   micro-batch's backward (ZeRO-3: the parameter gathers of every micro-batch behind its compute),
   plus the share ``comm_contention`` of the hidden part; all of it with ``overlap`` off;
@@ -103,6 +103,10 @@ class LayoutInputs:
     # micro-batches and within one (docs/model.md §6, §14): the per-collective waits
     nvls_busbw_ratio: object = np.nan  # NVLS all-reduce busbw over the intra ring busbw (NaN:
     # the server has no NVLink SHARP), as StepInputs.nvls_busbw_ratio (docs/model.md §2)
+    p2p_busbw_ratio: object = 1.0  # send/recv bandwidth of two devices of a server over the
+    # intra ring busbw: 1 from the link model (NCCL gives a peer 2 channels per NVLink), a
+    # measured one from the profile's send/recv fit (docs/model.md §15)
+    p2p_latency_s: object = np.nan  # send/recv latency inside a server, s (NaN: intra_latency_s)
     loader_samples_per_s: object = np.inf  # per model replica
     framework_bytes: object = FRAMEWORK_BYTES
     tp_overlap: object = False  # tensor-parallel collectives overlapped with the matmuls
@@ -309,14 +313,15 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     cp_comm = m * slowest_cp
     bubble = bubble_microbatches(x.schedule, pp, v) * average_mb
 
-    # --- pipeline point-to-point (stride tp*cp*dp between stages)
-    per_node, _nodes, _share = _group_link(x, 2, strides(tp, cp, dp)[3])
-    cross = per_node < 2  # neighbouring stages sit on different servers
-    p2p_bw = np.where(cross, _f(x.inter_busbw_GBps) / _f(x.devices_per_node),
-                      _f(x.intra_busbw_GBps))
-    p2p_lat = np.where(cross, _f(x.inter_latency_s), _f(x.intra_latency_s))
+    # --- pipeline point-to-point (stride tp*cp*dp between stages): inside a server one GPU's
+    # NVLinks (the ring busbw, or the measured send/recv), across servers one GPU's NIC share
+    stages_per_node, _nodes, _share = _group_link(x, pp, strides(tp, cp, dp)[3])
+    p2p_latency = np.where(np.isnan(_f(x.p2p_latency_s)), _f(x.intra_latency_s),
+                           _f(x.p2p_latency_s))
     p2p_bytes = tokens * _f(x.hidden) * ACTIVATION_BYTES / _f(tp)  # scatter/gather optimisation
-    p2p = p2p_s(pp, m, v, p2p_bytes, p2p_lat, p2p_bw)
+    p2p = p2p_s(x.schedule, pp, m, v, p2p_bytes, stages_per_node, p2p_latency,
+                _f(x.p2p_busbw_ratio) * _f(x.intra_busbw_GBps), x.inter_latency_s,
+                _f(x.inter_busbw_GBps) / _f(x.devices_per_node))
 
     # --- data-parallel / ZeRO exchange of the local shard over dp x cp (stride tp)
     per_node, nodes, inter_share = _group_link(x, dp * cp, tp)

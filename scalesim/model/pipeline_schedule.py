@@ -14,7 +14,7 @@ and one micro-batch taking t_f + t_b on a stage:
 
 Activations held at once, in micro-batches of one stage's layers on the first (fullest) stage:
 GPipe m; 1F1B and ZB-H1 min(p, m); interleaved min(p, m) (1 + (p - 1)/(p v)) (Korthikanti et
-al. 2022 §4.2.3); no pipeline 1. docs/model.md §15.
+al. 2022 §4.2.3); no pipeline 1. Point-to-point sends: ``p2p_s``. docs/model.md §15.
 """
 
 from __future__ import annotations
@@ -53,14 +53,52 @@ def microbatches_in_flight(schedule, pp, microbatches, virtual_stages=1):
         [1.0, m, warm * (1.0 + (p - 1.0) / (p * v)), warm], warm)
 
 
-def p2p_s(pp, microbatches, virtual_stages, size_bytes, latency_s, bandwidth_GBps):
-    """Point-to-point sends on the critical path per step: each micro-batch crosses every one of
-    the v chunk boundaries of a rank forward (activations) and backward (gradients), plus the
-    p - 1 fill and drain hops: 2 (m v + p - 1) sends of ``size_bytes`` (0 without a pipeline)."""
+def send_s(size_bytes, latency_s, bandwidth_GBps):
+    """Seconds of one point-to-point transfer: ``latency + S / bandwidth`` (nccl-tests
+    ``sendrecv_perf`` reports ``algbw = busbw = S/t`` for it). Full duplex: a pair that sends
+    both ways at once (1F1B's activation out, gradient in) takes the same time."""
+    return (np.asarray(latency_s, dtype=float)
+            + np.asarray(size_bytes, dtype=float) / (np.asarray(bandwidth_GBps, dtype=float) * 1e9))
+
+
+def boundaries_per_microbatch(schedule, pp, virtual_stages):
+    """Stage boundaries the busiest pipeline rank transfers over per micro-batch and chunk, each
+    once: 1F1B and ZB-H1 pair the activation sent to the next stage with the gradient received
+    from it (Megatron's ``send_forward_recv_backward``, full duplex), so a middle stage pays its
+    two boundaries and, with two stages, each stage its one; interleaved ranks always have two
+    neighbours (the chunk ring wraps around); GPipe sends the activations and the gradients in
+    separate phases: two."""
+    sch = np.asarray(schedule)
     p = np.asarray(pp, dtype=float)
-    sends = 2.0 * (np.asarray(microbatches, float) * np.asarray(virtual_stages, float) + p - 1.0)
-    one = latency_s + np.asarray(size_bytes, dtype=float) / (np.asarray(bandwidth_GBps) * 1e9)
-    return np.where(p > 1, sends * one, 0.0)
+    v = np.asarray(virtual_stages, dtype=float)
+    paired = (sch == ONE_F_ONE_B) | (sch == ZERO_BUBBLE)
+    return np.where(paired & (p == 2) & (v == 1), 1.0, 2.0)
+
+
+def p2p_s(schedule, pp, microbatches, virtual_stages, size_bytes, stages_per_node,
+          intra_latency_s, intra_bandwidth_GBps, inter_latency_s, inter_bandwidth_GBps):
+    """Point-to-point sends on the critical path per step (0 without a pipeline), seconds.
+
+    ``stages_per_node`` consecutive stages share a server (``layout.group_span`` of the pipeline
+    group), so the chain of p stages spans ``N = ceil(p / stages_per_node)`` servers and N - 1 of
+    its p - 1 boundaries cross the inter-server link (``t_inter``), the rest NVLink
+    (``t_intra``), each transfer ``send_s``. Fill and drain: the first micro-batch's
+    activations pass every boundary forward, the last one's gradients every boundary back,
+    ``2 ((p - N) t_intra + (N - 1) t_inter)``. Steady state: per micro-batch and chunk the
+    busiest rank pays each of its boundaries once (``boundaries_per_microbatch``): one crossing
+    servers where any does, the other crossing too when every stage has a server of its own."""
+    p = np.asarray(pp, dtype=float)
+    k = np.asarray(stages_per_node, dtype=float)
+    nodes = np.ceil(p / k)
+    t_intra = send_s(size_bytes, intra_latency_s, intra_bandwidth_GBps)
+    t_inter = send_s(size_bytes, inter_latency_s, inter_bandwidth_GBps)
+    fill = 2.0 * ((p - nodes) * t_intra + (nodes - 1.0) * t_inter)
+    first = np.where(nodes > 1, t_inter, t_intra)
+    second = np.where((nodes > 1) & (k == 1), t_inter, t_intra)
+    boundaries = boundaries_per_microbatch(schedule, pp, virtual_stages)
+    steady = (np.asarray(microbatches, dtype=float) * np.asarray(virtual_stages, dtype=float)
+              * (first + np.where(boundaries >= 2, second, 0.0)))
+    return np.where(p > 1, fill + steady, 0.0)
 
 
 def slow_stage_delay_s(schedule, pp, virtual_stages, microbatches, stage_s, slowest_stage_s,
