@@ -1,7 +1,8 @@
 """The parallel layout of a training job, and where its ranks sit.
 
 One schema (``ParallelLayout``: dp x tp x pp x cp, ZeRO stage, micro-batch, global batch,
-pipeline schedule, virtual stages, recompute, sequence parallelism) and one placement rule used
+pipeline schedule, virtual stages, recompute and its style, sequence parallelism; the recompute
+style's field is shared with ``schemas.ScenarioLayout``) and one placement rule used
 by every part of scalesim that splits a model (validate, plan, and later predict/sweep/app).
 
 Placement follows Megatron-LM (``RankGenerator`` order "tp-cp-ep-dp-pp") and torchtitan (device

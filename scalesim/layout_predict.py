@@ -132,7 +132,9 @@ def pinned_efficiency(profile: Profile, base: LayoutInputs, micro_batch, per_nod
     micro-step of ``micro_batch`` sequences in the profile's compute-curve time (times the
     colocation slowdown of ``per_node`` busy devices). The model's compute is
     ``A / efficiency + B`` (additive roofline), so two evaluations give A and B exactly;
-    clipped to (0, 1] (a curve faster than the peak pins 1)."""
+    clipped to (0, 1] (a curve faster than the peak pins 1). A recomputing workload's curve is
+    read as whole-forward recompute (the 4/3 convention), whatever the scenario's recompute
+    style, so that style changes the prediction by what it skips (docs/model.md §22)."""
     wl, curve = profile.workload, profile.compute
     b = np.asarray(micro_batch, dtype=float)
     one = base.replace(dp=1, tp=1, pp=1, cp=1, zero=0, micro_batch=b, global_batch=b,
