@@ -16,6 +16,8 @@ from scalesim.cli.options import parse_int_list
 from scalesim.decision import DecisionCard, decide
 from scalesim.errors import ScalesimError
 from scalesim.knee import Knee, focus_devices, knee_of_predictions
+from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
+from scalesim.layout_predict import recompute_style_note
 from scalesim.model.quality import steps_to_quality
 from scalesim.predict import Prediction, predict
 from scalesim.remedies import DATA_STALL_SHARE, RemedyResult, data_stall_share, rank_remedies
@@ -139,15 +141,15 @@ def _links(state: AppState) -> dict:
 
 def layout_of_state(state: AppState) -> ScenarioLayout | None:
     """The model split the layout controls describe (None: not split, all at their defaults)."""
-    if (state.tp, state.pp, state.sched, state.vs, state.rec, state.sp) == (
-            1, 1, "auto", 1, "auto", False):
+    if (state.tp, state.pp, state.sched, state.vs, state.rec, state.sp, state.rs) == (
+            1, 1, "auto", 1, "auto", False, DEFAULT_RECOMPUTE_STYLE):
         return None
     try:
         return ScenarioLayout(tp=state.tp, pp=state.pp,
                               schedule=None if state.sched == "auto" else state.sched,
                               virtual_stages=state.vs,
                               recompute=None if state.rec == "auto" else state.rec,
-                              sequence_parallel=state.sp)
+                              recompute_style=state.rs, sequence_parallel=state.sp)
     except ValueError as exc:
         raise ScalesimError(f"layout: {exc}") from None
 
@@ -168,11 +170,16 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     split = layout_of_state(state)
     model = 1
     if split is not None and profile.workload.transformer is None:
-        notes.append(f"layout tp {state.tp} x pp {state.pp} left out: workload "
-                     f"'{profile.workload.name}' is a parameter count only (pick a transformer "
-                     "workload such as llama3-8b to split the model)")
+        if split == ScenarioLayout(recompute_style=split.recompute_style):  # the style alone
+            notes.append(recompute_style_note(profile, Scenario(layout=split)))
+        else:
+            notes.append(f"layout tp {state.tp} x pp {state.pp} left out: workload "
+                         f"'{profile.workload.name}' is a parameter count only (pick a "
+                         "transformer workload such as llama3-8b to split the model)")
         split = None
     if split is not None:
+        if recompute_style_note(profile, Scenario(layout=split)):
+            notes.append(recompute_style_note(profile, Scenario(layout=split)))
         fields["layout"] = split
         model = split.tp * split.pp
         kept = [d for d in devices if d % model == 0]

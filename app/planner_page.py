@@ -24,6 +24,7 @@ from scalesim.decision import card_rows
 from scalesim.errors import ScalesimError
 from scalesim.goal import seek
 from scalesim.jsonio import read_json
+from scalesim.layout import RECOMPUTE_STYLE_HELP
 from scalesim.layout_predict import row_title as layout_title
 from scalesim.predict import Prediction
 from scalesim.schemas import Profile, Scenario
@@ -326,6 +327,9 @@ SCHEDULE_LABELS = {"auto": "auto (1F1B; interleaved with virtual stages)", "gpip
                    "1f1b": "1F1B", "interleaved": "interleaved 1F1B", "zb": "zero bubble"}
 RECOMPUTE_LABELS = {"auto": "the workload's", "none": "none", "selective": "selective",
                     "full": "full"}
+RECOMPUTE_STYLE_LABELS = {
+    "whole-forward": "whole forward (Megatron-LM, reentrant checkpoint, torch < 2.1)",
+    "early-stop": "early stop (PyTorch >= 2.1 non-reentrant: FSDP, torchtitan)"}
 
 
 def _layout_section(c: _Controls) -> None:
@@ -347,6 +351,9 @@ def _layout_section(c: _Controls) -> None:
     c(box.number_input, "vs", "Virtual stages per pipeline rank (interleaved)", step=1)
     c(box.selectbox, "rec", "Activation recompute", options=list(RECOMPUTE_LABELS),
       format_func=RECOMPUTE_LABELS.get)
+    c(box.selectbox, "rs", "How your framework's full recompute reruns the forward",
+      options=list(RECOMPUTE_STYLE_LABELS), format_func=RECOMPUTE_STYLE_LABELS.get,
+      help=RECOMPUTE_STYLE_HELP)
     c(box.toggle, "sp", "Sequence parallelism (with tp > 1)")
 
 
@@ -710,8 +717,11 @@ def _tab_layouts(plan: Plan) -> None:
     } for r in rows]), hide_index=True, key="layouts_table", column_config={
         c: st.column_config.NumberColumn(format="%.1f")
         for c in ("step ms", f"{plan.unit}/s", "MFU %", "memory GiB")})
+    style = ("stops early (the MLP down projection is not rerun)" if plan.state.rs == "early-stop"
+             else "reruns the whole forward")
     st.caption("Set a layout in the sidebar (Layout: split the model) to see it on every chart; "
-               "the sustained matmul efficiency is pinned to this profile's compute.")
+               "the sustained matmul efficiency is pinned to this profile's compute; full "
+               f"recompute {style}, as your framework's does (set in the Layout section).")
 
 
 TAB_RENDERERS = {"curve": _tab_curve, "breakdown": _tab_breakdown, "remedies": _tab_remedies,

@@ -24,14 +24,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from scalesim import presets
 from scalesim.bounds import bounded, url_field
 from scalesim.errors import ScalesimError
+from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, RecomputeStyle
 from scalesim.profiles import parse_profile, profile_from_presets
 from scalesim.schemas import Profile
 
-LINK_VERSION = 3  # v3: + the model split (tp, pp, sched, vs, rec, sp) and transformer presets,
-# written only when used (``link_version``); v2 (only what differs from the defaults, presets by
-# name) and v1 still open, data parallel
-READ_VERSIONS = ("1", "2", "3")
-LAYOUT_FIELDS = ("tp", "pp", "sched", "vs", "rec", "sp")  # v3 and later
+LINK_VERSION = 4  # v4: + the recompute style (rs); v3: + the model split (tp, pp, sched, vs, rec,
+# sp) and transformer presets; each written only when used (``link_version``); v3 opens with
+# the whole-forward style, v2 (only what differs from the defaults, presets by name) and v1 data
+# parallel
+READ_VERSIONS = ("1", "2", "3", "4")
+LAYOUT_FIELDS = ("tp", "pp", "sched", "vs", "rec", "sp", "rs")  # v3 and later (rs: v4)
+V4_FIELDS = ("rs",)  # what v4 added
 SHARED_DATE_KEY = "at"  # the date a share link was made (YYYY-MM-DD), for the receiver's banner
 MAX_QUERY_CHARS = 16_000  # the whole query string (browsers keep ~32k; stay well below)
 MAX_VALUE_CHARS = 400  # one control's value
@@ -102,6 +105,7 @@ class AppState(BaseModel):
     sched: Literal["auto", "gpipe", "1f1b", "interleaved", "zb"] = "auto"
     vs: int = url_field("vs", 1, "virtual stages per pipeline rank")
     rec: Literal["auto", "none", "selective", "full"] = "auto"
+    rs: RecomputeStyle = DEFAULT_RECOMPUTE_STYLE  # how full recompute reruns the forward
     sp: bool = False
 
     @field_validator("hw")
@@ -136,7 +140,7 @@ FIELD_LABELS = {  # a control's name in a sentence
     "cbs": "Critical batch size", "emin": "E_min", "train": "Samples in the training run",
     "price": "Price per device-hour", "focus": "Device count in focus", "dlist": "Device list",
     "dl": "Deadline (hours)", "bud": "Budget (USD)", "tp": "Tensor parallel",
-    "pp": "Pipeline stages", "vs": "Virtual stages",
+    "pp": "Pipeline stages", "vs": "Virtual stages", "rs": "Recompute style",
 }
 
 
@@ -417,13 +421,15 @@ V2_DEFAULTS: dict[str, Any] = {
 
 
 def link_version(state: AppState) -> int:
-    """3 when the state uses what v3 added (a model split, a transformer workload preset, the
-    Layouts tab, scenario B 'split the model'); else 2, so a data-parallel link still opens in a
-    scalesim from before the model split."""
+    """4 when the state uses what v4 added (the early-stop recompute style); 3 when it uses what
+    v3 added (a model split, a transformer workload preset, the Layouts tab, scenario B 'split
+    the model'); else 2, so a link opens in every scalesim that can show it the same."""
+    if any(getattr(state, n) != AppState.model_fields[n].default for n in V4_FIELDS):
+        return 4
     v3 = (any(getattr(state, n) != AppState.model_fields[n].default for n in LAYOUT_FIELDS)
           or state.wl not in presets.WORKLOADS or state.tab == "layouts"
           or state.b == "split_model")
-    return LINK_VERSION if v3 else 2
+    return 3 if v3 else 2
 
 
 def encode_query(state: AppState, profile: Profile) -> dict[str, str]:
@@ -528,6 +534,12 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no model split "
                             "(data parallel)")
+    elif version == "3":  # before the recompute style: full recompute reran the whole forward
+        old = [name for name in V4_FIELDS if name in flat and flat.pop(name) not in (
+            "", _to_text(AppState.model_fields[name].default))]
+        if old:
+            messages.append(f"ignored {', '.join(old)}: a v3 link has no recompute style (full "
+                            "recompute reruns the whole forward)")
     fingerprint = flat.pop("ph", None)
     blob = flat.pop("prof", None)
     unknown = sorted(k for k in flat if k not in AppState.model_fields)

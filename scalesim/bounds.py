@@ -25,6 +25,7 @@ import numpy as np
 from pydantic import Field
 
 from scalesim.errors import ScalesimError
+from scalesim.layout import RECOMPUTE_STYLES
 
 DEVICES_MAX = 2**20  # 1,048,576 devices
 
@@ -207,17 +208,22 @@ QUANTITIES: dict[str, Bound] = {
 
 @dataclass(frozen=True)
 class Knob:
-    """A what-if knob: its scenario field, CLI flag, share-link key and quantity."""
+    """A what-if knob: its scenario field, CLI flag, share-link key and quantity (a number), or
+    the names it may take (``choices``, quantity None)."""
 
     field: str
     flag: str | None
     url_key: str | None
-    quantity: str
+    quantity: str | None
     url_factor: float = 1.0  # link units per scenario unit (latency: microseconds)
     url_unit: str | None = None
+    choices: tuple[str, ...] = ()
 
     @property
     def bound(self) -> Bound:
+        if self.quantity is None:
+            raise ScalesimError(f"knob '{self.field}' is a choice of {', '.join(self.choices)}, "
+                                "not a number")
         return QUANTITIES[self.quantity]
 
 
@@ -245,11 +251,12 @@ KNOBS: tuple[Knob, ...] = (
     Knob("price_per_device_hour", "--price", "price", "price_per_device_hour"),
 )
 # The model split of a scenario (``Scenario.layout``): field of ``ScenarioLayout``, CLI flag,
-# share-link key (link version 3 and later), quantity.
+# share-link key (link version 3 and later; the recompute style version 4), quantity or choices.
 LAYOUT_KNOBS: tuple[Knob, ...] = (
     Knob("tp", "--tp", "tp", "tp_degree"),
     Knob("pp", "--pp", "pp", "pp_degree"),
     Knob("virtual_stages", "--virtual-stages", "vs", "virtual_stages"),
+    Knob("recompute_style", "--recompute-style", "rs", None, choices=RECOMPUTE_STYLES),
 )
 KNOB_BY_FIELD = {k.field: k for k in KNOBS}
 KNOB_BY_URL_KEY = {k.url_key: k for k in KNOBS + LAYOUT_KNOBS if k.url_key}
@@ -435,7 +442,9 @@ def markdown_table() -> str:
         key = k.url_key or "-"
         if k.url_unit:
             key += f" ({k.url_unit})"
-        lines.append(f"| `{k.field}` | {k.flag or '-'} | {key} | `{k.quantity}` |")
+        kind = (f"`{k.quantity}`" if k.quantity is not None
+                else "one of " + ", ".join(f"`{c}`" for c in k.choices))
+        lines.append(f"| `{k.field}` | {k.flag or '-'} | {key} | {kind} |")
     lines += ["", "| model | field | allowed |", "|---|---|---|", *_field_rows()]
     return "\n".join(lines)
 

@@ -1,7 +1,8 @@
 """The parallel layout of a training job, and where its ranks sit.
 
 One schema (``ParallelLayout``: dp x tp x pp x cp, ZeRO stage, micro-batch, global batch,
-pipeline schedule, virtual stages, recompute, sequence parallelism) and one placement rule used
+pipeline schedule, virtual stages, recompute and its style, sequence parallelism; the recompute
+style's field is shared with ``schemas.ScenarioLayout``) and one placement rule used
 by every part of scalesim that splits a model (validate, plan, and later predict/sweep/app).
 
 Placement follows Megatron-LM (``RankGenerator`` order "tp-cp-ep-dp-pp") and torchtitan (device
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,9 +27,33 @@ from scalesim.errors import ScalesimError
 
 Schedule = Literal["none", "gpipe", "1f1b", "interleaved", "zb"]
 Recompute = Literal["none", "selective", "full"]
+RecomputeStyle = Literal["whole-forward", "early-stop"]
+RECOMPUTE_STYLES: tuple[str, ...] = get_args(RecomputeStyle)
+DEFAULT_RECOMPUTE_STYLE = "whole-forward"
+RECOMPUTE_STYLE_HELP = (
+    "how the framework's full recompute reruns the forward (ignored unless recompute is full): "
+    "'whole-forward' (default; Megatron-LM's own checkpoint, torch.utils.checkpoint with "
+    "use_reentrant=True, any torch < 2.1) or 'early-stop' (PyTorch >= 2.1 non-reentrant "
+    "checkpoint: use_reentrant=False, FSDP checkpoint_wrapper NO_REENTRANT, torchtitan, "
+    "llm-foundry; the MLP down projection and the residual add after it are not rerun, "
+    "docs/model.md §13)")
 SCHEDULES = {"none": 0, "gpipe": 1, "1f1b": 2, "interleaved": 3, "zb": 4}
 NO_PIPELINE, GPIPE, ONE_F_ONE_B, INTERLEAVED, ZERO_BUBBLE = range(5)
 LAYOUT_VERSION = "scalesim-layout/1"
+
+
+def recompute_style_field():
+    """The pydantic field of a layout's recompute style (``ParallelLayout``, ``ScenarioLayout``):
+    one default and one description."""
+    return Field(default=DEFAULT_RECOMPUTE_STYLE, description=RECOMPUTE_STYLE_HELP)
+
+
+def early_stop_of(style: str) -> bool:
+    """True when a recompute style stops early (``LayoutInputs.recompute_early_stop``; the model
+    applies it to full recompute only)."""
+    if style not in RECOMPUTE_STYLES:
+        raise ScalesimError(f"recompute_style {style!r}: choose {' or '.join(RECOMPUTE_STYLES)}")
+    return style == "early-stop"
 
 
 class ParallelLayout(BaseModel):
@@ -49,6 +74,7 @@ class ParallelLayout(BaseModel):
     virtual_stages: int = Field(default=1, ge=1, description="model chunks per pipeline rank "
                                 "(interleaved 1F1B)")
     recompute: Recompute = "none"
+    recompute_style: RecomputeStyle = recompute_style_field()
     sequence_parallel: bool = Field(default=False, description="Megatron sequence parallelism "
                                     "inside the tensor-parallel group")
     tp_overlap: bool = Field(default=False, description="tensor-parallel collectives overlapped "

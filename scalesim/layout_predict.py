@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scalesim.errors import ScalesimError
-from scalesim.layout import SCHEDULES, ParallelLayout, layout_problems, valid_mask
+from scalesim.layout import SCHEDULES, ParallelLayout, early_stop_of, layout_problems, valid_mask
 from scalesim.model.compute import colocation_factor, colocation_slope, micro_step_s, optimizer_roofline_s
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
 from scalesim.model.transformer import RECOMPUTE
@@ -137,7 +137,9 @@ def pinned_efficiency(profile: Profile, base: LayoutInputs, micro_batch, per_nod
     micro-step of ``micro_batch`` sequences in the profile's compute-curve time (times the
     colocation slowdown of ``per_node`` busy devices). The model's compute is
     ``A / efficiency + B`` (additive roofline), so two evaluations give A and B exactly;
-    clipped to (0, 1] (a curve faster than the peak pins 1)."""
+    clipped to (0, 1] (a curve faster than the peak pins 1). A recomputing workload's curve is
+    read as whole-forward recompute (the 4/3 convention), whatever the scenario's recompute
+    style, so that style changes the prediction by what it skips (docs/model.md §22)."""
     wl, curve = profile.workload, profile.compute
     b = np.asarray(micro_batch, dtype=float)
     one = base.replace(dp=1, tp=1, pp=1, cp=1, zero=0, micro_batch=b, global_batch=b,
@@ -175,6 +177,7 @@ def first_problem(profile: Profile, dp, tp, pp, zero, micro, global_batch, split
                             micro_batch=int(micro), global_batch=int(global_batch),
                             schedule=schedule, virtual_stages=split.virtual_stages,
                             recompute=split.recompute or "none",
+                            recompute_style=split.recompute_style,
                             sequence_parallel=split.sequence_parallel)
     problems = layout_problems(layout, g, layers=s.layers, heads=s.heads, kv_heads=s.kv_of(),
                                seq_len=s.seq_len)
@@ -235,14 +238,17 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
     virtual = np.where(np.asarray(pp) > 1, split.virtual_stages, 1)
     eff = pinned_efficiency(profile, base, b, per_node)
     recompute = RECOMPUTE[split.recompute_of(wl)]
+    early_stop = split.stops_early(wl)
     x = base.replace(dp=dp, tp=tp, pp=pp, zero=zero, micro_batch=b, global_batch=gb,
                      schedule=schedule, virtual_stages=virtual, recompute=recompute,
+                     recompute_early_stop=early_stop,
                      sequence_parallel=split.sequence_parallel & (np.asarray(tp) > 1),
                      efficiency=eff, loader_samples_per_s=supply)
     result = evaluate_layouts(x)
     base_b = np.asarray(base_micro_batch, dtype=np.int64)
     alone = base.replace(dp=1, tp=1, pp=1, zero=0, micro_batch=base_b, global_batch=base_b * k,
                          schedule=0, virtual_stages=1, recompute=recompute,
+                         recompute_early_stop=early_stop,
                          sequence_parallel=False, device_cv=0.0, jitter_cv=0.0,
                          slow_factor=1.0, devices_per_node=1,
                          efficiency=pinned_efficiency(profile, base, base_b, 1),
@@ -289,7 +295,8 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int, global_batch: in
                                      "comm_compute_contention": base.comm_contention,
                                      "device_speed_cv": base.device_cv})
     return plan(wl.transformer, hardware, [devices], global_batch, efficiency=eff,
-                params=wl.params, jitter_cv=base.jitter_cv, p2p=p2p, **plan_kwargs)
+                params=wl.params, jitter_cv=base.jitter_cv, p2p=p2p,
+                recompute_style=layout_of(scenario).recompute_style, **plan_kwargs)
 
 
 def scenario_of_row(scenario: Scenario, row) -> Scenario:
@@ -297,6 +304,7 @@ def scenario_of_row(scenario: Scenario, row) -> Scenario:
     its layout, ZeRO stage, micro-batch and accumulation."""
     layout = ScenarioLayout(tp=row.tp, pp=row.pp, schedule=row.schedule if row.pp > 1 else None,
                             virtual_stages=row.virtual_stages, recompute=row.recompute,
+                            recompute_style=row.recompute_style,
                             sequence_parallel=row.sequence_parallel)
     update = {"layout": layout, "strategy": ("ddp", "zero1", "zero2", "zero3")[row.zero],
               "accumulation": row.accumulation}
@@ -305,11 +313,34 @@ def scenario_of_row(scenario: Scenario, row) -> Scenario:
     return scenario.model_copy(update=update)
 
 
+def recompute_style_note(profile: Profile, scenario: Scenario) -> str:
+    """'recompute style early-stop ignored: <why>' where the scenario names the early-stop style
+    and nothing reruns the whole forward (recompute not full, or a parameter-count workload);
+    else ''. The style only changes full recompute (docs/model.md §13)."""
+    split = layout_of(scenario)
+    if split.recompute_style != "early-stop" or split.stops_early(profile.workload):
+        return ""
+    if profile.workload.transformer is None:
+        why = f"workload '{profile.workload.name}' is a parameter count, not a transformer shape"
+    else:
+        why = f"recompute is {split.recompute_of(profile.workload)}, not full"
+    return f"recompute style early-stop ignored: {why}"
+
+
+def recompute_words(recompute: str, style: str) -> str:
+    """'recompute full (early stop)', 'recompute full', 'recompute none': the style is named
+    where it changes something (full recompute)."""
+    return f"recompute {recompute}" + (" (early stop)" if recompute == "full"
+                                       and early_stop_of(style) else "")
+
+
 def row_title(row) -> str:
-    """'dp 2 x tp 4 x pp 2 (1f1b), zero1, micro-batch 1 x 8 accumulation, recompute none'."""
+    """'dp 2 x tp 4 x pp 2 (1f1b), zero1, micro-batch 1 x 8 accumulation, recompute none'
+    ('recompute full (early stop)' in the early-stop style)."""
     schedule = (f" ({row.schedule}" + (f", {row.virtual_stages} virtual stages" if
                                        row.virtual_stages > 1 else "") + ")") if row.pp > 1 else ""
     zero = ("ddp", "zero1", "zero2", "zero3")[row.zero]
     return (f"dp {row.dp} x tp {row.tp} x pp {row.pp}{schedule}, {zero}, micro-batch "
-            f"{row.micro_batch} x {row.accumulation} accumulation, recompute {row.recompute}"
+            f"{row.micro_batch} x {row.accumulation} accumulation, "
+            f"{recompute_words(row.recompute, row.recompute_style)}"
             + (", sequence parallel" if row.sequence_parallel else ""))

@@ -20,7 +20,14 @@ from pydantic import BaseModel
 
 from scalesim.bounds import check_number, clip
 from scalesim.errors import ScalesimError
-from scalesim.layout import SCHEDULES, ParallelLayout, check_layout, valid_mask
+from scalesim.layout import (
+    DEFAULT_RECOMPUTE_STYLE,
+    SCHEDULES,
+    ParallelLayout,
+    check_layout,
+    early_stop_of,
+    valid_mask,
+)
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.predict import nvls_busbw_ratio
@@ -59,6 +66,7 @@ class PlanRow(BaseModel):
     schedule: str
     virtual_stages: int
     recompute: str
+    recompute_style: str  # the framework's (plan's recompute_style); matters for full only
     sequence_parallel: bool
     step_time_s: float
     samples_per_s: float
@@ -76,7 +84,8 @@ class PlanRow(BaseModel):
         return ParallelLayout(dp=self.dp, tp=self.tp, pp=self.pp, cp=self.cp, zero=self.zero,
                               micro_batch=self.micro_batch, global_batch=global_batch,
                               schedule=self.schedule, virtual_stages=self.virtual_stages,
-                              recompute=self.recompute, sequence_parallel=self.sequence_parallel)
+                              recompute=self.recompute, recompute_style=self.recompute_style,
+                              sequence_parallel=self.sequence_parallel)
 
 
 @dataclass(frozen=True)
@@ -130,6 +139,8 @@ class Setting:
     tp_overlap: bool = False  # tensor-parallel collectives overlapped (Transformer Engine)
     jitter_cv: float = 0.0  # std/mean of a micro-step, independent (the waits of §14, §16)
     p2p: MeasuredP2P | None = None  # measured send/recv inside a server (None: the intra link)
+    recompute_style: str = DEFAULT_RECOMPUTE_STYLE  # how the framework's full recompute reruns
+    # the forward (``layout.RECOMPUTE_STYLES``): a property of the framework, not searched
 
 
 def _peak_flops(hardware: Hardware, fp8: bool) -> float:
@@ -213,6 +224,7 @@ def _inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         inter_latency_s=hw.inter_node.latency_s, inter_busbw_GBps=hw.inter_node.busbw_GBps,
         device_memory_bytes=hw.device_memory_bytes, comm_contention=hw.comm_compute_contention,
         device_cv=hw.device_speed_cv, tp_overlap=setting.tp_overlap,
+        recompute_early_stop=early_stop_of(setting.recompute_style),
         nvls_busbw_ratio=nvls_busbw_ratio(hw.intra_node), jitter_cv=setting.jitter_cv,
         # fp8 recipes cast the Linear layers only: the attention core stays at the 16-bit peak
         attention_peak_flops_per_s=_peak_flops(hw, False), **p2p_inputs(setting.p2p))
@@ -240,6 +252,9 @@ def evaluate_layout(setting: Setting, layout: ParallelLayout) -> LayoutResult:
     if layout.global_batch != setting.global_batch:
         raise ScalesimError(f"layout global_batch {layout.global_batch} != the plan's "
                             f"{setting.global_batch}")
+    if layout.recompute_style != setting.recompute_style:
+        raise ScalesimError(f"layout recompute_style {layout.recompute_style} != the plan's "
+                            f"{setting.recompute_style} (the framework's)")
     return evaluate_layouts(_inputs(setting, **{k: v[0] for k, v in
                                                 _layout_arrays([layout]).items()}))
 
@@ -303,7 +318,8 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
          rank_by: Literal["throughput", "cost"] = "throughput", top: int | None = 10,
          include_unfit: bool = False, params: float | None = None,
          cp_values=(1,), tp_overlap: bool = False, split_only: bool = False,
-         jitter_cv: float = 0.0, p2p: MeasuredP2P | None = None) -> list[PlanRow]:
+         jitter_cv: float = 0.0, p2p: MeasuredP2P | None = None,
+         recompute_style: str = DEFAULT_RECOMPUTE_STYLE) -> list[PlanRow]:
     """Rank every valid layout of ``shape`` on each of ``devices`` for ``global_batch``.
 
     Fitting layouts first, best first (highest samples/s, or fewest device-hours per sample
@@ -313,6 +329,9 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
     ``split_only``: only layouts that split the model (tp x pp x cp > 1; the "split the model"
     remedy); ``jitter_cv``: std/mean of a device's micro-step, for the waits at collectives;
     ``p2p``: measured send/recv inside a server for the pipeline sends (``measured_p2p``).
+    ``recompute_style``: how the framework's full recompute reruns the forward ('whole-forward'
+    or 'early-stop', ``layout.RECOMPUTE_STYLES``): applied to every full-recompute layout, not
+    searched, and named in each row.
     """
     if not devices or min(devices) < 1:
         raise ScalesimError("devices: give one or more device counts of 1 or more")
@@ -326,8 +345,9 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
         if n > g and n % g:
             raise ScalesimError(f"devices {n} do not fill whole servers of {g} GPUs; give a "
                                 f"multiple of {g} above one server")
+    early_stop_of(recompute_style)  # a clear error for an unknown style
     setting = Setting(shape, hardware, global_batch, efficiency, fp8, params, tp_overlap,
-                      jitter_cv, p2p)
+                      jitter_cv, p2p, recompute_style)
     grid = candidate_grid(sorted(set(devices)), setting, cp_values)
     if split_only:
         grid = {k: v[grid["tp"] * grid["pp"] * grid["cp"] > 1] for k, v in grid.items()}
@@ -362,6 +382,7 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
             "schedule": next(k for k, v in SCHEDULES.items() if v == grid["schedule"][i]),
             "virtual_stages": int(grid["virtual_stages"][i]),
             "recompute": RECOMPUTE_CHOICES[int(grid["recompute"][i])],
+            "recompute_style": recompute_style,
             "sequence_parallel": bool(grid["sequence_parallel"][i]),
             "step_time_s": float(r.step_time_s[i]), "samples_per_s": float(r.samples_per_s[i]),
             "tokens_per_s": float(r.tokens_per_s[i]), "mfu": float(r.mfu[i]),
@@ -395,7 +416,9 @@ def exhaustive_scalar(setting: Setting, devices: list[int], cp_values=(1,)) -> l
                     continue
                 layout = ParallelLayout(dp=dp, tp=tp, pp=pp, cp=cp, zero=zero, micro_batch=mb,
                                         global_batch=setting.global_batch, schedule=sch,
-                                        virtual_stages=v, recompute=rec, sequence_parallel=sp)
+                                        virtual_stages=v, recompute=rec,
+                                        recompute_style=setting.recompute_style,
+                                        sequence_parallel=sp)
                 if layout_problems(layout, g, layers=s.layers, heads=s.heads,
                                    kv_heads=s.kv_of(), seq_len=s.seq_len):
                     continue

@@ -12,7 +12,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from scalesim.bounds import bound, bounded, items_bounded, knob_field
-from scalesim.layout import Recompute, Schedule
+from scalesim.layout import (
+    Recompute,
+    RecomputeStyle,
+    Schedule,
+    early_stop_of,
+    recompute_style_field,
+)
 from scalesim.model.overlap import GPU_COMM_CONTENTION
 from scalesim.model.stragglers import DEVICE_SPEED_CV
 
@@ -513,6 +519,7 @@ class ScenarioLayout(_Strict):
     recompute: Recompute | None = Field(
         default=None, description="activation recompute: none, selective, full; None: the "
         "workload's (full when activation_recompute, else none)")
+    recompute_style: RecomputeStyle = recompute_style_field()
     sequence_parallel: bool = Field(default=False, description="Megatron sequence parallelism "
                                     "in the tensor-parallel group (needs tp > 1)")
 
@@ -528,6 +535,11 @@ class ScenarioLayout(_Strict):
         if self.recompute is not None:
             return self.recompute
         return "full" if workload.activation_recompute else "none"
+
+    def stops_early(self, workload: Workload) -> bool:
+        """Whether the layout's recompute stops early: full recompute (given or the workload's)
+        in the 'early-stop' style (``LayoutInputs.recompute_early_stop``)."""
+        return self.recompute_of(workload) == "full" and early_stop_of(self.recompute_style)
 
     @property
     def splits_model(self) -> bool:

@@ -263,8 +263,9 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
                      "not recomputed")
     layout = ParallelLayout(dp=lay.dp, tp=lay.tp, pp=lay.pp, cp=lay.cp, zero=lay.zero,
                             micro_batch=micro, global_batch=lay.global_batch, schedule=schedule,
-                            virtual_stages=v, recompute=recompute, sequence_parallel=sp,
-                            tp_overlap=tp_overlap)
+                            virtual_stages=v, recompute=recompute,
+                            recompute_style="early-stop" if early_stop else "whole-forward",
+                            sequence_parallel=sp, tp_overlap=tp_overlap)
     for problem in layout_problems(layout, hw.gpus_per_node, heads=m.heads, kv_heads=kv,
                                    seq_len=m.seq_len):
         flags.append(f"layout note (predicted as published): {problem}")

@@ -108,7 +108,8 @@ def test_cli_reads_a_workload_file_with_a_shape(tmp_path):
     out = _cli("--model", str(path), "--hardware", "dgx-a100", "--devices", "8,16",
                "--global-batch", "64", "--top", "3")
     assert out.returncode == 0, out.stderr
-    assert "best step" in out.stdout and out.stdout.count("\n") == 5
+    assert "best step" in out.stdout and out.stdout.count("\n") == 6
+    assert out.stdout.startswith("full recompute: whole forward rerun")  # the framework's
     no_shape = tmp_path / "plain.json"
     no_shape.write_text(json.dumps({"name": "x", "params": 1e9}))
     out = _cli("--model", str(no_shape), "--devices", "8", "--global-batch", "64")

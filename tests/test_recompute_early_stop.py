@@ -86,8 +86,9 @@ def test_shipped_cases_get_it_only_where_the_source_says_torch_2_1():
                               ("llmfoundry_a100_40gb_7b_s2048_8gpu", False),  # torch 1.13
                               ("narayanan2021_t1_3p6b", False)):  # Megatron: reentrant
         flags: list[str] = []
-        inputs, _ = case_inputs(cases[case_id], flags)
+        inputs, layout = case_inputs(cases[case_id], flags)
         assert bool(inputs.recompute_early_stop) is expected, case_id
+        assert layout.recompute_style == ("early-stop" if expected else "whole-forward")
         assert any("early stop" in f for f in flags) is expected, case_id
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from scalesim.bounds import flag_list_type, flag_type
-from scalesim.cli.options import positive_int
+from scalesim.cli.options import add_recompute_style_argument, positive_int
 
 NAME = "plan"
 HELP = "search every dp x tp x pp / ZeRO / micro-batch / schedule / recompute layout and rank them"
@@ -14,11 +14,14 @@ EXAMPLE = """examples:
   scalesim plan --model gpt-145.6b --hardware dgx-a100 --devices 1-4096 --global-batch 2304 --json
   scalesim plan --model my-model.json --devices 512 --global-batch 2048 --rank cost --top 20
   scalesim plan --model gpt-1.7b --profile my-node.json --devices 8,16 --global-batch 512
+  scalesim plan --model llama3-70b --devices 64 --global-batch 512 --recompute-style early-stop
 
 --model is a transformer preset (scalesim presets) or a workload JSON with a 'transformer'
 shape (scalesim schema workload). The sustained matmul efficiency defaults to the median that the
 published model-parallel runs pin (docs/validation.md); give --efficiency from a calibration.
-Layouts are placed as Megatron/torchtitan do (tp innermost in a server, pp outermost)."""
+Layouts are placed as Megatron/torchtitan do (tp innermost in a server, pp outermost).
+--recompute-style says how your framework's full recompute reruns the forward (a property of
+the framework, applied to every full-recompute layout, not searched)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -45,6 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tp-overlap", action="store_true",
                    help="the framework overlaps tensor-parallel collectives with the matmuls "
                    "(Transformer Engine userbuffers)")
+    add_recompute_style_argument(p)
     p.add_argument("--rank", choices=["throughput", "cost"], default="throughput",
                    help="throughput (samples/s) or cost (device-hours per sample)")
     p.add_argument("--top", type=positive_int, default=10, help="layouts to list (default 10)")
@@ -52,8 +56,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the ranked layouts as JSON")
 
 
+def recompute_style_line(style: str) -> str:
+    """The plan's full-recompute assumption in words, with the flag that changes it."""
+    if style == "early-stop":
+        return ("full recompute: early stop (PyTorch >= 2.1 non-reentrant checkpoint: the MLP "
+                "down projection is not rerun); --recompute-style whole-forward for Megatron-LM "
+                "or a reentrant checkpoint")
+    return ("full recompute: whole forward rerun (Megatron-LM, reentrant checkpoint, torch < "
+            "2.1); --recompute-style early-stop for PyTorch >= 2.1 non-reentrant checkpoint "
+            "(FSDP checkpoint_wrapper, torchtitan)")
+
+
 def render_text(rows, global_batch: int) -> str:
-    lines = [f"{'#':>3} {'GPUs':>5} {'dp':>4} {'tp':>3} {'pp':>3} {'cp':>3} {'zero':>4} {'mb':>3} "
+    lines = [recompute_style_line(rows[0].recompute_style),
+             f"{'#':>3} {'GPUs':>5} {'dp':>4} {'tp':>3} {'pp':>3} {'cp':>3} {'zero':>4} {'mb':>3} "
              f"{'acc':>4} {'schedule':<14} {'recomp':<9} {'sp':<3} {'step s':>8} "
              f"{'tokens/s':>10} {'MFU':>6} {'GiB':>6} {'fits':<4}  why"]
     for r in rows:
@@ -71,6 +87,7 @@ def render_text(rows, global_batch: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
     from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY, plan
     from scalesim.runs_model import model_shape
 
@@ -83,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
                 efficiency=args.efficiency or efficiency,
                 fp8=args.precision == "fp8", rank_by=args.rank, top=args.top,
                 include_unfit=args.all, params=params, cp_values=tuple(args.cp),
-                tp_overlap=args.tp_overlap, p2p=p2p)
+                tp_overlap=args.tp_overlap, p2p=p2p,
+                recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE)
     if args.json:
         from scalesim.jsonio import to_json_text
 

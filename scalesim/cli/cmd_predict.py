@@ -40,7 +40,7 @@ def _duration(seconds: float | None) -> str:
 
 def layout_line(profile, scenario) -> str:
     """'layout: tp 2 x pp 4 (1f1b), recompute full, ...' of a transformer workload's scenario."""
-    from scalesim.layout_predict import layout_of
+    from scalesim.layout_predict import layout_of, recompute_style_note, recompute_words
     from scalesim.plan import measured_p2p
 
     split = layout_of(scenario)
@@ -50,7 +50,9 @@ def layout_line(profile, scenario) -> str:
     p2p = measured_p2p(profile) if split.pp > 1 else None
     return (f"layout: tp {split.tp} x pp {split.pp}"
             + (f" ({schedule})" if split.pp > 1 else "")
-            + f", recompute {split.recompute_of(profile.workload)}, sequence parallel "
+            + f", {recompute_words(split.recompute_of(profile.workload), split.recompute_style)}"
+            + (f" ({note})" if (note := recompute_style_note(profile, scenario)) else "")
+            + ", sequence parallel "
             f"{'on' if split.sequence_parallel else 'off'}; dp = devices / (tp x pp); batch = "
             "sequences per micro-batch per replica; compute pins the matmul efficiency to the "
             "profile's curve (docs/model.md §22)" + (f"; {p2p.note}" if p2p else ""))
@@ -58,6 +60,7 @@ def layout_line(profile, scenario) -> str:
 
 def render_table(profile, scenario, rows) -> str:
     from scalesim.knee import knee_of_predictions
+    from scalesim.layout_predict import recompute_style_note
 
     unit = profile.workload.sample_unit
     lines = [
@@ -77,6 +80,8 @@ def render_table(profile, scenario, rows) -> str:
     split = rows and rows[0].dp is not None
     if split:
         lines.append(layout_line(profile, scenario))
+    elif recompute_style_note(profile, scenario):
+        lines.append(f"note: {recompute_style_note(profile, scenario)}")
     lines += [
         "",
         f"{'devices':>7} {'nodes':>5} " + (f"{'dp x tp x pp':>12} " if split else "")

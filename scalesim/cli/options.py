@@ -6,9 +6,17 @@ import argparse
 
 from pydantic import ValidationError
 
-from scalesim.bounds import KNOB_BY_FIELD, KNOBS, LAYOUT_KNOBS, flag_list_type, flag_type
+from scalesim.bounds import (
+    KNOB_BY_FIELD,
+    KNOBS,
+    LAYOUT_KNOB_BY_FIELD,
+    LAYOUT_KNOBS,
+    flag_list_type,
+    flag_type,
+)
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import parse_model, read_json, validation_message
+from scalesim.layout import RECOMPUTE_STYLE_HELP
 from scalesim.schemas import Profile, Scenario
 
 
@@ -86,11 +94,14 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
 
 
 def add_layout_arguments(p: argparse.ArgumentParser) -> None:
-    """--tp --pp --schedule --virtual-stages --recompute --sequence-parallel (Scenario.layout)."""
+    """--tp --pp --schedule --virtual-stages --recompute --recompute-style --sequence-parallel
+    (Scenario.layout)."""
     g = p.add_argument_group(
         "model split (a workload with a transformer shape, e.g. --workload llama3-8b; devices "
         "= dp x tp x pp, --strategy sets ZeRO over dp, --batch is per replica)")
     for knob in LAYOUT_KNOBS:
+        if knob.field == "recompute_style":
+            continue  # after --recompute, which it qualifies
         g.add_argument(knob.flag, type=flag_type(knob.quantity), dest=_dest(knob.flag), help={
             "tp": "tensor-parallel degree, inside one server (default 1)",
             "pp": "pipeline stages (default 1)",
@@ -99,8 +110,16 @@ def add_layout_arguments(p: argparse.ArgumentParser) -> None:
                    help="pipeline schedule (default 1f1b; interleaved with --virtual-stages)")
     g.add_argument("--recompute", choices=["none", "selective", "full"],
                    help="activation recompute (default: the workload's)")
+    add_recompute_style_argument(g)
     g.add_argument("--sequence-parallel", action="store_true",
                    help="Megatron sequence parallelism in the tensor-parallel group")
+
+
+def add_recompute_style_argument(group) -> None:
+    """--recompute-style (``ScenarioLayout.recompute_style``; plan's own flag too)."""
+    knob = LAYOUT_KNOB_BY_FIELD["recompute_style"]
+    group.add_argument(knob.flag, choices=knob.choices, dest=_dest(knob.flag),
+                       help=RECOMPUTE_STYLE_HELP.replace("%", "%%"))
 
 
 def layout_from_args(args: argparse.Namespace, base: dict | None) -> dict | None:
