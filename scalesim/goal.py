@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from scalesim import training_time
-from scalesim.bounds import bound
+from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, bound
 from scalesim.errors import ScalesimError
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
 from scalesim.network_upgrades import upgrades_for
@@ -42,7 +42,6 @@ STRATEGIES = tuple(MEMORY_STRATEGIES)  # ddp, zero1, zero2, zero3
 BATCH_FACTORS = (0.5, 1, 2, 4)
 ACCUMULATION_FACTORS = (1, 2, 4, 8)
 MAX_FRONT = 40  # Pareto points returned (spread evenly along the front when there are more)
-DEFAULT_MAX_DEVICES = 1024
 
 
 @dataclass(frozen=True)
@@ -129,7 +128,7 @@ def pareto_front(time_s: np.ndarray, cost_usd: np.ndarray) -> np.ndarray:
 
 
 def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
-         max_devices: int = DEFAULT_MAX_DEVICES) -> GoalAnswer:
+         max_devices: int = GOAL_DEFAULT_MAX_DEVICES) -> GoalAnswer:
     """See the module docstring. ``base`` gives the training length, price and fixed knobs."""
     for name, value in (("deadline_s", deadline_s), ("budget_usd", budget_usd)):
         if not np.isfinite(value) or value <= 0:
