@@ -274,3 +274,25 @@ def test_trace_remedy_profile_charges_no_contention(monkeypatch):
           "overlap_share": 0.8, "idle_s": 0.01, "straggler_wait_s": 0.005}
     diagnosis._trace_remedies(cr, [SimpleNamespace(world_size=4)], "comm_growth")
     assert seen and seen[0].hardware.comm_compute_contention == 0.0
+
+
+@pytest.mark.parametrize("slowest, named", [(1.046, False), (1.047, True)])
+def test_a_rank_slowest_in_every_run_is_a_slow_device_beyond_the_spread(slowest, named):
+    """docs/model.md section 19: identical peers give the floor, 1 + 3.5 x 1.32 % = 1.0462."""
+    from scalesim.diagnosis import _rank_pattern
+
+    rows = [SimpleNamespace(devices=n, rank_step_times_s=[slowest] + [1.0] * (n - 1))
+            for n in (2, 4, 8)]
+    rank, factor, _ = _rank_pattern(SimpleNamespace(rows=rows))
+    assert factor == pytest.approx(slowest)
+    assert rank == (0 if named else None)
+
+
+def test_a_rank_within_its_noisy_peers_spread_is_not_a_slow_device():
+    from scalesim.diagnosis import _rank_pattern
+
+    noisy = [0.90, 0.95, 1.0, 1.0, 1.0, 1.05, 1.10]  # margin 0.259 over the median 1.0
+    rows = [SimpleNamespace(devices=8, rank_step_times_s=[*noisy, t]) for t in (1.15, 1.2)]
+    assert _rank_pattern(SimpleNamespace(rows=rows))[0] is None
+    rows = [SimpleNamespace(devices=8, rank_step_times_s=[*noisy, 1.3]) for _ in range(2)]
+    assert _rank_pattern(SimpleNamespace(rows=rows))[0] == 7

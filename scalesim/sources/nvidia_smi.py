@@ -33,7 +33,7 @@ import numpy as np
 
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import read_text
-from scalesim.model.stragglers import DEVICE_SPEED_CV
+from scalesim.model.stragglers import peer_margin
 from scalesim.schemas import Topology, TopologyNic
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -224,17 +224,7 @@ THROTTLE_BITS = {
 }
 THERMAL_BITS = 0x20 | 0x40
 POWER_BITS = 0x4 | 0x80
-# A device is slow when its busy SM clock is an outlier below its peers (``slow_clock_limit_MHz``):
-# more than SLOW_CLOCK_Z robust standard deviations under their median, the standard deviation
-# being the larger of the peers' own spread (1.4826 x their median absolute deviation, which
-# equals the standard deviation for normal data) and the spread of healthy same-SKU GPUs
-# (scalesim.model.stragglers.DEVICE_SPEED_CV, 1.32 %, from Sinha et al. SC'22), so that peers
-# that all report the same clock do not make one clock step a verdict. 3.5 is Iglewicz &
-# Hoaglin's cut-off for the modified z-score (How to Detect and Handle Outliers, ASQC 1993);
-# with the published spread it is 4.6 % under the peers' median (a normal draw falls there with
-# probability 2.3e-4).
-SLOW_CLOCK_Z = 3.5
-MAD_TO_SIGMA = 1.4826  # 1 / Phi^-1(0.75): the median absolute deviation of a normal is 0.6745 sigma
+# A device is slow when its busy SM clock is an outlier below its peers' (slow_clock_limit_MHz).
 # NVML's utilization.gpu is the share of the sample period in which a kernel ran; a sample with a
 # kernel running for at least half of it reads the clock under load (an idle GPU drops its clocks,
 # throttle reason 0x1 "idle"), so such samples count as busy.
@@ -415,13 +405,10 @@ def analyse(samples: dict[int, list[tuple]], source: str) -> SmiReport:
 
 def slow_clock_limit_MHz(peers_MHz) -> float:
     """The SM clock (MHz) below which a device is slow against ``peers_MHz`` (the other devices'
-    busy clocks): ``median − SLOW_CLOCK_Z · max(MAD_TO_SIGMA · MAD, DEVICE_SPEED_CV · median)``
-    (docs/model.md §19)."""
-    peers = np.asarray(peers_MHz, dtype=float)
-    median = float(np.median(peers))
-    spread = max(MAD_TO_SIGMA * float(np.median(np.abs(peers - median))),
-                 DEVICE_SPEED_CV * median)
-    return median - SLOW_CLOCK_Z * spread
+    busy clocks): ``median − margin`` of ``scalesim.model.stragglers.peer_margin`` (3.5 robust
+    standard deviations, at least 4.6 %; docs/model.md §19)."""
+    median, margin = peer_margin(peers_MHz)
+    return median - margin
 
 
 def slow_device_sentence(d: DeviceHealth, others_MHz: float | None) -> str:
