@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from scalesim.accuracy import median_error
 from scalesim.bounds import clip
 from scalesim.errors import ScalesimError, require_model, require_text
 from scalesim.jsonio import to_json_text
@@ -147,6 +148,7 @@ def model_remedies(profile, scenario, devices: int, cause: str,
     ``nominal_links``: the profile's bandwidths rest on a nominal gradient size, so titles say
     "2x" instead of quoting GB/s that mean nothing on their own.
     """
+    from scalesim.layout_predict import uses_layouts
     from scalesim.remedies import rank_remedies
 
     _, ranked = rank_remedies(profile, scenario, devices)
@@ -158,7 +160,10 @@ def model_remedies(profile, scenario, devices: int, cause: str,
               if r.applicable and r.verdict != "not runnable"]
     if cause == "large_batch":
         usable = [r for r in usable if r.key not in BATCH_GROWING]
-    preferred = [r for r in usable if r.key in PREFERRED_REMEDIES.get(cause, []) and r.gain > 0.02]
+    # a remedy for the cause goes first when its gain is a decision: at least the model's median
+    # error (scalesim.accuracy, docs/model.md section 20); else the best remedy overall
+    error = median_error(uses_layouts(profile, scenario))
+    preferred = [r for r in usable if r.key in PREFERRED_REMEDIES.get(cause, []) and r.gain >= error]
     pool = preferred or [r for r in usable if r.gain > 0.0]
     first = max(pool, key=lambda r: r.gain) if pool else None
     return first, remedies

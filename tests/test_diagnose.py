@@ -296,3 +296,22 @@ def test_a_rank_within_its_noisy_peers_spread_is_not_a_slow_device():
     assert _rank_pattern(SimpleNamespace(rows=rows))[0] is None
     rows = [SimpleNamespace(devices=8, rank_step_times_s=[*noisy, 1.3]) for _ in range(2)]
     assert _rank_pattern(SimpleNamespace(rows=rows))[0] == 7
+
+
+@pytest.mark.parametrize("gain, first", [(0.033, "interconnect"), (0.0329, "slow_device")])
+def test_the_remedy_for_the_cause_goes_first_from_the_models_median_error(monkeypatch, gain,
+                                                                          first):
+    """A remedy addressing the cause is preferred over a bigger one elsewhere only when its gain
+    is a decision: at least the model's median error (3.3 % on the data-parallel path)."""
+    import scalesim.remedies
+    from scalesim.diagnosis import model_remedies
+    from scalesim.profiles import default_profile
+
+    def ranked(*_):
+        return None, [SimpleNamespace(key=k, title=k, gain=g, applicable=True, reason="",
+                                      verdict="remedy")
+                      for k, g in (("slow_device", 0.30), ("interconnect", gain))]
+
+    monkeypatch.setattr(scalesim.remedies, "rank_remedies", ranked)
+    chosen, _ = model_remedies(default_profile(), Scenario(devices=[16]), 16, "inter_server")
+    assert chosen.key == first
