@@ -315,3 +315,13 @@ def test_the_remedy_for_the_cause_goes_first_from_the_models_median_error(monkey
     monkeypatch.setattr(scalesim.remedies, "rank_remedies", ranked)
     chosen, _ = model_remedies(default_profile(), Scenario(devices=[16]), 16, "inter_server")
     assert chosen.key == first
+
+
+def test_with_no_degrees_of_freedom_the_band_takes_the_models_own_error():
+    """Two runs cannot show their noise: the band assumes the normal per-run error whose median
+    absolute value is the validation's median error, 0.033 / 0.6745 = 4.9 %."""
+    from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR
+
+    fit = fit_runs(parse_runs_text("devices,nodes,samples_per_s\n1,1,569\n2,1,1130\n", "r.csv"))
+    assert fit.noise_rel == pytest.approx(DATA_PARALLEL_MEDIAN_ERROR / 0.6745)
+    assert any("no degrees of freedom" in n and "5% noise" in n for n in fit.notes)
