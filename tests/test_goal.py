@@ -135,3 +135,14 @@ def test_max_devices_flag_takes_the_devices_bound(capsys):
     assert code == 2
     err = err.strip()
     assert "--max-devices" in err and "1,048,576" in err and "\n" not in err
+
+
+def test_past_a_thousand_servers_the_grid_steps_by_a_tenth_of_a_percent():
+    from scalesim.goal import WHOLE_SERVERS
+
+    assert device_grid(8, 8 * WHOLE_SERVERS) == [1, 2, 4, *range(8, 8 * WHOLE_SERVERS + 1, 8)]
+    grid = np.array(device_grid(8, DEVICES_MAX))
+    assert grid[-1] == DEVICES_MAX and len(grid) < 7000
+    servers = grid[grid >= 8 * WHOLE_SERVERS] // 8
+    assert np.max(np.diff(servers) / servers[:-1]) <= 1.0 / WHOLE_SERVERS
+    assert np.max(np.diff(servers) / servers[:-1]) > 0.99 / WHOLE_SERVERS
