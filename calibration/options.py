@@ -11,6 +11,7 @@ import os
 from scalesim.bounds import flag_list_type, flag_type, parse_number
 from scalesim.errors import ScalesimError
 from scalesim.model.collectives import FITTED_OPS
+from scalesim.model.stragglers import SLOW_DEVICE_FACTOR
 
 PHASES = ("compute", "collectives", "loader", "jitter", "noise")
 OPS = FITTED_OPS
@@ -158,9 +159,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     g = p.add_argument_group("jitter and noise phases")
     g.add_argument("--jitter-steps", type=flag_type("steps"), help="timed steps (default 30)")
-    g.add_argument("--slow-threshold", type=flag_type("slow_factor"), default=1.05,
+    g.add_argument("--slow-threshold", type=flag_type("slow_factor"), default=SLOW_DEVICE_FACTOR,
                    help="a rank this much slower than the others' median, and slowest in most "
-                   "steps, is named slow (default 1.05)")
+                   f"steps, is named slow (default {SLOW_DEVICE_FACTOR:.3f}: 3.5 standard "
+                   "deviations of healthy GPU speed, docs/model.md section 19)")
     g.add_argument("--noise-steps", type=flag_type("steps"), help="gradient samples (default 8)")
     g.add_argument("--noise-accum", type=flag_type("repeats"), default=2,
                    help="micro-batches per rank per noise sample (default 2)")

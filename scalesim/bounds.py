@@ -28,6 +28,12 @@ from scalesim.errors import ScalesimError
 from scalesim.layout import RECOMPUTE_STYLES
 
 DEVICES_MAX = 2**20  # 1,048,576 devices
+# Goal seeking's default largest device count (scalesim.goal.seek, scalesim goal --max-devices;
+# here so the CLI reads it without importing the model). A setting, not a physical bound: 128
+# eight-GPU servers, 4x the largest data-parallel run the model is validated on (256 GPUs,
+# docs/validation.md), which is as far as a data-parallel search should extrapolate unasked;
+# --max-devices goes up to DEVICES_MAX.
+GOAL_DEFAULT_MAX_DEVICES = 1024
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,10 @@ compares, against running as is:
 Each option carries its hourly price, throughput gain, time to finish and total money (time to
 train / to quality with the large-batch penalty, ``scalesim.training_time``). Only options that
 run (fit in memory) and win are kept; the best two or three are shown. The recommendation is one
-sentence with the option's main assumption. The CLI (``scalesim decide``) and the app call this
-same function, so their numbers are equal.
+sentence with the option's main assumption; a gain smaller than the model's measured median
+error (``scalesim.accuracy``) is not a reason to change, and two options whose speeds differ by
+less than it are a tie that goes to the one with nothing to buy (docs/model.md §20). The CLI
+(``scalesim decide``) and the app call this same function, so their numbers are equal.
 """
 
 from __future__ import annotations
@@ -26,16 +28,18 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from scalesim import training_time
+from scalesim.accuracy import median_error
 from scalesim.errors import ScalesimError
+from scalesim.layout_predict import uses_layouts
 from scalesim.network_upgrades import upgrades_for
 from scalesim.predict import Prediction, predict
 from scalesim.remedies import DATA_STALL_SHARE, data_stall_share, rank_remedies
 from scalesim.schemas import Profile, Scenario
 
 SETTINGS_KEYS = ("fit_memory", "bigger_batch", "accumulation", "overlap", "sharding")
+# Options shown besides "as is": a display setting, not a decision threshold (the card is read at
+# a glance, in a terminal and on a phone; the others are listed in a note).
 MAX_OPTIONS = 3
-WORTH_IT = 0.05  # a free change must gain at least 5 % to be recommended
-FREE_SHARE = 0.8  # without total money: a free change with 80 % of the best gain is preferred
 FREE_KEYS = ("settings", "split_model", "input_pipeline")  # no hardware to buy
 
 ASSUMPTIONS = {
@@ -77,6 +81,7 @@ class DecisionOption:
 class DecisionCard:
     question: str
     goal: str  # "time to train", "time to quality" or "" (no goal known)
+    model_error: float  # the model's median relative throughput error here (scalesim.accuracy)
     now: DecisionOption
     options: list[DecisionOption]  # the two or three that matter, best first
     recommendation: str
@@ -100,6 +105,7 @@ class _Ctx:
         self.price = self.goal.price_per_device_hour
         self.now_time = self._time(now)
         self.now_hourly = None if self.price is None else self.price * now.devices
+        self.error = median_error(uses_layouts(profile, scenario))
 
     def _time(self, p: Prediction) -> float | None:
         t = training_time.time_to_goal_s(self.goal, p.samples_per_s, p.step_time_s,
@@ -201,12 +207,19 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
 
 
 def _score(ctx: _Ctx, o: DecisionOption) -> float:
-    """Higher is better: sooner finish when a goal is known, else more throughput."""
+    """The option's speed-up over running as is, minus one (higher is better): time to finish
+    (or to quality) now over the option's when a goal is known, else the throughput ratio. A
+    ratio of two predictions, like the validation's (scalesim.accuracy)."""
     if o.time_change is not None:
-        return -o.time_change
+        return 1.0 / (1.0 + o.time_change) - 1.0
     if o.quality_change is not None:
-        return -o.quality_change
+        return 1.0 / (1.0 + o.quality_change) - 1.0
     return o.throughput_gain
+
+
+def _ties_with(ctx: _Ctx, o: DecisionOption, best: DecisionOption) -> bool:
+    """True when ``best`` is faster than ``o`` by less than the model's median error."""
+    return (1.0 + _score(ctx, best)) / (1.0 + _score(ctx, o)) - 1.0 < ctx.error
 
 
 def _recommend(ctx: _Ctx, options: list[DecisionOption]) -> tuple[str, str]:
@@ -226,6 +239,13 @@ def _recommend(ctx: _Ctx, options: list[DecisionOption]) -> tuple[str, str]:
         return (f"Fix the input pipeline first: {data_stall_share(now):.0%} of each step waits "
                 f"for data; it gives {stall.throughput_gain:+.0%} throughput before any "
                 "purchase.", stall.assumption)
+    material = [o for o in options if _score(ctx, o) >= ctx.error]
+    if not material:  # every gain is within the model's error
+        best = options[0]
+        return (f"Keep the current setup: the best option ({best.title}: {_gain_words(best)}) "
+                f"gains less than the model's median error of {ctx.error:.1%}, so the gain may "
+                "not be real.", ASSUMPTIONS["now"])
+    options = material
     priced = [o for o in options if o.total_usd is not None]
     if priced and len(priced) == len(options):  # money known for every option: the cheapest
         o = min(priced, key=lambda x: (x.total_usd, x.time_s or 0.0))
@@ -234,9 +254,8 @@ def _recommend(ctx: _Ctx, options: list[DecisionOption]) -> tuple[str, str]:
         free = " with no new hardware" if o.key in FREE_KEYS else ""
         return (f"{_action(o)}: {_gain_words(o)}{free}, and {money}.", o.assumption)
     best = options[0]  # sorted by score
-    free = [o for o in options if o.key in FREE_KEYS
-            and _score(ctx, o) >= max(WORTH_IT, FREE_SHARE * _score(ctx, best))]
-    if free:  # nearly as good without buying anything
+    free = [o for o in options if o.key in FREE_KEYS and _ties_with(ctx, o, best)]
+    if free:  # as good as the best within the model's error, without buying anything
         o = free[0]
         return (f"{_action(o)}: {_gain_words(o)} with no new hardware.", o.assumption)
     extra = ("" if best.extra_usd_per_hour is None or best.extra_usd_per_hour <= 0
@@ -279,6 +298,10 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     winners.sort(key=lambda o: -_score(ctx, o))
     options = winners[:MAX_OPTIONS]
     recommendation, assumption = _recommend(ctx, options)
+    within = [o.title for o in options if now.fits and _score(ctx, o) < ctx.error]
+    if within and len(within) < len(options):
+        notes.append(f"gains under the model's median error ({ctx.error:.1%}, docs/validation.md) "
+                     "are not recommended: " + "; ".join(within))
     device = profile.hardware.device_name
     gpus = f"{devices} {device} device{'s' if devices > 1 else ''}"
     if now.fits and devices == 1:
@@ -293,7 +316,8 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
                      "time and total money, not only throughput")
     if ctx.price is None:
         notes.append("enter a price per device-hour to compare money")
-    return DecisionCard(question=question, goal=ctx.goal.label(), now=base, options=options,
+    return DecisionCard(question=question, goal=ctx.goal.label(), model_error=ctx.error,
+                        now=base, options=options,
                         recommendation=recommendation, assumption=assumption, notes=notes)
 
 

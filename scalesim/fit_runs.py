@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR
 from scalesim.bounds import QUANTITIES, check_number, clip
 from scalesim.errors import ScalesimError, require_model
 from scalesim.model import collectives as coll
@@ -56,7 +57,10 @@ INTER_LATENCY_S = 0.0
 PRIOR_WEIGHT = 0.01
 LOADER_PRIOR_SCALE = 5.0  # the loader cap must earn its place: 0.05 per decade-ish of cap
 NOISE_FLOOR = 0.02
-NOISE_NO_DOF = 0.05
+# With no degrees of freedom left the runs cannot show their noise: the band takes the model's,
+# the normal per-run error whose median absolute value is the validation's median error
+# (scalesim.accuracy; a normal's median absolute value is 0.6745 sigma): 0.033 / 0.6745 = 4.9 %.
+NOISE_NO_DOF = DATA_PARALLEL_MEDIAN_ERROR / 0.6745
 UNCONSTRAINED_INTER_RANGE = (1.0, 20.0)  # inter transfer / intra transfer when never measured
 Z95 = 1.96  # two-sided 95 % normal quantile (extrapolation and remedy-gain bands)
 BAND_SAMPLES = 400  # parameter draws for the extrapolation band

@@ -4,7 +4,7 @@
 call, every combination of
 
 * device counts: powers of two inside one server, then every whole number of servers up to
-  ``max_devices``;
+  ``max_devices`` (past ``WHOLE_SERVERS`` servers, counts 1/``WHOLE_SERVERS`` apart);
 * per-device micro-batch: half, one, two and four times the base one (weak scaling);
 * gradient accumulation: 1, 2, 4, 8 times the base;
 * strategy: DDP, ZeRO-1, ZeRO-2, ZeRO-3;
@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from scalesim import training_time
-from scalesim.bounds import bound
+from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, bound
 from scalesim.errors import ScalesimError
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
 from scalesim.network_upgrades import upgrades_for
@@ -42,7 +42,11 @@ STRATEGIES = tuple(MEMORY_STRATEGIES)  # ddp, zero1, zero2, zero3
 BATCH_FACTORS = (0.5, 1, 2, 4)
 ACCUMULATION_FACTORS = (1, 2, 4, 8)
 MAX_FRONT = 40  # Pareto points returned (spread evenly along the front when there are more)
-DEFAULT_MAX_DEVICES = 1024
+# Every whole number of servers up to this many (twice the default search's 128 eight-GPU
+# servers); past it, server counts grow by at most 1/WHOLE_SERVERS (0.4 %) a step, as whole
+# servers do here: far below the model's median error (3.3 %, docs/model.md section 20), and the
+# largest allowed --max-devices (2**20) stays about a second (1,800 counts, not 131,072 servers).
+WHOLE_SERVERS = 256
 
 
 @dataclass(frozen=True)
@@ -111,10 +115,16 @@ def describe(p: GoalPlan) -> str:
 
 
 def device_grid(devices_per_node: int, max_devices: int) -> list[int]:
-    """Powers of two below one server, then every whole number of servers up to the maximum."""
+    """Powers of two below one server, then every whole number of servers up to the maximum
+    (past ``WHOLE_SERVERS`` servers, server counts 1/``WHOLE_SERVERS`` apart, and the largest)."""
     small = [2**i for i in range(0, 20) if 2**i < devices_per_node and 2**i <= max_devices]
-    servers = range(devices_per_node, max_devices + 1, devices_per_node)
-    return sorted(set(small) | set(servers)) or [1]
+    most = max_devices // devices_per_node
+    servers = set(range(1, min(most, WHOLE_SERVERS) + 1))
+    n = WHOLE_SERVERS
+    while n < most:  # n // WHOLE_SERVERS >= 1 here: each step grows by at most 1/WHOLE_SERVERS
+        n = min(n + n // WHOLE_SERVERS, most)
+        servers.add(n)
+    return sorted(set(small) | {n * devices_per_node for n in servers}) or [1]
 
 
 def pareto_front(time_s: np.ndarray, cost_usd: np.ndarray) -> np.ndarray:
@@ -129,7 +139,7 @@ def pareto_front(time_s: np.ndarray, cost_usd: np.ndarray) -> np.ndarray:
 
 
 def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
-         max_devices: int = DEFAULT_MAX_DEVICES) -> GoalAnswer:
+         max_devices: int = GOAL_DEFAULT_MAX_DEVICES) -> GoalAnswer:
     """See the module docstring. ``base`` gives the training length, price and fixed knobs."""
     for name, value in (("deadline_s", deadline_s), ("budget_usd", budget_usd)):
         if not np.isfinite(value) or value <= 0:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
+from types import SimpleNamespace
 
 import pytest
 from app_harness import open_app
@@ -10,12 +12,16 @@ from scalesim.app.plan import make_plan
 from scalesim.app.report import report_html
 from scalesim.app.state import default_state, preset_profile
 
+from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR, MODEL_PARALLEL_MEDIAN_ERROR
 from scalesim.cli.main import main
-from scalesim.decision import card_rows, decide
+from scalesim.decision import ASSUMPTIONS, DecisionOption, _recommend, card_rows, decide
 from scalesim.network_upgrades import UPGRADES, upgrades_for
 from scalesim.predict import predict
-from scalesim.profiles import default_profile
+from scalesim.profiles import default_profile, resolve_profile
 from scalesim.schemas import Scenario
+from scalesim.shipped import validation_path
+from scalesim.validate import load_cases, validate_cases
+from scalesim.validate_parallel import load_parallel_cases, validate_parallel_cases
 
 
 def test_the_default_card_asks_the_articles_question_and_prices_every_option():
@@ -91,3 +97,84 @@ def test_the_page_and_the_report_lead_with_the_card():
     assert any(plan.decision.recommendation in s.value.replace("\\", "") for s in at.success)
     html = report_html(plan, "http://x/?v=1")
     assert html.index('id="decision"') < html.index("<h2>Headline</h2>") < html.index("share link")
+
+
+# ------------------------------------------------ thresholds: the model's own measured error
+
+
+def _option(key: str, gain: float, total_usd: float | None = None) -> DecisionOption:
+    """An option with a throughput gain (its score) and maybe a total; "as is" totals $1,100."""
+    return DecisionOption(
+        key=key, title={"add_server": "Add one server", "network": "Network: faster",
+                        "settings": "Settings: double the batch"}[key],
+        devices=16, servers=2, runnable=True, samples_per_s=100 * (1 + gain),
+        throughput_gain=gain, usd_per_hour=None, extra_usd_per_hour=None, time_s=None,
+        time_change=None, total_usd=total_usd,
+        total_change_usd=None if total_usd is None else total_usd - 1100.0, price_source="",
+        assumption=ASSUMPTIONS[key])
+
+
+def _ctx(error: float = DATA_PARALLEL_MEDIAN_ERROR):
+    now = predict(default_profile(), Scenario(devices=[16]))[0]
+    assert now.fits and now.data_stall_s == 0
+    return SimpleNamespace(error=error, now=now)
+
+
+@pytest.mark.parametrize("gain, acts", [(DATA_PARALLEL_MEDIAN_ERROR, True),
+                                        (DATA_PARALLEL_MEDIAN_ERROR - 1e-6, False)])
+def test_a_gain_under_the_models_median_error_is_not_a_decision(gain, acts):
+    text, _ = _recommend(_ctx(), [_option("add_server", gain)])
+    assert text.startswith("Add one server") == acts
+    assert text.startswith("Keep the current setup") != acts
+    if not acts:
+        assert "median error of 3.3%" in text and text.count(". ") == 0
+
+
+@pytest.mark.parametrize("free_gain, free_wins", [(0.1617, True), (0.1616, False)])
+def test_a_free_change_wins_when_the_purchase_is_faster_by_less_than_the_error(free_gain,
+                                                                              free_wins):
+    # the tie limit: 1.20 / (1 + x) - 1 < 0.033  <=>  x > 1.2 / 1.033 - 1 = 0.16167
+    options = [_option("network", 0.20), _option("settings", free_gain)]
+    text, _ = _recommend(_ctx(), options)
+    assert text.startswith("Double the batch" if free_wins else "Upgrade the inter-server")
+
+
+def test_with_money_known_an_option_within_the_error_is_not_the_cheapest_pick():
+    cheap_but_tiny = _option("settings", 0.02, total_usd=900.0)
+    faster = _option("network", 0.30, total_usd=1000.0)
+    text, _ = _recommend(_ctx(), [faster, cheap_but_tiny])
+    assert text.startswith("Upgrade the inter-server network")
+    text, _ = _recommend(_ctx(), [faster, _option("settings", 0.04, total_usd=900.0)])
+    assert text.startswith("Double the batch")
+
+
+def test_the_card_uses_the_error_of_the_path_that_predicts():
+    dp = decide(default_profile(), Scenario(devices=[16], train_samples=2e9), 16)
+    assert dp.model_error == DATA_PARALLEL_MEDIAN_ERROR
+    gpt = resolve_profile(None, "dgx-a100", "gpt-7.5b")
+    split = decide(gpt, Scenario(devices=[16], micro_batch=1, accumulation=8), 16)
+    assert split.model_error == MODEL_PARALLEL_MEDIAN_ERROR
+
+
+def test_the_error_figures_are_the_shipped_validations_medians():
+    """scalesim.accuracy writes the medians out; they must stay those of the validations."""
+    dp = validate_cases(load_cases(validation_path("cases.json")))
+    median = dp.summary["allreduce"]["median_abs_pct"] / 100
+    assert abs(DATA_PARALLEL_MEDIAN_ERROR - median) <= 0.005
+    mp = validate_parallel_cases(load_parallel_cases(validation_path("parallel_cases.json")))
+    median = mp.summary["all"]["median_abs_pct"] / 100
+    assert abs(MODEL_PARALLEL_MEDIAN_ERROR - median) <= 0.005
+
+
+@pytest.mark.parametrize("stall_s, first", [(0.100, True), (0.0999, False)])
+def test_the_input_pipeline_comes_first_from_a_tenth_of_the_step(stall_s, first):
+    """remedies.DATA_STALL_SHARE = 0.10 (docs/model.md section 10): at a 1 s step, 0.1 s of data
+    stall puts the input pipeline before a faster purchase, 0.0999 s does not."""
+    now = SimpleNamespace(fits=True, data_stall_s=stall_s, step_time_s=1.0)
+    loader = DecisionOption(**{**asdict(_option("settings", stall_s / (1 - stall_s))),
+                               "key": "input_pipeline", "title": "Input: cache the input",
+                               "assumption": ASSUMPTIONS["input_pipeline"]})
+    text, _ = _recommend(SimpleNamespace(error=DATA_PARALLEL_MEDIAN_ERROR, now=now),
+                         [_option("network", 0.30), loader])
+    assert text.startswith("Fix the input pipeline first") == first
+    assert text.startswith("Upgrade the inter-server network") != first

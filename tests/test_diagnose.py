@@ -274,3 +274,54 @@ def test_trace_remedy_profile_charges_no_contention(monkeypatch):
           "overlap_share": 0.8, "idle_s": 0.01, "straggler_wait_s": 0.005}
     diagnosis._trace_remedies(cr, [SimpleNamespace(world_size=4)], "comm_growth")
     assert seen and seen[0].hardware.comm_compute_contention == 0.0
+
+
+@pytest.mark.parametrize("slowest, named", [(1.046, False), (1.047, True)])
+def test_a_rank_slowest_in_every_run_is_a_slow_device_beyond_the_spread(slowest, named):
+    """docs/model.md section 19: identical peers give the floor, 1 + 3.5 x 1.32 % = 1.0462."""
+    from scalesim.diagnosis import _rank_pattern
+
+    rows = [SimpleNamespace(devices=n, rank_step_times_s=[slowest] + [1.0] * (n - 1))
+            for n in (2, 4, 8)]
+    rank, factor, _ = _rank_pattern(SimpleNamespace(rows=rows))
+    assert factor == pytest.approx(slowest)
+    assert rank == (0 if named else None)
+
+
+def test_a_rank_within_its_noisy_peers_spread_is_not_a_slow_device():
+    from scalesim.diagnosis import _rank_pattern
+
+    noisy = [0.90, 0.95, 1.0, 1.0, 1.0, 1.05, 1.10]  # margin 0.259 over the median 1.0
+    rows = [SimpleNamespace(devices=8, rank_step_times_s=[*noisy, t]) for t in (1.15, 1.2)]
+    assert _rank_pattern(SimpleNamespace(rows=rows))[0] is None
+    rows = [SimpleNamespace(devices=8, rank_step_times_s=[*noisy, 1.3]) for _ in range(2)]
+    assert _rank_pattern(SimpleNamespace(rows=rows))[0] == 7
+
+
+@pytest.mark.parametrize("gain, first", [(0.033, "interconnect"), (0.0329, "slow_device")])
+def test_the_remedy_for_the_cause_goes_first_from_the_models_median_error(monkeypatch, gain,
+                                                                          first):
+    """A remedy addressing the cause is preferred over a bigger one elsewhere only when its gain
+    is a decision: at least the model's median error (3.3 % on the data-parallel path)."""
+    import scalesim.remedies
+    from scalesim.diagnosis import model_remedies
+    from scalesim.profiles import default_profile
+
+    def ranked(*_):
+        return None, [SimpleNamespace(key=k, title=k, gain=g, applicable=True, reason="",
+                                      verdict="remedy")
+                      for k, g in (("slow_device", 0.30), ("interconnect", gain))]
+
+    monkeypatch.setattr(scalesim.remedies, "rank_remedies", ranked)
+    chosen, _ = model_remedies(default_profile(), Scenario(devices=[16]), 16, "inter_server")
+    assert chosen.key == first
+
+
+def test_with_no_degrees_of_freedom_the_band_takes_the_models_own_error():
+    """Two runs cannot show their noise: the band assumes the normal per-run error whose median
+    absolute value is the validation's median error, 0.033 / 0.6745 = 4.9 %."""
+    from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR
+
+    fit = fit_runs(parse_runs_text("devices,nodes,samples_per_s\n1,1,569\n2,1,1130\n", "r.csv"))
+    assert fit.noise_rel == pytest.approx(DATA_PARALLEL_MEDIAN_ERROR / 0.6745)
+    assert any("no degrees of freedom" in n and "5% noise" in n for n in fit.notes)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 from app_harness import open_app
+from cli_harness import run_cli
 
+from scalesim.bounds import DEVICES_MAX, GOAL_DEFAULT_MAX_DEVICES
 from scalesim.cli.main import main
 from scalesim.errors import ScalesimError
 from scalesim.goal import device_grid, pareto_front, seek
@@ -95,3 +100,49 @@ def test_max_devices_takes_the_devices_bound():
                      (2.5, "not a whole number")):
         with pytest.raises(ScalesimError, match=f"max_devices: .*{why}"):
             seek(default_profile(), base, 3 * 86400.0, 50_000.0, bad)
+
+
+def test_the_default_largest_device_count_is_one_constant_read_without_the_model(capsys,
+                                                                                  monkeypatch):
+    """scalesim.bounds.GOAL_DEFAULT_MAX_DEVICES is seek()'s default and the CLI's; the CLI
+    module reads it without importing goal seeking (or the sweep behind it)."""
+    assert inspect.signature(seek).parameters["max_devices"].default == GOAL_DEFAULT_MAX_DEVICES
+    seen = {}
+    import scalesim.goal as goal
+
+    def fake_seek(profile, scenario, deadline_s, budget_usd, max_devices):
+        seen["max_devices"] = max_devices
+        return seek(profile, scenario, deadline_s, budget_usd, 16)
+
+    monkeypatch.setattr(goal, "seek", fake_seek)
+    assert main(["goal", "--train-samples", "2e9", "--deadline", "3d", "--budget", "5e4"]) == 0
+    assert seen["max_devices"] == GOAL_DEFAULT_MAX_DEVICES
+    assert f"(default {GOAL_DEFAULT_MAX_DEVICES})" in _help(capsys)
+    code = ("import sys, scalesim.cli.cmd_goal; "
+            "print(sorted(m for m in ('scalesim.goal', 'scalesim.sweep', 'scalesim.predict') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def _help(capsys) -> str:
+    return run_cli(capsys, ["goal", "--help"])[1]
+
+
+def test_max_devices_flag_takes_the_devices_bound(capsys):
+    args = ["goal", "--train-samples", "2e9", "--deadline", "3d", "--budget", "5e4"]
+    code, _, err = run_cli(capsys, [*args, "--max-devices", str(DEVICES_MAX + 1)])
+    assert code == 2
+    err = err.strip()
+    assert "--max-devices" in err and "1,048,576" in err and "\n" not in err
+
+
+def test_past_a_thousand_servers_the_grid_steps_by_a_tenth_of_a_percent():
+    from scalesim.goal import WHOLE_SERVERS
+
+    assert device_grid(8, 8 * WHOLE_SERVERS) == [1, 2, 4, *range(8, 8 * WHOLE_SERVERS + 1, 8)]
+    grid = np.array(device_grid(8, DEVICES_MAX))
+    assert grid[-1] == DEVICES_MAX and len(grid) < 7000
+    servers = grid[grid >= 8 * WHOLE_SERVERS] // 8
+    assert np.max(np.diff(servers) / servers[:-1]) <= 1.0 / WHOLE_SERVERS
+    assert np.max(np.diff(servers) / servers[:-1]) > 0.99 / WHOLE_SERVERS

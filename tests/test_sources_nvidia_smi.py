@@ -145,6 +145,41 @@ def test_power_cap_and_healthy_devices(tmp_path):
     assert healthy.slow == [] and healthy.findings == []
 
 
+@pytest.mark.parametrize("mhz, slow", [(1345, False), (1344, True)])
+def test_slow_clock_boundary_is_the_published_spread_times_3_5(tmp_path, mhz, slow):
+    """Peers all at 1,410 MHz: no spread of their own, so the floor (cv_device = 1.32 %,
+    docs/model.md §6) sets the limit at 1,410 (1 - 3.5 x 0.0132) = 1,344.86 MHz."""
+    assert nvidia_smi.slow_clock_limit_MHz([1410] * 7) == pytest.approx(1410 * (1 - 3.5 * 0.0132))
+    report = nvidia_smi.parse_smi_csv(smi_csv(tmp_path / "smi.csv", slow=3, slow_mhz=mhz))
+    assert report.slow == ([3] if slow else [])
+    assert bool(report.findings) == slow
+
+
+def _busy(clocks_MHz):
+    """analyse()'s input: ten busy samples per device at the given clock."""
+    return {i: [(c, 1410.0, 70.0, 300.0, 100.0, 0x4)] * 10 for i, c in enumerate(clocks_MHz)}
+
+
+def test_peers_that_wander_widen_the_limit_and_a_far_outlier_is_still_named():
+    # power-capped peers spread over 1,260-1,410 MHz (median 1,335, MAD 45 -> sigma 66.7 MHz):
+    # the limit is 1,335 - 3.5 x 66.7 = 1,101 MHz, so 1,200 MHz (0.90 of the median) is within
+    # the spread, while 1,050 MHz is named
+    peers = [1260, 1290, 1320, 1335, 1350, 1380, 1410]
+    limit = nvidia_smi.slow_clock_limit_MHz(peers)
+    assert limit == pytest.approx(1335 - 3.5 * 1.4826 * 45)
+    assert nvidia_smi.analyse(_busy([1200, *peers]), "x").slow == []
+    assert nvidia_smi.analyse(_busy([1050, *peers]), "x").slow == [0]
+    assert nvidia_smi.analyse(_busy([limit + 0.5, *peers]), "x").slow == []
+    assert nvidia_smi.analyse(_busy([limit - 0.5, *peers]), "x").slow == [0]
+
+
+def test_one_device_is_compared_with_its_maximum_clock_but_not_named_slow():
+    near = nvidia_smi.analyse(_busy([1345]), "x")  # 1,410 max: limit 1,344.86 MHz
+    far = nvidia_smi.analyse(_busy([1300]), "x")
+    assert near.findings == [] and near.slow == []
+    assert far.slow == [] and far.findings[0].startswith("device 0 runs at 1,300 MHz of 1,410")
+
+
 @pytest.mark.parametrize("text, message", [
     ("", "empty"),
     ("a,b,c\n1,2,3\n", "not an nvidia-smi --query-gpu CSV"),

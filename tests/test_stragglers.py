@@ -53,3 +53,15 @@ def test_slow_device_wait_is_continuous_as_jitter_vanishes():
     waits = straggler_wait_s(np.full(sigmas.shape, 64), sigmas, 0.3)
     assert np.all(np.diff(waits) >= -1e-3 * sigmas[1:])  # within the 1e-3 sigma shift grid
     assert waits[0] == pytest.approx(0.3) and waits[-1] > 0.3
+
+
+def test_a_slow_device_is_an_outlier_beyond_the_published_spread_or_its_peers_own():
+    from scalesim.model.stragglers import SLOW_DEVICE_FACTOR, peer_margin
+
+    # identical peers: the published device spread sets the margin, 3.5 x 1.32 % = 4.62 %
+    assert round(SLOW_DEVICE_FACTOR, 4) == 1.0462
+    median, margin = peer_margin([1.0] * 7)
+    assert (median, margin) == (1.0, pytest.approx(SLOW_DEVICE_FACTOR - 1.0))
+    # peers that spread more widen it: MAD 0.05 -> sigma 0.0741 -> margin 0.259
+    median, margin = peer_margin([0.90, 0.95, 1.0, 1.0, 1.0, 1.05, 1.10])
+    assert median == 1.0 and margin == pytest.approx(3.5 * 1.4826 * 0.05)

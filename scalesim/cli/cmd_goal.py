@@ -6,10 +6,10 @@ import argparse
 import math
 import re
 
+from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, flag_type
 from scalesim.cli.options import (
     add_profile_arguments,
     add_scenario_arguments,
-    positive_int,
     profile_from_args,
     scenario_from_args,
 )
@@ -54,8 +54,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="train within this long: 3d, 72h, 90m or seconds")
     g.add_argument("--budget", type=usd, required=True, metavar="USD",
                    help="spend at most this many US dollars")
-    g.add_argument("--max-devices", type=positive_int, default=1024, metavar="N",
-                   help="largest device count to consider (default 1024)")
+    g.add_argument("--max-devices", type=flag_type("devices"), default=GOAL_DEFAULT_MAX_DEVICES,
+                   metavar="N", help="largest device count to consider "
+                   f"(default {GOAL_DEFAULT_MAX_DEVICES})")
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
 
 

@@ -48,7 +48,10 @@ from scalesim.model.tensor_parallel import collectives_per_layer, tp_comm_per_la
 GIB = 1024**3
 ACTIVATION_BYTES = 2.0  # 16-bit activations
 LOGIT_BYTES = 4.0  # fp32 logits for the loss, per vocabulary entry per token
-FRAMEWORK_BYTES = 2.0 * GIB  # CUDA context, NCCL and communication buffers, allocator slack
+# CUDA context (~0.3 GB with lazy loading, pytorch#107667) and NCCL communicators (~0.69 GB each
+# over >2 GPUs, nccl#964): 1.0-2.4 GB for one to three groups; a setting in that range
+# (docs/model.md section 16).
+FRAMEWORK_BYTES = 2.0 * GIB
 FLASH_BACKWARD_FACTOR = 2.5  # flash attention backward FLOPs over its forward (5 vs 2 matmuls)
 ZERO3_PREFETCH_LAYERS = 2.0  # FSDP holds the current and the prefetched layer's full weights
 

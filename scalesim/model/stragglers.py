@@ -106,6 +106,27 @@ def device_speed_cv_from_range(range_fraction: float = PUBLISHED_RANGE_FRACTION,
 # test checks the two agree.
 DEVICE_SPEED_CV = 0.0132
 
+# A device is named slow (not merely at the slow end of healthy variation) when it lies more than
+# SLOW_DEVICE_Z standard deviations from its peers' median, the standard deviation being the larger
+# of the peers' own robust spread (MAD_TO_SIGMA x their median absolute deviation) and
+# DEVICE_SPEED_CV x the median (``peer_margin``, docs/model.md section 19). 3.5 is Iglewicz &
+# Hoaglin's cut-off for the modified z-score ("How to Detect and Handle Outliers", ASQC 1993).
+SLOW_DEVICE_Z = 3.5
+MAD_TO_SIGMA = 1.4826  # 1 / Phi^-1(0.75): a normal's median absolute deviation is 0.6745 sigma
+# The least slowdown named slow, where only a ratio is known (the floor alone): 1.046
+SLOW_DEVICE_FACTOR = 1.0 + SLOW_DEVICE_Z * DEVICE_SPEED_CV
+
+
+def peer_margin(peers) -> tuple[float, float]:
+    """(median, margin) of the peers' values (step times, clocks; any unit): a device is slow when
+    its time is above ``median + margin`` or its clock below ``median - margin``, with
+    ``margin = SLOW_DEVICE_Z * max(MAD_TO_SIGMA * MAD, DEVICE_SPEED_CV * median)``."""
+    values = np.asarray(peers, dtype=float)
+    median = float(np.median(values))
+    spread = max(MAD_TO_SIGMA * float(np.median(np.abs(values - median))),
+                 DEVICE_SPEED_CV * median)
+    return median, SLOW_DEVICE_Z * spread
+
 
 def collective_waits_s(group, collectives, span_s, jitter_cv):
     """Expected seconds a group of ``group`` ranks waits for its slowest member at

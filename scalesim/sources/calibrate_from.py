@@ -23,6 +23,7 @@ import numpy as np
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import write_model
 from scalesim.model.compute import fit_compute_curve
+from scalesim.model.stragglers import SLOW_DEVICE_FACTOR
 from scalesim.profiles import default_profile, load_profile
 from scalesim.schemas import (
     ComputeCurve,
@@ -33,7 +34,7 @@ from scalesim.schemas import (
     Topology,
 )
 from scalesim.sources import nccl_tests, trace_compute
-from scalesim.sources.trace_compute import SLOW_RANK_FACTOR, BatchRun
+from scalesim.sources.trace_compute import BatchRun
 
 PRESET_COMPUTE_NOTES = ("compute: ", "no fixed per-micro-step overhead is known for presets",
                         "compute from traces: ", "trace: ")
@@ -125,7 +126,7 @@ def compute_curve(runs: list[BatchRun], base: ComputeCurve) -> tuple[ComputeCurv
 def _jitter(run: BatchRun) -> Jitter:
     cr = run.cross
     per_rank = [float(np.median([s.step_s for s in r.summary.steps])) for r in run.ranks]
-    slow = (cr["slowest_rank"] if len(run.ranks) > 1 and cr["slowest_factor"] >= SLOW_RANK_FACTOR
+    slow = (cr["slowest_rank"] if len(run.ranks) > 1 and cr["slowest_factor"] >= SLOW_DEVICE_FACTOR
             and cr["slowest_consistency"] >= 0.5 else None)
     return Jitter(step_time_cv=run.step_cv(), per_rank_median_s=per_rank, slow_rank=slow,
                   slow_factor=max(float(cr["slowest_factor"]), 1.0) if slow is not None else 1.0)

@@ -33,6 +33,7 @@ import numpy as np
 
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import read_text
+from scalesim.model.stragglers import peer_margin
 from scalesim.schemas import Topology, TopologyNic
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -223,8 +224,11 @@ THROTTLE_BITS = {
 }
 THERMAL_BITS = 0x20 | 0x40
 POWER_BITS = 0x4 | 0x80
-SLOW_CLOCK_SHARE = 0.95  # a device whose busy SM clock is under this share of the others' median
-BUSY_UTILIZATION = 50.0  # % : samples at or above this count as busy
+# A device is slow when its busy SM clock is an outlier below its peers' (slow_clock_limit_MHz).
+# NVML's utilization.gpu is the share of the sample period in which a kernel ran; a sample with a
+# kernel running for at least half of it reads the clock under load (an idle GPU drops its clocks,
+# throttle reason 0x1 "idle"), so such samples count as busy.
+BUSY_UTILIZATION = 50.0  # %
 QUERY = ("timestamp,index,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,utilization.gpu,"
          "clocks_throttle_reasons.active")
 _FIELDS = {
@@ -383,13 +387,13 @@ def analyse(samples: dict[int, list[tuple]], source: str) -> SmiReport:
     if len(devices) >= 2:
         clocks = np.array([d.sm_clock_MHz for d in devices])
         for i, d in enumerate(devices):
-            others = float(np.median(np.delete(clocks, i)))
-            if d.sm_clock_MHz < SLOW_CLOCK_SHARE * others:
+            others = np.delete(clocks, i)
+            if d.sm_clock_MHz < slow_clock_limit_MHz(others):
                 slow.append(d.index)
-                findings.append(slow_device_sentence(d, others))
-    elif devices:
+                findings.append(slow_device_sentence(d, float(np.median(others))))
+    elif devices:  # no peers: against its own maximum clock, with the published spread only
         d = devices[0]
-        if d.max_sm_clock_MHz and d.sm_clock_MHz < SLOW_CLOCK_SHARE * d.max_sm_clock_MHz:
+        if d.max_sm_clock_MHz and d.sm_clock_MHz < slow_clock_limit_MHz([d.max_sm_clock_MHz]):
             findings.append(slow_device_sentence(d, None))
     for d in devices:
         if d.index not in slow and d.reasons:
@@ -397,6 +401,14 @@ def analyse(samples: dict[int, list[tuple]], source: str) -> SmiReport:
             if worst not in ("sync boost", "application clocks setting"):
                 notes.append(f"device {d.index}: {worst} in {d.reasons[worst]:.0%} of busy samples")
     return SmiReport(source, devices, slow, findings, notes)
+
+
+def slow_clock_limit_MHz(peers_MHz) -> float:
+    """The SM clock (MHz) below which a device is slow against ``peers_MHz`` (the other devices'
+    busy clocks): ``median − margin`` of ``scalesim.model.stragglers.peer_margin`` (3.5 robust
+    standard deviations, at least 4.6 %; docs/model.md §19)."""
+    median, margin = peer_margin(peers_MHz)
+    return median - margin
 
 
 def slow_device_sentence(d: DeviceHealth, others_MHz: float | None) -> str:

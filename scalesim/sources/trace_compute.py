@@ -52,7 +52,6 @@ _COLL = (("allreduce", "all_reduce"), ("all_reduce", "all_reduce"),
          ("allgather", "all_gather"), ("all_gather", "all_gather"), ("broadcast", "broadcast"),
          ("sendrecv", "send_recv"), ("alltoall", "all_to_all"), ("barrier", "barrier"),
          ("reduce", "reduce"), ("send", "send_recv"), ("recv", "send_recv"))
-SLOW_RANK_FACTOR = 1.05  # as the calibration's jitter phase (--slow-threshold default)
 
 
 def collective_op(name: str) -> str:
