@@ -25,7 +25,7 @@ towards "not limiting", so parameters the runs cannot separate settle on the ord
 Uncertainty: ``cov = s^2 (J^T J)^+`` at the solution (``J`` the Jacobian of the residuals in the
 fitted coordinates, log for positive parameters; parameters held at a bound are left out),
 ``s^2`` the residual variance over the degrees of freedom, floored at 2 % (timing noise) and
-taken as 5 % when there are no degrees of freedom. The extrapolation band is described in
+taken as 4.4 % when there are no degrees of freedom. The extrapolation band is described in
 ``extrapolate``: draws from ``N(x, cov)`` kept only where the measured runs cannot rule them out.
 """
 
@@ -59,7 +59,7 @@ LOADER_PRIOR_SCALE = 5.0  # the loader cap must earn its place: 0.05 per decade-
 NOISE_FLOOR = 0.02
 # With no degrees of freedom left the runs cannot show their noise: the band takes the model's,
 # the normal per-run error whose median absolute value is the validation's median error
-# (scalesim.accuracy; a normal's median absolute value is 0.6745 sigma): 0.033 / 0.6745 = 4.9 %.
+# (scalesim.accuracy; a normal's median absolute value is 0.6745 sigma): 0.030 / 0.6745 = 4.4 %.
 NOISE_NO_DOF = DATA_PARALLEL_MEDIAN_ERROR / 0.6745
 UNCONSTRAINED_INTER_RANGE = (1.0, 20.0)  # inter transfer / intra transfer when never measured
 Z95 = 1.96  # two-sided 95 % normal quantile (extrapolation and remedy-gain bands)

@@ -44,7 +44,7 @@ ACCUMULATION_FACTORS = (1, 2, 4, 8)
 MAX_FRONT = 40  # Pareto points returned (spread evenly along the front when there are more)
 # Every whole number of servers up to this many (twice the default search's 128 eight-GPU
 # servers); past it, server counts grow by at most 1/WHOLE_SERVERS (0.4 %) a step, as whole
-# servers do here: far below the model's median error (3.3 %, docs/model.md section 20), and the
+# servers do here: far below the model's median error (3.0 %, docs/model.md section 20), and the
 # largest allowed --max-devices (2**20) stays about a second (1,800 counts, not 131,072 servers).
 WHOLE_SERVERS = 256
 

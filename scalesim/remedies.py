@@ -35,7 +35,7 @@ FAST_INTER_BUSBW_GBPS = _FAST_INTER.link().busbw_GBps
 FAST_INTER_NAME = _FAST_INTER.name.split(" (")[0]  # "8 x 200 Gb/s HDR InfiniBand"
 # A step that waits this share or more for input: fix the loader first. A setting between
 # TensorFlow's profiler's "moderately" (5 %) and "highly" (20 %) input-bound steps (their
-# geometric mean); removing it gains 11 %, twice the model's median error (docs/model.md §10).
+# geometric mean); removing it gains 11 %, more than twice the model's median error (docs/model.md §10).
 DATA_STALL_SHARE = 0.10
 # "Split the model" is offered where it helps: the model does not fit, or the data-parallel
 # exchange left exposed takes this share of the step or more (it then dominates what scaling
