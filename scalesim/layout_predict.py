@@ -14,9 +14,10 @@ matmul efficiency (``pinned_efficiency``): at each row's micro-batch, the unspli
 device (tp = pp = 1, the workload's own recompute setting) computes one micro-step in exactly the
 curve's time, slowed by the row's busy devices per server as the data-parallel path slows it
 (``colocation_factor``). So at tp = pp = 1 the compute of both paths is the same measured
-number; they differ only in how the data-parallel exchange is modelled (DDP buckets on a timeline
-vs one bucket per layer behind the last micro-batch's backward), in the optimizer step (profile
-vs memory roofline) and in memory (the shape's activations and 2 GiB of framework buffers).
+number; the data-parallel / ZeRO exchange is one function for both (``model/zero_exchange.py``,
+with the scenario's ``zero_framework`` and DDP buckets); they differ in the optimizer step
+(profile vs memory roofline) and in memory (the shape's activations and 2 GiB of framework
+buffers; the model states are sharded by the same rule, ``memory.state_shards``).
 docs/model.md §22 gives the equations and the measured gap.
 """
 
@@ -30,6 +31,8 @@ from scalesim.errors import ScalesimError
 from scalesim.layout import SCHEDULES, ParallelLayout, layout_problems, valid_mask
 from scalesim.model.compute import colocation_factor, colocation_slope, micro_step_s, optimizer_roofline_s
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
+from scalesim.model.overlap import MIB
+from scalesim.model.sharding import FRAMEWORKS
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.predict import _pick, jitter_cv_of, loader_supply, nvls_busbw_ratio
 from scalesim.schemas import Hardware, Profile, Scenario, ScenarioLayout, Workload
@@ -122,6 +125,8 @@ def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak
         comm_contention=_pick(scenario.comm_compute_contention, hw.comm_compute_contention),
         device_cv=_pick(scenario.device_speed_cv, hw.device_speed_cv), jitter_cv=jitter_cv,
         nvls_busbw_ratio=nvls_busbw_ratio(intra),
+        framework=FRAMEWORKS[scenario.zero_framework],
+        bucket_bytes=scenario.bucket_mib * MIB, first_bucket_bytes=scenario.first_bucket_mib * MIB,
     )
 
 

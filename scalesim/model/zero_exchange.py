@@ -64,6 +64,30 @@ def syncs_every_micro_step(strategy, framework):
     return np.asarray(strategy) >= ZERO2
 
 
+def framework_label(strategy: str, framework: str) -> str:
+    """How ``strategy`` ("ddp", "zero1".."zero3") runs under ``framework`` ("fsdp" or
+    "deepspeed", ``Scenario.zero_framework``), in words."""
+    if strategy == "ddp":
+        return "PyTorch DDP"
+    if framework == "deepspeed":
+        return f"DeepSpeed stage {strategy[-1]}"
+    if strategy == "zero1":
+        return "Megatron-Core distributed optimizer"
+    return {"zero2": "FSDP SHARD_GRAD_OP", "zero3": "FSDP FULL_SHARD"}[strategy]
+
+
+def sent_units(strategy, framework, accumulation):
+    """Bytes each device sends per step in units of ``(n - 1) / n * Psi * w`` (DDP: 2):
+    Megatron-Core's ZeRO-1 2, DeepSpeed's ZeRO-1 3, FSDP ZeRO-2 2k, DeepSpeed ZeRO-2 2k + 1,
+    ZeRO-3 3k (the table above)."""
+    strategy = np.asarray(strategy)
+    k = np.asarray(accumulation, dtype=float)
+    deepspeed = np.asarray(framework) == DEEPSPEED
+    return np.select([strategy == DDP, strategy == ZERO1, strategy == ZERO2],
+                     [2.0, np.where(deepspeed, 3.0, 2.0), np.where(deepspeed, 2.0 * k + 1.0,
+                                                                    2.0 * k)], 3.0 * k)
+
+
 class _Phase:
     """Collectives of one kind over one unit layout: serial time and its overlapped exposure."""
 
@@ -140,7 +164,7 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
     plan_framework = np.where((strategy > DDP) & deepspeed, DEEPSPEED, FSDP)  # DDP: PyTorch's
     codes = np.unique(plan_framework * 4 + strategy)  # the (framework, strategy) pairs present
     plans = {(int(c) // 4, int(c) % 4) for c in codes}
-    exposed, total, units = {}, {}, {}
+    exposed, total = {}, {}
 
     def ds_units(elements):
         return bucket_layout(total_bytes, elements * wire, 0.0)
@@ -148,24 +172,20 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
     if (FSDP, DDP) in plans:  # bucketed all-reduce during the last backward
         grads = _Phase(bucket_layout(total_bytes, bucket_bytes, first_bucket_bytes), all_reduce)
         exposed[FSDP, DDP], total[FSDP, DDP] = grads.after_ready(backward_s, overlap), grads.serial
-        units[FSDP, DDP] = 2.0
     if (FSDP, ZERO1) in plans:  # Megatron-Core distributed optimizer
         bucket = bucket_layout(total_bytes, megatron_bucket_elements(group_size) * wire, 0.0)
         grads, params = _Phase(bucket, ring), _Phase(bucket, ring)
         exposed[FSDP, ZERO1] = (grads.after_ready(backward_s, overlap)
                                 + params.before_use(forward_s, overlap))
         total[FSDP, ZERO1] = grads.serial + params.serial
-        units[FSDP, ZERO1] = 2.0
     if plans & {(DEEPSPEED, ZERO1), (DEEPSPEED, ZERO2)}:
         grads = _Phase(ds_units(DS_REDUCE_BUCKET_ELEMENTS), all_reduce)
         params = _Phase(ds_units(DS_ALLGATHER_BUCKET_ELEMENTS), ring)
         once = grads.after_ready(backward_s, overlap)
         exposed[DEEPSPEED, ZERO1] = once + params.serial  # gathered after the optimizer step
         total[DEEPSPEED, ZERO1] = grads.serial + params.serial
-        units[DEEPSPEED, ZERO1] = 3.0
         exposed[DEEPSPEED, ZERO2] = k * once + params.serial  # reduced in every backward
         total[DEEPSPEED, ZERO2] = k * grads.serial + params.serial
-        units[DEEPSPEED, ZERO2] = 2.0 * k + 1.0
     if plans & {(FSDP, ZERO2), (FSDP, ZERO3)}:
         block = bucket_layout(total_bytes, total_bytes / np.maximum(blocks, 1.0), 0.0)
         gather, reduce = _Phase(block, ring), _Phase(block, ring)
@@ -173,12 +193,10 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
         # SHARD_GRAD_OP: gathered in forward, kept through backward, freed after it.
         exposed[FSDP, ZERO2] = k * (fwd + reduce.after_ready(backward_s, overlap))
         total[FSDP, ZERO2] = k * (gather.serial + reduce.serial)
-        units[FSDP, ZERO2] = 2.0 * k
         # FULL_SHARD: gathered in forward and again in backward.
         exposed[FSDP, ZERO3] = k * (fwd + _gather_and_reduce_in_backward(
             gather, reduce, backward_s, overlap, backward_prefetch_post))
         total[FSDP, ZERO3] = k * (2.0 * gather.serial + reduce.serial)
-        units[FSDP, ZERO3] = 3.0 * k
     if (DEEPSPEED, ZERO3) in plans:  # prefetched gathers; reduce-scatter in every backward
         gather = _Phase(ds_units(DS_PREFETCH_BUCKET_ELEMENTS), ring)
         reduce = _Phase(ds_units(DS_REDUCE_BUCKET_ELEMENTS), ring)
@@ -187,7 +205,6 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
                                                   backward_prefetch_post))
         exposed[DEEPSPEED, ZERO3] = k * micro
         total[DEEPSPEED, ZERO3] = k * (2.0 * gather.serial + reduce.serial)
-        units[DEEPSPEED, ZERO3] = 3.0 * k
     keys = sorted(plans)
 
     def select(values):
@@ -196,4 +213,4 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
         return np.select([(plan_framework == f) & (strategy == s) for f, s in keys],
                          [values[key] for key in keys])
 
-    return select(exposed), select(total), select(units)
+    return select(exposed), select(total), sent_units(strategy, framework, k)
