@@ -29,6 +29,7 @@ import numpy as np
 
 from scalesim.errors import ScalesimError
 from scalesim.layout import SCHEDULES, ParallelLayout, layout_problems, valid_mask
+from scalesim.model.collectives import ALGORITHMS
 from scalesim.model.compute import colocation_factor, colocation_slope, micro_step_s, optimizer_roofline_s
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
 from scalesim.model.overlap import MIB
@@ -125,7 +126,7 @@ def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak
         comm_contention=_pick(scenario.comm_compute_contention, hw.comm_compute_contention),
         device_cv=_pick(scenario.device_speed_cv, hw.device_speed_cv), jitter_cv=jitter_cv,
         nvls_busbw_ratio=nvls_busbw_ratio(intra),
-        framework=FRAMEWORKS[scenario.zero_framework],
+        framework=FRAMEWORKS[scenario.zero_framework], algorithm=ALGORITHMS[scenario.algorithm],
         bucket_bytes=scenario.bucket_mib * MIB, first_bucket_bytes=scenario.first_bucket_mib * MIB,
     )
 
@@ -194,11 +195,12 @@ def split_devices(devices, tp, pp):
 
 def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, accumulation,
                   base_micro_batch, tp=None, pp=None, zero=None, intra_busbw_GBps=None,
-                  inter_busbw_GBps=None, jitter_cv=None) -> LayoutRows:
+                  inter_busbw_GBps=None, jitter_cv=None, framework=None) -> LayoutRows:
     """Every row (arrays broadcast) through ``evaluate_layouts``, with speed-up and efficiency
     against one device running the unsplit model at ``base_micro_batch``. Rows must be valid
     layouts (``check_rows``). ``jitter_cv`` (a sweep axis) defaults to the scenario's or the
-    profile's (``predict.jitter_cv_of``)."""
+    profile's (``predict.jitter_cv_of``); ``framework`` (a sweep axis, ``sharding.FRAMEWORKS``
+    codes) to the scenario's ``zero_framework``."""
     split = layout_of(scenario)
     wl, hw = profile.workload, profile.hardware
     g_max = scenario.devices_per_node or hw.devices_per_node
@@ -217,6 +219,8 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
                        jitter_cv_of(profile, scenario)).replace(devices_per_node=g_max)
     if jitter_cv is not None:
         base = base.replace(jitter_cv=jitter_cv)
+    if framework is not None:
+        base = base.replace(framework=framework)
     if intra_busbw_GBps is not None:
         base = base.replace(intra_busbw_GBps=intra_busbw_GBps)
     if inter_busbw_GBps is not None:

@@ -141,3 +141,25 @@ def test_deepspeed_zero1_exchange_by_hand():
     assert float(ds.exposed_comm_s) == pytest.approx(all_reduce + 2 * gather, rel=1e-12)
     assert float(ds.comm_total_s) == pytest.approx(2 * all_reduce + 2 * gather, rel=1e-12)
     assert float(ds.comm_bytes) == pytest.approx(3 * 7 / 8 * 2e9)
+
+
+def test_the_exchange_knobs_reach_the_layout_path():
+    # zero_framework, the all-reduce algorithm and DDP's bucket size are the shared exchange's:
+    # a transformer workload honours them in predict (and zero_framework as a sweep axis) as a
+    # parameter count does
+    from scalesim.sweep import sweep
+
+    shaped, counted = _paths()
+    for knobs in ({"strategy": "zero1", "zero_framework": "deepspeed"},
+                  {"algorithm": "ring"}, {"bucket_mib": 100.0}):
+        s = Scenario(devices=[16], **knobs)
+        a, b = predict(shaped, s)[0], predict(counted, s)[0]
+        assert a.exposed_comm_s == pytest.approx(b.exposed_comm_s, rel=1e-9), knobs
+        assert a.exposed_comm_s != pytest.approx(predict(shaped, Scenario(devices=[16]))[0]
+                                                 .exposed_comm_s, rel=1e-3), knobs
+    grid = sweep(shaped, Scenario(devices=[16], strategy="zero1"),
+                 {"zero_framework": ["fsdp", "deepspeed"]})
+    for fw, step in zip(grid.columns["zero_framework"], grid.columns["step_time_s"],
+                        strict=True):
+        want = predict(shaped, Scenario(devices=[16], strategy="zero1", zero_framework=str(fw)))
+        assert step == pytest.approx(want[0].step_time_s, rel=1e-12)

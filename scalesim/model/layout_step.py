@@ -108,6 +108,8 @@ class LayoutInputs:
     # previous unit's gradient computation (FSDP BackwardPrefetch.BACKWARD_POST), so exposed
     framework: object = FSDP  # ZeRO over dp: 0 PyTorch-native (FSDP for ZeRO-2/3, Megatron-Core's
     # distributed optimizer for ZeRO-1), 1 DeepSpeed (model/zero_exchange.py, as StepInputs)
+    algorithm: object = coll.AUTO  # all-reduce of the dp exchange: 0 auto (NCCL's ring, tree or
+    # NVLS), 1 ring, 2 tree, 3 hierarchical (as StepInputs.algorithm)
     bucket_bytes: object = DDP_BUCKET_BYTES  # DDP gradient bucket (ZeRO-0), bytes
     first_bucket_bytes: object = DDP_FIRST_BUCKET_BYTES  # DDP's first bucket, bytes
     attention_peak_flops_per_s: object = None  # attention core's peak (None: peak_flops_per_s;
@@ -318,7 +320,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     exposed, total, _units = exchange(
         zero, x.framework, grad_bytes, group, units, m,
         np.where(per_micro, fwd_mb, fwd_mb / v), np.where(per_micro, bwd_mb, bwd_mb / v), True,
-        lambda size: coll.allreduce_from_coeffs(ar_coeffs, size),
+        lambda size: coll.allreduce_from_coeffs(ar_coeffs, size, x.algorithm),
         lambda size: coll.affine_s(rs_coeffs, size), x.wire_bytes_per_param, x.bucket_bytes,
         x.first_bucket_bytes, x.fsdp_backward_prefetch_post)
     exposed = np.where(group > 1, exposed, 0.0)
