@@ -316,7 +316,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     bwd_mb = units * (bwd + rec) + 2.0 * output / 3.0  # recompute runs in backward
     # once per step (DDP, ZeRO-1) the exchange hides behind the last micro-batch's chunk on the
     # first stage; per micro-batch (ZeRO-2/3) behind the whole stage's compute of each one
-    per_micro = syncs_every_micro_step(zero, x.framework)
+    per_micro = syncs_every_micro_step(zero)
     exposed, total, _units = exchange(
         zero, x.framework, grad_bytes, group, units, m,
         np.where(per_micro, fwd_mb, fwd_mb / v), np.where(per_micro, bwd_mb, bwd_mb / v), True,

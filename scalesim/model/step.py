@@ -188,7 +188,7 @@ def evaluate(inp: StepInputs) -> StepResult:
         )
         exposed = with_contention(exposed, comm_total, inp.comm_contention)
 
-    straggler = straggler_s(inp, p, k, micro, syncs_every_micro_step(strategy, framework))
+    straggler = straggler_s(inp, p, k, micro, syncs_every_micro_step(strategy))
 
     busy = compute + exposed + straggler
     samples_per_step = k * b

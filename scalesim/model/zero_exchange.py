@@ -55,12 +55,10 @@ from scalesim.model.sharding import (
 )
 
 
-def syncs_every_micro_step(strategy, framework):
+def syncs_every_micro_step(strategy):
     """True where devices wait for each other in every micro-batch, not once per step: ZeRO-2
     and ZeRO-3 reduce their sharded gradients in every backward (and ZeRO-3 gathers parameters
-    in every forward); a collective is a barrier. ``framework`` does not change it (kept for
-    the callers' symmetry with ``exchange``)."""
-    del framework
+    in every forward) under either framework; a collective is a barrier."""
     return np.asarray(strategy) >= ZERO2
 
 
@@ -79,7 +77,7 @@ def framework_label(strategy: str, framework: str) -> str:
 def sent_units(strategy, framework, accumulation):
     """Bytes each device sends per step in units of ``(n - 1) / n * Psi * w`` (DDP: 2):
     Megatron-Core's ZeRO-1 2, DeepSpeed's ZeRO-1 3, FSDP ZeRO-2 2k, DeepSpeed ZeRO-2 2k + 1,
-    ZeRO-3 3k (the table above)."""
+    ZeRO-3 3k (the list above)."""
     strategy = np.asarray(strategy)
     k = np.asarray(accumulation, dtype=float)
     deepspeed = np.asarray(framework) == DEEPSPEED
