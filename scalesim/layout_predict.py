@@ -14,9 +14,10 @@ matmul efficiency (``pinned_efficiency``): at each row's micro-batch, the unspli
 device (tp = pp = 1, the workload's own recompute setting) computes one micro-step in exactly the
 curve's time, slowed by the row's busy devices per server as the data-parallel path slows it
 (``colocation_factor``). So at tp = pp = 1 the compute of both paths is the same measured
-number; they differ only in how the data-parallel exchange is modelled (DDP buckets on a timeline
-vs one bucket per layer behind the last micro-batch's backward), in the optimizer step (profile
-vs memory roofline) and in memory (the shape's activations and 2 GiB of framework buffers).
+number; the data-parallel / ZeRO exchange is one function for both (``model/zero_exchange.py``,
+with the scenario's ``zero_framework`` and DDP buckets); they differ in the optimizer step
+(profile vs memory roofline) and in memory (the shape's activations and 2 GiB of framework
+buffers; the model states are sharded by the same rule, ``memory.state_shards``).
 docs/model.md §22 gives the equations and the measured gap.
 """
 
@@ -28,8 +29,11 @@ import numpy as np
 
 from scalesim.errors import ScalesimError
 from scalesim.layout import SCHEDULES, ParallelLayout, early_stop_of, layout_problems, valid_mask
+from scalesim.model.collectives import ALGORITHMS
 from scalesim.model.compute import colocation_factor, colocation_slope, micro_step_s, optimizer_roofline_s
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
+from scalesim.model.overlap import MIB
+from scalesim.model.sharding import FRAMEWORKS
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.predict import _pick, jitter_cv_of, loader_supply, nvls_busbw_ratio
 from scalesim.schemas import Hardware, Profile, Scenario, ScenarioLayout, Workload
@@ -129,6 +133,8 @@ def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak
         nvls_busbw_ratio=nvls_busbw_ratio(intra), overlap=scenario.overlap,
         slow_factor=1.0 if scenario.slow_device is None else scenario.slow_factor,
         slow_rank=scenario.slow_device or 0, **p2p_inputs(p2p),
+        framework=FRAMEWORKS[scenario.zero_framework], algorithm=ALGORITHMS[scenario.algorithm],
+        bucket_bytes=scenario.bucket_mib * MIB, first_bucket_bytes=scenario.first_bucket_mib * MIB,
     )
 
 
@@ -199,11 +205,14 @@ def split_devices(devices, tp, pp):
 
 def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, accumulation,
                   base_micro_batch, tp=None, pp=None, zero=None, intra_busbw_GBps=None,
-                  inter_busbw_GBps=None, jitter_cv=None, overlap=None) -> LayoutRows:
+                  inter_busbw_GBps=None, jitter_cv=None, overlap=None,
+                  framework=None) -> LayoutRows:
     """Every row (arrays broadcast) through ``evaluate_layouts``, with speed-up and efficiency
     against one device running the unsplit model at ``base_micro_batch``. Rows must be valid
     layouts (``check_rows``). ``jitter_cv`` (a sweep axis) defaults to the scenario's or the
-    profile's (``predict.jitter_cv_of``), ``overlap`` (a sweep axis) to the scenario's."""
+    profile's (``predict.jitter_cv_of``), ``overlap`` (a sweep axis) to the scenario's,
+    ``framework`` (a sweep axis, ``sharding.FRAMEWORKS`` codes) to the scenario's
+    ``zero_framework``."""
     split = layout_of(scenario)
     wl, hw = profile.workload, profile.hardware
     g_max = scenario.devices_per_node or hw.devices_per_node
@@ -226,6 +235,8 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
         base = base.replace(jitter_cv=jitter_cv)
     if overlap is not None:
         base = base.replace(overlap=overlap)
+    if framework is not None:
+        base = base.replace(framework=framework)
     if intra_busbw_GBps is not None:
         base = base.replace(intra_busbw_GBps=intra_busbw_GBps)
     if inter_busbw_GBps is not None:

@@ -24,6 +24,9 @@ from dataclasses import dataclass
 
 from scalesim import training_time
 from scalesim.errors import ScalesimError
+from scalesim.model.memory import STRATEGIES
+from scalesim.model.sharding import FRAMEWORKS
+from scalesim.model.zero_exchange import framework_label, sent_units
 from scalesim.network_upgrades import UPGRADES_BY_KEY
 from scalesim.predict import Prediction, predict
 from scalesim.schemas import Profile, Scenario
@@ -136,10 +139,12 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction):
                 scenario, profile.model_copy(update={"input_pipeline": None}),
                 "" if now.data_stall_s > 0 else "the input pipeline keeps up already", ""))
     target = "zero1" if scenario.strategy == "ddp" and now.fits else "zero3"
-    out.append(("sharding", f"Shard optimizer state ({scenario.strategy} -> {target})",
+    fw = scenario.zero_framework
+    out.append(("sharding", f"Shard optimizer state ({scenario.strategy} -> {target}, "
+                f"{framework_label(target, fw)})",
                 scenario.model_copy(update={"strategy": target}), profile,
                 "" if scenario.strategy != "zero3" else "already fully sharded",
-                "saves memory; communication does not shrink"))
+                sharding_caveat(scenario.strategy, target, fw, k, now.devices)))
     hw = profile.hardware
     if now.nodes > 1:
         inter = scenario.inter_busbw_GBps or hw.inter_node.busbw_GBps
@@ -165,6 +170,24 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction):
                 scenario.model_copy(update={"slow_device": None, "slow_factor": 1.0}), profile,
                 "" if has_slow else "no slow device in the scenario", ""))
     return out
+
+
+def sharding_caveat(strategy: str, target: str, framework: str, accumulation: int,
+                    devices: int) -> str:
+    """What sharding changes besides memory, as the model has it (``zero_exchange``): the
+    optimizer step split over the devices, and the bytes each device sends per step."""
+    ratio = float(sent_units(STRATEGIES[target], FRAMEWORKS[framework], accumulation)
+                  / sent_units(STRATEGIES[strategy], FRAMEWORKS[framework], accumulation))
+    sends = ("the same bytes as now" if abs(ratio - 1.0) < 1e-9
+             else f"{ratio:.3g}x the bytes of now")
+    how = {("zero1", "fsdp"): "reduce-scatter + all-gather, the gather hidden behind the next "
+                              "forward",
+           ("zero1", "deepspeed"): "all-reduce, then all-gather of the parameters after the "
+                                   "optimizer step, exposed"}.get(
+        (target, framework), "parameters gathered in every forward and backward"
+        if target == "zero3" else "gradients reduced in every micro-step")
+    return (f"saves memory; each of the {devices} devices updates 1/{devices} of the optimizer "
+            f"state; sends {sends} per step ({how})")
 
 
 def dp_exchange_s(p: Prediction) -> float:

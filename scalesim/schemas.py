@@ -563,10 +563,12 @@ class Scenario(_Strict):
     strategy: Strategy = "ddp"
     zero_framework: ZeroFramework = Field(
         default="fsdp",
-        description="how ZeRO-2/3 run: 'fsdp' (PyTorch FSDP: one wrapped block per all-gather and "
-        "reduce-scatter, full gradients kept under no_sync with accumulation, reduce-scatter "
-        "once per step) or 'deepspeed' (its reduce/allgather/prefetch bucket defaults, gradients "
-        "reduced in every micro-step and kept sharded); ZeRO-1 is always DeepSpeed's",
+        description="how ZeRO runs (docs/model.md §4, model/zero_exchange.py): 'fsdp' (PyTorch "
+        "FSDP for ZeRO-2/3: one wrapped block per all-gather and reduce-scatter; ZeRO-1, which "
+        "FSDP lacks, as Megatron-Core's distributed optimizer: reduce-scatter and all-gather in "
+        "its buckets, DDP's bytes) or 'deepspeed' (its reduce/allgather/prefetch bucket "
+        "defaults; ZeRO-1/2 all-reduce, then all-gather the parameters after the step). Sharded "
+        "gradients (ZeRO-2/3) are reduced in every micro-step and stay sharded",
     )
     algorithm: Algorithm = Field(
         default="auto",

@@ -35,7 +35,7 @@ NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "algorithm":
 WHOLE_AXES = ("devices", "micro_batch", "global_batch", "accumulation", "tp", "pp")
 # A transformer workload sweeps through evaluate_layouts (scalesim.layout_predict): these axes
 # are data-parallel step-model knobs it does not model, and tp / pp need a transformer shape.
-DATA_PARALLEL_ONLY_AXES = ("zero_framework", "algorithm", "bucket_mib")
+DATA_PARALLEL_ONLY_AXES = ("algorithm", "bucket_mib")  # not sweep axes of layouts
 LAYOUT_AXES = ("tp", "pp")
 LAYOUT_COLUMNS = ("dp", "bubble_s")  # extra output columns of a transformer workload's rows
 
@@ -267,7 +267,10 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     p, k, tp, pp, micro, base_micro = (a[keep] for a in (p, k, tp, pp, micro, base_micro))
     zero = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
             else lp.ZERO_OF_STRATEGY[base.strategy])
+    framework = (_codes(grid["zero_framework"], FRAMEWORKS, "zero_framework")
+                 if "zero_framework" in grid else None)
     rows = lp.evaluate_rows(profile, base, p, micro, k, base_micro, tp=tp, pp=pp, zero=zero,
+                            framework=framework,
                             intra_busbw_GBps=grid.get("intra_busbw_GBps"),
                             inter_busbw_GBps=grid.get("inter_busbw_GBps"),
                             jitter_cv=grid.get("straggler_cv"), overlap=grid.get("overlap"))

@@ -126,7 +126,9 @@ def test_nvls_in_the_data_parallel_allreduce_by_hand():
     exchange is charged (§3), so dp_exposed is the all-reduce's time."""
     size = GPT["params"] * 2
     h100 = dict(intra_latency_s=2e-6, intra_busbw_GBps=370.0, comm_contention=1.0)
-    ring = _inputs(dp=8, tp=1, global_batch=32, **h100)
+    # one DDP bucket holding the whole gradient, so that one all-reduce is timed
+    ring = _inputs(dp=8, tp=1, global_batch=32, bucket_bytes=size, first_bucket_bytes=0.0,
+                   **h100)
     nvls = ring.replace(nvls_busbw_ratio=480 / 370)
     # one server, dp 8: NVLS, 25 us + 2 x 7/8 x S / 480 GB/s (the ring: 14 x 2 us + S / 370)
     assert float(evaluate_layouts(nvls).dp_exposed_s) == pytest.approx(
@@ -145,6 +147,11 @@ def test_nvls_in_the_data_parallel_allreduce_by_hand():
     # the ratio scales with an intra-busbw override, as StepInputs' does
     faster = evaluate_layouts(nvls.replace(intra_busbw_GBps=740.0))
     assert float(faster.dp_exposed_s) == pytest.approx(25e-6 + 1.75 * size / 960e9, rel=1e-9)
+    # DDP's own buckets (1 MiB, then 25 MiB: 1 + 125 + a last one of 0.9976 x 25 MiB = 127),
+    # each an NVLS all-reduce paying its 25 us: the same bandwidth term, 127 latencies
+    bucketed = nvls.replace(bucket_bytes=25 * 2**20, first_bucket_bytes=2**20)
+    assert float(evaluate_layouts(bucketed).dp_exposed_s) == pytest.approx(
+        127 * 25e-6 + 1.75 * size / 480e9, rel=1e-9)
     # no NVLS figure (NaN, the default): the ring/tree of before
     assert float(evaluate_layouts(ring.replace(nvls_busbw_ratio=np.nan)).step_time_s) == \
         float(evaluate_layouts(ring).step_time_s)

@@ -54,16 +54,16 @@ def test_seed_scenario_through_layouts_agrees_with_the_data_parallel_path():
     assert [r.dp for r in a] == [1, 2, 4, 8, 16] and all(r.dp is None for r in b)
     for x, y in zip(a, b, strict=True):
         assert x.compute_s == pytest.approx(y.compute_s, rel=1e-9)  # pinned to the same curve
-        assert x.step_time_s == pytest.approx(y.step_time_s, rel=0.01)  # measured: 0.4% at 16
+        assert x.step_time_s == pytest.approx(y.step_time_s, rel=0.005)  # measured: 0.19%
         assert abs(x.efficiency - y.efficiency) < 0.005
 
 
-@pytest.mark.parametrize(("micro", "acc", "tolerance"), [(1, 1, 0.04), (4, 8, 0.01)])
+@pytest.mark.parametrize(("micro", "acc", "tolerance"), [(1, 1, 0.01), (4, 8, 0.005)])
 def test_exchange_bound_transformer_agrees_within_a_few_percent(big, micro, acc, tolerance):
     s = Scenario(devices=[1, 2, 4, 8, 16, 32, 64], micro_batch=micro, accumulation=acc)
     a, b = predict(big, s), predict(_without_shape(big), s)
     gaps = [abs(x.step_time_s / y.step_time_s - 1) for x, y in zip(a, b, strict=True)]
-    assert max(gaps) < tolerance  # measured 3.5% (micro-batch 1) and 0.6% (4 x 8)
+    assert max(gaps) < tolerance  # measured 0.33% (micro-batch 1) and 0.02% (4 x 8)
     assert gaps[0] < 1e-9  # one device: no exchange, the same compute
 
 

@@ -71,7 +71,9 @@ def render_table(profile, scenario, rows) -> str:
         f"{profile.hardware.inter_node.busbw_GBps:g} GB/s busbw)",
         f"scenario: {scenario.strategy}"
         + (f" ({scenario.zero_framework})" if scenario.strategy in ("zero2", "zero3")
-           else " (deepspeed)" if scenario.strategy == "zero1" else "")
+           else " (deepspeed)" if scenario.strategy == "zero1" and scenario.zero_framework
+           == "deepspeed" else " (distributed optimizer)" if scenario.strategy == "zero1"
+           else "")
         + f", accumulation {scenario.accumulation}, "
         f"overlap {'on' if scenario.overlap else 'off'}, algorithm {scenario.algorithm}, "
         + ("weak scaling" if scenario.global_batch is None

@@ -65,9 +65,11 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     _knob(g, "accumulation", help="micro-steps per optimizer step")
     g.add_argument("--strategy", choices=["ddp", "zero1", "zero2", "zero3"])
     g.add_argument("--zero-framework", choices=["fsdp", "deepspeed"],
-                   help="how ZeRO-2/3 run (default fsdp): fsdp gathers and reduce-scatters one "
-                   "wrapped block at a time and keeps full gradients under no_sync; deepspeed "
-                   "uses its bucket defaults and reduces every micro-step (ZeRO-1 is DeepSpeed's)")
+                   help="how ZeRO runs (default fsdp): fsdp gathers and reduce-scatters one "
+                   "wrapped block at a time for ZeRO-2/3 and runs ZeRO-1 as Megatron-Core's "
+                   "distributed optimizer (reduce-scatter + all-gather, DDP's bytes); deepspeed "
+                   "uses its bucket defaults (ZeRO-1/2: all-reduce, then a parameter all-gather "
+                   "after the step); sharded gradients are reduced every micro-step")
     g.add_argument("--algorithm", choices=["auto", "ring", "tree", "hierarchical"],
                    help="all-reduce algorithm (default auto: NCCL's ring or tree, the faster "
                    "per message; hierarchical is Horovod's, used only when named)")

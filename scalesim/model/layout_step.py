@@ -9,10 +9,11 @@
 - cp_comm: ring-attention sends of context parallelism not hidden behind attention
   (``context_parallel``);
 - bubble: the schedule's fill and drain (``pipeline_schedule``) of an average stage;
-- p2p: pipeline sends between stages on the critical path (``pipeline_schedule.p2p_s``);
-- dp_exposed: the data-parallel / ZeRO exchange of the local shard not hidden behind the last
-  micro-batch's backward (ZeRO-3: the parameter gathers of every micro-batch behind its compute),
-  plus the share ``comm_contention`` of the hidden part; all of it with ``overlap`` off;
+- p2p: pipeline sends between stages on the critical path;
+- dp_exposed: the data-parallel / ZeRO exchange of the local shard (``zero_exchange``, the
+  data-parallel step's function) not hidden behind the last micro-batch's backward (ZeRO-2/3:
+  the collectives of every micro-batch behind its compute), plus the share ``comm_contention``
+  of the hidden part; all of it with ``overlap`` off;
 - straggler: the expected wait for the slowest of all devices, and with jitter for the slowest
   rank of the tensor group at each of its collectives (``stragglers``); a slow device's stage
   computes ``slow_factor`` times slower and its replica is late by
@@ -36,14 +37,18 @@ from scalesim.model import transformer as tf
 from scalesim.model.compute import optimizer_roofline_s
 from scalesim.model.context_parallel import cp_comm_per_layer_s, kv_chunk_bytes
 from scalesim.model.matmul import gemm_s, memory_bound_s
+from scalesim.model.memory import state_shards
+from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
 from scalesim.model.pipeline_schedule import (
     bubble_microbatches,
     microbatches_in_flight,
     p2p_s,
     slow_stage_delay_s,
 )
+from scalesim.model.sharding import FSDP
 from scalesim.model.stragglers import collective_waits_s, straggler_wait_s
 from scalesim.model.tensor_parallel import collectives_per_layer, tp_comm_per_layer_s
+from scalesim.model.zero_exchange import exchange, syncs_every_micro_step
 
 GIB = 1024**3
 ACTIVATION_BYTES = 2.0  # 16-bit activations
@@ -123,6 +128,12 @@ class LayoutInputs:
     # previous unit's gradient computation (FSDP BackwardPrefetch.BACKWARD_POST), so exposed
     recompute_early_stop: object = False  # full recompute by PyTorch's non-reentrant
     # checkpoint with early stop (torch >= 2.1): the layer's last weight matmul is not recomputed
+    framework: object = FSDP  # ZeRO over dp: 0 PyTorch-native (FSDP for ZeRO-2/3, Megatron-Core's
+    # distributed optimizer for ZeRO-1), 1 DeepSpeed (model/zero_exchange.py, as StepInputs)
+    algorithm: object = coll.AUTO  # all-reduce of the dp exchange: 0 auto (NCCL's ring, tree or
+    # NVLS), 1 ring, 2 tree, 3 hierarchical (as StepInputs.algorithm)
+    bucket_bytes: object = DDP_BUCKET_BYTES  # DDP gradient bucket (ZeRO-0), bytes
+    first_bucket_bytes: object = DDP_FIRST_BUCKET_BYTES  # DDP's first bucket, bytes
     attention_peak_flops_per_s: object = None  # attention core's peak (None: peak_flops_per_s;
     # fp8 runs keep the attention core in 16-bit: Transformer Engine's fp8 recipes cast Linear
     # layers only)
@@ -220,7 +231,7 @@ def _group_link(x: LayoutInputs, size, stride):
     return per_node, nodes, inter_share
 
 
-def _straggler_s(x: LayoutInputs, devices, tp, m, zero, compute, micro_s, layers_on_stage,
+def _straggler_s(x: LayoutInputs, devices, tp, m, per_micro, compute, micro_s, layers_on_stage,
                  slow_delay_s):
     """Expected waits for slower devices (docs/model.md §6, §14, §16), seconds per step.
 
@@ -228,14 +239,15 @@ def _straggler_s(x: LayoutInputs, devices, tp, m, zero, compute, micro_s, layers
     Jitter (independent, std ``jitter_cv * micro_s`` per micro-batch of ``micro_s``): every
     tensor-parallel collective of the slowest stage waits for the slowest rank of its tp group
     (``collective_waits_s``); the tp groups (devices / tp of them) then wait for each other once
-    per step (ZeRO-3: once per micro-batch, its gathers are barriers), jitter pooled over the
+    per step (ZeRO-2/3, ``per_micro``: once per micro-batch, their collectives are barriers),
+    jitter pooled over the
     micro-batches between those barriers as §6 pools micro-steps. Without tp both spreads meet
     at the same barriers and add in variance, as in §6. A slow device makes its replica
     ``slow_delay_s`` late per step (``pipeline_schedule.slow_stage_delay_s``), a persistent
     shift of one draw in the wait for the slowest device, as §6's slow device (per barrier
     with ZeRO-3)."""
     cv_d, cv_j = _f(x.device_cv), _f(x.jitter_cv)
-    barriers = np.where(np.asarray(zero) >= 3, m, 1.0)
+    barriers = np.where(per_micro, m, 1.0)
     jitter_between = cv_j * micro_s * np.sqrt(m / barriers)
     groups = np.asarray(devices // np.maximum(tp, 1), dtype=np.int64)
     both = barriers * straggler_wait_s(devices, np.hypot(cv_d * compute / barriers,
@@ -326,35 +338,32 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
                 _f(x.p2p_busbw_ratio) * _f(x.intra_busbw_GBps), x.inter_latency_s,
                 _f(x.inter_busbw_GBps) / _f(x.devices_per_node))
 
-    # --- data-parallel / ZeRO exchange of the local shard over dp x cp (stride tp)
+    # --- data-parallel / ZeRO exchange of the local shard over dp x cp (stride tp): the same
+    # function as the data-parallel step's (zero_exchange), on this group's link
     per_node, nodes, inter_share = _group_link(x, dp * cp, tp)
-    grad_bytes = local_params * _f(x.wire_bytes_per_param)
+    group = dp * cp
+    grad_bytes = np.where(group > 1, local_params * _f(x.wire_bytes_per_param), 0.0)
     lat_args = (per_node, nodes, x.intra_latency_s, x.intra_busbw_GBps, x.inter_latency_s,
                 inter_share)
-    allreduce = coll.allreduce_s(grad_bytes, *lat_args, nvls_busbw_GBps=nvls_GBps)
-    rs_a, rs_c = coll.reduce_scatter_coeffs(*lat_args)
-    units = np.where(pp > 1, stage_layers, L)  # FSDP / bucket units: one per layer
-    one_pass = np.where((dp * cp) > 1, units * rs_a + rs_c * grad_bytes, 0.0)  # RS or AG
-    fwd_mb = np.where(pp > 1, stage_layers, L) * fwd
-    bwd_mb = np.where(pp > 1, stage_layers, L) * (bwd + rec)  # recompute runs in backward
-    window_b = bwd_mb / v  # backward of the last micro-batch's chunk on the first stage
-    ddp_total = allreduce
-    ddp_exposed = np.maximum(ddp_total - window_b, 0.0)
-    z12_total = 2.0 * one_pass
-    z12_exposed = np.maximum(one_pass - window_b, 0.0) + np.maximum(one_pass - fwd_mb / v, 0.0)
-    z3_total = m * 3.0 * one_pass
-    # backward prefetch "pre" (PyTorch FSDP's default, FSDP2): each unit's gather is issued before
-    # the previous unit's gradient computation and hides behind it with the reduce-scatters;
-    # "post" (Composer's default): it is issued after that computation, so the backward waits
-    # for every unit's gather and only the reduce-scatters hide (torch BackwardPrefetch docs)
-    z3_backward = np.where(np.asarray(x.fsdp_backward_prefetch_post, dtype=bool),
-                           one_pass + np.maximum(one_pass - bwd_mb, 0.0),
-                           np.maximum(2.0 * one_pass - bwd_mb, 0.0))
-    z3_exposed = m * (np.maximum(one_pass - fwd_mb, 0.0) + z3_backward
-                      + one_pass / units)  # the first layer's gather is never hidden
-    total = np.select([zero == 0, zero >= 3], [ddp_total, z3_total], z12_total)
-    exposed = np.select([zero == 0, zero >= 3], [ddp_exposed, z3_exposed], z12_exposed)
-    exposed = np.where(overlap, np.minimum(exposed, total), total)  # overlap off: all of it
+    ar_coeffs = coll.allreduce_coeffs(*lat_args, nvls_GBps)
+    rs_coeffs = coll.reduce_scatter_coeffs(*lat_args)  # all-gather: the same ring
+    units = np.where(pp > 1, stage_layers, L)  # FSDP units: one per layer
+    # a stage holding the output layer (pp = 1) hides the exchange behind its work too:
+    # a third of it forward, two thirds backward (§1)
+    output = np.where(pp > 1, 0.0, logits)
+    fwd_mb = units * fwd + output / 3.0
+    bwd_mb = units * (bwd + rec) + 2.0 * output / 3.0  # recompute runs in backward
+    # once per step (DDP, ZeRO-1) the exchange hides behind the last micro-batch's chunk on the
+    # first stage; per micro-batch (ZeRO-2/3) behind the whole stage's compute of each one
+    per_micro = syncs_every_micro_step(zero)
+    exposed, total, _units = exchange(
+        zero, x.framework, grad_bytes, group, units, m,
+        np.where(per_micro, fwd_mb, fwd_mb / v), np.where(per_micro, bwd_mb, bwd_mb / v), overlap,
+        lambda size: coll.allreduce_from_coeffs(ar_coeffs, size, x.algorithm),
+        lambda size: coll.affine_s(rs_coeffs, size), x.wire_bytes_per_param, x.bucket_bytes,
+        x.first_bucket_bytes, x.fsdp_backward_prefetch_post)
+    exposed = np.where(group > 1, exposed, 0.0)
+    total = np.where(group > 1, total, 0.0)
     dp_exposed = exposed + _f(x.comm_contention) * (total - exposed)
 
     # --- stragglers and input stall
@@ -367,7 +376,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     slow_rank = np.asarray(x.slow_rank)
     slow = np.where((slow_rank >= 0) & (slow_rank < devices), _f(x.slow_factor), 1.0)
     slow_delay = slow_stage_delay_s(x.schedule, pp, v, m, slow_stage_s, slowest_compute, slow)
-    straggler = _straggler_s(x, devices, tp, m, zero, compute, slowest_compute,
+    straggler = _straggler_s(x, devices, tp, m, per_micro, compute, slowest_compute,
                              np.where(pp > 1, stage_layers, L), slow_delay)
     load_s = gb / (_f(dp) * _f(x.loader_samples_per_s))
     stall = np.maximum(load_s - (busy + straggler), 0.0)
@@ -385,9 +394,10 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     hfu = hw_flops * tokens_per_s / peak_total
 
     # --- memory of the fullest device
-    weights = local_params * _f(x.param_bytes_per_param) / np.where(zero >= 3, shards, 1.0)
-    grads = local_params * _f(x.grad_bytes_per_param) / np.where(zero >= 2, shards, 1.0)
-    optimizer = local_params * _f(x.optimizer_bytes_per_param) / np.where(zero >= 1, shards, 1.0)
+    shard_params, shard_grads, shard_optim = state_shards(zero, shards)  # as the dp step's
+    weights = local_params * _f(x.param_bytes_per_param) * shard_params
+    grads = local_params * _f(x.grad_bytes_per_param) * shard_grads
+    optimizer = local_params * _f(x.optimizer_bytes_per_param) * shard_optim
     per_layer = tf.activation_bytes_per_layer(
         b, _f(x.seq_len) / _f(cp), x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
         x.sequence_parallel, x.recompute, x.flash_attention)

@@ -3,9 +3,12 @@
 DDP all-reduces gradients in 25 MiB buckets (``overlap.DDP_BUCKET_BYTES``); sharded training
 does not use those buckets:
 
-- PyTorch FSDP (``FSDP``) gathers and reduce-scatters one wrapped block at a time: with the
+- PyTorch FSDP (``FSDP``, the default framework) gathers and reduce-scatters one wrapped block
+  at a time: with the
   usual wrapping (one FSDP unit per transformer block, as torchtitan and the FSDP tutorials do)
-  a unit is ``Psi*w / L`` for ``L`` blocks. FSDP has no ZeRO-1 stage.
+  a unit is ``Psi*w / L`` for ``L`` blocks. FSDP has no ZeRO-1 stage: ZeRO-1 under the default
+  framework is Megatron-Core's distributed optimizer (reduce-scatter of gradients and
+  all-gather of parameters in ``megatron_bucket_elements`` buckets, DDP's volume).
 - DeepSpeed (``DEEPSPEED``) reduces gradients in ``reduce_bucket_size`` elements, gathers the
   updated parameters of stages 1-2 in ``allgather_bucket_size`` elements, and in stage 3
   prefetches parameters in all-gathers of up to ``stage3_prefetch_bucket_size`` elements
@@ -31,6 +34,14 @@ DS_REDUCE_BUCKET_ELEMENTS = 5e8  # reduce_bucket_size
 DS_ALLGATHER_BUCKET_ELEMENTS = 5e8  # allgather_bucket_size (stages 1-2, after the step)
 DS_PREFETCH_BUCKET_ELEMENTS = 5e7  # stage3_prefetch_bucket_size
 
+# Megatron-Core DDP / distributed optimizer buckets, in parameters: ``bucket_size`` defaults to
+# max(40,000,000, 1,000,000 x dp) "(larger DP sizes need larger buckets to ensure collectives do
+# not become latency-bound)" (megatron/core/distributed/distributed_data_parallel_config.py,
+# distributed_data_parallel.py). The distributed optimizer reduce-scatters gradients and
+# all-gathers parameters in these buckets (--overlap-grad-reduce, --overlap-param-gather).
+MEGATRON_MIN_BUCKET_PARAMS = 40e6
+MEGATRON_BUCKET_PARAMS_PER_RANK = 1e6
+
 # A transformer block holds 12*d^2 parameters (Kaplan et al. 2020, "Scaling Laws for Neural
 # Language Models", eq. 2.1: N = 12 n_layer d^2), and published models keep the width about 128
 # times the depth: GPT-3 6.7B 4096/32, 13B 5140/40, 175B 12288/96 (Brown et al. 2020, table
@@ -45,6 +56,12 @@ def default_block_count(params):
     psi = np.asarray(params, dtype=float)
     scale = BLOCK_PARAMS_PER_WIDTH_SQUARED * WIDTH_PER_BLOCK**2
     return np.maximum(np.round(np.cbrt(psi / scale)), 1.0)
+
+
+def megatron_bucket_elements(group_size):
+    """Parameters per Megatron-Core bucket for a data-parallel group of ``group_size`` ranks."""
+    return np.maximum(MEGATRON_MIN_BUCKET_PARAMS,
+                      MEGATRON_BUCKET_PARAMS_PER_RANK * np.asarray(group_size, dtype=float))
 
 
 def block_count(blocks, params):

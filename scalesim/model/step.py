@@ -7,8 +7,9 @@
 - exposed_comm: what the bucket timeline leaves after the last backward (``overlap``), or every
   collective after it (no overlap), plus collectives that cannot overlap (DeepSpeed ZeRO-1/2
   parameter all-gather after the optimizer step; ZeRO-3 gathers exposed in forward and
-  backward), plus the share ``comm_contention`` of the hidden collective time that still takes
-  compute resources. Each strategy communicates in its framework's units (``sharding``);
+  backward; ``zero_exchange``, shared with the layout step), plus the share ``comm_contention``
+  of the hidden collective time that still takes compute resources. Each strategy communicates
+  in its framework's units (``sharding``);
 - straggler_wait: expected wait for the slowest of N jittered devices and a persistently slow one,
   once per step, or once per micro-step where a strategy synchronises every micro-step;
 - data_stall: loading time of the step's samples not hidden behind the rest of the step.
@@ -25,25 +26,11 @@ import numpy as np
 
 from scalesim.model import collectives as coll
 from scalesim.model.compute import colocation_factor, micro_step_s
-from scalesim.model.memory import DDP, ZERO1, ZERO2, ZERO3, memory_per_device_bytes
-from scalesim.model.overlap import (
-    Buckets,
-    bucket_layout,
-    bucket_times,
-    prefetch_end,
-    serial_comm_s,
-    timeline_end,
-)
+from scalesim.model.memory import DDP, ZERO1, memory_per_device_bytes
 from scalesim.model.pipeline import data_stall_s
-from scalesim.model.sharding import (
-    DEEPSPEED,
-    DS_ALLGATHER_BUCKET_ELEMENTS,
-    DS_PREFETCH_BUCKET_ELEMENTS,
-    DS_REDUCE_BUCKET_ELEMENTS,
-    FSDP,
-    block_count,
-)
+from scalesim.model.sharding import FSDP, block_count
 from scalesim.model.stragglers import straggler_wait_s
+from scalesim.model.zero_exchange import exchange, syncs_every_micro_step
 
 
 @dataclass(frozen=True)
@@ -69,7 +56,9 @@ class StepInputs:
     # no NVLS. A ratio, so that any intra busbw (an override, a sweep axis) scales NVLS alike.
     nvls_busbw_ratio: object = np.nan
     strategy: object = DDP  # 0 DDP, 1 ZeRO-1, 2 ZeRO-2, 3 ZeRO-3/FSDP
-    framework: object = FSDP  # ZeRO-2/3 as 0 PyTorch FSDP or 1 DeepSpeed (ZeRO-1: DeepSpeed)
+    # 0 PyTorch-native (FSDP for ZeRO-2/3, Megatron-Core's distributed optimizer for ZeRO-1) or
+    # 1 DeepSpeed (model/zero_exchange.py)
+    framework: object = FSDP
     blocks: object = 0  # FSDP-wrapped blocks (unit = Psi*w/blocks); 0: estimated from params
     algorithm: object = coll.AUTO  # 0 auto (NCCL ring, tree or NVLS), 1 ring, 2 tree, 3 hierarchical
     overlap: object = True  # overlap collectives with backward (and ZeRO-3 prefetch)
@@ -124,13 +113,6 @@ def with_contention(exposed_s, total_s, contention):
     return exposed_s + c * np.maximum(total_s - exposed_s, 0.0)
 
 
-def syncs_every_micro_step(strategy, framework):
-    """True where devices wait for each other in every micro-step, not once per step: ZeRO-3
-    gathers parameters in every forward, and DeepSpeed ZeRO-2 reduces every backward."""
-    strategy = np.asarray(strategy)
-    return (strategy == ZERO3) | ((strategy == ZERO2) & (np.asarray(framework) == DEEPSPEED))
-
-
 def straggler_s(inp: StepInputs, devices, accumulation, micro_step_s, per_micro_step=False):
     """Expected wait for the slowest device in one step, seconds (see model/stragglers.py).
 
@@ -153,65 +135,10 @@ def straggler_s(inp: StepInputs, devices, accumulation, micro_step_s, per_micro_
     return wait * k / spans
 
 
-class _Phase:
-    """Collectives of one kind over one unit layout: serial time and its overlapped exposure."""
-
-    def __init__(self, units: Buckets, comm_s):
-        self.units = units
-        self.times = bucket_times(units, comm_s)
-        self.serial = serial_comm_s(units, self.times)
-
-    def after_ready(self, duration, overlap):
-        """Exposed time when unit i is ready at its share of ``duration`` (gradients in
-        backward) and the collectives run one after another (``overlap.timeline_end``)."""
-        return np.where(overlap, timeline_end(duration, self.units, self.times) - duration,
-                        self.serial)
-
-    def before_use(self, duration, overlap):
-        """Exposed time when the compute of unit i needs its collective first (parameter
-        gathers with prefetch, ``overlap.prefetch_end``)."""
-        return np.where(overlap, prefetch_end(duration, self.units, self.times) - duration,
-                        self.serial)
-
-    def first_unit(self):
-        c_first, c_mid, c_last = self.times
-        return np.where(self.units.first > 0, c_first, np.where(self.units.n_mid >= 1, c_mid,
-                                                                   c_last))
-
-    def last_unit(self):
-        c_first, c_mid, c_last = self.times
-        return np.where(self.units.last > 0, c_last, np.where(self.units.n_mid >= 1, c_mid,
-                                                                 c_first))
-
-
-def _gather_and_reduce_in_backward(gather: _Phase, reduce: _Phase, backward, overlap):
-    """Exposed time of a backward pass that gathers each unit's parameters before its compute
-    and reduce-scatters its gradient after it, on one communication channel (ZeRO-3).
-
-    The max-plus timeline of both is bounded below by each alone, by the channel carrying all
-    of both, and by the first gather plus the last reduce-scatter around the whole backward;
-    the largest of those bounds is used (exact when one of them dominates, and within one
-    unit's compute of the timeline otherwise).
-    """
-    both = gather.serial + reduce.serial
-    bound = np.maximum(gather.before_use(backward, True), reduce.after_ready(backward, True))
-    bound = np.maximum(bound, np.maximum(both - backward, gather.first_unit() + reduce.last_unit()))
-    return np.where(overlap, np.maximum(bound, 0.0), both)
-
-
 def _communication(inp: StepInputs, g, nodes, k, forward, backward, total_bytes, strategy,
                    framework, overlap):
-    """(exposed, total, bytes sent per device) of one step's collectives for each strategy.
-
-    | strategy, framework | per micro-step            | per step                           |
-    |---------------------|---------------------------|------------------------------------|
-    | DDP                 | -                         | all-reduce in DDP buckets          |
-    | ZeRO-1 (DeepSpeed)  | -                         | all-reduce in reduce buckets + AG  |
-    | ZeRO-2 DeepSpeed    | all-reduce in buckets     | AG in allgather buckets after step |
-    | ZeRO-2 FSDP         | -                         | AG (first forward) + RS, per block |
-    | ZeRO-3 DeepSpeed    | AG fwd + AG bwd + RS      | -                                  |
-    | ZeRO-3 FSDP         | AG fwd + AG bwd           | RS, per block (``no_sync``)        |
-    """
+    """(exposed, total, bytes sent per device) of one step's collectives: the shared ZeRO
+    exchange (``zero_exchange.exchange``) over all p devices on this job's links."""
     links = (g, nodes, inp.intra_latency_s, inp.intra_busbw_GBps, inp.inter_latency_s,
              inp.inter_busbw_GBps)
     nvls_GBps = _as(inp.nvls_busbw_ratio) * _as(inp.intra_busbw_GBps)
@@ -224,68 +151,12 @@ def _communication(inp: StepInputs, g, nodes, k, forward, backward, total_bytes,
     def ring(size):  # reduce-scatter or all-gather
         return coll.affine_s(rs_coeffs, size)
 
-    wire = _as(inp.wire_bytes_per_param)
-
-    def ds_units(elements):
-        return bucket_layout(total_bytes, elements * wire, 0.0)
-
-    # (framework, strategy) of each scenario: DDP has no framework here, ZeRO-1 is DeepSpeed's
-    plan_framework = np.where(strategy == ZERO1, DEEPSPEED,
-                              np.where(strategy >= ZERO2, framework, FSDP))
-    fw_all, st_all = (a.ravel().tolist() for a in np.broadcast_arrays(plan_framework, strategy))
-    plans = set(zip(fw_all, st_all, strict=True))
-    exposed, total, units = {}, {}, {}
-
-    if (FSDP, DDP) in plans:  # bucketed all-reduce during the last backward
-        grads = _Phase(bucket_layout(total_bytes, inp.bucket_bytes, inp.first_bucket_bytes),
-                       all_reduce)
-        exposed[FSDP, DDP], total[FSDP, DDP] = grads.after_ready(backward, overlap), grads.serial
-        units[FSDP, DDP] = 2.0
-    if plans & {(DEEPSPEED, ZERO1), (DEEPSPEED, ZERO2)}:
-        grads = _Phase(ds_units(DS_REDUCE_BUCKET_ELEMENTS), all_reduce)
-        params = _Phase(ds_units(DS_ALLGATHER_BUCKET_ELEMENTS), ring)
-        once = grads.after_ready(backward, overlap)
-        exposed[DEEPSPEED, ZERO1] = once + params.serial
-        total[DEEPSPEED, ZERO1] = grads.serial + params.serial
-        units[DEEPSPEED, ZERO1] = 3.0
-        exposed[DEEPSPEED, ZERO2] = k * once + params.serial  # reduced in every backward
-        total[DEEPSPEED, ZERO2] = k * grads.serial + params.serial
-        units[DEEPSPEED, ZERO2] = 2.0 * k + 1.0
-    if plans & {(FSDP, ZERO2), (FSDP, ZERO3)}:
-        block = bucket_layout(total_bytes, total_bytes / block_count(inp.blocks, inp.params), 0.0)
-        gather, reduce = _Phase(block, ring), _Phase(block, ring)
-        fwd = gather.before_use(forward, overlap)
-        # SHARD_GRAD_OP: gathered in the first forward and kept through no_sync micro-steps.
-        exposed[FSDP, ZERO2] = fwd + reduce.after_ready(backward, overlap)
-        total[FSDP, ZERO2] = gather.serial + reduce.serial
-        units[FSDP, ZERO2] = 2.0
-        # FULL_SHARD: gathered in every forward and backward; reduce-scattered once (no_sync).
-        bwd_gather = gather.before_use(backward, overlap)
-        bwd_last = _gather_and_reduce_in_backward(gather, reduce, backward, overlap)
-        exposed[FSDP, ZERO3] = (k - 1.0) * (fwd + bwd_gather) + fwd + bwd_last
-        total[FSDP, ZERO3] = 2.0 * k * gather.serial + reduce.serial
-        units[FSDP, ZERO3] = 2.0 * k + 1.0
-    if (DEEPSPEED, ZERO3) in plans:  # prefetched gathers; reduce-scatter in every backward
-        gather = _Phase(ds_units(DS_PREFETCH_BUCKET_ELEMENTS), ring)
-        reduce = _Phase(ds_units(DS_REDUCE_BUCKET_ELEMENTS), ring)
-        micro = (gather.before_use(forward, overlap)
-                 + _gather_and_reduce_in_backward(gather, reduce, backward, overlap))
-        exposed[DEEPSPEED, ZERO3] = k * micro
-        total[DEEPSPEED, ZERO3] = k * (2.0 * gather.serial + reduce.serial)
-        units[DEEPSPEED, ZERO3] = 3.0 * k
-
-    keys = sorted(plans)
-
-    def select(values):
-        if len(keys) == 1:
-            return values[keys[0]]
-        return np.select([(plan_framework == f) & (strategy == s) for f, s in keys],
-                         [values[key] for key in keys])
-
     p = g * nodes
-    ring_share = (p - 1.0) / p
-    volume_units = select(units)
-    return select(exposed), select(total), volume_units * ring_share * total_bytes
+    exposed, total, units = exchange(
+        strategy, framework, total_bytes, p, block_count(inp.blocks, inp.params), k, forward,
+        backward, overlap, all_reduce, ring, inp.wire_bytes_per_param, inp.bucket_bytes,
+        inp.first_bucket_bytes)
+    return exposed, total, units * (p - 1.0) / p * total_bytes
 
 
 def evaluate(inp: StepInputs) -> StepResult:
@@ -317,7 +188,7 @@ def evaluate(inp: StepInputs) -> StepResult:
         )
         exposed = with_contention(exposed, comm_total, inp.comm_contention)
 
-    straggler = straggler_s(inp, p, k, micro, syncs_every_micro_step(strategy, framework))
+    straggler = straggler_s(inp, p, k, micro, syncs_every_micro_step(strategy))
 
     busy = compute + exposed + straggler
     samples_per_step = k * b
@@ -327,7 +198,7 @@ def evaluate(inp: StepInputs) -> StepResult:
     global_batch = p * k * b
     memory = memory_per_device_bytes(
         strategy, p, inp.params, inp.param_bytes_per_param, inp.grad_bytes_per_param,
-        inp.optimizer_bytes_per_param, inp.activation_bytes_per_sample, b, framework, k,
+        inp.optimizer_bytes_per_param, inp.activation_bytes_per_sample, b,
     )
     shape = np.broadcast(step, memory).shape
 

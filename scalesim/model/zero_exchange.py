@@ -1,0 +1,214 @@
+"""The data-parallel / ZeRO exchange of one model replica, per strategy and framework.
+
+One function for both prediction paths (docs/model.md §4): the data-parallel step
+(``model/step.py``) calls it for the whole model over all devices, the layout step
+(``model/layout_step.py``) for one stage's tensor shard over its dp x cp group. The caller gives
+the two collectives on its group's link (``all_reduce(bytes)``, ``ring(bytes)`` for a
+reduce-scatter or all-gather, seconds) and the compute they hide behind (one micro-batch's
+forward and backward); the units, the volumes and the overlap are decided here.
+
+- DDP (any framework): all-reduce in DDP buckets behind the last backward; 2 units sent.
+- ZeRO-1, default framework = Megatron-Core's distributed optimizer: reduce-scatter in buckets of
+  max(4e7, 1e6 n) parameters behind the last backward, all-gather of the updated parameters in
+  the same buckets before their use in the next forward (--overlap-grad-reduce,
+  --overlap-param-gather); 2 units, DDP's volume (Rajbhandari et al. 2019, §7).
+- ZeRO-1, DeepSpeed: all-reduce in 5e8-element buckets behind the last backward, all-gather of
+  the parameters after the optimizer step, exposed; 3 units.
+- ZeRO-2, FSDP SHARD_GRAD_OP: per micro-batch, per block, an all-gather before its forward and a
+  reduce-scatter behind its backward; 2k units.
+- ZeRO-2, DeepSpeed: all-reduce of 5e8-element buckets in every backward, all-gather after the
+  step; 2k + 1 units.
+- ZeRO-3, FSDP FULL_SHARD: per micro-batch, per block, all-gathers before forward and backward,
+  a reduce-scatter behind backward; 3k units. DeepSpeed: the same in its 5e7-element prefetch
+  and 5e8-element reduce buckets.
+
+Sharded gradients are reduced in every micro-batch (gradients stay sharded: FSDP2 without
+``set_requires_gradient_sync(False)``, torchtitan, Composer, DeepSpeed stage 2/3); ZeRO-1 keeps
+full gradients and reduces once at the accumulation boundary (DeepSpeed ``allreduce_gradients``,
+Megatron-Core's ``finish_grad_sync`` on the last micro-batch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from scalesim.model.memory import DDP, ZERO1, ZERO2, ZERO3
+from scalesim.model.overlap import (
+    DDP_BUCKET_BYTES,
+    DDP_FIRST_BUCKET_BYTES,
+    Buckets,
+    bucket_layout,
+    bucket_times,
+    prefetch_end,
+    serial_comm_s,
+    timeline_end,
+)
+from scalesim.model.sharding import (
+    DEEPSPEED,
+    DS_ALLGATHER_BUCKET_ELEMENTS,
+    DS_PREFETCH_BUCKET_ELEMENTS,
+    DS_REDUCE_BUCKET_ELEMENTS,
+    FSDP,
+    megatron_bucket_elements,
+)
+
+
+def syncs_every_micro_step(strategy):
+    """True where devices wait for each other in every micro-batch, not once per step: ZeRO-2
+    and ZeRO-3 reduce their sharded gradients in every backward (and ZeRO-3 gathers parameters
+    in every forward) under either framework; a collective is a barrier."""
+    return np.asarray(strategy) >= ZERO2
+
+
+def framework_label(strategy: str, framework: str) -> str:
+    """How ``strategy`` ("ddp", "zero1".."zero3") runs under ``framework`` ("fsdp" or
+    "deepspeed", ``Scenario.zero_framework``), in words."""
+    if strategy == "ddp":
+        return "PyTorch DDP"
+    if framework == "deepspeed":
+        return f"DeepSpeed stage {strategy[-1]}"
+    if strategy == "zero1":
+        return "Megatron-Core distributed optimizer"
+    return {"zero2": "FSDP SHARD_GRAD_OP", "zero3": "FSDP FULL_SHARD"}[strategy]
+
+
+def sent_units(strategy, framework, accumulation):
+    """Bytes each device sends per step in units of ``(n - 1) / n * Psi * w`` (DDP: 2):
+    Megatron-Core's ZeRO-1 2, DeepSpeed's ZeRO-1 3, FSDP ZeRO-2 2k, DeepSpeed ZeRO-2 2k + 1,
+    ZeRO-3 3k (the list above)."""
+    strategy = np.asarray(strategy)
+    k = np.asarray(accumulation, dtype=float)
+    deepspeed = np.asarray(framework) == DEEPSPEED
+    return np.select([strategy == DDP, strategy == ZERO1, strategy == ZERO2],
+                     [2.0, np.where(deepspeed, 3.0, 2.0), np.where(deepspeed, 2.0 * k + 1.0,
+                                                                    2.0 * k)], 3.0 * k)
+
+
+class _Phase:
+    """Collectives of one kind over one unit layout: serial time and its overlapped exposure."""
+
+    def __init__(self, units: Buckets, comm_s: Callable):
+        self.units = units
+        self.times = bucket_times(units, comm_s)
+        self.serial = serial_comm_s(units, self.times)
+
+    def after_ready(self, duration, overlap):
+        """Exposed time when unit i is ready at its share of ``duration`` (gradients in
+        backward) and the collectives run one after another (``overlap.timeline_end``)."""
+        return np.where(overlap, timeline_end(duration, self.units, self.times) - duration,
+                        self.serial)
+
+    def before_use(self, duration, overlap):
+        """Exposed time when the compute of unit i needs its collective first (parameter
+        gathers with prefetch, ``overlap.prefetch_end``)."""
+        return np.where(overlap, prefetch_end(duration, self.units, self.times) - duration,
+                        self.serial)
+
+    def first_unit(self):
+        c_first, c_mid, c_last = self.times
+        return np.where(self.units.first > 0, c_first, np.where(self.units.n_mid >= 1, c_mid,
+                                                                   c_last))
+
+    def last_unit(self):
+        c_first, c_mid, c_last = self.times
+        return np.where(self.units.last > 0, c_last, np.where(self.units.n_mid >= 1, c_mid,
+                                                                 c_first))
+
+
+def _gather_and_reduce_in_backward(gather: _Phase, reduce: _Phase, backward, overlap,
+                                   prefetch_post=False):
+    """Exposed time of a backward pass that gathers each unit's parameters before its compute
+    and reduce-scatters its gradient after it, on one communication channel (ZeRO-3).
+
+    Prefetch "pre" (PyTorch FSDP's default, FSDP2, Megatron): the max-plus timeline of both is
+    bounded below by each alone, by the channel carrying all of both, and by the first gather
+    plus the last reduce-scatter around the whole backward; the largest of those bounds is used
+    (exact when one of them dominates, within one unit's compute of the timeline otherwise).
+    Prefetch "post" (``BackwardPrefetch.BACKWARD_POST``, Composer's default): each gather is
+    issued after the previous unit's gradient computation, so the whole gather pass waits and
+    only the reduce-scatters hide.
+    """
+    both = gather.serial + reduce.serial
+    bound = np.maximum(gather.before_use(backward, True), reduce.after_ready(backward, True))
+    bound = np.maximum(bound, np.maximum(both - backward, gather.first_unit() + reduce.last_unit()))
+    post = gather.serial + reduce.after_ready(backward, True)
+    hidden = np.where(np.asarray(prefetch_post, dtype=bool), post, np.maximum(bound, 0.0))
+    return np.where(overlap, hidden, both)
+
+
+def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation, forward_s,
+             backward_s, overlap, all_reduce: Callable, ring: Callable, wire_bytes_per_param,
+             bucket_bytes=DDP_BUCKET_BYTES, first_bucket_bytes=DDP_FIRST_BUCKET_BYTES,
+             backward_prefetch_post=False):
+    """(exposed_s, total_s, sent_units) of one step's data-parallel / ZeRO exchange.
+
+    ``total_bytes``: gradient bytes of the replica's shard (Psi w); ``group_size``: ranks that
+    exchange it (n); ``blocks``: FSDP units (one per transformer block); ``accumulation``:
+    micro-batches per step (k); ``forward_s``, ``backward_s``: one micro-batch's forward and
+    backward, what the collectives hide behind; ``overlap``: hide them at all;
+    ``all_reduce(bytes)``, ``ring(bytes)``: seconds of one all-reduce and of one reduce-scatter
+    or all-gather on the group's link; ``bucket_bytes``, ``first_bucket_bytes``: DDP's buckets;
+    ``backward_prefetch_post``: FSDP's BACKWARD_POST. ``exposed_s`` is before the contention
+    share of the hidden time (``step.with_contention``); ``sent_units`` times
+    ``(n - 1) / n * total_bytes`` is what each device sends. Arrays broadcast.
+    """
+    strategy = np.asarray(strategy)
+    k = np.asarray(accumulation, dtype=float)
+    wire = np.asarray(wire_bytes_per_param, dtype=float)
+    overlap = np.asarray(overlap, dtype=bool)
+    deepspeed = np.asarray(framework) == DEEPSPEED
+    plan_framework = np.where((strategy > DDP) & deepspeed, DEEPSPEED, FSDP)  # DDP: PyTorch's
+    codes = np.unique(plan_framework * 4 + strategy)  # the (framework, strategy) pairs present
+    plans = {(int(c) // 4, int(c) % 4) for c in codes}
+    exposed, total = {}, {}
+
+    def ds_units(elements):
+        return bucket_layout(total_bytes, elements * wire, 0.0)
+
+    if (FSDP, DDP) in plans:  # bucketed all-reduce during the last backward
+        grads = _Phase(bucket_layout(total_bytes, bucket_bytes, first_bucket_bytes), all_reduce)
+        exposed[FSDP, DDP], total[FSDP, DDP] = grads.after_ready(backward_s, overlap), grads.serial
+    if (FSDP, ZERO1) in plans:  # Megatron-Core distributed optimizer
+        bucket = bucket_layout(total_bytes, megatron_bucket_elements(group_size) * wire, 0.0)
+        grads, params = _Phase(bucket, ring), _Phase(bucket, ring)
+        exposed[FSDP, ZERO1] = (grads.after_ready(backward_s, overlap)
+                                + params.before_use(forward_s, overlap))
+        total[FSDP, ZERO1] = grads.serial + params.serial
+    if plans & {(DEEPSPEED, ZERO1), (DEEPSPEED, ZERO2)}:
+        grads = _Phase(ds_units(DS_REDUCE_BUCKET_ELEMENTS), all_reduce)
+        params = _Phase(ds_units(DS_ALLGATHER_BUCKET_ELEMENTS), ring)
+        once = grads.after_ready(backward_s, overlap)
+        exposed[DEEPSPEED, ZERO1] = once + params.serial  # gathered after the optimizer step
+        total[DEEPSPEED, ZERO1] = grads.serial + params.serial
+        exposed[DEEPSPEED, ZERO2] = k * once + params.serial  # reduced in every backward
+        total[DEEPSPEED, ZERO2] = k * grads.serial + params.serial
+    if plans & {(FSDP, ZERO2), (FSDP, ZERO3)}:
+        block = bucket_layout(total_bytes, total_bytes / np.maximum(blocks, 1.0), 0.0)
+        gather, reduce = _Phase(block, ring), _Phase(block, ring)
+        fwd = gather.before_use(forward_s, overlap)
+        # SHARD_GRAD_OP: gathered in forward, kept through backward, freed after it.
+        exposed[FSDP, ZERO2] = k * (fwd + reduce.after_ready(backward_s, overlap))
+        total[FSDP, ZERO2] = k * (gather.serial + reduce.serial)
+        # FULL_SHARD: gathered in forward and again in backward.
+        exposed[FSDP, ZERO3] = k * (fwd + _gather_and_reduce_in_backward(
+            gather, reduce, backward_s, overlap, backward_prefetch_post))
+        total[FSDP, ZERO3] = k * (2.0 * gather.serial + reduce.serial)
+    if (DEEPSPEED, ZERO3) in plans:  # prefetched gathers; reduce-scatter in every backward
+        gather = _Phase(ds_units(DS_PREFETCH_BUCKET_ELEMENTS), ring)
+        reduce = _Phase(ds_units(DS_REDUCE_BUCKET_ELEMENTS), ring)
+        micro = (gather.before_use(forward_s, overlap)
+                 + _gather_and_reduce_in_backward(gather, reduce, backward_s, overlap,
+                                                  backward_prefetch_post))
+        exposed[DEEPSPEED, ZERO3] = k * micro
+        total[DEEPSPEED, ZERO3] = k * (2.0 * gather.serial + reduce.serial)
+    keys = sorted(plans)
+
+    def select(values):
+        if len(keys) == 1:
+            return values[keys[0]]
+        return np.select([(plan_framework == f) & (strategy == s) for f, s in keys],
+                         [values[key] for key in keys])
+
+    return select(exposed), select(total), sent_units(strategy, framework, k)
