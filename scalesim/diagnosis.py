@@ -466,7 +466,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                      "--params (model parameters) for bandwidths in GB/s")
     if profile.workload.transformer is not None:
         notes.append(f"remedy gains are the layout model's predictions at the largest run for "
-                     f"the shape of --model {transformer.name} on {transformer.gpu}; "
+                     f"the shape of --workload {transformer.name} on {transformer.gpu}; "
                      + profile.notes[0])
     else:
         notes.append("remedy gains are model predictions at the largest run; device memory is "

@@ -1,8 +1,8 @@
 """The transformer a set of measured runs trained, and the GPU it ran on (``scalesim diagnose
---model PRESET|FILE --gpu NAME``), so that the profile fitted to the runs predicts through the
+--workload PRESET|FILE --gpu NAME``), so that the profile fitted to the runs predicts through the
 layout model and the remedy "split the model" can apply (docs/diagnose.md, docs/model.md §22).
 
-``model_shape`` is also how ``scalesim plan --model`` reads its model: a transformer preset
+``model_shape`` is also how ``scalesim plan --workload`` reads its model: a transformer preset
 (``scalesim presets``) or a workload JSON with a ``transformer`` shape.
 """
 
@@ -53,7 +53,7 @@ def runs_model(model: str, gpu: str | None, params: float | None = None) -> Runs
 
     shape, listed = model_shape(model)
     if gpu is None:
-        raise ScalesimError("--model needs --gpu NAME (e.g. 'H100 SXM', 'A100 80GB'): the layout "
+        raise ScalesimError("--workload needs --gpu NAME (e.g. 'H100 SXM', 'A100 80GB'): the layout "
                             "model needs the device's memory bandwidth and memory")
     bandwidth = memory_bandwidth_of(gpu)
     if bandwidth is None:
@@ -63,7 +63,7 @@ def runs_model(model: str, gpu: str | None, params: float | None = None) -> Runs
     count = params if params is not None else (listed or float(shape.param_count()))
     # the workload schema refuses a count more than 5 % from the shape's, naming both
     parse_model({"name": model, "params": count, "transformer": shape.model_dump()}, Workload,
-                f"--params with --model {model}")
+                f"--params with --workload {model}")
     peak = peak_tflops_of(gpu)
     memory = device_memory_of(gpu)
     return RunsModel(name=model, shape=shape, params=float(count), gpu=gpu,

@@ -67,7 +67,7 @@ def test_the_shape_makes_splitting_the_model_a_remedy(runs_csv, bert_file):
 
 def test_a_preset_and_its_errors(runs_csv):
     assert runs_model("bert-large", "H100 SXM").memory_bandwidth_GBps == 3350
-    with pytest.raises(ScalesimError, match="--model needs --gpu"):
+    with pytest.raises(ScalesimError, match="--workload needs --gpu"):
         runs_model("bert-large", None)
     with pytest.raises(ScalesimError, match="--gpu 'Z80'"):
         runs_model("bert-large", "Z80")
@@ -88,8 +88,8 @@ def test_cli(tmp_path, capsys, runs_csv, bert_file):
     split = next(r for r in json.loads(out)["remedies"] if r["key"] == "split_model")
     assert split["applicable"] and split["gain"] > 0.2
     for argv, message in (
-            (["--model", "bert-large"], "--model needs --gpu"),
-            (["--gpu", "A100 40GB"], "--gpu is for --model"),
+            (["--model", "bert-large"], "--workload needs --gpu"),
+            (["--gpu", "A100 40GB"], "--gpu is for --workload"),
             (["--model", "bert-large", "--gpu", "Z80"], "--gpu 'Z80'"),
             (["--model", "bert-large", "--gpu", "A100 40GB", "--params", "1e9"],
              "disagrees with the transformer shape")):

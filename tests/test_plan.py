@@ -91,6 +91,18 @@ def test_cli_json_has_the_promised_fields():
     assert all(r["dp"] * r["tp"] * r["pp"] == r["devices"] for r in rows)
 
 
+def test_cli_names_the_workload_as_predict_does_and_keeps_model_as_an_alias():
+    """``--workload`` is the flag every command uses for the workload; ``plan --model`` (its
+    first name) still works and means the same."""
+    args = ("llama3-8b", "--hardware", "dgx-h100", "--devices", "8", "--global-batch", "64",
+            "--json", "--top", "3")
+    by_workload, by_model = _cli("--workload", *args), _cli("--model", *args)
+    assert by_workload.returncode == 0, by_workload.stderr
+    assert json.loads(by_workload.stdout) == json.loads(by_model.stdout)
+    other = _cli("--workload", "gpt-1.7b", *args[1:])
+    assert json.loads(other.stdout) != json.loads(by_workload.stdout)
+
+
 def test_cli_bad_input_is_one_line_exit_2():
     out = _cli("--model", "llama3-8b", "--devices", "8", "--global-batch", "64",
                "--hardware", "nope")

@@ -12,7 +12,7 @@ EXAMPLE = """examples:
   scalesim diagnose --trace rank0.json rank1.json.gz
   scalesim diagnose --smi smi.csv            # one device slower than the others? (clocks, heat)
   scalesim diagnose runs.csv --smi smi.csv   # both: the device evidence joins the diagnosis
-  scalesim diagnose runs.csv --model gpt-7.5b --gpu "A100 40GB"   # remedies incl. splitting it
+  scalesim diagnose runs.csv --workload gpt-7.5b --gpu "A100 40GB"   # remedies incl. splitting it
 
 runs file: one row per run with devices, nodes and samples_per_s or step_time_s; optional
 per_device_batch, global_batch, accumulation, data_wait_s, comm_s (exposed), steps_to_target and
@@ -38,13 +38,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="critical batch size B_noise, samples (large-batch evidence)")
     p.add_argument("--extrapolate", type=parse_int_list, metavar="N,N,...",
                    help="device counts to extrapolate to (default 2x, 4x, 8x the largest run)")
-    p.add_argument("--model", metavar="PRESET|FILE",
+    p.add_argument("--workload", "--model", dest="workload", metavar="PRESET|FILE",
                    help="the transformer the runs trained: a preset (scalesim presets) or a "
                    "workload JSON with a 'transformer' shape; remedies are then predicted by the "
                    "layout model and include splitting the model (needs --gpu)")
     p.add_argument("--gpu", metavar="NAME", help="the runs' GPU as the presets name it (e.g. "
                    "'H100 SXM', 'A100 80GB'): its datasheet peak, memory bandwidth and memory, "
-                   "for --model")
+                   "for --workload")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -61,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
         if args.runs is None and args.trace is None:
             print(json.dumps(smi.to_dict(), indent=2) if args.json else render_smi(smi))
             return 0
-    if args.trace is not None and args.model is not None:
-        raise ScalesimError("--model applies to a runs file, not to --trace")
+    if args.trace is not None and args.workload is not None:
+        raise ScalesimError("--workload applies to a runs file, not to --trace")
     if (args.runs is None) == (args.trace is None):
         raise ScalesimError("give a runs file (scalesim diagnose runs.csv) or --trace FILES, "
                             "not both and not neither")
@@ -77,12 +77,12 @@ def run(args: argparse.Namespace) -> int:
         from scalesim.runs import load_runs
 
         model = None
-        if args.model is not None:
+        if args.workload is not None:
             from scalesim.runs_model import runs_model
 
-            model = runs_model(args.model, args.gpu, args.params)
+            model = runs_model(args.workload, args.gpu, args.params)
         elif args.gpu is not None:
-            raise ScalesimError("--gpu is for --model (the runs' transformer); give both")
+            raise ScalesimError("--gpu is for --workload (the runs' transformer); give both")
         report = diagnose_runs(load_runs(args.runs), args.params, args.wire_bytes,
                                args.critical_batch, args.extrapolate, transformer=model)
     if smi is not None:

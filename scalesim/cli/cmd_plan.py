@@ -10,13 +10,13 @@ from scalesim.cli.options import add_recompute_style_argument, positive_int
 NAME = "plan"
 HELP = "search every dp x tp x pp / ZeRO / micro-batch / schedule / recompute layout and rank them"
 EXAMPLE = """examples:
-  scalesim plan --model llama3-70b --hardware dgx-h100 --devices 64,128,256 --global-batch 1024
-  scalesim plan --model gpt-145.6b --hardware dgx-a100 --devices 1-4096 --global-batch 2304 --json
-  scalesim plan --model my-model.json --devices 512 --global-batch 2048 --rank cost --top 20
-  scalesim plan --model gpt-1.7b --profile my-node.json --devices 8,16 --global-batch 512
-  scalesim plan --model llama3-70b --devices 64 --global-batch 512 --recompute-style early-stop
+  scalesim plan --workload llama3-70b --hardware dgx-h100 --devices 64,128,256 --global-batch 1024
+  scalesim plan --workload gpt-145.6b --hardware dgx-a100 --devices 1-4096 --global-batch 2304 --json
+  scalesim plan --workload my-model.json --devices 512 --global-batch 2048 --rank cost --top 20
+  scalesim plan --workload gpt-1.7b --profile my-node.json --devices 8,16 --global-batch 512
+  scalesim plan --workload llama3-70b --devices 64 --global-batch 512 --recompute-style early-stop
 
---model is a transformer preset (scalesim presets) or a workload JSON with a 'transformer'
+--workload is a transformer preset (scalesim presets) or a workload JSON with a 'transformer'
 shape (scalesim schema workload). The sustained matmul efficiency defaults to the median that the
 published model-parallel runs pin (docs/validation.md); give --efficiency from a calibration.
 Layouts are placed as Megatron/torchtitan do (tp innermost in a server, pp outermost).
@@ -25,7 +25,8 @@ the framework, applied to every full-recompute layout, not searched)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", metavar="PRESET|FILE", default="llama3-8b",
+    p.add_argument("--workload", "--model", dest="workload", metavar="PRESET|FILE",
+                   default="llama3-8b",
                    help="transformer preset or workload JSON with a transformer shape "
                    "(default llama3-8b)")
     p.add_argument("--hardware", metavar="PRESET|FILE",
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY, plan
     from scalesim.runs_model import model_shape
 
-    shape, params = model_shape(args.model)
+    shape, params = model_shape(args.workload)
     if args.seq_len:
         shape = shape.model_copy(update={"seq_len": args.seq_len})
         params = None

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"      compute: {ref.samples_per_s:.4g}/s per {ref.device_name} at batch "
                   f"{ref.micro_batch} x {ref.accumulation} ({ref.samples_per_step} samples per "
                   f"step; {run}): {ref.source}")
-    print("\ntransformer presets (scalesim plan --model NAME; also --workload NAME of predict, "
+    print("\ntransformer presets (scalesim plan --workload NAME; also --workload NAME of predict, "
           "sweep, decide and goal, split with --tp --pp):")
     for name, (shape, published, source) in presets.TRANSFORMERS.items():
         gqa = f", {shape.kv_of()} kv heads" if shape.kv_of() != shape.heads else ""
