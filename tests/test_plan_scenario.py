@@ -6,6 +6,8 @@ scenario, and each micro-batch's pinned matmul efficiency. docs/model.md ยง17, ย
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -176,3 +178,27 @@ def test_context_parallel_ring_inside_a_server_uses_the_measured_send_recv():
     wide = _inputs(global_batch=1, comm_contention=1.0, cp=16)
     assert float(evaluate_layouts(wide).cp_comm_s) == float(evaluate_layouts(wide.replace(
         p2p_busbw_ratio=0.5, p2p_latency_s=20e-6)).cp_comm_s) > 0
+
+
+# ------------------------------------------------------------------ scalesim plan
+
+def test_cli_plans_with_the_run_conditions(capsys, gpt):
+    from cli_harness import run_cli
+
+    argv = ["plan", "--model", "gpt-1.7b", "--hardware", "dgx-a100", "--devices", "4",
+            "--global-batch", "4", "--top", "3"]
+    for flags, knob in ((["--no-overlap"], {"overlap": False}),
+                        (["--slow-device", "3", "--slow-factor", "1.5"],
+                         {"slow_device": 3, "slow_factor": 1.5}),
+                        (["--straggler-cv", "0.05"], {"jitter_cv": 0.05})):
+        code, out, err = run_cli(capsys, argv + flags + ["--json"])
+        assert code == 0, err
+        expected = plan(SHAPE, HARDWARE["dgx-a100"], [DEVICES], GLOBAL_BATCH, top=3, **knob)
+        got = json.loads(out)
+        assert [r["step_time_s"] for r in got] == pytest.approx(
+            [r.step_time_s for r in expected], rel=1e-12)
+        code, out, err = run_cli(capsys, argv + flags)
+        assert code == 0 and out.splitlines()[0].startswith("ranked with: "), out
+    code, out, err = run_cli(capsys, argv + ["--slow-device", "3"])
+    assert code == 2 and "--slow-factor F go together" in err
+    assert len(err.strip().splitlines()) == 1
