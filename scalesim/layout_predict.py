@@ -298,8 +298,9 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int, global_batch: in
     per_node = min(devices, setting.hardware.devices_per_node)
     supply, _ = loader_supply(profile, scenario, per_node)  # one loader per replica
 
-    def efficiency_of(micro_batch):
-        return pinned_efficiency(profile, base, micro_batch, per_node)
+    def efficiency_of(micro_batch):  # pinned once per distinct micro-batch of the grid
+        values, at = np.unique(np.asarray(micro_batch), return_inverse=True)
+        return pinned_efficiency(profile, base, values, per_node)[at].reshape(np.shape(micro_batch))
 
     setting = setting.replace(efficiency_of=efficiency_of, loader_samples_per_s=float(supply))
     return rank_layouts(setting, [devices], **plan_kwargs)

@@ -6,7 +6,10 @@ that break a placement rule (``layout.valid_mask``), evaluates the rest in one v
 (``model.layout_step.evaluate_layouts``) and ranks those that fit by throughput, or by cost (device
 time per sample), saying for each runner-up which part of the step makes it lose.
 ``evaluate_layout`` is the scalar path: one ``ParallelLayout``, checked by
-``layout.check_layout``; tests check that the two agree. docs/model.md §17.
+``layout.check_layout``; tests check that the two agree. Everything but the layout is one
+``Setting``, and ``setting_inputs`` is the one place it becomes the model's inputs, for the
+planner, the scalar path and, through ``layout_predict``, predictions and the planner of a
+scenario (``rank_layouts``). docs/model.md §17.
 """
 
 from __future__ import annotations
