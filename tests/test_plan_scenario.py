@@ -20,7 +20,7 @@ from scalesim.predict import predict
 from scalesim.presets import HARDWARE, transformer_workload
 from scalesim.profiles import resolve_profile
 from scalesim.remedies import best_split
-from scalesim.schemas import Scenario
+from scalesim.schemas import LoaderCurve, LoaderPoint, Scenario
 
 DEVICES = GLOBAL_BATCH = 4  # GPT 1.7B on 4 A100s of a DGX A100: 363 valid layouts
 
@@ -86,18 +86,22 @@ def test_the_split_remedy_takes_the_scenario(gpt):
 
 def test_every_other_knob_of_the_scenario_reaches_the_ranking():
     """H100 servers with NVLink SHARP and an intra busbw override (NVLS scales with it), fp32
-    gradients on the wire, jitter, the early-stop recompute style, a smaller server size: the
-    planner's rows are predict's. Before, the planner kept the NVLS busbw unscaled, 2 bytes per
-    gradient, and one matmul efficiency pinned at today's micro-batch for every row."""
+    gradients on the wire, jitter, the early-stop recompute style, a smaller server size, a
+    loader that cannot keep up: the planner's rows are predict's. Before, the planner kept the
+    NVLS busbw unscaled, 2 bytes per gradient, no input stall, and one matmul efficiency pinned
+    at today's micro-batch for every row."""
     profile = resolve_profile(None, "dgx-h100", "gpt-1.7b")
+    loader = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=12.0)], measured=True,
+                         source="test: one slow loader")
     profile = profile.model_copy(update={"workload": profile.workload.model_copy(update={
-        "wire_bytes_per_param": 4.0, "activation_recompute": True})})
+        "wire_bytes_per_param": 4.0, "activation_recompute": True}), "input_pipeline": loader})
     assert profile.hardware.intra_node.allreduce_busbw_GBps is not None  # NVLS
     scenario = Scenario(devices=[8], global_batch=16, micro_batch=None, devices_per_node=4,
                         intra_busbw_GBps=200.0, straggler_cv=0.03,
                         layout={"recompute_style": "early-stop"})
     rows = plan_at(profile, scenario, 8, 16, top=25)
     assert {r.micro_batch for r in rows} != {rows[0].micro_batch}  # pins at several
+    assert any(r.breakdown_s["stall_s"] > 0 for r in rows)  # the loader limits some layouts
     for row, p in zip(rows, _predicted(profile, scenario, rows), strict=True):
         assert p.step_time_s == pytest.approx(row.step_time_s, rel=1e-9), _key(row)
         assert row.recompute_style == "early-stop"
