@@ -7,7 +7,7 @@
   shapes (``matmul.gemm_s``), elementwise work memory-bound, plus the optimizer step;
 - tp_comm: the tensor-parallel collectives of those layers (``tensor_parallel``), exposed;
 - cp_comm: ring-attention sends of context parallelism not hidden behind attention
-  (``context_parallel``);
+  (``context_parallel``), on the links ``point_to_point_links`` finds, as the pipeline's;
 - bubble: the schedule's fill and drain (``pipeline_schedule``) of an average stage;
 - p2p: pipeline sends between stages on the critical path (``pipeline_schedule.p2p_s``);
 - dp_exposed: the data-parallel / ZeRO exchange of the local shard not hidden behind the last
