@@ -337,8 +337,7 @@ def layout_ranking(profile: Profile, scenario: Scenario, focus: Prediction, top:
     has no transformer shape)."""
     from scalesim.layout_predict import plan_at
 
-    return plan_at(profile, scenario, focus.devices, focus.global_batch, focus.micro_batch,
-                   top=top)
+    return plan_at(profile, scenario, focus.devices, focus.global_batch, top=top)
 
 
 def story(plan: Plan) -> str:

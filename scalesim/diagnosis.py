@@ -36,6 +36,7 @@ from scalesim.bounds import clip
 from scalesim.errors import ScalesimError, require_model, require_text
 from scalesim.jsonio import to_json_text
 from scalesim.knee import find_knee
+from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, early_stop_of
 from scalesim.model.stragglers import SLOW_DEVICE_FACTOR, peer_margin
 
 CAUSES = {
@@ -269,13 +270,15 @@ def _rank_pattern(runs) -> tuple[int | None, float, list[str]]:
 
 def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
                   critical_batch: float | None = None, extrapolate_to: list[int] | None = None,
-                  transformer=None) -> Report:
+                  transformer=None, recompute_style: str = DEFAULT_RECOMPUTE_STYLE) -> Report:
     """Fit, find the knee, name the cause and the first remedy for measured ``runs``.
 
     ``transformer`` (``scalesim.runs_model.RunsModel``): the transformer the runs trained and their
     GPU; the fitted profile then carries the shape, so its remedies are predicted by the layout
     model and "split the model" can apply (docs/model.md §22). Its parameter count stands in
-    for ``params`` when that is not given."""
+    for ``params`` when that is not given. ``recompute_style``: how the runs' framework reruns
+    the forward under full recompute (``layout.RECOMPUTE_STYLES``), for the layouts of the
+    split-the-model remedy; it needs ``transformer``."""
     from scalesim.bounds import check_number, check_values
     from scalesim.fit_runs import extrapolate, fit_runs, fitted_profile
     from scalesim.runs import Runs, scaling, thin
@@ -285,6 +288,9 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     if extrapolate_to is not None:
         extrapolate_to = [int(p) for p in check_values("devices", extrapolate_to, "extrapolate_to")]
 
+    if early_stop_of(recompute_style) and transformer is None:
+        raise ScalesimError(f"recompute_style {recompute_style}: it applies to the runs' "
+                            "transformer (diagnose --model); give the model or drop it")
     runs = thin(runs)
     if transformer is not None and params is None:
         params = transformer.params
@@ -406,7 +412,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
 
     b_noise = critical_batch or _critical_batch_from_steps(runs)
     fitted = {"name": f"fitted to {runs.source}", "critical_batch_size": b_noise,
-              "one_slow_device": slow_rank is not None, "slow_rank": slow_rank or 0}
+              "one_slow_device": slow_rank is not None, "slow_rank": slow_rank or 0,
+              "recompute_style": recompute_style}
     profile, scenario, at = fitted_profile(fit, runs, **fitted, model=transformer)
     try:
         first, remedies = model_remedies(profile, scenario, at, cause.key,

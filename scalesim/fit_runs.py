@@ -39,6 +39,7 @@ import numpy as np
 from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR
 from scalesim.bounds import QUANTITIES, check_number, clip
 from scalesim.errors import ScalesimError, require_model
+from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
 from scalesim.model import collectives as coll
 from scalesim.model.step import StepInputs, StepResult, evaluate
 from scalesim.model.stragglers import expected_max_normal
@@ -429,7 +430,8 @@ def extrapolate(fit: FitResult, runs: Runs, devices: list[int] | None = None,
 
 def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
                    critical_batch_size: float | None = None, one_slow_device: bool = False,
-                   model: RunsModel | None = None, slow_rank: int = 0):
+                   model: RunsModel | None = None, slow_rank: int = 0,
+                   recompute_style: str = DEFAULT_RECOMPUTE_STYLE):
     """A Profile and Scenario that describe the largest run with the fitted parameters.
 
     ``(profile, scenario, devices)`` for ``scalesim.remedies.rank_remedies``. Device memory is
@@ -440,6 +442,8 @@ def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
     so predictions go through the layout model (docs/model.md §22). With
     ``one_slow_device`` the measured spread is one device's delay: ``slow_rank`` is its rank (the
     runs' consistently slowest; it sets the pipeline stage it slows under a split layout).
+    ``recompute_style``: the runs' framework's full recompute (``ScenarioLayout.recompute_style``,
+    for the layouts the remedies try; the runs themselves are data parallel).
     """
     from scalesim.schemas import (
         ComputeCurve,
@@ -451,6 +455,7 @@ def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
         LoaderPoint,
         Profile,
         Scenario,
+        ScenarioLayout,
         Workload,
     )
 
@@ -511,4 +516,7 @@ def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
                         slow_device=slow_rank if slow_factor > 1.0 + 1e-6 else None,
                         slow_factor=clip("slow_factor", slow_factor),
                         critical_batch_size=critical_batch_size, **batch)
+    if recompute_style != DEFAULT_RECOMPUTE_STYLE:
+        scenario = scenario.model_copy(update={
+            "layout": ScenarioLayout(recompute_style=recompute_style)})
     return profile, scenario, last.devices

@@ -35,6 +35,7 @@ from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layo
 from scalesim.model.overlap import MIB
 from scalesim.model.sharding import FRAMEWORKS
 from scalesim.model.transformer import RECOMPUTE
+from scalesim.plan import Setting, measured_p2p, rank_layouts, setting_inputs
 from scalesim.predict import _pick, jitter_cv_of, loader_supply, nvls_busbw_ratio
 from scalesim.schemas import Hardware, Profile, Scenario, ScenarioLayout, Workload
 
@@ -98,44 +99,56 @@ def _peak_and_bandwidth(profile: Profile) -> tuple[float, bool, float]:
     return peak * 1e12, True, bandwidth
 
 
-def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak_flops: float,
-                bandwidth_GBps: float, jitter_cv: float = 0.0, p2p=None) -> LayoutInputs:
-    """Every input but the layout and the efficiency (set later), from the workload, the
-    hardware and the scenario's overrides (links, overlap, the slow device); ``jitter_cv`` the
-    step-to-step jitter
-    (``predict.jitter_cv_of``: it lives in the profile, not the hardware); ``p2p`` the
-    profile's measured send/recv inside a server (``plan.measured_p2p``; None: the intra
-    link)."""
-    from scalesim.plan import p2p_inputs
-
+def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
+                     peak_flops: float, bandwidth_GBps: float, jitter_cv: float = 0.0, p2p=None,
+                     global_batch: int = 1, efficiency: float = 1.0) -> Setting:
+    """The run's constants (``plan.Setting``) of a scenario: the workload's shape, parameters and
+    bytes per parameter; the hardware with the scenario's links (an intra busbw override scales
+    NVLS alike, ``predict.nvls_busbw_ratio``), server size, contention and device spread;
+    ``peak_flops`` (FLOP/s, ``NOMINAL_PEAK_FLOPS`` when unknown) and ``bandwidth_GBps``; the
+    scenario's overlap, slow device and recompute style; ``jitter_cv`` the step-to-step
+    jitter (``predict.jitter_cv_of``: it lives in the profile, not the hardware); ``p2p`` the
+    profile's measured send/recv inside a server (``plan.measured_p2p``; None: the intra link).
+    The one place a scenario becomes the layout model's constants, for predictions
+    (``base_inputs``) and the planner of a scenario (``plan_at``) alike."""
     wl, hw = workload, hardware
-    s = wl.transformer
     intra, inter = hw.intra_node, hw.inter_node
-    return LayoutInputs(
-        layers=s.layers, hidden=s.hidden, heads=s.heads, kv_heads=s.kv_of(),
-        ffn_hidden=s.ffn_of(), gated=s.gated_mlp, seq_len=s.seq_len, vocab=s.vocab,
-        tied_embeddings=s.tied_embeddings, flash_attention=s.flash_attention, params=wl.params,
-        dp=1, tp=1, pp=1, cp=1, zero=0, micro_batch=1, global_batch=1, schedule=0,
-        virtual_stages=1, recompute=0, sequence_parallel=False,
-        devices_per_node=hw.devices_per_node, peak_flops_per_s=peak_flops, efficiency=1.0,
-        memory_bandwidth_GBps=bandwidth_GBps,
-        intra_latency_s=_pick(scenario.intra_latency_s, intra.latency_s),
-        intra_busbw_GBps=_pick(scenario.intra_busbw_GBps, intra.busbw_GBps),
-        inter_latency_s=_pick(scenario.inter_latency_s, inter.latency_s),
-        inter_busbw_GBps=_pick(scenario.inter_busbw_GBps, inter.busbw_GBps),
-        device_memory_bytes=hw.device_memory_bytes,
-        param_bytes_per_param=wl.param_bytes_per_param,
+    intra_busbw = _pick(scenario.intra_busbw_GBps, intra.busbw_GBps)
+    nvls = nvls_busbw_ratio(intra)
+    links = {
+        "intra_node": intra.model_copy(update={
+            "busbw_GBps": intra_busbw,
+            "latency_s": _pick(scenario.intra_latency_s, intra.latency_s),
+            "allreduce_busbw_GBps": (intra.allreduce_busbw_GBps if np.isnan(nvls) or
+                                     scenario.intra_busbw_GBps is None else nvls * intra_busbw)}),
+        "inter_node": inter.model_copy(update={
+            "busbw_GBps": _pick(scenario.inter_busbw_GBps, inter.busbw_GBps),
+            "latency_s": _pick(scenario.inter_latency_s, inter.latency_s)}),
+    }
+    hardware = hw.model_copy(update={
+        **links, "devices_per_node": scenario.devices_per_node or hw.devices_per_node,
+        "peak_tflops": peak_flops / 1e12, "memory_bandwidth_GBps": bandwidth_GBps,
+        "comm_compute_contention": _pick(scenario.comm_compute_contention,
+                                         hw.comm_compute_contention),
+        "device_speed_cv": _pick(scenario.device_speed_cv, hw.device_speed_cv)})
+    return Setting(
+        wl.transformer, hardware, global_batch, efficiency, params=wl.params,
+        jitter_cv=jitter_cv, p2p=p2p, recompute_style=layout_of(scenario).recompute_style,
+        overlap=scenario.overlap, slow_device=scenario.slow_device,
+        slow_factor=scenario.slow_factor, param_bytes_per_param=wl.param_bytes_per_param,
         grad_bytes_per_param=wl.grad_bytes_per_param,
         optimizer_bytes_per_param=wl.optimizer_bytes_per_param,
         wire_bytes_per_param=wl.wire_bytes_per_param,
-        comm_contention=_pick(scenario.comm_compute_contention, hw.comm_compute_contention),
-        device_cv=_pick(scenario.device_speed_cv, hw.device_speed_cv), jitter_cv=jitter_cv,
-        nvls_busbw_ratio=nvls_busbw_ratio(intra), overlap=scenario.overlap,
-        slow_factor=1.0 if scenario.slow_device is None else scenario.slow_factor,
-        slow_rank=scenario.slow_device or 0, **p2p_inputs(p2p),
         framework=FRAMEWORKS[scenario.zero_framework], algorithm=ALGORITHMS[scenario.algorithm],
-        bucket_bytes=scenario.bucket_mib * MIB, first_bucket_bytes=scenario.first_bucket_mib * MIB,
-    )
+        bucket_bytes=scenario.bucket_mib * MIB, first_bucket_bytes=scenario.first_bucket_mib * MIB)
+
+
+def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak_flops: float,
+                bandwidth_GBps: float, jitter_cv: float = 0.0, p2p=None) -> LayoutInputs:
+    """Every input but the layout and the efficiency (set later): ``plan.setting_inputs`` of
+    ``scenario_setting`` (one device, unsplit, as placeholders)."""
+    return setting_inputs(scenario_setting(workload, hardware, scenario, peak_flops,
+                                           bandwidth_GBps, jitter_cv, p2p))
 
 
 def pinned_efficiency(profile: Profile, base: LayoutInputs, micro_batch, per_node):
@@ -150,7 +163,7 @@ def pinned_efficiency(profile: Profile, base: LayoutInputs, micro_batch, per_nod
     b = np.asarray(micro_batch, dtype=float)
     one = base.replace(dp=1, tp=1, pp=1, cp=1, zero=0, micro_batch=b, global_batch=b,
                        schedule=0, virtual_stages=1, sequence_parallel=False, device_cv=0.0,
-                       jitter_cv=0.0, slow_factor=1.0,
+                       jitter_cv=0.0, slow_factor=1.0, recompute_early_stop=False,
                        recompute=RECOMPUTE["full" if wl.activation_recompute else "none"])
     c1 = evaluate_layouts(one.replace(efficiency=1.0)).compute_s
     c2 = evaluate_layouts(one.replace(efficiency=0.5)).compute_s
@@ -227,8 +240,6 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
     per_node = np.minimum(p, g_max)
     nodes = -(-p // per_node)
     peak, peak_known, bandwidth = _peak_and_bandwidth(profile)
-    from scalesim.plan import measured_p2p
-
     base = base_inputs(wl, hw, scenario, peak, bandwidth, jitter_cv_of(profile, scenario),
                        measured_p2p(profile)).replace(devices_per_node=g_max)
     if jitter_cv is not None:
@@ -279,35 +290,31 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
 
 
 def plan_at(profile: Profile, scenario: Scenario, devices: int, global_batch: int,
-            micro_batch: int, **plan_kwargs):
-    """``scalesim.plan.plan`` for this profile and scenario at one device count: the
-    workload's shape, the hardware with the scenario's links and server size, and the sustained
-    matmul efficiency pinned to the profile's compute curve at ``micro_batch`` (as predictions
-    pin it). ``plan_kwargs`` go to ``plan`` (top, split_only, include_unfit, rank_by)."""
-    from scalesim.plan import measured_p2p, plan
-
+            **plan_kwargs):
+    """``scalesim.plan.rank_layouts`` for this profile and scenario at one device count: every
+    layout of the workload's shape evaluated with the inputs ``predict`` gives it
+    (``scenario_setting``: the scenario's links, server size, overlap, slow device, jitter,
+    recompute style, the profile's measured send/recv; each micro-batch's matmul efficiency
+    pinned to the profile's compute curve as ``evaluate_rows`` pins it; the input supply per
+    replica), so each row's step is what ``predict`` says of ``scenario_of_row``.
+    ``plan_kwargs`` go to ``rank_layouts`` (top, split_only, include_unfit, rank_by)."""
     wl, hw = profile.workload, profile.hardware
     if wl.transformer is None:
         raise ScalesimError(f"workload '{wl.name}' has no transformer shape: there are no "
                             "layouts to plan")
     peak, _, bandwidth = _peak_and_bandwidth(profile)
-    g = scenario.devices_per_node or hw.devices_per_node
-    p2p = measured_p2p(profile)
-    base = base_inputs(wl, hw, scenario, peak, bandwidth, jitter_cv_of(profile, scenario), p2p)
-    eff = float(pinned_efficiency(profile, base, micro_batch, min(devices, g)))
-    links = {
-        "intra_node": hw.intra_node.model_copy(update={
-            "busbw_GBps": base.intra_busbw_GBps, "latency_s": base.intra_latency_s}),
-        "inter_node": hw.inter_node.model_copy(update={
-            "busbw_GBps": base.inter_busbw_GBps, "latency_s": base.inter_latency_s}),
-    }
-    hardware = hw.model_copy(update={**links, "devices_per_node": g, "peak_tflops": peak / 1e12,
-                                     "memory_bandwidth_GBps": bandwidth,
-                                     "comm_compute_contention": base.comm_contention,
-                                     "device_speed_cv": base.device_cv})
-    return plan(wl.transformer, hardware, [devices], global_batch, efficiency=eff,
-                params=wl.params, jitter_cv=base.jitter_cv, p2p=p2p,
-                recompute_style=layout_of(scenario).recompute_style, **plan_kwargs)
+    setting = scenario_setting(wl, hw, scenario, peak, bandwidth, jitter_cv_of(profile, scenario),
+                               measured_p2p(profile), global_batch)
+    base = setting_inputs(setting)
+    per_node = min(devices, setting.hardware.devices_per_node)
+    supply, _ = loader_supply(profile, scenario, per_node)  # one loader per replica
+
+    def efficiency_of(micro_batch):  # pinned once per distinct micro-batch of the grid
+        values, at = np.unique(np.asarray(micro_batch), return_inverse=True)
+        return pinned_efficiency(profile, base, values, per_node)[at].reshape(np.shape(micro_batch))
+
+    setting = setting.replace(efficiency_of=efficiency_of, loader_samples_per_s=float(supply))
+    return rank_layouts(setting, [devices], **plan_kwargs)
 
 
 def scenario_of_row(scenario: Scenario, row) -> Scenario:

@@ -6,12 +6,17 @@ that break a placement rule (``layout.valid_mask``), evaluates the rest in one v
 (``model.layout_step.evaluate_layouts``) and ranks those that fit by throughput, or by cost (device
 time per sample), saying for each runner-up which part of the step makes it lose.
 ``evaluate_layout`` is the scalar path: one ``ParallelLayout``, checked by
-``layout.check_layout``; tests check that the two agree. docs/model.md §17.
+``layout.check_layout``; tests check that the two agree. Everything but the layout is one
+``Setting``, and ``setting_inputs`` is the one place it becomes the model's inputs, for the
+planner, the scalar path and, through ``layout_predict``, predictions and the planner of a
+scenario (``rank_layouts``). docs/model.md §17.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -28,7 +33,10 @@ from scalesim.layout import (
     early_stop_of,
     valid_mask,
 )
+from scalesim.model import collectives as coll
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
+from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
+from scalesim.model.sharding import FSDP
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.predict import nvls_busbw_ratio
 from scalesim.schemas import Hardware, Profile, TransformerShape
@@ -68,6 +76,7 @@ class PlanRow(BaseModel):
     recompute: str
     recompute_style: str  # the framework's (plan's recompute_style); matters for full only
     sequence_parallel: bool
+    tp_overlap: bool  # the framework's (plan's tp_overlap): tensor-parallel traffic overlapped
     step_time_s: float
     samples_per_s: float
     tokens_per_s: float
@@ -85,7 +94,8 @@ class PlanRow(BaseModel):
                               micro_batch=self.micro_batch, global_batch=global_batch,
                               schedule=self.schedule, virtual_stages=self.virtual_stages,
                               recompute=self.recompute, recompute_style=self.recompute_style,
-                              sequence_parallel=self.sequence_parallel)
+                              sequence_parallel=self.sequence_parallel,
+                              tp_overlap=self.tp_overlap)
 
 
 @dataclass(frozen=True)
@@ -128,10 +138,16 @@ def measured_p2p(profile: Profile) -> MeasuredP2P | None:
 
 @dataclass(frozen=True)
 class Setting:
-    """Everything but the layout: the transformer, the hardware and the run's constants."""
+    """Everything but the layout: the transformer, the hardware and the run's constants.
+
+    The one description of a run that ``setting_inputs`` turns into the layout model's inputs,
+    for the planner (``plan``, ``rank_layouts``), its scalar path (``evaluate_layout``) and, built
+    from a scenario by ``layout_predict.scenario_setting``, for predictions (``predict``,
+    ``sweep``) and the planner of a scenario (``layout_predict.plan_at``, the "split the model"
+    remedy), so that a layout ranks where it predicts (docs/model.md §17, §22)."""
 
     shape: TransformerShape
-    hardware: Hardware
+    hardware: Hardware  # links, server size, peak, memory and its bandwidth, contention, spread
     global_batch: int
     efficiency: float = DEFAULT_MATMUL_EFFICIENCY
     fp8: bool = False
@@ -141,6 +157,26 @@ class Setting:
     p2p: MeasuredP2P | None = None  # measured send/recv inside a server (None: the intra link)
     recompute_style: str = DEFAULT_RECOMPUTE_STYLE  # how the framework's full recompute reruns
     # the forward (``layout.RECOMPUTE_STYLES``): a property of the framework, not searched
+    overlap: bool = True  # the framework overlaps communication with compute (Scenario.overlap)
+    slow_device: int | None = None  # global rank of a persistently slow device (None: none)
+    slow_factor: float = 1.0  # its compute-time multiplier
+    loader_samples_per_s: float = np.inf  # input supply per model replica, samples/s
+    param_bytes_per_param: float = 2.0  # the workload's bytes per parameter (Workload fields)
+    grad_bytes_per_param: float = 2.0
+    optimizer_bytes_per_param: float = 12.0
+    wire_bytes_per_param: float = 2.0
+    framework: int = FSDP  # ZeRO over dp: PyTorch-native (FSDP; Megatron-Core's distributed
+    # optimizer for ZeRO-1) or DeepSpeed (``sharding.FRAMEWORKS`` codes, Scenario.zero_framework)
+    algorithm: int = coll.AUTO  # all-reduce of the dp exchange (``collectives.ALGORITHMS`` codes)
+    bucket_bytes: float = DDP_BUCKET_BYTES  # DDP gradient bucket (ZeRO-0), bytes
+    first_bucket_bytes: float = DDP_FIRST_BUCKET_BYTES  # DDP's first bucket, bytes
+    efficiency_of: Callable[[np.ndarray], np.ndarray] | None = None  # sustained share of the
+    # peak per micro-batch (a scenario's compute pin, ``layout_predict.pinned_efficiency``);
+    # None: ``efficiency`` at every micro-batch
+
+    def replace(self, **changes) -> Setting:
+        """A copy with ``changes`` (``dataclasses.replace``)."""
+        return dataclasses.replace(self, **changes)
 
 
 def _peak_flops(hardware: Hardware, fp8: bool) -> float:
@@ -208,24 +244,45 @@ def setting_from_profile(profile: Profile, shape: TransformerShape, global_batch
                    p2p=measured_p2p(profile))
 
 
-def _inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
+NO_LAYOUT = {"dp": 1, "tp": 1, "pp": 1, "cp": 1, "zero": 0, "micro_batch": 1, "schedule": 0,
+             "virtual_stages": 1, "recompute": 0, "sequence_parallel": False}
+
+
+def setting_inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
+    """The layout model's inputs of ``setting`` for the layouts in ``layout_arrays`` (the
+    ``LayoutInputs`` layout fields, arrays or scalars; those not given: one device, unsplit,
+    micro-batch 1, the setting's global batch). The one place a run's constants become
+    ``LayoutInputs``: ``plan``, ``evaluate_layout``, ``layout_predict.base_inputs`` (predict,
+    sweep) and ``layout_predict.plan_at`` all come here."""
     s, hw = setting.shape, setting.hardware
     if hw.memory_bandwidth_GBps is None:
         raise ScalesimError(f"hardware '{hw.name}' has no memory_bandwidth_GBps; the planner "
                             "needs it for memory-bound work")
+    layout = {**NO_LAYOUT, "global_batch": setting.global_batch, **layout_arrays}
+    efficiency = (setting.efficiency if setting.efficiency_of is None
+                  else setting.efficiency_of(layout["micro_batch"]))
     return LayoutInputs(
         layers=s.layers, hidden=s.hidden, heads=s.heads, kv_heads=s.kv_of(),
         ffn_hidden=s.ffn_of(), gated=s.gated_mlp, seq_len=s.seq_len, vocab=s.vocab,
         tied_embeddings=s.tied_embeddings, flash_attention=s.flash_attention,
-        params=setting.params or s.param_count(), **layout_arrays,
+        params=setting.params or s.param_count(), **layout,
         devices_per_node=hw.devices_per_node, peak_flops_per_s=_peak_flops(hw, setting.fp8),
-        efficiency=setting.efficiency, memory_bandwidth_GBps=hw.memory_bandwidth_GBps,
+        efficiency=efficiency, memory_bandwidth_GBps=hw.memory_bandwidth_GBps,
         intra_latency_s=hw.intra_node.latency_s, intra_busbw_GBps=hw.intra_node.busbw_GBps,
         inter_latency_s=hw.inter_node.latency_s, inter_busbw_GBps=hw.inter_node.busbw_GBps,
-        device_memory_bytes=hw.device_memory_bytes, comm_contention=hw.comm_compute_contention,
-        device_cv=hw.device_speed_cv, tp_overlap=setting.tp_overlap,
+        device_memory_bytes=hw.device_memory_bytes,
+        param_bytes_per_param=setting.param_bytes_per_param,
+        grad_bytes_per_param=setting.grad_bytes_per_param,
+        optimizer_bytes_per_param=setting.optimizer_bytes_per_param,
+        wire_bytes_per_param=setting.wire_bytes_per_param,
+        comm_contention=hw.comm_compute_contention, device_cv=hw.device_speed_cv,
+        jitter_cv=setting.jitter_cv, tp_overlap=setting.tp_overlap, overlap=setting.overlap,
+        slow_factor=1.0 if setting.slow_device is None else setting.slow_factor,
+        slow_rank=setting.slow_device or 0, loader_samples_per_s=setting.loader_samples_per_s,
         recompute_early_stop=early_stop_of(setting.recompute_style),
-        nvls_busbw_ratio=nvls_busbw_ratio(hw.intra_node), jitter_cv=setting.jitter_cv,
+        framework=setting.framework, algorithm=setting.algorithm,
+        bucket_bytes=setting.bucket_bytes, first_bucket_bytes=setting.first_bucket_bytes,
+        nvls_busbw_ratio=nvls_busbw_ratio(hw.intra_node),
         # fp8 recipes cast the Linear layers only: the attention core stays at the 16-bit peak
         attention_peak_flops_per_s=_peak_flops(hw, False), **p2p_inputs(setting.p2p))
 
@@ -245,7 +302,9 @@ def _layout_arrays(layouts: list[ParallelLayout]) -> dict[str, np.ndarray]:
 
 
 def evaluate_layout(setting: Setting, layout: ParallelLayout) -> LayoutResult:
-    """The scalar path: check one layout's placement rules, then evaluate it alone."""
+    """The scalar path: check one layout's placement rules, then evaluate it alone. The
+    layout's framework settings (recompute style, tp overlap) must be the setting's: a
+    mismatch is refused by name, not silently resolved either way."""
     s = setting.shape
     check_layout(layout, setting.hardware.devices_per_node, layers=s.layers, heads=s.heads,
                  kv_heads=s.kv_of(), seq_len=s.seq_len)
@@ -255,8 +314,11 @@ def evaluate_layout(setting: Setting, layout: ParallelLayout) -> LayoutResult:
     if layout.recompute_style != setting.recompute_style:
         raise ScalesimError(f"layout recompute_style {layout.recompute_style} != the plan's "
                             f"{setting.recompute_style} (the framework's)")
-    return evaluate_layouts(_inputs(setting, **{k: v[0] for k, v in
-                                                _layout_arrays([layout]).items()}))
+    if layout.tp_overlap != setting.tp_overlap:
+        raise ScalesimError(f"layout tp_overlap {layout.tp_overlap} != the plan's "
+                            f"{setting.tp_overlap} (the framework's)")
+    return evaluate_layouts(setting_inputs(setting, **{k: v[0] for k, v in
+                                                       _layout_arrays([layout]).items()}))
 
 
 def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict[str, np.ndarray]:
@@ -319,7 +381,8 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
          include_unfit: bool = False, params: float | None = None,
          cp_values=(1,), tp_overlap: bool = False, split_only: bool = False,
          jitter_cv: float = 0.0, p2p: MeasuredP2P | None = None,
-         recompute_style: str = DEFAULT_RECOMPUTE_STYLE) -> list[PlanRow]:
+         recompute_style: str = DEFAULT_RECOMPUTE_STYLE, overlap: bool = True,
+         slow_device: int | None = None, slow_factor: float = 1.0) -> list[PlanRow]:
     """Rank every valid layout of ``shape`` on each of ``devices`` for ``global_batch``.
 
     Fitting layouts first, best first (highest samples/s, or fewest device-hours per sample
@@ -331,13 +394,34 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
     ``p2p``: measured send/recv inside a server for the pipeline sends (``measured_p2p``).
     ``recompute_style``: how the framework's full recompute reruns the forward ('whole-forward'
     or 'early-stop', ``layout.RECOMPUTE_STYLES``): applied to every full-recompute layout, not
-    searched, and named in each row.
+    searched, and named in each row. ``overlap`` False: the framework does not overlap
+    communication with compute (every layout's exchange exposed, docs/model.md §16);
+    ``slow_device``, ``slow_factor``: global rank and compute-time multiplier of a persistently
+    slow device (its stage and replica under each layout's placement, §16).
+    ``rank_layouts`` does the same for a ``Setting`` (a scenario's: ``layout_predict.plan_at``).
     """
+    check_number("matmul_efficiency", efficiency, "efficiency")
+    check_number("slow_factor", slow_factor, "slow_factor")
+    if slow_device is not None and slow_device < 0:
+        raise ScalesimError(f"slow_device {slow_device}: give a device rank of 0 or more")
+    setting = Setting(shape, hardware, global_batch, efficiency, fp8, params, tp_overlap,
+                      jitter_cv, p2p, recompute_style, overlap=overlap, slow_device=slow_device,
+                      slow_factor=slow_factor)
+    return rank_layouts(setting, devices, rank_by, top, include_unfit, cp_values, split_only)
+
+
+def rank_layouts(setting: Setting, devices: list[int],
+                 rank_by: Literal["throughput", "cost"] = "throughput", top: int | None = 10,
+                 include_unfit: bool = False, cp_values=(1,),
+                 split_only: bool = False) -> list[PlanRow]:
+    """``plan`` for a ``Setting``: every valid layout on each of ``devices`` at the setting's
+    global batch, evaluated in one ``evaluate_layouts`` call of ``setting_inputs``, ranked."""
+    global_batch, hardware = setting.global_batch, setting.hardware
+    recompute_style = setting.recompute_style
     if not devices or min(devices) < 1:
         raise ScalesimError("devices: give one or more device counts of 1 or more")
     if global_batch < 1:
         raise ScalesimError(f"global_batch {global_batch} must be 1 or more")
-    check_number("matmul_efficiency", efficiency, "efficiency")
     if rank_by not in ("throughput", "cost"):
         raise ScalesimError(f"rank_by '{rank_by}': use throughput or cost")
     g = hardware.devices_per_node
@@ -346,8 +430,6 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
             raise ScalesimError(f"devices {n} do not fill whole servers of {g} GPUs; give a "
                                 f"multiple of {g} above one server")
     early_stop_of(recompute_style)  # a clear error for an unknown style
-    setting = Setting(shape, hardware, global_batch, efficiency, fp8, params, tp_overlap,
-                      jitter_cv, p2p, recompute_style)
     grid = candidate_grid(sorted(set(devices)), setting, cp_values)
     if split_only:
         grid = {k: v[grid["tp"] * grid["pp"] * grid["cp"] > 1] for k, v in grid.items()}
@@ -355,7 +437,7 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
         raise ScalesimError(f"no valid layout for devices {devices} and global batch "
                             f"{global_batch} on servers of {g}: no dp x micro-batch divides "
                             "the global batch with a valid tp and pp")
-    r = evaluate_layouts(_inputs(setting, **grid))
+    r = evaluate_layouts(setting_inputs(setting, **grid))
     devices_arr = grid["dp"] * grid["tp"] * grid["pp"] * grid["cp"]
     cost = devices_arr / r.samples_per_s * 1e6 / 3600.0
     key = -r.samples_per_s if rank_by == "throughput" else cost
@@ -384,6 +466,7 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
             "recompute": RECOMPUTE_CHOICES[int(grid["recompute"][i])],
             "recompute_style": recompute_style,
             "sequence_parallel": bool(grid["sequence_parallel"][i]),
+            "tp_overlap": setting.tp_overlap,
             "step_time_s": float(r.step_time_s[i]), "samples_per_s": float(r.samples_per_s[i]),
             "tokens_per_s": float(r.tokens_per_s[i]), "mfu": float(r.mfu[i]),
             "hfu": float(r.hfu[i]), "memory_bytes": float(r.memory_bytes[i]),
@@ -418,7 +501,7 @@ def exhaustive_scalar(setting: Setting, devices: list[int], cp_values=(1,)) -> l
                                         global_batch=setting.global_batch, schedule=sch,
                                         virtual_stages=v, recompute=rec,
                                         recompute_style=setting.recompute_style,
-                                        sequence_parallel=sp)
+                                        sequence_parallel=sp, tp_overlap=setting.tp_overlap)
                 if layout_problems(layout, g, layers=s.layers, heads=s.heads,
                                    kv_heads=s.kv_of(), seq_len=s.seq_len):
                     continue

@@ -198,11 +198,13 @@ def dp_exchange_s(p: Prediction) -> float:
 
 def best_split(profile: Profile, scenario: Scenario, now: Prediction):
     """(scenario, title) of the fastest fitting layout that splits the model (tp x pp > 1) at
-    ``now``'s device count and global batch (``layout_predict.plan_at`` with ``split_only``).
+    ``now``'s device count and global batch (``layout_predict.plan_at`` with ``split_only``):
+    ranked with the scenario's slow device, overlap, jitter, recompute style and measured sends,
+    as ``predict`` then predicts it.
     ScalesimError when no split layout is valid or fits."""
     from scalesim import layout_predict as lp
 
-    row = lp.plan_at(profile, scenario, now.devices, now.global_batch, now.micro_batch, top=1,
+    row = lp.plan_at(profile, scenario, now.devices, now.global_batch, top=1,
                      split_only=True)[0]
     return lp.scenario_of_row(scenario, row), f"Split the model: {lp.row_title(row)}"
 

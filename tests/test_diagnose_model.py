@@ -13,7 +13,7 @@ from cli_harness import run_cli
 from scalesim.diagnosis import diagnose_runs
 from scalesim.errors import ScalesimError
 from scalesim.presets import get_transformer
-from scalesim.profiles import default_profile
+from scalesim.profiles import default_profile, resolve_profile
 from scalesim.runs import parse_runs_text
 from scalesim.runs_model import runs_model
 from scalesim.schemas import Scenario
@@ -111,3 +111,47 @@ def test_a_slow_device_keeps_the_shape_for_the_remedies():
     first = shaped.first_remedy
     assert first.key == "slow_device" and first.gain > 0.2
     assert first.gain == pytest.approx(plain.first_remedy.gain, abs=0.03)
+
+
+@pytest.fixture(scope="module")
+def llama_runs():
+    """Llama 3 8B at 4 sequences per GPU on 8-32 A100s of a2-highgpu-8g: on the 40 GB A100 it
+    does not fit data parallel, so the remedy that splits the model makes it fit."""
+    profile = resolve_profile(None, "a2-highgpu-8g", "llama3-8b")
+    return cases.to_csv(cases._rows(profile, Scenario(devices=[8, 16, 32], micro_batch=4)))
+
+
+def test_the_recompute_style_reaches_the_split_remedy(llama_runs):
+    """--recompute-style early-stop (PyTorch >= 2.1 checkpoint): full recompute skips the MLP
+    down projection, so a full-recompute layout becomes the best split and the remedy gains
+    more than with the whole-forward style (docs/model.md §13, §22)."""
+    runs = parse_runs_text(llama_runs, "runs.csv")
+    model = runs_model("llama3-8b", "A100 40GB")
+    whole = _split(diagnose_runs(runs, None, 2.0, transformer=model))
+    report = diagnose_runs(runs, None, 2.0, transformer=model, recompute_style="early-stop")
+    stop = _split(report)
+    assert whole.applicable and stop.applicable
+    assert "recompute full" not in whole.title and "recompute full (early stop)" in stop.title
+    assert stop.gain > whole.gain
+    assert report.details["fitted_scenario"]["layout"]["recompute_style"] == "early-stop"
+    with pytest.raises(ScalesimError, match="recompute_style early-stop"):
+        diagnose_runs(runs, None, 2.0, recompute_style="early-stop")  # no model: nothing to split
+    with pytest.raises(ScalesimError, match="recompute_style 'sometimes'"):
+        diagnose_runs(runs, None, 2.0, transformer=model, recompute_style="sometimes")
+
+
+def test_cli_recompute_style(tmp_path, capsys, llama_runs):
+    path = tmp_path / "runs.csv"
+    path.write_text(llama_runs)
+    argv = ["diagnose", str(path), "--model", "llama3-8b", "--gpu", "A100 40GB", "--wire-bytes",
+            "2", "--json"]
+    code, out, err = run_cli(capsys, argv + ["--recompute-style", "early-stop"])
+    assert code == 0, err
+    split = next(r for r in json.loads(out)["remedies"] if r["key"] == "split_model")
+    assert "recompute full (early stop)" in split["title"]
+    for extra, message in ((["--recompute-style", "sometimes"], "invalid choice"),):
+        code, out, err = run_cli(capsys, argv + extra)
+        assert code == 2 and message in err, err
+    code, out, err = run_cli(capsys, ["diagnose", str(path), "--recompute-style", "early-stop"])
+    assert code == 2 and "--recompute-style is for --workload" in err
+    assert len(err.strip().splitlines()) == 1, err

@@ -111,7 +111,7 @@ def test_the_scalar_path_refuses_a_layout_of_another_style():
 def test_the_planner_of_a_scenario_and_its_split_remedy_keep_the_style():
     profile = _gpt()
     scenario = _scenario("early-stop", devices=(8,))
-    rows = plan_at(profile, scenario, 8, 16, 1, top=3)
+    rows = plan_at(profile, scenario, 8, 16, top=3)
     assert all(r.recompute_style == "early-stop" for r in rows)
     assert scenario_of_row(scenario, rows[0]).layout.recompute_style == "early-stop"
 

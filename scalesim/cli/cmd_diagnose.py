@@ -13,6 +13,7 @@ EXAMPLE = """examples:
   scalesim diagnose --smi smi.csv            # one device slower than the others? (clocks, heat)
   scalesim diagnose runs.csv --smi smi.csv   # both: the device evidence joins the diagnosis
   scalesim diagnose runs.csv --workload gpt-7.5b --gpu "A100 40GB"   # remedies incl. splitting it
+  scalesim diagnose runs.csv --workload llama3-8b --gpu "H100 SXM" --recompute-style early-stop
 
 runs file: one row per run with devices, nodes and samples_per_s or step_time_s; optional
 per_device_batch, global_batch, accumulation, data_wait_s, comm_s (exposed), steps_to_target and
@@ -21,7 +22,7 @@ rank_step_times_s (';'-separated). See docs/diagnose.md."""
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from scalesim.bounds import flag_type
-    from scalesim.cli.options import parse_int_list
+    from scalesim.cli.options import add_recompute_style_argument, parse_int_list
 
     p.add_argument("runs", nargs="?", metavar="RUNS.csv|RUNS.json", help="measured runs")
     p.add_argument("--trace", nargs="+", metavar="RANK.json", help="Kineto trace per rank "
@@ -45,6 +46,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", metavar="NAME", help="the runs' GPU as the presets name it (e.g. "
                    "'H100 SXM', 'A100 80GB'): its datasheet peak, memory bandwidth and memory, "
                    "for --workload")
+    add_recompute_style_argument(p.add_argument_group(
+        "with --workload: the runs' framework, for the split-the-model remedy's layouts"))
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -74,9 +77,13 @@ def run(args: argparse.Namespace) -> int:
         report = diagnose_traces(summaries, ", ".join(args.trace))
     else:
         from scalesim.diagnosis import diagnose_runs
+        from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
         from scalesim.runs import load_runs
 
         model = None
+        if args.recompute_style is not None and args.workload is None:
+            raise ScalesimError("--recompute-style is for --workload (the runs' transformer): the "
+                                "split-the-model remedy's full-recompute layouts use it")
         if args.workload is not None:
             from scalesim.runs_model import runs_model
 
@@ -84,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
         elif args.gpu is not None:
             raise ScalesimError("--gpu is for --workload (the runs' transformer); give both")
         report = diagnose_runs(load_runs(args.runs), args.params, args.wire_bytes,
-                               args.critical_batch, args.extrapolate, transformer=model)
+                               args.critical_batch, args.extrapolate, transformer=model,
+                               recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE)
     if smi is not None:
         from scalesim.sources.nvidia_smi import attach_to_report
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 
 from scalesim.bounds import flag_list_type, flag_type
-from scalesim.cli.options import add_recompute_style_argument, positive_int
+from scalesim.cli.options import (
+    add_condition_arguments,
+    add_recompute_style_argument,
+    positive_int,
+)
 
 NAME = "plan"
 HELP = "search every dp x tp x pp / ZeRO / micro-batch / schedule / recompute layout and rank them"
@@ -15,13 +19,16 @@ EXAMPLE = """examples:
   scalesim plan --workload my-model.json --devices 512 --global-batch 2048 --rank cost --top 20
   scalesim plan --workload gpt-1.7b --profile my-node.json --devices 8,16 --global-batch 512
   scalesim plan --workload llama3-70b --devices 64 --global-batch 512 --recompute-style early-stop
+  scalesim plan --workload gpt-1.7b --hardware dgx-a100 --devices 4 --global-batch 4 --no-overlap
 
 --workload is a transformer preset (scalesim presets) or a workload JSON with a 'transformer'
 shape (scalesim schema workload). The sustained matmul efficiency defaults to the median that the
 published model-parallel runs pin (docs/validation.md); give --efficiency from a calibration.
 Layouts are placed as Megatron/torchtitan do (tp innermost in a server, pp outermost).
 --recompute-style says how your framework's full recompute reruns the forward (a property of
-the framework, applied to every full-recompute layout, not searched)."""
+the framework, applied to every full-recompute layout, not searched). --no-overlap,
+--straggler-cv and --slow-device/--slow-factor rank every layout under those conditions, as
+predict predicts them (a slow rank slows its tensor group and pipeline stage)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -50,6 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the framework overlaps tensor-parallel collectives with the matmuls "
                    "(Transformer Engine userbuffers)")
     add_recompute_style_argument(p)
+    add_condition_arguments(p.add_argument_group("the run's conditions (as predict's)"))
     p.add_argument("--rank", choices=["throughput", "cost"], default="throughput",
                    help="throughput (samples/s) or cost (device-hours per sample)")
     p.add_argument("--top", type=positive_int, default=10, help="layouts to list (default 10)")
@@ -66,6 +74,19 @@ def recompute_style_line(style: str) -> str:
     return ("full recompute: whole forward rerun (Megatron-LM, reentrant checkpoint, torch < "
             "2.1); --recompute-style early-stop for PyTorch >= 2.1 non-reentrant checkpoint "
             "(FSDP checkpoint_wrapper, torchtitan)")
+
+
+def conditions_line(args: argparse.Namespace) -> str:
+    """'ranked with: overlap off, device 3 computes 1.5x slower, jitter cv 0.05' for the
+    conditions given; '' for none."""
+    parts = []
+    if args.no_overlap:
+        parts.append("overlap off (every exchange after its compute)")
+    if args.slow_device is not None:
+        parts.append(f"device {args.slow_device} computes {args.slow_factor:g}x slower")
+    if args.straggler_cv:
+        parts.append(f"jitter cv {args.straggler_cv:g} per micro-step")
+    return "ranked with: " + ", ".join(parts) if parts else ""
 
 
 def render_text(rows, global_batch: int) -> str:
@@ -88,10 +109,12 @@ def render_text(rows, global_batch: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from scalesim.cli.options import check_slow_device
     from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
     from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY, plan
     from scalesim.runs_model import model_shape
 
+    check_slow_device(args)
     shape, params = model_shape(args.workload)
     if args.seq_len:
         shape = shape.model_copy(update={"seq_len": args.seq_len})
@@ -102,7 +125,9 @@ def run(args: argparse.Namespace) -> int:
                 fp8=args.precision == "fp8", rank_by=args.rank, top=args.top,
                 include_unfit=args.all, params=params, cp_values=tuple(args.cp),
                 tp_overlap=args.tp_overlap, p2p=p2p,
-                recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE)
+                recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE,
+                overlap=not args.no_overlap, jitter_cv=args.straggler_cv or 0.0,
+                slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0)
     if args.json:
         from scalesim.jsonio import to_json_text
 
@@ -111,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
         if note:
             print(note + (f"; --efficiency {args.efficiency:g} used instead"
                           if args.efficiency else ""))
+        if conditions := conditions_line(args):
+            print(conditions)
         print(render_text(rows, args.global_batch))
     return 0
 

@@ -73,14 +73,11 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     g.add_argument("--algorithm", choices=["auto", "ring", "tree", "hierarchical"],
                    help="all-reduce algorithm (default auto: NCCL's ring or tree, the faster "
                    "per message; hierarchical is Horovod's, used only when named)")
-    g.add_argument("--no-overlap", action="store_true", help="exchange gradients after backward")
+    add_condition_arguments(g)
     _knob(g, "bucket_mib", help="DDP gradient bucket size, MiB (default 25)")
     _knob(g, "loader_workers", help="DataLoader workers per device")
-    _knob(g, "straggler_cv", help="step-time std / mean of one device")
     _knob(g, "device_speed_cv",
           help="speed std / mean across identical devices (default 0.0132, SC'22 study)")
-    _knob(g, "slow_device", metavar="RANK", help="a persistently slow device")
-    _knob(g, "slow_factor", help="its compute-time multiplier, e.g. 1.3")
     _knob(g, "intra_busbw_GBps", metavar="GB/s", help="intra-server bus bandwidth")
     _knob(g, "inter_busbw_GBps", metavar="GB/s", help="inter-server bus bandwidth")
     _knob(g, "intra_latency_s", metavar="S", help="intra-server step latency")
@@ -93,6 +90,23 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
                    help="samples per epoch (with --epochs)")
     _knob(g, "price_per_device_hour", metavar="USD", help="price per device-hour")
     add_layout_arguments(p)
+
+
+def add_condition_arguments(group) -> None:
+    """--no-overlap --straggler-cv --slow-device --slow-factor: the run's conditions, for the
+    scenario (predict, sweep, ...) and for the planner (``plan``)."""
+    group.add_argument("--no-overlap", action="store_true",
+                       help="exchange gradients after backward")
+    _knob(group, "straggler_cv", help="step-time std / mean of one device")
+    _knob(group, "slow_device", metavar="RANK", help="a persistently slow device")
+    _knob(group, "slow_factor", help="its compute-time multiplier, e.g. 1.3")
+
+
+def check_slow_device(args: argparse.Namespace) -> None:
+    """--slow-device and --slow-factor come together."""
+    if (args.slow_factor is not None) != (args.slow_device is not None):
+        raise ScalesimError("--slow-device RANK and --slow-factor F go together (e.g. "
+                            "--slow-device 3 --slow-factor 1.3)")
 
 
 def add_layout_arguments(p: argparse.ArgumentParser) -> None:
@@ -157,9 +171,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     if getattr(args, "no_overlap", False):
         base["overlap"] = False
     base["layout"] = layout_from_args(args, base.get("layout"))
-    if (args.slow_factor is not None) != (args.slow_device is not None):
-        raise ScalesimError("--slow-device RANK and --slow-factor F go together (e.g. "
-                            "--slow-device 3 --slow-factor 1.3)")
+    check_slow_device(args)
     if (args.epochs is None) != (args.dataset_size is None):
         raise ScalesimError("--epochs and --dataset-size go together")
     if args.epochs is not None:

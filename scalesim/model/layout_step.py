@@ -7,7 +7,7 @@
   shapes (``matmul.gemm_s``), elementwise work memory-bound, plus the optimizer step;
 - tp_comm: the tensor-parallel collectives of those layers (``tensor_parallel``), exposed;
 - cp_comm: ring-attention sends of context parallelism not hidden behind attention
-  (``context_parallel``);
+  (``context_parallel``), on the links ``point_to_point_links`` finds, as the pipeline's;
 - bubble: the schedule's fill and drain (``pipeline_schedule``) of an average stage;
 - p2p: pipeline sends between stages on the critical path;
 - dp_exposed: the data-parallel / ZeRO exchange of the local shard (``zero_exchange``, the
@@ -231,6 +231,43 @@ def _group_link(x: LayoutInputs, size, stride):
     return per_node, nodes, inter_share
 
 
+@dataclass(frozen=True)
+class PointToPointLinks:
+    """Which links a group's point-to-point sends cross (pipeline stages, the context-parallel
+    ring) and what one transfer costs on each: ``latency + bytes / bandwidth``."""
+
+    per_node: np.ndarray  # members of the group in one server
+    nodes: np.ndarray  # servers the group spans
+    intra_latency_s: np.ndarray
+    intra_GBps: np.ndarray  # one device's send/recv bandwidth to a peer in its server
+    inter_latency_s: np.ndarray
+    inter_GBps: np.ndarray  # one device's share of its server's network bandwidth
+
+    def slowest(self):
+        """(latency_s, GBps) of the slowest link the group's sends cross: across servers
+        where the group spans more than one, else inside a server."""
+        cross = self.nodes > 1
+        return (np.where(cross, self.inter_latency_s, self.intra_latency_s),
+                np.where(cross, self.inter_GBps, self.intra_GBps))
+
+
+def point_to_point_links(x: LayoutInputs, size, stride) -> PointToPointLinks:
+    """The links of the point-to-point sends of groups of ``size`` ranks ``stride`` apart
+    (``layout.group_span``: members per server, servers spanned; docs/model.md §12, §15).
+    Inside a server a send uses one device's NVLinks: the intra level's ring busbw (NCCL gives a
+    peer the ring's channels) at its latency, or the profile's measured send/recv
+    (``p2p_busbw_ratio`` of that busbw, ``p2p_latency_s``); across servers one device's share of
+    its server's NICs, ``inter_busbw / devices_per_node``, at the inter level's latency."""
+    per_node, nodes, _share = _group_link(x, size, stride)
+    intra_latency = np.where(np.isnan(_f(x.p2p_latency_s)), _f(x.intra_latency_s),
+                             _f(x.p2p_latency_s))
+    return PointToPointLinks(
+        per_node=per_node, nodes=nodes, intra_latency_s=intra_latency,
+        intra_GBps=_f(x.p2p_busbw_ratio) * _f(x.intra_busbw_GBps),
+        inter_latency_s=_f(x.inter_latency_s),
+        inter_GBps=_f(x.inter_busbw_GBps) / _f(x.devices_per_node))
+
+
 def _straggler_s(x: LayoutInputs, devices, tp, m, per_micro, compute, micro_s, layers_on_stage,
                  slow_delay_s):
     """Expected waits for slower devices (docs/model.md §6, §14, §16), seconds per step.
@@ -292,12 +329,9 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     overlap = np.asarray(x.overlap, dtype=bool)
     tp_layer = np.where(np.asarray(x.tp_overlap, dtype=bool) & overlap,
                         tp_layer - hidden_tp + _f(x.comm_contention) * hidden_tp, tp_layer)
-    # context parallelism: ring-attention sends behind the attention core (stride tp)
-    cp_per_node, _cp_nodes, _ = _group_link(x, cp, tp)
-    cp_cross = (cp > 1) & (cp_per_node < cp)
-    cp_bw = np.where(cp_cross, _f(x.inter_busbw_GBps) / _f(x.devices_per_node),
-                     _f(x.intra_busbw_GBps))
-    cp_lat = np.where(cp_cross, _f(x.inter_latency_s), _f(x.intra_latency_s))
+    # context parallelism: ring-attention sends behind the attention core (stride tp); every
+    # member sends at once, so a hop runs at the slowest link the ring crosses
+    cp_lat, cp_bw = point_to_point_links(x, cp, tp).slowest()
     cp_layer = cp_comm_per_layer_s(kv_chunk_bytes(b, x.seq_len, x.hidden, x.heads, x.kv_heads,
                                                   tp, cp, ACTIVATION_BYTES), cp, cp_lat, cp_bw)
     hidden_cp = np.minimum(cp_layer, attention)
@@ -328,15 +362,11 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     cp_comm = m * slowest_cp
     bubble = bubble_microbatches(x.schedule, pp, v) * average_mb
 
-    # --- pipeline point-to-point (stride tp*cp*dp between stages): inside a server one GPU's
-    # NVLinks (the ring busbw, or the measured send/recv), across servers one GPU's NIC share
-    stages_per_node, _nodes, _share = _group_link(x, pp, strides(tp, cp, dp)[3])
-    p2p_latency = np.where(np.isnan(_f(x.p2p_latency_s)), _f(x.intra_latency_s),
-                           _f(x.p2p_latency_s))
+    # --- pipeline point-to-point (stride tp*cp*dp between stages), boundary by boundary
+    stages = point_to_point_links(x, pp, strides(tp, cp, dp)[3])
     p2p_bytes = tokens * _f(x.hidden) * ACTIVATION_BYTES / _f(tp)  # scatter/gather optimisation
-    p2p = p2p_s(x.schedule, pp, m, v, p2p_bytes, stages_per_node, p2p_latency,
-                _f(x.p2p_busbw_ratio) * _f(x.intra_busbw_GBps), x.inter_latency_s,
-                _f(x.inter_busbw_GBps) / _f(x.devices_per_node))
+    p2p = p2p_s(x.schedule, pp, m, v, p2p_bytes, stages.per_node, stages.intra_latency_s,
+                stages.intra_GBps, stages.inter_latency_s, stages.inter_GBps)
 
     # --- data-parallel / ZeRO exchange of the local shard over dp x cp (stride tp): the same
     # function as the data-parallel step's (zero_exchange), on this group's link

@@ -1,0 +1,208 @@
+"""The planner of a scenario sees the whole scenario (issue 11): ``plan_at`` and the "split the
+model" remedy rank every layout with the inputs ``predict`` gives it (one ``Setting``, built by
+``layout_predict.scenario_setting``, turned into ``LayoutInputs`` by ``plan.setting_inputs``):
+the slow device, overlap, jitter, recompute style, links and bytes per parameter of the
+scenario, and each micro-batch's pinned matmul efficiency. docs/model.md §17, §22."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from scalesim.errors import ScalesimError
+from scalesim.layout import ParallelLayout
+from scalesim.layout_predict import plan_at, scenario_of_row
+from scalesim.model.layout_step import LayoutInputs, evaluate_layouts, point_to_point_links
+from scalesim.plan import Setting, evaluate_layout, plan, setting_inputs
+from scalesim.predict import predict
+from scalesim.presets import HARDWARE, transformer_workload
+from scalesim.profiles import resolve_profile
+from scalesim.remedies import best_split
+from scalesim.schemas import LoaderCurve, LoaderPoint, Scenario
+
+DEVICES = GLOBAL_BATCH = 4  # GPT 1.7B on 4 A100s of a DGX A100: 363 valid layouts
+
+
+@pytest.fixture(scope="module")
+def gpt():
+    return resolve_profile(None, "dgx-a100", "gpt-1.7b")
+
+
+def _key(row):
+    return (row.dp, row.tp, row.pp, row.zero, row.micro_batch, row.schedule, row.virtual_stages,
+            row.recompute, row.sequence_parallel)
+
+
+def _predicted(profile, scenario, rows):
+    """``predict`` of every row's layout as a scenario (``scenario_of_row``)."""
+    return [predict(profile, scenario_of_row(scenario, r))[0] for r in rows]
+
+
+QUIET = Scenario(devices=[DEVICES], global_batch=GLOBAL_BATCH)
+
+
+@pytest.mark.parametrize("knob", [{"overlap": False},
+                                  {"slow_device": DEVICES - 1, "slow_factor": 1.5}])
+def test_the_planner_ranks_as_predict_predicts_with_overlap_off_or_a_slow_device(gpt, knob):
+    """Overlap off exposes the data-parallel exchange (dp 4 -> dp 2 x tp 2 with sequence
+    parallelism); a slow last rank slows its whole replica at tp = pp = 1 but only the last
+    stage of a pipeline (dp 4 -> dp 2 x pp 2). The planner's best changes with the knob, every
+    row it ranks is what predict says of that layout, and its best is predict's best over the
+    same candidates."""
+    quiet_best = plan_at(gpt, QUIET, DEVICES, GLOBAL_BATCH, top=1)[0]
+    scenario = QUIET.model_copy(update=knob)
+    rows = plan_at(gpt, scenario, DEVICES, GLOBAL_BATCH, top=None, include_unfit=True)
+    assert len(rows) == 363
+    assert _key(rows[0]) != _key(quiet_best)
+    predicted = _predicted(gpt, scenario, rows)
+    for row, p in zip(rows, predicted, strict=True):
+        assert p.step_time_s == pytest.approx(row.step_time_s, rel=1e-9), _key(row)
+        assert p.fits == row.fits and p.memory_bytes == pytest.approx(row.memory_bytes, rel=1e-9)
+    fitting = [i for i, p in enumerate(predicted) if p.fits]
+    best = max(fitting, key=lambda i: predicted[i].samples_per_s)
+    assert predicted[best].samples_per_s == pytest.approx(rows[0].samples_per_s, rel=1e-12)
+    assert _key(rows[best]) == _key(rows[0])
+
+
+def test_the_split_remedy_takes_the_scenario(gpt):
+    """The "split the model" remedy's layout is the best split of the same ranking: with a slow
+    last rank a pipeline whose slow stage is not the pace wins (without it, tensor parallelism);
+    its predicted step is the planner's."""
+    now = predict(gpt, QUIET)[0]
+    slow = QUIET.model_copy(update={"slow_device": DEVICES - 1, "slow_factor": 1.5})
+    quiet_split, _ = best_split(gpt, QUIET, now)
+    slow_split, title = best_split(gpt, slow, predict(gpt, slow)[0])
+    rows = plan_at(gpt, slow, DEVICES, GLOBAL_BATCH, top=None)
+    first_split = next(r for r in rows if r.tp * r.pp > 1)
+    assert (slow_split.layout.tp, slow_split.layout.pp) == (first_split.tp, first_split.pp)
+    assert (slow_split.layout.tp, slow_split.layout.pp) != (quiet_split.layout.tp,
+                                                            quiet_split.layout.pp)
+    assert predict(gpt, slow_split)[0].step_time_s == pytest.approx(first_split.step_time_s,
+                                                                   rel=1e-9)
+    assert slow_split.slow_device == DEVICES - 1 and "Split the model" in title
+
+
+def test_every_other_knob_of_the_scenario_reaches_the_ranking():
+    """H100 servers with NVLink SHARP and an intra busbw override (NVLS scales with it), fp32
+    gradients on the wire, jitter, the early-stop recompute style, a smaller server size, a
+    loader that cannot keep up: the planner's rows are predict's. Before, the planner kept the
+    NVLS busbw unscaled, 2 bytes per gradient, no input stall, and one matmul efficiency pinned
+    at today's micro-batch for every row."""
+    profile = resolve_profile(None, "dgx-h100", "gpt-1.7b")
+    loader = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=12.0)], measured=True,
+                         source="test: one slow loader")
+    profile = profile.model_copy(update={"workload": profile.workload.model_copy(update={
+        "wire_bytes_per_param": 4.0, "activation_recompute": True}), "input_pipeline": loader})
+    assert profile.hardware.intra_node.allreduce_busbw_GBps is not None  # NVLS
+    scenario = Scenario(devices=[8], global_batch=16, micro_batch=None, devices_per_node=4,
+                        intra_busbw_GBps=200.0, straggler_cv=0.03,
+                        layout={"recompute_style": "early-stop"})
+    rows = plan_at(profile, scenario, 8, 16, top=25)
+    assert {r.micro_batch for r in rows} != {rows[0].micro_batch}  # pins at several
+    assert any(r.breakdown_s["stall_s"] > 0 for r in rows)  # the loader limits some layouts
+    for row, p in zip(rows, _predicted(profile, scenario, rows), strict=True):
+        assert p.step_time_s == pytest.approx(row.step_time_s, rel=1e-9), _key(row)
+        assert row.recompute_style == "early-stop"
+
+
+def test_plan_takes_overlap_and_a_slow_device_as_plan_at_does(gpt):
+    """``plan()`` on the preset's shape and hardware at the preset's efficiency (its compute curve
+    is the layout model's own at 0.69, so the pin recovers it) ranks as ``plan_at``."""
+    for knob in ({}, {"overlap": False}, {"slow_device": 3, "slow_factor": 1.5}):
+        at = plan_at(gpt, QUIET.model_copy(update=knob), DEVICES, GLOBAL_BATCH, top=None)
+        direct = plan(gpt.workload.transformer, gpt.hardware, [DEVICES], GLOBAL_BATCH, top=None,
+                      params=gpt.workload.params, **knob)
+        assert [_key(r) for r in at] == [_key(r) for r in direct]
+        np.testing.assert_allclose([r.step_time_s for r in at],
+                                   [r.step_time_s for r in direct], rtol=1e-12)
+    for bad, message in (({"slow_factor": 0.5}, "slow_factor"),
+                         ({"slow_device": -1}, "slow_device")):
+        with pytest.raises(ScalesimError, match=message):
+            plan(gpt.workload.transformer, gpt.hardware, [DEVICES], GLOBAL_BATCH, **bad)
+
+
+# ------------------------------------------------------------------ tp overlap of a layout
+
+SHAPE = transformer_workload("gpt-1.7b").transformer
+
+
+def test_a_layout_of_another_tp_overlap_is_refused_and_a_planned_row_round_trips():
+    setting = Setting(SHAPE, HARDWARE["dgx-a100"], 8, tp_overlap=True)
+    layout = ParallelLayout(dp=2, tp=4, micro_batch=1, global_batch=8)
+    with pytest.raises(ScalesimError, match="layout tp_overlap False != the plan's True"):
+        evaluate_layout(setting, layout)
+    hidden = evaluate_layout(setting, layout.model_copy(update={"tp_overlap": True}))
+    exposed = evaluate_layout(Setting(SHAPE, HARDWARE["dgx-a100"], 8), layout)
+    assert 0 < float(hidden.tp_comm_s) < float(exposed.tp_comm_s)
+    row = plan(SHAPE, HARDWARE["dgx-a100"], [8], 8, tp_overlap=True, top=1)[0]
+    assert row.tp_overlap and row.layout(8).tp_overlap
+    assert float(evaluate_layout(setting, row.layout(8)).step_time_s) == pytest.approx(
+        row.step_time_s, rel=1e-12)
+
+
+# ------------------------------------------------------------------ point-to-point links
+
+def _inputs(cp: int = 8, global_batch: int = 8, **changes) -> LayoutInputs:
+    setting = Setting(SHAPE.model_copy(update={"seq_len": 8192}), HARDWARE["dgx-a100"],
+                      global_batch)
+    return setting_inputs(setting, cp=cp).replace(**changes)
+
+
+def test_pipeline_and_context_parallel_sends_cross_the_same_links():
+    """One rule for both: a group spanning servers sends at one GPU's NIC share, inside a server
+    at the intra level or the measured send/recv (docs/model.md §14, §15)."""
+    x = _inputs()
+    hw = HARDWARE["dgx-a100"]
+    inside = point_to_point_links(x, 8, 1)  # 8 ranks 1 apart: one server
+    across = point_to_point_links(x, 4, 8)  # 4 ranks 8 apart: 4 servers
+    assert (int(inside.nodes), int(across.nodes), int(across.per_node)) == (1, 4, 1)
+    assert inside.slowest() == (hw.intra_node.latency_s, hw.intra_node.busbw_GBps)
+    assert across.slowest() == (hw.inter_node.latency_s, hw.inter_node.busbw_GBps / 8)
+
+
+def test_context_parallel_ring_inside_a_server_uses_the_measured_send_recv():
+    """The ring's hops are sends between neighbours: the profile's measured send/recv replaces
+    the intra link for them as for pipeline sends (before, the ring kept the intra ring busbw
+    and latency whatever was measured). By hand: GPT 1.7B at s = 8192 on cp 8 (one server),
+    one micro-batch of 1: a hop moves K and V of 1024 tokens, 2 x 1024 x 2304 x 2 B =
+    9,437,184 B; 3 x 7 hops per layer, 24 layers; with contention 1 the hidden part costs as
+    much as the exposed, so the term is the whole ring."""
+    hw = HARDWARE["dgx-a100"]
+    chunk = 2.0 * (8192 / 8) * 2304 * 2.0
+    x = _inputs(global_batch=1, comm_contention=1.0)
+    link_model = evaluate_layouts(x)
+    measured = evaluate_layouts(x.replace(p2p_busbw_ratio=0.5, p2p_latency_s=20e-6))
+    ring_model = 21 * (hw.intra_node.latency_s + chunk / (hw.intra_node.busbw_GBps * 1e9))
+    ring_measured = 21 * (20e-6 + chunk / (0.5 * hw.intra_node.busbw_GBps * 1e9))
+    assert float(link_model.cp_comm_s) == pytest.approx(24 * ring_model, rel=1e-9)
+    assert float(measured.cp_comm_s) == pytest.approx(24 * ring_measured, rel=1e-9)
+    # across servers (cp 16 over two servers) the inter link, measured send/recv or not
+    wide = _inputs(global_batch=1, comm_contention=1.0, cp=16)
+    assert float(evaluate_layouts(wide).cp_comm_s) == float(evaluate_layouts(wide.replace(
+        p2p_busbw_ratio=0.5, p2p_latency_s=20e-6)).cp_comm_s) > 0
+
+
+# ------------------------------------------------------------------ scalesim plan
+
+def test_cli_plans_with_the_run_conditions(capsys, gpt):
+    from cli_harness import run_cli
+
+    argv = ["plan", "--model", "gpt-1.7b", "--hardware", "dgx-a100", "--devices", "4",
+            "--global-batch", "4", "--top", "3"]
+    for flags, knob in ((["--no-overlap"], {"overlap": False}),
+                        (["--slow-device", "3", "--slow-factor", "1.5"],
+                         {"slow_device": 3, "slow_factor": 1.5}),
+                        (["--straggler-cv", "0.05"], {"jitter_cv": 0.05})):
+        code, out, err = run_cli(capsys, argv + flags + ["--json"])
+        assert code == 0, err
+        expected = plan(SHAPE, HARDWARE["dgx-a100"], [DEVICES], GLOBAL_BATCH, top=3, **knob)
+        got = json.loads(out)
+        assert [r["step_time_s"] for r in got] == pytest.approx(
+            [r.step_time_s for r in expected], rel=1e-12)
+        code, out, err = run_cli(capsys, argv + flags)
+        assert code == 0 and out.splitlines()[0].startswith("ranked with: "), out
+    code, out, err = run_cli(capsys, argv + ["--slow-device", "3"])
+    assert code == 2 and "--slow-factor F go together" in err
+    assert len(err.strip().splitlines()) == 1
