@@ -217,15 +217,13 @@ def split_devices(devices, tp, pp):
 
 
 def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, accumulation,
-                  base_micro_batch, tp=None, pp=None, zero=None, intra_busbw_GBps=None,
-                  inter_busbw_GBps=None, jitter_cv=None, overlap=None,
-                  framework=None) -> LayoutRows:
+                  base_micro_batch, tp=None, pp=None, zero=None,
+                  overrides: dict | None = None) -> LayoutRows:
     """Every row (arrays broadcast) through ``evaluate_layouts``, with speed-up and efficiency
     against one device running the unsplit model at ``base_micro_batch``. Rows must be valid
-    layouts (``check_rows``). ``jitter_cv`` (a sweep axis) defaults to the scenario's or the
-    profile's (``predict.jitter_cv_of``), ``overlap`` (a sweep axis) to the scenario's,
-    ``framework`` (a sweep axis, ``sharding.FRAMEWORKS`` codes) to the scenario's
-    ``zero_framework``."""
+    layouts (``check_rows``). ``overrides``: ``LayoutInputs`` fields that replace the
+    scenario's values (a sweep's axes, ``sweep.input_changes``: framework, algorithm, overlap,
+    bucket_bytes, link bandwidths, jitter_cv)."""
     split = layout_of(scenario)
     wl, hw = profile.workload, profile.hardware
     g_max = scenario.devices_per_node or hw.devices_per_node
@@ -241,17 +239,7 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
     nodes = -(-p // per_node)
     peak, peak_known, bandwidth = _peak_and_bandwidth(profile)
     base = base_inputs(wl, hw, scenario, peak, bandwidth, jitter_cv_of(profile, scenario),
-                       measured_p2p(profile)).replace(devices_per_node=g_max)
-    if jitter_cv is not None:
-        base = base.replace(jitter_cv=jitter_cv)
-    if overlap is not None:
-        base = base.replace(overlap=overlap)
-    if framework is not None:
-        base = base.replace(framework=framework)
-    if intra_busbw_GBps is not None:
-        base = base.replace(intra_busbw_GBps=intra_busbw_GBps)
-    if inter_busbw_GBps is not None:
-        base = base.replace(inter_busbw_GBps=inter_busbw_GBps)
+                       measured_p2p(profile)).replace(devices_per_node=g_max, **(overrides or {}))
     supply, supply_alone = loader_supply(profile, scenario, per_node)  # one loader per replica
     schedule = SCHEDULES[split.schedule_of()]
     if split.schedule is None:  # default per row: 1f1b / interleaved where pp > 1
