@@ -290,7 +290,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
 
     if early_stop_of(recompute_style) and transformer is None:
         raise ScalesimError(f"recompute_style {recompute_style}: it applies to the runs' "
-                            "transformer (diagnose --model); give the model or drop it")
+                            "transformer (diagnose --workload); give the workload or drop it")
     runs = thin(runs)
     if transformer is not None and params is None:
         params = transformer.params

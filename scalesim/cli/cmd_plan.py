@@ -77,15 +77,12 @@ def recompute_style_line(style: str) -> str:
 
 
 def conditions_line(args: argparse.Namespace) -> str:
-    """'ranked with: overlap off, device 3 computes 1.5x slower, jitter cv 0.05' for the
-    conditions given; '' for none."""
-    parts = []
-    if args.no_overlap:
-        parts.append("overlap off (every exchange after its compute)")
-    if args.slow_device is not None:
-        parts.append(f"device {args.slow_device} computes {args.slow_factor:g}x slower")
-    if args.straggler_cv:
-        parts.append(f"jitter cv {args.straggler_cv:g} per micro-step")
+    """'ranked with: overlap off (...), device 3 computes 1.5x slower, jitter cv 0.05 per
+    micro-step' for the conditions given (``options.condition_words``); '' for none."""
+    from scalesim.cli.options import condition_words
+
+    parts = condition_words(not args.no_overlap, args.slow_device, args.slow_factor,
+                            args.straggler_cv)
     return "ranked with: " + ", ".join(parts) if parts else ""
 
 

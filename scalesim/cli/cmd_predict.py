@@ -59,8 +59,10 @@ def layout_line(profile, scenario) -> str:
 
 
 def render_table(profile, scenario, rows) -> str:
+    from scalesim.cli.options import condition_words
     from scalesim.knee import knee_of_predictions
     from scalesim.layout_predict import recompute_style_note
+    from scalesim.model.zero_exchange import framework_label
 
     unit = profile.workload.sample_unit
     lines = [
@@ -70,14 +72,14 @@ def render_table(profile, scenario, rows) -> str:
         f"{profile.hardware.intra_node.busbw_GBps:g} GB/s, inter "
         f"{profile.hardware.inter_node.busbw_GBps:g} GB/s busbw)",
         f"scenario: {scenario.strategy}"
-        + (f" ({scenario.zero_framework})" if scenario.strategy in ("zero2", "zero3")
-           else " (deepspeed)" if scenario.strategy == "zero1" and scenario.zero_framework
-           == "deepspeed" else " (distributed optimizer)" if scenario.strategy == "zero1"
-           else "")
+        + (f" ({framework_label(scenario.strategy, scenario.zero_framework)})"
+           if scenario.strategy != "ddp" else "")
         + f", accumulation {scenario.accumulation}, "
         f"overlap {'on' if scenario.overlap else 'off'}, algorithm {scenario.algorithm}, "
         + ("weak scaling" if scenario.global_batch is None
-           else f"strong scaling (global batch {scenario.global_batch})"),
+           else f"strong scaling (global batch {scenario.global_batch})")
+        + "".join(f", {part}" for part in condition_words(
+            True, scenario.slow_device, scenario.slow_factor, scenario.straggler_cv)),
     ]
     split = rows and rows[0].dp is not None
     if split:

@@ -96,10 +96,26 @@ def add_condition_arguments(group) -> None:
     """--no-overlap --straggler-cv --slow-device --slow-factor: the run's conditions, for the
     scenario (predict, sweep, ...) and for the planner (``plan``)."""
     group.add_argument("--no-overlap", action="store_true",
-                       help="exchange gradients after backward")
+                       help="exchange gradients after backward, not during it (a split model: "
+                       "every data-parallel / ZeRO collective and tensor-parallel overlap "
+                       "exposed)")
     _knob(group, "straggler_cv", help="step-time std / mean of one device")
-    _knob(group, "slow_device", metavar="RANK", help="a persistently slow device")
+    _knob(group, "slow_device", metavar="RANK", help="global rank of a persistently slow device "
+          "(a split model: its tensor group and pipeline stage run at its pace)")
     _knob(group, "slow_factor", help="its compute-time multiplier, e.g. 1.3")
+
+
+def condition_words(overlap: bool, slow_device: int | None, slow_factor: float | None,
+                    straggler_cv: float | None) -> list[str]:
+    """The run's conditions that differ from the defaults, in words ('overlap off (every exchange
+    after its compute)', 'device 3 computes 1.3x slower', 'jitter cv 0.05 per micro-step'):
+    plan's 'ranked with' line and predict's scenario line."""
+    parts = [] if overlap else ["overlap off (every exchange after its compute)"]
+    if slow_device is not None:
+        parts.append(f"device {slow_device} computes {slow_factor or 1.0:g}x slower")
+    if straggler_cv:
+        parts.append(f"jitter cv {straggler_cv:g} per micro-step")
+    return parts
 
 
 def check_slow_device(args: argparse.Namespace) -> None:
