@@ -101,11 +101,12 @@ def _peak_and_bandwidth(profile: Profile) -> tuple[float, bool, float]:
 
 def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
                      peak_flops: float, bandwidth_GBps: float, jitter_cv: float = 0.0, p2p=None,
-                     global_batch: int = 1, efficiency: float = 1.0) -> Setting:
+                     global_batch: int = 1) -> Setting:
     """The run's constants (``plan.Setting``) of a scenario: the workload's shape, parameters and
     bytes per parameter; the hardware with the scenario's links (an intra busbw override scales
     NVLS alike, ``predict.nvls_busbw_ratio``), server size, contention and device spread;
-    ``peak_flops`` (FLOP/s, ``NOMINAL_PEAK_FLOPS`` when unknown) and ``bandwidth_GBps``; the
+    ``peak_flops`` (FLOP/s, ``NOMINAL_PEAK_FLOPS`` when unknown) and ``bandwidth_GBps``
+    (efficiency 1: the compute pin, ``pinned_efficiency``, sets it per micro-batch later); the
     scenario's overlap, slow device and recompute style; ``jitter_cv`` the step-to-step
     jitter (``predict.jitter_cv_of``: it lives in the profile, not the hardware); ``p2p`` the
     profile's measured send/recv inside a server (``plan.measured_p2p``; None: the intra link).
@@ -132,7 +133,7 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
                                          hw.comm_compute_contention),
         "device_speed_cv": _pick(scenario.device_speed_cv, hw.device_speed_cv)})
     return Setting(
-        wl.transformer, hardware, global_batch, efficiency, params=wl.params,
+        wl.transformer, hardware, global_batch, 1.0, params=wl.params,
         jitter_cv=jitter_cv, p2p=p2p, recompute_style=layout_of(scenario).recompute_style,
         overlap=scenario.overlap, slow_device=scenario.slow_device,
         slow_factor=scenario.slow_factor, param_bytes_per_param=wl.param_bytes_per_param,

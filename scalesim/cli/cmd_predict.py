@@ -84,8 +84,8 @@ def render_table(profile, scenario, rows) -> str:
     split = rows and rows[0].dp is not None
     if split:
         lines.append(layout_line(profile, scenario))
-    elif recompute_style_note(profile, scenario):
-        lines.append(f"note: {recompute_style_note(profile, scenario)}")
+    elif note := recompute_style_note(profile, scenario):
+        lines.append(f"note: {note}")
     lines += [
         "",
         f"{'devices':>7} {'nodes':>5} " + (f"{'dp x tp x pp':>12} " if split else "")
