@@ -8,6 +8,7 @@ from scalesim.bounds import flag_list_type, flag_type
 from scalesim.cli.options import (
     add_condition_arguments,
     add_recompute_style_argument,
+    add_zero_framework_argument,
     positive_int,
 )
 
@@ -25,10 +26,11 @@ EXAMPLE = """examples:
 shape (scalesim schema workload). The sustained matmul efficiency defaults to the median that the
 published model-parallel runs pin (docs/validation.md); give --efficiency from a calibration.
 Layouts are placed as Megatron/torchtitan do (tp innermost in a server, pp outermost).
---recompute-style says how your framework's full recompute reruns the forward (a property of
-the framework, applied to every full-recompute layout, not searched). --no-overlap,
---straggler-cv and --slow-device/--slow-factor rank every layout under those conditions, as
-predict predicts them (a slow rank slows its tensor group and pipeline stage)."""
+--recompute-style says how your framework's full recompute reruns the forward and
+--zero-framework how it runs ZeRO (properties of the framework, applied to every layout, not
+searched). --no-overlap, --straggler-cv and --slow-device/--slow-factor rank every layout under
+those conditions, as predict predicts them (a slow rank slows its tensor group and pipeline
+stage)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -57,6 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the framework overlaps tensor-parallel collectives with the matmuls "
                    "(Transformer Engine userbuffers)")
     add_recompute_style_argument(p)
+    add_zero_framework_argument(p)
     add_condition_arguments(p.add_argument_group("the run's conditions (as predict's)"))
     p.add_argument("--rank", choices=["throughput", "cost"], default="throughput",
                    help="throughput (samples/s) or cost (device-hours per sample)")
@@ -83,6 +86,8 @@ def conditions_line(args: argparse.Namespace) -> str:
 
     parts = condition_words(not args.no_overlap, args.slow_device, args.slow_factor,
                             args.straggler_cv)
+    if args.zero_framework == "deepspeed":
+        parts.insert(0, "ZeRO by DeepSpeed (stage 1-3 with its bucket defaults)")
     return "ranked with: " + ", ".join(parts) if parts else ""
 
 
@@ -124,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
                 tp_overlap=args.tp_overlap, p2p=p2p,
                 recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE,
                 overlap=not args.no_overlap, jitter_cv=args.straggler_cv or 0.0,
-                slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0)
+                slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
+                zero_framework=args.zero_framework or "fsdp")
     if args.json:
         from scalesim.jsonio import to_json_text
 

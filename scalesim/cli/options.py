@@ -64,12 +64,7 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     _knob(batch, "global_batch", help="fixed global batch (strong scaling)")
     _knob(g, "accumulation", help="micro-steps per optimizer step")
     g.add_argument("--strategy", choices=["ddp", "zero1", "zero2", "zero3"])
-    g.add_argument("--zero-framework", choices=["fsdp", "deepspeed"],
-                   help="how ZeRO runs (default fsdp): fsdp gathers and reduce-scatters one "
-                   "wrapped block at a time for ZeRO-2/3 and runs ZeRO-1 as Megatron-Core's "
-                   "distributed optimizer (reduce-scatter + all-gather, DDP's bytes); deepspeed "
-                   "uses its bucket defaults (ZeRO-1/2: all-reduce, then a parameter all-gather "
-                   "after the step); sharded gradients are reduced every micro-step")
+    add_zero_framework_argument(g)
     g.add_argument("--algorithm", choices=["auto", "ring", "tree", "hierarchical"],
                    help="all-reduce algorithm (default auto: NCCL's ring or tree, the faster "
                    "per message; hierarchical is Horovod's, used only when named)")
@@ -90,6 +85,17 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
                    help="samples per epoch (with --epochs)")
     _knob(g, "price_per_device_hour", metavar="USD", help="price per device-hour")
     add_layout_arguments(p)
+
+
+def add_zero_framework_argument(group) -> None:
+    """--zero-framework (``Scenario.zero_framework``; plan's own flag too)."""
+    group.add_argument("--zero-framework", choices=["fsdp", "deepspeed"],
+                       help="how ZeRO runs (default fsdp): fsdp gathers and reduce-scatters one "
+                       "wrapped block at a time for ZeRO-2/3 and runs ZeRO-1 as Megatron-Core's "
+                       "distributed optimizer (reduce-scatter + all-gather, DDP's bytes); "
+                       "deepspeed uses its bucket defaults (ZeRO-1/2: all-reduce, then a "
+                       "parameter all-gather after the step); sharded gradients are reduced "
+                       "every micro-step")
 
 
 def add_condition_arguments(group) -> None:
