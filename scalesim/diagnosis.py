@@ -673,7 +673,7 @@ def _runs_tables(report: Report) -> list[str]:
         out.append("knee: none (efficiency never drops by 2 points between runs)")
     else:
         out.append(f"knee: {knee['devices_before']} -> {knee['devices_after']} devices, efficiency "
-                   f"-{knee['efficiency_drop']:.1%}"
+                   f"-{knee['efficiency_drop'] * 100:.1f} points"
                    + (", crossing a server boundary" if knee["crosses_boundary"] else ""))
     fit = report.details["fit"]
     p = fit["parameters"]

@@ -41,6 +41,11 @@ def test_table_names_the_knee(capsys):
     code, out, _ = run_cli(capsys, "predict")
     assert code == 0
     assert "knee: 8 -> 16 devices" in out and "inter-server link" in out
+    # the drop in points, between the two efficiencies printed in the eff column
+    knee = next(line for line in out.splitlines() if line.startswith("knee: "))
+    before, after = (next(line.split()[-3] for line in out.splitlines()
+                          if line.split()[:1] == [n]) for n in ("8", "16"))
+    assert f"efficiency {before} -> {after} (-" in knee and " points)" in knee, knee
 
 
 def test_presets_and_files_give_the_same_numbers(tmp_path, capsys):

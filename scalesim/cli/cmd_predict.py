@@ -118,7 +118,8 @@ def render_table(profile, scenario, rows) -> str:
         lines.append("knee: none (efficiency never drops by 2 points between rows)")
     else:
         lines.append(f"knee: {knee.devices_before} -> {knee.devices_after} devices, efficiency "
-                     f"-{knee.efficiency_drop:.1%}: {knee.label}")
+                     f"{rows[knee.index - 1].efficiency:.1%} -> {rows[knee.index].efficiency:.1%}"
+                     f" (-{knee.efficiency_drop * 100:.1f} points): {knee.label}")
     if not all(r.fits for r in rows):
         lines.append("warning: rows marked NO do not fit in device memory: not runnable, their "
                      "numbers are not a plan; try --strategy zero3 or a smaller --batch")
