@@ -221,3 +221,22 @@ def test_measured_noise_scale_gives_time_to_quality():
         b_simple=300.0, small_batch=16, big_batch=64)})
     row = predict(prof, Scenario(devices=[8], min_samples_to_quality=1e6))[0]
     assert row.steps_to_quality == pytest.approx(1e6 / 300.0 * (1 + 300.0 / row.global_batch))
+
+
+def test_rows_that_do_not_fit_get_hints_that_apply(capsys):
+    """The hint under rows that do not fit names what may make them fit here: no smaller batch
+    at batch 1, a wider split, full recompute and the planner for a transformer workload."""
+    assert main(["predict", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices",
+                 "8", "--tp", "2"]) == 0
+    warning = next(line for line in capsys.readouterr().out.splitlines()
+                   if line.startswith("warning: rows marked NO"))
+    assert "--strategy zero3" in warning and "a larger --tp or --pp" in warning
+    assert "--recompute full" in warning and "scalesim plan" in warning
+    assert "smaller --batch" not in warning  # the batch is 1 already
+    assert main(["predict", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices",
+                 "8", "--tp", "2", "--recompute", "full", "--strategy", "zero3",
+                 "--batch", "64"]) == 0
+    warning = next(line for line in capsys.readouterr().out.splitlines()
+                   if line.startswith("warning: rows marked NO"))
+    assert "smaller --batch" in warning and "--recompute full" not in warning
+    assert "--strategy zero3" not in warning

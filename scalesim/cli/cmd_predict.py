@@ -58,6 +58,23 @@ def layout_line(profile, scenario) -> str:
             "profile's curve (docs/model.md §22)" + (f"; {p2p.note}" if p2p else ""))
 
 
+def _fit_hints(profile, scenario, unfit) -> str:
+    """What may make rows that do not fit fit: stronger sharding, a smaller batch where it is above
+    one, and for a transformer workload a wider split, full recompute or the planner."""
+    hints = [] if scenario.strategy == "zero3" else ["--strategy zero3"]
+    if any(r.micro_batch > 1 for r in unfit):
+        hints.append("a smaller --batch")
+    if profile.workload.transformer is not None:
+        from scalesim.layout_predict import layout_of
+
+        hints.append("a larger --tp or --pp")
+        if layout_of(scenario).recompute_of(profile.workload) != "full":
+            hints.append("--recompute full")
+        hints.append("scalesim plan (it ranks the layouts that fit)")
+    return ", ".join(hints[:-1]) + " or " + hints[-1] if len(hints) > 1 else (
+        hints[0] if hints else "more devices per model replica")
+
+
 def render_table(profile, scenario, rows) -> str:
     from scalesim.cli.options import condition_words
     from scalesim.knee import knee_of_predictions
@@ -120,9 +137,9 @@ def render_table(profile, scenario, rows) -> str:
         lines.append(f"knee: {knee.devices_before} -> {knee.devices_after} devices, efficiency "
                      f"{rows[knee.index - 1].efficiency:.1%} -> {rows[knee.index].efficiency:.1%}"
                      f" (-{knee.efficiency_drop * 100:.1f} points): {knee.label}")
-    if not all(r.fits for r in rows):
+    if unfit := [r for r in rows if not r.fits]:
         lines.append("warning: rows marked NO do not fit in device memory: not runnable, their "
-                     "numbers are not a plan; try --strategy zero3 or a smaller --batch")
+                     f"numbers are not a plan; try {_fit_hints(profile, scenario, unfit)}")
     stalled = [r for r in rows if r.step_time_s > 0 and r.data_stall_s / r.step_time_s >= 0.10]
     if stalled:
         r = stalled[0]
