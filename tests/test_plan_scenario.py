@@ -210,7 +210,9 @@ def test_cli_plans_with_the_run_conditions(capsys, gpt):
         assert [r["step_time_s"] for r in got] == pytest.approx(
             [r.step_time_s for r in expected], rel=1e-12)
         code, out, err = run_cli(capsys, argv + flags)
-        assert code == 0 and out.splitlines()[0].startswith("ranked with: "), out
+        lines = out.splitlines()
+        assert code == 0 and lines[0].startswith("hardware: dgx-a100 (A100"), out
+        assert lines[1].startswith("ranked with: "), out
     code, out, err = run_cli(capsys, argv + ["--slow-device", "3"])
     assert code == 2 and "--slow-factor F go together" in err
     assert len(err.strip().splitlines()) == 1

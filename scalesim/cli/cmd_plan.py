@@ -151,9 +151,14 @@ def _hardware_and_efficiency(args, default_efficiency: float):
     from scalesim.errors import ScalesimError
 
     if args.profile is None:
+        from scalesim.cli.cmd_predict import hardware_line
         from scalesim.profiles import load_hardware
 
-        return load_hardware(args.hardware or "dgx-h100"), default_efficiency, "", None
+        hardware = load_hardware(args.hardware or "dgx-h100")
+        note = (hardware_line(hardware) + (" (the default; --hardware or --profile to change)"
+                                           if args.hardware is None else "")
+                + f"; matmul efficiency {default_efficiency:g} (the published runs' median)")
+        return hardware, default_efficiency, note, None
     if args.hardware is not None:
         raise ScalesimError("give --profile or --hardware, not both: the profile brings its "
                             "hardware and links")

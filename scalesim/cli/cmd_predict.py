@@ -58,6 +58,13 @@ def layout_line(profile, scenario) -> str:
             "profile's curve (docs/model.md §22)" + (f"; {p2p.note}" if p2p else ""))
 
 
+def hardware_line(hw) -> str:
+    """'hardware: dgx-h100 (H100-SXM5 80GB, 8 per server; intra 370 GB/s, inter 384 GB/s
+    busbw)' (predict's second line, plan's first)."""
+    return (f"hardware: {hw.name} ({hw.device_name}, {hw.devices_per_node} per server; intra "
+            f"{hw.intra_node.busbw_GBps:g} GB/s, inter {hw.inter_node.busbw_GBps:g} GB/s busbw)")
+
+
 def _fit_hints(profile, scenario, unfit) -> str:
     """What may make rows that do not fit fit: stronger sharding, a smaller batch where it is above
     one, and for a transformer workload a wider split, full recompute or the planner."""
@@ -84,10 +91,7 @@ def render_table(profile, scenario, rows) -> str:
     unit = profile.workload.sample_unit
     lines = [
         f"profile: {profile.name}",
-        f"hardware: {profile.hardware.name} ({profile.hardware.device_name}, "
-        f"{profile.hardware.devices_per_node} per server; intra "
-        f"{profile.hardware.intra_node.busbw_GBps:g} GB/s, inter "
-        f"{profile.hardware.inter_node.busbw_GBps:g} GB/s busbw)",
+        hardware_line(profile.hardware),
         f"scenario: {scenario.strategy}"
         + (f" ({framework_label(scenario.strategy, scenario.zero_framework)})"
            if scenario.strategy != "ddp" else "")
