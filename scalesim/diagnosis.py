@@ -412,8 +412,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
 
     b_noise = critical_batch or _critical_batch_from_steps(runs)
     fitted = {"name": f"fitted to {runs.source}", "critical_batch_size": b_noise,
-              "one_slow_device": slow_rank is not None, "slow_rank": slow_rank or 0,
-              "recompute_style": recompute_style}
+              "slow_rank": slow_rank, "recompute_style": recompute_style}
     profile, scenario, at = fitted_profile(fit, runs, **fitted, model=transformer)
     try:
         first, remedies = model_remedies(profile, scenario, at, cause.key,
