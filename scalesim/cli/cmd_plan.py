@@ -69,14 +69,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def recompute_style_line(style: str) -> str:
-    """The plan's full-recompute assumption in words, with the flag that changes it."""
-    if style == "early-stop":
-        return ("full recompute: early stop (PyTorch >= 2.1 non-reentrant checkpoint: the MLP "
-                "down projection is not rerun); --recompute-style whole-forward for Megatron-LM "
-                "or a reentrant checkpoint")
-    return ("full recompute: whole forward rerun (Megatron-LM, reentrant checkpoint, torch < "
-            "2.1); --recompute-style early-stop for PyTorch >= 2.1 non-reentrant checkpoint "
-            "(FSDP checkpoint_wrapper, torchtitan)")
+    """The plan's full-recompute assumption in words (``layout.RECOMPUTE_STYLE_LABELS``), with the
+    flag that changes it."""
+    from scalesim.layout import RECOMPUTE_STYLE_LABELS
+
+    other = next(name for name in RECOMPUTE_STYLE_LABELS if name != style)
+    return (f"full recompute: {RECOMPUTE_STYLE_LABELS[style]}; for the other style give "
+            f"--recompute-style {other}")
 
 
 def conditions_line(args: argparse.Namespace) -> str:
