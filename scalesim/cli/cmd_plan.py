@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", "--model", dest="workload", metavar="PRESET|FILE",
                    default="llama3-8b",
                    help="transformer preset or workload JSON with a transformer shape "
-                   "(default llama3-8b)")
+                   "(default llama3-8b; --model is its older name)")
     p.add_argument("--hardware", metavar="PRESET|FILE",
                    help="hardware preset or JSON file (default dgx-h100)")
     p.add_argument("--profile", metavar="FILE",
