@@ -240,3 +240,14 @@ def test_rows_that_do_not_fit_get_hints_that_apply(capsys):
                    if line.startswith("warning: rows marked NO"))
     assert "smaller --batch" in warning and "--recompute full" not in warning
     assert "--strategy zero3" not in warning
+
+
+def test_a_slow_device_beyond_a_rows_devices_is_said(capsys):
+    """Device 12 is not among 8 devices: that row has no slow device, and the output says so."""
+    assert main(["predict", "--devices", "8,16", "--slow-device", "12", "--slow-factor",
+                 "1.5"]) == 0
+    out = capsys.readouterr().out
+    assert "note: device 12 is not among the 8 devices of that row: no slow device there" in out
+    assert main(["predict", "--devices", "8,16", "--slow-device", "3", "--slow-factor",
+                 "1.5"]) == 0
+    assert "is not among" not in capsys.readouterr().out
