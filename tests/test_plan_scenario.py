@@ -213,6 +213,8 @@ def test_cli_plans_with_the_run_conditions(capsys, gpt):
         lines = out.splitlines()
         assert code == 0 and lines[0].startswith("hardware: dgx-a100 (A100"), out
         assert lines[1].startswith("ranked with: "), out
+    code, out, err = run_cli(capsys, argv + ["--slow-device", "5", "--slow-factor", "1.5"])
+    assert code == 0 and "no slow device at 4 devices (device 5 is not among them)" in out
     code, out, err = run_cli(capsys, argv + ["--slow-device", "3"])
     assert code == 2 and "--slow-factor F go together" in err
     assert len(err.strip().splitlines()) == 1

@@ -85,6 +85,10 @@ def conditions_line(args: argparse.Namespace) -> str:
 
     parts = condition_words(not args.no_overlap, args.slow_device, args.slow_factor,
                             args.straggler_cv)
+    if args.slow_device is not None and (
+            without := [n for n in args.devices if n <= args.slow_device]):
+        parts.append(f"no slow device at {', '.join(map(str, without))} devices (device "
+                     f"{args.slow_device} is not among them)")
     if args.zero_framework == "deepspeed":
         parts.insert(0, "ZeRO by DeepSpeed (stage 1-3 with its bucket defaults)")
     return "ranked with: " + ", ".join(parts) if parts else ""
