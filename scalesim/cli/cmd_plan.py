@@ -21,6 +21,7 @@ EXAMPLE = """examples:
   scalesim plan --workload gpt-1.7b --profile my-node.json --devices 8,16 --global-batch 512
   scalesim plan --workload llama3-70b --devices 64 --global-batch 512 --recompute-style early-stop
   scalesim plan --workload gpt-1.7b --hardware dgx-a100 --devices 4 --global-batch 4 --no-overlap
+  scalesim plan --devices 16 --global-batch 128 --zero-framework deepspeed --slow-device 3 --slow-factor 1.3
 
 --workload is a transformer preset (scalesim presets) or a workload JSON with a 'transformer'
 shape (scalesim schema workload). The sustained matmul efficiency defaults to the median that the
