@@ -2,7 +2,8 @@
 framework reruns the forward under full recompute, 'whole-forward' (Megatron-LM, reentrant
 checkpoint, torch < 2.1; the default) or 'early-stop' (PyTorch >= 2.1 non-reentrant checkpoint).
 It is a field of the layout schemas, a knob of scalesim.bounds (--recompute-style, link key rs),
-a flag of predict / sweep / plan / decide / goal / diagnose (with --workload), an app control and the planner's setting."""
+a flag of predict / sweep / plan / decide / goal / diagnose (with --workload), an app control
+and the planner's setting."""
 
 from __future__ import annotations
 
