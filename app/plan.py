@@ -178,8 +178,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
                          "transformer workload such as llama3-8b to split the model)")
         split = None
     if split is not None:
-        if recompute_style_note(profile, Scenario(layout=split)):
-            notes.append(recompute_style_note(profile, Scenario(layout=split)))
+        if note := recompute_style_note(profile, Scenario(layout=split)):
+            notes.append(note)
         fields["layout"] = split
         model = split.tp * split.pp
         kept = [d for d in devices if d % model == 0]

@@ -24,7 +24,7 @@ from scalesim.decision import card_rows
 from scalesim.errors import ScalesimError
 from scalesim.goal import seek
 from scalesim.jsonio import read_json
-from scalesim.layout import RECOMPUTE_STYLE_HELP
+from scalesim.layout import RECOMPUTE_STYLE_HELP, RECOMPUTE_STYLE_LABELS
 from scalesim.layout_predict import row_title as layout_title
 from scalesim.predict import Prediction
 from scalesim.schemas import Profile, Scenario
@@ -327,9 +327,6 @@ SCHEDULE_LABELS = {"auto": "auto (1F1B; interleaved with virtual stages)", "gpip
                    "1f1b": "1F1B", "interleaved": "interleaved 1F1B", "zb": "zero bubble"}
 RECOMPUTE_LABELS = {"auto": "the workload's", "none": "none", "selective": "selective",
                     "full": "full"}
-RECOMPUTE_STYLE_LABELS = {
-    "whole-forward": "whole forward (Megatron-LM, reentrant checkpoint, torch < 2.1)",
-    "early-stop": "early stop (PyTorch >= 2.1 non-reentrant: FSDP, torchtitan)"}
 
 
 def _layout_section(c: _Controls) -> None:

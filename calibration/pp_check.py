@@ -32,10 +32,8 @@ median over rounds; a run step the median over rounds of the slower rank's time.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import time
 
 SIZES = (0.25, 0.5, 1.0, 2.0)  # exchanges and all-reduces timed, in activations of a stage
 
@@ -81,6 +79,7 @@ def _megatron_1f1b(stage: int, micro: int, forward, backward, exchange) -> None:
 def _worker(args) -> dict | None:
     import torch
     import torch.distributed as dist
+    from scalesim.calibration.check_rounds import timed
     from scalesim.calibration.collective_phase import time_collective
     from scalesim.calibration.parallel_messages import time_send_recv
 
@@ -124,13 +123,6 @@ def _worker(args) -> dict | None:
         for request in dist.batch_isend_irecv(ops):
             request.wait()
 
-    def timed(fn, reps: int) -> float:
-        dist.barrier()
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        return (time.perf_counter() - t0) / reps
-
     def step():
         _megatron_1f1b(rank, args.micro, forward, backward, exchange)
 
@@ -151,14 +143,14 @@ def _worker(args) -> dict | None:
                                       args.coll_time_s) for s in SIZES}
         r.update({f"ar_{s}": time_collective("all_reduce", group, 2, int(size * s), cpu,
                                              args.coll_time_s) for s in SIZES})
-        r["forward"] = timed(forward, 3 * args.micro)
-        r["backward"] = timed(backward, 3 * args.micro)
-        r["run"] = timed(step, args.steps)
+        r["forward"] = timed(dist, forward, 3 * args.micro)
+        r["backward"] = timed(dist, backward, 3 * args.micro)
+        r["run"] = timed(dist, step, args.steps)
         # the pipeline's sends alone, and beside them (order alternating between rounds) as
         # many paired exchanges of the activation back to back: what one send costs right now
         pair = [("sends_only", sends_only), ("exchange", exchange_loop)]
         for key, fn in pair if len(rounds) % 2 == 0 else reversed(pair):
-            r[key] = timed(fn, args.steps)
+            r[key] = timed(dist, fn, args.steps)
         rounds.append(r)
     everyone: list = [None] * world
     dist.all_gather_object(everyone, rounds)
@@ -171,18 +163,16 @@ def _worker(args) -> dict | None:
 def summarise(args, everyone: list[list[dict]]) -> dict:
     """The fits, the predictions and the ratios from both ranks' rounds."""
     import numpy as np
+    from scalesim.calibration.check_rounds import allreduce_link, calibrated
+    from scalesim.calibration.check_rounds import slowest as slowest_of
     from scalesim.calibration.link_fit import fit_send_recv
 
     from scalesim.layout import ONE_F_ONE_B
-    from scalesim.model.collectives import fit_alpha_beta
     from scalesim.model.pipeline_schedule import p2p_s
     from scalesim.schemas import MessagePoint
 
-    def calibrated(key):  # median over ranks of each rank's median over rounds
-        return float(np.median([np.median([r[key] for r in rounds]) for rounds in everyone]))
-
     def slowest(key):  # per round, the slower rank
-        return [max(rounds[i][key] for rounds in everyone) for i in range(len(everyone[0]))]
+        return slowest_of(everyone, key)
 
     size = args.batch * args.seq * args.hidden * 4.0
     sizes = [size * s for s in SIZES]
@@ -193,13 +183,9 @@ def summarise(args, everyone: list[list[dict]]) -> dict:
     if fit is None:  # flat times (a wake-up floor): all latency, as tp_check reads them
         fit = (float(np.median(exchanges)), 1e5, 0.0)
     allreduces = [float(np.median(slowest(f"ar_{s}"))) for s in SIZES]
-    try:
-        link_latency, link_busbw, _ = fit_alpha_beta("all_reduce", sizes, [2] * len(sizes),
-                                                     allreduces)
-    except ValueError:
-        link_latency, link_busbw = float(np.median(allreduces)) / 2.0, 1e5
+    link_latency, link_busbw, _ = allreduce_link(sizes, allreduces)
     stages, m = 2, args.micro
-    f, b = calibrated("forward"), calibrated("backward")
+    f, b = calibrated(everyone, "forward"), calibrated(everyone, "backward")
     compute = (m + stages - 1) * (f + b)
 
     def sends(latency, bandwidth):
@@ -234,16 +220,9 @@ def summarise(args, everyone: list[list[dict]]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    result = _worker(args)
-    if result is not None:
-        text = json.dumps(result)
-        if args.out:
-            from scalesim.jsonio import atomic_write_text
+    from scalesim.calibration.check_rounds import main as check_main
 
-            atomic_write_text(args.out, text + "\n")
-        print(text)
-    return 0
+    return check_main(build_parser, _worker, argv)
 
 
 if __name__ == "__main__":

@@ -295,7 +295,7 @@ def _finish(ctx, args, records, reused, hostnames, wall_s) -> str | None:
     write_model(args.out, profile)
     print(f"profile written to {args.out} in {wall_s:.1f} s; try: scalesim predict --profile "
           f"{args.out} --devices 1,2,4,8"
-          + (f"; scalesim plan --profile {args.out} --model gpt-1.7b --devices 8 "
+          + (f"; scalesim plan --profile {args.out} --workload gpt-1.7b --devices 8 "
              "--global-batch 64" if profile.model_parallel is not None else ""))
     return str(args.out)
 

@@ -64,6 +64,7 @@ def _worker(args) -> dict | None:
     import numpy as np
     import torch
     import torch.distributed as dist
+    from scalesim.calibration.check_rounds import timed
     from scalesim.calibration.models import ShardedBlock
 
     torch.set_num_threads(args.threads)
@@ -97,13 +98,6 @@ def _worker(args) -> dict | None:
         x.grad = None
         run.zero_grad(set_to_none=True)
 
-    def timed(fn, reps: int) -> float:
-        dist.barrier()
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        return (time.perf_counter() - t0) / reps
-
     def solo_steps() -> list[float]:
         """The run's compute without its all-reduces, one time per step, each step started
         together after a barrier, as the jitter phase times steps: each rank's own jitter."""
@@ -134,10 +128,11 @@ def _worker(args) -> dict | None:
             dist.all_reduce(buf)
     rounds = []
     for _ in range(args.rounds):
-        r = {f"block_tp{t}": timed(lambda t=t: fwd_bwd(shards[t]), args.steps) for t in shards}
-        r.update({f"ar_{s}": timed(lambda b=buf: dist.all_reduce(b), args.calls)
+        r = {f"block_tp{t}": timed(dist, lambda t=t: fwd_bwd(shards[t]), args.steps)
+             for t in shards}
+        r.update({f"ar_{s}": timed(dist, lambda b=buf: dist.all_reduce(b), args.calls)
                   for s, buf in buffers.items()})
-        r["run"] = timed(layers_step, args.steps)
+        r["run"] = timed(dist, layers_step, args.steps)
         r["solo_steps"] = solo_steps()
         r["ar_after_compute"] = after_compute(buffers[1.0])
         rounds.append(r)
@@ -156,11 +151,11 @@ def summarise(args, everyone: list[list[dict]], np, quantile: float | None = Non
     """The fits, the prediction and the ratio from every rank's rounds; every timing reduced by
     its ``quantile`` over rounds (default ``args.quantile``; 50 = median)."""
     from scalesim.calibration.block_fit import Block, fit_block, layer_time_s
+    from scalesim.calibration.check_rounds import allreduce_link, slowest
+    from scalesim.calibration.check_rounds import calibrated as calibrated_over
     from scalesim.calibration.jitter_phase import summarize as jitter_of
 
-    from scalesim.bounds import QUANTITIES
-    from scalesim.model.collectives import fit_alpha_beta
-    from scalesim.model.stragglers import collective_waits_s
+    from scalesim.model.stragglers import SLOW_DEVICE_FACTOR, collective_waits_s
     from scalesim.model.tensor_parallel import collectives_per_layer, tp_comm_per_layer_s
     from scalesim.model.transformer import RECOMPUTE_NONE
 
@@ -170,10 +165,7 @@ def summarise(args, everyone: list[list[dict]], np, quantile: float | None = Non
         return float(np.percentile(values, q))
 
     def calibrated(key):  # the compute phase's point: median over ranks of each rank's value
-        return float(np.median([over_rounds([r[key] for r in rounds]) for rounds in everyone]))
-
-    def slowest(key):  # per round, the slower rank (a synchronous step or collective waits)
-        return [max(rounds[i][key] for rounds in everyone) for i in range(len(everyone[0]))]
+        return calibrated_over(everyone, key, over_rounds)
 
     block = Block(args.hidden, args.heads, 4 * args.hidden, args.seq, args.batch)
     tps = [1, 2, 4]
@@ -182,17 +174,8 @@ def summarise(args, everyone: list[list[dict]], np, quantile: float | None = Non
     element = 4.0  # fp32
     size = args.batch * args.seq * args.hidden * element
     sizes = [size * s for s in SIZES]
-    times = [over_rounds(slowest(f"ar_{s}")) for s in SIZES]
-    try:
-        latency_s, busbw_GBps, ar_rmse = fit_alpha_beta("all_reduce", sizes, [2] * len(sizes),
-                                                        times)
-    except ValueError:
-        # Flat times: every size costs the same fixed time (on an idle machine gloo's loopback
-        # all-reduce sits at a ~2 ms wake-up floor whatever its size), so the bytes cost
-        # nothing measurable here: all latency, the largest bus bandwidth the bounds allow.
-        busbw_GBps = QUANTITIES["busbw_GBps"].high
-        latency_s = float(np.median(times)) / 2.0  # a 2-rank ring all-reduce: 2(n-1) = 2 steps
-        ar_rmse = float(np.sqrt(np.mean((latency_s * 2.0 / np.asarray(times) - 1.0) ** 2)))
+    times = [over_rounds(slowest(everyone, f"ar_{s}")) for s in SIZES]
+    latency_s, busbw_GBps, ar_rmse = allreduce_link(sizes, times)
     world = len(everyone)
     layer_s = float(layer_time_s(block, world, fit.flops_per_s, fit.memory_bytes_per_s))
     comm_s = float(tp_comm_per_layer_s(args.batch, args.seq, args.hidden, world, 1,
@@ -200,13 +183,13 @@ def summarise(args, everyone: list[list[dict]], np, quantile: float | None = Non
     # the jitter phase's figure from the run's compute alone (per rank, all rounds' steps), and
     # the per-collective waits it predicts: every all-reduce waits for the slower rank
     jitter, _ = jitter_of([[t for r in rounds for t in r["solo_steps"]] for rounds in everyone],
-                          1.05)
+                          SLOW_DEVICE_FACTOR)
     collectives = args.layers * float(collectives_per_layer(RECOMPUTE_NONE))
     wait_s = float(collective_waits_s(world, collectives, args.layers * layer_s,
                                       jitter.step_time_cv))
     without_wait = args.layers * (layer_s + comm_s)
     predicted = without_wait + wait_s
-    run = slowest("run")
+    run = slowest(everyone, "run")
     measured = over_rounds(run)
     return {
         "ratio": measured / predicted, "ratio_without_wait": measured / without_wait,
@@ -220,7 +203,7 @@ def summarise(args, everyone: list[list[dict]], np, quantile: float | None = Non
         "block_s": dict(zip(tps, block_s, strict=True)), "block_fit_rel_rmse": fit.rel_rmse,
         "allreduce_s": times, "latency_s": latency_s, "busbw_GBps": busbw_GBps,
         "allreduce_fit_rel_rmse": ar_rmse,
-        "allreduce_after_compute_s": over_rounds(slowest("ar_after_compute")),
+        "allreduce_after_compute_s": over_rounds(slowest(everyone, "ar_after_compute")),
         "rounds": len(run), "layers": args.layers,
         "hidden": args.hidden, "seq": args.seq, "batch": args.batch, "ranks": world,
         "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
@@ -228,16 +211,9 @@ def summarise(args, everyone: list[list[dict]], np, quantile: float | None = Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    result = _worker(args)
-    if result is not None:
-        text = json.dumps(result)
-        if args.out:
-            from scalesim.jsonio import atomic_write_text
+    from scalesim.calibration.check_rounds import main as check_main
 
-            atomic_write_text(args.out, text + "\n")
-        print(text)
-    return 0
+    return check_main(build_parser, _worker, argv)
 
 
 if __name__ == "__main__":

@@ -290,7 +290,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
 
     if early_stop_of(recompute_style) and transformer is None:
         raise ScalesimError(f"recompute_style {recompute_style}: it applies to the runs' "
-                            "transformer (diagnose --model); give the model or drop it")
+                            "transformer (diagnose --workload); give the workload or drop it")
     runs = thin(runs)
     if transformer is not None and params is None:
         params = transformer.params
@@ -412,8 +412,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
 
     b_noise = critical_batch or _critical_batch_from_steps(runs)
     fitted = {"name": f"fitted to {runs.source}", "critical_batch_size": b_noise,
-              "one_slow_device": slow_rank is not None, "slow_rank": slow_rank or 0,
-              "recompute_style": recompute_style}
+              "slow_rank": slow_rank, "recompute_style": recompute_style}
     profile, scenario, at = fitted_profile(fit, runs, **fitted, model=transformer)
     try:
         first, remedies = model_remedies(profile, scenario, at, cause.key,
@@ -673,7 +672,7 @@ def _runs_tables(report: Report) -> list[str]:
         out.append("knee: none (efficiency never drops by 2 points between runs)")
     else:
         out.append(f"knee: {knee['devices_before']} -> {knee['devices_after']} devices, efficiency "
-                   f"-{knee['efficiency_drop']:.1%}"
+                   f"-{knee['efficiency_drop'] * 100:.1f} points"
                    + (", crossing a server boundary" if knee["crosses_boundary"] else ""))
     fit = report.details["fit"]
     p = fit["parameters"]

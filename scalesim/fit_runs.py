@@ -429,8 +429,8 @@ def extrapolate(fit: FitResult, runs: Runs, devices: list[int] | None = None,
 
 
 def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
-                   critical_batch_size: float | None = None, one_slow_device: bool = False,
-                   model: RunsModel | None = None, slow_rank: int = 0,
+                   critical_batch_size: float | None = None, slow_rank: int | None = None,
+                   model: RunsModel | None = None,
                    recompute_style: str = DEFAULT_RECOMPUTE_STYLE):
     """A Profile and Scenario that describe the largest run with the fitted parameters.
 
@@ -440,8 +440,9 @@ def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
     With ``model`` (the runs' transformer shape and GPU) the workload carries the shape and
     its parameter count, and the hardware the GPU's datasheet peak, memory bandwidth and memory,
     so predictions go through the layout model (docs/model.md §22). With
-    ``one_slow_device`` the measured spread is one device's delay: ``slow_rank`` is its rank (the
-    runs' consistently slowest; it sets the pipeline stage it slows under a split layout).
+    ``slow_rank`` (the runs' consistently slowest rank; None: no one device stands out) the
+    measured spread is that device's delay, and the rank sets the pipeline stage it slows under a
+    split layout.
     ``recompute_style``: the runs' framework's full recompute (``ScenarioLayout.recompute_style``,
     for the layouts the remedies try; the runs themselves are data parallel).
     """
@@ -496,7 +497,7 @@ def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
     k = runs.accumulation[-1]
     cv = v["jitter_cv"]
     slow_factor = 1.0
-    if one_slow_device:  # measured spread is one device's delay
+    if slow_rank is not None:  # measured spread is one device's delay
         slow_factor = 1.0 + delay / (k * micro)
     elif delay > 0:  # spread of all devices: sigma * e_N = delay, sigma = cv * micro * sqrt(k)
         e_n = float(expected_max_normal(last.devices))

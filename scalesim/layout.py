@@ -37,6 +37,12 @@ RECOMPUTE_STYLE_HELP = (
     "checkpoint: use_reentrant=False, FSDP checkpoint_wrapper NO_REENTRANT, torchtitan, "
     "llm-foundry; the MLP down projection and the residual add after it are not rerun, "
     "docs/model.md §13)")
+# Each style in a few words, where a choice is shown (the app's control, plan's first lines)
+RECOMPUTE_STYLE_LABELS = {
+    "whole-forward": "whole forward rerun (Megatron-LM, reentrant checkpoint, torch < 2.1)",
+    "early-stop": "early stop (PyTorch >= 2.1 non-reentrant checkpoint: FSDP checkpoint_wrapper, "
+                  "torchtitan; the MLP down projection is not rerun)",
+}
 SCHEDULES = {"none": 0, "gpipe": 1, "1f1b": 2, "interleaved": 3, "zb": 4}
 NO_PIPELINE, GPIPE, ONE_F_ONE_B, INTERLEAVED, ZERO_BUBBLE = range(5)
 LAYOUT_VERSION = "scalesim-layout/1"

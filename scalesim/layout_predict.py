@@ -101,11 +101,12 @@ def _peak_and_bandwidth(profile: Profile) -> tuple[float, bool, float]:
 
 def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
                      peak_flops: float, bandwidth_GBps: float, jitter_cv: float = 0.0, p2p=None,
-                     global_batch: int = 1, efficiency: float = 1.0) -> Setting:
+                     global_batch: int = 1) -> Setting:
     """The run's constants (``plan.Setting``) of a scenario: the workload's shape, parameters and
     bytes per parameter; the hardware with the scenario's links (an intra busbw override scales
     NVLS alike, ``predict.nvls_busbw_ratio``), server size, contention and device spread;
-    ``peak_flops`` (FLOP/s, ``NOMINAL_PEAK_FLOPS`` when unknown) and ``bandwidth_GBps``; the
+    ``peak_flops`` (FLOP/s, ``NOMINAL_PEAK_FLOPS`` when unknown) and ``bandwidth_GBps``
+    (efficiency 1: the compute pin, ``pinned_efficiency``, sets it per micro-batch later); the
     scenario's overlap, slow device and recompute style; ``jitter_cv`` the step-to-step
     jitter (``predict.jitter_cv_of``: it lives in the profile, not the hardware); ``p2p`` the
     profile's measured send/recv inside a server (``plan.measured_p2p``; None: the intra link).
@@ -132,7 +133,7 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
                                          hw.comm_compute_contention),
         "device_speed_cv": _pick(scenario.device_speed_cv, hw.device_speed_cv)})
     return Setting(
-        wl.transformer, hardware, global_batch, efficiency, params=wl.params,
+        wl.transformer, hardware, global_batch, 1.0, params=wl.params,
         jitter_cv=jitter_cv, p2p=p2p, recompute_style=layout_of(scenario).recompute_style,
         overlap=scenario.overlap, slow_device=scenario.slow_device,
         slow_factor=scenario.slow_factor, param_bytes_per_param=wl.param_bytes_per_param,
@@ -217,15 +218,13 @@ def split_devices(devices, tp, pp):
 
 
 def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, accumulation,
-                  base_micro_batch, tp=None, pp=None, zero=None, intra_busbw_GBps=None,
-                  inter_busbw_GBps=None, jitter_cv=None, overlap=None,
-                  framework=None) -> LayoutRows:
+                  base_micro_batch, tp=None, pp=None, zero=None,
+                  overrides: dict | None = None) -> LayoutRows:
     """Every row (arrays broadcast) through ``evaluate_layouts``, with speed-up and efficiency
     against one device running the unsplit model at ``base_micro_batch``. Rows must be valid
-    layouts (``check_rows``). ``jitter_cv`` (a sweep axis) defaults to the scenario's or the
-    profile's (``predict.jitter_cv_of``), ``overlap`` (a sweep axis) to the scenario's,
-    ``framework`` (a sweep axis, ``sharding.FRAMEWORKS`` codes) to the scenario's
-    ``zero_framework``."""
+    layouts (``check_rows``). ``overrides``: ``LayoutInputs`` fields that replace the
+    scenario's values (a sweep's axes, ``sweep.input_changes``: framework, algorithm, overlap,
+    bucket_bytes, link bandwidths, jitter_cv)."""
     split = layout_of(scenario)
     wl, hw = profile.workload, profile.hardware
     g_max = scenario.devices_per_node or hw.devices_per_node
@@ -241,17 +240,7 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
     nodes = -(-p // per_node)
     peak, peak_known, bandwidth = _peak_and_bandwidth(profile)
     base = base_inputs(wl, hw, scenario, peak, bandwidth, jitter_cv_of(profile, scenario),
-                       measured_p2p(profile)).replace(devices_per_node=g_max)
-    if jitter_cv is not None:
-        base = base.replace(jitter_cv=jitter_cv)
-    if overlap is not None:
-        base = base.replace(overlap=overlap)
-    if framework is not None:
-        base = base.replace(framework=framework)
-    if intra_busbw_GBps is not None:
-        base = base.replace(intra_busbw_GBps=intra_busbw_GBps)
-    if inter_busbw_GBps is not None:
-        base = base.replace(inter_busbw_GBps=inter_busbw_GBps)
+                       measured_p2p(profile)).replace(devices_per_node=g_max, **(overrides or {}))
     supply, supply_alone = loader_supply(profile, scenario, per_node)  # one loader per replica
     schedule = SCHEDULES[split.schedule_of()]
     if split.schedule is None:  # default per row: 1f1b / interleaved where pp > 1

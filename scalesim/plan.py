@@ -36,7 +36,7 @@ from scalesim.layout import (
 from scalesim.model import collectives as coll
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
 from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
-from scalesim.model.sharding import FSDP
+from scalesim.model.sharding import FRAMEWORKS, FSDP
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.predict import nvls_busbw_ratio
 from scalesim.schemas import Hardware, Profile, TransformerShape
@@ -382,7 +382,8 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
          cp_values=(1,), tp_overlap: bool = False, split_only: bool = False,
          jitter_cv: float = 0.0, p2p: MeasuredP2P | None = None,
          recompute_style: str = DEFAULT_RECOMPUTE_STYLE, overlap: bool = True,
-         slow_device: int | None = None, slow_factor: float = 1.0) -> list[PlanRow]:
+         slow_device: int | None = None, slow_factor: float = 1.0,
+         zero_framework: str = "fsdp") -> list[PlanRow]:
     """Rank every valid layout of ``shape`` on each of ``devices`` for ``global_batch``.
 
     Fitting layouts first, best first (highest samples/s, or fewest device-hours per sample
@@ -397,16 +398,21 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
     searched, and named in each row. ``overlap`` False: the framework does not overlap
     communication with compute (every layout's exchange exposed, docs/model.md §16);
     ``slow_device``, ``slow_factor``: global rank and compute-time multiplier of a persistently
-    slow device (its stage and replica under each layout's placement, §16).
+    slow device (its stage and replica under each layout's placement, §16); ``zero_framework``:
+    how the ZeRO layouts run ('fsdp': FSDP, ZeRO-1 as Megatron-Core's distributed optimizer; or
+    'deepspeed'; ``Scenario.zero_framework``, docs/model.md §4).
     ``rank_layouts`` does the same for a ``Setting`` (a scenario's: ``layout_predict.plan_at``).
     """
     check_number("matmul_efficiency", efficiency, "efficiency")
     check_number("slow_factor", slow_factor, "slow_factor")
     if slow_device is not None and slow_device < 0:
         raise ScalesimError(f"slow_device {slow_device}: give a device rank of 0 or more")
+    if zero_framework not in FRAMEWORKS:
+        raise ScalesimError(f"zero_framework {zero_framework!r}: choose "
+                            f"{' or '.join(FRAMEWORKS)}")
     setting = Setting(shape, hardware, global_batch, efficiency, fp8, params, tp_overlap,
                       jitter_cv, p2p, recompute_style, overlap=overlap, slow_device=slow_device,
-                      slow_factor=slow_factor)
+                      slow_factor=slow_factor, framework=FRAMEWORKS[zero_framework])
     return rank_layouts(setting, devices, rank_by, top, include_unfit, cp_values, split_only)
 
 

@@ -33,9 +33,8 @@ AXES = ("devices", "micro_batch", "global_batch", "accumulation", "strategy", "z
         "tp", "pp")
 NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "algorithm": ALGORITHMS}
 WHOLE_AXES = ("devices", "micro_batch", "global_batch", "accumulation", "tp", "pp")
-# A transformer workload sweeps through evaluate_layouts (scalesim.layout_predict): these axes
-# are data-parallel step-model knobs it does not model, and tp / pp need a transformer shape.
-DATA_PARALLEL_ONLY_AXES = ("algorithm", "bucket_mib")  # not sweep axes of layouts
+# A transformer workload sweeps through evaluate_layouts (scalesim.layout_predict); tp / pp need
+# a transformer shape. Every other axis is a knob of both paths (``input_changes``).
 LAYOUT_AXES = ("tp", "pp")
 LAYOUT_COLUMNS = ("dp", "bubble_s")  # extra output columns of a transformer workload's rows
 
@@ -131,13 +130,7 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
     from scalesim.layout_predict import uses_layouts
 
     split = uses_layouts(profile, base)
-    if split:
-        not_modelled = [n for n in DATA_PARALLEL_ONLY_AXES if n in axes]
-        if not_modelled:
-            raise ScalesimError(f"sweep axis '{not_modelled[0]}' is a data-parallel step-model "
-                                f"knob; workload '{profile.workload.name}' has a transformer "
-                                "shape and predicts through its layout, which does not model it")
-    elif any(n in axes for n in LAYOUT_AXES):
+    if not split and any(n in axes for n in LAYOUT_AXES):
         raise ScalesimError(f"sweep axes tp / pp split the model: workload "
                             f"'{profile.workload.name}' is a parameter count only; give a "
                             "workload with a 'transformer' shape")
@@ -170,6 +163,27 @@ def _grid_at(plan: SweepPlan, flat: np.ndarray) -> dict[str, np.ndarray]:
     return {name: values[i] for (name, values), i in zip(plan.axes.items(), index, strict=True)}
 
 
+def input_changes(grid: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The model inputs the grid's knob axes set, by the field name ``StepInputs`` and
+    ``LayoutInputs`` share (framework and algorithm codes, overlap, DDP bucket bytes, link
+    bandwidths, jitter), so both prediction paths sweep them alike."""
+    changes = {}
+    if "zero_framework" in grid:
+        changes["framework"] = _codes(grid["zero_framework"], FRAMEWORKS, "zero_framework")
+    if "algorithm" in grid:
+        changes["algorithm"] = _codes(grid["algorithm"], ALGORITHMS, "algorithm")
+    if "overlap" in grid:
+        changes["overlap"] = grid["overlap"]
+    if "bucket_mib" in grid:
+        changes["bucket_bytes"] = grid["bucket_mib"] * MIB
+    for name in ("intra_busbw_GBps", "inter_busbw_GBps"):
+        if name in grid:
+            changes[name] = grid[name]
+    if "straggler_cv" in grid:
+        changes["jitter_cv"] = grid["straggler_cv"]
+    return changes
+
+
 def evaluate_at(plan: SweepPlan, flat: np.ndarray) -> SweepResult:
     """The model at the combinations numbered ``flat``; strong-scaling ones that do not split
     are dropped and counted."""
@@ -196,22 +210,9 @@ def evaluate_at(plan: SweepPlan, flat: np.ndarray) -> SweepResult:
 
     base_scn = base.model_copy(update={"global_batch": None, "micro_batch": 1, "devices": [1]})
     inputs, _ = scenario_inputs(profile, base_scn, devices=p)
-    changes: dict = {"micro_batch": micro, "accumulation": k}
+    changes: dict = {"micro_batch": micro, "accumulation": k, **input_changes(grid)}
     if "strategy" in grid:
         changes["strategy"] = _codes(grid["strategy"], STRATEGIES, "strategy")
-    if "zero_framework" in grid:
-        changes["framework"] = _codes(grid["zero_framework"], FRAMEWORKS, "zero_framework")
-    if "algorithm" in grid:
-        changes["algorithm"] = _codes(grid["algorithm"], ALGORITHMS, "algorithm")
-    if "overlap" in grid:
-        changes["overlap"] = grid["overlap"]
-    if "bucket_mib" in grid:
-        changes["bucket_bytes"] = grid["bucket_mib"] * MIB
-    for name in ("intra_busbw_GBps", "inter_busbw_GBps"):
-        if name in grid:
-            changes[name] = grid[name]
-    if "straggler_cv" in grid:
-        changes["jitter_cv"] = grid["straggler_cv"]
     inputs = inputs.replace(**changes)
     result, speedup, efficiency = evaluate_scaling(inputs, base_micro)
 
@@ -267,13 +268,8 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     p, k, tp, pp, micro, base_micro = (a[keep] for a in (p, k, tp, pp, micro, base_micro))
     zero = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
             else lp.ZERO_OF_STRATEGY[base.strategy])
-    framework = (_codes(grid["zero_framework"], FRAMEWORKS, "zero_framework")
-                 if "zero_framework" in grid else None)
     rows = lp.evaluate_rows(profile, base, p, micro, k, base_micro, tp=tp, pp=pp, zero=zero,
-                            framework=framework,
-                            intra_busbw_GBps=grid.get("intra_busbw_GBps"),
-                            inter_busbw_GBps=grid.get("inter_busbw_GBps"),
-                            jitter_cv=grid.get("straggler_cv"), overlap=grid.get("overlap"))
+                            overrides=input_changes(grid))
     r = rows.result
     comm = r.tp_comm_s + r.cp_comm_s + r.p2p_s + r.dp_exposed_s
     outputs = {"step_time_s": r.step_time_s, "compute_s": r.compute_s, "exposed_comm_s": comm,

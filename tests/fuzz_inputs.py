@@ -409,15 +409,15 @@ def _value_strategy(command: str, action) -> st.SearchStrategy:
     if dest in ("profile", "scenario", "base"):
         kind = "profile" if dest == "base" else dest
         return st.one_of(json_file(kind), st.builds(PathSpec, st.just("missing")))
+    if command == "plan" and dest == "workload":  # plan needs a transformer shape
+        return st.one_of(st.sampled_from(list(presets.TRANSFORMERS)), json_file("transformer"),
+                         json_file("workload"), TEXT)
     if dest in ("hardware", "workload"):
         names = list(presets.HARDWARE) if dest == "hardware" else [
             *presets.WORKLOADS, *presets.TRANSFORMERS]  # data parallel, and split by --tp --pp
         files = json_file(dest) if dest == "hardware" else st.one_of(
             json_file("workload"), json_file("transformer"))
         return st.one_of(st.sampled_from(names), st.sampled_from(names), files, TEXT)
-    if command == "plan" and dest == "model":
-        return st.one_of(st.sampled_from(list(presets.TRANSFORMERS)), json_file("transformer"),
-                         json_file("workload"), TEXT)
     if dest == "runs":
         return RUNS_FILE
     if dest == "trace":

@@ -1,4 +1,4 @@
-"""scalesim diagnose --model PRESET|FILE --gpu NAME: the profile fitted to measured runs carries
+"""scalesim diagnose --workload PRESET|FILE --gpu NAME: the profile fitted to measured runs carries
 the runs' transformer shape, so its remedies go through the layout model and "split the model"
 applies where the data-parallel exchange dominates (docs/model.md §22, docs/diagnose.md)."""
 
@@ -98,7 +98,7 @@ def test_cli(tmp_path, capsys, runs_csv, bert_file):
 
 
 def test_a_slow_device_keeps_the_shape_for_the_remedies():
-    """Runs whose rank 0 is 1.4x slower, with --model: the layout model now predicts a slow
+    """Runs whose rank 0 is 1.4x slower, with --workload: the layout model now predicts a slow
     device (docs/model.md §16), so the remedies keep the shape, fixing the device comes first,
     and its gain matches the data-parallel prediction (tp = pp = 1, the same micro-step)."""
     runs = parse_runs_text(cases.to_csv(cases.slow_device()), "runs.csv")

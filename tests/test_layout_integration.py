@@ -156,9 +156,7 @@ def test_sweep_through_layouts_matches_predict_row_for_row(gpt):
         assert bool(c["fits"][i]) == row.fits and int(c["dp"][i]) == row.dp
 
 
-def test_sweep_refuses_axes_the_path_does_not_model(gpt):
-    with pytest.raises(ScalesimError, match="'bucket_mib' is a data-parallel"):
-        sweep(gpt, Scenario(devices=[8]), {"bucket_mib": [25, 50]})
+def test_sweep_refuses_layout_axes_without_a_shape():
     with pytest.raises(ScalesimError, match="parameter count only"):
         sweep(default_profile(), Scenario(devices=[8]), {"tp": [1, 2]})
 

@@ -325,8 +325,10 @@ def test_cli_predicts_a_layout_with_each_knob(capsys, knob, layout):
     assert len(rows) == 2
     for r, q in zip(rows, quiet_rows, strict=True):
         assert float(r[4].replace(",", "")) > float(q[4].replace(",", ""))  # step ms grows
-    if knob == ["--no-overlap"]:
-        assert "overlap off" in out
+    scenario = next(line for line in out.splitlines() if line.startswith("scenario: "))
+    said = {"--no-overlap": "overlap off", "--slow-device": "device 3 computes 1.3x slower",
+            "--straggler-cv": "jitter cv 0.05 per micro-step"}[knob[0]]
+    assert said in scenario, scenario  # the scenario line names the condition predicted
 
 
 def test_jitter_on_a_layout_ignores_a_slow_rank_beyond_the_devices():

@@ -260,21 +260,9 @@ SENDS_RATIO_BOUNDS = (0.5, 2.0)
 
 @pytest.mark.slow
 def test_a_real_pipelines_sends_match_the_send_count(tmp_path):
-    import json
-    import os
-    import subprocess
-    import sys
+    from torchrun_check import run_check
 
-    out = tmp_path / "pp.json"
-    env = dict(os.environ)
-    env.pop("OMP_NUM_THREADS", None)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-           "-m", "scalesim.calibration.pp_check", "--rounds", "8", "--steps", "4",
-           "--out", str(out)]
-    result = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=300, check=False)
-    assert result.returncode == 0, result.stderr[-3000:]
-    check = json.loads(out.read_text())
+    check = run_check(tmp_path, "pp_check", "--rounds", "8", "--steps", "4")
     assert len(check["send_recv_s"]) == 4 and check["predicted_p2p_s"] > 0, check
     assert check["predicted_s"] == pytest.approx(check["predicted_compute_s"]
                                                  + check["predicted_p2p_s"])

@@ -120,8 +120,11 @@ def test_cli_reads_a_workload_file_with_a_shape(tmp_path):
     out = _cli("--model", str(path), "--hardware", "dgx-a100", "--devices", "8,16",
                "--global-batch", "64", "--top", "3")
     assert out.returncode == 0, out.stderr
-    assert "best step" in out.stdout and out.stdout.count("\n") == 6
-    assert out.stdout.startswith("full recompute: whole forward rerun")  # the framework's
+    assert "best step" in out.stdout and out.stdout.count("\n") == 7
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("hardware: dgx-a100 (A100-SXM4 80GB, 8 per server")
+    assert "(the default" not in lines[0]  # --hardware was given
+    assert lines[1].startswith("full recompute: whole forward rerun")  # the framework's
     no_shape = tmp_path / "plain.json"
     no_shape.write_text(json.dumps({"name": "x", "params": 1e9}))
     out = _cli("--model", str(no_shape), "--devices", "8", "--global-batch", "64")

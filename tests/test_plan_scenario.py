@@ -110,15 +110,22 @@ def test_every_other_knob_of_the_scenario_reaches_the_ranking():
 def test_plan_takes_overlap_and_a_slow_device_as_plan_at_does(gpt):
     """``plan()`` on the preset's shape and hardware at the preset's efficiency (its compute curve
     is the layout model's own at 0.69, so the pin recovers it) ranks as ``plan_at``."""
-    for knob in ({}, {"overlap": False}, {"slow_device": 3, "slow_factor": 1.5}):
+    steps = {}
+    for knob in ({}, {"overlap": False}, {"slow_device": 3, "slow_factor": 1.5},
+                 {"zero_framework": "deepspeed"}):
         at = plan_at(gpt, QUIET.model_copy(update=knob), DEVICES, GLOBAL_BATCH, top=None)
         direct = plan(gpt.workload.transformer, gpt.hardware, [DEVICES], GLOBAL_BATCH, top=None,
                       params=gpt.workload.params, **knob)
         assert [_key(r) for r in at] == [_key(r) for r in direct]
         np.testing.assert_allclose([r.step_time_s for r in at],
                                    [r.step_time_s for r in direct], rtol=1e-12)
+        steps[tuple(knob)] = {_key(r): r.step_time_s for r in direct if r.zero == 1}
+    # DeepSpeed's ZeRO-1 gathers the parameters after the step, exposed: every ZeRO-1 row slower
+    deepspeed, default = steps[("zero_framework",)], steps[()]
+    assert deepspeed and all(deepspeed[k] > default[k] for k in deepspeed)
     for bad, message in (({"slow_factor": 0.5}, "slow_factor"),
-                         ({"slow_device": -1}, "slow_device")):
+                         ({"slow_device": -1}, "slow_device"),
+                         ({"zero_framework": "megatron"}, "zero_framework 'megatron'")):
         with pytest.raises(ScalesimError, match=message):
             plan(gpt.workload.transformer, gpt.hardware, [DEVICES], GLOBAL_BATCH, **bad)
 
@@ -194,7 +201,8 @@ def test_cli_plans_with_the_run_conditions(capsys, gpt):
     for flags, knob in ((["--no-overlap"], {"overlap": False}),
                         (["--slow-device", "3", "--slow-factor", "1.5"],
                          {"slow_device": 3, "slow_factor": 1.5}),
-                        (["--straggler-cv", "0.05"], {"jitter_cv": 0.05})):
+                        (["--straggler-cv", "0.05"], {"jitter_cv": 0.05}),
+                        (["--zero-framework", "deepspeed"], {"zero_framework": "deepspeed"})):
         code, out, err = run_cli(capsys, argv + flags + ["--json"])
         assert code == 0, err
         expected = plan(SHAPE, HARDWARE["dgx-a100"], [DEVICES], GLOBAL_BATCH, top=3, **knob)
@@ -202,7 +210,11 @@ def test_cli_plans_with_the_run_conditions(capsys, gpt):
         assert [r["step_time_s"] for r in got] == pytest.approx(
             [r.step_time_s for r in expected], rel=1e-12)
         code, out, err = run_cli(capsys, argv + flags)
-        assert code == 0 and out.splitlines()[0].startswith("ranked with: "), out
+        lines = out.splitlines()
+        assert code == 0 and lines[0].startswith("hardware: dgx-a100 (A100"), out
+        assert lines[1].startswith("ranked with: "), out
+    code, out, err = run_cli(capsys, argv + ["--slow-device", "5", "--slow-factor", "1.5"])
+    assert code == 0 and "no slow device at 4 devices (device 5 is not among them)" in out
     code, out, err = run_cli(capsys, argv + ["--slow-device", "3"])
     assert code == 2 and "--slow-factor F go together" in err
     assert len(err.strip().splitlines()) == 1

@@ -41,6 +41,11 @@ def test_table_names_the_knee(capsys):
     code, out, _ = run_cli(capsys, "predict")
     assert code == 0
     assert "knee: 8 -> 16 devices" in out and "inter-server link" in out
+    # the drop in points, between the two efficiencies printed in the eff column
+    knee = next(line for line in out.splitlines() if line.startswith("knee: "))
+    before, after = (next(line.split()[-3] for line in out.splitlines()
+                          if line.split()[:1] == [n]) for n in ("8", "16"))
+    assert f"efficiency {before} -> {after} (-" in knee and " points)" in knee, knee
 
 
 def test_presets_and_files_give_the_same_numbers(tmp_path, capsys):
@@ -216,3 +221,33 @@ def test_measured_noise_scale_gives_time_to_quality():
         b_simple=300.0, small_batch=16, big_batch=64)})
     row = predict(prof, Scenario(devices=[8], min_samples_to_quality=1e6))[0]
     assert row.steps_to_quality == pytest.approx(1e6 / 300.0 * (1 + 300.0 / row.global_batch))
+
+
+def test_rows_that_do_not_fit_get_hints_that_apply(capsys):
+    """The hint under rows that do not fit names what may make them fit here: no smaller batch
+    at batch 1, a wider split, full recompute and the planner for a transformer workload."""
+    assert main(["predict", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices",
+                 "8", "--tp", "2"]) == 0
+    warning = next(line for line in capsys.readouterr().out.splitlines()
+                   if line.startswith("warning: rows marked NO"))
+    assert "--strategy zero3" in warning and "a larger --tp or --pp" in warning
+    assert "--recompute full" in warning and "scalesim plan" in warning
+    assert "smaller --batch" not in warning  # the batch is 1 already
+    assert main(["predict", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices",
+                 "8", "--tp", "2", "--recompute", "full", "--strategy", "zero3",
+                 "--batch", "64"]) == 0
+    warning = next(line for line in capsys.readouterr().out.splitlines()
+                   if line.startswith("warning: rows marked NO"))
+    assert "smaller --batch" in warning and "--recompute full" not in warning
+    assert "--strategy zero3" not in warning
+
+
+def test_a_slow_device_beyond_a_rows_devices_is_said(capsys):
+    """Device 12 is not among 8 devices: that row has no slow device, and the output says so."""
+    assert main(["predict", "--devices", "8,16", "--slow-device", "12", "--slow-factor",
+                 "1.5"]) == 0
+    out = capsys.readouterr().out
+    assert "note: device 12 is not among the 8 devices of that row: no slow device there" in out
+    assert main(["predict", "--devices", "8,16", "--slow-device", "3", "--slow-factor",
+                 "1.5"]) == 0
+    assert "is not among" not in capsys.readouterr().out

@@ -217,7 +217,10 @@ def test_zero_framework_knob_in_predict_cli_and_sweep_agree(capsys):
     assert z1["deepspeed"].comm_bytes == pytest.approx(1.5 * z1["fsdp"].comm_bytes)
     assert main(["predict", "--hardware", "dgx-a100", "--workload", "gpt-7b", "--strategy",
                  "zero3", "--zero-framework", "deepspeed", "--devices", "8"]) == 0
-    assert "zero3 (deepspeed)" in capsys.readouterr().out
+    assert "zero3 (DeepSpeed stage 3)" in capsys.readouterr().out
+    assert main(["predict", "--hardware", "dgx-a100", "--workload", "gpt-7b", "--strategy",
+                 "zero1", "--devices", "8"]) == 0
+    assert "zero1 (Megatron-Core distributed optimizer)" in capsys.readouterr().out
     with pytest.raises(SystemExit) as bad:
         main(["predict", "--zero-framework", "megatron"])
     assert bad.value.code == 2

@@ -157,9 +157,16 @@ def test_the_exchange_knobs_reach_the_layout_path():
         assert a.exposed_comm_s == pytest.approx(b.exposed_comm_s, rel=1e-9), knobs
         assert a.exposed_comm_s != pytest.approx(predict(shaped, Scenario(devices=[16]))[0]
                                                  .exposed_comm_s, rel=1e-3), knobs
-    grid = sweep(shaped, Scenario(devices=[16], strategy="zero1"),
-                 {"zero_framework": ["fsdp", "deepspeed"]})
-    for fw, step in zip(grid.columns["zero_framework"], grid.columns["step_time_s"],
-                        strict=True):
-        want = predict(shaped, Scenario(devices=[16], strategy="zero1", zero_framework=str(fw)))
-        assert step == pytest.approx(want[0].step_time_s, rel=1e-12)
+    # every exchange knob is a sweep axis of layouts too, each row what predict says of it
+    # (ZeRO-1 for the framework; DDP, whose all-reduce buckets they set, for the others)
+    axes = {"zero_framework": ["fsdp", "deepspeed"], "algorithm": ["ring", "tree"],
+            "bucket_mib": [25.0, 100.0], "overlap": [True, False]}
+    for name, values in axes.items():
+        base = Scenario(devices=[16], strategy="zero1" if name == "zero_framework" else "ddp")
+        grid = sweep(shaped, base, {name: values})
+        steps = grid.columns["step_time_s"]
+        assert len(set(steps.tolist())) == len(values), name  # each value moves the step
+        for value, step in zip(grid.columns[name], steps, strict=True):
+            value = value.item() if hasattr(value, "item") else value
+            want = predict(shaped, base.model_copy(update={name: value}))
+            assert step == pytest.approx(want[0].step_time_s, rel=1e-12), (name, value)

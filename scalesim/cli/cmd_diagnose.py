@@ -42,7 +42,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", "--model", dest="workload", metavar="PRESET|FILE",
                    help="the transformer the runs trained: a preset (scalesim presets) or a "
                    "workload JSON with a 'transformer' shape; remedies are then predicted by the "
-                   "layout model and include splitting the model (needs --gpu)")
+                   "layout model and include splitting the model (needs --gpu; --model is its older "
+                   "name)")
     p.add_argument("--gpu", metavar="NAME", help="the runs' GPU as the presets name it (e.g. "
                    "'H100 SXM', 'A100 80GB'): its datasheet peak, memory bandwidth and memory, "
                    "for --workload")

@@ -8,6 +8,7 @@ from scalesim.bounds import flag_list_type, flag_type
 from scalesim.cli.options import (
     add_condition_arguments,
     add_recompute_style_argument,
+    add_zero_framework_argument,
     positive_int,
 )
 
@@ -20,22 +21,24 @@ EXAMPLE = """examples:
   scalesim plan --workload gpt-1.7b --profile my-node.json --devices 8,16 --global-batch 512
   scalesim plan --workload llama3-70b --devices 64 --global-batch 512 --recompute-style early-stop
   scalesim plan --workload gpt-1.7b --hardware dgx-a100 --devices 4 --global-batch 4 --no-overlap
+  scalesim plan --devices 16 --global-batch 128 --zero-framework deepspeed --slow-device 3 --slow-factor 1.3
 
 --workload is a transformer preset (scalesim presets) or a workload JSON with a 'transformer'
 shape (scalesim schema workload). The sustained matmul efficiency defaults to the median that the
 published model-parallel runs pin (docs/validation.md); give --efficiency from a calibration.
 Layouts are placed as Megatron/torchtitan do (tp innermost in a server, pp outermost).
---recompute-style says how your framework's full recompute reruns the forward (a property of
-the framework, applied to every full-recompute layout, not searched). --no-overlap,
---straggler-cv and --slow-device/--slow-factor rank every layout under those conditions, as
-predict predicts them (a slow rank slows its tensor group and pipeline stage)."""
+--recompute-style says how your framework's full recompute reruns the forward and
+--zero-framework how it runs ZeRO (properties of the framework, applied to every layout, not
+searched). --no-overlap, --straggler-cv and --slow-device/--slow-factor rank every layout under
+those conditions, as predict predicts them (a slow rank slows its tensor group and pipeline
+stage)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", "--model", dest="workload", metavar="PRESET|FILE",
                    default="llama3-8b",
                    help="transformer preset or workload JSON with a transformer shape "
-                   "(default llama3-8b)")
+                   "(default llama3-8b; --model is its older name)")
     p.add_argument("--hardware", metavar="PRESET|FILE",
                    help="hardware preset or JSON file (default dgx-h100)")
     p.add_argument("--profile", metavar="FILE",
@@ -57,6 +60,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the framework overlaps tensor-parallel collectives with the matmuls "
                    "(Transformer Engine userbuffers)")
     add_recompute_style_argument(p)
+    add_zero_framework_argument(p)
     add_condition_arguments(p.add_argument_group("the run's conditions (as predict's)"))
     p.add_argument("--rank", choices=["throughput", "cost"], default="throughput",
                    help="throughput (samples/s) or cost (device-hours per sample)")
@@ -66,26 +70,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def recompute_style_line(style: str) -> str:
-    """The plan's full-recompute assumption in words, with the flag that changes it."""
-    if style == "early-stop":
-        return ("full recompute: early stop (PyTorch >= 2.1 non-reentrant checkpoint: the MLP "
-                "down projection is not rerun); --recompute-style whole-forward for Megatron-LM "
-                "or a reentrant checkpoint")
-    return ("full recompute: whole forward rerun (Megatron-LM, reentrant checkpoint, torch < "
-            "2.1); --recompute-style early-stop for PyTorch >= 2.1 non-reentrant checkpoint "
-            "(FSDP checkpoint_wrapper, torchtitan)")
+    """The plan's full-recompute assumption in words (``layout.RECOMPUTE_STYLE_LABELS``), with the
+    flag that changes it."""
+    from scalesim.layout import RECOMPUTE_STYLE_LABELS
+
+    other = next(name for name in RECOMPUTE_STYLE_LABELS if name != style)
+    return (f"full recompute: {RECOMPUTE_STYLE_LABELS[style]}; for the other style give "
+            f"--recompute-style {other}")
 
 
 def conditions_line(args: argparse.Namespace) -> str:
-    """'ranked with: overlap off, device 3 computes 1.5x slower, jitter cv 0.05' for the
-    conditions given; '' for none."""
-    parts = []
-    if args.no_overlap:
-        parts.append("overlap off (every exchange after its compute)")
-    if args.slow_device is not None:
-        parts.append(f"device {args.slow_device} computes {args.slow_factor:g}x slower")
-    if args.straggler_cv:
-        parts.append(f"jitter cv {args.straggler_cv:g} per micro-step")
+    """'ranked with: overlap off (...), device 3 computes 1.5x slower, jitter cv 0.05 per
+    micro-step' for the conditions given (``options.condition_words``); '' for none."""
+    from scalesim.cli.options import condition_words
+
+    parts = condition_words(not args.no_overlap, args.slow_device, args.slow_factor,
+                            args.straggler_cv)
+    if args.slow_device is not None and (
+            without := [n for n in args.devices if n <= args.slow_device]):
+        parts.append(f"no slow device at {', '.join(map(str, without))} devices (device "
+                     f"{args.slow_device} is not among them)")
+    if args.zero_framework == "deepspeed":
+        parts.insert(0, "ZeRO by DeepSpeed (stage 1-3 with its bucket defaults)")
     return "ranked with: " + ", ".join(parts) if parts else ""
 
 
@@ -127,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
                 tp_overlap=args.tp_overlap, p2p=p2p,
                 recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE,
                 overlap=not args.no_overlap, jitter_cv=args.straggler_cv or 0.0,
-                slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0)
+                slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
+                zero_framework=args.zero_framework or "fsdp")
     if args.json:
         from scalesim.jsonio import to_json_text
 
@@ -148,9 +155,14 @@ def _hardware_and_efficiency(args, default_efficiency: float):
     from scalesim.errors import ScalesimError
 
     if args.profile is None:
+        from scalesim.cli.cmd_predict import hardware_line
         from scalesim.profiles import load_hardware
 
-        return load_hardware(args.hardware or "dgx-h100"), default_efficiency, "", None
+        hardware = load_hardware(args.hardware or "dgx-h100")
+        note = (hardware_line(hardware) + (" (the default; --hardware or --profile to change)"
+                                           if args.hardware is None else "")
+                + f"; matmul efficiency {default_efficiency:g} (the published runs' median)")
+        return hardware, default_efficiency, note, None
     if args.hardware is not None:
         raise ScalesimError("give --profile or --hardware, not both: the profile brings its "
                             "hardware and links")

@@ -58,32 +58,55 @@ def layout_line(profile, scenario) -> str:
             "profile's curve (docs/model.md §22)" + (f"; {p2p.note}" if p2p else ""))
 
 
+def hardware_line(hw) -> str:
+    """'hardware: dgx-h100 (H100-SXM5 80GB, 8 per server; intra 370 GB/s, inter 384 GB/s
+    busbw)' (predict's second line, plan's first)."""
+    return (f"hardware: {hw.name} ({hw.device_name}, {hw.devices_per_node} per server; intra "
+            f"{hw.intra_node.busbw_GBps:g} GB/s, inter {hw.inter_node.busbw_GBps:g} GB/s busbw)")
+
+
+def _fit_hints(profile, scenario, unfit) -> str:
+    """What may make rows that do not fit fit: stronger sharding, a smaller batch where it is above
+    one, and for a transformer workload a wider split, full recompute or the planner."""
+    hints = [] if scenario.strategy == "zero3" else ["--strategy zero3"]
+    if any(r.micro_batch > 1 for r in unfit):
+        hints.append("a smaller --batch")
+    if profile.workload.transformer is not None:
+        from scalesim.layout_predict import layout_of
+
+        hints.append("a larger --tp or --pp")
+        if layout_of(scenario).recompute_of(profile.workload) != "full":
+            hints.append("--recompute full")
+        hints.append("scalesim plan (it ranks the layouts that fit)")
+    return ", ".join(hints[:-1]) + " or " + hints[-1] if len(hints) > 1 else (
+        hints[0] if hints else "more devices per model replica")
+
+
 def render_table(profile, scenario, rows) -> str:
+    from scalesim.cli.options import condition_words
     from scalesim.knee import knee_of_predictions
     from scalesim.layout_predict import recompute_style_note
+    from scalesim.model.zero_exchange import framework_label
 
     unit = profile.workload.sample_unit
     lines = [
         f"profile: {profile.name}",
-        f"hardware: {profile.hardware.name} ({profile.hardware.device_name}, "
-        f"{profile.hardware.devices_per_node} per server; intra "
-        f"{profile.hardware.intra_node.busbw_GBps:g} GB/s, inter "
-        f"{profile.hardware.inter_node.busbw_GBps:g} GB/s busbw)",
+        hardware_line(profile.hardware),
         f"scenario: {scenario.strategy}"
-        + (f" ({scenario.zero_framework})" if scenario.strategy in ("zero2", "zero3")
-           else " (deepspeed)" if scenario.strategy == "zero1" and scenario.zero_framework
-           == "deepspeed" else " (distributed optimizer)" if scenario.strategy == "zero1"
-           else "")
+        + (f" ({framework_label(scenario.strategy, scenario.zero_framework)})"
+           if scenario.strategy != "ddp" else "")
         + f", accumulation {scenario.accumulation}, "
         f"overlap {'on' if scenario.overlap else 'off'}, algorithm {scenario.algorithm}, "
         + ("weak scaling" if scenario.global_batch is None
-           else f"strong scaling (global batch {scenario.global_batch})"),
+           else f"strong scaling (global batch {scenario.global_batch})")
+        + "".join(f", {part}" for part in condition_words(
+            True, scenario.slow_device, scenario.slow_factor, scenario.straggler_cv)),
     ]
     split = rows and rows[0].dp is not None
     if split:
         lines.append(layout_line(profile, scenario))
-    elif recompute_style_note(profile, scenario):
-        lines.append(f"note: {recompute_style_note(profile, scenario)}")
+    elif note := recompute_style_note(profile, scenario):
+        lines.append(f"note: {note}")
     lines += [
         "",
         f"{'devices':>7} {'nodes':>5} " + (f"{'dp x tp x pp':>12} " if split else "")
@@ -116,16 +139,22 @@ def render_table(profile, scenario, rows) -> str:
         lines.append("knee: none (efficiency never drops by 2 points between rows)")
     else:
         lines.append(f"knee: {knee.devices_before} -> {knee.devices_after} devices, efficiency "
-                     f"-{knee.efficiency_drop:.1%}: {knee.label}")
-    if not all(r.fits for r in rows):
+                     f"{rows[knee.index - 1].efficiency:.1%} -> {rows[knee.index].efficiency:.1%}"
+                     f" (-{knee.efficiency_drop * 100:.1f} points): {knee.label}")
+    if unfit := [r for r in rows if not r.fits]:
         lines.append("warning: rows marked NO do not fit in device memory: not runnable, their "
-                     "numbers are not a plan; try --strategy zero3 or a smaller --batch")
+                     f"numbers are not a plan; try {_fit_hints(profile, scenario, unfit)}")
     stalled = [r for r in rows if r.step_time_s > 0 and r.data_stall_s / r.step_time_s >= 0.10]
     if stalled:
         r = stalled[0]
         lines.append(f"warning: data stall: {r.data_stall_s / r.step_time_s:.0%} of each step at "
                      f"{r.devices} device{'s' if r.devices > 1 else ''} waits for input (lost at "
                      "one device too, so efficiency cannot show it); fix the input pipeline first")
+    if scenario.slow_device is not None and (
+            without := [r.devices for r in rows if r.devices <= scenario.slow_device]):
+        lines.append(f"note: device {scenario.slow_device} is not among the "
+                     f"{', '.join(map(str, without))} devices of "
+                     f"{'that row' if len(without) == 1 else 'those rows'}: no slow device there")
     for note in profile.notes:
         lines.append(f"note: {note}")
     return "\n".join(lines)

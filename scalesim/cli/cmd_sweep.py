@@ -18,7 +18,12 @@ NAME = "sweep"
 HELP = "evaluate every combination of knob values (a grid) and write CSV or JSON"
 EXAMPLE = """examples:
   scalesim sweep --devices 1-1024 --batch-values 16,32,64 --strategy-values ddp,zero3 --out grid.csv
-  scalesim sweep --devices 8,16,32 --inter-busbw-values 12,25,50,100,192 --format json"""
+  scalesim sweep --devices 8,16,32 --inter-busbw-values 12,25,50,100,192 --format json
+  scalesim sweep --workload llama3-8b --hardware dgx-h100 --devices 16,32 --tp-values 1,2,4 --pp-values 1,2
+  scalesim sweep --workload llama3-8b --hardware dgx-h100 --devices 16 --tp 2 --algorithm-values ring,tree
+
+A transformer workload (--workload with a shape) sweeps every axis through its layout: dp =
+devices / (tp x pp); combinations that break a layout rule are dropped and counted."""
 
 
 def _words(text: str) -> list[str]:

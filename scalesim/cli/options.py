@@ -64,12 +64,7 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     _knob(batch, "global_batch", help="fixed global batch (strong scaling)")
     _knob(g, "accumulation", help="micro-steps per optimizer step")
     g.add_argument("--strategy", choices=["ddp", "zero1", "zero2", "zero3"])
-    g.add_argument("--zero-framework", choices=["fsdp", "deepspeed"],
-                   help="how ZeRO runs (default fsdp): fsdp gathers and reduce-scatters one "
-                   "wrapped block at a time for ZeRO-2/3 and runs ZeRO-1 as Megatron-Core's "
-                   "distributed optimizer (reduce-scatter + all-gather, DDP's bytes); deepspeed "
-                   "uses its bucket defaults (ZeRO-1/2: all-reduce, then a parameter all-gather "
-                   "after the step); sharded gradients are reduced every micro-step")
+    add_zero_framework_argument(g)
     g.add_argument("--algorithm", choices=["auto", "ring", "tree", "hierarchical"],
                    help="all-reduce algorithm (default auto: NCCL's ring or tree, the faster "
                    "per message; hierarchical is Horovod's, used only when named)")
@@ -92,14 +87,41 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     add_layout_arguments(p)
 
 
+def add_zero_framework_argument(group) -> None:
+    """--zero-framework (``Scenario.zero_framework``; plan's own flag too)."""
+    group.add_argument("--zero-framework", choices=["fsdp", "deepspeed"],
+                       help="how ZeRO runs (default fsdp): fsdp gathers and reduce-scatters one "
+                       "wrapped block at a time for ZeRO-2/3 and runs ZeRO-1 as Megatron-Core's "
+                       "distributed optimizer (reduce-scatter + all-gather, DDP's bytes); "
+                       "deepspeed uses its bucket defaults (ZeRO-1/2: all-reduce, then a "
+                       "parameter all-gather after the step); sharded gradients are reduced "
+                       "every micro-step")
+
+
 def add_condition_arguments(group) -> None:
     """--no-overlap --straggler-cv --slow-device --slow-factor: the run's conditions, for the
     scenario (predict, sweep, ...) and for the planner (``plan``)."""
     group.add_argument("--no-overlap", action="store_true",
-                       help="exchange gradients after backward")
+                       help="exchange gradients after backward, not during it (a split model: "
+                       "every data-parallel / ZeRO collective and tensor-parallel overlap "
+                       "exposed)")
     _knob(group, "straggler_cv", help="step-time std / mean of one device")
-    _knob(group, "slow_device", metavar="RANK", help="a persistently slow device")
+    _knob(group, "slow_device", metavar="RANK", help="global rank of a persistently slow device "
+          "(a split model: its tensor group and pipeline stage run at its pace)")
     _knob(group, "slow_factor", help="its compute-time multiplier, e.g. 1.3")
+
+
+def condition_words(overlap: bool, slow_device: int | None, slow_factor: float | None,
+                    straggler_cv: float | None) -> list[str]:
+    """The run's conditions that differ from the defaults, in words ('overlap off (every exchange
+    after its compute)', 'device 3 computes 1.3x slower', 'jitter cv 0.05 per micro-step'):
+    plan's 'ranked with' line and predict's scenario line."""
+    parts = [] if overlap else ["overlap off (every exchange after its compute)"]
+    if slow_device is not None:
+        parts.append(f"device {slow_device} computes {slow_factor or 1.0:g}x slower")
+    if straggler_cv:
+        parts.append(f"jitter cv {straggler_cv:g} per micro-step")
+    return parts
 
 
 def check_slow_device(args: argparse.Namespace) -> None:
