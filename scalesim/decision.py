@@ -12,7 +12,9 @@ compares, against running as is:
 * **splitting the model** (a transformer workload whose model does not fit or whose
   data-parallel exchange dominates): the planner's best tensor x pipeline layout at the same
   devices and global batch (the ``split_model`` remedy), free of hardware;
-* **fixing the input pipeline**, when the step waits for data.
+* **fixing the input pipeline**, when the step waits for data;
+* **fixing or replacing the slow device** the scenario names (``slow_device``, as diagnose
+  finds it), free of new hardware.
 
 Each option carries its hourly price, throughput gain, time to finish and total money (time to
 train / to quality with the large-batch penalty, ``scalesim.training_time``). Only options that
@@ -40,7 +42,7 @@ SETTINGS_KEYS = ("fit_memory", "bigger_batch", "accumulation", "overlap", "shard
 # Options shown besides "as is": a display setting, not a decision threshold (the card is read at
 # a glance, in a terminal and on a phone; the others are listed in a note).
 MAX_OPTIONS = 3
-FREE_KEYS = ("settings", "split_model", "input_pipeline")  # no hardware to buy
+FREE_KEYS = ("settings", "split_model", "input_pipeline", "fix_device")  # no hardware to buy
 
 ASSUMPTIONS = {
     "now": "the model's prediction for today's settings",
@@ -52,6 +54,8 @@ ASSUMPTIONS = {
     "input_pipeline": "the input can be cached or read by enough loader workers to keep up",
     "split_model": "the framework runs the planner's layout (Megatron-style tensor and pipeline "
                    "parallelism) at the model's predicted efficiency, same global batch",
+    "fix_device": "the slow device runs at its peers' speed once repaired, replaced or drained "
+                  "(a spare of the same kind, at today's price)",
 }
 
 
@@ -59,7 +63,7 @@ ASSUMPTIONS = {
 class DecisionOption:
     """One way forward at the focus device count, with what it costs and gains."""
 
-    key: str  # now, add_server, network, settings, split_model, input_pipeline
+    key: str  # now, add_server, network, settings, split_model, input_pipeline, fix_device
     title: str
     devices: int
     servers: int
@@ -203,6 +207,11 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
     if loader is not None:
         out.append(ctx.option("input_pipeline", "Input: cache the input or add loader workers",
                               loader.prediction, 0.0, base_source))
+    fix = next((r for r in ranked if r.key == "slow_device" and r.helps), None)
+    if fix is not None:  # a device the scenario (or diagnose) names as slow: its repair
+        out.append(ctx.option("fix_device", f"Fix or replace the slow device (rank "
+                              f"{scenario.slow_device}, {scenario.slow_factor:g}x slower)",
+                              fix.prediction, 0.0, base_source))
     return out, notes
 
 

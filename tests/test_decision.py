@@ -178,3 +178,21 @@ def test_the_input_pipeline_comes_first_from_a_tenth_of_the_step(stall_s, first)
                          [_option("network", 0.30), loader])
     assert text.startswith("Fix the input pipeline first") == first
     assert text.startswith("Upgrade the inter-server network") != first
+
+
+def test_a_named_slow_device_is_offered_its_repair_at_the_models_gain():
+    """A scenario (or diagnose's fit) that names a slow device gets a 'fix or replace it' option:
+    the same devices without the slow one, nothing to buy; its gain is predict's ratio."""
+    slow = Scenario(devices=[8], slow_device=3, slow_factor=1.5)
+    card = decide(default_profile(), slow, 8)
+    fix = next(o for o in card.options if o.key == "fix_device")
+    healthy = predict(default_profile(), Scenario(devices=[8]))[0]
+    now = predict(default_profile(), slow)[0]
+    assert fix.throughput_gain == pytest.approx(healthy.samples_per_s / now.samples_per_s - 1)
+    assert fix.throughput_gain > 0.3 and "rank 3, 1.5x slower" in fix.title
+    assert fix.extra_usd_per_hour in (None, pytest.approx(0.0))
+    assert card.recommendation.startswith("Fix or replace the slow device")
+    assert fix.assumption == ASSUMPTIONS["fix_device"]
+    # without a slow device the option does not appear
+    assert all(o.key != "fix_device" for o in decide(default_profile(), Scenario(devices=[8]),
+                                                     8).options)
