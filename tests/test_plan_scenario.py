@@ -218,3 +218,30 @@ def test_cli_plans_with_the_run_conditions(capsys, gpt):
     code, out, err = run_cli(capsys, argv + ["--slow-device", "3"])
     assert code == 2 and "--slow-factor F go together" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_plan_with_a_profile_ranks_with_its_measured_jitter_as_predict_does(tmp_path, capsys):
+    """``scalesim plan --profile`` takes the profile's measured jitter when --straggler-cv is not
+    given (``predict.jitter_cv_of``), says so, and --straggler-cv overrides it."""
+    from cli_harness import run_cli
+
+    from scalesim.profiles import default_profile
+    from scalesim.schemas import Jitter
+
+    path = tmp_path / "p.json"
+    jittery = default_profile().model_copy(update={"jitter": Jitter(step_time_cv=0.08)})
+    path.write_text(jittery.model_dump_json())
+    argv = ["plan", "--workload", "gpt-1.7b", "--profile", str(path), "--devices", "8",
+            "--global-batch", "64", "--top", "1"]
+
+    def best(flags):
+        code, out, err = run_cli(capsys, argv + flags + ["--json"])
+        assert code == 0, err
+        return json.loads(out)[0]
+
+    measured, zero, given = best([]), best(["--straggler-cv", "0"]), best(["--straggler-cv",
+                                                                            "0.08"])
+    assert measured["step_time_s"] == pytest.approx(given["step_time_s"], rel=1e-12)
+    assert measured["breakdown_s"]["straggler_s"] > zero["breakdown_s"]["straggler_s"]
+    code, out, err = run_cli(capsys, argv)
+    assert code == 0 and "jitter cv 0.08" in out

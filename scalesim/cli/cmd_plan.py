@@ -79,13 +79,14 @@ def recompute_style_line(style: str) -> str:
             f"--recompute-style {other}")
 
 
-def conditions_line(args: argparse.Namespace) -> str:
+def conditions_line(args: argparse.Namespace, jitter_cv: float | None = None) -> str:
     """'ranked with: overlap off (...), device 3 computes 1.5x slower, jitter cv 0.05 per
-    micro-step' for the conditions given (``options.condition_words``); '' for none."""
+    micro-step' for the conditions given (``options.condition_words``; ``jitter_cv`` the one
+    used: --straggler-cv or the profile's measured jitter); '' for none."""
     from scalesim.cli.options import condition_words
 
     parts = condition_words(not args.no_overlap, args.slow_device, args.slow_factor,
-                            args.straggler_cv)
+                            jitter_cv if jitter_cv is not None else args.straggler_cv)
     if args.slow_device is not None and (
             without := [n for n in args.devices if n <= args.slow_device]):
         parts.append(f"no slow device at {', '.join(map(str, without))} devices (device "
@@ -125,14 +126,17 @@ def run(args: argparse.Namespace) -> int:
     if args.seq_len:
         shape = shape.model_copy(update={"seq_len": args.seq_len})
         params = None
-    hardware, efficiency, note, p2p = _hardware_and_efficiency(args, DEFAULT_MATMUL_EFFICIENCY)
+    hardware, efficiency, note, p2p, measured_jitter = _hardware_and_efficiency(
+        args, DEFAULT_MATMUL_EFFICIENCY)
+    # as predict does (predict.jitter_cv_of): --straggler-cv, else the profile's measured jitter
+    jitter_cv = args.straggler_cv if args.straggler_cv is not None else measured_jitter
     rows = plan(shape, hardware, args.devices, args.global_batch,
                 efficiency=args.efficiency or efficiency,
                 fp8=args.precision == "fp8", rank_by=args.rank, top=args.top,
                 include_unfit=args.all, params=params, cp_values=tuple(args.cp),
                 tp_overlap=args.tp_overlap, p2p=p2p,
                 recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE,
-                overlap=not args.no_overlap, jitter_cv=args.straggler_cv or 0.0,
+                overlap=not args.no_overlap, jitter_cv=jitter_cv,
                 slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
                 zero_framework=args.zero_framework or "fsdp")
     if args.json:
@@ -143,15 +147,15 @@ def run(args: argparse.Namespace) -> int:
         if note:
             print(note + (f"; --efficiency {args.efficiency:g} used instead"
                           if args.efficiency else ""))
-        if conditions := conditions_line(args):
+        if conditions := conditions_line(args, jitter_cv or None):
             print(conditions)
         print(render_text(rows, args.global_batch))
     return 0
 
 
 def _hardware_and_efficiency(args, default_efficiency: float):
-    """(hardware, efficiency, note, measured send/recv or None) from --profile, or from
-    --hardware and the default."""
+    """(hardware, efficiency, note, measured send/recv or None, measured jitter cv) from
+    --profile, or from --hardware and the default (no jitter)."""
     from scalesim.errors import ScalesimError
 
     if args.profile is None:
@@ -162,7 +166,7 @@ def _hardware_and_efficiency(args, default_efficiency: float):
         note = (hardware_line(hardware) + (" (the default; --hardware or --profile to change)"
                                            if args.hardware is None else "")
                 + f"; matmul efficiency {default_efficiency:g} (the published runs' median)")
-        return hardware, default_efficiency, note, None
+        return hardware, default_efficiency, note, None, 0.0
     if args.hardware is not None:
         raise ScalesimError("give --profile or --hardware, not both: the profile brings its "
                             "hardware and links")
@@ -170,4 +174,5 @@ def _hardware_and_efficiency(args, default_efficiency: float):
     from scalesim.profiles import load_profile
 
     profile = load_profile(args.profile)
-    return (*calibrated_hardware(profile), measured_p2p(profile))
+    jitter = profile.jitter.step_time_cv if profile.jitter is not None else 0.0
+    return (*calibrated_hardware(profile), measured_p2p(profile), jitter)
