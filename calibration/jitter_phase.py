@@ -7,7 +7,7 @@ the others. Per rank: median and a robust coefficient of variation, the normal-c
 from other processes on the machine do not inflate the spread that the straggler model treats as
 normal. The profile keeps the median CV over ranks. A rank is named slow when its median is at
 least ``--slow-threshold`` times the median of the other ranks' medians and it was the slowest in
-at least 60% of steps.
+most steps (``scalesim.model.stragglers.slowest_in_most_steps``: a strict majority, beyond chance).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from scalesim.calibration.results import JitterResult
 from scalesim.calibration.timing import Clock
 
 from scalesim.bounds import clip
+from scalesim.model.stragglers import slowest_in_most_steps
 from scalesim.schemas import Jitter
 
-SLOWEST_SHARE = 0.6
 IQR_PER_SIGMA = 1.349  # interquartile range of a normal distribution, in standard deviations
 
 
@@ -58,8 +58,10 @@ def summarize(per_rank: list[list[float]], threshold: float) -> tuple[Jitter, fl
         candidate = int(np.argmax(medians))
         others = np.delete(medians, candidate)
         ratio = float(medians[candidate] / np.median(others))
-        share = float(np.mean(np.argmax(times, axis=0) == candidate))
-        if ratio >= threshold and share >= SLOWEST_SHARE:
+        slowest = np.argmax(times, axis=0) == candidate
+        share = float(np.mean(slowest))
+        if ratio >= threshold and slowest_in_most_steps(int(np.sum(slowest)), times.shape[1],
+                                                        times.shape[0]):
             slow_rank, slow_factor = candidate, ratio
     jitter = Jitter(step_time_cv=clip("cv", float(np.median(cvs))),
                     per_rank_median_s=[clip("positive_duration_s", m) for m in medians],

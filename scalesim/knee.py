@@ -14,6 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR, median_error
+
+# The least efficiency drop named a knee (and, in ``scalesim diagnose``, a drop at the server
+# boundary): the model's median throughput error on the data-parallel validation
+# (``scalesim.accuracy``; efficiency is a throughput ratio, so its error is at most this many
+# points). A smaller drop is within what the model gets wrong half the time. docs/model.md §10.
+MIN_EFFICIENCY_DROP = DATA_PARALLEL_MEDIAN_ERROR
+
 CAUSE_LABELS = {
     "boundary": "crosses server boundary: inter-server link",
     "comm": "communication grows with devices",
@@ -38,8 +46,9 @@ class Knee:
 
 def find_knee(devices, nodes, efficiency, compute_s=None, exposed_comm_s=None,
               data_stall_s=None, straggler_s=None, samples_per_step=None,
-              min_drop: float = 0.02, bubble_s=None) -> Knee | None:
-    """The largest efficiency drop between consecutive rows, or None if none exceeds ``min_drop``.
+              min_drop: float = MIN_EFFICIENCY_DROP, bubble_s=None) -> Knee | None:
+    """The largest efficiency drop between consecutive rows, or None if it is under ``min_drop``
+    (efficiency points, 0..1; default the model's median error, ``MIN_EFFICIENCY_DROP``).
 
     ``bubble_s``: the pipeline bubble of rows split by a layout (a part of its own)."""
     p = np.asarray(devices)
@@ -75,13 +84,16 @@ def find_knee(devices, nodes, efficiency, compute_s=None, exposed_comm_s=None,
 
 
 def knee_of_predictions(rows) -> Knee | None:
-    """``find_knee`` over ``scalesim.predict.Prediction`` rows (one per device count)."""
+    """``find_knee`` over ``scalesim.predict.Prediction`` rows (one per device count); the least
+    drop is the median error of the path that predicted them (``scalesim.accuracy``)."""
+    layouts = any(r.dp is not None for r in rows)
     return find_knee(
         [r.devices for r in rows], [r.nodes for r in rows], [r.efficiency for r in rows],
         [r.compute_s for r in rows], [r.exposed_comm_s for r in rows],
         [r.data_stall_s for r in rows], [r.straggler_s for r in rows],
         [r.micro_batch * r.accumulation * (r.dp or r.devices) / r.devices for r in rows],
-        bubble_s=[r.bubble_s for r in rows] if any(r.dp is not None for r in rows) else None,
+        bubble_s=[r.bubble_s for r in rows] if layouts else None,
+        min_drop=median_error(through_layouts=layouts),
     )
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scalesim import training_time
+from scalesim.accuracy import MODEL_PARALLEL_MEDIAN_ERROR
 from scalesim.errors import ScalesimError
 from scalesim.model.memory import STRATEGIES
 from scalesim.model.sharding import FRAMEWORKS
@@ -40,10 +41,12 @@ FAST_INTER_NAME = _FAST_INTER.name.split(" (")[0]  # "8 x 200 Gb/s HDR InfiniBan
 # TensorFlow's profiler's "moderately" (5 %) and "highly" (20 %) input-bound steps (their
 # geometric mean); removing it gains 11 %, more than twice the model's median error (docs/model.md §10).
 DATA_STALL_SHARE = 0.10
-# "Split the model" is offered where it helps: the model does not fit, or the data-parallel
-# exchange left exposed takes this share of the step or more (it then dominates what scaling
-# loses; splitting shrinks each replica's gradient exchange by tp x pp).
-DP_EXCHANGE_SHARE = 0.25
+# "Split the model" is offered where it could help: the model does not fit, or the data-parallel
+# exchange left exposed is a share s of the step whose removal could gain the model's median
+# error on layouts e (scalesim.accuracy): a split at the same devices and global batch shrinks each
+# replica's gradient exchange by tp x pp and adds tensor / pipeline traffic, so it gains at most
+# s / (1 - s); below s = e / (1 + e) no split can be a decision (docs/model.md §10).
+DP_EXCHANGE_SHARE = MODEL_PARALLEL_MEDIAN_ERROR / (1.0 + MODEL_PARALLEL_MEDIAN_ERROR)
 VERDICTS = ("remedy", "loses", "not runnable", "not applicable")  # display order
 
 
@@ -220,9 +223,10 @@ def _split_model(profile: Profile, scenario: Scenario, now: Prediction):
     share = dp_exchange_s(now) / now.step_time_s if now.step_time_s > 0 else 0.0
     if now.fits and share < DP_EXCHANGE_SHARE:
         return ("split_model", title, scenario, profile,
-                f"the model fits and the data-parallel exchange is {share:.0%} of the step "
-                f"(below {DP_EXCHANGE_SHARE:.0%}): splitting would add tensor and pipeline "
-                "traffic for nothing", "")
+                f"the model fits and the data-parallel exchange is {share:.1%} of the step "
+                f"(below {DP_EXCHANGE_SHARE:.1%}): removing it all would gain less than the "
+                f"model's median error ({MODEL_PARALLEL_MEDIAN_ERROR:.1%}), so no split can pay",
+                "")
     if now.devices < 2:
         return ("split_model", title, scenario, profile, "one device cannot split the model", "")
     try:

@@ -19,7 +19,7 @@ from scalesim.knee import find_knee
 from scalesim.predict import predict
 from scalesim.presets import get_transformer
 from scalesim.profiles import default_profile, resolve_profile
-from scalesim.remedies import rank_remedies
+from scalesim.remedies import DP_EXCHANGE_SHARE, rank_remedies
 from scalesim.schemas import Scenario, ScenarioLayout
 from scalesim.sweep import sweep
 
@@ -186,7 +186,7 @@ def test_split_the_model_appears_where_the_exchange_dominates(gpt):
     # a fast network: the model fits and the exchange is small, so no split is offered
     _, ranked = rank_remedies(gpt, Scenario(devices=[16], micro_batch=1, accumulation=8), 16)
     split = next(r for r in ranked if r.key == "split_model")
-    assert not split.applicable and "below 25%" in split.reason
+    assert not split.applicable and f"below {DP_EXCHANGE_SHARE:.1%}" in split.reason
 
 
 def test_split_the_model_needs_a_shape():
@@ -264,3 +264,20 @@ def test_a_slow_input_pipeline_stalls_both_paths_alike():
         assert x.step_time_s == pytest.approx(y.step_time_s, rel=0.01)
     assert a[0].data_stall_s > 0.4 * a[0].step_time_s  # one device: input-bound
     assert a[-1].data_stall_s == 0  # 16 devices: the inter-server exchange hides the loading
+
+
+def test_split_the_model_is_offered_from_the_share_a_split_could_gain(gpt, monkeypatch):
+    """The gate: an exposed exchange s whose removal gains s / (1 - s) >= the model's median
+    layout error; just below the share the split is not offered, at it the planner is asked."""
+    from scalesim import remedies
+    from scalesim.accuracy import MODEL_PARALLEL_MEDIAN_ERROR as e
+
+    assert DP_EXCHANGE_SHARE / (1 - DP_EXCHANGE_SHARE) == pytest.approx(e)
+    scenario = Scenario(devices=[16], micro_batch=1, accumulation=8)
+    now = predict(gpt, scenario)[0]
+    share = remedies.dp_exchange_s(now) / now.step_time_s
+    assert now.fits and 0 < share < 0.25
+    for gate, offered in ((share * 1.001, False), (share * 0.999, True)):
+        monkeypatch.setattr(remedies, "DP_EXCHANGE_SHARE", gate)
+        split = next(r for r in rank_remedies(gpt, scenario, 16)[1] if r.key == "split_model")
+        assert ("the model fits" not in split.reason) == offered, split.reason

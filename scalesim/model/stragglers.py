@@ -12,6 +12,7 @@ optionally one device is persistently slower by ``delay`` seconds. The expected 
 from __future__ import annotations
 
 from functools import lru_cache
+from math import comb
 
 import numpy as np
 
@@ -126,6 +127,36 @@ def peer_margin(peers) -> tuple[float, float]:
     spread = max(MAD_TO_SIGMA * float(np.median(np.abs(values - median))),
                  DEVICE_SPEED_CV * median)
     return median, SLOW_DEVICE_Z * spread
+
+
+# "The slowest in most steps": the same rank is the slowest in a strict majority of the compared
+# steps (so one rank at most), and more often than chance would make it: with no slow device each
+# of ``ranks`` identical ranks is the slowest of a step with probability 1/ranks, and the count
+# must lie in the binomial tail of probability PERSISTENCE_ALPHA or less (one-sided; 0.05 is
+# Fisher's conventional significance level, "Statistical Methods for Research Workers", 1925).
+# The slowdown itself is judged by SLOW_DEVICE_FACTOR / ``peer_margin``; this only asks whether
+# it is one rank persistently rather than the slowest place moving around. docs/model.md §19.
+PERSISTENCE_ALPHA = 0.05
+
+
+def chance_of_slowest_count(count: int, steps: int, ranks: int) -> float:
+    """Probability (0..1) that one given rank of ``ranks`` identical ones is the slowest in
+    ``count`` or more of ``steps`` steps by chance: the binomial tail ``P(X >= count)``,
+    ``X ~ Binomial(steps, 1/ranks)``."""
+    p = 1.0 / max(int(ranks), 1)
+    steps, count = int(steps), max(int(count), 0)
+    return float(sum(comb(steps, k) * p**k * (1.0 - p) ** (steps - k)
+                     for k in range(count, steps + 1)))
+
+
+def slowest_in_most_steps(count: int, steps: int, ranks: int) -> bool:
+    """Whether a rank slowest in ``count`` of ``steps`` compared steps (of ``ranks`` ranks) is so
+    persistently: ``count > steps / 2`` and ``chance_of_slowest_count <= PERSISTENCE_ALPHA``.
+    Two ranks need 5 of 5 steps, 7 of 7, 9 of 10 or 15 of 20; four ranks 4 of 5 or 21 of 40;
+    eight ranks 3 of 5 or 11 of 20; under four steps of two ranks never."""
+    if steps < 1 or ranks < 2:
+        return False
+    return 2 * count > steps and chance_of_slowest_count(count, steps, ranks) <= PERSISTENCE_ALPHA
 
 
 def collective_waits_s(group, collectives, span_s, jitter_cv):

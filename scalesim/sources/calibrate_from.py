@@ -23,7 +23,7 @@ import numpy as np
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import write_model
 from scalesim.model.compute import fit_compute_curve
-from scalesim.model.stragglers import SLOW_DEVICE_FACTOR
+from scalesim.model.stragglers import SLOW_DEVICE_FACTOR, slowest_in_most_steps
 from scalesim.profiles import default_profile, load_profile
 from scalesim.schemas import (
     ComputeCurve,
@@ -126,8 +126,10 @@ def compute_curve(runs: list[BatchRun], base: ComputeCurve) -> tuple[ComputeCurv
 def _jitter(run: BatchRun) -> Jitter:
     cr = run.cross
     per_rank = [float(np.median([s.step_s for s in r.summary.steps])) for r in run.ranks]
-    slow = (cr["slowest_rank"] if len(run.ranks) > 1 and cr["slowest_factor"] >= SLOW_DEVICE_FACTOR
-            and cr["slowest_consistency"] >= 0.5 else None)
+    persistent = slowest_in_most_steps(cr["slowest_counts"].get(cr["slowest_rank"], 0),
+                                       cr["steps_compared"], len(run.ranks))
+    slow = (cr["slowest_rank"] if persistent and cr["slowest_factor"] >= SLOW_DEVICE_FACTOR
+            else None)
     return Jitter(step_time_cv=run.step_cv(), per_rank_median_s=per_rank, slow_rank=slow,
                   slow_factor=max(float(cr["slowest_factor"]), 1.0) if slow is not None else 1.0)
 
