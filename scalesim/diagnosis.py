@@ -137,6 +137,19 @@ def finding(key: str, share: float, evidence: list[str]) -> Finding:
     return Finding(key, CAUSES[key], float(share), evidence)
 
 
+def bends_at_boundary(efficiency, last_single: int) -> bool:
+    """Whether the efficiency curve (0..1 per run, in device order) bends where the runs cross
+    from one server (run ``last_single``, the last on one server) to several: the crossing drop
+    is at least ``MIN_EFFICIENCY_DROP`` and ``BOUNDARY_DOMINANCE`` times any drop inside a
+    server, and efficiency held (``IN_SERVER_HELD_EFFICIENCY``) inside the server."""
+    eff = np.asarray(efficiency, dtype=float)
+    drops = -np.diff(eff)
+    in_server = float(np.max(drops[:last_single])) if last_single > 0 else 0.0
+    crossing = float(drops[last_single])
+    return bool(crossing >= MIN_EFFICIENCY_DROP and crossing >= BOUNDARY_DOMINANCE * in_server
+                and eff[last_single] >= IN_SERVER_HELD_EFFICIENCY)
+
+
 def _pct(x: float) -> str:
     return f"{100.0 * x:.0f}%"
 
@@ -364,10 +377,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         eff_out = float(sc.efficiency[first_multi])
         drops = -np.diff(sc.efficiency)
         in_server_drops = drops[:last_single] if last_single > 0 else np.array([0.0])
-        crossing_drop = float(drops[last_single])
-        boundary = (crossing_drop >= MIN_EFFICIENCY_DROP
-                    and crossing_drop >= BOUNDARY_DOMINANCE * float(np.max(in_server_drops))
-                    and eff_in >= IN_SERVER_HELD_EFFICIENCY)
+        boundary = bends_at_boundary(sc.efficiency, last_single)
         comm_lines.insert(0, f"efficiency {_pct(eff_in)} at {runs.devices[last_single]} devices "
                           f"in one server, {_pct(eff_out)} at {runs.devices[first_multi]} on "
                           f"{runs.nodes[first_multi]} servers (largest drop inside a server: "

@@ -50,6 +50,21 @@ def test_jitter_names_a_consistently_slow_rank():
     assert share > 0.9 and jitter.step_time_cv == pytest.approx(0.02, rel=0.3)
 
 
+@pytest.mark.parametrize("slowest_steps, named", [(21, True), (20, False)])
+def test_jitter_slow_rank_needs_most_steps(slowest_steps, named):
+    """The same 'slowest in most steps' rule as diagnose and calibrate --from-trace
+    (stragglers.slowest_in_most_steps): of 4 ranks x 40 steps, a strict majority (21) is far
+    beyond chance (0.0002), 20 is not a majority."""
+    times = np.array([[0.1000] * 40, [0.1001] * 40, [0.0990] * 40, [0.1002] * 40])
+    times[2, :slowest_steps] = 0.15  # rank 2 the slowest in these steps
+    times[3, slowest_steps:] = 0.20  # rank 3 in the others
+    jitter, share = summarize(times.tolist(), threshold=1.05)
+    assert share == pytest.approx(max(slowest_steps, 40 - slowest_steps) / 40)
+    assert (jitter.slow_rank is not None) is named
+    if named:
+        assert jitter.slow_rank == 2
+
+
 def test_jitter_spread_is_robust_to_a_few_bursts():
     """The CV is the normal-consistent IQR: a normal's std, not inflated by rare outliers."""
     rng = np.random.default_rng(3)

@@ -325,3 +325,100 @@ def test_with_no_degrees_of_freedom_the_band_takes_the_models_own_error():
     fit = fit_runs(parse_runs_text("devices,nodes,samples_per_s\n1,1,569\n2,1,1130\n", "r.csv"))
     assert fit.noise_rel == pytest.approx(DATA_PARALLEL_MEDIAN_ERROR / 0.6745)
     assert any("no degrees of freedom" in n and "4% noise" in n for n in fit.notes)
+
+
+# --- thresholds at their boundaries (docs/model.md §10, docs/diagnose.md) ---------------------
+
+@pytest.mark.parametrize("crossing, bends", [(0.0300001, True), (0.0299, False)])
+def test_the_boundary_drop_is_the_models_median_error(crossing, bends):
+    """Inside one server 1.00 -> 0.99 -> 0.98; the crossing must lose at least 3.0 points."""
+    from scalesim.diagnosis import bends_at_boundary
+
+    assert bends_at_boundary([1.0, 0.99, 0.98, 0.98 - crossing, 0.7], 2) is bends
+
+
+def test_the_boundary_needs_a_dominant_crossing_and_held_efficiency():
+    from scalesim.diagnosis import BOUNDARY_DOMINANCE, IN_SERVER_HELD_EFFICIENCY, bends_at_boundary
+
+    assert BOUNDARY_DOMINANCE == 2.0 and IN_SERVER_HELD_EFFICIENCY == 0.75
+    assert bends_at_boundary([1.0, 0.96, 0.879], 1)  # 0.081 >= 2 x 0.04
+    assert not bends_at_boundary([1.0, 0.96, 0.881], 1)  # 0.079 < 2 x 0.04
+    assert bends_at_boundary([0.80, 0.75, 0.60], 1)
+    assert not bends_at_boundary([0.80, 0.7499, 0.60], 1)  # efficiency did not hold in a server
+
+
+@pytest.mark.parametrize("r, named", [(0.8999, True), (0.9, False)])
+def test_large_batch_is_named_below_the_good_efficiency(monkeypatch, r, named):
+    """r, the share of ideal speed-up the batch keeps, is judged as systems efficiency is: below
+    GOOD_EFFICIENCY (0.9) and below the efficiency (here about 0.98) it is the cause."""
+    import scalesim.diagnosis as diagnosis
+
+    monkeypatch.setattr(diagnosis, "_large_batch", lambda *_: (r, ["samples needed grow"]))
+    report = diagnose_runs(runs_of(cases.scales_well()))
+    assert report.cause.key == ("large_batch" if named else "none")
+
+
+def _trace_report(monkeypatch, tmp_path, counts=None, steps=5, **parts):
+    """diagnose_traces over two real (tiny) traces with the cross-rank breakdown replaced."""
+    from test_traces import gpu_trace, write
+
+    import scalesim.diagnosis as diagnosis
+    import scalesim.traces as traces
+
+    summaries = [traces.summarise(write(tmp_path, f"r{r}.json", gpu_trace(r))) for r in (0, 1)]
+    cr = {"step_s": 1.0, "compute_s": 0.5, "comm_s": 0.1, "overlap_s": 0.0, "data_wait_s": 0.0,
+          "idle_s": 0.0, "straggler_wait_s": 0.0, "intrinsic_exposed_comm_s": 0.0,
+          "overlap_share": 0.0, "own_s": [1.0, 1.0], "slowest_rank": 1,
+          "slowest_consistency": (counts or 0) / steps, "slowest_factor": 1.5,
+          "slowest_counts": {0: steps - (counts or 0), 1: counts or 0}, "steps_compared": steps}
+    cr.update(parts)
+    monkeypatch.setattr(traces, "cross_rank", lambda _: cr)
+    monkeypatch.setattr(diagnosis, "_trace_remedies", lambda *_: (None, []))
+    return diagnosis.diagnose_traces(summaries, "t")
+
+
+@pytest.mark.parametrize("counts, key", [(5, "slow_device"), (4, "stragglers")])
+def test_traced_slow_device_needs_most_steps_beyond_chance(monkeypatch, tmp_path, counts, key):
+    """Two ranks, five steps: 5 of 5 is beyond chance (1/32 <= 0.05), 4 of 5 is not (6/32)."""
+    report = _trace_report(monkeypatch, tmp_path, counts, straggler_wait_s=0.3)
+    assert report.cause.key == key
+
+
+@pytest.mark.parametrize("largest, key", [(0.1, "input_pipeline"), (0.0999, "none")])
+def test_a_trace_names_a_cause_from_a_tenth_of_the_step(monkeypatch, tmp_path, largest, key):
+    assert _trace_report(monkeypatch, tmp_path, data_wait_s=largest).cause.key == key
+
+
+@pytest.mark.parametrize("idle, listed", [(0.05, True), (0.0499, False)])
+def test_other_causes_are_listed_from_five_percent_for_traces(monkeypatch, tmp_path, idle, listed):
+    report = _trace_report(monkeypatch, tmp_path, data_wait_s=0.3, idle_s=idle)
+    assert report.cause.key == "input_pipeline"
+    assert any(o.key == "small_work" for o in report.others) is listed
+
+
+def test_the_loader_is_modelled_from_a_wait_that_could_gain_the_models_error(monkeypatch):
+    import scalesim.diagnosis as diagnosis
+    from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR as e
+
+    assert pytest.approx(e / (1 + e)) == diagnosis.LOADER_MODELLED_SHARE  # 2.9 %
+    seen = []
+    monkeypatch.setattr(diagnosis, "model_remedies",
+                        lambda profile, *args, **kwargs: seen.append(profile) or (None, []))
+    for wait, modelled in ((diagnosis.LOADER_MODELLED_SHARE, True), (0.029, False)):
+        cr = {"step_s": 1.0, "compute_s": 0.8, "comm_s": 0.1, "data_wait_s": wait,
+              "overlap_share": 0.5, "idle_s": 0.0, "straggler_wait_s": 0.0}
+        diagnosis._trace_remedies(cr, [SimpleNamespace(world_size=4)], "input_pipeline")
+        assert (seen[-1].input_pipeline is not None) is modelled
+
+
+@pytest.mark.parametrize("share, overlap", [(0.5, True), (0.4999, False)])
+def test_traced_overlap_is_the_nearer_case(monkeypatch, share, overlap):
+    import scalesim.diagnosis as diagnosis
+
+    seen = []
+    monkeypatch.setattr(diagnosis, "model_remedies",
+                        lambda _p, scenario, *a, **k: seen.append(scenario) or (None, []))
+    cr = {"step_s": 1.0, "compute_s": 0.8, "comm_s": 0.1, "data_wait_s": 0.0,
+          "overlap_share": share, "idle_s": 0.0, "straggler_wait_s": 0.0}
+    diagnosis._trace_remedies(cr, [SimpleNamespace(world_size=4)], "comm_growth")
+    assert seen[-1].overlap is overlap

@@ -272,7 +272,7 @@ def test_split_the_model_is_offered_from_the_share_a_split_could_gain(gpt, monke
     from scalesim import remedies
     from scalesim.accuracy import MODEL_PARALLEL_MEDIAN_ERROR as e
 
-    assert DP_EXCHANGE_SHARE / (1 - DP_EXCHANGE_SHARE) == pytest.approx(e)
+    assert pytest.approx(e) == DP_EXCHANGE_SHARE / (1 - DP_EXCHANGE_SHARE)
     scenario = Scenario(devices=[16], micro_batch=1, accumulation=8)
     now = predict(gpt, scenario)[0]
     share = remedies.dp_exchange_s(now) / now.step_time_s
@@ -281,3 +281,20 @@ def test_split_the_model_is_offered_from_the_share_a_split_could_gain(gpt, monke
         monkeypatch.setattr(remedies, "DP_EXCHANGE_SHARE", gate)
         split = next(r for r in rank_remedies(gpt, scenario, 16)[1] if r.key == "split_model")
         assert ("the model fits" not in split.reason) == offered, split.reason
+
+
+@pytest.mark.parametrize("drop, layouts, knee", [
+    (0.0300001, False, True), (0.0299, False, False),  # data parallel: 3.0 % median error
+    (0.0430001, True, True), (0.0429, True, False),    # a layout: 4.3 %
+])
+def test_the_knee_is_a_drop_of_at_least_the_models_median_error(drop, layouts, knee):
+    from types import SimpleNamespace
+
+    from scalesim.knee import knee_of_predictions
+
+    rows = [SimpleNamespace(devices=d, nodes=1, efficiency=e, compute_s=1.0, exposed_comm_s=0.1,
+                            data_stall_s=0.0, straggler_s=0.0, micro_batch=1, accumulation=1,
+                            dp=d if layouts else None, bubble_s=0.0)
+            for d, e in ((2, 1.0), (4, 1.0 - drop))]
+    assert (knee_of_predictions(rows) is not None) is knee
+    assert (find_knee([2, 4], [1, 1], [1.0, 1.0 - drop]) is not None) is (drop >= 0.03)

@@ -65,3 +65,27 @@ def test_a_slow_device_is_an_outlier_beyond_the_published_spread_or_its_peers_ow
     # peers that spread more widen it: MAD 0.05 -> sigma 0.0741 -> margin 0.259
     median, margin = peer_margin([0.90, 0.95, 1.0, 1.0, 1.0, 1.05, 1.10])
     assert median == 1.0 and margin == pytest.approx(3.5 * 1.4826 * 0.05)
+
+
+@pytest.mark.parametrize("count, steps, ranks, persistent", [
+    (5, 5, 2, True), (4, 5, 2, False),    # two ranks: 1/32 = 0.031 <= 0.05; 6/32 = 0.19 is not
+    (4, 4, 2, False),                     # 1/16 = 0.0625: four steps of two ranks never suffice
+    (9, 10, 2, True), (8, 10, 2, False),  # 0.0107 vs 0.0547
+    (21, 40, 4, True), (20, 40, 4, False),  # chance is far below: a strict majority decides
+    (3, 5, 8, True), (2, 5, 8, False),
+    (1, 1, 2, False), (0, 0, 4, False), (3, 3, 1, False),
+])
+def test_slowest_in_most_steps_is_a_majority_beyond_chance(count, steps, ranks, persistent):
+    from scalesim.model.stragglers import slowest_in_most_steps
+
+    assert slowest_in_most_steps(count, steps, ranks) is persistent
+
+
+def test_chance_of_the_slowest_count_is_the_binomial_tail():
+    from scipy.stats import binom
+
+    from scalesim.model.stragglers import chance_of_slowest_count
+
+    for count, steps, ranks in ((5, 5, 2), (9, 10, 2), (3, 5, 8), (21, 40, 4), (0, 7, 3)):
+        assert chance_of_slowest_count(count, steps, ranks) == pytest.approx(
+            binom.sf(count - 1, steps, 1.0 / ranks), rel=1e-12, abs=1e-15)
