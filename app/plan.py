@@ -15,7 +15,7 @@ from scalesim import presets
 from scalesim.cli.options import parse_int_list
 from scalesim.decision import DecisionCard, decide
 from scalesim.errors import ScalesimError
-from scalesim.knee import Knee, focus_devices, knee_of_predictions
+from scalesim.knee import Knee, focus_devices, knee_of_predictions, least_drop_of, no_knee_words
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
 from scalesim.layout_predict import recompute_style_note
 from scalesim.model.quality import steps_to_quality
@@ -399,7 +399,7 @@ def headline(plan: Plan) -> dict[str, str]:
         "efficiency": f"{f.efficiency:.1%}" if f.fits else "not runnable",
         "throughput": f"{f.samples_per_s:,.0f} {plan.unit}/s",
         "speedup": f"{f.speedup:.1f}x",
-        "knee": ("none: efficiency never drops by 2 points between device counts"
+        "knee": ("none: " + no_knee_words(least_drop_of(plan.rows), "device counts")
                  if plan.knee is None else
                  f"{plan.knee.devices_before} -> {plan.knee.devices_after} devices: "
                  f"{plan.knee.label}"),

@@ -36,7 +36,7 @@ from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR, median_error
 from scalesim.bounds import clip
 from scalesim.errors import ScalesimError, require_model, require_text
 from scalesim.jsonio import to_json_text
-from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee
+from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee, no_knee_words
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, early_stop_of
 from scalesim.model.stragglers import SLOW_DEVICE_FACTOR, peer_margin, slowest_in_most_steps
 
@@ -705,7 +705,7 @@ def _runs_tables(report: Report) -> list[str]:
     knee = report.details["knee"]
     out.append("")
     if knee is None:
-        out.append("knee: none (efficiency never drops by 2 points between runs)")
+        out.append(f"knee: none ({no_knee_words(MIN_EFFICIENCY_DROP, 'runs')})")
     else:
         out.append(f"knee: {knee['devices_before']} -> {knee['devices_after']} devices, efficiency "
                    f"-{knee['efficiency_drop'] * 100:.1f} points"

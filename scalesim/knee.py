@@ -83,6 +83,19 @@ def find_knee(devices, nodes, efficiency, compute_s=None, exposed_comm_s=None,
                 label=CAUSE_LABELS[cause])
 
 
+def least_drop_of(rows) -> float:
+    """The least efficiency drop (points, 0..1) named a knee among ``Prediction`` rows: the
+    median error of the path that predicted them (a layout when any row has ``dp``)."""
+    return median_error(through_layouts=any(r.dp is not None for r in rows))
+
+
+def no_knee_words(min_drop: float, between: str) -> str:
+    """Why no knee was named, e.g. 'efficiency never drops by 3.0 points (the model's median
+    error) between rows'."""
+    return (f"efficiency never drops by {100.0 * min_drop:.1f} points (the model's median error) "
+            f"between {between}")
+
+
 def knee_of_predictions(rows) -> Knee | None:
     """``find_knee`` over ``scalesim.predict.Prediction`` rows (one per device count); the least
     drop is the median error of the path that predicted them (``scalesim.accuracy``)."""
@@ -93,7 +106,7 @@ def knee_of_predictions(rows) -> Knee | None:
         [r.data_stall_s for r in rows], [r.straggler_s for r in rows],
         [r.micro_batch * r.accumulation * (r.dp or r.devices) / r.devices for r in rows],
         bubble_s=[r.bubble_s for r in rows] if layouts else None,
-        min_drop=median_error(through_layouts=layouts),
+        min_drop=least_drop_of(rows),
     )
 
 

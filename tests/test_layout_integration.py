@@ -298,3 +298,13 @@ def test_the_knee_is_a_drop_of_at_least_the_models_median_error(drop, layouts, k
             for d, e in ((2, 1.0), (4, 1.0 - drop))]
     assert (knee_of_predictions(rows) is not None) is knee
     assert (find_knee([2, 4], [1, 1], [1.0, 1.0 - drop]) is not None) is (drop >= 0.03)
+
+
+def test_no_knee_says_the_least_drop_it_looked_for(gpt):
+    from scalesim.knee import least_drop_of, no_knee_words
+
+    rows = predict(gpt, Scenario(devices=[8, 16]))
+    assert least_drop_of(rows) == 0.043 and least_drop_of(predict(default_profile(), Scenario(
+        devices=[8, 16]))) == 0.030
+    assert no_knee_words(0.043, "rows") == ("efficiency never drops by 4.3 points (the model's "
+                                            "median error) between rows")

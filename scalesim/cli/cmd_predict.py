@@ -84,7 +84,7 @@ def _fit_hints(profile, scenario, unfit) -> str:
 
 def render_table(profile, scenario, rows) -> str:
     from scalesim.cli.options import condition_words
-    from scalesim.knee import knee_of_predictions
+    from scalesim.knee import knee_of_predictions, least_drop_of, no_knee_words
     from scalesim.layout_predict import recompute_style_note
     from scalesim.model.zero_exchange import framework_label
 
@@ -136,7 +136,7 @@ def render_table(profile, scenario, rows) -> str:
     knee = knee_of_predictions(rows)
     lines.append("")
     if knee is None:
-        lines.append("knee: none (efficiency never drops by 2 points between rows)")
+        lines.append(f"knee: none ({no_knee_words(least_drop_of(rows), 'rows')})")
     else:
         lines.append(f"knee: {knee.devices_before} -> {knee.devices_after} devices, efficiency "
                      f"{rows[knee.index - 1].efficiency:.1%} -> {rows[knee.index].efficiency:.1%}"
