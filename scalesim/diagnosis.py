@@ -38,7 +38,12 @@ from scalesim.errors import ScalesimError, require_model, require_text
 from scalesim.jsonio import to_json_text
 from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee, no_knee_words
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, early_stop_of
-from scalesim.model.stragglers import SLOW_DEVICE_FACTOR, peer_margin, slowest_in_most_steps
+from scalesim.model.stragglers import (
+    SLOW_DEVICE_FACTOR,
+    peer_margin,
+    persistence_words,
+    slowest_in_most_steps,
+)
 
 CAUSES = {
     "inter_server": "Inter-server link",
@@ -558,12 +563,13 @@ def diagnose_traces(summaries, source: str) -> Report:
         "median over ranks",
     ]))
     slow = cr["slowest_rank"]
-    consistent = cr["slowest_consistency"]
+    persistence = persistence_words(cr["slowest_counts"].get(slow, 0), cr["steps_compared"],
+                                    len(summaries))
     strag_lines = [
         f"ranks wait {_ms(parts['straggler'])} per step for the slowest "
         f"({_pct(share['straggler'])} of the step)",
-        f"rank {slow} is the slowest in {_pct(consistent)} of the steps, its own time (step minus "
-        f"exposed communication) {cr['slowest_factor']:.2f}x the others' (median over steps)",
+        f"rank {slow} is the {persistence}, its own time (step minus exposed communication) "
+        f"{cr['slowest_factor']:.2f}x the others' (median over steps)",
     ]
     if cr["steps_compared"]:
         strag_lines.append("slowest rank per step: " + ", ".join(

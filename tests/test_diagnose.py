@@ -382,6 +382,7 @@ def test_traced_slow_device_needs_most_steps_beyond_chance(monkeypatch, tmp_path
     """Two ranks, five steps: 5 of 5 is beyond chance (1/32 <= 0.05), 4 of 5 is not (6/32)."""
     report = _trace_report(monkeypatch, tmp_path, counts, straggler_wait_s=0.3)
     assert report.cause.key == key
+    assert f"rank 1 is the slowest in {counts} of 5 steps (chance" in report.to_text()
 
 
 @pytest.mark.parametrize("largest, key", [(0.1, "input_pipeline"), (0.0999, "none")])

@@ -142,8 +142,10 @@ def jobs(tmp_path_factory):
     return {
         "b16": run_job(base / "b16", "--batch", "16", "--slow-loader-s", str(SLEEP_S)),
         "b256": run_job(base / "b256", "--batch", "256", "--gzip"),
+        # five steps: two ranks need the same one slowest in 5 of 5 to be beyond chance
+        # (stragglers.slowest_in_most_steps; 4 of 4 happens by chance 1 time in 16)
         "slow": run_job(base / "slow", "--batch", "16", "--slow-rank", "1", "--slow-rank-s",
-                        str(SLEEP_S)),
+                        str(SLEEP_S), "--steps", "5"),
     }
 
 

@@ -89,3 +89,12 @@ def test_chance_of_the_slowest_count_is_the_binomial_tail():
     for count, steps, ranks in ((5, 5, 2), (9, 10, 2), (3, 5, 8), (21, 40, 4), (0, 7, 3)):
         assert chance_of_slowest_count(count, steps, ranks) == pytest.approx(
             binom.sf(count - 1, steps, 1.0 / ranks), rel=1e-12, abs=1e-15)
+
+
+def test_persistence_words_say_why():
+    from scalesim.model.stragglers import persistence_words
+
+    assert persistence_words(4, 4, 2) == ("slowest in 4 of 4 steps (chance 0.062: not beyond "
+                                          "chance, needs 0.05 or less)")
+    assert persistence_words(5, 5, 2) == "slowest in 5 of 5 steps (chance 0.031: most steps)"
+    assert persistence_words(2, 5, 2).endswith("not a majority)")

@@ -159,6 +159,19 @@ def slowest_in_most_steps(count: int, steps: int, ranks: int) -> bool:
     return 2 * count > steps and chance_of_slowest_count(count, steps, ranks) <= PERSISTENCE_ALPHA
 
 
+def persistence_words(count: int, steps: int, ranks: int) -> str:
+    """Why a rank is or is not the slowest in most steps, e.g. 'slowest in 4 of 4 steps (chance
+    0.062: not beyond chance, needs 0.05 or less)'."""
+    chance = chance_of_slowest_count(count, steps, ranks)
+    if slowest_in_most_steps(count, steps, ranks):
+        verdict = "most steps"
+    elif 2 * count <= steps:
+        verdict = "not a majority"
+    else:
+        verdict = f"not beyond chance, needs {PERSISTENCE_ALPHA:g} or less"
+    return f"slowest in {count} of {steps} steps (chance {chance:.2g}: {verdict})"
+
+
 def collective_waits_s(group, collectives, span_s, jitter_cv):
     """Expected seconds a group of ``group`` ranks waits for its slowest member at
     ``collectives`` collectives that cut one micro-step of ``span_s`` compute into equal segments.

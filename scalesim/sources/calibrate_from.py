@@ -23,7 +23,11 @@ import numpy as np
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import write_model
 from scalesim.model.compute import fit_compute_curve
-from scalesim.model.stragglers import SLOW_DEVICE_FACTOR, slowest_in_most_steps
+from scalesim.model.stragglers import (
+    SLOW_DEVICE_FACTOR,
+    persistence_words,
+    slowest_in_most_steps,
+)
 from scalesim.profiles import default_profile, load_profile
 from scalesim.schemas import (
     ComputeCurve,
@@ -161,9 +165,11 @@ def describe_run(run: BatchRun) -> list[str]:
         out.append("  message sizes not in the traces (record with record_shapes=True, or a "
                    "PyTorch whose NCCL kernels carry sizes)")
     if len(run.ranks) > 1:
+        words = persistence_words(cr["slowest_counts"].get(cr["slowest_rank"], 0),
+                                  cr["steps_compared"], len(run.ranks))
         out.append(f"  per-rank step spread: slowest rank {cr['slowest_rank']} "
-                   f"({cr['slowest_factor']:.2f}x the others' own time, slowest in "
-                   f"{cr['slowest_consistency']:.0%} of steps); step-time cv {run.step_cv():.3f}")
+                   f"({cr['slowest_factor']:.2f}x the others' own time, {words}); "
+                   f"step-time cv {run.step_cv():.3f}")
     return out
 
 
