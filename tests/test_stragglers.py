@@ -69,11 +69,13 @@ def test_a_slow_device_is_an_outlier_beyond_the_published_spread_or_its_peers_ow
 
 @pytest.mark.parametrize("count, steps, ranks, persistent", [
     (5, 5, 2, True), (4, 5, 2, False),    # two ranks: 1/32 = 0.031 <= 0.05; 6/32 = 0.19 is not
-    (4, 4, 2, False),                     # 1/16 = 0.0625: four steps of two ranks never suffice
+    # 1/16 = 0.0625: four steps of two ranks can never be beyond chance by order alone, so the
+    # rank must be slowest in every one and the size of its slowdown decides (order_can_tell)
+    (4, 4, 2, True), (3, 4, 2, False), (2, 2, 2, True), (1, 2, 2, False),
     (9, 10, 2, True), (8, 10, 2, False),  # 0.0107 vs 0.0547
     (21, 40, 4, True), (20, 40, 4, False),  # chance is far below: a strict majority decides
     (3, 5, 8, True), (2, 5, 8, False),
-    (1, 1, 2, False), (0, 0, 4, False), (3, 3, 1, False),
+    (1, 1, 2, True), (0, 1, 2, False), (0, 0, 4, False), (3, 3, 1, False),
 ])
 def test_slowest_in_most_steps_is_a_majority_beyond_chance(count, steps, ranks, persistent):
     from scalesim.model.stragglers import slowest_in_most_steps
@@ -94,7 +96,19 @@ def test_chance_of_the_slowest_count_is_the_binomial_tail():
 def test_persistence_words_say_why():
     from scalesim.model.stragglers import persistence_words
 
-    assert persistence_words(4, 4, 2) == ("slowest in 4 of 4 steps (chance 0.062: not beyond "
-                                          "chance, needs 0.05 or less)")
+    assert persistence_words(4, 4, 2) == ("slowest in 4 of 4 steps (chance 0.062: every step; "
+                                          "too few steps for the order alone, the size decides)")
+    assert persistence_words(3, 4, 2) == ("slowest in 3 of 4 steps (chance 0.31: not every step, "
+                                          "and too few steps for the order alone)")
+    assert persistence_words(4, 5, 2).endswith("not beyond chance, needs 0.05 or less)")
     assert persistence_words(5, 5, 2) == "slowest in 5 of 5 steps (chance 0.031: most steps)"
     assert persistence_words(2, 5, 2).endswith("not a majority)")
+
+
+@pytest.mark.parametrize("steps, ranks, can", [(4, 2, False), (5, 2, True), (2, 4, False),
+                                               (3, 4, True), (2, 8, True), (1, 8, False)])
+def test_the_order_can_tell_only_with_enough_steps(steps, ranks, can):
+    """(1/ranks)**steps <= 0.05: two ranks need 5 steps, four 3, eight 2."""
+    from scalesim.model.stragglers import order_can_tell
+
+    assert order_can_tell(steps, ranks) is can

@@ -149,13 +149,27 @@ def chance_of_slowest_count(count: int, steps: int, ranks: int) -> float:
                      for k in range(count, steps + 1)))
 
 
+def order_can_tell(steps: int, ranks: int) -> bool:
+    """Whether ``steps`` steps of ``ranks`` ranks are enough for the order alone to be beyond
+    chance: a rank slowest in every one of them has ``chance_of_slowest_count <=
+    PERSISTENCE_ALPHA`` (two ranks: 5 steps or more; four: 3; eight: 2)."""
+    return steps >= 1 and ranks >= 2 and (
+        chance_of_slowest_count(steps, steps, ranks) <= PERSISTENCE_ALPHA)
+
+
 def slowest_in_most_steps(count: int, steps: int, ranks: int) -> bool:
     """Whether a rank slowest in ``count`` of ``steps`` compared steps (of ``ranks`` ranks) is so
     persistently: ``count > steps / 2`` and ``chance_of_slowest_count <= PERSISTENCE_ALPHA``.
     Two ranks need 5 of 5 steps, 7 of 7, 9 of 10 or 15 of 20; four ranks 4 of 5 or 21 of 40;
-    eight ranks 3 of 5 or 11 of 20; under four steps of two ranks never."""
+    eight ranks 3 of 5 or 11 of 20. With too few steps for the order ever to be beyond chance
+    (``order_can_tell`` false: two ranks under 5 steps, as a profiler's usual 2-3 active steps)
+    the rank must be the slowest in every step, and the size of its slowdown, an outlier test of
+    its own (``SLOW_DEVICE_FACTOR``, ``peer_margin``: 3.5 robust standard deviations), decides:
+    requiring an order that cannot be significant would never name a slow device there."""
     if steps < 1 or ranks < 2:
         return False
+    if not order_can_tell(steps, ranks):
+        return count == steps
     return 2 * count > steps and chance_of_slowest_count(count, steps, ranks) <= PERSISTENCE_ALPHA
 
 
@@ -164,7 +178,10 @@ def persistence_words(count: int, steps: int, ranks: int) -> str:
     0.062: not beyond chance, needs 0.05 or less)'."""
     chance = chance_of_slowest_count(count, steps, ranks)
     if slowest_in_most_steps(count, steps, ranks):
-        verdict = "most steps"
+        verdict = ("most steps" if order_can_tell(steps, ranks)
+                   else "every step; too few steps for the order alone, the size decides")
+    elif not order_can_tell(steps, ranks):
+        verdict = "not every step, and too few steps for the order alone"
     elif 2 * count <= steps:
         verdict = "not a majority"
     else:
