@@ -106,7 +106,7 @@ def knee_of_predictions(rows) -> Knee | None:
         [r.data_stall_s for r in rows], [r.straggler_s for r in rows],
         [r.micro_batch * r.accumulation * (r.dp or r.devices) / r.devices for r in rows],
         bubble_s=[r.bubble_s for r in rows] if layouts else None,
-        min_drop=least_drop_of(rows),
+        min_drop=median_error(through_layouts=layouts),
     )
 
 
