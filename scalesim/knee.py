@@ -83,10 +83,15 @@ def find_knee(devices, nodes, efficiency, compute_s=None, exposed_comm_s=None,
                 label=CAUSE_LABELS[cause])
 
 
+def _through_layouts(rows) -> bool:
+    """Whether ``Prediction`` rows came from the layout path (any row has ``dp``)."""
+    return any(r.dp is not None for r in rows)
+
+
 def least_drop_of(rows) -> float:
     """The least efficiency drop (points, 0..1) named a knee among ``Prediction`` rows: the
-    median error of the path that predicted them (a layout when any row has ``dp``)."""
-    return median_error(through_layouts=any(r.dp is not None for r in rows))
+    median error of the path that predicted them (``_through_layouts``)."""
+    return median_error(through_layouts=_through_layouts(rows))
 
 
 def no_knee_words(min_drop: float, between: str) -> str:
@@ -99,7 +104,7 @@ def no_knee_words(min_drop: float, between: str) -> str:
 def knee_of_predictions(rows) -> Knee | None:
     """``find_knee`` over ``scalesim.predict.Prediction`` rows (one per device count); the least
     drop is the median error of the path that predicted them (``scalesim.accuracy``)."""
-    layouts = any(r.dp is not None for r in rows)
+    layouts = _through_layouts(rows)
     return find_knee(
         [r.devices for r in rows], [r.nodes for r in rows], [r.efficiency for r in rows],
         [r.compute_s for r in rows], [r.exposed_comm_s for r in rows],
