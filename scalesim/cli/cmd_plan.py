@@ -79,14 +79,13 @@ def recompute_style_line(style: str) -> str:
             f"--recompute-style {other}")
 
 
-def conditions_line(args: argparse.Namespace, jitter_cv: float | None = None) -> str:
+def conditions_line(args: argparse.Namespace, jitter_cv: float) -> str:
     """'ranked with: overlap off (...), device 3 computes 1.5x slower, jitter cv 0.05 per
     micro-step' for the conditions given (``options.condition_words``; ``jitter_cv`` the one
     used: --straggler-cv or the profile's measured jitter); '' for none."""
     from scalesim.cli.options import condition_words
 
-    parts = condition_words(not args.no_overlap, args.slow_device, args.slow_factor,
-                            jitter_cv if jitter_cv is not None else args.straggler_cv)
+    parts = condition_words(not args.no_overlap, args.slow_device, args.slow_factor, jitter_cv)
     if args.slow_device is not None and (
             without := [n for n in args.devices if n <= args.slow_device]):
         parts.append(f"no slow device at {', '.join(map(str, without))} devices (device "
@@ -147,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         if note:
             print(note + (f"; --efficiency {args.efficiency:g} used instead"
                           if args.efficiency else ""))
-        if conditions := conditions_line(args, jitter_cv or None):
+        if conditions := conditions_line(args, jitter_cv):
             print(conditions)
         print(render_text(rows, args.global_batch))
     return 0
