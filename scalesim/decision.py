@@ -195,19 +195,20 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
                                   f"{link.busbw_GBps:g} GB/s busbw", p,
                                   up.extra_usd_per_server_hour, source, priced))
     _, ranked = rank_remedies(profile, scenario, now.devices)
-    settings = [r for r in ranked if r.key in SETTINGS_KEYS and r.helps]
+    helping = {r.key: r for r in ranked if r.helps}  # one remedy per key, best first
+    settings = [r for key, r in helping.items() if key in SETTINGS_KEYS]
     if settings:
         r = settings[0]
         out.append(ctx.option("settings", f"Settings: {r.title[0].lower()}{r.title[1:]}",
                               r.prediction, 0.0, base_source))
-    split = next((r for r in ranked if r.key == "split_model" and r.helps), None)
+    split = helping.get("split_model")
     if split is not None:  # where it helps: the model does not fit, or the exchange dominates
         out.append(ctx.option("split_model", split.title, split.prediction, 0.0, base_source))
-    loader = next((r for r in ranked if r.key == "loader" and r.helps), None)
+    loader = helping.get("loader")
     if loader is not None:
         out.append(ctx.option("input_pipeline", "Input: cache the input or add loader workers",
                               loader.prediction, 0.0, base_source))
-    fix = next((r for r in ranked if r.key == "slow_device" and r.helps), None)
+    fix = helping.get("slow_device")
     if fix is not None:  # a device the scenario (or diagnose) names as slow: its repair
         out.append(ctx.option("fix_device", f"Fix or replace the slow device (rank "
                               f"{scenario.slow_device}, {scenario.slow_factor:g}x slower)",
