@@ -64,7 +64,7 @@ def block_from_args(args) -> Block | None:
     if h % heads:
         raise ScalesimError(f"--block-hidden {h} is not divisible by --block-heads {heads}")
     block = Block(hidden=h, heads=heads, ffn_hidden=args.block_ffn or 4 * h,
-                  seq_len=args.block_seq, micro_batch=args.block_batch)
+                  seq_len=args.block_seq, micro_batch=args.block_batch or 1)
     degrees = block.tp_degrees(args.block_tp)
     if not degrees:
         raise ScalesimError(f"--block-tp {','.join(map(str, args.block_tp))}: none divides "

@@ -113,8 +113,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--block-ffn", type=flag_type("model_width"), help="MLP inner size (default 4H)")
     g.add_argument("--block-seq", type=flag_type("seq_len"), default=512,
                    help="tokens per sequence (default 512)")
-    g.add_argument("--block-batch", type=flag_type("micro_batch"), default=1,
-                   help="sequences per micro-batch (default 1)")
+    g.add_argument("--block-batch", type=flag_type("micro_batch"),
+                   help="sequences per micro-batch (default 1 on CPU; on GPU enough for "
+                   f"{GPU_BLOCK_TOKENS:,} tokens: smaller blocks are launch-bound there)")
     g.add_argument("--block-tp", type=flag_list_type("devices_per_node"), default=[1, 2, 4, 8],
                    help="tensor-parallel degrees whose shard shapes are timed (default 1,2,4,8; "
                    "those that do not divide heads and MLP are skipped)")
@@ -168,6 +169,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="micro-batches per rank per noise sample (default 2)")
 
 
+# Tokens of the block a GPU calibration times by default. Measured on one H200 (bf16, hidden
+# 4096, docs/calibration.md "GPU path"): at 4,096 tokens the block's shards were launch-bound
+# (the fit's sustained rate 1,149 TFLOP/s, above the 989 peak), at 16,384 still above the
+# device's own 8192^3 matmul rate (886 vs 808), at 65,536 at it (801).
+GPU_BLOCK_TOKENS = 65536
+
 DEFAULTS_CPU = {
     "batches": [16, 32, 64, 128], "warmup": 3, "repeats": 10, "max_size_mib": 32.0,
     "size_factor": 4, "coll_time_s": 0.1, "loader_images": 512, "loader_batches": 20,
@@ -207,6 +214,8 @@ def resolve_defaults(args: argparse.Namespace, on_gpu: bool) -> argparse.Namespa
         if getattr(args, key, None) is None:
             quick = QUICK.get(key) if args.quick else None
             setattr(args, key, quick if quick is not None else value)
+    if getattr(args, "block_batch", None) is None:
+        args.block_batch = -(-GPU_BLOCK_TOKENS // args.block_seq) if on_gpu else 1
     return args
 
 

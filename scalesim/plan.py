@@ -197,30 +197,40 @@ def calibrated_hardware(profile: Profile) -> tuple[Hardware, float, str]:
     """(hardware, matmul efficiency, a note saying where they come from) for the layout model
     from a calibration profile: its device, memory and links (measured, or the presets its notes
     name); with a ``model_parallel`` section (``calibrate --block-hidden``) the roofline the
-    block timings pinned: efficiency = sustained / peak and the fitted memory bandwidth. Without
-    a datasheet peak (CPUs) the sustained rate stands in as the peak (efficiency 1, MFU against
-    it). A profile without the section keeps the published default efficiency and needs its
+    block timings pinned: efficiency = sustained / peak, and the fitted byte rate as the layer
+    kernels' (``kernel_bandwidth_GBps``) while the optimizer's streaming sweep keeps the device's
+    memory bandwidth (datasheet; the fitted rate where none is known). Without a datasheet peak
+    (CPUs) the sustained rate stands in as the peak (efficiency 1, MFU against it); a sustained
+    rate above the datasheet peak is clipped to it and the note says the block was too small.
+    A profile without the section keeps the published default efficiency and needs its
     device's peak and memory bandwidth from the hardware record or the presets."""
     from scalesim.presets import memory_bandwidth_of, peak_tflops_of
 
     hw, mp = profile.hardware, profile.model_parallel
+    listed_bw = memory_bandwidth_of(hw.device_name)
     if mp is not None:
-        peak = mp.peak_tflops or hw.peak_tflops or mp.sustained_tflops
-        efficiency = clip("matmul_efficiency", mp.sustained_tflops / peak)
-        bandwidth = mp.memory_bandwidth_GBps
-        of_what = "" if mp.peak_tflops or hw.peak_tflops else " (no datasheet peak: sustained)"
-        note = (f"calibrated: matmul efficiency {efficiency:.3g} ({mp.sustained_tflops:.4g} of "
-                f"{peak:.4g} TFLOP/s{of_what}), memory {bandwidth:.4g} GB/s, from the block at tp "
+        datasheet_peak = mp.peak_tflops or hw.peak_tflops  # at the calibrated precision
+        peak = datasheet_peak or mp.sustained_tflops
+        efficiency = clip("matmul_efficiency", min(mp.sustained_tflops / peak, 1.0))
+        kernel_bw = mp.memory_bandwidth_GBps
+        bandwidth = hw.memory_bandwidth_GBps or (listed_bw[0] if listed_bw else kernel_bw)
+        of_what = "" if datasheet_peak else " (no datasheet peak: sustained)"
+        note = (f"calibrated: matmul efficiency {efficiency:.3g} ({min(mp.sustained_tflops, peak):.4g}"
+                f" of {peak:.4g} TFLOP/s{of_what}), layer kernels' bytes at {kernel_bw:.4g} GB/s "
+                f"and the optimizer at {bandwidth:.4g} GB/s, from the block at tp "
                 f"{','.join(str(x.tp) for x in mp.points)} (fit rel. RMSE {mp.rel_rmse:.1%}); "
                 f"links intra {hw.intra_node.busbw_GBps:.4g} GB/s, inter "
                 f"{hw.inter_node.busbw_GBps:.4g} GB/s from {profile.name}")
+        if mp.sustained_tflops > peak * (1 + 1e-9):
+            note += (f"; the block's fitted {mp.sustained_tflops:.4g} TFLOP/s is above the "
+                     f"datasheet peak, so its timings were launch-bound: calibrate again with a "
+                     f"larger block (--block-batch, --block-seq; docs/calibration.md)")
         p2p = measured_p2p(profile)
         if p2p is not None:
             note += "; " + p2p.note
-        return hw.model_copy(update={"peak_tflops": peak, "memory_bandwidth_GBps": bandwidth}), \
-            efficiency, note
+        return hw.model_copy(update={"peak_tflops": peak, "memory_bandwidth_GBps": bandwidth,
+                                     "kernel_bandwidth_GBps": kernel_bw}), efficiency, note
     listed_peak = peak_tflops_of(hw.device_name)
-    listed_bw = memory_bandwidth_of(hw.device_name)
     peak = hw.peak_tflops or (listed_peak[0] if listed_peak else None)
     bandwidth = hw.memory_bandwidth_GBps or (listed_bw[0] if listed_bw else None)
     if peak is None or bandwidth is None:
@@ -268,6 +278,7 @@ def setting_inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         params=setting.params or s.param_count(), **layout,
         devices_per_node=hw.devices_per_node, peak_flops_per_s=_peak_flops(hw, setting.fp8),
         efficiency=efficiency, memory_bandwidth_GBps=hw.memory_bandwidth_GBps,
+        kernel_bandwidth_GBps=hw.kernel_bandwidth_GBps,
         intra_latency_s=hw.intra_node.latency_s, intra_busbw_GBps=hw.intra_node.busbw_GBps,
         inter_latency_s=hw.inter_node.latency_s, inter_busbw_GBps=hw.inter_node.busbw_GBps,
         device_memory_bytes=hw.device_memory_bytes,

@@ -182,6 +182,11 @@ def host_link(intra_kind: str) -> LinkLevel:
 # optimizer step (``scalesim.model.compute.optimizer_roofline_s``) where nothing measured it.
 MEMORY_BANDWIDTH_GBPS: list[tuple[tuple[str, ...], float, str]] = [
     (("GB200",), 8000.0, "NVIDIA GB200 NVL72 datasheet: 8 TB/s HBM3e per GPU"),
+    (("GH200", "144G"), 4900.0, "NVIDIA GH200 Grace Hopper Superchip datasheet: 144 GB HBM3e, "
+     "4.9 TB/s"),
+    (("GH200",), 4000.0, "NVIDIA GH200 Grace Hopper Superchip datasheet: 96 GB HBM3, 4 TB/s"),
+    (("H200",), 4800.0, "NVIDIA H200 Tensor Core GPU datasheet: H200 SXM and H200 NVL, 141 GB "
+     "HBM3e, 4.8 TB/s"),
     (("H100", "NVL"), 3900.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 NVL 94 GB, 3.9 TB/s"),
     (("H100", "PCIe"), 2000.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 PCIe 80 GB, 2 TB/s"),
     (("H100", "SXM"), 3350.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 SXM 80 GB, 3.35 TB/s"),
@@ -204,6 +209,11 @@ PEAK_TFLOPS: list[tuple[tuple[str, ...], float, float | None, str]] = [
     (("GB200",), 2500.0, 5000.0, "NVIDIA GB200 NVL72 datasheet: 180 PFLOPS FP16/BF16 and 360 "
      "PFLOPS FP8 dense over 72 GPUs"),
     (("H100",), 989.0, 1979.0, "NVIDIA H100 datasheet (SXM): 989 TFLOPS BF16, 1,979 FP8 dense"),
+    (("H200", "NVL"), 835.5, 1670.5, "NVIDIA H200 Tensor Core GPU datasheet: H200 NVL 1,671 "
+     "TFLOPS BF16 and 3,341 FP8 with sparsity, half of each dense"),
+    (("H200",), 989.0, 1979.0, "NVIDIA H200 Tensor Core GPU datasheet: H200 SXM 1,979 TFLOPS "
+     "BF16 and 3,958 FP8 with sparsity, half of each dense (GH200 has the same Hopper GPU: "
+     "GH200 datasheet 990 TFLOPS BF16 dense)"),
     (("A100",), 312.0, None, "NVIDIA A100 datasheet: 312 TFLOPS BF16/FP16 dense, no FP8"),
     (("V100",), 125.0, None, "NVIDIA V100 datasheet (SXM2): 125 TFLOPS FP16 tensor"),
 ]
@@ -521,6 +531,7 @@ def transformer_workload(name: str, precision_bytes: float = 2.0) -> Workload:
 DEVICE_MEMORY_GIB = [
     (("GB200",), 186.0, "NVIDIA GB200 NVL72 datasheet: 13.4 TB HBM3e over 72 GPUs = 186 GB each"),
     (("H100",), 80.0, "NVIDIA H100 SXM datasheet and DGX H100 (640 GB over 8 GPUs): 80 GB"),
+    (("H200",), 141.0, "NVIDIA H200 Tensor Core GPU datasheet: 141 GB HBM3e (SXM and NVL)"),
 ]
 
 

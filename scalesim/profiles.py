@@ -34,10 +34,13 @@ from scalesim.schemas import (
 
 
 def _peak_tflops(device_name: str, extra: Hardware | None = None) -> float | None:
+    """Dense 16-bit peak of ``device_name``, TFLOP/s: a hardware preset's (or ``extra``'s) of
+    that exact device, else the datasheet table's (``presets.peak_tflops_of``), else None."""
     known = {h.device_name: h.peak_tflops for h in presets.HARDWARE.values()}
     if extra is not None and extra.peak_tflops is not None:
         known[extra.device_name] = extra.peak_tflops
-    return known.get(device_name)
+    listed = presets.peak_tflops_of(device_name)
+    return known.get(device_name) or (listed[0] if listed else None)
 
 
 def memory_bandwidth_GBps(device_name: str, given: float | None = None) -> float | None:
@@ -209,13 +212,16 @@ def compute_curve_from_reference(workload: Workload,
     return curve, note
 
 
-def compute_curve_from_shape(workload: Workload, hardware: Hardware) -> tuple[ComputeCurve, str]:
+def compute_curve_from_shape(workload: Workload, hardware: Hardware,
+                             efficiency: float | None = None,
+                             basis: str = "") -> tuple[ComputeCurve, str]:
     """A compute curve of a transformer workload with no reference: the layout model's
-    unsplit one-device micro-step (``scalesim.model.layout_step``) at the planner's default
-    sustained matmul efficiency (``plan.DEFAULT_MATMUL_EFFICIENCY``). The model's micro-step is
-    affine in the micro-batch (weights are read once per micro-step), so its times at 1 and 2
-    sequences give ``overhead_s`` and ``per_sample_s`` exactly; the optimizer step is the
-    memory-bound estimate."""
+    unsplit one-device micro-step (``scalesim.model.layout_step``) at sustained matmul
+    ``efficiency`` (default: the planner's, ``plan.DEFAULT_MATMUL_EFFICIENCY``; a block
+    calibration's, with ``basis`` saying so). The model's micro-step is affine in the
+    micro-batch (weights are read once per micro-step), so its times at 1 and 2 sequences give
+    ``overhead_s`` and ``per_sample_s`` exactly; the optimizer step is the memory-bound
+    estimate."""
     from scalesim.model.layout_step import evaluate_layouts
     from scalesim.model.transformer import RECOMPUTE
     from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY
@@ -230,17 +236,20 @@ def compute_curve_from_shape(workload: Workload, hardware: Hardware) -> tuple[Co
     from scalesim.layout_predict import base_inputs
     from scalesim.schemas import Scenario
 
+    efficiency = DEFAULT_MATMUL_EFFICIENCY if efficiency is None else efficiency
     x = base_inputs(workload, hardware, Scenario(), peak * 1e12, bandwidth).replace(
-        efficiency=DEFAULT_MATMUL_EFFICIENCY, device_cv=0.0, framework_bytes=0.0,
+        efficiency=efficiency, device_cv=0.0, framework_bytes=0.0,
         recompute=RECOMPUTE["full" if workload.activation_recompute else "none"])
     optimizer_s = optimizer_estimate_s(workload, bandwidth)
     t1, t2 = (float(evaluate_layouts(x.replace(micro_batch=b, global_batch=b)).compute_s)
               - optimizer_s for b in (1, 2))
     per_sample_s = t2 - t1
+    kernels = hardware.kernel_bandwidth_GBps or bandwidth
     note = (f"compute: no reference run; the transformer shape's forward+backward on one "
-            f"{hardware.device_name} at {DEFAULT_MATMUL_EFFICIENCY:g} of its {peak:g} TFLOP/s "
-            "peak (the planner's default sustained matmul efficiency; docs/model.md §13) and "
-            f"{bandwidth:g} GB/s for memory-bound work, an estimate: calibrate to measure it")
+            f"{hardware.device_name} at {efficiency:.3g} of its {peak:.4g} TFLOP/s peak ("
+            + (basis or "the planner's default sustained matmul efficiency; docs/model.md §13")
+            + f") and {kernels:.4g} GB/s for memory-bound work"
+            + ("" if basis else ", an estimate: calibrate to measure it"))
     curve = parse_model(
         {"overhead_s": max(t1 - per_sample_s, 0.0), "per_sample_s": per_sample_s,
          "optimizer_step_s": optimizer_s, "precision": "estimated", "measured": False,
@@ -275,6 +284,44 @@ def default_profile() -> Profile:
     return profile_from_presets(
         presets.get_hardware(presets.DEFAULT_HARDWARE), presets.get_workload(presets.DEFAULT_WORKLOAD)
     )
+
+
+def _measured_on_another_model(base: Profile, workload: Workload) -> bool:
+    """Whether ``base``'s measured compute curve belongs to another model than ``workload``, a
+    transformer: its shape differs from the calibrated one's, or the calibrated model had no
+    shape and a parameter count more than 2 % away (the calibration counts its own model's
+    parameters exactly). A parameter-count workload only resizes the exchange and memory."""
+    if workload.transformer is None or not base.compute.measured:
+        return False
+    if base.workload.transformer is not None:
+        return base.workload.transformer != workload.transformer
+    return abs(workload.params / base.workload.params - 1.0) > 0.02
+
+
+def _shape_compute(base: Profile, workload: Workload, name: str) -> tuple[ComputeCurve, str]:
+    """The compute curve of transformer ``workload`` on ``base``'s device from its shape: at
+    the block calibration's efficiency and kernel byte rate where the profile has one
+    (``plan.calibrated_hardware``, as ``scalesim plan --profile`` ranks), else at the published
+    default efficiency; and the note that says which."""
+    from scalesim.plan import calibrated_hardware
+
+    if base.model_parallel is None:
+        try:
+            curve, _ = compute_curve_from_shape(workload, base.hardware)
+        except ScalesimError:
+            raise ScalesimError(
+                f"profile '{base.name}' measured another model than workload '{name}', and its "
+                f"device '{base.hardware.device_name}' has no datasheet peak and memory "
+                "bandwidth to estimate the workload's compute: calibrate with --block-hidden "
+                "(docs/calibration.md), or on the workload's own model") from None
+        return curve, (f"workload replaced by '{name}', another model than the one timed: its "
+                       "compute from its shape at the published default matmul efficiency "
+                       "(the profile has no block calibration; calibrate --block-hidden)")
+    hardware, efficiency, note = calibrated_hardware(base)
+    curve, _ = compute_curve_from_shape(workload, hardware, efficiency,
+                                        basis="the profile's block calibration")
+    return curve, (f"workload replaced by '{name}', another model than the one timed: its "
+                   f"compute from its shape on the {note}")
 
 
 def parse_profile(data: Any, what: str = "profile") -> Profile:
@@ -337,7 +384,13 @@ def resolve_profile(
         notes.append(f"hardware replaced by '{hardware}'; compute stays as measured")
     if workload is not None:
         changes["workload"] = load_workload(workload)
-        notes.append(f"workload sizes replaced by '{workload}'; compute stays as measured")
+        if _measured_on_another_model(base, changes["workload"]):
+            hw = changes.get("hardware", base.hardware)
+            changes["compute"], note = _shape_compute(base.model_copy(update={"hardware": hw}),
+                                                      changes["workload"], workload)
+            notes.append(note)
+        else:
+            notes.append(f"workload sizes replaced by '{workload}'; compute stays as measured")
     if changes:
         changes["notes"] = notes
         return base.model_copy(update=changes)

@@ -114,6 +114,13 @@ class Hardware(_Strict):
         description="device memory bandwidth, GB/s (vendor spec); preset profiles estimate the "
                     "optimizer step from it (memory-bound update)",
     )
+    kernel_bandwidth_GBps: float | None = bounded(
+        "memory_bandwidth_GBps", None,
+        description="byte rate of a transformer layer's and the logits' kernels in the layout "
+                    "model's roofline, GB/s, as a block calibration fits it (scalesim calibrate "
+                    "--block-hidden; unfused eager kernels reach less than a streaming sweep); "
+                    "None: memory_bandwidth_GBps. The optimizer sweep keeps memory_bandwidth_GBps",
+    )
     cpu_cores_per_node: int = bounded("cpu_cores", 64, "cores the data loaders share")
     device_speed_cv: float = bounded(
         "cv", DEVICE_SPEED_CV,

@@ -139,9 +139,11 @@ def test_profile_section_efficiency_against_the_datasheet_peak():
     assert bad.rel_rmse > 0.25 and "explains these timings poorly" in bad.source
 
 
-def _profile_with(section):
+def _profile_with(section, device_name=None):
     data = default_profile().model_dump(mode="json")
     data["hardware"]["peak_tflops"] = None
+    if device_name is not None:  # a calibrated CPU: no datasheet bandwidth either
+        data["hardware"].update(device_name=device_name, memory_bandwidth_GBps=None)
     if section is not None:
         data["model_parallel"] = section.model_dump(mode="json")
     return parse_profile(data)
@@ -161,7 +163,10 @@ def test_plan_reads_the_calibrated_efficiency_and_bandwidth():
     hw_fast, eff_fast, note = calibrated_hardware(fast)
     hw_slow, eff_slow, _ = calibrated_hardware(slow)
     assert eff_fast == pytest.approx(600 / hw_fast.peak_tflops)
-    assert hw_fast.memory_bandwidth_GBps == pytest.approx(2500, rel=1e-6)
+    # the fitted byte rate is the layer kernels'; the optimizer sweep keeps the device's
+    # memory bandwidth (the default profile's A100 40GB: 1,555 GB/s by its datasheet)
+    assert hw_fast.kernel_bandwidth_GBps == pytest.approx(2500, rel=1e-6)
+    assert hw_fast.memory_bandwidth_GBps == pytest.approx(1555, rel=1e-6)
     assert "calibrated: matmul efficiency" in note
     best_fast = plan(shape, hw_fast, [8], 64, efficiency=eff_fast, top=1)[0]
     best_slow = plan(shape, hw_slow, [8], 64, efficiency=eff_slow, top=1)[0]
@@ -172,10 +177,47 @@ def test_plan_reads_the_calibrated_efficiency_and_bandwidth():
             for f, p in (("fast", fast), ("slow", slow))}
     assert step["fast"] < step["slow"]
     # without a datasheet peak (a CPU) the sustained rate stands in for it
-    cpu = _profile_with(_section(device="CPU: x", flops=5e10, bandwidth=5e9, on_gpu=False))
+    cpu = _profile_with(_section(device="CPU: x", flops=5e10, bandwidth=5e9, on_gpu=False),
+                        "CPU: x")
     hw_cpu, eff_cpu, note = calibrated_hardware(cpu)
     assert eff_cpu == 1.0 and hw_cpu.peak_tflops == pytest.approx(0.05, rel=1e-6)
     assert "no datasheet peak" in note
+    # nor a datasheet bandwidth: the fitted byte rate serves the optimizer sweep too
+    assert hw_cpu.memory_bandwidth_GBps == hw_cpu.kernel_bandwidth_GBps == pytest.approx(5)
+
+
+def test_a_fit_above_the_datasheet_peak_is_clipped_and_named():
+    """A block timed too small on a fast GPU fits a sustained rate above the peak (H200,
+    block at batch 2: 1,149 TFLOP/s of 989, docs/calibration.md): efficiency 1, never more,
+    and the note says to time a larger block."""
+    hw, eff, note = calibrated_hardware(_profile_with(_section(flops=1.149e15)))
+    assert eff == 1.0 and "above the datasheet peak" in note and "--block-batch" in note
+    hw, eff, note = calibrated_hardware(_profile_with(_section(flops=8.0e14)))
+    assert eff < 1.0 and "above the datasheet peak" not in note
+
+
+def test_kernel_bandwidth_moves_the_layers_not_the_optimizer():
+    """The layout model's kernel byte rate slows the layers' memory-bound work only: the
+    optimizer sweep (params x (2*4 + 4 + 2*8) bytes / memory bandwidth) is unchanged."""
+    from scalesim.model.compute import optimizer_roofline_s
+    from scalesim.model.layout_step import evaluate_layouts
+    from scalesim.plan import Setting, setting_inputs
+
+    shape = TransformerShape(layers=2, hidden=1024, heads=16, seq_len=1024, vocab=32000)
+    hw = default_profile().hardware.model_copy(update={"peak_tflops": 312.0,
+                                                       "memory_bandwidth_GBps": 1555.0})
+    base = Setting(shape, hw, 1, 0.7, param_bytes_per_param=4, grad_bytes_per_param=4,
+                   optimizer_bytes_per_param=8)
+    slow = base.replace(hardware=hw.model_copy(update={"kernel_bandwidth_GBps": 500.0}))
+    a, b = (evaluate_layouts(setting_inputs(s)) for s in (base, slow))
+    assert float(b.compute_s) > float(a.compute_s)
+    optimizer_s = float(optimizer_roofline_s(shape.param_count(), 4, 4, 8, 1555.0))
+    assert optimizer_s == pytest.approx(shape.param_count() * 28 / 1555e9)
+    # the same optimizer share in both: the kernels at 500 GB/s rather than 1555 explain the gap
+    c = evaluate_layouts(setting_inputs(base.replace(hardware=hw.model_copy(
+        update={"memory_bandwidth_GBps": 500.0}))))
+    assert float(c.compute_s) - float(b.compute_s) == pytest.approx(
+        optimizer_s * (1555.0 / 500.0 - 1.0), rel=1e-6)
 
 
 def _cli(*args, cwd=None):
@@ -299,3 +341,18 @@ def test_tp_check_reads_flat_all_reduce_times_as_latency():
     check = tp_check.summarise(args, [rounds, rounds], np)
     calls = args.layers * float(collectives_per_layer(RECOMPUTE_NONE))  # 2 forward + 2 backward
     assert check["predicted_comm_s"] / calls == pytest.approx(flat_s, rel=1e-3), check
+
+
+def test_block_batch_default_fills_a_gpu_block_with_enough_tokens():
+    """On a GPU the block holds GPU_BLOCK_TOKENS tokens unless --block-batch says otherwise (a
+    smaller one was launch-bound on an H200, docs/calibration.md); on a CPU one sequence."""
+    from scalesim.calibration.options import GPU_BLOCK_TOKENS, build_parser, resolve_defaults
+
+    def resolved(argv, on_gpu):
+        return resolve_defaults(build_parser().parse_args(argv), on_gpu).block_batch
+
+    assert GPU_BLOCK_TOKENS == 65536
+    assert resolved(["--block-hidden", "4096"], on_gpu=True) == 128  # 65,536 / 512
+    assert resolved(["--block-hidden", "4096", "--block-seq", "3000"], on_gpu=True) == 22
+    assert resolved(["--block-hidden", "4096"], on_gpu=False) == 1
+    assert resolved(["--block-hidden", "4096", "--block-batch", "2"], on_gpu=True) == 2

@@ -93,7 +93,7 @@ class LayoutInputs:
     devices_per_node: object
     peak_flops_per_s: object  # dense matmul peak of one device at the run's precision, FLOP/s
     efficiency: object  # sustained share of that peak for large matmuls
-    memory_bandwidth_GBps: object
+    memory_bandwidth_GBps: object  # device memory, GB/s: the optimizer's streaming sweep
     intra_latency_s: object
     intra_busbw_GBps: object
     inter_latency_s: object
@@ -134,6 +134,9 @@ class LayoutInputs:
     # NVLS), 1 ring, 2 tree, 3 hierarchical (as StepInputs.algorithm)
     bucket_bytes: object = DDP_BUCKET_BYTES  # DDP gradient bucket (ZeRO-0), bytes
     first_bucket_bytes: object = DDP_FIRST_BUCKET_BYTES  # DDP's first bucket, bytes
+    kernel_bandwidth_GBps: object = None  # byte rate of the layers' and logits' kernels, GB/s
+    # (the roofline's byte term; a block calibration fits it, docs/model.md §13); None:
+    # memory_bandwidth_GBps
     attention_peak_flops_per_s: object = None  # attention core's peak (None: peak_flops_per_s;
     # fp8 runs keep the attention core in 16-bit: Transformer Engine's fp8 recipes cast Linear
     # layers only)
@@ -306,7 +309,8 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     m = gb / (_f(dp) * b)  # micro-batches per step per replica
     devices = _f(dp * tp * pp * cp)
     flops_per_s = _f(x.peak_flops_per_s) * _f(x.efficiency)
-    mem_per_s = _f(x.memory_bandwidth_GBps) * 1e9
+    mem_per_s = _f(x.memory_bandwidth_GBps if x.kernel_bandwidth_GBps is None
+                   else x.kernel_bandwidth_GBps) * 1e9  # the kernels' byte rate
     tokens = b * _f(x.seq_len) / _f(cp)  # tokens of one micro-batch on one device
 
     # --- compute of one micro-batch on the fullest stage and on an average one

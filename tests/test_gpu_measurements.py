@@ -1,0 +1,72 @@
+"""The layout model against real one-device training steps measured on an NVIDIA H200
+(benchmarks/results/h200-2026-11-30, made by benchmarks/gpu_check.sh and rerun-blocks.sh there;
+docs/calibration.md "GPU path"). Recorded measurements, so these hold on any machine: they pin
+what a user's ``scalesim predict --profile P --workload W`` gives from a GPU calibration."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scalesim.plan import calibrated_hardware
+from scalesim.predict import predict
+from scalesim.presets import memory_bandwidth_of, peak_tflops_of
+from scalesim.profiles import load_profile, resolve_profile
+from scalesim.schemas import Scenario, ScenarioLayout
+
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "h200-2026-11-30"
+STEPS = json.loads((RESULTS / "steps.json").read_text())["steps"]
+
+
+def _predicted_s(profile: Path, row: dict, tmp_path: Path) -> float:
+    workload = {"schema_version": "scalesim-workload/1", "name": row["name"],
+                "params": row["params"], "micro_batch": row["micro_batch"],
+                "param_bytes_per_param": 4.0, "grad_bytes_per_param": 4.0,
+                "optimizer_bytes_per_param": 8.0,  # fp32 weights under autocast, AdamW
+                "transformer": {k: row[k] for k in ("layers", "hidden", "heads", "seq_len",
+                                                     "vocab", "flash_attention")}}
+    path = tmp_path / f"{row['name']}.json"
+    path.write_text(json.dumps(workload))
+    scenario = Scenario(devices=[1], micro_batch=row["micro_batch"],
+                        layout=ScenarioLayout(tp=1, pp=1, recompute="none"))
+    return predict(resolve_profile(str(profile), None, str(path)), scenario)[0].step_time_s
+
+
+def test_h200_steps_predicted_from_the_default_gpu_block(tmp_path):
+    """A block of 65,536 tokens (the GPU default) predicts four real GPT steps (0.36-3.7 B
+    parameters, hidden 1024-8192) within 5.7 % on average (measured +5.5, +4.2, -4.3, -8.7 %)."""
+    errors = np.array([_predicted_s(RESULTS / "profile-block-b32.json", row, tmp_path)
+                       / row["step_s_median"] - 1.0 for row in STEPS])
+    assert np.mean(np.abs(errors)) < 0.07 and np.max(np.abs(errors)) < 0.10, errors
+
+
+def test_a_launch_bound_block_is_worse_and_says_so(tmp_path):
+    """The 4,096-token block of the first run was launch-bound: its fit is above the H200's
+    datasheet peak, the planner's note says to time a larger block, and its predictions are
+    further off than the 65,536-token block's."""
+    small = RESULTS / "profile-block-b2.json"
+    _, efficiency, note = calibrated_hardware(load_profile(str(small)))
+    assert efficiency == 1.0 and "above the datasheet peak" in note
+    from scalesim.calibration.summary import model_parallel_lines
+
+    assert "launch-bound" in model_parallel_lines(load_profile(str(small)).model_parallel)[1]
+    large = load_profile(str(RESULTS / "profile-block-b32.json")).model_parallel
+    assert not any("launch-bound" in line for line in model_parallel_lines(large))
+    small_err = np.mean([abs(_predicted_s(small, r, tmp_path) / r["step_s_median"] - 1.0)
+                         for r in STEPS])
+    large_err = np.mean([abs(_predicted_s(RESULTS / "profile-block-b32.json", r, tmp_path)
+                             / r["step_s_median"] - 1.0) for r in STEPS])
+    assert small_err > large_err + 0.05
+
+
+def test_h200_datasheet_rows():
+    """nvidia-smi names the SXM board 'NVIDIA H200' (device.txt there); NVL is its own row."""
+    assert "NVIDIA H200" in (RESULTS / "device.txt").read_text()
+    assert peak_tflops_of("NVIDIA H200")[0] == 989.0
+    assert peak_tflops_of("NVIDIA H200 NVL")[0] == pytest.approx(835.5)
+    assert peak_tflops_of("NVIDIA H200", fp8=True)[0] == 1979.0
+    assert memory_bandwidth_of("NVIDIA H200")[0] == 4800.0
+    assert memory_bandwidth_of("NVIDIA GH200 480GB")[0] == 4000.0
