@@ -58,7 +58,7 @@ def main(argv: list[str]) -> None:
     print(f"device {measured['device']}, torch {measured['torch']}, {measured['date_utc']}")
     with tempfile.TemporaryDirectory() as folder:
         for label, path, datasheet in ([("datasheet, default efficiency", profiles[0], True)]
-                                       + [(os.path.basename(p), p, False) for p in profiles]):
+                                       + [(os.path.join(*p.split(os.sep)[-2:]), p, False) for p in profiles]):
             errors = []
             print(f"\n{label}:")
             for row in measured["steps"]:

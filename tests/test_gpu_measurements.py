@@ -1,6 +1,6 @@
 """The layout model against real one-device training steps measured on an NVIDIA H200
-(benchmarks/results/h200-2026-11-30, made by benchmarks/gpu_check.sh and rerun-blocks.sh there;
-docs/calibration.md "GPU path"). Recorded measurements, so these hold on any machine: they pin
+(benchmarks/results/h200-2026-11-30: gpu-check/ made by benchmarks/gpu_check.sh, block-sweep/ by
+its rerun-blocks.sh; README.md there, docs/calibration.md "GPU path"). Recorded measurements, so these hold on any machine: they pin
 what a user's ``scalesim predict --profile P --workload W`` gives from a GPU calibration."""
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from scalesim.profiles import load_profile, resolve_profile
 from scalesim.schemas import Scenario, ScenarioLayout
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "h200-2026-11-30"
-STEPS = json.loads((RESULTS / "steps.json").read_text())["steps"]
+STEPS = json.loads((RESULTS / "gpu-check" / "steps.json").read_text())["steps"]
+SWEEP = RESULTS / "block-sweep"
 
 
 def _predicted_s(profile: Path, row: dict, tmp_path: Path) -> float:
@@ -36,9 +37,10 @@ def _predicted_s(profile: Path, row: dict, tmp_path: Path) -> float:
 
 
 def test_h200_steps_predicted_from_the_default_gpu_block(tmp_path):
-    """A block of 65,536 tokens (the GPU default) predicts four real GPT steps (0.36-3.7 B
-    parameters, hidden 1024-8192) within 5.7 % on average (measured +5.5, +4.2, -4.3, -8.7 %)."""
-    errors = np.array([_predicted_s(RESULTS / "profile-block-b32.json", row, tmp_path)
+    """The default GPU calibration (a block of 65,536 tokens) predicts four real GPT steps of
+    the same run (0.36-3.7 B parameters, hidden 1024-8192) within 5.2 % on average (measured
+    +5.4, +4.1, -3.5, -7.7 %)."""
+    errors = np.array([_predicted_s(RESULTS / "gpu-check" / "gpu-profile.json", row, tmp_path)
                        / row["step_s_median"] - 1.0 for row in STEPS])
     assert np.mean(np.abs(errors)) < 0.07 and np.max(np.abs(errors)) < 0.10, errors
 
@@ -47,24 +49,24 @@ def test_a_launch_bound_block_is_worse_and_says_so(tmp_path):
     """The 4,096-token block of the first run was launch-bound: its fit is above the H200's
     datasheet peak, the planner's note says to time a larger block, and its predictions are
     further off than the 65,536-token block's."""
-    small = RESULTS / "profile-block-b2.json"
+    small = SWEEP / "profile-block-b2.json"
     _, efficiency, note = calibrated_hardware(load_profile(str(small)))
     assert efficiency == 1.0 and "above the datasheet peak" in note
     from scalesim.calibration.summary import model_parallel_lines
 
     assert "launch-bound" in model_parallel_lines(load_profile(str(small)).model_parallel)[1]
-    large = load_profile(str(RESULTS / "profile-block-b32.json")).model_parallel
+    large = load_profile(str(SWEEP / "profile-block-b32.json")).model_parallel
     assert not any("launch-bound" in line for line in model_parallel_lines(large))
     small_err = np.mean([abs(_predicted_s(small, r, tmp_path) / r["step_s_median"] - 1.0)
                          for r in STEPS])
-    large_err = np.mean([abs(_predicted_s(RESULTS / "profile-block-b32.json", r, tmp_path)
+    large_err = np.mean([abs(_predicted_s(SWEEP / "profile-block-b32.json", r, tmp_path)
                              / r["step_s_median"] - 1.0) for r in STEPS])
     assert small_err > large_err + 0.05
 
 
 def test_h200_datasheet_rows():
     """nvidia-smi names the SXM board 'NVIDIA H200' (device.txt there); NVL is its own row."""
-    assert "NVIDIA H200" in (RESULTS / "device.txt").read_text()
+    assert "NVIDIA H200" in (RESULTS / "gpu-check" / "device.txt").read_text()
     assert peak_tflops_of("NVIDIA H200")[0] == 989.0
     assert peak_tflops_of("NVIDIA H200 NVL")[0] == pytest.approx(835.5)
     assert peak_tflops_of("NVIDIA H200", fp8=True)[0] == 1979.0
