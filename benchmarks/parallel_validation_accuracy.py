@@ -23,8 +23,7 @@ from scalesim.shipped import validation_path
 from scalesim.validate_parallel import (
     TARGETS,
     ParallelReport,
-    load_parallel_cases,
-    validate_parallel_cases,
+    validate_parallel_file,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-write", action="store_true", help="print only; leave the doc alone")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    report = validate_parallel_cases(load_parallel_cases(args.cases))
+    report = validate_parallel_file(args.cases)
     seconds = time.perf_counter() - t0
     body = render(report, Path(args.cases).name, seconds)
     print(targets_line(report))

@@ -311,13 +311,6 @@ def url_field(url_key: str, default: Any = ..., description: str = "", **kwargs:
                    unit=knob.url_unit, **kwargs)
 
 
-def widget_limits(url_key: str) -> tuple[float, float]:
-    """(min, max) of a share-link key's control, in the link's unit (for number inputs)."""
-    knob = KNOB_BY_URL_KEY[url_key]
-    b = knob.bound.scaled(knob.url_factor, knob.url_unit or knob.bound.unit)
-    return b.low, b.high
-
-
 # ---------------------------------------------------------------- text (CLI) and arrays
 
 def parse_number(text: str, quantity: str, name: str, factor: float = 1.0,

@@ -429,4 +429,5 @@ def validate_parallel_cases(cases: list[ParallelCase]) -> ParallelReport:
 
 
 def validate_parallel_file(path: str | Path) -> ParallelReport:
+    """``validate_parallel_cases`` of a cases file (``scalesim validate --parallel --cases``)."""
     return validate_parallel_cases(load_parallel_cases(path))
