@@ -22,7 +22,7 @@ import torch
 import torch.distributed as dist
 from scalesim.calibration import models
 from scalesim.calibration.block_fit import block_from_args
-from scalesim.calibration.dist import DistContext, gather_object
+from scalesim.calibration.dist import AgreedError, DistContext, gather_object
 from scalesim.calibration.results import ComputeResult
 from scalesim.calibration.timing import Clock, free_memory, is_out_of_memory, median_iqr
 
@@ -116,7 +116,7 @@ def _agree(ctx: DistContext, status: str, payload) -> list:
     errors = [(r, st) for r, (st, _) in enumerate(everyone) if st.startswith("error")]
     if errors:
         where = f" (rank {errors[0][0]})" if ctx.world > 1 else ""
-        raise ScalesimError(errors[0][1][7:] + where)
+        raise AgreedError(errors[0][1][7:] + where)
     return everyone
 
 

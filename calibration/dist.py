@@ -85,11 +85,32 @@ def _env_int(name: str, default: int) -> int:
             f"environment variable {name}={os.environ[name]!r} is not a number") from None
 
 
-def choose_device(requested: str, local_rank: int) -> torch.device:
+class AgreedError(ScalesimError):
+    """An error every rank raises alike (decided together, or from the same environment): rank
+    0 alone reports it, so the user reads it once (``runner.main``)."""
+
+
+def shared_gpu_problem(gpu_count: int, local_world: int, environ=None) -> str | None:
+    """Why ``local_world`` processes of a node cannot each have a GPU, or None. Without
+    ``CUDA_VISIBLE_DEVICES`` every process sees the node's GPUs, so fewer of them than processes
+    means two ranks on one GPU, which NCCL refuses ("Duplicate GPU detected", seen on a
+    one-GPU H200: docs/calibration.md "GPU path"). With it set, each process may see only its
+    own GPU (Slurm --gpus-per-task), so one visible GPU is fine."""
+    environ = os.environ if environ is None else environ
+    if local_world <= gpu_count or environ.get("CUDA_VISIBLE_DEVICES", "").strip():
+        return None
+    return (f"{local_world} processes per node but {gpu_count} GPU(s) visible: NCCL needs one "
+            f"GPU per process; start at most {gpu_count} (--nproc-per-node {gpu_count}), or give "
+            "each process its own GPU with CUDA_VISIBLE_DEVICES")
+
+
+def choose_device(requested: str, local_rank: int, local_world: int = 1) -> torch.device:
     if requested == "cuda" or (requested == "auto" and torch.cuda.is_available()):
         if not torch.cuda.is_available():
             raise ScalesimError("--device cuda: no CUDA device is visible; use --device cpu")
         count = torch.cuda.device_count()
+        if (problem := shared_gpu_problem(count, local_world)) is not None:
+            raise AgreedError(problem)
         index = local_rank if local_rank < count else 0
         if local_rank >= count and count > 1:
             raise ScalesimError(f"local rank {local_rank} has no GPU ({count} visible); start "
@@ -116,7 +137,7 @@ def setup(args) -> DistContext:
     world = _env_int("WORLD_SIZE", 1)
     local_rank = _env_int("LOCAL_RANK", 0)
     local_world = _env_int("LOCAL_WORLD_SIZE", 1)
-    device = choose_device(args.device, local_rank)
+    device = choose_device(args.device, local_rank, local_world)
     backend = choose_backend(args.backend, device)
     if device.type == "cpu":
         torch.set_num_threads(args.threads or default_threads(local_world))
@@ -132,6 +153,10 @@ def setup(args) -> DistContext:
             dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1,
                                     timeout=timeout)
     except Exception as exc:  # noqa: BLE001 - rendezvous failures come in many types
+        if "Duplicate GPU detected" in str(exc):  # NCCL's words for two ranks on one GPU
+            raise AgreedError("two processes share one GPU, which NCCL refuses: start one "
+                              "process per GPU (--nproc-per-node at most the GPUs per node), "
+                              "or give each its own with CUDA_VISIBLE_DEVICES") from None
         raise ScalesimError(f"could not start torch.distributed ({backend}): {exc}") from None
     control = dist.group.WORLD if backend == "gloo" else dist.new_group(backend="gloo",
                                                                          timeout=timeout)
@@ -198,7 +223,7 @@ def agree_on_error(ctx: DistContext, message: str | None) -> None:
     failed = [(r, m) for r, m in enumerate(messages) if m]
     if failed:
         ranks = ", ".join(str(r) for r, _ in failed)
-        raise ScalesimError(failed[0][1] + (f" (rank {ranks})" if ctx.world > 1 else ""))
+        raise AgreedError(failed[0][1] + (f" (rank {ranks})" if ctx.world > 1 else ""))
 
 
 def _first_line(exc: BaseException) -> str:

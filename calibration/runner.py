@@ -28,7 +28,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         calibrate(args)
     except ScalesimError as exc:
-        print(f"{PROG}: error: {one_line(str(exc))}", file=sys.stderr, flush=True)
+        from scalesim.calibration.dist import AgreedError
+
+        if not isinstance(exc, AgreedError) or os.environ.get("RANK", "0") == "0":
+            print(f"{PROG}: error: {one_line(str(exc))}", file=sys.stderr, flush=True)
         return 2
     return 0
 
@@ -52,8 +55,10 @@ def calibrate(args) -> str | None:
             path = _run_phases(ctx, args, monitor, folder)
         except ScalesimError as exc:
             monitor.stop("failed")
-            where = f"rank {ctx.rank}, " if ctx.world > 1 else ""
-            raise ScalesimError(f"{where}phase '{monitor.phase}': {exc}") from None
+            # an error every rank raised alike names its ranks itself (AgreedError)
+            where = f"rank {ctx.rank}, " if ctx.world > 1 and not isinstance(
+                exc, cdist.AgreedError) else ""
+            raise type(exc)(f"{where}phase '{monitor.phase}': {exc}") from None
         except Exception as exc:  # noqa: BLE001 - a collective failing because a peer failed
             time.sleep(2 * cdist.HEARTBEAT_S)
             problem = monitor.problem()

@@ -336,6 +336,17 @@ def test_bad_model_factories_give_one_clear_line(tmp_path, factory, expected):
     assert not (tmp_path / "x.json").exists()
 
 
+def test_a_factory_that_raises_under_the_cli_launcher_is_one_line(tmp_path):
+    """``scalesim calibrate --nproc-per-node 2``: both ranks fail alike, rank 0 says so once,
+    torchrun's traceback and failure table are dropped, exit 2."""
+    result = run([sys.executable, "-m", "scalesim.cli.main", "calibrate", "--nproc-per-node", "2",
+                  "--quick", "--no-progress", "--phases", "compute", "--model",
+                  "calib_factories:broken_model", "--out", str(tmp_path / "x.json")], tmp_path)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert len(lines) == 1 and "weights file missing" in lines[0] and "(rank 0, 1)" in lines[0], lines
+
+
 def test_a_factory_that_raises_under_torchrun(tmp_path):
     result = run(torchrun("scalesim.calibration", "--quick", "--no-progress", "--phases",
                           "compute", "--model", "calib_factories:broken_model",

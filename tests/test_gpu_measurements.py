@@ -1,7 +1,8 @@
 """The layout model against real one-device training steps measured on an NVIDIA H200
-(benchmarks/results/h200-2026-11-30: gpu-check/ made by benchmarks/gpu_check.sh, block-sweep/ by
-its rerun-blocks.sh; README.md there, docs/calibration.md "GPU path"). Recorded measurements, so these hold on any machine: they pin
-what a user's ``scalesim predict --profile P --workload W`` gives from a GPU calibration."""
+(benchmarks/results/h200-2026-11-30: gpu-check/ made by benchmarks/gpu_check.sh, block-sweep/
+by its rerun-blocks.sh; README.md there, docs/calibration.md "GPU path"). Recorded measurements,
+so these hold on any machine: they pin what a user's ``scalesim predict --profile P --workload
+W`` gives from a GPU calibration."""
 
 from __future__ import annotations
 

@@ -59,11 +59,20 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from scalesim.calibration.options import to_argv
+    from scalesim.cli.torchrun_output import filter_stream
 
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                f"--nproc-per-node={args.nproc_per_node}", "-m", "scalesim.calibration",
                *to_argv(args, skip=("nproc_per_node", "command"))]
-    return subprocess.run(command, check=False, env=child_environment(args)).returncode
+    with subprocess.Popen(command, env=child_environment(args), stderr=subprocess.PIPE) as proc:
+        try:
+            rank_error = filter_stream(proc.stderr, sys.stderr.buffer)
+        except KeyboardInterrupt:  # torchrun got the same Ctrl-C: let it stop its ranks
+            proc.wait()
+            raise
+        code = proc.wait()
+    # a rank that said what went wrong in one line is a clear error (exit 2), as with one process
+    return 2 if code != 0 and rank_error else code
 
 
 def child_environment(args: argparse.Namespace, environ=None) -> dict[str, str]:
