@@ -7,8 +7,13 @@ The file is read as a stream: the top-level object is walked key by key and the
 What the events mean (names as PyTorch 2.x writes them; HTA classifies GPU kernels the same way:
 communication when the name contains ``nccl``, memory for memcpy/memset, computation otherwise):
 
-- steps: ``ProfilerStep#N`` (``user_annotation`` on the CPU thread; on GPU traces the
-  ``gpu_user_annotation`` copy on the device timeline is used when present);
+- steps: ``ProfilerStep#N`` (``user_annotation`` on the CPU thread). On GPU traces a step's
+  window is on the device timeline: from the first to the last end of the device events its
+  CPU step launched (``cuda_runtime``/``cuda_driver`` launches matched to kernels, memcpys and
+  memsets by ``correlation``), widened to the ``gpu_user_annotation`` copy when present. The
+  annotation alone ended before the optimizer's kernels on a real H200 trace (torch 2.11,
+  docs/calibration.md "GPU path"): the launch-matched span is what the step's CUDA events time;
+  without launches or correlations the annotation (else the CPU window) is used;
 - GPU: ``cat == "kernel"`` events; NCCL kernels (``ncclDevKernel_AllReduce_Sum_f32_RING_LL``,
   ``ncclKernel_...``) are communication, other kernels and ``gpu_memcpy``/``gpu_memset`` compute;
 - CPU-only traces (gloo): ``gloo:all_reduce``/``gloo:broadcast``... annotations (run on
@@ -193,6 +198,8 @@ class StepBreakdown:
     exposed_comm_s: float
     data_wait_s: float
     idle_s: float
+    start_s: float = 0.0  # the step's window on the timeline it was measured on (trace clock)
+    end_s: float = 0.0
 
 
 @dataclass
@@ -223,6 +230,110 @@ class _Intervals:
 
     def __len__(self) -> int:
         return len(self.start)
+
+
+def thread_id(ev: dict) -> int:
+    """An event's ``tid`` as an int (Kineto writes ints; a string is hashed, stably within the
+    process)."""
+    tid = ev.get("tid")
+    return tid if isinstance(tid, int) else hash(str(tid)) & 0x7FFFFFFF
+
+
+LAUNCH_CATS = ("cuda_runtime", "cuda_driver")  # host calls that start device work
+DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+class KernelLaunches:
+    """Host launches and the device events they started, matched by Kineto's ``correlation``
+    id: which device work a span of host time (a step, an optimizer step, a backward op) put on
+    the GPU. Arrays of numbers, as ``_Intervals``."""
+
+    def __init__(self):
+        self.launch_ts, self.launch_tid, self.launch_corr = array("d"), array("q"), array("q")
+        self.dev_corr, self.dev_ts, self.dev_end = array("q"), array("d"), array("d")
+
+    def see(self, cat: str, t0: float, d: float, args: dict, tid: int) -> None:
+        corr = args.get("correlation")
+        if not isinstance(corr, int) or isinstance(corr, bool):
+            return
+        if cat in LAUNCH_CATS:
+            self.launch_ts.append(t0)
+            self.launch_tid.append(tid)
+            self.launch_corr.append(corr)
+        elif cat in DEVICE_CATS:
+            self.dev_corr.append(corr)
+            self.dev_ts.append(t0)
+            self.dev_end.append(t0 + d)
+
+    def matched(self) -> bool:
+        return len(self.launch_ts) > 0 and len(self.dev_corr) > 0
+
+    def _device_of(self, inside: np.ndarray) -> np.ndarray:
+        """Mask over device events whose launch is marked in ``inside`` (a launch mask)."""
+        return np.isin(np.frombuffer(self.dev_corr, dtype=np.int64),
+                       np.frombuffer(self.launch_corr, dtype=np.int64)[inside])
+
+    def spans(self, windows: list[tuple[float, float]]) -> list[tuple[float, float] | None]:
+        """Per host window (disjoint, any thread): (first start, last end) of the device events
+        launched inside it, or None when it launched none. One pass over the arrays: each launch
+        finds its window by binary search, each device event its launch by correlation."""
+        n = len(windows)
+        if n == 0:
+            return []
+        w = np.asarray(windows, dtype=float).reshape(n, 2)
+        order = np.argsort(w[:, 0], kind="stable")
+        ts = np.frombuffer(self.launch_ts)
+        at = np.searchsorted(w[order, 0], ts, "right") - 1
+        inside = (at >= 0) & (ts < w[order[np.maximum(at, 0)], 1])
+        window_of_launch = np.where(inside, order[np.maximum(at, 0)], -1)
+        corr = np.frombuffer(self.launch_corr, dtype=np.int64)
+        by_corr = np.argsort(corr, kind="stable")
+        dev_corr = np.frombuffer(self.dev_corr, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(corr[by_corr], dev_corr), max(corr.size - 1, 0))
+        found = corr.size > 0 and (corr[by_corr][pos] == dev_corr)
+        window_of_dev = np.where(found, window_of_launch[by_corr[pos]], -1)
+        keep = window_of_dev >= 0
+        first, last = np.full(n, np.inf), np.full(n, -np.inf)
+        np.minimum.at(first, window_of_dev[keep], np.frombuffer(self.dev_ts)[keep])
+        np.maximum.at(last, window_of_dev[keep], np.frombuffer(self.dev_end)[keep])
+        return [(float(a), float(b)) if np.isfinite(a) else None for a, b in zip(first, last,
+                                                                               strict=True)]
+
+    def device_intervals(self, host: dict[int, _Intervals]) -> tuple[np.ndarray, np.ndarray]:
+        """Merged device intervals of the work launched inside ``host``'s intervals, each on its
+        own thread (tid -> intervals)."""
+        ts = np.frombuffer(self.launch_ts)
+        tids = np.frombuffer(self.launch_tid, dtype=np.int64)
+        inside = np.zeros(ts.size, dtype=bool)
+        for tid, iv in host.items():
+            s, e = iv.merged()
+            mask = tids == tid
+            if not mask.any() or s.size == 0:
+                continue
+            idx = np.searchsorted(s, ts[mask], "right") - 1
+            inside[np.flatnonzero(mask)[(idx >= 0) & (ts[mask] < e[np.maximum(idx, 0)])]] = True
+        dev = self._device_of(inside)
+        return merge(np.frombuffer(self.dev_ts)[dev], np.frombuffer(self.dev_end)[dev])
+
+
+def device_windows(cpu_steps, gpu_steps, launches: KernelLaunches) -> list[tuple[int, float,
+                                                                             float]]:
+    """Each step's window on the device timeline (module docstring): the span of the device
+    work its CPU step launched, widened to its ``gpu_user_annotation``; the annotation (else
+    the CPU window) where nothing can be matched."""
+    annotated = {n: (w0, w1) for n, w0, w1 in gpu_steps}
+    if not launches.matched() or not cpu_steps:
+        return list(gpu_steps or cpu_steps)
+    spans = launches.spans([(w0, w1) for _, w0, w1 in cpu_steps])
+    out = []
+    for (n, c0, c1), span in zip(cpu_steps, spans, strict=True):
+        ann = annotated.get(n)
+        if span is None:
+            out.append((n, *(ann or (c0, c1))))
+        else:
+            out.append((n, min(span[0], ann[0]) if ann else span[0],
+                        max(span[1], ann[1]) if ann else span[1]))
+    return out
 
 
 def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -321,12 +432,15 @@ def _short(value) -> str:
     return f"{_json_kind(value)} {text[:40]}" + ("..." if len(text) > 40 else "")
 
 
-def summarise(path: str | os.PathLike[str], index: int = 0, observe=None) -> TraceSummary:
+def summarise(path: str | os.PathLike[str], index: int = 0, observe=None,
+              launches: KernelLaunches | None = None) -> TraceSummary:
     """Read one rank's trace and break every profiler step down (see the module docstring).
 
     ``observe(event)``, when given, sees every event of the same single pass (for readers that
-    need more than the step breakdown, e.g. ``scalesim.sources.trace_compute``)."""
+    need more than the step breakdown, e.g. ``scalesim.sources.trace_compute``); ``launches``,
+    when given, is filled with the trace's launches and device events (else a private one)."""
     meta: dict = {}
+    launches = KernelLaunches() if launches is None else launches
     cpu_steps, gpu_steps = [], []
     compute_cpu, comm_cpu, compute_gpu, comm_gpu, data = (_Intervals() for _ in range(5))
     coll = defaultdict(lambda: {"count": 0, "total_s": 0.0})
@@ -343,6 +457,9 @@ def summarise(path: str | os.PathLike[str], index: int = 0, observe=None) -> Tra
         ts, dur = times
         cat = ev.get("cat", "")
         t0, d = ts * US, dur * US
+        if cat in LAUNCH_CATS or cat in DEVICE_CATS:
+            args = ev.get("args")
+            launches.see(cat, t0, d, args if isinstance(args, dict) else {}, thread_id(ev))
         m = _STEP.match(name)
         if m and d == 0.0:
             zero_steps.append(name)
@@ -390,7 +507,7 @@ def summarise(path: str | os.PathLike[str], index: int = 0, observe=None) -> Tra
     gpu = len(compute_gpu) + len(comm_gpu) > 0
     if gpu:
         compute, comm = compute_gpu.merged(), comm_gpu.merged()
-        windows = gpu_steps or cpu_steps
+        windows = device_windows(cpu_steps, gpu_steps, launches)
     else:
         compute, comm = compute_cpu.merged(), comm_cpu.merged()
         windows = cpu_steps
@@ -408,7 +525,7 @@ def summarise(path: str | os.PathLike[str], index: int = 0, observe=None) -> Tra
         steps.append(StepBreakdown(
             step=num, step_s=span, compute_s=max(cdw - dw, 0.0), comm_s=mw, overlap_s=overlap,
             exposed_comm_s=max(mw - overlap, 0.0), data_wait_s=dw,
-            idle_s=max(span - cdmw, 0.0)))
+            idle_s=max(span - cdmw, 0.0), start_s=w0, end_s=w1))
     collectives = {k: dict(v) for k, v in sorted(coll.items())}
     host = meta.get("host_name")
     return TraceSummary(source, rank, world_size, host[:200] if isinstance(host, str) else "",

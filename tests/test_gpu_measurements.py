@@ -73,3 +73,30 @@ def test_h200_datasheet_rows():
     assert peak_tflops_of("NVIDIA H200", fp8=True)[0] == 1979.0
     assert memory_bandwidth_of("NVIDIA H200")[0] == 4800.0
     assert memory_bandwidth_of("NVIDIA GH200 480GB")[0] == 4000.0
+
+
+TRACES = RESULTS / "traces"
+
+
+def test_a_real_h200_trace_reads_the_steps_its_cuda_events_timed():
+    """torch.profiler traces of a one-GPU loop (benchmarks/gpu_trace.py, torch 2.11 on the
+    H200): each step's device window is the span of the work its CPU step launched, so the
+    trace's median step is the CUDA events' (22.28 / 36.03 ms) within 2 %, and the fused AdamW
+    step is found (about 1.1 ms). The gpu_user_annotation alone ends before the optimizer's
+    kernels there: it is shorter by about that much."""
+    from scalesim.sources.trace_compute import read_rank
+    from scalesim.traces import iter_trace
+
+    timed = {r["micro_batch"]: r for r in json.loads(
+        (TRACES / "trace-steps.json").read_text())["runs"]}
+    for batch, row in timed.items():
+        path = TRACES / row["trace"]
+        rank = read_rank(path)
+        assert rank.summary.device == "gpu" and rank.matched_gpu
+        step = float(np.median([s.step_s for s in rank.summary.steps]))
+        assert step == pytest.approx(row["profiled_step_s_median"], rel=0.02), (batch, step)
+        assert 0.5e-3 < float(np.median(rank.optimizer_s)) < 0.1 * step
+        annotated = [ev["dur"] * 1e-6 for _, ev in iter_trace(path, {})
+                     if ev.get("cat") == "gpu_user_annotation"
+                     and str(ev.get("name", "")).startswith("ProfilerStep#")]
+        assert float(np.median(annotated)) < step - 0.5e-3

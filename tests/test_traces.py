@@ -51,6 +51,35 @@ def write(tmp_path, name, data, gz=False):
     return path
 
 
+def test_a_gpu_step_spans_the_kernels_its_cpu_step_launched(tmp_path):
+    """The device window of a step runs to the end of the last kernel its CPU step launched
+    (matched by correlation), past a gpu_user_annotation that ends early (as torch 2.11's did
+    before the optimizer's kernels on an H200); a kernel launched in the next step does not
+    count."""
+    events = [
+        _x("ProfilerStep#1", 0.0, 1000.0, cat="user_annotation"),
+        _x("ProfilerStep#1", 100.0, 700.0, cat="gpu_user_annotation", tid=7),  # ends at 800
+        _x("cudaLaunchKernel", 50.0, 5.0, cat="cuda_runtime", correlation=1),
+        _x("gemm", 100.0, 700.0, cat="kernel", tid=7, correlation=1),
+        _x("cudaLaunchKernel", 900.0, 5.0, cat="cuda_runtime", correlation=2),  # optimizer
+        _x("adamw", 820.0, 130.0, cat="kernel", tid=7, correlation=2),  # ends at 950
+        _x("ProfilerStep#2", 1000.0, 1000.0, cat="user_annotation"),
+        _x("cudaLaunchKernel", 1010.0, 5.0, cat="cuda_runtime", correlation=3),
+        _x("gemm", 1020.0, 500.0, cat="kernel", tid=7, correlation=3),
+    ]
+    s = traces.summarise(write(tmp_path, "r.json", {"traceEvents": events}))
+    first, second = s.steps
+    assert (first.start_s, first.end_s) == pytest.approx((100e-6, 950e-6))
+    assert first.step_s == pytest.approx(850e-6) and first.idle_s == pytest.approx(20e-6)
+    # no annotation for step 2: the span of its own kernel
+    assert (second.start_s, second.end_s) == pytest.approx((1020e-6, 1520e-6))
+    # without correlations the annotation decides, as before
+    for ev in events:
+        ev["args"].pop("correlation", None)
+    s = traces.summarise(write(tmp_path, "r2.json", {"traceEvents": events}))
+    assert s.steps[0].step_s == pytest.approx(700e-6)
+
+
 def test_gpu_step_breakdown(tmp_path):
     s = traces.summarise(write(tmp_path, "r0.json", gpu_trace()))
     assert s.device == "gpu" and s.rank == 0 and s.world_size == 2

@@ -38,12 +38,20 @@ import numpy as np
 
 from scalesim.bounds import check_number, parse_number
 from scalesim.errors import ScalesimError
-from scalesim.traces import TraceSummary, _Intervals, cross_rank, length_in, merge, summarise
+from scalesim.traces import (
+    KernelLaunches,
+    TraceSummary,
+    _Intervals,
+    cross_rank,
+    length_in,
+    merge,
+    summarise,
+    thread_id,
+)
 
 BACKWARD_PREFIX = "autograd::engine::evaluate_function:"
 OPTIMIZER_PREFIX = "Optimizer.step#"
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
-LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 DTYPE_BYTES = {"float": 4, "float32": 4, "f32": 4, "double": 8, "float64": 8, "half": 2,
                "float16": 2, "f16": 2, "bfloat16": 2, "bf16": 2, "int": 4, "int32": 4,
                "long": 8, "int64": 8, "int8": 1, "uint8": 1, "byte": 1, "char": 1, "bool": 1}
@@ -89,11 +97,8 @@ class _Collector:
 
     def __init__(self):
         self.cpu_steps: list[tuple[int, float, float]] = []
-        self.gpu_steps: list[tuple[int, float, float]] = []
         self.backward: dict[int, _Intervals] = defaultdict(_Intervals)
         self.optimizer: dict[int, _Intervals] = defaultdict(_Intervals)
-        self.launch_ts, self.launch_tid, self.launch_corr = array("d"), array("q"), array("q")
-        self.kern_corr, self.kern_ts, self.kern_dur = array("q"), array("d"), array("d")
         # communication events: op code, start, duration (0: a size-only record), bytes (nan:
         # unknown), on the GPU timeline (1) or the CPU one (0), size-only record (1) or not (0)
         self.c_op, self.c_gpu, self.c_rec = array("b"), array("b"), array("b")
@@ -121,12 +126,11 @@ class _Collector:
         cat = ev.get("cat", "")
         t0, d = float(ts) * 1e-6, float(dur) * 1e-6
         args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
-        tid = ev.get("tid")
-        tid = tid if isinstance(tid, int) else hash(str(tid)) & 0x7FFFFFFF
+        tid = thread_id(ev)
         m = _STEP.match(name)
         if m:
-            (self.gpu_steps if cat == "gpu_user_annotation" else self.cpu_steps).append(
-                (int(m.group(1)), t0, t0 + d))
+            if cat != "gpu_user_annotation":
+                self.cpu_steps.append((int(m.group(1)), t0, t0 + d))
         elif name.startswith(BACKWARD_PREFIX):
             self.backward[tid].add(t0, d)
         elif name.startswith(OPTIMIZER_PREFIX) and cat != "gpu_user_annotation":
@@ -138,18 +142,6 @@ class _Collector:
                 named = args.get("Collective name")
                 op = collective_op(str(named)) if named else collective_op(name)
                 self._comm(op, t0, d, _msg_bytes(args), True, False)
-            else:
-                corr = args.get("correlation")
-                if isinstance(corr, int):
-                    self.kern_corr.append(corr)
-                    self.kern_ts.append(t0)
-                    self.kern_dur.append(d)
-        elif cat in LAUNCH_CATS:
-            corr = args.get("correlation")
-            if isinstance(corr, int):
-                self.launch_ts.append(t0)
-                self.launch_tid.append(tid)
-                self.launch_corr.append(corr)
         elif name.startswith("gloo:"):
             self._comm(collective_op(name), t0, d, _dims_bytes(args), False, False)
         elif name == "record_param_comms":
@@ -197,9 +189,10 @@ class _Collector:
                 sizes=distinct[:16])
         return out
 
-    def phase_sets(self, gpu: bool) -> tuple[tuple, tuple, bool]:
-        """(backward, optimizer) merged intervals on the timeline compute is measured on; and
-        whether GPU kernels could be matched to their launches."""
+    def phase_sets(self, gpu: bool, launches: KernelLaunches) -> tuple[tuple, tuple, bool]:
+        """(backward, optimizer) merged intervals on the timeline compute is measured on (GPU:
+        the device work launched inside them, ``KernelLaunches``); and whether GPU kernels
+        could be matched to their launches."""
         def cpu_union(groups):
             starts = [np.frombuffer(g.start) for g in groups.values()]
             ends = [np.frombuffer(g.end) for g in groups.values()]
@@ -209,27 +202,10 @@ class _Collector:
 
         if not gpu:
             return cpu_union(self.backward), cpu_union(self.optimizer), True
-        ts = np.frombuffer(self.launch_ts)
-        tids = np.frombuffer(self.launch_tid, dtype=np.int64)
-        corr = np.frombuffer(self.launch_corr, dtype=np.int64)
-        if ts.size == 0 or len(self.kern_corr) == 0:
+        if not launches.matched():
             return (np.empty(0), np.empty(0)), (np.empty(0), np.empty(0)), False
-        sets = []
-        for groups in (self.backward, self.optimizer):
-            inside = np.zeros(ts.size, dtype=bool)
-            for tid, iv in groups.items():
-                s, e = iv.merged()
-                mask = tids == tid
-                if not mask.any() or s.size == 0:
-                    continue
-                idx = np.searchsorted(s, ts[mask], "right") - 1
-                ok = (idx >= 0) & (ts[mask] < e[np.maximum(idx, 0)])
-                inside[np.flatnonzero(mask)[ok]] = True
-            kc = np.frombuffer(self.kern_corr, dtype=np.int64)
-            pick = np.isin(kc, corr[inside])
-            k0 = np.frombuffer(self.kern_ts)[pick]
-            sets.append(merge(k0, k0 + np.frombuffer(self.kern_dur)[pick]))
-        return sets[0], sets[1], True
+        return (launches.device_intervals(self.backward), launches.device_intervals(self.optimizer),
+                True)
 
 
 def _msg_bytes(args: dict) -> tuple[float, int] | None:
@@ -273,12 +249,11 @@ class RankTrace:
 
 def read_rank(path: str | os.PathLike[str], index: int = 0) -> RankTrace:
     """One pass over one rank's trace."""
-    col = _Collector()
-    summary = summarise(path, index, observe=col)
+    col, launches = _Collector(), KernelLaunches()
+    summary = summarise(path, index, observe=col, launches=launches)
     gpu = summary.device == "gpu"
-    backward, optimizer, matched = col.phase_sets(gpu)
-    windows = {n: (w0, w1) for n, w0, w1 in ((col.gpu_steps or col.cpu_steps) if gpu
-                                              else col.cpu_steps)}
+    backward, optimizer, matched = col.phase_sets(gpu, launches)
+    windows = {st.step: (st.start_s, st.end_s) for st in summary.steps}
     opt, bwd, fb, share = [], [], [], []
     for st in summary.steps:
         w0, w1 = windows.get(st.step, (0.0, 0.0))
@@ -296,7 +271,7 @@ def read_rank(path: str | os.PathLike[str], index: int = 0) -> RankTrace:
         busy = st.compute_s - (length_in(optimizer, w0, w1) if gpu else o)
         share.append(b / busy if busy > 0 and b > 0 else float("nan"))
     cpu_w = [(w0, w1) for _, w0, w1 in col.cpu_steps]
-    gpu_w = [(w0, w1) for _, w0, w1 in (col.gpu_steps or col.cpu_steps)]
+    gpu_w = [(st.start_s, st.end_s) for st in summary.steps] if gpu else cpu_w
     return RankTrace(summary, opt, bwd, fb, share, col.comm_per_step(gpu_w, cpu_w), matched)
 
 
