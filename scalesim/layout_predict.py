@@ -84,6 +84,17 @@ class LayoutRows:
     peak_known: bool
 
 
+def layout_hardware(profile: Profile) -> Hardware:
+    """The profile's hardware as the layout model reads it: with a block calibration, the
+    fitted byte rate for the layers' kernels (``kernel_bandwidth_GBps``, docs/model.md §13), as
+    ``plan.calibrated_hardware`` gives ``scalesim plan --profile``; the optimizer keeps the
+    device's memory bandwidth."""
+    hw, mp = profile.hardware, profile.model_parallel
+    if mp is None or hw.kernel_bandwidth_GBps is not None:
+        return hw
+    return hw.model_copy(update={"kernel_bandwidth_GBps": mp.memory_bandwidth_GBps})
+
+
 def _peak_and_bandwidth(profile: Profile) -> tuple[float, bool, float]:
     from scalesim.profiles import _peak_tflops, memory_bandwidth_GBps
 
@@ -226,7 +237,7 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
     scenario's values (a sweep's axes, ``sweep.input_changes``: framework, algorithm, overlap,
     bucket_bytes, link bandwidths, jitter_cv)."""
     split = layout_of(scenario)
-    wl, hw = profile.workload, profile.hardware
+    wl, hw = profile.workload, layout_hardware(profile)
     g_max = scenario.devices_per_node or hw.devices_per_node
     tp = split.tp if tp is None else tp
     pp = split.pp if pp is None else pp
@@ -287,7 +298,7 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int, global_batch: in
     pinned to the profile's compute curve as ``evaluate_rows`` pins it; the input supply per
     replica), so each row's step is what ``predict`` says of ``scenario_of_row``.
     ``plan_kwargs`` go to ``rank_layouts`` (top, split_only, include_unfit, rank_by)."""
-    wl, hw = profile.workload, profile.hardware
+    wl, hw = profile.workload, layout_hardware(profile)
     if wl.transformer is None:
         raise ScalesimError(f"workload '{wl.name}' has no transformer shape: there are no "
                             "layouts to plan")

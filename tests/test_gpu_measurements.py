@@ -121,3 +121,25 @@ def test_the_h4096_block_predicts_the_shards_of_other_widths():
                                  ref.memory_bandwidth_GBps * 1e9)
         errors += list(predicted / measured - 1.0)
     assert np.max(np.abs(errors)) < 0.15 and np.mean(np.abs(errors)) < 0.07, errors
+
+
+def test_predict_and_plan_split_the_same_calibrated_compute():
+    """On the H200 profile with another model (gpt-1.7b) at tp 2, ``predict`` (compute curve
+    from the shape, then pinned) and the planner's layout evaluation (the block calibration's
+    efficiency and kernel byte rate) give the same compute: one reading of the calibration."""
+    from scalesim.layout import ParallelLayout
+    from scalesim.plan import evaluate_layout, setting_from_profile
+
+    path = RESULTS / "gpu-check" / "gpu-profile.json"
+    profile = resolve_profile(str(path), None, "gpt-1.7b")
+    scenario = Scenario(devices=[2], devices_per_node=2, micro_batch=4,
+                        layout=ScenarioLayout(tp=2, pp=1, recompute="none"))
+    predicted = predict(profile, scenario)[0].compute_s
+    base = load_profile(str(path))
+    two = base.model_copy(update={"hardware": base.hardware.model_copy(
+        update={"devices_per_node": 2})})
+    setting = setting_from_profile(two, profile.workload.transformer, 4,
+                                   params=profile.workload.params)
+    planned = float(evaluate_layout(setting, ParallelLayout(dp=1, tp=2, micro_batch=4,
+                                                            global_batch=4)).compute_s)
+    assert predicted == pytest.approx(planned, rel=1e-9)
