@@ -17,6 +17,7 @@ from scalesim.bounds import (
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import parse_model, read_json, validation_message
 from scalesim.layout import RECOMPUTE_STYLE_HELP
+from scalesim.model.sharding import GRAD_SYNCS
 from scalesim.schemas import Profile, Scenario
 
 
@@ -65,6 +66,7 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     _knob(g, "accumulation", help="micro-steps per optimizer step")
     g.add_argument("--strategy", choices=["ddp", "zero1", "zero2", "zero3"])
     add_zero_framework_argument(g)
+    add_grad_sync_argument(g)
     g.add_argument("--algorithm", choices=["auto", "ring", "tree", "hierarchical"],
                    help="all-reduce algorithm (default auto: NCCL's ring or tree, the faster "
                    "per message; hierarchical is Horovod's, used only when named)")
@@ -95,7 +97,19 @@ def add_zero_framework_argument(group) -> None:
                        "distributed optimizer (reduce-scatter + all-gather, DDP's bytes); "
                        "deepspeed uses its bucket defaults (ZeRO-1/2: all-reduce, then a "
                        "parameter all-gather after the step); sharded gradients are reduced "
-                       "every micro-step")
+                       "as --grad-sync says")
+
+
+def add_grad_sync_argument(group) -> None:
+    """--grad-sync (``Scenario.grad_sync``; plan's own flag too)."""
+    group.add_argument("--grad-sync", choices=list(GRAD_SYNCS),
+                       help="when ZeRO-2/3 reduce gradients under --accumulation (default "
+                       "every-micro-step: a reduce-scatter in every backward, gradients stay "
+                       "sharded, as DeepSpeed and FSDP do by default); once-per-step is FSDP's "
+                       "no_sync (FSDP2: set_requires_gradient_sync(False); Hugging Face "
+                       "Accelerate's accumulate): every rank holds the full gradients and "
+                       "reduce-scatters once, in the last micro-step. FSDP only: refused with "
+                       "--zero-framework deepspeed")
 
 
 def add_condition_arguments(group) -> None:
@@ -174,7 +188,8 @@ def layout_from_args(args: argparse.Namespace, base: dict | None) -> dict | None
 
 # argparse dest -> scenario field, for every knob that has a flag
 _FLAG_TO_FIELD = {_dest(k.flag): k.field for k in KNOBS if k.flag}
-_FLAG_TO_FIELD.update(strategy="strategy", zero_framework="zero_framework", algorithm="algorithm")
+_FLAG_TO_FIELD.update(strategy="strategy", zero_framework="zero_framework", grad_sync="grad_sync",
+                      algorithm="algorithm")
 
 
 def scenario_from_args(args: argparse.Namespace) -> Scenario:

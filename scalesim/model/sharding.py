@@ -28,6 +28,12 @@ import numpy as np
 
 FSDP, DEEPSPEED = 0, 1
 FRAMEWORKS = {"fsdp": FSDP, "deepspeed": DEEPSPEED}
+# When sharded gradients are reduced under gradient accumulation (``Scenario.grad_sync``,
+# docs/model.md §4): in every micro-step (DeepSpeed stage 2/3 always; FSDP by default), or once
+# per step with full gradients held in between (FSDP1's ``no_sync()``, FSDP2's
+# ``set_requires_gradient_sync(False)``, Hugging Face Accelerate's ``accumulate``).
+EVERY_MICRO_STEP, ONCE_PER_STEP = 0, 1
+GRAD_SYNCS = {"every-micro-step": EVERY_MICRO_STEP, "once-per-step": ONCE_PER_STEP}
 
 # DeepSpeed ZeRO defaults, in elements (deepspeed/runtime/zero/config.py, DeepSpeedZeroConfig).
 DS_REDUCE_BUCKET_ELEMENTS = 5e8  # reduce_bucket_size
