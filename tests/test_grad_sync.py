@@ -183,3 +183,65 @@ def test_cli_flag_header_and_sweep_axis(capsys):
                                       "--devices", "8", "--grad-sync-values",
                                       "every-micro-step,once-per-step"])
     assert code == 0, err
+
+
+# ------------------------------------------------------------------ the app and its links
+
+ZERO3_LINK = {"v": "2", "strat": "zero3", "acc": "4", "dmax": "16"}
+
+
+def test_a_link_with_no_sync_round_trips_as_v5_and_predicts_it():
+    from scalesim.app.plan import build_scenario, make_plan
+    from scalesim.app.state import decode_query, encode_query, link_version
+
+    state, profile, messages = decode_query(ZERO3_LINK)
+    assert messages == [] and state.gs == "every-micro-step"
+    assert encode_query(state, profile)["v"] == "2"  # the default: still a v2 link
+    once = state.model_copy(update={"gs": "once-per-step"})
+    params = encode_query(once, profile)
+    assert params["v"] == "5" and params["gs"] == "once-per-step" and link_version(once) == 5
+    state2, profile2, messages = decode_query(params)
+    assert messages == [] and state2 == once
+    scenario, _ = build_scenario(state2, profile2)
+    assert scenario.grad_sync == "once-per-step"
+    rows, before = make_plan(profile2, state2).rows, make_plan(profile, state).rows
+    assert rows == predict(profile2, scenario)
+    multi = [(a, b) for a, b in zip(rows, before, strict=True) if a.devices > 1]
+    assert multi and all(a.step_time_s < b.step_time_s and a.memory_bytes > b.memory_bytes
+                         for a, b in multi)
+
+
+def test_old_links_reduce_every_micro_step():
+    from scalesim.app.state import decode_query
+
+    # v1 to v4 links cannot carry the choice: ignored and said so, the rest kept
+    for version in ("1", "2", "3", "4"):
+        state, _, messages = decode_query({**ZERO3_LINK, "v": version, "gs": "once-per-step"})
+        assert state.gs == "every-micro-step" and state.strat == "zero3" and state.acc == 4
+        assert messages == [f"ignored gs: a v{version} link has no gradient sync choice "
+                            "(ZeRO-2/3 reduce every micro-step)"]
+    # a v5 link that omits it reduces every micro-step; a bad value falls back alone
+    assert decode_query({**ZERO3_LINK, "v": "5"})[0].gs == "every-micro-step"
+    state, _, messages = decode_query({**ZERO3_LINK, "v": "5", "gs": "<b>"})
+    assert state.gs == "every-micro-step" and state.acc == 4 and len(messages) == 1
+
+
+def test_the_app_control_sets_no_sync_and_the_link():
+    from app_harness import open_app
+    from scalesim.app.plan import make_plan
+    from scalesim.app.state import preset_profile
+
+    at = open_app(ZERO3_LINK)
+    control = at.sidebar.selectbox(key="k_gs")
+    assert control.value == "every-micro-step"
+    before = at.session_state["app_state"]
+    control.set_value("once-per-step")
+    at.run()
+    assert not at.exception
+    state = at.session_state["app_state"]
+    assert state.gs == "once-per-step"
+    assert at.query_params["gs"] in ("once-per-step", ["once-per-step"])
+    assert at.query_params["v"] in ("5", ["5"])
+    profile = preset_profile(state)
+    assert make_plan(profile, state).focus.samples_per_s > \
+        make_plan(profile, before).focus.samples_per_s

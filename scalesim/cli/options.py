@@ -17,7 +17,7 @@ from scalesim.bounds import (
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import parse_model, read_json, validation_message
 from scalesim.layout import RECOMPUTE_STYLE_HELP
-from scalesim.model.sharding import GRAD_SYNCS
+from scalesim.model.sharding import GRAD_SYNC_HELP
 from scalesim.schemas import Profile, Scenario
 
 
@@ -102,14 +102,9 @@ def add_zero_framework_argument(group) -> None:
 
 def add_grad_sync_argument(group) -> None:
     """--grad-sync (``Scenario.grad_sync``; plan's own flag too)."""
-    group.add_argument("--grad-sync", choices=list(GRAD_SYNCS),
-                       help="when ZeRO-2/3 reduce gradients under --accumulation (default "
-                       "every-micro-step: a reduce-scatter in every backward, gradients stay "
-                       "sharded, as DeepSpeed and FSDP do by default); once-per-step is FSDP's "
-                       "no_sync (FSDP2: set_requires_gradient_sync(False); Hugging Face "
-                       "Accelerate's accumulate): every rank holds the full gradients and "
-                       "reduce-scatters once, in the last micro-step. FSDP only: refused with "
-                       "--zero-framework deepspeed")
+    knob = KNOB_BY_FIELD["grad_sync"]
+    group.add_argument(knob.flag, choices=knob.choices, dest=_dest(knob.flag),
+                       help=GRAD_SYNC_HELP)
 
 
 def add_condition_arguments(group) -> None:
@@ -188,8 +183,7 @@ def layout_from_args(args: argparse.Namespace, base: dict | None) -> dict | None
 
 # argparse dest -> scenario field, for every knob that has a flag
 _FLAG_TO_FIELD = {_dest(k.flag): k.field for k in KNOBS if k.flag}
-_FLAG_TO_FIELD.update(strategy="strategy", zero_framework="zero_framework", grad_sync="grad_sync",
-                      algorithm="algorithm")
+_FLAG_TO_FIELD.update(strategy="strategy", zero_framework="zero_framework", algorithm="algorithm")
 
 
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
