@@ -245,3 +245,10 @@ def test_the_app_control_sets_no_sync_and_the_link():
     profile = preset_profile(state)
     assert make_plan(profile, state).focus.samples_per_s > \
         make_plan(profile, before).focus.samples_per_s
+
+
+@pytest.mark.parametrize("command", ["predict", "sweep", "decide", "goal", "plan"])
+def test_every_command_with_zero_knobs_takes_the_flag(capsys, command):
+    code, out, _ = run_cli(capsys, [command, "--help"])
+    assert code == 0 and "--grad-sync {every-micro-step,once-per-step}" in out
+    assert "no_sync" in out and "--zero-framework" in out
