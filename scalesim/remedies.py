@@ -190,9 +190,9 @@ def sharding_caveat(strategy: str, target: str, framework: str, accumulation: in
            ("zero1", "deepspeed"): "all-reduce, then all-gather of the parameters after the "
                                    "optimizer step, exposed"}.get(
         (target, framework), "parameters gathered in every forward and backward"
-        if target == "zero3" else "gradients reduced in every micro-step"
-        if not reduces_once(FRAMEWORKS[framework], sync) else "full gradients held, reduced once "
-        "per step (no_sync)")
+        if target == "zero3" else "gradients reduced in every micro-step")
+    if target in ("zero2", "zero3") and reduces_once(FRAMEWORKS[framework], sync):
+        how += "; full gradients held, reduced once per step (no_sync)"
     return (f"saves memory; each of the {devices} devices updates 1/{devices} of the optimizer "
             f"state; sends {sends} per step ({how})")
 

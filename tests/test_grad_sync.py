@@ -252,3 +252,18 @@ def test_every_command_with_zero_knobs_takes_the_flag(capsys, command):
     code, out, _ = run_cli(capsys, [command, "--help"])
     assert code == 0 and "--grad-sync {every-micro-step,once-per-step}" in out
     assert "no_sync" in out and "--zero-framework" in out
+
+
+def test_the_sharding_remedy_counts_no_sync_bytes():
+    # from ZeRO-2 to ZeRO-3 at k = 4 under no_sync: 2k + 1 = 9 units against 2, 4.5x the bytes
+    # (every micro-step: 3k / 2k = 1.5x), and the title and reason say no_sync
+    from scalesim.remedies import rank_remedies
+
+    profile = default_profile()
+    for sync, ratio in (("once-per-step", "4.5x"), ("every-micro-step", "1.5x")):
+        s = Scenario(devices=[16], strategy="zero2", accumulation=4, grad_sync=sync)
+        _, results = rank_remedies(profile, s, 16)
+        z3 = next(r for r in results if r.key == "sharding")
+        assert f"sends {ratio} the bytes of now" in z3.reason, z3.reason
+        assert ("no_sync" in z3.title) == (sync == "once-per-step"), z3.title
+        assert ("reduced once per step (no_sync)" in z3.reason) == (sync == "once-per-step")
