@@ -267,3 +267,13 @@ def test_the_sharding_remedy_counts_no_sync_bytes():
         assert f"sends {ratio} the bytes of now" in z3.reason, z3.reason
         assert ("no_sync" in z3.title) == (sync == "once-per-step"), z3.title
         assert ("reduced once per step (no_sync)" in z3.reason) == (sync == "once-per-step")
+
+
+def test_the_report_names_the_gradient_sync():
+    from scalesim.app.plan import make_plan
+    from scalesim.app.report import scenario_lines
+    from scalesim.app.state import decode_query
+
+    state, profile, _ = decode_query({**ZERO3_LINK, "v": "5", "gs": "once-per-step"})
+    lines = dict(scenario_lines(make_plan(profile, state)))
+    assert lines["ZeRO-2/3 gradient sync"] == "once per step (FSDP no_sync: full gradients)"
