@@ -160,7 +160,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     devices, notes = device_counts(state, g)
     fields: dict = {
         "devices_per_node": g, "accumulation": state.acc, "overlap": state.ovl,
-        "bucket_mib": state.bkt, "strategy": state.strat, "algorithm": state.algo,
+        "bucket_mib": state.bkt, "strategy": state.strat, "grad_sync": state.gs,
+        "algorithm": state.algo,
         "loader_workers": state.lw, "straggler_cv": state.cv, "slow_device": state.slow,
         "slow_factor": state.sf, "critical_batch_size": state.cbs,
         "min_samples_to_quality": state.emin, "train_samples": state.train,

@@ -26,6 +26,7 @@ from scalesim.goal import seek
 from scalesim.jsonio import read_json
 from scalesim.layout import RECOMPUTE_STYLE_HELP, RECOMPUTE_STYLE_LABELS
 from scalesim.layout_predict import row_title as layout_title
+from scalesim.model.sharding import GRAD_SYNC_HELP, GRAD_SYNC_LABELS
 from scalesim.predict import Prediction
 from scalesim.schemas import Profile, Scenario
 from scalesim.sources.provenance import provenance
@@ -296,6 +297,8 @@ def _comm_section(c: _Controls, state: AppState) -> None:
     c(st.sidebar.selectbox, "strat", "Strategy", options=["ddp", "zero1", "zero2", "zero3"],
       format_func=lambda s: {"ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2",
                              "zero3": "ZeRO-3 / FSDP"}[s])
+    c(st.sidebar.selectbox, "gs", "ZeRO-2/3 gradient sync under accumulation",
+      options=list(GRAD_SYNC_LABELS), format_func=GRAD_SYNC_LABELS.get, help=GRAD_SYNC_HELP)
     c(st.sidebar.toggle, "ovl", "Overlap gradient exchange with backward")
     hw = ss["profile"].hardware
     intra = c(st.sidebar.selectbox, "intra", "Intra-server link",

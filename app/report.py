@@ -16,6 +16,7 @@ import vl_convert as vlc
 
 from scalesim.cli.cmd_predict import layout_line
 from scalesim.decision import card_rows
+from scalesim.model.sharding import GRAD_SYNC_LABELS
 
 from .charts import all_charts, chart_text
 from .plan import Plan, duration, headline, story
@@ -127,6 +128,7 @@ def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
         ("overlap with backward", "on" if s.overlap else "off"),
         ("bucket size", f"{s.bucket_mib:g} MiB"),
         ("strategy", s.strategy),
+        ("ZeRO-2/3 gradient sync", GRAD_SYNC_LABELS[s.grad_sync]),
         ("all-reduce algorithm", s.algorithm),
         ("intra-server link", f"{intra:g} GB/s bus bandwidth"),
         ("inter-server link", f"{inter:g} GB/s bus bandwidth"),

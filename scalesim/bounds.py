@@ -26,6 +26,7 @@ from pydantic import Field
 
 from scalesim.errors import ScalesimError
 from scalesim.layout import RECOMPUTE_STYLES
+from scalesim.model.sharding import GRAD_SYNCS
 
 DEVICES_MAX = 2**20  # 1,048,576 devices
 # Goal seeking's default largest device count (scalesim.goal.seek, scalesim goal --max-devices;
@@ -239,6 +240,8 @@ KNOBS: tuple[Knob, ...] = (
     Knob("micro_batch", "--batch", "mb", "micro_batch"),
     Knob("global_batch", "--global-batch", "gb", "global_batch"),
     Knob("accumulation", "--accumulation", "acc", "accumulation"),
+    # when ZeRO-2/3 reduce under accumulation (FSDP no_sync); link key from version 5
+    Knob("grad_sync", "--grad-sync", "gs", None, choices=tuple(GRAD_SYNCS)),
     Knob("bucket_mib", "--bucket-mib", "bkt", "bucket_mib"),
     Knob("first_bucket_mib", None, None, "first_bucket_mib"),
     Knob("loader_workers", "--loader-workers", "lw", "loader_workers"),

@@ -33,7 +33,7 @@ from scalesim.model.collectives import ALGORITHMS
 from scalesim.model.compute import colocation_factor, colocation_slope, micro_step_s, optimizer_roofline_s
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
 from scalesim.model.overlap import MIB
-from scalesim.model.sharding import FRAMEWORKS
+from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.plan import Setting, measured_p2p, rank_layouts, setting_inputs
 from scalesim.predict import _pick, jitter_cv_of, loader_supply, nvls_busbw_ratio
@@ -151,7 +151,8 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
         grad_bytes_per_param=wl.grad_bytes_per_param,
         optimizer_bytes_per_param=wl.optimizer_bytes_per_param,
         wire_bytes_per_param=wl.wire_bytes_per_param,
-        framework=FRAMEWORKS[scenario.zero_framework], algorithm=ALGORITHMS[scenario.algorithm],
+        framework=FRAMEWORKS[scenario.zero_framework], grad_sync=GRAD_SYNCS[scenario.grad_sync],
+        algorithm=ALGORITHMS[scenario.algorithm],
         bucket_bytes=scenario.bucket_mib * MIB, first_bucket_bytes=scenario.first_bucket_mib * MIB)
 
 

@@ -36,10 +36,10 @@ from scalesim.layout import (
 from scalesim.model import collectives as coll
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
 from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
-from scalesim.model.sharding import FRAMEWORKS, FSDP
+from scalesim.model.sharding import EVERY_MICRO_STEP, FRAMEWORKS, FSDP, GRAD_SYNCS
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.predict import nvls_busbw_ratio
-from scalesim.schemas import Hardware, Profile, TransformerShape
+from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Hardware, Profile, TransformerShape
 
 # Sustained share of the datasheet peak that large matmuls reach when nothing calibrated it: the
 # median of the efficiencies the anchors of the published model-parallel cases pin
@@ -167,6 +167,8 @@ class Setting:
     wire_bytes_per_param: float = 2.0
     framework: int = FSDP  # ZeRO over dp: PyTorch-native (FSDP; Megatron-Core's distributed
     # optimizer for ZeRO-1) or DeepSpeed (``sharding.FRAMEWORKS`` codes, Scenario.zero_framework)
+    grad_sync: int = EVERY_MICRO_STEP  # when ZeRO-2/3 reduce under accumulation
+    # (``sharding.GRAD_SYNCS`` codes, Scenario.grad_sync; once per step: FSDP's no_sync)
     algorithm: int = coll.AUTO  # all-reduce of the dp exchange (``collectives.ALGORITHMS`` codes)
     bucket_bytes: float = DDP_BUCKET_BYTES  # DDP gradient bucket (ZeRO-0), bytes
     first_bucket_bytes: float = DDP_FIRST_BUCKET_BYTES  # DDP's first bucket, bytes
@@ -291,7 +293,7 @@ def setting_inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         slow_factor=1.0 if setting.slow_device is None else setting.slow_factor,
         slow_rank=setting.slow_device or 0, loader_samples_per_s=setting.loader_samples_per_s,
         recompute_early_stop=early_stop_of(setting.recompute_style),
-        framework=setting.framework, algorithm=setting.algorithm,
+        framework=setting.framework, grad_sync=setting.grad_sync, algorithm=setting.algorithm,
         bucket_bytes=setting.bucket_bytes, first_bucket_bytes=setting.first_bucket_bytes,
         nvls_busbw_ratio=nvls_busbw_ratio(hw.intra_node),
         # fp8 recipes cast the Linear layers only: the attention core stays at the 16-bit peak
@@ -394,7 +396,8 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
          jitter_cv: float = 0.0, p2p: MeasuredP2P | None = None,
          recompute_style: str = DEFAULT_RECOMPUTE_STYLE, overlap: bool = True,
          slow_device: int | None = None, slow_factor: float = 1.0,
-         zero_framework: str = "fsdp") -> list[PlanRow]:
+         zero_framework: str = "fsdp",
+         grad_sync: str = "every-micro-step") -> list[PlanRow]:
     """Rank every valid layout of ``shape`` on each of ``devices`` for ``global_batch``.
 
     Fitting layouts first, best first (highest samples/s, or fewest device-hours per sample
@@ -411,7 +414,9 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
     ``slow_device``, ``slow_factor``: global rank and compute-time multiplier of a persistently
     slow device (its stage and replica under each layout's placement, §16); ``zero_framework``:
     how the ZeRO layouts run ('fsdp': FSDP, ZeRO-1 as Megatron-Core's distributed optimizer; or
-    'deepspeed'; ``Scenario.zero_framework``, docs/model.md §4).
+    'deepspeed'; ``Scenario.zero_framework``, docs/model.md §4); ``grad_sync``: when ZeRO-2/3
+    reduce under accumulation ('every-micro-step' or 'once-per-step', FSDP's no_sync;
+    ``Scenario.grad_sync``).
     ``rank_layouts`` does the same for a ``Setting`` (a scenario's: ``layout_predict.plan_at``).
     """
     check_number("matmul_efficiency", efficiency, "efficiency")
@@ -421,9 +426,14 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
     if zero_framework not in FRAMEWORKS:
         raise ScalesimError(f"zero_framework {zero_framework!r}: choose "
                             f"{' or '.join(FRAMEWORKS)}")
+    if grad_sync not in GRAD_SYNCS:
+        raise ScalesimError(f"grad_sync {grad_sync!r}: choose {' or '.join(GRAD_SYNCS)}")
+    if grad_sync == "once-per-step" and zero_framework == "deepspeed":
+        raise ScalesimError(GRAD_SYNC_DEEPSPEED_ERROR)
     setting = Setting(shape, hardware, global_batch, efficiency, fp8, params, tp_overlap,
                       jitter_cv, p2p, recompute_style, overlap=overlap, slow_device=slow_device,
-                      slow_factor=slow_factor, framework=FRAMEWORKS[zero_framework])
+                      slow_factor=slow_factor, framework=FRAMEWORKS[zero_framework],
+                      grad_sync=GRAD_SYNCS[grad_sync])
     return rank_layouts(setting, devices, rank_by, top, include_unfit, cp_values, split_only)
 
 

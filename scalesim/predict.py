@@ -20,7 +20,7 @@ from scalesim.model.memory import STRATEGIES
 from scalesim.model.overlap import MIB
 from scalesim.model.pipeline import loader_supply_per_device
 from scalesim.model.quality import steps_to_quality
-from scalesim.model.sharding import FRAMEWORKS
+from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import StepInputs, evaluate_scaling
 from scalesim.schemas import LinkLevel, Profile, Scenario
 
@@ -155,6 +155,7 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
         nvls_busbw_ratio=nvls_busbw_ratio(intra),
         strategy=STRATEGIES[scenario.strategy],
         framework=FRAMEWORKS[scenario.zero_framework],
+        grad_sync=GRAD_SYNCS[scenario.grad_sync],
         blocks=wl.layers or 0,
         algorithm=coll.ALGORITHMS[scenario.algorithm],
         overlap=scenario.overlap,

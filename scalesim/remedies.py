@@ -26,8 +26,8 @@ from scalesim import training_time
 from scalesim.accuracy import MODEL_PARALLEL_MEDIAN_ERROR
 from scalesim.errors import ScalesimError
 from scalesim.model.memory import STRATEGIES
-from scalesim.model.sharding import FRAMEWORKS
-from scalesim.model.zero_exchange import framework_label, sent_units
+from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
+from scalesim.model.zero_exchange import framework_label, reduces_once, sent_units
 from scalesim.network_upgrades import UPGRADES_BY_KEY
 from scalesim.predict import Prediction, predict
 from scalesim.schemas import Profile, Scenario
@@ -144,10 +144,11 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction):
     target = "zero1" if scenario.strategy == "ddp" and now.fits else "zero3"
     fw = scenario.zero_framework
     out.append(("sharding", f"Shard optimizer state ({scenario.strategy} -> {target}, "
-                f"{framework_label(target, fw)})",
+                f"{framework_label(target, fw, scenario.grad_sync)})",
                 scenario.model_copy(update={"strategy": target}), profile,
                 "" if scenario.strategy != "zero3" else "already fully sharded",
-                sharding_caveat(scenario.strategy, target, fw, k, now.devices)))
+                sharding_caveat(scenario.strategy, target, fw, k, now.devices,
+                                scenario.grad_sync)))
     hw = profile.hardware
     if now.nodes > 1:
         inter = scenario.inter_busbw_GBps or hw.inter_node.busbw_GBps
@@ -176,11 +177,12 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction):
 
 
 def sharding_caveat(strategy: str, target: str, framework: str, accumulation: int,
-                    devices: int) -> str:
+                    devices: int, grad_sync: str = "every-micro-step") -> str:
     """What sharding changes besides memory, as the model has it (``zero_exchange``): the
     optimizer step split over the devices, and the bytes each device sends per step."""
-    ratio = float(sent_units(STRATEGIES[target], FRAMEWORKS[framework], accumulation)
-                  / sent_units(STRATEGIES[strategy], FRAMEWORKS[framework], accumulation))
+    sync = GRAD_SYNCS[grad_sync]
+    ratio = float(sent_units(STRATEGIES[target], FRAMEWORKS[framework], accumulation, sync)
+                  / sent_units(STRATEGIES[strategy], FRAMEWORKS[framework], accumulation, sync))
     sends = ("the same bytes as now" if abs(ratio - 1.0) < 1e-9
              else f"{ratio:.3g}x the bytes of now")
     how = {("zero1", "fsdp"): "reduce-scatter + all-gather, the gather hidden behind the next "
@@ -189,6 +191,8 @@ def sharding_caveat(strategy: str, target: str, framework: str, accumulation: in
                                    "optimizer step, exposed"}.get(
         (target, framework), "parameters gathered in every forward and backward"
         if target == "zero3" else "gradients reduced in every micro-step")
+    if target in ("zero2", "zero3") and reduces_once(FRAMEWORKS[framework], sync):
+        how += "; full gradients held, reduced once per step (no_sync)"
     return (f"saves memory; each of the {devices} devices updates 1/{devices} of the optimizer "
             f"state; sends {sends} per step ({how})")
 

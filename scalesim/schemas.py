@@ -29,6 +29,10 @@ SCENARIO_VERSION = "scalesim-scenario/1"
 
 Strategy = Literal["ddp", "zero1", "zero2", "zero3"]
 ZeroFramework = Literal["fsdp", "deepspeed"]
+GradSync = Literal["every-micro-step", "once-per-step"]  # model/sharding.GRAD_SYNCS
+GRAD_SYNC_DEEPSPEED_ERROR = (
+    "grad_sync once-per-step is FSDP's no_sync; DeepSpeed stage 2/3 reduce gradients in every "
+    "micro-step: use zero_framework fsdp or grad_sync every-micro-step")
 Algorithm = Literal["auto", "ring", "tree", "hierarchical"]
 LinkLevelName = Literal["intra_node", "inter_node"]
 InterMethod = Literal["all_ranks", "one_rank"]
@@ -575,7 +579,16 @@ class Scenario(_Strict):
         "FSDP lacks, as Megatron-Core's distributed optimizer: reduce-scatter and all-gather in "
         "its buckets, DDP's bytes) or 'deepspeed' (its reduce/allgather/prefetch bucket "
         "defaults; ZeRO-1/2 all-reduce, then all-gather the parameters after the step). Sharded "
-        "gradients (ZeRO-2/3) are reduced in every micro-step and stay sharded",
+        "gradients (ZeRO-2/3) are reduced as grad_sync says",
+    )
+    grad_sync: GradSync = Field(
+        default="every-micro-step",
+        description="when ZeRO-2/3 reduce sharded gradients under gradient accumulation "
+        "(docs/model.md §4): 'every-micro-step' (reduce-scatter in every backward, gradients "
+        "stay sharded: DeepSpeed stage 2/3, FSDP by default, torchtitan) or 'once-per-step' "
+        "(FSDP's no_sync / set_requires_gradient_sync(False), Hugging Face Accelerate's "
+        "accumulate: full gradients held on every rank, one reduce-scatter in the last "
+        "micro-step; FSDP only). DDP and ZeRO-1 reduce once per step either way",
     )
     algorithm: Algorithm = Field(
         default="auto",
@@ -610,6 +623,8 @@ class Scenario(_Strict):
         if self.micro_batch is not None and self.global_batch is not None:
             raise ValueError("give a per-device micro-batch (weak scaling) or a global batch "
                              "(strong scaling), not both")
+        if self.grad_sync == "once-per-step" and self.zero_framework == "deepspeed":
+            raise ValueError(GRAD_SYNC_DEEPSPEED_ERROR)
         return self
 
 

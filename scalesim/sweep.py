@@ -22,16 +22,17 @@ from scalesim.errors import ScalesimError, require_model
 from scalesim.model.collectives import ALGORITHMS
 from scalesim.model.memory import STRATEGIES
 from scalesim.model.overlap import MIB
-from scalesim.model.sharding import FRAMEWORKS
+from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import evaluate_scaling
 from scalesim.predict import layout, scenario_inputs
-from scalesim.schemas import Profile, Scenario
+from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Profile, Scenario
 
 # Knobs that can be swept, with how a value becomes a model input.
 AXES = ("devices", "micro_batch", "global_batch", "accumulation", "strategy", "zero_framework",
-        "algorithm", "overlap", "bucket_mib", "intra_busbw_GBps", "inter_busbw_GBps", "straggler_cv",
-        "tp", "pp")
-NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "algorithm": ALGORITHMS}
+        "grad_sync", "algorithm", "overlap", "bucket_mib", "intra_busbw_GBps", "inter_busbw_GBps",
+        "straggler_cv", "tp", "pp")
+NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "grad_sync": GRAD_SYNCS,
+              "algorithm": ALGORITHMS}
 WHOLE_AXES = ("devices", "micro_batch", "global_batch", "accumulation", "tp", "pp")
 # A transformer workload sweeps through evaluate_layouts (scalesim.layout_predict); tp / pp need
 # a transformer shape. Every other axis is a knob of both paths (``input_changes``).
@@ -127,6 +128,10 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
     if "micro_batch" in axes and ("global_batch" in axes or base.global_batch is not None):
         raise ScalesimError("sweep per-device batches (weak scaling) or global batches "
                             "(strong scaling), not both")
+    frameworks = axes.get("zero_framework", [base.zero_framework])
+    syncs = axes.get("grad_sync", [base.grad_sync])
+    if "deepspeed" in list(frameworks) and "once-per-step" in list(syncs):
+        raise ScalesimError(f"axes zero_framework, grad_sync: {GRAD_SYNC_DEEPSPEED_ERROR}")
     from scalesim.layout_predict import uses_layouts
 
     split = uses_layouts(profile, base)
@@ -170,6 +175,8 @@ def input_changes(grid: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     changes = {}
     if "zero_framework" in grid:
         changes["framework"] = _codes(grid["zero_framework"], FRAMEWORKS, "zero_framework")
+    if "grad_sync" in grid:
+        changes["grad_sync"] = _codes(grid["grad_sync"], GRAD_SYNCS, "grad_sync")
     if "algorithm" in grid:
         changes["algorithm"] = _codes(grid["algorithm"], ALGORITHMS, "algorithm")
     if "overlap" in grid:

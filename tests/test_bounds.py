@@ -435,6 +435,9 @@ def test_app_bounds_are_the_tables_in_the_links_units():
     for knob in KNOBS:
         if knob.url_key in (None, "dlist", "slow"):  # device list text; rank under the app's cap
             continue
+        if knob.quantity is None:  # a choice of names: the app's field is a Literal of them
+            assert AppState.model_fields[knob.url_key].annotation.__args__ == knob.choices, knob
+            continue
         schema = AppState.model_json_schema()["properties"][knob.url_key]
         limits = schema.get("anyOf", [schema])[0]
         b = knob.bound.scaled(knob.url_factor, knob.url_unit or knob.bound.unit)

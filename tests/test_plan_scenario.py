@@ -112,7 +112,7 @@ def test_plan_takes_overlap_and_a_slow_device_as_plan_at_does(gpt):
     is the layout model's own at 0.69, so the pin recovers it) ranks as ``plan_at``."""
     steps = {}
     for knob in ({}, {"overlap": False}, {"slow_device": 3, "slow_factor": 1.5},
-                 {"zero_framework": "deepspeed"}):
+                 {"zero_framework": "deepspeed"}, {"grad_sync": "once-per-step"}):
         at = plan_at(gpt, QUIET.model_copy(update=knob), DEVICES, GLOBAL_BATCH, top=None)
         direct = plan(gpt.workload.transformer, gpt.hardware, [DEVICES], GLOBAL_BATCH, top=None,
                       params=gpt.workload.params, **knob)
@@ -125,7 +125,10 @@ def test_plan_takes_overlap_and_a_slow_device_as_plan_at_does(gpt):
     assert deepspeed and all(deepspeed[k] > default[k] for k in deepspeed)
     for bad, message in (({"slow_factor": 0.5}, "slow_factor"),
                          ({"slow_device": -1}, "slow_device"),
-                         ({"zero_framework": "megatron"}, "zero_framework 'megatron'")):
+                         ({"zero_framework": "megatron"}, "zero_framework 'megatron'"),
+                         ({"grad_sync": "never"}, "grad_sync 'never'"),
+                         ({"zero_framework": "deepspeed", "grad_sync": "once-per-step"},
+                          "FSDP's no_sync")):
         with pytest.raises(ScalesimError, match=message):
             plan(gpt.workload.transformer, gpt.hardware, [DEVICES], GLOBAL_BATCH, **bad)
 
@@ -202,7 +205,8 @@ def test_cli_plans_with_the_run_conditions(capsys, gpt):
                         (["--slow-device", "3", "--slow-factor", "1.5"],
                          {"slow_device": 3, "slow_factor": 1.5}),
                         (["--straggler-cv", "0.05"], {"jitter_cv": 0.05}),
-                        (["--zero-framework", "deepspeed"], {"zero_framework": "deepspeed"})):
+                        (["--zero-framework", "deepspeed"], {"zero_framework": "deepspeed"}),
+                        (["--grad-sync", "once-per-step"], {"grad_sync": "once-per-step"})):
         code, out, err = run_cli(capsys, argv + flags + ["--json"])
         assert code == 0, err
         expected = plan(SHAPE, HARDWARE["dgx-a100"], [DEVICES], GLOBAL_BATCH, top=3, **knob)

@@ -39,13 +39,15 @@ def _paths():
     return shaped, counted
 
 
-@pytest.mark.parametrize("framework", ["fsdp", "deepspeed"])
+@pytest.mark.parametrize(("framework", "grad_sync"), [("fsdp", "every-micro-step"),
+                                                       ("deepspeed", "every-micro-step"),
+                                                       ("fsdp", "once-per-step")])
 @pytest.mark.parametrize("accumulation", [1, 4])
-def test_both_paths_agree_for_every_strategy(framework, accumulation):
+def test_both_paths_agree_for_every_strategy(framework, grad_sync, accumulation):
     shaped, counted = _paths()
     for strategy in ("ddp", "zero1", "zero2", "zero3"):
         s = Scenario(devices=[2, 8, 16, 64], strategy=strategy, zero_framework=framework,
-                     accumulation=accumulation)
+                     accumulation=accumulation, grad_sync=grad_sync)
         layout, data_parallel = predict(shaped, s), predict(counted, s)
         assert all(r.dp == r.devices for r in layout) and all(r.dp is None for r in data_parallel)
         for a, b in zip(layout, data_parallel, strict=True):
@@ -73,6 +75,27 @@ def test_model_states_are_sharded_by_one_rule():
     layer_weights = 12 * 1024**2 * 2  # 12 h^2 parameters of a BERT-large layer, 2 bytes each
     assert saved(counted, "zero3") - saved(shaped, "zero3") == pytest.approx(
         2 * layer_weights, rel=0.01)
+
+
+def test_no_sync_on_both_paths_by_hand():
+    # FSDP no_sync (grad_sync once-per-step), k = 4, 16 GPUs over the seed's 6.8 GB/s network:
+    # both paths hold the full gradients (Psi x 2 B x 15/16 more than sharded, Psi = BERT-large's
+    # 24 blocks of 12 h^2 plus embeddings, the profile's count) and move ZeRO-3 from 12 to 9
+    # block passes, ZeRO-2 from 8 to 2; the steps agree within 0.5 %
+    shaped, counted = _paths()
+    psi = counted.workload.params
+    for strategy, passes in (("zero3", (12, 9)), ("zero2", (8, 2))):
+        s = Scenario(devices=[16], strategy=strategy, accumulation=4, overlap=False)
+        n = s.model_copy(update={"grad_sync": "once-per-step"})
+        for profile in (shaped, counted):
+            every, once = predict(profile, s)[0], predict(profile, n)[0]
+            assert once.memory_bytes - every.memory_bytes == pytest.approx(
+                psi * 2 * 15 / 16, rel=0.01 if profile is shaped else 1e-9), strategy
+            # without overlap every pass of the 24 blocks is exposed: the ratio of passes
+            assert once.exposed_comm_s / every.exposed_comm_s == pytest.approx(
+                passes[1] / passes[0], rel=1e-9), (strategy, profile.workload.transformer)
+        a, b = predict(shaped, n)[0], predict(counted, n)[0]
+        assert a.step_time_s == pytest.approx(b.step_time_s, rel=STEP_TOLERANCE)
 
 
 def test_the_sharding_remedy_gains_the_same_on_both_paths():
@@ -170,3 +193,22 @@ def test_the_exchange_knobs_reach_the_layout_path():
             value = value.item() if hasattr(value, "item") else value
             want = predict(shaped, base.model_copy(update={name: value}))
             assert step == pytest.approx(want[0].step_time_s, rel=1e-12), (name, value)
+
+
+def test_no_sync_stragglers_on_both_paths():
+    # jitter of 5 % per micro-step, k = 4, 16 GPUs: ZeRO-2 under no_sync waits once per step on
+    # both paths (jitter pooled over the 4 micro-steps: about half of the per-micro-step wait,
+    # sqrt(4) / 4, the device spread adds the same to both); ZeRO-3 still gathers in every
+    # micro-step and waits as before
+    shaped, counted = _paths()
+    for profile in (shaped, counted):
+        wait = {}
+        for strategy in ("zero2", "zero3"):
+            for sync in ("every-micro-step", "once-per-step"):
+                s = Scenario(devices=[16], strategy=strategy, accumulation=4, straggler_cv=0.05,
+                             device_speed_cv=0.0, grad_sync=sync)
+                wait[strategy, sync] = predict(profile, s)[0].straggler_s
+        assert wait["zero2", "once-per-step"] == pytest.approx(
+            0.5 * wait["zero2", "every-micro-step"], rel=0.02)
+        assert wait["zero3", "once-per-step"] == pytest.approx(
+            wait["zero3", "every-micro-step"], rel=1e-12)

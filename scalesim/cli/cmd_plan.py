@@ -7,6 +7,7 @@ import argparse
 from scalesim.bounds import flag_list_type, flag_type
 from scalesim.cli.options import (
     add_condition_arguments,
+    add_grad_sync_argument,
     add_recompute_style_argument,
     add_zero_framework_argument,
     positive_int,
@@ -61,6 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(Transformer Engine userbuffers)")
     add_recompute_style_argument(p)
     add_zero_framework_argument(p)
+    add_grad_sync_argument(p)
     add_condition_arguments(p.add_argument_group("the run's conditions (as predict's)"))
     p.add_argument("--rank", choices=["throughput", "cost"], default="throughput",
                    help="throughput (samples/s) or cost (device-hours per sample)")
@@ -92,6 +94,9 @@ def conditions_line(args: argparse.Namespace, jitter_cv: float) -> str:
                      f"{args.slow_device} is not among them)")
     if args.zero_framework == "deepspeed":
         parts.insert(0, "ZeRO by DeepSpeed (stage 1-3 with its bucket defaults)")
+    if args.grad_sync == "once-per-step":
+        parts.insert(0, "ZeRO-2/3 gradients reduced once per step (FSDP no_sync: full "
+                     "gradients held)")
     return "ranked with: " + ", ".join(parts) if parts else ""
 
 
@@ -137,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
                 recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE,
                 overlap=not args.no_overlap, jitter_cv=jitter_cv,
                 slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
-                zero_framework=args.zero_framework or "fsdp")
+                zero_framework=args.zero_framework or "fsdp",
+                grad_sync=args.grad_sync or "every-micro-step")
     if args.json:
         from scalesim.jsonio import to_json_text
 

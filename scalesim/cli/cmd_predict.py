@@ -89,11 +89,12 @@ def render_table(profile, scenario, rows) -> str:
     from scalesim.model.zero_exchange import framework_label
 
     unit = profile.workload.sample_unit
+    sync = scenario.grad_sync
     lines = [
         f"profile: {profile.name}",
         hardware_line(profile.hardware),
         f"scenario: {scenario.strategy}"
-        + (f" ({framework_label(scenario.strategy, scenario.zero_framework)})"
+        + (f" ({framework_label(scenario.strategy, scenario.zero_framework, sync)})"
            if scenario.strategy != "ddp" else "")
         + f", accumulation {scenario.accumulation}, "
         f"overlap {'on' if scenario.overlap else 'off'}, algorithm {scenario.algorithm}, "

@@ -50,6 +50,7 @@ VALUE_FLAGS = {
     "accumulation_values": ("accumulation", _values("accumulation")),
     "strategy_values": ("strategy", _words),
     "zero_framework_values": ("zero_framework", _words),
+    "grad_sync_values": ("grad_sync", _words),
     "algorithm_values": ("algorithm", _words),
     "overlap_values": ("overlap", _on_off),
     "bucket_mib_values": ("bucket_mib", _values("bucket_mib")),

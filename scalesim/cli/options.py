@@ -17,6 +17,7 @@ from scalesim.bounds import (
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import parse_model, read_json, validation_message
 from scalesim.layout import RECOMPUTE_STYLE_HELP
+from scalesim.model.sharding import GRAD_SYNC_HELP
 from scalesim.schemas import Profile, Scenario
 
 
@@ -65,6 +66,7 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     _knob(g, "accumulation", help="micro-steps per optimizer step")
     g.add_argument("--strategy", choices=["ddp", "zero1", "zero2", "zero3"])
     add_zero_framework_argument(g)
+    add_grad_sync_argument(g)
     g.add_argument("--algorithm", choices=["auto", "ring", "tree", "hierarchical"],
                    help="all-reduce algorithm (default auto: NCCL's ring or tree, the faster "
                    "per message; hierarchical is Horovod's, used only when named)")
@@ -95,7 +97,14 @@ def add_zero_framework_argument(group) -> None:
                        "distributed optimizer (reduce-scatter + all-gather, DDP's bytes); "
                        "deepspeed uses its bucket defaults (ZeRO-1/2: all-reduce, then a "
                        "parameter all-gather after the step); sharded gradients are reduced "
-                       "every micro-step")
+                       "as --grad-sync says")
+
+
+def add_grad_sync_argument(group) -> None:
+    """--grad-sync (``Scenario.grad_sync``; plan's own flag too)."""
+    knob = KNOB_BY_FIELD["grad_sync"]
+    group.add_argument(knob.flag, choices=knob.choices, dest=_dest(knob.flag),
+                       help=GRAD_SYNC_HELP)
 
 
 def add_condition_arguments(group) -> None:

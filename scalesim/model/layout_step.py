@@ -45,10 +45,14 @@ from scalesim.model.pipeline_schedule import (
     p2p_s,
     slow_stage_delay_s,
 )
-from scalesim.model.sharding import FSDP
+from scalesim.model.sharding import EVERY_MICRO_STEP, FSDP
 from scalesim.model.stragglers import collective_waits_s, straggler_wait_s
 from scalesim.model.tensor_parallel import collectives_per_layer, tp_comm_per_layer_s
-from scalesim.model.zero_exchange import exchange, syncs_every_micro_step
+from scalesim.model.zero_exchange import (
+    exchange,
+    holds_full_gradients,
+    syncs_every_micro_step,
+)
 
 GIB = 1024**3
 ACTIVATION_BYTES = 2.0  # 16-bit activations
@@ -130,6 +134,8 @@ class LayoutInputs:
     # checkpoint with early stop (torch >= 2.1): the layer's last weight matmul is not recomputed
     framework: object = FSDP  # ZeRO over dp: 0 PyTorch-native (FSDP for ZeRO-2/3, Megatron-Core's
     # distributed optimizer for ZeRO-1), 1 DeepSpeed (model/zero_exchange.py, as StepInputs)
+    grad_sync: object = EVERY_MICRO_STEP  # sharded gradients reduced every micro-step (0) or
+    # once per step with full gradients held (1: FSDP's no_sync), as StepInputs.grad_sync
     algorithm: object = coll.AUTO  # all-reduce of the dp exchange: 0 auto (NCCL's ring, tree or
     # NVLS), 1 ring, 2 tree, 3 hierarchical (as StepInputs.algorithm)
     bucket_bytes: object = DDP_BUCKET_BYTES  # DDP gradient bucket (ZeRO-0), bytes
@@ -389,13 +395,13 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     bwd_mb = units * (bwd + rec) + 2.0 * output / 3.0  # recompute runs in backward
     # once per step (DDP, ZeRO-1) the exchange hides behind the last micro-batch's chunk on the
     # first stage; per micro-batch (ZeRO-2/3) behind the whole stage's compute of each one
-    per_micro = syncs_every_micro_step(zero)
+    per_micro = syncs_every_micro_step(zero, x.framework, x.grad_sync)
     exposed, total, _units = exchange(
         zero, x.framework, grad_bytes, group, units, m,
         np.where(per_micro, fwd_mb, fwd_mb / v), np.where(per_micro, bwd_mb, bwd_mb / v), overlap,
         lambda size: coll.allreduce_from_coeffs(ar_coeffs, size, x.algorithm),
         lambda size: coll.affine_s(rs_coeffs, size), x.wire_bytes_per_param, x.bucket_bytes,
-        x.first_bucket_bytes, x.fsdp_backward_prefetch_post)
+        x.first_bucket_bytes, x.fsdp_backward_prefetch_post, x.grad_sync)
     exposed = np.where(group > 1, exposed, 0.0)
     total = np.where(group > 1, total, 0.0)
     dp_exposed = exposed + _f(x.comm_contention) * (total - exposed)
@@ -428,7 +434,8 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     hfu = hw_flops * tokens_per_s / peak_total
 
     # --- memory of the fullest device
-    shard_params, shard_grads, shard_optim = state_shards(zero, shards)  # as the dp step's
+    shard_params, shard_grads, shard_optim = state_shards(  # as the dp step's
+        zero, shards, holds_full_gradients(zero, x.framework, x.grad_sync, m))
     weights = local_params * _f(x.param_bytes_per_param) * shard_params
     grads = local_params * _f(x.grad_bytes_per_param) * shard_grads
     optimizer = local_params * _f(x.optimizer_bytes_per_param) * shard_optim

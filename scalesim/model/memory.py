@@ -7,10 +7,12 @@ momentum, variance). ZeRO-1 shards the optimizer state over the N data-parallel 
 also the gradients, ZeRO-3 / FSDP full shard also the parameters. Activations scale with the
 per-device micro-batch and are never sharded by data parallelism.
 
-Gradient accumulation (k > 1) keeps sharded gradients sharded: DeepSpeed stage 2/3 and PyTorch
-FSDP (FSDP2 without ``set_requires_gradient_sync(False)``, torchtitan, Composer) reduce-scatter
-in every micro-step and accumulate into the shard (``zero_exchange``). ``state_shards`` is the
-one rule both prediction paths use.
+Gradient accumulation (k > 1) keeps sharded gradients sharded by default: DeepSpeed stage 2/3
+and PyTorch FSDP (FSDP2 without ``set_requires_gradient_sync(False)``, torchtitan, Composer)
+reduce-scatter in every micro-step and accumulate into the shard (``zero_exchange``). FSDP
+under ``no_sync`` holds the full gradients instead (``full_gradients``,
+``zero_exchange.holds_full_gradients``). ``state_shards`` is the one rule both prediction paths
+use.
 """
 
 from __future__ import annotations
@@ -21,14 +23,15 @@ DDP, ZERO1, ZERO2, ZERO3 = 0, 1, 2, 3
 STRATEGIES = {"ddp": DDP, "zero1": ZERO1, "zero2": ZERO2, "zero3": ZERO3}
 
 
-def state_shards(strategy, shards):
+def state_shards(strategy, shards, full_gradients=False):
     """(parameters, gradients, optimizer state) share each device holds under ``strategy`` with
     ``shards`` data-parallel ranks: ZeRO-1 shards the optimizer state, ZeRO-2 also the
-    gradients, ZeRO-3 also the parameters (Rajbhandari et al. 2019, §5)."""
+    gradients, ZeRO-3 also the parameters (Rajbhandari et al. 2019, §5). ``full_gradients``:
+    the gradients are held whole even so (FSDP's ``no_sync`` with accumulation)."""
     strategy = np.asarray(strategy)
     one = 1.0 / np.maximum(np.asarray(shards, dtype=float), 1.0)
-    return (np.where(strategy >= ZERO3, one, 1.0), np.where(strategy >= ZERO2, one, 1.0),
-            np.where(strategy >= ZERO1, one, 1.0))
+    grads = np.where((strategy >= ZERO2) & ~np.asarray(full_gradients, dtype=bool), one, 1.0)
+    return (np.where(strategy >= ZERO3, one, 1.0), grads, np.where(strategy >= ZERO1, one, 1.0))
 
 
 def memory_per_device_bytes(
@@ -40,10 +43,11 @@ def memory_per_device_bytes(
     optimizer_bytes_per_param,
     activation_bytes_per_sample,
     micro_batch,
+    full_gradients=False,
 ):
-    """Bytes one device holds: model states (sharded per strategy, ``state_shards``) plus
-    activations."""
-    shard_params, shard_grads, shard_optim = state_shards(strategy, devices)
+    """Bytes one device holds: model states (sharded per strategy, ``state_shards``; gradients
+    whole where ``full_gradients``) plus activations."""
+    shard_params, shard_grads, shard_optim = state_shards(strategy, devices, full_gradients)
     psi = np.asarray(params, dtype=float)
     states = psi * (
         param_bytes_per_param * shard_params

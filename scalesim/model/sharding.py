@@ -28,6 +28,21 @@ import numpy as np
 
 FSDP, DEEPSPEED = 0, 1
 FRAMEWORKS = {"fsdp": FSDP, "deepspeed": DEEPSPEED}
+# When sharded gradients are reduced under gradient accumulation (``Scenario.grad_sync``,
+# docs/model.md §4): in every micro-step (DeepSpeed stage 2/3 always; FSDP by default), or once
+# per step with full gradients held in between (FSDP1's ``no_sync()``, FSDP2's
+# ``set_requires_gradient_sync(False)``, Hugging Face Accelerate's ``accumulate``).
+EVERY_MICRO_STEP, ONCE_PER_STEP = 0, 1
+GRAD_SYNCS = {"every-micro-step": EVERY_MICRO_STEP, "once-per-step": ONCE_PER_STEP}
+GRAD_SYNC_LABELS = {"every-micro-step": "every micro-step (sharded gradients; default)",
+                    "once-per-step": "once per step (FSDP no_sync: full gradients)"}
+GRAD_SYNC_HELP = (
+    "when ZeRO-2/3 reduce gradients under gradient accumulation (default every-micro-step: a "
+    "reduce-scatter in every backward, gradients stay sharded, as DeepSpeed and FSDP do by "
+    "default); once-per-step is FSDP's no_sync (FSDP2: set_requires_gradient_sync(False); "
+    "Hugging Face Accelerate's accumulate): every rank holds the full gradients and "
+    "reduce-scatters once, in the last micro-step (ZeRO-3 still gathers parameters in every "
+    "micro-step). FSDP only: refused with DeepSpeed; DDP and ZeRO-1 reduce once per step anyway")
 
 # DeepSpeed ZeRO defaults, in elements (deepspeed/runtime/zero/config.py, DeepSpeedZeroConfig).
 DS_REDUCE_BUCKET_ELEMENTS = 5e8  # reduce_bucket_size

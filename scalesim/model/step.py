@@ -28,9 +28,13 @@ from scalesim.model import collectives as coll
 from scalesim.model.compute import colocation_factor, micro_step_s
 from scalesim.model.memory import DDP, ZERO1, memory_per_device_bytes
 from scalesim.model.pipeline import data_stall_s
-from scalesim.model.sharding import FSDP, block_count
+from scalesim.model.sharding import EVERY_MICRO_STEP, FSDP, block_count
 from scalesim.model.stragglers import straggler_wait_s
-from scalesim.model.zero_exchange import exchange, syncs_every_micro_step
+from scalesim.model.zero_exchange import (
+    exchange,
+    holds_full_gradients,
+    syncs_every_micro_step,
+)
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,9 @@ class StepInputs:
     # 0 PyTorch-native (FSDP for ZeRO-2/3, Megatron-Core's distributed optimizer for ZeRO-1) or
     # 1 DeepSpeed (model/zero_exchange.py)
     framework: object = FSDP
+    # when sharded gradients are reduced under accumulation: 0 every micro-step, 1 once per step
+    # with full gradients held in between (FSDP's no_sync; sharding.GRAD_SYNCS; DeepSpeed: 0)
+    grad_sync: object = EVERY_MICRO_STEP
     blocks: object = 0  # FSDP-wrapped blocks (unit = Psi*w/blocks); 0: estimated from params
     algorithm: object = coll.AUTO  # 0 auto (NCCL ring, tree or NVLS), 1 ring, 2 tree, 3 hierarchical
     overlap: object = True  # overlap collectives with backward (and ZeRO-3 prefetch)
@@ -155,7 +162,7 @@ def _communication(inp: StepInputs, g, nodes, k, forward, backward, total_bytes,
     exposed, total, units = exchange(
         strategy, framework, total_bytes, p, block_count(inp.blocks, inp.params), k, forward,
         backward, overlap, all_reduce, ring, inp.wire_bytes_per_param, inp.bucket_bytes,
-        inp.first_bucket_bytes)
+        inp.first_bucket_bytes, grad_sync=inp.grad_sync)
     return exposed, total, units * (p - 1.0) / p * total_bytes
 
 
@@ -188,7 +195,8 @@ def evaluate(inp: StepInputs) -> StepResult:
         )
         exposed = with_contention(exposed, comm_total, inp.comm_contention)
 
-    straggler = straggler_s(inp, p, k, micro, syncs_every_micro_step(strategy))
+    straggler = straggler_s(inp, p, k, micro,
+                            syncs_every_micro_step(strategy, framework, inp.grad_sync))
 
     busy = compute + exposed + straggler
     samples_per_step = k * b
@@ -199,6 +207,7 @@ def evaluate(inp: StepInputs) -> StepResult:
     memory = memory_per_device_bytes(
         strategy, p, inp.params, inp.param_bytes_per_param, inp.grad_bytes_per_param,
         inp.optimizer_bytes_per_param, inp.activation_bytes_per_sample, b,
+        holds_full_gradients(strategy, framework, inp.grad_sync, k),
     )
     shape = np.broadcast(step, memory).shape
 

@@ -22,10 +22,20 @@ forward and backward); the units, the volumes and the overlap are decided here.
   a reduce-scatter behind backward; 3k units. DeepSpeed: the same in its 5e7-element prefetch
   and 5e8-element reduce buckets.
 
-Sharded gradients are reduced in every micro-batch (gradients stay sharded: FSDP2 without
-``set_requires_gradient_sync(False)``, torchtitan, Composer, DeepSpeed stage 2/3); ZeRO-1 keeps
-full gradients and reduces once at the accumulation boundary (DeepSpeed ``allreduce_gradients``,
-Megatron-Core's ``finish_grad_sync`` on the last micro-batch).
+Sharded gradients are reduced in every micro-batch by default (gradients stay sharded: FSDP2
+without ``set_requires_gradient_sync(False)``, torchtitan, Composer, DeepSpeed stage 2/3); ZeRO-1
+keeps full gradients and reduces once at the accumulation boundary (DeepSpeed
+``allreduce_gradients``, Megatron-Core's ``finish_grad_sync`` on the last micro-batch).
+
+FSDP under ``no_sync`` (``grad_sync`` ``ONCE_PER_STEP``: FSDP1's ``no_sync()``, FSDP2's
+``set_requires_gradient_sync(False)``, Accelerate's ``accumulate``) holds full gradients through
+the first k - 1 micro-batches and reduce-scatters once, in the last backward:
+
+- ZeRO-2 (SHARD_GRAD_OP) also keeps its gathered parameters between micro-batches (FSDP1's
+  ``_should_free_in_backward``): one all-gather and one reduce-scatter per step, 2 units;
+- ZeRO-3 (FULL_SHARD) still gathers in every forward and backward: 2k + 1 units.
+DeepSpeed has no such mode (stage 2/3 reduce in every backward): ``grad_sync`` is ignored there
+and refused at the edges (``Scenario``).
 """
 
 from __future__ import annotations
@@ -51,39 +61,62 @@ from scalesim.model.sharding import (
     DS_PREFETCH_BUCKET_ELEMENTS,
     DS_REDUCE_BUCKET_ELEMENTS,
     FSDP,
+    ONCE_PER_STEP,
     megatron_bucket_elements,
 )
 
 
-def syncs_every_micro_step(strategy):
+def reduces_once(framework, grad_sync):
+    """True where sharded gradients are held full and reduced once per step: FSDP with
+    ``grad_sync`` ONCE_PER_STEP (``no_sync``); DeepSpeed always reduces per micro-step."""
+    return (np.asarray(grad_sync) == ONCE_PER_STEP) & (np.asarray(framework) == FSDP)
+
+
+def syncs_every_micro_step(strategy, framework=FSDP, grad_sync=0):
     """True where devices wait for each other in every micro-batch, not once per step: ZeRO-2
     and ZeRO-3 reduce their sharded gradients in every backward (and ZeRO-3 gathers parameters
-    in every forward) under either framework; a collective is a barrier."""
-    return np.asarray(strategy) >= ZERO2
+    in every forward and backward); a collective is a barrier. Under FSDP's ``no_sync``
+    (``reduces_once``) ZeRO-2 communicates only in the first forward and the last backward, so
+    it waits once per step like DDP; ZeRO-3 still gathers in every micro-batch."""
+    strategy = np.asarray(strategy)
+    return (strategy >= ZERO3) | ((strategy == ZERO2) & ~reduces_once(framework, grad_sync))
 
 
-def framework_label(strategy: str, framework: str) -> str:
+def holds_full_gradients(strategy, framework, grad_sync, accumulation):
+    """True where a ZeRO-2/3 rank holds the whole model's gradients (s_G = 1, not 1/n): under
+    FSDP's ``no_sync`` with k > 1 the first k - 1 micro-batches accumulate unsharded gradients
+    (FSDP1 ``no_sync`` docstring: "FSDP will accumulate the full model gradients (instead of
+    gradient shards) until the eventual sync"). k = 1 reduces in its only backward."""
+    return ((np.asarray(strategy) >= ZERO2) & reduces_once(framework, grad_sync)
+            & (np.asarray(accumulation) > 1))
+
+
+def framework_label(strategy: str, framework: str, grad_sync: str = "every-micro-step") -> str:
     """How ``strategy`` ("ddp", "zero1".."zero3") runs under ``framework`` ("fsdp" or
-    "deepspeed", ``Scenario.zero_framework``), in words."""
+    "deepspeed", ``Scenario.zero_framework``) and ``grad_sync`` (``Scenario.grad_sync``), in
+    words."""
     if strategy == "ddp":
         return "PyTorch DDP"
     if framework == "deepspeed":
         return f"DeepSpeed stage {strategy[-1]}"
     if strategy == "zero1":
         return "Megatron-Core distributed optimizer"
-    return {"zero2": "FSDP SHARD_GRAD_OP", "zero3": "FSDP FULL_SHARD"}[strategy]
+    name = {"zero2": "FSDP SHARD_GRAD_OP", "zero3": "FSDP FULL_SHARD"}[strategy]
+    return name + (" under no_sync" if grad_sync == "once-per-step" else "")
 
 
-def sent_units(strategy, framework, accumulation):
+def sent_units(strategy, framework, accumulation, grad_sync=0):
     """Bytes each device sends per step in units of ``(n - 1) / n * Psi * w`` (DDP: 2):
-    Megatron-Core's ZeRO-1 2, DeepSpeed's ZeRO-1 3, FSDP ZeRO-2 2k, DeepSpeed ZeRO-2 2k + 1,
-    ZeRO-3 3k (the list above)."""
+    Megatron-Core's ZeRO-1 2, DeepSpeed's ZeRO-1 3, FSDP ZeRO-2 2k (under ``no_sync`` 2),
+    DeepSpeed ZeRO-2 2k + 1, ZeRO-3 3k (FSDP under ``no_sync`` 2k + 1) (the list above)."""
     strategy = np.asarray(strategy)
     k = np.asarray(accumulation, dtype=float)
     deepspeed = np.asarray(framework) == DEEPSPEED
+    once = reduces_once(framework, grad_sync)
     return np.select([strategy == DDP, strategy == ZERO1, strategy == ZERO2],
-                     [2.0, np.where(deepspeed, 3.0, 2.0), np.where(deepspeed, 2.0 * k + 1.0,
-                                                                    2.0 * k)], 3.0 * k)
+                     [2.0, np.where(deepspeed, 3.0, 2.0),
+                      np.where(deepspeed, 2.0 * k + 1.0, np.where(once, 2.0, 2.0 * k))],
+                     np.where(once, 2.0 * k + 1.0, 3.0 * k))
 
 
 class _Phase:
@@ -141,7 +174,7 @@ def _gather_and_reduce_in_backward(gather: _Phase, reduce: _Phase, backward, ove
 def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation, forward_s,
              backward_s, overlap, all_reduce: Callable, ring: Callable, wire_bytes_per_param,
              bucket_bytes=DDP_BUCKET_BYTES, first_bucket_bytes=DDP_FIRST_BUCKET_BYTES,
-             backward_prefetch_post=False):
+             backward_prefetch_post=False, grad_sync=0):
     """(exposed_s, total_s, sent_units) of one step's data-parallel / ZeRO exchange.
 
     ``total_bytes``: gradient bytes of the replica's shard (Psi w); ``group_size``: ranks that
@@ -150,7 +183,8 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
     backward, what the collectives hide behind; ``overlap``: hide them at all;
     ``all_reduce(bytes)``, ``ring(bytes)``: seconds of one all-reduce and of one reduce-scatter
     or all-gather on the group's link; ``bucket_bytes``, ``first_bucket_bytes``: DDP's buckets;
-    ``backward_prefetch_post``: FSDP's BACKWARD_POST. ``exposed_s`` is before the contention
+    ``backward_prefetch_post``: FSDP's BACKWARD_POST; ``grad_sync``: ``sharding.GRAD_SYNCS``
+    code (ONCE_PER_STEP: FSDP's ``no_sync``, ``reduces_once``). ``exposed_s`` is before the contention
     share of the hidden time (``step.with_contention``); ``sent_units`` times
     ``(n - 1) / n * total_bytes`` is what each device sends. Arrays broadcast.
     """
@@ -188,13 +222,22 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
         block = bucket_layout(total_bytes, total_bytes / np.maximum(blocks, 1.0), 0.0)
         gather, reduce = _Phase(block, ring), _Phase(block, ring)
         fwd = gather.before_use(forward_s, overlap)
+        # under no_sync the first k - 1 micro-batches reduce nothing (k_reduce = 1) and
+        # SHARD_GRAD_OP keeps its gathered parameters between them (k_gather2 = 1)
+        once = reduces_once(framework, grad_sync)
+        k_reduce = np.where(once, 1.0, k)
         # SHARD_GRAD_OP: gathered in forward, kept through backward, freed after it.
-        exposed[FSDP, ZERO2] = k * (fwd + reduce.after_ready(backward_s, overlap))
-        total[FSDP, ZERO2] = k * (gather.serial + reduce.serial)
-        # FULL_SHARD: gathered in forward and again in backward.
-        exposed[FSDP, ZERO3] = k * (fwd + _gather_and_reduce_in_backward(
-            gather, reduce, backward_s, overlap, backward_prefetch_post))
-        total[FSDP, ZERO3] = k * (2.0 * gather.serial + reduce.serial)
+        exposed[FSDP, ZERO2] = k_reduce * (fwd + reduce.after_ready(backward_s, overlap))
+        total[FSDP, ZERO2] = k_reduce * (gather.serial + reduce.serial)
+        # FULL_SHARD: gathered in forward and again in backward; under no_sync the backward of
+        # the first k - 1 micro-batches gathers only.
+        last_backward = _gather_and_reduce_in_backward(gather, reduce, backward_s, overlap,
+                                                       backward_prefetch_post)
+        gather_only = np.where(overlap & ~np.asarray(backward_prefetch_post, dtype=bool),
+                               gather.before_use(backward_s, overlap), gather.serial)
+        exposed[FSDP, ZERO3] = (k * fwd + k_reduce * last_backward
+                                + (k - k_reduce) * gather_only)
+        total[FSDP, ZERO3] = 2.0 * k * gather.serial + k_reduce * reduce.serial
     if (DEEPSPEED, ZERO3) in plans:  # prefetched gathers; reduce-scatter in every backward
         gather = _Phase(ds_units(DS_PREFETCH_BUCKET_ELEMENTS), ring)
         reduce = _Phase(ds_units(DS_REDUCE_BUCKET_ELEMENTS), ring)
@@ -211,4 +254,4 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
         return np.select([(plan_framework == f) & (strategy == s) for f, s in keys],
                          [values[key] for key in keys])
 
-    return select(exposed), select(total), sent_units(strategy, framework, k)
+    return select(exposed), select(total), sent_units(strategy, framework, k, grad_sync)

@@ -1,0 +1,279 @@
+"""FSDP under no_sync (``Scenario.grad_sync`` 'once-per-step', docs/model.md §4, §6): traffic,
+memory and stragglers by hand, the faster and the unfitting case, and the refusals."""
+
+import numpy as np
+import pytest
+from cli_harness import run_cli
+
+from scalesim.errors import ScalesimError
+from scalesim.model.memory import DDP, ZERO1, ZERO2, ZERO3
+from scalesim.model.sharding import DEEPSPEED, EVERY_MICRO_STEP, FSDP, ONCE_PER_STEP
+from scalesim.model.step import StepInputs, evaluate
+from scalesim.model.zero_exchange import sent_units
+from scalesim.predict import predict
+from scalesim.profiles import default_profile
+from scalesim.schemas import Scenario
+
+# 8 GPUs of one server (alpha 1 us, B = 100 GB/s), Psi = 1e9 parameters of 2 bytes (S = 2e9 B) in
+# 10 FSDP blocks (a unit of 2e8 B), a 1 s micro-step, nothing else in the step.
+_ONE_SERVER = dict(devices=8, devices_per_node=8, micro_batch=1, overhead_s=0.0,
+                   per_sample_s=1.0, optimizer_step_s=0.0, backward_fraction=2 / 3, params=1e9,
+                   wire_bytes_per_param=2.0, intra_latency_s=1e-6, intra_busbw_GBps=100.0,
+                   inter_latency_s=1e-6, inter_busbw_GBps=100.0, blocks=10, framework=FSDP)
+# one ring all-gather or reduce-scatter of a block: 7 x 1 us + 7/8 x 2e8 B / 100 GB/s = 1.757 ms
+UNIT_S = 7e-6 + 7 / 8 * 2e8 / 100e9
+SENT_UNIT_BYTES = 7 / 8 * 2e9  # (n - 1) / n x S
+
+
+def _step(strategy, sync, k, **changes):
+    return evaluate(StepInputs(strategy=strategy, grad_sync=sync, accumulation=k,
+                               **{**_ONE_SERVER, **changes}))
+
+
+def test_traffic_units_by_hand():
+    # per step, k = 4: ZeRO-3 gathers in every forward and backward (2k = 8 passes) and
+    # reduce-scatters once under no_sync (9 passes of 10 blocks), 3k = 12 passes otherwise;
+    # ZeRO-2 under no_sync keeps its gathered parameters: one gather and one reduce-scatter
+    # (2 passes), 2k = 8 otherwise
+    for strategy, sync, passes in ((ZERO3, ONCE_PER_STEP, 9), (ZERO3, EVERY_MICRO_STEP, 12),
+                                   (ZERO2, ONCE_PER_STEP, 2), (ZERO2, EVERY_MICRO_STEP, 8)):
+        r = _step(strategy, sync, 4, overlap=False)
+        assert float(r.comm_total_s) == pytest.approx(passes * 10 * UNIT_S, rel=1e-12)
+        assert float(r.exposed_comm_s) == pytest.approx(passes * 10 * UNIT_S, rel=1e-12)
+        assert float(r.comm_bytes) == pytest.approx(passes * SENT_UNIT_BYTES, rel=1e-12)
+    # the units formula: 2k + 1 and 2 under no_sync; DeepSpeed ignores it (2k + 1, 3k)
+    k = np.array([1, 4, 16])
+    np.testing.assert_allclose(sent_units(ZERO3, FSDP, k, ONCE_PER_STEP), 2 * k + 1)
+    np.testing.assert_allclose(sent_units(ZERO2, FSDP, k, ONCE_PER_STEP), [2, 2, 2])
+    np.testing.assert_allclose(sent_units(ZERO3, DEEPSPEED, k, ONCE_PER_STEP), 3 * k)
+    np.testing.assert_allclose(sent_units(ZERO2, DEEPSPEED, k, ONCE_PER_STEP), 2 * k + 1)
+    for strategy in (DDP, ZERO1):  # they reduce once per step anyway
+        assert sent_units(strategy, FSDP, 4, ONCE_PER_STEP) == sent_units(strategy, FSDP, 4)
+
+
+def test_overlapped_zero3_hides_the_gathers_of_the_quiet_backwards():
+    # with overlap, each gather (1.757 ms) hides behind a block's compute (33/67 ms): per
+    # micro-step one gather shows in forward and one in backward, plus the last reduce-scatter
+    # of the one backward that reduces: (2k + 1) units exposed under no_sync; every micro-step
+    # reducing shows 3k. k = 4: 9 against 12.
+    once, every = _step(ZERO3, ONCE_PER_STEP, 4), _step(ZERO3, EVERY_MICRO_STEP, 4)
+    assert float(once.exposed_comm_s) == pytest.approx(9 * UNIT_S, rel=1e-9)
+    assert float(every.exposed_comm_s) == pytest.approx(12 * UNIT_S, rel=1e-9)
+
+
+def test_one_micro_step_is_the_same_either_way():
+    for strategy in (ZERO2, ZERO3):
+        for overlap in (True, False):
+            a = _step(strategy, ONCE_PER_STEP, 1, overlap=overlap, device_memory_bytes=1e12)
+            b = _step(strategy, EVERY_MICRO_STEP, 1, overlap=overlap, device_memory_bytes=1e12)
+            for field in ("step_time_s", "exposed_comm_s", "comm_bytes", "memory_bytes"):
+                assert float(getattr(a, field)) == float(getattr(b, field)), (strategy, field)
+
+
+def test_memory_holds_full_gradients_by_hand():
+    # 2 B parameters, 2 B gradients, 12 B optimizer state per parameter, Psi = 1e9, 8 ranks:
+    # ZeRO-3  every micro-step 1e9 (2/8 + 2/8 + 12/8) = 2.00e9; no_sync 1e9 (2/8 + 2 + 12/8) = 3.75e9
+    # ZeRO-2  every micro-step 1e9 (2 + 2/8 + 12/8)   = 3.75e9; no_sync 1e9 (2 + 2 + 12/8)   = 5.50e9
+    for strategy, sync, want in ((ZERO3, EVERY_MICRO_STEP, 2.0e9), (ZERO3, ONCE_PER_STEP, 3.75e9),
+                                 (ZERO2, EVERY_MICRO_STEP, 3.75e9), (ZERO2, ONCE_PER_STEP, 5.5e9)):
+        assert float(_step(strategy, sync, 4).memory_bytes) == pytest.approx(want, rel=1e-12)
+    # DeepSpeed has no no_sync: its gradients stay sharded whatever grad_sync says
+    assert float(_step(ZERO3, ONCE_PER_STEP, 4, framework=DEEPSPEED).memory_bytes) == 2.0e9
+
+
+def test_no_sync_does_not_fit_where_sharded_gradients_do():
+    # a 3 GB device: ZeRO-3's 2.00 GB fits, the same with no_sync (3.75 GB) does not
+    every = _step(ZERO3, EVERY_MICRO_STEP, 4, device_memory_bytes=3e9)
+    once = _step(ZERO3, ONCE_PER_STEP, 4, device_memory_bytes=3e9)
+    assert bool(every.fits) and not bool(once.fits)
+    # through predict: the seed profile (BERT-large, 336M parameters, micro-batch 32) on 16
+    # GPUs cut to 4.7 GiB: ZeRO-3 needs 4.44 GiB, no_sync adds 15/16 of the 0.67 GB of fp16
+    # gradients (5.02 GiB) and does not fit
+    profile = default_profile()
+    small = profile.model_copy(update={"hardware": profile.hardware.model_copy(
+        update={"device_memory_bytes": 4.7 * 2**30})})
+    s = Scenario(devices=[16], strategy="zero3", accumulation=4)
+    every = predict(small, s)[0]
+    once = predict(small, s.model_copy(update={"grad_sync": "once-per-step"}))[0]
+    grads = profile.workload.params * profile.workload.grad_bytes_per_param
+    assert once.memory_bytes - every.memory_bytes == pytest.approx(grads * 15 / 16, rel=1e-9)
+    assert every.fits and not once.fits
+
+
+def test_no_sync_is_faster_on_a_slow_link_with_many_micro_steps():
+    # ZeRO-2, k = 16, overlap off: 2k = 32 passes of 10 blocks every micro-step, 2 under no_sync;
+    # 30 x 10 x 1.757 ms = 527 ms saved of a 16 s compute (a slow 100 GB/s server link would be
+    # worse on a network); the step time differs by exactly that
+    every = _step(ZERO2, EVERY_MICRO_STEP, 16, overlap=False)
+    once = _step(ZERO2, ONCE_PER_STEP, 16, overlap=False)
+    assert float(every.step_time_s - once.step_time_s) == pytest.approx(300 * UNIT_S, rel=1e-9)
+    # predict: the seed profile's 16 A100s over 6.8 GB/s Ethernet, k = 8: ZeRO-2 no_sync cuts
+    # the exposed exchange from ~1.15 s to ~0.14 s; ZeRO-3 no_sync still gathers 2k times
+    profile = default_profile()
+    s = Scenario(devices=[16], strategy="zero2", accumulation=8)
+    z2 = {g: predict(profile, s.model_copy(update={"grad_sync": g}))[0]
+          for g in ("every-micro-step", "once-per-step")}
+    assert z2["once-per-step"].step_time_s < 0.5 * z2["every-micro-step"].step_time_s
+    s3 = s.model_copy(update={"strategy": "zero3"})
+    z3 = {g: predict(profile, s3.model_copy(update={"grad_sync": g}))[0]
+          for g in ("every-micro-step", "once-per-step")}
+    # ZeRO-3's saving is the k - 1 reduce-scatters: about a third of its exchange (3k -> 2k + 1)
+    saved = 1 - z3["once-per-step"].exposed_comm_s / z3["every-micro-step"].exposed_comm_s
+    assert 7 / 24 * 0.8 < saved < 7 / 24 * 1.2
+
+
+def test_stragglers_pool_only_where_no_collective_runs():
+    # jitter only (cv 5 %, no device spread), k = 4: ZeRO-2 under no_sync waits once per step
+    # like DDP, sigma = cv t sqrt(k), so half the per-micro-step wait k e_8 cv t; ZeRO-3 still
+    # gathers every micro-step and waits as before
+    jitter = dict(jitter_cv=0.05, device_cv=0.0)
+    ddp = float(_step(DDP, EVERY_MICRO_STEP, 4, **jitter).straggler_s)
+    z2_once = float(_step(ZERO2, ONCE_PER_STEP, 4, **jitter).straggler_s)
+    z2_every = float(_step(ZERO2, EVERY_MICRO_STEP, 4, **jitter).straggler_s)
+    z3_once = float(_step(ZERO3, ONCE_PER_STEP, 4, **jitter).straggler_s)
+    z3_every = float(_step(ZERO3, EVERY_MICRO_STEP, 4, **jitter).straggler_s)
+    e8 = 1.4236003  # expected max of 8 standard normals
+    assert z2_every == pytest.approx(4 * e8 * 0.05 * 1.0, rel=1e-5)
+    assert z2_once == pytest.approx(2 * e8 * 0.05 * 1.0, rel=1e-5) == ddp
+    assert z3_once == z3_every == z2_every
+
+
+# ------------------------------------------------------------------ edges: refusals, CLI
+
+
+def test_deepspeed_refuses_once_per_step():
+    with pytest.raises(ValueError, match="FSDP's no_sync"):
+        Scenario(zero_framework="deepspeed", grad_sync="once-per-step")
+    with pytest.raises(ValueError, match="grad_sync"):
+        Scenario(grad_sync="sometimes")
+    from scalesim.sweep import sweep
+
+    profile = default_profile()
+    with pytest.raises(ScalesimError, match="axes zero_framework, grad_sync: grad_sync "):
+        sweep(profile, Scenario(devices=[8], grad_sync="once-per-step"),
+              {"zero_framework": ["fsdp", "deepspeed"]})
+    with pytest.raises(ScalesimError, match="FSDP's no_sync"):
+        sweep(profile, Scenario(devices=[8], zero_framework="deepspeed"),
+              {"grad_sync": ["every-micro-step", "once-per-step"]})
+
+
+def test_cli_flag_header_and_sweep_axis(capsys):
+    from scalesim.sweep import sweep
+
+    code, out, err = run_cli(capsys, ["predict", "--strategy", "zero3", "--accumulation", "4",
+                                      "--devices", "8", "--grad-sync", "once-per-step"])
+    assert code == 0, err
+    assert "zero3 (FSDP FULL_SHARD under no_sync), accumulation 4" in out
+    code, out, err = run_cli(capsys, ["predict", "--zero-framework", "deepspeed",
+                                      "--grad-sync", "once-per-step"])
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "FSDP's no_sync" in err and "Traceback" not in err
+    code, out, err = run_cli(capsys, ["predict", "--grad-sync", "never"])
+    assert code == 2 and "--grad-sync" in err
+    # the sweep axis: each row what predict says of it
+    profile = default_profile()
+    base = Scenario(devices=[16], strategy="zero2", accumulation=8)
+    grid = sweep(profile, base, {"grad_sync": ["every-micro-step", "once-per-step"]})
+    steps = grid.columns["step_time_s"]
+    assert steps[0] != pytest.approx(steps[1], rel=1e-3)
+    for value, step in zip(grid.columns["grad_sync"], steps, strict=True):
+        want = predict(profile, base.model_copy(update={"grad_sync": str(value)}))[0]
+        assert step == pytest.approx(want.step_time_s, rel=1e-12)
+    code, out, err = run_cli(capsys, ["sweep", "--strategy", "zero3", "--accumulation", "4",
+                                      "--devices", "8", "--grad-sync-values",
+                                      "every-micro-step,once-per-step"])
+    assert code == 0, err
+
+
+# ------------------------------------------------------------------ the app and its links
+
+ZERO3_LINK = {"v": "2", "strat": "zero3", "acc": "4", "dmax": "16"}
+
+
+def test_a_link_with_no_sync_round_trips_as_v5_and_predicts_it():
+    from scalesim.app.plan import build_scenario, make_plan
+    from scalesim.app.state import decode_query, encode_query, link_version
+
+    state, profile, messages = decode_query(ZERO3_LINK)
+    assert messages == [] and state.gs == "every-micro-step"
+    assert encode_query(state, profile)["v"] == "2"  # the default: still a v2 link
+    once = state.model_copy(update={"gs": "once-per-step"})
+    params = encode_query(once, profile)
+    assert params["v"] == "5" and params["gs"] == "once-per-step" and link_version(once) == 5
+    state2, profile2, messages = decode_query(params)
+    assert messages == [] and state2 == once
+    scenario, _ = build_scenario(state2, profile2)
+    assert scenario.grad_sync == "once-per-step"
+    rows, before = make_plan(profile2, state2).rows, make_plan(profile, state).rows
+    assert rows == predict(profile2, scenario)
+    multi = [(a, b) for a, b in zip(rows, before, strict=True) if a.devices > 1]
+    assert multi and all(a.step_time_s < b.step_time_s and a.memory_bytes > b.memory_bytes
+                         for a, b in multi)
+
+
+def test_old_links_reduce_every_micro_step():
+    from scalesim.app.state import decode_query
+
+    # v1 to v4 links cannot carry the choice: ignored and said so, the rest kept
+    for version in ("1", "2", "3", "4"):
+        state, _, messages = decode_query({**ZERO3_LINK, "v": version, "gs": "once-per-step"})
+        assert state.gs == "every-micro-step" and state.strat == "zero3" and state.acc == 4
+        assert messages == [f"ignored gs: a v{version} link has no gradient sync choice "
+                            "(ZeRO-2/3 reduce every micro-step)"]
+    # a v5 link that omits it reduces every micro-step; a bad value falls back alone
+    assert decode_query({**ZERO3_LINK, "v": "5"})[0].gs == "every-micro-step"
+    state, _, messages = decode_query({**ZERO3_LINK, "v": "5", "gs": "<b>"})
+    assert state.gs == "every-micro-step" and state.acc == 4 and len(messages) == 1
+
+
+def test_the_app_control_sets_no_sync_and_the_link():
+    from app_harness import open_app
+    from scalesim.app.plan import make_plan
+    from scalesim.app.state import preset_profile
+
+    at = open_app(ZERO3_LINK)
+    control = at.sidebar.selectbox(key="k_gs")
+    assert control.value == "every-micro-step"
+    before = at.session_state["app_state"]
+    control.set_value("once-per-step")
+    at.run()
+    assert not at.exception
+    state = at.session_state["app_state"]
+    assert state.gs == "once-per-step"
+    assert at.query_params["gs"] in ("once-per-step", ["once-per-step"])
+    assert at.query_params["v"] in ("5", ["5"])
+    profile = preset_profile(state)
+    assert make_plan(profile, state).focus.samples_per_s > \
+        make_plan(profile, before).focus.samples_per_s
+
+
+@pytest.mark.parametrize("command", ["predict", "sweep", "decide", "goal", "plan"])
+def test_every_command_with_zero_knobs_takes_the_flag(capsys, command):
+    code, out, _ = run_cli(capsys, [command, "--help"])
+    assert code == 0 and "--grad-sync {every-micro-step,once-per-step}" in out
+    assert "no_sync" in out and "--zero-framework" in out
+
+
+def test_the_sharding_remedy_counts_no_sync_bytes():
+    # from ZeRO-2 to ZeRO-3 at k = 4 under no_sync: 2k + 1 = 9 units against 2, 4.5x the bytes
+    # (every micro-step: 3k / 2k = 1.5x), and the title and reason say no_sync
+    from scalesim.remedies import rank_remedies
+
+    profile = default_profile()
+    for sync, ratio in (("once-per-step", "4.5x"), ("every-micro-step", "1.5x")):
+        s = Scenario(devices=[16], strategy="zero2", accumulation=4, grad_sync=sync)
+        _, results = rank_remedies(profile, s, 16)
+        z3 = next(r for r in results if r.key == "sharding")
+        assert f"sends {ratio} the bytes of now" in z3.reason, z3.reason
+        assert ("no_sync" in z3.title) == (sync == "once-per-step"), z3.title
+        assert ("reduced once per step (no_sync)" in z3.reason) == (sync == "once-per-step")
+
+
+def test_the_report_names_the_gradient_sync():
+    from scalesim.app.plan import make_plan
+    from scalesim.app.report import scenario_lines
+    from scalesim.app.state import decode_query
+
+    state, profile, _ = decode_query({**ZERO3_LINK, "v": "5", "gs": "once-per-step"})
+    lines = dict(scenario_lines(make_plan(profile, state)))
+    assert lines["ZeRO-2/3 gradient sync"] == "once per step (FSDP no_sync: full gradients)"
