@@ -231,6 +231,16 @@ def _first_row(table, device_name: str):
     return next((row for row in table if name_has_words(device_name, row[0])), None)
 
 
+def same_device(a: str, b: str) -> bool:
+    """Whether device names ``a`` and ``b`` name one device: equal, or alike in both datasheet
+    tables (a calibration's "NVIDIA H100 80GB HBM3" and a preset's "H100-SXM5 80GB"); an H100
+    and an H200 share a peak, not a memory bandwidth, so they differ."""
+    if a.strip().lower() == b.strip().lower():
+        return True
+    rows = [(_first_row(t, a), _first_row(t, b)) for t in (PEAK_TFLOPS, MEMORY_BANDWIDTH_GBPS)]
+    return all(x is not None and x == y for x, y in rows)
+
+
 def peak_tflops_of(device_name: str, fp8: bool = False) -> tuple[float, str] | None:
     """(dense TFLOP/s, source) of ``device_name`` at 16-bit or fp8 precision, or None."""
     row = _first_row(PEAK_TFLOPS, device_name)

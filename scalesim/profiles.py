@@ -298,30 +298,38 @@ def _measured_on_another_model(base: Profile, workload: Workload) -> bool:
     return abs(workload.params / base.workload.params - 1.0) > 0.02
 
 
-def _shape_compute(base: Profile, workload: Workload, name: str) -> tuple[ComputeCurve, str]:
-    """The compute curve of transformer ``workload`` on ``base``'s device from its shape: at
-    the block calibration's efficiency and kernel byte rate where the profile has one
-    (``plan.calibrated_hardware``, as ``scalesim plan --profile`` ranks), else at the published
-    default efficiency; and the note that says which."""
+def _shape_compute(base: Profile, workload: Workload, name: str,
+                   calibrated_device: str) -> tuple[ComputeCurve, Hardware, str]:
+    """The compute curve of transformer ``workload`` on ``base``'s device from its shape, the
+    hardware to predict it on, and the note that says how. Where the profile has a block
+    calibration of that device (``calibrated_device``, before any ``--hardware``): at its
+    efficiency and kernel byte rate (``plan.calibrated_hardware``, as ``scalesim plan
+    --profile`` ranks), the rate kept in the hardware so that predict's layouts split the
+    work as the planner does; else at the published default efficiency on the datasheet."""
     from scalesim.plan import calibrated_hardware
 
-    if base.model_parallel is None:
+    hw, mp = base.hardware, base.model_parallel
+    if mp is None or not presets.same_device(hw.device_name, calibrated_device):
         try:
-            curve, _ = compute_curve_from_shape(workload, base.hardware)
+            curve, _ = compute_curve_from_shape(workload, hw)
         except ScalesimError:
             raise ScalesimError(
                 f"profile '{base.name}' measured another model than workload '{name}', and its "
-                f"device '{base.hardware.device_name}' has no datasheet peak and memory "
-                "bandwidth to estimate the workload's compute: calibrate with --block-hidden "
+                f"device '{hw.device_name}' has no datasheet peak and memory bandwidth to "
+                "estimate the workload's compute: calibrate with --block-hidden "
                 "(docs/calibration.md), or on the workload's own model") from None
-        return curve, (f"workload replaced by '{name}', another model than the one timed: its "
-                       "compute from its shape at the published default matmul efficiency "
-                       "(the profile has no block calibration; calibrate --block-hidden)")
+        why = ("the profile has no block calibration; calibrate --block-hidden" if mp is None
+               else f"the profile's block calibration of {calibrated_device} does not describe "
+               f"{hw.device_name}")
+        return curve, hw, (f"workload replaced by '{name}', another model than the one timed: "
+                           "its compute from its shape at the published default matmul "
+                           f"efficiency ({why})")
     hardware, efficiency, note = calibrated_hardware(base)
     curve, _ = compute_curve_from_shape(workload, hardware, efficiency,
                                         basis="the profile's block calibration")
-    return curve, (f"workload replaced by '{name}', another model than the one timed: its "
-                   f"compute from its shape on the {note}")
+    return curve, hw.model_copy(update={"kernel_bandwidth_GBps": hardware.kernel_bandwidth_GBps}), \
+        (f"workload replaced by '{name}', another model than the one timed: its compute from "
+         f"its shape at the profile's block calibration ({note})")
 
 
 def parse_profile(data: Any, what: str = "profile") -> Profile:
@@ -386,8 +394,9 @@ def resolve_profile(
         changes["workload"] = load_workload(workload)
         if _measured_on_another_model(base, changes["workload"]):
             hw = changes.get("hardware", base.hardware)
-            changes["compute"], note = _shape_compute(base.model_copy(update={"hardware": hw}),
-                                                      changes["workload"], workload)
+            changes["compute"], changes["hardware"], note = _shape_compute(
+                base.model_copy(update={"hardware": hw}), changes["workload"], workload,
+                base.hardware.device_name)
             notes.append(note)
         else:
             notes.append(f"workload sizes replaced by '{workload}'; compute stays as measured")
