@@ -161,3 +161,24 @@ def test_ctrl_c_keeps_reading_torchruns_output_until_it_exits(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         run_filtered([sys.executable, str(child)], dict(os.environ), sink, popen=popen)
     assert started["proc"].returncode == 130 and time.monotonic() - t0 < 15
+
+
+def test_a_gpu_shortage_of_one_node_is_said_by_its_own_ranks(monkeypatch):
+    """Too few GPUs for the processes is an error every rank of that node sees alike; on one
+    node that is every rank, so rank 0 alone says it (AgreedError). Across nodes another node
+    may have enough: its ranks, rank 0 among them, see nothing, so the short node's ranks must
+    say it themselves (a plain error, else no one prints it)."""
+    import pytest
+    from scalesim.calibration import dist as cdist
+
+    from scalesim.errors import ScalesimError
+
+    monkeypatch.setattr(cdist.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(cdist.torch.cuda, "device_count", lambda: 1)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    with pytest.raises(cdist.AgreedError):
+        cdist.choose_device("cuda", 1, 2, one_node=True)
+    with pytest.raises(ScalesimError) as raised:
+        cdist.choose_device("cuda", 1, 2, one_node=False)
+    assert not isinstance(raised.value, cdist.AgreedError)
+    assert "2 processes per node but 1 GPU(s)" in str(raised.value)
