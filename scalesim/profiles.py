@@ -288,13 +288,17 @@ def default_profile() -> Profile:
 
 def _measured_on_another_model(base: Profile, workload: Workload) -> bool:
     """Whether ``base``'s measured compute curve belongs to another model than ``workload``, a
-    transformer: its shape differs from the calibrated one's, or the calibrated model had no
-    shape and a parameter count more than 2 % away (the calibration counts its own model's
-    parameters exactly). A parameter-count workload only resizes the exchange and memory."""
+    transformer: its shape differs from the calibrated one's (defaults spelled out alike), or
+    the calibrated model had no shape and a parameter count more than 2 % away (the calibration
+    counts its own model's parameters exactly). A parameter-count workload only resizes the
+    exchange and memory."""
     if workload.transformer is None or not base.compute.measured:
         return False
     if base.workload.transformer is not None:
-        return base.workload.transformer != workload.transformer
+        def spelled(shape):  # defaults written out: kv_heads = heads, ffn_hidden = 4 x hidden
+            return shape.model_copy(update={"kv_heads": shape.kv_of(), "ffn_hidden": shape.ffn_of()})
+
+        return spelled(base.workload.transformer) != spelled(workload.transformer)
     return abs(workload.params / base.workload.params - 1.0) > 0.02
 
 

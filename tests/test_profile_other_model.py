@@ -110,3 +110,21 @@ def test_a_profile_written_before_its_device_was_listed_gets_the_datasheet_peak(
         update={"block": block})})
     hw, efficiency, note = calibrated_hardware(fp32)
     assert efficiency == 1.0 and "no datasheet peak" in note
+
+
+def test_a_shape_spelled_out_is_the_same_model(tmp_path):
+    """A measured profile whose model has a shape keeps its curve for a workload of that shape
+    written with its defaults spelled out (kv_heads = heads, ffn_hidden = 4 x hidden): the
+    same model, not another."""
+    base = load_profile(H200)
+    shape = TransformerShape(layers=8, hidden=1024, heads=16, seq_len=1024, vocab=50304,
+                             flash_attention=True)
+    data = base.model_dump(mode="json")
+    data["workload"]["transformer"] = shape.model_dump(mode="json")
+    with_shape = tmp_path / "with-shape.json"
+    with_shape.write_text(json.dumps(data))
+    spelled = _workload(tmp_path, layers=8, kv_heads=16, ffn_hidden=4096)
+    kept = resolve_profile(str(with_shape), None, spelled)
+    assert kept.compute == base.compute and "stays as measured" in kept.notes[-1]
+    other = resolve_profile(str(with_shape), None, _workload(tmp_path, layers=8, kv_heads=4))
+    assert not other.compute.measured  # grouped-query attention: another model
