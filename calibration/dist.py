@@ -104,6 +104,12 @@ def shared_gpu_problem(gpu_count: int, local_world: int, environ=None) -> str | 
             "each process its own GPU with CUDA_VISIBLE_DEVICES")
 
 
+def launched_on_one_node() -> bool:
+    """Whether every rank of this run is on this node (torchrun's WORLD_SIZE and
+    LOCAL_WORLD_SIZE; one process without them)."""
+    return _env_int("WORLD_SIZE", 1) <= _env_int("LOCAL_WORLD_SIZE", 1)
+
+
 def node_error(one_node: bool) -> type[ScalesimError]:
     """The error class of a problem every rank of a node sees alike (its GPUs, its
     environment): agreed (rank 0 says it) when the run is one node; else plain, since rank 0
@@ -145,7 +151,7 @@ def setup(args) -> DistContext:
     world = _env_int("WORLD_SIZE", 1)
     local_rank = _env_int("LOCAL_RANK", 0)
     local_world = _env_int("LOCAL_WORLD_SIZE", 1)
-    one_node = world <= local_world
+    one_node = launched_on_one_node()
     device = choose_device(args.device, local_rank, local_world, one_node)
     backend = choose_backend(args.backend, device)
     if device.type == "cpu":

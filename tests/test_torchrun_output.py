@@ -182,3 +182,38 @@ def test_a_gpu_shortage_of_one_node_is_said_by_its_own_ranks(monkeypatch):
         cdist.choose_device("cuda", 1, 2, one_node=False)
     assert not isinstance(raised.value, cdist.AgreedError)
     assert "2 processes per node but 1 GPU(s)" in str(raised.value)
+
+
+def _run(cmd, tmp_path):
+    import os
+    import subprocess
+
+    return subprocess.run(cmd, cwd=tmp_path, env=dict(os.environ), capture_output=True,
+                          text=True, timeout=240, check=False)
+
+
+def test_a_flag_error_under_the_cli_launcher_is_one_line_before_torchrun(tmp_path):
+    """``scalesim calibrate --nproc-per-node 2`` with flags no rank can run: one line, exit 2,
+    from the launcher itself (before: each rank printed it, and torch was imported twice)."""
+    import sys
+
+    result = _run([sys.executable, "-m", "scalesim.cli.main", "calibrate", "--nproc-per-node",
+                   "2", "--quick", "--no-progress", "--phases", "compute", "--block-hidden",
+                   "100", "--block-heads", "3", "--out", str(tmp_path / "x.json")], tmp_path)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2 and len(lines) == 1, result.stderr[-2000:]
+    assert "--block-hidden 100 is not divisible by --block-heads 3" in lines[0]
+
+
+def test_a_flag_error_every_rank_sees_is_said_once_under_torchrun(tmp_path):
+    """Under torchrun itself every rank checks the flags: the error is the same on each, so rank
+    0 says it (fp16 needs a GPU; this machine's ranks run on the CPU)."""
+    import sys
+
+    result = _run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                   "--nproc-per-node=2", "-m", "scalesim.calibration", "--quick",
+                   "--no-progress", "--phases", "compute", "--precision", "fp16", "--out",
+                   str(tmp_path / "x.json")], tmp_path)
+    said = [line for line in result.stderr.splitlines() if "scalesim calibration: error:" in line]
+    assert result.returncode != 0 and len(said) == 1, result.stderr[-2000:]
+    assert "--precision fp16 needs a GPU" in said[0]

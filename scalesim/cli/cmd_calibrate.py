@@ -58,7 +58,10 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from scalesim.calibration.options import to_argv
+    from scalesim.calibration.runner import check_flags
     from scalesim.cli.torchrun_output import run_filtered
+
+    check_flags(args)  # flags no rank can run: one line here, before torchrun starts N of them
 
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                f"--nproc-per-node={args.nproc_per_node}", "-m", "scalesim.calibration",
