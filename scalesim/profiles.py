@@ -308,8 +308,8 @@ def _shape_compute(base: Profile, workload: Workload, name: str,
     hardware to predict it on, and the note that says how. Where the profile has a block
     calibration of that device (``calibrated_device``, before any ``--hardware``): at its
     efficiency and kernel byte rate (``plan.calibrated_hardware``, as ``scalesim plan
-    --profile`` ranks), the rate kept in the hardware so that predict's layouts split the
-    work as the planner does; else at the published default efficiency on the datasheet."""
+    --profile`` ranks), its byte rates kept in the hardware so that predict's layouts split
+    the work as the planner does; else at the published default efficiency on the datasheet."""
     from scalesim.plan import calibrated_hardware
 
     hw, mp = base.hardware, base.model_parallel
@@ -331,7 +331,9 @@ def _shape_compute(base: Profile, workload: Workload, name: str,
     hardware, efficiency, note = calibrated_hardware(base)
     curve, _ = compute_curve_from_shape(workload, hardware, efficiency,
                                         basis="the profile's block calibration")
-    return curve, hw.model_copy(update={"kernel_bandwidth_GBps": hardware.kernel_bandwidth_GBps}), \
+    rates = {"kernel_bandwidth_GBps": hardware.kernel_bandwidth_GBps,  # the datasheet's, else
+             "memory_bandwidth_GBps": hardware.memory_bandwidth_GBps}  # the fit's (a CPU's)
+    return curve, hw.model_copy(update=rates), \
         (f"workload replaced by '{name}', another model than the one timed: its compute from "
          f"its shape at the profile's block calibration ({note})")
 

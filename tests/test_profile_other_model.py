@@ -128,3 +128,28 @@ def test_a_shape_spelled_out_is_the_same_model(tmp_path):
     assert kept.compute == base.compute and "stays as measured" in kept.notes[-1]
     other = resolve_profile(str(with_shape), None, _workload(tmp_path, layers=8, kv_heads=4))
     assert not other.compute.measured  # grouped-query attention: another model
+
+
+def test_a_calibrated_cpu_predicts_another_model_from_its_block_fit(tmp_path):
+    """A CPU has no datasheet peak or bandwidth: its block fit is all there is (the sustained
+    rate as the peak, the fitted byte rate for kernels and the optimizer, docs/model.md §13).
+    W's layouts predict on it as the planner evaluates them (before: predict stopped with 'no
+    memory_bandwidth_GBps')."""
+    data = load_profile(H200).model_dump(mode="json")
+    data["hardware"]["device_name"] = "CPU: some Xeon"
+    data["model_parallel"].update(peak_tflops=None, matmul_efficiency=None)
+    data["model_parallel"]["block"]["element_bytes"] = 4.0
+    cpu = tmp_path / "cpu.json"
+    cpu.write_text(json.dumps(data))
+    path = _workload(tmp_path)
+    profile = resolve_profile(str(cpu), None, path)
+    shape = load_workload(path)
+    for tp in (1, 2):
+        setting = setting_from_profile(load_profile(cpu), shape.transformer, 4,
+                                       params=shape.params)
+        setting = setting.replace(
+            param_bytes_per_param=4, grad_bytes_per_param=4, optimizer_bytes_per_param=8,
+            hardware=setting.hardware.model_copy(update={"devices_per_node": 8}))
+        planned = float(evaluate_layouts(setting_inputs(setting, tp=tp, micro_batch=4,
+                                                        global_batch=4)).compute_s)
+        assert _compute_s(profile, tp) == pytest.approx(planned, rel=1e-6), tp
