@@ -331,8 +331,9 @@ def _shape_compute(base: Profile, workload: Workload, name: str,
     hardware, efficiency, note = calibrated_hardware(base)
     curve, _ = compute_curve_from_shape(workload, hardware, efficiency,
                                         basis="the profile's block calibration")
-    rates = {"kernel_bandwidth_GBps": hardware.kernel_bandwidth_GBps,  # the datasheet's, else
-             "memory_bandwidth_GBps": hardware.memory_bandwidth_GBps}  # the fit's (a CPU's)
+    # the fit's kernel byte rate; the device bandwidth (datasheet, or the fit's on a CPU)
+    rates = {"kernel_bandwidth_GBps": hardware.kernel_bandwidth_GBps,
+             "memory_bandwidth_GBps": hardware.memory_bandwidth_GBps}
     return curve, hw.model_copy(update=rates), \
         (f"workload replaced by '{name}', another model than the one timed: its compute from "
          f"its shape at the profile's block calibration ({note})")
