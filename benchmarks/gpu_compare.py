@@ -43,7 +43,8 @@ def predicted_step_s(profile_path: str, row: dict, folder: str, datasheet: bool 
         hardware = profile.hardware.model_copy(update={"peak_tflops": None,
                                                        "kernel_bandwidth_GBps": None})
         curve, _ = compute_curve_from_shape(profile.workload, hardware)
-        profile = profile.model_copy(update={"compute": curve, "model_parallel": None})
+        profile = profile.model_copy(update={"compute": curve, "model_parallel": None,
+                                             "hardware": hardware})
     scenario = Scenario(devices=[1], micro_batch=row["micro_batch"],
                         layout=ScenarioLayout(tp=1, pp=1, recompute="none"))
     return predict(profile, scenario)[0].step_time_s

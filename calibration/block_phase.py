@@ -24,9 +24,11 @@ from scalesim.calibration.timing import Clock, is_out_of_memory, median_iqr
 from scalesim.errors import ScalesimError
 
 
-def _failure(exc: BaseException, tp: int) -> str:
+def _failure(exc: BaseException, tp: int, block: Block) -> str:
     if is_out_of_memory(exc):
-        return f"error: the block at tp {tp} ran out of memory; time a smaller block"
+        tokens = block.micro_batch * block.seq_len
+        return (f"error: the block at tp {tp} ({tokens:,} tokens) ran out of memory; time a "
+                "smaller one with --block-batch or --block-seq")
     text = str(exc).strip().splitlines()
     return f"error: the block at tp {tp} raised {type(exc).__name__}: {text[0] if text else ''}"
 
@@ -71,7 +73,7 @@ def run(ctx: DistContext, block: Block, degrees: list[int], spec: str, args) -> 
                 fwd[t].append(clock.seconds(start, middle))
                 bwd[t].append(clock.seconds(middle, end))
     except Exception as exc:  # noqa: BLE001 - every rank must hear about any failure
-        status = f"error: {exc}" if isinstance(exc, ScalesimError) else _failure(exc, at[0])
+        status = f"error: {exc}" if isinstance(exc, ScalesimError) else _failure(exc, at[0], block)
     everyone = [payload for _, payload in _agree(ctx, status, (fwd, bwd))]
     points = []
     for t in degrees:

@@ -42,12 +42,18 @@ def calibrate(args) -> str | None:
     from scalesim.calibration import dist as cdist
     from scalesim.calibration.state import state_folder
 
-    check_flags(args)
+    try:
+        check_flags(args)
+    except ScalesimError as exc:  # the same flags on every rank: the same error
+        raise cdist.node_error(cdist.launched_on_one_node())(str(exc)) from None
     ctx = cdist.setup(args)
     lock = None
     try:
         options.resolve_defaults(args, ctx.on_gpu)
-        check_resolved(args, ctx)
+        try:
+            check_resolved(args, ctx)
+        except ScalesimError as exc:
+            raise cdist.node_error(ctx.nodes == 1)(str(exc)) from None
         folder = state_folder(args)
         lock = _lock_outputs(ctx, args, folder)
         monitor = cdist.RankMonitor(ctx, folder, args.timeout, args.phase_timeout).start()

@@ -201,9 +201,11 @@ def calibrated_hardware(profile: Profile) -> tuple[Hardware, float, str]:
     name); with a ``model_parallel`` section (``calibrate --block-hidden``) the roofline the
     block timings pinned: efficiency = sustained / peak, and the fitted byte rate as the layer
     kernels' (``kernel_bandwidth_GBps``) while the optimizer's streaming sweep keeps the device's
-    memory bandwidth (datasheet; the fitted rate where none is known). Without a datasheet peak
-    (CPUs) the sustained rate stands in as the peak (efficiency 1, MFU against it); a sustained
-    rate above the datasheet peak is clipped to it and the note says the block was too small.
+    memory bandwidth (datasheet; the fitted rate where none is known). The peak: the profile's,
+    else the datasheet table's for a 16-bit block (a profile older than its device's row).
+    Without a datasheet peak (CPUs, fp32) the sustained rate stands in as the peak (efficiency
+    1, MFU against it); a sustained rate above the datasheet peak is clipped to it and the note
+    says the block was too small.
     A profile without the section keeps the published default efficiency and needs its
     device's peak and memory bandwidth from the hardware record or the presets."""
     from scalesim.presets import memory_bandwidth_of, peak_tflops_of
@@ -211,7 +213,11 @@ def calibrated_hardware(profile: Profile) -> tuple[Hardware, float, str]:
     hw, mp = profile.hardware, profile.model_parallel
     listed_bw = memory_bandwidth_of(hw.device_name)
     if mp is not None:
-        datasheet_peak = mp.peak_tflops or hw.peak_tflops  # at the calibrated precision
+        listed_peak = peak_tflops_of(hw.device_name) if mp.block.element_bytes == 2 else None
+        # at the calibrated precision; the table's 16-bit peak for a 16-bit block whose profile
+        # predates its device's row
+        datasheet_peak = mp.peak_tflops or hw.peak_tflops or (listed_peak[0] if listed_peak
+                                                                else None)
         peak = datasheet_peak or mp.sustained_tflops
         efficiency = clip("matmul_efficiency", min(mp.sustained_tflops / peak, 1.0))
         kernel_bw = mp.memory_bandwidth_GBps

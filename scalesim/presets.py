@@ -209,6 +209,9 @@ PEAK_TFLOPS: list[tuple[tuple[str, ...], float, float | None, str]] = [
     (("GB200",), 2500.0, 5000.0, "NVIDIA GB200 NVL72 datasheet: 180 PFLOPS FP16/BF16 and 360 "
      "PFLOPS FP8 dense over 72 GPUs"),
     (("H100",), 989.0, 1979.0, "NVIDIA H100 datasheet (SXM): 989 TFLOPS BF16, 1,979 FP8 dense"),
+    (("GH200",), 989.0, 1979.0, "NVIDIA GH200 Grace Hopper Superchip datasheet: 990 TFLOPS "
+     "BF16 and 1,979 FP8 dense (the H100/H200 Hopper GPU; listed before 'H200', which its name "
+     "contains, so that a 'GH200 NVL2' is not read as an H200 NVL)"),
     (("H200", "NVL"), 835.5, 1670.5, "NVIDIA H200 Tensor Core GPU datasheet: H200 NVL 1,671 "
      "TFLOPS BF16 and 3,341 FP8 with sparsity, half of each dense"),
     (("H200",), 989.0, 1979.0, "NVIDIA H200 Tensor Core GPU datasheet: H200 SXM 1,979 TFLOPS "
@@ -229,6 +232,16 @@ def name_has_words(device_name: str, words) -> bool:
 def _first_row(table, device_name: str):
     """The first row of a datasheet table whose words all appear in ``device_name``, or None."""
     return next((row for row in table if name_has_words(device_name, row[0])), None)
+
+
+def same_device(a: str, b: str) -> bool:
+    """Whether device names ``a`` and ``b`` name one device: equal, or listed with the same
+    peak and memory bandwidth (a calibration's "NVIDIA H100 80GB HBM3" and a preset's
+    "H100-SXM5 80GB"); an H100 and an H200 share a peak, not a bandwidth, so they differ."""
+    if a.strip().lower() == b.strip().lower():
+        return True
+    figures = [(of(a), of(b)) for of in (peak_tflops_of, memory_bandwidth_of)]
+    return all(x is not None and y is not None and x[0] == y[0] for x, y in figures)
 
 
 def peak_tflops_of(device_name: str, fp8: bool = False) -> tuple[float, str] | None:
@@ -531,8 +544,13 @@ def transformer_workload(name: str, precision_bytes: float = 2.0) -> Workload:
 DEVICE_MEMORY_GIB = [
     (("GB200",), 186.0, "NVIDIA GB200 NVL72 datasheet: 13.4 TB HBM3e over 72 GPUs = 186 GB each"),
     (("H100",), 80.0, "NVIDIA H100 SXM datasheet and DGX H100 (640 GB over 8 GPUs): 80 GB"),
+    (("GH200", "144G"), 144.0, "NVIDIA GH200 Grace Hopper Superchip datasheet: 144 GB HBM3e"),
+    (("GH200",), 96.0, "NVIDIA GH200 Grace Hopper Superchip datasheet: 96 GB HBM3"),
     (("H200",), 141.0, "NVIDIA H200 Tensor Core GPU datasheet: 141 GB HBM3e (SXM and NVL)"),
 ]
+# Names whose stated size is not the GPU's memory: nvidia-smi's "NVIDIA GH200 480GB" states the
+# superchip's 480 GB of LPDDR5X CPU memory (GH200 datasheet), its GPU holds 96 GB HBM3.
+SIZE_NOT_IN_NAME = (("GH200",),)
 
 
 def device_memory_of(device_name: str) -> tuple[float, str] | None:
@@ -540,7 +558,7 @@ def device_memory_of(device_name: str) -> tuple[float, str] | None:
     "H100 SXM 96GB HBM2e"), else the datasheet size of a device sold in one size; None when
     neither (an A100 without its size)."""
     stated = re.search(r"(\d+(?:\.\d+)?)\s*GB\b", device_name, flags=re.IGNORECASE)
-    if stated:
+    if stated and not any(name_has_words(device_name, words) for words in SIZE_NOT_IN_NAME):
         return float(stated.group(1)) * GIB, f"the size in the name '{device_name}'"
     row = _first_row(DEVICE_MEMORY_GIB, device_name)
     return None if row is None else (row[1] * GIB, row[2])

@@ -288,40 +288,55 @@ def default_profile() -> Profile:
 
 def _measured_on_another_model(base: Profile, workload: Workload) -> bool:
     """Whether ``base``'s measured compute curve belongs to another model than ``workload``, a
-    transformer: its shape differs from the calibrated one's, or the calibrated model had no
-    shape and a parameter count more than 2 % away (the calibration counts its own model's
-    parameters exactly). A parameter-count workload only resizes the exchange and memory."""
+    transformer: its shape differs from the calibrated one's (defaults spelled out alike), or
+    the calibrated model had no shape and a parameter count more than 2 % away (the calibration
+    counts its own model's parameters exactly). A parameter-count workload only resizes the
+    exchange and memory."""
     if workload.transformer is None or not base.compute.measured:
         return False
     if base.workload.transformer is not None:
-        return base.workload.transformer != workload.transformer
+        def spelled(shape):  # defaults written out: kv_heads = heads, ffn_hidden = 4 x hidden
+            return shape.model_copy(update={"kv_heads": shape.kv_of(), "ffn_hidden": shape.ffn_of()})
+
+        return spelled(base.workload.transformer) != spelled(workload.transformer)
     return abs(workload.params / base.workload.params - 1.0) > 0.02
 
 
-def _shape_compute(base: Profile, workload: Workload, name: str) -> tuple[ComputeCurve, str]:
-    """The compute curve of transformer ``workload`` on ``base``'s device from its shape: at
-    the block calibration's efficiency and kernel byte rate where the profile has one
-    (``plan.calibrated_hardware``, as ``scalesim plan --profile`` ranks), else at the published
-    default efficiency; and the note that says which."""
+def _shape_compute(base: Profile, workload: Workload, name: str,
+                   calibrated_device: str) -> tuple[ComputeCurve, Hardware, str]:
+    """The compute curve of transformer ``workload`` on ``base``'s device from its shape, the
+    hardware to predict it on, and the note that says how. Where the profile has a block
+    calibration of that device (``calibrated_device``, before any ``--hardware``): at its
+    efficiency and kernel byte rate (``plan.calibrated_hardware``, as ``scalesim plan
+    --profile`` ranks), its byte rates kept in the hardware so that predict's layouts split
+    the work as the planner does; else at the published default efficiency on the datasheet."""
     from scalesim.plan import calibrated_hardware
 
-    if base.model_parallel is None:
+    hw, mp = base.hardware, base.model_parallel
+    if mp is None or not presets.same_device(hw.device_name, calibrated_device):
         try:
-            curve, _ = compute_curve_from_shape(workload, base.hardware)
+            curve, _ = compute_curve_from_shape(workload, hw)
         except ScalesimError:
             raise ScalesimError(
                 f"profile '{base.name}' measured another model than workload '{name}', and its "
-                f"device '{base.hardware.device_name}' has no datasheet peak and memory "
-                "bandwidth to estimate the workload's compute: calibrate with --block-hidden "
+                f"device '{hw.device_name}' has no datasheet peak and memory bandwidth to "
+                "estimate the workload's compute: calibrate with --block-hidden "
                 "(docs/calibration.md), or on the workload's own model") from None
-        return curve, (f"workload replaced by '{name}', another model than the one timed: its "
-                       "compute from its shape at the published default matmul efficiency "
-                       "(the profile has no block calibration; calibrate --block-hidden)")
+        why = ("the profile has no block calibration; calibrate --block-hidden" if mp is None
+               else f"the profile's block calibration of {calibrated_device} does not describe "
+               f"{hw.device_name}")
+        return curve, hw, (f"workload replaced by '{name}', another model than the one timed: "
+                           "its compute from its shape at the published default matmul "
+                           f"efficiency ({why})")
     hardware, efficiency, note = calibrated_hardware(base)
     curve, _ = compute_curve_from_shape(workload, hardware, efficiency,
                                         basis="the profile's block calibration")
-    return curve, (f"workload replaced by '{name}', another model than the one timed: its "
-                   f"compute from its shape on the {note}")
+    # the fit's kernel byte rate; the device bandwidth (datasheet, or the fit's on a CPU)
+    rates = {"kernel_bandwidth_GBps": hardware.kernel_bandwidth_GBps,
+             "memory_bandwidth_GBps": hardware.memory_bandwidth_GBps}
+    return curve, hw.model_copy(update=rates), \
+        (f"workload replaced by '{name}', another model than the one timed: its compute from "
+         f"its shape at the profile's block calibration ({note})")
 
 
 def parse_profile(data: Any, what: str = "profile") -> Profile:
@@ -386,8 +401,9 @@ def resolve_profile(
         changes["workload"] = load_workload(workload)
         if _measured_on_another_model(base, changes["workload"]):
             hw = changes.get("hardware", base.hardware)
-            changes["compute"], note = _shape_compute(base.model_copy(update={"hardware": hw}),
-                                                      changes["workload"], workload)
+            changes["compute"], changes["hardware"], note = _shape_compute(
+                base.model_copy(update={"hardware": hw}), changes["workload"], workload,
+                base.hardware.device_name)
             notes.append(note)
         else:
             notes.append(f"workload sizes replaced by '{workload}'; compute stays as measured")

@@ -356,3 +356,15 @@ def test_block_batch_default_fills_a_gpu_block_with_enough_tokens():
     assert resolved(["--block-hidden", "4096", "--block-seq", "3000"], on_gpu=True) == 22
     assert resolved(["--block-hidden", "4096"], on_gpu=False) == 1
     assert resolved(["--block-hidden", "4096", "--block-batch", "2"], on_gpu=True) == 2
+
+
+def test_a_block_out_of_memory_names_the_flags_that_shrink_it():
+    """The GPU default block (GPU_BLOCK_TOKENS) can be too large for a small GPU's memory; the
+    error says which flags shrink it and how many tokens it held."""
+    import torch
+    from scalesim.calibration.block_fit import Block
+    from scalesim.calibration.block_phase import _failure
+
+    block = Block(hidden=8192, heads=64, ffn_hidden=32768, seq_len=2048, micro_batch=32)
+    text = _failure(torch.OutOfMemoryError("CUDA out of memory"), 1, block)
+    assert "ran out of memory" in text and "--block-batch" in text and "65,536 tokens" in text

@@ -76,3 +76,144 @@ def test_two_processes_on_one_gpu_are_refused_before_nccl():
     assert shared_gpu_problem(4, 8, {"CUDA_VISIBLE_DEVICES": ""}) is not None
     # each process given its own GPU by the scheduler: one visible is right
     assert shared_gpu_problem(1, 8, {"CUDA_VISIBLE_DEVICES": "3"}) is None
+
+
+def test_a_ranks_own_traceback_is_kept_when_another_rank_reports_cleanly():
+    """Rank 1 crashed with a Python traceback (its own cause: a CUDA error outside the
+    calibration's error handling); rank 0 then failed cleanly in one line. torchrun's report
+    is dropped, rank 1's traceback is not: it is the reason."""
+    crash = (b"Traceback (most recent call last):\n  File \"x.py\", line 3, in setup\n"
+             b"RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    out, said = _filtered(crash + RANK_LINE + AGENT_REPORT)
+    assert said and RANK_LINE in out and b"ChildFailedError" not in out
+    assert crash in out
+
+
+def test_a_rank_error_after_a_progress_redraw_split_across_reads_is_seen():
+    """A progress bar's redraw has no newline, so a rank's error line follows it on the same
+    line; a read that ends inside the error line must not hide it."""
+    data = b"\r 50%|##  |" + RANK_LINE + AGENT_REPORT
+
+    class Source(io.BytesIO):
+        def __init__(self, data, cut):
+            super().__init__(data)
+            self.cut = cut
+
+        def read1(self, n=-1):  # the first read ends at the cut
+            return super().read1(self.cut if self.tell() == 0 else n)
+
+    for cut in range(len(b"\r 50%|##  |") + 1, len(b"\r 50%|##  |") + len(RANK_ERROR_WORDS)):
+        sink = io.BytesIO()
+        said = filter_stream(Source(data, cut), sink, chunk_bytes=4096)
+        assert said, cut
+        assert b"ChildFailedError" not in sink.getvalue(), cut
+
+
+RANK_ERROR_WORDS = b"scalesim calibration: error:"
+
+
+def test_ctrl_c_keeps_reading_torchruns_output_until_it_exits(tmp_path):
+    """After Ctrl-C torchrun and its ranks still write (their interrupted tracebacks): the
+    pipe is read until they exit, else a full pipe blocks them and the wait never ends."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    import pytest
+
+    from scalesim.cli.torchrun_output import run_filtered
+
+    child = tmp_path / "child.py"
+    child.write_text(
+        "import signal, sys, time\n"
+        "def stop(*_):\n"
+        "    for _ in range(300): sys.stderr.buffer.write(b'y' * 1000 + b'\\n')\n"
+        "    sys.stderr.flush(); sys.exit(130)\n"
+        "signal.signal(signal.SIGINT, stop)\n"
+        "print('ready', file=sys.stderr, flush=True)\n"
+        "time.sleep(30)\n")
+    started = {}
+
+    def popen(command, **kw):
+        proc = subprocess.Popen(command, **kw)
+        started["proc"] = proc
+        return proc
+
+    def interrupt():  # Ctrl-C reaches the whole foreground group: the child and this process
+        while "proc" not in started:
+            time.sleep(0.05)
+        time.sleep(1.0)
+        started["proc"].send_signal(signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    def guard():  # a hang fails the test instead of hanging it
+        time.sleep(20)
+        if "proc" in started and started["proc"].poll() is None:
+            started["proc"].kill()
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    threading.Thread(target=guard, daemon=True).start()
+    sink = io.BytesIO()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_filtered([sys.executable, str(child)], dict(os.environ), sink, popen=popen)
+    assert started["proc"].returncode == 130 and time.monotonic() - t0 < 15
+
+
+def test_a_gpu_shortage_of_one_node_is_said_by_its_own_ranks(monkeypatch):
+    """Too few GPUs for the processes is an error every rank of that node sees alike; on one
+    node that is every rank, so rank 0 alone says it (AgreedError). Across nodes another node
+    may have enough: its ranks, rank 0 among them, see nothing, so the short node's ranks must
+    say it themselves (a plain error, else no one prints it)."""
+    import pytest
+    from scalesim.calibration import dist as cdist
+
+    from scalesim.errors import ScalesimError
+
+    monkeypatch.setattr(cdist.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(cdist.torch.cuda, "device_count", lambda: 1)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    with pytest.raises(cdist.AgreedError):
+        cdist.choose_device("cuda", 1, 2, one_node=True)
+    with pytest.raises(ScalesimError) as raised:
+        cdist.choose_device("cuda", 1, 2, one_node=False)
+    assert not isinstance(raised.value, cdist.AgreedError)
+    assert "2 processes per node but 1 GPU(s)" in str(raised.value)
+
+
+def _run(cmd, tmp_path):
+    import os
+    import subprocess
+
+    return subprocess.run(cmd, cwd=tmp_path, env=dict(os.environ), capture_output=True,
+                          text=True, timeout=240, check=False)
+
+
+def test_a_flag_error_under_the_cli_launcher_is_one_line_before_torchrun(tmp_path):
+    """``scalesim calibrate --nproc-per-node 2`` with flags no rank can run: one line, exit 2,
+    from the launcher itself (before: each rank printed it, and torch was imported twice)."""
+    import sys
+
+    result = _run([sys.executable, "-m", "scalesim.cli.main", "calibrate", "--nproc-per-node",
+                   "2", "--quick", "--no-progress", "--phases", "compute", "--block-hidden",
+                   "100", "--block-heads", "3", "--out", str(tmp_path / "x.json")], tmp_path)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2 and len(lines) == 1, result.stderr[-2000:]
+    assert "--block-hidden 100 is not divisible by --block-heads 3" in lines[0]
+
+
+def test_a_flag_error_every_rank_sees_is_said_once_under_torchrun(tmp_path):
+    """Under torchrun itself every rank checks the flags: the error is the same on each, so rank
+    0 says it (fp16 needs a GPU; this machine's ranks run on the CPU)."""
+    import sys
+
+    result = _run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                   "--nproc-per-node=2", "-m", "scalesim.calibration", "--quick",
+                   "--no-progress", "--phases", "compute", "--precision", "fp16", "--out",
+                   str(tmp_path / "x.json")], tmp_path)
+    said = [line for line in result.stderr.splitlines() if "scalesim calibration: error:" in line]
+    assert result.returncode != 0 and len(said) == 1, result.stderr[-2000:]
+    assert "--precision fp16 needs a GPU" in said[0]

@@ -55,24 +55,18 @@ def run(args: argparse.Namespace) -> int:
 
         calibrate(args)
         return 0
-    import subprocess
     import sys
 
     from scalesim.calibration.options import to_argv
-    from scalesim.cli.torchrun_output import filter_stream
+    from scalesim.calibration.runner import check_flags
+    from scalesim.cli.torchrun_output import run_filtered
+
+    check_flags(args)  # flags no rank can run: one line here, before torchrun starts N of them
 
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                f"--nproc-per-node={args.nproc_per_node}", "-m", "scalesim.calibration",
                *to_argv(args, skip=("nproc_per_node", "command"))]
-    with subprocess.Popen(command, env=child_environment(args), stderr=subprocess.PIPE) as proc:
-        try:
-            rank_error = filter_stream(proc.stderr, sys.stderr.buffer)
-        except KeyboardInterrupt:  # torchrun got the same Ctrl-C: let it stop its ranks
-            proc.wait()
-            raise
-        code = proc.wait()
-    # a rank that said what went wrong in one line is a clear error (exit 2), as with one process
-    return 2 if code != 0 and rank_error else code
+    return run_filtered(command, child_environment(args), sys.stderr.buffer)
 
 
 def child_environment(args: argparse.Namespace, environ=None) -> dict[str, str]:

@@ -5,13 +5,15 @@ When a rank exits non-zero, torchrun's elastic agent logs ``failed (exitcode: 2)
 ...`` and ``Sending process N closing signal SIGTERM``, then raises ``ChildFailedError``, which
 prints a Python traceback and a boxed table of the failed ranks: some thirty lines after the
 rank's own ``scalesim calibration: error: ...``. Those lines are held back and dropped when a
-rank has reported its error; anything else (a rank's own traceback, a torchrun failure with no
-rank error) is passed on whole. Progress bars (``\\r`` without a newline) pass at once.
+rank has reported its error; anything else (a rank's own traceback, even held among them; a
+torchrun failure with no rank error) is passed on whole. Progress bars (``\\r`` without a
+newline) pass at once. ``run_filtered`` runs torchrun so, and keeps reading after Ctrl-C.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 from typing import BinaryIO
 
 RANK_ERROR = b"scalesim calibration: error:"
@@ -24,12 +26,13 @@ def filter_stream(source: BinaryIO, sink: BinaryIO, chunk_bytes: int = 4096) -> 
     """Copy ``source`` to ``sink`` until EOF as described above; True when a rank reported a
     one-line error (the run failed cleanly)."""
     rank_error = False
-    held: list[bytes] = []  # torchrun's own report, from its first line on
+    held: list[bytes] = []  # from torchrun's report's (or a traceback's) first line on
     pending = b""
+    shown = b""  # the end of the current line already passed on (a progress bar's redraw)
 
     def emit(line: bytes) -> None:
         nonlocal rank_error
-        if RANK_ERROR in line:  # a rank's one line always passes, even amid torchrun's report
+        if RANK_ERROR in shown + line:  # a rank's one line always passes, even amid a report
             rank_error = True
         elif held or line.startswith(b"Traceback (most recent call last)") or \
                 _AGENT_LOG.match(line):
@@ -44,14 +47,51 @@ def filter_stream(source: BinaryIO, sink: BinaryIO, chunk_bytes: int = 4096) -> 
         *lines, pending = pending.split(b"\n")
         for line in lines:
             emit(line + b"\n")
+            shown = b""
         if b"\r" in pending and not held:  # a progress bar's redraw: show it now
             sink.write(pending)
             sink.flush()
+            shown = (shown + pending)[-len(RANK_ERROR):]
             pending = b""
     if pending:
         emit(pending)
-    report = b"".join(held)
-    if held and not (rank_error and b"ChildFailedError" in report):
-        sink.write(report)  # not torchrun's report of a rank's clean error: keep every line
+    kept = held if not rank_error else _without_torchrun_report(held)
+    if kept:
+        sink.write(b"".join(kept))  # a rank's own traceback, or a report of no clean error
         sink.flush()
     return rank_error
+
+
+def _without_torchrun_report(held: list[bytes]) -> list[bytes]:
+    """``held`` without torchrun's own report of the failed ranks: its elastic agent's log
+    lines, and the ``ChildFailedError`` traceback with the table of failures after it. What
+    else is there (a rank's own traceback, printed before it) is kept."""
+    end = next((i for i, line in enumerate(held)
+                if line.startswith(b"torch.distributed.elastic.multiprocessing.errors."
+                                   b"ChildFailedError")), None)
+    if end is None:
+        return held  # no report of torchrun's: nothing of it to drop
+    start = max((i for i in range(end) if held[i].startswith(b"Traceback (most recent call")),
+                default=end)
+    return [line for line in held[:start] if not _AGENT_LOG.match(line)]
+
+
+def run_filtered(command: list[str], env: dict[str, str], sink: BinaryIO,
+                 popen=subprocess.Popen) -> int:
+    """Run torchrun's ``command`` with its stderr through ``filter_stream`` into ``sink``;
+    its exit code, or 2 when it failed and a rank said why in one line (as with one process).
+    On Ctrl-C (torchrun got it too and stops its ranks) its output is still read until it
+    exits, so that a full pipe cannot block it, then KeyboardInterrupt is raised again."""
+    with popen(command, env=env, stderr=subprocess.PIPE) as proc:
+        try:
+            rank_error = filter_stream(proc.stderr, sink)
+        except KeyboardInterrupt:
+            try:
+                while chunk := proc.stderr.read1(65536):
+                    sink.write(chunk)
+                sink.flush()
+            finally:
+                proc.wait()
+            raise
+        code = proc.wait()
+    return 2 if code != 0 and rank_error else code

@@ -1,0 +1,30 @@
+"""Hopper device names in the datasheet tables (``scalesim.presets``): "GH200" contains
+"H200", so a GH200 must meet its own rows before the H200's, and a GH200's name states its
+superchip's CPU memory ("NVIDIA GH200 480GB": 480 GB LPDDR5X), not its GPU's."""
+
+from __future__ import annotations
+
+import pytest
+
+from scalesim.presets import GIB, device_memory_of, peak_tflops_of, same_device
+
+
+def test_a_gh200_is_not_read_as_an_h200_nvl_or_by_its_cpu_memory():
+    # GH200 NVL2 (two superchips): each GPU is a full GH200, not the 835.5 TFLOP/s H200 NVL
+    assert peak_tflops_of("NVIDIA GH200 NVL2")[0] == pytest.approx(989.0)
+    assert peak_tflops_of("NVIDIA H200 NVL")[0] == pytest.approx(835.5)
+    # the GPU's HBM by the GH200 datasheet: 96 GB HBM3, or 144 GB HBM3e
+    assert device_memory_of("NVIDIA GH200 480GB")[0] == pytest.approx(96 * GIB)
+    assert device_memory_of("NVIDIA GH200 144G HBM3e")[0] == pytest.approx(144 * GIB)
+    # names that state their GPU's memory still win
+    assert device_memory_of("NVIDIA H200 141GB")[0] == pytest.approx(141 * GIB)
+    assert device_memory_of("NVIDIA H100 80GB HBM3")[0] == pytest.approx(80 * GIB)
+
+
+def test_same_device_by_name_or_by_both_datasheet_rows():
+    assert same_device("NVIDIA H100 80GB HBM3", "H100-SXM5 80GB")  # nvidia-smi and a preset
+    assert same_device("NVIDIA H200", "nvidia h200")
+    assert not same_device("NVIDIA H200", "NVIDIA H100 80GB HBM3")  # one peak, two bandwidths
+    assert not same_device("NVIDIA H200", "NVIDIA H200 NVL")
+    assert not same_device("NVIDIA H200", "NVIDIA GH200 480GB")
+    assert not same_device("CPU: a", "CPU: b")  # unlisted: only the name tells
