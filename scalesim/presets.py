@@ -208,6 +208,10 @@ MEMORY_BANDWIDTH_GBPS: list[tuple[tuple[str, ...], float, str]] = [
 PEAK_TFLOPS: list[tuple[tuple[str, ...], float, float | None, str]] = [
     (("GB200",), 2500.0, 5000.0, "NVIDIA GB200 NVL72 datasheet: 180 PFLOPS FP16/BF16 and 360 "
      "PFLOPS FP8 dense over 72 GPUs"),
+    (("H100", "PCIe"), 756.5, 1513.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 PCIe 1,513 "
+     "TFLOPS BF16 and 3,026 FP8 with sparsity, half of each dense"),
+    (("H100", "NVL"), 835.5, 1670.5, "NVIDIA H100 Tensor Core GPU datasheet: H100 NVL 1,671 "
+     "TFLOPS BF16 and 3,341 FP8 with sparsity, half of each dense"),
     (("H100",), 989.0, 1979.0, "NVIDIA H100 datasheet (SXM): 989 TFLOPS BF16, 1,979 FP8 dense"),
     (("GH200",), 989.0, 1979.0, "NVIDIA GH200 Grace Hopper Superchip datasheet: 990 TFLOPS "
      "BF16 and 1,979 FP8 dense (the H100/H200 Hopper GPU; listed before 'H200', which its name "

@@ -28,3 +28,12 @@ def test_same_device_by_name_or_by_both_datasheet_rows():
     assert not same_device("NVIDIA H200", "NVIDIA H200 NVL")
     assert not same_device("NVIDIA H200", "NVIDIA GH200 480GB")
     assert not same_device("CPU: a", "CPU: b")  # unlisted: only the name tells
+
+
+def test_h100_pcie_and_nvl_have_their_own_peaks():
+    """The bare H100 row is the SXM board's (989): PCIe (756.5) and NVL (835.5) are lower by
+    their datasheet, half the with-sparsity figures."""
+    assert peak_tflops_of("NVIDIA H100 PCIe")[0] == pytest.approx(756.5)
+    assert peak_tflops_of("NVIDIA H100 NVL")[0] == pytest.approx(835.5)
+    assert peak_tflops_of("NVIDIA H100 NVL", fp8=True)[0] == pytest.approx(1670.5)
+    assert peak_tflops_of("NVIDIA H100 80GB HBM3")[0] == pytest.approx(989.0)
