@@ -86,8 +86,11 @@ def _env_int(name: str, default: int) -> int:
 
 
 class AgreedError(ScalesimError):
-    """An error every rank raises alike (decided together, or from the same environment): rank
-    0 alone reports it, so the user reads it once (``runner.main``)."""
+    """An error every rank raises alike (decided together, or the same flags or environment),
+    in the same words on each, without a rank prefix: ``scalesim calibrate --nproc-per-node``
+    shows such a line once (``cli.torchrun_output`` drops repeats). Every rank prints it: a
+    rank that waited for another to say it could be stopped by torchrun first (seen on the
+    H200: rank 1 failed, torchrun stopped rank 0 before it spoke, and nothing was said)."""
 
 
 def shared_gpu_problem(gpu_count: int, local_world: int, environ=None) -> str | None:
@@ -104,27 +107,13 @@ def shared_gpu_problem(gpu_count: int, local_world: int, environ=None) -> str | 
             "each process its own GPU with CUDA_VISIBLE_DEVICES")
 
 
-def launched_on_one_node() -> bool:
-    """Whether every rank of this run is on this node (torchrun's WORLD_SIZE and
-    LOCAL_WORLD_SIZE; one process without them)."""
-    return _env_int("WORLD_SIZE", 1) <= _env_int("LOCAL_WORLD_SIZE", 1)
-
-
-def node_error(one_node: bool) -> type[ScalesimError]:
-    """The error class of a problem every rank of a node sees alike (its GPUs, its
-    environment): agreed (rank 0 says it) when the run is one node; else plain, since rank 0
-    may sit on a node without the problem and say nothing."""
-    return AgreedError if one_node else ScalesimError
-
-
-def choose_device(requested: str, local_rank: int, local_world: int = 1,
-                  one_node: bool = True) -> torch.device:
+def choose_device(requested: str, local_rank: int, local_world: int = 1) -> torch.device:
     if requested == "cuda" or (requested == "auto" and torch.cuda.is_available()):
         if not torch.cuda.is_available():
             raise ScalesimError("--device cuda: no CUDA device is visible; use --device cpu")
         count = torch.cuda.device_count()
         if (problem := shared_gpu_problem(count, local_world)) is not None:
-            raise node_error(one_node)(problem)
+            raise AgreedError(problem)
         index = local_rank if local_rank < count else 0
         if local_rank >= count and count > 1:
             raise ScalesimError(f"local rank {local_rank} has no GPU ({count} visible); start "
@@ -151,8 +140,7 @@ def setup(args) -> DistContext:
     world = _env_int("WORLD_SIZE", 1)
     local_rank = _env_int("LOCAL_RANK", 0)
     local_world = _env_int("LOCAL_WORLD_SIZE", 1)
-    one_node = launched_on_one_node()
-    device = choose_device(args.device, local_rank, local_world, one_node)
+    device = choose_device(args.device, local_rank, local_world)
     backend = choose_backend(args.backend, device)
     if device.type == "cpu":
         torch.set_num_threads(args.threads or default_threads(local_world))
@@ -169,7 +157,7 @@ def setup(args) -> DistContext:
                                     timeout=timeout)
     except Exception as exc:  # noqa: BLE001 - rendezvous failures come in many types
         if "Duplicate GPU detected" in str(exc):  # NCCL's words for two ranks on one GPU
-            raise node_error(one_node)(
+            raise AgreedError(
                 "two processes share one GPU, which NCCL refuses: start one process per GPU "
                 "(--nproc-per-node at most the GPUs per node), or give each its own with "
                 "CUDA_VISIBLE_DEVICES") from None

@@ -27,11 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     args = options.build_parser().parse_args(argv)
     try:
         calibrate(args)
-    except ScalesimError as exc:
-        from scalesim.calibration.dist import AgreedError
-
-        if not isinstance(exc, AgreedError) or os.environ.get("RANK", "0") == "0":
-            print(f"{PROG}: error: {one_line(str(exc))}", file=sys.stderr, flush=True)
+    except ScalesimError as exc:  # every rank says it (an agreed error in the same words)
+        print(f"{PROG}: error: {one_line(str(exc))}", file=sys.stderr, flush=True)
         return 2
     return 0
 
@@ -45,7 +42,7 @@ def calibrate(args) -> str | None:
     try:
         check_flags(args)
     except ScalesimError as exc:  # the same flags on every rank: the same error
-        raise cdist.node_error(cdist.launched_on_one_node())(str(exc)) from None
+        raise cdist.AgreedError(str(exc)) from None
     ctx = cdist.setup(args)
     lock = None
     try:
@@ -53,7 +50,7 @@ def calibrate(args) -> str | None:
         try:
             check_resolved(args, ctx)
         except ScalesimError as exc:
-            raise cdist.node_error(ctx.nodes == 1)(str(exc)) from None
+            raise cdist.AgreedError(str(exc)) from None
         folder = state_folder(args)
         lock = _lock_outputs(ctx, args, folder)
         monitor = cdist.RankMonitor(ctx, folder, args.timeout, args.phase_timeout).start()

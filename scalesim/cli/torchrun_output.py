@@ -6,8 +6,10 @@ When a rank exits non-zero, torchrun's elastic agent logs ``failed (exitcode: 2)
 prints a Python traceback and a boxed table of the failed ranks: some thirty lines after the
 rank's own ``scalesim calibration: error: ...``. Those lines are held back and dropped when a
 rank has reported its error; anything else (a rank's own traceback, even held among them; a
-torchrun failure with no rank error) is passed on whole. Progress bars (``\\r`` without a
-newline) pass at once. ``run_filtered`` runs torchrun so, and keeps reading after Ctrl-C.
+torchrun failure with no rank error) is passed on whole. A rank's error line that another rank
+already said word for word (an error every rank raises alike, ``calibration.dist.AgreedError``)
+is shown once. Progress bars (``\\r`` without a newline) pass at once. ``run_filtered`` runs
+torchrun so, and keeps reading after Ctrl-C.
 """
 
 from __future__ import annotations
@@ -30,10 +32,15 @@ def filter_stream(source: BinaryIO, sink: BinaryIO, chunk_bytes: int = 4096) -> 
     pending = b""
     shown = b""  # the end of the current line already passed on (a progress bar's redraw)
 
+    said: set[bytes] = set()  # the ranks' error lines shown: every rank says an agreed one
+
     def emit(line: bytes) -> None:
         nonlocal rank_error
         if RANK_ERROR in shown + line:  # a rank's one line always passes, even amid a report
             rank_error = True
+            if line in said:  # the same words from another rank: shown once
+                return
+            said.add(line)
         elif held or line.startswith(b"Traceback (most recent call last)") or \
                 _AGENT_LOG.match(line):
             held.append(line)
