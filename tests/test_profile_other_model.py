@@ -45,6 +45,18 @@ def _compute_s(profile, tp: int) -> float:
     return predict(profile, scenario)[0].compute_s
 
 
+def _planned_s(profile_path, shape, tp: int) -> float:
+    """The planner's compute of ``shape`` at ``tp`` on the profile (``plan --profile``), with
+    the bytes per parameter the workload file states."""
+    setting = setting_from_profile(load_profile(profile_path), shape.transformer, 4,
+                                   params=shape.params)
+    setting = setting.replace(
+        param_bytes_per_param=4, grad_bytes_per_param=4, optimizer_bytes_per_param=8,
+        hardware=setting.hardware.model_copy(update={"devices_per_node": 8}))
+    return float(evaluate_layouts(setting_inputs(setting, tp=tp, micro_batch=4,
+                                                 global_batch=4)).compute_s)
+
+
 def test_tensor_parallel_shards_predict_as_the_planner_evaluates_them(tmp_path):
     """The block fit's kernel byte rate reaches predict's layout model too: a tp 2-8 shard of
     W computes in the time ``plan --profile`` gives it (before: the pinned efficiency took the
@@ -54,14 +66,7 @@ def test_tensor_parallel_shards_predict_as_the_planner_evaluates_them(tmp_path):
     assert not profile.compute.measured and "another model" in profile.notes[-1]
     shape = load_workload(path)
     for tp in (1, 2, 4, 8):
-        setting = setting_from_profile(load_profile(H200), shape.transformer, 4,
-                                       params=shape.params)
-        setting = setting.replace(
-            param_bytes_per_param=4, grad_bytes_per_param=4, optimizer_bytes_per_param=8,
-            hardware=setting.hardware.model_copy(update={"devices_per_node": 8}))
-        planned = float(evaluate_layouts(setting_inputs(setting, tp=tp, micro_batch=4,
-                                                        global_batch=4)).compute_s)
-        assert _compute_s(profile, tp) == pytest.approx(planned, rel=1e-6), tp
+        assert _compute_s(profile, tp) == pytest.approx(_planned_s(H200, shape, tp), rel=1e-6), tp
 
 
 def test_the_block_fit_of_one_device_is_not_used_for_another(tmp_path):
@@ -145,11 +150,4 @@ def test_a_calibrated_cpu_predicts_another_model_from_its_block_fit(tmp_path):
     profile = resolve_profile(str(cpu), None, path)
     shape = load_workload(path)
     for tp in (1, 2):
-        setting = setting_from_profile(load_profile(cpu), shape.transformer, 4,
-                                       params=shape.params)
-        setting = setting.replace(
-            param_bytes_per_param=4, grad_bytes_per_param=4, optimizer_bytes_per_param=8,
-            hardware=setting.hardware.model_copy(update={"devices_per_node": 8}))
-        planned = float(evaluate_layouts(setting_inputs(setting, tp=tp, micro_batch=4,
-                                                        global_batch=4)).compute_s)
-        assert _compute_s(profile, tp) == pytest.approx(planned, rel=1e-6), tp
+        assert _compute_s(profile, tp) == pytest.approx(_planned_s(cpu, shape, tp), rel=1e-6), tp
