@@ -7,30 +7,22 @@ deliberately slowed in every step, and a different rank slowed in each step (une
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from trace_job import launch
 
 from scalesim.cli.main import main
 from scalesim.diagnosis import diagnose_traces
 from scalesim.traces import load_traces
 
-JOB = Path(__file__).with_name("trace_job.py")
 SLEEP_S = 0.06  # far above the tiny model's few ms of compute per step, even on a busy machine
 
 pytestmark = pytest.mark.slow
 
 
 def run_job(out: Path, *flags: str) -> list[str]:
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-           str(JOB), "--out", str(out), "--steps", "5", *flags]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    files = sorted(str(p) for p in out.iterdir())
+    files = launch(out, "--steps", "5", *flags)
     assert len(files) == 2, files
     return files
 

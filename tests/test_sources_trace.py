@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from trace_job import launch
 
 from scalesim.cli.main import main
 from scalesim.errors import ScalesimError
@@ -16,7 +16,6 @@ from scalesim.profiles import load_profile
 from scalesim.sources import trace_compute as tc
 from scalesim.sources.calibrate_from import calibrate_from_sources
 
-JOB = Path(__file__).with_name("trace_job.py")
 DIM = 512
 PARAMS = 2 * (DIM * DIM + DIM) + DIM + 1  # trace_job's MLP: Linear(d,d), Linear(d,d), Linear(d,1)
 SLEEP_S = 0.05
@@ -127,13 +126,7 @@ def test_one_batch_pins_one_point_and_says_so(tmp_path):
 
 
 def run_job(out: Path, *flags: str) -> list[str]:
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-           str(JOB), "--out", str(out), "--steps", "4", "--dim", str(DIM), "--record-shapes",
-           *flags]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return sorted(str(p) for p in out.iterdir())
+    return launch(out, "--steps", "4", "--dim", str(DIM), "--record-shapes", *flags)
 
 
 @pytest.fixture(scope="module")
