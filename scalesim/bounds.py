@@ -179,6 +179,8 @@ QUANTITIES: dict[str, Bound] = {
     "bandwidth_GBps": Bound(0, 1e5, "GB/s", "a measured or datasheet bandwidth, up to 100 TB/s"),
     "memory_bandwidth_GBps": Bound(0.1, 1e5, "GB/s", "device memory (H100: 3350; a CPU "
                                    "socket: 50-500)"),
+    "kernel_bandwidth_GBps": Bound(0.1, 1e5, "GB/s", "a layer's kernels' byte rate as a block "
+                                   "calibration fits it (H200, eager bf16: 1,687)"),
     "gbit_per_nic": Bound(1, 10_000, "Gbit/s", "one NIC's line rate (400 today)"),
     "peak_tflops": Bound(0.001, 1e6, "TFLOP/s", "one device's dense peak (H100: 989; a CPU "
                          "core: ~0.1)"),

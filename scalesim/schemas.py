@@ -119,7 +119,7 @@ class Hardware(_Strict):
                     "optimizer step from it (memory-bound update)",
     )
     kernel_bandwidth_GBps: float | None = bounded(
-        "memory_bandwidth_GBps", None,
+        "kernel_bandwidth_GBps", None,
         description="byte rate of a transformer layer's and the logits' kernels in the layout "
                     "model's roofline, GB/s, as a block calibration fits it (scalesim calibrate "
                     "--block-hidden; unfused eager kernels reach less than a streaming sweep); "
