@@ -253,10 +253,9 @@ def read_rank(path: str | os.PathLike[str], index: int = 0) -> RankTrace:
     summary = summarise(path, index, observe=col, launches=launches)
     gpu = summary.device == "gpu"
     backward, optimizer, matched = col.phase_sets(gpu, launches)
-    windows = {st.step: (st.start_s, st.end_s) for st in summary.steps}
     opt, bwd, fb, share = [], [], [], []
     for st in summary.steps:
-        w0, w1 = windows.get(st.step, (0.0, 0.0))
+        w0, w1 = st.start_s, st.end_s  # the step's window on the timeline compute is read on
         if gpu and optimizer[0].size:
             s, e = optimizer
             lo, hi = np.searchsorted(e, w0, "right"), np.searchsorted(s, w1, "left")
