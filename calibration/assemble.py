@@ -17,6 +17,7 @@ from scalesim.calibration.results import (
 from scalesim.bounds import clip
 from scalesim.errors import ScalesimError
 from scalesim.schemas import (
+    LAUNCH_BOUND,
     BlockPoint,
     BlockShape,
     Fingerprint,
@@ -27,6 +28,7 @@ from scalesim.schemas import (
     Profile,
     Topology,
     Workload,
+    fit_above_peak,
 )
 
 
@@ -118,13 +120,6 @@ def build_profile(args, machine: Machine, records: dict[str, PhaseRecord],
 POOR_FIT = 0.25  # a block fit's relative RMS error above which the profile warns
 
 
-# Said where a block's fitted sustained rate is above its device's datasheet peak: small shards
-# finish their kernels faster than the host launches them (measured on an H200,
-# docs/calibration.md "GPU path"), which the roofline reads as a huge rate and a slow memory.
-LAUNCH_BOUND = ("the fitted rate is above the datasheet peak: the block's shards were "
-                "launch-bound; time a larger block (--block-batch, --block-seq)")
-
-
 def model_parallel_section(block: BlockResult | None, messages: list[MessagePoint],
                            device_name: str, precision: str,
                            on_gpu: bool) -> ModelParallelCalibration | None:
@@ -172,7 +167,7 @@ def model_parallel_section(block: BlockResult | None, messages: list[MessagePoin
                 + (f"; the roofline explains these timings poorly (error above "
                    f"{POOR_FIT:.0%}): check that the --block-* flags describe the block timed, "
                    "and time a larger one" if fit.rel_rmse > POOR_FIT else "")
-                + (f"; {LAUNCH_BOUND}" if peak and sustained > peak else "")
+                + (f"; {LAUNCH_BOUND}" if fit_above_peak(sustained, peak) else "")
                 + (f"; send/recv inside a server fitted like the collectives (alpha "
                    f"{p2p[0] * 1e6:.3g} us, {p2p[1]:.4g} GB/s, rel. RMSE {p2p[2]:.1%}): layout "
                    "predictions charge pipeline sends inside a server with it (docs/model.md "

@@ -6,6 +6,7 @@ from scalesim.calibration.results import CollectiveResult, PhaseRecord
 
 from scalesim.model import collectives as coll
 from scalesim.model.compute import micro_step_s
+from scalesim.schemas import LAUNCH_BOUND
 
 
 def _size(nbytes: float) -> str:
@@ -106,9 +107,7 @@ def model_parallel_lines(mp) -> list[str]:
              f"GFLOP/s, memory {mp.memory_bandwidth_GBps:.4g} GB/s{eff}; fit rel. RMSE "
              f"{mp.rel_rmse:.1%}",
              f"  {'tp':>3} {'fwd ms':>9} {'bwd ms':>9} {'total ms':>9} {'fit ms':>9}"]
-    if mp.peak_tflops and mp.sustained_tflops > mp.peak_tflops:
-        from scalesim.calibration.assemble import LAUNCH_BOUND
-
+    if mp.above_peak(mp.peak_tflops):
         lines.insert(1, f"  warning: {LAUNCH_BOUND}")
     lines += [f"  {p.tp:>3} {p.forward_s * 1e3:>9.3f} {p.backward_s * 1e3:>9.3f} "
               f"{p.time_s * 1e3:>9.3f} {p.model_s * 1e3:>9.3f}" for p in mp.points]

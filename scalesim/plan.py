@@ -39,7 +39,13 @@ from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
 from scalesim.model.sharding import EVERY_MICRO_STEP, FRAMEWORKS, FSDP, GRAD_SYNCS
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.predict import nvls_busbw_ratio
-from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Hardware, Profile, TransformerShape
+from scalesim.schemas import (
+    GRAD_SYNC_DEEPSPEED_ERROR,
+    LAUNCH_BOUND,
+    Hardware,
+    Profile,
+    TransformerShape,
+)
 
 # Sustained share of the datasheet peak that large matmuls reach when nothing calibrated it: the
 # median of the efficiencies the anchors of the published model-parallel cases pin
@@ -229,10 +235,8 @@ def calibrated_hardware(profile: Profile) -> tuple[Hardware, float, str]:
                 f"{','.join(str(x.tp) for x in mp.points)} (fit rel. RMSE {mp.rel_rmse:.1%}); "
                 f"links intra {hw.intra_node.busbw_GBps:.4g} GB/s, inter "
                 f"{hw.inter_node.busbw_GBps:.4g} GB/s from {profile.name}")
-        if mp.sustained_tflops > peak * (1 + 1e-9):
-            note += (f"; the block's fitted {mp.sustained_tflops:.4g} TFLOP/s is above the "
-                     f"datasheet peak, so its timings were launch-bound: calibrate again with a "
-                     f"larger block (--block-batch, --block-seq; docs/calibration.md)")
+        if mp.above_peak(datasheet_peak):
+            note += f"; {LAUNCH_BOUND} ({mp.sustained_tflops:.4g} TFLOP/s fitted)"
         p2p = measured_p2p(profile)
         if p2p is not None:
             note += "; " + p2p.note

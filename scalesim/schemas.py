@@ -479,6 +479,23 @@ class ModelParallelCalibration(_Strict):
                                                "second fitted over the pp messages, GB/s")
     source: str = ""
 
+    def above_peak(self, peak_tflops: float | None) -> bool:
+        """``fit_above_peak`` of this block's fit."""
+        return fit_above_peak(self.sustained_tflops, peak_tflops)
+
+
+def fit_above_peak(sustained_tflops: float, peak_tflops: float | None) -> bool:
+    """Whether a block fit's sustained rate is above the datasheet ``peak_tflops`` (None: no
+    peak known), which only launch-bound timings give (``LAUNCH_BOUND``)."""
+    return peak_tflops is not None and sustained_tflops > peak_tflops * (1 + 1e-9)
+
+
+# Said where a block's fitted sustained rate is above its device's datasheet peak: small shards
+# finish their kernels faster than the host launches them (measured on an H200,
+# docs/calibration.md "GPU path"), which the roofline reads as a huge rate and a slow memory.
+LAUNCH_BOUND = ("the fitted rate is above the datasheet peak: the block's shards were "
+                "launch-bound; time a larger block (--block-batch, --block-seq)")
+
 
 class Fingerprint(_Strict):
     """Where and how a profile was measured."""
