@@ -6,6 +6,8 @@ W`` gives from a GPU calibration."""
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import json
 from pathlib import Path
 
@@ -18,23 +20,25 @@ from scalesim.presets import memory_bandwidth_of, peak_tflops_of
 from scalesim.profiles import load_profile, resolve_profile
 from scalesim.schemas import Scenario, ScenarioLayout
 
-RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "h200-2026-11-30"
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+RESULTS = BENCHMARKS / "results" / "h200-2026-11-30"
 STEPS = json.loads((RESULTS / "gpu-check" / "steps.json").read_text())["steps"]
 SWEEP = RESULTS / "block-sweep"
 
 
+@functools.cache
+def _benchmark(name: str):
+    """A module of ``benchmarks/`` (not a package), loaded once from its file."""
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _predicted_s(profile: Path, row: dict, tmp_path: Path) -> float:
-    workload = {"schema_version": "scalesim-workload/1", "name": row["name"],
-                "params": row["params"], "micro_batch": row["micro_batch"],
-                "param_bytes_per_param": 4.0, "grad_bytes_per_param": 4.0,
-                "optimizer_bytes_per_param": 8.0,  # fp32 weights under autocast, AdamW
-                "transformer": {k: row[k] for k in ("layers", "hidden", "heads", "seq_len",
-                                                     "vocab", "flash_attention")}}
-    path = tmp_path / f"{row['name']}.json"
-    path.write_text(json.dumps(workload))
-    scenario = Scenario(devices=[1], micro_batch=row["micro_batch"],
-                        layout=ScenarioLayout(tp=1, pp=1, recompute="none"))
-    return predict(resolve_profile(str(profile), None, str(path)), scenario)[0].step_time_s
+    """The step the figures in docs/calibration.md came from: ``benchmarks/gpu_compare.py``,
+    which predicts it as ``scalesim predict --profile P --workload SHAPE`` does."""
+    return _benchmark("gpu_compare").predicted_step_s(str(profile), row, str(tmp_path))
 
 
 def test_h200_steps_predicted_from_the_default_gpu_block(tmp_path):
