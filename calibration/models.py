@@ -17,7 +17,9 @@ from scalesim.calibration.factories import call_factory, load_callable
 from scalesim.calibration.options import BUILTIN_MODELS
 from torch import nn
 
+from scalesim import builtin_gpt
 from scalesim.errors import ScalesimError
+from scalesim.schemas import TransformerShape
 
 CLASSES = 10
 
@@ -31,6 +33,8 @@ class ModelBundle:
     make_batch: Callable
     loss_fn: Callable
     sample_unit: str = "samples"
+    transformer: TransformerShape | None = None  # the architecture, when it is a transformer
+    # (the built-in gpt); its flash_attention is set where the device is known
 
 
 def default_loss(outputs, targets):
@@ -102,7 +106,7 @@ class SmallGPT(nn.Module):
 
     def __init__(self, width: int, depth: int, seq_len: int, vocab: int):
         super().__init__()
-        heads = max(1, width // 64)
+        heads = builtin_gpt.heads_of(width)
         if width % heads:
             raise ScalesimError(f"gpt width {width} must be a multiple of 64 (or below 64)")
         self.tokens = nn.Embedding(vocab, width)
@@ -231,8 +235,9 @@ def builtin(name: str, width: int | None, depth: int | None, seq_len: int, vocab
             tokens = torch.randint(0, vocab, (b, seq_len + 1))
             return tokens[:, :-1], tokens[:, 1:]
 
-        return ModelBundle(f"gpt(width={width}, depth={depth}, seq={seq_len}, vocab={vocab})",
-                           model, make_batch, default_loss, f"sequences of {seq_len} tokens")
+        return ModelBundle(builtin_gpt.name_of(width, depth, seq_len, vocab), model, make_batch,
+                           default_loss, f"sequences of {seq_len} tokens",
+                           builtin_gpt.shape_of(width, depth, seq_len, vocab, False))
     raise ScalesimError(f"unknown model '{name}'; use {', '.join(BUILTIN_MODELS)} or "
                         "package.module:factory")
 

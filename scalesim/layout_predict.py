@@ -96,15 +96,16 @@ def layout_hardware(profile: Profile) -> Hardware:
 
 
 def _peak_and_bandwidth(profile: Profile) -> tuple[float, bool, float]:
-    from scalesim.profiles import _peak_tflops, memory_bandwidth_GBps
+    from scalesim.profiles import _peak_tflops, device_bandwidth_GBps
 
     hw = profile.hardware
     peak = hw.peak_tflops or _peak_tflops(hw.device_name)
-    bandwidth = memory_bandwidth_GBps(hw.device_name, hw.memory_bandwidth_GBps)
+    bandwidth = device_bandwidth_GBps(profile)
     if bandwidth is None:
         raise ScalesimError(f"hardware '{hw.name}' has no memory_bandwidth_GBps and none is known "
                             f"for '{hw.device_name}'; a transformer layout needs it for "
-                            "memory-bound work")
+                            "memory-bound work (on a CPU: calibrate with --block-hidden, whose "
+                            "fit gives it)")
     if peak is None:
         return NOMINAL_PEAK_FLOPS, False, bandwidth
     return peak * 1e12, True, bandwidth

@@ -226,8 +226,10 @@ def calibrated_hardware(profile: Profile) -> tuple[Hardware, float, str]:
                                                                 else None)
         peak = datasheet_peak or mp.sustained_tflops
         efficiency = clip("matmul_efficiency", min(mp.sustained_tflops / peak, 1.0))
+        from scalesim.profiles import device_bandwidth_GBps
+
         kernel_bw = mp.memory_bandwidth_GBps
-        bandwidth = hw.memory_bandwidth_GBps or (listed_bw[0] if listed_bw else kernel_bw)
+        bandwidth = device_bandwidth_GBps(profile)
         of_what = "" if datasheet_peak else " (no datasheet peak: sustained)"
         note = (f"calibrated: matmul efficiency {efficiency:.3g} ({min(mp.sustained_tflops, peak):.4g}"
                 f" of {peak:.4g} TFLOP/s{of_what}), layer kernels' bytes at {kernel_bw:.4g} GB/s "
