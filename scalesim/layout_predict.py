@@ -291,24 +291,28 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
         global_batch=full(gb), matmul_efficiency=full(eff, float), peak_known=peak_known)
 
 
-def plan_at(profile: Profile, scenario: Scenario, devices: int, global_batch: int,
-            **plan_kwargs):
-    """``scalesim.plan.rank_layouts`` for this profile and scenario at one device count: every
-    layout of the workload's shape evaluated with the inputs ``predict`` gives it
-    (``scenario_setting``: the scenario's links, server size, overlap, slow device, jitter,
-    recompute style, the profile's measured send/recv; each micro-batch's matmul efficiency
-    pinned to the profile's compute curve as ``evaluate_rows`` pins it; the input supply per
-    replica), so each row's step is what ``predict`` says of ``scenario_of_row``.
-    ``plan_kwargs`` go to ``rank_layouts`` (top, split_only, include_unfit, rank_by)."""
+def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], global_batch: int,
+            fp8: bool = False, tp_overlap: bool = False, **plan_kwargs):
+    """``scalesim.plan.rank_layouts`` for this profile and scenario at one device count (or
+    several, ranked together): every layout of the workload's shape evaluated with the inputs
+    ``predict`` gives it (``scenario_setting``: the scenario's links, server size, overlap, slow
+    device, jitter, recompute style, the profile's measured send/recv; each micro-batch's
+    matmul efficiency pinned to the profile's compute curve as ``evaluate_rows`` pins it; the
+    input supply per replica), so each row's step is what ``predict`` says of
+    ``scenario_of_row``. Over several counts the pin and the supply take the busy devices of
+    the largest one's servers. ``fp8``, ``tp_overlap``: as ``plan.plan``'s. ``plan_kwargs`` go
+    to ``rank_layouts`` (top, split_only, include_unfit, rank_by, cp_values)."""
     wl, hw = profile.workload, layout_hardware(profile)
     if wl.transformer is None:
         raise ScalesimError(f"workload '{wl.name}' has no transformer shape: there are no "
                             "layouts to plan")
+    counts = [int(d) for d in np.atleast_1d(devices)]
     peak, _, bandwidth = _peak_and_bandwidth(profile)
     setting = scenario_setting(wl, hw, scenario, peak, bandwidth, jitter_cv_of(profile, scenario),
-                               measured_p2p(profile), global_batch)
+                               measured_p2p(profile), global_batch).replace(
+                                   fp8=fp8, tp_overlap=tp_overlap)
     base = setting_inputs(setting)
-    per_node = min(devices, setting.hardware.devices_per_node)
+    per_node = min(max(counts), setting.hardware.devices_per_node)
     supply, _ = loader_supply(profile, scenario, per_node)  # one loader per replica
 
     def efficiency_of(micro_batch):  # pinned once per distinct micro-batch of the grid
@@ -316,7 +320,7 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int, global_batch: in
         return pinned_efficiency(profile, base, values, per_node)[at].reshape(np.shape(micro_batch))
 
     setting = setting.replace(efficiency_of=efficiency_of, loader_samples_per_s=float(supply))
-    return rank_layouts(setting, [devices], **plan_kwargs)
+    return rank_layouts(setting, counts, **plan_kwargs)
 
 
 def scenario_of_row(scenario: Scenario, row) -> Scenario:

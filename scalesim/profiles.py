@@ -514,21 +514,23 @@ def resolve_profile(
         wl = load_workload(workload or presets.DEFAULT_WORKLOAD)
         return profile_from_presets(hw, wl)
     base = load_profile(profile)
-    changes: dict[str, Any] = {}
-    notes = list(base.notes)
+    device = base.hardware.device_name
     if hardware is not None:
-        changes["hardware"] = load_hardware(hardware)
-        notes.append(f"hardware replaced by '{hardware}'; compute stays as measured")
+        base = base.model_copy(update={
+            "hardware": load_hardware(hardware),
+            "notes": [*base.notes, f"hardware replaced by '{hardware}'; compute stays as measured"]})
     if workload is not None:
-        changes["workload"] = load_workload(workload)
-        decided = workload_compute(
-            base.model_copy(update={"hardware": changes.get("hardware", base.hardware)}),
-            changes["workload"], workload, base.hardware.device_name)
-        changes["workload"] = decided.workload
-        if decided.match != "same":
-            changes["compute"], changes["hardware"] = decided.compute, decided.hardware
-        notes.append(decided.note)
-    if changes:
-        changes["notes"] = notes
-        return base.model_copy(update=changes)
+        base, _ = profile_with_workload(base, load_workload(workload), workload, device)
     return base
+
+
+def profile_with_workload(base: Profile, workload: Workload, name: str,
+                          calibrated_device: str | None = None) -> tuple[Profile, MatchKind]:
+    """``base`` predicting ``workload`` (named ``name`` in the notes), with the compute and
+    hardware ``workload_compute`` decides, and the match; what ``--profile P --workload W``
+    predicts (``resolve_profile``) and ``scalesim plan --profile`` ranks."""
+    decided = workload_compute(base, workload, name, calibrated_device)
+    changes: dict[str, Any] = {"workload": decided.workload, "notes": [*base.notes, decided.note]}
+    if decided.match != "same":
+        changes.update(compute=decided.compute, hardware=decided.hardware)
+    return base.model_copy(update=changes), decided.match
