@@ -166,22 +166,36 @@ def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak
 
 
 def pinned_efficiency(profile: Profile, base: LayoutInputs, micro_batch, per_node):
-    """Sustained matmul share of the peak at which the unsplit model on one device computes a
-    micro-step of ``micro_batch`` sequences in the profile's compute-curve time (times the
-    colocation slowdown of ``per_node`` busy devices). The model's compute is
-    ``A / efficiency + B`` (additive roofline), so two evaluations give A and B exactly;
-    clipped to (0, 1] (a curve faster than the peak pins 1). A recomputing workload's curve is
-    read as whole-forward recompute (the 4/3 convention), whatever the scenario's recompute
-    style, so that style changes the prediction by what it skips (docs/model.md §22)."""
+    """The sustained matmul share of ``pinned_compute`` (its kernel byte rate aside)."""
+    return pinned_compute(profile, base, micro_batch, per_node)[0]
+
+
+def pinned_compute(profile: Profile, base: LayoutInputs, micro_batch, per_node):
+    """(sustained matmul share of the peak, kernel byte rate in GB/s) at which the unsplit
+    model on one device computes a micro-step of ``micro_batch`` sequences in the profile's
+    compute-curve time (times the colocation slowdown of ``per_node`` busy devices). The
+    model's compute is ``A / efficiency + K / kernel_rate + R`` (additive roofline), so three
+    evaluations give A, K and the rest R exactly. The efficiency is solved with the kernel rate
+    kept, clipped to (0, 1]; where even efficiency 1 cannot reach the curve because the
+    kernels' bytes alone take longer than it (the byte rate a block fit found on a CPU is
+    below what a smaller model's cache-resident tensors reach), the kernel rate rises until
+    they fit in what is left, so the curve is still reproduced; a curve faster than the
+    matmuls at the peak keeps 1 and the rate. A recomputing workload's curve is read as
+    whole-forward recompute (the 4/3 convention), whatever the scenario's recompute style, so
+    that style changes the prediction by what it skips (docs/model.md §22)."""
     wl, curve = profile.workload, profile.compute
     b = np.asarray(micro_batch, dtype=float)
     one = base.replace(dp=1, tp=1, pp=1, cp=1, zero=0, micro_batch=b, global_batch=b,
                        schedule=0, virtual_stages=1, sequence_parallel=False, device_cv=0.0,
                        jitter_cv=0.0, slow_factor=1.0, recompute_early_stop=False,
                        recompute=RECOMPUTE["full" if wl.activation_recompute else "none"])
-    c1 = evaluate_layouts(one.replace(efficiency=1.0)).compute_s
-    c2 = evaluate_layouts(one.replace(efficiency=0.5)).compute_s
+    rate = np.asarray(base.memory_bandwidth_GBps if base.kernel_bandwidth_GBps is None
+                      else base.kernel_bandwidth_GBps, dtype=float)
+    c1 = evaluate_layouts(one.replace(efficiency=1.0, kernel_bandwidth_GBps=rate)).compute_s
+    c2 = evaluate_layouts(one.replace(efficiency=0.5, kernel_bandwidth_GBps=rate)).compute_s
+    c3 = evaluate_layouts(one.replace(efficiency=1.0, kernel_bandwidth_GBps=2 * rate)).compute_s
     a = c2 - c1
+    kernel_s = 2 * (c1 - c3)
     fixed = c1 - a
     overhead_s, per_sample_s, _ = curve.alone()
     slope = colocation_slope(curve.colocation_slowdown, curve.colocated_devices)
@@ -191,7 +205,10 @@ def pinned_efficiency(profile: Profile, base: LayoutInputs, micro_batch, per_nod
                                      base.memory_bandwidth_GBps))
     room = target - fixed
     eff = np.where(room > a, a / np.where(room > 0, room, 1.0), 1.0)
-    return np.clip(eff, MIN_EFFICIENCY, 1.0)
+    left = room - a + kernel_s  # what the kernels' bytes may take at efficiency 1
+    faster = (room <= a) & (left > 0) & (kernel_s > 0)
+    rate = np.where(faster, rate * kernel_s / np.where(faster, left, 1.0), rate)
+    return np.clip(eff, MIN_EFFICIENCY, 1.0), rate
 
 
 def check_rows(profile: Profile, dp, tp, pp, micro, global_batch, schedule, virtual_stages,
@@ -260,14 +277,15 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
         schedule = np.where(np.asarray(pp) > 1, SCHEDULES["interleaved" if split.virtual_stages
                                                           > 1 else "1f1b"], SCHEDULES["none"])
     virtual = np.where(np.asarray(pp) > 1, split.virtual_stages, 1)
-    eff = pinned_efficiency(profile, base, b, per_node)
+    eff, kernel_rate = pinned_compute(profile, base, b, per_node)
     recompute = RECOMPUTE[split.recompute_of(wl)]
     early_stop = split.stops_early(wl)
     x = base.replace(dp=dp, tp=tp, pp=pp, zero=zero, micro_batch=b, global_batch=gb,
                      schedule=schedule, virtual_stages=virtual, recompute=recompute,
                      recompute_early_stop=early_stop,
                      sequence_parallel=split.sequence_parallel & (np.asarray(tp) > 1),
-                     efficiency=eff, loader_samples_per_s=supply)
+                     efficiency=eff, kernel_bandwidth_GBps=kernel_rate,
+                     loader_samples_per_s=supply)
     result = evaluate_layouts(x)
     base_b = np.asarray(base_micro_batch, dtype=np.int64)
     alone = base.replace(dp=1, tp=1, pp=1, zero=0, micro_batch=base_b, global_batch=base_b * k,
@@ -275,7 +293,8 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
                          recompute_early_stop=early_stop,
                          sequence_parallel=False, device_cv=0.0, jitter_cv=0.0,
                          slow_factor=1.0, devices_per_node=1,
-                         efficiency=pinned_efficiency(profile, base, base_b, 1),
+                         **dict(zip(("efficiency", "kernel_bandwidth_GBps"),
+                                    pinned_compute(profile, base, base_b, 1), strict=True)),
                          loader_samples_per_s=supply_alone)
     one = evaluate_layouts(alone)
     speedup = result.samples_per_s / one.samples_per_s
@@ -315,11 +334,14 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], glob
     per_node = min(max(counts), setting.hardware.devices_per_node)
     supply, _ = loader_supply(profile, scenario, per_node)  # one loader per replica
 
-    def efficiency_of(micro_batch):  # pinned once per distinct micro-batch of the grid
+    def pinned(micro_batch, which: int):  # pinned once per distinct micro-batch of the grid
         values, at = np.unique(np.asarray(micro_batch), return_inverse=True)
-        return pinned_efficiency(profile, base, values, per_node)[at].reshape(np.shape(micro_batch))
+        return pinned_compute(profile, base, values, per_node)[which][at].reshape(
+            np.shape(micro_batch))
 
-    setting = setting.replace(efficiency_of=efficiency_of, loader_samples_per_s=float(supply))
+    setting = setting.replace(efficiency_of=lambda b: pinned(b, 0),
+                              kernel_bandwidth_of=lambda b: pinned(b, 1),
+                              loader_samples_per_s=float(supply))
     return rank_layouts(setting, counts, **plan_kwargs)
 
 

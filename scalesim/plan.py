@@ -181,6 +181,8 @@ class Setting:
     efficiency_of: Callable[[np.ndarray], np.ndarray] | None = None  # sustained share of the
     # peak per micro-batch (a scenario's compute pin, ``layout_predict.pinned_efficiency``);
     # None: ``efficiency`` at every micro-batch
+    kernel_bandwidth_of: Callable[[np.ndarray], np.ndarray] | None = None  # the layers' kernel
+    # byte rate per micro-batch, GB/s (the same pin); None: the hardware's
 
     def replace(self, **changes) -> Setting:
         """A copy with ``changes`` (``dataclasses.replace``)."""
@@ -292,7 +294,8 @@ def setting_inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         params=setting.params or s.param_count(), **layout,
         devices_per_node=hw.devices_per_node, peak_flops_per_s=_peak_flops(hw, setting.fp8),
         efficiency=efficiency, memory_bandwidth_GBps=hw.memory_bandwidth_GBps,
-        kernel_bandwidth_GBps=hw.kernel_bandwidth_GBps,
+        kernel_bandwidth_GBps=(hw.kernel_bandwidth_GBps if setting.kernel_bandwidth_of is None
+                               else setting.kernel_bandwidth_of(layout["micro_batch"])),
         intra_latency_s=hw.intra_node.latency_s, intra_busbw_GBps=hw.intra_node.busbw_GBps,
         inter_latency_s=hw.inter_node.latency_s, inter_busbw_GBps=hw.inter_node.busbw_GBps,
         device_memory_bytes=hw.device_memory_bytes,

@@ -154,6 +154,34 @@ def test_without_bytes_the_ratio_is_the_flops_formulas(tmp_path):
         32 / 15, rel=1e-5)
 
 
+def test_a_block_byte_rate_slower_than_the_timed_model_still_reproduces_it(tmp_path):
+    """A CPU's block fit can find a byte rate at which the timed model's kernel bytes alone
+    take longer than its measured micro-step (its small tensors stay in cache; measured here:
+    87-98 % of the tiny gpt's micro-step at batch 2 on this machine's fits). Efficiency 1 then
+    cannot reach the curve; the kernel rate rises until the bytes fit, so predict (and the
+    planner, which pins alike) still reproduces the measured micro-step exactly (before: the
+    efficiency clipped at 1 and the step came out above the measurement)."""
+    from scalesim.model.compute import optimizer_roofline_s
+
+    data = load_profile(H200).model_dump(mode="json")
+    shape = builtin_gpt.shape_of(128, 2, 64, 512, False)
+    data["hardware"]["device_name"] = "CPU: some Xeon"
+    data["workload"].update(name=builtin_gpt.name_of(128, 2, 64, 512), params=shape.param_count())
+    data["compute"].update(model_shape=shape.model_dump(mode="json"), overhead_s=1e-3,
+                           per_sample_s=2e-4, optimizer_step_s=1e-3)
+    data["model_parallel"].update(peak_tflops=None, matmul_efficiency=None,
+                                  memory_bandwidth_GBps=0.5)
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps(data))
+    own = gpt_workload(tmp_path, 64, "tiny", layers=2, hidden=128, heads=2, vocab=512)
+    profile = resolve_profile(str(path), None, own)
+    assert "stays as measured" in profile.notes[-1]
+    optimizer_s = float(optimizer_roofline_s(shape.param_count(), 4, 4, 8, 0.5))
+    for b in (1, 4, 16):
+        row = predict(profile, Scenario(devices=[1], micro_batch=b))[0]
+        assert row.compute_s - optimizer_s == pytest.approx(1e-3 + 2e-4 * b, rel=1e-9), b
+
+
 def test_plan_profile_takes_the_same_decision(tmp_path, capsys):
     """``scalesim plan --profile`` with the timed model ranks on its measured curve (each
     layout's efficiency pinned as predict pins it, so a row's compute is predict's for that
@@ -191,24 +219,33 @@ BLOCK = ["--block-hidden", "256", "--block-seq", "128", "--block-tp", "1,2,4"]
 @pytest.mark.slow
 def test_a_cpu_calibration_records_its_gpt_and_predicts_it_at_twice_the_sequence(tmp_path):
     """One real calibration of the tiny gpt on this CPU (one process, compute phase and the
-    block, about 10 s). The profile records its shape; predicted at its own sequence it
-    reproduces the measured micro-step (the fitted curve exactly, each timed point within
-    sqrt(n) x the fit's relative RMS error, a bound that holds by the error's definition); at
-    twice the sequence a sample costs more than twice as much: by the FLOPs formula's ratio
-    (32/15 = 2.133, by hand) to at most 7 % above it, whatever byte rate the block fit found
-    on a busy machine (the layout model's ratio for this shape runs from 2.133 with free bytes
-    to 2.271 with bytes only: unfused scores, 13as bytes a token, grow with the sequence)."""
+    block, about 10 s; run again, up to three times, where other work spoiled the block's
+    timings so that no fit came out: 1 run in 17 here at load 5). The profile records its
+    shape; predicted at its own sequence it reproduces the measured micro-step (the fitted
+    curve exactly, each timed point within sqrt(n) x the fit's relative RMS error, a bound
+    that holds by the error's definition); at twice the sequence a sample costs more than
+    twice as much: by the FLOPs formula's ratio (32/15 = 2.133, by hand) to at most 7 %
+    above it, whatever byte rate the block fit found on a busy machine (the layout model's
+    ratio for this shape runs from 2.133 with free bytes to 2.271 with bytes only: unfused
+    scores, 13as bytes a token, grow with the sequence)."""
     out = tmp_path / "cpu.json"
-    run = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=1",
-         "-m", "scalesim.calibration", "--quick", "--no-progress", *GPT, "--batches",
-         "2,4,8,16", "--repeats", "6", "--phases", "compute", *BLOCK, "--out", str(out)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
-    assert run.returncode == 0, run.stderr[-3000:]
-    base = load_profile(out)
+    base, why = None, ""
+    for _ in range(3):  # other work on a busy machine can spoil one run's block timings
+        run = subprocess.run(
+            [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=1",
+             "-m", "scalesim.calibration", "--quick", "--no-progress", *GPT, "--batches",
+             "2,4,8,16", "--repeats", "6", "--phases", "compute", *BLOCK, "--out", str(out)],
+            cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+        why = run.stderr[-3000:]
+        if run.returncode == 0:
+            base = load_profile(out)
+            why = "; ".join(base.notes)
+            if base.model_parallel is not None:
+                break
+    assert base is not None and base.model_parallel is not None, why
     assert base.compute.model_shape == builtin_gpt.shape_of(128, 2, 64, 512, False)
     assert base.compute.model_shape.param_count() == base.workload.params
-    assert base.model_parallel is not None and base.hardware.memory_bandwidth_GBps is None
+    assert base.hardware.memory_bandwidth_GBps is None  # a CPU: the block fit's rate serves
 
     def curve_of(seq_len: int):
         path = gpt_workload(tmp_path, seq_len, "tiny", layers=2, hidden=128, heads=2, vocab=512)
