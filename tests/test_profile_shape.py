@@ -210,6 +210,41 @@ def test_plan_profile_takes_the_same_decision(tmp_path, capsys):
             assert "pinned to that curve" in out.splitlines()[0]
 
 
+def declared_gpt(layers: int = 2):
+    """A user's factory (``test_profile_shape:declared_gpt``): a small GPT whose make_batch
+    declares its architecture as ``transformer`` (here: two layers, hidden 128)."""
+    from scalesim.calibration.models import builtin
+
+    bundle = builtin("gpt", 128, 2, 64, 512, 32)
+
+    def make_batch(b):
+        return bundle.make_batch(b)
+
+    make_batch.transformer = {"layers": layers, "hidden": 128, "heads": 2, "seq_len": 64,
+                              "vocab": 512, "flash_attention": True}
+    return bundle.model, make_batch
+
+
+def misdeclared_gpt():
+    return declared_gpt(layers=4)
+
+
+def test_a_factory_model_declares_its_transformer():
+    """``--model package.module:factory`` records the shape its make_batch declares (its
+    attention kernel as declared), checked against the model's own parameter count; a shape
+    that counts other parameters is one clear line."""
+    from scalesim.calibration.models import from_factory
+
+    from scalesim.errors import ScalesimError
+
+    bundle = from_factory("test_profile_shape:declared_gpt")
+    assert bundle.transformer == builtin_gpt.shape_of(128, 2, 64, 512, True)
+    assert not bundle.attention_by_device
+    # two more layers of 12h^2 + 13h = 198,272 parameters each (h = 128), by hand
+    with pytest.raises(ScalesimError, match="counts 867,072 parameters, the model has 470,528"):
+        from_factory("test_profile_shape:misdeclared_gpt")
+
+
 # --------------------------------------------------------------- a real CPU calibration
 
 GPT = ["--model", "gpt", "--width", "128", "--depth", "2", "--seq-len", "64", "--vocab", "512"]
