@@ -318,8 +318,8 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], glob
     device, jitter, recompute style, the profile's measured send/recv; each micro-batch's
     matmul efficiency pinned to the profile's compute curve as ``evaluate_rows`` pins it; the
     input supply per replica), so each row's step is what ``predict`` says of
-    ``scenario_of_row``. Over several counts the pin and the supply take the busy devices of
-    the largest one's servers. ``fp8``, ``tp_overlap``: as ``plan.plan``'s. ``plan_kwargs`` go
+    ``scenario_of_row``, at every count (the input supply: one loader per replica of the
+    largest count's servers). ``fp8``, ``tp_overlap``: as ``plan.plan``'s. ``plan_kwargs`` go
     to ``rank_layouts`` (top, split_only, include_unfit, rank_by, cp_values)."""
     wl, hw = profile.workload, layout_hardware(profile)
     if wl.transformer is None:
@@ -334,13 +334,14 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], glob
     per_node = min(max(counts), setting.hardware.devices_per_node)
     supply, _ = loader_supply(profile, scenario, per_node)  # one loader per replica
 
-    def pinned(micro_batch, which: int):  # pinned once per distinct micro-batch of the grid
-        values, at = np.unique(np.asarray(micro_batch), return_inverse=True)
-        return pinned_compute(profile, base, values, per_node)[which][at].reshape(
-            np.shape(micro_batch))
+    def pinned(micro_batch, busy, which: int):  # once per distinct (micro-batch, busy devices)
+        b, g = np.broadcast_arrays(np.asarray(micro_batch), np.asarray(busy))
+        pairs, at = np.unique(np.stack([b.ravel(), g.ravel()]), axis=1, return_inverse=True)
+        values = pinned_compute(profile, base, pairs[0], pairs[1])[which]
+        return values[np.ravel(at)].reshape(b.shape)
 
-    setting = setting.replace(efficiency_of=lambda b: pinned(b, 0),
-                              kernel_bandwidth_of=lambda b: pinned(b, 1),
+    setting = setting.replace(efficiency_of=lambda b, g: pinned(b, g, 0),
+                              kernel_bandwidth_of=lambda b, g: pinned(b, g, 1),
                               loader_samples_per_s=float(supply))
     return rank_layouts(setting, counts, **plan_kwargs)
 

@@ -210,6 +210,33 @@ def test_plan_profile_takes_the_same_decision(tmp_path, capsys):
             assert "pinned to that curve" in out.splitlines()[0]
 
 
+def test_plan_profile_rows_are_predicts_at_every_device_count(tmp_path, capsys):
+    """A curve timed with 2 devices of a server busy (10 % slower than one alone): the planner
+    on it pins each row at that row's busy devices, as predict does, so its 1- and 2-device
+    rows both compute what predict gives them (one pin for the whole list would have slowed
+    the 1-device rows by 10 %)."""
+    data = load_profile(H200).model_dump(mode="json")
+    data["compute"].update(colocated_devices=2, colocation_slowdown=0.1)
+    data["hardware"]["devices_per_node"] = 2
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(data))
+    same = gpt_workload(tmp_path)
+    code, out, err = run_cli(capsys, ["plan", "--profile", str(path), "--workload", same,
+                                      "--devices", "1,2", "--global-batch", "8", "--top", "500",
+                                      "--json"])
+    assert code == 0, err
+    profile = resolve_profile(str(path), None, same)
+    plain = [r for r in json.loads(out) if r["tp"] == 1 and r["pp"] == 1 and r["zero"] == 0
+             and r["recompute"] == "none"]
+    assert {r["devices"] for r in plain} == {1, 2}
+    for r in plain:
+        scenario = Scenario(devices=[r["devices"]], micro_batch=r["micro_batch"],
+                            accumulation=r["accumulation"],
+                            layout=ScenarioLayout(tp=1, pp=1, recompute="none"))
+        assert r["breakdown_s"]["compute_s"] == pytest.approx(
+            predict(profile, scenario)[0].compute_s, rel=1e-9), r
+
+
 def declared_gpt(layers: int = 2):
     """A user's factory (``test_profile_shape:declared_gpt``): a small GPT whose make_batch
     declares its architecture as ``transformer`` (here: two layers, hidden 128)."""
