@@ -298,6 +298,8 @@ def run(ctx: DistContext, bundle: models.ModelBundle, args, progress) -> Compute
         colocation_slowdown=slowdown,
         max_micro_batch=points[-1].micro_batch if oom_batch else None, oom_micro_batch=oom_batch,
         precision=args.precision, measured=True,
+        model_shape=(bundle.transformer.model_copy(update={"flash_attention": ctx.on_gpu})
+                     if bundle.attention_by_device else bundle.transformer),  # the block's rule
         source=(f"measured by scalesim calibrate: {bundle.name}, {ctx.world} rank(s) at once on "
                 f"{device.type}, {args.warmup} warm-up + {args.repeats} timed steps per size "
                 f"({'CUDA events' if ctx.on_gpu else 'monotonic clock'}); {ceiling_note}"

@@ -17,7 +17,9 @@ from scalesim.calibration.factories import call_factory, load_callable
 from scalesim.calibration.options import BUILTIN_MODELS
 from torch import nn
 
+from scalesim import builtin_gpt
 from scalesim.errors import ScalesimError
+from scalesim.schemas import TransformerShape
 
 CLASSES = 10
 
@@ -31,6 +33,10 @@ class ModelBundle:
     make_batch: Callable
     loss_fn: Callable
     sample_unit: str = "samples"
+    transformer: TransformerShape | None = None  # the architecture, when it is a transformer
+    # (the built-in gpt, or a factory's make_batch.transformer)
+    attention_by_device: bool = False  # flash_attention is the device's (the built-in gpt's
+    # scaled_dot_product_attention fuses on GPUs), set where the device is known
 
 
 def default_loss(outputs, targets):
@@ -102,7 +108,7 @@ class SmallGPT(nn.Module):
 
     def __init__(self, width: int, depth: int, seq_len: int, vocab: int):
         super().__init__()
-        heads = max(1, width // 64)
+        heads = builtin_gpt.heads_of(width)
         if width % heads:
             raise ScalesimError(f"gpt width {width} must be a multiple of 64 (or below 64)")
         self.tokens = nn.Embedding(vocab, width)
@@ -231,8 +237,9 @@ def builtin(name: str, width: int | None, depth: int | None, seq_len: int, vocab
             tokens = torch.randint(0, vocab, (b, seq_len + 1))
             return tokens[:, :-1], tokens[:, 1:]
 
-        return ModelBundle(f"gpt(width={width}, depth={depth}, seq={seq_len}, vocab={vocab})",
-                           model, make_batch, default_loss, f"sequences of {seq_len} tokens")
+        return ModelBundle(builtin_gpt.name_of(width, depth, seq_len, vocab), model, make_batch,
+                           default_loss, f"sequences of {seq_len} tokens",
+                           builtin_gpt.shape_of(width, depth, seq_len, vocab, False), True)
     raise ScalesimError(f"unknown model '{name}'; use {', '.join(BUILTIN_MODELS)} or "
                         "package.module:factory")
 
@@ -252,7 +259,30 @@ def from_factory(spec: str) -> ModelBundle:
     if not callable(make_batch) or not callable(loss_fn):
         raise ScalesimError(f"model factory '{spec}': make_batch and loss_fn must be callable")
     unit = getattr(make_batch, "sample_unit", "samples")
-    return ModelBundle(spec, model, make_batch, loss_fn, unit)
+    return ModelBundle(spec, model, make_batch, loss_fn, unit,
+                       declared_shape(spec, make_batch, model))
+
+
+def declared_shape(spec: str, make_batch, model: nn.Module) -> TransformerShape | None:
+    """The transformer a factory declares as ``make_batch.transformer`` (a dict of
+    ``TransformerShape`` fields, or one), checked against the model's own parameter count
+    (within ``schemas.PARAMS_TOLERANCE``); None when it declares none. The profile records it
+    (``ComputeCurve.model_shape``) so that another shape or sequence is never taken for it."""
+    from scalesim.jsonio import parse_model
+    from scalesim.schemas import PARAMS_TOLERANCE
+
+    declared = getattr(make_batch, "transformer", None)
+    if declared is None:
+        return None
+    what = f"model factory '{spec}': make_batch.transformer"
+    shape = declared if isinstance(declared, TransformerShape) else parse_model(
+        declared, TransformerShape, what)
+    counted = parameter_count(model)
+    if abs(shape.param_count() / counted - 1.0) > PARAMS_TOLERANCE:
+        raise ScalesimError(f"{what} counts {shape.param_count():,.0f} parameters, the model has "
+                            f"{counted:,} ({100 * abs(shape.param_count() / counted - 1):.1f}% "
+                            f"apart, more than {100 * PARAMS_TOLERANCE:g}%): fix the shape")
+    return shape
 
 
 def load_model(args) -> ModelBundle:

@@ -96,15 +96,16 @@ def layout_hardware(profile: Profile) -> Hardware:
 
 
 def _peak_and_bandwidth(profile: Profile) -> tuple[float, bool, float]:
-    from scalesim.profiles import _peak_tflops, memory_bandwidth_GBps
+    from scalesim.profiles import _peak_tflops, device_bandwidth_GBps
 
     hw = profile.hardware
     peak = hw.peak_tflops or _peak_tflops(hw.device_name)
-    bandwidth = memory_bandwidth_GBps(hw.device_name, hw.memory_bandwidth_GBps)
+    bandwidth = device_bandwidth_GBps(profile)
     if bandwidth is None:
         raise ScalesimError(f"hardware '{hw.name}' has no memory_bandwidth_GBps and none is known "
                             f"for '{hw.device_name}'; a transformer layout needs it for "
-                            "memory-bound work")
+                            "memory-bound work (on a CPU: calibrate with --block-hidden, whose "
+                            "fit gives it)")
     if peak is None:
         return NOMINAL_PEAK_FLOPS, False, bandwidth
     return peak * 1e12, True, bandwidth
@@ -165,22 +166,36 @@ def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak
 
 
 def pinned_efficiency(profile: Profile, base: LayoutInputs, micro_batch, per_node):
-    """Sustained matmul share of the peak at which the unsplit model on one device computes a
-    micro-step of ``micro_batch`` sequences in the profile's compute-curve time (times the
-    colocation slowdown of ``per_node`` busy devices). The model's compute is
-    ``A / efficiency + B`` (additive roofline), so two evaluations give A and B exactly;
-    clipped to (0, 1] (a curve faster than the peak pins 1). A recomputing workload's curve is
-    read as whole-forward recompute (the 4/3 convention), whatever the scenario's recompute
-    style, so that style changes the prediction by what it skips (docs/model.md §22)."""
+    """The sustained matmul share of ``pinned_compute`` (its kernel byte rate aside)."""
+    return pinned_compute(profile, base, micro_batch, per_node)[0]
+
+
+def pinned_compute(profile: Profile, base: LayoutInputs, micro_batch, per_node):
+    """(sustained matmul share of the peak, kernel byte rate in GB/s) at which the unsplit
+    model on one device computes a micro-step of ``micro_batch`` sequences in the profile's
+    compute-curve time (times the colocation slowdown of ``per_node`` busy devices). The
+    model's compute is ``A / efficiency + K / kernel_rate + R`` (additive roofline), so three
+    evaluations give A, K and the rest R exactly. The efficiency is solved with the kernel rate
+    kept, clipped to (0, 1]; where even efficiency 1 cannot reach the curve because the
+    kernels' bytes alone take longer than it (the byte rate a block fit found on a CPU is
+    below what a smaller model's cache-resident tensors reach), the kernel rate rises until
+    they fit in what is left, so the curve is still reproduced; a curve faster than the
+    matmuls at the peak keeps 1 and the rate. A recomputing workload's curve is read as
+    whole-forward recompute (the 4/3 convention), whatever the scenario's recompute style, so
+    that style changes the prediction by what it skips (docs/model.md §22)."""
     wl, curve = profile.workload, profile.compute
     b = np.asarray(micro_batch, dtype=float)
     one = base.replace(dp=1, tp=1, pp=1, cp=1, zero=0, micro_batch=b, global_batch=b,
                        schedule=0, virtual_stages=1, sequence_parallel=False, device_cv=0.0,
                        jitter_cv=0.0, slow_factor=1.0, recompute_early_stop=False,
                        recompute=RECOMPUTE["full" if wl.activation_recompute else "none"])
-    c1 = evaluate_layouts(one.replace(efficiency=1.0)).compute_s
-    c2 = evaluate_layouts(one.replace(efficiency=0.5)).compute_s
+    rate = np.asarray(base.memory_bandwidth_GBps if base.kernel_bandwidth_GBps is None
+                      else base.kernel_bandwidth_GBps, dtype=float)
+    c1 = evaluate_layouts(one.replace(efficiency=1.0, kernel_bandwidth_GBps=rate)).compute_s
+    c2 = evaluate_layouts(one.replace(efficiency=0.5, kernel_bandwidth_GBps=rate)).compute_s
+    c3 = evaluate_layouts(one.replace(efficiency=1.0, kernel_bandwidth_GBps=2 * rate)).compute_s
     a = c2 - c1
+    kernel_s = 2 * (c1 - c3)
     fixed = c1 - a
     overhead_s, per_sample_s, _ = curve.alone()
     slope = colocation_slope(curve.colocation_slowdown, curve.colocated_devices)
@@ -190,7 +205,10 @@ def pinned_efficiency(profile: Profile, base: LayoutInputs, micro_batch, per_nod
                                      base.memory_bandwidth_GBps))
     room = target - fixed
     eff = np.where(room > a, a / np.where(room > 0, room, 1.0), 1.0)
-    return np.clip(eff, MIN_EFFICIENCY, 1.0)
+    left = room - a + kernel_s  # what the kernels' bytes may take at efficiency 1
+    faster = (room <= a) & (left > 0) & (kernel_s > 0)
+    rate = np.where(faster, rate * kernel_s / np.where(faster, left, 1.0), rate)
+    return np.clip(eff, MIN_EFFICIENCY, 1.0), rate
 
 
 def check_rows(profile: Profile, dp, tp, pp, micro, global_batch, schedule, virtual_stages,
@@ -259,14 +277,15 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
         schedule = np.where(np.asarray(pp) > 1, SCHEDULES["interleaved" if split.virtual_stages
                                                           > 1 else "1f1b"], SCHEDULES["none"])
     virtual = np.where(np.asarray(pp) > 1, split.virtual_stages, 1)
-    eff = pinned_efficiency(profile, base, b, per_node)
+    eff, kernel_rate = pinned_compute(profile, base, b, per_node)
     recompute = RECOMPUTE[split.recompute_of(wl)]
     early_stop = split.stops_early(wl)
     x = base.replace(dp=dp, tp=tp, pp=pp, zero=zero, micro_batch=b, global_batch=gb,
                      schedule=schedule, virtual_stages=virtual, recompute=recompute,
                      recompute_early_stop=early_stop,
                      sequence_parallel=split.sequence_parallel & (np.asarray(tp) > 1),
-                     efficiency=eff, loader_samples_per_s=supply)
+                     efficiency=eff, kernel_bandwidth_GBps=kernel_rate,
+                     loader_samples_per_s=supply)
     result = evaluate_layouts(x)
     base_b = np.asarray(base_micro_batch, dtype=np.int64)
     alone = base.replace(dp=1, tp=1, pp=1, zero=0, micro_batch=base_b, global_batch=base_b * k,
@@ -274,7 +293,8 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
                          recompute_early_stop=early_stop,
                          sequence_parallel=False, device_cv=0.0, jitter_cv=0.0,
                          slow_factor=1.0, devices_per_node=1,
-                         efficiency=pinned_efficiency(profile, base, base_b, 1),
+                         **dict(zip(("efficiency", "kernel_bandwidth_GBps"),
+                                    pinned_compute(profile, base, base_b, 1), strict=True)),
                          loader_samples_per_s=supply_alone)
     one = evaluate_layouts(alone)
     speedup = result.samples_per_s / one.samples_per_s
@@ -290,32 +310,40 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
         global_batch=full(gb), matmul_efficiency=full(eff, float), peak_known=peak_known)
 
 
-def plan_at(profile: Profile, scenario: Scenario, devices: int, global_batch: int,
-            **plan_kwargs):
-    """``scalesim.plan.rank_layouts`` for this profile and scenario at one device count: every
-    layout of the workload's shape evaluated with the inputs ``predict`` gives it
-    (``scenario_setting``: the scenario's links, server size, overlap, slow device, jitter,
-    recompute style, the profile's measured send/recv; each micro-batch's matmul efficiency
-    pinned to the profile's compute curve as ``evaluate_rows`` pins it; the input supply per
-    replica), so each row's step is what ``predict`` says of ``scenario_of_row``.
-    ``plan_kwargs`` go to ``rank_layouts`` (top, split_only, include_unfit, rank_by)."""
+def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], global_batch: int,
+            fp8: bool = False, tp_overlap: bool = False, **plan_kwargs):
+    """``scalesim.plan.rank_layouts`` for this profile and scenario at one device count (or
+    several, ranked together): every layout of the workload's shape evaluated with the inputs
+    ``predict`` gives it (``scenario_setting``: the scenario's links, server size, overlap, slow
+    device, jitter, recompute style, the profile's measured send/recv; each micro-batch's
+    matmul efficiency pinned to the profile's compute curve as ``evaluate_rows`` pins it; the
+    input supply per replica), so each row's step is what ``predict`` says of
+    ``scenario_of_row``, at every count (the input supply: one loader per replica of the
+    largest count's servers). ``fp8``, ``tp_overlap``: as ``plan.plan``'s. ``plan_kwargs`` go
+    to ``rank_layouts`` (top, split_only, include_unfit, rank_by, cp_values)."""
     wl, hw = profile.workload, layout_hardware(profile)
     if wl.transformer is None:
         raise ScalesimError(f"workload '{wl.name}' has no transformer shape: there are no "
                             "layouts to plan")
+    counts = [int(d) for d in np.atleast_1d(devices)]
     peak, _, bandwidth = _peak_and_bandwidth(profile)
     setting = scenario_setting(wl, hw, scenario, peak, bandwidth, jitter_cv_of(profile, scenario),
-                               measured_p2p(profile), global_batch)
+                               measured_p2p(profile), global_batch).replace(
+                                   fp8=fp8, tp_overlap=tp_overlap)
     base = setting_inputs(setting)
-    per_node = min(devices, setting.hardware.devices_per_node)
+    per_node = min(max(counts), setting.hardware.devices_per_node)
     supply, _ = loader_supply(profile, scenario, per_node)  # one loader per replica
 
-    def efficiency_of(micro_batch):  # pinned once per distinct micro-batch of the grid
-        values, at = np.unique(np.asarray(micro_batch), return_inverse=True)
-        return pinned_efficiency(profile, base, values, per_node)[at].reshape(np.shape(micro_batch))
+    def pinned(micro_batch, busy, which: int):  # once per distinct (micro-batch, busy devices)
+        b, g = np.broadcast_arrays(np.asarray(micro_batch), np.asarray(busy))
+        pairs, at = np.unique(np.stack([b.ravel(), g.ravel()]), axis=1, return_inverse=True)
+        values = pinned_compute(profile, base, pairs[0], pairs[1])[which]
+        return values[np.ravel(at)].reshape(b.shape)
 
-    setting = setting.replace(efficiency_of=efficiency_of, loader_samples_per_s=float(supply))
-    return rank_layouts(setting, [devices], **plan_kwargs)
+    setting = setting.replace(efficiency_of=lambda b, g: pinned(b, g, 0),
+                              kernel_bandwidth_of=lambda b, g: pinned(b, g, 1),
+                              loader_samples_per_s=float(supply))
+    return rank_layouts(setting, counts, **plan_kwargs)
 
 
 def scenario_of_row(scenario: Scenario, row) -> Scenario:

@@ -178,9 +178,11 @@ class Setting:
     algorithm: int = coll.AUTO  # all-reduce of the dp exchange (``collectives.ALGORITHMS`` codes)
     bucket_bytes: float = DDP_BUCKET_BYTES  # DDP gradient bucket (ZeRO-0), bytes
     first_bucket_bytes: float = DDP_FIRST_BUCKET_BYTES  # DDP's first bucket, bytes
-    efficiency_of: Callable[[np.ndarray], np.ndarray] | None = None  # sustained share of the
-    # peak per micro-batch (a scenario's compute pin, ``layout_predict.pinned_efficiency``);
-    # None: ``efficiency`` at every micro-batch
+    efficiency_of: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None  # sustained
+    # share of the peak per (micro-batch, busy devices per server) of a layout (a scenario's
+    # compute pin, ``layout_predict.pinned_compute``); None: ``efficiency`` everywhere
+    kernel_bandwidth_of: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None  # the
+    # layers' kernel byte rate alike, GB/s (the same pin); None: the hardware's
 
     def replace(self, **changes) -> Setting:
         """A copy with ``changes`` (``dataclasses.replace``)."""
@@ -226,8 +228,10 @@ def calibrated_hardware(profile: Profile) -> tuple[Hardware, float, str]:
                                                                 else None)
         peak = datasheet_peak or mp.sustained_tflops
         efficiency = clip("matmul_efficiency", min(mp.sustained_tflops / peak, 1.0))
+        from scalesim.profiles import device_bandwidth_GBps
+
         kernel_bw = mp.memory_bandwidth_GBps
-        bandwidth = hw.memory_bandwidth_GBps or (listed_bw[0] if listed_bw else kernel_bw)
+        bandwidth = device_bandwidth_GBps(profile)
         of_what = "" if datasheet_peak else " (no datasheet peak: sustained)"
         note = (f"calibrated: matmul efficiency {efficiency:.3g} ({min(mp.sustained_tflops, peak):.4g}"
                 f" of {peak:.4g} TFLOP/s{of_what}), layer kernels' bytes at {kernel_bw:.4g} GB/s "
@@ -281,8 +285,10 @@ def setting_inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         raise ScalesimError(f"hardware '{hw.name}' has no memory_bandwidth_GBps; the planner "
                             "needs it for memory-bound work")
     layout = {**NO_LAYOUT, "global_batch": setting.global_batch, **layout_arrays}
+    busy = np.minimum(np.asarray(layout["dp"]) * np.asarray(layout["tp"])
+                      * np.asarray(layout["pp"]) * np.asarray(layout["cp"]), hw.devices_per_node)
     efficiency = (setting.efficiency if setting.efficiency_of is None
-                  else setting.efficiency_of(layout["micro_batch"]))
+                  else setting.efficiency_of(layout["micro_batch"], busy))
     return LayoutInputs(
         layers=s.layers, hidden=s.hidden, heads=s.heads, kv_heads=s.kv_of(),
         ffn_hidden=s.ffn_of(), gated=s.gated_mlp, seq_len=s.seq_len, vocab=s.vocab,
@@ -290,7 +296,8 @@ def setting_inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         params=setting.params or s.param_count(), **layout,
         devices_per_node=hw.devices_per_node, peak_flops_per_s=_peak_flops(hw, setting.fp8),
         efficiency=efficiency, memory_bandwidth_GBps=hw.memory_bandwidth_GBps,
-        kernel_bandwidth_GBps=hw.kernel_bandwidth_GBps,
+        kernel_bandwidth_GBps=(hw.kernel_bandwidth_GBps if setting.kernel_bandwidth_of is None
+                               else setting.kernel_bandwidth_of(layout["micro_batch"], busy)),
         intra_latency_s=hw.intra_node.latency_s, intra_busbw_GBps=hw.intra_node.busbw_GBps,
         inter_latency_s=hw.inter_node.latency_s, inter_busbw_GBps=hw.inter_node.busbw_GBps,
         device_memory_bytes=hw.device_memory_bytes,

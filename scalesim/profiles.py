@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from scalesim.schemas import (
     Profile,
     ReferenceThroughput,
     Scenario,
+    TransformerShape,
     Workload,
 )
 
@@ -50,6 +52,15 @@ def memory_bandwidth_GBps(device_name: str, given: float | None = None) -> float
         return given
     known = presets.memory_bandwidth_of(device_name)
     return known[0] if known else None
+
+
+def device_bandwidth_GBps(profile: Profile) -> float | None:
+    """Memory bandwidth of the profile's device, GB/s: its hardware record's, else the
+    datasheet's, else (a CPU, an unlisted device) the byte rate its block calibration fitted
+    (``model_parallel``); None when none is known."""
+    hw, mp = profile.hardware, profile.model_parallel
+    listed = memory_bandwidth_GBps(hw.device_name, hw.memory_bandwidth_GBps)
+    return listed if listed is not None or mp is None else mp.memory_bandwidth_GBps
 
 
 def optimizer_estimate_s(workload: Workload, bandwidth_GBps: float) -> float:
@@ -286,57 +297,168 @@ def default_profile() -> Profile:
     )
 
 
-def _measured_on_another_model(base: Profile, workload: Workload) -> bool:
-    """Whether ``base``'s measured compute curve belongs to another model than ``workload``, a
-    transformer: its shape differs from the calibrated one's (defaults spelled out alike), or
-    the calibrated model had no shape and a parameter count more than 2 % away (the calibration
-    counts its own model's parameters exactly). A parameter-count workload only resizes the
-    exchange and memory."""
+def measured_shape(profile: Profile) -> TransformerShape | None:
+    """The transformer the profile's measured compute curve timed: the curve's record
+    (``ComputeCurve.model_shape``, calibrate's built-in gpt), else the workload's shape; for a
+    profile written before the record, the built-in gpt read back from its name
+    (``builtin_gpt.shape_from_name``: flash attention where it ran on GPUs, backend nccl) when
+    that shape counts the profile's parameters exactly, as the calibration counted them.
+    None: not a measured curve, or its model is not known to be a transformer."""
+    from scalesim import builtin_gpt
+
+    curve, workload = profile.compute, profile.workload
+    if not curve.measured:
+        return None
+    if curve.model_shape is not None or workload.transformer is not None:
+        return curve.model_shape or workload.transformer
+    named = builtin_gpt.shape_from_name(workload.name, profile.fingerprint.backend == "nccl")
+    if named is not None and named.param_count() == workload.params:
+        return named
+    return None
+
+
+def _architecture(shape: TransformerShape, seq_len: int | None = None) -> TransformerShape:
+    """``shape`` with its defaults spelled out (kv_heads = heads, ffn_hidden = 4 x hidden) and
+    without the attention kernel (``flash_attention`` says which kernel ran, not which model:
+    a measured curve timed the one that ran); ``seq_len`` replaces the sequence when given."""
+    update = {"kv_heads": shape.kv_of(), "ffn_hidden": shape.ffn_of(), "flash_attention": False}
+    if seq_len is not None:
+        update["seq_len"] = seq_len
+    return shape.model_copy(update=update)
+
+
+MatchKind = Literal["same", "sequence", "other"]
+
+
+def model_match(base: Profile, workload: Workload) -> MatchKind:
+    """How ``workload`` relates to the model ``base``'s measured compute curve timed
+    (``measured_shape``):
+
+    - ``'same'``: the curve is the workload's: the same architecture and sequence (defaults
+      spelled out alike, the attention kernel aside); a parameter-count workload, which only
+      resizes the exchange and memory; a curve that is not measured; or, with no shape known
+      for the measured model, a parameter count within 2 % of its (the calibration counts its
+      own model's parameters exactly);
+    - ``'sequence'``: the same architecture at another sequence length: a sample holds other
+      tokens and attention grows with the sequence, so the curve is scaled (``workload_compute``);
+    - ``'other'``: another model (another shape, or with no shape known a parameter count more
+      than 2 % away): its compute comes from its shape on the profile's device."""
+    base = require_model(base, Profile, "base")
+    workload = require_model(workload, Workload, "workload")
     if workload.transformer is None or not base.compute.measured:
-        return False
-    if base.workload.transformer is not None:
-        def spelled(shape):  # defaults written out: kv_heads = heads, ffn_hidden = 4 x hidden
-            return shape.model_copy(update={"kv_heads": shape.kv_of(), "ffn_hidden": shape.ffn_of()})
+        return "same"
+    timed = measured_shape(base)
+    if timed is None:
+        return "other" if abs(workload.params / base.workload.params - 1.0) > 0.02 else "same"
+    wanted = workload.transformer
+    if _architecture(timed) == _architecture(wanted):
+        return "same"
+    if _architecture(timed, wanted.seq_len) == _architecture(wanted):
+        return "sequence"
+    return "other"
 
-        return spelled(base.workload.transformer) != spelled(workload.transformer)
-    return abs(workload.params / base.workload.params - 1.0) > 0.02
 
-
-def _shape_compute(base: Profile, workload: Workload, name: str,
-                   calibrated_device: str) -> tuple[ComputeCurve, Hardware, str]:
-    """The compute curve of transformer ``workload`` on ``base``'s device from its shape, the
-    hardware to predict it on, and the note that says how. Where the profile has a block
-    calibration of that device (``calibrated_device``, before any ``--hardware``): at its
-    efficiency and kernel byte rate (``plan.calibrated_hardware``, as ``scalesim plan
-    --profile`` ranks), its byte rates kept in the hardware so that predict's layouts split
-    the work as the planner does; else at the published default efficiency on the datasheet."""
+def _shape_device(base: Profile, name: str,
+                  calibrated_device: str) -> tuple[Hardware, float | None, str, Hardware, str]:
+    """Where a transformer's compute is estimated from its shape on ``base``'s device: (the
+    hardware and efficiency ``compute_curve_from_shape`` reads, its basis in words, the
+    hardware to predict on, the note's reason). With a block calibration of that device
+    (``calibrated_device``, before any ``--hardware``): its efficiency and kernel byte rate
+    (``plan.calibrated_hardware``, as ``scalesim plan --profile`` ranks), the byte rates kept
+    in the hardware so that predict's layouts split the work as the planner does; else the
+    published default efficiency on the datasheet."""
     from scalesim.plan import calibrated_hardware
 
     hw, mp = base.hardware, base.model_parallel
     if mp is None or not presets.same_device(hw.device_name, calibrated_device):
-        try:
-            curve, _ = compute_curve_from_shape(workload, hw)
-        except ScalesimError:
+        if _peak_tflops(hw.device_name, hw) is None or memory_bandwidth_GBps(
+                hw.device_name, hw.memory_bandwidth_GBps) is None:
             raise ScalesimError(
-                f"profile '{base.name}' measured another model than workload '{name}', and its "
-                f"device '{hw.device_name}' has no datasheet peak and memory bandwidth to "
-                "estimate the workload's compute: calibrate with --block-hidden "
-                "(docs/calibration.md), or on the workload's own model") from None
+                f"workload '{name}' is not the model profile '{base.name}' timed (another shape "
+                f"or sequence), and its device '{hw.device_name}' has no datasheet peak and "
+                "memory bandwidth to estimate the workload's compute: calibrate with "
+                "--block-hidden (docs/calibration.md), or on the workload's own model")
         why = ("the profile has no block calibration; calibrate --block-hidden" if mp is None
                else f"the profile's block calibration of {calibrated_device} does not describe "
                f"{hw.device_name}")
-        return curve, hw, (f"workload replaced by '{name}', another model than the one timed: "
-                           "its compute from its shape at the published default matmul "
-                           f"efficiency ({why})")
+        return hw, None, "", hw, f"at the published default matmul efficiency ({why})"
     hardware, efficiency, note = calibrated_hardware(base)
-    curve, _ = compute_curve_from_shape(workload, hardware, efficiency,
-                                        basis="the profile's block calibration")
     # the fit's kernel byte rate; the device bandwidth (datasheet, or the fit's on a CPU)
     rates = {"kernel_bandwidth_GBps": hardware.kernel_bandwidth_GBps,
              "memory_bandwidth_GBps": hardware.memory_bandwidth_GBps}
-    return curve, hw.model_copy(update=rates), \
-        (f"workload replaced by '{name}', another model than the one timed: its compute from "
-         f"its shape at the profile's block calibration ({note})")
+    return (hardware, efficiency, "the profile's block calibration", hw.model_copy(update=rates),
+            f"at the profile's block calibration ({note})")
+
+
+@dataclass(frozen=True)
+class WorkloadCompute:
+    """What ``workload_compute`` decided: the match (``model_match``), the compute curve, the
+    hardware to predict on and the note that says how."""
+
+    match: MatchKind
+    workload: Workload  # the workload, with the timed run's attention kernel when it is that model
+    compute: ComputeCurve
+    hardware: Hardware
+    note: str
+
+
+def workload_compute(base: Profile, workload: Workload, name: str,
+                     calibrated_device: str | None = None) -> WorkloadCompute:
+    """The compute of ``workload`` (named ``name``) on measured profile ``base``: the one
+    decision predict (``resolve_profile``: sweep, decide, goal) and ``scalesim plan --profile``
+    take. ``calibrated_device``: the device the profile measured (default: its hardware's; the
+    hardware may have been replaced by ``--hardware``).
+
+    - same model (``model_match``): the measured curve as it is;
+    - the same transformer at sequence s' instead of the timed s: the measured curve with its
+      per-sample time scaled by the layout model's per-sample ratio of the two shapes on the
+      profile's device (``compute_curve_from_shape`` at the numbers the other-model path uses;
+      with the timed run's attention kernel for both), its fixed per-micro-step time kept
+      (launches and weight reads do not depend on s) and its optimizer step scaled by the
+      parameter counts (the s x h position table); the memory ceiling it measured is dropped
+      (it was in sequences of s tokens). docs/model.md §22;
+    - another model: its compute from its shape on the device (``compute_curve_from_shape``)."""
+    base = require_model(base, Profile, "base")
+    workload = require_model(workload, Workload, "workload")
+    calibrated_device = calibrated_device or base.hardware.device_name
+    match = model_match(base, workload)
+    timed, kernel = measured_shape(base), ""
+    if match != "other" and timed is not None and workload.transformer is not None \
+            and workload.transformer.flash_attention != timed.flash_attention:
+        workload = workload.model_copy(update={"transformer": workload.transformer.model_copy(
+            update={"flash_attention": timed.flash_attention})})
+        fused = "fused" if timed.flash_attention else "unfused"
+        kernel = (f"; attention as the timed run computed it ({fused}: flash_attention "
+                  f"{timed.flash_attention})")
+    if match == "same":
+        return WorkloadCompute(match, workload, base.compute, base.hardware,
+                               f"workload sizes replaced by '{name}'; compute stays as "
+                               f"measured{kernel}")
+    hardware, efficiency, basis, predict_hw, where = _shape_device(base, name, calibrated_device)
+    if match == "other":
+        curve, _ = compute_curve_from_shape(workload, hardware, efficiency, basis)
+        return WorkloadCompute(match, workload, curve, predict_hw, (
+            f"workload replaced by '{name}', another model than the one timed: its compute from "
+            f"its shape {where}"))
+    wanted = workload.transformer
+    per_sample = [compute_curve_from_shape(
+        workload.model_copy(update={"transformer": shape, "params": shape.param_count()}),
+        hardware, efficiency, basis)[0].per_sample_s for shape in (timed, wanted)]
+    ratio = per_sample[1] / per_sample[0]
+    measured = base.compute
+    curve = parse_model({
+        **measured.model_dump(mode="json"), "per_sample_s": measured.per_sample_s * ratio,
+        "optimizer_step_s": measured.optimizer_step_s * wanted.param_count()
+        / timed.param_count(), "rel_rmse": None, "points": [], "max_micro_batch": None,
+        "oom_micro_batch": None, "measured": False, "model_shape": wanted.model_dump(mode="json"),
+        "source": (f"{measured.source}; measured at sequence {timed.seq_len}, scaled to "
+                   f"{wanted.seq_len}: per sample x {ratio:.4g}, the layout model's ratio")},
+        ComputeCurve, f"compute of workload '{name}'")
+    return WorkloadCompute(match, workload, curve, predict_hw, (
+        f"workload replaced by '{name}', the timed model at sequence {wanted.seq_len} instead of "
+        f"{timed.seq_len}: the measured curve's per-sample time x {ratio:.4g}, the ratio of the "
+        f"two shapes' per-sample times in the layout model {where}; fixed time per micro-step "
+        f"as measured{kernel}"))
 
 
 def parse_profile(data: Any, what: str = "profile") -> Profile:
@@ -392,22 +514,23 @@ def resolve_profile(
         wl = load_workload(workload or presets.DEFAULT_WORKLOAD)
         return profile_from_presets(hw, wl)
     base = load_profile(profile)
-    changes: dict[str, Any] = {}
-    notes = list(base.notes)
+    device = base.hardware.device_name
     if hardware is not None:
-        changes["hardware"] = load_hardware(hardware)
-        notes.append(f"hardware replaced by '{hardware}'; compute stays as measured")
+        base = base.model_copy(update={
+            "hardware": load_hardware(hardware),
+            "notes": [*base.notes, f"hardware replaced by '{hardware}'; compute stays as measured"]})
     if workload is not None:
-        changes["workload"] = load_workload(workload)
-        if _measured_on_another_model(base, changes["workload"]):
-            hw = changes.get("hardware", base.hardware)
-            changes["compute"], changes["hardware"], note = _shape_compute(
-                base.model_copy(update={"hardware": hw}), changes["workload"], workload,
-                base.hardware.device_name)
-            notes.append(note)
-        else:
-            notes.append(f"workload sizes replaced by '{workload}'; compute stays as measured")
-    if changes:
-        changes["notes"] = notes
-        return base.model_copy(update=changes)
+        base, _ = profile_with_workload(base, load_workload(workload), workload, device)
     return base
+
+
+def profile_with_workload(base: Profile, workload: Workload, name: str,
+                          calibrated_device: str | None = None) -> tuple[Profile, MatchKind]:
+    """``base`` predicting ``workload`` (named ``name`` in the notes), with the compute and
+    hardware ``workload_compute`` decides, and the match; what ``--profile P --workload W``
+    predicts (``resolve_profile``) and ``scalesim plan --profile`` ranks."""
+    decided = workload_compute(base, workload, name, calibrated_device)
+    changes: dict[str, Any] = {"workload": decided.workload, "notes": [*base.notes, decided.note]}
+    if decided.match != "same":
+        changes.update(compute=decided.compute, hardware=decided.hardware)
+    return base.model_copy(update=changes), decided.match

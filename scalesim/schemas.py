@@ -328,6 +328,11 @@ class ComputeCurve(_Strict):
     )
     precision: str = "unknown"
     measured: bool = False
+    model_shape: TransformerShape | None = Field(
+        default=None, description="the transformer whose micro-steps the points timed "
+        "(calibrate's built-in gpt), or that the curve was scaled to: decides whether another "
+        "workload is that model (profiles.model_match); None: not recorded (a user's model, a "
+        "profile written before it was)")
     source: str = ""
 
     @model_validator(mode="after")

@@ -134,16 +134,20 @@ def run(args: argparse.Namespace) -> int:
         args, DEFAULT_MATMUL_EFFICIENCY)
     # as predict does (predict.jitter_cv_of): --straggler-cv, else the profile's measured jitter
     jitter_cv = args.straggler_cv if args.straggler_cv is not None else measured_jitter
-    rows = plan(shape, hardware, args.devices, args.global_batch,
-                efficiency=args.efficiency or efficiency,
-                fp8=args.precision == "fp8", rank_by=args.rank, top=args.top,
-                include_unfit=args.all, params=params, cp_values=tuple(args.cp),
-                tp_overlap=args.tp_overlap, p2p=p2p,
-                recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE,
-                overlap=not args.no_overlap, jitter_cv=jitter_cv,
-                slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
-                zero_framework=args.zero_framework or "fsdp",
-                grad_sync=args.grad_sync or "every-micro-step")
+    measured = _on_the_measured_curve(args, shape, params)
+    if measured is not None:
+        rows, note = measured
+    else:
+        rows = plan(shape, hardware, args.devices, args.global_batch,
+                    efficiency=args.efficiency or efficiency,
+                    fp8=args.precision == "fp8", rank_by=args.rank, top=args.top,
+                    include_unfit=args.all, params=params, cp_values=tuple(args.cp),
+                    tp_overlap=args.tp_overlap, p2p=p2p,
+                    recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE,
+                    overlap=not args.no_overlap, jitter_cv=jitter_cv,
+                    slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
+                    zero_framework=args.zero_framework or "fsdp",
+                    grad_sync=args.grad_sync or "every-micro-step")
     if args.json:
         from scalesim.jsonio import to_json_text
 
@@ -156,6 +160,47 @@ def run(args: argparse.Namespace) -> int:
             print(conditions)
         print(render_text(rows, args.global_batch))
     return 0
+
+
+def _on_the_measured_curve(args, shape, params):
+    """(rows, note) when ``--profile``'s measured compute curve times the planned model: the
+    decision ``predict --profile P --workload W`` takes (``profiles.profile_with_workload``:
+    the same model, or the same transformer at another ``--seq-len``, its curve scaled). Every
+    layout is then ranked as predict predicts it (``layout_predict.plan_at``: each micro-batch's
+    matmul efficiency pinned to that curve, the profile's links, jitter and input supply). None
+    (the block fit's or the default efficiency, ``calibrated_hardware``) for another model,
+    without ``--profile``, a curve that was not measured, ``--efficiency`` (the user's number
+    wins) and ``--precision fp8`` (the curve was timed at its own precision)."""
+    if args.profile is None or args.efficiency is not None or args.precision != "bf16":
+        return None
+    from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
+    from scalesim.layout_predict import plan_at
+    from scalesim.profiles import _peak_tflops, load_profile, load_workload, profile_with_workload
+    from scalesim.schemas import Scenario, ScenarioLayout
+
+    base = load_profile(args.profile)
+    if not base.compute.measured:
+        return None
+    workload = load_workload(args.workload).model_copy(update={
+        "transformer": shape, "params": params or shape.param_count()})
+    profile, match = profile_with_workload(base, workload, args.workload)
+    if match == "other":
+        return None
+    scenario = Scenario(
+        devices=args.devices, overlap=not args.no_overlap, straggler_cv=args.straggler_cv,
+        slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
+        zero_framework=args.zero_framework or "fsdp",
+        grad_sync=args.grad_sync or "every-micro-step",
+        layout=ScenarioLayout(recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE))
+    rows = plan_at(profile, scenario, args.devices, args.global_batch,
+                   tp_overlap=args.tp_overlap, rank_by=args.rank, top=args.top,
+                   include_unfit=args.all, cp_values=tuple(args.cp))
+    note = (f"profile {base.name}: {profile.notes[-1]}; every layout's matmul efficiency "
+            "pinned to that curve at its micro-batch, as predict pins it (docs/model.md §22); "
+            "links from the profile")
+    if _peak_tflops(profile.hardware.device_name, profile.hardware) is None:
+        note += "; no datasheet peak for this device: MFU is against a nominal peak, ignore it"
+    return rows, note
 
 
 def _hardware_and_efficiency(args, default_efficiency: float):
