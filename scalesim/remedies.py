@@ -218,13 +218,13 @@ _HOW = {
     ("zero2", "fsdp", False): "parameters gathered before every forward, gradients "
                               "reduce-scattered in every micro-step",
     ("zero2", "fsdp", True): "parameters gathered once before the first forward and kept; full "
-                             "gradients held, reduce-scattered once per step (no_sync)",
+                             "gradients held, reduced once per step (no_sync)",
     ("zero2", "deepspeed", False): "gradients all-reduced in every micro-step, parameters "
                                    "all-gathered after the optimizer step, exposed",
     ("zero3", "fsdp", False): "parameters gathered in every forward and backward, gradients "
                               "reduce-scattered in every micro-step",
     ("zero3", "fsdp", True): "parameters gathered in every forward and backward; full "
-                             "gradients held, reduce-scattered once per step (no_sync)",
+                             "gradients held, reduced once per step (no_sync)",
     ("zero3", "deepspeed", False): "parameters gathered in every forward and backward, "
                                    "gradients reduce-scattered in every micro-step",
 }
