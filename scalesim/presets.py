@@ -155,6 +155,27 @@ def partial_server_busbw_GBps(kind: str, busbw_GBps, gpus):
     return np.asarray(busbw_GBps, dtype=float) * fraction
 
 
+def partial_server_inter_busbw_GBps(link: LinkLevel, gpus, gpus_per_server):
+    """Inter-server busbw the first ``gpus`` GPUs of each server reach, GB/s.
+
+    ``link.busbw_GBps`` is what a whole server of ``gpus_per_server`` GPUs sustains over all its
+    ``link.nics_per_node`` NICs (docs/model.md §2). The NICs are spread over the GPUs, each GPU
+    next to its share on a PCIe switch (DGX A100 / H100: one NIC per GPU; DGX-1: one per two),
+    and NCCL's rings and trees send each GPU's traffic through the NICs nearest to it, so ``g``
+    GPUs reach ``ceil(g * nics / G)`` NICs, at least one, at most all: busbw times that share.
+    One GPU of a DGX A100 reaches one of its eight 200 Gb/s NICs, 24 GB/s, not 192 (as issue
+    #10 found of one rank's calibration), which its own PCIe 4.0 x16 link (~25 GB/s) bounds as
+    well. Unknown NIC count (a calibrated level) or one NIC: the figure as it is.
+    """
+    busbw = np.asarray(link.busbw_GBps, dtype=float)
+    nics = link.nics_per_node
+    if not nics or nics <= 1:
+        return busbw
+    g = np.minimum(np.asarray(gpus, dtype=float), gpus_per_server)
+    reached = np.clip(np.ceil(g * nics / gpus_per_server - 1e-9), 1.0, nics)
+    return busbw * reached / nics
+
+
 # The PCIe generation that joins each intra-node link kind's GPUs to their host CPU (NVLink and
 # NVSwitch join GPUs to each other only): P100/V100 SXM2/SXM3 boards attach over PCIe 3.0 x16
 # (NVIDIA DGX-1 and DGX-2 datasheets), A100 SXM4 over PCIe 4.0 x16 (DGX A100 datasheet), H100 SXM5
