@@ -33,6 +33,8 @@ def scenarios(draw, **fixed):
         inter_busbw_GBps=draw(st.floats(0.1, 500.0)),
         strategy=draw(st.sampled_from([DDP, ZERO1, ZERO2, ZERO3])),
         framework=draw(st.sampled_from([FSDP, DEEPSPEED])),
+        grad_sync=draw(st.sampled_from([0, 1])),  # every micro-step, once per step (no_sync)
+        nvls_busbw_ratio=draw(st.sampled_from([np.nan, 480.0 / 370.0])),  # NVLS where the server has it
         blocks=draw(st.sampled_from([0, 1, 12, 32, 96])),
         algorithm=draw(st.integers(0, 3)),
         overlap=draw(st.booleans()),
