@@ -194,6 +194,14 @@ def _sharded_states(strategy: str, framework: str, accumulation: int, grad_sync:
             if share < 1.0]
 
 
+def _newly_sharded(strategy: str, target: str, framework: str, accumulation: int,
+                   grad_sync: str):
+    """(states ``strategy`` shards, states ``target`` shards that ``strategy`` does not)."""
+    now = _sharded_states(strategy, framework, accumulation, grad_sync)
+    return now, [s for s in _sharded_states(target, framework, accumulation, grad_sync)
+                 if s not in now]
+
+
 def _listed(names) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
@@ -203,14 +211,15 @@ def sharding_title(strategy: str, target: str, framework: str, accumulation: int
     """The sharding remedy's title: the states ``target`` shards that ``strategy`` does not
     ("Shard optimizer state", "Shard gradients and parameters too"), the change and how the
     framework runs it."""
-    now = _sharded_states(strategy, framework, accumulation, grad_sync)
-    new = [s for s in _sharded_states(target, framework, accumulation, grad_sync) if s not in now]
+    now, new = _newly_sharded(strategy, target, framework, accumulation, grad_sync)
     what = ("Shard " + _listed(new) + (" too" if now else "")) if new else "Shard nothing more"
     return f"{what} ({strategy} -> {target}, {framework_label(target, framework, grad_sync)})"
 
 
 # How each sharded strategy exchanges, per framework and grad_sync (zero_exchange's table).
 _HOW = {
+    ("ddp", "fsdp", False): "all-reduce in DDP's buckets behind the last backward",
+    ("ddp", "deepspeed", False): "all-reduce in DDP's buckets behind the last backward",
     ("zero1", "fsdp", False): "reduce-scatter + all-gather, the gather hidden behind the next "
                               "forward",
     ("zero1", "deepspeed", False): "all-reduce, then all-gather of the parameters after the "
@@ -242,10 +251,11 @@ def sharding_caveat(strategy: str, target: str, framework: str, accumulation: in
     sends = ("the same bytes as now" if abs(ratio - 1.0) < 1e-9
              else f"{ratio:.3g}x the bytes of now")
     once = bool(reduces_once(FRAMEWORKS[framework], sync)) and accumulation > 1
-    how = _HOW[target, framework, once and target != "zero1"]
-    now = _sharded_states(strategy, framework, accumulation, grad_sync)
-    new = [s for s in _sharded_states(target, framework, accumulation, grad_sync) if s not in now]
-    memory = "saves memory" if new else "saves no memory (the same states held whole as now)"
+    how = _HOW[target, framework, once and target in ("zero2", "zero3")]
+    _, new = _newly_sharded(strategy, target, framework, accumulation, grad_sync)
+    _, lost = _newly_sharded(target, strategy, framework, accumulation, grad_sync)
+    memory = ("saves memory" if new else f"needs more memory ({_listed(lost)} held whole)"
+              if lost else "saves no memory (the same states held whole as now)")
     if "optimizer state" in new:
         memory += f"; each of the {devices} devices updates 1/{devices} of the optimizer state"
     return f"{memory}; sends {sends} per step ({how})"

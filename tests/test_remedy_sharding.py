@@ -70,3 +70,9 @@ def test_the_remedy_row_of_a_zero1_job_that_does_not_fit():
     after = predict(profile, row.scenario)[0]
     assert not now.fits and after.fits and row.verdict == "remedy"
     assert row.gain == pytest.approx(after.samples_per_s / now.samples_per_s - 1.0, rel=1e-12)
+
+
+def test_unsharding_is_not_said_to_save_memory():
+    text = sharding_caveat("zero3", "ddp", "fsdp", 4, 8)
+    assert text.startswith("needs more memory (optimizer state, gradients and parameters held")
+    assert sharding_title("zero3", "ddp", "fsdp", 4).startswith("Shard nothing more (")
