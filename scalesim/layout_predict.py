@@ -36,7 +36,13 @@ from scalesim.model.overlap import MIB
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.plan import Setting, measured_p2p, rank_layouts, setting_inputs
-from scalesim.predict import _pick, jitter_cv_of, loader_supply, nvls_busbw_ratio
+from scalesim.predict import (
+    _pick,
+    inter_busbw_GBps_of,
+    jitter_cv_of,
+    loader_supply,
+    nvls_busbw_ratio,
+)
 from scalesim.schemas import Hardware, Profile, Scenario, ScenarioLayout, Workload
 
 ZERO_OF_STRATEGY = {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3}
@@ -135,7 +141,7 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
             "allreduce_busbw_GBps": (intra.allreduce_busbw_GBps if np.isnan(nvls) or
                                      scenario.intra_busbw_GBps is None else nvls * intra_busbw)}),
         "inter_node": inter.model_copy(update={
-            "busbw_GBps": _pick(scenario.inter_busbw_GBps, inter.busbw_GBps),
+            "busbw_GBps": inter_busbw_GBps_of(hw, scenario),
             "latency_s": _pick(scenario.inter_latency_s, inter.latency_s)}),
     }
     hardware = hw.model_copy(update={

@@ -22,7 +22,8 @@ from scalesim.model.pipeline import loader_supply_per_device
 from scalesim.model.quality import steps_to_quality
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import StepInputs, evaluate_scaling
-from scalesim.schemas import LinkLevel, Profile, Scenario
+from scalesim.presets import partial_server_inter_busbw_GBps
+from scalesim.schemas import Hardware, LinkLevel, Profile, Scenario
 
 
 class Prediction(BaseModel):
@@ -151,7 +152,7 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
         intra_latency_s=_pick(scenario.intra_latency_s, intra.latency_s),
         intra_busbw_GBps=_pick(scenario.intra_busbw_GBps, intra.busbw_GBps),
         inter_latency_s=_pick(scenario.inter_latency_s, inter.latency_s),
-        inter_busbw_GBps=_pick(scenario.inter_busbw_GBps, inter.busbw_GBps),
+        inter_busbw_GBps=inter_busbw_GBps_of(hw, scenario),
         nvls_busbw_ratio=nvls_busbw_ratio(intra),
         strategy=STRATEGIES[scenario.strategy],
         framework=FRAMEWORKS[scenario.zero_framework],
@@ -191,6 +192,24 @@ def nvls_busbw_ratio(intra: LinkLevel) -> float:
     if intra.allreduce_busbw_GBps is None:
         return float("nan")
     return intra.allreduce_busbw_GBps / intra.busbw_GBps
+
+
+def inter_nic_share(hw: Hardware, scenario: Scenario) -> float:
+    """Share of a whole server's inter-server busbw the job's GPUs of each server reach: 1 on
+    whole servers, less where ``devices_per_node`` uses fewer GPUs than the server holds and
+    so fewer of its NICs (``presets.partial_server_inter_busbw_GBps``)."""
+    whole = hw.inter_node.busbw_GBps
+    used = scenario.devices_per_node or hw.devices_per_node
+    reached = float(partial_server_inter_busbw_GBps(hw.inter_node, used, hw.devices_per_node))
+    return reached / whole if whole > 0 else 1.0
+
+
+def inter_busbw_GBps_of(hw: Hardware, scenario: Scenario) -> float:
+    """Inter-server busbw the job's servers reach, GB/s: the whole-server figure (the scenario's
+    override, else the hardware's: what one server sustains over all its NICs, docs/model.md
+    §2) times ``inter_nic_share``."""
+    return _pick(scenario.inter_busbw_GBps, hw.inter_node.busbw_GBps) * inter_nic_share(hw,
+                                                                                       scenario)
 
 
 def _pick(override, default):

@@ -155,6 +155,27 @@ def partial_server_busbw_GBps(kind: str, busbw_GBps, gpus):
     return np.asarray(busbw_GBps, dtype=float) * fraction
 
 
+def partial_server_inter_busbw_GBps(link: LinkLevel, gpus, gpus_per_server):
+    """Inter-server busbw the first ``gpus`` GPUs of each server reach, GB/s.
+
+    ``link.busbw_GBps`` is what a whole server of ``gpus_per_server`` GPUs sustains over all its
+    ``link.nics_per_node`` NICs (docs/model.md §2). The NICs are spread over the GPUs, each GPU
+    next to its share on a PCIe switch (DGX A100 / H100: one NIC per GPU; DGX-1: one per two),
+    and NCCL's rings and trees send each GPU's traffic through the NICs nearest to it, so ``g``
+    GPUs reach ``ceil(g * nics / G)`` NICs, at least one, at most all: busbw times that share.
+    One GPU of a DGX A100 reaches one of its eight 200 Gb/s NICs, 24 GB/s, not 192 (as issue
+    #10 found of one rank's calibration), which its own PCIe 4.0 x16 link (~25 GB/s) bounds as
+    well. Unknown NIC count (a calibrated level) or one NIC: the figure as it is.
+    """
+    busbw = np.asarray(link.busbw_GBps, dtype=float)
+    nics = link.nics_per_node
+    if not nics or nics <= 1:
+        return busbw
+    g = np.minimum(np.asarray(gpus, dtype=float), gpus_per_server)
+    reached = np.clip(np.ceil(g * nics / gpus_per_server - 1e-9), 1.0, nics)
+    return busbw * reached / nics
+
+
 # The PCIe generation that joins each intra-node link kind's GPUs to their host CPU (NVLink and
 # NVSwitch join GPUs to each other only): P100/V100 SXM2/SXM3 boards attach over PCIe 3.0 x16
 # (NVIDIA DGX-1 and DGX-2 datasheets), A100 SXM4 over PCIe 4.0 x16 (DGX A100 datasheet), H100 SXM5
@@ -197,7 +218,9 @@ MEMORY_BANDWIDTH_GBPS: list[tuple[tuple[str, ...], float, str]] = [
     (("A100", "PCIe", "80GB"), 1935.0, "NVIDIA A100 datasheet: A100 80GB PCIe, 1,935 GB/s"),
     (("A100", "80GB"), 2039.0, "NVIDIA A100 datasheet: A100 80GB SXM, 2,039 GB/s"),
     (("A100",), 1555.0, "NVIDIA A100 datasheet: A100 40GB, 1,555 GB/s"),
+    (("V100S", "PCIe"), 1134.0, "NVIDIA V100S PCIe datasheet: 32 GB HBM2, 1,134 GB/s"),
     (("V100",), 900.0, "NVIDIA Tesla V100 datasheet: 900 GB/s HBM2 (SXM2 and PCIe)"),
+    (("L40",), 864.0, "NVIDIA L40S and L40 datasheets: 48 GB GDDR6, 864 GB/s"),
     (("P100",), 732.0, "NVIDIA Tesla P100 datasheet: 732 GB/s (SXM2 and PCIe 16 GB)"),
     (("K80",), 240.0, "NVIDIA Tesla K80 datasheet: 480 GB/s per board of two GK210 devices"),
 ]
@@ -222,7 +245,14 @@ PEAK_TFLOPS: list[tuple[tuple[str, ...], float, float | None, str]] = [
      "BF16 and 3,958 FP8 with sparsity, half of each dense (GH200 has the same Hopper GPU: "
      "GH200 datasheet 990 TFLOPS BF16 dense)"),
     (("A100",), 312.0, None, "NVIDIA A100 datasheet: 312 TFLOPS BF16/FP16 dense, no FP8"),
+    # "V100S" with "PCIe": without hyphens "V100-SXM2" reads "v100sxm2", which holds "v100s"
+    (("V100S", "PCIe"), 130.0, None, "NVIDIA V100 datasheet: V100S PCIe 130 TFLOPS tensor"),
+    (("V100", "PCIe"), 112.0, None, "NVIDIA V100 datasheet: V100 PCIe 112 TFLOPS tensor"),
     (("V100",), 125.0, None, "NVIDIA V100 datasheet (SXM2): 125 TFLOPS FP16 tensor"),
+    (("L40S",), 362.05, 733.0, "NVIDIA L40S datasheet: 362.05 TFLOPS BF16 and 733 FP8 dense "
+     "(733 and 1,466 with sparsity)"),
+    (("L40",), 181.05, 362.0, "NVIDIA L40 datasheet: 181.05 TFLOPS BF16 and 362 FP8 dense "
+     "(362.1 and 724 with sparsity)"),
 ]
 
 
@@ -547,10 +577,12 @@ def transformer_workload(name: str, precision_bytes: float = 2.0) -> Workload:
 # hardware presets above count it). A100 comes in 40 and 80 GB, so it needs the size in the name.
 DEVICE_MEMORY_GIB = [
     (("GB200",), 186.0, "NVIDIA GB200 NVL72 datasheet: 13.4 TB HBM3e over 72 GPUs = 186 GB each"),
+    (("H100", "NVL"), 94.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 NVL 94 GB HBM3"),
     (("H100",), 80.0, "NVIDIA H100 SXM datasheet and DGX H100 (640 GB over 8 GPUs): 80 GB"),
     (("GH200", "144G"), 144.0, "NVIDIA GH200 Grace Hopper Superchip datasheet: 144 GB HBM3e"),
     (("GH200",), 96.0, "NVIDIA GH200 Grace Hopper Superchip datasheet: 96 GB HBM3"),
     (("H200",), 141.0, "NVIDIA H200 Tensor Core GPU datasheet: 141 GB HBM3e (SXM and NVL)"),
+    (("L40",), 48.0, "NVIDIA L40S and L40 datasheets: 48 GB GDDR6"),
 ]
 # Names whose stated size is not the GPU's memory: nvidia-smi's "NVIDIA GH200 480GB" states the
 # superchip's 480 GB of LPDDR5X CPU memory (GH200 datasheet), its GPU holds 96 GB HBM3.

@@ -25,9 +25,14 @@ from dataclasses import dataclass
 from scalesim import training_time
 from scalesim.accuracy import MODEL_PARALLEL_MEDIAN_ERROR
 from scalesim.errors import ScalesimError
-from scalesim.model.memory import STRATEGIES
+from scalesim.model.memory import STRATEGIES, state_shards
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
-from scalesim.model.zero_exchange import framework_label, reduces_once, sent_units
+from scalesim.model.zero_exchange import (
+    framework_label,
+    holds_full_gradients,
+    reduces_once,
+    sent_units,
+)
 from scalesim.network_upgrades import UPGRADES_BY_KEY
 from scalesim.predict import Prediction, predict
 from scalesim.schemas import Profile, Scenario
@@ -143,8 +148,7 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction):
                 "" if now.data_stall_s > 0 else "the input pipeline keeps up already", ""))
     target = "zero1" if scenario.strategy == "ddp" and now.fits else "zero3"
     fw = scenario.zero_framework
-    out.append(("sharding", f"Shard optimizer state ({scenario.strategy} -> {target}, "
-                f"{framework_label(target, fw, scenario.grad_sync)})",
+    out.append(("sharding", sharding_title(scenario.strategy, target, fw, k, scenario.grad_sync),
                 scenario.model_copy(update={"strategy": target}), profile,
                 "" if scenario.strategy != "zero3" else "already fully sharded",
                 sharding_caveat(scenario.strategy, target, fw, k, now.devices,
@@ -176,25 +180,85 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction):
     return out
 
 
+_STATES = ("optimizer state", "gradients", "parameters")  # memory.state_shards' order, reversed
+
+
+def _sharded_states(strategy: str, framework: str, accumulation: int, grad_sync: str):
+    """The model states ``strategy`` holds as 1/p shards (``memory.state_shards``, gradients
+    whole under FSDP's ``no_sync`` with k > 1: ``zero_exchange.holds_full_gradients``)."""
+    code = STRATEGIES[strategy]
+    full = bool(holds_full_gradients(code, FRAMEWORKS[framework], GRAD_SYNCS[grad_sync],
+                                     accumulation))
+    params, grads, optim = state_shards(code, 2, full)
+    return [name for name, share in zip(_STATES, (optim, grads, params), strict=True)
+            if share < 1.0]
+
+
+def _newly_sharded(strategy: str, target: str, framework: str, accumulation: int,
+                   grad_sync: str):
+    """(states ``strategy`` shards, states ``target`` shards that ``strategy`` does not)."""
+    now = _sharded_states(strategy, framework, accumulation, grad_sync)
+    return now, [s for s in _sharded_states(target, framework, accumulation, grad_sync)
+                 if s not in now]
+
+
+def _listed(names) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def sharding_title(strategy: str, target: str, framework: str, accumulation: int,
+                   grad_sync: str = "every-micro-step") -> str:
+    """The sharding remedy's title: the states ``target`` shards that ``strategy`` does not
+    ("Shard optimizer state", "Shard gradients and parameters too"), the change and how the
+    framework runs it."""
+    now, new = _newly_sharded(strategy, target, framework, accumulation, grad_sync)
+    what = ("Shard " + _listed(new) + (" too" if now else "")) if new else "Shard nothing more"
+    return f"{what} ({strategy} -> {target}, {framework_label(target, framework, grad_sync)})"
+
+
+# How each sharded strategy exchanges, per framework and grad_sync (zero_exchange's table).
+_HOW = {
+    ("ddp", "fsdp", False): "all-reduce in DDP's buckets behind the last backward",
+    ("ddp", "deepspeed", False): "all-reduce in DDP's buckets behind the last backward",
+    ("zero1", "fsdp", False): "reduce-scatter + all-gather, the gather hidden behind the next "
+                              "forward",
+    ("zero1", "deepspeed", False): "all-reduce, then all-gather of the parameters after the "
+                                   "optimizer step, exposed",
+    ("zero2", "fsdp", False): "parameters gathered before every forward, gradients "
+                              "reduce-scattered in every micro-step",
+    ("zero2", "fsdp", True): "parameters gathered once before the first forward and kept; full "
+                             "gradients held, reduced once per step (no_sync)",
+    ("zero2", "deepspeed", False): "gradients all-reduced in every micro-step, parameters "
+                                   "all-gathered after the optimizer step, exposed",
+    ("zero3", "fsdp", False): "parameters gathered in every forward and backward, gradients "
+                              "reduce-scattered in every micro-step",
+    ("zero3", "fsdp", True): "parameters gathered in every forward and backward; full "
+                             "gradients held, reduced once per step (no_sync)",
+    ("zero3", "deepspeed", False): "parameters gathered in every forward and backward, "
+                                   "gradients reduce-scattered in every micro-step",
+}
+
+
 def sharding_caveat(strategy: str, target: str, framework: str, accumulation: int,
                     devices: int, grad_sync: str = "every-micro-step") -> str:
-    """What sharding changes besides memory, as the model has it (``zero_exchange``): the
-    optimizer step split over the devices, and the bytes each device sends per step."""
+    """What sharding changes, as the model has it (``zero_exchange``, ``memory.state_shards``):
+    the memory (nothing where ``target`` holds every state ``strategy`` holds whole: ZeRO-2
+    under ``no_sync`` with k > 1 after ZeRO-1), the optimizer step split over the devices where
+    it was not, the bytes each device sends per step and how they are exchanged."""
     sync = GRAD_SYNCS[grad_sync]
     ratio = float(sent_units(STRATEGIES[target], FRAMEWORKS[framework], accumulation, sync)
                   / sent_units(STRATEGIES[strategy], FRAMEWORKS[framework], accumulation, sync))
     sends = ("the same bytes as now" if abs(ratio - 1.0) < 1e-9
              else f"{ratio:.3g}x the bytes of now")
-    how = {("zero1", "fsdp"): "reduce-scatter + all-gather, the gather hidden behind the next "
-                              "forward",
-           ("zero1", "deepspeed"): "all-reduce, then all-gather of the parameters after the "
-                                   "optimizer step, exposed"}.get(
-        (target, framework), "parameters gathered in every forward and backward"
-        if target == "zero3" else "gradients reduced in every micro-step")
-    if target in ("zero2", "zero3") and reduces_once(FRAMEWORKS[framework], sync):
-        how += "; full gradients held, reduced once per step (no_sync)"
-    return (f"saves memory; each of the {devices} devices updates 1/{devices} of the optimizer "
-            f"state; sends {sends} per step ({how})")
+    once = bool(reduces_once(FRAMEWORKS[framework], sync)) and accumulation > 1
+    how = _HOW[target, framework, once and target in ("zero2", "zero3")]
+    _, new = _newly_sharded(strategy, target, framework, accumulation, grad_sync)
+    _, lost = _newly_sharded(target, strategy, framework, accumulation, grad_sync)
+    memory = ("saves memory" if new else f"needs more memory ({_listed(lost)} held whole)"
+              if lost else "saves no memory (the same states held whole as now)")
+    if "optimizer state" in new:
+        memory += f"; each of the {devices} devices updates 1/{devices} of the optimizer state"
+    return f"{memory}; sends {sends} per step ({how})"
 
 
 def dp_exchange_s(p: Prediction) -> float:

@@ -24,7 +24,7 @@ from scalesim.model.memory import STRATEGIES
 from scalesim.model.overlap import MIB
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import evaluate_scaling
-from scalesim.predict import layout, scenario_inputs
+from scalesim.predict import inter_nic_share, layout, scenario_inputs
 from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Profile, Scenario
 
 # Knobs that can be swept, with how a value becomes a model input.
@@ -168,10 +168,12 @@ def _grid_at(plan: SweepPlan, flat: np.ndarray) -> dict[str, np.ndarray]:
     return {name: values[i] for (name, values), i in zip(plan.axes.items(), index, strict=True)}
 
 
-def input_changes(grid: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def input_changes(grid: dict[str, np.ndarray], inter_share: float = 1.0) -> dict[str, np.ndarray]:
     """The model inputs the grid's knob axes set, by the field name ``StepInputs`` and
     ``LayoutInputs`` share (framework and algorithm codes, overlap, DDP bucket bytes, link
-    bandwidths, jitter), so both prediction paths sweep them alike."""
+    bandwidths, jitter), so both prediction paths sweep them alike. An inter-server busbw is a
+    whole server's figure, scaled by ``inter_share`` (``predict.inter_nic_share``: the NICs the
+    job's GPUs of a server reach) as ``predict`` scales its override."""
     changes = {}
     if "zero_framework" in grid:
         changes["framework"] = _codes(grid["zero_framework"], FRAMEWORKS, "zero_framework")
@@ -183,9 +185,10 @@ def input_changes(grid: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         changes["overlap"] = grid["overlap"]
     if "bucket_mib" in grid:
         changes["bucket_bytes"] = grid["bucket_mib"] * MIB
-    for name in ("intra_busbw_GBps", "inter_busbw_GBps"):
-        if name in grid:
-            changes[name] = grid[name]
+    if "intra_busbw_GBps" in grid:
+        changes["intra_busbw_GBps"] = grid["intra_busbw_GBps"]
+    if "inter_busbw_GBps" in grid:
+        changes["inter_busbw_GBps"] = grid["inter_busbw_GBps"] * inter_share
     if "straggler_cv" in grid:
         changes["jitter_cv"] = grid["straggler_cv"]
     return changes
@@ -217,7 +220,8 @@ def evaluate_at(plan: SweepPlan, flat: np.ndarray) -> SweepResult:
 
     base_scn = base.model_copy(update={"global_batch": None, "micro_batch": 1, "devices": [1]})
     inputs, _ = scenario_inputs(profile, base_scn, devices=p)
-    changes: dict = {"micro_batch": micro, "accumulation": k, **input_changes(grid)}
+    changes: dict = {"micro_batch": micro, "accumulation": k,
+                     **input_changes(grid, inter_nic_share(profile.hardware, base))}
     if "strategy" in grid:
         changes["strategy"] = _codes(grid["strategy"], STRATEGIES, "strategy")
     inputs = inputs.replace(**changes)
@@ -276,7 +280,8 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     zero = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
             else lp.ZERO_OF_STRATEGY[base.strategy])
     rows = lp.evaluate_rows(profile, base, p, micro, k, base_micro, tp=tp, pp=pp, zero=zero,
-                            overrides=input_changes(grid))
+                            overrides=input_changes(grid, inter_nic_share(profile.hardware,
+                                                                          base)))
     r = rows.result
     comm = r.tp_comm_s + r.cp_comm_s + r.p2p_s + r.dp_exposed_s
     outputs = {"step_time_s": r.step_time_s, "compute_s": r.compute_s, "exposed_comm_s": comm,

@@ -38,6 +38,7 @@ from scalesim.presets import (
     intra_link,
     memory_bandwidth_of,
     partial_server_busbw_GBps,
+    partial_server_inter_busbw_GBps,
 )
 from scalesim.schemas import StrictModel
 
@@ -348,7 +349,10 @@ def _inputs(case: Case, points: list[CasePoint], b, k, params, wire_bytes) -> St
         intra_latency_s=intra.latency_s,
         # fewer GPUs than a whole DGX-1 get fewer NVLinks (presets.partial_server_busbw_GBps)
         intra_busbw_GBps=partial_server_busbw_GBps(hw.intra_node, intra.busbw_GBps, n / nodes),
-        inter_latency_s=inter.latency_s, inter_busbw_GBps=inter.busbw_GBps,
+        inter_latency_s=inter.latency_s,
+        # fewer GPUs per server than it holds reach only their share of its NICs (docs/model.md
+        # §2, presets.partial_server_inter_busbw_GBps), as predict has it
+        inter_busbw_GBps=partial_server_inter_busbw_GBps(inter, n / nodes, hw.gpus_per_node),
         # all-reduces use NVLS / NVLS-tree where the server has it (docs/model.md §2)
         nvls_busbw_ratio=nvls_busbw_ratio(intra),
         strategy=DDP, algorithm=ALGORITHM, overlap=overlaps_backward(case),

@@ -461,3 +461,17 @@ def test_horovod_under_xla_sources_exchange_after_backward():
     assert not any("overlap off" in f for f in other.flags)
     assert other.points[1].exposed_comm_s < 0.5 * predict(
         "TensorFlow/LanguageModeling/BERT", big).points[1].exposed_comm_s
+
+
+def test_points_with_fewer_gpus_per_server_reach_fewer_nics():
+    """A server of 8 GPUs with 8 x 200 Gb/s InfiniBand (0.96 x 200 = 192 GB/s for all 8): a
+    point of 4 devices on 4 servers (one GPU each) reaches one NIC, 24 GB/s; 16 on 4 servers
+    (4 each) half of them, 96; 32 on 4 servers all, 192 (presets.partial_server_inter_busbw_GBps,
+    as predict has it)."""
+    ib = {"inter_node": {"kind": "infiniband", "nics_per_node": 8, "gbit_per_nic": 200}}
+    pts = [{"devices": 1, "nodes": 1, "throughput": 200.0},
+           {"devices": 4, "nodes": 4, "throughput": 700.0},
+           {"devices": 16, "nodes": 4, "throughput": 2500.0},
+           {"devices": 32, "nodes": 4, "throughput": 5000.0}]
+    inp = _links_of(_case(hardware=ib, points=pts))
+    assert np.allclose(inp.inter_busbw_GBps, [24.0, 24.0, 96.0, 192.0])

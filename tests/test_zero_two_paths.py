@@ -62,7 +62,8 @@ def test_both_paths_agree_for_every_strategy(framework, grad_sync, accumulation)
 
 def test_model_states_are_sharded_by_one_rule():
     # what ZeRO-1 and ZeRO-2 save against DDP is the same number on both paths; ZeRO-3's also,
-    # less the two layers of gathered weights the layout path holds as a buffer
+    # less its two gathered units (memory.ZERO3_GATHERED_UNITS), which the layout path takes as
+    # two layers of 12 h^2 parameters and the data-parallel path as two blocks of Psi / L
     shaped, counted = _paths()
 
     def saved(profile, strategy):
@@ -73,8 +74,9 @@ def test_model_states_are_sharded_by_one_rule():
     for strategy in ("zero1", "zero2"):
         assert saved(shaped, strategy) == pytest.approx(saved(counted, strategy), rel=1e-9)
     layer_weights = 12 * 1024**2 * 2  # 12 h^2 parameters of a BERT-large layer, 2 bytes each
+    block_weights = counted.workload.params / 24 * 2  # Psi / L of the 24 blocks, 2 bytes each
     assert saved(counted, "zero3") - saved(shaped, "zero3") == pytest.approx(
-        2 * layer_weights, rel=0.01)
+        2 * layer_weights - 2 * block_weights, rel=0.01)  # -5.7 MB (was +50 MB)
 
 
 def test_no_sync_on_both_paths_by_hand():

@@ -96,8 +96,9 @@ def add_zero_framework_argument(group) -> None:
                        "wrapped block at a time for ZeRO-2/3 and runs ZeRO-1 as Megatron-Core's "
                        "distributed optimizer (reduce-scatter + all-gather, DDP's bytes); "
                        "deepspeed uses its bucket defaults (ZeRO-1/2: all-reduce, then a "
-                       "parameter all-gather after the step); sharded gradients are reduced "
-                       "as --grad-sync says")
+                       "parameter all-gather after the step; overlap on is its overlap_comm: "
+                       "true, which DeepSpeed leaves off for stages 1-2: give --no-overlap for "
+                       "a config without it); sharded gradients are reduced as --grad-sync says")
 
 
 def add_grad_sync_argument(group) -> None:

@@ -37,7 +37,7 @@ from scalesim.model import transformer as tf
 from scalesim.model.compute import optimizer_roofline_s
 from scalesim.model.context_parallel import cp_comm_per_layer_s, kv_chunk_bytes
 from scalesim.model.matmul import gemm_s, memory_bound_s
-from scalesim.model.memory import state_shards
+from scalesim.model.memory import ZERO3_GATHERED_UNITS, state_shards
 from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
 from scalesim.model.pipeline_schedule import (
     bubble_microbatches,
@@ -62,7 +62,6 @@ LOGIT_BYTES = 4.0  # fp32 logits for the loss, per vocabulary entry per token
 # (docs/model.md section 16).
 FRAMEWORK_BYTES = 2.0 * GIB
 FLASH_BACKWARD_FACTOR = 2.5  # flash attention backward FLOPs over its forward (5 vs 2 matmuls)
-ZERO3_PREFETCH_LAYERS = 2.0  # FSDP holds the current and the prefetched layer's full weights
 
 
 @dataclass(frozen=True)
@@ -451,7 +450,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
                    + np.where(np.asarray(x.recompute) == tf.RECOMPUTE_FULL, working, 0.0)
                    + logits_bytes)
     buffers = _f(x.framework_bytes) + np.where(
-        zero >= 3, ZERO3_PREFETCH_LAYERS * layer_params / _f(tp) * _f(x.param_bytes_per_param),
+        zero >= 3, ZERO3_GATHERED_UNITS * layer_params / _f(tp) * _f(x.param_bytes_per_param),
         0.0)
     memory = weights + grads + optimizer + activations + buffers
     full = np.broadcast_to

@@ -34,6 +34,22 @@ def state_shards(strategy, shards, full_gradients=False):
     return (np.where(strategy >= ZERO3, one, 1.0), grads, np.where(strategy >= ZERO1, one, 1.0))
 
 
+# ZeRO-3 / FSDP FULL_SHARD holds whole the parameters of the unit it computes and of the one it
+# prefetches (FSDP1 ``limit_all_gathers``: at most two all-gathered units in flight; FSDP2 and
+# FSDP1 prefetch one unit ahead), beside the shards: both prediction paths count them.
+ZERO3_GATHERED_UNITS = 2.0
+
+
+def gathered_parameter_bytes(strategy, devices, params, param_bytes_per_param, blocks):
+    """Bytes of whole parameters ZeRO-3 holds beside its shards: ``min(2, L)`` units of
+    ``Psi * w / L`` (``ZERO3_GATHERED_UNITS``, ``blocks`` = L); 0 for other strategies and on
+    one device (FSDP runs NO_SHARD there: nothing gathered)."""
+    blocks = np.maximum(np.asarray(blocks, dtype=float), 1.0)
+    unit = np.asarray(params, dtype=float) * np.asarray(param_bytes_per_param, dtype=float) / blocks
+    held = np.minimum(ZERO3_GATHERED_UNITS, blocks) * unit
+    return np.where((np.asarray(strategy) >= ZERO3) & (np.asarray(devices) > 1), held, 0.0)
+
+
 def memory_per_device_bytes(
     strategy,
     devices,
@@ -44,9 +60,11 @@ def memory_per_device_bytes(
     activation_bytes_per_sample,
     micro_batch,
     full_gradients=False,
+    blocks=1.0,
 ):
     """Bytes one device holds: model states (sharded per strategy, ``state_shards``; gradients
-    whole where ``full_gradients``) plus activations."""
+    whole where ``full_gradients``), ZeRO-3's gathered units (``gathered_parameter_bytes`` of
+    ``blocks`` units) plus activations."""
     shard_params, shard_grads, shard_optim = state_shards(strategy, devices, full_gradients)
     psi = np.asarray(params, dtype=float)
     states = psi * (
@@ -54,4 +72,5 @@ def memory_per_device_bytes(
         + grad_bytes_per_param * shard_grads
         + optimizer_bytes_per_param * shard_optim
     )
-    return states + np.asarray(activation_bytes_per_sample, dtype=float) * micro_batch
+    gathered = gathered_parameter_bytes(strategy, devices, params, param_bytes_per_param, blocks)
+    return states + gathered + np.asarray(activation_bytes_per_sample, dtype=float) * micro_batch

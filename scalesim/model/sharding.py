@@ -42,7 +42,9 @@ GRAD_SYNC_HELP = (
     "default); once-per-step is FSDP's no_sync (FSDP2: set_requires_gradient_sync(False); "
     "Hugging Face Accelerate's accumulate): every rank holds the full gradients and "
     "reduce-scatters once, in the last micro-step (ZeRO-3 still gathers parameters in every "
-    "micro-step). FSDP only: refused with DeepSpeed; DDP and ZeRO-1 reduce once per step anyway")
+    "micro-step; ZeRO-2 keeps its gathered parameters between micro-steps, as FSDP1's no_sync "
+    "does and FSDP2 only with set_reshard_after_backward(False)). FSDP only: refused with "
+    "DeepSpeed; DDP and ZeRO-1 reduce once per step anyway")
 
 # DeepSpeed ZeRO defaults, in elements (deepspeed/runtime/zero/config.py, DeepSpeedZeroConfig).
 DS_REDUCE_BUCKET_ELEMENTS = 5e8  # reduce_bucket_size

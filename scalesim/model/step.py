@@ -208,6 +208,7 @@ def evaluate(inp: StepInputs) -> StepResult:
         strategy, p, inp.params, inp.param_bytes_per_param, inp.grad_bytes_per_param,
         inp.optimizer_bytes_per_param, inp.activation_bytes_per_sample, b,
         holds_full_gradients(strategy, framework, inp.grad_sync, k),
+        block_count(inp.blocks, inp.params),
     )
     shape = np.broadcast(step, memory).shape
 
