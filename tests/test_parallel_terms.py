@@ -197,3 +197,38 @@ def test_fsdp_backward_prefetch_post_exposes_the_backward_gathers_by_hand():
     # ZeRO-1/2 keep the weights between forward and backward: nothing to gather in backward
     z2 = [evaluate_layouts(_inputs(zero=2, fsdp_backward_prefetch_post=p)) for p in (False, True)]
     assert float(z2[0].step_time_s) == float(z2[1].step_time_s)
+
+
+def test_microbatches_in_flight_of_the_last_stage():
+    # Megatron's schedules: 1F1B rank r runs p - r - 1 warm-up forwards, then one more before
+    # its first backward (forward_backward_pipelining_without_interleaving): the last stage
+    # holds 1; interleaved rank r runs 2 (p - r - 1) + (v - 1) p warm-up chunk forwards
+    # (get_pp_rank_microbatches), so the last rank holds (v - 1) p + 1 chunks = that / v stages
+    assert microbatches_in_flight(ONE_F_ONE_B, 4, 16, 1, stage=3) == 1
+    assert microbatches_in_flight(ZERO_BUBBLE, 4, 16, 1, stage=3) == 1
+    assert microbatches_in_flight(GPIPE, 4, 16, 1, stage=3) == 16
+    assert microbatches_in_flight(INTERLEAVED, 4, 16, 2, stage=3) == pytest.approx((4 + 1) / 2)
+    # the first stage is the old rule (Korthikanti §4.2.3)
+    assert microbatches_in_flight(INTERLEAVED, 4, 16, 2, stage=0) == pytest.approx(4 * (1 + 3 / 8))
+
+
+def test_logits_sit_on_the_last_stage_and_the_fullest_stage_is_reported():
+    # Megatron-LM theoretical_memory_usage.py: the inputs of the output layer and the loss
+    # (4 s b h (1 + V/h) / t) count on the first stage only when pp == 1; with pp > 1 they sit
+    # on the last stage, which holds one micro-batch in flight under 1F1B. GPT 1.7B, pp 2,
+    # 1F1B, micro-batch 4, 8 micro-batches, tp 1: each stage 12 layers and a V x h embedding
+    # (the first the input embedding, the last the output layer).
+    r = evaluate_layouts(_inputs(dp=4, pp=2, schedule=SCHEDULES["1f1b"], global_batch=128))
+    act = tf.activation_bytes_per_layer(4, 2048, 2304, 24, 24, 9216, False)
+    first = 12 * act * 2  # two micro-batches in flight, no logits
+    last = 12 * act * 1 + 4 * 4 * 2048 * 51200  # one in flight + fp32 logits
+    assert first > last
+    assert float(r.activation_bytes) == pytest.approx(first)
+    stage_params = 12 * (tf.layer_matmul_weights(2304, 24, 24, 9216, False) + 4 * 2304) \
+        + 51200 * 2304
+    assert float(r.weights_bytes) == pytest.approx(2 * stage_params)
+    # a last stage that is fuller: one layer per stage, a large vocabulary
+    big_v = _inputs(dp=4, pp=2, schedule=SCHEDULES["1f1b"], global_batch=128).replace(
+        layers=2, vocab=256000)
+    r = evaluate_layouts(big_v)
+    assert float(r.activation_bytes) == pytest.approx(1 * act * 1 + 4 * 4 * 2048 * 256000)

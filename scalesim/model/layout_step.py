@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalesim.layout import group_span, strides
+from scalesim.layout import GPIPE, group_span, strides
 from scalesim.model import collectives as coll
 from scalesim.model import transformer as tf
 from scalesim.model.compute import optimizer_roofline_s
@@ -433,23 +433,38 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     mfu = model_flops * tokens_per_s / peak_total
     hfu = hw_flops * tokens_per_s / peak_total
 
-    # --- memory of the fullest device
+    # --- memory of the fullest device: the first stage (embedding, the most micro-batches in
+    # flight) or the last (output layer, fp32 logits), Megatron-LM's theoretical_memory_usage
     shard_params, shard_grads, shard_optim = state_shards(  # as the dp step's
         zero, shards, holds_full_gradients(zero, x.framework, x.grad_sync, m))
-    weights = local_params * _f(x.param_bytes_per_param) * shard_params
-    grads = local_params * _f(x.grad_bytes_per_param) * shard_grads
-    optimizer = local_params * _f(x.optimizer_bytes_per_param) * shard_optim
     per_layer = tf.activation_bytes_per_layer(
         b, _f(x.seq_len) / _f(cp), x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
         x.sequence_parallel, x.recompute, x.flash_attention)
     working = tf.activation_bytes_per_layer(
         b, _f(x.seq_len) / _f(cp), x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
         x.sequence_parallel, tf.RECOMPUTE_NONE, x.flash_attention)
-    in_flight = microbatches_in_flight(x.schedule, pp, m, v)
+    recomputing = np.where(np.asarray(x.recompute) == tf.RECOMPUTE_FULL, working, 0.0)
     logits_bytes = LOGIT_BYTES * tokens * _f(x.vocab) / _f(tp)
-    activations = (per_layer * np.where(pp > 1, stage_layers, L) * in_flight
-                   + np.where(np.asarray(x.recompute) == tf.RECOMPUTE_FULL, working, 0.0)
-                   + logits_bytes)
+
+    def stage_memory(params_on_stage, layers_on_stage, in_flight, logits_in_flight):
+        """(weights, gradients, optimizer state, activations) bytes of one stage's device."""
+        local = params_on_stage / _f(tp)
+        return (local * _f(x.param_bytes_per_param) * shard_params,
+                local * _f(x.grad_bytes_per_param) * shard_grads,
+                local * _f(x.optimizer_bytes_per_param) * shard_optim,
+                per_layer * layers_on_stage * in_flight + recomputing
+                + logits_bytes * logits_in_flight)
+
+    first = stage_memory(stage_params, np.where(pp > 1, stage_layers, L),
+                         microbatches_in_flight(x.schedule, pp, m, v),
+                         np.where(pp > 1, 0.0, 1.0))
+    last = stage_memory(np.where(pp > 1, last_stage_layers * layer_params + embed, _f(x.params)),
+                        np.where(pp > 1, last_stage_layers, L),
+                        microbatches_in_flight(x.schedule, pp, m, v, _f(pp) - 1.0),
+                        np.where(np.asarray(x.schedule) == GPIPE, m, 1.0))
+    fuller = sum(first) >= sum(last)
+    weights, grads, optimizer, activations = (np.where(fuller, a, z) for a, z in zip(first, last,
+                                                                                     strict=True))
     buffers = _f(x.framework_bytes) + np.where(
         zero >= 3, ZERO3_PREFETCH_LAYERS * layer_params / _f(tp) * _f(x.param_bytes_per_param),
         0.0)

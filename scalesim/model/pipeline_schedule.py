@@ -12,9 +12,10 @@ and one micro-batch taking t_f + t_b on a stage:
   and weight-gradient W, which fills the bubble; with t_F = t_B = t_W, (p - 1)(t_F + t_B - t_W)
   = a third of 1F1B's bubble.
 
-Activations held at once, in micro-batches of one stage's layers on the first (fullest) stage:
-GPipe m; 1F1B and ZB-H1 min(p, m); interleaved min(p, m) (1 + (p - 1)/(p v)) (Korthikanti et
-al. 2022 §4.2.3); no pipeline 1. Point-to-point sends: ``p2p_s``. docs/model.md §15.
+Activations held at once, in micro-batches of one stage's layers, on the first stage: GPipe m;
+1F1B and ZB-H1 min(p, m); interleaved p (1 + (p - 1)/(p v)) (Korthikanti et al. 2022 §4.2.3);
+no pipeline 1; on the last stage 1 but GPipe's m (``microbatches_in_flight``). Point-to-point
+sends: ``p2p_s``. docs/model.md §15.
 """
 
 from __future__ import annotations
@@ -40,17 +41,25 @@ def bubble_fraction(schedule, pp, microbatches, virtual_stages=1):
     return bubble_microbatches(schedule, pp, virtual_stages) / np.asarray(microbatches, float)
 
 
-def microbatches_in_flight(schedule, pp, microbatches, virtual_stages=1):
-    """Micro-batches of activations (of one stage's layers) the first stage holds at once."""
+def microbatches_in_flight(schedule, pp, microbatches, virtual_stages=1, stage=0):
+    """Micro-batches of activations (of one stage's layers) pipeline rank ``stage`` holds at
+    once (0: the first stage, the fullest). Megatron's schedules (``get_pp_rank_microbatches``):
+    1F1B (and ZB-H1, whose peak is 1F1B's, Qi et al. 2023 §3) rank r runs p - r - 1 warm-up
+    forwards and one more before its first backward, min(p - r, m); interleaved rank r runs
+    2 (p - r - 1) + (v - 1) p warm-up chunk forwards and one more, in stages of v chunks
+    ``(2 (p - r - 1) + (v - 1) p + 1) / v`` (rank 0: p (1 + (p - 1)/(p v)), Korthikanti et al.
+    2022 §4.2.3); GPipe m; no pipeline 1."""
     sch = np.asarray(schedule)
     p = np.asarray(pp, dtype=float)
     m = np.asarray(microbatches, dtype=float)
     v = np.asarray(virtual_stages, dtype=float)
-    warm = np.minimum(p, m)
+    r = np.asarray(stage, dtype=float)
+    warm = np.minimum(p - r, m)
+    chunks = np.minimum(2.0 * (p - r - 1.0) + (v - 1.0) * p + 1.0, m * v)
     return np.select(
         [sch == NO_PIPELINE, sch == GPIPE, sch == INTERLEAVED, (sch == ONE_F_ONE_B)
          | (sch == ZERO_BUBBLE)],
-        [1.0, m, warm * (1.0 + (p - 1.0) / (p * v)), warm], warm)
+        [1.0, m, chunks / v, warm], warm)
 
 
 def send_s(size_bytes, latency_s, bandwidth_GBps):
