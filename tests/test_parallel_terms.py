@@ -232,3 +232,31 @@ def test_logits_sit_on_the_last_stage_and_the_fullest_stage_is_reported():
         layers=2, vocab=256000)
     r = evaluate_layouts(big_v)
     assert float(r.activation_bytes) == pytest.approx(1 * act * 1 + 4 * 4 * 2048 * 256000)
+
+
+def test_a_faster_device_never_slows_a_layout_with_overlapped_tp_and_zero3():
+    # tp 8 overlapped with the matmuls (on NVLink), ZeRO-2 over dp x cp = 2 across servers: the
+    # exchange runs while the layer waits for its exposed tensor-parallel traffic too, so a
+    # faster device (1.5x the peak) must not lengthen the step; it did (0.1984 -> 0.2036 s)
+    # when each exchange took the compute alone as its window
+    x = _inputs(dp=1, tp=8, cp=2, zero=2, micro_batch=1, global_batch=8, tp_overlap=True)
+    slow, fast = evaluate_layouts(x), evaluate_layouts(x.replace(peak_flops_per_s=1.5 * 312e12))
+    assert float(fast.step_time_s) < float(slow.step_time_s)
+
+
+@settings(max_examples=150, deadline=None)
+@given(dp=st.sampled_from([1, 2, 4, 16]), tp=st.sampled_from([1, 2, 8]),
+       pp=st.sampled_from([1, 2, 4]), cp=st.sampled_from([1, 2]), zero=st.integers(0, 3),
+       rec=st.integers(0, 2), sched=st.sampled_from([1, 2, 3, 4]), tpo=st.booleans(),
+       factor=st.floats(1.01, 3.0),
+       which=st.sampled_from(["efficiency", "peak_flops_per_s", "memory_bandwidth_GBps"]))
+def test_a_faster_device_never_slows_a_layout(dp, tp, pp, cp, zero, rec, sched, tpo, factor,
+                                              which):
+    layout = dict(dp=dp, tp=tp, pp=pp, cp=cp, zero=zero, recompute=rec, micro_batch=1,
+                  global_batch=dp * 8, schedule=sched if pp > 1 else 0,
+                  virtual_stages=2 if sched == INTERLEAVED and pp > 1 else 1,
+                  sequence_parallel=tp > 1, tp_overlap=tpo)
+    x = _inputs(**layout)
+    slow = evaluate_layouts(x)
+    fast = evaluate_layouts(x.replace(**{which: getattr(x, which) * factor}))
+    assert float(fast.step_time_s) <= float(slow.step_time_s) * (1 + 1e-12)

@@ -391,8 +391,15 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # a stage holding the output layer (pp = 1) hides the exchange behind its work too:
     # a third of it forward, two thirds backward (§1)
     output = np.where(pp > 1, 0.0, logits)
-    fwd_mb = units * fwd + output / 3.0
-    bwd_mb = units * (bwd + rec) + 2.0 * output / 3.0  # recompute runs in backward
+    # the exchange runs on its own stream for as long as the passes last, the layers' exposed
+    # tensor-parallel and ring-attention waits included (forward: 2 of the layer's n tp
+    # collectives, c - 1 of its 3 (c - 1) ring hops; backward and recompute the rest)
+    tp_fwd_share = 2.0 / collectives_per_layer(x.recompute, x.recompute_early_stop,
+                                               x.sequence_parallel)
+    fwd_wait = tp_layer * tp_fwd_share + cp_layer / 3.0
+    bwd_wait = tp_layer * (1.0 - tp_fwd_share) + cp_layer * 2.0 / 3.0
+    fwd_mb = units * (fwd + fwd_wait) + output / 3.0
+    bwd_mb = units * (bwd + rec + bwd_wait) + 2.0 * output / 3.0  # recompute runs in backward
     # once per step (DDP, ZeRO-1) the exchange hides behind the last micro-batch's chunk on the
     # first stage; per micro-batch (ZeRO-2/3) behind the whole stage's compute of each one
     per_micro = syncs_every_micro_step(zero, x.framework, x.grad_sync)
