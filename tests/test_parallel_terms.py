@@ -260,3 +260,32 @@ def test_a_faster_device_never_slows_a_layout(dp, tp, pp, cp, zero, rec, sched, 
     slow = evaluate_layouts(x)
     fast = evaluate_layouts(x.replace(**{which: getattr(x, which) * factor}))
     assert float(fast.step_time_s) <= float(slow.step_time_s) * (1 + 1e-12)
+
+
+def test_zero_bubble_h1_bubble_is_qi_table_2_with_the_layouts_own_pass_times():
+    # Qi et al. 2023 (arXiv 2401.10241) Table 2: 1F1B idles (p - 1)(T_F + T_B + T_W), ZB-H1
+    # (p - 1)(T_F + T_B - T_W), T_W the weight-gradient pass; a third only when the three are
+    # equal. GPT 1.7B, pp 4, micro-batch 4, tp 1: T_W of an average stage is its layers' and the
+    # output layer's weight-gradient matmuls (one of each matmul's two backward passes)
+    base = dict(dp=2, pp=4, micro_batch=4, global_batch=64)
+    one = evaluate_layouts(_inputs(**base, schedule=SCHEDULES["1f1b"]))
+    zb = evaluate_layouts(_inputs(**base, schedule=SCHEDULES["zb"]))
+    flops, mem = 312e12 * 0.7, 2039e9
+    m_tok, h = 4 * 2048, 2304
+    layer_w = (gemm_s(m_tok, 3 * h, h, flops, mem) + gemm_s(m_tok, h, h, flops, mem)
+               + gemm_s(m_tok, 4 * h, h, flops, mem) + gemm_s(m_tok, h, 4 * h, flops, mem))
+    t_w = (24 * layer_w + gemm_s(m_tok, 51200, h, flops, mem)) / 4
+    assert float(zb.bubble_s) == pytest.approx(float(one.bubble_s) - 3 * 2 * t_w, rel=1e-9)
+    # attention and elementwise work sit in T_F and T_B, not T_W: more than a third remains
+    assert float(zb.bubble_s) > float(one.bubble_s) / 3
+    # full recompute reruns the forward inside T_B: the bubble share grows again
+    one_r = evaluate_layouts(_inputs(**base, schedule=SCHEDULES["1f1b"], recompute=2))
+    zb_r = evaluate_layouts(_inputs(**base, schedule=SCHEDULES["zb"], recompute=2))
+    assert float(zb_r.bubble_s) == pytest.approx(float(one_r.bubble_s) - 3 * 2 * t_w, rel=1e-9)
+    assert float(zb_r.bubble_s) / float(one_r.bubble_s) > float(zb.bubble_s) / float(one.bubble_s)
+
+
+def test_zero_bubble_share_from_the_weight_gradient_share():
+    # T_W / (T_F + T_B + T_W) = w: ZB-H1 idles (1 - 2w) of 1F1B's (p - 1) micro-batch times
+    assert bubble_fraction(ZERO_BUBBLE, 8, 32, 1, weight_grad_share=0.25) == pytest.approx(
+        7 / 32 * 0.5)

@@ -184,9 +184,11 @@ def _f(x):
 
 
 def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_per_s, core_flops_per_s):
-    """(forward, backward, recompute, matmul, attention) seconds of one layer for one
-    micro-batch on one device; ``matmul`` is the weight matmuls' share of the three (what can
-    hide tp traffic), ``attention`` the attention core's (what hides ring-attention sends)."""
+    """(forward, backward, recompute, matmul, attention, weight_grad) seconds of one layer for
+    one micro-batch on one device; ``matmul`` is the weight matmuls' share of the three (what can
+    hide tp traffic), ``attention`` the attention core's (what hides ring-attention sends),
+    ``weight_grad`` the weight-gradient matmuls of backward (ZB-H1's W pass, one of each weight
+    matmul's two backward passes)."""
     h, a, kv, f, t = _f(x.hidden), _f(x.heads), _f(x.kv_heads), _f(x.ffn_hidden), _f(x.tp)
     seq = _f(x.seq_len)
     up = np.where(np.asarray(x.gated, dtype=bool), 2.0, 1.0) * f
@@ -219,14 +221,15 @@ def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_per_s, core_flops_per
                           [full, core + score_s], 0.0)
     matmul = 3.0 * gemms + np.where(r == tf.RECOMPUTE_FULL,
                                     gemms - np.where(early_stop, down, 0.0), 0.0)
-    return forward, backward, recompute, matmul, core + core_backward
+    return forward, backward, recompute, matmul, core + core_backward, gemms
 
 
 def _logits_s(x: LayoutInputs, tokens, flops_per_s, mem_per_s):
-    """Forward + backward seconds of the output layer and loss for one micro-batch."""
+    """(forward + backward, weight-gradient) seconds of the output layer and loss for one
+    micro-batch."""
     v_local = _f(x.vocab) / _f(x.tp)
-    gemm = 3.0 * gemm_s(tokens, v_local, _f(x.hidden), flops_per_s, mem_per_s)
-    return gemm + memory_bound_s(3.0 * LOGIT_BYTES * tokens * v_local, mem_per_s)
+    gemm = gemm_s(tokens, v_local, _f(x.hidden), flops_per_s, mem_per_s)
+    return 3.0 * gemm + memory_bound_s(3.0 * LOGIT_BYTES * tokens * v_local, mem_per_s), gemm
 
 
 def _group_link(x: LayoutInputs, size, stride):
@@ -322,12 +325,12 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # --- compute of one micro-batch on the fullest stage and on an average one
     core_peak = x.peak_flops_per_s if x.attention_peak_flops_per_s is None else (
         x.attention_peak_flops_per_s)
-    fwd, bwd, rec, matmul, attention = _layer_times(x, tokens, flops_per_s, mem_per_s,
-                                         _f(core_peak) * _f(x.efficiency))
+    fwd, bwd, rec, matmul, attention, weight_grad = _layer_times(
+        x, tokens, flops_per_s, mem_per_s, _f(core_peak) * _f(x.efficiency))
     layer_s = fwd + bwd + rec
     chunk_layers = np.ceil(L / (_f(pp) * v))
     stage_layers = chunk_layers * v
-    logits = _logits_s(x, tokens, flops_per_s, mem_per_s)
+    logits, logits_weight_grad = _logits_s(x, tokens, flops_per_s, mem_per_s)
     nvls_GBps = _f(x.nvls_busbw_ratio) * _f(x.intra_busbw_GBps)  # NaN: no NVLink SHARP
     tp_layer = tp_comm_per_layer_s(b, x.seq_len, x.hidden, tp, cp, x.recompute,
                                    x.sequence_parallel, x.intra_latency_s, x.intra_busbw_GBps,
@@ -370,7 +373,9 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     compute = m * slowest_compute + optimizer_s
     tp_comm = m * slowest_tp
     cp_comm = m * slowest_cp
-    bubble = bubble_microbatches(x.schedule, pp, v) * average_mb
+    # ZB-H1 fills the bubble with the deferred weight-gradient passes (W) of an average stage
+    w_share = (L * weight_grad + logits_weight_grad) / _f(pp) / average_mb
+    bubble = bubble_microbatches(x.schedule, pp, v, w_share) * average_mb
 
     # --- pipeline point-to-point (stride tp*cp*dp between stages), boundary by boundary
     stages = point_to_point_links(x, pp, strides(tp, cp, dp)[3])
@@ -422,7 +427,8 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
                                              stage_layers * layer_s), slowest_compute)
     slow_rank = np.asarray(x.slow_rank)
     slow = np.where((slow_rank >= 0) & (slow_rank < devices), _f(x.slow_factor), 1.0)
-    slow_delay = slow_stage_delay_s(x.schedule, pp, v, m, slow_stage_s, slowest_compute, slow)
+    slow_delay = slow_stage_delay_s(x.schedule, pp, v, m, slow_stage_s, slowest_compute, slow,
+                                    w_share)
     straggler = _straggler_s(x, devices, tp, m, per_micro, compute, slowest_compute,
                              np.where(pp > 1, stage_layers, L), slow_delay)
     load_s = gb / (_f(dp) * _f(x.loader_samples_per_s))
