@@ -289,3 +289,28 @@ def test_zero_bubble_share_from_the_weight_gradient_share():
     # T_W / (T_F + T_B + T_W) = w: ZB-H1 idles (1 - 2w) of 1F1B's (p - 1) micro-batch times
     assert bubble_fraction(ZERO_BUBBLE, 8, 32, 1, weight_grad_share=0.25) == pytest.approx(
         7 / 32 * 0.5)
+
+
+def test_the_embedding_and_the_loss_add_their_tensor_parallel_collectives():
+    # Megatron-Core: VocabParallelEmbedding all-reduces its b x s x h output in forward (with
+    # sequence parallelism a reduce-scatter, all-gathered in backward); the output layer's input
+    # is all-reduced in backward (sequence parallel: all-gathered in forward, reduce-scattered in
+    # backward); VocabParallelCrossEntropy all-reduces 3 fp32 values per token (max, sum of
+    # exponentials, target logit). GPT 1.7B, tp 8 in one server, pp 1, micro-batch 4, 2 micro-
+    # batches: 24 layers x 4 all-reduces + 2 + the loss's 3 small ones, per micro-batch.
+    from scalesim.model import collectives as coll
+
+    r = evaluate_layouts(_inputs(dp=1, tp=8, micro_batch=4, global_batch=8))
+    size = 4 * 2048 * 2304 * 2
+
+    def allreduce(n_bytes):
+        return coll.allreduce_s(n_bytes, 8, 1, 2e-6, 230.0, 2e-6, 230.0)
+
+    per_micro = (24 * 4 + 2) * allreduce(size) + 3 * allreduce(4 * 2048 * 4)
+    assert float(r.tp_comm_s) == pytest.approx(2 * per_micro, rel=1e-9)
+    # pp 2: the first stage has the embedding's, the last the output layer's and the loss's;
+    # the busier end sets the pace (12 layers each)
+    r2 = evaluate_layouts(_inputs(dp=1, tp=8, pp=2, micro_batch=4, global_batch=8,
+                                  schedule=SCHEDULES["1f1b"]))
+    per_micro = (12 * 4 + 1) * allreduce(size) + 3 * allreduce(4 * 2048 * 4)
+    assert float(r2.tp_comm_s) == pytest.approx(2 * per_micro, rel=1e-9)

@@ -47,7 +47,11 @@ from scalesim.model.pipeline_schedule import (
 )
 from scalesim.model.sharding import EVERY_MICRO_STEP, FSDP
 from scalesim.model.stragglers import collective_waits_s, straggler_wait_s
-from scalesim.model.tensor_parallel import collectives_per_layer, tp_comm_per_layer_s
+from scalesim.model.tensor_parallel import (
+    collectives_per_layer,
+    tp_comm_end_stages_s,
+    tp_comm_per_layer_s,
+)
 from scalesim.model.zero_exchange import (
     exchange,
     holds_full_gradients,
@@ -336,6 +340,9 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
                                    x.sequence_parallel, x.intra_latency_s, x.intra_busbw_GBps,
                                    ACTIVATION_BYTES, nvls_GBps, x.recompute_early_stop)
     tp_layer = np.where(tp > 1, tp_layer, 0.0)
+    tp_first, tp_last = (np.where(tp > 1, t, 0.0) for t in tp_comm_end_stages_s(
+        b, x.seq_len, x.hidden, tp, cp, x.sequence_parallel, x.intra_latency_s,
+        x.intra_busbw_GBps, ACTIVATION_BYTES, nvls_GBps))
     # overlapped (Transformer Engine userbuffers): hidden behind the layer's matmuls but for
     # what they cannot cover and the contention share of the hidden part
     hidden_tp = np.minimum(tp_layer, matmul)
@@ -354,9 +361,13 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     slowest_compute = np.maximum(stage_layers * layer_s,
                                  last_stage_layers * layer_s + logits)
     slowest_compute = np.where(pp > 1, slowest_compute, L * layer_s + logits)
-    slowest_tp = np.where(pp > 1, stage_layers, L) * tp_layer
+    # the embedding's collectives on the first stage, the output layer's and the loss's on the
+    # last (both on the only stage without a pipeline)
+    slowest_tp = np.where(pp > 1, np.maximum(stage_layers * tp_layer + tp_first,
+                                             last_stage_layers * tp_layer + tp_last),
+                          L * tp_layer + tp_first + tp_last)
     slowest_cp = np.where(pp > 1, stage_layers, L) * cp_layer
-    average_mb = (L * (layer_s + tp_layer + cp_layer) + logits) / _f(pp)
+    average_mb = (L * (layer_s + tp_layer + cp_layer) + logits + tp_first + tp_last) / _f(pp)
 
     # --- model states of the fullest stage (embedding on the first, output layer on the last)
     layer_params = (tf.layer_matmul_weights(x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated)
