@@ -314,3 +314,15 @@ def test_the_embedding_and_the_loss_add_their_tensor_parallel_collectives():
                                   schedule=SCHEDULES["1f1b"]))
     per_micro = (12 * 4 + 1) * allreduce(size) + 3 * allreduce(4 * 2048 * 4)
     assert float(r2.tp_comm_s) == pytest.approx(2 * per_micro, rel=1e-9)
+
+
+def test_context_parallel_keeps_scores_of_its_queries_against_every_key():
+    # unfused attention under context parallelism: each rank's s/c queries score all s keys
+    # (ring: every chunk's block; all-to-all: a/c heads over the whole sequence), so the
+    # Korthikanti score term 5 a s^2 b / t becomes 5 a (s/c) s b / t, not 5 a (s/c)^2 b / t;
+    # the rest of the layer's activations shrink with s/c. GPT 1.7B, cp 2, tp 1, micro-batch 4.
+    r = evaluate_layouts(_inputs(dp=4, cp=2, micro_batch=4, global_batch=16))
+    s, c, b, h, a = 2048, 2, 4, 2304, 24
+    per_layer = (s / c) * b * h * 34 + 5 * a * (s / c) * s * b
+    logits = 4 * b * (s / c) * 51200
+    assert float(r.activation_bytes) == pytest.approx(24 * per_layer + logits)

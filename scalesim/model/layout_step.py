@@ -462,11 +462,11 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     shard_params, shard_grads, shard_optim = state_shards(  # as the dp step's
         zero, shards, holds_full_gradients(zero, x.framework, x.grad_sync, m))
     per_layer = tf.activation_bytes_per_layer(
-        b, _f(x.seq_len) / _f(cp), x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
-        x.sequence_parallel, x.recompute, x.flash_attention)
+        b, x.seq_len, x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
+        x.sequence_parallel, x.recompute, x.flash_attention, cp)
     working = tf.activation_bytes_per_layer(
-        b, _f(x.seq_len) / _f(cp), x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
-        x.sequence_parallel, tf.RECOMPUTE_NONE, x.flash_attention)
+        b, x.seq_len, x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
+        x.sequence_parallel, tf.RECOMPUTE_NONE, x.flash_attention, cp)
     recomputing = np.where(np.asarray(x.recompute) == tf.RECOMPUTE_FULL, working, 0.0)
     logits_bytes = LOGIT_BYTES * tokens * _f(x.vocab) / _f(tp)
 
