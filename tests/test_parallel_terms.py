@@ -326,3 +326,20 @@ def test_context_parallel_keeps_scores_of_its_queries_against_every_key():
     per_layer = (s / c) * b * h * 34 + 5 * a * (s / c) * s * b
     logits = 4 * b * (s / c) * 51200
     assert float(r.activation_bytes) == pytest.approx(24 * per_layer + logits)
+
+
+def test_kv_heads_fewer_than_tp_are_replicated_not_split_below_one_head():
+    # Megatron-Core attention (num_query_groups < tp): every tensor-parallel rank holds one key/
+    # value head, so K and V are replicated t/kv times, not split into fractions of a head.
+    # GPT 1.7B's widths with 2 kv heads at tp 8, pp 2 (12 layers a stage): per rank K and V
+    # keep h x (h/a) weights each and activations of one head, 4 (h/a) bytes per token
+    h, a, kv, t = 2304, 24, 2, 8
+    gqa = dict(kv_heads=kv, params=tf.parameter_count(24, h, a, kv, 4 * h, False, 2048, 51200))
+    layout = dict(dp=1, tp=t, pp=2, micro_batch=4, global_batch=8, schedule=SCHEDULES["1f1b"])
+    r = evaluate_layouts(_inputs(**layout).replace(**gqa))
+    q_o_mlp = 2 * h * h + 2 * h * 4 * h
+    per_rank_layer = (q_o_mlp + 4 * h) / t + 2 * h * (h / a)  # K, V: one head each
+    assert float(r.weights_bytes) == pytest.approx(2 * (12 * per_rank_layer + 51200 * h / t))
+    sbh = 2048 * 4 * h
+    per_layer = sbh * (10 + (2 + 2 + 16) / t + 5 * a * 2048 / (h * t)) + sbh * 4 / a
+    assert float(r.activation_bytes) == pytest.approx(12 * per_layer * 2)

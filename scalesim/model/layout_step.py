@@ -316,6 +316,10 @@ def _straggler_s(x: LayoutInputs, devices, tp, m, per_micro, compute, micro_s, l
 def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     """Step time, its breakdown, throughput, utilisation and memory of every layout in ``x``."""
     dp, tp, pp, cp = (np.asarray(v, dtype=int) for v in (x.dp, x.tp, x.pp, x.cp))
+    model = x  # the shape as trained: model FLOPs count each key/value head once
+    # key/value heads as the tensor-parallel ranks hold them: with fewer than t each rank keeps
+    # one (Megatron-Core, num_query_groups < tp), so K and V are replicated t/kv times
+    x = x.replace(kv_heads=np.maximum(_f(x.kv_heads), _f(tp)))
     b, gb = _f(x.micro_batch), _f(x.global_batch)
     v = _f(x.virtual_stages)
     L = _f(x.layers)
@@ -373,7 +377,11 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     layer_params = (tf.layer_matmul_weights(x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated)
                     + 4.0 * _f(x.hidden))
     embed = _f(x.vocab) * _f(x.hidden)  # the first stage's embedding, the last's output layer
-    stage_params = np.where(pp > 1, stage_layers * layer_params + embed, _f(x.params))
+    replicated_kv = layer_params - (tf.layer_matmul_weights(
+        model.hidden, model.heads, model.kv_heads, model.ffn_hidden, model.gated)
+        + 4.0 * _f(x.hidden))  # per layer, 0 unless kv < t
+    stage_params = np.where(pp > 1, stage_layers * layer_params + embed,
+                            _f(x.params) + L * replicated_kv)
     local_params = stage_params / _f(tp)
     shards = _f(dp) * _f(cp)  # ZeRO / distributed optimizer shard over dp x cp
     zero = np.asarray(x.zero)
@@ -449,7 +457,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # --- throughput and utilisation
     samples = gb / step
     tokens_per_s = samples * _f(x.seq_len)
-    shape = (x.layers, x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated)
+    shape = (x.layers, x.hidden, x.heads, model.kv_heads, x.ffn_hidden, x.gated)
     model_flops = tf.model_flops_per_token(*shape, x.seq_len, x.vocab)
     hw_flops = model_flops + tf.recompute_flops_per_token(x.recompute, *shape, x.seq_len,
                                                         x.recompute_early_stop)
@@ -482,7 +490,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     first = stage_memory(stage_params, np.where(pp > 1, stage_layers, L),
                          microbatches_in_flight(x.schedule, pp, m, v),
                          np.where(pp > 1, 0.0, 1.0))
-    last = stage_memory(np.where(pp > 1, last_stage_layers * layer_params + embed, _f(x.params)),
+    last = stage_memory(np.where(pp > 1, last_stage_layers * layer_params + embed, stage_params),
                         np.where(pp > 1, last_stage_layers, L),
                         microbatches_in_flight(x.schedule, pp, m, v, _f(pp) - 1.0),
                         np.where(np.asarray(x.schedule) == GPIPE, m, 1.0))
