@@ -343,3 +343,26 @@ def test_kv_heads_fewer_than_tp_are_replicated_not_split_below_one_head():
     sbh = 2048 * 4 * h
     per_layer = sbh * (10 + (2 + 2 + 16) / t + 5 * a * 2048 / (h * t)) + sbh * 4 / a
     assert float(r.activation_bytes) == pytest.approx(12 * per_layer * 2)
+
+
+def test_fsdp_under_a_pipeline_keeps_parameters_and_gradients_whole_for_the_step():
+    # PyTorch pipelining (torch.distributed.pipelining, torchtitan's PP) disables FSDP's
+    # reshard-after-backward and gradient sync for every micro-batch but the last
+    # (set_reshard_after_backward(False), set_requires_gradient_sync(False)), and torchtitan
+    # does not reshard after forward with PP: a ZeRO-2/3 stage holds its whole parameters and
+    # gradients through the step and exchanges once (one all-gather, one reduce-scatter), as
+    # FSDP's no_sync ZeRO-2. GPT 1.7B, dp 4 x pp 2, 4 micro-batches of 4.
+    from scalesim.model.sharding import ONCE_PER_STEP
+
+    layout = dict(dp=4, pp=2, micro_batch=4, global_batch=64, schedule=SCHEDULES["1f1b"])
+    z3 = evaluate_layouts(_inputs(**layout, zero=3))
+    z2_once = evaluate_layouts(_inputs(**layout, zero=2).replace(grad_sync=ONCE_PER_STEP))
+    stage = 12 * (tf.layer_matmul_weights(2304, 24, 24, 9216, False) + 4 * 2304) + 51200 * 2304
+    assert float(z3.weights_bytes) == pytest.approx(2 * stage)  # whole, not / dp
+    assert float(z3.grads_bytes) == pytest.approx(2 * stage)
+    assert float(z3.optimizer_bytes) == pytest.approx(12 * stage / 4)
+    for part in PARTS + ("memory_bytes",):
+        assert float(getattr(z3, part)) == pytest.approx(float(getattr(z2_once, part)))
+    # without a pipeline ZeRO-3 shards as before
+    flat = evaluate_layouts(_inputs(dp=8, micro_batch=4, global_batch=64, zero=3))
+    assert float(flat.weights_bytes) == pytest.approx(2 * GPT["params"] / 8)

@@ -54,7 +54,7 @@ def test_the_planner_ranks_as_predict_predicts_with_overlap_off_or_a_slow_device
     quiet_best = plan_at(gpt, QUIET, DEVICES, GLOBAL_BATCH, top=1)[0]
     scenario = QUIET.model_copy(update=knob)
     rows = plan_at(gpt, scenario, DEVICES, GLOBAL_BATCH, top=None, include_unfit=True)
-    assert len(rows) == 363
+    assert len(rows) == 330  # no ZeRO-3 pipeline rows (FSDP holds them whole, as ZeRO-2)
     assert _key(rows[0]) != _key(quiet_best)
     predicted = _predicted(gpt, scenario, rows)
     for row, p in zip(rows, predicted, strict=True):

@@ -45,7 +45,7 @@ from scalesim.model.pipeline_schedule import (
     p2p_s,
     slow_stage_delay_s,
 )
-from scalesim.model.sharding import EVERY_MICRO_STEP, FSDP
+from scalesim.model.sharding import EVERY_MICRO_STEP, FSDP, ONCE_PER_STEP
 from scalesim.model.stragglers import collective_waits_s, straggler_wait_s
 from scalesim.model.tensor_parallel import (
     collectives_per_layer,
@@ -384,7 +384,11 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
                             _f(x.params) + L * replicated_kv)
     local_params = stage_params / _f(tp)
     shards = _f(dp) * _f(cp)  # ZeRO / distributed optimizer shard over dp x cp
-    zero = np.asarray(x.zero)
+    # FSDP under a pipeline (PyTorch pipelining, torchtitan's PP) keeps a ZeRO-2/3 stage's
+    # parameters and gradients whole through the step and exchanges once: FSDP's no_sync ZeRO-2
+    piped_fsdp = (pp > 1) & (np.asarray(x.zero) >= 2) & (np.asarray(x.framework) == FSDP)
+    zero = np.where(piped_fsdp, 2, np.asarray(x.zero))
+    grad_sync = np.where(piped_fsdp, ONCE_PER_STEP, np.asarray(x.grad_sync))
     optimizer_s = optimizer_roofline_s(
         local_params / np.where(zero >= 1, shards, 1.0), x.param_bytes_per_param,
         x.grad_bytes_per_param, x.optimizer_bytes_per_param, x.memory_bandwidth_GBps)
@@ -426,13 +430,13 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     bwd_mb = units * (bwd + rec + bwd_wait) + 2.0 * output / 3.0  # recompute runs in backward
     # once per step (DDP, ZeRO-1) the exchange hides behind the last micro-batch's chunk on the
     # first stage; per micro-batch (ZeRO-2/3) behind the whole stage's compute of each one
-    per_micro = syncs_every_micro_step(zero, x.framework, x.grad_sync)
+    per_micro = syncs_every_micro_step(zero, x.framework, grad_sync)
     exposed, total, _units = exchange(
         zero, x.framework, grad_bytes, group, units, m,
         np.where(per_micro, fwd_mb, fwd_mb / v), np.where(per_micro, bwd_mb, bwd_mb / v), overlap,
         lambda size: coll.allreduce_from_coeffs(ar_coeffs, size, x.algorithm),
         lambda size: coll.affine_s(rs_coeffs, size), x.wire_bytes_per_param, x.bucket_bytes,
-        x.first_bucket_bytes, x.fsdp_backward_prefetch_post, x.grad_sync)
+        x.first_bucket_bytes, x.fsdp_backward_prefetch_post, grad_sync)
     exposed = np.where(group > 1, exposed, 0.0)
     total = np.where(group > 1, total, 0.0)
     dp_exposed = exposed + _f(x.comm_contention) * (total - exposed)
@@ -468,7 +472,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # --- memory of the fullest device: the first stage (embedding, the most micro-batches in
     # flight) or the last (output layer, fp32 logits), Megatron-LM's theoretical_memory_usage
     shard_params, shard_grads, shard_optim = state_shards(  # as the dp step's
-        zero, shards, holds_full_gradients(zero, x.framework, x.grad_sync, m))
+        zero, shards, holds_full_gradients(zero, x.framework, grad_sync, m))
     per_layer = tf.activation_bytes_per_layer(
         b, x.seq_len, x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
         x.sequence_parallel, x.recompute, x.flash_attention, cp)
