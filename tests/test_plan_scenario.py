@@ -249,3 +249,17 @@ def test_plan_with_a_profile_ranks_with_its_measured_jitter_as_predict_does(tmp_
     assert measured["breakdown_s"]["straggler_s"] > zero["breakdown_s"]["straggler_s"]
     code, out, err = run_cli(capsys, argv)
     assert code == 0 and "jitter cv 0.08" in out
+
+
+def test_deepspeed_refuses_zero2_with_a_pipeline_and_fsdp_says_what_it_runs(capsys):
+    from cli_harness import run_cli
+
+    code, _out, err = run_cli(capsys, ["predict", "--workload", "gpt-1.7b", "--hardware",
+                                       "dgx-a100", "--devices", "16", "--pp", "2", "--strategy",
+                                       "zero2", "--zero-framework", "deepspeed"])
+    assert code == 2 and "DeepSpeed refuses ZeRO-2/3 with pipeline parallelism" in err
+    assert len(err.strip().splitlines()) == 1
+    code, out, _err = run_cli(capsys, ["predict", "--workload", "gpt-1.7b", "--hardware",
+                                       "dgx-a100", "--devices", "16", "--pp", "2", "--strategy",
+                                       "zero3"])
+    assert code == 0 and "zero3 under a pipeline: FSDP keeps each stage's parameters" in out
