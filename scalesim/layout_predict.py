@@ -380,6 +380,16 @@ def recompute_style_note(profile: Profile, scenario: Scenario) -> str:
     return f"recompute style early-stop ignored: {why}"
 
 
+def pipeline_fsdp_note(scenario: Scenario) -> str:
+    """What FSDP's ZeRO-2/3 does under a pipeline, where the scenario runs one; else ''."""
+    if (layout_of(scenario).pp > 1 and scenario.strategy in ("zero2", "zero3")
+            and scenario.zero_framework == "fsdp"):
+        return (f"{scenario.strategy} under a pipeline: FSDP keeps each stage's parameters and "
+                "gradients whole for the step and exchanges once (PyTorch pipelining; "
+                "docs/model.md §16)")
+    return ""
+
+
 def recompute_words(recompute: str, style: str) -> str:
     """'recompute full (early stop)', 'recompute full', 'recompute none': the style is named
     where it changes something (full recompute)."""

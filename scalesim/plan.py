@@ -385,6 +385,9 @@ def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict
                       shape.layers, shape.heads, shape.kv_of(), shape.seq_len)
     keep &= ~(grid["sequence_parallel"] & (grid["tp"] == 1))  # SP is a no-op without tp
     keep &= ~((grid["zero"] > 0) & (grid["dp"] * grid["cp"] == 1))  # nothing to shard over
+    # under a pipeline FSDP holds a ZeRO-3 stage whole for the step, as ZeRO-2 (the same row,
+    # docs/model.md §16); DeepSpeed refuses ZeRO-2/3 with pipeline parallelism
+    keep &= ~((grid["pp"] > 1) & (grid["zero"] >= (3 if setting.framework == FSDP else 2)))
     return {k: v[keep] for k, v in grid.items()}
 
 
@@ -539,7 +542,8 @@ def exhaustive_scalar(setting: Setting, devices: list[int], cp_values=(1,)) -> l
             for zero, mb, (sch, v), rec, sp in itertools.product(
                     ZERO_CHOICES, MICRO_BATCHES, SCHEDULE_CHOICES, RECOMPUTE_CHOICES,
                     (False, True)):
-                if (sp and tp == 1) or (zero and dp * cp == 1):
+                if (sp and tp == 1) or (zero and dp * cp == 1) or (
+                        pp > 1 and zero >= (3 if setting.framework == FSDP else 2)):
                     continue
                 layout = ParallelLayout(dp=dp, tp=tp, pp=pp, cp=cp, zero=zero, micro_batch=mb,
                                         global_batch=setting.global_batch, schedule=sch,

@@ -647,6 +647,11 @@ class Scenario(_Strict):
                              "(strong scaling), not both")
         if self.grad_sync == "once-per-step" and self.zero_framework == "deepspeed":
             raise ValueError(GRAD_SYNC_DEEPSPEED_ERROR)
+        if (self.zero_framework == "deepspeed" and self.strategy in ("zero2", "zero3")
+                and self.layout is not None and self.layout.pp > 1):
+            raise ValueError(f"strategy {self.strategy} with pp {self.layout.pp}: DeepSpeed "
+                             "refuses ZeRO-2/3 with pipeline parallelism; use zero1, pp 1 or "
+                             "zero_framework fsdp")
         return self
 
 

@@ -197,3 +197,172 @@ def test_fsdp_backward_prefetch_post_exposes_the_backward_gathers_by_hand():
     # ZeRO-1/2 keep the weights between forward and backward: nothing to gather in backward
     z2 = [evaluate_layouts(_inputs(zero=2, fsdp_backward_prefetch_post=p)) for p in (False, True)]
     assert float(z2[0].step_time_s) == float(z2[1].step_time_s)
+
+
+def test_microbatches_in_flight_of_the_last_stage():
+    # Megatron's schedules: 1F1B rank r runs p - r - 1 warm-up forwards, then one more before
+    # its first backward (forward_backward_pipelining_without_interleaving): the last stage
+    # holds 1; interleaved rank r runs 2 (p - r - 1) + (v - 1) p warm-up chunk forwards
+    # (get_pp_rank_microbatches), so the last rank holds (v - 1) p + 1 chunks = that / v stages
+    assert microbatches_in_flight(ONE_F_ONE_B, 4, 16, 1, stage=3) == 1
+    assert microbatches_in_flight(ZERO_BUBBLE, 4, 16, 1, stage=3) == 1
+    assert microbatches_in_flight(GPIPE, 4, 16, 1, stage=3) == 16
+    assert microbatches_in_flight(INTERLEAVED, 4, 16, 2, stage=3) == pytest.approx((4 + 1) / 2)
+    # the first stage is the old rule (Korthikanti §4.2.3)
+    assert microbatches_in_flight(INTERLEAVED, 4, 16, 2, stage=0) == pytest.approx(4 * (1 + 3 / 8))
+
+
+def test_logits_sit_on_the_last_stage_and_the_fullest_stage_is_reported():
+    # Megatron-LM theoretical_memory_usage.py: the inputs of the output layer and the loss
+    # (4 s b h (1 + V/h) / t) count on the first stage only when pp == 1; with pp > 1 they sit
+    # on the last stage, which holds one micro-batch in flight under 1F1B. GPT 1.7B, pp 2,
+    # 1F1B, micro-batch 4, 8 micro-batches, tp 1: each stage 12 layers and a V x h embedding
+    # (the first the input embedding, the last the output layer).
+    r = evaluate_layouts(_inputs(dp=4, pp=2, schedule=SCHEDULES["1f1b"], global_batch=128))
+    act = tf.activation_bytes_per_layer(4, 2048, 2304, 24, 24, 9216, False)
+    first = 12 * act * 2  # two micro-batches in flight, no logits
+    last = 12 * act * 1 + 4 * 4 * 2048 * 51200  # one in flight + fp32 logits
+    assert first > last
+    assert float(r.activation_bytes) == pytest.approx(first)
+    stage_params = 12 * (tf.layer_matmul_weights(2304, 24, 24, 9216, False) + 4 * 2304) \
+        + 51200 * 2304
+    assert float(r.weights_bytes) == pytest.approx(2 * stage_params)
+    # a last stage that is fuller: one layer per stage, a large vocabulary
+    big_v = _inputs(dp=4, pp=2, schedule=SCHEDULES["1f1b"], global_batch=128).replace(
+        layers=2, vocab=256000)
+    r = evaluate_layouts(big_v)
+    assert float(r.activation_bytes) == pytest.approx(1 * act * 1 + 4 * 4 * 2048 * 256000)
+
+
+def test_a_faster_device_never_slows_a_layout_with_overlapped_tp_and_zero3():
+    # tp 8 overlapped with the matmuls (on NVLink), ZeRO-2 over dp x cp = 2 across servers: the
+    # exchange runs while the layer waits for its exposed tensor-parallel traffic too, so a
+    # faster device (1.5x the peak) must not lengthen the step; it did (0.1984 -> 0.2036 s)
+    # when each exchange took the compute alone as its window
+    x = _inputs(dp=1, tp=8, cp=2, zero=2, micro_batch=1, global_batch=8, tp_overlap=True)
+    slow, fast = evaluate_layouts(x), evaluate_layouts(x.replace(peak_flops_per_s=1.5 * 312e12))
+    assert float(fast.step_time_s) < float(slow.step_time_s)
+
+
+@settings(max_examples=150, deadline=None)
+@given(dp=st.sampled_from([1, 2, 4, 16]), tp=st.sampled_from([1, 2, 8]),
+       pp=st.sampled_from([1, 2, 4]), cp=st.sampled_from([1, 2]), zero=st.integers(0, 3),
+       rec=st.integers(0, 2), sched=st.sampled_from([1, 2, 3, 4]), tpo=st.booleans(),
+       factor=st.floats(1.01, 3.0),
+       which=st.sampled_from(["efficiency", "peak_flops_per_s", "memory_bandwidth_GBps"]))
+def test_a_faster_device_never_slows_a_layout(dp, tp, pp, cp, zero, rec, sched, tpo, factor,
+                                              which):
+    layout = dict(dp=dp, tp=tp, pp=pp, cp=cp, zero=zero, recompute=rec, micro_batch=1,
+                  global_batch=dp * 8, schedule=sched if pp > 1 else 0,
+                  virtual_stages=2 if sched == INTERLEAVED and pp > 1 else 1,
+                  sequence_parallel=tp > 1, tp_overlap=tpo)
+    x = _inputs(**layout)
+    slow = evaluate_layouts(x)
+    fast = evaluate_layouts(x.replace(**{which: getattr(x, which) * factor}))
+    assert float(fast.step_time_s) <= float(slow.step_time_s) * (1 + 1e-12)
+
+
+def test_zero_bubble_h1_bubble_is_qi_table_2_with_the_layouts_own_pass_times():
+    # Qi et al. 2023 (arXiv 2401.10241) Table 2: 1F1B idles (p - 1)(T_F + T_B + T_W), ZB-H1
+    # (p - 1)(T_F + T_B - T_W), T_W the weight-gradient pass; a third only when the three are
+    # equal. GPT 1.7B, pp 4, micro-batch 4, tp 1: T_W of an average stage is its layers' and the
+    # output layer's weight-gradient matmuls (one of each matmul's two backward passes)
+    base = dict(dp=2, pp=4, micro_batch=4, global_batch=64)
+    one = evaluate_layouts(_inputs(**base, schedule=SCHEDULES["1f1b"]))
+    zb = evaluate_layouts(_inputs(**base, schedule=SCHEDULES["zb"]))
+    flops, mem = 312e12 * 0.7, 2039e9
+    m_tok, h = 4 * 2048, 2304
+    layer_w = (gemm_s(m_tok, 3 * h, h, flops, mem) + gemm_s(m_tok, h, h, flops, mem)
+               + gemm_s(m_tok, 4 * h, h, flops, mem) + gemm_s(m_tok, h, 4 * h, flops, mem))
+    t_w = (24 * layer_w + gemm_s(m_tok, 51200, h, flops, mem)) / 4
+    assert float(zb.bubble_s) == pytest.approx(float(one.bubble_s) - 3 * 2 * t_w, rel=1e-9)
+    # attention and elementwise work sit in T_F and T_B, not T_W: more than a third remains
+    assert float(zb.bubble_s) > float(one.bubble_s) / 3
+    # full recompute reruns the forward inside T_B: the bubble share grows again
+    one_r = evaluate_layouts(_inputs(**base, schedule=SCHEDULES["1f1b"], recompute=2))
+    zb_r = evaluate_layouts(_inputs(**base, schedule=SCHEDULES["zb"], recompute=2))
+    assert float(zb_r.bubble_s) == pytest.approx(float(one_r.bubble_s) - 3 * 2 * t_w, rel=1e-9)
+    assert float(zb_r.bubble_s) / float(one_r.bubble_s) > float(zb.bubble_s) / float(one.bubble_s)
+
+
+def test_zero_bubble_share_from_the_weight_gradient_share():
+    # T_W / (T_F + T_B + T_W) = w: ZB-H1 idles (1 - 2w) of 1F1B's (p - 1) micro-batch times
+    assert bubble_fraction(ZERO_BUBBLE, 8, 32, 1, weight_grad_share=0.25) == pytest.approx(
+        7 / 32 * 0.5)
+
+
+def test_the_embedding_and_the_loss_add_their_tensor_parallel_collectives():
+    # Megatron-Core: VocabParallelEmbedding all-reduces its b x s x h output in forward (with
+    # sequence parallelism a reduce-scatter, all-gathered in backward); the output layer's input
+    # is all-reduced in backward (sequence parallel: all-gathered in forward, reduce-scattered in
+    # backward); VocabParallelCrossEntropy all-reduces 3 fp32 values per token (max, sum of
+    # exponentials, target logit). GPT 1.7B, tp 8 in one server, pp 1, micro-batch 4, 2 micro-
+    # batches: 24 layers x 4 all-reduces + 2 + the loss's 3 small ones, per micro-batch.
+    from scalesim.model import collectives as coll
+
+    r = evaluate_layouts(_inputs(dp=1, tp=8, micro_batch=4, global_batch=8))
+    size = 4 * 2048 * 2304 * 2
+
+    def allreduce(n_bytes):
+        return coll.allreduce_s(n_bytes, 8, 1, 2e-6, 230.0, 2e-6, 230.0)
+
+    per_micro = (24 * 4 + 2) * allreduce(size) + 3 * allreduce(4 * 2048 * 4)
+    assert float(r.tp_comm_s) == pytest.approx(2 * per_micro, rel=1e-9)
+    # pp 2: the first stage has the embedding's, the last the output layer's and the loss's;
+    # the busier end sets the pace (12 layers each)
+    r2 = evaluate_layouts(_inputs(dp=1, tp=8, pp=2, micro_batch=4, global_batch=8,
+                                  schedule=SCHEDULES["1f1b"]))
+    per_micro = (12 * 4 + 1) * allreduce(size) + 3 * allreduce(4 * 2048 * 4)
+    assert float(r2.tp_comm_s) == pytest.approx(2 * per_micro, rel=1e-9)
+
+
+def test_context_parallel_keeps_scores_of_its_queries_against_every_key():
+    # unfused attention under context parallelism: each rank's s/c queries score all s keys
+    # (ring: every chunk's block; all-to-all: a/c heads over the whole sequence), so the
+    # Korthikanti score term 5 a s^2 b / t becomes 5 a (s/c) s b / t, not 5 a (s/c)^2 b / t;
+    # the rest of the layer's activations shrink with s/c. GPT 1.7B, cp 2, tp 1, micro-batch 4.
+    r = evaluate_layouts(_inputs(dp=4, cp=2, micro_batch=4, global_batch=16))
+    s, c, b, h, a = 2048, 2, 4, 2304, 24
+    per_layer = (s / c) * b * h * 34 + 5 * a * (s / c) * s * b
+    logits = 4 * b * (s / c) * 51200
+    assert float(r.activation_bytes) == pytest.approx(24 * per_layer + logits)
+
+
+def test_kv_heads_fewer_than_tp_are_replicated_not_split_below_one_head():
+    # Megatron-Core attention (num_query_groups < tp): every tensor-parallel rank holds one key/
+    # value head, so K and V are replicated t/kv times, not split into fractions of a head.
+    # GPT 1.7B's widths with 2 kv heads at tp 8, pp 2 (12 layers a stage): per rank K and V
+    # keep h x (h/a) weights each and activations of one head, 4 (h/a) bytes per token
+    h, a, kv, t = 2304, 24, 2, 8
+    gqa = dict(kv_heads=kv, params=tf.parameter_count(24, h, a, kv, 4 * h, False, 2048, 51200))
+    layout = dict(dp=1, tp=t, pp=2, micro_batch=4, global_batch=8, schedule=SCHEDULES["1f1b"])
+    r = evaluate_layouts(_inputs(**layout).replace(**gqa))
+    q_o_mlp = 2 * h * h + 2 * h * 4 * h
+    per_rank_layer = (q_o_mlp + 4 * h) / t + 2 * h * (h / a)  # K, V: one head each
+    assert float(r.weights_bytes) == pytest.approx(2 * (12 * per_rank_layer + 51200 * h / t))
+    sbh = 2048 * 4 * h
+    per_layer = sbh * (10 + (2 + 2 + 16) / t + 5 * a * 2048 / (h * t)) + sbh * 4 / a
+    assert float(r.activation_bytes) == pytest.approx(12 * per_layer * 2)
+
+
+def test_fsdp_under_a_pipeline_keeps_parameters_and_gradients_whole_for_the_step():
+    # PyTorch pipelining (torch.distributed.pipelining, torchtitan's PP) disables FSDP's
+    # reshard-after-backward and gradient sync for every micro-batch but the last
+    # (set_reshard_after_backward(False), set_requires_gradient_sync(False)), and torchtitan
+    # does not reshard after forward with PP: a ZeRO-2/3 stage holds its whole parameters and
+    # gradients through the step and exchanges once (one all-gather, one reduce-scatter), as
+    # FSDP's no_sync ZeRO-2. GPT 1.7B, dp 4 x pp 2, 4 micro-batches of 4.
+    from scalesim.model.sharding import ONCE_PER_STEP
+
+    layout = dict(dp=4, pp=2, micro_batch=4, global_batch=64, schedule=SCHEDULES["1f1b"])
+    z3 = evaluate_layouts(_inputs(**layout, zero=3))
+    z2_once = evaluate_layouts(_inputs(**layout, zero=2).replace(grad_sync=ONCE_PER_STEP))
+    stage = 12 * (tf.layer_matmul_weights(2304, 24, 24, 9216, False) + 4 * 2304) + 51200 * 2304
+    assert float(z3.weights_bytes) == pytest.approx(2 * stage)  # whole, not / dp
+    assert float(z3.grads_bytes) == pytest.approx(2 * stage)
+    assert float(z3.optimizer_bytes) == pytest.approx(12 * stage / 4)
+    for part in PARTS + ("memory_bytes",):
+        assert float(getattr(z3, part)) == pytest.approx(float(getattr(z2_once, part)))
+    # without a pipeline ZeRO-3 shards as before
+    flat = evaluate_layouts(_inputs(dp=8, micro_batch=4, global_batch=64, zero=3))
+    assert float(flat.weights_bytes) == pytest.approx(2 * GPT["params"] / 8)

@@ -143,3 +143,18 @@ def test_a_vanishing_efficiency_is_refused_by_its_bounds(capsys):
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "--efficiency" in err
+
+
+def test_the_planner_has_no_zero3_pipeline_rows_fsdp_holds_them_whole():
+    # FSDP under a pipeline holds a ZeRO-3 stage whole (the ZeRO-2 row's numbers); DeepSpeed
+    # refuses ZeRO-2/3 with pipeline parallelism (docs/model.md §16)
+    from scalesim.model.sharding import DEEPSPEED
+    from scalesim.plan import candidate_grid
+
+    setting = Setting(get_transformer("gpt-1.7b"), HARDWARE["dgx-a100"], 64)
+    grid = candidate_grid([16], setting)
+    piped = grid["pp"] > 1
+    assert piped.any() and (grid["zero"][piped] == 2).any()
+    assert not (grid["zero"][piped] == 3).any()
+    ds = candidate_grid([16], setting.replace(framework=DEEPSPEED))
+    assert not (ds["zero"][ds["pp"] > 1] >= 2).any()

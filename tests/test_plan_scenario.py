@@ -54,7 +54,7 @@ def test_the_planner_ranks_as_predict_predicts_with_overlap_off_or_a_slow_device
     quiet_best = plan_at(gpt, QUIET, DEVICES, GLOBAL_BATCH, top=1)[0]
     scenario = QUIET.model_copy(update=knob)
     rows = plan_at(gpt, scenario, DEVICES, GLOBAL_BATCH, top=None, include_unfit=True)
-    assert len(rows) == 363
+    assert len(rows) == 330  # no ZeRO-3 pipeline rows (FSDP holds them whole, as ZeRO-2)
     assert _key(rows[0]) != _key(quiet_best)
     predicted = _predicted(gpt, scenario, rows)
     for row, p in zip(rows, predicted, strict=True):
@@ -249,3 +249,17 @@ def test_plan_with_a_profile_ranks_with_its_measured_jitter_as_predict_does(tmp_
     assert measured["breakdown_s"]["straggler_s"] > zero["breakdown_s"]["straggler_s"]
     code, out, err = run_cli(capsys, argv)
     assert code == 0 and "jitter cv 0.08" in out
+
+
+def test_deepspeed_refuses_zero2_with_a_pipeline_and_fsdp_says_what_it_runs(capsys):
+    from cli_harness import run_cli
+
+    code, _out, err = run_cli(capsys, ["predict", "--workload", "gpt-1.7b", "--hardware",
+                                       "dgx-a100", "--devices", "16", "--pp", "2", "--strategy",
+                                       "zero2", "--zero-framework", "deepspeed"])
+    assert code == 2 and "DeepSpeed refuses ZeRO-2/3 with pipeline parallelism" in err
+    assert len(err.strip().splitlines()) == 1
+    code, out, _err = run_cli(capsys, ["predict", "--workload", "gpt-1.7b", "--hardware",
+                                       "dgx-a100", "--devices", "16", "--pp", "2", "--strategy",
+                                       "zero3"])
+    assert code == 0 and "zero3 under a pipeline: FSDP keeps each stage's parameters" in out

@@ -40,7 +40,12 @@ def _duration(seconds: float | None) -> str:
 
 def layout_line(profile, scenario) -> str:
     """'layout: tp 2 x pp 4 (1f1b), recompute full, ...' of a transformer workload's scenario."""
-    from scalesim.layout_predict import layout_of, recompute_style_note, recompute_words
+    from scalesim.layout_predict import (
+        layout_of,
+        pipeline_fsdp_note,
+        recompute_style_note,
+        recompute_words,
+    )
     from scalesim.plan import measured_p2p
 
     split = layout_of(scenario)
@@ -55,7 +60,8 @@ def layout_line(profile, scenario) -> str:
             + ", sequence parallel "
             f"{'on' if split.sequence_parallel else 'off'}; dp = devices / (tp x pp); batch = "
             "sequences per micro-batch per replica; compute pins the matmul efficiency to the "
-            "profile's curve (docs/model.md §22)" + (f"; {p2p.note}" if p2p else ""))
+            "profile's curve (docs/model.md §22)" + (f"; {p2p.note}" if p2p else "")
+            + (f"; {note}" if (note := pipeline_fsdp_note(scenario)) else ""))
 
 
 def hardware_line(hw) -> str:

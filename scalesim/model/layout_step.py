@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalesim.layout import group_span, strides
+from scalesim.layout import GPIPE, group_span, strides
 from scalesim.model import collectives as coll
 from scalesim.model import transformer as tf
 from scalesim.model.compute import optimizer_roofline_s
@@ -45,9 +45,13 @@ from scalesim.model.pipeline_schedule import (
     p2p_s,
     slow_stage_delay_s,
 )
-from scalesim.model.sharding import EVERY_MICRO_STEP, FSDP
+from scalesim.model.sharding import EVERY_MICRO_STEP, FSDP, ONCE_PER_STEP
 from scalesim.model.stragglers import collective_waits_s, straggler_wait_s
-from scalesim.model.tensor_parallel import collectives_per_layer, tp_comm_per_layer_s
+from scalesim.model.tensor_parallel import (
+    collectives_per_layer,
+    tp_comm_end_stages_s,
+    tp_comm_per_layer_s,
+)
 from scalesim.model.zero_exchange import (
     exchange,
     holds_full_gradients,
@@ -183,9 +187,11 @@ def _f(x):
 
 
 def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_per_s, core_flops_per_s):
-    """(forward, backward, recompute, matmul, attention) seconds of one layer for one
-    micro-batch on one device; ``matmul`` is the weight matmuls' share of the three (what can
-    hide tp traffic), ``attention`` the attention core's (what hides ring-attention sends)."""
+    """(forward, backward, recompute, matmul, attention, weight_grad) seconds of one layer for
+    one micro-batch on one device; ``matmul`` is the weight matmuls' share of the three (what can
+    hide tp traffic), ``attention`` the attention core's (what hides ring-attention sends),
+    ``weight_grad`` the weight-gradient matmuls of backward (ZB-H1's W pass, one of each weight
+    matmul's two backward passes)."""
     h, a, kv, f, t = _f(x.hidden), _f(x.heads), _f(x.kv_heads), _f(x.ffn_hidden), _f(x.tp)
     seq = _f(x.seq_len)
     up = np.where(np.asarray(x.gated, dtype=bool), 2.0, 1.0) * f
@@ -218,14 +224,15 @@ def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_per_s, core_flops_per
                           [full, core + score_s], 0.0)
     matmul = 3.0 * gemms + np.where(r == tf.RECOMPUTE_FULL,
                                     gemms - np.where(early_stop, down, 0.0), 0.0)
-    return forward, backward, recompute, matmul, core + core_backward
+    return forward, backward, recompute, matmul, core + core_backward, gemms
 
 
 def _logits_s(x: LayoutInputs, tokens, flops_per_s, mem_per_s):
-    """Forward + backward seconds of the output layer and loss for one micro-batch."""
+    """(forward + backward, weight-gradient) seconds of the output layer and loss for one
+    micro-batch."""
     v_local = _f(x.vocab) / _f(x.tp)
-    gemm = 3.0 * gemm_s(tokens, v_local, _f(x.hidden), flops_per_s, mem_per_s)
-    return gemm + memory_bound_s(3.0 * LOGIT_BYTES * tokens * v_local, mem_per_s)
+    gemm = gemm_s(tokens, v_local, _f(x.hidden), flops_per_s, mem_per_s)
+    return 3.0 * gemm + memory_bound_s(3.0 * LOGIT_BYTES * tokens * v_local, mem_per_s), gemm
 
 
 def _group_link(x: LayoutInputs, size, stride):
@@ -308,6 +315,10 @@ def _straggler_s(x: LayoutInputs, devices, tp, m, per_micro, compute, micro_s, l
 def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     """Step time, its breakdown, throughput, utilisation and memory of every layout in ``x``."""
     dp, tp, pp, cp = (np.asarray(v, dtype=int) for v in (x.dp, x.tp, x.pp, x.cp))
+    model = x  # the shape as trained: model FLOPs count each key/value head once
+    # key/value heads as the tensor-parallel ranks hold them: with fewer than t each rank keeps
+    # one (Megatron-Core, num_query_groups < tp), so K and V are replicated t/kv times
+    x = x.replace(kv_heads=np.maximum(_f(x.kv_heads), _f(tp)))
     b, gb = _f(x.micro_batch), _f(x.global_batch)
     v = _f(x.virtual_stages)
     L = _f(x.layers)
@@ -321,17 +332,20 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # --- compute of one micro-batch on the fullest stage and on an average one
     core_peak = x.peak_flops_per_s if x.attention_peak_flops_per_s is None else (
         x.attention_peak_flops_per_s)
-    fwd, bwd, rec, matmul, attention = _layer_times(x, tokens, flops_per_s, mem_per_s,
-                                         _f(core_peak) * _f(x.efficiency))
+    fwd, bwd, rec, matmul, attention, weight_grad = _layer_times(
+        x, tokens, flops_per_s, mem_per_s, _f(core_peak) * _f(x.efficiency))
     layer_s = fwd + bwd + rec
     chunk_layers = np.ceil(L / (_f(pp) * v))
     stage_layers = chunk_layers * v
-    logits = _logits_s(x, tokens, flops_per_s, mem_per_s)
+    logits, logits_weight_grad = _logits_s(x, tokens, flops_per_s, mem_per_s)
     nvls_GBps = _f(x.nvls_busbw_ratio) * _f(x.intra_busbw_GBps)  # NaN: no NVLink SHARP
     tp_layer = tp_comm_per_layer_s(b, x.seq_len, x.hidden, tp, cp, x.recompute,
                                    x.sequence_parallel, x.intra_latency_s, x.intra_busbw_GBps,
                                    ACTIVATION_BYTES, nvls_GBps, x.recompute_early_stop)
     tp_layer = np.where(tp > 1, tp_layer, 0.0)
+    tp_first, tp_last = (np.where(tp > 1, t, 0.0) for t in tp_comm_end_stages_s(
+        b, x.seq_len, x.hidden, tp, cp, x.sequence_parallel, x.intra_latency_s,
+        x.intra_busbw_GBps, ACTIVATION_BYTES, nvls_GBps))
     # overlapped (Transformer Engine userbuffers): hidden behind the layer's matmuls but for
     # what they cannot cover and the contention share of the hidden part
     hidden_tp = np.minimum(tp_layer, matmul)
@@ -350,18 +364,30 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     slowest_compute = np.maximum(stage_layers * layer_s,
                                  last_stage_layers * layer_s + logits)
     slowest_compute = np.where(pp > 1, slowest_compute, L * layer_s + logits)
-    slowest_tp = np.where(pp > 1, stage_layers, L) * tp_layer
+    # the embedding's collectives on the first stage, the output layer's and the loss's on the
+    # last (both on the only stage without a pipeline)
+    slowest_tp = np.where(pp > 1, np.maximum(stage_layers * tp_layer + tp_first,
+                                             last_stage_layers * tp_layer + tp_last),
+                          L * tp_layer + tp_first + tp_last)
     slowest_cp = np.where(pp > 1, stage_layers, L) * cp_layer
-    average_mb = (L * (layer_s + tp_layer + cp_layer) + logits) / _f(pp)
+    average_mb = (L * (layer_s + tp_layer + cp_layer) + logits + tp_first + tp_last) / _f(pp)
 
     # --- model states of the fullest stage (embedding on the first, output layer on the last)
     layer_params = (tf.layer_matmul_weights(x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated)
                     + 4.0 * _f(x.hidden))
     embed = _f(x.vocab) * _f(x.hidden)  # the first stage's embedding, the last's output layer
-    stage_params = np.where(pp > 1, stage_layers * layer_params + embed, _f(x.params))
+    replicated_kv = layer_params - (tf.layer_matmul_weights(
+        model.hidden, model.heads, model.kv_heads, model.ffn_hidden, model.gated)
+        + 4.0 * _f(x.hidden))  # per layer, 0 unless kv < t
+    stage_params = np.where(pp > 1, stage_layers * layer_params + embed,
+                            _f(x.params) + L * replicated_kv)
     local_params = stage_params / _f(tp)
     shards = _f(dp) * _f(cp)  # ZeRO / distributed optimizer shard over dp x cp
-    zero = np.asarray(x.zero)
+    # FSDP under a pipeline (PyTorch pipelining, torchtitan's PP) keeps a ZeRO-2/3 stage's
+    # parameters and gradients whole through the step and exchanges once: FSDP's no_sync ZeRO-2
+    piped_fsdp = (pp > 1) & (np.asarray(x.zero) >= 2) & (np.asarray(x.framework) == FSDP)
+    zero = np.where(piped_fsdp, 2, np.asarray(x.zero))
+    grad_sync = np.where(piped_fsdp, ONCE_PER_STEP, np.asarray(x.grad_sync))
     optimizer_s = optimizer_roofline_s(
         local_params / np.where(zero >= 1, shards, 1.0), x.param_bytes_per_param,
         x.grad_bytes_per_param, x.optimizer_bytes_per_param, x.memory_bandwidth_GBps)
@@ -369,7 +395,9 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     compute = m * slowest_compute + optimizer_s
     tp_comm = m * slowest_tp
     cp_comm = m * slowest_cp
-    bubble = bubble_microbatches(x.schedule, pp, v) * average_mb
+    # ZB-H1 fills the bubble with the deferred weight-gradient passes (W) of an average stage
+    w_share = (L * weight_grad + logits_weight_grad) / _f(pp) / average_mb
+    bubble = bubble_microbatches(x.schedule, pp, v, w_share) * average_mb
 
     # --- pipeline point-to-point (stride tp*cp*dp between stages), boundary by boundary
     stages = point_to_point_links(x, pp, strides(tp, cp, dp)[3])
@@ -390,17 +418,24 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # a stage holding the output layer (pp = 1) hides the exchange behind its work too:
     # a third of it forward, two thirds backward (§1)
     output = np.where(pp > 1, 0.0, logits)
-    fwd_mb = units * fwd + output / 3.0
-    bwd_mb = units * (bwd + rec) + 2.0 * output / 3.0  # recompute runs in backward
+    # the exchange runs on its own stream for as long as the passes last, the layers' exposed
+    # tensor-parallel and ring-attention waits included (forward: 2 of the layer's n tp
+    # collectives, c - 1 of its 3 (c - 1) ring hops; backward and recompute the rest)
+    tp_fwd_share = 2.0 / collectives_per_layer(x.recompute, x.recompute_early_stop,
+                                               x.sequence_parallel)
+    fwd_wait = tp_layer * tp_fwd_share + cp_layer / 3.0
+    bwd_wait = tp_layer * (1.0 - tp_fwd_share) + cp_layer * 2.0 / 3.0
+    fwd_mb = units * (fwd + fwd_wait) + output / 3.0
+    bwd_mb = units * (bwd + rec + bwd_wait) + 2.0 * output / 3.0  # recompute runs in backward
     # once per step (DDP, ZeRO-1) the exchange hides behind the last micro-batch's chunk on the
     # first stage; per micro-batch (ZeRO-2/3) behind the whole stage's compute of each one
-    per_micro = syncs_every_micro_step(zero, x.framework, x.grad_sync)
+    per_micro = syncs_every_micro_step(zero, x.framework, grad_sync)
     exposed, total, _units = exchange(
         zero, x.framework, grad_bytes, group, units, m,
         np.where(per_micro, fwd_mb, fwd_mb / v), np.where(per_micro, bwd_mb, bwd_mb / v), overlap,
         lambda size: coll.allreduce_from_coeffs(ar_coeffs, size, x.algorithm),
         lambda size: coll.affine_s(rs_coeffs, size), x.wire_bytes_per_param, x.bucket_bytes,
-        x.first_bucket_bytes, x.fsdp_backward_prefetch_post, x.grad_sync)
+        x.first_bucket_bytes, x.fsdp_backward_prefetch_post, grad_sync)
     exposed = np.where(group > 1, exposed, 0.0)
     total = np.where(group > 1, total, 0.0)
     dp_exposed = exposed + _f(x.comm_contention) * (total - exposed)
@@ -414,7 +449,8 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
                                              stage_layers * layer_s), slowest_compute)
     slow_rank = np.asarray(x.slow_rank)
     slow = np.where((slow_rank >= 0) & (slow_rank < devices), _f(x.slow_factor), 1.0)
-    slow_delay = slow_stage_delay_s(x.schedule, pp, v, m, slow_stage_s, slowest_compute, slow)
+    slow_delay = slow_stage_delay_s(x.schedule, pp, v, m, slow_stage_s, slowest_compute, slow,
+                                    w_share)
     straggler = _straggler_s(x, devices, tp, m, per_micro, compute, slowest_compute,
                              np.where(pp > 1, stage_layers, L), slow_delay)
     load_s = gb / (_f(dp) * _f(x.loader_samples_per_s))
@@ -424,7 +460,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # --- throughput and utilisation
     samples = gb / step
     tokens_per_s = samples * _f(x.seq_len)
-    shape = (x.layers, x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated)
+    shape = (x.layers, x.hidden, x.heads, model.kv_heads, x.ffn_hidden, x.gated)
     model_flops = tf.model_flops_per_token(*shape, x.seq_len, x.vocab)
     hw_flops = model_flops + tf.recompute_flops_per_token(x.recompute, *shape, x.seq_len,
                                                         x.recompute_early_stop)
@@ -432,23 +468,38 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     mfu = model_flops * tokens_per_s / peak_total
     hfu = hw_flops * tokens_per_s / peak_total
 
-    # --- memory of the fullest device
+    # --- memory of the fullest device: the first stage (embedding, the most micro-batches in
+    # flight) or the last (output layer, fp32 logits), Megatron-LM's theoretical_memory_usage
     shard_params, shard_grads, shard_optim = state_shards(  # as the dp step's
-        zero, shards, holds_full_gradients(zero, x.framework, x.grad_sync, m))
-    weights = local_params * _f(x.param_bytes_per_param) * shard_params
-    grads = local_params * _f(x.grad_bytes_per_param) * shard_grads
-    optimizer = local_params * _f(x.optimizer_bytes_per_param) * shard_optim
+        zero, shards, holds_full_gradients(zero, x.framework, grad_sync, m))
     per_layer = tf.activation_bytes_per_layer(
-        b, _f(x.seq_len) / _f(cp), x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
-        x.sequence_parallel, x.recompute, x.flash_attention)
+        b, x.seq_len, x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
+        x.sequence_parallel, x.recompute, x.flash_attention, cp)
     working = tf.activation_bytes_per_layer(
-        b, _f(x.seq_len) / _f(cp), x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
-        x.sequence_parallel, tf.RECOMPUTE_NONE, x.flash_attention)
-    in_flight = microbatches_in_flight(x.schedule, pp, m, v)
+        b, x.seq_len, x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
+        x.sequence_parallel, tf.RECOMPUTE_NONE, x.flash_attention, cp)
+    recomputing = np.where(np.asarray(x.recompute) == tf.RECOMPUTE_FULL, working, 0.0)
     logits_bytes = LOGIT_BYTES * tokens * _f(x.vocab) / _f(tp)
-    activations = (per_layer * np.where(pp > 1, stage_layers, L) * in_flight
-                   + np.where(np.asarray(x.recompute) == tf.RECOMPUTE_FULL, working, 0.0)
-                   + logits_bytes)
+
+    def stage_memory(params_on_stage, layers_on_stage, in_flight, logits_in_flight):
+        """(weights, gradients, optimizer state, activations) bytes of one stage's device."""
+        local = params_on_stage / _f(tp)
+        return (local * _f(x.param_bytes_per_param) * shard_params,
+                local * _f(x.grad_bytes_per_param) * shard_grads,
+                local * _f(x.optimizer_bytes_per_param) * shard_optim,
+                per_layer * layers_on_stage * in_flight + recomputing
+                + logits_bytes * logits_in_flight)
+
+    first = stage_memory(stage_params, np.where(pp > 1, stage_layers, L),
+                         microbatches_in_flight(x.schedule, pp, m, v),
+                         np.where(pp > 1, 0.0, 1.0))
+    last = stage_memory(np.where(pp > 1, last_stage_layers * layer_params + embed, stage_params),
+                        np.where(pp > 1, last_stage_layers, L),
+                        microbatches_in_flight(x.schedule, pp, m, v, _f(pp) - 1.0),
+                        np.where(np.asarray(x.schedule) == GPIPE, m, 1.0))
+    fuller = sum(first) >= sum(last)
+    weights, grads, optimizer, activations = (np.where(fuller, a, z) for a, z in zip(first, last,
+                                                                                     strict=True))
     buffers = _f(x.framework_bytes) + np.where(
         zero >= 3, ZERO3_GATHERED_UNITS * layer_params / _f(tp) * _f(x.param_bytes_per_param),
         0.0)

@@ -8,13 +8,14 @@ and one micro-batch taking t_f + t_b on a stage:
   fraction (p - 1)/m of the ideal time.
 - Interleaved 1F1B with v model chunks per rank (Narayanan et al. 2021 §2.2.2): each fill step
   is a chunk of 1/v of the stage, bubble (p - 1)/v micro-batch times, fraction (p - 1)/(v m).
-- Zero bubble ZB-H1 (Qi et al. 2023, arXiv 2401.10241, §3): backward split into input-gradient B
-  and weight-gradient W, which fills the bubble; with t_F = t_B = t_W, (p - 1)(t_F + t_B - t_W)
-  = a third of 1F1B's bubble.
+- Zero bubble ZB-H1 (Qi et al. 2023, arXiv 2401.10241, §2.1 and Table 2): backward split into
+  input-gradient B and weight-gradient W, which fills the bubble: (p - 1)(t_F + t_B - t_W),
+  a third of 1F1B's (p - 1)(t_F + t_B + t_W) only when t_F = t_B = t_W.
 
-Activations held at once, in micro-batches of one stage's layers on the first (fullest) stage:
-GPipe m; 1F1B and ZB-H1 min(p, m); interleaved min(p, m) (1 + (p - 1)/(p v)) (Korthikanti et
-al. 2022 §4.2.3); no pipeline 1. Point-to-point sends: ``p2p_s``. docs/model.md §15.
+Activations held at once, in micro-batches of one stage's layers, on the first stage: GPipe m;
+1F1B and ZB-H1 min(p, m); interleaved p (1 + (p - 1)/(p v)) (Korthikanti et al. 2022 §4.2.3);
+no pipeline 1; on the last stage 1 but GPipe's m (``microbatches_in_flight``). Point-to-point
+sends: ``p2p_s``. docs/model.md §15.
 """
 
 from __future__ import annotations
@@ -23,34 +24,50 @@ import numpy as np
 
 from scalesim.layout import GPIPE, INTERLEAVED, NO_PIPELINE, ONE_F_ONE_B, ZERO_BUBBLE
 
-ZB_BUBBLE_SHARE = 1.0 / 3.0  # ZB-H1 with equal F, B, W times (Qi et al. 2023)
+ZB_WEIGHT_GRAD_SHARE = 1.0 / 3.0  # T_W / (T_F + T_B + T_W) with equal F, B, W (Qi et al. 2023)
 
 
-def bubble_microbatches(schedule, pp, virtual_stages):
-    """Idle time per step per stage, in micro-batch times (t_f + t_b of one stage)."""
+def bubble_microbatches(schedule, pp, virtual_stages, weight_grad_share=ZB_WEIGHT_GRAD_SHARE):
+    """Idle time per step per stage, in micro-batch times (t_f + t_b of one stage).
+
+    ZB-H1 (Qi et al. 2023, Table 2) idles (p - 1)(T_F + T_B - T_W) against 1F1B's
+    (p - 1)(T_F + T_B + T_W), T_B the input-gradient and T_W the weight-gradient pass: with
+    ``weight_grad_share`` w = T_W / (T_F + T_B + T_W), (1 - 2w)(p - 1); a third at w = 1/3."""
     sch = np.asarray(schedule)
     fill = np.asarray(pp, dtype=float) - 1.0
     v = np.asarray(virtual_stages, dtype=float)
+    zb = (1.0 - 2.0 * np.asarray(weight_grad_share, dtype=float)) * fill
     return np.select([sch == NO_PIPELINE, sch == INTERLEAVED, sch == ZERO_BUBBLE],
-                     [0.0, fill / v, ZB_BUBBLE_SHARE * fill], fill)
+                     [0.0, fill / v, zb], fill)
 
 
-def bubble_fraction(schedule, pp, microbatches, virtual_stages=1):
-    """Bubble time over ideal time: (p-1)/m (GPipe, 1F1B), (p-1)/(v m) interleaved."""
-    return bubble_microbatches(schedule, pp, virtual_stages) / np.asarray(microbatches, float)
+def bubble_fraction(schedule, pp, microbatches, virtual_stages=1,
+                    weight_grad_share=ZB_WEIGHT_GRAD_SHARE):
+    """Bubble time over ideal time: (p-1)/m (GPipe, 1F1B), (p-1)/(v m) interleaved, (1 - 2w)
+    (p-1)/m ZB-H1."""
+    return bubble_microbatches(schedule, pp, virtual_stages, weight_grad_share) / np.asarray(
+        microbatches, float)
 
 
-def microbatches_in_flight(schedule, pp, microbatches, virtual_stages=1):
-    """Micro-batches of activations (of one stage's layers) the first stage holds at once."""
+def microbatches_in_flight(schedule, pp, microbatches, virtual_stages=1, stage=0):
+    """Micro-batches of activations (of one stage's layers) pipeline rank ``stage`` holds at
+    once (0: the first stage, the fullest). Megatron's schedules (``get_pp_rank_microbatches``):
+    1F1B (and ZB-H1, whose peak is 1F1B's, Qi et al. 2023 §2.1) rank r runs p - r - 1 warm-up
+    forwards and one more before its first backward, min(p - r, m); interleaved rank r runs
+    2 (p - r - 1) + (v - 1) p warm-up chunk forwards and one more, in stages of v chunks
+    ``(2 (p - r - 1) + (v - 1) p + 1) / v`` (rank 0: p (1 + (p - 1)/(p v)), Korthikanti et al.
+    2022 §4.2.3); GPipe m; no pipeline 1."""
     sch = np.asarray(schedule)
     p = np.asarray(pp, dtype=float)
     m = np.asarray(microbatches, dtype=float)
     v = np.asarray(virtual_stages, dtype=float)
-    warm = np.minimum(p, m)
+    r = np.asarray(stage, dtype=float)
+    warm = np.minimum(p - r, m)
+    chunks = np.minimum(2.0 * (p - r - 1.0) + (v - 1.0) * p + 1.0, m * v)
     return np.select(
         [sch == NO_PIPELINE, sch == GPIPE, sch == INTERLEAVED, (sch == ONE_F_ONE_B)
          | (sch == ZERO_BUBBLE)],
-        [1.0, m, warm * (1.0 + (p - 1.0) / (p * v)), warm], warm)
+        [1.0, m, chunks / v, warm], warm)
 
 
 def send_s(size_bytes, latency_s, bandwidth_GBps):
@@ -102,7 +119,7 @@ def p2p_s(schedule, pp, microbatches, virtual_stages, size_bytes, stages_per_nod
 
 
 def slow_stage_delay_s(schedule, pp, virtual_stages, microbatches, stage_s, slowest_stage_s,
-                       slow_factor):
+                       slow_factor, weight_grad_share=ZB_WEIGHT_GRAD_SHARE):
     """Seconds one model replica's step runs late when one of its stages computes
     ``slow_factor`` times slower (a slow device: its tensor group waits for it at every
     collective, so the whole stage runs at its pace).
@@ -119,6 +136,6 @@ def slow_stage_delay_s(schedule, pp, virtual_stages, microbatches, stage_s, slow
     f = np.maximum(np.asarray(slow_factor, dtype=float), 1.0)
     t_s = np.asarray(stage_s, dtype=float)
     steady = np.maximum(f * t_s - np.asarray(slowest_stage_s, dtype=float), 0.0)
-    fill = bubble_microbatches(schedule, pp, virtual_stages) * (f - 1.0) * t_s / np.asarray(
-        pp, dtype=float)
+    fill = (bubble_microbatches(schedule, pp, virtual_stages, weight_grad_share) * (f - 1.0)
+            * t_s / np.asarray(pp, dtype=float))
     return np.asarray(microbatches, dtype=float) * steady + fill

@@ -51,3 +51,27 @@ def tp_comm_per_layer_s(micro_batch, seq_len, hidden, tp, cp, recompute, sequenc
     rs_ag = 2.0 * coll.ring_reduce_scatter_s(size, tp, latency_s, busbw_GBps)
     one = np.where(np.asarray(sequence_parallel, dtype=bool), rs_ag, allreduce)
     return collectives_per_layer(recompute, early_stop, sequence_parallel) * one
+
+
+LOSS_ALLREDUCES = 3  # VocabParallelCrossEntropy: max, sum of exponentials, target logit
+LOSS_BYTES_PER_TOKEN = 4.0  # one fp32 value per token each
+
+
+def tp_comm_end_stages_s(micro_batch, seq_len, hidden, tp, cp, sequence_parallel, latency_s,
+                         busbw_GBps, activation_bytes=2.0, nvls_busbw_GBps=np.nan):
+    """(first stage, last stage) seconds of the tensor-parallel collectives outside the layers
+    for one micro-batch (Megatron-Core, docs/model.md §14): the vocabulary-parallel embedding
+    all-reduces its b x (s/cp) x h output in forward (``VocabParallelEmbedding``; with sequence
+    parallelism a reduce-scatter, all-gathered in backward); the output layer all-reduces its
+    input's gradient in backward (with sequence parallelism: all-gather forward, reduce-scatter
+    backward); the vocabulary-parallel cross entropy all-reduces 3 fp32 values per token
+    (``VocabParallelCrossEntropy``). Not overlapped (userbuffers cover the layers' linears)."""
+    size = allreduce_bytes(micro_batch, seq_len, hidden, cp, activation_bytes)
+    allreduce = coll.allreduce_s(size, tp, 1, latency_s, busbw_GBps, latency_s, busbw_GBps,
+                                 nvls_busbw_GBps=nvls_busbw_GBps)
+    rs_ag = 2.0 * coll.ring_reduce_scatter_s(size, tp, latency_s, busbw_GBps)
+    one = np.where(np.asarray(sequence_parallel, dtype=bool), rs_ag, allreduce)
+    loss = LOSS_ALLREDUCES * coll.allreduce_s(
+        allreduce_bytes(micro_batch, seq_len, 1.0, cp, LOSS_BYTES_PER_TOKEN), tp, 1, latency_s,
+        busbw_GBps, latency_s, busbw_GBps, nvls_busbw_GBps=nvls_busbw_GBps)
+    return one, one + loss

@@ -115,7 +115,8 @@ def narayanan_flops_per_iteration(batch, seq_len, layers, hidden, vocab):
 
 def activation_bytes_per_layer(micro_batch, seq_len, hidden, heads, kv_heads, ffn_hidden, gated,
                                tensor_parallel=1, sequence_parallel=False,
-                               recompute=RECOMPUTE_NONE, flash_attention=False):
+                               recompute=RECOMPUTE_NONE, flash_attention=False,
+                               context_parallel=1):
     """Bytes of activations one layer keeps for backward on one device, 16-bit activations.
 
     Korthikanti 2022 Table 2 for a GPT layer (f = 4h, kv = a):
@@ -129,8 +130,11 @@ def activation_bytes_per_layer(micro_batch, seq_len, hidden, heads, kv_heads, ff
     inputs (4), the inputs of the QKV and first MLP matmuls (4) and two dropout masks (2). Here
     they generalise to K, V of kv/a the size (4·kv/a) and an MLP of f: 4f/h (gated: 6f/h, gate
     and up outputs and their product). Flash attention keeps no s x s scores (the 5as/h term).
+    Context parallelism over c ranks keeps s/c tokens of everything but the scores, which hold
+    the s/c queries against all s keys: sbh terms at s/c, scores 5a(s/c)sb/t.
     """
-    b, s, h, a, t = _f(micro_batch), _f(seq_len), _f(hidden), _f(heads), _f(tensor_parallel)
+    c = _f(context_parallel)
+    b, s, h, a, t = _f(micro_batch), _f(seq_len) / c, _f(hidden), _f(heads), _f(tensor_parallel)
     kv, f = _f(kv_heads), _f(ffn_hidden)
     sp = np.asarray(sequence_parallel, dtype=bool)
     r = np.asarray(recompute)
@@ -138,7 +142,7 @@ def activation_bytes_per_layer(micro_batch, seq_len, hidden, heads, kv_heads, ff
     split = 2.0 + 4.0 * kv / a + 2.0 + mlp
     unsplit = 10.0
     scores = np.where(np.asarray(flash_attention, dtype=bool) | (r == RECOMPUTE_SELECTIVE), 0.0,
-                      5.0 * a * s / (h * t))
+                      5.0 * a * s * c / (h * t))
     per_sbh = np.where(sp, (unsplit + split) / t, unsplit + split / t) + scores
     full = 2.0 / np.where(sp, t, 1.0)
     per_sbh = np.where(r == RECOMPUTE_FULL, full, per_sbh)
