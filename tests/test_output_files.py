@@ -240,3 +240,29 @@ def test_write_between_markers_replaces_only_the_marked_text(tmp_path):
     with pytest.raises(ScalesimError, match="markers <!-- t:begin --> ... <!-- t:end --> not found"):
         write_between_markers(doc, "<!-- t:begin -->", "<!-- t:end -->", "new")
     assert doc.read_text() == "no markers\n"
+
+
+@pytest.mark.parametrize("argv", [
+    ["predict", "--devices", "1,2", "--json"],  # printed, then flushed at exit
+    ["sweep", "--devices", "1-1024", "--batch-values", "1,2,4,8,16,32,64,128"],  # streamed
+])
+def test_standard_output_on_a_full_disk_is_one_line(argv):
+    """``> /dev/full``: the printed output cannot be written (before: a traceback and exit 1,
+    or Python's 'Exception ignored' lines at exit)."""
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "scalesim.cli.main", *argv], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "cannot write the output" in proc.stderr and "No space left" in proc.stderr
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly():
+    """``| head -1``: a closed pipe ends the command with exit 0 and nothing on stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "scalesim.cli.main", "sweep", "--devices",
+                             "1-1024", "--batch-values", "1,2,4,8,16,32,64,128"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and err == b"", err
