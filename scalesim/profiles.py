@@ -382,7 +382,8 @@ def resolve_profile(
 
     - no profile: presets (``hardware`` and ``workload`` or the defaults);
     - a profile: as measured; ``hardware`` then replaces its server layout and links (projecting
-      measured compute onto other machines of the same device), ``workload`` its sizes.
+      measured compute onto other machines of the same device; another device is refused
+      unless ``workload`` brings a compute curve of its own), ``workload`` its sizes.
     """
     for name, value in (("profile", profile), ("hardware", hardware), ("workload", workload)):
         if value is not None:
@@ -407,7 +408,23 @@ def resolve_profile(
             notes.append(note)
         else:
             notes.append(f"workload sizes replaced by '{workload}'; compute stays as measured")
+    if hardware is not None and "compute" not in changes:
+        _require_same_device(base, changes["hardware"], profile, hardware)
     if changes:
         changes["notes"] = notes
         return base.model_copy(update=changes)
     return base
+
+
+def _require_same_device(base: Profile, hardware: Hardware, profile: str, name: str) -> None:
+    """A profile's compute curve times its own device: refuse ``--hardware`` of another device
+    (``presets.same_device``) where that curve would stay (ScalesimError, one line)."""
+    timed, other = base.hardware.device_name, hardware.device_name
+    if presets.same_device(timed, other):
+        return
+    raise ScalesimError(
+        f"--hardware '{name}' has device '{other}', but profile '{profile}' timed its compute on "
+        f"'{timed}' and those times describe only that device: for another device predict from "
+        "the presets (--hardware and --workload without --profile) or give --workload with a "
+        "transformer shape (its compute from the device's datasheet); for other servers or links "
+        f"of the same device give a hardware file with device_name '{timed}'")
