@@ -251,3 +251,16 @@ def test_a_slow_device_beyond_a_rows_devices_is_said(capsys):
     assert main(["predict", "--devices", "8,16", "--slow-device", "3", "--slow-factor",
                  "1.5"]) == 0
     assert "is not among" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["predict", "sweep"])
+def test_settings_that_do_not_go_together_are_said_plainly(capsys, command):
+    """A rule across fields (``--grad-sync once-per-step`` with DeepSpeed) is one plain line,
+    without pydantic's 'field (top level)' and 'Value error,' wrapping."""
+    code, out, err = run_cli(capsys, command, "--devices", "8", "--strategy", "zero2",
+                             "--zero-framework", "deepspeed", "--grad-sync", "once-per-step",
+                             "--accumulation", "4")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"scalesim {command}: error: scenario: grad_sync once-per-step is "
+                          "FSDP's no_sync"), err
+    assert "Value error" not in err and "top level" not in err
