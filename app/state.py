@@ -101,8 +101,8 @@ class AppState(BaseModel):
     b: RemedyChoice = "best"
     tab: Literal["curve", "breakdown", "remedies", "cost", "quality", "ab", "goal",
                  "layouts"] = "curve"
-    dl: float | None = Field(default=None, ge=0.1, le=876_000, description="deadline, hours")
-    bud: float | None = Field(default=None, ge=1, le=1e12, description="budget, USD")
+    dl: float | None = bounded("deadline_s", None, "deadline", factor=1 / 3600, unit="hours")
+    bud: float | None = bounded("budget_usd", None, "budget")
     # the model split (Scenario.layout; a workload with a transformer shape only)
     tp: int = url_field("tp", 1, "tensor-parallel degree")
     pp: int = url_field("pp", 1, "pipeline stages")

@@ -141,9 +141,8 @@ def pareto_front(time_s: np.ndarray, cost_usd: np.ndarray) -> np.ndarray:
 def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
          max_devices: int = GOAL_DEFAULT_MAX_DEVICES) -> GoalAnswer:
     """See the module docstring. ``base`` gives the training length, price and fixed knobs."""
-    for name, value in (("deadline_s", deadline_s), ("budget_usd", budget_usd)):
-        if not np.isfinite(value) or value <= 0:
-            raise ScalesimError(f"{name} must be a positive finite number, not {value!r}")
+    bound("deadline_s").check(deadline_s, "deadline_s")
+    bound("budget_usd").check(budget_usd, "budget_usd")
     bound("devices").check(max_devices, "max_devices")
     if base.global_batch is not None:
         raise ScalesimError("goal seeking varies the per-device batch: give a micro-batch, not a "
