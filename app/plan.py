@@ -19,7 +19,7 @@ from scalesim.knee import Knee, focus_devices, knee_of_predictions, least_drop_o
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
 from scalesim.layout_predict import recompute_style_note
 from scalesim.model.quality import steps_to_quality
-from scalesim.predict import Prediction, predict
+from scalesim.predict import Prediction, predict, slow_device_note
 from scalesim.remedies import DATA_STALL_SHARE, RemedyResult, data_stall_share, rank_remedies
 from scalesim.schemas import Profile, Scenario, ScenarioLayout
 from scalesim.training_time import Goal, cost_usd, resolve_goal, time_to_goal_s
@@ -210,6 +210,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     else:
         fields["micro_batch"] = state.mb
     fields["devices"] = devices
+    if note := slow_device_note(state.slow, devices):
+        notes.append(note)
     try:
         return Scenario(**fields), notes
     except ValueError as exc:  # pydantic: a combination the scenario refuses

@@ -87,6 +87,7 @@ def render_table(profile, scenario, rows) -> str:
     from scalesim.knee import knee_of_predictions, least_drop_of, no_knee_words
     from scalesim.layout_predict import recompute_style_note
     from scalesim.model.zero_exchange import framework_label
+    from scalesim.predict import slow_device_note
 
     unit = profile.workload.sample_unit
     sync = scenario.grad_sync
@@ -151,11 +152,8 @@ def render_table(profile, scenario, rows) -> str:
         lines.append(f"warning: data stall: {r.data_stall_s / r.step_time_s:.0%} of each step at "
                      f"{r.devices} device{'s' if r.devices > 1 else ''} waits for input (lost at "
                      "one device too, so efficiency cannot show it); fix the input pipeline first")
-    if scenario.slow_device is not None and (
-            without := [r.devices for r in rows if r.devices <= scenario.slow_device]):
-        lines.append(f"note: device {scenario.slow_device} is not among the "
-                     f"{', '.join(map(str, without))} devices of "
-                     f"{'that row' if len(without) == 1 else 'those rows'}: no slow device there")
+    if note := slow_device_note(scenario.slow_device, [r.devices for r in rows]):
+        lines.append(f"note: {note}")
     for note in profile.notes:
         lines.append(f"note: {note}")
     return "\n".join(lines)
