@@ -264,3 +264,38 @@ def test_settings_that_do_not_go_together_are_said_plainly(capsys, command):
     assert err.startswith(f"scalesim {command}: error: scenario: grad_sync once-per-step is "
                           "FSDP's no_sync"), err
     assert "Value error" not in err and "top level" not in err
+
+
+def test_a_positive_number_never_prints_as_zero(tmp_path, capsys):
+    """A tiny model (1,000 parameters, a billion samples/s) and a huge one: every figure of
+    predict's tables that is positive in --json is printed as a positive number, with its unit
+    (before: step 0.00 ms, speedup 0.00, efficiency 0.0 %, 0.0 GiB, 0.0 h, cost 0)."""
+    from scalesim.presets import get_workload
+
+    paths = []
+    for name, params, rate in (("tiny", 1000, 1e9), ("huge", 1e12, 1e-5)):
+        data = get_workload("resnet50").model_dump(mode="json")
+        data.update(name=name, params=params, activation_bytes_per_sample=100, micro_batch=1)
+        data["reference"][0].update(samples_per_s=rate, micro_batch=1)
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(data))
+    for path, train in zip(paths, ("1e3", "1e6"), strict=True):
+        argv = ["predict", "--workload", str(path), "--devices", "1,8,16", "--train-samples",
+                train, "--price", "1"]
+        code, out, _ = run_cli(capsys, *argv)
+        assert code == 0
+        code, text, _ = run_cli(capsys, *argv, "--json")
+        rows = json.loads(text)
+        lines = out.splitlines()
+        head = next(i for i, line in enumerate(lines) if line.startswith("devices nodes"))
+        money = next(i for i, line in enumerate(lines) if line.startswith("devices   to"))
+        for row, line, cost_line in zip(rows, lines[head + 1:head + 4],
+                                        lines[money + 1:money + 4], strict=True):
+            cells = line.split()
+            shown = {"step_time_s": cells[3], "compute_s": cells[4], "exposed_comm_s": cells[5],
+                     "straggler_s": cells[7], "samples_per_s": cells[8], "speedup": cells[9],
+                     "efficiency": cells[10].rstrip("%"), "memory_bytes": cells[11]}
+            for key, cell in shown.items():
+                assert (float(cell) > 0) == (row[key] > 0), (path.name, key, cell, row[key])
+            to_train, cost = cost_line.split()[-3:-1], cost_line.split()[-1]
+            assert float(to_train[0]) > 0 and float(cost.replace(",", "")) > 0, cost_line

@@ -63,20 +63,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def render(answer) -> str:
+    from scalesim.figures import amount
+    from scalesim.figures import duration_text as days
     from scalesim.goal import describe
-
-    def days(s: float) -> str:
-        h = s / 3600.0
-        return f"{h:.1f} h" if h < 48 else f"{h / 24:.1f} d"
 
     lines = [answer.sentence, "",
              f"goal: {answer.goal} within {days(answer.deadline_s)} for at most "
-             f"${answer.budget_usd:,.0f}; {answer.evaluated:,} plans evaluated, "
+             f"${amount(answer.budget_usd)}; {answer.evaluated:,} plans evaluated, "
              f"{answer.runnable:,} fit in memory", "",
              "time against money (Pareto front: no plan is both sooner and cheaper):",
              f"{'time':>9} {'USD':>12}  meets  plan"]
     for p in answer.front:
-        lines.append(f"{days(p.time_s):>9} {p.cost_usd:>12,.0f}  {'yes' if p.meets else ' no':>5}  "
+        lines.append(f"{days(p.time_s):>9} {amount(p.cost_usd):>12}  {'yes' if p.meets else ' no':>5}  "
                      f"{describe(p)}")
     lines += [f"note: {n}" for n in answer.notes]
     return "\n".join(lines)
