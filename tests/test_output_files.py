@@ -153,6 +153,19 @@ def test_sweep_out_errors_exit_2_with_one_line(tmp_path, capsys):
         assert code == 2 and fragment in err and len(err.strip().splitlines()) == 1, err
 
 
+TOPO = Path(__file__).parent / "fixtures" / "nvidia_smi" / "h100_x8_nics_topo.txt"
+
+
+@pytest.mark.parametrize("command", [["sweep", "--devices", "1,2"],
+                                     ["calibrate", "--from-topo", str(TOPO)]])
+def test_an_empty_out_name_is_refused_as_calibrate_refuses_it(capsys, command):
+    """``--out ''`` (an unset shell variable) is an error for every command (before: sweep
+    printed to stdout and exited 0 as if no --out had been given)."""
+    code = main([*command, "--out", ""])
+    err = capsys.readouterr().err
+    assert code == 2 and "the output file name is empty" in err, err
+
+
 def test_calibrate_out_proc_version_is_one_line_before_measuring():
     proc = subprocess.run([sys.executable, "-m", "scalesim.cli.main", "calibrate", "--quick",
                            "--out", "/proc/version"], capture_output=True, text=True, timeout=120)
