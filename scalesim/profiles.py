@@ -386,11 +386,12 @@ def resolve_profile(
       unless ``workload`` brings a compute curve of its own), ``workload`` its sizes.
     """
     for name, value in (("profile", profile), ("hardware", hardware), ("workload", workload)):
-        if value is not None:
-            require_text(value, name)
+        if value is not None and require_text(value, name) == "":  # an unset shell variable
+            what = "a JSON file" if name == "profile" else "a preset name or a JSON file"
+            raise ScalesimError(f"{name}: the name is empty; give {what}")
     if profile is None:
-        hw = load_hardware(hardware or presets.DEFAULT_HARDWARE)
-        wl = load_workload(workload or presets.DEFAULT_WORKLOAD)
+        hw = load_hardware(presets.DEFAULT_HARDWARE if hardware is None else hardware)
+        wl = load_workload(presets.DEFAULT_WORKLOAD if workload is None else workload)
         return profile_from_presets(hw, wl)
     base = load_profile(profile)
     changes: dict[str, Any] = {}

@@ -299,3 +299,20 @@ def test_a_positive_number_never_prints_as_zero(tmp_path, capsys):
                 assert (float(cell) > 0) == (row[key] > 0), (path.name, key, cell, row[key])
             to_train, cost = cost_line.split()[-3:-1], cost_line.split()[-1]
             assert float(to_train[0]) > 0 and float(cost.replace(",", "")) > 0, cost_line
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["predict", "--hardware", ""], "hardware"),
+    (["predict", "--workload", ""], "workload"),
+    (["predict", "--scenario", ""], "scenario"),
+    (["predict", "--profile", ""], "profile"),
+    (["decide", "--devices", "1,2", "--hardware", ""], "hardware"),
+    (["plan", "--hardware", "", "--devices", "8", "--global-batch", "8"], "hardware"),
+    (["diagnose", "--trace", ""], "trace"),
+])
+def test_an_empty_value_is_refused_not_taken_for_the_default(capsys, argv, named):
+    """``--hardware "$HW"`` with HW unset: one line naming what is empty (before: predict,
+    decide and plan ran on the default presets, exit 0; --trace '' read the folder '.')."""
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert named in err and ("empty" in err or "''" in err), err
