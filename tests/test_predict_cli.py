@@ -309,6 +309,7 @@ def test_a_positive_number_never_prints_as_zero(tmp_path, capsys):
     (["decide", "--devices", "1,2", "--hardware", ""], "hardware"),
     (["plan", "--hardware", "", "--devices", "8", "--global-batch", "8"], "hardware"),
     (["diagnose", "--trace", ""], "trace"),
+    (["calibrate", "--from-topo", "", "--out", "never-written.json"], "path"),  # not measured
 ])
 def test_an_empty_value_is_refused_not_taken_for_the_default(capsys, argv, named):
     """``--hardware "$HW"`` with HW unset: one line naming what is empty (before: predict,
