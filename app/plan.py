@@ -280,6 +280,16 @@ def _scenario_b(state: AppState, profile: Profile, scenario: Scenario, focus: Pr
     return pick.title, pick.profile, pick.scenario, focus.devices
 
 
+def _split_counts(scenario: Scenario) -> Scenario:
+    """``scenario`` on the device counts its model split divides (all of them without a
+    split): B's curve, where a split remedy's tp x pp cannot run on the smallest counts."""
+    if scenario.layout is None:
+        return scenario
+    model = scenario.layout.tp * scenario.layout.pp
+    kept = [d for d in scenario.devices if d % model == 0]
+    return scenario.model_copy(update={"devices": kept}) if kept else scenario
+
+
 def make_plan(profile: Profile, state: AppState) -> Plan:
     """Everything the planner page shows for ``state`` on ``profile``."""
     scenario, notes = build_scenario(state, profile)
@@ -315,7 +325,7 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
         try:
             b_focus = predict(b_profile, b_scenario.model_copy(update={"devices": [b_devices]}))[0]
             if state.b != "more_devices":
-                b_rows = predict(b_profile, b_scenario)
+                b_rows = predict(b_profile, _split_counts(b_scenario))
         except ScalesimError as exc:
             notes.append(f"scenario B: {exc}")
             b_focus = None
