@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from scalesim.bounds import bound, bounded, items_bounded, knob_field
 from scalesim.layout import (
@@ -580,7 +580,8 @@ class Scenario(_Strict):
     schema_version: Literal["scalesim-scenario/1"] = SCENARIO_VERSION
     devices: list[items_bounded("devices")] = Field(  # type: ignore[valid-type]
         default=[1, 2, 4, 8, 16], min_length=1,
-        description=f"device counts; allowed: {bound('devices').text()} each")
+        description=f"device counts, kept sorted with each count once (the rows of a "
+        f"prediction, in order); allowed: {bound('devices').text()} each")
     devices_per_node: int | None = knob_field("devices_per_node", None)
     micro_batch: int | None = knob_field("micro_batch", None, "weak scaling: per device")
     global_batch: int | None = knob_field("global_batch", None, "strong scaling: fixed")
@@ -632,6 +633,12 @@ class Scenario(_Strict):
         default=None, description="how the model is split (tensor, pipeline, schedule, "
         "recompute, sequence parallel); None: data parallel only, or tp = pp = 1 for a "
         "transformer workload")
+
+    @field_validator("devices")
+    @classmethod
+    def _sorted_once(cls, devices: list[int]) -> list[int]:
+        """Rows in order, one per count: the knee and the speed-up read neighbouring rows."""
+        return sorted(set(devices))
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:

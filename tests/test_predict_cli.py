@@ -317,3 +317,18 @@ def test_an_empty_value_is_refused_not_taken_for_the_default(capsys, argv, named
     code, out, err = run_cli(capsys, *argv)
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert named in err and ("empty" in err or "''" in err), err
+
+
+def test_device_counts_in_any_order_give_the_rows_and_knee_in_order(capsys):
+    """``--devices 16,8,1,1`` (or a scenario file's list) is the sorted set 1, 8, 16: one row
+    each, and the knee between 8 and 16 (before: rows as typed, one repeated, and 'knee: none'
+    read from the reversed order)."""
+    assert Scenario(devices=[4, 1, 4, 2]).devices == [1, 2, 4]
+    code, out, _ = run_cli(capsys, "predict", "--devices", "16,8,1,1")
+    assert code == 0
+    rows = [line.split()[0] for line in out.splitlines()
+            if line[:7].strip().isdigit() and "yes" in line]
+    assert rows == ["1", "8", "16"], out
+    assert "knee: 8 -> 16 devices" in out
+    code, text, _ = run_cli(capsys, "predict", "--devices", "16,8,1,1", "--json")
+    assert [r["devices"] for r in json.loads(text)] == [1, 8, 16]
