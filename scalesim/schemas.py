@@ -7,9 +7,16 @@ Every format is a versioned pydantic v2 model (``schema_version``), exported as 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from scalesim.bounds import bound, bounded, items_bounded, knob_field
 from scalesim.layout import (
@@ -38,10 +45,25 @@ LinkLevelName = Literal["intra_node", "inter_node"]
 InterMethod = Literal["all_ranks", "one_rank"]
 
 
+def _takes_bool(annotation: Any) -> bool:
+    """Whether a field's type admits true/false (bool, bool | None, list[bool]...)."""
+    return annotation is bool or any(_takes_bool(a) for a in get_args(annotation))
+
+
 class _Strict(BaseModel):
-    """Unknown fields, infinities and NaN are refused; every number has bounds (scalesim.bounds)."""
+    """Unknown fields, infinities and NaN are refused; every number has bounds (scalesim.bounds);
+    true/false is refused where a number goes (pydantic would read true as 1)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        items = value if isinstance(value, list) else [value]
+        if any(isinstance(v, bool) for v in items) and not _takes_bool(
+                cls.model_fields[info.field_name].annotation):
+            raise ValueError("true/false is not a number here")
+        return value
 
 
 StrictModel = _Strict  # the input-file policy, for file formats outside this module (validate)

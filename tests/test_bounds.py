@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from cli_harness import run_cli
 from diagnose_cases import CASES, to_csv
+from pydantic import ValidationError
 
 from scalesim import presets
 from scalesim.bounds import (
@@ -653,3 +654,29 @@ def test_random_inputs_anywhere_inside_the_bounds_give_finite_predictions():
         except ScalesimError:  # a one-line refusal (e.g. a derived compute time out of bounds)
             continue
         strict_json(json.dumps([r.model_dump() for r in rows], allow_nan=False))
+
+
+@pytest.mark.parametrize("model, field, value", [
+    (Scenario, "micro_batch", True),
+    (Scenario, "bucket_mib", False),
+    (Scenario, "devices", [1, True]),
+    (Scenario, "slow_device", False),
+])
+def test_true_or_false_is_not_a_number_in_a_file(model, field, value):
+    """JSON ``true`` where a number goes is refused by name, as the bounds refuse it (before:
+    pydantic read ``"micro_batch": true`` as a micro-batch of 1, silently)."""
+    with pytest.raises(ValidationError, match="true/false is not a number"):
+        model.model_validate({field: value})
+    assert Scenario.model_validate({"overlap": False}).overlap is False  # a yes/no field
+
+
+def test_true_in_a_workload_file_is_one_line(tmp_path, capsys):
+    from scalesim.presets import get_workload
+
+    data = get_workload("resnet50").model_dump(mode="json")
+    data["micro_batch"] = True
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(data))
+    code, _, err = run_cli(capsys, ["predict", "--workload", str(path)])
+    assert code == 2
+    assert "field 'micro_batch': true/false is not a number" in err and err.count("\n") == 1
