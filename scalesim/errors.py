@@ -51,3 +51,16 @@ def one_line(message: str) -> str:
     """``message`` on one line, for stderr: a line break inside a quoted value (``--hardware
     $'a\\nb'``) shown as ``\\n``, as Python writes it in a string."""
     return message.translate(_LINE_BREAKS)
+
+
+NAME_RULE = "a name is one line of printable text (no line break, tab or control character)"
+
+
+def name_problem(text: str) -> str | None:
+    """``NAME_RULE`` when ``text`` holds a line break, tab or other control character (which
+    would split a printed line or drive the terminal), else None."""
+    import unicodedata
+
+    if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in text):
+        return NAME_RULE
+    return None

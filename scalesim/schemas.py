@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from scalesim.bounds import bound, bounded, items_bounded, knob_field
+from scalesim.errors import name_problem
 from scalesim.layout import (
     Recompute,
     RecomputeStyle,
@@ -52,7 +53,8 @@ def _takes_bool(annotation: Any) -> bool:
 
 class _Strict(BaseModel):
     """Unknown fields, infinities and NaN are refused; every number has bounds (scalesim.bounds);
-    true/false is refused where a number goes (pydantic would read true as 1)."""
+    true/false is refused where a number goes (pydantic would read true as 1); a ``name`` is one
+    line of printable text (``errors.name_problem``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -63,6 +65,8 @@ class _Strict(BaseModel):
         if any(isinstance(v, bool) for v in items) and not _takes_bool(
                 cls.model_fields[info.field_name].annotation):
             raise ValueError("true/false is not a number here")
+        if info.field_name == "name" and isinstance(value, str) and (why := name_problem(value)):
+            raise ValueError(why)
         return value
 
 

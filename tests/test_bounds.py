@@ -680,3 +680,19 @@ def test_true_in_a_workload_file_is_one_line(tmp_path, capsys):
     code, _, err = run_cli(capsys, ["predict", "--workload", str(path)])
     assert code == 2
     assert "field 'micro_batch': true/false is not a number" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("name", ["a\nb", "lab\x1b[2J", "x\u2028y", "tab\there"])
+def test_a_name_is_one_line_of_printable_text(tmp_path, capsys, name):
+    """A name printed on one line (predict's 'profile:' line, plan's header) holds no line
+    break or control character, which would split the line or drive the terminal (ESC):
+    refused in a file by field name, and by ``calibrate --name`` before anything is measured
+    (before: 'profile: a' and 'b + mlp(...)' on two lines)."""
+    hardware = presets.get_hardware("dgx-a100").model_dump(mode="json")
+    with pytest.raises(ValidationError, match="one line"):
+        SCHEMAS["hardware"].model_validate({**hardware, "name": name})
+    code, _, err = run_cli(capsys, ["calibrate", "--quick", "--phases", "compute", "--name",
+                                    name, "--out", str(tmp_path / "p.json")])
+    assert code == 2 and "--name" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "p.json").exists()
+    assert SCHEMAS["hardware"].model_validate({**hardware, "name": "GPU 名前 ü"})  # unicode
