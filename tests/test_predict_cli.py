@@ -332,3 +332,12 @@ def test_device_counts_in_any_order_give_the_rows_and_knee_in_order(capsys):
     assert "knee: 8 -> 16 devices" in out
     code, text, _ = run_cli(capsys, "predict", "--devices", "16,8,1,1", "--json")
     assert [r["devices"] for r in json.loads(text)] == [1, 8, 16]
+
+
+def test_a_split_asked_of_a_parameter_count_names_what_was_asked(capsys):
+    """``--recompute full`` on a parameter-count workload names the recompute (before: 'layout
+    tp 1 x pp 1: ... cannot be split', a split nobody asked for)."""
+    code, _, err = run_cli(capsys, "predict", "--recompute", "full", "--devices", "8")
+    assert code == 2 and "layout recompute full: workload 'bert-large'" in err, err
+    code, _, err = run_cli(capsys, "predict", "--tp", "2", "--devices", "8")
+    assert code == 2 and "layout tp 2 x pp 1: workload" in err, err
