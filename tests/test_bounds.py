@@ -682,7 +682,7 @@ def test_true_in_a_workload_file_is_one_line(tmp_path, capsys):
     assert "field 'micro_batch': true/false is not a number" in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("name", ["a\nb", "lab\x1b[2J", "x\u2028y", "tab\there"])
+@pytest.mark.parametrize("name", ["a\nb", "lab\x1b[2J", "x\u2028y", "tab\there", "gpu\u202eevil"])
 def test_a_name_is_one_line_of_printable_text(tmp_path, capsys, name):
     """A name printed on one line (predict's 'profile:' line, plan's header) holds no line
     break or control character, which would split the line or drive the terminal (ESC):
