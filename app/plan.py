@@ -19,7 +19,7 @@ from scalesim.knee import Knee, focus_devices, knee_of_predictions, least_drop_o
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
 from scalesim.layout_predict import recompute_style_note
 from scalesim.model.quality import steps_to_quality
-from scalesim.predict import Prediction, predict
+from scalesim.predict import Prediction, predict, slow_device_note
 from scalesim.remedies import DATA_STALL_SHARE, RemedyResult, data_stall_share, rank_remedies
 from scalesim.schemas import Profile, Scenario, ScenarioLayout
 from scalesim.training_time import Goal, cost_usd, resolve_goal, time_to_goal_s
@@ -210,6 +210,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     else:
         fields["micro_batch"] = state.mb
     fields["devices"] = devices
+    if note := slow_device_note(state.slow, devices):
+        notes.append(note)
     try:
         return Scenario(**fields), notes
     except ValueError as exc:  # pydantic: a combination the scenario refuses
@@ -278,6 +280,16 @@ def _scenario_b(state: AppState, profile: Profile, scenario: Scenario, focus: Pr
     return pick.title, pick.profile, pick.scenario, focus.devices
 
 
+def _split_counts(scenario: Scenario) -> Scenario:
+    """``scenario`` on the device counts its model split divides (all of them without a
+    split): B's curve, where a split remedy's tp x pp cannot run on the smallest counts."""
+    if scenario.layout is None:
+        return scenario
+    model = scenario.layout.tp * scenario.layout.pp
+    kept = [d for d in scenario.devices if d % model == 0]
+    return scenario.model_copy(update={"devices": kept}) if kept else scenario
+
+
 def make_plan(profile: Profile, state: AppState) -> Plan:
     """Everything the planner page shows for ``state`` on ``profile``."""
     scenario, notes = build_scenario(state, profile)
@@ -313,7 +325,7 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
         try:
             b_focus = predict(b_profile, b_scenario.model_copy(update={"devices": [b_devices]}))[0]
             if state.b != "more_devices":
-                b_rows = predict(b_profile, b_scenario)
+                b_rows = predict(b_profile, _split_counts(b_scenario))
         except ScalesimError as exc:
             notes.append(f"scenario B: {exc}")
             b_focus = None

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from scalesim import presets
 from scalesim.bounds import bounded, url_field
 from scalesim.errors import ScalesimError
+from scalesim.jsonio import error_text
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, RecomputeStyle
 from scalesim.profiles import parse_profile, profile_from_presets
 from scalesim.schemas import GradSync, Profile
@@ -100,8 +101,8 @@ class AppState(BaseModel):
     b: RemedyChoice = "best"
     tab: Literal["curve", "breakdown", "remedies", "cost", "quality", "ab", "goal",
                  "layouts"] = "curve"
-    dl: float | None = Field(default=None, ge=0.1, le=876_000, description="deadline, hours")
-    bud: float | None = Field(default=None, ge=1, le=1e12, description="budget, USD")
+    dl: float | None = bounded("deadline_s", None, "deadline", factor=1 / 3600, unit="hours")
+    bud: float | None = bounded("budget_usd", None, "budget")
     # the model split (Scenario.layout; a workload with a transformer shape only)
     tp: int = url_field("tp", 1, "tensor-parallel degree")
     pp: int = url_field("pp", 1, "pipeline stages")
@@ -204,7 +205,7 @@ def refusal(state: AppState, name: str, value: Any) -> str | None:
     elif err["type"] in ("greater_than_equal", "greater_than") and lo is not None:
         what = f"{shown} is below the smallest value the planner takes, {_number(lo)}"
     else:
-        what = f"{shown} is not a value the planner takes ({err['msg']})"
+        what = f"{shown} is not a value the planner takes ({error_text(err)})"
     return f"{label}: {what}; keeping {keep}."
 
 
@@ -246,7 +247,7 @@ def profile_defaults(profile: Profile, messages: list[str] | None = None) -> dic
             default = AppState.model_fields[name].default
             if messages is not None:
                 messages.append(f"the profile's value for '{name}' ({_shown(value)}) does not fit "
-                                f"the planner ({exc.errors()[0]['msg']}); using "
+                                f"the planner ({error_text(exc.errors()[0])}); using "
                                 f"{'an empty control' if default is None else default} instead")
             values[name] = default
     return values
@@ -368,7 +369,7 @@ def checked_profile(data: Any, what: str) -> Profile:
     try:
         Profile.model_validate_json(profile.model_dump_json())
     except ValidationError as exc:
-        raise ScalesimError(f"{what}: {exc.errors()[0]['msg']}") from None
+        raise ScalesimError(f"{what}: {error_text(exc.errors()[0])}") from None
     return profile
 
 
@@ -496,7 +497,7 @@ def _validated_fields(raw: dict[str, Any], messages: list[str]) -> dict[str, Any
                 if name in values and name not in bad:
                     bad.add(name)
                     shown = _shown(values[name])
-                    messages.append(f"'{name}={shown}' is not valid ({err['msg']}); "
+                    messages.append(f"'{name}={shown}' is not valid ({error_text(err)}); "
                                     "using the default")
             if not bad:  # a model-level error: nothing to blame, give up on the controls
                 messages.append("the link's controls do not fit together; using the defaults")

@@ -9,7 +9,7 @@ import argparse
 import os
 
 from scalesim.bounds import flag_list_type, flag_type, parse_number
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, name_problem
 from scalesim.model.collectives import FITTED_OPS
 from scalesim.model.stragglers import SLOW_DEVICE_FACTOR
 
@@ -49,6 +49,13 @@ def _op_list(text: str) -> list[str]:
     return _choices(text, OPS, "collective")
 
 
+def _name(text: str) -> str:
+    """--name: checked before anything is measured (the profile would refuse it at the end)."""
+    if why := name_problem(text):
+        raise argparse.ArgumentTypeError(why)
+    return text
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Every calibration flag; defaults that depend on the device are resolved at run time."""
     g = p.add_argument_group("output")
@@ -60,7 +67,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="keep the phases an earlier run with the same setup already finished")
     g.add_argument("--phases", type=_phase_list, default=list(PHASES),
                    help=f"phases to run, comma-separated (default all: {','.join(PHASES)})")
-    g.add_argument("--name", help="profile name (default: device and host)")
+    g.add_argument("--name", type=_name, help="profile name (default: device and host)")
     g.add_argument("--quick", action="store_true",
                    help="small sweeps and few repeats (about 20 s on 2 CPU cores); flags given "
                    "explicitly still win")

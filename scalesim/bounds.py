@@ -212,6 +212,11 @@ QUANTITIES: dict[str, Bound] = {
     "epochs": Bound(0, 1e6, "epochs", "passes over the data set", low_open=True),
     "steps_to_target": Bound(1, 1e15, "steps", "optimizer steps to a quality target"),
     "price_per_device_hour": Bound(0, 1e6, "USD", "per device-hour"),
+    # goal seeking (scalesim goal --deadline --budget, the app's Goal tab)
+    "deadline_s": Bound(0, 100 * 365 * 86_400, "s", "a training run's deadline: up to 100 "
+                        "years", low_open=True),
+    "budget_usd": Bound(0, 1e12, "USD", "a training run's budget: up to a trillion dollars",
+                        low_open=True),
 }
 
 

@@ -29,9 +29,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from scalesim import training_time
+from scalesim import figures, training_time
 from scalesim.accuracy import median_error
 from scalesim.errors import ScalesimError
+from scalesim.figures import amount
 from scalesim.layout_predict import uses_layouts
 from scalesim.network_upgrades import upgrades_for
 from scalesim.predict import Prediction, predict
@@ -345,19 +346,14 @@ def pct_text(x: float) -> str:
 def usd_text(x: float | None, signed: bool = False) -> str:
     if x is None:
         return NOT_KNOWN
-    text = f"${abs(x):,.0f}" if abs(x) >= 100 else f"${abs(x):,.2f}"
+    text = f"${amount(abs(x))}"
     if signed:
         return ("+" if x >= 0 else "-") + text
     return text
 
 
 def duration_text(seconds: float | None) -> str:
-    if seconds is None:
-        return NOT_KNOWN
-    hours = seconds / 3600.0
-    if hours < 1:
-        return f"{seconds / 60:.0f} min"
-    return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} days"
+    return NOT_KNOWN if seconds is None else figures.duration_text(seconds)
 
 
 def card_rows(card) -> list[dict[str, str]]:

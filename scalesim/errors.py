@@ -51,3 +51,21 @@ def one_line(message: str) -> str:
     """``message`` on one line, for stderr: a line break inside a quoted value (``--hardware
     $'a\\nb'``) shown as ``\\n``, as Python writes it in a string."""
     return message.translate(_LINE_BREAKS)
+
+
+NAME_RULE = ("a name is one line of printable text (no line break, tab, control or "
+             "text-direction character)")
+# Unicode's explicit text-direction controls: they reorder what a terminal shows after them.
+_DIRECTION_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def name_problem(text: str) -> str | None:
+    """``NAME_RULE`` when ``text`` holds a line break, tab or other control character (which
+    would split a printed line or drive the terminal) or a text-direction control (which
+    reorders the line as shown), else None."""
+    import unicodedata
+
+    if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") or c in _DIRECTION_CONTROLS
+           for c in text):
+        return NAME_RULE
+    return None

@@ -33,6 +33,7 @@ import numpy as np
 from scalesim import training_time
 from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, bound
 from scalesim.errors import ScalesimError
+from scalesim.figures import amount, duration_text
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
 from scalesim.network_upgrades import upgrades_for
 from scalesim.schemas import Profile, Scenario
@@ -83,18 +84,18 @@ class GoalAnswer:
         """The answer in one sentence."""
         if self.best is not None:
             b = self.best
-            return (f"Cheapest plan that meets the goal: {describe(b)}: {_days(b.time_s)} for "
-                    f"${b.cost_usd:,.0f}.")
+            return (f"Cheapest plan that meets the goal: {describe(b)}: {duration_text(b.time_s)} for "
+                    f"${amount(b.cost_usd)}.")
         if self.closest is None:
             return "No plan runs: none of the layouts searched fits in device memory."
         c = self.closest
         misses = []
         if c.time_s > self.deadline_s:
-            misses.append(f"{_days(c.time_s)} against {_days(self.deadline_s)}")
+            misses.append(f"{duration_text(c.time_s)} against {duration_text(self.deadline_s)}")
         if c.cost_usd > self.budget_usd:
-            misses.append(f"${c.cost_usd:,.0f} against ${self.budget_usd:,.0f}")
-        return (f"No plan meets the goal. Closest: {describe(c)}: {_days(c.time_s)} for "
-                f"${c.cost_usd:,.0f} (misses by {' and '.join(misses)}).")
+            misses.append(f"${amount(c.cost_usd)} against ${amount(self.budget_usd)}")
+        return (f"No plan meets the goal. Closest: {describe(c)}: {duration_text(c.time_s)} for "
+                f"${amount(c.cost_usd)} (misses by {' and '.join(misses)}).")
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -102,9 +103,6 @@ class GoalAnswer:
         return out
 
 
-def _days(seconds: float) -> str:
-    hours = seconds / 3600.0
-    return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} days"
 
 
 def describe(p: GoalPlan) -> str:
@@ -141,9 +139,8 @@ def pareto_front(time_s: np.ndarray, cost_usd: np.ndarray) -> np.ndarray:
 def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
          max_devices: int = GOAL_DEFAULT_MAX_DEVICES) -> GoalAnswer:
     """See the module docstring. ``base`` gives the training length, price and fixed knobs."""
-    for name, value in (("deadline_s", deadline_s), ("budget_usd", budget_usd)):
-        if not np.isfinite(value) or value <= 0:
-            raise ScalesimError(f"{name} must be a positive finite number, not {value!r}")
+    bound("deadline_s").check(deadline_s, "deadline_s")
+    bound("budget_usd").check(budget_usd, "budget_usd")
     bound("devices").check(max_devices, "max_devices")
     if base.global_batch is not None:
         raise ScalesimError("goal seeking varies the per-device batch: give a micro-batch, not a "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -113,12 +114,20 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         raise ScalesimError(f"{file}: JSON nested too deeply to be a scalesim file") from None
 
 
+def error_text(error: Mapping[str, Any]) -> str:
+    """One pydantic error's sentence; a validator's own, without pydantic's "Value error, "."""
+    return str(error.get("msg", "invalid")).removeprefix("Value error, ")
+
+
 def validation_message(exc: ValidationError, what: str) -> str:
     """Turn a pydantic ValidationError into one line naming the first bad field."""
     first = exc.errors()[0]
-    where = ".".join(str(part) for part in first.get("loc", ())) or "(top level)"
+    msg = error_text(first)
+    where = ".".join(str(part) for part in first.get("loc", ()))
     extra = f" (+{exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-    return f"{what}: field '{where}': {first.get('msg', 'invalid')}{extra}"
+    if not where:  # a rule across fields: its sentence names them
+        return f"{what}: {msg}{extra}"
+    return f"{what}: field '{where}': {msg}{extra}"
 
 
 def parse_model(data: Any, model: type[ModelT], what: str) -> ModelT:

@@ -61,12 +61,15 @@ def uses_layouts(profile: Profile, scenario: Scenario) -> bool:
     split = layout_of(scenario)
     if profile.workload.transformer is not None:
         return True
-    if split.splits_model or split.sequence_parallel or split.recompute not in (None, "none") \
-            or split.schedule not in (None, "none"):
+    asked = [f"tp {split.tp} x pp {split.pp}"] if split.splits_model else []
+    asked += ["sequence parallel"] if split.sequence_parallel else []
+    asked += [f"recompute {split.recompute}"] if split.recompute not in (None, "none") else []
+    asked += [f"schedule {split.schedule}"] if split.schedule not in (None, "none") else []
+    if asked:  # what was asked, in the user's words (not 'tp 1 x pp 1' for a recompute)
         raise ScalesimError(
-            f"layout tp {split.tp} x pp {split.pp}: workload '{profile.workload.name}' is a "
-            "parameter count only and cannot be split; give a workload with a 'transformer' "
-            "shape (e.g. --workload llama3-8b) or drop the layout")
+            f"layout {', '.join(asked)}: workload '{profile.workload.name}' is a parameter "
+            "count only and cannot be split; give a workload with a 'transformer' shape "
+            "(e.g. --workload llama3-8b) or drop the layout")
     return False
 
 

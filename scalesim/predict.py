@@ -177,6 +177,18 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
     return inputs, base_b
 
 
+def slow_device_note(slow_device: int | None, devices) -> str | None:
+    """The note for device counts that do not reach rank ``slow_device`` (ranks count from 0:
+    ``devices <= slow_device``), which no slow device slows; None when every count does."""
+    if slow_device is None:
+        return None
+    without = [int(d) for d in devices if d <= slow_device]
+    if not without:
+        return None
+    return (f"device {slow_device} is not among the {', '.join(map(str, without))} devices of "
+            f"{'that row' if len(without) == 1 else 'those rows'}: no slow device there")
+
+
 def jitter_cv_of(profile: Profile, scenario: Scenario) -> float:
     """Std/mean of one device's micro-step, independent from step to step: the scenario's
     ``straggler_cv``, else the profile's measured jitter, else 0."""

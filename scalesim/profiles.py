@@ -504,14 +504,16 @@ def resolve_profile(
 
     - no profile: presets (``hardware`` and ``workload`` or the defaults);
     - a profile: as measured; ``hardware`` then replaces its server layout and links (projecting
-      measured compute onto other machines of the same device), ``workload`` its sizes.
+      measured compute onto other machines of the same device; another device is refused
+      unless ``workload`` brings a compute curve of its own), ``workload`` its sizes.
     """
     for name, value in (("profile", profile), ("hardware", hardware), ("workload", workload)):
-        if value is not None:
-            require_text(value, name)
+        if value is not None and require_text(value, name) == "":  # an unset shell variable
+            what = "a JSON file" if name == "profile" else "a preset name or a JSON file"
+            raise ScalesimError(f"{name}: the name is empty; give {what}")
     if profile is None:
-        hw = load_hardware(hardware or presets.DEFAULT_HARDWARE)
-        wl = load_workload(workload or presets.DEFAULT_WORKLOAD)
+        hw = load_hardware(presets.DEFAULT_HARDWARE if hardware is None else hardware)
+        wl = load_workload(presets.DEFAULT_WORKLOAD if workload is None else workload)
         return profile_from_presets(hw, wl)
     base = load_profile(profile)
     device = base.hardware.device_name
@@ -520,7 +522,11 @@ def resolve_profile(
             "hardware": load_hardware(hardware),
             "notes": [*base.notes, f"hardware replaced by '{hardware}'; compute stays as measured"]})
     if workload is not None:
-        base, _ = profile_with_workload(base, load_workload(workload), workload, device)
+        base, match = profile_with_workload(base, load_workload(workload), workload, device)
+        if match == "other":  # its compute from its shape on the new hardware's device
+            return base
+    if hardware is not None:
+        _require_same_device(base, device, profile, hardware)
     return base
 
 
@@ -534,3 +540,18 @@ def profile_with_workload(base: Profile, workload: Workload, name: str,
     if decided.match != "same":
         changes.update(compute=decided.compute, hardware=decided.hardware)
     return base.model_copy(update=changes), decided.match
+
+
+def _require_same_device(base: Profile, timed: str, profile: str, name: str) -> None:
+    """A profile's compute curve times its own device ``timed``: refuse ``--hardware`` of another
+    device (``presets.same_device``; ``base`` carries it) where that curve would stay, as measured
+    or scaled to another sequence (ScalesimError, one line)."""
+    other = base.hardware.device_name
+    if presets.same_device(timed, other):
+        return
+    raise ScalesimError(
+        f"--hardware '{name}' has device '{other}', but profile '{profile}' timed its compute on "
+        f"'{timed}' and those times describe only that device: for another device predict from "
+        "the presets (--hardware and --workload without --profile) or give --workload with a "
+        "transformer shape (its compute from the device's datasheet); for other servers or links "
+        f"of the same device give a hardware file with device_name '{timed}'")

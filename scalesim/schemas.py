@@ -7,11 +7,19 @@ Every format is a versioned pydantic v2 model (``schema_version``), exported as 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from scalesim.bounds import bound, bounded, items_bounded, knob_field
+from scalesim.errors import name_problem
 from scalesim.layout import (
     Recompute,
     RecomputeStyle,
@@ -38,10 +46,28 @@ LinkLevelName = Literal["intra_node", "inter_node"]
 InterMethod = Literal["all_ranks", "one_rank"]
 
 
+def _takes_bool(annotation: Any) -> bool:
+    """Whether a field's type admits true/false (bool, bool | None, list[bool]...)."""
+    return annotation is bool or any(_takes_bool(a) for a in get_args(annotation))
+
+
 class _Strict(BaseModel):
-    """Unknown fields, infinities and NaN are refused; every number has bounds (scalesim.bounds)."""
+    """Unknown fields, infinities and NaN are refused; every number has bounds (scalesim.bounds);
+    true/false is refused where a number goes (pydantic would read true as 1); a ``name`` is one
+    line of printable text (``errors.name_problem``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        items = value if isinstance(value, list) else [value]
+        if any(isinstance(v, bool) for v in items) and not _takes_bool(
+                cls.model_fields[info.field_name].annotation):
+            raise ValueError("true/false is not a number here")
+        if info.field_name == "name" and isinstance(value, str) and (why := name_problem(value)):
+            raise ValueError(why)
+        return value
 
 
 StrictModel = _Strict  # the input-file policy, for file formats outside this module (validate)
@@ -585,7 +611,8 @@ class Scenario(_Strict):
     schema_version: Literal["scalesim-scenario/1"] = SCENARIO_VERSION
     devices: list[items_bounded("devices")] = Field(  # type: ignore[valid-type]
         default=[1, 2, 4, 8, 16], min_length=1,
-        description=f"device counts; allowed: {bound('devices').text()} each")
+        description=f"device counts, kept sorted with each count once (the rows of a "
+        f"prediction, in order); allowed: {bound('devices').text()} each")
     devices_per_node: int | None = knob_field("devices_per_node", None)
     micro_batch: int | None = knob_field("micro_batch", None, "weak scaling: per device")
     global_batch: int | None = knob_field("global_batch", None, "strong scaling: fixed")
@@ -637,6 +664,12 @@ class Scenario(_Strict):
         default=None, description="how the model is split (tensor, pipeline, schedule, "
         "recompute, sequence parallel); None: data parallel only, or tp = pp = 1 for a "
         "transformer workload")
+
+    @field_validator("devices")
+    @classmethod
+    def _sorted_once(cls, devices: list[int]) -> list[int]:
+        """Rows in order, one per count: the knee and the speed-up read neighbouring rows."""
+        return sorted(set(devices))
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:

@@ -45,7 +45,7 @@ from typing import IO
 
 import numpy as np
 
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, require_path
 
 CHUNK_CHARS = 1 << 20
 MAX_VALUE_CHARS = 64 << 20  # one JSON value (event or metadata) larger than this is malformed
@@ -135,7 +135,7 @@ def _open_text(path: Path) -> IO[str]:
 def iter_trace(path: str | os.PathLike[str], metadata: dict):
     """Yield ``(number, event)`` for each trace event (a dict) of a Kineto JSON file, numbered from
     1 in file order (non-objects count too); top-level keys go into ``metadata``."""
-    file = Path(path)
+    file = Path(require_path(path, "trace"))  # '' would be Path('.'), the folder
     try:
         handle = _open_text(file)
     except FileNotFoundError:

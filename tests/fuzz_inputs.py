@@ -477,6 +477,7 @@ WORD_TYPES = {
     "_on_off": ["on", "off", "on,off"],
     "_phase_list": ["compute", "compute,loader", "compute,jitter,noise"],
     "_op_list": ["all_reduce", "all_reduce,all_gather"],
+    "_name": ["my-node", "lab 1", "GPU 名前"],  # calibrate --name (one line of text)
 }
 WORD_AXES = {"strategy_values": "ddp,zero1,zero2,zero3", "algorithm_values": "auto,ring,tree",
              "zero_framework_values": "fsdp,deepspeed"}

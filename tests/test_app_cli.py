@@ -24,6 +24,13 @@ def test_help_lists_the_options(capsys):
         assert option in out
 
 
+def test_an_empty_profiles_folder_name_is_refused(capsys):
+    """``--profiles ''`` (an unset variable) would be Path('.'): the current folder served."""
+    assert main(["app", "--headless", "--profiles", ""]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("scalesim app: error: --profiles") and "empty" in err, err
+
+
 def test_missing_profiles_folder_is_one_line_error(tmp_path, capsys):
     assert main(["app", "--headless", "--profiles", str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err.strip()

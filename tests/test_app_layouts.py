@@ -119,3 +119,24 @@ def test_the_report_shows_the_layout_and_the_bubble():
     html = report_html(plan, "http://x/?v=3")
     assert "dp x tp x pp" in html and "bubble ms" in html
     assert f"{plan.rows[0].dp} x 2 x 2" in html
+
+
+def test_scenario_b_split_the_model_shows_beside_small_data_parallel_counts():
+    """B = "split the model" on a 1-16 GPU grid: its layout (tp x pp > 1) cannot run at 1 GPU,
+    so its curve keeps the counts it divides, and the A/B tab compares it (before: the curve's
+    error at 1 device threw B away: "does not apply here" and a raw 'devices 1 are not
+    divisible' note)."""
+    state = default_state().model_copy(update={"hw": "dgx-h100", "wl": "llama3-70b"})
+    state = with_profile_defaults(state, preset_profile(state)).model_copy(
+        update={"b": "split_model", "tab": "ab"})
+    plan = make_plan(preset_profile(state), state)
+    split = plan.b_scenario.layout
+    assert split is not None and split.tp * split.pp > 1
+    assert plan.b_focus is not None and plan.b_focus.devices == plan.focus.devices
+    model = split.tp * split.pp
+    assert plan.b_rows and all(r.devices % model == 0 for r in plan.b_rows)
+    assert [r.devices for r in plan.b_rows] == [d for d in plan.scenario.devices if d % model == 0]
+    assert not any(n.startswith("scenario B: devices") for n in plan.notes), plan.notes
+    at = open_app({"v": "5", "hw": "dgx-h100", "wl": "llama3-70b", "b": "split_model",
+                   "tab": "ab"})
+    assert not any("does not apply here" in i.value for i in at.info)

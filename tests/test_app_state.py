@@ -166,6 +166,9 @@ def test_a_broken_field_falls_back_alone_and_says_so():
     assert state2.dmax == AppState().dmax and state2.strat == "ddp"
     assert state2.mb == 64  # the valid field is kept
     assert any("dmax" in m for m in messages) and any("strat" in m for m in messages)
+    _, _, messages = decode_query({"v": "5", "hw": "dgx-z9"})  # a validator's own sentence
+    assert messages == [messages[0]] and "unknown hardware preset" in messages[0]
+    assert "Value error" not in messages[0]  # without pydantic's wrapping
 
 
 @pytest.mark.parametrize("params, expect", [

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from cli_harness import run_cli
 from diagnose_cases import CASES, to_csv
+from pydantic import ValidationError
 
 from scalesim import presets
 from scalesim.bounds import (
@@ -653,3 +654,45 @@ def test_random_inputs_anywhere_inside_the_bounds_give_finite_predictions():
         except ScalesimError:  # a one-line refusal (e.g. a derived compute time out of bounds)
             continue
         strict_json(json.dumps([r.model_dump() for r in rows], allow_nan=False))
+
+
+@pytest.mark.parametrize("model, field, value", [
+    (Scenario, "micro_batch", True),
+    (Scenario, "bucket_mib", False),
+    (Scenario, "devices", [1, True]),
+    (Scenario, "slow_device", False),
+])
+def test_true_or_false_is_not_a_number_in_a_file(model, field, value):
+    """JSON ``true`` where a number goes is refused by name, as the bounds refuse it (before:
+    pydantic read ``"micro_batch": true`` as a micro-batch of 1, silently)."""
+    with pytest.raises(ValidationError, match="true/false is not a number"):
+        model.model_validate({field: value})
+    assert Scenario.model_validate({"overlap": False}).overlap is False  # a yes/no field
+
+
+def test_true_in_a_workload_file_is_one_line(tmp_path, capsys):
+    from scalesim.presets import get_workload
+
+    data = get_workload("resnet50").model_dump(mode="json")
+    data["micro_batch"] = True
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(data))
+    code, _, err = run_cli(capsys, ["predict", "--workload", str(path)])
+    assert code == 2
+    assert "field 'micro_batch': true/false is not a number" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("name", ["a\nb", "lab\x1b[2J", "x\u2028y", "tab\there", "gpu\u202eevil"])
+def test_a_name_is_one_line_of_printable_text(tmp_path, capsys, name):
+    """A name printed on one line (predict's 'profile:' line, plan's header) holds no line
+    break or control character, which would split the line or drive the terminal (ESC):
+    refused in a file by field name, and by ``calibrate --name`` before anything is measured
+    (before: 'profile: a' and 'b + mlp(...)' on two lines)."""
+    hardware = presets.get_hardware("dgx-a100").model_dump(mode="json")
+    with pytest.raises(ValidationError, match="one line"):
+        SCHEMAS["hardware"].model_validate({**hardware, "name": name})
+    code, _, err = run_cli(capsys, ["calibrate", "--quick", "--phases", "compute", "--name",
+                                    name, "--out", str(tmp_path / "p.json")])
+    assert code == 2 and "--name" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "p.json").exists()
+    assert SCHEMAS["hardware"].model_validate({**hardware, "name": "GPU 名前 ü"})  # unicode

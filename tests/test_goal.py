@@ -146,3 +146,28 @@ def test_past_a_thousand_servers_the_grid_steps_by_a_tenth_of_a_percent():
     servers = grid[grid >= 8 * WHOLE_SERVERS] // 8
     assert np.max(np.diff(servers) / servers[:-1]) <= 1.0 / WHOLE_SERVERS
     assert np.max(np.diff(servers) / servers[:-1]) > 0.99 / WHOLE_SERVERS
+
+
+def test_deadline_and_budget_take_their_bounds_from_the_one_table(capsys):
+    """``--deadline``/``--budget``, ``seek`` and the app's Goal controls (link keys ``dl`` in
+    hours, ``bud``) accept and refuse the same values: quantities ``deadline_s`` and
+    ``budget_usd`` of scalesim.bounds (before: three sets of limits, the app's 0.1 h and $1
+    floors refusing what the CLI took, seek taking a deadline of 1,000 years)."""
+    from app.state import AppState, field_bounds
+    from scalesim.bounds import bound
+
+    deadline, budget = bound("deadline_s"), bound("budget_usd")
+    assert field_bounds("dl") == pytest.approx((deadline.low / 3600, deadline.high / 3600))
+    assert field_bounds("bud") == (budget.low, budget.high)
+    AppState(dl=0.05, bud=0.5)  # three minutes and fifty cents: the CLI takes both
+    code, _, err = run_cli(capsys, ["goal", "--train-samples", "2e9", "--deadline", "3m",
+                                    "--budget", "0.5", "--json"])
+    assert code == 0, err
+    too_long = deadline.high * 1.5
+    with pytest.raises(ScalesimError, match="deadline_s"):
+        seek(default_profile(), BASE, too_long, 50_000)
+    with pytest.raises(ScalesimError, match="budget_usd"):
+        seek(default_profile(), BASE, DAY_S, budget.high * 2)
+    code, _, err = run_cli(capsys, ["goal", "--train-samples", "2e9", "--deadline",
+                                    f"{too_long:.0f}", "--budget", "1"])
+    assert code == 2 and deadline.why in err, err

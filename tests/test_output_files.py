@@ -153,6 +153,19 @@ def test_sweep_out_errors_exit_2_with_one_line(tmp_path, capsys):
         assert code == 2 and fragment in err and len(err.strip().splitlines()) == 1, err
 
 
+TOPO = Path(__file__).parent / "fixtures" / "nvidia_smi" / "h100_x8_nics_topo.txt"
+
+
+@pytest.mark.parametrize("command", [["sweep", "--devices", "1,2"],
+                                     ["calibrate", "--from-topo", str(TOPO)]])
+def test_an_empty_out_name_is_refused_as_calibrate_refuses_it(capsys, command):
+    """``--out ''`` (an unset shell variable) is an error for every command (before: sweep
+    printed to stdout and exited 0 as if no --out had been given)."""
+    code = main([*command, "--out", ""])
+    err = capsys.readouterr().err
+    assert code == 2 and "the output file name is empty" in err, err
+
+
 def test_calibrate_out_proc_version_is_one_line_before_measuring():
     proc = subprocess.run([sys.executable, "-m", "scalesim.cli.main", "calibrate", "--quick",
                            "--out", "/proc/version"], capture_output=True, text=True, timeout=120)
@@ -240,3 +253,29 @@ def test_write_between_markers_replaces_only_the_marked_text(tmp_path):
     with pytest.raises(ScalesimError, match="markers <!-- t:begin --> ... <!-- t:end --> not found"):
         write_between_markers(doc, "<!-- t:begin -->", "<!-- t:end -->", "new")
     assert doc.read_text() == "no markers\n"
+
+
+@pytest.mark.parametrize("argv", [
+    ["predict", "--devices", "1,2", "--json"],  # printed, then flushed at exit
+    ["sweep", "--devices", "1-1024", "--batch-values", "1,2,4,8,16,32,64,128"],  # streamed
+])
+def test_standard_output_on_a_full_disk_is_one_line(argv):
+    """``> /dev/full``: the printed output cannot be written (before: a traceback and exit 1,
+    or Python's 'Exception ignored' lines at exit)."""
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "scalesim.cli.main", *argv], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "cannot write the output" in proc.stderr and "No space left" in proc.stderr
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly():
+    """``| head -1``: a closed pipe ends the command with exit 0 and nothing on stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "scalesim.cli.main", "sweep", "--devices",
+                             "1-1024", "--batch-values", "1,2,4,8,16,32,64,128"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and err == b"", err

@@ -251,3 +251,93 @@ def test_a_slow_device_beyond_a_rows_devices_is_said(capsys):
     assert main(["predict", "--devices", "8,16", "--slow-device", "3", "--slow-factor",
                  "1.5"]) == 0
     assert "is not among" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["predict", "sweep"])
+def test_settings_that_do_not_go_together_are_said_plainly(capsys, command):
+    """A rule across fields (``--grad-sync once-per-step`` with DeepSpeed) is one plain line,
+    without pydantic's 'field (top level)' and 'Value error,' wrapping."""
+    code, out, err = run_cli(capsys, command, "--devices", "8", "--strategy", "zero2",
+                             "--zero-framework", "deepspeed", "--grad-sync", "once-per-step",
+                             "--accumulation", "4")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"scalesim {command}: error: scenario: grad_sync once-per-step is "
+                          "FSDP's no_sync"), err
+    assert "Value error" not in err and "top level" not in err
+
+
+def test_a_positive_number_never_prints_as_zero(tmp_path, capsys):
+    """A tiny model (1,000 parameters, a billion samples/s) and a huge one: every figure of
+    predict's tables that is positive in --json is printed as a positive number, with its unit
+    (before: step 0.00 ms, speedup 0.00, efficiency 0.0 %, 0.0 GiB, 0.0 h, cost 0)."""
+    from scalesim.presets import get_workload
+
+    paths = []
+    for name, params, rate in (("tiny", 1000, 1e9), ("huge", 1e12, 1e-5)):
+        data = get_workload("resnet50").model_dump(mode="json")
+        data.update(name=name, params=params, activation_bytes_per_sample=100, micro_batch=1)
+        data["reference"][0].update(samples_per_s=rate, micro_batch=1)
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(data))
+    for path, train in zip(paths, ("1e3", "1e6"), strict=True):
+        argv = ["predict", "--workload", str(path), "--devices", "1,8,16", "--train-samples",
+                train, "--price", "1"]
+        code, out, _ = run_cli(capsys, *argv)
+        assert code == 0
+        code, text, _ = run_cli(capsys, *argv, "--json")
+        rows = json.loads(text)
+        lines = out.splitlines()
+        head = next(i for i, line in enumerate(lines) if line.startswith("devices nodes"))
+        money = next(i for i, line in enumerate(lines) if line.startswith("devices   to"))
+        for row, line, cost_line in zip(rows, lines[head + 1:head + 4],
+                                        lines[money + 1:money + 4], strict=True):
+            cells = line.split()
+            shown = {"step_time_s": cells[3], "compute_s": cells[4], "exposed_comm_s": cells[5],
+                     "straggler_s": cells[7], "samples_per_s": cells[8], "speedup": cells[9],
+                     "efficiency": cells[10].rstrip("%"), "memory_bytes": cells[11]}
+            for key, cell in shown.items():
+                assert (float(cell) > 0) == (row[key] > 0), (path.name, key, cell, row[key])
+            to_train, cost = cost_line.split()[-3:-1], cost_line.split()[-1]
+            assert float(to_train[0]) > 0 and float(cost.replace(",", "")) > 0, cost_line
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["predict", "--hardware", ""], "hardware"),
+    (["predict", "--workload", ""], "workload"),
+    (["predict", "--scenario", ""], "scenario"),
+    (["predict", "--profile", ""], "profile"),
+    (["decide", "--devices", "1,2", "--hardware", ""], "hardware"),
+    (["plan", "--hardware", "", "--devices", "8", "--global-batch", "8"], "hardware"),
+    (["diagnose", "--trace", ""], "trace"),
+    (["calibrate", "--from-topo", "", "--out", "never-written.json"], "path"),  # not measured
+])
+def test_an_empty_value_is_refused_not_taken_for_the_default(capsys, argv, named):
+    """``--hardware "$HW"`` with HW unset: one line naming what is empty (before: predict,
+    decide and plan ran on the default presets, exit 0; --trace '' read the folder '.')."""
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert named in err and ("empty" in err or "''" in err), err
+
+
+def test_device_counts_in_any_order_give_the_rows_and_knee_in_order(capsys):
+    """``--devices 16,8,1,1`` (or a scenario file's list) is the sorted set 1, 8, 16: one row
+    each, and the knee between 8 and 16 (before: rows as typed, one repeated, and 'knee: none'
+    read from the reversed order)."""
+    assert Scenario(devices=[4, 1, 4, 2]).devices == [1, 2, 4]
+    code, out, _ = run_cli(capsys, "predict", "--devices", "16,8,1,1")
+    assert code == 0
+    rows = [line.split()[0] for line in out.splitlines()
+            if line[:7].strip().isdigit() and "yes" in line]
+    assert rows == ["1", "8", "16"], out
+    assert "knee: 8 -> 16 devices" in out
+    code, text, _ = run_cli(capsys, "predict", "--devices", "16,8,1,1", "--json")
+    assert [r["devices"] for r in json.loads(text)] == [1, 8, 16]
+
+
+def test_a_split_asked_of_a_parameter_count_names_what_was_asked(capsys):
+    """``--recompute full`` on a parameter-count workload names the recompute (before: 'layout
+    tp 1 x pp 1: ... cannot be split', a split nobody asked for)."""
+    code, _, err = run_cli(capsys, "predict", "--recompute", "full", "--devices", "8")
+    assert code == 2 and "layout recompute full: workload 'bert-large'" in err, err
+    code, _, err = run_cli(capsys, "predict", "--tp", "2", "--devices", "8")
+    assert code == 2 and "layout tp 2 x pp 1: workload" in err, err

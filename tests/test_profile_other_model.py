@@ -151,3 +151,32 @@ def test_a_calibrated_cpu_predicts_another_model_from_its_block_fit(tmp_path):
     shape = load_workload(path)
     for tp in (1, 2):
         assert _compute_s(profile, tp) == pytest.approx(_planned_s(cpu, shape, tp), rel=1e-6), tp
+
+
+def test_the_measured_curve_of_one_device_is_not_used_for_another(tmp_path, capsys):
+    """``--profile P --hardware H`` where H is another device and P's own model stays: P's
+    compute times describe P's device only, so the command is refused in one line naming both
+    devices (before: the H200's step times printed under the A100's name, one note at the
+    end). The same device under another name (a hardware file of other servers and links)
+    keeps the measured curve."""
+    from cli_harness import run_cli
+
+    from scalesim.errors import ScalesimError
+
+    with pytest.raises(ScalesimError, match=r"A100-SXM4 80GB.*NVIDIA H200"):
+        resolve_profile(str(H200), "dgx-a100")
+    counted = tmp_path / "count.json"  # a parameter count keeps the measured curve: refused too
+    counted.write_text(json.dumps({"schema_version": "scalesim-workload/1", "name": "count",
+                                   "params": 3e9, "micro_batch": 4}))
+    with pytest.raises(ScalesimError, match="describe"):
+        resolve_profile(str(H200), "dgx-a100", str(counted))
+    code, out, err = run_cli(capsys, ["predict", "--profile", str(H200), "--hardware",
+                                      "dgx-h100", "--devices", "1,8"])
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--hardware" in err, err
+    base = load_profile(H200)
+    same = tmp_path / "h200-cluster.json"
+    same.write_text(base.hardware.model_copy(update={"name": "h200-cluster",
+                                                     "devices_per_node": 4})
+                    .model_dump_json())
+    kept = resolve_profile(str(H200), str(same))
+    assert kept.compute == base.compute and kept.hardware.devices_per_node == 4

@@ -154,6 +154,8 @@ def run(args: argparse.Namespace) -> int:
     if not script.is_file():
         raise ScalesimError(f"the app script is missing ({script}); reinstall scalesim")
     env = dict(os.environ)
+    if args.profiles == "":  # Path('') is '.': the current folder, not what was meant
+        raise ScalesimError("--profiles: the folder name is empty; give a folder of profiles")
     if args.profiles is not None:
         folder = Path(args.profiles).expanduser()
         if not folder.is_dir():

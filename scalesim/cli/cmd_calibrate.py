@@ -44,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from scalesim.errors import ScalesimError
 
-    if args.from_nccl_tests or args.from_trace or args.from_topo:
+    if args.from_nccl_tests or args.from_trace or args.from_topo is not None:  # '' refused there
         from scalesim.sources.calibrate_from import run_from_sources
 
         return run_from_sources(args)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import math
 import re
 
-from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, flag_type
+from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, bound, flag_type
 from scalesim.cli.options import (
     add_profile_arguments,
     add_scenario_arguments,
@@ -31,18 +30,21 @@ def duration_s(text: str) -> float:
     if not match or match.group(2) not in ("", *_UNITS_S):
         raise argparse.ArgumentTypeError(f"'{text}' is not a duration like 3d, 72h, 90m or 3600")
     value = float(match.group(1)) * _UNITS_S.get(match.group(2) or "s", 1.0)
-    if not math.isfinite(value) or value <= 0 or value > 100 * 365 * 86400:
-        raise argparse.ArgumentTypeError(f"'{text}' must be more than 0 and at most 100 years")
+    why = bound("deadline_s").problem(value)
+    if why is not None:
+        raise argparse.ArgumentTypeError(f"'{text}': {why}")
     return value
 
 
 def usd(text: str) -> float:
+    """'50000', '$50,000' -> US dollars (quantity ``budget_usd``)."""
     try:
         value = float(text.replace(",", "").lstrip("$"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not an amount of US dollars") from None
-    if not math.isfinite(value) or value <= 0 or value > 1e12:
-        raise argparse.ArgumentTypeError(f"'{text}' must be more than 0 and at most 1e12 USD")
+    why = bound("budget_usd").problem(value)
+    if why is not None:
+        raise argparse.ArgumentTypeError(f"'{text}': {why}")
     return value
 
 
@@ -61,20 +63,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def render(answer) -> str:
+    from scalesim.figures import amount
+    from scalesim.figures import duration_text as days
     from scalesim.goal import describe
-
-    def days(s: float) -> str:
-        h = s / 3600.0
-        return f"{h:.1f} h" if h < 48 else f"{h / 24:.1f} d"
 
     lines = [answer.sentence, "",
              f"goal: {answer.goal} within {days(answer.deadline_s)} for at most "
-             f"${answer.budget_usd:,.0f}; {answer.evaluated:,} plans evaluated, "
+             f"${amount(answer.budget_usd)}; {answer.evaluated:,} plans evaluated, "
              f"{answer.runnable:,} fit in memory", "",
              "time against money (Pareto front: no plan is both sooner and cheaper):",
              f"{'time':>9} {'USD':>12}  meets  plan"]
     for p in answer.front:
-        lines.append(f"{days(p.time_s):>9} {p.cost_usd:>12,.0f}  {'yes' if p.meets else ' no':>5}  "
+        lines.append(f"{days(p.time_s):>9} {amount(p.cost_usd):>12}  {'yes' if p.meets else ' no':>5}  "
                      f"{describe(p)}")
     lines += [f"note: {n}" for n in answer.notes]
     return "\n".join(lines)

@@ -212,7 +212,7 @@ def _hardware_and_efficiency(args, default_efficiency: float):
         from scalesim.cli.cmd_predict import hardware_line
         from scalesim.profiles import load_hardware
 
-        hardware = load_hardware(args.hardware or "dgx-h100")
+        hardware = load_hardware("dgx-h100" if args.hardware is None else args.hardware)
         note = (hardware_line(hardware) + (" (the default; --hardware or --profile to change)"
                                            if args.hardware is None else "")
                 + f"; matmul efficiency {default_efficiency:g} (the published runs' median)")

@@ -28,14 +28,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _fmt_s(x: float) -> str:
-    return f"{x * 1e3:9.2f}"
+    """Seconds as milliseconds in the table's 9 characters."""
+    from scalesim.figures import fixed
+
+    return fixed(x * 1e3, 9, 2)
 
 
 def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    hours = seconds / 3600.0
-    return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} d"
+    from scalesim.figures import duration_text
+
+    return "-" if seconds is None else duration_text(seconds)
 
 
 def layout_line(profile, scenario) -> str:
@@ -90,9 +92,11 @@ def _fit_hints(profile, scenario, unfit) -> str:
 
 def render_table(profile, scenario, rows) -> str:
     from scalesim.cli.options import condition_words
+    from scalesim.figures import amount, fixed
     from scalesim.knee import knee_of_predictions, least_drop_of, no_knee_words
     from scalesim.layout_predict import recompute_style_note
     from scalesim.model.zero_exchange import framework_label
+    from scalesim.predict import slow_device_note
 
     unit = profile.workload.sample_unit
     sync = scenario.grad_sync
@@ -130,14 +134,15 @@ def render_table(profile, scenario, rows) -> str:
             f"{_fmt_s(r.compute_s)} {_fmt_s(r.exposed_comm_s)} "
             + (f"{_fmt_s(r.bubble_s)} " if split else "")
             + f"{_fmt_s(r.data_stall_s)} "
-            f"{_fmt_s(r.straggler_s)} {r.samples_per_s:>13.1f} {r.speedup:>8.2f} "
-            f"{r.efficiency:>6.1%} {r.memory_bytes / 2**30:>8.1f} {'yes' if r.fits else 'NO':>4}"
+            f"{_fmt_s(r.straggler_s)} {fixed(r.samples_per_s, 13, 1)} {fixed(r.speedup, 8, 2)} "
+            f"{fixed(100 * r.efficiency, 5, 1)}% {fixed(r.memory_bytes / 2**30, 8, 1)} "
+            f"{'yes' if r.fits else 'NO':>4}"
         )
     if any(r.time_to_train_s is not None or r.time_to_quality_s is not None for r in rows):
         lines.append("")
         lines.append(f"{'devices':>7} {'to quality':>12} {'to train':>12} {'cost USD':>12}")
         for r in rows:
-            cost = f"{r.cost_usd:,.0f}" if r.cost_usd is not None else "-"
+            cost = amount(r.cost_usd) if r.cost_usd is not None else "-"
             lines.append(f"{r.devices:>7} {_duration(r.time_to_quality_s):>12} "
                          f"{_duration(r.time_to_train_s):>12} {cost:>12}")
     knee = knee_of_predictions(rows)
@@ -157,11 +162,8 @@ def render_table(profile, scenario, rows) -> str:
         lines.append(f"warning: data stall: {r.data_stall_s / r.step_time_s:.0%} of each step at "
                      f"{r.devices} device{'s' if r.devices > 1 else ''} waits for input (lost at "
                      "one device too, so efficiency cannot show it); fix the input pipeline first")
-    if scenario.slow_device is not None and (
-            without := [r.devices for r in rows if r.devices <= scenario.slow_device]):
-        lines.append(f"note: device {scenario.slow_device} is not among the "
-                     f"{', '.join(map(str, without))} devices of "
-                     f"{'that row' if len(without) == 1 else 'those rows'}: no slow device there")
+    if note := slow_device_note(scenario.slow_device, [r.devices for r in rows]):
+        lines.append(f"note: {note}")
     for note in profile.notes:
         lines.append(f"note: {note}")
     return "\n".join(lines)

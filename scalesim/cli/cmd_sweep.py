@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_sweep(profile, scenario, axes)
     check_size(plan)
     fmt = args.format or ("json" if (args.out or "").endswith(".json") else "csv")
-    if args.out:
+    if args.out is not None:  # '' too: refused by name, not taken for stdout
         check_writable(args.out)
         _check_disk(args.out, _estimated_bytes(plan, fmt), plan.rows)
         with open_output(args.out) as handle:
@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
         dropped = _write(sys.stdout, plan, fmt)
     note = (f"{dropped} strong-scaling combinations dropped: the global batch does not "
             "split evenly over devices x accumulation" if dropped else "")
-    if args.out:
+    if args.out is not None:
         print(f"wrote {plan.rows} scenarios to {args.out}" + (f" ({note})" if note else ""),
               file=sys.stderr)
     elif note:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -56,7 +57,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args._run(args) or 0)
+        code = int(args._run(args) or 0)
+        if sys.stdout is not None:
+            sys.stdout.flush()  # here, so that a failing write is reported below, not at exit
+        return code
     except ScalesimError as exc:
         print(f"scalesim {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
@@ -67,8 +71,27 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"scalesim {args.command}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader stopped early (| head): nothing more to say
+        _discard_stdout()
         return 0
+    except OSError as exc:  # printing failed: a full disk (> /dev/full), a vanished terminal
+        _discard_stdout()
+        reason = exc.strerror or type(exc).__name__
+        what = (f"cannot write the output ({reason})" if exc.filename is None
+                else f"{exc.filename}: {reason}")
+        print(f"scalesim {args.command}: error: {one_line(what)}", file=sys.stderr)
+        return 2
+
+
+def _discard_stdout() -> None:
+    """Point standard output at /dev/null, so that Python's flush at exit does not print an
+    'Exception ignored' traceback for the output that could not be written."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, AttributeError, ValueError):  # no stdout, or not a real file
+        pass
 
 
 if __name__ == "__main__":

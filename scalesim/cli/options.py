@@ -14,7 +14,7 @@ from scalesim.bounds import (
     flag_list_type,
     flag_type,
 )
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, require_path
 from scalesim.jsonio import parse_model, read_json, validation_message
 from scalesim.layout import RECOMPUTE_STYLE_HELP
 from scalesim.model.sharding import GRAD_SYNC_HELP
@@ -190,8 +190,9 @@ _FLAG_TO_FIELD.update(strategy="strategy", zero_framework="zero_framework", algo
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
     """Scenario from --scenario FILE (if any) with the flags on top; errors are one line."""
     base: dict = {}
-    if getattr(args, "scenario", None):
-        base = parse_model(read_json(args.scenario), Scenario, args.scenario).model_dump()
+    if getattr(args, "scenario", None) is not None:
+        path = require_path(args.scenario, "--scenario")  # '' too: refused, not ignored
+        base = parse_model(read_json(path), Scenario, path).model_dump()
     for flag, field in _FLAG_TO_FIELD.items():
         value = getattr(args, flag, None)
         if value is not None:

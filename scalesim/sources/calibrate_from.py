@@ -231,7 +231,7 @@ def calibrate_from_sources(out: str | os.PathLike[str], nccl_tests_files=(), tra
                            write: bool = True) -> tuple[Profile, list[str]]:
     """The Python API of ``calibrate --from-...``: (profile, report lines); writes ``out``
     atomically when ``write``. ``traces``: ``B=FILE`` or ``FILE`` with ``micro_batch``."""
-    if not nccl_tests_files and not traces and not topo_file:
+    if not nccl_tests_files and not traces and topo_file is None:
         raise ScalesimError("give --from-nccl-tests FILE..., --from-trace FILE... or --from-topo "
                             "FILE")
     # Read every input before touching anything: a bad file leaves the profile as it was.

@@ -1,0 +1,32 @@
+"""Numbers as a reader sees them, for the CLI's tables and the decision and goal sentences:
+fixed decimals that never show a nonzero value as zero, and durations in the unit that suits
+them. Pure text formatting, no model."""
+
+from __future__ import annotations
+
+
+def fixed(value: float, width: int = 0, decimals: int = 2) -> str:
+    """``value`` right-aligned in ``width`` characters with ``decimals`` places; a nonzero value
+    those places would show as zero (0.00) gets two significant digits instead (3.2e-05)."""
+    text = f"{value:>{width}.{decimals}f}"
+    if value != 0 and float(text) == 0:
+        text = f"{value:>{width}.2g}"
+    return text
+
+
+def amount(value: float) -> str:
+    """Money or a count without its unit: '1,234' from 100 up, '12.34' below, two significant
+    digits below a cent ('0.0031'), '0' for zero."""
+    if value == 0 or abs(value) >= 100:
+        return f"{value:,.0f}"
+    return fixed(value, 0, 2)
+
+
+def duration_text(seconds: float) -> str:
+    """'0.42 s', '42 s', '12 min', '3.5 h', '4.2 days' (the unit that keeps two digits)."""
+    if seconds < 60:
+        return f"{seconds:.2g} s" if seconds < 10 else f"{seconds:.0f} s"
+    hours = seconds / 3600.0
+    if hours < 1:
+        return f"{seconds / 60:.0f} min"
+    return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} days"
