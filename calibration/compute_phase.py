@@ -22,7 +22,7 @@ import torch
 import torch.distributed as dist
 from scalesim.calibration import models
 from scalesim.calibration.block_fit import block_from_args
-from scalesim.calibration.dist import AgreedError, DistContext, gather_object
+from scalesim.calibration.dist import DistContext, agree_on_error, gather_object
 from scalesim.calibration.results import ComputeResult
 from scalesim.calibration.timing import Clock, free_memory, is_out_of_memory, median_iqr
 
@@ -111,13 +111,10 @@ def _timing_failure(exc: BaseException, b: int, bundle) -> str:
 
 
 def _agree(ctx: DistContext, status: str, payload) -> list:
-    """Every rank's (status, payload); raises on any rank's error, naming the rank."""
-    everyone = gather_object(ctx, (status, payload))
-    errors = [(r, st) for r, (st, _) in enumerate(everyone) if st.startswith("error")]
-    if errors:
-        where = f" (rank {errors[0][0]})" if ctx.world > 1 else ""
-        raise AgreedError(errors[0][1][7:] + where)
-    return everyone
+    """Every rank's (status, payload); a rank's 'error: ...' status is raised on every rank
+    (``dist.agree_on_error``)."""
+    error = status.removeprefix("error: ") if status.startswith("error: ") else None
+    return agree_on_error(ctx, error, (status, payload))
 
 
 def probe(ctx: DistContext, bundle, optimizer, args, progress):

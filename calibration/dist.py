@@ -221,13 +221,15 @@ def gather_object(ctx: DistContext, obj) -> list:
     return out
 
 
-def agree_on_error(ctx: DistContext, message: str | None) -> None:
-    """Raise on every rank if any rank failed; the message names the failing ranks."""
-    messages = gather_object(ctx, message)
-    failed = [(r, m) for r, m in enumerate(messages) if m]
+def agree_on_error(ctx: DistContext, message: str | None, payload=None) -> list:
+    """Every rank's ``payload``, on every rank; if any rank passes a ``message`` (its failure),
+    every rank raises ``AgreedError`` with the first one, naming the ranks that failed."""
+    everyone = gather_object(ctx, (message, payload))
+    failed = [r for r, (m, _) in enumerate(everyone) if m]
     if failed:
-        ranks = ", ".join(str(r) for r, _ in failed)
-        raise AgreedError(failed[0][1] + (f" (rank {ranks})" if ctx.world > 1 else ""))
+        ranks = ", ".join(map(str, failed))
+        raise AgreedError(everyone[failed[0]][0] + (f" (rank {ranks})" if ctx.world > 1 else ""))
+    return [p for _, p in everyone]
 
 
 def _first_line(exc: BaseException) -> str:

@@ -262,3 +262,31 @@ def test_one_rank_on_a_server_with_idle_gpus_is_a_lower_bound(monkeypatch):
     assert idle_devices(ctx) == 7
     assert idle_devices(DistContext(**{**ctx.__dict__, "local_world": 8})) == 0
     assert idle_devices(DistContext(**{**ctx.__dict__, "device": torch.device("cpu")})) == 0
+
+
+def test_ranks_agree_on_a_failure_in_one_message_naming_every_failed_rank(monkeypatch):
+    """One agreement for every phase (``dist.agree_on_error``; the compute phase's statuses go
+    through it): payloads come back when no rank failed; otherwise every rank raises the first
+    failure, naming all ranks that failed."""
+    from types import SimpleNamespace
+
+    from scalesim.calibration import compute_phase
+    from scalesim.calibration import dist as cdist
+
+    others = []  # what ranks 1.. send; this process is rank 0
+    monkeypatch.setattr(cdist, "gather_object", lambda ctx, obj: [obj, *others])
+    ctx = SimpleNamespace(world=3)
+    others[:] = [(None, 2), (None, 3)]
+    assert cdist.agree_on_error(ctx, None, 1) == [1, 2, 3]
+    others[:] = [("disk full", 2), ("no weights", 3)]
+    with pytest.raises(cdist.AgreedError, match=r"^disk full \(rank 1, 2\)$"):
+        cdist.agree_on_error(ctx, None, 1)
+    with pytest.raises(cdist.AgreedError, match=r"^no model \(rank 0, 1, 2\)$"):
+        cdist.agree_on_error(ctx, "no model", 1)
+    others[:] = [(None, ("oom", 0.0)), (None, ("ok", 2.0))]
+    assert compute_phase._agree(ctx, "ok", 1.0) == [("ok", 1.0), ("oom", 0.0), ("ok", 2.0)]
+    with pytest.raises(cdist.AgreedError, match=r"^micro-batch 4 raised \(rank 0\)$"):
+        compute_phase._agree(ctx, "error: micro-batch 4 raised", 0.0)
+    others[:] = []
+    with pytest.raises(cdist.AgreedError, match=r"^alone$"):
+        cdist.agree_on_error(SimpleNamespace(world=1), "alone")
