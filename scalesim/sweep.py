@@ -25,7 +25,7 @@ from scalesim.model.overlap import MIB
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import evaluate_scaling
 from scalesim.predict import layout, scenario_inputs
-from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Profile, Scenario
+from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Profile, Scenario, grad_sync_refused
 
 # Knobs that can be swept, with how a value becomes a model input.
 AXES = ("devices", "micro_batch", "global_batch", "accumulation", "strategy", "zero_framework",
@@ -130,7 +130,7 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
                             "(strong scaling), not both")
     frameworks = axes.get("zero_framework", [base.zero_framework])
     syncs = axes.get("grad_sync", [base.grad_sync])
-    if "deepspeed" in list(frameworks) and "once-per-step" in list(syncs):
+    if any(grad_sync_refused(f, g) for f in frameworks for g in syncs):
         raise ScalesimError(f"axes zero_framework, grad_sync: {GRAD_SYNC_DEEPSPEED_ERROR}")
     from scalesim.layout_predict import uses_layouts
 

@@ -142,6 +142,10 @@ def test_stragglers_pool_only_where_no_collective_runs():
 
 
 def test_deepspeed_refuses_once_per_step():
+    from scalesim.schemas import grad_sync_refused
+
+    assert [grad_sync_refused(f, g) for f in ("fsdp", "deepspeed")
+            for g in ("every-micro-step", "once-per-step")] == [False, False, False, True]
     with pytest.raises(ValueError, match="FSDP's no_sync"):
         Scenario(zero_framework="deepspeed", grad_sync="once-per-step")
     with pytest.raises(ValueError, match="grad_sync"):
@@ -155,6 +159,9 @@ def test_deepspeed_refuses_once_per_step():
     with pytest.raises(ScalesimError, match="FSDP's no_sync"):
         sweep(profile, Scenario(devices=[8], zero_framework="deepspeed"),
               {"grad_sync": ["every-micro-step", "once-per-step"]})
+    rows = sweep(profile, Scenario(devices=[8], strategy="zero2", accumulation=2),
+                 {"zero_framework": ["fsdp", "deepspeed"], "grad_sync": ["every-micro-step"]})
+    assert rows.size == 2  # DeepSpeed reducing every micro-step is a row like any other
 
 
 def test_cli_flag_header_and_sweep_axis(capsys):
