@@ -351,9 +351,10 @@ def usd_text(x: float | None, signed: bool = False) -> str:
     return text
 
 
-def duration_text(seconds: float | None) -> str:
+def duration_text(seconds: float | None, missing: str = NOT_KNOWN) -> str:
+    """'25 min', '3.2 h' or '4.1 days' (from 48 hours); ``missing`` where there is no time."""
     if seconds is None:
-        return NOT_KNOWN
+        return missing
     hours = seconds / 3600.0
     if hours < 1:
         return f"{seconds / 60:.0f} min"

@@ -23,6 +23,7 @@ from scalesim.model.quality import steps_to_quality
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import StepInputs, evaluate_scaling
 from scalesim.schemas import LinkLevel, Profile, Scenario
+from scalesim.training_time import resolve_goal
 
 
 class Prediction(BaseModel):
@@ -277,13 +278,9 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
         oom = profile.compute.oom_micro_batch
         fits = result.fits if oom is None else result.fits & (np.asarray(inputs.micro_batch)
                                                               < oom)
-    wl = profile.workload
-    b_crit = scenario.critical_batch_size or wl.critical_batch_size
-    if b_crit is None and profile.noise_scale is not None:  # measured by calibration
-        b_crit = profile.noise_scale.b_simple
-    e_min = scenario.min_samples_to_quality or wl.min_samples_to_quality
-    train = scenario.train_samples or wl.train_samples
-    price = _pick(scenario.price_per_device_hour, profile.hardware.price_per_device_hour)
+    goal = resolve_goal(profile, scenario)
+    b_crit, e_min = goal.critical_batch, goal.min_samples
+    train, price = goal.train_samples, goal.price_per_device_hour
     devices = np.asarray(inputs.devices)
     rows = []
     for i, p in enumerate(devices):
