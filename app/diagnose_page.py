@@ -23,6 +23,7 @@ from scalesim.errors import ScalesimError
 from scalesim.fit_runs import Z95  # a 95 % band
 
 from .charts import PALETTE
+from .markdown_text import escape_markdown as _md
 
 # The planner's words and colours (one colour per meaning across both pages).
 RUN_PARTS = [("compute", "compute", PALETTE["compute"]),
@@ -198,13 +199,6 @@ def trace_steps_chart(report: Report, width="container") -> alt.Chart:
 
 
 # ---------------------------------------------------------------- page
-
-def _md(text: str) -> str:
-    out = str(text)
-    for ch in "\\`*_[]<>#|~$":
-        out = out.replace(ch, "\\" + ch)
-    return out
-
 
 def gain_uncertainty(report: Report) -> float | None:
     """Half-width of a remedy gain's 95 % band, relative to (1 + gain), or None.
