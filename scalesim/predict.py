@@ -79,23 +79,31 @@ def layout(devices, devices_per_node: int) -> tuple[np.ndarray, np.ndarray]:
     return p // per_node, per_node
 
 
-def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray):
-    """Per-device micro-batch at each device count, and the one-device baseline's."""
+def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=None):
+    """Per-replica micro-batch at each device count, and the one-device baseline's. ``dp``: the
+    model replicas at each row (the split path: the global batch splits over dp replicas, each
+    of tp x pp x cp devices); None: every device is a replica (data parallel)."""
+    replicas = devices if dp is None else dp
     k = scenario.accumulation
     if scenario.global_batch is None:
         b = scenario.micro_batch or profile.workload.micro_batch
-        return np.full(devices.shape, b, dtype=np.int64), np.full(devices.shape, b, dtype=np.int64)
-    share = devices * k
-    if np.any(scenario.global_batch % share != 0):
-        bad = int(devices[scenario.global_batch % share != 0][0])
+        return (np.full(replicas.shape, b, dtype=np.int64),
+                np.full(replicas.shape, b, dtype=np.int64))
+    share = replicas * k
+    bad = scenario.global_batch % share != 0
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
         raise ScalesimError(
-            f"global batch {scenario.global_batch} does not split evenly over {bad} devices x "
-            f"{k} accumulation steps; pick a global batch divisible by devices x accumulation"
-        )
+            f"global batch {scenario.global_batch} does not split evenly over {int(devices[i])} "
+            f"devices x {k} accumulation steps; pick a global batch divisible by devices x "
+            "accumulation" if dp is None else
+            f"global batch {scenario.global_batch} is not divisible by dp {int(dp[i])} x "
+            f"accumulation {k} ({int(devices[i])} devices); pick a global batch divisible by "
+            "dp x accumulation")
     if scenario.global_batch % k != 0:
         raise ScalesimError(f"global batch {scenario.global_batch} is not divisible by "
                             f"accumulation {k}")
-    return scenario.global_batch // share, np.full(devices.shape, scenario.global_batch // k)
+    return scenario.global_batch // share, np.full(replicas.shape, scenario.global_batch // k)
 
 
 def loader_supply(profile: Profile, scenario: Scenario, per_node):
@@ -198,27 +206,6 @@ def _pick(override, default):
     return default if override is None else override
 
 
-def replica_batches(scenario: Scenario, profile: Profile, dp: np.ndarray, devices: np.ndarray):
-    """Sequences per micro-batch per model replica at each row, and the one-device baseline's
-    (the split path of ``micro_batches``: the global batch splits over dp replicas)."""
-    k = scenario.accumulation
-    if scenario.global_batch is None:
-        b = scenario.micro_batch or profile.workload.micro_batch
-        return np.full(dp.shape, b, dtype=np.int64), np.full(dp.shape, b, dtype=np.int64)
-    share = dp * k
-    bad = scenario.global_batch % share != 0
-    if np.any(bad):
-        i = int(np.flatnonzero(bad)[0])
-        raise ScalesimError(
-            f"global batch {scenario.global_batch} is not divisible by dp {int(dp[i])} x "
-            f"accumulation {k} ({int(devices[i])} devices); pick a global batch divisible by "
-            "dp x accumulation")
-    if scenario.global_batch % k != 0:
-        raise ScalesimError(f"global batch {scenario.global_batch} is not divisible by "
-                            f"accumulation {k}")
-    return scenario.global_batch // share, np.full(dp.shape, scenario.global_batch // k)
-
-
 def _split_rows(profile: Profile, scenario: Scenario):
     """The scenario's rows through ``evaluate_layouts`` (``scalesim.layout_predict``)."""
     from scalesim import layout_predict as lp
@@ -231,7 +218,7 @@ def _split_rows(profile: Profile, scenario: Scenario):
         raise ScalesimError(f"tp {split.tp} > {g_max} GPUs per server (tensor parallelism stays "
                             "inside one server)")
     dp = lp.split_devices(p, split.tp, split.pp)
-    b, base_b = replica_batches(scenario, profile, dp, p)
+    b, base_b = micro_batches(scenario, profile, p, dp)
     k = np.full(p.shape, scenario.accumulation, dtype=np.int64)
     schedule = split.schedule_of()
     ok = lp.check_rows(profile, dp, split.tp, split.pp, b, dp * b * k, SCHEDULES[schedule],
