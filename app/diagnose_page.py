@@ -143,6 +143,19 @@ def runs_throughput_chart(report: Report, width="container") -> alt.LayerChart:
         title="Throughput: measured, fitted model (band: 95% extrapolation), ideal; red: knee")
 
 
+def _stacked_parts(records: list[dict], parts, x: alt.X, y: alt.Y, tooltip: list, title: str,
+                   width) -> alt.Chart:
+    """Bars of ``records`` (one per bar and part, with its ``order``) stacked in ``parts``' order
+    and colours (``RUN_PARTS``, ``TRACE_PARTS``)."""
+    return alt.Chart(pd.DataFrame(records)).mark_bar().encode(
+        x=x, y=y,
+        color=alt.Color("part:N", title=None, scale=alt.Scale(
+            domain=[p[1] for p in parts], range=[p[2] for p in parts])),
+        order="order:Q",
+        tooltip=tooltip,
+    ).properties(width=width, height=280, title=title)
+
+
 def runs_breakdown_chart(report: Report, width="container") -> alt.Chart:
     """Share of each run's step time: compute, exposed communication, data stall, stragglers."""
     records = []
@@ -153,15 +166,11 @@ def runs_breakdown_chart(report: Report, width="container") -> alt.Chart:
         for i, (field, label, _) in enumerate(RUN_PARTS):
             records.append({"devices": str(r["devices"]), "part": label, "order": i,
                             "share": values[field]})
-    return alt.Chart(pd.DataFrame(records)).mark_bar().encode(
-        x=alt.X("devices:N", title="devices", sort=None),
-        y=alt.Y("share:Q", title="share of the step", axis=alt.Axis(format="%"),
-                stack="zero"),
-        color=alt.Color("part:N", title=None, scale=alt.Scale(
-            domain=[p[1] for p in RUN_PARTS], range=[p[2] for p in RUN_PARTS])),
-        order="order:Q",
-        tooltip=["devices:N", "part:N", alt.Tooltip("share:Q", format=".1%")],
-    ).properties(width=width, height=280, title="Where each run's step time goes")
+    return _stacked_parts(
+        records, RUN_PARTS, alt.X("devices:N", title="devices", sort=None),
+        alt.Y("share:Q", title="share of the step", axis=alt.Axis(format="%"), stack="zero"),
+        ["devices:N", "part:N", alt.Tooltip("share:Q", format=".1%")],
+        "Where each run's step time goes", width)
 
 
 def trace_breakdown_chart(report: Report, width="container") -> alt.Chart:
@@ -171,14 +180,11 @@ def trace_breakdown_chart(report: Report, width="container") -> alt.Chart:
         for i, (field, label, _) in enumerate(TRACE_PARTS):
             records.append({"rank": f"rank {r['rank']}", "part": label, "order": i,
                             "ms": 1e3 * r[field]})
-    return alt.Chart(pd.DataFrame(records)).mark_bar().encode(
-        x=alt.X("rank:N", title=None, sort=None, axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("ms:Q", title="ms per step (median over profiler steps)", stack="zero"),
-        color=alt.Color("part:N", title=None, scale=alt.Scale(
-            domain=[p[1] for p in TRACE_PARTS], range=[p[2] for p in TRACE_PARTS])),
-        order="order:Q",
-        tooltip=["rank:N", "part:N", alt.Tooltip("ms:Q", format=".2f")],
-    ).properties(width=width, height=280, title="Where each rank's step goes")
+    return _stacked_parts(
+        records, TRACE_PARTS, alt.X("rank:N", title=None, sort=None, axis=alt.Axis(labelAngle=0)),
+        alt.Y("ms:Q", title="ms per step (median over profiler steps)", stack="zero"),
+        ["rank:N", "part:N", alt.Tooltip("ms:Q", format=".2f")],
+        "Where each rank's step goes", width)
 
 
 def trace_steps_chart(report: Report, width="container") -> alt.Chart:
