@@ -1,5 +1,6 @@
 """Shared helpers of the app tests under Streamlit's AppTest: the planner script, a run that
-must not raise, a profile upload and the headline's knee line."""
+must not raise, a sidebar choice changed, a link parameter, a profile upload and the headline's
+knee line."""
 
 from __future__ import annotations
 
@@ -20,6 +21,25 @@ def open_app(query: dict | None = None) -> AppTest:
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+def change_select(query: dict, key: str, start: str, value: str):
+    """The page opened at ``query``, its sidebar select ``key`` checked to show ``start`` and
+    set to ``value``, rerun without an exception; returns (app, state before, state after)."""
+    at = open_app(query)
+    control = at.sidebar.selectbox(key=key)
+    assert control.value == start
+    before = at.session_state["app_state"]
+    control.set_value(value)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at, before, at.session_state["app_state"]
+
+
+def link_param(at: AppTest, name: str) -> str:
+    """The share link's parameter ``name`` now (AppTest may hold it as a one-item list)."""
+    value = at.query_params[name]
+    return value[0] if isinstance(value, list) else value
 
 
 def upload_profile(at: AppTest, profile, name: str = "lab.json") -> AppTest:

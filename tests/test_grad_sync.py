@@ -234,21 +234,13 @@ def test_old_links_reduce_every_micro_step():
 
 
 def test_the_app_control_sets_no_sync_and_the_link():
-    from app_harness import open_app
+    from app_harness import change_select, link_param
     from scalesim.app.plan import make_plan
     from scalesim.app.state import preset_profile
 
-    at = open_app(ZERO3_LINK)
-    control = at.sidebar.selectbox(key="k_gs")
-    assert control.value == "every-micro-step"
-    before = at.session_state["app_state"]
-    control.set_value("once-per-step")
-    at.run()
-    assert not at.exception
-    state = at.session_state["app_state"]
+    at, before, state = change_select(ZERO3_LINK, "k_gs", "every-micro-step", "once-per-step")
     assert state.gs == "once-per-step"
-    assert at.query_params["gs"] in ("once-per-step", ["once-per-step"])
-    assert at.query_params["v"] in ("5", ["5"])
+    assert (link_param(at, "gs"), link_param(at, "v")) == ("once-per-step", "5")
     profile = preset_profile(state)
     assert make_plan(profile, state).focus.samples_per_s > \
         make_plan(profile, before).focus.samples_per_s

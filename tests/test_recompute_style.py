@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from app_harness import open_app
+from app_harness import change_select, link_param
 from scalesim.app.plan import build_scenario, make_plan
 from scalesim.app.state import AppState, decode_query, encode_query, link_version, preset_profile
 
@@ -233,17 +233,9 @@ def test_the_style_on_a_parameter_count_or_without_full_recompute_is_noted_not_r
 
 
 def test_the_app_control_sets_the_style_and_the_link():
-    at = open_app(GPT_LINK)
-    control = at.sidebar.selectbox(key="k_rs")
-    assert control.value == "whole-forward"
-    before = at.session_state["app_state"]
-    control.set_value("early-stop")
-    at.run()
-    assert not at.exception
-    state = at.session_state["app_state"]
+    at, before, state = change_select(GPT_LINK, "k_rs", "whole-forward", "early-stop")
     assert state.rs == "early-stop"
-    assert at.query_params["rs"] in ("early-stop", ["early-stop"])
-    assert at.query_params["v"] in ("4", ["4"])
+    assert (link_param(at, "rs"), link_param(at, "v")) == ("early-stop", "4")
     profile = preset_profile(state)
     faster = make_plan(profile, state).focus
     assert faster.samples_per_s > make_plan(profile, before).focus.samples_per_s
