@@ -1,6 +1,6 @@
 """Shared helpers of the app tests under Streamlit's AppTest: the planner script, a run that
-must not raise, a sidebar choice changed, a link parameter, a profile upload and the headline's
-knee line."""
+must not raise, a sidebar choice changed, a link parameter, a link round trip, a profile upload
+and the headline's knee line."""
 
 from __future__ import annotations
 
@@ -40,6 +40,22 @@ def link_param(at: AppTest, name: str) -> str:
     """The share link's parameter ``name`` now (AppTest may hold it as a one-item list)."""
     value = at.query_params[name]
     return value[0] if isinstance(value, list) else value
+
+
+def link_round_trip(query: dict, field: str, value: str, version: int):
+    """``query`` decoded without a message, ``field`` set to ``value`` and encoded: a
+    v``version`` link that carries it and decodes back to the same state and profile.
+    Returns (state, profile) of ``query`` and (state, profile) decoded from the new link."""
+    from scalesim.app.state import decode_query, encode_query, link_version
+
+    state, profile, messages = decode_query(query)
+    assert messages == []
+    changed = state.model_copy(update={field: value})
+    params = encode_query(changed, profile)
+    assert (params["v"], params[field], link_version(changed)) == (str(version), value, version)
+    state2, profile2, messages = decode_query(params)
+    assert messages == [] and state2 == changed and profile2 == profile
+    return (state, profile), (state2, profile2)
 
 
 def upload_profile(at: AppTest, profile, name: str = "lab.json") -> AppTest:

@@ -198,17 +198,13 @@ ZERO3_LINK = {"v": "2", "strat": "zero3", "acc": "4", "dmax": "16"}
 
 
 def test_a_link_with_no_sync_round_trips_as_v5_and_predicts_it():
+    from app_harness import link_round_trip
     from scalesim.app.plan import build_scenario, make_plan
-    from scalesim.app.state import decode_query, encode_query, link_version
+    from scalesim.app.state import encode_query
 
-    state, profile, messages = decode_query(ZERO3_LINK)
-    assert messages == [] and state.gs == "every-micro-step"
+    (state, profile), (state2, profile2) = link_round_trip(ZERO3_LINK, "gs", "once-per-step", 5)
+    assert state.gs == "every-micro-step"
     assert encode_query(state, profile)["v"] == "2"  # the default: still a v2 link
-    once = state.model_copy(update={"gs": "once-per-step"})
-    params = encode_query(once, profile)
-    assert params["v"] == "5" and params["gs"] == "once-per-step" and link_version(once) == 5
-    state2, profile2, messages = decode_query(params)
-    assert messages == [] and state2 == once
     scenario, _ = build_scenario(state2, profile2)
     assert scenario.grad_sync == "once-per-step"
     rows, before = make_plan(profile2, state2).rows, make_plan(profile, state).rows

@@ -12,9 +12,9 @@ import subprocess
 import sys
 
 import pytest
-from app_harness import change_select, link_param
+from app_harness import change_select, link_param, link_round_trip
 from scalesim.app.plan import build_scenario, make_plan
-from scalesim.app.state import AppState, decode_query, encode_query, link_version, preset_profile
+from scalesim.app.state import AppState, decode_query, encode_query, preset_profile
 
 from scalesim.bounds import LAYOUT_KNOB_BY_FIELD, markdown_table
 from scalesim.errors import ScalesimError
@@ -188,14 +188,9 @@ GPT_LINK = {"v": "3", "hw": "dgx-a100", "wl": "gpt-7.5b", "dmax": "64", "tp": "2
 
 
 def test_a_link_with_the_style_round_trips_as_v4_and_predicts_it():
-    state, profile, messages = decode_query(GPT_LINK)
-    assert messages == [] and state.rs == "whole-forward"
+    (state, profile), (state2, profile2) = link_round_trip(GPT_LINK, "rs", "early-stop", 4)
+    assert state.rs == "whole-forward"
     assert encode_query(state, profile)["v"] == "3"  # no style: still a v3 link
-    stop = state.model_copy(update={"rs": "early-stop"})
-    params = encode_query(stop, profile)
-    assert params["v"] == "4" and params["rs"] == "early-stop" and link_version(stop) == 4
-    state2, profile2, messages = decode_query(params)
-    assert messages == [] and state2 == stop and profile2 == profile
     scenario, _ = build_scenario(state2, profile2)
     assert scenario.layout.recompute_style == "early-stop"
     rows = make_plan(profile2, state2).rows
