@@ -39,19 +39,15 @@ SIZES = (0.25, 0.5, 1.0, 2.0)  # exchanges and all-reduces timed, in activations
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m scalesim.calibration.pp_check",
-                                description="Measured two-stage 1F1B step vs the layout model.")
-    p.add_argument("--hidden", type=int, default=256)
-    p.add_argument("--seq", type=int, default=128)
-    p.add_argument("--batch", type=int, default=1)
+    from scalesim.calibration.check_rounds import check_parser
+
+    p = check_parser("pp_check", "Measured two-stage 1F1B step vs the layout model.")
     p.add_argument("--layers", type=int, default=2, help="matmuls per stage forward")
     p.add_argument("--micro", type=int, default=8, help="micro-batches per step")
     p.add_argument("--rounds", type=int, default=12)
     p.add_argument("--steps", type=int, default=2, help="steps per timing")
     p.add_argument("--coll-time-s", type=float, default=0.03,
                    help="seconds each exchange / all-reduce timing shares (time_call)")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out")
     return p
 
 
