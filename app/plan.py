@@ -220,7 +220,7 @@ def _knee(rows: list[Prediction]) -> Knee | None:
     return knee_of_predictions(rows)
 
 
-def _focus(state: AppState, rows: list[Prediction], knee: Knee | None) -> Prediction:
+def _focus(state: AppState, rows: list[Prediction]) -> Prediction:
     wanted = focus_devices(rows, state.focus)
     return next(r for r in rows if r.devices == wanted)
 
@@ -283,7 +283,7 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
     scenario, notes = build_scenario(state, profile)
     rows = predict(profile, scenario)
     knee = _knee(rows)
-    focus = _focus(state, rows, knee)
+    focus = _focus(state, rows)
     _, remedies = rank_remedies(profile, scenario, focus.devices)
     best = next((r for r in remedies if r.helps), None)
 

@@ -186,7 +186,7 @@ def idle_devices(ctx: DistContext) -> int:
     return max(torch.cuda.device_count() - ctx.local_world, 0)
 
 
-def measured_level(ctx, level: str, points, fits, args,
+def measured_level(ctx, level: str, points, fits,
                    intra_fits: dict | None = None) -> tuple[LinkLevel, LinkCalibration]:
     op = "all_reduce" if "all_reduce" in fits else next(iter(fits))
     fit = fits[op]
@@ -248,7 +248,7 @@ def parse_inter_link(spec: str) -> tuple[str, int, float]:
                             "or infiniband:8x200") from None
 
 
-def unmeasured_level(level: str, args, on_gpu: bool, why: str) -> tuple[LinkLevel, LinkCalibration]:
+def unmeasured_level(level: str, args, why: str) -> tuple[LinkLevel, LinkCalibration]:
     """A link level from the user's flags or a stated preset, marked as not measured."""
     if level == "inter_node":
         spec = args.inter_link or DEFAULT_INTER
@@ -300,12 +300,12 @@ def run(ctx: DistContext, args, progress) -> CollectiveResult:
             level_fits = fit_level(points)
             if level == "intra_node":
                 intra_fits = level_fits
-            link, cal = measured_level(ctx, level, points, level_fits, args, intra_fits)
+            link, cal = measured_level(ctx, level, points, level_fits, intra_fits)
             fits.update({f"{level}/{op}": f for op, f in level_fits.items()})
         else:
             why = ("one process per node" if level == "intra_node"
                    else "this calibration ran on one node")
-            link, cal = unmeasured_level(level, args, ctx.on_gpu, why)
+            link, cal = unmeasured_level(level, args, why)
         links.append(cal)
         if level == "intra_node":
             result.intra = link

@@ -296,7 +296,7 @@ def _finish(ctx, args, records, reused, hostnames, wall_s) -> str | None:
         machine.notes.append(f"kept from an earlier run with the same settings: {', '.join(sorted(reused))}")
     collectives = records["collectives"].parsed() if "collectives" in records else None
     links = link_levels(collectives, lambda level: collective_phase.unmeasured_level(
-        level, args, ctx.on_gpu, "the collectives phase did not run"))
+        level, args, "the collectives phase did not run"))
     profile = build_profile(args, machine, records, links)
     if profile.model_parallel is not None:
         print("\n".join(summary.model_parallel_lines(profile.model_parallel)))

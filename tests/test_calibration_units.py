@@ -115,12 +115,12 @@ def test_bad_flags_are_rejected_by_the_parser(capsys):
 
 
 def test_inter_link_not_measured_says_where_it_came_from():
-    link, cal = unmeasured_level("inter_node", parse(), on_gpu=False, why="one node")
+    link, cal = unmeasured_level("inter_node", parse(), why="one node")
     preset = presets.inter_link("ethernet", 1, 100)
     assert link.busbw_GBps == preset.busbw_GBps and link.latency_s == preset.latency_s
     assert not cal.measured and "NOT MEASURED (one node)" in cal.note and "ethernet:1x100" in cal.note
     link, cal = unmeasured_level("inter_node", parse("--inter-link", "infiniband:4x100",
-                                                     "--inter-busbw", "40"), False, "one node")
+                                                     "--inter-busbw", "40"), "one node")
     assert link.busbw_GBps == 40 and link.nics_per_node == 4
     assert "40 GB/s from the user's flag" in cal.note
     assert parse_inter_link("roce:2x200") == ("roce", 2, 200.0)
