@@ -9,7 +9,6 @@ not re-read a large trace.
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 from pathlib import Path
@@ -361,8 +360,3 @@ def render() -> None:
         _runs_section()
     else:
         _traces_section()
-
-
-def report_json(report: Report) -> dict:
-    """The report as plain JSON data (what the download button gives)."""
-    return json.loads(report.to_json())

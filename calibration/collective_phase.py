@@ -321,9 +321,3 @@ def run(ctx: DistContext, args, progress) -> CollectiveResult:
                                                 PRECISION_BYTES[args.precision], result.intra, args)
     return result
 
-
-def busbw_at_largest(points: list[CollectivePoint], op: str = "all_reduce") -> float:
-    """Measured busbw of the largest message of ``op`` (what the fitted beta should match)."""
-    rows = [p for p in points if p.op == op]
-    return float(max(rows, key=lambda p: p.size_bytes).busbw_GBps) if rows else float("nan")
-

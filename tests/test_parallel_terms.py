@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 from scalesim.layout import GPIPE, INTERLEAVED, NO_PIPELINE, ONE_F_ONE_B, SCHEDULES, ZERO_BUBBLE
 from scalesim.model import transformer as tf
 from scalesim.model.layout_step import FRAMEWORK_BYTES, LayoutInputs, evaluate_layouts
-from scalesim.model.matmul import gemm_efficiency, gemm_s
+from scalesim.model.matmul import gemm_s
 from scalesim.model.pipeline_schedule import (
-    bubble_fraction,
+    bubble_microbatches,
     microbatches_in_flight,
     p2p_s,
 )
@@ -18,7 +18,11 @@ from scalesim.model.tensor_parallel import tp_comm_per_layer_s
 
 
 def test_bubble_fractions_narayanan():
-    # Narayanan 2021 §2.2: (p-1)/m for GPipe and 1F1B, (p-1)/(v m) interleaved
+    # Narayanan 2021 §2.2: bubble over ideal time (p-1)/m for GPipe and 1F1B, (p-1)/(v m)
+    # interleaved: the bubble's micro-batches (of the whole stage) over m
+    def bubble_fraction(schedule, pp, microbatches, virtual_stages=1):
+        return bubble_microbatches(schedule, pp, virtual_stages) / microbatches
+
     assert bubble_fraction(ONE_F_ONE_B, 8, 32) == pytest.approx(7 / 32)
     assert bubble_fraction(GPIPE, 4, 8) == pytest.approx(3 / 8)
     assert bubble_fraction(INTERLEAVED, 8, 32, 4) == pytest.approx(7 / 128)
@@ -79,7 +83,8 @@ def test_gemm_roofline_by_hand_and_smaller_shards_are_less_efficient():
     t = gemm_s(4096, 1024, 8192, 1e15, 2e12)
     assert t == pytest.approx(2 * 4096 * 1024 * 8192 / 1e15
                               + 2 * (4096 * 8192 + 8192 * 1024 + 4096 * 1024) / 2e12)
-    eff = gemm_efficiency(4096, np.array([12288, 1536, 96]), 12288, 312e12, 2.039e12)
+    n = np.array([12288, 1536, 96])  # the share of the peak a multiply of this shape reaches
+    eff = 2.0 * 4096 * n * 12288 / 312e12 / gemm_s(4096, n, 12288, 312e12, 2.039e12)
     assert eff[0] > eff[1] > eff[2] and eff[0] < 1
 
 

@@ -35,11 +35,6 @@ def bubble_microbatches(schedule, pp, virtual_stages):
                      [0.0, fill / v, ZB_BUBBLE_SHARE * fill], fill)
 
 
-def bubble_fraction(schedule, pp, microbatches, virtual_stages=1):
-    """Bubble time over ideal time: (p-1)/m (GPipe, 1F1B), (p-1)/(v m) interleaved."""
-    return bubble_microbatches(schedule, pp, virtual_stages) / np.asarray(microbatches, float)
-
-
 def microbatches_in_flight(schedule, pp, microbatches, virtual_stages=1):
     """Micro-batches of activations (of one stage's layers) the first stage holds at once."""
     sch = np.asarray(schedule)
