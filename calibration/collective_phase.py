@@ -36,8 +36,8 @@ from scalesim.calibration.timing import Clock
 from scalesim import presets
 from scalesim.bounds import clip
 from scalesim.errors import ScalesimError
-from scalesim.model import collectives as coll
 from scalesim.schemas import CollectivePoint, LinkCalibration, LinkLevel
+from scalesim.sources.nccl_tests import point_from_time
 
 ELEMENT_BYTES = 4  # float32 buffers
 DEFAULT_INTER = "ethernet:1x100"
@@ -127,10 +127,7 @@ def sweep(ctx: DistContext, group, ranks: int, args, progress) -> list[Collectiv
             numel = max(size // ELEMENT_BYTES // ranks, 1) * ranks
             nbytes = numel * ELEMENT_BYTES
             t = time_collective(op, group, ranks, nbytes, ctx.device, args.coll_time_s)
-            points.append(CollectivePoint(
-                op=op, size_bytes=nbytes, ranks=ranks, time_s=t,
-                algbw_GBps=float(coll.algbw_GBps(nbytes, t)),
-                busbw_GBps=float(coll.busbw_from_time_GBps(op, nbytes, ranks, t))))
+            points.append(point_from_time(op, nbytes, ranks, t))
             progress.update(1)
     return points
 
