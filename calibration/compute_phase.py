@@ -24,7 +24,7 @@ from scalesim.calibration import models
 from scalesim.calibration.block_fit import block_from_args
 from scalesim.calibration.dist import DistContext, agree_on_error, gather_object
 from scalesim.calibration.results import ComputeResult
-from scalesim.calibration.timing import Clock, free_memory, is_out_of_memory, median_iqr
+from scalesim.calibration.timing import Clock, free_memory, is_out_of_memory, over_ranks
 
 from scalesim.errors import ScalesimError
 from scalesim.model.compute import fit_compute_curve
@@ -260,12 +260,11 @@ def run(ctx: DistContext, bundle: models.ModelBundle, args, progress) -> Compute
     points: list[ComputePoint] = []
     fwd_points, bwd_points = [], []
     for b in ready:
-        medians = [median_iqr(np.add(f[b], w[b])) for f, w in everyone]
-        points.append(ComputePoint(
-            micro_batch=b, time_s=float(np.median([m for m, _ in medians])),
-            spread_s=float(np.median([sp for _, sp in medians])), repeats=args.repeats))
-        fwd_points.append(float(np.median([np.median(f[b]) for f, _ in everyone])))
-        bwd_points.append(float(np.median([np.median(w[b]) for _, w in everyone])))
+        time_s, spread_s, forward_s, backward_s = over_ranks(everyone, b)
+        points.append(ComputePoint(micro_batch=b, time_s=time_s, spread_s=spread_s,
+                                   repeats=args.repeats))
+        fwd_points.append(forward_s)
+        bwd_points.append(backward_s)
     # Gradients for the optimizer timing: one more micro-step at the smallest size.
     inputs, targets = ready[points[0].micro_batch]
     train_micro_step(bundle, inputs, targets, args.precision, device, Clock(device))

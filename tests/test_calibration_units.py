@@ -290,3 +290,15 @@ def test_ranks_agree_on_a_failure_in_one_message_naming_every_failed_rank(monkey
     others[:] = []
     with pytest.raises(cdist.AgreedError, match=r"^alone$"):
         cdist.agree_on_error(SimpleNamespace(world=1), "alone")
+
+
+def test_a_timed_point_is_the_median_over_ranks_of_each_ranks_median():
+    """``timing.over_ranks``, for the compute and the block phase alike."""
+    from scalesim.calibration.timing import over_ranks
+
+    fast = ({8: [1.0, 1.0, 2.0, 9.0]}, {8: [2.0, 2.0, 2.0, 2.0]})  # steps 3, 3, 4, 11
+    slow = ({8: [2.0, 2.0, 2.0, 2.0]}, {8: [4.0, 4.0, 4.0, 4.0]})  # steps 6 x 4
+    step, spread, forward, backward = over_ranks([fast, slow], 8)
+    assert step == pytest.approx((3.5 + 6.0) / 2)  # rank medians 3.5 and 6
+    assert spread == pytest.approx((2.75 + 0.0) / 2)  # IQRs: 5.75 - 3.0 (numpy), and 0
+    assert (forward, backward) == (pytest.approx((1.5 + 2.0) / 2), pytest.approx(3.0))
