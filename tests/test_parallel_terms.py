@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_collective_waits import GPT
+from test_collective_waits import HW as A100_SERVERS
 
 from scalesim.layout import GPIPE, INTERLEAVED, NO_PIPELINE, ONE_F_ONE_B, SCHEDULES, ZERO_BUBBLE
 from scalesim.model import transformer as tf
@@ -88,11 +90,7 @@ def test_gemm_roofline_by_hand_and_smaller_shards_are_less_efficient():
     assert eff[0] > eff[1] > eff[2] and eff[0] < 1
 
 
-GPT = dict(layers=24, hidden=2304, heads=24, kv_heads=24, ffn_hidden=9216, gated=False,
-           seq_len=2048, vocab=51200, tied_embeddings=True, flash_attention=False, params=1.652e9)
-HW = dict(devices_per_node=8, peak_flops_per_s=312e12, efficiency=0.7, memory_bandwidth_GBps=2039,
-          intra_latency_s=2e-6, intra_busbw_GBps=230, inter_latency_s=6e-6, inter_busbw_GBps=192,
-          device_memory_bytes=80 * 2**30, comm_contention=0.159, device_cv=0.0132)
+HW = {**A100_SERVERS, "device_cv": 0.0132}  # the GPT on A100 servers of test_collective_waits
 
 
 def _inputs(**layout):
