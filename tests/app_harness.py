@@ -13,14 +13,19 @@ SCRIPT = str(Path(scalesim.app.__file__).with_name("streamlit_app.py"))
 TIMEOUT_S = 120  # the first run imports pandas, Altair and the model on a busy CI machine
 
 
+def run_clean(at: AppTest) -> AppTest:
+    """``at`` run (again); the run must not raise (the exceptions are shown if it does)."""
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
 def open_app(query: dict | None = None) -> AppTest:
     """The planner page run once with ``query`` as its URL parameters; no exception raised."""
     at = AppTest.from_file(SCRIPT, default_timeout=TIMEOUT_S)
     for key, value in (query or {}).items():
         at.query_params[key] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return run_clean(at)
 
 
 def change_select(query: dict, key: str, start: str, value: str):
@@ -31,8 +36,7 @@ def change_select(query: dict, key: str, start: str, value: str):
     assert control.value == start
     before = at.session_state["app_state"]
     control.set_value(value)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    run_clean(at)
     return at, before, at.session_state["app_state"]
 
 
@@ -62,9 +66,7 @@ def upload_profile(at: AppTest, profile, name: str = "lab.json") -> AppTest:
     """Upload ``profile`` (a pydantic Profile) through the sidebar and rerun; no exception."""
     at.sidebar.file_uploader(key="upload").set_value(
         (name, profile.model_dump_json().encode(), "application/json"))
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return run_clean(at)
 
 
 def knee_line(at: AppTest) -> str:
