@@ -16,7 +16,7 @@ import torch
 from scalesim.calibration import models
 from scalesim.calibration.block_fit import PRECISION_BYTES, Block
 from scalesim.calibration.compute_phase import _agree, align, autocast
-from scalesim.calibration.dist import DistContext
+from scalesim.calibration.dist import DistContext, raised
 from scalesim.calibration.results import BlockResult, BlockTiming
 from scalesim.calibration.timing import Clock, is_out_of_memory, over_ranks
 
@@ -28,8 +28,7 @@ def _failure(exc: BaseException, tp: int, block: Block) -> str:
         tokens = block.micro_batch * block.seq_len
         return (f"error: the block at tp {tp} ({tokens:,} tokens) ran out of memory; time a "
                 "smaller one with --block-batch or --block-seq")
-    text = str(exc).strip().splitlines()
-    return f"error: the block at tp {tp} raised {type(exc).__name__}: {text[0] if text else ''}"
+    return f"error: the block at tp {tp} raised {raised(exc)}"
 
 
 def run(ctx: DistContext, block: Block, degrees: list[int], spec: str, args) -> BlockResult:

@@ -22,7 +22,7 @@ import torch
 import torch.distributed as dist
 from scalesim.calibration import models
 from scalesim.calibration.block_fit import block_from_args
-from scalesim.calibration.dist import DistContext, agree_on_error, gather_object
+from scalesim.calibration.dist import DistContext, agree_on_error, gather_object, raised
 from scalesim.calibration.results import ComputeResult
 from scalesim.calibration.timing import Clock, free_memory, is_out_of_memory, over_ranks
 
@@ -96,9 +96,7 @@ def _failure(exc: BaseException, b: int, bundle) -> str:
         return f"error: {exc}"
     if is_out_of_memory(exc):
         return "oom"
-    text = str(exc).strip().splitlines()
-    return (f"error: micro-batch {b} of '{bundle.name}' raised {type(exc).__name__}: "
-            f"{text[0] if text else ''}")
+    return f"error: micro-batch {b} of '{bundle.name}' raised {raised(exc)}"
 
 
 def _timing_failure(exc: BaseException, b: int, bundle) -> str:

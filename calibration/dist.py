@@ -211,7 +211,7 @@ def barrier(ctx: DistContext, phase: str, timeout_s: float) -> None:
                                wait_all_ranks=True)
     except RuntimeError as exc:
         raise ScalesimError(f"not every rank finished '{phase}' within --timeout "
-                            f"{timeout_s:g} s ({_first_line(exc)})") from None
+                            f"{timeout_s:g} s ({first_line(exc) or type(exc).__name__})") from None
 
 
 def gather_object(ctx: DistContext, obj) -> list:
@@ -232,9 +232,15 @@ def agree_on_error(ctx: DistContext, message: str | None, payload=None) -> list:
     return [p for _, p in everyone]
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message ('' when it has none)."""
     text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    return text[0] if text else ""
+
+
+def raised(exc: BaseException) -> str:
+    """An unexpected exception in one line: 'TypeError: its first line'."""
+    return f"{type(exc).__name__}: {first_line(exc)}"
 
 
 def _pid_namespace() -> int:

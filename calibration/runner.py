@@ -66,9 +66,8 @@ def calibrate(args) -> str | None:
             time.sleep(2 * cdist.HEARTBEAT_S)
             problem = monitor.problem()
             monitor.stop("failed")
-            text = str(exc).strip().splitlines()
-            cause = f"{type(exc).__name__}: {text[0] if text else ''}"
-            raise ScalesimError(f"phase '{monitor.phase}' stopped on rank {ctx.rank}: {cause}"
+            raise ScalesimError(f"phase '{monitor.phase}' stopped on rank {ctx.rank}: "
+                                f"{cdist.raised(exc)}"
                                 + (f"; {problem}" if problem else "")) from None
         monitor.stop("done")
         return path

@@ -302,3 +302,10 @@ def test_a_timed_point_is_the_median_over_ranks_of_each_ranks_median():
     assert step == pytest.approx((3.5 + 6.0) / 2)  # rank medians 3.5 and 6
     assert spread == pytest.approx((2.75 + 0.0) / 2)  # IQRs: 5.75 - 3.0 (numpy), and 0
     assert (forward, backward) == (pytest.approx((1.5 + 2.0) / 2), pytest.approx(3.0))
+
+
+def test_an_unexpected_exception_is_said_in_one_line():
+    from scalesim.calibration.dist import first_line, raised
+
+    assert raised(RuntimeError("CUDA error: bad\nstack trace...")) == "RuntimeError: CUDA error: bad"
+    assert raised(KeyError()) == "KeyError: " and first_line(ValueError("  \n")) == ""
