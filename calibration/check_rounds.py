@@ -26,6 +26,15 @@ def timed(dist, fn: Callable[[], object], reps: int) -> float:
     return (time.perf_counter() - t0) / reps
 
 
+def gathered_rounds(dist, rounds: list[dict]) -> list[list[dict]] | None:
+    """Every rank's ``rounds``, on rank 0 (None on the others); the process group ends here."""
+    everyone: list = [None] * dist.get_world_size()
+    dist.all_gather_object(everyone, rounds)
+    rank = dist.get_rank()
+    dist.destroy_process_group()
+    return everyone if rank == 0 else None
+
+
 def calibrated(everyone: list[list[dict]], key: str, over_rounds=np.median) -> float:
     """A calibration point: the median over ranks of each rank's ``over_rounds`` of ``key``."""
     return float(np.median([over_rounds([r[key] for r in rounds]) for rounds in everyone]))

@@ -75,7 +75,7 @@ def _megatron_1f1b(stage: int, micro: int, forward, backward, exchange) -> None:
 def _worker(args) -> dict | None:
     import torch
     import torch.distributed as dist
-    from scalesim.calibration.check_rounds import timed
+    from scalesim.calibration.check_rounds import gathered_rounds, timed
     from scalesim.calibration.collective_phase import time_collective
     from scalesim.calibration.parallel_messages import time_send_recv
 
@@ -148,12 +148,8 @@ def _worker(args) -> dict | None:
         for key, fn in pair if len(rounds) % 2 == 0 else reversed(pair):
             r[key] = timed(dist, fn, args.steps)
         rounds.append(r)
-    everyone: list = [None] * world
-    dist.all_gather_object(everyone, rounds)
-    dist.destroy_process_group()
-    if rank != 0:
-        return None
-    return summarise(args, everyone)
+    everyone = gathered_rounds(dist, rounds)
+    return None if everyone is None else summarise(args, everyone)
 
 
 def summarise(args, everyone: list[list[dict]]) -> dict:

@@ -60,7 +60,7 @@ def _worker(args) -> dict | None:
     import numpy as np
     import torch
     import torch.distributed as dist
-    from scalesim.calibration.check_rounds import timed
+    from scalesim.calibration.check_rounds import gathered_rounds, timed
     from scalesim.calibration.models import ShardedBlock
 
     torch.set_num_threads(args.threads)
@@ -132,10 +132,8 @@ def _worker(args) -> dict | None:
         r["solo_steps"] = solo_steps()
         r["ar_after_compute"] = after_compute(buffers[1.0])
         rounds.append(r)
-    everyone: list = [None] * world
-    dist.all_gather_object(everyone, rounds)
-    dist.destroy_process_group()
-    if rank != 0:
+    everyone = gathered_rounds(dist, rounds)
+    if everyone is None:
         return None
     if args.raw:
         with open(args.raw, "w", encoding="utf-8") as handle:
