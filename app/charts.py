@@ -88,7 +88,7 @@ def _log2_devices(devices: list[int], title: str = "devices") -> alt.X:
                  axis=alt.Axis(values=ticks, format="d", labelOverlap=True))
 
 
-def _knee_layers(plan: Plan, y_top: float | None = None) -> list[alt.Chart]:
+def _knee_layers(plan: Plan) -> list[alt.Chart]:
     """A vertical rule at the knee and its cause written beside it."""
     if plan.knee is None:
         return []

@@ -9,7 +9,6 @@ not re-read a large trace.
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 from pathlib import Path
@@ -23,6 +22,7 @@ from scalesim.errors import ScalesimError
 from scalesim.fit_runs import Z95  # a 95 % band
 
 from .charts import PALETTE
+from .markdown_text import escape_markdown as _md
 
 # The planner's words and colours (one colour per meaning across both pages).
 RUN_PARTS = [("compute", "compute", PALETTE["compute"]),
@@ -142,6 +142,19 @@ def runs_throughput_chart(report: Report, width="container") -> alt.LayerChart:
         title="Throughput: measured, fitted model (band: 95% extrapolation), ideal; red: knee")
 
 
+def _stacked_parts(records: list[dict], parts, x: alt.X, y: alt.Y, tooltip: list, title: str,
+                   width) -> alt.Chart:
+    """Bars of ``records`` (one per bar and part, with its ``order``) stacked in ``parts``' order
+    and colours (``RUN_PARTS``, ``TRACE_PARTS``)."""
+    return alt.Chart(pd.DataFrame(records)).mark_bar().encode(
+        x=x, y=y,
+        color=alt.Color("part:N", title=None, scale=alt.Scale(
+            domain=[p[1] for p in parts], range=[p[2] for p in parts])),
+        order="order:Q",
+        tooltip=tooltip,
+    ).properties(width=width, height=280, title=title)
+
+
 def runs_breakdown_chart(report: Report, width="container") -> alt.Chart:
     """Share of each run's step time: compute, exposed communication, data stall, stragglers."""
     records = []
@@ -152,15 +165,11 @@ def runs_breakdown_chart(report: Report, width="container") -> alt.Chart:
         for i, (field, label, _) in enumerate(RUN_PARTS):
             records.append({"devices": str(r["devices"]), "part": label, "order": i,
                             "share": values[field]})
-    return alt.Chart(pd.DataFrame(records)).mark_bar().encode(
-        x=alt.X("devices:N", title="devices", sort=None),
-        y=alt.Y("share:Q", title="share of the step", axis=alt.Axis(format="%"),
-                stack="zero"),
-        color=alt.Color("part:N", title=None, scale=alt.Scale(
-            domain=[p[1] for p in RUN_PARTS], range=[p[2] for p in RUN_PARTS])),
-        order="order:Q",
-        tooltip=["devices:N", "part:N", alt.Tooltip("share:Q", format=".1%")],
-    ).properties(width=width, height=280, title="Where each run's step time goes")
+    return _stacked_parts(
+        records, RUN_PARTS, alt.X("devices:N", title="devices", sort=None),
+        alt.Y("share:Q", title="share of the step", axis=alt.Axis(format="%"), stack="zero"),
+        ["devices:N", "part:N", alt.Tooltip("share:Q", format=".1%")],
+        "Where each run's step time goes", width)
 
 
 def trace_breakdown_chart(report: Report, width="container") -> alt.Chart:
@@ -170,14 +179,11 @@ def trace_breakdown_chart(report: Report, width="container") -> alt.Chart:
         for i, (field, label, _) in enumerate(TRACE_PARTS):
             records.append({"rank": f"rank {r['rank']}", "part": label, "order": i,
                             "ms": 1e3 * r[field]})
-    return alt.Chart(pd.DataFrame(records)).mark_bar().encode(
-        x=alt.X("rank:N", title=None, sort=None, axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("ms:Q", title="ms per step (median over profiler steps)", stack="zero"),
-        color=alt.Color("part:N", title=None, scale=alt.Scale(
-            domain=[p[1] for p in TRACE_PARTS], range=[p[2] for p in TRACE_PARTS])),
-        order="order:Q",
-        tooltip=["rank:N", "part:N", alt.Tooltip("ms:Q", format=".2f")],
-    ).properties(width=width, height=280, title="Where each rank's step goes")
+    return _stacked_parts(
+        records, TRACE_PARTS, alt.X("rank:N", title=None, sort=None, axis=alt.Axis(labelAngle=0)),
+        alt.Y("ms:Q", title="ms per step (median over profiler steps)", stack="zero"),
+        ["rank:N", "part:N", alt.Tooltip("ms:Q", format=".2f")],
+        "Where each rank's step goes", width)
 
 
 def trace_steps_chart(report: Report, width="container") -> alt.Chart:
@@ -198,13 +204,6 @@ def trace_steps_chart(report: Report, width="container") -> alt.Chart:
 
 
 # ---------------------------------------------------------------- page
-
-def _md(text: str) -> str:
-    out = str(text)
-    for ch in "\\`*_[]<>#|~$":
-        out = out.replace(ch, "\\" + ch)
-    return out
-
 
 def gain_uncertainty(report: Report) -> float | None:
     """Half-width of a remedy gain's 95 % band, relative to (1 + gain), or None.
@@ -361,8 +360,3 @@ def render() -> None:
         _runs_section()
     else:
         _traces_section()
-
-
-def report_json(report: Report) -> dict:
-    """The report as plain JSON data (what the download button gives)."""
-    return json.loads(report.to_json())

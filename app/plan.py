@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from scalesim import presets
 from scalesim.cli.options import parse_int_list
-from scalesim.decision import DecisionCard, decide
+from scalesim.decision import DecisionCard, decide, duration_text
 from scalesim.errors import ScalesimError
 from scalesim.knee import Knee, focus_devices, knee_of_predictions, least_drop_of, no_knee_words
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
@@ -222,7 +222,7 @@ def _knee(rows: list[Prediction]) -> Knee | None:
     return knee_of_predictions(rows)
 
 
-def _focus(state: AppState, rows: list[Prediction], knee: Knee | None) -> Prediction:
+def _focus(state: AppState, rows: list[Prediction]) -> Prediction:
     wanted = focus_devices(rows, state.focus)
     return next(r for r in rows if r.devices == wanted)
 
@@ -295,7 +295,7 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
     scenario, notes = build_scenario(state, profile)
     rows = predict(profile, scenario)
     knee = _knee(rows)
-    focus = _focus(state, rows, knee)
+    focus = _focus(state, rows)
     _, remedies = rank_remedies(profile, scenario, focus.devices)
     best = next((r for r in remedies if r.helps), None)
 
@@ -471,9 +471,5 @@ def remedy_gain_text(r: RemedyResult) -> str:
 
 
 def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    hours = seconds / 3600.0
-    if hours < 1:
-        return f"{seconds / 60:.0f} min"
-    return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} days"
+    """The card's ``duration_text``, '-' where there is no time (the app's tables)."""
+    return duration_text(seconds, "-")

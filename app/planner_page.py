@@ -32,6 +32,8 @@ from scalesim.schemas import Profile, Scenario
 from scalesim.sources.provenance import provenance
 
 from . import charts
+from .markdown_text import escape_markdown as _md
+from .markdown_text import escape_markdown_keep_bold
 from .plan import (
     Plan,
     device_counts,
@@ -86,19 +88,6 @@ B_LABELS = {
 }
 WIDGET_FIELDS = tuple(f for f in AppState.model_fields if f not in ("src", "tab"))
 ss = st.session_state
-
-
-def _md_keep_bold(text: str) -> str:
-    """Escape Markdown except the ``**bold**`` markers our own sentences use."""
-    return "**".join(_md(part) for part in text.split("**"))
-
-
-def _md(text: str) -> str:
-    """Escape Markdown in text that came from a profile or a file name."""
-    out = str(text)
-    for ch in "\\`*_[]<>#|~$":
-        out = out.replace(ch, "\\" + ch)
-    return out
 
 
 # ---------------------------------------------------------------- state and profile
@@ -804,7 +793,7 @@ def render() -> None:
     st.caption(f"Profile: {_md(profile.name)}. Predictions from an analytical model, "
                "not measurements.")
     _shared_banner(plan)
-    st.markdown(_md_keep_bold(story(plan)))
+    st.markdown(escape_markdown_keep_bold(story(plan)))
     _decision_card(plan)
     _headline(plan)
     caveats = profile_caveats(profile)

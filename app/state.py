@@ -130,8 +130,6 @@ class AppState(BaseModel):
 FIELDS = tuple(AppState.model_fields)
 NULLABLE = frozenset(name for name, f in AppState.model_fields.items()
                      if f.default is None or "None" in str(f.annotation))
-PROFILE_DEFAULTED = ("intra", "inter", "nics", "gbit", "dpn", "mb", "gb", "lw", "cv", "cbs",
-                     "emin", "train", "price")
 
 
 FIELD_LABELS = {  # a control's name in a sentence

@@ -6,8 +6,9 @@ default: learned positions, tied embeddings, LayerNorm, biases, a 4h GELU MLP, c
 ``scaled_dot_product_attention`` (flash on a GPU). The blocks are ``calibration.models.
 ShardedBlock`` at tp 1, the block ``scalesim calibrate --block-hidden`` times. A step is one
 micro-batch forward, backward and a fused AdamW step, fp32 weights under ``torch.autocast``
-(bf16 on CUDA). Timing: CUDA events around ``--steps`` whole steps after ``--warmup`` untimed
-ones, repeated ``--rounds`` times; the median round per step is reported, with the peak memory.
+(bf16 on CUDA). Timing: CUDA events (``calibration.timing.Clock``) around ``--steps`` whole
+steps after ``--warmup`` untimed ones, repeated ``--rounds`` times; the median round per step is
+reported, with the peak memory.
 
 ``workload_json`` gives each shape as a scalesim workload (``scalesim schema workload``), for
 ``benchmarks/gpu_compare.py`` to predict the same step. Run::
@@ -61,6 +62,7 @@ def build(layers: int, hidden: int, heads: int, seq: int, vocab: int, device):
 def measure(shape, device, dtype, warmup: int, steps: int, rounds: int) -> dict:
     import torch
     import torch.nn.functional as F
+    from scalesim.calibration.timing import Clock
 
     name, layers, hidden, heads, seq, vocab, mb = shape
     torch.manual_seed(0)
@@ -78,19 +80,13 @@ def measure(shape, device, dtype, warmup: int, steps: int, rounds: int) -> dict:
         opt.step()
         opt.zero_grad(set_to_none=True)
 
+    clock = Clock(device)
+
     def timed(n: int) -> float:
-        if cuda:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(n):
-                step()
-            end.record()
-            torch.cuda.synchronize()
-            return start.elapsed_time(end) / 1e3 / n
-        t0 = time.perf_counter()
+        start = clock.mark()
         for _ in range(n):
             step()
-        return (time.perf_counter() - t0) / n
+        return clock.seconds(start, clock.mark()) / n
 
     if cuda:
         torch.cuda.reset_peak_memory_stats(device)

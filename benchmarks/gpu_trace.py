@@ -18,7 +18,6 @@ import json
 import os
 import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -31,6 +30,7 @@ def run(batch: int, out_dir: str, shape) -> dict:
     import torch.distributed as dist
     import torch.nn.functional as F
     from gpu_step import build
+    from scalesim.calibration.timing import Clock
     from torch.profiler import ProfilerActivity, profile, schedule
 
     LAYERS, HIDDEN, HEADS, SEQ, VOCAB = shape
@@ -42,7 +42,7 @@ def run(batch: int, out_dir: str, shape) -> dict:
     data = torch.utils.data.TensorDataset(torch.randint(0, VOCAB, (batch * 12, SEQ)))
     loader = torch.utils.data.DataLoader(data, batch_size=batch, num_workers=2, pin_memory=cuda)
     params = [p for p in model.parameters()]
-    times = []
+    times, clock = [], Clock(device)
 
     def step(ids):
         ids = ids.to(device, non_blocking=True)
@@ -63,18 +63,9 @@ def run(batch: int, out_dir: str, shape) -> dict:
         for i, (ids,) in enumerate(loader):
             if i >= 7:
                 break
-            if cuda:
-                start = torch.cuda.Event(enable_timing=True)
-                end = torch.cuda.Event(enable_timing=True)
-                start.record()
-                step(ids)
-                end.record()
-                torch.cuda.synchronize()
-                times.append(start.elapsed_time(end) / 1e3)
-            else:
-                t0 = time.perf_counter()
-                step(ids)
-                times.append(time.perf_counter() - t0)
+            start = clock.mark()
+            step(ids)
+            times.append(clock.seconds(start, clock.mark()))
             prof.step()
     return {"micro_batch": batch, "trace": os.path.basename(path),
             "profiled_step_s_median": statistics.median(times[2:7]), "step_s": times,

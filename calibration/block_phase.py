@@ -12,14 +12,13 @@ profile is assembled (``block_fit``).
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from scalesim.calibration import models
 from scalesim.calibration.block_fit import PRECISION_BYTES, Block
 from scalesim.calibration.compute_phase import _agree, align, autocast
-from scalesim.calibration.dist import DistContext
+from scalesim.calibration.dist import DistContext, raised
 from scalesim.calibration.results import BlockResult, BlockTiming
-from scalesim.calibration.timing import Clock, is_out_of_memory, median_iqr
+from scalesim.calibration.timing import Clock, is_out_of_memory, over_ranks
 
 from scalesim.errors import ScalesimError
 
@@ -29,8 +28,7 @@ def _failure(exc: BaseException, tp: int, block: Block) -> str:
         tokens = block.micro_batch * block.seq_len
         return (f"error: the block at tp {tp} ({tokens:,} tokens) ran out of memory; time a "
                 "smaller one with --block-batch or --block-seq")
-    text = str(exc).strip().splitlines()
-    return f"error: the block at tp {tp} raised {type(exc).__name__}: {text[0] if text else ''}"
+    return f"error: the block at tp {tp} raised {raised(exc)}"
 
 
 def run(ctx: DistContext, block: Block, degrees: list[int], spec: str, args) -> BlockResult:
@@ -77,13 +75,9 @@ def run(ctx: DistContext, block: Block, degrees: list[int], spec: str, args) -> 
     everyone = [payload for _, payload in _agree(ctx, status, (fwd, bwd))]
     points = []
     for t in degrees:
-        medians = [median_iqr(np.add(f[t], w[t])) for f, w in everyone]
-        points.append(BlockTiming(
-            tp=t, time_s=float(np.median([m for m, _ in medians])),
-            spread_s=float(np.median([s for _, s in medians])),
-            forward_s=float(np.median([np.median(f[t]) for f, _ in everyone])),
-            backward_s=float(np.median([np.median(w[t]) for _, w in everyone])),
-            repeats=args.repeats))
+        time_s, spread_s, forward_s, backward_s = over_ranks(everyone, t)
+        points.append(BlockTiming(tp=t, time_s=time_s, spread_s=spread_s, forward_s=forward_s,
+                                  backward_s=backward_s, repeats=args.repeats))
     return BlockResult(
         module=spec, hidden=block.hidden, heads=block.heads, ffn_hidden=block.ffn_hidden,
         seq_len=block.seq_len, micro_batch=block.micro_batch,

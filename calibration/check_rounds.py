@@ -1,6 +1,6 @@
 """What the two-rank checks of the layout model share (``tp_check``, ``pp_check``): timing a call
 on every rank at once, reducing every rank's rounds, the all-reduce link fit with its flat-times
-reading, and the command line that prints (and writes) the summary.
+reading, and the command line (its shared flags) that prints (and writes) the summary.
 
 A calibration point is the median over ranks of each rank's value over rounds (as the compute
 phase reads its ranks); a run step is, per round, the slower rank's time (a synchronous step
@@ -9,6 +9,7 @@ waits for it).
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from collections.abc import Callable
@@ -23,6 +24,15 @@ def timed(dist, fn: Callable[[], object], reps: int) -> float:
     for _ in range(reps):
         fn()
     return (time.perf_counter() - t0) / reps
+
+
+def gathered_rounds(dist, rounds: list[dict]) -> list[list[dict]] | None:
+    """Every rank's ``rounds``, on rank 0 (None on the others); the process group ends here."""
+    everyone: list = [None] * dist.get_world_size()
+    dist.all_gather_object(everyone, rounds)
+    rank = dist.get_rank()
+    dist.destroy_process_group()
+    return everyone if rank == 0 else None
 
 
 def calibrated(everyone: list[list[dict]], key: str, over_rounds=np.median) -> float:
@@ -51,6 +61,19 @@ def allreduce_link(sizes_bytes, times_s, ranks: int = 2) -> tuple[float, float, 
         latency_s = float(np.median(times)) / steps
         rel_rmse = float(np.sqrt(np.mean((latency_s * steps / times - 1.0) ** 2)))
         return latency_s, QUANTITIES["busbw_GBps"].high, rel_rmse
+
+
+def check_parser(module: str, description: str) -> argparse.ArgumentParser:
+    """The command line of ``python -m scalesim.calibration.<module>`` with the flags both checks
+    take: the activation's shape (``--hidden --seq --batch``), threads per rank and ``--out``."""
+    p = argparse.ArgumentParser(prog=f"python -m scalesim.calibration.{module}",
+                                description=description)
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out")
+    return p
 
 
 def main(build_parser: Callable, worker: Callable, argv: list[str] | None = None) -> int:

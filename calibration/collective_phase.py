@@ -36,8 +36,8 @@ from scalesim.calibration.timing import Clock
 from scalesim import presets
 from scalesim.bounds import clip
 from scalesim.errors import ScalesimError
-from scalesim.model import collectives as coll
 from scalesim.schemas import CollectivePoint, LinkCalibration, LinkLevel
+from scalesim.sources.nccl_tests import point_from_time
 
 ELEMENT_BYTES = 4  # float32 buffers
 DEFAULT_INTER = "ethernet:1x100"
@@ -127,10 +127,7 @@ def sweep(ctx: DistContext, group, ranks: int, args, progress) -> list[Collectiv
             numel = max(size // ELEMENT_BYTES // ranks, 1) * ranks
             nbytes = numel * ELEMENT_BYTES
             t = time_collective(op, group, ranks, nbytes, ctx.device, args.coll_time_s)
-            points.append(CollectivePoint(
-                op=op, size_bytes=nbytes, ranks=ranks, time_s=t,
-                algbw_GBps=float(coll.algbw_GBps(nbytes, t)),
-                busbw_GBps=float(coll.busbw_from_time_GBps(op, nbytes, ranks, t))))
+            points.append(point_from_time(op, nbytes, ranks, t))
             progress.update(1)
     return points
 
@@ -186,7 +183,7 @@ def idle_devices(ctx: DistContext) -> int:
     return max(torch.cuda.device_count() - ctx.local_world, 0)
 
 
-def measured_level(ctx, level: str, points, fits, args,
+def measured_level(ctx, level: str, points, fits,
                    intra_fits: dict | None = None) -> tuple[LinkLevel, LinkCalibration]:
     op = "all_reduce" if "all_reduce" in fits else next(iter(fits))
     fit = fits[op]
@@ -248,7 +245,7 @@ def parse_inter_link(spec: str) -> tuple[str, int, float]:
                             "or infiniband:8x200") from None
 
 
-def unmeasured_level(level: str, args, on_gpu: bool, why: str) -> tuple[LinkLevel, LinkCalibration]:
+def unmeasured_level(level: str, args, why: str) -> tuple[LinkLevel, LinkCalibration]:
     """A link level from the user's flags or a stated preset, marked as not measured."""
     if level == "inter_node":
         spec = args.inter_link or DEFAULT_INTER
@@ -300,12 +297,12 @@ def run(ctx: DistContext, args, progress) -> CollectiveResult:
             level_fits = fit_level(points)
             if level == "intra_node":
                 intra_fits = level_fits
-            link, cal = measured_level(ctx, level, points, level_fits, args, intra_fits)
+            link, cal = measured_level(ctx, level, points, level_fits, intra_fits)
             fits.update({f"{level}/{op}": f for op, f in level_fits.items()})
         else:
             why = ("one process per node" if level == "intra_node"
                    else "this calibration ran on one node")
-            link, cal = unmeasured_level(level, args, ctx.on_gpu, why)
+            link, cal = unmeasured_level(level, args, why)
         links.append(cal)
         if level == "intra_node":
             result.intra = link
@@ -320,10 +317,4 @@ def run(ctx: DistContext, args, progress) -> CollectiveResult:
         result.messages = parallel_messages.run(ctx, block, block.tp_degrees(args.block_tp),
                                                 PRECISION_BYTES[args.precision], result.intra, args)
     return result
-
-
-def busbw_at_largest(points: list[CollectivePoint], op: str = "all_reduce") -> float:
-    """Measured busbw of the largest message of ``op`` (what the fitted beta should match)."""
-    rows = [p for p in points if p.op == op]
-    return float(max(rows, key=lambda p: p.size_bytes).busbw_GBps) if rows else float("nan")
 

@@ -22,9 +22,9 @@ import torch
 import torch.distributed as dist
 from scalesim.calibration import models
 from scalesim.calibration.block_fit import block_from_args
-from scalesim.calibration.dist import AgreedError, DistContext, gather_object
+from scalesim.calibration.dist import DistContext, agree_on_error, gather_object, raised
 from scalesim.calibration.results import ComputeResult
-from scalesim.calibration.timing import Clock, free_memory, is_out_of_memory, median_iqr
+from scalesim.calibration.timing import Clock, free_memory, is_out_of_memory, over_ranks
 
 from scalesim.errors import ScalesimError
 from scalesim.model.compute import fit_compute_curve
@@ -96,9 +96,7 @@ def _failure(exc: BaseException, b: int, bundle) -> str:
         return f"error: {exc}"
     if is_out_of_memory(exc):
         return "oom"
-    text = str(exc).strip().splitlines()
-    return (f"error: micro-batch {b} of '{bundle.name}' raised {type(exc).__name__}: "
-            f"{text[0] if text else ''}")
+    return f"error: micro-batch {b} of '{bundle.name}' raised {raised(exc)}"
 
 
 def _timing_failure(exc: BaseException, b: int, bundle) -> str:
@@ -111,13 +109,10 @@ def _timing_failure(exc: BaseException, b: int, bundle) -> str:
 
 
 def _agree(ctx: DistContext, status: str, payload) -> list:
-    """Every rank's (status, payload); raises on any rank's error, naming the rank."""
-    everyone = gather_object(ctx, (status, payload))
-    errors = [(r, st) for r, (st, _) in enumerate(everyone) if st.startswith("error")]
-    if errors:
-        where = f" (rank {errors[0][0]})" if ctx.world > 1 else ""
-        raise AgreedError(errors[0][1][7:] + where)
-    return everyone
+    """Every rank's (status, payload); a rank's 'error: ...' status is raised on every rank
+    (``dist.agree_on_error``)."""
+    error = status.removeprefix("error: ") if status.startswith("error: ") else None
+    return agree_on_error(ctx, error, (status, payload))
 
 
 def probe(ctx: DistContext, bundle, optimizer, args, progress):
@@ -263,12 +258,11 @@ def run(ctx: DistContext, bundle: models.ModelBundle, args, progress) -> Compute
     points: list[ComputePoint] = []
     fwd_points, bwd_points = [], []
     for b in ready:
-        medians = [median_iqr(np.add(f[b], w[b])) for f, w in everyone]
-        points.append(ComputePoint(
-            micro_batch=b, time_s=float(np.median([m for m, _ in medians])),
-            spread_s=float(np.median([sp for _, sp in medians])), repeats=args.repeats))
-        fwd_points.append(float(np.median([np.median(f[b]) for f, _ in everyone])))
-        bwd_points.append(float(np.median([np.median(w[b]) for _, w in everyone])))
+        time_s, spread_s, forward_s, backward_s = over_ranks(everyone, b)
+        points.append(ComputePoint(micro_batch=b, time_s=time_s, spread_s=spread_s,
+                                   repeats=args.repeats))
+        fwd_points.append(forward_s)
+        bwd_points.append(backward_s)
     # Gradients for the optimizer timing: one more micro-step at the smallest size.
     inputs, targets = ready[points[0].micro_batch]
     train_micro_step(bundle, inputs, targets, args.precision, device, Clock(device))

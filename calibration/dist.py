@@ -211,7 +211,7 @@ def barrier(ctx: DistContext, phase: str, timeout_s: float) -> None:
                                wait_all_ranks=True)
     except RuntimeError as exc:
         raise ScalesimError(f"not every rank finished '{phase}' within --timeout "
-                            f"{timeout_s:g} s ({_first_line(exc)})") from None
+                            f"{timeout_s:g} s ({first_line(exc) or type(exc).__name__})") from None
 
 
 def gather_object(ctx: DistContext, obj) -> list:
@@ -221,18 +221,26 @@ def gather_object(ctx: DistContext, obj) -> list:
     return out
 
 
-def agree_on_error(ctx: DistContext, message: str | None) -> None:
-    """Raise on every rank if any rank failed; the message names the failing ranks."""
-    messages = gather_object(ctx, message)
-    failed = [(r, m) for r, m in enumerate(messages) if m]
+def agree_on_error(ctx: DistContext, message: str | None, payload=None) -> list:
+    """Every rank's ``payload``, on every rank; if any rank passes a ``message`` (its failure),
+    every rank raises ``AgreedError`` with the first one, naming the ranks that failed."""
+    everyone = gather_object(ctx, (message, payload))
+    failed = [r for r, (m, _) in enumerate(everyone) if m]
     if failed:
-        ranks = ", ".join(str(r) for r, _ in failed)
-        raise AgreedError(failed[0][1] + (f" (rank {ranks})" if ctx.world > 1 else ""))
+        ranks = ", ".join(map(str, failed))
+        raise AgreedError(everyone[failed[0]][0] + (f" (rank {ranks})" if ctx.world > 1 else ""))
+    return [p for _, p in everyone]
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message ('' when it has none)."""
     text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    return text[0] if text else ""
+
+
+def raised(exc: BaseException) -> str:
+    """An unexpected exception in one line: 'TypeError: its first line'."""
+    return f"{type(exc).__name__}: {first_line(exc)}"
 
 
 def _pid_namespace() -> int:

@@ -12,7 +12,7 @@ import os
 import time
 
 from scalesim.calibration.datasets import dataset_source
-from scalesim.calibration.dist import DistContext, agree_on_error, gather_object
+from scalesim.calibration.dist import DistContext, agree_on_error
 from scalesim.calibration.results import LoaderResult
 from torch.utils.data import DataLoader, RandomSampler
 
@@ -81,5 +81,4 @@ def run(ctx: DistContext, args, progress) -> LoaderResult:
             result = measure(args, progress)
         except ScalesimError as exc:
             error = str(exc)
-    agree_on_error(ctx, error)
-    return gather_object(ctx, result)[0]
+    return agree_on_error(ctx, error, result)[0]

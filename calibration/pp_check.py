@@ -39,19 +39,15 @@ SIZES = (0.25, 0.5, 1.0, 2.0)  # exchanges and all-reduces timed, in activations
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m scalesim.calibration.pp_check",
-                                description="Measured two-stage 1F1B step vs the layout model.")
-    p.add_argument("--hidden", type=int, default=256)
-    p.add_argument("--seq", type=int, default=128)
-    p.add_argument("--batch", type=int, default=1)
+    from scalesim.calibration.check_rounds import check_parser
+
+    p = check_parser("pp_check", "Measured two-stage 1F1B step vs the layout model.")
     p.add_argument("--layers", type=int, default=2, help="matmuls per stage forward")
     p.add_argument("--micro", type=int, default=8, help="micro-batches per step")
     p.add_argument("--rounds", type=int, default=12)
     p.add_argument("--steps", type=int, default=2, help="steps per timing")
     p.add_argument("--coll-time-s", type=float, default=0.03,
                    help="seconds each exchange / all-reduce timing shares (time_call)")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out")
     return p
 
 
@@ -79,7 +75,7 @@ def _megatron_1f1b(stage: int, micro: int, forward, backward, exchange) -> None:
 def _worker(args) -> dict | None:
     import torch
     import torch.distributed as dist
-    from scalesim.calibration.check_rounds import timed
+    from scalesim.calibration.check_rounds import gathered_rounds, timed
     from scalesim.calibration.collective_phase import time_collective
     from scalesim.calibration.parallel_messages import time_send_recv
 
@@ -152,12 +148,8 @@ def _worker(args) -> dict | None:
         for key, fn in pair if len(rounds) % 2 == 0 else reversed(pair):
             r[key] = timed(dist, fn, args.steps)
         rounds.append(r)
-    everyone: list = [None] * world
-    dist.all_gather_object(everyone, rounds)
-    dist.destroy_process_group()
-    if rank != 0:
-        return None
-    return summarise(args, everyone)
+    everyone = gathered_rounds(dist, rounds)
+    return None if everyone is None else summarise(args, everyone)
 
 
 def summarise(args, everyone: list[list[dict]]) -> dict:

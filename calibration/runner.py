@@ -66,9 +66,8 @@ def calibrate(args) -> str | None:
             time.sleep(2 * cdist.HEARTBEAT_S)
             problem = monitor.problem()
             monitor.stop("failed")
-            text = str(exc).strip().splitlines()
-            cause = f"{type(exc).__name__}: {text[0] if text else ''}"
-            raise ScalesimError(f"phase '{monitor.phase}' stopped on rank {ctx.rank}: {cause}"
+            raise ScalesimError(f"phase '{monitor.phase}' stopped on rank {ctx.rank}: "
+                                f"{cdist.raised(exc)}"
                                 + (f"; {problem}" if problem else "")) from None
         monitor.stop("done")
         return path
@@ -296,7 +295,7 @@ def _finish(ctx, args, records, reused, hostnames, wall_s) -> str | None:
         machine.notes.append(f"kept from an earlier run with the same settings: {', '.join(sorted(reused))}")
     collectives = records["collectives"].parsed() if "collectives" in records else None
     links = link_levels(collectives, lambda level: collective_phase.unmeasured_level(
-        level, args, ctx.on_gpu, "the collectives phase did not run"))
+        level, args, "the collectives phase did not run"))
     profile = build_profile(args, machine, records, links)
     if profile.model_parallel is not None:
         print("\n".join(summary.model_parallel_lines(profile.model_parallel)))

@@ -41,6 +41,16 @@ def median_iqr(values) -> tuple[float, float]:
     return float(q50), float(q75 - q25)
 
 
+def over_ranks(everyone, key) -> tuple[float, float, float, float]:
+    """A timed point from every rank's ``(forward, backward)`` rounds (dicts of seconds by
+    ``key``): (step, spread, forward, backward) seconds, each the median over ranks of the rank's
+    median (spread: interquartile range) of its rounds; a step is forward + backward."""
+    medians = [median_iqr(np.add(f[key], w[key])) for f, w in everyone]
+    return (float(np.median([m for m, _ in medians])), float(np.median([s for _, s in medians])),
+            float(np.median([np.median(f[key]) for f, _ in everyone])),
+            float(np.median([np.median(w[key]) for _, w in everyone])))
+
+
 def is_out_of_memory(exc: BaseException) -> bool:
     """True for a CUDA out-of-memory error or a CPU allocation failure."""
     if isinstance(exc, torch.OutOfMemoryError):

@@ -41,12 +41,10 @@ SIZES = (1 / 16, 0.25, 1.0, 4.0, 16.0)  # all-reduce sizes timed, in activations
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m scalesim.calibration.tp_check",
-                                description="Measured tensor-parallel step vs the layout model.")
-    p.add_argument("--hidden", type=int, default=256)
+    from scalesim.calibration.check_rounds import check_parser
+
+    p = check_parser("tp_check", "Measured tensor-parallel step vs the layout model.")
     p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--seq", type=int, default=128)
-    p.add_argument("--batch", type=int, default=1)
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--rounds", type=int, default=24)
     p.add_argument("--steps", type=int, default=3, help="steps per timing")
@@ -55,8 +53,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="percentile over rounds of every timing (default 50: the median)")
     p.add_argument("--pin", action="store_true", help="pin rank r to core r")
     p.add_argument("--raw", help="also write every rank's rounds to this JSON file")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out")
     return p
 
 
@@ -64,7 +60,7 @@ def _worker(args) -> dict | None:
     import numpy as np
     import torch
     import torch.distributed as dist
-    from scalesim.calibration.check_rounds import timed
+    from scalesim.calibration.check_rounds import gathered_rounds, timed
     from scalesim.calibration.models import ShardedBlock
 
     torch.set_num_threads(args.threads)
@@ -136,10 +132,8 @@ def _worker(args) -> dict | None:
         r["solo_steps"] = solo_steps()
         r["ar_after_compute"] = after_compute(buffers[1.0])
         rounds.append(r)
-    everyone: list = [None] * world
-    dist.all_gather_object(everyone, rounds)
-    dist.destroy_process_group()
-    if rank != 0:
+    everyone = gathered_rounds(dist, rounds)
+    if everyone is None:
         return None
     if args.raw:
         with open(args.raw, "w", encoding="utf-8") as handle:

@@ -217,7 +217,7 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
     return out, notes
 
 
-def _score(ctx: _Ctx, o: DecisionOption) -> float:
+def _score(o: DecisionOption) -> float:
     """The option's speed-up over running as is, minus one (higher is better): time to finish
     (or to quality) now over the option's when a goal is known, else the throughput ratio. A
     ratio of two predictions, like the validation's (scalesim.accuracy)."""
@@ -230,7 +230,7 @@ def _score(ctx: _Ctx, o: DecisionOption) -> float:
 
 def _ties_with(ctx: _Ctx, o: DecisionOption, best: DecisionOption) -> bool:
     """True when ``best`` is faster than ``o`` by less than the model's median error."""
-    return (1.0 + _score(ctx, best)) / (1.0 + _score(ctx, o)) - 1.0 < ctx.error
+    return (1.0 + _score(best)) / (1.0 + _score(o)) - 1.0 < ctx.error
 
 
 def _recommend(ctx: _Ctx, options: list[DecisionOption]) -> tuple[str, str]:
@@ -250,7 +250,7 @@ def _recommend(ctx: _Ctx, options: list[DecisionOption]) -> tuple[str, str]:
         return (f"Fix the input pipeline first: {data_stall_share(now):.0%} of each step waits "
                 f"for data; it gives {stall.throughput_gain:+.0%} throughput before any "
                 "purchase.", stall.assumption)
-    material = [o for o in options if _score(ctx, o) >= ctx.error]
+    material = [o for o in options if _score(o) >= ctx.error]
     if not material:  # every gain is within the model's error
         best = options[0]
         return (f"Keep the current setup: the best option ({best.title}: {_gain_words(best)}) "
@@ -302,14 +302,14 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     base = ctx.option("now", f"As is: {devices} device{'s' if devices > 1 else ''}", now, 0.0,
                       _price_source(profile, scenario))
     candidates, notes = _candidates(ctx)
-    winners = [o for o in candidates if o.runnable and (not now.fits or _score(ctx, o) > 0)]
+    winners = [o for o in candidates if o.runnable and (not now.fits or _score(o) > 0)]
     losers = [o.title for o in candidates if o not in winners]
     if losers:
         notes.append("not shown (slower, or does not fit in memory): " + "; ".join(losers))
-    winners.sort(key=lambda o: -_score(ctx, o))
+    winners.sort(key=lambda o: -_score(o))
     options = winners[:MAX_OPTIONS]
     recommendation, assumption = _recommend(ctx, options)
-    within = [o.title for o in options if now.fits and _score(ctx, o) < ctx.error]
+    within = [o.title for o in options if now.fits and _score(o) < ctx.error]
     if within and len(within) < len(options):
         notes.append(f"gains under the model's median error ({ctx.error:.1%}, docs/validation.md) "
                      "are not recommended: " + "; ".join(within))
@@ -352,8 +352,9 @@ def usd_text(x: float | None, signed: bool = False) -> str:
     return text
 
 
-def duration_text(seconds: float | None) -> str:
-    return NOT_KNOWN if seconds is None else figures.duration_text(seconds)
+def duration_text(seconds: float | None, missing: str = NOT_KNOWN) -> str:
+    """``figures.duration_text`` of ``seconds``; ``missing`` where there is no time."""
+    return missing if seconds is None else figures.duration_text(seconds)
 
 
 def card_rows(card) -> list[dict[str, str]]:

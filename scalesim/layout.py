@@ -16,7 +16,6 @@ docs/model.md §12.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -210,7 +209,9 @@ def valid_mask(dp, tp, pp, cp, micro_batch, global_batch, schedule, virtual_stag
     return ok
 
 
-def layers_per_stage(layers: int, pp: int, virtual_stages: int = 1) -> int:
-    """Layers on the fullest pipeline rank: chunks of ceil(L / (pp v)) layers, v per rank
-    (Megatron needs L divisible by pp v; uneven splits put the extra layers on some ranks)."""
-    return math.ceil(layers / (pp * virtual_stages)) * virtual_stages
+def layers_per_stage(layers, pp, virtual_stages=1):
+    """Layers on the fullest pipeline rank (arrays): chunks of ceil(L / (pp v)) layers, v per
+    rank (Megatron needs L divisible by pp v; uneven splits put the extra layers on some ranks).
+    The layout model's stage (``model.layout_step``)."""
+    v = np.asarray(virtual_stages, dtype=float)
+    return np.ceil(np.asarray(layers, dtype=float) / (np.asarray(pp, dtype=float) * v)) * v

@@ -45,6 +45,7 @@ from scalesim.schemas import (
     Hardware,
     Profile,
     TransformerShape,
+    grad_sync_refused,
 )
 
 # Sustained share of the datasheet peak that large matmuls reach when nothing calibrated it: the
@@ -448,7 +449,7 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
                             f"{' or '.join(FRAMEWORKS)}")
     if grad_sync not in GRAD_SYNCS:
         raise ScalesimError(f"grad_sync {grad_sync!r}: choose {' or '.join(GRAD_SYNCS)}")
-    if grad_sync == "once-per-step" and zero_framework == "deepspeed":
+    if grad_sync_refused(zero_framework, grad_sync):
         raise ScalesimError(GRAD_SYNC_DEEPSPEED_ERROR)
     setting = Setting(shape, hardware, global_batch, efficiency, fp8, params, tp_overlap,
                       jitter_cv, p2p, recompute_style, overlap=overlap, slow_device=slow_device,

@@ -24,6 +24,7 @@ from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import StepInputs, evaluate_scaling
 from scalesim.presets import partial_server_inter_busbw_GBps
 from scalesim.schemas import Hardware, LinkLevel, Profile, Scenario
+from scalesim.training_time import resolve_goal
 
 
 class Prediction(BaseModel):
@@ -79,23 +80,31 @@ def layout(devices, devices_per_node: int) -> tuple[np.ndarray, np.ndarray]:
     return p // per_node, per_node
 
 
-def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray):
-    """Per-device micro-batch at each device count, and the one-device baseline's."""
+def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=None):
+    """Per-replica micro-batch at each device count, and the one-device baseline's. ``dp``: the
+    model replicas at each row (the split path: the global batch splits over dp replicas, each
+    of tp x pp x cp devices); None: every device is a replica (data parallel)."""
+    replicas = devices if dp is None else dp
     k = scenario.accumulation
     if scenario.global_batch is None:
         b = scenario.micro_batch or profile.workload.micro_batch
-        return np.full(devices.shape, b, dtype=np.int64), np.full(devices.shape, b, dtype=np.int64)
-    share = devices * k
-    if np.any(scenario.global_batch % share != 0):
-        bad = int(devices[scenario.global_batch % share != 0][0])
+        return (np.full(replicas.shape, b, dtype=np.int64),
+                np.full(replicas.shape, b, dtype=np.int64))
+    share = replicas * k
+    bad = scenario.global_batch % share != 0
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
         raise ScalesimError(
-            f"global batch {scenario.global_batch} does not split evenly over {bad} devices x "
-            f"{k} accumulation steps; pick a global batch divisible by devices x accumulation"
-        )
+            f"global batch {scenario.global_batch} does not split evenly over {int(devices[i])} "
+            f"devices x {k} accumulation steps; pick a global batch divisible by devices x "
+            "accumulation" if dp is None else
+            f"global batch {scenario.global_batch} is not divisible by dp {int(dp[i])} x "
+            f"accumulation {k} ({int(devices[i])} devices); pick a global batch divisible by "
+            "dp x accumulation")
     if scenario.global_batch % k != 0:
         raise ScalesimError(f"global batch {scenario.global_batch} is not divisible by "
                             f"accumulation {k}")
-    return scenario.global_batch // share, np.full(devices.shape, scenario.global_batch // k)
+    return scenario.global_batch // share, np.full(replicas.shape, scenario.global_batch // k)
 
 
 def loader_supply(profile: Profile, scenario: Scenario, per_node):
@@ -228,27 +237,6 @@ def _pick(override, default):
     return default if override is None else override
 
 
-def replica_batches(scenario: Scenario, profile: Profile, dp: np.ndarray, devices: np.ndarray):
-    """Sequences per micro-batch per model replica at each row, and the one-device baseline's
-    (the split path of ``micro_batches``: the global batch splits over dp replicas)."""
-    k = scenario.accumulation
-    if scenario.global_batch is None:
-        b = scenario.micro_batch or profile.workload.micro_batch
-        return np.full(dp.shape, b, dtype=np.int64), np.full(dp.shape, b, dtype=np.int64)
-    share = dp * k
-    bad = scenario.global_batch % share != 0
-    if np.any(bad):
-        i = int(np.flatnonzero(bad)[0])
-        raise ScalesimError(
-            f"global batch {scenario.global_batch} is not divisible by dp {int(dp[i])} x "
-            f"accumulation {k} ({int(devices[i])} devices); pick a global batch divisible by "
-            "dp x accumulation")
-    if scenario.global_batch % k != 0:
-        raise ScalesimError(f"global batch {scenario.global_batch} is not divisible by "
-                            f"accumulation {k}")
-    return scenario.global_batch // share, np.full(dp.shape, scenario.global_batch // k)
-
-
 def _split_rows(profile: Profile, scenario: Scenario):
     """The scenario's rows through ``evaluate_layouts`` (``scalesim.layout_predict``)."""
     from scalesim import layout_predict as lp
@@ -261,7 +249,7 @@ def _split_rows(profile: Profile, scenario: Scenario):
         raise ScalesimError(f"tp {split.tp} > {g_max} GPUs per server (tensor parallelism stays "
                             "inside one server)")
     dp = lp.split_devices(p, split.tp, split.pp)
-    b, base_b = replica_batches(scenario, profile, dp, p)
+    b, base_b = micro_batches(scenario, profile, p, dp)
     k = np.full(p.shape, scenario.accumulation, dtype=np.int64)
     schedule = split.schedule_of()
     ok = lp.check_rows(profile, dp, split.tp, split.pp, b, dp * b * k, SCHEDULES[schedule],
@@ -308,13 +296,9 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
         oom = profile.compute.oom_micro_batch
         fits = result.fits if oom is None else result.fits & (np.asarray(inputs.micro_batch)
                                                               < oom)
-    wl = profile.workload
-    b_crit = scenario.critical_batch_size or wl.critical_batch_size
-    if b_crit is None and profile.noise_scale is not None:  # measured by calibration
-        b_crit = profile.noise_scale.b_simple
-    e_min = scenario.min_samples_to_quality or wl.min_samples_to_quality
-    train = scenario.train_samples or wl.train_samples
-    price = _pick(scenario.price_per_device_hour, profile.hardware.price_per_device_hour)
+    goal = resolve_goal(profile, scenario)
+    b_crit, e_min = goal.critical_batch, goal.min_samples
+    train, price = goal.train_samples, goal.price_per_device_hour
     devices = np.asarray(inputs.devices)
     rows = []
     for i, p in enumerate(devices):

@@ -370,63 +370,46 @@ PRICES: dict[str, Price] = {
 }
 
 
-HARDWARE: dict[str, Hardware] = {
-    "dgx1-v100": Hardware(
-        name="dgx1-v100", **_datasheet("Tesla V100-SXM2 16GB"), devices_per_node=8,
-        device_memory_bytes=16 * GIB, cpu_cores_per_node=40,
-        intra_node=intra_link("nvlink2"),
-        inter_node=inter_link("infiniband", 4, 100, "DGX-1 datasheet: 4x 100 Gb/s EDR IB"),
-        price_per_device_hour=PRICES["dgx1-v100"].per_device_hour,
-        source="NVIDIA DGX-1 datasheet (8x V100 SXM2 16GB, NVLink hybrid cube-mesh, 4x EDR IB, "
-        "2x 20-core Xeon E5-2698 v4); " + PRICES["dgx1-v100"].describe(),
-    ),
-    "dgx-a100": Hardware(
-        name="dgx-a100", **_datasheet("A100-SXM4 80GB"), devices_per_node=8,
-        device_memory_bytes=80 * GIB, cpu_cores_per_node=128,
-        intra_node=intra_link("nvswitch-a100"),
-        inter_node=inter_link("infiniband", 8, 200, "DGX A100 datasheet: 8x 200 Gb/s HDR IB"),
-        price_per_device_hour=PRICES["dgx-a100"].per_device_hour,
-        source="NVIDIA DGX A100 datasheet (8x A100 80GB, 6 NVSwitches, 8x 200 Gb/s HDR IB, "
-        "2x 64-core EPYC 7742); " + PRICES["dgx-a100"].describe(),
-    ),
-    "dgx-h100": Hardware(
-        name="dgx-h100", **_datasheet("H100-SXM5 80GB"), devices_per_node=8,
-        device_memory_bytes=80 * GIB, cpu_cores_per_node=112,
-        intra_node=intra_link("nvswitch-h100"),
-        inter_node=inter_link("infiniband", 8, 400, "NVIDIA DGX H100 datasheet: 8x 400 Gb/s NDR"),
-        price_per_device_hour=PRICES["dgx-h100"].per_device_hour,
-        source="NVIDIA DGX H100 datasheet (8x H100 SXM5 80GB, NVLink4 NVSwitch, 8x 400 Gb/s "
-        "ConnectX-7, 2x 56-core Xeon 8480C); " + PRICES["dgx-h100"].describe(),
-    ),
-    "a2-highgpu-8g": Hardware(
-        name="a2-highgpu-8g", **_datasheet("A100-SXM4 40GB"), devices_per_node=8,
-        device_memory_bytes=40 * GIB, cpu_cores_per_node=48,
-        intra_node=intra_link("nvswitch-a100"),
-        inter_node=inter_link("ethernet", 1, 100, "Google Cloud A2 machine types: a2-highgpu-8g "
-                              "has 100 Gbps maximum network bandwidth"),
-        price_per_device_hour=PRICES["a2-highgpu-8g"].per_device_hour,
-        source="Google Cloud Compute Engine GPU machine types, A2 standard: a2-highgpu-8g, 8x A100 "
-        "40GB with NVSwitch, 96 vCPUs (48 cores), 100 Gbps networking; "
-        + PRICES["a2-highgpu-8g"].describe(),
-    ),
-    "pcie-8gpu-100gbe": Hardware(
-        name="pcie-8gpu-100gbe", **_datasheet("A100-PCIe 80GB"), devices_per_node=8,
-        device_memory_bytes=80 * GIB, cpu_cores_per_node=64,
-        intra_node=intra_link("pcie4"),
-        inter_node=inter_link("ethernet", 1, 100),
-        price_per_device_hour=None,
-        source="a generic 8-GPU PCIe 4.0 server (NVIDIA A100 PCIe datasheet: 80 GB, PCIe 4.0 x16) "
-        "with one 100 Gb/s Ethernet NIC",
-    ),
-    "pcie-8gpu-25gbe": Hardware(
-        name="pcie-8gpu-25gbe", **_datasheet("A100-PCIe 80GB"), devices_per_node=8,
-        device_memory_bytes=80 * GIB, cpu_cores_per_node=64,
-        intra_node=intra_link("pcie4"),
-        inter_node=inter_link("ethernet", 1, 25),
-        price_per_device_hour=None,
-        source="a generic 8-GPU PCIe 4.0 server with one 25 Gb/s Ethernet NIC",
-    ),
-}
+def _server(name: str, device_name: str, memory_gib: int, cpu_cores: int, intra: str,
+            inter: LinkLevel, source: str) -> Hardware:
+    """A preset server of 8 ``device_name`` GPUs of ``memory_gib`` GiB, ``cpu_cores`` cores, the
+    ``intra`` link (INTRA_LINKS) and ``inter``; a listed price (PRICES[name]) and its source
+    where there is one."""
+    price = PRICES.get(name)
+    return Hardware(
+        name=name, **_datasheet(device_name), devices_per_node=8,
+        device_memory_bytes=memory_gib * GIB, cpu_cores_per_node=cpu_cores,
+        intra_node=intra_link(intra), inter_node=inter,
+        price_per_device_hour=None if price is None else price.per_device_hour,
+        source=source if price is None else f"{source}; {price.describe()}")
+
+
+HARDWARE: dict[str, Hardware] = {h.name: h for h in (
+    _server("dgx1-v100", "Tesla V100-SXM2 16GB", 16, 40, "nvlink2",
+            inter_link("infiniband", 4, 100, "DGX-1 datasheet: 4x 100 Gb/s EDR IB"),
+            "NVIDIA DGX-1 datasheet (8x V100 SXM2 16GB, NVLink hybrid cube-mesh, 4x EDR IB, "
+            "2x 20-core Xeon E5-2698 v4)"),
+    _server("dgx-a100", "A100-SXM4 80GB", 80, 128, "nvswitch-a100",
+            inter_link("infiniband", 8, 200, "DGX A100 datasheet: 8x 200 Gb/s HDR IB"),
+            "NVIDIA DGX A100 datasheet (8x A100 80GB, 6 NVSwitches, 8x 200 Gb/s HDR IB, "
+            "2x 64-core EPYC 7742)"),
+    _server("dgx-h100", "H100-SXM5 80GB", 80, 112, "nvswitch-h100",
+            inter_link("infiniband", 8, 400, "NVIDIA DGX H100 datasheet: 8x 400 Gb/s NDR"),
+            "NVIDIA DGX H100 datasheet (8x H100 SXM5 80GB, NVLink4 NVSwitch, 8x 400 Gb/s "
+            "ConnectX-7, 2x 56-core Xeon 8480C)"),
+    _server("a2-highgpu-8g", "A100-SXM4 40GB", 40, 48, "nvswitch-a100",
+            inter_link("ethernet", 1, 100, "Google Cloud A2 machine types: a2-highgpu-8g has "
+                       "100 Gbps maximum network bandwidth"),
+            "Google Cloud Compute Engine GPU machine types, A2 standard: a2-highgpu-8g, 8x A100 "
+            "40GB with NVSwitch, 96 vCPUs (48 cores), 100 Gbps networking"),
+    _server("pcie-8gpu-100gbe", "A100-PCIe 80GB", 80, 64, "pcie4",
+            inter_link("ethernet", 1, 100),
+            "a generic 8-GPU PCIe 4.0 server (NVIDIA A100 PCIe datasheet: 80 GB, PCIe 4.0 x16) "
+            "with one 100 Gb/s Ethernet NIC"),
+    _server("pcie-8gpu-25gbe", "A100-PCIe 80GB", 80, 64, "pcie4",
+            inter_link("ethernet", 1, 25),
+            "a generic 8-GPU PCIe 4.0 server with one 25 Gb/s Ethernet NIC"),
+)}
 
 _DLE_BERT = ("NVIDIA DeepLearningExamples PyTorch/LanguageModeling/BERT README, DGX A100 80GB "
              "pre-training phase 1 (seq 128, FP16): 4553 seq/s on 8 GPUs at micro-batch 256, "

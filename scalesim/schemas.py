@@ -41,6 +41,14 @@ GradSync = Literal["every-micro-step", "once-per-step"]  # model/sharding.GRAD_S
 GRAD_SYNC_DEEPSPEED_ERROR = (
     "grad_sync once-per-step is FSDP's no_sync; DeepSpeed stage 2/3 reduce gradients in every "
     "micro-step: use zero_framework fsdp or grad_sync every-micro-step")
+
+
+def grad_sync_refused(zero_framework: str, grad_sync: str) -> bool:
+    """True for the pair refused with ``GRAD_SYNC_DEEPSPEED_ERROR`` (DeepSpeed, once-per-step);
+    the scenario, the planner and the sweep's axes all ask this."""
+    return zero_framework == "deepspeed" and grad_sync == "once-per-step"
+
+
 Algorithm = Literal["auto", "ring", "tree", "hierarchical"]
 LinkLevelName = Literal["intra_node", "inter_node"]
 InterMethod = Literal["all_ranks", "one_rank"]
@@ -678,7 +686,7 @@ class Scenario(_Strict):
         if self.micro_batch is not None and self.global_batch is not None:
             raise ValueError("give a per-device micro-batch (weak scaling) or a global batch "
                              "(strong scaling), not both")
-        if self.grad_sync == "once-per-step" and self.zero_framework == "deepspeed":
+        if grad_sync_refused(self.zero_framework, self.grad_sync):
             raise ValueError(GRAD_SYNC_DEEPSPEED_ERROR)
         if (self.zero_framework == "deepspeed" and self.strategy in ("zero2", "zero3")
                 and self.layout is not None and self.layout.pp > 1):

@@ -25,7 +25,7 @@ from scalesim.model.overlap import MIB
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import evaluate_scaling
 from scalesim.predict import inter_nic_share, layout, scenario_inputs
-from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Profile, Scenario
+from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Profile, Scenario, grad_sync_refused
 
 # Knobs that can be swept, with how a value becomes a model input.
 AXES = ("devices", "micro_batch", "global_batch", "accumulation", "strategy", "zero_framework",
@@ -130,7 +130,7 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
                             "(strong scaling), not both")
     frameworks = axes.get("zero_framework", [base.zero_framework])
     syncs = axes.get("grad_sync", [base.grad_sync])
-    if "deepspeed" in list(frameworks) and "once-per-step" in list(syncs):
+    if any(grad_sync_refused(f, g) for f in frameworks for g in syncs):
         raise ScalesimError(f"axes zero_framework, grad_sync: {GRAD_SYNC_DEEPSPEED_ERROR}")
     from scalesim.layout_predict import uses_layouts
 
@@ -194,6 +194,18 @@ def input_changes(grid: dict[str, np.ndarray], inter_share: float = 1.0) -> dict
     return changes
 
 
+def _batch_axes(plan: SweepPlan, grid: dict[str, np.ndarray]):
+    """At each combination: the accumulation, the global batch (None: weak scaling) and weak
+    scaling's per-replica micro-batch, swept or the base scenario's."""
+    base, p = plan.base, grid["devices"]
+    k = grid.get("accumulation", np.full(p.shape, base.accumulation, dtype=np.int64))
+    global_batch = grid.get("global_batch")
+    if global_batch is None and base.global_batch is not None:
+        global_batch = np.full(p.shape, base.global_batch, dtype=np.int64)
+    b0 = base.micro_batch or plan.profile.workload.micro_batch
+    return k, global_batch, grid.get("micro_batch", np.full(p.shape, b0, dtype=np.int64))
+
+
 def evaluate_at(plan: SweepPlan, flat: np.ndarray) -> SweepResult:
     """The model at the combinations numbered ``flat``; strong-scaling ones that do not split
     are dropped and counted."""
@@ -202,21 +214,15 @@ def evaluate_at(plan: SweepPlan, flat: np.ndarray) -> SweepResult:
     if profile.workload.transformer is not None:
         return _evaluate_layouts_at(plan, grid)
     p = grid["devices"]
-    k = grid.get("accumulation", np.full(p.shape, base.accumulation, dtype=np.int64))
-    global_batch = grid.get("global_batch")
-    if global_batch is None and base.global_batch is not None:
-        global_batch = np.full(p.shape, base.global_batch, dtype=np.int64)
+    k, global_batch, micro = _batch_axes(plan, grid)
     keep = np.ones(p.shape, dtype=bool)
+    base_micro = micro
     if global_batch is not None:
         keep = _strong_keep(global_batch, p, k)
         grid = {name: col[keep] for name, col in grid.items()}
         p, k, global_batch = p[keep], k[keep], global_batch[keep]
         micro = global_batch // (p * k)
         base_micro = global_batch // k
-    else:
-        b0 = base.micro_batch or profile.workload.micro_batch
-        micro = grid.get("micro_batch", np.full(p.shape, b0, dtype=np.int64))
-        base_micro = micro
 
     base_scn = base.model_copy(update={"global_batch": None, "micro_batch": 1, "devices": [1]})
     inputs, _ = scenario_inputs(profile, base_scn, devices=p)
@@ -254,22 +260,16 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     profile, base = plan.profile, plan.base
     split = lp.layout_of(base)
     p = grid["devices"]
-    k = grid.get("accumulation", np.full(p.shape, base.accumulation, dtype=np.int64))
+    k, global_batch, micro = _batch_axes(plan, grid)
     tp = grid.get("tp", np.full(p.shape, split.tp, dtype=np.int64))
     pp = grid.get("pp", np.full(p.shape, split.pp, dtype=np.int64))
     keep = p % (tp * pp) == 0
     dp = np.where(keep, p // (tp * pp), 1)
-    global_batch = grid.get("global_batch")
-    if global_batch is None and base.global_batch is not None:
-        global_batch = np.full(p.shape, base.global_batch, dtype=np.int64)
+    base_micro = micro
     if global_batch is not None:
         keep &= _strong_keep(global_batch, dp, k)
         micro = np.maximum(global_batch // (dp * k), 1)
         base_micro = global_batch // k
-    else:
-        b0 = base.micro_batch or profile.workload.micro_batch
-        micro = grid.get("micro_batch", np.full(p.shape, b0, dtype=np.int64))
-        base_micro = micro
     g_max = base.devices_per_node or profile.hardware.devices_per_node
     name = split.schedule or ("interleaved" if split.virtual_stages > 1 else "1f1b")
     schedule = np.where(pp > 1, SCHEDULES[name], SCHEDULES["none"])

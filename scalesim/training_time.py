@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalesim.model.quality import steps_to_quality
+from scalesim.model.quality import samples_to_quality, steps_to_quality
 from scalesim.schemas import Profile, Scenario
 
 
@@ -77,7 +77,7 @@ def samples_needed(goal: Goal, global_batch, reference_batch):
     """Samples the run needs at ``global_batch`` (array), or None when no goal is known."""
     b = np.asarray(global_batch, dtype=float)
     if goal.kind == "quality":
-        return goal.min_samples * (1.0 + b / goal.critical_batch)
+        return samples_to_quality(b, goal.critical_batch, goal.min_samples)
     if goal.kind == "train":
         if goal.critical_batch is None:
             return np.full(b.shape, goal.train_samples)

@@ -1,5 +1,6 @@
 """Shared helpers of the app tests under Streamlit's AppTest: the planner script, a run that
-must not raise, a profile upload and the headline's knee line."""
+must not raise, a sidebar choice changed, a link parameter, a link round trip, a profile upload
+and the headline's knee line."""
 
 from __future__ import annotations
 
@@ -12,23 +13,60 @@ SCRIPT = str(Path(scalesim.app.__file__).with_name("streamlit_app.py"))
 TIMEOUT_S = 120  # the first run imports pandas, Altair and the model on a busy CI machine
 
 
+def run_clean(at: AppTest) -> AppTest:
+    """``at`` run (again); the run must not raise (the exceptions are shown if it does)."""
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
 def open_app(query: dict | None = None) -> AppTest:
     """The planner page run once with ``query`` as its URL parameters; no exception raised."""
     at = AppTest.from_file(SCRIPT, default_timeout=TIMEOUT_S)
     for key, value in (query or {}).items():
         at.query_params[key] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return run_clean(at)
+
+
+def change_select(query: dict, key: str, start: str, value: str):
+    """The page opened at ``query``, its sidebar select ``key`` checked to show ``start`` and
+    set to ``value``, rerun without an exception; returns (app, state before, state after)."""
+    at = open_app(query)
+    control = at.sidebar.selectbox(key=key)
+    assert control.value == start
+    before = at.session_state["app_state"]
+    control.set_value(value)
+    run_clean(at)
+    return at, before, at.session_state["app_state"]
+
+
+def link_param(at: AppTest, name: str) -> str:
+    """The share link's parameter ``name`` now (AppTest may hold it as a one-item list)."""
+    value = at.query_params[name]
+    return value[0] if isinstance(value, list) else value
+
+
+def link_round_trip(query: dict, field: str, value: str, version: int):
+    """``query`` decoded without a message, ``field`` set to ``value`` and encoded: a
+    v``version`` link that carries it and decodes back to the same state and profile.
+    Returns (state, profile) of ``query`` and (state, profile) decoded from the new link."""
+    from scalesim.app.state import decode_query, encode_query, link_version
+
+    state, profile, messages = decode_query(query)
+    assert messages == []
+    changed = state.model_copy(update={field: value})
+    params = encode_query(changed, profile)
+    assert (params["v"], params[field], link_version(changed)) == (str(version), value, version)
+    state2, profile2, messages = decode_query(params)
+    assert messages == [] and state2 == changed and profile2 == profile
+    return (state, profile), (state2, profile2)
 
 
 def upload_profile(at: AppTest, profile, name: str = "lab.json") -> AppTest:
     """Upload ``profile`` (a pydantic Profile) through the sidebar and rerun; no exception."""
     at.sidebar.file_uploader(key="upload").set_value(
         (name, profile.model_dump_json().encode(), "application/json"))
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return run_clean(at)
 
 
 def knee_line(at: AppTest) -> str:

@@ -217,3 +217,13 @@ def test_text_from_a_link_is_shown_as_text_not_markup():
     assert "device list" in notes and "\\[x\\]" in notes  # escaped: no image is fetched
     assert [r.devices for r in make_plan(at.session_state["profile"],
                                          at.session_state["app_state"]).rows][0] == 1
+
+
+def test_both_pages_escape_markdown_alike():
+    """One escape for the planner and the diagnosis page (app/markdown_text.py)."""
+    from scalesim.app import diagnose_page, planner_page
+    from scalesim.app.markdown_text import escape_markdown, escape_markdown_keep_bold
+
+    assert planner_page._md is diagnose_page._md is escape_markdown
+    assert escape_markdown("![x](u) a_b $1 \\") == "!\\[x\\](u) a\\_b \\$1 \\\\"
+    assert escape_markdown_keep_bold("**Knee:** 8 *x*") == "**Knee:** 8 \\*x\\*"

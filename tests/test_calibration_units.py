@@ -115,12 +115,12 @@ def test_bad_flags_are_rejected_by_the_parser(capsys):
 
 
 def test_inter_link_not_measured_says_where_it_came_from():
-    link, cal = unmeasured_level("inter_node", parse(), on_gpu=False, why="one node")
+    link, cal = unmeasured_level("inter_node", parse(), why="one node")
     preset = presets.inter_link("ethernet", 1, 100)
     assert link.busbw_GBps == preset.busbw_GBps and link.latency_s == preset.latency_s
     assert not cal.measured and "NOT MEASURED (one node)" in cal.note and "ethernet:1x100" in cal.note
     link, cal = unmeasured_level("inter_node", parse("--inter-link", "infiniband:4x100",
-                                                     "--inter-busbw", "40"), False, "one node")
+                                                     "--inter-busbw", "40"), "one node")
     assert link.busbw_GBps == 40 and link.nics_per_node == 4
     assert "40 GB/s from the user's flag" in cal.note
     assert parse_inter_link("roce:2x200") == ("roce", 2, 200.0)
@@ -262,3 +262,50 @@ def test_one_rank_on_a_server_with_idle_gpus_is_a_lower_bound(monkeypatch):
     assert idle_devices(ctx) == 7
     assert idle_devices(DistContext(**{**ctx.__dict__, "local_world": 8})) == 0
     assert idle_devices(DistContext(**{**ctx.__dict__, "device": torch.device("cpu")})) == 0
+
+
+def test_ranks_agree_on_a_failure_in_one_message_naming_every_failed_rank(monkeypatch):
+    """One agreement for every phase (``dist.agree_on_error``; the compute phase's statuses go
+    through it): payloads come back when no rank failed; otherwise every rank raises the first
+    failure, naming all ranks that failed."""
+    from types import SimpleNamespace
+
+    from scalesim.calibration import compute_phase
+    from scalesim.calibration import dist as cdist
+
+    others = []  # what ranks 1.. send; this process is rank 0
+    monkeypatch.setattr(cdist, "gather_object", lambda ctx, obj: [obj, *others])
+    ctx = SimpleNamespace(world=3)
+    others[:] = [(None, 2), (None, 3)]
+    assert cdist.agree_on_error(ctx, None, 1) == [1, 2, 3]
+    others[:] = [("disk full", 2), ("no weights", 3)]
+    with pytest.raises(cdist.AgreedError, match=r"^disk full \(rank 1, 2\)$"):
+        cdist.agree_on_error(ctx, None, 1)
+    with pytest.raises(cdist.AgreedError, match=r"^no model \(rank 0, 1, 2\)$"):
+        cdist.agree_on_error(ctx, "no model", 1)
+    others[:] = [(None, ("oom", 0.0)), (None, ("ok", 2.0))]
+    assert compute_phase._agree(ctx, "ok", 1.0) == [("ok", 1.0), ("oom", 0.0), ("ok", 2.0)]
+    with pytest.raises(cdist.AgreedError, match=r"^micro-batch 4 raised \(rank 0\)$"):
+        compute_phase._agree(ctx, "error: micro-batch 4 raised", 0.0)
+    others[:] = []
+    with pytest.raises(cdist.AgreedError, match=r"^alone$"):
+        cdist.agree_on_error(SimpleNamespace(world=1), "alone")
+
+
+def test_a_timed_point_is_the_median_over_ranks_of_each_ranks_median():
+    """``timing.over_ranks``, for the compute and the block phase alike."""
+    from scalesim.calibration.timing import over_ranks
+
+    fast = ({8: [1.0, 1.0, 2.0, 9.0]}, {8: [2.0, 2.0, 2.0, 2.0]})  # steps 3, 3, 4, 11
+    slow = ({8: [2.0, 2.0, 2.0, 2.0]}, {8: [4.0, 4.0, 4.0, 4.0]})  # steps 6 x 4
+    step, spread, forward, backward = over_ranks([fast, slow], 8)
+    assert step == pytest.approx((3.5 + 6.0) / 2)  # rank medians 3.5 and 6
+    assert spread == pytest.approx((2.75 + 0.0) / 2)  # IQRs: 5.75 - 3.0 (numpy), and 0
+    assert (forward, backward) == (pytest.approx((1.5 + 2.0) / 2), pytest.approx(3.0))
+
+
+def test_an_unexpected_exception_is_said_in_one_line():
+    from scalesim.calibration.dist import first_line, raised
+
+    assert raised(RuntimeError("CUDA error: bad\nstack trace...")) == "RuntimeError: CUDA error: bad"
+    assert raised(KeyError()) == "KeyError: " and first_line(ValueError("  \n")) == ""

@@ -24,12 +24,6 @@ def test_one_rank_or_empty_message_costs_nothing():
     assert coll.allreduce_s(0.0, 8, 2, 1e-5, 100, 1e-5, 10) == 0.0
 
 
-def test_tree_by_hand():
-    # 16 ranks: depth floor(log2 16) = 4 -> 8 alpha; bandwidth term 2 S / B
-    t = coll.tree_allreduce_s(1e8, 16, 5e-6, 20.0)
-    assert t == pytest.approx(8 * 5e-6 + 2 * 1e8 / 20e9)
-
-
 def test_hierarchical_by_hand():
     # 2 nodes x 4 devices, intra 100 GB/s, inter 10 GB/s, no latency, S = 1 GB:
     # RS intra 3/4 S/100 + AR inter 2*(1/2) S/10 + AG intra 3/4 S/100

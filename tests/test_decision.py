@@ -196,3 +196,14 @@ def test_a_named_slow_device_is_offered_its_repair_at_the_models_gain():
     # without a slow device the option does not appear
     assert all(o.key != "fix_device" for o in decide(default_profile(), Scenario(devices=[8]),
                                                      8).options)
+
+
+def test_one_duration_text_for_the_card_and_the_app():
+    from scalesim.app.plan import duration
+
+    from scalesim.decision import duration_text
+
+    for seconds, text in ((1800, "30 min"), (7200, "2.0 h"), (47 * 3600, "47.0 h"),
+                          (48 * 3600, "2.0 days")):
+        assert duration_text(seconds) == duration(seconds) == text
+    assert (duration_text(None), duration(None)) == ("n/a", "-")

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 
 import diagnose_cases as cases
+from app_harness import TIMEOUT_S, open_app, run_clean
 from streamlit.testing.v1 import AppTest
 from test_traces import gpu_trace
-
-TIMEOUT_S = 120  # first run imports pandas, Altair, scipy and the model on a busy machine
 
 
 def _page():
@@ -18,10 +17,7 @@ def _page():
 
 
 def _app() -> AppTest:
-    at = AppTest.from_function(_page, default_timeout=TIMEOUT_S)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return run_clean(AppTest.from_function(_page, default_timeout=TIMEOUT_S))
 
 
 def _charts(at: AppTest) -> int:
@@ -118,16 +114,8 @@ def test_the_fitted_model_opens_in_the_planner_with_gains_and_their_band():
     assert link.startswith("http://host/planner?v=2&")
     query = {k: v[-1] for k, v in parse_qs(urlsplit(link).query).items()}
     assert query["src"] == "custom" and query["focus"] == "32"
-    from pathlib import Path
-
-    import scalesim.app
-
-    script = str(Path(scalesim.app.__file__).with_name("streamlit_app.py"))
-    planner = AppTest.from_file(script, default_timeout=TIMEOUT_S)
-    for k, v in query.items():
-        planner.query_params[k] = v
-    planner.run()
-    assert not planner.exception and not planner.warning
+    planner = open_app(query)  # the planner page at the link
+    assert not planner.warning
     assert planner.session_state["profile"].name.startswith("fitted to example")
     assert planner.session_state["app_state"].focus == 32
     text = gain_text(report, report.first_remedy.gain)

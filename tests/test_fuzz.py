@@ -53,14 +53,23 @@ def _settings(target: str):
                     suppress_health_check=list(HealthCheck), print_blob=False)
 
 
+def _cli_problems(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``argv`` made real in a fresh folder (``materialize``), and the promises it broke there."""
+    with tempfile.TemporaryDirectory(prefix="scalesim-fuzz-") as tmp:
+        line = materialize(argv, Path(tmp))
+        return line, check_cli(line)
+
+
+def _assert_none_broken(broken: list[str], tried: int) -> None:
+    assert not broken, f"{len(broken)} of {tried} broke a promise:\n" + "\n".join(broken)
+
+
 def _fuzz_command(target: str):
     @_settings(target)
     @given(argv=command_line(target))
     def run(argv):
-        with tempfile.TemporaryDirectory(prefix="scalesim-fuzz-") as tmp:
-            line = materialize(argv, Path(tmp))
-            problems = check_cli(line)
-            assert not problems, f"{describe(line)}: {'; '.join(problems)}"
+        line, problems = _cli_problems(argv)
+        assert not problems, f"{describe(line)}: {'; '.join(problems)}"
 
     return run
 
@@ -89,20 +98,17 @@ def test_every_numeric_flag_at_its_edge_values(command):
     assert lines
     broken = []
     for argv in lines:
-        with tempfile.TemporaryDirectory(prefix="scalesim-fuzz-") as tmp:
-            line = materialize(argv, Path(tmp))
-            broken += [f"{line[-1]}: {p}" for p in check_cli(line)]
-    assert not broken, f"{len(broken)} of {len(lines)} broke a promise:\n" + "\n".join(broken)
+        line, problems = _cli_problems(argv)
+        broken += [f"{line[-1]}: {p}" for p in problems]
+    _assert_none_broken(broken, len(lines))
 
 
 def test_every_output_path_and_input_file_at_its_edges():
     lines = edge_file_lines()
     broken = []
     for label, argv in lines:
-        with tempfile.TemporaryDirectory(prefix="scalesim-fuzz-") as tmp:
-            line = materialize(argv, Path(tmp))
-            broken += [f"{label}: {' '.join(p.splitlines()[:2])}" for p in check_cli(line)]
-    assert not broken, f"{len(broken)} of {len(lines)} broke a promise:\n" + "\n".join(broken)
+        broken += [f"{label}: {' '.join(p.splitlines()[:2])}" for p in _cli_problems(argv)[1]]
+    _assert_none_broken(broken, len(lines))
 
 
 def test_every_profile_number_of_a_link_at_its_edge_values():
@@ -110,7 +116,7 @@ def test_every_profile_number_of_a_link_at_its_edge_values():
     broken = []
     for label, params in links:
         broken += [f"{label}: {' '.join(p.splitlines()[:2])}" for p in check_link(params)]
-    assert not broken, f"{len(broken)} of {len(links)} broke a promise:\n" + "\n".join(broken)
+    _assert_none_broken(broken, len(links))
 
 
 def test_every_command_is_fuzzed():

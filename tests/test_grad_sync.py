@@ -144,6 +144,10 @@ def test_stragglers_pool_only_where_no_collective_runs():
 
 
 def test_deepspeed_refuses_once_per_step():
+    from scalesim.schemas import grad_sync_refused
+
+    assert [grad_sync_refused(f, g) for f in ("fsdp", "deepspeed")
+            for g in ("every-micro-step", "once-per-step")] == [False, False, False, True]
     with pytest.raises(ValueError, match="FSDP's no_sync"):
         Scenario(zero_framework="deepspeed", grad_sync="once-per-step")
     with pytest.raises(ValueError, match="grad_sync"):
@@ -157,6 +161,9 @@ def test_deepspeed_refuses_once_per_step():
     with pytest.raises(ScalesimError, match="FSDP's no_sync"):
         sweep(profile, Scenario(devices=[8], zero_framework="deepspeed"),
               {"grad_sync": ["every-micro-step", "once-per-step"]})
+    rows = sweep(profile, Scenario(devices=[8], strategy="zero2", accumulation=2),
+                 {"zero_framework": ["fsdp", "deepspeed"], "grad_sync": ["every-micro-step"]})
+    assert rows.size == 2  # DeepSpeed reducing every micro-step is a row like any other
 
 
 def test_cli_flag_header_and_sweep_axis(capsys):
@@ -193,17 +200,13 @@ ZERO3_LINK = {"v": "2", "strat": "zero3", "acc": "4", "dmax": "16"}
 
 
 def test_a_link_with_no_sync_round_trips_as_v5_and_predicts_it():
+    from app_harness import link_round_trip
     from scalesim.app.plan import build_scenario, make_plan
-    from scalesim.app.state import decode_query, encode_query, link_version
+    from scalesim.app.state import encode_query
 
-    state, profile, messages = decode_query(ZERO3_LINK)
-    assert messages == [] and state.gs == "every-micro-step"
+    (state, profile), (state2, profile2) = link_round_trip(ZERO3_LINK, "gs", "once-per-step", 5)
+    assert state.gs == "every-micro-step"
     assert encode_query(state, profile)["v"] == "2"  # the default: still a v2 link
-    once = state.model_copy(update={"gs": "once-per-step"})
-    params = encode_query(once, profile)
-    assert params["v"] == "5" and params["gs"] == "once-per-step" and link_version(once) == 5
-    state2, profile2, messages = decode_query(params)
-    assert messages == [] and state2 == once
     scenario, _ = build_scenario(state2, profile2)
     assert scenario.grad_sync == "once-per-step"
     rows, before = make_plan(profile2, state2).rows, make_plan(profile, state).rows
@@ -229,21 +232,13 @@ def test_old_links_reduce_every_micro_step():
 
 
 def test_the_app_control_sets_no_sync_and_the_link():
-    from app_harness import open_app
+    from app_harness import change_select, link_param
     from scalesim.app.plan import make_plan
     from scalesim.app.state import preset_profile
 
-    at = open_app(ZERO3_LINK)
-    control = at.sidebar.selectbox(key="k_gs")
-    assert control.value == "every-micro-step"
-    before = at.session_state["app_state"]
-    control.set_value("once-per-step")
-    at.run()
-    assert not at.exception
-    state = at.session_state["app_state"]
+    at, before, state = change_select(ZERO3_LINK, "k_gs", "every-micro-step", "once-per-step")
     assert state.gs == "once-per-step"
-    assert at.query_params["gs"] in ("once-per-step", ["once-per-step"])
-    assert at.query_params["v"] in ("5", ["5"])
+    assert (link_param(at, "gs"), link_param(at, "v")) == ("once-per-step", "5")
     profile = preset_profile(state)
     assert make_plan(profile, state).focus.samples_per_s > \
         make_plan(profile, before).focus.samples_per_s

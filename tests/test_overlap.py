@@ -6,7 +6,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scalesim.model.overlap import (
-    bucket_count,
     bucket_layout,
     bucket_times,
     prefetch_end,
@@ -37,7 +36,6 @@ def test_two_bucket_timeline_on_paper():
 
 def test_serial_is_sum_of_buckets():
     b = bucket_layout(100.0, 30.0, 10.0)  # 10 + 30 + 30 + 30
-    assert bucket_count(100.0, 30.0, 10.0) == 4
     assert serial_comm_s(b, bucket_times(b, _affine(1.0, 0.0))) == pytest.approx(4.0)
 
 

@@ -4,13 +4,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_collective_waits import GPT
+from test_collective_waits import HW as A100_SERVERS
 
 from scalesim.layout import GPIPE, INTERLEAVED, NO_PIPELINE, ONE_F_ONE_B, SCHEDULES, ZERO_BUBBLE
 from scalesim.model import transformer as tf
 from scalesim.model.layout_step import FRAMEWORK_BYTES, LayoutInputs, evaluate_layouts
-from scalesim.model.matmul import gemm_efficiency, gemm_s
+from scalesim.model.matmul import gemm_s
 from scalesim.model.pipeline_schedule import (
-    bubble_fraction,
+    bubble_microbatches,
     microbatches_in_flight,
     p2p_s,
 )
@@ -18,7 +20,11 @@ from scalesim.model.tensor_parallel import tp_comm_per_layer_s
 
 
 def test_bubble_fractions_narayanan():
-    # Narayanan 2021 §2.2: (p-1)/m for GPipe and 1F1B, (p-1)/(v m) interleaved
+    # Narayanan 2021 §2.2: bubble over ideal time (p-1)/m for GPipe and 1F1B, (p-1)/(v m)
+    # interleaved: the bubble's micro-batches (of the whole stage) over m
+    def bubble_fraction(schedule, pp, microbatches, virtual_stages=1):
+        return bubble_microbatches(schedule, pp, virtual_stages) / microbatches
+
     assert bubble_fraction(ONE_F_ONE_B, 8, 32) == pytest.approx(7 / 32)
     assert bubble_fraction(GPIPE, 4, 8) == pytest.approx(3 / 8)
     assert bubble_fraction(INTERLEAVED, 8, 32, 4) == pytest.approx(7 / 128)
@@ -79,15 +85,12 @@ def test_gemm_roofline_by_hand_and_smaller_shards_are_less_efficient():
     t = gemm_s(4096, 1024, 8192, 1e15, 2e12)
     assert t == pytest.approx(2 * 4096 * 1024 * 8192 / 1e15
                               + 2 * (4096 * 8192 + 8192 * 1024 + 4096 * 1024) / 2e12)
-    eff = gemm_efficiency(4096, np.array([12288, 1536, 96]), 12288, 312e12, 2.039e12)
+    n = np.array([12288, 1536, 96])  # the share of the peak a multiply of this shape reaches
+    eff = 2.0 * 4096 * n * 12288 / 312e12 / gemm_s(4096, n, 12288, 312e12, 2.039e12)
     assert eff[0] > eff[1] > eff[2] and eff[0] < 1
 
 
-GPT = dict(layers=24, hidden=2304, heads=24, kv_heads=24, ffn_hidden=9216, gated=False,
-           seq_len=2048, vocab=51200, tied_embeddings=True, flash_attention=False, params=1.652e9)
-HW = dict(devices_per_node=8, peak_flops_per_s=312e12, efficiency=0.7, memory_bandwidth_GBps=2039,
-          intra_latency_s=2e-6, intra_busbw_GBps=230, inter_latency_s=6e-6, inter_busbw_GBps=192,
-          device_memory_bytes=80 * 2**30, comm_contention=0.159, device_cv=0.0132)
+HW = {**A100_SERVERS, "device_cv": 0.0132}  # the GPT on A100 servers of test_collective_waits
 
 
 def _inputs(**layout):
@@ -287,7 +290,7 @@ def test_zero_bubble_h1_bubble_is_qi_table_2_with_the_layouts_own_pass_times():
 
 def test_zero_bubble_share_from_the_weight_gradient_share():
     # T_W / (T_F + T_B + T_W) = w: ZB-H1 idles (1 - 2w) of 1F1B's (p - 1) micro-batch times
-    assert bubble_fraction(ZERO_BUBBLE, 8, 32, 1, weight_grad_share=0.25) == pytest.approx(
+    assert bubble_microbatches(ZERO_BUBBLE, 8, 1, weight_grad_share=0.25) / 32 == pytest.approx(
         7 / 32 * 0.5)
 
 

@@ -12,9 +12,9 @@ import subprocess
 import sys
 
 import pytest
-from app_harness import open_app
+from app_harness import change_select, link_param, link_round_trip
 from scalesim.app.plan import build_scenario, make_plan
-from scalesim.app.state import AppState, decode_query, encode_query, link_version, preset_profile
+from scalesim.app.state import AppState, decode_query, encode_query, preset_profile
 
 from scalesim.bounds import LAYOUT_KNOB_BY_FIELD, markdown_table
 from scalesim.errors import ScalesimError
@@ -188,14 +188,9 @@ GPT_LINK = {"v": "3", "hw": "dgx-a100", "wl": "gpt-7.5b", "dmax": "64", "tp": "2
 
 
 def test_a_link_with_the_style_round_trips_as_v4_and_predicts_it():
-    state, profile, messages = decode_query(GPT_LINK)
-    assert messages == [] and state.rs == "whole-forward"
+    (state, profile), (state2, profile2) = link_round_trip(GPT_LINK, "rs", "early-stop", 4)
+    assert state.rs == "whole-forward"
     assert encode_query(state, profile)["v"] == "3"  # no style: still a v3 link
-    stop = state.model_copy(update={"rs": "early-stop"})
-    params = encode_query(stop, profile)
-    assert params["v"] == "4" and params["rs"] == "early-stop" and link_version(stop) == 4
-    state2, profile2, messages = decode_query(params)
-    assert messages == [] and state2 == stop and profile2 == profile
     scenario, _ = build_scenario(state2, profile2)
     assert scenario.layout.recompute_style == "early-stop"
     rows = make_plan(profile2, state2).rows
@@ -233,17 +228,9 @@ def test_the_style_on_a_parameter_count_or_without_full_recompute_is_noted_not_r
 
 
 def test_the_app_control_sets_the_style_and_the_link():
-    at = open_app(GPT_LINK)
-    control = at.sidebar.selectbox(key="k_rs")
-    assert control.value == "whole-forward"
-    before = at.session_state["app_state"]
-    control.set_value("early-stop")
-    at.run()
-    assert not at.exception
-    state = at.session_state["app_state"]
+    at, before, state = change_select(GPT_LINK, "k_rs", "whole-forward", "early-stop")
     assert state.rs == "early-stop"
-    assert at.query_params["rs"] in ("early-stop", ["early-stop"])
-    assert at.query_params["v"] in ("4", ["4"])
+    assert (link_param(at, "rs"), link_param(at, "v")) == ("early-stop", "4")
     profile = preset_profile(state)
     faster = make_plan(profile, state).focus
     assert faster.samples_per_s > make_plan(profile, before).focus.samples_per_s

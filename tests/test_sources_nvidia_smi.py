@@ -207,6 +207,8 @@ def test_diagnose_smi_alone_and_with_runs(tmp_path, capsys):
     assert main(["diagnose", "--smi", str(smi)]) == 0
     out = capsys.readouterr().out
     assert "device 5 runs at 1,110 MHz of 1,410 while the others hold 1,410" in out
+    assert main(["diagnose", "--smi", str(smi), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["slow"] == [5]  # strict JSON (jsonio)
     runs = tmp_path / "runs.csv"
     runs.write_text("devices,nodes,samples_per_s\n1,1,100\n2,1,190\n4,1,330\n8,1,560\n")
     assert main(["diagnose", str(runs), "--smi", str(smi), "--json"]) == 0

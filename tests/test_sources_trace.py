@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_traces import event
 from trace_job import launch
 
 from scalesim.cli.main import main
@@ -21,11 +22,6 @@ PARAMS = 2 * (DIM * DIM + DIM) + DIM + 1  # trace_job's MLP: Linear(d,d), Linear
 SLEEP_S = 0.05
 
 
-def _x(name, ts, dur, cat="cpu_op", tid=1, **args):
-    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur,
-            "args": args}
-
-
 def gpu_step_trace(rank=0, steps=2):
     """Per 10 ms step: forward kernels 2 ms (launched on thread 1), backward kernels 4 ms
     (launched by the autograd thread 2 inside evaluate_function ops), an NCCL all-reduce of
@@ -37,22 +33,22 @@ def gpu_step_trace(rank=0, steps=2):
     def launch(t, tid, kt, kd):
         nonlocal corr
         corr += 1
-        ev.append(_x("cudaLaunchKernel", t, 5, cat="cuda_runtime", tid=tid, correlation=corr))
-        ev.append(_x("void gemm_kernel", kt, kd, cat="kernel", tid=7, correlation=corr))
+        ev.append(event("cudaLaunchKernel", t, 5, cat="cuda_runtime", tid=tid, correlation=corr))
+        ev.append(event("void gemm_kernel", kt, kd, cat="kernel", tid=7, correlation=corr))
 
     for n in range(steps):
         t = n * 10_000.0
-        ev += [_x(f"ProfilerStep#{n + 1}", t, 10_000, cat="user_annotation"),
-               _x(f"ProfilerStep#{n + 1}", t, 10_000, cat="gpu_user_annotation", tid=7)]
+        ev += [event(f"ProfilerStep#{n + 1}", t, 10_000, cat="user_annotation"),
+               event(f"ProfilerStep#{n + 1}", t, 10_000, cat="gpu_user_annotation", tid=7)]
         launch(t + 10, 1, t + 100, 2000)  # forward
-        ev.append(_x("autograd::engine::evaluate_function: AddmmBackward0", t + 2100, 400,
+        ev.append(event("autograd::engine::evaluate_function: AddmmBackward0", t + 2100, 400,
                      tid=2))
         launch(t + 2200, 2, t + 2200, 4000)  # backward
-        ev.append(_x("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+        ev.append(event("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
                      t + 3000, 500, cat="kernel", tid=8, **{"In msg nelems": 1000,
                                                            "Out msg nelems": 1000,
                                                            "dtype": "Float"}))
-        ev.append(_x("Optimizer.step#AdamW.step", t + 6300, 300, cat="user_annotation"))
+        ev.append(event("Optimizer.step#AdamW.step", t + 6300, 300, cat="user_annotation"))
         launch(t + 6310, 1, t + 7000, 300)
         launch(t + 6320, 1, t + 7700, 300)
     return {"distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 1},

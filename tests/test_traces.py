@@ -12,9 +12,11 @@ from scalesim import traces
 from scalesim.errors import ScalesimError
 
 
-def _x(name, ts_us, dur_us, cat="cpu_op", tid=1, **args):
+def event(name, ts_us, dur_us, cat="cpu_op", tid=1, **args):
+    """A Chrome-trace complete event ("X") of process 1, as torch.profiler writes it."""
     return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts_us, "dur": dur_us,
             "args": args}
+
 
 
 def gpu_trace(rank=0, slow_us=0.0):
@@ -24,16 +26,16 @@ def gpu_trace(rank=0, slow_us=0.0):
     for n in (1, 2):
         t = (n - 1) * 1000.0
         events += [
-            _x(f"ProfilerStep#{n}", t, 1000.0, cat="user_annotation"),
-            _x(f"ProfilerStep#{n}", t, 1000.0, cat="gpu_user_annotation", tid=7),
-            _x("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", t, 50.0,
+            event(f"ProfilerStep#{n}", t, 1000.0, cat="user_annotation"),
+            event(f"ProfilerStep#{n}", t, 1000.0, cat="gpu_user_annotation", tid=7),
+            event("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", t, 50.0,
                cat="user_annotation"),
-            _x("aten::mm", t + 60, 30.0),
-            _x("sm80_xmma_gemm_f16f16", t + 100, 400.0 + slow_us, cat="kernel", tid=7),
-            _x("elementwise_kernel", t + 500 + slow_us, 200.0, cat="kernel", tid=7),
-            _x("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+            event("aten::mm", t + 60, 30.0),
+            event("sm80_xmma_gemm_f16f16", t + 100, 400.0 + slow_us, cat="kernel", tid=7),
+            event("elementwise_kernel", t + 500 + slow_us, 200.0, cat="kernel", tid=7),
+            event("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
                t + 600 + slow_us, 300.0 - slow_us, cat="kernel", tid=8),
-            _x("record_param_comms", t + 590, 5.0, **{"Collective name": "allreduce"}),
+            event("record_param_comms", t + 590, 5.0, **{"Collective name": "allreduce"}),
         ]
     return {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": rank,
                                                     "world_size": 2},
@@ -57,15 +59,15 @@ def test_a_gpu_step_spans_the_kernels_its_cpu_step_launched(tmp_path):
     before the optimizer's kernels on an H200); a kernel launched in the next step does not
     count."""
     events = [
-        _x("ProfilerStep#1", 0.0, 1000.0, cat="user_annotation"),
-        _x("ProfilerStep#1", 100.0, 700.0, cat="gpu_user_annotation", tid=7),  # ends at 800
-        _x("cudaLaunchKernel", 50.0, 5.0, cat="cuda_runtime", correlation=1),
-        _x("gemm", 100.0, 700.0, cat="kernel", tid=7, correlation=1),
-        _x("cudaLaunchKernel", 900.0, 5.0, cat="cuda_runtime", correlation=2),  # optimizer
-        _x("adamw", 820.0, 130.0, cat="kernel", tid=7, correlation=2),  # ends at 950
-        _x("ProfilerStep#2", 1000.0, 1000.0, cat="user_annotation"),
-        _x("cudaLaunchKernel", 1010.0, 5.0, cat="cuda_runtime", correlation=3),
-        _x("gemm", 1020.0, 500.0, cat="kernel", tid=7, correlation=3),
+        event("ProfilerStep#1", 0.0, 1000.0, cat="user_annotation"),
+        event("ProfilerStep#1", 100.0, 700.0, cat="gpu_user_annotation", tid=7),  # ends at 800
+        event("cudaLaunchKernel", 50.0, 5.0, cat="cuda_runtime", correlation=1),
+        event("gemm", 100.0, 700.0, cat="kernel", tid=7, correlation=1),
+        event("cudaLaunchKernel", 900.0, 5.0, cat="cuda_runtime", correlation=2),  # optimizer
+        event("adamw", 820.0, 130.0, cat="kernel", tid=7, correlation=2),  # ends at 950
+        event("ProfilerStep#2", 1000.0, 1000.0, cat="user_annotation"),
+        event("cudaLaunchKernel", 1010.0, 5.0, cat="cuda_runtime", correlation=3),
+        event("gemm", 1020.0, 500.0, cat="kernel", tid=7, correlation=3),
     ]
     s = traces.summarise(write(tmp_path, "r.json", {"traceEvents": events}))
     first, second = s.steps
@@ -117,11 +119,11 @@ def test_a_leading_byte_order_mark_is_ignored(tmp_path):
 def test_cpu_gloo_trace_uses_cpu_ops(tmp_path):
     """A gloo job has no kernels: gloo annotations are communication, cpu ops compute."""
     data = {"distributedInfo": {"rank": 1, "world_size": 2}, "traceEvents": [
-        _x("ProfilerStep#5", 0.0, 1000.0, cat="user_annotation"),
-        _x("aten::addmm", 0.0, 400.0),
-        _x("aten::mm", 100.0, 100.0),  # nested: counted once
-        _x("gloo:all_reduce", 300.0, 500.0, cat="user_annotation", tid=2),
-        _x("c10d::allreduce_", 250.0, 10.0),
+        event("ProfilerStep#5", 0.0, 1000.0, cat="user_annotation"),
+        event("aten::addmm", 0.0, 400.0),
+        event("aten::mm", 100.0, 100.0),  # nested: counted once
+        event("gloo:all_reduce", 300.0, 500.0, cat="user_annotation", tid=2),
+        event("c10d::allreduce_", 250.0, 10.0),
     ]}
     s = traces.summarise(write(tmp_path, "cpu.json", data))
     st = s.steps[0]

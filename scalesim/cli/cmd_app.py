@@ -119,11 +119,11 @@ def _open_when_healthy(url: str, child, timeout_s: float = HEALTH_TIMEOUT_S) -> 
             time.sleep(0.3)
 
 
-def streamlit_command(script: str, port: int, address: str, headless: bool = True) -> list[str]:
+def streamlit_command(script: str, port: int, address: str) -> list[str]:
     """``python -m streamlit run SCRIPT`` with the server options (Streamlit's supported CLI).
 
-    Always headless: Streamlit's own browser start asks for an e-mail address on first run.
-    ``headless`` is kept for callers; the browser is opened by ``run``.
+    Always headless: Streamlit's own browser start asks for an e-mail address on first run;
+    ``run`` opens the browser itself unless ``--headless``.
     """
     import sys
 
@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     host = "localhost" if args.address in ("localhost", "127.0.0.1", "0.0.0.0") else args.address
     url = f"http://{host}:{port}/"
     print(f"scalesim app: open {url} (Ctrl-C stops it)", flush=True)
-    command = streamlit_command(str(script), port, args.address, True)
+    command = streamlit_command(str(script), port, args.address)
     child = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL)
     if not args.headless and can_open_browser():
         threading.Thread(target=_open_when_healthy, args=(url, child), daemon=True).start()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from scalesim.cli.options import (
     add_profile_arguments,
@@ -13,6 +12,7 @@ from scalesim.cli.options import (
     scenario_from_args,
 )
 from scalesim.errors import ScalesimError
+from scalesim.jsonio import to_json_text
 
 NAME = "decide"
 HELP = "what to do at a device count: options with cost, throughput, time and money, and a pick"
@@ -29,15 +29,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="device count to decide at (default: the knee of --devices, else the "
                    "largest), as the planner's 'device count for remedies'")
     p.add_argument("--json", action="store_true", help="print the card as JSON")
-
-
-def finite_json(data) -> str:
-    """JSON text that never holds NaN or Infinity (one clear error instead)."""
-    try:
-        return json.dumps(data, indent=2, allow_nan=False)
-    except ValueError:
-        raise ScalesimError("the answer holds a number that is not finite (check the inputs' "
-                            "sizes); nothing printed") from None
 
 
 def render_card(card) -> str:
@@ -78,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
                             f"({', '.join(str(r.devices) for r in rows)})")
     card = decide(profile, scenario, focus_devices(rows, args.focus))
     if args.json:
-        print(finite_json(card.to_dict()))
+        print(to_json_text(card.to_dict(), what="the decision card"))
     else:
         print(render_card(card))
     return 0

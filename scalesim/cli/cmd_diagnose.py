@@ -53,9 +53,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
     from scalesim.errors import ScalesimError
+    from scalesim.jsonio import to_json_text
 
     smi = None
     if args.smi is not None:
@@ -63,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
 
         smi = parse_smi_csv(args.smi)
         if args.runs is None and args.trace is None:
-            print(json.dumps(smi.to_dict(), indent=2) if args.json else render_smi(smi))
+            print(to_json_text(smi.to_dict(), what="the GPU log") if args.json
+                  else render_smi(smi))
             return 0
     if args.trace is not None and args.workload is not None:
         raise ScalesimError("--workload applies to a runs file, not to --trace")

@@ -12,6 +12,7 @@ from scalesim.cli.options import (
     profile_from_args,
     scenario_from_args,
 )
+from scalesim.jsonio import to_json_text
 
 NAME = "goal"
 HELP = "cheapest plan that trains N samples within a deadline and a budget (and the time/money front)"
@@ -81,14 +82,13 @@ def render(answer) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from scalesim.cli.cmd_decide import finite_json
     from scalesim.goal import seek
 
     profile = profile_from_args(args)
     scenario = scenario_from_args(args)
     answer = seek(profile, scenario, args.deadline, args.budget, args.max_devices)
     if args.json:
-        print(finite_json(answer.to_dict()))
+        print(to_json_text(answer.to_dict(), what="the goal's answer"))
     else:
         print(render(answer))
     return 0

@@ -64,21 +64,6 @@ def ring_reduce_scatter_s(size_bytes, ranks, latency_s, busbw_GBps):
     return affine_s(ring_reduce_scatter_coeffs(ranks, latency_s, busbw_GBps), size_bytes)
 
 
-ring_all_gather_s = ring_reduce_scatter_s
-
-
-def tree_allreduce_s(size_bytes, ranks, latency_s, busbw_GBps):
-    """Pipelined (double binary) tree all-reduce on one level: 2*floor(log2 n)*a + 2*S/B.
-
-    Reduce up the tree then broadcast down, each pipelined so the buffer crosses each link
-    once per phase; lower latency than a ring, slightly more bandwidth time (2 vs 2(n-1)/n).
-    """
-    n = np.asarray(ranks, dtype=float)
-    depth = np.floor(np.log2(np.maximum(n, 1.0)))
-    coeffs = (2.0 * depth * latency_s, np.where(n > 1, 2.0, 0.0) / _bytes_per_s(busbw_GBps))
-    return affine_s(coeffs, size_bytes)
-
-
 def _slowest_level(devices_per_node, nodes, intra_latency_s, intra_busbw_GBps, inter_latency_s,
                    inter_busbw_GBps):
     """Latency and bandwidth of the slowest hop a flat ring over all ranks crosses (the intra
@@ -239,17 +224,6 @@ def reduce_scatter_coeffs(devices_per_node, nodes, intra_latency_s, intra_busbw_
     """
     return ring_coeffs(1.0, devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
                        inter_latency_s, inter_busbw_GBps)
-
-
-def reduce_scatter_s(size_bytes, devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
-                     inter_latency_s, inter_busbw_GBps):
-    """Reduce-scatter (equally: all-gather) of a ``size_bytes`` buffer over all ranks, ring."""
-    coeffs = reduce_scatter_coeffs(devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
-                                   inter_latency_s, inter_busbw_GBps)
-    return affine_s(coeffs, size_bytes)
-
-
-all_gather_s = reduce_scatter_s
 
 
 def step_and_volume(op: str, ranks):

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalesim.layout import GPIPE, group_span, strides
+from scalesim.layout import GPIPE, group_span, layers_per_stage, strides
 from scalesim.model import collectives as coll
 from scalesim.model import transformer as tf
 from scalesim.model.compute import optimizer_roofline_s
@@ -335,8 +335,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     fwd, bwd, rec, matmul, attention, weight_grad = _layer_times(
         x, tokens, flops_per_s, mem_per_s, _f(core_peak) * _f(x.efficiency))
     layer_s = fwd + bwd + rec
-    chunk_layers = np.ceil(L / (_f(pp) * v))
-    stage_layers = chunk_layers * v
+    stage_layers = layers_per_stage(L, pp, v)
     logits, logits_weight_grad = _logits_s(x, tokens, flops_per_s, mem_per_s)
     nvls_GBps = _f(x.nvls_busbw_ratio) * _f(x.intra_busbw_GBps)  # NaN: no NVLink SHARP
     tp_layer = tp_comm_per_layer_s(b, x.seq_len, x.hidden, tp, cp, x.recompute,

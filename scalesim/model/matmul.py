@@ -27,13 +27,6 @@ def gemm_s(m, n, k, flops_per_s, memory_bytes_per_s, bytes_per_element=2.0):
     return flops / flops_per_s + traffic / memory_bytes_per_s
 
 
-def gemm_efficiency(m, n, k, flops_per_s, memory_bytes_per_s, bytes_per_element=2.0):
-    """Share of ``flops_per_s`` that a multiply of this shape reaches (0..1]."""
-    flops = 2.0 * np.asarray(m, dtype=float) * n * k
-    return flops / flops_per_s / gemm_s(m, n, k, flops_per_s, memory_bytes_per_s,
-                                        bytes_per_element)
-
-
 def memory_bound_s(bytes_moved, memory_bytes_per_s):
     """Seconds of elementwise work (norms, activations, softmax, dropout) moving these bytes."""
     return np.asarray(bytes_moved, dtype=float) / memory_bytes_per_s

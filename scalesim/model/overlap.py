@@ -16,7 +16,6 @@ loop it is tested against.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -147,11 +146,3 @@ def prefetch_end_scalar(duration_s, total_bytes, bucket_bytes, first_bucket_byte
         gathered += float(comm_s(size))
         finished = max(finished, gathered) + duration_s * size / total_bytes
     return finished if total_bytes > 0 else duration_s
-
-
-def bucket_count(total_bytes: float, bucket_bytes: float, first_bucket_bytes: float) -> int:
-    """How many buckets a gradient of ``total_bytes`` makes (for reports)."""
-    if total_bytes <= 0:
-        return 0
-    rest = max(total_bytes - first_bucket_bytes, 0.0)
-    return 1 + math.ceil(rest / bucket_bytes - 1e-12)

@@ -41,14 +41,6 @@ def bubble_microbatches(schedule, pp, virtual_stages, weight_grad_share=ZB_WEIGH
                      [0.0, fill / v, zb], fill)
 
 
-def bubble_fraction(schedule, pp, microbatches, virtual_stages=1,
-                    weight_grad_share=ZB_WEIGHT_GRAD_SHARE):
-    """Bubble time over ideal time: (p-1)/m (GPipe, 1F1B), (p-1)/(v m) interleaved, (1 - 2w)
-    (p-1)/m ZB-H1."""
-    return bubble_microbatches(schedule, pp, virtual_stages, weight_grad_share) / np.asarray(
-        microbatches, float)
-
-
 def microbatches_in_flight(schedule, pp, microbatches, virtual_stages=1, stage=0):
     """Micro-batches of activations (of one stage's layers) pipeline rank ``stage`` holds at
     once (0: the first stage, the fullest). Megatron's schedules (``get_pp_rank_microbatches``):

@@ -6,6 +6,8 @@
   -> per-device clocks, temperature, power and throttle reasons (``scalesim diagnose --smi``);
 - ``trace_compute``: torch.profiler (Kineto) traces of the user's job -> compute curve points,
   backward share, communication kernels and sizes, data-loader waits, per-rank spread;
-- ``profile_update``: write or update a profile atomically, other parts untouched;
+- ``nvml_sampler``: the same device-health fields sampled through NVML during calibration;
+- ``calibrate_from``: ``scalesim calibrate --from-*``: write or update a profile atomically from
+  those sources, other parts untouched;
 - ``provenance``: where each number of a profile came from (CLI and app).
 """

@@ -84,6 +84,15 @@ class NcclTestsRun:
         return "inter_node" if self.nodes > 1 else "intra_node"
 
 
+def point_from_time(op: str, size_bytes: float, ranks: int, time_s: float) -> CollectivePoint:
+    """A timed collective as nccl-tests reports it: algbw ``S/t`` and busbw (PERFORMANCE.md);
+    for these tables and for the calibration's own timings."""
+    return CollectivePoint(op=op, size_bytes=size_bytes, ranks=ranks, time_s=time_s,
+                           algbw_GBps=float(coll.algbw_GBps(size_bytes, time_s)),
+                           busbw_GBps=float(coll.busbw_from_time_GBps(op, size_bytes, ranks,
+                                                                       time_s)))
+
+
 def _clean(line: str) -> str:
     return _PREFIX.sub(" ", line).strip()
 
@@ -266,11 +275,7 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
         size, t_us = float(tokens[0]), float(tokens[t_i])
         if size <= 0 or t_us <= 0:
             continue
-        t = t_us * US
-        points.append(CollectivePoint(
-            op=op, size_bytes=size, ranks=n, time_s=t,
-            algbw_GBps=float(coll.algbw_GBps(size, t)),
-            busbw_GBps=float(coll.busbw_from_time_GBps(op, size, n, t))))
+        points.append(point_from_time(op, size, n, t_us * US))
     if len({p.size_bytes for p in points}) < 2:
         raise ScalesimError(f"{source}: only {len(points)} message size with data; a fit needs a "
                             "sweep (e.g. all_reduce_perf -b 8 -e 8G -f 2)")

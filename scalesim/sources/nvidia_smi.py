@@ -222,8 +222,6 @@ THROTTLE_BITS = {
     0x40: "hardware thermal slowdown", 0x80: "hardware power brake",
     0x100: "display clock setting",
 }
-THERMAL_BITS = 0x20 | 0x40
-POWER_BITS = 0x4 | 0x80
 # A device is slow when its busy SM clock is an outlier below its peers' (slow_clock_limit_MHz).
 # NVML's utilization.gpu is the share of the sample period in which a kernel ran; a sample with a
 # kernel running for at least half of it reads the clock under load (an idle GPU drops its clocks,
