@@ -228,6 +228,11 @@ def test_an_uploaded_calibrated_profile_shows_the_layout_controls():
     at = upload_profile(open_app(), _h200())
     assert any("The model this profile timed: 8 layers, hidden 1024" in c.value
                for c in at.caption), [c.value for c in at.caption]
+    at.session_state["k_tab"] = "Layouts"  # its layouts ranked, the data-parallel one at +0 %
+    at.run()
+    assert not at.exception
+    best = next(m.value for m in at.markdown if "Best of every dp x tp x pp" in m.value)
+    assert "(+0% against the layout now" in best, best
     at.sidebar.number_input(key="k_tp").set_value(2)
     at.run()
     assert not at.exception
