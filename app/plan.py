@@ -17,7 +17,12 @@ from scalesim.decision import DecisionCard, decide, duration_text
 from scalesim.errors import ScalesimError
 from scalesim.knee import Knee, focus_devices, knee_of_predictions, least_drop_of, no_knee_words
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
-from scalesim.layout_predict import recompute_style_note
+from scalesim.layout_predict import (
+    recompute_style_note,
+    split_profile,
+    splittable_shape,
+    with_measured_shape,
+)
 from scalesim.model.quality import steps_to_quality
 from scalesim.predict import Prediction, predict, slow_device_note
 from scalesim.remedies import DATA_STALL_SHARE, RemedyResult, data_stall_share, rank_remedies
@@ -170,9 +175,14 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     fields.update(_links(state))
     split = layout_of_state(state)
     model = 1
-    if split is not None and profile.workload.transformer is None:
+    if split is not None and splittable_shape(profile) is None:
         if split == ScenarioLayout(recompute_style=split.recompute_style):  # the style alone
             notes.append(recompute_style_note(profile, Scenario(layout=split)))
+        elif profile.compute.measured:
+            notes.append(f"layout tp {state.tp} x pp {state.pp} left out: profile "
+                         f"'{profile.name}' does not record the transformer it timed (workload "
+                         f"'{profile.workload.name}' is a parameter count); recalibrate it "
+                         "(scalesim calibrate --model gpt) to split its model")
         else:
             notes.append(f"layout tp {state.tp} x pp {state.pp} left out: workload "
                          f"'{profile.workload.name}' is a parameter count only (pick a "
@@ -291,8 +301,11 @@ def _split_counts(scenario: Scenario) -> Scenario:
 
 
 def make_plan(profile: Profile, state: AppState) -> Plan:
-    """Everything the planner page shows for ``state`` on ``profile``."""
+    """Everything the planner page shows for ``state`` on ``profile`` (a calibrated profile's
+    model split, where the layout controls ask it, as the transformer it timed:
+    ``layout_predict.split_profile``)."""
     scenario, notes = build_scenario(state, profile)
+    profile = split_profile(profile, scenario)
     rows = predict(profile, scenario)
     knee = _knee(rows)
     focus = _focus(state, rows)
@@ -346,11 +359,24 @@ LAYOUT_TOP = 12  # layouts in the Layouts tab's ranked table and chart
 
 def layout_ranking(profile: Profile, scenario: Scenario, focus: Prediction, top: int = LAYOUT_TOP):
     """The planner's best layouts that fit at the focus device count and global batch
-    (``layout_predict.plan_at``), best first; ScalesimError when there is none (or the workload
+    (``layout_predict.plan_at``; a calibrated profile's model as the transformer it timed,
+    ``with_measured_shape``), best first; ScalesimError when there is none (or the workload
     has no transformer shape)."""
     from scalesim.layout_predict import plan_at
 
-    return plan_at(profile, scenario, focus.devices, focus.global_batch, top=top)
+    return plan_at(with_measured_shape(profile), scenario, focus.devices, focus.global_batch,
+                   top=top)
+
+
+def layout_reference(plan: Plan) -> Prediction:
+    """The focus run as the Layouts tab compares layouts with it: the plan's focus, or where the
+    plan is a calibrated profile's data-parallel prediction (its measured optimizer step), the
+    same run through the layout model (``with_measured_shape``: the memory-bound optimizer step
+    every ranked layout takes), so that the same layout compares at +0 %."""
+    shaped = with_measured_shape(plan.profile)
+    if shaped is plan.profile:
+        return plan.focus
+    return predict(shaped, plan.scenario.model_copy(update={"devices": [plan.focus.devices]}))[0]
 
 
 def story(plan: Plan) -> str:

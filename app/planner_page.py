@@ -26,6 +26,7 @@ from scalesim.goal import seek
 from scalesim.jsonio import read_json
 from scalesim.layout import RECOMPUTE_STYLE_HELP, RECOMPUTE_STYLE_LABELS
 from scalesim.layout_predict import row_title as layout_title
+from scalesim.layout_predict import splittable_shape
 from scalesim.model.sharding import GRAD_SYNC_HELP, GRAD_SYNC_LABELS
 from scalesim.predict import Prediction
 from scalesim.schemas import Profile, Scenario
@@ -41,6 +42,7 @@ from .plan import (
     finish,
     headline,
     layout_ranking,
+    layout_reference,
     make_plan,
     story,
 )
@@ -272,7 +274,7 @@ def _batch_section(c: _Controls) -> None:
     mode = c(st.sidebar.radio, "mode", "Batch", options=list(MODE_LABELS),
              format_func=MODE_LABELS.get, label_visibility="collapsed")
     if mode == "weak":
-        split = ss["profile"].workload.transformer is not None
+        split = splittable_shape(ss["profile"]) is not None
         c(st.sidebar.number_input, "mb", "Micro-batch (sequences per model replica)" if split
           else "Per-device micro-batch", step=1)
     else:
@@ -324,15 +326,22 @@ RECOMPUTE_LABELS = {"auto": "the workload's", "none": "none", "selective": "sele
 def _layout_section(c: _Controls) -> None:
     """The model split (tensor, pipeline, schedule, recompute, sequence parallel), folded away;
     ZeRO is the strategy control and the micro-batch the batch control."""
-    shape = ss["profile"].workload.transformer
+    profile = ss["profile"]
+    shape = splittable_shape(profile)
     box = st.sidebar.expander("Layout: split the model (tensor / pipeline)")
     if shape is None:
-        box.caption("This workload is a parameter count only: pick a transformer workload "
-                    "(e.g. llama3-8b, gpt-7.5b) to split the model across devices.")
+        box.caption("This profile does not record the transformer it timed: recalibrate it "
+                     "(scalesim calibrate --model gpt) to split its model across devices."
+                     if profile.compute.measured else
+                     "This workload is a parameter count only: pick a transformer workload "
+                     "(e.g. llama3-8b, gpt-7.5b) to split the model across devices.")
         return
-    box.caption(f"{shape.layers} layers, hidden {shape.hidden}, {shape.heads} heads, sequence "
-                f"{shape.seq_len}. devices = dp x tp x pp; ZeRO over dp is the strategy above; "
-                "the micro-batch is per model replica. The Layouts tab ranks every layout.")
+    timed = ("The model this profile timed: " if profile.workload.transformer is None else "")
+    box.caption(f"{timed}{shape.layers} layers, hidden {shape.hidden}, {shape.heads} heads, "
+                f"sequence {shape.seq_len}. devices = dp x tp x pp; ZeRO over dp is the strategy "
+                "above; the micro-batch is per model replica. The Layouts tab ranks every layout."
+                + (" A split computes on the measured curve with the memory-bound optimizer "
+                   "step (docs/model.md §22)." if timed else ""))
     c(box.number_input, "tp", "Tensor parallel (tp, inside one server)", step=1)
     c(box.number_input, "pp", "Pipeline stages (pp)", step=1)
     c(box.selectbox, "sched", "Pipeline schedule", options=list(SCHEDULE_LABELS),
@@ -676,11 +685,15 @@ def _cached_layouts(profile_json: str, scenario_json: str, focus_json: str):
 def _tab_layouts(plan: Plan) -> None:
     """The planner's ranked layouts at the focus device count and global batch."""
     f = plan.focus
-    if plan.profile.workload.transformer is None:
-        st.info("This workload is a parameter count only, so there is no layout to search: pick "
+    if splittable_shape(plan.profile) is None:
+        st.info("This profile does not record the transformer it timed, so there is no layout "
+                "to search: recalibrate it (scalesim calibrate --model gpt)."
+                if plan.profile.compute.measured else
+                "This workload is a parameter count only, so there is no layout to search: pick "
                 "a transformer workload (e.g. llama3-8b or gpt-7.5b) in the sidebar.")
         return
     try:
+        f = layout_reference(plan)
         rows = _cached_layouts(plan.profile.model_dump_json(), plan.scenario.model_dump_json(),
                                f.model_dump_json())
     except ScalesimError as exc:

@@ -3,7 +3,9 @@
 A scenario predicts through ``scalesim.model.layout_step.evaluate_layouts`` when its workload
 carries a ``transformer`` shape; a workload that is a parameter count only keeps the
 data-parallel step model (``scalesim.model.step``). Asking a parameter-count workload for tp or
-pp > 1 is an error (there is nothing to split). ``uses_layouts`` is that rule, in one place.
+pp > 1 is an error (there is nothing to split). ``uses_layouts`` is that rule, in one place. A
+measured profile whose workload is a parameter count but whose curve timed a known transformer
+(``profiles.measured_shape``) is split as that transformer (``split_profile``).
 
 The scenario gives the layout: dp = devices / (tp x pp) (``Scenario.layout``), the ZeRO stage from
 ``strategy``, sequences per micro-batch per replica from ``micro_batch`` (weak scaling) or
@@ -55,22 +57,102 @@ def layout_of(scenario: Scenario) -> ScenarioLayout:
     return scenario.layout if scenario.layout is not None else ScenarioLayout()
 
 
-def uses_layouts(profile: Profile, scenario: Scenario) -> bool:
-    """True when predictions go through ``evaluate_layouts`` (the workload has a transformer
-    shape); ScalesimError when a split is asked of a workload without one."""
+def asked_split(scenario: Scenario) -> list[str]:
+    """What the scenario's layout asks beyond data parallelism, in the user's words ('tp 2 x pp
+    1', 'sequence parallel', 'recompute full', 'schedule gpipe'; not 'tp 1 x pp 1' for a
+    recompute); empty: data parallel (the recompute style alone changes nothing to split)."""
     split = layout_of(scenario)
-    if profile.workload.transformer is not None:
-        return True
     asked = [f"tp {split.tp} x pp {split.pp}"] if split.splits_model else []
     asked += ["sequence parallel"] if split.sequence_parallel else []
     asked += [f"recompute {split.recompute}"] if split.recompute not in (None, "none") else []
     asked += [f"schedule {split.schedule}"] if split.schedule not in (None, "none") else []
-    if asked:  # what was asked, in the user's words (not 'tp 1 x pp 1' for a recompute)
-        raise ScalesimError(
-            f"layout {', '.join(asked)}: workload '{profile.workload.name}' is a parameter "
-            "count only and cannot be split; give a workload with a 'transformer' shape "
-            "(e.g. --workload llama3-8b) or drop the layout")
+    return asked
+
+
+def uses_layouts(profile: Profile, scenario: Scenario) -> bool:
+    """True when predictions go through ``evaluate_layouts`` (the workload has a transformer
+    shape); ScalesimError when a split is asked of a workload without one (for a measured
+    profile that records no shape: recalibrate, or give a workload with the shape)."""
+    if profile.workload.transformer is not None:
+        return True
+    if asked := asked_split(scenario):
+        raise ScalesimError(f"layout {', '.join(asked)}: {no_shape_words(profile)}")
     return False
+
+
+def no_shape_words(profile: Profile) -> str:
+    """Why ``profile``'s model cannot be split, and what to do, in one clause."""
+    wl = profile.workload
+    if profile.compute.measured:
+        return (f"profile '{profile.name}' does not record the transformer its compute curve "
+                f"timed (workload '{wl.name}' is a parameter count: a profile written before "
+                "calibrate recorded the shape, or a model that declares none); recalibrate "
+                "(scalesim calibrate --model gpt, or a --model factory whose make_batch declares "
+                "'transformer') or give --workload with its 'transformer' shape")
+    return (f"workload '{wl.name}' is a parameter count only and cannot be split; give a "
+            "workload with a 'transformer' shape (e.g. --workload llama3-8b) or drop the layout")
+
+
+def splittable_shape(profile: Profile):
+    """The transformer a split of ``profile``'s model splits (``schemas.TransformerShape``): its
+    workload's shape, else the one its measured compute curve timed (``with_measured_shape``);
+    None: a parameter count only."""
+    if profile.workload.transformer is not None:
+        return profile.workload.transformer
+    return _timed_shape(profile)
+
+
+def _timed_shape(profile: Profile):
+    """``profiles.measured_shape`` where it counts the workload's parameters (the workload is
+    the timed model, not a parameter count put in its place by ``--workload``); else None."""
+    from scalesim.profiles import measured_shape
+    from scalesim.schemas import PARAMS_TOLERANCE
+
+    shape = measured_shape(profile)
+    if shape is None or abs(profile.workload.params / shape.param_count() - 1) > PARAMS_TOLERANCE:
+        return None
+    return shape
+
+
+def with_measured_shape(profile: Profile) -> Profile:
+    """``profile`` predicting its own measured model as the transformer it is: the workload gets
+    the shape its compute curve timed (``profiles.measured_shape``: calibrate's record, or the
+    built-in gpt read back from an older profile's name), so that predictions go through
+    ``evaluate_layouts`` with every micro-batch's efficiency pinned to the measured curve (at
+    tp = pp = 1 its compute is that curve's). The optimizer step is then the layout model's
+    memory-bound estimate, not the measured one (the data-parallel path's); the note says both.
+    Unchanged where the workload has a shape already or none is known."""
+    from scalesim.profiles import device_bandwidth_GBps
+
+    if profile.workload.transformer is not None or (shape := _timed_shape(profile)) is None:
+        return profile
+    wl = profile.workload.model_copy(update={"transformer": shape})
+    where = ("recorded by calibrate" if profile.compute.model_shape is not None
+             else "read back from its name")
+    note = (f"model split: the transformer this profile timed ({where}: "
+            f"{shape.layers} layers, hidden {shape.hidden}, {shape.heads} heads, sequence "
+            f"{shape.seq_len}, vocabulary {shape.vocab}) with every layout's compute pinned to "
+            "its measured curve (docs/model.md §22)")
+    bandwidth = device_bandwidth_GBps(profile)
+    if bandwidth is not None:
+        estimate = optimizer_roofline_s(wl.params, wl.param_bytes_per_param,
+                                        wl.grad_bytes_per_param, wl.optimizer_bytes_per_param,
+                                        bandwidth)
+        note += (f"; optimizer step {float(estimate) * 1e3:.3g} ms, the memory-bound estimate at "
+                 f"{bandwidth:.4g} GB/s (measured {profile.compute.optimizer_step_s * 1e3:.3g} "
+                 "ms, used without a split)")
+    return profile.model_copy(update={"workload": wl, "notes": [*profile.notes, note]})
+
+
+def split_profile(profile: Profile, scenario: Scenario, axes=()) -> Profile:
+    """The profile a scenario predicts from: ``with_measured_shape`` where the scenario's layout
+    (``asked_split``) or a sweep axis in ``axes`` (tp, pp) splits the model of a workload that is
+    a parameter count; else ``profile`` as it is (data parallel keeps the measured curve and
+    optimizer step)."""
+    if profile.workload.transformer is None and (
+            asked_split(scenario) or any(a in ("tp", "pp") for a in axes)):
+        return with_measured_shape(profile)
+    return profile
 
 
 @dataclass(frozen=True)

@@ -270,12 +270,14 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
 
     A workload with a transformer shape predicts through ``evaluate_layouts`` with the
     scenario's layout (``scalesim.layout_predict``); a parameter count, through the
-    data-parallel step model."""
-    from scalesim.layout_predict import uses_layouts
+    data-parallel step model. A measured profile of a parameter count is split, where the
+    scenario asks it, as the transformer its curve timed (``layout_predict.split_profile``)."""
+    from scalesim.layout_predict import split_profile, uses_layouts
 
     scenario = Scenario() if scenario is None else scenario
     profile = require_model(profile, Profile, "profile")
     scenario = require_model(scenario, Scenario, "scenario")
+    profile = split_profile(profile, scenario)
     split = None
     if uses_layouts(profile, scenario):
         split = _split_rows(profile, scenario)

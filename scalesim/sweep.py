@@ -132,13 +132,12 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
     syncs = axes.get("grad_sync", [base.grad_sync])
     if any(grad_sync_refused(f, g) for f in frameworks for g in syncs):
         raise ScalesimError(f"axes zero_framework, grad_sync: {GRAD_SYNC_DEEPSPEED_ERROR}")
-    from scalesim.layout_predict import uses_layouts
+    from scalesim.layout_predict import no_shape_words, split_profile, uses_layouts
 
+    profile = split_profile(profile, base, axes)  # a measured model split as the shape it timed
     split = uses_layouts(profile, base)
     if not split and any(n in axes for n in LAYOUT_AXES):
-        raise ScalesimError(f"sweep axes tp / pp split the model: workload "
-                            f"'{profile.workload.name}' is a parameter count only; give a "
-                            "workload with a 'transformer' shape")
+        raise ScalesimError(f"sweep axes tp / pp split the model: {no_shape_words(profile)}")
     arrays = {name: _axis_array(name, values) for name, values in {"devices": base.devices,
                                                                    **axes}.items()}
     g_max = base.devices_per_node or profile.hardware.devices_per_node

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from app_harness import link_param, open_app
 from scalesim.app.plan import build_scenario, layout_ranking, make_plan
@@ -140,3 +142,99 @@ def test_scenario_b_split_the_model_shows_beside_small_data_parallel_counts():
     at = open_app({"v": "5", "hw": "dgx-h100", "wl": "llama3-70b", "b": "split_model",
                    "tab": "ab"})
     assert not any("does not apply here" in i.value for i in at.info)
+
+
+# ------------------------------------------- a calibrated profile's own model, split in the app
+
+H200 = (Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "h200-2026-11-30"
+        / "gpu-check" / "gpu-profile.json")
+
+
+def _h200(per_server: int = 8):
+    """The recorded H200 profile (its gpt known from its name), as a server of ``per_server``
+    such devices so that tp can split inside one."""
+    from scalesim.profiles import load_profile
+
+    base = load_profile(H200)
+    return base.model_copy(update={"hardware": base.hardware.model_copy(
+        update={"devices_per_node": per_server})})
+
+
+def _state_of(profile, **changes) -> AppState:
+    state = default_state().model_copy(update={"src": "custom"})
+    return with_profile_defaults(state, profile).model_copy(update=changes)
+
+
+def test_a_calibrated_profile_splits_the_model_it_timed():
+    """tp 2 on an uploaded profile whose workload is a parameter count but whose curve timed a
+    known gpt: the split is kept (no 'left out' note) and predicted as that transformer, the
+    same rows as ``predict`` gives the shaped profile; without a split the plan is the
+    data-parallel one on the measured curve, as before."""
+    from scalesim.layout_predict import with_measured_shape
+
+    profile = _h200()
+    state = _state_of(profile, tp=2, dmax=8, mb=4)
+    scenario, notes = build_scenario(state, profile)
+    assert scenario.layout is not None and scenario.layout.tp == 2
+    assert not any("parameter count" in n or "recalibrate" in n for n in notes), notes
+    plan = make_plan(profile, state)
+    assert plan.profile.workload.transformer is not None
+    assert "model split: the transformer this profile timed" in plan.profile.notes[-1]
+    expected = predict(with_measured_shape(profile), scenario)
+    assert [(r.tp, r.step_time_s) for r in plan.rows] == [(2, e.step_time_s) for e in expected]
+    plain = make_plan(profile, _state_of(profile, dmax=8, mb=4))
+    assert plain.profile == profile and plain.rows[0].dp is None
+    assert [r.step_time_s for r in plain.rows] == [r.step_time_s for r in predict(
+        profile, plain.scenario)]
+
+
+def test_a_calibrated_profile_without_a_shape_says_to_recalibrate():
+    from test_app_state import measured_profile
+
+    profile = measured_profile()
+    scenario, notes = build_scenario(_state_of(profile, tp=2), profile)
+    assert scenario.layout is None
+    assert any("does not record the transformer" in n and "recalibrate" in n for n in notes)
+
+
+def test_the_layouts_tab_ranks_a_calibrated_profiles_model_against_the_same_model():
+    """On the data-parallel plan of a calibrated profile the Layouts tab ranks the timed gpt's
+    layouts, and compares them with the focus run through the same layout model
+    (``layout_reference``: the memory-bound optimizer step every ranked row takes), so the
+    focus run's own layout ranks at its step to 1e-9, not 3 ms (the measured optimizer step's
+    difference) apart."""
+    from scalesim.app.plan import layout_reference
+
+    from scalesim.layout_predict import plan_at, with_measured_shape
+
+    profile = _h200()
+    plan = make_plan(profile, _state_of(profile, dmax=1, mb=4, acc=1))
+    focus = plan.focus
+    assert focus.devices == 1 and focus.dp is None
+    reference = layout_reference(plan)
+    best = layout_ranking(plan.profile, plan.scenario, focus)
+    assert best and all(r.devices == 1 for r in best)
+    rows = plan_at(with_measured_shape(profile), plan.scenario, 1, focus.global_batch, top=500,
+                   include_unfit=True)
+    same = next(r for r in rows if (r.zero, r.micro_batch, r.accumulation, r.recompute) ==
+                (0, 4, 1, "none"))
+    assert same.step_time_s == pytest.approx(reference.step_time_s, rel=1e-9)
+    assert abs(focus.step_time_s - reference.step_time_s) > 1e-3  # measured vs estimated step
+
+
+def test_an_uploaded_calibrated_profile_shows_the_layout_controls():
+    from app_harness import upload_profile
+
+    at = upload_profile(open_app(), _h200())
+    assert any("The model this profile timed: 8 layers, hidden 1024" in c.value
+               for c in at.caption), [c.value for c in at.caption]
+    at.session_state["k_tab"] = "Layouts"  # its layouts ranked, the data-parallel one at +0 %
+    at.run()
+    assert not at.exception
+    best = next(m.value for m in at.markdown if "Best of every dp x tp x pp" in m.value)
+    assert "(+0% against the layout now" in best, best
+    at.sidebar.number_input(key="k_tp").set_value(2)
+    at.run()
+    assert not at.exception
+    assert link_param(at, "tp") == "2"
+    assert not any("recalibrate" in str(getattr(w, "value", "")) for w in at.sidebar.info)

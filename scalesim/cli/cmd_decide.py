@@ -61,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
     from scalesim.knee import focus_devices
     from scalesim.predict import predict
 
-    profile = profile_from_args(args)
     scenario = scenario_from_args(args)
+    profile = profile_from_args(args, scenario)
     rows = predict(profile, scenario)
     if args.focus is not None and args.focus not in [r.devices for r in rows]:
         raise ScalesimError(f"--focus {args.focus} is not one of --devices "

@@ -84,8 +84,8 @@ def render(answer) -> str:
 def run(args: argparse.Namespace) -> int:
     from scalesim.goal import seek
 
-    profile = profile_from_args(args)
     scenario = scenario_from_args(args)
+    profile = profile_from_args(args, scenario)
     answer = seek(profile, scenario, args.deadline, args.budget, args.max_devices)
     if args.json:
         print(to_json_text(answer.to_dict(), what="the goal's answer"))

@@ -14,19 +14,23 @@ from scalesim.cli.options import (
 )
 
 NAME = "plan"
+DEFAULT_WORKLOAD = "llama3-8b"  # without --workload, and no model of a profile's to plan
 HELP = "search every dp x tp x pp / ZeRO / micro-batch / schedule / recompute layout and rank them"
 EXAMPLE = """examples:
   scalesim plan --workload llama3-70b --hardware dgx-h100 --devices 64,128,256 --global-batch 1024
   scalesim plan --workload gpt-145.6b --hardware dgx-a100 --devices 1-4096 --global-batch 2304 --json
   scalesim plan --workload my-model.json --devices 512 --global-batch 2048 --rank cost --top 20
   scalesim plan --workload gpt-1.7b --profile my-node.json --devices 8,16 --global-batch 512
+  scalesim plan --profile my-gpt.json --devices 8 --global-batch 64
   scalesim plan --workload llama3-70b --devices 64 --global-batch 512 --recompute-style early-stop
   scalesim plan --workload gpt-1.7b --hardware dgx-a100 --devices 4 --global-batch 4 --no-overlap
   scalesim plan --devices 16 --global-batch 128 --zero-framework deepspeed --slow-device 3 --slow-factor 1.3
 
 --workload is a transformer preset (scalesim presets) or a workload JSON with a 'transformer'
-shape (scalesim schema workload). The sustained matmul efficiency defaults to the median that the
-published model-parallel runs pin (docs/validation.md); give --efficiency from a calibration.
+shape (scalesim schema workload); with --profile and no --workload, the transformer the
+profile's compute curve timed (calibrate records it), on its measured curve. The sustained
+matmul efficiency defaults to the median that the published model-parallel runs pin
+(docs/validation.md); give --efficiency from a calibration.
 Layouts are placed as Megatron/torchtitan do (tp innermost in a server, pp outermost).
 --recompute-style says how your framework's full recompute reruns the forward and
 --zero-framework how it runs ZeRO (properties of the framework, applied to every layout, not
@@ -37,9 +41,9 @@ stage)."""
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", "--model", dest="workload", metavar="PRESET|FILE",
-                   default="llama3-8b",
-                   help="transformer preset or workload JSON with a transformer shape "
-                   "(default llama3-8b; --model is its older name)")
+                   help="transformer preset or workload JSON with a transformer shape (default: "
+                   f"with --profile the transformer it timed where it records one, else "
+                   f"{DEFAULT_WORKLOAD}; --model is its older name)")
     p.add_argument("--hardware", metavar="PRESET|FILE",
                    help="hardware preset or JSON file (default dgx-h100)")
     p.add_argument("--profile", metavar="FILE",
@@ -126,7 +130,11 @@ def run(args: argparse.Namespace) -> int:
     from scalesim.runs_model import model_shape
 
     check_slow_device(args)
-    shape, params = model_shape(args.workload)
+    own = _profile_model(args)
+    if own is None and args.workload is None:
+        args.workload = DEFAULT_WORKLOAD
+    shape, params = ((own.transformer, own.params) if own is not None
+                     else model_shape(args.workload))
     if args.seq_len:
         shape = shape.model_copy(update={"seq_len": args.seq_len})
         params = None
@@ -134,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         args, DEFAULT_MATMUL_EFFICIENCY)
     # as predict does (predict.jitter_cv_of): --straggler-cv, else the profile's measured jitter
     jitter_cv = args.straggler_cv if args.straggler_cv is not None else measured_jitter
-    measured = _on_the_measured_curve(args, shape, params)
+    measured = _on_the_measured_curve(args, shape, params, own)
     if measured is not None:
         rows, note = measured
     else:
@@ -162,7 +170,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _on_the_measured_curve(args, shape, params):
+def _profile_model(args):
+    """The workload of ``--profile``'s own model where no ``--workload`` is given and the profile
+    knows its transformer (its workload's shape, or the one its measured curve timed:
+    ``layout_predict.with_measured_shape``); else None (``DEFAULT_WORKLOAD`` is planned)."""
+    if args.workload is not None or args.profile is None:
+        return None
+    from scalesim.layout_predict import with_measured_shape
+    from scalesim.profiles import load_profile
+
+    workload = with_measured_shape(load_profile(args.profile)).workload
+    return workload if workload.transformer is not None else None
+
+
+def _on_the_measured_curve(args, shape, params, own=None):
     """(rows, note) when ``--profile``'s measured compute curve times the planned model: the
     decision ``predict --profile P --workload W`` takes (``profiles.profile_with_workload``:
     the same model, or the same transformer at another ``--seq-len``, its curve scaled). Every
@@ -170,7 +191,8 @@ def _on_the_measured_curve(args, shape, params):
     matmul efficiency pinned to that curve, the profile's links, jitter and input supply). None
     (the block fit's or the default efficiency, ``calibrated_hardware``) for another model,
     without ``--profile``, a curve that was not measured, ``--efficiency`` (the user's number
-    wins) and ``--precision fp8`` (the curve was timed at its own precision)."""
+    wins) and ``--precision fp8`` (the curve was timed at its own precision). ``own``: the
+    profile's own model (``_profile_model``), planned where no ``--workload`` is given."""
     if args.profile is None or args.efficiency is not None or args.precision != "bf16":
         return None
     from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
@@ -181,9 +203,10 @@ def _on_the_measured_curve(args, shape, params):
     base = load_profile(args.profile)
     if not base.compute.measured:
         return None
-    workload = load_workload(args.workload).model_copy(update={
+    name = own.name if own is not None else args.workload
+    workload = (own if own is not None else load_workload(args.workload)).model_copy(update={
         "transformer": shape, "params": params or shape.param_count()})
-    profile, match = profile_with_workload(base, workload, args.workload)
+    profile, match = profile_with_workload(base, workload, name)
     if match == "other":
         return None
     scenario = Scenario(
@@ -195,7 +218,13 @@ def _on_the_measured_curve(args, shape, params):
     rows = plan_at(profile, scenario, args.devices, args.global_batch,
                    tp_overlap=args.tp_overlap, rank_by=args.rank, top=args.top,
                    include_unfit=args.all, cp_values=tuple(args.cp))
-    note = (f"profile {base.name}: {profile.notes[-1]}; every layout's matmul efficiency "
+    what = profile.notes[-1]
+    if own is not None:  # no --workload: say which model is planned
+        what = (f"no --workload: its own model, the transformer it timed ({shape.layers} layers, "
+                f"hidden {shape.hidden}, {shape.heads} heads, vocabulary {shape.vocab}); "
+                + what.replace(f"workload replaced by '{name}', ", "").replace(
+                    f"workload sizes replaced by '{name}'; ", ""))
+    note = (f"profile {base.name}: {what}; every layout's matmul efficiency "
             "pinned to that curve at its micro-batch, as predict pins it (docs/model.md §22); "
             "links from the profile")
     if _peak_tflops(profile.hardware.device_name, profile.hardware) is None:

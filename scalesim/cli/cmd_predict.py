@@ -172,8 +172,8 @@ def render_table(profile, scenario, rows) -> str:
 def run(args: argparse.Namespace) -> int:
     from scalesim.predict import predict
 
-    profile = profile_from_args(args)
     scenario = scenario_from_args(args)
+    profile = profile_from_args(args, scenario)
     rows = predict(profile, scenario)
     if scenario.price_per_device_hour is not None and all(r.cost_usd is None for r in rows):
         raise ScalesimError("--price needs a training length (--train-samples, or --epochs with "

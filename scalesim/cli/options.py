@@ -217,7 +217,16 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         raise ScalesimError(validation_message(exc, "scenario")) from None
 
 
-def profile_from_args(args: argparse.Namespace) -> Profile:
+def profile_from_args(args: argparse.Namespace, scenario: Scenario | None = None,
+                      axes=()) -> Profile:
+    """The profile of --profile, --hardware and --workload (``profiles.resolve_profile``); with
+    ``scenario`` (and sweep ``axes``) that split the model of a measured parameter-count
+    workload, the profile's own timed transformer (``layout_predict.split_profile``)."""
     from scalesim.profiles import resolve_profile
 
-    return resolve_profile(args.profile, args.hardware, args.workload)
+    profile = resolve_profile(args.profile, args.hardware, args.workload)
+    if scenario is None:
+        return profile
+    from scalesim.layout_predict import split_profile
+
+    return split_profile(profile, scenario, axes)
