@@ -427,8 +427,9 @@ def test_allreduce_on_nvswitch_h100_uses_nvls():
 
 
 def test_partial_dgx1_points_get_fewer_nvlinks():
-    """The step model, through the link level's shares, as predict reads them: on a DGX-1V (nvlink2, 120 GB/s ring busbw for 8 GPUs) a 2-GPU point all-reduces over
-    one NVLink (20 GB/s) and a 4-GPU quad over 4 of 6 (80 GB/s); whole servers keep 120."""
+    """The step model, through the link level's shares, as predict reads them: on a DGX-1V
+    (nvlink2, 120 GB/s ring busbw for 8 GPUs) a 2-GPU point all-reduces over one NVLink (20
+    GB/s) and a 4-GPU quad over 4 of 6 (80 GB/s); whole servers keep 120."""
     hw = {"intra_node": "nvlink2", "inter_node": None, "gpu": "Tesla V100-SXM2 16GB"}
     pts = [{"devices": n, "nodes": 1, "throughput": 100.0 * n} for n in (1, 2, 4, 8)]
     inp = _links_of(_case(hardware=hw, points=pts))

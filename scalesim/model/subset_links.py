@@ -18,12 +18,16 @@ def subset_busbw_GBps(busbw_GBps, gpus, shares=()):
     ``gpus`` (a group holds at least the links of a smaller listed group); counts below the
     smallest listed, and every count where ``shares`` is empty, keep ``busbw_GBps``.
 
-    ``shares``: (GPUs, share) pairs, a constant of the link level, not broadcast; ``busbw_GBps``
-    and ``gpus`` broadcast (numpy), and the result has their broadcast shape."""
+    ``shares``: (GPUs, share) pairs, shape (k, 2), a constant of the link level (a stack of
+    equal-length tables, shape (..., k, 2), broadcasts with ``gpus`` as ``StepInputs`` stacked
+    row by row do); ``busbw_GBps`` and ``gpus`` broadcast (numpy)."""
     busbw = np.asarray(busbw_GBps, dtype=float)
     g = np.asarray(gpus, dtype=float)
-    if not len(shares):
+    table = np.asarray(shares, dtype=float)
+    if table.size == 0:
         return busbw * np.ones_like(g)
-    rows = sorted(((float(n), float(s)) for n, s in shares), reverse=True)  # largest count first
-    share = np.select([g >= n for n, _ in rows], [s for _, s in rows], 1.0)
-    return busbw * share
+    counts, values = table[..., 0], table[..., 1]
+    held = counts <= g[..., None]  # the listed groups this many GPUs hold
+    largest = np.argmax(np.where(held, counts, -np.inf), axis=-1)[..., None]
+    share = np.take_along_axis(np.broadcast_to(values, held.shape), largest, axis=-1)[..., 0]
+    return busbw * np.where(held.any(axis=-1), share, 1.0)
