@@ -141,3 +141,26 @@ def test_files_written_before_load_and_bad_shares_are_refused():
                 [{"gpus": True, "share": 0.5}]):
         with pytest.raises(ValidationError):
             LinkLevel.model_validate({**old, "subset_busbw_shares": bad})
+
+
+def test_the_app_reads_the_same_rule():
+    """The planner page on a DGX-1V profile, and an NVSwitch profile with the 'nvlink2' intra
+    link chosen in the sidebar: both predict 2 GPUs over one NVLink, as predict does."""
+    from scalesim.app.plan import make_plan
+    from scalesim.app.state import default_state, preset_profile
+
+    state = default_state().model_copy(update={"hw": "dgx1-v100"})
+    profile = preset_profile(state)
+    app = make_plan(profile, state)
+    assert [r.step_time_s for r in app.rows] == [r.step_time_s for r in
+                                                 predict(profile, app.scenario)]
+    chosen = default_state().model_copy(update={"hw": "dgx-a100", "intra": "nvlink2"})
+    a100 = preset_profile(chosen)
+    app = make_plan(a100, chosen)
+    two = next(r for r in app.rows if r.devices == 2)
+    hw = a100.hardware.model_copy(update={"intra_node": intra_link("nvlink2")})
+    mesh = predict(a100.model_copy(update={"hardware": hw}), app.scenario)
+    assert two.step_time_s == next(r.step_time_s for r in mesh if r.devices == 2)
+    flat = a100.model_copy(update={"hardware": _flat("dgx-a100", 120.0)})
+    assert two.exposed_comm_s > next(r.exposed_comm_s for r in predict(flat, app.scenario)
+                                     if r.devices == 2)
