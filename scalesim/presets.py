@@ -38,7 +38,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from scalesim.errors import ScalesimError
-from scalesim.model.subset_links import subset_busbw_GBps
 from scalesim.schemas import (
     Hardware,
     LinkLevel,
@@ -157,14 +156,6 @@ def subset_shares(kind: str) -> list[SubsetShare]:
         return []
     rows = (*spec.partial_links, (DGX1_GPUS, spec.links_per_gpu))
     return [SubsetShare(gpus=gpus, share=links / spec.links_per_gpu) for gpus, links in rows]
-
-
-def partial_server_busbw_GBps(kind: str, busbw_GBps, gpus):
-    """Ring busbw, GB/s, of ``gpus`` GPUs of a server with intra-server link ``kind`` whose whole
-    server has ``busbw_GBps``: ``subset_links.subset_busbw_GBps`` with ``subset_shares(kind)``,
-    the rule every path reads from the link level."""
-    return subset_busbw_GBps(busbw_GBps, gpus,
-                             tuple((s.gpus, s.share) for s in subset_shares(kind)))
 
 
 def partial_server_inter_busbw_GBps(link: LinkLevel, gpus, gpus_per_server):
