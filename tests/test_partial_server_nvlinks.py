@@ -164,3 +164,12 @@ def test_the_app_reads_the_same_rule():
     flat = a100.model_copy(update={"hardware": _flat("dgx-a100", 120.0)})
     assert two.exposed_comm_s > next(r.exposed_comm_s for r in predict(flat, app.scenario)
                                      if r.devices == 2)
+
+
+def test_the_header_says_what_fewer_gpus_get(capsys):
+    from scalesim.cli.main import main
+
+    assert main(["predict", "--hardware", "dgx1-v100", "--devices", "2"]) == 0
+    assert "intra 120 GB/s (2 GPUs 20, 4 GPUs 80), inter 48 GB/s" in capsys.readouterr().out
+    assert main(["predict", "--hardware", "dgx-a100", "--devices", "2"]) == 0
+    assert "intra 230 GB/s, inter" in capsys.readouterr().out
