@@ -107,8 +107,8 @@ class LayoutInputs:
     inter_latency_s: object
     inter_busbw_GBps: object  # one node over all its NICs
     intra_subset_shares: object = ()  # how intra_busbw_GBps (the whole server's ring busbw)
-    # falls for a group of fewer GPUs of a server: (GPUs, share) pairs, a constant, not
-    # broadcast (LinkLevel.subset_shares; model/subset_links.py, docs/model.md §18)
+    # falls for a group of fewer GPUs of a server: (GPUs, share) pairs, shape (k, 2), the link
+    # level's (LinkLevel.subset_shares; model/subset_links.py, docs/model.md §18)
     device_memory_bytes: object = np.inf
     # bytes per parameter
     param_bytes_per_param: object = 2.0

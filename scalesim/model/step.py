@@ -57,7 +57,7 @@ class StepInputs:
     inter_latency_s: object
     inter_busbw_GBps: object
     # how intra_busbw_GBps (the whole server's) falls for fewer GPUs of a server: (GPUs, share)
-    # pairs, a constant, not broadcast (LinkLevel.subset_shares; model/subset_links.py)
+    # pairs, shape (k, 2), the link level's (LinkLevel.subset_shares; model/subset_links.py)
     intra_subset_shares: object = ()
     # NCCL's NVLS all-reduce busbw inside a server with NVLink SHARP over intra_busbw_GBps (the
     # ring's): all-reduces then use NVLS (one server) or NVLS-tree (several) where faster; NaN:

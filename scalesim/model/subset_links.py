@@ -4,7 +4,7 @@ On a switch (NVSwitch) or PCIe every GPU keeps its links whatever the count; on 
 mesh (the DGX-1's hybrid cube-mesh) a ring over fewer GPUs has fewer links. A link level says so
 with ``LinkLevel.subset_busbw_shares``: pairs (GPUs, share of the whole server's ring busbw that
 a ring over that many of its GPUs gets), read here for every group of every path (docs/model.md
-§2 "Fewer GPUs of a server", §18).
+§18 "Fewer GPUs of a server").
 """
 
 from __future__ import annotations
