@@ -300,10 +300,23 @@ def _split_counts(scenario: Scenario) -> Scenario:
     return scenario.model_copy(update={"devices": kept}) if kept else scenario
 
 
+def with_chosen_intra(profile: Profile, state: AppState) -> Profile:
+    """``profile`` with the intra-server link preset the state chose (its busbw, latency and how
+    fewer GPUs of a server share it, ``LinkLevel.subset_busbw_shares``), as ``scalesim predict
+    --hardware`` has it; the profile's own link for 'profile' and 'custom' (a custom busbw is
+    a whole server's figure, scaled alike)."""
+    if state.intra in ("profile", "custom"):
+        return profile
+    hw = profile.hardware
+    return profile.model_copy(update={"hardware": hw.model_copy(update={
+        "intra_node": presets.intra_link(state.intra)})})
+
+
 def make_plan(profile: Profile, state: AppState) -> Plan:
     """Everything the planner page shows for ``state`` on ``profile`` (a calibrated profile's
     model split, where the layout controls ask it, as the transformer it timed:
     ``layout_predict.split_profile``)."""
+    profile = with_chosen_intra(profile, state)
     scenario, notes = build_scenario(state, profile)
     profile = split_profile(profile, scenario)
     rows = predict(profile, scenario)

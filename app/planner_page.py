@@ -296,10 +296,10 @@ def _comm_section(c: _Controls, state: AppState) -> None:
               options=["profile", *presets.INTRA_LINKS, "custom"],
               format_func=lambda k: (f"as profiled ({hw.intra_node.kind}, "
                                      f"{hw.intra_node.busbw_GBps:g} GB/s)") if k == "profile"
-              else "custom..." if k == "custom" else k)
+              else "custom..." if k == "custom" else k, help=INTRA_HELP)
     if intra == "custom":
         c(st.sidebar.number_input, "ibw", "Intra-server bus bandwidth (GB/s)",
-          step=10.0)
+          step=10.0, help=INTRA_HELP)
         c(st.sidebar.number_input, "ilat", "Intra-server latency per step (µs)",
           step=1.0)
     inter = c(st.sidebar.selectbox, "inter", "Inter-server link",
@@ -317,6 +317,10 @@ def _comm_section(c: _Controls, state: AppState) -> None:
           step=1.0)
 
 
+INTRA_HELP = ("A whole server's ring bus bandwidth. On a DGX-1's NVLink cube-mesh (nvlink1, "
+              "nvlink2) fewer GPUs have fewer NVLinks, and a data-parallel ring or tensor-"
+              "parallel group over 2 or 4 GPUs gets their share (V100: 1/6 over 2, 4/6 over 4; "
+              "docs/model.md §18); NVSwitch and PCIe servers keep the whole figure.")
 SCHEDULE_LABELS = {"auto": "auto (1F1B; interleaved with virtual stages)", "gpipe": "GPipe",
                    "1f1b": "1F1B", "interleaved": "interleaved 1F1B", "zb": "zero bubble"}
 RECOMPUTE_LABELS = {"auto": "the workload's", "none": "none", "selective": "selective",

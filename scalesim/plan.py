@@ -300,6 +300,7 @@ def setting_inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         kernel_bandwidth_GBps=(hw.kernel_bandwidth_GBps if setting.kernel_bandwidth_of is None
                                else setting.kernel_bandwidth_of(layout["micro_batch"], busy)),
         intra_latency_s=hw.intra_node.latency_s, intra_busbw_GBps=hw.intra_node.busbw_GBps,
+        intra_subset_shares=hw.intra_node.subset_shares,
         inter_latency_s=hw.inter_node.latency_s, inter_busbw_GBps=hw.inter_node.busbw_GBps,
         device_memory_bytes=hw.device_memory_bytes,
         param_bytes_per_param=setting.param_bytes_per_param,

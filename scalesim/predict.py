@@ -159,7 +159,9 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
         params=wl.params,
         wire_bytes_per_param=wl.wire_bytes_per_param,
         intra_latency_s=_pick(scenario.intra_latency_s, intra.latency_s),
+        # the whole server's figure; the model gives fewer GPUs of a mesh server their share
         intra_busbw_GBps=_pick(scenario.intra_busbw_GBps, intra.busbw_GBps),
+        intra_subset_shares=intra.subset_shares,
         inter_latency_s=_pick(scenario.inter_latency_s, inter.latency_s),
         inter_busbw_GBps=inter_busbw_GBps_of(hw, scenario),
         nvls_busbw_ratio=nvls_busbw_ratio(intra),

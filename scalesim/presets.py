@@ -38,7 +38,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from scalesim.errors import ScalesimError
-from scalesim.schemas import Hardware, LinkLevel, ReferenceThroughput, TransformerShape, Workload
+from scalesim.schemas import (
+    Hardware,
+    LinkLevel,
+    ReferenceThroughput,
+    SubsetShare,
+    TransformerShape,
+    Workload,
+)
 
 GIB = 1024**3
 INTRA_EFFICIENCY = 0.8
@@ -118,41 +125,37 @@ def intra_link(kind: str) -> LinkLevel:
     if kind not in INTRA_LINKS:
         raise ScalesimError(f"unknown intra-node link '{kind}'; known: {', '.join(INTRA_LINKS)}")
     spec = INTRA_LINKS[kind]
-    nvls = {}
+    extra = {"subset_busbw_shares": subset_shares(kind)}
     if spec.allreduce_GBps is not None:
-        nvls = {"allreduce_busbw_GBps": spec.allreduce_GBps,
-                "allreduce_algorithm": spec.allreduce_algorithm}
+        extra.update(allreduce_busbw_GBps=spec.allreduce_GBps,
+                     allreduce_algorithm=spec.allreduce_algorithm)
     if spec.measured_GBps is not None:
-        source = spec.source + (f"; all-reduce: {spec.allreduce_source}" if nvls else "")
+        source = spec.source + (f"; all-reduce: {spec.allreduce_source}" if spec.allreduce_GBps
+                                is not None else "")
         return LinkLevel(kind=kind, busbw_GBps=spec.measured_GBps, latency_s=spec.latency_s,
-                         algorithm=RING_SIMPLE, source=source, **nvls)
+                         algorithm=RING_SIMPLE, source=source, **extra)
     return LinkLevel(
         kind=kind, busbw_GBps=round(INTRA_EFFICIENCY * spec.line_rate_GBps, 2),
-        latency_s=spec.latency_s, algorithm=RING_SIMPLE, **nvls,
+        latency_s=spec.latency_s, algorithm=RING_SIMPLE, **extra,
         source=f"{INTRA_EFFICIENCY} x line rate; {spec.source}; efficiency from {_NCCL_149}",
     )
 
 
-def partial_server_busbw_GBps(kind: str, busbw_GBps, gpus):
-    """Ring busbw of the intra-server level over the first ``gpus`` GPUs of a server, GB/s.
-
-    On NVSwitch and PCIe every GPU keeps its bandwidth whatever the count. On the DGX-1's
-    point-to-point hybrid cube-mesh (``nvlink1``, ``nvlink2``) a ring over fewer GPUs has fewer
-    NVLinks: NCCL's ring all-reduce busbw is the per-direction bandwidth of the links each GPU's
-    rings use (each undirected ring used both ways), so ``busbw * usable / links_per_gpu``:
-    2 GPUs share one NVLink (1/4 on P100, 1/6 on V100); 4 GPUs of a quad give P100 one
-    undirected ring of its 3 quad links (2/4) and V100 4 of 6 links. Counts between the listed
-    ones take the largest listed count below them (a subset holds at least its links); the
-    whole server (8) and more keep ``busbw``.
-    """
+def subset_shares(kind: str) -> list[SubsetShare]:
+    """How the ring busbw of intra-server link ``kind`` falls for fewer GPUs of a server
+    (``LinkLevel.subset_busbw_shares``), from ``INTRA_LINKS``: none on NVSwitch and PCIe (every
+    GPU keeps its bandwidth whatever the count); on the DGX-1's point-to-point hybrid cube-mesh
+    (``nvlink1``, ``nvlink2``) a ring over fewer GPUs has fewer NVLinks. NCCL's ring all-reduce
+    busbw is the per-direction bandwidth of the links each GPU's rings use (each undirected ring
+    used both ways), so the share is ``usable / links_per_gpu``: 2 GPUs share one NVLink (1/4 on
+    P100, 1/6 on V100); 4 GPUs of a quad give P100 one undirected ring of its 3 quad links (2/4)
+    and V100 4 of 6 links; the whole server (8) all of them. A count between two listed ones
+    takes the smaller's share (a subset holds at least its links)."""
     spec = INTRA_LINKS.get(kind)
-    g = np.asarray(gpus, dtype=float)
-    fraction = np.ones_like(g)
-    if spec is not None and spec.partial_links:
-        rows = sorted(spec.partial_links, reverse=True)  # largest count first
-        conditions = [(g >= count) & (g < DGX1_GPUS) for count, _ in rows]
-        fraction = np.select(conditions, [links / spec.links_per_gpu for _, links in rows], 1.0)
-    return np.asarray(busbw_GBps, dtype=float) * fraction
+    if spec is None or not spec.partial_links:
+        return []
+    rows = (*spec.partial_links, (DGX1_GPUS, spec.links_per_gpu))
+    return [SubsetShare(gpus=gpus, share=links / spec.links_per_gpu) for gpus, links in rows]
 
 
 def partial_server_inter_busbw_GBps(link: LinkLevel, gpus, gpus_per_server):

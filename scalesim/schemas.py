@@ -81,6 +81,21 @@ class _Strict(BaseModel):
 StrictModel = _Strict  # the input-file policy, for file formats outside this module (validate)
 
 
+class SubsetShare(_Strict):
+    """Share of a whole server's intra-server ring busbw that a ring over ``gpus`` of its GPUs
+    gets (up to the next listed count): fewer NVLinks on a point-to-point mesh (DGX-1)."""
+
+    gpus: int = bounded("devices_per_node", description="GPUs of one server in the ring")
+    share: float = bounded("fraction", description="share of the server's busbw_GBps")
+
+    @field_validator("share")
+    @classmethod
+    def _positive(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("share must be above 0 (a ring with no bandwidth cannot run)")
+        return value
+
+
 class LinkLevel(_Strict):
     """One level of the interconnect, described as nccl-tests would measure it."""
 
@@ -103,6 +118,24 @@ class LinkLevel(_Strict):
     allreduce_algorithm: str = Field(default="", description="NCCL algorithm/protocol of "
                                      "allreduce_busbw_GBps, e.g. 'NVLS/Simple'")
     source: str = Field(default="", description="where the numbers come from")
+    subset_busbw_shares: list[SubsetShare] = Field(
+        default_factory=list, description="intra-server level only: how its ring busbw falls "
+        "for a group of fewer GPUs of the server (model/subset_links.py, docs/model.md §18); "
+        "each entry holds from its GPU count up to the next; empty (the default): every group "
+        "keeps busbw_GBps (NVSwitch, PCIe, a measured level)")
+
+    @field_validator("subset_busbw_shares")
+    @classmethod
+    def _distinct_counts(cls, value: list[SubsetShare]) -> list[SubsetShare]:
+        counts = [s.gpus for s in value]
+        if len(set(counts)) != len(counts):
+            raise ValueError("subset_busbw_shares lists a GPU count twice; give each count once")
+        return sorted(value, key=lambda s: s.gpus)
+
+    @property
+    def subset_shares(self) -> tuple[tuple[int, float], ...]:
+        """``subset_busbw_shares`` as the model reads them (``subset_links.subset_busbw_GBps``)."""
+        return tuple((s.gpus, s.share) for s in self.subset_busbw_shares)
 
     @property
     def allreduce_GBps(self) -> float:

@@ -37,7 +37,6 @@ from scalesim.presets import (
     inter_link,
     intra_link,
     memory_bandwidth_of,
-    partial_server_busbw_GBps,
     partial_server_inter_busbw_GBps,
 )
 from scalesim.schemas import StrictModel
@@ -90,7 +89,7 @@ DEFAULTS = {
     "first_bucket_bytes": FIRST_BUCKET_BYTES,
     "algorithm": "auto (NCCL's ring, tree or, with NVLink SHARP, NVLS / NVLS-tree)",
     "partial_server_links": "a ring over 2 or 4 GPUs of a DGX-1 (nvlink1, nvlink2) gets the "
-    "NVLinks of that subset (presets.partial_server_busbw_GBps)",
+    "NVLinks of that subset (the link level's subset_busbw_shares, presets.subset_shares)",
     "overlap": "on, except sources in NO_OVERLAP_SOURCES (Horovod under TensorFlow XLA: "
     "DeepLearningExamples TensorFlow/LanguageModeling/BERT, XLA on by default)",
     "comm_compute_contention": GPU_COMM_CONTENTION,
@@ -347,8 +346,9 @@ def _inputs(case: Case, points: list[CasePoint], b, k, params, wire_bytes) -> St
         overhead_s=OVERHEAD_S, per_sample_s=1.0, optimizer_step_s=0.0,
         backward_fraction=BACKWARD_FRACTION, params=params, wire_bytes_per_param=wire_bytes,
         intra_latency_s=intra.latency_s,
-        # fewer GPUs than a whole DGX-1 get fewer NVLinks (presets.partial_server_busbw_GBps)
-        intra_busbw_GBps=partial_server_busbw_GBps(hw.intra_node, intra.busbw_GBps, n / nodes),
+        # fewer GPUs than a whole DGX-1 get fewer NVLinks: the model reads the link level's
+        # subset_busbw_shares (presets.subset_shares, model/subset_links.py), as predict does
+        intra_busbw_GBps=intra.busbw_GBps, intra_subset_shares=intra.subset_shares,
         inter_latency_s=inter.latency_s,
         # fewer GPUs per server than it holds reach only their share of its NICs (docs/model.md
         # §2, presets.partial_server_inter_busbw_GBps), as predict has it

@@ -6,6 +6,7 @@ import re
 import pytest
 
 from scalesim import presets
+from scalesim.model.subset_links import subset_busbw_GBps
 
 
 def test_every_price_has_a_date_a_source_and_the_matching_instance():
@@ -74,7 +75,9 @@ def test_network_upgrade_price_is_read_from_prices():
 def test_dgx1_partial_server_gets_fewer_nvlinks():
     """DGX-1 hybrid cube-mesh: a ring over 2 GPUs has one NVLink, over a quad P100 one ring of
     its 3 quad links (2 of 4 used both ways) and V100 4 of 6; NVSwitch keeps its busbw."""
-    f = presets.partial_server_busbw_GBps
+    def f(kind, busbw_GBps, gpus):  # the rule every path reads from the link level
+        return subset_busbw_GBps(busbw_GBps, gpus, presets.intra_link(kind).subset_shares)
+
     v100 = presets.intra_link("nvlink2").busbw_GBps  # 0.8 x 150 = 120 GB/s
     assert list(f("nvlink2", v100, [2, 3, 4, 6, 8, 16])) == pytest.approx(
         [20.0, 20.0, 80.0, 80.0, 120.0, 120.0])

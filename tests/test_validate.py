@@ -12,6 +12,7 @@ from scalesim.cli.main import main
 from scalesim.errors import ScalesimError
 from scalesim.model import collectives as coll
 from scalesim.model.param_server import ps_phase_s, server_phase_s
+from scalesim.model.step import intra_busbw_of
 from scalesim.shipped import validation_path
 from scalesim.validate import (
     DEFAULT_ANCHOR_MICRO_STEP_S,
@@ -426,12 +427,14 @@ def test_allreduce_on_nvswitch_h100_uses_nvls():
 
 
 def test_partial_dgx1_points_get_fewer_nvlinks():
-    """On a DGX-1V (nvlink2, 120 GB/s ring busbw for 8 GPUs) a 2-GPU point all-reduces over
-    one NVLink (20 GB/s) and a 4-GPU quad over 4 of 6 (80 GB/s); whole servers keep 120."""
+    """The step model, through the link level's shares, as predict reads them: on a DGX-1V
+    (nvlink2, 120 GB/s ring busbw for 8 GPUs) a 2-GPU point all-reduces over one NVLink (20
+    GB/s) and a 4-GPU quad over 4 of 6 (80 GB/s); whole servers keep 120."""
     hw = {"intra_node": "nvlink2", "inter_node": None, "gpu": "Tesla V100-SXM2 16GB"}
     pts = [{"devices": n, "nodes": 1, "throughput": 100.0 * n} for n in (1, 2, 4, 8)]
     inp = _links_of(_case(hardware=hw, points=pts))
-    assert list(inp.intra_busbw_GBps) == pytest.approx([120.0, 20.0, 80.0, 120.0])
+    assert list(intra_busbw_of(inp, inp.devices_per_node)) == pytest.approx(
+        [120.0, 20.0, 80.0, 120.0])
 
 
 def test_horovod_under_xla_sources_exchange_after_backward():

@@ -66,11 +66,21 @@ def layout_line(profile, scenario) -> str:
             + (f"; {note}" if (note := pipeline_fsdp_note(scenario)) else ""))
 
 
+def intra_words(link) -> str:
+    """'120 GB/s (2 GPUs 20, 4 GPUs 80)': an intra-server level's whole-server busbw and what
+    fewer of its GPUs get where that is less (``LinkLevel.subset_busbw_shares``); '370 GB/s'
+    where every count keeps it."""
+    fewer = [f"{gpus} GPUs {link.busbw_GBps * share:.3g}" for gpus, share in link.subset_shares
+             if share < 1]
+    return f"{link.busbw_GBps:g} GB/s" + (f" ({', '.join(fewer)})" if fewer else "")
+
+
 def hardware_line(hw) -> str:
     """'hardware: dgx-h100 (H100-SXM5 80GB, 8 per server; intra 370 GB/s, inter 384 GB/s
-    busbw)' (predict's second line, plan's first)."""
+    busbw)' (predict's second line, plan's first; a DGX-1: 'intra 120 GB/s (2 GPUs 20, 4 GPUs
+    80)')."""
     return (f"hardware: {hw.name} ({hw.device_name}, {hw.devices_per_node} per server; intra "
-            f"{hw.intra_node.busbw_GBps:g} GB/s, inter {hw.inter_node.busbw_GBps:g} GB/s busbw)")
+            f"{intra_words(hw.intra_node)}, inter {hw.inter_node.busbw_GBps:g} GB/s busbw)")
 
 
 def _fit_hints(profile, scenario, unfit) -> str:

@@ -17,6 +17,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from scalesim import presets
+    from scalesim.cli.cmd_predict import intra_words
 
     if args.json:
         print(to_json_text({
@@ -33,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         mark = " (default)" if name == presets.DEFAULT_HARDWARE else ""
         print(f"  {name}{mark}: {hw.devices_per_node}x {hw.device_name}, "
               f"{hw.device_memory_bytes / 2**30:.0f} GiB; intra {hw.intra_node.kind} "
-              f"{hw.intra_node.busbw_GBps:g} GB/s"
+              f"{intra_words(hw.intra_node)}"
               + (f" (all-reduce {hw.intra_node.allreduce_busbw_GBps:g} GB/s "
                  f"{hw.intra_node.allreduce_algorithm})"
                  if hw.intra_node.allreduce_busbw_GBps else "")

@@ -47,6 +47,7 @@ from scalesim.model.pipeline_schedule import (
 )
 from scalesim.model.sharding import EVERY_MICRO_STEP, FSDP, ONCE_PER_STEP
 from scalesim.model.stragglers import collective_waits_s, straggler_wait_s
+from scalesim.model.subset_links import subset_busbw_GBps
 from scalesim.model.tensor_parallel import (
     collectives_per_layer,
     tp_comm_end_stages_s,
@@ -105,6 +106,9 @@ class LayoutInputs:
     intra_busbw_GBps: object
     inter_latency_s: object
     inter_busbw_GBps: object  # one node over all its NICs
+    intra_subset_shares: object = ()  # how intra_busbw_GBps (the whole server's ring busbw)
+    # falls for a group of fewer GPUs of a server: (GPUs, share) pairs, shape (k, 2), the link
+    # level's (LinkLevel.subset_shares; model/subset_links.py, docs/model.md §18)
     device_memory_bytes: object = np.inf
     # bytes per parameter
     param_bytes_per_param: object = 2.0
@@ -270,15 +274,20 @@ def point_to_point_links(x: LayoutInputs, size, stride) -> PointToPointLinks:
     """The links of the point-to-point sends of groups of ``size`` ranks ``stride`` apart
     (``layout.group_span``: members per server, servers spanned; docs/model.md §12, §15).
     Inside a server a send uses one device's NVLinks: the intra level's ring busbw (NCCL gives a
-    peer the ring's channels) at its latency, or the profile's measured send/recv
+    peer the ring's channels) over two GPUs (``subset_links``: one NVLink of a DGX-1's
+    cube-mesh; a switch keeps the whole) at its latency, or the profile's measured send/recv
     (``p2p_busbw_ratio`` of that busbw, ``p2p_latency_s``); across servers one device's share of
     its server's NICs, ``inter_busbw / devices_per_node``, at the inter level's latency."""
     per_node, nodes, _share = _group_link(x, size, stride)
-    intra_latency = np.where(np.isnan(_f(x.p2p_latency_s)), _f(x.intra_latency_s),
-                             _f(x.p2p_latency_s))
+    link_model = np.isnan(_f(x.p2p_latency_s))
+    intra_latency = np.where(link_model, _f(x.intra_latency_s), _f(x.p2p_latency_s))
+    # from the link model a send between two GPUs has the links of a pair (one NVLink of a
+    # DGX-1, subset_links); a measured send/recv already has them
+    pair_GBps = subset_busbw_GBps(x.intra_busbw_GBps, 2, x.intra_subset_shares)
     return PointToPointLinks(
         per_node=per_node, nodes=nodes, intra_latency_s=intra_latency,
-        intra_GBps=_f(x.p2p_busbw_ratio) * _f(x.intra_busbw_GBps),
+        intra_GBps=_f(x.p2p_busbw_ratio) * np.where(link_model, pair_GBps,
+                                                    _f(x.intra_busbw_GBps)),
         inter_latency_s=_f(x.inter_latency_s),
         inter_GBps=_f(x.inter_busbw_GBps) / _f(x.devices_per_node))
 
@@ -337,14 +346,17 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     layer_s = fwd + bwd + rec
     stage_layers = layers_per_stage(L, pp, v)
     logits, logits_weight_grad = _logits_s(x, tokens, flops_per_s, mem_per_s)
-    nvls_GBps = _f(x.nvls_busbw_ratio) * _f(x.intra_busbw_GBps)  # NaN: no NVLink SHARP
+    # a tensor-parallel group is tp neighbouring GPUs of one server: its ring gets the links
+    # of that many GPUs (fewer on a point-to-point mesh, subset_links)
+    tp_GBps = subset_busbw_GBps(x.intra_busbw_GBps, tp, x.intra_subset_shares)
+    tp_nvls_GBps = _f(x.nvls_busbw_ratio) * tp_GBps  # NaN: no NVLink SHARP
     tp_layer = tp_comm_per_layer_s(b, x.seq_len, x.hidden, tp, cp, x.recompute,
-                                   x.sequence_parallel, x.intra_latency_s, x.intra_busbw_GBps,
-                                   ACTIVATION_BYTES, nvls_GBps, x.recompute_early_stop)
+                                   x.sequence_parallel, x.intra_latency_s, tp_GBps,
+                                   ACTIVATION_BYTES, tp_nvls_GBps, x.recompute_early_stop)
     tp_layer = np.where(tp > 1, tp_layer, 0.0)
     tp_first, tp_last = (np.where(tp > 1, t, 0.0) for t in tp_comm_end_stages_s(
         b, x.seq_len, x.hidden, tp, cp, x.sequence_parallel, x.intra_latency_s,
-        x.intra_busbw_GBps, ACTIVATION_BYTES, nvls_GBps))
+        tp_GBps, ACTIVATION_BYTES, tp_nvls_GBps))
     # overlapped (Transformer Engine userbuffers): hidden behind the layer's matmuls but for
     # what they cannot cover and the contention share of the hidden part
     hidden_tp = np.minimum(tp_layer, matmul)
@@ -409,9 +421,9 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     per_node, nodes, inter_share = _group_link(x, dp * cp, tp)
     group = dp * cp
     grad_bytes = np.where(group > 1, local_params * _f(x.wire_bytes_per_param), 0.0)
-    lat_args = (per_node, nodes, x.intra_latency_s, x.intra_busbw_GBps, x.inter_latency_s,
-                inter_share)
-    ar_coeffs = coll.allreduce_coeffs(*lat_args, nvls_GBps)
+    dp_GBps = subset_busbw_GBps(x.intra_busbw_GBps, per_node, x.intra_subset_shares)
+    lat_args = (per_node, nodes, x.intra_latency_s, dp_GBps, x.inter_latency_s, inter_share)
+    ar_coeffs = coll.allreduce_coeffs(*lat_args, _f(x.nvls_busbw_ratio) * dp_GBps)
     rs_coeffs = coll.reduce_scatter_coeffs(*lat_args)  # all-gather: the same ring
     units = np.where(pp > 1, stage_layers, L)  # FSDP units: one per layer
     # a stage holding the output layer (pp = 1) hides the exchange behind its work too:

@@ -64,7 +64,7 @@ from scalesim.model.overlap import (
     serial_comm_s,
     timeline_end,
 )
-from scalesim.model.step import StepInputs, straggler_s, with_contention
+from scalesim.model.step import StepInputs, intra_busbw_of, straggler_s, with_contention
 
 
 def _GBps_to_bytes_per_s(busbw_GBps):
@@ -179,8 +179,10 @@ def evaluate_ps(inp: StepInputs, host_latency_s, host_busbw_GBps, imbalance=1.0,
     total_bytes = np.where(p > 1, np.asarray(inp.params, dtype=float)
                            * np.asarray(inp.wire_bytes_per_param, dtype=float), 0.0)
 
+    intra_GBps = intra_busbw_of(inp, g)  # fewer GPUs of a mesh server: fewer links
+
     def phase(size):
-        return ps_phase_s(size, g, nodes, inp.intra_latency_s, inp.intra_busbw_GBps,
+        return ps_phase_s(size, g, nodes, inp.intra_latency_s, intra_GBps,
                           host_latency_s, host_busbw_GBps, inp.inter_latency_s,
                           inp.inter_busbw_GBps, imbalance, aggregate_in_node, server_on_host)
 

@@ -30,6 +30,7 @@ from scalesim.model.memory import DDP, ZERO1, memory_per_device_bytes
 from scalesim.model.pipeline import data_stall_s
 from scalesim.model.sharding import EVERY_MICRO_STEP, FSDP, block_count
 from scalesim.model.stragglers import straggler_wait_s
+from scalesim.model.subset_links import subset_busbw_GBps
 from scalesim.model.zero_exchange import (
     exchange,
     holds_full_gradients,
@@ -55,6 +56,9 @@ class StepInputs:
     intra_busbw_GBps: object
     inter_latency_s: object
     inter_busbw_GBps: object
+    # how intra_busbw_GBps (the whole server's) falls for fewer GPUs of a server: (GPUs, share)
+    # pairs, shape (k, 2), the link level's (LinkLevel.subset_shares; model/subset_links.py)
+    intra_subset_shares: object = ()
     # NCCL's NVLS all-reduce busbw inside a server with NVLink SHARP over intra_busbw_GBps (the
     # ring's): all-reduces then use NVLS (one server) or NVLS-tree (several) where faster; NaN:
     # no NVLS. A ratio, so that any intra busbw (an override, a sweep axis) scales NVLS alike.
@@ -142,13 +146,19 @@ def straggler_s(inp: StepInputs, devices, accumulation, micro_step_s, per_micro_
     return wait * k / spans
 
 
+def intra_busbw_of(inp: StepInputs, g):
+    """Intra-server ring busbw, GB/s, of a job using ``g`` GPUs of each server: the whole
+    server's ``intra_busbw_GBps`` times its share for ``g`` (``subset_links``)."""
+    return subset_busbw_GBps(inp.intra_busbw_GBps, g, inp.intra_subset_shares)
+
+
 def _communication(inp: StepInputs, g, nodes, k, forward, backward, total_bytes, strategy,
                    framework, overlap):
     """(exposed, total, bytes sent per device) of one step's collectives: the shared ZeRO
     exchange (``zero_exchange.exchange``) over all p devices on this job's links."""
-    links = (g, nodes, inp.intra_latency_s, inp.intra_busbw_GBps, inp.inter_latency_s,
-             inp.inter_busbw_GBps)
-    nvls_GBps = _as(inp.nvls_busbw_ratio) * _as(inp.intra_busbw_GBps)
+    intra_GBps = intra_busbw_of(inp, g)
+    links = (g, nodes, inp.intra_latency_s, intra_GBps, inp.inter_latency_s, inp.inter_busbw_GBps)
+    nvls_GBps = _as(inp.nvls_busbw_ratio) * intra_GBps
     ar_coeffs = coll.allreduce_coeffs(*links, nvls_GBps)
     rs_coeffs = coll.reduce_scatter_coeffs(*links)  # all-gather: the same ring volume and steps
 
