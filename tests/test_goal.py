@@ -154,6 +154,7 @@ def test_deadline_and_budget_take_their_bounds_from_the_one_table(capsys):
     ``budget_usd`` of scalesim.bounds (before: three sets of limits, the app's 0.1 h and $1
     floors refusing what the CLI took, seek taking a deadline of 1,000 years)."""
     from scalesim.app.state import AppState, field_bounds
+
     from scalesim.bounds import bound
 
     deadline, budget = bound("deadline_s"), bound("budget_usd")
