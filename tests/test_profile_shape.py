@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from cli_harness import run_cli
+from tiny_gpt_calibration import calibrate_tiny_gpt
 
 from scalesim import builtin_gpt
 from scalesim.predict import predict
@@ -274,8 +273,6 @@ def test_a_factory_model_declares_its_transformer():
 
 # --------------------------------------------------------------- a real CPU calibration
 
-GPT = ["--model", "gpt", "--width", "128", "--depth", "2", "--seq-len", "64", "--vocab", "512"]
-BLOCK = ["--block-hidden", "256", "--block-seq", "128", "--block-tp", "1,2,4"]
 
 
 @pytest.mark.slow
@@ -290,20 +287,8 @@ def test_a_cpu_calibration_records_its_gpt_and_predicts_it_at_twice_the_sequence
     above it, whatever byte rate the block fit found on a busy machine (the layout model's
     ratio for this shape runs from 2.133 with free bytes to 2.271 with bytes only: unfused
     scores, 13as bytes a token, grow with the sequence)."""
-    out = tmp_path / "cpu.json"
-    base, why = None, ""
-    for _ in range(3):  # other work on a busy machine can spoil one run's block timings
-        run = subprocess.run(
-            [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=1",
-             "-m", "scalesim.calibration", "--quick", "--no-progress", *GPT, "--batches",
-             "2,4,8,16", "--repeats", "6", "--phases", "compute", *BLOCK, "--out", str(out)],
-            cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
-        why = run.stderr[-3000:]
-        if run.returncode == 0:
-            base = load_profile(out)
-            why = "; ".join(base.notes)
-            if base.model_parallel is not None:
-                break
+    base, why = calibrate_tiny_gpt(tmp_path)
+    out = tmp_path / "cpu.json"  # where calibrate_tiny_gpt wrote it
     assert base is not None and base.model_parallel is not None, why
     assert base.compute.model_shape == builtin_gpt.shape_of(128, 2, 64, 512, False)
     assert base.compute.model_shape.param_count() == base.workload.params

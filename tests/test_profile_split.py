@@ -16,12 +16,11 @@ measured curve is 6.99680 ms + 2.45663 ms a sequence, its measured optimizer ste
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from cli_harness import run_cli
+from tiny_gpt_calibration import calibrate_tiny_gpt
 
 from scalesim import builtin_gpt
 from scalesim.errors import ScalesimError
@@ -207,8 +206,6 @@ def test_plan_profile_without_workload_plans_the_timed_model(tmp_path, capsys):
 
 # --------------------------------------------------------------- a real CPU calibration
 
-GPT = ["--model", "gpt", "--width", "128", "--depth", "2", "--seq-len", "64", "--vocab", "512"]
-BLOCK = ["--block-hidden", "256", "--block-seq", "128", "--block-tp", "1,2,4"]
 
 
 @pytest.mark.slow
@@ -220,20 +217,7 @@ def test_a_cpu_calibration_predicts_its_own_gpt_at_tp_2(tmp_path, capsys):
     of a server gives what ``plan --profile`` (no --workload) gives the same layout, to 1e-9; a
     tp-2 shard computes less than the whole model and no less than half of it (the split is
     never better than perfect)."""
-    out = tmp_path / "cpu.json"
-    base, why = None, ""
-    for _ in range(3):
-        run = subprocess.run(
-            [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=1",
-             "-m", "scalesim.calibration", "--quick", "--no-progress", *GPT, "--batches",
-             "2,4,8,16", "--repeats", "6", "--phases", "compute", *BLOCK, "--out", str(out)],
-            cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
-        why = run.stderr[-3000:]
-        if run.returncode == 0:
-            base = load_profile(out)
-            why = "; ".join(base.notes)
-            if base.model_parallel is not None:
-                break
+    base, why = calibrate_tiny_gpt(tmp_path)
     assert base is not None and base.model_parallel is not None, why
     assert base.workload.transformer is None  # a parameter count, data parallel by default
     assert base.compute.model_shape == builtin_gpt.shape_of(128, 2, 64, 512, False)
