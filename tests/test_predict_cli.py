@@ -82,9 +82,18 @@ def test_time_and_money(capsys):
                            "--train-samples", "1e8", "--price", "4", "--json")
     rows = json.loads(out)
     assert code == 0
+    # AWS p4de is rented whole: 1, 2, 4 and 8 GPUs bill one 8-GPU instance, 16 bill two
+    assert [r["billed_devices"] for r in rows] == [8, 8, 8, 8, 16]
     for r in rows:
         assert r["time_to_train_s"] == pytest.approx(1e8 / r["samples_per_s"])
-        assert r["cost_usd"] == pytest.approx(r["time_to_train_s"] / 3600 * r["devices"] * 4)
+        assert r["cost_usd"] == pytest.approx(r["time_to_train_s"] / 3600
+                                              * r["billed_devices"] * 4)
+    code, out, _ = run_cli(capsys, "predict", "--hardware", "dgx-a100", "--workload", "bert-large",
+                           "--train-samples", "1e8", "--price", "4", "--instance-sizes", "1",
+                           "--json")
+    per_gpu = json.loads(out)
+    assert [r["billed_devices"] for r in per_gpu] == [1, 2, 4, 8, 16]
+    assert per_gpu[0]["cost_usd"] == pytest.approx(rows[0]["cost_usd"] / 8)
 
 
 def test_time_to_quality_shows_large_batch_effect():
@@ -297,7 +306,7 @@ def test_a_positive_number_never_prints_as_zero(tmp_path, capsys):
                      "efficiency": cells[10].rstrip("%"), "memory_bytes": cells[11]}
             for key, cell in shown.items():
                 assert (float(cell) > 0) == (row[key] > 0), (path.name, key, cell, row[key])
-            to_train, cost = cost_line.split()[-3:-1], cost_line.split()[-1]
+            to_train, cost = cost_line.split()[-4:-2], cost_line.split()[-1]
             assert float(to_train[0]) > 0 and float(cost.replace(",", "")) > 0, cost_line
 
 
