@@ -350,3 +350,16 @@ def test_a_split_asked_of_a_parameter_count_names_what_was_asked(capsys):
     assert code == 2 and "layout recompute full: workload 'bert-large'" in err, err
     code, _, err = run_cli(capsys, "predict", "--tp", "2", "--devices", "8")
     assert code == 2 and "layout tp 2 x pp 1: workload" in err, err
+
+
+def test_predict_prints_durations_in_the_cards_words(capsys):
+    """A 30-minute run reads '30 min' in predict's table, as on the decision card (not '0.5 h')."""
+    from scalesim.decision import duration_text
+
+    sps = predict(default_profile(), Scenario(devices=[8]))[0].samples_per_s
+    code, out, _ = run_cli(capsys, "predict", "--devices", "8", "--train-samples",
+                           f"{1800 * sps:.6g}")
+    assert code == 0
+    row = next(line for line in out.splitlines() if line.split()[:1] == ["8"]
+               and "min" in line)
+    assert duration_text(1800) == "30 min" and "30 min" in row and "0.5 h" not in out
