@@ -24,7 +24,7 @@ from scalesim.cli.cmd_app import PUBLIC_URL_ENV  # set by `scalesim app --public
 from scalesim.decision import card_rows
 from scalesim.errors import ScalesimError
 from scalesim.goal import seek
-from scalesim.jsonio import read_json
+from scalesim.jsonio import decode_text, parse_json_text, read_json
 from scalesim.layout import RECOMPUTE_STYLE_HELP, RECOMPUTE_STYLE_LABELS
 from scalesim.layout_predict import row_title as layout_title
 from scalesim.model.sharding import GRAD_SYNC_HELP, GRAD_SYNC_LABELS
@@ -150,10 +150,7 @@ def _on_upload() -> None:
         raw = upload.getvalue()
         if len(raw) > MAX_UPLOAD_MB * 1024 * 1024:
             raise ScalesimError(f"{upload.name}: larger than {MAX_UPLOAD_MB} MB")
-        try:
-            data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            raise ScalesimError(f"{upload.name}: not valid JSON") from None
+        data = parse_json_text(decode_text(raw, upload.name), upload.name)
         profile = checked_profile(data, upload.name)
     except ScalesimError as exc:
         ss["profile_message"] = ("error", str(exc))

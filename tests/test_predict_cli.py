@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import cli_harness
 import pytest
 
 from scalesim.cli.main import main
@@ -17,9 +18,8 @@ KEYS = {"devices", "nodes", "step_time_s", "compute_s", "exposed_comm_s", "data_
 
 
 def run_cli(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+    """Exit code, stdout, stderr (argparse's own refusals exit 2 too)."""
+    return cli_harness.run_cli(capsys, list(argv))
 
 
 def test_seed_scenario_on_the_default(capsys):
@@ -318,7 +318,7 @@ def test_a_positive_number_never_prints_as_zero(tmp_path, capsys):
     (["decide", "--devices", "1,2", "--hardware", ""], "hardware"),
     (["plan", "--hardware", "", "--devices", "8", "--global-batch", "8"], "hardware"),
     (["diagnose", "--trace", ""], "trace"),
-    (["calibrate", "--from-topo", "", "--out", "never-written.json"], "path"),  # not measured
+    (["calibrate", "--from-topo", "", "--out", "never-written.json"], "--from-topo"),
 ])
 def test_an_empty_value_is_refused_not_taken_for_the_default(capsys, argv, named):
     """``--hardware "$HW"`` with HW unset: one line naming what is empty (before: predict,

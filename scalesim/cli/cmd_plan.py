@@ -12,6 +12,7 @@ from scalesim.cli.options import (
     add_zero_framework_argument,
     positive_int,
 )
+from scalesim.errors import file_path
 
 NAME = "plan"
 HELP = "search every dp x tp x pp / ZeRO / micro-batch / schedule / recompute layout and rank them"
@@ -42,7 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(default llama3-8b; --model is its older name)")
     p.add_argument("--hardware", metavar="PRESET|FILE",
                    help="hardware preset or JSON file (default dgx-h100)")
-    p.add_argument("--profile", metavar="FILE",
+    p.add_argument("--profile", metavar="FILE", type=file_path,
                    help="calibration profile: its hardware and links, and the matmul efficiency "
                    "and memory bandwidth its block calibration fitted (instead of --hardware)")
     p.add_argument("--devices", type=flag_list_type("devices"), default=[8, 16, 32, 64],
