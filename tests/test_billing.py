@@ -130,3 +130,17 @@ def test_remedies_and_decision_cost_whole_servers():
 def test_cli_instance_sizes_flag(capsys):
     code, out, err = run_cli(capsys, ["predict", "--instance-sizes", "0"])
     assert code == 2 and "--instance-sizes" in err and len(err.strip().splitlines()) == 1
+
+
+def test_plan_cli_instance_sizes(capsys):
+    import json
+
+    argv = ["plan", "--workload", "gpt-1.7b", "--hardware", "dgx-a100", "--devices", "4,8",
+            "--global-batch", "64", "--rank", "cost", "--top", "100000", "--json"]
+    code, out, _ = run_cli(capsys, argv)
+    whole = json.loads(out)
+    code2, out2, _ = run_cli(capsys, argv + ["--instance-sizes", "1"])
+    per_gpu = json.loads(out2)
+    assert code == code2 == 0
+    assert {r["billed_devices"] for r in whole if r["devices"] == 4} == {8}
+    assert {r["billed_devices"] for r in per_gpu if r["devices"] == 4} == {4}
