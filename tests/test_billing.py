@@ -144,3 +144,13 @@ def test_plan_cli_instance_sizes(capsys):
     assert code == code2 == 0
     assert {r["billed_devices"] for r in whole if r["devices"] == 4} == {8}
     assert {r["billed_devices"] for r in per_gpu if r["devices"] == 4} == {4}
+
+
+def test_a_shape_larger_than_the_server_is_one_line(capsys):
+    code, _, err = run_cli(capsys, ["predict", "--hardware", "dgx-a100", "--train-samples", "1e9",
+                                    "--instance-sizes", "16"])
+    assert code == 2 and err.count("\n") == 1 and "instance_sizes: 16 GPUs" in err, err
+    code, _, err = run_cli(capsys, ["plan", "--workload", "gpt-1.7b", "--hardware", "dgx-a100",
+                                    "--devices", "8", "--global-batch", "64",
+                                    "--instance-sizes", "16"])
+    assert code == 2 and err.count("\n") == 1 and "instance_sizes" in err, err

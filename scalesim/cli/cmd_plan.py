@@ -127,9 +127,11 @@ def render_text(rows, global_batch: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from scalesim.cli.options import check_slow_device
+    from scalesim.jsonio import parse_model
     from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
     from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY, plan
     from scalesim.runs_model import model_shape
+    from scalesim.schemas import Hardware
 
     check_slow_device(args)
     shape, params = model_shape(args.workload)
@@ -139,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
     hardware, efficiency, note, p2p, measured_jitter = _hardware_and_efficiency(
         args, DEFAULT_MATMUL_EFFICIENCY)
     if args.instance_sizes is not None:
-        hardware = hardware.model_copy(update={"instance_sizes": sorted(set(args.instance_sizes))})
+        hardware = parse_model({**hardware.model_dump(), "instance_sizes": args.instance_sizes},
+                               Hardware, "--instance-sizes")
     # as predict does (predict.jitter_cv_of): --straggler-cv, else the profile's measured jitter
     jitter_cv = args.straggler_cv if args.straggler_cv is not None else measured_jitter
     measured = _on_the_measured_curve(args, shape, params)
