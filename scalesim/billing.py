@@ -52,6 +52,14 @@ def billed_devices(devices, server_devices, sizes: Sequence[int] | None = None) 
     return full * _shape(g, shapes) + _shape(rest, shapes)
 
 
+def sizes_within(sizes: Sequence[int] | None, server_devices: int) -> list[int] | None:
+    """The shapes that fit a server of ``server_devices`` (a calibration that finds a smaller
+    server than its preset's keeps the preset's price and the shapes that still apply); None
+    when none does: whole servers."""
+    kept = [int(s) for s in sizes or () if int(s) <= server_devices]
+    return kept or None
+
+
 def billing_words(server_devices: int, sizes: Sequence[int] | None) -> str:
     """How devices are billed, in words, for notes and the app."""
     listed = [server_devices] if sizes is None else sorted({int(s) for s in sizes})

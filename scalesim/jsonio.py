@@ -88,15 +88,17 @@ def not_utf8(name: str | os.PathLike[str]) -> ScalesimError:
 
 
 def _checked_text(text: str, name: str | os.PathLike[str]) -> str:
-    """``text`` unless it holds a NUL: UTF-16 or UTF-32 without a byte-order mark decodes as
-    UTF-8 with a NUL beside every ASCII character, and no scalesim input holds one."""
+    """JSON ``text`` unless it holds a NUL: UTF-16 or UTF-32 without a byte-order mark decodes
+    as UTF-8 with a NUL beside every ASCII character, and valid JSON never holds one (a
+    control character must be escaped even in a string)."""
     if "\x00" in text:
         raise not_utf8(name)
     return text
 
 
 def decode_text(raw: bytes, name: str) -> str:
-    """Uploaded bytes as text: UTF-8, a leading byte-order mark dropped; else ``not_utf8``."""
+    """Uploaded JSON bytes as text: UTF-8, a leading byte-order mark dropped; else
+    ``not_utf8`` (a NUL too: ``_checked_text``)."""
     try:
         return _checked_text(raw.decode("utf-8-sig"), name)
     except UnicodeDecodeError:
@@ -115,7 +117,7 @@ def read_text(path: str | os.PathLike[str], name: str = "path") -> str:
         if len(text) > MAX_TEXT_CHARS:
             raise ScalesimError(f"{file}: over {MAX_TEXT_CHARS:,} characters; not a scalesim "
                                 "input file")
-        return _checked_text(text, file)
+        return text
     except FileNotFoundError:
         raise ScalesimError(f"{file}: no such file") from None
     except UnicodeDecodeError:
@@ -156,7 +158,7 @@ def read_json(path: str | os.PathLike[str], name: str = "path") -> Any:
     with a repeated key, raises a one-line ScalesimError naming the file; ``name`` is the
     argument named when ``path`` is not a path."""
     file = Path(require_path(path, name))
-    return parse_json_text(read_text(file), str(file))
+    return parse_json_text(_checked_text(read_text(file), file), str(file))
 
 
 def error_text(error: Mapping[str, Any]) -> str:

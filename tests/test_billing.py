@@ -154,3 +154,10 @@ def test_a_shape_larger_than_the_server_is_one_line(capsys):
                                     "--devices", "8", "--global-batch", "64",
                                     "--instance-sizes", "16"])
     assert code == 2 and err.count("\n") == 1 and "instance_sizes" in err, err
+
+
+def test_a_calibrated_smaller_server_keeps_the_shapes_that_fit():
+    from scalesim.billing import sizes_within
+
+    assert sizes_within([1, 2, 4, 8], 2) == [1, 2]
+    assert sizes_within(None, 2) is None and sizes_within([8], 2) is None
