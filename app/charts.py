@@ -367,8 +367,8 @@ def hours_chart(plan: Plan, width="container") -> alt.LayerChart | None:
 
 
 def money_chart(plan: Plan, width="container") -> alt.LayerChart | None:
-    """Cost (device-hours x price) for every device count, remedy and 'add devices'."""
-    return _option_chart(plan, "cost", "cost in USD (device-hours x price)",
+    """Cost (billed device-hours x price) for every device count, remedy and 'add devices'."""
+    return _option_chart(plan, "cost", "cost in USD (billed device-hours x price)",
                          "a remedy's cost counts device-hours only, not the price of new "
                          "network hardware", "$,.0f", width)
 

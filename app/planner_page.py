@@ -19,11 +19,12 @@ import pandas as pd
 import streamlit as st
 
 from scalesim import presets
+from scalesim.billing import billing_words
 from scalesim.cli.cmd_app import PUBLIC_URL_ENV  # set by `scalesim app --public-url URL`
 from scalesim.decision import card_rows
 from scalesim.errors import ScalesimError
 from scalesim.goal import seek
-from scalesim.jsonio import read_json
+from scalesim.jsonio import decode_text, parse_json_text, read_json
 from scalesim.layout import RECOMPUTE_STYLE_HELP, RECOMPUTE_STYLE_LABELS
 from scalesim.layout_predict import row_title as layout_title
 from scalesim.layout_predict import splittable_shape
@@ -31,6 +32,7 @@ from scalesim.model.sharding import GRAD_SYNC_HELP, GRAD_SYNC_LABELS
 from scalesim.predict import Prediction
 from scalesim.schemas import Profile, Scenario
 from scalesim.sources.provenance import provenance
+from scalesim.training_time import resolve_goal
 
 from . import charts
 from .markdown_text import escape_markdown as _md
@@ -150,10 +152,7 @@ def _on_upload() -> None:
         raw = upload.getvalue()
         if len(raw) > MAX_UPLOAD_MB * 1024 * 1024:
             raise ScalesimError(f"{upload.name}: larger than {MAX_UPLOAD_MB} MB")
-        try:
-            data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            raise ScalesimError(f"{upload.name}: not valid JSON") from None
+        data = parse_json_text(decode_text(raw, upload.name), upload.name)
         profile = checked_profile(data, upload.name)
     except ScalesimError as exc:
         ss["profile_message"] = ("error", str(exc))
@@ -580,8 +579,13 @@ def _tab_cost(plan: Plan) -> None:
     else:
         _chart(hours, charts.chart_text(plan, "hours"))
         _chart(money)
+    goal = resolve_goal(plan.profile, plan.scenario)
+    billing = billing_words(goal.server_devices, goal.instance_sizes)
+    st.caption(f"Cost counts the devices a cloud bills: {billing} (the hardware's "
+               "instance_sizes; docs/model.md §9).")
     st.dataframe(pd.DataFrame([{
-        "option": o.label, "devices": o.devices, f"{plan.unit}/s": o.samples_per_s,
+        "option": o.label, "devices": o.devices,
+        "billed devices": int(goal.billed_devices(o.devices)), f"{plan.unit}/s": o.samples_per_s,
         "time to finish": duration(o.time_s), "cost USD": o.cost_usd,
         "runnable": "yes" if o.fits else "NO",
     } for o in plan.options]), hide_index=True, column_config={

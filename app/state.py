@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 import zlib
 from collections.abc import Mapping
@@ -24,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from scalesim import presets
 from scalesim.bounds import bounded, url_field
 from scalesim.errors import ScalesimError
-from scalesim.jsonio import error_text
+from scalesim.jsonio import error_text, parse_json_text
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, RecomputeStyle
 from scalesim.profiles import parse_profile, profile_from_presets
 from scalesim.schemas import GradSync, Profile
@@ -389,9 +388,10 @@ def decode_profile(blob: str) -> Profile:
         raise ScalesimError("the profile in the link is damaged or larger than "
                             f"{MAX_PROFILE_JSON_BYTES} bytes")
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
         raise ScalesimError("the profile in the link is not valid JSON") from None
+    data = parse_json_text(text, "the profile in the link")  # a repeated key refused, too
     return checked_profile(data, "the profile in the link")
 
 

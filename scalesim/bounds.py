@@ -265,6 +265,9 @@ KNOBS: tuple[Knob, ...] = (
     Knob("min_samples_to_quality", "--min-samples", "emin", "samples_total"),
     Knob("train_samples", "--train-samples", "train", "samples_total"),
     Knob("price_per_device_hour", "--price", "price", "price_per_device_hour"),
+    # GPUs of each instance shape a cloud rents (a list: scalesim.billing); from the hardware
+    # in the app
+    Knob("instance_sizes", "--instance-sizes", None, "devices_per_node"),
 )
 # The model split of a scenario (``Scenario.layout``): field of ``ScenarioLayout``, CLI flag,
 # share-link key (link version 3 and later; the recompute style version 4), quantity or choices.

@@ -4,7 +4,7 @@
 compares, against running as is:
 
 * **one more server** (fill the server first, then add a whole one), priced at the profile's or
-  scenario's USD per device-hour;
+  scenario's USD per device-hour for the devices billed (whole instances, ``scalesim.billing``);
 * **a faster inter-server network** as named hardware (``scalesim.network_upgrades``: NICs x
   Gbit/s, priced per server-hour where a public price exists), when the run spans servers;
 * **a settings change** (batch, accumulation, overlap, sharding, smaller micro-batches): the best
@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 
 from scalesim import figures, training_time
 from scalesim.accuracy import median_error
+from scalesim.billing import billing_words
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount
 from scalesim.layout_predict import uses_layouts
@@ -109,7 +110,7 @@ class _Ctx:
         self.goal = training_time.resolve_goal(profile, scenario)
         self.price = self.goal.price_per_device_hour
         self.now_time = self._time(now)
-        self.now_hourly = None if self.price is None else self.price * now.devices
+        self.now_hourly = self._hourly(now, 0.0)
         self.error = median_error(uses_layouts(profile, scenario))
 
     def _time(self, p: Prediction) -> float | None:
@@ -117,11 +118,16 @@ class _Ctx:
                                          p.global_batch, self.now.global_batch)
         return None if t is None else float(t)
 
+    def _hourly(self, p: Prediction, extra_per_server_hour: float) -> float | None:
+        """USD per hour of ``p``'s billed devices (whole instances) plus a network's extra."""
+        hourly = self.goal.usd_per_hour(p.devices)
+        return None if hourly is None else float(hourly) + extra_per_server_hour * p.nodes
+
     def option(self, key: str, title: str, p: Prediction, extra_per_server_hour: float | None,
                price_source: str, priced: bool = True) -> DecisionOption:
         hourly = None
-        if self.price is not None and priced:
-            hourly = self.price * p.devices + (extra_per_server_hour or 0.0) * p.nodes
+        if priced:
+            hourly = self._hourly(p, extra_per_server_hour or 0.0)
         t = self._time(p)
         total = None if (t is None or hourly is None) else t / 3600.0 * hourly
         now_total = (None if (self.now_time is None or self.now_hourly is None)
@@ -155,10 +161,12 @@ def _server_size(profile: Profile, scenario: Scenario) -> int:
 
 
 def _price_source(profile: Profile, scenario: Scenario) -> str:
+    goal = training_time.resolve_goal(profile, scenario)
+    billing = billing_words(goal.server_devices, goal.instance_sizes)
     if scenario.price_per_device_hour is not None:
-        return "price per device-hour given by the user"
+        return f"price per device-hour given by the user, {billing}"
     if profile.hardware.price_per_device_hour is not None:
-        return f"hardware preset {profile.hardware.name}: {profile.hardware.source}"
+        return f"hardware preset {profile.hardware.name}, {billing}: {profile.hardware.source}"
     return "no price known: enter a price per device-hour"
 
 

@@ -35,6 +35,17 @@ def require_path(value, name: str):
     raise ScalesimError(f"{name}: expected a file path, got {got}")
 
 
+def file_path(text: str) -> str:
+    """argparse ``type=`` of a file argument: an empty path is refused as the flag's own error
+    ('argument --profile: expected a file path, got an empty string'), not later as 'path'."""
+    import argparse
+
+    try:
+        return require_path(text, "path")
+    except ScalesimError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("path: ")) from None
+
+
 def require_text(value, name: str) -> str:
     """``value`` if it is a string (a preset name, file contents), else ScalesimError."""
     if isinstance(value, str):

@@ -15,7 +15,8 @@ keeps those that fit in device memory, and computes for each the time to finish
 (``scalesim.training_time``: the training length is the samples needed at the *reference* global
 batch, the base micro-batch x one full server x the base accumulation; with a critical batch size
 a bigger global batch needs proportionally more samples, a smaller one fewer) and the money:
-hours x (devices x USD per device-hour + servers x the network's extra USD per server-hour).
+hours x (billed devices x USD per device-hour + servers x the network's extra USD per
+server-hour); billed devices are whole instances (``scalesim.billing``).
 
 The answer: the cheapest plan that meets both limits (ties: the sooner), the Pareto front of time
 against money (no other plan is both sooner and cheaper), or, when no plan meets the goal, the
@@ -178,7 +179,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     time_s = training_time.time_to_goal_s(goal, c["samples_per_s"], c["step_time_s"],
                                           c["global_batch"], reference)
     extra = np.array([networks[float(v)][1] for v in c["inter_busbw_GBps"]])
-    hourly = c["devices"] * goal.price_per_device_hour + c["nodes"] * extra
+    hourly = goal.usd_per_hour(c["devices"]) + c["nodes"] * extra
     cost = time_s / 3600.0 * hourly
     ok = fits & np.isfinite(time_s) & np.isfinite(cost)
     meets = ok & (time_s <= deadline_s) & (cost <= budget_usd)

@@ -82,11 +82,35 @@ def to_json_text(data: Any, indent: int | None = 2, what: str = "the result") ->
 MAX_TEXT_CHARS = 128 << 20  # a profile, scenario or runs file (1e6 runs) is far smaller
 
 
-def read_text(path: str | os.PathLike[str]) -> str:
+def not_utf8(name: str | os.PathLike[str]) -> ScalesimError:
+    """The one error of a file that is not UTF-8 text (UTF-16 from Windows tools, binary)."""
+    return ScalesimError(f"file {name} is not UTF-8 text: save it as UTF-8")
+
+
+def _checked_text(text: str, name: str | os.PathLike[str]) -> str:
+    """JSON ``text`` unless it holds a NUL: UTF-16 or UTF-32 without a byte-order mark decodes
+    as UTF-8 with a NUL beside every ASCII character, and valid JSON never holds one (a
+    control character must be escaped even in a string)."""
+    if "\x00" in text:
+        raise not_utf8(name)
+    return text
+
+
+def decode_text(raw: bytes, name: str) -> str:
+    """Uploaded JSON bytes as text: UTF-8, a leading byte-order mark dropped; else
+    ``not_utf8`` (a NUL too: ``_checked_text``)."""
+    try:
+        return _checked_text(raw.decode("utf-8-sig"), name)
+    except UnicodeDecodeError:
+        raise not_utf8(name) from None
+
+
+def read_text(path: str | os.PathLike[str], name: str = "path") -> str:
     """A UTF-8 text file's contents (a leading byte-order mark, as Excel writes, is dropped); a
-    missing or unreadable file, or one over MAX_TEXT_CHARS (``/dev/zero`` never ends), raises a
-    one-line ScalesimError."""
-    file = Path(require_path(path, "path"))
+    missing or unreadable file, one that is not UTF-8 (``not_utf8``), or one over
+    MAX_TEXT_CHARS (``/dev/zero`` never ends), raises a one-line ScalesimError; ``name`` is the
+    argument named when ``path`` is not a path."""
+    file = Path(require_path(path, name))
     try:
         with open(file, encoding="utf-8-sig") as handle:
             text = handle.read(MAX_TEXT_CHARS + 1)
@@ -96,22 +120,45 @@ def read_text(path: str | os.PathLike[str]) -> str:
         return text
     except FileNotFoundError:
         raise ScalesimError(f"{file}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError:
+        raise not_utf8(file) from None
+    except OSError as exc:
         raise ScalesimError(f"{file}: cannot read it ({exc})") from None
 
 
-def read_json(path: str | os.PathLike[str]) -> Any:
-    """Parse a JSON file; a missing or malformed file raises ScalesimError with the position."""
-    file = Path(require_path(path, "path"))
-    text = read_text(file)
+def _unique_keys(name: str):
+    """json's ``object_pairs_hook``: a dict, or ScalesimError when a key repeats (json keeps the
+    last silently, so ``{"accumulation": 2, "accumulation": 4}`` would run with 4 unasked)."""
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in obj:
+                raise ScalesimError(f"{name}: key '{key}' appears twice in one object (JSON "
+                                    "would keep the last silently); keep one")
+            obj[key] = value
+        return obj
+    return hook
+
+
+def parse_json_text(text: str, name: str) -> Any:
+    """Parse JSON text read from ``name`` (a file or upload); a malformed text (with the
+    position), a repeated key or a too deep nesting raises a one-line ScalesimError."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys(name))
     except json.JSONDecodeError as exc:
         raise ScalesimError(
-            f"{file}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+            f"{name}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None
     except RecursionError:  # json's decoder recurses once per nesting level
-        raise ScalesimError(f"{file}: JSON nested too deeply to be a scalesim file") from None
+        raise ScalesimError(f"{name}: JSON nested too deeply to be a scalesim file") from None
+
+
+def read_json(path: str | os.PathLike[str], name: str = "path") -> Any:
+    """Parse a JSON file (``parse_json_text``); a missing, non-UTF-8 or malformed file, or one
+    with a repeated key, raises a one-line ScalesimError naming the file; ``name`` is the
+    argument named when ``path`` is not a path."""
+    file = Path(require_path(path, name))
+    return parse_json_text(_checked_text(read_text(file), file), str(file))
 
 
 def error_text(error: Mapping[str, Any]) -> str:

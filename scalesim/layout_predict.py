@@ -231,6 +231,7 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
     }
     hardware = hw.model_copy(update={
         **links, "devices_per_node": scenario.devices_per_node or hw.devices_per_node,
+        "instance_sizes": scenario.instance_sizes or hw.instance_sizes or [hw.devices_per_node],
         "peak_tflops": peak_flops / 1e12, "memory_bandwidth_GBps": bandwidth_GBps,
         "comm_compute_contention": _pick(scenario.comm_compute_contention,
                                          hw.comm_compute_contention),

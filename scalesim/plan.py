@@ -3,8 +3,9 @@
 ``plan(...)`` enumerates dp x tp x pp (x cp), ZeRO stage, micro-batch, pipeline schedule and
 virtual stages, recompute and sequence parallelism for each device count, drops the layouts
 that break a placement rule (``layout.valid_mask``), evaluates the rest in one vectorised call
-(``model.layout_step.evaluate_layouts``) and ranks those that fit by throughput, or by cost (device
-time per sample), saying for each runner-up which part of the step makes it lose.
+(``model.layout_step.evaluate_layouts``) and ranks those that fit by throughput, or by cost
+(billed device time per sample: whole instances, ``scalesim.billing``), saying for each
+runner-up which part of the step makes it lose.
 ``evaluate_layout`` is the scalar path: one ``ParallelLayout``, checked by
 ``layout.check_layout``; tests check that the two agree. Everything but the layout is one
 ``Setting``, and ``setting_inputs`` is the one place it becomes the model's inputs, for the
@@ -23,6 +24,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel
 
+from scalesim.billing import billed_devices
 from scalesim.bounds import check_number, clip
 from scalesim.errors import ScalesimError
 from scalesim.layout import (
@@ -93,7 +95,8 @@ class PlanRow(BaseModel):
     headroom_bytes: float
     fits: bool
     breakdown_s: dict[str, float]
-    device_hours_per_million_samples: float
+    device_hours_per_million_samples: float  # billed devices' hours (whole instances)
+    billed_devices: int  # devices a cloud bills for the layout (scalesim.billing)
     why: str
 
     def layout(self, global_batch: int) -> ParallelLayout:
@@ -403,7 +406,7 @@ def _why(best: dict, row: dict, by: str) -> str:
     if by == "cost":
         more = 100.0 * (row["device_hours_per_million_samples"]
                         / best["device_hours_per_million_samples"] - 1.0)
-        return (f"{more:+.1f}% device-hours per sample; step {slower:+.1f}% "
+        return (f"{more:+.1f}% billed device-hours per sample; step {slower:+.1f}% "
                 f"({PART_NAMES[worst]} {diffs[worst]:+.3g} s)")
     if diffs[worst] <= 0:
         return f"step {slower:+.1f}% on {row['devices']} devices"
@@ -488,7 +491,8 @@ def rank_layouts(setting: Setting, devices: list[int],
                             "the global batch with a valid tp and pp")
     r = evaluate_layouts(setting_inputs(setting, **grid))
     devices_arr = grid["dp"] * grid["tp"] * grid["pp"] * grid["cp"]
-    cost = devices_arr / r.samples_per_s * 1e6 / 3600.0
+    billed = billed_devices(devices_arr, g, hardware.instance_sizes)  # whole instances
+    cost = billed / r.samples_per_s * 1e6 / 3600.0
     key = -r.samples_per_s if rank_by == "throughput" else cost
     fits = r.fits
     order = np.lexsort((key, ~fits)) if include_unfit else np.argsort(key[fits], kind="stable")
@@ -522,6 +526,7 @@ def rank_layouts(setting: Setting, devices: list[int],
             "headroom_bytes": float(r.headroom_bytes[i]), "fits": bool(r.fits[i]),
             "breakdown_s": {p: float(getattr(r, p)[i]) for p in PARTS},
             "device_hours_per_million_samples": float(cost[i]),
+            "billed_devices": int(billed[i]),
         }
         row["why"] = "best" if rank == 1 else _why(rows[0].model_dump(), row, rank_by)
         rows.append(PlanRow(**row))

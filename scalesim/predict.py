@@ -52,7 +52,8 @@ class Prediction(BaseModel):
     steps_to_quality: float | None = None
     time_to_quality_s: float | None = None
     time_to_train_s: float | None = None
-    cost_usd: float | None = None
+    cost_usd: float | None = None  # time x billed_devices x price per device-hour
+    billed_devices: int | None = None  # devices a cloud bills: whole instances (billing.py)
     # the model split (``Scenario.layout``; a transformer workload predicts through
     # ``evaluate_layouts``): dp x tp x pp = devices; micro_batch is then per replica
     dp: int | None = None  # None: data parallel over all devices (parameter-count workload)
@@ -315,7 +316,7 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
             ttt = train / float(result.samples_per_s[i])
             hours_basis = ttt
         if price is not None and hours_basis is not None:
-            cost = hours_basis / 3600.0 * int(p) * price
+            cost = float(hours_basis / 3600.0 * goal.usd_per_hour(int(p)))
         rows.append(Prediction(
             devices=int(p),
             nodes=int(result.nodes[i]),
@@ -339,6 +340,7 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
             time_to_quality_s=ttq,
             time_to_train_s=ttt,
             cost_usd=cost,
+            billed_devices=int(goal.billed_devices(int(p))),
             **({} if split is None else _split_fields(split, i)),
         ))
     return rows

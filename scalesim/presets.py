@@ -338,6 +338,9 @@ class Price:
     as_of: str
     source: str
     caveat: str = ""
+    # GPUs of each shape the provider rents with this GPU at the same price per GPU-hour, as
+    # listed with the price (scalesim.billing); None: only this instance, billed whole
+    instance_sizes: tuple[int, ...] | None = None
 
     @property
     def per_device_hour(self) -> float:
@@ -346,7 +349,10 @@ class Price:
     def describe(self) -> str:
         text = (f"price: {self.instance} on-demand ${self.usd_per_hour:g}/h for {self.devices} "
                 f"GPUs, listed {self.as_of} ({self.source})")
-        return text + (f"; {self.caveat}" if self.caveat else "")
+        sizes = ("billed whole" if self.instance_sizes is None else "also rented as "
+                 + ", ".join(f"{n}" for n in self.instance_sizes) + " GPUs at the same price "
+                 "per GPU")
+        return text + f"; {sizes}" + (f"; {self.caveat}" if self.caveat else "")
 
 
 _AWS_2025_CUT = ("AWS cut on-demand prices of P4 (p4d, p4de) and P5 instances by up to 45% in "
@@ -355,8 +361,9 @@ _AWS_2025_CUT = ("AWS cut on-demand prices of P4 (p4d, p4de) and P5 instances by
                  "list price is an upper bound, give today's with --price")
 PRICES: dict[str, Price] = {
     "dgx1-v100": Price("AWS p3.16xlarge (8x V100 SXM2 16GB, NVLink)", 24.48, 8, "2017-10",
-                       "aws.amazon.com/ec2/instance-types/p3, us-east-1 Linux", "P3 was not "
-                       "part of the June 2025 GPU price cut"),
+                       "aws.amazon.com/ec2/instance-types/p3, us-east-1 Linux (p3.2xlarge 1 "
+                       "GPU $3.06/h, p3.8xlarge 4 GPUs $12.24/h)", "P3 was not "
+                       "part of the June 2025 GPU price cut", instance_sizes=(1, 4, 8)),
     "dgx-a100": Price("AWS p4de.24xlarge (8x A100 SXM4 80GB)", 40.96608, 8, "2022-05",
                       "aws.amazon.com/ec2/instance-types/p4, us-east-1 Linux", _AWS_2025_CUT),
     "dgx-h100": Price("AWS p5.48xlarge (8x H100 SXM5 80GB)", 98.32, 8, "2023-07",
@@ -368,8 +375,10 @@ PRICES: dict[str, Price] = {
                      "aws.amazon.com/ec2/instance-types/p4, us-east-1 Linux, at launch",
                      _AWS_2025_CUT),
     "a2-highgpu-8g": Price("Google Cloud a2-highgpu-8g (8x A100 40GB, GPUs included)", 29.387, 8,
-                           "2024", "cloud.google.com/compute/gpus-pricing, us-central1",
-                           "not re-checked: Google's price page was not reachable from here"),
+                           "2024", "cloud.google.com/compute/gpus-pricing, us-central1; "
+                           "shapes a2-highgpu-1g, -2g, -4g, -8g: cloud.google.com/compute/docs/"
+                           "gpus#a100-gpus", "not re-checked: Google's price page was not "
+                           "reachable from here", instance_sizes=(1, 2, 4, 8)),
 }
 
 
@@ -384,6 +393,8 @@ def _server(name: str, device_name: str, memory_gib: int, cpu_cores: int, intra:
         device_memory_bytes=memory_gib * GIB, cpu_cores_per_node=cpu_cores,
         intra_node=intra_link(intra), inter_node=inter,
         price_per_device_hour=None if price is None else price.per_device_hour,
+        instance_sizes=(None if price is None or price.instance_sizes is None
+                        else list(price.instance_sizes)),
         source=source if price is None else f"{source}; {price.describe()}")
 
 

@@ -67,7 +67,7 @@ class RemedyResult:
     applicable: bool
     reason: str = ""  # why not applicable, or a caveat (memory, global batch changes)
     time_s: float | None = None  # time to train / to quality, large-batch penalty included
-    cost_usd: float | None = None  # that time x devices x price per device-hour
+    cost_usd: float | None = None  # that time x billed devices x price per device-hour
     objective_gain: float = 0.0  # gain on the ranking measure: faster finish, else throughput
     verdict: str = "not applicable"  # one of VERDICTS
     measure: str = "throughput"  # what objective_gain measures: time, quality or throughput

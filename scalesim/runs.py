@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 
 from scalesim.bounds import bounded, items_bounded
 from scalesim.errors import ScalesimError, require_text
-from scalesim.jsonio import validation_message
+from scalesim.jsonio import parse_json_text, validation_message
 
 REQUIRED = ("devices", "nodes")
 COLUMNS = ("devices", "nodes", "samples_per_s", "step_time_s", "per_device_batch", "global_batch",
@@ -399,12 +398,6 @@ def parse_runs_text(text: str, source: str) -> Runs:
     text = text.removeprefix("\ufeff")  # Excel's "CSV UTF-8" starts with a byte-order mark
     stripped = text.lstrip()
     if stripped.startswith(("[", "{")):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ScalesimError(f"{source}: not valid JSON (line {exc.lineno}, column "
-                                f"{exc.colno}: {exc.msg})") from None
-        except RecursionError:  # json's decoder recurses once per nesting level
-            raise ScalesimError(f"{source}: JSON nested too deeply to be a runs file") from None
+        data = parse_json_text(text, source)
         return runs_from_records(parse_json_data(data, source), source)
     return runs_from_records(parse_csv_text(text, source), source)

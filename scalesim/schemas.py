@@ -34,6 +34,12 @@ HARDWARE_VERSION = "scalesim-hardware/1"
 WORKLOAD_VERSION = "scalesim-workload/1"
 PROFILE_VERSION = "scalesim-profile/1"
 SCENARIO_VERSION = "scalesim-scenario/1"
+INSTANCE_SIZES_HELP = (
+    "GPUs in each instance shape the provider rents with this GPU, each priced per device-hour "
+    "as price_per_device_hour (AWS p4de/p5: [8]; AWS p3, Google Cloud a2-highgpu: [1, 4, 8], "
+    "[1, 2, 4, 8]; a GPU cloud renting any count: [1]); a server's devices are billed as the "
+    "smallest shape that holds them (docs/model.md §9, scalesim/billing.py); None: whole "
+    "servers only")
 
 Strategy = Literal["ddp", "zero1", "zero2", "zero3"]
 ZeroFramework = Literal["fsdp", "deepspeed"]
@@ -169,6 +175,11 @@ class Topology(_Strict):
     source: str = ""
 
 
+def _sorted_sizes(sizes: list[int] | None) -> list[int] | None:
+    """Instance shapes smallest first, each once."""
+    return None if sizes is None else sorted(set(sizes))
+
+
 class Hardware(_Strict):
     """A server type and how servers are joined."""
 
@@ -207,9 +218,20 @@ class Hardware(_Strict):
         "cores (gloo on CPUs)",
     )
     price_per_device_hour: float | None = bounded("price_per_device_hour", None, "USD per device-hour")
+    instance_sizes: list[items_bounded("devices_per_node")] | None = Field(  # type: ignore[valid-type]
+        default=None, min_length=1, description=INSTANCE_SIZES_HELP)
     topology: Topology | None = Field(
         default=None, description="nvidia-smi topo -m of one server, when recorded")
     source: str = ""
+
+    _sizes_sorted = field_validator("instance_sizes")(lambda v: _sorted_sizes(v))
+
+    @model_validator(mode="after")
+    def _sizes_fit(self) -> Hardware:
+        if self.instance_sizes and self.instance_sizes[-1] > self.devices_per_node:
+            raise ValueError(f"instance_sizes: {self.instance_sizes[-1]} GPUs is more than a "
+                             f"server's {self.devices_per_node} (devices_per_node)")
+        return self
 
 
 class ReferenceThroughput(_Strict):
@@ -701,10 +723,14 @@ class Scenario(_Strict):
     min_samples_to_quality: float | None = knob_field("min_samples_to_quality", None)
     train_samples: float | None = knob_field("train_samples", None)
     price_per_device_hour: float | None = knob_field("price_per_device_hour", None)
+    instance_sizes: list[items_bounded("devices_per_node")] | None = Field(  # type: ignore[valid-type]
+        default=None, min_length=1, description=f"{INSTANCE_SIZES_HELP}; None: the hardware's")
     layout: ScenarioLayout | None = Field(
         default=None, description="how the model is split (tensor, pipeline, schedule, "
         "recompute, sequence parallel); None: data parallel only, or tp = pp = 1 for a "
         "transformer workload")
+
+    _sizes_sorted = field_validator("instance_sizes")(lambda v: _sorted_sizes(v))
 
     @field_validator("devices")
     @classmethod

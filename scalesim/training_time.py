@@ -15,7 +15,9 @@ agree with each other and with ``scalesim predict``):
   assumption: the batch does not change the samples needed);
 * otherwise unknown (None).
 
-Cost is hours x devices x USD per device-hour. Arrays in, arrays out.
+Cost is hours x billed devices x USD per device-hour: a cloud bills whole instances, so the
+devices billed are the run's devices rounded up to the instance shapes the provider rents
+(``scalesim.billing``; 12 GPUs of 8-GPU instances bill 16). Arrays in, arrays out.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scalesim.billing import billed_devices
+from scalesim.errors import ScalesimError
 from scalesim.model.quality import samples_to_quality, steps_to_quality
 from scalesim.schemas import Profile, Scenario
 
@@ -36,6 +40,19 @@ class Goal:
     min_samples: float | None  # E_min, samples
     train_samples: float | None  # samples in the run at the reference global batch
     price_per_device_hour: float | None  # USD
+    server_devices: int = 1  # devices the run uses per server
+    instance_sizes: tuple[int, ...] | None = None  # GPUs per rentable shape (the hardware's
+    # whole server when it rents no smaller ones); None: whole servers of server_devices
+
+    def billed_devices(self, devices):
+        """Devices billed for ``devices`` (array): whole instances (``scalesim.billing``)."""
+        return billed_devices(devices, self.server_devices, self.instance_sizes)
+
+    def usd_per_hour(self, devices):
+        """USD per hour of the billed devices (array), or None without a price."""
+        if self.price_per_device_hour is None:
+            return None
+        return self.billed_devices(devices) * self.price_per_device_hour
 
     @property
     def kind(self) -> str | None:
@@ -67,10 +84,20 @@ def resolve_goal(profile: Profile, scenario: Scenario) -> Goal:
     price = scenario.price_per_device_hour
     if price is None:
         price = profile.hardware.price_per_device_hour
+    hw = profile.hardware
+    # a run's servers may hold fewer devices than the hardware's (--gpus-per-node 6 of 8): the
+    # instance is still the hardware's whole server unless smaller shapes are rented
+    sizes = scenario.instance_sizes or hw.instance_sizes or [hw.devices_per_node]
+    server = max(hw.devices_per_node, scenario.devices_per_node or 0)
+    if scenario.instance_sizes and scenario.instance_sizes[-1] > server:
+        raise ScalesimError(f"instance_sizes: {scenario.instance_sizes[-1]} GPUs is more than a "
+                            f"server's {server} (devices_per_node)")
     return Goal(critical_batch=b_crit,
                 min_samples=scenario.min_samples_to_quality or wl.min_samples_to_quality,
                 train_samples=scenario.train_samples or wl.train_samples,
-                price_per_device_hour=price)
+                price_per_device_hour=price,
+                server_devices=scenario.devices_per_node or profile.hardware.devices_per_node,
+                instance_sizes=None if sizes is None else tuple(sizes))
 
 
 def samples_needed(goal: Goal, global_batch, reference_batch):
@@ -99,11 +126,12 @@ def time_to_goal_s(goal: Goal, samples_per_s, step_time_s, global_batch, referen
 
 
 def cost_usd(goal: Goal, seconds, devices):
-    """USD for ``seconds`` on ``devices`` (arrays), or None without a price or a time."""
-    if seconds is None or goal.price_per_device_hour is None:
+    """USD for ``seconds`` on ``devices`` (arrays): the billed devices' hours x the price per
+    device-hour; None without a price or a time."""
+    hourly = goal.usd_per_hour(devices)
+    if seconds is None or hourly is None:
         return None
-    return np.asarray(seconds, dtype=float) / 3600.0 * np.asarray(devices, dtype=float) * (
-        goal.price_per_device_hour)
+    return np.asarray(seconds, dtype=float) / 3600.0 * hourly
 
 
 def relative_quality_time(goal: Goal, step_time_s, global_batch):

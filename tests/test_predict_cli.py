@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import cli_harness
 import pytest
 
 from scalesim.cli.main import main
@@ -17,9 +18,8 @@ KEYS = {"devices", "nodes", "step_time_s", "compute_s", "exposed_comm_s", "data_
 
 
 def run_cli(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+    """Exit code, stdout, stderr (argparse's own refusals exit 2 too)."""
+    return cli_harness.run_cli(capsys, list(argv))
 
 
 def test_seed_scenario_on_the_default(capsys):
@@ -82,9 +82,18 @@ def test_time_and_money(capsys):
                            "--train-samples", "1e8", "--price", "4", "--json")
     rows = json.loads(out)
     assert code == 0
+    # AWS p4de is rented whole: 1, 2, 4 and 8 GPUs bill one 8-GPU instance, 16 bill two
+    assert [r["billed_devices"] for r in rows] == [8, 8, 8, 8, 16]
     for r in rows:
         assert r["time_to_train_s"] == pytest.approx(1e8 / r["samples_per_s"])
-        assert r["cost_usd"] == pytest.approx(r["time_to_train_s"] / 3600 * r["devices"] * 4)
+        assert r["cost_usd"] == pytest.approx(r["time_to_train_s"] / 3600
+                                              * r["billed_devices"] * 4)
+    code, out, _ = run_cli(capsys, "predict", "--hardware", "dgx-a100", "--workload", "bert-large",
+                           "--train-samples", "1e8", "--price", "4", "--instance-sizes", "1",
+                           "--json")
+    per_gpu = json.loads(out)
+    assert [r["billed_devices"] for r in per_gpu] == [1, 2, 4, 8, 16]
+    assert per_gpu[0]["cost_usd"] == pytest.approx(rows[0]["cost_usd"] / 8)
 
 
 def test_time_to_quality_shows_large_batch_effect():
@@ -297,7 +306,7 @@ def test_a_positive_number_never_prints_as_zero(tmp_path, capsys):
                      "efficiency": cells[10].rstrip("%"), "memory_bytes": cells[11]}
             for key, cell in shown.items():
                 assert (float(cell) > 0) == (row[key] > 0), (path.name, key, cell, row[key])
-            to_train, cost = cost_line.split()[-3:-1], cost_line.split()[-1]
+            to_train, cost = cost_line.split()[-4:-2], cost_line.split()[-1]
             assert float(to_train[0]) > 0 and float(cost.replace(",", "")) > 0, cost_line
 
 
@@ -309,7 +318,7 @@ def test_a_positive_number_never_prints_as_zero(tmp_path, capsys):
     (["decide", "--devices", "1,2", "--hardware", ""], "hardware"),
     (["plan", "--hardware", "", "--devices", "8", "--global-batch", "8"], "hardware"),
     (["diagnose", "--trace", ""], "trace"),
-    (["calibrate", "--from-topo", "", "--out", "never-written.json"], "path"),  # not measured
+    (["calibrate", "--from-topo", "", "--out", "never-written.json"], "--from-topo"),
 ])
 def test_an_empty_value_is_refused_not_taken_for_the_default(capsys, argv, named):
     """``--hardware "$HW"`` with HW unset: one line naming what is empty (before: predict,
@@ -341,3 +350,16 @@ def test_a_split_asked_of_a_parameter_count_names_what_was_asked(capsys):
     assert code == 2 and "layout recompute full: workload 'bert-large'" in err, err
     code, _, err = run_cli(capsys, "predict", "--tp", "2", "--devices", "8")
     assert code == 2 and "layout tp 2 x pp 1: workload" in err, err
+
+
+def test_predict_prints_durations_in_the_cards_words(capsys):
+    """A 30-minute run reads '30 min' in predict's table, as on the decision card (not '0.5 h')."""
+    from scalesim.decision import duration_text
+
+    sps = predict(default_profile(), Scenario(devices=[8]))[0].samples_per_s
+    code, out, _ = run_cli(capsys, "predict", "--devices", "8", "--train-samples",
+                           f"{1800 * sps:.6g}")
+    assert code == 0
+    row = next(line for line in out.splitlines() if line.split()[:1] == ["8"]
+               and "min" in line)
+    assert duration_text(1800) == "30 min" and "30 min" in row and "0.5 h" not in out

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from scalesim.errors import file_path
+
 NAME = "calibrate"
 HELP = "measure this machine with short real runs and write a calibration profile"
 EXAMPLE = """examples:
@@ -36,7 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="torch.profiler (Kineto) traces of your job, one per rank; B= the "
                    "micro-batch of that run (or --micro-batch for all): compute, backward share, "
                    "jitter")
-    g.add_argument("--from-topo", metavar="FILE", help="nvidia-smi topo -m output: the topology")
+    g.add_argument("--from-topo", metavar="FILE", type=file_path,
+                   help="nvidia-smi topo -m output: the topology")
     g.add_argument("--base", metavar="PROFILE",
                    help="profile to start from (default: --out when it exists, else the presets)")
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from scalesim.errors import file_path
+
 NAME = "diagnose"
 HELP = "name why scaling is lost, from measured runs (CSV/JSON) or PyTorch profiler traces"
 EXAMPLE = """examples:
@@ -24,10 +26,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from scalesim.bounds import flag_type
     from scalesim.cli.options import add_recompute_style_argument, parse_int_list
 
-    p.add_argument("runs", nargs="?", metavar="RUNS.csv|RUNS.json", help="measured runs")
-    p.add_argument("--trace", nargs="+", metavar="RANK.json", help="Kineto trace per rank "
-                   "(plain or .gz), instead of a runs file")
-    p.add_argument("--smi", metavar="SMI.csv", help="nvidia-smi --query-gpu=timestamp,index,"
+    p.add_argument("runs", nargs="?", metavar="RUNS.csv|RUNS.json", type=file_path,
+                   help="measured runs")
+    p.add_argument("--trace", nargs="+", metavar="RANK.json", type=file_path,
+                   help="Kineto trace per rank (plain or .gz), instead of a runs file")
+    p.add_argument("--smi", metavar="SMI.csv", type=file_path,
+                   help="nvidia-smi --query-gpu=timestamp,index,"
                    "clocks.sm,clocks.max.sm,temperature.gpu,power.draw,utilization.gpu,"
                    "clocks_throttle_reasons.active --format=csv -l 1 output, recorded during the "
                    "run: names a device that runs slower, with its clocks, heat and throttling")

@@ -12,6 +12,7 @@ from scalesim.cli.options import (
     add_zero_framework_argument,
     positive_int,
 )
+from scalesim.errors import file_path
 
 NAME = "plan"
 DEFAULT_WORKLOAD = "llama3-8b"  # without --workload, and no model of a profile's to plan
@@ -46,7 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    f"{DEFAULT_WORKLOAD}; --model is its older name)")
     p.add_argument("--hardware", metavar="PRESET|FILE",
                    help="hardware preset or JSON file (default dgx-h100)")
-    p.add_argument("--profile", metavar="FILE",
+    p.add_argument("--profile", metavar="FILE", type=file_path,
                    help="calibration profile: its hardware and links, and the matmul efficiency "
                    "and memory bandwidth its block calibration fitted (instead of --hardware)")
     p.add_argument("--devices", type=flag_list_type("devices"), default=[8, 16, 32, 64],
@@ -69,7 +70,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_grad_sync_argument(p)
     add_condition_arguments(p.add_argument_group("the run's conditions (as predict's)"))
     p.add_argument("--rank", choices=["throughput", "cost"], default="throughput",
-                   help="throughput (samples/s) or cost (device-hours per sample)")
+                   help="throughput (samples/s) or cost (billed device-hours per sample: whole "
+                   "instances, --instance-sizes)")
+    p.add_argument("--instance-sizes", type=flag_list_type("devices_per_node"), metavar="N,N",
+                   help="GPUs of each instance shape the cloud rents, e.g. 1,2,4,8 (1: per GPU); "
+                   "--rank cost bills a server's devices as the smallest shape holding them "
+                   "(default: the hardware's; whole servers)")
     p.add_argument("--top", type=positive_int, default=10, help="layouts to list (default 10)")
     p.add_argument("--all", action="store_true", help="also list layouts that do not fit")
     p.add_argument("--json", action="store_true", help="print the ranked layouts as JSON")
@@ -125,9 +131,11 @@ def render_text(rows, global_batch: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from scalesim.cli.options import check_slow_device
+    from scalesim.jsonio import parse_model
     from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
     from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY, plan
     from scalesim.runs_model import model_shape
+    from scalesim.schemas import Hardware
 
     check_slow_device(args)
     own = _profile_model(args)
@@ -140,6 +148,9 @@ def run(args: argparse.Namespace) -> int:
         params = None
     hardware, efficiency, note, p2p, measured_jitter = _hardware_and_efficiency(
         args, DEFAULT_MATMUL_EFFICIENCY)
+    if args.instance_sizes is not None:
+        hardware = parse_model({**hardware.model_dump(), "instance_sizes": args.instance_sizes},
+                               Hardware, "--instance-sizes")
     # as predict does (predict.jitter_cv_of): --straggler-cv, else the profile's measured jitter
     jitter_cv = args.straggler_cv if args.straggler_cv is not None else measured_jitter
     measured = _on_the_measured_curve(args, shape, params, own)
@@ -213,7 +224,7 @@ def _on_the_measured_curve(args, shape, params, own=None):
         devices=args.devices, overlap=not args.no_overlap, straggler_cv=args.straggler_cv,
         slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
         zero_framework=args.zero_framework or "fsdp",
-        grad_sync=args.grad_sync or "every-micro-step",
+        grad_sync=args.grad_sync or "every-micro-step", instance_sizes=args.instance_sizes,
         layout=ScenarioLayout(recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE))
     rows = plan_at(profile, scenario, args.devices, args.global_batch,
                    tp_overlap=args.tp_overlap, rank_by=args.rank, top=args.top,

@@ -101,12 +101,14 @@ def _fit_hints(profile, scenario, unfit) -> str:
 
 
 def render_table(profile, scenario, rows) -> str:
+    from scalesim.billing import billing_words
     from scalesim.cli.options import condition_words
     from scalesim.figures import amount, fixed
     from scalesim.knee import knee_of_predictions, least_drop_of, no_knee_words
     from scalesim.layout_predict import recompute_style_note
     from scalesim.model.zero_exchange import framework_label
     from scalesim.predict import slow_device_note
+    from scalesim.training_time import resolve_goal
 
     unit = profile.workload.sample_unit
     sync = scenario.grad_sync
@@ -150,11 +152,17 @@ def render_table(profile, scenario, rows) -> str:
         )
     if any(r.time_to_train_s is not None or r.time_to_quality_s is not None for r in rows):
         lines.append("")
-        lines.append(f"{'devices':>7} {'to quality':>12} {'to train':>12} {'cost USD':>12}")
+        lines.append(f"{'devices':>7} {'to quality':>12} {'to train':>12} {'billed':>7} "
+                     f"{'cost USD':>12}")
         for r in rows:
             cost = amount(r.cost_usd) if r.cost_usd is not None else "-"
             lines.append(f"{r.devices:>7} {_duration(r.time_to_quality_s):>12} "
-                         f"{_duration(r.time_to_train_s):>12} {cost:>12}")
+                         f"{_duration(r.time_to_train_s):>12} {r.billed_devices:>7} {cost:>12}")
+        goal = resolve_goal(profile, scenario)
+        if goal.price_per_device_hour is not None:
+            lines.append(f"cost: billed devices x hours x ${goal.price_per_device_hour:g} per "
+                         f"device-hour, {billing_words(goal.server_devices, goal.instance_sizes)}"
+                         " (--instance-sizes)")
     knee = knee_of_predictions(rows)
     lines.append("")
     if knee is None:

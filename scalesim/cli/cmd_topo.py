@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from scalesim.errors import file_path
+
 NAME = "topo"
 HELP = "read nvidia-smi topo -m: GPUs, the link kind of each pair, NICs and their affinity"
 EXAMPLE = """examples:
@@ -15,8 +17,9 @@ then: scalesim calibrate --from-topo topo.txt --out my-node.json (adds it to a p
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", nargs="?", metavar="FILE", help="saved nvidia-smi topo -m output, or - "
-                   "for stdin (default: run nvidia-smi here)")
+    p.add_argument("file", nargs="?", metavar="FILE", type=file_path,
+                   help="saved nvidia-smi topo -m output, or - for stdin (default: run "
+                   "nvidia-smi here)")
     p.add_argument("--json", action="store_true", help="print the Topology as JSON")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from scalesim.errors import file_path
 from scalesim.jsonio import to_json_text
 
 NAME = "validate"
@@ -24,7 +25,7 @@ every other case is predicted from its description."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", nargs="?", default=None,
+    p.add_argument("file", metavar="FILE", nargs="?", default=None, type=file_path,
                    help="validation cases JSON (scalesim-validation-cases/1 or "
                    "scalesim-parallel-cases/1); default: the published cases shipped with "
                    "scalesim (scalesim/data/validation/cases.json, or parallel_cases.json with "

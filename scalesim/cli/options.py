@@ -46,7 +46,7 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
 def _knob(group, field: str, **kwargs) -> None:
     """A scenario knob's flag, its type (and bounds) from scalesim.bounds.KNOBS."""
     knob = KNOB_BY_FIELD[field]
-    kind = flag_list_type if field == "devices" else flag_type
+    kind = flag_list_type if field in ("devices", "instance_sizes") else flag_type
     group.add_argument(knob.flag, type=kind(knob.quantity), dest=_dest(knob.flag), **kwargs)
 
 
@@ -86,6 +86,9 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     g.add_argument("--dataset-size", type=flag_type("samples_total"),
                    help="samples per epoch (with --epochs)")
     _knob(g, "price_per_device_hour", metavar="USD", help="price per device-hour")
+    _knob(g, "instance_sizes", metavar="N,N", help="GPUs of each instance shape the cloud rents, "
+          "e.g. 1,2,4,8 (1: per GPU); cost bills a server's devices as the smallest shape that "
+          "holds them (default: the hardware's; whole servers)")
     add_layout_arguments(p)
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scalesim.billing import sizes_within
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import write_model
 from scalesim.model.compute import fit_compute_curve
@@ -73,6 +74,7 @@ def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fres
     devices = sorted({d for f in fits.values() for r in f.runs for d in r.devices})
     if fresh and per_node:
         changes["devices_per_node"] = per_node[-1]
+        changes["instance_sizes"] = sizes_within(hw.instance_sizes, per_node[-1])
         if len(devices) == 1:
             changes["device_name"] = devices[0]
         changes["name"] = f"{devices[0] if devices else 'servers'} x{per_node[-1]} (nccl-tests)"
@@ -189,6 +191,8 @@ def with_traces(profile: Profile, runs: list[BatchRun], fresh: bool, set_server:
     hw_changes: dict = {}
     if fresh and (set_server is None or set_server):
         hw_changes["devices_per_node"] = curve.colocated_devices
+        hw_changes["instance_sizes"] = sizes_within(profile.hardware.instance_sizes,
+                                                    curve.colocated_devices)
     if fresh:
         ar = comm.get("all_reduce")
         if ar and ar.bytes and ar.element_bytes and set(comm) <= {"all_reduce", "broadcast",

@@ -1,0 +1,71 @@
+"""Devices a cloud bills: whole instances, not the GPUs a run uses (docs/model.md §9).
+
+A cloud rents instances of fixed shapes (AWS p4de/p5: 8 GPUs and nothing smaller; AWS p3 and
+Google Cloud a2-highgpu: 1, 2 or 4 and 8 GPUs), each at its shape's price. With ``sizes`` the
+GPUs per shape the provider rents (``Hardware.instance_sizes``, ``Scenario.instance_sizes``;
+None: whole servers only) and a price per GPU-hour that scales with the shape (true of every
+preset, ``presets.PRICES``), a run of ``p`` devices on servers of ``g`` bills
+
+    billed(p) = floor(p / g) * shape(g) + shape(p mod g),   shape(0) = 0
+
+where ``shape(n)`` is the smallest listed size holding ``n`` devices (above the largest size
+``m``: ``floor(n / m)`` instances of ``m`` and the smallest shape of the rest). 12 GPUs of
+8-GPU instances bill 16; with 4-GPU shapes as well, 12. Arrays in, arrays out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from scalesim.errors import ScalesimError
+
+
+def check_sizes(sizes: Sequence[int] | None, name: str = "instance_sizes") -> None:
+    """ScalesimError naming ``name`` unless ``sizes`` is None or device counts of 1 or more."""
+    if sizes is None:
+        return
+    if len(sizes) == 0 or any(int(s) < 1 for s in sizes):
+        raise ScalesimError(f"{name} {list(sizes)}: give the GPUs of each instance shape, "
+                            "1 or more each (e.g. 1,2,4,8)")
+
+
+def _shape(n: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Devices billed for ``n`` devices on one server (array): the smallest size holding them."""
+    largest = sizes[-1]
+    whole, rest = np.divmod(n, largest)
+    at = np.searchsorted(sizes, rest)  # rest < largest, so at < len(sizes)
+    return whole * largest + np.where(rest > 0, sizes[np.minimum(at, sizes.size - 1)], 0)
+
+
+def billed_devices(devices, server_devices, sizes: Sequence[int] | None = None) -> np.ndarray:
+    """Devices billed for ``devices`` on servers of ``server_devices`` (arrays, int64), rented as
+    instances of ``sizes`` GPUs (None: whole servers). See the module docstring."""
+    check_sizes(sizes)
+    p = np.asarray(devices, dtype=np.int64)
+    g = np.asarray(server_devices, dtype=np.int64)
+    shapes = np.unique(np.asarray(sizes if sizes is not None else [], dtype=np.int64))
+    full, rest = np.divmod(p, g)
+    if shapes.size == 0:  # whole servers only
+        return (full + (rest > 0)) * g
+    return full * _shape(g, shapes) + _shape(rest, shapes)
+
+
+def sizes_within(sizes: Sequence[int] | None, server_devices: int) -> list[int] | None:
+    """The shapes that fit a server of ``server_devices`` (a calibration that finds a smaller
+    server than its preset's keeps the preset's price and the shapes that still apply); None
+    when none does: whole servers."""
+    kept = [int(s) for s in sizes or () if int(s) <= server_devices]
+    return kept or None
+
+
+def billing_words(server_devices: int, sizes: Sequence[int] | None) -> str:
+    """How devices are billed, in words, for notes and the app."""
+    listed = [server_devices] if sizes is None else sorted({int(s) for s in sizes})
+    if len(listed) == 1 and listed[0] > 1:
+        return f"billed per whole server of {listed[0]} GPUs"
+    if listed == [1]:
+        return "billed per GPU"
+    return f"billed per instance of {', '.join(map(str, listed))} GPUs (the smallest that holds " \
+           "a server's GPUs)"

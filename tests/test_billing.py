@@ -1,0 +1,163 @@
+"""Cost as a cloud bills it: whole instances of the shapes it rents, not the GPUs a run uses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cli_harness import run_cli
+
+from scalesim.billing import billed_devices
+from scalesim.decision import decide
+from scalesim.errors import ScalesimError
+from scalesim.goal import seek
+from scalesim.plan import plan
+from scalesim.predict import predict
+from scalesim.presets import HARDWARE, PRICES, get_transformer
+from scalesim.profiles import load_hardware, load_workload, profile_from_presets
+from scalesim.remedies import rank_remedies
+from scalesim.schemas import Hardware, Scenario
+from scalesim.training_time import cost_usd, resolve_goal
+
+
+def _a100_profile():
+    return profile_from_presets(load_hardware("dgx-a100"), load_workload("bert-large"))
+
+
+def test_whole_servers_by_hand():
+    # 12 GPUs of 8-GPU servers rented whole bill 2 servers; 1, 4 and 8 bill one
+    assert billed_devices([1, 4, 8, 12, 16, 17], 8).tolist() == [8, 8, 8, 16, 16, 24]
+    # servers of 4 GPUs each rented as an 8-GPU instance (a run using half of each)
+    assert billed_devices([4, 8, 12], 4, [8]).tolist() == [8, 16, 24]
+
+
+def test_instance_shapes_by_hand():
+    # Google Cloud a2-highgpu 1g/2g/4g/8g: 3 GPUs need a 4g, 12 = 8g + 4g, 13 = 8g + 8g
+    sizes = [1, 2, 4, 8]
+    assert billed_devices([1, 3, 5, 12, 13], 8, sizes).tolist() == [1, 4, 8, 12, 16]
+    # AWS p3 (1, 4, 8 GPUs): 2 GPUs need a p3.8xlarge
+    assert billed_devices([2, 6, 10], 8, [1, 4, 8]).tolist() == [4, 8, 12]
+    # a GPU cloud that rents any count bills the devices used
+    assert billed_devices([1, 3, 12], 8, [1]).tolist() == [1, 3, 12]
+    # vectorised: one call, any shape of array
+    grid = np.arange(1, 33).reshape(4, 8)
+    assert billed_devices(grid, 8).shape == (4, 8)
+
+
+def test_presets_say_how_they_bill():
+    assert HARDWARE["dgx-a100"].instance_sizes is None  # p4de.24xlarge only
+    assert HARDWARE["dgx-h100"].instance_sizes is None  # p5.48xlarge
+    assert HARDWARE["dgx1-v100"].instance_sizes == [1, 4, 8]  # p3.2x/8x/16xlarge
+    assert HARDWARE["a2-highgpu-8g"].instance_sizes == [1, 2, 4, 8]
+    assert "billed whole" in PRICES["dgx-a100"].describe()
+    assert "also rented as 1, 4, 8 GPUs" in PRICES["dgx1-v100"].describe()
+
+
+def test_bad_shapes_are_refused_naming_the_field():
+    data = HARDWARE["dgx-a100"].model_dump()
+    with pytest.raises(ValueError, match="instance_sizes: 16 GPUs is more than a server's 8"):
+        Hardware.model_validate({**data, "instance_sizes": [1, 16]})
+    with pytest.raises(ValueError, match="instance_sizes"):
+        Scenario(instance_sizes=[0])
+    with pytest.raises(ScalesimError, match="instance_sizes"):
+        billed_devices(4, 8, [])
+    assert Scenario(instance_sizes=[8, 1, 4, 1]).instance_sizes == [1, 4, 8]
+
+
+def test_predict_costs_whole_servers_and_twelve_of_sixteen_is_not_cheaper():
+    profile = _a100_profile()
+    # 12 GPUs: 6 in each of two 8-GPU servers; 16: both servers full
+    scenario = Scenario(devices=[12], devices_per_node=6, train_samples=1e9,
+                        price_per_device_hour=5.0)
+    twelve, = predict(profile, scenario)
+    sixteen, = predict(profile, scenario.model_copy(update={"devices": [16],
+                                                             "devices_per_node": 8}))
+    assert (twelve.billed_devices, sixteen.billed_devices) == (16, 16)
+    assert twelve.cost_usd == pytest.approx(twelve.time_to_train_s / 3600 * 16 * 5.0)
+    # same bill per hour, 16 finish sooner: 12 of 16 GPUs is no longer cheaper
+    assert sixteen.cost_usd < twelve.cost_usd
+    # priced per GPU, 12 GPUs (less communication per sample) are cheaper, as before
+    per_gpu = predict(profile, scenario.model_copy(update={"instance_sizes": [1]}))[0]
+    assert per_gpu.billed_devices == 12
+    assert per_gpu.cost_usd < sixteen.cost_usd
+
+
+def test_goal_resolves_the_billing_and_costs_follow_it():
+    profile = _a100_profile()
+    goal = resolve_goal(profile, Scenario(price_per_device_hour=2.0, devices_per_node=4))
+    assert goal.server_devices == 4 and goal.instance_sizes == (8,)
+    # 6 devices, 4 per server: two servers used, each an 8-GPU instance at 2 USD per GPU-hour
+    assert goal.usd_per_hour(6).tolist() == 32.0
+    assert float(cost_usd(goal, 3600.0, 6)) == 32.0
+    per_gpu = resolve_goal(profile, Scenario(price_per_device_hour=2.0, instance_sizes=[1]))
+    assert float(cost_usd(per_gpu, 1800.0, 6)) == 6.0
+
+
+def test_plan_ranks_by_billed_device_hours():
+    shape = get_transformer("gpt-1.7b")
+    rows = plan(shape, HARDWARE["dgx-a100"], [4, 8], 64, rank_by="cost", top=None)
+    four = [r for r in rows if r.devices == 4]
+    assert four and all(r.billed_devices == 8 for r in four)
+    r = four[0]
+    assert r.device_hours_per_million_samples == pytest.approx(8 / r.samples_per_s * 1e6 / 3600)
+    # a half-empty server bills the whole one: 8 GPUs are cheaper per sample than 4
+    best = rows[0]
+    assert best.devices == 8
+
+
+def test_seek_costs_billed_devices():
+    profile = _a100_profile()
+    base = Scenario(train_samples=2e9, critical_batch_size=4096.0, price_per_device_hour=4.0)
+    answer = seek(profile, base, 30 * 86400.0, 1e7, max_devices=64)
+    for p in answer.front:
+        billed = int(billed_devices(p.devices, 8))
+        assert billed % 8 == 0
+        assert p.cost_usd == pytest.approx(p.time_s / 3600 * billed * 4.0, rel=1e-9)
+
+
+def test_remedies_and_decision_cost_whole_servers():
+    profile = _a100_profile()
+    scenario = Scenario(devices=[4], train_samples=1e9, price_per_device_hour=3.0)
+    now, remedies = rank_remedies(profile, scenario, 4)
+    priced = [r for r in remedies if r.cost_usd is not None and r.time_s is not None]
+    assert priced
+    for r in priced:
+        assert r.cost_usd == pytest.approx(r.time_s / 3600 * 8 * 3.0, rel=1e-9)
+    card = decide(profile, scenario, 4)
+    assert card.now.usd_per_hour == pytest.approx(8 * 3.0)  # 4 GPUs of an 8-GPU instance
+    assert "billed per whole server of 8 GPUs" in card.now.price_source
+
+
+def test_cli_instance_sizes_flag(capsys):
+    code, out, err = run_cli(capsys, ["predict", "--instance-sizes", "0"])
+    assert code == 2 and "--instance-sizes" in err and len(err.strip().splitlines()) == 1
+
+
+def test_plan_cli_instance_sizes(capsys):
+    import json
+
+    argv = ["plan", "--workload", "gpt-1.7b", "--hardware", "dgx-a100", "--devices", "4,8",
+            "--global-batch", "64", "--rank", "cost", "--top", "100000", "--json"]
+    code, out, _ = run_cli(capsys, argv)
+    whole = json.loads(out)
+    code2, out2, _ = run_cli(capsys, argv + ["--instance-sizes", "1"])
+    per_gpu = json.loads(out2)
+    assert code == code2 == 0
+    assert {r["billed_devices"] for r in whole if r["devices"] == 4} == {8}
+    assert {r["billed_devices"] for r in per_gpu if r["devices"] == 4} == {4}
+
+
+def test_a_shape_larger_than_the_server_is_one_line(capsys):
+    code, _, err = run_cli(capsys, ["predict", "--hardware", "dgx-a100", "--train-samples", "1e9",
+                                    "--instance-sizes", "16"])
+    assert code == 2 and err.count("\n") == 1 and "instance_sizes: 16 GPUs" in err, err
+    code, _, err = run_cli(capsys, ["plan", "--workload", "gpt-1.7b", "--hardware", "dgx-a100",
+                                    "--devices", "8", "--global-batch", "64",
+                                    "--instance-sizes", "16"])
+    assert code == 2 and err.count("\n") == 1 and "instance_sizes" in err, err
+
+
+def test_a_calibrated_smaller_server_keeps_the_shapes_that_fit():
+    from scalesim.billing import sizes_within
+
+    assert sizes_within([1, 2, 4, 8], 2) == [1, 2]
+    assert sizes_within(None, 2) is None and sizes_within([8], 2) is None

@@ -1,0 +1,118 @@
+"""Input files a demanding user hands over: duplicate JSON keys, UTF-16 or BOM text, empty
+paths. Each is one line naming the file (or the flag), never a silent last-key-wins."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from app_harness import open_app
+from cli_harness import run_cli
+
+from scalesim.errors import ScalesimError
+from scalesim.jsonio import decode_text, parse_json_text, read_json
+from scalesim.presets import get_workload
+from scalesim.profiles import default_profile
+
+DUPLICATE = '{"devices": [1, 2], "accumulation": 2, "accumulation": 4}'
+NESTED = '{"layout": {"tp": 2, "tp": 4}}'
+
+
+def _one_line_error(code: int, err: str) -> str:
+    assert code == 2
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_duplicate_keys_are_refused_naming_the_key_and_the_file(tmp_path):
+    for text, key in ((DUPLICATE, "accumulation"), (NESTED, "tp")):
+        path = tmp_path / "scenario.json"
+        path.write_text(text)
+        with pytest.raises(ScalesimError) as exc:
+            read_json(path)
+        assert f"key '{key}' appears twice" in str(exc.value)
+        assert str(path) in str(exc.value)
+    assert parse_json_text('{"a": {"b": 1}, "b": 2}', "x.json") == {"a": {"b": 1}, "b": 2}
+
+
+def test_utf16_and_bom_files(tmp_path):
+    data = {"devices": [1, 2]}
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + json.dumps(data).encode())
+    assert read_json(bom) == data  # UTF-8 with a byte-order mark, as Windows Notepad saves it
+    for name, encoding in (("utf16.json", "utf-16"), ("utf16le.json", "utf-16-le")):
+        path = tmp_path / name
+        path.write_bytes(json.dumps(data).encode(encoding))
+        with pytest.raises(ScalesimError) as exc:
+            read_json(path)
+        assert str(exc.value) == f"file {path} is not UTF-8 text: save it as UTF-8"
+    assert decode_text(b"\xef\xbb\xbf{}", "a.json") == "{}"
+    with pytest.raises(ScalesimError, match="file a.json is not UTF-8 text"):
+        decode_text("{}".encode("utf-16"), "a.json")
+
+
+@pytest.mark.parametrize("flag", ["--scenario", "--workload", "--hardware", "--profile"])
+def test_cli_refuses_duplicate_keys_in_one_line(capsys, tmp_path, flag):
+    if flag == "--scenario":
+        text = DUPLICATE
+    else:
+        data = (default_profile().model_dump_json() if flag == "--profile"
+                else get_workload("bert-large").model_dump_json() if flag == "--workload"
+                else default_profile().hardware.model_dump_json())
+        text = data.replace('"name":', '"name": "first", "name":', 1)
+    path = tmp_path / "in.json"
+    path.write_text(text)
+    line = _one_line_error(*run_cli(capsys, ["predict", flag, str(path)])[::2])
+    assert "appears twice" in line and str(path) in line
+
+
+def test_cli_refuses_duplicate_keys_in_cases_and_runs(capsys, tmp_path):
+    cases = tmp_path / "cases.json"
+    cases.write_text('{"schema_version": "x", "schema_version": "y", "cases": []}')
+    line = _one_line_error(*run_cli(capsys, ["validate", str(cases)])[::2])
+    assert "key 'schema_version' appears twice" in line and str(cases) in line
+    runs = tmp_path / "runs.json"
+    runs.write_text('[{"devices": 1, "devices": 2, "step_time_s": 0.1}]')
+    line = _one_line_error(*run_cli(capsys, ["diagnose", str(runs)])[::2])
+    assert "key 'devices' appears twice" in line and str(runs) in line
+
+
+def test_cli_utf16_file_is_one_clear_line(capsys, tmp_path):
+    path = tmp_path / "scenario.json"
+    path.write_bytes(json.dumps({"devices": [1, 2]}).encode("utf-16"))
+    line = _one_line_error(*run_cli(capsys, ["predict", "--scenario", str(path)])[::2])
+    assert f"file {path} is not UTF-8 text: save it as UTF-8" in line
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["plan", "--global-batch", "64", "--devices", "8", "--profile", ""], "--profile"),
+    (["validate", ""], "FILE"),
+    (["topo", ""], "FILE"),
+    (["diagnose", ""], "RUNS"),
+    (["diagnose", "--smi", ""], "--smi"),
+    (["calibrate", "--from-topo", ""], "--from-topo"),
+])
+def test_an_empty_path_names_its_flag(capsys, argv, flag):
+    line = _one_line_error(*run_cli(capsys, argv)[::2])
+    assert flag in line and "empty" in line, line
+
+
+def test_app_upload_refuses_duplicates_and_utf16_and_reads_a_bom():
+    at = open_app()
+    text = default_profile().model_dump_json()
+    dup = text.replace('"name":', '"name": "first", "name":', 1).encode()
+    at.sidebar.file_uploader(key="upload").set_value(("dup.json", dup, "application/json"))
+    at.run()
+    assert not at.exception
+    error = at.sidebar.error[0].value.replace("\\", "")
+    assert "dup.json" in error and "key 'name' appears twice" in error
+    at.sidebar.file_uploader(key="upload").set_value(
+        ("wide.json", text.encode("utf-16"), "application/json"))
+    at.run()
+    error = at.sidebar.error[0].value.replace("\\", "")
+    assert "file wide.json is not UTF-8 text: save it as UTF-8" in error
+    at.sidebar.file_uploader(key="upload").set_value(
+        ("bom.json", b"\xef\xbb\xbf" + text.encode(), "application/json"))
+    at.run()
+    assert not at.sidebar.error and any("Loaded profile" in s.value for s in at.sidebar.success)
