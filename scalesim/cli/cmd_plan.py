@@ -7,6 +7,7 @@ import argparse
 from scalesim.bounds import flag_list_type, flag_type
 from scalesim.cli.options import (
     add_condition_arguments,
+    add_gpus_per_node_argument,
     add_grad_sync_argument,
     add_recompute_style_argument,
     add_zero_framework_argument,
@@ -51,6 +52,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "and memory bandwidth its block calibration fitted (instead of --hardware)")
     p.add_argument("--devices", type=flag_list_type("devices"), default=[8, 16, 32, 64],
                    help="device counts: 64,128 or a doubling range 8-1024 (default 8,16,32,64)")
+    add_gpus_per_node_argument(p, help="devices per server (default: the hardware's or the "
+                               "profile's), on its links: e.g. 2 to plan tp 2 on a calibration "
+                               "of one GPU per server")
     p.add_argument("--global-batch", type=flag_type("global_batch"), required=True,
                    help="sequences per optimizer step, whole job")
     p.add_argument("--seq-len", type=flag_type("seq_len"), help="override the model's sequence length")
@@ -96,6 +100,8 @@ def conditions_line(args: argparse.Namespace, jitter_cv: float) -> str:
             without := [n for n in args.devices if n <= args.slow_device]):
         parts.append(f"no slow device at {', '.join(map(str, without))} devices (device "
                      f"{args.slow_device} is not among them)")
+    if args.gpus_per_node is not None:
+        parts.insert(0, f"{args.gpus_per_node} GPUs per server (--gpus-per-node)")
     if args.zero_framework == "deepspeed":
         parts.insert(0, "ZeRO by DeepSpeed (stage 1-3 with its bucket defaults)")
     if args.grad_sync == "once-per-step":
@@ -140,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
         params = None
     hardware, efficiency, note, p2p, measured_jitter = _hardware_and_efficiency(
         args, DEFAULT_MATMUL_EFFICIENCY)
+    if args.gpus_per_node is not None:
+        hardware = hardware.model_copy(update={"devices_per_node": args.gpus_per_node})
     # as predict does (predict.jitter_cv_of): --straggler-cv, else the profile's measured jitter
     jitter_cv = args.straggler_cv if args.straggler_cv is not None else measured_jitter
     measured = _on_the_measured_curve(args, shape, params, own)
@@ -210,7 +218,8 @@ def _on_the_measured_curve(args, shape, params, own=None):
     if match == "other":
         return None
     scenario = Scenario(
-        devices=args.devices, overlap=not args.no_overlap, straggler_cv=args.straggler_cv,
+        devices=args.devices, devices_per_node=args.gpus_per_node, overlap=not args.no_overlap,
+        straggler_cv=args.straggler_cv,
         slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
         zero_framework=args.zero_framework or "fsdp",
         grad_sync=args.grad_sync or "every-micro-step",
