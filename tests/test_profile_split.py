@@ -284,6 +284,40 @@ def test_plan_profile_without_workload_plans_the_timed_model(tmp_path, capsys):
     assert code == 0 and default == llama, err
 
 
+def test_split_the_model_is_offered_for_a_calibrated_profile(tmp_path, capsys):
+    """The "split the model" remedy of a data-parallel calibrated profile (its workload a
+    parameter count) splits the transformer its curve timed: on 4 H200s of a server over PCIe
+    at one sequence each the exposed exchange is most of the step, so the planner's best split
+    is a remedy whose gain is ``predict`` at its scenario (to 1e-9), also in the decision card
+    and in ``scalesim decide``; with 8 micro-steps it is not offered (exchange below the share);
+    a profile that records no shape says to recalibrate."""
+    from scalesim.decision import decide
+    from scalesim.remedies import DP_EXCHANGE_SHARE, rank_remedies
+
+    profile = load_profile(H200)
+    scenario = Scenario(devices=[4], devices_per_node=4, micro_batch=1)
+    now, ranked = rank_remedies(profile, scenario, 4)
+    assert now.dp is None and now.exposed_comm_s / now.step_time_s > DP_EXCHANGE_SHARE
+    split = next(r for r in ranked if r.key == "split_model")
+    assert split.applicable and split.verdict == "remedy", split.reason
+    assert split.title.startswith("Split the model: dp ")
+    again = predict(profile, split.scenario.model_copy(update={"devices": [4]}))[0]
+    assert (again.tp, again.pp) != (1, 1) and again.global_batch == now.global_batch
+    assert split.gain == pytest.approx(again.samples_per_s / now.samples_per_s - 1, rel=1e-9)
+    assert split.gain > 0.5
+    assert any(o.key == "split_model" for o in decide(profile, scenario, 4).options)
+    code, out, err = run_cli(capsys, ["decide", "--profile", str(H200), "--devices", "4",
+                                      "--gpus-per-node", "4", "--batch", "1"])
+    assert code == 0 and "Split the model: dp " in out, err
+    _, ranked = rank_remedies(profile, scenario.model_copy(update={
+        "micro_batch": 16, "accumulation": 8, "intra_busbw_GBps": 400.0}), 4)
+    split = next(r for r in ranked if r.key == "split_model")
+    assert not split.applicable and f"below {DP_EXCHANGE_SHARE:.1%}" in split.reason
+    _, ranked = rank_remedies(load_profile(_unshaped(tmp_path)), scenario, 4)
+    split = next(r for r in ranked if r.key == "split_model")
+    assert not split.applicable and "recalibrate" in split.reason
+
+
 # --------------------------------------------------------------- a real CPU calibration
 
 GPT = ["--model", "gpt", "--width", "128", "--depth", "2", "--seq-len", "64", "--vocab", "512"]
