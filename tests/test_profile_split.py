@@ -166,6 +166,7 @@ def test_plan_agrees_with_predict_on_the_split_of_a_one_gpu_calibration(capsys):
     code, text, err = run_cli(capsys, ["plan", "--profile", str(H200), "--devices", "2",
                                        "--gpus-per-node", "2", "--global-batch", "32"])
     assert code == 0 and "ranked with: 2 GPUs per server (--gpus-per-node)" in text, err
+    assert "its optimizer step as measured, x the parameters each device updates" in text
 
 
 def test_plan_gpus_per_node_is_the_knob_tables_flag(capsys):

@@ -234,8 +234,9 @@ def _on_the_measured_curve(args, shape, params, own=None):
                 + what.replace(f"workload replaced by '{name}', ", "").replace(
                     f"workload sizes replaced by '{name}'; ", ""))
     note = (f"profile {base.name}: {what}; every layout's matmul efficiency "
-            "pinned to that curve at its micro-batch, as predict pins it (docs/model.md §22); "
-            "links from the profile")
+            "pinned to that curve at its micro-batch, as predict pins it (docs/model.md §22)"
+            + ("; its optimizer step as measured, x the parameters each device updates"
+               if profile.compute.measured else "") + "; links from the profile")
     if _peak_tflops(profile.hardware.device_name, profile.hardware) is None:
         note += "; no datasheet peak for this device: MFU is against a nominal peak, ignore it"
     return rows, note
