@@ -23,6 +23,7 @@ EXAMPLE = """examples:
   scalesim plan --workload my-model.json --devices 512 --global-batch 2048 --rank cost --top 20
   scalesim plan --workload gpt-1.7b --profile my-node.json --devices 8,16 --global-batch 512
   scalesim plan --profile my-gpt.json --devices 8 --global-batch 64
+  scalesim plan --profile my-one-gpu.json --gpus-per-node 2 --devices 2 --global-batch 32
   scalesim plan --workload llama3-70b --devices 64 --global-batch 512 --recompute-style early-stop
   scalesim plan --workload gpt-1.7b --hardware dgx-a100 --devices 4 --global-batch 4 --no-overlap
   scalesim plan --devices 16 --global-batch 128 --zero-framework deepspeed --slow-device 3 --slow-factor 1.3
