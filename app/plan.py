@@ -383,9 +383,10 @@ def layout_ranking(profile: Profile, scenario: Scenario, focus: Prediction, top:
 
 def layout_reference(plan: Plan) -> Prediction:
     """The focus run as the Layouts tab compares layouts with it: the plan's focus, or where the
-    plan is a calibrated profile's data-parallel prediction (its measured optimizer step), the
-    same run through the layout model (``with_measured_shape``: the memory-bound optimizer step
-    every ranked layout takes), so that the same layout compares at +0 %."""
+    plan is a calibrated profile's data-parallel prediction, the same run through the layout
+    model (``with_measured_shape``: the data-parallel exchange and memory as every ranked layout
+    has them; compute and optimizer step are the same on both), so that the same layout compares
+    at +0 %."""
     shaped = with_measured_shape(plan.profile)
     if shaped is plan.profile:
         return plan.focus

@@ -343,8 +343,9 @@ def _layout_section(c: _Controls) -> None:
     box.caption(f"{timed}{shape.layers} layers, hidden {shape.hidden}, {shape.heads} heads, "
                 f"sequence {shape.seq_len}. devices = dp x tp x pp; ZeRO over dp is the strategy "
                 "above; the micro-batch is per model replica. The Layouts tab ranks every layout."
-                + (" A split computes on the measured curve with the memory-bound optimizer "
-                   "step (docs/model.md §22)." if timed else ""))
+                + (" A split computes on the measured curve, with the measured optimizer step "
+                   "scaled to the parameters each device updates (docs/model.md §22)."
+                   if timed else ""))
     c(box.number_input, "tp", "Tensor parallel (tp, inside one server)", step=1)
     c(box.number_input, "pp", "Pipeline stages (pp)", step=1)
     c(box.selectbox, "sched", "Pipeline schedule", options=list(SCHEDULE_LABELS),

@@ -16,10 +16,12 @@ matmul efficiency (``pinned_efficiency``): at each row's micro-batch, the unspli
 device (tp = pp = 1, the workload's own recompute setting) computes one micro-step in exactly the
 curve's time, slowed by the row's busy devices per server as the data-parallel path slows it
 (``colocation_factor``). So at tp = pp = 1 the compute of both paths is the same measured
-number; the data-parallel / ZeRO exchange is one function for both (``model/zero_exchange.py``,
-with the scenario's ``zero_framework`` and DDP buckets); they differ in the optimizer step
-(profile vs memory roofline) and in memory (the shape's activations and 2 GiB of framework
-buffers; the model states are sharded by the same rule, ``memory.state_shards``).
+number; so is the optimizer step of a measured profile (``measured_optimizer_s``: the layout
+model scales it to the parameters each device updates, which at tp = pp = 1 is the data-parallel
+path's Ψ or Ψ/p; the memory-bound roofline where the curve is not measured); the data-parallel
+/ ZeRO exchange is one function for both (``model/zero_exchange.py``, with the scenario's
+``zero_framework`` and DDP buckets); they differ in memory (the shape's activations and 2 GiB
+of framework buffers; the model states are sharded by the same rule, ``memory.state_shards``).
 docs/model.md §22 gives the equations and the measured gap.
 """
 
@@ -119,9 +121,10 @@ def with_measured_shape(profile: Profile) -> Profile:
     the shape its compute curve timed (``profiles.measured_shape``: calibrate's record, or the
     built-in gpt read back from an older profile's name), so that predictions go through
     ``evaluate_layouts`` with every micro-batch's efficiency pinned to the measured curve (at
-    tp = pp = 1 its compute is that curve's). The optimizer step is then the layout model's
-    memory-bound estimate, not the measured one (the data-parallel path's); the note says both.
-    Unchanged where the workload has a shape already or none is known."""
+    tp = pp = 1 its compute is that curve's). The optimizer step is the measured one scaled to
+    the parameters each device updates (``measured_optimizer_s``; the memory-bound estimate
+    where the curve was not measured); the note says which. Unchanged where the workload has a
+    shape already or none is known."""
     from scalesim.profiles import device_bandwidth_GBps
 
     if profile.workload.transformer is not None or (shape := _timed_shape(profile)) is None:
@@ -134,14 +137,32 @@ def with_measured_shape(profile: Profile) -> Profile:
             f"{shape.seq_len}, vocabulary {shape.vocab}) with every layout's compute pinned to "
             "its measured curve (docs/model.md §22)")
     bandwidth = device_bandwidth_GBps(profile)
-    if bandwidth is not None:
+    if profile.compute.measured:
+        note += (f"; optimizer step as measured ({profile.compute.optimizer_step_s * 1e3:.3g} ms "
+                 f"for all {wl.params:,.0f} parameters), each device's x the parameters it "
+                 "updates / all (docs/model.md §16)")
+    elif bandwidth is not None:
         estimate = optimizer_roofline_s(wl.params, wl.param_bytes_per_param,
                                         wl.grad_bytes_per_param, wl.optimizer_bytes_per_param,
                                         bandwidth)
         note += (f"; optimizer step {float(estimate) * 1e3:.3g} ms, the memory-bound estimate at "
-                 f"{bandwidth:.4g} GB/s (measured {profile.compute.optimizer_step_s * 1e3:.3g} "
-                 "ms, used without a split)")
+                 f"{bandwidth:.4g} GB/s (the curve was not measured)")
     return profile.model_copy(update={"workload": wl, "notes": [*profile.notes, note]})
+
+
+def measured_optimizer_s(profile: Profile, per_node):
+    """The profile's measured optimizer step of all its parameters on one device with
+    ``per_node`` devices of its server busy, s (numpy, shaped as ``per_node``): the
+    data-parallel path's (``ComputeCurve.alone`` x ``colocation_factor``), for the layout model
+    to scale to the parameters each device updates (``LayoutInputs.optimizer_step_s``); NaN where
+    the curve was not measured (presets, a curve scaled to another model: the memory-bound
+    estimate)."""
+    g = np.asarray(per_node, dtype=float)
+    curve = profile.compute
+    if not curve.measured:
+        return np.full(g.shape, np.nan)
+    slope = colocation_slope(curve.colocation_slowdown, curve.colocated_devices)
+    return curve.alone()[2] * colocation_factor(g, slope)
 
 
 def split_profile(profile: Profile, scenario: Scenario, axes=()) -> Profile:
@@ -280,6 +301,7 @@ def pinned_compute(profile: Profile, base: LayoutInputs, micro_batch, per_node):
     one = base.replace(dp=1, tp=1, pp=1, cp=1, zero=0, micro_batch=b, global_batch=b,
                        schedule=0, virtual_stages=1, sequence_parallel=False, device_cv=0.0,
                        jitter_cv=0.0, slow_factor=1.0, recompute_early_stop=False,
+                       optimizer_step_s=np.nan,  # the pin's target has the estimate
                        recompute=RECOMPUTE["full" if wl.activation_recompute else "none"])
     rate = np.asarray(base.memory_bandwidth_GBps if base.kernel_bandwidth_GBps is None
                       else base.kernel_bandwidth_GBps, dtype=float)
@@ -377,6 +399,7 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
                      recompute_early_stop=early_stop,
                      sequence_parallel=split.sequence_parallel & (np.asarray(tp) > 1),
                      efficiency=eff, kernel_bandwidth_GBps=kernel_rate,
+                     optimizer_step_s=measured_optimizer_s(profile, per_node),
                      loader_samples_per_s=supply)
     result = evaluate_layouts(x)
     base_b = np.asarray(base_micro_batch, dtype=np.int64)
@@ -385,6 +408,7 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
                          recompute_early_stop=early_stop,
                          sequence_parallel=False, device_cv=0.0, jitter_cv=0.0,
                          slow_factor=1.0, devices_per_node=1,
+                         optimizer_step_s=measured_optimizer_s(profile, 1),
                          **dict(zip(("efficiency", "kernel_bandwidth_GBps"),
                                     pinned_compute(profile, base, base_b, 1), strict=True)),
                          loader_samples_per_s=supply_alone)
@@ -434,6 +458,7 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], glob
 
     setting = setting.replace(efficiency_of=lambda b, g: pinned(b, g, 0),
                               kernel_bandwidth_of=lambda b, g: pinned(b, g, 1),
+                              optimizer_step_of=lambda g: measured_optimizer_s(profile, g),
                               loader_samples_per_s=float(supply))
     return rank_layouts(setting, counts, **plan_kwargs)
 

@@ -187,6 +187,9 @@ class Setting:
     # compute pin, ``layout_predict.pinned_compute``); None: ``efficiency`` everywhere
     kernel_bandwidth_of: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None  # the
     # layers' kernel byte rate alike, GB/s (the same pin); None: the hardware's
+    optimizer_step_of: Callable[[np.ndarray], np.ndarray] | None = None  # the measured
+    # optimizer step of all parameters on one device per busy devices per server of a layout, s
+    # (``layout_predict.measured_optimizer_s``); None: the memory-bound estimate
 
     def replace(self, **changes) -> Setting:
         """A copy with ``changes`` (``dataclasses.replace``)."""
@@ -310,6 +313,8 @@ def setting_inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         grad_bytes_per_param=setting.grad_bytes_per_param,
         optimizer_bytes_per_param=setting.optimizer_bytes_per_param,
         wire_bytes_per_param=setting.wire_bytes_per_param,
+        optimizer_step_s=(np.nan if setting.optimizer_step_of is None
+                          else setting.optimizer_step_of(busy)),
         comm_contention=hw.comm_compute_contention, device_cv=hw.device_speed_cv,
         jitter_cv=setting.jitter_cv, tp_overlap=setting.tp_overlap, overlap=setting.overlap,
         slow_factor=1.0 if setting.slow_device is None else setting.slow_factor,

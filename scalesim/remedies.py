@@ -283,11 +283,17 @@ def best_split(profile: Profile, scenario: Scenario, now: Prediction):
 def _split_model(profile: Profile, scenario: Scenario, now: Prediction):
     """The "split the model" candidate: where it helps (the model does not fit, or the exposed
     data-parallel exchange is DP_EXCHANGE_SHARE of the step or more), the planner's best split
-    layout at the same devices and global batch."""
+    layout at the same devices and global batch. A calibrated profile's parameter-count
+    workload is split as the transformer its curve timed (``layout_predict.with_measured_shape``,
+    as ``predict`` then splits it)."""
+    from scalesim import layout_predict as lp
+
     title = "Split the model (tensor / pipeline parallelism)"
-    if profile.workload.transformer is None:
-        return ("split_model", title, scenario, profile, "the workload is a parameter count "
-                "only: give its transformer shape to split it", "")
+    shaped = lp.with_measured_shape(profile)
+    if shaped.workload.transformer is None:
+        return ("split_model", title, scenario, profile, lp.no_shape_words(profile)
+                if profile.compute.measured else "the workload is a parameter count only: give "
+                "its transformer shape to split it", "")
     share = dp_exchange_s(now) / now.step_time_s if now.step_time_s > 0 else 0.0
     if now.fits and share < DP_EXCHANGE_SHARE:
         return ("split_model", title, scenario, profile,
@@ -298,7 +304,7 @@ def _split_model(profile: Profile, scenario: Scenario, now: Prediction):
     if now.devices < 2:
         return ("split_model", title, scenario, profile, "one device cannot split the model", "")
     try:
-        split, title = best_split(profile, scenario, now)
+        split, title = best_split(shaped, scenario, now)
     except ScalesimError as exc:
         return ("split_model", title, scenario, profile, f"no split layout: {exc}", "")
     why = "does not fit today" if not now.fits else f"data-parallel exchange {share:.0%} of the step"

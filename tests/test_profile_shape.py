@@ -159,9 +159,8 @@ def test_a_block_byte_rate_slower_than_the_timed_model_still_reproduces_it(tmp_p
     87-98 % of the tiny gpt's micro-step at batch 2 on this machine's fits). Efficiency 1 then
     cannot reach the curve; the kernel rate rises until the bytes fit, so predict (and the
     planner, which pins alike) still reproduces the measured micro-step exactly (before: the
-    efficiency clipped at 1 and the step came out above the measurement)."""
-    from scalesim.model.compute import optimizer_roofline_s
-
+    efficiency clipped at 1 and the step came out above the measurement); the optimizer step is
+    the measured 1 ms."""
     data = load_profile(H200).model_dump(mode="json")
     shape = builtin_gpt.shape_of(128, 2, 64, 512, False)
     data["hardware"]["device_name"] = "CPU: some Xeon"
@@ -175,7 +174,7 @@ def test_a_block_byte_rate_slower_than_the_timed_model_still_reproduces_it(tmp_p
     own = gpt_workload(tmp_path, 64, "tiny", layers=2, hidden=128, heads=2, vocab=512)
     profile = resolve_profile(str(path), None, own)
     assert "stays as measured" in profile.notes[-1]
-    optimizer_s = float(optimizer_roofline_s(shape.param_count(), 4, 4, 8, 0.5))
+    optimizer_s = 1e-3  # measured, all parameters on one device
     for b in (1, 4, 16):
         row = predict(profile, Scenario(devices=[1], micro_batch=b))[0]
         assert row.compute_s - optimizer_s == pytest.approx(1e-3 + 2e-4 * b, rel=1e-9), b
@@ -303,10 +302,7 @@ def test_a_cpu_calibration_records_its_gpt_and_predicts_it_at_twice_the_sequence
     own, rows = curve_of(64)
     assert own.compute == base.compute and "stays as measured" in own.notes[-1]
     c = base.compute
-    from scalesim.model.compute import optimizer_roofline_s
-
-    optimizer_s = float(optimizer_roofline_s(c.model_shape.param_count(), 4, 4, 8,
-                                             base.model_parallel.memory_bandwidth_GBps))
+    optimizer_s = c.optimizer_step_s  # measured (the timed model, one device alone)
     bound = math.sqrt(len(c.points)) * c.rel_rmse + 1e-9
     for point in c.points:
         if point.micro_batch in rows:

@@ -7,6 +7,7 @@ import argparse
 from scalesim.bounds import flag_list_type, flag_type
 from scalesim.cli.options import (
     add_condition_arguments,
+    add_gpus_per_node_argument,
     add_grad_sync_argument,
     add_recompute_style_argument,
     add_zero_framework_argument,
@@ -23,6 +24,7 @@ EXAMPLE = """examples:
   scalesim plan --workload my-model.json --devices 512 --global-batch 2048 --rank cost --top 20
   scalesim plan --workload gpt-1.7b --profile my-node.json --devices 8,16 --global-batch 512
   scalesim plan --profile my-gpt.json --devices 8 --global-batch 64
+  scalesim plan --profile my-one-gpu.json --gpus-per-node 2 --devices 2 --global-batch 32
   scalesim plan --workload llama3-70b --devices 64 --global-batch 512 --recompute-style early-stop
   scalesim plan --workload gpt-1.7b --hardware dgx-a100 --devices 4 --global-batch 4 --no-overlap
   scalesim plan --devices 16 --global-batch 128 --zero-framework deepspeed --slow-device 3 --slow-factor 1.3
@@ -52,6 +54,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "and memory bandwidth its block calibration fitted (instead of --hardware)")
     p.add_argument("--devices", type=flag_list_type("devices"), default=[8, 16, 32, 64],
                    help="device counts: 64,128 or a doubling range 8-1024 (default 8,16,32,64)")
+    add_gpus_per_node_argument(p, help="devices per server (default: the hardware's or the "
+                               "profile's), on its links: e.g. 2 to plan tp 2 on a calibration "
+                               "of one GPU per server")
     p.add_argument("--global-batch", type=flag_type("global_batch"), required=True,
                    help="sequences per optimizer step, whole job")
     p.add_argument("--seq-len", type=flag_type("seq_len"), help="override the model's sequence length")
@@ -102,6 +107,8 @@ def conditions_line(args: argparse.Namespace, jitter_cv: float) -> str:
             without := [n for n in args.devices if n <= args.slow_device]):
         parts.append(f"no slow device at {', '.join(map(str, without))} devices (device "
                      f"{args.slow_device} is not among them)")
+    if args.gpus_per_node is not None:
+        parts.insert(0, f"{args.gpus_per_node} GPUs per server (--gpus-per-node)")
     if args.zero_framework == "deepspeed":
         parts.insert(0, "ZeRO by DeepSpeed (stage 1-3 with its bucket defaults)")
     if args.grad_sync == "once-per-step":
@@ -148,6 +155,8 @@ def run(args: argparse.Namespace) -> int:
         params = None
     hardware, efficiency, note, p2p, measured_jitter = _hardware_and_efficiency(
         args, DEFAULT_MATMUL_EFFICIENCY)
+    if args.gpus_per_node is not None:
+        hardware = hardware.model_copy(update={"devices_per_node": args.gpus_per_node})
     if args.instance_sizes is not None:
         hardware = parse_model({**hardware.model_dump(), "instance_sizes": args.instance_sizes},
                                Hardware, "--instance-sizes")
@@ -221,7 +230,8 @@ def _on_the_measured_curve(args, shape, params, own=None):
     if match == "other":
         return None
     scenario = Scenario(
-        devices=args.devices, overlap=not args.no_overlap, straggler_cv=args.straggler_cv,
+        devices=args.devices, devices_per_node=args.gpus_per_node, overlap=not args.no_overlap,
+        straggler_cv=args.straggler_cv,
         slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
         zero_framework=args.zero_framework or "fsdp",
         grad_sync=args.grad_sync or "every-micro-step", instance_sizes=args.instance_sizes,
@@ -236,8 +246,9 @@ def _on_the_measured_curve(args, shape, params, own=None):
                 + what.replace(f"workload replaced by '{name}', ", "").replace(
                     f"workload sizes replaced by '{name}'; ", ""))
     note = (f"profile {base.name}: {what}; every layout's matmul efficiency "
-            "pinned to that curve at its micro-batch, as predict pins it (docs/model.md §22); "
-            "links from the profile")
+            "pinned to that curve at its micro-batch, as predict pins it (docs/model.md §22)"
+            + ("; its optimizer step as measured, x the parameters each device updates"
+               if profile.compute.measured else "") + "; links from the profile")
     if _peak_tflops(profile.hardware.device_name, profile.hardware) is None:
         note += "; no datasheet peak for this device: MFU is against a nominal peak, ignore it"
     return rows, note

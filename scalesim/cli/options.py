@@ -59,7 +59,7 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     g.add_argument("--scenario", metavar="FILE", help="scenario JSON (flags given override it)")
     _knob(g, "devices", default=None,
           help=f"device counts, e.g. 1,2,4,8,16 or 1-1024 (default {devices_default})")
-    _knob(g, "devices_per_node", help="devices per server")
+    add_gpus_per_node_argument(g)
     batch = g.add_mutually_exclusive_group()
     _knob(batch, "micro_batch", help="per-device micro-batch (weak scaling)")
     _knob(batch, "global_batch", help="fixed global batch (strong scaling)")
@@ -90,6 +90,12 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
           "e.g. 1,2,4,8 (1: per GPU); cost bills a server's devices as the smallest shape that "
           "holds them (default: the hardware's; whole servers)")
     add_layout_arguments(p)
+
+
+def add_gpus_per_node_argument(group, help: str = "devices per server") -> None:
+    """--gpus-per-node (``Scenario.devices_per_node``, its bounds from the knob table; plan's
+    own flag too)."""
+    _knob(group, "devices_per_node", help=help)
 
 
 def add_zero_framework_argument(group) -> None:

@@ -39,6 +39,25 @@ def optimizer_roofline_s(params, param_bytes_per_param, grad_bytes_per_param,
     return traffic / (np.asarray(memory_bandwidth_GBps, dtype=float) * 1e9)
 
 
+def optimizer_step_of_s(updated_params, params, measured_step_s, param_bytes_per_param,
+                        grad_bytes_per_param, optimizer_bytes_per_param, memory_bandwidth_GBps):
+    """Optimizer step of a device that updates ``updated_params`` of the model's ``params``, s.
+
+    Where ``measured_step_s`` (the measured step of all ``params`` on one device, s) is given
+    (not NaN): ``measured_step_s * updated_params / params``. An optimizer step is a streaming
+    pass over each parameter's states (a few flops per byte, ``optimizer_roofline_s``), so its
+    time is proportional to the parameters it updates at the rate the measurement ran; a fixed
+    cost per step (kernel launches per tensor) is assumed small beside it. NaN: the memory-bound
+    sweep of ``updated_params`` (``optimizer_roofline_s``). docs/model.md §16.
+    """
+    measured = np.asarray(measured_step_s, dtype=float)
+    updated = np.asarray(updated_params, dtype=float)
+    estimate = optimizer_roofline_s(updated, param_bytes_per_param, grad_bytes_per_param,
+                                    optimizer_bytes_per_param, memory_bandwidth_GBps)
+    scaled = np.nan_to_num(measured) * updated / np.asarray(params, dtype=float)
+    return np.where(np.isnan(measured), estimate, scaled)
+
+
 def colocation_factor(devices_per_node, slope):
     """Compute-time multiplier with ``devices_per_node`` devices of one server busy at once
     (1 for one device): ``1 + slope * (g - 1)``; ``slope`` is a fraction per extra device."""

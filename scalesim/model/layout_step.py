@@ -34,7 +34,7 @@ import numpy as np
 from scalesim.layout import GPIPE, group_span, layers_per_stage, strides
 from scalesim.model import collectives as coll
 from scalesim.model import transformer as tf
-from scalesim.model.compute import optimizer_roofline_s
+from scalesim.model.compute import optimizer_step_of_s
 from scalesim.model.context_parallel import cp_comm_per_layer_s, kv_chunk_bytes
 from scalesim.model.matmul import gemm_s, memory_bound_s
 from scalesim.model.memory import ZERO3_GATHERED_UNITS, state_shards
@@ -115,6 +115,9 @@ class LayoutInputs:
     grad_bytes_per_param: object = 2.0
     optimizer_bytes_per_param: object = 12.0
     wire_bytes_per_param: object = 2.0
+    optimizer_step_s: object = np.nan  # the measured optimizer step of all ``params`` on one
+    # device (with its server's busy devices), s: each device takes it x the parameters it
+    # updates / params (``compute.optimizer_step_of_s``); NaN: the memory-bound estimate
     # overheads
     comm_contention: object = 0.0
     device_cv: object = 0.0  # std/mean of device speeds (persistent, device to device)
@@ -399,9 +402,10 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     piped_fsdp = (pp > 1) & (np.asarray(x.zero) >= 2) & (np.asarray(x.framework) == FSDP)
     zero = np.where(piped_fsdp, 2, np.asarray(x.zero))
     grad_sync = np.where(piped_fsdp, ONCE_PER_STEP, np.asarray(x.grad_sync))
-    optimizer_s = optimizer_roofline_s(
-        local_params / np.where(zero >= 1, shards, 1.0), x.param_bytes_per_param,
-        x.grad_bytes_per_param, x.optimizer_bytes_per_param, x.memory_bandwidth_GBps)
+    optimizer_s = optimizer_step_of_s(
+        local_params / np.where(zero >= 1, shards, 1.0), x.params, x.optimizer_step_s,
+        x.param_bytes_per_param, x.grad_bytes_per_param, x.optimizer_bytes_per_param,
+        x.memory_bandwidth_GBps)
 
     compute = m * slowest_compute + optimizer_s
     tp_comm = m * slowest_tp
