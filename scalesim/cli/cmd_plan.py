@@ -140,9 +140,10 @@ def run(args: argparse.Namespace) -> int:
     from scalesim.cli.options import check_slow_device
     from scalesim.jsonio import parse_model
     from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
+    from scalesim.layout_predict import scenario_hardware
     from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY, plan
     from scalesim.runs_model import model_shape
-    from scalesim.schemas import Hardware
+    from scalesim.schemas import Hardware, Scenario
 
     check_slow_device(args)
     own = _profile_model(args)
@@ -155,11 +156,14 @@ def run(args: argparse.Namespace) -> int:
         params = None
     hardware, efficiency, note, p2p, measured_jitter = _hardware_and_efficiency(
         args, DEFAULT_MATMUL_EFFICIENCY)
-    if args.gpus_per_node is not None:
-        hardware = hardware.model_copy(update={"devices_per_node": args.gpus_per_node})
-    if args.instance_sizes is not None:
-        hardware = parse_model({**hardware.model_dump(), "instance_sizes": args.instance_sizes},
-                               Hardware, "--instance-sizes")
+    if args.instance_sizes is not None:  # no shape larger than a server (predict's rule)
+        parse_model({**hardware.model_dump(), "instance_sizes": args.instance_sizes,
+                     "devices_per_node": max(hardware.devices_per_node, args.gpus_per_node or 0)},
+                    Hardware, "--instance-sizes")
+    # --gpus-per-node 4 of an 8-GPU server: 4 GPUs reach half its NICs, the server billed whole
+    hardware = scenario_hardware(hardware, Scenario(
+        devices=args.devices, devices_per_node=args.gpus_per_node,
+        instance_sizes=args.instance_sizes))
     # as predict does (predict.jitter_cv_of): --straggler-cv, else the profile's measured jitter
     jitter_cv = args.straggler_cv if args.straggler_cv is not None else measured_jitter
     measured = _on_the_measured_curve(args, shape, params, own)
