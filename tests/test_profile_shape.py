@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from cli_harness import run_cli
+from h200_gpt import H200, TIMED, gpt_workload_file
 from tiny_gpt_calibration import calibrate_tiny_gpt
 
 from scalesim import builtin_gpt
@@ -31,8 +32,6 @@ from scalesim.profiles import (
 from scalesim.schemas import Scenario, ScenarioLayout, TransformerShape, Workload
 
 ROOT = Path(__file__).resolve().parents[1]
-H200 = ROOT / "benchmarks" / "results" / "h200-2026-11-30" / "gpu-check" / "gpu-profile.json"
-TIMED = dict(layers=8, hidden=1024, heads=16, seq_len=1024, vocab=50304)  # the H200 run's gpt
 
 
 def flops_per_sequence(layers: int, hidden: int, seq_len: int, vocab: int) -> float:
@@ -43,13 +42,8 @@ def flops_per_sequence(layers: int, hidden: int, seq_len: int, vocab: int) -> fl
 
 def gpt_workload(tmp_path: Path, seq_len: int = 1024, name: str = "", **shape) -> str:
     """A workload file of the H200 run's GPT (fp32 weights, AdamW) at ``seq_len``."""
-    s = TransformerShape(**{**TIMED, "seq_len": seq_len, **shape})
-    path = tmp_path / f"{name or 'gpt'}-s{seq_len}.json"
-    path.write_text(json.dumps({
-        "schema_version": "scalesim-workload/1", "name": path.stem, "params": s.param_count(),
-        "micro_batch": 4, "param_bytes_per_param": 4, "grad_bytes_per_param": 4,
-        "optimizer_bytes_per_param": 8, "transformer": s.model_dump(mode="json")}))
-    return str(path)
+    return gpt_workload_file(tmp_path / f"{name or 'gpt'}-s{seq_len}.json", seq_len=seq_len,
+                             **shape)
 
 
 def test_a_profile_written_before_the_record_loads_and_its_gpt_is_read_from_its_name():
