@@ -9,6 +9,7 @@ from scalesim.cli.options import (
     add_condition_arguments,
     add_gpus_per_node_argument,
     add_grad_sync_argument,
+    add_instance_sizes_argument,
     add_recompute_style_argument,
     add_zero_framework_argument,
     positive_int,
@@ -77,10 +78,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rank", choices=["throughput", "cost"], default="throughput",
                    help="throughput (samples/s) or cost (billed device-hours per sample: whole "
                    "instances, --instance-sizes)")
-    p.add_argument("--instance-sizes", type=flag_list_type("devices_per_node"), metavar="N,N",
-                   help="GPUs of each instance shape the cloud rents, e.g. 1,2,4,8 (1: per GPU); "
-                   "--rank cost bills a server's devices as the smallest shape holding them "
-                   "(default: the hardware's; whole servers)")
+    add_instance_sizes_argument(p, "--rank cost bills a server's devices as the smallest shape "
+                                "holding them")
     p.add_argument("--top", type=positive_int, default=10, help="layouts to list (default 10)")
     p.add_argument("--all", action="store_true", help="also list layouts that do not fit")
     p.add_argument("--json", action="store_true", help="print the ranked layouts as JSON")
