@@ -187,3 +187,24 @@ def test_plan_gpus_per_node_reaches_its_nics_and_bills_whole_servers(tmp_path, c
     for key, r in used.items():
         assert r["step_time_s"] == pytest.approx(server[key]["step_time_s"], rel=1e-12), key
         assert (r["billed_devices"], server[key]["billed_devices"]) == (32, 16), key
+
+
+def test_predict_and_plan_headers_say_what_fewer_gpus_of_a_server_get(capsys):
+    """``--gpus-per-node`` below the server's GPUs: predict's scenario line and plan's conditions
+    line give the same words (``predict.server_use_words``): the ring over them (a DGX-1V pair
+    shares one NVLink, 120 / 6 = 20 GB/s), the NICs they reach (2 GPUs of the DGX-1's 4 NICs
+    reach 1, 48 / 4 = 12 GB/s) and whole-instance billing; nothing on whole
+    servers."""
+    from cli_harness import run_cli
+
+    words = ("2 of 8 GPUs per server: intra 20, inter 12 GB/s busbw (the links and NICs they "
+             "reach), billed per instance of 1, 4, 8 GPUs")
+    code, out, err = run_cli(capsys, ["predict", "--hardware", "dgx1-v100", "--devices", "8,16",
+                                      "--gpus-per-node", "2"])
+    assert code == 0 and words in out.splitlines()[2], err
+    code, out, err = run_cli(capsys, ["plan", "--workload", "gpt-1.7b", "--hardware",
+                                      "dgx1-v100", "--devices", "16", "--global-batch", "64",
+                                      "--gpus-per-node", "2", "--all"])
+    assert code == 0 and f"ranked with: {words}" in out, err
+    code, out, err = run_cli(capsys, ["predict", "--hardware", "dgx1-v100", "--devices", "8,16"])
+    assert code == 0 and "GPUs per server" not in out, err

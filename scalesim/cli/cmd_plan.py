@@ -95,7 +95,7 @@ def recompute_style_line(style: str) -> str:
             f"--recompute-style {other}")
 
 
-def conditions_line(args: argparse.Namespace, jitter_cv: float) -> str:
+def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None = None) -> str:
     """'ranked with: overlap off (...), device 3 computes 1.5x slower, jitter cv 0.05 per
     micro-step' for the conditions given (``options.condition_words``; ``jitter_cv`` the one
     used: --straggler-cv or the profile's measured jitter); '' for none."""
@@ -106,8 +106,8 @@ def conditions_line(args: argparse.Namespace, jitter_cv: float) -> str:
             without := [n for n in args.devices if n <= args.slow_device]):
         parts.append(f"no slow device at {', '.join(map(str, without))} devices (device "
                      f"{args.slow_device} is not among them)")
-    if args.gpus_per_node is not None:
-        parts.insert(0, f"{args.gpus_per_node} GPUs per server (--gpus-per-node)")
+    if args.gpus_per_node is not None:  # used: fewer than a server (predict.server_use_words)
+        parts.insert(0, used or f"{args.gpus_per_node} GPUs per server (--gpus-per-node)")
     if args.zero_framework == "deepspeed":
         parts.insert(0, "ZeRO by DeepSpeed (stage 1-3 with its bucket defaults)")
     if args.grad_sync == "once-per-step":
@@ -141,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
     from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
     from scalesim.layout_predict import scenario_hardware
     from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY, plan
+    from scalesim.predict import server_use_words
     from scalesim.runs_model import model_shape
     from scalesim.schemas import Hardware, Scenario
 
@@ -160,9 +161,10 @@ def run(args: argparse.Namespace) -> int:
                      "devices_per_node": max(hardware.devices_per_node, args.gpus_per_node or 0)},
                     Hardware, "--instance-sizes")
     # --gpus-per-node 4 of an 8-GPU server: 4 GPUs reach half its NICs, the server billed whole
-    hardware = scenario_hardware(hardware, Scenario(
-        devices=args.devices, devices_per_node=args.gpus_per_node,
-        instance_sizes=args.instance_sizes))
+    used_scenario = Scenario(devices=args.devices, devices_per_node=args.gpus_per_node,
+                             instance_sizes=args.instance_sizes)
+    used = server_use_words(hardware, used_scenario)
+    hardware = scenario_hardware(hardware, used_scenario)
     # as predict does (predict.jitter_cv_of): --straggler-cv, else the profile's measured jitter
     jitter_cv = args.straggler_cv if args.straggler_cv is not None else measured_jitter
     measured = _on_the_measured_curve(args, shape, params, own)
@@ -187,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
         if note:
             print(note + (f"; --efficiency {args.efficiency:g} used instead"
                           if args.efficiency else ""))
-        if conditions := conditions_line(args, jitter_cv):
+        if conditions := conditions_line(args, jitter_cv, used):
             print(conditions)
         print(render_text(rows, args.global_batch))
     return 0
