@@ -57,7 +57,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="device counts: 64,128 or a doubling range 8-1024 (default 8,16,32,64)")
     add_gpus_per_node_argument(p, help="devices per server (default: the hardware's or the "
                                "profile's), on its links: e.g. 2 to plan tp 2 on a calibration "
-                               "of one GPU per server")
+                               "of one GPU per server; fewer than a server's GPUs reach their "
+                               "share of its NICs, the server billed whole, as in predict")
     p.add_argument("--global-batch", type=flag_type("global_batch"), required=True,
                    help="sequences per optimizer step, whole job")
     p.add_argument("--seq-len", type=flag_type("seq_len"), help="override the model's sequence length")
