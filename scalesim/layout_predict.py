@@ -150,16 +150,24 @@ def with_measured_shape(profile: Profile) -> Profile:
     return profile.model_copy(update={"workload": wl, "notes": [*profile.notes, note]})
 
 
+def optimizer_measured(curve) -> bool:
+    """Whether a ``ComputeCurve``'s optimizer step is a measurement: a measured curve, or one
+    scaled from it to another sequence of the same model (``profiles.workload_compute``: not
+    ``measured``, its ``model_shape`` the scaled one, the optimizer step x the parameter
+    counts); presets and curves estimated from a shape are not."""
+    return bool(curve.measured or curve.model_shape is not None)
+
+
 def measured_optimizer_s(profile: Profile, per_node):
     """The profile's measured optimizer step of all its parameters on one device with
     ``per_node`` devices of its server busy, s (numpy, shaped as ``per_node``): the
     data-parallel path's (``ComputeCurve.alone`` x ``colocation_factor``), for the layout model
     to scale to the parameters each device updates (``LayoutInputs.optimizer_step_s``); NaN where
-    the curve was not measured (presets, a curve scaled to another model: the memory-bound
-    estimate)."""
+    the curve was not measured (``optimizer_measured``: presets, a curve estimated for another
+    model take the memory-bound estimate)."""
     g = np.asarray(per_node, dtype=float)
     curve = profile.compute
-    if not curve.measured:
+    if not optimizer_measured(curve):
         return np.full(g.shape, np.nan)
     slope = colocation_slope(curve.colocation_slowdown, curve.colocated_devices)
     return curve.alone()[2] * colocation_factor(g, slope)

@@ -310,3 +310,22 @@ def test_a_cpu_calibration_records_its_gpt_and_predicts_it_at_twice_the_sequence
     flops = flops_per_sequence(2, 128, 128, 512) / flops_per_sequence(2, 128, 64, 512)
     assert flops == pytest.approx(32 / 15) and per_sample[1] > 2 * per_sample[0]
     assert flops - 1e-9 <= per_sample[1] / per_sample[0] <= 1.07 * flops, per_sample
+
+
+def test_the_timed_gpt_at_another_sequence_keeps_its_measured_optimizer_step(tmp_path, capsys):
+    """The curve scaled to sequence 2048 keeps the measured optimizer step (x the parameter
+    counts) on the layout path too, as on the data-parallel path: one device's micro-step of 8
+    sequences computes ``overhead + 8 x per_sample + optimizer`` of the scaled curve (was the
+    memory-bound estimate, 0.90 ms for 3.93 ms measured, so a split looked 3 ms a step faster
+    than the same run data-parallel), and ``plan --profile --seq-len`` says it takes it."""
+    from scalesim.layout_predict import measured_optimizer_s
+
+    profile = resolve_profile(str(H200), None, gpt_workload(tmp_path, 2048))
+    c = profile.compute
+    assert float(measured_optimizer_s(profile, 1)) == pytest.approx(c.optimizer_step_s, rel=1e-12)
+    row = predict(profile, Scenario(devices=[1], micro_batch=8))[0]
+    assert row.compute_s == pytest.approx(c.overhead_s + 8 * c.per_sample_s + c.optimizer_step_s,
+                                          rel=1e-9)
+    code, out, err = run_cli(capsys, ["plan", "--profile", str(H200), "--seq-len", "2048",
+                                      "--devices", "1", "--global-batch", "8"])
+    assert code == 0 and "its optimizer step as measured" in out, err

@@ -222,7 +222,7 @@ def _on_the_measured_curve(args, shape, params, own=None):
     if args.profile is None or args.efficiency is not None or args.precision != "bf16":
         return None
     from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
-    from scalesim.layout_predict import plan_at
+    from scalesim.layout_predict import optimizer_measured, plan_at
     from scalesim.profiles import _peak_tflops, load_profile, load_workload, profile_with_workload
     from scalesim.schemas import Scenario, ScenarioLayout
 
@@ -254,7 +254,7 @@ def _on_the_measured_curve(args, shape, params, own=None):
     note = (f"profile {base.name}: {what}; every layout's matmul efficiency "
             "pinned to that curve at its micro-batch, as predict pins it (docs/model.md §22)"
             + ("; its optimizer step as measured, x the parameters each device updates"
-               if profile.compute.measured else "") + "; links from the profile")
+               if optimizer_measured(profile.compute) else "") + "; links from the profile")
     if _peak_tflops(profile.hardware.device_name, profile.hardware) is None:
         note += "; no datasheet peak for this device: MFU is against a nominal peak, ignore it"
     return rows, note
