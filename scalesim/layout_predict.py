@@ -150,16 +150,24 @@ def with_measured_shape(profile: Profile) -> Profile:
     return profile.model_copy(update={"workload": wl, "notes": [*profile.notes, note]})
 
 
+def optimizer_measured(curve) -> bool:
+    """Whether a ``ComputeCurve``'s optimizer step is a measurement: a measured curve, or one
+    scaled from it to another sequence of the same model (``profiles.workload_compute``: not
+    ``measured``, its ``model_shape`` the scaled one, the optimizer step x the parameter
+    counts); presets and curves estimated from a shape are not."""
+    return bool(curve.measured or curve.model_shape is not None)
+
+
 def measured_optimizer_s(profile: Profile, per_node):
     """The profile's measured optimizer step of all its parameters on one device with
     ``per_node`` devices of its server busy, s (numpy, shaped as ``per_node``): the
     data-parallel path's (``ComputeCurve.alone`` x ``colocation_factor``), for the layout model
     to scale to the parameters each device updates (``LayoutInputs.optimizer_step_s``); NaN where
-    the curve was not measured (presets, a curve scaled to another model: the memory-bound
-    estimate)."""
+    the curve was not measured (``optimizer_measured``: presets, a curve estimated for another
+    model take the memory-bound estimate)."""
     g = np.asarray(per_node, dtype=float)
     curve = profile.compute
-    if not curve.measured:
+    if not optimizer_measured(curve):
         return np.full(g.shape, np.nan)
     slope = colocation_slope(curve.colocation_slowdown, curve.colocated_devices)
     return curve.alone()[2] * colocation_factor(g, slope)
@@ -223,20 +231,15 @@ def _peak_and_bandwidth(profile: Profile) -> tuple[float, bool, float]:
     return peak * 1e12, True, bandwidth
 
 
-def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
-                     peak_flops: float, bandwidth_GBps: float, jitter_cv: float = 0.0, p2p=None,
-                     global_batch: int = 1) -> Setting:
-    """The run's constants (``plan.Setting``) of a scenario: the workload's shape, parameters and
-    bytes per parameter; the hardware with the scenario's links (an intra busbw override scales
-    NVLS alike, ``predict.nvls_busbw_ratio``), server size, contention and device spread;
-    ``peak_flops`` (FLOP/s, ``NOMINAL_PEAK_FLOPS`` when unknown) and ``bandwidth_GBps``
-    (efficiency 1: the compute pin, ``pinned_efficiency``, sets it per micro-batch later); the
-    scenario's overlap, slow device and recompute style; ``jitter_cv`` the step-to-step
-    jitter (``predict.jitter_cv_of``: it lives in the profile, not the hardware); ``p2p`` the
-    profile's measured send/recv inside a server (``plan.measured_p2p``; None: the intra link).
-    The one place a scenario becomes the layout model's constants, for predictions
-    (``base_inputs``) and the planner of a scenario (``plan_at``) alike."""
-    wl, hw = workload, hardware
+def scenario_hardware(hw: Hardware, scenario: Scenario) -> Hardware:
+    """``hw`` as the layout model reads it for ``scenario``'s job: the scenario's links (an intra
+    busbw override scales NVLS alike, ``predict.nvls_busbw_ratio``; the inter-server busbw the
+    job's GPUs of each server reach, ``predict.inter_busbw_GBps_of``: fewer GPUs of a server
+    reach fewer of its NICs), ``devices_per_node`` the GPUs the job uses per server, the
+    instance shapes a cloud bills (the scenario's, else the hardware's, else its whole server:
+    a job on 4 GPUs of an 8-GPU server still rents the server, docs/model.md §9, §18),
+    contention and device spread. The one rule for ``scenario_setting`` (predict, the planner
+    of a scenario) and ``scalesim plan --gpus-per-node``."""
     intra, inter = hw.intra_node, hw.inter_node
     intra_busbw = _pick(scenario.intra_busbw_GBps, intra.busbw_GBps)
     nvls = nvls_busbw_ratio(intra)
@@ -250,13 +253,31 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
             "busbw_GBps": inter_busbw_GBps_of(hw, scenario),
             "latency_s": _pick(scenario.inter_latency_s, inter.latency_s)}),
     }
-    hardware = hw.model_copy(update={
+    return hw.model_copy(update={
         **links, "devices_per_node": scenario.devices_per_node or hw.devices_per_node,
         "instance_sizes": scenario.instance_sizes or hw.instance_sizes or [hw.devices_per_node],
-        "peak_tflops": peak_flops / 1e12, "memory_bandwidth_GBps": bandwidth_GBps,
         "comm_compute_contention": _pick(scenario.comm_compute_contention,
                                          hw.comm_compute_contention),
         "device_speed_cv": _pick(scenario.device_speed_cv, hw.device_speed_cv)})
+
+
+def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
+                     peak_flops: float, bandwidth_GBps: float, jitter_cv: float = 0.0, p2p=None,
+                     global_batch: int = 1) -> Setting:
+    """The run's constants (``plan.Setting``) of a scenario: the workload's shape, parameters and
+    bytes per parameter; the hardware with the scenario's links (an intra busbw override scales
+    NVLS alike, ``predict.nvls_busbw_ratio``), server size, contention and device spread;
+    ``peak_flops`` (FLOP/s, ``NOMINAL_PEAK_FLOPS`` when unknown) and ``bandwidth_GBps``
+    (efficiency 1: the compute pin, ``pinned_efficiency``, sets it per micro-batch later); the
+    scenario's overlap, slow device and recompute style; ``jitter_cv`` the step-to-step
+    jitter (``predict.jitter_cv_of``: it lives in the profile, not the hardware); ``p2p`` the
+    profile's measured send/recv inside a server (``plan.measured_p2p``; None: the intra link).
+    The hardware is ``scenario_hardware``'s. The one place a scenario becomes the layout
+    model's constants, for predictions (``base_inputs``) and the planner of a scenario
+    (``plan_at``) alike."""
+    wl = workload
+    hardware = scenario_hardware(hardware, scenario).model_copy(update={
+        "peak_tflops": peak_flops / 1e12, "memory_bandwidth_GBps": bandwidth_GBps})
     return Setting(
         wl.transformer, hardware, global_batch, 1.0, params=wl.params,
         jitter_cv=jitter_cv, p2p=p2p, recompute_style=layout_of(scenario).recompute_style,

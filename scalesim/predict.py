@@ -236,6 +236,26 @@ def inter_busbw_GBps_of(hw: Hardware, scenario: Scenario) -> float:
                                                                                        scenario)
 
 
+def server_use_words(hw: Hardware, scenario: Scenario) -> str | None:
+    """What a job on fewer GPUs of each server than it holds gets, for the command headers:
+    '4 of 8 GPUs per server: intra 230, inter 96 GB/s busbw (the links and NICs they reach),
+    billed per whole server of 8 GPUs' (the ring over them, ``subset_links``, and
+    ``inter_busbw_GBps_of``, GB/s; billing as ``billing.billing_words``); None on whole
+    servers."""
+    used = scenario.devices_per_node
+    if used is None or used >= hw.devices_per_node:
+        return None
+    from scalesim.billing import billing_words
+    from scalesim.model.subset_links import subset_busbw_GBps
+
+    intra = float(subset_busbw_GBps(_pick(scenario.intra_busbw_GBps, hw.intra_node.busbw_GBps),
+                                    used, hw.intra_node.subset_shares))
+    sizes = scenario.instance_sizes or hw.instance_sizes
+    return (f"{used} of {hw.devices_per_node} GPUs per server: intra {intra:.3g}, inter "
+            f"{inter_busbw_GBps_of(hw, scenario):.3g} GB/s busbw (the links and NICs they "
+            f"reach), {billing_words(hw.devices_per_node, sizes)}")
+
+
 def _pick(override, default):
     return default if override is None else override
 

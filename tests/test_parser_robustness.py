@@ -7,6 +7,7 @@ import gzip
 import json
 
 import pytest
+from test_traces import event
 
 from scalesim import traces
 from scalesim.cli.main import main
@@ -16,13 +17,9 @@ from scalesim.runs import load_runs, parse_runs_text
 DEEP = 100_000  # nesting levels: far past Python's recursion limit
 
 
-def _x(name, ts, dur, cat="cpu_op"):
-    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur}
-
-
 def _events(step_dur=100.0):
-    return [_x("ProfilerStep#1", 0, step_dur, cat="user_annotation"), _x("aten::mm", 1, 10),
-            _x("ProfilerStep#2", 200, 100.0, cat="user_annotation"), _x("aten::mm", 201, 10)]
+    return [event("ProfilerStep#1", 0, step_dur, cat="user_annotation"), event("aten::mm", 1, 10),
+            event("ProfilerStep#2", 200, 100.0, cat="user_annotation"), event("aten::mm", 201, 10)]
 
 
 def _trace(tmp_path, name, text):
@@ -131,7 +128,7 @@ def test_zero_length_step_is_left_out_with_a_note(tmp_path, capsys):
 
 
 def test_only_zero_length_steps_is_an_error(tmp_path, capsys):
-    events = [_x("ProfilerStep#1", 0, 0, cat="user_annotation"), _x("aten::mm", 1, 10)]
+    events = [event("ProfilerStep#1", 0, 0, cat="user_annotation"), event("aten::mm", 1, 10)]
     path = _trace(tmp_path, "t.json", json.dumps({"traceEvents": events}))
     with pytest.raises(ScalesimError, match=r"t\.json: .*ProfilerStep.*duration 0"):
         traces.summarise(path)
@@ -143,10 +140,10 @@ def test_only_zero_length_steps_is_an_error(tmp_path, capsys):
 @pytest.mark.parametrize("field", ["ts", "dur"])
 @pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e400", "1" + "0" * 400])
 def test_non_finite_or_huge_times_name_the_event(tmp_path, capsys, field, literal):
-    event = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 5, "dur": 10}
-    event[field] = "@@"
-    body = json.dumps({"traceEvents": [_x("ProfilerStep#1", 0, 100, cat="user_annotation"),
-                                       event]}).replace('"@@"', literal)
+    bad = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 5, "dur": 10}
+    bad[field] = "@@"
+    body = json.dumps({"traceEvents": [event("ProfilerStep#1", 0, 100, cat="user_annotation"),
+                                       bad]}).replace('"@@"', literal)
     path = _trace(tmp_path, "t.json", body)
     with pytest.raises(ScalesimError, match=rf"t\.json: event 2 \(aten::mm\): {field} "):
         traces.summarise(path)
@@ -154,7 +151,7 @@ def test_non_finite_or_huge_times_name_the_event(tmp_path, capsys, field, litera
 
 
 def test_args_of_the_wrong_type_are_ignored(tmp_path):
-    events = _events() + [dict(_x("record_param_comms", 5, 3), args=[1, 2])]
+    events = _events() + [dict(event("record_param_comms", 5, 3), args=[1, 2])]
     s = traces.summarise(_trace(tmp_path, "t.json", json.dumps({"traceEvents": events})))
     assert "record_param_comms:?" in s.collectives
 

@@ -158,3 +158,53 @@ def test_the_planner_has_no_zero3_pipeline_rows_fsdp_holds_them_whole():
     assert not (grid["zero"][piped] == 3).any()
     ds = candidate_grid([16], setting.replace(framework=DEEPSPEED))
     assert not (ds["zero"][ds["pp"] > 1] >= 2).any()
+
+
+def test_plan_gpus_per_node_reaches_its_nics_and_bills_whole_servers(tmp_path, capsys):
+    """``plan --gpus-per-node 4`` on 8-GPU DGX A100 servers is the job predict models (issue of
+    the session's review: plan set the server to 4 GPUs): its 4 GPUs per server reach 4 of the
+    8 NICs (docs/model.md §18), so every layout's step is that of a 4-GPU server whose NICs
+    sustain 192 x 4/8 = 96 GB/s; and a cloud bills each server whole (§9): 16 GPUs on 4
+    servers bill 32, where the 4-GPU server file bills 16."""
+    from cli_harness import run_cli
+
+    half = HARDWARE["dgx-a100"].model_copy(update={
+        "name": "half", "devices_per_node": 4, "inter_node": HARDWARE["dgx-a100"].inter_node
+        .model_copy(update={"busbw_GBps": 96.0, "nics_per_node": 4})})
+    path = tmp_path / "half.json"
+    path.write_text(half.model_dump_json())
+    argv = ["plan", "--workload", "gpt-1.7b", "--devices", "16", "--global-batch", "64",
+            "--top", "5000", "--all", "--rank", "cost", "--json"]
+    rows = []
+    for extra in (["--hardware", "dgx-a100", "--gpus-per-node", "4"], ["--hardware", str(path)]):
+        code, out, err = run_cli(capsys, [*argv, *extra])
+        assert code == 0, err
+        rows.append({(r["dp"], r["tp"], r["pp"], r["zero"], r["micro_batch"], r["schedule"],
+                      r["virtual_stages"], r["recompute"], r["sequence_parallel"]): r
+                     for r in json.loads(out)})
+    used, server = rows
+    assert len(used) > 50 and used.keys() == server.keys()
+    for key, r in used.items():
+        assert r["step_time_s"] == pytest.approx(server[key]["step_time_s"], rel=1e-12), key
+        assert (r["billed_devices"], server[key]["billed_devices"]) == (32, 16), key
+
+
+def test_predict_and_plan_headers_say_what_fewer_gpus_of_a_server_get(capsys):
+    """``--gpus-per-node`` below the server's GPUs: predict's scenario line and plan's conditions
+    line give the same words (``predict.server_use_words``): the ring over them (a DGX-1V pair
+    shares one NVLink, 120 / 6 = 20 GB/s), the NICs they reach (2 GPUs of the DGX-1's 4 NICs
+    reach 1, 48 / 4 = 12 GB/s) and whole-instance billing; nothing on whole
+    servers."""
+    from cli_harness import run_cli
+
+    words = ("2 of 8 GPUs per server: intra 20, inter 12 GB/s busbw (the links and NICs they "
+             "reach), billed per instance of 1, 4, 8 GPUs")
+    code, out, err = run_cli(capsys, ["predict", "--hardware", "dgx1-v100", "--devices", "8,16",
+                                      "--gpus-per-node", "2"])
+    assert code == 0 and words in out.splitlines()[2], err
+    code, out, err = run_cli(capsys, ["plan", "--workload", "gpt-1.7b", "--hardware",
+                                      "dgx1-v100", "--devices", "16", "--global-batch", "64",
+                                      "--gpus-per-node", "2", "--all"])
+    assert code == 0 and f"ranked with: {words}" in out, err
+    code, out, err = run_cli(capsys, ["predict", "--hardware", "dgx1-v100", "--devices", "8,16"])
+    assert code == 0 and "GPUs per server" not in out, err

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from h200_gpt import H200, gpt_workload_file
 
 from scalesim.model.layout_step import evaluate_layouts
 from scalesim.plan import setting_from_profile, setting_inputs
@@ -23,20 +24,11 @@ from scalesim.profiles import (
 )
 from scalesim.schemas import Scenario, ScenarioLayout, TransformerShape
 
-H200 = (Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "h200-2026-11-30"
-        / "gpu-check" / "gpu-profile.json")
-
 
 def _workload(tmp_path: Path, layers: int = 9, **shape) -> str:
     """A GPT workload file (fp32 weights and gradients, AdamW, as the H200 steps ran)."""
-    s = TransformerShape(layers=layers, hidden=1024, heads=16, seq_len=1024, vocab=50304,
-                         flash_attention=True, **shape)
-    path = tmp_path / f"gpt-l{layers}.json"
-    path.write_text(json.dumps({
-        "schema_version": "scalesim-workload/1", "name": path.stem, "params": s.param_count(),
-        "micro_batch": 4, "param_bytes_per_param": 4, "grad_bytes_per_param": 4,
-        "optimizer_bytes_per_param": 8, "transformer": s.model_dump(mode="json")}))
-    return str(path)
+    return gpt_workload_file(tmp_path / f"gpt-l{layers}.json", layers=layers,
+                             flash_attention=True, **shape)
 
 
 def _compute_s(profile, tp: int) -> float:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from cli_harness import run_cli
+from h200_gpt import H200, TIMED, gpt_workload_file
 from tiny_gpt_calibration import calibrate_tiny_gpt
 
 from scalesim import builtin_gpt
@@ -31,8 +32,6 @@ from scalesim.profiles import (
 from scalesim.schemas import Scenario, ScenarioLayout, TransformerShape, Workload
 
 ROOT = Path(__file__).resolve().parents[1]
-H200 = ROOT / "benchmarks" / "results" / "h200-2026-11-30" / "gpu-check" / "gpu-profile.json"
-TIMED = dict(layers=8, hidden=1024, heads=16, seq_len=1024, vocab=50304)  # the H200 run's gpt
 
 
 def flops_per_sequence(layers: int, hidden: int, seq_len: int, vocab: int) -> float:
@@ -43,13 +42,8 @@ def flops_per_sequence(layers: int, hidden: int, seq_len: int, vocab: int) -> fl
 
 def gpt_workload(tmp_path: Path, seq_len: int = 1024, name: str = "", **shape) -> str:
     """A workload file of the H200 run's GPT (fp32 weights, AdamW) at ``seq_len``."""
-    s = TransformerShape(**{**TIMED, "seq_len": seq_len, **shape})
-    path = tmp_path / f"{name or 'gpt'}-s{seq_len}.json"
-    path.write_text(json.dumps({
-        "schema_version": "scalesim-workload/1", "name": path.stem, "params": s.param_count(),
-        "micro_batch": 4, "param_bytes_per_param": 4, "grad_bytes_per_param": 4,
-        "optimizer_bytes_per_param": 8, "transformer": s.model_dump(mode="json")}))
-    return str(path)
+    return gpt_workload_file(tmp_path / f"{name or 'gpt'}-s{seq_len}.json", seq_len=seq_len,
+                             **shape)
 
 
 def test_a_profile_written_before_the_record_loads_and_its_gpt_is_read_from_its_name():
@@ -316,3 +310,22 @@ def test_a_cpu_calibration_records_its_gpt_and_predicts_it_at_twice_the_sequence
     flops = flops_per_sequence(2, 128, 128, 512) / flops_per_sequence(2, 128, 64, 512)
     assert flops == pytest.approx(32 / 15) and per_sample[1] > 2 * per_sample[0]
     assert flops - 1e-9 <= per_sample[1] / per_sample[0] <= 1.07 * flops, per_sample
+
+
+def test_the_timed_gpt_at_another_sequence_keeps_its_measured_optimizer_step(tmp_path, capsys):
+    """The curve scaled to sequence 2048 keeps the measured optimizer step (x the parameter
+    counts) on the layout path too, as on the data-parallel path: one device's micro-step of 8
+    sequences computes ``overhead + 8 x per_sample + optimizer`` of the scaled curve (was the
+    memory-bound estimate, 0.90 ms for 3.93 ms measured, so a split looked 3 ms a step faster
+    than the same run data-parallel), and ``plan --profile --seq-len`` says it takes it."""
+    from scalesim.layout_predict import measured_optimizer_s
+
+    profile = resolve_profile(str(H200), None, gpt_workload(tmp_path, 2048))
+    c = profile.compute
+    assert float(measured_optimizer_s(profile, 1)) == pytest.approx(c.optimizer_step_s, rel=1e-12)
+    row = predict(profile, Scenario(devices=[1], micro_batch=8))[0]
+    assert row.compute_s == pytest.approx(c.overhead_s + 8 * c.per_sample_s + c.optimizer_step_s,
+                                          rel=1e-9)
+    code, out, err = run_cli(capsys, ["plan", "--profile", str(H200), "--seq-len", "2048",
+                                      "--devices", "1", "--global-batch", "8"])
+    assert code == 0 and "its optimizer step as measured" in out, err

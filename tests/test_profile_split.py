@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from cli_harness import run_cli
+from h200_gpt import H200, gpt_workload_file
 from tiny_gpt_calibration import calibrate_tiny_gpt
 
 from scalesim import builtin_gpt
@@ -27,10 +28,9 @@ from scalesim.errors import ScalesimError
 from scalesim.layout_predict import split_profile, splittable_shape, with_measured_shape
 from scalesim.predict import predict
 from scalesim.profiles import load_profile
-from scalesim.schemas import Scenario, ScenarioLayout, TransformerShape
+from scalesim.schemas import Scenario, ScenarioLayout
 
 ROOT = Path(__file__).resolve().parents[1]
-H200 = ROOT / "benchmarks" / "results" / "h200-2026-11-30" / "gpu-check" / "gpu-profile.json"
 H200_OPTIMIZER_S = 153_331_712 * (2 * 4 + 4 + 2 * 8) / 4800e9  # 0.8944 ms, by hand
 
 
@@ -54,15 +54,8 @@ def _unshaped(tmp_path: Path) -> str:
 def _workload_file(tmp_path: Path) -> str:
     """The H200 run's gpt as a workload file (its sizes and bytes per parameter: fp32 weights,
     gradients all-reduced in fp32, AdamW)."""
-    shape = TransformerShape(layers=8, hidden=1024, heads=16, seq_len=1024, vocab=50304)
-    path = tmp_path / "gpt.json"
-    path.write_text(json.dumps({
-        "schema_version": "scalesim-workload/1", "name": "gpt", "params": shape.param_count(),
-        "micro_batch": 32, "param_bytes_per_param": 4, "grad_bytes_per_param": 4,
-        "optimizer_bytes_per_param": 8, "wire_bytes_per_param": 4,
-        "sample_unit": "sequences of 1024 tokens",
-        "transformer": shape.model_dump(mode="json")}))
-    return str(path)
+    return gpt_workload_file(tmp_path / "gpt.json", micro_batch=32, fields={
+        "wire_bytes_per_param": 4, "sample_unit": "sequences of 1024 tokens"})
 
 
 def test_data_parallel_keeps_the_measured_curve_and_optimizer_byte_for_byte(tmp_path, capsys):

@@ -36,3 +36,33 @@ def test_zero3_memory_counts_two_gathered_blocks():
 def test_a_device_that_fits_the_shards_alone_does_not_fit():
     r = evaluate(StepInputs(strategy=ZERO3, device_memory_bytes=2.2e9, **_ONE))
     assert not bool(r.fits)
+
+
+def test_the_layout_path_gathers_nothing_where_nothing_is_sharded():
+    """A layout whose parameters are not sharded (dp x cp = 1: one replica, FSDP's NO_SHARD)
+    holds no gathered units, as the data-parallel path has it on one device: ZeRO-3 at dp 1
+    (one device, or tp 8 on 8) needs DDP's memory; at dp 8 it holds its 2 layers whole beside
+    the shards, 2 x (12 h^2 + 4 h) x 2 B of gpt-1.7b (h 2304, the 4 h of two LayerNorms:
+    254,840,832 B) beside ZeRO-3's shards."""
+    from scalesim.predict import predict
+    from scalesim.profiles import resolve_profile
+    from scalesim.schemas import Scenario, ScenarioLayout
+
+    profile = resolve_profile(None, "dgx-a100", "gpt-1.7b")
+    shape = profile.workload.transformer
+    layer_bytes = (12 * shape.hidden**2 + 4 * shape.hidden) * profile.workload.param_bytes_per_param
+    assert 2 * layer_bytes == 254_840_832
+
+    def memory(strategy, devices, tp=1):
+        return predict(profile, Scenario(devices=[devices], strategy=strategy,
+                                         layout=ScenarioLayout(tp=tp)))[0].memory_bytes
+
+    assert memory("zero3", 1) == pytest.approx(memory("ddp", 1), rel=1e-12)
+    assert memory("zero3", 8, tp=8) == pytest.approx(memory("ddp", 8, tp=8), rel=1e-12)
+    ddp, zero3 = memory("ddp", 8), memory("zero3", 8)
+    assert zero3 < ddp  # the shards save far more than the two gathered layers cost
+    # zero3 - ddp at dp 8: weights, gradients and optimizer state sharded 8 ways, + 2 layers
+    w = profile.workload
+    states = w.params * (w.param_bytes_per_param + w.grad_bytes_per_param
+                         + w.optimizer_bytes_per_param)
+    assert zero3 - ddp == pytest.approx(-states * 7 / 8 + 2 * layer_bytes, rel=1e-9)

@@ -9,6 +9,7 @@ from scalesim.cli.options import (
     add_condition_arguments,
     add_gpus_per_node_argument,
     add_grad_sync_argument,
+    add_instance_sizes_argument,
     add_recompute_style_argument,
     add_zero_framework_argument,
     positive_int,
@@ -56,7 +57,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="device counts: 64,128 or a doubling range 8-1024 (default 8,16,32,64)")
     add_gpus_per_node_argument(p, help="devices per server (default: the hardware's or the "
                                "profile's), on its links: e.g. 2 to plan tp 2 on a calibration "
-                               "of one GPU per server")
+                               "of one GPU per server; fewer than a server's GPUs reach their "
+                               "share of its NICs, the server billed whole, as in predict")
     p.add_argument("--global-batch", type=flag_type("global_batch"), required=True,
                    help="sequences per optimizer step, whole job")
     p.add_argument("--seq-len", type=flag_type("seq_len"), help="override the model's sequence length")
@@ -77,10 +79,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rank", choices=["throughput", "cost"], default="throughput",
                    help="throughput (samples/s) or cost (billed device-hours per sample: whole "
                    "instances, --instance-sizes)")
-    p.add_argument("--instance-sizes", type=flag_list_type("devices_per_node"), metavar="N,N",
-                   help="GPUs of each instance shape the cloud rents, e.g. 1,2,4,8 (1: per GPU); "
-                   "--rank cost bills a server's devices as the smallest shape holding them "
-                   "(default: the hardware's; whole servers)")
+    add_instance_sizes_argument(p, "--rank cost bills a server's devices as the smallest shape "
+                                "holding them")
     p.add_argument("--top", type=positive_int, default=10, help="layouts to list (default 10)")
     p.add_argument("--all", action="store_true", help="also list layouts that do not fit")
     p.add_argument("--json", action="store_true", help="print the ranked layouts as JSON")
@@ -96,7 +96,7 @@ def recompute_style_line(style: str) -> str:
             f"--recompute-style {other}")
 
 
-def conditions_line(args: argparse.Namespace, jitter_cv: float) -> str:
+def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None = None) -> str:
     """'ranked with: overlap off (...), device 3 computes 1.5x slower, jitter cv 0.05 per
     micro-step' for the conditions given (``options.condition_words``; ``jitter_cv`` the one
     used: --straggler-cv or the profile's measured jitter); '' for none."""
@@ -107,8 +107,8 @@ def conditions_line(args: argparse.Namespace, jitter_cv: float) -> str:
             without := [n for n in args.devices if n <= args.slow_device]):
         parts.append(f"no slow device at {', '.join(map(str, without))} devices (device "
                      f"{args.slow_device} is not among them)")
-    if args.gpus_per_node is not None:
-        parts.insert(0, f"{args.gpus_per_node} GPUs per server (--gpus-per-node)")
+    if args.gpus_per_node is not None:  # used: fewer than a server (predict.server_use_words)
+        parts.insert(0, used or f"{args.gpus_per_node} GPUs per server (--gpus-per-node)")
     if args.zero_framework == "deepspeed":
         parts.insert(0, "ZeRO by DeepSpeed (stage 1-3 with its bucket defaults)")
     if args.grad_sync == "once-per-step":
@@ -140,9 +140,11 @@ def run(args: argparse.Namespace) -> int:
     from scalesim.cli.options import check_slow_device
     from scalesim.jsonio import parse_model
     from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
+    from scalesim.layout_predict import scenario_hardware
     from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY, plan
+    from scalesim.predict import server_use_words
     from scalesim.runs_model import model_shape
-    from scalesim.schemas import Hardware
+    from scalesim.schemas import Hardware, Scenario
 
     check_slow_device(args)
     own = _profile_model(args)
@@ -155,11 +157,15 @@ def run(args: argparse.Namespace) -> int:
         params = None
     hardware, efficiency, note, p2p, measured_jitter = _hardware_and_efficiency(
         args, DEFAULT_MATMUL_EFFICIENCY)
-    if args.gpus_per_node is not None:
-        hardware = hardware.model_copy(update={"devices_per_node": args.gpus_per_node})
-    if args.instance_sizes is not None:
-        hardware = parse_model({**hardware.model_dump(), "instance_sizes": args.instance_sizes},
-                               Hardware, "--instance-sizes")
+    if args.instance_sizes is not None:  # no shape larger than a server (predict's rule)
+        parse_model({**hardware.model_dump(), "instance_sizes": args.instance_sizes,
+                     "devices_per_node": max(hardware.devices_per_node, args.gpus_per_node or 0)},
+                    Hardware, "--instance-sizes")
+    # --gpus-per-node 4 of an 8-GPU server: 4 GPUs reach half its NICs, the server billed whole
+    used_scenario = Scenario(devices=args.devices, devices_per_node=args.gpus_per_node,
+                             instance_sizes=args.instance_sizes)
+    used = server_use_words(hardware, used_scenario)
+    hardware = scenario_hardware(hardware, used_scenario)
     # as predict does (predict.jitter_cv_of): --straggler-cv, else the profile's measured jitter
     jitter_cv = args.straggler_cv if args.straggler_cv is not None else measured_jitter
     measured = _on_the_measured_curve(args, shape, params, own)
@@ -184,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
         if note:
             print(note + (f"; --efficiency {args.efficiency:g} used instead"
                           if args.efficiency else ""))
-        if conditions := conditions_line(args, jitter_cv):
+        if conditions := conditions_line(args, jitter_cv, used):
             print(conditions)
         print(render_text(rows, args.global_batch))
     return 0
@@ -216,7 +222,7 @@ def _on_the_measured_curve(args, shape, params, own=None):
     if args.profile is None or args.efficiency is not None or args.precision != "bf16":
         return None
     from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
-    from scalesim.layout_predict import plan_at
+    from scalesim.layout_predict import optimizer_measured, plan_at
     from scalesim.profiles import _peak_tflops, load_profile, load_workload, profile_with_workload
     from scalesim.schemas import Scenario, ScenarioLayout
 
@@ -248,7 +254,7 @@ def _on_the_measured_curve(args, shape, params, own=None):
     note = (f"profile {base.name}: {what}; every layout's matmul efficiency "
             "pinned to that curve at its micro-batch, as predict pins it (docs/model.md §22)"
             + ("; its optimizer step as measured, x the parameters each device updates"
-               if profile.compute.measured else "") + "; links from the profile")
+               if optimizer_measured(profile.compute) else "") + "; links from the profile")
     if _peak_tflops(profile.hardware.device_name, profile.hardware) is None:
         note += "; no datasheet peak for this device: MFU is against a nominal peak, ignore it"
     return rows, note

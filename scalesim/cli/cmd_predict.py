@@ -107,7 +107,7 @@ def render_table(profile, scenario, rows) -> str:
     from scalesim.knee import knee_of_predictions, least_drop_of, no_knee_words
     from scalesim.layout_predict import recompute_style_note
     from scalesim.model.zero_exchange import framework_label
-    from scalesim.predict import slow_device_note
+    from scalesim.predict import server_use_words, slow_device_note
     from scalesim.training_time import resolve_goal
 
     unit = profile.workload.sample_unit
@@ -125,6 +125,8 @@ def render_table(profile, scenario, rows) -> str:
         + "".join(f", {part}" for part in condition_words(
             True, scenario.slow_device, scenario.slow_factor, scenario.straggler_cv)),
     ]
+    if used := server_use_words(profile.hardware, scenario):
+        lines[-1] += f"; {used}"
     split = rows and rows[0].dp is not None
     if split:
         lines.append(layout_line(profile, scenario))

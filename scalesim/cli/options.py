@@ -86,10 +86,16 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     g.add_argument("--dataset-size", type=flag_type("samples_total"),
                    help="samples per epoch (with --epochs)")
     _knob(g, "price_per_device_hour", metavar="USD", help="price per device-hour")
-    _knob(g, "instance_sizes", metavar="N,N", help="GPUs of each instance shape the cloud rents, "
-          "e.g. 1,2,4,8 (1: per GPU); cost bills a server's devices as the smallest shape that "
-          "holds them (default: the hardware's; whole servers)")
+    add_instance_sizes_argument(g, "cost bills a server's devices as the smallest shape that "
+                                "holds them")
     add_layout_arguments(p)
+
+
+def add_instance_sizes_argument(group, what: str) -> None:
+    """--instance-sizes (``Scenario.instance_sizes``, its flag and bounds from the knob table;
+    plan's own flag too); ``what``: what the command does with them."""
+    _knob(group, "instance_sizes", metavar="N,N", help="GPUs of each instance shape the cloud "
+          f"rents, e.g. 1,2,4,8 (1: per GPU); {what} (default: the hardware's; whole servers)")
 
 
 def add_gpus_per_node_argument(group, help: str = "devices per server") -> None:

@@ -515,9 +515,9 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     fuller = sum(first) >= sum(last)
     weights, grads, optimizer, activations = (np.where(fuller, a, z) for a, z in zip(first, last,
                                                                                      strict=True))
-    buffers = _f(x.framework_bytes) + np.where(
-        zero >= 3, ZERO3_GATHERED_UNITS * layer_params / _f(tp) * _f(x.param_bytes_per_param),
-        0.0)
+    buffers = _f(x.framework_bytes) + np.where(  # none unsharded (dp x cp = 1: NO_SHARD)
+        (zero >= 3) & (shards > 1),
+        ZERO3_GATHERED_UNITS * layer_params / _f(tp) * _f(x.param_bytes_per_param), 0.0)
     memory = weights + grads + optimizer + activations + buffers
     full = np.broadcast_to
     out_shape = np.broadcast(step, memory).shape
