@@ -12,7 +12,7 @@ The scenario gives the layout: dp = devices / (tp x pp) (``Scenario.layout``), t
 ``global_batch / (dp x accumulation)`` (strong scaling), micro-batches from ``accumulation``.
 
 **How the two paths agree.** The profile's compute curve pins the layout model's sustained
-matmul efficiency (``pinned_efficiency``): at each row's micro-batch, the unsplit model on one
+matmul efficiency (``pinned_compute``): at each row's micro-batch, the unsplit model on one
 device (tp = pp = 1, the workload's own recompute setting) computes one micro-step in exactly the
 curve's time, slowed by the row's busy devices per server as the data-parallel path slows it
 (``colocation_factor``). So at tp = pp = 1 the compute of both paths is the same measured
@@ -268,7 +268,7 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
     bytes per parameter; the hardware with the scenario's links (an intra busbw override scales
     NVLS alike, ``predict.nvls_busbw_ratio``), server size, contention and device spread;
     ``peak_flops`` (FLOP/s, ``NOMINAL_PEAK_FLOPS`` when unknown) and ``bandwidth_GBps``
-    (efficiency 1: the compute pin, ``pinned_efficiency``, sets it per micro-batch later); the
+    (efficiency 1: the compute pin, ``pinned_compute``, sets it per micro-batch later); the
     scenario's overlap, slow device and recompute style; ``jitter_cv`` the step-to-step
     jitter (``predict.jitter_cv_of``: it lives in the profile, not the hardware); ``p2p`` the
     profile's measured send/recv inside a server (``plan.measured_p2p``; None: the intra link).
@@ -297,11 +297,6 @@ def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak
     ``scenario_setting`` (one device, unsplit, as placeholders)."""
     return setting_inputs(scenario_setting(workload, hardware, scenario, peak_flops,
                                            bandwidth_GBps, jitter_cv, p2p))
-
-
-def pinned_efficiency(profile: Profile, base: LayoutInputs, micro_batch, per_node):
-    """The sustained matmul share of ``pinned_compute`` (its kernel byte rate aside)."""
-    return pinned_compute(profile, base, micro_batch, per_node)[0]
 
 
 def pinned_compute(profile: Profile, base: LayoutInputs, micro_batch, per_node):

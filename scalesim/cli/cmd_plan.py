@@ -143,11 +143,13 @@ def run(args: argparse.Namespace) -> int:
     from scalesim.layout_predict import scenario_hardware
     from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY, plan
     from scalesim.predict import server_use_words
+    from scalesim.profiles import load_profile
     from scalesim.runs_model import model_shape
     from scalesim.schemas import Hardware, Scenario
 
     check_slow_device(args)
-    own = _profile_model(args)
+    profile = None if args.profile is None else load_profile(args.profile)
+    own = _profile_model(args, profile)
     if own is None and args.workload is None:
         args.workload = DEFAULT_WORKLOAD
     shape, params = ((own.transformer, own.params) if own is not None
@@ -156,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         shape = shape.model_copy(update={"seq_len": args.seq_len})
         params = None
     hardware, efficiency, note, p2p, measured_jitter = _hardware_and_efficiency(
-        args, DEFAULT_MATMUL_EFFICIENCY)
+        args, profile, DEFAULT_MATMUL_EFFICIENCY)
     if args.instance_sizes is not None:  # no shape larger than a server (predict's rule)
         parse_model({**hardware.model_dump(), "instance_sizes": args.instance_sizes,
                      "devices_per_node": max(hardware.devices_per_node, args.gpus_per_node or 0)},
@@ -168,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     hardware = scenario_hardware(hardware, used_scenario)
     # as predict does (predict.jitter_cv_of): --straggler-cv, else the profile's measured jitter
     jitter_cv = args.straggler_cv if args.straggler_cv is not None else measured_jitter
-    measured = _on_the_measured_curve(args, shape, params, own)
+    measured = _on_the_measured_curve(args, profile, shape, params, own)
     if measured is not None:
         rows, note = measured
     else:
@@ -196,20 +198,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _profile_model(args):
+def _profile_model(args, profile):
     """The workload of ``--profile``'s own model where no ``--workload`` is given and the profile
     knows its transformer (its workload's shape, or the one its measured curve timed:
     ``layout_predict.with_measured_shape``); else None (``DEFAULT_WORKLOAD`` is planned)."""
-    if args.workload is not None or args.profile is None:
+    if args.workload is not None or profile is None:
         return None
     from scalesim.layout_predict import with_measured_shape
-    from scalesim.profiles import load_profile
 
-    workload = with_measured_shape(load_profile(args.profile)).workload
+    workload = with_measured_shape(profile).workload
     return workload if workload.transformer is not None else None
 
 
-def _on_the_measured_curve(args, shape, params, own=None):
+def _on_the_measured_curve(args, base, shape, params, own=None):
     """(rows, note) when ``--profile``'s measured compute curve times the planned model: the
     decision ``predict --profile P --workload W`` takes (``profiles.profile_with_workload``:
     the same model, or the same transformer at another ``--seq-len``, its curve scaled). Every
@@ -217,16 +218,16 @@ def _on_the_measured_curve(args, shape, params, own=None):
     matmul efficiency pinned to that curve, the profile's links, jitter and input supply). None
     (the block fit's or the default efficiency, ``calibrated_hardware``) for another model,
     without ``--profile``, a curve that was not measured, ``--efficiency`` (the user's number
-    wins) and ``--precision fp8`` (the curve was timed at its own precision). ``own``: the
+    wins) and ``--precision fp8`` (the curve was timed at its own precision). ``base``: the
+    loaded ``--profile`` (None without one). ``own``: the
     profile's own model (``_profile_model``), planned where no ``--workload`` is given."""
-    if args.profile is None or args.efficiency is not None or args.precision != "bf16":
+    if base is None or args.efficiency is not None or args.precision != "bf16":
         return None
     from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
     from scalesim.layout_predict import optimizer_measured, plan_at
-    from scalesim.profiles import _peak_tflops, load_profile, load_workload, profile_with_workload
+    from scalesim.profiles import _peak_tflops, load_workload, profile_with_workload
     from scalesim.schemas import Scenario, ScenarioLayout
 
-    base = load_profile(args.profile)
     if not base.compute.measured:
         return None
     name = own.name if own is not None else args.workload
@@ -260,12 +261,12 @@ def _on_the_measured_curve(args, shape, params, own=None):
     return rows, note
 
 
-def _hardware_and_efficiency(args, default_efficiency: float):
+def _hardware_and_efficiency(args, profile, default_efficiency: float):
     """(hardware, efficiency, note, measured send/recv or None, measured jitter cv) from
-    --profile, or from --hardware and the default (no jitter)."""
+    ``profile`` (--profile, loaded), or from --hardware and the default (no jitter)."""
     from scalesim.errors import ScalesimError
 
-    if args.profile is None:
+    if profile is None:
         from scalesim.cli.cmd_predict import hardware_line
         from scalesim.profiles import load_hardware
 
@@ -278,8 +279,6 @@ def _hardware_and_efficiency(args, default_efficiency: float):
         raise ScalesimError("give --profile or --hardware, not both: the profile brings its "
                             "hardware and links")
     from scalesim.plan import calibrated_hardware, measured_p2p
-    from scalesim.profiles import load_profile
 
-    profile = load_profile(args.profile)
     jitter = profile.jitter.step_time_cv if profile.jitter is not None else 0.0
     return (*calibrated_hardware(profile), measured_p2p(profile), jitter)
