@@ -52,6 +52,27 @@ def billed_devices(devices, server_devices, sizes: Sequence[int] | None = None) 
     return full * _shape(g, shapes) + _shape(rest, shapes)
 
 
+def larger_than_server(sizes: Sequence[int] | None, server_devices: int) -> str | None:
+    """The one-line problem where an instance shape holds more GPUs than a server of
+    ``server_devices``; None where every shape fits (or there are none)."""
+    if sizes and max(sizes) > server_devices:
+        return (f"instance_sizes: {max(sizes)} GPUs is more than a server's {server_devices} "
+                "(devices_per_node)")
+    return None
+
+
+def job_sizes(chosen: Sequence[int] | None, listed: Sequence[int] | None, server_devices: int,
+              used_per_server: int | None = None) -> list[int]:
+    """The instance shapes a job is billed in, GPUs each: the scenario's (``chosen``), else the
+    hardware's (``listed``), else its whole server of ``server_devices`` GPUs (a job on 4 GPUs
+    of an 8-GPU server still rents the server). ScalesimError where a chosen shape holds more
+    GPUs than a server: the larger of the hardware's and the ``used_per_server`` GPUs the job
+    puts on each."""
+    if problem := larger_than_server(chosen, max(server_devices, used_per_server or 0)):
+        raise ScalesimError(problem)
+    return [int(n) for n in chosen or listed or [server_devices]]
+
+
 def sizes_within(sizes: Sequence[int] | None, server_devices: int) -> list[int] | None:
     """The shapes that fit a server of ``server_devices`` (a calibration that finds a smaller
     server than its preset's keeps the preset's price and the shapes that still apply); None

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scalesim.billing import job_sizes
 from scalesim.errors import ScalesimError
 from scalesim.layout import SCHEDULES, ParallelLayout, early_stop_of, layout_problems, valid_mask
 from scalesim.model.collectives import ALGORITHMS
@@ -255,7 +256,8 @@ def scenario_hardware(hw: Hardware, scenario: Scenario) -> Hardware:
     }
     return hw.model_copy(update={
         **links, "devices_per_node": scenario.devices_per_node or hw.devices_per_node,
-        "instance_sizes": scenario.instance_sizes or hw.instance_sizes or [hw.devices_per_node],
+        "instance_sizes": job_sizes(scenario.instance_sizes, hw.instance_sizes,
+                                    hw.devices_per_node),
         "comm_compute_contention": _pick(scenario.comm_compute_contention,
                                          hw.comm_compute_contention),
         "device_speed_cv": _pick(scenario.device_speed_cv, hw.device_speed_cv)})

@@ -245,12 +245,12 @@ def server_use_words(hw: Hardware, scenario: Scenario) -> str | None:
     used = scenario.devices_per_node
     if used is None or used >= hw.devices_per_node:
         return None
-    from scalesim.billing import billing_words
+    from scalesim.billing import billing_words, job_sizes
     from scalesim.model.subset_links import subset_busbw_GBps
 
     intra = float(subset_busbw_GBps(_pick(scenario.intra_busbw_GBps, hw.intra_node.busbw_GBps),
                                     used, hw.intra_node.subset_shares))
-    sizes = scenario.instance_sizes or hw.instance_sizes
+    sizes = job_sizes(scenario.instance_sizes, hw.instance_sizes, hw.devices_per_node)
     return (f"{used} of {hw.devices_per_node} GPUs per server: intra {intra:.3g}, inter "
             f"{inter_busbw_GBps_of(hw, scenario):.3g} GB/s busbw (the links and NICs they "
             f"reach), {billing_words(hw.devices_per_node, sizes)}")

@@ -18,6 +18,7 @@ from pydantic import (
     model_validator,
 )
 
+from scalesim.billing import larger_than_server
 from scalesim.bounds import bound, bounded, items_bounded, knob_field
 from scalesim.errors import name_problem
 from scalesim.layout import (
@@ -228,9 +229,8 @@ class Hardware(_Strict):
 
     @model_validator(mode="after")
     def _sizes_fit(self) -> Hardware:
-        if self.instance_sizes and self.instance_sizes[-1] > self.devices_per_node:
-            raise ValueError(f"instance_sizes: {self.instance_sizes[-1]} GPUs is more than a "
-                             f"server's {self.devices_per_node} (devices_per_node)")
+        if problem := larger_than_server(self.instance_sizes, self.devices_per_node):
+            raise ValueError(problem)
         return self
 
 

@@ -26,8 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalesim.billing import billed_devices
-from scalesim.errors import ScalesimError
+from scalesim.billing import billed_devices, job_sizes
 from scalesim.model.quality import samples_to_quality, steps_to_quality
 from scalesim.schemas import Profile, Scenario
 
@@ -85,19 +84,14 @@ def resolve_goal(profile: Profile, scenario: Scenario) -> Goal:
     if price is None:
         price = profile.hardware.price_per_device_hour
     hw = profile.hardware
-    # a run's servers may hold fewer devices than the hardware's (--gpus-per-node 6 of 8): the
-    # instance is still the hardware's whole server unless smaller shapes are rented
-    sizes = scenario.instance_sizes or hw.instance_sizes or [hw.devices_per_node]
-    server = max(hw.devices_per_node, scenario.devices_per_node or 0)
-    if scenario.instance_sizes and scenario.instance_sizes[-1] > server:
-        raise ScalesimError(f"instance_sizes: {scenario.instance_sizes[-1]} GPUs is more than a "
-                            f"server's {server} (devices_per_node)")
+    sizes = job_sizes(scenario.instance_sizes, hw.instance_sizes, hw.devices_per_node,
+                      scenario.devices_per_node)
     return Goal(critical_batch=b_crit,
                 min_samples=scenario.min_samples_to_quality or wl.min_samples_to_quality,
                 train_samples=scenario.train_samples or wl.train_samples,
                 price_per_device_hour=price,
                 server_devices=scenario.devices_per_node or profile.hardware.devices_per_node,
-                instance_sizes=None if sizes is None else tuple(sizes))
+                instance_sizes=tuple(sizes))
 
 
 def samples_needed(goal: Goal, global_batch, reference_batch):

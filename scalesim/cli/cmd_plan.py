@@ -137,15 +137,15 @@ def render_text(rows, global_batch: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from scalesim.billing import job_sizes
     from scalesim.cli.options import check_slow_device
-    from scalesim.jsonio import parse_model
     from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
     from scalesim.layout_predict import scenario_hardware
     from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY, plan
     from scalesim.predict import server_use_words
     from scalesim.profiles import load_profile
     from scalesim.runs_model import model_shape
-    from scalesim.schemas import Hardware, Scenario
+    from scalesim.schemas import Scenario
 
     check_slow_device(args)
     profile = None if args.profile is None else load_profile(args.profile)
@@ -159,10 +159,8 @@ def run(args: argparse.Namespace) -> int:
         params = None
     hardware, efficiency, note, p2p, measured_jitter = _hardware_and_efficiency(
         args, profile, DEFAULT_MATMUL_EFFICIENCY)
-    if args.instance_sizes is not None:  # no shape larger than a server (predict's rule)
-        parse_model({**hardware.model_dump(), "instance_sizes": args.instance_sizes,
-                     "devices_per_node": max(hardware.devices_per_node, args.gpus_per_node or 0)},
-                    Hardware, "--instance-sizes")
+    job_sizes(args.instance_sizes, hardware.instance_sizes, hardware.devices_per_node,
+              args.gpus_per_node)  # no shape larger than a server, as predict refuses it
     # --gpus-per-node 4 of an 8-GPU server: 4 GPUs reach half its NICs, the server billed whole
     used_scenario = Scenario(devices=args.devices, devices_per_node=args.gpus_per_node,
                              instance_sizes=args.instance_sizes)
