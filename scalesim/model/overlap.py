@@ -60,7 +60,8 @@ def bucket_layout(total_bytes, bucket_bytes, first_bucket_bytes) -> Buckets:
 
 
 def bucket_times(buckets: Buckets, comm_s: Callable):
-    """Collective time of the first, a middle and the last bucket; an empty bucket costs 0."""
+    """Collective time, s, of the first, a middle and the last bucket (``comm_s(bytes)``:
+    seconds of one collective of that many bytes); an empty bucket costs 0."""
     return (
         np.where(buckets.first > 0, comm_s(buckets.first), 0.0),
         comm_s(buckets.mid),
@@ -76,8 +77,9 @@ def _rate(duration, total):
 def timeline_end(duration_s, buckets: Buckets, times):
     """End time of the last bucket's collective, buckets ready uniformly over ``duration_s``.
 
-    ``times`` = ``bucket_times(buckets, comm_s)``. Time 0 is the start of the backward pass (or
-    of whatever phase produces the buckets).
+    ``times`` = ``bucket_times(buckets, comm_s)``: seconds of the first, a middle and the last
+    bucket's collective; ``duration_s`` and the result in seconds. Time 0 is the start of the
+    backward pass (or of whatever phase produces the buckets).
     """
     duration = np.asarray(duration_s, dtype=float)
     total, first, n_mid, mid, last = buckets
@@ -104,6 +106,7 @@ def prefetch_end(duration_s, buckets: Buckets, times):
     ``duration_s`` proportional to its bytes, starts when its gather is done and the previous
     compute is done: ``fin_j = max(fin_{j-1}, gathered_j) + f_j``. Unrolled:
     ``fin_last = max_j (gathered_j + sum_{i>=j} f_i)``, linear in j over the equal buckets.
+    ``duration_s``, ``times`` (``bucket_times``) and the result in seconds.
     """
     duration = np.asarray(duration_s, dtype=float)
     total, first, n_mid, mid, last = buckets
