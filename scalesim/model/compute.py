@@ -39,6 +39,15 @@ def optimizer_roofline_s(params, param_bytes_per_param, grad_bytes_per_param,
     return traffic / (np.asarray(memory_bandwidth_GBps, dtype=float) * 1e9)
 
 
+# Where the memory-bound estimate would take more than this share of a published run's step
+# (per shard, for ZeRO), it is not subtracted from that run's time (set to 0: the run's
+# per-sample time keeps whatever its optimizer cost): a guard against a datasheet bandwidth far
+# above what the run's optimizer reached, not a measured mechanism (docs/model.md §1,
+# docs/validation.md). One setting for the presets (``profiles.compute_curve_from_reference``)
+# and the published cases (``validate``).
+OPTIMIZER_MAX_SHARE = 0.5
+
+
 def optimizer_step_of_s(updated_params, params, measured_step_s, param_bytes_per_param,
                         grad_bytes_per_param, optimizer_bytes_per_param, memory_bandwidth_GBps):
     """Optimizer step of a device that updates ``updated_params`` of the model's ``params``, s.
