@@ -96,7 +96,8 @@ def timeline_end(duration_s, buckets: Buckets, times):
 
 
 def serial_comm_s(buckets: Buckets, times):
-    """Sum of all bucket collectives run one after another (no overlap), seconds."""
+    """Sum of all bucket collectives run one after another (no overlap), seconds; ``times``:
+    ``bucket_times``, seconds."""
     c_first, c_mid, c_last = times
     return np.where(buckets.total > 0, c_first + buckets.n_mid * c_mid + c_last, 0.0)
 
