@@ -55,9 +55,9 @@ WHOLE_SERVERS = 256
 class GoalPlan:
     devices: int
     servers: int
-    micro_batch: int
-    accumulation: int
-    global_batch: int
+    micro_batch: int  # samples per device per micro-step
+    accumulation: int  # micro-steps per optimizer step
+    global_batch: int  # samples per optimizer step
     strategy: str
     network: str  # "as is" or an upgrade's name
     samples_per_s: float
@@ -72,7 +72,7 @@ class GoalAnswer:
     budget_usd: float
     goal: str  # "time to train" or "time to quality"
     train_samples: float | None  # at the reference global batch
-    reference_batch: int
+    reference_batch: int  # B_ref, samples per optimizer step (docs/model.md §9)
     best: GoalPlan | None  # the cheapest plan that meets the goal
     closest: GoalPlan | None  # when none does: the smallest worst overshoot
     front: list[GoalPlan]  # the Pareto front, sooner first

@@ -33,9 +33,9 @@ class Prediction(BaseModel):
     devices: int
     nodes: int
     devices_per_node: int
-    micro_batch: int
-    accumulation: int
-    global_batch: int
+    micro_batch: int  # samples per device per micro-step (a split model: per replica)
+    accumulation: int  # micro-steps per optimizer step
+    global_batch: int  # samples per optimizer step
     step_time_s: float
     compute_s: float
     exposed_comm_s: float
@@ -45,11 +45,11 @@ class Prediction(BaseModel):
     # step reports no hidden time)
     comm_bytes: float  # a split model: 0, not modelled
     samples_per_s: float
-    speedup: float
-    efficiency: float
+    speedup: float  # throughput over one device's (ratio)
+    efficiency: float  # speedup / devices (fraction, 1 = linear)
     memory_bytes: float
     fits: bool
-    steps_to_quality: float | None = None
+    steps_to_quality: float | None = None  # optimizer steps (docs/model.md §8)
     time_to_quality_s: float | None = None
     time_to_train_s: float | None = None
     cost_usd: float | None = None  # time x billed_devices x price per device-hour

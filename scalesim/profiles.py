@@ -20,7 +20,7 @@ import numpy as np
 from scalesim import presets
 from scalesim.errors import ScalesimError, require_model, require_path, require_text
 from scalesim.jsonio import parse_model, read_json
-from scalesim.model.compute import optimizer_roofline_s
+from scalesim.model.compute import OPTIMIZER_MAX_SHARE, optimizer_roofline_s
 from scalesim.schemas import (
     PROFILE_VERSION,
     ComputeCurve,
@@ -190,7 +190,8 @@ def compute_curve_from_reference(workload: Workload,
     if bandwidth is not None and ref_bandwidth is not None:
         ref_optimizer_s = optimizer_estimate_s(workload, ref_bandwidth)
         shards = ref.devices if ref.strategy != "ddp" else 1
-        if ref_optimizer_s / shards > 0.5 * ref.micro_batch * ref.accumulation / ref.samples_per_s:
+        step_s = ref.micro_batch * ref.accumulation / ref.samples_per_s
+        if ref_optimizer_s / shards > OPTIMIZER_MAX_SHARE * step_s:
             ref_optimizer_s = 0.0  # the estimate would eat most of the measured step
     per_sample_s = per_sample_from_reference(ref, workload, system, ref_optimizer_s)
     optimizer_s = optimizer_estimate_s(workload, bandwidth) if ref_optimizer_s > 0 else 0.0

@@ -24,7 +24,7 @@ from scalesim.bounds import bounded
 from scalesim.errors import ScalesimError, require_model
 from scalesim.jsonio import parse_model, read_json
 from scalesim.model import collectives as coll
-from scalesim.model.compute import optimizer_roofline_s
+from scalesim.model.compute import OPTIMIZER_MAX_SHARE, optimizer_roofline_s
 from scalesim.model.memory import DDP
 from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES, GPU_COMM_CONTENTION
 from scalesim.model.param_server import evaluate_ps
@@ -55,7 +55,6 @@ OVERHEAD_S = 0.0  # compute curve's fixed time per micro-step: the anchor cannot
 # gradient, fp32 master copy + m + v).
 OPTIMIZER_BYTES_OF_PRECISION = {"fp32": (4.0, 4.0, 8.0), "tf32": (4.0, 4.0, 8.0),
                                 "fp16-mixed": (2.0, 2.0, 12.0), "bf16-mixed": (2.0, 2.0, 12.0)}
-OPTIMIZER_MAX_SHARE = 0.5  # an estimate above this share of the anchor's step is not used
 BACKWARD_FRACTION = 2.0 / 3.0  # backward = 2 x forward (matmul FLOP count)
 BUCKET_BYTES = DDP_BUCKET_BYTES  # torch DDP's 25 MiB, for every framework
 FIRST_BUCKET_BYTES = DDP_FIRST_BUCKET_BYTES  # torch DDP's 1 MiB first bucket

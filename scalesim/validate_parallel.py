@@ -361,8 +361,8 @@ class ParallelCaseResult(BaseModel):
     group: str
     anchor: bool
     metric: str
-    published: float
-    predicted: float
+    published: float  # in the case's ``metric`` (e.g. tokens/s per GPU)
+    predicted: float  # the same metric, predicted
     error_pct: float
     trust: str
     efficiency: float  # the group's sustained matmul efficiency (from its anchor)

@@ -149,3 +149,16 @@ def test_a_layout_that_cannot_fit_the_device_is_flagged(raw):
     r = validate_parallel_cases(parse_parallel_cases({"format": raw["format"], "cases": [
         fitting]})).cases[0]
     assert r.fits and not any("exceeds" in f for f in r.flags)
+
+
+def test_the_planners_default_efficiency_is_the_anchors_median(report):
+    """plan.DEFAULT_MATMUL_EFFICIENCY cites the median of the sustained matmul efficiencies the
+    anchors of these runs pin (docs/model.md §13); a model change that moves the anchors must
+    move it too. One efficiency per system group, as each group's anchor pins it."""
+    import statistics
+
+    from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY
+
+    per_group = {case.group: case.efficiency for case in report.cases}
+    assert len(per_group) >= 5
+    assert abs(DEFAULT_MATMUL_EFFICIENCY - statistics.median(per_group.values())) <= 0.005

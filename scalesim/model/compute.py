@@ -39,6 +39,15 @@ def optimizer_roofline_s(params, param_bytes_per_param, grad_bytes_per_param,
     return traffic / (np.asarray(memory_bandwidth_GBps, dtype=float) * 1e9)
 
 
+# Where the memory-bound estimate would take more than this share of a published run's step
+# (per shard, for ZeRO), it is not subtracted from that run's time (set to 0: the run's
+# per-sample time keeps whatever its optimizer cost): a guard against a datasheet bandwidth far
+# above what the run's optimizer reached, not a measured mechanism (docs/model.md §1,
+# docs/validation.md). One setting for the presets (``profiles.compute_curve_from_reference``)
+# and the published cases (``validate``).
+OPTIMIZER_MAX_SHARE = 0.5
+
+
 def optimizer_step_of_s(updated_params, params, measured_step_s, param_bytes_per_param,
                         grad_bytes_per_param, optimizer_bytes_per_param, memory_bandwidth_GBps):
     """Optimizer step of a device that updates ``updated_params`` of the model's ``params``, s.
@@ -48,7 +57,7 @@ def optimizer_step_of_s(updated_params, params, measured_step_s, param_bytes_per
     pass over each parameter's states (a few flops per byte, ``optimizer_roofline_s``), so its
     time is proportional to the parameters it updates at the rate the measurement ran; a fixed
     cost per step (kernel launches per tensor) is assumed small beside it. NaN: the memory-bound
-    sweep of ``updated_params`` (``optimizer_roofline_s``). docs/model.md §16.
+    sweep of ``updated_params`` (``optimizer_roofline_s``). docs/model.md §13.
     """
     measured = np.asarray(measured_step_s, dtype=float)
     updated = np.asarray(updated_params, dtype=float)
@@ -59,8 +68,9 @@ def optimizer_step_of_s(updated_params, params, measured_step_s, param_bytes_per
 
 
 def colocation_factor(devices_per_node, slope):
-    """Compute-time multiplier with ``devices_per_node`` devices of one server busy at once
-    (1 for one device): ``1 + slope * (g - 1)``; ``slope`` is a fraction per extra device."""
+    """Compute-time multiplier (dimensionless, >= 1) with ``devices_per_node`` devices of one
+    server busy at once (1 for one device): ``1 + slope * (g - 1)``; ``slope`` is a fraction of
+    the alone time per extra busy device. docs/model.md §1 "Co-location"."""
     g = np.asarray(devices_per_node, dtype=float)
     return 1.0 + np.asarray(slope, dtype=float) * np.maximum(g - 1.0, 0.0)
 

@@ -73,39 +73,39 @@ FLASH_BACKWARD_FACTOR = 2.5  # flash attention backward FLOPs over its forward (
 class LayoutInputs:
     """Inputs of ``evaluate_layouts``; every field a scalar or an array (broadcast together)."""
 
-    # transformer
-    layers: object
-    hidden: object
-    heads: object
-    kv_heads: object
-    ffn_hidden: object
-    gated: object
-    seq_len: object
-    vocab: object
+    # transformer (docs/model.md §11)
+    layers: object  # L, transformer layers
+    hidden: object  # h, elements per token
+    heads: object  # a, attention heads
+    kv_heads: object  # kv, key/value heads
+    ffn_hidden: object  # f, MLP inner size, elements per token
+    gated: object  # SwiGLU (three MLP matrices) or not
+    seq_len: object  # s, tokens per sequence
+    vocab: object  # V, token types
     tied_embeddings: object
     flash_attention: object
     params: object  # whole model, parameters
     # layout
-    dp: object
-    tp: object
-    pp: object
-    cp: object
+    dp: object  # data-parallel degree (replicas)
+    tp: object  # tensor-parallel degree
+    pp: object  # pipeline stages
+    cp: object  # context-parallel degree
     zero: object  # 0..3
     micro_batch: object  # sequences per micro-batch per replica
     global_batch: object  # sequences per step
     schedule: object  # layout.SCHEDULES code
-    virtual_stages: object
+    virtual_stages: object  # v, model chunks per pipeline rank
     recompute: object  # transformer.RECOMPUTE code
     sequence_parallel: object
     # hardware
-    devices_per_node: object
+    devices_per_node: object  # GPUs per server
     peak_flops_per_s: object  # dense matmul peak of one device at the run's precision, FLOP/s
-    efficiency: object  # sustained share of that peak for large matmuls
+    efficiency: object  # eta: sustained share of that peak for large matmuls (fraction)
     memory_bandwidth_GBps: object  # device memory, GB/s: the optimizer's streaming sweep
-    intra_latency_s: object
-    intra_busbw_GBps: object
-    inter_latency_s: object
-    inter_busbw_GBps: object  # one node over all its NICs
+    intra_latency_s: object  # per ring step inside a server, s
+    intra_busbw_GBps: object  # whole server's ring busbw (nccl-tests), GB/s
+    inter_latency_s: object  # per ring step across servers, s
+    inter_busbw_GBps: object  # one node over all its NICs, GB/s
     intra_subset_shares: object = ()  # how intra_busbw_GBps (the whole server's ring busbw)
     # falls for a group of fewer GPUs of a server: (GPUs, share) pairs, shape (k, 2), the link
     # level's (LinkLevel.subset_shares; model/subset_links.py, docs/model.md §18)
@@ -119,7 +119,7 @@ class LayoutInputs:
     # device (with its server's busy devices), s: each device takes it x the parameters it
     # updates / params (``compute.optimizer_step_of_s``); NaN: the memory-bound estimate
     # overheads
-    comm_contention: object = 0.0
+    comm_contention: object = 0.0  # share (0..1) of hidden collective time still charged, §3
     device_cv: object = 0.0  # std/mean of device speeds (persistent, device to device)
     jitter_cv: object = 0.0  # std/mean of one device's micro-batch compute, independent between
     # micro-batches and within one (docs/model.md §6, §14): the per-collective waits
@@ -129,8 +129,8 @@ class LayoutInputs:
     # intra ring busbw: 1 from the link model (NCCL gives a peer 2 channels per NVLink), a
     # measured one from the profile's send/recv fit (docs/model.md §15)
     p2p_latency_s: object = np.nan  # send/recv latency inside a server, s (NaN: intra_latency_s)
-    loader_samples_per_s: object = np.inf  # per model replica
-    framework_bytes: object = FRAMEWORK_BYTES
+    loader_samples_per_s: object = np.inf  # input supply per model replica, samples/s
+    framework_bytes: object = FRAMEWORK_BYTES  # CUDA context, NCCL, allocator slack, bytes
     tp_overlap: object = False  # tensor-parallel collectives overlapped with the matmuls
     overlap: object = True  # the framework overlaps communication with compute: the dp / ZeRO
     # exchange with backward (and forward), and tp_overlap's collectives; False exposes them all
@@ -193,7 +193,7 @@ def _f(x):
     return np.asarray(x, dtype=float)
 
 
-def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_per_s, core_flops_per_s):
+def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_bytes_per_s, core_flops_per_s):
     """(forward, backward, recompute, matmul, attention, weight_grad) seconds of one layer for
     one micro-batch on one device; ``matmul`` is the weight matmuls' share of the three (what can
     hide tp traffic), ``attention`` the attention core's (what hides ring-attention sends),
@@ -202,16 +202,16 @@ def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_per_s, core_flops_per
     h, a, kv, f, t = _f(x.hidden), _f(x.heads), _f(x.kv_heads), _f(x.ffn_hidden), _f(x.tp)
     seq = _f(x.seq_len)
     up = np.where(np.asarray(x.gated, dtype=bool), 2.0, 1.0) * f
-    down = gemm_s(tokens, h, f / t, flops_per_s, mem_per_s)  # the layer's last weight matmul
-    gemms = (gemm_s(tokens, (h + 2.0 * kv * h / a) / t, h, flops_per_s, mem_per_s)
-             + gemm_s(tokens, h, h / t, flops_per_s, mem_per_s)
-             + gemm_s(tokens, up / t, h, flops_per_s, mem_per_s)
+    down = gemm_s(tokens, h, f / t, flops_per_s, mem_bytes_per_s)  # the layer's last weight matmul
+    gemms = (gemm_s(tokens, (h + 2.0 * kv * h / a) / t, h, flops_per_s, mem_bytes_per_s)
+             + gemm_s(tokens, h, h / t, flops_per_s, mem_bytes_per_s)
+             + gemm_s(tokens, up / t, h, flops_per_s, mem_bytes_per_s)
              + down)
     core = 4.0 * tokens * seq * h / t / core_flops_per_s  # scores and scores x V, per device
     other, scores = tf.elementwise_forward_bytes_per_token(
         h, a, f, x.gated, seq, t, x.sequence_parallel, x.flash_attention)
-    elementwise = memory_bound_s((other + scores) * tokens, mem_per_s)
-    score_s = memory_bound_s(scores * tokens, mem_per_s)
+    elementwise = memory_bound_s((other + scores) * tokens, mem_bytes_per_s)
+    score_s = memory_bound_s(scores * tokens, mem_bytes_per_s)
     forward = gemms + core + elementwise
     # fused (flash) attention recomputes the scores in backward: 5 matmuls against 2 forward
     # (Dao et al. 2022, arXiv 2205.14135, §3.1; Dao 2023, FlashAttention-2 §3.1.2)
@@ -225,7 +225,7 @@ def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_per_s, core_flops_per
     early_stop = np.asarray(x.recompute_early_stop, dtype=bool)
     last_add = memory_bound_s(tf.BIAS_DROPOUT_ADD_BYTES_PER_H * h * tokens
                               / np.where(np.asarray(x.sequence_parallel, dtype=bool), t, 1.0),
-                              mem_per_s)
+                              mem_bytes_per_s)
     full = forward - np.where(early_stop, down + last_add, 0.0)
     recompute = np.select([r == tf.RECOMPUTE_FULL, r == tf.RECOMPUTE_SELECTIVE],
                           [full, core + score_s], 0.0)
@@ -234,12 +234,12 @@ def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_per_s, core_flops_per
     return forward, backward, recompute, matmul, core + core_backward, gemms
 
 
-def _logits_s(x: LayoutInputs, tokens, flops_per_s, mem_per_s):
+def _logits_s(x: LayoutInputs, tokens, flops_per_s, mem_bytes_per_s):
     """(forward + backward, weight-gradient) seconds of the output layer and loss for one
     micro-batch."""
     v_local = _f(x.vocab) / _f(x.tp)
-    gemm = gemm_s(tokens, v_local, _f(x.hidden), flops_per_s, mem_per_s)
-    return 3.0 * gemm + memory_bound_s(3.0 * LOGIT_BYTES * tokens * v_local, mem_per_s), gemm
+    gemm = gemm_s(tokens, v_local, _f(x.hidden), flops_per_s, mem_bytes_per_s)
+    return 3.0 * gemm + memory_bound_s(3.0 * LOGIT_BYTES * tokens * v_local, mem_bytes_per_s), gemm
 
 
 def _group_link(x: LayoutInputs, size, stride):
@@ -337,7 +337,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     m = gb / (_f(dp) * b)  # micro-batches per step per replica
     devices = _f(dp * tp * pp * cp)
     flops_per_s = _f(x.peak_flops_per_s) * _f(x.efficiency)
-    mem_per_s = _f(x.memory_bandwidth_GBps if x.kernel_bandwidth_GBps is None
+    mem_bytes_per_s = _f(x.memory_bandwidth_GBps if x.kernel_bandwidth_GBps is None
                    else x.kernel_bandwidth_GBps) * 1e9  # the kernels' byte rate
     tokens = b * _f(x.seq_len) / _f(cp)  # tokens of one micro-batch on one device
 
@@ -345,10 +345,10 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     core_peak = x.peak_flops_per_s if x.attention_peak_flops_per_s is None else (
         x.attention_peak_flops_per_s)
     fwd, bwd, rec, matmul, attention, weight_grad = _layer_times(
-        x, tokens, flops_per_s, mem_per_s, _f(core_peak) * _f(x.efficiency))
+        x, tokens, flops_per_s, mem_bytes_per_s, _f(core_peak) * _f(x.efficiency))
     layer_s = fwd + bwd + rec
     stage_layers = layers_per_stage(L, pp, v)
-    logits, logits_weight_grad = _logits_s(x, tokens, flops_per_s, mem_per_s)
+    logits, logits_weight_grad = _logits_s(x, tokens, flops_per_s, mem_bytes_per_s)
     # a tensor-parallel group is tp neighbouring GPUs of one server: its ring gets the links
     # of that many GPUs (fewer on a point-to-point mesh, subset_links)
     tp_GBps = subset_busbw_GBps(x.intra_busbw_GBps, tp, x.intra_subset_shares)

@@ -22,8 +22,10 @@ from typing import NamedTuple
 import numpy as np
 
 MIB = 1024 * 1024
-DDP_BUCKET_BYTES = 25 * MIB  # torch DDP bucket_cap_mb default (c10d reducer)
-DDP_FIRST_BUCKET_BYTES = 1 * MIB  # torch DDP first bucket (dist._DEFAULT_FIRST_BUCKET_BYTES)
+# torch DDP defaults (PyTorch 2.13 torch/nn/parallel/distributed.py:31 _DEFAULT_BUCKET_CAP_MB = 25;
+# :109 the first bucket, dist._DEFAULT_FIRST_BUCKET_BYTES = 1,048,576)
+DDP_BUCKET_BYTES = 25 * MIB  # bucket_cap_mb default
+DDP_FIRST_BUCKET_BYTES = 1 * MIB  # first bucket
 
 # Compute kernels that run while NCCL collectives run take longer (the collectives hold SMs and
 # memory bandwidth): 18.9% on average (max 40%) over GPT and LLaMA training on 4x A100, H100,
@@ -60,7 +62,8 @@ def bucket_layout(total_bytes, bucket_bytes, first_bucket_bytes) -> Buckets:
 
 
 def bucket_times(buckets: Buckets, comm_s: Callable):
-    """Collective time of the first, a middle and the last bucket; an empty bucket costs 0."""
+    """Collective time, s, of the first, a middle and the last bucket (``comm_s(bytes)``:
+    seconds of one collective of that many bytes); an empty bucket costs 0."""
     return (
         np.where(buckets.first > 0, comm_s(buckets.first), 0.0),
         comm_s(buckets.mid),
@@ -76,8 +79,9 @@ def _rate(duration, total):
 def timeline_end(duration_s, buckets: Buckets, times):
     """End time of the last bucket's collective, buckets ready uniformly over ``duration_s``.
 
-    ``times`` = ``bucket_times(buckets, comm_s)``. Time 0 is the start of the backward pass (or
-    of whatever phase produces the buckets).
+    ``times`` = ``bucket_times(buckets, comm_s)``: seconds of the first, a middle and the last
+    bucket's collective; ``duration_s`` and the result in seconds. Time 0 is the start of the
+    backward pass (or of whatever phase produces the buckets).
     """
     duration = np.asarray(duration_s, dtype=float)
     total, first, n_mid, mid, last = buckets
@@ -92,7 +96,8 @@ def timeline_end(duration_s, buckets: Buckets, times):
 
 
 def serial_comm_s(buckets: Buckets, times):
-    """Sum of all bucket collectives run one after another (no overlap), seconds."""
+    """Sum of all bucket collectives run one after another (no overlap), seconds; ``times``:
+    ``bucket_times``, seconds."""
     c_first, c_mid, c_last = times
     return np.where(buckets.total > 0, c_first + buckets.n_mid * c_mid + c_last, 0.0)
 
@@ -104,6 +109,7 @@ def prefetch_end(duration_s, buckets: Buckets, times):
     ``duration_s`` proportional to its bytes, starts when its gather is done and the previous
     compute is done: ``fin_j = max(fin_{j-1}, gathered_j) + f_j``. Unrolled:
     ``fin_last = max_j (gathered_j + sum_{i>=j} f_i)``, linear in j over the equal buckets.
+    ``duration_s``, ``times`` (``bucket_times``) and the result in seconds.
     """
     duration = np.asarray(duration_s, dtype=float)
     total, first, n_mid, mid, last = buckets

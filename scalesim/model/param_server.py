@@ -181,8 +181,8 @@ def evaluate_ps(inp: StepInputs, host_latency_s, host_busbw_GBps, imbalance=1.0,
 
     intra_GBps = intra_busbw_of(inp, g)  # fewer GPUs of a mesh server: fewer links
 
-    def phase(size):
-        return ps_phase_s(size, g, nodes, inp.intra_latency_s, intra_GBps,
+    def phase(size_bytes):  # seconds of one push (= one pull)
+        return ps_phase_s(size_bytes, g, nodes, inp.intra_latency_s, intra_GBps,
                           host_latency_s, host_busbw_GBps, inp.inter_latency_s,
                           inp.inter_busbw_GBps, imbalance, aggregate_in_node, server_on_host)
 

@@ -16,7 +16,13 @@ import numpy as np
 
 def loader_supply_per_device(workers, devices_per_node, cpu_cores_per_node, curve_workers,
                              curve_samples_per_s):
-    """Samples/s one device's loader delivers with ``workers`` workers (vectorised over inputs)."""
+    """Samples/s one device's loader delivers with ``workers`` workers (vectorised over inputs).
+
+    ``R(min(w, max(1, cores/g)))``: the loader throughput curve (``curve_workers`` workers ->
+    ``curve_samples_per_s`` samples/s of one process), interpolated linearly and flat outside the
+    measured workers, at the workers the server's ``cpu_cores_per_node`` cores give each of its
+    ``devices_per_node`` devices, at least one (docs/model.md §5); 0 workers reads the curve
+    at 0 (its smallest point where 0 was not measured)."""
     w = np.asarray(workers, dtype=float)
     share = np.asarray(cpu_cores_per_node, dtype=float) / np.maximum(
         np.asarray(devices_per_node, dtype=float), 1.0

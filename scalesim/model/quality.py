@@ -12,7 +12,8 @@ import numpy as np
 
 
 def steps_to_quality(global_batch, critical_batch, min_samples):
-    """Optimizer steps to the target: ``S_min (1 + B_noise/B)`` with ``S_min = E_min/B_noise``."""
+    """Optimizer steps to the target: ``S_min (1 + B_noise/B)`` with ``S_min = E_min/B_noise``;
+    ``global_batch`` B, ``critical_batch`` B_noise and ``min_samples`` E_min in samples."""
     b = np.asarray(global_batch, dtype=float)
     b_noise = np.asarray(critical_batch, dtype=float)
     s_min = np.asarray(min_samples, dtype=float) / b_noise
@@ -20,7 +21,7 @@ def steps_to_quality(global_batch, critical_batch, min_samples):
 
 
 def samples_to_quality(global_batch, critical_batch, min_samples):
-    """Samples to the target: ``E_min (1 + B/B_noise)``."""
+    """Samples to the target: ``E_min (1 + B/B_noise)`` (B, B_noise and E_min in samples)."""
     return np.asarray(min_samples, dtype=float) * (
         1.0 + np.asarray(global_batch, dtype=float) / np.asarray(critical_batch, dtype=float)
     )

@@ -53,9 +53,10 @@ DS_PREFETCH_BUCKET_ELEMENTS = 5e7  # stage3_prefetch_bucket_size
 
 # Megatron-Core DDP / distributed optimizer buckets, in parameters: ``bucket_size`` defaults to
 # max(40,000,000, 1,000,000 x dp) "(larger DP sizes need larger buckets to ensure collectives do
-# not become latency-bound)" (megatron/core/distributed/distributed_data_parallel_config.py,
-# distributed_data_parallel.py). The distributed optimizer reduce-scatters gradients and
-# all-gathers parameters in these buckets (--overlap-grad-reduce, --overlap-param-gather).
+# not become latency-bound)" (megatron/core/distributed/distributed_data_parallel_config.py:48-50,
+# distributed_data_parallel.py:134, NVIDIA/Megatron-LM d98e8a6, 2026-08-22). The distributed
+# optimizer reduce-scatters gradients and all-gathers parameters in these buckets
+# (--overlap-grad-reduce, --overlap-param-gather).
 MEGATRON_MIN_BUCKET_PARAMS = 40e6
 MEGATRON_BUCKET_PARAMS_PER_RANK = 1e6
 

@@ -162,11 +162,11 @@ def _communication(inp: StepInputs, g, nodes, k, forward, backward, total_bytes,
     ar_coeffs = coll.allreduce_coeffs(*links, nvls_GBps)
     rs_coeffs = coll.reduce_scatter_coeffs(*links)  # all-gather: the same ring volume and steps
 
-    def all_reduce(size):
-        return coll.allreduce_from_coeffs(ar_coeffs, size, inp.algorithm)
+    def all_reduce(size_bytes):  # seconds
+        return coll.allreduce_from_coeffs(ar_coeffs, size_bytes, inp.algorithm)
 
-    def ring(size):  # reduce-scatter or all-gather
-        return coll.affine_s(rs_coeffs, size)
+    def ring(size_bytes):  # seconds of a reduce-scatter or all-gather
+        return coll.affine_s(rs_coeffs, size_bytes)
 
     p = g * nodes
     exposed, total, units = exchange(

@@ -31,7 +31,8 @@ def collectives_per_layer(recompute, early_stop=False, sequence_parallel=False):
 
 
 def allreduce_bytes(micro_batch, seq_len, hidden, cp=1, activation_bytes=2.0):
-    """Bytes of one tensor-parallel all-reduce: the layer's b x (s/cp) x h output."""
+    """Bytes of one tensor-parallel all-reduce: the layer's b x (s/cp) x h output, with
+    ``activation_bytes`` bytes per element (2: 16-bit activations)."""
     return (np.asarray(micro_batch, dtype=float) * np.asarray(seq_len, dtype=float)
             / np.asarray(cp, dtype=float) * np.asarray(hidden, dtype=float) * activation_bytes)
 
@@ -40,6 +41,10 @@ def tp_comm_per_layer_s(micro_batch, seq_len, hidden, tp, cp, recompute, sequenc
                         latency_s, busbw_GBps, activation_bytes=2.0, nvls_busbw_GBps=np.nan,
                         early_stop=False):
     """Seconds of tensor-parallel collectives of one layer and one micro-batch on one device.
+
+    ``micro_batch`` sequences of ``seq_len`` tokens, ``hidden`` elements per token,
+    ``activation_bytes`` bytes per element; ``latency_s`` per ring step and ``busbw_GBps`` (GB/s,
+    nccl-tests bus bandwidth) of the tensor group's link.
 
     The all-reduces are NCCL's choice inside one server (``collectives.allreduce_s``): the ring,
     or NVLS where the server's switch reduces (``nvls_busbw_GBps``; NaN: none), whichever is

@@ -127,16 +127,16 @@ class _Phase:
         self.times = bucket_times(units, comm_s)
         self.serial = serial_comm_s(units, self.times)
 
-    def after_ready(self, duration, overlap):
-        """Exposed time when unit i is ready at its share of ``duration`` (gradients in
+    def after_ready(self, duration_s, overlap):
+        """Exposed time, s, when unit i is ready at its share of ``duration_s`` (gradients in
         backward) and the collectives run one after another (``overlap.timeline_end``)."""
-        return np.where(overlap, timeline_end(duration, self.units, self.times) - duration,
+        return np.where(overlap, timeline_end(duration_s, self.units, self.times) - duration_s,
                         self.serial)
 
-    def before_use(self, duration, overlap):
-        """Exposed time when the compute of unit i needs its collective first (parameter
-        gathers with prefetch, ``overlap.prefetch_end``)."""
-        return np.where(overlap, prefetch_end(duration, self.units, self.times) - duration,
+    def before_use(self, duration_s, overlap):
+        """Exposed time, s, when the compute of unit i (its share of ``duration_s``) needs its
+        collective first (parameter gathers with prefetch, ``overlap.prefetch_end``)."""
+        return np.where(overlap, prefetch_end(duration_s, self.units, self.times) - duration_s,
                         self.serial)
 
     def first_unit(self):
