@@ -98,6 +98,29 @@ def main() -> None:
     show("D. optimizer step 6.28 ms (per-tensor SGD, ResNet-101 layers)",
          ["dlex_pyt_rnxt101_dgxa100_80g_amp", "dlex_pyt_rnxt101_dgx1v16_fp32"],
          optimizer=lambda case, params, anchor_step_s, flags: 6.28e-3)
+    # The same published figures per parameter tensor (torchvision ResNet-101 has 314), times the
+    # tensors of each DLE model (counted by instantiating image_classification/models at 7bdfc81d);
+    # SGD for the ResNets, torch.optim.RMSprop (28.63 ms in #45299) for EfficientNet.
+    tensors = {"rn50": 161, "rnxt101": 314, "sernxt101": 446, "effnet_b0": 213, "effnet_b4": 418}
+    for family, count in tensors.items():
+        per_tensor_s = (28.63e-3 if family.startswith("effnet") else 6.28e-3) / 314
+        show(f"D'. optimizer step {count} tensors x {per_tensor_s * 1e6:.1f} us ({family})",
+             [cid for cid in COLLECTED if cid.startswith(f"dlex_pyt_{family}_")],
+             optimizer=lambda case, params, anchor_step_s, flags, t=count * per_tensor_s: t)
+    def optimizer_of(cid):
+        family = next((f for f in tensors if cid.startswith(f"dlex_pyt_{f}_")), None)
+        if family is None:
+            return None
+        per_tensor_s = (28.63e-3 if family.startswith("effnet") else 6.28e-3) / 314
+        return lambda case, params, anchor_step_s, flags, t=tensors[family] * per_tensor_s: t
+    picked = []
+    for cid, case in COLLECTED.items():
+        r = predict_with(cid, optimizer=optimizer_of(cid))
+        picked += [(case, p) for p in r.points if not p.anchor]
+    print("D' applied to every PyTorch ConvNets case, collected summary:")
+    line("all", picked)
+    line("single server, fp16-mixed",
+         [x for x in picked if x[1].nodes == 1 and x[0].workload.precision == "fp16-mixed"])
     for cv in (0.05, 0.10):
         show(f"E. per-step jitter CV {cv} (diagnostic)",
              ["dlex_pyt_jasper_dgx2_amp_bs64", "dlex_pyt_quartznet_dgx2_fp32",
