@@ -12,7 +12,10 @@ from pathlib import Path
 from scalesim.errors import ScalesimError
 
 VALIDATION_FILES = ("cases.json", "README.md", "parallel_cases.json", "parallel_cases.md",
-                    "interconnect.json", "SOURCES.md")
+                    "interconnect.json", "SOURCES.md", "collected_dp_cases.json", "COLLECTED.md")
+# Written by this project (COLLECTED.md), not copies of ../shared/validation: held-out cases that no
+# default was set with.
+PROJECT_FILES = ("SOURCES.md", "collected_dp_cases.json", "COLLECTED.md")
 
 
 def validation_path(name: str = "cases.json") -> Path:
