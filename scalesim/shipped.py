@@ -11,8 +11,11 @@ from pathlib import Path
 
 from scalesim.errors import ScalesimError
 
+# Written by this project, not copies of ../shared/validation/: the note on where the copies come
+# from, and the held-out model-parallel runs it collected (COLLECTED_PARALLEL.md says what they are).
+PROJECT_FILES = ("SOURCES.md", "collected_parallel_cases.json", "COLLECTED_PARALLEL.md")
 VALIDATION_FILES = ("cases.json", "README.md", "parallel_cases.json", "parallel_cases.md",
-                    "interconnect.json", "SOURCES.md")
+                    "interconnect.json", *PROJECT_FILES)
 
 
 def validation_path(name: str = "cases.json") -> Path:

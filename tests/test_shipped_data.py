@@ -10,7 +10,7 @@ import pytest
 
 from scalesim.cli.main import main
 from scalesim.errors import ScalesimError
-from scalesim.shipped import VALIDATION_FILES, validation_path
+from scalesim.shipped import PROJECT_FILES, VALIDATION_FILES, validation_path
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "validation"
 
@@ -30,7 +30,7 @@ def test_every_shipped_case_names_its_source():
 def test_shipped_copies_equal_the_shared_folder_where_it_exists():
     """On a bare clone (no ../shared) only the shipped files are checked; beside ../shared every
     shipped copy must be byte-identical to its original."""
-    originals = [name for name in VALIDATION_FILES if name != "SOURCES.md"]
+    originals = [name for name in VALIDATION_FILES if name not in PROJECT_FILES]
     for name in VALIDATION_FILES:
         assert validation_path(name).is_file(), name
     if SHARED.is_dir():
