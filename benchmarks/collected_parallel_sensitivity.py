@@ -19,6 +19,11 @@ matters.
   at 104f01a85): per Linear, 6 bytes per element of its input and of its output gradient (amax
   read, cast read, two float8 layouts written) and 8 per weight element, at the memory
   bandwidth, the forward's again under full recompute.
+- S5: torchtitan's op-level selective checkpoint (``_custom_policy`` in parallelize_llama.py at
+  9dec370 and 820504e: "Saves output of all compute ops, except every second mm") reruns the
+  2nd, 4th and 6th matmul of each block (wk, wo, w3): that share r of the block's weight-matmul
+  FLOPs. The model's ``selective`` reruns the attention core only, its ``full`` the whole forward;
+  the step is taken as selective + r x (full - selective) for the torchtitan selective rows.
 - S4: pipeline sends hidden behind compute (Megatron's ``overlap_p2p_comm``, set in the NeMo
   launcher configs of 2024 for the interleaved layouts) on interleaved NeMo / Megatron-Bridge
   rows, but for the contention share c = 0.159 (docs/model.md §3).
@@ -103,6 +108,41 @@ def score(cases, change=None, cast=None, hide_p2p=None):
                                                / c.measured.value - 1.0)) for c, x in prepared}
 
 
+def op_sac_share(c) -> float:
+    """Share of a Llama block's weight-matmul FLOPs in wk, wo and w3 (torchtitan op-level SAC)."""
+    m = c.model
+    h, f, kv = m.hidden, m.ffn_hidden, (m.kv_heads or m.heads) * m.hidden / m.heads
+    return (h * kv + h * h + h * f) / (2 * h * h + 2 * h * kv + 3 * h * f)
+
+
+def score_op_sac(cases, change=None, cast=None):
+    """``score`` with torchtitan's selective rows between the model's selective and full."""
+    def is_op_sac(c):
+        return c.layout.recompute == "selective" and "torchtitan" in c.source
+
+    prepared = [(c, case_inputs(c, [])[0]) for c in cases]
+    prepared = [(c, change(c, x) if change else x) for c, x in prepared]
+
+    def predict(c, x, eff):
+        with extra_costs(bool(cast and cast(c)), False):
+            sel = metric_of(c, x, ls.evaluate_layouts(x.replace(efficiency=eff)))
+            if not is_op_sac(c):
+                return sel
+            full = metric_of(c, x, ls.evaluate_layouts(x.replace(efficiency=eff,
+                                                                 recompute=RECOMPUTE["full"])))
+        return 1.0 / (1.0 / sel + op_sac_share(c) * (1.0 / full - 1.0 / sel))
+
+    efficiency = {}
+    for c, x in prepared:
+        if c.anchor:
+            def gap(eff, c=c, x=x):
+                return predict(c, x, eff) - c.measured.value
+            lo, hi = EFFICIENCY_BOUNDS
+            efficiency[c.group] = brentq(gap, lo, hi, xtol=1e-9) if gap(hi) > 0 else hi
+    return {c.id: (c.group, c.anchor, 100.0 * (predict(c, x, efficiency[c.group])
+                                               / c.measured.value - 1.0)) for c, x in prepared}
+
+
 def figures(errors) -> str:
     e = np.abs(errors)
     return f"mean {e.mean():.1f}  median {np.median(e):.1f}  max {e.max():.1f}%  (n={len(e)})"
@@ -169,6 +209,16 @@ def main(argv: list[str]) -> int:
     report("S2 + S3", base, score(
         cases, change=lambda c, x: x.replace(tp_overlap=False) if "vanilla" in c.id else x,
         cast=torchao_fp8))
+
+    report("S5 torchtitan op-level selective checkpoint: every second matmul rerun", base,
+           score_op_sac(cases))
+    print("   (share of the weight-matmul FLOPs rerun: Llama 3 8B "
+          f"{op_sac_share(next(c for c in cases if c.model.hidden == 4096)):.3f})")
+    report("S2 + S3 + S5", base, score_op_sac(
+        cases, change=lambda c, x: x.replace(tp_overlap=False) if "vanilla" in c.id else x,
+        cast=torchao_fp8))
+    public_tt = load_parallel_cases(validation_path("parallel_cases.json"))
+    report("S5 on the public parallel_cases.json", score(public_tt), score_op_sac(public_tt))
 
     def megatron_interleaved(c):
         return (("NVIDIA/NeMo" in c.source or "Megatron-Bridge" in c.source)
