@@ -29,6 +29,9 @@ matters.
   0.35 and 0.25: a sweep, not a fit. The published rows show why: the same rows' H100/A100
   speed-up falls from 2.1-2.3 at 2K tokens to 1.8-1.9 at 64K (the attention share), against 3.2
   for the datasheet peaks; llm-foundry's default attention there is its Triton kernel.
+- S7: PyTorch's checkpoint early stop (docs/model.md §13; the validator applies it to
+  llm-foundry sources from 2023-12-07 on) for the October-2023 llm-foundry rows too, whose torch
+  version is not recorded (the public section's sensitivity did the same on the public rows).
 - S4: pipeline sends hidden behind compute (Megatron's ``overlap_p2p_comm``, set in the NeMo
   launcher configs of 2024 for the interleaved layouts) on interleaved NeMo / Megatron-Bridge
   rows, but for the contention share c = 0.159 (docs/model.md §3).
@@ -252,6 +255,16 @@ def main(argv: list[str]) -> int:
                score(cases, attention=lambda c, share=share: share if (
                    "mosaicml/llm-foundry" in c.source and "H100" in c.hardware.gpu) else None))
 
+    def october_2023_llmfoundry(c, x):
+        full = c.layout.recompute == "full"
+        return x.replace(recompute_early_stop=True) if (
+            full and "mosaicml/llm-foundry" in c.source and "2023-10-19" in c.source) else x
+
+    report("S7 checkpoint early stop on the October-2023 llm-foundry rows", base,
+           score(cases, change=october_2023_llmfoundry))
+    report("S6 (0.35) + S7", base, score(
+        cases, change=october_2023_llmfoundry, attention=lambda c: 0.35 if (
+            "mosaicml/llm-foundry" in c.source and "H100" in c.hardware.gpu) else None))
     public_lf = load_parallel_cases(validation_path("parallel_cases.json"))
     report("S6 at 0.35 on the public parallel_cases.json", score(public_lf), score(
         public_lf, attention=lambda c: 0.35 if ("mosaicml/llm-foundry" in c.source
