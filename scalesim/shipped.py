@@ -11,11 +11,13 @@ from pathlib import Path
 
 from scalesim.errors import ScalesimError
 
+# Written by this project, not copies of ../shared/validation/: the note on where the copies come
+# from, and the held-out cases it collected (COLLECTED.md, COLLECTED_PARALLEL.md say what they are;
+# no default was set with them).
+PROJECT_FILES = ("SOURCES.md", "collected_dp_cases.json", "COLLECTED.md",
+                 "collected_parallel_cases.json", "COLLECTED_PARALLEL.md")
 VALIDATION_FILES = ("cases.json", "README.md", "parallel_cases.json", "parallel_cases.md",
-                    "interconnect.json", "SOURCES.md", "collected_dp_cases.json", "COLLECTED.md")
-# Written by this project (COLLECTED.md), not copies of ../shared/validation: held-out cases that no
-# default was set with.
-PROJECT_FILES = ("SOURCES.md", "collected_dp_cases.json", "COLLECTED.md")
+                    "interconnect.json", *PROJECT_FILES)
 
 
 def validation_path(name: str = "cases.json") -> Path:
