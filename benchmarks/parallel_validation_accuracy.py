@@ -1,14 +1,16 @@
 """Regenerate the model-parallel accuracy table in docs/validation.md, and print its summary.
 
     python benchmarks/parallel_validation_accuracy.py [CASES_JSON] [--doc docs/validation.md]
-                                                      [--no-write]
+                                                      [--marker NAME] [--no-write]
+    python benchmarks/parallel_validation_accuracy.py \
+        scalesim/data/validation/collected_parallel_cases.json --marker collected-parallel-table
 
 Runs ``scalesim.validate_parallel`` on every case (default: the shipped copy of
 ../shared/validation/parallel_cases.json), prints the overall summary against the targets, and
-rewrites the text between the ``<!-- parallel-validation-table:begin -->`` and
-``<!-- parallel-validation-table:end -->`` markers of the doc: one row per case, one per group,
-the overall line and the targets. Accuracy is a report, not a pass/fail: the targets are
-printed, not asserted.
+rewrites the text between the ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` markers of the
+doc (NAME ``parallel-validation-table``; ``collected-parallel-table`` for the held-out runs):
+one row per case, one per group, the overall line and the targets. Accuracy is a report, not a
+pass/fail: the targets are printed, not asserted.
 """
 
 from __future__ import annotations
@@ -29,8 +31,7 @@ from scalesim.validate_parallel import (
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CASES = validation_path("parallel_cases.json")
 DEFAULT_DOC = ROOT / "docs" / "validation.md"
-BEGIN = "<!-- parallel-validation-table:begin -->"
-END = "<!-- parallel-validation-table:end -->"
+MARKER = "parallel-validation-table"
 
 
 def _num(x: float) -> str:
@@ -90,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cases", nargs="?", default=str(DEFAULT_CASES))
     ap.add_argument("--doc", default=str(DEFAULT_DOC))
+    ap.add_argument("--marker", default=MARKER, help="the doc's markers: <!-- MARKER:begin -->")
     ap.add_argument("--no-write", action="store_true", help="print only; leave the doc alone")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -99,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     print(targets_line(report))
     if not args.no_write:
         doc = Path(args.doc)
-        write_between_markers(doc, BEGIN, END, body)
+        write_between_markers(doc, f"<!-- {args.marker}:begin -->",
+                              f"<!-- {args.marker}:end -->", body)
         print(f"wrote {doc}")
     return 0
 

@@ -259,6 +259,37 @@ PEAK_TFLOPS: list[tuple[tuple[str, ...], float, float | None, str]] = [
 ]
 
 
+# Attention kernels, by the share of the dense 16-bit peak their attention core sustains where
+# it differs from the weight matmuls' (docs/model.md §13, "attention kernel").
+FLASH2_KERNEL = "flash2"  # FlashAttention-2 class: flash-attn 2, PyTorch SDPA's default flash
+# backend, Triton flash attention (what PyTorch-native stacks run)
+VENDOR_KERNEL = "fused-vendor"  # cuDNN fused attention (Transformer Engine), FlashAttention-3
+ATTENTION_KERNELS = (FLASH2_KERNEL, VENDOR_KERNEL)
+HOPPER_GPUS = ("H100", "H200", "GH200")
+# FlashAttention-2 was written for Ampere and uses none of Hopper's new instructions (WGMMA,
+# TMA): "FlashAttention-2 ... achieving only 35% utilization on the H100 GPU" (Shah et al. 2024,
+# FlashAttention-3, arXiv 2407.08608, abstract). PyTorch's SDPA, which tries its flash backend
+# before cuDNN (cuDNN opt-in since pytorch/pytorch#138522, 2024-10, cherry-picked to 2.5), measured
+# 329 TFLOP/s on an H100 (seq 4,608, head dim 128: 0.33 of 989) against 631 for cuDNN's kernel
+# and 632 for FlashAttention-3 (pytorch/pytorch#142132, 2024-12-05). On A100 FlashAttention-2
+# reaches "50-73% of the theoretical maximum FLOPs/s ... close to the efficiency of GEMM
+# operations" (Dao 2023, arXiv 2307.08691, abstract): there, and for the vendor kernels on
+# Hopper, the attention core keeps the matmuls' sustained efficiency.
+FLASH2_ON_HOPPER_EFFICIENCY = 0.35
+
+
+def attention_efficiency_of(device_name: str, kernel: str) -> float | None:
+    """Sustained share of the dense 16-bit peak of the attention core of ``kernel`` (one of
+    ``ATTENTION_KERNELS``) on ``device_name``, or None where it runs at the weight matmuls'
+    sustained efficiency (every kernel on Ampere, the vendor kernels on Hopper, and devices
+    no published figure covers)."""
+    if kernel not in ATTENTION_KERNELS:
+        raise ScalesimError(f"unknown attention kernel '{kernel}'; known: "
+                            f"{', '.join(ATTENTION_KERNELS)}")
+    hopper = any(name_has_words(device_name, (gpu,)) for gpu in HOPPER_GPUS)
+    return FLASH2_ON_HOPPER_EFFICIENCY if kernel == FLASH2_KERNEL and hopper else None
+
+
 def name_has_words(device_name: str, words) -> bool:
     """Whether every one of ``words`` appears in ``device_name``, ignoring case, spaces and
     hyphens ("A100-SXM4 80GB" has A100 and 80GB): how the datasheet tables match a device."""

@@ -28,7 +28,11 @@ from scalesim.model.transformer import RECOMPUTE, parameter_count
 from scalesim.plan import PARTS
 from scalesim.predict import nvls_busbw_ratio
 from scalesim.presets import (
+    FLASH2_KERNEL,
+    FLASH2_ON_HOPPER_EFFICIENCY,
     INTRA_LINKS,
+    VENDOR_KERNEL,
+    attention_efficiency_of,
     device_memory_of,
     inter_link,
     intra_link,
@@ -51,6 +55,12 @@ DEFAULT_VOCAB = 51200  # a null vocabulary: GPT-2's 50,257 BPE tokens padded as 
 DEFAULT_MICRO_BATCH = 1
 DEFAULT_RECOMPUTE = "none"  # a null recompute: none (Megatron-Core's default)
 FLASH_ATTENTION_FROM_YEAR = 2022  # sources from 2022 on use fused (flash) attention (Dao 2022)
+# The fused attention kernel where the case does not state it: Transformer Engine's (cuDNN fused
+# attention, DotProductAttention) in NVIDIA's Megatron-Core stacks (sources naming NeMo or
+# Megatron); elsewhere a FlashAttention-2-class kernel (torchtitan calls PyTorch's SDPA, whose
+# default backend on H100 is flash: pytorch/pytorch#138522, #142132; llm-foundry's attn_impl is
+# flash-attn or its Triton kernel). presets.attention_efficiency_of says what each sustains.
+VENDOR_ATTENTION_SOURCES = ("NVIDIA/NeMo", "NVIDIA-NeMo", "Megatron")
 # FSDP's backward prefetch where the case does not state it: the default of the framework the
 # source names. Composer (MosaicML llm-foundry's trainer) defaults to BACKWARD_POST
 # (composer/trainer/mosaic_fsdp_utils.py, 2023: fsdp_config.get('backward_prefetch',
@@ -85,6 +95,11 @@ DEFAULTS = {
                     "tied, learned positions)",
     "flash_attention": f"sources dated {FLASH_ATTENTION_FROM_YEAR} or later",
     "tp_overlap": f"sources dated {TP_OVERLAP_FROM_YEAR} or later",
+    "attention_kernel": f"fused attention: {VENDOR_KERNEL} for sources naming "
+                        + " or ".join(VENDOR_ATTENTION_SOURCES) + f" (Transformer Engine), else "
+                        f"{FLASH2_KERNEL} (FlashAttention-2 class: on Hopper its attention core "
+                        f"sustains {FLASH2_ON_HOPPER_EFFICIENCY} of the 16-bit peak, elsewhere "
+                        "the matmuls' efficiency)",
     "recompute_early_stop": "full recompute skips the MLP's down projection for sources of "
                             + ", ".join(f"{r} dated {y:04d}-{m:02d}-{d:02d} or later"
                                         for r, (y, m, d) in RECOMPUTE_EARLY_STOP_SOURCES.items())
@@ -252,6 +267,12 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
     if schedule != "interleaved":
         v = 1
     tp_overlap = year is not None and year >= TP_OVERLAP_FROM_YEAR and lay.tp > 1
+    kernel = VENDOR_KERNEL if any(s in case.source for s in VENDOR_ATTENTION_SOURCES) else (
+        FLASH2_KERNEL)
+    attention_efficiency = attention_efficiency_of(hw.gpu, kernel) if flash else None
+    if attention_efficiency is not None:
+        flags.append(f"attention kernel not stated: {kernel} assumed (not a Transformer Engine "
+                     f"stack): the attention core at {attention_efficiency} of the 16-bit peak")
     prefetch_post = lay.zero >= 3 and any(s in case.source for s in BACKWARD_PREFETCH_POST_SOURCES)
     if prefetch_post:
         flags.append("FSDP backward prefetch not stated: Composer's default BACKWARD_POST assumed "
@@ -307,7 +328,7 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         recompute=RECOMPUTE[recompute], sequence_parallel=sp, tp_overlap=tp_overlap,
         devices_per_node=min(hw.gpus_per_node, lay.devices),
         peak_flops_per_s=peak[0] * 1e12, efficiency=1.0,
-        attention_peak_flops_per_s=core_peak[0] * 1e12,
+        attention_peak_flops_per_s=core_peak[0] * 1e12, attention_efficiency=attention_efficiency,
         memory_bandwidth_GBps=bandwidth[0], intra_latency_s=intra.latency_s,
         intra_busbw_GBps=intra.busbw_GBps, inter_latency_s=inter.latency_s,
         inter_busbw_GBps=inter.busbw_GBps, comm_contention=GPU_COMM_CONTENTION,

@@ -17,5 +17,9 @@ def test_every_collected_case_loads_and_gets_a_finite_prediction():
     for r in report.cases:
         assert math.isfinite(r.predicted) and r.predicted > 0, r.id
         assert math.isfinite(r.step_time_s) and r.step_time_s > 0, r.id
-        assert abs(r.error_pct) < 1e-6 if r.anchor else math.isfinite(r.error_pct), r.id
+        # an anchor is met exactly unless even the full datasheet peak cannot reach it (one
+        # fp8 H200 run with the FlashAttention-2 rate on its attention core, docs/validation.md)
+        unreachable = any("anchor unreachable" in f for f in r.flags)
+        assert abs(r.error_pct) < 1e-6 or (r.anchor and unreachable and r.error_pct < 0) \
+            if r.anchor else math.isfinite(r.error_pct), r.id
     assert report.summary["all"]["cases"] == sum(1 for c in cases if not c.anchor)

@@ -120,11 +120,17 @@ def test_table_script_renders_every_case_and_rewrites_only_between_markers(repor
     a = report.summary["all"]
     assert f"**{a['median_abs_pct']:.1f}%**" in body and f"| **all** | {a['cases']} |" in body
     doc = tmp_path / "doc.md"
-    doc.write_text(f"before\n{script.BEGIN}\nold table\n{script.END}\nafter\n")
+    begin, end = (f"<!-- {script.MARKER}:{edge} -->" for edge in ("begin", "end"))
+    doc.write_text(f"before\n{begin}\nold table\n{end}\nafter\n")
     assert script.main([str(PARALLEL_CASES), "--doc", str(doc)]) == 0
     text = doc.read_text()
     assert text.startswith("before\n") and text.endswith("after\n") and "old table" not in text
     assert "| **all** |" in text
+    # another pair of markers (the collected runs' table): only that pair's text is rewritten
+    doc.write_text(f"{begin}\nkept\n{end}\n<!-- other:begin -->\nold\n<!-- other:end -->\n")
+    assert script.main([str(PARALLEL_CASES), "--doc", str(doc), "--marker", "other"]) == 0
+    text = doc.read_text()
+    assert "kept" in text and "\nold\n" not in text and text.count("| **all** |") == 1
 
 
 def test_device_memory_from_the_name_or_the_datasheet():

@@ -156,6 +156,9 @@ class LayoutInputs:
     attention_peak_flops_per_s: object = None  # attention core's peak (None: peak_flops_per_s;
     # fp8 runs keep the attention core in 16-bit: Transformer Engine's fp8 recipes cast Linear
     # layers only)
+    attention_efficiency: object = None  # share of attention_peak_flops_per_s the attention
+    # core sustains (FlashAttention-2 on Hopper: presets.attention_efficiency_of); None or NaN:
+    # ``efficiency``, the matmuls' (docs/model.md §13, attention kernel)
 
     def replace(self, **changes) -> LayoutInputs:
         """A copy with ``changes`` (``dataclasses.replace``)."""
@@ -191,6 +194,15 @@ class LayoutResult:
 
 def _f(x):
     return np.asarray(x, dtype=float)
+
+
+def attention_efficiency(x: LayoutInputs) -> np.ndarray:
+    """The attention core's sustained share of its peak: ``x.attention_efficiency`` where set
+    (not NaN), else the matmuls' ``x.efficiency``."""
+    if x.attention_efficiency is None:
+        return _f(x.efficiency)
+    own = _f(x.attention_efficiency)
+    return np.where(np.isnan(own), _f(x.efficiency), own)
 
 
 def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_bytes_per_s, core_flops_per_s):
@@ -345,7 +357,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     core_peak = x.peak_flops_per_s if x.attention_peak_flops_per_s is None else (
         x.attention_peak_flops_per_s)
     fwd, bwd, rec, matmul, attention, weight_grad = _layer_times(
-        x, tokens, flops_per_s, mem_bytes_per_s, _f(core_peak) * _f(x.efficiency))
+        x, tokens, flops_per_s, mem_bytes_per_s, _f(core_peak) * attention_efficiency(x))
     layer_s = fwd + bwd + rec
     stage_layers = layers_per_stage(L, pp, v)
     logits, logits_weight_grad = _logits_s(x, tokens, flops_per_s, mem_bytes_per_s)
