@@ -120,6 +120,10 @@ def test_time_to_quality_shows_large_batch_effect():
     (["predict", "--slow-factor", "2"], "go together"),
     (["predict", "--slow-device", "3"], "go together"),
     (["predict", "--price", "3"], "--price needs a training length"),
+    (["predict", "--critical-batch", "4096"], "--critical-batch and --min-samples go together"),
+    (["predict", "--min-samples", "1e6"], "--critical-batch and --min-samples go together"),
+    (["predict", "--critical-batch", "4096", "--train-samples", "1e9"],
+     "--critical-batch and --min-samples go together"),
     (["sweep", "--bucket-mib-values", "0,-5"], "0.0 is outside 0.1 <= x"),
     (["sweep", "--straggler-cv-values", "-1"], "-1.0 is outside 0 <= x"),
 ])
@@ -363,3 +367,18 @@ def test_predict_prints_durations_in_the_cards_words(capsys):
     row = next(line for line in out.splitlines() if line.split()[:1] == ["8"]
                and "min" in line)
     assert duration_text(1800) == "30 min" and "30 min" in row and "0.5 h" not in out
+
+
+def test_min_samples_alone_is_used_where_the_profile_measured_the_critical_batch(capsys):
+    """--min-samples alone is refused on the presets (no B_noise: nothing would use it) but is a
+    time to quality on a profile whose calibration measured B_simple: the rule is "no row has a
+    time to quality", not "both flags"."""
+    from h200_gpt import H200
+
+    code, out, err = run_cli(capsys, "predict", "--profile", str(H200), "--devices", "1",
+                             "--min-samples", "1e6", "--json")
+    assert code == 0, err
+    b_simple = load_profile(H200).noise_scale.b_simple
+    row = json.loads(out)[0]
+    b = row["global_batch"]
+    assert row["steps_to_quality"] == pytest.approx(1e6 / b_simple * (1 + b_simple / b))

@@ -199,6 +199,16 @@ def run(args: argparse.Namespace) -> int:
         raise ScalesimError("--price needs a training length (--train-samples, or --epochs with "
                             "--dataset-size) or a quality target (--critical-batch with "
                             "--min-samples) to price")
+    given = [f for f, v in (("--critical-batch", args.critical_batch),
+                            ("--min-samples", args.min_samples)) if v is not None]
+    if given and all(r.time_to_quality_s is None for r in rows):
+        # predict uses B_noise and E_min only for the time to quality (docs/model.md §8); its
+        # time to train is train_samples / throughput (§9), so one alone would change nothing
+        raise ScalesimError(
+            f"{' and '.join(given)} given, but --critical-batch and --min-samples go together: "
+            "predict uses them only for the time to quality (its time to train takes no "
+            "large-batch penalty; decide and goal charge one with --critical-batch and "
+            "--train-samples); give both, or drop " + ("it" if len(given) == 1 else "them"))
     if args.json:
         print(to_json_text([r.model_dump() for r in rows], what="the prediction"))
     else:
