@@ -172,3 +172,14 @@ def test_deadline_and_budget_take_their_bounds_from_the_one_table(capsys):
     code, _, err = run_cli(capsys, ["goal", "--train-samples", "2e9", "--deadline",
                                     f"{too_long:.0f}", "--budget", "1"])
     assert code == 2 and deadline.why in err, err
+
+
+@pytest.mark.parametrize("flag, value", [("--devices", "8"), ("--strategy", "zero3")])
+def test_a_flag_goal_searches_over_is_refused_not_ignored(capsys, flag, value):
+    """goal searches every device count up to --max-devices and every strategy: --devices 8 or
+    --strategy zero3 changed nothing in its answer (accepted and ignored). One line now, naming
+    the flag and what to give instead."""
+    code, _, err = run_cli(capsys, ["goal", "--train-samples", "2e9", "--deadline", "3d",
+                                    "--budget", "50000", flag, value])
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert flag in err and "searches" in err
