@@ -116,6 +116,8 @@ def test_time_to_quality_shows_large_batch_effect():
     (["schema", "nothing"], "invalid choice"),
     (["predict", "--devices", "0-8"], "0 is outside 1 <= x"),
     (["predict", "--devices", "8-1"], "must start at 1 or more"),
+    (["predict", "--devices", "1-1000"], "stops at 512, short of 1000"),
+    (["sweep", "--batch-values", "3-100"], "stops at 96, short of 100"),
     (["predict", "--devices", "4,0"], "0 is outside 1 <= x"),
     (["predict", "--slow-factor", "2"], "go together"),
     (["predict", "--slow-device", "3"], "go together"),
@@ -382,3 +384,16 @@ def test_min_samples_alone_is_used_where_the_profile_measured_the_critical_batch
     row = json.loads(out)[0]
     b = row["global_batch"]
     assert row["steps_to_quality"] == pytest.approx(1e6 / b_simple * (1 + b_simple / b))
+
+
+def test_a_doubling_range_is_said_in_help_and_reaches_its_end(capsys):
+    """'A-B' doubles from A (1-1024: 11 counts, not 1,024): --help says so, and an end the
+    doubling does not reach (1-1000 stopped at 512, silently) is refused; one that it reaches
+    gives every doubling."""
+    from scalesim.cli.options import parse_int_list
+
+    assert parse_int_list("1-1024") == [2**i for i in range(11)]
+    assert parse_int_list("3-96") == [3, 6, 12, 24, 48, 96]
+    for command in ("predict", "sweep", "decide", "goal"):
+        code, out, _ = run_cli(capsys, command, "--help")
+        assert code == 0 and "doubling" in " ".join(out.split()), command

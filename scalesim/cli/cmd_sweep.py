@@ -65,7 +65,8 @@ VALUE_FLAGS = {
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_profile_arguments(p)
     add_scenario_arguments(p)
-    g = p.add_argument_group("grid axes (comma-separated values; each multiplies the grid)")
+    g = p.add_argument_group("grid axes (comma-separated values, or A-B doubling from A to B for whole "
+                             "numbers; each multiplies the grid)")
     for flag, (axis, parser) in VALUE_FLAGS.items():
         g.add_argument("--" + flag.replace("_", "-"), type=parser, metavar="V,V,...",
                        help=f"values of {axis}")

@@ -58,7 +58,8 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     g = p.add_argument_group("scenario")
     g.add_argument("--scenario", metavar="FILE", help="scenario JSON (flags given override it)")
     _knob(g, "devices", default=None,
-          help=f"device counts, e.g. 1,2,4,8,16 or 1-1024 (default {devices_default})")
+          help=f"device counts, e.g. 1,2,4,8,16, or A-B doubling from A to B: 1-1024 is "
+          f"1,2,4,...,1024 (default {devices_default})")
     add_gpus_per_node_argument(g)
     batch = g.add_mutually_exclusive_group()
     _knob(batch, "micro_batch", help="per-device micro-batch (weak scaling)")
