@@ -397,3 +397,26 @@ def test_a_doubling_range_is_said_in_help_and_reaches_its_end(capsys):
     for command in ("predict", "sweep", "decide", "goal"):
         code, out, _ = run_cli(capsys, command, "--help")
         assert code == 0 and "doubling" in " ".join(out.split()), command
+
+
+@pytest.mark.parametrize("command", ["predict", "sweep", "decide", "goal"])
+def test_loader_workers_without_a_measured_input_pipeline_is_refused(capsys, command):
+    """--loader-workers chooses a point of the profile's measured input-pipeline curve; the
+    presets have none, so any count (0 too) gave the same numbers, no stall, no note. Refused in
+    one line now; a calibrated profile with the curve takes it (and 1 worker stalls more than
+    the best count there)."""
+    from h200_gpt import H200
+
+    extra = {"goal": ["--train-samples", "1e9", "--deadline", "3d", "--budget", "1e5"]}
+    code, _, err = run_cli(capsys, command, "--loader-workers", "0",
+                           *extra.get(command, ["--devices", "1,2"]))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "--loader-workers 0" in err and "input pipeline" in err
+    assert load_profile(H200).input_pipeline is not None
+    rows = {}
+    for workers in ("1", "8"):
+        code, out, err = run_cli(capsys, "predict", "--profile", str(H200), "--devices", "1",
+                                 "--loader-workers", workers, "--json")
+        assert code == 0, err
+        rows[workers] = json.loads(out)[0]
+    assert rows["1"]["data_stall_s"] >= rows["8"]["data_stall_s"]

@@ -241,6 +241,14 @@ def profile_from_args(args: argparse.Namespace, scenario: Scenario | None = None
     from scalesim.profiles import resolve_profile
 
     profile = resolve_profile(args.profile, args.hardware, args.workload)
+    workers = getattr(args, "loader_workers", None)
+    if workers is not None and profile.input_pipeline is None:
+        # predict.loader_supply reads the workers off the measured curve; without one the
+        # supply is unlimited whatever the count
+        raise ScalesimError(
+            f"--loader-workers {workers}: profile '{profile.name}' has no measured input "
+            "pipeline (the presets have none), so no worker count changes a number; measure one "
+            "(scalesim calibrate with its loader phase) or drop the flag")
     if scenario is None:
         return profile
     from scalesim.layout_predict import split_profile
