@@ -230,7 +230,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     try:
         return Scenario.model_validate(base)
     except ValidationError as exc:
-        raise ScalesimError(validation_message(exc, "scenario")) from None
+        raise ScalesimError(validation_message(exc, "scenario", Scenario)) from None
 
 
 def profile_from_args(args: argparse.Namespace, scenario: Scenario | None = None,
