@@ -423,3 +423,18 @@ def test_traced_overlap_is_the_nearer_case(monkeypatch, share, overlap):
           "overlap_share": share, "idle_s": 0.0, "straggler_wait_s": 0.0}
     diagnosis._trace_remedies(cr, [SimpleNamespace(world_size=4)], "comm_growth")
     assert seen[-1].overlap is overlap
+
+
+def test_params_too_small_for_the_measured_transfer_is_said(tmp_path, capsys):
+    """--params 340 (meant 340e6) made the fitted inter-server link move the gradients at
+    0.00014 GB/s, held at the 1 MB/s floor of a link, and the remedies compared networks from
+    there ("0.001 -> 192 GB/s busbw") without a word. A note names the fitted rate, the floor
+    and the likely slip; the model's own parameter count gives no such note."""
+    path = tmp_path / "runs.csv"
+    path.write_text(cases.to_csv(cases.inter_server()))
+    assert main(["diagnose", str(path), "--params", "340", "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    slow = [n for n in notes if "--params 340" in n]
+    assert len(slow) == 1 and "below the 0.001 GB/s" in slow[0], notes
+    assert main(["diagnose", str(path), "--params", "340e6", "--json"]) == 0
+    assert not [n for n in json.loads(capsys.readouterr().out)["notes"] if "--params" in n]
