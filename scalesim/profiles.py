@@ -48,6 +48,17 @@ def device_peak_tflops(device_name: str, extra: Hardware | None = None) -> float
     return known.get(device_name) or (listed[0] if listed else None)
 
 
+LINK_NAMES = {"intra_node": "intra-server link", "inter_node": "inter-server link"}
+
+
+def unmeasured_links(profile: Profile) -> dict[str, str]:
+    """The link levels a calibrated profile did not measure (``LinkCalibration.measured``
+    false: one process per server, one server), each with its note (where its numbers came
+    from); the presets' profiles record no link calibration and give none. What the app lists
+    as caveats and ``scalesim predict`` notes under rows that use such a link."""
+    return {link.level: link.note for link in profile.links if not link.measured}
+
+
 def memory_bandwidth_GBps(device_name: str, given: float | None = None) -> float | None:
     """``given``, else the datasheet memory bandwidth of ``device_name``
     (``presets.memory_bandwidth_of``), else None."""

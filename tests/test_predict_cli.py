@@ -420,3 +420,22 @@ def test_loader_workers_without_a_measured_input_pipeline_is_refused(capsys, com
         assert code == 0, err
         rows[workers] = json.loads(out)[0]
     assert rows["1"]["data_stall_s"] >= rows["8"]["data_stall_s"]
+
+
+def test_rows_over_a_link_the_profile_did_not_measure_say_so(capsys):
+    """The H200 profile ran on one GPU of one server: its links are presets' numbers. predict
+    put 2 devices on 2 servers at 64 % efficiency ("knee: crosses server boundary") with no word
+    that the inter-server link was never measured (the app showed it as a caveat). A note now,
+    only where a row uses that link and no --inter-busbw replaced it."""
+    from h200_gpt import H200
+
+    def notes(*argv):
+        code, out, err = run_cli(capsys, "predict", "--profile", str(H200), *argv)
+        assert code == 0, err
+        return [line for line in out.splitlines() if "link not measured" in line]
+
+    across = notes("--devices", "1,2")
+    assert len(across) == 1 and across[0].startswith("note: inter-server link not measured")
+    assert "ethernet" in across[0] and "--inter-busbw" in across[0]
+    assert notes("--devices", "1") == []
+    assert notes("--devices", "1,2", "--inter-busbw", "50") == []
