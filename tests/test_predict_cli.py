@@ -439,3 +439,8 @@ def test_rows_over_a_link_the_profile_did_not_measure_say_so(capsys):
     assert "ethernet" in across[0] and "--inter-busbw" in across[0]
     assert notes("--devices", "1") == []
     assert notes("--devices", "1,2", "--inter-busbw", "50") == []
+    code, out, err = run_cli(capsys, "plan", "--profile", str(H200), "--devices", "8",
+                             "--global-batch", "64", "--top", "1")
+    assert code == 0, err
+    assert [line for line in out.splitlines() if "link not measured" in line] == [
+        line.removesuffix(" or give --inter-busbw") for line in across]

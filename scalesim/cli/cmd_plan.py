@@ -192,6 +192,14 @@ def run(args: argparse.Namespace) -> int:
                           if args.efficiency else ""))
         if conditions := conditions_line(args, jitter_cv, used):
             print(conditions)
+        if profile is not None:
+            from scalesim.cli.cmd_predict import unmeasured_link_notes
+
+            g = args.gpus_per_node or hardware.devices_per_node
+            for line in unmeasured_link_notes(profile, inter=any(r.devices > g for r in rows),
+                                              intra=g > 1 and any(r.devices > 1 for r in rows),
+                                              flags=False):
+                print(f"note: {line}")
         print(render_text(rows, args.global_batch))
     return 0
 

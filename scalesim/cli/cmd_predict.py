@@ -184,23 +184,23 @@ def render_table(profile, scenario, rows) -> str:
                      "one device too, so efficiency cannot show it); fix the input pipeline first")
     if note := slow_device_note(scenario.slow_device, [r.devices for r in rows]):
         lines.append(f"note: {note}")
-    lines += [f"note: {note}" for note in unmeasured_link_notes(profile, scenario, rows)]
+    lines += [f"note: {note}" for note in unmeasured_link_notes(
+        profile, inter=any(r.nodes > 1 for r in rows) and scenario.inter_busbw_GBps is None,
+        intra=any(r.devices > r.nodes for r in rows) and scenario.intra_busbw_GBps is None)]
     for note in profile.notes:
         lines.append(f"note: {note}")
     return "\n".join(lines)
 
 
-def unmeasured_link_notes(profile, scenario, rows) -> list[str]:
-    """A note per link level the profile did not measure (``profiles.unmeasured_links``) that a
-    row uses (several servers; several devices in one) and no --intra/--inter-busbw replaced:
-    those rows rest on a preset's numbers, which the table does not show."""
+def unmeasured_link_notes(profile, inter: bool, intra: bool, flags: bool = True) -> list[str]:
+    """A note per link level the profile did not measure (``profiles.unmeasured_links``) that
+    the rows use: ``inter`` (a row on several servers) and ``intra`` (several devices of one),
+    each where no --inter/--intra-busbw replaced it. Those rows rest on a preset's numbers,
+    which the table does not show (predict; plan, which has no link flags: ``flags`` False)."""
     from scalesim.profiles import LINK_NAMES, unmeasured_links
 
-    used = {"inter_node": (any(r.nodes > 1 for r in rows) and scenario.inter_busbw_GBps is None,
-                           "several servers", "--inter-busbw"),
-            "intra_node": (any(r.devices > r.nodes for r in rows)
-                           and scenario.intra_busbw_GBps is None,
-                           "several devices of a server", "--intra-busbw")}
+    used = {"inter_node": (inter, "several servers", "--inter-busbw"),
+            "intra_node": (intra, "several devices of a server", "--intra-busbw")}
     out = []
     for level, note in unmeasured_links(profile).items():
         if level in used and used[level][0]:
@@ -209,7 +209,8 @@ def unmeasured_link_notes(profile, scenario, rows) -> list[str]:
             origin = (origin.removeprefix("NOT MEASURED ") if origin.startswith("NOT MEASURED (")
                       else f"({origin})" if origin else "")
             out.append(f"{LINK_NAMES[level]} not measured {origin}; the rows on "
-                       f"{used[level][1]} use those numbers: measure it or give {used[level][2]}")
+                       f"{used[level][1]} use those numbers: measure it"
+                       + (f" or give {used[level][2]}" if flags else ""))
     return out
 
 
