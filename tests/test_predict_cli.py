@@ -444,3 +444,16 @@ def test_rows_over_a_link_the_profile_did_not_measure_say_so(capsys):
     assert code == 0, err
     assert [line for line in out.splitlines() if "link not measured" in line] == [
         line.removesuffix(" or give --inter-busbw") for line in across]
+
+
+def test_a_zero_framework_with_ddp_is_noted_as_ignored(capsys):
+    """--zero-framework says how ZeRO runs; with --strategy ddp (the default) nothing is
+    sharded and the numbers are DDP's whatever it says. predict printed them with no word;
+    now a note, as for --recompute-style without full recompute."""
+    code, out, err = run_cli(capsys, "predict", "--devices", "8,16", "--zero-framework",
+                             "deepspeed")
+    assert code == 0, err
+    assert "note: --zero-framework deepspeed ignored: strategy ddp shards nothing" in out
+    code, out, err = run_cli(capsys, "predict", "--devices", "8,16", "--strategy", "zero2",
+                             "--zero-framework", "deepspeed")
+    assert code == 0 and "ignored" not in out, err

@@ -184,6 +184,9 @@ def render_table(profile, scenario, rows) -> str:
                      "one device too, so efficiency cannot show it); fix the input pipeline first")
     if note := slow_device_note(scenario.slow_device, [r.devices for r in rows]):
         lines.append(f"note: {note}")
+    if scenario.strategy == "ddp" and scenario.zero_framework != "fsdp":  # fsdp: the default
+        lines.append(f"note: --zero-framework {scenario.zero_framework} ignored: strategy ddp "
+                     "shards nothing (give --strategy zero1, zero2 or zero3)")
     lines += [f"note: {note}" for note in unmeasured_link_notes(
         profile, inter=any(r.nodes > 1 for r in rows) and scenario.inter_busbw_GBps is None,
         intra=any(r.devices > r.nodes for r in rows) and scenario.intra_busbw_GBps is None)]
