@@ -144,6 +144,17 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
         raise ScalesimError(f"sweep axes tp / pp split the model: {no_shape_words(profile)}")
     arrays = {name: _axis_array(name, values) for name, values in {"devices": base.devices,
                                                                    **axes}.items()}
+    if split:  # a schedule applies where pp > 1; with no such row it would change nothing
+        from scalesim.layout_predict import layout_of
+
+        asked = layout_of(base)
+        pipeline = [n for n, on in (("schedule " + str(asked.schedule),
+                                     asked.schedule not in (None, "none")),
+                                    (f"virtual_stages {asked.virtual_stages}",
+                                     asked.virtual_stages > 1)) if on]
+        if pipeline and int(np.max(arrays.get("pp", [asked.pp]))) == 1:
+            raise ScalesimError(f"{' and '.join(pipeline)} needs pp > 1 (a pipeline); give "
+                                "--pp or a --pp-values that reaches 2, or drop it")
     g_max = base.devices_per_node or profile.hardware.devices_per_node
     layout(np.unique(arrays["devices"]), g_max)  # clear error for counts that do not fill servers
     shape = [len(v) for v in arrays.values()]

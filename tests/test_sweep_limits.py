@@ -148,3 +148,19 @@ def test_layout_combinations_dropped_are_named_and_counted(tmp_path, capsys):
     assert len(json.loads(captured.out)) == 3
     assert ("3 combinations dropped: 2 break a layout rule" in captured.err
             and "1 does not split the global batch" in captured.err), captured.err
+
+
+@pytest.mark.parametrize("extra", [["--schedule", "gpipe"], ["--schedule", "interleaved"],
+                                   ["--virtual-stages", "2"]])
+def test_a_pipeline_schedule_with_no_pipeline_is_refused_as_predict_refuses_it(capsys, extra):
+    """predict and decide refuse --schedule gpipe with pp 1; sweep (and goal, which sweeps)
+    applied a schedule only where pp > 1 and so ignored it silently when no row had a
+    pipeline. Refused in one line now; with a pp axis that reaches 2 it applies there."""
+    argv = ["sweep", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8",
+            "--tp", "2", *extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "needs pp > 1" in err and len(err.strip().splitlines()) == 1, err
+    if extra[0] == "--schedule":
+        assert main([*argv, "--pp-values", "1,2", "--accumulation", "4"]) == 0
+        capsys.readouterr()
