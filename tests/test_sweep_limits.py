@@ -164,3 +164,15 @@ def test_a_pipeline_schedule_with_no_pipeline_is_refused_as_predict_refuses_it(c
     if extra[0] == "--schedule":
         assert main([*argv, "--pp-values", "1,2", "--accumulation", "4"]) == 0
         capsys.readouterr()
+
+
+def test_sequence_parallel_with_no_tensor_parallelism_is_refused(capsys):
+    """``sweep --sequence-parallel`` with tp 1 everywhere ran every row without it (predict
+    refuses it); with a --tp-values that reaches 2 it applies there."""
+    argv = ["sweep", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8",
+            "--sequence-parallel"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "sequence_parallel needs tp > 1" in err and len(err.strip().splitlines()) == 1, err
+    assert main([*argv, "--tp-values", "1,2"]) == 0
+    capsys.readouterr()
