@@ -438,3 +438,24 @@ def test_params_too_small_for_the_measured_transfer_is_said(tmp_path, capsys):
     assert len(slow) == 1 and "below the 0.001 GB/s" in slow[0], notes
     assert main(["diagnose", str(path), "--params", "340e6", "--json"]) == 0
     assert not [n for n in json.loads(capsys.readouterr().out)["notes"] if "--params" in n]
+
+
+@pytest.mark.parametrize("flag", [["--params", "340e6"], ["--wire-bytes", "2"],
+                                  ["--critical-batch", "2048"], ["--extrapolate", "64"],
+                                  ["--gpu", "A100 40GB"], ["--recompute-style", "early-stop"]])
+def test_a_runs_file_flag_beside_traces_or_the_gpu_log_alone_is_refused(tmp_path, capsys, flag):
+    """--params, --wire-bytes, --critical-batch, --extrapolate, --gpu, --recompute-style fit or
+    extend a runs file; beside --trace (or --smi alone) they were accepted and changed nothing
+    (only --workload was refused). One line now, naming the flag."""
+    from test_traces import gpu_trace
+
+    traces = []
+    for rank in (0, 1):
+        path = tmp_path / f"rank{rank}.json"
+        path.write_text(json.dumps(gpu_trace(rank=rank)))
+        traces.append(str(path))
+    assert main(["diagnose", "--trace", *traces]) == 0
+    capsys.readouterr()
+    assert main(["diagnose", "--trace", *traces, *flag]) == 2
+    err = capsys.readouterr().err
+    assert flag[0] in err and "runs file" in err and len(err.strip().splitlines()) == 1, err
