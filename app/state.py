@@ -273,12 +273,12 @@ def _cut(text: str) -> str:
 def profile_caveats(profile: Profile) -> list[str]:
     """What a reader must know about the profile's numbers: every link level that was not
     measured and the profile's notes (each cut to MAX_CAVEAT_CHARS, duplicates dropped)."""
+    from scalesim.profiles import LINK_NAMES, unmeasured_links
+
     out: list[str] = []
-    names = {"intra_node": "intra-server link", "inter_node": "inter-server link"}
-    for link in profile.links:
-        if not link.measured:
-            what = names.get(link.level, link.level)
-            out.append(f"{what} not measured" + (f": {_cut(link.note)}" if link.note else ""))
+    for level, note in unmeasured_links(profile).items():
+        out.append(f"{LINK_NAMES.get(level, level)} not measured" + (f": {_cut(note)}" if note
+                                                                      else ""))
     out.extend(_cut(n) for n in profile.notes[:MAX_CAVEATS])
     return list(dict.fromkeys(out))
 

@@ -84,9 +84,12 @@ def sizes_within(sizes: Sequence[int] | None, server_devices: int) -> list[int] 
 def billing_words(server_devices: int, sizes: Sequence[int] | None) -> str:
     """How devices are billed, in words, for notes and the app."""
     listed = [server_devices] if sizes is None else sorted({int(s) for s in sizes})
-    if len(listed) == 1 and listed[0] > 1:
+    if len(listed) == 1 and listed[0] >= server_devices and listed[0] > 1:
         return f"billed per whole server of {listed[0]} GPUs"
     if listed == [1]:
         return "billed per GPU"
+    if len(listed) == 1:  # one shape smaller than the GPUs used per server: as many as hold them
+        return (f"billed per instance of {listed[0]} GPUs (as many as hold a server's "
+                f"{server_devices} GPUs)")
     return f"billed per instance of {', '.join(map(str, listed))} GPUs (the smallest that holds " \
            "a server's GPUs)"

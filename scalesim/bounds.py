@@ -350,7 +350,8 @@ def parse_number(text: str, quantity: str, name: str, factor: float = 1.0,
 
 
 def parse_list(text: str, quantity: str, name: str) -> list:
-    """'1,2,4' -> [1, 2, 4]; for whole numbers also 'A-B', doubling from A to B ('1-8')."""
+    """'1,2,4' -> [1, 2, 4]; for whole numbers also 'A-B', doubling from A to B ('1-8' -> 1, 2,
+    4, 8); B must be a doubling of A (1-1000 would stop at 512 without saying so)."""
     b = bound(quantity)
     parts = [x for x in text.split(",") if x.strip()]
     if b.integer and len(parts) == 1 and "-" in parts[0].strip().lstrip("-"):
@@ -364,6 +365,10 @@ def parse_list(text: str, quantity: str, name: str) -> list:
         while v <= hi:
             out.append(v)
             v *= 2
+        if out[-1] != hi:
+            raise ScalesimError(
+                f"{name}: range '{text.strip()}' doubles from {lo} and stops at {out[-1]}, short "
+                f"of {hi}; end it at {out[-1]} or {out[-1] * 2}, or list the values with commas")
         return out
     if not parts:
         raise ScalesimError(f"{name}: no values in {_shown(text)}")

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR, median_error
-from scalesim.bounds import clip
+from scalesim.bounds import bound, clip
 from scalesim.errors import ScalesimError, require_model, require_text
 from scalesim.jsonio import to_json_text
 from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee, no_knee_words
@@ -309,6 +309,25 @@ def _rank_pattern(runs) -> tuple[int | None, float, list[str]]:
     return (slowest[0] if same else None), max(factors), lines
 
 
+def _implausible_links(fit, params: float | None) -> list[str]:
+    """A note per fitted link whose gradient rate (``params`` x wire bytes / fitted transfer
+    time) is below the floor of a link's bus bandwidth (``busbw_GBps``: 1 MB/s), where the
+    model holds it: --params is then not the parameter count (340 for 340e6), or the transfer
+    is latency, not bandwidth (a tiny model); either way its network remedies start there."""
+    if not fit.params_known:
+        return []
+    floor = bound("busbw_GBps").low
+    levels = ["intra", "inter"] if fit.multi_node_measured else ["intra"]
+    slow = [f"{level}-server {fit.busbw_GBps(level):.2g} GB/s" for level in levels
+            if fit.busbw_GBps(level) < floor]
+    if not slow:
+        return []
+    return [f"--params {params:g}: the fitted links move the gradients at {', '.join(slow)}, "
+            f"below the {floor:g} GB/s floor of any link, where the model holds them (and the "
+            "network remedies start): check --params is the model's parameter count (e.g. 340e6, "
+            "not 340)"]
+
+
 def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
                   critical_batch: float | None = None, extrapolate_to: list[int] | None = None,
                   transformer=None, recompute_style: str = DEFAULT_RECOMPUTE_STYLE) -> Report:
@@ -505,7 +524,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         "fitted_profile": profile.model_dump(mode="json"),
         "fitted_scenario": scenario.model_dump(mode="json"),
     }
-    notes = list(runs.notes) + fit.notes
+    notes = list(runs.notes) + fit.notes + _implausible_links(fit, params)
     if not fit.params_known:
         notes.append("no --params: link speeds are reported as gradient transfer times; give "
                      "--params (model parameters) for bandwidths in GB/s")

@@ -166,14 +166,44 @@ def error_text(error: Mapping[str, Any]) -> str:
     return str(error.get("msg", "invalid")).removeprefix("Value error, ")
 
 
-def validation_message(exc: ValidationError, what: str) -> str:
-    """Turn a pydantic ValidationError into one line naming the first bad field."""
+_RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
+
+
+def _allowed(model: type[BaseModel] | None, loc: tuple) -> str | None:
+    """The "allowed: ... (why)" of the field at ``loc`` in ``model`` (``bounds.bounded`` writes
+    it into each bounded field's description, with the unit), or None."""
+    import typing
+
+    cls, field = model, None
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if cls is None or part not in cls.model_fields:
+            return None
+        field = cls.model_fields[part]
+        kinds = [field.annotation, *typing.get_args(field.annotation)]
+        kinds += [a for k in kinds for a in typing.get_args(k)]
+        cls = next((k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)), None)
+    text = (field.description or "") if field is not None else ""
+    return text[text.index("allowed: "):] if "allowed: " in text else None
+
+
+def validation_message(exc: ValidationError, what: str,
+                       model: type[BaseModel] | None = None) -> str:
+    """Turn a pydantic ValidationError into one line naming the first bad field; a number out of
+    its bounds with the value given and, with ``model``, the field's unit and bounds."""
     first = exc.errors()[0]
     msg = error_text(first)
-    where = ".".join(str(part) for part in first.get("loc", ()))
+    loc = tuple(first.get("loc", ()))
+    where = ".".join(str(part) for part in loc)
     extra = f" (+{exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
     if not where:  # a rule across fields: its sentence names them
         return f"{what}: {msg}{extra}"
+    if first.get("type") in _RANGE_ERRORS:
+        given = first.get("input")
+        allowed = _allowed(model, loc)
+        shown = f"{given:g}" if isinstance(given, float) else str(given)
+        msg = f"{shown} given; " + (allowed if allowed else msg)
     return f"{what}: field '{where}': {msg}{extra}"
 
 
@@ -182,7 +212,7 @@ def parse_model(data: Any, model: type[ModelT], what: str) -> ModelT:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ScalesimError(validation_message(exc, what)) from None
+        raise ScalesimError(validation_message(exc, what, model)) from None
 
 
 def load_model(path: str | os.PathLike[str], model: type[ModelT]) -> ModelT:

@@ -217,10 +217,10 @@ def layout_hardware(profile: Profile) -> Hardware:
 
 
 def _peak_and_bandwidth(profile: Profile) -> tuple[float, bool, float]:
-    from scalesim.profiles import _peak_tflops, device_bandwidth_GBps
+    from scalesim.profiles import device_bandwidth_GBps, device_peak_tflops
 
     hw = profile.hardware
-    peak = hw.peak_tflops or _peak_tflops(hw.device_name)
+    peak = hw.peak_tflops or device_peak_tflops(hw.device_name)
     bandwidth = device_bandwidth_GBps(profile)
     if bandwidth is None:
         raise ScalesimError(f"hardware '{hw.name}' has no memory_bandwidth_GBps and none is known "

@@ -617,6 +617,28 @@ DEVICE_MEMORY_GIB = [
 SIZE_NOT_IN_NAME = (("GH200",),)
 
 
+# The memory sizes, GB, a GPU sold in several is made with (the size a name states must be one):
+# matched like the tables above, first row first.
+SOLD_MEMORY_GB = [
+    (("A100",), (40, 80), "NVIDIA A100 Tensor Core GPU datasheet: A100 40GB and 80GB, PCIe and SXM"),
+    (("V100",), (16, 32), "NVIDIA Tesla V100 datasheet: 16 GB or 32 GB HBM2 (V100S: 32 GB)"),
+    (("H100",), (80, 94, 96), "NVIDIA H100 Tensor Core GPU datasheet: SXM and PCIe 80 GB, NVL "
+     "94 GB; 96 GB: the Hopper GPU of a GH200 (GH200 datasheet, DEVICE_MEMORY_GIB)"),
+]
+
+
+def stated_memory_problem(device_name: str) -> str | None:
+    """Why the memory size ``device_name`` states ("A100 4GB") is not one its GPU is sold with
+    (``SOLD_MEMORY_GB``), in words; None when it is, or when no size or no list applies."""
+    stated = re.search(r"(\d+(?:\.\d+)?)\s*GB\b", device_name, flags=re.IGNORECASE)
+    row = _first_row(SOLD_MEMORY_GB, device_name)
+    if stated is None or row is None or float(stated.group(1)) in row[1]:
+        return None
+    sizes = ", ".join(str(n) for n in row[1])
+    return (f"states {stated.group(1)} GB, but the {' '.join(row[0])} is sold with {sizes} GB "
+            f"({row[2]})")
+
+
 def device_memory_of(device_name: str) -> tuple[float, str] | None:
     """(bytes, source) of one device's memory: the size the name states ("A100 40GB",
     "H100 SXM 96GB HBM2e"), else the datasheet size of a device sold in one size; None when

@@ -35,14 +35,28 @@ from scalesim.schemas import (
 )
 
 
-def _peak_tflops(device_name: str, extra: Hardware | None = None) -> float | None:
+def device_peak_tflops(device_name: str, extra: Hardware | None = None) -> float | None:
     """Dense 16-bit peak of ``device_name``, TFLOP/s: a hardware preset's (or ``extra``'s) of
-    that exact device, else the datasheet table's (``presets.peak_tflops_of``), else None."""
+    that exact device, else the datasheet table's (``presets.peak_tflops_of``), else None (an
+    unlisted device: the callers say its MFU is against a nominal peak, or refuse to estimate
+    a compute from a shape). The one lookup of a device's peak for predict, the layout path
+    (``layout_predict``) and ``scalesim plan``."""
     known = {h.device_name: h.peak_tflops for h in presets.HARDWARE.values()}
     if extra is not None and extra.peak_tflops is not None:
         known[extra.device_name] = extra.peak_tflops
     listed = presets.peak_tflops_of(device_name)
     return known.get(device_name) or (listed[0] if listed else None)
+
+
+LINK_NAMES = {"intra_node": "intra-server link", "inter_node": "inter-server link"}
+
+
+def unmeasured_links(profile: Profile) -> dict[str, str]:
+    """The link levels a calibrated profile did not measure (``LinkCalibration.measured``
+    false: one process per server, one server), each with its note (where its numbers came
+    from); the presets' profiles record no link calibration and give none. What the app lists
+    as caveats and ``scalesim predict`` notes under rows that use such a link."""
+    return {link.level: link.note for link in profile.links if not link.measured}
 
 
 def memory_bandwidth_GBps(device_name: str, given: float | None = None) -> float | None:
@@ -205,7 +219,7 @@ def compute_curve_from_reference(workload: Workload,
         per_sample_s *= RECOMPUTE_WORK
         note += "; this workload recomputes activations, the run did not: 4/3 of its time"
     if not same:
-        ref_peak = _peak_tflops(ref.device_name, hardware)
+        ref_peak = device_peak_tflops(ref.device_name, hardware)
         if ref_peak is None or hardware.peak_tflops is None:
             raise ScalesimError(
                 f"workload '{workload.name}' has no reference for '{hardware.device_name}' and "
@@ -239,7 +253,7 @@ def compute_curve_from_shape(workload: Workload, hardware: Hardware,
     from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY
 
     bandwidth = memory_bandwidth_GBps(hardware.device_name, hardware.memory_bandwidth_GBps)
-    peak = hardware.peak_tflops or _peak_tflops(hardware.device_name)
+    peak = hardware.peak_tflops or device_peak_tflops(hardware.device_name)
     if bandwidth is None or peak is None:
         raise ScalesimError(
             f"workload '{workload.name}' has no reference throughput, and hardware "
@@ -372,7 +386,7 @@ def _shape_device(base: Profile, name: str,
 
     hw, mp = base.hardware, base.model_parallel
     if mp is None or not presets.same_device(hw.device_name, calibrated_device):
-        if _peak_tflops(hw.device_name, hw) is None or memory_bandwidth_GBps(
+        if device_peak_tflops(hw.device_name, hw) is None or memory_bandwidth_GBps(
                 hw.device_name, hw.memory_bandwidth_GBps) is None:
             raise ScalesimError(
                 f"workload '{name}' is not the model profile '{base.name}' timed (another shape "
@@ -403,12 +417,14 @@ class WorkloadCompute:
     note: str
 
 
-def workload_compute(base: Profile, workload: Workload, name: str,
+def workload_compute(base: Profile, workload: Workload, name: str | None,
                      calibrated_device: str | None = None) -> WorkloadCompute:
     """The compute of ``workload`` (named ``name``) on measured profile ``base``: the one
     decision predict (``resolve_profile``: sweep, decide, goal) and ``scalesim plan --profile``
     take. ``calibrated_device``: the device the profile measured (default: its hardware's; the
-    hardware may have been replaced by ``--hardware``).
+    hardware may have been replaced by ``--hardware``). ``name`` None: no workload was given,
+    the profile's own model is asked about (``scalesim plan --profile P`` alone), and the note
+    says how its compute is decided without saying that a workload replaced it.
 
     - same model (``model_match``): the measured curve as it is;
     - the same transformer at sequence s' instead of the timed s: the measured curve with its
@@ -422,6 +438,8 @@ def workload_compute(base: Profile, workload: Workload, name: str,
     base = require_model(base, Profile, "base")
     workload = require_model(workload, Workload, "workload")
     calibrated_device = calibrated_device or base.hardware.device_name
+    replaced = "" if name is None else f"workload replaced by '{name}', "
+    name = workload.name if name is None else name
     match = model_match(base, workload)
     timed, kernel = measured_shape(base), ""
     if match != "other" and timed is not None and workload.transformer is not None \
@@ -433,13 +451,13 @@ def workload_compute(base: Profile, workload: Workload, name: str,
                   f"{timed.flash_attention})")
     if match == "same":
         return WorkloadCompute(match, workload, base.compute, base.hardware,
-                               f"workload sizes replaced by '{name}'; compute stays as "
-                               f"measured{kernel}")
+                               ("" if not replaced else f"workload sizes replaced by '{name}'; ")
+                               + f"compute stays as measured{kernel}")
     hardware, efficiency, basis, predict_hw, where = _shape_device(base, name, calibrated_device)
     if match == "other":
         curve, _ = compute_curve_from_shape(workload, hardware, efficiency, basis)
         return WorkloadCompute(match, workload, curve, predict_hw, (
-            f"workload replaced by '{name}', another model than the one timed: its compute from "
+            f"{replaced}another model than the one timed: its compute from "
             f"its shape {where}"))
     wanted = workload.transformer
     per_sample = [compute_curve_from_shape(
@@ -456,7 +474,7 @@ def workload_compute(base: Profile, workload: Workload, name: str,
                    f"{wanted.seq_len}: per sample x {ratio:.4g}, the layout model's ratio")},
         ComputeCurve, f"compute of workload '{name}'")
     return WorkloadCompute(match, workload, curve, predict_hw, (
-        f"workload replaced by '{name}', the timed model at sequence {wanted.seq_len} instead of "
+        f"{replaced}the timed model at sequence {wanted.seq_len} instead of "
         f"{timed.seq_len}: the measured curve's per-sample time x {ratio:.4g}, the ratio of the "
         f"two shapes' per-sample times in the layout model {where}; fixed time per micro-step "
         f"as measured{kernel}"))
@@ -531,9 +549,10 @@ def resolve_profile(
     return base
 
 
-def profile_with_workload(base: Profile, workload: Workload, name: str,
+def profile_with_workload(base: Profile, workload: Workload, name: str | None,
                           calibrated_device: str | None = None) -> tuple[Profile, MatchKind]:
-    """``base`` predicting ``workload`` (named ``name`` in the notes), with the compute and
+    """``base`` predicting ``workload`` (named ``name`` in the notes; None: the profile's own
+    model, ``workload_compute``), with the compute and
     hardware ``workload_compute`` decides, and the match; what ``--profile P --workload W``
     predicts (``resolve_profile``) and ``scalesim plan --profile`` ranks."""
     decided = workload_compute(base, workload, name, calibrated_device)

@@ -289,7 +289,7 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
         try:
             rows.append(RunRow.model_validate(rec))
         except ValidationError as exc:
-            raise ScalesimError(validation_message(exc, f"{source}: run {i}")) from None
+            raise ScalesimError(validation_message(exc, f"{source}: run {i}", RunRow)) from None
     for r in rows:
         if r.rank_step_times_s and len(r.rank_step_times_s) != r.devices:
             raise ScalesimError(f"{source}: the run on {r.devices} devices lists "

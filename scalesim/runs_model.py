@@ -48,7 +48,12 @@ def runs_model(model: str, gpu: str | None, params: float | None = None) -> Runs
     against the shape's (the workload schema's 5 % rule); default the workload's or the shape's.
     ScalesimError naming --gpu when it is missing or its memory bandwidth is not listed."""
     from scalesim.jsonio import parse_model
-    from scalesim.presets import device_memory_of, memory_bandwidth_of, peak_tflops_of
+    from scalesim.presets import (
+        device_memory_of,
+        memory_bandwidth_of,
+        peak_tflops_of,
+        stated_memory_problem,
+    )
     from scalesim.schemas import Workload
 
     shape, listed = model_shape(model)
@@ -64,6 +69,8 @@ def runs_model(model: str, gpu: str | None, params: float | None = None) -> Runs
     # the workload schema refuses a count more than 5 % from the shape's, naming both
     parse_model({"name": model, "params": count, "transformer": shape.model_dump()}, Workload,
                 f"--params with --workload {model}")
+    if problem := stated_memory_problem(gpu):  # "A100 4GB" would plan on 4 GiB devices
+        raise ScalesimError(f"--gpu '{gpu}' {problem}; fix the size or leave it out")
     peak = peak_tflops_of(gpu)
     memory = device_memory_of(gpu)
     return RunsModel(name=model, shape=shape, params=float(count), gpu=gpu,

@@ -6,7 +6,8 @@ CHUNK_ROWS combinations per call of the array model (so a million scenarios cost
 numpy, and 10^8 of them the memory of one chunk); ``sweep`` gathers every row in memory. A
 combination's row depends on its own knobs only, so chunks give exactly the rows one call would.
 Strong-scaling combinations whose global batch does not split evenly over devices x accumulation
-are dropped and counted, never rounded silently.
+are dropped and counted, never rounded silently; so are a transformer's layouts that break a
+layout rule (``SweepResult.dropped_layout``).
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ MEMORY_SHARE = 0.5  # the in-memory API result may take up to this share of avai
 @dataclass(frozen=True)
 class SweepResult:
     columns: dict[str, np.ndarray]  # the swept knobs, nodes, global_batch and every output
-    dropped: int  # combinations dropped (strong scaling that does not split evenly)
+    dropped: int  # combinations dropped (strong scaling that does not split evenly, a layout
+    # that breaks a rule)
+    dropped_layout: int = 0  # of those, the layouts that break a rule (``scalesim.layout``)
 
     @property
     def size(self) -> int:
@@ -67,7 +70,8 @@ class SweepPlan:
     base: Scenario
     axes: dict[str, np.ndarray]
     combinations: int  # product of the axis lengths
-    rows: int  # combinations kept (strong-scaling ones that do not split are dropped)
+    rows: int  # combinations kept (strong-scaling ones that do not split are dropped); on a
+    # transformer sweep an upper bound: its layout rules are checked as it runs (SweepResult)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -140,6 +144,21 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
         raise ScalesimError(f"sweep axes tp / pp split the model: {no_shape_words(profile)}")
     arrays = {name: _axis_array(name, values) for name, values in {"devices": base.devices,
                                                                    **axes}.items()}
+    if split:  # a schedule applies where pp > 1; with no such row it would change nothing
+        from scalesim.layout_predict import layout_of
+
+        asked = layout_of(base)
+        pipeline = [n for n, on in (("schedule " + str(asked.schedule),
+                                     asked.schedule not in (None, "none")),
+                                    (f"virtual_stages {asked.virtual_stages}",
+                                     asked.virtual_stages > 1)) if on]
+        if pipeline and int(np.max(arrays.get("pp", [asked.pp]))) == 1:
+            raise ScalesimError(f"{' and '.join(pipeline)} needs pp > 1 (a pipeline); give "
+                                "--pp or a --pp-values that reaches 2, or drop it")
+        if asked.sequence_parallel and int(np.max(arrays.get("tp", [asked.tp]))) == 1:
+            raise ScalesimError("sequence_parallel needs tp > 1 (it splits the tensor-parallel "
+                                "group's activations); give --tp or a --tp-values that reaches "
+                                "2, or drop it")
     g_max = base.devices_per_node or profile.hardware.devices_per_node
     layout(np.unique(arrays["devices"]), g_max)  # clear error for counts that do not fill servers
     shape = [len(v) for v in arrays.values()]
@@ -262,18 +281,20 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     k, global_batch, micro = _batch_axes(plan, grid)
     tp = grid.get("tp", np.full(p.shape, split.tp, dtype=np.int64))
     pp = grid.get("pp", np.full(p.shape, split.pp, dtype=np.int64))
-    keep = p % (tp * pp) == 0
-    dp = np.where(keep, p // (tp * pp), 1)
-    base_micro = micro
+    layout_ok = p % (tp * pp) == 0
+    dp = np.where(layout_ok, p // (tp * pp), 1)
+    base_micro, batch_ok = micro, np.ones(p.shape, dtype=bool)
     if global_batch is not None:
-        keep &= _strong_keep(global_batch, dp, k)
+        batch_ok = _strong_keep(global_batch, dp, k)
         micro = np.maximum(global_batch // (dp * k), 1)
         base_micro = global_batch // k
     g_max = base.devices_per_node or profile.hardware.devices_per_node
     name = split.schedule or ("interleaved" if split.virtual_stages > 1 else "1f1b")
     schedule = np.where(pp > 1, SCHEDULES[name], SCHEDULES["none"])
     virtual = np.where(pp > 1, split.virtual_stages, 1)
-    keep &= lp.check_rows(profile, dp, tp, pp, micro, dp * micro * k, schedule, virtual, g_max)
+    layout_ok &= lp.check_rows(profile, dp, tp, pp, micro, dp * micro * k, schedule, virtual,
+                               g_max)
+    keep = layout_ok & batch_ok
     grid = {name: col[keep] for name, col in grid.items()}
     p, k, tp, pp, micro, base_micro = (a[keep] for a in (p, k, tp, pp, micro, base_micro))
     zero = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
@@ -292,7 +313,8 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
                    global_batch=rows.global_batch, dp=rows.dp, tp=rows.tp, pp=rows.pp)
     columns.update({name: outputs[name] for name in OUTPUT_COLUMNS})
     columns["bubble_s"] = r.bubble_s
-    return SweepResult(columns=columns, dropped=int((~keep).sum()))
+    return SweepResult(columns=columns, dropped=int((~keep).sum()),
+                       dropped_layout=int((~layout_ok).sum()))
 
 
 def iter_sweep(plan: SweepPlan, chunk_rows: int | None = None) -> Iterator[SweepResult]:
@@ -350,7 +372,8 @@ def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResul
     if len(chunks) == 1:
         return chunks[0]
     columns = {name: np.concatenate([c.columns[name] for c in chunks]) for name in chunks[0].columns}
-    return SweepResult(columns=columns, dropped=sum(c.dropped for c in chunks))
+    return SweepResult(columns=columns, dropped=sum(c.dropped for c in chunks),
+                       dropped_layout=sum(c.dropped_layout for c in chunks))
 
 
 def _codes(values: np.ndarray, table: dict[str, int], what: str) -> np.ndarray:

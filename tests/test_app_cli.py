@@ -31,6 +31,16 @@ def test_an_empty_profiles_folder_name_is_refused(capsys):
     assert err.startswith("scalesim app: error: --profiles") and "empty" in err, err
 
 
+def test_a_profile_file_given_as_the_profiles_folder_says_so(tmp_path, capsys):
+    """``--profiles my-node.json`` (a file, where the app wants the folder of profiles) said
+    "no such folder" of a path that exists; it says that it is a file and what to give now."""
+    path = tmp_path / "my-node.json"
+    path.write_text("{}")
+    assert main(["app", "--headless", "--profiles", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "is a file, not a folder" in err and "no such" not in err and err.count("\n") == 1
+
+
 def test_missing_profiles_folder_is_one_line_error(tmp_path, capsys):
     assert main(["app", "--headless", "--profiles", str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err.strip()

@@ -161,3 +161,17 @@ def test_a_calibrated_smaller_server_keeps_the_shapes_that_fit():
 
     assert sizes_within([1, 2, 4, 8], 2) == [1, 2]
     assert sizes_within(None, 2) is None and sizes_within([8], 2) is None
+
+
+def test_billing_words_say_the_instance_not_a_server_of_its_size():
+    """``--instance-sizes 3`` on 8-GPU servers bills 3-GPU instances (8 GPUs: 9 billed); the
+    words said "billed per whole server of 3 GPUs", a server the hardware does not have."""
+    from scalesim.billing import billing_words
+
+    assert billing_words(8, None) == billing_words(8, [8]) == "billed per whole server of 8 GPUs"
+    assert billing_words(8, [1]) == "billed per GPU"
+    three = billing_words(8, [3])
+    assert "server of 3" not in three and "instance of 3 GPUs" in three
+    assert billed_devices([8], 8, [3])[0] == 9
+    # 4 GPUs used of an 8-GPU server: still the whole server
+    assert billing_words(4, [8]) == "billed per whole server of 8 GPUs"

@@ -154,7 +154,7 @@ BAD = [
      "devices but differ"),
     ("devices,nodes,samples_per_s\n1,1,10\n1,1,11\n", "all 2 runs are on 1 devices"),
     ("devices,nodes,samples_per_s\n1,1,10\n3,2,25\n", "split evenly"),
-    ("devices,nodes,samples_per_s\n1,1,10\n2,1,-4\n", "greater than or equal to"),
+    ("devices,nodes,samples_per_s\n1,1,10\n2,1,-4\n", "-4 given; allowed: 1e-06 <= x"),
     ("devices,nodes,samples_per_s\n1,1,10\n2,1,abc\n", "samples_per_s"),
     ("devices,nodes,step_time_s,rank_step_times_s\n1,1,1,1\n2,1,1,1;1;1\n", "one per rank"),
     ("devices,nodes,samples_per_s\n1,1,10,5\n2,1,20\n", "more cells"),
@@ -423,3 +423,39 @@ def test_traced_overlap_is_the_nearer_case(monkeypatch, share, overlap):
           "overlap_share": share, "idle_s": 0.0, "straggler_wait_s": 0.0}
     diagnosis._trace_remedies(cr, [SimpleNamespace(world_size=4)], "comm_growth")
     assert seen[-1].overlap is overlap
+
+
+def test_params_too_small_for_the_measured_transfer_is_said(tmp_path, capsys):
+    """--params 340 (meant 340e6) made the fitted inter-server link move the gradients at
+    0.00014 GB/s, held at the 1 MB/s floor of a link, and the remedies compared networks from
+    there ("0.001 -> 192 GB/s busbw") without a word. A note names the fitted rate, the floor
+    and the likely slip; the model's own parameter count gives no such note."""
+    path = tmp_path / "runs.csv"
+    path.write_text(cases.to_csv(cases.inter_server()))
+    assert main(["diagnose", str(path), "--params", "340", "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    slow = [n for n in notes if "--params 340" in n]
+    assert len(slow) == 1 and "below the 0.001 GB/s" in slow[0], notes
+    assert main(["diagnose", str(path), "--params", "340e6", "--json"]) == 0
+    assert not [n for n in json.loads(capsys.readouterr().out)["notes"] if "--params" in n]
+
+
+@pytest.mark.parametrize("flag", [["--params", "340e6"], ["--wire-bytes", "2"],
+                                  ["--critical-batch", "2048"], ["--extrapolate", "64"],
+                                  ["--gpu", "A100 40GB"], ["--recompute-style", "early-stop"]])
+def test_a_runs_file_flag_beside_traces_or_the_gpu_log_alone_is_refused(tmp_path, capsys, flag):
+    """--params, --wire-bytes, --critical-batch, --extrapolate, --gpu, --recompute-style fit or
+    extend a runs file; beside --trace (or --smi alone) they were accepted and changed nothing
+    (only --workload was refused). One line now, naming the flag."""
+    from test_traces import gpu_trace
+
+    traces = []
+    for rank in (0, 1):
+        path = tmp_path / f"rank{rank}.json"
+        path.write_text(json.dumps(gpu_trace(rank=rank)))
+        traces.append(str(path))
+    assert main(["diagnose", "--trace", *traces]) == 0
+    capsys.readouterr()
+    assert main(["diagnose", "--trace", *traces, *flag]) == 2
+    err = capsys.readouterr().err
+    assert flag[0] in err and "runs file" in err and len(err.strip().splitlines()) == 1, err

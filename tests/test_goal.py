@@ -172,3 +172,30 @@ def test_deadline_and_budget_take_their_bounds_from_the_one_table(capsys):
     code, _, err = run_cli(capsys, ["goal", "--train-samples", "2e9", "--deadline",
                                     f"{too_long:.0f}", "--budget", "1"])
     assert code == 2 and deadline.why in err, err
+
+
+@pytest.mark.parametrize("flag, value", [("--devices", "8"), ("--strategy", "zero3")])
+def test_a_flag_goal_searches_over_is_refused_not_ignored(capsys, flag, value):
+    """goal searches every device count up to --max-devices and every strategy: --devices 8 or
+    --strategy zero3 changed nothing in its answer (accepted and ignored). One line now, naming
+    the flag and what to give instead."""
+    code, _, err = run_cli(capsys, ["goal", "--train-samples", "2e9", "--deadline", "3d",
+                                    "--budget", "50000", flag, value])
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert flag in err and "searches" in err
+
+
+def test_a_layout_no_device_count_can_run_is_one_line(capsys):
+    """goal --tp 3 (no power of two or whole server divides by 3) dropped every combination;
+    the layout path then raised numpy's "select with an empty condition list" (a traceback,
+    also from ``sweep --tp-values 3 --devices 8``). Now goal says in one line that no count
+    runs the layout, and the sweep writes its header and notes the drop."""
+    code, _, err = run_cli(capsys, ["goal", "--workload", "llama3-8b", "--hardware", "dgx-h100",
+                                    "--tp", "3", "--train-samples", "1e7", "--deadline", "7d",
+                                    "--budget", "1e6", "--max-devices", "64"])
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "tp 3" in err and "layout rule" in err
+    code, out, err = run_cli(capsys, ["sweep", "--workload", "llama3-8b", "--hardware",
+                                      "dgx-h100", "--devices", "8", "--tp-values", "3"])
+    assert code == 0 and out.startswith("devices,tp,") and len(out.splitlines()) == 1, err
+    assert "1 combinations dropped: 1 break a layout rule" in err

@@ -116,3 +116,34 @@ def test_app_upload_refuses_duplicates_and_utf16_and_reads_a_bom():
         ("bom.json", b"\xef\xbb\xbf" + text.encode(), "application/json"))
     at.run()
     assert not at.sidebar.error and any("Loaded profile" in s.value for s in at.sidebar.success)
+
+
+@pytest.mark.parametrize("field, value, says", [
+    (("device_memory_bytes",), 40, ["40 given", "bytes (not GB)"]),
+    (("inter_node", "busbw_GBps"), 192e9, ["1.92e+11 given", "GB/s"]),
+    (("inter_node", "latency_s"), 6, ["6 given", "<= 1 s"]),
+])
+def test_an_out_of_bounds_number_in_a_file_is_named_with_its_unit(tmp_path, capsys, field,
+                                                                  value, says):
+    """A hardware file with a number in the wrong unit (memory in GB, bandwidth in bytes/s,
+    latency in microseconds) said only "field 'device_memory_bytes': Input should be greater
+    than or equal to 1000000": now the value given and the field's unit and bounds, in one
+    line, as the flags say them."""
+    import json
+
+    from cli_harness import run_cli
+
+    from scalesim.presets import HARDWARE
+
+    data = HARDWARE["dgx-a100"].model_dump(mode="json")
+    target = data
+    for part in field[:-1]:
+        target = target[part]
+    target[field[-1]] = value
+    path = tmp_path / "hw.json"
+    path.write_text(json.dumps(data))
+    code, _, err = run_cli(capsys, ["predict", "--hardware", str(path)])
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"field '{'.'.join(field)}'" in err and "allowed:" in err
+    for text in says:
+        assert text in err, err

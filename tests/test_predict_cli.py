@@ -116,10 +116,16 @@ def test_time_to_quality_shows_large_batch_effect():
     (["schema", "nothing"], "invalid choice"),
     (["predict", "--devices", "0-8"], "0 is outside 1 <= x"),
     (["predict", "--devices", "8-1"], "must start at 1 or more"),
+    (["predict", "--devices", "1-1000"], "stops at 512, short of 1000"),
+    (["sweep", "--batch-values", "3-100"], "stops at 96, short of 100"),
     (["predict", "--devices", "4,0"], "0 is outside 1 <= x"),
     (["predict", "--slow-factor", "2"], "go together"),
     (["predict", "--slow-device", "3"], "go together"),
     (["predict", "--price", "3"], "--price needs a training length"),
+    (["predict", "--critical-batch", "4096"], "--critical-batch and --min-samples go together"),
+    (["predict", "--min-samples", "1e6"], "--critical-batch and --min-samples go together"),
+    (["predict", "--critical-batch", "4096", "--train-samples", "1e9"],
+     "--critical-batch and --min-samples go together"),
     (["sweep", "--bucket-mib-values", "0,-5"], "0.0 is outside 0.1 <= x"),
     (["sweep", "--straggler-cv-values", "-1"], "-1.0 is outside 0 <= x"),
 ])
@@ -363,3 +369,91 @@ def test_predict_prints_durations_in_the_cards_words(capsys):
     row = next(line for line in out.splitlines() if line.split()[:1] == ["8"]
                and "min" in line)
     assert duration_text(1800) == "30 min" and "30 min" in row and "0.5 h" not in out
+
+
+def test_min_samples_alone_is_used_where_the_profile_measured_the_critical_batch(capsys):
+    """--min-samples alone is refused on the presets (no B_noise: nothing would use it) but is a
+    time to quality on a profile whose calibration measured B_simple: the rule is "no row has a
+    time to quality", not "both flags"."""
+    from h200_gpt import H200
+
+    code, out, err = run_cli(capsys, "predict", "--profile", str(H200), "--devices", "1",
+                             "--min-samples", "1e6", "--json")
+    assert code == 0, err
+    b_simple = load_profile(H200).noise_scale.b_simple
+    row = json.loads(out)[0]
+    b = row["global_batch"]
+    assert row["steps_to_quality"] == pytest.approx(1e6 / b_simple * (1 + b_simple / b))
+
+
+def test_a_doubling_range_is_said_in_help_and_reaches_its_end(capsys):
+    """'A-B' doubles from A (1-1024: 11 counts, not 1,024): --help says so, and an end the
+    doubling does not reach (1-1000 stopped at 512, silently) is refused; one that it reaches
+    gives every doubling."""
+    from scalesim.cli.options import parse_int_list
+
+    assert parse_int_list("1-1024") == [2**i for i in range(11)]
+    assert parse_int_list("3-96") == [3, 6, 12, 24, 48, 96]
+    for command in ("predict", "sweep", "decide", "goal"):
+        code, out, _ = run_cli(capsys, command, "--help")
+        assert code == 0 and "doubling" in " ".join(out.split()), command
+
+
+@pytest.mark.parametrize("command", ["predict", "sweep", "decide", "goal"])
+def test_loader_workers_without_a_measured_input_pipeline_is_refused(capsys, command):
+    """--loader-workers chooses a point of the profile's measured input-pipeline curve; the
+    presets have none, so any count (0 too) gave the same numbers, no stall, no note. Refused in
+    one line now; a calibrated profile with the curve takes it (and 1 worker stalls more than
+    the best count there)."""
+    from h200_gpt import H200
+
+    extra = {"goal": ["--train-samples", "1e9", "--deadline", "3d", "--budget", "1e5"]}
+    code, _, err = run_cli(capsys, command, "--loader-workers", "0",
+                           *extra.get(command, ["--devices", "1,2"]))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "--loader-workers 0" in err and "input pipeline" in err
+    assert load_profile(H200).input_pipeline is not None
+    rows = {}
+    for workers in ("1", "8"):
+        code, out, err = run_cli(capsys, "predict", "--profile", str(H200), "--devices", "1",
+                                 "--loader-workers", workers, "--json")
+        assert code == 0, err
+        rows[workers] = json.loads(out)[0]
+    assert rows["1"]["data_stall_s"] >= rows["8"]["data_stall_s"]
+
+
+def test_rows_over_a_link_the_profile_did_not_measure_say_so(capsys):
+    """The H200 profile ran on one GPU of one server: its links are presets' numbers. predict
+    put 2 devices on 2 servers at 64 % efficiency ("knee: crosses server boundary") with no word
+    that the inter-server link was never measured (the app showed it as a caveat). A note now,
+    only where a row uses that link and no --inter-busbw replaced it."""
+    from h200_gpt import H200
+
+    def notes(*argv):
+        code, out, err = run_cli(capsys, "predict", "--profile", str(H200), *argv)
+        assert code == 0, err
+        return [line for line in out.splitlines() if "link not measured" in line]
+
+    across = notes("--devices", "1,2")
+    assert len(across) == 1 and across[0].startswith("note: inter-server link not measured")
+    assert "ethernet" in across[0] and "--inter-busbw" in across[0]
+    assert notes("--devices", "1") == []
+    assert notes("--devices", "1,2", "--inter-busbw", "50") == []
+    code, out, err = run_cli(capsys, "plan", "--profile", str(H200), "--devices", "8",
+                             "--global-batch", "64", "--top", "1")
+    assert code == 0, err
+    assert [line for line in out.splitlines() if "link not measured" in line] == [
+        line.removesuffix(" or give --inter-busbw") for line in across]
+
+
+def test_a_zero_framework_with_ddp_is_noted_as_ignored(capsys):
+    """--zero-framework says how ZeRO runs; with --strategy ddp (the default) nothing is
+    sharded and the numbers are DDP's whatever it says. predict printed them with no word;
+    now a note, as for --recompute-style without full recompute."""
+    code, out, err = run_cli(capsys, "predict", "--devices", "8,16", "--zero-framework",
+                             "deepspeed")
+    assert code == 0, err
+    assert "note: --zero-framework deepspeed ignored: strategy ddp shards nothing" in out
+    code, out, err = run_cli(capsys, "predict", "--devices", "8,16", "--strategy", "zero2",
+                             "--zero-framework", "deepspeed")
+    assert code == 0 and "ignored" not in out, err

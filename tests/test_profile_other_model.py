@@ -94,7 +94,7 @@ def test_what_stays_as_measured(tmp_path):
 def test_a_profile_written_before_its_device_was_listed_gets_the_datasheet_peak():
     """The first H200 run wrote its profile before the H200 rows existed (no peak in it): its
     block fit (3,250 TFLOP/s, launch-bound) is now read against the listed 989 TFLOP/s peak,
-    clipped to efficiency 1 and named, as predict's peak (``profiles._peak_tflops``) reads the
+    clipped to efficiency 1 and named, as predict's peak (``profiles.device_peak_tflops``) reads the
     same table; a 4-byte (fp32) block is not held to the 16-bit peak."""
     from scalesim.plan import calibrated_hardware
 

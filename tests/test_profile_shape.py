@@ -329,3 +329,23 @@ def test_the_timed_gpt_at_another_sequence_keeps_its_measured_optimizer_step(tmp
     code, out, err = run_cli(capsys, ["plan", "--profile", str(H200), "--seq-len", "2048",
                                       "--devices", "1", "--global-batch", "8"])
     assert code == 0 and "its optimizer step as measured" in out, err
+
+
+def test_the_note_names_a_given_workload_and_not_the_profiles_own_model(tmp_path):
+    """``workload_compute`` builds its note: with a workload name it says the workload replaced
+    the profile's; with None (``scalesim plan --profile P`` alone plans the model P timed) it
+    says how the compute is decided and nothing about a replacement, for the same model and the
+    same model at another sequence alike (``cmd_plan`` rewrote the named note with
+    ``str.replace`` before)."""
+    from scalesim.profiles import workload_compute
+
+    base = load_profile(H200)
+    timed = measured_shape(base)
+    for shape, how in ((timed, "compute stays as measured"),
+                       (timed.model_copy(update={"seq_len": 2048}), "the timed model at sequence")):
+        workload = Workload(name="mine", params=shape.param_count(), transformer=shape)
+        named = workload_compute(base, workload, "mine").note
+        own = workload_compute(base, workload, None).note
+        assert "replaced by 'mine'" in named and how in named
+        assert own.startswith(how) and "replaced" not in own and "'mine'" not in own
+        assert named.endswith(own)

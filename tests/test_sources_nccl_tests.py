@@ -193,3 +193,30 @@ def test_cli_writes_the_profile_and_refuses_bad_input_in_one_line(tmp_path, caps
     assert main(["calibrate", "--from-nccl-tests", str(FAILED), "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "FAILED" in err[0]
+
+
+@pytest.mark.parametrize("flag", [["--quick"], ["--nproc-per-node", "4"], ["--phases", "compute"],
+                                  ["--resume"], ["--model", "gpt"], ["--block-hidden", "1024"],
+                                  ["--backend", "gloo"], ["--inter-busbw", "50"]])
+def test_a_measuring_flag_beside_from_is_refused_not_ignored(tmp_path, capsys, flag):
+    """--from-nccl-tests (--from-trace, --from-topo) reads files and measures nothing: --quick,
+    --nproc-per-node 4, --model gpt, --inter-busbw 50 ... were accepted and changed nothing.
+    One line now, naming the flag; --out, --name, --base and --micro-batch still go with it."""
+    out = tmp_path / "p.json"
+    code = main(["calibrate", "--from-nccl-tests", str(H100_1N), *flag, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert flag[0] in err and "measure nothing" in err and not out.exists()
+
+
+def test_base_without_a_from_source_is_refused_before_measuring(tmp_path, capsys):
+    """--base PROFILE is the profile --from-... updates; without a --from-... source calibrate
+    started a full measurement and never read it. One line now, before anything runs."""
+    base = tmp_path / "base.json"
+    assert main(["calibrate", "--from-nccl-tests", str(H100_1N), "--name", "lab",
+                 "--out", str(base)]) == 0
+    capsys.readouterr()
+    code = main(["calibrate", "--base", str(base), "--out", str(tmp_path / "new.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--base" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "new.json").exists()

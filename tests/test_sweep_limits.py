@@ -124,3 +124,55 @@ def test_output_larger_than_the_free_disk_is_refused(tmp_path, monkeypatch, caps
 def test_axes_of_the_wrong_type_are_one_line(axes, fragment):
     with pytest.raises(ScalesimError, match=fragment):
         sweep(default_profile(), Scenario(devices=[1, 2]), axes)
+
+
+def test_layout_combinations_dropped_are_named_and_counted(tmp_path, capsys):
+    """A transformer sweep drops the layouts that cannot run (tp 3 does not divide 8 devices,
+    tp 16 is over a server of 8) and said "2 strong-scaling combinations dropped: the global
+    batch does not split evenly" for a weak-scaling sweep, and "wrote 4 scenarios" for the 2
+    rows it wrote. Now the count written is the rows written and each drop has its reason."""
+    out = tmp_path / "grid.json"
+    code = main(["sweep", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8",
+                 "--tp-values", "1,2,3,16", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    rows = json.loads(out.read_text())
+    assert sorted(r["tp"] for r in rows) == [1, 2]
+    assert err.startswith("wrote 2 scenarios") and len(err.strip().splitlines()) == 1, err
+    assert "2 combinations dropped: 2 break a layout rule" in err and "global batch" not in err
+    code = main(["sweep", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8",
+                 "--tp-values", "1,2,3", "--global-batch-values", "8,12", "--format", "json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    # tp 3 twice (layout); dp 8 at tp 1 cannot split 12, dp 4 at tp 2 can
+    assert len(json.loads(captured.out)) == 3
+    assert ("3 combinations dropped: 2 break a layout rule" in captured.err
+            and "1 does not split the global batch" in captured.err), captured.err
+
+
+@pytest.mark.parametrize("extra", [["--schedule", "gpipe"], ["--schedule", "interleaved"],
+                                   ["--virtual-stages", "2"]])
+def test_a_pipeline_schedule_with_no_pipeline_is_refused_as_predict_refuses_it(capsys, extra):
+    """predict and decide refuse --schedule gpipe with pp 1; sweep (and goal, which sweeps)
+    applied a schedule only where pp > 1 and so ignored it silently when no row had a
+    pipeline. Refused in one line now; with a pp axis that reaches 2 it applies there."""
+    argv = ["sweep", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8",
+            "--tp", "2", *extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "needs pp > 1" in err and len(err.strip().splitlines()) == 1, err
+    if extra[0] == "--schedule":
+        assert main([*argv, "--pp-values", "1,2", "--accumulation", "4"]) == 0
+        capsys.readouterr()
+
+
+def test_sequence_parallel_with_no_tensor_parallelism_is_refused(capsys):
+    """``sweep --sequence-parallel`` with tp 1 everywhere ran every row without it (predict
+    refuses it); with a --tp-values that reaches 2 it applies there."""
+    argv = ["sweep", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8",
+            "--sequence-parallel"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "sequence_parallel needs tp > 1" in err and len(err.strip().splitlines()) == 1, err
+    assert main([*argv, "--tp-values", "1,2"]) == 0
+    capsys.readouterr()

@@ -158,6 +158,9 @@ def run(args: argparse.Namespace) -> int:
         raise ScalesimError("--profiles: the folder name is empty; give a folder of profiles")
     if args.profiles is not None:
         folder = Path(args.profiles).expanduser()
+        if folder.is_file():
+            raise ScalesimError(f"--profiles {args.profiles}: is a file, not a folder; give the "
+                                "folder that holds your profiles")
         if not folder.is_dir():
             raise ScalesimError(f"--profiles {args.profiles}: no such folder")
         env["SCALESIM_APP_PROFILES"] = str(folder.resolve())

@@ -44,13 +44,37 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="profile to start from (default: --out when it exists, else the presets)")
 
 
+# What --from-nccl-tests / --from-trace / --from-topo read besides their files
+# (``sources.calibrate_from.run_from_sources``); every other flag sets up a measurement.
+FROM_FLAGS = {"out", "name", "base", "micro_batch", "no_progress", "command",
+              "from_nccl_tests", "from_trace", "from_topo"}
+
+
+def measuring_flags_given(args: argparse.Namespace) -> list[str]:
+    """The measurement flags ``args`` sets to other than their defaults, as typed (--quick)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    defaults = vars(parser.parse_args([]))
+    return ["--" + name.replace("_", "-") for name, value in vars(args).items()
+            if name in defaults and name not in FROM_FLAGS and value != defaults[name]]
+
+
 def run(args: argparse.Namespace) -> int:
     from scalesim.errors import ScalesimError
 
     if args.from_nccl_tests or args.from_trace or args.from_topo is not None:  # '' refused there
         from scalesim.sources.calibrate_from import run_from_sources
 
+        if given := measuring_flags_given(args):
+            raise ScalesimError(
+                f"{', '.join(given)}: --from-nccl-tests, --from-trace and --from-topo read your "
+                "files and measure nothing, so this changes nothing; drop it, or run "
+                "scalesim calibrate without --from-... to measure")
         return run_from_sources(args)
+    if args.base is not None:
+        raise ScalesimError(f"--base {args.base}: the profile that --from-nccl-tests, "
+                            "--from-trace or --from-topo update; a measurement writes a new "
+                            "profile and reads none: drop --base, or add a --from-... source")
     if args.nproc_per_node < 1:
         raise ScalesimError("--nproc-per-node must be 1 or more")
     if args.nproc_per_node == 1:

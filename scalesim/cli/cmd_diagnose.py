@@ -60,6 +60,17 @@ def run(args: argparse.Namespace) -> int:
     from scalesim.errors import ScalesimError
     from scalesim.jsonio import to_json_text
 
+    # flags that fit or extend a runs file: beside --trace, or --smi alone, they change nothing
+    runs_only = [flag for flag, value, default in (
+        ("--params", args.params, None), ("--wire-bytes", args.wire_bytes, 4.0),
+        ("--critical-batch", args.critical_batch, None), ("--extrapolate", args.extrapolate, None),
+        ("--workload", args.workload, None), ("--gpu", args.gpu, None),
+        ("--recompute-style", args.recompute_style, None)) if value != default]
+    if args.runs is None and runs_only and (args.trace is not None or args.smi is not None):
+        raise ScalesimError(f"{', '.join(runs_only)}: for a runs file (scalesim diagnose "
+                            "runs.csv ...); " + ("--trace reads" if args.trace is not None
+                                                 else "--smi alone reads")
+                            + " none of it: drop it, or give the runs file")
     smi = None
     if args.smi is not None:
         from scalesim.sources.nvidia_smi import parse_smi_csv, render_smi
@@ -69,8 +80,6 @@ def run(args: argparse.Namespace) -> int:
             print(to_json_text(smi.to_dict(), what="the GPU log") if args.json
                   else render_smi(smi))
             return 0
-    if args.trace is not None and args.workload is not None:
-        raise ScalesimError("--workload applies to a runs file, not to --trace")
     if (args.runs is None) == (args.trace is None):
         raise ScalesimError("give a runs file (scalesim diagnose runs.csv) or --trace FILES, "
                             "not both and not neither")

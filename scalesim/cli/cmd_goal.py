@@ -81,9 +81,23 @@ def render(answer) -> str:
     return "\n".join(lines)
 
 
+# Scenario flags whose values goal searches over itself (``scalesim.goal``): given, they would
+# change nothing in its answer.
+SEARCHED = {
+    "devices": "--devices is not used: goal searches every device count up to --max-devices; "
+               "give --max-devices N instead",
+    "strategy": "--strategy is not used: goal searches DDP and ZeRO-1/2/3 and names the one it "
+                "picks; drop it",
+}
+
+
 def run(args: argparse.Namespace) -> int:
+    from scalesim.errors import ScalesimError
     from scalesim.goal import seek
 
+    for dest, why in SEARCHED.items():
+        if getattr(args, dest) is not None:
+            raise ScalesimError(why)
     scenario = scenario_from_args(args)
     profile = profile_from_args(args, scenario)
     answer = seek(profile, scenario, args.deadline, args.budget, args.max_devices)

@@ -192,6 +192,14 @@ def run(args: argparse.Namespace) -> int:
                           if args.efficiency else ""))
         if conditions := conditions_line(args, jitter_cv, used):
             print(conditions)
+        if profile is not None:
+            from scalesim.cli.cmd_predict import unmeasured_link_notes
+
+            g = args.gpus_per_node or hardware.devices_per_node
+            for line in unmeasured_link_notes(profile, inter=any(r.devices > g for r in rows),
+                                              intra=g > 1 and any(r.devices > 1 for r in rows),
+                                              flags=False):
+                print(f"note: {line}")
         print(render_text(rows, args.global_batch))
     return 0
 
@@ -223,15 +231,16 @@ def _on_the_measured_curve(args, base, shape, params, own=None):
         return None
     from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
     from scalesim.layout_predict import optimizer_measured, plan_at
-    from scalesim.profiles import _peak_tflops, load_workload, profile_with_workload
+    from scalesim.profiles import device_peak_tflops, load_workload, profile_with_workload
     from scalesim.schemas import Scenario, ScenarioLayout
 
     if not base.compute.measured:
         return None
-    name = own.name if own is not None else args.workload
     workload = (own if own is not None else load_workload(args.workload)).model_copy(update={
         "transformer": shape, "params": params or shape.param_count()})
-    profile, match = profile_with_workload(base, workload, name)
+    # its own model (no --workload): a note that does not say a workload replaced it
+    profile, match = profile_with_workload(base, workload, None if own is not None
+                                           else args.workload)
     if match == "other":
         return None
     scenario = Scenario(
@@ -248,13 +257,12 @@ def _on_the_measured_curve(args, base, shape, params, own=None):
     if own is not None:  # no --workload: say which model is planned
         what = (f"no --workload: its own model, the transformer it timed ({shape.layers} layers, "
                 f"hidden {shape.hidden}, {shape.heads} heads, vocabulary {shape.vocab}); "
-                + what.replace(f"workload replaced by '{name}', ", "").replace(
-                    f"workload sizes replaced by '{name}'; ", ""))
+                + what)
     note = (f"profile {base.name}: {what}; every layout's matmul efficiency "
             "pinned to that curve at its micro-batch, as predict pins it (docs/model.md §22)"
             + ("; its optimizer step as measured, x the parameters each device updates"
                if optimizer_measured(profile.compute) else "") + "; links from the profile")
-    if _peak_tflops(profile.hardware.device_name, profile.hardware) is None:
+    if device_peak_tflops(profile.hardware.device_name, profile.hardware) is None:
         note += "; no datasheet peak for this device: MFU is against a nominal peak, ignore it"
     return rows, note
 

@@ -184,9 +184,37 @@ def render_table(profile, scenario, rows) -> str:
                      "one device too, so efficiency cannot show it); fix the input pipeline first")
     if note := slow_device_note(scenario.slow_device, [r.devices for r in rows]):
         lines.append(f"note: {note}")
+    if scenario.strategy == "ddp" and scenario.zero_framework != "fsdp":  # fsdp: the default
+        lines.append(f"note: --zero-framework {scenario.zero_framework} ignored: strategy ddp "
+                     "shards nothing (give --strategy zero1, zero2 or zero3)")
+    lines += [f"note: {note}" for note in unmeasured_link_notes(
+        profile, inter=any(r.nodes > 1 for r in rows) and scenario.inter_busbw_GBps is None,
+        intra=any(r.devices > r.nodes for r in rows) and scenario.intra_busbw_GBps is None)]
     for note in profile.notes:
         lines.append(f"note: {note}")
     return "\n".join(lines)
+
+
+def unmeasured_link_notes(profile, inter: bool, intra: bool, flags: bool = True) -> list[str]:
+    """A note per link level the profile did not measure (``profiles.unmeasured_links``) that
+    the rows use: ``inter`` (a row on several servers) and ``intra`` (several devices of one),
+    each where no --inter/--intra-busbw replaced it. Those rows rest on a preset's numbers,
+    which the table does not show (predict; plan, which has no link flags: ``flags`` False)."""
+    from scalesim.profiles import LINK_NAMES, unmeasured_links
+
+    used = {"inter_node": (inter, "several servers", "--inter-busbw"),
+            "intra_node": (intra, "several devices of a server", "--intra-busbw")}
+    out = []
+    for level, note in unmeasured_links(profile).items():
+        if level in used and used[level][0]:
+            origin = note.split(" (the default")[0]
+            origin = origin if len(origin) <= 200 else origin[:199] + "…"
+            origin = (origin.removeprefix("NOT MEASURED ") if origin.startswith("NOT MEASURED (")
+                      else f"({origin})" if origin else "")
+            out.append(f"{LINK_NAMES[level]} not measured {origin}; the rows on "
+                       f"{used[level][1]} use those numbers: measure it"
+                       + (f" or give {used[level][2]}" if flags else ""))
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -199,6 +227,16 @@ def run(args: argparse.Namespace) -> int:
         raise ScalesimError("--price needs a training length (--train-samples, or --epochs with "
                             "--dataset-size) or a quality target (--critical-batch with "
                             "--min-samples) to price")
+    given = [f for f, v in (("--critical-batch", args.critical_batch),
+                            ("--min-samples", args.min_samples)) if v is not None]
+    if given and all(r.time_to_quality_s is None for r in rows):
+        # predict uses B_noise and E_min only for the time to quality (docs/model.md §8); its
+        # time to train is train_samples / throughput (§9), so one alone would change nothing
+        raise ScalesimError(
+            f"{' and '.join(given)} given, but --critical-batch and --min-samples go together: "
+            "predict uses them only for the time to quality (its time to train takes no "
+            "large-batch penalty; decide and goal charge one with --critical-batch and "
+            "--train-samples); give both, or drop " + ("it" if len(given) == 1 else "them"))
     if args.json:
         print(to_json_text([r.model_dump() for r in rows], what="the prediction"))
     else:

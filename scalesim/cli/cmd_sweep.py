@@ -65,7 +65,8 @@ VALUE_FLAGS = {
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_profile_arguments(p)
     add_scenario_arguments(p)
-    g = p.add_argument_group("grid axes (comma-separated values; each multiplies the grid)")
+    g = p.add_argument_group("grid axes (comma-separated values, or A-B doubling from A to B for whole "
+                             "numbers; each multiplies the grid)")
     for flag, (axis, parser) in VALUE_FLAGS.items():
         g.add_argument("--" + flag.replace("_", "-"), type=parser, metavar="V,V,...",
                        help=f"values of {axis}")
@@ -141,13 +142,16 @@ def _check_disk(path: str, size: int, rows: int) -> None:
                             "values")
 
 
-def _write(handle, plan, fmt: str) -> int:
-    """Stream every row of ``plan`` to ``handle``; returns the combinations dropped."""
+def _write(handle, plan, fmt: str) -> tuple[int, int, int]:
+    """Stream every row of ``plan`` to ``handle``; returns the rows written, the combinations
+    dropped and, of those, the layouts that break a rule."""
     from scalesim.sweep import iter_sweep
 
-    dropped, first = 0, True
+    written, dropped, dropped_layout, first = 0, 0, 0, True
     for chunk in iter_sweep(plan):
+        written += chunk.size
         dropped += chunk.dropped
+        dropped_layout += chunk.dropped_layout
         if first:
             handle.write("[" if fmt == "json" else ",".join(chunk.columns) + "\n")
         for piece in _pieces(chunk.columns, fmt):
@@ -155,7 +159,20 @@ def _write(handle, plan, fmt: str) -> int:
             first = False
     if fmt == "json":
         handle.write("]\n")
-    return dropped
+    return written, dropped, dropped_layout
+
+
+def dropped_note(dropped: int, dropped_layout: int) -> str:
+    """Why combinations were left out, each reason with its count ('' when none was)."""
+    if not dropped:
+        return ""
+    batch = dropped - dropped_layout
+    reasons = ([f"{dropped_layout} break a layout rule (tp x pp must divide the devices, tp "
+                "stays in a server, the layers and heads must split: scalesim.layout)"]
+               if dropped_layout else [])
+    reasons += ([f"{batch} {'does' if batch == 1 else 'do'} not split the global batch evenly "
+                 "over devices x accumulation"] if batch else [])
+    return f"{dropped} combinations dropped: " + "; ".join(reasons)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -179,13 +196,12 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.out)
         _check_disk(args.out, _estimated_bytes(plan, fmt), plan.rows)
         with open_output(args.out) as handle:
-            dropped = _write(handle, plan, fmt)
+            written, *dropped = _write(handle, plan, fmt)
     else:
-        dropped = _write(sys.stdout, plan, fmt)
-    note = (f"{dropped} strong-scaling combinations dropped: the global batch does not "
-            "split evenly over devices x accumulation" if dropped else "")
+        written, *dropped = _write(sys.stdout, plan, fmt)
+    note = dropped_note(*dropped)
     if args.out is not None:
-        print(f"wrote {plan.rows} scenarios to {args.out}" + (f" ({note})" if note else ""),
+        print(f"wrote {written} scenarios to {args.out}" + (f" ({note})" if note else ""),
               file=sys.stderr)
     elif note:
         print(f"note: {note}", file=sys.stderr)

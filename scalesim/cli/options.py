@@ -58,7 +58,8 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     g = p.add_argument_group("scenario")
     g.add_argument("--scenario", metavar="FILE", help="scenario JSON (flags given override it)")
     _knob(g, "devices", default=None,
-          help=f"device counts, e.g. 1,2,4,8,16 or 1-1024 (default {devices_default})")
+          help=f"device counts, e.g. 1,2,4,8,16, or A-B doubling from A to B: 1-1024 is "
+          f"1,2,4,...,1024 (default {devices_default})")
     add_gpus_per_node_argument(g)
     batch = g.add_mutually_exclusive_group()
     _knob(batch, "micro_batch", help="per-device micro-batch (weak scaling)")
@@ -229,7 +230,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     try:
         return Scenario.model_validate(base)
     except ValidationError as exc:
-        raise ScalesimError(validation_message(exc, "scenario")) from None
+        raise ScalesimError(validation_message(exc, "scenario", Scenario)) from None
 
 
 def profile_from_args(args: argparse.Namespace, scenario: Scenario | None = None,
@@ -240,6 +241,14 @@ def profile_from_args(args: argparse.Namespace, scenario: Scenario | None = None
     from scalesim.profiles import resolve_profile
 
     profile = resolve_profile(args.profile, args.hardware, args.workload)
+    workers = getattr(args, "loader_workers", None)
+    if workers is not None and profile.input_pipeline is None:
+        # predict.loader_supply reads the workers off the measured curve; without one the
+        # supply is unlimited whatever the count
+        raise ScalesimError(
+            f"--loader-workers {workers}: profile '{profile.name}' has no measured input "
+            "pipeline (the presets have none), so no worker count changes a number; measure one "
+            "(scalesim calibrate with its loader phase) or drop the flag")
     if scenario is None:
         return profile
     from scalesim.layout_predict import split_profile

@@ -249,6 +249,8 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
     keys = sorted(plans)
 
     def select(values):
+        if not keys:  # no layouts at all (every combination of a sweep dropped): empty arrays
+            return np.zeros(np.broadcast_shapes(strategy.shape, k.shape, np.shape(backward_s)))
         if len(keys) == 1:
             return values[keys[0]]
         return np.select([(plan_framework == f) & (strategy == s) for f, s in keys],
