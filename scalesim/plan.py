@@ -41,6 +41,7 @@ from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
 from scalesim.model.sharding import EVERY_MICRO_STEP, FRAMEWORKS, FSDP, GRAD_SYNCS
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.predict import nvls_busbw_ratio
+from scalesim.presets import VENDOR_KERNEL, attention_efficiency_of
 from scalesim.schemas import (
     GRAD_SYNC_DEEPSPEED_ERROR,
     LAUNCH_BOUND,
@@ -168,6 +169,9 @@ class Setting:
     recompute_style: str = DEFAULT_RECOMPUTE_STYLE  # how the framework's full recompute reruns
     # the forward (``layout.RECOMPUTE_STYLES``): a property of the framework, not searched
     overlap: bool = True  # the framework overlaps communication with compute (Scenario.overlap)
+    attention_kernel: str = VENDOR_KERNEL  # the framework's fused attention kernel
+    # (``presets.ATTENTION_KERNELS``): 'flash2' runs the attention core at its own share of the
+    # peak on Hopper (docs/model.md §13); the vendor kernel at the matmuls' efficiency
     slow_device: int | None = None  # global rank of a persistently slow device (None: none)
     slow_factor: float = 1.0  # its compute-time multiplier
     loader_samples_per_s: float = np.inf  # input supply per model replica, samples/s
@@ -324,7 +328,9 @@ def setting_inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         bucket_bytes=setting.bucket_bytes, first_bucket_bytes=setting.first_bucket_bytes,
         nvls_busbw_ratio=nvls_busbw_ratio(hw.intra_node),
         # fp8 recipes cast the Linear layers only: the attention core stays at the 16-bit peak
-        attention_peak_flops_per_s=_peak_flops(hw, False), **p2p_inputs(setting.p2p))
+        attention_peak_flops_per_s=_peak_flops(hw, False),
+        attention_efficiency=attention_efficiency_of(hw.device_name, setting.attention_kernel),
+        **p2p_inputs(setting.p2p))
 
 
 def _layout_arrays(layouts: list[ParallelLayout]) -> dict[str, np.ndarray]:
@@ -427,7 +433,8 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
          recompute_style: str = DEFAULT_RECOMPUTE_STYLE, overlap: bool = True,
          slow_device: int | None = None, slow_factor: float = 1.0,
          zero_framework: str = "fsdp",
-         grad_sync: str = "every-micro-step") -> list[PlanRow]:
+         grad_sync: str = "every-micro-step",
+         attention_kernel: str = VENDOR_KERNEL) -> list[PlanRow]:
     """Rank every valid layout of ``shape`` on each of ``devices`` for ``global_batch``.
 
     Fitting layouts first, best first (highest samples/s, or fewest device-hours per sample
@@ -446,7 +453,9 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
     how the ZeRO layouts run ('fsdp': FSDP, ZeRO-1 as Megatron-Core's distributed optimizer; or
     'deepspeed'; ``Scenario.zero_framework``, docs/model.md §4); ``grad_sync``: when ZeRO-2/3
     reduce under accumulation ('every-micro-step' or 'once-per-step', FSDP's no_sync;
-    ``Scenario.grad_sync``).
+    ``Scenario.grad_sync``); ``attention_kernel``: the framework's fused attention kernel
+    ('fused-vendor': cuDNN through Transformer Engine, FlashAttention-3; 'flash2': flash-attn 2,
+    PyTorch SDPA's default backend, Triton; ``presets.attention_efficiency_of``, §13).
     ``rank_layouts`` does the same for a ``Setting`` (a scenario's: ``layout_predict.plan_at``).
     """
     check_number("matmul_efficiency", efficiency, "efficiency")
@@ -460,10 +469,11 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
         raise ScalesimError(f"grad_sync {grad_sync!r}: choose {' or '.join(GRAD_SYNCS)}")
     if grad_sync_refused(zero_framework, grad_sync):
         raise ScalesimError(GRAD_SYNC_DEEPSPEED_ERROR)
+    attention_efficiency_of(hardware.device_name, attention_kernel)  # a known kernel
     setting = Setting(shape, hardware, global_batch, efficiency, fp8, params, tp_overlap,
                       jitter_cv, p2p, recompute_style, overlap=overlap, slow_device=slow_device,
                       slow_factor=slow_factor, framework=FRAMEWORKS[zero_framework],
-                      grad_sync=GRAD_SYNCS[grad_sync])
+                      grad_sync=GRAD_SYNCS[grad_sync], attention_kernel=attention_kernel)
     return rank_layouts(setting, devices, rank_by, top, include_unfit, cp_values, split_only)
 
 

@@ -67,3 +67,54 @@ def test_validation_default_by_stack():
         assert any("attention kernel not stated" in f for f in flags) == (expected is not None)
         seen.add((hopper, te))
     assert {(True, False), (True, True), (False, True), (False, False)} <= seen
+
+
+def _best_tokens_per_s(capsys, *flags):
+    import json
+
+    from cli_harness import run_cli
+
+    code, out, err = run_cli(capsys, ["plan", "--workload", "llama3-8b", "--devices", "8",
+                                      "--global-batch", "32", "--top", "1", "--json", *flags])
+    assert code == 0, err
+    return json.loads(out)[0]["tokens_per_s"]
+
+
+def test_plan_attention_kernel_slows_long_sequences_on_hopper_only(capsys):
+    """flash2 on an H100 at 8,192 tokens: the attention core at 0.35 of the peak instead of the
+    matmuls' 0.69 (the planner's default efficiency) costs throughput; on an A100 it changes
+    nothing (FlashAttention-2 runs near the matmuls' efficiency there)."""
+    h100 = ["--hardware", "dgx-h100", "--seq-len", "8192"]
+    vendor = _best_tokens_per_s(capsys, *h100)
+    flash2 = _best_tokens_per_s(capsys, *h100, "--attention-kernel", "flash2")
+    assert flash2 < 0.95 * vendor
+    a100 = ["--hardware", "dgx-a100", "--seq-len", "8192"]
+    assert _best_tokens_per_s(capsys, *a100, "--attention-kernel", "flash2") == \
+        _best_tokens_per_s(capsys, *a100)
+
+
+def test_plan_attention_kernel_is_said_and_refused_on_measured_timings(capsys):
+    from cli_harness import run_cli
+    from h200_gpt import H200
+
+    code, out, _ = run_cli(capsys, ["plan", "--workload", "llama3-8b", "--hardware", "dgx-h100",
+                                    "--devices", "8", "--global-batch", "32", "--top", "1",
+                                    "--attention-kernel", "flash2"])
+    assert code == 0 and "attention: flash2 kernel, its attention core at 0.35 of the 16-bit " \
+        "peak on H100-SXM5 80GB" in out
+    code, out, err = run_cli(capsys, ["plan", "--profile", str(H200), "--devices", "8",
+                                      "--global-batch", "32", "--attention-kernel", "flash2"])
+    assert code != 0 and len(err.strip().splitlines()) == 1
+    assert "--attention-kernel flash2" in err and "its own attention kernel" in err
+    code, _, err = run_cli(capsys, ["plan", "--devices", "8", "--global-batch", "32",
+                                    "--attention-kernel", "flash3"])
+    assert code == 2 and "invalid choice: 'flash3'" in err
+
+
+def test_plan_api_refuses_an_unknown_kernel():
+    from scalesim.plan import plan
+    from scalesim.presets import get_hardware, get_transformer
+
+    with pytest.raises(ScalesimError, match="unknown attention kernel 'fa4'"):
+        plan(get_transformer("llama3-8b"), get_hardware("dgx-h100"), [8], 32,
+             attention_kernel="fa4")

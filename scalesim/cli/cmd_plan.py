@@ -14,7 +14,8 @@ from scalesim.cli.options import (
     add_zero_framework_argument,
     positive_int,
 )
-from scalesim.errors import file_path
+from scalesim.errors import ScalesimError, file_path
+from scalesim.presets import ATTENTION_KERNELS, VENDOR_KERNEL
 
 NAME = "plan"
 DEFAULT_WORKLOAD = "llama3-8b"  # without --workload, and no model of a profile's to plan
@@ -72,6 +73,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tp-overlap", action="store_true",
                    help="the framework overlaps tensor-parallel collectives with the matmuls "
                    "(Transformer Engine userbuffers)")
+    p.add_argument("--attention-kernel", choices=ATTENTION_KERNELS, default=VENDOR_KERNEL,
+                   help="the framework's fused attention: fused-vendor (cuDNN through Transformer "
+                   "Engine, FlashAttention-3: the matmuls' efficiency; Megatron, NeMo) or flash2 "
+                   "(flash-attn 2, PyTorch SDPA's default backend, Triton: 0.35 of the 16-bit "
+                   "peak on Hopper, FlashAttention-3 paper; FSDP, torchtitan). Default "
+                   "fused-vendor; datasheet hardware only (a calibration timed its own kernel)")
     add_recompute_style_argument(p)
     add_zero_framework_argument(p)
     add_grad_sync_argument(p)
@@ -117,6 +124,18 @@ def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None
     return "ranked with: " + ", ".join(parts) if parts else ""
 
 
+def attention_kernel_line(kernel: str, device_name: str) -> str:
+    """What ``--attention-kernel`` does on this device (docs/model.md §13, attention kernel)."""
+    from scalesim.presets import attention_efficiency_of
+
+    share = attention_efficiency_of(device_name, kernel)
+    if share is None:
+        return (f"attention: {kernel} kernel at the matmuls' efficiency on {device_name} (no "
+                "published figure gives it a rate of its own there)")
+    return (f"attention: {kernel} kernel, its attention core at {share:g} of the 16-bit peak on "
+            f"{device_name} (FlashAttention-3 paper; pytorch/pytorch#142132)")
+
+
 def render_text(rows, global_batch: int) -> str:
     lines = [recompute_style_line(rows[0].recompute_style),
              f"{'#':>3} {'GPUs':>5} {'dp':>4} {'tp':>3} {'pp':>3} {'cp':>3} {'zero':>4} {'mb':>3} "
@@ -149,6 +168,11 @@ def run(args: argparse.Namespace) -> int:
 
     check_slow_device(args)
     profile = None if args.profile is None else load_profile(args.profile)
+    if args.attention_kernel != VENDOR_KERNEL and profile is not None and (
+            profile.compute.measured or profile.model_parallel is not None):
+        raise ScalesimError(f"--attention-kernel {args.attention_kernel}: {args.profile} holds "
+                            "timings measured with its own attention kernel; leave the flag "
+                            "out, or plan on --hardware")
     own = _profile_model(args, profile)
     if own is None and args.workload is None:
         args.workload = DEFAULT_WORKLOAD
@@ -181,7 +205,8 @@ def run(args: argparse.Namespace) -> int:
                     overlap=not args.no_overlap, jitter_cv=jitter_cv,
                     slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
                     zero_framework=args.zero_framework or "fsdp",
-                    grad_sync=args.grad_sync or "every-micro-step")
+                    grad_sync=args.grad_sync or "every-micro-step",
+                    attention_kernel=args.attention_kernel)
     if args.json:
         from scalesim.jsonio import to_json_text
 
@@ -192,6 +217,8 @@ def run(args: argparse.Namespace) -> int:
                           if args.efficiency else ""))
         if conditions := conditions_line(args, jitter_cv, used):
             print(conditions)
+        if args.attention_kernel != VENDOR_KERNEL:
+            print(attention_kernel_line(args.attention_kernel, hardware.device_name))
         if profile is not None:
             from scalesim.cli.cmd_predict import unmeasured_link_notes
 
