@@ -271,7 +271,9 @@ HOPPER_GPUS = ("H100", "H200", "GH200")
 # FlashAttention-3, arXiv 2407.08608, abstract). PyTorch's SDPA, which tries its flash backend
 # before cuDNN (cuDNN opt-in since pytorch/pytorch#138522, 2024-10, cherry-picked to 2.5), measured
 # 329 TFLOP/s on an H100 (seq 4,608, head dim 128: 0.33 of 989) against 631 for cuDNN's kernel
-# and 632 for FlashAttention-3 (pytorch/pytorch#142132, 2024-12-05). On A100 FlashAttention-2
+# and 632 for FlashAttention-3 (pytorch/pytorch#142132, 2024-12-05); pytorch/benchmark PR #2296
+# (commit d5f0a12, 2024-06) timed SDPA's forward on H100 at head dim 128 at 287-304 TFLOP/s
+# for 1K-16K tokens (0.29-0.31 of 989). On A100 FlashAttention-2
 # reaches "50-73% of the theoretical maximum FLOPs/s ... close to the efficiency of GEMM
 # operations" (Dao 2023, arXiv 2307.08691, abstract): there, and for the vendor kernels on
 # Hopper, the attention core keeps the matmuls' sustained efficiency.
