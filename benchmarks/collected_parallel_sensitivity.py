@@ -115,6 +115,20 @@ def extra_costs(cast: bool, hide_p2p: bool):
         ls._layer_times, ls.p2p_s = layer_times, p2p
 
 
+def pinned_errors(prepared, predict):
+    """{id: (group, anchor, error %)}: each group's efficiency pinned on its anchor by
+    ``predict(case, inputs, efficiency)``, every case then predicted at it."""
+    efficiency = {}
+    for c, x in prepared:
+        if c.anchor:
+            def gap(eff, c=c, x=x):
+                return predict(c, x, eff) - c.measured.value
+            lo, hi = EFFICIENCY_BOUNDS
+            efficiency[c.group] = brentq(gap, lo, hi, xtol=1e-9) if gap(hi) > 0 else hi
+    return {c.id: (c.group, c.anchor, 100.0 * (predict(c, x, efficiency[c.group])
+                                               / c.measured.value - 1.0)) for c, x in prepared}
+
+
 def score(cases, change=None, cast=None, hide_p2p=None, attention=None):
     """{id: (group, anchor, error %)} with each group's anchor re-pinned under the changes."""
     prepared = []
@@ -127,15 +141,7 @@ def score(cases, change=None, cast=None, hide_p2p=None, attention=None):
                 extra_costs(bool(cast and cast(c)), bool(hide_p2p and hide_p2p(c))):
             return metric_of(c, x, ls.evaluate_layouts(x.replace(efficiency=eff)))
 
-    efficiency = {}
-    for c, x in prepared:
-        if c.anchor:
-            def gap(eff, c=c, x=x):
-                return predict(c, x, eff) - c.measured.value
-            lo, hi = EFFICIENCY_BOUNDS
-            efficiency[c.group] = brentq(gap, lo, hi, xtol=1e-9) if gap(hi) > 0 else hi
-    return {c.id: (c.group, c.anchor, 100.0 * (predict(c, x, efficiency[c.group])
-                                               / c.measured.value - 1.0)) for c, x in prepared}
+    return pinned_errors(prepared, predict)
 
 
 def op_sac_share(c) -> float:
@@ -162,15 +168,7 @@ def score_op_sac(cases, change=None, cast=None):
                                                                  recompute=RECOMPUTE["full"])))
         return 1.0 / (1.0 / sel + op_sac_share(c) * (1.0 / full - 1.0 / sel))
 
-    efficiency = {}
-    for c, x in prepared:
-        if c.anchor:
-            def gap(eff, c=c, x=x):
-                return predict(c, x, eff) - c.measured.value
-            lo, hi = EFFICIENCY_BOUNDS
-            efficiency[c.group] = brentq(gap, lo, hi, xtol=1e-9) if gap(hi) > 0 else hi
-    return {c.id: (c.group, c.anchor, 100.0 * (predict(c, x, efficiency[c.group])
-                                               / c.measured.value - 1.0)) for c, x in prepared}
+    return pinned_errors(prepared, predict)
 
 
 def figures(errors) -> str:
