@@ -40,3 +40,56 @@ def test_an_option_after_a_flag_is_still_an_option(capsys):
     """Values that start with a digit after '-' are values; a flag is still a flag."""
     code, _, err = run_cli(capsys, [*GOAL, "--deadline", "--json"])
     assert code == 2 and "argument --deadline: expected one argument" in err, err
+
+
+@pytest.mark.parametrize("argv, flag, value", [
+    (["predict", "--devices", "8,"], "--devices", "'8,'"),
+    (["predict", "--devices", "8,,16"], "--devices", "'8,,16'"),
+    (["predict", "--devices", ",8"], "--devices", "',8'"),
+    (["predict", "--instance-sizes", "1, ,8", "--devices", "8"], "--instance-sizes", "'1, ,8'"),
+    (["sweep", "--devices", "8", "--batch-values", "16,32,"], "--batch-values", "'16,32,'"),
+    (["sweep", "--devices", "8", "--strategy-values", "ddp,,zero3"], "--strategy-values",
+     "'ddp,,zero3'"),
+    (["sweep", "--devices", "8", "--overlap-values", "on,"], "--overlap-values", "'on,'"),
+])
+def test_a_list_with_an_empty_item_is_refused(capsys, argv, flag, value):
+    """`--devices 8,` and `8,,16` were taken as 8 and 8,16: a slip (a value left out) went
+    unseen. Every list flag now refuses an empty item in one line naming the flag and value."""
+    code, out, err = run_cli(capsys, argv)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"argument {flag}: {value} has an empty item" in err, err
+
+
+def test_lists_without_empty_items_still_parse(capsys):
+    code, out, err = run_cli(capsys, ["predict", "--devices", " 1, 2 ,4", "--json"])
+    assert code == 0, err
+    code, _, err = run_cli(capsys, ["sweep", "--devices", "1-4", "--strategy-values",
+                                    "ddp, zero3"])
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("name, fmt", [("grid.json", "csv"), ("grid.csv", "json"),
+                                       ("GRID.JSON", "csv")])
+def test_an_out_suffix_that_contradicts_the_format_is_refused(tmp_path, capsys, name, fmt):
+    """`sweep --out x.json --format csv` wrote CSV into a .json file; a tool that opens it by
+    its suffix fails later, far from the cause. Refused before anything is written."""
+    out = tmp_path / name
+    code, _, err = run_cli(capsys, ["sweep", "--devices", "1,2", "--out", str(out),
+                                    "--format", fmt])
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    suffix = name.rsplit(".", 1)[1].lower()
+    assert f"--out {out}" in err and f"--format {fmt}" in err and f".{suffix}" in err, err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("name, fmt, first", [
+    ("grid.json", "json", "["), ("grid.csv", "csv", "devices,"), ("grid.txt", "json", "["),
+    ("grid.txt", None, "devices,"), ("grid.JSON", None, "["), ("grid.json", None, "["),
+])
+def test_an_out_suffix_that_agrees_or_says_nothing_is_written(tmp_path, capsys, name, fmt,
+                                                              first):
+    out = tmp_path / name
+    code, _, err = run_cli(capsys, ["sweep", "--devices", "1,2", "--out", str(out),
+                                    *(["--format", fmt] if fmt else [])])
+    assert code == 0, err
+    assert out.read_text().startswith(first)
