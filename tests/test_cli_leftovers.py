@@ -93,3 +93,37 @@ def test_an_out_suffix_that_agrees_or_says_nothing_is_written(tmp_path, capsys, 
                                     *(["--format", fmt] if fmt else [])])
     assert code == 0, err
     assert out.read_text().startswith(first)
+
+
+LAYOUT_SWEEP = ["sweep", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8"]
+
+
+@pytest.mark.parametrize("extra, reasons", [
+    (["--tp-values", "3"], ["1 break a layout rule"]),
+    (["--tp-values", "3,16"], ["2 break a layout rule"]),
+    (["--tp-values", "3,2", "--global-batch-values", "6"],
+     ["1 break a layout rule", "1 does not split the global batch"]),
+])
+def test_a_layout_sweep_that_drops_everything_fails_as_the_data_parallel_one(
+        tmp_path, capsys, extra, reasons):
+    """A transformer sweep whose every combination was dropped wrote a header alone and exited
+    0 with a note; the data-parallel sweep refuses that case ("no combination of the sweep
+    splits the global batch evenly"). Now both exit 2 with one line, here with the counts by
+    reason, and nothing is written (an existing --out file is left as it was)."""
+    code, out, err = run_cli(capsys, [*LAYOUT_SWEEP, *extra])
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "no combination of the sweep is left" in err, err
+    assert all(r in err for r in reasons), err
+    kept = tmp_path / "grid.csv"
+    kept.write_text("old\n")
+    code, _, err = run_cli(capsys, [*LAYOUT_SWEEP, *extra, "--out", str(kept)])
+    assert code == 2 and "no combination of the sweep is left" in err, err
+    assert kept.read_text() == "old\n"
+    code, _, err = run_cli(capsys, ["sweep", "--devices", "3", "--global-batch-values", "8"])
+    assert code == 2 and "no combination of the sweep splits the global batch" in err, err
+
+
+def test_a_layout_sweep_that_keeps_some_still_writes_them(capsys):
+    code, out, err = run_cli(capsys, [*LAYOUT_SWEEP, "--tp-values", "3,2"])
+    assert code == 0 and len(out.splitlines()) == 2, err
+    assert "1 combinations dropped: 1 break a layout rule" in err

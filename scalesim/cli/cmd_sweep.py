@@ -148,35 +148,49 @@ def _check_disk(path: str, size: int, rows: int) -> None:
 
 def _write(handle, plan, fmt: str) -> tuple[int, int, int]:
     """Stream every row of ``plan`` to ``handle``; returns the rows written, the combinations
-    dropped and, of those, the layouts that break a rule."""
+    dropped and, of those, the layouts that break a rule. A sweep that keeps no row writes
+    nothing and raises, its drops counted by reason: the data-parallel sweep refuses that case
+    before it runs (``sweep.plan_sweep``); a transformer's layout rules are known as it runs."""
     from scalesim.sweep import iter_sweep
 
     written, dropped, dropped_layout, first = 0, 0, 0, True
     for chunk in iter_sweep(plan):
-        written += chunk.size
         dropped += chunk.dropped
         dropped_layout += chunk.dropped_layout
+        if not chunk.size:
+            continue
+        written += chunk.size
         if first:
             handle.write("[" if fmt == "json" else ",".join(chunk.columns) + "\n")
         for piece in _pieces(chunk.columns, fmt):
             handle.write(piece if first or fmt == "csv" else ", " + piece)
             first = False
+    if not written:
+        raise ScalesimError(f"no combination of the sweep is left: all {dropped} dropped ("
+                            + "; ".join(_dropped_reasons(dropped, dropped_layout))
+                            + "); nothing written")
     if fmt == "json":
         handle.write("]\n")
     return written, dropped, dropped_layout
 
 
-def dropped_note(dropped: int, dropped_layout: int) -> str:
-    """Why combinations were left out, each reason with its count ('' when none was)."""
-    if not dropped:
-        return ""
+def _dropped_reasons(dropped: int, dropped_layout: int) -> list[str]:
+    """Each reason combinations were left out, with its count."""
     batch = dropped - dropped_layout
     reasons = ([f"{dropped_layout} break a layout rule (tp x pp must divide the devices, tp "
                 "stays in a server, the layers and heads must split: scalesim.layout)"]
                if dropped_layout else [])
     reasons += ([f"{batch} {'does' if batch == 1 else 'do'} not split the global batch evenly "
                  "over devices x accumulation"] if batch else [])
-    return f"{dropped} combinations dropped: " + "; ".join(reasons)
+    return reasons
+
+
+def dropped_note(dropped: int, dropped_layout: int) -> str:
+    """Why combinations were left out, each reason with its count ('' when none was)."""
+    if not dropped:
+        return ""
+    return f"{dropped} combinations dropped: " + "; ".join(_dropped_reasons(dropped,
+                                                                            dropped_layout))
 
 
 def output_format(out: str | None, fmt: str | None) -> str:
