@@ -349,13 +349,26 @@ def parse_number(text: str, quantity: str, name: str, factor: float = 1.0,
     return b.check(value, name)
 
 
+def split_list(text: str, name: str) -> list[str]:
+    """'1, 2,4' -> ['1', '2', '4'], every item stripped; an empty item ('8,', '8,,16', ',8') is
+    a value left out, so it raises a ScalesimError naming ``name`` and the text ('' or spaces
+    alone: no values). Every list flag of the CLI splits its text here."""
+    parts = [x.strip() for x in text.split(",")]
+    if not any(parts):
+        raise ScalesimError(f"{name}: no values in {_shown(text)}")
+    if not all(parts):
+        raise ScalesimError(f"{name}: {_shown(text)} has an empty item (a value left out "
+                            "between commas or at an end); list values like 1,2,4")
+    return parts
+
+
 def parse_list(text: str, quantity: str, name: str) -> list:
     """'1,2,4' -> [1, 2, 4]; for whole numbers also 'A-B', doubling from A to B ('1-8' -> 1, 2,
     4, 8); B must be a doubling of A (1-1000 would stop at 512 without saying so)."""
     b = bound(quantity)
-    parts = [x for x in text.split(",") if x.strip()]
-    if b.integer and len(parts) == 1 and "-" in parts[0].strip().lstrip("-"):
-        lo_text, _, hi_text = parts[0].strip().partition("-")
+    parts = split_list(text, name)
+    if b.integer and len(parts) == 1 and "-" in parts[0].lstrip("-"):
+        lo_text, _, hi_text = parts[0].partition("-")
         lo = parse_number(lo_text, quantity, name)
         hi = parse_number(hi_text, quantity, name)
         if hi < lo or lo < 1:
@@ -370,8 +383,6 @@ def parse_list(text: str, quantity: str, name: str) -> list:
                 f"{name}: range '{text.strip()}' doubles from {lo} and stops at {out[-1]}, short "
                 f"of {hi}; end it at {out[-1]} or {out[-1] * 2}, or list the values with commas")
         return out
-    if not parts:
-        raise ScalesimError(f"{name}: no values in {_shown(text)}")
     return [parse_number(x, quantity, name) for x in parts]
 
 

@@ -189,7 +189,8 @@ def test_a_layout_no_device_count_can_run_is_one_line(capsys):
     """goal --tp 3 (no power of two or whole server divides by 3) dropped every combination;
     the layout path then raised numpy's "select with an empty condition list" (a traceback,
     also from ``sweep --tp-values 3 --devices 8``). Now goal says in one line that no count
-    runs the layout, and the sweep writes its header and notes the drop."""
+    runs the layout, and the sweep (which wrote its header and a note, exit 0, until
+    s8_leftovers) fails in one line with the count by reason, as the data-parallel sweep does."""
     code, _, err = run_cli(capsys, ["goal", "--workload", "llama3-8b", "--hardware", "dgx-h100",
                                     "--tp", "3", "--train-samples", "1e7", "--deadline", "7d",
                                     "--budget", "1e6", "--max-devices", "64"])
@@ -197,5 +198,5 @@ def test_a_layout_no_device_count_can_run_is_one_line(capsys):
     assert "tp 3" in err and "layout rule" in err
     code, out, err = run_cli(capsys, ["sweep", "--workload", "llama3-8b", "--hardware",
                                       "dgx-h100", "--devices", "8", "--tp-values", "3"])
-    assert code == 0 and out.startswith("devices,tp,") and len(out.splitlines()) == 1, err
-    assert "1 combinations dropped: 1 break a layout rule" in err
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "all 1 dropped (1 break a layout rule" in err

@@ -262,3 +262,44 @@ def test_a_huge_cell_is_one_line_naming_the_row(tmp_path, cell, message):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(ScalesimError, match=message.replace("(", r"\(")):
         nvidia_smi.parse_smi_csv(path)
+
+
+def _profile_of_one_device(path):
+    """A profile as `scalesim calibrate` writes on one GPU (devices_per_node 1)."""
+    from scalesim.jsonio import write_model
+    from scalesim.profiles import default_profile
+    from scalesim.schemas import Fingerprint
+
+    p = default_profile()
+    hw = p.hardware.model_copy(update={"devices_per_node": 1, "instance_sizes": None})
+    write_model(path, p.model_copy(update={
+        "hardware": hw, "fingerprint": Fingerprint(device_count=1),
+        "notes": ["calibrated with 1 process(es) on 1 node(s), backend nccl"]}))
+    return path
+
+
+def test_from_topo_of_more_gpus_than_the_profile_says_so_in_the_report_and_the_notes(
+        tmp_path, capsys):
+    """An 8-GPU topology merged into a profile of 1 device per server was taken without a
+    word: the notes then said "1 process" and "16 of 28 GPU pairs on NVLink" side by side.
+    The merge keeps the profile's server size (as nccl-tests logs of another size do) and
+    records the mismatch, naming both counts, in the report and the profile's notes."""
+    base = _profile_of_one_device(tmp_path / "one.json")
+    out = tmp_path / "merged.json"
+    code = main(["calibrate", "--from-topo", str(DGX1), "--base", str(base), "--out", str(out)])
+    report = capsys.readouterr().out
+    assert code == 0
+    merged = load_profile(out)
+    assert merged.hardware.devices_per_node == 1 and len(merged.hardware.topology.gpus) == 8
+    said = [n for n in merged.notes if "8 GPUs" in n]
+    assert len(said) == 1 and "1 device per server" in said[0] and "kept" in said[0], merged.notes
+    assert f"note: {said[0]}" in report, report
+
+
+def test_from_topo_of_as_many_gpus_adds_no_note(tmp_path, capsys):
+    out = tmp_path / "p.json"
+    profile, report = calibrate_from_sources(out, topo_file=str(H100))  # presets: 8 per server
+    assert profile.hardware.devices_per_node == 8
+    assert not any("per server" in line for line in [*report, *profile.notes]), report
+    profile, report = calibrate_from_sources(out, topo_file=str(PCIE), write=False)
+    assert any("2 GPUs" in line and "8 devices per server" in line for line in report), report

@@ -26,8 +26,9 @@ _UNITS_S = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "w": 60
 
 
 def duration_s(text: str) -> float:
-    """'3d', '72h', '90m', '3600s' or a number of seconds -> seconds (positive, finite)."""
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s*", text.lower())
+    """'3d', '72h', '90m', '3600s' or a number of seconds -> seconds (positive, finite; a
+    signed one is read and refused by the bound, which names the value and the rule)."""
+    match = re.fullmatch(r"\s*([+-]?[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s*", text.lower())
     if not match or match.group(2) not in ("", *_UNITS_S):
         raise argparse.ArgumentTypeError(f"'{text}' is not a duration like 3d, 72h, 90m or 3600")
     value = float(match.group(1)) * _UNITS_S.get(match.group(2) or "s", 1.0)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
-from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD, flag_list_type
+from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD, flag_list_type, split_list
 from scalesim.cli.options import (
     add_profile_arguments,
     add_scenario_arguments,
@@ -27,7 +28,10 @@ devices / (tp x pp); combinations that break a layout rule are dropped and count
 
 
 def _words(text: str) -> list[str]:
-    return [x.strip() for x in text.split(",") if x.strip()]
+    try:
+        return split_list(text, "value")
+    except ScalesimError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("value: ")) from None
 
 
 def _on_off(text: str) -> list[bool]:
@@ -73,7 +77,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o = p.add_argument_group("output")
     o.add_argument("--out", metavar="FILE", help="write to FILE (.csv or .json); default stdout")
     o.add_argument("--format", choices=["csv", "json"], help="output format (default from --out, "
-                   "else csv)")
+                   "else csv; a .csv or .json --out must agree with it)")
 
 
 FORMAT_ROWS = 8192  # rows formatted into one piece of text
@@ -144,41 +148,69 @@ def _check_disk(path: str, size: int, rows: int) -> None:
 
 def _write(handle, plan, fmt: str) -> tuple[int, int, int]:
     """Stream every row of ``plan`` to ``handle``; returns the rows written, the combinations
-    dropped and, of those, the layouts that break a rule."""
+    dropped and, of those, the layouts that break a rule. A sweep that keeps no row writes
+    nothing and raises, its drops counted by reason: the data-parallel sweep refuses that case
+    before it runs (``sweep.plan_sweep``); a transformer's layout rules are known as it runs."""
     from scalesim.sweep import iter_sweep
 
     written, dropped, dropped_layout, first = 0, 0, 0, True
     for chunk in iter_sweep(plan):
-        written += chunk.size
         dropped += chunk.dropped
         dropped_layout += chunk.dropped_layout
+        if not chunk.size:
+            continue
+        written += chunk.size
         if first:
             handle.write("[" if fmt == "json" else ",".join(chunk.columns) + "\n")
         for piece in _pieces(chunk.columns, fmt):
             handle.write(piece if first or fmt == "csv" else ", " + piece)
             first = False
+    if not written:
+        raise ScalesimError(f"no combination of the sweep is left: all {dropped} dropped ("
+                            + "; ".join(_dropped_reasons(dropped, dropped_layout))
+                            + "); nothing written")
     if fmt == "json":
         handle.write("]\n")
     return written, dropped, dropped_layout
 
 
-def dropped_note(dropped: int, dropped_layout: int) -> str:
-    """Why combinations were left out, each reason with its count ('' when none was)."""
-    if not dropped:
-        return ""
+def _dropped_reasons(dropped: int, dropped_layout: int) -> list[str]:
+    """Each reason combinations were left out, with its count."""
     batch = dropped - dropped_layout
     reasons = ([f"{dropped_layout} break a layout rule (tp x pp must divide the devices, tp "
                 "stays in a server, the layers and heads must split: scalesim.layout)"]
                if dropped_layout else [])
     reasons += ([f"{batch} {'does' if batch == 1 else 'do'} not split the global batch evenly "
                  "over devices x accumulation"] if batch else [])
-    return f"{dropped} combinations dropped: " + "; ".join(reasons)
+    return reasons
+
+
+def dropped_note(dropped: int, dropped_layout: int) -> str:
+    """Why combinations were left out, each reason with its count ('' when none was)."""
+    if not dropped:
+        return ""
+    return f"{dropped} combinations dropped: " + "; ".join(_dropped_reasons(dropped,
+                                                                            dropped_layout))
+
+
+def output_format(out: str | None, fmt: str | None) -> str:
+    """The format to write: --format, else the --out file's suffix (.json, in any case: JSON),
+    else CSV. A .csv or .json suffix that contradicts --format is refused: the file would hold
+    one format under the other's name, and a reader that goes by the suffix fails far from the
+    cause. Another suffix (grid.txt, /dev/stdout) says nothing and takes --format."""
+    suffix = os.path.splitext(out or "")[1].lower().lstrip(".")
+    said = suffix if suffix in ("csv", "json") else None
+    if fmt is not None and said is not None and said != fmt:
+        raise ScalesimError(f"--out {out} is a .{said} file and --format {fmt} asks for "
+                            f"{fmt.upper()}; give an --out ending in .{fmt}, or drop --format")
+    return fmt or said or "csv"
 
 
 def run(args: argparse.Namespace) -> int:
     from scalesim.outfiles import check_writable, open_output
     from scalesim.sweep import check_size, plan_sweep
 
+    fmt = output_format(args.out, args.format)
     profile = profile_from_args(args)
     scenario = scenario_from_args(args)
     axes = {axis: getattr(args, flag) for flag, (axis, _) in VALUE_FLAGS.items()
@@ -191,7 +223,6 @@ def run(args: argparse.Namespace) -> int:
         raise ScalesimError("--global-batch-values sweeps strong scaling; drop --batch")
     plan = plan_sweep(profile, scenario, axes)
     check_size(plan)
-    fmt = args.format or ("json" if (args.out or "").endswith(".json") else "csv")
     if args.out is not None:  # '' too: refused by name, not taken for stdout
         check_writable(args.out)
         _check_disk(args.out, _estimated_bytes(plan, fmt), plan.rows)

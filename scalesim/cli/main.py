@@ -6,6 +6,7 @@ import argparse
 import importlib
 import os
 import pkgutil
+import re
 import sys
 
 from pydantic import ValidationError
@@ -20,7 +21,18 @@ ORDER = ["predict", "sweep", "plan", "presets", "schema", "calibrate", "topo", "
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that says 'how to fix it' and exits 2 with one line (its default is 2 as well)."""
+    """argparse that says 'how to fix it' and exits 2 with one line (its default is 2 as well).
+
+    A value that starts with '-' and a digit (``--deadline -3d``, ``--inter-busbw -1e3``) is a
+    value: no flag of scalesim looks like that. Python 3.11's argparse takes only plain negative
+    numbers (``-3``, ``-.5``) for values and read ``-3d`` as an unknown option ("expected one
+    argument"), so the value never reached its own check (python/cpython#105712: ``-3e12``
+    alike; CPython 3.14 widened its pattern, still not to ``-3d``).
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"-\.?\d")
 
     def error(self, message: str):  # noqa: D401 - argparse API
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
@@ -55,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
+        names = ", ".join(_subcommands(parser))
+        print(f"scalesim: error: no command given: choose one of {names} (see scalesim --help)",
+              file=sys.stderr)
         return 2
     try:
         code = int(args._run(args) or 0)
@@ -81,6 +96,13 @@ def main(argv: list[str] | None = None) -> int:
                 else f"{exc.filename}: {reason}")
         print(f"scalesim {args.command}: error: {one_line(what)}", file=sys.stderr)
         return 2
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> list[str]:
+    """The command names, in the order of the help."""
+    for action in parser._subparsers._group_actions:  # noqa: SLF001 - argparse keeps them there
+        return list(action.choices)
+    return []
 
 
 def _discard_stdout() -> None:

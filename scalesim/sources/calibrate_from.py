@@ -9,7 +9,8 @@ its own parts and records where they came from (``source`` fields and ``notes``)
   ``links`` entries of those levels);
 - traces: the compute curve, the optimizer step, the backward share, the step-time jitter (and, on
   a new profile, the server size and the gradient size the traces show);
-- topology: ``hardware.topology``.
+- topology: ``hardware.topology`` (the server size is kept; a topology of another size is
+  noted).
 """
 
 from __future__ import annotations
@@ -223,10 +224,22 @@ def with_traces(profile: Profile, runs: list[BatchRun], fresh: bool, set_server:
     return profile.model_copy(update=update), said
 
 
-def with_topology(profile: Profile, topo: Topology) -> Profile:
+def with_topology(profile: Profile, topo: Topology) -> tuple[Profile, list[str]]:
+    """The profile with the server's topology (``hardware.topology``); its server size is kept,
+    as nccl-tests logs of another size keep it: a topology describes the server, and the
+    profile's numbers were measured on its own count (a one-GPU calibration on an 8-GPU server
+    records the 8-GPU topology too). A count that differs is said, with both numbers."""
     hw = profile.hardware.model_copy(update={"topology": topo})
-    note = f"topology from {topo.source}: {topo.intra_kind}"
-    return profile.model_copy(update={"hardware": hw, "notes": [*profile.notes, note]})
+    notes = [f"topology from {topo.source}: {topo.intra_kind}"]
+    said = []
+    gpus, per_server = len(topo.gpus), profile.hardware.devices_per_node
+    if gpus != per_server:
+        said.append(f"the topology shows {gpus} GPUs in a server, the profile has {per_server} "
+                    f"device{'s' if per_server != 1 else ''} per server (kept: its numbers are "
+                    f"for servers of {per_server}; calibrate on {gpus} GPUs to model the "
+                    "whole server)")
+    update = {"hardware": hw, "notes": [*profile.notes, *notes, *said]}
+    return profile.model_copy(update=update), said
 
 
 def calibrate_from_sources(out: str | os.PathLike[str], nccl_tests_files=(), traces=(),
@@ -260,8 +273,9 @@ def calibrate_from_sources(out: str | os.PathLike[str], nccl_tests_files=(), tra
         for r in runs:
             report += [f"  note: {n}" for x in r.ranks for n in x.summary.notes]
     if topo is not None:
-        profile = with_topology(profile, topo)
+        profile, said = with_topology(profile, topo)
         report.append(f"topology: {topo.intra_kind}")
+        report += [f"  note: {n}" for n in said]
     if name:
         profile = profile.model_copy(update={"name": name})
     elif fresh:

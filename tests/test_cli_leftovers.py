@@ -1,0 +1,129 @@
+"""CLI defects a review found and left (branch s8_leftovers): each one line on stderr, exit 2."""
+
+from __future__ import annotations
+
+import pytest
+from cli_harness import run_cli
+
+from scalesim.cli.main import ORDER
+
+
+def test_no_command_prints_the_help_and_says_why_on_stderr(capsys):
+    """`scalesim` alone printed the help and exited 2 with nothing on stderr: a script saw a
+    failure with no reason. Now the help still goes to stdout and one line names the commands."""
+    code, out, err = run_cli(capsys, [])
+    assert code == 2
+    assert out.startswith("usage: scalesim")
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("scalesim: error: no command given: choose one of ")
+    assert all(name in lines[0] for name in [*ORDER, "decide", "goal"])
+
+
+GOAL = ["goal", "--train-samples", "2e9", "--budget", "50000"]
+
+
+@pytest.mark.parametrize("argv", [["--deadline", "-3d"], ["--deadline=-3d"],
+                                  ["--deadline", "-72h"], ["--deadline", "-.5d"]])
+def test_a_negative_deadline_reaches_its_bound(capsys, argv):
+    """`--deadline -3d` was taken by argparse for an option ("expected one argument") and
+    `--deadline=-3d` was "not a duration"; both now reach the deadline's bound, which names the
+    value and the rule."""
+    code, _, err = run_cli(capsys, [*GOAL, *argv])
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "expected one argument" not in err and "not a duration" not in err, err
+    assert "argument --deadline" in err and "is outside 0 < x" in err, err
+    assert "a training run's deadline" in err, err  # the rule
+
+
+def test_an_option_after_a_flag_is_still_an_option(capsys):
+    """Values that start with a digit after '-' are values; a flag is still a flag."""
+    code, _, err = run_cli(capsys, [*GOAL, "--deadline", "--json"])
+    assert code == 2 and "argument --deadline: expected one argument" in err, err
+
+
+@pytest.mark.parametrize("argv, flag, value", [
+    (["predict", "--devices", "8,"], "--devices", "'8,'"),
+    (["predict", "--devices", "8,,16"], "--devices", "'8,,16'"),
+    (["predict", "--devices", ",8"], "--devices", "',8'"),
+    (["predict", "--instance-sizes", "1, ,8", "--devices", "8"], "--instance-sizes", "'1, ,8'"),
+    (["sweep", "--devices", "8", "--batch-values", "16,32,"], "--batch-values", "'16,32,'"),
+    (["sweep", "--devices", "8", "--strategy-values", "ddp,,zero3"], "--strategy-values",
+     "'ddp,,zero3'"),
+    (["sweep", "--devices", "8", "--overlap-values", "on,"], "--overlap-values", "'on,'"),
+])
+def test_a_list_with_an_empty_item_is_refused(capsys, argv, flag, value):
+    """`--devices 8,` and `8,,16` were taken as 8 and 8,16: a slip (a value left out) went
+    unseen. Every list flag now refuses an empty item in one line naming the flag and value."""
+    code, out, err = run_cli(capsys, argv)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"argument {flag}: {value} has an empty item" in err, err
+
+
+def test_lists_without_empty_items_still_parse(capsys):
+    code, out, err = run_cli(capsys, ["predict", "--devices", " 1, 2 ,4", "--json"])
+    assert code == 0, err
+    code, _, err = run_cli(capsys, ["sweep", "--devices", "1-4", "--strategy-values",
+                                    "ddp, zero3"])
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("name, fmt", [("grid.json", "csv"), ("grid.csv", "json"),
+                                       ("GRID.JSON", "csv")])
+def test_an_out_suffix_that_contradicts_the_format_is_refused(tmp_path, capsys, name, fmt):
+    """`sweep --out x.json --format csv` wrote CSV into a .json file; a tool that opens it by
+    its suffix fails later, far from the cause. Refused before anything is written."""
+    out = tmp_path / name
+    code, _, err = run_cli(capsys, ["sweep", "--devices", "1,2", "--out", str(out),
+                                    "--format", fmt])
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    suffix = name.rsplit(".", 1)[1].lower()
+    assert f"--out {out}" in err and f"--format {fmt}" in err and f".{suffix}" in err, err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("name, fmt, first", [
+    ("grid.json", "json", "["), ("grid.csv", "csv", "devices,"), ("grid.txt", "json", "["),
+    ("grid.txt", None, "devices,"), ("grid.JSON", None, "["), ("grid.json", None, "["),
+])
+def test_an_out_suffix_that_agrees_or_says_nothing_is_written(tmp_path, capsys, name, fmt,
+                                                              first):
+    out = tmp_path / name
+    code, _, err = run_cli(capsys, ["sweep", "--devices", "1,2", "--out", str(out),
+                                    *(["--format", fmt] if fmt else [])])
+    assert code == 0, err
+    assert out.read_text().startswith(first)
+
+
+LAYOUT_SWEEP = ["sweep", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8"]
+
+
+@pytest.mark.parametrize("extra, reasons", [
+    (["--tp-values", "3"], ["1 break a layout rule"]),
+    (["--tp-values", "3,16"], ["2 break a layout rule"]),
+    (["--tp-values", "3,2", "--global-batch-values", "6"],
+     ["1 break a layout rule", "1 does not split the global batch"]),
+])
+def test_a_layout_sweep_that_drops_everything_fails_as_the_data_parallel_one(
+        tmp_path, capsys, extra, reasons):
+    """A transformer sweep whose every combination was dropped wrote a header alone and exited
+    0 with a note; the data-parallel sweep refuses that case ("no combination of the sweep
+    splits the global batch evenly"). Now both exit 2 with one line, here with the counts by
+    reason, and nothing is written (an existing --out file is left as it was)."""
+    code, out, err = run_cli(capsys, [*LAYOUT_SWEEP, *extra])
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "no combination of the sweep is left" in err, err
+    assert all(r in err for r in reasons), err
+    kept = tmp_path / "grid.csv"
+    kept.write_text("old\n")
+    code, _, err = run_cli(capsys, [*LAYOUT_SWEEP, *extra, "--out", str(kept)])
+    assert code == 2 and "no combination of the sweep is left" in err, err
+    assert kept.read_text() == "old\n"
+    code, _, err = run_cli(capsys, ["sweep", "--devices", "3", "--global-batch-values", "8"])
+    assert code == 2 and "no combination of the sweep splits the global batch" in err, err
+
+
+def test_a_layout_sweep_that_keeps_some_still_writes_them(capsys):
+    code, out, err = run_cli(capsys, [*LAYOUT_SWEEP, "--tp-values", "3,2"])
+    assert code == 0 and len(out.splitlines()) == 2, err
+    assert "1 combinations dropped: 1 break a layout rule" in err
