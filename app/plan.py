@@ -12,15 +12,18 @@ import argparse
 from dataclasses import dataclass, field
 
 from scalesim import presets
+from scalesim.attention_kernel import DEFAULT_ATTENTION_KERNEL
 from scalesim.cli.options import parse_int_list
 from scalesim.decision import DecisionCard, decide, duration_text
 from scalesim.errors import ScalesimError
 from scalesim.knee import Knee, focus_devices, knee_of_predictions, least_drop_of, no_knee_words
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
 from scalesim.layout_predict import (
+    attention_kernel_note,
     recompute_style_note,
     split_profile,
     splittable_shape,
+    timed_own_kernel,
     with_measured_shape,
 )
 from scalesim.model.quality import steps_to_quality
@@ -173,6 +176,14 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         "price_per_device_hour": state.price,
     }
     fields.update(_links(state))
+    if state.ak != DEFAULT_ATTENTION_KERNEL:
+        if timed_own_kernel(profile):  # as the layout is left out: a note, not a refusal
+            notes.append(f"attention kernel {state.ak} left out: profile '{profile.name}' holds "
+                         "timings measured with its own attention kernel")
+        else:
+            fields["attention_kernel"] = state.ak
+            if splittable_shape(profile) is None:
+                notes.append(attention_kernel_note(profile, Scenario(attention_kernel=state.ak)))
     split = layout_of_state(state)
     model = 1
     if split is not None and splittable_shape(profile) is None:

@@ -19,6 +19,7 @@ import pandas as pd
 import streamlit as st
 
 from scalesim import presets
+from scalesim.attention_kernel import ATTENTION_KERNEL_HELP, ATTENTION_KERNEL_LABELS
 from scalesim.billing import billing_words
 from scalesim.cli.cmd_app import PUBLIC_URL_ENV  # set by `scalesim app --public-url URL`
 from scalesim.decision import card_rows
@@ -289,6 +290,8 @@ def _comm_section(c: _Controls, state: AppState) -> None:
                              "zero3": "ZeRO-3 / FSDP"}[s])
     c(st.sidebar.selectbox, "gs", "ZeRO-2/3 gradient sync under accumulation",
       options=list(GRAD_SYNC_LABELS), format_func=GRAD_SYNC_LABELS.get, help=GRAD_SYNC_HELP)
+    c(st.sidebar.selectbox, "ak", "Attention kernel", options=list(ATTENTION_KERNEL_LABELS),
+      format_func=ATTENTION_KERNEL_LABELS.get, help=ATTENTION_KERNEL_HELP)
     c(st.sidebar.toggle, "ovl", "Overlap gradient exchange with backward")
     hw = ss["profile"].hardware
     intra = c(st.sidebar.selectbox, "intra", "Intra-server link",

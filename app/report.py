@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 import vl_convert as vlc
 
+from scalesim.attention_kernel import ATTENTION_KERNEL_LABELS
 from scalesim.cli.cmd_predict import layout_line
 from scalesim.decision import card_rows
 from scalesim.model.sharding import GRAD_SYNC_LABELS
@@ -129,6 +130,7 @@ def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
         ("bucket size", f"{s.bucket_mib:g} MiB"),
         ("strategy", s.strategy),
         ("ZeRO-2/3 gradient sync", GRAD_SYNC_LABELS[s.grad_sync]),
+        ("attention kernel", ATTENTION_KERNEL_LABELS[s.attention_kernel]),
         ("all-reduce algorithm", s.algorithm),
         ("intra-server link", f"{intra:g} GB/s bus bandwidth"),
         ("inter-server link", f"{inter:g} GB/s bus bandwidth"),

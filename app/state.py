@@ -21,6 +21,7 @@ from urllib.parse import urlencode
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from scalesim import presets
+from scalesim.attention_kernel import DEFAULT_ATTENTION_KERNEL, AttentionKernel
 from scalesim.bounds import bounded, url_field
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import error_text, parse_json_text
@@ -28,15 +29,17 @@ from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, RecomputeStyle
 from scalesim.profiles import parse_profile, profile_from_presets
 from scalesim.schemas import GradSync, Profile
 
-LINK_VERSION = 5  # v5: + the gradient sync under accumulation (gs, FSDP no_sync); v4: + the
-# recompute style (rs); v3: + the model split (tp, pp, sched, vs, rec, sp) and transformer
-# presets; each written only when used (``link_version``); v1 to v4 open with gradients reduced
-# every micro-step, v3 with the whole-forward style, v2 (only what differs from the defaults,
-# presets by name) and v1 data parallel
-READ_VERSIONS = ("1", "2", "3", "4", "5")
+LINK_VERSION = 6  # v6: + the attention kernel (ak); v5: + the gradient sync under accumulation
+# (gs, FSDP no_sync); v4: + the recompute style (rs); v3: + the model split (tp, pp, sched, vs,
+# rec, sp) and transformer presets; each written only when used (``link_version``); v1 to v5
+# open with the vendor attention kernel, v1 to v4 with gradients reduced every micro-step, v3
+# with the whole-forward style, v2 (only what differs from the defaults, presets by name) and
+# v1 data parallel
+READ_VERSIONS = ("1", "2", "3", "4", "5", "6")
 LAYOUT_FIELDS = ("tp", "pp", "sched", "vs", "rec", "sp", "rs")  # v3 and later (rs: v4)
 V4_FIELDS = ("rs",)  # what v4 added
 V5_FIELDS = ("gs",)  # what v5 added
+V6_FIELDS = ("ak",)  # what v6 added
 SHARED_DATE_KEY = "at"  # the date a share link was made (YYYY-MM-DD), for the receiver's banner
 MAX_QUERY_CHARS = 16_000  # the whole query string (browsers keep ~32k; stay well below)
 MAX_VALUE_CHARS = 400  # one control's value
@@ -78,6 +81,7 @@ class AppState(BaseModel):
     bkt: float = url_field("bkt", 25.0, "bucket size, MiB")
     strat: Literal["ddp", "zero1", "zero2", "zero3"] = "ddp"
     gs: GradSync = "every-micro-step"  # when ZeRO-2/3 reduce under accumulation (v5)
+    ak: AttentionKernel = DEFAULT_ATTENTION_KERNEL  # the framework's attention kernel (v6)
     algo: Literal["auto", "ring", "tree", "hierarchical"] = "auto"
     lw: int | None = url_field("lw", None, "loader workers per device")
     cv: float | None = url_field("cv", None, "step-time std/mean")
@@ -142,7 +146,7 @@ FIELD_LABELS = {  # a control's name in a sentence
     "price": "Price per device-hour", "focus": "Device count in focus", "dlist": "Device list",
     "dl": "Deadline (hours)", "bud": "Budget (USD)", "tp": "Tensor parallel",
     "pp": "Pipeline stages", "vs": "Virtual stages", "rs": "Recompute style",
-    "gs": "Gradient sync",
+    "gs": "Gradient sync", "ak": "Attention kernel",
 }
 
 
@@ -424,10 +428,13 @@ V2_DEFAULTS: dict[str, Any] = {
 
 
 def link_version(state: AppState) -> int:
-    """5 when the state uses what v5 added (gradients reduced once per step); 4 when it uses
-    what v4 added (the early-stop recompute style); 3 when it uses what v3 added (a model
-    split, a transformer workload preset, the Layouts tab, scenario B 'split the model'); else
-    2, so a link opens in every scalesim that can show it the same."""
+    """6 when the state uses what v6 added (an attention kernel other than the vendor one); 5
+    when it uses what v5 added (gradients reduced once per step); 4 when it uses what v4 added
+    (the early-stop recompute style); 3 when it uses what v3 added (a model split, a
+    transformer workload preset, the Layouts tab, scenario B 'split the model'); else 2, so a
+    link opens in every scalesim that can show it the same."""
+    if any(getattr(state, n) != AppState.model_fields[n].default for n in V6_FIELDS):
+        return 6
     if any(getattr(state, n) != AppState.model_fields[n].default for n in V5_FIELDS):
         return 5
     if any(getattr(state, n) != AppState.model_fields[n].default for n in V4_FIELDS):
@@ -546,12 +553,18 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         if old:
             messages.append(f"ignored {', '.join(old)}: a v3 link has no recompute style (full "
                             "recompute reruns the whole forward)")
-    if version != "5":  # before the gradient sync: sharded gradients reduced every micro-step
+    if int(version) < 5:  # before the gradient sync: sharded gradients reduced every micro-step
         old = [name for name in V5_FIELDS if name in flat and flat.pop(name) not in (
             "", _to_text(AppState.model_fields[name].default))]
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no gradient sync "
                             "choice (ZeRO-2/3 reduce every micro-step)")
+    if int(version) < 6:  # before the attention kernel: the vendor kernel
+        old = [name for name in V6_FIELDS if name in flat and flat.pop(name) not in (
+            "", _to_text(AppState.model_fields[name].default))]
+        if old:
+            messages.append(f"ignored {', '.join(old)}: a v{version} link has no attention "
+                            f"kernel choice (the {DEFAULT_ATTENTION_KERNEL} kernel)")
     fingerprint = flat.pop("ph", None)
     blob = flat.pop("prof", None)
     unknown = sorted(k for k in flat if k not in AppState.model_fields)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
+from scalesim.attention_kernel import ATTENTION_KERNELS
 from scalesim.errors import ScalesimError
 from scalesim.layout import RECOMPUTE_STYLES
 from scalesim.model.sharding import GRAD_SYNCS
@@ -249,6 +250,8 @@ KNOBS: tuple[Knob, ...] = (
     Knob("accumulation", "--accumulation", "acc", "accumulation"),
     # when ZeRO-2/3 reduce under accumulation (FSDP no_sync); link key from version 5
     Knob("grad_sync", "--grad-sync", "gs", None, choices=tuple(GRAD_SYNCS)),
+    # the framework's fused attention kernel (docs/model.md §13); link key from version 6
+    Knob("attention_kernel", "--attention-kernel", "ak", None, choices=ATTENTION_KERNELS),
     Knob("bucket_mib", "--bucket-mib", "bkt", "bucket_mib"),
     Knob("first_bucket_mib", None, None, "first_bucket_mib"),
     Knob("loader_workers", "--loader-workers", "lw", "loader_workers"),

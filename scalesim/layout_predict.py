@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.billing import job_sizes
 from scalesim.errors import ScalesimError
 from scalesim.layout import SCHEDULES, ParallelLayout, early_stop_of, layout_problems, valid_mask
@@ -178,7 +179,9 @@ def split_profile(profile: Profile, scenario: Scenario, axes=()) -> Profile:
     """The profile a scenario predicts from: ``with_measured_shape`` where the scenario's layout
     (``asked_split``) or a sweep axis in ``axes`` (tp, pp) splits the model of a workload that is
     a parameter count; else ``profile`` as it is (data parallel keeps the measured curve and
-    optimizer step)."""
+    optimizer step). A kernel other than the vendor one asked of a profile whose timings ran its
+    own is refused (``check_attention_kernel``)."""
+    check_attention_kernel(profile, scenario.attention_kernel)
     if profile.workload.transformer is None and (
             asked_split(scenario) or any(a in ("tp", "pp") for a in axes)):
         return with_measured_shape(profile)
@@ -271,7 +274,8 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
     NVLS alike, ``predict.nvls_busbw_ratio``), server size, contention and device spread;
     ``peak_flops`` (FLOP/s, ``NOMINAL_PEAK_FLOPS`` when unknown) and ``bandwidth_GBps``
     (efficiency 1: the compute pin, ``pinned_compute``, sets it per micro-batch later); the
-    scenario's overlap, slow device and recompute style; ``jitter_cv`` the step-to-step
+    scenario's overlap, slow device, recompute style and attention kernel; ``jitter_cv`` the
+    step-to-step
     jitter (``predict.jitter_cv_of``: it lives in the profile, not the hardware); ``p2p`` the
     profile's measured send/recv inside a server (``plan.measured_p2p``; None: the intra link).
     The hardware is ``scenario_hardware``'s. The one place a scenario becomes the layout
@@ -283,8 +287,9 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
     return Setting(
         wl.transformer, hardware, global_batch, 1.0, params=wl.params,
         jitter_cv=jitter_cv, p2p=p2p, recompute_style=layout_of(scenario).recompute_style,
-        overlap=scenario.overlap, slow_device=scenario.slow_device,
-        slow_factor=scenario.slow_factor, param_bytes_per_param=wl.param_bytes_per_param,
+        attention_kernel=scenario.attention_kernel, overlap=scenario.overlap,
+        slow_device=scenario.slow_device, slow_factor=scenario.slow_factor,
+        param_bytes_per_param=wl.param_bytes_per_param,
         grad_bytes_per_param=wl.grad_bytes_per_param,
         optimizer_bytes_per_param=wl.optimizer_bytes_per_param,
         wire_bytes_per_param=wl.wire_bytes_per_param,
@@ -313,13 +318,18 @@ def pinned_compute(profile: Profile, base: LayoutInputs, micro_batch, per_node):
     they fit in what is left, so the curve is still reproduced; a curve faster than the
     matmuls at the peak keeps 1 and the rate. A recomputing workload's curve is read as
     whole-forward recompute (the 4/3 convention), whatever the scenario's recompute style, so
-    that style changes the prediction by what it skips (docs/model.md §22)."""
+    that style changes the prediction by what it skips (docs/model.md §22). The curve is read
+    as run with the vendor attention kernel (the attention core at the matmuls' efficiency:
+    ``attention_efficiency`` None in the pin), as the presets' curves are estimated, so that
+    another kernel (``Scenario.attention_kernel``; refused where the curve was measured,
+    ``check_attention_kernel``) changes the prediction by its attention core alone (§13)."""
     wl, curve = profile.workload, profile.compute
     b = np.asarray(micro_batch, dtype=float)
     one = base.replace(dp=1, tp=1, pp=1, cp=1, zero=0, micro_batch=b, global_batch=b,
                        schedule=0, virtual_stages=1, sequence_parallel=False, device_cv=0.0,
                        jitter_cv=0.0, slow_factor=1.0, recompute_early_stop=False,
                        optimizer_step_s=np.nan,  # the pin's target has the estimate
+                       attention_efficiency=None,  # the curve's kernel: the vendor one
                        recompute=RECOMPUTE["full" if wl.activation_recompute else "none"])
     rate = np.asarray(base.memory_bandwidth_GBps if base.kernel_bandwidth_GBps is None
                       else base.kernel_bandwidth_GBps, dtype=float)
@@ -455,6 +465,7 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], glob
     ``scenario_of_row``, at every count (the input supply: one loader per replica of the
     largest count's servers). ``fp8``, ``tp_overlap``: as ``plan.plan``'s. ``plan_kwargs`` go
     to ``rank_layouts`` (top, split_only, include_unfit, rank_by, cp_values)."""
+    check_attention_kernel(profile, scenario.attention_kernel)
     wl, hw = profile.workload, layout_hardware(profile)
     if wl.transformer is None:
         raise ScalesimError(f"workload '{wl.name}' has no transformer shape: there are no "
@@ -507,6 +518,54 @@ def recompute_style_note(profile: Profile, scenario: Scenario) -> str:
     else:
         why = f"recompute is {split.recompute_of(profile.workload)}, not full"
     return f"recompute style early-stop ignored: {why}"
+
+
+def timed_own_kernel(profile: Profile) -> bool:
+    """Whether ``profile``'s compute timings ran the user's own attention kernel: a measured
+    compute curve, one scaled from it to another sequence (``optimizer_measured``), or a block
+    calibration (``model_parallel``). Another kernel cannot be asked of those timings."""
+    return optimizer_measured(profile.compute) or profile.model_parallel is not None
+
+
+def check_attention_kernel(profile: Profile, kernel: str, name: str = "attention_kernel",
+                           instead: str = "a datasheet profile (--hardware and --workload)"):
+    """ScalesimError, in one line, where ``kernel`` is not the vendor kernel and ``profile``'s
+    timings already ran its own (``timed_own_kernel``); ``name`` is what the user set (the
+    scenario field, or a flag), ``instead`` what to use. The one check of predict, sweep,
+    decide, goal, the planner of a scenario (``split_profile``, ``plan_at``) and
+    ``scalesim plan --profile``."""
+    if kernel != VENDOR_KERNEL and timed_own_kernel(profile):
+        raise ScalesimError(f"{name} {kernel}: profile '{profile.name}' holds timings measured "
+                            "with its own attention kernel; leave the kernel at "
+                            f"{VENDOR_KERNEL}, or use {instead}")
+
+
+def attention_kernel_words(kernel: str, device_name: str) -> str:
+    """What ``kernel`` does on ``device_name`` (docs/model.md §13, attention kernel): 'attention:
+    flash2 kernel, its attention core at 0.35 of the 16-bit peak on H100 ...' or '... at the
+    matmuls' efficiency on A100 ...'."""
+    from scalesim.presets import attention_efficiency_of
+
+    share = attention_efficiency_of(device_name, kernel)
+    if share is None:
+        return (f"attention: {kernel} kernel at the matmuls' efficiency on {device_name} (no "
+                "published figure gives it a rate of its own there)")
+    return (f"attention: {kernel} kernel, its attention core at {share:g} of the 16-bit peak on "
+            f"{device_name} (FlashAttention-3 paper; pytorch/pytorch#142132)")
+
+
+def attention_kernel_note(profile: Profile, scenario: Scenario) -> str:
+    """What the scenario's attention kernel does, where it is not the vendor kernel: its words
+    on the profile's device (``attention_kernel_words``) for a transformer workload, 'attention
+    kernel flash2 ignored: ...' for a parameter count (the data-parallel step model has no
+    attention core); '' for the vendor kernel."""
+    kernel = scenario.attention_kernel
+    if kernel == VENDOR_KERNEL:
+        return ""
+    if profile.workload.transformer is None:
+        return (f"attention kernel {kernel} ignored: workload '{profile.workload.name}' is a "
+                "parameter count, not a transformer shape (no attention core to time)")
+    return attention_kernel_words(kernel, profile.hardware.device_name)
 
 
 def pipeline_fsdp_note(scenario: Scenario) -> str:

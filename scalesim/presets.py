@@ -37,6 +37,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scalesim.attention_kernel import (  # noqa: F401  (re-exported: the presets' users)
+    ATTENTION_KERNELS,
+    FLASH2_KERNEL,
+    VENDOR_KERNEL,
+)
 from scalesim.errors import ScalesimError
 from scalesim.schemas import (
     Hardware,
@@ -259,12 +264,9 @@ PEAK_TFLOPS: list[tuple[tuple[str, ...], float, float | None, str]] = [
 ]
 
 
-# Attention kernels, by the share of the dense 16-bit peak their attention core sustains where
-# it differs from the weight matmuls' (docs/model.md §13, "attention kernel").
-FLASH2_KERNEL = "flash2"  # FlashAttention-2 class: flash-attn 2, PyTorch SDPA's default flash
-# backend, Triton flash attention (what PyTorch-native stacks run)
-VENDOR_KERNEL = "fused-vendor"  # cuDNN fused attention (Transformer Engine), FlashAttention-3
-ATTENTION_KERNELS = (FLASH2_KERNEL, VENDOR_KERNEL)
+# Attention kernels (names: scalesim.attention_kernel), by the share of the dense 16-bit peak
+# their attention core sustains where it differs from the weight matmuls' (docs/model.md §13,
+# "attention kernel").
 HOPPER_GPUS = ("H100", "H200", "GH200")
 # FlashAttention-2 was written for Ampere and uses none of Hopper's new instructions (WGMMA,
 # TMA): "FlashAttention-2 ... achieving only 35% utilization on the H100 GPU" (Shah et al. 2024,

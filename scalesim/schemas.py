@@ -18,6 +18,11 @@ from pydantic import (
     model_validator,
 )
 
+from scalesim.attention_kernel import (
+    ATTENTION_KERNEL_HELP,
+    DEFAULT_ATTENTION_KERNEL,
+    AttentionKernel,
+)
 from scalesim.billing import larger_than_server
 from scalesim.bounds import bound, bounded, items_bounded, knob_field
 from scalesim.errors import name_problem
@@ -702,6 +707,8 @@ class Scenario(_Strict):
         "accumulate: full gradients held on every rank, one reduce-scatter in the last "
         "micro-step; FSDP only). DDP and ZeRO-1 reduce once per step either way",
     )
+    attention_kernel: AttentionKernel = Field(default=DEFAULT_ATTENTION_KERNEL,
+                                              description=ATTENTION_KERNEL_HELP)
     algorithm: Algorithm = Field(
         default="auto",
         description="all-reduce algorithm: auto = NCCL's ring or tree, whichever is faster for "

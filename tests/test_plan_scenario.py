@@ -133,6 +133,28 @@ def test_plan_takes_overlap_and_a_slow_device_as_plan_at_does(gpt):
             plan(gpt.workload.transformer, gpt.hardware, [DEVICES], GLOBAL_BATCH, **bad)
 
 
+def test_a_flash2_plan_re_predicts_with_the_same_kernel():
+    """On H100s (where flash2 has a rate of its own, docs/model.md §13) the planner of a scenario
+    with ``attention_kernel`` flash2 ranks every layout as predict predicts it with that kernel,
+    as ``plan(..., attention_kernel='flash2')`` ranks them (the preset curve is the layout
+    model's own at 0.69: the pin reads it as the vendor kernel's and recovers 0.69); predicted
+    with the vendor kernel instead, the same layouts run faster (a plan made with flash2 and
+    re-predicted without it would not agree)."""
+    h100 = resolve_profile(None, "dgx-h100", "gpt-1.7b")
+    scenario = Scenario(devices=[8], global_batch=16, attention_kernel="flash2")
+    rows = plan_at(h100, scenario, 8, 16, top=20)
+    for row, p in zip(rows, _predicted(h100, scenario, rows), strict=True):
+        assert p.step_time_s == pytest.approx(row.step_time_s, rel=1e-9), _key(row)
+    direct = plan(h100.workload.transformer, h100.hardware, [8], 16, top=20,
+                  params=h100.workload.params, attention_kernel="flash2")
+    assert [_key(r) for r in direct] == [_key(r) for r in rows]
+    np.testing.assert_allclose([r.step_time_s for r in direct], [r.step_time_s for r in rows],
+                               rtol=1e-12)
+    vendor = scenario.model_copy(update={"attention_kernel": "fused-vendor"})
+    assert all(p.step_time_s < r.step_time_s
+               for r, p in zip(rows, _predicted(h100, vendor, rows), strict=True))
+
+
 # ------------------------------------------------------------------ tp overlap of a layout
 
 SHAPE = transformer_workload("gpt-1.7b").transformer

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.bounds import flag_list_type, flag_type
 from scalesim.cli.options import (
+    add_attention_kernel_argument,
     add_condition_arguments,
     add_gpus_per_node_argument,
     add_grad_sync_argument,
@@ -14,8 +16,7 @@ from scalesim.cli.options import (
     add_zero_framework_argument,
     positive_int,
 )
-from scalesim.errors import ScalesimError, file_path
-from scalesim.presets import ATTENTION_KERNELS, VENDOR_KERNEL
+from scalesim.errors import file_path
 
 NAME = "plan"
 DEFAULT_WORKLOAD = "llama3-8b"  # without --workload, and no model of a profile's to plan
@@ -37,11 +38,11 @@ profile's compute curve timed (calibrate records it), on its measured curve. The
 matmul efficiency defaults to the median that the published model-parallel runs pin
 (docs/validation.md); give --efficiency from a calibration.
 Layouts are placed as Megatron/torchtitan do (tp innermost in a server, pp outermost).
---recompute-style says how your framework's full recompute reruns the forward and
---zero-framework how it runs ZeRO (properties of the framework, applied to every layout, not
-searched). --no-overlap, --straggler-cv and --slow-device/--slow-factor rank every layout under
-those conditions, as predict predicts them (a slow rank slows its tensor group and pipeline
-stage)."""
+--recompute-style says how your framework's full recompute reruns the forward,
+--zero-framework how it runs ZeRO and --attention-kernel which fused attention it runs
+(properties of the framework, applied to every layout, not searched). --no-overlap,
+--straggler-cv and --slow-device/--slow-factor rank every layout under those conditions, as
+predict predicts them (a slow rank slows its tensor group and pipeline stage)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -73,12 +74,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tp-overlap", action="store_true",
                    help="the framework overlaps tensor-parallel collectives with the matmuls "
                    "(Transformer Engine userbuffers)")
-    p.add_argument("--attention-kernel", choices=ATTENTION_KERNELS, default=VENDOR_KERNEL,
-                   help="the framework's fused attention: fused-vendor (cuDNN through Transformer "
-                   "Engine, FlashAttention-3: the matmuls' efficiency; Megatron, NeMo) or flash2 "
-                   "(flash-attn 2, PyTorch SDPA's default backend, Triton: 0.35 of the 16-bit "
-                   "peak on Hopper, FlashAttention-3 paper; FSDP, torchtitan). Default "
-                   "fused-vendor; datasheet hardware only (a calibration timed its own kernel)")
+    add_attention_kernel_argument(p)
     add_recompute_style_argument(p)
     add_zero_framework_argument(p)
     add_grad_sync_argument(p)
@@ -124,18 +120,6 @@ def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None
     return "ranked with: " + ", ".join(parts) if parts else ""
 
 
-def attention_kernel_line(kernel: str, device_name: str) -> str:
-    """What ``--attention-kernel`` does on this device (docs/model.md §13, attention kernel)."""
-    from scalesim.presets import attention_efficiency_of
-
-    share = attention_efficiency_of(device_name, kernel)
-    if share is None:
-        return (f"attention: {kernel} kernel at the matmuls' efficiency on {device_name} (no "
-                "published figure gives it a rate of its own there)")
-    return (f"attention: {kernel} kernel, its attention core at {share:g} of the 16-bit peak on "
-            f"{device_name} (FlashAttention-3 paper; pytorch/pytorch#142132)")
-
-
 def render_text(rows, global_batch: int) -> str:
     lines = [recompute_style_line(rows[0].recompute_style),
              f"{'#':>3} {'GPUs':>5} {'dp':>4} {'tp':>3} {'pp':>3} {'cp':>3} {'zero':>4} {'mb':>3} "
@@ -159,7 +143,11 @@ def run(args: argparse.Namespace) -> int:
     from scalesim.billing import job_sizes
     from scalesim.cli.options import check_slow_device
     from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
-    from scalesim.layout_predict import scenario_hardware
+    from scalesim.layout_predict import (
+        attention_kernel_words,
+        check_attention_kernel,
+        scenario_hardware,
+    )
     from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY, plan
     from scalesim.predict import server_use_words
     from scalesim.profiles import load_profile
@@ -168,11 +156,9 @@ def run(args: argparse.Namespace) -> int:
 
     check_slow_device(args)
     profile = None if args.profile is None else load_profile(args.profile)
-    if args.attention_kernel != VENDOR_KERNEL and profile is not None and (
-            profile.compute.measured or profile.model_parallel is not None):
-        raise ScalesimError(f"--attention-kernel {args.attention_kernel}: {args.profile} holds "
-                            "timings measured with its own attention kernel; leave the flag "
-                            "out, or plan on --hardware")
+    kernel = args.attention_kernel or VENDOR_KERNEL
+    if profile is not None:
+        check_attention_kernel(profile, kernel, "--attention-kernel", "--hardware")
     own = _profile_model(args, profile)
     if own is None and args.workload is None:
         args.workload = DEFAULT_WORKLOAD
@@ -206,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
                     slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
                     zero_framework=args.zero_framework or "fsdp",
                     grad_sync=args.grad_sync or "every-micro-step",
-                    attention_kernel=args.attention_kernel)
+                    attention_kernel=kernel)
     if args.json:
         from scalesim.jsonio import to_json_text
 
@@ -217,8 +203,8 @@ def run(args: argparse.Namespace) -> int:
                           if args.efficiency else ""))
         if conditions := conditions_line(args, jitter_cv, used):
             print(conditions)
-        if args.attention_kernel != VENDOR_KERNEL:
-            print(attention_kernel_line(args.attention_kernel, hardware.device_name))
+        if kernel != VENDOR_KERNEL:
+            print(attention_kernel_words(kernel, hardware.device_name))
         if profile is not None:
             from scalesim.cli.cmd_predict import unmeasured_link_notes
 
@@ -276,6 +262,7 @@ def _on_the_measured_curve(args, base, shape, params, own=None):
         slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
         zero_framework=args.zero_framework or "fsdp",
         grad_sync=args.grad_sync or "every-micro-step", instance_sizes=args.instance_sizes,
+        attention_kernel=args.attention_kernel or VENDOR_KERNEL,
         layout=ScenarioLayout(recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE))
     rows = plan_at(profile, scenario, args.devices, args.global_batch,
                    tp_overlap=args.tp_overlap, rank_by=args.rank, top=args.top,

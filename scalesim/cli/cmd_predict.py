@@ -105,7 +105,7 @@ def render_table(profile, scenario, rows) -> str:
     from scalesim.cli.options import condition_words
     from scalesim.figures import amount, fixed
     from scalesim.knee import knee_of_predictions, least_drop_of, no_knee_words
-    from scalesim.layout_predict import recompute_style_note
+    from scalesim.layout_predict import attention_kernel_note, recompute_style_note
     from scalesim.model.zero_exchange import framework_label
     from scalesim.predict import server_use_words, slow_device_note
     from scalesim.training_time import resolve_goal
@@ -132,6 +132,8 @@ def render_table(profile, scenario, rows) -> str:
         lines.append(layout_line(profile, scenario))
     elif note := recompute_style_note(profile, scenario):
         lines.append(f"note: {note}")
+    if note := attention_kernel_note(profile, scenario):  # its words, or ignored (no shape)
+        lines.append(note if split else f"note: {note}")
     lines += [
         "",
         f"{'devices':>7} {'nodes':>5} " + (f"{'dp x tp x pp':>12} " if split else "")

@@ -6,6 +6,7 @@ import argparse
 
 from pydantic import ValidationError
 
+from scalesim.attention_kernel import ATTENTION_KERNEL_HELP
 from scalesim.bounds import (
     KNOB_BY_FIELD,
     KNOBS,
@@ -68,6 +69,7 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     g.add_argument("--strategy", choices=["ddp", "zero1", "zero2", "zero3"])
     add_zero_framework_argument(g)
     add_grad_sync_argument(g)
+    add_attention_kernel_argument(g)
     g.add_argument("--algorithm", choices=["auto", "ring", "tree", "hierarchical"],
                    help="all-reduce algorithm (default auto: NCCL's ring or tree, the faster "
                    "per message; hierarchical is Horovod's, used only when named)")
@@ -122,6 +124,14 @@ def add_grad_sync_argument(group) -> None:
     knob = KNOB_BY_FIELD["grad_sync"]
     group.add_argument(knob.flag, choices=knob.choices, dest=_dest(knob.flag),
                        help=GRAD_SYNC_HELP)
+
+
+def add_attention_kernel_argument(group) -> None:
+    """--attention-kernel (``Scenario.attention_kernel``; plan's own flag too): the knob table's
+    flag and choices, no default (a --scenario file's kernel stands unless the flag is given)."""
+    knob = KNOB_BY_FIELD["attention_kernel"]
+    group.add_argument(knob.flag, choices=knob.choices, dest=_dest(knob.flag),
+                       help=ATTENTION_KERNEL_HELP.replace("%", "%%"))
 
 
 def add_condition_arguments(group) -> None:
