@@ -24,6 +24,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel
 
+from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.billing import billed_devices
 from scalesim.bounds import check_number, clip
 from scalesim.errors import ScalesimError
@@ -41,7 +42,7 @@ from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
 from scalesim.model.sharding import EVERY_MICRO_STEP, FRAMEWORKS, FSDP, GRAD_SYNCS
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.predict import nvls_busbw_ratio
-from scalesim.presets import VENDOR_KERNEL, attention_efficiency_of
+from scalesim.presets import attention_efficiency_of
 from scalesim.schemas import (
     GRAD_SYNC_DEEPSPEED_ERROR,
     LAUNCH_BOUND,
@@ -170,8 +171,9 @@ class Setting:
     # the forward (``layout.RECOMPUTE_STYLES``): a property of the framework, not searched
     overlap: bool = True  # the framework overlaps communication with compute (Scenario.overlap)
     attention_kernel: str = VENDOR_KERNEL  # the framework's fused attention kernel
-    # (``presets.ATTENTION_KERNELS``): 'flash2' runs the attention core at its own share of the
-    # peak on Hopper (docs/model.md §13); the vendor kernel at the matmuls' efficiency
+    # (``attention_kernel.ATTENTION_KERNELS``): 'flash2' runs the attention core at its own
+    # share of the peak on Hopper (docs/model.md §13); the vendor kernel at the
+    # matmuls' efficiency
     slow_device: int | None = None  # global rank of a persistently slow device (None: none)
     slow_factor: float = 1.0  # its compute-time multiplier
     loader_samples_per_s: float = np.inf  # input supply per model replica, samples/s

@@ -37,11 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalesim.attention_kernel import (  # noqa: F401  (re-exported: the presets' users)
-    ATTENTION_KERNELS,
-    FLASH2_KERNEL,
-    VENDOR_KERNEL,
-)
+from scalesim.attention_kernel import ATTENTION_KERNELS, FLASH2_KERNEL
 from scalesim.errors import ScalesimError
 from scalesim.schemas import (
     Hardware,

@@ -18,6 +18,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
+from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import read_json
 from scalesim.layout import SCHEDULES, ParallelLayout, layout_problems
@@ -28,10 +29,8 @@ from scalesim.model.transformer import RECOMPUTE, parameter_count
 from scalesim.plan import PARTS
 from scalesim.predict import nvls_busbw_ratio
 from scalesim.presets import (
-    FLASH2_KERNEL,
     FLASH2_ON_HOPPER_EFFICIENCY,
     INTRA_LINKS,
-    VENDOR_KERNEL,
     attention_efficiency_of,
     device_memory_of,
     inter_link,

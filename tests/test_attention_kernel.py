@@ -8,15 +8,11 @@ import math
 import pytest
 from test_recompute_early_stop import SMALL
 
+from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.errors import ScalesimError
 from scalesim.model.layout_step import LayoutInputs, evaluate_layouts
 from scalesim.model.transformer import RECOMPUTE_NONE
-from scalesim.presets import (
-    FLASH2_KERNEL,
-    FLASH2_ON_HOPPER_EFFICIENCY,
-    VENDOR_KERNEL,
-    attention_efficiency_of,
-)
+from scalesim.presets import FLASH2_ON_HOPPER_EFFICIENCY, attention_efficiency_of
 from scalesim.shipped import validation_path
 from scalesim.validate_parallel import case_inputs, load_parallel_cases
 
