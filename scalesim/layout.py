@@ -45,6 +45,10 @@ RECOMPUTE_STYLE_LABELS = {
 SCHEDULES = {"none": 0, "gpipe": 1, "1f1b": 2, "interleaved": 3, "zb": 4}
 NO_PIPELINE, GPIPE, ONE_F_ONE_B, INTERLEAVED, ZERO_BUBBLE = range(5)
 LAYOUT_VERSION = "scalesim-layout/1"
+# Sequence parallelism splits the tensor-parallel group's activations: the refusal of predict
+# and sweep where no row has tp > 1
+SEQUENCE_PARALLEL_NEEDS_TP = ("sequence_parallel needs tp > 1 (it splits the tensor-parallel "
+                              "group's activations)")
 
 
 def recompute_style_field():

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from scalesim.bounds import check_values
 from scalesim.errors import ScalesimError, require_model
-from scalesim.layout import SCHEDULES
+from scalesim.layout import SCHEDULES, SEQUENCE_PARALLEL_NEEDS_TP
 from scalesim.model import collectives as coll
 from scalesim.model.compute import colocation_slope
 from scalesim.model.memory import STRATEGIES
@@ -283,8 +283,7 @@ def _split_rows(profile: Profile, scenario: Scenario):
                                split, schedule, g_max)
         raise ScalesimError(f"layout at {int(p[i])} devices: {why}")
     if split.sequence_parallel and split.tp == 1:
-        raise ScalesimError("sequence_parallel needs tp > 1 (it splits the tensor-parallel "
-                            "group's activations)")
+        raise ScalesimError(SEQUENCE_PARALLEL_NEEDS_TP)
     return lp.evaluate_rows(profile, scenario, p, b, k, base_b)
 
 
