@@ -280,9 +280,9 @@ def profile_caveats(profile: Profile) -> list[str]:
     from scalesim.profiles import LINK_NAMES, unmeasured_links
 
     out: list[str] = []
-    for level, note in unmeasured_links(profile).items():
-        out.append(f"{LINK_NAMES.get(level, level)} not measured" + (f": {_cut(note)}" if note
-                                                                      else ""))
+    for level, link in unmeasured_links(profile).items():
+        out.append(f"{LINK_NAMES.get(level, level)} not measured" + (f": {_cut(link.note)}"
+                                                                      if link.note else ""))
     out.extend(_cut(n) for n in profile.notes[:MAX_CAVEATS])
     return list(dict.fromkeys(out))
 

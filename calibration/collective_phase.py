@@ -246,34 +246,38 @@ def parse_inter_link(spec: str) -> tuple[str, int, float]:
 
 
 def unmeasured_level(level: str, args, why: str) -> tuple[LinkLevel, LinkCalibration]:
-    """A link level from the user's flags or a stated preset, marked as not measured."""
+    """A link level from the user's flags or a stated preset, marked as not measured: the
+    record says why (``not_measured_because``) and where the numbers came from
+    (``numbers_from``: the preset and any flag), the note the same with the preset's source."""
     if level == "inter_node":
         spec = args.inter_link or DEFAULT_INTER
         kind, nics, gbit = parse_inter_link(spec)
         link = presets.inter_link(kind, nics, gbit)
-        origin = (f"preset {spec} ({'--inter-link' if args.inter_link else 'the default'}; "
-                  f"scalesim.presets.inter_link: {link.source})")
+        chosen = f"{'--inter-link' if args.inter_link else 'the default'}; " \
+                 f"scalesim.presets.inter_link: {link.source}"
         busbw, latency = args.inter_busbw, args.inter_latency
         flags = "--inter-link or --inter-busbw/--inter-latency"
     else:
         spec = args.intra_link or "pcie4"
         link = presets.intra_link(spec)
-        origin = (f"preset {spec} ({'--intra-link' if args.intra_link else 'the default'}; "
-                  f"scalesim.presets.intra_link: {link.source})")
+        chosen = f"{'--intra-link' if args.intra_link else 'the default'}; " \
+                 f"scalesim.presets.intra_link: {link.source}"
         busbw, latency = args.intra_busbw, args.intra_latency
         flags = "--intra-link or --intra-busbw/--intra-latency"
-    changes = {}
+    changes, given = {}, ""
     if busbw is not None:
         changes["busbw_GBps"] = busbw
-        origin += f"; busbw {busbw:g} GB/s from the user's flag"
+        given += f"; busbw {busbw:g} GB/s from the user's flag"
     if latency is not None:
         if latency < 0:
             raise ScalesimError("link latencies must be 0 or more seconds")
         changes["latency_s"] = latency
-        origin += f"; latency {latency:g} s from the user's flag"
-    note = f"NOT MEASURED ({why}); numbers from {origin}; set them with {flags}"
+        given += f"; latency {latency:g} s from the user's flag"
+    note = (f"NOT MEASURED ({why}); numbers from preset {spec} ({chosen}){given}; set them "
+            f"with {flags}")
     link = link.model_copy(update={**changes, "source": note})
-    return link, LinkCalibration(level=level, measured=False, note=note)
+    return link, LinkCalibration(level=level, measured=False, not_measured_because=why,
+                                 numbers_from=f"preset {spec}{given}", note=note)
 
 
 def run(ctx: DistContext, args, progress) -> CollectiveResult:

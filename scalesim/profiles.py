@@ -51,12 +51,31 @@ def device_peak_tflops(device_name: str, extra: Hardware | None = None) -> float
 LINK_NAMES = {"intra_node": "intra-server link", "inter_node": "inter-server link"}
 
 
-def unmeasured_links(profile: Profile) -> dict[str, str]:
+def unmeasured_links(profile: Profile) -> dict[str, LinkCalibration]:
     """The link levels a calibrated profile did not measure (``LinkCalibration.measured``
-    false: one process per server, one server), each with its note (where its numbers came
-    from); the presets' profiles record no link calibration and give none. What the app lists
-    as caveats and ``scalesim predict`` notes under rows that use such a link."""
-    return {link.level: link.note for link in profile.links if not link.measured}
+    false: one process per server, one server; every level of a preset profile), each with its
+    record (why, and where its numbers came from). What
+    the app lists as caveats and ``scalesim predict`` notes under rows that use such a link."""
+    return {link.level: link for link in profile.links if not link.measured}
+
+
+PRESET_LINKS = "a preset profile"  # why a preset profile's links are not measured
+MAX_ORIGIN_CHARS = 200  # where a level's numbers came from, in a one-line note
+
+
+def unmeasured_origin(link: LinkCalibration) -> str:
+    """Why a level was not measured and where its numbers came from, for a one-line note:
+    "(one server); numbers from preset ethernet:1x100" from the record's fields; a profile
+    written before them gives its note as written ("profile note: ...", "" without one)."""
+    if link.not_measured_because or link.numbers_from:
+        origin = link.numbers_from or "the presets"
+        if len(origin) > MAX_ORIGIN_CHARS:
+            origin = origin[:MAX_ORIGIN_CHARS - 1] + "…"
+        why = f"({link.not_measured_because}); " if link.not_measured_because else ""
+        return f"{why}numbers from {origin}"
+    note = link.note if len(link.note) <= MAX_ORIGIN_CHARS else (
+        link.note[:MAX_ORIGIN_CHARS - 1] + "…")
+    return f"(profile note: {note})" if note else ""
 
 
 def memory_bandwidth_GBps(device_name: str, given: float | None = None) -> float | None:
@@ -297,8 +316,10 @@ def profile_from_presets(hardware: Hardware, workload: Workload) -> Profile:
         workload=workload,
         compute=compute,
         links=[
-            LinkCalibration(level="intra_node", measured=False, note=hardware.intra_node.source),
-            LinkCalibration(level="inter_node", measured=False, note=hardware.inter_node.source),
+            LinkCalibration(level=level, measured=False, not_measured_because=PRESET_LINKS,
+                            numbers_from=link.source, note=link.source)
+            for level, link in (("intra_node", hardware.intra_node),
+                                ("inter_node", hardware.inter_node))
         ],
         notes=[note, "no fixed per-micro-step overhead is known for presets, and the optimizer "
                "step is a memory-bandwidth estimate: calibrate to measure both"],

@@ -472,6 +472,12 @@ class LinkCalibration(_Strict):
     lower_bound: bool = Field(
         default=False, description="the timed ring was limited by another level: the real "
         "busbw of this level is at least the recorded one")
+    not_measured_because: str = Field(
+        default="", description="a level not measured: why not (\"one server\"); empty in "
+        "profiles written before this field (the note says it)")
+    numbers_from: str = Field(
+        default="", description="a level not measured: where its numbers came from (a preset, "
+        "the user's flags); empty in profiles written before this field")
     note: str = ""
 
 

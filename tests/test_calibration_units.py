@@ -123,6 +123,9 @@ def test_inter_link_not_measured_says_where_it_came_from():
                                                      "--inter-busbw", "40"), "one node")
     assert link.busbw_GBps == 40 and link.nics_per_node == 4
     assert "40 GB/s from the user's flag" in cal.note
+    # the same as fields, for readers that must not parse the note (scalesim predict's notes)
+    assert cal.not_measured_because == "one node"
+    assert cal.numbers_from == "preset infiniband:4x100; busbw 40 GB/s from the user's flag"
     assert parse_inter_link("roce:2x200") == ("roce", 2, 200.0)
     with pytest.raises(ScalesimError):
         parse_inter_link("ethernet")

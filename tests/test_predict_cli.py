@@ -446,6 +446,34 @@ def test_rows_over_a_link_the_profile_did_not_measure_say_so(capsys):
         line.removesuffix(" or give --inter-busbw") for line in across]
 
 
+def test_a_link_not_measured_is_noted_from_its_record_not_its_note(capsys, tmp_path):
+    """The note under rows over an unmeasured link is built from the record's fields (why, and
+    where the numbers came from), not by cutting the free-text note: a note in any words
+    changes nothing, and a profile written before the fields shows its note as written."""
+    from h200_gpt import H200
+
+    from scalesim.profiles import load_profile
+    from scalesim.schemas import LinkCalibration
+
+    def note_with(link: LinkCalibration) -> str:
+        base = load_profile(str(H200))
+        links = [x for x in base.links if x.level != "inter_node"] + [link]
+        path = tmp_path / "p.json"
+        path.write_text(base.model_copy(update={"links": links}).model_dump_json())
+        code, out, err = run_cli(capsys, "predict", "--profile", str(path), "--devices", "1,2")
+        assert code == 0, err
+        return next(line for line in out.splitlines() if "link not measured" in line)
+
+    record = LinkCalibration(level="inter_node", measured=False, not_measured_because="one node",
+                             numbers_from="preset roce:2x200", note="anything at all")
+    assert note_with(record) == (
+        "note: inter-server link not measured (one node); numbers from preset roce:2x200; the "
+        "rows on several servers use those numbers: measure it or give --inter-busbw")
+    old = LinkCalibration(level="inter_node", measured=False, note="measured elsewhere")
+    assert note_with(old).startswith(
+        "note: inter-server link not measured (profile note: measured elsewhere); the rows")
+
+
 def test_a_zero_framework_with_ddp_is_noted_as_ignored(capsys):
     """--zero-framework says how ZeRO runs; with --strategy ddp (the default) nothing is
     sharded and the numbers are DDP's whatever it says. predict printed them with no word;

@@ -202,18 +202,16 @@ def unmeasured_link_notes(profile, inter: bool, intra: bool, flags: bool = True)
     the rows use: ``inter`` (a row on several servers) and ``intra`` (several devices of one),
     each where no --inter/--intra-busbw replaced it. Those rows rest on a preset's numbers,
     which the table does not show (predict; plan, which has no link flags: ``flags`` False)."""
-    from scalesim.profiles import LINK_NAMES, unmeasured_links
+    from scalesim.profiles import LINK_NAMES, unmeasured_links, unmeasured_origin
 
     used = {"inter_node": (inter, "several servers", "--inter-busbw"),
             "intra_node": (intra, "several devices of a server", "--intra-busbw")}
     out = []
-    for level, note in unmeasured_links(profile).items():
+    for level, link in unmeasured_links(profile).items():
         if level in used and used[level][0]:
-            origin = note.split(" (the default")[0]
-            origin = origin if len(origin) <= 200 else origin[:199] + "…"
-            origin = (origin.removeprefix("NOT MEASURED ") if origin.startswith("NOT MEASURED (")
-                      else f"({origin})" if origin else "")
-            out.append(f"{LINK_NAMES[level]} not measured {origin}; the rows on "
+            origin = unmeasured_origin(link)
+            out.append(f"{LINK_NAMES[level]} not measured{' ' if origin else ''}{origin}; "
+                       f"the rows on "
                        f"{used[level][1]} use those numbers: measure it"
                        + (f" or give {used[level][2]}" if flags else ""))
     return out
