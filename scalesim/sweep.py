@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scalesim.attention_kernel import ATTENTION_KERNELS
 from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD, check_values
 from scalesim.errors import ScalesimError, require_model
 from scalesim.model.collectives import ALGORITHMS
@@ -26,17 +27,20 @@ from scalesim.model.overlap import MIB
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import evaluate_scaling
 from scalesim.predict import inter_nic_share, layout, scenario_inputs
+from scalesim.presets import attention_efficiency_of
 from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Profile, Scenario, grad_sync_refused
 
 # Knobs that can be swept, with how a value becomes a model input.
 AXES = ("devices", "micro_batch", "global_batch", "accumulation", "strategy", "zero_framework",
-        "grad_sync", "algorithm", "overlap", "bucket_mib", "intra_busbw_GBps", "inter_busbw_GBps",
-        "straggler_cv", "tp", "pp")
+        "grad_sync", "attention_kernel", "algorithm", "overlap", "bucket_mib", "intra_busbw_GBps",
+        "inter_busbw_GBps", "straggler_cv", "tp", "pp")
 NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "grad_sync": GRAD_SYNCS,
-              "algorithm": ALGORITHMS}
+              "algorithm": ALGORITHMS,
+              "attention_kernel": {k: i for i, k in enumerate(ATTENTION_KERNELS)}}
 WHOLE_AXES = ("devices", "micro_batch", "global_batch", "accumulation", "tp", "pp")
-# A transformer workload sweeps through evaluate_layouts (scalesim.layout_predict); tp / pp need
-# a transformer shape. Every other axis is a knob of both paths (``input_changes``).
+# A transformer workload sweeps through evaluate_layouts (scalesim.layout_predict); tp / pp and
+# the attention kernel need a transformer shape (a parameter count has no attention core).
+# Every other axis is a knob of both paths (``input_changes``).
 LAYOUT_AXES = ("tp", "pp")
 LAYOUT_COLUMNS = ("dp", "bubble_s")  # extra output columns of a transformer workload's rows
 
@@ -136,12 +140,25 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
     syncs = axes.get("grad_sync", [base.grad_sync])
     if any(grad_sync_refused(f, g) for f in frameworks for g in syncs):
         raise ScalesimError(f"axes zero_framework, grad_sync: {GRAD_SYNC_DEEPSPEED_ERROR}")
-    from scalesim.layout_predict import no_shape_words, split_profile, uses_layouts
+    from scalesim.layout_predict import (
+        check_attention_kernel,
+        no_shape_words,
+        split_profile,
+        uses_layouts,
+    )
 
+    if "attention_kernel" in axes:  # before the shape: a measured curve ran its own kernel
+        for kernel in np.unique(_axis_array("attention_kernel", axes["attention_kernel"])):
+            check_attention_kernel(profile, str(kernel), "sweep axis attention_kernel value")
     profile = split_profile(profile, base, axes)  # a measured model split as the shape it timed
     split = uses_layouts(profile, base)
     if not split and any(n in axes for n in LAYOUT_AXES):
         raise ScalesimError(f"sweep axes tp / pp split the model: {no_shape_words(profile)}")
+    if not split and "attention_kernel" in axes:
+        raise ScalesimError("sweep axis attention_kernel needs a transformer workload (a "
+                            f"parameter count has no attention core): profile '{profile.name}' "
+                            "gives none; give --workload with a 'transformer' shape (e.g. "
+                            "llama3-8b) or drop --attention-kernel-values")
     arrays = {name: _axis_array(name, values) for name, values in {"devices": base.devices,
                                                                    **axes}.items()}
     if split:  # a schedule applies where pp > 1; with no such row it would change nothing
@@ -210,6 +227,14 @@ def input_changes(grid: dict[str, np.ndarray], inter_share: float = 1.0) -> dict
     if "straggler_cv" in grid:
         changes["jitter_cv"] = grid["straggler_cv"]
     return changes
+
+
+def attention_efficiencies(device_name: str, kernels: np.ndarray) -> np.ndarray:
+    """``LayoutInputs.attention_efficiency`` of each row's kernel on ``device_name``
+    (``presets.attention_efficiency_of``; NaN: the matmuls' efficiency), docs/model.md §13."""
+    share = {str(k): attention_efficiency_of(device_name, str(k)) for k in np.unique(kernels)}
+    return np.array([np.nan if share[str(k)] is None else share[str(k)] for k in kernels],
+                    dtype=float)
 
 
 def _batch_axes(plan: SweepPlan, grid: dict[str, np.ndarray]):
@@ -299,9 +324,12 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     p, k, tp, pp, micro, base_micro = (a[keep] for a in (p, k, tp, pp, micro, base_micro))
     zero = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
             else lp.ZERO_OF_STRATEGY[base.strategy])
+    overrides = input_changes(grid, inter_nic_share(profile.hardware, base))
+    if "attention_kernel" in grid:
+        overrides["attention_efficiency"] = attention_efficiencies(
+            profile.hardware.device_name, grid["attention_kernel"])
     rows = lp.evaluate_rows(profile, base, p, micro, k, base_micro, tp=tp, pp=pp, zero=zero,
-                            overrides=input_changes(grid, inter_nic_share(profile.hardware,
-                                                                          base)))
+                            overrides=overrides)
     r = rows.result
     comm = r.tp_comm_s + r.cp_comm_s + r.p2p_s + r.dp_exposed_s
     outputs = {"step_time_s": r.step_time_s, "compute_s": r.compute_s, "exposed_comm_s": comm,

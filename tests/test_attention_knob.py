@@ -127,6 +127,36 @@ def test_sweep_decide_and_goal_take_the_kernel(capsys):
     assert best["flash2"]["cost_usd"] > best["fused-vendor"]["cost_usd"]
 
 
+def test_the_kernel_is_a_sweep_axis_with_the_rows_predict_gives(capsys):
+    """``--attention-kernel-values`` sweeps the kernel: each row is the prediction of the same
+    scenario with that kernel (flash2 slower on H100s, the same on A100s, §13); a parameter
+    count (no attention core) and a measured profile (its own kernel) refuse the axis in one
+    line, as predict refuses the flag."""
+    from scalesim.sweep import sweep
+
+    both = ["fused-vendor", "flash2"]
+    for hardware in ("dgx-h100", "dgx-a100"):
+        profile = resolve_profile(None, hardware, "llama3-8b")
+        base = Scenario(devices=[8], micro_batch=1, strategy="zero3")
+        cols = sweep(profile, base, {"attention_kernel": both}).columns
+        assert list(cols["attention_kernel"]) == both
+        want = [predict(profile, base.model_copy(update={"attention_kernel": k}))[0]
+                for k in both]
+        assert list(cols["step_time_s"]) == pytest.approx([w.step_time_s for w in want],
+                                                          rel=1e-12)
+        vendor, flash2 = cols["step_time_s"]
+        assert flash2 > vendor if hardware == "dgx-h100" else flash2 == vendor
+    for argv, words in (
+            (["--devices", "8"], "sweep axis attention_kernel needs a transformer workload"),
+            (["--profile", str(H200), "--devices", "8"], "attention_kernel value flash2: "
+             "profile"),
+            (["--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8"],
+             "unknown attention_kernel 'flash3'")):
+        values = "flash3" if "flash3" in words else "flash2"
+        code, _, err = run_cli(capsys, ["sweep", *argv, "--attention-kernel-values", values])
+        assert code == 2 and len(err.strip().splitlines()) == 1 and words in err, err
+
+
 def test_measured_timings_refuse_another_kernel_in_one_line(capsys):
     from scalesim.layout_predict import plan_at
     from scalesim.sweep import sweep

@@ -55,6 +55,7 @@ VALUE_FLAGS = {
     "strategy_values": ("strategy", _words),
     "zero_framework_values": ("zero_framework", _words),
     "grad_sync_values": ("grad_sync", _words),
+    "attention_kernel_values": ("attention_kernel", _words),  # a transformer workload only
     "algorithm_values": ("algorithm", _words),
     "overlap_values": ("overlap", _on_off),
     "bucket_mib_values": ("bucket_mib", _values("bucket_mib")),
