@@ -68,12 +68,17 @@ BACKWARD_PREFETCH_POST_SOURCES = ("mosaicml/llm-foundry",)
 # Full recompute by PyTorch's non-reentrant checkpoint with early stop (torch >= 2.1: the
 # recomputation ends once the last tensor saved for backward is back, so the MLP's down
 # projection is not rerun; docs/model.md §13): sources naming a repository, dated on or after
-# the day it required torch >= 2.1. llm-foundry checkpoints each MPTBlock non-reentrantly
-# (activation_checkpointing_reentrant: false in every scripts/train/yamls/pretrain/mpt-*.yaml;
-# Composer wraps it in checkpoint_wrapper(CheckpointImpl.NO_REENTRANT)) and required torch >= 2.1
-# from commit 2017c0282 (2023-12-07, "Remove tests and support for torch <2.1", setup.py).
-# Megatron-LM recomputes with its own reentrant CheckpointFunction: the whole forward.
-RECOMPUTE_EARLY_STOP_SOURCES = {"mosaicml/llm-foundry": (2023, 12, 7)}
+# the day its published runs were on torch >= 2.1. llm-foundry checkpoints each MPTBlock
+# non-reentrantly (activation_checkpointing_reentrant: false in every
+# scripts/train/yamls/pretrain/mpt-*.yaml; Composer wraps it in
+# checkpoint_wrapper(CheckpointImpl.NO_REENTRANT)); its benchmark tables of commit b2a43a147
+# (2023-10-19) were run by that commit's scripts/train/benchmarking/sweep.sh ("To reproduce table
+# results, first run ./sweep.sh", the README), whose every H100 and A100 80GB run uses
+# IMAGE="mosaicml/pytorch:2.1.0_cu121-python3.10-ubuntu20.04" (line 5): torch 2.1.0; the
+# repository required torch >= 2.1 from commit 2017c0282 (2023-12-07). The spring-2023 tables
+# (300cc5c58, 2023-05-03) pin torch==1.13.1. Megatron-LM recomputes with its own reentrant
+# CheckpointFunction: the whole forward.
+RECOMPUTE_EARLY_STOP_SOURCES = {"mosaicml/llm-foundry": (2023, 10, 19)}
 TP_OVERLAP_FROM_YEAR = 2024  # Megatron-Core + Transformer Engine runs overlap tp collectives
 # with the matmuls (userbuffers; on in NeMo / Megatron-Bridge performance recipes)
 EFFICIENCY_BOUNDS = (0.02, 1.0)  # where the anchor's efficiency is searched

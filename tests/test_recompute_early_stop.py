@@ -73,7 +73,10 @@ def test_which_sources_use_early_stop():
     foundry = "mosaicml/llm-foundry scripts/train/benchmarking/README.md"
     assert recompute_early_stop_of(f"{foundry} (added in commit 5e85bd62d, 2024-01-06)")
     assert recompute_early_stop_of(f"{foundry} (2023-12-07)")  # torch >= 2.1 required that day
-    assert not recompute_early_stop_of(f"{foundry} (added in commit b2a43a147, 2023-10-19)")
+    # the October-2023 tables: their sweep.sh ran every row in the torch 2.1.0 image
+    assert recompute_early_stop_of(f"{foundry} (added in commit b2a43a147, 2023-10-19)")
+    assert not recompute_early_stop_of(f"{foundry} (2023-10-18)")
+    assert not recompute_early_stop_of(f"{foundry} (at 300cc5c58, 2023-05-03)")  # torch 1.13.1
     assert not recompute_early_stop_of(foundry)  # no date: not known
     assert not recompute_early_stop_of("Narayanan et al. 2021, arXiv 2104.04473, 2024-01-01")
 
@@ -82,7 +85,7 @@ def test_shipped_cases_get_it_only_where_the_source_says_torch_2_1():
     cases = {c.id: c for c in load_parallel_cases(validation_path("parallel_cases.json"))}
     for case_id, expected in (("llmfoundry_h100l_70b_s2048_128gpu", True),
                               ("llmfoundry_h100l_7b_s2048_128gpu", False),  # no recompute
-                              ("llmfoundry_h100_70b_s2048_32gpu", False),  # 2023-10: torch ?
+                              ("llmfoundry_h100_70b_s2048_32gpu", True),  # 2023-10: 2.1.0
                               ("llmfoundry_a100_40gb_7b_s2048_8gpu", False),  # torch 1.13
                               ("narayanan2021_t1_3p6b", False)):  # Megatron: reentrant
         flags: list[str] = []
