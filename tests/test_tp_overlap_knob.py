@@ -196,6 +196,9 @@ def test_plan_tp_overlap_keeps_its_meaning_on_a_measured_curve(capsys):
                  r["virtual_stages"], r["recompute"], r["sequence_parallel"]): r["step_time_s"]
                 for r in table}
 
+    code, out, err = run_cli(capsys, [*argv[:-1], "--tp-overlap"])
+    assert code == 0 and ("\nranked with: tensor-parallel collectives overlapped with the "
+                          "matmuls where tp > 1 (--tp-overlap), ") in out, err
     on, off = steps(rows[True]), steps(rows[False])
     split = [k for k in on if k[0] == 2 and k in off]
     assert split and all(on[k] < off[k] for k in split)

@@ -116,6 +116,9 @@ def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None
     if args.grad_sync == "once-per-step":
         parts.insert(0, "ZeRO-2/3 gradients reduced once per step (FSDP no_sync: full "
                      "gradients held)")
+    if args.tp_overlap:
+        parts.insert(0, "tensor-parallel collectives overlapped with the matmuls where tp > 1 "
+                     "(--tp-overlap)")
     return "ranked with: " + ", ".join(parts) if parts else ""
 
 
