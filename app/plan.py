@@ -149,15 +149,16 @@ def _links(state: AppState) -> dict:
 
 def layout_of_state(state: AppState) -> ScenarioLayout | None:
     """The model split the layout controls describe (None: not split, all at their defaults)."""
-    if (state.tp, state.pp, state.sched, state.vs, state.rec, state.sp, state.rs) == (
-            1, 1, "auto", 1, "auto", False, DEFAULT_RECOMPUTE_STYLE):
+    if (state.tp, state.pp, state.sched, state.vs, state.rec, state.sp, state.rs, state.tpo) == (
+            1, 1, "auto", 1, "auto", False, DEFAULT_RECOMPUTE_STYLE, False):
         return None
     try:
         return ScenarioLayout(tp=state.tp, pp=state.pp,
                               schedule=None if state.sched == "auto" else state.sched,
                               virtual_stages=state.vs,
                               recompute=None if state.rec == "auto" else state.rec,
-                              recompute_style=state.rs, sequence_parallel=state.sp)
+                              recompute_style=state.rs, sequence_parallel=state.sp,
+                              tp_overlap=state.tpo)
     except ValueError as exc:
         raise ScalesimError(f"layout: {exc}") from None
 

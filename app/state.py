@@ -29,17 +29,20 @@ from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, RecomputeStyle
 from scalesim.profiles import parse_profile, profile_from_presets
 from scalesim.schemas import GradSync, Profile
 
-LINK_VERSION = 6  # v6: + the attention kernel (ak); v5: + the gradient sync under accumulation
-# (gs, FSDP no_sync); v4: + the recompute style (rs); v3: + the model split (tp, pp, sched, vs,
-# rec, sp) and transformer presets; each written only when used (``link_version``); v1 to v5
-# open with the vendor attention kernel, v1 to v4 with gradients reduced every micro-step, v3
-# with the whole-forward style, v2 (only what differs from the defaults, presets by name) and
-# v1 data parallel
-READ_VERSIONS = ("1", "2", "3", "4", "5", "6")
-LAYOUT_FIELDS = ("tp", "pp", "sched", "vs", "rec", "sp", "rs")  # v3 and later (rs: v4)
+LINK_VERSION = 7  # v7: + the tensor-parallel overlap (tpo); v6: + the attention kernel (ak);
+# v5: + the gradient sync under accumulation (gs, FSDP no_sync); v4: + the recompute style
+# (rs); v3: + the model split (tp, pp, sched, vs, rec, sp) and transformer presets; each
+# written only when used (``link_version``); v1 to v6 open with the tensor-parallel
+# collectives exposed, v1 to v5 with the vendor attention kernel, v1 to v4 with gradients
+# reduced every micro-step, v3 with the whole-forward style, v2 (only what differs from the
+# defaults, presets by name) and v1 data parallel
+READ_VERSIONS = ("1", "2", "3", "4", "5", "6", "7")
+# v3 and later (rs: v4, tpo: v7)
+LAYOUT_FIELDS = ("tp", "pp", "sched", "vs", "rec", "sp", "rs", "tpo")
 V4_FIELDS = ("rs",)  # what v4 added
 V5_FIELDS = ("gs",)  # what v5 added
 V6_FIELDS = ("ak",)  # what v6 added
+V7_FIELDS = ("tpo",)  # what v7 added
 SHARED_DATE_KEY = "at"  # the date a share link was made (YYYY-MM-DD), for the receiver's banner
 MAX_QUERY_CHARS = 16_000  # the whole query string (browsers keep ~32k; stay well below)
 MAX_VALUE_CHARS = 400  # one control's value
@@ -114,6 +117,7 @@ class AppState(BaseModel):
     rec: Literal["auto", "none", "selective", "full"] = "auto"
     rs: RecomputeStyle = DEFAULT_RECOMPUTE_STYLE  # how full recompute reruns the forward
     sp: bool = False
+    tpo: bool = False  # the framework overlaps the tensor-parallel collectives (v7)
 
     @field_validator("hw")
     @classmethod
@@ -146,7 +150,7 @@ FIELD_LABELS = {  # a control's name in a sentence
     "price": "Price per device-hour", "focus": "Device count in focus", "dlist": "Device list",
     "dl": "Deadline (hours)", "bud": "Budget (USD)", "tp": "Tensor parallel",
     "pp": "Pipeline stages", "vs": "Virtual stages", "rs": "Recompute style",
-    "gs": "Gradient sync", "ak": "Attention kernel",
+    "gs": "Gradient sync", "ak": "Attention kernel", "tpo": "Tensor-parallel overlap",
 }
 
 
@@ -428,11 +432,14 @@ V2_DEFAULTS: dict[str, Any] = {
 
 
 def link_version(state: AppState) -> int:
-    """6 when the state uses what v6 added (an attention kernel other than the vendor one); 5
-    when it uses what v5 added (gradients reduced once per step); 4 when it uses what v4 added
-    (the early-stop recompute style); 3 when it uses what v3 added (a model split, a
-    transformer workload preset, the Layouts tab, scenario B 'split the model'); else 2, so a
-    link opens in every scalesim that can show it the same."""
+    """7 when the state uses what v7 added (the tensor-parallel overlap on); 6 when it uses
+    what v6 added (an attention kernel other than the vendor one); 5 when it uses what v5 added
+    (gradients reduced once per step); 4 when it uses what v4 added (the early-stop recompute
+    style); 3 when it uses what v3 added (a model split, a transformer workload preset, the
+    Layouts tab, scenario B 'split the model'); else 2, so a link opens in every scalesim that
+    can show it the same."""
+    if any(getattr(state, n) != AppState.model_fields[n].default for n in V7_FIELDS):
+        return 7
     if any(getattr(state, n) != AppState.model_fields[n].default for n in V6_FIELDS):
         return 6
     if any(getattr(state, n) != AppState.model_fields[n].default for n in V5_FIELDS):
@@ -565,6 +572,12 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no attention "
                             f"kernel choice (the {DEFAULT_ATTENTION_KERNEL} kernel)")
+    if int(version) < 7:  # before the tensor-parallel overlap: its collectives exposed
+        old = [name for name in V7_FIELDS if name in flat and flat.pop(name) not in (
+            "", _to_text(AppState.model_fields[name].default))]
+        if old:
+            messages.append(f"ignored {', '.join(old)}: a v{version} link has no tensor-parallel "
+                            "overlap choice (the tensor-parallel collectives exposed)")
     fingerprint = flat.pop("ph", None)
     blob = flat.pop("prof", None)
     unknown = sorted(k for k in flat if k not in AppState.model_fields)

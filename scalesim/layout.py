@@ -1,9 +1,10 @@
 """The parallel layout of a training job, and where its ranks sit.
 
 One schema (``ParallelLayout``: dp x tp x pp x cp, ZeRO stage, micro-batch, global batch,
-pipeline schedule, virtual stages, recompute and its style, sequence parallelism; the recompute
-style's field is shared with ``schemas.ScenarioLayout``) and one placement rule used
-by every part of scalesim that splits a model (validate, plan, and later predict/sweep/app).
+pipeline schedule, virtual stages, recompute and its style, sequence parallelism, tensor-parallel
+overlap; the recompute style's and the overlap's fields are shared with
+``schemas.ScenarioLayout``) and one placement rule used by every part of scalesim that splits a
+model (validate, plan, and later predict/sweep/app).
 
 Placement follows Megatron-LM (``RankGenerator`` order "tp-cp-ep-dp-pp") and torchtitan (device
 mesh ["pp", "dp", "cp", "tp"]): tensor-parallel ranks are innermost (consecutive ranks, inside one
@@ -49,12 +50,29 @@ LAYOUT_VERSION = "scalesim-layout/1"
 # and sweep where no row has tp > 1
 SEQUENCE_PARALLEL_NEEDS_TP = ("sequence_parallel needs tp > 1 (it splits the tensor-parallel "
                               "group's activations)")
+# The framework overlaps the tensor-parallel collectives with the matmuls (docs/model.md §14):
+# one description for the layout's field, the scenario's and the --tp-overlap flag of predict,
+# sweep, decide, goal and plan; and the refusal of predict and sweep where no row has tp > 1
+TP_OVERLAP_HELP = (
+    "the framework overlaps the tensor-parallel collectives with the matmuls: Transformer "
+    "Engine userbuffers (Megatron-LM --tp-comm-overlap, NeMo / Megatron-Bridge tp_comm_overlap), "
+    "torchtitan's async TP (enable_async_tensor_parallel); they hide behind the layer's weight "
+    "matmuls but for what those cannot cover and the contention share (docs/model.md §14). "
+    "Applies where tp > 1 (default off: every tensor-parallel collective exposed)")
+TP_OVERLAP_NEEDS_TP = ("tp_overlap needs tp > 1 (it overlaps the tensor-parallel group's "
+                       "collectives with the matmuls)")
 
 
 def recompute_style_field():
     """The pydantic field of a layout's recompute style (``ParallelLayout``, ``ScenarioLayout``):
     one default and one description."""
     return Field(default=DEFAULT_RECOMPUTE_STYLE, description=RECOMPUTE_STYLE_HELP)
+
+
+def tp_overlap_field():
+    """The pydantic field of a layout's tensor-parallel overlap (``ParallelLayout``,
+    ``ScenarioLayout``): one default and one description."""
+    return Field(default=False, description=TP_OVERLAP_HELP)
 
 
 def early_stop_of(style: str) -> bool:
@@ -86,8 +104,7 @@ class ParallelLayout(BaseModel):
     recompute_style: RecomputeStyle = recompute_style_field()
     sequence_parallel: bool = Field(default=False, description="Megatron sequence parallelism "
                                     "inside the tensor-parallel group")
-    tp_overlap: bool = Field(default=False, description="tensor-parallel collectives overlapped "
-                             "with the matmuls (Transformer Engine userbuffers)")
+    tp_overlap: bool = tp_overlap_field()
 
     @property
     def devices(self) -> int:

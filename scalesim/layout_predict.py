@@ -63,11 +63,12 @@ def layout_of(scenario: Scenario) -> ScenarioLayout:
 
 def asked_split(scenario: Scenario) -> list[str]:
     """What the scenario's layout asks beyond data parallelism, in the user's words ('tp 2 x pp
-    1', 'sequence parallel', 'recompute full', 'schedule gpipe'; not 'tp 1 x pp 1' for a
+    1', 'sequence parallel', 'tp overlap', 'recompute full', 'schedule gpipe'; not 'tp 1 x pp 1' for a
     recompute); empty: data parallel (the recompute style alone changes nothing to split)."""
     split = layout_of(scenario)
     asked = [f"tp {split.tp} x pp {split.pp}"] if split.splits_model else []
     asked += ["sequence parallel"] if split.sequence_parallel else []
+    asked += ["tp overlap"] if split.tp_overlap else []
     asked += [f"recompute {split.recompute}"] if split.recompute not in (None, "none") else []
     asked += [f"schedule {split.schedule}"] if split.schedule not in (None, "none") else []
     return asked
@@ -274,7 +275,8 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
     NVLS alike, ``predict.nvls_busbw_ratio``), server size, contention and device spread;
     ``peak_flops`` (FLOP/s, ``NOMINAL_PEAK_FLOPS`` when unknown) and ``bandwidth_GBps``
     (efficiency 1: the compute pin, ``pinned_compute``, sets it per micro-batch later); the
-    scenario's overlap, slow device, recompute style and attention kernel; ``jitter_cv`` the
+    scenario's overlap, slow device, recompute style, tensor-parallel overlap (applied where
+    tp > 1) and attention kernel; ``jitter_cv`` the
     step-to-step
     jitter (``predict.jitter_cv_of``: it lives in the profile, not the hardware); ``p2p`` the
     profile's measured send/recv inside a server (``plan.measured_p2p``; None: the intra link).
@@ -287,6 +289,7 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
     return Setting(
         wl.transformer, hardware, global_batch, 1.0, params=wl.params,
         jitter_cv=jitter_cv, p2p=p2p, recompute_style=layout_of(scenario).recompute_style,
+        tp_overlap=layout_of(scenario).tp_overlap,
         attention_kernel=scenario.attention_kernel, overlap=scenario.overlap,
         slow_device=scenario.slow_device, slow_factor=scenario.slow_factor,
         param_bytes_per_param=wl.param_bytes_per_param,
@@ -455,7 +458,7 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
 
 
 def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], global_batch: int,
-            fp8: bool = False, tp_overlap: bool = False, **plan_kwargs):
+            fp8: bool = False, **plan_kwargs):
     """``scalesim.plan.rank_layouts`` for this profile and scenario at one device count (or
     several, ranked together): every layout of the workload's shape evaluated with the inputs
     ``predict`` gives it (``scenario_setting``: the scenario's links, server size, overlap, slow
@@ -463,7 +466,9 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], glob
     matmul efficiency pinned to the profile's compute curve as ``evaluate_rows`` pins it; the
     input supply per replica), so each row's step is what ``predict`` says of
     ``scenario_of_row``, at every count (the input supply: one loader per replica of the
-    largest count's servers). ``fp8``, ``tp_overlap``: as ``plan.plan``'s. ``plan_kwargs`` go
+    largest count's servers). The framework's tensor-parallel overlap is the scenario's
+    (``ScenarioLayout.tp_overlap``, through ``scenario_setting``); ``fp8``: as ``plan.plan``'s.
+    ``plan_kwargs`` go
     to ``rank_layouts`` (top, split_only, include_unfit, rank_by, cp_values)."""
     check_attention_kernel(profile, scenario.attention_kernel)
     wl, hw = profile.workload, layout_hardware(profile)
@@ -473,8 +478,7 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], glob
     counts = [int(d) for d in np.atleast_1d(devices)]
     peak, _, bandwidth = _peak_and_bandwidth(profile)
     setting = scenario_setting(wl, hw, scenario, peak, bandwidth, jitter_cv_of(profile, scenario),
-                               measured_p2p(profile), global_batch).replace(
-                                   fp8=fp8, tp_overlap=tp_overlap)
+                               measured_p2p(profile), global_batch).replace(fp8=fp8)
     base = setting_inputs(setting)
     per_node = min(max(counts), setting.hardware.devices_per_node)
     supply, _ = loader_supply(profile, scenario, per_node)  # one loader per replica
@@ -494,11 +498,14 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], glob
 
 def scenario_of_row(scenario: Scenario, row) -> Scenario:
     """``scenario`` running the planner's ``row`` (a ``plan.PlanRow``) at the same global batch:
-    its layout, ZeRO stage, micro-batch and accumulation."""
+    its layout, ZeRO stage, micro-batch and accumulation; the framework's tensor-parallel
+    overlap where the row has tp > 1 (without tp there is nothing to overlap, and predict
+    refuses the overlap there: ``layout.TP_OVERLAP_NEEDS_TP``)."""
     layout = ScenarioLayout(tp=row.tp, pp=row.pp, schedule=row.schedule if row.pp > 1 else None,
                             virtual_stages=row.virtual_stages, recompute=row.recompute,
                             recompute_style=row.recompute_style,
-                            sequence_parallel=row.sequence_parallel)
+                            sequence_parallel=row.sequence_parallel,
+                            tp_overlap=row.tp_overlap and row.tp > 1)
     update = {"layout": layout, "strategy": ("ddp", "zero1", "zero2", "zero3")[row.zero],
               "accumulation": row.accumulation}
     if scenario.global_batch is None:

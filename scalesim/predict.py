@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from scalesim.bounds import check_values
 from scalesim.errors import ScalesimError, require_model
-from scalesim.layout import SCHEDULES, SEQUENCE_PARALLEL_NEEDS_TP
+from scalesim.layout import SCHEDULES, SEQUENCE_PARALLEL_NEEDS_TP, TP_OVERLAP_NEEDS_TP
 from scalesim.model import collectives as coll
 from scalesim.model.compute import colocation_slope
 from scalesim.model.memory import STRATEGIES
@@ -284,6 +284,8 @@ def _split_rows(profile: Profile, scenario: Scenario):
         raise ScalesimError(f"layout at {int(p[i])} devices: {why}")
     if split.sequence_parallel and split.tp == 1:
         raise ScalesimError(SEQUENCE_PARALLEL_NEEDS_TP)
+    if split.tp_overlap and split.tp == 1:
+        raise ScalesimError(TP_OVERLAP_NEEDS_TP)
     return lp.evaluate_rows(profile, scenario, p, b, k, base_b)
 
 

@@ -32,6 +32,7 @@ from scalesim.layout import (
     Schedule,
     early_stop_of,
     recompute_style_field,
+    tp_overlap_field,
 )
 from scalesim.model.overlap import GPU_COMM_CONTENTION
 from scalesim.model.stragglers import DEVICE_SPEED_CV
@@ -655,6 +656,7 @@ class ScenarioLayout(_Strict):
     recompute_style: RecomputeStyle = recompute_style_field()
     sequence_parallel: bool = Field(default=False, description="Megatron sequence parallelism "
                                     "in the tensor-parallel group (needs tp > 1)")
+    tp_overlap: bool = tp_overlap_field()
 
     def schedule_of(self) -> str:
         """The schedule the layout runs: the given one, or its default for pp."""

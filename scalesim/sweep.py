@@ -162,7 +162,7 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
     arrays = {name: _axis_array(name, values) for name, values in {"devices": base.devices,
                                                                    **axes}.items()}
     if split:  # a schedule applies where pp > 1; with no such row it would change nothing
-        from scalesim.layout import SEQUENCE_PARALLEL_NEEDS_TP
+        from scalesim.layout import SEQUENCE_PARALLEL_NEEDS_TP, TP_OVERLAP_NEEDS_TP
         from scalesim.layout_predict import layout_of
 
         asked = layout_of(base)
@@ -173,9 +173,11 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
         if pipeline and int(np.max(arrays.get("pp", [asked.pp]))) == 1:
             raise ScalesimError(f"{' and '.join(pipeline)} needs pp > 1 (a pipeline); give "
                                 "--pp or a --pp-values that reaches 2, or drop it")
-        if asked.sequence_parallel and int(np.max(arrays.get("tp", [asked.tp]))) == 1:
-            raise ScalesimError(f"{SEQUENCE_PARALLEL_NEEDS_TP}; give --tp or a --tp-values "
-                                "that reaches 2, or drop it")
+        for on, rule in ((asked.sequence_parallel, SEQUENCE_PARALLEL_NEEDS_TP),
+                         (asked.tp_overlap, TP_OVERLAP_NEEDS_TP)):
+            if on and int(np.max(arrays.get("tp", [asked.tp]))) == 1:
+                raise ScalesimError(f"{rule}; give --tp or a --tp-values that reaches 2, or "
+                                    "drop it")
     g_max = base.devices_per_node or profile.hardware.devices_per_node
     layout(np.unique(arrays["devices"]), g_max)  # clear error for counts that do not fill servers
     shape = [len(v) for v in arrays.values()]

@@ -753,8 +753,8 @@ def check_cli(argv: list[str]) -> list[str]:
 def _base_links() -> list[dict[str, str]]:
     """Real share links of each version the decoder reads: v2 (the default what-if, and an
     uploaded profile with its blob), v3 (a split transformer on the Layouts tab), v4 (the same
-    with full recompute in the early-stop style), v1 (a v2 link labelled v1, with model-split
-    fields a v1 link cannot have)."""
+    with full recompute in the early-stop style), v7 (the split with the tensor-parallel
+    overlap), v1 (a v2 link labelled v1, with model-split fields a v1 link cannot have)."""
     from scalesim.app.state import AppState, default_state, encode_query, preset_profile
 
     base = default_state()
@@ -763,8 +763,10 @@ def _base_links() -> list[dict[str, str]]:
                                      "rec": "selective", "sp": True, "tab": "layouts"})
     custom = base.model_copy(update={"src": "custom"})
     stop = split.model_copy(update={"rec": "full", "rs": "early-stop"})
-    links = [dict(encode_query(s, preset_profile(s))) for s in (base, split, custom, stop)]
-    assert [link["v"] for link in links] == ["2", "3", "2", "4"]
+    overlap = split.model_copy(update={"tpo": True})
+    links = [dict(encode_query(s, preset_profile(s))) for s in (base, split, custom, stop,
+                                                                overlap)]
+    assert [link["v"] for link in links] == ["2", "3", "2", "4", "7"]
     links.append({**links[0], "v": "1", "tp": "4", "sp": "true"})
     return links
 

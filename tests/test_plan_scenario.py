@@ -174,6 +174,38 @@ def test_a_layout_of_another_tp_overlap_is_refused_and_a_planned_row_round_trips
         row.step_time_s, rel=1e-12)
 
 
+def test_a_plan_with_tp_overlap_re_predicts_with_it():
+    """A scenario whose framework overlaps the tensor-parallel collectives
+    (``ScenarioLayout.tp_overlap``) is planned with the overlap (``plan_at``, through
+    ``scenario_setting``) and every tp > 1 row it ranks re-predicts (``scenario_of_row``) to
+    the plan's step, the overlap carried; tp = 1 rows carry none (predict refuses it there, and
+    there is nothing to overlap). Re-predicted without the overlap, the tp > 1 rows are slower by
+    exactly the tensor-parallel time the overlap hid; the direct ``plan(tp_overlap=True)`` ranks
+    the same rows at the same steps (one definition: ``scalesim plan --tp-overlap``)."""
+    h100 = resolve_profile(None, "dgx-h100", "gpt-1.7b")
+    scenario = Scenario(devices=[8], global_batch=16, layout={"tp_overlap": True})
+    rows = plan_at(h100, scenario, 8, 16, top=40)
+    split = [r for r in rows if r.tp > 1]
+    assert split and all(r.tp_overlap for r in rows)
+    for row, p in zip(rows, _predicted(h100, scenario, rows), strict=True):
+        assert scenario_of_row(scenario, row).layout.tp_overlap == (row.tp > 1)
+        assert p.step_time_s == pytest.approx(row.step_time_s, rel=1e-9), _key(row)
+        assert p.tp_comm_s == pytest.approx(row.breakdown_s["tp_comm_s"], rel=1e-9, abs=1e-15)
+    for row in split:
+        on = predict(h100, scenario_of_row(scenario, row))[0]
+        off = predict(h100, scenario_of_row(scenario, row).model_copy(update={
+            "layout": scenario_of_row(scenario, row).layout.model_copy(
+                update={"tp_overlap": False})}))[0]
+        assert 0 < on.tp_comm_s < off.tp_comm_s, _key(row)
+        assert off.step_time_s - on.step_time_s == pytest.approx(
+            off.tp_comm_s - on.tp_comm_s, rel=1e-9), _key(row)
+    direct = plan(h100.workload.transformer, h100.hardware, [8], 16, top=40,
+                  params=h100.workload.params, tp_overlap=True)
+    assert [_key(r) for r in direct] == [_key(r) for r in rows]
+    np.testing.assert_allclose([r.step_time_s for r in direct], [r.step_time_s for r in rows],
+                               rtol=1e-12)
+
+
 # ------------------------------------------------------------------ point-to-point links
 
 def _inputs(cp: int = 8, global_batch: int = 8, **changes) -> LayoutInputs:

@@ -13,6 +13,7 @@ from scalesim.cli.options import (
     add_grad_sync_argument,
     add_instance_sizes_argument,
     add_recompute_style_argument,
+    add_tp_overlap_argument,
     add_zero_framework_argument,
     positive_int,
 )
@@ -71,9 +72,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="matmul precision: bf16/fp16 peak or fp8 peak (default bf16)")
     p.add_argument("--cp", type=flag_list_type("devices_per_node"), default=[1],
                    help="context-parallel degrees to try, e.g. 1,2,4 (default 1)")
-    p.add_argument("--tp-overlap", action="store_true",
-                   help="the framework overlaps tensor-parallel collectives with the matmuls "
-                   "(Transformer Engine userbuffers)")
+    add_tp_overlap_argument(p)
     add_attention_kernel_argument(p)
     add_recompute_style_argument(p)
     add_zero_framework_argument(p)
@@ -117,6 +116,9 @@ def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None
     if args.grad_sync == "once-per-step":
         parts.insert(0, "ZeRO-2/3 gradients reduced once per step (FSDP no_sync: full "
                      "gradients held)")
+    if args.tp_overlap:
+        parts.insert(0, "tensor-parallel collectives overlapped with the matmuls where tp > 1 "
+                     "(--tp-overlap)")
     return "ranked with: " + ", ".join(parts) if parts else ""
 
 
@@ -263,9 +265,10 @@ def _on_the_measured_curve(args, base, shape, params, own=None):
         zero_framework=args.zero_framework or "fsdp",
         grad_sync=args.grad_sync or "every-micro-step", instance_sizes=args.instance_sizes,
         attention_kernel=args.attention_kernel or VENDOR_KERNEL,
-        layout=ScenarioLayout(recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE))
+        layout=ScenarioLayout(recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE,
+                              tp_overlap=args.tp_overlap))
     rows = plan_at(profile, scenario, args.devices, args.global_batch,
-                   tp_overlap=args.tp_overlap, rank_by=args.rank, top=args.top,
+                   rank_by=args.rank, top=args.top,
                    include_unfit=args.all, cp_values=tuple(args.cp))
     what = profile.notes[-1]
     if own is not None:  # no --workload: say which model is planned

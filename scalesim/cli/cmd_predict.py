@@ -41,7 +41,8 @@ def _duration(seconds: float | None) -> str:
 
 
 def layout_line(profile, scenario) -> str:
-    """'layout: tp 2 x pp 4 (1f1b), recompute full, ...' of a transformer workload's scenario."""
+    """'layout: tp 2 x pp 4 (1f1b), recompute full, sequence parallel on, TP overlap off, ...' of
+    a transformer workload's scenario (the TP overlap where tp > 1)."""
     from scalesim.layout_predict import (
         layout_of,
         pipeline_fsdp_note,
@@ -60,7 +61,9 @@ def layout_line(profile, scenario) -> str:
             + f", {recompute_words(split.recompute_of(profile.workload), split.recompute_style)}"
             + (f" ({note})" if (note := recompute_style_note(profile, scenario)) else "")
             + ", sequence parallel "
-            f"{'on' if split.sequence_parallel else 'off'}; dp = devices / (tp x pp); batch = "
+            f"{'on' if split.sequence_parallel else 'off'}"
+            + (f", TP overlap {'on' if split.tp_overlap else 'off'}" if split.tp > 1 else "")
+            + "; dp = devices / (tp x pp); batch = "
             "sequences per micro-batch per replica; compute pins the matmul efficiency to the "
             "profile's curve (docs/model.md §22)" + (f"; {p2p.note}" if p2p else "")
             + (f"; {note}" if (note := pipeline_fsdp_note(scenario)) else ""))

@@ -17,7 +17,7 @@ from scalesim.bounds import (
 )
 from scalesim.errors import ScalesimError, require_path
 from scalesim.jsonio import parse_model, read_json, validation_message
-from scalesim.layout import RECOMPUTE_STYLE_HELP
+from scalesim.layout import RECOMPUTE_STYLE_HELP, TP_OVERLAP_HELP
 from scalesim.model.sharding import GRAD_SYNC_HELP
 from scalesim.schemas import Profile, Scenario
 
@@ -169,7 +169,7 @@ def check_slow_device(args: argparse.Namespace) -> None:
 
 def add_layout_arguments(p: argparse.ArgumentParser) -> None:
     """--tp --pp --schedule --virtual-stages --recompute --recompute-style --sequence-parallel
-    (Scenario.layout)."""
+    --tp-overlap (Scenario.layout)."""
     g = p.add_argument_group(
         "model split (a workload with a transformer shape, e.g. --workload llama3-8b; devices "
         "= dp x tp x pp, --strategy sets ZeRO over dp, --batch is per replica)")
@@ -187,6 +187,14 @@ def add_layout_arguments(p: argparse.ArgumentParser) -> None:
     add_recompute_style_argument(g)
     g.add_argument("--sequence-parallel", action="store_true",
                    help="Megatron sequence parallelism in the tensor-parallel group")
+    add_tp_overlap_argument(g)
+
+
+def add_tp_overlap_argument(group) -> None:
+    """--tp-overlap (``ScenarioLayout.tp_overlap``; plan's own flag too): a switch, beside
+    --sequence-parallel, with the field's description (``layout.TP_OVERLAP_HELP``)."""
+    group.add_argument("--tp-overlap", action="store_true",
+                       help=TP_OVERLAP_HELP.replace("%", "%%"))
 
 
 def add_recompute_style_argument(group) -> None:
@@ -201,7 +209,8 @@ def layout_from_args(args: argparse.Namespace, base: dict | None) -> dict | None
     given = {k.field: getattr(args, _dest(k.flag), None) for k in LAYOUT_KNOBS}
     given.update(schedule=getattr(args, "schedule", None),
                  recompute=getattr(args, "recompute", None),
-                 sequence_parallel=True if getattr(args, "sequence_parallel", False) else None)
+                 sequence_parallel=True if getattr(args, "sequence_parallel", False) else None,
+                 tp_overlap=True if getattr(args, "tp_overlap", False) else None)
     given = {k: v for k, v in given.items() if v is not None}
     if not given:
         return base
