@@ -51,7 +51,8 @@ IGNORED_KEYS = {"embed", "embed_options"}  # Streamlit's own query parameters
 IntraMode = Literal["profile", "custom", *presets.INTRA_LINKS.keys()]  # type: ignore[valid-type]
 InterMode = Literal["profile", "custom", "infiniband", "roce", "ethernet"]
 RemedyChoice = Literal["best", "bigger_batch", "overlap", "accumulation", "loader", "sharding",
-                       "interconnect", "slow_device", "more_devices", "split_model"]
+                       "interconnect", "slow_device", "more_devices", "split_model",
+                       "attention_kernel"]
 
 
 # the workload presets: the data-parallel ones, then the transformer shapes (split by a layout)
@@ -428,12 +429,14 @@ V2_DEFAULTS: dict[str, Any] = {
 
 
 def link_version(state: AppState) -> int:
-    """6 when the state uses what v6 added (an attention kernel other than the vendor one); 5
+    """6 when the state uses what v6 added (an attention kernel other than the vendor one, or
+    scenario B 'use a Hopper attention kernel'); 5
     when it uses what v5 added (gradients reduced once per step); 4 when it uses what v4 added
     (the early-stop recompute style); 3 when it uses what v3 added (a model split, a
     transformer workload preset, the Layouts tab, scenario B 'split the model'); else 2, so a
     link opens in every scalesim that can show it the same."""
-    if any(getattr(state, n) != AppState.model_fields[n].default for n in V6_FIELDS):
+    if (any(getattr(state, n) != AppState.model_fields[n].default for n in V6_FIELDS)
+            or state.b == "attention_kernel"):
         return 6
     if any(getattr(state, n) != AppState.model_fields[n].default for n in V5_FIELDS):
         return 5
