@@ -1,4 +1,5 @@
 """Remedies for lost scaling efficiency, each applied alone and ranked by what the user cares about.
+
 The remedies are the seed's list: a bigger per-device batch, overlap of communication with
 backward, gradient accumulation, more loader workers or caching the input, sharding (ZeRO), a
 faster interconnect, and fixing a slow device; then splitting the model and running a Hopper
