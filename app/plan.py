@@ -297,8 +297,9 @@ def _scenario_b(state: AppState, profile: Profile, scenario: Scenario, focus: Pr
         return (f"Add devices ({focus.devices} -> {more})", profile,
                 scenario.model_copy(update={"devices": [more]}), more)
     pick = best if state.b == "best" else next((r for r in remedies if r.key == state.b), None)
-    if pick is None or not pick.applicable:
-        return "no applicable remedy", profile, scenario, None
+    if pick is None or not pick.applicable:  # B's label says why (the remedy's reason)
+        return (pick.reason if pick is not None and pick.reason else "no applicable remedy",
+                profile, scenario, None)
     return pick.title, pick.profile, pick.scenario, focus.devices
 
 

@@ -90,6 +90,7 @@ B_LABELS = {
     "interconnect": "faster interconnect", "slow_device": "fix the slow device",
     "more_devices": "add a server's worth of devices",
     "split_model": "split the model (best layout)",
+    "attention_kernel": "use a Hopper attention kernel (cuDNN, FlashAttention-3)",
 }
 WIDGET_FIELDS = tuple(f for f in AppState.model_fields if f not in ("src", "tab"))
 ss = st.session_state

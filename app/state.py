@@ -29,7 +29,8 @@ from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, RecomputeStyle
 from scalesim.profiles import parse_profile, profile_from_presets
 from scalesim.schemas import GradSync, Profile
 
-LINK_VERSION = 7  # v7: + the tensor-parallel overlap (tpo); v6: + the attention kernel (ak);
+LINK_VERSION = 7  # v7: + the tensor-parallel overlap (tpo) and scenario B "use a Hopper
+# attention kernel" (b=attention_kernel); v6: + the attention kernel (ak);
 # v5: + the gradient sync under accumulation (gs, FSDP no_sync); v4: + the recompute style
 # (rs); v3: + the model split (tp, pp, sched, vs, rec, sp) and transformer presets; each
 # written only when used (``link_version``); v1 to v6 open with the tensor-parallel
@@ -54,7 +55,8 @@ IGNORED_KEYS = {"embed", "embed_options"}  # Streamlit's own query parameters
 IntraMode = Literal["profile", "custom", *presets.INTRA_LINKS.keys()]  # type: ignore[valid-type]
 InterMode = Literal["profile", "custom", "infiniband", "roce", "ethernet"]
 RemedyChoice = Literal["best", "bigger_batch", "overlap", "accumulation", "loader", "sharding",
-                       "interconnect", "slow_device", "more_devices", "split_model"]
+                       "interconnect", "slow_device", "more_devices", "split_model",
+                       "attention_kernel"]
 
 
 # the workload presets: the data-parallel ones, then the transformer shapes (split by a layout)
@@ -432,13 +434,14 @@ V2_DEFAULTS: dict[str, Any] = {
 
 
 def link_version(state: AppState) -> int:
-    """7 when the state uses what v7 added (the tensor-parallel overlap on); 6 when it uses
-    what v6 added (an attention kernel other than the vendor one); 5 when it uses what v5 added
-    (gradients reduced once per step); 4 when it uses what v4 added (the early-stop recompute
-    style); 3 when it uses what v3 added (a model split, a transformer workload preset, the
-    Layouts tab, scenario B 'split the model'); else 2, so a link opens in every scalesim that
-    can show it the same."""
-    if any(getattr(state, n) != AppState.model_fields[n].default for n in V7_FIELDS):
+    """7 when the state uses what v7 added (the tensor-parallel overlap on, or scenario B 'use a
+    Hopper attention kernel'); 6 when it uses what v6 added (an attention kernel other than the
+    vendor one); 5 when it uses what v5 added (gradients reduced once per step); 4 when it uses
+    what v4 added (the early-stop recompute style); 3 when it uses what v3 added (a model split,
+    a transformer workload preset, the Layouts tab, scenario B 'split the model'); else 2, so a
+    link opens in every scalesim that can show it the same."""
+    if (any(getattr(state, n) != AppState.model_fields[n].default for n in V7_FIELDS)
+            or state.b == "attention_kernel"):
         return 7
     if any(getattr(state, n) != AppState.model_fields[n].default for n in V6_FIELDS):
         return 6

@@ -3,11 +3,13 @@
 
 The names live here, below ``scalesim.bounds`` (the knob table) and ``scalesim.schemas``, so
 both can read them without importing the presets; what each kernel sustains on each device is
-``presets.attention_efficiency_of`` (docs/model.md §13, "Attention kernel").
+``presets.attention_efficiency_of`` (docs/model.md §13, "Attention kernel"). Also the kernels'
+names in a profiler trace (``TRACE_ATTENTION_KERNELS``, ``attention_family``: docs/diagnose.md).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Literal, get_args
 
 FLASH2_KERNEL = "flash2"  # FlashAttention-2 class: flash-attn 2, PyTorch SDPA's default flash
@@ -31,3 +33,47 @@ ATTENTION_KERNEL_LABELS = {
     FLASH2_KERNEL: "FlashAttention-2 class (flash-attn 2, PyTorch SDPA; 0.35 of the peak on "
                    "Hopper)",
 }
+
+# ------------------------------------------------------------------ in a profiler trace
+
+MEM_EFFICIENT_FAMILY = "mem-efficient"  # CUTLASS memory-efficient attention (xformers, SDPA)
+# Attention kernels in a PyTorch profiler (Kineto) trace, by the kernel's name: (family, regular
+# expression searched in the name, where the name comes from). The one table of them
+# (``scalesim.traces`` sums their time per step, ``scalesim.diagnosis`` reads the family); the
+# first pattern found names the family. Names as the sources define them:
+TRACE_ATTENTION_KERNELS: tuple[tuple[str, str, str], ...] = (
+    (FLASH2_KERNEL, r"flash_(?:fwd|bwd)_\w*kernel",
+     "FlashAttention-2's kernels flash_fwd_kernel, flash_fwd_splitkv_kernel, "
+     "flash_fwd_splitkv_combine_kernel, flash_bwd_dot_do_o_kernel, "
+     "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel, flash_bwd_convert_dq_kernel...: namespace "
+     "flash:: in flash-attn 2 (Dao-AILab/flash-attention csrc/flash_attn/src/"
+     "flash_fwd_launch_template.h, flash_bwd_launch_template.h, commit 0251105a), "
+     "pytorch_flash:: in PyTorch SDPA's flash backend (pytorch/pytorch aten/src/ATen/native/"
+     "transformers/cuda/flash_attn/flash_fwd_launch_template.h, flash_bwd_launch_template.h)"),
+    (VENDOR_KERNEL, r"cudnn_generated_fort_native_sdpa",
+     "cuDNN fused attention (PyTorch SDPA's cuDNN backend, Transformer Engine's cuDNN "
+     "backend): SDPBackend.CUDNN_ATTENTION launched "
+     "cudnn_generated_fort_native_sdpa_sm90_knob_7_64x128x128_4x1x1_kernel0_0 on an H100 "
+     "(meta-pytorch/tritonbench#41); the kernels are generated inside cuDNN, no source names them"),
+    (VENDOR_KERNEL, r"flash::FlashAttn(?:Fwd|Bwd)",
+     "FlashAttention-3: cutlass::device_kernel<flash::FlashAttnFwdSm90<...>>, FlashAttnBwdSm90, "
+     "FlashAttnBwdPreprocess, FlashAttnBwdPostprocessConvertdQ, FlashAttnFwdCombine "
+     "(Dao-AILab/flash-attention hopper/flash_fwd_launch_template.h, "
+     "flash_bwd_launch_template.h, commit 0251105a)"),
+    (MEM_EFFICIENT_FAMILY, r"fmha_cutlass[FB]_",
+     "memory-efficient attention: fmha_cutlassF_* forward, fmha_cutlassB_* backward "
+     "(facebookresearch/xformers xformers/csrc/attention/cuda/fmha/kernels/cutlassF.h; PyTorch "
+     "SDPA's mem-efficient backend, aten/src/ATen/native/transformers/cuda/mem_eff_attention/"
+     "kernels/cutlassF.h)"),
+)
+# one expression per row, each starting with a literal (re scans for it fast: about 1 us a name)
+_TRACE_PATTERNS = tuple((family, re.compile(pattern))
+                        for family, pattern, _ in TRACE_ATTENTION_KERNELS)
+
+
+def attention_family(kernel_name: str) -> str | None:
+    """The attention family of a GPU kernel named ``kernel_name`` in a profiler trace
+    (``TRACE_ATTENTION_KERNELS``: flash2, fused-vendor, mem-efficient), or None for any other
+    kernel."""
+    return next((family for family, pattern in _TRACE_PATTERNS
+                 if pattern.search(kernel_name)), None)

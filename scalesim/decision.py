@@ -12,6 +12,8 @@ compares, against running as is:
 * **splitting the model** (a transformer workload whose model does not fit or whose
   data-parallel exchange dominates): the planner's best tensor x pipeline layout at the same
   devices and global batch (the ``split_model`` remedy), free of hardware;
+* **a Hopper attention kernel** (cuDNN fused attention, FlashAttention-3) where the scenario runs
+  a FlashAttention-2-class kernel on Hopper (the ``attention_kernel`` remedy), free of hardware;
 * **fixing the input pipeline**, when the step waits for data;
 * **fixing or replacing the slow device** the scenario names (``slow_device``, as diagnose
   finds it), free of new hardware.
@@ -37,6 +39,7 @@ from scalesim.figures import amount
 from scalesim.layout_predict import uses_layouts
 from scalesim.network_upgrades import upgrades_for
 from scalesim.predict import Prediction, predict
+from scalesim.presets import FLASH2_ON_HOPPER_EFFICIENCY
 from scalesim.remedies import DATA_STALL_SHARE, data_stall_share, rank_remedies
 from scalesim.schemas import Profile, Scenario
 
@@ -44,7 +47,8 @@ SETTINGS_KEYS = ("fit_memory", "bigger_batch", "accumulation", "overlap", "shard
 # Options shown besides "as is": a display setting, not a decision threshold (the card is read at
 # a glance, in a terminal and on a phone; the others are listed in a note).
 MAX_OPTIONS = 3
-FREE_KEYS = ("settings", "split_model", "input_pipeline", "fix_device")  # no hardware to buy
+FREE_KEYS = ("settings", "split_model", "attention_kernel", "input_pipeline",
+             "fix_device")  # no hardware to buy
 
 ASSUMPTIONS = {
     "now": "the model's prediction for today's settings",
@@ -56,6 +60,10 @@ ASSUMPTIONS = {
     "input_pipeline": "the input can be cached or read by enough loader workers to keep up",
     "split_model": "the framework runs the planner's layout (Megatron-style tensor and pipeline "
                    "parallelism) at the model's predicted efficiency, same global batch",
+    "attention_kernel": "the framework runs the vendor attention kernel (cuDNN fused attention, "
+                        "FlashAttention-3) at the weight matmuls' sustained efficiency on Hopper, "
+                        f"where FlashAttention-2 reaches {FLASH2_ON_HOPPER_EFFICIENCY:g} of the "
+                        "peak (docs/model.md §13)",
     "fix_device": "the slow device runs at its peers' speed once repaired, replaced or drained "
                   "(a spare of the same kind, at today's price)",
 }
@@ -65,7 +73,8 @@ ASSUMPTIONS = {
 class DecisionOption:
     """One way forward at the focus device count, with what it costs and gains."""
 
-    key: str  # now, add_server, network, settings, split_model, input_pipeline, fix_device
+    key: str  # now, add_server, network, settings, split_model, attention_kernel,
+    # input_pipeline, fix_device
     title: str
     devices: int
     servers: int
@@ -213,6 +222,10 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
     split = helping.get("split_model")
     if split is not None:  # where it helps: the model does not fit, or the exchange dominates
         out.append(ctx.option("split_model", split.title, split.prediction, 0.0, base_source))
+    kernel = helping.get("attention_kernel")
+    if kernel is not None:  # a FlashAttention-2-class kernel on Hopper: the vendor kernel
+        out.append(ctx.option("attention_kernel", kernel.title, kernel.prediction, 0.0,
+                              base_source))
     loader = helping.get("loader")
     if loader is not None:
         out.append(ctx.option("input_pipeline", "Input: cache the input or add loader workers",

@@ -54,6 +54,7 @@ CAUSES = {
     "large_batch": "Large-batch effects",
     "small_work": "Small per-device work under strong scaling",
     "compute": "Compute per sample grows (contention or throttling)",
+    "attention_kernel": "A FlashAttention-2-class attention kernel on Hopper",
     "none": "No scaling problem found",
 }
 
@@ -67,6 +68,7 @@ PREFERRED_REMEDIES = {
     "large_batch": [],
     "small_work": ["bigger_batch", "accumulation"],
     "compute": [],
+    "attention_kernel": ["attention_kernel"],
     "none": [],
 }
 BATCH_GROWING = {"bigger_batch", "accumulation"}
@@ -610,12 +612,23 @@ def diagnose_traces(summaries, source: str) -> Report:
             f"above {_pct(1.0 - GOOD_EFFICIENCY)}"]))
     cause, others = findings[0], [f for f in findings[1:] if f.share >= OTHER_CAUSE_SHARE]
     first, remedies = _trace_remedies(cr, summaries, cause.key)
+    kernel, kernel_remedy = attention_kernel_finding(summaries, step)
+    if kernel is not None:  # lost at one device too: beside the scaling cause, never it
+        if kernel.share >= OTHER_CAUSE_SHARE:
+            others = sorted([*others, kernel], key=lambda f: -f.share)
+        remedies = [r for r in remedies if r.key != kernel_remedy.key]
+        at = next((i for i, r in enumerate(remedies)
+                   if not r.applicable or r.gain < kernel_remedy.gain), len(remedies))
+        remedies.insert(at, kernel_remedy)
+        if first is None or kernel_remedy.gain > first.gain:
+            first = kernel_remedy
     table = [{
         "rank": s.rank, "steps": len(s.steps), "step_s": s.median("step_s"),
         "compute_s": s.median("compute_s"), "comm_s": s.median("comm_s"),
         "overlap_s": s.median("overlap_s"), "exposed_comm_s": s.median("exposed_comm_s"),
         "data_wait_s": s.median("data_wait_s"), "idle_s": s.median("idle_s"),
-        "device": s.device, "host": s.host,
+        "attention_s": s.median("attention_s"), "attention_family": s.attention_family,
+        "device": s.device, "device_name": s.device_name, "host": s.host,
     } for s in summaries]
     details = {
         "per_step": {str(s.rank): [asdict(st) for st in s.steps] for s in summaries},
@@ -625,6 +638,44 @@ def diagnose_traces(summaries, source: str) -> Report:
     notes = [n for s in summaries for n in s.notes]
     notes.append("remedy gains are model predictions built from the median traced step")
     return Report("traces", source, cause, others, first, remedies, table, details, notes)
+
+
+def attention_kernel_finding(summaries, step_s: float) -> tuple[Finding | None, Remedy | None]:
+    """(finding, remedy) where the traced ranks ran a FlashAttention-2-class attention kernel on
+    a device where it is slower than the vendor kernel (Hopper: ``presets.attention_efficiency_of``
+    gives flash2 a rate of its own), else (None, None). The attention time t is the median over
+    those ranks of their median step's attention kernels; the vendor kernel would take
+    ``t x FLASH2_SPEED_RATIO_TO_VENDOR_ON_HOPPER`` (pytorch/pytorch#142132's one benchmark), so
+    the step loses ``t x (1 - ratio)``: the finding's share of the step, and the remedy's gain
+    ``step / (step - saving) - 1``, the attention kernels assumed on the step's critical path
+    (the compute stream). Lost at one device too, like a data stall: not a scaling cause."""
+    from scalesim.attention_kernel import FLASH2_KERNEL
+    from scalesim.presets import FLASH2_SPEED_RATIO_TO_VENDOR_ON_HOPPER as ratio
+    from scalesim.presets import attention_efficiency_of
+    from scalesim.remedies import ATTENTION_KERNEL_TITLE
+
+    slow = [s for s in summaries if s.attention_family == FLASH2_KERNEL and s.device_name
+            and attention_efficiency_of(s.device_name, FLASH2_KERNEL) is not None]
+    if not slow or step_s <= 0:
+        return None, None
+    t_attn = float(np.median([s.median("attention_s") for s in slow]))
+    saving = t_attn * (1.0 - ratio)
+    if saving <= 0:
+        return None, None
+    names = sorted({s.device_name for s in slow})
+    evidence = [
+        f"FlashAttention-2-class kernels (flash-attn 2 or PyTorch SDPA's flash backend) on "
+        f"{', '.join(names)}: {_ms(t_attn)} per step, {_pct(t_attn / step_s)} of the step "
+        f"(median over {len(slow)} rank{'s' if len(slow) > 1 else ''})",
+        f"the vendor kernel (cuDNN, FlashAttention-3) ran {1.0 / ratio:.2f}x faster on an H100 "
+        f"in one published benchmark (pytorch/pytorch#142132): it would save {_ms(saving)} per "
+        f"step ({_pct(saving / step_s)}), lost at one device as at many",
+    ]
+    gain = step_s / (step_s - saving) - 1.0
+    note = (f"measured attention time {_ms(t_attn)} x (1 - {ratio:.3f}), pytorch/pytorch#142132's "
+            "one-benchmark ratio; the kernels assumed on the step's critical path")
+    return (finding("attention_kernel", saving / step_s, evidence),
+            Remedy("attention_kernel", ATTENTION_KERNEL_TITLE, float(gain), True, note))
 
 
 def _trace_remedies(cr, summaries, cause: str):
@@ -770,12 +821,17 @@ def _runs_tables(report: Report) -> list[str]:
 
 
 def _trace_tables(report: Report) -> list[str]:
-    out = [f"{'rank':>4} {'steps':>5} {'step ms':>9} {'compute':>9} {'comm':>9} {'overlap':>9} "
-           f"{'exposed':>9} {'data':>9} {'idle':>9}"]
+    columns = ["step_s", "compute_s", "comm_s", "overlap_s", "exposed_comm_s", "data_wait_s",
+               "idle_s"]
+    head = (f"{'rank':>4} {'steps':>5} {'step ms':>9} {'compute':>9} {'comm':>9} {'overlap':>9} "
+            f"{'exposed':>9} {'data':>9} {'idle':>9}")
+    if any(r.get("attention_s", 0.0) > 0 for r in report.table):  # traced attention kernels
+        columns.append("attention_s")
+        head += f" {'attn':>9}"
+    out = [head]
     for r in report.table:
         out.append(f"{r['rank']:>4} {r['steps']:>5} " + " ".join(
-            f"{r[k] * 1e3:>9.2f}" for k in ("step_s", "compute_s", "comm_s", "overlap_s",
-                                            "exposed_comm_s", "data_wait_s", "idle_s")))
+            f"{r[k] * 1e3:>9.2f}" for k in columns))
     cr = report.details["cross_rank"]
     out.append("")
     out.append(f"straggler: rank {cr['slowest_rank']} (slowest in {_pct(cr['slowest_consistency'])} "

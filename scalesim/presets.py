@@ -276,6 +276,14 @@ HOPPER_GPUS = ("H100", "H200", "GH200")
 # operations" (Dao 2023, arXiv 2307.08691, abstract): there, and for the vendor kernels on
 # Hopper, the attention core keeps the matmuls' sustained efficiency.
 FLASH2_ON_HOPPER_EFFICIENCY = 0.35
+# FlashAttention-2's speed as a share of the vendor kernel's on Hopper, from the one benchmark that
+# timed both on one H100 at one shape: PyTorch SDPA's default (flash) backend 329.483 TFLOP/s,
+# cuDNN's kernel 631.338 (FlashAttention-3 631.827) at batch 1, 24 heads, 4,608 tokens, head dim
+# 128 (Tritonbench's flash_attention operator, pytorch/pytorch#142132, 2024-12-05). Unit-free (a
+# ratio of two throughputs): traced flash2 attention time t takes t x this with the vendor kernel,
+# which saves t x (1 - this) (diagnose's finding on traces, docs/diagnose.md). Assumption: the
+# same ratio at other shapes and in the backward.
+FLASH2_SPEED_RATIO_TO_VENDOR_ON_HOPPER = 329.483 / 631.338
 
 
 def attention_efficiency_of(device_name: str, kernel: str) -> float | None:

@@ -2,11 +2,12 @@
 
 The remedies are the seed's list: a bigger per-device batch, overlap of communication with
 backward, gradient accumulation, more loader workers or caching the input, sharding (ZeRO), a
-faster interconnect, and fixing a slow device. Each one changes the scenario (or the profile's
-links) in one documented way; the model predicts the result at the same device count; the gain is
-the change in throughput. A remedy that does not apply (overlap already on, no data stall, no
-slow device...) is still returned with ``applicable=False`` and the reason, so a report can say
-why it was not suggested.
+faster interconnect, and fixing a slow device; then splitting the model and running a Hopper
+attention kernel instead of a FlashAttention-2-class one (docs/model.md §10, §13). Each one
+changes the scenario (or the profile's links) in one documented way; the model predicts the result
+at the same device count; the gain is the change in throughput. A remedy that does not apply
+(overlap already on, no data stall, no slow device...) is still returned with ``applicable=False``
+and the reason, so a report can say why it was not suggested.
 
 Ranking (``rank_remedies``): by time to train / to quality, large-batch penalty included
 (``scalesim.training_time``), when the scenario gives a training length or E_min; by relative
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 
 from scalesim import training_time
 from scalesim.accuracy import MODEL_PARALLEL_MEDIAN_ERROR
+from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.errors import ScalesimError
 from scalesim.model.memory import STRATEGIES, state_shards
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
@@ -35,6 +37,7 @@ from scalesim.model.zero_exchange import (
 )
 from scalesim.network_upgrades import UPGRADES_BY_KEY
 from scalesim.predict import Prediction, predict
+from scalesim.presets import attention_efficiency_of
 from scalesim.schemas import Profile, Scenario
 
 # The faster interconnect remedy: 8x 200 Gb/s HDR InfiniBand per node as network_upgrades names
@@ -58,7 +61,7 @@ VERDICTS = ("remedy", "loses", "not runnable", "not applicable")  # display orde
 @dataclass(frozen=True)
 class RemedyResult:
     key: str  # bigger_batch, overlap, accumulation, loader, sharding, interconnect, slow_device,
-    # fit_memory, split_model
+    # fit_memory, split_model, attention_kernel
     title: str  # what changes, in words a manager can read
     scenario: Scenario
     profile: Profile
@@ -173,6 +176,7 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction):
         out.append(("fit_memory", f"Smaller micro-batches, more accumulation{split}", fit_scn,
                     profile, fit_reason, "same global batch in smaller micro-steps"))
     out.append(_split_model(profile, scenario, now))
+    out.append(_attention_kernel(profile, scenario))
     has_slow = scenario.slow_device is not None and scenario.slow_factor > 1.0
     out.append(("slow_device", "Replace or fix the slow device",
                 scenario.model_copy(update={"slow_device": None, "slow_factor": 1.0}), profile,
@@ -310,6 +314,44 @@ def _split_model(profile: Profile, scenario: Scenario, now: Prediction):
     why = "does not fit today" if not now.fits else f"data-parallel exchange {share:.0%} of the step"
     return ("split_model", title, split, profile, "",
             f"{why}; same global batch; layout from the planner (scalesim plan)")
+
+
+ATTENTION_KERNEL_TITLE = "Use a Hopper attention kernel (cuDNN fused attention or FlashAttention-3)"
+
+
+def attention_kernel_reason(profile: Profile, scenario: Scenario) -> str:
+    """Why running the vendor attention kernel instead of the scenario's is not a remedy here,
+    in one clause, or '' where it is one to predict: the profile's timings ran its own kernel
+    (``layout_predict.timed_own_kernel``, the rule of ``check_attention_kernel``), the workload
+    has no attention core (a parameter count), the scenario runs the vendor kernel already, or
+    the device has no published rate of its own for FlashAttention-2
+    (``presets.attention_efficiency_of`` is None: the matmuls' rate)."""
+    from scalesim.layout_predict import timed_own_kernel
+
+    device = profile.hardware.device_name
+    if timed_own_kernel(profile):
+        return (f"profile '{profile.name}' holds timings measured with its own attention "
+                "kernel, which the model cannot swap for another")
+    if profile.workload.transformer is None:
+        return (f"workload '{profile.workload.name}' is a parameter count, not a transformer "
+                "shape: no attention core to time")
+    if scenario.attention_kernel == VENDOR_KERNEL:
+        return f"the scenario runs the {VENDOR_KERNEL} kernel already"
+    if attention_efficiency_of(device, FLASH2_KERNEL) is None:
+        return f"on {device} FlashAttention-2 runs near the matmuls' rate"
+    return ""
+
+
+def _attention_kernel(profile: Profile, scenario: Scenario):
+    """The "Hopper attention kernel" candidate: the scenario with the vendor kernel
+    (docs/model.md §13), the attention core at the matmuls' sustained efficiency; its gain is
+    ``predict``'s like every other remedy's."""
+    return ("attention_kernel", ATTENTION_KERNEL_TITLE,
+            scenario.model_copy(update={"attention_kernel": VENDOR_KERNEL}), profile,
+            attention_kernel_reason(profile, scenario),
+            "cuDNN through Transformer Engine or PyTorch SDPA's cuDNN backend (sdpa_kernel"
+            "(SDPBackend.CUDNN_ATTENTION)), FlashAttention-3 from flash-attn's hopper/ build: "
+            "exact attention as now")
 
 
 def _objective(goal: training_time.Goal, objective: str) -> str:

@@ -20,13 +20,17 @@ communication when the name contains ``nccl``, memory for memcpy/memset, computa
   ``pt_gloo_runloop`` threads), ``record_param_comms``, ``c10d::*`` and ``nccl:*`` ops are
   communication; other ``cpu_op`` events are compute;
 - data-loader waits: ``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`` and
-  ``enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__``.
+  ``enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__``;
+- attention: compute kernels whose names ``attention_kernel.attention_family`` knows
+  (FlashAttention-2, cuDNN, FlashAttention-3, memory-efficient); the device from the trace's
+  ``deviceProperties`` (the name of the device most kernels ran on).
 
 Per step (window W = the step's span), with C compute, M communication and D data-wait
 interval sets: ``compute = |(C u D) n W| - |D n W|``; ``comm = |M n W|``;
 ``overlap = |(C u D) n M n W|`` (communication hidden behind compute or a data wait);
 ``exposed = comm - overlap``; ``data_wait = |D n W|``; ``idle = |W| - |(C u D u M) n W|``; so
-``compute + exposed + data_wait + idle = |W|``.
+``compute + exposed + data_wait + idle = |W|``. With A the attention kernels' intervals,
+``attention = |A n W|``, a part of compute.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from typing import IO
 
 import numpy as np
 
+from scalesim.attention_kernel import attention_family
 from scalesim.errors import ScalesimError, require_path
 
 CHUNK_CHARS = 1 << 20
@@ -200,6 +205,7 @@ class StepBreakdown:
     idle_s: float
     start_s: float = 0.0  # the step's window on the timeline it was measured on (trace clock)
     end_s: float = 0.0
+    attention_s: float = 0.0  # attention kernels (a part of compute_s)
 
 
 @dataclass
@@ -212,6 +218,8 @@ class TraceSummary:
     steps: list[StepBreakdown]
     collectives: dict[str, dict]  # name -> {"count", "total_s"}
     notes: list[str] = field(default_factory=list)
+    device_name: str = ""  # deviceProperties' name of the GPU the kernels ran on; "" unknown
+    attention_family: str = ""  # the attention kernels' family with the most time; "" none
 
     def median(self, name: str) -> float:
         return float(np.median([getattr(s, name) for s in self.steps]))
@@ -421,6 +429,21 @@ def _distributed_info(meta: dict, source: str) -> tuple[int | None, int | None]:
     return rank, world
 
 
+def _device_name(meta: dict, devices: Counter) -> str:
+    """The name in the trace's ``deviceProperties`` of the GPU most kernels ran on (their
+    ``args.device``), else of the first GPU listed; '' when the trace names none."""
+    props = meta.get("deviceProperties")
+    if not isinstance(props, list):
+        return ""
+    names = {p.get("id") if _whole(p.get("id")) else None: p["name"] for p in props
+             if isinstance(p, dict) and isinstance(p.get("name"), str)}
+    if not names:
+        return ""
+    most = devices.most_common(1)
+    name = names.get(most[0][0]) if most else None
+    return (name or next(iter(names.values())))[:200]
+
+
 def _json_kind(value) -> str:
     kinds = {list: "list (JSON array)", str: "string", bool: "boolean", int: "number",
              float: "number"}
@@ -442,7 +465,10 @@ def summarise(path: str | os.PathLike[str], index: int = 0, observe=None,
     meta: dict = {}
     launches = KernelLaunches() if launches is None else launches
     cpu_steps, gpu_steps = [], []
-    compute_cpu, comm_cpu, compute_gpu, comm_gpu, data = (_Intervals() for _ in range(5))
+    compute_cpu, comm_cpu, compute_gpu, comm_gpu, data, attention = (_Intervals()
+                                                                      for _ in range(6))
+    family_s: Counter = Counter()  # attention family -> kernel seconds
+    devices: Counter = Counter()  # GPU id -> kernels
     coll = defaultdict(lambda: {"count": 0, "total_s": 0.0})
     source = str(path)
     zero_steps = []
@@ -476,6 +502,14 @@ def summarise(path: str | os.PathLike[str], index: int = 0, observe=None,
                 c["total_s"] += d
             else:
                 compute_gpu.add(t0, d)
+                family = attention_family(name)
+                if family is not None:
+                    attention.add(t0, d)
+                    family_s[family] += d
+            args = ev.get("args")
+            device = args.get("device") if isinstance(args, dict) else None
+            if _whole(device):
+                devices[device] += 1
         elif cat in ("gpu_memcpy", "gpu_memset"):
             compute_gpu.add(t0, d)
         elif name.startswith(CPU_COMM_PREFIXES):
@@ -511,7 +545,7 @@ def summarise(path: str | os.PathLike[str], index: int = 0, observe=None,
     else:
         compute, comm = compute_cpu.merged(), comm_cpu.merged()
         windows = cpu_steps
-    d_set = data.merged()
+    d_set, a_set = data.merged(), attention.merged()
     cd = union(compute, d_set)
     cdm = union(cd, comm)
     steps = []
@@ -525,11 +559,14 @@ def summarise(path: str | os.PathLike[str], index: int = 0, observe=None,
         steps.append(StepBreakdown(
             step=num, step_s=span, compute_s=max(cdw - dw, 0.0), comm_s=mw, overlap_s=overlap,
             exposed_comm_s=max(mw - overlap, 0.0), data_wait_s=dw,
-            idle_s=max(span - cdmw, 0.0), start_s=w0, end_s=w1))
+            idle_s=max(span - cdmw, 0.0), start_s=w0, end_s=w1,
+            attention_s=length_in(a_set, w0, w1)))
     collectives = {k: dict(v) for k, v in sorted(coll.items())}
     host = meta.get("host_name")
+    family = max(family_s, key=family_s.get) if family_s else ""
     return TraceSummary(source, rank, world_size, host[:200] if isinstance(host, str) else "",
-                        "gpu" if gpu else "cpu", steps, collectives, notes)
+                        "gpu" if gpu else "cpu", steps, collectives, notes,
+                        _device_name(meta, devices), family)
 
 
 def load_traces(paths: list[str]) -> list[TraceSummary]:

@@ -1,0 +1,172 @@
+"""Attention kernels found in profiler traces by name (``attention_kernel.TRACE_ATTENTION_KERNELS``,
+one table), their time per step and family in the trace summary, and diagnose's finding where a
+FlashAttention-2-class kernel ran on Hopper: the measured attention time, the saving
+``t x (1 - 329/631)`` from pytorch/pytorch#142132's one benchmark, the remedy
+"use a Hopper attention kernel" (docs/diagnose.md). Traces are built here, small and exact."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from scalesim import traces
+from scalesim.attention_kernel import (
+    FLASH2_KERNEL,
+    MEM_EFFICIENT_FAMILY,
+    TRACE_ATTENTION_KERNELS,
+    VENDOR_KERNEL,
+    attention_family,
+)
+from scalesim.cli.main import main
+from scalesim.diagnosis import diagnose_traces
+from scalesim.presets import FLASH2_SPEED_RATIO_TO_VENDOR_ON_HOPPER
+from scalesim.remedies import ATTENTION_KERNEL_TITLE
+
+# Kernel names as the sources define them (the table's citations) and as traces show them.
+FA2_FWD = ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, "
+           "false, cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, "
+           "cutlass::bfloat16_t> >, false, true, false, false, true, true, false, false>"
+           "(pytorch_flash::Flash_fwd_params)")
+FA2_BWD = ("void flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<128, "
+           "64, 128, 8, 2, 4, 2, false, false, cutlass::bfloat16_t>, false, true, false, false, "
+           "true, true, false>(flash::Flash_bwd_params)")
+CUDNN_FWD = "cudnn_generated_fort_native_sdpa_sm90_knob_7_64x128x128_4x1x1_kernel0_0"
+FA3_FWD = ("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<"
+           "flash::CollectiveMainloopFwdSm90<2, cute::tuple<>, cutlass::bfloat16_t> > > >"
+           "(flash::FlashAttnFwdSm90<...>::Params)")
+MEM_EFF = ("fmha_cutlassF_bf16_aligned_64x128_rf_sm80(PyTorchMemEffAttention::AttentionKernel<"
+           "cutlass::bfloat16_t, cutlass::arch::Sm80, true, 64, 128, 128, true, true>::Params)")
+GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1"
+NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+
+
+@pytest.mark.parametrize("name, family", [
+    (FA2_FWD, FLASH2_KERNEL), (FA2_BWD, FLASH2_KERNEL),
+    ("void flash::flash_fwd_splitkv_combine_kernel<X, 4, 1, true>(flash::Flash_fwd_params)",
+     FLASH2_KERNEL),
+    ("void pytorch_flash::flash_bwd_convert_dq_kernel<X>(pytorch_flash::Flash_bwd_params)",
+     FLASH2_KERNEL),
+    (CUDNN_FWD, VENDOR_KERNEL),
+    ("cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x128_1x",
+     VENDOR_KERNEL),
+    (FA3_FWD, VENDOR_KERNEL),
+    ("void cutlass::device_kernel<flash::FlashAttnBwdPostprocessConvertdQ<X> >(Params)",
+     VENDOR_KERNEL),
+    (MEM_EFF, MEM_EFFICIENT_FAMILY),
+    ("fmha_cutlassB_bf16_aligned_128x128_k128_sm80(Params)", MEM_EFFICIENT_FAMILY),
+    (GEMM, None), (NCCL, None), ("void at::native::vectorized_elementwise_kernel<4>(...)", None),
+    ("triton_per_fused_softmax_0", None),
+])
+def test_each_kernel_name_has_its_family(name, family):
+    assert attention_family(name) == family
+
+
+def test_every_pattern_of_the_table_names_its_source():
+    assert {family for family, _, _ in TRACE_ATTENTION_KERNELS} == {
+        FLASH2_KERNEL, VENDOR_KERNEL, MEM_EFFICIENT_FAMILY}
+    for _, _, source in TRACE_ATTENTION_KERNELS:
+        assert any(repo in source for repo in ("Dao-AILab/flash-attention", "pytorch/pytorch",
+                                                "tritonbench", "facebookresearch/xformers"))
+
+
+def event(name, ts_us, dur_us, cat="kernel", tid=7, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts_us,
+            "dur": dur_us, "args": args}
+
+
+def trace(rank=0, world=2, device="NVIDIA H100 80GB HBM3", fwd=FA2_FWD, bwd=FA2_BWD):
+    """Three 1,000 us steps on GPU 1 (deviceProperties lists two): a 500 us GEMM, the attention
+    forward 100 us and backward 200 us (300 us, 30 % of the step), a 300 us all-reduce half hidden
+    under the backward (overlap on), 50 us idle."""
+    events = [event(f"ProfilerStep#{n}", (n - 1) * 1000.0, 1000.0, cat="user_annotation",
+                    tid=1) for n in (1, 2, 3)]
+    for n in (1, 2, 3):
+        t = (n - 1) * 1000.0
+        events += [event(GEMM, t, 500.0, device=1), event(fwd, t + 500, 100.0, device=1),
+                   event(bwd, t + 600, 200.0, device=1),
+                   event(NCCL, t + 650, 300.0, tid=8, device=1)]
+    props = [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}] if device else []
+    if device:
+        props.append({"id": 1, "name": device})
+    return {"distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world},
+            "deviceProperties": props, "traceEvents": events}
+
+
+def write(tmp_path, data, name="r0.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_the_summary_has_the_attention_time_per_step_its_family_and_the_device(tmp_path):
+    s = traces.summarise(write(tmp_path, trace()))
+    assert [st.attention_s for st in s.steps] == pytest.approx([300e-6] * 3)
+    assert s.steps[0].compute_s == pytest.approx(800e-6)  # attention is a part of compute
+    assert (s.attention_family, s.device_name) == (FLASH2_KERNEL, "NVIDIA H100 80GB HBM3")
+    vendor = traces.summarise(write(tmp_path, trace(fwd=CUDNN_FWD, bwd=FA3_FWD)))
+    assert vendor.attention_family == VENDOR_KERNEL and vendor.median("attention_s") == \
+        pytest.approx(300e-6)
+    plain = trace()
+    plain["traceEvents"] = [e for e in plain["traceEvents"] if attention_family(e["name"]) is None]
+    none = traces.summarise(write(tmp_path, plain))
+    assert (none.attention_family, none.median("attention_s")) == ("", 0.0)
+    assert traces.summarise(write(tmp_path, trace(device=""))).device_name == ""
+
+
+def test_flash2_on_hopper_is_a_finding_with_the_saving_and_the_remedy(tmp_path):
+    """Two H100 ranks, 1 ms steps, 0.3 ms of FlashAttention-2 each: the vendor kernel would take
+    0.3 x 329.483 / 631.338 = 0.157 ms, saving 0.143 ms, 14.3 % of the step, a throughput gain of
+    1 / (1 - 0.143) - 1 = +16.7 %. Not the scaling cause: listed beside it, and its remedy first
+    (the largest gain)."""
+    paths = [write(tmp_path, trace(rank=r), f"r{r}.json") for r in (0, 1)]
+    report = diagnose_traces(traces.load_traces(paths), "two ranks")
+    assert report.cause.key != "attention_kernel"
+    kernel = next(f for f in report.others if f.key == "attention_kernel")
+    ratio = FLASH2_SPEED_RATIO_TO_VENDOR_ON_HOPPER
+    assert ratio == pytest.approx(0.5219, abs=1e-4)
+    saving = 300e-6 * (1 - ratio)
+    assert kernel.share == pytest.approx(saving / 1000e-6)
+    assert "0.3 ms per step, 30% of the step" in kernel.evidence[0]
+    assert "NVIDIA H100 80GB HBM3" in kernel.evidence[0]
+    assert "pytorch/pytorch#142132" in kernel.evidence[1] and "0.1 ms per step (14%)" in \
+        kernel.evidence[1]
+    remedy = report.first_remedy
+    assert (remedy.key, remedy.title, remedy.applicable) == ("attention_kernel",
+                                                             ATTENTION_KERNEL_TITLE, True)
+    assert remedy.gain == pytest.approx(1000e-6 / (1000e-6 - saving) - 1)
+    assert [r.key for r in report.remedies].count("attention_kernel") == 1
+    assert report.table[0]["attention_s"] == pytest.approx(300e-6)
+    text = report.to_text()
+    assert "Also: A FlashAttention-2-class attention kernel on Hopper (14% of the step)" in text
+    assert "First remedy to try: Use a Hopper attention kernel" in text and "+16.7%" not in text
+    assert "+17% throughput predicted" in text and "attn" in text
+
+
+@pytest.mark.parametrize("changes", [
+    {"device": "NVIDIA A100-SXM4-80GB"},  # FlashAttention-2 near the matmuls' rate there
+    {"fwd": CUDNN_FWD, "bwd": FA3_FWD},  # the vendor kernels already
+    {"fwd": MEM_EFF, "bwd": MEM_EFF},  # no published Hopper ratio for it here
+    {"device": ""},  # the trace does not say which GPU
+])
+def test_no_finding_elsewhere(tmp_path, changes):
+    paths = [write(tmp_path, trace(rank=r, **changes), f"r{r}.json") for r in (0, 1)]
+    report = diagnose_traces(traces.load_traces(paths), "two ranks")
+    assert all(f.key != "attention_kernel" for f in [report.cause, *report.others])
+    kernel = [r for r in report.remedies if r.key == "attention_kernel"]
+    assert all(not r.applicable for r in kernel)  # the model's: a traced job has no shape
+
+
+def test_one_rank_and_the_cli(tmp_path, capsys):
+    """A single-rank trace has no scaling to diagnose, but the kernel finding and its remedy
+    stand; the CLI prints them and puts them in --json."""
+    path = write(tmp_path, trace(world=1))
+    assert main(["diagnose", "--trace", path]) == 0
+    out = capsys.readouterr().out
+    assert "Also: A FlashAttention-2-class attention kernel on Hopper" in out
+    assert "First remedy to try: Use a Hopper attention kernel" in out
+    assert main(["diagnose", "--trace", path, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["first_remedy"]["key"] == "attention_kernel"
+    assert data["table"][0]["attention_family"] == FLASH2_KERNEL
+    assert data["table"][0]["device_name"] == "NVIDIA H100 80GB HBM3"
