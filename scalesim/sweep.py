@@ -172,12 +172,12 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
                                      asked.virtual_stages > 1)) if on]
         if pipeline and int(np.max(arrays.get("pp", [asked.pp]))) == 1:
             raise ScalesimError(f"{' and '.join(pipeline)} needs pp > 1 (a pipeline); give "
-                                "--pp or a --pp-values that reaches 2, or drop it")
+                                "--pp (in a sweep: or a --pp-values that reaches 2), or drop it")
         for on, rule in ((asked.sequence_parallel, SEQUENCE_PARALLEL_NEEDS_TP),
                          (asked.tp_overlap, TP_OVERLAP_NEEDS_TP)):
             if on and int(np.max(arrays.get("tp", [asked.tp]))) == 1:
-                raise ScalesimError(f"{rule}; give --tp or a --tp-values that reaches 2, or "
-                                    "drop it")
+                raise ScalesimError(f"{rule}; give --tp (in a sweep: or a --tp-values that "
+                                    "reaches 2), or drop it")
     g_max = base.devices_per_node or profile.hardware.devices_per_node
     layout(np.unique(arrays["devices"]), g_max)  # clear error for counts that do not fill servers
     shape = [len(v) for v in arrays.values()]
