@@ -70,6 +70,19 @@ ALGORITHM = coll.AUTO  # NCCL picks the fastest algorithm per message size
 # with accumulation they also clip by the global norm before the all-reduce
 # (optimization.py:138-152, ``allreduce_post_accumulation``), which waits for every gradient.
 NO_OVERLAP_SOURCES = ("TensorFlow/LanguageModeling/BERT",)
+# The whole gradient in one all-reduce after backward (DDP's 1 MiB first bucket aside), keyed on
+# the source as above. DLE PyTorch BERT pre-training, at the commit that added its multi-node
+# tables (NVIDIA/DeepLearningExamples a9e2c1d5, 2022-03-02, image pytorch:21.11-py3), wraps the
+# model in torch DDP with ``bucket_cap_mb=torch.cuda.get_device_properties(device).total_memory``
+# (run_pretraining.py:457 at 729963dd): the device's memory in bytes taken as megabytes, a cap far
+# above any gradient, so after the first bucket (``[dist._DEFAULT_FIRST_BUCKET_BYTES,
+# self.bucket_bytes_cap]`` in torch's distributed.py) one bucket holds every gradient and its
+# all-reduce starts when the last gradient is ready, i.e. when backward ends. run.sub
+# (--allreduce_post_accumulation) skips it in the accumulation micro-steps (``no_sync``,
+# run_pretraining.py:679-680). Before a9e2c1d5 the same flag all-reduced one flattened buffer of
+# every gradient after backward (apex ``flat_dist_call``; run_pretraining.py:431-451 at
+# a9e2c1d5^): the same single exchange.
+ONE_BUCKET_SOURCES = ("PyTorch/LanguageModeling/BERT",)
 # Targets of issue 10, on this file and on unseen cases of the same kind alike.
 TARGET_MEDIAN_PCT = 4.0  # all-reduce cases: median absolute error target
 TARGET_MEAN_PCT = 7.0  # all-reduce cases: mean absolute error target
@@ -85,6 +98,9 @@ DEFAULTS = {
     "optimizer_bytes_of_precision": OPTIMIZER_BYTES_OF_PRECISION,
     "backward_fraction": BACKWARD_FRACTION,
     "bucket_bytes": BUCKET_BYTES,
+    "one_bucket_sources": "the whole gradient in one bucket (after DDP's first) for the sources in "
+    "ONE_BUCKET_SOURCES (DeepLearningExamples PyTorch/LanguageModeling/BERT: DDP bucket_cap_mb "
+    "= the device's memory in bytes)",
     "first_bucket_bytes": FIRST_BUCKET_BYTES,
     "algorithm": "auto (NCCL's ring, tree or, with NVLink SHARP, NVLS / NVLS-tree)",
     "partial_server_links": "a ring over 2 or 4 GPUs of a DGX-1 (nvlink1, nvlink2) gets the "
@@ -333,6 +349,20 @@ def overlaps_backward(case: Case) -> bool:
     return not any(key in case.source for key in NO_OVERLAP_SOURCES)
 
 
+def one_bucket(case: Case) -> bool:
+    """Whether the case's training script puts every gradient in one DDP bucket
+    (``ONE_BUCKET_SOURCES``)."""
+    return any(key in case.source for key in ONE_BUCKET_SOURCES)
+
+
+def bucket_bytes_of(case: Case, params: float, wire_bytes: float) -> float:
+    """Bytes of the case's gradient bucket: the whole gradient for ``one_bucket`` sources (their
+    cap exceeds any gradient), else DDP's 25 MiB."""
+    if one_bucket(case):
+        return max(float(params) * float(wire_bytes), float(BUCKET_BYTES))
+    return float(BUCKET_BYTES)
+
+
 def _inputs(case: Case, points: list[CasePoint], b, k, params, wire_bytes) -> StepInputs:
     hw = case.hardware
     intra = intra_link(hw.intra_node)
@@ -356,7 +386,8 @@ def _inputs(case: Case, points: list[CasePoint], b, k, params, wire_bytes) -> St
         nvls_busbw_ratio=nvls_busbw_ratio(intra),
         strategy=DDP, algorithm=ALGORITHM, overlap=overlaps_backward(case),
         device_cv=DEVICE_SPEED_CV,
-        comm_contention=GPU_COMM_CONTENTION, bucket_bytes=BUCKET_BYTES,
+        comm_contention=GPU_COMM_CONTENTION,
+        bucket_bytes=bucket_bytes_of(case, params, wire_bytes),
         first_bucket_bytes=FIRST_BUCKET_BYTES,
     )
 
@@ -427,6 +458,10 @@ def predict_case(case: Case) -> CaseResult:
         flags.append("overlap off (NO_OVERLAP_SOURCES): the source's scripts run Horovod under "
                      "XLA, on by default, which hands gradients over only when a compiled "
                      "cluster ends (horovod#1673)")
+    if one_bucket(case):
+        flags.append("one gradient bucket (ONE_BUCKET_SOURCES): the source's script sets DDP's "
+                     "bucket cap to the device's memory, so the exchange starts when backward "
+                     "ends")
     points = sorted(case.points, key=lambda p: p.devices)
     b, k, known = _batches(case, points, flags)
     target = points[0].throughput
