@@ -69,7 +69,15 @@ ALGORITHM = coll.AUTO  # NCCL picks the fastest algorithm per message size
 # and _phase2.sh:24 ``use_xla=${..:-"true"}``; run_squad.py:162, DeepLearningExamples 729963dd);
 # with accumulation they also clip by the global norm before the all-reduce
 # (optimization.py:138-152, ``allreduce_post_accumulation``), which waits for every gradient.
-NO_OVERLAP_SOURCES = ("TensorFlow/LanguageModeling/BERT",)
+# DLE TF1 ResNet-50 v1.5: every training-performance table of its README labels its columns
+# "+ XLA" ("Throughput - FP32 + XLA", "- TF32 + XLA", "- mixed precision + XLA";
+# resnet50v1.5/README.md at 4eaa4434 and b2e7f4a2), training_perf.sh passes --use_xla to the
+# multi-GPU runs (mpiexec, Horovod's hvd.DistributedOptimizer, model/resnet.py:301) and --use_xla
+# sets the same auto-clustering as TF1 BERT (runtime/runner.py:238-239,
+# ``global_jit_level = ON_1``). Its ResNeXt101 / SE-ResNeXt101 siblings are not listed: some of
+# their tables do not say XLA.
+NO_OVERLAP_SOURCES = ("TensorFlow/LanguageModeling/BERT",
+                      "TensorFlow/Classification/ConvNets/resnet50v1.5")
 # The whole gradient in one all-reduce after backward (DDP's 1 MiB first bucket aside), keyed on
 # the source as above. DLE PyTorch BERT pre-training, at the commit that added its multi-node
 # tables (NVIDIA/DeepLearningExamples a9e2c1d5, 2022-03-02, image pytorch:21.11-py3), wraps the
@@ -106,7 +114,8 @@ DEFAULTS = {
     "partial_server_links": "a ring over 2 or 4 GPUs of a DGX-1 (nvlink1, nvlink2) gets the "
     "NVLinks of that subset (the link level's subset_busbw_shares, presets.subset_shares)",
     "overlap": "on, except sources in NO_OVERLAP_SOURCES (Horovod under TensorFlow XLA: "
-    "DeepLearningExamples TensorFlow/LanguageModeling/BERT, XLA on by default)",
+    "DeepLearningExamples TensorFlow/LanguageModeling/BERT, XLA on by default; "
+    "TensorFlow/Classification/ConvNets/resnet50v1.5, whose tables say '+ XLA')",
     "comm_compute_contention": GPU_COMM_CONTENTION,
     "device_speed_cv": DEVICE_SPEED_CV,
     "jitter_cv": 0.0,
@@ -455,9 +464,9 @@ def predict_case(case: Case) -> CaseResult:
         wire = WIRE_BYTES_OF_PRECISION[wl.precision]
         flags.append(f"grad_bytes_per_param unknown: {wire:g} assumed from {wl.precision}")
     if not overlaps_backward(case):
-        flags.append("overlap off (NO_OVERLAP_SOURCES): the source's scripts run Horovod under "
-                     "XLA, on by default, which hands gradients over only when a compiled "
-                     "cluster ends (horovod#1673)")
+        flags.append("overlap off (NO_OVERLAP_SOURCES): the source's runs use Horovod under "
+                     "XLA (its scripts' default, or its tables say so), which hands gradients "
+                     "over only when a compiled cluster ends (horovod#1673)")
     if one_bucket(case):
         flags.append("one gradient bucket (ONE_BUCKET_SOURCES): the source's script sets DDP's "
                      "bucket cap to the device's memory, so the exchange starts when backward "

@@ -523,7 +523,8 @@ def test_source_rules_pick_exactly_their_scripts_cases():
     assert no_overlap == {
         "dle_tf1_bert_large_multinode_dgxa100_40g", "dle_tf1_bert_large_multinode_dgxa100_40g_tf32",
         "dle_tf1_bert_large_multinode_dgxa100_40g_seq512_fp16", "dle_tf1_bert_squad_dgx1v16",
-        "dle_tf1_bert_squad_dgx1v16_fp32"}
+        "dle_tf1_bert_squad_dgx1v16_fp32", "dlex_tf1_rn50_dgxa100_40g_amp",
+        "dlex_tf1_rn50_dgx1v16_fp32", "dlex_tf1_rn50_dgx2_amp"}
     assert {c.id for c in cases if one_bucket(c)} == {
         "dle_pyt_bert_large_multinode_dgxa100_80g", "dle_pyt_bert_large_multinode_dgxa100_80g_tf32",
         "dle_pyt_bert_large_multinode_dgxa100_80g_seq512_fp16",
