@@ -75,9 +75,16 @@ ALGORITHM = coll.AUTO  # NCCL picks the fastest algorithm per message size
 # multi-GPU runs (mpiexec, Horovod's hvd.DistributedOptimizer, model/resnet.py:301) and --use_xla
 # sets the same auto-clustering as TF1 BERT (runtime/runner.py:238-239,
 # ``global_jit_level = ON_1``). Its ResNeXt101 / SE-ResNeXt101 siblings are not listed: some of
-# their tables do not say XLA.
+# their tables do not say XLA. DLE TF2 ELECTRA pre-training: the README's benchmark script
+# (scripts/benchmark_pretraining.sh, README "Training performance benchmark", 96e17009) passes
+# xla=${3:-"xla"} to run_pretraining.sh, which adds --xla (run_pretraining.sh:68-69); multi-GPU
+# runs use Horovod. Its SQuAD fine-tuning tables (scripts/benchmark_squad.sh -> run_squad.sh,
+# horovodrun) add --xla only with AMP (run_squad.sh:43-45 ``use_fp16=" --amp --xla "``;
+# run_tf_squad.py:353 ``tf.config.optimizer.set_jit``): NO_OVERLAP_MIXED_PRECISION_SOURCES.
 NO_OVERLAP_SOURCES = ("TensorFlow/LanguageModeling/BERT",
-                      "TensorFlow/Classification/ConvNets/resnet50v1.5")
+                      "TensorFlow/Classification/ConvNets/resnet50v1.5",
+                      "TensorFlow2/LanguageModeling/ELECTRA README, 'Pre-training")
+NO_OVERLAP_MIXED_PRECISION_SOURCES = ("TensorFlow2/LanguageModeling/ELECTRA README, 'Fine-tuning",)
 # The whole gradient in one all-reduce after backward (DDP's 1 MiB first bucket aside), keyed on
 # the source as above. DLE PyTorch BERT pre-training, at the commit that added its multi-node
 # tables (NVIDIA/DeepLearningExamples a9e2c1d5, 2022-03-02, image pytorch:21.11-py3), wraps the
@@ -115,7 +122,9 @@ DEFAULTS = {
     "NVLinks of that subset (the link level's subset_busbw_shares, presets.subset_shares)",
     "overlap": "on, except sources in NO_OVERLAP_SOURCES (Horovod under TensorFlow XLA: "
     "DeepLearningExamples TensorFlow/LanguageModeling/BERT, XLA on by default; "
-    "TensorFlow/Classification/ConvNets/resnet50v1.5, whose tables say '+ XLA')",
+    "TensorFlow/Classification/ConvNets/resnet50v1.5, whose tables say '+ XLA'; TF2 ELECTRA "
+    "pre-training, XLA by default; and, in mixed precision only, TF2 ELECTRA SQuAD fine-tuning: "
+    "NO_OVERLAP_MIXED_PRECISION_SOURCES)",
     "comm_compute_contention": GPU_COMM_CONTENTION,
     "device_speed_cv": DEVICE_SPEED_CV,
     "jitter_cv": 0.0,
@@ -354,8 +363,12 @@ def network_transport(case: Case) -> str:
 
 def overlaps_backward(case: Case) -> bool:
     """Whether the case's gradient exchange overlaps backward: off for the sources whose
-    training script runs Horovod under XLA auto-clustering (``NO_OVERLAP_SOURCES``)."""
-    return not any(key in case.source for key in NO_OVERLAP_SOURCES)
+    training script runs Horovod under XLA auto-clustering (``NO_OVERLAP_SOURCES``; in mixed
+    precision only, ``NO_OVERLAP_MIXED_PRECISION_SOURCES``)."""
+    keys = NO_OVERLAP_SOURCES
+    if case.workload.precision in ("fp16-mixed", "bf16-mixed"):
+        keys = keys + NO_OVERLAP_MIXED_PRECISION_SOURCES
+    return not any(key in case.source for key in keys)
 
 
 def one_bucket(case: Case) -> bool:

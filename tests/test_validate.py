@@ -524,7 +524,12 @@ def test_source_rules_pick_exactly_their_scripts_cases():
         "dle_tf1_bert_large_multinode_dgxa100_40g", "dle_tf1_bert_large_multinode_dgxa100_40g_tf32",
         "dle_tf1_bert_large_multinode_dgxa100_40g_seq512_fp16", "dle_tf1_bert_squad_dgx1v16",
         "dle_tf1_bert_squad_dgx1v16_fp32", "dlex_tf1_rn50_dgxa100_40g_amp",
-        "dlex_tf1_rn50_dgx1v16_fp32", "dlex_tf1_rn50_dgx2_amp"}
+        "dlex_tf1_rn50_dgx1v16_fp32", "dlex_tf1_rn50_dgx2_amp",
+        # ELECTRA: every pre-training case (XLA by default), the fine-tuning ones in AMP only
+        "dlex_tf2_electra_pretrain_seq128_dgx2_amp",
+        "dlex_tf2_electra_pretrain_seq512_dgxa100_40g_tf32",
+        "dlex_tf2_electra_pretrain_seq128_dgx1v16_fp32", "dlex_tf2_electra_squad_dgx1v16_amp",
+        "dlex_tf2_electra_squad_dgxa100_40g_amp"}
     assert {c.id for c in cases if one_bucket(c)} == {
         "dle_pyt_bert_large_multinode_dgxa100_80g", "dle_pyt_bert_large_multinode_dgxa100_80g_tf32",
         "dle_pyt_bert_large_multinode_dgxa100_80g_seq512_fp16",
