@@ -85,6 +85,15 @@ NO_OVERLAP_SOURCES = ("TensorFlow/LanguageModeling/BERT",
                       "TensorFlow/Classification/ConvNets/resnet50v1.5",
                       "TensorFlow2/LanguageModeling/ELECTRA README, 'Pre-training")
 NO_OVERLAP_MIXED_PRECISION_SOURCES = ("TensorFlow2/LanguageModeling/ELECTRA README, 'Fine-tuning",)
+# Overlap off for a second reason, keyed the same way: the source's model holds nearly all its
+# parameters in the layers forward uses first, so their gradients are ready only when backward
+# ends and nothing is left to overlap. DLE PyTorch NCF at its DGX-2 table's commit (5d6d417f,
+# 2021-09-03, image pytorch:21.04-py3): four dense nn.Embedding tables (neumf.py:48-51, 165,237
+# rows x (64 + 128) = 31.7 M of the 31.8 M parameters) are forward's first ops (neumf.py:81-87);
+# autograd runs the later-created nodes first, so the tiny MLP's backward comes before the
+# embeddings' and their gradients come last; ncf.py:236 wraps the model in Apex DDP, whose
+# all-reduces follow gradient readiness.
+GRADIENTS_LAST_SOURCES = ("PyTorch/Recommendation/NCF",)
 # The whole gradient in one all-reduce after backward (DDP's 1 MiB first bucket aside), keyed on
 # the source as above. DLE PyTorch BERT pre-training, at the commit that added its multi-node
 # tables (NVIDIA/DeepLearningExamples a9e2c1d5, 2022-03-02, image pytorch:21.11-py3), wraps the
@@ -124,7 +133,8 @@ DEFAULTS = {
     "DeepLearningExamples TensorFlow/LanguageModeling/BERT, XLA on by default; "
     "TensorFlow/Classification/ConvNets/resnet50v1.5, whose tables say '+ XLA'; TF2 ELECTRA "
     "pre-training, XLA by default; and, in mixed precision only, TF2 ELECTRA SQuAD fine-tuning: "
-    "NO_OVERLAP_MIXED_PRECISION_SOURCES)",
+    "NO_OVERLAP_MIXED_PRECISION_SOURCES); also off for GRADIENTS_LAST_SOURCES (DLE PyTorch NCF: "
+    "embeddings, 99.7% of the parameters, get their gradients last)",
     "comm_compute_contention": GPU_COMM_CONTENTION,
     "device_speed_cv": DEVICE_SPEED_CV,
     "jitter_cv": 0.0,
@@ -364,8 +374,9 @@ def network_transport(case: Case) -> str:
 def overlaps_backward(case: Case) -> bool:
     """Whether the case's gradient exchange overlaps backward: off for the sources whose
     training script runs Horovod under XLA auto-clustering (``NO_OVERLAP_SOURCES``; in mixed
-    precision only, ``NO_OVERLAP_MIXED_PRECISION_SOURCES``)."""
-    keys = NO_OVERLAP_SOURCES
+    precision only, ``NO_OVERLAP_MIXED_PRECISION_SOURCES``) and for those whose model's gradients
+    are ready only when backward ends (``GRADIENTS_LAST_SOURCES``)."""
+    keys = NO_OVERLAP_SOURCES + GRADIENTS_LAST_SOURCES
     if case.workload.precision in ("fp16-mixed", "bf16-mixed"):
         keys = keys + NO_OVERLAP_MIXED_PRECISION_SOURCES
     return not any(key in case.source for key in keys)
@@ -476,7 +487,11 @@ def predict_case(case: Case) -> CaseResult:
     if wire is None:
         wire = WIRE_BYTES_OF_PRECISION[wl.precision]
         flags.append(f"grad_bytes_per_param unknown: {wire:g} assumed from {wl.precision}")
-    if not overlaps_backward(case):
+    if any(key in case.source for key in GRADIENTS_LAST_SOURCES):
+        flags.append("overlap off (GRADIENTS_LAST_SOURCES): the source's model holds nearly all "
+                     "its parameters in forward's first layers (embeddings), whose gradients "
+                     "are ready only when backward ends")
+    elif not overlaps_backward(case):
         flags.append("overlap off (NO_OVERLAP_SOURCES): the source's runs use Horovod under "
                      "XLA (its scripts' default, or its tables say so), which hands gradients "
                      "over only when a compiled cluster ends (horovod#1673)")

@@ -529,7 +529,12 @@ def test_source_rules_pick_exactly_their_scripts_cases():
         "dlex_tf2_electra_pretrain_seq128_dgx2_amp",
         "dlex_tf2_electra_pretrain_seq512_dgxa100_40g_tf32",
         "dlex_tf2_electra_pretrain_seq128_dgx1v16_fp32", "dlex_tf2_electra_squad_dgx1v16_amp",
-        "dlex_tf2_electra_squad_dgxa100_40g_amp"}
+        "dlex_tf2_electra_squad_dgxa100_40g_amp",
+        # NCF: embeddings (99.7% of the parameters) get their gradients last
+        "dle_pyt_ncf_dgx2_strong", "dle_pyt_ncf_dgx2_strong_fp32"}
+    ncf = predict_case(next(c for c in cases if c.id == "dle_pyt_ncf_dgx2_strong"))
+    assert any("GRADIENTS_LAST_SOURCES" in f for f in ncf.flags)
+    assert not any("horovod" in f for f in ncf.flags)
     assert {c.id for c in cases if one_bucket(c)} == {
         "dle_pyt_bert_large_multinode_dgxa100_80g", "dle_pyt_bert_large_multinode_dgxa100_80g_tf32",
         "dle_pyt_bert_large_multinode_dgxa100_80g_seq512_fp16",
