@@ -69,7 +69,44 @@ ALGORITHM = coll.AUTO  # NCCL picks the fastest algorithm per message size
 # and _phase2.sh:24 ``use_xla=${..:-"true"}``; run_squad.py:162, DeepLearningExamples 729963dd);
 # with accumulation they also clip by the global norm before the all-reduce
 # (optimization.py:138-152, ``allreduce_post_accumulation``), which waits for every gradient.
-NO_OVERLAP_SOURCES = ("TensorFlow/LanguageModeling/BERT",)
+# DLE TF1 ResNet-50 v1.5: every training-performance table of its README labels its columns
+# "+ XLA" ("Throughput - FP32 + XLA", "- TF32 + XLA", "- mixed precision + XLA";
+# resnet50v1.5/README.md at 4eaa4434 and b2e7f4a2), training_perf.sh passes --use_xla to the
+# multi-GPU runs (mpiexec, Horovod's hvd.DistributedOptimizer, model/resnet.py:301) and --use_xla
+# sets the same auto-clustering as TF1 BERT (runtime/runner.py:238-239,
+# ``global_jit_level = ON_1``). Its ResNeXt101 / SE-ResNeXt101 siblings are not listed: some of
+# their tables do not say XLA. DLE TF2 ELECTRA pre-training: the README's benchmark script
+# (scripts/benchmark_pretraining.sh, README "Training performance benchmark", 96e17009) passes
+# xla=${3:-"xla"} to run_pretraining.sh, which adds --xla (run_pretraining.sh:68-69); multi-GPU
+# runs use Horovod. Its SQuAD fine-tuning tables (scripts/benchmark_squad.sh -> run_squad.sh,
+# horovodrun) add --xla only with AMP (run_squad.sh:43-45 ``use_fp16=" --amp --xla "``;
+# run_tf_squad.py:353 ``tf.config.optimizer.set_jit``): NO_OVERLAP_MIXED_PRECISION_SOURCES.
+NO_OVERLAP_SOURCES = ("TensorFlow/LanguageModeling/BERT",
+                      "TensorFlow/Classification/ConvNets/resnet50v1.5",
+                      "TensorFlow2/LanguageModeling/ELECTRA README, 'Pre-training")
+NO_OVERLAP_MIXED_PRECISION_SOURCES = ("TensorFlow2/LanguageModeling/ELECTRA README, 'Fine-tuning",)
+# Overlap off for a second reason, keyed the same way: the source's model holds nearly all its
+# parameters in the layers forward uses first, so their gradients are ready only when backward
+# ends and nothing is left to overlap. DLE PyTorch NCF at its DGX-2 table's commit (5d6d417f,
+# 2021-09-03, image pytorch:21.04-py3): four dense nn.Embedding tables (neumf.py:48-51, 165,237
+# rows x (64 + 128) = 31.7 M of the 31.8 M parameters) are forward's first ops (neumf.py:81-87);
+# autograd runs the later-created nodes first, so the tiny MLP's backward comes before the
+# embeddings' and their gradients come last; ncf.py:236 wraps the model in Apex DDP, whose
+# all-reduces follow gradient readiness.
+GRADIENTS_LAST_SOURCES = ("PyTorch/Recommendation/NCF",)
+# The whole gradient in one all-reduce after backward (DDP's 1 MiB first bucket aside), keyed on
+# the source as above. DLE PyTorch BERT pre-training, at the commit that added its multi-node
+# tables (NVIDIA/DeepLearningExamples a9e2c1d5, 2022-03-02, image pytorch:21.11-py3), wraps the
+# model in torch DDP with ``bucket_cap_mb=torch.cuda.get_device_properties(device).total_memory``
+# (run_pretraining.py:457 at 729963dd): the device's memory in bytes taken as megabytes, a cap far
+# above any gradient, so after the first bucket (``[dist._DEFAULT_FIRST_BUCKET_BYTES,
+# self.bucket_bytes_cap]`` in torch's distributed.py) one bucket holds every gradient and its
+# all-reduce starts when the last gradient is ready, i.e. when backward ends. run.sub
+# (--allreduce_post_accumulation) skips it in the accumulation micro-steps (``no_sync``,
+# run_pretraining.py:679-680). Before a9e2c1d5 the same flag all-reduced one flattened buffer of
+# every gradient after backward (apex ``flat_dist_call``; run_pretraining.py:431-451 at
+# a9e2c1d5^): the same single exchange.
+ONE_BUCKET_SOURCES = ("PyTorch/LanguageModeling/BERT",)
 # Targets of issue 10, on this file and on unseen cases of the same kind alike.
 TARGET_MEDIAN_PCT = 4.0  # all-reduce cases: median absolute error target
 TARGET_MEAN_PCT = 7.0  # all-reduce cases: mean absolute error target
@@ -85,12 +122,19 @@ DEFAULTS = {
     "optimizer_bytes_of_precision": OPTIMIZER_BYTES_OF_PRECISION,
     "backward_fraction": BACKWARD_FRACTION,
     "bucket_bytes": BUCKET_BYTES,
+    "one_bucket_sources": "the whole gradient in one bucket (after DDP's first) for the sources in "
+    "ONE_BUCKET_SOURCES (DeepLearningExamples PyTorch/LanguageModeling/BERT: DDP bucket_cap_mb "
+    "= the device's memory in bytes)",
     "first_bucket_bytes": FIRST_BUCKET_BYTES,
     "algorithm": "auto (NCCL's ring, tree or, with NVLink SHARP, NVLS / NVLS-tree)",
     "partial_server_links": "a ring over 2 or 4 GPUs of a DGX-1 (nvlink1, nvlink2) gets the "
     "NVLinks of that subset (the link level's subset_busbw_shares, presets.subset_shares)",
     "overlap": "on, except sources in NO_OVERLAP_SOURCES (Horovod under TensorFlow XLA: "
-    "DeepLearningExamples TensorFlow/LanguageModeling/BERT, XLA on by default)",
+    "DeepLearningExamples TensorFlow/LanguageModeling/BERT, XLA on by default; "
+    "TensorFlow/Classification/ConvNets/resnet50v1.5, whose tables say '+ XLA'; TF2 ELECTRA "
+    "pre-training, XLA by default; and, in mixed precision only, TF2 ELECTRA SQuAD fine-tuning: "
+    "NO_OVERLAP_MIXED_PRECISION_SOURCES); also off for GRADIENTS_LAST_SOURCES (DLE PyTorch NCF: "
+    "embeddings, 99.7% of the parameters, get their gradients last)",
     "comm_compute_contention": GPU_COMM_CONTENTION,
     "device_speed_cv": DEVICE_SPEED_CV,
     "jitter_cv": 0.0,
@@ -329,8 +373,27 @@ def network_transport(case: Case) -> str:
 
 def overlaps_backward(case: Case) -> bool:
     """Whether the case's gradient exchange overlaps backward: off for the sources whose
-    training script runs Horovod under XLA auto-clustering (``NO_OVERLAP_SOURCES``)."""
-    return not any(key in case.source for key in NO_OVERLAP_SOURCES)
+    training script runs Horovod under XLA auto-clustering (``NO_OVERLAP_SOURCES``; in mixed
+    precision only, ``NO_OVERLAP_MIXED_PRECISION_SOURCES``) and for those whose model's gradients
+    are ready only when backward ends (``GRADIENTS_LAST_SOURCES``)."""
+    keys = NO_OVERLAP_SOURCES + GRADIENTS_LAST_SOURCES
+    if case.workload.precision in ("fp16-mixed", "bf16-mixed"):
+        keys = keys + NO_OVERLAP_MIXED_PRECISION_SOURCES
+    return not any(key in case.source for key in keys)
+
+
+def one_bucket(case: Case) -> bool:
+    """Whether the case's training script puts every gradient in one DDP bucket
+    (``ONE_BUCKET_SOURCES``)."""
+    return any(key in case.source for key in ONE_BUCKET_SOURCES)
+
+
+def bucket_bytes_of(case: Case, params: float, wire_bytes: float) -> float:
+    """Bytes of the case's gradient bucket: the whole gradient for ``one_bucket`` sources (their
+    cap exceeds any gradient), else DDP's 25 MiB."""
+    if one_bucket(case):
+        return max(float(params) * float(wire_bytes), float(BUCKET_BYTES))
+    return float(BUCKET_BYTES)
 
 
 def _inputs(case: Case, points: list[CasePoint], b, k, params, wire_bytes) -> StepInputs:
@@ -356,7 +419,8 @@ def _inputs(case: Case, points: list[CasePoint], b, k, params, wire_bytes) -> St
         nvls_busbw_ratio=nvls_busbw_ratio(intra),
         strategy=DDP, algorithm=ALGORITHM, overlap=overlaps_backward(case),
         device_cv=DEVICE_SPEED_CV,
-        comm_contention=GPU_COMM_CONTENTION, bucket_bytes=BUCKET_BYTES,
+        comm_contention=GPU_COMM_CONTENTION,
+        bucket_bytes=bucket_bytes_of(case, params, wire_bytes),
         first_bucket_bytes=FIRST_BUCKET_BYTES,
     )
 
@@ -423,10 +487,18 @@ def predict_case(case: Case) -> CaseResult:
     if wire is None:
         wire = WIRE_BYTES_OF_PRECISION[wl.precision]
         flags.append(f"grad_bytes_per_param unknown: {wire:g} assumed from {wl.precision}")
-    if not overlaps_backward(case):
-        flags.append("overlap off (NO_OVERLAP_SOURCES): the source's scripts run Horovod under "
-                     "XLA, on by default, which hands gradients over only when a compiled "
-                     "cluster ends (horovod#1673)")
+    if any(key in case.source for key in GRADIENTS_LAST_SOURCES):
+        flags.append("overlap off (GRADIENTS_LAST_SOURCES): the source's model holds nearly all "
+                     "its parameters in forward's first layers (embeddings), whose gradients "
+                     "are ready only when backward ends")
+    elif not overlaps_backward(case):
+        flags.append("overlap off (NO_OVERLAP_SOURCES): the source's runs use Horovod under "
+                     "XLA (its scripts' default, or its tables say so), which hands gradients "
+                     "over only when a compiled cluster ends (horovod#1673)")
+    if one_bucket(case):
+        flags.append("one gradient bucket (ONE_BUCKET_SOURCES): the source's script sets DDP's "
+                     "bucket cap to the device's memory, so the exchange starts when backward "
+                     "ends")
     points = sorted(case.points, key=lambda p: p.devices)
     b, k, known = _batches(case, points, flags)
     target = points[0].throughput

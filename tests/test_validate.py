@@ -478,3 +478,64 @@ def test_points_with_fewer_gpus_per_server_reach_fewer_nics():
            {"devices": 32, "nodes": 4, "throughput": 5000.0}]
     inp = _links_of(_case(hardware=ib, points=pts))
     assert np.allclose(inp.inter_busbw_GBps, [24.0, 24.0, 96.0, 192.0])
+
+
+def test_one_bucket_sources_exchange_the_whole_gradient_after_backward():
+    """DLE PyTorch BERT sets DDP's bucket cap to the device's memory: after the 1 MiB first
+    bucket, one bucket holds every gradient and starts when backward ends. 20M fp32 parameters =
+    80,000,000 bytes; 2 GPUs of a DGX-2 (NVSwitch V100: 120 GB/s ring busbw, 2 us per hop): the
+    rest, 80e6 - 1,048,576 = 78,951,424 bytes, all exposed: ring 2*(2-1)*2 us + 2*(1/2)*78,951,424
+    B / 120 GB/s = 4 us + 657.9 us, plus the contention share (0.159, docs/model.md §3) of the
+    first bucket's overlapped 4 us + 1,048,576 B / 120 GB/s = 12.74 us: 2.03 us. With DDP's
+    25 MiB buckets (another source) only the last bucket is exposed."""
+    from scalesim.model.overlap import GPU_COMM_CONTENTION
+
+    hw = {"gpu": "Tesla V100-SXM3 32GB (DGX-2)", "gpus_per_node": 16,
+          "intra_node": "nvswitch-v100", "inter_node": None}
+    pts = [{"devices": 1, "nodes": 1, "throughput": 100.0},
+           {"devices": 2, "nodes": 1, "throughput": 190.0}]
+    wl = {"params": 20e6, "samples_per_step_per_device": 4}
+
+    def predict(source):
+        return predict_case(parse_cases(_file(_case(
+            source=f"NVIDIA/DeepLearningExamples, {source}/README.md", hardware=hw,
+            workload=wl, points=pts)))[0])
+
+    bert = predict("PyTorch/LanguageModeling/BERT")
+    rest = 80e6 - 1024 * 1024
+    first = 4e-6 + 1024 * 1024 / 120e9
+    assert bert.points[1].exposed_comm_s == pytest.approx(
+        4e-6 + rest / 120e9 + GPU_COMM_CONTENTION * first, rel=1e-6)
+    assert bert.points[0].exposed_comm_s == 0.0
+    assert any("one gradient bucket" in f for f in bert.flags)
+    other = predict("PyTorch/LanguageModeling/Transformer-XL")
+    assert not any("one gradient bucket" in f for f in other.flags)
+    assert other.points[1].exposed_comm_s < 0.5 * bert.points[1].exposed_comm_s
+
+
+def test_source_rules_pick_exactly_their_scripts_cases():
+    """Each rule keyed on a case's source (a script's documented default) applies to exactly
+    the cases of that script in the two shipped files, and to no other."""
+    from scalesim.validate import load_cases, one_bucket, overlaps_backward
+
+    cases = load_cases(SHARED_CASES) + load_cases(validation_path("collected_dp_cases.json"))
+    no_overlap = {c.id for c in cases if not overlaps_backward(c)}
+    assert no_overlap == {
+        "dle_tf1_bert_large_multinode_dgxa100_40g", "dle_tf1_bert_large_multinode_dgxa100_40g_tf32",
+        "dle_tf1_bert_large_multinode_dgxa100_40g_seq512_fp16", "dle_tf1_bert_squad_dgx1v16",
+        "dle_tf1_bert_squad_dgx1v16_fp32", "dlex_tf1_rn50_dgxa100_40g_amp",
+        "dlex_tf1_rn50_dgx1v16_fp32", "dlex_tf1_rn50_dgx2_amp",
+        # ELECTRA: every pre-training case (XLA by default), the fine-tuning ones in AMP only
+        "dlex_tf2_electra_pretrain_seq128_dgx2_amp",
+        "dlex_tf2_electra_pretrain_seq512_dgxa100_40g_tf32",
+        "dlex_tf2_electra_pretrain_seq128_dgx1v16_fp32", "dlex_tf2_electra_squad_dgx1v16_amp",
+        "dlex_tf2_electra_squad_dgxa100_40g_amp",
+        # NCF: embeddings (99.7% of the parameters) get their gradients last
+        "dle_pyt_ncf_dgx2_strong", "dle_pyt_ncf_dgx2_strong_fp32"}
+    ncf = predict_case(next(c for c in cases if c.id == "dle_pyt_ncf_dgx2_strong"))
+    assert any("GRADIENTS_LAST_SOURCES" in f for f in ncf.flags)
+    assert not any("horovod" in f for f in ncf.flags)
+    assert {c.id for c in cases if one_bucket(c)} == {
+        "dle_pyt_bert_large_multinode_dgxa100_80g", "dle_pyt_bert_large_multinode_dgxa100_80g_tf32",
+        "dle_pyt_bert_large_multinode_dgxa100_80g_seq512_fp16",
+        "dle_pyt_bert_large_multinode_dgxa100_80g_seq512_tf32"}
