@@ -206,6 +206,32 @@ def output_format(out: str | None, fmt: str | None) -> str:
     return fmt or said or "csv"
 
 
+def _dest(flag: str) -> str:
+    return flag.removeprefix("--").replace("-", "_")
+
+
+def one_value_flag(axis: str) -> str:
+    """The flag that fixes ``axis`` at one value: --batch for micro_batch, --no-overlap for
+    overlap, --strategy for strategy."""
+    if axis == "overlap":
+        return "--no-overlap"
+    knob = KNOB_BY_FIELD.get(axis) or LAYOUT_KNOB_BY_FIELD.get(axis)
+    return knob.flag if knob is not None else "--" + axis.replace("_", "-")
+
+
+def check_one_value_flags(args: argparse.Namespace) -> None:
+    """Refuse an axis given both as a grid (--batch-values) and as one value (--batch): the
+    grid would win and the one value be dropped without a word. A --scenario file's value is
+    not a flag: the grid sweeps over it, as it overrides any scenario value."""
+    for dest, (axis, _) in VALUE_FLAGS.items():
+        flag = one_value_flag(axis)
+        if getattr(args, dest) is None or getattr(args, _dest(flag)) in (None, False):
+            continue
+        values_flag = "--" + dest.replace("_", "-")
+        raise ScalesimError(f"{flag} and {values_flag} both set {axis}: give {values_flag} to "
+                            f"sweep it or {flag} to fix it, not both")
+
+
 def run(args: argparse.Namespace) -> int:
     from scalesim.outfiles import check_writable, open_output
     from scalesim.sweep import check_size, plan_sweep
@@ -215,6 +241,7 @@ def run(args: argparse.Namespace) -> int:
     scenario = scenario_from_args(args)
     axes = {axis: getattr(args, flag) for flag, (axis, _) in VALUE_FLAGS.items()
             if getattr(args, flag) is not None}
+    check_one_value_flags(args)
     if "micro_batch" in axes and "global_batch" in axes:
         raise ScalesimError("give --batch-values or --global-batch-values, not both")
     if "micro_batch" in axes and scenario.global_batch is not None:
