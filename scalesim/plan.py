@@ -499,7 +499,7 @@ def rank_layouts(setting: Setting, devices: list[int],
             raise ScalesimError(f"devices {n} do not fill whole servers of {g} GPUs; give a "
                                 f"multiple of {g} above one server")
     early_stop_of(recompute_style)  # a clear error for an unknown style
-    grid = candidate_grid(sorted(set(devices)), setting, cp_values)
+    grid = candidate_grid(sorted(set(devices)), setting, sorted(set(cp_values)))
     if split_only:
         grid = {k: v[grid["tp"] * grid["pp"] * grid["cp"] > 1] for k, v in grid.items()}
     if grid["dp"].size == 0:
