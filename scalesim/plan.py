@@ -380,8 +380,11 @@ def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict
                 rest = n // (tp * cp)
                 for pp in (p for p in range(1, rest + 1) if rest % p == 0):
                     splits.append((rest // pp, tp, pp, cp))
-    if not splits:
-        raise ScalesimError(f"no dp x tp x pp split of devices {devices}")
+    if not splits:  # tp 1, pp 1 split any count: only the cp degrees can leave none
+        raise ScalesimError(
+            f"no dp x tp x pp x cp split of devices {', '.join(map(str, devices))} with cp "
+            f"{', '.join(map(str, cp_values))}: a context-parallel degree must divide the "
+            "device count (over tp); give --cp degrees that divide it, e.g. 1,2")
     split = np.array(splits)
     sched = np.array([SCHEDULES[name] for name, _ in SCHEDULE_CHOICES])
     virt = np.array([v for _, v in SCHEDULE_CHOICES])
