@@ -438,8 +438,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                             shares["straggler"], strag_lines))
     # Compute per sample.
     cps = compute / work
-    compute_lines = [f"compute per sample per device {cps[0] * 1e3:.3g} -> {cps[-1] * 1e3:.3g} ms "
-                     f"({cps[-1] / cps[0] if cps[0] > 0 else float('nan'):.2f}x)"]
+    compute_lines = [f"compute per sample per device {cps[0] * 1e3:.3g} -> {cps[-1] * 1e3:.3g} ms"
+                     + (f" ({cps[-1] / cps[0]:.2f}x)" if cps[0] > 0 else "")]  # no ratio to 0
     if runs.strong_scaling:
         compute_lines.insert(0, f"strong scaling: per-device batch {work[0]:g} -> {work[-1]:g} "
                                 "samples per step")

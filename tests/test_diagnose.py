@@ -459,3 +459,15 @@ def test_a_runs_file_flag_beside_traces_or_the_gpu_log_alone_is_refused(tmp_path
     assert main(["diagnose", "--trace", *traces, *flag]) == 2
     err = capsys.readouterr().err
     assert flag[0] in err and "runs file" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_no_ratio_is_printed_against_a_compute_time_of_zero(tmp_path, capsys):
+    """Runs whose fit leaves no compute at the smallest run (the stall took it all) printed
+    `compute per sample per device 0 -> 11 ms (nanx)`: the ratio to zero is left out now."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text("devices,nodes,samples_per_s\n4,1,100\n2,1,190\n")
+    code = main(["diagnose", str(runs)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "nan" not in out.lower() and "inf" not in out.replace("info", ""), out
+    assert "compute per sample per device 0 -> " in out, out  # the case it guards
