@@ -457,3 +457,28 @@ def test_a_zero_framework_with_ddp_is_noted_as_ignored(capsys):
     code, out, err = run_cli(capsys, "predict", "--devices", "8,16", "--strategy", "zero2",
                              "--zero-framework", "deepspeed")
     assert code == 0 and "ignored" not in out, err
+
+
+@pytest.mark.parametrize("flags, why", [
+    (["--strategy", "ddp", "--accumulation", "4"], "strategy ddp reduces gradients once per step"),
+    (["--strategy", "zero1", "--accumulation", "4"], "strategy zero1 reduces gradients once"),
+    (["--strategy", "zero2"], "accumulation 1: one micro-step per step reduces once"),
+    (["--strategy", "zero3"], "accumulation 1: one micro-step per step reduces once"),
+])
+def test_a_grad_sync_that_changes_nothing_is_noted_as_ignored(capsys, flags, why):
+    """`predict --grad-sync once-per-step` with DDP, ZeRO-1 or no accumulation printed the same
+    numbers as without it and no word (the scenario line even said 'under no_sync'), where
+    --zero-framework with ddp is noted. A note says why now; the numbers are unchanged."""
+    base = ["predict", "--devices", "8,16", *flags]
+    code, out, err = run_cli(capsys, *base, "--grad-sync", "once-per-step", "--json")
+    code0, out0, _ = run_cli(capsys, *base, "--json")
+    assert code == code0 == 0 and out == out0, err  # it changes no number: the note is right
+    code, out, err = run_cli(capsys, *base, "--grad-sync", "once-per-step")
+    assert code == 0, err
+    assert f"note: --grad-sync once-per-step ignored: {why}" in out, out
+
+
+def test_a_grad_sync_that_applies_is_not_noted(capsys):
+    code, out, err = run_cli(capsys, "predict", "--devices", "8,16", "--strategy", "zero2",
+                             "--accumulation", "4", "--grad-sync", "once-per-step")
+    assert code == 0 and "--grad-sync once-per-step ignored" not in out, err
