@@ -168,3 +168,25 @@ def test_the_planners_default_efficiency_is_the_anchors_median(report):
     per_group = {case.group: case.efficiency for case in report.cases}
     assert len(per_group) >= 5
     assert abs(DEFAULT_MATMUL_EFFICIENCY - statistics.median(per_group.values())) <= 0.005
+
+
+@pytest.mark.parametrize("change, says", [
+    ({"layout": {"global_batch": 7}}, "global batch 7 is not divisible by dp 32 x micro-batch 16"),
+    ({"model": {"heads": 7}}, "heads 7 are not divisible by tp 2"),
+])
+def test_a_layout_no_framework_runs_is_refused(tmp_path, capsys, raw, change, says):
+    """A user's case with a global batch that dp x micro-batch does not divide (7 against 32 x
+    16) was predicted at a fraction of a micro-batch per replica (step 0.09 s, error -44%); 7
+    heads over tp 2 at 3.5 heads per rank (+30%). Megatron-Core asserts both; the case is
+    refused in one line naming the rule. Placement rules (a rack not filled whole) stay notes."""
+    data = copy.deepcopy(raw)
+    case = next(c for c in data["cases"] if c["id"] == "narayanan2021_t1_3p6b")
+    assert (case["layout"]["dp"], case["layout"]["tp"], case["layout"]["micro_batch"]) == (32, 2, 16)
+    for part, values in change.items():
+        case[part].update(values)
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(data))
+    assert main(["validate", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, err
+    assert "case 'narayanan2021_t1_3p6b'" in err and says in err and "no framework runs" in err
