@@ -190,3 +190,31 @@ def test_a_layout_no_framework_runs_is_refused(tmp_path, capsys, raw, change, sa
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1, err
     assert "case 'narayanan2021_t1_3p6b'" in err and says in err and "no framework runs" in err
+
+
+@pytest.mark.parametrize("content", [{}, {"format": "scalesim-parallel-cases/0", "cases": []},
+                                     {"format": "x\ny", "cases": [1]}])
+def test_a_file_of_no_known_format_names_both_formats(tmp_path, capsys, content):
+    """`validate mine.json` with no or another format said `expected
+    'scalesim-validation-cases/1'` alone, also with --parallel: the model-parallel format,
+    which validate reads as well, went unnamed."""
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(content))
+    for extra in ([], ["--parallel"]):
+        assert main(["validate", str(path), *extra]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and len(err.strip().splitlines()) == 1, err
+        assert "'scalesim-validation-cases/1'" in err and "'scalesim-parallel-cases/1'" in err
+
+
+def test_parallel_with_a_data_parallel_file_is_refused(tmp_path, capsys):
+    """`validate --parallel cases.json` (a data-parallel file) ran the data-parallel validation
+    without a word: --parallel only picks the shipped file. One line says so now."""
+    from scalesim.shipped import validation_path
+
+    assert main(["validate", str(validation_path("cases.json")), "--parallel"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, err
+    assert "--parallel" in err and "drop --parallel" in err, err
+    assert main(["validate", str(PARALLEL_CASES), "--parallel", "--json"]) == 0  # its own kind
+    capsys.readouterr()
