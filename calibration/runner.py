@@ -128,8 +128,14 @@ def check_flags(args) -> None:
 
 
 def check_resolved(args, ctx) -> None:
+    """Flag errors once the device's defaults are known, before the first phase runs."""
+    from scalesim.calibration.collective_phase import message_sizes
+
     if args.precision == "fp16" and not ctx.on_gpu:
         raise ScalesimError("--precision fp16 needs a GPU; use bf16 or fp32 on CPU")
+    # the sizes of the collectives phase: --min-size-kib above the largest size was refused
+    # only when that phase started, after the compute phase had run
+    message_sizes(args.min_size_kib, args.max_size_mib, args.size_factor)
 
 
 def _progress(ctx, args, phase: str, total: int):
