@@ -471,3 +471,16 @@ def test_no_ratio_is_printed_against_a_compute_time_of_zero(tmp_path, capsys):
     assert code == 0, err
     assert "nan" not in out.lower() and "inf" not in out.replace("info", ""), out
     assert "compute per sample per device 0 -> " in out, out  # the case it guards
+
+
+@pytest.mark.parametrize("name, text", [("runs.json", ""), ("runs.csv", "\n \n"),
+                                        ("runs.json", "\ufeff")])
+def test_an_empty_runs_file_names_both_formats(tmp_path, capsys, name, text):
+    """An empty runs.json was told `expected a header line with devices,nodes,...` (the CSV
+    reader's words: an empty text is not sniffed as JSON). One line names both formats now."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    assert main(["diagnose", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, err
+    assert "empty file" in err and "CSV with a header line" in err and "JSON list" in err, err
