@@ -651,7 +651,9 @@ def _trace_remedies(cr, summaries, cause: str):
     grad_bytes = 100e6
     ring = 2.0 * (world - 1) / world
     transfer = max(cr["comm_s"], 1e-9)  # all collective time of one step, hidden or not
-    busbw = ring * grad_bytes / transfer / coll.GB
+    # a fitted value: held within the busbw bounds; traces with no collective (ranks of no
+    # all-reduce, or runs of one process each) gave 1e8 GB/s, which the link refused
+    busbw = clip("busbw_GBps", ring * grad_bytes / transfer / coll.GB)
     link = LinkLevel(kind="traced", busbw_GBps=busbw, latency_s=0.0, source="from traces")
     hw = Hardware(name="traced job", device_name="traced", devices_per_node=world,
                   device_memory_bytes=1e15, cpu_cores_per_node=world, intra_node=link,
