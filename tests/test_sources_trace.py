@@ -192,3 +192,28 @@ def test_reading_your_data_needs_no_torch(tmp_path):
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert load_profile(tmp_path / "p.json").compute.measured
+
+
+def test_cpu_traces_into_a_new_profile_say_its_hardware_did_not_run_them(tmp_path):
+    """`calibrate --from-trace 32=cpu.json` (a CPU run: no GPU kernel) wrote a new profile whose
+    hardware is the presets' A100, with no word: predict then showed the CPU's step times under
+    the A100's name, memory and links. A note in the report and the profile says so now (not a
+    refusal: CPU gloo traces into a new profile are how the tests calibrate without a GPU)."""
+    events = []
+    for n in (1, 2, 3):
+        t = (n - 1) * 10_000.0
+        events += [event(f"ProfilerStep#{n}", t, 9_000.0, cat="user_annotation"),
+                   event("aten::mm", t + 100, 6_000.0),
+                   event("autograd::engine::evaluate_function: MmBackward0", t + 6_200, 2_000.0),
+                   event("Optimizer.step#SGD.step", t + 8_300, 500.0, cat="user_annotation")]
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events,
+                                "deviceProperties": []}))
+    profile, report = calibrate_from_sources(tmp_path / "p.json", traces=[f"32={path}"])
+    words = "the traces ran on the CPU (no GPU kernel in any step)"
+    assert any(words in line and profile.hardware.device_name in line for line in report), report
+    assert any(words in n for n in profile.notes)
+    gpu = tmp_path / "r0.json"
+    gpu.write_text(json.dumps(gpu_step_trace()))
+    _, report = calibrate_from_sources(tmp_path / "q.json", traces=[f"8={gpu}"])
+    assert not any("ran on the CPU" in line for line in report)
