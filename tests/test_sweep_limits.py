@@ -219,3 +219,23 @@ def test_every_axis_has_its_one_value_flag():
     for dest, (axis, _) in cmd_sweep.VALUE_FLAGS.items():
         flag = cmd_sweep.one_value_flag(axis)
         assert flag.removeprefix("--").replace("-", "_") in args, (dest, flag)
+
+
+@pytest.mark.parametrize("argv, rule", [
+    (["--pp-values", "2", "--schedule", "interleaved"],
+     "e.g. tp 1 x pp 2 on 8 devices: the interleaved schedule needs virtual_stages >= 2"),
+    (["--pp-values", "2", "--schedule", "interleaved", "--virtual-stages", "2"],
+     "e.g. tp 1 x pp 2 on 8 devices: interleaved schedule: 1 micro-batches per step are not a "
+     "multiple of pp 2"),
+    (["--tp-values", "3"], "e.g. tp 3 x pp 1 on 8 devices: tp x pp does not divide the devices"),
+])
+def test_a_sweep_left_empty_by_layout_rules_names_the_rule(capsys, argv, rule):
+    """`sweep --workload llama3-8b --devices 8 --pp-values 2 --schedule interleaved` dropped its
+    one combination as breaking 'a layout rule (tp x pp must divide the devices, tp stays in a
+    server, the layers and heads must split)': none of those, the interleaved schedule's rules
+    were broken. The first dropped layout and the rule it breaks are named now."""
+    code = main(["sweep", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8",
+                 *argv])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert rule in err and "tp stays in a server" not in err, err

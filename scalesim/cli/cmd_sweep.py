@@ -153,10 +153,11 @@ def _write(handle, plan, fmt: str) -> tuple[int, int, int]:
     before it runs (``sweep.plan_sweep``); a transformer's layout rules are known as it runs."""
     from scalesim.sweep import iter_sweep
 
-    written, dropped, dropped_layout, first = 0, 0, 0, True
+    written, dropped, dropped_layout, first, example = 0, 0, 0, True, ""
     for chunk in iter_sweep(plan):
         dropped += chunk.dropped
         dropped_layout += chunk.dropped_layout
+        example = example or chunk.layout_example
         if not chunk.size:
             continue
         written += chunk.size
@@ -167,30 +168,33 @@ def _write(handle, plan, fmt: str) -> tuple[int, int, int]:
             first = False
     if not written:
         raise ScalesimError(f"no combination of the sweep is left: all {dropped} dropped ("
-                            + "; ".join(_dropped_reasons(dropped, dropped_layout))
+                            + "; ".join(_dropped_reasons(dropped, dropped_layout, example))
                             + "); nothing written")
     if fmt == "json":
         handle.write("]\n")
-    return written, dropped, dropped_layout
+    return written, dropped, dropped_layout, example
 
 
-def _dropped_reasons(dropped: int, dropped_layout: int) -> list[str]:
-    """Each reason combinations were left out, with its count."""
+def _dropped_reasons(dropped: int, dropped_layout: int, example: str = "") -> list[str]:
+    """Each reason combinations were left out, with its count; ``example``: the first layout
+    dropped and the rule it breaks (``SweepResult.layout_example``)."""
     batch = dropped - dropped_layout
-    reasons = ([f"{dropped_layout} break a layout rule (tp x pp must divide the devices, tp "
-                "stays in a server, the layers and heads must split: scalesim.layout)"]
+    rules = (f"e.g. {example}" if example else "tp x pp must divide the devices, tp stays in a "
+             "server, the layers and heads must split")
+    reasons = ([f"{dropped_layout} break a layout rule ({rules}: scalesim.layout)"]
                if dropped_layout else [])
     reasons += ([f"{batch} {'does' if batch == 1 else 'do'} not split the global batch evenly "
                  "over devices x accumulation"] if batch else [])
     return reasons
 
 
-def dropped_note(dropped: int, dropped_layout: int) -> str:
+def dropped_note(dropped: int, dropped_layout: int, example: str = "") -> str:
     """Why combinations were left out, each reason with its count ('' when none was)."""
     if not dropped:
         return ""
     return f"{dropped} combinations dropped: " + "; ".join(_dropped_reasons(dropped,
-                                                                            dropped_layout))
+                                                                            dropped_layout,
+                                                                            example))
 
 
 def output_format(out: str | None, fmt: str | None) -> str:
