@@ -98,10 +98,30 @@ def test_trace_entries_need_a_micro_batch(tmp_path):
 
 
 def test_duplicate_ranks_in_one_run_are_refused(tmp_path):
-    path = tmp_path / "r0.json"
+    path, copy = tmp_path / "r0.json", tmp_path / "copy.json"
     path.write_text(json.dumps(gpu_step_trace()))
+    copy.write_text(path.read_text())
     with pytest.raises(ScalesimError, match="two traces are rank 0"):
-        tc.read_runs({8: [str(path), str(path)]})
+        tc.read_runs({8: [str(path), str(copy)]})
+
+
+@pytest.mark.parametrize("entries", [["32={a}", "32={a}"], ["32={a}", "64={a}"],
+                                     ["32={a}", "32={dot}"]])
+def test_a_trace_given_twice_is_refused(tmp_path, monkeypatch, capsys, entries):
+    """`calibrate --from-trace 32=cpu.json 32=cpu.json` read one file as two ranks ('2 rank(s),
+    8 rank-steps'): a trace without distributedInfo takes its rank from its place in the list.
+    `diagnose --trace a.json a.json` alike. The same file (by any name) is refused now."""
+    monkeypatch.chdir(tmp_path)
+    trace = gpu_step_trace()
+    del trace["distributedInfo"]
+    (tmp_path / "a.json").write_text(json.dumps(trace))
+    argv = [e.format(a="a.json", dot="./a.json") for e in entries]
+    assert main(["calibrate", "--from-trace", *argv, "--out", "p.json"]) == 2
+    out, err = capsys.readouterr()
+    assert len(err.strip().splitlines()) == 1 and "given twice" in err, err
+    assert not (tmp_path / "p.json").exists()
+    assert main(["diagnose", "--trace", "a.json", argv[1].split("=")[1]]) == 2
+    assert "give each rank's trace once" in capsys.readouterr().err
 
 
 def test_one_batch_pins_one_point_and_says_so(tmp_path):
