@@ -56,11 +56,11 @@ def grad_sync_unused(strategy: str, accumulation: int, grad_sync: str) -> str | 
     if grad_sync != "once-per-step":
         return None
     if strategy in ("ddp", "zero1"):
-        return (f"strategy {strategy} reduces gradients once per step anyway (give --strategy "
-                "zero2 or zero3)")
+        return (f"strategy {strategy} reduces gradients once per step anyway (it applies to "
+                "ZeRO-2/3)")
     if accumulation == 1:
-        return ("accumulation 1: one micro-step per step reduces once either way (give "
-                "--accumulation 2 or more)")
+        return ("accumulation 1: one micro-step per step reduces once either way (it applies "
+                "with 2 or more)")
     return None
 
 
