@@ -349,7 +349,7 @@ def parse_number(text: str, quantity: str, name: str, factor: float = 1.0,
     if isinstance(value, float) and math.isinf(value) and "inf" not in raw.lower():
         raise ScalesimError(f"{name}: {_shown(raw)} overflows a float; it is outside {b.text()} "
                             f"({b.why})")
-    return b.check(value, name)
+    return b.check(value + 0.0 if isinstance(value, float) else value, name)  # -0.0 -> 0.0
 
 
 def split_list(text: str, name: str) -> list[str]:

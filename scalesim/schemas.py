@@ -88,6 +88,8 @@ class _Strict(BaseModel):
             raise ValueError("true/false is not a number here")
         if info.field_name == "name" and isinstance(value, str) and (why := name_problem(value)):
             raise ValueError(why)
+        if isinstance(value, float) and value == 0.0:
+            return 0.0  # -0.0 (a file's "-0.0") printed as "-0" and "$-0"
         if isinstance(value, str):
             return printable(value)
         if isinstance(value, list) and any(isinstance(v, str) for v in value):
