@@ -524,7 +524,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         "fitted_profile": profile.model_dump(mode="json"),
         "fitted_scenario": scenario.model_dump(mode="json"),
     }
-    notes = list(runs.notes) + fit.notes + _implausible_links(fit, params)
+    notes = (_parts_over_the_step(share_of_step, runs.devices, fit) + list(runs.notes)
+             + fit.notes + _implausible_links(fit, params))
     if not fit.params_known:
         notes.append("no --params: link speeds are reported as gradient transfer times; give "
                      "--params (model parameters) for bandwidths in GB/s")
@@ -625,6 +626,23 @@ def diagnose_traces(summaries, source: str) -> Report:
     notes = [n for s in summaries for n in s.notes]
     notes.append("remedy gains are model predictions built from the median traced step")
     return Report("traces", source, cause, others, first, remedies, table, details, notes)
+
+
+def _parts_over_the_step(share_of_step: dict, devices, fit) -> list[str]:
+    """A note where a part of the step (fitted or measured) is more than the measured step:
+    the fitted model does not describe the runs (a data stall of 138 % of the step, a remedy of
+    +125,501 %), and its shares and remedy gains should not be read as findings."""
+    over = [(float(v[i]), name, int(devices[i])) for name, v in share_of_step.items()
+            if name != "compute" for i in range(len(v)) if v[i] > 1.0]
+    if not over:
+        return []
+    share, name, n = max(over)
+    part = {"comm": "exposed communication", "data": "data stall",
+            "straggler": "straggler wait"}.get(name, name)
+    return [f"the {part} is {share:.0%} of the measured step at {n} devices: more than the step "
+            f"itself, so the fitted model does not describe these runs (rms residual "
+            f"{fit.rmse_rel:.0%}); read its shares and remedy gains as unreliable, and check the "
+            "runs (the same settings in every row, each run's devices and throughput)"]
 
 
 def _trace_remedies(cr, summaries, cause: str):

@@ -471,6 +471,15 @@ def test_no_ratio_is_printed_against_a_compute_time_of_zero(tmp_path, capsys):
     assert code == 0, err
     assert "nan" not in out.lower() and "inf" not in out.replace("info", ""), out
     assert "compute per sample per device 0 -> " in out, out  # the case it guards
+    # the fit puts the data stall above the measured step: said, not left as a finding alone
+    assert "note: the data stall is 138% of the measured step at 2 devices: more than the " \
+        "step itself, so the fitted model does not describe these runs" in out, out
+
+
+@pytest.mark.parametrize("cause", sorted(cases.CASES))
+def test_runs_the_model_describes_get_no_over_the_step_note(cause):
+    report = diagnose_runs(runs_of(cases.CASES[cause]()))
+    assert not any("more than the step itself" in n for n in report.notes), report.notes
 
 
 @pytest.mark.parametrize("name, text", [("runs.json", ""), ("runs.csv", "\n \n"),
