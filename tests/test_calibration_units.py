@@ -340,3 +340,18 @@ def test_collective_flags_are_refused_before_the_first_phase(tmp_path, capsys, m
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert says in err and "no_such_module" not in err, err
     assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.parametrize("steps", ["1", "3"])
+def test_too_few_jitter_steps_are_refused_before_measuring(tmp_path, monkeypatch, capsys, steps):
+    """`calibrate --jitter-steps 1` measured and wrote `step-time CV 0.000`: the spread is read
+    from the steps' quartiles, and one step has none, so the profile said 'no jitter' as a
+    measurement. Fewer than 4 steps are refused before anything runs."""
+    from scalesim.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    code = main(["calibrate", "--jitter-steps", steps, "--out", "p.json", "--no-progress",
+                 "--model", "scalesim_no_such_module:factory"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"--jitter-steps {steps}: the step-time spread" in err and "4 or more" in err, err
