@@ -27,6 +27,7 @@ from scalesim.layout_predict import (
     with_measured_shape,
 )
 from scalesim.model.quality import steps_to_quality
+from scalesim.model.sharding import grad_sync_unused
 from scalesim.predict import Prediction, predict, slow_device_note
 from scalesim.remedies import DATA_STALL_SHARE, RemedyResult, data_stall_share, rank_remedies
 from scalesim.schemas import Profile, Scenario, ScenarioLayout
@@ -177,6 +178,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         "price_per_device_hour": state.price,
     }
     fields.update(_links(state))
+    if why := grad_sync_unused(state.strat, state.acc, state.gs):  # as predict notes it
+        notes.append(f"gradient sync {state.gs} ignored: {why}")
     if state.ak != DEFAULT_ATTENTION_KERNEL:
         if timed_own_kernel(profile):  # as the layout is left out: a note, not a refusal
             notes.append(f"attention kernel {state.ak} left out: profile '{profile.name}' holds "

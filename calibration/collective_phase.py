@@ -30,6 +30,7 @@ from scalesim.calibration.link_fit import (  # noqa: F401 - re-exported: the fit
     busbw_with_latency_GBps,
     fit_level,
 )
+from scalesim.calibration.options import parse_inter_link  # noqa: F401 - used below, tested here
 from scalesim.calibration.results import CollectiveResult
 from scalesim.calibration.timing import Clock
 
@@ -232,17 +233,6 @@ def measured_level(ctx, level: str, points, fits,
     return link, LinkCalibration(level=level, measured=True, points=points,
                                  rel_rmse=clip("rel_error", fit["rel_rmse"]), method=method,
                                  ranks_per_node=per_node, lower_bound=lower_bound, note=source)
-
-
-def parse_inter_link(spec: str) -> tuple[str, int, float]:
-    """'ethernet:1x100' -> ('ethernet', 1, 100.0)."""
-    try:
-        kind, _, shape = spec.partition(":")
-        nics, _, gbit = shape.lower().partition("x")
-        return kind, int(nics), float(gbit)
-    except ValueError:
-        raise ScalesimError(f"--inter-link '{spec}': write KIND:NICSxGBIT, e.g. ethernet:1x100 "
-                            "or infiniband:8x200") from None
 
 
 def unmeasured_level(level: str, args, why: str) -> tuple[LinkLevel, LinkCalibration]:

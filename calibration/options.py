@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 
 from scalesim.bounds import flag_list_type, flag_type, parse_number
 from scalesim.errors import ScalesimError, name_problem
@@ -47,6 +48,49 @@ def _phase_list(text: str) -> list[str]:
 
 def _op_list(text: str) -> list[str]:
     return _choices(text, OPS, "collective")
+
+
+def parse_inter_link(spec: str) -> tuple[str, int, float]:
+    """'ethernet:1x100' -> ('ethernet', 1, 100.0): a kind ``presets.inter_link`` knows, NICs per
+    server and Gbit/s per NIC within their bounds; one-line errors naming --inter-link."""
+    from scalesim import presets
+    from scalesim.bounds import check_number
+
+    try:
+        kind, _, shape = spec.partition(":")
+        nics, _, gbit = shape.lower().partition("x")
+        nics, gbit = int(nics), float(gbit)
+    except ValueError:
+        raise ScalesimError(f"--inter-link '{spec}': write KIND:NICSxGBIT, e.g. ethernet:1x100 "
+                            "or infiniband:8x200") from None
+    check_number("nics_per_node", nics, f"--inter-link '{spec}': NICs per server")
+    check_number("gbit_per_nic", gbit, f"--inter-link '{spec}': Gbit/s per NIC")
+    try:
+        presets.inter_link(kind, nics, gbit)
+    except ScalesimError as exc:
+        raise ScalesimError(f"--inter-link '{spec}': {exc}") from None
+    return kind, nics, gbit
+
+
+def _link_flag(check, name: str):
+    """argparse ``type=`` of a link preset flag: the text as given, once ``check`` accepts it
+    (at parsing, before any phase runs: the collectives phase reads it after the compute
+    phase)."""
+    def parse(text: str) -> str:
+        try:
+            check(text)
+        except ScalesimError as exc:
+            # '--inter-link 'x': why' -> ''x': why' (argparse names the flag)
+            raise argparse.ArgumentTypeError(re.sub(r"^--[\w-]+ ", "", str(exc))) from None
+        return text
+    parse.__name__ = name  # tests/fuzz_inputs.py WORD_TYPES: what a user types
+    return parse
+
+
+def _intra_link(text: str) -> None:
+    from scalesim import presets
+
+    presets.intra_link(text)
 
 
 def _name(text: str) -> str:
@@ -143,12 +187,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="target timed seconds per message size (default 0.1, --quick 0.05)")
 
     g = p.add_argument_group("links not measured here")
-    g.add_argument("--intra-link", metavar="KIND",
+    g.add_argument("--intra-link", metavar="KIND", type=_link_flag(_intra_link, "_intra_link"),
                    help="intra-server preset when it is not measured (one process per node), "
                    "e.g. pcie4, nvswitch-a100")
     g.add_argument("--intra-busbw", type=flag_type("busbw_GBps"), metavar="GB/s")
     g.add_argument("--intra-latency", type=flag_type("latency_s"), metavar="S")
     g.add_argument("--inter-link", default=None, metavar="KIND:NICSxGBIT",
+                   type=_link_flag(parse_inter_link, "_inter_link"),
                    help="inter-server preset when one node runs, e.g. ethernet:1x100, "
                    "infiniband:8x200 (default ethernet:1x100)")
     g.add_argument("--inter-busbw", type=flag_type("busbw_GBps"), metavar="GB/s")

@@ -20,6 +20,7 @@ from scalesim.errors import ScalesimError, one_line
 from scalesim.model.overlap import GPU_COMM_CONTENTION
 
 PROG = "scalesim calibration"
+MIN_JITTER_STEPS = 4  # quartiles of fewer step times say nothing of their spread
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,6 +121,12 @@ def check_flags(args) -> None:
                             "or package.module:factory")
     if args.dataset != "builtin" and ":" not in args.dataset:
         raise ScalesimError(f"--dataset '{args.dataset}': use builtin or package.module:factory")
+    if args.jitter_steps is not None and args.jitter_steps < MIN_JITTER_STEPS:
+        # jitter_phase.summarize: the spread from the step times' quartiles (an IQR of one step
+        # is 0: a measured cv of 0, no stragglers, written into the profile)
+        raise ScalesimError(f"--jitter-steps {args.jitter_steps}: the step-time spread is "
+                            f"read from the quartiles of the steps, which needs "
+                            f"{MIN_JITTER_STEPS} or more (default 30, --quick 12)")
     if args.slow_threshold < 1.0:
         raise ScalesimError("--slow-threshold is a ratio of 1 or more, e.g. 1.05")
     from scalesim.calibration.block_fit import block_from_args
@@ -128,8 +135,14 @@ def check_flags(args) -> None:
 
 
 def check_resolved(args, ctx) -> None:
+    """Flag errors once the device's defaults are known, before the first phase runs."""
+    from scalesim.calibration.collective_phase import message_sizes
+
     if args.precision == "fp16" and not ctx.on_gpu:
         raise ScalesimError("--precision fp16 needs a GPU; use bf16 or fp32 on CPU")
+    # the sizes of the collectives phase: --min-size-kib above the largest size was refused
+    # only when that phase started, after the compute phase had run
+    message_sizes(args.min_size_kib, args.max_size_mib, args.size_factor)
 
 
 def _progress(ctx, args, phase: str, total: int):

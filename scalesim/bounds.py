@@ -349,20 +349,22 @@ def parse_number(text: str, quantity: str, name: str, factor: float = 1.0,
     if isinstance(value, float) and math.isinf(value) and "inf" not in raw.lower():
         raise ScalesimError(f"{name}: {_shown(raw)} overflows a float; it is outside {b.text()} "
                             f"({b.why})")
-    return b.check(value, name)
+    return b.check(value + 0.0 if isinstance(value, float) else value, name)  # -0.0 -> 0.0
 
 
 def split_list(text: str, name: str) -> list[str]:
     """'1, 2,4' -> ['1', '2', '4'], every item stripped; an empty item ('8,', '8,,16', ',8') is
     a value left out, so it raises a ScalesimError naming ``name`` and the text ('' or spaces
-    alone: no values). Every list flag of the CLI splits its text here."""
+    alone: no values). An item given twice is kept once, in its first place ('ddp,zero3,ddp'
+    -> ['ddp', 'zero3']): a list is a set of values to try, and a repeat would repeat a sweep's
+    rows or a plan's layouts. Every list flag of the CLI splits its text here."""
     parts = [x.strip() for x in text.split(",")]
     if not any(parts):
         raise ScalesimError(f"{name}: no values in {_shown(text)}")
     if not all(parts):
         raise ScalesimError(f"{name}: {_shown(text)} has an empty item (a value left out "
                             "between commas or at an end); list values like 1,2,4")
-    return parts
+    return list(dict.fromkeys(parts))
 
 
 def parse_list(text: str, quantity: str, name: str) -> list:
@@ -386,7 +388,7 @@ def parse_list(text: str, quantity: str, name: str) -> list:
                 f"{name}: range '{text.strip()}' doubles from {lo} and stops at {out[-1]}, short "
                 f"of {hi}; end it at {out[-1]} or {out[-1] * 2}, or list the values with commas")
         return out
-    return [parse_number(x, quantity, name) for x in parts]
+    return list(dict.fromkeys(parse_number(x, quantity, name) for x in parts))  # 2, 2.0: once
 
 
 def flag_type(quantity: str, factor: float = 1.0, unit: str | None = None):

@@ -440,8 +440,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                             shares["straggler"], strag_lines))
     # Compute per sample.
     cps = compute / work
-    compute_lines = [f"compute per sample per device {cps[0] * 1e3:.3g} -> {cps[-1] * 1e3:.3g} ms "
-                     f"({cps[-1] / cps[0] if cps[0] > 0 else float('nan'):.2f}x)"]
+    compute_lines = [f"compute per sample per device {cps[0] * 1e3:.3g} -> {cps[-1] * 1e3:.3g} ms"
+                     + (f" ({cps[-1] / cps[0]:.2f}x)" if cps[0] > 0 else "")]  # no ratio to 0
     if runs.strong_scaling:
         compute_lines.insert(0, f"strong scaling: per-device batch {work[0]:g} -> {work[-1]:g} "
                                 "samples per step")
@@ -526,7 +526,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         "fitted_profile": profile.model_dump(mode="json"),
         "fitted_scenario": scenario.model_dump(mode="json"),
     }
-    notes = list(runs.notes) + fit.notes + _implausible_links(fit, params)
+    notes = (_parts_over_the_step(share_of_step, runs.devices, fit) + list(runs.notes)
+             + fit.notes + _implausible_links(fit, params))
     if not fit.params_known:
         notes.append("no --params: link speeds are reported as gradient transfer times; give "
                      "--params (model parameters) for bandwidths in GB/s")
@@ -678,6 +679,23 @@ def attention_kernel_finding(summaries, step_s: float) -> tuple[Finding | None, 
             Remedy("attention_kernel", ATTENTION_KERNEL_TITLE, float(gain), True, note))
 
 
+def _parts_over_the_step(share_of_step: dict, devices, fit) -> list[str]:
+    """A note where a part of the step (fitted or measured) is more than the measured step:
+    the fitted model does not describe the runs (a data stall of 138 % of the step, a remedy of
+    +125,501 %), and its shares and remedy gains should not be read as findings."""
+    over = [(float(v[i]), name, int(devices[i])) for name, v in share_of_step.items()
+            if name != "compute" for i in range(len(v)) if v[i] > 1.0]
+    if not over:
+        return []
+    share, name, n = max(over)
+    part = {"comm": "exposed communication", "data": "data stall",
+            "straggler": "straggler wait"}.get(name, name)
+    return [f"the {part} is {share:.0%} of the measured step at {n} devices: more than the step "
+            f"itself, so the fitted model does not describe these runs (rms residual "
+            f"{fit.rmse_rel:.0%}); read its shares and remedy gains as unreliable, and check the "
+            "runs (the same settings in every row, each run's devices and throughput)"]
+
+
 def _trace_remedies(cr, summaries, cause: str):
     """Rank the seed remedies with a model profile built from the traced breakdown."""
     from scalesim.model import collectives as coll
@@ -702,7 +720,9 @@ def _trace_remedies(cr, summaries, cause: str):
     grad_bytes = 100e6
     ring = 2.0 * (world - 1) / world
     transfer = max(cr["comm_s"], 1e-9)  # all collective time of one step, hidden or not
-    busbw = ring * grad_bytes / transfer / coll.GB
+    # a fitted value: held within the busbw bounds; traces with no collective (ranks of no
+    # all-reduce, or runs of one process each) gave 1e8 GB/s, which the link refused
+    busbw = clip("busbw_GBps", ring * grad_bytes / transfer / coll.GB)
     link = LinkLevel(kind="traced", busbw_GBps=busbw, latency_s=0.0, source="from traces")
     hw = Hardware(name="traced job", device_name="traced", devices_per_node=world,
                   device_memory_bytes=1e15, cpu_cores_per_node=world, intra_node=link,

@@ -70,6 +70,19 @@ NAME_RULE = ("a name is one line of printable text (no line break, tab, control 
 _DIRECTION_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
+def printable(text: str) -> str:
+    """``text`` with every control character (line breaks, tab, ESC ...) and text-direction
+    control written as Python writes it in a string (``\\n``, ``\\x1b``, ``\\u202e``): free text
+    read from a file (a profile's notes and sources) is printed as is, and a hand-edited or
+    shared file must not split a line of the output or drive the terminal."""
+    import unicodedata
+
+    if text.isprintable():  # the common case: nothing to escape (a space is printable)
+        return text
+    return "".join(ascii(c)[1:-1] if unicodedata.category(c) in ("Cc", "Zl", "Zp")
+                   or c in _DIRECTION_CONTROLS else c for c in text)
+
+
 def name_problem(text: str) -> str | None:
     """``NAME_RULE`` when ``text`` holds a line break, tab or other control character (which
     would split a printed line or drive the terminal) or a text-direction control (which

@@ -204,7 +204,21 @@ def validation_message(exc: ValidationError, what: str,
         allowed = _allowed(model, loc)
         shown = f"{given:g}" if isinstance(given, float) else str(given)
         msg = f"{shown} given; " + (allowed if allowed else msg)
+    elif first.get("type") in ("extra_forbidden", "missing"):
+        # a hand-edited file or one of another version: say what to do, and where the fields are
+        listed = _schema_name(model)
+        see = f"; scalesim schema {listed} lists the fields" if listed else ""
+        msg = ("not a field this scalesim reads (a typo, or another version's field): remove it"
+               if first["type"] == "extra_forbidden" else "missing: this field is required")
+        msg += see
     return f"{what}: field '{where}': {msg}{extra}"
+
+
+def _schema_name(model: type[BaseModel] | None) -> str | None:
+    """The ``scalesim schema`` name of ``model`` (profile, hardware, ...), or None."""
+    from scalesim.schemas import SCHEMAS
+
+    return next((name for name, m in SCHEMAS.items() if m is model), None)
 
 
 def parse_model(data: Any, model: type[ModelT], what: str) -> ModelT:

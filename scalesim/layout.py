@@ -158,6 +158,24 @@ def placement(layout: ParallelLayout, devices_per_node: int) -> dict[str, GroupS
     return out
 
 
+def unrunnable_split(global_batch: int | None = None, dp: int = 1, micro_batch: int | None = None,
+                     tp: int = 1, heads: int | None = None) -> list[str]:
+    """The rules of ``layout_problems`` that no framework runs against (the others, such as a
+    rack not filled whole, describe a placement a published run may have used): a step of a
+    whole number of micro-batches per replica (Megatron-Core's
+    ``num_microbatches_calculator`` asserts global batch % (micro-batch x dp) == 0) and whole
+    attention heads per tensor-parallel rank (Megatron-Core's attention divides the heads by the
+    tensor-parallel size, ``megatron.core.utils.divide``, which asserts it). A value of None is
+    not checked."""
+    problems = []
+    if global_batch is not None and micro_batch is not None and global_batch % (dp * micro_batch):
+        problems.append(f"global batch {global_batch} is not divisible by dp {dp} x "
+                        f"micro-batch {micro_batch}")
+    if heads is not None and heads % tp:
+        problems.append(f"heads {heads} are not divisible by tp {tp}")
+    return problems
+
+
 def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int | None = None,
                     heads: int | None = None, kv_heads: int | None = None,
                     seq_len: int | None = None) -> list[str]:
@@ -172,9 +190,7 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
     if L.devices > g and L.devices % g:
         problems.append(f"{L.devices} devices (dp {L.dp} x tp {L.tp} x pp {L.pp} x cp {L.cp}) do "
                         f"not fill whole servers of {g}")
-    if L.global_batch % (L.dp * L.micro_batch):
-        problems.append(f"global batch {L.global_batch} is not divisible by dp {L.dp} x "
-                        f"micro-batch {L.micro_batch}")
+    problems += unrunnable_split(L.global_batch, L.dp, L.micro_batch)
     if L.pp == 1 and L.schedule != "none":
         problems.append(f"schedule {L.schedule} needs pp > 1; use schedule none with pp 1")
     if L.pp > 1 and L.schedule == "none":
@@ -190,8 +206,7 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
     if layers is not None and layers < L.pp * L.virtual_stages:
         problems.append(f"{layers} layers cannot fill pp {L.pp} x virtual_stages "
                         f"{L.virtual_stages} model chunks")
-    if heads is not None and heads % L.tp:
-        problems.append(f"heads {heads} are not divisible by tp {L.tp}")
+    problems += unrunnable_split(tp=L.tp, heads=heads)
     if kv_heads is not None and kv_heads % L.tp and L.tp % kv_heads:
         problems.append(f"kv_heads {kv_heads} and tp {L.tp}: one must divide the other")
     if seq_len is not None and L.cp > 1 and seq_len % (2 * L.cp):

@@ -380,8 +380,11 @@ def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict
                 rest = n // (tp * cp)
                 for pp in (p for p in range(1, rest + 1) if rest % p == 0):
                     splits.append((rest // pp, tp, pp, cp))
-    if not splits:
-        raise ScalesimError(f"no dp x tp x pp split of devices {devices}")
+    if not splits:  # tp 1, pp 1 split any count: only the cp degrees can leave none
+        raise ScalesimError(
+            f"no dp x tp x pp x cp split of devices {', '.join(map(str, devices))} with cp "
+            f"{', '.join(map(str, cp_values))}: a context-parallel degree must divide the "
+            "device count (over tp); give --cp degrees that divide it, e.g. 1,2")
     split = np.array(splits)
     sched = np.array([SCHEDULES[name] for name, _ in SCHEDULE_CHOICES])
     virt = np.array([v for _, v in SCHEDULE_CHOICES])
@@ -499,7 +502,7 @@ def rank_layouts(setting: Setting, devices: list[int],
             raise ScalesimError(f"devices {n} do not fill whole servers of {g} GPUs; give a "
                                 f"multiple of {g} above one server")
     early_stop_of(recompute_style)  # a clear error for an unknown style
-    grid = candidate_grid(sorted(set(devices)), setting, cp_values)
+    grid = candidate_grid(sorted(set(devices)), setting, sorted(set(cp_values)))
     if split_only:
         grid = {k: v[grid["tp"] * grid["pp"] * grid["cp"] > 1] for k, v in grid.items()}
     if grid["dp"].size == 0:

@@ -241,12 +241,20 @@ def server_use_words(hw: Hardware, scenario: Scenario) -> str | None:
     '4 of 8 GPUs per server: intra 230, inter 96 GB/s busbw (the links and NICs they reach),
     billed per whole server of 8 GPUs' (the ring over them, ``subset_links``, and
     ``inter_busbw_GBps_of``, GB/s; billing as ``billing.billing_words``); None on whole
-    servers."""
+    servers. More GPUs than the server holds (a calibration of one GPU per server planned at
+    2) are said too: the rows put them all on the one server's links, which the hardware line
+    above would not show."""
     used = scenario.devices_per_node
-    if used is None or used >= hw.devices_per_node:
+    if used is None or used == hw.devices_per_node:
         return None
     from scalesim.billing import billing_words, job_sizes
     from scalesim.model.subset_links import subset_busbw_GBps
+
+    if used > hw.devices_per_node:
+        return (f"{used} GPUs per server (--gpus-per-node), more than the {hw.devices_per_node} "
+                f"of {hw.name}: its intra-server link "
+                f"({_pick(scenario.intra_busbw_GBps, hw.intra_node.busbw_GBps):.3g} GB/s "
+                f"busbw) taken for all {used}")
 
     intra = float(subset_busbw_GBps(_pick(scenario.intra_busbw_GBps, hw.intra_node.busbw_GBps),
                                     used, hw.intra_node.subset_shares))

@@ -372,17 +372,23 @@ def model_match(base: Profile, workload: Workload) -> MatchKind:
 
     - ``'same'``: the curve is the workload's: the same architecture and sequence (defaults
       spelled out alike, the attention kernel aside); a parameter-count workload, which only
-      resizes the exchange and memory; a curve that is not measured; or, with no shape known
-      for the measured model, a parameter count within 2 % of its (the calibration counts its
-      own model's parameters exactly);
+      resizes the exchange and memory; a curve that is not measured, for the profile's own
+      workload (an estimate of another model is ``'other'``: a saved preset profile's
+      bert-large estimate pinned llama3-8b 27 % faster than its presets); or, with no shape
+      known for the measured model, a parameter count within 2 % of its (the calibration
+      counts its own model's parameters exactly);
     - ``'sequence'``: the same architecture at another sequence length: a sample holds other
       tokens and attention grows with the sequence, so the curve is scaled (``workload_compute``);
     - ``'other'``: another model (another shape, or with no shape known a parameter count more
       than 2 % away): its compute comes from its shape on the profile's device."""
     base = require_model(base, Profile, "base")
     workload = require_model(workload, Workload, "workload")
-    if workload.transformer is None or not base.compute.measured:
+    if workload.transformer is None:
         return "same"
+    if not base.compute.measured:  # an estimate: of the profile's own workload, if of any
+        own = base.workload.transformer
+        return ("same" if own is not None and _architecture(own) == _architecture(
+            workload.transformer) else "other")
     timed = measured_shape(base)
     if timed is None:
         return "other" if abs(workload.params / base.workload.params - 1.0) > 0.02 else "same"
@@ -477,9 +483,10 @@ def workload_compute(base: Profile, workload: Workload, name: str | None,
     hardware, efficiency, basis, predict_hw, where = _shape_device(base, name, calibrated_device)
     if match == "other":
         curve, _ = compute_curve_from_shape(workload, hardware, efficiency, basis)
+        other = ("another model than the one timed" if base.compute.measured else
+                 "another model than the profile's (its compute was estimated, not measured)")
         return WorkloadCompute(match, workload, curve, predict_hw, (
-            f"{replaced}another model than the one timed: its compute from "
-            f"its shape {where}"))
+            f"{replaced}{other}: its compute from its shape {where}"))
     wanted = workload.transformer
     per_sample = [compute_curve_from_shape(
         workload.model_copy(update={"transformer": shape, "params": shape.param_count()}),

@@ -397,6 +397,10 @@ def parse_runs_text(text: str, source: str) -> Runs:
     text, source = require_text(text, "text"), require_text(source, "source")
     text = text.removeprefix("\ufeff")  # Excel's "CSV UTF-8" starts with a byte-order mark
     stripped = text.lstrip()
+    if not stripped:  # neither format: say both (a .json file was told of a CSV header alone)
+        raise ScalesimError(f"{source}: empty file; a runs file is CSV with a header line "
+                            "devices,nodes,samples_per_s (or step_time_s), or a JSON list of "
+                            "such runs (docs/diagnose.md)")
     if stripped.startswith(("[", "{")):
         data = parse_json_text(text, source)
         return runs_from_records(parse_json_data(data, source), source)

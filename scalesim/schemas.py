@@ -25,7 +25,7 @@ from scalesim.attention_kernel import (
 )
 from scalesim.billing import larger_than_server
 from scalesim.bounds import bound, bounded, items_bounded, knob_field
-from scalesim.errors import name_problem
+from scalesim.errors import name_problem, printable
 from scalesim.layout import (
     Recompute,
     RecomputeStyle,
@@ -75,7 +75,8 @@ def _takes_bool(annotation: Any) -> bool:
 class _Strict(BaseModel):
     """Unknown fields, infinities and NaN are refused; every number has bounds (scalesim.bounds);
     true/false is refused where a number goes (pydantic would read true as 1); a ``name`` is one
-    line of printable text (``errors.name_problem``)."""
+    line of printable text (``errors.name_problem``); any other text (notes, sources) has its
+    control characters escaped (``errors.printable``): it is printed as read."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -88,6 +89,12 @@ class _Strict(BaseModel):
             raise ValueError("true/false is not a number here")
         if info.field_name == "name" and isinstance(value, str) and (why := name_problem(value)):
             raise ValueError(why)
+        if isinstance(value, float) and value == 0.0:
+            return 0.0  # -0.0 (a file's "-0.0") printed as "-0" and "$-0"
+        if isinstance(value, str):
+            return printable(value)
+        if isinstance(value, list) and any(isinstance(v, str) for v in value):
+            return [printable(v) if isinstance(v, str) else v for v in value]
         return value
 
 

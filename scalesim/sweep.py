@@ -60,6 +60,7 @@ class SweepResult:
     dropped: int  # combinations dropped (strong scaling that does not split evenly, a layout
     # that breaks a rule)
     dropped_layout: int = 0  # of those, the layouts that break a rule (``scalesim.layout``)
+    layout_example: str = ""  # the first such layout and the first rule it breaks, in words
 
     @property
     def size(self) -> int:
@@ -321,6 +322,7 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     virtual = np.where(pp > 1, split.virtual_stages, 1)
     layout_ok &= lp.check_rows(profile, dp, tp, pp, micro, dp * micro * k, schedule, virtual,
                                g_max)
+    example = _layout_example(profile, split, name, g_max, layout_ok, p, tp, pp, dp, micro, k)
     keep = layout_ok & batch_ok
     grid = {name: col[keep] for name, col in grid.items()}
     p, k, tp, pp, micro, base_micro = (a[keep] for a in (p, k, tp, pp, micro, base_micro))
@@ -344,7 +346,26 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     columns.update({name: outputs[name] for name in OUTPUT_COLUMNS})
     columns["bubble_s"] = r.bubble_s
     return SweepResult(columns=columns, dropped=int((~keep).sum()),
-                       dropped_layout=int((~layout_ok).sum()))
+                       dropped_layout=int((~layout_ok).sum()), layout_example=example)
+
+
+def _layout_example(profile, split, schedule: str, g: int, layout_ok, p, tp, pp, dp, micro,
+                    k) -> str:
+    """'tp 1 x pp 2 on 8 devices: <the first rule it breaks>' for the first combination that
+    breaks a layout rule ('' for none): the reason a dropped count alone does not give (the
+    rule may be the interleaved schedule's, which a generic list of rules would not name)."""
+    from scalesim import layout_predict as lp
+
+    bad = np.flatnonzero(~layout_ok)
+    if not bad.size:
+        return ""
+    i = int(bad[0])
+    where = f"tp {int(tp[i])} x pp {int(pp[i])} on {int(p[i])} devices"
+    if p[i] % (tp[i] * pp[i]):
+        return f"{where}: tp x pp does not divide the devices"
+    why = lp.first_problem(profile, dp[i], tp[i], pp[i], 0, micro[i], dp[i] * micro[i] * k[i],
+                           split, schedule if pp[i] > 1 else "none", g)
+    return f"{where}: {why}" if why else ""
 
 
 def iter_sweep(plan: SweepPlan, chunk_rows: int | None = None) -> Iterator[SweepResult]:
@@ -403,7 +424,9 @@ def sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepResul
         return chunks[0]
     columns = {name: np.concatenate([c.columns[name] for c in chunks]) for name in chunks[0].columns}
     return SweepResult(columns=columns, dropped=sum(c.dropped for c in chunks),
-                       dropped_layout=sum(c.dropped_layout for c in chunks))
+                       dropped_layout=sum(c.dropped_layout for c in chunks),
+                       layout_example=next((c.layout_example for c in chunks
+                                            if c.layout_example), ""))
 
 
 def _codes(values: np.ndarray, table: dict[str, int], what: str) -> np.ndarray:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import read_json
-from scalesim.layout import SCHEDULES, ParallelLayout, layout_problems
+from scalesim.layout import SCHEDULES, ParallelLayout, layout_problems, unrunnable_split
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
 from scalesim.model.overlap import GPU_COMM_CONTENTION
 from scalesim.model.stragglers import DEVICE_SPEED_CV
@@ -190,6 +190,11 @@ def _check_parallel_case(case: ParallelCase, where: str) -> None:
     if lay.dp * lay.tp * lay.pp * lay.cp != lay.devices:
         raise ScalesimError(f"{where}: devices {lay.devices} != dp {lay.dp} x tp {lay.tp} x "
                             f"pp {lay.pp} x cp {lay.cp}")
+    if problems := unrunnable_split(lay.global_batch, lay.dp, lay.micro_batch, lay.tp,
+                                    case.model.heads):
+        # predicted as published, these would be fractions of a micro-batch or of a head
+        raise ScalesimError(f"{where}: {'; '.join(problems)}: no framework runs that layout; "
+                            "check the case's layout and model against its source")
     if case.hardware.intra_node not in INTRA_LINKS:
         raise ScalesimError(f"{where}: unknown hardware.intra_node "
                             f"'{case.hardware.intra_node}'; use one of {', '.join(INTRA_LINKS)}")

@@ -478,6 +478,8 @@ WORD_TYPES = {
     "_phase_list": ["compute", "compute,loader", "compute,jitter,noise"],
     "_op_list": ["all_reduce", "all_reduce,all_gather"],
     "_name": ["my-node", "lab 1", "GPU 名前"],  # calibrate --name (one line of text)
+    "_intra_link": ["pcie4", "nvswitch-a100", "nvlink2"],  # calibrate's link presets
+    "_inter_link": ["ethernet:1x100", "infiniband:8x200", "roce:2x200"],
 }
 WORD_AXES = {"strategy_values": "ddp,zero1,zero2,zero3", "algorithm_values": "auto,ring,tree",
              "zero_framework_values": "fsdp,deepspeed"}

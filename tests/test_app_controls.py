@@ -112,3 +112,19 @@ def test_a_slow_device_beyond_every_count_is_said_as_predict_says_it(capsys):
     assert code == 0 and "note: device 15 is not among the 1, 2, 4 devices" in out
     at = open_app({"v": "5", "slow": "0", "sf": "2", "dmax": "4"})  # rank 0 is in every row
     assert not any("is not among" in i.value for i in at.info)
+
+
+def test_a_gradient_sync_that_changes_nothing_is_noted_as_predict_notes_it():
+    """The app took 'once per step' with DDP (or no accumulation) as predict did, with the same
+    numbers and no word; the page's notes say why now, in predict's words."""
+    from scalesim.app.plan import build_scenario
+    from scalesim.app.state import AppState, preset_profile
+
+    for strat, acc, why in (("ddp", 4, "strategy ddp reduces gradients once per step"),
+                            ("zero2", 1, "accumulation 1: one micro-step per step")):
+        state = AppState(strat=strat, acc=acc, gs="once-per-step")
+        _, notes = build_scenario(state, preset_profile(state))
+        assert any(n.startswith(f"gradient sync once-per-step ignored: {why}") for n in notes)
+    state = AppState(strat="zero2", acc=4, gs="once-per-step")
+    _, notes = build_scenario(state, preset_profile(state))
+    assert not any("gradient sync" in n for n in notes)

@@ -696,3 +696,25 @@ def test_a_name_is_one_line_of_printable_text(tmp_path, capsys, name):
     assert code == 2 and "--name" in err and err.count("\n") == 1, err
     assert not (tmp_path / "p.json").exists()
     assert SCHEMAS["hardware"].model_validate({**hardware, "name": "GPU 名前 ü"})  # unicode
+
+
+def test_a_negative_zero_is_read_as_zero(tmp_path, capsys):
+    """`predict --price -0 --train-samples 1e9` printed a cost of `-0` and `$-0 per
+    device-hour`, and `"cost_usd": -0.0` in JSON; a file's `"price_per_device_hour": -0.0`
+    alike. A zero is read as +0 now (flags: `bounds.parse_number`; files: `_Strict`)."""
+    import json
+
+    from scalesim.bounds import parse_number
+    from scalesim.cli.main import main
+    from scalesim.schemas import Scenario
+
+    assert str(parse_number("-0", "price_per_device_hour", "x")) == "0.0"
+    assert str(Scenario.model_validate({"price_per_device_hour": -0.0})
+               .price_per_device_hour) == "0.0"
+    assert main(["predict", "--price", "-0", "--train-samples", "1e9", "--devices", "8",
+                 "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert str(rows[0]["cost_usd"]) == "0.0"
+    assert main(["predict", "--price", "-0", "--train-samples", "1e9", "--devices", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "$-0" not in out and not any(line.endswith(" -0") for line in out.splitlines()), out

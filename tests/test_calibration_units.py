@@ -312,3 +312,49 @@ def test_an_unexpected_exception_is_said_in_one_line():
 
     assert raised(RuntimeError("CUDA error: bad\nstack trace...")) == "RuntimeError: CUDA error: bad"
     assert raised(KeyError()) == "KeyError: " and first_line(ValueError("  \n")) == ""
+
+
+@pytest.mark.parametrize("flags, says", [
+    (["--intra-link", "foo"], "argument --intra-link: unknown intra-node link 'foo'"),
+    (["--inter-link", "ib:8x"], "argument --inter-link: 'ib:8x': write KIND:NICSxGBIT"),
+    (["--inter-link", "ib:8x200"], "'ib:8x200': unknown inter-node link 'ib'"),
+    (["--inter-link", "infiniband:0x200"], "NICs per server: 0 is outside"),
+    (["--inter-link", "infiniband:8xnan"], "Gbit/s per NIC: nan is not a finite number"),
+    (["--min-size-kib", "2048", "--max-size-mib", "1"], "--min-size-kib 2048 is above "
+     "--max-size-mib 1"),
+    (["--quick", "--min-size-kib", "100000"], "--min-size-kib 100000 is above --max-size-mib 8"),
+])
+def test_collective_flags_are_refused_before_the_first_phase(tmp_path, capsys, monkeypatch, flags,
+                                                             says):
+    """`calibrate --inter-link ib:8x` (or an unknown --intra-link, or a smallest message above
+    the largest) was refused only when the collectives phase started: after the compute phase
+    had run (minutes on a GPU). Each is one line before any phase now: here the compute phase's
+    model is a module that does not exist, so its error would come first if one ran."""
+    from scalesim.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["calibrate", *flags, "--out", "p.json", "--no-progress", "--model",
+            "scalesim_no_such_module:factory"]
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert says in err and "no_such_module" not in err, err
+    assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.parametrize("steps", ["1", "3"])
+def test_too_few_jitter_steps_are_refused_before_measuring(tmp_path, monkeypatch, capsys, steps):
+    """`calibrate --jitter-steps 1` measured and wrote `step-time CV 0.000`: the spread is read
+    from the steps' quartiles, and one step has none, so the profile said 'no jitter' as a
+    measurement. Fewer than 4 steps are refused before anything runs."""
+    from scalesim.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    code = main(["calibrate", "--jitter-steps", steps, "--out", "p.json", "--no-progress",
+                 "--model", "scalesim_no_such_module:factory"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"--jitter-steps {steps}: the step-time spread" in err and "4 or more" in err, err

@@ -127,3 +127,35 @@ def test_a_layout_sweep_that_keeps_some_still_writes_them(capsys):
     code, out, err = run_cli(capsys, [*LAYOUT_SWEEP, "--tp-values", "3,2"])
     assert code == 0 and len(out.splitlines()) == 2, err
     assert "1 combinations dropped: 1 break a layout rule" in err
+
+
+@pytest.mark.parametrize("argv, what", [
+    (["sweep", "--devices", "8", "--strategy-values", "ddp,zero3,ddp"], "sweep rows"),
+    (["sweep", "--devices", "8", "--batch-values", "16,16"], "sweep rows"),
+    (["sweep", "--workload", "llama3-8b", "--devices", "8", "--straggler-cv-values", "0.1,0.10"],
+     "sweep rows"),
+    (["plan", "--global-batch", "512", "--devices", "8", "--cp", "1,1", "--top", "3", "--json"],
+     "plan layouts"),
+])
+def test_a_value_given_twice_in_a_list_is_tried_once(capsys, argv, what):
+    """`sweep --strategy-values ddp,zero3,ddp` wrote the ddp rows twice and `plan --cp 1,1`
+    ranked every layout twice ('step +0.0%' behind its own copy): a list is a set of values to
+    try, as `--devices 8,8` already was. `bounds.split_list` keeps each item once."""
+    import json
+
+    code, out, err = run_cli(capsys, argv)
+    assert code == 0, err
+    if argv[0] == "plan":
+        rows = [tuple(sorted((k, str(v)) for k, v in r.items() if k not in ("rank", "why")))
+                for r in json.loads(out)]
+    else:
+        rows = out.strip().splitlines()[1:]
+    assert rows and len(rows) == len(set(rows)), f"{what} repeated: {rows}"
+
+
+def test_a_repeated_item_is_kept_once_in_its_first_place():
+    from scalesim.bounds import parse_list, split_list
+
+    assert split_list("ddp, zero3,ddp", "x") == ["ddp", "zero3"]
+    assert parse_list("16,4,16", "micro_batch", "x") == [16, 4]
+    assert parse_list("0.1,0.10", "cv", "x") == [0.1]

@@ -459,3 +459,37 @@ def test_a_runs_file_flag_beside_traces_or_the_gpu_log_alone_is_refused(tmp_path
     assert main(["diagnose", "--trace", *traces, *flag]) == 2
     err = capsys.readouterr().err
     assert flag[0] in err and "runs file" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_no_ratio_is_printed_against_a_compute_time_of_zero(tmp_path, capsys):
+    """Runs whose fit leaves no compute at the smallest run (the stall took it all) printed
+    `compute per sample per device 0 -> 11 ms (nanx)`: the ratio to zero is left out now."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text("devices,nodes,samples_per_s\n4,1,100\n2,1,190\n")
+    code = main(["diagnose", str(runs)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "nan" not in out.lower() and "inf" not in out.replace("info", ""), out
+    assert "compute per sample per device 0 -> " in out, out  # the case it guards
+    # the fit puts the data stall above the measured step: said, not left as a finding alone
+    assert "note: the data stall is 138% of the measured step at 2 devices: more than the " \
+        "step itself, so the fitted model does not describe these runs" in out, out
+
+
+@pytest.mark.parametrize("cause", sorted(cases.CASES))
+def test_runs_the_model_describes_get_no_over_the_step_note(cause):
+    report = diagnose_runs(runs_of(cases.CASES[cause]()))
+    assert not any("more than the step itself" in n for n in report.notes), report.notes
+
+
+@pytest.mark.parametrize("name, text", [("runs.json", ""), ("runs.csv", "\n \n"),
+                                        ("runs.json", "\ufeff")])
+def test_an_empty_runs_file_names_both_formats(tmp_path, capsys, name, text):
+    """An empty runs.json was told `expected a header line with devices,nodes,...` (the CSV
+    reader's words: an empty text is not sniffed as JSON). One line names both formats now."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    assert main(["diagnose", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, err
+    assert "empty file" in err and "CSV with a header line" in err and "JSON list" in err, err

@@ -200,3 +200,26 @@ def test_a_layout_no_device_count_can_run_is_one_line(capsys):
                                       "dgx-h100", "--devices", "8", "--tp-values", "3"])
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert "all 1 dropped (1 break a layout rule" in err
+
+
+def test_goal_without_a_length_or_a_price_names_the_flags(tmp_path, capsys):
+    """`goal --deadline 3d --budget 50000` said `goal seeking needs a training length
+    (train_samples) or E_min with a critical batch size`: the scenario's field names, not the
+    flags; a hardware file without a price said `(price_per_device_hour)`."""
+    from cli_harness import run_cli
+
+    from scalesim.presets import HARDWARE
+
+    code, out, err = run_cli(capsys, ["goal", "--deadline", "3d", "--budget", "50000"])
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "--train-samples" in err and "--min-samples with --critical-batch" in err, err
+    hardware = tmp_path / "mybox.json"
+    hardware.write_text(HARDWARE["dgx-a100"].model_copy(
+        update={"name": "mybox", "price_per_device_hour": None}).model_dump_json())
+    argv = ["goal", "--deadline", "3d", "--budget", "50000", "--train-samples", "1e9",
+            "--hardware", str(hardware)]
+    code, out, err = run_cli(capsys, argv)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "hardware 'mybox' lists none; give --price" in err, err
+    code, out, err = run_cli(capsys, [*argv, "--price", "3"])
+    assert code == 0, err

@@ -147,3 +147,51 @@ def test_an_out_of_bounds_number_in_a_file_is_named_with_its_unit(tmp_path, caps
     assert f"field '{'.'.join(field)}'" in err and "allowed:" in err
     for text in says:
         assert text in err, err
+
+
+@pytest.mark.parametrize("text, shown", [("a\nb", "a\\nb"), ("\x1b[31mRED\x1b[0m", "\\x1b[31mRED"),
+                                         ("left\u202eright", "left\\u202eright"),
+                                         ("tab\there", "tab\\there")])
+def test_a_profiles_free_text_cannot_split_a_line_or_drive_the_terminal(tmp_path, capsys, text,
+                                                                        shown):
+    """A hand-edited or shared profile whose note held a line break printed `note: a` and `b`
+    on two lines; an ESC sequence coloured the terminal, a U+202E reordered the line. Every text
+    of a file but a name (refused) is read with its control characters escaped now."""
+    from scalesim.cli.main import main
+    from scalesim.profiles import default_profile
+
+    profile = default_profile()
+    data = json.loads(profile.model_dump_json())
+    data["notes"] = [text]
+    data["hardware"]["intra_node"]["source"] = text
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(data))
+    assert main(["predict", "--profile", str(path), "--devices", "1,2"]) == 0
+    out, _ = capsys.readouterr()
+    assert f"note: {shown}" in out, out
+    assert not any(c in out for c in "\x1b\u202e\t"), out
+    assert all(line.isprintable() for line in out.splitlines())
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda d: d.update(foo=1), "field 'foo': not a field this scalesim reads (a typo, or "
+     "another version's field): remove it; scalesim schema profile lists the fields"),
+    (lambda d: d["hardware"]["intra_node"].update(bogus=1), "field 'hardware.intra_node.bogus': "
+     "not a field this scalesim reads"),
+    (lambda d: d.pop("hardware"), "field 'hardware': missing: this field is required; "
+     "scalesim schema profile lists the fields"),
+])
+def test_an_unknown_or_missing_field_says_what_to_do(tmp_path, capsys, change, says):
+    """A hand-edited profile (or one of another version) with a field this scalesim does not
+    know said `field 'foo': Extra inputs are not permitted`, one without a required field
+    `Field required`: pydantic's words, not what to do or where the fields are listed."""
+    from scalesim.cli.main import main
+    from scalesim.profiles import default_profile
+
+    data = json.loads(default_profile().model_dump_json())
+    change(data)
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(data))
+    assert main(["predict", "--profile", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and says in err, err

@@ -208,3 +208,14 @@ def test_predict_and_plan_headers_say_what_fewer_gpus_of_a_server_get(capsys):
     assert code == 0 and f"ranked with: {words}" in out, err
     code, out, err = run_cli(capsys, ["predict", "--hardware", "dgx1-v100", "--devices", "8,16"])
     assert code == 0 and "GPUs per server" not in out, err
+
+
+def test_cp_degrees_that_divide_no_device_count_say_how_to_fix_it(capsys):
+    """`plan --devices 8 --cp 3` said `no dp x tp x pp split of devices [8]`: not what was
+    wrong (cp 3 does not divide 8) nor what to give. One line names both now."""
+    from scalesim.cli.main import main
+
+    code = main(["plan", "--global-batch", "512", "--devices", "8", "--cp", "3"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "with cp 3" in err and "must divide the device count" in err and "--cp" in err, err

@@ -485,3 +485,48 @@ def test_a_zero_framework_with_ddp_is_noted_as_ignored(capsys):
     code, out, err = run_cli(capsys, "predict", "--devices", "8,16", "--strategy", "zero2",
                              "--zero-framework", "deepspeed")
     assert code == 0 and "ignored" not in out, err
+
+
+@pytest.mark.parametrize("flags, why", [
+    (["--strategy", "ddp", "--accumulation", "4"], "strategy ddp reduces gradients once per step"),
+    (["--strategy", "zero1", "--accumulation", "4"], "strategy zero1 reduces gradients once"),
+    (["--strategy", "zero2"], "accumulation 1: one micro-step per step reduces once"),
+    (["--strategy", "zero3"], "accumulation 1: one micro-step per step reduces once"),
+])
+def test_a_grad_sync_that_changes_nothing_is_noted_as_ignored(capsys, flags, why):
+    """`predict --grad-sync once-per-step` with DDP, ZeRO-1 or no accumulation printed the same
+    numbers as without it and no word (the scenario line even said 'under no_sync'), where
+    --zero-framework with ddp is noted. A note says why now; the numbers are unchanged."""
+    base = ["predict", "--devices", "8,16", *flags]
+    code, out, err = run_cli(capsys, *base, "--grad-sync", "once-per-step", "--json")
+    code0, out0, _ = run_cli(capsys, *base, "--json")
+    assert code == code0 == 0 and out == out0, err  # it changes no number: the note is right
+    code, out, err = run_cli(capsys, *base, "--grad-sync", "once-per-step")
+    assert code == 0, err
+    assert f"note: --grad-sync once-per-step ignored: {why}" in out, out
+
+
+def test_a_grad_sync_that_applies_is_not_noted(capsys):
+    code, out, err = run_cli(capsys, "predict", "--devices", "8,16", "--strategy", "zero2",
+                             "--accumulation", "4", "--grad-sync", "once-per-step")
+    assert code == 0 and "--grad-sync once-per-step ignored" not in out, err
+
+
+def test_more_gpus_per_server_than_the_hardware_has_is_said(capsys):
+    """`predict --hardware dgx-a100 --gpus-per-node 16 --devices 8,16` put 16 GPUs on one
+    server (nodes 1) under a header that said '8 per server', without a word; plan said '16 GPUs
+    per server' alone. Both say now that the rows take the 8-GPU server's link for all 16."""
+    code, out, err = run_cli(capsys, "predict", "--hardware", "dgx-a100", "--devices", "8,16",
+                             "--gpus-per-node", "16")
+    assert code == 0, err
+    words = ("16 GPUs per server (--gpus-per-node), more than the 8 of dgx-a100: its "
+             "intra-server link (230 GB/s busbw) taken for all 16")
+    assert words in out, out
+    row = next(line.split() for line in out.splitlines() if line.split()[:1] == ["16"])
+    assert row[1] == "1"  # what the words explain: 16 devices on one server
+    code, out, err = run_cli(capsys, "plan", "--hardware", "dgx-a100", "--devices", "16",
+                             "--gpus-per-node", "16", "--global-batch", "512", "--top", "1")
+    assert code == 0 and f"ranked with: {words}" in out, err
+    code, out, err = run_cli(capsys, "predict", "--hardware", "dgx-a100", "--devices", "8",
+                             "--gpus-per-node", "8")
+    assert code == 0 and "--gpus-per-node" not in out, err  # the server's own count: nothing

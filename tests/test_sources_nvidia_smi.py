@@ -303,3 +303,18 @@ def test_from_topo_of_as_many_gpus_adds_no_note(tmp_path, capsys):
     assert not any("per server" in line for line in [*report, *profile.notes]), report
     profile, report = calibrate_from_sources(out, topo_file=str(PCIE), write=False)
     assert any("2 GPUs" in line and "8 devices per server" in line for line in report), report
+
+
+def test_one_device_is_not_said_to_be_no_slower_than_the_others(tmp_path, capsys):
+    """`diagnose --smi` of one GPU (`nvidia-smi -i 0 ...`) said `no device runs slower than
+    the others`, of others it never saw. It says there is no other to compare with now."""
+    path = tmp_path / "smi.csv"
+    path.write_text(
+        "timestamp, index, clocks.current.sm [MHz], clocks.max.sm [MHz], temperature.gpu, "
+        "power.draw [W], utilization.gpu [%], clocks_throttle_reasons.active\n"
+        + "".join(f"2024/01/01 00:00:0{s}.000, 0, 1410 MHz, 1410 MHz, 60, 300.00 W, 100 %, "
+                  "0x0000000000000000\n" for s in range(3)))
+    assert main(["diagnose", "--smi", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "one device only: no other to compare it with" in out, out
+    assert "than the others" not in out

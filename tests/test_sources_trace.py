@@ -98,10 +98,30 @@ def test_trace_entries_need_a_micro_batch(tmp_path):
 
 
 def test_duplicate_ranks_in_one_run_are_refused(tmp_path):
-    path = tmp_path / "r0.json"
+    path, copy = tmp_path / "r0.json", tmp_path / "copy.json"
     path.write_text(json.dumps(gpu_step_trace()))
+    copy.write_text(path.read_text())
     with pytest.raises(ScalesimError, match="two traces are rank 0"):
-        tc.read_runs({8: [str(path), str(path)]})
+        tc.read_runs({8: [str(path), str(copy)]})
+
+
+@pytest.mark.parametrize("entries", [["32={a}", "32={a}"], ["32={a}", "64={a}"],
+                                     ["32={a}", "32={dot}"]])
+def test_a_trace_given_twice_is_refused(tmp_path, monkeypatch, capsys, entries):
+    """`calibrate --from-trace 32=cpu.json 32=cpu.json` read one file as two ranks ('2 rank(s),
+    8 rank-steps'): a trace without distributedInfo takes its rank from its place in the list.
+    `diagnose --trace a.json a.json` alike. The same file (by any name) is refused now."""
+    monkeypatch.chdir(tmp_path)
+    trace = gpu_step_trace()
+    del trace["distributedInfo"]
+    (tmp_path / "a.json").write_text(json.dumps(trace))
+    argv = [e.format(a="a.json", dot="./a.json") for e in entries]
+    assert main(["calibrate", "--from-trace", *argv, "--out", "p.json"]) == 2
+    out, err = capsys.readouterr()
+    assert len(err.strip().splitlines()) == 1 and "given twice" in err, err
+    assert not (tmp_path / "p.json").exists()
+    assert main(["diagnose", "--trace", "a.json", argv[1].split("=")[1]]) == 2
+    assert "give each rank's trace once" in capsys.readouterr().err
 
 
 def test_one_batch_pins_one_point_and_says_so(tmp_path):
@@ -192,3 +212,28 @@ def test_reading_your_data_needs_no_torch(tmp_path):
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert load_profile(tmp_path / "p.json").compute.measured
+
+
+def test_cpu_traces_into_a_new_profile_say_its_hardware_did_not_run_them(tmp_path):
+    """`calibrate --from-trace 32=cpu.json` (a CPU run: no GPU kernel) wrote a new profile whose
+    hardware is the presets' A100, with no word: predict then showed the CPU's step times under
+    the A100's name, memory and links. A note in the report and the profile says so now (not a
+    refusal: CPU gloo traces into a new profile are how the tests calibrate without a GPU)."""
+    events = []
+    for n in (1, 2, 3):
+        t = (n - 1) * 10_000.0
+        events += [event(f"ProfilerStep#{n}", t, 9_000.0, cat="user_annotation"),
+                   event("aten::mm", t + 100, 6_000.0),
+                   event("autograd::engine::evaluate_function: MmBackward0", t + 6_200, 2_000.0),
+                   event("Optimizer.step#SGD.step", t + 8_300, 500.0, cat="user_annotation")]
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events,
+                                "deviceProperties": []}))
+    profile, report = calibrate_from_sources(tmp_path / "p.json", traces=[f"32={path}"])
+    words = "the traces ran on the CPU (no GPU kernel in any step)"
+    assert any(words in line and profile.hardware.device_name in line for line in report), report
+    assert any(words in n for n in profile.notes)
+    gpu = tmp_path / "r0.json"
+    gpu.write_text(json.dumps(gpu_step_trace()))
+    _, report = calibrate_from_sources(tmp_path / "q.json", traces=[f"8={gpu}"])
+    assert not any("ran on the CPU" in line for line in report)

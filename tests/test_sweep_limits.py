@@ -176,3 +176,66 @@ def test_sequence_parallel_with_no_tensor_parallelism_is_refused(capsys):
     assert "sequence_parallel needs tp > 1" in err and len(err.strip().splitlines()) == 1, err
     assert main([*argv, "--tp-values", "1,2"]) == 0
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("argv, flag, values_flag", [
+    (["--batch-values", "16", "--batch", "64"], "--batch", "--batch-values"),
+    (["--global-batch-values", "256", "--global-batch", "512"], "--global-batch",
+     "--global-batch-values"),
+    (["--accumulation-values", "2", "--accumulation", "4"], "--accumulation",
+     "--accumulation-values"),
+    (["--strategy-values", "ddp", "--strategy", "zero3"], "--strategy", "--strategy-values"),
+    (["--zero-framework-values", "deepspeed", "--zero-framework", "fsdp"], "--zero-framework",
+     "--zero-framework-values"),
+    (["--grad-sync-values", "once-per-step", "--grad-sync", "every-micro-step"], "--grad-sync",
+     "--grad-sync-values"),
+    (["--algorithm-values", "ring", "--algorithm", "tree"], "--algorithm", "--algorithm-values"),
+    (["--overlap-values", "on", "--no-overlap"], "--no-overlap", "--overlap-values"),
+    (["--bucket-mib-values", "10", "--bucket-mib", "20"], "--bucket-mib", "--bucket-mib-values"),
+    (["--intra-busbw-values", "10", "--intra-busbw", "20"], "--intra-busbw",
+     "--intra-busbw-values"),
+    (["--inter-busbw-values", "10", "--inter-busbw", "20"], "--inter-busbw",
+     "--inter-busbw-values"),
+    (["--straggler-cv-values", "0.1", "--straggler-cv", "0.2"], "--straggler-cv",
+     "--straggler-cv-values"),
+    (["--workload", "llama3-8b", "--tp-values", "2", "--tp", "4"], "--tp", "--tp-values"),
+    (["--workload", "llama3-8b", "--pp-values", "2", "--pp", "1"], "--pp", "--pp-values"),
+])
+def test_an_axis_given_as_a_grid_and_as_one_value_is_refused(capsys, argv, flag, values_flag):
+    """`sweep --batch-values 16 --batch 64` swept 16 and dropped --batch without a word (every
+    axis alike: `--tp-values 2 --tp 4` wrote tp 2 rows). One line names both flags now."""
+    assert cmd_sweep.VALUE_FLAGS.keys() >= {"batch_values", "tp_values"}
+    code = main(["sweep", "--devices", "8", *argv])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"{flag} and {values_flag} both set" in err and "not both" in err, err
+
+
+def test_every_axis_has_its_one_value_flag():
+    """The check covers every grid axis: each one's one-value flag is a flag of sweep."""
+    from scalesim.cli.main import build_parser
+
+    args = vars(build_parser().parse_args(["sweep"]))
+    for dest, (axis, _) in cmd_sweep.VALUE_FLAGS.items():
+        flag = cmd_sweep.one_value_flag(axis)
+        assert flag.removeprefix("--").replace("-", "_") in args, (dest, flag)
+
+
+@pytest.mark.parametrize("argv, rule", [
+    (["--pp-values", "2", "--schedule", "interleaved"],
+     "e.g. tp 1 x pp 2 on 8 devices: the interleaved schedule needs virtual_stages >= 2"),
+    (["--pp-values", "2", "--schedule", "interleaved", "--virtual-stages", "2"],
+     "e.g. tp 1 x pp 2 on 8 devices: interleaved schedule: 1 micro-batches per step are not a "
+     "multiple of pp 2"),
+    (["--tp-values", "3"], "e.g. tp 3 x pp 1 on 8 devices: tp x pp does not divide the devices"),
+])
+def test_a_sweep_left_empty_by_layout_rules_names_the_rule(capsys, argv, rule):
+    """`sweep --workload llama3-8b --devices 8 --pp-values 2 --schedule interleaved` dropped its
+    one combination as breaking 'a layout rule (tp x pp must divide the devices, tp stays in a
+    server, the layers and heads must split)': none of those, the interleaved schedule's rules
+    were broken. The first dropped layout and the rule it breaks are named now."""
+    code = main(["sweep", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8",
+                 *argv])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert rule in err and "tp stays in a server" not in err, err

@@ -181,3 +181,22 @@ def test_duplicate_ranks_are_an_error(tmp_path):
     b = write(tmp_path, "b.json", gpu_trace(0))
     with pytest.raises(ScalesimError, match="rank 0"):
         traces.load_traces([str(a), str(b)])
+
+
+def test_ranks_with_no_collective_are_diagnosed_not_refused(tmp_path, capsys):
+    """Two rank traces with no collective (two single-process CPU runs, or ranks whose
+    all-reduce was not recorded) ended in `error: LinkLevel: field 'busbw_GBps': 1e+08 given`:
+    the remedies' link derived from no communication time left its bounds. The fitted link is
+    held within them (as the fitted jitter is) and the diagnosis is printed."""
+    from scalesim.cli.main import main
+
+    paths = []
+    for rank in (0, 1):
+        data = gpu_trace(rank)
+        data["traceEvents"] = [e for e in data["traceEvents"]
+                               if "nccl" not in e["name"] and e["name"] != "record_param_comms"]
+        paths.append(str(write(tmp_path, f"rank{rank}.json", data)))
+    code = main(["diagnose", "--trace", *paths])
+    out, err = capsys.readouterr()
+    assert code == 0 and err == "", err
+    assert "Likely cause:" in out and "busbw" not in out, out

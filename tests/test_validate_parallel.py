@@ -168,3 +168,53 @@ def test_the_planners_default_efficiency_is_the_anchors_median(report):
     per_group = {case.group: case.efficiency for case in report.cases}
     assert len(per_group) >= 5
     assert abs(DEFAULT_MATMUL_EFFICIENCY - statistics.median(per_group.values())) <= 0.005
+
+
+@pytest.mark.parametrize("change, says", [
+    ({"layout": {"global_batch": 7}}, "global batch 7 is not divisible by dp 32 x micro-batch 16"),
+    ({"model": {"heads": 7}}, "heads 7 are not divisible by tp 2"),
+])
+def test_a_layout_no_framework_runs_is_refused(tmp_path, capsys, raw, change, says):
+    """A user's case with a global batch that dp x micro-batch does not divide (7 against 32 x
+    16) was predicted at a fraction of a micro-batch per replica (step 0.09 s, error -44%); 7
+    heads over tp 2 at 3.5 heads per rank (+30%). Megatron-Core asserts both; the case is
+    refused in one line naming the rule. Placement rules (a rack not filled whole) stay notes."""
+    data = copy.deepcopy(raw)
+    case = next(c for c in data["cases"] if c["id"] == "narayanan2021_t1_3p6b")
+    assert (case["layout"]["dp"], case["layout"]["tp"], case["layout"]["micro_batch"]) == (32, 2, 16)
+    for part, values in change.items():
+        case[part].update(values)
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(data))
+    assert main(["validate", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, err
+    assert "case 'narayanan2021_t1_3p6b'" in err and says in err and "no framework runs" in err
+
+
+@pytest.mark.parametrize("content", [{}, {"format": "scalesim-parallel-cases/0", "cases": []},
+                                     {"format": "x\ny", "cases": [1]}])
+def test_a_file_of_no_known_format_names_both_formats(tmp_path, capsys, content):
+    """`validate mine.json` with no or another format said `expected
+    'scalesim-validation-cases/1'` alone, also with --parallel: the model-parallel format,
+    which validate reads as well, went unnamed."""
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(content))
+    for extra in ([], ["--parallel"]):
+        assert main(["validate", str(path), *extra]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and len(err.strip().splitlines()) == 1, err
+        assert "'scalesim-validation-cases/1'" in err and "'scalesim-parallel-cases/1'" in err
+
+
+def test_parallel_with_a_data_parallel_file_is_refused(tmp_path, capsys):
+    """`validate --parallel cases.json` (a data-parallel file) ran the data-parallel validation
+    without a word: --parallel only picks the shipped file. One line says so now."""
+    from scalesim.shipped import validation_path
+
+    assert main(["validate", str(validation_path("cases.json")), "--parallel"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, err
+    assert "--parallel" in err and "drop --parallel" in err, err
+    assert main(["validate", str(PARALLEL_CASES), "--parallel", "--json"]) == 0  # its own kind
+    capsys.readouterr()

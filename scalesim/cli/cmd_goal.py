@@ -92,6 +92,22 @@ SEARCHED = {
 }
 
 
+def check_goal_inputs(profile, scenario) -> None:
+    """What ``goal.seek`` needs and cannot find, said with the flags that give it (seek's own
+    messages name the scenario's fields, for the app and Python callers)."""
+    from scalesim.errors import ScalesimError
+    from scalesim.training_time import resolve_goal
+
+    goal = resolve_goal(profile, scenario)
+    if goal.kind is None:
+        raise ScalesimError("goal needs a training length: give --train-samples N (or --epochs "
+                            "with --dataset-size), or --min-samples with --critical-batch for "
+                            "time to quality")
+    if goal.price_per_device_hour is None:
+        raise ScalesimError(f"goal needs a price: hardware '{profile.hardware.name}' lists none; "
+                            "give --price USD per device-hour")
+
+
 def run(args: argparse.Namespace) -> int:
     from scalesim.errors import ScalesimError
     from scalesim.goal import seek
@@ -101,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
             raise ScalesimError(why)
     scenario = scenario_from_args(args)
     profile = profile_from_args(args, scenario)
+    check_goal_inputs(profile, scenario)
     answer = seek(profile, scenario, args.deadline, args.budget, args.max_devices)
     if args.json:
         print(to_json_text(answer.to_dict(), what="the goal's answer"))

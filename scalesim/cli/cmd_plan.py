@@ -109,7 +109,7 @@ def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None
             without := [n for n in args.devices if n <= args.slow_device]):
         parts.append(f"no slow device at {', '.join(map(str, without))} devices (device "
                      f"{args.slow_device} is not among them)")
-    if args.gpus_per_node is not None:  # used: fewer than a server (predict.server_use_words)
+    if args.gpus_per_node is not None:  # used: other than a server's (predict.server_use_words)
         parts.insert(0, used or f"{args.gpus_per_node} GPUs per server (--gpus-per-node)")
     if args.zero_framework == "deepspeed":
         parts.insert(0, "ZeRO by DeepSpeed (stage 1-3 with its bucket defaults)")

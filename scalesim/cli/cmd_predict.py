@@ -109,6 +109,7 @@ def render_table(profile, scenario, rows) -> str:
     from scalesim.figures import amount, fixed
     from scalesim.knee import knee_of_predictions, least_drop_of, no_knee_words
     from scalesim.layout_predict import attention_kernel_note, recompute_style_note
+    from scalesim.model.sharding import grad_sync_unused
     from scalesim.model.zero_exchange import framework_label
     from scalesim.predict import server_use_words, slow_device_note
     from scalesim.training_time import resolve_goal
@@ -192,6 +193,8 @@ def render_table(profile, scenario, rows) -> str:
     if scenario.strategy == "ddp" and scenario.zero_framework != "fsdp":  # fsdp: the default
         lines.append(f"note: --zero-framework {scenario.zero_framework} ignored: strategy ddp "
                      "shards nothing (give --strategy zero1, zero2 or zero3)")
+    if why := grad_sync_unused(scenario.strategy, scenario.accumulation, scenario.grad_sync):
+        lines.append(f"note: --grad-sync {scenario.grad_sync} ignored: {why}")
     lines += [f"note: {note}" for note in unmeasured_link_notes(
         profile, inter=any(r.nodes > 1 for r in rows) and scenario.inter_busbw_GBps is None,
         intra=any(r.devices > r.nodes for r in rows) and scenario.intra_busbw_GBps is None)]

@@ -154,10 +154,11 @@ def _write(handle, plan, fmt: str) -> tuple[int, int, int]:
     before it runs (``sweep.plan_sweep``); a transformer's layout rules are known as it runs."""
     from scalesim.sweep import iter_sweep
 
-    written, dropped, dropped_layout, first = 0, 0, 0, True
+    written, dropped, dropped_layout, first, example = 0, 0, 0, True, ""
     for chunk in iter_sweep(plan):
         dropped += chunk.dropped
         dropped_layout += chunk.dropped_layout
+        example = example or chunk.layout_example
         if not chunk.size:
             continue
         written += chunk.size
@@ -168,30 +169,33 @@ def _write(handle, plan, fmt: str) -> tuple[int, int, int]:
             first = False
     if not written:
         raise ScalesimError(f"no combination of the sweep is left: all {dropped} dropped ("
-                            + "; ".join(_dropped_reasons(dropped, dropped_layout))
+                            + "; ".join(_dropped_reasons(dropped, dropped_layout, example))
                             + "); nothing written")
     if fmt == "json":
         handle.write("]\n")
-    return written, dropped, dropped_layout
+    return written, dropped, dropped_layout, example
 
 
-def _dropped_reasons(dropped: int, dropped_layout: int) -> list[str]:
-    """Each reason combinations were left out, with its count."""
+def _dropped_reasons(dropped: int, dropped_layout: int, example: str = "") -> list[str]:
+    """Each reason combinations were left out, with its count; ``example``: the first layout
+    dropped and the rule it breaks (``SweepResult.layout_example``)."""
     batch = dropped - dropped_layout
-    reasons = ([f"{dropped_layout} break a layout rule (tp x pp must divide the devices, tp "
-                "stays in a server, the layers and heads must split: scalesim.layout)"]
+    rules = (f"e.g. {example}" if example else "tp x pp must divide the devices, tp stays in a "
+             "server, the layers and heads must split")
+    reasons = ([f"{dropped_layout} break a layout rule ({rules}: scalesim.layout)"]
                if dropped_layout else [])
     reasons += ([f"{batch} {'does' if batch == 1 else 'do'} not split the global batch evenly "
                  "over devices x accumulation"] if batch else [])
     return reasons
 
 
-def dropped_note(dropped: int, dropped_layout: int) -> str:
+def dropped_note(dropped: int, dropped_layout: int, example: str = "") -> str:
     """Why combinations were left out, each reason with its count ('' when none was)."""
     if not dropped:
         return ""
     return f"{dropped} combinations dropped: " + "; ".join(_dropped_reasons(dropped,
-                                                                            dropped_layout))
+                                                                            dropped_layout,
+                                                                            example))
 
 
 def output_format(out: str | None, fmt: str | None) -> str:
@@ -207,6 +211,32 @@ def output_format(out: str | None, fmt: str | None) -> str:
     return fmt or said or "csv"
 
 
+def _dest(flag: str) -> str:
+    return flag.removeprefix("--").replace("-", "_")
+
+
+def one_value_flag(axis: str) -> str:
+    """The flag that fixes ``axis`` at one value: --batch for micro_batch, --no-overlap for
+    overlap, --strategy for strategy."""
+    if axis == "overlap":
+        return "--no-overlap"
+    knob = KNOB_BY_FIELD.get(axis) or LAYOUT_KNOB_BY_FIELD.get(axis)
+    return knob.flag if knob is not None else "--" + axis.replace("_", "-")
+
+
+def check_one_value_flags(args: argparse.Namespace) -> None:
+    """Refuse an axis given both as a grid (--batch-values) and as one value (--batch): the
+    grid would win and the one value be dropped without a word. A --scenario file's value is
+    not a flag: the grid sweeps over it, as it overrides any scenario value."""
+    for dest, (axis, _) in VALUE_FLAGS.items():
+        flag = one_value_flag(axis)
+        if getattr(args, dest) is None or getattr(args, _dest(flag)) in (None, False):
+            continue
+        values_flag = "--" + dest.replace("_", "-")
+        raise ScalesimError(f"{flag} and {values_flag} both set {axis}: give {values_flag} to "
+                            f"sweep it or {flag} to fix it, not both")
+
+
 def run(args: argparse.Namespace) -> int:
     from scalesim.outfiles import check_writable, open_output
     from scalesim.sweep import check_size, plan_sweep
@@ -216,6 +246,7 @@ def run(args: argparse.Namespace) -> int:
     scenario = scenario_from_args(args)
     axes = {axis: getattr(args, flag) for flag, (axis, _) in VALUE_FLAGS.items()
             if getattr(args, flag) is not None}
+    check_one_value_flags(args)
     if "micro_batch" in axes and "global_batch" in axes:
         raise ScalesimError("give --batch-values or --global-batch-values, not both")
     if "micro_batch" in axes and scenario.global_batch is not None:

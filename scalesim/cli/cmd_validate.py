@@ -114,10 +114,17 @@ def render_parallel_text(report) -> str:
     return "\n".join(lines)
 
 
+def _shown(value) -> str:
+    """A format value for a message: quoted, short."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def run(args: argparse.Namespace) -> int:
+    from scalesim.errors import ScalesimError
     from scalesim.jsonio import read_json
     from scalesim.shipped import validation_path
-    from scalesim.validate import parse_cases, validate_cases
+    from scalesim.validate import FORMAT, parse_cases, validate_cases
     from scalesim.validate_parallel import (
         FORMAT as PARALLEL_FORMAT,
     )
@@ -130,7 +137,18 @@ def run(args: argparse.Namespace) -> int:
     if path is None:
         path = validation_path("parallel_cases.json" if args.parallel else "cases.json")
     data = read_json(path)
-    if isinstance(data, dict) and data.get("format") == PARALLEL_FORMAT:
+    fmt = data.get("format") if isinstance(data, dict) else None
+    if isinstance(data, dict) and fmt not in (FORMAT, PARALLEL_FORMAT):
+        raise ScalesimError(
+            f"{path}: format is {_shown(fmt)}; validate reads '{FORMAT}' (data-parallel runs, "
+            f"scalesim/data/validation/README.md) or '{PARALLEL_FORMAT}' (model-parallel runs, "
+            "scalesim/data/validation/parallel_cases.md): set the file's \"format\"")
+    if args.parallel and args.file is not None and fmt != PARALLEL_FORMAT:
+        raise ScalesimError(f"--parallel: {path} is not of format '{PARALLEL_FORMAT}' (a file's "
+                            "format field says how it is validated; --parallel picks the "
+                            "shipped model-parallel cases when no FILE is given): drop --parallel "
+                            f"to validate it as '{FORMAT}', or give a model-parallel file")
+    if fmt == PARALLEL_FORMAT:
         report = validate_parallel_cases(parse_parallel_cases(data, str(path)))
         print(to_json_text(report.model_dump(), what="the validation report") if args.json
               else render_parallel_text(report))

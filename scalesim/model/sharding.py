@@ -46,6 +46,24 @@ GRAD_SYNC_HELP = (
     "does and FSDP2 only with set_reshard_after_backward(False)). FSDP only: refused with "
     "DeepSpeed; DDP and ZeRO-1 reduce once per step anyway")
 
+
+
+def grad_sync_unused(strategy: str, accumulation: int, grad_sync: str) -> str | None:
+    """Why ``grad_sync`` 'once-per-step' changes no number of this scenario (the words after
+    '--grad-sync once-per-step ignored: '), or None where it applies (ZeRO-2/3 under
+    accumulation): DDP and ZeRO-1 reduce once per step anyway, and one micro-step per step
+    reduces once either way."""
+    if grad_sync != "once-per-step":
+        return None
+    if strategy in ("ddp", "zero1"):
+        return (f"strategy {strategy} reduces gradients once per step anyway (it applies to "
+                "ZeRO-2/3)")
+    if accumulation == 1:
+        return ("accumulation 1: one micro-step per step reduces once either way (it applies "
+                "with 2 or more)")
+    return None
+
+
 # DeepSpeed ZeRO defaults, in elements (deepspeed/runtime/zero/config.py, DeepSpeedZeroConfig).
 DS_REDUCE_BUCKET_ELEMENTS = 5e8  # reduce_bucket_size
 DS_ALLGATHER_BUCKET_ELEMENTS = 5e8  # allgather_bucket_size (stages 1-2, after the step)

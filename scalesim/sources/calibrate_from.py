@@ -214,6 +214,11 @@ def with_traces(profile: Profile, runs: list[BatchRun], fresh: bool, set_server:
             said.append(f"the traces all-reduce {traced:,.0f} elements per step, the profile's "
                         f"workload has {profile.workload.params:,.0f} parameters (kept: set the "
                         "workload with --base or scalesim predict --workload)")
+    if fresh and all(x.summary.device == "cpu" for r in runs for x in r.ranks):
+        said.append(f"the traces ran on the CPU (no GPU kernel in any step), and this new "
+                    f"profile's hardware is the presets' {profile.hardware.device_name}: its "
+                    "name, memory and links are not those of the machine that ran them (give "
+                    "--base a profile calibrated there, e.g. scalesim calibrate --device cpu)")
     # Notes the presets wrote about the compute they estimated no longer apply.
     kept = [n for n in profile.notes if not n.startswith(PRESET_COMPUTE_NOTES)]
     notes = kept + [f"compute from traces: {how}"] + [f"trace: {s.strip()}" for s in said]

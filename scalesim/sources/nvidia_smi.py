@@ -440,7 +440,10 @@ def parse_smi_csv(path: str | os.PathLike[str]) -> SmiReport:
 
 def render_smi(report: SmiReport) -> str:
     lines = [f"Device health from {report.source}", ""]
-    lines += [f"  - {f}" for f in report.findings] or ["  no device runs slower than the others"]
+    none = ("  no device runs slower than the others" if len(report.devices) > 1 else
+            "  one device only: no other to compare it with (record every GPU of the job: "
+            "nvidia-smi --query-gpu=... without -i)")
+    lines += [f"  - {f}" for f in report.findings] or [none]
     lines.append("")
     lines.append(f"{'device':>6} {'samples':>7} {'busy':>5} {'SM MHz':>7} {'max MHz':>7} "
                  f"{'temp C':>6} {'max C':>5} {'power W':>7} {'util %':>6}  throttle reasons")
