@@ -79,6 +79,23 @@ BACKWARD_PREFETCH_POST_SOURCES = ("mosaicml/llm-foundry",)
 # (300cc5c58, 2023-05-03) pin torch==1.13.1. Megatron-LM recomputes with its own reentrant
 # CheckpointFunction: the whole forward.
 RECOMPUTE_EARLY_STOP_SOURCES = {"mosaicml/llm-foundry": (2023, 10, 19)}
+# FSDP's gradient reduce-scatter in float32 (4 bytes per parameter; the parameters still gathered
+# in bf16): sources naming a repository, dated on or after the day its published runs were on a
+# framework that reduces in float32. llm-foundry's benchmark tables print "MP Mode" DEFAULT for
+# every row since commit b2a43a147 (submit_benchmarks.py does not forward its
+# --fsdp_config_mixed_precision; mod_parameters' fsdp_config_mixed_precision='DEFAULT', line 268
+# at 5e85bd62d), and Composer's get_mixed_precision maps DEFAULT to MixedPrecision(param_dtype=
+# bf16, reduce_dtype=torch.float32, buffer_dtype=bf16) from v0.16.4 (composer commit d745fcb1b,
+# 2023-10-10, "patch default"; composer/trainer/mosaic_fsdp_utils.py at v0.16.4, v0.17.0-v0.17.2;
+# before it reduce_dtype None, i.e. the bf16 param_dtype); PyTorch FSDP casts each gradient to
+# reduce_dtype before its reduce-scatter (torch/distributed/fsdp/_runtime_utils.py,
+# _post_backward_hook). The January-2024 table (commit 5e85bd62d, 2024-01-06) ran llm-foundry's
+# main (submit_benchmarks.py run_config: git_branch 'main'), whose setup.py then required
+# mosaicml>=0.17.1 (613457a1c, 2023-11-27) or >=0.17.2 (1c4ebbf4e, 2024-01-03): float32. The
+# October-2023 tables ran the v0.3.0 branch (run_config at b2a43a147), which allows
+# mosaicml>=0.16.3,<0.17: 0.16.3 reduces in bf16, 0.16.4 in float32, so which one ran is not
+# known and they keep the default; the spring-2023 tables say PURE (bf16 reduce).
+REDUCE_FP32_SOURCES = {"mosaicml/llm-foundry": (2024, 1, 6)}
 TP_OVERLAP_FROM_YEAR = 2024  # Megatron-Core + Transformer Engine runs overlap tp collectives
 # with the matmuls (userbuffers; on in NeMo / Megatron-Bridge performance recipes)
 EFFICIENCY_BOUNDS = (0.02, 1.0)  # where the anchor's efficiency is searched
@@ -104,6 +121,11 @@ DEFAULTS = {
                         f"{FLASH2_KERNEL} (FlashAttention-2 class: on Hopper its attention core "
                         f"sustains {FLASH2_ON_HOPPER_EFFICIENCY} of the 16-bit peak, elsewhere "
                         "the matmuls' efficiency)",
+    "fsdp_reduce_fp32": "FSDP reduce-scatters gradients in float32 (4 bytes per parameter) for "
+                        "sources of " + ", ".join(f"{r} dated {y:04d}-{m:02d}-{d:02d} or later"
+                                                  for r, (y, m, d) in REDUCE_FP32_SOURCES.items())
+                        + " (Composer's DEFAULT mixed precision since v0.16.4), else in the "
+                        "gathered 16-bit dtype",
     "recompute_early_stop": "full recompute skips the MLP's down projection for sources of "
                             + ", ".join(f"{r} dated {y:04d}-{m:02d}-{d:02d} or later"
                                         for r, (y, m, d) in RECOMPUTE_EARLY_STOP_SOURCES.items())
@@ -226,13 +248,25 @@ def _date(source: str) -> tuple[int, int, int] | None:
     return tuple(int(g) for g in found.groups()) if found else None
 
 
+def _named_since(source: str, since_by_repo: dict) -> bool:
+    """Whether ``source`` names a repository of ``since_by_repo`` and its first ISO date is on
+    or after that repository's day."""
+    date = _date(source)
+    return date is not None and any(repo in source and date >= since
+                                    for repo, since in since_by_repo.items())
+
+
 def recompute_early_stop_of(source: str) -> bool:
     """Whether a source's full recompute is PyTorch's non-reentrant checkpoint with early stop:
     it names a repository of ``RECOMPUTE_EARLY_STOP_SOURCES`` and is dated on or after the day
-    that repository required torch >= 2.1."""
-    date = _date(source)
-    return date is not None and any(repo in source and date >= since
-                                    for repo, since in RECOMPUTE_EARLY_STOP_SOURCES.items())
+    that repository's published runs were on torch >= 2.1."""
+    return _named_since(source, RECOMPUTE_EARLY_STOP_SOURCES)
+
+
+def reduce_fp32_of(source: str) -> bool:
+    """Whether a source's FSDP reduces gradients in float32: it names a repository of
+    ``REDUCE_FP32_SOURCES`` and is dated on or after that repository's day."""
+    return _named_since(source, REDUCE_FP32_SOURCES)
 
 
 def _gpu_family(gpu: str) -> str | None:
@@ -281,6 +315,11 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
     if prefetch_post:
         flags.append("FSDP backward prefetch not stated: Composer's default BACKWARD_POST assumed "
                      "(the source is llm-foundry)")
+    reduce_fp32 = lay.zero >= 2 and reduce_fp32_of(case.source)
+    if reduce_fp32:
+        flags.append("FSDP mixed precision not stated in the format: gradients reduce-scattered "
+                     "in float32 assumed (the source is llm-foundry with Composer >= 0.16.4, MP "
+                     "Mode DEFAULT)")
     early_stop = recompute == "full" and recompute_early_stop_of(case.source)
     if early_stop:
         flags.append("full recompute: PyTorch's non-reentrant checkpoint with early stop assumed "
@@ -341,6 +380,7 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         device_memory_bytes=np.inf if memory is None else memory[0],
         fsdp_backward_prefetch_post=prefetch_post,
         recompute_early_stop=early_stop,
+        reduce_bytes_per_param=4.0 if reduce_fp32 else np.nan,
     )
     return inputs, layout
 
