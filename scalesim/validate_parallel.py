@@ -94,8 +94,12 @@ RECOMPUTE_EARLY_STOP_SOURCES = {"mosaicml/llm-foundry": (2023, 10, 19)}
 # mosaicml>=0.17.1 (613457a1c, 2023-11-27) or >=0.17.2 (1c4ebbf4e, 2024-01-03): float32. The
 # October-2023 tables ran the v0.3.0 branch (run_config at b2a43a147), which allows
 # mosaicml>=0.16.3,<0.17: 0.16.3 reduces in bf16, 0.16.4 in float32, so which one ran is not
-# known and they keep the default; the spring-2023 tables say PURE (bf16 reduce).
-REDUCE_FP32_SOURCES = {"mosaicml/llm-foundry": (2024, 1, 6)}
+# known and they keep the default; the spring-2023 tables say PURE (bf16 reduce). torchtitan
+# wraps FSDP2 in MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=float32) with
+# training.mixed_precision_reduce "float32", its default and only choice at every commit its
+# benchmark pages name (torchtitan/config_manager.py: choices=["float32"] at 9dec370, 2024-12-26;
+# Literal["float32"] at 820504e and e7c0cae; parallelize_llama.py line 91 at 9dec370).
+REDUCE_FP32_SOURCES = {"mosaicml/llm-foundry": (2024, 1, 6), "pytorch/torchtitan": (2024, 12, 26)}
 TP_OVERLAP_FROM_YEAR = 2024  # Megatron-Core + Transformer Engine runs overlap tp collectives
 # with the matmuls (userbuffers; on in NeMo / Megatron-Bridge performance recipes)
 EFFICIENCY_BOUNDS = (0.02, 1.0)  # where the anchor's efficiency is searched
@@ -124,8 +128,8 @@ DEFAULTS = {
     "fsdp_reduce_fp32": "FSDP reduce-scatters gradients in float32 (4 bytes per parameter) for "
                         "sources of " + ", ".join(f"{r} dated {y:04d}-{m:02d}-{d:02d} or later"
                                                   for r, (y, m, d) in REDUCE_FP32_SOURCES.items())
-                        + " (Composer's DEFAULT mixed precision since v0.16.4), else in the "
-                        "gathered 16-bit dtype",
+                        + " (Composer's DEFAULT mixed precision since v0.16.4; torchtitan's "
+                        "mixed_precision_reduce), else in the gathered 16-bit dtype",
     "recompute_early_stop": "full recompute skips the MLP's down projection for sources of "
                             + ", ".join(f"{r} dated {y:04d}-{m:02d}-{d:02d} or later"
                                         for r, (y, m, d) in RECOMPUTE_EARLY_STOP_SOURCES.items())
@@ -318,8 +322,9 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
     reduce_fp32 = lay.zero >= 2 and reduce_fp32_of(case.source)
     if reduce_fp32:
         flags.append("FSDP mixed precision not stated in the format: gradients reduce-scattered "
-                     "in float32 assumed (the source is llm-foundry with Composer >= 0.16.4, MP "
-                     "Mode DEFAULT)")
+                     "in float32 assumed (the framework's reduce dtype for this source: "
+                     "llm-foundry's Composer DEFAULT from v0.16.4, torchtitan's "
+                     "mixed_precision_reduce)")
     early_stop = recompute == "full" and recompute_early_stop_of(case.source)
     if early_stop:
         flags.append("full recompute: PyTorch's non-reentrant checkpoint with early stop assumed "

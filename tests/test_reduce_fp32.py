@@ -64,15 +64,21 @@ def test_which_sources_reduce_in_fp32():
     assert not reduce_fp32_of(f"{foundry} (added in commit b2a43a147, 2023-10-19)")  # 0.16.3?
     assert not reduce_fp32_of(f"{foundry} (present since commit 300cc5c58, 2023-05-03)")  # PURE
     assert not reduce_fp32_of(foundry)  # no date: not known
-    assert not reduce_fp32_of("pytorch/torchtitan benchmarks/x.md (2025-06-13)")
+    assert reduce_fp32_of("pytorch/torchtitan benchmarks/x.md (added in 820504e20, 2025-06-13)")
+    assert not reduce_fp32_of("pytorch/torchtitan benchmarks/x.md (2024-06-01)")  # not checked
+    assert not reduce_fp32_of("NVIDIA/NeMo docs/source/performance/x.md (2024-09-14)")
 
 
-def test_shipped_cases_get_it_only_for_the_january_2024_table():
+def test_shipped_cases_get_it_only_for_llmfoundrys_january_2024_table_and_torchtitan():
+    picked = 0
     for name in ("parallel_cases.json", "collected_parallel_cases.json"):
         for case in load_parallel_cases(validation_path(name)):
             flags: list[str] = []
             inputs, _ = case_inputs(case, flags)
-            expected = case.group == "llmfoundry_h100_bf16_2024_large"
+            expected = (case.group == "llmfoundry_h100_bf16_2024_large"
+                        or case.group.startswith("torchtitan_"))
+            picked += expected
             assert (inputs.reduce_bytes_per_param == 4.0) is expected, case.id
             assert np.isnan(inputs.reduce_bytes_per_param) is not expected, case.id
             assert any("float32" in f for f in flags) is expected, case.id
+    assert picked == 18 + 2 + 26  # llm-foundry 2024 (public), torchtitan public and collected
