@@ -51,6 +51,18 @@ DEFAULT_GBIT_PER_NIC = {"A100": 200.0, "H100": 400.0, "GB200": 400.0}  # DGX A10
 # H100 (NDR), GB200 NVL72 compute trays (ConnectX-7 400G per GPU) datasheets
 DEFAULT_VOCAB = 51200  # a null vocabulary: GPT-2's 50,257 BPE tokens padded as Megatron-LM pads
 # them (Narayanan et al. 2021 use V = 51,200)
+# A null vocabulary where the framework the source names states one for the model family:
+# NeMo's FLOPsMeasurementCallback, which computes the 'Model TFLOP / sec / GPU' column of NeMo's
+# performance tables (nemo/collections/common/metrics/perf_metrics.py, commit 30cf60cdbd,
+# 2024-08-04, "log TFLOPs"), counts the output layer with LLM_VOCAB_SIZE_MAP
+# (nemo/collections/common/parts/perf_metrics_utils.py at 08264fe348): gpt3 51,200, llama2
+# 32,000, llama3 128,256, nemotron 256,000, mixtral 32,000. The NeMo 24.07 table's Model TFLOP
+# column is tokens/s x that formula for every row (Nemotron-8B 12,507 tok/s -> 642.7 against the
+# published 643 with 256,000; 579.8 with 51,200). Keyed on the source and on the family's name in
+# the case's model name (lower case, '-' and '.' dropped); dated from the map's commit.
+SOURCE_VOCAB = {"NVIDIA/NeMo": ((2024, 8, 4), (("nemotron", 256000), ("gpt3", 51200),
+                                               ("llama2", 32000), ("llama3", 128256),
+                                               ("mixtral", 32000)))}
 DEFAULT_MICRO_BATCH = 1
 DEFAULT_RECOMPUTE = "none"  # a null recompute: none (Megatron-Core's default)
 FLASH_ATTENTION_FROM_YEAR = 2022  # sources from 2022 on use fused (flash) attention (Dao 2022)
@@ -109,7 +121,11 @@ DEFAULTS = {
     "inter_node_kind": DEFAULT_INTER_KIND,
     "nics_per_node": "one per GPU",
     "gbit_per_nic": DEFAULT_GBIT_PER_NIC,
-    "vocab": DEFAULT_VOCAB,
+    "vocab": "the model family's in the framework the source names ("
+             + "; ".join(f"{repo} from {y:04d}-{m:02d}-{d:02d}: "
+                         + ", ".join(f"{fam} {v:,}" for fam, v in families)
+                         for repo, ((y, m, d), families) in SOURCE_VOCAB.items())
+             + f"), else {DEFAULT_VOCAB:,}",
     "micro_batch": DEFAULT_MICRO_BATCH,
     "recompute": DEFAULT_RECOMPUTE,
     "sequence_parallel": "true when tp > 1",
@@ -273,6 +289,17 @@ def reduce_fp32_of(source: str) -> bool:
     return _named_since(source, REDUCE_FP32_SOURCES)
 
 
+def source_vocab_of(source: str, model_name: str) -> int | None:
+    """The vocabulary the framework a source names uses for the case's model family
+    (``SOURCE_VOCAB``), or None."""
+    date = _date(source)
+    name = model_name.lower().replace("-", "").replace(".", "").replace(" ", "")
+    for repo, (since, families) in SOURCE_VOCAB.items():
+        if repo in source and date is not None and date >= since:
+            return next((v for family, v in families if family in name), None)
+    return None
+
+
 def _gpu_family(gpu: str) -> str | None:
     return next((f for f in ("GB200", "H100", "A100") if name_has_words(gpu, (f,))), None)
 
@@ -291,7 +318,10 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
     kv = m.kv_heads or m.heads
     ffn = m.ffn_hidden or 4 * m.hidden
     gated = ffn != 4 * m.hidden
-    vocab = _or_default(m.vocab, DEFAULT_VOCAB, "vocab", flags)
+    framework_vocab = None if m.vocab is not None else source_vocab_of(case.source, m.name)
+    vocab = _or_default(m.vocab, framework_vocab or DEFAULT_VOCAB, "vocab", flags,
+                        " (the source's framework's for this model family)"
+                        if framework_vocab else "")
     year = _year(case.source)
     flash = year is not None and year >= FLASH_ATTENTION_FROM_YEAR
     params = float(parameter_count(m.layers, m.hidden, m.heads, kv, ffn, gated, m.seq_len, vocab,
