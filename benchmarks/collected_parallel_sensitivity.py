@@ -35,6 +35,17 @@ matters.
 - S4: pipeline sends hidden behind compute (Megatron's ``overlap_p2p_comm``, set in the NeMo
   launcher configs of 2024 for the interleaved layouts) on interleaved NeMo / Megatron-Bridge
   rows, but for the contention share c = 0.159 (docs/model.md §3).
+- S8: the NeMo 24.07 rows with the settings of NVIDIA/NeMo-Framework-Launcher at its tag 24.07
+  (8325688d8, 2024-08-01), which the table does not say it used: (a) ``NVTE_FUSED_ATTN: 0``
+  ("Disable cudnn FA until we've tested it more", launcher_scripts/conf/config.yaml line 72),
+  so Transformer Engine runs FlashAttention-2 (``flash2``: 0.35 of the 16-bit peak on H100);
+  (b) ``ub_tp_comm_overlap: False`` in gpt3/175b.yaml and nemotron/nemotron_340b.yaml (tensor-
+  parallel collectives not overlapped there); (c) ``activations_checkpoint_granularity:
+  selective`` in nemotron_340b.yaml.
+- S9: the two 30B rows at 8,192 tokens (H100 and A100 80GB, October 2023) without the
+  checkpoint early stop: their MicroBatchSize 1 / GradAccum 21 is not a run that the same
+  commit's sweep.sh lists (it runs 30b at -s 13 with --microbatch_size 2 --accum 1), so the
+  torch 2.1.0 image that sweep.sh sets is not established for them.
 """
 
 from __future__ import annotations
@@ -51,6 +62,7 @@ from scipy.optimize import brentq
 
 import scalesim.model.layout_step as ls
 from scalesim.model.transformer import RECOMPUTE
+from scalesim.presets import FLASH2_ON_HOPPER_EFFICIENCY
 from scalesim.shipped import validation_path
 from scalesim.validate_parallel import EFFICIENCY_BOUNDS, case_inputs, load_parallel_cases, metric_of
 
@@ -277,8 +289,38 @@ def main(argv: list[str]) -> int:
     public = load_parallel_cases(validation_path("parallel_cases.json"))
     report("S4 on the public parallel_cases.json", score(public),
            score(public, hide_p2p=megatron_interleaved))
+    nemo_launcher_2407(cases, base)
+    not_in_sweep = {"llmfoundry_h100_bf16_30b_s8192_8gpu", "llmfoundry_a100_bf16_30b_s8192_8gpu"}
+    report("S9 early stop off for the 30B rows at 8K tokens that sweep.sh does not list", base,
+           score(cases, change=lambda c, x: x.replace(recompute_early_stop=False)
+                 if c.id in not_in_sweep else x))
     anchor_sensitivity(path)
     return 0
+
+
+def nemo_launcher_2407(cases, base):
+    """S8: the NeMo 24.07 rows under NeMo-Framework-Launcher 24.07's settings (docstring)."""
+    def nemo(c):
+        return c.group.startswith("nemo_2407")
+
+    def flash2(c, x):
+        return x.replace(attention_efficiency=FLASH2_ON_HOPPER_EFFICIENCY) if nemo(c) else x
+
+    no_overlap = {"nemo2407_h100_gpt3_175b_128gpu", "nemo2407_h100_gpt3_175b_512gpu",
+                  "nemo2407_h100_nemotron_340b"}
+
+    def launcher_yaml(c, x):
+        if c.id in no_overlap:
+            x = x.replace(tp_overlap=False)
+        if c.id == "nemo2407_h100_nemotron_340b":
+            x = x.replace(recompute=RECOMPUTE["selective"])
+        return x
+
+    report("S8a NeMo 24.07: FlashAttention-2 (launcher NVTE_FUSED_ATTN: 0)", base,
+           score(cases, change=flash2))
+    report("S8b+c NeMo 24.07: launcher yamls' ub_tp_comm_overlap False (175B, 340B), 340B "
+           "selective", base, score(cases, change=launcher_yaml))
+    report("S8a+b+c", base, score(cases, change=lambda c, x: flash2(c, launcher_yaml(c, x))))
 
 
 if __name__ == "__main__":

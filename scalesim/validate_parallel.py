@@ -51,6 +51,18 @@ DEFAULT_GBIT_PER_NIC = {"A100": 200.0, "H100": 400.0, "GB200": 400.0}  # DGX A10
 # H100 (NDR), GB200 NVL72 compute trays (ConnectX-7 400G per GPU) datasheets
 DEFAULT_VOCAB = 51200  # a null vocabulary: GPT-2's 50,257 BPE tokens padded as Megatron-LM pads
 # them (Narayanan et al. 2021 use V = 51,200)
+# A null vocabulary where the framework the source names states one for the model family:
+# NeMo's FLOPsMeasurementCallback, which computes the 'Model TFLOP / sec / GPU' column of NeMo's
+# performance tables (nemo/collections/common/metrics/perf_metrics.py, commit 30cf60cdbd,
+# 2024-08-04, "log TFLOPs"), counts the output layer with LLM_VOCAB_SIZE_MAP
+# (nemo/collections/common/parts/perf_metrics_utils.py at 08264fe348): gpt3 51,200, llama2
+# 32,000, llama3 128,256, nemotron 256,000, mixtral 32,000. The NeMo 24.07 table's Model TFLOP
+# column is tokens/s x that formula for every row (Nemotron-8B 12,507 tok/s -> 642.7 against the
+# published 643 with 256,000; 579.8 with 51,200). Keyed on the source and on the family's name in
+# the case's model name (lower case, '-' and '.' dropped); dated from the map's commit.
+SOURCE_VOCAB = {"NVIDIA/NeMo": ((2024, 8, 4), (("nemotron", 256000), ("gpt3", 51200),
+                                               ("llama2", 32000), ("llama3", 128256),
+                                               ("mixtral", 32000)))}
 DEFAULT_MICRO_BATCH = 1
 DEFAULT_RECOMPUTE = "none"  # a null recompute: none (Megatron-Core's default)
 FLASH_ATTENTION_FROM_YEAR = 2022  # sources from 2022 on use fused (flash) attention (Dao 2022)
@@ -79,6 +91,27 @@ BACKWARD_PREFETCH_POST_SOURCES = ("mosaicml/llm-foundry",)
 # (300cc5c58, 2023-05-03) pin torch==1.13.1. Megatron-LM recomputes with its own reentrant
 # CheckpointFunction: the whole forward.
 RECOMPUTE_EARLY_STOP_SOURCES = {"mosaicml/llm-foundry": (2023, 10, 19)}
+# FSDP's gradient reduce-scatter in float32 (4 bytes per parameter; the parameters still gathered
+# in bf16): sources naming a repository, dated on or after the day its published runs were on a
+# framework that reduces in float32. llm-foundry's benchmark tables print "MP Mode" DEFAULT for
+# every row since commit b2a43a147 (submit_benchmarks.py does not forward its
+# --fsdp_config_mixed_precision; mod_parameters' fsdp_config_mixed_precision='DEFAULT', line 268
+# at 5e85bd62d), and Composer's get_mixed_precision maps DEFAULT to MixedPrecision(param_dtype=
+# bf16, reduce_dtype=torch.float32, buffer_dtype=bf16) from v0.16.4 (composer commit d745fcb1b,
+# 2023-10-10, "patch default"; composer/trainer/mosaic_fsdp_utils.py at v0.16.4, v0.17.0-v0.17.2;
+# before it reduce_dtype None, i.e. the bf16 param_dtype); PyTorch FSDP casts each gradient to
+# reduce_dtype before its reduce-scatter (torch/distributed/fsdp/_runtime_utils.py,
+# _post_backward_hook). The January-2024 table (commit 5e85bd62d, 2024-01-06) ran llm-foundry's
+# main (submit_benchmarks.py run_config: git_branch 'main'), whose setup.py then required
+# mosaicml>=0.17.1 (613457a1c, 2023-11-27) or >=0.17.2 (1c4ebbf4e, 2024-01-03): float32. The
+# October-2023 tables ran the v0.3.0 branch (run_config at b2a43a147), which allows
+# mosaicml>=0.16.3,<0.17: 0.16.3 reduces in bf16, 0.16.4 in float32, so which one ran is not
+# known and they keep the default; the spring-2023 tables say PURE (bf16 reduce). torchtitan
+# wraps FSDP2 in MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=float32) with
+# training.mixed_precision_reduce "float32", its default and only choice at every commit its
+# benchmark pages name (torchtitan/config_manager.py: choices=["float32"] at 9dec370, 2024-12-26;
+# Literal["float32"] at 820504e and e7c0cae; parallelize_llama.py line 91 at 9dec370).
+REDUCE_FP32_SOURCES = {"mosaicml/llm-foundry": (2024, 1, 6), "pytorch/torchtitan": (2024, 12, 26)}
 TP_OVERLAP_FROM_YEAR = 2024  # Megatron-Core + Transformer Engine runs overlap tp collectives
 # with the matmuls (userbuffers; on in NeMo / Megatron-Bridge performance recipes)
 EFFICIENCY_BOUNDS = (0.02, 1.0)  # where the anchor's efficiency is searched
@@ -88,7 +121,11 @@ DEFAULTS = {
     "inter_node_kind": DEFAULT_INTER_KIND,
     "nics_per_node": "one per GPU",
     "gbit_per_nic": DEFAULT_GBIT_PER_NIC,
-    "vocab": DEFAULT_VOCAB,
+    "vocab": "the model family's in the framework the source names ("
+             + "; ".join(f"{repo} from {y:04d}-{m:02d}-{d:02d}: "
+                         + ", ".join(f"{fam} {v:,}" for fam, v in families)
+                         for repo, ((y, m, d), families) in SOURCE_VOCAB.items())
+             + f"), else {DEFAULT_VOCAB:,}",
     "micro_batch": DEFAULT_MICRO_BATCH,
     "recompute": DEFAULT_RECOMPUTE,
     "sequence_parallel": "true when tp > 1",
@@ -104,6 +141,11 @@ DEFAULTS = {
                         f"{FLASH2_KERNEL} (FlashAttention-2 class: on Hopper its attention core "
                         f"sustains {FLASH2_ON_HOPPER_EFFICIENCY} of the 16-bit peak, elsewhere "
                         "the matmuls' efficiency)",
+    "fsdp_reduce_fp32": "FSDP reduce-scatters gradients in float32 (4 bytes per parameter) for "
+                        "sources of " + ", ".join(f"{r} dated {y:04d}-{m:02d}-{d:02d} or later"
+                                                  for r, (y, m, d) in REDUCE_FP32_SOURCES.items())
+                        + " (Composer's DEFAULT mixed precision since v0.16.4; torchtitan's "
+                        "mixed_precision_reduce), else in the gathered 16-bit dtype",
     "recompute_early_stop": "full recompute skips the MLP's down projection for sources of "
                             + ", ".join(f"{r} dated {y:04d}-{m:02d}-{d:02d} or later"
                                         for r, (y, m, d) in RECOMPUTE_EARLY_STOP_SOURCES.items())
@@ -231,13 +273,36 @@ def _date(source: str) -> tuple[int, int, int] | None:
     return tuple(int(g) for g in found.groups()) if found else None
 
 
+def _named_since(source: str, since_by_repo: dict) -> bool:
+    """Whether ``source`` names a repository of ``since_by_repo`` and its first ISO date is on
+    or after that repository's day."""
+    date = _date(source)
+    return date is not None and any(repo in source and date >= since
+                                    for repo, since in since_by_repo.items())
+
+
 def recompute_early_stop_of(source: str) -> bool:
     """Whether a source's full recompute is PyTorch's non-reentrant checkpoint with early stop:
     it names a repository of ``RECOMPUTE_EARLY_STOP_SOURCES`` and is dated on or after the day
-    that repository required torch >= 2.1."""
+    that repository's published runs were on torch >= 2.1."""
+    return _named_since(source, RECOMPUTE_EARLY_STOP_SOURCES)
+
+
+def reduce_fp32_of(source: str) -> bool:
+    """Whether a source's FSDP reduces gradients in float32: it names a repository of
+    ``REDUCE_FP32_SOURCES`` and is dated on or after that repository's day."""
+    return _named_since(source, REDUCE_FP32_SOURCES)
+
+
+def source_vocab_of(source: str, model_name: str) -> int | None:
+    """The vocabulary the framework a source names uses for the case's model family
+    (``SOURCE_VOCAB``), or None."""
     date = _date(source)
-    return date is not None and any(repo in source and date >= since
-                                    for repo, since in RECOMPUTE_EARLY_STOP_SOURCES.items())
+    name = model_name.lower().replace("-", "").replace(".", "").replace(" ", "")
+    for repo, (since, families) in SOURCE_VOCAB.items():
+        if repo in source and date is not None and date >= since:
+            return next((v for family, v in families if family in name), None)
+    return None
 
 
 def _gpu_family(gpu: str) -> str | None:
@@ -258,7 +323,10 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
     kv = m.kv_heads or m.heads
     ffn = m.ffn_hidden or 4 * m.hidden
     gated = ffn != 4 * m.hidden
-    vocab = _or_default(m.vocab, DEFAULT_VOCAB, "vocab", flags)
+    framework_vocab = None if m.vocab is not None else source_vocab_of(case.source, m.name)
+    vocab = _or_default(m.vocab, framework_vocab or DEFAULT_VOCAB, "vocab", flags,
+                        " (the source's framework's for this model family)"
+                        if framework_vocab else "")
     year = _year(case.source)
     flash = year is not None and year >= FLASH_ATTENTION_FROM_YEAR
     params = float(parameter_count(m.layers, m.hidden, m.heads, kv, ffn, gated, m.seq_len, vocab,
@@ -286,6 +354,12 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
     if prefetch_post:
         flags.append("FSDP backward prefetch not stated: Composer's default BACKWARD_POST assumed "
                      "(the source is llm-foundry)")
+    reduce_fp32 = lay.zero >= 2 and reduce_fp32_of(case.source)
+    if reduce_fp32:
+        flags.append("FSDP mixed precision not stated in the format: gradients reduce-scattered "
+                     "in float32 assumed (the framework's reduce dtype for this source: "
+                     "llm-foundry's Composer DEFAULT from v0.16.4, torchtitan's "
+                     "mixed_precision_reduce)")
     early_stop = recompute == "full" and recompute_early_stop_of(case.source)
     if early_stop:
         flags.append("full recompute: PyTorch's non-reentrant checkpoint with early stop assumed "
@@ -346,6 +420,7 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         device_memory_bytes=np.inf if memory is None else memory[0],
         fsdp_backward_prefetch_post=prefetch_post,
         recompute_early_stop=early_stop,
+        reduce_bytes_per_param=4.0 if reduce_fp32 else np.nan,
     )
     return inputs, layout
 

@@ -115,6 +115,9 @@ class LayoutInputs:
     grad_bytes_per_param: object = 2.0
     optimizer_bytes_per_param: object = 12.0
     wire_bytes_per_param: object = 2.0
+    reduce_bytes_per_param: object = np.nan  # bytes per parameter of the gradients' ZeRO/DP
+    # reduction where it differs from the gathered parameters' wire bytes (FSDP mixed precision
+    # with reduce_dtype float32: 4); NaN: wire_bytes_per_param (docs/model.md §16)
     optimizer_step_s: object = np.nan  # the measured optimizer step of all ``params`` on one
     # device (with its server's busy devices), s: each device takes it x the parameters it
     # updates / params (``compute.optimizer_step_of_s``); NaN: the memory-bound estimate
@@ -462,7 +465,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
         np.where(per_micro, fwd_mb, fwd_mb / v), np.where(per_micro, bwd_mb, bwd_mb / v), overlap,
         lambda size: coll.allreduce_from_coeffs(ar_coeffs, size, x.algorithm),
         lambda size: coll.affine_s(rs_coeffs, size), x.wire_bytes_per_param, x.bucket_bytes,
-        x.first_bucket_bytes, x.fsdp_backward_prefetch_post, grad_sync)
+        x.first_bucket_bytes, x.fsdp_backward_prefetch_post, grad_sync, x.reduce_bytes_per_param)
     exposed = np.where(group > 1, exposed, 0.0)
     total = np.where(group > 1, total, 0.0)
     dp_exposed = exposed + _f(x.comm_contention) * (total - exposed)

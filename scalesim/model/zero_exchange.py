@@ -119,6 +119,16 @@ def sent_units(strategy, framework, accumulation, grad_sync=0):
                      np.where(once, 2.0 * k + 1.0, 3.0 * k))
 
 
+def reduce_wire_ratio(wire_bytes_per_param, reduce_bytes_per_param=None):
+    """Bytes of a gradient reduction over those of a parameter gather, per parameter: 1 where
+    ``reduce_bytes_per_param`` is None or NaN (gradients reduced in the gathered dtype)."""
+    wire = np.asarray(wire_bytes_per_param, dtype=float)
+    if reduce_bytes_per_param is None:
+        return np.ones_like(wire)
+    reduce = np.asarray(reduce_bytes_per_param, dtype=float)
+    return np.where(np.isnan(reduce), 1.0, reduce / np.where(wire > 0, wire, 1.0))
+
+
 class _Phase:
     """Collectives of one kind over one unit layout: serial time and its overlapped exposure."""
 
@@ -174,7 +184,7 @@ def _gather_and_reduce_in_backward(gather: _Phase, reduce: _Phase, backward, ove
 def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation, forward_s,
              backward_s, overlap, all_reduce: Callable, ring: Callable, wire_bytes_per_param,
              bucket_bytes=DDP_BUCKET_BYTES, first_bucket_bytes=DDP_FIRST_BUCKET_BYTES,
-             backward_prefetch_post=False, grad_sync=0):
+             backward_prefetch_post=False, grad_sync=0, reduce_bytes_per_param=None):
     """(exposed_s, total_s, sent_units) of one step's data-parallel / ZeRO exchange.
 
     ``total_bytes``: gradient bytes of the replica's shard (Psi w); ``group_size``: ranks that
@@ -184,13 +194,19 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
     ``all_reduce(bytes)``, ``ring(bytes)``: seconds of one all-reduce and of one reduce-scatter
     or all-gather on the group's link; ``bucket_bytes``, ``first_bucket_bytes``: DDP's buckets;
     ``backward_prefetch_post``: FSDP's BACKWARD_POST; ``grad_sync``: ``sharding.GRAD_SYNCS``
-    code (ONCE_PER_STEP: FSDP's ``no_sync``, ``reduces_once``). ``exposed_s`` is before the contention
+    code (ONCE_PER_STEP: FSDP's ``no_sync``, ``reduces_once``); ``reduce_bytes_per_param``: bytes
+    per parameter of the gradient reductions where they differ from the gathered parameters'
+    ``wire_bytes_per_param`` (FSDP ``MixedPrecision(param_dtype=bf16, reduce_dtype=float32)``:
+    2 gathered, 4 reduced), None or NaN: the same. ``exposed_s`` is before the contention
     share of the hidden time (``step.with_contention``); ``sent_units`` times
-    ``(n - 1) / n * total_bytes`` is what each device sends. Arrays broadcast.
+    ``(n - 1) / n * total_bytes`` is what each device sends (at ``wire_bytes_per_param``).
+    Arrays broadcast.
     """
     strategy = np.asarray(strategy)
     k = np.asarray(accumulation, dtype=float)
     wire = np.asarray(wire_bytes_per_param, dtype=float)
+    reduce_ratio = reduce_wire_ratio(wire, reduce_bytes_per_param)
+    grad_bytes = total_bytes * reduce_ratio  # the gradients' reductions
     overlap = np.asarray(overlap, dtype=bool)
     deepspeed = np.asarray(framework) == DEEPSPEED
     plan_framework = np.where((strategy > DDP) & deepspeed, DEEPSPEED, FSDP)  # DDP: PyTorch's
@@ -202,16 +218,18 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
         return bucket_layout(total_bytes, elements * wire, 0.0)
 
     if (FSDP, DDP) in plans:  # bucketed all-reduce during the last backward
-        grads = _Phase(bucket_layout(total_bytes, bucket_bytes, first_bucket_bytes), all_reduce)
+        grads = _Phase(bucket_layout(grad_bytes, bucket_bytes, first_bucket_bytes), all_reduce)
         exposed[FSDP, DDP], total[FSDP, DDP] = grads.after_ready(backward_s, overlap), grads.serial
     if (FSDP, ZERO1) in plans:  # Megatron-Core distributed optimizer
-        bucket = bucket_layout(total_bytes, megatron_bucket_elements(group_size) * wire, 0.0)
-        grads, params = _Phase(bucket, ring), _Phase(bucket, ring)
+        elements = megatron_bucket_elements(group_size)
+        grads = _Phase(bucket_layout(grad_bytes, elements * wire * reduce_ratio, 0.0), ring)
+        params = _Phase(bucket_layout(total_bytes, elements * wire, 0.0), ring)
         exposed[FSDP, ZERO1] = (grads.after_ready(backward_s, overlap)
                                 + params.before_use(forward_s, overlap))
         total[FSDP, ZERO1] = grads.serial + params.serial
     if plans & {(DEEPSPEED, ZERO1), (DEEPSPEED, ZERO2)}:
-        grads = _Phase(ds_units(DS_REDUCE_BUCKET_ELEMENTS), all_reduce)
+        grads = _Phase(bucket_layout(grad_bytes, DS_REDUCE_BUCKET_ELEMENTS * wire * reduce_ratio,
+                                     0.0), all_reduce)
         params = _Phase(ds_units(DS_ALLGATHER_BUCKET_ELEMENTS), ring)
         once = grads.after_ready(backward_s, overlap)
         exposed[DEEPSPEED, ZERO1] = once + params.serial  # gathered after the optimizer step
@@ -219,8 +237,9 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
         exposed[DEEPSPEED, ZERO2] = k * once + params.serial  # reduced in every backward
         total[DEEPSPEED, ZERO2] = k * grads.serial + params.serial
     if plans & {(FSDP, ZERO2), (FSDP, ZERO3)}:
-        block = bucket_layout(total_bytes, total_bytes / np.maximum(blocks, 1.0), 0.0)
-        gather, reduce = _Phase(block, ring), _Phase(block, ring)
+        units = np.maximum(blocks, 1.0)
+        gather = _Phase(bucket_layout(total_bytes, total_bytes / units, 0.0), ring)
+        reduce = _Phase(bucket_layout(grad_bytes, grad_bytes / units, 0.0), ring)
         fwd = gather.before_use(forward_s, overlap)
         # under no_sync the first k - 1 micro-batches reduce nothing (k_reduce = 1) and
         # SHARD_GRAD_OP keeps its gathered parameters between them (k_gather2 = 1)
@@ -240,7 +259,8 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
         total[FSDP, ZERO3] = 2.0 * k * gather.serial + k_reduce * reduce.serial
     if (DEEPSPEED, ZERO3) in plans:  # prefetched gathers; reduce-scatter in every backward
         gather = _Phase(ds_units(DS_PREFETCH_BUCKET_ELEMENTS), ring)
-        reduce = _Phase(ds_units(DS_REDUCE_BUCKET_ELEMENTS), ring)
+        reduce = _Phase(bucket_layout(grad_bytes, DS_REDUCE_BUCKET_ELEMENTS * wire * reduce_ratio,
+                                      0.0), ring)
         micro = (gather.before_use(forward_s, overlap)
                  + _gather_and_reduce_in_backward(gather, reduce, backward_s, overlap,
                                                   backward_prefetch_post))
