@@ -91,6 +91,7 @@ B_LABELS = {
     "more_devices": "add a server's worth of devices",
     "split_model": "split the model (best layout)",
     "attention_kernel": "use a Hopper attention kernel (cuDNN, FlashAttention-3)",
+    "tp_overlap": "overlap tensor-parallel communication",
 }
 WIDGET_FIELDS = tuple(f for f in AppState.model_fields if f not in ("src", "tab"))
 ss = st.session_state

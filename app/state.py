@@ -29,8 +29,9 @@ from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, RecomputeStyle
 from scalesim.profiles import parse_profile, profile_from_presets
 from scalesim.schemas import GradSync, Profile
 
-LINK_VERSION = 7  # v7: + the tensor-parallel overlap (tpo) and scenario B "use a Hopper
-# attention kernel" (b=attention_kernel); v6: + the attention kernel (ak);
+LINK_VERSION = 7  # v7: + the tensor-parallel overlap (tpo) and scenarios B "use a Hopper
+# attention kernel" and "overlap tensor-parallel communication" (b: V7_REMEDIES); v6: + the
+# attention kernel (ak);
 # v5: + the gradient sync under accumulation (gs, FSDP no_sync); v4: + the recompute style
 # (rs); v3: + the model split (tp, pp, sched, vs, rec, sp) and transformer presets; each
 # written only when used (``link_version``); v1 to v6 open with the tensor-parallel
@@ -44,6 +45,7 @@ V4_FIELDS = ("rs",)  # what v4 added
 V5_FIELDS = ("gs",)  # what v5 added
 V6_FIELDS = ("ak",)  # what v6 added
 V7_FIELDS = ("tpo",)  # what v7 added
+V7_REMEDIES = ("attention_kernel", "tp_overlap")  # the scenario B choices v7 added
 SHARED_DATE_KEY = "at"  # the date a share link was made (YYYY-MM-DD), for the receiver's banner
 MAX_QUERY_CHARS = 16_000  # the whole query string (browsers keep ~32k; stay well below)
 MAX_VALUE_CHARS = 400  # one control's value
@@ -56,7 +58,7 @@ IntraMode = Literal["profile", "custom", *presets.INTRA_LINKS.keys()]  # type: i
 InterMode = Literal["profile", "custom", "infiniband", "roce", "ethernet"]
 RemedyChoice = Literal["best", "bigger_batch", "overlap", "accumulation", "loader", "sharding",
                        "interconnect", "slow_device", "more_devices", "split_model",
-                       "attention_kernel"]
+                       "attention_kernel", "tp_overlap"]
 
 
 # the workload presets: the data-parallel ones, then the transformer shapes (split by a layout)
@@ -435,13 +437,14 @@ V2_DEFAULTS: dict[str, Any] = {
 
 def link_version(state: AppState) -> int:
     """7 when the state uses what v7 added (the tensor-parallel overlap on, or scenario B 'use a
-    Hopper attention kernel'); 6 when it uses what v6 added (an attention kernel other than the
-    vendor one); 5 when it uses what v5 added (gradients reduced once per step); 4 when it uses
-    what v4 added (the early-stop recompute style); 3 when it uses what v3 added (a model split,
-    a transformer workload preset, the Layouts tab, scenario B 'split the model'); else 2, so a
-    link opens in every scalesim that can show it the same."""
+    Hopper attention kernel' or 'overlap tensor-parallel communication'); 6 when it uses what v6
+    added (an attention kernel other than the vendor one); 5 when it uses what v5 added
+    (gradients reduced once per step); 4 when it uses what v4 added (the early-stop recompute
+    style); 3 when it uses what v3 added (a model split, a transformer workload preset, the
+    Layouts tab, scenario B 'split the model'); else 2, so a link opens in every scalesim that
+    can show it the same."""
     if (any(getattr(state, n) != AppState.model_fields[n].default for n in V7_FIELDS)
-            or state.b == "attention_kernel"):
+            or state.b in V7_REMEDIES):
         return 7
     if any(getattr(state, n) != AppState.model_fields[n].default for n in V6_FIELDS):
         return 6

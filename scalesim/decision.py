@@ -43,7 +43,8 @@ from scalesim.presets import FLASH2_ON_HOPPER_EFFICIENCY
 from scalesim.remedies import DATA_STALL_SHARE, data_stall_share, rank_remedies
 from scalesim.schemas import Profile, Scenario
 
-SETTINGS_KEYS = ("fit_memory", "bigger_batch", "accumulation", "overlap", "sharding")
+SETTINGS_KEYS = ("fit_memory", "bigger_batch", "accumulation", "overlap", "tp_overlap",
+                 "sharding")
 # Options shown besides "as is": a display setting, not a decision threshold (the card is read at
 # a glance, in a terminal and on a phone; the others are listed in a note).
 MAX_OPTIONS = 3

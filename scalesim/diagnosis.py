@@ -61,7 +61,8 @@ CAUSES = {
 # Remedies (scalesim.remedies keys) that address each cause first.
 PREFERRED_REMEDIES = {
     "inter_server": ["interconnect", "overlap", "accumulation", "bigger_batch", "split_model"],
-    "comm_growth": ["overlap", "accumulation", "bigger_batch", "interconnect", "split_model"],
+    "comm_growth": ["overlap", "tp_overlap", "accumulation", "bigger_batch", "interconnect",
+                    "split_model"],
     "input_pipeline": ["loader"],
     "stragglers": ["accumulation", "bigger_batch"],
     "slow_device": ["slow_device"],

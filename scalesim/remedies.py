@@ -2,8 +2,9 @@
 
 The remedies are the seed's list: a bigger per-device batch, overlap of communication with
 backward, gradient accumulation, more loader workers or caching the input, sharding (ZeRO), a
-faster interconnect, and fixing a slow device; then splitting the model and running a Hopper
-attention kernel instead of a FlashAttention-2-class one (docs/model.md §10, §13). Each one
+faster interconnect, and fixing a slow device; then splitting the model, running a Hopper
+attention kernel instead of a FlashAttention-2-class one, and overlapping the tensor-parallel
+collectives with the matmuls (docs/model.md §10, §13, §14). Each one
 changes the scenario (or the profile's links) in one documented way; the model predicts the result
 at the same device count; the gain is the change in throughput. A remedy that does not apply
 (overlap already on, no data stall, no slow device...) is still returned with ``applicable=False``
@@ -61,7 +62,7 @@ VERDICTS = ("remedy", "loses", "not runnable", "not applicable")  # display orde
 @dataclass(frozen=True)
 class RemedyResult:
     key: str  # bigger_batch, overlap, accumulation, loader, sharding, interconnect, slow_device,
-    # fit_memory, split_model, attention_kernel
+    # fit_memory, split_model, attention_kernel, tp_overlap
     title: str  # what changes, in words a manager can read
     scenario: Scenario
     profile: Profile
@@ -177,6 +178,7 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction):
                     profile, fit_reason, "same global batch in smaller micro-steps"))
     out.append(_split_model(profile, scenario, now))
     out.append(_attention_kernel(profile, scenario))
+    out.append(_tp_overlap(profile, scenario))
     has_slow = scenario.slow_device is not None and scenario.slow_factor > 1.0
     out.append(("slow_device", "Replace or fix the slow device",
                 scenario.model_copy(update={"slow_device": None, "slow_factor": 1.0}), profile,
@@ -352,6 +354,43 @@ def _attention_kernel(profile: Profile, scenario: Scenario):
             "cuDNN through Transformer Engine or PyTorch SDPA's cuDNN backend (sdpa_kernel"
             "(SDPBackend.CUDNN_ATTENTION)), FlashAttention-3 from flash-attn's hopper/ build: "
             "exact attention as now")
+
+
+TP_OVERLAP_TITLE = ("Overlap tensor-parallel communication with the matmuls (Transformer Engine "
+                    "TP comm overlap, torchtitan async TP)")
+
+
+def tp_overlap_reason(profile: Profile, scenario: Scenario) -> str:
+    """Why overlapping the tensor-parallel collectives with the matmuls is not a remedy here, in
+    one clause, or '' where it is one to predict: a parameter-count workload (not split), a
+    layout without tensor parallelism, or the overlap already on (``ScenarioLayout.tp_overlap``,
+    docs/model.md §14)."""
+    from scalesim import layout_predict as lp
+
+    split = lp.layout_of(scenario)
+    if lp.with_measured_shape(profile).workload.transformer is None:
+        return (f"workload '{profile.workload.name}' is a parameter count: no tensor "
+                "parallelism to overlap")
+    if split.tp == 1:
+        return "the layout has no tensor parallelism (tp 1)"
+    if split.tp_overlap:
+        return "the tensor-parallel collectives are overlapped already"
+    return ""
+
+
+def _tp_overlap(profile: Profile, scenario: Scenario):
+    """The "overlap tensor-parallel communication" candidate: the scenario's layout with
+    ``tp_overlap`` on (docs/model.md §14: the collectives hide behind the layer's weight matmuls
+    but for what those cannot cover and the contention share); its gain is ``predict``'s."""
+    from scalesim import layout_predict as lp
+
+    split = lp.layout_of(scenario)
+    return ("tp_overlap", TP_OVERLAP_TITLE,
+            scenario.model_copy(update={"layout": split.model_copy(update={"tp_overlap": True})}),
+            profile, tp_overlap_reason(profile, scenario),
+            "Megatron-LM --tp-comm-overlap (Transformer Engine userbuffers; NeMo / "
+            "Megatron-Bridge tp_comm_overlap), torchtitan enable_async_tensor_parallel (with "
+            "torch.compile): the same layout and numerics")
 
 
 def _objective(goal: training_time.Goal, objective: str) -> str:

@@ -52,7 +52,7 @@ def test_the_shape_makes_splitting_the_model_a_remedy(runs_csv, bert_file):
     shaped = diagnose_runs(runs, None, 2.0, transformer=model)  # params from the model
     assert shaped.cause.key == plain.cause.key == "inter_server"
     split = _split(shaped)
-    # offered because the exchange is large (docs/model.md §10: >= 2.8 % of the step), with a
+    # offered because the exchange is large (docs/model.md §10: >= 2.7 % of the step), with a
     # layout that splits the model and a predicted gain
     assert split.applicable and split.gain > 0.2, split
     assert "data-parallel exchange" in split.note and "Split the model: dp" in split.title
