@@ -232,9 +232,16 @@ def _check_parallel_case(case: ParallelCase, where: str) -> None:
     if lay.dp * lay.tp * lay.pp * lay.cp != lay.devices:
         raise ScalesimError(f"{where}: devices {lay.devices} != dp {lay.dp} x tp {lay.tp} x "
                             f"pp {lay.pp} x cp {lay.cp}")
-    if problems := unrunnable_split(lay.global_batch, lay.dp, lay.micro_batch, lay.tp,
-                                    case.model.heads):
-        # predicted as published, these would be fractions of a micro-batch or of a head
+    # Refused: fewer than one micro-batch per replica, or a fraction of a head per tensor-
+    # parallel rank (Megatron-Core asserts whole heads). A global batch that dp x micro-batch
+    # does not divide but fills it at least once is predicted as published, with a layout note:
+    # frameworks with a microbatching engine run it (llm-foundry's README: "a total batch size of
+    # 48, and a micro batch of 11, means we will accumulate gradients across microbatches of 11,
+    # 11, 11, 11, 4"), the same tokens as the model's fractional micro-step count.
+    short = (lay.micro_batch is not None and lay.global_batch < lay.dp * lay.micro_batch)
+    problems = (unrunnable_split(lay.global_batch, lay.dp, lay.micro_batch) if short else [])
+    problems += unrunnable_split(tp=lay.tp, heads=case.model.heads)
+    if problems:
         raise ScalesimError(f"{where}: {'; '.join(problems)}: no framework runs that layout; "
                             "check the case's layout and model against its source")
     if case.hardware.intra_node not in INTRA_LINKS:

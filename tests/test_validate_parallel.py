@@ -192,6 +192,20 @@ def test_a_layout_no_framework_runs_is_refused(tmp_path, capsys, raw, change, sa
     assert "case 'narayanan2021_t1_3p6b'" in err and says in err and "no framework runs" in err
 
 
+def test_a_global_batch_that_fills_the_micro_batches_unevenly_is_predicted_with_a_note(raw):
+    """llm-foundry's microbatching runs a global batch that dp x micro-batch does not divide
+    (its README: 48 at micro-batch 11 is 11, 11, 11, 11, 4): such a case is predicted as
+    published (the same tokens per step), with a layout note, and the file still validates;
+    only fewer than one micro-batch per replica is refused (above)."""
+    data = copy.deepcopy(raw)
+    case = next(c for c in data["cases"] if c["id"] == "narayanan2021_t1_3p6b")
+    case["layout"]["global_batch"] = 32 * 16 * 3 + 100  # dp 32 x micro-batch 16, 3.2 times
+    report = validate_parallel_cases(parse_parallel_cases(data))
+    r = next(x for x in report.cases if x.id == case["id"])
+    assert any("not divisible by dp 32 x micro-batch 16" in f for f in r.flags), r.flags
+    assert r.predicted > 0 and len(report.cases) == len(data["cases"])
+
+
 @pytest.mark.parametrize("content", [{}, {"format": "scalesim-parallel-cases/0", "cases": []},
                                      {"format": "x\ny", "cases": [1]}])
 def test_a_file_of_no_known_format_names_both_formats(tmp_path, capsys, content):
