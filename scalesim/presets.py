@@ -223,6 +223,10 @@ MEMORY_BANDWIDTH_GBPS: list[tuple[tuple[str, ...], float, str]] = [
     (("A100", "80GB"), 2039.0, "NVIDIA A100 datasheet: A100 80GB SXM, 2,039 GB/s"),
     (("A100",), 1555.0, "NVIDIA A100 datasheet: A100 40GB, 1,555 GB/s"),
     (("V100S", "PCIe"), 1134.0, "NVIDIA V100S PCIe datasheet: 32 GB HBM2, 1,134 GB/s"),
+    (("B200",), 7700.0, "NVIDIA Blackwell datasheet table (GB200 NVL72 and HGX B200): HGX B200 "
+     "180 GB HBM3e, 7.7 TB/s per GPU (listed after 'GB200', which its name contains)"),
+    (("MI325X",), 6000.0, "AMD Instinct MI325X data sheet: 256 GB HBM3E, 6 TB/s"),
+    (("MI300X",), 5300.0, "AMD Instinct MI300X data sheet: 192 GB HBM3, 5.3 TB/s"),
     (("V100",), 900.0, "NVIDIA Tesla V100 datasheet: 900 GB/s HBM2 (SXM2 and PCIe)"),
     (("L40",), 864.0, "NVIDIA L40S and L40 datasheets: 48 GB GDDR6, 864 GB/s"),
     (("P100",), 732.0, "NVIDIA Tesla P100 datasheet: 732 GB/s (SXM2 and PCIe 16 GB)"),
@@ -248,6 +252,13 @@ PEAK_TFLOPS: list[tuple[tuple[str, ...], float, float | None, str]] = [
     (("H200",), 989.0, 1979.0, "NVIDIA H200 Tensor Core GPU datasheet: H200 SXM 1,979 TFLOPS "
      "BF16 and 3,958 FP8 with sparsity, half of each dense (GH200 has the same Hopper GPU: "
      "GH200 datasheet 990 TFLOPS BF16 dense)"),
+    (("B200",), 2250.0, 4500.0, "NVIDIA Blackwell datasheet table (GB200 NVL72 and HGX B200, "
+     "individual GPU): HGX B200 FP16/BF16 Tensor Core 4.5 PFLOPS and FP8 9 PFLOPS with sparsity, "
+     "half of each dense (listed after 'GB200', which its name contains)"),
+    (("MI325X",), 1307.4, 2614.9, "AMD Instinct MI325X data sheet: 1,307.4 TFLOPS FP16/BF16 and "
+     "2,614.9 FP8 dense (the MI300X's compute)"),
+    (("MI300X",), 1307.4, 2614.9, "AMD Instinct MI300X data sheet: 1,307.4 TFLOPS FP16/BF16 and "
+     "2,614.9 FP8 dense (2,614.9 and 5,229.8 with sparsity)"),
     (("A100",), 312.0, None, "NVIDIA A100 datasheet: 312 TFLOPS BF16/FP16 dense, no FP8"),
     # "V100S" with "PCIe": without hyphens "V100-SXM2" reads "v100sxm2", which holds "v100s"
     (("V100S", "PCIe"), 130.0, None, "NVIDIA V100 datasheet: V100S PCIe 130 TFLOPS tensor"),
@@ -619,6 +630,10 @@ DEVICE_MEMORY_GIB = [
     (("GH200",), 96.0, "NVIDIA GH200 Grace Hopper Superchip datasheet: 96 GB HBM3"),
     (("H200",), 141.0, "NVIDIA H200 Tensor Core GPU datasheet: 141 GB HBM3e (SXM and NVL)"),
     (("L40",), 48.0, "NVIDIA L40S and L40 datasheets: 48 GB GDDR6"),
+    (("B200",), 180.0, "NVIDIA Blackwell datasheet table: HGX B200 180 GB HBM3e per GPU (after "
+     "'GB200', which its name contains)"),
+    (("MI325X",), 256.0, "AMD Instinct MI325X data sheet: 256 GB HBM3E"),
+    (("MI300X",), 192.0, "AMD Instinct MI300X data sheet: 192 GB HBM3"),
 ]
 # Names whose stated size is not the GPU's memory: nvidia-smi's "NVIDIA GH200 480GB" states the
 # superchip's 480 GB of LPDDR5X CPU memory (GH200 datasheet), its GPU holds 96 GB HBM3.

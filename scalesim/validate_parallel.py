@@ -63,6 +63,17 @@ DEFAULT_VOCAB = 51200  # a null vocabulary: GPT-2's 50,257 BPE tokens padded as 
 SOURCE_VOCAB = {"NVIDIA/NeMo": ((2024, 8, 4), (("nemotron", 256000), ("gpt3", 51200),
                                                ("llama2", 32000), ("llama3", 128256),
                                                ("mixtral", 32000)))}
+# A GPU none of the datasheet tables (presets.PEAK_TFLOPS, MEMORY_BANDWIDTH_GBPS) lists is
+# predicted, flagged, rather than refused with its whole file: the group's anchor pins the
+# efficiency against whatever peak is used, so a nominal 16-bit peak serves (only peak x
+# efficiency enters the compute, as layout_predict.NOMINAL_PEAK_FLOPS); fp8 at twice it, the
+# ratio of every listed GPU with fp8 (H100, H200, GB200, B200, MI300X datasheets); the memory
+# bandwidth at the peak over 250 FLOP per byte, near the listed training GPUs' ratios (H100 SXM
+# 989 / 3.35 = 295, B200 2250 / 7.7 = 292, MI300X 1307 / 5.3 = 247, A100 40GB 312 / 1.555 = 201),
+# which sets the memory-bound kernels' share of the step the anchor cannot pin.
+UNLISTED_PEAK_TFLOPS = 1000.0
+FP8_PEAK_RATIO = 2.0
+UNLISTED_FLOP_PER_BYTE = 250.0
 DEFAULT_MICRO_BATCH = 1
 DEFAULT_RECOMPUTE = "none"  # a null recompute: none (Megatron-Core's default)
 FLASH_ATTENTION_FROM_YEAR = 2022  # sources from 2022 on use fused (flash) attention (Dao 2022)
@@ -151,8 +162,12 @@ DEFAULTS = {
                                         for r, (y, m, d) in RECOMPUTE_EARLY_STOP_SOURCES.items())
                             + " (PyTorch non-reentrant checkpoint, early stop, torch >= 2.1)",
     "peak": "datasheet dense 16-bit peak of the GPU (fp8: the fp8 peak for weight matmuls, the "
-            "16-bit peak for the attention core)",
-    "memory_bandwidth": "datasheet memory bandwidth of the GPU",
+            "16-bit peak for the attention core); a GPU no table lists: a nominal "
+            f"{UNLISTED_PEAK_TFLOPS:g} TFLOP/s (fp8 {FP8_PEAK_RATIO:g}x), flagged (the anchor "
+            "absorbs its scale)",
+    "memory_bandwidth": "datasheet memory bandwidth of the GPU; unlisted: the 16-bit peak over "
+                        f"{UNLISTED_FLOP_PER_BYTE:g} FLOP per byte, flagged",
+    "intra_node": "the format's names, nvlink-v100 read as the presets' nvlink2",
     "device_memory": "the size in the GPU's name ('A100 40GB'), else its datasheet size "
                      "(presets.device_memory_of); a layout that would not fit is flagged",
     "comm_compute_contention": GPU_COMM_CONTENTION,
@@ -227,6 +242,17 @@ class ParallelCase(_Strict):
     measured: PCMeasured
 
 
+# The model-parallel format's names for a server's link where they differ from the presets'
+# (parallel_cases.md lists `nvlink-v100` for the V100 DGX-1's hybrid cube-mesh, which the
+# data-parallel format and presets.INTRA_LINKS call `nvlink2`).
+INTRA_NODE_ALIASES = {"nvlink-v100": "nvlink2"}
+
+
+def intra_preset(intra_node: str) -> str:
+    """The ``presets.INTRA_LINKS`` name of a case's ``hardware.intra_node``."""
+    return INTRA_NODE_ALIASES.get(intra_node, intra_node)
+
+
 def _check_parallel_case(case: ParallelCase, where: str) -> None:
     lay = case.layout
     if lay.dp * lay.tp * lay.pp * lay.cp != lay.devices:
@@ -244,7 +270,7 @@ def _check_parallel_case(case: ParallelCase, where: str) -> None:
     if problems:
         raise ScalesimError(f"{where}: {'; '.join(problems)}: no framework runs that layout; "
                             "check the case's layout and model against its source")
-    if case.hardware.intra_node not in INTRA_LINKS:
+    if intra_preset(case.hardware.intra_node) not in INTRA_LINKS:
         raise ScalesimError(f"{where}: unknown hardware.intra_node "
                             f"'{case.hardware.intra_node}'; use one of {', '.join(INTRA_LINKS)}")
 
@@ -383,21 +409,26 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
 
     fp8 = case.precision == "fp8"
     peak = peak_tflops_of(hw.gpu, fp8)
-    if peak is None:
-        raise ScalesimError(f"case {case.id!r}: no datasheet peak for GPU '{hw.gpu}'"
-                            f"{' at fp8' if fp8 else ''}")
     core_peak = peak_tflops_of(hw.gpu, False) if fp8 else peak
+    if peak is None or core_peak is None:  # a GPU the datasheet tables do not list
+        peak = (UNLISTED_PEAK_TFLOPS * (FP8_PEAK_RATIO if fp8 else 1.0), "")
+        core_peak = (UNLISTED_PEAK_TFLOPS, "")
+        flags.append(f"no datasheet peak for GPU '{hw.gpu}'{' at fp8' if fp8 else ''}: a nominal "
+                     f"{UNLISTED_PEAK_TFLOPS:g} TFLOP/s 16-bit peak (fp8 {FP8_PEAK_RATIO:g}x), whose "
+                     "scale the group's anchor absorbs into its efficiency")
     bandwidth = memory_bandwidth_of(hw.gpu)
     if bandwidth is None and memory_bandwidth_of(f"{hw.gpu} SXM") is not None:
         # Multi-GPU training servers (HGX/DGX) hold the SXM board; the source names no form.
         bandwidth = memory_bandwidth_of(f"{hw.gpu} SXM")
         flags.append("GPU form factor not stated: SXM memory bandwidth assumed")
     if bandwidth is None:
-        raise ScalesimError(f"case {case.id!r}: no datasheet memory bandwidth for '{hw.gpu}'")
+        bandwidth = (core_peak[0] * 1e3 / UNLISTED_FLOP_PER_BYTE, "")
+        flags.append(f"no datasheet memory bandwidth for '{hw.gpu}': the 16-bit peak over "
+                     f"{UNLISTED_FLOP_PER_BYTE:g} FLOP per byte ({bandwidth[0]:,.0f} GB/s) assumed")
     memory = device_memory_of(hw.gpu)
     if memory is None:
         flags.append(f"device memory of '{hw.gpu}' unknown: whether the layout fits is not checked")
-    intra = intra_link(hw.intra_node)
+    intra = intra_link(intra_preset(hw.intra_node))
     net = hw.inter_node
     family = _gpu_family(hw.gpu)
     if net is None:

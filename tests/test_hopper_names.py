@@ -37,3 +37,21 @@ def test_h100_pcie_and_nvl_have_their_own_peaks():
     assert peak_tflops_of("NVIDIA H100 NVL")[0] == pytest.approx(835.5)
     assert peak_tflops_of("NVIDIA H100 NVL", fp8=True)[0] == pytest.approx(1670.5)
     assert peak_tflops_of("NVIDIA H100 80GB HBM3")[0] == pytest.approx(989.0)
+
+
+def test_a_b200_is_not_read_as_a_gb200_and_amd_instinct_is_listed():
+    """'GB200' contains 'B200': the GB200 rows come first, so a B200 gets the HGX B200's own
+    datasheet figures (half the with-sparsity 4.5 / 9 PFLOPS, 180 GB, 7.7 TB/s) and a GB200
+    keeps its NVL72 ones; MI300X / MI325X from AMD's data sheets."""
+    from scalesim.presets import memory_bandwidth_of
+
+    assert peak_tflops_of("NVIDIA B200")[0] == pytest.approx(2250.0)
+    assert peak_tflops_of("NVIDIA B200", fp8=True)[0] == pytest.approx(4500.0)
+    assert memory_bandwidth_of("NVIDIA B200")[0] == pytest.approx(7700.0)
+    assert device_memory_of("NVIDIA B200")[0] == pytest.approx(180 * GIB)
+    assert peak_tflops_of("NVIDIA GB200")[0] == pytest.approx(2500.0)
+    assert device_memory_of("GB200 NVL72")[0] == pytest.approx(186 * GIB)
+    assert peak_tflops_of("AMD Instinct MI300X")[0] == pytest.approx(1307.4)
+    assert peak_tflops_of("AMD Instinct MI300X", fp8=True)[0] == pytest.approx(2614.9)
+    assert memory_bandwidth_of("AMD Instinct MI325X")[0] == pytest.approx(6000.0)
+    assert device_memory_of("AMD Instinct MI325X")[0] == pytest.approx(256 * GIB)

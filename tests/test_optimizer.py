@@ -21,7 +21,8 @@ def test_datasheet_bandwidths_by_device_name():
     assert presets.memory_bandwidth_of("A100-SXM4 80GB")[0] == 2039.0
     assert presets.memory_bandwidth_of("A100 80GB PCIe")[0] == 1935.0
     assert presets.memory_bandwidth_of("a100-sxm4 40gb")[0] == 1555.0
-    assert presets.memory_bandwidth_of("MI300X") is None
+    assert presets.memory_bandwidth_of("AMD Instinct MI300X")[0] == 5300.0
+    assert presets.memory_bandwidth_of("Gaudi3") is None  # not listed
     for hw in presets.HARDWARE.values():
         assert hw.memory_bandwidth_GBps == presets.memory_bandwidth_of(hw.device_name)[0]
 

@@ -232,3 +232,39 @@ def test_parallel_with_a_data_parallel_file_is_refused(tmp_path, capsys):
     assert "--parallel" in err and "drop --parallel" in err, err
     assert main(["validate", str(PARALLEL_CASES), "--parallel", "--json"]) == 0  # its own kind
     capsys.readouterr()
+
+
+def _torchtitan_pair(raw, **hardware):
+    data = copy.deepcopy(raw)
+    data["cases"] = [c for c in data["cases"] if c["group"] == "torchtitan_h100_202412_bf16_eager"]
+    for case in data["cases"]:
+        case["hardware"].update(hardware)
+    return data
+
+
+def test_a_gpu_no_datasheet_lists_is_predicted_with_a_nominal_peak_not_refused(raw):
+    """A case file naming a GPU the datasheet tables lack (here 'Gaudi3') failed as a whole ("no
+    datasheet peak"); its group's anchor pins the efficiency against any peak, so it is predicted
+    at a nominal 1,000 TFLOP/s and 4,000 GB/s (1,000 / 250 FLOP per byte), flagged."""
+    from scalesim.validate_parallel import UNLISTED_FLOP_PER_BYTE, UNLISTED_PEAK_TFLOPS
+
+    report = validate_parallel_cases(parse_parallel_cases(_torchtitan_pair(raw, gpu="Gaudi3")))
+    case = next(c for c in report.cases if not c.anchor)
+    assert case.predicted > 0
+    assert any(f"nominal {UNLISTED_PEAK_TFLOPS:g} TFLOP/s" in f for f in case.flags)
+    assert any(f"{UNLISTED_PEAK_TFLOPS * 1e3 / UNLISTED_FLOP_PER_BYTE:,.0f} GB/s" in f
+               for f in case.flags)
+    listed = validate_parallel_cases(parse_parallel_cases(_torchtitan_pair(raw, gpu="B200")))
+    assert not any("datasheet" in f for c in listed.cases for f in c.flags)
+
+
+def test_the_formats_nvlink_v100_is_the_presets_nvlink2(raw):
+    """parallel_cases.md lists `nvlink-v100` (the V100 DGX-1's hybrid cube-mesh), which the
+    presets call `nvlink2`: a case naming it was refused as an unknown link."""
+    from scalesim.presets import intra_link
+    from scalesim.validate_parallel import case_inputs
+
+    data = _torchtitan_pair(raw, gpu="V100 SXM2 32GB", intra_node="nvlink-v100")
+    case = parse_parallel_cases(data)[0]
+    inputs, _ = case_inputs(case, [])
+    assert float(inputs.intra_busbw_GBps) == intra_link("nvlink2").busbw_GBps
