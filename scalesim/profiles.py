@@ -19,7 +19,7 @@ import numpy as np
 
 from scalesim import presets
 from scalesim.errors import ScalesimError, require_model, require_path, require_text
-from scalesim.jsonio import parse_model, read_json
+from scalesim.jsonio import parse_model, read_json, version_text
 from scalesim.model.compute import OPTIMIZER_MAX_SHARE, optimizer_roofline_s
 from scalesim.schemas import (
     PROFILE_VERSION,
@@ -514,10 +514,7 @@ def parse_profile(data: Any, what: str = "profile") -> Profile:
         raise ScalesimError(f"{what}: expected a JSON object with schema_version {PROFILE_VERSION}")
     version = data.get("schema_version")
     if version != PROFILE_VERSION:
-        raise ScalesimError(
-            f"{what}: schema_version is {version!r}, this scalesim reads '{PROFILE_VERSION}'; "
-            "re-run scalesim calibrate or convert the file"
-        )
+        raise ScalesimError(f"{what}: {version_text(version, Profile)}")
     return parse_model(data, Profile, what)
 
 

@@ -195,3 +195,31 @@ def test_an_unknown_or_missing_field_says_what_to_do(tmp_path, capsys, change, s
     assert main(["predict", "--profile", str(path)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1 and says in err, err
+
+
+@pytest.mark.parametrize("flag, kind, version, does", [
+    ("--profile", "profile", "scalesim-profile/2", "re-run the scalesim calibrate command"),
+    ("--profile", "profile", None, "re-run the scalesim calibrate command"),
+    ("--hardware", "hardware", "scalesim-hardware/2", "scalesim schema hardware lists"),
+    ("--workload", "workload", "scalesim-workload/0", "scalesim schema workload lists"),
+    ("--scenario", "scenario", "scalesim-scenario/2", "scalesim schema scenario lists"),
+])
+def test_another_schema_version_says_which_one_is_read_and_what_to_do(tmp_path, capsys, flag,
+                                                                      kind, version, does):
+    """A profile of another version said `re-run scalesim calibrate or convert the file`, and
+    no converter exists; a hardware, workload or scenario file said pydantic's `Input should
+    be 'scalesim-hardware/1' (+6 more problems)`. Now the version this scalesim reads, that it
+    converts none, and what to do, one line (the version's error alone: it explains the rest)."""
+    from scalesim import __version__
+
+    data = {"name": "old", "devices_per_node": "eight"}
+    if version is not None:
+        data["schema_version"] = version
+    path = tmp_path / f"{kind}.json"
+    path.write_text(json.dumps(data))
+    code, _, err = run_cli(capsys, ["predict", flag, str(path)])
+    line = _one_line_error(code, err)
+    said = f"schema_version is '{version}'" if version else "no schema_version"
+    assert f"{path}: {said}; this scalesim ({__version__}) reads 'scalesim-{kind}/1' only" in line
+    assert "converts no other version" in line and does in line, line
+    assert "convert the file" not in line and "more problems" not in line, line
