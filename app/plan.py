@@ -28,7 +28,7 @@ from scalesim.layout_predict import (
 )
 from scalesim.model.quality import steps_to_quality
 from scalesim.model.sharding import grad_sync_unused
-from scalesim.predict import Prediction, predict, slow_device_note
+from scalesim.predict import Prediction, predict, server_use_words, slow_device_note
 from scalesim.remedies import DATA_STALL_SHARE, RemedyResult, data_stall_share, rank_remedies
 from scalesim.schemas import Profile, Scenario, ScenarioLayout
 from scalesim.training_time import Goal, cost_usd, resolve_goal, time_to_goal_s
@@ -238,9 +238,13 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     if note := slow_device_note(state.slow, devices):
         notes.append(note)
     try:
-        return Scenario(**fields), notes
+        scenario = Scenario(**fields)
     except ValueError as exc:  # pydantic: a combination the scenario refuses
         raise ScalesimError(f"scenario: {exc}") from None
+    used = server_use_words(profile.hardware, scenario, "the Devices per server setting")
+    if used:  # predict's header words, as the CLI shows them
+        notes.append(used)
+    return scenario, notes
 
 
 def _knee(rows: list[Prediction]) -> Knee | None:

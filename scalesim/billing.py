@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from scalesim.bounds import list_text
 from scalesim.errors import ScalesimError
 
 
@@ -27,7 +28,7 @@ def check_sizes(sizes: Sequence[int] | None, name: str = "instance_sizes") -> No
     if sizes is None:
         return
     if len(sizes) == 0 or any(int(s) < 1 for s in sizes):
-        raise ScalesimError(f"{name} {list(sizes)}: give the GPUs of each instance shape, "
+        raise ScalesimError(f"{name} {list_text(sizes)}: give the GPUs of each instance shape, "
                             "1 or more each (e.g. 1,2,4,8)")
 
 

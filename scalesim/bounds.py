@@ -367,6 +367,12 @@ def split_list(text: str, name: str) -> list[str]:
     return list(dict.fromkeys(parts))
 
 
+def list_text(values) -> str:
+    """A list as the CLI's list flags take it: [1, 2, 4] -> '1,2,4' (what ``parse_list`` reads),
+    for every message that names values a user may type back (not Python's '[1, 2, 4]')."""
+    return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values)
+
+
 def parse_list(text: str, quantity: str, name: str) -> list:
     """'1,2,4' -> [1, 2, 4]; for whole numbers also 'A-B', doubling from A to B ('1-8' -> 1, 2,
     4, 8); B must be a doubling of A (1-1000 would stop at 512 without saying so)."""

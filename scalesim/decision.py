@@ -282,7 +282,8 @@ def _recommend(ctx: _Ctx, options: list[DecisionOption]) -> tuple[str, str]:
     priced = [o for o in options if o.total_usd is not None]
     if priced and len(priced) == len(options):  # money known for every option: the cheapest
         o = min(priced, key=lambda x: (x.total_usd, x.time_s or 0.0))
-        money = (f"saves {usd_text(-o.total_change_usd)}" if o.total_change_usd <= 0
+        money = ("costs the same in total" if o.total_change_usd == 0
+                 else f"saves {usd_text(-o.total_change_usd)}" if o.total_change_usd < 0
                  else f"costs {usd_text(o.total_change_usd)} more in total")
         free = " with no new hardware" if o.key in FREE_KEYS else ""
         return (f"{_action(o)}: {_gain_words(o)}{free}, and {money}.", o.assumption)
@@ -349,6 +350,8 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
                      "time and total money, not only throughput")
     if ctx.price is None:
         notes.append("enter a price per device-hour to compare money")
+    if note := training_time.zero_price_note(ctx.goal):
+        notes.append(note)
     return DecisionCard(question=question, goal=ctx.goal.label(), model_error=ctx.error,
                         now=base, options=options,
                         recommendation=recommendation, assumption=assumption, notes=notes)

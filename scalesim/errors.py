@@ -46,6 +46,26 @@ def file_path(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("path: ")) from None
 
 
+def check_distinct_files(paths, fix: str) -> None:
+    """Refuse a file given twice among one flag's files, by the same or another name (compared
+    by real path), in one line ending with ``fix``. Every reader of several files uses it: a
+    trace without ``distributedInfo`` takes its rank from its place in the list, so a repeat
+    read as two ranks of a job that ran one; an nccl-tests log given twice counted each of its
+    sizes twice in the link's fit and was listed twice in its source."""
+    import os
+
+    seen: dict[str, str] = {}
+    for path in map(str, paths):
+        try:
+            key = os.path.realpath(path)
+        except (OSError, ValueError):  # the reader says what is wrong with such a path
+            continue
+        if key in seen:
+            also = "" if seen[key] == path else f" (as {seen[key]})"
+            raise ScalesimError(f"{path}: given twice{also}; {fix}")
+        seen[key] = path
+
+
 def require_text(value, name: str) -> str:
     """``value`` if it is a string (a preset name, file contents), else ScalesimError."""
     if isinstance(value, str):

@@ -216,6 +216,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
         if pf.size > MAX_FRONT:
             pf = pf[np.unique(np.linspace(0, pf.size - 1, MAX_FRONT).round().astype(int))]
         front = [plan(int(i)) for i in pf]
+    if note := training_time.zero_price_note(goal):
+        notes.append(note)
     if goal.critical_batch is None:
         notes.append("no critical batch size: a bigger global batch is assumed to need no more "
                      "samples, which favours large batches; give one to charge the penalty")

@@ -192,7 +192,13 @@ def validation_message(exc: ValidationError, what: str,
                        model: type[BaseModel] | None = None) -> str:
     """Turn a pydantic ValidationError into one line naming the first bad field; a number out of
     its bounds with the value given and, with ``model``, the field's unit and bounds."""
-    first = exc.errors()[0]
+    errors = exc.errors()
+    version = next((e for e in errors if tuple(e.get("loc", ())) == ("schema_version",)), None)
+    if version is not None and model is not None and "schema_version" in model.model_fields:
+        # another version explains the other fields' problems: say it alone
+        given = None if version.get("type") == "missing" else version.get("input")
+        return f"{what}: {version_text(given, model)}"
+    first = errors[0]
     msg = error_text(first)
     loc = tuple(first.get("loc", ()))
     where = ".".join(str(part) for part in loc)
@@ -212,6 +218,22 @@ def validation_message(exc: ValidationError, what: str,
                if first["type"] == "extra_forbidden" else "missing: this field is required")
         msg += see
     return f"{what}: field '{where}': {msg}{extra}"
+
+
+def version_text(given: Any, model: type[BaseModel]) -> str:
+    """What to do with a file of another ``schema_version`` than ``model``'s: the version this
+    scalesim reads, and that nothing converts another (re-run what wrote the file)."""
+    from scalesim import __version__
+
+    expected = model.model_fields["schema_version"].default
+    name = _schema_name(model)
+    redo = ("re-run the scalesim calibrate command that wrote it (with the same --from-... "
+            "files if it read logs, traces or a topology)" if name == "profile" else
+            "write it again for this version" + (f" (scalesim schema {name} lists the fields)"
+                                                 if name else ""))
+    said = "no schema_version" if given is None else f"schema_version is {given!r}"
+    return (f"{said}; this scalesim ({__version__}) reads {expected!r} "
+            f"only and converts no other version: {redo}")
 
 
 def _schema_name(model: type[BaseModel] | None) -> str | None:

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.billing import billed_devices
-from scalesim.bounds import check_number, clip
+from scalesim.bounds import check_number, clip, list_text
 from scalesim.errors import ScalesimError
 from scalesim.layout import (
     DEFAULT_RECOMPUTE_STYLE,
@@ -382,8 +382,8 @@ def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict
                     splits.append((rest // pp, tp, pp, cp))
     if not splits:  # tp 1, pp 1 split any count: only the cp degrees can leave none
         raise ScalesimError(
-            f"no dp x tp x pp x cp split of devices {', '.join(map(str, devices))} with cp "
-            f"{', '.join(map(str, cp_values))}: a context-parallel degree must divide the "
+            f"no dp x tp x pp x cp split of devices {list_text(devices)} with cp "
+            f"{list_text(cp_values)}: a context-parallel degree must divide the "
             "device count (over tp); give --cp degrees that divide it, e.g. 1,2")
     split = np.array(splits)
     sched = np.array([SCHEDULES[name] for name, _ in SCHEDULE_CHOICES])
@@ -506,7 +506,7 @@ def rank_layouts(setting: Setting, devices: list[int],
     if split_only:
         grid = {k: v[grid["tp"] * grid["pp"] * grid["cp"] > 1] for k, v in grid.items()}
     if grid["dp"].size == 0:
-        raise ScalesimError(f"no valid layout for devices {devices} and global batch "
+        raise ScalesimError(f"no valid layout for devices {list_text(devices)} and global batch "
                             f"{global_batch} on servers of {g}: no dp x micro-batch divides "
                             "the global batch with a valid tp and pp")
     r = evaluate_layouts(setting_inputs(setting, **grid))
@@ -520,7 +520,7 @@ def rank_layouts(setting: Setting, devices: list[int],
         order = np.flatnonzero(fits)[order]
         if order.size == 0:
             raise ScalesimError(f"no layout fits in {hardware.device_memory_bytes / 2**30:.0f} GiB "
-                                f"per device for devices {devices}; add devices or memory")
+                                f"per device for devices {list_text(devices)}; add devices or memory")
     if include_unfit:
         unfit = order[~fits[order]]
         order = np.concatenate([order[fits[order]], unfit[np.argsort(r.memory_bytes[unfit],

@@ -236,14 +236,16 @@ def inter_busbw_GBps_of(hw: Hardware, scenario: Scenario) -> float:
                                                                                        scenario)
 
 
-def server_use_words(hw: Hardware, scenario: Scenario) -> str | None:
+def server_use_words(hw: Hardware, scenario: Scenario,
+                     setting: str = "--gpus-per-node") -> str | None:
     """What a job on fewer GPUs of each server than it holds gets, for the command headers:
     '4 of 8 GPUs per server: intra 230, inter 96 GB/s busbw (the links and NICs they reach),
     billed per whole server of 8 GPUs' (the ring over them, ``subset_links``, and
     ``inter_busbw_GBps_of``, GB/s; billing as ``billing.billing_words``); None on whole
     servers. More GPUs than the server holds (a calibration of one GPU per server planned at
     2) are said too: the rows put them all on the one server's links, which the hardware line
-    above would not show."""
+    above would not show. ``setting`` names where the count was set (the CLI's flag; the app
+    names its control)."""
     used = scenario.devices_per_node
     if used is None or used == hw.devices_per_node:
         return None
@@ -251,7 +253,7 @@ def server_use_words(hw: Hardware, scenario: Scenario) -> str | None:
     from scalesim.model.subset_links import subset_busbw_GBps
 
     if used > hw.devices_per_node:
-        return (f"{used} GPUs per server (--gpus-per-node), more than the {hw.devices_per_node} "
+        return (f"{used} GPUs per server ({setting}), more than the {hw.devices_per_node} "
                 f"of {hw.name}: its intra-server link "
                 f"({_pick(scenario.intra_busbw_GBps, hw.intra_node.busbw_GBps):.3g} GB/s "
                 f"busbw) taken for all {used}")

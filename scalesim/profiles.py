@@ -19,7 +19,7 @@ import numpy as np
 
 from scalesim import presets
 from scalesim.errors import ScalesimError, require_model, require_path, require_text
-from scalesim.jsonio import parse_model, read_json
+from scalesim.jsonio import parse_model, read_json, version_text
 from scalesim.model.compute import OPTIMIZER_MAX_SHARE, optimizer_roofline_s
 from scalesim.schemas import (
     PROFILE_VERSION,
@@ -416,8 +416,9 @@ def _shape_device(base: Profile, name: str,
         if device_peak_tflops(hw.device_name, hw) is None or memory_bandwidth_GBps(
                 hw.device_name, hw.memory_bandwidth_GBps) is None:
             raise ScalesimError(
-                f"workload '{name}' is not the model profile '{base.name}' timed (another shape "
-                f"or sequence), and its device '{hw.device_name}' has no datasheet peak and "
+                f"workload '{name}' is not the model profile '{base.name}' "
+                f"{'timed' if base.compute.measured else 'estimated the compute of'} (another "
+                f"shape or sequence), and its device '{hw.device_name}' has no datasheet peak and "
                 "memory bandwidth to estimate the workload's compute: calibrate with "
                 "--block-hidden (docs/calibration.md), or on the workload's own model")
         why = ("the profile has no block calibration; calibrate --block-hidden" if mp is None
@@ -479,7 +480,7 @@ def workload_compute(base: Profile, workload: Workload, name: str | None,
     if match == "same":
         return WorkloadCompute(match, workload, base.compute, base.hardware,
                                ("" if not replaced else f"workload sizes replaced by '{name}'; ")
-                               + f"compute stays as measured{kernel}")
+                               + f"{compute_kept_words(base)}{kernel}")
     hardware, efficiency, basis, predict_hw, where = _shape_device(base, name, calibrated_device)
     if match == "other":
         curve, _ = compute_curve_from_shape(workload, hardware, efficiency, basis)
@@ -514,10 +515,7 @@ def parse_profile(data: Any, what: str = "profile") -> Profile:
         raise ScalesimError(f"{what}: expected a JSON object with schema_version {PROFILE_VERSION}")
     version = data.get("schema_version")
     if version != PROFILE_VERSION:
-        raise ScalesimError(
-            f"{what}: schema_version is {version!r}, this scalesim reads '{PROFILE_VERSION}'; "
-            "re-run scalesim calibrate or convert the file"
-        )
+        raise ScalesimError(f"{what}: {version_text(version, Profile)}")
     return parse_model(data, Profile, what)
 
 
@@ -567,7 +565,8 @@ def resolve_profile(
     if hardware is not None:
         base = base.model_copy(update={
             "hardware": load_hardware(hardware),
-            "notes": [*base.notes, f"hardware replaced by '{hardware}'; compute stays as measured"]})
+            "notes": [*base.notes, f"hardware replaced by '{hardware}'; "
+                      f"{compute_kept_words(base)}"]})
     if workload is not None:
         base, match = profile_with_workload(base, load_workload(workload), workload, device)
         if match == "other":  # its compute from its shape on the new hardware's device
@@ -590,6 +589,14 @@ def profile_with_workload(base: Profile, workload: Workload, name: str | None,
     return base.model_copy(update=changes), decided.match
 
 
+def compute_kept_words(profile: Profile) -> str:
+    """The note of a profile whose compute curve is kept as it is: true of a measured curve
+    and of the presets' estimate that a ``calibrate --from-...`` profile holds."""
+    if profile.compute.measured:
+        return "compute stays as measured"
+    return "compute stays as the profile's estimate (not measured)"
+
+
 def _require_same_device(base: Profile, timed: str, profile: str, name: str) -> None:
     """A profile's compute curve times its own device ``timed``: refuse ``--hardware`` of another
     device (``presets.same_device``; ``base`` carries it) where that curve would stay, as measured
@@ -597,9 +604,12 @@ def _require_same_device(base: Profile, timed: str, profile: str, name: str) -> 
     other = base.hardware.device_name
     if presets.same_device(timed, other):
         return
+    how = ("timed its compute on" if base.compute.measured else
+           "holds a compute estimate (not measured) for")
     raise ScalesimError(
-        f"--hardware '{name}' has device '{other}', but profile '{profile}' timed its compute on "
-        f"'{timed}' and those times describe only that device: for another device predict from "
+        f"--hardware '{name}' has device '{other}', but profile '{profile}' {how} "
+        f"'{timed}' and {'those times describe' if base.compute.measured else 'it describes'} "
+        "only that device: for another device predict from "
         "the presets (--hardware and --workload without --profile) or give --workload with a "
         "transformer shape (its compute from the device's datasheet); for other servers or links "
         f"of the same device give a hardware file with device_name '{timed}'")

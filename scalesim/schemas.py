@@ -7,7 +7,10 @@ Every format is a versioned pydantic v2 model (``schema_version``), exported as 
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+import functools
+import types
+import typing
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -72,9 +75,39 @@ def _takes_bool(annotation: Any) -> bool:
     return annotation is bool or any(_takes_bool(a) for a in get_args(annotation))
 
 
+def _number_kind(annotation: Any) -> str | None:
+    """'a whole number' or 'a number' where a field's type takes numbers and nothing else (int,
+    float | None, list[int], tuple[float, ...]); None where text or anything else may go."""
+    leaves: set[Any] = set()
+
+    def walk(a: Any) -> None:
+        origin = get_origin(a)
+        if origin is typing.Annotated:
+            walk(get_args(a)[0])
+        elif origin in (typing.Union, types.UnionType, list, tuple, set, frozenset):
+            for arg in get_args(a):
+                walk(arg)
+        elif a is not type(None) and a is not Ellipsis:
+            leaves.add(a)
+
+    walk(annotation)
+    if not leaves or not leaves <= {int, float}:
+        return None
+    return "a number" if float in leaves else "a whole number"
+
+
+@functools.cache
+def _field_number_kind(model: type, field: str) -> str | None:
+    return _number_kind(model.model_fields[field].annotation)
+
+
 class _Strict(BaseModel):
     """Unknown fields, infinities and NaN are refused; every number has bounds (scalesim.bounds);
-    true/false is refused where a number goes (pydantic would read true as 1); a ``name`` is one
+    true/false is refused where a number goes (pydantic would read true as 1), and so is a
+    number written as text (``"micro_batch": "16"``, which pydantic would read as 16: the JSON
+    Schema that ``scalesim schema`` prints says a number, and every writer of these files, as
+    calibrate, writes one; the app's share-link controls are ``app.state.AppState``, not these
+    models, and stay lax); a ``name`` is one
     line of printable text (``errors.name_problem``); any other text (notes, sources) has its
     control characters escaped (``errors.printable``): it is printed as read."""
 
@@ -87,6 +120,16 @@ class _Strict(BaseModel):
         if any(isinstance(v, bool) for v in items) and not _takes_bool(
                 cls.model_fields[info.field_name].annotation):
             raise ValueError("true/false is not a number here")
+        texts = [v for v in items if isinstance(v, str)]
+        if texts and (kind := _field_number_kind(cls, info.field_name)):
+            shown = printable(texts[0])
+            shown = repr(shown if len(shown) <= 40 else shown[:40] + "...")
+            try:
+                float(texts[0])
+                fix = "write it without quotes"
+            except ValueError:
+                fix = "write one"
+            raise ValueError(f"{shown} is text (in quotes); this field takes {kind}: {fix}")
         if info.field_name == "name" and isinstance(value, str) and (why := name_problem(value)):
             raise ValueError(why)
         if isinstance(value, float) and value == 0.0:

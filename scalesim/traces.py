@@ -50,7 +50,7 @@ from typing import IO
 import numpy as np
 
 from scalesim.attention_kernel import attention_family
-from scalesim.errors import ScalesimError, require_path
+from scalesim.errors import ScalesimError, check_distinct_files, require_path
 
 CHUNK_CHARS = 1 << 20
 MAX_VALUE_CHARS = 64 << 20  # one JSON value (event or metadata) larger than this is malformed
@@ -569,27 +569,11 @@ def summarise(path: str | os.PathLike[str], index: int = 0, observe=None,
                         _device_name(meta, devices), family)
 
 
-def check_distinct_files(paths) -> None:
-    """Refuse a trace file given twice (by the same or another name): a trace without
-    ``distributedInfo`` takes its rank from its place in the list, so a repeated file read as
-    two ranks of a job that ran one (``diagnose --trace a.json a.json``: '2 rank(s)')."""
-    seen: dict[str, str] = {}
-    for path in map(str, paths):
-        try:
-            key = os.path.realpath(path)
-        except (OSError, ValueError):  # the reader says what is wrong with such a path
-            continue
-        if key in seen:
-            also = "" if seen[key] == path else f" (as {seen[key]})"
-            raise ScalesimError(f"{path}: given twice{also}; give each rank's trace once")
-        seen[key] = path
-
-
 def load_traces(paths: list[str]) -> list[TraceSummary]:
     """Summaries of one trace per rank, sorted by rank; duplicate ranks are an error."""
     if not paths:
         raise ScalesimError("give one or more trace files (--trace rank0.json rank1.json ...)")
-    check_distinct_files(paths)
+    check_distinct_files(paths, "give each rank's trace once")
     summaries = [summarise(p, i) for i, p in enumerate(paths)]
     ranks = Counter(s.rank for s in summaries)
     dup = [r for r, n in ranks.items() if n > 1]

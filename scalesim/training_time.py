@@ -94,6 +94,19 @@ def resolve_goal(profile: Profile, scenario: Scenario) -> Goal:
                 instance_sizes=tuple(sizes))
 
 
+def zero_price_note(goal: Goal) -> str | None:
+    """The words every command that compares money says of a price of 0 USD per device-hour
+    (predict, decide, goal; the app shows theirs): accepted, since servers already paid for
+    cost nothing more per hour, but every device-hour is then free, so money tells plans apart
+    by nothing but a priced network upgrade, and the cheapest is the soonest (its tie-break)."""
+    if goal.price_per_device_hour != 0 or goal.kind is None:
+        return None
+    return ("the price is $0 per device-hour: device time costs nothing, so every plan costs $0 "
+            "but for a priced network upgrade, and the cheapest is simply the soonest; give "
+            "the price a device-hour costs you (for servers you own, their cost spread over "
+            "their hours) to compare money")
+
+
 def samples_needed(goal: Goal, global_batch, reference_batch):
     """Samples the run needs at ``global_batch`` (array), or None when no goal is known."""
     b = np.asarray(global_batch, dtype=float)

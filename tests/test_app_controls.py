@@ -128,3 +128,30 @@ def test_a_gradient_sync_that_changes_nothing_is_noted_as_predict_notes_it():
     state = AppState(strat="zero2", acc=4, gs="once-per-step")
     _, notes = build_scenario(state, preset_profile(state))
     assert not any("gradient sync" in n for n in notes)
+
+
+@pytest.mark.parametrize("dpn", [16, 4])
+def test_devices_per_server_other_than_the_hardwares_is_said_as_predict_says_it(capsys, dpn):
+    """`predict --gpus-per-node 16` on 8-GPU servers says the 16 share one server's link (and 4
+    what 4 of 8 GPUs reach, and how they are billed); the app's 'Devices per server' at 16 or 4
+    said nothing. The page's notes say predict's words now (the control named, not the flag)."""
+    from cli_harness import run_cli
+    from scalesim.app.plan import build_scenario
+    from scalesim.app.state import AppState, preset_profile
+
+    from scalesim.predict import server_use_words
+
+    state = AppState(dpn=dpn, dmax=16)
+    profile = preset_profile(state)
+    scenario, notes = build_scenario(state, profile)
+    words = server_use_words(profile.hardware, scenario, "the Devices per server setting")
+    assert words is not None and words in notes, notes
+    code, out, err = run_cli(capsys, ["predict", "--devices", "16", "--gpus-per-node", str(dpn),
+                                      "--hardware", profile.hardware.name])
+    assert code == 0, err
+    assert words.replace("the Devices per server setting", "--gpus-per-node") in out
+    at = open_app({"v": "5", "dpn": str(dpn), "dmax": "16"})
+    assert not at.exception
+    assert any(words.split(":")[0] in i.value for i in at.info), [i.value for i in at.info]
+    _, notes = build_scenario(AppState(dmax=16), profile)  # the hardware's own: nothing said
+    assert not any("GPUs per server" in n for n in notes)

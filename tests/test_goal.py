@@ -223,3 +223,33 @@ def test_goal_without_a_length_or_a_price_names_the_flags(tmp_path, capsys):
     assert "hardware 'mybox' lists none; give --price" in err, err
     code, out, err = run_cli(capsys, [*argv, "--price", "3"])
     assert code == 0, err
+
+
+def test_a_zero_price_is_said_once_in_goal_decide_and_predict(capsys):
+    """`goal --price 0`: every plan cost $0 and 'cheapest' silently picked the soonest (decide
+    recommended an option that 'saves $0'). A zero price stays accepted (servers already paid
+    for cost nothing more per hour) and the three commands say what it does, in one note."""
+    from scalesim.decision import decide
+    from scalesim.training_time import resolve_goal, zero_price_note
+
+    free = BASE.model_copy(update={"price_per_device_hour": 0.0})
+    answer = seek(default_profile(), free, 3 * DAY_S, 50_000)
+    notes = [n for n in answer.notes if n.startswith("the price is $0 per device-hour")]
+    assert len(notes) == 1 and "the cheapest is simply the soonest" in notes[0]
+    assert answer.best is not None and answer.best.cost_usd == 0.0
+    priced = seek(default_profile(), BASE.model_copy(update={"price_per_device_hour": 4.0}),
+                  3 * DAY_S, 50_000)
+    assert not any("$0 per device-hour" in n for n in priced.notes)
+    card = decide(default_profile(), free.model_copy(update={"devices": [16]}), 16)
+    assert notes[0] in card.notes
+    assert "saves $0" not in card.recommendation
+    for argv in (["goal", "--deadline", "3d", "--budget", "50000"],
+                 ["decide", "--devices", "8,16"], ["predict", "--devices", "8,16"]):
+        code, out, err = run_cli(capsys, [*argv, "--train-samples", "2e9", "--price", "0"])
+        assert code == 0, err
+        assert out.count("the price is $0 per device-hour") == 1, (argv, out)
+        code, out, err = run_cli(capsys, [*argv, "--train-samples", "2e9", "--price", "2"])
+        assert code == 0 and "$0 per device-hour" not in out, (argv, out)
+    # no money compared, nothing to say
+    no_length = resolve_goal(default_profile(), Scenario(price_per_device_hour=0.0))
+    assert zero_price_note(no_length) is None

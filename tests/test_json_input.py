@@ -195,3 +195,76 @@ def test_an_unknown_or_missing_field_says_what_to_do(tmp_path, capsys, change, s
     assert main(["predict", "--profile", str(path)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1 and says in err, err
+
+
+@pytest.mark.parametrize("flag, kind, version, does", [
+    ("--profile", "profile", "scalesim-profile/2", "re-run the scalesim calibrate command"),
+    ("--profile", "profile", None, "re-run the scalesim calibrate command"),
+    ("--hardware", "hardware", "scalesim-hardware/2", "scalesim schema hardware lists"),
+    ("--workload", "workload", "scalesim-workload/0", "scalesim schema workload lists"),
+    ("--scenario", "scenario", "scalesim-scenario/2", "scalesim schema scenario lists"),
+])
+def test_another_schema_version_says_which_one_is_read_and_what_to_do(tmp_path, capsys, flag,
+                                                                      kind, version, does):
+    """A profile of another version said `re-run scalesim calibrate or convert the file`, and
+    no converter exists; a hardware, workload or scenario file said pydantic's `Input should
+    be 'scalesim-hardware/1' (+6 more problems)`. Now the version this scalesim reads, that it
+    converts none, and what to do, one line (the version's error alone: it explains the rest)."""
+    from scalesim import __version__
+
+    data = {"name": "old", "devices_per_node": "eight"}
+    if version is not None:
+        data["schema_version"] = version
+    path = tmp_path / f"{kind}.json"
+    path.write_text(json.dumps(data))
+    code, _, err = run_cli(capsys, ["predict", flag, str(path)])
+    line = _one_line_error(code, err)
+    said = f"schema_version is '{version}'" if version else "no schema_version"
+    assert f"{path}: {said}; this scalesim ({__version__}) reads 'scalesim-{kind}/1' only" in line
+    assert "converts no other version" in line and does in line, line
+    assert "convert the file" not in line and "more problems" not in line, line
+
+
+@pytest.mark.parametrize("kind, flag, change, field, says", [
+    ("scenario", "--scenario", {"micro_batch": "16"}, "micro_batch",
+     "'16' is text (in quotes); this field takes a whole number: write it without quotes"),
+    ("scenario", "--scenario", {"devices": ["8", 16]}, "devices", "'8' is text (in quotes)"),
+    ("scenario", "--scenario", {"train_samples": "1e9"}, "train_samples",
+     "this field takes a number: write it without quotes"),
+    ("scenario", "--scenario", {"accumulation": "two"}, "accumulation",
+     "'two' is text (in quotes); this field takes a whole number: write one"),
+    ("hardware", "--hardware", {"peak_tflops": "312"}, "peak_tflops", "takes a number"),
+    ("workload", "--workload", {"micro_batch": "32"}, "micro_batch", "takes a whole number"),
+])
+def test_a_number_written_as_text_is_refused_naming_the_field(tmp_path, capsys, kind, flag,
+                                                              change, field, says):
+    """`"micro_batch": "16"` in a file was read as 16 (pydantic's lax mode), though the JSON
+    Schema `scalesim schema` prints says a number and every writer of the files writes one. It
+    is refused in one line naming the field and the type; text fields still take text, and the
+    app's share links (all text) are read by their own lax model."""
+    from scalesim.presets import HARDWARE
+
+    data = {"scenario": {"devices": [8]}, "hardware": HARDWARE["dgx-a100"].model_dump(mode="json"),
+            "workload": get_workload("bert-large").model_dump(mode="json")}[kind]
+    data.update(change)
+    path = tmp_path / f"{kind}.json"
+    path.write_text(json.dumps(data))
+    code, _, err = run_cli(capsys, ["predict", flag, str(path), "--devices", "8"]
+                           if kind != "scenario" else ["predict", flag, str(path)])
+    line = _one_line_error(code, err)
+    assert f"field '{field}': " in line and says in line, line
+
+
+def test_numbers_as_text_stay_lax_in_share_links_and_calibrate_writes_numbers(tmp_path):
+    """A share link's query string is all text (`?mb=16`): read by ``AppState``, not the file
+    models. A profile written by calibrate loads (its numbers are numbers)."""
+    from scalesim.profiles import load_profile
+    from scalesim.sources.calibrate_from import calibrate_from_sources
+
+    at = open_app({"v": "5", "mb": "16", "dmax": "8", "price": "2.5"})
+    assert not at.exception and at.session_state["app_state"].mb == 16
+    from pathlib import Path
+
+    nccl = Path(__file__).parent / "fixtures" / "nccl_tests" / "h100_8gpu_all_reduce.txt"
+    calibrate_from_sources(tmp_path / "p.json", nccl_tests_files=[str(nccl)])
+    assert load_profile(tmp_path / "p.json").hardware.devices_per_node == 8

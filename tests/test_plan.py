@@ -219,3 +219,22 @@ def test_cp_degrees_that_divide_no_device_count_say_how_to_fix_it(capsys):
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert "with cp 3" in err and "must divide the device count" in err and "--cp" in err, err
+
+
+def test_plan_messages_write_device_lists_as_the_cli_takes_them(capsys):
+    """`plan --workload llama3-70b --devices 8 --global-batch 64` said `... for devices [8]`: a
+    Python list, not what `--devices` takes. Lists a user may type back read `8,16` now."""
+    from scalesim.billing import check_sizes
+    from scalesim.bounds import list_text, parse_list
+    from scalesim.cli.main import main
+
+    code = main(["plan", "--workload", "llama3-70b", "--devices", "8", "--global-batch", "64"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "for devices 8;" in err and "[" not in err, err
+    code = main(["plan", "--global-batch", "512", "--devices", "8,16", "--cp", "3,5"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "split of devices 8,16 with cp 3,5:" in err, err
+    with pytest.raises(ScalesimError, match=r"instance_sizes 0,2: give"):
+        check_sizes([0, 2])
+    assert parse_list(list_text([1, 2, 4]), "devices", "--devices") == [1, 2, 4]
+    assert list_text([0.1, 0.25]) == "0.1,0.25"

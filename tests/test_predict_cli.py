@@ -140,7 +140,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, fragment):
 
 @pytest.mark.parametrize("content, fragment", [
     ("{not json", "not valid JSON"),
-    ('{"schema_version": "scalesim-profile/0"}', "this scalesim reads 'scalesim-profile/1'"),
+    ('{"schema_version": "scalesim-profile/0"}', "reads 'scalesim-profile/1' only"),
     ('[1, 2]', "expected a JSON object"),
     ('{"schema_version": "scalesim-profile/1", "name": "x"}', "field 'hardware'"),
     ("[" * 100_000 + "]" * 100_000, "nested too deeply"),

@@ -375,3 +375,40 @@ def test_the_note_names_a_given_workload_and_not_the_profiles_own_model(tmp_path
         assert "replaced by 'mine'" in named and how in named
         assert own.startswith(how) and "replaced" not in own and "'mine'" not in own
         assert named.endswith(own)
+
+
+def test_an_estimated_profiles_refusals_and_notes_do_not_say_it_was_timed(tmp_path):
+    """A profile holding the presets' estimate (what `calibrate --from-nccl-tests` writes) with
+    `--hardware` of another device was refused with `profile 'my.json' timed its compute on
+    'A100-SXM4 40GB'`, kept on the same device with `compute stays as measured`, and on a
+    device with no datasheet peak, with another model, `is not the model profile ... timed`:
+    none of it true of an estimate. Each says what the profile holds now; a measured profile's
+    words are as before."""
+    from scalesim.errors import ScalesimError
+    from scalesim.presets import HARDWARE, WORKLOADS
+    from scalesim.profiles import profile_from_presets
+
+    estimate = profile_from_presets(HARDWARE["a2-highgpu-8g"], WORKLOADS["bert-large"])
+    saved = tmp_path / "my.json"
+    saved.write_text(estimate.model_dump_json())
+    with pytest.raises(ScalesimError) as info:
+        resolve_profile(str(saved), "dgx-h100", None)
+    assert "holds a compute estimate (not measured) for 'A100-SXM4 40GB' and it describes " \
+           "only that device" in str(info.value)
+    assert "timed" not in str(info.value) and "those times" not in str(info.value)
+    same = tmp_path / "same.json"  # another server of the same device
+    same.write_text(HARDWARE["a2-highgpu-8g"].model_copy(update={"name": "mine"})
+                    .model_dump_json())
+    kept = resolve_profile(str(saved), str(same), None)
+    assert kept.notes[-1].endswith("compute stays as the profile's estimate (not measured)")
+    cpu = json.loads(saved.read_text())
+    cpu["hardware"].update(device_name="CPU: some Xeon", peak_tflops=None,
+                           memory_bandwidth_GBps=None)
+    (tmp_path / "cpu.json").write_text(json.dumps(cpu))
+    with pytest.raises(ScalesimError) as info:
+        resolve_profile(str(tmp_path / "cpu.json"), None, "llama3-8b")
+    assert "is not the model profile" in str(info.value)
+    assert "estimated the compute of" in str(info.value) and "timed" not in str(info.value)
+    measured = "timed its compute on 'NVIDIA H200' and those times"  # as before
+    with pytest.raises(ScalesimError, match=measured):
+        resolve_profile(str(H200), "dgx-a100", None)

@@ -220,3 +220,26 @@ def test_base_without_a_from_source_is_refused_before_measuring(tmp_path, capsys
     err = capsys.readouterr().err
     assert code == 2 and "--base" in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "new.json").exists()
+
+
+@pytest.mark.parametrize("entries", [
+    ["{log}", "{log}"],
+    ["{log}", "{alias}"],  # the same file by another name
+    ["{log}", "inter={log}"],  # and with a level prefix
+])
+def test_a_log_given_twice_is_refused_in_one_line(tmp_path, capsys, monkeypatch, entries):
+    """`calibrate --from-nccl-tests a.txt a.txt` was accepted: each size counted twice in the
+    link's fit and the log listed twice in its source. Refused as a trace given twice is, by
+    the one helper both readers share (`errors.check_distinct_files`)."""
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(A100_2N, "a.txt")
+    argv = [e.format(log="a.txt", alias="./a.txt") for e in entries]
+    assert main(["calibrate", "--from-nccl-tests", *argv, "--out", "p.json"]) == 2
+    out, err = capsys.readouterr()
+    assert len(err.strip().splitlines()) == 1 and "given twice" in err, err
+    assert "give each log once" in err and not (tmp_path / "p.json").exists()
+    # two copies of one log are two files: read (the rule is the path, not the bytes)
+    shutil.copy(A100_2N, "b.txt")
+    assert main(["calibrate", "--from-nccl-tests", "a.txt", "b.txt", "--out", "p.json"]) == 0

@@ -112,7 +112,7 @@ def render_table(profile, scenario, rows) -> str:
     from scalesim.model.sharding import grad_sync_unused
     from scalesim.model.zero_exchange import framework_label
     from scalesim.predict import server_use_words, slow_device_note
-    from scalesim.training_time import resolve_goal
+    from scalesim.training_time import resolve_goal, zero_price_note
 
     unit = profile.workload.sample_unit
     sync = scenario.grad_sync
@@ -171,6 +171,8 @@ def render_table(profile, scenario, rows) -> str:
             lines.append(f"cost: billed devices x hours x ${goal.price_per_device_hour:g} per "
                          f"device-hour, {billing_words(goal.server_devices, goal.instance_sizes)}"
                          " (--instance-sizes)")
+        if note := zero_price_note(goal):
+            lines.append(f"note: {note}")
     knee = knee_of_predictions(rows)
     lines.append("")
     if knee is None:

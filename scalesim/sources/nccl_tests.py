@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from scalesim.bounds import check_number
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, check_distinct_files
 from scalesim.jsonio import read_text
 from scalesim.model import collectives as coll
 from scalesim.schemas import CollectivePoint, LinkCalibration, LinkLevel
@@ -344,13 +344,24 @@ def fit_runs(runs: Iterable[NcclTestsRun]) -> dict[str, LevelFit]:
 LEVEL_PREFIXES = {"intra": "intra_node", "inter": "inter_node"}
 
 
+def _entry_path(entry: str | os.PathLike[str]) -> str:
+    """The file of a ``FILE`` or ``intra=FILE`` / ``inter=FILE`` entry (as ``load_runs`` reads
+    it: a file whose name holds the prefix and exists is the file)."""
+    prefix, sep, rest = str(entry).partition("=")
+    prefixed = sep and prefix in LEVEL_PREFIXES and not os.path.exists(entry)  # never raises
+    return rest if prefixed else str(entry)
+
+
 def load_runs(entries: Iterable[str | os.PathLike[str]]) -> list[NcclTestsRun]:
     """Parse ``FILE`` or ``intra=FILE`` / ``inter=FILE`` entries (the prefix sets the link level
     of a log whose header does not list its hosts, e.g. a pasted table)."""
+    entries = list(entries)
+    check_distinct_files([_entry_path(e) for e in entries], "give each log once")
     runs = []
     for entry in entries:
-        prefix, sep, rest = str(entry).partition("=")
-        if sep and prefix in LEVEL_PREFIXES and not os.path.exists(entry):  # never raises
+        rest = _entry_path(entry)
+        if rest != str(entry):  # a level prefix
+            prefix = str(entry).partition("=")[0]
             run = parse_file(rest)
             run.forced_level = LEVEL_PREFIXES[prefix]
             hosts_say = "inter_node" if len(run.hosts) > 1 else "intra_node"

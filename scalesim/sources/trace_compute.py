@@ -350,9 +350,10 @@ def parse_entries(entries: list[str], micro_batch: int | None) -> dict[int, list
 
 def read_runs(groups: dict[int, list[str]]) -> list[BatchRun]:
     """Every trace once; one BatchRun per micro-batch (duplicate ranks in one run: an error)."""
-    from scalesim.traces import check_distinct_files
+    from scalesim.errors import check_distinct_files
 
-    check_distinct_files([p for paths in groups.values() for p in paths])
+    check_distinct_files([p for paths in groups.values() for p in paths],
+                         "give each rank's trace once")
     runs = []
     for b, paths in groups.items():
         ranks = [read_rank(p, i) for i, p in enumerate(paths)]
