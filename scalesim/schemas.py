@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import types
 import typing
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, ClassVar, Literal, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -112,6 +112,10 @@ class _Strict(BaseModel):
     control characters escaped (``errors.printable``): it is printed as read."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    # Published-case files (``scalesim validate FILE``: others' measurements, transcribed by
+    # hand) read a number written as text as that number, so one quoted value does not stop a
+    # whole file; scalesim's own files (profiles, scenarios, hardware, workloads) refuse it.
+    numbers_as_text: ClassVar[bool] = False
 
     @field_validator("*", mode="before")
     @classmethod
@@ -121,7 +125,7 @@ class _Strict(BaseModel):
                 cls.model_fields[info.field_name].annotation):
             raise ValueError("true/false is not a number here")
         texts = [v for v in items if isinstance(v, str)]
-        if texts and (kind := _field_number_kind(cls, info.field_name)):
+        if texts and not cls.numbers_as_text and (kind := _field_number_kind(cls, info.field_name)):
             shown = printable(texts[0])
             shown = repr(shown if len(shown) <= 40 else shown[:40] + "...")
             try:

@@ -150,6 +150,8 @@ DEFAULTS = {
 
 # ---------------------------------------------------------------------------- the file format
 class _Strict(StrictModel):
+    numbers_as_text = True  # a published case's "1.3e9" is that number (schemas._Strict)
+
     @field_validator("*", mode="before")
     @classmethod
     def _no_booleans(cls, value):

@@ -178,7 +178,8 @@ DEFAULTS = {
 
 
 # ---------------------------------------------------------------------------- the file format
-_Strict = StrictModel
+class _Strict(StrictModel):
+    numbers_as_text = True  # a published case's "1.3e9" is that number (schemas._Strict)
 
 
 class PCModel(_Strict):

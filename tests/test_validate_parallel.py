@@ -268,3 +268,17 @@ def test_the_formats_nvlink_v100_is_the_presets_nvlink2(raw):
     case = parse_parallel_cases(data)[0]
     inputs, _ = case_inputs(case, [])
     assert float(inputs.intra_busbw_GBps) == intra_link("nvlink2").busbw_GBps
+
+
+def test_a_published_case_may_write_a_number_as_text(raw):
+    """scalesim's own files refuse a number in quotes (tests/test_json_input.py); a published-
+    case file, transcribed by hand from others' tables, reads it as the number, so one quoted
+    value does not stop the whole file: the same prediction as unquoted."""
+    data = _torchtitan_pair(raw)
+    quoted = copy.deepcopy(data)
+    case = quoted["cases"][1]
+    case["layout"]["global_batch"] = str(case["layout"]["global_batch"])
+    case["measured"]["value"] = str(case["measured"]["value"])
+    same = [validate_parallel_cases(parse_parallel_cases(d)).cases[1].predicted
+            for d in (data, quoted)]
+    assert same[0] == same[1]
