@@ -7,7 +7,7 @@ from pathlib import Path
 from app_harness import open_app
 from scalesim.app.state import compact_profile
 
-from scalesim.profiles import default_profile
+from scalesim.presets import HARDWARE
 from scalesim.sources.calibrate_from import calibrate_from_sources
 from scalesim.sources.provenance import provenance
 
@@ -24,7 +24,9 @@ def _from_sources(tmp_path):
 def test_provenance_names_each_source(tmp_path):
     rows = dict(provenance(_from_sources(tmp_path)))
     assert "nccl-tests logs h100_8gpu_all_reduce.txt" in rows["intra-server link"]
-    assert rows["inter-server link"] == default_profile().hardware.inter_node.source
+    # not measured by a one-server log: the H100 hardware preset's (the log's GPU), not the
+    # default A100 presets'
+    assert rows["inter-server link"] == HARDWARE["dgx-h100"].inter_node.source
     assert rows["compute"].startswith("estimated: ")
     assert rows["topology"].startswith("NVLink between every pair (NV18")
     assert rows["input pipeline"].startswith("not measured")

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from scalesim import presets
 from scalesim.cli.main import main
 from scalesim.errors import ScalesimError
 from scalesim.model import collectives as coll
 from scalesim.predict import predict
-from scalesim.profiles import default_profile, load_profile
+from scalesim.profiles import default_profile, load_profile, profile_from_presets
 from scalesim.schemas import Scenario
 from scalesim.sources import nccl_tests
 from scalesim.sources.calibrate_from import calibrate_from_sources
@@ -150,15 +151,31 @@ def test_a_new_profile_takes_links_and_server_from_the_log(tmp_path):
     assert hw.devices_per_node == 8 and hw.device_name == "NVIDIA H100 80GB HBM3"
     assert hw.intra_node.busbw_GBps == pytest.approx(470.63, rel=0.03)
     assert "h100_8gpu_all_reduce.txt" in hw.intra_node.source
-    default = default_profile()
-    assert hw.inter_node == default.hardware.inter_node  # a one-server log: inter untouched
-    assert saved.compute == default.compute and saved.workload == default.workload
+    # the default presets' GPU is an A100 40GB: the parts the log does not measure come from
+    # the hardware preset of the log's GPU (dgx-h100), not the A100's under an H100's name
+    h100 = profile_from_presets(presets.HARDWARE["dgx-h100"], default_profile().workload)
+    assert hw.inter_node == h100.hardware.inter_node  # a one-server log: inter not measured
+    assert (hw.peak_tflops, hw.memory_bandwidth_GBps, hw.device_memory_bytes) == (
+        989.0, 3350.0, h100.hardware.device_memory_bytes)
+    assert saved.compute == h100.compute and saved.workload == h100.workload
+    assert any("hardware preset dgx-h100" in line for line in report)
     intra = [c for c in saved.links if c.level == "intra_node"]
     assert len(intra) == 1 and intra[0].measured and len(intra[0].points) == 4
     assert any("inter-server link not measured" in line for line in report)
     fp = saved.fingerprint
     assert (fp.device_name, fp.device_count, fp.nodes, fp.hostnames) == (
         "NVIDIA H100 80GB HBM3", 8, 1, ["host"])
+
+
+def test_a_log_of_a_gpu_no_preset_lists_keeps_the_presets_device_name(tmp_path):
+    """A T4 log (no T4 hardware preset) wrote a profile named 'Tesla T4' whose peak, memory and
+    compute were the default A100 40GB's; now the device stays the presets' and a note says
+    so, with what to give instead."""
+    profile, report = calibrate_from_sources(tmp_path / "p.json", [EFA])
+    assert profile.hardware.device_name == default_profile().hardware.device_name
+    assert profile.compute == default_profile().compute
+    assert any("Tesla T4, which no hardware preset lists" in line and "--base" in line
+               for line in report)
 
 
 def test_updating_a_profile_replaces_only_the_measured_level(tmp_path):

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scalesim import presets
 from scalesim.billing import sizes_within
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import write_model
@@ -30,7 +31,8 @@ from scalesim.model.stragglers import (
     persistence_words,
     slowest_in_most_steps,
 )
-from scalesim.profiles import default_profile, load_profile
+from scalesim.presets import same_device
+from scalesim.profiles import default_profile, load_profile, profile_from_presets
 from scalesim.schemas import (
     ComputeCurve,
     ComputePoint,
@@ -63,20 +65,23 @@ def _names(paths) -> str:
 def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fresh: bool
                     ) -> tuple[Profile, list[str]]:
     """The profile with the link levels the logs measured; other levels and parts untouched."""
+    said: list[str] = []
+    devices = sorted({d for f in fits.values() for r in f.runs for d in r.devices})
+    if fresh and len(devices) == 1:
+        profile, words = rebased_on_device(profile, devices[0])
+        said += words
     hw = profile.hardware
     changes: dict = {}
-    said: list[str] = []
     for level, fit in fits.items():
         changes[level] = fit.link
         said.append(f"{level}: busbw {fit.link.busbw_GBps:.4g} GB/s, alpha "
                     f"{fit.link.latency_s * 1e6:.3g} us (rel. RMSE {fit.calibration.rel_rmse:.1%}) "
                     f"from {_names(r.path for r in fit.runs)}")
     per_node = sorted({r.ranks // r.nodes for f in fits.values() for r in f.runs})
-    devices = sorted({d for f in fits.values() for r in f.runs for d in r.devices})
     if fresh and per_node:
         changes["devices_per_node"] = per_node[-1]
         changes["instance_sizes"] = sizes_within(hw.instance_sizes, per_node[-1])
-        if len(devices) == 1:
+        if len(devices) == 1 and same_device(devices[0], hw.device_name):
             changes["device_name"] = devices[0]
         changes["name"] = f"{devices[0] if devices else 'servers'} x{per_node[-1]} (nccl-tests)"
     elif per_node and per_node[-1] != hw.devices_per_node:
@@ -99,6 +104,28 @@ def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fres
             hostnames=list(dict.fromkeys(h for r in runs for h in r.hosts)),
             date_utc=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     return profile.model_copy(update=update), said
+
+
+def rebased_on_device(profile: Profile, device: str) -> tuple[Profile, list[str]]:
+    """A new profile's presets for the GPU the logs ran on: ``profile`` where its device is
+    that GPU (``presets.same_device``); else the first hardware preset with that GPU, with the
+    same workload (its peak, memory, price and compute estimate are that GPU's, not the
+    default's); else ``profile`` unchanged and a note that its device stays the presets' (the
+    logs' name is not given to numbers of another GPU)."""
+    hw = profile.hardware
+    if same_device(device, hw.device_name):
+        return profile, []
+    preset = next((name for name, h in presets.HARDWARE.items()
+                   if same_device(h.device_name, device)), None)
+    if preset is None:
+        return profile, [f"the logs ran on {device}, which no hardware preset lists: this new "
+                         f"profile's device, peak, memory and compute stay the default "
+                         f"presets' {hw.device_name} (give --base a profile calibrated on "
+                         f"{device})"]
+    rebased = profile_from_presets(presets.HARDWARE[preset], profile.workload)
+    return rebased, [f"the logs ran on {device}: the parts they do not measure come from the "
+                     f"hardware preset {preset} ({presets.HARDWARE[preset].device_name}), not "
+                     f"the default's {hw.device_name}"]
 
 
 def compute_curve(runs: list[BatchRun], base: ComputeCurve) -> tuple[ComputeCurve, str]:
