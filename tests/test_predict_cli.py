@@ -530,3 +530,29 @@ def test_more_gpus_per_server_than_the_hardware_has_is_said(capsys):
     code, out, err = run_cli(capsys, "predict", "--hardware", "dgx-a100", "--devices", "8",
                              "--gpus-per-node", "8")
     assert code == 0 and "--gpus-per-node" not in out, err  # the server's own count: nothing
+
+
+@pytest.mark.parametrize("command, extra", [
+    ("decide", ["--devices", "8,16"]),
+    ("goal", ["--train-samples", "1e8", "--price", "2", "--deadline", "30d", "--budget", "1e6",
+              "--max-devices", "32"]),
+])
+@pytest.mark.parametrize("per_server, says", [
+    ("16", "16 GPUs per server (--gpus-per-node), more than the 8 of dgx-a100"),
+    ("4", "4 of 8 GPUs per server"),
+])
+def test_decide_and_goal_say_the_gpus_per_server_as_predict_does(capsys, command, extra,
+                                                                 per_server, says):
+    """predict and plan say what --gpus-per-node other than the server's means (the links and
+    NICs the job reaches, or one server's link taken for more GPUs than it holds); decide and
+    goal, which honour the flag alike, said nothing: a card for 16 GPUs 'per server' of an
+    8-GPU dgx-a100, without a word. They say it in predict's words now, text and JSON."""
+    args = ["--hardware", "dgx-a100", "--gpus-per-node", per_server, *extra]
+    code, out, err = run_cli(capsys, command, *args)
+    assert code == 0, err
+    assert any(line.startswith("note: ") and says in line for line in out.splitlines()), out
+    code, out, err = run_cli(capsys, command, *args, "--json")
+    assert code == 0 and any(says in n for n in json.loads(out)["notes"]), err
+    code, out, err = run_cli(capsys, command, "--hardware", "dgx-a100", "--gpus-per-node", "8",
+                             *extra)
+    assert code == 0 and "--gpus-per-node" not in out, err  # the server's own count: nothing
