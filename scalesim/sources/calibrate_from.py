@@ -32,7 +32,7 @@ from scalesim.model.stragglers import (
     slowest_in_most_steps,
 )
 from scalesim.presets import same_device
-from scalesim.profiles import default_profile, load_profile, profile_from_presets
+from scalesim.profiles import PRESET_LINKS, default_profile, load_profile, profile_from_presets
 from scalesim.schemas import (
     ComputeCurve,
     ComputePoint,
@@ -60,6 +60,12 @@ def base_profile(out: str | os.PathLike[str], base: str | None = None) -> tuple[
 
 def _names(paths) -> str:
     return ", ".join(Path(p).name for p in paths)
+
+
+# Why a link level of an nccl-tests profile was not measured (``LinkCalibration
+# .not_measured_because``): the logs' hosts set each log's level (``nccl_tests.LevelFit``).
+NOT_IN_THE_LOGS = {"inter_node": "no nccl-tests log ran across servers",
+                   "intra_node": "no nccl-tests log ran within one server"}
 
 
 def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fresh: bool
@@ -90,7 +96,10 @@ def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fres
     if "inter_node" not in fits:
         said.append("inter-server link not measured by these logs (one server each); it stays: "
                     f"{hw.inter_node.source[:160]}")
-    links = [c for c in profile.links if c.level not in fits]
+    # a level the logs did not measure keeps its numbers; a preset's record says why now
+    links = [c.model_copy(update={"not_measured_because": NOT_IN_THE_LOGS[c.level]})
+             if not c.measured and c.not_measured_because == PRESET_LINKS else c
+             for c in profile.links if c.level not in fits]
     links += [f.calibration for f in fits.values()]
     links.sort(key=lambda c: c.level != "intra_node")
     notes = list(profile.notes) + [f"links from nccl-tests: {s}" for s in said]
