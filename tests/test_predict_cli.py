@@ -556,3 +556,26 @@ def test_decide_and_goal_say_the_gpus_per_server_as_predict_does(capsys, command
     code, out, err = run_cli(capsys, command, "--hardware", "dgx-a100", "--gpus-per-node", "8",
                              *extra)
     assert code == 0 and "--gpus-per-node" not in out, err  # the server's own count: nothing
+
+
+@pytest.mark.parametrize("command, extra", [
+    ("decide", ["--devices", "8,16"]),
+    ("goal", ["--train-samples", "1e8", "--price", "2", "--deadline", "30d", "--budget", "1e6",
+              "--max-devices", "32"]),
+])
+@pytest.mark.parametrize("flags, says", [
+    (["--attention-kernel", "flash2"], "attention kernel flash2 ignored: workload 'bert-large' "
+     "is a parameter count"),
+    (["--zero-framework", "deepspeed"], "--zero-framework deepspeed ignored: strategy ddp"),
+    (["--grad-sync", "once-per-step"], "--grad-sync once-per-step ignored: strategy ddp"),
+])
+def test_decide_and_goal_say_a_flag_that_changes_nothing_as_predict_does(capsys, command, extra,
+                                                                         flags, says):
+    """predict notes a flag its scenario ignores (an attention kernel of a parameter-count
+    workload, --zero-framework with ddp, --grad-sync where every step reduces once); decide
+    and goal took the same flags without a word. One list of those notes now
+    (cmd_predict.scenario_notes)."""
+    code, out, err = run_cli(capsys, "predict", "--devices", "8", *flags)
+    assert code == 0 and f"note: {says}" in out, err
+    code, out, err = run_cli(capsys, command, *extra, *flags)
+    assert code == 0 and f"note: {says}" in out, (out, err)

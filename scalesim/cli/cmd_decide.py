@@ -58,9 +58,10 @@ def render_card(card) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from scalesim.cli.cmd_predict import scenario_notes
     from scalesim.decision import decide
     from scalesim.knee import focus_devices
-    from scalesim.predict import predict, server_use_words
+    from scalesim.predict import predict
 
     scenario = scenario_from_args(args)
     profile = profile_from_args(args, scenario)
@@ -69,8 +70,8 @@ def run(args: argparse.Namespace) -> int:
         raise ScalesimError(f"--focus {args.focus} is not one of --devices "
                             f"({', '.join(str(r.devices) for r in rows)})")
     card = decide(profile, scenario, focus_devices(rows, args.focus))
-    if used := server_use_words(profile.hardware, scenario):  # --gpus-per-node, as predict
-        card = dataclasses.replace(card, notes=[used, *card.notes])
+    if said := scenario_notes(profile, scenario):  # as predict says them
+        card = dataclasses.replace(card, notes=[*said, *card.notes])
     if args.json:
         print(to_json_text(card.to_dict(), what="the decision card"))
     else:

@@ -110,9 +110,9 @@ def check_goal_inputs(profile, scenario) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from scalesim.cli.cmd_predict import scenario_notes
     from scalesim.errors import ScalesimError
     from scalesim.goal import seek
-    from scalesim.predict import server_use_words
 
     for dest, why in SEARCHED.items():
         if getattr(args, dest) is not None:
@@ -121,8 +121,8 @@ def run(args: argparse.Namespace) -> int:
     profile = profile_from_args(args, scenario)
     check_goal_inputs(profile, scenario)
     answer = seek(profile, scenario, args.deadline, args.budget, args.max_devices)
-    if used := server_use_words(profile.hardware, scenario):  # --gpus-per-node, as predict
-        answer = dataclasses.replace(answer, notes=[used, *answer.notes])
+    if said := scenario_notes(profile, scenario):  # as predict says them
+        answer = dataclasses.replace(answer, notes=[*said, *answer.notes])
     if args.json:
         print(to_json_text(answer.to_dict(), what="the goal's answer"))
     else:
