@@ -284,13 +284,16 @@ def _cut(text: str) -> str:
 
 def profile_caveats(profile: Profile) -> list[str]:
     """What a reader must know about the profile's numbers: every link level that was not
-    measured and the profile's notes (each cut to MAX_CAVEAT_CHARS, duplicates dropped)."""
-    from scalesim.profiles import LINK_NAMES, unmeasured_links
+    measured, why and where its numbers came from in ``scalesim predict``'s words
+    (``profiles.unmeasured_origin``), and the profile's notes (each cut to MAX_CAVEAT_CHARS,
+    duplicates dropped)."""
+    from scalesim.profiles import LINK_NAMES, unmeasured_links, unmeasured_origin
 
     out: list[str] = []
     for level, link in unmeasured_links(profile).items():
-        out.append(f"{LINK_NAMES.get(level, level)} not measured" + (f": {_cut(link.note)}"
-                                                                      if link.note else ""))
+        origin = unmeasured_origin(link)
+        out.append(_cut(f"{LINK_NAMES.get(level, level)} not measured"
+                        + (f" {origin}" if origin else "")))
     out.extend(_cut(n) for n in profile.notes[:MAX_CAVEATS])
     return list(dict.fromkeys(out))
 
@@ -299,8 +302,9 @@ def compact_profile(profile: Profile) -> Profile:
     """The profile's fitted parameters and caveats only: no raw points, sources or host names.
 
     Nothing dropped here is read by ``scalesim.predict`` (the loader curve's points are the
-    fitted curve, so they stay). The caveats (``profile_caveats``: notes, the note of each link
-    level not measured) stay, cut short, so a receiver and their report see them.
+    fitted curve, so they stay). The caveats (``profile_caveats``: notes, and of each link
+    level not measured why and where its numbers came from, with its note for a profile written
+    before those fields) stay, cut short, so a receiver and their report see them.
     """
     hw, wl, comp = profile.hardware, profile.workload, profile.compute
     return profile.model_copy(update={
@@ -316,7 +320,9 @@ def compact_profile(profile: Profile) -> Profile:
         }),
         "compute": comp.model_copy(update={"points": [], "source": ""}),
         "links": [link.model_copy(update={"points": [], "note": "" if link.measured
-                                          else _cut(link.note)}) for link in profile.links],
+                                          else _cut(link.note),
+                                          "numbers_from": _cut(link.numbers_from)})
+                  for link in profile.links],
         "input_pipeline": (None if profile.input_pipeline is None
                            else profile.input_pipeline.model_copy(update={"source": ""})),
         "jitter": (None if profile.jitter is None

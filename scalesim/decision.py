@@ -7,7 +7,8 @@ compares, against running as is:
   scenario's USD per device-hour for the devices billed (whole instances, ``scalesim.billing``);
 * **a faster inter-server network** as named hardware (``scalesim.network_upgrades``: NICs x
   Gbit/s, priced per server-hour where a public price exists), when the run spans servers;
-* **a settings change** (batch, accumulation, overlap, sharding, smaller micro-batches): the best
+* **a settings change** (batch, accumulation, overlap, tensor-parallel overlap, sharding, smaller
+  micro-batches: ``SETTINGS_KEYS``): the best
   of ``scalesim.remedies.rank_remedies`` among those, free of hardware;
 * **splitting the model** (a transformer workload whose model does not fit or whose
   data-parallel exchange dominates): the planner's best tensor x pipeline layout at the same

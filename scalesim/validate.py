@@ -493,6 +493,11 @@ def predict_case(case: Case) -> CaseResult:
         flags.append("overlap off (GRADIENTS_LAST_SOURCES): the source's model holds nearly all "
                      "its parameters in forward's first layers (embeddings), whose gradients "
                      "are ready only when backward ends")
+    elif not overlaps_backward(case) and any(key in case.source
+                                             for key in NO_OVERLAP_MIXED_PRECISION_SOURCES):
+        flags.append("overlap off (NO_OVERLAP_MIXED_PRECISION_SOURCES): in mixed precision the "
+                     "source's script adds XLA to its Horovod runs, which hands gradients over "
+                     "only when a compiled cluster ends (horovod#1673)")
     elif not overlaps_backward(case):
         flags.append("overlap off (NO_OVERLAP_SOURCES): the source's runs use Horovod under "
                      "XLA (its scripts' default, or its tables say so), which hands gradients "

@@ -265,12 +265,20 @@ def _check_parallel_case(case: ParallelCase, where: str) -> None:
     # frameworks with a microbatching engine run it (llm-foundry's README: "a total batch size of
     # 48, and a micro batch of 11, means we will accumulate gradients across microbatches of 11,
     # 11, 11, 11, 4"), the same tokens as the model's fractional micro-step count.
-    short = (lay.micro_batch is not None and lay.global_batch < lay.dp * lay.micro_batch)
-    problems = (unrunnable_split(lay.global_batch, lay.dp, lay.micro_batch) if short else [])
+    micro = lay.micro_batch if lay.micro_batch is not None else DEFAULT_MICRO_BATCH
+    short = lay.global_batch < lay.dp * micro
+    problems = (unrunnable_split(lay.global_batch, lay.dp, micro) if short else [])
     problems += unrunnable_split(tp=lay.tp, heads=case.model.heads)
     if problems:
         raise ScalesimError(f"{where}: {'; '.join(problems)}: no framework runs that layout; "
                             "check the case's layout and model against its source")
+    # A GPU the datasheet table lists without an fp8 peak has no fp8 tensor cores (A100, V100):
+    # an fp8 run on it is a transcription error, not an unlisted GPU (UNLISTED_PEAK_TFLOPS)
+    if (case.precision == "fp8" and peak_tflops_of(case.hardware.gpu) is not None
+            and peak_tflops_of(case.hardware.gpu, True) is None):
+        raise ScalesimError(f"{where}: precision fp8 on GPU '{case.hardware.gpu}', whose "
+                            "datasheet lists no fp8 peak (no fp8 tensor cores); check the case's "
+                            "precision and GPU against its source")
     if intra_preset(case.hardware.intra_node) not in INTRA_LINKS:
         raise ScalesimError(f"{where}: unknown hardware.intra_node "
                             f"'{case.hardware.intra_node}'; use one of {', '.join(INTRA_LINKS)}")

@@ -29,7 +29,7 @@ def one_server_profile():
 def test_caveats_survive_the_compact_profile_and_reach_the_report():
     profile = one_server_profile()
     caveats = profile_caveats(profile)
-    assert caveats[0].startswith("inter-server link not measured: NOT MEASURED")
+    assert caveats[0].startswith("inter-server link not measured (profile note: NOT MEASURED")
     assert "calibrated" in caveats
     state, received, _ = decode_query(encode_query(
         make_plan(profile, _state_for(profile)).state, profile))
@@ -75,3 +75,23 @@ def test_the_receiver_of_an_uploaded_profile_sees_the_same_numbers_and_caveats()
     text = " ".join(e.value for e in receiver.markdown)
     assert "inter-server link not measured" in text
     assert receiver.session_state["app_state"].src == "custom"
+
+
+def test_an_unmeasured_link_is_said_in_predicts_words_from_its_fields():
+    """A calibrated profile records why a level was not measured and where its numbers came from
+    as fields (LinkCalibration.not_measured_because, numbers_from); predict and plan build
+    their note from them (profiles.unmeasured_origin), the app cut the prose note instead:
+    "not measured: NOT MEASURED (...)", and nothing at all for a level with the fields and no
+    note. One wording now, the CLI's."""
+    from scalesim.cli.cmd_predict import unmeasured_link_notes
+
+    base = one_server_profile()
+    link = LinkCalibration(level="inter_node", measured=False, not_measured_because="one server",
+                           numbers_from="preset ethernet:1x100")
+    profile = base.model_copy(update={"links": [*base.links[:-1], link]})
+    caveat = profile_caveats(profile)[0]
+    assert caveat == "inter-server link not measured (one server); numbers from preset " \
+        "ethernet:1x100"
+    cli = unmeasured_link_notes(profile, inter=True, intra=False)
+    assert cli == [caveat + "; the rows on several servers use those numbers: measure it or "
+                   "give --inter-busbw"]

@@ -530,3 +530,52 @@ def test_more_gpus_per_server_than_the_hardware_has_is_said(capsys):
     code, out, err = run_cli(capsys, "predict", "--hardware", "dgx-a100", "--devices", "8",
                              "--gpus-per-node", "8")
     assert code == 0 and "--gpus-per-node" not in out, err  # the server's own count: nothing
+
+
+@pytest.mark.parametrize("command, extra", [
+    ("decide", ["--devices", "8,16"]),
+    ("goal", ["--train-samples", "1e8", "--price", "2", "--deadline", "30d", "--budget", "1e6",
+              "--max-devices", "32"]),
+])
+@pytest.mark.parametrize("per_server, says", [
+    ("16", "16 GPUs per server (--gpus-per-node), more than the 8 of dgx-a100"),
+    ("4", "4 of 8 GPUs per server"),
+])
+def test_decide_and_goal_say_the_gpus_per_server_as_predict_does(capsys, command, extra,
+                                                                 per_server, says):
+    """predict and plan say what --gpus-per-node other than the server's means (the links and
+    NICs the job reaches, or one server's link taken for more GPUs than it holds); decide and
+    goal, which honour the flag alike, said nothing: a card for 16 GPUs 'per server' of an
+    8-GPU dgx-a100, without a word. They say it in predict's words now, text and JSON."""
+    args = ["--hardware", "dgx-a100", "--gpus-per-node", per_server, *extra]
+    code, out, err = run_cli(capsys, command, *args)
+    assert code == 0, err
+    assert any(line.startswith("note: ") and says in line for line in out.splitlines()), out
+    code, out, err = run_cli(capsys, command, *args, "--json")
+    assert code == 0 and any(says in n for n in json.loads(out)["notes"]), err
+    code, out, err = run_cli(capsys, command, "--hardware", "dgx-a100", "--gpus-per-node", "8",
+                             *extra)
+    assert code == 0 and "--gpus-per-node" not in out, err  # the server's own count: nothing
+
+
+@pytest.mark.parametrize("command, extra", [
+    ("decide", ["--devices", "8,16"]),
+    ("goal", ["--train-samples", "1e8", "--price", "2", "--deadline", "30d", "--budget", "1e6",
+              "--max-devices", "32"]),
+])
+@pytest.mark.parametrize("flags, says", [
+    (["--attention-kernel", "flash2"], "attention kernel flash2 ignored: workload 'bert-large' "
+     "is a parameter count"),
+    (["--zero-framework", "deepspeed"], "--zero-framework deepspeed ignored: strategy ddp"),
+    (["--grad-sync", "once-per-step"], "--grad-sync once-per-step ignored: strategy ddp"),
+])
+def test_decide_and_goal_say_a_flag_that_changes_nothing_as_predict_does(capsys, command, extra,
+                                                                         flags, says):
+    """predict notes a flag its scenario ignores (an attention kernel of a parameter-count
+    workload, --zero-framework with ddp, --grad-sync where every step reduces once); decide
+    and goal took the same flags without a word. One list of those notes now
+    (cmd_predict.scenario_notes)."""
+    code, out, err = run_cli(capsys, "predict", "--devices", "8", *flags)
+    assert code == 0 and f"note: {says}" in out, err
+    code, out, err = run_cli(capsys, command, *extra, *flags)
+    assert code == 0 and f"note: {says}" in out, (out, err)

@@ -167,6 +167,22 @@ def test_a_new_profile_takes_links_and_server_from_the_log(tmp_path):
         "NVIDIA H100 80GB HBM3", 8, 1, ["host"])
 
 
+def test_a_level_the_logs_did_not_measure_says_why_in_the_logs_words(tmp_path):
+    """A new profile from a one-server log keeps the presets' inter-server link, whose record
+    said 'not measured (a preset profile)': predict called an nccl-tests profile a preset one.
+    It says the logs ran on no second server now; where the numbers came from stays."""
+    from scalesim.cli.cmd_predict import unmeasured_link_notes
+
+    profile, _ = calibrate_from_sources(tmp_path / "p.json", [H100_1N], write=False)
+    inter = next(c for c in profile.links if c.level == "inter_node")
+    assert not inter.measured
+    assert inter.not_measured_because == "no nccl-tests log ran across servers"
+    assert inter.numbers_from == profile.hardware.inter_node.source
+    [note] = unmeasured_link_notes(profile, inter=True, intra=True)
+    assert note.startswith("inter-server link not measured (no nccl-tests log ran across "
+                           "servers); numbers from 8x400 Gb/s"), note
+
+
 def test_a_log_of_a_gpu_no_preset_lists_keeps_the_presets_device_name(tmp_path):
     """A T4 log (no T4 hardware preset) wrote a profile named 'Tesla T4' whose peak, memory and
     compute were the default A100 40GB's; now the device stays the presets' and a note says

@@ -124,6 +124,20 @@ def test_a_trace_given_twice_is_refused(tmp_path, monkeypatch, capsys, entries):
     assert "give each rank's trace once" in capsys.readouterr().err
 
 
+def test_links_a_new_trace_profile_does_not_measure_say_why_in_the_traces_words(tmp_path):
+    """A new profile from traces keeps the presets' links, whose records said 'not measured (a
+    preset profile)': predict called a traced profile a preset one. They say the traces time
+    no link now; where the numbers came from stays."""
+    path = tmp_path / "r0.json"
+    path.write_text(json.dumps(gpu_step_trace()))
+    profile, _ = calibrate_from_sources(tmp_path / "p.json", traces=[f"8={path}"], write=False)
+    from scalesim.sources.calibrate_from import TRACES_TIME_NO_LINK
+
+    assert [(c.measured, c.not_measured_because) for c in profile.links] == [
+        (False, TRACES_TIME_NO_LINK), (False, TRACES_TIME_NO_LINK)]
+    assert all(c.numbers_from for c in profile.links)
+
+
 def test_one_batch_pins_one_point_and_says_so(tmp_path):
     path = tmp_path / "r0.json"
     path.write_text(json.dumps(gpu_step_trace()))

@@ -532,6 +532,12 @@ def test_source_rules_pick_exactly_their_scripts_cases():
         "dlex_tf2_electra_squad_dgxa100_40g_amp",
         # NCF: embeddings (99.7% of the parameters) get their gradients last
         "dle_pyt_ncf_dgx2_strong", "dle_pyt_ncf_dgx2_strong_fp32"}
+    squad = predict_case(next(c for c in cases if c.id == "dlex_tf2_electra_squad_dgx1v16_amp"))
+    assert any("NO_OVERLAP_MIXED_PRECISION_SOURCES" in f and "mixed precision" in f
+               for f in squad.flags), squad.flags  # the rule that applies, not the general one
+    pretrain = predict_case(next(c for c in cases
+                                 if c.id == "dlex_tf2_electra_pretrain_seq128_dgx2_amp"))
+    assert any("(NO_OVERLAP_SOURCES)" in f for f in pretrain.flags)
     ncf = predict_case(next(c for c in cases if c.id == "dle_pyt_ncf_dgx2_strong"))
     assert any("GRADIENTS_LAST_SOURCES" in f for f in ncf.flags)
     assert not any("horovod" in f for f in ncf.flags)

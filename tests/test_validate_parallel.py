@@ -282,3 +282,34 @@ def test_a_published_case_may_write_a_number_as_text(raw):
     same = [validate_parallel_cases(parse_parallel_cases(d)).cases[1].predicted
             for d in (data, quoted)]
     assert same[0] == same[1]
+
+
+def test_fp8_on_a_listed_gpu_without_fp8_is_refused_not_given_a_nominal_peak(tmp_path, capsys,
+                                                                             raw):
+    """The unlisted-GPU fallback (a nominal 1,000 TFLOP/s) also caught a GPU the datasheet table
+    lists at 16-bit but without fp8 (A100: no fp8 tensor cores): an fp8 case on it was predicted
+    at a nominal 2,000 TFLOP/s fp8 peak and its 16-bit attention core at 1,000 instead of the
+    listed 312, where it had been refused as a case no GPU of that kind runs. It is refused
+    again, in one line naming the case, the GPU and the precision."""
+    data = _torchtitan_pair(raw, gpu="NVIDIA A100 80GB")
+    data["cases"][1]["precision"] = "fp8"
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(data))
+    assert main(["validate", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"case {data['cases'][1]['id']!r}" in err and "fp8" in err and "A100" in err, err
+    assert "nominal" not in err
+
+
+def test_a_global_batch_below_dp_is_refused_when_the_micro_batch_is_not_stated(raw):
+    """Fewer than one sequence per data-parallel replica is refused with a stated micro-batch;
+    with none stated (the default 1) the same case was predicted at a fraction of a
+    micro-batch per replica."""
+    data = copy.deepcopy(raw)
+    case = next(c for c in data["cases"] if c["id"] == "narayanan2021_t1_3p6b")
+    case["layout"]["micro_batch"] = None
+    case["layout"]["global_batch"] = 16  # dp 32
+    with pytest.raises(ScalesimError, match="global batch 16 is not divisible by dp 32 x "
+                       "micro-batch 1.*no framework runs"):
+        parse_parallel_cases(data)

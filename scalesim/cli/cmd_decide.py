@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from scalesim.cli.options import (
     add_profile_arguments,
@@ -57,6 +58,7 @@ def render_card(card) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from scalesim.cli.cmd_predict import scenario_notes
     from scalesim.decision import decide
     from scalesim.knee import focus_devices
     from scalesim.predict import predict
@@ -68,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
         raise ScalesimError(f"--focus {args.focus} is not one of --devices "
                             f"({', '.join(str(r.devices) for r in rows)})")
     card = decide(profile, scenario, focus_devices(rows, args.focus))
+    if said := scenario_notes(profile, scenario):  # as predict says them
+        card = dataclasses.replace(card, notes=[*said, *card.notes])
     if args.json:
         print(to_json_text(card.to_dict(), what="the decision card"))
     else:

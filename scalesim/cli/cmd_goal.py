@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 
 from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, bound, flag_type
@@ -109,6 +110,7 @@ def check_goal_inputs(profile, scenario) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from scalesim.cli.cmd_predict import scenario_notes
     from scalesim.errors import ScalesimError
     from scalesim.goal import seek
 
@@ -119,6 +121,8 @@ def run(args: argparse.Namespace) -> int:
     profile = profile_from_args(args, scenario)
     check_goal_inputs(profile, scenario)
     answer = seek(profile, scenario, args.deadline, args.budget, args.max_devices)
+    if said := scenario_notes(profile, scenario):  # as predict says them
+        answer = dataclasses.replace(answer, notes=[*said, *answer.notes])
     if args.json:
         print(to_json_text(answer.to_dict(), what="the goal's answer"))
     else:

@@ -109,7 +109,6 @@ def render_table(profile, scenario, rows) -> str:
     from scalesim.figures import amount, fixed
     from scalesim.knee import knee_of_predictions, least_drop_of, no_knee_words
     from scalesim.layout_predict import attention_kernel_note, recompute_style_note
-    from scalesim.model.sharding import grad_sync_unused
     from scalesim.model.zero_exchange import framework_label
     from scalesim.predict import server_use_words, slow_device_note
     from scalesim.training_time import resolve_goal, zero_price_note
@@ -192,17 +191,43 @@ def render_table(profile, scenario, rows) -> str:
                      "one device too, so efficiency cannot show it); fix the input pipeline first")
     if note := slow_device_note(scenario.slow_device, [r.devices for r in rows]):
         lines.append(f"note: {note}")
-    if scenario.strategy == "ddp" and scenario.zero_framework != "fsdp":  # fsdp: the default
-        lines.append(f"note: --zero-framework {scenario.zero_framework} ignored: strategy ddp "
-                     "shards nothing (give --strategy zero1, zero2 or zero3)")
-    if why := grad_sync_unused(scenario.strategy, scenario.accumulation, scenario.grad_sync):
-        lines.append(f"note: --grad-sync {scenario.grad_sync} ignored: {why}")
+    lines += [f"note: {note}" for note in unused_setting_notes(scenario)]
     lines += [f"note: {note}" for note in unmeasured_link_notes(
         profile, inter=any(r.nodes > 1 for r in rows) and scenario.inter_busbw_GBps is None,
         intra=any(r.devices > r.nodes for r in rows) and scenario.intra_busbw_GBps is None)]
     for note in profile.notes:
         lines.append(f"note: {note}")
     return "\n".join(lines)
+
+
+def unused_setting_notes(scenario) -> list[str]:
+    """The scenario's flags that change no number of it, each in one line: --zero-framework
+    with ddp, --grad-sync once-per-step where every step reduces once anyway
+    (``sharding.grad_sync_unused``)."""
+    from scalesim.model.sharding import grad_sync_unused
+
+    out = []
+    if scenario.strategy == "ddp" and scenario.zero_framework != "fsdp":  # fsdp: the default
+        out.append(f"--zero-framework {scenario.zero_framework} ignored: strategy ddp shards "
+                   "nothing (give --strategy zero1, zero2 or zero3)")
+    if why := grad_sync_unused(scenario.strategy, scenario.accumulation, scenario.grad_sync):
+        out.append(f"--grad-sync {scenario.grad_sync} ignored: {why}")
+    return out
+
+
+def scenario_notes(profile, scenario) -> list[str]:
+    """What predict's header and notes say of the scenario's flags, for the commands that show
+    no such header (decide, goal): the GPUs per server other than the hardware's
+    (``predict.server_use_words``), an attention kernel a parameter-count workload ignores
+    (``layout_predict.attention_kernel_note``) and ``unused_setting_notes``."""
+    from scalesim.layout_predict import attention_kernel_note
+    from scalesim.predict import server_use_words
+
+    out = [used] if (used := server_use_words(profile.hardware, scenario)) else []
+    if profile.workload.transformer is None and (note := attention_kernel_note(profile,
+                                                                              scenario)):
+        out.append(note)
+    return out + unused_setting_notes(scenario)
 
 
 def unmeasured_link_notes(profile, inter: bool, intra: bool, flags: bool = True) -> list[str]:

@@ -147,9 +147,10 @@ def _check_disk(path: str, size: int, rows: int) -> None:
                             "values")
 
 
-def _write(handle, plan, fmt: str) -> tuple[int, int, int]:
+def _write(handle, plan, fmt: str) -> tuple[int, int, int, str]:
     """Stream every row of ``plan`` to ``handle``; returns the rows written, the combinations
-    dropped and, of those, the layouts that break a rule. A sweep that keeps no row writes
+    dropped, of those the layouts that break a rule, and the first such layout with its rule
+    (``SweepResult.layout_example``, '' for none). A sweep that keeps no row writes
     nothing and raises, its drops counted by reason: the data-parallel sweep refuses that case
     before it runs (``sweep.plan_sweep``); a transformer's layout rules are known as it runs."""
     from scalesim.sweep import iter_sweep

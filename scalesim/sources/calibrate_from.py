@@ -32,7 +32,7 @@ from scalesim.model.stragglers import (
     slowest_in_most_steps,
 )
 from scalesim.presets import same_device
-from scalesim.profiles import default_profile, load_profile, profile_from_presets
+from scalesim.profiles import PRESET_LINKS, default_profile, load_profile, profile_from_presets
 from scalesim.schemas import (
     ComputeCurve,
     ComputePoint,
@@ -60,6 +60,25 @@ def base_profile(out: str | os.PathLike[str], base: str | None = None) -> tuple[
 
 def _names(paths) -> str:
     return ", ".join(Path(p).name for p in paths)
+
+
+# Why a link level of an nccl-tests profile was not measured (``LinkCalibration
+# .not_measured_because``): the logs' hosts set each log's level (``nccl_tests.LevelFit``).
+NOT_IN_THE_LOGS = {"inter_node": "no nccl-tests log ran across servers",
+                   "intra_node": "no nccl-tests log ran within one server"}
+
+
+TRACES_TIME_NO_LINK = "profiler traces time compute, not the links"  # calibrate --from-trace
+
+
+def said_why(links, why_by_level: dict[str, str], skip=()) -> list:
+    """The profile's link records but those of the levels in ``skip``, each level a preset gave
+    (``profiles.PRESET_LINKS``) told why the source at hand did not measure it
+    (``why_by_level``): its numbers stay, and where they came from."""
+    return [c.model_copy(update={"not_measured_because": why_by_level[c.level]})
+            if not c.measured and c.not_measured_because == PRESET_LINKS
+            and c.level in why_by_level else c
+            for c in links if c.level not in skip]
 
 
 def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fresh: bool
@@ -90,7 +109,7 @@ def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fres
     if "inter_node" not in fits:
         said.append("inter-server link not measured by these logs (one server each); it stays: "
                     f"{hw.inter_node.source[:160]}")
-    links = [c for c in profile.links if c.level not in fits]
+    links = said_why(profile.links, NOT_IN_THE_LOGS, skip=fits)
     links += [f.calibration for f in fits.values()]
     links.sort(key=lambda c: c.level != "intra_node")
     notes = list(profile.notes) + [f"links from nccl-tests: {s}" for s in said]
@@ -250,7 +269,9 @@ def with_traces(profile: Profile, runs: list[BatchRun], fresh: bool, set_server:
     kept = [n for n in profile.notes if not n.startswith(PRESET_COMPUTE_NOTES)]
     notes = kept + [f"compute from traces: {how}"] + [f"trace: {s.strip()}" for s in said]
     update = {"compute": curve, "workload": wl.model_copy(update=wl_changes), "notes": notes,
-              "jitter": _jitter(big)}
+              "jitter": _jitter(big),
+              "links": said_why(profile.links, dict.fromkeys(NOT_IN_THE_LOGS,
+                                                             TRACES_TIME_NO_LINK))}
     if hw_changes:
         update["hardware"] = profile.hardware.model_copy(update=hw_changes)
     return profile.model_copy(update=update), said
