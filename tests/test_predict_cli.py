@@ -532,11 +532,15 @@ def test_more_gpus_per_server_than_the_hardware_has_is_said(capsys):
     assert code == 0 and "--gpus-per-node" not in out, err  # the server's own count: nothing
 
 
-@pytest.mark.parametrize("command, extra", [
+# decide and goal, each with the flags it needs beside the scenario's
+DECIDE_AND_GOAL = pytest.mark.parametrize("command, extra", [
     ("decide", ["--devices", "8,16"]),
     ("goal", ["--train-samples", "1e8", "--price", "2", "--deadline", "30d", "--budget", "1e6",
               "--max-devices", "32"]),
 ])
+
+
+@DECIDE_AND_GOAL
 @pytest.mark.parametrize("per_server, says", [
     ("16", "16 GPUs per server (--gpus-per-node), more than the 8 of dgx-a100"),
     ("4", "4 of 8 GPUs per server"),
@@ -558,11 +562,7 @@ def test_decide_and_goal_say_the_gpus_per_server_as_predict_does(capsys, command
     assert code == 0 and "--gpus-per-node" not in out, err  # the server's own count: nothing
 
 
-@pytest.mark.parametrize("command, extra", [
-    ("decide", ["--devices", "8,16"]),
-    ("goal", ["--train-samples", "1e8", "--price", "2", "--deadline", "30d", "--budget", "1e6",
-              "--max-devices", "32"]),
-])
+@DECIDE_AND_GOAL
 @pytest.mark.parametrize("flags, says", [
     (["--attention-kernel", "flash2"], "attention kernel flash2 ignored: workload 'bert-large' "
      "is a parameter count"),
