@@ -33,7 +33,7 @@ from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Profile, Scenario, grad_
 # Knobs that can be swept, with how a value becomes a model input.
 AXES = ("devices", "micro_batch", "global_batch", "accumulation", "strategy", "zero_framework",
         "grad_sync", "attention_kernel", "algorithm", "overlap", "bucket_mib", "intra_busbw_GBps",
-        "inter_busbw_GBps", "straggler_cv", "tp", "pp")
+        "inter_busbw_GBps", "straggler_cv", "tp", "pp", "tp_overlap")
 NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "grad_sync": GRAD_SYNCS,
               "algorithm": ALGORITHMS,
               "attention_kernel": {k: i for i, k in enumerate(ATTENTION_KERNELS)}}
@@ -110,7 +110,7 @@ def _axis_array(name: str, values) -> np.ndarray:
         array = np.asarray([str(v) for v in values])
         _codes(array, NAMED_AXES[name], name)
         return array
-    if name == "overlap":
+    if name in ("overlap", "tp_overlap"):
         bad = [v for v in values if not isinstance(v, bool | np.bool_)]
         if bad:
             raise ScalesimError(f"{what}: expected true/false values, got {bad[0]!r}")
@@ -155,11 +155,14 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
     split = uses_layouts(profile, base)
     if not split and any(n in axes for n in LAYOUT_AXES):
         raise ScalesimError(f"sweep axes tp / pp split the model: {no_shape_words(profile)}")
-    if not split and "attention_kernel" in axes:
-        raise ScalesimError("sweep axis attention_kernel needs a transformer workload (a "
-                            f"parameter count has no attention core): profile '{profile.name}' "
-                            "gives none; give --workload with a 'transformer' shape (e.g. "
-                            "llama3-8b) or drop --attention-kernel-values")
+    for name, why, flag in (("attention_kernel", "a parameter count has no attention core",
+                             "--attention-kernel-values"),
+                            ("tp_overlap", "a parameter count has no tensor parallelism",
+                             "--tp-overlap-values")):
+        if not split and name in axes:
+            raise ScalesimError(f"sweep axis {name} needs a transformer workload ({why}): "
+                                f"profile '{profile.name}' gives none; give --workload with a "
+                                f"'transformer' shape (e.g. llama3-8b) or drop {flag}")
     arrays = {name: _axis_array(name, values) for name, values in {"devices": base.devices,
                                                                    **axes}.items()}
     if split:  # a schedule applies where pp > 1; with no such row it would change nothing
@@ -174,8 +177,9 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
         if pipeline and int(np.max(arrays.get("pp", [asked.pp]))) == 1:
             raise ScalesimError(f"{' and '.join(pipeline)} needs pp > 1 (a pipeline); give "
                                 "--pp (in a sweep: or a --pp-values that reaches 2), or drop it")
+        overlaps = asked.tp_overlap or bool(np.any(arrays.get("tp_overlap", False)))
         for on, rule in ((asked.sequence_parallel, SEQUENCE_PARALLEL_NEEDS_TP),
-                         (asked.tp_overlap, TP_OVERLAP_NEEDS_TP)):
+                         (overlaps, TP_OVERLAP_NEEDS_TP)):
             if on and int(np.max(arrays.get("tp", [asked.tp]))) == 1:
                 raise ScalesimError(f"{rule}; give --tp (in a sweep: or a --tp-values that "
                                     "reaches 2), or drop it")
@@ -332,6 +336,8 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     if "attention_kernel" in grid:
         overrides["attention_efficiency"] = attention_efficiencies(
             profile.hardware.device_name, grid["attention_kernel"])
+    if "tp_overlap" in grid:  # the framework's: applies where a row has tp > 1 (§14)
+        overrides["tp_overlap"] = grid["tp_overlap"]
     rows = lp.evaluate_rows(profile, base, p, micro, k, base_micro, tp=tp, pp=pp, zero=zero,
                             overrides=overrides)
     r = rows.result

@@ -149,6 +149,31 @@ def test_sweep_decide_and_goal_take_it(capsys):
     assert best[True]["samples_per_s"] > best[False]["samples_per_s"]
 
 
+def test_the_overlap_is_a_sweep_axis_with_the_rows_predict_gives(capsys):
+    """``--tp-overlap-values off,on`` beside ``--tp-values 1,8``: every row is predict's for
+    that layout and overlap; the tp 1 rows are equal (nothing to overlap), the tp 8 rows differ
+    by the tensor-parallel time hidden. Refused, in one line, for a parameter count and where
+    no row has tp > 1."""
+    from scalesim.sweep import sweep
+
+    profile = resolve_profile(None, "dgx-h100", "llama3-8b")
+    base = Scenario(devices=[8], micro_batch=1,
+                    layout=ScenarioLayout(sequence_parallel=True))
+    cols = sweep(profile, base, {"tp": [1, 8], "tp_overlap": [False, True]}).columns
+    rows = {(int(t), bool(o)): s for t, o, s in
+            zip(cols["tp"], cols["tp_overlap"], cols["step_time_s"], strict=True)}
+    for (tp, overlap), step in rows.items():
+        split = ScenarioLayout(tp=tp, sequence_parallel=tp > 1, tp_overlap=overlap and tp > 1)
+        want = predict(profile, base.model_copy(update={"layout": split}))[0].step_time_s
+        assert step == pytest.approx(want, rel=1e-12), (tp, overlap)
+    assert rows[1, False] == rows[1, True] and rows[8, True] < rows[8, False]
+    for argv, words in ((["--devices", "8"], "sweep axis tp_overlap needs a transformer"),
+                        (["--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices",
+                          "8"], TP_OVERLAP_NEEDS_TP)):
+        code, _, err = run_cli(capsys, ["sweep", *argv, "--tp-overlap-values", "off,on"])
+        assert code == 2 and len(err.strip().splitlines()) == 1 and words in err, err
+
+
 def test_the_split_remedy_plans_with_the_overlap():
     """The "split the model" remedy ranks the split layouts with the scenario's overlap and hands
     back a scenario that carries it where its layout has tp > 1; its predicted step is the

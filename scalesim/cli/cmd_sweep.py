@@ -63,6 +63,7 @@ VALUE_FLAGS = {
     "inter_busbw_values": ("inter_busbw_GBps", _values("inter_busbw_GBps")),
     "straggler_cv_values": ("straggler_cv", _values("straggler_cv")),
     "tp_values": ("tp", _values("tp")),  # a workload with a transformer shape only
+    "tp_overlap_values": ("tp_overlap", _on_off),
     "pp_values": ("pp", _values("pp")),
 }
 
