@@ -373,21 +373,47 @@ def network_transport(case: Case) -> str:
     return case.hardware.inter_node.kind
 
 
+# Why a source rule turns the overlap off, in the case's flag (``no_overlap_rule``'s names).
+NO_OVERLAP_WHY = {
+    "GRADIENTS_LAST_SOURCES": "the source's model holds nearly all its parameters in forward's "
+                              "first layers (embeddings), whose gradients are ready only when "
+                              "backward ends",
+    "NO_OVERLAP_MIXED_PRECISION_SOURCES": "in mixed precision the source's script adds XLA to "
+                                          "its Horovod runs, which hands gradients over only "
+                                          "when a compiled cluster ends (horovod#1673)",
+    "NO_OVERLAP_SOURCES": "the source's runs use Horovod under XLA (its scripts' default, or its "
+                          "tables say so), which hands gradients over only when a compiled "
+                          "cluster ends (horovod#1673)",
+}
+
+
+def _names_any(case: Case, keys: tuple[str, ...]) -> bool:
+    """Whether the case's ``source`` names one of ``keys`` (a script's path in a repository)."""
+    return any(key in case.source for key in keys)
+
+
+def no_overlap_rule(case: Case) -> str | None:
+    """The source rule that turns the case's overlap off, by name (``NO_OVERLAP_WHY``), or None
+    where the exchange overlaps backward: a model whose gradients are ready only when backward
+    ends (``GRADIENTS_LAST_SOURCES``), a script that runs Horovod under XLA auto-clustering
+    (``NO_OVERLAP_SOURCES``; in mixed precision only, ``NO_OVERLAP_MIXED_PRECISION_SOURCES``)."""
+    mixed = case.workload.precision in ("fp16-mixed", "bf16-mixed")
+    rules = (("GRADIENTS_LAST_SOURCES", GRADIENTS_LAST_SOURCES, True),
+             ("NO_OVERLAP_MIXED_PRECISION_SOURCES", NO_OVERLAP_MIXED_PRECISION_SOURCES, mixed),
+             ("NO_OVERLAP_SOURCES", NO_OVERLAP_SOURCES, True))
+    return next((name for name, keys, applies in rules if applies and _names_any(case, keys)),
+                None)
+
+
 def overlaps_backward(case: Case) -> bool:
-    """Whether the case's gradient exchange overlaps backward: off for the sources whose
-    training script runs Horovod under XLA auto-clustering (``NO_OVERLAP_SOURCES``; in mixed
-    precision only, ``NO_OVERLAP_MIXED_PRECISION_SOURCES``) and for those whose model's gradients
-    are ready only when backward ends (``GRADIENTS_LAST_SOURCES``)."""
-    keys = NO_OVERLAP_SOURCES + GRADIENTS_LAST_SOURCES
-    if case.workload.precision in ("fp16-mixed", "bf16-mixed"):
-        keys = keys + NO_OVERLAP_MIXED_PRECISION_SOURCES
-    return not any(key in case.source for key in keys)
+    """Whether the case's gradient exchange overlaps backward (no ``no_overlap_rule``)."""
+    return no_overlap_rule(case) is None
 
 
 def one_bucket(case: Case) -> bool:
     """Whether the case's training script puts every gradient in one DDP bucket
     (``ONE_BUCKET_SOURCES``)."""
-    return any(key in case.source for key in ONE_BUCKET_SOURCES)
+    return _names_any(case, ONE_BUCKET_SOURCES)
 
 
 def bucket_bytes_of(case: Case, params: float, wire_bytes: float) -> float:
@@ -489,19 +515,8 @@ def predict_case(case: Case) -> CaseResult:
     if wire is None:
         wire = WIRE_BYTES_OF_PRECISION[wl.precision]
         flags.append(f"grad_bytes_per_param unknown: {wire:g} assumed from {wl.precision}")
-    if any(key in case.source for key in GRADIENTS_LAST_SOURCES):
-        flags.append("overlap off (GRADIENTS_LAST_SOURCES): the source's model holds nearly all "
-                     "its parameters in forward's first layers (embeddings), whose gradients "
-                     "are ready only when backward ends")
-    elif not overlaps_backward(case) and any(key in case.source
-                                             for key in NO_OVERLAP_MIXED_PRECISION_SOURCES):
-        flags.append("overlap off (NO_OVERLAP_MIXED_PRECISION_SOURCES): in mixed precision the "
-                     "source's script adds XLA to its Horovod runs, which hands gradients over "
-                     "only when a compiled cluster ends (horovod#1673)")
-    elif not overlaps_backward(case):
-        flags.append("overlap off (NO_OVERLAP_SOURCES): the source's runs use Horovod under "
-                     "XLA (its scripts' default, or its tables say so), which hands gradients "
-                     "over only when a compiled cluster ends (horovod#1673)")
+    if rule := no_overlap_rule(case):
+        flags.append(f"overlap off ({rule}): {NO_OVERLAP_WHY[rule]}")
     if one_bucket(case):
         flags.append("one gradient bucket (ONE_BUCKET_SOURCES): the source's script sets DDP's "
                      "bucket cap to the device's memory, so the exchange starts when backward "
