@@ -339,10 +339,9 @@ def reduce_fp32_of(source: str) -> bool:
 def source_vocab_of(source: str, model_name: str) -> int | None:
     """The vocabulary the framework a source names uses for the case's model family
     (``SOURCE_VOCAB``), or None."""
-    date = _date(source)
     name = model_name.lower().replace("-", "").replace(".", "").replace(" ", "")
     for repo, (since, families) in SOURCE_VOCAB.items():
-        if repo in source and date is not None and date >= since:
+        if _named_since(source, {repo: since}):
             return next((v for family, v in families if family in name), None)
     return None
 
