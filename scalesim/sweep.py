@@ -148,9 +148,11 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
         uses_layouts,
     )
 
-    if "attention_kernel" in axes:  # before the shape: a measured curve ran its own kernel
-        for kernel in np.unique(_axis_array("attention_kernel", axes["attention_kernel"])):
-            check_attention_kernel(profile, str(kernel), "sweep axis attention_kernel value")
+    arrays = {name: _axis_array(name, values) for name, values in {"devices": base.devices,
+                                                                   **axes}.items()}
+    for kernel in np.unique(arrays.get("attention_kernel", [])):  # before the shape: a
+        # measured curve ran its own kernel
+        check_attention_kernel(profile, str(kernel), "sweep axis attention_kernel value")
     profile = split_profile(profile, base, axes)  # a measured model split as the shape it timed
     split = uses_layouts(profile, base)
     if not split and any(n in axes for n in LAYOUT_AXES):
@@ -163,8 +165,6 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
             raise ScalesimError(f"sweep axis {name} needs a transformer workload ({why}): "
                                 f"profile '{profile.name}' gives none; give --workload with a "
                                 f"'transformer' shape (e.g. llama3-8b) or drop {flag}")
-    arrays = {name: _axis_array(name, values) for name, values in {"devices": base.devices,
-                                                                   **axes}.items()}
     if split:  # a schedule applies where pp > 1; with no such row it would change nothing
         from scalesim.layout import SEQUENCE_PARALLEL_NEEDS_TP, TP_OVERLAP_NEEDS_TP
         from scalesim.layout_predict import layout_of
