@@ -34,6 +34,7 @@ from scalesim.layout import (
     ParallelLayout,
     check_layout,
     early_stop_of,
+    op_sac_of,
     valid_mask,
 )
 from scalesim.model import collectives as coll
@@ -326,6 +327,7 @@ def setting_inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         slow_factor=1.0 if setting.slow_device is None else setting.slow_factor,
         slow_rank=setting.slow_device or 0, loader_samples_per_s=setting.loader_samples_per_s,
         recompute_early_stop=early_stop_of(setting.recompute_style),
+        recompute_op_sac=op_sac_of(setting.recompute_style),
         framework=setting.framework, grad_sync=setting.grad_sync, algorithm=setting.algorithm,
         bucket_bytes=setting.bucket_bytes, first_bucket_bytes=setting.first_bucket_bytes,
         nvls_busbw_ratio=nvls_busbw_ratio(hw.intra_node),

@@ -131,7 +131,8 @@ def test_one_schema_one_knob():
     specs = [model.model_json_schema()["properties"]["recompute_style"]
              for model in (ParallelLayout, ScenarioLayout)]
     assert specs[0] == specs[1]
-    assert specs[0]["enum"] == list(RECOMPUTE_STYLES) == ["whole-forward", "early-stop"]
+    assert specs[0]["enum"] == list(RECOMPUTE_STYLES) == ["whole-forward", "early-stop",
+                                                            "op-sac"]
     assert specs[0]["default"] == "whole-forward"
     knob = LAYOUT_KNOB_BY_FIELD["recompute_style"]
     assert (knob.flag, knob.url_key, knob.choices) == ("--recompute-style", "rs",

@@ -89,13 +89,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def recompute_style_line(style: str) -> str:
-    """The plan's full-recompute assumption in words (``layout.RECOMPUTE_STYLE_LABELS``), with the
+    """The plan's recompute assumption in words (``layout.RECOMPUTE_STYLE_LABELS``), with the
     flag that changes it."""
     from scalesim.layout import RECOMPUTE_STYLE_LABELS
 
-    other = next(name for name in RECOMPUTE_STYLE_LABELS if name != style)
-    return (f"full recompute: {RECOMPUTE_STYLE_LABELS[style]}; for the other style give "
-            f"--recompute-style {other}")
+    from scalesim.layout_predict import STYLE_RECOMPUTE
+
+    others = " or ".join(name for name in RECOMPUTE_STYLE_LABELS if name != style)
+    return (f"{STYLE_RECOMPUTE.get(style, 'full')} recompute: {RECOMPUTE_STYLE_LABELS[style]}; "
+            f"for another style give --recompute-style {others}")
 
 
 def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None = None) -> str:
