@@ -29,9 +29,9 @@ from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, RecomputeStyle
 from scalesim.profiles import parse_profile, profile_from_presets
 from scalesim.schemas import GradSync, Profile
 
-LINK_VERSION = 8  # v8: + the recompute style op-sac (rs: V8_VALUES); v7: + the tensor-parallel overlap (tpo) and scenarios B "use a Hopper
-# attention kernel" and "overlap tensor-parallel communication" (b: V7_REMEDIES); v6: + the
-# attention kernel (ak);
+LINK_VERSION = 8  # v8: + the recompute style op-sac (rs: V8_VALUES); v7: + the
+# tensor-parallel overlap (tpo) and scenarios B "use a Hopper attention kernel" and "overlap
+# tensor-parallel communication" (b: V7_REMEDIES); v6: + the attention kernel (ak);
 # v5: + the gradient sync under accumulation (gs, FSDP no_sync); v4: + the recompute style
 # (rs); v3: + the model split (tp, pp, sched, vs, rec, sp) and transformer presets; each
 # written only when used (``link_version``); v1 to v6 open with the tensor-parallel
@@ -443,7 +443,8 @@ V2_DEFAULTS: dict[str, Any] = {
 
 
 def link_version(state: AppState) -> int:
-    """8 when the state uses a value v8 added (the op-sac recompute style); 7 when the state uses what v7 added (the tensor-parallel overlap on, or scenario B 'use a
+    """8 when the state uses a value v8 added (the op-sac recompute style); 7 when the state
+    uses what v7 added (the tensor-parallel overlap on, or scenario B 'use a
     Hopper attention kernel' or 'overlap tensor-parallel communication'); 6 when it uses what v6
     added (an attention kernel other than the vendor one); 5 when it uses what v5 added
     (gradients reduced once per step); 4 when it uses what v4 added (the early-stop recompute

@@ -92,7 +92,6 @@ def recompute_style_line(style: str) -> str:
     """The plan's recompute assumption in words (``layout.RECOMPUTE_STYLE_LABELS``), with the
     flag that changes it."""
     from scalesim.layout import RECOMPUTE_STYLE_LABELS
-
     from scalesim.layout_predict import STYLE_RECOMPUTE
 
     others = " or ".join(name for name in RECOMPUTE_STYLE_LABELS if name != style)
