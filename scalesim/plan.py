@@ -451,9 +451,9 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
     ``split_only``: only layouts that split the model (tp x pp x cp > 1; the "split the model"
     remedy); ``jitter_cv``: std/mean of a device's micro-step, for the waits at collectives;
     ``p2p``: measured send/recv inside a server for the pipeline sends (``measured_p2p``).
-    ``recompute_style``: how the framework's full recompute reruns the forward ('whole-forward'
-    or 'early-stop', ``layout.RECOMPUTE_STYLES``): applied to every full-recompute layout, not
-    searched, and named in each row. ``overlap`` False: the framework does not overlap
+    ``recompute_style``: how the framework reruns the forward ('whole-forward' or 'early-stop'
+    for full recompute, 'op-sac' for selective, ``layout.RECOMPUTE_STYLES``): applied to every
+    layout of the recompute it changes, not searched, and named in each row. ``overlap`` False: the framework does not overlap
     communication with compute (every layout's exchange exposed, docs/model.md §16);
     ``slow_device``, ``slow_factor``: global rank and compute-time multiplier of a persistently
     slow device (its stage and replica under each layout's placement, §16); ``zero_framework``:

@@ -155,7 +155,7 @@ def test_cli_help_shows_the_flag(command):
     out = _cli(command, "--help")
     assert out.returncode == 0
     text = " ".join(out.stdout.split())
-    assert "--recompute-style {whole-forward,early-stop}" in text
+    assert "--recompute-style {whole-forward,early-stop,op-sac}" in text
     assert "use_reentrant=False" in text and "ignored unless recompute is full" in text
 
 
