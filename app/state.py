@@ -120,7 +120,7 @@ class AppState(BaseModel):
     sched: Literal["auto", "gpipe", "1f1b", "interleaved", "zb"] = "auto"
     vs: int = url_field("vs", 1, "virtual stages per pipeline rank")
     rec: Literal["auto", "none", "selective", "full"] = "auto"
-    rs: RecomputeStyle = DEFAULT_RECOMPUTE_STYLE  # how full recompute reruns the forward
+    rs: RecomputeStyle = DEFAULT_RECOMPUTE_STYLE  # how full / selective recompute reruns it
     sp: bool = False
     tpo: bool = False  # the framework overlaps the tensor-parallel collectives (v7)
 

@@ -340,8 +340,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     GPU; the fitted profile then carries the shape, so its remedies are predicted by the layout
     model and "split the model" can apply (docs/model.md §22). Its parameter count stands in
     for ``params`` when that is not given. ``recompute_style``: how the runs' framework reruns
-    the forward under full recompute (``layout.RECOMPUTE_STYLES``), for the layouts of the
-    split-the-model remedy; it needs ``transformer``."""
+    the forward under full or selective recompute (``layout.RECOMPUTE_STYLES``), for the
+    layouts of the split-the-model remedy; it needs ``transformer``."""
     from scalesim.bounds import check_number, check_values
     from scalesim.fit_runs import extrapolate, fit_runs, fitted_profile
     from scalesim.runs import Runs, scaling, thin

@@ -202,3 +202,61 @@ def test_pytorch_selective_checkpoint_reruns_every_second_matmul():
     # the attention core is not rerun: no other op's FLOPs grow
     assert {k: v for k, v in per_op.items() if k != "aten.mm"} == {
         k: v for k, v in plain.items() if k != "aten.mm"}
+
+
+# ------------------------------------------------------------------ links, app, CLI
+
+LLAMA_LINK = {"v": "3", "hw": "dgx-h100", "wl": "llama3-8b", "dmax": "16", "tp": "8",
+              "sp": "1", "mb": "1", "rec": "selective"}
+
+
+def test_a_link_with_op_sac_is_v8_and_predicts_it():
+    from app_harness import link_round_trip
+    from scalesim.app.plan import build_scenario, make_plan
+
+    (state, profile), (state2, profile2) = link_round_trip(LLAMA_LINK, "rs", "op-sac", 8)
+    scenario, notes = build_scenario(state2, profile2)
+    assert scenario.layout.recompute_style == "op-sac"
+    assert not any("ignored" in n for n in notes)
+    rows = make_plan(profile2, state2).rows
+    assert rows == predict(profile2, scenario)
+    before = make_plan(profile, state).rows
+    assert all(a.memory_bytes < b.memory_bytes for a, b in zip(rows, before, strict=True))
+
+
+def test_older_links_keep_opening_and_drop_a_value_they_cannot_have():
+    from scalesim.app.state import decode_query
+
+    for version in ("4", "7"):
+        state, _, messages = decode_query({**LLAMA_LINK, "v": version, "rs": "op-sac"})
+        assert state.rs == "whole-forward" and state.tp == 8
+        assert messages == [f"ignored rs: a v{version} link has no per-op (op-sac) recompute "
+                            "style"]
+        state, _, messages = decode_query({**LLAMA_LINK, "v": version, "rs": "early-stop"})
+        assert state.rs == "early-stop" and messages == []
+    # on full recompute the app notes that the style changes nothing
+    from scalesim.app.plan import build_scenario
+
+    state, profile, _ = decode_query({**LLAMA_LINK, "v": "8", "rec": "full", "rs": "op-sac"})
+    _, notes = build_scenario(state, profile)
+    assert "recompute style op-sac ignored: recompute is full, not selective" in notes
+
+
+def _cli(*args):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "scalesim.cli.main", *args],
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_cli_names_the_style_and_refuses_it_in_one_line_where_it_cannot_apply():
+    args = ("--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8")
+    out = _cli("predict", *args, "--recompute", "selective", "--recompute-style", "op-sac")
+    assert out.returncode == 0 and "recompute selective (per-op)" in out.stdout
+    out = _cli("plan", *args, "--global-batch", "16", "--recompute-style", "op-sac", "--top", "1")
+    assert out.returncode == 0
+    assert out.stdout.splitlines()[1].startswith("selective recompute: per-op selective")
+    out = _cli("predict", *args, "--recompute-style", "per-op")
+    assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1
+    assert "op-sac" in out.stderr

@@ -39,7 +39,7 @@ profile's compute curve timed (calibrate records it), on its measured curve. The
 matmul efficiency defaults to the median that the published model-parallel runs pin
 (docs/validation.md); give --efficiency from a calibration.
 Layouts are placed as Megatron/torchtitan do (tp innermost in a server, pp outermost).
---recompute-style says how your framework's full recompute reruns the forward,
+--recompute-style says how your framework's full (or selective) recompute reruns the forward,
 --zero-framework how it runs ZeRO and --attention-kernel which fused attention it runs
 (properties of the framework, applied to every layout, not searched). --no-overlap,
 --straggler-cv and --slow-device/--slow-factor rank every layout under those conditions, as
