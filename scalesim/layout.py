@@ -31,13 +31,13 @@ RecomputeStyle = Literal["whole-forward", "early-stop", "op-sac"]
 RECOMPUTE_STYLES: tuple[str, ...] = get_args(RecomputeStyle)
 DEFAULT_RECOMPUTE_STYLE = "whole-forward"
 RECOMPUTE_STYLE_HELP = (
-    "how the framework reruns the forward: for full recompute "
-    "'whole-forward' (default; Megatron-LM's own checkpoint, torch.utils.checkpoint with "
-    "use_reentrant=True, any torch < 2.1) or 'early-stop' (PyTorch >= 2.1 non-reentrant "
-    "checkpoint: use_reentrant=False, FSDP checkpoint_wrapper NO_REENTRANT, torchtitan, "
-    "llm-foundry; the MLP down projection and the residual add after it are not rerun, "
-    "docs/model.md §13) or 'op-sac' (changes selective recompute only: torchtitan's per-op "
-    "selective checkpoint, selective_ac_option 'op', which saves the matmul, attention and "
+    "how the framework reruns the forward: 'whole-forward' (default; Megatron-LM's own "
+    "checkpoint, torch.utils.checkpoint with use_reentrant=True, any torch < 2.1), "
+    "'early-stop' (ignored unless recompute is full: PyTorch >= 2.1 non-reentrant checkpoint, "
+    "use_reentrant=False, FSDP checkpoint_wrapper NO_REENTRANT, torchtitan, llm-foundry; the "
+    "MLP down projection and the residual add after it are not rerun, docs/model.md §13) or "
+    "'op-sac' (ignored unless recompute is selective: torchtitan's per-op selective "
+    "checkpoint, selective_ac_option 'op', which saves the matmul, attention and "
     "reduce-scatter outputs but every second matmul and reruns the rest, docs/model.md §11)")
 # Each style in a few words, where a choice is shown (the app's control, plan's first lines)
 RECOMPUTE_STYLE_LABELS = {
