@@ -358,7 +358,7 @@ def _layout_section(c: _Controls) -> None:
     c(box.number_input, "vs", "Virtual stages per pipeline rank (interleaved)", step=1)
     c(box.selectbox, "rec", "Activation recompute", options=list(RECOMPUTE_LABELS),
       format_func=RECOMPUTE_LABELS.get)
-    c(box.selectbox, "rs", "How your framework's full recompute reruns the forward",
+    c(box.selectbox, "rs", "How your framework reruns the forward (full or selective recompute)",
       options=list(RECOMPUTE_STYLE_LABELS), format_func=RECOMPUTE_STYLE_LABELS.get,
       help=RECOMPUTE_STYLE_HELP)
     c(box.toggle, "sp", "Sequence parallelism (with tp > 1)")
@@ -734,11 +734,13 @@ def _tab_layouts(plan: Plan) -> None:
     } for r in rows]), hide_index=True, key="layouts_table", column_config={
         c: st.column_config.NumberColumn(format="%.1f")
         for c in ("step ms", f"{plan.unit}/s", "MFU %", "memory GiB")})
-    style = ("stops early (the MLP down projection is not rerun)" if plan.state.rs == "early-stop"
-             else "reruns the whole forward")
+    style = {"early-stop": "full recompute stops early (the MLP down projection is not rerun)",
+             "op-sac": "selective recompute is torchtitan's per-op policy (every second matmul "
+                       "rerun, the attention output saved)"}.get(
+        plan.state.rs, "full recompute reruns the whole forward")
     st.caption("Set a layout in the sidebar (Layout: split the model) to see it on every chart; "
-               "the sustained matmul efficiency is pinned to this profile's compute; full "
-               f"recompute {style}, as your framework's does (set in the Layout section).")
+               "the sustained matmul efficiency is pinned to this profile's compute; "
+               f"{style}, as your framework's does (set in the Layout section).")
 
 
 TAB_RENDERERS = {"curve": _tab_curve, "breakdown": _tab_breakdown, "remedies": _tab_remedies,

@@ -29,16 +29,16 @@ from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, RecomputeStyle
 from scalesim.profiles import parse_profile, profile_from_presets
 from scalesim.schemas import GradSync, Profile
 
-LINK_VERSION = 7  # v7: + the tensor-parallel overlap (tpo) and scenarios B "use a Hopper
-# attention kernel" and "overlap tensor-parallel communication" (b: V7_REMEDIES); v6: + the
-# attention kernel (ak);
+LINK_VERSION = 8  # v8: + the recompute style op-sac (rs: V8_VALUES); v7: + the
+# tensor-parallel overlap (tpo) and scenarios B "use a Hopper attention kernel" and "overlap
+# tensor-parallel communication" (b: V7_REMEDIES); v6: + the attention kernel (ak);
 # v5: + the gradient sync under accumulation (gs, FSDP no_sync); v4: + the recompute style
 # (rs); v3: + the model split (tp, pp, sched, vs, rec, sp) and transformer presets; each
 # written only when used (``link_version``); v1 to v6 open with the tensor-parallel
 # collectives exposed, v1 to v5 with the vendor attention kernel, v1 to v4 with gradients
 # reduced every micro-step, v3 with the whole-forward style, v2 (only what differs from the
 # defaults, presets by name) and v1 data parallel
-READ_VERSIONS = ("1", "2", "3", "4", "5", "6", "7")
+READ_VERSIONS = ("1", "2", "3", "4", "5", "6", "7", "8")
 # v3 and later (rs: v4, tpo: v7)
 LAYOUT_FIELDS = ("tp", "pp", "sched", "vs", "rec", "sp", "rs", "tpo")
 V4_FIELDS = ("rs",)  # what v4 added
@@ -46,6 +46,7 @@ V5_FIELDS = ("gs",)  # what v5 added
 V6_FIELDS = ("ak",)  # what v6 added
 V7_FIELDS = ("tpo",)  # what v7 added
 V7_REMEDIES = ("attention_kernel", "tp_overlap")  # the scenario B choices v7 added
+V8_VALUES = {"rs": ("op-sac",)}  # the values v8 added to fields of earlier versions
 SHARED_DATE_KEY = "at"  # the date a share link was made (YYYY-MM-DD), for the receiver's banner
 MAX_QUERY_CHARS = 16_000  # the whole query string (browsers keep ~32k; stay well below)
 MAX_VALUE_CHARS = 400  # one control's value
@@ -119,7 +120,7 @@ class AppState(BaseModel):
     sched: Literal["auto", "gpipe", "1f1b", "interleaved", "zb"] = "auto"
     vs: int = url_field("vs", 1, "virtual stages per pipeline rank")
     rec: Literal["auto", "none", "selective", "full"] = "auto"
-    rs: RecomputeStyle = DEFAULT_RECOMPUTE_STYLE  # how full recompute reruns the forward
+    rs: RecomputeStyle = DEFAULT_RECOMPUTE_STYLE  # how full / selective recompute reruns it
     sp: bool = False
     tpo: bool = False  # the framework overlaps the tensor-parallel collectives (v7)
 
@@ -442,13 +443,16 @@ V2_DEFAULTS: dict[str, Any] = {
 
 
 def link_version(state: AppState) -> int:
-    """7 when the state uses what v7 added (the tensor-parallel overlap on, or scenario B 'use a
+    """8 when the state uses a value v8 added (the op-sac recompute style); 7 when the state
+    uses what v7 added (the tensor-parallel overlap on, or scenario B 'use a
     Hopper attention kernel' or 'overlap tensor-parallel communication'); 6 when it uses what v6
     added (an attention kernel other than the vendor one); 5 when it uses what v5 added
     (gradients reduced once per step); 4 when it uses what v4 added (the early-stop recompute
     style); 3 when it uses what v3 added (a model split, a transformer workload preset, the
     Layouts tab, scenario B 'split the model'); else 2, so a link opens in every scalesim that
     can show it the same."""
+    if any(getattr(state, n) in values for n, values in V8_VALUES.items()):
+        return 8
     if (any(getattr(state, n) != AppState.model_fields[n].default for n in V7_FIELDS)
             or state.b in V7_REMEDIES):
         return 7
@@ -590,6 +594,13 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no tensor-parallel "
                             "overlap choice (the tensor-parallel collectives exposed)")
+    if int(version) < 8:  # before op-sac: the style's values were whole-forward and early-stop
+        old = [name for name, values in V8_VALUES.items() if flat.get(name) in values]
+        for name in old:
+            flat.pop(name)
+        if old:
+            messages.append(f"ignored {', '.join(old)}: a v{version} link has no per-op "
+                            "(op-sac) recompute style")
     fingerprint = flat.pop("ph", None)
     blob = flat.pop("prof", None)
     unknown = sorted(k for k in flat if k not in AppState.model_fields)

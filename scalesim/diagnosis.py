@@ -37,7 +37,7 @@ from scalesim.bounds import bound, clip
 from scalesim.errors import ScalesimError, require_model, require_text
 from scalesim.jsonio import to_json_text
 from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee, no_knee_words
-from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, early_stop_of
+from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, early_stop_of, op_sac_of
 from scalesim.model.stragglers import (
     SLOW_DEVICE_FACTOR,
     peer_margin,
@@ -340,8 +340,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     GPU; the fitted profile then carries the shape, so its remedies are predicted by the layout
     model and "split the model" can apply (docs/model.md §22). Its parameter count stands in
     for ``params`` when that is not given. ``recompute_style``: how the runs' framework reruns
-    the forward under full recompute (``layout.RECOMPUTE_STYLES``), for the layouts of the
-    split-the-model remedy; it needs ``transformer``."""
+    the forward under full or selective recompute (``layout.RECOMPUTE_STYLES``), for the
+    layouts of the split-the-model remedy; it needs ``transformer``."""
     from scalesim.bounds import check_number, check_values
     from scalesim.fit_runs import extrapolate, fit_runs, fitted_profile
     from scalesim.runs import Runs, scaling, thin
@@ -351,7 +351,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     if extrapolate_to is not None:
         extrapolate_to = [int(p) for p in check_values("devices", extrapolate_to, "extrapolate_to")]
 
-    if early_stop_of(recompute_style) and transformer is None:
+    if (early_stop_of(recompute_style) or op_sac_of(recompute_style)) and transformer is None:
         raise ScalesimError(f"recompute_style {recompute_style}: it applies to the runs' "
                             "transformer (diagnose --workload); give the workload or drop it")
     runs = thin(runs)

@@ -443,7 +443,7 @@ def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
     ``slow_rank`` (the runs' consistently slowest rank; None: no one device stands out) the
     measured spread is that device's delay, and the rank sets the pipeline stage it slows under a
     split layout.
-    ``recompute_style``: the runs' framework's full recompute (``ScenarioLayout.recompute_style``,
+    ``recompute_style``: the runs' framework's full / selective recompute (``ScenarioLayout.recompute_style``,
     for the layouts the remedies try; the runs themselves are data parallel).
     """
     from scalesim.schemas import (

@@ -27,21 +27,25 @@ from scalesim.errors import ScalesimError
 
 Schedule = Literal["none", "gpipe", "1f1b", "interleaved", "zb"]
 Recompute = Literal["none", "selective", "full"]
-RecomputeStyle = Literal["whole-forward", "early-stop"]
+RecomputeStyle = Literal["whole-forward", "early-stop", "op-sac"]
 RECOMPUTE_STYLES: tuple[str, ...] = get_args(RecomputeStyle)
 DEFAULT_RECOMPUTE_STYLE = "whole-forward"
 RECOMPUTE_STYLE_HELP = (
-    "how the framework's full recompute reruns the forward (ignored unless recompute is full): "
-    "'whole-forward' (default; Megatron-LM's own checkpoint, torch.utils.checkpoint with "
-    "use_reentrant=True, any torch < 2.1) or 'early-stop' (PyTorch >= 2.1 non-reentrant "
-    "checkpoint: use_reentrant=False, FSDP checkpoint_wrapper NO_REENTRANT, torchtitan, "
-    "llm-foundry; the MLP down projection and the residual add after it are not rerun, "
-    "docs/model.md §13)")
+    "how the framework reruns the forward: 'whole-forward' (default; Megatron-LM's own "
+    "checkpoint, torch.utils.checkpoint with use_reentrant=True, any torch < 2.1), "
+    "'early-stop' (ignored unless recompute is full: PyTorch >= 2.1 non-reentrant checkpoint, "
+    "use_reentrant=False, FSDP checkpoint_wrapper NO_REENTRANT, torchtitan, llm-foundry; the "
+    "MLP down projection and the residual add after it are not rerun, docs/model.md §13) or "
+    "'op-sac' (ignored unless recompute is selective: torchtitan's per-op selective "
+    "checkpoint, selective_ac_option 'op', which saves the matmul, attention and "
+    "reduce-scatter outputs but every second matmul and reruns the rest, docs/model.md §11)")
 # Each style in a few words, where a choice is shown (the app's control, plan's first lines)
 RECOMPUTE_STYLE_LABELS = {
     "whole-forward": "whole forward rerun (Megatron-LM, reentrant checkpoint, torch < 2.1)",
     "early-stop": "early stop (PyTorch >= 2.1 non-reentrant checkpoint: FSDP checkpoint_wrapper, "
                   "torchtitan; the MLP down projection is not rerun)",
+    "op-sac": "per-op selective checkpoint (torchtitan selective_ac_option 'op': every second "
+              "matmul, norms and activations rerun; attention output saved)",
 }
 SCHEDULES = {"none": 0, "gpipe": 1, "1f1b": 2, "interleaved": 3, "zb": 4}
 NO_PIPELINE, GPIPE, ONE_F_ONE_B, INTERLEAVED, ZERO_BUBBLE = range(5)
@@ -81,6 +85,13 @@ def early_stop_of(style: str) -> bool:
     if style not in RECOMPUTE_STYLES:
         raise ScalesimError(f"recompute_style {style!r}: choose {' or '.join(RECOMPUTE_STYLES)}")
     return style == "early-stop"
+
+
+def op_sac_of(style: str) -> bool:
+    """True when a recompute style is torchtitan's per-op selective checkpoint
+    (``LayoutInputs.recompute_op_sac``; the model applies it to selective recompute only)."""
+    early_stop_of(style)  # a clear error for an unknown style
+    return style == "op-sac"
 
 
 class ParallelLayout(BaseModel):

@@ -34,7 +34,14 @@ import numpy as np
 from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.billing import job_sizes
 from scalesim.errors import ScalesimError
-from scalesim.layout import SCHEDULES, ParallelLayout, early_stop_of, layout_problems, valid_mask
+from scalesim.layout import (
+    SCHEDULES,
+    ParallelLayout,
+    early_stop_of,
+    layout_problems,
+    op_sac_of,
+    valid_mask,
+)
 from scalesim.model.collectives import ALGORITHMS
 from scalesim.model.compute import colocation_factor, colocation_slope, micro_step_s, optimizer_roofline_s
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
@@ -331,6 +338,7 @@ def pinned_compute(profile: Profile, base: LayoutInputs, micro_batch, per_node):
     one = base.replace(dp=1, tp=1, pp=1, cp=1, zero=0, micro_batch=b, global_batch=b,
                        schedule=0, virtual_stages=1, sequence_parallel=False, device_cv=0.0,
                        jitter_cv=0.0, slow_factor=1.0, recompute_early_stop=False,
+                       recompute_op_sac=False,
                        optimizer_step_s=np.nan,  # the pin's target has the estimate
                        attention_efficiency=None,  # the curve's kernel: the vendor one
                        recompute=RECOMPUTE["full" if wl.activation_recompute else "none"])
@@ -425,9 +433,10 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
     eff, kernel_rate = pinned_compute(profile, base, b, per_node)
     recompute = RECOMPUTE[split.recompute_of(wl)]
     early_stop = split.stops_early(wl)
+    op_sac = split.saves_per_op(wl)
     x = base.replace(dp=dp, tp=tp, pp=pp, zero=zero, micro_batch=b, global_batch=gb,
                      schedule=schedule, virtual_stages=virtual, recompute=recompute,
-                     recompute_early_stop=early_stop,
+                     recompute_early_stop=early_stop, recompute_op_sac=op_sac,
                      sequence_parallel=split.sequence_parallel & (np.asarray(tp) > 1),
                      efficiency=eff, kernel_bandwidth_GBps=kernel_rate,
                      optimizer_step_s=measured_optimizer_s(profile, per_node),
@@ -436,7 +445,7 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
     base_b = np.asarray(base_micro_batch, dtype=np.int64)
     alone = base.replace(dp=1, tp=1, pp=1, zero=0, micro_batch=base_b, global_batch=base_b * k,
                          schedule=0, virtual_stages=1, recompute=recompute,
-                         recompute_early_stop=early_stop,
+                         recompute_early_stop=early_stop, recompute_op_sac=op_sac,
                          sequence_parallel=False, device_cv=0.0, jitter_cv=0.0,
                          slow_factor=1.0, devices_per_node=1,
                          optimizer_step_s=measured_optimizer_s(profile, 1),
@@ -513,18 +522,23 @@ def scenario_of_row(scenario: Scenario, row) -> Scenario:
     return scenario.model_copy(update=update)
 
 
+# The recompute each style changes (docs/model.md §11, §13); whole-forward changes nothing
+STYLE_RECOMPUTE = {"early-stop": "full", "op-sac": "selective"}
+
+
 def recompute_style_note(profile: Profile, scenario: Scenario) -> str:
-    """'recompute style early-stop ignored: <why>' where the scenario names the early-stop style
-    and nothing reruns the whole forward (recompute not full, or a parameter-count workload);
-    else ''. The style only changes full recompute (docs/model.md §13)."""
+    """'recompute style early-stop ignored: <why>' where the scenario names a style whose
+    recompute it does not run (early-stop: full; op-sac: selective) or a parameter-count
+    workload; else ''."""
     split = layout_of(scenario)
-    if split.recompute_style != "early-stop" or split.stops_early(profile.workload):
+    style, wl = split.recompute_style, profile.workload
+    if style not in STYLE_RECOMPUTE or split.stops_early(wl) or split.saves_per_op(wl):
         return ""
-    if profile.workload.transformer is None:
-        why = f"workload '{profile.workload.name}' is a parameter count, not a transformer shape"
+    if wl.transformer is None:
+        why = f"workload '{wl.name}' is a parameter count, not a transformer shape"
     else:
-        why = f"recompute is {split.recompute_of(profile.workload)}, not full"
-    return f"recompute style early-stop ignored: {why}"
+        why = f"recompute is {split.recompute_of(wl)}, not {STYLE_RECOMPUTE[style]}"
+    return f"recompute style {style} ignored: {why}"
 
 
 def timed_own_kernel(profile: Profile) -> bool:
@@ -586,10 +600,12 @@ def pipeline_fsdp_note(scenario: Scenario) -> str:
 
 
 def recompute_words(recompute: str, style: str) -> str:
-    """'recompute full (early stop)', 'recompute full', 'recompute none': the style is named
-    where it changes something (full recompute)."""
-    return f"recompute {recompute}" + (" (early stop)" if recompute == "full"
-                                       and early_stop_of(style) else "")
+    """'recompute full (early stop)', 'recompute selective (per-op)', 'recompute full',
+    'recompute none': the style is named where it changes something."""
+    if recompute == "full" and early_stop_of(style):
+        return "recompute full (early stop)"
+    return f"recompute {recompute}" + (" (per-op)" if recompute == "selective"
+                                       and op_sac_of(style) else "")
 
 
 def row_title(row) -> str:

@@ -34,6 +34,7 @@ from scalesim.layout import (
     ParallelLayout,
     check_layout,
     early_stop_of,
+    op_sac_of,
     valid_mask,
 )
 from scalesim.model import collectives as coll
@@ -85,7 +86,8 @@ class PlanRow(BaseModel):
     schedule: str
     virtual_stages: int
     recompute: str
-    recompute_style: str  # the framework's (plan's recompute_style); matters for full only
+    recompute_style: str  # the framework's (plan's recompute_style); early-stop matters for
+    # full recompute only, op-sac for selective only
     sequence_parallel: bool
     tp_overlap: bool  # the framework's (plan's tp_overlap): tensor-parallel traffic overlapped
     step_time_s: float
@@ -167,8 +169,8 @@ class Setting:
     tp_overlap: bool = False  # tensor-parallel collectives overlapped (Transformer Engine)
     jitter_cv: float = 0.0  # std/mean of a micro-step, independent (the waits of §14, §16)
     p2p: MeasuredP2P | None = None  # measured send/recv inside a server (None: the intra link)
-    recompute_style: str = DEFAULT_RECOMPUTE_STYLE  # how the framework's full recompute reruns
-    # the forward (``layout.RECOMPUTE_STYLES``): a property of the framework, not searched
+    recompute_style: str = DEFAULT_RECOMPUTE_STYLE  # how the framework's full or selective
+    # recompute reruns the forward (``layout.RECOMPUTE_STYLES``): of the framework, not searched
     overlap: bool = True  # the framework overlaps communication with compute (Scenario.overlap)
     attention_kernel: str = VENDOR_KERNEL  # the framework's fused attention kernel
     # (``attention_kernel.ATTENTION_KERNELS``): 'flash2' runs the attention core at its own
@@ -326,6 +328,7 @@ def setting_inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         slow_factor=1.0 if setting.slow_device is None else setting.slow_factor,
         slow_rank=setting.slow_device or 0, loader_samples_per_s=setting.loader_samples_per_s,
         recompute_early_stop=early_stop_of(setting.recompute_style),
+        recompute_op_sac=op_sac_of(setting.recompute_style),
         framework=setting.framework, grad_sync=setting.grad_sync, algorithm=setting.algorithm,
         bucket_bytes=setting.bucket_bytes, first_bucket_bytes=setting.first_bucket_bytes,
         nvls_busbw_ratio=nvls_busbw_ratio(hw.intra_node),
@@ -449,10 +452,11 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
     ``split_only``: only layouts that split the model (tp x pp x cp > 1; the "split the model"
     remedy); ``jitter_cv``: std/mean of a device's micro-step, for the waits at collectives;
     ``p2p``: measured send/recv inside a server for the pipeline sends (``measured_p2p``).
-    ``recompute_style``: how the framework's full recompute reruns the forward ('whole-forward'
-    or 'early-stop', ``layout.RECOMPUTE_STYLES``): applied to every full-recompute layout, not
-    searched, and named in each row. ``overlap`` False: the framework does not overlap
-    communication with compute (every layout's exchange exposed, docs/model.md §16);
+    ``recompute_style``: how the framework reruns the forward ('whole-forward' or 'early-stop'
+    for full recompute, 'op-sac' for selective, ``layout.RECOMPUTE_STYLES``): applied to every
+    layout of the recompute it changes, not searched, and named in each row. ``overlap``
+    False: the framework does not overlap communication with compute (every layout's exchange
+    exposed, docs/model.md §16);
     ``slow_device``, ``slow_factor``: global rank and compute-time multiplier of a persistently
     slow device (its stage and replica under each layout's placement, §16); ``zero_framework``:
     how the ZeRO layouts run ('fsdp': FSDP, ZeRO-1 as Megatron-Core's distributed optimizer; or

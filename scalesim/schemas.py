@@ -34,6 +34,7 @@ from scalesim.layout import (
     RecomputeStyle,
     Schedule,
     early_stop_of,
+    op_sac_of,
     recompute_style_field,
     tp_overlap_field,
 )
@@ -729,6 +730,11 @@ class ScenarioLayout(_Strict):
         """Whether the layout's recompute stops early: full recompute (given or the workload's)
         in the 'early-stop' style (``LayoutInputs.recompute_early_stop``)."""
         return self.recompute_of(workload) == "full" and early_stop_of(self.recompute_style)
+
+    def saves_per_op(self, workload: Workload) -> bool:
+        """Whether the split's recompute is torchtitan's per-op selective checkpoint: selective
+        recompute in the 'op-sac' style (``LayoutInputs.recompute_op_sac``)."""
+        return self.recompute_of(workload) == "selective" and op_sac_of(self.recompute_style)
 
     @property
     def splits_model(self) -> bool:

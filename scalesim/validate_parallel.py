@@ -102,6 +102,15 @@ BACKWARD_PREFETCH_POST_SOURCES = ("mosaicml/llm-foundry",)
 # (300cc5c58, 2023-05-03) pin torch==1.13.1. Megatron-LM recomputes with its own reentrant
 # CheckpointFunction: the whole forward.
 RECOMPUTE_EARLY_STOP_SOURCES = {"mosaicml/llm-foundry": (2023, 10, 19)}
+# torchtitan's per-op selective checkpoint for the runs a source calls "selective": sources
+# naming a repository, dated on or after the day its configs first stated it. torchtitan's
+# selective AC with selective_ac_option = 'op' (the policy of commit 2c8cec2bf, 2024-02-29,
+# "Saves output of all compute ops, except every second mm") is what its Llama 3 configs set
+# from 2db26cf34 (2024-04-22): train_configs/llama3_8b.toml there, at 9dec370 (the December 2024
+# runs) and torchtitan/models/llama3/train_configs/llama3_8b.toml at 820504e (June 2025 async-TP
+# page, "per op SAC") and e7c0cae (the Trainy runs) all read mode = 'selective',
+# selective_ac_option = 'op'. Applied to selective recompute only (docs/model.md §11).
+RECOMPUTE_OP_SAC_SOURCES = {"pytorch/torchtitan": (2024, 4, 22)}
 # FSDP's gradient reduce-scatter in float32 (4 bytes per parameter; the parameters still gathered
 # in bf16): sources naming a repository, dated on or after the day its published runs were on a
 # framework that reduces in float32. llm-foundry's benchmark tables print "MP Mode" DEFAULT for
@@ -161,6 +170,11 @@ DEFAULTS = {
                             + ", ".join(f"{r} dated {y:04d}-{m:02d}-{d:02d} or later"
                                         for r, (y, m, d) in RECOMPUTE_EARLY_STOP_SOURCES.items())
                             + " (PyTorch non-reentrant checkpoint, early stop, torch >= 2.1)",
+    "recompute_op_sac": "selective recompute is torchtitan's per-op selective checkpoint for "
+                        "sources of " + ", ".join(f"{r} dated {y:04d}-{m:02d}-{d:02d} or later"
+                                                  for r, (y, m, d) in
+                                                  RECOMPUTE_OP_SAC_SOURCES.items())
+                        + " (selective_ac_option 'op'), else Korthikanti's attention-core recompute",
     "peak": "datasheet dense 16-bit peak of the GPU (fp8: the fp8 peak for weight matmuls, the "
             "16-bit peak for the attention core); a GPU no table lists: a nominal "
             f"{UNLISTED_PEAK_TFLOPS:g} TFLOP/s (fp8 {FP8_PEAK_RATIO:g}x), flagged (the anchor "
@@ -330,6 +344,12 @@ def recompute_early_stop_of(source: str) -> bool:
     return _named_since(source, RECOMPUTE_EARLY_STOP_SOURCES)
 
 
+def recompute_op_sac_of(source: str) -> bool:
+    """Whether a source's selective recompute is torchtitan's per-op selective checkpoint: it
+    names a repository of ``RECOMPUTE_OP_SAC_SOURCES`` and is dated on or after that day."""
+    return _named_since(source, RECOMPUTE_OP_SAC_SOURCES)
+
+
 def reduce_fp32_of(source: str) -> bool:
     """Whether a source's FSDP reduces gradients in float32: it names a repository of
     ``REDUCE_FP32_SOURCES`` and is dated on or after that repository's day."""
@@ -406,10 +426,16 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         flags.append("full recompute: PyTorch's non-reentrant checkpoint with early stop assumed "
                      "(the source is llm-foundry on torch >= 2.1): the MLP's down projection is "
                      "not recomputed")
+    op_sac = recompute == "selective" and recompute_op_sac_of(case.source)
+    if op_sac:
+        flags.append("selective recompute: torchtitan's per-op selective checkpoint assumed (its "
+                     "configs set selective_ac_option 'op'): every second matmul rerun, the "
+                     "attention output saved")
+    style = "early-stop" if early_stop else "op-sac" if op_sac else "whole-forward"
     layout = ParallelLayout(dp=lay.dp, tp=lay.tp, pp=lay.pp, cp=lay.cp, zero=lay.zero,
                             micro_batch=micro, global_batch=lay.global_batch, schedule=schedule,
                             virtual_stages=v, recompute=recompute,
-                            recompute_style="early-stop" if early_stop else "whole-forward",
+                            recompute_style=style,
                             sequence_parallel=sp, tp_overlap=tp_overlap)
     for problem in layout_problems(layout, hw.gpus_per_node, heads=m.heads, kv_heads=kv,
                                    seq_len=m.seq_len):
@@ -465,7 +491,7 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         device_cv=DEVICE_SPEED_CV,
         device_memory_bytes=np.inf if memory is None else memory[0],
         fsdp_backward_prefetch_post=prefetch_post,
-        recompute_early_stop=early_stop,
+        recompute_early_stop=early_stop, recompute_op_sac=op_sac,
         reduce_bytes_per_param=4.0 if reduce_fp32 else np.nan,
     )
     return inputs, layout

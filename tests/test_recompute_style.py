@@ -131,7 +131,8 @@ def test_one_schema_one_knob():
     specs = [model.model_json_schema()["properties"]["recompute_style"]
              for model in (ParallelLayout, ScenarioLayout)]
     assert specs[0] == specs[1]
-    assert specs[0]["enum"] == list(RECOMPUTE_STYLES) == ["whole-forward", "early-stop"]
+    assert specs[0]["enum"] == list(RECOMPUTE_STYLES) == ["whole-forward", "early-stop",
+                                                            "op-sac"]
     assert specs[0]["default"] == "whole-forward"
     knob = LAYOUT_KNOB_BY_FIELD["recompute_style"]
     assert (knob.flag, knob.url_key, knob.choices) == ("--recompute-style", "rs",
@@ -154,7 +155,7 @@ def test_cli_help_shows_the_flag(command):
     out = _cli(command, "--help")
     assert out.returncode == 0
     text = " ".join(out.stdout.split())
-    assert "--recompute-style {whole-forward,early-stop}" in text
+    assert "--recompute-style {whole-forward,early-stop,op-sac}" in text
     assert "use_reentrant=False" in text and "ignored unless recompute is full" in text
 
 

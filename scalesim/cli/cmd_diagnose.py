@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         model = None
         if args.recompute_style is not None and args.workload is None:
             raise ScalesimError("--recompute-style is for --workload (the runs' transformer): the "
-                                "split-the-model remedy's full-recompute layouts use it")
+                                "split-the-model remedy's recomputing layouts use it")
         if args.workload is not None:
             from scalesim.runs_model import runs_model
 

@@ -39,7 +39,7 @@ profile's compute curve timed (calibrate records it), on its measured curve. The
 matmul efficiency defaults to the median that the published model-parallel runs pin
 (docs/validation.md); give --efficiency from a calibration.
 Layouts are placed as Megatron/torchtitan do (tp innermost in a server, pp outermost).
---recompute-style says how your framework's full recompute reruns the forward,
+--recompute-style says how your framework's full (or selective) recompute reruns the forward,
 --zero-framework how it runs ZeRO and --attention-kernel which fused attention it runs
 (properties of the framework, applied to every layout, not searched). --no-overlap,
 --straggler-cv and --slow-device/--slow-factor rank every layout under those conditions, as
@@ -89,13 +89,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def recompute_style_line(style: str) -> str:
-    """The plan's full-recompute assumption in words (``layout.RECOMPUTE_STYLE_LABELS``), with the
+    """The plan's recompute assumption in words (``layout.RECOMPUTE_STYLE_LABELS``), with the
     flag that changes it."""
     from scalesim.layout import RECOMPUTE_STYLE_LABELS
+    from scalesim.layout_predict import STYLE_RECOMPUTE
 
-    other = next(name for name in RECOMPUTE_STYLE_LABELS if name != style)
-    return (f"full recompute: {RECOMPUTE_STYLE_LABELS[style]}; for the other style give "
-            f"--recompute-style {other}")
+    others = " or ".join(name for name in RECOMPUTE_STYLE_LABELS if name != style)
+    return (f"{STYLE_RECOMPUTE.get(style, 'full')} recompute: {RECOMPUTE_STYLE_LABELS[style]}; "
+            f"for another style give --recompute-style {others}")
 
 
 def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None = None) -> str:

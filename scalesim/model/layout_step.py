@@ -145,6 +145,9 @@ class LayoutInputs:
     # previous unit's gradient computation (FSDP BackwardPrefetch.BACKWARD_POST), so exposed
     recompute_early_stop: object = False  # full recompute by PyTorch's non-reentrant
     # checkpoint with early stop (torch >= 2.1): the layer's last weight matmul is not recomputed
+    recompute_op_sac: object = False  # selective recompute by torchtitan's per-op selective
+    # checkpoint (selective_ac_option 'op'): every second weight matmul and the elementwise
+    # kernels rerun, matmul / attention / reduce-scatter outputs kept (docs/model.md §11)
     framework: object = FSDP  # ZeRO over dp: 0 PyTorch-native (FSDP for ZeRO-2/3, Megatron-Core's
     # distributed optimizer for ZeRO-1), 1 DeepSpeed (model/zero_exchange.py, as StepInputs)
     grad_sync: object = EVERY_MICRO_STEP  # sharded gradients reduced every micro-step (0) or
@@ -242,10 +245,26 @@ def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_bytes_per_s, core_flo
                               / np.where(np.asarray(x.sequence_parallel, dtype=bool), t, 1.0),
                               mem_bytes_per_s)
     full = forward - np.where(early_stop, down + last_add, 0.0)
+    # torchtitan's per-op selective checkpoint (§11): every second weight matmul (gated: wk, wo,
+    # w3; not gated: the attention projection and the down projection) and the forward's
+    # elementwise kernels up to the last saved input (its non-reentrant checkpoint stops early:
+    # not the residual add after the last matmul); fused attention's output is saved, so no
+    # attention core (without fused attention its batched matmuls are rerun too)
+    gated = np.asarray(x.gated, dtype=bool)
+    per_op_gemms = np.where(
+        gated, gemm_s(tokens, kv * h / a / t, h, flops_per_s, mem_bytes_per_s)
+        + gemm_s(tokens, h, h / t, flops_per_s, mem_bytes_per_s)
+        + gemm_s(tokens, f / t, h, flops_per_s, mem_bytes_per_s),
+        gemm_s(tokens, h, h / t, flops_per_s, mem_bytes_per_s) + down)
+    per_op = (per_op_gemms + elementwise - last_add
+              + np.where(np.asarray(x.flash_attention, dtype=bool), 0.0, core))
+    op_sac = np.asarray(x.recompute_op_sac, dtype=bool)
+    selective = np.where(op_sac, per_op, core + score_s)
     recompute = np.select([r == tf.RECOMPUTE_FULL, r == tf.RECOMPUTE_SELECTIVE],
-                          [full, core + score_s], 0.0)
-    matmul = 3.0 * gemms + np.where(r == tf.RECOMPUTE_FULL,
-                                    gemms - np.where(early_stop, down, 0.0), 0.0)
+                          [full, selective], 0.0)
+    matmul = 3.0 * gemms + np.select(
+        [r == tf.RECOMPUTE_FULL, (r == tf.RECOMPUTE_SELECTIVE) & op_sac],
+        [gemms - np.where(early_stop, down, 0.0), per_op_gemms], 0.0)
     return forward, backward, recompute, matmul, core + core_backward, gemms
 
 
@@ -334,7 +353,7 @@ def _straggler_s(x: LayoutInputs, devices, tp, m, per_micro, compute, micro_s, l
     split = (straggler_wait_s(devices, cv_d * compute, slow_delay_s)
              + barriers * straggler_wait_s(groups, jitter_between, 0.0)
              + m * collective_waits_s(tp, layers_on_stage * collectives_per_layer(
-                 x.recompute, x.recompute_early_stop, x.sequence_parallel),
+                 x.recompute, x.recompute_early_stop, x.sequence_parallel, x.recompute_op_sac),
                                       micro_s, cv_j))
     return np.where(tp > 1, split, both)
 
@@ -370,7 +389,8 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     tp_nvls_GBps = _f(x.nvls_busbw_ratio) * tp_GBps  # NaN: no NVLink SHARP
     tp_layer = tp_comm_per_layer_s(b, x.seq_len, x.hidden, tp, cp, x.recompute,
                                    x.sequence_parallel, x.intra_latency_s, tp_GBps,
-                                   ACTIVATION_BYTES, tp_nvls_GBps, x.recompute_early_stop)
+                                   ACTIVATION_BYTES, tp_nvls_GBps, x.recompute_early_stop,
+                                   x.recompute_op_sac)
     tp_layer = np.where(tp > 1, tp_layer, 0.0)
     tp_first, tp_last = (np.where(tp > 1, t, 0.0) for t in tp_comm_end_stages_s(
         b, x.seq_len, x.hidden, tp, cp, x.sequence_parallel, x.intra_latency_s,
@@ -452,7 +472,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # tensor-parallel and ring-attention waits included (forward: 2 of the layer's n tp
     # collectives, c - 1 of its 3 (c - 1) ring hops; backward and recompute the rest)
     tp_fwd_share = 2.0 / collectives_per_layer(x.recompute, x.recompute_early_stop,
-                                               x.sequence_parallel)
+                                               x.sequence_parallel, x.recompute_op_sac)
     fwd_wait = tp_layer * tp_fwd_share + cp_layer / 3.0
     bwd_wait = tp_layer * (1.0 - tp_fwd_share) + cp_layer * 2.0 / 3.0
     fwd_mb = units * (fwd + fwd_wait) + output / 3.0
@@ -493,7 +513,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     shape = (x.layers, x.hidden, x.heads, model.kv_heads, x.ffn_hidden, x.gated)
     model_flops = tf.model_flops_per_token(*shape, x.seq_len, x.vocab)
     hw_flops = model_flops + tf.recompute_flops_per_token(x.recompute, *shape, x.seq_len,
-                                                        x.recompute_early_stop)
+                                                        x.recompute_early_stop, x.recompute_op_sac)
     peak_total = devices * _f(x.peak_flops_per_s)
     mfu = model_flops * tokens_per_s / peak_total
     hfu = hw_flops * tokens_per_s / peak_total
@@ -505,10 +525,17 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     per_layer = tf.activation_bytes_per_layer(
         b, x.seq_len, x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
         x.sequence_parallel, x.recompute, x.flash_attention, cp)
+    # torchtitan's per-op selective checkpoint keeps its own set (§11) and, as full recompute,
+    # holds one layer's rerun tensors while that layer's backward runs
+    per_op = (np.asarray(x.recompute) == tf.RECOMPUTE_SELECTIVE) & np.asarray(
+        x.recompute_op_sac, dtype=bool)
+    per_layer = np.where(per_op, tf.op_sac_activation_bytes_per_layer(
+        b, x.seq_len, x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
+        x.sequence_parallel, cp), per_layer)
     working = tf.activation_bytes_per_layer(
         b, x.seq_len, x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
         x.sequence_parallel, tf.RECOMPUTE_NONE, x.flash_attention, cp)
-    recomputing = np.where(np.asarray(x.recompute) == tf.RECOMPUTE_FULL, working, 0.0)
+    recomputing = np.where((np.asarray(x.recompute) == tf.RECOMPUTE_FULL) | per_op, working, 0.0)
     logits_bytes = LOGIT_BYTES * tokens * _f(x.vocab) / _f(tp)
 
     def stage_memory(params_on_stage, layers_on_stage, in_flight, logits_in_flight):

@@ -15,19 +15,24 @@ from __future__ import annotations
 import numpy as np
 
 from scalesim.model import collectives as coll
-from scalesim.model.transformer import RECOMPUTE_FULL
+from scalesim.model.transformer import RECOMPUTE_FULL, RECOMPUTE_SELECTIVE
 
 
-def collectives_per_layer(recompute, early_stop=False, sequence_parallel=False):
+def collectives_per_layer(recompute, early_stop=False, sequence_parallel=False, op_sac=False):
     """All-reduces (or RS + AG pairs) per layer per micro-batch: 2 forward + 2 backward, + 2
     more in the recomputed forward of full recomputation. With ``early_stop`` (PyTorch's
     non-reentrant checkpoint, torch >= 2.1) the recomputation ends before the MLP's down
     projection, so the all-reduce of its output is not rerun (1 more, not 2); with sequence
     parallelism only that reduce-scatter is skipped, the all-gather before the MLP is rerun
-    (1.5 pairs)."""
+    (1.5 pairs). Selective recompute with ``op_sac`` (torchtitan's per-op policy) saves the
+    reduce-scatters' outputs and reruns the two all-gathers (1 pair); without sequence
+    parallelism it reruns the attention output's all-reduce, which the MLP's norm input needs
+    (1; the recomputation stops before the MLP's, early stop). Korthikanti's selective: 0."""
     stop = np.asarray(early_stop, dtype=bool)
     rerun = np.where(stop, np.where(np.asarray(sequence_parallel, dtype=bool), 1.5, 1.0), 2.0)
-    return 4.0 + np.where(np.asarray(recompute) == RECOMPUTE_FULL, rerun, 0.0)
+    r = np.asarray(recompute)
+    per_op = np.where((r == RECOMPUTE_SELECTIVE) & np.asarray(op_sac, dtype=bool), 1.0, 0.0)
+    return 4.0 + np.where(r == RECOMPUTE_FULL, rerun, per_op)
 
 
 def allreduce_bytes(micro_batch, seq_len, hidden, cp=1, activation_bytes=2.0):
@@ -39,7 +44,7 @@ def allreduce_bytes(micro_batch, seq_len, hidden, cp=1, activation_bytes=2.0):
 
 def tp_comm_per_layer_s(micro_batch, seq_len, hidden, tp, cp, recompute, sequence_parallel,
                         latency_s, busbw_GBps, activation_bytes=2.0, nvls_busbw_GBps=np.nan,
-                        early_stop=False):
+                        early_stop=False, op_sac=False):
     """Seconds of tensor-parallel collectives of one layer and one micro-batch on one device.
 
     ``micro_batch`` sequences of ``seq_len`` tokens, ``hidden`` elements per token,
@@ -55,7 +60,7 @@ def tp_comm_per_layer_s(micro_batch, seq_len, hidden, tp, cp, recompute, sequenc
                                  nvls_busbw_GBps=nvls_busbw_GBps)
     rs_ag = 2.0 * coll.ring_reduce_scatter_s(size, tp, latency_s, busbw_GBps)
     one = np.where(np.asarray(sequence_parallel, dtype=bool), rs_ag, allreduce)
-    return collectives_per_layer(recompute, early_stop, sequence_parallel) * one
+    return collectives_per_layer(recompute, early_stop, sequence_parallel, op_sac) * one
 
 
 LOSS_ALLREDUCES = 3  # VocabParallelCrossEntropy: max, sum of exponentials, target logit

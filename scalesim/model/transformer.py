@@ -92,18 +92,37 @@ def model_flops_per_token(layers, hidden, heads, kv_heads, ffn_hidden, gated, se
     return 3.0 * fwd
 
 
+def op_sac_matmul_weights(hidden, heads, kv_heads, ffn_hidden, gated):
+    """(recomputed, saved) weights of one layer's matmuls under torchtitan's per-op selective
+    checkpoint (``selective_ac_option = 'op'``): it saves every ``aten.mm`` output but the 2nd,
+    4th, ... of a block's forward (``_custom_policy``, torchtitan
+    ``torchtitan/parallelisms/parallelize_llama.py`` lines 214-276 at 9dec370, 2024-12-26;
+    ``torchtitan/models/llama3/parallelize_llama.py`` at 820504e). The block's matmul order:
+    gated (Llama: separate projections) wq, wk, wv, wo, w1, w3, w2, so wk (h·kv·h/a), wo (h·h)
+    and w3 (h·f) are rerun; not gated (GPT: fused QKV) qkv, proj, fc1, fc2, so proj (h·h) and
+    fc2 (f·h) are. docs/model.md §11."""
+    h, a, kv, f = _f(hidden), _f(heads), _f(kv_heads), _f(ffn_hidden)
+    gated = np.asarray(gated, dtype=bool)
+    recomputed = np.where(gated, h * kv * h / a + h * h + h * f, h * h + f * h)
+    return recomputed, layer_matmul_weights(hidden, heads, kv_heads, ffn_hidden, gated) - recomputed
+
+
 def recompute_flops_per_token(recompute, layers, hidden, heads, kv_heads, ffn_hidden, gated,
-                              seq_len, early_stop=False):
+                              seq_len, early_stop=False, op_sac=False):
     """Extra forward FLOPs per token that activation recomputation spends: full = every layer's
     forward again (with ``early_stop``, PyTorch's non-reentrant checkpoint of torch >= 2.1,
     less the MLP's down projection, 2·f·h, which that checkpoint does not rerun); selective =
-    the attention core (scores and scores·V, 4sh per layer; Korthikanti 2022 §5); none = 0.
+    the attention core (scores and scores·V, 4sh per layer; Korthikanti 2022 §5), or with
+    ``op_sac`` (torchtitan's per-op policy) 2 per weight of every second matmul
+    (``op_sac_matmul_weights``) and no attention core (its output is saved); none = 0.
     Model FLOPs + these = hardware FLOPs (HFU)."""
     r = np.asarray(recompute)
     down = np.where(np.asarray(early_stop, dtype=bool), 2.0 * _f(ffn_hidden) * _f(hidden), 0.0)
     full = _f(layers) * (layer_forward_flops_per_token(hidden, heads, kv_heads, ffn_hidden, gated,
                                                        seq_len) - down)
-    selective = _f(layers) * 4.0 * _f(seq_len) * _f(hidden)
+    per_op = 2.0 * op_sac_matmul_weights(hidden, heads, kv_heads, ffn_hidden, gated)[0]
+    selective = _f(layers) * np.where(np.asarray(op_sac, dtype=bool), per_op,
+                                      4.0 * _f(seq_len) * _f(hidden))
     return np.select([r == RECOMPUTE_FULL, r == RECOMPUTE_SELECTIVE], [full, selective], 0.0)
 
 
@@ -147,6 +166,32 @@ def activation_bytes_per_layer(micro_batch, seq_len, hidden, heads, kv_heads, ff
     full = 2.0 / np.where(sp, t, 1.0)
     per_sbh = np.where(r == RECOMPUTE_FULL, full, per_sbh)
     return s * b * h * per_sbh
+
+
+OP_SAC_LSE_BYTES_PER_HEAD = 4.0  # SDPA's logsumexp, one fp32 value per head and token
+
+
+def op_sac_activation_bytes_per_layer(micro_batch, seq_len, hidden, heads, kv_heads, ffn_hidden,
+                                      gated, tensor_parallel=1, sequence_parallel=False,
+                                      context_parallel=1):
+    """Bytes one layer keeps for backward on one device under torchtitan's per-op selective
+    checkpoint (16-bit activations; docs/model.md §11): the block's input (2h; /t with
+    sequence parallelism), the saved matmul outputs (odd positions of the block's order,
+    ``op_sac_matmul_weights``: gated wq 2h/t, wv 2·kv·h/(a·t), w1 2f/t and w2's row-parallel
+    output 2h, not split; not gated qkv 2(h + 2·kv·h/a)/t and fc1 2f/t), the fused attention's
+    output (2h/t) and logsumexp (4a/t bytes), and with sequence parallelism the two
+    reduce-scatters' outputs (2 x 2h/t). Per token of s/c tokens."""
+    c = _f(context_parallel)
+    b, s, h, a, t = _f(micro_batch), _f(seq_len) / c, _f(hidden), _f(heads), _f(tensor_parallel)
+    kv, f = _f(kv_heads), _f(ffn_hidden)
+    sp = np.asarray(sequence_parallel, dtype=bool)
+    block_input = 2.0 * h / np.where(sp, t, 1.0)
+    mm = np.where(np.asarray(gated, dtype=bool),
+                  2.0 * (h + kv * h / a + f) / t + 2.0 * h,
+                  2.0 * (h + 2.0 * kv * h / a + f) / t)
+    attention = (2.0 * h + OP_SAC_LSE_BYTES_PER_HEAD * a) / t
+    reduce_scatters = np.where(sp, 2.0 * 2.0 * h / t, 0.0)
+    return s * b * (block_input + mm + attention + reduce_scatters)
 
 
 # Bytes per token of one layer's memory-bound (elementwise) kernels in forward, 16-bit tensors,
