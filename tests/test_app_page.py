@@ -181,6 +181,7 @@ def test_cost_table_says_predicts_zero_price_note(price):
     """The Hours & cost tab's table under a price of $0 says what predict says under its cost
     column (``training_time.zero_price_note``, one text); a real price says nothing of it."""
     from scalesim.app.markdown_text import escape_markdown
+
     from scalesim.training_time import Goal, zero_price_note
 
     note = escape_markdown(zero_price_note(Goal(None, None, 1e9, 0.0)))  # as Markdown shows it
