@@ -439,7 +439,7 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
          slow_device: int | None = None, slow_factor: float = 1.0,
          zero_framework: str = "fsdp",
          grad_sync: str = "every-micro-step",
-         attention_kernel: str = VENDOR_KERNEL) -> list[PlanRow]:
+         attention_kernel: str = VENDOR_KERNEL, algorithm: str = "auto") -> list[PlanRow]:
     """Rank every valid layout of ``shape`` on each of ``devices`` for ``global_batch``.
 
     Fitting layouts first, best first (highest samples/s, or fewest device-hours per sample
@@ -460,7 +460,9 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
     reduce under accumulation ('every-micro-step' or 'once-per-step', FSDP's no_sync;
     ``Scenario.grad_sync``); ``attention_kernel``: the framework's fused attention kernel
     ('fused-vendor': cuDNN through Transformer Engine, FlashAttention-3; 'flash2': flash-attn 2,
-    PyTorch SDPA's default backend, Triton; ``presets.attention_efficiency_of``, §13).
+    PyTorch SDPA's default backend, Triton; ``presets.attention_efficiency_of``, §13);
+    ``algorithm``: the data-parallel all-reduce ('auto', 'ring', 'tree', 'hierarchical':
+    ``Scenario.algorithm``, ``collectives.ALGORITHMS``).
     ``rank_layouts`` does the same for a ``Setting`` (a scenario's: ``layout_predict.plan_at``).
     """
     check_number("matmul_efficiency", efficiency, "efficiency")
@@ -474,11 +476,14 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
         raise ScalesimError(f"grad_sync {grad_sync!r}: choose {' or '.join(GRAD_SYNCS)}")
     if grad_sync_refused(zero_framework, grad_sync):
         raise ScalesimError(GRAD_SYNC_DEEPSPEED_ERROR)
+    if algorithm not in coll.ALGORITHMS:
+        raise ScalesimError(f"algorithm {algorithm!r}: choose {', '.join(coll.ALGORITHMS)}")
     attention_efficiency_of(hardware.device_name, attention_kernel)  # a known kernel
     setting = Setting(shape, hardware, global_batch, efficiency, fp8, params, tp_overlap,
                       jitter_cv, p2p, recompute_style, overlap=overlap, slow_device=slow_device,
                       slow_factor=slow_factor, framework=FRAMEWORKS[zero_framework],
-                      grad_sync=GRAD_SYNCS[grad_sync], attention_kernel=attention_kernel)
+                      grad_sync=GRAD_SYNCS[grad_sync], attention_kernel=attention_kernel,
+                      algorithm=coll.ALGORITHMS[algorithm])
     return rank_layouts(setting, devices, rank_by, top, include_unfit, cp_values, split_only)
 
 
