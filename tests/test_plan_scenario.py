@@ -128,6 +128,7 @@ def test_plan_takes_overlap_and_a_slow_device_as_plan_at_does(gpt):
                          ({"zero_framework": "megatron"}, "zero_framework 'megatron'"),
                          ({"grad_sync": "never"}, "grad_sync 'never'"),
                          ({"algorithm": "butterfly"}, "algorithm 'butterfly'"),
+                         ({"bucket_mib": 0.0}, "bucket_mib"),
                          ({"zero_framework": "deepspeed", "grad_sync": "once-per-step"},
                           "FSDP's no_sync")):
         with pytest.raises(ScalesimError, match=message):
@@ -286,10 +287,11 @@ def test_cli_plans_with_the_run_conditions(capsys, gpt):
     (["--inter-latency", "1e-4", "--device-cv", "0.05"],
      {"inter_latency_s": 1e-4, "device_speed_cv": 0.05}),
     (["--algorithm", "tree"], {"algorithm": "tree"}),  # the exposed DDP all-reduces
+    (["--bucket-mib", "400"], {"bucket_mib": 400.0}),  # DDP's last bucket exposed
 ])
 def test_cli_plans_with_predicts_link_and_algorithm_flags(capsys, gpt, flags, knob):
-    """plan takes predict's --intra/--inter-busbw, --intra/--inter-latency, --device-cv and
-    --algorithm (one helper each in options.py): on 2 servers of 8 its rows are
+    """plan takes predict's --intra/--inter-busbw, --intra/--inter-latency, --device-cv,
+    --algorithm and --bucket-mib (one helper each in options.py): on 2 servers of 8 its rows are
     ``plan_at``'s of the scenario with those fields, which are predict's, and differ from the
     rows without them; the 'ranked with' line names them. Before, plan had none of them."""
     from cli_harness import run_cli
@@ -302,7 +304,7 @@ def test_cli_plans_with_predicts_link_and_algorithm_flags(capsys, gpt, flags, kn
     scenario = Scenario(devices=[16], global_batch=16, **knob)
     # the shape's own parameter count, as plan --model counts it
     expected = plan(SHAPE, scenario_hardware(HARDWARE["dgx-a100"], scenario), [16], 16,
-                    top=1000, algorithm=scenario.algorithm)
+                    top=1000, algorithm=scenario.algorithm, bucket_mib=scenario.bucket_mib)
     assert [r["step_time_s"] for r in got] == pytest.approx(
         [r.step_time_s for r in expected], rel=1e-12)
     ranked = plan_at(gpt, scenario, 16, 16, top=5)  # the scenario's planner: predict's rows
@@ -312,7 +314,7 @@ def test_cli_plans_with_predicts_link_and_algorithm_flags(capsys, gpt, flags, kn
     assert [r["step_time_s"] for r in json.loads(plain)] != [r["step_time_s"] for r in got]
     code, out, _ = run_cli(capsys, argv[:-1] + flags)
     ranked = next(line for line in out.splitlines() if line.startswith("ranked with: "))
-    assert all(f in ranked for f in flags if f.startswith("--") and f != "--algorithm")
+    assert all(f in ranked for f in flags if f.startswith("--"))
     assert ("all-reduce tree (--algorithm)" in ranked) == ("--algorithm" in flags)
 
 

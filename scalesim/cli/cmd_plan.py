@@ -9,6 +9,7 @@ from scalesim.bounds import flag_list_type, flag_type
 from scalesim.cli.options import (
     add_algorithm_argument,
     add_attention_kernel_argument,
+    add_bucket_argument,
     add_condition_arguments,
     add_gpus_per_node_argument,
     add_grad_sync_argument,
@@ -82,6 +83,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     conditions = p.add_argument_group("the run's conditions (as predict's)")
     add_condition_arguments(conditions)
     add_algorithm_argument(conditions)
+    add_bucket_argument(conditions)
     add_link_arguments(conditions)
     p.add_argument("--rank", choices=["throughput", "cost"], default="throughput",
                    help="throughput (samples/s) or cost (billed device-hours per sample: whole "
@@ -127,6 +129,8 @@ def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None
                      "(--tp-overlap)")
     if args.algorithm is not None:
         parts.append(f"all-reduce {args.algorithm} (--algorithm)")
+    if args.bucket_mib is not None:
+        parts.append(f"DDP buckets of {args.bucket_mib:g} MiB (--bucket-mib)")
     parts += [f"{KNOB_BY_FIELD[field].flag} {value:g}"
               for field, value in links_from_args(args).items()]
     return "ranked with: " + ", ".join(parts) if parts else ""
@@ -204,7 +208,8 @@ def run(args: argparse.Namespace) -> int:
                     slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
                     zero_framework=args.zero_framework or "fsdp",
                     grad_sync=args.grad_sync or "every-micro-step",
-                    attention_kernel=kernel, algorithm=args.algorithm or "auto")
+                    attention_kernel=kernel, algorithm=args.algorithm or "auto",
+                    **({} if args.bucket_mib is None else {"bucket_mib": args.bucket_mib}))
     if args.json:
         from scalesim.jsonio import to_json_text
 
@@ -279,6 +284,7 @@ def _on_the_measured_curve(args, base, shape, params, own=None):
         grad_sync=args.grad_sync or "every-micro-step", instance_sizes=args.instance_sizes,
         attention_kernel=args.attention_kernel or VENDOR_KERNEL,
         algorithm=args.algorithm or "auto", **links_from_args(args),
+        **({} if args.bucket_mib is None else {"bucket_mib": args.bucket_mib}),
         layout=ScenarioLayout(recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE,
                               tp_overlap=args.tp_overlap))
     rows = plan_at(profile, scenario, args.devices, args.global_batch,

@@ -72,7 +72,7 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     add_attention_kernel_argument(g)
     add_algorithm_argument(g)
     add_condition_arguments(g)
-    _knob(g, "bucket_mib", help="DDP gradient bucket size, MiB (default 25)")
+    add_bucket_argument(g)
     _knob(g, "loader_workers", help="DataLoader workers per device")
     add_link_arguments(g)
     _knob(g, "critical_batch_size", help="critical batch size B_noise, samples")
@@ -92,6 +92,11 @@ def add_algorithm_argument(group) -> None:
     group.add_argument("--algorithm", choices=["auto", "ring", "tree", "hierarchical"],
                        help="all-reduce algorithm (default auto: NCCL's ring or tree, the faster "
                        "per message; hierarchical is Horovod's, used only when named)")
+
+
+def add_bucket_argument(group) -> None:
+    """--bucket-mib (``Scenario.bucket_mib``; plan's own flag too)."""
+    _knob(group, "bucket_mib", help="DDP gradient bucket size, MiB (default 25)")
 
 
 # the scenario's link and device-spread knobs (``add_link_arguments``, ``links_from_args``)
