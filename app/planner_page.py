@@ -33,7 +33,7 @@ from scalesim.model.sharding import GRAD_SYNC_HELP, GRAD_SYNC_LABELS
 from scalesim.predict import Prediction
 from scalesim.schemas import Profile, Scenario
 from scalesim.sources.provenance import provenance
-from scalesim.training_time import resolve_goal
+from scalesim.training_time import resolve_goal, zero_price_note
 
 from . import charts
 from .markdown_text import escape_markdown as _md
@@ -590,6 +590,8 @@ def _tab_cost(plan: Plan) -> None:
     billing = billing_words(goal.server_devices, goal.instance_sizes)
     st.caption(f"Cost counts the devices a cloud bills: {billing} (the hardware's "
                "instance_sizes; docs/model.md §9).")
+    if note := zero_price_note(goal):  # predict's note under its cost column
+        st.caption(_md(note[0].upper() + note[1:]) + ".")
     st.dataframe(pd.DataFrame([{
         "option": o.label, "devices": o.devices,
         "billed devices": int(goal.billed_devices(o.devices)), f"{plan.unit}/s": o.samples_per_s,

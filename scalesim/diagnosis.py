@@ -186,9 +186,11 @@ def _relative_busbw(match: re.Match) -> str:
     return f"({float(match.group(2)) / float(match.group(1)):.3g}x the fitted bandwidth)"
 
 
-def model_remedies(profile, scenario, devices: int, cause: str,
-                   nominal_links: bool = False) -> tuple[Remedy | None, list[Remedy]]:
+def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: bool = False,
+                   split_tp_overlap: bool | None = None) -> tuple[Remedy | None, list[Remedy]]:
     """All seed remedies at ``devices`` ranked by the model, and the first one to try.
+    ``split_tp_overlap``: the framework's tensor-parallel overlap in the split-the-model
+    remedy's layouts (``remedies.rank_remedies``; None: the scenario's).
 
     ``nominal_links``: the profile's bandwidths rest on a nominal gradient size, so titles say
     "2x" instead of quoting GB/s that mean nothing on their own.
@@ -196,7 +198,7 @@ def model_remedies(profile, scenario, devices: int, cause: str,
     from scalesim.layout_predict import uses_layouts
     from scalesim.remedies import rank_remedies
 
-    _, ranked = rank_remedies(profile, scenario, devices)
+    _, ranked = rank_remedies(profile, scenario, devices, split_tp_overlap=split_tp_overlap)
     remedies = []
     for r in ranked:
         title = _BUSBW.sub(_relative_busbw, r.title) if nominal_links else r.title
@@ -333,7 +335,8 @@ def _implausible_links(fit, params: float | None) -> list[str]:
 
 def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
                   critical_batch: float | None = None, extrapolate_to: list[int] | None = None,
-                  transformer=None, recompute_style: str = DEFAULT_RECOMPUTE_STYLE) -> Report:
+                  transformer=None, recompute_style: str = DEFAULT_RECOMPUTE_STYLE,
+                  tp_overlap: bool = False) -> Report:
     """Fit, find the knee, name the cause and the first remedy for measured ``runs``.
 
     ``transformer`` (``scalesim.runs_model.RunsModel``): the transformer the runs trained and their
@@ -341,7 +344,10 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     model and "split the model" can apply (docs/model.md §22). Its parameter count stands in
     for ``params`` when that is not given. ``recompute_style``: how the runs' framework reruns
     the forward under full or selective recompute (``layout.RECOMPUTE_STYLES``), for the
-    layouts of the split-the-model remedy; it needs ``transformer``."""
+    layouts of the split-the-model remedy; it needs ``transformer``. ``tp_overlap``: the runs' framework
+    overlaps the tensor-parallel collectives with the matmuls (``ScenarioLayout.tp_overlap``),
+    for that remedy's layouts with tp > 1 (the runs themselves have no tensor parallelism); it
+    needs ``transformer`` too."""
     from scalesim.bounds import check_number, check_values
     from scalesim.fit_runs import extrapolate, fit_runs, fitted_profile
     from scalesim.runs import Runs, scaling, thin
@@ -353,6 +359,11 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
 
     if (early_stop_of(recompute_style) or op_sac_of(recompute_style)) and transformer is None:
         raise ScalesimError(f"recompute_style {recompute_style}: it applies to the runs' "
+                            "transformer (diagnose --workload); give the workload or drop it")
+    if not isinstance(tp_overlap, bool | np.bool_):
+        raise ScalesimError(f"tp_overlap: expected true or false, got {tp_overlap!r}")
+    if tp_overlap and transformer is None:
+        raise ScalesimError("tp_overlap: it applies to the split layouts of the runs' "
                             "transformer (diagnose --workload); give the workload or drop it")
     runs = thin(runs)
     if transformer is not None and params is None:
@@ -477,7 +488,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     profile, scenario, at = fitted_profile(fit, runs, **fitted, model=transformer)
     try:
         first, remedies = model_remedies(profile, scenario, at, cause.key,
-                                         nominal_links=not fit.params_known)
+                                         nominal_links=not fit.params_known,
+                                         split_tp_overlap=bool(tp_overlap))
     except ScalesimError as exc:  # e.g. a global batch the model cannot split evenly
         first, remedies = None, []
         fit.notes.append(f"remedies not predicted: {exc}")

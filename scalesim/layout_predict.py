@@ -610,11 +610,13 @@ def recompute_words(recompute: str, style: str) -> str:
 
 def row_title(row) -> str:
     """'dp 2 x tp 4 x pp 2 (1f1b), zero1, micro-batch 1 x 8 accumulation, recompute none'
-    ('recompute full (early stop)' in the early-stop style)."""
+    ('recompute full (early stop)' in the early-stop style; ', TP overlap' where the framework
+    overlaps a tp > 1 layout's collectives)."""
     schedule = (f" ({row.schedule}" + (f", {row.virtual_stages} virtual stages" if
                                        row.virtual_stages > 1 else "") + ")") if row.pp > 1 else ""
     zero = ("ddp", "zero1", "zero2", "zero3")[row.zero]
     return (f"dp {row.dp} x tp {row.tp} x pp {row.pp}{schedule}, {zero}, micro-batch "
             f"{row.micro_batch} x {row.accumulation} accumulation, "
             f"{recompute_words(row.recompute, row.recompute_style)}"
-            + (", sequence parallel" if row.sequence_parallel else ""))
+            + (", sequence parallel" if row.sequence_parallel else "")
+            + (", TP overlap" if row.tp_overlap and row.tp > 1 else ""))

@@ -39,7 +39,7 @@ from scalesim.layout import (
 )
 from scalesim.model import collectives as coll
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
-from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
+from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES, MIB
 from scalesim.model.sharding import EVERY_MICRO_STEP, FRAMEWORKS, FSDP, GRAD_SYNCS
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.predict import nvls_busbw_ratio
@@ -442,7 +442,8 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
          slow_device: int | None = None, slow_factor: float = 1.0,
          zero_framework: str = "fsdp",
          grad_sync: str = "every-micro-step",
-         attention_kernel: str = VENDOR_KERNEL) -> list[PlanRow]:
+         attention_kernel: str = VENDOR_KERNEL, algorithm: str = "auto",
+         bucket_mib: float = DDP_BUCKET_BYTES / MIB) -> list[PlanRow]:
     """Rank every valid layout of ``shape`` on each of ``devices`` for ``global_batch``.
 
     Fitting layouts first, best first (highest samples/s, or fewest device-hours per sample
@@ -464,7 +465,10 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
     reduce under accumulation ('every-micro-step' or 'once-per-step', FSDP's no_sync;
     ``Scenario.grad_sync``); ``attention_kernel``: the framework's fused attention kernel
     ('fused-vendor': cuDNN through Transformer Engine, FlashAttention-3; 'flash2': flash-attn 2,
-    PyTorch SDPA's default backend, Triton; ``presets.attention_efficiency_of``, §13).
+    PyTorch SDPA's default backend, Triton; ``presets.attention_efficiency_of``, §13);
+    ``algorithm``: the data-parallel all-reduce ('auto', 'ring', 'tree', 'hierarchical':
+    ``Scenario.algorithm``, ``collectives.ALGORITHMS``); ``bucket_mib``: DDP's gradient
+    bucket, MiB (``Scenario.bucket_mib``; the ZeRO-0 layouts).
     ``rank_layouts`` does the same for a ``Setting`` (a scenario's: ``layout_predict.plan_at``).
     """
     check_number("matmul_efficiency", efficiency, "efficiency")
@@ -478,11 +482,15 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
         raise ScalesimError(f"grad_sync {grad_sync!r}: choose {' or '.join(GRAD_SYNCS)}")
     if grad_sync_refused(zero_framework, grad_sync):
         raise ScalesimError(GRAD_SYNC_DEEPSPEED_ERROR)
+    check_number("bucket_mib", bucket_mib, "bucket_mib")
+    if algorithm not in coll.ALGORITHMS:
+        raise ScalesimError(f"algorithm {algorithm!r}: choose {', '.join(coll.ALGORITHMS)}")
     attention_efficiency_of(hardware.device_name, attention_kernel)  # a known kernel
     setting = Setting(shape, hardware, global_batch, efficiency, fp8, params, tp_overlap,
                       jitter_cv, p2p, recompute_style, overlap=overlap, slow_device=slow_device,
                       slow_factor=slow_factor, framework=FRAMEWORKS[zero_framework],
-                      grad_sync=GRAD_SYNCS[grad_sync], attention_kernel=attention_kernel)
+                      grad_sync=GRAD_SYNCS[grad_sync], attention_kernel=attention_kernel,
+                      algorithm=coll.ALGORITHMS[algorithm], bucket_bytes=bucket_mib * MIB)
     return rank_layouts(setting, devices, rank_by, top, include_unfit, cp_values, split_only)
 
 

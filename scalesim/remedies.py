@@ -120,8 +120,10 @@ def _fitting_split(profile: Profile, scenario: Scenario, now: Prediction):
     return scenario.model_copy(update={"accumulation": acc}), ""
 
 
-def _candidates(profile: Profile, scenario: Scenario, now: Prediction):
-    """(key, title, scenario, profile, reason-if-not-applicable, caveat) for each remedy."""
+def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
+                split_tp_overlap: bool | None = None):
+    """(key, title, scenario, profile, reason-if-not-applicable, caveat) for each remedy;
+    ``split_tp_overlap`` as ``rank_remedies``'."""
     strong = scenario.global_batch is not None
     b = now.micro_batch
     out = []
@@ -176,7 +178,7 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction):
         split = "" if fit_reason else f" ({b} x {k} -> {fb} x {fk}; same global batch)"
         out.append(("fit_memory", f"Smaller micro-batches, more accumulation{split}", fit_scn,
                     profile, fit_reason, "same global batch in smaller micro-steps"))
-    out.append(_split_model(profile, scenario, now))
+    out.append(_split_model(profile, scenario, now, split_tp_overlap))
     out.append(_attention_kernel(profile, scenario))
     out.append(_tp_overlap(profile, scenario))
     has_slow = scenario.slow_device is not None and scenario.slow_factor > 1.0
@@ -286,12 +288,14 @@ def best_split(profile: Profile, scenario: Scenario, now: Prediction):
     return lp.scenario_of_row(scenario, row), f"Split the model: {lp.row_title(row)}"
 
 
-def _split_model(profile: Profile, scenario: Scenario, now: Prediction):
+def _split_model(profile: Profile, scenario: Scenario, now: Prediction,
+                 tp_overlap: bool | None = None):
     """The "split the model" candidate: where it helps (the model does not fit, or the exposed
     data-parallel exchange is DP_EXCHANGE_SHARE of the step or more), the planner's best split
     layout at the same devices and global batch. A calibrated profile's parameter-count
     workload is split as the transformer its curve timed (``layout_predict.with_measured_shape``,
-    as ``predict`` then splits it)."""
+    as ``predict`` then splits it). ``tp_overlap``: the framework's tensor-parallel overlap in
+    the split layouts (their tp > 1; None: the scenario's ``ScenarioLayout.tp_overlap``)."""
     from scalesim import layout_predict as lp
 
     title = "Split the model (tensor / pipeline parallelism)"
@@ -310,7 +314,9 @@ def _split_model(profile: Profile, scenario: Scenario, now: Prediction):
     if now.devices < 2:
         return ("split_model", title, scenario, profile, "one device cannot split the model", "")
     try:
-        split, title = best_split(shaped, scenario, now)
+        asked = scenario if tp_overlap is None else scenario.model_copy(update={
+            "layout": lp.layout_of(scenario).model_copy(update={"tp_overlap": tp_overlap})})
+        split, title = best_split(shaped, asked, now)
     except ScalesimError as exc:
         return ("split_model", title, scenario, profile, f"no split layout: {exc}", "")
     why = "does not fit today" if not now.fits else f"data-parallel exchange {share:.0%} of the step"
@@ -419,11 +425,16 @@ def data_stall_share(p: Prediction) -> float:
     return p.data_stall_s / p.step_time_s if p.step_time_s > 0 else 0.0
 
 
-def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective: str = "auto"):
+def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective: str = "auto",
+                  split_tp_overlap: bool | None = None):
     """Baseline prediction at ``devices`` and every remedy, the best remedy first.
 
     ``objective``: "time" (time to train or to quality, large-batch penalty included), "throughput",
     or "auto" (time when the scenario gives a training length or E_min, else throughput).
+    ``split_tp_overlap``: whether the framework overlaps the tensor-parallel collectives in the
+    layouts "split the model" tries, where the scenario itself has no tensor parallelism to say
+    it (diagnose's data-parallel runs: ``--tp-overlap``); None: the scenario's
+    ``ScenarioLayout.tp_overlap``.
     """
     if devices < 1:
         raise ScalesimError("devices must be 1 or more")
@@ -436,7 +447,8 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
     now_rel = training_time.relative_quality_time(goal, now.step_time_s, now.global_batch)
     stalled = data_stall_share(now) >= DATA_STALL_SHARE
     results = []
-    for key, title, scn, prof, reason, caveat in _candidates(profile, scenario, now):
+    for key, title, scn, prof, reason, caveat in _candidates(profile, scenario, now,
+                                                             split_tp_overlap):
         if reason:
             results.append(RemedyResult(key, title, scn, prof, None, 0.0, False, reason))
             continue

@@ -176,6 +176,23 @@ def test_missing_price_explains_what_to_enter():
     assert _charts(at) == 0
 
 
+@pytest.mark.parametrize("price", ["0", "4"])
+def test_cost_table_says_predicts_zero_price_note(price):
+    """The Hours & cost tab's table under a price of $0 says what predict says under its cost
+    column (``training_time.zero_price_note``, one text); a real price says nothing of it."""
+    from scalesim.app.markdown_text import escape_markdown
+
+    from scalesim.training_time import Goal, zero_price_note
+
+    note = escape_markdown(zero_price_note(Goal(None, None, 1e9, 0.0)))  # as Markdown shows it
+    at = open_app({"v": "1", "tab": "cost", "train": "1000000000", "price": price})
+    captions = [c.value for c in at.caption]
+    # the table's own caption (the decision card above the tabs quotes it in its notes too)
+    assert any(c == note[0].upper() + note[1:] + "." for c in captions) == (price == "0")
+    assert any(note[1:] in c for c in captions) == (price == "0"), captions
+    assert at.dataframe[-1].value["cost USD"].notna().all()
+
+
 def _bound_links():
     """Two links with every numeric control at its lowest / highest allowed value."""
     import annotated_types as at_

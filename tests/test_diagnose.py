@@ -307,7 +307,7 @@ def test_the_remedy_for_the_cause_goes_first_from_the_models_median_error(monkey
     from scalesim.diagnosis import model_remedies
     from scalesim.profiles import default_profile
 
-    def ranked(*_):
+    def ranked(*_, **__):
         return None, [SimpleNamespace(key=k, title=k, gain=g, applicable=True, reason="",
                                       verdict="remedy")
                       for k, g in (("slow_device", 0.30), ("interconnect", gain))]
@@ -442,7 +442,8 @@ def test_params_too_small_for_the_measured_transfer_is_said(tmp_path, capsys):
 
 @pytest.mark.parametrize("flag", [["--params", "340e6"], ["--wire-bytes", "2"],
                                   ["--critical-batch", "2048"], ["--extrapolate", "64"],
-                                  ["--gpu", "A100 40GB"], ["--recompute-style", "early-stop"]])
+                                  ["--gpu", "A100 40GB"], ["--recompute-style", "early-stop"],
+                                  ["--tp-overlap"]])
 def test_a_runs_file_flag_beside_traces_or_the_gpu_log_alone_is_refused(tmp_path, capsys, flag):
     """--params, --wire-bytes, --critical-batch, --extrapolate, --gpu, --recompute-style fit or
     extend a runs file; beside --trace (or --smi alone) they were accepted and changed nothing

@@ -152,6 +152,49 @@ def test_the_recompute_style_reaches_the_split_remedy(llama_runs):
         diagnose_runs(runs, None, 2.0, transformer=model, recompute_style="sometimes")
 
 
+def test_tp_overlap_reaches_the_split_remedy(llama_runs):
+    """--tp-overlap (Transformer Engine / torchtitan TP comm overlap): the runs are data
+    parallel, so it changes only the layouts "split the model" tries with tp > 1: the best
+    split (dp 4 x tp 4 x pp 2 here) then hides its tensor-parallel collectives behind the
+    matmuls (docs/model.md §14) and its title says so; the fitted scenario itself keeps no
+    overlap (tp 1: predict refuses it there)."""
+    runs = parse_runs_text(llama_runs, "runs.csv")
+    model = runs_model("llama3-8b", "A100 40GB")
+    off = _split(diagnose_runs(runs, None, 2.0, transformer=model))
+    report = diagnose_runs(runs, None, 2.0, transformer=model, tp_overlap=True)
+    on = _split(report)
+    assert off.applicable and on.applicable and "tp 4" in on.title
+    assert "TP overlap" not in off.title and on.title.endswith(", TP overlap")
+    assert on.gain > off.gain
+    assert not report.details["fitted_scenario"]["layout"]
+    with pytest.raises(ScalesimError, match="tp_overlap: it applies to the split layouts"):
+        diagnose_runs(runs, None, 2.0, tp_overlap=True)  # no model: nothing to split
+    with pytest.raises(ScalesimError, match="tp_overlap: expected true or false"):
+        diagnose_runs(runs, None, 2.0, transformer=model, tp_overlap="yes")
+
+
+def test_cli_tp_overlap(tmp_path, capsys, llama_runs):
+    path = tmp_path / "runs.csv"
+    path.write_text(llama_runs)
+    argv = ["diagnose", str(path), "--workload", "llama3-8b", "--gpu", "A100 40GB",
+            "--wire-bytes", "2", "--json"]
+    code, out, err = run_cli(capsys, argv + ["--tp-overlap"])
+    assert code == 0, err
+    split = next(r for r in json.loads(out)["remedies"] if r["key"] == "split_model")
+    assert split["title"].endswith(", TP overlap")
+    code, out, err = run_cli(capsys, ["diagnose", str(path), "--tp-overlap"])
+    assert code == 2 and "--tp-overlap is for --workload" in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_diagnose_takes_no_attention_kernel(capsys):
+    """The runs' compute is fitted to their own timings, which ran their own attention kernel
+    (``layout_predict.timed_own_kernel``): no kernel flag could change a number, so diagnose
+    has none."""
+    code, _, err = run_cli(capsys, ["diagnose", "runs.csv", "--attention-kernel", "flash2"])
+    assert code == 2 and "unrecognized arguments: --attention-kernel" in err
+
+
 def test_cli_recompute_style(tmp_path, capsys, llama_runs):
     path = tmp_path / "runs.csv"
     path.write_text(llama_runs)

@@ -13,7 +13,7 @@ import pytest
 
 from scalesim.errors import ScalesimError
 from scalesim.layout import ParallelLayout
-from scalesim.layout_predict import plan_at, scenario_of_row
+from scalesim.layout_predict import plan_at, scenario_hardware, scenario_of_row
 from scalesim.model.layout_step import LayoutInputs, evaluate_layouts, point_to_point_links
 from scalesim.plan import Setting, evaluate_layout, plan, setting_inputs
 from scalesim.predict import predict
@@ -127,6 +127,8 @@ def test_plan_takes_overlap_and_a_slow_device_as_plan_at_does(gpt):
                          ({"slow_device": -1}, "slow_device"),
                          ({"zero_framework": "megatron"}, "zero_framework 'megatron'"),
                          ({"grad_sync": "never"}, "grad_sync 'never'"),
+                         ({"algorithm": "butterfly"}, "algorithm 'butterfly'"),
+                         ({"bucket_mib": 0.0}, "bucket_mib"),
                          ({"zero_framework": "deepspeed", "grad_sync": "once-per-step"},
                           "FSDP's no_sync")):
         with pytest.raises(ScalesimError, match=message):
@@ -276,6 +278,63 @@ def test_cli_plans_with_the_run_conditions(capsys, gpt):
     code, out, err = run_cli(capsys, argv + ["--slow-device", "3"])
     assert code == 2 and "--slow-factor F go together" in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("flags, knob", [
+    (["--inter-busbw", "20"], {"inter_busbw_GBps": 20.0}),
+    (["--intra-busbw", "60", "--intra-latency", "2e-5"],
+     {"intra_busbw_GBps": 60.0, "intra_latency_s": 2e-5}),
+    (["--inter-latency", "1e-4", "--device-cv", "0.05"],
+     {"inter_latency_s": 1e-4, "device_speed_cv": 0.05}),
+    (["--algorithm", "tree"], {"algorithm": "tree"}),  # the exposed DDP all-reduces
+    (["--bucket-mib", "400"], {"bucket_mib": 400.0}),  # DDP's last bucket exposed
+])
+def test_cli_plans_with_predicts_link_and_algorithm_flags(capsys, gpt, flags, knob):
+    """plan takes predict's --intra/--inter-busbw, --intra/--inter-latency, --device-cv,
+    --algorithm and --bucket-mib (one helper each in options.py): on 2 servers of 8 its rows are
+    ``plan_at``'s of the scenario with those fields, which are predict's, and differ from the
+    rows without them; the 'ranked with' line names them. Before, plan had none of them."""
+    from cli_harness import run_cli
+
+    argv = ["plan", "--model", "gpt-1.7b", "--hardware", "dgx-a100", "--devices", "16",
+            "--global-batch", "16", "--top", "1000", "--json"]
+    code, out, err = run_cli(capsys, argv + flags)
+    assert code == 0, err
+    got = json.loads(out)
+    scenario = Scenario(devices=[16], global_batch=16, **knob)
+    # the shape's own parameter count, as plan --model counts it
+    expected = plan(SHAPE, scenario_hardware(HARDWARE["dgx-a100"], scenario), [16], 16,
+                    top=1000, algorithm=scenario.algorithm, bucket_mib=scenario.bucket_mib)
+    assert [r["step_time_s"] for r in got] == pytest.approx(
+        [r.step_time_s for r in expected], rel=1e-12)
+    ranked = plan_at(gpt, scenario, 16, 16, top=5)  # the scenario's planner: predict's rows
+    for row, p in zip(ranked, _predicted(gpt, scenario, ranked), strict=True):
+        assert p.step_time_s == pytest.approx(row.step_time_s, rel=1e-9), _key(row)
+    _, plain, _ = run_cli(capsys, argv)
+    assert [r["step_time_s"] for r in json.loads(plain)] != [r["step_time_s"] for r in got]
+    code, out, _ = run_cli(capsys, argv[:-1] + flags)
+    ranked = next(line for line in out.splitlines() if line.startswith("ranked with: "))
+    assert all(f in ranked for f in flags if f.startswith("--"))
+    assert ("all-reduce tree (--algorithm)" in ranked) == ("--algorithm" in flags)
+
+
+def test_plan_says_a_link_flag_replaces_an_unmeasured_link(tmp_path, capsys):
+    """With --profile, plan's note on a link the profile did not measure names the flag that
+    replaces it, as predict's does, and is gone when the flag is given."""
+    from cli_harness import run_cli
+
+    from scalesim.profiles import default_profile
+
+    path = tmp_path / "p.json"
+    path.write_text(default_profile().model_dump_json())
+    argv = ["plan", "--workload", "gpt-1.7b", "--profile", str(path), "--devices", "16",
+            "--global-batch", "64", "--top", "1"]
+    code, out, err = run_cli(capsys, argv)
+    assert code == 0, err
+    assert "note: inter-server link not measured" in out and "or give --inter-busbw" in out
+    code, out, err = run_cli(capsys, argv + ["--inter-busbw", "50"])
+    assert code == 0 and "inter-server link not measured" not in out, err
+    assert "intra-server link not measured" in out
 
 
 def test_plan_with_a_profile_ranks_with_its_measured_jitter_as_predict_does(tmp_path, capsys):

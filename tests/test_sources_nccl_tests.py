@@ -276,3 +276,69 @@ def test_a_log_given_twice_is_refused_in_one_line(tmp_path, capsys, monkeypatch,
     # two copies of one log are two files: read (the rule is the path, not the bytes)
     shutil.copy(A100_2N, "b.txt")
     assert main(["calibrate", "--from-nccl-tests", "a.txt", "b.txt", "--out", "p.json"]) == 0
+
+
+def _renamed(tmp_path, path: Path, gpu: str, extra: str = "") -> Path:
+    """``path``'s log as if it ran on ``gpu``, with ``extra`` NCCL INFO lines before it."""
+    out = tmp_path / f"{gpu.replace(' ', '_')}_{path.name}"
+    out.write_text(extra + path.read_text().replace("NVIDIA H100 80GB HBM3", gpu))
+    return out
+
+
+@pytest.mark.parametrize("line, network", [
+    ("host:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0:10.0.0.1<0>",
+     "infiniband"),
+    ("host:1:1 [0] NCCL INFO Using network IB", "infiniband"),
+    ("host:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>", "ethernet"),
+    ("host:1:1 [0] NCCL INFO Using network IB\nhost:1:1 [0] NCCL INFO NET/IB : Using "
+     "[0]mlx5_0:1/RoCE ; OOB eth0", None),  # RoCE: IB verbs over Ethernet, neither kind
+    ("", None),
+])
+def test_the_logs_nccl_transport_is_read(tmp_path, line, network):
+    path = _renamed(tmp_path, H100_1N, "NVIDIA H100 80GB HBM3", line + "\n")
+    assert nccl_tests.parse_file(path).network == network
+
+
+def test_an_efa_log_names_no_preset_kind():
+    assert nccl_tests.parse_file(EFA).network is None  # AWS Libfabric
+
+
+def test_the_preset_follows_what_the_logs_say(monkeypatch):
+    from scalesim.sources.calibrate_from import preset_for_logs
+
+    pcie = "NVIDIA A100 80GB PCIe"
+    assert preset_for_logs("NVIDIA H100 80GB HBM3") == ("dgx-h100", [], [])
+    assert preset_for_logs("Tesla T4") == (None, [], [])
+    # two presets of that GPU, told apart by the network only: nothing said, the first taken
+    assert preset_for_logs(pcie) == ("pcie-8gpu-100gbe", [], ["pcie-8gpu-25gbe"])
+    name, why, others = preset_for_logs(pcie, inter_busbw_GBps=1.5)  # a 25 GbE measurement
+    assert name == "pcie-8gpu-25gbe" and not others and "nearest the logs' 1.5" in why[0]
+    assert preset_for_logs(pcie, inter_busbw_GBps=9.0)[0] == "pcie-8gpu-100gbe"
+    # GPUs per server and NCCL's transport pick among presets that differ in them
+    ib4 = presets.HARDWARE["pcie-8gpu-100gbe"].model_copy(update={
+        "devices_per_node": 4, "inter_node": presets.HARDWARE["dgx-a100"].inter_node})
+    monkeypatch.setitem(presets.HARDWARE, "pcie-4gpu-ib", ib4)
+    assert preset_for_logs(pcie, network="infiniband")[:2] == (
+        "pcie-4gpu-ib", ["infiniband between servers, as NCCL's transport in the logs"])
+    assert preset_for_logs(pcie, network="ethernet")[0] == "pcie-8gpu-100gbe"
+    assert preset_for_logs(pcie, per_node=4)[:2] == ("pcie-4gpu-ib", ["4 GPUs per server"])
+    assert preset_for_logs(pcie, per_node=8)[1] == ["8 GPUs per server"]
+
+
+def test_the_note_names_the_preset_taken_and_base_takes_another(tmp_path):
+    log = _renamed(tmp_path, H100_1N, "NVIDIA A100 80GB PCIe")  # one server: inter unmeasured
+    profile, report = calibrate_from_sources(tmp_path / "a.json", [log])
+    line = next(x for x in report if "hardware preset" in x)
+    assert "pcie-8gpu-100gbe" in line and "do not tell it from pcie-8gpu-25gbe" in line
+    assert line.endswith("give --base pcie-8gpu-25gbe")
+    slow = presets.HARDWARE["pcie-8gpu-25gbe"]
+    assert profile.hardware.inter_node == presets.HARDWARE["pcie-8gpu-100gbe"].inter_node
+    code = main(["calibrate", "--from-nccl-tests", str(log), "--out", str(tmp_path / "b.json"),
+                 "--base", "pcie-8gpu-25gbe"])
+    chosen = load_profile(tmp_path / "b.json")
+    assert code == 0 and chosen.hardware.inter_node == slow.inter_node
+    assert chosen.hardware.device_name == "NVIDIA A100 80GB PCIe"
+    assert chosen.hardware.intra_node == profile.hardware.intra_node  # measured either way
+    with pytest.raises(ScalesimError, match="--base dgx-h100: its GPU is H100-SXM5 80GB, the "
+                       "logs ran on NVIDIA A100 80GB PCIe; give a preset of that GPU"):
+        calibrate_from_sources(tmp_path / "c.json", [log], base="dgx-h100")

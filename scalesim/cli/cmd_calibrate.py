@@ -40,8 +40,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "jitter")
     g.add_argument("--from-topo", metavar="FILE", type=file_path,
                    help="nvidia-smi topo -m output: the topology")
-    g.add_argument("--base", metavar="PROFILE",
-                   help="profile to start from (default: --out when it exists, else the presets)")
+    g.add_argument("--base", metavar="PROFILE|PRESET",
+                   help="profile to start from, or a hardware preset (scalesim presets) for a "
+                   "new profile of it (default: --out when it exists, else the presets: for "
+                   "nccl-tests logs the preset of their GPU, chosen by their GPUs per server, "
+                   "inter-server busbw or NCCL transport)")
 
 
 # What --from-nccl-tests / --from-trace / --from-topo read besides their files

@@ -16,6 +16,7 @@ EXAMPLE = """examples:
   scalesim diagnose runs.csv --smi smi.csv   # both: the device evidence joins the diagnosis
   scalesim diagnose runs.csv --workload gpt-7.5b --gpu "A100 40GB"   # remedies incl. splitting it
   scalesim diagnose runs.csv --workload llama3-8b --gpu "H100 SXM" --recompute-style early-stop
+  scalesim diagnose runs.csv --workload llama3-8b --gpu "H100 SXM" --tp-overlap  # Megatron TP comm overlap
 
 runs file: one row per run with devices, nodes and samples_per_s or step_time_s; optional
 per_device_batch, global_batch, accumulation, data_wait_s, comm_s (exposed), steps_to_target and
@@ -24,7 +25,11 @@ rank_step_times_s (';'-separated). See docs/diagnose.md."""
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from scalesim.bounds import flag_type
-    from scalesim.cli.options import add_recompute_style_argument, parse_int_list
+    from scalesim.cli.options import (
+        add_recompute_style_argument,
+        add_tp_overlap_argument,
+        parse_int_list,
+    )
 
     p.add_argument("runs", nargs="?", metavar="RUNS.csv|RUNS.json", type=file_path,
                    help="measured runs")
@@ -51,8 +56,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", metavar="NAME", help="the runs' GPU as the presets name it (e.g. "
                    "'H100 SXM', 'A100 80GB'): its datasheet peak, memory bandwidth and memory, "
                    "for --workload")
-    add_recompute_style_argument(p.add_argument_group(
-        "with --workload: the runs' framework, for the split-the-model remedy's layouts"))
+    framework = p.add_argument_group(
+        "with --workload: the runs' framework, for the split-the-model remedy's layouts")
+    add_recompute_style_argument(framework)
+    add_tp_overlap_argument(framework)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -65,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
         ("--params", args.params, None), ("--wire-bytes", args.wire_bytes, 4.0),
         ("--critical-batch", args.critical_batch, None), ("--extrapolate", args.extrapolate, None),
         ("--workload", args.workload, None), ("--gpu", args.gpu, None),
-        ("--recompute-style", args.recompute_style, None)) if value != default]
+        ("--recompute-style", args.recompute_style, None),
+        ("--tp-overlap", args.tp_overlap, False)) if value != default]
     if args.runs is None and runs_only and (args.trace is not None or args.smi is not None):
         raise ScalesimError(f"{', '.join(runs_only)}: for a runs file (scalesim diagnose "
                             "runs.csv ...); " + ("--trace reads" if args.trace is not None
@@ -98,6 +106,9 @@ def run(args: argparse.Namespace) -> int:
         if args.recompute_style is not None and args.workload is None:
             raise ScalesimError("--recompute-style is for --workload (the runs' transformer): the "
                                 "split-the-model remedy's recomputing layouts use it")
+        if args.tp_overlap and args.workload is None:
+            raise ScalesimError("--tp-overlap is for --workload (the runs' transformer): the "
+                                "split-the-model remedy's layouts with tp > 1 use it")
         if args.workload is not None:
             from scalesim.runs_model import runs_model
 
@@ -106,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
             raise ScalesimError("--gpu is for --workload (the runs' transformer); give both")
         report = diagnose_runs(load_runs(args.runs), args.params, args.wire_bytes,
                                args.critical_batch, args.extrapolate, transformer=model,
-                               recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE)
+                               recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE,
+                               tp_overlap=args.tp_overlap)
     if smi is not None:
         from scalesim.sources.nvidia_smi import attach_to_report
 

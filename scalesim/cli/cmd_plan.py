@@ -7,11 +7,14 @@ import argparse
 from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.bounds import flag_list_type, flag_type
 from scalesim.cli.options import (
+    add_algorithm_argument,
     add_attention_kernel_argument,
+    add_bucket_argument,
     add_condition_arguments,
     add_gpus_per_node_argument,
     add_grad_sync_argument,
     add_instance_sizes_argument,
+    add_link_arguments,
     add_recompute_style_argument,
     add_tp_overlap_argument,
     add_zero_framework_argument,
@@ -77,7 +80,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_recompute_style_argument(p)
     add_zero_framework_argument(p)
     add_grad_sync_argument(p)
-    add_condition_arguments(p.add_argument_group("the run's conditions (as predict's)"))
+    conditions = p.add_argument_group("the run's conditions (as predict's)")
+    add_condition_arguments(conditions)
+    add_algorithm_argument(conditions)
+    add_bucket_argument(conditions)
+    add_link_arguments(conditions)
     p.add_argument("--rank", choices=["throughput", "cost"], default="throughput",
                    help="throughput (samples/s) or cost (billed device-hours per sample: whole "
                    "instances, --instance-sizes)")
@@ -103,7 +110,8 @@ def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None
     """'ranked with: overlap off (...), device 3 computes 1.5x slower, jitter cv 0.05 per
     micro-step' for the conditions given (``options.condition_words``; ``jitter_cv`` the one
     used: --straggler-cv or the profile's measured jitter); '' for none."""
-    from scalesim.cli.options import condition_words
+    from scalesim.bounds import KNOB_BY_FIELD
+    from scalesim.cli.options import condition_words, links_from_args
 
     parts = condition_words(not args.no_overlap, args.slow_device, args.slow_factor, jitter_cv)
     if args.slow_device is not None and (
@@ -120,6 +128,12 @@ def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None
     if args.tp_overlap:
         parts.insert(0, "tensor-parallel collectives overlapped with the matmuls where tp > 1 "
                      "(--tp-overlap)")
+    if args.algorithm is not None:
+        parts.append(f"all-reduce {args.algorithm} (--algorithm)")
+    if args.bucket_mib is not None:
+        parts.append(f"DDP buckets of {args.bucket_mib:g} MiB (--bucket-mib)")
+    parts += [f"{KNOB_BY_FIELD[field].flag} {value:g}"
+              for field, value in links_from_args(args).items()]
     return "ranked with: " + ", ".join(parts) if parts else ""
 
 
@@ -144,7 +158,7 @@ def render_text(rows, global_batch: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from scalesim.billing import job_sizes
-    from scalesim.cli.options import check_slow_device
+    from scalesim.cli.options import check_slow_device, links_from_args
     from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
     from scalesim.layout_predict import (
         attention_kernel_words,
@@ -176,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
               args.gpus_per_node)  # no shape larger than a server, as predict refuses it
     # --gpus-per-node 4 of an 8-GPU server: 4 GPUs reach half its NICs, the server billed whole
     used_scenario = Scenario(devices=args.devices, devices_per_node=args.gpus_per_node,
-                             instance_sizes=args.instance_sizes)
+                             instance_sizes=args.instance_sizes, **links_from_args(args))
     used = server_use_words(hardware, used_scenario)
     hardware = scenario_hardware(hardware, used_scenario)
     # as predict does (predict.jitter_cv_of): --straggler-cv, else the profile's measured jitter
@@ -195,7 +209,8 @@ def run(args: argparse.Namespace) -> int:
                     slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
                     zero_framework=args.zero_framework or "fsdp",
                     grad_sync=args.grad_sync or "every-micro-step",
-                    attention_kernel=kernel)
+                    attention_kernel=kernel, algorithm=args.algorithm or "auto",
+                    **({} if args.bucket_mib is None else {"bucket_mib": args.bucket_mib}))
     if args.json:
         from scalesim.jsonio import to_json_text
 
@@ -212,9 +227,11 @@ def run(args: argparse.Namespace) -> int:
             from scalesim.cli.cmd_predict import unmeasured_link_notes
 
             g = args.gpus_per_node or hardware.devices_per_node
-            for line in unmeasured_link_notes(profile, inter=any(r.devices > g for r in rows),
-                                              intra=g > 1 and any(r.devices > 1 for r in rows),
-                                              flags=False):
+            for line in unmeasured_link_notes(
+                    profile, inter=any(r.devices > g for r in rows)
+                    and args.inter_busbw is None,
+                    intra=g > 1 and any(r.devices > 1 for r in rows)
+                    and args.intra_busbw is None):
                 print(f"note: {line}")
         print(render_text(rows, args.global_batch))
     return 0
@@ -245,6 +262,7 @@ def _on_the_measured_curve(args, base, shape, params, own=None):
     profile's own model (``_profile_model``), planned where no ``--workload`` is given."""
     if base is None or args.efficiency is not None or args.precision != "bf16":
         return None
+    from scalesim.cli.options import links_from_args
     from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
     from scalesim.layout_predict import optimizer_measured, plan_at
     from scalesim.profiles import device_peak_tflops, load_workload, profile_with_workload
@@ -266,6 +284,8 @@ def _on_the_measured_curve(args, base, shape, params, own=None):
         zero_framework=args.zero_framework or "fsdp",
         grad_sync=args.grad_sync or "every-micro-step", instance_sizes=args.instance_sizes,
         attention_kernel=args.attention_kernel or VENDOR_KERNEL,
+        algorithm=args.algorithm or "auto", **links_from_args(args),
+        **({} if args.bucket_mib is None else {"bucket_mib": args.bucket_mib}),
         layout=ScenarioLayout(recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE,
                               tp_overlap=args.tp_overlap))
     rows = plan_at(profile, scenario, args.devices, args.global_batch,

@@ -230,11 +230,11 @@ def scenario_notes(profile, scenario) -> list[str]:
     return out + unused_setting_notes(scenario)
 
 
-def unmeasured_link_notes(profile, inter: bool, intra: bool, flags: bool = True) -> list[str]:
+def unmeasured_link_notes(profile, inter: bool, intra: bool) -> list[str]:
     """A note per link level the profile did not measure (``profiles.unmeasured_links``) that
     the rows use: ``inter`` (a row on several servers) and ``intra`` (several devices of one),
     each where no --inter/--intra-busbw replaced it. Those rows rest on a preset's numbers,
-    which the table does not show (predict; plan, which has no link flags: ``flags`` False)."""
+    which the table does not show (predict, sweep, plan)."""
     from scalesim.profiles import LINK_NAMES, unmeasured_links, unmeasured_origin
 
     used = {"inter_node": (inter, "several servers", "--inter-busbw"),
@@ -245,8 +245,8 @@ def unmeasured_link_notes(profile, inter: bool, intra: bool, flags: bool = True)
             origin = unmeasured_origin(link)
             out.append(f"{LINK_NAMES[level]} not measured{' ' if origin else ''}{origin}; "
                        f"the rows on "
-                       f"{used[level][1]} use those numbers: measure it"
-                       + (f" or give {used[level][2]}" if flags else ""))
+                       f"{used[level][1]} use those numbers: measure it or give "
+                       f"{used[level][2]}")
     return out
 
 

@@ -23,6 +23,8 @@ EXAMPLE = """examples:
   scalesim sweep --workload llama3-8b --hardware dgx-h100 --devices 16,32 --tp-values 1,2,4 --pp-values 1,2
   scalesim sweep --workload llama3-8b --hardware dgx-h100 --devices 16 --tp 2 --algorithm-values ring,tree
 
+Notes predict would print of the scenario go to stderr; stdout holds only the rows.
+
 A transformer workload (--workload with a shape) sweeps every axis through its layout: dp =
 devices / (tp x pp); combinations that break a layout rule are dropped and counted."""
 
@@ -239,6 +241,55 @@ def check_one_value_flags(args: argparse.Namespace) -> None:
                             f"sweep it or {flag} to fix it, not both")
 
 
+# fields of the scenario whose values change what predict's notes say of it (``sweep_notes``)
+_NOTE_AXES = ("strategy", "zero_framework", "grad_sync", "accumulation", "attention_kernel")
+# scenario flags whose numbers only predict's time-to-train and cost columns read: a sweep row
+# has neither (``sweep.OUTPUT_COLUMNS``)
+_UNPRICED = (("price_per_device_hour", "--price"), ("train_samples", "--train-samples"),
+             ("critical_batch_size", "--critical-batch"),
+             ("min_samples_to_quality", "--min-samples"), ("instance_sizes", "--instance-sizes"))
+
+
+def sweep_notes(plan) -> list[str]:
+    """The notes predict prints of the sweep's base scenario (``cmd_predict.scenario_notes``,
+    its recompute-style and attention-kernel words, the slow device, the unmeasured links the
+    rows use, the profile's notes), for stderr. A note that depends on a swept axis
+    (``_NOTE_AXES``) is kept only where every value of the axes gives it; a link swept by
+    --intra/--inter-busbw-values is not unmeasured. Flags that only price or time the run are
+    said to be ignored: a sweep row has no such column."""
+    import itertools
+
+    from scalesim.cli.cmd_predict import scenario_notes, unmeasured_link_notes
+    from scalesim.layout_predict import attention_kernel_note, recompute_style_note
+    from scalesim.predict import layout, slow_device_note
+
+    profile, base = plan.profile, plan.base
+    swept = {k: [v.item() if hasattr(v, "item") else v for v in plan.axes[k]]
+             for k in _NOTE_AXES if k in plan.axes}
+    kept: list[str] | None = None
+    for values in itertools.product(*swept.values()):
+        scenario = base.model_copy(update=dict(zip(swept, values, strict=True)))
+        notes = scenario_notes(profile, scenario)
+        if profile.workload.transformer is not None:
+            notes += [n for n in (recompute_style_note(profile, scenario),
+                                  attention_kernel_note(profile, scenario)) if n]
+        kept = notes if kept is None else [n for n in kept if n in notes]
+    out = list(kept or [])
+    devices = [int(d) for d in plan.axes["devices"]]
+    if note := slow_device_note(base.slow_device, devices):
+        out.append(note)
+    nodes, per_node = layout(devices, base.devices_per_node or profile.hardware.devices_per_node)
+    out += unmeasured_link_notes(
+        profile, inter=bool((nodes > 1).any()) and base.inter_busbw_GBps is None
+        and "inter_busbw_GBps" not in plan.axes,
+        intra=bool((per_node > 1).any()) and base.intra_busbw_GBps is None
+        and "intra_busbw_GBps" not in plan.axes)
+    if given := [flag for field, flag in _UNPRICED if getattr(base, field) is not None]:
+        out.append(f"{', '.join(given)} ignored: a sweep row has no time to train or cost "
+                   "column (predict, decide and goal price a run)")
+    return out + list(profile.notes)
+
+
 def run(args: argparse.Namespace) -> int:
     from scalesim.outfiles import check_writable, open_output
     from scalesim.sweep import check_size, plan_sweep
@@ -270,4 +321,6 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     elif note:
         print(f"note: {note}", file=sys.stderr)
+    for line in sweep_notes(plan):  # stderr: stdout holds only the rows
+        print(f"note: {line}", file=sys.stderr)
     return 0

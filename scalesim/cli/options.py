@@ -70,18 +70,11 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     add_zero_framework_argument(g)
     add_grad_sync_argument(g)
     add_attention_kernel_argument(g)
-    g.add_argument("--algorithm", choices=["auto", "ring", "tree", "hierarchical"],
-                   help="all-reduce algorithm (default auto: NCCL's ring or tree, the faster "
-                   "per message; hierarchical is Horovod's, used only when named)")
+    add_algorithm_argument(g)
     add_condition_arguments(g)
-    _knob(g, "bucket_mib", help="DDP gradient bucket size, MiB (default 25)")
+    add_bucket_argument(g)
     _knob(g, "loader_workers", help="DataLoader workers per device")
-    _knob(g, "device_speed_cv",
-          help="speed std / mean across identical devices (default 0.0132, SC'22 study)")
-    _knob(g, "intra_busbw_GBps", metavar="GB/s", help="intra-server bus bandwidth")
-    _knob(g, "inter_busbw_GBps", metavar="GB/s", help="inter-server bus bandwidth")
-    _knob(g, "intra_latency_s", metavar="S", help="intra-server step latency")
-    _knob(g, "inter_latency_s", metavar="S", help="inter-server step latency")
+    add_link_arguments(g)
     _knob(g, "critical_batch_size", help="critical batch size B_noise, samples")
     _knob(g, "min_samples_to_quality", help="E_min: samples to target at a tiny batch")
     _knob(g, "train_samples", help="samples in the training run")
@@ -92,6 +85,41 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     add_instance_sizes_argument(g, "cost bills a server's devices as the smallest shape that "
                                 "holds them")
     add_layout_arguments(p)
+
+
+def add_algorithm_argument(group) -> None:
+    """--algorithm (``Scenario.algorithm``; plan's own flag too)."""
+    group.add_argument("--algorithm", choices=["auto", "ring", "tree", "hierarchical"],
+                       help="all-reduce algorithm (default auto: NCCL's ring or tree, the faster "
+                       "per message; hierarchical is Horovod's, used only when named)")
+
+
+def add_bucket_argument(group) -> None:
+    """--bucket-mib (``Scenario.bucket_mib``; plan's own flag too)."""
+    _knob(group, "bucket_mib", help="DDP gradient bucket size, MiB (default 25)")
+
+
+# the scenario's link and device-spread knobs (``add_link_arguments``, ``links_from_args``)
+LINK_FIELDS = ("device_speed_cv", "intra_busbw_GBps", "inter_busbw_GBps", "intra_latency_s",
+               "inter_latency_s")
+
+
+def add_link_arguments(group) -> None:
+    """--device-cv --intra-busbw --inter-busbw --intra-latency --inter-latency (``LINK_FIELDS``,
+    the hardware's numbers replaced for the run: ``layout_predict.scenario_hardware``; plan's
+    own flags too)."""
+    _knob(group, "device_speed_cv",
+          help="speed std / mean across identical devices (default 0.0132, SC'22 study)")
+    _knob(group, "intra_busbw_GBps", metavar="GB/s", help="intra-server bus bandwidth")
+    _knob(group, "inter_busbw_GBps", metavar="GB/s", help="inter-server bus bandwidth")
+    _knob(group, "intra_latency_s", metavar="S", help="intra-server step latency")
+    _knob(group, "inter_latency_s", metavar="S", help="inter-server step latency")
+
+
+def links_from_args(args: argparse.Namespace) -> dict:
+    """The ``LINK_FIELDS`` the flags give, as Scenario fields (plan builds its scenario so)."""
+    given = {f: getattr(args, _dest(KNOB_BY_FIELD[f].flag), None) for f in LINK_FIELDS}
+    return {f: v for f, v in given.items() if v is not None}
 
 
 def add_instance_sizes_argument(group, what: str) -> None:

@@ -49,7 +49,13 @@ PRESET_COMPUTE_NOTES = ("compute: ", "no fixed per-micro-step overhead is known 
 
 
 def base_profile(out: str | os.PathLike[str], base: str | None = None) -> tuple[Profile, bool, str]:
-    """(profile to update, whether it is new from the presets, where it came from in words)."""
+    """(profile to update, whether it is new from the presets, where it came from in words).
+    ``base``: a profile file, or a hardware preset's name (``scalesim presets``; a file of that
+    name wins) for a new profile of that hardware and the default workload."""
+    if base is not None and base in presets.HARDWARE and not os.path.exists(base):
+        return (profile_from_presets(presets.HARDWARE[base], default_profile().workload), True,
+                f"new profile from the hardware preset {base} (--base): the parts no source "
+                "here measured come from it (see its notes)")
     if base is not None:
         return load_profile(base), False, f"updated from {base}"
     if os.path.exists(out):  # False for a name the OS refuses (too long): the writer says why
@@ -81,13 +87,21 @@ def said_why(links, why_by_level: dict[str, str], skip=()) -> list:
             for c in links if c.level not in skip]
 
 
-def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fresh: bool
-                    ) -> tuple[Profile, list[str]]:
-    """The profile with the link levels the logs measured; other levels and parts untouched."""
+def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fresh: bool,
+                    chosen: str | None = None) -> tuple[Profile, list[str]]:
+    """The profile with the link levels the logs measured; other levels and parts untouched.
+    A new profile is rebased on the hardware preset of the logs' GPU (``rebased_on_device``;
+    ``chosen``: the preset --base named, kept)."""
     said: list[str] = []
     devices = sorted({d for f in fits.values() for r in f.runs for d in r.devices})
+    per_node = sorted({r.ranks // r.nodes for f in fits.values() for r in f.runs})
     if fresh and len(devices) == 1:
-        profile, words = rebased_on_device(profile, devices[0])
+        networks = {r.network for f in fits.values() for r in f.runs} - {None}
+        inter = fits.get("inter_node")
+        profile, words = rebased_on_device(
+            profile, devices[0], per_node[-1] if per_node else None,
+            networks.pop() if len(networks) == 1 else None,
+            inter.link.busbw_GBps if inter is not None else None, chosen=chosen)
         said += words
     hw = profile.hardware
     changes: dict = {}
@@ -96,7 +110,6 @@ def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fres
         said.append(f"{level}: busbw {fit.link.busbw_GBps:.4g} GB/s, alpha "
                     f"{fit.link.latency_s * 1e6:.3g} us (rel. RMSE {fit.calibration.rel_rmse:.1%}) "
                     f"from {_names(r.path for r in fit.runs)}")
-    per_node = sorted({r.ranks // r.nodes for f in fits.values() for r in f.runs})
     if fresh and per_node:
         changes["devices_per_node"] = per_node[-1]
         changes["instance_sizes"] = sizes_within(hw.instance_sizes, per_node[-1])
@@ -125,26 +138,75 @@ def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fres
     return profile.model_copy(update=update), said
 
 
-def rebased_on_device(profile: Profile, device: str) -> tuple[Profile, list[str]]:
+def preset_for_logs(device: str, per_node: int | None = None, network: str | None = None,
+                    inter_busbw_GBps: float | None = None) -> tuple[str | None, list[str],
+                                                                     list[str]]:
+    """(preset, what in the logs chose it, the presets with that GPU the logs do not tell
+    apart from it) among the hardware presets whose GPU is ``device``
+    (``presets.same_device``), narrowed in turn by the logs' GPUs per server ``per_node``, then
+    by their measured inter-server busbw (the nearest preset's, on a log scale), else by
+    NCCL's transport ``network`` (a preset inter-server kind: ``nccl_tests.NETWORK_KINDS``);
+    the first left is taken. (None, [], []) when no preset has that GPU."""
+    pool = [name for name, h in presets.HARDWARE.items() if same_device(h.device_name, device)]
+    why: list[str] = []
+    if not pool:
+        return None, [], []
+    hw = presets.HARDWARE
+    if per_node is not None and 0 < len(same := [n for n in pool if hw[n].devices_per_node
+                                                 == per_node]) < len(pool):
+        pool, why = same, why + [f"{per_node} GPUs per server"]
+    if inter_busbw_GBps is not None and len(pool) > 1:
+        gap = {n: abs(np.log(hw[n].inter_node.busbw_GBps / inter_busbw_GBps)) for n in pool}
+        pool = [n for n in pool if gap[n] == min(gap.values())]
+        why.append(f"an inter-server busbw ({hw[pool[0]].inter_node.busbw_GBps:g} GB/s) "
+                   f"nearest the logs' {inter_busbw_GBps:.3g}")
+    elif network is not None and 0 < len(same := [n for n in pool if hw[n].inter_node.kind
+                                                  == network]) < len(pool):
+        pool, why = same, why + [f"{network} between servers, as NCCL's transport in the logs"]
+    return pool[0], why, pool[1:]
+
+
+def rebased_on_device(profile: Profile, device: str, per_node: int | None = None,
+                      network: str | None = None, inter_busbw_GBps: float | None = None,
+                      chosen: str | None = None) -> tuple[Profile, list[str]]:
     """A new profile's presets for the GPU the logs ran on: ``profile`` where its device is
-    that GPU (``presets.same_device``); else the first hardware preset with that GPU, with the
-    same workload (its peak, memory, price and compute estimate are that GPU's, not the
-    default's); else ``profile`` unchanged and a note that its device stays the presets' (the
-    logs' name is not given to numbers of another GPU)."""
+    that GPU (``presets.same_device``); else the hardware preset of that GPU the logs point to
+    (``preset_for_logs``: their GPUs per server ``per_node``, NCCL transport ``network``,
+    measured inter-server busbw), with the same workload (its peak, memory, price and compute
+    estimate are that GPU's, not the default's); else ``profile`` unchanged and a note that its
+    device stays the presets' (the logs' name is not given to numbers of another GPU). The note
+    names the preset taken, why, and how to take another (--base PRESET). ``chosen``: the
+    preset --base named: kept where its GPU is the logs' (said, with the others of that GPU),
+    refused where it is not."""
     hw = profile.hardware
+    name, why, others = preset_for_logs(device, per_node, network, inter_busbw_GBps)
+    if chosen is not None:
+        if not same_device(device, hw.device_name):
+            raise ScalesimError(
+                f"--base {chosen}: its GPU is {hw.device_name}, the logs ran on {device}; give "
+                + (f"a preset of that GPU ({', '.join([name, *others])})" if name else
+                   "a profile calibrated on that GPU") + " or drop --base")
+        return profile, []
     if same_device(device, hw.device_name):
         return profile, []
-    preset = next((name for name, h in presets.HARDWARE.items()
-                   if same_device(h.device_name, device)), None)
-    if preset is None:
+    if name is None:
         return profile, [f"the logs ran on {device}, which no hardware preset lists: this new "
                          f"profile's device, peak, memory and compute stay the default "
                          f"presets' {hw.device_name} (give --base a profile calibrated on "
                          f"{device})"]
-    rebased = profile_from_presets(presets.HARDWARE[preset], profile.workload)
+    preset = presets.HARDWARE[name]
+    rebased = profile_from_presets(preset, profile.workload)
+    choice = (f", chosen for {' and '.join(why)}" if why else "") + (
+        f"; the logs do not tell it from {', '.join(others)}, which {'has' if len(others) == 1 else 'have'} "
+        f"that GPU too: the first listed is taken" if others else "")
+    every = [n for n, h in presets.HARDWARE.items() if same_device(h.device_name, device)]
+    another = (f"; to start from another, give --base {' or --base '.join(n for n in every if n != name)}"
+               if len(every) > 1 else "")
     return rebased, [f"the logs ran on {device}: the parts they do not measure come from the "
-                     f"hardware preset {preset} ({presets.HARDWARE[preset].device_name}), not "
-                     f"the default's {hw.device_name}"]
+                     f"hardware preset {name} ({preset.device_name}, {preset.devices_per_node} "
+                     f"per server, inter-server {preset.inter_node.kind} "
+                     f"{preset.inter_node.busbw_GBps:g} GB/s busbw{choice}), not the default's "
+                     f"{hw.device_name}{another}"]
 
 
 def compute_curve(runs: list[BatchRun], base: ComputeCurve) -> tuple[ComputeCurve, str]:
@@ -316,7 +378,8 @@ def calibrate_from_sources(out: str | os.PathLike[str], nccl_tests_files=(), tra
     profile, fresh, origin = base_profile(out, base)
     report = [origin]
     if fits:
-        profile, said = with_nccl_tests(profile, fits, fresh)
+        profile, said = with_nccl_tests(profile, fits, fresh,
+                                        chosen=base if fresh and base is not None else None)
         report += ["links from nccl-tests:"] + [f"  {s}" for s in said]
         for f in fits.values():
             report += [f"  note: {n}" for r in f.runs for n in r.notes]

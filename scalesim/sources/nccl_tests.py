@@ -51,6 +51,11 @@ _RANK = re.compile(r"Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\
                    r"\s+\[[^\]]*\]\s+(.+?)\s*$")
 _TEST_NAME = re.compile(r"\b(\w+?)_perf(?:_mpi)?\b")
 _NRANKS = re.compile(r"\bnranks\s+(\d+)\b")
+# NCCL_DEBUG=INFO's network transport ("NCCL INFO Using network IB", "NET/Socket : Using ...")
+# as the hardware presets' inter-server kind; RoCE, EFA (AWS Libfabric / NET/OFI) and other
+# plugins name none of them
+_NETWORK = re.compile(r"NCCL INFO (?:Using network (IB|Socket)\b|NET/(IB|Socket) : Using\b)")
+NETWORK_KINDS = {"IB": "infiniband", "Socket": "ethernet"}
 _OOB = re.compile(r"Out of bounds values\s*:\s*(\d+)\s+(OK|FAILED)")
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
 TIME_COLUMNS = ("time", "algbw", "busbw")
@@ -70,6 +75,8 @@ class NcclTestsRun:
     points: list[CollectivePoint]
     notes: list[str] = field(default_factory=list)
     forced_level: str | None = None  # "intra_node" / "inter_node" as the user said (intra=FILE)
+    network: str | None = None  # NCCL's transport in its INFO lines as a preset inter-server
+    # kind (infiniband, ethernet: ``NETWORK_KINDS``); None: the log names none of them
 
     @property
     def nodes(self) -> int:
@@ -158,6 +165,7 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
     header: list[str] | None = None
     ranks: dict[tuple, str] = {}
     nranks_info: set[int] = set()
+    networks: set[str] = set()
     rows: list[list[str]] = []
     row_lines: list[int] = []
     oob: tuple[int, str] | None = None
@@ -182,6 +190,8 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
             continue
         for m in _NRANKS.finditer(line):
             nranks_info.add(int(m.group(1)))
+        if m := _NETWORK.search(line):  # RoCE: IB verbs over Ethernet, neither kind
+            networks.add("roce" if "/RoCE" in line else NETWORK_KINDS[m.group(1) or m.group(2)])
         tokens = line.split()
         if header is None or line.startswith("#") or not tokens or not tokens[0].isdigit():
             continue
@@ -279,7 +289,9 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
     if len({p.size_bytes for p in points}) < 2:
         raise ScalesimError(f"{source}: only {len(points)} message size with data; a fit needs a "
                             "sweep (e.g. all_reduce_perf -b 8 -e 8G -f 2)")
-    return NcclTestsRun(str(source), op, n, hosts, devices, points, notes)
+    return NcclTestsRun(str(source), op, n, hosts, devices, points, notes,
+                        network=next(iter(networks)) if len(networks) == 1
+                        and "roce" not in networks else None)
 
 
 def parse_file(path: str | os.PathLike[str]) -> NcclTestsRun:
