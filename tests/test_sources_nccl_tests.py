@@ -124,6 +124,12 @@ def _mutated(tmp_path, src, name, change):
      r"line 54: the time column \(9+\): [0-9.]+e\+24 is outside"),
     ("fast.txt", lambda t: t.replace("126.90  237.94", "126.90  1e30"),
      r"line 54: the busbw column \(1e30\): 1e\+30 is outside"),
+    # session 10: a size of 10^26 bytes (or 400 digits) reached CollectivePoint, whose error
+    # named neither the file nor the line
+    ("bigsize.txt", lambda t: t.replace("  8589934592    2147483648", f"  {'9' * 26}    2147483648"),
+     r"line 54: the size column \(9+\): 1e\+26 is outside 1 <= x"),
+    ("hugesize.txt", lambda t: t.replace("  8589934592    2147483648", f"  {'9' * 400}    2147483648"),
+     r"line 54: the size column \(9+\): inf is not a finite number"),
 ])
 def test_bad_logs_are_one_line_errors(tmp_path, name, change, message):
     path = _mutated(tmp_path, A100_2N, name, change)
