@@ -282,3 +282,27 @@ def test_a_log_given_twice_is_refused_in_one_line(tmp_path, capsys, monkeypatch,
     # two copies of one log are two files: read (the rule is the path, not the bytes)
     shutil.copy(A100_2N, "b.txt")
     assert main(["calibrate", "--from-nccl-tests", "a.txt", "b.txt", "--out", "p.json"]) == 0
+
+
+def test_logs_of_two_different_gpus_are_refused_in_one_line(tmp_path, capsys):
+    """Session 10: an H100 server's log and an A100 cluster's log made one profile named
+    'NVIDIA A100-SXM4-40GB x8 (nccl-tests)' with the H100's NVLink (479 GB/s) beside the A100's
+    InfiniBand, without a word. Logs naming two GPUs (also two in one log's rank lines) are
+    refused, nothing written; two names of one device are one GPU."""
+    out = tmp_path / "p.json"
+    code = main(["calibrate", "--from-nccl-tests", str(H100_1N), str(A100_2N), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert ("2 different GPUs (NVIDIA A100-SXM4-40GB in a100_2node_16gpu_rdma_all_reduce.txt; "
+            "NVIDIA H100 80GB HBM3 in h100_8gpu_all_reduce.txt)") in err
+    assert not out.exists()
+    mixed = _mutated(tmp_path, H100_1N, "mixed.txt",
+                     lambda t: t.replace("device  1 [0x43] NVIDIA H100 80GB HBM3",
+                                         "device  1 [0x43] NVIDIA A100-SXM4-40GB"))
+    with pytest.raises(ScalesimError, match="2 different GPUs .* in mixed.txt; .* in mixed.txt"):
+        calibrate_from_sources(out, [mixed], write=False)
+    renamed = _mutated(tmp_path, H100_1N, "renamed.txt",
+                       lambda t: t.replace("device  1 [0x43] NVIDIA H100 80GB HBM3",
+                                           "device  1 [0x43] H100-SXM5 80GB"))
+    profile, _ = calibrate_from_sources(out, [renamed, H100_2N], write=False)
+    assert profile.hardware.device_memory_bytes == presets.HARDWARE["dgx-h100"].device_memory_bytes
