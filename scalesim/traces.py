@@ -586,7 +586,31 @@ def load_traces(paths: list[str]) -> list[TraceSummary]:
     dup = [r for r, n in ranks.items() if n > 1]
     if dup:
         raise ScalesimError(f"two traces are rank {dup[0]}; give one trace per rank")
+    check_one_world(summaries)
     return sorted(summaries, key=lambda s: s.rank)
+
+
+def check_one_world(summaries: list[TraceSummary], where: str = "") -> None:
+    """ScalesimError where two traces name different ``distributedInfo.world_size``: one job has
+    one world size, so they are traces of several runs (``where``: a prefix for the message)."""
+    worlds = {s.world_size: s.path for s in summaries if s.world_size is not None}
+    if len(worlds) > 1:
+        (w1, f1), (w2, f2) = list(worlds.items())[:2]
+        raise ScalesimError(f"{where}{Path(f1).name} says distributedInfo.world_size {w1}, "
+                            f"{Path(f2).name} says {w2}: traces of different runs; give the "
+                            "traces of one run (one per rank)")
+
+
+def missing_ranks_note(summaries: list[TraceSummary]) -> str | None:
+    """A note where the traces are fewer than their world size says (ranks not traced are not
+    compared: the slowest may be one of them); None when every rank is traced."""
+    world = max((s.world_size or 0) for s in summaries)
+    if world <= len(summaries):
+        return None
+    traced = sorted(s.rank for s in summaries)
+    return (f"{len(summaries)} of the {world} ranks traced ({', '.join(map(str, traced[:8]))}"
+            f"{', ...' if len(traced) > 8 else ''}): the others are not compared, and the "
+            "slowest rank may be among them; trace every rank to name it")
 
 
 def cross_rank(summaries: list[TraceSummary]) -> dict:

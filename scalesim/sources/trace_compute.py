@@ -42,6 +42,7 @@ from scalesim.traces import (
     KernelLaunches,
     TraceSummary,
     _Intervals,
+    check_one_world,
     cross_rank,
     length_in,
     merge,
@@ -375,6 +376,7 @@ def read_runs(groups: dict[int, list[str]]) -> list[BatchRun]:
         if dup:
             raise ScalesimError(f"micro-batch {b}: two traces are rank {min(dup)}; give one trace "
                                 "per rank of each run")
+        check_one_world([r.summary for r in ranks], f"micro-batch {b}: ")
         ranks.sort(key=lambda r: r.summary.rank)
         runs.append(BatchRun(b, ranks, cross_rank([r.summary for r in ranks])))
     return runs
