@@ -560,7 +560,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
 
 def diagnose_traces(summaries, source: str) -> Report:
     """Name the cause from per-rank trace summaries (scalesim.traces.summarise)."""
-    from scalesim.traces import TraceSummary, cross_rank
+    from scalesim.traces import TraceSummary, cross_rank, missing_ranks_note
 
     if not isinstance(summaries, list | tuple) or not summaries:
         raise ScalesimError("summaries: expected a non-empty list of TraceSummary "
@@ -650,6 +650,8 @@ def diagnose_traces(summaries, source: str) -> Report:
         "collectives": {str(s.rank): s.collectives for s in summaries},
     }
     notes = [n for s in summaries for n in s.notes]
+    if missing := missing_ranks_note(summaries):
+        notes.insert(0, missing)
     notes.append("remedy gains are model predictions built from the median traced step")
     return Report("traces", source, cause, others, first, remedies, table, details, notes)
 
@@ -867,7 +869,14 @@ def _trace_tables(report: Report) -> list[str]:
             f"{r[k] * 1e3:>9.2f}" for k in columns))
     cr = report.details["cross_rank"]
     out.append("")
-    out.append(f"straggler: rank {cr['slowest_rank']} (slowest in {_pct(cr['slowest_consistency'])} "
-               f"of steps, own time {cr['slowest_factor']:.2f}x the median of the others)")
+    if cr["steps_compared"]:
+        out.append(f"straggler: rank {cr['slowest_rank']} (slowest in "
+                   f"{_pct(cr['slowest_consistency'])} of steps, own time "
+                   f"{cr['slowest_factor']:.2f}x the median of the others)")
+    elif len(report.table) < 2:
+        out.append("straggler: one rank traced: no other to compare it with (trace every rank)")
+    else:  # ranks profiled over different steps (another schedule, or runs of another job)
+        out.append("straggler: not compared: the ranks' traces share no ProfilerStep number "
+                   "(record the same steps on every rank)")
     out.append("(times in ms, medians over profiler steps)")
     return out

@@ -479,7 +479,10 @@ def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
         inter_node=LinkLevel(kind="fitted", busbw_GBps=clip("busbw_GBps", fit.busbw_GBps("inter")),
                              latency_s=INTER_LATENCY_S, source="fitted to measured runs"),
     )
-    wire = max(1.0, fit.gradient_bytes / QUANTITIES["params"].high)  # keep params in bounds
+    # params within their bounds: a byte each up to 1e15 of them, then more bytes each; under a
+    # byte in all (--params 1 --wire-bytes 0.001), one parameter of that many bytes
+    wire = (max(1.0, fit.gradient_bytes / QUANTITIES["params"].high)
+            if fit.gradient_bytes >= 1.0 else fit.gradient_bytes)
     shape = {"params": fit.gradient_bytes / wire, "wire_bytes_per_param": wire}
     if model is not None:  # the shape's parameters, each sending the runs' bytes per gradient
         shape = {"params": model.params, "wire_bytes_per_param": fit.gradient_bytes / model.params,

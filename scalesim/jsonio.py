@@ -29,8 +29,16 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
 
 
 def write_model(path: str | os.PathLike[str], model: BaseModel) -> Path:
-    """Write a pydantic model as indented JSON, atomically."""
-    return atomic_write_text(path, model.model_dump_json(indent=2) + "\n")
+    """Write a pydantic model as indented JSON, atomically, once the text reads back as the
+    same model: a value an update put out of its bounds (``model_copy`` does not validate) is a
+    one-line ScalesimError and nothing is written, never a file scalesim then refuses to read."""
+    text = model.model_dump_json(indent=2) + "\n"
+    try:
+        type(model).model_validate_json(text)
+    except ValidationError as exc:
+        raise ScalesimError(f"{path}: not written: {validation_message(exc, type(model).__name__)}"
+                            "; the inputs gave a value outside its bounds") from None
+    return atomic_write_text(path, text)
 
 
 def _plain(value: Any) -> Any:

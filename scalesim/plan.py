@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.billing import billed_devices
-from scalesim.bounds import check_number, clip, list_text
+from scalesim.bounds import bound, check_number, clip, list_text
 from scalesim.errors import ScalesimError
 from scalesim.layout import (
     DEFAULT_RECOMPUTE_STYLE,
@@ -408,6 +408,10 @@ def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict
                       grid["global_batch"], grid["schedule"], grid["virtual_stages"], g,
                       shape.layers, shape.heads, shape.kv_of(), shape.seq_len)
     keep &= ~(grid["sequence_parallel"] & (grid["tp"] == 1))  # SP is a no-op without tp
+    # no more micro-steps per optimizer step than the bounds table allows (predict's and the
+    # app's --accumulation): a plan no other command could run is no plan
+    steps = grid["global_batch"] // np.maximum(grid["dp"] * grid["micro_batch"], 1)
+    keep &= steps <= bound("accumulation").high
     keep &= ~((grid["zero"] > 0) & (grid["dp"] * grid["cp"] == 1))  # nothing to shard over
     # under a pipeline FSDP holds a ZeRO-3 stage whole for the step, as ZeRO-2 (the same row,
     # docs/model.md §16); DeepSpeed refuses ZeRO-2/3 with pipeline parallelism
@@ -520,7 +524,9 @@ def rank_layouts(setting: Setting, devices: list[int],
     if grid["dp"].size == 0:
         raise ScalesimError(f"no valid layout for devices {list_text(devices)} and global batch "
                             f"{global_batch} on servers of {g}: no dp x micro-batch divides "
-                            "the global batch with a valid tp and pp")
+                            "the global batch with a valid tp and pp in at most "
+                            f"{bound('accumulation').high:,.0f} micro-steps; add devices or "
+                            "lower the global batch")
     r = evaluate_layouts(setting_inputs(setting, **grid))
     devices_arr = grid["dp"] * grid["tp"] * grid["pp"] * grid["cp"]
     billed = billed_devices(devices_arr, g, hardware.instance_sizes)  # whole instances

@@ -189,16 +189,18 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
     return inputs, base_b
 
 
-def slow_device_note(slow_device: int | None, devices) -> str | None:
+def slow_device_note(slow_device: int | None, devices, of: str | None = None) -> str | None:
     """The note for device counts that do not reach rank ``slow_device`` (ranks count from 0:
-    ``devices <= slow_device``), which no slow device slows; None when every count does."""
+    ``devices <= slow_device``), which no slow device slows; None when every count does.
+    ``of`` names what the counts are (default: 'that row' / 'those rows')."""
     if slow_device is None:
         return None
     without = [int(d) for d in devices if d <= slow_device]
     if not without:
         return None
+    of = of or ("that row" if len(without) == 1 else "those rows")
     return (f"device {slow_device} is not among the {', '.join(map(str, without))} devices of "
-            f"{'that row' if len(without) == 1 else 'those rows'}: no slow device there")
+            f"{of}: no slow device there")
 
 
 def jitter_cv_of(profile: Profile, scenario: Scenario) -> float:

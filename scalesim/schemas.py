@@ -343,6 +343,19 @@ class ReferenceThroughput(_Strict):
 PARAMS_TOLERANCE = 0.05  # a given parameter count may differ this much from the shape's
 
 
+def head_problems(hidden: int, heads: int, kv_heads: int | None = None) -> list[str]:
+    """The attention shape's rules a transformer breaks (empty when none): whole dimensions per
+    head (hidden % heads) and whole query heads per key/value head (heads % kv_heads; None =
+    heads). Shared by workload files and model-parallel validation cases."""
+    kv = heads if kv_heads is None else kv_heads
+    problems = []
+    if hidden % heads:
+        problems.append(f"hidden {hidden} is not divisible by heads {heads}")
+    if heads % kv:
+        problems.append(f"heads {heads} is not divisible by kv_heads {kv}")
+    return problems
+
+
 class TransformerShape(_Strict):
     """The architecture of a transformer workload (``scalesim.model.transformer``).
 
@@ -371,10 +384,9 @@ class TransformerShape(_Strict):
 
     @model_validator(mode="after")
     def _heads_divide(self) -> TransformerShape:
-        if self.hidden % self.heads:
-            raise ValueError(f"hidden {self.hidden} is not divisible by heads {self.heads}")
-        if self.heads % self.kv_of():
-            raise ValueError(f"heads {self.heads} is not divisible by kv_heads {self.kv_of()}")
+        problems = head_problems(self.hidden, self.heads, self.kv_heads)
+        if problems:
+            raise ValueError(problems[0])
         return self
 
     def kv_of(self) -> int:

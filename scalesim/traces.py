@@ -50,6 +50,7 @@ from typing import IO
 import numpy as np
 
 from scalesim.attention_kernel import attention_family
+from scalesim.bounds import bound
 from scalesim.errors import ScalesimError, check_distinct_files, require_path
 
 CHUNK_CHARS = 1 << 20
@@ -455,6 +456,12 @@ def _short(value) -> str:
     return f"{_json_kind(value)} {text[:40]}" + ("..." if len(text) > 40 else "")
 
 
+# A profiler step's duration: the bounds table's positive_duration_s (1 ps to 11.6 days). A step
+# outside it (0, a 1e-300 us step of a hand-made trace) is left out with a note, as duration 0
+# always was: its times would reach the profile's jitter and compute out of their bounds.
+STEP_BOUND = bound("positive_duration_s")
+
+
 def summarise(path: str | os.PathLike[str], index: int = 0, observe=None,
               launches: KernelLaunches | None = None) -> TraceSummary:
     """Read one rank's trace and break every profiler step down (see the module docstring).
@@ -487,7 +494,7 @@ def summarise(path: str | os.PathLike[str], index: int = 0, observe=None,
             args = ev.get("args")
             launches.see(cat, t0, d, args if isinstance(args, dict) else {}, thread_id(ev))
         m = _STEP.match(name)
-        if m and d == 0.0:
+        if m and STEP_BOUND.problem(d) is not None:  # 0, 1e-300 us or longer than 11.6 days
             zero_steps.append(name)
         elif m:
             (gpu_steps if cat == "gpu_user_annotation" else cpu_steps).append(
@@ -524,15 +531,15 @@ def summarise(path: str | os.PathLike[str], index: int = 0, observe=None,
     if not cpu_steps and not gpu_steps:
         if zero_steps:
             more = f" and {len(zero_steps) - 1} more" if len(zero_steps) > 1 else ""
-            raise ScalesimError(f"{source}: every ProfilerStep has duration 0 ({zero_steps[0]}"
-                                f"{more}); no step to measure")
+            raise ScalesimError(f"{source}: every ProfilerStep has duration 0 or one outside "
+                                f"{STEP_BOUND.text()} ({zero_steps[0]}{more}); no step to measure")
         raise ScalesimError(f"{source}: no ProfilerStep#N events; record with torch.profiler and "
                             "call prof.step() once per training step")
     notes = []
     if zero_steps:
         notes.append(f"{Path(source).name}: {', '.join(zero_steps[:3])}"
                      + (f" and {len(zero_steps) - 3} more" if len(zero_steps) > 3 else "")
-                     + " of duration 0 left out")
+                     + f" of duration 0 or outside {STEP_BOUND.text()} left out")
     rank, world_size = _distributed_info(meta, source)
     if rank is None:
         rank = index
@@ -579,7 +586,31 @@ def load_traces(paths: list[str]) -> list[TraceSummary]:
     dup = [r for r, n in ranks.items() if n > 1]
     if dup:
         raise ScalesimError(f"two traces are rank {dup[0]}; give one trace per rank")
+    check_one_world(summaries)
     return sorted(summaries, key=lambda s: s.rank)
+
+
+def check_one_world(summaries: list[TraceSummary], where: str = "") -> None:
+    """ScalesimError where two traces name different ``distributedInfo.world_size``: one job has
+    one world size, so they are traces of several runs (``where``: a prefix for the message)."""
+    worlds = {s.world_size: s.path for s in summaries if s.world_size is not None}
+    if len(worlds) > 1:
+        (w1, f1), (w2, f2) = list(worlds.items())[:2]
+        raise ScalesimError(f"{where}{Path(f1).name} says distributedInfo.world_size {w1}, "
+                            f"{Path(f2).name} says {w2}: traces of different runs; give the "
+                            "traces of one run (one per rank)")
+
+
+def missing_ranks_note(summaries: list[TraceSummary]) -> str | None:
+    """A note where the traces are fewer than their world size says (ranks not traced are not
+    compared: the slowest may be one of them); None when every rank is traced."""
+    world = max((s.world_size or 0) for s in summaries)
+    if world <= len(summaries):
+        return None
+    traced = sorted(s.rank for s in summaries)
+    return (f"{len(summaries)} of the {world} ranks traced ({', '.join(map(str, traced[:8]))}"
+            f"{', ...' if len(traced) > 8 else ''}): the others are not compared, and the "
+            "slowest rank may be among them; trace every rank to name it")
 
 
 def cross_rank(summaries: list[TraceSummary]) -> dict:

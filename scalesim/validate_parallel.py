@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
+from scalesim.bounds import bound, bounded
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import read_json
 from scalesim.layout import SCHEDULES, ParallelLayout, layout_problems, unrunnable_split
@@ -39,7 +40,7 @@ from scalesim.presets import (
     name_has_words,
     peak_tflops_of,
 )
-from scalesim.schemas import StrictModel
+from scalesim.schemas import StrictModel, head_problems
 from scalesim.validate import abs_error_figures, parse_case_list
 
 FORMAT = "scalesim-parallel-cases/1"
@@ -198,49 +199,70 @@ class _Strict(StrictModel):
 
 class PCModel(_Strict):
     name: str
-    layers: int = Field(ge=1)
-    hidden: int = Field(ge=1)
-    heads: int = Field(ge=1)
-    kv_heads: int | None = Field(default=None, ge=1)
-    ffn_hidden: int | None = Field(default=None, ge=1)
-    seq_len: int = Field(ge=1)
-    vocab: int | None = Field(default=None, ge=1)
-    params: float | None = Field(default=None, gt=0)
+    layers: int = bounded("layers")
+    hidden: int = bounded("model_width")
+    heads: int = bounded("model_width")
+    kv_heads: int | None = bounded("model_width", None)
+    ffn_hidden: int | None = bounded("model_width", None)
+    seq_len: int = bounded("seq_len")
+    vocab: int | None = bounded("vocab", None)
+    params: float | None = bounded("params", None)
+
+    @model_validator(mode="after")
+    def _heads_divide(self) -> PCModel:
+        problems = head_problems(self.hidden, self.heads, self.kv_heads)
+        if problems:
+            raise ValueError(problems[0])
+        return self
 
 
 class PCInterNode(_Strict):
     kind: Literal["infiniband", "roce", "ethernet"] | None = None
-    nics_per_node: int | None = Field(default=None, ge=1)
-    gbit_per_nic: float | None = Field(default=None, gt=0)
+    nics_per_node: int | None = bounded("nics_per_node", None)
+    gbit_per_nic: float | None = bounded("gbit_per_nic", None)
 
 
 class PCHardware(_Strict):
     gpu: str
-    gpus_per_node: int = Field(ge=1)
+    gpus_per_node: int = bounded("devices_per_node")
     intra_node: str
     inter_node: PCInterNode | None = None
 
 
 class PCLayout(_Strict):
-    devices: int = Field(ge=1)
-    dp: int = Field(ge=1)
-    tp: int = Field(ge=1)
-    pp: int = Field(ge=1)
-    cp: int = Field(default=1, ge=1)
-    ep: int = Field(default=1, ge=1)
+    devices: int = bounded("devices")
+    dp: int = bounded("devices")
+    tp: int = bounded("tp_degree")
+    pp: int = bounded("pp_degree")
+    cp: int = bounded("devices", 1)
+    ep: int = bounded("devices", 1)
     zero: int = Field(ge=0, le=3)
-    micro_batch: int | None = Field(default=None, ge=1)
-    global_batch: int = Field(ge=1)
+    micro_batch: int | None = bounded("micro_batch", None)
+    global_batch: int = bounded("global_batch")
     schedule: Literal["none", "gpipe", "1f1b", "interleaved", "zb"] | None = None
-    virtual_stages: int | None = Field(default=None, ge=1)
+    virtual_stages: int | None = bounded("virtual_stages", None)
     recompute: Literal["none", "selective", "full"] | None = None
     sequence_parallel: bool | None = None
 
 
+# The quantity of the bounds table (scalesim.bounds) each published metric is a value of.
+METRIC_QUANTITY = {"tflops_per_gpu": "peak_tflops", "step_time_s": "positive_duration_s",
+                   "tokens_per_s_per_gpu": "samples_per_s", "samples_per_s": "samples_per_s"}
+
+
 class PCMeasured(_Strict):
     metric: Literal["tflops_per_gpu", "step_time_s", "tokens_per_s_per_gpu", "samples_per_s"]
-    value: float = Field(gt=0)
-    mfu: float | None = None
+    value: float = Field(gt=0, description="the metric's value, in its unit (TFLOP/s per GPU, "
+                         "s, tokens/s per GPU or samples/s); bounded as METRIC_QUANTITY says")
+    mfu: float | None = bounded("fraction", None, "model FLOPs utilisation as published (a "
+                                "share, not a percentage; not used by the model)")
+
+    @model_validator(mode="after")
+    def _value_in_bounds(self) -> PCMeasured:
+        why = bound(METRIC_QUANTITY[self.metric]).problem(self.value)
+        if why is not None:
+            raise ValueError(f"value of metric {self.metric}: {why}")
+        return self
 
 
 class ParallelCase(_Strict):

@@ -494,3 +494,17 @@ def test_an_empty_runs_file_names_both_formats(tmp_path, capsys, name, text):
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1, err
     assert "empty file" in err and "CSV with a header line" in err and "JSON list" in err, err
+
+
+@pytest.mark.parametrize("params, wire", [("1", "0.001"), ("1", "0.5"), ("1e15", "64")])
+def test_a_gradient_under_a_byte_keeps_the_fitted_workload_in_its_bounds(tmp_path, capsys,
+                                                                         params, wire):
+    """Session 10: `diagnose runs.csv --params 1 --wire-bytes 0.001` (both within their bounds)
+    stopped on an internal object, `Workload: field 'params': 0.001 given; Input should be
+    greater than or equal to 1`: the fitted workload divided the gradient's 0.001 bytes by one
+    byte per parameter. Under a byte in all, it is one parameter of that many bytes."""
+    path = tmp_path / "runs.csv"
+    path.write_text("devices,nodes,samples_per_s\n8,1,100\n16,2,190\n32,4,350\n")
+    assert main(["diagnose", str(path), "--params", params, "--wire-bytes", wire, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["cause"]["key"]

@@ -127,6 +127,26 @@ def test_zero_length_step_is_left_out_with_a_note(tmp_path, capsys):
     assert main(["diagnose", "--trace", str(path)]) == 0
 
 
+@pytest.mark.parametrize("step_dur", [1e-300, 1e-7, 2e12])
+def test_a_step_outside_the_duration_bounds_is_left_out_like_a_zero_one(tmp_path, capsys,
+                                                                         step_dur):
+    """Session 10: a step of 1e-300 us (1e-306 s) was measured: calibrate --from-trace then
+    stopped on an internal object, `Jitter: field 'per_rank_median_s.1': 5e-307 given`. A step
+    outside positive_duration_s (1 ps to 11.6 days) is left out with a note, as duration 0 is;
+    when no step is left, one line naming the file."""
+    path = _trace(tmp_path, "t.json", json.dumps({"traceEvents": _events(step_dur=step_dur)}))
+    s = traces.summarise(path)
+    assert [st.step for st in s.steps] == [2]
+    assert any("ProfilerStep#1" in n and "outside" in n for n in s.notes)
+    every = [event("ProfilerStep#1", 0, step_dur, cat="user_annotation"),
+             event("aten::mm", 1, 10)]
+    only = _trace(tmp_path, "only.json", json.dumps({"traceEvents": every}))
+    err = _one_line_exit_2(capsys, "calibrate", "--from-trace", f"8={only}", "--out",
+                           str(tmp_path / "p.json"))
+    assert "only.json: every ProfilerStep" in err and "Jitter" not in err
+    assert not (tmp_path / "p.json").exists()
+
+
 def test_only_zero_length_steps_is_an_error(tmp_path, capsys):
     events = [event("ProfilerStep#1", 0, 0, cat="user_annotation"), event("aten::mm", 1, 10)]
     path = _trace(tmp_path, "t.json", json.dumps({"traceEvents": events}))

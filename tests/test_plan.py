@@ -238,3 +238,21 @@ def test_plan_messages_write_device_lists_as_the_cli_takes_them(capsys):
         check_sizes([0, 2])
     assert parse_list(list_text([1, 2, 4]), "devices", "--devices") == [1, 2, 4]
     assert list_text([0.1, 0.25]) == "0.1,0.25"
+
+
+def test_no_plan_takes_more_micro_steps_than_the_bounds_table_allows(capsys):
+    """Session 10: `plan --global-batch 1099511627776 --devices 8` ranked first a layout of
+    137,438,953,472 micro-steps per optimizer step (a 3,700-year step), which predict's
+    --accumulation (at most 4,096, scalesim.bounds) could never run. Layouts past that bound
+    are not candidates; where none is left, one line says what to change."""
+    from scalesim.bounds import bound
+    from scalesim.cli.main import main
+
+    assert main(["plan", "--global-batch", str(2**20), "--devices", "8", "--all", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows and all(r["accumulation"] <= bound("accumulation").high for r in rows)
+    assert max(r["accumulation"] for r in rows) == 4096  # 2**20 / (8 x 32): the bound itself
+    assert main(["plan", "--global-batch", str(2**40), "--devices", "8"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1
+    assert "in at most 4,096 micro-steps; add devices or lower the global batch" in err

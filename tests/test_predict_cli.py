@@ -579,3 +579,25 @@ def test_decide_and_goal_say_a_flag_that_changes_nothing_as_predict_does(capsys,
     assert code == 0 and f"note: {says}" in out, err
     code, out, err = run_cli(capsys, command, *extra, *flags)
     assert code == 0 and f"note: {says}" in out, (out, err)
+
+
+def test_decide_and_goal_say_when_the_slow_device_is_not_in_their_runs(capsys):
+    """Session 10: `decide --devices 8 --slow-device 8 --slow-factor 2` (ranks 0-7) and
+    `goal ... --slow-device 100000` (no plan past --max-devices 1024) took the flags without a
+    word, where predict notes `device 8 is not among the 8 devices of that row`. Both say it
+    now, in the text and the JSON; a slow device inside the runs gets no such note."""
+    code, out, _ = run_cli(capsys, "decide", "--devices", "8", "--slow-device", "8",
+                           "--slow-factor", "2", "--json")
+    assert code == 0
+    assert ("device 8 is not among the 8 devices of the decision ('As is'): no slow device there"
+            in json.loads(out)["notes"])
+    code, out, _ = run_cli(capsys, "decide", "--devices", "8", "--slow-device", "7",
+                           "--slow-factor", "2")
+    assert code == 0 and "not among" not in out
+    goal = ["goal", "--train-samples", "1e9", "--deadline", "30d", "--budget", "1e7",
+            "--slow-factor", "2"]
+    code, out, _ = run_cli(capsys, *goal, "--slow-device", "100000")
+    assert code == 0 and ("note: device 100000 is not among the 1024 devices of any plan "
+                          "searched (--max-devices): no slow device there") in out
+    code, out, _ = run_cli(capsys, *goal, "--slow-device", "3")
+    assert code == 0 and "not among" not in out

@@ -124,6 +124,12 @@ def _mutated(tmp_path, src, name, change):
      r"line 54: the time column \(9+\): [0-9.]+e\+24 is outside"),
     ("fast.txt", lambda t: t.replace("126.90  237.94", "126.90  1e30"),
      r"line 54: the busbw column \(1e30\): 1e\+30 is outside"),
+    # session 10: a size of 10^26 bytes (or 400 digits) reached CollectivePoint, whose error
+    # named neither the file nor the line
+    ("bigsize.txt", lambda t: t.replace("  8589934592    2147483648", f"  {'9' * 26}    2147483648"),
+     r"line 54: the size column \(9+\): 1e\+26 is outside 1 <= x"),
+    ("hugesize.txt", lambda t: t.replace("  8589934592    2147483648", f"  {'9' * 400}    2147483648"),
+     r"line 54: the size column \(9+\): inf is not a finite number"),
 ])
 def test_bad_logs_are_one_line_errors(tmp_path, name, change, message):
     path = _mutated(tmp_path, A100_2N, name, change)
@@ -342,3 +348,27 @@ def test_the_note_names_the_preset_taken_and_base_takes_another(tmp_path):
     with pytest.raises(ScalesimError, match="--base dgx-h100: its GPU is H100-SXM5 80GB, the "
                        "logs ran on NVIDIA A100 80GB PCIe; give a preset of that GPU"):
         calibrate_from_sources(tmp_path / "c.json", [log], base="dgx-h100")
+
+
+def test_logs_of_two_different_gpus_are_refused_in_one_line(tmp_path, capsys):
+    """Session 10: an H100 server's log and an A100 cluster's log made one profile named
+    'NVIDIA A100-SXM4-40GB x8 (nccl-tests)' with the H100's NVLink (479 GB/s) beside the A100's
+    InfiniBand, without a word. Logs naming two GPUs (also two in one log's rank lines) are
+    refused, nothing written; two names of one device are one GPU."""
+    out = tmp_path / "p.json"
+    code = main(["calibrate", "--from-nccl-tests", str(H100_1N), str(A100_2N), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert ("2 different GPUs (NVIDIA A100-SXM4-40GB in a100_2node_16gpu_rdma_all_reduce.txt; "
+            "NVIDIA H100 80GB HBM3 in h100_8gpu_all_reduce.txt)") in err
+    assert not out.exists()
+    mixed = _mutated(tmp_path, H100_1N, "mixed.txt",
+                     lambda t: t.replace("device  1 [0x43] NVIDIA H100 80GB HBM3",
+                                         "device  1 [0x43] NVIDIA A100-SXM4-40GB"))
+    with pytest.raises(ScalesimError, match="2 different GPUs .* in mixed.txt; .* in mixed.txt"):
+        calibrate_from_sources(out, [mixed], write=False)
+    renamed = _mutated(tmp_path, H100_1N, "renamed.txt",
+                       lambda t: t.replace("device  1 [0x43] NVIDIA H100 80GB HBM3",
+                                           "device  1 [0x43] H100-SXM5 80GB"))
+    profile, _ = calibrate_from_sources(out, [renamed, H100_2N], write=False)
+    assert profile.hardware.device_memory_bytes == presets.HARDWARE["dgx-h100"].device_memory_bytes

@@ -264,6 +264,42 @@ def test_a_huge_cell_is_one_line_naming_the_row(tmp_path, cell, message):
         nvidia_smi.parse_smi_csv(path)
 
 
+@pytest.mark.parametrize("column, cell, message", [
+    (2, "1e308 MHz", "line 3: '1e308 MHz' is not a plausible reading"),
+    (4, "1e308", "line 3: '1e308' is not a plausible reading"),
+    (4, "-5", "line 3: '-5' is not a plausible reading"),
+    (2, "-1410 MHz", "line 3: '-1410 MHz' is not a plausible reading"),
+    (1, "-1", "line 3: '-1' is not a device index"),
+    (1, "1.5", "line 3: '1.5' is not a device index"),
+    (1, "1e308", "line 3: '1e308' is not a device index"),
+])
+def test_a_reading_is_read_whole_and_refused_when_no_sensor_gives_it(tmp_path, column, cell,
+                                                                    message):
+    """Session 10: a reading was its leading digits: '1e308' (or '1e-300') read as 1, so a
+    device 'throttles thermally at 1 °C' and 'runs at 1,110 MHz of 1'; a temperature of -5,
+    a clock of -1410 MHz and device index -1 or 1.5 (read as device 1) passed. The number is
+    read with its exponent, and a negative reading, one past MAX_READING or a device index
+    that is not a whole number is one line naming the row."""
+    path = smi_csv(tmp_path / "smi.csv", devices=2, seconds=3)
+    lines = path.read_text().splitlines()
+    cells = lines[2].split(", ")
+    cells[column] = cell
+    lines[2] = ", ".join(cells)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ScalesimError, match=message):
+        nvidia_smi.parse_smi_csv(path)
+
+
+def test_a_throttle_mask_that_is_no_64_bit_mask_is_no_reason(tmp_path):
+    """Session 10: a mask of '-1' read as every throttle bit set (int('-1', 16))."""
+    path = smi_csv(tmp_path / "smi.csv", devices=2, seconds=3, idle_first=0)
+    lines = path.read_text().splitlines()
+    lines[1:] = [line.rsplit(", ", 1)[0] + ", -1" for line in lines[1:]]
+    path.write_text("\n".join(lines) + "\n")
+    report = nvidia_smi.parse_smi_csv(path)
+    assert all(d.reasons == {} for d in report.devices)
+
+
 def _profile_of_one_device(path):
     """A profile as `scalesim calibrate` writes on one GPU (devices_per_node 1)."""
     from scalesim.jsonio import write_model

@@ -251,3 +251,43 @@ def test_cpu_traces_into_a_new_profile_say_its_hardware_did_not_run_them(tmp_pat
     gpu.write_text(json.dumps(gpu_step_trace()))
     _, report = calibrate_from_sources(tmp_path / "q.json", traces=[f"8={gpu}"])
     assert not any("ran on the CPU" in line for line in report)
+
+
+@pytest.mark.parametrize("nelems", [1e300, 10**400, -1000, 0],
+                         ids=["1e300", "10**400", "-1000", "0"])
+def test_a_message_size_no_collective_has_is_left_unknown(tmp_path, capsys, nelems):
+    """Session 10: an all-reduce of 1e300 elements in a trace was summed into the step and taken
+    as the model's parameters, and calibrate wrote a profile (params 1e300) that predict then
+    refused; 10**400 elements (a whole number past a float) raised OverflowError. A size
+    outside the bounds table's message_bytes is left unknown, as a message without sizes is."""
+    data = gpu_step_trace()
+    for ev in data["traceEvents"]:
+        if ev["name"].startswith("ncclDevKernel"):
+            ev["args"]["In msg nelems"] = ev["args"]["Out msg nelems"] = nelems
+    path = tmp_path / "r0.json"
+    path.write_text(json.dumps(data))
+    out = tmp_path / "p.json"
+    assert main(["calibrate", "--from-trace", f"8={path}", "--out", str(out)]) == 0
+    report, _ = capsys.readouterr()
+    assert "taken as the model's parameters" not in report
+    assert load_profile(out).workload.params <= 1e15
+    assert main(["predict", "--profile", str(out), "--devices", "1,8"]) == 0
+
+
+def test_a_model_out_of_its_bounds_is_not_written(tmp_path):
+    """Session 10: write_model wrote whatever ``model_copy(update=...)`` (which does not
+    validate) produced, so a derived value out of its bounds became a file scalesim refuses
+    to read. The text is read back first; nothing is written when it does not validate."""
+    from scalesim.jsonio import write_model
+
+    good = tmp_path / "good.json"
+    (tmp_path / "r0.json").write_text(json.dumps(gpu_step_trace()))
+    profile, _ = calibrate_from_sources(good, traces=[f"8={tmp_path / 'r0.json'}"], write=False)
+    bad = profile.model_copy(update={"workload": profile.workload.model_copy(
+        update={"params": 1e300})})
+    path = tmp_path / "bad.json"
+    with pytest.raises(ScalesimError, match=r"bad\.json: not written: .*params.*1e\+300"):
+        write_model(path, bad)
+    assert not path.exists()
+    write_model(path, profile)
+    assert load_profile(path).workload.params == profile.workload.params

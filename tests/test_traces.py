@@ -200,3 +200,53 @@ def test_ranks_with_no_collective_are_diagnosed_not_refused(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert code == 0 and err == "", err
     assert "Likely cause:" in out and "busbw" not in out, out
+
+
+def test_traces_of_different_world_sizes_are_refused(tmp_path, capsys):
+    """Session 10: rank 0's trace saying world_size 2 and rank 1's saying 4 (two runs) were
+    diagnosed and calibrated from as one job without a word."""
+    from scalesim.cli.main import main
+
+    other = gpu_trace(1)
+    other["distributedInfo"]["world_size"] = 4
+    a, b = write(tmp_path, "r0.json", gpu_trace(0)), write(tmp_path, "r1.json", other)
+    for argv in (["diagnose", "--trace", str(a), str(b)],
+                 ["calibrate", "--from-trace", f"8={a}", f"8={b}", "--out",
+                  str(tmp_path / "p.json")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1
+        assert ("r0.json says distributedInfo.world_size 2, r1.json says 4: traces of different "
+                "runs") in err
+    assert not (tmp_path / "p.json").exists()
+
+
+def test_the_straggler_line_claims_no_comparison_it_did_not_make(tmp_path, capsys):
+    """Session 10: one trace, or two ranks profiled over different steps (1-2 and 11-12), were
+    reported as `straggler: rank 0 (slowest in 100% of steps, own time 1.00x the median of the
+    others)`, of no step compared; 2 of 4 ranks traced got no word that the slowest may be
+    one of the others."""
+    from scalesim.cli.main import main
+
+    a = write(tmp_path, "r0.json", gpu_trace(0))
+    assert main(["diagnose", "--trace", str(a)]) == 0
+    out = capsys.readouterr().out
+    assert "straggler: one rank traced: no other to compare it with" in out
+    assert "slowest in 100%" not in out
+    later = gpu_trace(1)
+    for ev in later["traceEvents"]:
+        if ev["name"].startswith("ProfilerStep#"):
+            ev["name"] = ev["name"].replace("#", "#1")  # steps 11 and 12
+    b = write(tmp_path, "r1.json", later)
+    assert main(["diagnose", "--trace", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "straggler: not compared: the ranks' traces share no ProfilerStep number" in out
+    first, fourth = gpu_trace(0), gpu_trace(3)
+    for data in (first, fourth):
+        data["distributedInfo"]["world_size"] = 4
+    paths = [write(tmp_path, "q0.json", first), write(tmp_path, "q3.json", fourth)]
+    assert main(["diagnose", "--trace", *map(str, paths), "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert notes[0].startswith("2 of the 4 ranks traced (0, 3): the others are not compared")
+    assert main(["diagnose", "--trace", *map(str, paths)]) == 0
+    assert "straggler: rank " in capsys.readouterr().out  # two ranks compared step by step

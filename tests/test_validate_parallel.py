@@ -172,7 +172,8 @@ def test_the_planners_default_efficiency_is_the_anchors_median(report):
 
 @pytest.mark.parametrize("change, says", [
     ({"layout": {"global_batch": 7}}, "global batch 7 is not divisible by dp 32 x micro-batch 16"),
-    ({"model": {"heads": 7}}, "heads 7 are not divisible by tp 2"),
+    # 3 heads (not 7): hidden 3072 must split into whole heads too (head_problems, session 10)
+    ({"model": {"heads": 3, "kv_heads": 3}}, "heads 3 are not divisible by tp 2"),
 ])
 def test_a_layout_no_framework_runs_is_refused(tmp_path, capsys, raw, change, says):
     """A user's case with a global batch that dp x micro-batch does not divide (7 against 32 x
@@ -313,3 +314,38 @@ def test_a_global_batch_below_dp_is_refused_when_the_micro_batch_is_not_stated(r
     with pytest.raises(ScalesimError, match="global batch 16 is not divisible by dp 32 x "
                        "micro-batch 1.*no framework runs"):
         parse_parallel_cases(data)
+
+
+@pytest.mark.parametrize("part, field, value, says", [
+    ("model", "layers", 2**63, "layers"),
+    ("model", "hidden", 10**20, "hidden"),
+    ("model", "seq_len", 2**40, "seq_len"),
+    ("model", "params", 1e308, "params"),
+    ("model", "heads", 16384, "hidden 3072 is not divisible by heads 16384"),
+    ("model", "kv_heads", 5, "heads 32 is not divisible by kv_heads 5"),
+    ("layout", "global_batch", 10**20, "global_batch"),
+    ("layout", "virtual_stages", 2**63, "virtual_stages"),
+    ("layout", "ep", 2**63, "ep"),
+    ("hardware", "gpus_per_node", 10**6, "gpus_per_node"),
+    ("measured", "value", 1e308, "tflops_per_gpu"),
+    ("measured", "value", 1e-300, "tflops_per_gpu"),
+    ("measured", "mfu", -1, "mfu"),
+    ("measured", "mfu", 52, "mfu"),
+])
+def test_a_case_number_outside_the_bounds_table_is_refused(tmp_path, capsys, raw, part, field,
+                                                           value, says):
+    """Session 10: the model-parallel case format bounded its numbers by ``>= 1`` only, where the
+    data-parallel one uses the bounds table: layers 2**63, a 1e20 hidden size or global batch,
+    16384 heads on a hidden of 3072 (a fraction of a dimension per head) were predicted (a
+    -100% error on an anchor that could not be matched); a published 1e308 TFLOP/s per GPU, and
+    an mfu of -1 or 52 (a percentage), passed. Each is one line naming the case and field."""
+    data = copy.deepcopy(raw)
+    case = next(c for c in data["cases"] if c["id"] == "narayanan2021_t1_3p6b")
+    assert (case["model"]["hidden"], case["model"]["heads"]) == (3072, 32)
+    case[part][field] = value
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(data))
+    assert main(["validate", str(path), "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, err
+    assert "narayanan2021_t1_3p6b" in err and says in err, err

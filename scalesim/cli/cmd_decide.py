@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from scalesim.cli.cmd_predict import scenario_notes
     from scalesim.decision import decide
     from scalesim.knee import focus_devices
-    from scalesim.predict import predict
+    from scalesim.predict import predict, slow_device_note
 
     scenario = scenario_from_args(args)
     profile = profile_from_args(args, scenario)
@@ -69,8 +69,12 @@ def run(args: argparse.Namespace) -> int:
     if args.focus is not None and args.focus not in [r.devices for r in rows]:
         raise ScalesimError(f"--focus {args.focus} is not one of --devices "
                             f"({', '.join(str(r.devices) for r in rows)})")
-    card = decide(profile, scenario, focus_devices(rows, args.focus))
-    if said := scenario_notes(profile, scenario):  # as predict says them
+    focus = focus_devices(rows, args.focus)
+    card = decide(profile, scenario, focus)
+    said = scenario_notes(profile, scenario)  # as predict says them
+    if note := slow_device_note(scenario.slow_device, [focus], "the decision ('As is')"):
+        said.append(note)
+    if said:
         card = dataclasses.replace(card, notes=[*said, *card.notes])
     if args.json:
         print(to_json_text(card.to_dict(), what="the decision card"))

@@ -113,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
     from scalesim.cli.cmd_predict import scenario_notes
     from scalesim.errors import ScalesimError
     from scalesim.goal import seek
+    from scalesim.predict import slow_device_note
 
     for dest, why in SEARCHED.items():
         if getattr(args, dest) is not None:
@@ -121,7 +122,11 @@ def run(args: argparse.Namespace) -> int:
     profile = profile_from_args(args, scenario)
     check_goal_inputs(profile, scenario)
     answer = seek(profile, scenario, args.deadline, args.budget, args.max_devices)
-    if said := scenario_notes(profile, scenario):  # as predict says them
+    said = scenario_notes(profile, scenario)  # as predict says them
+    if note := slow_device_note(scenario.slow_device, [args.max_devices],
+                                "any plan searched (--max-devices)"):
+        said.append(note)
+    if said:
         answer = dataclasses.replace(answer, notes=[*said, *answer.notes])
     if args.json:
         print(to_json_text(answer.to_dict(), what="the goal's answer"))

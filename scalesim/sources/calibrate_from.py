@@ -87,13 +87,32 @@ def said_why(links, why_by_level: dict[str, str], skip=()) -> list:
             for c in links if c.level not in skip]
 
 
+def one_device(fits: dict[str, nccl_tests.LevelFit]) -> list[str]:
+    """The GPU the logs' rank lines name, as a list of one (empty where no log lists ranks);
+    ScalesimError where they name two that are not one device (``presets.same_device``): a
+    profile describes one machine, and links from two would be taken for one's."""
+    runs = [r for f in fits.values() for r in f.runs]
+    distinct: list[str] = []
+    for d in sorted({d for r in runs for d in r.devices}):
+        if not any(same_device(d, seen) for seen in distinct):
+            distinct.append(d)
+    if len(distinct) > 1:
+        where = "; ".join(
+            f"{d} in {_names(r.path for r in runs if any(same_device(x, d) for x in r.devices))}"
+            for d in distinct)
+        raise ScalesimError(f"the logs ran on {len(distinct)} different GPUs ({where}): a profile "
+                            "describes one machine; calibrate each machine from its own logs, "
+                            "each into its own --out")
+    return distinct
+
+
 def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fresh: bool,
                     chosen: str | None = None) -> tuple[Profile, list[str]]:
     """The profile with the link levels the logs measured; other levels and parts untouched.
     A new profile is rebased on the hardware preset of the logs' GPU (``rebased_on_device``;
     ``chosen``: the preset --base named, kept)."""
     said: list[str] = []
-    devices = sorted({d for f in fits.values() for r in f.runs for d in r.devices})
+    devices = one_device(fits)
     per_node = sorted({r.ranks // r.nodes for f in fits.values() for r in f.runs})
     if fresh and len(devices) == 1:
         networks = {r.network for f in fits.values() for r in f.runs} - {None}

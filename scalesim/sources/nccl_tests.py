@@ -238,6 +238,9 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
                 "bandwidth_GBps", 1.0)
             check_number(quantity, float(tokens[i]) * factor,
                          f"{source} line {number}: the {header[i]} column ({tokens[i]})")
+        if float(tokens[0]) > 0:  # a 0-byte row carries no time and is skipped below
+            check_number("message_bytes", float(tokens[0]),
+                         f"{source} line {number}: the size column ({tokens[0][:30]})")
     if unchecked:
         notes.append(f"{Path(source).name}: results were not checked (-c 0: #wrong is N/A)")
     if not avg_seen:

@@ -269,21 +269,29 @@ class SmiReport:
         return asdict(self)
 
 
+# A reading: a number (exponent included: '1e308' is that number, not 1), then nothing or a
+# unit after a space ('1410 MHz', '300.50 W', '100 %'); anything else ('[N/A]') is no reading.
+_READING = re.compile(r"^([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(?:\s+\S+)?$")
+
+
 def _number(cell: str) -> float | None:
-    cell = cell.strip()
-    m = re.match(r"^[-+]?\d+(?:\.\d+)?", cell)
-    return float(m.group(0)) if m else None
+    m = _READING.match(cell.strip())
+    return float(m.group(1)) if m else None
 
 
 MAX_READING = 1e9  # no clock (MHz), temperature, power (W), share or index comes near
 
 
-def _reading(cell: str, source: str, line: int) -> float | None:
-    """``_number(cell)``, refusing a value no sensor gives (10^400 reads as infinity)."""
+def _reading(cell: str, source: str, line: int, whole: bool = False) -> float | None:
+    """``_number(cell)``, refusing a value no sensor gives: negative, over ``MAX_READING``
+    (10^400 reads as infinity), or for a device index (``whole``) a fraction."""
     value = _number(cell)
-    if value is not None and not abs(value) <= MAX_READING:
-        raise ScalesimError(f"{source} line {line}: '{cell[:24]}' is not a plausible reading "
-                            f"(over {MAX_READING:g})")
+    if value is None:
+        return None
+    if not 0 <= value <= MAX_READING or (whole and value != int(value)):
+        what = "a device index (a whole number from 0)" if whole else (
+            f"a plausible reading (0 to {MAX_READING:g})")
+        raise ScalesimError(f"{source} line {line}: '{cell[:24]}' is not {what}")
     return value
 
 
@@ -326,7 +334,7 @@ def _parse_rows(reader, source: str) -> SmiReport:
         if len(cells) < len(header):
             raise ScalesimError(f"{source} line {number}: {len(cells)} of {len(header)} fields "
                                 "(truncated?)")
-        index = _reading(cells[col["index"]], source, number)
+        index = _reading(cells[col["index"]], source, number, whole=True)
         clock = _reading(cells[col["clock"]], source, number)
         if index is None or clock is None:
             continue  # [N/A] or [Not Supported]
@@ -338,6 +346,8 @@ def _parse_rows(reader, source: str) -> SmiReport:
             try:
                 reasons = int(text_mask, 16)
             except ValueError:
+                reasons = None
+            if reasons is not None and not 0 <= reasons < 2**64:  # a 64-bit mask: '-1' is none
                 reasons = None
         samples.setdefault(int(index), []).append((clock, *values, reasons))
     if header is None:

@@ -36,12 +36,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scalesim.bounds import check_number, parse_number
+from scalesim.bounds import bound, check_number, parse_number
 from scalesim.errors import ScalesimError
 from scalesim.traces import (
     KernelLaunches,
     TraceSummary,
     _Intervals,
+    check_one_world,
     cross_rank,
     length_in,
     merge,
@@ -208,15 +209,25 @@ class _Collector:
                 True)
 
 
+def _sized(nbytes: float, size: int) -> tuple[float, int] | None:
+    """(bytes, element bytes) when ``nbytes`` is a message the bounds table allows
+    (``message_bytes``: 1 B to 1 TiB), else None: a size no collective has (negative, zero,
+    1e300 elements) is left unknown, as a message without sizes is, not summed into the step."""
+    return None if bound("message_bytes").problem(nbytes) else (nbytes, size)
+
+
 def _msg_bytes(args: dict) -> tuple[float, int] | None:
     """(bytes, element bytes) of an NCCL kernel's or record_param_comms' message."""
     n = args.get("In msg nelems", args.get("In msg size"))
     size = dtype_bytes(args.get("dtype", ""))
-    if isinstance(n, (int, float)) and size:
+    if isinstance(n, (int, float)) and not isinstance(n, bool) and size:
         out = args.get("Out msg nelems")
-        if isinstance(out, (int, float)):
+        if isinstance(out, (int, float)) and not isinstance(out, bool):
             n = max(n, out)  # all-gather: the gathered buffer, as nccl-tests' S
-        return float(n) * size, size
+        try:
+            return _sized(float(n) * size, size)
+        except OverflowError:  # a whole number past a float's range: no message is that long
+            return None
     return None
 
 
@@ -231,7 +242,10 @@ def _dims_bytes(args: dict) -> tuple[float, int] | None:
     size = dtype_bytes(types[0])
     if not isinstance(first, list) or not size:
         return None
-    return float(math.prod(int(x) for x in first)) * size, size
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in first):
+        return None
+    elements = math.prod(first)  # a whole number, however large; bounded below
+    return _sized(float(elements) * size, size) if elements.bit_length() < 64 else None
 
 
 @dataclass
@@ -362,6 +376,7 @@ def read_runs(groups: dict[int, list[str]]) -> list[BatchRun]:
         if dup:
             raise ScalesimError(f"micro-batch {b}: two traces are rank {min(dup)}; give one trace "
                                 "per rank of each run")
+        check_one_world([r.summary for r in ranks], f"micro-batch {b}: ")
         ranks.sort(key=lambda r: r.summary.rank)
         runs.append(BatchRun(b, ranks, cross_rank([r.summary for r in ranks])))
     return runs
