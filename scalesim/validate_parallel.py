@@ -101,8 +101,15 @@ BACKWARD_PREFETCH_POST_SOURCES = ("mosaicml/llm-foundry",)
 # IMAGE="mosaicml/pytorch:2.1.0_cu121-python3.10-ubuntu20.04" (line 5): torch 2.1.0; the
 # repository required torch >= 2.1 from commit 2017c0282 (2023-12-07). The spring-2023 tables
 # (300cc5c58, 2023-05-03) pin torch==1.13.1. Megatron-LM recomputes with its own reentrant
-# CheckpointFunction: the whole forward.
-RECOMPUTE_EARLY_STOP_SOURCES = {"mosaicml/llm-foundry": (2023, 10, 19)}
+# CheckpointFunction: the whole forward. torchtitan's full AC wraps each block in
+# ptd_checkpoint_wrapper(module, preserve_rng_state=False) (torchtitan/parallelisms/
+# parallelize_llama.py line 234 at 9dec370, 2024-12-26; torchtitan/models/llama3/
+# parallelize_llama.py line 238 at 820504e, 2025-06-13), whose default checkpoint_impl is
+# CheckpointImpl.NO_REENTRANT, on PyTorch nightlies (>= 2.1): early stop, eager or compiled (the
+# compiled partitioner recomputes only what backward reads, which excludes the down projection's
+# output as well). The date is that of the earlier of the two commits the published runs name.
+RECOMPUTE_EARLY_STOP_SOURCES = {"mosaicml/llm-foundry": (2023, 10, 19),
+                                "pytorch/torchtitan": (2024, 12, 26)}
 # torchtitan's per-op selective checkpoint for the runs a source calls "selective": sources
 # naming a repository, dated on or after the day its configs first stated it. torchtitan's
 # selective AC with selective_ac_option = 'op' (the policy of commit 2c8cec2bf, 2024-02-29,
@@ -446,8 +453,8 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
     early_stop = recompute == "full" and recompute_early_stop_of(case.source)
     if early_stop:
         flags.append("full recompute: PyTorch's non-reentrant checkpoint with early stop assumed "
-                     "(the source is llm-foundry on torch >= 2.1): the MLP's down projection is "
-                     "not recomputed")
+                     "(the source is llm-foundry on torch >= 2.1, or torchtitan's checkpoint_wrapper): "
+                     "the MLP's down projection is not recomputed")
     op_sac = recompute == "selective" and recompute_op_sac_of(case.source)
     if op_sac:
         flags.append("selective recompute: torchtitan's per-op selective checkpoint assumed (its "

@@ -79,6 +79,10 @@ def test_which_sources_use_early_stop():
     assert not recompute_early_stop_of(f"{foundry} (at 300cc5c58, 2023-05-03)")  # torch 1.13.1
     assert not recompute_early_stop_of(foundry)  # no date: not known
     assert not recompute_early_stop_of("Narayanan et al. 2021, arXiv 2104.04473, 2024-01-01")
+    titan = "pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md"
+    assert recompute_early_stop_of(f"{titan} (runs of 2024-12-26)")  # ptd_checkpoint_wrapper
+    assert recompute_early_stop_of(f"{titan} (torchtitan 820504e, 2025-06-13)")
+    assert not recompute_early_stop_of(f"{titan} (2024-12-25)")  # before the runs' commit
 
 
 def test_shipped_cases_get_it_only_where_the_source_says_torch_2_1():
