@@ -28,7 +28,14 @@ from scalesim.layout_predict import (
 )
 from scalesim.model.quality import steps_to_quality
 from scalesim.model.sharding import grad_sync_unused
-from scalesim.predict import Prediction, predict, server_use_words, slow_device_note
+from scalesim.predict import (
+    Prediction,
+    global_batch_splits,
+    micro_batch_max,
+    predict,
+    server_use_words,
+    slow_device_note,
+)
 from scalesim.remedies import DATA_STALL_SHARE, RemedyResult, data_stall_share, rank_remedies
 from scalesim.schemas import Profile, Scenario, ScenarioLayout
 from scalesim.training_time import Goal, cost_usd, resolve_goal, time_to_goal_s
@@ -219,15 +226,16 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         devices = kept
     if state.mode == "strong":
         gb = state.gb or profile.workload.micro_batch * g
-        share = [d for d in devices if gb % (d // model * state.acc) == 0]
+        share = [d for d in devices if global_batch_splits(gb, d // model, state.acc)]
         if len(share) < len(devices):
             left = [d for d in devices if d not in share]
             notes.append(f"strong scaling: global batch {gb} does not split evenly over "
-                         f"{', '.join(map(str, left[:8]))} devices x {state.acc} accumulation; "
-                         "left out")
+                         f"{', '.join(map(str, left[:8]))} devices x {state.acc} accumulation "
+                         f"into micro-batches of at most {micro_batch_max():,}; left out")
         if not share:
-            notes.append(f"strong scaling: no device count divides global batch {gb}; "
-                         "showing weak scaling instead")
+            notes.append(f"strong scaling: no device count splits global batch {gb} evenly "
+                         f"into micro-batches of at most {micro_batch_max():,}; showing weak "
+                         "scaling instead")
             fields["micro_batch"] = state.mb
         else:
             devices = share
