@@ -40,7 +40,7 @@ from scalesim.remedies import DATA_STALL_SHARE, RemedyResult, data_stall_share, 
 from scalesim.schemas import Profile, Scenario, ScenarioLayout
 from scalesim.training_time import Goal, cost_usd, resolve_goal, time_to_goal_s
 
-from .state import MAX_DEVICES, AppState
+from .state import FIELD_LABELS, MAX_DEVICES, AppState
 
 MAX_CURVE_POINTS = 256  # device counts on one curve
 TTQ_MICRO_BATCHES = tuple(2**i for i in range(0, 13))  # per-device batches swept for time-to-quality
@@ -155,9 +155,23 @@ def _links(state: AppState) -> dict:
     return out
 
 
+TP_ONLY = ("sp", "tpo")  # the layout toggles that apply with tensor parallelism only
+
+
+def tp_only_notes(state: AppState) -> list[str]:
+    """'<control> ignored: it applies with Tensor parallel above 1' for each toggle of
+    ``TP_ONLY`` that is on at tp 1 (the page disables them there; a link may carry them on)."""
+    if state.tp > 1:
+        return []
+    return [f"{FIELD_LABELS[f]} ignored: it applies with {FIELD_LABELS['tp']} above 1"
+            for f in TP_ONLY if getattr(state, f)]
+
+
 def layout_of_state(state: AppState) -> ScenarioLayout | None:
-    """The model split the layout controls describe (None: not split, all at their defaults)."""
-    if (state.tp, state.pp, state.sched, state.vs, state.rec, state.sp, state.rs, state.tpo) == (
+    """The model split the layout controls describe (None: not split, all at their defaults);
+    the ``TP_ONLY`` toggles off at tp 1 (``tp_only_notes``)."""
+    sp, tpo = (state.sp, state.tpo) if state.tp > 1 else (False, False)
+    if (state.tp, state.pp, state.sched, state.vs, state.rec, sp, state.rs, tpo) == (
             1, 1, "auto", 1, "auto", False, DEFAULT_RECOMPUTE_STYLE, False):
         return None
     try:
@@ -165,8 +179,7 @@ def layout_of_state(state: AppState) -> ScenarioLayout | None:
                               schedule=None if state.sched == "auto" else state.sched,
                               virtual_stages=state.vs,
                               recompute=None if state.rec == "auto" else state.rec,
-                              recompute_style=state.rs, sequence_parallel=state.sp,
-                              tp_overlap=state.tpo)
+                              recompute_style=state.rs, sequence_parallel=sp, tp_overlap=tpo)
     except ValueError as exc:
         raise ScalesimError(f"layout: {exc}") from None
 
@@ -195,6 +208,7 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
             fields["attention_kernel"] = state.ak
             if splittable_shape(profile) is None:
                 notes.append(attention_kernel_note(profile, Scenario(attention_kernel=state.ak)))
+    notes += tp_only_notes(state)
     split = layout_of_state(state)
     model = 1
     if split is not None and splittable_shape(profile) is None:
