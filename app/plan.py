@@ -28,12 +28,19 @@ from scalesim.layout_predict import (
 )
 from scalesim.model.quality import steps_to_quality
 from scalesim.model.sharding import grad_sync_unused
-from scalesim.predict import Prediction, predict, server_use_words, slow_device_note
+from scalesim.predict import (
+    Prediction,
+    global_batch_splits,
+    micro_batch_max,
+    predict,
+    server_use_words,
+    slow_device_note,
+)
 from scalesim.remedies import DATA_STALL_SHARE, RemedyResult, data_stall_share, rank_remedies
 from scalesim.schemas import Profile, Scenario, ScenarioLayout
 from scalesim.training_time import Goal, cost_usd, resolve_goal, time_to_goal_s
 
-from .state import MAX_DEVICES, AppState
+from .state import FIELD_LABELS, MAX_DEVICES, AppState
 
 MAX_CURVE_POINTS = 256  # device counts on one curve
 TTQ_MICRO_BATCHES = tuple(2**i for i in range(0, 13))  # per-device batches swept for time-to-quality
@@ -148,9 +155,23 @@ def _links(state: AppState) -> dict:
     return out
 
 
+TP_ONLY = ("sp", "tpo")  # the layout toggles that apply with tensor parallelism only
+
+
+def tp_only_notes(state: AppState) -> list[str]:
+    """'<control> ignored: it applies with Tensor parallel above 1' for each toggle of
+    ``TP_ONLY`` that is on at tp 1 (the page disables them there; a link may carry them on)."""
+    if state.tp > 1:
+        return []
+    return [f"{FIELD_LABELS[f]} ignored: it applies with {FIELD_LABELS['tp']} above 1"
+            for f in TP_ONLY if getattr(state, f)]
+
+
 def layout_of_state(state: AppState) -> ScenarioLayout | None:
-    """The model split the layout controls describe (None: not split, all at their defaults)."""
-    if (state.tp, state.pp, state.sched, state.vs, state.rec, state.sp, state.rs, state.tpo) == (
+    """The model split the layout controls describe (None: not split, all at their defaults);
+    the ``TP_ONLY`` toggles off at tp 1 (``tp_only_notes``)."""
+    sp, tpo = (state.sp, state.tpo) if state.tp > 1 else (False, False)
+    if (state.tp, state.pp, state.sched, state.vs, state.rec, sp, state.rs, tpo) == (
             1, 1, "auto", 1, "auto", False, DEFAULT_RECOMPUTE_STYLE, False):
         return None
     try:
@@ -158,8 +179,7 @@ def layout_of_state(state: AppState) -> ScenarioLayout | None:
                               schedule=None if state.sched == "auto" else state.sched,
                               virtual_stages=state.vs,
                               recompute=None if state.rec == "auto" else state.rec,
-                              recompute_style=state.rs, sequence_parallel=state.sp,
-                              tp_overlap=state.tpo)
+                              recompute_style=state.rs, sequence_parallel=sp, tp_overlap=tpo)
     except ValueError as exc:
         raise ScalesimError(f"layout: {exc}") from None
 
@@ -188,6 +208,7 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
             fields["attention_kernel"] = state.ak
             if splittable_shape(profile) is None:
                 notes.append(attention_kernel_note(profile, Scenario(attention_kernel=state.ak)))
+    notes += tp_only_notes(state)
     split = layout_of_state(state)
     model = 1
     if split is not None and splittable_shape(profile) is None:
@@ -219,15 +240,16 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         devices = kept
     if state.mode == "strong":
         gb = state.gb or profile.workload.micro_batch * g
-        share = [d for d in devices if gb % (d // model * state.acc) == 0]
+        share = [d for d in devices if global_batch_splits(gb, d // model, state.acc)]
         if len(share) < len(devices):
             left = [d for d in devices if d not in share]
             notes.append(f"strong scaling: global batch {gb} does not split evenly over "
-                         f"{', '.join(map(str, left[:8]))} devices x {state.acc} accumulation; "
-                         "left out")
+                         f"{', '.join(map(str, left[:8]))} devices x {state.acc} accumulation "
+                         f"into micro-batches of at most {micro_batch_max():,}; left out")
         if not share:
-            notes.append(f"strong scaling: no device count divides global batch {gb}; "
-                         "showing weak scaling instead")
+            notes.append(f"strong scaling: no device count splits global batch {gb} evenly "
+                         f"into micro-batches of at most {micro_batch_max():,}; showing weak "
+                         "scaling instead")
             fields["micro_batch"] = state.mb
         else:
             devices = share

@@ -351,7 +351,7 @@ def _layout_section(c: _Controls) -> None:
                 + (" A split computes on the measured curve, with the measured optimizer step "
                    "scaled to the parameters each device updates (docs/model.md §22)."
                    if timed else ""))
-    c(box.number_input, "tp", "Tensor parallel (tp, inside one server)", step=1)
+    tp = c(box.number_input, "tp", "Tensor parallel (tp, inside one server)", step=1)
     c(box.number_input, "pp", "Pipeline stages (pp)", step=1)
     c(box.selectbox, "sched", "Pipeline schedule", options=list(SCHEDULE_LABELS),
       format_func=SCHEDULE_LABELS.get)
@@ -361,8 +361,11 @@ def _layout_section(c: _Controls) -> None:
     c(box.selectbox, "rs", "How your framework reruns the forward (full or selective recompute)",
       options=list(RECOMPUTE_STYLE_LABELS), format_func=RECOMPUTE_STYLE_LABELS.get,
       help=RECOMPUTE_STYLE_HELP)
-    c(box.toggle, "sp", "Sequence parallelism (with tp > 1)")
-    c(box.toggle, "tpo", "Tensor-parallel overlap (with tp > 1)", help=TP_OVERLAP_HELP)
+    # without tensor parallelism these do not apply: disabled, and ignored with a note
+    # (``plan.tp_only_notes``), as the loader workers are without a measured input pipeline
+    c(box.toggle, "sp", "Sequence parallelism (with tp > 1)", disabled=tp == 1)
+    c(box.toggle, "tpo", "Tensor-parallel overlap (with tp > 1)", help=TP_OVERLAP_HELP,
+      disabled=tp == 1)
 
 
 def _data_section(c: _Controls) -> None:

@@ -7,6 +7,9 @@ call, every combination of
   ``max_devices`` (past ``WHOLE_SERVERS`` servers, counts 1/``WHOLE_SERVERS`` apart);
 * per-device micro-batch: half, one, two and four times the base one (weak scaling);
 * gradient accumulation: 1, 2, 4, 8 times the base;
+
+(the batches and accumulations within the bounds table's: ``predict.micro_batch_max``,
+``predict.accumulation_max``)
 * strategy: DDP, ZeRO-1, ZeRO-2, ZeRO-3;
 * inter-server network: today's and each faster upgrade of ``scalesim.network_upgrades`` that
   has a price (an unpriced one cannot be costed, so it is left out and said so);
@@ -37,6 +40,7 @@ from scalesim.errors import ScalesimError
 from scalesim.figures import amount, duration_text
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
 from scalesim.network_upgrades import upgrades_for
+from scalesim.predict import accumulation_max, micro_batch_max
 from scalesim.schemas import Profile, Scenario
 from scalesim.sweep import sweep
 
@@ -168,8 +172,9 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                             (up.name, float(up.extra_usd_per_server_hour)))
     axes = {
         "devices": device_grid(g, max_devices),
-        "micro_batch": sorted({max(1, int(b0 * f)) for f in BATCH_FACTORS}),
-        "accumulation": [k0 * f for f in ACCUMULATION_FACTORS],
+        "micro_batch": sorted({max(1, int(b0 * f)) for f in BATCH_FACTORS
+                               if b0 * f <= micro_batch_max()}),
+        "accumulation": [k0 * f for f in ACCUMULATION_FACTORS if k0 * f <= accumulation_max()],
         "strategy": list(STRATEGIES),
         "inter_busbw_GBps": list(networks),
     }

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 from pydantic import BaseModel
 
-from scalesim.bounds import check_values
+from scalesim.bounds import KNOB_BY_FIELD, check_values
 from scalesim.errors import ScalesimError, require_model
 from scalesim.layout import SCHEDULES, SEQUENCE_PARALLEL_NEEDS_TP, TP_OVERLAP_NEEDS_TP
 from scalesim.model import collectives as coll
@@ -81,6 +81,37 @@ def layout(devices, devices_per_node: int) -> tuple[np.ndarray, np.ndarray]:
     return p // per_node, per_node
 
 
+def micro_batch_max() -> int:
+    """The largest micro-batch, samples per replica per micro-step: the bounds table's."""
+    return int(KNOB_BY_FIELD["micro_batch"].bound.high)
+
+
+def accumulation_max() -> int:
+    """The most micro-steps per optimizer step: the bounds table's."""
+    return int(KNOB_BY_FIELD["accumulation"].bound.high)
+
+
+def global_batch_splits(global_batch, replicas, accumulation) -> np.ndarray:
+    """Where ``global_batch`` (samples per optimizer step) splits over ``replicas`` x
+    ``accumulation`` micro-steps into whole micro-batches of 1 to ``micro_batch_max`` samples
+    (bool, broadcast over the arrays): the rows predict, sweep and the app can run."""
+    share = np.asarray(replicas, dtype=np.int64) * np.asarray(accumulation, dtype=np.int64)
+    gb = np.asarray(global_batch, dtype=np.int64)
+    return (gb % share == 0) & (gb >= share) & (gb // share <= micro_batch_max())
+
+
+def too_big_micro_batch(global_batch: int, micro_batch: int, over: str) -> str:
+    """The one-line refusal of a global batch whose micro-batch, ``global_batch`` split
+    ``over`` ('8 devices x 1 accumulation step'), is past the bounds table's, naming the flags
+    that change it (``bounds.KNOBS``)."""
+    flag = {f: KNOB_BY_FIELD[f].flag for f in ("devices", "accumulation", "global_batch")}
+    return (f"global batch {global_batch:,} over {over} is a micro-batch of {micro_batch:,} "
+            f"samples, past the largest of the bounds table ({micro_batch_max():,}); raise "
+            f"{flag['devices']} or {flag['accumulation']} (at most {accumulation_max():,}), or "
+            f"lower "
+            f"{flag['global_batch']}")
+
+
 def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=None):
     """Per-replica micro-batch at each device count, and the one-device baseline's. ``dp``: the
     model replicas at each row (the split path: the global batch splits over dp replicas, each
@@ -105,7 +136,15 @@ def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=
     if scenario.global_batch % k != 0:
         raise ScalesimError(f"global batch {scenario.global_batch} is not divisible by "
                             f"accumulation {k}")
-    return scenario.global_batch // share, np.full(replicas.shape, scenario.global_batch // k)
+    b = scenario.global_batch // share
+    over = np.flatnonzero(b > micro_batch_max())
+    if over.size:
+        i = int(over[0])
+        steps = f"{k} accumulation step{'s' if k > 1 else ''}"
+        raise ScalesimError(too_big_micro_batch(
+            scenario.global_batch, int(b[i]), f"{int(devices[i])} devices x {steps}"
+            if dp is None else f"dp {int(dp[i])} x {steps} ({int(devices[i])} devices)"))
+    return b, np.full(replicas.shape, scenario.global_batch // k)
 
 
 def loader_supply(profile: Profile, scenario: Scenario, per_node):

@@ -37,7 +37,7 @@ from scalesim.model.zero_exchange import (
     sent_units,
 )
 from scalesim.network_upgrades import UPGRADES_BY_KEY
-from scalesim.predict import Prediction, predict
+from scalesim.predict import Prediction, accumulation_max, micro_batch_max, predict
 from scalesim.presets import attention_efficiency_of
 from scalesim.schemas import Profile, Scenario
 
@@ -98,6 +98,10 @@ def _fitting_split(profile: Profile, scenario: Scenario, now: Prediction):
     factors = [2**j for j in range(1, MAX_SPLIT_HALVINGS + 1) if b // 2**j >= 1]
     if not factors:
         return scenario, "per-device batch is 1 already"
+    factors = [f for f in factors if k * f <= accumulation_max()]
+    if not factors:
+        return scenario, (f"accumulation {k:,} cannot double within the bounds table's "
+                          f"{accumulation_max():,} micro-steps")
     one = scenario.model_copy(update={"devices": [now.devices]})
     try:
         if scenario.global_batch is None:
@@ -127,14 +131,16 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
     strong = scenario.global_batch is not None
     b = now.micro_batch
     out = []
+    big_reason = (f"a micro-batch of {2 * b:,} is past the bounds table's {micro_batch_max():,}"
+                  if 2 * b > micro_batch_max() else "")
     if strong:
         out.append(("bigger_batch", "Double the global batch (per-device batch "
                     f"{b} -> {2 * b})", scenario.model_copy(
-                        update={"global_batch": 2 * scenario.global_batch}), profile, "",
-                    "changes the optimisation: check time-to-quality"))
+                        update={"global_batch": 2 * scenario.global_batch}), profile,
+                    big_reason, "changes the optimisation: check time-to-quality"))
     else:
         out.append(("bigger_batch", f"Double the per-device batch ({b} -> {2 * b})",
-                    scenario.model_copy(update={"micro_batch": 2 * b}), profile, "",
+                    scenario.model_copy(update={"micro_batch": 2 * b}), profile, big_reason,
                     "global batch doubles: check time-to-quality"))
     out.append(("overlap", "Overlap gradient exchange with backward",
                 scenario.model_copy(update={"overlap": True}), profile,
@@ -147,6 +153,9 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
         caveat = "same global batch, 4x smaller micro-batches"
     else:
         acc_reason, caveat = "", "global batch grows 4x: check time-to-quality"
+    if 4 * k > accumulation_max():
+        acc_reason = (f"{4 * k:,} micro-steps are past the bounds table's "
+                      f"{accumulation_max():,}")
     out.append(("accumulation", f"Accumulate gradients over {4 * k} micro-steps (now {k})",
                 acc_scn, profile, acc_reason, caveat))
     out.append(("loader", "Cache the input / add loader workers (no data stall)",

@@ -6,8 +6,9 @@ CHUNK_ROWS combinations per call of the array model (so a million scenarios cost
 numpy, and 10^8 of them the memory of one chunk); ``sweep`` gathers every row in memory. A
 combination's row depends on its own knobs only, so chunks give exactly the rows one call would.
 Strong-scaling combinations whose global batch does not split evenly over devices x accumulation
-are dropped and counted, never rounded silently; so are a transformer's layouts that break a
-layout rule (``SweepResult.dropped_layout``).
+into micro-batches within the bounds table's (``predict.global_batch_splits``) are dropped and
+counted, never rounded silently; so are a transformer's layouts that break a layout rule
+(``SweepResult.dropped_layout``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,13 @@ from scalesim.model.memory import STRATEGIES
 from scalesim.model.overlap import MIB
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import evaluate_scaling
-from scalesim.predict import inter_nic_share, layout, scenario_inputs
+from scalesim.predict import (
+    global_batch_splits,
+    inter_nic_share,
+    layout,
+    micro_batch_max,
+    scenario_inputs,
+)
 from scalesim.presets import attention_efficiency_of
 from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Profile, Scenario, grad_sync_refused
 
@@ -120,10 +127,6 @@ def _axis_array(name: str, values) -> np.ndarray:
     return array.astype(np.int64) if name in WHOLE_AXES else array.astype(float)
 
 
-def _strong_keep(global_batch: np.ndarray, p: np.ndarray, k: np.ndarray) -> np.ndarray:
-    return (global_batch % (p * k) == 0) & (global_batch >= p * k)
-
-
 def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> SweepPlan:
     """Check every axis value and count the rows, before anything is evaluated."""
     profile = require_model(profile, Profile, "profile")
@@ -194,13 +197,16 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
     if gb is not None and not split:  # count the combinations of (global batch, devices, accumulation) kept
         k = arrays.get("accumulation", np.array([base.accumulation], dtype=np.int64))
         g3, p3, k3 = np.meshgrid(gb, arrays["devices"], k, indexing="ij")
-        kept = int(_strong_keep(g3, p3, k3).sum())
+        kept = int(global_batch_splits(g3, p3, k3).sum())
         others = combinations // int(np.prod([len(arrays[n]) for n in ("global_batch", "devices",
                                                                       "accumulation")
                                               if n in arrays], dtype=object))
         rows = others * kept
         if rows == 0:
-            raise ScalesimError("no combination of the sweep splits the global batch evenly")
+            raise ScalesimError("no combination of the sweep splits the global batch evenly "
+                                "over devices x accumulation into micro-batches of at most "
+                                f"{micro_batch_max():,} samples (the bounds table's); change "
+                                "--global-batch, --devices or --accumulation")
     return SweepPlan(profile, base, arrays, combinations, rows)
 
 
@@ -268,7 +274,7 @@ def evaluate_at(plan: SweepPlan, flat: np.ndarray) -> SweepResult:
     keep = np.ones(p.shape, dtype=bool)
     base_micro = micro
     if global_batch is not None:
-        keep = _strong_keep(global_batch, p, k)
+        keep = global_batch_splits(global_batch, p, k)
         grid = {name: col[keep] for name, col in grid.items()}
         p, k, global_batch = p[keep], k[keep], global_batch[keep]
         micro = global_batch // (p * k)
@@ -317,7 +323,7 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     dp = np.where(layout_ok, p // (tp * pp), 1)
     base_micro, batch_ok = micro, np.ones(p.shape, dtype=bool)
     if global_batch is not None:
-        batch_ok = _strong_keep(global_batch, dp, k)
+        batch_ok = global_batch_splits(global_batch, dp, k)
         micro = np.maximum(global_batch // (dp * k), 1)
         base_micro = global_batch // k
     g_max = base.devices_per_node or profile.hardware.devices_per_node

@@ -755,20 +755,30 @@ def check_cli(argv: list[str]) -> list[str]:
 def _base_links() -> list[dict[str, str]]:
     """Real share links of each version the decoder reads: v2 (the default what-if, and an
     uploaded profile with its blob), v3 (a split transformer on the Layouts tab), v4 (the same
-    with full recompute in the early-stop style), v7 (the split with the tensor-parallel
-    overlap), v1 (a v2 link labelled v1, with model-split fields a v1 link cannot have)."""
+    with full recompute in the early-stop style), v5 (ZeRO-2 reducing once per step under
+    accumulation), v6 (the split with the flash2 attention kernel), v7 (the split with the
+    tensor-parallel overlap; its scenarios B 'overlap tensor-parallel communication' and 'use a
+    Hopper attention kernel'), v8 (selective recompute in the op-sac style), v1 (a v2 link
+    labelled v1, with model-split fields a v1 link cannot have)."""
     from scalesim.app.state import AppState, default_state, encode_query, preset_profile
 
     base = default_state()
     split = AppState.model_validate({**base.model_dump(), "wl": "llama3-8b", "hw": "dgx-h100",
                                      "tp": 2, "pp": 2, "sched": "interleaved", "vs": 2,
-                                     "rec": "selective", "sp": True, "tab": "layouts"})
+                                     "rec": "selective", "sp": True, "tab": "layouts",
+                                     "acc": 4})  # interleaved: micro-batches a multiple of pp
     custom = base.model_copy(update={"src": "custom"})
     stop = split.model_copy(update={"rec": "full", "rs": "early-stop"})
     overlap = split.model_copy(update={"tpo": True})
-    links = [dict(encode_query(s, preset_profile(s))) for s in (base, split, custom, stop,
-                                                                overlap)]
-    assert [link["v"] for link in links] == ["2", "3", "2", "4", "7"]
+    grad = base.model_copy(update={"strat": "zero2", "acc": 4, "gs": "once-per-step"})
+    kernel = split.model_copy(update={"ak": "flash2", "tab": "ab"})
+    b_overlap = split.model_copy(update={"b": "tp_overlap", "tab": "ab"})
+    b_kernel = split.model_copy(update={"b": "attention_kernel", "tab": "remedies"})
+    op_sac = split.model_copy(update={"rs": "op-sac", "tpo": True, "ak": "flash2"})
+    links = [dict(encode_query(s, preset_profile(s)))
+             for s in (base, split, custom, stop, overlap, grad, kernel, b_overlap, b_kernel,
+                       op_sac)]
+    assert [link["v"] for link in links] == ["2", "3", "2", "4", "7", "5", "6", "7", "7", "8"]
     links.append({**links[0], "v": "1", "tp": "4", "sp": "true"})
     return links
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from app_harness import link_param, open_app
-from scalesim.app.plan import build_scenario, layout_ranking, make_plan
+from scalesim.app.plan import build_scenario, layout_of_state, layout_ranking, make_plan
 from scalesim.app.state import (
     AppState,
     decode_query,
@@ -239,3 +239,27 @@ def test_an_uploaded_calibrated_profile_shows_the_layout_controls():
     assert not at.exception
     assert link_param(at, "tp") == "2"
     assert not any("recalibrate" in str(getattr(w, "value", "")) for w in at.sidebar.info)
+
+
+@pytest.mark.parametrize("key", ["tpo", "sp"])
+def test_a_tp_only_toggle_at_tp_1_is_disabled_and_ignored_with_a_note(key):
+    """Session 10: the Tensor-parallel overlap toggle at tp 1 showed the error box 'Cannot
+    predict this scenario: tp_overlap needs tp > 1 (...)', naming the scenario's field, not the
+    control (sequence parallelism alike). At tp 1 both toggles are disabled; one a link turns
+    on is ignored with a note naming the controls, and the page predicts; tp 2 enables them."""
+    label = {"tpo": "Tensor-parallel overlap", "sp": "Sequence parallelism"}[key]
+    at = open_app({"v": "8", "wl": "llama3-8b", key: "1"})
+    assert not any("needs tp > 1" in e.value for e in [*at.error, *at.sidebar.error])
+    assert at.sidebar.toggle(key="k_tpo").disabled and at.sidebar.toggle(key="k_sp").disabled
+    assert f"{label} ignored: it applies with Tensor parallel above 1" in [i.value
+                                                                          for i in at.info]
+    assert at.metric  # the headline is there
+    state = at.session_state["app_state"]
+    assert getattr(state, key) is True and layout_of_state(state) is None  # kept, not used
+    at.sidebar.number_input(key="k_tp").set_value(2)
+    at.run()
+    assert not at.exception
+    assert not at.sidebar.toggle(key=f"k_{key}").disabled
+    assert not any(" ignored: it applies with Tensor parallel" in i.value for i in at.info)
+    assert getattr(layout_of_state(at.session_state["app_state"]),
+                   {"tpo": "tp_overlap", "sp": "sequence_parallel"}[key]) is True

@@ -179,3 +179,21 @@ def test_the_harness_sees_each_broken_promise(monkeypatch, tmp_path):
     monkeypatch.setattr(fuzz_inputs, "LIMIT_S", 0.2)
     assert any("took longer" in p for p in check_cli(["presets"]))
     assert check_cli(["presets", "--help"]) == []
+
+
+def test_every_base_link_plans():
+    """The share-link fuzz starts from a real link of every version the decoder reads, each one
+    the planner runs without an error (its split base at 1 micro-step failed the interleaved
+    schedule's rule, so the fuzz of v3 to v7 links never reached the plan)."""
+    import warnings
+
+    from fuzz_inputs import BASE_LINKS
+    from scalesim.app.plan import make_plan
+    from scalesim.app.state import READ_VERSIONS, decode_query
+
+    assert sorted({link["v"] for link in BASE_LINKS}) == sorted(READ_VERSIONS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for link in BASE_LINKS:
+            state, profile, _ = decode_query(link)
+            assert make_plan(profile, state).rows, link

@@ -376,3 +376,42 @@ def test_deepspeed_refuses_zero2_with_a_pipeline_and_fsdp_says_what_it_runs(caps
                                        "dgx-a100", "--devices", "16", "--pp", "2", "--strategy",
                                        "zero3"])
     assert code == 0 and "zero3 under a pipeline: FSDP keeps each stage's parameters" in out
+
+
+def test_plan_takes_loader_workers_off_a_profiles_measured_input_pipeline(tmp_path, capsys):
+    """``plan --loader-workers`` (predict's flag) sets the DataLoader workers of ``--profile``'s
+    measured input pipeline where the layouts are ranked on its measured compute curve
+    (``layout_predict.plan_at``, as predict reads them: ``predict.loader_supply``); elsewhere
+    it would change nothing and is refused in one line."""
+    from cli_harness import run_cli
+    from h200_gpt import H200
+
+    from scalesim.profiles import load_profile
+    from scalesim.schemas import LoaderCurve, LoaderPoint
+
+    path = tmp_path / "p.json"
+    curve = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=20.0),
+                                LoaderPoint(workers=8, samples_per_s=5000.0)])
+    path.write_text(load_profile(str(H200)).model_copy(update={"input_pipeline": curve})
+                    .model_dump_json())
+    argv = ["plan", "--profile", str(path), "--devices", "8", "--global-batch", "64", "--top",
+            "1", "--json"]
+
+    def best(flags):
+        code, out, err = run_cli(capsys, argv + flags)
+        assert code == 0, err
+        return json.loads(out)[0]
+
+    default, one, eight = best([]), best(["--loader-workers", "1"]), best(["--loader-workers",
+                                                                            "8"])
+    assert default == eight  # the default: the best measured count
+    assert one["breakdown_s"].get("stall_s", 0) > 0  # 20 samples/s for 8 loaders: a stall
+    assert default["breakdown_s"].get("stall_s", 0) == 0
+    assert one["step_time_s"] > default["step_time_s"]
+    code, out, err = run_cli(capsys, argv + ["--efficiency", "0.5", "--loader-workers", "1"])
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "this plan does not rank the layouts on the measured compute curve of profile" in err
+    code, out, err = run_cli(capsys, ["plan", "--devices", "8", "--global-batch", "64",
+                                      "--loader-workers", "2"])
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--loader-workers 2: without --profile there is no measured input pipeline" in err

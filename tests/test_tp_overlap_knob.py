@@ -294,7 +294,9 @@ def test_the_app_toggle_sets_the_overlap_and_the_link():
         make_plan(profile, before).focus.samples_per_s
 
 
-def test_the_report_states_it_and_tp_one_is_refused():
+def test_the_report_states_it_and_tp_one_ignores_it_with_a_note():
+    """At tp 1 the app ignores the overlap with a note naming the controls (its toggle is
+    disabled there: tests/test_app_layouts.py); predict refuses it (above)."""
     from scalesim.app.plan import make_plan
     from scalesim.app.report import scenario_lines
     from scalesim.app.state import decode_query
@@ -303,5 +305,7 @@ def test_the_report_states_it_and_tp_one_is_refused():
     lines = dict(scenario_lines(make_plan(profile, state)))
     assert "sequence parallel on, TP overlap on;" in lines["layout"]
     state, profile, _ = decode_query({**LLAMA_LINK, "v": "7", "tpo": "1", "tp": "1", "sp": "0"})
-    with pytest.raises(ScalesimError, match=re.escape(TP_OVERLAP_NEEDS_TP)):
-        make_plan(profile, state)
+    plan = make_plan(profile, state)
+    assert "Tensor-parallel overlap ignored: it applies with Tensor parallel above 1" in plan.notes
+    assert "TP overlap" not in dict(scenario_lines(plan))["layout"]
+    assert plan.scenario.layout is None or not plan.scenario.layout.tp_overlap

@@ -15,6 +15,7 @@ from scalesim.cli.options import (
     add_grad_sync_argument,
     add_instance_sizes_argument,
     add_link_arguments,
+    add_loader_workers_argument,
     add_recompute_style_argument,
     add_tp_overlap_argument,
     add_zero_framework_argument,
@@ -46,7 +47,10 @@ Layouts are placed as Megatron/torchtitan do (tp innermost in a server, pp outer
 --zero-framework how it runs ZeRO and --attention-kernel which fused attention it runs
 (properties of the framework, applied to every layout, not searched). --no-overlap,
 --straggler-cv and --slow-device/--slow-factor rank every layout under those conditions, as
-predict predicts them (a slow rank slows its tensor group and pipeline stage)."""
+predict predicts them (a slow rank slows its tensor group and pipeline stage).
+--loader-workers sets the DataLoader workers of a --profile's measured input pipeline, as
+predict's (default: its best count); the input supply is read only where the layouts are
+ranked on the profile's measured compute curve (its own model, no --efficiency, bf16)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -85,6 +89,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_algorithm_argument(conditions)
     add_bucket_argument(conditions)
     add_link_arguments(conditions)
+    add_loader_workers_argument(conditions)
     p.add_argument("--rank", choices=["throughput", "cost"], default="throughput",
                    help="throughput (samples/s) or cost (billed device-hours per sample: whole "
                    "instances, --instance-sizes)")
@@ -158,7 +163,7 @@ def render_text(rows, global_batch: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from scalesim.billing import job_sizes
-    from scalesim.cli.options import check_slow_device, links_from_args
+    from scalesim.cli.options import check_loader_workers, check_slow_device, links_from_args
     from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
     from scalesim.layout_predict import (
         attention_kernel_words,
@@ -173,6 +178,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_slow_device(args)
     profile = None if args.profile is None else load_profile(args.profile)
+    check_loader_workers(args.loader_workers, profile)  # a measured input pipeline, as predict
     kernel = args.attention_kernel or VENDOR_KERNEL
     if profile is not None:
         check_attention_kernel(profile, kernel, "--attention-kernel", "--hardware")
@@ -198,6 +204,13 @@ def run(args: argparse.Namespace) -> int:
     measured = _on_the_measured_curve(args, profile, shape, params, own)
     if measured is not None:
         rows, note = measured
+    elif args.loader_workers is not None:  # only the measured curve's plan reads the pipeline
+        from scalesim.errors import ScalesimError
+
+        raise ScalesimError(
+            f"--loader-workers {args.loader_workers}: this plan does not rank the layouts on "
+            f"the measured compute curve of profile '{profile.name}' (another model, "
+            "--efficiency or --precision fp8), so it reads no input pipeline; drop the flag")
     else:
         rows = plan(shape, hardware, args.devices, args.global_batch,
                     efficiency=args.efficiency or efficiency,
@@ -279,7 +292,7 @@ def _on_the_measured_curve(args, base, shape, params, own=None):
         return None
     scenario = Scenario(
         devices=args.devices, devices_per_node=args.gpus_per_node, overlap=not args.no_overlap,
-        straggler_cv=args.straggler_cv,
+        straggler_cv=args.straggler_cv, loader_workers=args.loader_workers,
         slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
         zero_framework=args.zero_framework or "fsdp",
         grad_sync=args.grad_sync or "every-micro-step", instance_sizes=args.instance_sizes,

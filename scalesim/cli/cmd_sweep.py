@@ -183,13 +183,16 @@ def _write(handle, plan, fmt: str) -> tuple[int, int, int, str]:
 def _dropped_reasons(dropped: int, dropped_layout: int, example: str = "") -> list[str]:
     """Each reason combinations were left out, with its count; ``example``: the first layout
     dropped and the rule it breaks (``SweepResult.layout_example``)."""
+    from scalesim.predict import micro_batch_max
+
     batch = dropped - dropped_layout
     rules = (f"e.g. {example}" if example else "tp x pp must divide the devices, tp stays in a "
              "server, the layers and heads must split")
     reasons = ([f"{dropped_layout} break a layout rule ({rules}: scalesim.layout)"]
                if dropped_layout else [])
     reasons += ([f"{batch} {'does' if batch == 1 else 'do'} not split the global batch evenly "
-                 "over devices x accumulation"] if batch else [])
+                 "over devices x accumulation (into micro-batches of at most "
+                 f"{micro_batch_max():,} samples)"] if batch else [])
     return reasons
 
 

@@ -55,6 +55,28 @@ def _dest(flag: str) -> str:
     return flag.removeprefix("--").replace("-", "_")
 
 
+def add_loader_workers_argument(group) -> None:
+    """--loader-workers: read off a profile's measured input pipeline (``check_loader_workers``);
+    predict, sweep, decide, goal and plan."""
+    _knob(group, "loader_workers", help="DataLoader workers per device (a profile with a "
+          "measured input pipeline; default: its best count)")
+
+
+def check_loader_workers(workers: int | None, profile: Profile | None) -> None:
+    """ScalesimError, in one line, where ``--loader-workers`` is given and ``profile`` (None:
+    the presets, plan without --profile) has no measured input pipeline: no worker count would
+    change a number."""
+    if workers is not None and (profile is None or profile.input_pipeline is None):
+        # predict.loader_supply reads the workers off the measured curve; without one the
+        # supply is unlimited whatever the count
+        what = ("without --profile there is" if profile is None
+                else f"profile '{profile.name}' has")
+        raise ScalesimError(
+            f"--loader-workers {workers}: {what} no measured input pipeline (the presets have "
+            "none), so no worker count changes a number; measure one (scalesim calibrate with "
+            "its loader phase) or drop the flag")
+
+
 def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1,2,4,8,16") -> None:
     g = p.add_argument_group("scenario")
     g.add_argument("--scenario", metavar="FILE", help="scenario JSON (flags given override it)")
@@ -73,7 +95,7 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     add_algorithm_argument(g)
     add_condition_arguments(g)
     add_bucket_argument(g)
-    _knob(g, "loader_workers", help="DataLoader workers per device")
+    add_loader_workers_argument(g)
     add_link_arguments(g)
     _knob(g, "critical_batch_size", help="critical batch size B_noise, samples")
     _knob(g, "min_samples_to_quality", help="E_min: samples to target at a tiny batch")
@@ -288,14 +310,7 @@ def profile_from_args(args: argparse.Namespace, scenario: Scenario | None = None
     from scalesim.profiles import resolve_profile
 
     profile = resolve_profile(args.profile, args.hardware, args.workload)
-    workers = getattr(args, "loader_workers", None)
-    if workers is not None and profile.input_pipeline is None:
-        # predict.loader_supply reads the workers off the measured curve; without one the
-        # supply is unlimited whatever the count
-        raise ScalesimError(
-            f"--loader-workers {workers}: profile '{profile.name}' has no measured input "
-            "pipeline (the presets have none), so no worker count changes a number; measure one "
-            "(scalesim calibrate with its loader phase) or drop the flag")
+    check_loader_workers(getattr(args, "loader_workers", None), profile)
     if scenario is None:
         return profile
     from scalesim.layout_predict import split_profile
