@@ -7,7 +7,7 @@ import csv
 import io
 import json
 
-from tests.cli_harness import run_cli
+from cli_harness import run_cli
 
 
 def _run(capsys, *argv):
