@@ -157,6 +157,11 @@ def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fres
     return profile.model_copy(update=update), said
 
 
+def presets_of_device(device: str) -> list[str]:
+    """The hardware presets whose GPU is ``device`` (``presets.same_device``), in table order."""
+    return [name for name, h in presets.HARDWARE.items() if same_device(h.device_name, device)]
+
+
 def preset_for_logs(device: str, per_node: int | None = None, network: str | None = None,
                     inter_busbw_GBps: float | None = None) -> tuple[str | None, list[str],
                                                                      list[str]]:
@@ -166,7 +171,7 @@ def preset_for_logs(device: str, per_node: int | None = None, network: str | Non
     by their measured inter-server busbw (the nearest preset's, on a log scale), else by
     NCCL's transport ``network`` (a preset inter-server kind: ``nccl_tests.NETWORK_KINDS``);
     the first left is taken. (None, [], []) when no preset has that GPU."""
-    pool = [name for name, h in presets.HARDWARE.items() if same_device(h.device_name, device)]
+    pool = presets_of_device(device)
     why: list[str] = []
     if not pool:
         return None, [], []
@@ -218,7 +223,7 @@ def rebased_on_device(profile: Profile, device: str, per_node: int | None = None
     choice = (f", chosen for {' and '.join(why)}" if why else "") + (
         f"; the logs do not tell it from {', '.join(others)}, which {'has' if len(others) == 1 else 'have'} "
         f"that GPU too: the first listed is taken" if others else "")
-    every = [n for n, h in presets.HARDWARE.items() if same_device(h.device_name, device)]
+    every = presets_of_device(device)
     another = (f"; to start from another, give --base {' or --base '.join(n for n in every if n != name)}"
                if len(every) > 1 else "")
     return rebased, [f"the logs ran on {device}: the parts they do not measure come from the "
