@@ -108,8 +108,7 @@ def too_big_micro_batch(global_batch: int, micro_batch: int, over: str) -> str:
     return (f"global batch {global_batch:,} over {over} is a micro-batch of {micro_batch:,} "
             f"samples, past the largest of the bounds table ({micro_batch_max():,}); raise "
             f"{flag['devices']} or {flag['accumulation']} (at most {accumulation_max():,}), or "
-            f"lower "
-            f"{flag['global_batch']}")
+            f"lower {flag['global_batch']}")
 
 
 def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=None):
