@@ -129,8 +129,13 @@ def fit_block(block: Block, tp, times_s) -> BlockFit:
     a, c = layer_terms(block, tp)
     (inv_f, inv_b), _ = nnls(np.column_stack([a / t, c / t]), np.ones_like(t))
     if inv_f <= 0:
-        raise ScalesimError("the block timings do not grow with the matmul work: time larger "
-                            "blocks (--block-hidden, --block-seq, --block-batch)")
+        i, j = int(np.argmin(tp)), int(np.argmax(tp))
+        raise ScalesimError(
+            f"the block timings do not follow the matmul work: from tp {tp[i]} to tp {tp[j]} "
+            f"the work shrinks {a[i] / a[j]:.2g}x but the time {t[i] / t[j]:.2g}x, so no "
+            "positive matmul rate fits (fixed costs, or other work on the machine): time "
+            "larger blocks (--block-hidden, --block-seq, --block-batch) on an idle machine, "
+            "or fewer threads (--threads)")
     if inv_b <= 0:  # no byte term needed: a bandwidth whose term is 0.1% of the largest time
         inv_b = 1e-3 * float(np.min(t / c))
     model = a * inv_f + c * inv_b

@@ -18,13 +18,17 @@ def calibrate_tiny_gpt(tmp_path: Path, attempts: int = 3) -> tuple[Profile | Non
     """(the profile, what went wrong) of ``scalesim.calibration`` on the tiny gpt (compute phase
     and block fit, one process on this CPU). Run again, up to ``attempts`` times, where other
     work on a busy machine spoiled the block's timings so that no fit came out; the profile is
-    None, or has no ``model_parallel``, when every attempt failed."""
+    None, or has no ``model_parallel``, when every attempt failed. One torch thread: with a
+    single process the calibration takes the machine's cores, and on a shared 2-core machine
+    the threads of the small tp-4 shard fight the other work (CI, stop 21: tp 1, 2, 4 timed
+    10.2, 6.09, 4.16 ms, times that shrink less than the work, three attempts in a row; here
+    under 3 busy loops: 262, 253, 437 ms with 2 threads, 15.3, 8.6, 5.4 ms with 1)."""
     out = tmp_path / "cpu.json"
     profile, why = None, ""
     for _ in range(attempts):
         run = subprocess.run(
             [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=1",
-             "-m", "scalesim.calibration", "--quick", "--no-progress", *GPT, "--batches",
+             "-m", "scalesim.calibration", "--quick", "--no-progress", "--threads", "1", *GPT, "--batches",
              "2,4,8,16", "--repeats", "6", "--phases", "compute", *BLOCK, "--out", str(out)],
             cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
         why = run.stderr[-3000:]
