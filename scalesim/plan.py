@@ -447,7 +447,8 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
          zero_framework: str = "fsdp",
          grad_sync: str = "every-micro-step",
          attention_kernel: str = VENDOR_KERNEL, algorithm: str = "auto",
-         bucket_mib: float = DDP_BUCKET_BYTES / MIB) -> list[PlanRow]:
+         bucket_mib: float = DDP_BUCKET_BYTES / MIB,
+         loader_samples_per_s: float = np.inf) -> list[PlanRow]:
     """Rank every valid layout of ``shape`` on each of ``devices`` for ``global_batch``.
 
     Fitting layouts first, best first (highest samples/s, or fewest device-hours per sample
@@ -472,7 +473,9 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
     PyTorch SDPA's default backend, Triton; ``presets.attention_efficiency_of``, §13);
     ``algorithm``: the data-parallel all-reduce ('auto', 'ring', 'tree', 'hierarchical':
     ``Scenario.algorithm``, ``collectives.ALGORITHMS``); ``bucket_mib``: DDP's gradient
-    bucket, MiB (``Scenario.bucket_mib``; the ZeRO-0 layouts).
+    bucket, MiB (``Scenario.bucket_mib``; the ZeRO-0 layouts); ``loader_samples_per_s``: the
+    input supply of one model replica's loader, samples/s (``predict.loader_supply`` of a
+    profile's measured input pipeline; infinite: no stall).
     ``rank_layouts`` does the same for a ``Setting`` (a scenario's: ``layout_predict.plan_at``).
     """
     check_number("matmul_efficiency", efficiency, "efficiency")
@@ -487,6 +490,9 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
     if grad_sync_refused(zero_framework, grad_sync):
         raise ScalesimError(GRAD_SYNC_DEEPSPEED_ERROR)
     check_number("bucket_mib", bucket_mib, "bucket_mib")
+    if not loader_samples_per_s > 0:
+        raise ScalesimError(f"loader_samples_per_s {loader_samples_per_s}: give a positive "
+                            "supply, samples/s (inf: no input stall)")
     if algorithm not in coll.ALGORITHMS:
         raise ScalesimError(f"algorithm {algorithm!r}: choose {', '.join(coll.ALGORITHMS)}")
     attention_efficiency_of(hardware.device_name, attention_kernel)  # a known kernel
@@ -494,7 +500,8 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
                       jitter_cv, p2p, recompute_style, overlap=overlap, slow_device=slow_device,
                       slow_factor=slow_factor, framework=FRAMEWORKS[zero_framework],
                       grad_sync=GRAD_SYNCS[grad_sync], attention_kernel=attention_kernel,
-                      algorithm=coll.ALGORITHMS[algorithm], bucket_bytes=bucket_mib * MIB)
+                      algorithm=coll.ALGORITHMS[algorithm], bucket_bytes=bucket_mib * MIB,
+                      loader_samples_per_s=float(loader_samples_per_s))
     return rank_layouts(setting, devices, rank_by, top, include_unfit, cp_values, split_only)
 
 

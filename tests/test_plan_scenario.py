@@ -382,15 +382,17 @@ def test_plan_takes_loader_workers_off_a_profiles_measured_input_pipeline(tmp_pa
     """``plan --loader-workers`` (predict's flag) sets the DataLoader workers of ``--profile``'s
     measured input pipeline where the layouts are ranked on its measured compute curve
     (``layout_predict.plan_at``, as predict reads them: ``predict.loader_supply``); elsewhere
-    it would change nothing and is refused in one line."""
+    it feeds the layouts of another model, or of ``--efficiency``, alike; without a profile
+    it is refused in one line."""
     from cli_harness import run_cli
     from h200_gpt import H200
 
+    from scalesim.model.pipeline import loader_supply_per_device
     from scalesim.profiles import load_profile
     from scalesim.schemas import LoaderCurve, LoaderPoint
 
     path = tmp_path / "p.json"
-    curve = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=20.0),
+    curve = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=2.0),
                                 LoaderPoint(workers=8, samples_per_s=5000.0)])
     path.write_text(load_profile(str(H200)).model_copy(update={"input_pipeline": curve})
                     .model_dump_json())
@@ -405,12 +407,19 @@ def test_plan_takes_loader_workers_off_a_profiles_measured_input_pipeline(tmp_pa
     default, one, eight = best([]), best(["--loader-workers", "1"]), best(["--loader-workers",
                                                                             "8"])
     assert default == eight  # the default: the best measured count
-    assert one["breakdown_s"].get("stall_s", 0) > 0  # 20 samples/s for 8 loaders: a stall
+    assert one["breakdown_s"].get("stall_s", 0) > 0  # 2 samples/s for 8 loaders: a stall
     assert default["breakdown_s"].get("stall_s", 0) == 0
     assert one["step_time_s"] > default["step_time_s"]
-    code, out, err = run_cli(capsys, argv + ["--efficiency", "0.5", "--loader-workers", "1"])
-    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
-    assert "this plan does not rank the layouts on the measured compute curve of profile" in err
+    # off the measured curve (--efficiency, another model) the same supply feeds the layouts,
+    # as predict reads it for any model (it was ignored, or --loader-workers refused, before)
+    for flags in (["--efficiency", "0.5"], ["--workload", "gpt-1.7b", "--efficiency", "0.5"]):
+        slow, fast = best(flags + ["--loader-workers", "1"]), best(flags)
+        assert slow["breakdown_s"].get("stall_s", 0) > 0 == fast["breakdown_s"].get("stall_s", 0)
+        # each of dp replicas needs 64 / dp samples a step from its loader (1 worker, 8
+        # loaders sharing the server's cores): at least 64 / (dp x supply) s, whatever the layout
+        supply = loader_supply_per_device(1, 8, load_profile(str(path)).hardware
+                                          .cpu_cores_per_node, [1, 8], [2.0, 5000.0])
+        assert slow["step_time_s"] >= 64 / (slow["dp"] * float(supply)) * (1 - 1e-9)
     code, out, err = run_cli(capsys, ["plan", "--devices", "8", "--global-batch", "64",
                                       "--loader-workers", "2"])
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1

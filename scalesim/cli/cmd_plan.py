@@ -49,8 +49,8 @@ Layouts are placed as Megatron/torchtitan do (tp innermost in a server, pp outer
 --straggler-cv and --slow-device/--slow-factor rank every layout under those conditions, as
 predict predicts them (a slow rank slows its tensor group and pipeline stage).
 --loader-workers sets the DataLoader workers of a --profile's measured input pipeline, as
-predict's (default: its best count); the input supply is read only where the layouts are
-ranked on the profile's measured compute curve (its own model, no --efficiency, bf16)."""
+predict's (default: its best count); that supply feeds every layout, for the profile's own
+model and for any other (--workload, --efficiency, --precision fp8), as predict reads it."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -204,13 +204,6 @@ def run(args: argparse.Namespace) -> int:
     measured = _on_the_measured_curve(args, profile, shape, params, own)
     if measured is not None:
         rows, note = measured
-    elif args.loader_workers is not None:  # only the measured curve's plan reads the pipeline
-        from scalesim.errors import ScalesimError
-
-        raise ScalesimError(
-            f"--loader-workers {args.loader_workers}: this plan does not rank the layouts on "
-            f"the measured compute curve of profile '{profile.name}' (another model, "
-            "--efficiency or --precision fp8), so it reads no input pipeline; drop the flag")
     else:
         rows = plan(shape, hardware, args.devices, args.global_batch,
                     efficiency=args.efficiency or efficiency,
@@ -223,6 +216,7 @@ def run(args: argparse.Namespace) -> int:
                     zero_framework=args.zero_framework or "fsdp",
                     grad_sync=args.grad_sync or "every-micro-step",
                     attention_kernel=kernel, algorithm=args.algorithm or "auto",
+                    loader_samples_per_s=_input_supply(args, profile, used_scenario, hardware),
                     **({} if args.bucket_mib is None else {"bucket_mib": args.bucket_mib}))
     if args.json:
         from scalesim.jsonio import to_json_text
@@ -248,6 +242,21 @@ def run(args: argparse.Namespace) -> int:
                 print(f"note: {line}")
         print(render_text(rows, args.global_batch))
     return 0
+
+
+def _input_supply(args, profile, scenario, hardware) -> float:
+    """Samples/s of one replica's loader from ``--profile``'s measured input pipeline (at
+    ``--loader-workers``, default its best count), one loader per replica of the largest count's
+    servers, as ``layout_predict.plan_at`` reads it on the measured curve and predict reads it
+    for any model (the loader feeds samples, whatever the model); infinite without one."""
+    if profile is None:
+        return float("inf")
+    from scalesim.predict import loader_supply
+
+    per_node = min(max(args.devices), hardware.devices_per_node)
+    supply, _ = loader_supply(profile, scenario.model_copy(
+        update={"loader_workers": args.loader_workers}), per_node)
+    return float(supply)
 
 
 def _profile_model(args, profile):
