@@ -343,17 +343,16 @@ class ReferenceThroughput(_Strict):
 PARAMS_TOLERANCE = 0.05  # a given parameter count may differ this much from the shape's
 
 
-def head_problems(hidden: int, heads: int, kv_heads: int | None = None) -> list[str]:
-    """The attention shape's rules a transformer breaks (empty when none): whole dimensions per
-    head (hidden % heads) and whole query heads per key/value head (heads % kv_heads; None =
-    heads). Shared by workload files and model-parallel validation cases."""
+def check_heads(hidden: int, heads: int, kv_heads: int | None = None) -> None:
+    """Raise ValueError (a pydantic validator's error) naming the first attention-shape rule a
+    transformer breaks: whole dimensions per head (hidden % heads), then whole query heads per
+    key/value head (heads % kv_heads; None = heads). Shared by workload files and
+    model-parallel validation cases."""
     kv = heads if kv_heads is None else kv_heads
-    problems = []
     if hidden % heads:
-        problems.append(f"hidden {hidden} is not divisible by heads {heads}")
+        raise ValueError(f"hidden {hidden} is not divisible by heads {heads}")
     if heads % kv:
-        problems.append(f"heads {heads} is not divisible by kv_heads {kv}")
-    return problems
+        raise ValueError(f"heads {heads} is not divisible by kv_heads {kv}")
 
 
 class TransformerShape(_Strict):
@@ -384,9 +383,7 @@ class TransformerShape(_Strict):
 
     @model_validator(mode="after")
     def _heads_divide(self) -> TransformerShape:
-        problems = head_problems(self.hidden, self.heads, self.kv_heads)
-        if problems:
-            raise ValueError(problems[0])
+        check_heads(self.hidden, self.heads, self.kv_heads)
         return self
 
     def kv_of(self) -> int:

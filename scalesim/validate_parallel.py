@@ -40,7 +40,7 @@ from scalesim.presets import (
     name_has_words,
     peak_tflops_of,
 )
-from scalesim.schemas import StrictModel, head_problems
+from scalesim.schemas import StrictModel, check_heads
 from scalesim.validate import abs_error_figures, parse_case_list
 
 FORMAT = "scalesim-parallel-cases/1"
@@ -217,9 +217,7 @@ class PCModel(_Strict):
 
     @model_validator(mode="after")
     def _heads_divide(self) -> PCModel:
-        problems = head_problems(self.hidden, self.heads, self.kv_heads)
-        if problems:
-            raise ValueError(problems[0])
+        check_heads(self.hidden, self.heads, self.kv_heads)
         return self
 
 

@@ -172,7 +172,7 @@ def test_the_planners_default_efficiency_is_the_anchors_median(report):
 
 @pytest.mark.parametrize("change, says", [
     ({"layout": {"global_batch": 7}}, "global batch 7 is not divisible by dp 32 x micro-batch 16"),
-    # 3 heads (not 7): hidden 3072 must split into whole heads too (head_problems, session 10)
+    # 3 heads (not 7): hidden 3072 must split into whole heads too (schemas.check_heads, session 10)
     ({"model": {"heads": 3, "kv_heads": 3}}, "heads 3 are not divisible by tp 2"),
 ])
 def test_a_layout_no_framework_runs_is_refused(tmp_path, capsys, raw, change, says):
