@@ -48,6 +48,7 @@ WIRE_BYTES_LABELS = {DEFAULT_WIRE_BYTES: "4 (fp32 gradients, PyTorch DDP's defau
 # The runs' GPU (``--gpu``): the hardware presets' devices, the default preset's first
 GPUS = tuple(dict.fromkeys([presets.HARDWARE[presets.DEFAULT_HARDWARE].device_name,
                             *(hw.device_name for hw in presets.HARDWARE.values())]))
+UPLOAD_WORKLOAD = "a workload JSON (upload)"
 SMI_HELP = ("recorded during the run with `nvidia-smi --query-gpu=timestamp,index,clocks.sm,"
             "clocks.max.sm,temperature.gpu,power.draw,utilization.gpu,"
             "clocks_throttle_reasons.active --format=csv -l 1`: names a device that runs slower, "
@@ -95,16 +96,17 @@ def runs_report(text: str, name: str, params: float | None, critical: float | No
                 wire_bytes: float = DEFAULT_WIRE_BYTES, extrapolate: tuple[int, ...] | None = None,
                 workload: str | None = None, gpu: str | None = None,
                 recompute_style: str | None = None, tp_overlap: bool = False,
-                smi: tuple[str, str] | None = None) -> Report:
+                smi: tuple[str, str] | None = None, workload_text: str | None = None) -> Report:
     """``scalesim diagnose`` of the runs file ``text`` (named ``name``) with its options
     (``DiagnoseOptions``: parameters, bytes per gradient element on the wire, critical batch in
     samples, device counts, the runs' transformer preset and GPU, the framework's recompute style
-    and TP overlap) and the nvidia-smi log ``smi`` (name, CSV text) attached."""
+    and TP overlap; an uploaded workload JSON: its name and ``workload_text``) and the nvidia-smi
+    log ``smi`` (name, CSV text) attached."""
     from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
     from scalesim.runs import parse_runs_text
 
     options = DiagnoseOptions(params, wire_bytes, critical, extrapolate, workload, gpu,
-                              recompute_style, tp_overlap)
+                              recompute_style, tp_overlap, workload_text)
     log = _smi_report(smi)
     return diagnose_request(options, runs=parse_runs_text(text, name), smi=log)
 
@@ -382,13 +384,21 @@ def _runs_options() -> dict:
     extrapolate = c1.text_input("Extrapolate to (devices)", key="dg_extrapolate",
                                 placeholder="e.g. 64,128 (empty: 2x, 4x, 8x the largest run)",
                                 help="device counts, comma-separated, or a doubling range 64-512")
-    workload = c2.selectbox("The runs' transformer (optional)", [None, *presets.TRANSFORMERS],
+    workload = c2.selectbox("The runs' transformer (optional)",
+                            [None, *presets.TRANSFORMERS, UPLOAD_WORKLOAD],
                             format_func=lambda n: "none (data-parallel remedies only)"
                             if n is None else n, key="dg_workload",
-                            help="a transformer preset (scalesim presets): the remedies are then "
-                            "predicted by the layout model and include splitting the model")
+                            help="a transformer preset (scalesim presets) or a workload JSON with "
+                            "a 'transformer' shape: the remedies are then predicted by the layout "
+                            "model and include splitting the model (--workload)")
     options = {"params": params or None, "critical": critical or None, "wire_bytes": wire,
                "extrapolate": extrapolate.strip()}
+    if workload == UPLOAD_WORKLOAD:
+        upload = c2.file_uploader("Workload JSON", type=["json"], key="dg_workload_file",
+                                  help="a workload (scalesim schema workload) with its "
+                                  "'transformer' shape: layers, hidden, heads, seq_len, vocab")
+        workload = None if upload is None else upload.name
+        options["workload_file"] = None if upload is None else (upload.name, upload.getvalue())
     if workload is not None:
         c1, c2, c3 = st.columns(3)
         gpu = c1.selectbox("The runs' GPU", GPUS, key="dg_gpu",
@@ -419,7 +429,14 @@ def _runs_section() -> None:
         st.info("Upload a runs file, or switch on the example.")
         st.markdown(FORMAT_HELP)
         return
+    if options.get("workload_file", False) is None:
+        st.info("Upload the workload JSON of the runs' transformer, or choose a preset.")
+        return
     try:
+        if file := options.pop("workload_file", None):
+            from scalesim.jsonio import decode_text
+
+            options["workload_text"] = decode_text(file[1], file[0])
         typed = options.pop("extrapolate")
         # the CLI's --extrapolate parser (a list of device counts, scalesim.bounds)
         counts = tuple(parse_list(typed, "devices", "Extrapolate to")) if typed else None

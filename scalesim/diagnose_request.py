@@ -25,7 +25,8 @@ class DiagnoseOptions:
     ``params``: model parameters (gradient elements); ``wire_bytes``: bytes per gradient element
     on the wire; ``critical_batch``: critical batch size B_noise, samples; ``extrapolate``: device
     counts to extrapolate to (None: 2x, 4x, 8x the largest run); ``workload``: the runs'
-    transformer, a preset name or a workload JSON path; ``gpu``: its GPU as the presets name it;
+    transformer, a preset name or a workload JSON path (or an upload's name, with its contents
+    in ``workload_text``); ``gpu``: its GPU as the presets name it;
     ``recompute_style`` (None: the default) and ``tp_overlap``: the runs' framework, for the
     split-the-model remedy's layouts.
     """
@@ -38,6 +39,7 @@ class DiagnoseOptions:
     gpu: str | None = None
     recompute_style: str | None = None
     tp_overlap: bool = False
+    workload_text: str | None = None
 
     def given(self) -> list[str]:
         """The CLI flags of the options set away from their defaults, in the CLI's order."""
@@ -71,6 +73,9 @@ def check_sources(options: DiagnoseOptions, runs: bool, traces: bool, smi: bool)
                             "split-the-model remedy's layouts with tp > 1 use it")
     if options.gpu is not None and options.workload is None:
         raise ScalesimError("--gpu is for --workload (the runs' transformer); give both")
+    if options.workload_text is not None and options.workload is None:
+        raise ScalesimError("workload_text: the contents of the workload file; give its name as "
+                            "the workload")
 
 
 def diagnose_request(options: DiagnoseOptions, runs=None, traces=None, trace_source: str = "",
@@ -95,7 +100,8 @@ def diagnose_request(options: DiagnoseOptions, runs=None, traces=None, trace_sou
         if options.workload is not None:
             from scalesim.runs_model import runs_model
 
-            model = runs_model(options.workload, options.gpu, options.params)
+            model = runs_model(options.workload, options.gpu, options.params,
+                               options.workload_text)
         extrapolate = list(options.extrapolate) if options.extrapolate is not None else None
         report = diagnose_runs(runs, options.params, options.wire_bytes, options.critical_batch,
                                extrapolate, transformer=model,

@@ -269,3 +269,28 @@ def test_the_nvidia_smi_log_joins_the_traces_report(tmp_path, capsys, monkeypatc
     text = _report_text(at)
     assert "nvidia-smi" in text and "device 1 runs at 1,110 MHz" in text
     assert text == _cli(capsys, ["--trace", "rank0.json", "rank1.json", "--smi", "smi.csv"])
+
+
+def test_an_uploaded_workload_json_is_the_clis_workload_file(tmp_path, capsys, runs_here):
+    """The runs' transformer as a workload JSON (--workload FILE): BERT-large at 128 tokens,
+    uploaded, gives the CLI's report for that file; one without a shape is one error line."""
+    from scalesim.presets import get_transformer
+
+    shape = get_transformer("bert-large").model_copy(update={"seq_len": 128})
+    workload = json.dumps({"name": "bert-large at 128", "params": 336e6,
+                           "transformer": shape.model_dump()})
+    (tmp_path / "bert128.json").write_text(workload)
+    at = _upload(_app(), "dg_runs", "runs.csv", runs_here)
+    at.selectbox(key="dg_workload").set_value("a workload JSON (upload)")
+    run_clean(at)
+    assert "Upload the workload JSON" in at.info[0].value and not at.subheader
+    at = _upload(at, "dg_workload_file", "bert128.json", workload, "application/json")
+    text = _report_text(at)
+    assert text == _cli(capsys, ["runs.csv", "--workload", "bert128.json", "--gpu",
+                                 "A100-SXM4 40GB"])
+    assert "the shape of --workload bert128.json on A100-SXM4 40GB" in text
+    assert any(t.startswith("Split the model: dp") for t in at.dataframe[0].value["remedy"])
+    at = _upload(at, "dg_workload_file", "bert.json", json.dumps({"name": "bert", "params": 3e8}),
+                 "application/json")
+    assert len(at.error) == 1 and "\n" not in at.error[0].value
+    assert at.error[0].value.startswith("bert.json: the workload has no 'transformer' shape")
