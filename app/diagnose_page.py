@@ -1,10 +1,11 @@
 """The Diagnose page: upload measured runs (CSV/JSON) or profiler traces, see why scaling is lost.
 
-The same report as ``scalesim diagnose`` (cause first, then evidence, then remedies with predicted
-gains), with charts: for runs, measured throughput against the fitted model, ideal scaling and the
-extrapolation band, and where each run's step time goes; for traces, where each rank's step goes
-and the step times per profiler step. Reports are cached by file contents, so moving a widget does
-not re-read a large trace.
+The same report as ``scalesim diagnose`` with the same options (``scalesim.diagnose_request``:
+cause first, then evidence, then remedies with predicted gains), with charts: for runs, measured
+throughput against the fitted model, ideal scaling and the extrapolation band, and where each
+run's step time goes; for traces, where each rank's step goes and the step times per profiler
+step. Reports are cached by file contents and options, so moving a widget does not re-read a
+large trace.
 """
 
 from __future__ import annotations
@@ -17,9 +18,18 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from scalesim import presets
+from scalesim.bounds import bound, parse_list
+from scalesim.diagnose_request import DEFAULT_WIRE_BYTES
 from scalesim.diagnosis import Report
 from scalesim.errors import ScalesimError
 from scalesim.fit_runs import Z95  # a 95 % band
+from scalesim.layout import (
+    DEFAULT_RECOMPUTE_STYLE,
+    RECOMPUTE_STYLE_HELP,
+    RECOMPUTE_STYLE_LABELS,
+    TP_OVERLAP_HELP,
+)
 
 from .charts import PALETTE
 from .markdown_text import escape_markdown as _md
@@ -32,6 +42,17 @@ RUN_PARTS = [("compute", "compute", PALETTE["compute"]),
 TRACE_PARTS = [("compute_s", "compute", PALETTE["compute"]),
                ("exposed_comm_s", "exposed communication", PALETTE["exposed communication"]),
                ("data_wait_s", "data stall", PALETTE["data stall"]), ("idle_s", "idle", "#8c8c8c")]
+# Bytes per gradient element on the wire (``scalesim diagnose --wire-bytes``): the common cases
+WIRE_BYTES_LABELS = {DEFAULT_WIRE_BYTES: "4 (fp32 gradients, PyTorch DDP's default)",
+                     2.0: "2 (bf16/fp16 gradients)"}
+# The runs' GPU (``--gpu``): the hardware presets' devices, the default preset's first
+GPUS = tuple(dict.fromkeys([presets.HARDWARE[presets.DEFAULT_HARDWARE].device_name,
+                            *(hw.device_name for hw in presets.HARDWARE.values())]))
+UPLOAD_WORKLOAD = "a workload JSON (upload)"
+SMI_HELP = ("recorded during the run with `nvidia-smi --query-gpu=timestamp,index,clocks.sm,"
+            "clocks.max.sm,temperature.gpu,power.draw,utilization.gpu,"
+            "clocks_throttle_reasons.active --format=csv -l 1`: names a device that runs slower, "
+            "with its clocks, heat and throttling (the same as `scalesim diagnose --smi`)")
 FORMAT_HELP = """One row per run: `devices`, `nodes` and `samples_per_s` or `step_time_s`; optional
 `per_device_batch`, `global_batch`, `accumulation`, `data_wait_s`, `comm_s` (exposed),
 `steps_to_target` and `rank_step_times_s` (`;`-separated). Example:
@@ -60,19 +81,45 @@ def example_runs_csv() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _smi_report(smi: tuple[str, str] | None):
+    """The nvidia-smi log (name, CSV text) parsed, or None."""
+    if smi is None:
+        return None
+    from scalesim.sources.nvidia_smi import parse_smi_csv_text
+
+    name, text = smi
+    return parse_smi_csv_text(text, name)
+
+
 @st.cache_data(show_spinner="Fitting the model to your runs...", max_entries=16)
-def runs_report(text: str, name: str, params: float | None, critical: float | None) -> Report:
-    from scalesim.diagnosis import diagnose_runs
+def runs_report(text: str, name: str, params: float | None, critical: float | None,
+                wire_bytes: float = DEFAULT_WIRE_BYTES, extrapolate: tuple[int, ...] | None = None,
+                workload: str | None = None, gpu: str | None = None,
+                recompute_style: str | None = None, tp_overlap: bool = False,
+                smi: tuple[str, str] | None = None, workload_text: str | None = None) -> Report:
+    """``scalesim diagnose`` of the runs file ``text`` (named ``name``) with its options
+    (``DiagnoseOptions``: parameters, bytes per gradient element on the wire, critical batch in
+    samples, device counts, the runs' transformer preset and GPU, the framework's recompute style
+    and TP overlap; an uploaded workload JSON: its name and ``workload_text``) and the nvidia-smi
+    log ``smi`` (name, CSV text) attached."""
+    from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
     from scalesim.runs import parse_runs_text
 
-    return diagnose_runs(parse_runs_text(text, name), params=params, critical_batch=critical)
+    options = DiagnoseOptions(params, wire_bytes, critical, extrapolate, workload, gpu,
+                              recompute_style, tp_overlap, workload_text)
+    log = _smi_report(smi)
+    return diagnose_request(options, runs=parse_runs_text(text, name), smi=log)
 
 
 @st.cache_data(show_spinner="Reading the traces...", max_entries=4)
-def traces_report(files: tuple[tuple[str, bytes], ...]) -> Report:
-    from scalesim.diagnosis import diagnose_traces
+def traces_report(files: tuple[tuple[str, bytes], ...],
+                  smi: tuple[str, str] | None = None) -> Report:
+    """``scalesim diagnose --trace`` of the uploaded ``files`` (name, bytes), with the
+    nvidia-smi log ``smi`` (name, CSV text) attached."""
+    from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
     from scalesim.traces import load_traces
 
+    log = _smi_report(smi)
     with tempfile.TemporaryDirectory() as tmp:
         paths = []
         for i, (name, data) in enumerate(files):
@@ -87,7 +134,8 @@ def traces_report(files: tuple[tuple[str, bytes], ...]) -> Report:
             raise ScalesimError(re.sub(re.escape(tmp) + r"/\d+/", "", str(exc))) from None
         for s in summaries:
             s.path = Path(s.path).name
-        return diagnose_traces(summaries, ", ".join(name for name, _ in files))
+        return diagnose_request(DiagnoseOptions(), traces=summaries,
+                                trace_source=", ".join(name for name, _ in files), smi=log)
 
 
 # ---------------------------------------------------------------- charts (pure)
@@ -306,28 +354,93 @@ def show_report(report: Report) -> None:
         st.code(report.to_text(), language=None)
 
 
-def _runs_section() -> None:
-    upload = st.file_uploader("Runs file (CSV or JSON)", type=["csv", "json"], key="dg_runs")
+def _text_of(upload) -> str:
+    return upload.getvalue().decode("utf-8-sig", errors="replace")
+
+
+def _smi_upload(key: str) -> tuple[str, str] | None:
+    """The nvidia-smi log uploaded (name, CSV text), or None."""
+    upload = st.file_uploader("nvidia-smi log (CSV, optional)", type=["csv", "txt"], key=key,
+                              help=SMI_HELP)
+    return None if upload is None else (upload.name, _text_of(upload))
+
+
+def _runs_options() -> dict:
+    """The runs' options as ``runs_report`` takes them (``scalesim diagnose``'s flags); the
+    extrapolation counts as typed (parsed by the caller)."""
     c1, c2, c3 = st.columns(3)
-    params = c1.number_input("Model parameters (0 = unknown)", min_value=0.0, value=0.0,
-                             step=1e6, format="%g", key="dg_params",
-                             help="to report link bandwidths in GB/s")
-    critical = c2.number_input("Critical batch size (0 = unknown)", min_value=0.0, value=0.0,
+    params = c1.number_input("Model parameters (0 = unknown)", min_value=0.0,
+                             max_value=float(bound("params").high), value=0.0, step=1e6,
+                             format="%g", key="dg_params",
+                             help="gradient elements, to report link bandwidths in GB/s")
+    critical = c2.number_input("Critical batch size (0 = unknown)", min_value=0.0,
+                               max_value=float(bound("critical_batch").high), value=0.0,
                                step=64.0, format="%g", key="dg_bcrit",
                                help="B_noise in samples, for large-batch effects")
-    example = c3.toggle("Use an example", key="dg_example",
+    wire = c3.selectbox("Bytes per gradient element on the wire", list(WIRE_BYTES_LABELS),
+                        format_func=WIRE_BYTES_LABELS.get, key="dg_wire",
+                        help="the gradients' precision as all-reduced (--wire-bytes)")
+    c1, c2 = st.columns(2)
+    extrapolate = c1.text_input("Extrapolate to (devices)", key="dg_extrapolate",
+                                placeholder="e.g. 64,128 (empty: 2x, 4x, 8x the largest run)",
+                                help="device counts, comma-separated, or a doubling range 64-512")
+    workload = c2.selectbox("The runs' transformer (optional)",
+                            [None, *presets.TRANSFORMERS, UPLOAD_WORKLOAD],
+                            format_func=lambda n: "none (data-parallel remedies only)"
+                            if n is None else n, key="dg_workload",
+                            help="a transformer preset (scalesim presets) or a workload JSON with "
+                            "a 'transformer' shape: the remedies are then predicted by the layout "
+                            "model and include splitting the model (--workload)")
+    options = {"params": params or None, "critical": critical or None, "wire_bytes": wire,
+               "extrapolate": extrapolate.strip()}
+    if workload == UPLOAD_WORKLOAD:
+        upload = c2.file_uploader("Workload JSON", type=["json"], key="dg_workload_file",
+                                  help="a workload (scalesim schema workload) with its "
+                                  "'transformer' shape: layers, hidden, heads, seq_len, vocab")
+        workload = None if upload is None else upload.name
+        options["workload_file"] = None if upload is None else (upload.name, upload.getvalue())
+    if workload is not None:
+        c1, c2, c3 = st.columns(3)
+        gpu = c1.selectbox("The runs' GPU", GPUS, key="dg_gpu",
+                           help="its datasheet peak, memory bandwidth and memory (--gpu); "
+                           f"default: the {GPUS[0]} of the default hardware preset "
+                           f"({presets.DEFAULT_HARDWARE})")
+        style = c2.selectbox("How your framework reruns the forward", list(RECOMPUTE_STYLE_LABELS),
+                             index=list(RECOMPUTE_STYLE_LABELS).index(DEFAULT_RECOMPUTE_STYLE),
+                             format_func=RECOMPUTE_STYLE_LABELS.get, key="dg_recompute_style",
+                             help=RECOMPUTE_STYLE_HELP)
+        overlap = c3.toggle("Tensor-parallel overlap", key="dg_tp_overlap", help=TP_OVERLAP_HELP)
+        options.update(workload=workload, gpu=gpu, recompute_style=style, tp_overlap=overlap)
+    return options
+
+
+def _runs_section() -> None:
+    upload = st.file_uploader("Runs file (CSV or JSON)", type=["csv", "json"], key="dg_runs")
+    example = st.toggle("Use an example", key="dg_example",
                         help="runs generated by the model (not measured): BERT-large on 8-GPU "
-                        "servers joined by one 100 Gb/s NIC")
+                        "servers (A100-SXM4 40GB) joined by one 100 Gb/s NIC")
+    options = _runs_options()
+    smi = _smi_upload("dg_smi")
     if upload is not None:
-        text, name = upload.getvalue().decode("utf-8-sig", errors="replace"), upload.name
+        text, name = _text_of(upload), upload.name
     elif example:
         text, name = example_runs_csv(), "example (model-generated)"
     else:
         st.info("Upload a runs file, or switch on the example.")
         st.markdown(FORMAT_HELP)
         return
+    if options.get("workload_file", False) is None:
+        st.info("Upload the workload JSON of the runs' transformer, or choose a preset.")
+        return
     try:
-        report = runs_report(text, name, params or None, critical or None)
+        if file := options.pop("workload_file", None):
+            from scalesim.jsonio import decode_text
+
+            options["workload_text"] = decode_text(file[1], file[0])
+        typed = options.pop("extrapolate")
+        # the CLI's --extrapolate parser (a list of device counts, scalesim.bounds)
+        counts = tuple(parse_list(typed, "devices", "Extrapolate to")) if typed else None
+        report = runs_report(text, name, **options, extrapolate=counts, smi=smi)
     except ScalesimError as exc:
         st.error(str(exc))
         return
@@ -337,13 +450,14 @@ def _runs_section() -> None:
 def _traces_section() -> None:
     uploads = st.file_uploader("PyTorch profiler traces, one per rank (.json or .json.gz)",
                                type=["json", "gz"], accept_multiple_files=True, key="dg_traces")
+    smi = _smi_upload("dg_traces_smi")
     if not uploads:
         st.info("Upload the Chrome-trace JSON that `torch.profiler` wrote for each rank "
                 "(`prof.export_chrome_trace` or `tensorboard_trace_handler`).")
         return
     files = tuple(sorted((u.name, u.getvalue()) for u in uploads))
     try:
-        report = traces_report(files)
+        report = traces_report(files, smi)
     except ScalesimError as exc:
         st.error(str(exc))
         return

@@ -28,25 +28,29 @@ class RunsModel:
     memory_bytes: float | None  # device memory (None: not known from the name)
 
 
-def model_shape(model: str) -> tuple[TransformerShape, float | None]:
-    """(shape, workload params or None) of a transformer preset name or a workload JSON file."""
-    from scalesim.jsonio import parse_model, read_json
+def model_shape(model: str, text: str | None = None) -> tuple[TransformerShape, float | None]:
+    """(shape, workload params or None) of a transformer preset name or a workload JSON file;
+    ``text``: that file's contents, ``model`` its name (an upload)."""
+    from scalesim.jsonio import parse_json_text, parse_model, read_json
     from scalesim.presets import TRANSFORMERS, get_transformer
     from scalesim.schemas import Workload
 
-    if model in TRANSFORMERS or not Path(model).suffix:
+    if text is None and (model in TRANSFORMERS or not Path(model).suffix):
         return get_transformer(model), None
-    workload = parse_model(read_json(model), Workload, model)
+    data = read_json(model) if text is None else parse_json_text(text, model)
+    workload = parse_model(data, Workload, model)
     if workload.transformer is None:
         raise ScalesimError(f"{model}: the workload has no 'transformer' shape; give layers, "
                             "hidden, heads, seq_len and vocab")
     return workload.transformer, workload.params
 
 
-def runs_model(model: str, gpu: str | None, params: float | None = None) -> RunsModel:
-    """The runs' model (``model_shape``) on ``gpu``. ``params``: the runs' parameter count, checked
-    against the shape's (the workload schema's 5 % rule); default the workload's or the shape's.
-    ScalesimError naming --gpu when it is missing or its memory bandwidth is not listed."""
+def runs_model(model: str, gpu: str | None, params: float | None = None,
+               text: str | None = None) -> RunsModel:
+    """The runs' model (``model_shape``, of ``text`` where given) on ``gpu``. ``params``: the
+    runs' parameter count, checked against the shape's (the workload schema's 5 % rule); default
+    the workload's or the shape's. ScalesimError naming --gpu when it is missing or its memory
+    bandwidth is not listed."""
     from scalesim.jsonio import parse_model
     from scalesim.presets import (
         device_memory_of,
@@ -56,7 +60,7 @@ def runs_model(model: str, gpu: str | None, params: float | None = None) -> Runs
     )
     from scalesim.schemas import Workload
 
-    shape, listed = model_shape(model)
+    shape, listed = model_shape(model, text)
     if gpu is None:
         raise ScalesimError("--workload needs --gpu NAME (e.g. 'H100 SXM', 'A100 80GB'): the layout "
                             "model needs the device's memory bandwidth and memory")

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 
 import diagnose_cases as cases
+import pytest
 from app_harness import TIMEOUT_S, open_app, run_clean
+from cli_harness import run_cli
 from streamlit.testing.v1 import AppTest
+from test_sources_nvidia_smi import smi_csv
 from test_traces import gpu_trace
 
 
@@ -136,3 +140,157 @@ def test_the_diagnose_page_uses_the_planners_words_and_offers_the_planner():
     assert not at.exception
     assert "±" in at.success[0].value
     assert any(b.label == "Open the fitted model in the planner" for b in at.get("link_button"))
+
+
+# ---------------------------------------------------------------- parity with scalesim diagnose
+
+def _report_text(at: AppTest) -> str:
+    """The page's "Report as text" (the report's ``to_text``, as ``scalesim diagnose`` prints)."""
+    texts = [c.value for c in at.code if c.value.startswith("Diagnosis of")]
+    assert len(texts) == 1, [c.value[:40] for c in at.code]
+    return texts[0]
+
+
+def _upload(at: AppTest, key: str, name: str, text: str, mime: str = "text/csv") -> AppTest:
+    at.file_uploader(key=key).set_value((name, text.encode(), mime))
+    return run_clean(at)
+
+
+def _cli(capsys, argv: list[str]) -> str:
+    code, out, err = run_cli(capsys, ["diagnose", *argv])
+    assert code == 0, err
+    return out.rstrip("\n")
+
+
+@pytest.fixture
+def runs_here(tmp_path, monkeypatch):
+    """The example runs as runs.csv in the working folder: the CLI names them 'runs.csv', as the
+    page names the upload, so the two reports can be compared whole."""
+    from scalesim.app.diagnose_page import example_runs_csv
+
+    monkeypatch.chdir(tmp_path)
+    text = example_runs_csv()
+    (tmp_path / "runs.csv").write_text(text)
+    return text
+
+
+def test_a_transformer_and_its_gpu_give_the_clis_report_with_the_split(capsys, runs_here):
+    """The runs' transformer and GPU (scalesim diagnose --workload --gpu), the framework's
+    recompute style and TP overlap: the page's report is the CLI's for the same runs and flags,
+    the same cause and remedies in the same order, and splitting the model is one of them."""
+    at = _upload(_app(), "dg_runs", "runs.csv", runs_here)
+    assert not at.get("toggle") or all(t.key != "dg_tp_overlap" for t in at.get("toggle"))
+    at.selectbox(key="dg_workload").set_value("bert-large")
+    run_clean(at)
+    from scalesim.app.diagnose_page import GPUS
+
+    assert at.selectbox(key="dg_gpu").value == GPUS[0] == "A100-SXM4 40GB"  # a2-highgpu-8g's
+    argv = ["runs.csv", "--workload", "bert-large", "--gpu", GPUS[0]]
+    cli = json.loads(_cli(capsys, [*argv, "--json"]))
+    assert at.subheader[0].value == f"Likely cause: {cli['cause']['label']}"
+    titles = list(at.dataframe[0].value["remedy"])
+    assert titles == [r["title"] for r in cli["remedies"]]
+    assert any(t.startswith("Split the model: dp") for t in titles)  # the layout model's split
+    assert _report_text(at) == _cli(capsys, argv)
+    at.selectbox(key="dg_recompute_style").set_value("early-stop")
+    at.toggle(key="dg_tp_overlap").set_value(True)
+    run_clean(at)
+    text = _cli(capsys, [*argv, "--recompute-style", "early-stop", "--tp-overlap"])
+    assert _report_text(at) == text and "TP overlap" in text
+
+
+def test_wire_bytes_and_extrapolation_as_the_cli(capsys, runs_here):
+    """Bytes per gradient element 2 (bf16 gradients) halves the fitted link bandwidths as
+    --wire-bytes 2 does; the device counts typed are the CLI's --extrapolate."""
+    at = _upload(_app(), "dg_runs", "runs.csv", runs_here)
+    at.number_input(key="dg_params").set_value(336e6)
+    run_clean(at)
+    fp32 = _report_text(at)
+    assert fp32 == _cli(capsys, ["runs.csv", "--params", "336e6"])
+    at.selectbox(key="dg_wire").set_value(2.0)
+    at.text_input(key="dg_extrapolate").set_value("64,128")
+    run_clean(at)
+    bf16 = _report_text(at)
+    assert bf16 == _cli(capsys, ["runs.csv", "--params", "336e6", "--wire-bytes", "2",
+                                 "--extrapolate", "64,128"])
+
+    def inter_GBps(text):
+        return float(re.search(r"inter-server link: ([\d.]+) GB/s", text).group(1))
+
+    assert inter_GBps(bf16) == pytest.approx(inter_GBps(fp32) / 2, rel=0.01)
+    assert re.search(r"^\s+64 devices on\s+8 servers", bf16, re.M)
+    assert re.search(r"^\s+128 devices on\s+16 servers", bf16, re.M)
+
+
+@pytest.mark.parametrize("typed, message", [("64,abc", "'abc' is not a whole number"),
+                                            ("64,,128", "has an empty item"),
+                                            ("0", "outside 1 <= x <= 1,048,576 devices")])
+def test_bad_extrapolation_counts_are_one_error_line(typed, message):
+    at = _app()
+    at.toggle(key="dg_example").set_value(True)
+    at.text_input(key="dg_extrapolate").set_value(typed)
+    run_clean(at)
+    assert len(at.error) == 1 and at.error[0].value.startswith("Extrapolate to: ")
+    assert message in at.error[0].value and "\n" not in at.error[0].value
+    at.text_input(key="dg_extrapolate").set_value("")  # and the page keeps working
+    run_clean(at)
+    assert not at.error and at.subheader[0].value == "Likely cause: Inter-server link"
+
+
+def test_the_nvidia_smi_log_joins_the_runs_report(tmp_path, capsys, runs_here):
+    """The uploaded nvidia-smi log names its slow device in the report, as --smi does; a file
+    that is not one is one error line, and the page keeps working with the next upload."""
+    at = _upload(_app(), "dg_runs", "runs.csv", runs_here)
+    at = _upload(at, "dg_smi", "smi.csv", "a,b,c\n1,2,3\n")
+    assert len(at.error) == 1 and "\n" not in at.error[0].value
+    assert at.error[0].value.startswith("smi.csv") and "not an nvidia-smi" in at.error[0].value
+    assert not at.subheader
+    smi_csv(tmp_path / "smi.csv", slow=5)
+    at = _upload(at, "dg_smi", "smi.csv", (tmp_path / "smi.csv").read_text())
+    assert not at.error
+    text = _report_text(at)
+    assert "device 5 runs at 1,110 MHz of 1,410" in text
+    assert any("device 5 runs at 1,110 MHz" in c.value for c in at.caption)  # a note on the page
+    assert text == _cli(capsys, ["runs.csv", "--smi", "smi.csv"])
+
+
+def test_the_nvidia_smi_log_joins_the_traces_report(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    at = _app()
+    at.radio(key="dg_source").set_value("Profiler traces").run()
+    files = []
+    for r in (0, 1):
+        text = json.dumps(gpu_trace(r, slow_us=200.0 * r))
+        (tmp_path / f"rank{r}.json").write_text(text)
+        files.append((f"rank{r}.json", text.encode(), "application/json"))
+    at.file_uploader(key="dg_traces").set_value(files)
+    smi_csv(tmp_path / "smi.csv", slow=1, devices=2)
+    at = _upload(at, "dg_traces_smi", "smi.csv", (tmp_path / "smi.csv").read_text())
+    text = _report_text(at)
+    assert "nvidia-smi" in text and "device 1 runs at 1,110 MHz" in text
+    assert text == _cli(capsys, ["--trace", "rank0.json", "rank1.json", "--smi", "smi.csv"])
+
+
+def test_an_uploaded_workload_json_is_the_clis_workload_file(tmp_path, capsys, runs_here):
+    """The runs' transformer as a workload JSON (--workload FILE): BERT-large at 128 tokens,
+    uploaded, gives the CLI's report for that file; one without a shape is one error line."""
+    from scalesim.presets import get_transformer
+
+    shape = get_transformer("bert-large").model_copy(update={"seq_len": 128})
+    workload = json.dumps({"name": "bert-large at 128", "params": 336e6,
+                           "transformer": shape.model_dump()})
+    (tmp_path / "bert128.json").write_text(workload)
+    at = _upload(_app(), "dg_runs", "runs.csv", runs_here)
+    at.selectbox(key="dg_workload").set_value("a workload JSON (upload)")
+    run_clean(at)
+    assert "Upload the workload JSON" in at.info[0].value and not at.subheader
+    at = _upload(at, "dg_workload_file", "bert128.json", workload, "application/json")
+    text = _report_text(at)
+    assert text == _cli(capsys, ["runs.csv", "--workload", "bert128.json", "--gpu",
+                                 "A100-SXM4 40GB"])
+    assert "the shape of --workload bert128.json on A100-SXM4 40GB" in text
+    assert any(t.startswith("Split the model: dp") for t in at.dataframe[0].value["remedy"])
+    at = _upload(at, "dg_workload_file", "bert.json", json.dumps({"name": "bert", "params": 3e8}),
+                 "application/json")
+    assert len(at.error) == 1 and "\n" not in at.error[0].value
+    assert at.error[0].value.startswith("bert.json: the workload has no 'transformer' shape")

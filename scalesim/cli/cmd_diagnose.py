@@ -64,64 +64,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from scalesim.errors import ScalesimError
+    from scalesim.diagnose_request import DiagnoseOptions, check_sources, diagnose_request
     from scalesim.jsonio import to_json_text
 
-    # flags that fit or extend a runs file: beside --trace, or --smi alone, they change nothing
-    runs_only = [flag for flag, value, default in (
-        ("--params", args.params, None), ("--wire-bytes", args.wire_bytes, 4.0),
-        ("--critical-batch", args.critical_batch, None), ("--extrapolate", args.extrapolate, None),
-        ("--workload", args.workload, None), ("--gpu", args.gpu, None),
-        ("--recompute-style", args.recompute_style, None),
-        ("--tp-overlap", args.tp_overlap, False)) if value != default]
-    if args.runs is None and runs_only and (args.trace is not None or args.smi is not None):
-        raise ScalesimError(f"{', '.join(runs_only)}: for a runs file (scalesim diagnose "
-                            "runs.csv ...); " + ("--trace reads" if args.trace is not None
-                                                 else "--smi alone reads")
-                            + " none of it: drop it, or give the runs file")
-    smi = None
+    options = DiagnoseOptions(
+        params=args.params, wire_bytes=args.wire_bytes, critical_batch=args.critical_batch,
+        extrapolate=tuple(args.extrapolate) if args.extrapolate is not None else None,
+        workload=args.workload, gpu=args.gpu, recompute_style=args.recompute_style,
+        tp_overlap=args.tp_overlap)
+    # the combinations first, before a file is read (the request checks them again)
+    check_sources(options, args.runs is not None, args.trace is not None, args.smi is not None)
+    smi = traces = runs = None
     if args.smi is not None:
-        from scalesim.sources.nvidia_smi import parse_smi_csv, render_smi
+        from scalesim.sources.nvidia_smi import parse_smi_csv
 
         smi = parse_smi_csv(args.smi)
-        if args.runs is None and args.trace is None:
-            print(to_json_text(smi.to_dict(), what="the GPU log") if args.json
-                  else render_smi(smi))
-            return 0
-    if (args.runs is None) == (args.trace is None):
-        raise ScalesimError("give a runs file (scalesim diagnose runs.csv) or --trace FILES, "
-                            "not both and not neither")
     if args.trace is not None:
-        from scalesim.diagnosis import diagnose_traces
         from scalesim.traces import load_traces
 
-        summaries = load_traces(args.trace)
-        report = diagnose_traces(summaries, ", ".join(args.trace))
-    else:
-        from scalesim.diagnosis import diagnose_runs
-        from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
+        traces = load_traces(args.trace)
+    if args.runs is not None:
         from scalesim.runs import load_runs
 
-        model = None
-        if args.recompute_style is not None and args.workload is None:
-            raise ScalesimError("--recompute-style is for --workload (the runs' transformer): the "
-                                "split-the-model remedy's recomputing layouts use it")
-        if args.tp_overlap and args.workload is None:
-            raise ScalesimError("--tp-overlap is for --workload (the runs' transformer): the "
-                                "split-the-model remedy's layouts with tp > 1 use it")
-        if args.workload is not None:
-            from scalesim.runs_model import runs_model
+        runs = load_runs(args.runs)
+    result = diagnose_request(options, runs, traces, ", ".join(args.trace or []), smi)
+    if runs is None and traces is None:  # the GPU log alone
+        from scalesim.sources.nvidia_smi import render_smi
 
-            model = runs_model(args.workload, args.gpu, args.params)
-        elif args.gpu is not None:
-            raise ScalesimError("--gpu is for --workload (the runs' transformer); give both")
-        report = diagnose_runs(load_runs(args.runs), args.params, args.wire_bytes,
-                               args.critical_batch, args.extrapolate, transformer=model,
-                               recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE,
-                               tp_overlap=args.tp_overlap)
-    if smi is not None:
-        from scalesim.sources.nvidia_smi import attach_to_report
-
-        attach_to_report(report, smi)
-    print(report.to_json() if args.json else report.to_text())
+        print(to_json_text(result.to_dict(), what="the GPU log") if args.json
+              else render_smi(result))
+        return 0
+    print(result.to_json() if args.json else result.to_text())
     return 0

@@ -1,0 +1,114 @@
+"""One diagnosis request, as ``scalesim diagnose`` and the app's Diagnose page both make it.
+
+The options a runs file's diagnosis takes (``DiagnoseOptions``: the CLI's --params, --wire-bytes,
+--critical-batch, --extrapolate, --workload, --gpu, --recompute-style, --tp-overlap), the
+one-line refusals of combinations that would change nothing (``check_sources``), and the
+request itself (``diagnose_request``): the runs' model, ``diagnose_runs`` or ``diagnose_traces``,
+and the nvidia-smi evidence attached. Sources come parsed (``Runs``, trace summaries,
+``SmiReport``) so that the CLI reads files and the app reads uploads; the bounds of the numbers
+are those ``diagnose_runs`` and the CLI's flags check (``scalesim.bounds``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scalesim.errors import ScalesimError
+
+DEFAULT_WIRE_BYTES = 4.0  # bytes per gradient element on the wire: fp32 DDP gradients
+
+
+@dataclass(frozen=True)
+class DiagnoseOptions:
+    """What a runs file's diagnosis may be told besides the runs (hashable: the app caches on it).
+
+    ``params``: model parameters (gradient elements); ``wire_bytes``: bytes per gradient element
+    on the wire; ``critical_batch``: critical batch size B_noise, samples; ``extrapolate``: device
+    counts to extrapolate to (None: 2x, 4x, 8x the largest run); ``workload``: the runs'
+    transformer, a preset name or a workload JSON path (or an upload's name, with its contents
+    in ``workload_text``); ``gpu``: its GPU as the presets name it;
+    ``recompute_style`` (None: the default) and ``tp_overlap``: the runs' framework, for the
+    split-the-model remedy's layouts.
+    """
+
+    params: float | None = None
+    wire_bytes: float = DEFAULT_WIRE_BYTES
+    critical_batch: float | None = None
+    extrapolate: tuple[int, ...] | None = None
+    workload: str | None = None
+    gpu: str | None = None
+    recompute_style: str | None = None
+    tp_overlap: bool = False
+    workload_text: str | None = None
+
+    def given(self) -> list[str]:
+        """The CLI flags of the options set away from their defaults, in the CLI's order."""
+        return [flag for flag, value, default in (
+            ("--params", self.params, None), ("--wire-bytes", self.wire_bytes, DEFAULT_WIRE_BYTES),
+            ("--critical-batch", self.critical_batch, None),
+            ("--extrapolate", self.extrapolate, None), ("--workload", self.workload, None),
+            ("--gpu", self.gpu, None), ("--recompute-style", self.recompute_style, None),
+            ("--tp-overlap", self.tp_overlap, False)) if value != default]
+
+
+def check_sources(options: DiagnoseOptions, runs: bool, traces: bool, smi: bool) -> None:
+    """ScalesimError (one line, the CLI's words) where the sources given (a runs file, traces, an
+    nvidia-smi log) and the options do not make one request: options of a runs file beside
+    traces or a GPU log alone, runs and traces both or neither (a GPU log alone is a request),
+    the framework's options or a GPU without the runs' transformer. Cheap: the CLI calls it
+    before it reads a file."""
+    runs_only = options.given()
+    if not runs and runs_only and (traces or smi):
+        raise ScalesimError(f"{', '.join(runs_only)}: for a runs file (scalesim diagnose "
+                            "runs.csv ...); " + ("--trace reads" if traces else "--smi alone reads")
+                            + " none of it: drop it, or give the runs file")
+    if runs == traces and not (smi and not runs):
+        raise ScalesimError("give a runs file (scalesim diagnose runs.csv) or --trace FILES, "
+                            "not both and not neither")
+    if options.recompute_style is not None and options.workload is None:
+        raise ScalesimError("--recompute-style is for --workload (the runs' transformer): the "
+                            "split-the-model remedy's recomputing layouts use it")
+    if options.tp_overlap and options.workload is None:
+        raise ScalesimError("--tp-overlap is for --workload (the runs' transformer): the "
+                            "split-the-model remedy's layouts with tp > 1 use it")
+    if options.gpu is not None and options.workload is None:
+        raise ScalesimError("--gpu is for --workload (the runs' transformer); give both")
+    if options.workload_text is not None and options.workload is None:
+        raise ScalesimError("workload_text: the contents of the workload file; give its name as "
+                            "the workload")
+
+
+def diagnose_request(options: DiagnoseOptions, runs=None, traces=None, trace_source: str = "",
+                     smi=None):
+    """The diagnosis of ``runs`` (``scalesim.runs.Runs``) or ``traces`` (``TraceSummary`` per
+    rank, read from ``trace_source``) with ``options``, and the device evidence of ``smi``
+    (``scalesim.sources.nvidia_smi.SmiReport``) attached: a ``scalesim.diagnosis.Report``.
+    ``smi`` alone: that ``SmiReport`` itself. ScalesimError as ``check_sources`` says, and for a
+    runs' model that is not one (``runs_model``)."""
+    check_sources(options, runs is not None, traces is not None, smi is not None)
+    if runs is None and traces is None:
+        return smi
+    if traces is not None:
+        from scalesim.diagnosis import diagnose_traces
+
+        report = diagnose_traces(traces, trace_source)
+    else:
+        from scalesim.diagnosis import diagnose_runs
+        from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
+
+        model = None
+        if options.workload is not None:
+            from scalesim.runs_model import runs_model
+
+            model = runs_model(options.workload, options.gpu, options.params,
+                               options.workload_text)
+        extrapolate = list(options.extrapolate) if options.extrapolate is not None else None
+        report = diagnose_runs(runs, options.params, options.wire_bytes, options.critical_batch,
+                               extrapolate, transformer=model,
+                               recompute_style=options.recompute_style or DEFAULT_RECOMPUTE_STYLE,
+                               tp_overlap=options.tp_overlap)
+    if smi is not None:
+        from scalesim.sources.nvidia_smi import attach_to_report
+
+        attach_to_report(report, smi)
+    return report
