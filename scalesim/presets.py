@@ -849,7 +849,8 @@ SOLD_MEMORY_GB = [
      "94 GB; 96 GB: the Hopper GPU of a GH200 (GH200 datasheet, DEVICE_MEMORY_GIB)"),
     (("A800",), (40, 80), "NVIDIA A800 datasheet (China market): A800 40GB PCIe, 80GB PCIe and SXM"),
     (("P100",), (12, 16), "NVIDIA Tesla P100 datasheet: PCIe 12 GB or 16 GB, SXM2 16 GB"),
-    (("M40",), (12, 24), "NVIDIA Tesla M40 datasheets: 12 GB and 24 GB GDDR5"),
+    (("Tesla", "M40"), (12, 24), "NVIDIA Tesla M40 datasheets: 12 GB and 24 GB GDDR5 ('Tesla' too: "
+     "a 'Quadro M4000 8GB' holds 'M40')"),
 ]
 
 

@@ -209,6 +209,8 @@ def test_sizes_a_gpu_is_sold_with():
     assert "12, 16" in stated_memory_problem("Tesla P100 61GB")
     assert stated_memory_problem("Tesla M40 24GB") is None
     assert "12, 24" in stated_memory_problem("Tesla M40 42GB")
+    assert stated_memory_problem("Quadro M4000 8GB") is None  # not an M40
+    assert stated_memory_problem("Quadro GP100 16GB") is None  # the GP100 chip: 16 GB as well
 
 
 def test_validate_takes_the_optimizer_step_of_a_newly_listed_gpu():
