@@ -205,13 +205,24 @@ def host_link(intra_kind: str) -> LinkLevel:
 # listed word must appear, case-insensitive; the first match wins). H100 comes in three memory
 # systems (SXM 3.35, PCIe 2.0, NVL 3.9 TB/s), so a bare "H100" matches none of them. Used to estimate the
 # optimizer step (``scalesim.model.compute.optimizer_roofline_s``) where nothing measured it.
-MEMORY_BANDWIDTH_GBPS: list[tuple[tuple[str, ...], float, str]] = [
+# Order: a row whose words are inside another's name comes after it ("A10" after "A100" and
+# "A10G", "L4" after "L40", "P4" after "P40", "H20" after "H200"; tests/test_device_rows.py walks
+# every row). A figure of None lists a name only so that a later row does not take it (a laptop
+# "RTX 4090 Laptop GPU" is not the desktop card): no figure, as if unlisted.
+MEMORY_BANDWIDTH_GBPS: list[tuple[tuple[str, ...], float | None, str]] = [
+    (("Laptop",), None, "laptop GPUs: another chip and memory than the desktop card of that "
+     "number (NVIDIA GeForce RTX 4090 Laptop GPU product page: AD103, 16 GB GDDR6): not listed"),
     (("GB200",), 8000.0, "NVIDIA GB200 NVL72 datasheet: 8 TB/s HBM3e per GPU"),
     (("GH200", "144G"), 4900.0, "NVIDIA GH200 Grace Hopper Superchip datasheet: 144 GB HBM3e, "
      "4.9 TB/s"),
     (("GH200",), 4000.0, "NVIDIA GH200 Grace Hopper Superchip datasheet: 96 GB HBM3, 4 TB/s"),
     (("H200",), 4800.0, "NVIDIA H200 Tensor Core GPU datasheet: H200 SXM and H200 NVL, 141 GB "
      "HBM3e, 4.8 TB/s"),
+    (("H20", "141G"), None, "NVIDIA H20 141 GB HBM3e board: no bandwidth published (the row below "
+     "is the 96 GB board's)"),
+    (("H20",), 4000.0, "NVIDIA publishes no H20 datasheet; secondary: partners' spec sheets as "
+     "reported in November 2023 (SemiAnalysis, Tom's Hardware): 96 GB HBM3, 4.0 TB/s (listed "
+     "after 'H200' and 'GH200', whose names contain it)"),
     (("H100", "NVL"), 3900.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 NVL 94 GB, 3.9 TB/s"),
     (("H100", "PCIe"), 2000.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 PCIe 80 GB, 2 TB/s"),
     (("H100", "SXM"), 3350.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 SXM 80 GB, 3.35 TB/s"),
@@ -219,24 +230,92 @@ MEMORY_BANDWIDTH_GBPS: list[tuple[tuple[str, ...], float, str]] = [
      "(DGX H100 servers hold the SXM5 board, DGX H100 datasheet)"),
     (("H100", "HBM3"), 3350.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 SXM 80 GB, 3.35 "
      "TB/s (nvidia-smi names the SXM5 board 'NVIDIA H100 80GB HBM3')"),
+    (("H800", "PCIe"), 2000.0, "NVIDIA H800 Tensor Core GPU datasheet (China market): H800 PCIe "
+     "80 GB, 2 TB/s (the H100 PCIe's; NVLink bridge 400 GB/s)"),
+    (("H800",), 3350.0, "NVIDIA H800 Tensor Core GPU datasheet (China market): H800 SXM5 80 GB, "
+     "3.35 TB/s (the H100 SXM's; NVLink 400 GB/s against 900); nvidia-smi names the SXM5 board "
+     "'NVIDIA H800'"),
+    (("RTXA1000",), None, "NVIDIA RTX A1000: a small workstation card, not an A100 "
+     "(its name holds 'A100'): not listed"),
     (("A100", "PCIe", "80GB"), 1935.0, "NVIDIA A100 datasheet: A100 80GB PCIe, 1,935 GB/s"),
     (("A100", "80GB"), 2039.0, "NVIDIA A100 datasheet: A100 80GB SXM, 2,039 GB/s"),
     (("A100",), 1555.0, "NVIDIA A100 datasheet: A100 40GB, 1,555 GB/s"),
+    (("A800", "PCIe", "80GB"), 1935.0, "NVIDIA A800 datasheet (China market): A800 80GB PCIe, "
+     "1,935 GB/s (the A100's figures; NVLink 400 GB/s against 600)"),
+    (("A800", "80GB"), 2039.0, "NVIDIA A800 datasheet (China market): A800 80GB SXM, 2,039 GB/s"),
+    (("A800",), 1555.0, "NVIDIA A800 datasheet (China market): A800 40GB PCIe, 1,555 GB/s"),
+    (("A10G",), 600.0, "AWS A10G (EC2 G5): NVIDIA publishes no datasheet; secondary: TechPowerUp "
+     "GPU database, 24 GB GDDR6, 384-bit, 600 GB/s as the A10 (listed before 'A10', inside its "
+     "name)"),
+    (("A10",), 600.0, "NVIDIA A10 datasheet: 24 GB GDDR6, 600 GB/s (after 'A100' and 'A10G', "
+     "whose names contain it)"),
+    (("A30",), 933.0, "NVIDIA A30 datasheet: 24 GB HBM2, 933 GB/s"),
+    (("A4000",), 448.0, "NVIDIA RTX A4000 datasheet: 16 GB GDDR6, 448 GB/s (listed before 'A40', "
+     "inside its name)"),
+    (("RTXA400",), None, "NVIDIA RTX A400: a small workstation card, not an A40 "
+     "(after 'RTX A4000', which holds its name): not listed"),
+    (("A40",), 696.0, "NVIDIA A40 datasheet: 48 GB GDDR6, 696 GB/s"),
+    (("A5000",), 768.0, "NVIDIA RTX A5000 datasheet: 24 GB GDDR6, 768 GB/s"),
+    (("A6000",), 768.0, "NVIDIA RTX A6000 datasheet: 48 GB GDDR6, 768 GB/s"),
+    (("RTX6000", "Ada"), 960.0, "NVIDIA RTX 6000 Ada Generation datasheet: 48 GB GDDR6, 960 GB/s"),
+    (("Quadro", "RTX6000"), 672.0, "NVIDIA Quadro RTX 6000 datasheet: 24 GB GDDR6, 672 GB/s"),
+    (("RTX8000",), 672.0, "NVIDIA Quadro RTX 8000 datasheet: 48 GB GDDR6, 672 GB/s"),
+    (("TITANV",), 652.8, "NVIDIA TITAN V product page: 12 GB HBM2, 652.8 GB/s"),
+    (("TITANRTX",), 672.0, "NVIDIA TITAN RTX product page: 24 GB GDDR6, 672 GB/s"),
+    (("TITANX", "Pascal"), 480.0, "NVIDIA TITAN X (Pascal) product page: 12 GB GDDR5X, 480 GB/s "
+     "(listed before 'TITAN Xp': 'Titan X Pascal' holds 'TitanXp')"),
+    (("TITANXp",), 547.7, "NVIDIA TITAN Xp product page: 12 GB GDDR5X, 547.7 GB/s"),
+    (("RTX5090",), 1792.0, "NVIDIA GeForce RTX 5090 product page: 32 GB GDDR7, 512-bit, 1,792 "
+     "GB/s"),
+    (("RTX4090",), 1008.0, "NVIDIA Ada Lovelace architecture whitepaper: GeForce RTX 4090, 24 GB "
+     "GDDR6X, 1,008 GB/s (the RTX 4090 D has the same memory)"),
+    (("RTX3090Ti",), 1008.0, "NVIDIA GeForce RTX 3090 Ti product page: 24 GB GDDR6X at 21 Gbps, "
+     "384-bit: 1,008 GB/s (listed before 'RTX 3090', inside its name)"),
+    (("RTX3090",), 936.0, "NVIDIA Ampere GA102 GPU architecture whitepaper: GeForce RTX 3090, 24 GB "
+     "GDDR6X, 936 GB/s"),
+    (("RTX2080Ti",), 616.0, "NVIDIA Turing GPU architecture whitepaper: GeForce RTX 2080 Ti, 11 GB "
+     "GDDR6, 616 GB/s"),
+    (("GTX1080Ti",), 484.0, "NVIDIA GeForce GTX 1080 Ti product page: 11 GB GDDR5X, 484 GB/s"),
     (("V100S", "PCIe"), 1134.0, "NVIDIA V100S PCIe datasheet: 32 GB HBM2, 1,134 GB/s"),
     (("B200",), 7700.0, "NVIDIA Blackwell datasheet table (GB200 NVL72 and HGX B200): HGX B200 "
      "180 GB HBM3e, 7.7 TB/s per GPU (listed after 'GB200', which its name contains)"),
     (("MI325X",), 6000.0, "AMD Instinct MI325X data sheet: 256 GB HBM3E, 6 TB/s"),
     (("MI300X",), 5300.0, "AMD Instinct MI300X data sheet: 192 GB HBM3, 5.3 TB/s"),
+    (("MI300A",), 5300.0, "AMD Instinct MI300A data sheet: 128 GB unified HBM3, 5.3 TB/s"),
+    (("MI250X",), 1638.4, "AMD Instinct MI250X data sheet: 3,276.8 GB/s per OAM of two GCDs, "
+     "each one device to PyTorch: half per device (listed before 'MI250', inside its name)"),
+    (("MI250",), 1638.4, "AMD Instinct MI250 data sheet: 3,276.8 GB/s per OAM of two GCDs, each "
+     "one device to PyTorch: half per device"),
+    (("MI210",), 1638.4, "AMD Instinct MI210 data sheet: 64 GB HBM2e, 1,638.4 GB/s"),
+    (("MI100",), 1228.8, "AMD Instinct MI100 data sheet: 32 GB HBM2, 1,228.8 GB/s"),
     (("V100",), 900.0, "NVIDIA Tesla V100 datasheet: 900 GB/s HBM2 (SXM2 and PCIe)"),
     (("L40",), 864.0, "NVIDIA L40S and L40 datasheets: 48 GB GDDR6, 864 GB/s"),
+    (("L4",), 300.0, "NVIDIA L4 datasheet: 24 GB GDDR6, 300 GB/s (after 'L40', inside its name)"),
+    (("T400",), None, "NVIDIA T400: a small Turing workstation card, not a T4: "
+     "not listed"),
+    (("T4",), 320.0, "NVIDIA T4 datasheet: 16 GB GDDR6, 320+ GB/s"),
+    (("P100", "12GB"), 549.0, "NVIDIA Tesla P100 datasheet: P100 PCIe 12 GB, 549 GB/s"),
     (("P100",), 732.0, "NVIDIA Tesla P100 datasheet: 732 GB/s (SXM2 and PCIe 16 GB)"),
+    (("P4000",), None, "Quadro P4000: a workstation card, not a Tesla P40: not listed"),
+    (("P40",), 346.0, "NVIDIA Tesla P40 datasheet: 24 GB GDDR5, 346 GB/s"),
+    (("P4",), 192.0, "NVIDIA Tesla P4 datasheet: 8 GB GDDR5, 192 GB/s (after 'P40', inside its "
+     "name)"),
+    (("M60",), 160.0, "NVIDIA Tesla M60 datasheet: 2x 160 GB/s per board of two GM204 devices"),
+    (("M4000",), None, "Quadro M4000: a workstation card, not a Tesla M40: not listed"),
+    (("M40",), 288.0, "NVIDIA Tesla M40 datasheet: 12 or 24 GB GDDR5, 288 GB/s"),
     (("K80",), 240.0, "NVIDIA Tesla K80 datasheet: 480 GB/s per board of two GK210 devices"),
+    (("K40",), 288.0, "NVIDIA Tesla K40 datasheet: 12 GB GDDR5, 288 GB/s"),
 ]
 
 
 # Dense tensor-core peak of one device, TFLOP/s, 16-bit (bf16/fp16) and fp8, from the vendors'
-# datasheets (without sparsity), matched like MEMORY_BANDWIDTH_GBPS.
-PEAK_TFLOPS: list[tuple[tuple[str, ...], float, float | None, str]] = [
+# datasheets (without sparsity), matched like MEMORY_BANDWIDTH_GBPS (a 16-bit figure of None: listed
+# only so that a later row does not take the name). GeForce cards: the FP16 rate with FP32
+# accumulate that mixed-precision training uses, half their FP16-accumulate rate (the
+# architecture whitepapers list both). Devices without tensor cores (P100, P40, K80...) have no row.
+PEAK_TFLOPS: list[tuple[tuple[str, ...], float | None, float | None, str]] = [
+    (("Laptop",), None, None, "laptop GPUs: another chip and clocks than the desktop card of that "
+     "number (NVIDIA GeForce RTX 4090 Laptop GPU product page: AD103): not listed"),
     (("GB200",), 2500.0, 5000.0, "NVIDIA GB200 NVL72 datasheet: 180 PFLOPS FP16/BF16 and 360 "
      "PFLOPS FP8 dense over 72 GPUs"),
     (("H100", "PCIe"), 756.5, 1513.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 PCIe 1,513 "
@@ -244,6 +323,10 @@ PEAK_TFLOPS: list[tuple[tuple[str, ...], float, float | None, str]] = [
     (("H100", "NVL"), 835.5, 1670.5, "NVIDIA H100 Tensor Core GPU datasheet: H100 NVL 1,671 "
      "TFLOPS BF16 and 3,341 FP8 with sparsity, half of each dense"),
     (("H100",), 989.0, 1979.0, "NVIDIA H100 datasheet (SXM): 989 TFLOPS BF16, 1,979 FP8 dense"),
+    (("H800", "PCIe"), 756.5, 1513.0, "NVIDIA H800 Tensor Core GPU datasheet (China market): H800 "
+     "PCIe 1,513 TFLOPS BF16 and 3,026 FP8 with sparsity, half of each dense (the H100 PCIe's)"),
+    (("H800",), 989.0, 1979.0, "NVIDIA H800 Tensor Core GPU datasheet (China market): H800 SXM5 "
+     "1,979 TFLOPS BF16 and 3,958 FP8 with sparsity, half of each dense (the H100 SXM's)"),
     (("GH200",), 989.0, 1979.0, "NVIDIA GH200 Grace Hopper Superchip datasheet: 990 TFLOPS "
      "BF16 and 1,979 FP8 dense (the H100/H200 Hopper GPU; listed before 'H200', which its name "
      "contains, so that a 'GH200 NVL2' is not read as an H200 NVL)"),
@@ -252,6 +335,9 @@ PEAK_TFLOPS: list[tuple[tuple[str, ...], float, float | None, str]] = [
     (("H200",), 989.0, 1979.0, "NVIDIA H200 Tensor Core GPU datasheet: H200 SXM 1,979 TFLOPS "
      "BF16 and 3,958 FP8 with sparsity, half of each dense (GH200 has the same Hopper GPU: "
      "GH200 datasheet 990 TFLOPS BF16 dense)"),
+    (("H20",), 148.0, 296.0, "NVIDIA publishes no H20 datasheet; secondary: partners' spec sheets "
+     "as reported in November 2023 (SemiAnalysis, Tom's Hardware): 148 TFLOPS FP16/BF16 and 296 "
+     "FP8 dense (listed after 'H200' and 'GH200', whose names contain it)"),
     (("B200",), 2250.0, 4500.0, "NVIDIA Blackwell datasheet table (GB200 NVL72 and HGX B200, "
      "individual GPU): HGX B200 FP16/BF16 Tensor Core 4.5 PFLOPS and FP8 9 PFLOPS with sparsity, "
      "half of each dense (listed after 'GB200', which its name contains)"),
@@ -259,7 +345,54 @@ PEAK_TFLOPS: list[tuple[tuple[str, ...], float, float | None, str]] = [
      "2,614.9 FP8 dense (the MI300X's compute)"),
     (("MI300X",), 1307.4, 2614.9, "AMD Instinct MI300X data sheet: 1,307.4 TFLOPS FP16/BF16 and "
      "2,614.9 FP8 dense (2,614.9 and 5,229.8 with sparsity)"),
+    (("MI300A",), 980.6, 1961.2, "AMD Instinct MI300A data sheet: 980.6 TFLOPS FP16/BF16 and "
+     "1,961.2 FP8 dense"),
+    (("MI250X",), 191.5, None, "AMD Instinct MI250X data sheet: 383 TFLOPS FP16/BF16 per OAM of two "
+     "GCDs, each one device to PyTorch: half per device; no FP8 (listed before 'MI250')"),
+    (("MI250",), 181.05, None, "AMD Instinct MI250 data sheet: 362.1 TFLOPS FP16/BF16 per OAM of "
+     "two GCDs, each one device to PyTorch: half per device; no FP8"),
+    (("MI210",), 181.0, None, "AMD Instinct MI210 data sheet: 181 TFLOPS FP16/BF16, no FP8"),
+    (("MI100",), 184.6, None, "AMD Instinct MI100 data sheet: 184.6 TFLOPS FP16 matrix (BF16 "
+     "92.3: half), no FP8"),
+    (("RTXA1000",), None, None, "NVIDIA RTX A1000: a small workstation card, not an A100 "
+     "(its name holds 'A100'): not listed"),
     (("A100",), 312.0, None, "NVIDIA A100 datasheet: 312 TFLOPS BF16/FP16 dense, no FP8"),
+    (("A800",), 312.0, None, "NVIDIA A800 datasheet (China market): 312 TFLOPS BF16/FP16 dense, "
+     "the A100's; no FP8"),
+    (("A10G",), None, None, "AWS A10G (EC2 G5): NVIDIA publishes no tensor peak (not the A10's "
+     "125; listed before 'A10', inside its name)"),
+    (("A10",), 125.0, None, "NVIDIA A10 datasheet: 125 TFLOPS BF16/FP16 dense (250 with "
+     "sparsity), no FP8"),
+    (("A30",), 165.0, None, "NVIDIA A30 datasheet: 165 TFLOPS BF16/FP16 dense (330 with "
+     "sparsity), no FP8"),
+    (("A4000",), 76.7, None, "NVIDIA RTX A4000 datasheet: 153.4 TFLOPS tensor with sparsity, half "
+     "dense (listed before 'A40', inside its name)"),
+    (("RTXA400",), None, None, "NVIDIA RTX A400: a small workstation card, not an A40 "
+     "(after 'RTX A4000', which holds its name): not listed"),
+    (("A40",), 149.7, None, "NVIDIA A40 datasheet: 149.7 TFLOPS BF16/FP16 dense (299.4 with "
+     "sparsity), no FP8"),
+    (("A5000",), 111.1, None, "NVIDIA RTX A5000 datasheet: 222.2 TFLOPS tensor with sparsity, half "
+     "dense"),
+    (("A6000",), 154.85, None, "NVIDIA RTX A6000 datasheet: 309.7 TFLOPS tensor with sparsity, "
+     "half dense"),
+    (("RTX6000", "Ada"), 364.25, 728.5, "NVIDIA RTX 6000 Ada Generation datasheet: 1,457 TFLOPS "
+     "FP8 tensor with sparsity: 728.5 FP8 and 364.25 FP16 dense"),
+    (("Quadro", "RTX6000"), 130.5, None, "NVIDIA Quadro RTX 6000 datasheet: 130.5 TFLOPS tensor "
+     "(Turing: no sparsity)"),
+    (("RTX8000",), 130.5, None, "NVIDIA Quadro RTX 8000 datasheet: 130.5 TFLOPS tensor (Turing: no "
+     "sparsity)"),
+    (("TITANV",), 110.0, None, "NVIDIA TITAN V product page: 110 TFLOPS tensor"),
+    (("TITANRTX",), 130.0, None, "NVIDIA TITAN RTX product page: 130 TFLOPS tensor"),
+    (("RTX4090D",), None, None, "GeForce RTX 4090 D: fewer SMs than the RTX 4090, no whitepaper "
+     "figure (listed before 'RTX 4090', inside its name)"),
+    (("RTX4090",), 165.2, 330.3, "NVIDIA Ada Lovelace architecture whitepaper: GeForce RTX 4090 "
+     "FP16 and BF16 tensor with FP32 accumulate 165.2 TFLOPS, FP8 330.3, dense"),
+    (("RTX3090Ti",), None, None, "GeForce RTX 3090 Ti: no whitepaper figure (listed before "
+     "'RTX 3090', inside its name)"),
+    (("RTX3090",), 71.0, None, "NVIDIA Ampere GA102 GPU architecture whitepaper: GeForce RTX 3090 "
+     "FP16 tensor with FP32 accumulate 71 TFLOPS dense (142 FP16 accumulate)"),
+    (("RTX2080Ti",), 53.8, None, "NVIDIA Turing GPU architecture whitepaper: GeForce RTX 2080 Ti "
+     "FP16 tensor with FP32 accumulate 53.8 TFLOPS (Founders Edition clocks 56.9)"),
     # "V100S" with "PCIe": without hyphens "V100-SXM2" reads "v100sxm2", which holds "v100s"
     (("V100S", "PCIe"), 130.0, None, "NVIDIA V100 datasheet: V100S PCIe 130 TFLOPS tensor"),
     (("V100", "PCIe"), 112.0, None, "NVIDIA V100 datasheet: V100 PCIe 112 TFLOPS tensor"),
@@ -268,13 +401,19 @@ PEAK_TFLOPS: list[tuple[tuple[str, ...], float, float | None, str]] = [
      "(733 and 1,466 with sparsity)"),
     (("L40",), 181.05, 362.0, "NVIDIA L40 datasheet: 181.05 TFLOPS BF16 and 362 FP8 dense "
      "(362.1 and 724 with sparsity)"),
+    (("L4",), 121.0, 242.5, "NVIDIA L4 datasheet: 242 TFLOPS BF16 and 485 FP8 with sparsity, "
+     "half of each dense (after 'L40', inside its name)"),
+    (("T400",), None, None, "NVIDIA T400: a small Turing workstation card, not a T4: "
+     "not listed"),
+    (("T4",), 65.0, None, "NVIDIA T4 datasheet: 65 TFLOPS FP16/FP32 mixed-precision tensor (Turing: "
+     "no sparsity), no BF16 or FP8"),
 ]
 
 
 # Attention kernels (names: scalesim.attention_kernel), by the share of the dense 16-bit peak
 # their attention core sustains where it differs from the weight matmuls' (docs/model.md §13,
 # "attention kernel").
-HOPPER_GPUS = ("H100", "H200", "GH200")
+HOPPER_GPUS = ("H100", "H200", "GH200", "H800")  # H800: the H100's GH100 silicon (H800 datasheet)
 # FlashAttention-2 was written for Ampere and uses none of Hopper's new instructions (WGMMA,
 # TMA): "FlashAttention-2 ... achieving only 35% utilization on the H100 GPU" (Shah et al. 2024,
 # FlashAttention-3, arXiv 2407.08608, abstract). PyTorch's SDPA, which tries its flash backend
@@ -321,12 +460,23 @@ def _first_row(table, device_name: str):
     return next((row for row in table if name_has_words(device_name, row[0])), None)
 
 
+# Export variants listed with their sibling's peak and bandwidth but not that device: the A800
+# and H800 are the A100's and H100's silicon with NVLink cut to 400 GB/s (from 600 and 900; their
+# datasheets), so a profile's links or an nccl-tests log of one do not describe the other. Two
+# names are one device only if each of these words is in both or in neither.
+OWN_DEVICE_WORDS = ("A800", "H800")
+
+
 def same_device(a: str, b: str) -> bool:
     """Whether device names ``a`` and ``b`` name one device: equal, or listed with the same
     peak and memory bandwidth (a calibration's "NVIDIA H100 80GB HBM3" and a preset's
-    "H100-SXM5 80GB"); an H100 and an H200 share a peak, not a bandwidth, so they differ."""
+    "H100-SXM5 80GB"); an H100 and an H200 share a peak, not a bandwidth, so they differ; an
+    H800 and an H100 share both but not their NVLink (``OWN_DEVICE_WORDS``). Memory size is not
+    compared: a V100 16GB and 32GB, a Quadro RTX 6000 and 8000, are one device."""
     if a.strip().lower() == b.strip().lower():
         return True
+    if any(name_has_words(a, (w,)) != name_has_words(b, (w,)) for w in OWN_DEVICE_WORDS):
+        return False
     figures = [(of(a), of(b)) for of in (peak_tflops_of, memory_bandwidth_of)]
     return all(x is not None and y is not None and x[0] == y[0] for x, y in figures)
 
@@ -334,7 +484,7 @@ def same_device(a: str, b: str) -> bool:
 def peak_tflops_of(device_name: str, fp8: bool = False) -> tuple[float, str] | None:
     """(dense TFLOP/s, source) of ``device_name`` at 16-bit or fp8 precision, or None."""
     row = _first_row(PEAK_TFLOPS, device_name)
-    if row is None:
+    if row is None or row[1] is None:
         return None
     _, bf16, f8, source = row
     if fp8 and f8 is None:
@@ -345,7 +495,7 @@ def peak_tflops_of(device_name: str, fp8: bool = False) -> tuple[float, str] | N
 def memory_bandwidth_of(device_name: str) -> tuple[float, str] | None:
     """(GB/s, source) of the device memory of ``device_name``, or None when not listed."""
     row = _first_row(MEMORY_BANDWIDTH_GBPS, device_name)
-    return None if row is None else (row[1], row[2])
+    return None if row is None or row[1] is None else (row[1], row[2])
 
 
 def _datasheet_bandwidth(device_name: str) -> float:
@@ -621,19 +771,69 @@ def transformer_workload(name: str, precision_bytes: float = 2.0) -> Workload:
 
 
 # Memory of one device when its name does not carry the size ("A100 40GB" does; GiB as the
-# hardware presets above count it). A100 comes in 40 and 80 GB, so it needs the size in the name.
-DEVICE_MEMORY_GIB = [
+# hardware presets above count it). A100 comes in 40 and 80 GB, so it needs the size in the name
+# (so do the A800, V100, P100 and M40: SOLD_MEMORY_GB). Matched like MEMORY_BANDWIDTH_GBPS.
+DEVICE_MEMORY_GIB: list[tuple[tuple[str, ...], float | None, str]] = [
+    (("Laptop",), None, "laptop GPUs: other memory than the desktop card of that number (NVIDIA "
+     "GeForce RTX 4090 Laptop GPU product page: 16 GB): not listed"),
     (("GB200",), 186.0, "NVIDIA GB200 NVL72 datasheet: 13.4 TB HBM3e over 72 GPUs = 186 GB each"),
     (("H100", "NVL"), 94.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 NVL 94 GB HBM3"),
     (("H100",), 80.0, "NVIDIA H100 SXM datasheet and DGX H100 (640 GB over 8 GPUs): 80 GB"),
+    (("H800",), 80.0, "NVIDIA H800 Tensor Core GPU datasheet (China market): 80 GB, SXM5 and PCIe"),
     (("GH200", "144G"), 144.0, "NVIDIA GH200 Grace Hopper Superchip datasheet: 144 GB HBM3e"),
     (("GH200",), 96.0, "NVIDIA GH200 Grace Hopper Superchip datasheet: 96 GB HBM3"),
     (("H200",), 141.0, "NVIDIA H200 Tensor Core GPU datasheet: 141 GB HBM3e (SXM and NVL)"),
+    (("H20",), 96.0, "NVIDIA publishes no H20 datasheet; secondary: partners' spec sheets as "
+     "reported in November 2023 (SemiAnalysis, Tom's Hardware): 96 GB HBM3 (a later board states "
+     "its 141 GB in the name; listed after 'H200' and 'GH200', whose names contain it)"),
     (("L40",), 48.0, "NVIDIA L40S and L40 datasheets: 48 GB GDDR6"),
+    (("L4",), 24.0, "NVIDIA L4 datasheet: 24 GB GDDR6 (after 'L40', inside its name)"),
+    (("A100",), None, "NVIDIA A100 datasheet: sold in 40 and 80 GB (SOLD_MEMORY_GB), so the name "
+     "must state it (listed so that the 'A10' row below does not take it)"),
+    (("A10G",), 24.0, "AWS EC2 G5 instance types: NVIDIA A10G Tensor Core GPU, 24 GB per GPU"),
+    (("A10",), 24.0, "NVIDIA A10 datasheet: 24 GB GDDR6 (after 'A10G', inside its name)"),
+    (("A30",), 24.0, "NVIDIA A30 datasheet: 24 GB HBM2"),
+    (("A4000",), 16.0, "NVIDIA RTX A4000 datasheet: 16 GB GDDR6 (before 'A40', inside its name)"),
+    (("RTXA400",), None, "NVIDIA RTX A400: a small workstation card, not an A40 "
+     "(after 'RTX A4000', which holds its name): not listed"),
+    (("A40",), 48.0, "NVIDIA A40 datasheet: 48 GB GDDR6"),
+    (("A5000",), 24.0, "NVIDIA RTX A5000 datasheet: 24 GB GDDR6"),
+    (("A6000",), 48.0, "NVIDIA RTX A6000 datasheet: 48 GB GDDR6"),
+    (("RTX6000", "Ada"), 48.0, "NVIDIA RTX 6000 Ada Generation datasheet: 48 GB GDDR6"),
+    (("Quadro", "RTX6000"), 24.0, "NVIDIA Quadro RTX 6000 datasheet: 24 GB GDDR6"),
+    (("RTX8000",), 48.0, "NVIDIA Quadro RTX 8000 datasheet: 48 GB GDDR6"),
+    (("TITANV",), 12.0, "NVIDIA TITAN V product page: 12 GB HBM2"),
+    (("TITANRTX",), 24.0, "NVIDIA TITAN RTX product page: 24 GB GDDR6"),
+    (("TITANX", "Pascal"), 12.0, "NVIDIA TITAN X (Pascal) product page: 12 GB GDDR5X"),
+    (("TITANXp",), 12.0, "NVIDIA TITAN Xp product page: 12 GB GDDR5X"),
+    (("RTX5090",), 32.0, "NVIDIA GeForce RTX 5090 product page: 32 GB GDDR7"),
+    (("RTX4090",), 24.0, "NVIDIA Ada Lovelace architecture whitepaper: GeForce RTX 4090, 24 GB "
+     "GDDR6X (the RTX 4090 D: 24 GB too)"),
+    (("RTX3090",), 24.0, "NVIDIA GeForce RTX 3090 and 3090 Ti product pages: 24 GB GDDR6X"),
+    (("RTX2080Ti",), 11.0, "NVIDIA Turing GPU architecture whitepaper: GeForce RTX 2080 Ti, 11 GB "
+     "GDDR6"),
+    (("GTX1080Ti",), 11.0, "NVIDIA GeForce GTX 1080 Ti product page: 11 GB GDDR5X"),
+    (("T400",), None, "NVIDIA T400: a small Turing workstation card, not a T4: "
+     "not listed"),
+    (("T4",), 16.0, "NVIDIA T4 datasheet: 16 GB GDDR6"),
+    (("P4000",), None, "Quadro P4000: a workstation card, not a Tesla P40: not listed"),
+    (("P40",), 24.0, "NVIDIA Tesla P40 datasheet: 24 GB GDDR5"),
+    (("P4",), 8.0, "NVIDIA Tesla P4 datasheet: 8 GB GDDR5 (after 'P40', inside its name)"),
+    (("M60",), 8.0, "NVIDIA Tesla M60 datasheet: 2x 8 GB per board of two GM204 devices"),
+    (("K80",), 12.0, "NVIDIA Tesla K80 datasheet: 24 GB per board of two GK210 devices, 12 each"),
+    (("K40",), 12.0, "NVIDIA Tesla K40 datasheet: 12 GB GDDR5"),
     (("B200",), 180.0, "NVIDIA Blackwell datasheet table: HGX B200 180 GB HBM3e per GPU (after "
      "'GB200', which its name contains)"),
     (("MI325X",), 256.0, "AMD Instinct MI325X data sheet: 256 GB HBM3E"),
     (("MI300X",), 192.0, "AMD Instinct MI300X data sheet: 192 GB HBM3"),
+    (("MI300A",), 128.0, "AMD Instinct MI300A data sheet: 128 GB unified HBM3 (shared with its "
+     "CPU cores)"),
+    (("MI250X",), 64.0, "AMD Instinct MI250X data sheet: 128 GB HBM2e per OAM of two GCDs, each "
+     "one device to PyTorch: 64 per device (listed before 'MI250')"),
+    (("MI250",), 64.0, "AMD Instinct MI250 data sheet: 128 GB HBM2e per OAM of two GCDs, each one "
+     "device to PyTorch: 64 per device"),
+    (("MI210",), 64.0, "AMD Instinct MI210 data sheet: 64 GB HBM2e"),
+    (("MI100",), 32.0, "AMD Instinct MI100 data sheet: 32 GB HBM2"),
 ]
 # Names whose stated size is not the GPU's memory: nvidia-smi's "NVIDIA GH200 480GB" states the
 # superchip's 480 GB of LPDDR5X CPU memory (GH200 datasheet), its GPU holds 96 GB HBM3.
@@ -647,6 +847,10 @@ SOLD_MEMORY_GB = [
     (("V100",), (16, 32), "NVIDIA Tesla V100 datasheet: 16 GB or 32 GB HBM2 (V100S: 32 GB)"),
     (("H100",), (80, 94, 96), "NVIDIA H100 Tensor Core GPU datasheet: SXM and PCIe 80 GB, NVL "
      "94 GB; 96 GB: the Hopper GPU of a GH200 (GH200 datasheet, DEVICE_MEMORY_GIB)"),
+    (("A800",), (40, 80), "NVIDIA A800 datasheet (China market): A800 40GB PCIe, 80GB PCIe and SXM"),
+    (("P100",), (12, 16), "NVIDIA Tesla P100 datasheet: PCIe 12 GB or 16 GB, SXM2 16 GB"),
+    (("Tesla", "M40"), (12, 24), "NVIDIA Tesla M40 datasheets: 12 GB and 24 GB GDDR5 ('Tesla' too: "
+     "a 'Quadro M4000 8GB' holds 'M40')"),
 ]
 
 
@@ -670,4 +874,4 @@ def device_memory_of(device_name: str) -> tuple[float, str] | None:
     if stated and not any(name_has_words(device_name, words) for words in SIZE_NOT_IN_NAME):
         return float(stated.group(1)) * GIB, f"the size in the name '{device_name}'"
     row = _first_row(DEVICE_MEMORY_GIB, device_name)
-    return None if row is None else (row[1] * GIB, row[2])
+    return None if row is None or row[1] is None else (row[1] * GIB, row[2])

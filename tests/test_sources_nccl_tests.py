@@ -372,3 +372,17 @@ def test_logs_of_two_different_gpus_are_refused_in_one_line(tmp_path, capsys):
                                            "device  1 [0x43] H100-SXM5 80GB"))
     profile, _ = calibrate_from_sources(out, [renamed, H100_2N], write=False)
     assert profile.hardware.device_memory_bytes == presets.HARDWARE["dgx-h100"].device_memory_bytes
+
+
+def test_h800_logs_are_not_read_as_the_h100_preset(tmp_path):
+    """An H800 has the H100 SXM's peak and bandwidth (presets.PEAK_TFLOPS, MEMORY_BANDWIDTH_GBPS)
+    but NVLink cut to 400 GB/s: its logs are not rebased on dgx-h100 (whose NVSwitch figures they
+    would keep for a level they do not measure) and are not merged with an H100's as one
+    machine (presets.OWN_DEVICE_WORDS)."""
+    h800 = _mutated(tmp_path, H100_1N, "h800.txt",
+                    lambda t: t.replace("NVIDIA H100 80GB HBM3", "NVIDIA H800"))
+    profile, report = calibrate_from_sources(tmp_path / "p.json", [h800], write=False)
+    assert profile.hardware.device_name == default_profile().hardware.device_name
+    assert any("NVIDIA H800, which no hardware preset lists" in line for line in report)
+    with pytest.raises(ScalesimError, match="2 different GPUs"):
+        calibrate_from_sources(tmp_path / "q.json", [h800, H100_2N], write=False)
