@@ -334,18 +334,18 @@ def show_report(report: Report) -> None:
                          "applies": "yes" if x.applicable else "no", "note": x.note}
                         for x in report.remedies])
     with st.expander("All remedies (model, each applied alone)"):
-        st.dataframe(rem, hide_index=True, use_container_width=True)
+        st.dataframe(rem, hide_index=True, width="stretch")
     if report.kind == "runs":
-        st.altair_chart(runs_throughput_chart(report), use_container_width=True)
-        st.altair_chart(runs_breakdown_chart(report), use_container_width=True)
-        st.dataframe(pd.DataFrame(report.table), hide_index=True, use_container_width=True)
+        st.altair_chart(runs_throughput_chart(report), width="stretch")
+        st.altair_chart(runs_breakdown_chart(report), width="stretch")
+        st.dataframe(pd.DataFrame(report.table), hide_index=True, width="stretch")
         fit = report.details["fit"]
         st.caption(f"Fit: rms residual {fit['rmse_rel']:.1%}, noise {fit['noise_rel']:.1%}; "
                    f"fitted: {', '.join(fit['fitted'])}")
     else:
-        st.altair_chart(trace_breakdown_chart(report), use_container_width=True)
-        st.altair_chart(trace_steps_chart(report), use_container_width=True)
-        st.dataframe(pd.DataFrame(report.table), hide_index=True, use_container_width=True)
+        st.altair_chart(trace_breakdown_chart(report), width="stretch")
+        st.altair_chart(trace_steps_chart(report), width="stretch")
+        st.dataframe(pd.DataFrame(report.table), hide_index=True, width="stretch")
     for note in report.notes:
         st.caption(f"note: {_md(note)}")
     st.download_button("Download the report (JSON)", report.to_json(), "diagnosis.json",

@@ -486,6 +486,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     fitted = {"name": f"fitted to {runs.source}", "critical_batch_size": b_noise,
               "slow_rank": slow_rank, "recompute_style": recompute_style}
     profile, scenario, at = fitted_profile(fit, runs, **fitted, model=transformer)
+    if transformer is not None:
+        _check_runs_model(profile, scenario, runs, transformer)
     try:
         first, remedies = model_remedies(profile, scenario, at, cause.key,
                                          nominal_links=not fit.params_known,
@@ -552,6 +554,28 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         notes.append("remedy gains are model predictions at the largest run; device memory is "
                      "unknown, so check that bigger batches fit")
     return Report("runs", runs.source, cause, others, first, remedies, table, details, notes)
+
+
+def _check_runs_model(profile, scenario, runs, transformer) -> None:
+    """One line where the runs' fitted micro-step is faster than ``transformer``'s matmuls alone
+    at its GPU's datasheet peak: that shape on that GPU cannot have run them (a sequence length
+    or model size that is not theirs, another GPU), and every remedy the layout model predicts
+    would hold compute at the peak, slower than measured (the example runs, BERT-large at
+    sequence 128, described as the bert-large preset at 512: 'faster network +13 %' where the
+    runs' own fit says +253 %)."""
+    from scalesim.layout_predict import curve_beyond_peak
+
+    b = float(runs.micro_batch[-1])
+    at_peak_s, measured_s = curve_beyond_peak(profile, scenario, b)
+    if not at_peak_s > measured_s:  # NaN: no datasheet peak to hold the runs to
+        return
+    s = transformer.shape
+    raise ScalesimError(
+        f"the runs compute a micro-step of {b:g} samples in {measured_s * 1e3:.3g} ms, faster "
+        f"than {transformer.name} ({s.layers} layers, hidden {s.hidden}, sequence {s.seq_len}) "
+        f"can on {transformer.gpu}: its matmuls alone take {at_peak_s * 1e3:.3g} ms at the "
+        f"{transformer.peak_tflops:g} TFLOP/s datasheet peak; describe the runs' own model "
+        "(a workload JSON with their sequence length and sizes) and GPU")
 
 
 # --------------------------------------------------------------------------------------------

@@ -316,6 +316,37 @@ def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak
                                            bandwidth_GBps, jitter_cv, p2p))
 
 
+def _pin_terms(profile: Profile, base: LayoutInputs, micro_batch, per_node):
+    """(A, K, R, target, rate) of ``pinned_compute``: the unsplit model's micro-step on one
+    device is ``A / efficiency + K x rate / kernel_rate + R`` (s; A the matmuls at the peak, K
+    the kernels' bytes at ``rate`` GB/s, R the rest), and ``target`` the profile's
+    compute-curve time it is pinned to (s, times the colocation slowdown of ``per_node``)."""
+    wl, curve = profile.workload, profile.compute
+    b = np.asarray(micro_batch, dtype=float)
+    one = base.replace(dp=1, tp=1, pp=1, cp=1, zero=0, micro_batch=b, global_batch=b,
+                       schedule=0, virtual_stages=1, sequence_parallel=False, device_cv=0.0,
+                       jitter_cv=0.0, slow_factor=1.0, recompute_early_stop=False,
+                       recompute_op_sac=False,
+                       optimizer_step_s=np.nan,  # the pin's target has the estimate
+                       attention_efficiency=None,  # the curve's kernel: the vendor one
+                       recompute=RECOMPUTE["full" if wl.activation_recompute else "none"])
+    rate = np.asarray(base.memory_bandwidth_GBps if base.kernel_bandwidth_GBps is None
+                      else base.kernel_bandwidth_GBps, dtype=float)
+    c1 = evaluate_layouts(one.replace(efficiency=1.0, kernel_bandwidth_GBps=rate)).compute_s
+    c2 = evaluate_layouts(one.replace(efficiency=0.5, kernel_bandwidth_GBps=rate)).compute_s
+    c3 = evaluate_layouts(one.replace(efficiency=1.0, kernel_bandwidth_GBps=2 * rate)).compute_s
+    a = c2 - c1
+    kernel_s = 2 * (c1 - c3)
+    fixed = c1 - a - kernel_s
+    overhead_s, per_sample_s, _ = curve.alone()
+    slope = colocation_slope(curve.colocation_slowdown, curve.colocated_devices)
+    target = (micro_step_s(b, overhead_s, per_sample_s) * colocation_factor(per_node, slope)
+              + optimizer_roofline_s(wl.params, wl.param_bytes_per_param,
+                                     wl.grad_bytes_per_param, wl.optimizer_bytes_per_param,
+                                     base.memory_bandwidth_GBps))
+    return a, kernel_s, fixed, target, rate
+
+
 def pinned_compute(profile: Profile, base: LayoutInputs, micro_batch, per_node):
     """(sustained matmul share of the peak, kernel byte rate in GB/s) at which the unsplit
     model on one device computes a micro-step of ``micro_batch`` sequences in the profile's
@@ -333,35 +364,31 @@ def pinned_compute(profile: Profile, base: LayoutInputs, micro_batch, per_node):
     ``attention_efficiency`` None in the pin), as the presets' curves are estimated, so that
     another kernel (``Scenario.attention_kernel``; refused where the curve was measured,
     ``check_attention_kernel``) changes the prediction by its attention core alone (§13)."""
-    wl, curve = profile.workload, profile.compute
-    b = np.asarray(micro_batch, dtype=float)
-    one = base.replace(dp=1, tp=1, pp=1, cp=1, zero=0, micro_batch=b, global_batch=b,
-                       schedule=0, virtual_stages=1, sequence_parallel=False, device_cv=0.0,
-                       jitter_cv=0.0, slow_factor=1.0, recompute_early_stop=False,
-                       recompute_op_sac=False,
-                       optimizer_step_s=np.nan,  # the pin's target has the estimate
-                       attention_efficiency=None,  # the curve's kernel: the vendor one
-                       recompute=RECOMPUTE["full" if wl.activation_recompute else "none"])
-    rate = np.asarray(base.memory_bandwidth_GBps if base.kernel_bandwidth_GBps is None
-                      else base.kernel_bandwidth_GBps, dtype=float)
-    c1 = evaluate_layouts(one.replace(efficiency=1.0, kernel_bandwidth_GBps=rate)).compute_s
-    c2 = evaluate_layouts(one.replace(efficiency=0.5, kernel_bandwidth_GBps=rate)).compute_s
-    c3 = evaluate_layouts(one.replace(efficiency=1.0, kernel_bandwidth_GBps=2 * rate)).compute_s
-    a = c2 - c1
-    kernel_s = 2 * (c1 - c3)
-    fixed = c1 - a
-    overhead_s, per_sample_s, _ = curve.alone()
-    slope = colocation_slope(curve.colocation_slowdown, curve.colocated_devices)
-    target = (micro_step_s(b, overhead_s, per_sample_s) * colocation_factor(per_node, slope)
-              + optimizer_roofline_s(wl.params, wl.param_bytes_per_param,
-                                     wl.grad_bytes_per_param, wl.optimizer_bytes_per_param,
-                                     base.memory_bandwidth_GBps))
+    a, kernel_s, fixed, target, rate = _pin_terms(profile, base, micro_batch, per_node)
+    fixed = fixed + kernel_s  # the efficiency is solved with the kernel rate kept
     room = target - fixed
     eff = np.where(room > a, a / np.where(room > 0, room, 1.0), 1.0)
     left = room - a + kernel_s  # what the kernels' bytes may take at efficiency 1
     faster = (room <= a) & (left > 0) & (kernel_s > 0)
     rate = np.where(faster, rate * kernel_s / np.where(faster, left, 1.0), rate)
     return np.clip(eff, MIN_EFFICIENCY, 1.0), rate
+
+
+def curve_beyond_peak(profile: Profile, scenario: Scenario,
+                      micro_batch: float) -> tuple[float, float]:
+    """(s the workload shape's matmuls take at the device's datasheet peak, NaN where no peak is
+    listed; s of the profile's compute-curve micro-step, forward and backward) for one device
+    running the unsplit model at ``micro_batch`` sequences. A curve faster than the matmuls
+    alone at the peak was not timed on this shape and device: ``pinned_compute`` would hold
+    efficiency 1 there, slower than the curve, and every prediction from it would be slower
+    than what was measured."""
+    wl, hw = profile.workload, layout_hardware(profile)
+    peak, peak_known, bandwidth = _peak_and_bandwidth(profile)
+    base = base_inputs(wl, hw, scenario, peak, bandwidth)
+    a = _pin_terms(profile, base, float(micro_batch), 1)[0]
+    overhead_s, per_sample_s, _ = profile.compute.alone()
+    return (float(a) if peak_known else float("nan"),
+            float(micro_step_s(float(micro_batch), overhead_s, per_sample_s)))
 
 
 def check_rows(profile: Profile, dp, tp, pp, micro, global_batch, schedule, virtual_stages,

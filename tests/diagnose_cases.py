@@ -93,11 +93,13 @@ def stragglers():
     return _rows(profile, scenario, extra)
 
 
-def slow_device():
-    """Device 0 computes 1.4x slower than the others in every run."""
-    profile = _profile("dgx-a100", "resnet50")
+def slow_device(profile=None, micro_batch: int = 64):
+    """Device 0 computes 1.4x slower than the others in every run (ResNet-50 on a DGX A100, or
+    ``profile``'s model at ``micro_batch``)."""
+    profile = profile or _profile("dgx-a100", "resnet50")
     rng = np.random.default_rng(3)
-    scenario = Scenario(devices=[1, 2, 4, 8], micro_batch=64, slow_device=0, slow_factor=1.4)
+    scenario = Scenario(devices=[1, 2, 4, 8], micro_batch=micro_batch, slow_device=0,
+                        slow_factor=1.4)
 
     def extra(i, r):
         return {"rank_step_times_s": _rank_times(r, rng, 0.003 * r.compute_s, 0 if r.devices > 1

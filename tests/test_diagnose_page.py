@@ -177,7 +177,10 @@ def runs_here(tmp_path, monkeypatch):
 def test_a_transformer_and_its_gpu_give_the_clis_report_with_the_split(capsys, runs_here):
     """The runs' transformer and GPU (scalesim diagnose --workload --gpu), the framework's
     recompute style and TP overlap: the page's report is the CLI's for the same runs and flags,
-    the same cause and remedies in the same order, and splitting the model is one of them."""
+    the same cause and remedies in the same order, and splitting the model is one of them.
+    The example runs (BERT-large at sequence 128 on A100s, 61.6 ms a micro-step of 32) are
+    faster than the bert-large preset (sequence 512) can run on an A100 (its matmuls alone take
+    113 ms at the 312 TFLOP/s peak): one error line, as the CLI's; on an H100 they could be."""
     at = _upload(_app(), "dg_runs", "runs.csv", runs_here)
     assert not at.get("toggle") or all(t.key != "dg_tp_overlap" for t in at.get("toggle"))
     at.selectbox(key="dg_workload").set_value("bert-large")
@@ -185,7 +188,13 @@ def test_a_transformer_and_its_gpu_give_the_clis_report_with_the_split(capsys, r
     from scalesim.app.diagnose_page import GPUS
 
     assert at.selectbox(key="dg_gpu").value == GPUS[0] == "A100-SXM4 40GB"  # a2-highgpu-8g's
-    argv = ["runs.csv", "--workload", "bert-large", "--gpu", GPUS[0]]
+    code, _, err = run_cli(capsys, ["diagnose", "runs.csv", "--workload", "bert-large", "--gpu",
+                                    GPUS[0]])
+    assert code == 2 and "faster than bert-large" in err and "113 ms" in err
+    assert len(at.error) == 1 and at.error[0].value in err and "\n" not in at.error[0].value
+    at.selectbox(key="dg_gpu").set_value("H100-SXM5 80GB")
+    run_clean(at)
+    argv = ["runs.csv", "--workload", "bert-large", "--gpu", "H100-SXM5 80GB"]
     cli = json.loads(_cli(capsys, [*argv, "--json"]))
     assert at.subheader[0].value == f"Likely cause: {cli['cause']['label']}"
     titles = list(at.dataframe[0].value["remedy"])
@@ -195,8 +204,10 @@ def test_a_transformer_and_its_gpu_give_the_clis_report_with_the_split(capsys, r
     at.selectbox(key="dg_recompute_style").set_value("early-stop")
     at.toggle(key="dg_tp_overlap").set_value(True)
     run_clean(at)
+    # the split the planner finds for these runs uses neither (pp 2, no recompute): the report
+    # is the CLI's with the same flags
     text = _cli(capsys, [*argv, "--recompute-style", "early-stop", "--tp-overlap"])
-    assert _report_text(at) == text and "TP overlap" in text
+    assert _report_text(at) == text
 
 
 def test_wire_bytes_and_extrapolation_as_the_cli(capsys, runs_here):
