@@ -569,13 +569,12 @@ def _check_runs_model(profile, scenario, runs, transformer) -> None:
     at_peak_s, measured_s = curve_beyond_peak(profile, scenario, b)
     if not at_peak_s > measured_s:  # NaN: no datasheet peak to hold the runs to
         return
-    s = transformer.shape
     raise ScalesimError(
         f"the runs compute a micro-step of {b:g} samples in {measured_s * 1e3:.3g} ms, faster "
-        f"than {transformer.name} ({s.layers} layers, hidden {s.hidden}, sequence {s.seq_len}) "
-        f"can on {transformer.gpu}: its matmuls alone take {at_peak_s * 1e3:.3g} ms at the "
-        f"{transformer.peak_tflops:g} TFLOP/s datasheet peak; describe the runs' own model "
-        "(a workload JSON with their sequence length and sizes) and GPU")
+        f"than {transformer.name} ({transformer.shape.words()}) can on {transformer.gpu}: its "
+        f"matmuls alone take {at_peak_s * 1e3:.3g} ms at the {transformer.peak_tflops:g} "
+        "TFLOP/s datasheet peak; describe the runs' own model (a workload JSON with their "
+        "sequence length and sizes) and GPU")
 
 
 # --------------------------------------------------------------------------------------------

@@ -392,6 +392,14 @@ class TransformerShape(_Strict):
     def ffn_of(self) -> int:
         return 4 * self.hidden if self.ffn_hidden is None else self.ffn_hidden
 
+    def words(self) -> str:
+        """'32 layers, hidden 4096, 32 heads (8 kv), MLP 14336 SwiGLU, sequence 8192, vocabulary
+        128256': the shape as the notes and errors say it."""
+        kv = f" ({self.kv_of()} kv)" if self.kv_of() != self.heads else ""
+        return (f"{self.layers} layers, hidden {self.hidden}, {self.heads} heads{kv}, MLP "
+                f"{self.ffn_of()}{' SwiGLU' if self.gated_mlp else ''}, sequence {self.seq_len}, "
+                f"vocabulary {self.vocab}")
+
     def param_count(self) -> float:
         """Parameters of this shape (``transformer.parameter_count``)."""
         from scalesim.model.transformer import parameter_count

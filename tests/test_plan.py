@@ -120,8 +120,12 @@ def test_cli_reads_a_workload_file_with_a_shape(tmp_path):
     out = _cli("--model", str(path), "--hardware", "dgx-a100", "--devices", "8,16",
                "--global-batch", "64", "--top", "3")
     assert out.returncode == 0, out.stderr
-    assert "best step" in out.stdout and out.stdout.count("\n") == 7
+    assert "best step" in out.stdout and out.stdout.count("\n") == 8
     lines = out.stdout.splitlines()
+    # the planned model named first, by its file and shape (the default is said to be one)
+    assert lines[0] == (f"workload: {path}: 24 layers, hidden 2304, 24 heads, MLP 9216, "
+                        "sequence 2048, vocabulary 51200")
+    lines = lines[1:]
     assert lines[0].startswith("hardware: dgx-a100 (A100-SXM4 80GB, 8 per server")
     assert "(the default" not in lines[0]  # --hardware was given
     assert lines[1].startswith("full recompute: whole forward rerun")  # the framework's
@@ -256,3 +260,14 @@ def test_no_plan_takes_more_micro_steps_than_the_bounds_table_allows(capsys):
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1
     assert "in at most 4,096 micro-steps; add devices or lower the global batch" in err
+
+
+def test_the_plan_names_the_model_it_plans():
+    """Without --workload the plan's table was of llama3-8b at sequence 8192 with no word of
+    it (``cmd_plan.DEFAULT_WORKLOAD``): its first line names the model and its shape, and says
+    it is the default."""
+    out = _cli("--devices", "8", "--global-batch", "64", "--top", "1")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0] == (
+        "workload: llama3-8b: 32 layers, hidden 4096, 32 heads (8 kv), MLP 14336 SwiGLU, "
+        "sequence 8192, vocabulary 128256 (the default; --workload to change)")

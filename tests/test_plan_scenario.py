@@ -270,7 +270,7 @@ def test_cli_plans_with_the_run_conditions(capsys, gpt):
         assert [r["step_time_s"] for r in got] == pytest.approx(
             [r.step_time_s for r in expected], rel=1e-12)
         code, out, err = run_cli(capsys, argv + flags)
-        lines = out.splitlines()
+        lines = out.splitlines()[1:]  # after "workload: gpt-1.7b: ..."
         assert code == 0 and lines[0].startswith("hardware: dgx-a100 (A100"), out
         assert lines[1].startswith("ranked with: "), out
     code, out, err = run_cli(capsys, argv + ["--slow-device", "5", "--slow-factor", "1.5"])

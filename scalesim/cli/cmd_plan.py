@@ -183,7 +183,8 @@ def run(args: argparse.Namespace) -> int:
     if profile is not None:
         check_attention_kernel(profile, kernel, "--attention-kernel", "--hardware")
     own = _profile_model(args, profile)
-    if own is None and args.workload is None:
+    defaulted = own is None and args.workload is None
+    if defaulted:
         args.workload = DEFAULT_WORKLOAD
     shape, params = ((own.transformer, own.params) if own is not None
                      else model_shape(args.workload))
@@ -223,6 +224,9 @@ def run(args: argparse.Namespace) -> int:
 
         print(to_json_text([r.model_dump() for r in rows], what="the plan"))
     else:
+        if own is None:  # a profile's own model is named in its note
+            print(f"workload: {args.workload}: {shape.words()}"
+                  + (" (the default; --workload to change)" if defaulted else ""))
         if note:
             print(note + (f"; --efficiency {args.efficiency:g} used instead"
                           if args.efficiency else ""))
