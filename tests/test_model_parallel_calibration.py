@@ -235,7 +235,8 @@ def test_plan_cli_profile(tmp_path):
     ok = _cli("--model", "gpt-1.7b", "--profile", str(path), "--devices", "8",
               "--global-batch", "64", "--top", "2")
     assert ok.returncode == 0, ok.stderr
-    assert ok.stdout.startswith("calibrated: matmul efficiency 0.506")
+    # line 0: "workload: gpt-1.7b: ...", the planned model
+    assert ok.stdout.splitlines()[1].startswith("calibrated: matmul efficiency 0.506")
     both = _cli("--model", "gpt-1.7b", "--profile", str(path), "--hardware", "dgx-a100",
                 "--devices", "8", "--global-batch", "64")
     assert both.returncode == 2 and "not both" in both.stderr

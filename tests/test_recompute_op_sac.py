@@ -256,7 +256,7 @@ def test_cli_names_the_style_and_refuses_it_in_one_line_where_it_cannot_apply():
     assert out.returncode == 0 and "recompute selective (per-op)" in out.stdout
     out = _cli("plan", *args, "--global-batch", "16", "--recompute-style", "op-sac", "--top", "1")
     assert out.returncode == 0
-    assert out.stdout.splitlines()[1].startswith("selective recompute: per-op selective")
+    assert out.stdout.splitlines()[2].startswith("selective recompute: per-op selective")
     out = _cli("predict", *args, "--recompute-style", "per-op")
     assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1
     assert "op-sac" in out.stderr

@@ -178,8 +178,8 @@ def test_cli_predict_and_plan_change_by_the_hand_computed_amount():
                            "early-stop").stdout)
     assert all(r["recompute_style"] == "early-stop" for r in rows)
     out = _cli("plan", *plan_args, "--recompute-style", "early-stop").stdout
-    assert out.splitlines()[1].startswith(
-        "full recompute: early stop (PyTorch >= 2.1 non-reentrant checkpoint")  # after hardware
+    assert out.splitlines()[2].startswith(  # after the workload and hardware lines
+        "full recompute: early stop (PyTorch >= 2.1 non-reentrant checkpoint")
 
 
 # ------------------------------------------------------------------ share links and the app
