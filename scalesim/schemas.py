@@ -30,12 +30,14 @@ from scalesim.billing import larger_than_server
 from scalesim.bounds import bound, bounded, items_bounded, knob_field
 from scalesim.errors import name_problem, printable
 from scalesim.layout import (
+    SHARD_GROUP_HELP,
     Recompute,
     RecomputeStyle,
     Schedule,
     early_stop_of,
     op_sac_of,
     recompute_style_field,
+    shard_group_refusal,
     tp_overlap_field,
 )
 from scalesim.model.overlap import GPU_COMM_CONTENTION
@@ -721,6 +723,7 @@ class ScenarioLayout(_Strict):
     sequence_parallel: bool = Field(default=False, description="Megatron sequence parallelism "
                                     "in the tensor-parallel group (needs tp > 1)")
     tp_overlap: bool = tp_overlap_field()
+    shard_group: int | None = bounded("shard_group", None, SHARD_GROUP_HELP)
 
     def schedule_of(self) -> str:
         """The schedule the layout runs: the given one, or its default for pp."""
@@ -831,6 +834,9 @@ class Scenario(_Strict):
                              "(strong scaling), not both")
         if grad_sync_refused(self.zero_framework, self.grad_sync):
             raise ValueError(GRAD_SYNC_DEEPSPEED_ERROR)
+        if self.layout is not None and (why := shard_group_refusal(
+                self.layout.shard_group, self.strategy, self.zero_framework)):
+            raise ValueError(why)
         if (self.zero_framework == "deepspeed" and self.strategy in ("zero2", "zero3")
                 and self.layout is not None and self.layout.pp > 1):
             raise ValueError(f"strategy {self.strategy} with pp {self.layout.pp}: DeepSpeed "

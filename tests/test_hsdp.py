@@ -3,9 +3,11 @@ the (dp x cp) / s groups; docs/model.md §16): the exchange and memory by hand, 
 unchanged, the slow-network property, and the edges (predict, plan)."""
 
 import itertools
+import json
 
 import numpy as np
 import pytest
+from cli_harness import run_cli
 from test_collective_waits import GPT, HW
 
 from scalesim.model import collectives as coll
@@ -101,3 +103,120 @@ def test_hsdp_wins_on_a_slow_inter_server_network():
     f_full, f_hsdp = (evaluate_layouts(_inputs(**fast, shard_group=s)) for s in (0, 8))
     assert (float(f_full.step_time_s) / float(f_hsdp.step_time_s)
             < float(full.step_time_s) / float(hsdp.step_time_s))
+
+
+# ------------------------------------------------------------------ the planner and predict
+
+SLOW_NIC = 12.5  # GB/s: one 100 Gb/s NIC per server
+
+
+def _slow_a100(memory_gib=80):
+    from scalesim.presets import HARDWARE
+
+    hw = HARDWARE["dgx-a100"]
+    return hw.model_copy(update={"inter_node": hw.inter_node.model_copy(
+        update={"busbw_GBps": SLOW_NIC}), "device_memory_bytes": memory_gib * 2**30})
+
+
+def _twin(rows, row):
+    """The full-sharding row of the same layout as hybrid ``row``."""
+    return next(r for r in rows if not r.hybrid and r.zero == row.zero and (
+        r.dp, r.tp, r.pp, r.cp, r.micro_batch, r.schedule, r.recompute, r.sequence_parallel) == (
+        row.dp, row.tp, row.pp, row.cp, row.micro_batch, row.schedule, row.recompute,
+        row.sequence_parallel))
+
+
+def test_the_planner_ranks_hsdp_first_on_a_slow_network():
+    """GPT 1.7B on two DGX A100 servers with one 100 Gb/s NIC each: the planner offers every ZeRO
+    layout also sharded inside a server (shard group 8, replicated twice), ranks such a layout
+    first, and every hybrid row beats its full-sharding twin (same layout, shard group 16)."""
+    from scalesim.plan import plan
+    from scalesim.presets import get_transformer
+
+    rows = plan(get_transformer("gpt-1.7b"), _slow_a100(), [16], 64, top=None)
+    assert rows[0].hybrid and rows[0].shard_group == 8 and rows[0].dp == 16
+    hybrid = [r for r in rows if r.hybrid]
+    assert hybrid and all(r.shard_group == 8 // r.tp for r in hybrid)
+    for row in hybrid:
+        twin = _twin(rows, row)
+        assert twin.shard_group == row.dp * row.cp
+        assert row.step_time_s < twin.step_time_s and row.rank < twin.rank
+
+
+def test_plan_rows_with_shard_groups_repredict_equal():
+    """Every hybrid row of ``plan_at`` (and its full-sharding twin) is what ``predict`` says of
+    ``scenario_of_row``: the shard group travels with the row (``ScenarioLayout.shard_group``)."""
+    from scalesim.layout_predict import plan_at, scenario_of_row
+    from scalesim.predict import predict
+    from scalesim.profiles import resolve_profile
+    from scalesim.schemas import Scenario
+
+    profile = resolve_profile(None, "dgx-a100", "gpt-1.7b")
+    scenario = Scenario(devices=[16], global_batch=64, inter_busbw_GBps=SLOW_NIC)
+    rows = plan_at(profile, scenario, 16, 64, top=None, include_unfit=True)
+    hybrid = [r for r in rows if r.hybrid][::7]  # every seventh: a spread of stages and splits
+    assert len(hybrid) > 10
+    for row in hybrid + [_twin(rows, r) for r in hybrid[:5]]:
+        again = scenario_of_row(scenario, row)
+        assert again.layout.shard_group == (row.shard_group if row.hybrid else None)
+        p = predict(profile, again)[0]
+        assert p.step_time_s == pytest.approx(row.step_time_s, rel=1e-9)
+        assert p.memory_bytes == pytest.approx(row.memory_bytes, rel=1e-9)
+
+
+def test_plan_shows_the_shard_group(capsys):
+    """plan's --json rows carry ``shard_group``; its table a 'shard' column ('-' for DDP)."""
+    code, out, _ = run_cli(capsys, ["plan", "--workload", "gpt-1.7b", "--hardware", "dgx-a100",
+                                    "--devices", "16", "--global-batch", "64", "--inter-busbw",
+                                    str(SLOW_NIC), "--top", "3", "--json"])
+    assert code == 0
+    rows = json.loads(out)
+    assert rows[0]["shard_group"] == 8 and rows[0]["dp"] == 16 and rows[0]["zero"] > 0
+    code, out, _ = run_cli(capsys, ["plan", "--workload", "gpt-1.7b", "--hardware", "dgx-a100",
+                                    "--devices", "16", "--global-batch", "64", "--inter-busbw",
+                                    str(SLOW_NIC), "--top", "3"])
+    header = next(line for line in out.splitlines() if line.lstrip().startswith("#"))
+    assert header.split()[7] == "shard"
+    first = next(line for line in out.splitlines() if line.split()[:1] == ["1"])
+    assert first.split()[7] == "8"
+
+
+# ------------------------------------------------------------------ predict's edges
+
+@pytest.mark.parametrize("args, words", [
+    (["--strategy", "zero3", "--shard-group", "3"],
+     "shard group 3 does not divide dp x cp 16"),
+    (["--shard-group", "8"], "shard group 8 needs a ZeRO strategy"),
+    (["--strategy", "zero2", "--shard-group", "1"], "shard group 1 with zero2 is plain "
+     "replication"),
+    (["--strategy", "zero2", "--shard-group", "8", "--zero-framework", "deepspeed"],
+     "hybrid sharding is modelled for FSDP and Megatron-Core"),
+])
+def test_predict_refuses_a_bad_shard_group_in_one_line(capsys, args, words):
+    code, _, err = run_cli(capsys, ["predict", "--workload", "gpt-1.7b", "--hardware",
+                                    "dgx-a100", "--devices", "16", "--global-batch", "64", *args])
+    assert code != 0 and words in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_parameter_count_refuses_the_shard_group(capsys):
+    """The data-parallel path (a parameter-count workload) has no layout to shard in: refused."""
+    code, _, err = run_cli(capsys, ["predict", "--hardware", "dgx-a100", "--devices", "16",
+                                    "--strategy", "zero3", "--shard-group", "8"])
+    assert code != 0 and "shard group 8" in err and "cannot be split" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_predict_with_a_shard_group_is_the_layout_model():
+    """``predict --shard-group 8`` at 16 GPUs is ``evaluate_layouts`` with shard_group 8: the
+    exposed exchange falls on the slow network, memory rises to ZeRO over 8."""
+    from scalesim.predict import predict
+    from scalesim.profiles import resolve_profile
+    from scalesim.schemas import Scenario, ScenarioLayout
+
+    profile = resolve_profile(None, "dgx-a100", "gpt-1.7b")
+    base = Scenario(devices=[16], global_batch=64, inter_busbw_GBps=SLOW_NIC, strategy="zero3")
+    full = predict(profile, base)[0]
+    hsdp = predict(profile, base.model_copy(update={"layout": ScenarioLayout(shard_group=8)}))[0]
+    assert hsdp.exposed_comm_s < full.exposed_comm_s and hsdp.step_time_s < full.step_time_s
+    assert hsdp.memory_bytes > full.memory_bytes
