@@ -281,8 +281,8 @@ LAYOUT_KNOBS: tuple[Knob, ...] = (
     Knob("pp", "--pp", "pp", "pp_degree"),
     Knob("virtual_stages", "--virtual-stages", "vs", "virtual_stages"),
     Knob("recompute_style", "--recompute-style", "rs", None, choices=RECOMPUTE_STYLES),
-    # hybrid sharding's shard group (docs/model.md §16); not in share links
-    Knob("shard_group", "--shard-group", None, "shard_group"),
+    # hybrid sharding's shard group (docs/model.md §16); link key from version 9
+    Knob("shard_group", "--shard-group", "sg", "shard_group"),
 )
 KNOB_BY_FIELD = {k.field: k for k in KNOBS}
 KNOB_BY_URL_KEY = {k.url_key: k for k in KNOBS + LAYOUT_KNOBS if k.url_key}

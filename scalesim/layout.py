@@ -77,8 +77,8 @@ SHARD_GROUP_HELP = (
     "data_parallel_shard_degree x cp, Megatron-Core --num-distributed-optimizer-instances), "
     "replicated across dp x cp / shard_group groups: a reduce-scatter inside the group, then an "
     "all-reduce of the shard across the replicas (docs/model.md §16). A divisor of dp x cp, 2 "
-    "or more, with a ZeRO strategy (zero1..zero3) of the fsdp framework; default: all of dp x "
-    "cp (full sharding)")
+    "or more, with a ZeRO strategy (zero1..zero3) of the fsdp framework; at dp x cp or above "
+    "(default): all of dp x cp, full sharding")
 
 
 def shard_group_refusal(shard_group: int | None, strategy: str, framework: str = "fsdp") -> str:
@@ -110,9 +110,11 @@ def server_shard_group(dp, cp, tp, devices_per_node):
 
 
 def shard_group_problem(shard_group: int | None, dp: int, cp: int = 1) -> str:
-    """'shard group 3 does not divide dp x cp 8 ...' where ``shard_group`` does not divide the
-    data-parallel group; '' where it does (None: full sharding)."""
-    if shard_group is None or (dp * cp) % shard_group == 0:
+    """'shard group 3 does not divide dp x cp 8 ...' where ``shard_group`` is less than the
+    data-parallel group and does not divide it; '' where it does (None: full sharding). One
+    at least as large as dp x cp shards over all of it (one group, full sharding), so a
+    device sweep may start inside the shard group."""
+    if shard_group is None or shard_group >= dp * cp or (dp * cp) % shard_group == 0:
         return ""
     return (f"shard group {shard_group} does not divide dp x cp {dp * cp}; give a divisor of it "
             f"(e.g. {dp * cp}: full sharding)")

@@ -37,7 +37,6 @@ from scalesim.layout import (
     early_stop_of,
     op_sac_of,
     recompute_style_field,
-    shard_group_refusal,
     tp_overlap_field,
 )
 from scalesim.model.overlap import GPU_COMM_CONTENTION
@@ -834,9 +833,6 @@ class Scenario(_Strict):
                              "(strong scaling), not both")
         if grad_sync_refused(self.zero_framework, self.grad_sync):
             raise ValueError(GRAD_SYNC_DEEPSPEED_ERROR)
-        if self.layout is not None and (why := shard_group_refusal(
-                self.layout.shard_group, self.strategy, self.zero_framework)):
-            raise ValueError(why)
         if (self.zero_framework == "deepspeed" and self.strategy in ("zero2", "zero3")
                 and self.layout is not None and self.layout.pp > 1):
             raise ValueError(f"strategy {self.strategy} with pp {self.layout.pp}: DeepSpeed "

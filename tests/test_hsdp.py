@@ -220,3 +220,78 @@ def test_predict_with_a_shard_group_is_the_layout_model():
     hsdp = predict(profile, base.model_copy(update={"layout": ScenarioLayout(shard_group=8)}))[0]
     assert hsdp.exposed_comm_s < full.exposed_comm_s and hsdp.step_time_s < full.step_time_s
     assert hsdp.memory_bytes > full.memory_bytes
+    # a row whose dp is within the shard group shards over all of it: full sharding, exactly
+    few = base.model_copy(update={"devices": [4, 16], "global_batch": 16})
+    rows = predict(profile, few.model_copy(update={"layout": ScenarioLayout(shard_group=8)}))
+    assert rows[0] == predict(profile, few)[0] and rows[1] != predict(profile, few)[1]
+
+
+# ------------------------------------------------------------------ the app and its link (v9)
+
+LLAMA_16 = {"v": "3", "hw": "dgx-h100", "wl": "llama3-8b", "dmax": "16", "strat": "zero3",
+            "mb": "1"}
+
+
+def test_a_link_with_a_shard_group_round_trips_as_v9_and_predicts_it():
+    from scalesim.app.plan import build_scenario, make_plan
+    from scalesim.app.state import decode_query, encode_query, link_version
+
+    from scalesim.predict import predict
+
+    state, profile, messages = decode_query(LLAMA_16)
+    assert messages == [] and state.sg is None
+    assert encode_query(state, profile)["v"] == "3"  # no shard group: still a v3 link
+    changed = state.model_copy(update={"sg": 8})
+    params = encode_query(changed, profile)
+    assert (params["v"], params["sg"], link_version(changed)) == ("9", "8", 9)
+    state2, profile2, messages = decode_query(params)
+    assert messages == [] and state2 == changed and profile2 == profile
+    scenario, _ = build_scenario(state2, profile2)
+    assert scenario.layout.shard_group == 8
+    rows = make_plan(profile2, state2).rows
+    assert rows == predict(profile2, scenario)
+    full = predict(profile, build_scenario(state, profile)[0])
+    at16 = [r for r in rows if r.devices == 16][0], [r for r in full if r.devices == 16][0]
+    assert at16[0].memory_bytes > at16[1].memory_bytes  # states over 8, not 16
+
+
+def test_old_links_open_fully_sharded():
+    from scalesim.app.state import decode_query
+
+    for version in ("3", "4", "5", "6", "7", "8"):
+        state, _, messages = decode_query({**LLAMA_16, "v": version, "sg": "8"})
+        assert state.sg is None and state.strat == "zero3"
+        assert messages[-1] == (f"ignored sg: a v{version} link has no shard group (ZeRO shards "
+                                "over all of dp)"), messages
+    for version in ("1", "2"):
+        state, _, messages = decode_query({"v": version, "sg": "8"})
+        assert state.sg is None
+        assert messages == [f"ignored sg: a v{version} link has no model split (data parallel)"]
+    state, _, messages = decode_query({**LLAMA_16, "v": "9", "sg": "0"})
+    assert state.sg is None and len(messages) == 1 and "'sg=0' is not valid" in messages[0]
+
+
+def test_the_app_shows_a_bad_shard_group_in_its_error_box_and_keeps_working():
+    from app_harness import link_param, open_app, run_clean
+
+    at = open_app({**LLAMA_16, "v": "9", "sg": "3"})
+    assert any("shard group 3 does not divide dp x cp" in e.value for e in at.error)
+    at.sidebar.number_input(key="k_sg").set_value(8)
+    run_clean(at)
+    assert not any("shard group" in e.value for e in at.error)
+    assert at.metric and link_param(at, "sg") == "8"
+    assert link_param(at, "v") == "9"
+
+
+def test_the_app_ignores_a_shard_group_under_ddp_with_a_note():
+    """Under ddp the control is disabled and a linked shard group is ignored with a note (as
+    the tensor-parallel toggles at tp 1); the page predicts DDP."""
+    from app_harness import open_app
+    from scalesim.app.plan import layout_of_state
+
+    at = open_app({**LLAMA_16, "v": "9", "strat": "ddp", "sg": "8"})
+    assert not any("shard group" in e.value for e in at.error) and at.metric
+    assert at.sidebar.number_input(key="k_sg").disabled
+    assert "Shard group (HSDP) ignored: it applies with a ZeRO strategy (zero1 to zero3)" in [
+        i.value for i in at.info]
+    assert layout_of_state(at.session_state["app_state"]) is None
