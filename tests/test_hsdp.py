@@ -295,3 +295,20 @@ def test_the_app_ignores_a_shard_group_under_ddp_with_a_note():
     assert "Shard group (HSDP) ignored: it applies with a ZeRO strategy (zero1 to zero3)" in [
         i.value for i in at.info]
     assert layout_of_state(at.session_state["app_state"]) is None
+
+
+def test_goal_seeking_leaves_the_shard_group_out_with_a_note():
+    """Goal seeking tries DDP and every ZeRO stage at every device count: a shard group cannot
+    apply to all of them, so it is left out (said in a note) and the search is the one without
+    it."""
+    from scalesim.goal import seek
+    from scalesim.profiles import resolve_profile
+    from scalesim.schemas import Scenario, ScenarioLayout
+
+    profile = resolve_profile(None, "dgx-a100", "gpt-1.7b")
+    base = Scenario(train_samples=1e8, critical_batch_size=4096.0, price_per_device_hour=2.0,
+                    micro_batch=4)
+    with_sg = base.model_copy(update={"layout": ScenarioLayout(shard_group=8)})
+    plain, hybrid = (seek(profile, s, 30 * 86400.0, 1e6, max_devices=32) for s in (base, with_sg))
+    assert hybrid.notes[0].startswith("shard group 8 left out: goal seeking tries DDP")
+    assert hybrid.front == plain.front and hybrid.best == plain.best
