@@ -635,9 +635,9 @@ def row_title(row) -> str:
     schedule = (f" ({row.schedule}" + (f", {row.virtual_stages} virtual stages" if
                                        row.virtual_stages > 1 else "") + ")") if row.pp > 1 else ""
     zero = ("ddp", "zero1", "zero2", "zero3")[row.zero]
+    zero += f" (HSDP: shard group {row.shard_group})" if row.hybrid else ""
     return (f"dp {row.dp} x tp {row.tp} x pp {row.pp}{schedule}, {zero}, micro-batch "
             f"{row.micro_batch} x {row.accumulation} accumulation, "
             f"{recompute_words(row.recompute, row.recompute_style)}"
             + (", sequence parallel" if row.sequence_parallel else "")
-            + (", TP overlap" if row.tp_overlap and row.tp > 1 else "")
-            + (f", HSDP shard group {row.shard_group}" if row.hybrid else ""))
+            + (", TP overlap" if row.tp_overlap and row.tp > 1 else ""))
