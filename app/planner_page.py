@@ -734,6 +734,7 @@ def _tab_layouts(plan: Plan) -> None:
            f"{rows[-1].step_time_s * 1e3:,.0f} ms")
     st.dataframe(pd.DataFrame([{
         "rank": r.rank, "dp": r.dp, "tp": r.tp, "pp": r.pp, "ZeRO": r.zero,
+        "shard group": r.shard_group if r.zero else None,  # HSDP where below dp (§16)
         "micro-batch": r.micro_batch, "accumulation": r.accumulation, "schedule": r.schedule,
         "virtual stages": r.virtual_stages, "recompute": r.recompute,
         "seq. parallel": r.sequence_parallel, "step ms": r.step_time_s * 1e3,

@@ -135,6 +135,9 @@ def test_the_planner_ranks_hsdp_first_on_a_slow_network():
 
     rows = plan(get_transformer("gpt-1.7b"), _slow_a100(), [16], 64, top=None)
     assert rows[0].hybrid and rows[0].shard_group == 8 and rows[0].dp == 16
+    from scalesim.app.charts import layout_label
+
+    assert layout_label(rows[0]) == f"#1 dp16 tp1 pp1 z{rows[0].zero}/8 mb{rows[0].micro_batch}"
     hybrid = [r for r in rows if r.hybrid]
     assert hybrid and all(r.shard_group == 8 // r.tp for r in hybrid)
     for row in hybrid:
