@@ -210,10 +210,12 @@ def breakdown_chart(plan: Plan, width="container", height: int = 300) -> alt.Cha
 
 
 def layout_label(row) -> str:
-    """A planner row in a few characters: '#1 dp8 tp2 pp2 z1 mb1'."""
+    """A planner row in a few characters: '#1 dp8 tp2 pp2 z1 mb1' ('z1/4': ZeRO-1 sharded over
+    a shard group of 4, hybrid sharding)."""
     return (f"#{row.rank} dp{row.dp} tp{row.tp} pp{row.pp}"
             + (f"x{row.virtual_stages}" if row.virtual_stages > 1 else "")
-            + f" z{row.zero} mb{row.micro_batch}"
+            + f" z{row.zero}" + (f"/{row.shard_group}" if row.hybrid else "")
+            + f" mb{row.micro_batch}"
             + ("" if row.recompute == "none" else f" rc-{row.recompute[:3]}")
             + (" sp" if row.sequence_parallel else ""))
 

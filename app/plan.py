@@ -167,19 +167,37 @@ def tp_only_notes(state: AppState) -> list[str]:
             for f in TP_ONLY if getattr(state, f)]
 
 
+def shard_group_of(state: AppState) -> int | None:
+    """The shard group the scenario runs: the control's, where it applies (a ZeRO strategy and
+    2 or more ranks); else None, with ``shard_group_notes`` saying why."""
+    return state.sg if state.sg is not None and state.sg > 1 and state.strat != "ddp" else None
+
+
+def shard_group_notes(state: AppState) -> list[str]:
+    """'Shard group (HSDP) ignored: ...' where the control is set but does not apply (the page
+    disables it under ddp; a link may carry it)."""
+    if state.sg is None or shard_group_of(state) is not None:
+        return []
+    why = ("it applies with a ZeRO strategy (zero1 to zero3)" if state.strat == "ddp" else
+           "a shard group of 1 is plain replication (DDP)")
+    return [f"{FIELD_LABELS['sg']} ignored: {why}"]
+
+
 def layout_of_state(state: AppState) -> ScenarioLayout | None:
     """The model split the layout controls describe (None: not split, all at their defaults);
     the ``TP_ONLY`` toggles off at tp 1 (``tp_only_notes``)."""
     sp, tpo = (state.sp, state.tpo) if state.tp > 1 else (False, False)
-    if (state.tp, state.pp, state.sched, state.vs, state.rec, sp, state.rs, tpo) == (
-            1, 1, "auto", 1, "auto", False, DEFAULT_RECOMPUTE_STYLE, False):
+    sg = shard_group_of(state)
+    if (state.tp, state.pp, state.sched, state.vs, state.rec, sp, state.rs, tpo, sg) == (
+            1, 1, "auto", 1, "auto", False, DEFAULT_RECOMPUTE_STYLE, False, None):
         return None
     try:
         return ScenarioLayout(tp=state.tp, pp=state.pp,
                               schedule=None if state.sched == "auto" else state.sched,
                               virtual_stages=state.vs,
                               recompute=None if state.rec == "auto" else state.rec,
-                              recompute_style=state.rs, sequence_parallel=sp, tp_overlap=tpo)
+                              recompute_style=state.rs, sequence_parallel=sp, tp_overlap=tpo,
+                              shard_group=sg)
     except ValueError as exc:
         raise ScalesimError(f"layout: {exc}") from None
 
@@ -208,7 +226,7 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
             fields["attention_kernel"] = state.ak
             if splittable_shape(profile) is None:
                 notes.append(attention_kernel_note(profile, Scenario(attention_kernel=state.ak)))
-    notes += tp_only_notes(state)
+    notes += tp_only_notes(state) + shard_group_notes(state)
     split = layout_of_state(state)
     model = 1
     if split is not None and splittable_shape(profile) is None:

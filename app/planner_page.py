@@ -26,7 +26,7 @@ from scalesim.decision import card_rows
 from scalesim.errors import ScalesimError
 from scalesim.goal import seek
 from scalesim.jsonio import decode_text, parse_json_text, read_json
-from scalesim.layout import RECOMPUTE_STYLE_HELP, RECOMPUTE_STYLE_LABELS, TP_OVERLAP_HELP
+from scalesim.layout import RECOMPUTE_STYLE_HELP, RECOMPUTE_STYLE_LABELS, SHARD_GROUP_HELP, TP_OVERLAP_HELP
 from scalesim.layout_predict import row_title as layout_title
 from scalesim.layout_predict import splittable_shape
 from scalesim.model.sharding import GRAD_SYNC_HELP, GRAD_SYNC_LABELS
@@ -366,6 +366,9 @@ def _layout_section(c: _Controls) -> None:
     c(box.toggle, "sp", "Sequence parallelism (with tp > 1)", disabled=tp == 1)
     c(box.toggle, "tpo", "Tensor-parallel overlap (with tp > 1)", help=TP_OVERLAP_HELP,
       disabled=tp == 1)
+    c(box.number_input, "sg", "Shard group: HSDP (ZeRO states sharded over this many ranks, "
+      "replicated across the rest of dp; empty: all of dp)", step=1,
+      help=SHARD_GROUP_HELP, disabled=c.values.get("strat", c.state.strat) == "ddp")
 
 
 def _data_section(c: _Controls) -> None:
@@ -731,6 +734,7 @@ def _tab_layouts(plan: Plan) -> None:
            f"{rows[-1].step_time_s * 1e3:,.0f} ms")
     st.dataframe(pd.DataFrame([{
         "rank": r.rank, "dp": r.dp, "tp": r.tp, "pp": r.pp, "ZeRO": r.zero,
+        "shard group": r.shard_group if r.zero else None,  # HSDP where below dp (§16)
         "micro-batch": r.micro_batch, "accumulation": r.accumulation, "schedule": r.schedule,
         "virtual stages": r.virtual_stages, "recompute": r.recompute,
         "seq. parallel": r.sequence_parallel, "step ms": r.step_time_s * 1e3,

@@ -29,7 +29,8 @@ from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, RecomputeStyle
 from scalesim.profiles import parse_profile, profile_from_presets
 from scalesim.schemas import GradSync, Profile
 
-LINK_VERSION = 8  # v8: + the recompute style op-sac (rs: V8_VALUES); v7: + the
+LINK_VERSION = 9  # v9: + the hybrid sharding shard group (sg); v8: + the recompute style
+# op-sac (rs: V8_VALUES); v7: + the
 # tensor-parallel overlap (tpo) and scenarios B "use a Hopper attention kernel" and "overlap
 # tensor-parallel communication" (b: V7_REMEDIES); v6: + the attention kernel (ak);
 # v5: + the gradient sync under accumulation (gs, FSDP no_sync); v4: + the recompute style
@@ -38,15 +39,16 @@ LINK_VERSION = 8  # v8: + the recompute style op-sac (rs: V8_VALUES); v7: + the
 # collectives exposed, v1 to v5 with the vendor attention kernel, v1 to v4 with gradients
 # reduced every micro-step, v3 with the whole-forward style, v2 (only what differs from the
 # defaults, presets by name) and v1 data parallel
-READ_VERSIONS = ("1", "2", "3", "4", "5", "6", "7", "8")
-# v3 and later (rs: v4, tpo: v7)
-LAYOUT_FIELDS = ("tp", "pp", "sched", "vs", "rec", "sp", "rs", "tpo")
+READ_VERSIONS = ("1", "2", "3", "4", "5", "6", "7", "8", "9")
+# v3 and later (rs: v4, tpo: v7, sg: v9)
+LAYOUT_FIELDS = ("tp", "pp", "sched", "vs", "rec", "sp", "rs", "tpo", "sg")
 V4_FIELDS = ("rs",)  # what v4 added
 V5_FIELDS = ("gs",)  # what v5 added
 V6_FIELDS = ("ak",)  # what v6 added
 V7_FIELDS = ("tpo",)  # what v7 added
 V7_REMEDIES = ("attention_kernel", "tp_overlap")  # the scenario B choices v7 added
 V8_VALUES = {"rs": ("op-sac",)}  # the values v8 added to fields of earlier versions
+V9_FIELDS = ("sg",)  # what v9 added
 SHARED_DATE_KEY = "at"  # the date a share link was made (YYYY-MM-DD), for the receiver's banner
 MAX_QUERY_CHARS = 16_000  # the whole query string (browsers keep ~32k; stay well below)
 MAX_VALUE_CHARS = 400  # one control's value
@@ -123,6 +125,7 @@ class AppState(BaseModel):
     rs: RecomputeStyle = DEFAULT_RECOMPUTE_STYLE  # how full / selective recompute reruns it
     sp: bool = False
     tpo: bool = False  # the framework overlaps the tensor-parallel collectives (v7)
+    sg: int | None = url_field("sg", None, "shard group (hybrid sharding); None: all of dp")  # v9
 
     @field_validator("hw")
     @classmethod
@@ -157,6 +160,7 @@ FIELD_LABELS = {  # a control's name in a sentence
     "pp": "Pipeline stages", "vs": "Virtual stages", "rs": "Recompute style",
     "sp": "Sequence parallelism",
     "gs": "Gradient sync", "ak": "Attention kernel", "tpo": "Tensor-parallel overlap",
+    "sg": "Shard group (HSDP)",
 }
 
 
@@ -444,7 +448,8 @@ V2_DEFAULTS: dict[str, Any] = {
 
 
 def link_version(state: AppState) -> int:
-    """8 when the state uses a value v8 added (the op-sac recompute style); 7 when the state
+    """9 when the state uses what v9 added (a hybrid sharding shard group); 8 when the state
+    uses a value v8 added (the op-sac recompute style); 7 when the state
     uses what v7 added (the tensor-parallel overlap on, or scenario B 'use a
     Hopper attention kernel' or 'overlap tensor-parallel communication'); 6 when it uses what v6
     added (an attention kernel other than the vendor one); 5 when it uses what v5 added
@@ -452,6 +457,8 @@ def link_version(state: AppState) -> int:
     style); 3 when it uses what v3 added (a model split, a transformer workload preset, the
     Layouts tab, scenario B 'split the model'); else 2, so a link opens in every scalesim that
     can show it the same."""
+    if any(getattr(state, n) != AppState.model_fields[n].default for n in V9_FIELDS):
+        return 9
     if any(getattr(state, n) in values for n, values in V8_VALUES.items()):
         return 8
     if (any(getattr(state, n) != AppState.model_fields[n].default for n in V7_FIELDS)
@@ -602,6 +609,12 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no per-op "
                             "(op-sac) recompute style")
+    if int(version) in range(3, 9):  # before the shard group: ZeRO sharded over all of dp
+        old = [name for name in V9_FIELDS if name in flat and flat.pop(name) not in (
+            "", _to_text(AppState.model_fields[name].default))]
+        if old:
+            messages.append(f"ignored {', '.join(old)}: a v{version} link has no shard group "
+                            "(ZeRO shards over all of dp)")
     fingerprint = flat.pop("ph", None)
     blob = flat.pop("prof", None)
     unknown = sorted(k for k in flat if k not in AppState.model_fields)

@@ -153,6 +153,8 @@ QUANTITIES: dict[str, Bound] = {
                        "inside one server (no more than a server's devices)", integer=True),
     "pp_degree": Bound(1, 100_000, "stages", "pipeline stages: at most one per layer",
                        integer=True),
+    "shard_group": Bound(1, DEVICES_MAX, "devices", "ranks that shard the ZeRO states (hybrid "
+                         "sharding): a divisor of dp x cp", integer=True),
     "virtual_stages": Bound(1, 100_000, "chunks", "model chunks per pipeline rank (interleaved "
                             "1F1B): at most one per layer", integer=True),
     # sizes
@@ -279,6 +281,8 @@ LAYOUT_KNOBS: tuple[Knob, ...] = (
     Knob("pp", "--pp", "pp", "pp_degree"),
     Knob("virtual_stages", "--virtual-stages", "vs", "virtual_stages"),
     Knob("recompute_style", "--recompute-style", "rs", None, choices=RECOMPUTE_STYLES),
+    # hybrid sharding's shard group (docs/model.md §16); link key from version 9
+    Knob("shard_group", "--shard-group", "sg", "shard_group"),
 )
 KNOB_BY_FIELD = {k.field: k for k in KNOBS}
 KNOB_BY_URL_KEY = {k.url_key: k for k in KNOBS + LAYOUT_KNOBS if k.url_key}

@@ -161,6 +161,12 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     k0 = base.accumulation
     reference = b0 * g * k0
     notes: list[str] = []
+    if base.layout is not None and base.layout.shard_group is not None:  # §16, hybrid sharding
+        notes.append(f"shard group {base.layout.shard_group} left out: goal seeking tries DDP "
+                     "and every ZeRO stage at every device count, fully sharded (scalesim plan "
+                     "ranks hybrid sharding)")
+        base = base.model_copy(update={"layout": base.layout.model_copy(
+            update={"shard_group": None})})
 
     inter = base.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
     networks = {float(inter): ("as is", 0.0)}

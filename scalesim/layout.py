@@ -67,6 +67,59 @@ TP_OVERLAP_NEEDS_TP = ("tp_overlap needs tp > 1 (it overlaps the tensor-parallel
                        "collectives with the matmuls)")
 
 
+# Hybrid sharding (docs/model.md §16): the ZeRO states sharded over a shard group of s ranks (the
+# s innermost of dp x cp), replicated across the dp x cp / s groups (FSDP HYBRID_SHARD,
+# torchtitan data_parallel_shard_degree x data_parallel_replicate_degree). One description for
+# the layout's field, the scenario's and the --shard-group flag.
+SHARD_GROUP_HELP = (
+    "hybrid sharding (HSDP): the ranks that shard the ZeRO states (the innermost of the dp x cp "
+    "group; PyTorch FSDP HYBRID_SHARD / _HYBRID_SHARD_ZERO2, FSDP2 and torchtitan "
+    "data_parallel_shard_degree x cp, Megatron-Core --num-distributed-optimizer-instances), "
+    "replicated across dp x cp / shard_group groups: a reduce-scatter inside the group, then an "
+    "all-reduce of the shard across the replicas (docs/model.md §16). A divisor of dp x cp, 2 "
+    "or more, with a ZeRO strategy (zero1..zero3) of the fsdp framework; at dp x cp or above "
+    "(default): all of dp x cp, full sharding")
+
+
+def shard_group_refusal(shard_group: int | None, strategy: str, framework: str = "fsdp") -> str:
+    """Why a shard group cannot run with ``strategy`` ("ddp", "zero1".."zero3") under
+    ``framework`` ("fsdp", "deepspeed"), in one line naming the values; '' when it can (None:
+    full sharding, always)."""
+    if shard_group is None:
+        return ""
+    if strategy == "ddp":
+        return (f"shard group {shard_group} needs a ZeRO strategy (zero1, zero2, zero3): ddp "
+                "replicates every state; give --strategy zero1..zero3 or drop the shard group")
+    if shard_group == 1:
+        return (f"shard group 1 with {strategy} is plain replication (no state sharded): use "
+                "--strategy ddp, or a shard group of 2 or more")
+    if framework == "deepspeed":
+        return (f"shard group {shard_group} with zero_framework deepspeed: hybrid sharding is "
+                "modelled for FSDP and Megatron-Core (DeepSpeed's MiCS / ZeRO++ hpZ are not); "
+                "use zero_framework fsdp or drop the shard group")
+    return ""
+
+
+def server_shard_group(dp, cp, tp, devices_per_node):
+    """The planner's hybrid shard group (numpy, broadcasts): the data-parallel ranks of one
+    server, ``per_node`` of the dp x cp group (stride tp, ``group_span``), where that group
+    spans several servers and ``per_node`` (2 or more) divides it; 0 where there is none."""
+    group = np.asarray(dp) * np.asarray(cp)
+    per_node, nodes = group_span(group, tp, devices_per_node)
+    return np.where((nodes > 1) & (per_node > 1) & (group % per_node == 0), per_node, 0)
+
+
+def shard_group_problem(shard_group: int | None, dp: int, cp: int = 1) -> str:
+    """'shard group 3 does not divide dp x cp 8 ...' where ``shard_group`` is less than the
+    data-parallel group and does not divide it; '' where it does (None: full sharding). One
+    at least as large as dp x cp shards over all of it (one group, full sharding), so a
+    device sweep may start inside the shard group."""
+    if shard_group is None or shard_group >= dp * cp or (dp * cp) % shard_group == 0:
+        return ""
+    return (f"shard group {shard_group} does not divide dp x cp {dp * cp}; give a divisor of it "
+            f"(e.g. {dp * cp}: full sharding)")
+
+
 def recompute_style_field():
     """The pydantic field of a layout's recompute style (``ParallelLayout``, ``ScenarioLayout``):
     one default and one description."""
@@ -116,6 +169,7 @@ class ParallelLayout(BaseModel):
     sequence_parallel: bool = Field(default=False, description="Megatron sequence parallelism "
                                     "inside the tensor-parallel group")
     tp_overlap: bool = tp_overlap_field()
+    shard_group: int | None = Field(default=None, ge=1, description=SHARD_GROUP_HELP)
 
     @property
     def devices(self) -> int:
@@ -220,6 +274,9 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
     problems += unrunnable_split(tp=L.tp, heads=heads)
     if kv_heads is not None and kv_heads % L.tp and L.tp % kv_heads:
         problems.append(f"kv_heads {kv_heads} and tp {L.tp}: one must divide the other")
+    problems += [p for p in (shard_group_refusal(L.shard_group, ("ddp", "zero1", "zero2",
+                                                                  "zero3")[L.zero]),
+                             shard_group_problem(L.shard_group, L.dp, L.cp)) if p]
     if seq_len is not None and L.cp > 1 and seq_len % (2 * L.cp):
         problems.append(f"seq_len {seq_len} is not divisible by 2 x cp {L.cp} (load-balanced "
                         "context parallelism)")

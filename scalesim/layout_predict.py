@@ -40,6 +40,8 @@ from scalesim.layout import (
     early_stop_of,
     layout_problems,
     op_sac_of,
+    shard_group_problem,
+    shard_group_refusal,
     valid_mask,
 )
 from scalesim.model.collectives import ALGORITHMS
@@ -78,6 +80,7 @@ def asked_split(scenario: Scenario) -> list[str]:
     asked += ["tp overlap"] if split.tp_overlap else []
     asked += [f"recompute {split.recompute}"] if split.recompute not in (None, "none") else []
     asked += [f"schedule {split.schedule}"] if split.schedule not in (None, "none") else []
+    asked += [f"shard group {split.shard_group}"] if split.shard_group is not None else []
     return asked
 
 
@@ -427,6 +430,21 @@ def split_devices(devices, tp, pp):
     return p // model
 
 
+def check_shard_group(shard_group: int | None, devices, dp, zero, framework: str) -> None:
+    """ScalesimError in one line at the first row (arrays broadcast) where the shard group
+    cannot run: a ZeRO 0 row, or one whose dp (cp = 1 here) it does not divide
+    (``layout.shard_group_refusal``, ``layout.shard_group_problem``)."""
+    if shard_group is None:
+        return
+    p, d, z = np.broadcast_arrays(np.asarray(devices), np.asarray(dp), np.asarray(zero))
+    for i in range(p.size):
+        why = (shard_group_refusal(shard_group, ("ddp", "zero1", "zero2", "zero3")[int(z.flat[i])],
+                                   framework)
+               or shard_group_problem(shard_group, int(d.flat[i])))
+        if why:
+            raise ScalesimError(f"{why} (at {int(p.flat[i])} devices)")
+
+
 def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, accumulation,
                   base_micro_batch, tp=None, pp=None, zero=None,
                   overrides: dict | None = None) -> LayoutRows:
@@ -443,6 +461,7 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
     zero = ZERO_OF_STRATEGY[scenario.strategy] if zero is None else zero
     p = np.asarray(devices, dtype=np.int64)
     dp = split_devices(p, tp, pp)
+    check_shard_group(split.shard_group, p, dp, zero, scenario.zero_framework)
     k = np.asarray(accumulation, dtype=np.int64)
     b = np.asarray(micro_batch, dtype=np.int64)
     gb = dp * b * k
@@ -465,7 +484,7 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
                      schedule=schedule, virtual_stages=virtual, recompute=recompute,
                      recompute_early_stop=early_stop, recompute_op_sac=op_sac,
                      sequence_parallel=split.sequence_parallel & (np.asarray(tp) > 1),
-                     efficiency=eff, kernel_bandwidth_GBps=kernel_rate,
+                     shard_group=split.shard_group or 0, efficiency=eff, kernel_bandwidth_GBps=kernel_rate,
                      optimizer_step_s=measured_optimizer_s(profile, per_node),
                      loader_samples_per_s=supply)
     result = evaluate_layouts(x)
@@ -541,7 +560,8 @@ def scenario_of_row(scenario: Scenario, row) -> Scenario:
                             virtual_stages=row.virtual_stages, recompute=row.recompute,
                             recompute_style=row.recompute_style,
                             sequence_parallel=row.sequence_parallel,
-                            tp_overlap=row.tp_overlap and row.tp > 1)
+                            tp_overlap=row.tp_overlap and row.tp > 1,
+                            shard_group=row.shard_group if row.hybrid else None)
     update = {"layout": layout, "strategy": ("ddp", "zero1", "zero2", "zero3")[row.zero],
               "accumulation": row.accumulation}
     if scenario.global_batch is None:
@@ -642,6 +662,7 @@ def row_title(row) -> str:
     schedule = (f" ({row.schedule}" + (f", {row.virtual_stages} virtual stages" if
                                        row.virtual_stages > 1 else "") + ")") if row.pp > 1 else ""
     zero = ("ddp", "zero1", "zero2", "zero3")[row.zero]
+    zero += f" (HSDP: shard group {row.shard_group})" if row.hybrid else ""
     return (f"dp {row.dp} x tp {row.tp} x pp {row.pp}{schedule}, {zero}, micro-batch "
             f"{row.micro_batch} x {row.accumulation} accumulation, "
             f"{recompute_words(row.recompute, row.recompute_style)}"

@@ -35,6 +35,7 @@ from scalesim.layout import (
     check_layout,
     early_stop_of,
     op_sac_of,
+    server_shard_group,
     valid_mask,
 )
 from scalesim.model import collectives as coll
@@ -90,6 +91,8 @@ class PlanRow(BaseModel):
     # full recompute only, op-sac for selective only
     sequence_parallel: bool
     tp_overlap: bool  # the framework's (plan's tp_overlap): tensor-parallel traffic overlapped
+    shard_group: int  # ranks that shard the ZeRO states: dp x cp (full sharding; DDP rows too)
+    # or fewer (hybrid sharding, replicated across dp x cp / shard_group groups; §16)
     step_time_s: float
     samples_per_s: float
     tokens_per_s: float
@@ -103,13 +106,19 @@ class PlanRow(BaseModel):
     billed_devices: int  # devices a cloud bills for the layout (scalesim.billing)
     why: str
 
+    @property
+    def hybrid(self) -> bool:
+        """Hybrid sharding: a ZeRO row whose shard group is less than dp x cp."""
+        return self.zero > 0 and self.shard_group < self.dp * self.cp
+
     def layout(self, global_batch: int) -> ParallelLayout:
         return ParallelLayout(dp=self.dp, tp=self.tp, pp=self.pp, cp=self.cp, zero=self.zero,
                               micro_batch=self.micro_batch, global_batch=global_batch,
                               schedule=self.schedule, virtual_stages=self.virtual_stages,
                               recompute=self.recompute, recompute_style=self.recompute_style,
                               sequence_parallel=self.sequence_parallel,
-                              tp_overlap=self.tp_overlap)
+                              tp_overlap=self.tp_overlap,
+                              shard_group=self.shard_group if self.hybrid else None)
 
 
 @dataclass(frozen=True)
@@ -349,6 +358,7 @@ def _layout_arrays(layouts: list[ParallelLayout]) -> dict[str, np.ndarray]:
         "virtual_stages": np.array([x.virtual_stages for x in layouts]),
         "recompute": np.array([RECOMPUTE[x.recompute] for x in layouts]),
         "sequence_parallel": np.array([x.sequence_parallel for x in layouts]),
+        "shard_group": np.array([x.shard_group or 0 for x in layouts]),
     }
 
 
@@ -416,7 +426,16 @@ def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict
     # under a pipeline FSDP holds a ZeRO-3 stage whole for the step, as ZeRO-2 (the same row,
     # docs/model.md §16); DeepSpeed refuses ZeRO-2/3 with pipeline parallelism
     keep &= ~((grid["pp"] > 1) & (grid["zero"] >= (3 if setting.framework == FSDP else 2)))
-    return {k: v[keep] for k, v in grid.items()}
+    grid = {k: v[keep] for k, v in grid.items()}
+    grid["shard_group"] = grid["dp"] * grid["cp"]  # full sharding
+    # hybrid sharding (FSDP, Megatron-Core): the ZeRO layouts again with a shard group of the
+    # data-parallel ranks of one server where the group spans several (§16)
+    hybrid = server_shard_group(grid["dp"], grid["cp"], grid["tp"], g)
+    if setting.framework == FSDP:
+        extra = (grid["zero"] > 0) & (hybrid > 0)
+        grid = {k: np.concatenate([v, (hybrid if k == "shard_group" else v)[extra]])
+                for k, v in grid.items()}
+    return grid
 
 
 def _why(best: dict, row: dict, by: str) -> str:
@@ -564,7 +583,7 @@ def rank_layouts(setting: Setting, devices: list[int],
             "recompute": RECOMPUTE_CHOICES[int(grid["recompute"][i])],
             "recompute_style": recompute_style,
             "sequence_parallel": bool(grid["sequence_parallel"][i]),
-            "tp_overlap": setting.tp_overlap,
+            "tp_overlap": setting.tp_overlap, "shard_group": int(grid["shard_group"][i]),
             "step_time_s": float(r.step_time_s[i]), "samples_per_s": float(r.samples_per_s[i]),
             "tokens_per_s": float(r.tokens_per_s[i]), "mfu": float(r.mfu[i]),
             "hfu": float(r.hfu[i]), "memory_bytes": float(r.memory_bytes[i]),
@@ -606,4 +625,8 @@ def exhaustive_scalar(setting: Setting, devices: list[int], cp_values=(1,)) -> l
                                    kv_heads=s.kv_of(), seq_len=s.seq_len):
                     continue
                 out.append((layout, evaluate_layout(setting, layout)))
+                hybrid = int(server_shard_group(dp, cp, tp, g))
+                if zero and hybrid and setting.framework == FSDP:
+                    layout = layout.model_copy(update={"shard_group": hybrid})
+                    out.append((layout, evaluate_layout(setting, layout)))
     return out

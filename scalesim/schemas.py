@@ -30,6 +30,7 @@ from scalesim.billing import larger_than_server
 from scalesim.bounds import bound, bounded, items_bounded, knob_field
 from scalesim.errors import name_problem, printable
 from scalesim.layout import (
+    SHARD_GROUP_HELP,
     Recompute,
     RecomputeStyle,
     Schedule,
@@ -729,6 +730,7 @@ class ScenarioLayout(_Strict):
     sequence_parallel: bool = Field(default=False, description="Megatron sequence parallelism "
                                     "in the tensor-parallel group (needs tp > 1)")
     tp_overlap: bool = tp_overlap_field()
+    shard_group: int | None = bounded("shard_group", None, SHARD_GROUP_HELP)
 
     def schedule_of(self) -> str:
         """The schedule the layout runs: the given one, or its default for pp."""

@@ -87,8 +87,8 @@ def test_tampered_link_warns_falls_back_and_never_crashes():
 
 
 def test_link_from_another_version_shows_the_defaults():
-    at = open_app({"v": "9", "mb": "16"})
-    assert "v1 to v8 links" in at.warning[0].value
+    at = open_app({"v": "10", "mb": "16"})
+    assert "v1 to v9 links" in at.warning[0].value
     assert at.session_state["app_state"].mb == default_state().mb
 
 
@@ -197,7 +197,7 @@ def _bound_links():
     """Two links with every numeric control at its lowest / highest allowed value."""
     import annotated_types as at_
 
-    low, high = {"v": "3"}, {"v": "3"}  # v3: every control, the model split's included
+    low, high = {"v": "9"}, {"v": "9"}  # v9: every control (the shard group since v9)
     for name, field in AppState.model_fields.items():
         for m in field.metadata:
             if isinstance(m, at_.Ge | at_.Gt):

@@ -161,15 +161,17 @@ def test_the_recompute_style_reaches_the_split_remedy(llama_runs):
 def test_tp_overlap_reaches_the_split_remedy(llama_runs):
     """--tp-overlap (Transformer Engine / torchtitan TP comm overlap): the runs are data
     parallel, so it changes only the layouts "split the model" tries with tp > 1: the best
-    split (dp 4 x tp 4 x pp 2 here) then hides its tensor-parallel collectives behind the
-    matmuls (docs/model.md §14) and its title says so; the fitted scenario itself keeps no
+    split (dp 8 x tp 2 x pp 2 here, ZeRO-1 sharded inside each server: hybrid sharding, §16;
+    dp 4 x tp 4 x pp 2 before the planner offered it) then hides its tensor-parallel collectives
+    behind the matmuls (docs/model.md §14) and its title says so; the fitted scenario itself keeps no
     overlap (tp 1: predict refuses it there)."""
     runs = parse_runs_text(llama_runs, "runs.csv")
     model = runs_model("llama3-8b", "A100 40GB")
     off = _split(diagnose_runs(runs, None, 2.0, transformer=model))
     report = diagnose_runs(runs, None, 2.0, transformer=model, tp_overlap=True)
     on = _split(report)
-    assert off.applicable and on.applicable and "tp 4" in on.title
+    assert off.applicable and on.applicable and "dp 8 x tp 2 x pp 2" in on.title
+    assert "HSDP: shard group 4" in on.title
     assert "TP overlap" not in off.title and on.title.endswith(", TP overlap")
     assert on.gain > off.gain
     assert not report.details["fitted_scenario"]["layout"]

@@ -19,8 +19,10 @@ SMALL_HW = HARDWARE["dgx-a100"].model_copy(update={"devices_per_node": 4,
 
 def _key(row_or_layout):
     x = row_or_layout
+    # hybrid sharding: a ZeRO row's shard group where it is less than dp x cp (§16)
+    hybrid = x.shard_group if x.zero and (x.shard_group or 0) < x.dp * x.cp else None
     return (x.dp, x.tp, x.pp, x.cp, x.zero, x.micro_batch, x.schedule, x.virtual_stages,
-            x.recompute, x.sequence_parallel)
+            x.recompute, x.sequence_parallel, hybrid)
 
 
 def test_planner_agrees_with_exhaustive_scalar_evaluation():

@@ -144,14 +144,15 @@ def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None
 
 def render_text(rows, global_batch: int) -> str:
     lines = [recompute_style_line(rows[0].recompute_style),
-             f"{'#':>3} {'GPUs':>5} {'dp':>4} {'tp':>3} {'pp':>3} {'cp':>3} {'zero':>4} {'mb':>3} "
-             f"{'acc':>4} {'schedule':<14} {'recomp':<9} {'sp':<3} {'step s':>8} "
+             f"{'#':>3} {'GPUs':>5} {'dp':>4} {'tp':>3} {'pp':>3} {'cp':>3} {'zero':>4} {'shard':>5} "
+             f"{'mb':>3} {'acc':>4} {'schedule':<14} {'recomp':<9} {'sp':<3} {'step s':>8} "
              f"{'tokens/s':>10} {'MFU':>6} {'GiB':>6} {'fits':<4}  why"]
     for r in rows:
         sched = r.schedule if r.schedule != "interleaved" else f"interleaved/{r.virtual_stages}"
+        shard = str(r.shard_group) if r.zero else "-"  # ranks sharding the states (§16)
         lines.append(
             f"{r.rank:>3} {r.devices:>5} {r.dp:>4} {r.tp:>3} {r.pp:>3} {r.cp:>3} {r.zero:>4} "
-            f"{r.micro_batch:>3} {r.accumulation:>4} {sched:<14} {r.recompute:<9} "
+            f"{shard:>5} {r.micro_batch:>3} {r.accumulation:>4} {sched:<14} {r.recompute:<9} "
             f"{'on' if r.sequence_parallel else 'off':<3} {r.step_time_s:>8.3f} "
             f"{r.tokens_per_s:>10.4g} {100 * r.mfu:>5.1f}% {r.memory_bytes / 2**30:>6.1f} "
             f"{'yes' if r.fits else 'no':<4}  {r.why}")

@@ -63,6 +63,8 @@ def layout_line(profile, scenario) -> str:
             + ", sequence parallel "
             f"{'on' if split.sequence_parallel else 'off'}"
             + (f", TP overlap {'on' if split.tp_overlap else 'off'}" if split.tp > 1 else "")
+            + (f", HSDP: ZeRO states sharded over {split.shard_group} ranks, replicated across "
+               "dp / shard group copies" if split.shard_group is not None else "")
             + "; dp = devices / (tp x pp); batch = "
             "sequences per micro-batch per replica; compute pins the matmul efficiency to the "
             "profile's curve (docs/model.md §22)" + (f"; {p2p.note}" if p2p else "")

@@ -17,7 +17,7 @@ from scalesim.bounds import (
 )
 from scalesim.errors import ScalesimError, require_path
 from scalesim.jsonio import parse_model, read_json, validation_message
-from scalesim.layout import RECOMPUTE_STYLE_HELP, TP_OVERLAP_HELP
+from scalesim.layout import RECOMPUTE_STYLE_HELP, SHARD_GROUP_HELP, TP_OVERLAP_HELP
 from scalesim.model.sharding import GRAD_SYNC_HELP
 from scalesim.schemas import Profile, Scenario
 
@@ -229,7 +229,8 @@ def add_layout_arguments(p: argparse.ArgumentParser) -> None:
         g.add_argument(knob.flag, type=flag_type(knob.quantity), dest=_dest(knob.flag), help={
             "tp": "tensor-parallel degree, inside one server (default 1)",
             "pp": "pipeline stages (default 1)",
-            "virtual_stages": "model chunks per pipeline rank (interleaved 1F1B)"}[knob.field])
+            "virtual_stages": "model chunks per pipeline rank (interleaved 1F1B)",
+            "shard_group": SHARD_GROUP_HELP.replace("%", "%%")}[knob.field])
     g.add_argument("--schedule", choices=["gpipe", "1f1b", "interleaved", "zb"],
                    help="pipeline schedule (default 1f1b; interleaved with --virtual-stages)")
     g.add_argument("--recompute", choices=["none", "selective", "full"],

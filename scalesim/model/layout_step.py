@@ -152,6 +152,11 @@ class LayoutInputs:
     # distributed optimizer for ZeRO-1), 1 DeepSpeed (model/zero_exchange.py, as StepInputs)
     grad_sync: object = EVERY_MICRO_STEP  # sharded gradients reduced every micro-step (0) or
     # once per step with full gradients held (1: FSDP's no_sync), as StepInputs.grad_sync
+    shard_group: object = 0  # s, ranks that shard the ZeRO states (hybrid sharding, HSDP: FSDP
+    # HYBRID_SHARD, torchtitan's dp_shard x cp): the s innermost ranks of the dp x cp group,
+    # replicated across the (dp cp) / s groups of them; 0 (or dp x cp): all of it, full
+    # sharding. Must divide dp x cp (the edges refuse one that does not); no effect with ZeRO 0
+    # (docs/model.md §16, hybrid sharding)
     algorithm: object = coll.AUTO  # all-reduce of the dp exchange: 0 auto (NCCL's ring, tree or
     # NVLS), 1 ring, 2 tree, 3 hierarchical (as StepInputs.algorithm)
     bucket_bytes: object = DDP_BUCKET_BYTES  # DDP gradient bucket (ZeRO-0), bytes
@@ -285,6 +290,32 @@ def _group_link(x: LayoutInputs, size, stride):
     per_node, nodes = _f(per_node), _f(nodes)
     inter_share = _f(x.inter_busbw_GBps) * per_node / g
     return per_node, nodes, inter_share
+
+
+def _replica_all_reduce(x: LayoutInputs, shard, replicas, tp):
+    """Hybrid sharding's second collective: ``f(bytes)``, seconds of the all-reduce, across the
+    ``replicas`` copies of a shard group of ``shard`` ranks (stride tp s: one member per replica
+    of the same shard rank), of the ``bytes / shard`` a reduce-scatter of ``bytes`` leaves each
+    rank (FSDP ``_reduce_grad``: reduce-scatter in the shard group, then all-reduce of the shard
+    over ``_inter_node_pg``; docs/model.md §16). Every shard rank's all-reduce runs at once, so
+    across servers each gets its members' share of the NICs (``_group_link``). None where no
+    layout replicates (full sharding: today's exchange, unchanged)."""
+    if np.all(np.asarray(replicas) <= 1):
+        return None
+    stride = np.asarray(tp, dtype=int) * shard
+    per_node, nodes, inter_share = _group_link(x, replicas, stride)
+    intra_GBps = subset_busbw_GBps(x.intra_busbw_GBps, per_node, x.intra_subset_shares)
+    coeffs = coll.allreduce_coeffs(per_node, nodes, x.intra_latency_s, intra_GBps,
+                                   x.inter_latency_s, inter_share,
+                                   _f(x.nvls_busbw_ratio) * intra_GBps)
+    shard_f = _f(np.maximum(shard, 1))
+
+    def all_reduce(size_bytes):
+        seconds = coll.allreduce_from_coeffs(coeffs, np.asarray(size_bytes) / shard_f,
+                                             x.algorithm)
+        return np.where(np.asarray(replicas) > 1, seconds, 0.0)
+
+    return all_reduce
 
 
 @dataclass(frozen=True)
@@ -431,7 +462,13 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     stage_params = np.where(pp > 1, stage_layers * layer_params + embed,
                             _f(x.params) + L * replicated_kv)
     local_params = stage_params / _f(tp)
-    shards = _f(dp) * _f(cp)  # ZeRO / distributed optimizer shard over dp x cp
+    group = dp * cp
+    # ZeRO / distributed optimizer shard over the shard group: all of dp x cp, or its s
+    # innermost ranks under hybrid sharding, replicated across the r = dp cp / s groups
+    shard = np.asarray(x.shard_group, dtype=int)
+    shard = np.where((shard > 0) & (np.asarray(x.zero) > 0), np.minimum(shard, group), group)
+    replicas = group // np.maximum(shard, 1)
+    shards = _f(shard)
     # FSDP under a pipeline (PyTorch pipelining, torchtitan's PP) keeps a ZeRO-2/3 stage's
     # parameters and gradients whole through the step and exchanges once: FSDP's no_sync ZeRO-2
     piped_fsdp = (pp > 1) & (np.asarray(x.zero) >= 2) & (np.asarray(x.framework) == FSDP)
@@ -456,9 +493,9 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
                 stages.intra_GBps, stages.inter_latency_s, stages.inter_GBps)
 
     # --- data-parallel / ZeRO exchange of the local shard over dp x cp (stride tp): the same
-    # function as the data-parallel step's (zero_exchange), on this group's link
-    per_node, nodes, inter_share = _group_link(x, dp * cp, tp)
-    group = dp * cp
+    # function as the data-parallel step's (zero_exchange), on this group's link; under hybrid
+    # sharding over the shard group (its s innermost ranks), then across its replicas
+    per_node, nodes, inter_share = _group_link(x, shard, tp)
     grad_bytes = np.where(group > 1, local_params * _f(x.wire_bytes_per_param), 0.0)
     dp_GBps = subset_busbw_GBps(x.intra_busbw_GBps, per_node, x.intra_subset_shares)
     lat_args = (per_node, nodes, x.intra_latency_s, dp_GBps, x.inter_latency_s, inter_share)
@@ -481,11 +518,12 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # first stage; per micro-batch (ZeRO-2/3) behind the whole stage's compute of each one
     per_micro = syncs_every_micro_step(zero, x.framework, grad_sync)
     exposed, total, _units = exchange(
-        zero, x.framework, grad_bytes, group, units, m,
+        zero, x.framework, grad_bytes, shard, units, m,
         np.where(per_micro, fwd_mb, fwd_mb / v), np.where(per_micro, bwd_mb, bwd_mb / v), overlap,
         lambda size: coll.allreduce_from_coeffs(ar_coeffs, size, x.algorithm),
         lambda size: coll.affine_s(rs_coeffs, size), x.wire_bytes_per_param, x.bucket_bytes,
-        x.first_bucket_bytes, x.fsdp_backward_prefetch_post, grad_sync, x.reduce_bytes_per_param)
+        x.first_bucket_bytes, x.fsdp_backward_prefetch_post, grad_sync, x.reduce_bytes_per_param,
+        _replica_all_reduce(x, shard, replicas, tp))
     exposed = np.where(group > 1, exposed, 0.0)
     total = np.where(group > 1, total, 0.0)
     dp_exposed = exposed + _f(x.comm_contention) * (total - exposed)

@@ -184,7 +184,8 @@ def _gather_and_reduce_in_backward(gather: _Phase, reduce: _Phase, backward, ove
 def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation, forward_s,
              backward_s, overlap, all_reduce: Callable, ring: Callable, wire_bytes_per_param,
              bucket_bytes=DDP_BUCKET_BYTES, first_bucket_bytes=DDP_FIRST_BUCKET_BYTES,
-             backward_prefetch_post=False, grad_sync=0, reduce_bytes_per_param=None):
+             backward_prefetch_post=False, grad_sync=0, reduce_bytes_per_param=None,
+             replica_all_reduce: Callable | None = None):
     """(exposed_s, total_s, sent_units) of one step's data-parallel / ZeRO exchange.
 
     ``total_bytes``: gradient bytes of the replica's shard (Psi w); ``group_size``: ranks that
@@ -197,7 +198,11 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
     code (ONCE_PER_STEP: FSDP's ``no_sync``, ``reduces_once``); ``reduce_bytes_per_param``: bytes
     per parameter of the gradient reductions where they differ from the gathered parameters'
     ``wire_bytes_per_param`` (FSDP ``MixedPrecision(param_dtype=bf16, reduce_dtype=float32)``:
-    2 gathered, 4 reduced), None or NaN: the same. ``exposed_s`` is before the contention
+    2 gathered, 4 reduced), None or NaN: the same. ``replica_all_reduce(bytes)``: seconds of
+    hybrid sharding's all-reduce, across the replicas of the shard group, of the shard that a
+    reduce-scatter of ``bytes`` leaves (``bytes / n``; FSDP HYBRID_SHARD, docs/model.md §4a):
+    it follows each ZeRO gradient reduce-scatter of the bucket or unit on the same channel;
+    None: full sharding (nothing after the reduce-scatter). ``exposed_s`` is before the contention
     share of the hidden time (``step.with_contention``); ``sent_units`` times
     ``(n - 1) / n * total_bytes`` is what each device sends (at ``wire_bytes_per_param``).
     Arrays broadcast.
@@ -213,6 +218,8 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
     codes = np.unique(plan_framework * 4 + strategy)  # the (framework, strategy) pairs present
     plans = {(int(c) // 4, int(c) % 4) for c in codes}
     exposed, total = {}, {}
+    reduce_ring = ring if replica_all_reduce is None else (
+        lambda size: ring(size) + replica_all_reduce(size))  # HSDP: then across the replicas
 
     def ds_units(elements):
         return bucket_layout(total_bytes, elements * wire, 0.0)
@@ -222,7 +229,8 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
         exposed[FSDP, DDP], total[FSDP, DDP] = grads.after_ready(backward_s, overlap), grads.serial
     if (FSDP, ZERO1) in plans:  # Megatron-Core distributed optimizer
         elements = megatron_bucket_elements(group_size)
-        grads = _Phase(bucket_layout(grad_bytes, elements * wire * reduce_ratio, 0.0), ring)
+        grads = _Phase(bucket_layout(grad_bytes, elements * wire * reduce_ratio, 0.0),
+                       reduce_ring)
         params = _Phase(bucket_layout(total_bytes, elements * wire, 0.0), ring)
         exposed[FSDP, ZERO1] = (grads.after_ready(backward_s, overlap)
                                 + params.before_use(forward_s, overlap))
@@ -239,7 +247,7 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
     if plans & {(FSDP, ZERO2), (FSDP, ZERO3)}:
         units = np.maximum(blocks, 1.0)
         gather = _Phase(bucket_layout(total_bytes, total_bytes / units, 0.0), ring)
-        reduce = _Phase(bucket_layout(grad_bytes, grad_bytes / units, 0.0), ring)
+        reduce = _Phase(bucket_layout(grad_bytes, grad_bytes / units, 0.0), reduce_ring)
         fwd = gather.before_use(forward_s, overlap)
         # under no_sync the first k - 1 micro-batches reduce nothing (k_reduce = 1) and
         # SHARD_GRAD_OP keeps its gathered parameters between them (k_gather2 = 1)
@@ -260,7 +268,7 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
     if (DEEPSPEED, ZERO3) in plans:  # prefetched gathers; reduce-scatter in every backward
         gather = _Phase(ds_units(DS_PREFETCH_BUCKET_ELEMENTS), ring)
         reduce = _Phase(bucket_layout(grad_bytes, DS_REDUCE_BUCKET_ELEMENTS * wire * reduce_ratio,
-                                      0.0), ring)
+                                      0.0), reduce_ring)
         micro = (gather.before_use(forward_s, overlap)
                  + _gather_and_reduce_in_backward(gather, reduce, backward_s, overlap,
                                                   backward_prefetch_post))

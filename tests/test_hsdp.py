@@ -1,0 +1,317 @@
+"""Hybrid sharding (HSDP: ZeRO states sharded inside a shard group of s ranks, replicated across
+the (dp x cp) / s groups; docs/model.md §16): the exchange and memory by hand, full sharding
+unchanged, the slow-network property, and the edges (predict, plan)."""
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+from cli_harness import run_cli
+from test_collective_waits import GPT, HW
+
+from scalesim.model import collectives as coll
+from scalesim.model.layout_step import LayoutInputs, evaluate_layouts
+
+RING = coll.ALGORITHMS["ring"]
+P_BYTES = GPT["params"] * 2.0  # the whole model's 16-bit gradient (tp = pp = 1)
+L = GPT["layers"]
+
+
+def _inputs(**changes):
+    base = dict(dp=16, tp=1, pp=1, cp=1, zero=2, micro_batch=1, global_batch=16, schedule=0,
+                virtual_stages=1, recompute=0, sequence_parallel=False, device_cv=0.0,
+                overlap=False, algorithm=RING)
+    base.update(changes)
+    return LayoutInputs(**GPT, **{**HW, **base})
+
+
+def _ring_s(size, ranks, per_node, alpha_intra, alpha_inter, busbw_Bps, phases=1.0):
+    """A ring collective by hand: phases x [(p - N) a_intra + (N - 1) a_inter + (p-1)/p S/B]."""
+    nodes = ranks // per_node
+    return phases * ((ranks - nodes) * alpha_intra + (nodes - 1) * alpha_inter
+                     + (ranks - 1) / ranks * size / busbw_Bps)
+
+
+def test_hsdp_exchange_by_hand():
+    """dp 16 on two 8-GPU servers, FSDP SHARD_GRAD_OP, one micro-batch, overlap off: per block
+    an all-gather and a reduce-scatter of P w / L. Full sharding (s = 16): rings over 16 ranks
+    across the servers at min(intra, inter) busbw. HSDP (s = 8): the rings stay on NVLink
+    (8 ranks of one server), then each block's 1/8 shard is all-reduced over the r = 2 replicas
+    (one rank per server, each rank 1/8 of the server's NICs)."""
+    a_in, a_out = HW["intra_latency_s"], HW["inter_latency_s"]
+    intra, inter = HW["intra_busbw_GBps"] * 1e9, HW["inter_busbw_GBps"] * 1e9
+    unit = P_BYTES / L
+    full = evaluate_layouts(_inputs())
+    ring16 = _ring_s(unit, 16, 8, a_in, a_out, min(intra, inter))
+    assert float(full.dp_exposed_s) == pytest.approx(L * 2 * ring16, rel=1e-9)
+    hsdp = evaluate_layouts(_inputs(shard_group=8))
+    ring8 = _ring_s(unit, 8, 8, a_in, a_out, intra)
+    all_reduce2 = _ring_s(unit / 8, 2, 1, a_in, a_out, inter / 8, phases=2.0)
+    assert float(hsdp.dp_exposed_s) == pytest.approx(L * (2 * ring8 + all_reduce2), rel=1e-9)
+    # nothing else moves but the optimizer step (1/8 of the states, not 1/16)
+    for part in ("tp_comm_s", "cp_comm_s", "bubble_s", "p2p_s", "straggler_s"):
+        assert float(getattr(hsdp, part)) == float(getattr(full, part)), part
+    assert float(hsdp.compute_s) > float(full.compute_s)
+
+
+@pytest.mark.parametrize("zero", [1, 2, 3])
+def test_hsdp_memory_is_zero_over_the_shard_group(zero):
+    """States sharded over s, not dp x cp: each device holds the shares of ZeRO over s ranks
+    (Rajbhandari et al. 2019 §5), activations and buffers as before."""
+    hsdp = evaluate_layouts(_inputs(zero=zero, shard_group=4))
+    full = evaluate_layouts(_inputs(zero=zero))
+    p = GPT["params"]
+    weights = {1: 2.0 * p, 2: 2.0 * p, 3: 2.0 * p / 4}[zero]
+    grads = {1: 2.0 * p, 2: 2.0 * p / 4, 3: 2.0 * p / 4}[zero]
+    assert float(hsdp.weights_bytes) == pytest.approx(weights, rel=1e-12)
+    assert float(hsdp.grads_bytes) == pytest.approx(grads, rel=1e-12)
+    assert float(hsdp.optimizer_bytes) == pytest.approx(12.0 * p / 4, rel=1e-12)
+    assert float(full.optimizer_bytes) == pytest.approx(12.0 * p / 16, rel=1e-12)
+    assert float(hsdp.activation_bytes) == float(full.activation_bytes)
+    assert float(hsdp.buffer_bytes) == float(full.buffer_bytes)
+
+
+def test_full_shard_group_is_todays_model_exactly():
+    """s = dp x cp (and 0, the default) is full sharding bit for bit, over a grid of layouts,
+    ZeRO stages, frameworks, overlap and accumulation; with ZeRO 0 the shard group is ignored."""
+    grid = list(itertools.product((1, 2, 4, 16), (1, 2), (1, 2), (1, 2), (0, 1, 2, 3), (0, 1),
+                                  (True, False), (1, 4)))
+    dp, tp, pp, cp, zero, fw, ov, k = (np.array(c) for c in zip(*grid, strict=True))
+    x = _inputs(dp=dp, tp=tp, pp=pp, cp=cp, zero=zero, framework=fw, overlap=ov,
+                global_batch=dp * k, schedule=np.where(pp > 1, 2, 0), algorithm=0)
+    default = evaluate_layouts(x)
+    for same in (dp * cp, np.where(zero == 0, 1, dp * cp)):
+        r = evaluate_layouts(x.replace(shard_group=same))
+        for field in ("step_time_s", "dp_exposed_s", "compute_s", "memory_bytes",
+                      "straggler_s"):
+            assert np.array_equal(getattr(r, field), getattr(default, field)), field
+
+
+def test_hsdp_wins_on_a_slow_inter_server_network():
+    """One 100 Gb/s NIC per 8-GPU server (12.5 GB/s): FSDP FULL_SHARD over 32 GPUs rings every
+    gather and reduce-scatter through it; sharding inside each server (s = 8) keeps them on
+    NVLink and sends only a 1/8 shard of the gradients across. The model fits either way, and
+    HSDP is faster; with the servers' full NICs the gap narrows."""
+    slow = dict(dp=32, zero=3, global_batch=64, micro_batch=2, inter_busbw_GBps=12.5,
+                overlap=True, algorithm=0)
+    full, hsdp = (evaluate_layouts(_inputs(**slow, shard_group=s)) for s in (0, 8))
+    assert bool(full.fits) and bool(hsdp.fits)
+    assert float(hsdp.step_time_s) < float(full.step_time_s)
+    assert float(hsdp.dp_exposed_s) < float(full.dp_exposed_s)
+    fast = {**slow, "inter_busbw_GBps": 400.0}
+    f_full, f_hsdp = (evaluate_layouts(_inputs(**fast, shard_group=s)) for s in (0, 8))
+    assert (float(f_full.step_time_s) / float(f_hsdp.step_time_s)
+            < float(full.step_time_s) / float(hsdp.step_time_s))
+
+
+# ------------------------------------------------------------------ the planner and predict
+
+SLOW_NIC = 12.5  # GB/s: one 100 Gb/s NIC per server
+
+
+def _slow_a100(memory_gib=80):
+    from scalesim.presets import HARDWARE
+
+    hw = HARDWARE["dgx-a100"]
+    return hw.model_copy(update={"inter_node": hw.inter_node.model_copy(
+        update={"busbw_GBps": SLOW_NIC}), "device_memory_bytes": memory_gib * 2**30})
+
+
+def _twin(rows, row):
+    """The full-sharding row of the same layout as hybrid ``row``."""
+    return next(r for r in rows if not r.hybrid and r.zero == row.zero and (
+        r.dp, r.tp, r.pp, r.cp, r.micro_batch, r.schedule, r.recompute, r.sequence_parallel) == (
+        row.dp, row.tp, row.pp, row.cp, row.micro_batch, row.schedule, row.recompute,
+        row.sequence_parallel))
+
+
+def test_the_planner_ranks_hsdp_first_on_a_slow_network():
+    """GPT 1.7B on two DGX A100 servers with one 100 Gb/s NIC each: the planner offers every ZeRO
+    layout also sharded inside a server (shard group 8, replicated twice), ranks such a layout
+    first, and every hybrid row beats its full-sharding twin (same layout, shard group 16)."""
+    from scalesim.plan import plan
+    from scalesim.presets import get_transformer
+
+    rows = plan(get_transformer("gpt-1.7b"), _slow_a100(), [16], 64, top=None)
+    assert rows[0].hybrid and rows[0].shard_group == 8 and rows[0].dp == 16
+    from scalesim.app.charts import layout_label
+
+    assert layout_label(rows[0]) == f"#1 dp16 tp1 pp1 z{rows[0].zero}/8 mb{rows[0].micro_batch}"
+    hybrid = [r for r in rows if r.hybrid]
+    assert hybrid and all(r.shard_group == 8 // r.tp for r in hybrid)
+    for row in hybrid:
+        twin = _twin(rows, row)
+        assert twin.shard_group == row.dp * row.cp
+        assert row.step_time_s < twin.step_time_s and row.rank < twin.rank
+
+
+def test_plan_rows_with_shard_groups_repredict_equal():
+    """Every hybrid row of ``plan_at`` (and its full-sharding twin) is what ``predict`` says of
+    ``scenario_of_row``: the shard group travels with the row (``ScenarioLayout.shard_group``)."""
+    from scalesim.layout_predict import plan_at, scenario_of_row
+    from scalesim.predict import predict
+    from scalesim.profiles import resolve_profile
+    from scalesim.schemas import Scenario
+
+    profile = resolve_profile(None, "dgx-a100", "gpt-1.7b")
+    scenario = Scenario(devices=[16], global_batch=64, inter_busbw_GBps=SLOW_NIC)
+    rows = plan_at(profile, scenario, 16, 64, top=None, include_unfit=True)
+    hybrid = [r for r in rows if r.hybrid][::7]  # every seventh: a spread of stages and splits
+    assert len(hybrid) > 10
+    for row in hybrid + [_twin(rows, r) for r in hybrid[:5]]:
+        again = scenario_of_row(scenario, row)
+        assert again.layout.shard_group == (row.shard_group if row.hybrid else None)
+        p = predict(profile, again)[0]
+        assert p.step_time_s == pytest.approx(row.step_time_s, rel=1e-9)
+        assert p.memory_bytes == pytest.approx(row.memory_bytes, rel=1e-9)
+
+
+def test_plan_shows_the_shard_group(capsys):
+    """plan's --json rows carry ``shard_group``; its table a 'shard' column ('-' for DDP)."""
+    code, out, _ = run_cli(capsys, ["plan", "--workload", "gpt-1.7b", "--hardware", "dgx-a100",
+                                    "--devices", "16", "--global-batch", "64", "--inter-busbw",
+                                    str(SLOW_NIC), "--top", "3", "--json"])
+    assert code == 0
+    rows = json.loads(out)
+    assert rows[0]["shard_group"] == 8 and rows[0]["dp"] == 16 and rows[0]["zero"] > 0
+    code, out, _ = run_cli(capsys, ["plan", "--workload", "gpt-1.7b", "--hardware", "dgx-a100",
+                                    "--devices", "16", "--global-batch", "64", "--inter-busbw",
+                                    str(SLOW_NIC), "--top", "3"])
+    header = next(line for line in out.splitlines() if line.lstrip().startswith("#"))
+    assert header.split()[7] == "shard"
+    first = next(line for line in out.splitlines() if line.split()[:1] == ["1"])
+    assert first.split()[7] == "8"
+
+
+# ------------------------------------------------------------------ predict's edges
+
+@pytest.mark.parametrize("args, words", [
+    (["--strategy", "zero3", "--shard-group", "3"],
+     "shard group 3 does not divide dp x cp 16"),
+    (["--shard-group", "8"], "shard group 8 needs a ZeRO strategy"),
+    (["--strategy", "zero2", "--shard-group", "1"], "shard group 1 with zero2 is plain "
+     "replication"),
+    (["--strategy", "zero2", "--shard-group", "8", "--zero-framework", "deepspeed"],
+     "hybrid sharding is modelled for FSDP and Megatron-Core"),
+])
+def test_predict_refuses_a_bad_shard_group_in_one_line(capsys, args, words):
+    code, _, err = run_cli(capsys, ["predict", "--workload", "gpt-1.7b", "--hardware",
+                                    "dgx-a100", "--devices", "16", "--global-batch", "64", *args])
+    assert code != 0 and words in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_parameter_count_refuses_the_shard_group(capsys):
+    """The data-parallel path (a parameter-count workload) has no layout to shard in: refused."""
+    code, _, err = run_cli(capsys, ["predict", "--hardware", "dgx-a100", "--devices", "16",
+                                    "--strategy", "zero3", "--shard-group", "8"])
+    assert code != 0 and "shard group 8" in err and "cannot be split" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_predict_with_a_shard_group_is_the_layout_model():
+    """``predict --shard-group 8`` at 16 GPUs is ``evaluate_layouts`` with shard_group 8: the
+    exposed exchange falls on the slow network, memory rises to ZeRO over 8."""
+    from scalesim.predict import predict
+    from scalesim.profiles import resolve_profile
+    from scalesim.schemas import Scenario, ScenarioLayout
+
+    profile = resolve_profile(None, "dgx-a100", "gpt-1.7b")
+    base = Scenario(devices=[16], global_batch=64, inter_busbw_GBps=SLOW_NIC, strategy="zero3")
+    full = predict(profile, base)[0]
+    hsdp = predict(profile, base.model_copy(update={"layout": ScenarioLayout(shard_group=8)}))[0]
+    assert hsdp.exposed_comm_s < full.exposed_comm_s and hsdp.step_time_s < full.step_time_s
+    assert hsdp.memory_bytes > full.memory_bytes
+    # a row whose dp is within the shard group shards over all of it: full sharding, exactly
+    few = base.model_copy(update={"devices": [4, 16], "global_batch": 16})
+    rows = predict(profile, few.model_copy(update={"layout": ScenarioLayout(shard_group=8)}))
+    assert rows[0] == predict(profile, few)[0] and rows[1] != predict(profile, few)[1]
+
+
+# ------------------------------------------------------------------ the app and its link (v9)
+
+LLAMA_16 = {"v": "3", "hw": "dgx-h100", "wl": "llama3-8b", "dmax": "16", "strat": "zero3",
+            "mb": "1"}
+
+
+def test_a_link_with_a_shard_group_round_trips_as_v9_and_predicts_it():
+    from scalesim.app.plan import build_scenario, make_plan
+    from scalesim.app.state import decode_query, encode_query, link_version
+
+    from scalesim.predict import predict
+
+    state, profile, messages = decode_query(LLAMA_16)
+    assert messages == [] and state.sg is None
+    assert encode_query(state, profile)["v"] == "3"  # no shard group: still a v3 link
+    changed = state.model_copy(update={"sg": 8})
+    params = encode_query(changed, profile)
+    assert (params["v"], params["sg"], link_version(changed)) == ("9", "8", 9)
+    state2, profile2, messages = decode_query(params)
+    assert messages == [] and state2 == changed and profile2 == profile
+    scenario, _ = build_scenario(state2, profile2)
+    assert scenario.layout.shard_group == 8
+    rows = make_plan(profile2, state2).rows
+    assert rows == predict(profile2, scenario)
+    full = predict(profile, build_scenario(state, profile)[0])
+    at16 = [r for r in rows if r.devices == 16][0], [r for r in full if r.devices == 16][0]
+    assert at16[0].memory_bytes > at16[1].memory_bytes  # states over 8, not 16
+
+
+def test_old_links_open_fully_sharded():
+    from scalesim.app.state import decode_query
+
+    for version in ("3", "4", "5", "6", "7", "8"):
+        state, _, messages = decode_query({**LLAMA_16, "v": version, "sg": "8"})
+        assert state.sg is None and state.strat == "zero3"
+        assert messages[-1] == (f"ignored sg: a v{version} link has no shard group (ZeRO shards "
+                                "over all of dp)"), messages
+    for version in ("1", "2"):
+        state, _, messages = decode_query({"v": version, "sg": "8"})
+        assert state.sg is None
+        assert messages == [f"ignored sg: a v{version} link has no model split (data parallel)"]
+    state, _, messages = decode_query({**LLAMA_16, "v": "9", "sg": "0"})
+    assert state.sg is None and len(messages) == 1 and "'sg=0' is not valid" in messages[0]
+
+
+def test_the_app_shows_a_bad_shard_group_in_its_error_box_and_keeps_working():
+    from app_harness import link_param, open_app, run_clean
+
+    at = open_app({**LLAMA_16, "v": "9", "sg": "3"})
+    assert any("shard group 3 does not divide dp x cp" in e.value for e in at.error)
+    at.sidebar.number_input(key="k_sg").set_value(8)
+    run_clean(at)
+    assert not any("shard group" in e.value for e in at.error)
+    assert at.metric and link_param(at, "sg") == "8"
+    assert link_param(at, "v") == "9"
+
+
+def test_the_app_ignores_a_shard_group_under_ddp_with_a_note():
+    """Under ddp the control is disabled and a linked shard group is ignored with a note (as
+    the tensor-parallel toggles at tp 1); the page predicts DDP."""
+    from app_harness import open_app
+    from scalesim.app.plan import layout_of_state
+
+    at = open_app({**LLAMA_16, "v": "9", "strat": "ddp", "sg": "8"})
+    assert not any("shard group" in e.value for e in at.error) and at.metric
+    assert at.sidebar.number_input(key="k_sg").disabled
+    assert "Shard group (HSDP) ignored: it applies with a ZeRO strategy (zero1 to zero3)" in [
+        i.value for i in at.info]
+    assert layout_of_state(at.session_state["app_state"]) is None
+
+
+def test_goal_seeking_leaves_the_shard_group_out_with_a_note():
+    """Goal seeking tries DDP and every ZeRO stage at every device count: a shard group cannot
+    apply to all of them, so it is left out (said in a note) and the search is the one without
+    it."""
+    from scalesim.goal import seek
+    from scalesim.profiles import resolve_profile
+    from scalesim.schemas import Scenario, ScenarioLayout
+
+    profile = resolve_profile(None, "dgx-a100", "gpt-1.7b")
+    base = Scenario(train_samples=1e8, critical_batch_size=4096.0, price_per_device_hour=2.0,
+                    micro_batch=4)
+    with_sg = base.model_copy(update={"layout": ScenarioLayout(shard_group=8)})
+    plain, hybrid = (seek(profile, s, 30 * 86400.0, 1e6, max_devices=32) for s in (base, with_sg))
+    assert hybrid.notes[0].startswith("shard group 8 left out: goal seeking tries DDP")
+    assert hybrid.front == plain.front and hybrid.best == plain.best
