@@ -200,8 +200,9 @@ def exchange(strategy, framework, total_bytes, group_size, blocks, accumulation,
     ``wire_bytes_per_param`` (FSDP ``MixedPrecision(param_dtype=bf16, reduce_dtype=float32)``:
     2 gathered, 4 reduced), None or NaN: the same. ``replica_all_reduce(bytes)``: seconds of
     hybrid sharding's all-reduce, across the replicas of the shard group, of the shard that a
-    reduce-scatter of ``bytes`` leaves (``bytes / n``; FSDP HYBRID_SHARD, docs/model.md §4a):
-    it follows each ZeRO gradient reduce-scatter of the bucket or unit on the same channel;
+    reduce-scatter of ``bytes`` leaves (``bytes / n``; FSDP HYBRID_SHARD, docs/model.md §16,
+    "Hybrid sharding"): it follows each ZeRO gradient reduce-scatter of the bucket or unit on
+    the same channel;
     None: full sharding (nothing after the reduce-scatter). ``exposed_s`` is before the contention
     share of the hidden time (``step.with_contention``); ``sent_units`` times
     ``(n - 1) / n * total_bytes`` is what each device sends (at ``wire_bytes_per_param``).
