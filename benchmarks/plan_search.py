@@ -18,7 +18,6 @@ import time
 
 import numpy as np
 
-from scalesim.layout import ParallelLayout
 from scalesim.plan import RECOMPUTE_CHOICES, Setting, candidate_grid, evaluate_layout, plan
 from scalesim.presets import HARDWARE, get_transformer
 
@@ -55,11 +54,7 @@ def main() -> None:
     t0 = time.perf_counter()
     for i in sample:
         row = full[i]
-        layout = ParallelLayout(dp=row.dp, tp=row.tp, pp=row.pp, cp=row.cp, zero=row.zero,
-                                micro_batch=row.micro_batch, global_batch=args.global_batch,
-                                schedule=row.schedule, virtual_stages=row.virtual_stages,
-                                recompute=row.recompute,
-                                sequence_parallel=row.sequence_parallel)
+        layout = row.layout(args.global_batch)  # its shard group too (hybrid sharding rows)
         res = evaluate_layout(setting, layout)
         if not np.isclose(float(res.step_time_s), row.step_time_s, rtol=1e-9):
             raise SystemExit(f"scalar and vectorised disagree on {layout}")
