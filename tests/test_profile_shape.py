@@ -223,9 +223,11 @@ def test_plan_profile_takes_the_same_decision(tmp_path, capsys):
         code, out, err = run_cli(capsys, ["plan", "--profile", str(H200), "--workload", *argv,
                                           "--devices", "1", "--global-batch", "8", "--top", "1"])
         assert code == 0, err
-        assert words in out.splitlines()[0], out.splitlines()[0]
+        lines = out.splitlines()
+        assert lines[0].startswith(f"workload: {argv[0]}: "), lines[0]  # the planned model
+        assert words in lines[1], lines[1]
         if words != "calibrated: matmul efficiency":
-            assert "pinned to that curve" in out.splitlines()[0]
+            assert "pinned to that curve" in lines[1]
 
 
 def test_plan_profile_rows_are_predicts_at_every_device_count(tmp_path, capsys):
