@@ -30,9 +30,9 @@ from scalesim.profiles import parse_profile, profile_from_presets
 from scalesim.schemas import GradSync, Profile
 
 LINK_VERSION = 9  # v9: + the hybrid sharding shard group (sg); v8: + the recompute style
-# op-sac (rs: V8_VALUES); v7: + the
-# tensor-parallel overlap (tpo) and scenarios B "use a Hopper attention kernel" and "overlap
-# tensor-parallel communication" (b: V7_REMEDIES); v6: + the attention kernel (ak);
+# op-sac (rs: V8_VALUES); v7: + the tensor-parallel overlap (tpo) and scenarios B "use a Hopper
+# attention kernel" and "overlap tensor-parallel communication" (b: V7_REMEDIES); v6: + the
+# attention kernel (ak); v1 to v8 open with ZeRO sharded over all of dp;
 # v5: + the gradient sync under accumulation (gs, FSDP no_sync); v4: + the recompute style
 # (rs); v3: + the model split (tp, pp, sched, vs, rec, sp) and transformer presets; each
 # written only when used (``link_version``); v1 to v6 open with the tensor-parallel
