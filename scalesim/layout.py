@@ -81,6 +81,10 @@ SHARD_GROUP_HELP = (
     "(default): all of dp x cp, full sharding")
 
 
+# A layout's ZeRO stage (0-3) as a scenario's strategy names it (``Scenario.strategy``)
+ZERO_STRATEGIES = ("ddp", "zero1", "zero2", "zero3")
+
+
 def shard_group_refusal(shard_group: int | None, strategy: str, framework: str = "fsdp") -> str:
     """Why a shard group cannot run with ``strategy`` ("ddp", "zero1".."zero3") under
     ``framework`` ("fsdp", "deepspeed"), in one line naming the values; '' when it can (None:
@@ -274,8 +278,7 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
     problems += unrunnable_split(tp=L.tp, heads=heads)
     if kv_heads is not None and kv_heads % L.tp and L.tp % kv_heads:
         problems.append(f"kv_heads {kv_heads} and tp {L.tp}: one must divide the other")
-    problems += [p for p in (shard_group_refusal(L.shard_group, ("ddp", "zero1", "zero2",
-                                                                  "zero3")[L.zero]),
+    problems += [p for p in (shard_group_refusal(L.shard_group, ZERO_STRATEGIES[L.zero]),
                              shard_group_problem(L.shard_group, L.dp, L.cp)) if p]
     if seq_len is not None and L.cp > 1 and seq_len % (2 * L.cp):
         problems.append(f"seq_len {seq_len} is not divisible by 2 x cp {L.cp} (load-balanced "

@@ -36,6 +36,7 @@ from scalesim.billing import job_sizes
 from scalesim.errors import ScalesimError
 from scalesim.layout import (
     SCHEDULES,
+    ZERO_STRATEGIES,
     ParallelLayout,
     early_stop_of,
     layout_problems,
@@ -60,7 +61,7 @@ from scalesim.predict import (
 )
 from scalesim.schemas import Hardware, Profile, Scenario, ScenarioLayout, Workload
 
-ZERO_OF_STRATEGY = {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3}
+ZERO_OF_STRATEGY = {name: zero for zero, name in enumerate(ZERO_STRATEGIES)}
 NOMINAL_PEAK_FLOPS = 1e15  # stands in for an unknown peak: only peak x efficiency matters then
 MIN_EFFICIENCY = 1e-6
 
@@ -320,9 +321,9 @@ def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak
 
 
 def _pin_terms(profile: Profile, base: LayoutInputs, micro_batch, per_node):
-    """(A, K, R, target, rate) of ``pinned_compute``: the unsplit model's micro-step on one
-    device is ``A / efficiency + K x rate / kernel_rate + R`` (s; A the matmuls at the peak, K
-    the kernels' bytes at ``rate`` GB/s, R the rest), and ``target`` the profile's
+    """(A, K, F, target, rate) of ``pinned_compute``: the unsplit model's micro-step on one
+    device is ``A / efficiency + F`` at kernel rate ``rate`` GB/s (s; A the matmuls at the
+    peak, F all else, of which K the kernels' bytes), and ``target`` the profile's
     compute-curve time it is pinned to (s, times the colocation slowdown of ``per_node``)."""
     wl, curve = profile.workload, profile.compute
     b = np.asarray(micro_batch, dtype=float)
@@ -340,7 +341,7 @@ def _pin_terms(profile: Profile, base: LayoutInputs, micro_batch, per_node):
     c3 = evaluate_layouts(one.replace(efficiency=1.0, kernel_bandwidth_GBps=2 * rate)).compute_s
     a = c2 - c1
     kernel_s = 2 * (c1 - c3)
-    fixed = c1 - a - kernel_s
+    fixed = c1 - a
     overhead_s, per_sample_s, _ = curve.alone()
     slope = colocation_slope(curve.colocation_slowdown, curve.colocated_devices)
     target = (micro_step_s(b, overhead_s, per_sample_s) * colocation_factor(per_node, slope)
@@ -368,8 +369,7 @@ def pinned_compute(profile: Profile, base: LayoutInputs, micro_batch, per_node):
     another kernel (``Scenario.attention_kernel``; refused where the curve was measured,
     ``check_attention_kernel``) changes the prediction by its attention core alone (§13)."""
     a, kernel_s, fixed, target, rate = _pin_terms(profile, base, micro_batch, per_node)
-    fixed = fixed + kernel_s  # the efficiency is solved with the kernel rate kept
-    room = target - fixed
+    room = target - fixed  # the efficiency is solved with the kernel rate kept
     eff = np.where(room > a, a / np.where(room > 0, room, 1.0), 1.0)
     left = room - a + kernel_s  # what the kernels' bytes may take at efficiency 1
     faster = (room <= a) & (left > 0) & (kernel_s > 0)
@@ -438,8 +438,7 @@ def check_shard_group(shard_group: int | None, devices, dp, zero, framework: str
         return
     p, d, z = np.broadcast_arrays(np.asarray(devices), np.asarray(dp), np.asarray(zero))
     for i in range(p.size):
-        why = (shard_group_refusal(shard_group, ("ddp", "zero1", "zero2", "zero3")[int(z.flat[i])],
-                                   framework)
+        why = (shard_group_refusal(shard_group, ZERO_STRATEGIES[int(z.flat[i])], framework)
                or shard_group_problem(shard_group, int(d.flat[i])))
         if why:
             raise ScalesimError(f"{why} (at {int(p.flat[i])} devices)")
@@ -512,6 +511,16 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
         global_batch=full(gb), matmul_efficiency=full(eff, float), peak_known=peak_known)
 
 
+def replica_loader_supply(profile: Profile, scenario: Scenario, counts,
+                          devices_per_node: int) -> float:
+    """Samples/s of one model replica's loader from ``profile``'s measured input pipeline (at
+    ``scenario.loader_workers``, default its best count; infinite without one), one loader per
+    replica of the largest of ``counts``' servers sharing its cores: what every layout of a
+    plan is fed (``plan_at``, and ``scalesim plan`` off the measured curve)."""
+    per_node = min(max(int(c) for c in np.atleast_1d(counts)), devices_per_node)
+    return float(loader_supply(profile, scenario, per_node)[0])
+
+
 def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], global_batch: int,
             fp8: bool = False, **plan_kwargs):
     """``scalesim.plan.rank_layouts`` for this profile and scenario at one device count (or
@@ -535,8 +544,7 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], glob
     setting = scenario_setting(wl, hw, scenario, peak, bandwidth, jitter_cv_of(profile, scenario),
                                measured_p2p(profile), global_batch).replace(fp8=fp8)
     base = setting_inputs(setting)
-    per_node = min(max(counts), setting.hardware.devices_per_node)
-    supply, _ = loader_supply(profile, scenario, per_node)  # one loader per replica
+    supply = replica_loader_supply(profile, scenario, counts, setting.hardware.devices_per_node)
 
     def pinned(micro_batch, busy, which: int):  # once per distinct (micro-batch, busy devices)
         b, g = np.broadcast_arrays(np.asarray(micro_batch), np.asarray(busy))
@@ -547,7 +555,7 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], glob
     setting = setting.replace(efficiency_of=lambda b, g: pinned(b, g, 0),
                               kernel_bandwidth_of=lambda b, g: pinned(b, g, 1),
                               optimizer_step_of=lambda g: measured_optimizer_s(profile, g),
-                              loader_samples_per_s=float(supply))
+                              loader_samples_per_s=supply)
     return rank_layouts(setting, counts, **plan_kwargs)
 
 
@@ -562,7 +570,7 @@ def scenario_of_row(scenario: Scenario, row) -> Scenario:
                             sequence_parallel=row.sequence_parallel,
                             tp_overlap=row.tp_overlap and row.tp > 1,
                             shard_group=row.shard_group if row.hybrid else None)
-    update = {"layout": layout, "strategy": ("ddp", "zero1", "zero2", "zero3")[row.zero],
+    update = {"layout": layout, "strategy": ZERO_STRATEGIES[row.zero],
               "accumulation": row.accumulation}
     if scenario.global_batch is None:
         update["micro_batch"] = row.micro_batch
@@ -661,7 +669,7 @@ def row_title(row) -> str:
     overlaps a tp > 1 layout's collectives)."""
     schedule = (f" ({row.schedule}" + (f", {row.virtual_stages} virtual stages" if
                                        row.virtual_stages > 1 else "") + ")") if row.pp > 1 else ""
-    zero = ("ddp", "zero1", "zero2", "zero3")[row.zero]
+    zero = ZERO_STRATEGIES[row.zero]
     zero += f" (HSDP: shard group {row.shard_group})" if row.hybrid else ""
     return (f"dp {row.dp} x tp {row.tp} x pp {row.pp}{schedule}, {zero}, micro-batch "
             f"{row.micro_batch} x {row.accumulation} accumulation, "

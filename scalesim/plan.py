@@ -430,8 +430,8 @@ def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict
     grid["shard_group"] = grid["dp"] * grid["cp"]  # full sharding
     # hybrid sharding (FSDP, Megatron-Core): the ZeRO layouts again with a shard group of the
     # data-parallel ranks of one server where the group spans several (§16)
-    hybrid = server_shard_group(grid["dp"], grid["cp"], grid["tp"], g)
     if setting.framework == FSDP:
+        hybrid = server_shard_group(grid["dp"], grid["cp"], grid["tp"], g)
         extra = (grid["zero"] > 0) & (hybrid > 0)
         grid = {k: np.concatenate([v, (hybrid if k == "shard_group" else v)[extra]])
                 for k, v in grid.items()}

@@ -250,18 +250,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _input_supply(args, profile, scenario, hardware) -> float:
-    """Samples/s of one replica's loader from ``--profile``'s measured input pipeline (at
-    ``--loader-workers``, default its best count), one loader per replica of the largest count's
-    servers, as ``layout_predict.plan_at`` reads it on the measured curve and predict reads it
-    for any model (the loader feeds samples, whatever the model); infinite without one."""
+    """Samples/s of one replica's loader from ``--profile``'s measured input pipeline at
+    ``--loader-workers`` (``layout_predict.replica_loader_supply``, as ``plan_at`` feeds the
+    measured curve's layouts and predict any model: the loader feeds samples, whatever the
+    model); infinite without a profile."""
     if profile is None:
         return float("inf")
-    from scalesim.predict import loader_supply
+    from scalesim.layout_predict import replica_loader_supply
 
-    per_node = min(max(args.devices), hardware.devices_per_node)
-    supply, _ = loader_supply(profile, scenario.model_copy(
-        update={"loader_workers": args.loader_workers}), per_node)
-    return float(supply)
+    return replica_loader_supply(profile, scenario.model_copy(
+        update={"loader_workers": args.loader_workers}), args.devices, hardware.devices_per_node)
 
 
 def _profile_model(args, profile):

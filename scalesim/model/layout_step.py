@@ -292,6 +292,17 @@ def _group_link(x: LayoutInputs, size, stride):
     return per_node, nodes, inter_share
 
 
+def _group_coeffs(x: LayoutInputs, size, stride):
+    """(latency/bandwidth arguments of ``coll.reduce_scatter_coeffs``, all-reduce coefficients)
+    of a group of ``size`` ranks at ``stride`` (``_group_link``: its members per server, its
+    servers, its share of the NICs; inside a server the subset busbw; NVLS where the link has
+    it)."""
+    per_node, nodes, inter_share = _group_link(x, size, stride)
+    intra_GBps = subset_busbw_GBps(x.intra_busbw_GBps, per_node, x.intra_subset_shares)
+    lat_args = (per_node, nodes, x.intra_latency_s, intra_GBps, x.inter_latency_s, inter_share)
+    return lat_args, coll.allreduce_coeffs(*lat_args, _f(x.nvls_busbw_ratio) * intra_GBps)
+
+
 def _replica_all_reduce(x: LayoutInputs, shard, replicas, tp):
     """Hybrid sharding's second collective: ``f(bytes)``, seconds of the all-reduce, across the
     ``replicas`` copies of a shard group of ``shard`` ranks (stride tp s: one member per replica
@@ -302,12 +313,7 @@ def _replica_all_reduce(x: LayoutInputs, shard, replicas, tp):
     layout replicates (full sharding: today's exchange, unchanged)."""
     if np.all(np.asarray(replicas) <= 1):
         return None
-    stride = np.asarray(tp, dtype=int) * shard
-    per_node, nodes, inter_share = _group_link(x, replicas, stride)
-    intra_GBps = subset_busbw_GBps(x.intra_busbw_GBps, per_node, x.intra_subset_shares)
-    coeffs = coll.allreduce_coeffs(per_node, nodes, x.intra_latency_s, intra_GBps,
-                                   x.inter_latency_s, inter_share,
-                                   _f(x.nvls_busbw_ratio) * intra_GBps)
+    _, coeffs = _group_coeffs(x, replicas, np.asarray(tp, dtype=int) * shard)
     shard_f = _f(np.maximum(shard, 1))
 
     def all_reduce(size_bytes):
@@ -495,11 +501,8 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # --- data-parallel / ZeRO exchange of the local shard over dp x cp (stride tp): the same
     # function as the data-parallel step's (zero_exchange), on this group's link; under hybrid
     # sharding over the shard group (its s innermost ranks), then across its replicas
-    per_node, nodes, inter_share = _group_link(x, shard, tp)
+    lat_args, ar_coeffs = _group_coeffs(x, shard, tp)
     grad_bytes = np.where(group > 1, local_params * _f(x.wire_bytes_per_param), 0.0)
-    dp_GBps = subset_busbw_GBps(x.intra_busbw_GBps, per_node, x.intra_subset_shares)
-    lat_args = (per_node, nodes, x.intra_latency_s, dp_GBps, x.inter_latency_s, inter_share)
-    ar_coeffs = coll.allreduce_coeffs(*lat_args, _f(x.nvls_busbw_ratio) * dp_GBps)
     rs_coeffs = coll.reduce_scatter_coeffs(*lat_args)  # all-gather: the same ring
     units = np.where(pp > 1, stage_layers, L)  # FSDP units: one per layer
     # a stage holding the output layer (pp = 1) hides the exchange behind its work too:
