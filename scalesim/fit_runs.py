@@ -154,16 +154,18 @@ def step_inputs(values: dict[str, float], layout: Layout, gradient_bytes: float,
 
 
 def blended(values: dict[str, float], layout: Layout, gradient_bytes: float) -> StepResult:
-    """The model with a share ``overlap`` of overlapped communication (linear blend)."""
-    on = evaluate(step_inputs(values, layout, gradient_bytes, True))
-    off = evaluate(step_inputs(values, layout, gradient_bytes, False))
+    """The model with a share ``overlap`` of overlapped communication (linear blend); both
+    cases in one broadcast call (a leading axis: overlap on, off)."""
+    both = evaluate(step_inputs(values, layout, gradient_bytes, np.array([True, False]).reshape(
+        (2,) + (1,) * np.ndim(layout.devices + values["per_sample_s"]))))
     phi = values["overlap"]
-    mixed = {name: phi * getattr(on, name) + (1.0 - phi) * getattr(off, name)
+    mixed = {name: phi * getattr(both, name)[0] + (1.0 - phi) * getattr(both, name)[1]
              for name in ("step_time_s", "compute_s", "exposed_comm_s", "straggler_s",
                           "data_stall_s", "comm_total_s")}
-    mixed["samples_per_s"] = on.global_batch / mixed["step_time_s"]
-    return StepResult(comm_bytes=on.comm_bytes, nodes=on.nodes, global_batch=on.global_batch,
-                      memory_bytes=on.memory_bytes, fits=on.fits, **mixed)
+    mixed["samples_per_s"] = both.global_batch[0] / mixed["step_time_s"]
+    return StepResult(comm_bytes=both.comm_bytes[0], nodes=both.nodes[0],
+                      global_batch=both.global_batch[0], memory_bytes=both.memory_bytes[0],
+                      fits=both.fits[0], **mixed)
 
 
 def _setup(runs: Runs):
@@ -232,6 +234,24 @@ def _from_x(name: str, x: float) -> float:
     return float(np.exp(x)) if name in _LOG else float(x)
 
 
+DIFF_STEP = 1e-4  # relative forward-difference step of the fit's Jacobian
+
+
+def _forward_steps(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Forward-difference steps: ``DIFF_STEP * |x|`` signed as ``x`` (sqrt(eps) * max(1, |x|)
+    where that rounds away), reversed where it would leave the bounds, else the distance to the
+    farther bound (scipy.optimize's approx_derivative rules for '2-point' with ``rel_step``)."""
+    sign = np.where(x >= 0, 1.0, -1.0)
+    step = DIFF_STEP * sign * np.abs(x)
+    step = np.where((x + step) - x == 0, np.sqrt(np.finfo(float).eps) * sign
+                    * np.maximum(1.0, np.abs(x)), step)
+    below, above = x - lo, hi - x
+    outside = (x + step < lo) | (x + step > hi)
+    fits = np.abs(step) <= np.maximum(below, above)
+    step = np.where(outside & fits, -step, step)
+    return np.where(fits, step, np.where(above >= below, above, -below))
+
+
 def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: float = 4.0) -> FitResult:
     """Fit the model to ``runs``; ``params`` (gradient elements) turns transfer times into GB/s."""
     from scipy.optimize import least_squares
@@ -248,14 +268,20 @@ def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: floa
     top = bounds["node_loader_samples_per_s"][1]
 
     def values_of(x):
-        vals = dict(init)
-        for name, xi in zip(free, x, strict=True):
-            vals[name] = _from_x(name, xi)
+        """Parameters of each row of ``x`` (shape (m, free)): (m, 1) arrays, or floats for one x."""
+        rows = np.ndim(x) == 2
+        vals = {k: np.full((len(x), 1), v) for k, v in init.items()} if rows else dict(init)
+        for j, name in enumerate(free):
+            xj = x[:, j:j + 1] if rows else x[j]
+            vals[name] = (np.exp(xj) if rows else _from_x(name, xj)) if name in _LOG else (
+                xj if rows else float(xj))
         if "inter_transfer_s" not in free:
             vals["inter_transfer_s"] = vals["intra_transfer_s"]
         return vals
 
-    def residuals(x):
+    def residual_rows(x):
+        """Residuals of each parameter vector (row of ``x``), shape (m, residuals): the model
+        broadcasts, so one call evaluates every row (the Jacobian's columns together)."""
         vals = values_of(x)
         res = blended(vals, layout, gradient_bytes)
         parts = [np.log(res.step_time_s / measured_step)]
@@ -270,8 +296,20 @@ def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: floa
             prior.append(vals["jitter_cv"] / 0.1)
         prior.append(LOADER_PRIOR_SCALE * (np.log(top) - np.log(vals["node_loader_samples_per_s"]))
                      / np.log(1e3))
-        parts.append(PRIOR_WEIGHT * np.array(prior))
-        return np.concatenate(parts)
+        parts.append(PRIOR_WEIGHT * np.concatenate(prior, axis=1))
+        return np.concatenate(parts, axis=1)
+
+    def residuals(x):
+        return residual_rows(x[None, :])[0]
+
+    def jacobian(x):
+        """Forward differences as least_squares' '2-point' with ``diff_step`` takes them (same
+        steps, turned back at a bound), its columns evaluated in one broadcast call."""
+        step = _forward_steps(x, lo, hi)
+        rows = np.repeat(x[None, :], len(x) + 1, axis=0)
+        rows[np.arange(1, len(x) + 1), np.arange(len(x))] += step
+        f = residual_rows(rows)
+        return ((f[1:] - f[0]) / ((x + step) - x)[:, None]).T
 
     lo = np.array([_to_x(n, bounds[n][0]) if n in _LOG else bounds[n][0] for n in free])
     hi = np.array([_to_x(n, bounds[n][1]) if n in _LOG else bounds[n][1] for n in free])
@@ -283,7 +321,7 @@ def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: floa
         x0 = np.array([_to_x(n, start[n]) for n in free])
         x0 = np.clip(x0, lo + 1e-6 * (hi - lo), hi - 1e-6 * (hi - lo))
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            trial = least_squares(residuals, x0, bounds=(lo, hi), method="trf", diff_step=1e-4,
+            trial = least_squares(residuals, x0, jac=jacobian, bounds=(lo, hi), method="trf",
                                   x_scale=1.0, max_nfev=400)
         if sol is None or trial.cost < sol.cost:
             sol = trial
