@@ -21,6 +21,8 @@ The fit is bounded least squares (``scipy.optimize.least_squares``, trust-region
 measured step`` for exposed communication (``comm_s``) and data wait (``data_wait_s``). Weak
 priors (weight 0.01 each) pull ``phi`` towards 1, ``jitter_cv`` towards 0 and the loader supply
 towards "not limiting", so parameters the runs cannot separate settle on the ordinary case.
+The Jacobian is forward differences at scipy's '2-point' steps (``_forward_steps``), all its
+columns in one broadcast model call.
 
 Uncertainty: ``cov = s^2 (J^T J)^+`` at the solution (``J`` the Jacobian of the residuals in the
 fitted coordinates, log for positive parameters; parameters held at a bound are left out),
