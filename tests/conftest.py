@@ -3,14 +3,37 @@ run fails for a defect, never for a random draw that an earlier run did not make
 tests' examples were random before; session 11's quick suite drew one that the tolerance of
 ``test_contention_lies_between_free_overlap_and_none`` did not cover (a rounding of 1.7e-15 s
 on a 16 s step), a failure no earlier run had seen. To explore new examples locally:
-``pytest --hypothesis-seed=N`` (or ``HYPOTHESIS_PROFILE=explore``)."""
+``pytest --hypothesis-seed=N`` (or ``HYPOTHESIS_PROFILE=explore``).
+
+``ddp_trace_jobs``: the real torch.profiler traces that both trace test modules read, made once
+per session (each job is a torchrun of about 10 s on two cores)."""
 
 from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("scalesim", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "scalesim"))
+
+
+@pytest.fixture(scope="session")
+def ddp_trace_jobs(tmp_path_factory):
+    """Traces of two 2-rank gloo DDP jobs (tests/trace_job.py, 5 steps, the MLP at width
+    ``TRACE_DIM``, batch 16, input shapes recorded): ``loader``, a data loader sleeping
+    ``TRACE_SLEEP_S`` a batch; ``slow_rank``, rank 1 sleeping that long before each backward
+    (gzipped traces). {name: sorted trace files}."""
+    from trace_job import TRACE_DIM, TRACE_SLEEP_S, launch
+
+    base = tmp_path_factory.mktemp("ddp_traces")
+    common = ("--steps", "5", "--dim", str(TRACE_DIM), "--batch", "16", "--record-shapes")
+    # five steps: two ranks need the same one slowest in 5 of 5 to be beyond chance
+    # (stragglers.slowest_in_most_steps; 4 of 4 happens by chance 1 time in 16)
+    return {
+        "loader": launch(base / "loader", *common, "--slow-loader-s", str(TRACE_SLEEP_S)),
+        "slow_rank": launch(base / "slow_rank", *common, "--slow-rank", "1", "--slow-rank-s",
+                            str(TRACE_SLEEP_S), "--gzip"),
+    }

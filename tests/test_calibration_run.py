@@ -206,10 +206,10 @@ def test_two_servers_time_the_inter_level_with_every_rank(tmp_path):
 
 
 # Rounds of the predict-vs-measure comparison: calibration and DDP measurement alternate
-# (d0 C1 d1 C2 d2 ... C5 d5, about 15 s per round unloaded), each round's prediction is judged
-# against the DDP runs just before and after it, and the test takes the median over rounds:
-# it fails only if three of the five rounds are more than 25% off.
-ROUNDS = 5
+# (d0 C1 d1 C2 d2 ... C4 d4, about 24 s per round in CI), and the test compares the fastest
+# prediction with the fastest measurement (the least disturbed of each; the test's docstring).
+# Four rounds since 2026-12-01 (five before: a fifth fastest-of draw bought little for 24 s).
+ROUNDS = 4
 
 
 def test_predict_matches_a_real_ddp_step(calibrated):

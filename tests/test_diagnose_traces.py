@@ -1,7 +1,8 @@
 """scalesim diagnose --trace on real traces: torch.profiler around a 2-rank gloo DDP job (torchrun).
 
 Three tiny jobs (a few steps of a 3-layer MLP on CPU): a deliberately slow data loader, one rank
-deliberately slowed in every step, and a different rank slowed in each step (uneven work).
+deliberately slowed in every step (these two shared with test_sources_trace: conftest's
+``ddp_trace_jobs``), and a different rank slowed in each step (uneven work).
 """
 
 from __future__ import annotations
@@ -10,13 +11,13 @@ import json
 from pathlib import Path
 
 import pytest
-from trace_job import launch
+from trace_job import TRACE_SLEEP_S, launch
 
 from scalesim.cli.main import main
 from scalesim.diagnosis import diagnose_traces
 from scalesim.traces import load_traces
 
-SLEEP_S = 0.06  # far above the tiny model's few ms of compute per step, even on a busy machine
+SLEEP_S = TRACE_SLEEP_S
 
 pytestmark = pytest.mark.slow
 
@@ -28,14 +29,10 @@ def run_job(out: Path, *flags: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def jobs(tmp_path_factory):
+def jobs(tmp_path_factory, ddp_trace_jobs):
     base = tmp_path_factory.mktemp("traces")
-    return {
-        "loader": run_job(base / "loader", "--slow-loader-s", str(SLEEP_S)),
-        "slow_rank": run_job(base / "slow_rank", "--slow-rank", "1", "--slow-rank-s",
-                             str(SLEEP_S), "--gzip"),
-        "uneven": run_job(base / "uneven", "--alternate-slow-s", str(SLEEP_S)),
-    }
+    uneven = run_job(base / "uneven", "--alternate-slow-s", str(SLEEP_S))
+    return {**ddp_trace_jobs, "uneven": uneven}
 
 
 def test_real_trace_is_read_as_pytorch_writes_it(jobs):

@@ -42,7 +42,7 @@ EXAMPLES = {
     "goal --train-samples": 40, "presets": 15, "schema": 15, "calibrate": 30,
     "calibrate --from-nccl-tests": 60, "calibrate --from-trace": 40, "calibrate --from-topo": 40,
     "topo": 60, "validate": 40, "validate --parallel": 20, "diagnose": 100,
-    "diagnose --smi": 60, "app": 30, "link": 150,
+    "diagnose --smi": 60, "app": 30, "link": 100,
 }
 EDGE_COMMANDS = ["predict", "sweep", "plan", "decide", "goal", "diagnose", "calibrate", "app"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from test_traces import event
-from trace_job import launch
+from trace_job import TRACE_DIM, TRACE_SLEEP_S, launch
 
 from scalesim.cli.main import main
 from scalesim.errors import ScalesimError
@@ -17,9 +17,9 @@ from scalesim.profiles import load_profile
 from scalesim.sources import trace_compute as tc
 from scalesim.sources.calibrate_from import calibrate_from_sources
 
-DIM = 512
+DIM = TRACE_DIM
 PARAMS = 2 * (DIM * DIM + DIM) + DIM + 1  # trace_job's MLP: Linear(d,d), Linear(d,d), Linear(d,1)
-SLEEP_S = 0.05
+SLEEP_S = TRACE_SLEEP_S
 
 
 def gpu_step_trace(rank=0, steps=2):
@@ -160,15 +160,12 @@ def run_job(out: Path, *flags: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def jobs(tmp_path_factory):
+def jobs(tmp_path_factory, ddp_trace_jobs):
     base = tmp_path_factory.mktemp("from_trace")
     return {
-        "b16": run_job(base / "b16", "--batch", "16", "--slow-loader-s", str(SLEEP_S)),
+        "b16": ddp_trace_jobs["loader"],
         "b256": run_job(base / "b256", "--batch", "256", "--gzip"),
-        # five steps: two ranks need the same one slowest in 5 of 5 to be beyond chance
-        # (stragglers.slowest_in_most_steps; 4 of 4 happens by chance 1 time in 16)
-        "slow": run_job(base / "slow", "--batch", "16", "--slow-rank", "1", "--slow-rank-s",
-                        str(SLEEP_S), "--steps", "5"),
+        "slow": ddp_trace_jobs["slow_rank"],
     }
 
 

@@ -27,6 +27,10 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.profiler import ProfilerActivity, profile, schedule
 from torch.utils.data import DataLoader, Dataset
 
+TRACE_DIM = 512  # the MLP width of the shared jobs (tests/conftest.py ddp_trace_jobs)
+# a sleep far above the tiny model's few ms of compute per step, even on a busy machine
+TRACE_SLEEP_S = 0.06
+
 
 class SlowDataset(Dataset):
     def __init__(self, n: int, dim: int, delay_s: float):
