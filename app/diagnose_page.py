@@ -1,15 +1,18 @@
-"""The Diagnose page: upload measured runs (CSV/JSON) or profiler traces, see why scaling is lost.
+"""The Diagnose page: upload measured runs (CSV/JSON), profiler traces or an nvidia-smi log, see
+why scaling is lost.
 
 The same report as ``scalesim diagnose`` with the same options (``scalesim.diagnose_request``:
 cause first, then evidence, then remedies with predicted gains), with charts: for runs, measured
 throughput against the fitted model, ideal scaling and the extrapolation band, and where each
 run's step time goes; for traces, where each rank's step goes and the step times per profiler
-step. Reports are cached by file contents and options, so moving a widget does not re-read a
-large trace.
+step; for an nvidia-smi log alone (``scalesim diagnose --smi``), each device's clock while busy.
+Reports are cached by file contents and options, so moving a widget does not re-read a large
+trace.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 from pathlib import Path
@@ -138,7 +141,38 @@ def traces_report(files: tuple[tuple[str, bytes], ...],
                                 trace_source=", ".join(name for name, _ in files), smi=log)
 
 
+@st.cache_data(show_spinner="Reading the nvidia-smi log...", max_entries=4)
+def smi_report(smi: tuple[str, str]):
+    """``scalesim diagnose --smi`` of the uploaded log alone (name, CSV text): its
+    ``SmiReport``."""
+    from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
+
+    return diagnose_request(DiagnoseOptions(), smi=_smi_report(smi))
+
+
 # ---------------------------------------------------------------- charts (pure)
+
+def smi_clock_chart(report, width="container") -> alt.Chart:
+    """Median SM clock of each device while busy, the slow ones marked, the maximum as a tick."""
+    records = [{"device": f"GPU {d.index}", "MHz": d.sm_clock_MHz,
+                "max MHz": d.max_sm_clock_MHz, "state": "slow" if d.index in report.slow
+                else "as its peers", "temperature C": d.temperature_C}
+               for d in report.devices]
+    data = pd.DataFrame(records)
+    x = alt.X("device:N", title=None, sort=None)
+    bars = alt.Chart(data).mark_bar().encode(
+        x=x, y=alt.Y("MHz:Q", title="SM clock while busy, MHz (median)"),
+        color=alt.Color("state:N", title=None,
+                        scale=alt.Scale(domain=["as its peers", "slow"],
+                                        range=[PALETTE["compute"], PALETTE["straggler wait"]])),
+        tooltip=["device:N", alt.Tooltip("MHz:Q", format=",.0f"),
+                 alt.Tooltip("max MHz:Q", format=",.0f"),
+                 alt.Tooltip("temperature C:Q", format=".0f")])
+    ticks = alt.Chart(data).mark_tick(color="black", thickness=2).encode(x=x, y="max MHz:Q")
+    return alt.layer(bars, ticks).properties(
+        width=width, height=240, title="Each device's clock while busy (tick: its maximum)")
+
+
 
 def _log2_x(values, title="devices (log scale)") -> alt.X:
     return alt.X("devices:Q", title=title, scale=alt.Scale(type="log", base=2),
@@ -354,6 +388,33 @@ def show_report(report: Report) -> None:
         st.code(report.to_text(), language=None)
 
 
+def show_smi(report) -> None:
+    """The device health of an nvidia-smi log alone: findings, the clocks chart, the table."""
+    from scalesim.sources.nvidia_smi import no_finding, render_smi
+
+    st.subheader("Device health")
+    for finding in report.findings:
+        st.warning(_md(finding))
+    if not report.findings:
+        st.success(_md(no_finding(report)[0].upper() + no_finding(report)[1:]))
+    st.altair_chart(smi_clock_chart(report), width="stretch")
+    table = pd.DataFrame([{
+        "device": d.index, "samples": d.samples, "busy": d.busy_samples,
+        "SM MHz": round(d.sm_clock_MHz), "max MHz": d.max_sm_clock_MHz,
+        "temp C": d.temperature_C, "max C": d.max_temperature_C, "power W": d.power_W,
+        "util %": d.utilization_pct,
+        "throttle reasons": ", ".join(f"{k} {v:.0%}" for k, v in d.reasons.items()) or "-"}
+        for d in report.devices])
+    st.dataframe(table, hide_index=True, width="stretch")
+    st.caption("medians over samples at >= 50% utilization")
+    for note in report.notes:
+        st.caption(f"note: {_md(note)}")
+    st.download_button("Download the device health (JSON)", json.dumps(report.to_dict(), indent=2),
+                       "device-health.json", "application/json", key="dg_smi_download")
+    with st.expander("Report as text (same as `scalesim diagnose --smi`)"):
+        st.code(render_smi(report), language=None)
+
+
 def _text_of(upload) -> str:
     return upload.getvalue().decode("utf-8-sig", errors="replace")
 
@@ -464,13 +525,30 @@ def _traces_section() -> None:
     show_report(report)
 
 
+def _smi_section() -> None:
+    upload = st.file_uploader("nvidia-smi log (CSV)", type=["csv", "txt"], key="dg_smi_only",
+                              help=SMI_HELP)
+    if upload is None:
+        st.info("Upload the log that `nvidia-smi --query-gpu=timestamp,index,clocks.sm,"
+                "clocks.max.sm,temperature.gpu,power.draw,utilization.gpu,"
+                "clocks_throttle_reasons.active --format=csv -l 1` wrote during the run: "
+                "is one device slower than the others, and why (clocks, heat, power)?")
+        return
+    try:
+        report = smi_report((upload.name, _text_of(upload)))
+    except ScalesimError as exc:
+        st.error(str(exc))
+        return
+    show_smi(report)
+
+
+SOURCES = {"Measured runs": _runs_section, "Profiler traces": _traces_section,
+           "An nvidia-smi log": _smi_section}
+
+
 def render() -> None:
     st.title("Diagnose")
     st.caption("Why does my job stop scaling? From step times measured at several device counts, "
                "or from PyTorch profiler traces of one run.")
-    source = st.radio("What do you have?", ["Measured runs", "Profiler traces"], horizontal=True,
-                      key="dg_source")
-    if source == "Measured runs":
-        _runs_section()
-    else:
-        _traces_section()
+    source = st.radio("What do you have?", list(SOURCES), horizontal=True, key="dg_source")
+    SOURCES[source]()

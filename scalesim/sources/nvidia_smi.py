@@ -448,12 +448,16 @@ def parse_smi_csv(path: str | os.PathLike[str]) -> SmiReport:
     return parse_smi_csv_text(read_text(path), str(path))
 
 
+def no_finding(report: SmiReport) -> str:
+    """What the log shows when no device is slow (or it has one device only)."""
+    return ("no device runs slower than the others" if len(report.devices) > 1 else
+            "one device only: no other to compare it with (record every GPU of the job: "
+            "nvidia-smi --query-gpu=... without -i)")
+
+
 def render_smi(report: SmiReport) -> str:
     lines = [f"Device health from {report.source}", ""]
-    none = ("  no device runs slower than the others" if len(report.devices) > 1 else
-            "  one device only: no other to compare it with (record every GPU of the job: "
-            "nvidia-smi --query-gpu=... without -i)")
-    lines += [f"  - {f}" for f in report.findings] or [none]
+    lines += [f"  - {f}" for f in report.findings] or [f"  {no_finding(report)}"]
     lines.append("")
     lines.append(f"{'device':>6} {'samples':>7} {'busy':>5} {'SM MHz':>7} {'max MHz':>7} "
                  f"{'temp C':>6} {'max C':>5} {'power W':>7} {'util %':>6}  throttle reasons")
