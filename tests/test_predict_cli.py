@@ -601,3 +601,15 @@ def test_decide_and_goal_say_when_the_slow_device_is_not_in_their_runs(capsys):
                           "searched (--max-devices): no slow device there") in out
     code, out, _ = run_cli(capsys, *goal, "--slow-device", "3")
     assert code == 0 and "not among" not in out
+
+
+def test_a_split_models_rows_leave_the_bytes_they_do_not_total_null(capsys):
+    """The layout step times its collectives but does not total their bytes: --json says null
+    for a transformer's rows, and the data-parallel rows keep their ring volume."""
+    code, out, _ = run_cli(capsys, "predict", "--workload", "llama3-8b", "--devices", "64",
+                           "--strategy", "zero3", "--global-batch", "256", "--json")
+    assert code == 0 and json.loads(out)[0]["comm_bytes"] is None
+    code, out, _ = run_cli(capsys, "predict", "--devices", "16", "--json")
+    row = json.loads(out)[0]
+    # bert-large's 336M fp16 gradients, ring all-reduce over 16: 2 (p-1)/p of them per device
+    assert code == 0 and row["comm_bytes"] == pytest.approx(2 * 15 / 16 * 336e6 * 2, rel=1e-9)
