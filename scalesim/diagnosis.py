@@ -561,7 +561,7 @@ def _check_runs_model(profile, scenario, runs, transformer) -> None:
     at its GPU's datasheet peak: that shape on that GPU cannot have run them (a sequence length
     or model size that is not theirs, another GPU), and every remedy the layout model predicts
     would hold compute at the peak, slower than measured (the example runs, BERT-large at
-    sequence 128, described as the bert-large preset at 512: 'faster network +13 %' where the
+    sequence 128, described as BERT-large at sequence 512: 'faster network +13 %' where the
     runs' own fit says +253 %)."""
     from scalesim.layout_predict import curve_beyond_peak
 

@@ -39,6 +39,7 @@ import numpy as np
 
 from scalesim.attention_kernel import ATTENTION_KERNELS, FLASH2_KERNEL
 from scalesim.errors import ScalesimError
+from scalesim.model.transformer import activation_bytes_per_layer
 from scalesim.schemas import (
     Hardware,
     LinkLevel,
@@ -639,6 +640,19 @@ _MPT7B = ("mosaicml/llm-foundry scripts/train/benchmarking/README.md, table 'A10
 _KORTHIKANTI = ("activations per layer per sequence s*h*(34 + 5*a*s/h) bytes (Korthikanti et al. "
                 "2022, eq. 1)")
 
+# BERT-large, one model: the transformer preset (plan, diagnose --workload bert-large) and the
+# data-parallel workload preset (predict, sweep, the app's default), whose activation bytes are
+# this shape's. Sequence 128: pre-training phase 1 (_BERT), as the workload's DLE reference.
+BERT_LARGE = TransformerShape(layers=24, hidden=1024, heads=16, seq_len=128, vocab=30522)
+_BERT = ("Devlin et al. 2018, arXiv 1810.04805, §3: BERT-large L=24, H=1024, A=16, 340M; "
+         "vocabulary 30,522 from google-research/bert's released config; sequence 128: "
+         "pre-training phase 1 (Devlin et al. appendix A.2: 90% of the steps at sequence 128, the "
+         "rest at 512; NVIDIA DLE's phase 1); plan --seq-len 512 gives phase 2. Counted here "
+         f"{BERT_LARGE.param_count() / 1e6:.1f}M with {BERT_LARGE.seq_len} learned positions "
+         f"({BERT_LARGE.model_copy(update={'seq_len': 512}).param_count() / 1e6:.1f}M with the "
+         "released config's 512); Devlin's 340M also counts 512 positions, the pooler and the "
+         "masked-LM head, which the shape does not")
+
 WORKLOADS: dict[str, Workload] = {
     "resnet50": Workload(
         name="resnet50", params=25_557_032, wire_bytes_per_param=2.0, param_bytes_per_param=2.0,
@@ -654,15 +668,21 @@ WORKLOADS: dict[str, Workload] = {
     "bert-large": Workload(
         name="bert-large", params=336e6, wire_bytes_per_param=2.0, param_bytes_per_param=2.0,
         grad_bytes_per_param=2.0, optimizer_bytes_per_param=12.0,
-        activation_bytes_per_sample=24 * 128 * 1024 * (34 + 5 * 16 * 128 / 1024),
+        activation_bytes_per_sample=BERT_LARGE.layers * float(activation_bytes_per_layer(
+            1, BERT_LARGE.seq_len, BERT_LARGE.hidden, BERT_LARGE.heads, BERT_LARGE.kv_of(),
+            BERT_LARGE.ffn_of(), BERT_LARGE.gated_mlp,
+            flash_attention=BERT_LARGE.flash_attention)),
         micro_batch=32, sample_unit="sequences",
         reference=[ReferenceThroughput(device_name="A100-SXM4 80GB", samples_per_s=4553 / 8,
                                        micro_batch=256, accumulation=32, devices=8,
                                        includes_communication=True, system="dgx-a100",
                                        source=_DLE_BERT)],
         source="BERT-large 336M parameters (DLE README); FP16 gradients (--fp16); LAMB with fp32 "
-        f"master, m, v (12 B/param); {_KORTHIKANTI} with L=24, s=128, h=1024, a=16. Default "
-        "micro-batch 32 is a knob, not DLE's 256",
+        f"master, m, v (12 B/param); {_KORTHIKANTI} of the bert-large transformer preset's "
+        f"shape (L={BERT_LARGE.layers}, s={BERT_LARGE.seq_len}, h={BERT_LARGE.hidden}, "
+        f"a={BERT_LARGE.heads}: pre-training phase 1, as DLE's reference; plan and diagnose "
+        "--workload bert-large use the same shape). Default micro-batch 32 is a knob, not "
+        "DLE's 256",
     ),
     "gpt-7b": Workload(
         name="gpt-7b", params=6.74e9, wire_bytes_per_param=2.0, param_bytes_per_param=2.0,
@@ -714,8 +734,6 @@ _NARAYANAN_T1 = ("Narayanan et al. 2021, arXiv 2104.04473, Table 1 (layers, hidd
 _LLAMA3 = ("Llama Team 2024, 'The Llama 3 Herd of Models', arXiv 2407.21783, Table 3 (layers, "
            "model dimension, FFN dimension, heads, 8 key/value heads, vocabulary 128,256); "
            "SwiGLU, RMSNorm, rotary positions, no biases, untied output layer; sequence 8,192")
-_BERT = ("Devlin et al. 2018, arXiv 1810.04805, §3: BERT-large L=24, H=1024, A=16, 340M; "
-         "vocabulary 30,522 and 512 positions from google-research/bert's released config")
 
 
 def _gpt(layers: int, hidden: int, heads: int) -> TransformerShape:
@@ -744,8 +762,7 @@ TRANSFORMERS: dict[str, tuple[TransformerShape, float, str]] = {
     "llama3-8b": (_llama(32, 4096, 32, 14336), 8.0e9, _LLAMA3),
     "llama3-70b": (_llama(80, 8192, 64, 28672), 70.6e9, _LLAMA3),
     "llama3-405b": (_llama(126, 16384, 128, 53248), 405e9, _LLAMA3),
-    "bert-large": (TransformerShape(layers=24, hidden=1024, heads=16, seq_len=512, vocab=30522),
-                   340e6, _BERT),
+    "bert-large": (BERT_LARGE, 340e6, _BERT),
 }
 
 

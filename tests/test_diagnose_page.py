@@ -178,23 +178,29 @@ def test_a_transformer_and_its_gpu_give_the_clis_report_with_the_split(capsys, r
     """The runs' transformer and GPU (scalesim diagnose --workload --gpu), the framework's
     recompute style and TP overlap: the page's report is the CLI's for the same runs and flags,
     the same cause and remedies in the same order, and splitting the model is one of them.
-    The example runs (BERT-large at sequence 128 on A100s, 61.6 ms a micro-step of 32) are
-    faster than the bert-large preset (sequence 512) can run on an A100 (its matmuls alone take
-    113 ms at the 312 TFLOP/s peak): one error line, as the CLI's; on an H100 they could be."""
+    The example runs (BERT-large at sequence 128 on A100s, 61.6 ms a micro-step of 32) named as
+    gpt-1.7b are faster than that model can run on an A100 (its matmuls alone take, by hand,
+    3 x 32 x 2048 x (24 x (24 h^2 + 4 s h) + 2 h V) / 312e12 = 2361 ms at the 312 TFLOP/s peak,
+    h 2304, s 2048, V 51200): one error line, as the CLI's; named as bert-large (sequence 128,
+    their own model) on their own A100 they give the report."""
     at = _upload(_app(), "dg_runs", "runs.csv", runs_here)
     assert not at.get("toggle") or all(t.key != "dg_tp_overlap" for t in at.get("toggle"))
-    at.selectbox(key="dg_workload").set_value("bert-large")
+    at.selectbox(key="dg_workload").set_value("gpt-1.7b")
     run_clean(at)
     from scalesim.app.diagnose_page import GPUS
 
     assert at.selectbox(key="dg_gpu").value == GPUS[0] == "A100-SXM4 40GB"  # a2-highgpu-8g's
-    code, _, err = run_cli(capsys, ["diagnose", "runs.csv", "--workload", "bert-large", "--gpu",
+    h, s, v = 2304, 2048, 51200
+    by_hand_ms = 3 * 32 * s * (24 * (24 * h**2 + 4 * s * h) + 2 * h * v) / 312e12 * 1e3
+    code, _, err = run_cli(capsys, ["diagnose", "runs.csv", "--workload", "gpt-1.7b", "--gpu",
                                     GPUS[0]])
-    assert code == 2 and "faster than bert-large" in err and "113 ms" in err
+    assert code == 2 and "faster than gpt-1.7b" in err
+    assert f"its matmuls alone take {by_hand_ms:.3g} ms" in err
     assert len(at.error) == 1 and at.error[0].value in err and "\n" not in at.error[0].value
-    at.selectbox(key="dg_gpu").set_value("H100-SXM5 80GB")
+    at.selectbox(key="dg_workload").set_value("bert-large")
     run_clean(at)
-    argv = ["runs.csv", "--workload", "bert-large", "--gpu", "H100-SXM5 80GB"]
+    assert not at.error
+    argv = ["runs.csv", "--workload", "bert-large", "--gpu", GPUS[0]]
     cli = json.loads(_cli(capsys, [*argv, "--json"]))
     assert at.subheader[0].value == f"Likely cause: {cli['cause']['label']}"
     titles = list(at.dataframe[0].value["remedy"])
@@ -204,7 +210,7 @@ def test_a_transformer_and_its_gpu_give_the_clis_report_with_the_split(capsys, r
     at.selectbox(key="dg_recompute_style").set_value("early-stop")
     at.toggle(key="dg_tp_overlap").set_value(True)
     run_clean(at)
-    # the split the planner finds for these runs uses neither (pp 2, no recompute): the report
+    # the split the planner finds for these runs uses neither (pp 4, no recompute): the report
     # is the CLI's with the same flags
     text = _cli(capsys, [*argv, "--recompute-style", "early-stop", "--tp-overlap"])
     assert _report_text(at) == text

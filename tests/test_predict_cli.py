@@ -173,6 +173,25 @@ def test_schema_export_and_presets(capsys):
     assert all(hw["source"] and hw["inter_node"]["source"] for hw in data["hardware"].values())
 
 
+def test_presets_text_names_bert_large_as_one_model(capsys):
+    """`scalesim presets` lists bert-large twice (workload and transformer presets): each entry
+    says it is the other one's model, the workload entry with the transformer's shape
+    (sequence 128, as plan and diagnose --workload bert-large use it)."""
+    from scalesim.presets import BERT_LARGE
+
+    code, out, _ = run_cli(capsys, "presets")
+    assert code == 0
+    workloads, transformers = out.split("\ntransformer presets")
+    entry = workloads[workloads.index("  bert-large (default):"):]
+    assert (f"      shape: {BERT_LARGE.words()}, the transformer preset bert-large below: plan "
+            "and diagnose --workload bert-large use it") in entry
+    assert "sequence 128" in BERT_LARGE.words()
+    entry = transformers[transformers.index("  bert-large:"):]
+    assert "seq 128" in entry.splitlines()[0]
+    assert entry.splitlines()[1].startswith("      the workload preset bert-large above, the "
+                                            "same model")
+
+
 def test_sweep_csv_and_json(tmp_path, capsys):
     out_csv = tmp_path / "s.csv"
     code, _, err = run_cli(capsys, "sweep", "--devices", "1,8,16", "--batch-values", "16,32",

@@ -33,6 +33,47 @@ def test_llama3_8b_counts_by_hand():
     assert shape.param_count() == expected == 8_030_261_248  # Meta's "8B" (8.03B on the hub)
 
 
+def test_bert_large_is_one_model():
+    """bert-large names one model: the transformer preset (plan, diagnose) and the workload
+    preset (predict, sweep, the app) at one shape, sequence 128 (pre-training phase 1, Devlin
+    et al. 2018 appendix A.2; the workload's DLE reference). By hand (L 24, h 1024, a 16,
+    V 30522, s 128): parameters 12Lh^2 + 13Lh + (V + s)h + 2h = 333,697,024, within 5 % of
+    Devlin's 340M (which also counts 512 positions, the pooler and the masked-LM head) and of
+    DLE's 336M; activations per sequence L s h (34 + 5 a s / h) = 138,412,032 bytes."""
+    from scalesim.presets import BERT_LARGE, WORKLOADS
+    from scalesim.schemas import PARAMS_TOLERANCE
+
+    shape, published, source = TRANSFORMERS["bert-large"]
+    workload = WORKLOADS["bert-large"]
+    assert shape is BERT_LARGE and shape.seq_len == 128 and "phase 1" in source
+    L, h, a, V, s = 24, 1024, 16, 30522, 128
+    assert (shape.layers, shape.hidden, shape.heads, shape.vocab) == (L, h, a, V)
+    counted = 12 * L * h**2 + 13 * L * h + (V + s) * h + 2 * h
+    assert shape.param_count() == counted == 333_697_024
+    for params in (published, workload.params):
+        assert abs(params / counted - 1) <= PARAMS_TOLERANCE
+    assert transformer_workload("bert-large").params == published == 340e6
+    assert workload.activation_bytes_per_sample == L * s * h * (34 + 5 * a * s / h) == 138_412_032
+    assert "plan and diagnose --workload bert-large use the same shape" in workload.source
+
+
+def test_a_name_in_both_preset_tables_is_one_model():
+    """A workload preset that shares its name with a transformer preset carries that shape's
+    size: its parameters within the workload schema's 5 % of the shape's count, and that
+    shape's activation bytes per sequence (every layer's, no recompute)."""
+    from scalesim.presets import WORKLOADS
+    from scalesim.schemas import PARAMS_TOLERANCE
+
+    shared = set(WORKLOADS) & set(TRANSFORMERS)
+    assert shared
+    for name in shared:
+        shape, workload = TRANSFORMERS[name][0], WORKLOADS[name]
+        assert abs(workload.params / shape.param_count() - 1) <= PARAMS_TOLERANCE, name
+        assert workload.activation_bytes_per_sample == shape.layers * tf.activation_bytes_per_layer(
+            1, shape.seq_len, shape.hidden, shape.heads, shape.kv_of(), shape.ffn_of(),
+            shape.gated_mlp, flash_attention=shape.flash_attention), name
+
+
 def test_narayanan_eq3_is_model_flops_plus_full_recompute():
     # Eq. 3 per iteration = tokens x (model FLOPs + recompute FLOPs) per token for his GPT
     L, h, a, s, V, B = 96, 12288, 96, 2048, 51200, 1536

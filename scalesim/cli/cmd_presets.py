@@ -49,6 +49,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {name}{mark}: {wl.params / 1e6:,.0f}M params, {wl.wire_bytes_per_param:g} B "
               f"per gradient on the wire, micro-batch {wl.micro_batch} {wl.sample_unit}")
         print(f"      source: {wl.source}")
+        if name in presets.TRANSFORMERS:  # one model under one name (presets.BERT_LARGE)
+            print(f"      shape: {presets.TRANSFORMERS[name][0].words()}, the transformer "
+                  f"preset {name} below: plan and diagnose --workload {name} use it")
         for ref in wl.reference:
             run = (f"{ref.devices} devices, {ref.strategy}, "
                    + ("communication included" if ref.includes_communication
@@ -64,5 +67,8 @@ def run(args: argparse.Namespace) -> int:
               f", {shape.layers} layers, hidden {shape.hidden}, {shape.heads} heads{gqa}, "
               f"MLP {shape.ffn_of()}{' SwiGLU' if shape.gated_mlp else ''}, seq {shape.seq_len}, "
               f"vocab {shape.vocab}")
+        if name in presets.WORKLOADS:
+            print(f"      the workload preset {name} above, the same model: predict, sweep and "
+                  "the app take that one (a parameter count with this shape's activations)")
         print(f"      source: {source}")
     return 0
