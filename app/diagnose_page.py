@@ -174,7 +174,6 @@ def smi_clock_chart(report, width="container") -> alt.Chart:
         width=width, height=240, title="Each device's clock while busy (tick: its maximum)")
 
 
-
 def _log2_x(values, title="devices (log scale)") -> alt.X:
     return alt.X("devices:Q", title=title, scale=alt.Scale(type="log", base=2),
                  axis=alt.Axis(values=sorted(set(values)), format="d", labelOverlap=True))

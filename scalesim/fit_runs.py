@@ -274,9 +274,10 @@ def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: floa
         rows = np.ndim(x) == 2
         vals = {k: np.full((len(x), 1), v) for k, v in init.items()} if rows else dict(init)
         for j, name in enumerate(free):
-            xj = x[:, j:j + 1] if rows else x[j]
-            vals[name] = (np.exp(xj) if rows else _from_x(name, xj)) if name in _LOG else (
-                xj if rows else float(xj))
+            if rows:
+                vals[name] = np.exp(x[:, j:j + 1]) if name in _LOG else x[:, j:j + 1]
+            else:
+                vals[name] = _from_x(name, x[j])
         if "inter_transfer_s" not in free:
             vals["inter_transfer_s"] = vals["intra_transfer_s"]
         return vals
