@@ -66,6 +66,10 @@ class Prediction(BaseModel):
     pipeline_comm_s: float = 0.0  # pipeline point-to-point sends (in exposed_comm_s)
     tokens_per_s: float | None = None
     mfu: float | None = None  # model FLOPs utilisation (None when the peak is not known)
+    # ranks that shard the ZeRO states: the shard group under hybrid sharding (HSDP,
+    # --shard-group; all dp ranks where dp is within it), else every data-parallel rank; None
+    # without sharding (DDP)
+    shard_group: int | None = None
 
 
 def layout(devices, devices_per_node: int) -> tuple[np.ndarray, np.ndarray]:
@@ -348,15 +352,16 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
     scenario's layout (``scalesim.layout_predict``); a parameter count, through the
     data-parallel step model. A measured profile of a parameter count is split, where the
     scenario asks it, as the transformer its curve timed (``layout_predict.split_profile``)."""
-    from scalesim.layout_predict import split_profile, uses_layouts
+    from scalesim.layout_predict import layout_of, split_profile, uses_layouts
 
     scenario = Scenario() if scenario is None else scenario
     profile = require_model(profile, Profile, "profile")
     scenario = require_model(scenario, Scenario, "scenario")
     profile = split_profile(profile, scenario)
-    split = None
+    split = shard = None
     if uses_layouts(profile, scenario):
         split = _split_rows(profile, scenario)
+        shard = layout_of(scenario).shard_group
         r = split.result
         result = SimpleNamespace(
             nodes=split.nodes, global_batch=split.global_batch, step_time_s=r.step_time_s,
@@ -414,6 +419,8 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
             time_to_train_s=ttt,
             cost_usd=cost,
             billed_devices=int(goal.billed_devices(int(p))),
+            shard_group=None if scenario.strategy == "ddp" else (
+                int(p) if split is None else int(min(shard or split.dp[i], split.dp[i]))),
             **({} if split is None else _split_fields(split, i)),
         ))
     return rows

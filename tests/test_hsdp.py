@@ -315,3 +315,23 @@ def test_goal_seeking_leaves_the_shard_group_out_with_a_note():
     plain, hybrid = (seek(profile, s, 30 * 86400.0, 1e6, max_devices=32) for s in (base, with_sg))
     assert hybrid.notes[0].startswith("shard group 8 left out: goal seeking tries DDP")
     assert hybrid.front == plain.front and hybrid.best == plain.best
+
+
+def test_predict_json_says_which_ranks_shard_the_states(capsys):
+    """predict --json rows carry the shard group: HSDP's (every dp rank where dp is within it),
+    else every data-parallel rank (tp 2 halves them), and null without sharding (DDP); a
+    parameter-count workload's ZeRO rows shard over all their devices."""
+    base = ["predict", "--workload", "gpt-1.7b", "--hardware", "dgx-a100", "--devices", "16,32",
+            "--global-batch", "64", "--json"]
+    cases = [(["--strategy", "zero3", "--shard-group", "8"], [8, 8]),
+             (["--strategy", "zero3", "--shard-group", "16", "--devices", "8,32"], [8, 16]),
+             (["--strategy", "zero3"], [16, 32]),
+             (["--strategy", "zero1", "--tp", "2"], [8, 16]),
+             ([], [None, None])]
+    for flags, groups in cases:
+        code, out, err = run_cli(capsys, [*base, *flags])
+        assert code == 0, err
+        assert [row["shard_group"] for row in json.loads(out)] == groups, flags
+    code, out, err = run_cli(capsys, ["predict", "--devices", "8,16", "--strategy", "zero2",
+                                      "--json"])
+    assert code == 0 and [row["shard_group"] for row in json.loads(out)] == [8, 16]
