@@ -445,13 +445,14 @@ def check_shard_group(shard_group: int | None, devices, dp, zero, framework: str
 
 
 def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, accumulation,
-                  base_micro_batch, tp=None, pp=None, zero=None,
+                  base_micro_batch, tp=None, pp=None, zero=None, shard_group=None,
                   overrides: dict | None = None) -> LayoutRows:
     """Every row (arrays broadcast) through ``evaluate_layouts``, with speed-up and efficiency
     against one device running the unsplit model at ``base_micro_batch``. Rows must be valid
     layouts (``check_rows``). ``overrides``: ``LayoutInputs`` fields that replace the
     scenario's values (a sweep's axes, ``sweep.input_changes``: framework, algorithm, overlap,
-    bucket_bytes, link bandwidths, jitter_cv)."""
+    bucket_bytes, link bandwidths, jitter_cv). ``shard_group``: each row's (a sweep axis; rows
+    the caller has checked), instead of the scenario's."""
     split = layout_of(scenario)
     wl, hw = profile.workload, layout_hardware(profile)
     g_max = scenario.devices_per_node or hw.devices_per_node
@@ -460,7 +461,9 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
     zero = ZERO_OF_STRATEGY[scenario.strategy] if zero is None else zero
     p = np.asarray(devices, dtype=np.int64)
     dp = split_devices(p, tp, pp)
-    check_shard_group(split.shard_group, p, dp, zero, scenario.zero_framework)
+    if shard_group is None:
+        check_shard_group(split.shard_group, p, dp, zero, scenario.zero_framework)
+        shard_group = split.shard_group or 0
     k = np.asarray(accumulation, dtype=np.int64)
     b = np.asarray(micro_batch, dtype=np.int64)
     gb = dp * b * k
@@ -483,7 +486,7 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
                      schedule=schedule, virtual_stages=virtual, recompute=recompute,
                      recompute_early_stop=early_stop, recompute_op_sac=op_sac,
                      sequence_parallel=split.sequence_parallel & (np.asarray(tp) > 1),
-                     shard_group=split.shard_group or 0, efficiency=eff, kernel_bandwidth_GBps=kernel_rate,
+                     shard_group=shard_group, efficiency=eff, kernel_bandwidth_GBps=kernel_rate,
                      optimizer_step_s=measured_optimizer_s(profile, per_node),
                      loader_samples_per_s=supply)
     result = evaluate_layouts(x)

@@ -40,15 +40,17 @@ from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Profile, Scenario, grad_
 # Knobs that can be swept, with how a value becomes a model input.
 AXES = ("devices", "micro_batch", "global_batch", "accumulation", "strategy", "zero_framework",
         "grad_sync", "attention_kernel", "algorithm", "overlap", "bucket_mib", "intra_busbw_GBps",
-        "inter_busbw_GBps", "straggler_cv", "tp", "pp", "tp_overlap")
+        "inter_busbw_GBps", "straggler_cv", "tp", "pp", "tp_overlap", "shard_group")
 NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "grad_sync": GRAD_SYNCS,
               "algorithm": ALGORITHMS,
               "attention_kernel": {k: i for i, k in enumerate(ATTENTION_KERNELS)}}
-WHOLE_AXES = ("devices", "micro_batch", "global_batch", "accumulation", "tp", "pp")
-# A transformer workload sweeps through evaluate_layouts (scalesim.layout_predict); tp / pp and
-# the attention kernel need a transformer shape (a parameter count has no attention core).
-# Every other axis is a knob of both paths (``input_changes``).
-LAYOUT_AXES = ("tp", "pp")
+WHOLE_AXES = ("devices", "micro_batch", "global_batch", "accumulation", "tp", "pp",
+              "shard_group")
+# A transformer workload sweeps through evaluate_layouts (scalesim.layout_predict); tp / pp, the
+# shard group (hybrid sharding, HSDP) and the attention kernel need a transformer shape (a
+# parameter count has no attention core). Every other axis is a knob of both paths
+# (``input_changes``).
+LAYOUT_AXES = ("tp", "pp", "shard_group")
 LAYOUT_COLUMNS = ("dp", "bubble_s")  # extra output columns of a transformer workload's rows
 
 OUTPUT_COLUMNS = ("step_time_s", "compute_s", "exposed_comm_s", "data_stall_s", "straggler_s",
@@ -159,7 +161,8 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
     profile = split_profile(profile, base, axes)  # a measured model split as the shape it timed
     split = uses_layouts(profile, base)
     if not split and any(n in axes for n in LAYOUT_AXES):
-        raise ScalesimError(f"sweep axes tp / pp split the model: {no_shape_words(profile)}")
+        raise ScalesimError(f"sweep axes tp, pp and shard_group are the model's layout: "
+                            f"{no_shape_words(profile)}")
     for name, why, flag in (("attention_kernel", "a parameter count has no attention core",
                              "--attention-kernel-values"),
                             ("tp_overlap", "a parameter count has no tensor parallelism",
@@ -333,11 +336,20 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     layout_ok &= lp.check_rows(profile, dp, tp, pp, micro, dp * micro * k, schedule, virtual,
                                g_max)
     example = _layout_example(profile, split, name, g_max, layout_ok, p, tp, pp, dp, micro, k)
+    zero = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
+            else np.full(p.shape, lp.ZERO_OF_STRATEGY[base.strategy]))
+    shard = grid.get("shard_group")
+    if shard is not None:  # a row the shard group cannot run is dropped, as a broken layout
+        frameworks = grid.get("zero_framework", np.full(p.shape, base.zero_framework))
+        why = _shard_group_problems(shard, dp, zero, frameworks)
+        if not example and np.any(layout_ok & (why != "")):
+            i = int(np.flatnonzero(layout_ok & (why != ""))[0])
+            example = f"shard group {int(shard[i])} on {int(p[i])} devices: {why[i]}"
+        layout_ok &= why == ""
     keep = layout_ok & batch_ok
     grid = {name: col[keep] for name, col in grid.items()}
-    p, k, tp, pp, micro, base_micro = (a[keep] for a in (p, k, tp, pp, micro, base_micro))
-    zero = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
-            else lp.ZERO_OF_STRATEGY[base.strategy])
+    p, k, tp, pp, micro, base_micro, zero = (a[keep] for a in (p, k, tp, pp, micro, base_micro,
+                                                                zero))
     overrides = input_changes(grid, inter_nic_share(profile.hardware, base))
     if "attention_kernel" in grid:
         overrides["attention_efficiency"] = attention_efficiencies(
@@ -345,7 +357,7 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     if "tp_overlap" in grid:  # the framework's: applies where a row has tp > 1 (§14)
         overrides["tp_overlap"] = grid["tp_overlap"]
     rows = lp.evaluate_rows(profile, base, p, micro, k, base_micro, tp=tp, pp=pp, zero=zero,
-                            overrides=overrides)
+                            shard_group=grid.get("shard_group"), overrides=overrides)
     r = rows.result
     comm = r.tp_comm_s + r.cp_comm_s + r.p2p_s + r.dp_exposed_s
     outputs = {"step_time_s": r.step_time_s, "compute_s": r.compute_s, "exposed_comm_s": comm,
@@ -359,6 +371,18 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     columns["bubble_s"] = r.bubble_s
     return SweepResult(columns=columns, dropped=int((~keep).sum()),
                        dropped_layout=int((~layout_ok).sum()), layout_example=example)
+
+
+def _shard_group_problems(shard, dp, zero, frameworks) -> np.ndarray:
+    """Why each row's shard group cannot run, '' where it can (``layout.shard_group_refusal``
+    and ``shard_group_problem``), each distinct combination judged once."""
+    from scalesim.layout import ZERO_STRATEGIES, shard_group_problem, shard_group_refusal
+
+    keys = list(zip(shard.tolist(), dp.tolist(), zero.tolist(),
+                    np.asarray(frameworks).astype(str).tolist(), strict=True))
+    judged = {key: (shard_group_refusal(key[0], ZERO_STRATEGIES[key[2]], key[3])
+                    or shard_group_problem(key[0], key[1])) for key in set(keys)}
+    return np.array([judged[key] for key in keys], dtype=object)
 
 
 def _layout_example(profile, split, schedule: str, g: int, layout_ok, p, tp, pp, dp, micro,

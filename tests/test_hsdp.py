@@ -335,3 +335,38 @@ def test_predict_json_says_which_ranks_shard_the_states(capsys):
     code, out, err = run_cli(capsys, ["predict", "--devices", "8,16", "--strategy", "zero2",
                                       "--json"])
     assert code == 0 and [row["shard_group"] for row in json.loads(out)] == [8, 16]
+
+
+def test_a_shard_group_sweep_axis_is_predict_at_each_group():
+    """sweep's shard_group axis: each row is predict with that --shard-group (a group at least
+    dp shards over all of dp, full sharding); rows the group cannot run (DDP, or a group that
+    does not divide dp) are dropped and counted as layouts that break a rule; a
+    parameter-count workload is refused in one line."""
+    from scalesim.errors import ScalesimError
+    from scalesim.predict import predict
+    from scalesim.profiles import resolve_profile
+    from scalesim.schemas import Scenario, ScenarioLayout
+    from scalesim.sweep import sweep
+
+    profile = resolve_profile(None, "dgx-a100", "gpt-1.7b")
+    base = Scenario(devices=[16, 32], global_batch=64, inter_busbw_GBps=SLOW_NIC,
+                    strategy="zero3")
+    result = sweep(profile, base, {"shard_group": [4, 8, 32]})
+    c = result.columns
+    assert list(c["devices"]) == [16, 16, 16, 32, 32, 32] and result.dropped == 0
+    for group in (4, 8, 32):
+        rows = predict(profile, base.model_copy(update={"layout": ScenarioLayout(
+            shard_group=group)}))
+        at = c["shard_group"] == group
+        assert list(c["step_time_s"][at]) == [r.step_time_s for r in rows]
+        assert list(c["memory_bytes"][at]) == [r.memory_bytes for r in rows]
+    full = predict(profile, base)
+    assert c["step_time_s"][c["shard_group"] == 32][1] == full[1].step_time_s
+    assert c["step_time_s"][c["shard_group"] == 32][0] == full[0].step_time_s  # 32 > dp 16
+    mixed = sweep(profile, base, {"strategy": ["ddp", "zero3"], "shard_group": [3, 8]})
+    assert mixed.size == 2 and set(mixed.columns["shard_group"]) == {8}
+    assert mixed.dropped == mixed.dropped_layout == 6
+    assert "shard group 3" in mixed.layout_example
+    with pytest.raises(ScalesimError, match="shard_group are the model's layout"):
+        sweep(resolve_profile(None, "dgx-a100", "gpt-7b"), Scenario(devices=[16]),
+              {"shard_group": [8]})

@@ -67,6 +67,7 @@ VALUE_FLAGS = {
     "tp_values": ("tp", _values("tp")),  # a workload with a transformer shape only
     "tp_overlap_values": ("tp_overlap", _on_off),
     "pp_values": ("pp", _values("pp")),
+    "shard_group_values": ("shard_group", _values("shard_group")),  # HSDP (docs/model.md §16)
 }
 
 
