@@ -443,7 +443,7 @@ def name_has_words(device_name: str, words) -> bool:
     return all(_word_pattern(word).search(device_name) for word in words)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _word_pattern(word: str) -> re.Pattern:
     """``word`` as a regex: its characters with optional spaces or hyphens between them, and
     no digit right after a final digit (``name_has_words``)."""
