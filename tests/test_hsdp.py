@@ -315,3 +315,17 @@ def test_goal_seeking_leaves_the_shard_group_out_with_a_note():
     plain, hybrid = (seek(profile, s, 30 * 86400.0, 1e6, max_devices=32) for s in (base, with_sg))
     assert hybrid.notes[0].startswith("shard group 8 left out: goal seeking tries DDP")
     assert hybrid.front == plain.front and hybrid.best == plain.best
+
+
+def test_plan_json_says_null_shard_group_for_ddp_rows(capsys):
+    """A DDP row shards no state: its --json shard_group is null (the table's '-'), not dp x cp;
+    ZeRO rows keep their number."""
+    code, out, _ = run_cli(capsys, ["plan", "--workload", "gpt-1.7b", "--devices", "16",
+                                    "--global-batch", "64", "--top", "1000", "--json"])
+    assert code == 0
+    rows = json.loads(out)
+    ddp = [r for r in rows if r["zero"] == 0]
+    zero = [r for r in rows if r["zero"] > 0]
+    assert ddp and zero
+    assert all(r["shard_group"] is None for r in ddp)
+    assert all(isinstance(r["shard_group"], int) and r["shard_group"] >= 2 for r in zero)
