@@ -329,3 +329,16 @@ def test_plan_json_says_null_shard_group_for_ddp_rows(capsys):
     assert ddp and zero
     assert all(r["shard_group"] is None for r in ddp)
     assert all(isinstance(r["shard_group"], int) and r["shard_group"] >= 2 for r in zero)
+
+
+def test_a_shard_group_on_a_parameter_count_workload_is_named_in_the_note():
+    """The app leaves a shard group out on a parameter-count workload (the CLI refuses it: 'layout
+    shard group 4: ...'); its note said 'layout tp 1 x pp 1 left out', which was not asked."""
+    from scalesim.app.plan import build_scenario
+    from scalesim.app.state import AppState, preset_profile
+
+    state = AppState(strat="zero3", sg=4)  # the default workload: bert-large, a count
+    scenario, notes = build_scenario(state, preset_profile(state))
+    assert scenario.layout is None
+    left = [n for n in notes if "left out" in n]
+    assert left and left[0].startswith("layout shard group 4 left out: workload 'bert-large'")
