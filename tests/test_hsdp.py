@@ -342,3 +342,22 @@ def test_a_shard_group_on_a_parameter_count_workload_is_named_in_the_note():
     assert scenario.layout is None
     left = [n for n in notes if "left out" in n]
     assert left and left[0].startswith("layout shard group 4 left out: workload 'bert-large'")
+
+
+def test_a_sweep_of_the_framework_refuses_deepspeed_with_a_shard_group(capsys):
+    """predict refuses a shard group under DeepSpeed (MiCS / hpZ not modelled); a sweep whose
+    zero_framework axis holds deepspeed predicted its rows with FSDP's hybrid sharding, as if
+    modelled. Now the same one line; the fsdp-only sweep is predict's row."""
+    base = ["sweep", "--workload", "gpt-1.7b", "--devices", "16", "--strategy", "zero3",
+            "--shard-group", "8"]
+    code, out, err = run_cli(capsys, base + ["--zero-framework-values", "fsdp,deepspeed"])
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "shard group 8 with zero_framework deepspeed: hybrid sharding is modelled" in err
+    code, out, _ = run_cli(capsys, base + ["--zero-framework-values", "fsdp"])
+    assert code == 0
+    header, row = out.splitlines()[:2]
+    swept = dict(zip(header.split(","), row.split(","), strict=True))
+    code, out, _ = run_cli(capsys, ["predict", *base[1:], "--json"])
+    assert code == 0
+    assert float(swept["step_time_s"]) == pytest.approx(json.loads(out)[0]["step_time_s"],
+                                                        rel=1e-5)
