@@ -19,6 +19,7 @@ from scalesim.errors import ScalesimError
 from scalesim.knee import Knee, focus_devices, knee_of_predictions, least_drop_of, no_knee_words
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
 from scalesim.layout_predict import (
+    asked_split,
     attention_kernel_note,
     recompute_style_note,
     split_profile,
@@ -230,15 +231,18 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     split = layout_of_state(state)
     model = 1
     if split is not None and splittable_shape(profile) is None:
+        # what was asked, in the CLI's words ('shard group 4', 'recompute full', 'tp 2 x pp 1')
+        asked = (", ".join(asked_split(Scenario(layout=split)))
+                 or f"tp {state.tp} x pp {state.pp}")
         if split == ScenarioLayout(recompute_style=split.recompute_style):  # the style alone
             notes.append(recompute_style_note(profile, Scenario(layout=split)))
         elif profile.compute.measured:
-            notes.append(f"layout tp {state.tp} x pp {state.pp} left out: profile "
+            notes.append(f"layout {asked} left out: profile "
                          f"'{profile.name}' does not record the transformer it timed (workload "
                          f"'{profile.workload.name}' is a parameter count); recalibrate it "
                          "(scalesim calibrate --model gpt) to split its model")
         else:
-            notes.append(f"layout tp {state.tp} x pp {state.pp} left out: workload "
+            notes.append(f"layout {asked} left out: workload "
                          f"'{profile.workload.name}' is a parameter count only (pick a "
                          "transformer workload such as llama3-8b to split the model)")
         split = None

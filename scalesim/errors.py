@@ -74,14 +74,12 @@ def require_text(value, name: str) -> str:
     raise ScalesimError(f"{name}: expected a string, got {got}")
 
 
-# What str.splitlines breaks a line at, each shown as Python writes it in a string.
-_LINE_BREAKS = str.maketrans({c: ascii(c)[1:-1] for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
-
-
 def one_line(message: str) -> str:
     """``message`` on one line, for stderr: a line break inside a quoted value (``--hardware
-    $'a\\nb'``) shown as ``\\n``, as Python writes it in a string."""
-    return message.translate(_LINE_BREAKS)
+    $'a\\nb'``) shown as ``\\n``, as Python writes it in a string, and so every other control
+    character (an ESC a file's cell or a typed name holds would drive the terminal;
+    ``printable``)."""
+    return printable(message)
 
 
 NAME_RULE = ("a name is one line of printable text (no line break, tab, control or "

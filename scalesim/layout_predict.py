@@ -430,15 +430,20 @@ def split_devices(devices, tp, pp):
     return p // model
 
 
-def check_shard_group(shard_group: int | None, devices, dp, zero, framework: str) -> None:
+def check_shard_group(shard_group: int | None, devices, dp, zero, framework) -> None:
     """ScalesimError in one line at the first row (arrays broadcast) where the shard group
-    cannot run: a ZeRO 0 row, or one whose dp (cp = 1 here) it does not divide
-    (``layout.shard_group_refusal``, ``layout.shard_group_problem``)."""
+    cannot run: a ZeRO 0 row, a DeepSpeed row, or one whose dp (cp = 1 here) it does not
+    divide (``layout.shard_group_refusal``, ``layout.shard_group_problem``). ``framework``: a
+    name ("fsdp", "deepspeed") or the rows' codes (a sweep's axis, ``sharding.FRAMEWORKS``)."""
     if shard_group is None:
         return
-    p, d, z = np.broadcast_arrays(np.asarray(devices), np.asarray(dp), np.asarray(zero))
+    names = {code: name for name, code in FRAMEWORKS.items()}
+    code = FRAMEWORKS[framework] if isinstance(framework, str) else framework
+    p, d, z, f = np.broadcast_arrays(np.asarray(devices), np.asarray(dp), np.asarray(zero),
+                                     np.asarray(code))
     for i in range(p.size):
-        why = (shard_group_refusal(shard_group, ZERO_STRATEGIES[int(z.flat[i])], framework)
+        why = (shard_group_refusal(shard_group, ZERO_STRATEGIES[int(z.flat[i])],
+                                   names[int(f.flat[i])])
                or shard_group_problem(shard_group, int(d.flat[i])))
         if why:
             raise ScalesimError(f"{why} (at {int(p.flat[i])} devices)")
@@ -462,7 +467,8 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
     p = np.asarray(devices, dtype=np.int64)
     dp = split_devices(p, tp, pp)
     if shard_group is None:
-        check_shard_group(split.shard_group, p, dp, zero, scenario.zero_framework)
+        check_shard_group(split.shard_group, p, dp, zero,  # a sweep's framework axis per row
+                          (overrides or {}).get("framework", scenario.zero_framework))
         shard_group = split.shard_group or 0
     k = np.asarray(accumulation, dtype=np.int64)
     b = np.asarray(micro_batch, dtype=np.int64)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, field_serializer
 
 from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.billing import billed_devices
@@ -105,6 +105,11 @@ class PlanRow(BaseModel):
     device_hours_per_million_samples: float  # billed devices' hours (whole instances)
     billed_devices: int  # devices a cloud bills for the layout (scalesim.billing)
     why: str
+
+    @field_serializer("shard_group")
+    def _shard_group_out(self, shard_group: int) -> int | None:
+        """``--json``: null for a DDP row (ZeRO 0 shards no state), as the table's '-'."""
+        return shard_group if self.zero > 0 else None
 
     @property
     def hybrid(self) -> bool:

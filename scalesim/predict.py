@@ -41,8 +41,9 @@ class Prediction(BaseModel):
     exposed_comm_s: float
     data_stall_s: float
     straggler_s: float
-    comm_total_s: float  # a split model (dp not None): its exposed communication (the layout
-    # step reports no hidden time)
+    # all collective time, hidden or not; None for a split model (dp not None: the layout step
+    # reports the exposed time alone): null in --json, not the exposed time again
+    comm_total_s: float | None
     # bytes each device sends per step; None for a split model (the layout step times its
     # collectives but does not total their bytes): null in --json, never a made-up 0
     comm_bytes: float | None
@@ -367,8 +368,7 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
             nodes=split.nodes, global_batch=split.global_batch, step_time_s=r.step_time_s,
             compute_s=r.compute_s, exposed_comm_s=r.tp_comm_s + r.cp_comm_s + r.p2p_s
             + r.dp_exposed_s, data_stall_s=r.stall_s, straggler_s=r.straggler_s,
-            comm_total_s=r.tp_comm_s + r.cp_comm_s + r.p2p_s + r.dp_exposed_s,
-            comm_bytes=None, samples_per_s=r.samples_per_s,
+            comm_total_s=None, comm_bytes=None, samples_per_s=r.samples_per_s,
             memory_bytes=r.memory_bytes)
         inputs = SimpleNamespace(devices=split.devices, devices_per_node=split.devices_per_node,
                                  micro_batch=split.micro_batch)
@@ -407,7 +407,7 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
             exposed_comm_s=float(result.exposed_comm_s[i]),
             data_stall_s=float(result.data_stall_s[i]),
             straggler_s=float(result.straggler_s[i]),
-            comm_total_s=float(result.comm_total_s[i]),
+            comm_total_s=None if result.comm_total_s is None else float(result.comm_total_s[i]),
             comm_bytes=None if result.comm_bytes is None else float(result.comm_bytes[i]),
             samples_per_s=float(result.samples_per_s[i]),
             speedup=float(speedup[i]),

@@ -31,6 +31,7 @@ listed and its source (``PRICES``); a price that is known to have been cut since
 
 from __future__ import annotations
 
+import functools
 import re
 import statistics
 from dataclasses import dataclass
@@ -236,8 +237,6 @@ MEMORY_BANDWIDTH_GBPS: list[tuple[tuple[str, ...], float | None, str]] = [
     (("H800",), 3350.0, "NVIDIA H800 Tensor Core GPU datasheet (China market): H800 SXM5 80 GB, "
      "3.35 TB/s (the H100 SXM's; NVLink 400 GB/s against 900); nvidia-smi names the SXM5 board "
      "'NVIDIA H800'"),
-    (("RTXA1000",), None, "NVIDIA RTX A1000: a small workstation card, not an A100 "
-     "(its name holds 'A100'): not listed"),
     (("A100", "PCIe", "80GB"), 1935.0, "NVIDIA A100 datasheet: A100 80GB PCIe, 1,935 GB/s"),
     (("A100", "80GB"), 2039.0, "NVIDIA A100 datasheet: A100 80GB SXM, 2,039 GB/s"),
     (("A100",), 1555.0, "NVIDIA A100 datasheet: A100 40GB, 1,555 GB/s"),
@@ -253,8 +252,6 @@ MEMORY_BANDWIDTH_GBPS: list[tuple[tuple[str, ...], float | None, str]] = [
     (("A30",), 933.0, "NVIDIA A30 datasheet: 24 GB HBM2, 933 GB/s"),
     (("A4000",), 448.0, "NVIDIA RTX A4000 datasheet: 16 GB GDDR6, 448 GB/s (listed before 'A40', "
      "inside its name)"),
-    (("RTXA400",), None, "NVIDIA RTX A400: a small workstation card, not an A40 "
-     "(after 'RTX A4000', which holds its name): not listed"),
     (("A40",), 696.0, "NVIDIA A40 datasheet: 48 GB GDDR6, 696 GB/s"),
     (("A5000",), 768.0, "NVIDIA RTX A5000 datasheet: 24 GB GDDR6, 768 GB/s"),
     (("A6000",), 768.0, "NVIDIA RTX A6000 datasheet: 48 GB GDDR6, 768 GB/s"),
@@ -292,17 +289,13 @@ MEMORY_BANDWIDTH_GBPS: list[tuple[tuple[str, ...], float | None, str]] = [
     (("V100",), 900.0, "NVIDIA Tesla V100 datasheet: 900 GB/s HBM2 (SXM2 and PCIe)"),
     (("L40",), 864.0, "NVIDIA L40S and L40 datasheets: 48 GB GDDR6, 864 GB/s"),
     (("L4",), 300.0, "NVIDIA L4 datasheet: 24 GB GDDR6, 300 GB/s (after 'L40', inside its name)"),
-    (("T400",), None, "NVIDIA T400: a small Turing workstation card, not a T4: "
-     "not listed"),
     (("T4",), 320.0, "NVIDIA T4 datasheet: 16 GB GDDR6, 320+ GB/s"),
     (("P100", "12GB"), 549.0, "NVIDIA Tesla P100 datasheet: P100 PCIe 12 GB, 549 GB/s"),
     (("P100",), 732.0, "NVIDIA Tesla P100 datasheet: 732 GB/s (SXM2 and PCIe 16 GB)"),
-    (("P4000",), None, "Quadro P4000: a workstation card, not a Tesla P40: not listed"),
     (("P40",), 346.0, "NVIDIA Tesla P40 datasheet: 24 GB GDDR5, 346 GB/s"),
     (("P4",), 192.0, "NVIDIA Tesla P4 datasheet: 8 GB GDDR5, 192 GB/s (after 'P40', inside its "
      "name)"),
     (("M60",), 160.0, "NVIDIA Tesla M60 datasheet: 2x 160 GB/s per board of two GM204 devices"),
-    (("M4000",), None, "Quadro M4000: a workstation card, not a Tesla M40: not listed"),
     (("M40",), 288.0, "NVIDIA Tesla M40 datasheet: 12 or 24 GB GDDR5, 288 GB/s"),
     (("K80",), 240.0, "NVIDIA Tesla K80 datasheet: 480 GB/s per board of two GK210 devices"),
     (("K40",), 288.0, "NVIDIA Tesla K40 datasheet: 12 GB GDDR5, 288 GB/s"),
@@ -355,8 +348,6 @@ PEAK_TFLOPS: list[tuple[tuple[str, ...], float | None, float | None, str]] = [
     (("MI210",), 181.0, None, "AMD Instinct MI210 data sheet: 181 TFLOPS FP16/BF16, no FP8"),
     (("MI100",), 184.6, None, "AMD Instinct MI100 data sheet: 184.6 TFLOPS FP16 matrix (BF16 "
      "92.3: half), no FP8"),
-    (("RTXA1000",), None, None, "NVIDIA RTX A1000: a small workstation card, not an A100 "
-     "(its name holds 'A100'): not listed"),
     (("A100",), 312.0, None, "NVIDIA A100 datasheet: 312 TFLOPS BF16/FP16 dense, no FP8"),
     (("A800",), 312.0, None, "NVIDIA A800 datasheet (China market): 312 TFLOPS BF16/FP16 dense, "
      "the A100's; no FP8"),
@@ -368,8 +359,6 @@ PEAK_TFLOPS: list[tuple[tuple[str, ...], float | None, float | None, str]] = [
      "sparsity), no FP8"),
     (("A4000",), 76.7, None, "NVIDIA RTX A4000 datasheet: 153.4 TFLOPS tensor with sparsity, half "
      "dense (listed before 'A40', inside its name)"),
-    (("RTXA400",), None, None, "NVIDIA RTX A400: a small workstation card, not an A40 "
-     "(after 'RTX A4000', which holds its name): not listed"),
     (("A40",), 149.7, None, "NVIDIA A40 datasheet: 149.7 TFLOPS BF16/FP16 dense (299.4 with "
      "sparsity), no FP8"),
     (("A5000",), 111.1, None, "NVIDIA RTX A5000 datasheet: 222.2 TFLOPS tensor with sparsity, half "
@@ -404,8 +393,6 @@ PEAK_TFLOPS: list[tuple[tuple[str, ...], float | None, float | None, str]] = [
      "(362.1 and 724 with sparsity)"),
     (("L4",), 121.0, 242.5, "NVIDIA L4 datasheet: 242 TFLOPS BF16 and 485 FP8 with sparsity, "
      "half of each dense (after 'L40', inside its name)"),
-    (("T400",), None, None, "NVIDIA T400: a small Turing workstation card, not a T4: "
-     "not listed"),
     (("T4",), 65.0, None, "NVIDIA T4 datasheet: 65 TFLOPS FP16/FP32 mixed-precision tensor (Turing: "
      "no sparsity), no BF16 or FP8"),
 ]
@@ -451,9 +438,18 @@ def attention_efficiency_of(device_name: str, kernel: str) -> float | None:
 
 def name_has_words(device_name: str, words) -> bool:
     """Whether every one of ``words`` appears in ``device_name``, ignoring case, spaces and
-    hyphens ("A100-SXM4 80GB" has A100 and 80GB): how the datasheet tables match a device."""
-    name = device_name.lower().replace(" ", "").replace("-", "")
-    return all(word.lower() in name for word in words)
+    hyphens ("A100-SXM4 80GB" has A100 and 80GB): how the datasheet tables match a device. A
+    word ending in a digit is a whole model number: not followed by another digit ("Quadro
+    P1000" has no P100, "Quadro K4000" no K40, "H100 80GB" has H100)."""
+    return all(_word_pattern(word).search(device_name) for word in words)
+
+
+@functools.cache
+def _word_pattern(word: str) -> re.Pattern:
+    """``word`` as a regex: its characters with optional spaces or hyphens between them, and
+    no digit right after a final digit (``name_has_words``)."""
+    chars = r"[\s-]*".join(re.escape(c) for c in word.replace(" ", "").replace("-", ""))
+    return re.compile(chars + (r"(?!\d)" if word[-1:].isdigit() else ""), re.IGNORECASE)
 
 
 def _first_row(table, device_name: str):
@@ -805,14 +801,10 @@ DEVICE_MEMORY_GIB: list[tuple[tuple[str, ...], float | None, str]] = [
      "its 141 GB in the name; listed after 'H200' and 'GH200', whose names contain it)"),
     (("L40",), 48.0, "NVIDIA L40S and L40 datasheets: 48 GB GDDR6"),
     (("L4",), 24.0, "NVIDIA L4 datasheet: 24 GB GDDR6 (after 'L40', inside its name)"),
-    (("A100",), None, "NVIDIA A100 datasheet: sold in 40 and 80 GB (SOLD_MEMORY_GB), so the name "
-     "must state it (listed so that the 'A10' row below does not take it)"),
     (("A10G",), 24.0, "AWS EC2 G5 instance types: NVIDIA A10G Tensor Core GPU, 24 GB per GPU"),
     (("A10",), 24.0, "NVIDIA A10 datasheet: 24 GB GDDR6 (after 'A10G', inside its name)"),
     (("A30",), 24.0, "NVIDIA A30 datasheet: 24 GB HBM2"),
     (("A4000",), 16.0, "NVIDIA RTX A4000 datasheet: 16 GB GDDR6 (before 'A40', inside its name)"),
-    (("RTXA400",), None, "NVIDIA RTX A400: a small workstation card, not an A40 "
-     "(after 'RTX A4000', which holds its name): not listed"),
     (("A40",), 48.0, "NVIDIA A40 datasheet: 48 GB GDDR6"),
     (("A5000",), 24.0, "NVIDIA RTX A5000 datasheet: 24 GB GDDR6"),
     (("A6000",), 48.0, "NVIDIA RTX A6000 datasheet: 48 GB GDDR6"),
@@ -830,10 +822,7 @@ DEVICE_MEMORY_GIB: list[tuple[tuple[str, ...], float | None, str]] = [
     (("RTX2080Ti",), 11.0, "NVIDIA Turing GPU architecture whitepaper: GeForce RTX 2080 Ti, 11 GB "
      "GDDR6"),
     (("GTX1080Ti",), 11.0, "NVIDIA GeForce GTX 1080 Ti product page: 11 GB GDDR5X"),
-    (("T400",), None, "NVIDIA T400: a small Turing workstation card, not a T4: "
-     "not listed"),
     (("T4",), 16.0, "NVIDIA T4 datasheet: 16 GB GDDR6"),
-    (("P4000",), None, "Quadro P4000: a workstation card, not a Tesla P40: not listed"),
     (("P40",), 24.0, "NVIDIA Tesla P40 datasheet: 24 GB GDDR5"),
     (("P4",), 8.0, "NVIDIA Tesla P4 datasheet: 8 GB GDDR5 (after 'P40', inside its name)"),
     (("M60",), 8.0, "NVIDIA Tesla M60 datasheet: 2x 8 GB per board of two GM204 devices"),

@@ -36,7 +36,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from scalesim.bounds import bounded, items_bounded
-from scalesim.errors import ScalesimError, require_text
+from scalesim.errors import ScalesimError, printable, require_text
 from scalesim.jsonio import parse_json_text, validation_message
 
 REQUIRED = ("devices", "nodes")
@@ -237,6 +237,15 @@ def parse_csv_text(text: str, source: str) -> list[dict]:
         raise ScalesimError(f"{source}: line {line}: malformed CSV ({exc})") from None
 
 
+def _header_text(header: list[str], names: int = 12, chars: int = 40) -> str:
+    """A header's column names for a message: the first ``names``, each at most ``chars``
+    characters, control characters escaped (``errors.printable``): a binary or 4 MiB header
+    line is not echoed whole to the terminal."""
+    shown = [printable(h if len(h) <= chars else h[:chars - 3] + "...") for h in header[:names]]
+    more = f", ... ({len(header)} columns)" if len(header) > names else ""
+    return ", ".join(shown) + more or "nothing"
+
+
 def _csv_rows(reader: csv.DictReader, source: str) -> list[dict]:
     if reader.fieldnames is None:
         raise ScalesimError(f"{source}: empty file; expected a header line with devices,nodes,"
@@ -247,7 +256,7 @@ def _csv_rows(reader: csv.DictReader, source: str) -> list[dict]:
         missing.append("samples_per_s or step_time_s")
     if missing:
         raise ScalesimError(f"{source}: missing column(s) {', '.join(missing)}; the header has "
-                            f"{', '.join(header) or 'nothing'}")
+                            f"{_header_text(header)}")
     rows = []
     for raw in reader:
         if None in raw:

@@ -361,13 +361,14 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     r = rows.result
     comm = r.tp_comm_s + r.cp_comm_s + r.p2p_s + r.dp_exposed_s
     outputs = {"step_time_s": r.step_time_s, "compute_s": r.compute_s, "exposed_comm_s": comm,
-               "data_stall_s": r.stall_s, "straggler_s": r.straggler_s, "comm_total_s": comm,
+               "data_stall_s": r.stall_s, "straggler_s": r.straggler_s,
                "samples_per_s": r.samples_per_s, "speedup": rows.speedup,
                "efficiency": rows.efficiency, "memory_bytes": r.memory_bytes, "fits": r.fits}
     columns = dict(grid)
     columns.update(nodes=rows.nodes, micro_batch=micro, accumulation=k,
                    global_batch=rows.global_batch, dp=rows.dp, tp=rows.tp, pp=rows.pp)
-    columns.update({name: outputs[name] for name in OUTPUT_COLUMNS})
+    # no comm_total_s: the layout step reports exposed time alone (predict's null)
+    columns.update({name: outputs[name] for name in OUTPUT_COLUMNS if name in outputs})
     columns["bubble_s"] = r.bubble_s
     return SweepResult(columns=columns, dropped=int((~keep).sum()),
                        dropped_layout=int((~layout_ok).sum()), layout_example=example)

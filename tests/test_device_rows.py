@@ -232,3 +232,22 @@ def test_validate_takes_the_optimizer_step_of_a_newly_listed_gpu():
     assert any("memory bandwidth of 'Gaudi3' unknown" in f for f in unlisted.flags)
     assert not any("memory bandwidth of" in f or "optimizer estimate" in f for f in t4.flags)
     assert t4.points[-1].predicted != pytest.approx(unlisted.points[-1].predicted, rel=1e-6)
+
+
+@pytest.mark.parametrize("name", ["Quadro P1000", "Quadro P400", "Quadro P4200", "Quadro K4000",
+                                  "Quadro M600M", "NVIDIA A1000", "NVIDIA RTX 40900",
+                                  "NVIDIA RTX A1000", "NVIDIA RTX A400", "NVIDIA T400",
+                                  "Quadro P4000", "Quadro M4000"])
+def test_a_longer_model_number_is_not_the_shorter_row(name):
+    # nvidia-smi names (Quadro P1000: 4 GB, 82 GB/s) that contain a listed model number followed
+    # by more digits read the P100's 732 GB/s and 16 GB, the K40's, the P40's, the A100's
+    # (the RTX A1000 / A400, T400, P4000, M4000 had rows of their own to stop that, one by one)
+    for of in (peak_tflops_of, memory_bandwidth_of, device_memory_of):
+        assert of(name) is None, (of.__name__, name, of(name))
+
+
+def test_a_model_number_followed_by_a_separator_still_matches():
+    assert memory_bandwidth_of("NVIDIA A100-SXM4-80GB")[0] == pytest.approx(2039.0)
+    assert peak_tflops_of("NVIDIA H100 80GB HBM3")[0] == pytest.approx(989.0)
+    assert memory_bandwidth_of("Tesla P40")[0] == pytest.approx(346.0)
+    assert memory_bandwidth_of("Tesla P4")[0] == pytest.approx(192.0)

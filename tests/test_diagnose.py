@@ -508,3 +508,16 @@ def test_a_gradient_under_a_byte_keeps_the_fitted_workload_in_its_bounds(tmp_pat
     assert main(["diagnose", str(path), "--params", params, "--wire-bytes", wire, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["cause"]["key"]
+
+
+@pytest.mark.parametrize("header, shown", [
+    ("x" * 2_000_000, "the header has " + "x" * 37 + "...$"),
+    (",".join(f"c{i}" for i in range(100_000)), r"c10, c11, \.\.\. \(100000 columns\)$"),
+    ("dev\x1b[31mices,nodes", r"the header has dev\\x1b\[31mices, nodes$"),
+])
+def test_a_runs_header_without_the_columns_is_quoted_short_and_printable(header, shown):
+    """A 2 MB header line (or 100,000 columns, or an ESC sequence) was echoed whole into the
+    one-line error: a 2 MB line on stderr, a terminal driven by the file."""
+    with pytest.raises(ScalesimError, match=shown) as exc:
+        parse_runs_text(header + "\n1,1\n", "r.csv")
+    assert len(str(exc.value)) < 400 and "\x1b" not in str(exc.value)

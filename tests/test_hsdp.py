@@ -370,3 +370,49 @@ def test_a_shard_group_sweep_axis_is_predict_at_each_group():
     with pytest.raises(ScalesimError, match="shard_group are the model's layout"):
         sweep(resolve_profile(None, "dgx-a100", "gpt-7b"), Scenario(devices=[16]),
               {"shard_group": [8]})
+
+
+def test_plan_json_says_null_shard_group_for_ddp_rows(capsys):
+    """A DDP row shards no state: its --json shard_group is null (the table's '-'), not dp x cp;
+    ZeRO rows keep their number."""
+    code, out, _ = run_cli(capsys, ["plan", "--workload", "gpt-1.7b", "--devices", "16",
+                                    "--global-batch", "64", "--top", "1000", "--json"])
+    assert code == 0
+    rows = json.loads(out)
+    ddp = [r for r in rows if r["zero"] == 0]
+    zero = [r for r in rows if r["zero"] > 0]
+    assert ddp and zero
+    assert all(r["shard_group"] is None for r in ddp)
+    assert all(isinstance(r["shard_group"], int) and r["shard_group"] >= 2 for r in zero)
+
+
+def test_a_shard_group_on_a_parameter_count_workload_is_named_in_the_note():
+    """The app leaves a shard group out on a parameter-count workload (the CLI refuses it: 'layout
+    shard group 4: ...'); its note said 'layout tp 1 x pp 1 left out', which was not asked."""
+    from scalesim.app.plan import build_scenario
+    from scalesim.app.state import AppState, preset_profile
+
+    state = AppState(strat="zero3", sg=4)  # the default workload: bert-large, a count
+    scenario, notes = build_scenario(state, preset_profile(state))
+    assert scenario.layout is None
+    left = [n for n in notes if "left out" in n]
+    assert left and left[0].startswith("layout shard group 4 left out: workload 'bert-large'")
+
+
+def test_a_sweep_of_the_framework_refuses_deepspeed_with_a_shard_group(capsys):
+    """predict refuses a shard group under DeepSpeed (MiCS / hpZ not modelled); a sweep whose
+    zero_framework axis holds deepspeed predicted its rows with FSDP's hybrid sharding, as if
+    modelled. Now the same one line; the fsdp-only sweep is predict's row."""
+    base = ["sweep", "--workload", "gpt-1.7b", "--devices", "16", "--strategy", "zero3",
+            "--shard-group", "8"]
+    code, out, err = run_cli(capsys, base + ["--zero-framework-values", "fsdp,deepspeed"])
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "shard group 8 with zero_framework deepspeed: hybrid sharding is modelled" in err
+    code, out, _ = run_cli(capsys, base + ["--zero-framework-values", "fsdp"])
+    assert code == 0
+    header, row = out.splitlines()[:2]
+    swept = dict(zip(header.split(","), row.split(","), strict=True))
+    code, out, _ = run_cli(capsys, ["predict", *base[1:], "--json"])
+    assert code == 0
+    assert float(swept["step_time_s"]) == pytest.approx(json.loads(out)[0]["step_time_s"],
+                                                        rel=1e-5)

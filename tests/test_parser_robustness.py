@@ -233,6 +233,19 @@ def test_a_line_break_in_a_value_stays_on_the_error_line(capsys, argv):
     assert len(err.splitlines()) == 1 and "\\" in err
 
 
+@pytest.mark.parametrize("argv", [
+    ["predict", "--hardware", "\x1b[31mred"], ["diagnose", "\x1b]0;title\x07.csv"],
+    ["predict", "--workload", "a\u202eb"],  # a text-direction control reorders the line
+])
+def test_a_control_character_in_a_value_is_escaped_on_the_error_line(capsys, argv):
+    """One line was not enough: an ESC (or BEL, or U+202E) quoted in an error reached the
+    terminal raw and drove it (colours, the window title); now written as Python writes it."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1
+    assert not any(c in err for c in "\x1b\x07\u202e") and ("\\x1b" in err or "\\u202e" in err)
+
+
 def test_a_nul_in_a_path_is_a_scalesim_error():
     from scalesim.jsonio import read_json
 

@@ -632,3 +632,21 @@ def test_a_split_models_rows_leave_the_bytes_they_do_not_total_null(capsys):
     row = json.loads(out)[0]
     # bert-large's 336M fp16 gradients, ring all-reduce over 16: 2 (p-1)/p of them per device
     assert code == 0 and row["comm_bytes"] == pytest.approx(2 * 15 / 16 * 336e6 * 2, rel=1e-9)
+
+
+def test_a_split_models_rows_leave_the_total_comm_time_they_do_not_report_null(capsys, tmp_path):
+    """The layout step reports exposed communication alone: a transformer's rows said
+    comm_total_s = exposed_comm_s (hidden time 0, made up); --json now says null, a sweep of a
+    transformer writes no such column, and the data-parallel rows keep their total."""
+    code, out, _ = run_cli(capsys, "predict", "--workload", "gpt-1.7b", "--devices", "16",
+                           "--tp", "2", "--json")
+    row = json.loads(out)[0]
+    assert code == 0 and row["comm_total_s"] is None and row["exposed_comm_s"] > 0
+    code, out, _ = run_cli(capsys, "predict", "--devices", "16", "--json")
+    row = json.loads(out)[0]
+    assert code == 0 and row["comm_total_s"] > row["exposed_comm_s"] > 0  # overlap hides some
+    csv_path = tmp_path / "s.csv"
+    code, _, _ = run_cli(capsys, "sweep", "--workload", "gpt-1.7b", "--devices", "8,16",
+                         "--tp-values", "1,2", "--out", str(csv_path))
+    header = csv_path.read_text().splitlines()[0].split(",")
+    assert code == 0 and "exposed_comm_s" in header and "comm_total_s" not in header

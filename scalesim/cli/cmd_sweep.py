@@ -22,7 +22,7 @@ EXAMPLE = """examples:
   scalesim sweep --devices 8,16,32 --inter-busbw-values 12,25,50,100,192 --format json
   scalesim sweep --workload llama3-8b --hardware dgx-h100 --devices 16,32 --tp-values 1,2,4 --pp-values 1,2
   scalesim sweep --workload llama3-8b --hardware dgx-h100 --devices 16 --tp 2 --algorithm-values ring,tree
-  scalesim sweep --workload llama3-8b --hardware dgx-h100 --devices 16,32 --strategy zero3 --global-batch 256 --shard-group-values 8,16,32
+  scalesim sweep --workload llama3-8b --devices 16,32 --strategy zero3 --shard-group-values 8,16,32
 
 Notes predict would print of the scenario go to stderr; stdout holds only the rows.
 
