@@ -430,23 +430,34 @@ def split_devices(devices, tp, pp):
     return p // model
 
 
+def shard_group_problems(shard_group, dp, zero, framework) -> np.ndarray:
+    """Why each row's shard group cannot run, '' where it can (arrays broadcast; a row's shard
+    group None or 0: full sharding): a ZeRO 0 row, a DeepSpeed row, or one whose dp (cp = 1
+    here) it does not divide (``layout.shard_group_refusal``, ``layout.shard_group_problem``).
+    ``framework``: a name ("fsdp", "deepspeed"), names, or codes (``sharding.FRAMEWORKS``).
+    Each distinct combination is judged once."""
+    names = {code: name for name, code in FRAMEWORKS.items()}
+    f = np.asarray(framework)
+    f = np.vectorize(names.get, otypes=[object])(f) if f.dtype.kind in "iu" else f.astype(str)
+    s, d, z, f = np.broadcast_arrays(np.asarray(shard_group, dtype=object), np.asarray(dp),
+                                     np.asarray(zero), f)
+    keys = [(None if not s.flat[i] else int(s.flat[i]), int(d.flat[i]), int(z.flat[i]),
+             str(f.flat[i])) for i in range(s.size)]
+    judged = {key: (shard_group_refusal(key[0], ZERO_STRATEGIES[key[2]], key[3])
+                    or shard_group_problem(key[0], key[1])) for key in set(keys)}
+    return np.array([judged[key] for key in keys], dtype=object).reshape(s.shape)
+
+
 def check_shard_group(shard_group: int | None, devices, dp, zero, framework) -> None:
     """ScalesimError in one line at the first row (arrays broadcast) where the shard group
-    cannot run: a ZeRO 0 row, a DeepSpeed row, or one whose dp (cp = 1 here) it does not
-    divide (``layout.shard_group_refusal``, ``layout.shard_group_problem``). ``framework``: a
-    name ("fsdp", "deepspeed") or the rows' codes (a sweep's axis, ``sharding.FRAMEWORKS``)."""
+    cannot run (``shard_group_problems``)."""
     if shard_group is None:
         return
-    names = {code: name for name, code in FRAMEWORKS.items()}
-    code = FRAMEWORKS[framework] if isinstance(framework, str) else framework
-    p, d, z, f = np.broadcast_arrays(np.asarray(devices), np.asarray(dp), np.asarray(zero),
-                                     np.asarray(code))
-    for i in range(p.size):
-        why = (shard_group_refusal(shard_group, ZERO_STRATEGIES[int(z.flat[i])],
-                                   names[int(f.flat[i])])
-               or shard_group_problem(shard_group, int(d.flat[i])))
-        if why:
-            raise ScalesimError(f"{why} (at {int(p.flat[i])} devices)")
+    why = shard_group_problems(shard_group, dp, zero, framework)
+    bad = np.flatnonzero(why.ravel() != "")
+    if bad.size:
+        p = np.broadcast_to(np.asarray(devices), why.shape).ravel()
+        raise ScalesimError(f"{why.ravel()[bad[0]]} (at {int(p[bad[0]])} devices)")
 
 
 def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, accumulation,

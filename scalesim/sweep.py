@@ -341,7 +341,7 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     shard = grid.get("shard_group")
     if shard is not None:  # a row the shard group cannot run is dropped, as a broken layout
         frameworks = grid.get("zero_framework", np.full(p.shape, base.zero_framework))
-        why = _shard_group_problems(shard, dp, zero, frameworks)
+        why = lp.shard_group_problems(shard, dp, zero, frameworks)
         if not example and np.any(layout_ok & (why != "")):
             i = int(np.flatnonzero(layout_ok & (why != ""))[0])
             example = f"shard group {int(shard[i])} on {int(p[i])} devices: {why[i]}"
@@ -372,18 +372,6 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     columns["bubble_s"] = r.bubble_s
     return SweepResult(columns=columns, dropped=int((~keep).sum()),
                        dropped_layout=int((~layout_ok).sum()), layout_example=example)
-
-
-def _shard_group_problems(shard, dp, zero, frameworks) -> np.ndarray:
-    """Why each row's shard group cannot run, '' where it can (``layout.shard_group_refusal``
-    and ``shard_group_problem``), each distinct combination judged once."""
-    from scalesim.layout import ZERO_STRATEGIES, shard_group_problem, shard_group_refusal
-
-    keys = list(zip(shard.tolist(), dp.tolist(), zero.tolist(),
-                    np.asarray(frameworks).astype(str).tolist(), strict=True))
-    judged = {key: (shard_group_refusal(key[0], ZERO_STRATEGIES[key[2]], key[3])
-                    or shard_group_problem(key[0], key[1])) for key in set(keys)}
-    return np.array([judged[key] for key in keys], dtype=object)
 
 
 def _layout_example(profile, split, schedule: str, g: int, layout_ok, p, tp, pp, dp, micro,
