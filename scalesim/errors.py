@@ -101,6 +101,12 @@ def printable(text: str) -> str:
                    or c in _DIRECTION_CONTROLS else c for c in text)
 
 
+def excerpt(text: str, chars: int = 40) -> str:
+    """``text`` to quote in a message: at most ``chars`` characters ('...' where cut), control
+    characters escaped (``printable``): a cell of a 4 MiB line is not echoed whole."""
+    return printable(text if len(text) <= chars else text[:chars - 3] + "...")
+
+
 def name_problem(text: str) -> str | None:
     """``NAME_RULE`` when ``text`` holds a line break, tab or other control character (which
     would split a printed line or drive the terminal) or a text-direction control (which

@@ -36,7 +36,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from scalesim.bounds import bounded, items_bounded
-from scalesim.errors import ScalesimError, printable, require_text
+from scalesim.errors import ScalesimError, excerpt, require_text
 from scalesim.jsonio import parse_json_text, validation_message
 
 REQUIRED = ("devices", "nodes")
@@ -241,7 +241,7 @@ def _header_text(header: list[str], names: int = 12, chars: int = 40) -> str:
     """A header's column names for a message: the first ``names``, each at most ``chars``
     characters, control characters escaped (``errors.printable``): a binary or 4 MiB header
     line is not echoed whole to the terminal."""
-    shown = [printable(h if len(h) <= chars else h[:chars - 3] + "...") for h in header[:names]]
+    shown = [excerpt(h, chars) for h in header[:names]]
     more = f", ... ({len(header)} columns)" if len(header) > names else ""
     return ", ".join(shown) + more or "nothing"
 

@@ -129,7 +129,12 @@ def _mutated(tmp_path, src, name, change):
     ("bigsize.txt", lambda t: t.replace("  8589934592    2147483648", f"  {'9' * 26}    2147483648"),
      r"line 54: the size column \(9+\): 1e\+26 is outside 1 <= x"),
     ("hugesize.txt", lambda t: t.replace("  8589934592    2147483648", f"  {'9' * 400}    2147483648"),
-     r"line 54: the size column \(9+\): inf is not a finite number"),
+     r"line 54: the size column \(9{37}\.\.\.\): inf is not a finite number"),
+    # session 12: a 4 MiB cell was quoted whole (one line, but 4 MiB of it), an ESC raw
+    ("longcell.txt", lambda t: t.replace("    67689  126.90", f"  {'x' * 4_000_000}  126.90"),
+     r"line 54: 'x{37}\.\.\.' is not a number in the time column"),
+    ("esc.txt", lambda t: t.replace("    67689  126.90", "  1\x1b[31m  126.90"),
+     r"line 54: '1\\x1b\[31m' is not a number in the time column"),
 ])
 def test_bad_logs_are_one_line_errors(tmp_path, name, change, message):
     path = _mutated(tmp_path, A100_2N, name, change)

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from scalesim.bounds import check_number
-from scalesim.errors import ScalesimError, check_distinct_files
+from scalesim.errors import ScalesimError, check_distinct_files, excerpt
 from scalesim.jsonio import read_text
 from scalesim.model import collectives as coll
 from scalesim.schemas import CollectivePoint, LinkCalibration, LinkLevel
@@ -226,21 +226,22 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
             if cell == "N/A":
                 unchecked = True
             elif _NUMBER.match(cell) and float(cell) > 0 and index["#wrong"]:
-                raise ScalesimError(f"{source} line {number}: #wrong is {cell} at {tokens[0]} bytes: "
+                raise ScalesimError(f"{source} line {number}: #wrong is {excerpt(cell)} at "
+                                    f"{excerpt(tokens[0])} bytes: "
                                     "nccl-tests found wrong results; fix the cluster before "
                                     "calibrating from it")
         for i in (*index["time"], *index["algbw"], *index["busbw"]):
             if not _NUMBER.match(tokens[i]):
-                raise ScalesimError(f"{source} line {number}: '{tokens[i]}' is not a number in "
+                raise ScalesimError(f"{source} line {number}: '{excerpt(tokens[i])}' is not a number in "
                                     f"the {header[i]} column")
             # bounded here, so a 0 us or 10^30 us time is named by its line (not by the fit)
             quantity, factor = ("positive_duration_s", 1e-6) if i in index["time"] else (
                 "bandwidth_GBps", 1.0)
             check_number(quantity, float(tokens[i]) * factor,
-                         f"{source} line {number}: the {header[i]} column ({tokens[i]})")
+                         f"{source} line {number}: the {header[i]} column ({excerpt(tokens[i])})")
         if float(tokens[0]) > 0:  # a 0-byte row carries no time and is skipped below
             check_number("message_bytes", float(tokens[0]),
-                         f"{source} line {number}: the size column ({tokens[0][:30]})")
+                         f"{source} line {number}: the size column ({excerpt(tokens[0])})")
     if unchecked:
         notes.append(f"{Path(source).name}: results were not checked (-c 0: #wrong is N/A)")
     if not avg_seen:
