@@ -396,7 +396,8 @@ def show_smi(report) -> None:
     for finding in report.findings:
         st.warning(_md(finding))
     if not report.findings:
-        st.success(_md(no_finding(report)[0].upper() + no_finding(report)[1:]))
+        none = no_finding(report)
+        st.success(_md(none[0].upper() + none[1:]))
     st.altair_chart(smi_clock_chart(report), width="stretch")
     table = pd.DataFrame([{
         "device": d.index, "samples": d.samples, "busy": d.busy_samples,

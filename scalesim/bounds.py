@@ -25,7 +25,7 @@ import numpy as np
 from pydantic import Field
 
 from scalesim.attention_kernel import ATTENTION_KERNELS
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, excerpt
 from scalesim.layout import RECOMPUTE_STYLES
 from scalesim.model.sharding import GRAD_SYNCS
 
@@ -109,8 +109,7 @@ def _shown(value: Any) -> str:
     """A value to quote in a message: short (a huge whole number by its size)."""
     if isinstance(value, int) and value.bit_length() > 100:
         return f"a whole number of {value.bit_length()} bits"
-    text = repr(value) if not isinstance(value, float | int | np.number) else f"{value}"
-    return text if len(text) <= 40 else text[:37] + "..."
+    return excerpt(repr(value) if not isinstance(value, float | int | np.number) else f"{value}")
 
 # quantity -> bounds. Reasons say why the edge makes physical sense.
 QUANTITIES: dict[str, Bound] = {
