@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scalesim.attention_kernel import ATTENTION_KERNELS, FLASH2_KERNEL
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, excerpt
 from scalesim.model.transformer import activation_bytes_per_layer
 from scalesim.schemas import (
     Hardware,
@@ -860,15 +860,39 @@ SOLD_MEMORY_GB = [
 ]
 
 
+# A token right before "GB" ("80GB", "40 GB", "1e308GB"): letters, digits, dots and signs, not
+# part of a longer word ("A100-SXM4-80GB" gives 80; "GB200" has no size).
+_STATED_SIZE = re.compile(r"(?<![\w.+])([\w.+]*\d[\w.+]*?)\s*GB\b", re.IGNORECASE)
+_PLAIN_SIZE = re.compile(r"\d{1,4}(?:\.\d+)?")
+
+
+def _stated_size(device_name: str) -> tuple[str, float | None] | None:
+    """(text, GB) of the memory size ``device_name`` states: GB None where the text is not a plain
+    size of 1 to 9999 GB ("1e308GB", "0GB"); None where the name states no size."""
+    stated = _STATED_SIZE.search(device_name)
+    if stated is None:
+        return None
+    text = stated.group(1)
+    plain = _PLAIN_SIZE.fullmatch(text) is not None and float(text) > 0
+    return text, float(text) if plain else None
+
+
 def stated_memory_problem(device_name: str) -> str | None:
-    """Why the memory size ``device_name`` states ("A100 4GB") is not one its GPU is sold with
-    (``SOLD_MEMORY_GB``), in words; None when it is, or when no size or no list applies."""
-    stated = re.search(r"(\d+(?:\.\d+)?)\s*GB\b", device_name, flags=re.IGNORECASE)
+    """Why the memory size ``device_name`` states ("A100 4GB", "H100 1e308GB") is not one to plan
+    on, in words: not a plain size in GB, or not one its GPU is sold with (``SOLD_MEMORY_GB``);
+    None when it is, or when no size or no list applies."""
+    stated = _stated_size(device_name)
+    if stated is None:
+        return None
+    text, size = stated
+    if size is None:
+        return (f"states its memory as {excerpt(text)} GB, not a number from 1 to 9999; write "
+                "the size as a plain number of GB such as 80GB")
     row = _first_row(SOLD_MEMORY_GB, device_name)
-    if stated is None or row is None or float(stated.group(1)) in row[1]:
+    if row is None or size in row[1]:
         return None
     sizes = ", ".join(str(n) for n in row[1])
-    return (f"states {stated.group(1)} GB, but the {' '.join(row[0])} is sold with {sizes} GB "
+    return (f"states {text} GB, but the {' '.join(row[0])} is sold with {sizes} GB "
             f"({row[2]})")
 
 
@@ -876,8 +900,9 @@ def device_memory_of(device_name: str) -> tuple[float, str] | None:
     """(bytes, source) of one device's memory: the size the name states ("A100 40GB",
     "H100 SXM 96GB HBM2e"), else the datasheet size of a device sold in one size; None when
     neither (an A100 without its size)."""
-    stated = re.search(r"(\d+(?:\.\d+)?)\s*GB\b", device_name, flags=re.IGNORECASE)
-    if stated and not any(name_has_words(device_name, words) for words in SIZE_NOT_IN_NAME):
-        return float(stated.group(1)) * GIB, f"the size in the name '{device_name}'"
+    stated = _stated_size(device_name)
+    if (stated is not None and stated[1] is not None
+            and not any(name_has_words(device_name, words) for words in SIZE_NOT_IN_NAME)):
+        return stated[1] * GIB, f"the size in the name '{device_name}'"
     row = _first_row(DEVICE_MEMORY_GIB, device_name)
     return None if row is None or row[1] is None else (row[1] * GIB, row[2])

@@ -90,6 +90,23 @@ def test_a_memory_size_the_gpu_is_not_sold_in_is_refused(gpu, sizes):
         assert runs_model("bert-large", good).memory_bandwidth_GBps > 0
 
 
+@pytest.mark.parametrize("gpu, quoted", [("H100 SXM 1e308GB", "1e308"), ("A100 0GB", "0"),
+                                         ("A100 12345GB", "12345"), ("H100 SXM 1.5e2 GB", "1.5e2")])
+def test_a_memory_size_that_is_not_a_number_is_refused(gpu, quoted):
+    """Session 13: 'H100 SXM 1e308GB' was read as 308 GB (the digits before 'GB'). A size that is
+    not a plain number of 1 to 9999 GB is refused, quoting it; it is never read as a memory."""
+    from scalesim.presets import device_memory_of, stated_memory_problem
+
+    with pytest.raises(ScalesimError, match=f"--gpu '{gpu}' states its memory as {quoted} GB"):
+        runs_model("bert-large", gpu)
+    assert f"as {quoted} GB" in stated_memory_problem(gpu)
+    memory = device_memory_of(gpu)
+    assert memory is None or "size in the name" not in memory[1]
+    assert device_memory_of("H100 SXM 1e308GB")[0] == 80 * 1024**3  # the datasheet's, not 308
+    assert device_memory_of("A100-SXM4-80GB")[0] == 80 * 1024**3
+    assert device_memory_of("A100 40 GB")[0] == 40 * 1024**3
+
+
 
 
 def test_cli(tmp_path, capsys, runs_csv, bert_file):
