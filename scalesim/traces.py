@@ -51,7 +51,7 @@ import numpy as np
 
 from scalesim.attention_kernel import attention_family
 from scalesim.bounds import bound
-from scalesim.errors import ScalesimError, check_distinct_files, require_path
+from scalesim.errors import ScalesimError, check_distinct_files, excerpt, require_path
 
 CHUNK_CHARS = 1 << 20
 MAX_VALUE_CHARS = 64 << 20  # one JSON value (event or metadata) larger than this is malformed
@@ -453,7 +453,7 @@ def _json_kind(value) -> str:
 
 def _short(value) -> str:
     text = json.dumps(value) if not isinstance(value, int) or abs(value) < 10**30 else "a huge number"
-    return f"{_json_kind(value)} {text[:40]}" + ("..." if len(text) > 40 else "")
+    return f"{_json_kind(value)} {excerpt(text)}"
 
 
 # A profiler step's duration: the bounds table's positive_duration_s (1 ps to 11.6 days). A step

@@ -187,7 +187,7 @@ def test_presets_text_names_bert_large_as_one_model(capsys):
             "and diagnose --workload bert-large use it") in entry
     assert "sequence 128" in BERT_LARGE.words()
     entry = transformers[transformers.index("  bert-large:"):]
-    assert "seq 128" in entry.splitlines()[0]
+    assert "sequence 128" in entry.splitlines()[0]
     assert entry.splitlines()[1].startswith("      the workload preset bert-large above, the "
                                             "same model")
 

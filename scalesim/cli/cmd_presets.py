@@ -62,11 +62,8 @@ def run(args: argparse.Namespace) -> int:
     print("\ntransformer presets (scalesim plan --workload NAME; also --workload NAME of predict, "
           "sweep, decide and goal, split with --tp --pp):")
     for name, (shape, published, source) in presets.TRANSFORMERS.items():
-        gqa = f", {shape.kv_of()} kv heads" if shape.kv_of() != shape.heads else ""
         print(f"  {name}: {shape.param_count() / 1e9:.3g}B params (published {published / 1e9:g}B)"
-              f", {shape.layers} layers, hidden {shape.hidden}, {shape.heads} heads{gqa}, "
-              f"MLP {shape.ffn_of()}{' SwiGLU' if shape.gated_mlp else ''}, seq {shape.seq_len}, "
-              f"vocab {shape.vocab}")
+              f", {shape.words()}")
         if name in presets.WORKLOADS:
             print(f"      the workload preset {name} above, the same model: predict, sweep and "
                   "the app take that one (a parameter count with this shape's activations)")
