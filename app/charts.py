@@ -169,10 +169,34 @@ def efficiency_chart(plan: Plan, width="container", height: int = 260) -> alt.La
 
 
 def _parts(rows) -> list[tuple[str, str, str]]:
-    """PARTS, with the pipeline bubble after compute where a row has one (a split model)."""
+    """PARTS, with the pipeline bubble after compute where a row has one (a split model), and
+    without the data stall where no row models it (``data_stall_s`` None: no input pipeline)."""
+    parts = PARTS
+    if all(r.data_stall_s is None for r in rows):
+        parts = [p for p in PARTS if p[0] != "data_stall_s"]
     if any(getattr(r, "bubble_s", 0.0) > 0 for r in rows):
-        return [PARTS[0], BUBBLE_PART, *PARTS[1:]]
-    return PARTS
+        return [parts[0], BUBBLE_PART, *parts[1:]]
+    return parts
+
+
+def stall_caption(rows) -> str:
+    """'' where every row models the data stall; else the sentence the app's breakdowns (charts,
+    tables, report) add: the stall is left out, not drawn as 0
+    (``predict.input_pipeline_modelled``)."""
+    from scalesim.predict import STALL_NOT_MODELLED
+
+    if all(r.data_stall_s is not None for r in rows):
+        return ""
+    return (STALL_NOT_MODELLED[0].upper() + STALL_NOT_MODELLED[1:] + ": no data-stall bar or "
+            "number (a 0 would read as a loader that keeps up)"
+            + ("" if all(r.data_stall_s is None for r in rows) else " where a row has none")
+            + ".")
+
+
+def _subtitle(text: str, rows) -> str:
+    """A breakdown chart's subtitle, with the stall's note where a row does not model it."""
+    return text + ("; data stall not modelled (no input pipeline measured)"
+                   if stall_caption(rows) else "")
 
 
 def _breakdown_records(label_rows) -> pd.DataFrame:
@@ -180,6 +204,8 @@ def _breakdown_records(label_rows) -> pd.DataFrame:
     parts = _parts([row for _, _, row in label_rows])
     for label, order, row in label_rows:
         for i, (name, part, _) in enumerate(parts):
+            if getattr(row, name) is None:  # a data stall not modelled: no bar, not a 0 bar
+                continue
             records.append({"bar": label, "order": order, "part": part, "stack": i,
                             "ms": getattr(row, name) * 1e3,
                             "step_ms": row.step_time_s * 1e3})
@@ -206,7 +232,8 @@ def breakdown_chart(plan: Plan, width="container", height: int = 300) -> alt.Cha
     """Stacked step time per device count: compute, exposed comm, data stall, straggler wait."""
     df = _breakdown_records([(str(r.devices), i, r) for i, r in enumerate(plan.rows)])
     return _stacked(df, "devices", width, height, "Where each step's time goes",
-                    "only the communication not hidden behind backward counts")
+                    _subtitle("only the communication not hidden behind backward counts",
+                              plan.rows))
 
 
 def layout_label(row) -> str:
@@ -225,18 +252,21 @@ def layout_parts(row) -> SimpleNamespace:
     data-parallel communication together as exposed communication)."""
     b = row.breakdown_s
     return SimpleNamespace(
-        compute_s=b["compute_s"], bubble_s=b["bubble_s"], data_stall_s=b["stall_s"],
+        compute_s=b["compute_s"], bubble_s=b["bubble_s"],
+        data_stall_s=b["stall_s"] if row.stall_modelled else None,
         exposed_comm_s=b["tp_comm_s"] + b["cp_comm_s"] + b["p2p_s"] + b["dp_exposed_s"],
         straggler_s=b["straggler_s"], step_time_s=row.step_time_s)
 
 
 def layouts_chart(rows, devices: int, width="container", height: int = 320) -> alt.Chart:
     """The planner's ranked layouts at ``devices``: where each one's step goes, best first."""
-    df = _breakdown_records([(layout_label(r), i, layout_parts(r)) for i, r in enumerate(rows)])
+    parts = [layout_parts(r) for r in rows]
+    df = _breakdown_records([(layout_label(r), i, p)
+                             for i, (r, p) in enumerate(zip(rows, parts, strict=True))])
     return _stacked(df, "layout (best first)", width, height,
                     f"Ranked layouts on {devices} devices: where each step's time goes",
-                    "dp x tp x pp, ZeRO stage (z), micro-batch (mb), recompute, sequence "
-                    "parallel (sp); only layouts that fit in memory")
+                    _subtitle("dp x tp x pp, ZeRO stage (z), micro-batch (mb), recompute, "
+                              "sequence parallel (sp); only layouts that fit in memory", parts))
 
 
 def remedies_chart(plan: Plan, width="container", height: int | None = None) -> alt.LayerChart:
@@ -382,7 +412,8 @@ def ab_chart(plan: Plan, width="container", height: int = 260) -> alt.Chart | No
     df = _breakdown_records([(f"A: now ({plan.focus.devices} devices)", 0, plan.focus),
                              (f"B: {plan.b_label[:40]}", 1, plan.b_focus)])
     return _stacked(df, None, width, height, "Scenario A vs B: time per training step",
-                    "B changes one thing; compare where the time goes")
+                    _subtitle("B changes one thing; compare where the time goes",
+                              [plan.focus, plan.b_focus]))
 
 
 def all_charts(plan: Plan, width="container") -> dict[str, alt.TopLevelMixin]:
@@ -476,10 +507,12 @@ def chart_text(plan: Plan, name: str) -> str:
             f"{r.devices} devices {_pct(r.efficiency)}" for r in shown) + "."
     if name == "step_breakdown":
         f = plan.focus
+        stall = ("data stall not modelled" if f.data_stall_s is None
+                 else f"data stall {f.data_stall_s * 1e3:.1f}")
         return (f"At {f.devices} devices a step takes {f.step_time_s * 1e3:.1f} ms: compute "
                 f"{f.compute_s * 1e3:.1f}, exposed communication {f.exposed_comm_s * 1e3:.1f}, "
-                f"data stall {f.data_stall_s * 1e3:.1f}, straggler wait "
-                f"{f.straggler_s * 1e3:.1f} ms.")
+                f"{stall}, straggler wait {f.straggler_s * 1e3:.1f} ms"
+                + (" (no input pipeline measured)." if f.data_stall_s is None else "."))
     if name == "remedies":
         groups = {}
         for r in plan.remedies:

@@ -530,7 +530,9 @@ def _rows_table(plan: Plan) -> pd.DataFrame:
         "global batch": r.global_batch, "step ms": r.step_time_s * 1e3,
         "compute ms": r.compute_s * 1e3, "exposed comm ms": r.exposed_comm_s * 1e3,
         **({"bubble ms": r.bubble_s * 1e3, "MFU %": None if r.mfu is None else r.mfu * 100} if split else {}),
-        "data stall ms": r.data_stall_s * 1e3, "straggler ms": r.straggler_s * 1e3,
+        # no input pipeline: no stall column (``charts.stall_caption`` says why), not 0s
+        **({} if charts.stall_caption(plan.rows) else {"data stall ms": r.data_stall_s * 1e3}),
+        "straggler ms": r.straggler_s * 1e3,
         f"{unit}/s": r.samples_per_s, "efficiency %": r.efficiency * 100,
         "memory GiB": r.memory_bytes / 2**30,
         "runnable": "yes" if r.fits else "NO: does not fit in memory",
@@ -554,6 +556,8 @@ def _tab_curve(plan: Plan) -> None:
                      column_config={c: st.column_config.NumberColumn(format="%.2f")
                                     for c in ("step ms", "compute ms", "exposed comm ms",
                                               "data stall ms", "straggler ms")})
+        if note := charts.stall_caption(plan.rows):
+            st.caption(_md(note))
 
 
 def _tab_breakdown(plan: Plan) -> None:
@@ -563,6 +567,8 @@ def _tab_breakdown(plan: Plan) -> None:
         st.warning(f"Not runnable: does not fit in device memory at "
                    f"{', '.join(map(str, misfits))} devices: try ZeRO-3 or a smaller batch.")
     st.dataframe(_rows_table(plan), hide_index=True)
+    if note := charts.stall_caption(plan.rows):
+        st.caption(_md(note))
 
 
 def _tab_remedies(plan: Plan) -> None:

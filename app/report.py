@@ -19,7 +19,7 @@ from scalesim.cli.cmd_predict import layout_line
 from scalesim.decision import card_rows
 from scalesim.model.sharding import GRAD_SYNC_LABELS
 
-from .charts import all_charts, chart_text
+from .charts import all_charts, chart_text, stall_caption
 from .plan import Plan, duration, headline, story
 from .state import profile_caveats
 
@@ -209,17 +209,22 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
                                 left=2)))
     parts.append("<h2>Prediction per device count</h2>")
     split = plan.focus.dp is not None  # a split model: its layout and pipeline bubble too
+    stall_note = stall_caption(plan.rows)  # no input pipeline: no stall column, and why
+    stall = not stall_note
     parts.append(_scroll(_table(
         ["devices", "servers", *(["dp x tp x pp"] if split else []), "step ms", "compute ms",
-         "exposed comm ms", *(["bubble ms"] if split else []), "data stall ms",
+         "exposed comm ms", *(["bubble ms"] if split else []),
+         *(["data stall ms"] if stall else []),
          "straggler ms", f"{unit}/s", "efficiency", "memory GiB", "runnable"],
         [[r.devices, r.nodes, *([f"{r.dp} x {r.tp} x {r.pp}"] if split else []),
           f"{r.step_time_s * 1e3:.2f}", f"{r.compute_s * 1e3:.2f}",
           f"{r.exposed_comm_s * 1e3:.2f}", *([f"{r.bubble_s * 1e3:.2f}"] if split else []),
-          f"{r.data_stall_s * 1e3:.2f}",
+          *([f"{r.data_stall_s * 1e3:.2f}"] if stall else []),
           f"{r.straggler_s * 1e3:.2f}", f"{r.samples_per_s:,.0f}", f"{r.efficiency:.1%}",
           f"{r.memory_bytes / 2**30:.1f}", "yes" if r.fits else "NO: not runnable"]
          for r in plan.rows])))
+    if stall_note:
+        parts.append(f'<p class="note">{_e(stall_note)}</p>')
     parts.append(f"<h2>Changes at {plan.focus.devices} devices</h2>")
     parts.append(_scroll(_table(
         ["change", "verdict", "throughput gain", f"{unit}/s", "time to finish", "cost", "note"],

@@ -108,7 +108,7 @@ def knee_of_predictions(rows) -> Knee | None:
     return find_knee(
         [r.devices for r in rows], [r.nodes for r in rows], [r.efficiency for r in rows],
         [r.compute_s for r in rows], [r.exposed_comm_s for r in rows],
-        [r.data_stall_s for r in rows], [r.straggler_s for r in rows],
+        [r.data_stall_s or 0.0 for r in rows], [r.straggler_s for r in rows],
         [r.micro_batch * r.accumulation * (r.dp or r.devices) / r.devices for r in rows],
         bubble_s=[r.bubble_s for r in rows] if layouts else None,
         min_drop=median_error(through_layouts=layouts),

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, field_serializer
+from pydantic import BaseModel, Field, field_serializer
 
 from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.billing import billed_devices
@@ -105,6 +105,17 @@ class PlanRow(BaseModel):
     device_hours_per_million_samples: float  # billed devices' hours (whole instances)
     billed_devices: int  # devices a cloud bills for the layout (scalesim.billing)
     why: str
+    # False where no input pipeline gave the loader a supply (``Setting.loader_samples_per_s``
+    # infinite: ``predict.input_pipeline_modelled`` false): breakdown_s's stall_s is then the
+    # model's 0 for an infinitely fast loader, null in --json (not part of the JSON otherwise)
+    stall_modelled: bool = Field(default=True, exclude=True)
+
+    @field_serializer("breakdown_s", when_used="json")
+    def _breakdown_out(self, breakdown_s: dict[str, float]) -> dict[str, float | None]:
+        """``--json``: stall_s null where the stall is not modelled (``stall_modelled``)."""
+        if self.stall_modelled or "stall_s" not in breakdown_s:
+            return breakdown_s
+        return {**breakdown_s, "stall_s": None}
 
     @field_serializer("shard_group")
     def _shard_group_out(self, shard_group: int) -> int | None:
@@ -559,6 +570,7 @@ def rank_layouts(setting: Setting, devices: list[int],
                             f"{bound('accumulation').high:,.0f} micro-steps; add devices or "
                             "lower the global batch")
     r = evaluate_layouts(setting_inputs(setting, **grid))
+    modelled = bool(np.all(np.isfinite(setting.loader_samples_per_s)))  # inf: none given
     devices_arr = grid["dp"] * grid["tp"] * grid["pp"] * grid["cp"]
     billed = billed_devices(devices_arr, g, hardware.instance_sizes)  # whole instances
     cost = billed / r.samples_per_s * 1e6 / 3600.0
@@ -596,6 +608,7 @@ def rank_layouts(setting: Setting, devices: list[int],
             "breakdown_s": {p: float(getattr(r, p)[i]) for p in PARTS},
             "device_hours_per_million_samples": float(cost[i]),
             "billed_devices": int(billed[i]),
+            "stall_modelled": modelled,
         }
         row["why"] = "best" if rank == 1 else _why(rows[0].model_dump(), row, rank_by)
         rows.append(PlanRow(**row))

@@ -39,7 +39,10 @@ class Prediction(BaseModel):
     step_time_s: float
     compute_s: float
     exposed_comm_s: float
-    data_stall_s: float
+    # seconds a step waits on its input; None where no input pipeline was measured or described
+    # (``input_pipeline_modelled``): the model's loader is then infinitely fast, so its 0 would
+    # read as "the loader keeps up", a number nobody checked (null in --json)
+    data_stall_s: float | None
     straggler_s: float
     # all collective time, hidden or not; None for a split model (dp not None: the layout step
     # reports the exposed time alone): null in --json, not the exposed time again
@@ -153,11 +156,25 @@ def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=
     return b, np.full(replicas.shape, scenario.global_batch // k)
 
 
+# What every text output says, once, where the data stall is not modelled (``input_pipeline_modelled``)
+STALL_NOT_MODELLED = ("data stall not modelled: no input pipeline measured (calibrate's loader "
+                      "phase measures one; --loader-workers then reads it)")
+
+
+def input_pipeline_modelled(profile: Profile | None) -> bool:
+    """Whether ``profile`` gives the data stall a loader supply: an input-pipeline curve
+    (calibrate's loader phase, a runs fit or traces that found the loader limiting), which
+    ``--loader-workers`` reads. Without one the model's loader is infinitely fast
+    (``loader_supply``: inf) and the stall is not modelled: every output says so (null in JSON,
+    an empty CSV cell, 'not modelled' in text) rather than print its 0 (docs/model.md §5)."""
+    return profile is not None and profile.input_pipeline is not None
+
+
 def loader_supply(profile: Profile, scenario: Scenario, per_node):
     """Samples/s one loader supplies with ``per_node`` loaders sharing a server's cores, and
     alone in its server (the one-device baseline); infinite without an input-pipeline curve.
     Default workers: the best measured count."""
-    if profile.input_pipeline is None:
+    if not input_pipeline_modelled(profile):
         return np.inf, np.inf
     pts = profile.input_pipeline.points
     workers = scenario.loader_workers
@@ -383,6 +400,7 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
     b_crit, e_min = goal.critical_batch, goal.min_samples
     train, price = goal.train_samples, goal.price_per_device_hour
     devices = np.asarray(inputs.devices)
+    modelled = input_pipeline_modelled(profile)
     rows = []
     for i, p in enumerate(devices):
         steps = ttq = ttt = cost = None
@@ -405,7 +423,7 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
             step_time_s=float(result.step_time_s[i]),
             compute_s=float(result.compute_s[i]),
             exposed_comm_s=float(result.exposed_comm_s[i]),
-            data_stall_s=float(result.data_stall_s[i]),
+            data_stall_s=float(result.data_stall_s[i]) if modelled else None,
             straggler_s=float(result.straggler_s[i]),
             comm_total_s=None if result.comm_total_s is None else float(result.comm_total_s[i]),
             comm_bytes=None if result.comm_bytes is None else float(result.comm_bytes[i]),

@@ -37,7 +37,13 @@ from scalesim.model.zero_exchange import (
     sent_units,
 )
 from scalesim.network_upgrades import UPGRADES_BY_KEY
-from scalesim.predict import Prediction, accumulation_max, micro_batch_max, predict
+from scalesim.predict import (
+    STALL_NOT_MODELLED,
+    Prediction,
+    accumulation_max,
+    micro_batch_max,
+    predict,
+)
 from scalesim.presets import attention_efficiency_of
 from scalesim.schemas import Profile, Scenario
 
@@ -160,7 +166,7 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
                 acc_scn, profile, acc_reason, caveat))
     out.append(("loader", "Cache the input / add loader workers (no data stall)",
                 scenario, profile.model_copy(update={"input_pipeline": None}),
-                "" if now.data_stall_s > 0 else "the input pipeline keeps up already", ""))
+                _loader_reason(now), ""))
     target = "zero1" if scenario.strategy == "ddp" and now.fits else "zero3"
     fw = scenario.zero_framework
     out.append(("sharding", sharding_title(scenario.strategy, target, fw, k, scenario.grad_sync),
@@ -430,8 +436,19 @@ def _finish(goal: training_time.Goal, p: Prediction, reference_batch: int):
 
 
 def data_stall_share(p: Prediction) -> float:
-    """Share of the step spent waiting for input (0..1)."""
-    return p.data_stall_s / p.step_time_s if p.step_time_s > 0 else 0.0
+    """Share of the step spent waiting for input (0..1); 0 where the stall is not modelled
+    (``data_stall_s`` None: no input pipeline measured, nothing to fix that the model knows of)."""
+    stall = p.data_stall_s or 0.0
+    return stall / p.step_time_s if p.step_time_s > 0 else 0.0
+
+
+def _loader_reason(now: Prediction) -> str:
+    """Why the loader remedy does not help ('' where it does): the input pipeline keeps up (a
+    modelled stall of 0), or it is not modelled (``data_stall_s`` None), which is not saying it
+    keeps up."""
+    if now.data_stall_s is None:
+        return STALL_NOT_MODELLED
+    return "" if now.data_stall_s > 0 else "the input pipeline keeps up already"
 
 
 def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective: str = "auto",

@@ -83,7 +83,8 @@ def test_profile_rejects_a_negative_slowdown():
 def _knee(rows):
     return find_knee([r.devices for r in rows], [r.nodes for r in rows],
                      [r.efficiency for r in rows], [r.compute_s for r in rows],
-                     [r.exposed_comm_s for r in rows], [r.data_stall_s for r in rows],
+                     [r.exposed_comm_s for r in rows],
+                     [r.data_stall_s or 0.0 for r in rows],  # None: not modelled, as knee.py
                      [r.straggler_s for r in rows], [r.micro_batch * r.accumulation for r in rows])
 
 

@@ -159,6 +159,10 @@ def render_text(rows, global_batch: int) -> str:
     best = rows[0]
     parts = ", ".join(f"{k.removesuffix('_s')} {v:.3g}" for k, v in best.breakdown_s.items() if v)
     lines.append(f"best step {best.step_time_s:.3f} s = {parts} (s); global batch {global_batch}")
+    if not best.stall_modelled:
+        from scalesim.predict import STALL_NOT_MODELLED
+
+        lines.append(f"note: {STALL_NOT_MODELLED}")  # as predict's
     return "\n".join(lines)
 
 
@@ -223,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         from scalesim.jsonio import to_json_text
 
-        print(to_json_text([r.model_dump() for r in rows], what="the plan"))
+        print(to_json_text([r.model_dump(mode="json") for r in rows], what="the plan"))
     else:
         if own is None:  # a profile's own model is named in its note
             print(f"workload: {args.workload}: {shape.words()}"
@@ -253,8 +257,11 @@ def _input_supply(args, profile, scenario, hardware) -> float:
     """Samples/s of one replica's loader from ``--profile``'s measured input pipeline at
     ``--loader-workers`` (``layout_predict.replica_loader_supply``, as ``plan_at`` feeds the
     measured curve's layouts and predict any model: the loader feeds samples, whatever the
-    model); infinite without a profile."""
-    if profile is None:
+    model); infinite without one (``predict.input_pipeline_modelled``: the stall not
+    modelled)."""
+    from scalesim.predict import input_pipeline_modelled
+
+    if not input_pipeline_modelled(profile):
         return float("inf")
     from scalesim.layout_predict import replica_loader_supply
 

@@ -112,7 +112,8 @@ def render_table(profile, scenario, rows) -> str:
     from scalesim.knee import knee_of_predictions, least_drop_of, no_knee_words
     from scalesim.layout_predict import attention_kernel_note, recompute_style_note
     from scalesim.model.zero_exchange import framework_label
-    from scalesim.predict import server_use_words, slow_device_note
+    from scalesim.predict import STALL_NOT_MODELLED, server_use_words, slow_device_note
+    from scalesim.remedies import DATA_STALL_SHARE, data_stall_share
     from scalesim.training_time import resolve_goal, zero_price_note
 
     unit = profile.workload.sample_unit
@@ -133,6 +134,9 @@ def render_table(profile, scenario, rows) -> str:
     if used := server_use_words(profile.hardware, scenario):
         lines[-1] += f"; {used}"
     split = rows and rows[0].dp is not None
+    # no input pipeline: the stall column is left out and one note says why (a column of
+    # '-' would repeat on every row what the note says once; a 0 would be made up)
+    stall = any(r.data_stall_s is not None for r in rows)
     if split:
         lines.append(layout_line(profile, scenario))
     elif note := recompute_style_note(profile, scenario):
@@ -144,7 +148,8 @@ def render_table(profile, scenario, rows) -> str:
         f"{'devices':>7} {'nodes':>5} " + (f"{'dp x tp x pp':>12} " if split else "")
         + f"{'batch':>6} {'step ms':>9} {'compute':>9} {'exp.comm':>9} "
         + (f"{'bubble':>9} " if split else "")
-        + f"{'stall':>9} {'straggl':>9} {unit[:10] + '/s':>13} {'speedup':>8} {'eff':>6} "
+        + (f"{'stall':>9} " if stall else "")
+        + f"{'straggl':>9} {unit[:10] + '/s':>13} {'speedup':>8} {'eff':>6} "
         f"{'mem GiB':>8} {'fits':>4}",
     ]
     for r in rows:
@@ -154,8 +159,8 @@ def render_table(profile, scenario, rows) -> str:
             + f"{r.micro_batch:>6} {_fmt_s(r.step_time_s)} "
             f"{_fmt_s(r.compute_s)} {_fmt_s(r.exposed_comm_s)} "
             + (f"{_fmt_s(r.bubble_s)} " if split else "")
-            + f"{_fmt_s(r.data_stall_s)} "
-            f"{_fmt_s(r.straggler_s)} {fixed(r.samples_per_s, 13, 1)} {fixed(r.speedup, 8, 2)} "
+            + (f"{_fmt_s(r.data_stall_s)} " if stall else "")
+            + f"{_fmt_s(r.straggler_s)} {fixed(r.samples_per_s, 13, 1)} {fixed(r.speedup, 8, 2)} "
             f"{fixed(100 * r.efficiency, 5, 1)}% {fixed(r.memory_bytes / 2**30, 8, 1)} "
             f"{'yes' if r.fits else 'NO':>4}"
         )
@@ -185,12 +190,14 @@ def render_table(profile, scenario, rows) -> str:
     if unfit := [r for r in rows if not r.fits]:
         lines.append("warning: rows marked NO do not fit in device memory: not runnable, their "
                      f"numbers are not a plan; try {_fit_hints(profile, scenario, unfit)}")
-    stalled = [r for r in rows if r.step_time_s > 0 and r.data_stall_s / r.step_time_s >= 0.10]
+    stalled = [r for r in rows if data_stall_share(r) >= DATA_STALL_SHARE]
     if stalled:
         r = stalled[0]
-        lines.append(f"warning: data stall: {r.data_stall_s / r.step_time_s:.0%} of each step at "
+        lines.append(f"warning: data stall: {data_stall_share(r):.0%} of each step at "
                      f"{r.devices} device{'s' if r.devices > 1 else ''} waits for input (lost at "
                      "one device too, so efficiency cannot show it); fix the input pipeline first")
+    if not stall:
+        lines.append(f"note: {STALL_NOT_MODELLED}")  # and no stall column
     if note := slow_device_note(scenario.slow_device, [r.devices for r in rows]):
         lines.append(f"note: {note}")
     lines += [f"note: {note}" for note in unused_setting_notes(scenario)]

@@ -99,11 +99,25 @@ def _row_format(columns: dict) -> str:
     return ",".join(kinds) + "\n"
 
 
-def _pieces(columns: dict, fmt: str):
+def _shown(columns: dict, fmt: str, stall_modelled: bool) -> dict:
+    """``columns`` as written: where the data stall is not modelled
+    (``predict.input_pipeline_modelled``) its column, the model's 0, is written as JSON null or
+    an empty CSV cell, not as a stall of 0."""
+    import numpy as np
+
+    if stall_modelled or "data_stall_s" not in columns:
+        return columns
+    n = len(columns["data_stall_s"])
+    return {**columns, "data_stall_s": np.full(n, None if fmt == "json" else "", dtype=object)}
+
+
+def _pieces(columns: dict, fmt: str, stall_modelled: bool):
     """The rows of ``columns`` as text, FORMAT_ROWS rows per piece (a JSON piece has no
-    brackets: the pieces of a sweep are joined by ', ' inside one list)."""
+    brackets: the pieces of a sweep are joined by ', ' inside one list); the data stall as
+    ``_shown`` writes it."""
     from scalesim.jsonio import to_json_text
 
+    columns = _shown(columns, fmt, stall_modelled)
     names = list(columns)
     n = len(next(iter(columns.values())))
     row_format = _row_format(columns)
@@ -117,9 +131,9 @@ def _pieces(columns: dict, fmt: str):
             yield "".join([row_format % row for row in zip(*lists, strict=True)])
 
 
-def _to_text(columns: dict, fmt: str) -> str:
+def _to_text(columns: dict, fmt: str, stall_modelled: bool) -> str:
     """All of ``columns`` as one CSV or JSON text."""
-    body = list(_pieces(columns, fmt))
+    body = list(_pieces(columns, fmt, stall_modelled))
     if fmt == "json":
         return "[" + ", ".join(body) + "]\n"
     return ",".join(columns) + "\n" + "".join(body)
@@ -129,6 +143,7 @@ def _estimated_bytes(plan, fmt: str) -> int:
     """Size of the whole output, from SAMPLE_ROWS combinations spread over the grid."""
     import numpy as np
 
+    from scalesim.predict import input_pipeline_modelled
     from scalesim.sweep import evaluate_at
 
     flat = np.unique(np.linspace(0, plan.combinations - 1, min(plan.combinations, SAMPLE_ROWS))
@@ -136,7 +151,7 @@ def _estimated_bytes(plan, fmt: str) -> int:
     sample = evaluate_at(plan, flat)
     if sample.size == 0:
         return plan.rows * 200
-    text = _to_text(sample.columns, fmt)
+    text = _to_text(sample.columns, fmt, input_pipeline_modelled(plan.profile))
     return int(len(text.encode()) / sample.size * plan.rows)
 
 
@@ -158,8 +173,10 @@ def _write(handle, plan, fmt: str) -> tuple[int, int, int, str]:
     (``SweepResult.layout_example``, '' for none). A sweep that keeps no row writes
     nothing and raises, its drops counted by reason: the data-parallel sweep refuses that case
     before it runs (``sweep.plan_sweep``); a transformer's layout rules are known as it runs."""
+    from scalesim.predict import input_pipeline_modelled
     from scalesim.sweep import iter_sweep
 
+    modelled = input_pipeline_modelled(plan.profile)
     written, dropped, dropped_layout, first, example = 0, 0, 0, True, ""
     for chunk in iter_sweep(plan):
         dropped += chunk.dropped
@@ -170,7 +187,7 @@ def _write(handle, plan, fmt: str) -> tuple[int, int, int, str]:
         written += chunk.size
         if first:
             handle.write("[" if fmt == "json" else ",".join(chunk.columns) + "\n")
-        for piece in _pieces(chunk.columns, fmt):
+        for piece in _pieces(chunk.columns, fmt, modelled):
             handle.write(piece if first or fmt == "csv" else ", " + piece)
             first = False
     if not written:
@@ -266,7 +283,12 @@ def sweep_notes(plan) -> list[str]:
 
     from scalesim.cli.cmd_predict import scenario_notes, unmeasured_link_notes
     from scalesim.layout_predict import attention_kernel_note, recompute_style_note
-    from scalesim.predict import layout, slow_device_note
+    from scalesim.predict import (
+        STALL_NOT_MODELLED,
+        input_pipeline_modelled,
+        layout,
+        slow_device_note,
+    )
 
     profile, base = plan.profile, plan.base
     swept = {k: [v.item() if hasattr(v, "item") else v for v in plan.axes[k]]
@@ -289,6 +311,8 @@ def sweep_notes(plan) -> list[str]:
         and "inter_busbw_GBps" not in plan.axes,
         intra=bool((per_node > 1).any()) and base.intra_busbw_GBps is None
         and "intra_busbw_GBps" not in plan.axes)
+    if not input_pipeline_modelled(profile):
+        out.append(STALL_NOT_MODELLED)  # predict's note; data_stall_s empty / null
     if given := [flag for field, flag in _UNPRICED if getattr(base, field) is not None]:
         out.append(f"{', '.join(given)} ignored: a sweep row has no time to train or cost "
                    "column (predict, decide and goal price a run)")
