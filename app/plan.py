@@ -231,11 +231,16 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     split = layout_of_state(state)
     model = 1
     if split is not None and splittable_shape(profile) is None:
-        # what was asked, in the CLI's words ('shard group 4', 'recompute full', 'tp 2 x pp 1')
+        # a shard group splits no model: the data-parallel path shards over it (§16)
+        hsdp = (ScenarioLayout(shard_group=split.shard_group) if split.shard_group is not None
+                else None)
+        split = split.model_copy(update={"shard_group": None})
+        # what was asked, in the CLI's words ('recompute full', 'tp 2 x pp 1')
         asked = (", ".join(asked_split(Scenario(layout=split)))
                  or f"tp {state.tp} x pp {state.pp}")
         if split == ScenarioLayout(recompute_style=split.recompute_style):  # the style alone
-            notes.append(recompute_style_note(profile, Scenario(layout=split)))
+            if note := recompute_style_note(profile, Scenario(layout=split)):
+                notes.append(note)
         elif profile.compute.measured:
             notes.append(f"layout {asked} left out: profile "
                          f"'{profile.name}' does not record the transformer it timed (workload "
@@ -246,6 +251,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
                          f"'{profile.workload.name}' is a parameter count only (pick a "
                          "transformer workload such as llama3-8b to split the model)")
         split = None
+        if hsdp is not None:
+            fields["layout"] = hsdp
     if split is not None:
         if note := recompute_style_note(profile, Scenario(layout=split)):
             notes.append(note)

@@ -342,7 +342,9 @@ def _layout_section(c: _Controls) -> None:
                      "(scalesim calibrate --model gpt) to split its model across devices."
                      if profile.compute.measured else
                      "This workload is a parameter count only: pick a transformer workload "
-                     "(e.g. llama3-8b, gpt-7.5b) to split the model across devices.")
+                     "(e.g. llama3-8b, gpt-7.5b) to split the model across devices. Hybrid "
+                     "sharding splits no model: its shard group applies over all devices.")
+        _shard_group_control(c, box)
         return
     timed = ("The model this profile timed: " if profile.workload.transformer is None else "")
     box.caption(f"{timed}{shape.layers} layers, hidden {shape.hidden}, {shape.heads} heads, "
@@ -366,6 +368,11 @@ def _layout_section(c: _Controls) -> None:
     c(box.toggle, "sp", "Sequence parallelism (with tp > 1)", disabled=tp == 1)
     c(box.toggle, "tpo", "Tensor-parallel overlap (with tp > 1)", help=TP_OVERLAP_HELP,
       disabled=tp == 1)
+    _shard_group_control(c, box)
+
+
+def _shard_group_control(c: _Controls, box) -> None:
+    """The hybrid sharding shard group (link key sg), for both prediction paths (§16)."""
     c(box.number_input, "sg", "Shard group: HSDP (ZeRO states sharded over this many ranks, "
       "replicated across the rest of dp; empty: all of dp)", step=1,
       help=SHARD_GROUP_HELP, disabled=c.values.get("strat", c.state.strat) == "ddp")

@@ -78,7 +78,8 @@ SHARD_GROUP_HELP = (
     "replicated across dp x cp / shard_group groups: a reduce-scatter inside the group, then an "
     "all-reduce of the shard across the replicas (docs/model.md §16). A divisor of dp x cp, 2 "
     "or more, with a ZeRO strategy (zero1..zero3) of the fsdp framework; at dp x cp or above "
-    "(default): all of dp x cp, full sharding")
+    "(default): all of dp x cp, full sharding. A parameter-count workload (data parallel: "
+    "dp = the devices) takes it too")
 
 
 # A layout's ZeRO stage (0-3) as a scenario's strategy names it (``Scenario.strategy``)

@@ -71,27 +71,31 @@ def layout_of(scenario: Scenario) -> ScenarioLayout:
     return scenario.layout if scenario.layout is not None else ScenarioLayout()
 
 
-def asked_split(scenario: Scenario) -> list[str]:
+def asked_split(scenario: Scenario, shard_group: bool = True) -> list[str]:
     """What the scenario's layout asks beyond data parallelism, in the user's words ('tp 2 x pp
-    1', 'sequence parallel', 'tp overlap', 'recompute full', 'schedule gpipe'; not 'tp 1 x pp 1' for a
-    recompute); empty: data parallel (the recompute style alone changes nothing to split)."""
+    1', 'sequence parallel', 'tp overlap', 'recompute full', 'schedule gpipe', 'shard group 8';
+    not 'tp 1 x pp 1' for a recompute); empty: data parallel (the recompute style alone changes
+    nothing to split). ``shard_group`` False leaves the shard group out: hybrid sharding splits
+    no model, and the data-parallel path runs it too (docs/model.md §16)."""
     split = layout_of(scenario)
     asked = [f"tp {split.tp} x pp {split.pp}"] if split.splits_model else []
     asked += ["sequence parallel"] if split.sequence_parallel else []
     asked += ["tp overlap"] if split.tp_overlap else []
     asked += [f"recompute {split.recompute}"] if split.recompute not in (None, "none") else []
     asked += [f"schedule {split.schedule}"] if split.schedule not in (None, "none") else []
-    asked += [f"shard group {split.shard_group}"] if split.shard_group is not None else []
+    asked += ([f"shard group {split.shard_group}"] if split.shard_group is not None and shard_group
+              else [])
     return asked
 
 
 def uses_layouts(profile: Profile, scenario: Scenario) -> bool:
     """True when predictions go through ``evaluate_layouts`` (the workload has a transformer
     shape); ScalesimError when a split is asked of a workload without one (for a measured
-    profile that records no shape: recalibrate, or give a workload with the shape)."""
+    profile that records no shape: recalibrate, or give a workload with the shape). A shard
+    group alone splits nothing: the data-parallel path shards over it (§16)."""
     if profile.workload.transformer is not None:
         return True
-    if asked := asked_split(scenario):
+    if asked := asked_split(scenario, shard_group=False):
         raise ScalesimError(f"layout {', '.join(asked)}: {no_shape_words(profile)}")
     return False
 

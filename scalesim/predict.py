@@ -202,6 +202,7 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
     supply, supply_alone = loader_supply(profile, scenario, per_node)
 
     cv = jitter_cv_of(profile, scenario)
+    shard_group = shard_group_of(scenario, p)
     slow = np.where(
         (scenario.slow_device is not None) & (p > (scenario.slow_device or 0)),
         scenario.slow_factor, 1.0,
@@ -231,6 +232,7 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
         strategy=STRATEGIES[scenario.strategy],
         framework=FRAMEWORKS[scenario.zero_framework],
         grad_sync=GRAD_SYNCS[scenario.grad_sync],
+        shard_group=shard_group,
         blocks=wl.layers or 0,
         algorithm=coll.ALGORITHMS[scenario.algorithm],
         overlap=scenario.overlap,
@@ -249,6 +251,19 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
         device_memory_bytes=hw.device_memory_bytes,
     )
     return inputs, base_b
+
+
+def shard_group_of(scenario: Scenario, devices) -> int:
+    """The data-parallel path's shard group (``StepInputs.shard_group``; 0: full sharding): the
+    scenario's ``layout.shard_group``, refused in one line where it cannot run at some device
+    count (``layout_predict.check_shard_group``: DDP, 1, DeepSpeed, not dividing the devices;
+    every device is a data-parallel rank here), docs/model.md §16."""
+    from scalesim.layout_predict import check_shard_group, layout_of
+
+    shard_group = layout_of(scenario).shard_group
+    check_shard_group(shard_group, devices, devices, STRATEGIES[scenario.strategy],
+                      scenario.zero_framework)
+    return shard_group or 0
 
 
 def slow_device_note(slow_device: int | None, devices, of: str | None = None) -> str | None:
@@ -376,10 +391,10 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
     profile = require_model(profile, Profile, "profile")
     scenario = require_model(scenario, Scenario, "scenario")
     profile = split_profile(profile, scenario)
-    split = shard = None
+    split = None
+    shard = layout_of(scenario).shard_group
     if uses_layouts(profile, scenario):
         split = _split_rows(profile, scenario)
-        shard = layout_of(scenario).shard_group
         r = split.result
         result = SimpleNamespace(
             nodes=split.nodes, global_batch=split.global_batch, step_time_s=r.step_time_s,
@@ -413,6 +428,7 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
             hours_basis = ttt
         if price is not None and hours_basis is not None:
             cost = float(hours_basis / 3600.0 * goal.usd_per_hour(int(p)))
+        dp = int(p) if split is None else int(split.dp[i])  # data parallel: every device
         rows.append(Prediction(
             devices=int(p),
             nodes=int(result.nodes[i]),
@@ -437,8 +453,7 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
             time_to_train_s=ttt,
             cost_usd=cost,
             billed_devices=int(goal.billed_devices(int(p))),
-            shard_group=None if scenario.strategy == "ddp" else (
-                int(p) if split is None else int(min(shard or split.dp[i], split.dp[i]))),
+            shard_group=None if scenario.strategy == "ddp" else min(shard or dp, dp),
             **({} if split is None else _split_fields(split, i)),
         ))
     return rows

@@ -714,7 +714,8 @@ class ScenarioLayout(_Strict):
     the scenario: dp = devices / (tp x pp), the ZeRO stage from ``strategy``, the micro-batch
     and accumulation from ``micro_batch`` / ``global_batch`` and ``accumulation``.
 
-    Needs a workload with a ``transformer`` shape (a parameter count cannot be split)."""
+    Needs a workload with a ``transformer`` shape (a parameter count cannot be split; it takes
+    the ``shard_group`` alone, hybrid sharding over its devices, docs/model.md §16)."""
 
     tp: int = bounded("tp_degree", 1, "tensor-parallel degree (ranks innermost, in one server)")
     pp: int = bounded("pp_degree", 1, "pipeline-parallel stages")

@@ -46,11 +46,12 @@ NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "grad_sync":
               "attention_kernel": {k: i for i, k in enumerate(ATTENTION_KERNELS)}}
 WHOLE_AXES = ("devices", "micro_batch", "global_batch", "accumulation", "tp", "pp",
               "shard_group")
-# A transformer workload sweeps through evaluate_layouts (scalesim.layout_predict); tp / pp, the
-# shard group (hybrid sharding, HSDP) and the attention kernel need a transformer shape (a
-# parameter count has no attention core). Every other axis is a knob of both paths
-# (``input_changes``).
+# A transformer workload sweeps through evaluate_layouts (scalesim.layout_predict); tp / pp
+# (SPLIT_AXES) and the attention kernel need a transformer shape (a parameter count has no
+# attention core). The shard group (hybrid sharding, HSDP) splits no model: both paths sweep it,
+# as every other axis (``input_changes``).
 LAYOUT_AXES = ("tp", "pp", "shard_group")
+SPLIT_AXES = ("tp", "pp")
 LAYOUT_COLUMNS = ("dp", "bubble_s")  # extra output columns of a transformer workload's rows
 
 OUTPUT_COLUMNS = ("step_time_s", "compute_s", "exposed_comm_s", "data_stall_s", "straggler_s",
@@ -160,8 +161,8 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
         check_attention_kernel(profile, str(kernel), "sweep axis attention_kernel value")
     profile = split_profile(profile, base, axes)  # a measured model split as the shape it timed
     split = uses_layouts(profile, base)
-    if not split and any(n in axes for n in LAYOUT_AXES):
-        raise ScalesimError(f"sweep axes tp, pp and shard_group are the model's layout: "
+    if not split and any(n in axes for n in SPLIT_AXES):
+        raise ScalesimError(f"sweep axes tp and pp split the model: "
                             f"{no_shape_words(profile)}")
     for name, why, flag in (("attention_kernel", "a parameter count has no attention core",
                              "--attention-kernel-values"),
@@ -283,12 +284,20 @@ def evaluate_at(plan: SweepPlan, flat: np.ndarray) -> SweepResult:
         micro = global_batch // (p * k)
         base_micro = global_batch // k
 
-    base_scn = base.model_copy(update={"global_batch": None, "micro_batch": 1, "devices": [1]})
+    strategy = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
+                else np.full(p.shape, STRATEGIES[base.strategy]))
+    shard, dropped_layout, example = _shard_groups_at(base, grid, p, strategy)
+    if dropped_layout:  # rows the shard group cannot run: dropped, counted as broken layouts
+        ok = shard >= 0
+        grid = {name: col[ok] for name, col in grid.items()}
+        p, k, micro, base_micro, strategy, shard = (
+            a[ok] for a in (p, k, micro, base_micro, strategy, shard))
+    base_scn = base.model_copy(update={"global_batch": None, "micro_batch": 1, "devices": [1],
+                                       "layout": None})  # the shard group is set per row
     inputs, _ = scenario_inputs(profile, base_scn, devices=p)
-    changes: dict = {"micro_batch": micro, "accumulation": k,
+    changes: dict = {"micro_batch": micro, "accumulation": k, "strategy": strategy,
+                     "shard_group": shard,
                      **input_changes(grid, inter_nic_share(profile.hardware, base))}
-    if "strategy" in grid:
-        changes["strategy"] = _codes(grid["strategy"], STRATEGIES, "strategy")
     inputs = inputs.replace(**changes)
     result, speedup, efficiency = evaluate_scaling(inputs, base_micro)
 
@@ -306,7 +315,31 @@ def evaluate_at(plan: SweepPlan, flat: np.ndarray) -> SweepResult:
             columns[name] = result.fits & (micro < profile.compute.oom_micro_batch)
         else:
             columns[name] = getattr(result, name)
-    return SweepResult(columns=columns, dropped=int((~keep).sum()))
+    return SweepResult(columns=columns, dropped=int((~keep).sum()) + dropped_layout,
+                       dropped_layout=dropped_layout, layout_example=example)
+
+
+def _shard_groups_at(base, grid: dict[str, np.ndarray], p, strategy):
+    """(shard group of each row, -1 where it cannot run; rows dropped; the first in words) of a
+    parameter-count workload's sweep, where every device is a data-parallel rank: the swept
+    ``shard_group`` (a row it cannot run is dropped, as a broken layout on the layout path) or
+    the scenario's (refused in one line at the first row it cannot run, as predict refuses
+    it; ``layout_predict.shard_group_problems``)."""
+    from scalesim import layout_predict as lp
+
+    asked = lp.layout_of(base).shard_group
+    shard = grid.get("shard_group")
+    if shard is None and asked is None:
+        return np.zeros(p.shape, dtype=np.int64), 0, ""
+    frameworks = grid.get("zero_framework", np.full(p.shape, base.zero_framework))
+    if shard is None:
+        lp.check_shard_group(asked, p, p, strategy, frameworks)
+        return np.full(p.shape, asked, dtype=np.int64), 0, ""
+    why = lp.shard_group_problems(shard, p, strategy, frameworks)
+    bad = np.flatnonzero(why != "")
+    example = (f"shard group {int(shard[bad[0]])} on {int(p[bad[0]])} devices: {why[bad[0]]}"
+               if bad.size else "")
+    return np.where(why == "", shard, -1), int(bad.size), example
 
 
 def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:

@@ -186,7 +186,8 @@ def test_plan_shows_the_shard_group(capsys):
 
 # ------------------------------------------------------------------ predict's edges
 
-@pytest.mark.parametrize("args, words", [
+# at 16 devices (dp 16): what each refusal says; the data-parallel path says the same
+BAD_SHARD_GROUPS = [
     (["--strategy", "zero3", "--shard-group", "3"],
      "shard group 3 does not divide dp x cp 16"),
     (["--shard-group", "8"], "shard group 8 needs a ZeRO strategy"),
@@ -194,7 +195,10 @@ def test_plan_shows_the_shard_group(capsys):
      "replication"),
     (["--strategy", "zero2", "--shard-group", "8", "--zero-framework", "deepspeed"],
      "hybrid sharding is modelled for FSDP and Megatron-Core"),
-])
+]
+
+
+@pytest.mark.parametrize("args, words", BAD_SHARD_GROUPS)
 def test_predict_refuses_a_bad_shard_group_in_one_line(capsys, args, words):
     code, _, err = run_cli(capsys, ["predict", "--workload", "gpt-1.7b", "--hardware",
                                     "dgx-a100", "--devices", "16", "--global-batch", "64", *args])
@@ -202,12 +206,18 @@ def test_predict_refuses_a_bad_shard_group_in_one_line(capsys, args, words):
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-def test_a_parameter_count_refuses_the_shard_group(capsys):
-    """The data-parallel path (a parameter-count workload) has no layout to shard in: refused."""
+def test_a_parameter_count_takes_the_shard_group_but_not_a_split(capsys):
+    """The data-parallel path (a parameter-count workload) shards over the group too (hybrid
+    sharding splits no model: tests/test_hsdp_data_parallel.py); a model split beside it is
+    still refused, naming the split only."""
+    code, out, err = run_cli(capsys, ["predict", "--hardware", "dgx-a100", "--devices", "16",
+                                      "--strategy", "zero3", "--shard-group", "8", "--json"])
+    assert code == 0, err
+    assert json.loads(out)[0]["shard_group"] == 8
     code, _, err = run_cli(capsys, ["predict", "--hardware", "dgx-a100", "--devices", "16",
-                                    "--strategy", "zero3", "--shard-group", "8"])
-    assert code != 0 and "shard group 8" in err and "cannot be split" in err
-    assert len(err.strip().splitlines()) == 1
+                                    "--strategy", "zero3", "--shard-group", "8", "--tp", "2"])
+    assert code != 0 and "layout tp 2 x pp 1: workload 'bert-large'" in err
+    assert "cannot be split" in err and len(err.strip().splitlines()) == 1
 
 
 def test_predict_with_a_shard_group_is_the_layout_model():
@@ -341,7 +351,8 @@ def test_a_shard_group_sweep_axis_is_predict_at_each_group():
     """sweep's shard_group axis: each row is predict with that --shard-group (a group at least
     dp shards over all of dp, full sharding); rows the group cannot run (DDP, or a group that
     does not divide dp) are dropped and counted as layouts that break a rule; a
-    parameter-count workload is refused in one line."""
+    parameter-count workload takes the shard group axis (tests/test_hsdp_data_parallel.py) but
+    not a tp axis, refused in one line."""
     from scalesim.errors import ScalesimError
     from scalesim.predict import predict
     from scalesim.profiles import resolve_profile
@@ -367,9 +378,9 @@ def test_a_shard_group_sweep_axis_is_predict_at_each_group():
     assert mixed.size == 2 and set(mixed.columns["shard_group"]) == {8}
     assert mixed.dropped == mixed.dropped_layout == 6
     assert "shard group 3" in mixed.layout_example
-    with pytest.raises(ScalesimError, match="shard_group are the model's layout"):
+    with pytest.raises(ScalesimError, match="sweep axes tp and pp split the model"):
         sweep(resolve_profile(None, "dgx-a100", "gpt-7b"), Scenario(devices=[16]),
-              {"shard_group": [8]})
+              {"tp": [2]})
 
 
 def test_plan_json_says_null_shard_group_for_ddp_rows(capsys):
@@ -386,17 +397,21 @@ def test_plan_json_says_null_shard_group_for_ddp_rows(capsys):
     assert all(isinstance(r["shard_group"], int) and r["shard_group"] >= 2 for r in zero)
 
 
-def test_a_shard_group_on_a_parameter_count_workload_is_named_in_the_note():
-    """The app leaves a shard group out on a parameter-count workload (the CLI refuses it: 'layout
-    shard group 4: ...'); its note said 'layout tp 1 x pp 1 left out', which was not asked."""
+def test_a_shard_group_on_a_parameter_count_workload_is_kept_and_a_split_named():
+    """The app keeps a shard group on a parameter-count workload (the data-parallel path shards
+    over it, §16); a split beside it is left out with a note that names the split, not the
+    shard group nor a 'tp 1 x pp 1' nobody asked for."""
     from scalesim.app.plan import build_scenario
     from scalesim.app.state import AppState, preset_profile
 
     state = AppState(strat="zero3", sg=4)  # the default workload: bert-large, a count
     scenario, notes = build_scenario(state, preset_profile(state))
-    assert scenario.layout is None
+    assert scenario.layout.shard_group == 4 and not [n for n in notes if "left out" in n]
+    state = AppState(strat="zero3", sg=4, rec="full")
+    scenario, notes = build_scenario(state, preset_profile(state))
+    assert scenario.layout.shard_group == 4 and scenario.layout.recompute is None
     left = [n for n in notes if "left out" in n]
-    assert left and left[0].startswith("layout shard group 4 left out: workload 'bert-large'")
+    assert left and left[0].startswith("layout recompute full left out: workload 'bert-large'")
 
 
 def test_a_sweep_of_the_framework_refuses_deepspeed_with_a_shard_group(capsys):

@@ -40,6 +40,14 @@ def _duration(seconds: float | None) -> str:
     return "-" if seconds is None else duration_text(seconds)
 
 
+def hsdp_words(shard_group: int, group: str) -> str:
+    """'HSDP: ZeRO states sharded over 8 ranks, replicated across dp / shard group copies':
+    hybrid sharding in words, ``group`` naming the data-parallel ranks ('dp'; 'devices' on the
+    data-parallel path), docs/model.md §16."""
+    return (f"HSDP: ZeRO states sharded over {shard_group} ranks, replicated across {group} / "
+            "shard group copies")
+
+
 def layout_line(profile, scenario) -> str:
     """'layout: tp 2 x pp 4 (1f1b), recompute full, sequence parallel on, TP overlap off, ...' of
     a transformer workload's scenario (the TP overlap where tp > 1)."""
@@ -63,8 +71,8 @@ def layout_line(profile, scenario) -> str:
             + ", sequence parallel "
             f"{'on' if split.sequence_parallel else 'off'}"
             + (f", TP overlap {'on' if split.tp_overlap else 'off'}" if split.tp > 1 else "")
-            + (f", HSDP: ZeRO states sharded over {split.shard_group} ranks, replicated across "
-               "dp / shard group copies" if split.shard_group is not None else "")
+            + (f", {hsdp_words(split.shard_group, 'dp')}" if split.shard_group is not None
+               else "")
             + "; dp = devices / (tp x pp); batch = "
             "sequences per micro-batch per replica; compute pins the matmul efficiency to the "
             "profile's curve (docs/model.md §22)" + (f"; {p2p.note}" if p2p else "")
@@ -139,8 +147,14 @@ def render_table(profile, scenario, rows) -> str:
     stall = any(r.data_stall_s is not None for r in rows)
     if split:
         lines.append(layout_line(profile, scenario))
-    elif note := recompute_style_note(profile, scenario):
-        lines.append(f"note: {note}")
+    else:
+        from scalesim.layout_predict import layout_of
+
+        if (shard := layout_of(scenario).shard_group) is not None:  # data parallel: every device
+            lines.append(f"sharding: {hsdp_words(shard, 'devices')}, where the devices exceed "
+                         "it (docs/model.md §16)")
+        if note := recompute_style_note(profile, scenario):
+            lines.append(f"note: {note}")
     if note := attention_kernel_note(profile, scenario):  # its words, or ignored (no shape)
         lines.append(note if split else f"note: {note}")
     lines += [

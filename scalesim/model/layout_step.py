@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalesim.layout import GPIPE, group_span, layers_per_stage, strides
+from scalesim.layout import GPIPE, layers_per_stage, strides
 from scalesim.model import collectives as coll
 from scalesim.model import transformer as tf
 from scalesim.model.compute import optimizer_step_of_s
@@ -44,6 +44,12 @@ from scalesim.model.pipeline_schedule import (
     microbatches_in_flight,
     p2p_s,
     slow_stage_delay_s,
+)
+from scalesim.model.shard_groups import (
+    group_coeffs,
+    group_link,
+    replica_all_reduce,
+    shard_sizes,
 )
 from scalesim.model.sharding import EVERY_MICRO_STEP, FSDP, ONCE_PER_STEP
 from scalesim.model.stragglers import collective_waits_s, straggler_wait_s
@@ -281,49 +287,6 @@ def _logits_s(x: LayoutInputs, tokens, flops_per_s, mem_bytes_per_s):
     return 3.0 * gemm + memory_bound_s(3.0 * LOGIT_BYTES * tokens * v_local, mem_bytes_per_s), gemm
 
 
-def _group_link(x: LayoutInputs, size, stride):
-    """(members per node, nodes, inter-server busbw share) of a group; across servers the group
-    gets its members' share of the node's NICs (every group of the node communicates at once)."""
-    g = _f(x.devices_per_node)
-    per_node, nodes = group_span(np.asarray(size, dtype=int), np.asarray(stride, dtype=int),
-                                 np.asarray(x.devices_per_node, dtype=int))
-    per_node, nodes = _f(per_node), _f(nodes)
-    inter_share = _f(x.inter_busbw_GBps) * per_node / g
-    return per_node, nodes, inter_share
-
-
-def _group_coeffs(x: LayoutInputs, size, stride):
-    """(latency/bandwidth arguments of ``coll.reduce_scatter_coeffs``, all-reduce coefficients)
-    of a group of ``size`` ranks at ``stride`` (``_group_link``: its members per server, its
-    servers, its share of the NICs; inside a server the subset busbw; NVLS where the link has
-    it)."""
-    per_node, nodes, inter_share = _group_link(x, size, stride)
-    intra_GBps = subset_busbw_GBps(x.intra_busbw_GBps, per_node, x.intra_subset_shares)
-    lat_args = (per_node, nodes, x.intra_latency_s, intra_GBps, x.inter_latency_s, inter_share)
-    return lat_args, coll.allreduce_coeffs(*lat_args, _f(x.nvls_busbw_ratio) * intra_GBps)
-
-
-def _replica_all_reduce(x: LayoutInputs, shard, replicas, tp):
-    """Hybrid sharding's second collective: ``f(bytes)``, seconds of the all-reduce, across the
-    ``replicas`` copies of a shard group of ``shard`` ranks (stride tp s: one member per replica
-    of the same shard rank), of the ``bytes / shard`` a reduce-scatter of ``bytes`` leaves each
-    rank (FSDP ``_reduce_grad``: reduce-scatter in the shard group, then all-reduce of the shard
-    over ``_inter_node_pg``; docs/model.md §16). Every shard rank's all-reduce runs at once, so
-    across servers each gets its members' share of the NICs (``_group_link``). None where no
-    layout replicates (full sharding: today's exchange, unchanged)."""
-    if np.all(np.asarray(replicas) <= 1):
-        return None
-    _, coeffs = _group_coeffs(x, replicas, np.asarray(tp, dtype=int) * shard)
-    shard_f = _f(np.maximum(shard, 1))
-
-    def all_reduce(size_bytes):
-        seconds = coll.allreduce_from_coeffs(coeffs, np.asarray(size_bytes) / shard_f,
-                                             x.algorithm)
-        return np.where(np.asarray(replicas) > 1, seconds, 0.0)
-
-    return all_reduce
-
-
 @dataclass(frozen=True)
 class PointToPointLinks:
     """Which links a group's point-to-point sends cross (pipeline stages, the context-parallel
@@ -352,7 +315,7 @@ def point_to_point_links(x: LayoutInputs, size, stride) -> PointToPointLinks:
     cube-mesh; a switch keeps the whole) at its latency, or the profile's measured send/recv
     (``p2p_busbw_ratio`` of that busbw, ``p2p_latency_s``); across servers one device's share of
     its server's NICs, ``inter_busbw / devices_per_node``, at the inter level's latency."""
-    per_node, nodes, _share = _group_link(x, size, stride)
+    per_node, nodes, _share = group_link(x, size, stride)
     link_model = np.isnan(_f(x.p2p_latency_s))
     intra_latency = np.where(link_model, _f(x.intra_latency_s), _f(x.p2p_latency_s))
     # from the link model a send between two GPUs has the links of a pair (one NVLink of a
@@ -471,9 +434,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     group = dp * cp
     # ZeRO / distributed optimizer shard over the shard group: all of dp x cp, or its s
     # innermost ranks under hybrid sharding, replicated across the r = dp cp / s groups
-    shard = np.asarray(x.shard_group, dtype=int)
-    shard = np.where((shard > 0) & (np.asarray(x.zero) > 0), np.minimum(shard, group), group)
-    replicas = group // np.maximum(shard, 1)
+    shard, replicas = shard_sizes(x.shard_group, x.zero, group)
     shards = _f(shard)
     # FSDP under a pipeline (PyTorch pipelining, torchtitan's PP) keeps a ZeRO-2/3 stage's
     # parameters and gradients whole through the step and exchanges once: FSDP's no_sync ZeRO-2
@@ -501,7 +462,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # --- data-parallel / ZeRO exchange of the local shard over dp x cp (stride tp): the same
     # function as the data-parallel step's (zero_exchange), on this group's link; under hybrid
     # sharding over the shard group (its s innermost ranks), then across its replicas
-    lat_args, ar_coeffs = _group_coeffs(x, shard, tp)
+    lat_args, ar_coeffs = group_coeffs(x, shard, tp)
     grad_bytes = np.where(group > 1, local_params * _f(x.wire_bytes_per_param), 0.0)
     rs_coeffs = coll.reduce_scatter_coeffs(*lat_args)  # all-gather: the same ring
     units = np.where(pp > 1, stage_layers, L)  # FSDP units: one per layer
@@ -526,7 +487,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
         lambda size: coll.allreduce_from_coeffs(ar_coeffs, size, x.algorithm),
         lambda size: coll.affine_s(rs_coeffs, size), x.wire_bytes_per_param, x.bucket_bytes,
         x.first_bucket_bytes, x.fsdp_backward_prefetch_post, grad_sync, x.reduce_bytes_per_param,
-        _replica_all_reduce(x, shard, replicas, tp))
+        replica_all_reduce(x, shard, replicas, tp))
     exposed = np.where(group > 1, exposed, 0.0)
     total = np.where(group > 1, total, 0.0)
     dp_exposed = exposed + _f(x.comm_contention) * (total - exposed)

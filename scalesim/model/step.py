@@ -9,7 +9,9 @@
   parameter all-gather after the optimizer step; ZeRO-3 gathers exposed in forward and
   backward; ``zero_exchange``, shared with the layout step), plus the share ``comm_contention``
   of the hidden collective time that still takes compute resources. Each strategy communicates
-  in its framework's units (``sharding``);
+  in its framework's units (``sharding``), over all devices or, under hybrid sharding
+  (``StepInputs.shard_group``), over the shard group and then across its replicas
+  (``shard_groups``, docs/model.md §16);
 - straggler_wait: expected wait for the slowest of N jittered devices and a persistently slow one,
   once per step, or once per micro-step where a strategy synchronises every micro-step;
 - data_stall: loading time of the step's samples not hidden behind the rest of the step.
@@ -28,12 +30,14 @@ from scalesim.model import collectives as coll
 from scalesim.model.compute import colocation_factor, micro_step_s
 from scalesim.model.memory import DDP, ZERO1, memory_per_device_bytes
 from scalesim.model.pipeline import data_stall_s
+from scalesim.model.shard_groups import group_coeffs, replica_all_reduce, shard_sizes
 from scalesim.model.sharding import EVERY_MICRO_STEP, FSDP, block_count
 from scalesim.model.stragglers import straggler_wait_s
 from scalesim.model.subset_links import subset_busbw_GBps
 from scalesim.model.zero_exchange import (
     exchange,
     holds_full_gradients,
+    reduce_scatters,
     syncs_every_micro_step,
 )
 
@@ -70,6 +74,11 @@ class StepInputs:
     # when sharded gradients are reduced under accumulation: 0 every micro-step, 1 once per step
     # with full gradients held in between (FSDP's no_sync; sharding.GRAD_SYNCS; DeepSpeed: 0)
     grad_sync: object = EVERY_MICRO_STEP
+    # s, ranks that shard the ZeRO states (hybrid sharding, HSDP: FSDP HYBRID_SHARD): the s
+    # innermost devices, replicated across the devices / s groups of them (stride s); 0 (or
+    # devices and above): all devices, full sharding. Must divide devices (the edges refuse one
+    # that does not); no effect under DDP (docs/model.md §16, hybrid sharding)
+    shard_group: object = 0
     blocks: object = 0  # FSDP-wrapped blocks (unit = Psi*w/blocks); 0: estimated from params
     algorithm: object = coll.AUTO  # 0 auto (NCCL ring, tree or NVLS), 1 ring, 2 tree, 3 hierarchical
     overlap: object = True  # overlap collectives with backward (and ZeRO-3 prefetch)
@@ -152,15 +161,16 @@ def intra_busbw_of(inp: StepInputs, g):
     return subset_busbw_GBps(inp.intra_busbw_GBps, g, inp.intra_subset_shares)
 
 
-def _communication(inp: StepInputs, g, nodes, k, forward, backward, total_bytes, strategy,
-                   framework, overlap):
+def _communication(inp: StepInputs, g, k, forward, backward, total_bytes, strategy, framework,
+                   overlap, shard, replicas):
     """(exposed, total, bytes sent per device) of one step's collectives: the shared ZeRO
-    exchange (``zero_exchange.exchange``) over all p devices on this job's links."""
-    intra_GBps = intra_busbw_of(inp, g)
-    links = (g, nodes, inp.intra_latency_s, intra_GBps, inp.inter_latency_s, inp.inter_busbw_GBps)
-    nvls_GBps = _as(inp.nvls_busbw_ratio) * intra_GBps
-    ar_coeffs = coll.allreduce_coeffs(*links, nvls_GBps)
-    rs_coeffs = coll.reduce_scatter_coeffs(*links)  # all-gather: the same ring volume and steps
+    exchange (``zero_exchange.exchange``) over the shard group of ``shard`` devices (all p
+    devices without hybrid sharding) on its links (``shard_groups.group_coeffs``, stride 1: the
+    job's ``g`` devices of a server), each gradient reduce-scatter followed under hybrid
+    sharding by an all-reduce of its shard over the ``replicas`` (``replica_all_reduce``)."""
+    links = inp.replace(devices_per_node=g)  # the devices of a server the job uses
+    lat_args, ar_coeffs = group_coeffs(links, shard, 1)
+    rs_coeffs = coll.reduce_scatter_coeffs(*lat_args)  # all-gather: the same ring volume and steps
 
     def all_reduce(size_bytes):  # seconds
         return coll.allreduce_from_coeffs(ar_coeffs, size_bytes, inp.algorithm)
@@ -168,12 +178,16 @@ def _communication(inp: StepInputs, g, nodes, k, forward, backward, total_bytes,
     def ring(size_bytes):  # seconds of a reduce-scatter or all-gather
         return coll.affine_s(rs_coeffs, size_bytes)
 
-    p = g * nodes
+    s, r = _as(shard), _as(replicas)
     exposed, total, units = exchange(
-        strategy, framework, total_bytes, p, block_count(inp.blocks, inp.params), k, forward,
+        strategy, framework, total_bytes, s, block_count(inp.blocks, inp.params), k, forward,
         backward, overlap, all_reduce, ring, inp.wire_bytes_per_param, inp.bucket_bytes,
-        inp.first_bucket_bytes, grad_sync=inp.grad_sync)
-    return exposed, total, units * (p - 1.0) / p * total_bytes
+        inp.first_bucket_bytes, grad_sync=inp.grad_sync,
+        replica_all_reduce=replica_all_reduce(links, shard, replicas, 1))
+    # HSDP: each of the step's gradient reduce-scatters leaves B / s, all-reduced over r ranks
+    replica_bytes = (reduce_scatters(strategy, framework, k, inp.grad_sync)
+                     * 2.0 * (r - 1.0) / r * total_bytes / s)
+    return exposed, total, units * (s - 1.0) / s * total_bytes + replica_bytes
 
 
 def evaluate(inp: StepInputs) -> StepResult:
@@ -186,13 +200,15 @@ def evaluate(inp: StepInputs) -> StepResult:
     strategy = np.asarray(inp.strategy)
     framework = np.asarray(inp.framework)
     overlap = np.asarray(inp.overlap, dtype=bool)
+    # the ZeRO states shard over s devices (all p without hybrid sharding), r replicas of them
+    shard, replicas = shard_sizes(inp.shard_group, strategy, p.astype(int))
 
     shared = colocation_factor(g, inp.colocation_slope)
     micro = micro_step_s(b, inp.overhead_s, inp.per_sample_s) * shared
     backward = micro * _as(inp.backward_fraction)
     forward = micro - backward
-    # ZeRO-1/2/3 shard the optimizer state: each device updates its 1/p of the parameters.
-    optimizer = _as(inp.optimizer_step_s) * shared / np.where(strategy >= ZERO1, p, 1.0)
+    # ZeRO-1/2/3 shard the optimizer state: each device updates its 1/s of the parameters.
+    optimizer = _as(inp.optimizer_step_s) * shared / np.where(strategy >= ZERO1, _as(shard), 1.0)
     compute = k * micro + optimizer
 
     total_bytes = _as(inp.params) * _as(inp.wire_bytes_per_param) * np.ones_like(p)
@@ -201,8 +217,8 @@ def evaluate(inp: StepInputs) -> StepResult:
         exposed = comm_total = comm_bytes = np.zeros_like(p)
     else:
         exposed, comm_total, comm_bytes = _communication(
-            inp, g, nodes, k, forward, backward, total_bytes, strategy, framework, overlap
-        )
+            inp, g, k, forward, backward, total_bytes, strategy, framework, overlap, shard,
+            replicas)
         exposed = with_contention(exposed, comm_total, inp.comm_contention)
 
     straggler = straggler_s(inp, p, k, micro,
@@ -214,8 +230,8 @@ def evaluate(inp: StepInputs) -> StepResult:
     step = busy + stall
 
     global_batch = p * k * b
-    memory = memory_per_device_bytes(
-        strategy, p, inp.params, inp.param_bytes_per_param, inp.grad_bytes_per_param,
+    memory = memory_per_device_bytes(  # states sharded over the shard group
+        strategy, _as(shard), inp.params, inp.param_bytes_per_param, inp.grad_bytes_per_param,
         inp.optimizer_bytes_per_param, inp.activation_bytes_per_sample, b,
         holds_full_gradients(strategy, framework, inp.grad_sync, k),
         block_count(inp.blocks, inp.params),

@@ -119,6 +119,20 @@ def sent_units(strategy, framework, accumulation, grad_sync=0):
                      np.where(once, 2.0 * k + 1.0, 3.0 * k))
 
 
+def reduce_scatters(strategy, framework, accumulation, grad_sync=0):
+    """Passes of gradient reduce-scatters over the whole model per step (each followed, under
+    hybrid sharding, by the all-reduce of its shard across the replicas, ``exchange``): none for
+    DDP and DeepSpeed's ZeRO-1/2 (all-reduces), one for Megatron-Core's ZeRO-1 and FSDP under
+    ``no_sync``, k for ZeRO-2/3 reducing in every backward (the list above)."""
+    strategy = np.asarray(strategy)
+    k = np.asarray(accumulation, dtype=float)
+    deepspeed = np.asarray(framework) == DEEPSPEED
+    per_step = np.where(reduces_once(framework, grad_sync), 1.0, k)
+    return np.select([strategy == DDP, strategy == ZERO1, strategy == ZERO2],
+                     [0.0, np.where(deepspeed, 0.0, 1.0), np.where(deepspeed, 0.0, per_step)],
+                     np.where(deepspeed, k, per_step))
+
+
 def reduce_wire_ratio(wire_bytes_per_param, reduce_bytes_per_param=None):
     """Bytes of a gradient reduction over those of a parameter gather, per parameter: 1 where
     ``reduce_bytes_per_param`` is None or NaN (gradients reduced in the gathered dtype)."""
