@@ -198,7 +198,9 @@ def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: b
     from scalesim.layout_predict import uses_layouts
     from scalesim.remedies import rank_remedies
 
-    _, ranked = rank_remedies(profile, scenario, devices, split_tp_overlap=split_tp_overlap)
+    # the runs or traces were examined for input waits: no input pipeline means none was found
+    _, ranked = rank_remedies(profile, scenario, devices, split_tp_overlap=split_tp_overlap,
+                              stall_examined=True)
     remedies = []
     for r in ranked:
         title = _BUSBW.sub(_relative_busbw, r.title) if nominal_links else r.title

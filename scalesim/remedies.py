@@ -131,9 +131,9 @@ def _fitting_split(profile: Profile, scenario: Scenario, now: Prediction):
 
 
 def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
-                split_tp_overlap: bool | None = None):
+                split_tp_overlap: bool | None = None, stall_examined: bool = False):
     """(key, title, scenario, profile, reason-if-not-applicable, caveat) for each remedy;
-    ``split_tp_overlap`` as ``rank_remedies``'."""
+    ``split_tp_overlap`` and ``stall_examined`` as ``rank_remedies``'."""
     strong = scenario.global_batch is not None
     b = now.micro_batch
     out = []
@@ -166,7 +166,7 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
                 acc_scn, profile, acc_reason, caveat))
     out.append(("loader", "Cache the input / add loader workers (no data stall)",
                 scenario, profile.model_copy(update={"input_pipeline": None}),
-                _loader_reason(now), ""))
+                _loader_reason(now, stall_examined), ""))
     target = "zero1" if scenario.strategy == "ddp" and now.fits else "zero3"
     fw = scenario.zero_framework
     out.append(("sharding", sharding_title(scenario.strategy, target, fw, k, scenario.grad_sync),
@@ -442,17 +442,22 @@ def data_stall_share(p: Prediction) -> float:
     return stall / p.step_time_s if p.step_time_s > 0 else 0.0
 
 
-def _loader_reason(now: Prediction) -> str:
+# The loader remedy's reason where measured runs or traces were examined for input waits and the
+# supply was not limiting (diagnose): no curve in the profile, but not an unmeasured pipeline.
+NO_STALL_FOUND = "the measured runs or traces show no data stall: the input supply is not limiting"
+
+
+def _loader_reason(now: Prediction, stall_examined: bool = False) -> str:
     """Why the loader remedy does not help ('' where it does): the input pipeline keeps up (a
-    modelled stall of 0), or it is not modelled (``data_stall_s`` None), which is not saying it
-    keeps up."""
+    modelled stall of 0); it is not modelled (``data_stall_s`` None), which is not saying it
+    keeps up; or, where diagnose examined the runs for it (``stall_examined``), none was found."""
     if now.data_stall_s is None:
-        return STALL_NOT_MODELLED
+        return NO_STALL_FOUND if stall_examined else STALL_NOT_MODELLED
     return "" if now.data_stall_s > 0 else "the input pipeline keeps up already"
 
 
 def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective: str = "auto",
-                  split_tp_overlap: bool | None = None):
+                  split_tp_overlap: bool | None = None, stall_examined: bool = False):
     """Baseline prediction at ``devices`` and every remedy, the best remedy first.
 
     ``objective``: "time" (time to train or to quality, large-batch penalty included), "throughput",
@@ -460,7 +465,9 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
     ``split_tp_overlap``: whether the framework overlaps the tensor-parallel collectives in the
     layouts "split the model" tries, where the scenario itself has no tensor parallelism to say
     it (diagnose's data-parallel runs: ``--tp-overlap``); None: the scenario's
-    ``ScenarioLayout.tp_overlap``.
+    ``ScenarioLayout.tp_overlap``. ``stall_examined``: the profile was fitted to measured runs or
+    traces that were examined for input waits (diagnose), so a profile without an input
+    pipeline means none was found, not none measured (the loader remedy's reason).
     """
     if devices < 1:
         raise ScalesimError("devices must be 1 or more")
@@ -474,7 +481,7 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
     stalled = data_stall_share(now) >= DATA_STALL_SHARE
     results = []
     for key, title, scn, prof, reason, caveat in _candidates(profile, scenario, now,
-                                                             split_tp_overlap):
+                                                             split_tp_overlap, stall_examined):
         if reason:
             results.append(RemedyResult(key, title, scn, prof, None, 0.0, False, reason))
             continue

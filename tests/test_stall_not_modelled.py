@@ -178,3 +178,21 @@ def test_the_predict_page_says_not_modelled_rather_than_a_zero_stall():
     at = upload_profile(at, stalled_profile(), "slow.json")
     assert not any("Data stall not modelled" in c for c in _captions(at))
     assert any("data stall ms" in d.value.columns for d in at.dataframe)
+
+
+def test_diagnose_says_the_runs_show_no_stall_rather_than_not_modelled():
+    """Diagnose fits a profile to runs it examined for input waits: without a loader curve in it
+    the loader remedy says none was found (the fit's 'input supply not limiting'), not that no
+    input pipeline was measured; runs that do wait for input still get the remedy."""
+    import diagnose_cases as cases
+
+    from scalesim.diagnosis import diagnose_runs
+    from scalesim.remedies import NO_STALL_FOUND
+    from scalesim.runs import parse_runs_text
+
+    report = diagnose_runs(parse_runs_text(cases.to_csv(cases.inter_server()), "runs.csv"))
+    loader = next(r for r in report.remedies if r.key == "loader")
+    assert not loader.applicable and loader.note == NO_STALL_FOUND
+    stalled = diagnose_runs(parse_runs_text(cases.to_csv(cases.input_pipeline()), "runs.csv"))
+    loader = next(r for r in stalled.remedies if r.key == "loader")
+    assert loader.applicable and loader.gain > 0
