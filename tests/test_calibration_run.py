@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -206,27 +207,32 @@ def test_two_servers_time_the_inter_level_with_every_rank(tmp_path):
 
 
 # Rounds of the predict-vs-measure comparison: calibration and DDP measurement alternate
-# (d0 C1 d1 C2 d2 ... C4 d4, about 24 s per round in CI), and the test compares the fastest
-# prediction with the fastest measurement (the least disturbed of each; the test's docstring).
-# Four rounds since 2026-12-01 (five before: a fifth fastest-of draw bought little for 24 s).
+# (d0 C1 d1 C2 d2 ... C4 d4, about 24 s per round in CI); each round's prediction is compared
+# with the DDP run right after its calibration, and the test takes the median over rounds.
 ROUNDS = 4
 
 
 def test_predict_matches_a_real_ddp_step(calibrated):
-    """Predicted step of 2-process DDP at batch 16 within 25% of the measured one, on a busy
-    machine too.
+    """Predicted step of 2-process DDP at batch 16 within 25% of the measured one.
 
-    Robust to other work on the machine by design, not by tolerance. Other work only ever adds
-    time, and it lands unevenly: a 2-rank DDP step waits for its slower rank, so a load that
-    takes one core slows the DDP run more than the calibration's compute phase beside it (seen
-    on a shared 2-core machine: ratios to the bracketing DDP runs of 0.72-0.76, the first round
-    0.99). So the test compares the least-disturbed figure of each side, as benchmark harnesses
-    do: the fastest of ``ROUNDS`` predictions (one per calibration, interleaved with the DDP
-    runs) over the fastest of the ``ROUNDS + 1`` DDP measurements. Round 1 uses the full
-    calibration; later rounds re-time only compute and jitter (``--phases compute,jitter``), the
-    parts that move with load, and keep the full calibration's links (its loopback all-reduce is
-    about 5% of the step). The 25% tolerance is the model's, unchanged (the predicted step is
-    about 90% compute at batch 16).
+    Built for a shared machine by pairing, as the emulated-cluster test does: each round
+    calibrates and then measures the DDP step within the same minute, under the same load, and
+    the test takes the median over ``ROUNDS`` rounds of the round's predicted / measured ratio.
+    Round 1 uses the full calibration; later rounds re-time only compute and jitter
+    (``--phases compute,jitter``), the parts that move with load, and keep the full
+    calibration's links (its loopback all-reduce is about 5% of the step). The 25% tolerance is
+    the model's, unchanged (the predicted step is about 90% compute at batch 16).
+
+    Until 2026-12-01 it compared the fastest prediction with the fastest measurement (other work
+    only adds time to a measurement). But a prediction is a fit through timings, wrong both ways:
+    the fastest of four is biased low. On an idle machine it gave 0.795 (predicted 83.5, 73.1,
+    95.3, 84.0 ms against measured 108.0, 97.9, 92.0, 93.0, 99.1 ms), 0.045 from failing; the
+    paired median of the same numbers is 0.85; two more idle runs gave 0.851 and 0.961 (fastest
+    over fastest 0.944 and 1.060). Under load each statistic has its weak side: beside one busy
+    core the DDP step suffered more than the calibration (paired ratios 0.72-0.76, seen in
+    session 11), where the fastest pair held; beside three busy processes (load over 3) every
+    calibration ran ~1.3x slower than the DDP runs between them and neither held. CI runs the
+    real-process tests alone, after the others (README's test command).
     """
     from scalesim.predict import predict
     from scalesim.schemas import Scenario
@@ -247,12 +253,15 @@ def test_predict_matches_a_real_ddp_step(calibrated):
         measured.append(ddp_step_s(folder, f"ddp-{r}.json"))
     scenario = Scenario(devices=[2], micro_batch=DDP_BATCH)
     predicted = [predict(p, scenario)[0].step_time_s for p in profiles]
-    least_disturbed_ratio = min(predicted) / min(measured)
+    # round i's prediction against the DDP run right after its calibration (measured[i + 1])
+    ratios = [t / m for t, m in zip(predicted, measured[1:], strict=True)]
+    paired_ratio = statistics.median(ratios)
     print(f"calibration {calibrated['wall_s']:.1f} s; DDP step at batch {DDP_BATCH} per round: "
           "predicted " + ", ".join(f"{t * 1e3:.1f}" for t in predicted) + " ms; measured "
-          + ", ".join(f"{t * 1e3:.1f}" for t in measured) + " ms; fastest over fastest "
-          f"{least_disturbed_ratio:.3f}; load {os.getloadavg()[0]:.1f}")
-    assert least_disturbed_ratio == pytest.approx(1.0, rel=0.25), (predicted, measured)
+          + ", ".join(f"{t * 1e3:.1f}" for t in measured) + " ms; median paired ratio "
+          f"{paired_ratio:.3f} (fastest over fastest {min(predicted) / min(measured):.3f}); "
+          f"load {os.getloadavg()[0]:.1f}")
+    assert paired_ratio == pytest.approx(1.0, rel=0.25), (predicted, measured)
 
 
 def test_user_model_and_dataset_factories_and_a_slow_rank(tmp_path):
