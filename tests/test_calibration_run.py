@@ -229,8 +229,8 @@ def test_predict_matches_a_real_ddp_step(calibrated):
     95.3, 84.0 ms against measured 108.0, 97.9, 92.0, 93.0, 99.1 ms), 0.045 from failing; the
     paired median of the same numbers is 0.85; two more idle runs gave 0.851 and 0.961 (fastest
     over fastest 0.944 and 1.060). Under load each statistic has its weak side: beside one busy
-    core the DDP step suffered more than the calibration (paired ratios 0.72-0.76, seen in
-    session 11), where the fastest pair held; beside three busy processes (load over 3) every
+    core the DDP step suffered more than the calibration (paired ratios 0.72-0.76, as this
+    test's earlier docstring recorded), where the fastest pair held; beside three busy processes (load over 3) every
     calibration ran ~1.3x slower than the DDP runs between them and neither held. CI runs the
     real-process tests alone, after the others (README's test command).
     """
