@@ -250,3 +250,21 @@ def test_the_straggler_line_claims_no_comparison_it_did_not_make(tmp_path, capsy
     assert notes[0].startswith("2 of the 4 ranks traced (0, 3): the others are not compared")
     assert main(["diagnose", "--trace", *map(str, paths)]) == 0
     assert "straggler: rank " in capsys.readouterr().out  # two ranks compared step by step
+
+
+@pytest.mark.parametrize("world, shown", [
+    ("x" * 500, 'string "' + "x" * 36 + "..."),  # 40 characters of the JSON text, cut
+    ("a\x1bb", 'string "a\\u001bb"'),  # as JSON writes it: no raw ESC
+    (2.5, "number 2.5"),
+], ids=["long", "escape", "fraction"])
+def test_a_bad_world_size_is_quoted_short(tmp_path, world, shown):
+    """distributedInfo.world_size that is not a whole number is one error line quoting it with
+    ``errors.excerpt`` (at most 40 characters, control characters escaped), its JSON kind first."""
+    data = gpu_trace(0)
+    data["distributedInfo"]["world_size"] = world
+    p = write(tmp_path, "t.json", data)
+    with pytest.raises(ScalesimError) as err:
+        traces.summarise(p)
+    message = str(err.value)
+    assert f"distributedInfo.world_size is {shown}" in message
+    assert "x" * 41 not in message and "\x1b" not in message
