@@ -109,6 +109,13 @@ def no_shape_words(profile: Profile) -> str:
                 "calibrate recorded the shape, or a model that declares none); recalibrate "
                 "(scalesim calibrate --model gpt, or a --model factory whose make_batch declares "
                 "'transformer') or give --workload with its 'transformer' shape")
+    from scalesim.presets import TRANSFORMERS
+
+    if wl.name in TRANSFORMERS:  # bert-large: the data-parallel preset; its shape splits in plan
+        return (f"workload '{wl.name}' is a parameter count only and cannot be split (the "
+                f"data-parallel preset); scalesim plan --workload {wl.name} splits the transformer "
+                "preset of that name, or give a workload file with its 'transformer' shape "
+                "(scalesim presets lists it), or drop the layout")
     return (f"workload '{wl.name}' is a parameter count only and cannot be split; give a "
             "workload with a 'transformer' shape (e.g. --workload llama3-8b) or drop the layout")
 

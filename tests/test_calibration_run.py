@@ -230,9 +230,10 @@ def test_predict_matches_a_real_ddp_step(calibrated):
     paired median of the same numbers is 0.85; two more idle runs gave 0.851 and 0.961 (fastest
     over fastest 0.944 and 1.060). Under load each statistic has its weak side: beside one busy
     core the DDP step suffered more than the calibration (paired ratios 0.72-0.76, as this
-    test's earlier docstring recorded), where the fastest pair held; beside three busy processes (load over 3) every
-    calibration ran ~1.3x slower than the DDP runs between them and neither held. CI runs the
-    real-process tests alone, after the others (README's test command).
+    test's earlier docstring recorded), where the fastest pair held; beside three busy
+    processes (load over 3) every calibration ran ~1.3x slower than the DDP runs between them
+    and neither held. CI runs the real-process tests alone, after the others (README's test
+    command).
     """
     from scalesim.predict import predict
     from scalesim.schemas import Scenario

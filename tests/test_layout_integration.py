@@ -222,6 +222,9 @@ def test_cli_predict_with_a_layout(capsys):
 
 @pytest.mark.parametrize(("argv", "words"), [
     (["--tp", "2"], "parameter count only"),
+    # bert-large is also a transformer preset: the line says where its split is (plan)
+    (["--tp", "2"], "scalesim plan --workload bert-large splits the transformer preset"),
+    (["--workload", "resnet50", "--tp", "2"], "(e.g. --workload llama3-8b)"),
     (["--workload", "gpt-1.7b", "--hardware", "dgx-a100", "--devices", "8", "--tp", "16"],
      "tp 16 > 8 GPUs per server"),
     (["--tp", "0"], "--tp"),
