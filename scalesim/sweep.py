@@ -302,6 +302,8 @@ def evaluate_at(plan: SweepPlan, flat: np.ndarray) -> SweepResult:
     result, speedup, efficiency = evaluate_scaling(inputs, base_micro)
 
     columns = dict(grid)
+    if "shard_group" in grid:  # the group that shards the states, as predict --json says it:
+        columns["shard_group"] = np.minimum(grid["shard_group"], p)  # one above p is all of p
     columns["nodes"] = result.nodes.astype(np.int64)
     columns["micro_batch"] = micro
     columns["accumulation"] = k
@@ -398,6 +400,8 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
                "samples_per_s": r.samples_per_s, "speedup": rows.speedup,
                "efficiency": rows.efficiency, "memory_bytes": r.memory_bytes, "fits": r.fits}
     columns = dict(grid)
+    if "shard_group" in grid:  # the group that shards the states, as predict --json says it
+        columns["shard_group"] = np.minimum(grid["shard_group"], rows.dp)
     columns.update(nodes=rows.nodes, micro_batch=micro, accumulation=k,
                    global_batch=rows.global_batch, dp=rows.dp, tp=rows.tp, pp=rows.pp)
     # no comm_total_s: the layout step reports exposed time alone (predict's null)

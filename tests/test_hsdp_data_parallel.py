@@ -168,13 +168,14 @@ def test_a_shard_group_sweep_of_a_parameter_count_is_predict_at_each_group():
     result = sweep(profile, base, {"shard_group": [4, 8, 32]})
     c = result.columns
     assert result.dropped == 0 and list(c["devices"]) == [8] * 3 + [16] * 3 + [32] * 3
-    for group in (4, 8, 32):
+    for j, group in enumerate((4, 8, 32)):
         rows = predict(profile, base.model_copy(update={"layout": ScenarioLayout(
             shard_group=group)}))
-        at = c["shard_group"] == group
+        at = slice(j, None, 3)  # the rows of this group, one per device count
         for name in ("step_time_s", "exposed_comm_s", "comm_total_s", "memory_bytes",
-                     "samples_per_s", "efficiency"):
+                     "samples_per_s", "efficiency", "shard_group"):
             assert list(c[name][at]) == [getattr(r, name) for r in rows], name
+    assert list(c["shard_group"][2::3]) == [8, 16, 32]  # 32 shards over all the devices
     mixed = sweep(profile, base, {"strategy": ["ddp", "zero3"], "shard_group": [3, 8]})
     assert mixed.size == 3 and set(mixed.columns["shard_group"]) == {8}
     assert mixed.dropped == mixed.dropped_layout == 9
