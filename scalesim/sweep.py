@@ -333,15 +333,30 @@ def _shard_groups_at(base, grid: dict[str, np.ndarray], p, strategy):
     shard = grid.get("shard_group")
     if shard is None and asked is None:
         return np.zeros(p.shape, dtype=np.int64), 0, ""
-    frameworks = grid.get("zero_framework", np.full(p.shape, base.zero_framework))
     if shard is None:
-        lp.check_shard_group(asked, p, p, strategy, frameworks)
+        lp.check_shard_group(asked, p, p, strategy, _frameworks(base, grid, p))
         return np.full(p.shape, asked, dtype=np.int64), 0, ""
-    why = lp.shard_group_problems(shard, p, strategy, frameworks)
-    bad = np.flatnonzero(why != "")
+    why, example = _swept_shard_group_problems(base, grid, p, p, strategy)
+    return np.where(why == "", shard, -1), int((why != "").sum()), example
+
+
+def _frameworks(base, grid: dict[str, np.ndarray], p) -> np.ndarray:
+    """Each row's ZeRO framework: the swept one, else the scenario's."""
+    return grid.get("zero_framework", np.full(p.shape, base.zero_framework))
+
+
+def _swept_shard_group_problems(base, grid: dict[str, np.ndarray], p, dp, zero, rows=None):
+    """(why each row's swept shard group cannot run, '' where it can; the first such row among
+    ``rows`` (a mask; all rows by default) in words, '' for none): the row-wise judge
+    (``layout_predict.shard_group_problems``) with each row's framework, for both paths."""
+    from scalesim import layout_predict as lp
+
+    shard = grid["shard_group"]
+    why = lp.shard_group_problems(shard, dp, zero, _frameworks(base, grid, p))
+    bad = np.flatnonzero((why != "") & (True if rows is None else rows))
     example = (f"shard group {int(shard[bad[0]])} on {int(p[bad[0]])} devices: {why[bad[0]]}"
                if bad.size else "")
-    return np.where(why == "", shard, -1), int(bad.size), example
+    return why, example
 
 
 def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepResult:
@@ -373,13 +388,9 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     example = _layout_example(profile, split, name, g_max, layout_ok, p, tp, pp, dp, micro, k)
     zero = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
             else np.full(p.shape, lp.ZERO_OF_STRATEGY[base.strategy]))
-    shard = grid.get("shard_group")
-    if shard is not None:  # a row the shard group cannot run is dropped, as a broken layout
-        frameworks = grid.get("zero_framework", np.full(p.shape, base.zero_framework))
-        why = lp.shard_group_problems(shard, dp, zero, frameworks)
-        if not example and np.any(layout_ok & (why != "")):
-            i = int(np.flatnonzero(layout_ok & (why != ""))[0])
-            example = f"shard group {int(shard[i])} on {int(p[i])} devices: {why[i]}"
+    if "shard_group" in grid:  # a row the shard group cannot run is dropped, as a broken layout
+        why, first = _swept_shard_group_problems(base, grid, p, dp, zero, rows=layout_ok)
+        example = example or first
         layout_ok &= why == ""
     keep = layout_ok & batch_ok
     grid = {name: col[keep] for name, col in grid.items()}

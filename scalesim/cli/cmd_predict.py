@@ -118,7 +118,7 @@ def render_table(profile, scenario, rows) -> str:
     from scalesim.cli.options import condition_words
     from scalesim.figures import amount, fixed
     from scalesim.knee import knee_of_predictions, least_drop_of, no_knee_words
-    from scalesim.layout_predict import attention_kernel_note, recompute_style_note
+    from scalesim.layout_predict import attention_kernel_note, layout_of, recompute_style_note
     from scalesim.model.zero_exchange import framework_label
     from scalesim.predict import STALL_NOT_MODELLED, server_use_words, slow_device_note
     from scalesim.remedies import DATA_STALL_SHARE, data_stall_share
@@ -148,8 +148,6 @@ def render_table(profile, scenario, rows) -> str:
     if split:
         lines.append(layout_line(profile, scenario))
     else:
-        from scalesim.layout_predict import layout_of
-
         if (shard := layout_of(scenario).shard_group) is not None:  # data parallel: every device
             lines.append(f"sharding: {hsdp_words(shard, 'devices')}, where the devices exceed "
                          "it (docs/model.md §16)")
