@@ -275,3 +275,23 @@ def test_the_plan_names_the_model_it_plans():
     assert out.stdout.splitlines()[0] == (
         "workload: llama3-8b: 32 layers, hidden 4096, 32 heads (8 kv), MLP 14336 SwiGLU, "
         "sequence 8192, vocabulary 128256 (the default; --workload to change)")
+
+
+def test_plan_without_hardware_plans_every_command_s_default(capsys):
+    """`plan` defaulted to dgx-h100 while predict, sweep, decide, goal and the app default to
+    `presets.DEFAULT_HARDWARE` (a2-highgpu-8g): predict's 'does not fit ... try scalesim plan'
+    sent a user to another machine. One default now: the rows are those of --hardware
+    DEFAULT_HARDWARE, and unlike dgx-h100's (80 GB, 3x the peak)."""
+    from scalesim.cli.main import main
+    from scalesim.presets import DEFAULT_HARDWARE
+
+    argv = ["plan", "--global-batch", "64", "--devices", "8,16", "--top", "3", "--json"]
+    assert main(argv) == 0
+    default = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--hardware", DEFAULT_HARDWARE]) == 0
+    assert json.loads(capsys.readouterr().out) == default
+    assert main([*argv, "--hardware", "dgx-h100"]) == 0
+    assert json.loads(capsys.readouterr().out) != default
+    assert main(argv[:-1]) == 0
+    out = capsys.readouterr().out
+    assert f"hardware: {DEFAULT_HARDWARE} (" in out and "(the default;" in out, out

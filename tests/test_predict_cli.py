@@ -266,7 +266,8 @@ def test_rows_that_do_not_fit_get_hints_that_apply(capsys):
     warning = next(line for line in capsys.readouterr().out.splitlines()
                    if line.startswith("warning: rows marked NO"))
     assert "--strategy zero3" in warning and "a larger --tp or --pp" in warning
-    assert "--recompute full" in warning and "scalesim plan" in warning
+    assert "--recompute full" in warning
+    assert "scalesim plan with the same --workload and --hardware" in warning
     assert "smaller --batch" not in warning  # the batch is 1 already
     assert main(["predict", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices",
                  "8", "--tp", "2", "--recompute", "full", "--strategy", "zero3",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from scalesim import presets
 from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.bounds import flag_list_type, flag_type
 from scalesim.cli.options import (
@@ -59,7 +60,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    f"with --profile the transformer it timed where it records one, else "
                    f"{DEFAULT_WORKLOAD}; --model is its older name)")
     p.add_argument("--hardware", metavar="PRESET|FILE",
-                   help="hardware preset or JSON file (default dgx-h100)")
+                   help="hardware preset or JSON file (default "
+                   f"{presets.DEFAULT_HARDWARE}, every command's default)")
     p.add_argument("--profile", metavar="FILE", type=file_path,
                    help="calibration profile: its hardware and links, and the matmul efficiency "
                    "and memory bandwidth its block calibration fitted (instead of --hardware)")
@@ -346,7 +348,8 @@ def _hardware_and_efficiency(args, profile, default_efficiency: float):
         from scalesim.cli.cmd_predict import hardware_line
         from scalesim.profiles import load_hardware
 
-        hardware = load_hardware("dgx-h100" if args.hardware is None else args.hardware)
+        hardware = load_hardware(presets.DEFAULT_HARDWARE if args.hardware is None
+                                 else args.hardware)
         note = (hardware_line(hardware) + (" (the default; --hardware or --profile to change)"
                                            if args.hardware is None else "")
                 + f"; matmul efficiency {default_efficiency:g} (the published runs' median)")

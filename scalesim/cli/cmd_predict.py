@@ -108,7 +108,8 @@ def _fit_hints(profile, scenario, unfit) -> str:
         hints.append("a larger --tp or --pp")
         if layout_of(scenario).recompute_of(profile.workload) != "full":
             hints.append("--recompute full")
-        hints.append("scalesim plan (it ranks the layouts that fit)")
+        hints.append("scalesim plan with the same --workload and --hardware or --profile (it "
+                     "ranks the layouts that fit)")
     return ", ".join(hints[:-1]) + " or " + hints[-1] if len(hints) > 1 else (
         hints[0] if hints else "more devices per model replica")
 
