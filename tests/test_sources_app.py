@@ -7,6 +7,7 @@ from pathlib import Path
 from app_harness import open_app
 from scalesim.app.state import compact_profile
 
+from scalesim.predict import STALL_NOT_MODELLED
 from scalesim.presets import HARDWARE
 from scalesim.sources.calibrate_from import calibrate_from_sources
 from scalesim.sources.provenance import provenance
@@ -29,7 +30,8 @@ def test_provenance_names_each_source(tmp_path):
     assert rows["inter-server link"] == HARDWARE["dgx-h100"].inter_node.source
     assert rows["compute"].startswith("estimated: ")
     assert rows["topology"].startswith("NVLink between every pair (NV18")
-    assert rows["input pipeline"].startswith("not measured")
+    # not "never limiting" (session 14): nothing measured says the loader keeps up
+    assert rows["input pipeline"] == f"not measured: {STALL_NOT_MODELLED}"
 
 
 def test_share_links_leave_the_topology_out(tmp_path):
@@ -46,3 +48,13 @@ def test_the_picker_loads_the_profile_and_shows_where_numbers_came_from(tmp_path
     texts = [m.value for m in at.sidebar.markdown]
     assert any("intra-server link" in t and "nccl-tests logs" in t for t in texts)
     assert any("topology" in t and "NV18" in t for t in texts)
+
+
+def test_provenance_of_a_measured_input_pipeline_is_its_source():
+    from scalesim.profiles import default_profile
+    from scalesim.schemas import LoaderCurve, LoaderPoint
+
+    curve = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=100.0)], measured=True,
+                        source="calibrate's loader phase, 1 worker")
+    rows = dict(provenance(default_profile().model_copy(update={"input_pipeline": curve})))
+    assert rows["input pipeline"] == "calibrate's loader phase, 1 worker"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from scalesim.predict import STALL_NOT_MODELLED, input_pipeline_modelled
 from scalesim.schemas import Profile
 
 
@@ -14,8 +15,8 @@ def provenance(profile: Profile) -> list[tuple[str, str]]:
         ("intra-server link", hw.intra_node.source or "no source recorded"),
         ("inter-server link", hw.inter_node.source or "no source recorded"),
         ("workload", wl.source or "no source recorded"),
-        ("input pipeline", profile.input_pipeline.source or "measured"
-         if profile.input_pipeline is not None else "not measured: never limiting"),
+        ("input pipeline", (profile.input_pipeline.source or "measured")
+         if input_pipeline_modelled(profile) else f"not measured: {STALL_NOT_MODELLED}"),
         ("step-time jitter", "measured (calibration or traces)" if profile.jitter is not None
          else "not measured: the default spread"),
         ("topology", f"{hw.topology.intra_kind} ({hw.topology.source})"
