@@ -140,13 +140,42 @@ def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
          else f"{s.straggler_cv:g}"),
         ("slow device", "none" if s.slow_device is None
          else f"rank {s.slow_device}, {s.slow_factor:g}x slower"),
-        ("critical batch size", "unknown" if s.critical_batch_size is None
-         else f"{s.critical_batch_size:,.0f}"),
-        ("training run", "unknown" if s.train_samples is None
-         else f"{s.train_samples:,.0f} {plan.unit}"),
-        ("price per device-hour", "unknown" if s.price_per_device_hour is None
-         else f"${s.price_per_device_hour:,.2f}"),
+        *goal_lines(plan),
     ]
+    return lines
+
+
+def goal_lines(plan: Plan) -> list[tuple[str, str]]:
+    """Critical batch, training length, samples to quality and price as the predictions use
+    them (``training_time.resolve_goal``: the scenario's value, else the workload's, the
+    calibrated noise scale's or the hardware preset's), each with where it came from: a value
+    the profile supplies is not 'unknown', and one equal to the profile's is not 'given'."""
+    from scalesim.training_time import resolve_goal
+
+    s, p = plan.scenario, plan.profile
+    wl, hw = p.workload, p.hardware
+    goal = resolve_goal(p, s)
+
+    def origin(given, own, own_words: str) -> str:
+        return "given" if given is not None and given != own else own_words
+
+    noise = p.noise_scale.b_simple if p.noise_scale is not None else None
+    b_own, b_words = ((wl.critical_batch_size, "the workload's") if wl.critical_batch_size
+                      is not None else (noise, "measured by calibration: gradient noise scale"))
+    lines = [
+        ("critical batch size", "unknown" if goal.critical_batch is None
+         else f"{goal.critical_batch:,.0f} ({origin(s.critical_batch_size, b_own, b_words)})"),
+        ("training run", "unknown" if goal.train_samples is None
+         else f"{goal.train_samples:,.0f} {plan.unit} "
+         f"({origin(s.train_samples, wl.train_samples, 'the workload preset')})"),
+    ]
+    if goal.min_samples is not None:
+        e_min = origin(s.min_samples_to_quality, wl.min_samples_to_quality, "the workload preset")
+        lines.append(("samples to quality (E_min)",
+                      f"{goal.min_samples:,.0f} {plan.unit} ({e_min})"))
+    price = origin(s.price_per_device_hour, hw.price_per_device_hour, f"{hw.name} list price")
+    lines.append(("price per device-hour", "unknown" if goal.price_per_device_hour is None
+                  else f"${goal.price_per_device_hour:,.2f} ({price})"))
     return lines
 
 

@@ -70,3 +70,29 @@ def test_png_charts_zip():
         assert names[0] == "01_throughput.png" and len(names) == 8
         for name in names:
             assert archive.read(name)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_report_s_goal_lines_are_the_values_the_predictions_use():
+    """The report's scenario table said 'price per device-hour: unknown' on the app's first
+    screen (the link carries no price) while the decision card above it billed the preset's
+    $58.77/h, and 'training run: unknown' for resnet50, whose preset's 90 epochs the time to
+    train used. Each line now shows the value ``resolve_goal`` gives the model and its origin."""
+    from scalesim.app.report import scenario_lines
+    from scalesim.presets import HARDWARE, WORKLOADS
+
+    state = default_state().model_copy(update={"wl": "resnet50"})
+    profile = preset_profile(state)
+    hw, wl = HARDWARE[state.hw], WORKLOADS["resnet50"]
+    lines = dict(scenario_lines(make_plan(profile, state)))
+    assert lines["price per device-hour"] == (
+        f"${hw.price_per_device_hour:,.2f} ({hw.name} list price)")
+    assert lines["training run"] == f"{wl.train_samples:,.0f} images (the workload preset)"
+    assert lines["critical batch size"] == "unknown" and "samples to quality (E_min)" not in lines
+    given = state.model_copy(update={"price": 1.25, "cbs": 4096.0, "emin": 2e8})
+    lines = dict(scenario_lines(make_plan(profile, given)))
+    assert lines["price per device-hour"] == "$1.25 (given)"
+    assert lines["critical batch size"] == "4,096 (given)"
+    assert lines["samples to quality (E_min)"] == "200,000,000 images (given)"
+    # the profile's own value, as the app fills it in when a profile is picked, is not "given"
+    same = state.model_copy(update={"price": hw.price_per_device_hour})
+    assert "list price" in dict(scenario_lines(make_plan(profile, same)))["price per device-hour"]
