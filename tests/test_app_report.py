@@ -8,8 +8,9 @@ import zipfile
 
 from scalesim.app.charts import all_charts, throughput_chart
 from scalesim.app.plan import headline, make_plan
-from scalesim.app.report import charts_png_zip, report_html
+from scalesim.app.report import charts_png_zip, report_html, scenario_lines
 from scalesim.app.state import default_state, preset_profile
+from scalesim.presets import HARDWARE, WORKLOADS
 
 LINK = "http://localhost:8501/?v=1&mb=32"
 
@@ -77,9 +78,6 @@ def test_the_report_s_goal_lines_are_the_values_the_predictions_use():
     screen (the link carries no price) while the decision card above it billed the preset's
     $58.77/h, and 'training run: unknown' for resnet50, whose preset's 90 epochs the time to
     train used. Each line now shows the value ``resolve_goal`` gives the model and its origin."""
-    from scalesim.app.report import scenario_lines
-    from scalesim.presets import HARDWARE, WORKLOADS
-
     state = default_state().model_copy(update={"wl": "resnet50"})
     profile = preset_profile(state)
     hw, wl = HARDWARE[state.hw], WORKLOADS["resnet50"]
