@@ -10,6 +10,7 @@ from scalesim.app.charts import all_charts, throughput_chart
 from scalesim.app.plan import headline, make_plan
 from scalesim.app.report import charts_png_zip, report_html, scenario_lines
 from scalesim.app.state import default_state, preset_profile
+
 from scalesim.presets import HARDWARE, WORKLOADS
 
 LINK = "http://localhost:8501/?v=1&mb=32"
