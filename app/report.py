@@ -213,7 +213,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>scalesim plan: {_e(plan.profile.name)}</title><style>{_CSS}</style></head><body>",
         f"<h1>Scaling plan: {_e(plan.profile.name)}</h1>",
-        f'<p class="note">Predicted by scalesim (an analytical model of data-parallel training) '
+        f'<p class="note">Predicted by scalesim (an analytical model of distributed training) '
         f"on {_e(when)}. These are predictions, not measurements.</p>",
         f"<p>{_bold(story(plan))}</p>",
         decision_html(plan),
