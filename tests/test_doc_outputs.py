@@ -207,3 +207,15 @@ def test_bounds_examples_are_what_the_cli_says(capsys):
     for command, said in pairs:
         code, out, err = run_cli(capsys, shlex.split(command.removeprefix("$ scalesim ")))
         assert code == 2 and out == "" and err.strip() == said, (command, err)
+
+
+def test_readme_python_examples_run_as_written(capsys):
+    """The README's Python API blocks, one after another in one namespace (the third uses the
+    first's imports), run and print their lists: a renamed function or field breaks this."""
+    namespace: dict = {}
+    blocks = [body for lang, body in _blocks(README) if lang == "python"]
+    assert len(blocks) >= 3
+    for body in blocks:
+        exec(compile(body, "README.md", "exec"), namespace)  # noqa: S102 - the doc's own code
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == len(blocks) and all(line.startswith("[(") for line in printed)
