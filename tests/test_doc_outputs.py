@@ -219,3 +219,68 @@ def test_readme_python_examples_run_as_written(capsys):
         exec(compile(body, "README.md", "exec"), namespace)  # noqa: S102 - the doc's own code
     printed = capsys.readouterr().out.splitlines()
     assert len(printed) == len(blocks) and all(line.startswith("[(") for line in printed)
+
+
+# --- docs/model.md: worked examples a reader reruns -----------------------------------------
+
+MODEL = (ROOT / "docs" / "model.md").read_text()
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:,.0f}"
+
+
+def test_model_no_sync_example_is_predict():
+    """§4: on the seed scenario (16 A100s, k = 8) no_sync takes ZeRO-2's and ZeRO-3's steps
+    from ... to ... ms, at +... GiB per device."""
+    from scalesim.predict import predict
+    from scalesim.profiles import default_profile
+    from scalesim.schemas import Scenario
+
+    said = re.search(r"`no_sync` takes ZeRO-2's step from ([\d,]+) to ([\d,]+) ms and ZeRO-3's "
+                     r"from ([\d,]+) to ([\d,]+) ms, at \+([\d.]+) GiB per", _flat(MODEL))
+    assert said, "docs/model.md §4 no longer quotes the no_sync example: update this test"
+    shown, extra = [], set()
+    for strategy in ("zero2", "zero3"):
+        rows = [predict(default_profile(), Scenario(devices=[16], strategy=strategy,
+                                                    accumulation=8, grad_sync=sync))[0]
+                for sync in ("every-micro-step", "once-per-step")]
+        shown += [_ms(r.step_time_s) for r in rows]
+        extra.add(f"{(rows[1].memory_bytes - rows[0].memory_bytes) / 2**30:.1f}")
+    assert list(said.groups()[:4]) == shown and extra == {said.group(5)}
+
+
+def test_model_remedy_examples_are_the_remedies():
+    """§10: the Hopper attention kernel and the tensor-parallel overlap remedies on Llama 3 8B
+    on 8 H100s, one sequence each: step before -> after and the gain; §14 the tensor-parallel
+    time the overlap hides; §13 flash2's compute and step."""
+    from scalesim.predict import predict
+    from scalesim.profiles import resolve_profile
+    from scalesim.remedies import rank_remedies
+    from scalesim.schemas import Scenario, ScenarioLayout
+
+    profile = resolve_profile(None, "dgx-h100", "llama3-8b")
+    flat = _flat(MODEL)
+
+    def remedy(scenario, key):
+        now, ranked = rank_remedies(profile, scenario, 8)
+        r = next(x for x in ranked if x.key == key)
+        return now, r
+
+    now, r = remedy(Scenario(devices=[8], micro_batch=1, strategy="zero3",
+                             attention_kernel="flash2"), "attention_kernel")
+    assert (f"one sequence each: {_ms(now.step_time_s)} → {_ms(r.prediction.step_time_s)} ms, "
+            f"{100 * r.gain:+.1f} %") in flat
+    tp8 = Scenario(devices=[8], micro_batch=1, layout=ScenarioLayout(tp=8, sequence_parallel=True))
+    now, r = remedy(tp8, "tp_overlap")
+    assert (f"one sequence each: {now.step_time_s * 1e3:.1f} → "
+            f"{r.prediction.step_time_s * 1e3:.1f} ms, {100 * r.gain:+.0f} %") in flat
+    on = predict(profile, tp8.model_copy(update={"layout": tp8.layout.model_copy(
+        update={"tp_overlap": True})}))[0]
+    assert (f"step {now.step_time_s * 1e3:.1f} → {on.step_time_s * 1e3:.1f} ms, the exposed "
+            f"tensor-parallel time {now.tp_comm_s * 1e3:.1f} → {on.tp_comm_s * 1e3:.1f} ms") in flat
+    rows = [predict(profile, Scenario(devices=[8], micro_batch=1, attention_kernel=k))[0]
+            for k in ("fused-vendor", "flash2")]
+    assert (f"({_ms(rows[0].compute_s)} → {_ms(rows[1].compute_s)} ms; the step "
+            f"{_ms(rows[0].step_time_s)} → {_ms(rows[1].step_time_s)} ms") in flat
+    assert (f"{rows[0].samples_per_s:.1f} → {rows[1].samples_per_s:.1f} sequences/s") in flat
