@@ -98,6 +98,9 @@ def test_readme_shipped_accuracy_is_the_validation(shipped):
     text = README
     assert int(_figure(r"\(the (\d+) shipped cases by default", text)) == len(shipped.cases)
     assert int(_figure(r"\*\*Published measurements\*\* \((\d+) cases", text)) == len(shipped.cases)
+    from scalesim.cli import cmd_validate  # its --help example says the count too
+
+    assert f"the {len(shipped.cases)} published data-parallel cases" in cmd_validate.EXAMPLE
     assert int(_figure(r"over the (\d+) predicted all-reduce points", text)) == len(points)
     assert _figure(r"median absolute throughput error is ([\d.]+)%", text) == f"{median:.1f}"
     assert _figure(r"median absolute throughput error is [\d.]+% and the mean ([\d.]+)%",
