@@ -72,3 +72,38 @@ def test_the_example_parses_as_written(command, example):
     except SystemExit as exc:  # argparse refused it: exit 2 and its one line on stderr
         pytest.fail(f"{command} shows '{example}', which exits {exc.code}")
     assert args.command == argv[0]
+
+
+def _options() -> dict[str, set[str]]:
+    """Each command's option strings, from the parser itself."""
+    import argparse
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {name: {o for action in p._actions for o in action.option_strings}
+            for name, p in sub.choices.items()}
+
+
+def _inline_commands() -> list[tuple[str, str, list[str]]]:
+    """(doc, command, flags) of every inline `scalesim CMD --flag ...` or `CMD --flag ...` span
+    of the docs' prose (code blocks are parsed whole above)."""
+    commands = set(_options())
+    out = []
+    for doc in DOCS:
+        prose = re.sub(r"^```.*?^```", "", (ROOT / doc).read_text(), flags=re.S | re.M)
+        for span in re.findall(r"`([^`\n]+)`", prose):
+            words = span.split()
+            if words[:1] == ["scalesim"]:
+                words = words[1:]
+            if len(words) > 1 and words[0] in commands and words[1].startswith("--"):
+                out.append((doc, words[0], re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", span)))
+    return out
+
+
+def test_every_flag_the_docs_name_on_a_command_is_one_of_its_options():
+    """'`scalesim plan --shard-group N`' in prose named a flag plan does not have; each flag of
+    such a span must be an option of that command."""
+    options, spans = _options(), _inline_commands()
+    assert len(spans) > 20
+    wrong = [(doc, command, flag) for doc, command, flags in spans for flag in flags
+             if flag not in options[command]]
+    assert not wrong, wrong
