@@ -194,6 +194,7 @@ def test_app_link_messages_are_the_states():
     newest = int(_figure(r"this scalesim reads v1 to v(\d+)\)", APP))
     shown = _figure(r"another link version \(`v=(\d+)`;", APP)
     assert newest == LINK_VERSION and READ_VERSIONS[-1] == str(LINK_VERSION)
+    assert f"and so on to v{LINK_VERSION} (" in _flat((ROOT / "docs" / "model.md").read_text())
     assert shown not in READ_VERSIONS
     sentence = _figure(r"one plain sentence under its control \(\"(.*?)\"\)", APP)
     value = int(_figure(r"Per-device micro-batch: ([\d,]+) is above", sentence).replace(",", ""))
