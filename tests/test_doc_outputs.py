@@ -288,3 +288,32 @@ def test_model_remedy_examples_are_the_remedies():
     assert (f"({_ms(rows[0].compute_s)} → {_ms(rows[1].compute_s)} ms; the step "
             f"{_ms(rows[0].step_time_s)} → {_ms(rows[1].step_time_s)} ms") in flat
     assert (f"{rows[0].samples_per_s:.1f} → {rows[1].samples_per_s:.1f} sequences/s") in flat
+
+
+def test_model_loader_and_sharding_examples_are_predict():
+    """§5: 8 devices sharing 48 cores' loaders against one device alone; §22: the ZeRO-1
+    sharding remedy at 8 A100s of the seed scenario on the layout and data-parallel paths."""
+    from test_zero_two_paths import _paths
+
+    from scalesim.predict import predict
+    from scalesim.profiles import default_profile
+    from scalesim.remedies import rank_remedies
+    from scalesim.schemas import LoaderCurve, LoaderPoint, Scenario
+
+    flat = _flat(MODEL)
+    curve = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=70.0),
+                                LoaderPoint(workers=32, samples_per_s=2240.0)])
+    profile = default_profile().model_copy(update={"input_pipeline": curve})
+    one, eight = predict(profile, Scenario(devices=[1, 8], loader_workers=32, straggler_cv=0.0,
+                                           device_speed_cv=0.0))
+    assert (f"a {eight.step_time_s * 1e3:.1f} ms step, against one device's "
+            f"{one.step_time_s * 1e3:.2f} ms compute-bound step: {100 * eight.efficiency:.1f} %"
+            ) in flat
+    gains = []
+    for framework in ("fsdp", "deepspeed"):
+        for p in _paths():
+            _, ranked = rank_remedies(p, Scenario(devices=[8], zero_framework=framework), 8)
+            gains.append(f"{100 * next(r for r in ranked if r.key == 'sharding').gain:+.1f} %")
+    said = re.search(r"seed scenario: (\S+ %) / (\S+ %) with Megatron-Core's, (\S+ %) / (\S+ %) "
+                     r"with DeepSpeed's", flat)
+    assert said and [g.replace("\u2212", "-") for g in said.groups()] == gains
