@@ -5,6 +5,8 @@ applies where the data-parallel exchange dominates (docs/model.md §22, docs/dia
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import diagnose_cases as cases
 import pytest
@@ -20,6 +22,20 @@ from scalesim.runs_model import runs_model
 from scalesim.schemas import Scenario
 
 PARAMS = 336e6  # the default profile's BERT-large
+DOC = " ".join((Path(__file__).resolve().parents[1] / "docs" / "diagnose.md").read_text().split())
+
+
+def _doc(pattern: str) -> tuple[str, ...]:
+    """The groups of ``pattern`` in docs/diagnose.md (white space as one space): what the doc
+    says a measured case gives, compared below with what it gives now."""
+    match = re.search(pattern, DOC)
+    assert match, f"docs/diagnose.md no longer says {pattern!r}: update this test with it"
+    return match.groups()
+
+
+def _gain_text(gain: float) -> str:
+    """A gain as the doc writes it: '+54 %', '−24 %'."""
+    return f"{gain:+.0%}".replace("-", "−").replace("%", " %")
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +74,15 @@ def test_the_shape_makes_splitting_the_model_a_remedy(runs_csv, bert_file):
     assert split.applicable and split.gain > 0.2, split
     assert "data-parallel exchange" in split.note and "Split the model: dp" in split.title
     assert "tp 1 x pp 1" not in split.title
+    # docs/diagnose.md quotes this case ("Measured"): the split and the faster network's gain
+    gain, dp, pp, mb, acc, network = _doc(
+        r"split the model (\S+ %) \(dp (\d+) × pp (\d+), ZB-H1, micro-batch (\d+) × (\d+)\), "
+        r"below the faster network's (\S+ %)")
+    assert _gain_text(split.gain) == gain
+    assert f"dp {dp} x tp 1 x pp {pp} (zb)" in split.title
+    assert f"micro-batch {mb} x {acc} accumulation" in split.title
+    faster = next(r for r in shaped.remedies if r.key == "interconnect")
+    assert _gain_text(faster.gain) == network
     # the fitted profile carries the shape, the GPU's memory and the runs' measured compute
     profile = shaped.details["fitted_profile"]
     assert profile["workload"]["transformer"]["seq_len"] == 128
@@ -168,6 +193,15 @@ def test_the_recompute_style_reaches_the_split_remedy(llama_runs):
     assert whole.applicable and stop.applicable
     assert "recompute full" not in whole.title and "recompute full (early stop)" in stop.title
     assert stop.gain > whole.gain
+    # docs/diagnose.md quotes both best splits and their gains ("Measured")
+    dp, tp, pp, group, gain = _doc(r"whole-forward's best split is dp (\d+) × tp (\d+) × pp (\d+) "
+                                   r"without recompute \(.*?shard group (\d+); (\S+ %)\)")
+    assert f"dp {dp} x tp {tp} x pp {pp} " in whole.title and f"shard group {group})" in whole.title
+    assert "recompute none" in whole.title and _gain_text(whole.gain) == gain
+    dp, tp, zero, gain = _doc(r"early-stop's dp (\d+) × tp (\d+) with ZeRO-(\d) and full recompute "
+                              r"\(early stop\), a smaller loss \((\S+ %)")
+    assert f"dp {dp} x tp {tp} x pp 1, zero{zero}," in stop.title
+    assert _gain_text(stop.gain) == gain
     assert report.details["fitted_scenario"]["layout"]["recompute_style"] == "early-stop"
     with pytest.raises(ScalesimError, match="recompute_style early-stop"):
         diagnose_runs(runs, None, 2.0, recompute_style="early-stop")  # no model: nothing to split
@@ -188,6 +222,9 @@ def test_tp_overlap_reaches_the_split_remedy(llama_runs):
     report = diagnose_runs(runs, None, 2.0, transformer=model, tp_overlap=True)
     on = _split(report)
     assert off.applicable and on.applicable and "dp 8 x tp 2 x pp 2" in on.title
+    dp, tp, pp, group = _doc(r"Llama 3 8B runs above, best split dp (\d+) × tp (\d+) × pp (\d+) "
+                             r"\(shard group (\d+)\): a slightly smaller loss with the overlap")
+    assert f"dp {dp} x tp {tp} x pp {pp} " in on.title and f"shard group {group})" in on.title
     assert "HSDP: shard group 4" in on.title
     assert "TP overlap" not in off.title and on.title.endswith(", TP overlap")
     assert on.gain > off.gain
@@ -293,3 +330,5 @@ def test_the_seed_runs_named_bert_large_are_accepted(tmp_path, capsys):
     plain = _network_gain(capsys, runs, "--params", str(params))
     named = _network_gain(capsys, runs, "--workload", "bert-large", "--gpu", "A100-SXM4 40GB")
     assert plain > 1.0 and named == pytest.approx(plain, rel=0.05)
+    # docs/diagnose.md: "named `--workload bert-large` ... it shows +251 %"
+    assert _gain_text(named) == _doc(r"as the workload preset, it shows (\S+ %)\)")[0]

@@ -1,7 +1,8 @@
-"""Every example a command's --help prints is a command line its parser takes as written (a
-renamed or removed flag breaks this test, not a user copying the example). Running them needs
-the user's files (my-node.json, runs.csv...): the reviewer ran each one on fixtures (report
-of the s6_rev_edges branch); the parse is what can drift silently."""
+"""Every example a command's --help prints, and every command line of the docs' code blocks,
+is a command line its parser takes as written (a renamed or removed flag breaks this test, not
+a user copying the example). Running them needs the user's files (my-node.json, runs.csv...):
+the reviewer ran each one on fixtures (report of the s6_rev_edges branch); the parse is what
+can drift silently."""
 
 from __future__ import annotations
 
@@ -30,13 +31,27 @@ def _command_lines(text: str) -> list[str]:
     return out
 
 
+# the docs whose code blocks users copy command lines from (docs/validation.md and
+# docs/performance.md quote the benchmark scripts' commands)
+DOCS = ("README.md", "docs/app.md", "docs/calibration.md", "docs/diagnose.md", "docs/model.md",
+        "docs/bounds.md", "docs/emulated-cluster.md")
+
+
+def _doc_lines(doc: str) -> list[str]:
+    """The command lines of ``doc``'s shell code blocks (fenced bash, or unlabelled); a quoted
+    error line ('scalesim predict: error: ...', after a '$ ' prompt line) is output, not a
+    command."""
+    blocks = re.findall(r"^```(\w*)\n(.*?)^```", (ROOT / doc).read_text(), re.S | re.M)
+    return [line for lang, body in blocks if lang in ("", "bash")
+            for line in _command_lines(body) if not shlex.split(line)[1].endswith(":")]
+
+
 def _examples() -> list[tuple[str, str]]:
     """(where, example line) for every command line of every command's --help epilog and of
-    the README's code blocks."""
+    the docs' code blocks."""
     out = [(module.NAME, line) for module in _command_modules()
            for line in _command_lines(getattr(module, "EXAMPLE", "") or "")]
-    blocks = re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
-    out += [("README.md", line) for block in blocks for line in _command_lines(block)]
+    out += [(doc, line) for doc in DOCS for line in _doc_lines(doc)]
     return out
 
 
@@ -45,7 +60,8 @@ EXAMPLES = _examples()
 
 def test_every_command_has_examples():
     names = {m.NAME for m in _command_modules()}
-    assert {name for name, _ in EXAMPLES} == names | {"README.md"}
+    assert names <= {name for name, _ in EXAMPLES}
+    assert {"README.md", "docs/calibration.md", "docs/diagnose.md"} <= {name for name, _ in EXAMPLES}
 
 
 @pytest.mark.parametrize("command, example", EXAMPLES, ids=[e for _, e in EXAMPLES])
@@ -56,3 +72,38 @@ def test_the_example_parses_as_written(command, example):
     except SystemExit as exc:  # argparse refused it: exit 2 and its one line on stderr
         pytest.fail(f"{command} shows '{example}', which exits {exc.code}")
     assert args.command == argv[0]
+
+
+def _options() -> dict[str, set[str]]:
+    """Each command's option strings, from the parser itself."""
+    import argparse
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {name: {o for action in p._actions for o in action.option_strings}
+            for name, p in sub.choices.items()}
+
+
+def _inline_commands() -> list[tuple[str, str, list[str]]]:
+    """(doc, command, flags) of every inline `scalesim CMD --flag ...` or `CMD --flag ...` span
+    of the docs' prose (code blocks are parsed whole above)."""
+    commands = set(_options())
+    out = []
+    for doc in DOCS:
+        prose = re.sub(r"^```.*?^```", "", (ROOT / doc).read_text(), flags=re.S | re.M)
+        for span in re.findall(r"`([^`\n]+)`", prose):
+            words = span.split()
+            if words[:1] == ["scalesim"]:
+                words = words[1:]
+            if len(words) > 1 and words[0] in commands and words[1].startswith("--"):
+                out.append((doc, words[0], re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", span)))
+    return out
+
+
+def test_every_flag_the_docs_name_on_a_command_is_one_of_its_options():
+    """'`scalesim plan --shard-group N`' in prose named a flag plan does not have; each flag of
+    such a span must be an option of that command."""
+    options, spans = _options(), _inline_commands()
+    assert len(spans) > 20
+    wrong = [(doc, command, flag) for doc, command, flags in spans for flag in flags
+             if flag not in options[command]]
+    assert not wrong, wrong

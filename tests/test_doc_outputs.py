@@ -1,0 +1,319 @@
+"""The outputs and figures the docs quote are what the code prints today: each test reads the
+doc's block or sentence and compares it with the command or function that makes it, so a model
+change that moves a number fails here instead of leaving a false statement for a user to paste
+and compare (README.md's first table and accuracy figures, docs/app.md's walk-through and link
+messages, docs/bounds.md's example errors)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import statistics
+from pathlib import Path
+
+import pytest
+from cli_harness import run_cli
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def _flat(text: str) -> str:
+    """``text`` with every run of white space (line breaks of the markdown) one space."""
+    return " ".join(text.split())
+
+
+def _blocks(text: str) -> list[tuple[str, str]]:
+    """(language, body) of every fenced code block of ``text``."""
+    return re.findall(r"^```(\w*)\n(.*?)^```", text, re.S | re.M)
+
+
+def _figure(pattern: str, text: str, group: int = 1) -> str:
+    match = re.search(pattern, _flat(text))
+    assert match, f"the doc no longer says {pattern!r}: update this test with it"
+    return match.group(group)
+
+
+# --- README.md: the first command and its table -------------------------------------------
+
+def test_readme_first_table_is_what_its_command_prints(capsys):
+    """The README's step 1 runs ``scalesim predict --devices 1,2,4,8,16`` and shows its table
+    and knee line: they are the lines the command prints now, in that order."""
+    blocks = _blocks(README)
+    first_bash = next(body for lang, body in blocks if lang == "bash")
+    command = re.search(r"scalesim (predict [^&\n]*)", first_bash).group(1).strip()
+    block = next(body for lang, body in blocks if body.startswith("devices nodes"))
+    code, out, err = run_cli(capsys, shlex.split(command))
+    assert code == 0, err
+    shown = block.rstrip("\n").splitlines()
+    printed = out.splitlines()
+    start = printed.index(shown[0])
+    assert printed[start:start + len(shown)] == shown
+
+
+def test_readme_prose_about_the_first_table_matches_it(capsys):
+    """'one model on 1, 2, 4 and 8 GPUs in one server, then 16 across two servers', and the
+    knee at 16 devices the app's story opens on."""
+    from scalesim.predict import predict
+    from scalesim.profiles import default_profile
+    from scalesim.schemas import Scenario
+
+    rows = predict(default_profile(), Scenario(devices=[1, 2, 4, 8, 16]))
+    assert [(r.devices, r.nodes) for r in rows] == [(1, 1), (2, 1), (4, 1), (8, 1), (16, 2)]
+    assert "then 16 across two servers" in _flat(README)
+    assert "the knee at 16 devices" in _flat(README)
+
+
+# --- README.md: "How accurate is it?" ------------------------------------------------------
+
+def _abs(errors) -> tuple[float, float, float]:
+    a = [abs(e) for e in errors]
+    return statistics.median(a), statistics.fmean(a), max(a)
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    from scalesim.shipped import validation_path
+    from scalesim.validate import validate_file
+
+    return validate_file(validation_path("cases.json"))
+
+
+@pytest.fixture(scope="module")
+def collected_dp():
+    from scalesim.shipped import validation_path
+    from scalesim.validate import load_cases, validate_cases
+
+    cases = load_cases(validation_path("collected_dp_cases.json"))
+    return cases, validate_cases(cases)
+
+
+def _points(report, comm: str):
+    return [(c, p) for c in report.cases if c.comm == comm for p in c.points if not p.anchor]
+
+
+def test_readme_shipped_accuracy_is_the_validation(shipped):
+    points = _points(shipped, "allreduce")
+    median, mean, _ = _abs(p.error_pct for _, p in points)
+    text = README
+    assert int(_figure(r"\(the (\d+) shipped cases by default", text)) == len(shipped.cases)
+    assert int(_figure(r"\*\*Published measurements\*\* \((\d+) cases", text)) == len(shipped.cases)
+    from scalesim.cli import cmd_validate  # its --help example says the count too
+
+    assert f"the {len(shipped.cases)} published data-parallel cases" in cmd_validate.EXAMPLE
+    assert int(_figure(r"over the (\d+) predicted all-reduce points", text)) == len(points)
+    assert _figure(r"median absolute throughput error is ([\d.]+)%", text) == f"{median:.1f}"
+    assert _figure(r"median absolute throughput error is [\d.]+% and the mean ([\d.]+)%",
+                   text) == f"{mean:.1f}"
+    # the Horovod runs that all-reduce on the CPU through MPI (their ids say so)
+    cpu = [p for c, p in points if c.id.endswith("_cpu_allreduce")]
+    rest = [p.error_pct for c, p in points if not c.id.endswith("_cpu_allreduce")]
+    assert int(_figure(r"without those (\d+) points", text)) == len(cpu)
+    assert _figure(r"without those \d+ points ([\d.]+)%", text) == f"{_abs(rest)[1]:.1f}"
+    single = statistics.median(p.error_pct for _, p in points if p.nodes == 1)
+    assert _figure(r"single-server points are over-predicted, median \+(\d+)%",
+                   text) == f"{single:.0f}"
+    ps = _abs(p.error_pct for _, p in _points(shipped, "parameter-server"))[0]
+    assert _figure(r"parameter-server cases ([\d.]+)% median", text) == f"{ps:.1f}"
+
+
+def test_readme_collected_data_parallel_accuracy_is_the_validation(collected_dp):
+    cases, report = collected_dp
+    precision = {c.id: c.workload.precision for c in cases}
+    points = _points(report, "allreduce")
+    median, mean, largest = _abs(p.error_pct for _, p in points)
+    single = [(c, p) for c, p in points if p.nodes == 1]
+    text = README
+    assert int(_figure(r"collected_dp_cases\.json`: (\d+) cases", text)) == len(report.cases)
+    assert int(_figure(r"over (\d+) predicted points the median absolute error is", text)) == len(
+        points)
+    assert _figure(r"over \d+ predicted points the median absolute error is ([\d.]+)%",
+                   text) == f"{median:.1f}"
+    assert _figure(r"error is [\d.]+%, the mean ([\d.]+)%, the largest", text) == f"{mean:.1f}"
+    assert _figure(r"the mean [\d.]+%, the largest (\d+)%; \d+ of them", text) == f"{largest:.0f}"
+    assert int(_figure(r"the largest \d+%; (\d+) of them are single-server", text)) == len(single)
+    signed = statistics.median(p.error_pct for _, p in single)
+    assert _figure(r"shipped file \(signed median \+([\d.]+)%\)", text) == f"{signed:.1f}"
+    mixed = statistics.median(p.error_pct for c, p in single
+                              if precision[c.id] == "fp16-mixed")
+    assert _figure(r"mostly in mixed precision \(\+([\d.]+)%", text) == f"{mixed:.1f}"
+
+
+@pytest.mark.parametrize(("name", "before", "worst_words"), [
+    ("parallel_cases.json", r"over the \d+ predicted runs the median absolute error is",
+     ("70b", "a100_40gb")),
+    ("collected_parallel_cases.json", r"so their figures on them now,", ("llama3_8b", "tp8", "fp8")),
+])
+def test_readme_model_parallel_accuracy_is_the_validation(name, before, worst_words):
+    from scalesim.shipped import validation_path
+    from scalesim.validate_parallel import validate_parallel_file
+
+    report = validate_parallel_file(validation_path(name))
+    predicted = [c for c in report.cases if not c.anchor]
+    median, mean, largest = _abs(c.error_pct for c in predicted)
+    worst = max(predicted, key=lambda c: abs(c.error_pct))
+    assert all(word in worst.id for word in worst_words), worst.id
+    figures = _figure(before + r" (?:median )?([\d.]+)%, (?:the )?mean ([\d.]+)%, (?:the largest|max) "
+                      r"(\d+)%", README, 0)
+    assert re.findall(r"[\d.]+%", figures)[-3:] == [f"{median:.1f}%", f"{mean:.1f}%",
+                                                    f"{largest:.0f}%"]
+    if name == "parallel_cases.json":
+        assert int(_figure(r"`parallel_cases\.json`, (\d+) runs", README)) == len(report.cases)
+        assert int(_figure(r"`--parallel`: the (\d+) shipped", README)) == len(report.cases)
+        assert int(_figure(r"over the (\d+) predicted runs", README)) == len(predicted)
+        assert _figure(r"the model expects (\d+)% faster", README) == f"{worst.error_pct:.0f}"
+    else:
+        assert int(_figure(r"collected_parallel_cases\.json`: (\d+) runs", README)) == len(
+            report.cases)
+
+
+# --- docs/app.md: the walk-through and the link messages ----------------------------------
+
+APP = (ROOT / "docs" / "app.md").read_text()
+
+
+def test_app_walk_through_quotes_the_default_plan():
+    """'What this shows' and the decision card's question of the page as it opens."""
+    from scalesim.app.plan import make_plan, story
+    from scalesim.app.state import default_state, preset_profile
+
+    state = default_state()
+    plan = make_plan(preset_profile(state), state)
+    shows = _figure(r"\(`plan\.story`\): here \"(.*?)\", and the card", APP)
+    assert f"**What this shows:** {shows}." in story(plan)
+    question = _figure(r"\(`scalesim\.decision\.decide`, docs/model\.md §20\): \"(.*?)\", the two",
+                       APP)
+    assert plan.decision.question == question
+    network = _figure(r"named, priced hardware such as \"(.*?)\"", APP)
+    assert any(network in o.title for o in plan.decision.options if o.key == "network")
+
+
+def test_app_link_messages_are_the_states():
+    from scalesim.app.state import LINK_VERSION, READ_VERSIONS, default_state, refusal
+
+    newest = int(_figure(r"this scalesim reads v1 to v(\d+)\)", APP))
+    shown = _figure(r"another link version \(`v=(\d+)`;", APP)
+    assert newest == LINK_VERSION and READ_VERSIONS[-1] == str(LINK_VERSION)
+    assert f"and so on to v{LINK_VERSION} (" in _flat((ROOT / "docs" / "model.md").read_text())
+    assert shown not in READ_VERSIONS
+    sentence = _figure(r"one plain sentence under its control \(\"(.*?)\"\)", APP)
+    value = int(_figure(r"Per-device micro-batch: ([\d,]+) is above", sentence).replace(",", ""))
+    assert refusal(default_state(), "mb", value) == sentence
+
+
+# --- docs/bounds.md: the example errors ---------------------------------------------------
+
+def test_bounds_examples_are_what_the_cli_says(capsys):
+    block = next(body for _, body in _blocks((ROOT / "docs" / "bounds.md").read_text())
+                 if body.startswith("$ scalesim ")).splitlines()
+    pairs = [(block[i], block[i + 1]) for i in range(0, len(block), 2)]
+    assert len(pairs) >= 2
+    for command, said in pairs:
+        code, out, err = run_cli(capsys, shlex.split(command.removeprefix("$ scalesim ")))
+        assert code == 2 and out == "" and err.strip() == said, (command, err)
+
+
+def test_readme_python_examples_run_as_written(capsys):
+    """The README's Python API blocks, one after another in one namespace (the third uses the
+    first's imports), run and print their lists: a renamed function or field breaks this."""
+    namespace: dict = {}
+    blocks = [body for lang, body in _blocks(README) if lang == "python"]
+    assert len(blocks) >= 3
+    for body in blocks:
+        exec(compile(body, "README.md", "exec"), namespace)  # noqa: S102 - the doc's own code
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == len(blocks) and all(line.startswith("[(") for line in printed)
+
+
+# --- docs/model.md: worked examples a reader reruns -----------------------------------------
+
+MODEL = (ROOT / "docs" / "model.md").read_text()
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:,.0f}"
+
+
+def test_model_no_sync_example_is_predict():
+    """§4: on the seed scenario (16 A100s, k = 8) no_sync takes ZeRO-2's and ZeRO-3's steps
+    from ... to ... ms, at +... GiB per device."""
+    from scalesim.predict import predict
+    from scalesim.profiles import default_profile
+    from scalesim.schemas import Scenario
+
+    said = re.search(r"`no_sync` takes ZeRO-2's step from ([\d,]+) to ([\d,]+) ms and ZeRO-3's "
+                     r"from ([\d,]+) to ([\d,]+) ms, at \+([\d.]+) GiB per", _flat(MODEL))
+    assert said, "docs/model.md §4 no longer quotes the no_sync example: update this test"
+    shown, extra = [], set()
+    for strategy in ("zero2", "zero3"):
+        rows = [predict(default_profile(), Scenario(devices=[16], strategy=strategy,
+                                                    accumulation=8, grad_sync=sync))[0]
+                for sync in ("every-micro-step", "once-per-step")]
+        shown += [_ms(r.step_time_s) for r in rows]
+        extra.add(f"{(rows[1].memory_bytes - rows[0].memory_bytes) / 2**30:.1f}")
+    assert list(said.groups()[:4]) == shown and extra == {said.group(5)}
+
+
+def test_model_remedy_examples_are_the_remedies():
+    """§10: the Hopper attention kernel and the tensor-parallel overlap remedies on Llama 3 8B
+    on 8 H100s, one sequence each: step before -> after and the gain; §14 the tensor-parallel
+    time the overlap hides; §13 flash2's compute and step."""
+    from scalesim.predict import predict
+    from scalesim.profiles import resolve_profile
+    from scalesim.remedies import rank_remedies
+    from scalesim.schemas import Scenario, ScenarioLayout
+
+    profile = resolve_profile(None, "dgx-h100", "llama3-8b")
+    flat = _flat(MODEL)
+
+    def remedy(scenario, key):
+        now, ranked = rank_remedies(profile, scenario, 8)
+        r = next(x for x in ranked if x.key == key)
+        return now, r
+
+    now, r = remedy(Scenario(devices=[8], micro_batch=1, strategy="zero3",
+                             attention_kernel="flash2"), "attention_kernel")
+    assert (f"one sequence each: {_ms(now.step_time_s)} → {_ms(r.prediction.step_time_s)} ms, "
+            f"{100 * r.gain:+.1f} %") in flat
+    tp8 = Scenario(devices=[8], micro_batch=1, layout=ScenarioLayout(tp=8, sequence_parallel=True))
+    now, r = remedy(tp8, "tp_overlap")
+    assert (f"one sequence each: {now.step_time_s * 1e3:.1f} → "
+            f"{r.prediction.step_time_s * 1e3:.1f} ms, {100 * r.gain:+.0f} %") in flat
+    on = predict(profile, tp8.model_copy(update={"layout": tp8.layout.model_copy(
+        update={"tp_overlap": True})}))[0]
+    assert (f"step {now.step_time_s * 1e3:.1f} → {on.step_time_s * 1e3:.1f} ms, the exposed "
+            f"tensor-parallel time {now.tp_comm_s * 1e3:.1f} → {on.tp_comm_s * 1e3:.1f} ms") in flat
+    rows = [predict(profile, Scenario(devices=[8], micro_batch=1, attention_kernel=k))[0]
+            for k in ("fused-vendor", "flash2")]
+    assert (f"({_ms(rows[0].compute_s)} → {_ms(rows[1].compute_s)} ms; the step "
+            f"{_ms(rows[0].step_time_s)} → {_ms(rows[1].step_time_s)} ms") in flat
+    assert (f"{rows[0].samples_per_s:.1f} → {rows[1].samples_per_s:.1f} sequences/s") in flat
+
+
+def test_model_loader_and_sharding_examples_are_predict():
+    """§5: 8 devices sharing 48 cores' loaders against one device alone; §22: the ZeRO-1
+    sharding remedy at 8 A100s of the seed scenario on the layout and data-parallel paths."""
+    from test_zero_two_paths import _paths
+
+    from scalesim.predict import predict
+    from scalesim.profiles import default_profile
+    from scalesim.remedies import rank_remedies
+    from scalesim.schemas import LoaderCurve, LoaderPoint, Scenario
+
+    flat = _flat(MODEL)
+    curve = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=70.0),
+                                LoaderPoint(workers=32, samples_per_s=2240.0)])
+    profile = default_profile().model_copy(update={"input_pipeline": curve})
+    one, eight = predict(profile, Scenario(devices=[1, 8], loader_workers=32, straggler_cv=0.0,
+                                           device_speed_cv=0.0))
+    assert (f"a {eight.step_time_s * 1e3:.1f} ms step, against one device's "
+            f"{one.step_time_s * 1e3:.2f} ms compute-bound step: {100 * eight.efficiency:.1f} %"
+            ) in flat
+    gains = []
+    for framework in ("fsdp", "deepspeed"):
+        for p in _paths():
+            _, ranked = rank_remedies(p, Scenario(devices=[8], zero_framework=framework), 8)
+            gains.append(f"{100 * next(r for r in ranked if r.key == 'sharding').gain:+.1f} %")
+    said = re.search(r"seed scenario: (\S+ %) / (\S+ %) with Megatron-Core's, (\S+ %) / (\S+ %) "
+                     r"with DeepSpeed's", flat)
+    assert said and [g.replace("\u2212", "-") for g in said.groups()] == gains
