@@ -167,13 +167,7 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
     out.append(("loader", "Cache the input / add loader workers (no data stall)",
                 scenario, profile.model_copy(update={"input_pipeline": None}),
                 _loader_reason(now, stall_examined), ""))
-    target = "zero1" if scenario.strategy == "ddp" and now.fits else "zero3"
-    fw = scenario.zero_framework
-    out.append(("sharding", sharding_title(scenario.strategy, target, fw, k, scenario.grad_sync),
-                scenario.model_copy(update={"strategy": target}), profile,
-                "" if scenario.strategy != "zero3" else "already fully sharded",
-                sharding_caveat(scenario.strategy, target, fw, k, now.devices,
-                                scenario.grad_sync)))
+    out.append(_sharding(profile, scenario, now))
     hw = profile.hardware
     if now.nodes > 1:
         inter = scenario.inter_busbw_GBps or hw.inter_node.busbw_GBps
@@ -201,6 +195,30 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
                 scenario.model_copy(update={"slow_device": None, "slow_factor": 1.0}), profile,
                 "" if has_slow else "no slow device in the scenario", ""))
     return out
+
+
+def _sharding(profile: Profile, scenario: Scenario, now: Prediction):
+    """The "shard more state" candidate: ZeRO-1 from DDP (ZeRO-3 where DDP does not fit), ZeRO-3
+    from ZeRO-1/2; from ZeRO-3 under hybrid sharding (a shard group below dp: the states held
+    dp / s times), sharding over every data-parallel rank (the shard group dropped, docs/model.md
+    §16); not applicable at ZeRO-3 over all of dp."""
+    from scalesim.layout_predict import layout_of
+
+    k, fw, sync = scenario.accumulation, scenario.zero_framework, scenario.grad_sync
+    dp = now.dp or now.devices  # the data-parallel ranks (every device of a parameter count)
+    shard = now.shard_group
+    if scenario.strategy == "zero3" and shard is not None and shard < dp:
+        split = layout_of(scenario).model_copy(update={"shard_group": None})
+        return ("sharding", f"Shard the states over all {dp} data-parallel ranks (HSDP shard "
+                f"group {shard} -> {dp}, zero3)", scenario.model_copy(update={
+                    "layout": None if split == type(split)() else split}), profile, "",
+                f"saves memory: each rank holds 1/{dp} of the states, not 1/{shard}; the "
+                f"gathers and reduce-scatters then span all {dp} ranks, not {shard}")
+    target = "zero1" if scenario.strategy == "ddp" and now.fits else "zero3"
+    return ("sharding", sharding_title(scenario.strategy, target, fw, k, sync),
+            scenario.model_copy(update={"strategy": target}), profile,
+            "" if scenario.strategy != "zero3" else "already fully sharded",
+            sharding_caveat(scenario.strategy, target, fw, k, now.devices, sync))
 
 
 _STATES = ("optimizer state", "gradients", "parameters")  # memory.state_shards' order, reversed

@@ -227,3 +227,35 @@ def test_an_hsdp_link_of_a_parameter_count_opens_with_predicts_numbers():
     throughput = next(v for k, v in shown.items() if k.startswith("Throughput"))
     assert throughput == f"{rows[-1].samples_per_s:,.0f}"
     assert throughput != f"{full[-1].samples_per_s:,.0f}"
+
+
+@pytest.mark.parametrize("workload, tp", [("bert-large", 1), ("gpt-1.7b", 2)])
+def test_the_sharding_remedy_of_zero3_under_hsdp_shards_over_all_of_dp(workload, tp):
+    """Session 14: at ZeRO-3 with a shard group below dp (HSDP: the states held dp / s times)
+    the sharding remedy said "already fully sharded", untrue, and never offered full sharding,
+    the change that saves memory. It now offers the states over all of dp (the shard group
+    dropped, the rest of the layout kept), predicted as predict predicts that scenario; at
+    ZeRO-3 over all of dp it is still not applicable."""
+    from scalesim.predict import predict
+    from scalesim.presets import transformer_workload
+    from scalesim.profiles import default_profile, profile_with_workload
+    from scalesim.remedies import rank_remedies
+    from scalesim.schemas import Scenario, ScenarioLayout
+
+    profile = default_profile()
+    if workload != "bert-large":
+        profile, _ = profile_with_workload(profile, transformer_workload(workload), workload)
+    layout = ScenarioLayout(shard_group=4, **({"tp": tp} if tp > 1 else {}))
+    hsdp = Scenario(strategy="zero3", devices=[32], micro_batch=1, layout=layout)
+    now, ranked = rank_remedies(profile, hsdp, 32)
+    dp = 32 // tp
+    assert now.shard_group == 4
+    remedy = next(r for r in ranked if r.key == "sharding")
+    assert remedy.applicable and "already" not in remedy.reason
+    assert f"over all {dp} data-parallel ranks (HSDP shard group 4 -> {dp}" in remedy.title
+    assert remedy.prediction.shard_group == dp
+    assert remedy.scenario.layout == (None if tp == 1 else ScenarioLayout(tp=tp))
+    full = predict(profile, hsdp.model_copy(update={"layout": remedy.scenario.layout}))[0]
+    assert remedy.prediction.memory_bytes == full.memory_bytes < now.memory_bytes
+    _, ranked = rank_remedies(profile, remedy.scenario, 32)
+    assert next(r for r in ranked if r.key == "sharding").reason == "already fully sharded"
