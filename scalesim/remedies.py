@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from scalesim import training_time
 from scalesim.accuracy import MODEL_PARALLEL_MEDIAN_ERROR
 from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
+from scalesim.bounds import QUANTITIES
 from scalesim.errors import ScalesimError
 from scalesim.model.memory import STRATEGIES, state_shards
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
@@ -45,7 +46,7 @@ from scalesim.predict import (
     predict,
 )
 from scalesim.presets import attention_efficiency_of
-from scalesim.schemas import Profile, Scenario
+from scalesim.schemas import LoaderCurve, LoaderPoint, Profile, Scenario
 
 # The faster interconnect remedy: 8x 200 Gb/s HDR InfiniBand per node as network_upgrades names
 # it, at presets.inter_link's busbw (192 GB/s, measured in nccl#812).
@@ -165,8 +166,7 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
     out.append(("accumulation", f"Accumulate gradients over {4 * k} micro-steps (now {k})",
                 acc_scn, profile, acc_reason, caveat))
     out.append(("loader", "Cache the input / add loader workers (no data stall)",
-                scenario, profile.model_copy(update={"input_pipeline": None}),
-                _loader_reason(now, stall_examined), ""))
+                scenario, without_stall(profile), _loader_reason(now, stall_examined), ""))
     out.append(_sharding(profile, scenario, now))
     hw = profile.hardware
     if now.nodes > 1:
@@ -463,6 +463,23 @@ def data_stall_share(p: Prediction) -> float:
 # The loader remedy's reason where measured runs or traces were examined for input waits and the
 # supply was not limiting (diagnose): no curve in the profile, but not an unmeasured pipeline.
 NO_STALL_FOUND = "the measured runs or traces show no data stall: the input supply is not limiting"
+
+
+# The loader remedy's input supply: the largest throughput of the bounds table, so that its stall
+# is a modelled 0 (no wait: the input cached, or enough workers), not "not modelled" as a profile
+# without an input pipeline says (``predict.input_pipeline_modelled``): a B without its stall
+# read "no input pipeline measured" beside an A whose pipeline was measured.
+NO_STALL_PIPELINE = LoaderCurve(
+    points=[LoaderPoint(workers=0, samples_per_s=QUANTITIES["samples_per_s"].high)],
+    source="the loader remedy: the input cached, or enough loader workers (no data stall)")
+
+
+def without_stall(profile: Profile) -> Profile:
+    """``profile`` with an input supply that never stalls a step (``NO_STALL_PIPELINE``) where
+    it has a measured input pipeline; unchanged without one (its stall is not modelled)."""
+    if profile.input_pipeline is None:
+        return profile
+    return profile.model_copy(update={"input_pipeline": NO_STALL_PIPELINE})
 
 
 def _loader_reason(now: Prediction, stall_examined: bool = False) -> str:
