@@ -73,16 +73,18 @@ def layout_of(scenario: Scenario) -> ScenarioLayout:
 
 def asked_split(scenario: Scenario, shard_group: bool = True) -> list[str]:
     """What the scenario's layout asks beyond data parallelism, in the user's words ('tp 2 x pp
-    1', 'sequence parallel', 'tp overlap', 'recompute full', 'schedule gpipe', 'shard group 8';
-    not 'tp 1 x pp 1' for a recompute); empty: data parallel (the recompute style alone changes
-    nothing to split). ``shard_group`` False leaves the shard group out: hybrid sharding splits
-    no model, and the data-parallel path runs it too (docs/model.md §16)."""
+    1', 'sequence parallel', 'tp overlap', 'recompute full', 'schedule gpipe', 'virtual stages
+    2', 'shard group 8'; not 'tp 1 x pp 1' for a recompute); empty: data parallel (the
+    recompute style alone changes nothing to split). ``shard_group`` False leaves the shard
+    group out: hybrid sharding splits no model, and the data-parallel path runs it too
+    (docs/model.md §16)."""
     split = layout_of(scenario)
     asked = [f"tp {split.tp} x pp {split.pp}"] if split.splits_model else []
     asked += ["sequence parallel"] if split.sequence_parallel else []
     asked += ["tp overlap"] if split.tp_overlap else []
     asked += [f"recompute {split.recompute}"] if split.recompute not in (None, "none") else []
     asked += [f"schedule {split.schedule}"] if split.schedule not in (None, "none") else []
+    asked += [f"virtual stages {split.virtual_stages}"] if split.virtual_stages > 1 else []
     asked += ([f"shard group {split.shard_group}"] if split.shard_group is not None and shard_group
               else [])
     return asked
