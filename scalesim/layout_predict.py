@@ -204,11 +204,13 @@ def split_profile(profile: Profile, scenario: Scenario, axes=()) -> Profile:
     """The profile a scenario predicts from: ``with_measured_shape`` where the scenario's layout
     (``asked_split``) or a sweep axis in ``axes`` (tp, pp) splits the model of a workload that is
     a parameter count; else ``profile`` as it is (data parallel keeps the measured curve and
-    optimizer step). A kernel other than the vendor one asked of a profile whose timings ran its
+    optimizer step). A shard group alone splits nothing: the data-parallel path shards over it
+    (§16), as it does for a swept shard group, so that hybrid and full sharding compare on one
+    model. A kernel other than the vendor one asked of a profile whose timings ran its
     own is refused (``check_attention_kernel``)."""
     check_attention_kernel(profile, scenario.attention_kernel)
     if profile.workload.transformer is None and (
-            asked_split(scenario) or any(a in ("tp", "pp") for a in axes)):
+            asked_split(scenario, shard_group=False) or any(a in ("tp", "pp") for a in axes)):
         return with_measured_shape(profile)
     return profile
 

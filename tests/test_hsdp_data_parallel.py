@@ -259,3 +259,29 @@ def test_the_sharding_remedy_of_zero3_under_hsdp_shards_over_all_of_dp(workload,
     assert remedy.prediction.memory_bytes == full.memory_bytes < now.memory_bytes
     _, ranked = rank_remedies(profile, remedy.scenario, 32)
     assert next(r for r in ranked if r.key == "sharding").reason == "already fully sharded"
+
+
+def test_a_calibrated_profiles_shard_group_stays_on_the_data_parallel_path():
+    """Session 14: a calibrated profile whose curve timed a transformer (a parameter-count
+    workload) was split as that transformer when a shard group was asked (``split_profile``
+    read the shard group as a split), so ``predict --shard-group 4`` ran the layout model
+    (17.3 GiB per device) while full sharding and ``sweep --shard-group-values 4`` ran the
+    data-parallel one (31 GiB): hybrid sharding read as holding less memory than full sharding.
+    A shard group alone now stays on the data-parallel path, as the swept one does."""
+    from h200_gpt import H200
+
+    from scalesim.predict import predict
+    from scalesim.profiles import load_profile
+    from scalesim.schemas import Scenario, ScenarioLayout
+    from scalesim.sweep import sweep
+
+    profile = load_profile(str(H200))
+    full = Scenario(strategy="zero3", devices=[8, 16])
+    hsdp = predict(profile, full.model_copy(update={"layout": ScenarioLayout(shard_group=4)}))
+    flat = predict(profile, full)
+    assert [r.dp for r in hsdp] == [None, None] and [r.shard_group for r in hsdp] == [4, 4]
+    for h, f in zip(hsdp, flat, strict=True):
+        assert h.memory_bytes > f.memory_bytes  # replicated states cost memory
+    swept = sweep(profile, full, {"devices": [8, 16], "shard_group": [4]}).columns
+    assert list(swept["step_time_s"]) == pytest.approx([r.step_time_s for r in hsdp], rel=1e-12)
+    assert list(swept["memory_bytes"]) == pytest.approx([r.memory_bytes for r in hsdp])
