@@ -226,3 +226,34 @@ def test_the_loader_remedy_removes_a_measured_stall_rather_than_unmodel_it():
     assert "not modelled" not in json.dumps(title)
     _, ranked = rank_remedies(default_profile(), Scenario(devices=[8]), 8)
     assert next(r for r in ranked if r.key == "loader").reason == STALL_NOT_MODELLED
+
+
+@pytest.mark.parametrize("command", ["predict", "sweep", "decide"])
+def test_a_scenario_files_loader_workers_without_a_pipeline_is_refused(tmp_path, capsys,
+                                                                       command):
+    """Session 14: ``--loader-workers 4`` on a profile without a measured input pipeline is
+    refused (no worker count changes a number), but a --scenario file's ``loader_workers: 4``
+    was ignored without a word (sweep, predict, decide, goal). It is refused as the flag is;
+    with a profile that has a pipeline it is read."""
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"devices": [8], "loader_workers": 4}))
+    code, _, err = run_cli(capsys, [command, "--scenario", str(path)])
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "the scenario's loader_workers 4: profile" in err and "no measured input" in err
+    slow = tmp_path / "slow.json"
+    slow.write_text(stalled_profile().model_dump_json())
+    code, _, err = run_cli(capsys, [command, "--scenario", str(path), "--profile", str(slow)])
+    assert code == 0, err
+
+
+def test_the_apps_loader_workers_without_a_pipeline_say_they_are_ignored():
+    """Session 14: a link's ``lw=4`` on a profile without an input pipeline (the control is
+    disabled there) was dropped without a word; a note says so, as for the shard group."""
+    from scalesim.app.plan import make_plan
+    from scalesim.app.state import decode_query
+
+    state, profile, messages = decode_query({"v": "9", "lw": "4"})
+    assert messages == [] and state.lw == 4
+    assert any(n.startswith("Loader workers ignored: this profile has no measured input")
+               for n in make_plan(profile, state).notes)
+    assert not any("Loader workers" in n for n in make_plan(stalled_profile(), state).notes)
