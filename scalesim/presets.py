@@ -872,6 +872,12 @@ _OTHER_UNIT = re.compile(r"(?<![\w.+])(\d+(?:\.\d+)?\s*(?:GiB|TiB|TB|MiB|MB|G))(
                          re.IGNORECASE)
 
 
+# Sizes the datasheet tables themselves match with a "G" ("GH200 144G", "H20 141G"): those
+# names are read by their rows, not refused as another unit
+_TABLE_G_SIZES = frozenset(word.upper() for table in (MEMORY_BANDWIDTH_GBPS, DEVICE_MEMORY_GIB)
+                           for row in table for word in row[0] if re.fullmatch(r"\d+G", word))
+
+
 def _stated_sizes(device_name: str) -> list[tuple[str, float | None]]:
     """(text, GB) of every memory size ``device_name`` states, in order: GB None where the text
     is not a plain size of 1 to 9999 GB ("1e308GB", "0GB")."""
@@ -900,7 +906,9 @@ def stated_memory_problem(device_name: str) -> str | None:
     applies."""
     if any(name_has_words(device_name, words) for words in SIZE_NOT_IN_NAME):
         return None  # the size in the name is not the GPU's memory
-    if other := _OTHER_UNIT.search(device_name):
+    other = next((m for m in _OTHER_UNIT.finditer(device_name)
+                  if re.sub(r"\s", "", m.group(1)).upper() not in _TABLE_G_SIZES), None)
+    if other is not None:
         return (f"states its memory as {excerpt(other.group(1))}, not in GB; write the size as "
                 "the datasheets do, a plain number of GB such as 80GB")
     sizes = _stated_sizes(device_name)
