@@ -215,7 +215,8 @@ def _sharding(profile: Profile, scenario: Scenario, now: Prediction):
                 f"saves memory: each rank holds 1/{dp} of the states, not 1/{shard}; the "
                 f"gathers and reduce-scatters then span all {dp} ranks, not {shard}")
     target = "zero1" if scenario.strategy == "ddp" and now.fits else "zero3"
-    return ("sharding", sharding_title(scenario.strategy, target, fw, k, sync),
+    hybrid = shard is not None and shard < dp  # ZeRO-1/2 under HSDP: ZeRO-3 in the same group
+    return ("sharding", sharding_title(scenario.strategy, target, fw, k, sync, hybrid),
             scenario.model_copy(update={"strategy": target}), profile,
             "" if scenario.strategy != "zero3" else "already fully sharded",
             sharding_caveat(scenario.strategy, target, fw, k, now.devices, sync))
@@ -248,13 +249,14 @@ def _listed(names) -> str:
 
 
 def sharding_title(strategy: str, target: str, framework: str, accumulation: int,
-                   grad_sync: str = "every-micro-step") -> str:
+                   grad_sync: str = "every-micro-step", hybrid: bool = False) -> str:
     """The sharding remedy's title: the states ``target`` shards that ``strategy`` does not
     ("Shard optimizer state", "Shard gradients and parameters too"), the change and how the
-    framework runs it."""
+    framework runs it (``hybrid``: within a shard group, ``framework_label``)."""
     now, new = _newly_sharded(strategy, target, framework, accumulation, grad_sync)
     what = ("Shard " + _listed(new) + (" too" if now else "")) if new else "Shard nothing more"
-    return f"{what} ({strategy} -> {target}, {framework_label(target, framework, grad_sync)})"
+    how = framework_label(target, framework, grad_sync, hybrid)
+    return f"{what} ({strategy} -> {target}, {how})"
 
 
 # How each sharded strategy exchanges, per framework and grad_sync (zero_exchange's table).

@@ -285,3 +285,27 @@ def test_a_calibrated_profiles_shard_group_stays_on_the_data_parallel_path():
     swept = sweep(profile, full, {"devices": [8, 16], "shard_group": [4]}).columns
     assert list(swept["step_time_s"]) == pytest.approx([r.step_time_s for r in hsdp], rel=1e-12)
     assert list(swept["memory_bytes"]) == pytest.approx([r.memory_bytes for r in hsdp])
+
+
+def test_the_framework_is_named_hybrid_under_a_shard_group(capsys):
+    """Session 14: predict's header said ``zero3 (FSDP FULL_SHARD)`` over a line saying the
+    states are sharded over 4 ranks (HSDP), and the sharding remedy under HSDP named FULL_SHARD
+    too. Under a shard group below dp the label is FSDP's hybrid strategy; where the group is
+    all of dp (full sharding), the plain one."""
+    from scalesim.model.zero_exchange import framework_label
+    from scalesim.profiles import default_profile
+    from scalesim.remedies import rank_remedies
+    from scalesim.schemas import Scenario, ScenarioLayout
+
+    assert framework_label("zero3", "fsdp", hybrid=True) == "FSDP HYBRID_SHARD"
+    assert framework_label("zero2", "fsdp", hybrid=True) == "FSDP _HYBRID_SHARD_ZERO2"
+    code, out, err = run_cli(capsys, ["predict", "--strategy", "zero3", "--shard-group", "4",
+                                      "--devices", "8,16"])
+    assert code == 0 and "scenario: zero3 (FSDP HYBRID_SHARD)" in out, err
+    code, out, err = run_cli(capsys, ["predict", "--strategy", "zero2", "--shard-group", "16",
+                                      "--devices", "8,16"])
+    assert code == 0 and "scenario: zero2 (FSDP SHARD_GRAD_OP)" in out, err
+    scenario = Scenario(strategy="zero2", devices=[16], layout=ScenarioLayout(shard_group=4))
+    _, ranked = rank_remedies(default_profile(), scenario, 16)
+    title = next(r for r in ranked if r.key == "sharding").title
+    assert title == "Shard parameters too (zero2 -> zero3, FSDP HYBRID_SHARD)"
