@@ -228,6 +228,9 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
             if splittable_shape(profile) is None:
                 notes.append(attention_kernel_note(profile, Scenario(attention_kernel=state.ak)))
     notes += tp_only_notes(state) + shard_group_notes(state)
+    if state.lw is not None and profile.input_pipeline is None:  # the CLI refuses it
+        notes.append(f"{FIELD_LABELS['lw']} ignored: this profile has no measured input "
+                     "pipeline (the control is off; a link may carry it)")
     split = layout_of_state(state)
     model = 1
     if split is not None and splittable_shape(profile) is None:

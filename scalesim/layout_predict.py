@@ -73,16 +73,18 @@ def layout_of(scenario: Scenario) -> ScenarioLayout:
 
 def asked_split(scenario: Scenario, shard_group: bool = True) -> list[str]:
     """What the scenario's layout asks beyond data parallelism, in the user's words ('tp 2 x pp
-    1', 'sequence parallel', 'tp overlap', 'recompute full', 'schedule gpipe', 'shard group 8';
-    not 'tp 1 x pp 1' for a recompute); empty: data parallel (the recompute style alone changes
-    nothing to split). ``shard_group`` False leaves the shard group out: hybrid sharding splits
-    no model, and the data-parallel path runs it too (docs/model.md §16)."""
+    1', 'sequence parallel', 'tp overlap', 'recompute full', 'schedule gpipe', 'virtual stages
+    2', 'shard group 8'; not 'tp 1 x pp 1' for a recompute); empty: data parallel (the
+    recompute style alone changes nothing to split). ``shard_group`` False leaves the shard
+    group out: hybrid sharding splits no model, and the data-parallel path runs it too
+    (docs/model.md §16)."""
     split = layout_of(scenario)
     asked = [f"tp {split.tp} x pp {split.pp}"] if split.splits_model else []
     asked += ["sequence parallel"] if split.sequence_parallel else []
     asked += ["tp overlap"] if split.tp_overlap else []
     asked += [f"recompute {split.recompute}"] if split.recompute not in (None, "none") else []
     asked += [f"schedule {split.schedule}"] if split.schedule not in (None, "none") else []
+    asked += [f"virtual stages {split.virtual_stages}"] if split.virtual_stages > 1 else []
     asked += ([f"shard group {split.shard_group}"] if split.shard_group is not None and shard_group
               else [])
     return asked
@@ -202,11 +204,13 @@ def split_profile(profile: Profile, scenario: Scenario, axes=()) -> Profile:
     """The profile a scenario predicts from: ``with_measured_shape`` where the scenario's layout
     (``asked_split``) or a sweep axis in ``axes`` (tp, pp) splits the model of a workload that is
     a parameter count; else ``profile`` as it is (data parallel keeps the measured curve and
-    optimizer step). A kernel other than the vendor one asked of a profile whose timings ran its
+    optimizer step). A shard group alone splits nothing: the data-parallel path shards over it
+    (§16), as it does for a swept shard group, so that hybrid and full sharding compare on one
+    model. A kernel other than the vendor one asked of a profile whose timings ran its
     own is refused (``check_attention_kernel``)."""
     check_attention_kernel(profile, scenario.attention_kernel)
     if profile.workload.transformer is None and (
-            asked_split(scenario) or any(a in ("tp", "pp") for a in axes)):
+            asked_split(scenario, shard_group=False) or any(a in ("tp", "pp") for a in axes)):
         return with_measured_shape(profile)
     return profile
 

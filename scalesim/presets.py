@@ -861,38 +861,72 @@ SOLD_MEMORY_GB = [
 
 
 # A token right before "GB" ("80GB", "40 GB", "1e308GB"): letters, digits, dots and signs, not
-# part of a longer word ("A100-SXM4-80GB" gives 80; "GB200" has no size).
-_STATED_SIZE = re.compile(r"(?<![\w.+])([\w.+]*\d[\w.+]*?)\s*GB\b", re.IGNORECASE)
+# part of a longer word ("A100-SXM4-80GB" gives 80; "GB200" has no size). The token is found
+# alone, then checked for a digit: one pass over the name (a digit inside the pattern made the
+# search quadratic: 3,000 digits took 10 s).
+_STATED_SIZE = re.compile(r"(?<![\w.+])([\w.+]+?)\s*GB\b", re.IGNORECASE)
 _PLAIN_SIZE = re.compile(r"\d{1,4}(?:\.\d+)?")
+# A size written in another unit than the datasheets' GB ("80GiB", "80G", "0.5TB"): the tables
+# match "80GB", so such a name read the A100 40GB's figures; not a MIG profile's "1g.5gb"
+_OTHER_UNIT = re.compile(r"(?<![\w.+])(\d+(?:\.\d+)?\s*(?:GiB|TiB|TB|MiB|MB|G))(?![\w.])",
+                         re.IGNORECASE)
+
+
+# Sizes the datasheet tables themselves match with a "G" ("GH200 144G", "H20 141G"): those
+# names are read by their rows, not refused as another unit
+_TABLE_G_SIZES = frozenset(word.upper() for table in (MEMORY_BANDWIDTH_GBPS, DEVICE_MEMORY_GIB)
+                           for row in table for word in row[0] if re.fullmatch(r"\d+G", word))
+
+
+def _stated_sizes(device_name: str) -> list[tuple[str, float | None]]:
+    """(text, GB) of every memory size ``device_name`` states, in order: GB None where the text
+    is not a plain size of 1 to 9999 GB ("1e308GB", "0GB")."""
+    sizes = []
+    for stated in _STATED_SIZE.finditer(device_name):
+        text = stated.group(1)
+        if not any(c.isdigit() for c in text):
+            continue
+        plain = _PLAIN_SIZE.fullmatch(text) is not None and float(text) > 0
+        sizes.append((text, float(text) if plain else None))
+    return sizes
 
 
 def _stated_size(device_name: str) -> tuple[str, float | None] | None:
-    """(text, GB) of the memory size ``device_name`` states: GB None where the text is not a plain
-    size of 1 to 9999 GB ("1e308GB", "0GB"); None where the name states no size."""
-    stated = _STATED_SIZE.search(device_name)
-    if stated is None:
-        return None
-    text = stated.group(1)
-    plain = _PLAIN_SIZE.fullmatch(text) is not None and float(text) > 0
-    return text, float(text) if plain else None
+    """(text, GB) of the memory size ``device_name`` states first: GB None where the text is not
+    a plain size of 1 to 9999 GB ("1e308GB", "0GB"); None where the name states no size."""
+    sizes = _stated_sizes(device_name)
+    return sizes[0] if sizes else None
 
 
 def stated_memory_problem(device_name: str) -> str | None:
     """Why the memory size ``device_name`` states ("A100 4GB", "H100 1e308GB") is not one to plan
-    on, in words: not a plain size in GB, or not one its GPU is sold with (``SOLD_MEMORY_GB``);
-    None when it is, or when no size or no list applies."""
-    stated = _stated_size(device_name)
-    if stated is None:
+    on, in words: not a plain size in GB, two sizes ("A100 40GB 80GB"), a size in another unit
+    ("A100 80GiB", read as no size while the tables took the A100 40GB's bandwidth), or not one
+    its GPU is sold with (``SOLD_MEMORY_GB``); None when it is, or when no size or no list
+    applies."""
+    if any(name_has_words(device_name, words) for words in SIZE_NOT_IN_NAME):
+        return None  # the size in the name is not the GPU's memory
+    other = next((m for m in _OTHER_UNIT.finditer(device_name)
+                  if re.sub(r"\s", "", m.group(1)).upper() not in _TABLE_G_SIZES), None)
+    if other is not None:
+        return (f"states its memory as {excerpt(other.group(1))}, not in GB; write the size as "
+                "the datasheets do, a plain number of GB such as 80GB")
+    sizes = _stated_sizes(device_name)
+    if not sizes:
         return None
-    text, size = stated
+    text, size = sizes[0]
     if size is None:
         return (f"states its memory as {excerpt(text)} GB, not a number from 1 to 9999; write "
                 "the size as a plain number of GB such as 80GB")
+    plain = [t for t, gb in sizes if gb is not None]  # not a MIG profile's "1g.5gb"
+    if len({float(t) for t in plain}) > 1:
+        shown = ", ".join(excerpt(t) for t in plain[:3]) + (", ..." if len(plain) > 3 else "")
+        return f"states more than one memory size ({shown} GB); keep the one of this GPU"
     row = _first_row(SOLD_MEMORY_GB, device_name)
     if row is None or size in row[1]:
         return None
-    sizes = ", ".join(str(n) for n in row[1])
-    return (f"states {text} GB, but the {' '.join(row[0])} is sold with {sizes} GB "
+    sizes_sold = ", ".join(str(n) for n in row[1])
+    return (f"states {text} GB, but the {' '.join(row[0])} is sold with {sizes_sold} GB "
             f"({row[2]})")
 
 

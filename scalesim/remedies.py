@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from scalesim import training_time
 from scalesim.accuracy import MODEL_PARALLEL_MEDIAN_ERROR
 from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
+from scalesim.bounds import QUANTITIES
 from scalesim.errors import ScalesimError
 from scalesim.model.memory import STRATEGIES, state_shards
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
@@ -45,7 +46,7 @@ from scalesim.predict import (
     predict,
 )
 from scalesim.presets import attention_efficiency_of
-from scalesim.schemas import Profile, Scenario
+from scalesim.schemas import LoaderCurve, LoaderPoint, Profile, Scenario
 
 # The faster interconnect remedy: 8x 200 Gb/s HDR InfiniBand per node as network_upgrades names
 # it, at presets.inter_link's busbw (192 GB/s, measured in nccl#812).
@@ -165,15 +166,8 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
     out.append(("accumulation", f"Accumulate gradients over {4 * k} micro-steps (now {k})",
                 acc_scn, profile, acc_reason, caveat))
     out.append(("loader", "Cache the input / add loader workers (no data stall)",
-                scenario, profile.model_copy(update={"input_pipeline": None}),
-                _loader_reason(now, stall_examined), ""))
-    target = "zero1" if scenario.strategy == "ddp" and now.fits else "zero3"
-    fw = scenario.zero_framework
-    out.append(("sharding", sharding_title(scenario.strategy, target, fw, k, scenario.grad_sync),
-                scenario.model_copy(update={"strategy": target}), profile,
-                "" if scenario.strategy != "zero3" else "already fully sharded",
-                sharding_caveat(scenario.strategy, target, fw, k, now.devices,
-                                scenario.grad_sync)))
+                scenario, without_stall(profile), _loader_reason(now, stall_examined), ""))
+    out.append(_sharding(profile, scenario, now))
     hw = profile.hardware
     if now.nodes > 1:
         inter = scenario.inter_busbw_GBps or hw.inter_node.busbw_GBps
@@ -203,6 +197,31 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
     return out
 
 
+def _sharding(profile: Profile, scenario: Scenario, now: Prediction):
+    """The "shard more state" candidate: ZeRO-1 from DDP (ZeRO-3 where DDP does not fit), ZeRO-3
+    from ZeRO-1/2; from ZeRO-3 under hybrid sharding (a shard group below dp: the states held
+    dp / s times), sharding over every data-parallel rank (the shard group dropped, docs/model.md
+    §16); not applicable at ZeRO-3 over all of dp."""
+    from scalesim.layout_predict import layout_of
+
+    k, fw, sync = scenario.accumulation, scenario.zero_framework, scenario.grad_sync
+    dp = now.dp or now.devices  # the data-parallel ranks (every device of a parameter count)
+    shard = now.shard_group
+    if scenario.strategy == "zero3" and shard is not None and shard < dp:
+        split = layout_of(scenario).model_copy(update={"shard_group": None})
+        return ("sharding", f"Shard the states over all {dp} data-parallel ranks (HSDP shard "
+                f"group {shard} -> {dp}, zero3)", scenario.model_copy(update={
+                    "layout": None if split == type(split)() else split}), profile, "",
+                f"saves memory: each rank holds 1/{dp} of the states, not 1/{shard}; the "
+                f"gathers and reduce-scatters then span all {dp} ranks, not {shard}")
+    target = "zero1" if scenario.strategy == "ddp" and now.fits else "zero3"
+    hybrid = shard is not None and shard < dp  # ZeRO-1/2 under HSDP: ZeRO-3 in the same group
+    return ("sharding", sharding_title(scenario.strategy, target, fw, k, sync, hybrid),
+            scenario.model_copy(update={"strategy": target}), profile,
+            "" if scenario.strategy != "zero3" else "already fully sharded",
+            sharding_caveat(scenario.strategy, target, fw, k, now.devices, sync))
+
+
 _STATES = ("optimizer state", "gradients", "parameters")  # memory.state_shards' order, reversed
 
 
@@ -230,13 +249,14 @@ def _listed(names) -> str:
 
 
 def sharding_title(strategy: str, target: str, framework: str, accumulation: int,
-                   grad_sync: str = "every-micro-step") -> str:
+                   grad_sync: str = "every-micro-step", hybrid: bool = False) -> str:
     """The sharding remedy's title: the states ``target`` shards that ``strategy`` does not
     ("Shard optimizer state", "Shard gradients and parameters too"), the change and how the
-    framework runs it."""
+    framework runs it (``hybrid``: within a shard group, ``framework_label``)."""
     now, new = _newly_sharded(strategy, target, framework, accumulation, grad_sync)
     what = ("Shard " + _listed(new) + (" too" if now else "")) if new else "Shard nothing more"
-    return f"{what} ({strategy} -> {target}, {framework_label(target, framework, grad_sync)})"
+    how = framework_label(target, framework, grad_sync, hybrid)
+    return f"{what} ({strategy} -> {target}, {how})"
 
 
 # How each sharded strategy exchanges, per framework and grad_sync (zero_exchange's table).
@@ -445,6 +465,23 @@ def data_stall_share(p: Prediction) -> float:
 # The loader remedy's reason where measured runs or traces were examined for input waits and the
 # supply was not limiting (diagnose): no curve in the profile, but not an unmeasured pipeline.
 NO_STALL_FOUND = "the measured runs or traces show no data stall: the input supply is not limiting"
+
+
+# The loader remedy's input supply: the largest throughput of the bounds table, so that its stall
+# is a modelled 0 (no wait: the input cached, or enough workers), not "not modelled" as a profile
+# without an input pipeline says (``predict.input_pipeline_modelled``): a B without its stall
+# read "no input pipeline measured" beside an A whose pipeline was measured.
+NO_STALL_PIPELINE = LoaderCurve(
+    points=[LoaderPoint(workers=0, samples_per_s=QUANTITIES["samples_per_s"].high)],
+    source="the loader remedy: the input cached, or enough loader workers (no data stall)")
+
+
+def without_stall(profile: Profile) -> Profile:
+    """``profile`` with an input supply that never stalls a step (``NO_STALL_PIPELINE``) where
+    it has a measured input pipeline; unchanged without one (its stall is not modelled)."""
+    if profile.input_pipeline is None:
+        return profile
+    return profile.model_copy(update={"input_pipeline": NO_STALL_PIPELINE})
 
 
 def _loader_reason(now: Prediction, stall_examined: bool = False) -> str:

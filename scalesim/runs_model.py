@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, excerpt, name_problem
 from scalesim.schemas import TransformerShape
 
 
@@ -64,9 +64,12 @@ def runs_model(model: str, gpu: str | None, params: float | None = None,
     if gpu is None:
         raise ScalesimError("--workload needs --gpu NAME (e.g. 'H100 SXM', 'A100 80GB'): the layout "
                             "model needs the device's memory bandwidth and memory")
+    shown = excerpt(gpu)  # a name of 50,000 characters is not echoed whole
+    if why := name_problem(gpu):  # its name is printed in the diagnosis's notes
+        raise ScalesimError(f"--gpu '{shown}': {why}")
     bandwidth = memory_bandwidth_of(gpu)
     if bandwidth is None:
-        raise ScalesimError(f"--gpu '{gpu}': no datasheet memory bandwidth listed for it; name the "
+        raise ScalesimError(f"--gpu '{shown}': no datasheet memory bandwidth listed for it; name the "
                             "GPU as the presets do (e.g. 'H100 SXM', 'H100 PCIe', 'A100 80GB', "
                             "'A100 40GB', 'V100', 'GB200')")
     count = params if params is not None else (listed or float(shape.param_count()))
@@ -74,7 +77,7 @@ def runs_model(model: str, gpu: str | None, params: float | None = None,
     parse_model({"name": model, "params": count, "transformer": shape.model_dump()}, Workload,
                 f"--params with --workload {model}")
     if problem := stated_memory_problem(gpu):  # "A100 4GB" would plan on 4 GiB devices
-        raise ScalesimError(f"--gpu '{gpu}' {problem}; fix the size or leave it out")
+        raise ScalesimError(f"--gpu '{shown}' {problem}; fix the size or leave it out")
     peak = peak_tflops_of(gpu)
     memory = device_memory_of(gpu)
     return RunsModel(name=model, shape=shape, params=float(count), gpu=gpu,

@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from scalesim.bounds import bounded
-from scalesim.errors import ScalesimError, require_model
+from scalesim.errors import ScalesimError, excerpt, require_model
 from scalesim.jsonio import parse_model, read_json
 from scalesim.model import collectives as coll
 from scalesim.model.compute import OPTIMIZER_MAX_SHARE, optimizer_roofline_s
@@ -38,6 +38,7 @@ from scalesim.presets import (
     intra_link,
     memory_bandwidth_of,
     partial_server_inter_busbw_GBps,
+    stated_memory_problem,
 )
 from scalesim.schemas import StrictModel
 
@@ -204,8 +205,18 @@ class Case(_Strict):
     points: list[CasePoint] = Field(min_length=1)
 
 
+def check_stated_memory(gpu: str, where: str) -> None:
+    """A case's GPU whose name states a memory size the datasheet tables do not read ('A100
+    80GiB', 'A100 40GB 80GB'): refused naming the case, as ``--gpu`` refuses it
+    (``presets.stated_memory_problem``). Shared by both case formats."""
+    if problem := stated_memory_problem(gpu):
+        raise ScalesimError(f"{where}: hardware.gpu '{excerpt(gpu)}' {problem}; check the "
+                            "case's GPU against its source")
+
+
 def _check_case(case: Case, where: str) -> None:
     hw = case.hardware
+    check_stated_memory(hw.gpu, where)
     if hw.intra_node not in INTRA_LINKS:
         raise ScalesimError(f"{where}: unknown hardware.intra_node '{hw.intra_node}'; use one of "
                             f"{', '.join(INTRA_LINKS)}")

@@ -41,7 +41,7 @@ from scalesim.presets import (
     peak_tflops_of,
 )
 from scalesim.schemas import StrictModel, check_heads
-from scalesim.validate import abs_error_figures, parse_case_list
+from scalesim.validate import abs_error_figures, check_stated_memory, parse_case_list
 
 FORMAT = "scalesim-parallel-cases/1"
 
@@ -320,6 +320,7 @@ def _check_parallel_case(case: ParallelCase, where: str) -> None:
         raise ScalesimError(f"{where}: precision fp8 on GPU '{case.hardware.gpu}', whose "
                             "datasheet lists no fp8 peak (no fp8 tensor cores); check the case's "
                             "precision and GPU against its source")
+    check_stated_memory(case.hardware.gpu, where)  # as --gpu refuses it
     if intra_preset(case.hardware.intra_node) not in INTRA_LINKS:
         raise ScalesimError(f"{where}: unknown hardware.intra_node "
                             f"'{case.hardware.intra_node}'; use one of {', '.join(INTRA_LINKS)}")

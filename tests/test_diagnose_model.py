@@ -332,3 +332,47 @@ def test_the_seed_runs_named_bert_large_are_accepted(tmp_path, capsys):
     assert plain > 1.0 and named == pytest.approx(plain, rel=0.05)
     # docs/diagnose.md: "named `--workload bert-large` ... it shows +251 %"
     assert _gain_text(named) == _doc(r"as the workload preset, it shows (\S+ %)\)")[0]
+
+
+@pytest.mark.parametrize("gpu, quoted", [("A100 80GiB", "80GiB"), ("A100-SXM4-80G", "80G"),
+                                         ("A100 0.5TB", "0.5TB"), ("H100 SXM 81920 MiB",
+                                                                   "81920 MiB")])
+def test_a_memory_size_in_another_unit_is_refused(gpu, quoted):
+    """Session 14: 'A100 80GiB' (and '80G') stated no size the tables read ("80GB"), so it was
+    planned with the A100 40GB's 1,555 GB/s and no memory, silently. A size in another unit
+    than GB is refused, quoting it; a MIG profile's '1g.5gb' and the GH200's '144G' are not
+    sizes of the GPU's memory and still read."""
+    from scalesim.presets import memory_bandwidth_of, stated_memory_problem
+
+    with pytest.raises(ScalesimError, match=f"--gpu '{gpu}' states its memory as {quoted}, "
+                                            "not in GB"):
+        runs_model("bert-large", gpu)
+    assert stated_memory_problem("NVIDIA A100-SXM4-40GB MIG 1g.5gb") is None
+    assert stated_memory_problem("NVIDIA GH200 144G HBM3e") is None
+    assert stated_memory_problem("NVIDIA H20 141G") is None  # a table's own row reads it
+    assert memory_bandwidth_of("A100 80GB")[0] == 2039.0
+
+
+def test_two_memory_sizes_are_refused():
+    """Session 14: 'A100 40GB 80GB' planned on 40 GiB devices at the 80 GB's 2,039 GB/s (the
+    memory read the first size, the bandwidth table the second). Two sizes are refused; one
+    size written twice is one size."""
+    with pytest.raises(ScalesimError, match=r"states more than one memory size \(40, 80 GB\)"):
+        runs_model("bert-large", "A100 40GB 80GB")
+    assert runs_model("bert-large", "A100 40GB (40 GB)").memory_bytes == 40 * 2**30
+
+
+def test_a_long_or_unprintable_gpu_name_is_quoted_short_and_read_in_one_pass():
+    """Session 14: the size search was quadratic in the name (3,000 digits took 10 s,
+    16,000 took 7 s of regex alone), and the error line quoted the whole name (50,000
+    characters on stderr); a control character reached the diagnosis's notes raw. The search
+    is one pass, the name is cut to 40 characters in errors, and one that is not one printable
+    line is refused."""
+    from scalesim.presets import stated_memory_problem
+
+    assert stated_memory_problem("A100 " + "1" * 200_000) is None  # was minutes
+    with pytest.raises(ScalesimError) as err:
+        runs_model("bert-large", "Z80 " + "x" * 50_000)
+    assert len(str(err.value)) < 400 and "..." in str(err.value)
+    with pytest.raises(ScalesimError, match="one line of printable text"):
+        runs_model("bert-large", "A100 40GB \x1b[31mred")

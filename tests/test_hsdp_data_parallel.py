@@ -227,3 +227,85 @@ def test_an_hsdp_link_of_a_parameter_count_opens_with_predicts_numbers():
     throughput = next(v for k, v in shown.items() if k.startswith("Throughput"))
     assert throughput == f"{rows[-1].samples_per_s:,.0f}"
     assert throughput != f"{full[-1].samples_per_s:,.0f}"
+
+
+@pytest.mark.parametrize("workload, tp", [("bert-large", 1), ("gpt-1.7b", 2)])
+def test_the_sharding_remedy_of_zero3_under_hsdp_shards_over_all_of_dp(workload, tp):
+    """Session 14: at ZeRO-3 with a shard group below dp (HSDP: the states held dp / s times)
+    the sharding remedy said "already fully sharded", untrue, and never offered full sharding,
+    the change that saves memory. It now offers the states over all of dp (the shard group
+    dropped, the rest of the layout kept), predicted as predict predicts that scenario; at
+    ZeRO-3 over all of dp it is still not applicable."""
+    from scalesim.predict import predict
+    from scalesim.presets import transformer_workload
+    from scalesim.profiles import default_profile, profile_with_workload
+    from scalesim.remedies import rank_remedies
+    from scalesim.schemas import Scenario, ScenarioLayout
+
+    profile = default_profile()
+    if workload != "bert-large":
+        profile, _ = profile_with_workload(profile, transformer_workload(workload), workload)
+    layout = ScenarioLayout(shard_group=4, **({"tp": tp} if tp > 1 else {}))
+    hsdp = Scenario(strategy="zero3", devices=[32], micro_batch=1, layout=layout)
+    now, ranked = rank_remedies(profile, hsdp, 32)
+    dp = 32 // tp
+    assert now.shard_group == 4
+    remedy = next(r for r in ranked if r.key == "sharding")
+    assert remedy.applicable and "already" not in remedy.reason
+    assert f"over all {dp} data-parallel ranks (HSDP shard group 4 -> {dp}" in remedy.title
+    assert remedy.prediction.shard_group == dp
+    assert remedy.scenario.layout == (None if tp == 1 else ScenarioLayout(tp=tp))
+    full = predict(profile, hsdp.model_copy(update={"layout": remedy.scenario.layout}))[0]
+    assert remedy.prediction.memory_bytes == full.memory_bytes < now.memory_bytes
+    _, ranked = rank_remedies(profile, remedy.scenario, 32)
+    assert next(r for r in ranked if r.key == "sharding").reason == "already fully sharded"
+
+
+def test_a_calibrated_profiles_shard_group_stays_on_the_data_parallel_path():
+    """Session 14: a calibrated profile whose curve timed a transformer (a parameter-count
+    workload) was split as that transformer when a shard group was asked (``split_profile``
+    read the shard group as a split), so ``predict --shard-group 4`` ran the layout model
+    (17.3 GiB per device) while full sharding and ``sweep --shard-group-values 4`` ran the
+    data-parallel one (31 GiB): hybrid sharding read as holding less memory than full sharding.
+    A shard group alone now stays on the data-parallel path, as the swept one does."""
+    from h200_gpt import H200
+
+    from scalesim.predict import predict
+    from scalesim.profiles import load_profile
+    from scalesim.schemas import Scenario, ScenarioLayout
+    from scalesim.sweep import sweep
+
+    profile = load_profile(str(H200))
+    full = Scenario(strategy="zero3", devices=[8, 16])
+    hsdp = predict(profile, full.model_copy(update={"layout": ScenarioLayout(shard_group=4)}))
+    flat = predict(profile, full)
+    assert [r.dp for r in hsdp] == [None, None] and [r.shard_group for r in hsdp] == [4, 4]
+    for h, f in zip(hsdp, flat, strict=True):
+        assert h.memory_bytes > f.memory_bytes  # replicated states cost memory
+    swept = sweep(profile, full, {"devices": [8, 16], "shard_group": [4]}).columns
+    assert list(swept["step_time_s"]) == pytest.approx([r.step_time_s for r in hsdp], rel=1e-12)
+    assert list(swept["memory_bytes"]) == pytest.approx([r.memory_bytes for r in hsdp])
+
+
+def test_the_framework_is_named_hybrid_under_a_shard_group(capsys):
+    """Session 14: predict's header said ``zero3 (FSDP FULL_SHARD)`` over a line saying the
+    states are sharded over 4 ranks (HSDP), and the sharding remedy under HSDP named FULL_SHARD
+    too. Under a shard group below dp the label is FSDP's hybrid strategy; where the group is
+    all of dp (full sharding), the plain one."""
+    from scalesim.model.zero_exchange import framework_label
+    from scalesim.profiles import default_profile
+    from scalesim.remedies import rank_remedies
+    from scalesim.schemas import Scenario, ScenarioLayout
+
+    assert framework_label("zero3", "fsdp", hybrid=True) == "FSDP HYBRID_SHARD"
+    assert framework_label("zero2", "fsdp", hybrid=True) == "FSDP _HYBRID_SHARD_ZERO2"
+    code, out, err = run_cli(capsys, ["predict", "--strategy", "zero3", "--shard-group", "4",
+                                      "--devices", "8,16"])
+    assert code == 0 and "scenario: zero3 (FSDP HYBRID_SHARD)" in out, err
+    code, out, err = run_cli(capsys, ["predict", "--strategy", "zero2", "--shard-group", "16",
+                                      "--devices", "8,16"])
+    assert code == 0 and "scenario: zero2 (FSDP SHARD_GRAD_OP)" in out, err
+    scenario = Scenario(strategy="zero2", devices=[16], layout=ScenarioLayout(shard_group=4))
+    _, ranked = rank_remedies(default_profile(), scenario, 16)
+    title = next(r for r in ranked if r.key == "sharding").title
+    assert title == "Shard parameters too (zero2 -> zero3, FSDP HYBRID_SHARD)"

@@ -95,6 +95,19 @@ def test_a_parameter_count_cannot_be_split():
         predict(default_profile(), Scenario(devices=[8], layout=ScenarioLayout(tp=2)))
 
 
+def test_virtual_stages_of_a_parameter_count_are_refused_not_ignored(capsys):
+    """Session 14: ``predict --virtual-stages 2`` (and a scenario file's layout
+    ``virtual_stages: 2``, and sweep) on a parameter-count workload predicted as if it were not
+    given, without a word, where a transformer's refuses it; the app's note named 'tp 1 x pp
+    1'. The asked split names it, so every path refuses it as any other split."""
+    with pytest.raises(ScalesimError, match=r"layout virtual stages 2: .*parameter count only"):
+        predict(default_profile(), Scenario(devices=[8], layout=ScenarioLayout(virtual_stages=2)))
+    for command in ("predict", "sweep"):
+        code, _, err = run_cli(capsys, [command, "--devices", "8", "--virtual-stages", "2"])
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "layout virtual stages 2: workload 'bert-large' is a parameter count" in err
+
+
 # ------------------------------------------------------------ split predictions
 
 def test_split_rows_add_up_and_carry_their_layout(gpt):

@@ -196,3 +196,64 @@ def test_diagnose_says_the_runs_show_no_stall_rather_than_not_modelled():
     stalled = diagnose_runs(parse_runs_text(cases.to_csv(cases.input_pipeline()), "runs.csv"))
     loader = next(r for r in stalled.remedies if r.key == "loader")
     assert loader.applicable and loader.gain > 0
+
+
+def test_the_loader_remedy_removes_a_measured_stall_rather_than_unmodel_it():
+    """Session 14: the loader remedy ("no data stall") predicted B on the profile without its
+    input pipeline, so B's stall was None, "not modelled": the A/B chart of a profile whose
+    pipeline was measured had A's stall bar beside a B subtitled "data stall not modelled (no
+    input pipeline measured)". B's stall is now a modelled 0 (the input supply never limits);
+    the throughput is what the infinitely fast loader gave, and a profile without a pipeline
+    keeps the remedy not applicable."""
+    from scalesim.app import charts
+    from scalesim.app.plan import make_plan
+    from scalesim.app.state import decode_query
+
+    profile = stalled_profile()
+    now, ranked = rank_remedies(profile, Scenario(devices=[8]), 8)
+    loader = next(r for r in ranked if r.key == "loader")
+    assert now.data_stall_s > 0 and loader.helps
+    assert loader.prediction.data_stall_s == 0.0
+    unmodelled = predict(profile.model_copy(update={"input_pipeline": None}),
+                         Scenario(devices=[8]))[0]
+    assert loader.prediction.step_time_s == pytest.approx(unmodelled.step_time_s, rel=1e-12)
+    state, _, messages = decode_query({"v": "9", "b": "loader", "tab": "ab"})
+    assert messages == []
+    plan = make_plan(profile, state)
+    assert plan.b_focus.data_stall_s == 0.0
+    assert charts.stall_caption([plan.focus, plan.b_focus]) == ""
+    title = charts.ab_chart(plan).to_dict()["title"]
+    assert "not modelled" not in json.dumps(title)
+    _, ranked = rank_remedies(default_profile(), Scenario(devices=[8]), 8)
+    assert next(r for r in ranked if r.key == "loader").reason == STALL_NOT_MODELLED
+
+
+@pytest.mark.parametrize("command", ["predict", "sweep", "decide"])
+def test_a_scenario_files_loader_workers_without_a_pipeline_is_refused(tmp_path, capsys,
+                                                                       command):
+    """Session 14: ``--loader-workers 4`` on a profile without a measured input pipeline is
+    refused (no worker count changes a number), but a --scenario file's ``loader_workers: 4``
+    was ignored without a word (sweep, predict, decide, goal). It is refused as the flag is;
+    with a profile that has a pipeline it is read."""
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"devices": [8], "loader_workers": 4}))
+    code, _, err = run_cli(capsys, [command, "--scenario", str(path)])
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "the scenario's loader_workers 4: profile" in err and "no measured input" in err
+    slow = tmp_path / "slow.json"
+    slow.write_text(stalled_profile().model_dump_json())
+    code, _, err = run_cli(capsys, [command, "--scenario", str(path), "--profile", str(slow)])
+    assert code == 0, err
+
+
+def test_the_apps_loader_workers_without_a_pipeline_say_they_are_ignored():
+    """Session 14: a link's ``lw=4`` on a profile without an input pipeline (the control is
+    disabled there) was dropped without a word; a note says so, as for the shard group."""
+    from scalesim.app.plan import make_plan
+    from scalesim.app.state import decode_query
+
+    state, profile, messages = decode_query({"v": "9", "lw": "4"})
+    assert messages == [] and state.lw == 4
+    assert any(n.startswith("Loader workers ignored: this profile has no measured input")
+               for n in make_plan(profile, state).notes)
+    assert not any("Loader workers" in n for n in make_plan(stalled_profile(), state).notes)

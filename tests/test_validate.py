@@ -109,6 +109,9 @@ def test_text_report_has_cases_and_summary(capsys):
         (json.dumps(_file(_case(points=[{"devices": 12, "nodes": 1, "throughput": 1.0}]))),
          "do not fit"),
         (json.dumps([1, 2]), "JSON object"),
+        # session 14: read with the 40GB's bandwidth and no memory, without a word
+        (json.dumps(_file(_case(hardware={"gpu": "A100 80GiB"}))), "80GiB, not in GB"),
+        (json.dumps(_file(_case(hardware={"gpu": "V100 16GB 32GB"}))), "more than one memory"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, content, needle):

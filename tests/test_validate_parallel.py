@@ -349,3 +349,17 @@ def test_a_case_number_outside_the_bounds_table_is_refused(tmp_path, capsys, raw
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1, err
     assert "narayanan2021_t1_3p6b" in err and says in err, err
+
+
+@pytest.mark.parametrize("gpu, words", [("A100 80GiB", "80GiB, not in GB"),
+                                        ("A100 40GB 80GB", "more than one memory size"),
+                                        ("A100 4GB", "sold with 40, 80 GB")])
+def test_a_case_gpu_whose_stated_memory_is_not_read_is_refused(raw, gpu, words):
+    """Session 14: a case's 'A100 80GiB' was predicted with the A100 40GB's 1,555 GB/s and no
+    memory (the tables read "80GB"), 'A100 40GB 80GB' with 40 GiB at the 80 GB's bandwidth,
+    without a word. The case format refuses them as ``--gpu`` does
+    (``presets.stated_memory_problem``), naming the case."""
+    data = copy.deepcopy(raw)
+    data["cases"][0]["hardware"]["gpu"] = gpu
+    with pytest.raises(ScalesimError, match=f"hardware.gpu '{gpu}' .*{words}"):
+        parse_parallel_cases(data)

@@ -127,11 +127,13 @@ def render_table(profile, scenario, rows) -> str:
 
     unit = profile.workload.sample_unit
     sync = scenario.grad_sync
+    # HSDP where a row's states are sharded over fewer ranks than its data-parallel group (§16)
+    hybrid = any(r.shard_group is not None and r.shard_group < (r.dp or r.devices) for r in rows)
     lines = [
         f"profile: {profile.name}",
         hardware_line(profile.hardware),
         f"scenario: {scenario.strategy}"
-        + (f" ({framework_label(scenario.strategy, scenario.zero_framework, sync)})"
+        + (f" ({framework_label(scenario.strategy, scenario.zero_framework, sync, hybrid)})"
            if scenario.strategy != "ddp" else "")
         + f", accumulation {scenario.accumulation}, "
         f"overlap {'on' if scenario.overlap else 'off'}, algorithm {scenario.algorithm}, "

@@ -10,6 +10,7 @@ from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD, flag_list_type,
 from scalesim.cli.options import (
     add_profile_arguments,
     add_scenario_arguments,
+    check_scenario_loader_workers,
     profile_from_args,
     scenario_from_args,
 )
@@ -326,6 +327,7 @@ def run(args: argparse.Namespace) -> int:
     fmt = output_format(args.out, args.format)
     profile = profile_from_args(args)
     scenario = scenario_from_args(args)
+    check_scenario_loader_workers(scenario, profile)  # a --scenario file's, as the flag's
     axes = {axis: getattr(args, flag) for flag, (axis, _) in VALUE_FLAGS.items()
             if getattr(args, flag) is not None}
     check_one_value_flags(args)

@@ -62,19 +62,28 @@ def add_loader_workers_argument(group) -> None:
           "measured input pipeline; default: its best count)")
 
 
-def check_loader_workers(workers: int | None, profile: Profile | None) -> None:
-    """ScalesimError, in one line, where ``--loader-workers`` is given and ``profile`` (None:
-    the presets, plan without --profile) has no measured input pipeline: no worker count would
-    change a number."""
+def check_loader_workers(workers: int | None, profile: Profile | None,
+                         given: str = "--loader-workers") -> None:
+    """ScalesimError, in one line, where ``--loader-workers`` is given (``given``: where it was,
+    as a scenario file's ``loader_workers``) and ``profile`` (None: the presets, plan without
+    --profile) has no measured input pipeline: no worker count would change a number."""
     if workers is not None and (profile is None or profile.input_pipeline is None):
         # predict.loader_supply reads the workers off the measured curve; without one the
         # supply is unlimited whatever the count
         what = ("without --profile there is" if profile is None
                 else f"profile '{profile.name}' has")
+        drop = "the flag" if given.startswith("--") else "it"
         raise ScalesimError(
-            f"--loader-workers {workers}: {what} no measured input pipeline (the presets have "
+            f"{given} {workers}: {what} no measured input pipeline (the presets have "
             "none), so no worker count changes a number; measure one (scalesim calibrate with "
-            "its loader phase) or drop the flag")
+            f"its loader phase) or drop {drop}")
+
+
+def check_scenario_loader_workers(scenario: Scenario, profile: Profile) -> None:
+    """A scenario's ``loader_workers`` (a --scenario file's, or the flag's) refused as the flag
+    is (``check_loader_workers``) where ``profile`` has no measured input pipeline: a file's
+    was ignored without a word."""
+    check_loader_workers(scenario.loader_workers, profile, "the scenario's loader_workers")
 
 
 def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1,2,4,8,16") -> None:
@@ -314,6 +323,7 @@ def profile_from_args(args: argparse.Namespace, scenario: Scenario | None = None
     check_loader_workers(getattr(args, "loader_workers", None), profile)
     if scenario is None:
         return profile
+    check_scenario_loader_workers(scenario, profile)
     from scalesim.layout_predict import split_profile
 
     return split_profile(profile, scenario, axes)

@@ -91,17 +91,21 @@ def holds_full_gradients(strategy, framework, grad_sync, accumulation):
             & (np.asarray(accumulation) > 1))
 
 
-def framework_label(strategy: str, framework: str, grad_sync: str = "every-micro-step") -> str:
+def framework_label(strategy: str, framework: str, grad_sync: str = "every-micro-step",
+                    hybrid: bool = False) -> str:
     """How ``strategy`` ("ddp", "zero1".."zero3") runs under ``framework`` ("fsdp" or
     "deepspeed", ``Scenario.zero_framework``) and ``grad_sync`` (``Scenario.grad_sync``), in
-    words."""
+    words; ``hybrid``: under a shard group (HSDP, docs/model.md §16: FSDP's hybrid strategies,
+    Megatron-Core's distributed optimizer instances)."""
     if strategy == "ddp":
         return "PyTorch DDP"
     if framework == "deepspeed":
         return f"DeepSpeed stage {strategy[-1]}"
     if strategy == "zero1":
-        return "Megatron-Core distributed optimizer"
-    name = {"zero2": "FSDP SHARD_GRAD_OP", "zero3": "FSDP FULL_SHARD"}[strategy]
+        return "Megatron-Core distributed optimizer" + (
+            " with --num-distributed-optimizer-instances" if hybrid else "")
+    name = ({"zero2": "FSDP _HYBRID_SHARD_ZERO2", "zero3": "FSDP HYBRID_SHARD"} if hybrid else
+            {"zero2": "FSDP SHARD_GRAD_OP", "zero3": "FSDP FULL_SHARD"})[strategy]
     return name + (" under no_sync" if grad_sync == "once-per-step" else "")
 
 
