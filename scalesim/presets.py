@@ -849,7 +849,9 @@ SIZE_NOT_IN_NAME = (("GH200",),)
 # The memory sizes, GB, a GPU sold in several is made with (the size a name states must be one):
 # matched like the tables above, first row first.
 SOLD_MEMORY_GB = [
-    (("A100",), (40, 80), "NVIDIA A100 Tensor Core GPU datasheet: A100 40GB and 80GB, PCIe and SXM"),
+    (("A100",), (40, 64, 80), "NVIDIA A100 Tensor Core GPU datasheet: A100 40GB and 80GB, PCIe "
+     "and SXM; 64 GB: the custom A100 SXM4 64GB of CINECA's Leonardo booster (4 per node, "
+     "leonardo-supercomputer.cineca.eu/hpc-system)"),
     (("V100",), (16, 32), "NVIDIA Tesla V100 datasheet: 16 GB or 32 GB HBM2 (V100S: 32 GB)"),
     (("H100",), (80, 94, 96), "NVIDIA H100 Tensor Core GPU datasheet: SXM and PCIe 80 GB, NVL "
      "94 GB; 96 GB: the Hopper GPU of a GH200 (GH200 datasheet, DEVICE_MEMORY_GIB)"),
@@ -896,6 +898,26 @@ def _stated_size(device_name: str) -> tuple[str, float | None] | None:
     a plain size of 1 to 9999 GB ("1e308GB", "0GB"); None where the name states no size."""
     sizes = _stated_sizes(device_name)
     return sizes[0] if sizes else None
+
+
+_TO_GB = {"G": 1.0, "GIB": 1.0, "MIB": 1 / 1024, "MB": 1e-3, "TB": 1e3, "TIB": 1024.0}
+
+
+def gb_spelling(device_name: str) -> str:
+    """``device_name`` with each memory size written in another unit than the datasheets' GB
+    ("A100 80G", "A100 80GiB", "81920 MiB", "0.5TB") rewritten as a whole number of GB ("80GB",
+    "500GB"), so the tables read the size the name means; a GiB or MiB figure is taken as the
+    nominal size in GB that it is the binary reading of (nvidia-smi's 81920 MiB on an 80 GB
+    card). For published names the project does not control (validation cases), where
+    ``--gpu`` refuses such a name instead (``stated_memory_problem``)."""
+    def spelled(match: re.Match) -> str:
+        text = re.sub(r"\s", "", match.group(1))
+        if text.upper() in _TABLE_G_SIZES:
+            return match.group(1)
+        number, unit = re.fullmatch(r"([\d.]+)([A-Za-z]+)", text).groups()
+        return f"{round(float(number) * _TO_GB[unit.upper()])}GB"
+
+    return _OTHER_UNIT.sub(spelled, device_name)
 
 
 def stated_memory_problem(device_name: str) -> str | None:

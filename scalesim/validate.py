@@ -33,6 +33,7 @@ from scalesim.model.stragglers import DEVICE_SPEED_CV
 from scalesim.predict import nvls_busbw_ratio
 from scalesim.presets import (
     INTRA_LINKS,
+    gb_spelling,
     host_link,
     inter_link,
     intra_link,
@@ -205,18 +206,25 @@ class Case(_Strict):
     points: list[CasePoint] = Field(min_length=1)
 
 
-def check_stated_memory(gpu: str, where: str) -> None:
-    """A case's GPU whose name states a memory size the datasheet tables do not read ('A100
-    80GiB', 'A100 40GB 80GB'): refused naming the case, as ``--gpu`` refuses it
-    (``presets.stated_memory_problem``). Shared by both case formats."""
-    if problem := stated_memory_problem(gpu):
-        raise ScalesimError(f"{where}: hardware.gpu '{excerpt(gpu)}' {problem}; check the "
-                            "case's GPU against its source")
+def read_gpu_name(gpu: str, flags: list[str]) -> str:
+    """The case's GPU name as the datasheet tables read it, with a flag where its stated memory
+    needed reading: a size in another unit than GB ('A100 80G', 'A100 80GiB') is read as the
+    nominal GB it means (``presets.gb_spelling``), and a size the tables do not take ('A100
+    40GB 80GB', a size its GPU is not sold with) is flagged and predicted as the tables read
+    it. Never a refusal: a case's name is the source's free text, and one odd name must not stop
+    a whole file (``--gpu`` refuses it instead). Shared by both case formats."""
+    read = gb_spelling(gpu)
+    if read != gpu:
+        flags.append(f"hardware.gpu '{excerpt(gpu)}' states its memory in another unit than "
+                     f"GB: read as '{excerpt(read)}'")
+    if problem := stated_memory_problem(read):
+        flags.append(f"hardware.gpu '{excerpt(read)}' {problem}: predicted with what the "
+                     "datasheet tables read in it")
+    return read
 
 
 def _check_case(case: Case, where: str) -> None:
     hw = case.hardware
-    check_stated_memory(hw.gpu, where)
     if hw.intra_node not in INTRA_LINKS:
         raise ScalesimError(f"{where}: unknown hardware.intra_node '{hw.intra_node}'; use one of "
                             f"{', '.join(INTRA_LINKS)}")
@@ -499,9 +507,10 @@ def _solve_per_sample_s(case: Case, inp: StepInputs, target: float, flags: list[
 def _optimizer_s(case: Case, params: float, anchor_step_s: float, flags: list[str]) -> float:
     """The memory-bound optimizer step of the case's model on its GPU, s (0, flagged, when the
     GPU's memory bandwidth is not listed or the estimate is implausibly large)."""
-    bandwidth = memory_bandwidth_of(case.hardware.gpu)
+    gpu = read_gpu_name(case.hardware.gpu, flags)
+    bandwidth = memory_bandwidth_of(gpu)
     if bandwidth is None:
-        flags.append(f"memory bandwidth of '{case.hardware.gpu}' unknown: optimizer step 0")
+        flags.append(f"memory bandwidth of '{gpu}' unknown: optimizer step 0")
         return 0.0
     param_b, grad_b, state_b = OPTIMIZER_BYTES_OF_PRECISION[case.workload.precision]
     optimizer_s = float(optimizer_roofline_s(params, param_b, grad_b, state_b, bandwidth[0]))

@@ -41,7 +41,7 @@ from scalesim.presets import (
     peak_tflops_of,
 )
 from scalesim.schemas import StrictModel, check_heads
-from scalesim.validate import abs_error_figures, check_stated_memory, parse_case_list
+from scalesim.validate import abs_error_figures, parse_case_list, read_gpu_name
 
 FORMAT = "scalesim-parallel-cases/1"
 
@@ -320,7 +320,6 @@ def _check_parallel_case(case: ParallelCase, where: str) -> None:
         raise ScalesimError(f"{where}: precision fp8 on GPU '{case.hardware.gpu}', whose "
                             "datasheet lists no fp8 peak (no fp8 tensor cores); check the case's "
                             "precision and GPU against its source")
-    check_stated_memory(case.hardware.gpu, where)  # as --gpu refuses it
     if intra_preset(case.hardware.intra_node) not in INTRA_LINKS:
         raise ScalesimError(f"{where}: unknown hardware.intra_node "
                             f"'{case.hardware.intra_node}'; use one of {', '.join(INTRA_LINKS)}")
@@ -409,6 +408,7 @@ def _or_default(value, default, name: str, flags: list[str], note: str = ""):
 def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, ParallelLayout]:
     """The model's inputs for one case (efficiency 1: the anchor sets it); flags name defaults."""
     m, hw, lay = case.model, case.hardware, case.layout
+    gpu = read_gpu_name(hw.gpu, flags)  # the name as the datasheet tables read it
     kv = m.kv_heads or m.heads
     ffn = m.ffn_hidden or 4 * m.hidden
     gated = ffn != 4 * m.hidden
@@ -435,7 +435,7 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
     tp_overlap = year is not None and year >= TP_OVERLAP_FROM_YEAR and lay.tp > 1
     kernel = VENDOR_KERNEL if any(s in case.source for s in VENDOR_ATTENTION_SOURCES) else (
         FLASH2_KERNEL)
-    attention_efficiency = attention_efficiency_of(hw.gpu, kernel) if flash else None
+    attention_efficiency = attention_efficiency_of(gpu, kernel) if flash else None
     if attention_efficiency is not None:
         flags.append(f"attention kernel not stated: {kernel} assumed (not a Transformer Engine "
                      f"stack): the attention core at {attention_efficiency} of the 16-bit peak")
@@ -470,29 +470,29 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         flags.append(f"layout note (predicted as published): {problem}")
 
     fp8 = case.precision == "fp8"
-    peak = peak_tflops_of(hw.gpu, fp8)
-    core_peak = peak_tflops_of(hw.gpu, False) if fp8 else peak
+    peak = peak_tflops_of(gpu, fp8)
+    core_peak = peak_tflops_of(gpu, False) if fp8 else peak
     if peak is None or core_peak is None:  # a GPU the datasheet tables do not list
         peak = (UNLISTED_PEAK_TFLOPS * (FP8_PEAK_RATIO if fp8 else 1.0), "")
         core_peak = (UNLISTED_PEAK_TFLOPS, "")
-        flags.append(f"no datasheet peak for GPU '{hw.gpu}'{' at fp8' if fp8 else ''}: a nominal "
+        flags.append(f"no datasheet peak for GPU '{gpu}'{' at fp8' if fp8 else ''}: a nominal "
                      f"{UNLISTED_PEAK_TFLOPS:g} TFLOP/s 16-bit peak (fp8 {FP8_PEAK_RATIO:g}x), whose "
                      "scale the group's anchor absorbs into its efficiency")
-    bandwidth = memory_bandwidth_of(hw.gpu)
-    if bandwidth is None and memory_bandwidth_of(f"{hw.gpu} SXM") is not None:
+    bandwidth = memory_bandwidth_of(gpu)
+    if bandwidth is None and memory_bandwidth_of(f"{gpu} SXM") is not None:
         # Multi-GPU training servers (HGX/DGX) hold the SXM board; the source names no form.
-        bandwidth = memory_bandwidth_of(f"{hw.gpu} SXM")
+        bandwidth = memory_bandwidth_of(f"{gpu} SXM")
         flags.append("GPU form factor not stated: SXM memory bandwidth assumed")
     if bandwidth is None:
         bandwidth = (core_peak[0] * 1e3 / UNLISTED_FLOP_PER_BYTE, "")
-        flags.append(f"no datasheet memory bandwidth for '{hw.gpu}': the 16-bit peak over "
+        flags.append(f"no datasheet memory bandwidth for '{gpu}': the 16-bit peak over "
                      f"{UNLISTED_FLOP_PER_BYTE:g} FLOP per byte ({bandwidth[0]:,.0f} GB/s) assumed")
-    memory = device_memory_of(hw.gpu)
+    memory = device_memory_of(gpu)
     if memory is None:
-        flags.append(f"device memory of '{hw.gpu}' unknown: whether the layout fits is not checked")
+        flags.append(f"device memory of '{gpu}' unknown: whether the layout fits is not checked")
     intra = intra_link(intra_preset(hw.intra_node))
     net = hw.inter_node
-    family = _gpu_family(hw.gpu)
+    family = _gpu_family(gpu)
     if net is None:
         inter = intra
     else:

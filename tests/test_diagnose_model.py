@@ -103,7 +103,7 @@ def test_a_preset_and_its_errors(runs_csv):
         runs_model("no-such-model", "A100 40GB")
 
 
-@pytest.mark.parametrize("gpu, sizes", [("A100 4GB", "40, 80"), ("V100 23GB", "16, 32"),
+@pytest.mark.parametrize("gpu, sizes", [("A100 4GB", "40, 64, 80"), ("V100 23GB", "16, 32"),
                                         ("H100 SXM 8GB", "80, 94, 96")])
 def test_a_memory_size_the_gpu_is_not_sold_in_is_refused(gpu, sizes):
     """--gpu "A100 4GB" (40 GB mistyped) planned on 4 GiB devices without a word: the name's
@@ -111,7 +111,7 @@ def test_a_memory_size_the_gpu_is_not_sold_in_is_refused(gpu, sizes):
     naming the sizes it is sold in; the listed sizes and names without a size still read."""
     with pytest.raises(ScalesimError, match=f"--gpu '{gpu}'.*sold with {sizes} GB"):
         runs_model("bert-large", gpu)
-    for good in ("A100 80GB", "A100-SXM4-40GB", "V100 32GB", "H100 NVL 94GB", "H100 SXM"):
+    for good in ("A100 80GB", "A100 SXM4 64GB", "A100-SXM4-40GB", "V100 32GB", "H100 NVL 94GB", "H100 SXM"):
         assert runs_model("bert-large", good).memory_bandwidth_GBps > 0
 
 

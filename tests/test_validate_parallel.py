@@ -351,15 +351,23 @@ def test_a_case_number_outside_the_bounds_table_is_refused(tmp_path, capsys, raw
     assert "narayanan2021_t1_3p6b" in err and says in err, err
 
 
-@pytest.mark.parametrize("gpu, words", [("A100 80GiB", "80GiB, not in GB"),
-                                        ("A100 40GB 80GB", "more than one memory size"),
-                                        ("A100 4GB", "sold with 40, 80 GB")])
-def test_a_case_gpu_whose_stated_memory_is_not_read_is_refused(raw, gpu, words):
-    """Session 14: a case's 'A100 80GiB' was predicted with the A100 40GB's 1,555 GB/s and no
-    memory (the tables read "80GB"), 'A100 40GB 80GB' with 40 GiB at the 80 GB's bandwidth,
-    without a word. The case format refuses them as ``--gpu`` does
-    (``presets.stated_memory_problem``), naming the case."""
-    data = copy.deepcopy(raw)
-    data["cases"][0]["hardware"]["gpu"] = gpu
-    with pytest.raises(ScalesimError, match=f"hardware.gpu '{gpu}' .*{words}"):
-        parse_parallel_cases(data)
+def test_a_case_gpu_whose_stated_memory_is_odd_is_read_and_flagged_never_refused(raw):
+    """Session 14: a case's 'H100 80GiB' was predicted with no memory (the tables read "80GB"),
+    without a word; refusing it (as ``--gpu`` does) would stop a whole file of published runs
+    over one name's spelling. It is read as the GB it means (``presets.gb_spelling``), and an
+    odd size ('H100 80GB 94GB', 'H100 64GB') is flagged and predicted as the tables read it."""
+    def run(gpu):
+        report = validate_parallel_cases(parse_parallel_cases(_torchtitan_pair(raw, gpu=gpu)))
+        return next(c for c in report.cases if not c.anchor)
+
+    plain = run("H100 80GB")
+    for spelling in ("H100 80GiB", "H100 80G", "H100 81920 MiB"):
+        case = run(spelling)
+        assert case.predicted == plain.predicted
+        assert any(f"'{spelling}' states its memory in another unit than GB: read as "
+                   "'H100 80GB'" in f for f in case.flags), case.flags
+    for odd, words in (("H100 80GB 94GB", "more than one memory size"),
+                       ("H100 64GB", "sold with 80, 94, 96 GB")):
+        case = run(odd)
+        assert case.predicted > 0 and any(words in f for f in case.flags), case.flags
+    assert not any("memory" in f and "hardware.gpu" in f for f in plain.flags)
