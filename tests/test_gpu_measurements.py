@@ -107,23 +107,29 @@ def test_a_real_h200_trace_reads_the_steps_its_cuda_events_timed():
         assert float(np.median(annotated)) < step - 0.5e-3
 
 
-def test_the_h4096_block_predicts_the_shards_of_other_widths():
-    """Tensor-parallel shards of other blocks on the same H200 (hidden 2048 and 8192, tp 1-8,
-    block-shapes/), predicted with the default run's fit at hidden 4096: the layout model's
-    per-shard time within 14 % each, 5.5 % on average (measured +14.0, +7.9, +4.8, +1.9 and
-    -6.1, -5.7, -2.7, +1.2 %)."""
+def _other_width_predictions():
+    """(hidden, its block profile, per-shard times predicted from the default run's hidden-4096
+    fit) for the block-shapes/ runs at hidden 2048 and 8192."""
     from scalesim.calibration.block_fit import Block, layer_time_s
 
     ref = load_profile(str(RESULTS / "gpu-check" / "gpu-profile.json")).model_parallel
-    errors = []
     for hidden in (2048, 8192):
         mp = load_profile(str(RESULTS / "block-shapes" / f"block-h{hidden}.json")).model_parallel
         b = mp.block
         block = Block(b.hidden, b.heads, b.ffn_hidden, b.seq_len, b.micro_batch,
                       b.flash_attention)
+        yield hidden, mp, layer_time_s(block, [p.tp for p in mp.points],
+                                       ref.sustained_tflops * 1e12, ref.memory_bandwidth_GBps * 1e9)
+
+
+def test_the_h4096_block_predicts_the_shards_of_other_widths():
+    """Tensor-parallel shards of other blocks on the same H200 (hidden 2048 and 8192, tp 1-8,
+    block-shapes/), predicted with the default run's fit at hidden 4096: the layout model's
+    per-shard time within 14 % each, 5.5 % on average (measured +14.0, +7.9, +4.8, +1.9 and
+    -6.1, -5.7, -2.7, +1.2 %)."""
+    errors = []
+    for _, mp, predicted in _other_width_predictions():
         measured = np.array([p.time_s for p in mp.points])
-        predicted = layer_time_s(block, [p.tp for p in mp.points], ref.sustained_tflops * 1e12,
-                                 ref.memory_bandwidth_GBps * 1e9)
         errors += list(predicted / measured - 1.0)
     assert np.max(np.abs(errors)) < 0.15 and np.mean(np.abs(errors)) < 0.07, errors
 
@@ -160,7 +166,6 @@ def test_the_docs_tables_are_these_predictions(tmp_path):
     the datasheet at the default efficiency), the shard table of the other widths and their
     mean errors, and README.md the 5.2 % mean: each is what the code predicts today from the
     recorded files (the numbers a user comparing them with their own run reads)."""
-    from scalesim.calibration.block_fit import Block, layer_time_s
 
     root = BENCHMARKS.parent
     doc = (root / "docs" / "calibration.md").read_text()
@@ -185,15 +190,8 @@ def test_the_docs_tables_are_these_predictions(tmp_path):
                         f"{100 * np.mean(sheet):.1f} % |")
     assert f"within {100 * np.mean(mine):.1f} % on average" in (root / "README.md").read_text()
 
-    ref = load_profile(str(RESULTS / "gpu-check" / "gpu-profile.json")).model_parallel
     errors = []
-    for hidden in (2048, 8192):
-        mp = load_profile(str(RESULTS / "block-shapes" / f"block-h{hidden}.json")).model_parallel
-        b = mp.block
-        block = Block(b.hidden, b.heads, b.ffn_hidden, b.seq_len, b.micro_batch,
-                      b.flash_attention)
-        predicted = layer_time_s(block, [p.tp for p in mp.points], ref.sustained_tflops * 1e12,
-                                 ref.memory_bandwidth_GBps * 1e9)
+    for hidden, mp, predicted in _other_width_predictions():
         line = next(x for x in doc.splitlines() if x.startswith(f"| hidden {hidden}: measured"))
         cells = [c.strip() for c in line.strip("|").split("|")][1:]
         for i, (p, t) in enumerate(zip(mp.points, predicted, strict=True)):
