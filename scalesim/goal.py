@@ -162,9 +162,10 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     reference = b0 * g * k0
     notes: list[str] = []
     if base.layout is not None and base.layout.shard_group is not None:  # §16, hybrid sharding
+        where = ("scalesim plan ranks hybrid sharding" if profile.workload.transformer
+                 is not None else "scalesim predict --shard-group compares it")
         notes.append(f"shard group {base.layout.shard_group} left out: goal seeking tries DDP "
-                     "and every ZeRO stage at every device count, fully sharded (scalesim plan "
-                     "ranks hybrid sharding)")
+                     f"and every ZeRO stage at every device count, fully sharded ({where})")
         base = base.model_copy(update={"layout": base.layout.model_copy(
             update={"shard_group": None})})
 

@@ -121,7 +121,8 @@ def shard_group_problem(shard_group: int | None, dp: int, cp: int = 1) -> str:
     device sweep may start inside the shard group."""
     if shard_group is None or shard_group >= dp * cp or (dp * cp) % shard_group == 0:
         return ""
-    return (f"shard group {shard_group} does not divide dp x cp {dp * cp}; give a divisor of it "
+    group = f"dp {dp}" if cp == 1 else f"dp x cp {dp * cp}"  # no cp on the data-parallel path
+    return (f"shard group {shard_group} does not divide {group}; give a divisor of it "
             f"(e.g. {dp * cp}: full sharding)")
 
 

@@ -189,7 +189,7 @@ def test_plan_shows_the_shard_group(capsys):
 # at 16 devices (dp 16): what each refusal says; the data-parallel path says the same
 BAD_SHARD_GROUPS = [
     (["--strategy", "zero3", "--shard-group", "3"],
-     "shard group 3 does not divide dp x cp 16"),
+     "shard group 3 does not divide dp 16"),
     (["--shard-group", "8"], "shard group 8 needs a ZeRO strategy"),
     (["--strategy", "zero2", "--shard-group", "1"], "shard group 1 with zero2 is plain "
      "replication"),
@@ -288,7 +288,7 @@ def test_the_app_shows_a_bad_shard_group_in_its_error_box_and_keeps_working():
     from app_harness import link_param, open_app, run_clean
 
     at = open_app({**LLAMA_16, "v": "9", "sg": "3"})
-    assert any("shard group 3 does not divide dp x cp" in e.value for e in at.error)
+    assert any("shard group 3 does not divide dp " in e.value for e in at.error)
     at.sidebar.number_input(key="k_sg").set_value(8)
     run_clean(at)
     assert not any("shard group" in e.value for e in at.error)
@@ -324,7 +324,12 @@ def test_goal_seeking_leaves_the_shard_group_out_with_a_note():
     with_sg = base.model_copy(update={"layout": ScenarioLayout(shard_group=8)})
     plain, hybrid = (seek(profile, s, 30 * 86400.0, 1e6, max_devices=32) for s in (base, with_sg))
     assert hybrid.notes[0].startswith("shard group 8 left out: goal seeking tries DDP")
+    assert "scalesim plan ranks hybrid sharding" in hybrid.notes[0]
     assert hybrid.front == plain.front and hybrid.best == plain.best
+    # a parameter count, which plan refuses: the note points where hybrid sharding is compared
+    counted = resolve_profile(None, "dgx-a100", "gpt-7b")
+    note = seek(counted, with_sg, 30 * 86400.0, 1e6, max_devices=32).notes[0]
+    assert "scalesim predict --shard-group compares it" in note and "plan" not in note, note
 
 
 def test_predict_json_says_which_ranks_shard_the_states(capsys):

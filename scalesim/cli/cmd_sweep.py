@@ -208,7 +208,7 @@ def _dropped_reasons(dropped: int, dropped_layout: int, example: str = "") -> li
     batch = dropped - dropped_layout
     rules = (f"e.g. {example}" if example else "tp x pp must divide the devices, tp stays in a "
              "server, the layers and heads must split")
-    reasons = ([f"{dropped_layout} break a layout rule ({rules}: scalesim.layout)"]
+    reasons = ([f"{dropped_layout} break a layout rule ({rules})"]
                if dropped_layout else [])
     reasons += ([f"{batch} {'does' if batch == 1 else 'do'} not split the global batch evenly "
                  "over devices x accumulation (into micro-batches of at most "
