@@ -32,6 +32,7 @@ from scalesim.model.sharding import grad_sync_unused
 from scalesim.predict import (
     Prediction,
     global_batch_splits,
+    input_pipeline_modelled,
     micro_batch_max,
     predict,
     server_use_words,
@@ -228,7 +229,7 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
             if splittable_shape(profile) is None:
                 notes.append(attention_kernel_note(profile, Scenario(attention_kernel=state.ak)))
     notes += tp_only_notes(state) + shard_group_notes(state)
-    if state.lw is not None and profile.input_pipeline is None:  # the CLI refuses it
+    if state.lw is not None and not input_pipeline_modelled(profile):  # the CLI refuses it
         notes.append(f"{FIELD_LABELS['lw']} ignored: this profile has no measured input "
                      "pipeline (the control is off; a link may carry it)")
     split = layout_of_state(state)

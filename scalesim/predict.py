@@ -76,6 +76,18 @@ class Prediction(BaseModel):
     shard_group: int | None = None
 
 
+def data_parallel_ranks(p: Prediction) -> int:
+    """The ranks that hold one replica's shard each, dp x cp = devices / (tp x pp): every device
+    of a parameter-count workload."""
+    return p.devices // (p.tp * p.pp)
+
+
+def hybrid_sharded(p: Prediction) -> bool:
+    """Whether the row's ZeRO states are sharded over fewer ranks than its data-parallel group
+    (``data_parallel_ranks``): hybrid sharding, HSDP (docs/model.md §16)."""
+    return p.shard_group is not None and p.shard_group < data_parallel_ranks(p)
+
+
 def layout(devices, devices_per_node: int) -> tuple[np.ndarray, np.ndarray]:
     """Nodes and devices per node for each device count; error where they do not divide."""
     p = np.asarray(devices, dtype=np.int64)

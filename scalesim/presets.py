@@ -880,6 +880,16 @@ _TABLE_G_SIZES = frozenset(word.upper() for table in (MEMORY_BANDWIDTH_GBPS, DEV
                            for row in table for word in row[0] if re.fullmatch(r"\d+G", word))
 
 
+def _size_text(match: re.Match) -> str:
+    """An ``_OTHER_UNIT`` match without its spaces ("80 GiB" -> "80GiB")."""
+    return re.sub(r"\s", "", match.group(1))
+
+
+def _table_size(match: re.Match) -> bool:
+    """Whether an ``_OTHER_UNIT`` match is a size the tables read themselves (``_TABLE_G_SIZES``)."""
+    return _size_text(match).upper() in _TABLE_G_SIZES
+
+
 def _stated_sizes(device_name: str) -> list[tuple[str, float | None]]:
     """(text, GB) of every memory size ``device_name`` states, in order: GB None where the text
     is not a plain size of 1 to 9999 GB ("1e308GB", "0GB")."""
@@ -911,10 +921,9 @@ def gb_spelling(device_name: str) -> str:
     card). For published names the project does not control (validation cases), where
     ``--gpu`` refuses such a name instead (``stated_memory_problem``)."""
     def spelled(match: re.Match) -> str:
-        text = re.sub(r"\s", "", match.group(1))
-        if text.upper() in _TABLE_G_SIZES:
+        if _table_size(match):
             return match.group(1)
-        number, unit = re.fullmatch(r"([\d.]+)([A-Za-z]+)", text).groups()
+        number, unit = re.fullmatch(r"([\d.]+)([A-Za-z]+)", _size_text(match)).groups()
         return f"{round(float(number) * _TO_GB[unit.upper()])}GB"
 
     return _OTHER_UNIT.sub(spelled, device_name)
@@ -928,8 +937,7 @@ def stated_memory_problem(device_name: str) -> str | None:
     applies."""
     if any(name_has_words(device_name, words) for words in SIZE_NOT_IN_NAME):
         return None  # the size in the name is not the GPU's memory
-    other = next((m for m in _OTHER_UNIT.finditer(device_name)
-                  if re.sub(r"\s", "", m.group(1)).upper() not in _TABLE_G_SIZES), None)
+    other = next((m for m in _OTHER_UNIT.finditer(device_name) if not _table_size(m)), None)
     if other is not None:
         return (f"states its memory as {excerpt(other.group(1))}, not in GB; write the size as "
                 "the datasheets do, a plain number of GB such as 80GB")

@@ -42,6 +42,9 @@ from scalesim.predict import (
     STALL_NOT_MODELLED,
     Prediction,
     accumulation_max,
+    data_parallel_ranks,
+    hybrid_sharded,
+    input_pipeline_modelled,
     micro_batch_max,
     predict,
 )
@@ -205,9 +208,8 @@ def _sharding(profile: Profile, scenario: Scenario, now: Prediction):
     from scalesim.layout_predict import layout_of
 
     k, fw, sync = scenario.accumulation, scenario.zero_framework, scenario.grad_sync
-    dp = now.dp or now.devices  # the data-parallel ranks (every device of a parameter count)
-    shard = now.shard_group
-    if scenario.strategy == "zero3" and shard is not None and shard < dp:
+    dp, shard, hybrid = data_parallel_ranks(now), now.shard_group, hybrid_sharded(now)
+    if scenario.strategy == "zero3" and hybrid:
         split = layout_of(scenario).model_copy(update={"shard_group": None})
         return ("sharding", f"Shard the states over all {dp} data-parallel ranks (HSDP shard "
                 f"group {shard} -> {dp}, zero3)", scenario.model_copy(update={
@@ -215,7 +217,6 @@ def _sharding(profile: Profile, scenario: Scenario, now: Prediction):
                 f"saves memory: each rank holds 1/{dp} of the states, not 1/{shard}; the "
                 f"gathers and reduce-scatters then span all {dp} ranks, not {shard}")
     target = "zero1" if scenario.strategy == "ddp" and now.fits else "zero3"
-    hybrid = shard is not None and shard < dp  # ZeRO-1/2 under HSDP: ZeRO-3 in the same group
     return ("sharding", sharding_title(scenario.strategy, target, fw, k, sync, hybrid),
             scenario.model_copy(update={"strategy": target}), profile,
             "" if scenario.strategy != "zero3" else "already fully sharded",
@@ -479,7 +480,7 @@ NO_STALL_PIPELINE = LoaderCurve(
 def without_stall(profile: Profile) -> Profile:
     """``profile`` with an input supply that never stalls a step (``NO_STALL_PIPELINE``) where
     it has a measured input pipeline; unchanged without one (its stall is not modelled)."""
-    if profile.input_pipeline is None:
+    if not input_pipeline_modelled(profile):
         return profile
     return profile.model_copy(update={"input_pipeline": NO_STALL_PIPELINE})
 

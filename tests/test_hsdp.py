@@ -438,3 +438,17 @@ def test_a_sweep_of_the_framework_refuses_deepspeed_with_a_shard_group(capsys):
     assert code == 0
     assert float(swept["step_time_s"]) == pytest.approx(json.loads(out)[0]["step_time_s"],
                                                         rel=1e-5)
+
+
+def test_a_row_is_hybrid_where_its_shard_group_is_below_dp_x_cp():
+    """One predicate (``predict.hybrid_sharded``) for predict's header and the sharding remedy:
+    the data-parallel group is dp x cp = devices / (tp x pp), so a shard group of 4 at dp 2 x cp
+    4 is hybrid (the two places compared it with dp alone), and 8 there is full sharding."""
+    from scalesim.predict import Prediction, data_parallel_ranks, hybrid_sharded
+
+    row = Prediction.model_construct(devices=16, tp=2, pp=1, dp=2, shard_group=4)
+    assert data_parallel_ranks(row) == 8 and hybrid_sharded(row)
+    assert not hybrid_sharded(row.model_copy(update={"shard_group": 8}))
+    assert not hybrid_sharded(row.model_copy(update={"shard_group": None}))
+    counted = Prediction.model_construct(devices=16, tp=1, pp=1, dp=None, shard_group=8)
+    assert data_parallel_ranks(counted) == 16 and hybrid_sharded(counted)

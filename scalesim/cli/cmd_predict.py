@@ -121,14 +121,18 @@ def render_table(profile, scenario, rows) -> str:
     from scalesim.knee import knee_of_predictions, least_drop_of, no_knee_words
     from scalesim.layout_predict import attention_kernel_note, layout_of, recompute_style_note
     from scalesim.model.zero_exchange import framework_label
-    from scalesim.predict import STALL_NOT_MODELLED, server_use_words, slow_device_note
+    from scalesim.predict import (
+        STALL_NOT_MODELLED,
+        hybrid_sharded,
+        server_use_words,
+        slow_device_note,
+    )
     from scalesim.remedies import DATA_STALL_SHARE, data_stall_share
     from scalesim.training_time import resolve_goal, zero_price_note
 
     unit = profile.workload.sample_unit
     sync = scenario.grad_sync
-    # HSDP where a row's states are sharded over fewer ranks than its data-parallel group (§16)
-    hybrid = any(r.shard_group is not None and r.shard_group < (r.dp or r.devices) for r in rows)
+    hybrid = any(hybrid_sharded(r) for r in rows)  # HSDP (§16)
     lines = [
         f"profile: {profile.name}",
         hardware_line(profile.hardware),
