@@ -773,11 +773,13 @@ def get_transformer(name: str) -> TransformerShape:
 
 def transformer_workload(name: str, precision_bytes: float = 2.0) -> Workload:
     """A workload of the preset transformer ``name``: 16-bit weights, gradients and wire,
-    mixed-precision Adam (12 bytes/parameter), one sequence per sample."""
+    mixed-precision Adam (12 bytes/parameter), one sequence per sample. Its parameters are the
+    shape's count (``TransformerShape.param_count``), as ``plan`` counts them, not the paper's
+    rounded figure (gpt-1.7b: 1.65B), so one preset is one model in every command."""
     shape, published, source = TRANSFORMERS[name] if name in TRANSFORMERS else (
-        get_transformer(name), 0.0, "")
+        get_transformer(name), None, "")  # get_transformer refuses a name it does not list
     return Workload(
-        name=name, params=published, wire_bytes_per_param=precision_bytes,
+        name=name, params=shape.param_count(), wire_bytes_per_param=precision_bytes,
         param_bytes_per_param=precision_bytes, grad_bytes_per_param=precision_bytes,
         optimizer_bytes_per_param=12.0, micro_batch=1,
         sample_unit=f"sequences of {shape.seq_len} tokens", transformer=shape, source=source)

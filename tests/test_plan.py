@@ -295,3 +295,26 @@ def test_plan_without_hardware_plans_every_command_s_default(capsys):
     assert main(argv[:-1]) == 0
     out = capsys.readouterr().out
     assert f"hardware: {DEFAULT_HARDWARE} (" in out and "(the default;" in out, out
+
+
+def test_plan_and_predict_count_a_preset_s_parameters_alike():
+    """One preset is one model: ``plan --workload gpt-1.7b`` and ``predict --workload gpt-1.7b``
+    of plan's best layout give the same step, because both count the shape's 1,652,230,656
+    parameters (Narayanan's Table 1 prints 1.7B; predict used that label until session 15, and
+    its data-parallel exchange was 3 % larger than plan's)."""
+    from scalesim.presets import transformer_workload
+
+    assert transformer_workload("gpt-1.7b").params == get_transformer("gpt-1.7b").param_count()
+    out = _cli("--workload", "gpt-1.7b", "--devices", "16", "--global-batch", "64", "--json",
+               "--top", "1")
+    assert out.returncode == 0, out.stderr
+    best = json.loads(out.stdout)[0]
+    assert (best["tp"], best["pp"], best["cp"], best["accumulation"]) == (1, 1, 1, 1)
+    predicted = subprocess.run(
+        [sys.executable, "-m", "scalesim.cli.main", "predict", "--workload", "gpt-1.7b",
+         "--devices", "16", "--batch", str(best["micro_batch"]), "--strategy",
+         f"zero{best['zero']}", "--shard-group", str(best["shard_group"]), "--recompute",
+         best["recompute"], "--json"], capture_output=True, text=True, timeout=120)
+    assert predicted.returncode == 0, predicted.stderr
+    row = json.loads(predicted.stdout)[0]
+    assert row["step_time_s"] == pytest.approx(best["step_time_s"], rel=1e-9)
