@@ -12,10 +12,11 @@ from pathlib import Path
 from scalesim.errors import ScalesimError
 
 # Written by this project, not copies of ../shared/validation/: the note on where the copies come
-# from, and the held-out cases it collected (COLLECTED.md, COLLECTED_PARALLEL.md say what they are;
-# no default was set with them).
+# from, and the held-out cases it collected (COLLECTED.md, COLLECTED_PARALLEL.md, COLLECTED_PS.md say
+# what they are; no default was set with them).
 PROJECT_FILES = ("SOURCES.md", "collected_dp_cases.json", "COLLECTED.md",
-                 "collected_parallel_cases.json", "COLLECTED_PARALLEL.md")
+                 "collected_parallel_cases.json", "COLLECTED_PARALLEL.md",
+                 "collected_ps_cases.json", "COLLECTED_PS.md")
 VALIDATION_FILES = ("cases.json", "README.md", "parallel_cases.json", "parallel_cases.md",
                     "interconnect.json", *PROJECT_FILES)
 
