@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from scalesim.errors import file_path
 from scalesim.jsonio import to_json_text
@@ -114,6 +115,18 @@ def render_parallel_text(report) -> str:
     return "\n".join(lines)
 
 
+def skipped_text(report) -> str:
+    """The text report's closing section: each case not predicted, with its reason ('' when
+    every case was predicted)."""
+    if not report.skipped:
+        return ""
+    total = len(report.cases) + len(report.skipped)
+    lines = ["", f"not predicted: {len(report.skipped)} of {total} cases (left out of the "
+             "summary; each line is the reason)"]
+    lines += [f"  {s.id}: {s.reason}" for s in report.skipped]
+    return "\n".join(lines)
+
+
 def _shown(value) -> str:
     """A format value for a message: quoted, short."""
     text = repr(value)
@@ -121,15 +134,15 @@ def _shown(value) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from scalesim.errors import ScalesimError
+    from scalesim.errors import ScalesimError, excerpt
     from scalesim.jsonio import read_json
     from scalesim.shipped import validation_path
-    from scalesim.validate import FORMAT, parse_cases, validate_cases
+    from scalesim.validate import FORMAT, read_cases, validate_cases
     from scalesim.validate_parallel import (
         FORMAT as PARALLEL_FORMAT,
     )
     from scalesim.validate_parallel import (
-        parse_parallel_cases,
+        read_parallel_cases,
         validate_parallel_cases,
     )
 
@@ -149,13 +162,21 @@ def run(args: argparse.Namespace) -> int:
                             "shipped model-parallel cases when no FILE is given): drop --parallel "
                             f"to validate it as '{FORMAT}', or give a model-parallel file")
     if fmt == PARALLEL_FORMAT:
-        report = validate_parallel_cases(parse_parallel_cases(data, str(path)))
-        print(to_json_text(report.model_dump(), what="the validation report") if args.json
-              else render_parallel_text(report))
-        return 0
-    report = validate_cases(parse_cases(data, str(path)))
-    if args.json:
-        print(to_json_text(report.model_dump(), what="the validation report"))
+        read = read_parallel_cases(data, str(path))
+        report = validate_parallel_cases(read.cases, read.skipped)
+        text = render_parallel_text(report)
     else:
-        print(render_text(report))
+        read = read_cases(data, str(path))
+        report = validate_cases(read.cases, read.skipped)
+        text = render_text(report)
+    print(to_json_text(report.model_dump(), what="the validation report") if args.json
+          else text + skipped_text(report))
+    if read.ignored:
+        print(f"scalesim validate: {path}: top-level field(s) "
+              f"{', '.join(repr(excerpt(f)) for f in read.ignored)} ignored (the format has only format "
+              "and cases)", file=sys.stderr)
+    if report.skipped:
+        where = '"skipped" in the report' if args.json else "the report's last section"
+        print(f"scalesim validate: {len(report.skipped)} of {read.total} cases not predicted "
+              f"(see {where}; the summary leaves them out)", file=sys.stderr)
     return 0
