@@ -337,8 +337,8 @@ def _check_parallel_case(case: ParallelCase, where: str) -> None:
 HINT = " (see scalesim/data/validation/parallel_cases.md)"
 
 
-def _anchor_problem(what: str, group: str, anchors: int) -> str:
-    return (f"{what}: group '{group}' has {anchors} anchor cases; the anchor rule needs exactly "
+def _anchor_problem(where: str, group: str, anchors: int) -> str:
+    return (f"{where}: group '{group}' has {anchors} anchor cases; the anchor rule needs exactly "
             "one")
 
 
@@ -365,8 +365,9 @@ def read_parallel_cases(data, what: str = "parallel cases file") -> CaseFile[Par
     for c in read.cases:
         anchors[c.group] = anchors.get(c.group, 0) + int(c.anchor)
     # the unreadable cases that say they anchor a group: the group's name -> its Skipped
-    lost = {raw[s.position].get("group"): s for s in read.skipped
-            if isinstance(raw[s.position], dict) and raw[s.position].get("anchor") is True}
+    lost = {raw[s.position]["group"]: s for s in read.skipped
+            if isinstance(raw[s.position], dict) and raw[s.position].get("anchor") is True
+            and isinstance(raw[s.position].get("group"), str)}
     cases, skipped = [], list(read.skipped)
     for c in read.cases:
         n = anchors[c.group]
@@ -379,7 +380,7 @@ def read_parallel_cases(data, what: str = "parallel cases file") -> CaseFile[Par
                    "unread (see its reason), so nothing pins the group's efficiency: not "
                    "predicted")
         else:
-            why = f"{where}: {_anchor_problem(what, c.group, n)}"
+            why = _anchor_problem(where, c.group, n)
         skipped.append(Skipped(id=c.id, reason=why))
     if not cases:
         raise none_read(what, skipped, read.total)

@@ -474,8 +474,21 @@ def test_an_unreadable_anchor_skips_its_group_and_says_so(tmp_path, capsys, raw)
     anchor["notes"] = ""
     rc, report, err = _validate_json(capsys, tmp_path, data)
     assert rc == 0 and [s["id"] for s in report["skipped"]] == group
-    assert all("group 'narayanan2021_table1' has 2 anchor cases" in s["reason"]
-               for s in report["skipped"])
+    assert [s["reason"] for s in report["skipped"]] == [
+        f"{tmp_path / 'mine.json'}: case {i!r}: group 'narayanan2021_table1' has 2 anchor cases; "
+        "the anchor rule needs exactly one" for i in group]
+
+
+def test_an_anchor_whose_group_is_not_text_leaves_its_group_without_an_anchor(tmp_path, capsys,
+                                                                              raw):
+    pair = _torchtitan_pair(raw)
+    pair["cases"].append(_bad_copy(pair, "other", group="other"))
+    anchor = next(c for c in pair["cases"] if c["anchor"])
+    pair["cases"].append({**copy.deepcopy(anchor), "id": "odd", "group": ["other"]})
+    rc, report, _ = _validate_json(capsys, tmp_path, pair)
+    assert rc == 0 and len(report["cases"]) == 2
+    assert [s["id"] for s in report["skipped"]] == ["odd", "other"]
+    assert "group 'other' has 0 anchor cases" in report["skipped"][1]["reason"]
 
 
 def test_a_file_whose_cases_none_can_be_predicted_is_refused_in_one_line(tmp_path, capsys, raw):

@@ -20,9 +20,10 @@ EXAMPLE = """examples:
 Each case's smallest device count (its anchor) pins down compute; every other point is
 predicted from the case's hardware and workload with one set of documented defaults
 (docs/validation.md). Errors are (predicted - published) / published; the summary excludes
-anchors. A file of format scalesim-parallel-cases/1 (model-parallel transformer runs) is
-detected by its format field: each group's anchor case pins the sustained matmul efficiency and
-every other case is predicted from its description."""
+anchors. A case that cannot be read is not predicted: it is listed with its reason and the
+rest of the file is validated (exit 0). A file of format scalesim-parallel-cases/1
+(model-parallel transformer runs) is detected by its format field: each group's anchor case pins
+the sustained matmul efficiency and every other case is predicted from its description."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -35,7 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="without FILE: run the shipped model-parallel cases")
     p.add_argument("--json", action="store_true",
                    help="print {cases: [{id, points: [{devices, published, predicted, "
-                   "error_pct}]}], summary}")
+                   "error_pct}]}], summary, skipped: [{id, reason}]} (skipped: the cases that "
+                   "could not be read, not predicted)")
 
 
 def _stats_line(stats) -> str:
