@@ -670,3 +670,14 @@ def test_a_file_whose_cases_none_can_be_read_is_refused_in_one_line(tmp_path, ca
     rc, report, err = _run_json(capsys, _write(tmp_path, _file(bad, _case(id="two", notes=None))))
     assert rc == 2 and report is None and len(err) == 1
     assert "case 'toy': field 'trust'" in err[0] and "none of the 2 cases" in err[0]
+
+
+def test_an_unknown_top_level_field_is_ignored_with_one_stderr_line(tmp_path, capsys):
+    rc, report, err = _run_json(capsys, _write(tmp_path, {**_file(_case()), "source": "x"}))
+    assert rc == 0 and len(report["cases"]) == 1 and len(err) == 1
+    assert "top-level field(s) 'source' ignored" in err[0]
+    with pytest.raises(ScalesimError, match="unknown top-level field 'source'"):
+        parse_cases({**_file(_case()), "source": "x"})  # the strict reader refuses it
+    rc, report, err = _run_json(capsys, _write(tmp_path, {**_file(_case(), _case(trust=None)),
+                                                           "source": "x"}))
+    assert rc == 0 and len(err) == 1 and "1 of 2 cases not predicted" in err[0], err

@@ -173,12 +173,15 @@ def run(args: argparse.Namespace) -> int:
         text = render_text(report)
     print(to_json_text(report.model_dump(), what="the validation report") if args.json
           else text + skipped_text(report))
-    if read.ignored:
-        print(f"scalesim validate: {path}: top-level field(s) "
-              f"{', '.join(repr(excerpt(f)) for f in read.ignored)} ignored (the format has only format "
-              "and cases)", file=sys.stderr)
+    notes = []  # one stderr line, whatever was left out
     if report.skipped:
         where = '"skipped" in the report' if args.json else "the report's last section"
-        print(f"scalesim validate: {len(report.skipped)} of {read.total} cases not predicted "
-              f"(see {where}; the summary leaves them out)", file=sys.stderr)
+        notes.append(f"{len(report.skipped)} of {read.total} cases not predicted (see {where}; "
+                     "the summary leaves them out)")
+    if read.ignored:
+        notes.append(f"{path}: top-level field(s) "
+                     f"{', '.join(repr(excerpt(f)) for f in read.ignored)} ignored (the format "
+                     "has only format and cases)")
+    if notes:
+        print("scalesim validate: " + "; ".join(notes), file=sys.stderr)
     return 0
