@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Generic, Literal, TypeVar, get_args
 
 import numpy as np
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_validator
 
 from scalesim.bounds import bounded
-from scalesim.errors import ScalesimError, excerpt, require_model
-from scalesim.jsonio import parse_model, read_json
+from scalesim.errors import ScalesimError, excerpt, printable, require_model
+from scalesim.jsonio import read_json, validation_message
 from scalesim.model import collectives as coll
 from scalesim.model.compute import OPTIMIZER_MAX_SHARE, optimizer_roofline_s
 from scalesim.model.memory import DDP
@@ -204,6 +205,7 @@ class Case(_Strict):
     comm: Literal["allreduce", "parameter-server"]
     throughput_unit: Literal["images", "tokens", "sequences", "samples"]
     points: list[CasePoint] = Field(min_length=1)
+    _read_flags: tuple[str, ...] = PrivateAttr(default=())  # the reader's (read_case_list)
 
 
 def read_gpu_name(gpu: str, flags: list[str]) -> str:
@@ -252,33 +254,141 @@ def _check_case(case: Case, where: str) -> None:
                                 "gbit_per_nic of at least 0.01") from None
 
 
-def parse_case_list(data, fmt: str, model: type[CaseT], what: str, hint: str = "",
-                    check=None) -> list[CaseT]:
-    """Validate parsed JSON as ``{"format": fmt, "cases": [...]}`` with every case a ``model``
-    of its own ``id``; ``check(case, where)`` adds per-case checks. One-line errors naming the
-    case. Shared by the validation file formats (this module, validate_parallel)."""
+class Skipped(BaseModel):
+    """A published case that was not predicted: its ``id`` (``#i``, its position in the file
+    counted from 0, where the id itself cannot be read) and the one-line ``reason``."""
+
+    id: str
+    reason: str
+    _position: int = PrivateAttr(default=-1)  # its index in the file's cases (-1: not the reader's)
+
+    @property
+    def position(self) -> int:
+        return self._position
+
+
+@dataclass(frozen=True)
+class CaseFile(Generic[CaseT]):
+    """A published-case file as read case by case: the cases read, the ones refused
+    (``Skipped``, in file order) and ``total``, how many cases the file holds."""
+
+    cases: list[CaseT]
+    skipped: list[Skipped]
+    total: int
+    ignored: list[str]  # unknown top-level fields, ignored
+
+
+POINT_NOT_READ = "point not read, not predicted: "  # the flag of a dropped point (summary counts)
+
+
+def _model_in(annotation) -> type[BaseModel] | None:
+    """The pydantic model inside a field's annotation (``M``, ``M | None``, ``list[M]``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for a in get_args(annotation) if (m := _model_in(a)) is not None), None)
+
+
+def split_unknown(data, model: type[BaseModel], path: tuple[str, ...] = ()):
+    """``(data without the keys model and its fields' models lack, their dotted paths)``: a
+    published case's unknown field is ignored and flagged, never refused (scalesim's own files
+    keep refusing one: this is for the validation-case readers only)."""
+    if not isinstance(data, dict):
+        return data, []
+    kept, unknown = {}, []
+    for key, value in data.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            unknown.append(".".join((*path, str(key))))
+            continue
+        sub = _model_in(field.annotation)
+        if sub is not None and isinstance(value, dict):
+            value, more = split_unknown(value, sub, (*path, key))
+            unknown += more
+        elif sub is not None and isinstance(value, list):
+            items = []
+            for i, item in enumerate(value):
+                item, more = split_unknown(item, sub, (*path, key, str(i)))
+                items.append(item)
+                unknown += more
+            value = items
+        kept[key] = value
+    return kept, unknown
+
+
+def _read_case(item, model: type[CaseT], where: str, salvage=None) -> CaseT:
+    """One case of a published-case file, its read flags set (``_read_flags``); ScalesimError,
+    the one-line reason, when it cannot be read. ``salvage(clean, exc, where)`` may return
+    ``(case, flags)`` read without its unreadable parts, or None."""
+    clean, unknown = split_unknown(item, model)
+    flags = [f"unknown field{'s' if len(unknown) > 1 else ''} ignored (not in the format): "
+             + ", ".join(excerpt(u) for u in unknown)] if unknown else []
+    try:
+        case = model.model_validate(clean)
+    except ValidationError as exc:
+        salvaged = salvage(clean, exc, where) if salvage is not None else None
+        if salvaged is None:
+            raise ScalesimError(validation_message(exc, where, model)) from None
+        case, more = salvaged
+        flags += more
+    case._read_flags = tuple(flags)
+    return case
+
+
+def read_case_list(data, fmt: str, model: type[CaseT], what: str, hint: str = "", check=None,
+                   salvage=None, strict: bool = False) -> CaseFile[CaseT]:
+    """Read parsed JSON as ``{"format": fmt, "cases": [...]}``, every case a ``model`` of its
+    own ``id`` read on its own; ``check(case, where)`` adds per-case checks, ``salvage`` reads a
+    case without its unreadable parts (``_read_case``). A file that is not such an object, or
+    whose cases none can be read, raises a one-line ScalesimError; a case that cannot be read is
+    ``Skipped`` with the one-line reason naming it (``strict``: raised instead), as is the second
+    case of an id. Shared by the validation file formats (this module, validate_parallel)."""
     if not isinstance(data, dict):
         raise ScalesimError(f"{what}: expected a JSON object with 'format' and 'cases'")
     if data.get("format") != fmt:
         raise ScalesimError(f"{what}: format is {data.get('format')!r}, expected '{fmt}'{hint}")
     extra = sorted(set(data) - {"format", "cases"})
-    if extra:
+    if extra and strict:
         raise ScalesimError(f"{what}: unknown top-level field '{extra[0]}'; only format and cases")
     raw = data.get("cases")
     if not isinstance(raw, list) or not raw:
         raise ScalesimError(f"{what}: 'cases' must be a non-empty list of cases")
-    cases, ids = [], set()
+    cases, skipped, ids = [], [], set()
     for i, item in enumerate(raw):
         name = item.get("id") if isinstance(item, dict) else None
         where = f"{what}: case {name!r}" if isinstance(name, str) else f"{what}: case #{i}"
-        case = parse_model(item, model, where)
-        if case.id in ids:
-            raise ScalesimError(f"{where}: id used twice; give every case its own id")
+        try:
+            case = _read_case(item, model, where, None if strict else salvage)
+            if case.id in ids:
+                raise ScalesimError(f"{where}: id used twice; give every case its own id")
+            if check is not None:
+                check(case, where)
+        except ScalesimError as exc:
+            if strict:
+                raise
+            skip = Skipped(id=printable(name) if isinstance(name, str) and name else f"#{i}",
+                           reason=str(exc))
+            skip._position = i
+            skipped.append(skip)
+            continue
         ids.add(case.id)
-        if check is not None:
-            check(case, where)
         cases.append(case)
-    return cases
+    return CaseFile(cases=cases, skipped=skipped, total=len(raw), ignored=extra)
+
+
+def none_read(what: str, skipped: list[Skipped], total: int) -> ScalesimError:
+    """The one-line refusal of a file none of whose ``total`` cases could be predicted: the
+    first case's reason, and the count."""
+    first = skipped[0].reason
+    if total == 1:
+        return ScalesimError(first)
+    return ScalesimError(f"{first} (none of the {total} cases of {what} can be predicted)")
+
+
+def parse_case_list(data, fmt: str, model: type[CaseT], what: str, hint: str = "",
+                    check=None) -> list[CaseT]:
+    """``read_case_list`` where every case must be read: the first case that cannot be raises
+    its one-line error (the shipped files, the benchmarks)."""
+    return read_case_list(data, fmt, model, what, hint, check, strict=True).cases
 
 
 def parse_cases(data, what: str = "validation file") -> list[Case]:
@@ -290,6 +400,63 @@ def parse_cases(data, what: str = "validation file") -> list[Case]:
 def load_cases(path: str | Path) -> list[Case]:
     """Read a validation file; a missing, malformed or foreign file raises ScalesimError."""
     return parse_cases(read_json(path), str(path))
+
+
+def _readable_devices(point) -> float | None:
+    """A point's device count as published, where it is a number (text or not), else None."""
+    value = point.get("devices") if isinstance(point, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        value = float(value)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _without_bad_points(clean: dict, exc: ValidationError, where: str):
+    """``(case, flags)`` of a case whose only unreadable parts are some of its points (a
+    ``null`` throughput, a device count out of bounds): read without them, each flagged; None
+    where anything else is unreadable, no point is left, or a dropped point may be the anchor
+    (its device count unreadable or not above every readable point's: ScalesimError)."""
+    locs = [tuple(e.get("loc", ())) for e in exc.errors()]
+    if not all(len(loc) >= 2 and loc[0] == "points" and isinstance(loc[1], int) for loc in locs):
+        return None
+    bad = sorted({loc[1] for loc in locs})
+    points = clean["points"]
+    good = [p for i, p in enumerate(points) if i not in bad]
+    if not good:
+        return None
+    try:
+        case = Case.model_validate({**clean, "points": good})
+    except ValidationError:
+        return None
+    anchor = min(p.devices for p in case.points)
+    for i in bad:
+        devices = _readable_devices(points[i])
+        if devices is None or devices <= anchor:
+            maybe = "may be" if devices is None else "is"
+            raise ScalesimError(f"{validation_message(exc, where, Case)}; the point {maybe} the "
+                                "case's anchor (its smallest device count), so nothing is "
+                                "predicted")
+    flags = []
+    for i in bad:
+        try:
+            CasePoint.model_validate(points[i])
+        except ValidationError as point_exc:
+            flags.append(POINT_NOT_READ + validation_message(point_exc, f"points.{i}", CasePoint))
+    return case, flags
+
+
+def read_cases(data, what: str = "validation file") -> CaseFile[Case]:
+    """A ``scalesim-validation-cases/1`` file read case by case (``read_case_list``): a point
+    that cannot be read is dropped and flagged unless it may be the anchor (then the case is
+    skipped); a file none of whose cases can be read raises its one-line error."""
+    read = read_case_list(data, FORMAT, Case, what, " (see scalesim/data/validation/README.md)",
+                          _check_case, _without_bad_points)
+    if not read.cases:
+        raise none_read(what, read.skipped, read.total)
+    return read
 
 
 # ---------------------------------------------------------------------------- results
@@ -329,6 +496,7 @@ class CaseResult(BaseModel):
 class Report(BaseModel):
     cases: list[CaseResult]
     summary: dict
+    skipped: list[Skipped] = Field(default_factory=list)  # cases not predicted, with why
 
 
 def abs_error_figures(errors_pct) -> dict:
@@ -524,7 +692,7 @@ def _optimizer_s(case: Case, params: float, anchor_step_s: float, flags: list[st
 def predict_case(case: Case) -> CaseResult:
     """Anchor on the smallest device count, predict the rest; flags name every default used."""
     case = require_model(case, Case, "case")
-    wl, flags = case.workload, []
+    wl, flags = case.workload, list(case._read_flags)
     if case.hardware.assumed:
         flags.append("hardware assumed by the case: " + ", ".join(case.hardware.assumed))
     params = wl.params
@@ -606,14 +774,25 @@ def summarize(results: list[CaseResult]) -> dict:
     return summary
 
 
-def validate_cases(cases: list[Case]) -> Report:
-    """Predict every case (``parse_cases`` or ``load_cases`` gives them)."""
+def validate_cases(cases: list[Case], skipped: list[Skipped] = ()) -> Report:
+    """Predict every case (``parse_cases``, ``load_cases`` or ``read_cases`` gives them); the
+    cases the reader ``skipped``, and any whose prediction is not finite, are listed in the
+    report's ``skipped`` and counted in ``summary["skipped_cases"]`` (dropped points in
+    ``summary["skipped_points"]``)."""
     if not isinstance(cases, list | tuple):
         raise ScalesimError(f"cases: expected a list of Case, got {type(cases).__name__}")
     for case in cases:
         require_model(case, Case, "cases")
-    results = [predict_case(c) for c in cases]
-    return Report(cases=results, summary=summarize(results))
+    results, skipped = [], list(skipped)
+    for case in cases:
+        try:
+            results.append(predict_case(case))
+        except ScalesimError as exc:
+            skipped.append(Skipped(id=case.id, reason=str(exc)))
+    summary = summarize(results)
+    summary["skipped_cases"] = len(skipped)
+    summary["skipped_points"] = sum(f.startswith(POINT_NOT_READ) for r in results for f in r.flags)
+    return Report(cases=results, summary=summary, skipped=skipped)
 
 
 def validate_file(path: str | Path) -> Report:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
 from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.bounds import bound, bounded
@@ -41,7 +41,15 @@ from scalesim.presets import (
     peak_tflops_of,
 )
 from scalesim.schemas import StrictModel, check_heads
-from scalesim.validate import abs_error_figures, parse_case_list, read_gpu_name
+from scalesim.validate import (
+    CaseFile,
+    Skipped,
+    abs_error_figures,
+    none_read,
+    parse_case_list,
+    read_case_list,
+    read_gpu_name,
+)
 
 FORMAT = "scalesim-parallel-cases/1"
 
@@ -282,6 +290,7 @@ class ParallelCase(_Strict):
     precision: Literal["bf16-mixed", "fp16-mixed", "fp8", "fp32"] | None = None
     layout: PCLayout
     measured: PCMeasured
+    _read_flags: tuple[str, ...] = PrivateAttr(default=())  # the reader's (read_case_list)
 
 
 # The model-parallel format's names for a server's link where they differ from the presets'
@@ -325,19 +334,57 @@ def _check_parallel_case(case: ParallelCase, where: str) -> None:
                             f"'{case.hardware.intra_node}'; use one of {', '.join(INTRA_LINKS)}")
 
 
+HINT = " (see scalesim/data/validation/parallel_cases.md)"
+
+
+def _anchor_problem(where: str, group: str, anchors: int) -> str:
+    return (f"{where}: group '{group}' has {anchors} anchor cases; the anchor rule needs exactly "
+            "one")
+
+
 def parse_parallel_cases(data, what: str = "parallel cases file") -> list[ParallelCase]:
-    """Validate parsed JSON as ``scalesim-parallel-cases/1``; one-line errors."""
-    cases = parse_case_list(data, FORMAT, ParallelCase, what,
-                            " (see scalesim/data/validation/parallel_cases.md)",
-                            _check_parallel_case)
+    """Validate parsed JSON as ``scalesim-parallel-cases/1``, every case read; one-line errors."""
+    cases = parse_case_list(data, FORMAT, ParallelCase, what, HINT, _check_parallel_case)
     groups: dict[str, int] = {}
     for c in cases:
         groups[c.group] = groups.get(c.group, 0) + int(c.anchor)
     for group, anchors in groups.items():
         if anchors != 1:
-            raise ScalesimError(f"{what}: group '{group}' has {anchors} anchor cases; the anchor "
-                                "rule needs exactly one")
+            raise ScalesimError(_anchor_problem(what, group, anchors))
     return cases
+
+
+def read_parallel_cases(data, what: str = "parallel cases file") -> CaseFile[ParallelCase]:
+    """A ``scalesim-parallel-cases/1`` file read case by case (``read_case_list``). A group
+    without exactly one read anchor case cannot be predicted: its cases are skipped, naming the
+    unreadable anchor where the file has one; a file none of whose cases can be predicted
+    raises its one-line error."""
+    read = read_case_list(data, FORMAT, ParallelCase, what, HINT, _check_parallel_case)
+    raw = data["cases"]
+    anchors: dict[str, int] = {}
+    for c in read.cases:
+        anchors[c.group] = anchors.get(c.group, 0) + int(c.anchor)
+    # the unreadable cases that say they anchor a group: the group's name -> its Skipped
+    lost = {raw[s.position]["group"]: s for s in read.skipped
+            if isinstance(raw[s.position], dict) and raw[s.position].get("anchor") is True
+            and isinstance(raw[s.position].get("group"), str)}
+    cases, skipped = [], list(read.skipped)
+    for c in read.cases:
+        n = anchors[c.group]
+        if n == 1:
+            cases.append(c)
+            continue
+        where = f"{what}: case {c.id!r}"
+        if n == 0 and c.group in lost:
+            why = (f"{where}: group '{c.group}' has its anchor case {lost[c.group].id!r} "
+                   "unread (see its reason), so nothing pins the group's efficiency: not "
+                   "predicted")
+        else:
+            why = _anchor_problem(where, c.group, n)
+        skipped.append(Skipped(id=c.id, reason=why))
+    if not cases:
+        raise none_read(what, skipped, read.total)
+    return CaseFile(cases=cases, skipped=skipped, total=read.total, ignored=read.ignored)
 
 
 def load_parallel_cases(path: str | Path) -> list[ParallelCase]:
@@ -581,6 +628,7 @@ class ParallelCaseResult(BaseModel):
 class ParallelReport(BaseModel):
     cases: list[ParallelCaseResult]
     summary: dict
+    skipped: list[Skipped] = Field(default_factory=list)  # cases not predicted, with why
 
 
 def _stats(errors: list[float]) -> dict:
@@ -588,11 +636,14 @@ def _stats(errors: list[float]) -> dict:
     return {"cases": len(errors), **abs_error_figures(errors)}
 
 
-def validate_parallel_cases(cases: list[ParallelCase]) -> ParallelReport:
-    """Anchor each group on its anchor case, predict every other case, report the errors."""
-    prepared = {}
+def validate_parallel_cases(cases: list[ParallelCase],
+                            skipped: list[Skipped] = ()) -> ParallelReport:
+    """Anchor each group on its anchor case, predict every other case, report the errors; the
+    cases the reader ``skipped`` (``read_parallel_cases``), and any whose prediction is not
+    finite, are listed in the report's ``skipped`` and counted in ``summary["skipped_cases"]``."""
+    prepared, skipped = {}, list(skipped)
     for case in cases:
-        flags: list[str] = []
+        flags: list[str] = list(case._read_flags)
         prepared[case.id] = (case, *case_inputs(case, flags), flags)
     efficiency = {}
     for case, inputs, _layout, flags in prepared.values():
@@ -606,7 +657,9 @@ def validate_parallel_cases(cases: list[ParallelCase]) -> ParallelReport:
         predicted = metric_of(case, x, r)
         parts = {k: float(getattr(r, k)) for k in PARTS}
         if not np.isfinite(predicted) or predicted <= 0:
-            raise ScalesimError(f"case {case.id!r}: the model gave a non-finite prediction")
+            skipped.append(Skipped(id=case.id, reason=f"case {case.id!r}: the model gave a "
+                                   "non-finite prediction"))
+            continue
         if not bool(r.fits):
             flags.append(f"modelled memory {float(r.memory_bytes) / 1024**3:.0f} GiB exceeds the "
                          f"device's {float(x.device_memory_bytes) / 1024**3:.0f} GiB: the run as "
@@ -629,8 +682,9 @@ def validate_parallel_cases(cases: list[ParallelCase]) -> ParallelReport:
             f"{k.removesuffix('_abs_pct')}_met": overall[k] is not None and overall[k] <= v
             for k, v in TARGETS.items()}},
         "defaults": DEFAULTS,
+        "skipped_cases": len(skipped),
     }
-    return ParallelReport(cases=results, summary=summary)
+    return ParallelReport(cases=results, summary=summary, skipped=skipped)
 
 
 def validate_parallel_file(path: str | Path) -> ParallelReport:

@@ -103,7 +103,6 @@ def test_text_report_has_cases_and_summary(capsys):
         ("{not json", "not valid JSON"),
         (json.dumps({"format": "scalesim-validation-cases/2", "cases": []}), "format is"),
         (json.dumps(_file(_case(points=[]))), "points"),
-        (json.dumps(_file(_case(), _case())), "id used twice"),
         (json.dumps(_file(_case(hardware={"intra_node": "warp-drive"}))), "intra_node"),
         (json.dumps(_file(_case(hardware={"inter_node": None}))), "inter_node"),
         (json.dumps(_file(_case(points=[{"devices": 12, "nodes": 1, "throughput": 1.0}]))),
@@ -261,11 +260,18 @@ def test_parameter_server_case_is_predicted_with_its_own_exchange():
     assert r_ps.points[1].exposed_comm_s != pytest.approx(r_ar.points[1].exposed_comm_s)
 
 
-def test_reader_rejects_unknown_fields_with_the_case_name():
-    bad = _case()
+def test_an_unknown_field_of_a_case_is_ignored_and_flagged_not_refused():
+    """Session 15: a published case's unknown field ('parmas', a source's 'url') refused the
+    whole file; it is read without it, predicted as the case without it, and flagged by path."""
+    bad = _case(url="https://example.org")
     bad["workload"]["parmas"] = 1
-    with pytest.raises(ScalesimError, match="case 'toy'.*parmas"):
-        parse_cases(_file(bad))
+    bad["points"][1]["note"] = "x"
+    (case,) = parse_cases(_file(bad))
+    got, clean = predict_case(case), predict_case(parse_cases(_file(_case()))[0])
+    assert [p.predicted for p in got.points] == [p.predicted for p in clean.points]
+    assert got.flags[0] == ("unknown fields ignored (not in the format): workload.parmas, "
+                            "points.1.note, url")  # in the file's order
+    assert got.flags[1:] == clean.flags
 
 
 def test_per_device_pushes_move_g_times_the_bytes_across_nodes():
@@ -563,3 +569,115 @@ def test_source_rules_pick_exactly_their_scripts_cases():
         "dle_pyt_bert_large_multinode_dgxa100_80g", "dle_pyt_bert_large_multinode_dgxa100_80g_tf32",
         "dle_pyt_bert_large_multinode_dgxa100_80g_seq512_fp16",
         "dle_pyt_bert_large_multinode_dgxa100_80g_seq512_tf32"}
+
+
+# ---------------------------------------------------------------------------- session 15: per case
+def _run_json(capsys, path):
+    """(rc, report, stderr lines) of ``scalesim validate path --json``."""
+    rc = main(["validate", path, "--json"])
+    out, err = capsys.readouterr()
+    return rc, (json.loads(out) if out else None), err.strip().splitlines()
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    ({"precision": "fp8"}, "field 'workload.precision'"),
+    ({"trust": None}, "field 'trust'"),
+    ({"notes": None}, "field 'notes'"),
+    ({"comm": "hierarchical-allreduce"}, "field 'comm'"),
+    ({"intra_node": "nvswitch-b200"}, "unknown hardware.intra_node 'nvswitch-b200'"),
+    ({"inter_node": {"kind": "omni-path", "nics_per_node": 1, "gbit_per_nic": 100}},
+     "field 'hardware.inter_node.kind'"),
+    ({"points": [{"devices": 12, "nodes": 1, "throughput": 1.0}]}, "do not fit"),
+    ({"points": [{"devices": 1, "nodes": 1, "throughput": None},
+                 {"devices": 8, "nodes": 1, "throughput": 1500.0}]},
+     "field 'points.0.throughput'"),
+])
+def test_one_unreadable_case_is_skipped_with_its_reason_and_the_rest_predicted(
+        tmp_path, capsys, change, says):
+    """Session 15: one case the reader refuses stopped the whole file (exit 2, nothing
+    validated). It is skipped alone, listed with the one-line reason the refusal gives when it
+    is the file's only case, and counted in the summary; the good case is predicted as alone."""
+    bad = _case(id="bad")
+    for key, value in change.items():
+        if key in ("precision",):
+            bad["workload"][key] = value
+        elif key in ("intra_node", "inter_node"):
+            bad["hardware"][key] = value
+        else:
+            bad[key] = value
+    rc, alone_report, _ = _run_json(capsys, _write(tmp_path, _file(_case()), "alone.json"))
+    assert rc == 0
+    rc, only_bad, err = _run_json(capsys, _write(tmp_path, _file(bad), "bad.json"))
+    assert rc == 2 and only_bad is None and len(err) == 1 and says in err[0], err
+    reason = err[0].removeprefix("scalesim validate: error: ")
+    rc, report, err = _run_json(capsys, _write(tmp_path, _file(_case(), bad), "both.json"))
+    assert rc == 0
+    assert err == ["scalesim validate: 1 of 2 cases not predicted (see \"skipped\" in the report; "
+                   "the summary leaves them out)"]
+    assert report["skipped"] == [{"id": "bad", "reason": reason.replace("bad.json", "both.json")}]
+    assert report["cases"] == alone_report["cases"]
+    assert report["summary"]["skipped_cases"] == 1 and report["summary"]["all"]["cases"] == 1
+    assert main(["validate", _write(tmp_path, _file(_case(), bad), "both.json")]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[-2:] == ["not predicted: 1 of 2 cases (left out of the summary; "
+                                      "each line is the reason)", f"  bad: {report['skipped'][0]['reason']}"]
+
+
+def test_a_second_case_of_an_id_is_skipped_not_the_file(tmp_path, capsys):
+    rc, report, err = _run_json(capsys, _write(tmp_path, _file(_case(), _case(trust="high"))))
+    assert rc == 0 and len(err) == 1
+    assert [c["trust"] for c in report["cases"]] == ["low"]
+    (skip,) = report["skipped"]
+    assert skip["id"] == "toy" and skip["reason"].endswith("case 'toy': id used twice; give every "
+                                                           "case its own id")
+
+
+def test_an_unreadable_id_is_reported_by_its_position(tmp_path, capsys):
+    rc, report, _ = _run_json(capsys, _write(tmp_path, _file(_case(), _case(id=7))))
+    assert rc == 0 and report["skipped"][0]["id"] == "#1"
+    assert "case #1: field 'id'" in report["skipped"][0]["reason"]
+
+
+def test_an_unreadable_point_is_dropped_and_flagged_the_anchor_skips_the_case(tmp_path, capsys):
+    """A point that cannot be read (a null throughput) is left out of its case, flagged and
+    counted in summary["skipped_points"]; the other points are predicted as without it. Where
+    the point is, or may be, the anchor (its smallest device count), nothing can be predicted:
+    the case is skipped."""
+    pts = _case()["points"]
+    holed = _case(points=[pts[0], pts[1], {**pts[2], "throughput": None}])
+    without = _case(points=pts[:2])
+    rc, report, err = _run_json(capsys, _write(tmp_path, _file(holed)))
+    assert rc == 0 and err == []
+    (case,) = report["cases"]
+    assert [p["devices"] for p in case["points"]] == [1, 8]
+    assert case["flags"][0] == ("point not read, not predicted: points.2: field 'throughput': "
+                                "Input should be a valid number")
+    assert report["summary"]["skipped_points"] == 1 and report["summary"]["skipped_cases"] == 0
+    (alone,) = validate_cases(parse_cases(_file(without))).cases
+    assert [p["predicted"] for p in case["points"]] == [p.predicted for p in alone.points]
+    with pytest.raises(ScalesimError, match="points.2.throughput"):
+        parse_cases(_file(holed))  # the strict reader (shipped files, benchmarks) refuses it
+    for anchor in ({**pts[0], "throughput": None}, {**pts[0], "devices": None}):
+        rc, report, err = _run_json(capsys, _write(tmp_path, _file(_case(), _case(
+            id="holed", points=[anchor, *pts[1:]]))))
+        assert rc == 0 and [s["id"] for s in report["skipped"]] == ["holed"]
+        assert "anchor (its smallest device count), so nothing is predicted" in (
+            report["skipped"][0]["reason"])
+
+
+def test_a_file_whose_cases_none_can_be_read_is_refused_in_one_line(tmp_path, capsys):
+    bad = _case(trust=None)
+    rc, report, err = _run_json(capsys, _write(tmp_path, _file(bad, _case(id="two", notes=None))))
+    assert rc == 2 and report is None and len(err) == 1
+    assert "case 'toy': field 'trust'" in err[0] and "none of the 2 cases" in err[0]
+
+
+def test_an_unknown_top_level_field_is_ignored_with_one_stderr_line(tmp_path, capsys):
+    rc, report, err = _run_json(capsys, _write(tmp_path, {**_file(_case()), "source": "x"}))
+    assert rc == 0 and len(report["cases"]) == 1 and len(err) == 1
+    assert "top-level field(s) 'source' ignored" in err[0]
+    with pytest.raises(ScalesimError, match="unknown top-level field 'source'"):
+        parse_cases({**_file(_case()), "source": "x"})  # the strict reader refuses it
+    rc, report, err = _run_json(capsys, _write(tmp_path, {**_file(_case(), _case(trust=None)),
+                                                           "source": "x"}))
+    assert rc == 0 and len(err) == 1 and "1 of 2 cases not predicted" in err[0], err

@@ -28,6 +28,21 @@ def report(raw):
     return validate_parallel_cases(parse_parallel_cases(raw))
 
 
+def _skipped_alone(capsys, path, case_id) -> str:
+    """``scalesim validate path --json`` predicts every case but ``case_id`` (exit 0, one stderr
+    line); the one-line reason it gives for that case (session 15: a case the reader refuses is
+    skipped, not the file)."""
+    assert main(["validate", str(path), "--json"]) == 0
+    out, err = capsys.readouterr()
+    report = json.loads(out)
+    assert len(err.strip().splitlines()) == 1 and "1 of" in err and "not predicted" in err, err
+    (skip,) = report["skipped"]
+    assert skip["id"] == case_id and report["summary"]["skipped_cases"] == 1
+    assert case_id not in {c["id"] for c in report["cases"]} and report["cases"]
+    assert "\n" not in skip["reason"] and f"case {case_id!r}" in skip["reason"]
+    return skip["reason"]
+
+
 def test_cli_detects_the_format_and_prints_the_promised_json(capsys, raw):
     assert main(["validate", str(PARALLEL_CASES), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -179,7 +194,8 @@ def test_a_layout_no_framework_runs_is_refused(tmp_path, capsys, raw, change, sa
     """A user's case with a global batch that dp x micro-batch does not divide (7 against 32 x
     16) was predicted at a fraction of a micro-batch per replica (step 0.09 s, error -44%); 7
     heads over tp 2 at 3.5 heads per rank (+30%). Megatron-Core asserts both; the case is
-    refused in one line naming the rule. Placement rules (a rack not filled whole) stay notes."""
+    refused in one line naming the rule (session 15: skipped with it, the file predicted).
+    Placement rules (a rack not filled whole) stay notes."""
     data = copy.deepcopy(raw)
     case = next(c for c in data["cases"] if c["id"] == "narayanan2021_t1_3p6b")
     assert (case["layout"]["dp"], case["layout"]["tp"], case["layout"]["micro_batch"]) == (32, 2, 16)
@@ -187,10 +203,8 @@ def test_a_layout_no_framework_runs_is_refused(tmp_path, capsys, raw, change, sa
         case[part].update(values)
     path = tmp_path / "mine.json"
     path.write_text(json.dumps(data))
-    assert main(["validate", str(path)]) == 2
-    out, err = capsys.readouterr()
-    assert out == "" and len(err.strip().splitlines()) == 1, err
-    assert "case 'narayanan2021_t1_3p6b'" in err and says in err and "no framework runs" in err
+    reason = _skipped_alone(capsys, path, "narayanan2021_t1_3p6b")
+    assert says in reason and "no framework runs" in reason
 
 
 def test_a_global_batch_that_fills_the_micro_batches_unevenly_is_predicted_with_a_note(raw):
@@ -291,16 +305,15 @@ def test_fp8_on_a_listed_gpu_without_fp8_is_refused_not_given_a_nominal_peak(tmp
     lists at 16-bit but without fp8 (A100: no fp8 tensor cores): an fp8 case on it was predicted
     at a nominal 2,000 TFLOP/s fp8 peak and its 16-bit attention core at 1,000 instead of the
     listed 312, where it had been refused as a case no GPU of that kind runs. It is refused
-    again, in one line naming the case, the GPU and the precision."""
+    again, in one line naming the case, the GPU and the precision (session 15: that case alone
+    is skipped with that line; the rest of the file is predicted)."""
     data = _torchtitan_pair(raw, gpu="NVIDIA A100 80GB")
-    data["cases"][1]["precision"] = "fp8"
+    (i,) = [i for i, c in enumerate(data["cases"]) if not c["anchor"]]
+    data["cases"][i]["precision"] = "fp8"
     path = tmp_path / "mine.json"
     path.write_text(json.dumps(data))
-    assert main(["validate", str(path)]) == 2
-    out, err = capsys.readouterr()
-    assert out == "" and len(err.strip().splitlines()) == 1, err
-    assert f"case {data['cases'][1]['id']!r}" in err and "fp8" in err and "A100" in err, err
-    assert "nominal" not in err
+    reason = _skipped_alone(capsys, path, data["cases"][i]["id"])
+    assert "fp8" in reason and "A100" in reason and "nominal" not in reason
 
 
 def test_a_global_batch_below_dp_is_refused_when_the_micro_batch_is_not_stated(raw):
@@ -338,17 +351,15 @@ def test_a_case_number_outside_the_bounds_table_is_refused(tmp_path, capsys, raw
     data-parallel one uses the bounds table: layers 2**63, a 1e20 hidden size or global batch,
     16384 heads on a hidden of 3072 (a fraction of a dimension per head) were predicted (a
     -100% error on an anchor that could not be matched); a published 1e308 TFLOP/s per GPU, and
-    an mfu of -1 or 52 (a percentage), passed. Each is one line naming the case and field."""
+    an mfu of -1 or 52 (a percentage), passed. Each is one line naming the case and field (session
+    15: the reason that case is skipped with; the rest of the file is predicted)."""
     data = copy.deepcopy(raw)
     case = next(c for c in data["cases"] if c["id"] == "narayanan2021_t1_3p6b")
     assert (case["model"]["hidden"], case["model"]["heads"]) == (3072, 32)
     case[part][field] = value
     path = tmp_path / "mine.json"
     path.write_text(json.dumps(data))
-    assert main(["validate", str(path), "--json"]) == 2
-    out, err = capsys.readouterr()
-    assert out == "" and len(err.strip().splitlines()) == 1, err
-    assert "narayanan2021_t1_3p6b" in err and says in err, err
+    assert says in _skipped_alone(capsys, path, "narayanan2021_t1_3p6b")
 
 
 def test_a_case_gpu_whose_stated_memory_is_odd_is_read_and_flagged_never_refused(raw):
@@ -371,3 +382,119 @@ def test_a_case_gpu_whose_stated_memory_is_odd_is_read_and_flagged_never_refused
         case = run(odd)
         assert case.predicted > 0 and any(words in f for f in case.flags), case.flags
     assert not any("memory" in f and "hardware.gpu" in f for f in plain.flags)
+
+
+# ---------------------------------------------------------------------------- session 15: per case
+def _validate_json(capsys, tmp_path, data, name="mine.json"):
+    """(rc, report or None, stderr lines) of ``scalesim validate FILE --json`` on ``data``."""
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    rc = main(["validate", str(path), "--json"])
+    out, err = capsys.readouterr()
+    return rc, (json.loads(out) if out else None), err.strip().splitlines()
+
+
+def _bad_copy(data, case_id="bad", **changes):
+    """A copy of the pair's non-anchor case under ``case_id``, ``changes`` applied by dotted path."""
+    case = copy.deepcopy(next(c for c in data["cases"] if not c["anchor"]))
+    case["id"] = case_id
+    for dotted, value in changes.items():
+        *parents, leaf = dotted.split("__")
+        node = case
+        for part in parents:
+            node = node[part]
+        node[leaf] = value
+    return case
+
+
+@pytest.mark.parametrize("changes, says", [
+    ({"hardware__intra_node": "nvswitch-b200"}, "unknown hardware.intra_node 'nvswitch-b200'"),
+    ({"trust": None}, "field 'trust'"),
+    ({"notes": None}, "field 'notes'"),
+    ({"group": None}, "field 'group'"),
+    ({"hardware__inter_node__kind": "omni-path"}, "field 'hardware.inter_node.kind'"),
+    ({"precision": "fp4"}, "field 'precision'"),
+    ({"measured__value": None}, "field 'measured.value'"),
+    ({"layout__devices": 64}, "devices 64 != dp 128 x tp 1"),
+    ({"layout__dp": 32, "layout__tp": 3, "layout__devices": 96}, "not divisible by tp 3"),
+])
+def test_one_unreadable_case_is_skipped_with_its_reason_and_the_rest_predicted(
+        tmp_path, capsys, raw, changes, says):
+    """Session 15: one case the reader refuses stopped the whole file (exit 2, nothing
+    validated). It is skipped alone with the one-line reason the refusal gives when it is the
+    file's only refused case; the others are predicted exactly as without it."""
+    pair = _torchtitan_pair(raw)
+    rc, alone, _ = _validate_json(capsys, tmp_path, pair, "pair.json")
+    assert rc == 0 and alone["skipped"] == [] and alone["summary"]["skipped_cases"] == 0
+    with_bad = {**pair, "cases": [*pair["cases"], _bad_copy(pair, **changes)]}
+    rc, report, err = _validate_json(capsys, tmp_path, with_bad)
+    assert rc == 0
+    assert err == ['scalesim validate: 1 of 3 cases not predicted (see "skipped" in the report; '
+                   'the summary leaves them out)']
+    (skip,) = report["skipped"]
+    assert skip["id"] == "bad" and says in skip["reason"] and "case 'bad'" in skip["reason"]
+    with pytest.raises(ScalesimError) as refused:
+        parse_parallel_cases(with_bad, str(tmp_path / "mine.json"))  # the strict reader
+    assert str(refused.value) == skip["reason"]
+    assert report["cases"] == alone["cases"]
+    assert report["summary"]["all"] == alone["summary"]["all"]
+    assert report["summary"]["skipped_cases"] == 1
+
+
+def test_an_unknown_field_is_ignored_and_flagged_and_the_case_predicted(tmp_path, capsys, raw):
+    pair = _torchtitan_pair(raw)
+    rc, alone, _ = _validate_json(capsys, tmp_path, pair, "pair.json")
+    pair["cases"][1]["url"] = "https://example.org"
+    pair["cases"][1]["hardware"]["inter_node"]["fabric"] = "RDMA"
+    rc, report, err = _validate_json(capsys, tmp_path, pair)
+    assert rc == 0 and err == [] and report["skipped"] == []
+    got, was = report["cases"][1], alone["cases"][1]
+    assert got["predicted"] == was["predicted"]
+    assert got["flags"] == ["unknown fields ignored (not in the format): "
+                            "hardware.inter_node.fabric, url", *was["flags"]]  # file order
+
+
+def test_an_unreadable_anchor_skips_its_group_and_says_so(tmp_path, capsys, raw):
+    """No other case is made the anchor: the group's other cases are skipped, their reason
+    naming the unread anchor; the other groups are predicted."""
+    data = copy.deepcopy(raw)
+    anchor = next(c for c in data["cases"] if c["group"] == "narayanan2021_table1" and c["anchor"])
+    anchor["notes"] = None
+    group = [c["id"] for c in data["cases"] if c["group"] == "narayanan2021_table1"]
+    rc, report, err = _validate_json(capsys, tmp_path, data)
+    assert rc == 0 and len(err) == 1 and f"{len(group)} of {len(data['cases'])} cases" in err[0]
+    assert [s["id"] for s in report["skipped"]] == group
+    assert "field 'notes'" in report["skipped"][0]["reason"]
+    for skip in report["skipped"][1:]:
+        assert (f"group 'narayanan2021_table1' has its anchor case {anchor['id']!r} unread"
+                in skip["reason"]) and "not predicted" in skip["reason"]
+    assert len(report["cases"]) == len(data["cases"]) - len(group)
+    assert "narayanan2021_table1" not in report["summary"]["groups"]
+    data["cases"][1]["anchor"] = True  # readable again, with a second anchor: the rule's line
+    anchor["notes"] = ""
+    rc, report, err = _validate_json(capsys, tmp_path, data)
+    assert rc == 0 and [s["id"] for s in report["skipped"]] == group
+    assert [s["reason"] for s in report["skipped"]] == [
+        f"{tmp_path / 'mine.json'}: case {i!r}: group 'narayanan2021_table1' has 2 anchor cases; "
+        "the anchor rule needs exactly one" for i in group]
+
+
+def test_an_anchor_whose_group_is_not_text_leaves_its_group_without_an_anchor(tmp_path, capsys,
+                                                                              raw):
+    pair = _torchtitan_pair(raw)
+    pair["cases"].append(_bad_copy(pair, "other", group="other"))
+    anchor = next(c for c in pair["cases"] if c["anchor"])
+    pair["cases"].append({**copy.deepcopy(anchor), "id": "odd", "group": ["other"]})
+    rc, report, _ = _validate_json(capsys, tmp_path, pair)
+    assert rc == 0 and len(report["cases"]) == 2
+    assert [s["id"] for s in report["skipped"]] == ["odd", "other"]
+    assert "group 'other' has 0 anchor cases" in report["skipped"][1]["reason"]
+
+
+def test_a_file_whose_cases_none_can_be_predicted_is_refused_in_one_line(tmp_path, capsys, raw):
+    pair = _torchtitan_pair(raw)
+    anchor = next(c for c in pair["cases"] if c["anchor"])
+    anchor["trust"] = None  # the other case has no anchor left
+    rc, report, err = _validate_json(capsys, tmp_path, pair)
+    assert rc == 2 and report is None and len(err) == 1, err
+    assert f"case {anchor['id']!r}: field 'trust'" in err[0] and "none of the 2 cases" in err[0]

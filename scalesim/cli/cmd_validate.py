@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from scalesim.errors import file_path
 from scalesim.jsonio import to_json_text
@@ -19,9 +20,10 @@ EXAMPLE = """examples:
 Each case's smallest device count (its anchor) pins down compute; every other point is
 predicted from the case's hardware and workload with one set of documented defaults
 (docs/validation.md). Errors are (predicted - published) / published; the summary excludes
-anchors. A file of format scalesim-parallel-cases/1 (model-parallel transformer runs) is
-detected by its format field: each group's anchor case pins the sustained matmul efficiency and
-every other case is predicted from its description."""
+anchors. A case that cannot be read is not predicted: it is listed with its reason and the
+rest of the file is validated (exit 0). A file of format scalesim-parallel-cases/1
+(model-parallel transformer runs) is detected by its format field: each group's anchor case pins
+the sustained matmul efficiency and every other case is predicted from its description."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,7 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="without FILE: run the shipped model-parallel cases")
     p.add_argument("--json", action="store_true",
                    help="print {cases: [{id, points: [{devices, published, predicted, "
-                   "error_pct}]}], summary}")
+                   "error_pct}]}], summary, skipped: [{id, reason}]} (skipped: the cases that "
+                   "could not be read, not predicted)")
 
 
 def _stats_line(stats) -> str:
@@ -114,6 +117,18 @@ def render_parallel_text(report) -> str:
     return "\n".join(lines)
 
 
+def skipped_text(report) -> str:
+    """The text report's closing section: each case not predicted, with its reason ('' when
+    every case was predicted)."""
+    if not report.skipped:
+        return ""
+    total = len(report.cases) + len(report.skipped)
+    lines = ["", f"not predicted: {len(report.skipped)} of {total} cases (left out of the "
+             "summary; each line is the reason)"]
+    lines += [f"  {s.id}: {s.reason}" for s in report.skipped]
+    return "\n".join(lines)
+
+
 def _shown(value) -> str:
     """A format value for a message: quoted, short."""
     text = repr(value)
@@ -121,15 +136,15 @@ def _shown(value) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from scalesim.errors import ScalesimError
+    from scalesim.errors import ScalesimError, excerpt
     from scalesim.jsonio import read_json
     from scalesim.shipped import validation_path
-    from scalesim.validate import FORMAT, parse_cases, validate_cases
+    from scalesim.validate import FORMAT, read_cases, validate_cases
     from scalesim.validate_parallel import (
         FORMAT as PARALLEL_FORMAT,
     )
     from scalesim.validate_parallel import (
-        parse_parallel_cases,
+        read_parallel_cases,
         validate_parallel_cases,
     )
 
@@ -149,13 +164,24 @@ def run(args: argparse.Namespace) -> int:
                             "shipped model-parallel cases when no FILE is given): drop --parallel "
                             f"to validate it as '{FORMAT}', or give a model-parallel file")
     if fmt == PARALLEL_FORMAT:
-        report = validate_parallel_cases(parse_parallel_cases(data, str(path)))
-        print(to_json_text(report.model_dump(), what="the validation report") if args.json
-              else render_parallel_text(report))
-        return 0
-    report = validate_cases(parse_cases(data, str(path)))
-    if args.json:
-        print(to_json_text(report.model_dump(), what="the validation report"))
+        read = read_parallel_cases(data, str(path))
+        report = validate_parallel_cases(read.cases, read.skipped)
+        text = render_parallel_text(report)
     else:
-        print(render_text(report))
+        read = read_cases(data, str(path))
+        report = validate_cases(read.cases, read.skipped)
+        text = render_text(report)
+    print(to_json_text(report.model_dump(), what="the validation report") if args.json
+          else text + skipped_text(report))
+    notes = []  # one stderr line, whatever was left out
+    if report.skipped:
+        where = '"skipped" in the report' if args.json else "the report's last section"
+        notes.append(f"{len(report.skipped)} of {read.total} cases not predicted (see {where}; "
+                     "the summary leaves them out)")
+    if read.ignored:
+        notes.append(f"{path}: top-level field(s) "
+                     f"{', '.join(repr(excerpt(f)) for f in read.ignored)} ignored (the format "
+                     "has only format and cases)")
+    if notes:
+        print("scalesim validate: " + "; ".join(notes), file=sys.stderr)
     return 0
