@@ -50,3 +50,17 @@ def test_validate_cli_scores_the_collected_ps_file_in_the_parameter_server_group
     assert report["summary"]["allreduce"]["cases"] == 0
     for key in ("mean_abs_pct", "median_abs_pct", "max_abs_pct"):
         assert math.isfinite(ps[key]), key
+
+
+def test_a_file_without_all_reduce_cases_meets_or_misses_no_all_reduce_target(capsys):
+    """No all-reduce point: its targets are neither met nor missed (``None``, "no all-reduce
+    point to score"); the parameter-server target is judged on its own line."""
+    assert main(["validate", str(COLLECTED_PS), "--json"]) == 0
+    targets = json.loads(capsys.readouterr().out)["summary"]["targets"]
+    assert targets["median_met"] is None and targets["mean_met"] is None
+    assert isinstance(targets["parameter_server_median_met"], bool)
+    assert main(["validate", str(COLLECTED_PS)]) == 0
+    text = capsys.readouterr().out
+    assert "targets (all-reduce): no all-reduce point to score" in text and "NOT met" not in \
+        text.split("targets (all-reduce)")[1].splitlines()[0]
+    assert "target (parameter-server): median <= 15% " in text

@@ -73,11 +73,17 @@ def render_text(report) -> str:
         lines.append(f"  {key:<17} {g['cases']:>5} {g['points']:>6} {g['mean_abs_pct']:>7.1f}% "
                      f"{g['median_abs_pct']:>7.1f}% {g['max_abs_pct']:>7.1f}%")
     t = s["targets"]
-    lines.append(
-        f"targets (all-reduce): median <= {t['allreduce_median_abs_pct']:g}% "
-        f"{'met' if t['median_met'] else 'NOT met'}; mean <= {t['allreduce_mean_abs_pct']:g}% "
-        f"{'met' if t['mean_met'] else 'NOT met'}"
-    )
+    if t["median_met"] is None:
+        lines.append("targets (all-reduce): no all-reduce point to score (anchors excluded)")
+    else:
+        lines.append(
+            f"targets (all-reduce): median <= {t['allreduce_median_abs_pct']:g}% "
+            f"{'met' if t['median_met'] else 'NOT met'}; mean <= "
+            f"{t['allreduce_mean_abs_pct']:g}% {'met' if t['mean_met'] else 'NOT met'}")
+    if t["parameter_server_median_met"] is not None:
+        lines.append(f"target (parameter-server): median <= "
+                     f"{t['parameter_server_median_abs_pct']:g}% "
+                     f"{'met' if t['parameter_server_median_met'] else 'NOT met'}")
     lines.append(f"{s['flagged_cases']} of {len(report.cases)} cases use a default or an assumed "
                  "field (see their flags)")
     return "\n".join(lines)
