@@ -6,8 +6,10 @@ nGpus 8 minBytes ...``, then ``#  Rank  N Group G Pid P on HOST device D [BUS] N
 the column line ``size count type redop root time algbw busbw #wrong time algbw busbw #wrong``
 (out-of-place, then in-place; older versions: ``error`` instead of ``#wrong``, no ``root``), one
 row per message size, and ``# Out of bounds values : N OK|FAILED`` / ``# Avg bus bandwidth : X``.
-MPI launchers may prefix lines (``[1,0]<stdout>:``) and interleave ``NCCL INFO`` lines; both are
-ignored.
+MPI launchers may prefix lines (``[1,0]<stdout>:``, Slurm's ``srun --label``: `` 0: ``) and
+interleave ``NCCL INFO`` lines; both are ignored. ``-d all`` / ``-o all`` print one table whose rows
+run through every data type, and within it every reduction op (``src/*.cu``'s ``RunTest`` loops,
+one header): the rows are told apart by their ``type`` / ``redop`` cells (``one_kind_of_rows``).
 
 Conventions, as the calibration's collectives phase (``calibration/collective_phase.py``):
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +50,7 @@ OTHER_TESTS = ("broadcast", "reduce", "alltoall", "sendrecv", "scatter", "gather
 US = 1e-6  # nccl-tests prints times in microseconds
 
 _PREFIX = re.compile(r"\[\d+(?:,\d+)*\](?:<std(?:out|err)>:)?")
+_SRUN_LABEL = re.compile(r"^\s*\d+:(?:\s+|$)")  # srun --label (-l): the task number, a colon
 _RANK = re.compile(r"Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
                    r"\s+\[[^\]]*\]\s+(.+?)\s*$")
 _TEST_NAME = re.compile(r"\b(\w+?)_perf(?:_mpi)?\b")
@@ -101,7 +105,7 @@ def point_from_time(op: str, size_bytes: float, ranks: int, time_s: float) -> Co
 
 
 def _clean(line: str) -> str:
-    return _PREFIX.sub(" ", line).strip()
+    return _PREFIX.sub(" ", _SRUN_LABEL.sub(" ", line, count=1)).strip()
 
 
 def _op_from_name(text: str) -> str | None:
@@ -148,6 +152,56 @@ def _ranks_from_ratio(rows: list[list[str]], cols: dict[str, int], op: str | Non
     return (op or ("all_reduce" if is_allreduce else None)), int(round(n))
 
 
+def one_kind_of_rows(header: list[str], rows: list[list[str]], row_lines: list[int], source: str
+                     ) -> tuple[list[list[str]], list[int], list[str]]:
+    """(rows, their line numbers, notes) of one data type and one reduction op. ``-d all`` runs
+    every type and ``-o all`` every op under one header: a fit over them would mix a 1-byte
+    int8 sweep with a float one. Several types: ScalesimError (which one the gradients travel
+    in is not in the log); several ops: the ``sum`` rows (gradients are summed; every op moves
+    the same bytes), else ScalesimError."""
+    notes: list[str] = []
+    if "type" in header:
+        i = header.index("type")
+        types = list(dict.fromkeys(r[i] for r in rows))
+        if len(types) > 1:
+            raise ScalesimError(
+                f"{source}: the table holds {len(types)} data types ({', '.join(map(excerpt, types[:12]))}"
+                f"{', ...' if len(types) > 12 else ''}: -d all?) and a link is fitted from one: rerun "
+                "with -d and the type the gradients travel in (e.g. -d bfloat16), or keep one "
+                "type's rows")
+    if "redop" in header:
+        i = header.index("redop")
+        ops = list(dict.fromkeys(r[i] for r in rows))
+        if len(ops) > 1:
+            if "sum" not in ops:
+                raise ScalesimError(
+                    f"{source}: the table holds {len(ops)} reduction ops "
+                    f"({', '.join(map(excerpt, ops[:12]))}) and none is sum: rerun with -o sum, or "
+                    "keep one op's rows")
+            keep = [k for k, r in enumerate(rows) if r[i] == "sum"]
+            rows, row_lines = [rows[k] for k in keep], [row_lines[k] for k in keep]
+            notes.append(f"{Path(source).name}: the sum rows taken of {len(ops)} reduction ops "
+                         f"({', '.join(map(excerpt, ops[:12]))}: -o all), as gradients are summed")
+    return rows, row_lines, notes
+
+
+def check_one_job(ranks: dict[tuple, str], source: str) -> None:
+    """ScalesimError where a rank number is listed twice: each process of a build without MPI
+    (``make MPI=1``) started by mpirun/srun runs its own job on its own GPUs and prints its
+    own header (NVIDIA/nccl-tests issues #27, #213, #254), or logs were pasted together; read as
+    one job, they would be a link across servers that no collective crossed."""
+    counts = Counter(int(r) for _, _, _, r in ranks)
+    twice = [r for r, k in counts.items() if k > 1]
+    if twice:
+        r = min(twice)
+        hosts = list(dict.fromkeys(h for h, _, _, x in ranks if int(x) == r))
+        raise ScalesimError(
+            f"{source}: rank {r} is listed {counts[r]} times (on {', '.join(map(excerpt, hosts[:4]))}"
+            f"{', ...' if len(hosts) > 4 else ''}): the file holds several nccl-tests jobs that "
+            "ran apart, each timing only its own GPUs (mpirun or srun starting a build without "
+            "MPI=1, or logs pasted together); rebuild with make MPI=1 and give one run per file")
+
+
 def parse_text(text: str, source: str) -> NcclTestsRun:
     """Parse one nccl-tests log; a wrong, truncated or foreign file raises a one-line error."""
     lines = [_clean(line) for line in text.splitlines()]
@@ -170,6 +224,7 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
     row_lines: list[int] = []
     oob: tuple[int, str] | None = None
     avg_seen = False
+    tables = 0  # column header lines: one per run
     for number, line in enumerate(lines, 1):
         if not line:
             continue
@@ -180,6 +235,7 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
         cols = _columns(line)
         if cols:
             header = cols
+            tables += 1
             continue
         m = _OOB.search(line)
         if m:
@@ -201,6 +257,10 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
         rows.append(tokens[:len(header)])
         row_lines.append(number)
 
+    check_one_job(ranks, source)
+    if tables > 1:
+        raise ScalesimError(f"{source}: holds {tables} nccl-tests tables (runs pasted together, or "
+                            "jobs that ran apart); give one run per file")
     if header is None:
         raise ScalesimError(f"{source}: not nccl-tests output (no 'size count type ... time algbw "
                             "busbw' table); give the text all_reduce_perf, reduce_scatter_perf or "
@@ -212,13 +272,13 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
         raise ScalesimError(f"{source}: nccl-tests reported 'Out of bounds values : {oob[0]} "
                             "FAILED' (wrong results); fix the cluster before calibrating from it")
 
+    rows, row_lines, notes = one_kind_of_rows(header, rows, row_lines, source)
     index = {}
     for name in (*TIME_COLUMNS, *CHECK_COLUMNS):
         index[name] = [i for i, c in enumerate(header) if c == name]
     if not index["time"] or not index["busbw"] or not index["algbw"]:
         raise ScalesimError(f"{source}: the table has no time/algbw/busbw columns")
     check = index["#wrong"] or index["error"]
-    notes: list[str] = []
     unchecked = False
     for tokens, number in zip(rows, row_lines, strict=True):
         for i in check:
@@ -265,7 +325,13 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
                      "name in the file)")
     hosts = list(dict.fromkeys(h for h, _, _, _ in ranks))
     devices = list(dict.fromkeys(ranks.values()))
-    if ranks:
+    listed_up_to = max((int(r) for _, _, _, r in ranks), default=-1) + 1
+    if ranks and listed_up_to > len(ranks):  # a pasted excerpt: the rank lines are cut
+        n = listed_up_to
+        notes.append(f"{Path(source).name}: the header lists {len(ranks)} of ranks 0-{n - 1}: "
+                     f"{n} ranks taken; the others' servers are not listed"
+                     + (ONE_SERVER_ASSUMED if len(hosts) <= 1 else ""))
+    elif ranks:
         n = len(ranks)
     elif nranks_info:
         n = max(nranks_info)
