@@ -492,3 +492,14 @@ def test_several_reduction_ops_keep_the_sum_rows(tmp_path):
         r.replace("prod", " max") for r in prod)])).replace("\n".join(rows[:-1]) + "\n", ""))
     with pytest.raises(ScalesimError, match=r"2 reduction ops \(prod, max\) and none is sum"):
         nccl_tests.parse_file(only_prod)
+
+
+def test_intra_on_a_log_across_hosts_is_one_server_of_all_its_ranks(tmp_path):
+    # hosts that share one NVLink domain (GB200 NVL72 trays: 18 hosts of 4 GPUs); was: intra=
+    # kept the hosts as servers, so a new profile got 8 GPUs per server of a 16-GPU domain
+    (run,) = nccl_tests.load_runs([f"intra={H100_2N}"])
+    assert (run.level, run.nodes, run.ranks) == ("intra_node", 1, 16)
+    assert any("one server of 16 GPUs" in n for n in run.notes)
+    out = tmp_path / "p.json"
+    calibrate_from_sources(str(out), nccl_tests_files=[f"intra={H100_2N}"])
+    assert load_profile(out).hardware.devices_per_node == 16

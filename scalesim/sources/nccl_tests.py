@@ -84,8 +84,13 @@ class NcclTestsRun:
 
     @property
     def nodes(self) -> int:
+        """Servers in scalesim's sense (one intra-server link domain each): the hosts listed;
+        at least 2 under ``inter=``; 1 under ``intra=``, which says the hosts share one
+        NVLink domain (GB200 NVL72 trays, multi-node NVLink), so all ranks are one server's."""
         if self.forced_level == "inter_node":
             return max(len(self.hosts), 2)
+        if self.forced_level == "intra_node":
+            return 1
         return max(len(self.hosts), 1)
 
     @property
@@ -449,7 +454,9 @@ def load_runs(entries: Iterable[str | os.PathLike[str]]) -> list[NcclTestsRun]:
             hosts_say = "inter_node" if len(run.hosts) > 1 else "intra_node"
             if run.hosts and hosts_say != run.forced_level:
                 run.notes.append(f"{Path(rest).name}: its header lists {len(run.hosts)} host(s), "
-                                 f"taken as {run.forced_level} as {prefix}= says")
+                                 f"taken as {run.forced_level} as {prefix}= says"
+                                 + (f": one server of {run.ranks} GPUs (hosts on one NVLink "
+                                    "domain)" if prefix == "intra" else ""))
             run.notes = [n.replace(ONE_SERVER_ASSUMED, "") for n in run.notes]
         else:
             run = parse_file(entry)
