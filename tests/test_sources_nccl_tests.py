@@ -503,3 +503,15 @@ def test_intra_on_a_log_across_hosts_is_one_server_of_all_its_ranks(tmp_path):
     out = tmp_path / "p.json"
     calibrate_from_sources(str(out), nccl_tests_files=[f"intra={H100_2N}"])
     assert load_profile(out).hardware.devices_per_node == 16
+
+
+def test_a_rank_count_the_printed_digits_do_not_fix_is_refused():
+    # 128 GPUs, rows of at most 2.22 GB/s busbw: was "101 ranks inferred" (a 101-GPU server in
+    # a new profile); two printed decimals allow 87 to 261
+    excerpt = FIX / "all_reduce_128gpu_error_column_excerpt.txt"
+    with pytest.raises(ScalesimError, match=r"no rank list in the header, and busbw/algbw, "
+                       r"printed to two decimals, fits anything from 87 to 261 ranks"):
+        nccl_tests.parse_file(excerpt)
+    # the counts the digits do fix still read: 4 ranks (A40 table), 2 (all-gather excerpt)
+    assert nccl_tests.parse_file(TABLE).ranks == 4
+    assert nccl_tests.parse_file(GATHER).ranks == 2

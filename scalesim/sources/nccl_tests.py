@@ -63,6 +63,7 @@ NETWORK_KINDS = {"IB": "infiniband", "Socket": "ethernet"}
 _OOB = re.compile(r"Out of bounds values\s*:\s*(\d+)\s+(OK|FAILED)")
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
 TIME_COLUMNS = ("time", "algbw", "busbw")
+PRINTED_HALF_UNIT = 0.005  # GB/s: algbw and busbw are printed with two decimals
 ONE_SERVER_ASSUMED = ", and one server assumed (say inter=FILE if it spanned servers)"
 CHECK_COLUMNS = ("#wrong", "error")
 
@@ -139,22 +140,33 @@ def _columns(line: str) -> list[str] | None:
 
 
 def _ranks_from_ratio(rows: list[list[str]], cols: dict[str, int], op: str | None
-                      ) -> tuple[str | None, int | None]:
-    """(op family, ranks) from busbw/algbw: 2(n-1)/n (all-reduce, >= 1) or (n-1)/n (< 1)."""
+                      ) -> tuple[str | None, int | None, tuple[float, float] | None]:
+    """(op family, ranks, the span of rank counts the printed digits allow) from busbw/algbw:
+    2(n-1)/n (all-reduce, >= 1) or (n-1)/n (< 1). Both are printed to two decimals, so each
+    row's ratio is only known within its rounding (half a unit in the last digit each); the
+    span is the rank counts every kept row allows (None where the rows disagree)."""
     algbws = np.array([float(r[cols["algbw"]]) for r in rows])
     busbws = np.array([float(r[cols["busbw"]]) for r in rows])
     # Two printed decimals: keep the rows near the top bandwidth, and at least 0.5 GB/s.
     keep = (algbws >= max(0.5 * algbws.max(), 0.5))
     ratios = list(busbws[keep] / algbws[keep])
     if not ratios:
-        return op, None
+        return op, None, None
     ratio = float(np.median(ratios))
     is_allreduce = op == "all_reduce" if op else ratio >= 0.995
-    n = 2.0 / (2.0 - ratio) if is_allreduce and ratio < 2 else (
-        1.0 / (1.0 - ratio) if ratio < 1 else None)
+    limit = 2.0 if is_allreduce else 1.0
+
+    def ranks_of(r: float) -> float:
+        return float("inf") if r >= limit else limit / (limit - r)
+
+    n = ranks_of(ratio) if ratio < limit else None
     if n is None or n < 1.5:
-        return op, None
-    return (op or ("all_reduce" if is_allreduce else None)), int(round(n))
+        return op, None, None
+    half = PRINTED_HALF_UNIT
+    lo = float(np.max((busbws[keep] - half) / (algbws[keep] + half)))
+    hi = float(np.min((busbws[keep] + half) / (algbws[keep] - half)))
+    span = (ranks_of(lo), ranks_of(hi)) if lo <= hi else None
+    return (op or ("all_reduce" if is_allreduce else None)), int(round(n)), span
 
 
 def one_kind_of_rows(header: list[str], rows: list[list[str]], row_lines: list[int], source: str
@@ -319,7 +331,7 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
     first = {name: index[name][0] for name in TIME_COLUMNS}
     if op is None and "redop" in header and all(r[header.index("redop")] == "none" for r in rows):
         op = "all_gather"
-    ratio_op, ratio_ranks = _ranks_from_ratio(rows, first, op)
+    ratio_op, ratio_ranks, ratio_span = _ranks_from_ratio(rows, first, op)
     if op is None:
         if ratio_op is None:
             raise ScalesimError(f"{source}: cannot tell which collective this is; keep the "
@@ -342,6 +354,12 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
         n = max(nranks_info)
     elif ratio_ranks:
         n = ratio_ranks
+        if ratio_span is not None and np.floor(ratio_span[1]) > np.ceil(ratio_span[0]):
+            top = "more" if not np.isfinite(ratio_span[1]) else f"{np.floor(ratio_span[1]):.0f}"
+            raise ScalesimError(
+                f"{source}: no rank list in the header, and busbw/algbw, printed to two "
+                f"decimals, fits anything from {np.ceil(ratio_span[0]):.0f} to {top} ranks; "
+                "keep the '#  Rank ...' lines of the header (or the rows of the largest sizes)")
         notes.append(f"{Path(source).name}: no rank list in the header; {n} ranks inferred from "
                      f"busbw/algbw{ONE_SERVER_ASSUMED}")
     else:
