@@ -298,3 +298,18 @@ def test_a_torch_1_9_trace_reads_its_kernels(tmp_path):
     assert st.compute_s == pytest.approx(600e-6) and st.comm_s == pytest.approx(300e-6)
     assert st.exposed_comm_s == pytest.approx(200e-6) and st.data_wait_s == pytest.approx(50e-6)
     assert any(k.startswith("ncclKernel_AllReduce") for k in s.collectives)
+
+
+def test_trace_remedies_quote_no_batch_the_traces_do_not_record(tmp_path, capsys):
+    # the trace model runs a nominal micro-batch of 1: was "Double the per-device batch
+    # (1 -> 2)" and "Accumulate gradients over 4 micro-steps (now 1)" for any traced job (HTA's
+    # real nccl_data trace, whose batch is not 1, read so)
+    from scalesim.cli.main import main
+
+    paths = [str(write(tmp_path, f"rank{r}.json", gpu_trace(r, slow_us=50.0 * r))) for r in (0, 1)]
+    assert main(["diagnose", "--json", "--trace", *paths]) == 0
+    report = json.loads(capsys.readouterr().out)
+    titles = {r["key"]: r["title"] for r in report["remedies"]}
+    assert titles["bigger_batch"] == "Double the per-device batch (the traces do not record its size)"
+    assert titles["accumulation"].startswith("Accumulate gradients over 4x the micro-steps")
+    assert not any("1 -> 2" in t or "(now 1)" in t for t in titles.values())
