@@ -186,14 +186,26 @@ def _relative_busbw(match: re.Match) -> str:
     return f"({float(match.group(2)) / float(match.group(1)):.3g}x the fitted bandwidth)"
 
 
+# Traces record no batch size nor accumulation count: the trace model runs a nominal micro-batch
+# of 1 without accumulation, and these titles say so instead of quoting its "1 -> 2"
+NOMINAL_BATCH_TITLES = {
+    "bigger_batch": "Double the per-device batch (the traces do not record its size)",
+    "accumulation": "Accumulate gradients over 4x the micro-steps (the traces do not record how "
+                    "many)",
+}
+
+
 def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: bool = False,
-                   split_tp_overlap: bool | None = None) -> tuple[Remedy | None, list[Remedy]]:
+                   split_tp_overlap: bool | None = None, nominal_batch: bool = False
+                   ) -> tuple[Remedy | None, list[Remedy]]:
     """All seed remedies at ``devices`` ranked by the model, and the first one to try.
     ``split_tp_overlap``: the framework's tensor-parallel overlap in the split-the-model
     remedy's layouts (``remedies.rank_remedies``; None: the scenario's).
 
     ``nominal_links``: the profile's bandwidths rest on a nominal gradient size, so titles say
-    "2x" instead of quoting GB/s that mean nothing on their own.
+    "2x" instead of quoting GB/s that mean nothing on their own. ``nominal_batch``: the
+    micro-batch and accumulation are nominal (traces): titles quote no count
+    (``NOMINAL_BATCH_TITLES``).
     """
     from scalesim.layout_predict import uses_layouts
     from scalesim.remedies import rank_remedies
@@ -204,6 +216,8 @@ def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: b
     remedies = []
     for r in ranked:
         title = _BUSBW.sub(_relative_busbw, r.title) if nominal_links else r.title
+        if nominal_batch and r.key in NOMINAL_BATCH_TITLES:
+            title = NOMINAL_BATCH_TITLES[r.key]
         remedies.append(Remedy(r.key, title, float(r.gain), r.applicable, r.reason))
     usable = [mine for mine, r in zip(remedies, ranked, strict=True)
               if r.applicable and r.verdict != "not runnable"]
@@ -790,7 +804,7 @@ def _trace_remedies(cr, summaries, cause: str):
     scenario = Scenario(devices=[world], devices_per_node=world, micro_batch=1, overlap=overlap,
                         slow_device=0 if slow_factor > 1.0 + 1e-3 else None,
                         slow_factor=max(slow_factor, 1.0))
-    return model_remedies(profile, scenario, world, cause, nominal_links=True)
+    return model_remedies(profile, scenario, world, cause, nominal_links=True, nominal_batch=True)
 
 
 # --------------------------------------------------------------------------------------------

@@ -138,9 +138,25 @@ def _open_text(path: Path) -> IO[str]:
     return open(path, encoding="utf-8-sig", errors="replace")  # -sig: drop a leading BOM
 
 
+# Kineto's event categories in PyTorch 1.8/1.9 traces, renamed in June 2021 (pytorch/kineto#206,
+# "Refactor trace activities"; PyTorch 1.10 on) to the names read here; the pytorch/kineto
+# tb_plugin samples (torch 1.9, resnet50) carry the old ones
+OLD_CATEGORIES = {"Operator": "cpu_op", "Runtime": "cuda_runtime", "Kernel": "kernel",
+                  "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
+
+
+def _current_category(event: dict) -> dict:
+    """``event`` with a pre-1.10 category under its current name (``OLD_CATEGORIES``)."""
+    cat = event.get("cat")
+    if isinstance(cat, str) and cat in OLD_CATEGORIES:
+        event["cat"] = OLD_CATEGORIES[cat]
+    return event
+
+
 def iter_trace(path: str | os.PathLike[str], metadata: dict):
     """Yield ``(number, event)`` for each trace event (a dict) of a Kineto JSON file, numbered from
-    1 in file order (non-objects count too); top-level keys go into ``metadata``."""
+    1 in file order (non-objects count too), its category as PyTorch >= 1.10 names it
+    (``OLD_CATEGORIES``); top-level keys go into ``metadata``."""
     file = Path(require_path(path, "trace"))  # '' would be Path('.'), the folder
     try:
         handle = _open_text(file)
@@ -172,7 +188,7 @@ def iter_trace(path: str | os.PathLike[str], metadata: dict):
                                 number += 1
                                 event = stream.value(f"event {number}")
                                 if isinstance(event, dict):
-                                    yield number, event
+                                    yield number, _current_category(event)
                                 stream.take(",]")
                                 if stream.buf[stream.pos - 1] == "]":
                                     break

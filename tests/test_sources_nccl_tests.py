@@ -391,3 +391,127 @@ def test_h800_logs_are_not_read_as_the_h100_preset(tmp_path):
     assert any("NVIDIA H800, which no hardware preset lists" in line for line in report)
     with pytest.raises(ScalesimError, match="2 different GPUs"):
         calibrate_from_sources(tmp_path / "q.json", [h800, H100_2N], write=False)
+
+
+# Session 15: users' real files (tests/fixtures/nccl_tests/README.md names each source)
+SRUN = FIX / "h100_2node_srun_label_all_reduce.txt"
+NVL72 = FIX / "gb200_nvl72_rack_all_reduce_excerpt.txt"
+GB10 = FIX / "gb10_2node_v2_20_all_reduce_excerpt.txt"
+APART = FIX / "h100_2node_separate_jobs_ranks.txt"
+
+
+def test_an_srun_label_prefixed_log_is_read():
+    # was: every row begins "0:", so none was read: "the table has no rows (truncated?)"
+    run = nccl_tests.parse_file(SRUN)
+    assert (run.op, run.ranks, run.hosts, run.level) == (
+        "all_reduce", 16, ["node005", "node007"], "inter_node")
+    assert len(run.points) == 11
+    by_size = {p.size_bytes: p for p in run.points}
+    # the 128 MiB row's in-place busbw as printed: 160.64 GB/s (1566.6 us)
+    assert by_size[134217728].busbw_GBps == pytest.approx(160.64, abs=0.01)
+    assert by_size[8589934592].busbw_GBps == pytest.approx(155.56, abs=0.01)
+    assert any("-c 0" in n for n in run.notes)
+
+
+def test_windows_line_endings_read_as_the_same_log(tmp_path):
+    crlf = tmp_path / "crlf.txt"
+    crlf.write_bytes(SRUN.read_bytes().replace(b"\n", b"\r\n"))
+    a, b = nccl_tests.parse_file(SRUN), nccl_tests.parse_file(crlf)
+    assert [p.time_s for p in a.points] == [p.time_s for p in b.points]
+    assert (a.ranks, a.hosts) == (b.ranks, b.hosts)
+
+
+def test_a_cut_rank_list_counts_the_ranks_it_numbers():
+    # was: "1 rank: a collective on one GPU measures no link" (one rank line kept of 72)
+    run = nccl_tests.parse_file(NVL72)
+    assert (run.ranks, run.level) == (72, "intra_node")
+    by_size = {p.size_bytes: p for p in run.points}
+    # busbw 2(n-1)/n S/t of the 8 GiB row's in-place 20006 us (printed to 5 digits): the
+    # log's 846.82 GB/s, 846.81 from the printed time
+    assert by_size[8589934592].busbw_GBps == pytest.approx(846.82, abs=0.02)
+    assert any("lists 1 of ranks 0-71: 72 ranks taken" in n for n in run.notes)
+    assert any(nccl_tests.ONE_SERVER_ASSUMED in n for n in run.notes)
+
+
+def test_the_2_20_header_is_read():
+    run = nccl_tests.parse_file(GB10)
+    assert (run.op, run.ranks, run.level, run.devices) == (
+        "all_reduce", 2, "inter_node", ["NVIDIA GB10"])
+    by_size = {p.size_bytes: p for p in run.points}
+    assert by_size[65536].busbw_GBps == pytest.approx(1.01, abs=0.01)  # 64.71 us in place
+
+
+def test_jobs_that_ran_apart_are_refused_not_read_as_one(tmp_path):
+    # was: 4 ranks on dgx01 and dgx02, an inter-server link fitted from one-GPU jobs
+    lines = H100_1N.read_text().splitlines(keepends=True)
+    table = "".join(lines[next(i for i, x in enumerate(lines) if "out-of-place" in x):])
+    path = tmp_path / "apart.txt"
+    path.write_text(APART.read_text() + table)
+    with pytest.raises(ScalesimError, match=r"rank 0 is listed 12 times \(on dgx01, dgx02\): the "
+                       r"file holds several nccl-tests jobs that ran apart.*make MPI=1"):
+        nccl_tests.parse_file(path)
+    # a log pasted twice into one file (the same rank lines: the tables tell)
+    twice = tmp_path / "twice.txt"
+    twice.write_text(H100_1N.read_text() + H100_1N.read_text())
+    with pytest.raises(ScalesimError, match="holds 2 nccl-tests tables .*one run per file"):
+        nccl_tests.parse_file(twice)
+
+
+def _all_types(text: str, types=("float", "half")) -> str:
+    """A -d all table as nccl-tests prints it: the sweep once per type under one header (each
+    type's times doubled after the first, so a mix would be seen)."""
+    lines = text.splitlines()
+    rows = [x for x in lines if x.strip()[:1].isdigit()]
+    head = lines[:lines.index(rows[0])]
+    tail = lines[lines.index(rows[-1]) + 1:]
+    out = []
+    for k, t in enumerate(types):
+        out += [r.replace(" bfloat16 ", f" {t:>8} ") if k else r for r in rows]
+    return "\n".join(head + out + tail) + "\n"
+
+
+def test_several_data_types_are_refused_in_one_line(tmp_path):
+    path = tmp_path / "all_gather_dall.txt"
+    path.write_text(_all_types(GATHER.read_text(), ("bfloat16", "int8", "float")))
+    with pytest.raises(ScalesimError, match=r"holds 3 data types \(bfloat16, int8, float: -d "
+                       r"all\?\) and a link is fitted from one: rerun with -d"):
+        nccl_tests.parse_file(path)
+
+
+def test_several_reduction_ops_keep_the_sum_rows(tmp_path):
+    text = H100_1N.read_text()
+    rows = [x for x in text.splitlines() if x.strip()[:1].isdigit()]
+    prod = [r.replace("float     sum", "float    prod").replace("1117.4", "9999.9") for r in rows]
+    path = tmp_path / "all_reduce_oall.txt"
+    path.write_text(text.replace(rows[-1], "\n".join([rows[-1], *prod])))
+    run, plain = nccl_tests.parse_file(path), nccl_tests.parse_file(H100_1N)
+    assert [p.time_s for p in run.points] == [p.time_s for p in plain.points]
+    assert any("the sum rows taken of 2 reduction ops (sum, prod: -o all)" in n for n in run.notes)
+    only_prod = tmp_path / "all_reduce_prod_max.txt"
+    only_prod.write_text(text.replace(rows[-1], "\n".join([*prod, *(
+        r.replace("prod", " max") for r in prod)])).replace("\n".join(rows[:-1]) + "\n", ""))
+    with pytest.raises(ScalesimError, match=r"2 reduction ops \(prod, max\) and none is sum"):
+        nccl_tests.parse_file(only_prod)
+
+
+def test_intra_on_a_log_across_hosts_is_one_server_of_all_its_ranks(tmp_path):
+    # hosts that share one NVLink domain (GB200 NVL72 trays: 18 hosts of 4 GPUs); was: intra=
+    # kept the hosts as servers, so a new profile got 8 GPUs per server of a 16-GPU domain
+    (run,) = nccl_tests.load_runs([f"intra={H100_2N}"])
+    assert (run.level, run.nodes, run.ranks) == ("intra_node", 1, 16)
+    assert any("one server of 16 GPUs" in n for n in run.notes)
+    out = tmp_path / "p.json"
+    calibrate_from_sources(str(out), nccl_tests_files=[f"intra={H100_2N}"])
+    assert load_profile(out).hardware.devices_per_node == 16
+
+
+def test_a_rank_count_the_printed_digits_do_not_fix_is_refused():
+    # 128 GPUs, rows of at most 2.22 GB/s busbw: was "101 ranks inferred" (a 101-GPU server in
+    # a new profile); two printed decimals allow 87 to 261
+    excerpt = FIX / "all_reduce_128gpu_error_column_excerpt.txt"
+    with pytest.raises(ScalesimError, match=r"no rank list in the header, and busbw/algbw, "
+                       r"printed to two decimals, fits anything from 87 to 261 ranks"):
+        nccl_tests.parse_file(excerpt)
+    # the counts the digits do fix still read: 4 ranks (A40 table), 2 (all-gather excerpt)
+    assert nccl_tests.parse_file(TABLE).ranks == 4
+    assert nccl_tests.parse_file(GATHER).ranks == 2

@@ -42,7 +42,10 @@ def test_two_pcie_gpus_through_the_host_bridge():
 def test_h100_nvswitch_server_with_a_nic_per_gpu():
     topo = nvidia_smi.parse_topo_file(H100)
     assert topo.intra_kind.startswith("NVLink between every pair (NV18")
-    assert topo.suggested_intra_preset == "nvswitch-h100"
+    # NV18 is NVLink4 (H100) or NVLink5 (B200/GB200): both named, none suggested (session 15:
+    # was nvswitch-h100, half a GB200's rate, for the GB200 tray below too)
+    assert topo.suggested_intra_preset is None
+    assert "NVLink4 on H100/H200" in topo.intra_kind and "NVLink5 on B200/GB200" in topo.intra_kind
     assert [n.device for n in topo.nics] == [f"mlx5_{i}" for i in range(8)]
     assert [(n.nearest_gpus, n.nearest_link) for n in topo.nics] == [([i], "PIX") for i in range(8)]
     assert topo.nics[0].gpu_links[:5] == ["PIX", "NODE", "NODE", "NODE", "SYS"]
@@ -354,3 +357,38 @@ def test_one_device_is_not_said_to_be_no_slower_than_the_others(tmp_path, capsys
     out = capsys.readouterr().out
     assert "one device only: no other to compare it with" in out, out
     assert "than the others" not in out
+
+
+GB200 = FIX / "gb200_x4_tray_topo.txt"
+
+
+def test_a_gb200_tray_is_not_offered_the_h100_link():
+    # was: "nearest intra-link preset: nvswitch-h100" (450 GB/s) for NVLink5's 900 GB/s
+    topo = nvidia_smi.parse_topo_file(GB200)
+    assert topo.gpus == ["GPU0", "GPU1", "GPU2", "GPU3"]
+    assert all(topo.links[i][j] == "NV18" for i in range(4) for j in range(4) if i != j)
+    assert topo.suggested_intra_preset is None and "nvl72-gb200" in topo.intra_kind
+    assert topo.cpu_affinity == ["0-71", "0-71", "72-143", "72-143"]
+    assert [(n.device, n.nearest_link) for n in topo.nics] == [(f"mlx5_{i}", "SYS") for i in range(8)]
+    text = "\n".join(nvidia_smi.describe_topology(topo))
+    assert "nearest intra-link preset" not in text
+
+
+def test_partial_nvlink_that_is_not_a_cube_mesh_suggests_no_nvlink2(tmp_path):
+    # an 8-GPU NV18 server one of whose GPUs reaches the others over PCIe only (the B200 matrix
+    # of vllm-project/vllm#16336: GPU2 NODE to GPUs 0-3, SYS to 4-7) was offered the DGX-1's
+    # V100 nvlink2 preset
+    def cell(i, j):
+        if i == j:
+            return "X"
+        if 2 in (i, j):
+            return "NODE" if max(i, j) < 4 else "SYS"
+        return "NV18"
+    lines = ["      " + "  ".join(f"GPU{j}" for j in range(8))]
+    lines += [f"GPU{i}  " + "  ".join(cell(i, j) for j in range(8)) for i in range(8)]
+    path = tmp_path / "b200_gpu2_pcie.txt"
+    path.write_text("\n".join(lines) + "\n")
+    topo = nvidia_smi.parse_topo_file(path)
+    assert topo.intra_kind.startswith("partial NVLink: 21 of 28 GPU pairs on NVLink")
+    assert topo.suggested_intra_preset is None
+    assert nvidia_smi.parse_topo_file(DGX1).suggested_intra_preset == "nvlink2"  # NV1/NV2

@@ -6,8 +6,10 @@ nGpus 8 minBytes ...``, then ``#  Rank  N Group G Pid P on HOST device D [BUS] N
 the column line ``size count type redop root time algbw busbw #wrong time algbw busbw #wrong``
 (out-of-place, then in-place; older versions: ``error`` instead of ``#wrong``, no ``root``), one
 row per message size, and ``# Out of bounds values : N OK|FAILED`` / ``# Avg bus bandwidth : X``.
-MPI launchers may prefix lines (``[1,0]<stdout>:``) and interleave ``NCCL INFO`` lines; both are
-ignored.
+MPI launchers may prefix lines (``[1,0]<stdout>:``, Slurm's ``srun --label``: `` 0: ``) and
+interleave ``NCCL INFO`` lines; both are ignored. ``-d all`` / ``-o all`` print one table whose rows
+run through every data type, and within it every reduction op (``src/*.cu``'s ``RunTest`` loops,
+one header): the rows are told apart by their ``type`` / ``redop`` cells (``one_kind_of_rows``).
 
 Conventions, as the calibration's collectives phase (``calibration/collective_phase.py``):
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +50,7 @@ OTHER_TESTS = ("broadcast", "reduce", "alltoall", "sendrecv", "scatter", "gather
 US = 1e-6  # nccl-tests prints times in microseconds
 
 _PREFIX = re.compile(r"\[\d+(?:,\d+)*\](?:<std(?:out|err)>:)?")
+_SRUN_LABEL = re.compile(r"^\s*\d+:(?:\s+|$)")  # srun --label (-l): the task number, a colon
 _RANK = re.compile(r"Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
                    r"\s+\[[^\]]*\]\s+(.+?)\s*$")
 _TEST_NAME = re.compile(r"\b(\w+?)_perf(?:_mpi)?\b")
@@ -59,6 +63,7 @@ NETWORK_KINDS = {"IB": "infiniband", "Socket": "ethernet"}
 _OOB = re.compile(r"Out of bounds values\s*:\s*(\d+)\s+(OK|FAILED)")
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
 TIME_COLUMNS = ("time", "algbw", "busbw")
+PRINTED_HALF_UNIT = 0.005  # GB/s: algbw and busbw are printed with two decimals
 ONE_SERVER_ASSUMED = ", and one server assumed (say inter=FILE if it spanned servers)"
 CHECK_COLUMNS = ("#wrong", "error")
 
@@ -80,8 +85,13 @@ class NcclTestsRun:
 
     @property
     def nodes(self) -> int:
+        """Servers in scalesim's sense (one intra-server link domain each): the hosts listed;
+        at least 2 under ``inter=``; 1 under ``intra=``, which says the hosts share one
+        NVLink domain (GB200 NVL72 trays, multi-node NVLink), so all ranks are one server's."""
         if self.forced_level == "inter_node":
             return max(len(self.hosts), 2)
+        if self.forced_level == "intra_node":
+            return 1
         return max(len(self.hosts), 1)
 
     @property
@@ -101,7 +111,7 @@ def point_from_time(op: str, size_bytes: float, ranks: int, time_s: float) -> Co
 
 
 def _clean(line: str) -> str:
-    return _PREFIX.sub(" ", line).strip()
+    return _PREFIX.sub(" ", _SRUN_LABEL.sub(" ", line, count=1)).strip()
 
 
 def _op_from_name(text: str) -> str | None:
@@ -130,22 +140,83 @@ def _columns(line: str) -> list[str] | None:
 
 
 def _ranks_from_ratio(rows: list[list[str]], cols: dict[str, int], op: str | None
-                      ) -> tuple[str | None, int | None]:
-    """(op family, ranks) from busbw/algbw: 2(n-1)/n (all-reduce, >= 1) or (n-1)/n (< 1)."""
+                      ) -> tuple[str | None, int | None, tuple[float, float] | None]:
+    """(op family, ranks, the span of rank counts the printed digits allow) from busbw/algbw:
+    2(n-1)/n (all-reduce, >= 1) or (n-1)/n (< 1). Both are printed to two decimals, so each
+    row's ratio is only known within its rounding (half a unit in the last digit each); the
+    span is the rank counts every kept row allows (None where the rows disagree)."""
     algbws = np.array([float(r[cols["algbw"]]) for r in rows])
     busbws = np.array([float(r[cols["busbw"]]) for r in rows])
     # Two printed decimals: keep the rows near the top bandwidth, and at least 0.5 GB/s.
     keep = (algbws >= max(0.5 * algbws.max(), 0.5))
     ratios = list(busbws[keep] / algbws[keep])
     if not ratios:
-        return op, None
+        return op, None, None
     ratio = float(np.median(ratios))
     is_allreduce = op == "all_reduce" if op else ratio >= 0.995
-    n = 2.0 / (2.0 - ratio) if is_allreduce and ratio < 2 else (
-        1.0 / (1.0 - ratio) if ratio < 1 else None)
+    limit = 2.0 if is_allreduce else 1.0
+
+    def ranks_of(r: float) -> float:
+        return float("inf") if r >= limit else limit / (limit - r)
+
+    n = ranks_of(ratio) if ratio < limit else None
     if n is None or n < 1.5:
-        return op, None
-    return (op or ("all_reduce" if is_allreduce else None)), int(round(n))
+        return op, None, None
+    half = PRINTED_HALF_UNIT
+    lo = float(np.max((busbws[keep] - half) / (algbws[keep] + half)))
+    hi = float(np.min((busbws[keep] + half) / (algbws[keep] - half)))
+    span = (ranks_of(lo), ranks_of(hi)) if lo <= hi else None
+    return (op or ("all_reduce" if is_allreduce else None)), int(round(n)), span
+
+
+def one_kind_of_rows(header: list[str], rows: list[list[str]], row_lines: list[int], source: str
+                     ) -> tuple[list[list[str]], list[int], list[str]]:
+    """(rows, their line numbers, notes) of one data type and one reduction op. ``-d all`` runs
+    every type and ``-o all`` every op under one header: a fit over them would mix a 1-byte
+    int8 sweep with a float one. Several types: ScalesimError (which one the gradients travel
+    in is not in the log); several ops: the ``sum`` rows (gradients are summed; every op moves
+    the same bytes), else ScalesimError."""
+    notes: list[str] = []
+    if "type" in header:
+        i = header.index("type")
+        types = list(dict.fromkeys(r[i] for r in rows))
+        if len(types) > 1:
+            raise ScalesimError(
+                f"{source}: the table holds {len(types)} data types ({', '.join(map(excerpt, types[:12]))}"
+                f"{', ...' if len(types) > 12 else ''}: -d all?) and a link is fitted from one: rerun "
+                "with -d and the type the gradients travel in (e.g. -d bfloat16), or keep one "
+                "type's rows")
+    if "redop" in header:
+        i = header.index("redop")
+        ops = list(dict.fromkeys(r[i] for r in rows))
+        if len(ops) > 1:
+            if "sum" not in ops:
+                raise ScalesimError(
+                    f"{source}: the table holds {len(ops)} reduction ops "
+                    f"({', '.join(map(excerpt, ops[:12]))}) and none is sum: rerun with -o sum, or "
+                    "keep one op's rows")
+            keep = [k for k, r in enumerate(rows) if r[i] == "sum"]
+            rows, row_lines = [rows[k] for k in keep], [row_lines[k] for k in keep]
+            notes.append(f"{Path(source).name}: the sum rows taken of {len(ops)} reduction ops "
+                         f"({', '.join(map(excerpt, ops[:12]))}: -o all), as gradients are summed")
+    return rows, row_lines, notes
+
+
+def check_one_job(ranks: dict[tuple, str], source: str) -> None:
+    """ScalesimError where a rank number is listed twice: each process of a build without MPI
+    (``make MPI=1``) started by mpirun/srun runs its own job on its own GPUs and prints its
+    own header (NVIDIA/nccl-tests issues #27, #213, #254), or logs were pasted together; read as
+    one job, they would be a link across servers that no collective crossed."""
+    counts = Counter(int(r) for _, _, _, r in ranks)
+    twice = [r for r, k in counts.items() if k > 1]
+    if twice:
+        r = min(twice)
+        hosts = list(dict.fromkeys(h for h, _, _, x in ranks if int(x) == r))
+        raise ScalesimError(
+            f"{source}: rank {r} is listed {counts[r]} times (on {', '.join(map(excerpt, hosts[:4]))}"
+            f"{', ...' if len(hosts) > 4 else ''}): the file holds several nccl-tests jobs that "
+            "ran apart, each timing only its own GPUs (mpirun or srun starting a build without "
+            "MPI=1, or logs pasted together); rebuild with make MPI=1 and give one run per file")
 
 
 def parse_text(text: str, source: str) -> NcclTestsRun:
@@ -170,6 +241,7 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
     row_lines: list[int] = []
     oob: tuple[int, str] | None = None
     avg_seen = False
+    tables = 0  # column header lines: one per run
     for number, line in enumerate(lines, 1):
         if not line:
             continue
@@ -180,6 +252,7 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
         cols = _columns(line)
         if cols:
             header = cols
+            tables += 1
             continue
         m = _OOB.search(line)
         if m:
@@ -201,6 +274,10 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
         rows.append(tokens[:len(header)])
         row_lines.append(number)
 
+    check_one_job(ranks, source)
+    if tables > 1:
+        raise ScalesimError(f"{source}: holds {tables} nccl-tests tables (runs pasted together, or "
+                            "jobs that ran apart); give one run per file")
     if header is None:
         raise ScalesimError(f"{source}: not nccl-tests output (no 'size count type ... time algbw "
                             "busbw' table); give the text all_reduce_perf, reduce_scatter_perf or "
@@ -212,13 +289,13 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
         raise ScalesimError(f"{source}: nccl-tests reported 'Out of bounds values : {oob[0]} "
                             "FAILED' (wrong results); fix the cluster before calibrating from it")
 
+    rows, row_lines, notes = one_kind_of_rows(header, rows, row_lines, source)
     index = {}
     for name in (*TIME_COLUMNS, *CHECK_COLUMNS):
         index[name] = [i for i, c in enumerate(header) if c == name]
     if not index["time"] or not index["busbw"] or not index["algbw"]:
         raise ScalesimError(f"{source}: the table has no time/algbw/busbw columns")
     check = index["#wrong"] or index["error"]
-    notes: list[str] = []
     unchecked = False
     for tokens, number in zip(rows, row_lines, strict=True):
         for i in check:
@@ -254,7 +331,7 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
     first = {name: index[name][0] for name in TIME_COLUMNS}
     if op is None and "redop" in header and all(r[header.index("redop")] == "none" for r in rows):
         op = "all_gather"
-    ratio_op, ratio_ranks = _ranks_from_ratio(rows, first, op)
+    ratio_op, ratio_ranks, ratio_span = _ranks_from_ratio(rows, first, op)
     if op is None:
         if ratio_op is None:
             raise ScalesimError(f"{source}: cannot tell which collective this is; keep the "
@@ -265,12 +342,24 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
                      "name in the file)")
     hosts = list(dict.fromkeys(h for h, _, _, _ in ranks))
     devices = list(dict.fromkeys(ranks.values()))
-    if ranks:
+    listed_up_to = max((int(r) for _, _, _, r in ranks), default=-1) + 1
+    if ranks and listed_up_to > len(ranks):  # a pasted excerpt: the rank lines are cut
+        n = listed_up_to
+        notes.append(f"{Path(source).name}: the header lists {len(ranks)} of ranks 0-{n - 1}: "
+                     f"{n} ranks taken; the others' servers are not listed"
+                     + (ONE_SERVER_ASSUMED if len(hosts) <= 1 else ""))
+    elif ranks:
         n = len(ranks)
     elif nranks_info:
         n = max(nranks_info)
     elif ratio_ranks:
         n = ratio_ranks
+        if ratio_span is not None and np.floor(ratio_span[1]) > np.ceil(ratio_span[0]):
+            top = "more" if not np.isfinite(ratio_span[1]) else f"{np.floor(ratio_span[1]):.0f}"
+            raise ScalesimError(
+                f"{source}: no rank list in the header, and busbw/algbw, printed to two "
+                f"decimals, fits anything from {np.ceil(ratio_span[0]):.0f} to {top} ranks; "
+                "keep the '#  Rank ...' lines of the header (or the rows of the largest sizes)")
         notes.append(f"{Path(source).name}: no rank list in the header; {n} ranks inferred from "
                      f"busbw/algbw{ONE_SERVER_ASSUMED}")
     else:
@@ -383,7 +472,9 @@ def load_runs(entries: Iterable[str | os.PathLike[str]]) -> list[NcclTestsRun]:
             hosts_say = "inter_node" if len(run.hosts) > 1 else "intra_node"
             if run.hosts and hosts_say != run.forced_level:
                 run.notes.append(f"{Path(rest).name}: its header lists {len(run.hosts)} host(s), "
-                                 f"taken as {run.forced_level} as {prefix}= says")
+                                 f"taken as {run.forced_level} as {prefix}= says"
+                                 + (f": one server of {run.ranks} GPUs (hosts on one NVLink "
+                                    "domain)" if prefix == "intra" else ""))
             run.notes = [n.replace(ONE_SERVER_ASSUMED, "") for n in run.notes]
         else:
             run = parse_file(entry)

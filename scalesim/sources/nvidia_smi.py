@@ -50,6 +50,13 @@ PCIE_MEANING = {
 }
 
 
+# NV18 is 18 bonded links of either generation: NVLink4 on H100/H200/GH200 (25 GB/s per link and
+# direction: 450 GB/s, nvswitch-h100) or NVLink5 on B200/GB200 (50 GB/s: 900 GB/s, nvl72-gb200);
+# topo -m names no GPU, so no preset is suggested (NVIDIA H100 and GB200 NVL72 datasheets)
+NV18_WORDS = ("; NVLink4 on H100/H200 (450 GB/s per GPU: --intra-link nvswitch-h100) or NVLink5 "
+              "on B200/GB200 (900 GB/s: nvl72-gb200 for an NVL72): topo -m does not name the GPU")
+
+
 def closeness(code: str) -> int:
     """Sort key, closest first: NV# (more links first), then PIX, PXB, PHB, NODE, SYS."""
     m = _NV.match(code)
@@ -76,14 +83,15 @@ def _summary(gpus: list[str], matrix: list[list[str]]) -> tuple[str, str | None]
     if len(nv) == len(pairs):
         counts = sorted({int(_NV.match(p).group(1)) for p in nv})
         if len(counts) == 1:
-            preset = {12: "nvswitch-a100", 18: "nvswitch-h100", 6: "nvswitch-v100"}.get(counts[0])
+            preset = {12: "nvswitch-a100", 6: "nvswitch-v100"}.get(counts[0])
             return (f"NVLink between every pair (NV{counts[0]}: {counts[0]} bonded links; "
-                    "NVSwitch or a full mesh)", preset)
+                    f"NVSwitch or a full mesh){NV18_WORDS if counts[0] == 18 else ''}", preset)
         return f"NVLink between every pair ({', '.join(f'NV{c}' for c in counts)})", None
     if nv:
+        cube_mesh = len(gpus) == 8 and all(int(_NV.match(p).group(1)) <= 2 for p in nv)
         return (f"partial NVLink: {len(nv)} of {len(pairs)} GPU pairs on NVLink, the others "
                 f"over PCIe (worst {worst}: {PCIE_MEANING.get(worst, worst)}); a ring over all "
-                "GPUs runs at its slowest hop", "nvlink2" if len(gpus) == 8 else None)
+                "GPUs runs at its slowest hop", "nvlink2" if cube_mesh else None)
     return (f"PCIe only (worst pair {worst}: {PCIE_MEANING.get(worst, worst)})", "pcie4")
 
 
