@@ -169,8 +169,21 @@ def read_json(path: str | os.PathLike[str], name: str = "path") -> Any:
     return parse_json_text(_checked_text(read_text(file), file), str(file))
 
 
+def json_kind(value: Any) -> str:
+    """What a parsed JSON value is, in JSON's words ("null", "list (JSON array)", "number")."""
+    kinds = {dict: "object", list: "list (JSON array)", str: "string", bool: "boolean",
+             int: "number", float: "number"}
+    return "null" if value is None else kinds.get(type(value), type(value).__name__)
+
+
 def error_text(error: Mapping[str, Any]) -> str:
-    """One pydantic error's sentence; a validator's own, without pydantic's "Value error, "."""
+    """One pydantic error's sentence; a validator's own, without pydantic's "Value error, ";
+    an object that is something else in JSON's words, not pydantic's ("a valid dictionary or
+    instance of CaseHardware" names the code's class)."""
+    if error.get("type") in ("model_type", "dict_type"):
+        kind = json_kind(error.get("input"))
+        article = "" if kind == "null" else "an " if kind[0] in "aeiou" else "a "
+        return f"expected a JSON object {{...}}, got {article}{kind}"
     return str(error.get("msg", "invalid")).removeprefix("Value error, ")
 
 

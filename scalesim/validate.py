@@ -658,7 +658,11 @@ def _solve_per_sample_s(case: Case, inp: StepInputs, target: float, flags: list[
                          micro_batch=inp.micro_batch[:1], accumulation=inp.accumulation[:1])
 
     def gap(per_sample_s: float) -> float:
-        return float(_model(case, anchor.replace(per_sample_s=per_sample_s))[0][0]) - target
+        got = float(_model(case, anchor.replace(per_sample_s=per_sample_s))[0][0])
+        if not math.isfinite(got):  # the root finder would stop with a ValueError
+            raise ScalesimError(f"case {case.id!r}: the model gave a non-finite throughput at "
+                                "the anchor; check its params, batch and links")
+        return got - target
 
     # Step >= k*b*s, so throughput <= devices/s: at hi the model is at or below the target.
     hi = float(anchor.devices[0]) / target

@@ -681,3 +681,47 @@ def test_an_unknown_top_level_field_is_ignored_with_one_stderr_line(tmp_path, ca
     rc, report, err = _run_json(capsys, _write(tmp_path, {**_file(_case(), _case(trust=None)),
                                                            "source": "x"}))
     assert rc == 0 and len(err) == 1 and "1 of 2 cases not predicted" in err[0], err
+
+
+# ---------------------------------------------------------------------------- session 15 review
+@pytest.mark.parametrize("value, got", [(None, "null"), ([1, 2], "a list (JSON array)"), ("x", "a string"),
+                                        (7, "a number")])
+def test_a_case_or_part_that_is_not_an_object_is_refused_in_the_formats_words(
+        tmp_path, capsys, value, got):
+    """Review of session 15: a case that was not a JSON object, or a null hardware/workload,
+    was refused with pydantic's "Input should be a valid dictionary or instance of
+    CaseHardware", the code's class name; the reason says what the format wants."""
+    hardware = {**_case(id="hw"), "hardware": value}
+    rc, report, _ = _run_json(capsys, _write(tmp_path, _file(_case(), value, hardware)))
+    assert rc == 0
+    one, two = (s["reason"] for s in report["skipped"])
+    assert one.endswith(f"case #1: expected a JSON object {{...}}, got {got}"), one
+    assert two.endswith(f"case 'hw': field 'hardware': expected a JSON object {{...}}, got "
+                        f"{got}"), two
+    assert not any("instance of" in s["reason"] or "Case" in s["reason"]
+                   for s in report["skipped"])
+
+
+def test_a_case_whose_anchor_the_model_cannot_reproduce_is_skipped_not_the_run(
+        tmp_path, capsys, monkeypatch):
+    """Review of session 15: a readable case whose modelled throughput is not finite at the
+    anchor (what solving for its compute time meets) ended in a traceback from the root
+    finder (ValueError), every case lost; it is skipped with its reason. When no case is left
+    to predict, the file is refused in one line (exit 2), as when none can be read."""
+    import scalesim.validate as validate
+
+    real = validate._model
+
+    def broken(case, inp):
+        rate, *rest = real(case, inp)
+        return (rate * np.nan if case.id == "nan" else rate), *rest
+
+    monkeypatch.setattr(validate, "_model", broken)
+    rc, report, err = _run_json(capsys, _write(tmp_path, _file(_case(), _case(id="nan"))))
+    assert rc == 0 and [c["id"] for c in report["cases"]] == ["toy"], err
+    (skip,) = report["skipped"]
+    assert skip["id"] == "nan" and "case 'nan': the model gave a non-finite" in skip["reason"]
+    assert report["summary"]["skipped_cases"] == 1
+    rc, report, err = _run_json(capsys, _write(tmp_path, _file(_case(id="nan"))))
+    assert rc == 2 and report is None and len(err) == 1, err
+    assert "case 'nan': the model gave a non-finite" in err[0]

@@ -111,10 +111,14 @@ def render_parallel_text(report) -> str:
     a, t = s["all"], s["targets"]
     lines.append(f"all: {a['cases']} predicted cases, |error| mean {_pct(a['mean_abs_pct'])}, "
                  f"median {_pct(a['median_abs_pct'])}, max {_pct(a['max_abs_pct'])}")
-    lines.append(
-        f"targets: median <= {t['median_abs_pct']:g}% {'met' if t['median_met'] else 'NOT met'}; "
-        f"mean <= {t['mean_abs_pct']:g}% {'met' if t['mean_met'] else 'NOT met'}; "
-        f"max <= {t['max_abs_pct']:g}% {'met' if t['max_met'] else 'NOT met'}")
+    if t["median_met"] is None:
+        lines.append("targets: no non-anchor case predicted to score")
+    else:
+        lines.append(
+            f"targets: median <= {t['median_abs_pct']:g}% "
+            f"{'met' if t['median_met'] else 'NOT met'}; mean <= {t['mean_abs_pct']:g}% "
+            f"{'met' if t['mean_met'] else 'NOT met'}; max <= {t['max_abs_pct']:g}% "
+            f"{'met' if t['max_met'] else 'NOT met'}")
     flagged = sum(1 for c in report.cases if c.flags)
     too_big = sum(1 for c in report.cases if not c.fits)
     lines.append(f"{flagged} of {len(report.cases)} cases carry flags: a default for a field their "
@@ -145,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     from scalesim.errors import ScalesimError, excerpt
     from scalesim.jsonio import read_json
     from scalesim.shipped import validation_path
-    from scalesim.validate import FORMAT, read_cases, validate_cases
+    from scalesim.validate import FORMAT, none_read, read_cases, validate_cases
     from scalesim.validate_parallel import (
         FORMAT as PARALLEL_FORMAT,
     )
@@ -177,6 +181,8 @@ def run(args: argparse.Namespace) -> int:
         read = read_cases(data, str(path))
         report = validate_cases(read.cases, read.skipped)
         text = render_text(report)
+    if not report.cases:  # every case read was refused by the model: as when none is read
+        raise none_read(str(path), report.skipped, read.total)
     print(to_json_text(report.model_dump(), what="the validation report") if args.json
           else text + skipped_text(report))
     notes = []  # one stderr line, whatever was left out
