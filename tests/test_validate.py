@@ -619,8 +619,12 @@ def test_one_unreadable_case_is_skipped_with_its_reason_and_the_rest_predicted(
     assert report["summary"]["skipped_cases"] == 1 and report["summary"]["all"]["cases"] == 1
     assert main(["validate", _write(tmp_path, _file(_case(), bad), "both.json")]) == 0
     text = capsys.readouterr().out
-    assert text.splitlines()[-2:] == ["not predicted: 1 of 2 cases (left out of the summary; "
-                                      "each line is the reason)", f"  bad: {report['skipped'][0]['reason']}"]
+    both = _write(tmp_path, _file(_case(), bad), "both.json")
+    # the file is named once, in the heading; each line is the reason naming its case
+    assert text.splitlines()[-2:] == [
+        f"not predicted: 1 of 2 cases of {both} (left out of the summary; each line is the "
+        "reason)", "  " + report["skipped"][0]["reason"].removeprefix(f"{both}: ")]
+    assert text.splitlines()[-1].startswith("  case 'bad': ")
 
 
 def test_a_second_case_of_an_id_is_skipped_not_the_file(tmp_path, capsys):

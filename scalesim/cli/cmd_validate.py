@@ -127,15 +127,16 @@ def render_parallel_text(report) -> str:
     return "\n".join(lines)
 
 
-def skipped_text(report) -> str:
+def skipped_text(report, what: str) -> str:
     """The text report's closing section: each case not predicted, with its reason ('' when
-    every case was predicted)."""
+    every case was predicted). Every reason names its case (``case 'id':``); the file ``what``
+    that begins most is said once, in the heading, not on every line."""
     if not report.skipped:
         return ""
     total = len(report.cases) + len(report.skipped)
-    lines = ["", f"not predicted: {len(report.skipped)} of {total} cases (left out of the "
-             "summary; each line is the reason)"]
-    lines += [f"  {s.id}: {s.reason}" for s in report.skipped]
+    lines = ["", f"not predicted: {len(report.skipped)} of {total} cases of {what} (left out of "
+             "the summary; each line is the reason)"]
+    lines += [f"  {s.reason.removeprefix(f'{what}: ')}" for s in report.skipped]
     return "\n".join(lines)
 
 
@@ -184,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
     if not report.cases:  # every case read was refused by the model: as when none is read
         raise none_read(str(path), report.skipped, read.total)
     print(to_json_text(report.model_dump(), what="the validation report") if args.json
-          else text + skipped_text(report))
+          else text + skipped_text(report, str(path)))
     notes = []  # one stderr line, whatever was left out
     if report.skipped:
         where = '"skipped" in the report' if args.json else "the report's last section"
