@@ -729,3 +729,22 @@ def test_a_case_whose_anchor_the_model_cannot_reproduce_is_skipped_not_the_run(
     rc, report, err = _run_json(capsys, _write(tmp_path, _file(_case(id="nan"))))
     assert rc == 2 and report is None and len(err) == 1, err
     assert "case 'nan': the model gave a non-finite" in err[0]
+
+
+def test_a_key_repeated_inside_one_case_skips_that_case_not_the_file(tmp_path, capsys):
+    """Review of session 15: a key written twice in one case's object (JSON would keep the last
+    silently) refused the whole file (exit 2) before any case was read. That case is skipped
+    with the same words, naming where the key is; the others are predicted. A repeated
+    top-level key still refuses the file: which cases it holds is not known."""
+    text = json.dumps(_file(_case(), _case(id="twice")))
+    at = text.index('"trust"', text.index('"id": "twice"'))
+    path = _write(tmp_path, text[:at] + '"notes": "first", ' + text[at:].replace(
+        '"grad_bytes_per_param": 4', '"grad_bytes_per_param": 4, "grad_bytes_per_param": 2', 1))
+    rc, report, err = _run_json(capsys, path)
+    assert rc == 0 and [c["id"] for c in report["cases"]] == ["toy"], err
+    (skip,) = report["skipped"]
+    assert skip == {"id": "twice", "reason": f"{path}: case 'twice': key 'notes' appears twice in "
+                    "one object (JSON would keep the last silently); keep one"}
+    rc, report, err = _run_json(capsys, _write(tmp_path, text.replace(
+        '"cases"', '"format": "x", "cases"', 1)))
+    assert rc == 2 and report is None and "key 'format' appears twice" in err[0], err

@@ -148,7 +148,7 @@ def _shown(value) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from scalesim.errors import ScalesimError, excerpt
-    from scalesim.jsonio import read_json
+    from scalesim.jsonio import KeysTwice, key_twice_text, read_json
     from scalesim.shipped import validation_path
     from scalesim.validate import FORMAT, none_read, read_cases, validate_cases
     from scalesim.validate_parallel import (
@@ -162,7 +162,9 @@ def run(args: argparse.Namespace) -> int:
     path = args.file
     if path is None:
         path = validation_path("parallel_cases.json" if args.parallel else "cases.json")
-    data = read_json(path)
+    data = read_json(path, keys_twice=True)  # a key twice inside one case skips that case
+    if isinstance(data, KeysTwice):  # ... one at the top level refuses the file
+        raise ScalesimError(key_twice_text(str(path), data.twice[0]))
     fmt = data.get("format") if isinstance(data, dict) else None
     if isinstance(data, dict) and fmt not in (FORMAT, PARALLEL_FORMAT):
         raise ScalesimError(
