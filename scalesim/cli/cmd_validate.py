@@ -73,20 +73,26 @@ def render_text(report) -> str:
         lines.append(f"  {key:<17} {g['cases']:>5} {g['points']:>6} {g['mean_abs_pct']:>7.1f}% "
                      f"{g['median_abs_pct']:>7.1f}% {g['max_abs_pct']:>7.1f}%")
     t = s["targets"]
-    if t["median_met"] is None:
-        lines.append("targets (all-reduce): no all-reduce point to score (anchors excluded)")
-    else:
-        lines.append(
-            f"targets (all-reduce): median <= {t['allreduce_median_abs_pct']:g}% "
-            f"{'met' if t['median_met'] else 'NOT met'}; mean <= "
-            f"{t['allreduce_mean_abs_pct']:g}% {'met' if t['mean_met'] else 'NOT met'}")
+    lines.append(_targets_line("targets (all-reduce)", [
+        ("median", t["allreduce_median_abs_pct"], t["median_met"]),
+        ("mean", t["allreduce_mean_abs_pct"], t["mean_met"])],
+        "no all-reduce point to score (anchors excluded)"))
     if t["parameter_server_median_met"] is not None:
-        lines.append(f"target (parameter-server): median <= "
-                     f"{t['parameter_server_median_abs_pct']:g}% "
-                     f"{'met' if t['parameter_server_median_met'] else 'NOT met'}")
+        lines.append(_targets_line("target (parameter-server)", [
+            ("median", t["parameter_server_median_abs_pct"], t["parameter_server_median_met"])],
+            ""))
     lines.append(f"{s['flagged_cases']} of {len(report.cases)} cases use a default or an assumed "
                  "field (see their flags)")
     return "\n".join(lines)
+
+
+def _targets_line(title: str, targets: list[tuple[str, float, bool | None]], none: str) -> str:
+    """``title: median <= 4% met; mean <= 7% NOT met`` for ``(statistic, limit in %, met)``;
+    ``title: none`` where nothing was scored (met None: no predicted point)."""
+    if all(met is None for _, _, met in targets):
+        return f"{title}: {none}"
+    return f"{title}: " + "; ".join(f"{name} <= {limit:g}% {'met' if met else 'NOT met'}"
+                                    for name, limit, met in targets)
 
 
 def _pct(value) -> str:
@@ -111,14 +117,9 @@ def render_parallel_text(report) -> str:
     a, t = s["all"], s["targets"]
     lines.append(f"all: {a['cases']} predicted cases, |error| mean {_pct(a['mean_abs_pct'])}, "
                  f"median {_pct(a['median_abs_pct'])}, max {_pct(a['max_abs_pct'])}")
-    if t["median_met"] is None:
-        lines.append("targets: no non-anchor case predicted to score")
-    else:
-        lines.append(
-            f"targets: median <= {t['median_abs_pct']:g}% "
-            f"{'met' if t['median_met'] else 'NOT met'}; mean <= {t['mean_abs_pct']:g}% "
-            f"{'met' if t['mean_met'] else 'NOT met'}; max <= {t['max_abs_pct']:g}% "
-            f"{'met' if t['max_met'] else 'NOT met'}")
+    lines.append(_targets_line("targets", [(k, t[f"{k}_abs_pct"], t[f"{k}_met"])
+                                           for k in ("median", "mean", "max")],
+                               "no non-anchor case predicted to score"))
     flagged = sum(1 for c in report.cases if c.flags)
     too_big = sum(1 for c in report.cases if not c.fits)
     lines.append(f"{flagged} of {len(report.cases)} cases carry flags: a default for a field their "
