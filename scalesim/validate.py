@@ -279,6 +279,7 @@ class CaseFile(Generic[CaseT]):
 
 
 POINT_NOT_READ = "point not read, not predicted: "  # the flag of a dropped point (summary counts)
+FIELDS_IGNORED = "unknown field"  # the flag of a case's fields the format lacks, ignored
 
 
 def _model_in(annotation) -> type[BaseModel] | None:
@@ -333,7 +334,7 @@ def _read_case(item, model: type[CaseT], where: str, salvage=None) -> CaseT:
     if (twice := key_twice(item)) is not None:
         raise ScalesimError(key_twice_text(where, twice))
     clean, unknown = split_unknown(item, model)
-    flags = [f"unknown field{'s' if len(unknown) > 1 else ''} ignored (not in the format): "
+    flags = [f"{FIELDS_IGNORED}{'s' if len(unknown) > 1 else ''} ignored (not in the format): "
              + ", ".join(excerpt(u) for u in unknown)] if unknown else []
     try:
         case = model.model_validate(clean)

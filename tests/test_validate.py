@@ -748,3 +748,20 @@ def test_a_key_repeated_inside_one_case_skips_that_case_not_the_file(tmp_path, c
     rc, report, err = _run_json(capsys, _write(tmp_path, text.replace(
         '"cases"', '"format": "x", "cases"', 1)))
     assert rc == 2 and report is None and "key 'format' appears twice" in err[0], err
+
+
+def test_the_flag_count_line_names_cases_with_a_part_not_read(tmp_path, capsys):
+    """Review of session 15: a case flagged only for a field ignored or a point dropped was
+    counted in "N of M cases use a default or an assumed field", which it does not; the line
+    says how many have a part not read. The shipped files' line is unchanged (none has one)."""
+    pts = _case()["points"]
+    odd = {**_case(id="odd", points=[*pts, {"devices": 64, "nodes": 8, "throughput": None}]),
+           "url": "https://example.org"}
+    path = _write(tmp_path, _file(_case(), odd))
+    assert main(["validate", path]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == ("2 of 2 cases use a default or an assumed field, or have a part not read: a "
+                    "field ignored or a point dropped (1) (see their flags)"), last
+    assert main(["validate"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].endswith(
+        "cases use a default or an assumed field (see their flags)")

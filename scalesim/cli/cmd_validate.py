@@ -82,8 +82,18 @@ def render_text(report) -> str:
             ("median", t["parameter_server_median_abs_pct"], t["parameter_server_median_met"])],
             ""))
     lines.append(f"{s['flagged_cases']} of {len(report.cases)} cases use a default or an assumed "
-                 "field (see their flags)")
+                 f"field{_part_not_read(report.cases)} (see their flags)")
     return "\n".join(lines)
+
+
+def _part_not_read(cases) -> str:
+    """``', or have a part not read (N)'`` where the reader flagged a field ignored or a point
+    dropped in any of ``cases`` (the flag count's words would miss them), else ''."""
+    from scalesim.validate import FIELDS_IGNORED, POINT_NOT_READ
+
+    n = sum(1 for c in cases if any(f.startswith((FIELDS_IGNORED, POINT_NOT_READ))
+                                    for f in c.flags))
+    return f", or have a part not read: a field ignored or a point dropped ({n})" if n else ""
 
 
 def _targets_line(title: str, targets: list[tuple[str, float, bool | None]], none: str) -> str:
@@ -123,7 +133,8 @@ def render_parallel_text(report) -> str:
     flagged = sum(1 for c in report.cases if c.flags)
     too_big = sum(1 for c in report.cases if not c.fits)
     lines.append(f"{flagged} of {len(report.cases)} cases carry flags: a default for a field their "
-                 f"source does not state, or a layout that would not fit its device ({too_big}); "
+                 f"source does not state, or a layout that would not fit its device ({too_big})"
+                 f"{_part_not_read(report.cases)}; "
                  "--json lists them")
     return "\n".join(lines)
 
