@@ -134,25 +134,46 @@ def read_text(path: str | os.PathLike[str], name: str = "path") -> str:
         raise ScalesimError(f"{file}: cannot read it ({exc})") from None
 
 
-def _unique_keys(name: str):
+def key_twice_text(name: str, key: str) -> str:
+    """The one line refusing a JSON object of ``name`` in which ``key`` appears twice."""
+    return (f"{name}: key '{key}' appears twice in one object (JSON would keep the last "
+            "silently); keep one")
+
+
+class KeysTwice(dict):
+    """A JSON object read with ``keys_twice=True`` in which ``twice`` appear more than once
+    (their last values kept, as JSON would): for a reader that refuses a part of a file, not
+    all of it (``validate.read_case_list``)."""
+
+    twice: tuple[str, ...] = ()
+
+
+def _unique_keys(name: str, keep: bool = False):
     """json's ``object_pairs_hook``: a dict, or ScalesimError when a key repeats (json keeps the
-    last silently, so ``{"accumulation": 2, "accumulation": 4}`` would run with 4 unasked)."""
+    last silently, so ``{"accumulation": 2, "accumulation": 4}`` would run with 4 unasked);
+    ``keep``: a ``KeysTwice`` instead, for the reader to refuse."""
     def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         obj: dict[str, Any] = {}
+        twice: list[str] = []
         for key, value in pairs:
             if key in obj:
-                raise ScalesimError(f"{name}: key '{key}' appears twice in one object (JSON "
-                                    "would keep the last silently); keep one")
+                if not keep:
+                    raise ScalesimError(key_twice_text(name, key))
+                twice.append(key)
             obj[key] = value
+        if twice:
+            obj = KeysTwice(obj)
+            obj.twice = tuple(twice)
         return obj
     return hook
 
 
-def parse_json_text(text: str, name: str) -> Any:
+def parse_json_text(text: str, name: str, keys_twice: bool = False) -> Any:
     """Parse JSON text read from ``name`` (a file or upload); a malformed text (with the
-    position), a repeated key or a too deep nesting raises a one-line ScalesimError."""
+    position), a repeated key (``keys_twice``: left to the caller in a ``KeysTwice``) or a too
+    deep nesting raises a one-line ScalesimError."""
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys(name))
+        return json.loads(text, object_pairs_hook=_unique_keys(name, keys_twice))
     except json.JSONDecodeError as exc:
         raise ScalesimError(
             f"{name}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
@@ -161,16 +182,29 @@ def parse_json_text(text: str, name: str) -> Any:
         raise ScalesimError(f"{name}: JSON nested too deeply to be a scalesim file") from None
 
 
-def read_json(path: str | os.PathLike[str], name: str = "path") -> Any:
+def read_json(path: str | os.PathLike[str], name: str = "path", keys_twice: bool = False) -> Any:
     """Parse a JSON file (``parse_json_text``); a missing, non-UTF-8 or malformed file, or one
-    with a repeated key, raises a one-line ScalesimError naming the file; ``name`` is the
-    argument named when ``path`` is not a path."""
+    with a repeated key (unless ``keys_twice``), raises a one-line ScalesimError naming the
+    file; ``name`` is the argument named when ``path`` is not a path."""
     file = Path(require_path(path, name))
-    return parse_json_text(_checked_text(read_text(file), file), str(file))
+    return parse_json_text(_checked_text(read_text(file), file), str(file), keys_twice)
+
+
+def json_kind(value: Any) -> str:
+    """What a parsed JSON value is, in JSON's words ("null", "list (JSON array)", "number")."""
+    kinds = {dict: "object", list: "list (JSON array)", str: "string", bool: "boolean",
+             int: "number", float: "number"}
+    return "null" if value is None else kinds.get(type(value), type(value).__name__)
 
 
 def error_text(error: Mapping[str, Any]) -> str:
-    """One pydantic error's sentence; a validator's own, without pydantic's "Value error, "."""
+    """One pydantic error's sentence; a validator's own, without pydantic's "Value error, ";
+    an object that is something else in JSON's words, not pydantic's ("a valid dictionary or
+    instance of CaseHardware" names the code's class)."""
+    if error.get("type") in ("model_type", "dict_type"):
+        kind = json_kind(error.get("input"))
+        article = "" if kind == "null" else "an " if kind[0] in "aeiou" else "a "
+        return f"expected a JSON object {{...}}, got {article}{kind}"
     return str(error.get("msg", "invalid")).removeprefix("Value error, ")
 
 

@@ -52,6 +52,7 @@ import numpy as np
 from scalesim.attention_kernel import attention_family
 from scalesim.bounds import bound
 from scalesim.errors import ScalesimError, check_distinct_files, excerpt, require_path
+from scalesim.jsonio import json_kind
 
 CHUNK_CHARS = 1 << 20
 MAX_VALUE_CHARS = 64 << 20  # one JSON value (event or metadata) larger than this is malformed
@@ -433,7 +434,7 @@ def _distributed_info(meta: dict, source: str) -> tuple[int | None, int | None]:
     if info is None:
         return None, None
     if not isinstance(info, dict):
-        raise ScalesimError(f"{source}: distributedInfo is a {_json_kind(info)}, expected an "
+        raise ScalesimError(f"{source}: distributedInfo is a {json_kind(info)}, expected an "
                             "object with rank and world_size")
     world, rank = info.get("world_size"), info.get("rank")
     if world is not None and (not _whole(world) or not 1 <= world <= MAX_WORLD_SIZE):
@@ -461,15 +462,9 @@ def _device_name(meta: dict, devices: Counter) -> str:
     return (name or next(iter(names.values())))[:200]
 
 
-def _json_kind(value) -> str:
-    kinds = {list: "list (JSON array)", str: "string", bool: "boolean", int: "number",
-             float: "number"}
-    return "null" if value is None else kinds.get(type(value), type(value).__name__)
-
-
 def _short(value) -> str:
     text = json.dumps(value) if not isinstance(value, int) or abs(value) < 10**30 else "a huge number"
-    return f"{_json_kind(value)} {excerpt(text)}"
+    return f"{json_kind(value)} {excerpt(text)}"
 
 
 # A profiler step's duration: the bounds table's positive_duration_s (1 ps to 11.6 days). A step

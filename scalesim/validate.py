@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_valid
 
 from scalesim.bounds import bounded
 from scalesim.errors import ScalesimError, excerpt, printable, require_model
-from scalesim.jsonio import read_json, validation_message
+from scalesim.jsonio import KeysTwice, key_twice_text, read_json, validation_message
 from scalesim.model import collectives as coll
 from scalesim.model.compute import OPTIMIZER_MAX_SHARE, optimizer_roofline_s
 from scalesim.model.memory import DDP
@@ -279,6 +279,7 @@ class CaseFile(Generic[CaseT]):
 
 
 POINT_NOT_READ = "point not read, not predicted: "  # the flag of a dropped point (summary counts)
+FIELDS_IGNORED = "unknown field"  # the flag of a case's fields the format lacks, ignored
 
 
 def _model_in(annotation) -> type[BaseModel] | None:
@@ -315,12 +316,25 @@ def split_unknown(data, model: type[BaseModel], path: tuple[str, ...] = ()):
     return kept, unknown
 
 
+def key_twice(value, path: tuple[str, ...] = ()) -> str | None:
+    """The dotted path of the first key that appears twice in an object of ``value`` (read
+    with ``jsonio.read_json(..., keys_twice=True)``), or None."""
+    if isinstance(value, KeysTwice):
+        return ".".join((*path, value.twice[0]))
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(
+        value, list) else ()
+    return next((k for key, v in items if (k := key_twice(v, (*path, str(key)))) is not None),
+                None)
+
+
 def _read_case(item, model: type[CaseT], where: str, salvage=None) -> CaseT:
     """One case of a published-case file, its read flags set (``_read_flags``); ScalesimError,
     the one-line reason, when it cannot be read. ``salvage(clean, exc, where)`` may return
     ``(case, flags)`` read without its unreadable parts, or None."""
+    if (twice := key_twice(item)) is not None:
+        raise ScalesimError(key_twice_text(where, twice))
     clean, unknown = split_unknown(item, model)
-    flags = [f"unknown field{'s' if len(unknown) > 1 else ''} ignored (not in the format): "
+    flags = [f"{FIELDS_IGNORED}{'s' if len(unknown) > 1 else ''} ignored (not in the format): "
              + ", ".join(excerpt(u) for u in unknown)] if unknown else []
     try:
         case = model.model_validate(clean)
@@ -344,6 +358,8 @@ def read_case_list(data, fmt: str, model: type[CaseT], what: str, hint: str = ""
     case of an id. Shared by the validation file formats (this module, validate_parallel)."""
     if not isinstance(data, dict):
         raise ScalesimError(f"{what}: expected a JSON object with 'format' and 'cases'")
+    if isinstance(data, KeysTwice):  # a top-level key twice: which cases the file holds is moot
+        raise ScalesimError(key_twice_text(what, data.twice[0]))
     if data.get("format") != fmt:
         raise ScalesimError(f"{what}: format is {data.get('format')!r}, expected '{fmt}'{hint}")
     extra = sorted(set(data) - {"format", "cases"})
@@ -658,7 +674,11 @@ def _solve_per_sample_s(case: Case, inp: StepInputs, target: float, flags: list[
                          micro_batch=inp.micro_batch[:1], accumulation=inp.accumulation[:1])
 
     def gap(per_sample_s: float) -> float:
-        return float(_model(case, anchor.replace(per_sample_s=per_sample_s))[0][0]) - target
+        got = float(_model(case, anchor.replace(per_sample_s=per_sample_s))[0][0])
+        if not math.isfinite(got):  # the root finder would stop with a ValueError
+            raise ScalesimError(f"case {case.id!r}: the model gave a non-finite throughput at "
+                                "the anchor; check its params, batch and links")
+        return got - target
 
     # Step >= k*b*s, so throughput <= devices/s: at hi the model is at or below the target.
     hi = float(anchor.devices[0]) / target

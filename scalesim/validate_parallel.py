@@ -342,6 +342,13 @@ def _anchor_problem(where: str, group: str, anchors: int) -> str:
             "one")
 
 
+def _anchor_lost(where: str, group: str, anchor_id: str, how: str) -> str:
+    """The reason of a case whose group's anchor case is listed as skipped (``how``: unread,
+    not predicted): nothing else may pin the group's efficiency."""
+    return (f"{where}: group '{group}' has its anchor case {anchor_id!r} {how} (see its "
+            "reason), so nothing pins the group's efficiency: not predicted")
+
+
 def parse_parallel_cases(data, what: str = "parallel cases file") -> list[ParallelCase]:
     """Validate parsed JSON as ``scalesim-parallel-cases/1``, every case read; one-line errors."""
     cases = parse_case_list(data, FORMAT, ParallelCase, what, HINT, _check_parallel_case)
@@ -376,9 +383,7 @@ def read_parallel_cases(data, what: str = "parallel cases file") -> CaseFile[Par
             continue
         where = f"{what}: case {c.id!r}"
         if n == 0 and c.group in lost:
-            why = (f"{where}: group '{c.group}' has its anchor case {lost[c.group].id!r} "
-                   "unread (see its reason), so nothing pins the group's efficiency: not "
-                   "predicted")
+            why = _anchor_lost(where, c.group, lost[c.group].id, "unread")
         else:
             why = _anchor_problem(where, c.group, n)
         skipped.append(Skipped(id=c.id, reason=why))
@@ -595,6 +600,9 @@ def _solve_efficiency(case: ParallelCase, inputs: LayoutInputs, flags: list[str]
 
     def gap(eff: float) -> float:
         got = metric_of(case, inputs, evaluate_layouts(inputs.replace(efficiency=eff)))
+        if not np.isfinite(got):  # the root finder would stop with a ValueError
+            raise ScalesimError(f"case {case.id!r}: the model gave a non-finite prediction for "
+                                "the group's anchor, so its efficiency cannot be solved")
         return (got - target) if higher_is_better else (target - got)
 
     lo, hi = EFFICIENCY_BOUNDS
@@ -642,19 +650,37 @@ def validate_parallel_cases(cases: list[ParallelCase],
     cases the reader ``skipped`` (``read_parallel_cases``), and any whose prediction is not
     finite, are listed in the report's ``skipped`` and counted in ``summary["skipped_cases"]``."""
     prepared, skipped = {}, list(skipped)
+    anchor_of = {c.group: c.id for c in cases if c.anchor}
     for case in cases:
         flags: list[str] = list(case._read_flags)
-        prepared[case.id] = (case, *case_inputs(case, flags), flags)
+        try:
+            prepared[case.id] = (case, *case_inputs(case, flags), flags)
+        except ScalesimError as exc:  # this case alone (its group's, if it is the anchor)
+            skipped.append(Skipped(id=case.id, reason=str(exc)))
     efficiency = {}
     for case, inputs, _layout, flags in prepared.values():
         if case.anchor:
-            efficiency[case.group] = _solve_efficiency(case, inputs, flags)
+            try:
+                efficiency[case.group] = _solve_efficiency(case, inputs, flags)
+            except ScalesimError as exc:
+                skipped.append(Skipped(id=case.id, reason=str(exc)))
     results = []
     for case, inputs, _layout, flags in prepared.values():
+        if case.group not in efficiency:
+            if not case.anchor:  # the anchor is listed with its own reason
+                where = f"case {case.id!r}"
+                skipped.append(Skipped(id=case.id, reason=_anchor_lost(
+                    where, case.group, anchor_of[case.group], "not predicted")
+                    if case.group in anchor_of else _anchor_problem(where, case.group, 0)))
+            continue
         eff = efficiency[case.group]
         x = inputs.replace(efficiency=eff)
-        r = evaluate_layouts(x)
-        predicted = metric_of(case, x, r)
+        try:
+            r = evaluate_layouts(x)
+            predicted = metric_of(case, x, r)
+        except ScalesimError as exc:
+            skipped.append(Skipped(id=case.id, reason=str(exc)))
+            continue
         parts = {k: float(getattr(r, k)) for k in PARTS}
         if not np.isfinite(predicted) or predicted <= 0:
             skipped.append(Skipped(id=case.id, reason=f"case {case.id!r}: the model gave a "
@@ -679,7 +705,8 @@ def validate_parallel_cases(cases: list[ParallelCase],
                    for g in dict.fromkeys(r.group for r in results)},
         "efficiency": efficiency,
         "targets": {**TARGETS, **{
-            f"{k.removesuffix('_abs_pct')}_met": overall[k] is not None and overall[k] <= v
+            # None where no non-anchor case was predicted: nothing to meet or miss
+            f"{k.removesuffix('_abs_pct')}_met": None if overall[k] is None else overall[k] <= v
             for k, v in TARGETS.items()}},
         "defaults": DEFAULTS,
         "skipped_cases": len(skipped),

@@ -515,3 +515,13 @@ def test_a_rank_count_the_printed_digits_do_not_fix_is_refused():
     # the counts the digits do fix still read: 4 ranks (A40 table), 2 (all-gather excerpt)
     assert nccl_tests.parse_file(TABLE).ranks == 4
     assert nccl_tests.parse_file(GATHER).ranks == 2
+
+
+def test_a_rank_count_without_an_upper_bound_is_worded_as_one():
+    # review of session 15: the 128-GPU excerpt's last row alone (2.15 / 1.08 GB/s) bounds the
+    # count from below only; the refusal said "fits anything from 87 to more ranks"
+    lines = (FIX / "all_reduce_128gpu_error_column_excerpt.txt").read_text().splitlines()
+    with pytest.raises(ScalesimError) as refused:
+        nccl_tests.parse_text("\n".join([*lines[:3], lines[-1]]), "last_row.txt")
+    assert "fits 87 ranks or more;" in str(refused.value), str(refused.value)
+    assert "to more" not in str(refused.value)

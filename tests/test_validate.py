@@ -619,8 +619,12 @@ def test_one_unreadable_case_is_skipped_with_its_reason_and_the_rest_predicted(
     assert report["summary"]["skipped_cases"] == 1 and report["summary"]["all"]["cases"] == 1
     assert main(["validate", _write(tmp_path, _file(_case(), bad), "both.json")]) == 0
     text = capsys.readouterr().out
-    assert text.splitlines()[-2:] == ["not predicted: 1 of 2 cases (left out of the summary; "
-                                      "each line is the reason)", f"  bad: {report['skipped'][0]['reason']}"]
+    both = _write(tmp_path, _file(_case(), bad), "both.json")
+    # the file is named once, in the heading; each line is the reason naming its case
+    assert text.splitlines()[-2:] == [
+        f"not predicted: 1 of 2 cases of {both} (left out of the summary; each line is the "
+        "reason)", "  " + report["skipped"][0]["reason"].removeprefix(f"{both}: ")]
+    assert text.splitlines()[-1].startswith("  case 'bad': ")
 
 
 def test_a_second_case_of_an_id_is_skipped_not_the_file(tmp_path, capsys):
@@ -681,3 +685,83 @@ def test_an_unknown_top_level_field_is_ignored_with_one_stderr_line(tmp_path, ca
     rc, report, err = _run_json(capsys, _write(tmp_path, {**_file(_case(), _case(trust=None)),
                                                            "source": "x"}))
     assert rc == 0 and len(err) == 1 and "1 of 2 cases not predicted" in err[0], err
+
+
+# ---------------------------------------------------------------------------- session 15 review
+@pytest.mark.parametrize("value, got", [(None, "null"), ([1, 2], "a list (JSON array)"), ("x", "a string"),
+                                        (7, "a number")])
+def test_a_case_or_part_that_is_not_an_object_is_refused_in_the_formats_words(
+        tmp_path, capsys, value, got):
+    """Review of session 15: a case that was not a JSON object, or a null hardware/workload,
+    was refused with pydantic's "Input should be a valid dictionary or instance of
+    CaseHardware", the code's class name; the reason says what the format wants."""
+    hardware = {**_case(id="hw"), "hardware": value}
+    rc, report, _ = _run_json(capsys, _write(tmp_path, _file(_case(), value, hardware)))
+    assert rc == 0
+    one, two = (s["reason"] for s in report["skipped"])
+    assert one.endswith(f"case #1: expected a JSON object {{...}}, got {got}"), one
+    assert two.endswith(f"case 'hw': field 'hardware': expected a JSON object {{...}}, got "
+                        f"{got}"), two
+    assert not any("instance of" in s["reason"] or "Case" in s["reason"]
+                   for s in report["skipped"])
+
+
+def test_a_case_whose_anchor_the_model_cannot_reproduce_is_skipped_not_the_run(
+        tmp_path, capsys, monkeypatch):
+    """Review of session 15: a readable case whose modelled throughput is not finite at the
+    anchor (what solving for its compute time meets) ended in a traceback from the root
+    finder (ValueError), every case lost; it is skipped with its reason. When no case is left
+    to predict, the file is refused in one line (exit 2), as when none can be read."""
+    import scalesim.validate as validate
+
+    real = validate._model
+
+    def broken(case, inp):
+        rate, *rest = real(case, inp)
+        return (rate * np.nan if case.id == "nan" else rate), *rest
+
+    monkeypatch.setattr(validate, "_model", broken)
+    rc, report, err = _run_json(capsys, _write(tmp_path, _file(_case(), _case(id="nan"))))
+    assert rc == 0 and [c["id"] for c in report["cases"]] == ["toy"], err
+    (skip,) = report["skipped"]
+    assert skip["id"] == "nan" and "case 'nan': the model gave a non-finite" in skip["reason"]
+    assert report["summary"]["skipped_cases"] == 1
+    rc, report, err = _run_json(capsys, _write(tmp_path, _file(_case(id="nan"))))
+    assert rc == 2 and report is None and len(err) == 1, err
+    assert "case 'nan': the model gave a non-finite" in err[0]
+
+
+def test_a_key_repeated_inside_one_case_skips_that_case_not_the_file(tmp_path, capsys):
+    """Review of session 15: a key written twice in one case's object (JSON would keep the last
+    silently) refused the whole file (exit 2) before any case was read. That case is skipped
+    with the same words, naming where the key is; the others are predicted. A repeated
+    top-level key still refuses the file: which cases it holds is not known."""
+    text = json.dumps(_file(_case(), _case(id="twice")))
+    at = text.index('"trust"', text.index('"id": "twice"'))
+    path = _write(tmp_path, text[:at] + '"notes": "first", ' + text[at:].replace(
+        '"grad_bytes_per_param": 4', '"grad_bytes_per_param": 4, "grad_bytes_per_param": 2', 1))
+    rc, report, err = _run_json(capsys, path)
+    assert rc == 0 and [c["id"] for c in report["cases"]] == ["toy"], err
+    (skip,) = report["skipped"]
+    assert skip == {"id": "twice", "reason": f"{path}: case 'twice': key 'notes' appears twice in "
+                    "one object (JSON would keep the last silently); keep one"}
+    rc, report, err = _run_json(capsys, _write(tmp_path, text.replace(
+        '"cases"', '"format": "x", "cases"', 1)))
+    assert rc == 2 and report is None and "key 'format' appears twice" in err[0], err
+
+
+def test_the_flag_count_line_names_cases_with_a_part_not_read(tmp_path, capsys):
+    """Review of session 15: a case flagged only for a field ignored or a point dropped was
+    counted in "N of M cases use a default or an assumed field", which it does not; the line
+    says how many have a part not read. The shipped files' line is unchanged (none has one)."""
+    pts = _case()["points"]
+    odd = {**_case(id="odd", points=[*pts, {"devices": 64, "nodes": 8, "throughput": None}]),
+           "url": "https://example.org"}
+    path = _write(tmp_path, _file(_case(), odd))
+    assert main(["validate", path]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == ("2 of 2 cases use a default or an assumed field, or have a part not read: a "
+                    "field ignored or a point dropped (1) (see their flags)"), last
+    assert main(["validate"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].endswith(
+        "cases use a default or an assumed field (see their flags)")

@@ -498,3 +498,64 @@ def test_a_file_whose_cases_none_can_be_predicted_is_refused_in_one_line(tmp_pat
     rc, report, err = _validate_json(capsys, tmp_path, pair)
     assert rc == 2 and report is None and len(err) == 1, err
     assert f"case {anchor['id']!r}: field 'trust'" in err[0] and "none of the 2 cases" in err[0]
+
+
+# ---------------------------------------------------------------------------- session 15 review
+def test_a_group_whose_anchor_the_model_cannot_reproduce_is_skipped_not_the_run(
+        tmp_path, capsys, raw, monkeypatch):
+    """Review of session 15: a readable anchor whose modelled metric is not finite ended in a
+    traceback from the efficiency's root finder (ValueError), and a case whose inputs the model
+    refused (a ScalesimError) stopped the whole file (exit 2). The anchor's group, or the one
+    case, is skipped with its reason; the other groups are predicted; --json holds no NaN."""
+    import scalesim.validate_parallel as vp
+
+    data = copy.deepcopy(raw)
+    group = [c["id"] for c in data["cases"] if c["group"] == "narayanan2021_table1"]
+    anchor = next(c["id"] for c in data["cases"]
+                  if c["group"] == "narayanan2021_table1" and c["anchor"])
+    other = next(c["id"] for c in data["cases"] if c["group"] != "narayanan2021_table1"
+                 and not c["anchor"])
+    real_metric, real_inputs = vp.metric_of, vp.case_inputs
+
+    def metric(case, inputs, result):
+        return float("nan") if case.id == anchor else real_metric(case, inputs, result)
+
+    def inputs(case, flags):
+        if case.id == other:
+            raise ScalesimError(f"case {case.id!r}: refused by the model")
+        return real_inputs(case, flags)
+
+    monkeypatch.setattr(vp, "metric_of", metric)
+    monkeypatch.setattr(vp, "case_inputs", inputs)
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(data))
+    assert main(["validate", str(path), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert "NaN" not in out and len(err.strip().splitlines()) == 1, err
+    report = json.loads(out)
+    skipped = {s["id"]: s["reason"] for s in report["skipped"]}
+    assert set(skipped) == {*group, other} and report["summary"]["skipped_cases"] == len(skipped)
+    assert f"case {anchor!r}: the model gave a non-finite" in skipped[anchor]
+    assert skipped[other] == f"case {other!r}: refused by the model"
+    for case_id in set(group) - {anchor}:
+        assert (f"group 'narayanan2021_table1' has its anchor case {anchor!r} not predicted"
+                in skipped[case_id]), skipped[case_id]
+    assert len(report["cases"]) == len(data["cases"]) - len(skipped)
+    assert "narayanan2021_table1" not in report["summary"]["efficiency"]
+
+
+def test_targets_are_neither_met_nor_missed_without_a_predicted_case(tmp_path, capsys, raw):
+    """Review of session 15: a file whose groups are only their anchors (or whose other cases
+    were all skipped) scored 'NOT met' on every target with no error to score; as the
+    data-parallel summary, the targets are None and the text says there is nothing to score."""
+    anchors = [c for c in raw["cases"] if c["anchor"]][:2]
+    rc, report, _ = _validate_json(capsys, tmp_path, {"format": raw["format"], "cases": anchors})
+    assert rc == 0 and report["summary"]["all"]["cases"] == 0
+    assert {k: v for k, v in report["summary"]["targets"].items() if k.endswith("_met")} == {
+        "median_met": None, "mean_met": None, "max_met": None}
+    assert main(["validate", str(tmp_path / "mine.json")]) == 0
+    text = capsys.readouterr().out
+    assert "NOT met" not in text and "targets: no non-anchor case predicted to score" in text
+    report = validate_parallel_cases(parse_parallel_cases(raw))
+    assert all(isinstance(report.summary["targets"][k], bool)
+               for k in ("median_met", "mean_met", "max_met"))

@@ -73,20 +73,36 @@ def render_text(report) -> str:
         lines.append(f"  {key:<17} {g['cases']:>5} {g['points']:>6} {g['mean_abs_pct']:>7.1f}% "
                      f"{g['median_abs_pct']:>7.1f}% {g['max_abs_pct']:>7.1f}%")
     t = s["targets"]
-    if t["median_met"] is None:
-        lines.append("targets (all-reduce): no all-reduce point to score (anchors excluded)")
-    else:
-        lines.append(
-            f"targets (all-reduce): median <= {t['allreduce_median_abs_pct']:g}% "
-            f"{'met' if t['median_met'] else 'NOT met'}; mean <= "
-            f"{t['allreduce_mean_abs_pct']:g}% {'met' if t['mean_met'] else 'NOT met'}")
+    lines.append(_targets_line("targets (all-reduce)", [
+        ("median", t["allreduce_median_abs_pct"], t["median_met"]),
+        ("mean", t["allreduce_mean_abs_pct"], t["mean_met"])],
+        "no all-reduce point to score (anchors excluded)"))
     if t["parameter_server_median_met"] is not None:
-        lines.append(f"target (parameter-server): median <= "
-                     f"{t['parameter_server_median_abs_pct']:g}% "
-                     f"{'met' if t['parameter_server_median_met'] else 'NOT met'}")
+        lines.append(_targets_line("target (parameter-server)", [
+            ("median", t["parameter_server_median_abs_pct"], t["parameter_server_median_met"])],
+            ""))
     lines.append(f"{s['flagged_cases']} of {len(report.cases)} cases use a default or an assumed "
-                 "field (see their flags)")
+                 f"field{_part_not_read(report.cases)} (see their flags)")
     return "\n".join(lines)
+
+
+def _part_not_read(cases) -> str:
+    """``', or have a part not read (N)'`` where the reader flagged a field ignored or a point
+    dropped in any of ``cases`` (the flag count's words would miss them), else ''."""
+    from scalesim.validate import FIELDS_IGNORED, POINT_NOT_READ
+
+    n = sum(1 for c in cases if any(f.startswith((FIELDS_IGNORED, POINT_NOT_READ))
+                                    for f in c.flags))
+    return f", or have a part not read: a field ignored or a point dropped ({n})" if n else ""
+
+
+def _targets_line(title: str, targets: list[tuple[str, float, bool | None]], none: str) -> str:
+    """``title: median <= 4% met; mean <= 7% NOT met`` for ``(statistic, limit in %, met)``;
+    ``title: none`` where nothing was scored (met None: no predicted point)."""
+    if all(met is None for _, _, met in targets):
+        return f"{title}: {none}"
+    return f"{title}: " + "; ".join(f"{name} <= {limit:g}% {'met' if met else 'NOT met'}"
+                                    for name, limit, met in targets)
 
 
 def _pct(value) -> str:
@@ -111,27 +127,28 @@ def render_parallel_text(report) -> str:
     a, t = s["all"], s["targets"]
     lines.append(f"all: {a['cases']} predicted cases, |error| mean {_pct(a['mean_abs_pct'])}, "
                  f"median {_pct(a['median_abs_pct'])}, max {_pct(a['max_abs_pct'])}")
-    lines.append(
-        f"targets: median <= {t['median_abs_pct']:g}% {'met' if t['median_met'] else 'NOT met'}; "
-        f"mean <= {t['mean_abs_pct']:g}% {'met' if t['mean_met'] else 'NOT met'}; "
-        f"max <= {t['max_abs_pct']:g}% {'met' if t['max_met'] else 'NOT met'}")
+    lines.append(_targets_line("targets", [(k, t[f"{k}_abs_pct"], t[f"{k}_met"])
+                                           for k in ("median", "mean", "max")],
+                               "no non-anchor case predicted to score"))
     flagged = sum(1 for c in report.cases if c.flags)
     too_big = sum(1 for c in report.cases if not c.fits)
     lines.append(f"{flagged} of {len(report.cases)} cases carry flags: a default for a field their "
-                 f"source does not state, or a layout that would not fit its device ({too_big}); "
+                 f"source does not state, or a layout that would not fit its device ({too_big})"
+                 f"{_part_not_read(report.cases)}; "
                  "--json lists them")
     return "\n".join(lines)
 
 
-def skipped_text(report) -> str:
+def skipped_text(report, what: str) -> str:
     """The text report's closing section: each case not predicted, with its reason ('' when
-    every case was predicted)."""
+    every case was predicted). Every reason names its case (``case 'id':``); the file ``what``
+    that begins most is said once, in the heading, not on every line."""
     if not report.skipped:
         return ""
     total = len(report.cases) + len(report.skipped)
-    lines = ["", f"not predicted: {len(report.skipped)} of {total} cases (left out of the "
-             "summary; each line is the reason)"]
-    lines += [f"  {s.id}: {s.reason}" for s in report.skipped]
+    lines = ["", f"not predicted: {len(report.skipped)} of {total} cases of {what} (left out of "
+             "the summary; each line is the reason)"]
+    lines += [f"  {s.reason.removeprefix(f'{what}: ')}" for s in report.skipped]
     return "\n".join(lines)
 
 
@@ -143,9 +160,9 @@ def _shown(value) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from scalesim.errors import ScalesimError, excerpt
-    from scalesim.jsonio import read_json
+    from scalesim.jsonio import KeysTwice, key_twice_text, read_json
     from scalesim.shipped import validation_path
-    from scalesim.validate import FORMAT, read_cases, validate_cases
+    from scalesim.validate import FORMAT, none_read, read_cases, validate_cases
     from scalesim.validate_parallel import (
         FORMAT as PARALLEL_FORMAT,
     )
@@ -157,7 +174,9 @@ def run(args: argparse.Namespace) -> int:
     path = args.file
     if path is None:
         path = validation_path("parallel_cases.json" if args.parallel else "cases.json")
-    data = read_json(path)
+    data = read_json(path, keys_twice=True)  # a key twice inside one case skips that case
+    if isinstance(data, KeysTwice):  # ... one at the top level refuses the file
+        raise ScalesimError(key_twice_text(str(path), data.twice[0]))
     fmt = data.get("format") if isinstance(data, dict) else None
     if isinstance(data, dict) and fmt not in (FORMAT, PARALLEL_FORMAT):
         raise ScalesimError(
@@ -177,8 +196,10 @@ def run(args: argparse.Namespace) -> int:
         read = read_cases(data, str(path))
         report = validate_cases(read.cases, read.skipped)
         text = render_text(report)
+    if not report.cases:  # every case read was refused by the model: as when none is read
+        raise none_read(str(path), report.skipped, read.total)
     print(to_json_text(report.model_dump(), what="the validation report") if args.json
-          else text + skipped_text(report))
+          else text + skipped_text(report, str(path)))
     notes = []  # one stderr line, whatever was left out
     if report.skipped:
         where = '"skipped" in the report' if args.json else "the report's last section"

@@ -355,11 +355,13 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
     elif ratio_ranks:
         n = ratio_ranks
         if ratio_span is not None and np.floor(ratio_span[1]) > np.ceil(ratio_span[0]):
-            top = "more" if not np.isfinite(ratio_span[1]) else f"{np.floor(ratio_span[1]):.0f}"
+            low = f"{np.ceil(ratio_span[0]):.0f}"
+            fits = (f"{low} ranks or more" if not np.isfinite(ratio_span[1])
+                    else f"anything from {low} to {np.floor(ratio_span[1]):.0f} ranks")
             raise ScalesimError(
                 f"{source}: no rank list in the header, and busbw/algbw, printed to two "
-                f"decimals, fits anything from {np.ceil(ratio_span[0]):.0f} to {top} ranks; "
-                "keep the '#  Rank ...' lines of the header (or the rows of the largest sizes)")
+                f"decimals, fits {fits}; keep the '#  Rank ...' lines of the header (or the rows "
+                "of the largest sizes)")
         notes.append(f"{Path(source).name}: no rank list in the header; {n} ranks inferred from "
                      f"busbw/algbw{ONE_SERVER_ASSUMED}")
     else:
