@@ -525,3 +525,17 @@ def test_a_rank_count_without_an_upper_bound_is_worded_as_one():
         nccl_tests.parse_text("\n".join([*lines[:3], lines[-1]]), "last_row.txt")
     assert "fits 87 ranks or more;" in str(refused.value), str(refused.value)
     assert "to more" not in str(refused.value)
+
+
+def test_a_log_of_all_reduce_perf_dash_c_reads_its_cputime_columns():
+    """``all_reduce_perf -C`` heads its time columns ``cputime`` (nccl-tests src/common.cu,
+    report_cputime): the same table, read as the GPU-timed one, with a note that its times are
+    the host's (was: 'not nccl-tests output')."""
+    text = (FIX / "h100_8gpu_all_reduce.txt").read_text()
+    header = next(line for line in text.splitlines() if " busbw " in line and " size " in line)
+    cpu = text.replace(header, header.replace(" time ", " cputime "))
+    assert cpu != text
+    gpu_run, cpu_run = (nccl_tests.parse_text(t, "log.txt") for t in (text, cpu))
+    assert cpu_run.points == gpu_run.points and cpu_run.ranks == gpu_run.ranks == 8
+    assert any("'cputime', nccl-tests -C" in n for n in cpu_run.notes)
+    assert not any("cputime" in n for n in gpu_run.notes)

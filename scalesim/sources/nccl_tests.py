@@ -131,9 +131,17 @@ def _named_tests(lines: list[str]) -> set[str]:
     return found
 
 
+# all_reduce_perf -C (report_cputime) heads its time columns "cputime": the host's wall time of
+# the timed iterations, from which it computes algbw and busbw too (nccl-tests src/common.cu,
+# ``timeStr = report_cputime ? "cputime" : "time"``)
+CPU_TIME_NOTE = ("times are the host's ('cputime', nccl-tests -C): they include launch costs the "
+                 "GPU-timed default leaves out, so the latency fitted is an upper bound")
+
+
 def _columns(line: str) -> list[str] | None:
-    """Column names of a table header line (``size count type ... busbw #wrong ...``)."""
-    tokens = line.lstrip("#").split()
+    """Column names of a table header line (``size count type ... busbw #wrong ...``);
+    ``cputime`` (``-C``) read as ``time``."""
+    tokens = ["time" if t == "cputime" else t for t in line.lstrip("#").split()]
     if "size" in tokens and "count" in tokens and "time" in tokens and "busbw" in tokens:
         return tokens[tokens.index("size"):]
     return None
@@ -242,6 +250,7 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
     oob: tuple[int, str] | None = None
     avg_seen = False
     tables = 0  # column header lines: one per run
+    cpu_timed = False  # the table's times are the host's (-C)
     for number, line in enumerate(lines, 1):
         if not line:
             continue
@@ -253,6 +262,7 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
         if cols:
             header = cols
             tables += 1
+            cpu_timed = "cputime" in line.split()
             continue
         m = _OOB.search(line)
         if m:
@@ -290,6 +300,8 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
                             "FAILED' (wrong results); fix the cluster before calibrating from it")
 
     rows, row_lines, notes = one_kind_of_rows(header, rows, row_lines, source)
+    if cpu_timed:
+        notes.append(f"{Path(source).name}: {CPU_TIME_NOTE}")
     index = {}
     for name in (*TIME_COLUMNS, *CHECK_COLUMNS):
         index[name] = [i for i, c in enumerate(header) if c == name]
