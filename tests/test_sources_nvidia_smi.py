@@ -392,3 +392,14 @@ def test_partial_nvlink_that_is_not_a_cube_mesh_suggests_no_nvlink2(tmp_path):
     assert topo.intra_kind.startswith("partial NVLink: 21 of 28 GPU pairs on NVLink")
     assert topo.suggested_intra_preset is None
     assert nvidia_smi.parse_topo_file(DGX1).suggested_intra_preset == "nvlink2"  # NV1/NV2
+
+
+def test_a_cube_mesh_of_single_links_is_the_p100_dgx1(tmp_path):
+    """A DGX-1 P100 (4 NVLinks a GPU: one to each cube-mesh neighbour, NV1 only) is offered
+    nvlink1 (80 GB/s), not the V100's nvlink2, whose 6 links double some pairs (NV2)."""
+    text = DGX1.read_text()
+    assert " NV2 " in text or "\tNV2" in text or "NV2 " in text
+    path = tmp_path / "dgx1_p100.txt"
+    path.write_text(text.replace("NV2", "NV1"))
+    assert nvidia_smi.parse_topo_file(path).suggested_intra_preset == "nvlink1"
+    assert nvidia_smi.parse_topo_file(DGX1).suggested_intra_preset == "nvlink2"

@@ -88,10 +88,14 @@ def _summary(gpus: list[str], matrix: list[list[str]]) -> tuple[str, str | None]
                     f"NVSwitch or a full mesh){NV18_WORDS if counts[0] == 18 else ''}", preset)
         return f"NVLink between every pair ({', '.join(f'NV{c}' for c in counts)})", None
     if nv:
-        cube_mesh = len(gpus) == 8 and all(int(_NV.match(p).group(1)) <= 2 for p in nv)
+        # the DGX-1 hybrid cube mesh: P100's 4 NVLinks give every neighbour one link (NV1 only:
+        # nvlink1); V100's 6 double some of them (NV1 and NV2: nvlink2)
+        links = {int(_NV.match(p).group(1)) for p in nv}
+        cube_mesh = len(gpus) == 8 and links <= {1, 2}
+        preset = ("nvlink1" if links == {1} else "nvlink2") if cube_mesh else None
         return (f"partial NVLink: {len(nv)} of {len(pairs)} GPU pairs on NVLink, the others "
                 f"over PCIe (worst {worst}: {PCIE_MEANING.get(worst, worst)}); a ring over all "
-                "GPUs runs at its slowest hop", "nvlink2" if cube_mesh else None)
+                "GPUs runs at its slowest hop", preset)
     return (f"PCIe only (worst pair {worst}: {PCIE_MEANING.get(worst, worst)})", "pcie4")
 
 
