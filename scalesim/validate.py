@@ -260,11 +260,8 @@ class Skipped(BaseModel):
 
     id: str
     reason: str
-    _position: int = PrivateAttr(default=-1)  # its index in the file's cases (-1: not the reader's)
-
-    @property
-    def position(self) -> int:
-        return self._position
+    # its index in the file's cases (-1: not the reader's); the reader's, not the report's
+    position: int = Field(default=-1, exclude=True)
 
 
 @dataclass(frozen=True)
@@ -381,10 +378,8 @@ def read_case_list(data, fmt: str, model: type[CaseT], what: str, hint: str = ""
         except ScalesimError as exc:
             if strict:
                 raise
-            skip = Skipped(id=printable(name) if isinstance(name, str) and name else f"#{i}",
-                           reason=str(exc))
-            skip._position = i
-            skipped.append(skip)
+            skipped.append(Skipped(id=printable(name) if isinstance(name, str) and name
+                                   else f"#{i}", reason=str(exc), position=i))
             continue
         ids.add(case.id)
         cases.append(case)

@@ -349,13 +349,18 @@ def _anchor_lost(where: str, group: str, anchor_id: str, how: str) -> str:
             "reason), so nothing pins the group's efficiency: not predicted")
 
 
+def _anchors_per_group(cases: list[ParallelCase]) -> dict[str, int]:
+    """How many of ``cases`` each group marks as its anchor (the rule: exactly one)."""
+    anchors: dict[str, int] = {}
+    for c in cases:
+        anchors[c.group] = anchors.get(c.group, 0) + int(c.anchor)
+    return anchors
+
+
 def parse_parallel_cases(data, what: str = "parallel cases file") -> list[ParallelCase]:
     """Validate parsed JSON as ``scalesim-parallel-cases/1``, every case read; one-line errors."""
     cases = parse_case_list(data, FORMAT, ParallelCase, what, HINT, _check_parallel_case)
-    groups: dict[str, int] = {}
-    for c in cases:
-        groups[c.group] = groups.get(c.group, 0) + int(c.anchor)
-    for group, anchors in groups.items():
+    for group, anchors in _anchors_per_group(cases).items():
         if anchors != 1:
             raise ScalesimError(_anchor_problem(what, group, anchors))
     return cases
@@ -368,9 +373,7 @@ def read_parallel_cases(data, what: str = "parallel cases file") -> CaseFile[Par
     raises its one-line error."""
     read = read_case_list(data, FORMAT, ParallelCase, what, HINT, _check_parallel_case)
     raw = data["cases"]
-    anchors: dict[str, int] = {}
-    for c in read.cases:
-        anchors[c.group] = anchors.get(c.group, 0) + int(c.anchor)
+    anchors = _anchors_per_group(read.cases)
     # the unreadable cases that say they anchor a group: the group's name -> its Skipped
     lost = {raw[s.position]["group"]: s for s in read.skipped
             if isinstance(raw[s.position], dict) and raw[s.position].get("anchor") is True
