@@ -457,6 +457,10 @@ class ExperimentConfig:
     steps: int = 30
     warmup: int = 5
     rounds: int = 5
+    # Largest message of the link calibration, MiB (--max-size-mib; --quick's 8 by default).
+    # Over the shaped veth an all-ranks ring all-reduce of S bytes moves 1.5 S per rank: 8 MiB
+    # takes about 1 s at 100 Mbit/s, and each size is called 8 times per op.
+    link_max_size_mib: float = 8.0
     timeout_s: float = 300.0
     cores: int = field(default_factory=lambda: os.cpu_count() or 1)
 
@@ -474,7 +478,8 @@ def calibrate_links(cluster: EmulatedCluster, cfg: ExperimentConfig, work: Path)
 
     path = work / "profile-links.json"
     cluster.launch(2, 2, ["-m", "scalesim.calibration", "--quick", "--phases",
-                          "compute,collectives", "--batches", "16,256", "--out", str(path),
+                          "compute,collectives", "--batches", "16,256",
+                          "--max-size-mib", f"{cfg.link_max_size_mib:g}", "--out", str(path),
                           "--state-dir", str(work / "state-links"), *_calibration_flags(cfg)],
                    timeout_s=cfg.timeout_s)
     return load_profile(path)
