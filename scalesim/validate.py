@@ -225,25 +225,34 @@ def read_gpu_name(gpu: str, flags: list[str]) -> str:
     return read
 
 
-def _check_case(case: Case, where: str) -> None:
+POINT_NOT_READ = "point not read, not predicted: "  # the flag of a dropped point (summary counts)
+FIELDS_IGNORED = "unknown field"  # the flag of a case's fields the format lacks, ignored
+
+
+def _point_problems(case: Case) -> list[tuple[int, str]]:
+    """``(index, reason)`` of each point the model cannot place: a device count given twice
+    (the later point), devices that do not fit the case's servers, more than one server
+    without ``hardware.inter_node``."""
+    hw, seen, problems = case.hardware, set(), []
+    for i, pt in enumerate(case.points):
+        if pt.devices in seen:
+            problems.append((i, f"two points with {pt.devices} devices; keep one"))
+        elif pt.devices % pt.nodes or pt.devices // pt.nodes > hw.gpus_per_node:
+            problems.append((i, f"{pt.devices} devices on {pt.nodes} nodes do not fit servers of "
+                                f"{hw.gpus_per_node}; give devices as a multiple of nodes, at "
+                                "most gpus_per_node per node"))
+        elif pt.nodes > 1 and hw.inter_node is None:
+            problems.append((i, f"a point spans {pt.nodes} nodes but hardware.inter_node is null; "
+                                "describe the network between the servers"))
+        seen.add(pt.devices)
+    return problems
+
+
+def _check_hardware(case: Case, where: str) -> None:
     hw = case.hardware
     if hw.intra_node not in INTRA_LINKS:
         raise ScalesimError(f"{where}: unknown hardware.intra_node '{hw.intra_node}'; use one of "
                             f"{', '.join(INTRA_LINKS)}")
-    seen = set()
-    for pt in case.points:
-        if pt.devices in seen:
-            raise ScalesimError(f"{where}: two points with {pt.devices} devices; keep one")
-        seen.add(pt.devices)
-        if pt.devices % pt.nodes or pt.devices // pt.nodes > hw.gpus_per_node:
-            raise ScalesimError(
-                f"{where}: {pt.devices} devices on {pt.nodes} nodes do not fit servers of "
-                f"{hw.gpus_per_node}; give devices as a multiple of nodes, at most "
-                f"gpus_per_node per node"
-            )
-        if pt.nodes > 1 and hw.inter_node is None:
-            raise ScalesimError(f"{where}: a point spans {pt.nodes} nodes but hardware.inter_node "
-                                "is null; describe the network between the servers")
     net = hw.inter_node
     if net is not None:
         try:
@@ -252,6 +261,34 @@ def _check_case(case: Case, where: str) -> None:
             raise ScalesimError(f"{where}: hardware.inter_node of {net.nics_per_node} x "
                                 f"{net.gbit_per_nic:g} Gb/s is too slow to model; give "
                                 "gbit_per_nic of at least 0.01") from None
+
+
+def _check_case(case: Case, where: str) -> None:
+    """Strict (the shipped files): the case's hardware and every point, first problem raised."""
+    _check_hardware(case, where)
+    if problems := _point_problems(case):
+        raise ScalesimError(f"{where}: {problems[0][1]}")
+
+
+def _check_case_dropping_points(case: Case, where: str) -> Case:
+    """Tolerant (``read_cases``): the case without the points the model cannot place, each
+    flagged; ScalesimError where the hardware cannot be modelled or such a point is at the
+    anchor's device count (the smallest: a second anchor, or an anchor that does not fit)."""
+    _check_hardware(case, where)
+    problems = _point_problems(case)
+    if not problems:
+        return case
+    anchor = min(pt.devices for pt in case.points)
+    for i, reason in problems:
+        if case.points[i].devices == anchor:
+            raise ScalesimError(f"{where}: {reason}; the point is at the case's anchor (its "
+                                "smallest device count), so nothing is predicted")
+    dropped = {i for i, _ in problems}
+    kept = case.model_copy(update={"points": [pt for i, pt in enumerate(case.points)
+                                              if i not in dropped]})
+    kept._read_flags = (*case._read_flags,
+                        *(f"{POINT_NOT_READ}points.{i}: {reason}" for i, reason in problems))
+    return kept
 
 
 class Skipped(BaseModel):
@@ -273,10 +310,6 @@ class CaseFile(Generic[CaseT]):
     skipped: list[Skipped]
     total: int
     ignored: list[str]  # unknown top-level fields, ignored
-
-
-POINT_NOT_READ = "point not read, not predicted: "  # the flag of a dropped point (summary counts)
-FIELDS_IGNORED = "unknown field"  # the flag of a case's fields the format lacks, ignored
 
 
 def _model_in(annotation) -> type[BaseModel] | None:
@@ -348,7 +381,8 @@ def _read_case(item, model: type[CaseT], where: str, salvage=None) -> CaseT:
 def read_case_list(data, fmt: str, model: type[CaseT], what: str, hint: str = "", check=None,
                    salvage=None, strict: bool = False) -> CaseFile[CaseT]:
     """Read parsed JSON as ``{"format": fmt, "cases": [...]}``, every case a ``model`` of its
-    own ``id`` read on its own; ``check(case, where)`` adds per-case checks, ``salvage`` reads a
+    own ``id`` read on its own; ``check(case, where)`` adds per-case checks (and may return the
+    case to keep in its place, e.g. without some points), ``salvage`` reads a
     case without its unreadable parts (``_read_case``). A file that is not such an object, or
     whose cases none can be read, raises a one-line ScalesimError; a case that cannot be read is
     ``Skipped`` with the one-line reason naming it (``strict``: raised instead), as is the second
@@ -374,7 +408,7 @@ def read_case_list(data, fmt: str, model: type[CaseT], what: str, hint: str = ""
             if case.id in ids:
                 raise ScalesimError(f"{where}: id used twice; give every case its own id")
             if check is not None:
-                check(case, where)
+                case = check(case, where) or case
         except ScalesimError as exc:
             if strict:
                 raise
@@ -464,7 +498,7 @@ def read_cases(data, what: str = "validation file") -> CaseFile[Case]:
     that cannot be read is dropped and flagged unless it may be the anchor (then the case is
     skipped); a file none of whose cases can be read raises its one-line error."""
     read = read_case_list(data, FORMAT, Case, what, " (see scalesim/data/validation/README.md)",
-                          _check_case, _without_bad_points)
+                          _check_case_dropping_points, _without_bad_points)
     if not read.cases:
         raise none_read(what, read.skipped, read.total)
     return read

@@ -104,7 +104,9 @@ def test_text_report_has_cases_and_summary(capsys):
         (json.dumps({"format": "scalesim-validation-cases/2", "cases": []}), "format is"),
         (json.dumps(_file(_case(points=[]))), "points"),
         (json.dumps(_file(_case(hardware={"intra_node": "warp-drive"}))), "intra_node"),
-        (json.dumps(_file(_case(hardware={"inter_node": None}))), "inter_node"),
+        (json.dumps(_file(_case(hardware={"inter_node": None}, points=[
+            {"devices": 16, "nodes": 2, "throughput": 3000.0},
+            {"devices": 32, "nodes": 4, "throughput": 5000.0}]))), "inter_node"),
         (json.dumps(_file(_case(points=[{"devices": 12, "nodes": 1, "throughput": 1.0}]))),
          "do not fit"),
         (json.dumps([1, 2]), "JSON object"),
@@ -667,6 +669,49 @@ def test_an_unreadable_point_is_dropped_and_flagged_the_anchor_skips_the_case(tm
         assert rc == 0 and [s["id"] for s in report["skipped"]] == ["holed"]
         assert "anchor (its smallest device count), so nothing is predicted" in (
             report["skipped"][0]["reason"])
+
+
+@pytest.mark.parametrize(("point", "says"), [
+    ({"devices": 8, "nodes": 1, "throughput": 1400.0}, "two points with 8 devices; keep one"),
+    ({"devices": 12, "nodes": 1, "throughput": 1900.0}, "12 devices on 1 nodes do not fit"),
+    ({"devices": 64, "nodes": 4, "throughput": 9000.0}, "64 devices on 4 nodes do not fit"),
+])
+def test_a_point_the_model_cannot_place_is_dropped_unless_it_is_the_anchor(
+        tmp_path, capsys, point, says):
+    """Session 16: a point whose devices did not fit the case's servers, a device count given
+    twice or (below) a point over several servers of a case with no network skipped the whole
+    case, its good points with it. The point is dropped, flagged and counted in
+    summary["skipped_points"], the rest predicted as without it; at the anchor's device count
+    (the smallest) nothing can be predicted, and the case is skipped. The strict reader of the
+    shipped files still refuses it."""
+    pts = _case()["points"]
+    rc, report, err = _run_json(capsys, _write(tmp_path, _file(_case(points=[*pts, point]))))
+    assert rc == 0 and err == []
+    (case,) = report["cases"]
+    assert [p["devices"] for p in case["points"]] == [1, 8, 32]
+    assert case["flags"][0].startswith("point not read, not predicted: points.3: " + says)
+    assert report["summary"]["skipped_points"] == 1 and report["summary"]["skipped_cases"] == 0
+    (alone,) = validate_cases(parse_cases(_file(_case()))).cases
+    assert [p["predicted"] for p in case["points"]] == [p.predicted for p in alone.points]
+    with pytest.raises(ScalesimError, match=says):
+        parse_cases(_file(_case(points=[*pts, point])))
+    # the same problem at the anchor's device count: the case is skipped, the file is not
+    at_anchor = {**point, "devices": 1} if "two points" in says else {**point, "nodes": 2,
+                                                                       "devices": 1}
+    rc, report, err = _run_json(capsys, _write(tmp_path, _file(_case(), _case(
+        id="anchored", points=[pts[0], at_anchor, *pts[1:]] if "two points" in says
+        else [at_anchor, *pts[1:]]))))
+    assert rc == 0 and [s["id"] for s in report["skipped"]] == ["anchored"], report["skipped"]
+    assert "the point is at the case's anchor" in report["skipped"][0]["reason"]
+
+
+def test_a_point_over_servers_of_a_case_without_a_network_is_dropped(tmp_path, capsys):
+    no_net = _case(hardware={"inter_node": None})
+    rc, report, err = _run_json(capsys, _write(tmp_path, _file(no_net)))
+    assert rc == 0 and [p["devices"] for p in report["cases"][0]["points"]] == [1, 8]
+    assert report["cases"][0]["flags"][0] == (
+        "point not read, not predicted: points.2: a point spans 4 nodes but "
+        "hardware.inter_node is null; describe the network between the servers")
 
 
 def test_a_file_whose_cases_none_can_be_read_is_refused_in_one_line(tmp_path, capsys):
