@@ -539,3 +539,49 @@ def test_a_log_of_all_reduce_perf_dash_c_reads_its_cputime_columns():
     assert cpu_run.points == gpu_run.points and cpu_run.ranks == gpu_run.ranks == 8
     assert any("'cputime', nccl-tests -C" in n for n in cpu_run.notes)
     assert not any("cputime" in n for n in gpu_run.notes)
+
+
+# Session 16: a whole NVL72 log
+def _whole_nvl72_log(tmp_path, hosts=18, per_host=4):
+    """The NVL72 excerpt with all its rank lines, ``per_host`` GPUs on each of ``hosts`` trays
+    named as the excerpt's last one is (the excerpt keeps only rank 71's line)."""
+    text = NVL72.read_text()
+    (line,) = [x for x in text.splitlines() if "Rank 71" in x]
+    ranks = [line.replace("Rank 71", f"Rank {r:2d}").replace("-171 ", f"-{100 + r // per_host} ")
+             .replace("device  3", f"device  {r % per_host}") for r in range(hosts * per_host)]
+    path = tmp_path / "nvl72_whole.txt"
+    path.write_text(text.replace(line, "\n".join(ranks)))
+    return path
+
+
+def test_a_whole_nvl72_log_is_one_nvlink_domain_by_its_busbw(tmp_path):
+    """Was: all 72 rank lines on 18 trays read as 18 servers of 4 GPUs joined by an 'inter-
+    server network' of 847 GB/s busbw. No network of one 800 Gb/s NIC per GPU can carry that
+    across hosts: busbw <= 4 x 100 GB/s x (71/72) x (18/17) = 417.6 GB/s (hand-computed), so the
+    trays share one NVLink domain: one server of 72 GPUs, said in a note; inter= overrides."""
+    path = _whole_nvl72_log(tmp_path)
+    run = nccl_tests.parse_file(path)
+    assert (run.ranks, len(run.hosts), run.nodes, run.level) == (72, 18, 1, "intra_node")
+    assert nccl_tests.network_busbw_ceiling_GBps(72, 18, 4) == pytest.approx(417.647, abs=1e-3)
+    (note,) = [n for n in run.notes if "NVLink domain" in n]
+    assert "busbw reaches 847 GB/s across 18 hosts of up to 4 GPUs" in note
+    assert "one server of 72 GPUs (say inter=FILE if not)" in note
+    out = tmp_path / "p.json"
+    calibrate_from_sources(str(out), nccl_tests_files=[str(path)])
+    profile = load_profile(out)
+    assert profile.hardware.devices_per_node == 72
+    assert profile.hardware.intra_node.busbw_GBps > 700
+    (said,) = nccl_tests.load_runs([f"inter={path}"])
+    assert (said.nodes, said.level) == (18, "inter_node")
+    assert not any("NVLink domain (multi-node" in n for n in said.notes)
+
+
+def test_hosts_whose_busbw_a_network_allows_stay_servers(tmp_path):
+    # two 8-GPU H100 servers at 160 GB/s busbw: the ceiling is 8 x 100 x (15/16) x 2 = 1,500
+    run = nccl_tests.parse_file(SRUN)
+    assert (run.nodes, run.level, run.one_domain) == (2, "inter_node", False)
+    assert nccl_tests.network_busbw_ceiling_GBps(16, 2, 8) == pytest.approx(1500.0)
+    # the NVL72 rows on hosts of 8 GPUs: ceiling 8 x 100 x (71/72) x (9/8) = 887.5 GB/s, and
+    # 847 is under 1.25 x that: a network could have carried it
+    run = nccl_tests.parse_file(_whole_nvl72_log(tmp_path, hosts=9, per_host=8))
+    assert (run.nodes, run.level) == (9, "inter_node")

@@ -65,6 +65,13 @@ _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
 TIME_COLUMNS = ("time", "algbw", "busbw")
 PRINTED_HALF_UNIT = 0.005  # GB/s: algbw and busbw are printed with two decimals
 ONE_SERVER_ASSUMED = ", and one server assumed (say inter=FILE if it spanned servers)"
+# The fastest network per GPU: one 800 Gb/s NIC (NVIDIA ConnectX-8 SuperNIC, 100 GB/s; its
+# product brief), the most a GPU's compute-fabric port carries today. A log whose busbw across
+# hosts exceeds what such NICs allow (``network_busbw_ceiling_GBps``) did not cross a network.
+FASTEST_NIC_GBPS_PER_GPU = 100.0
+# measured above the ceiling by this factor at least (printed busbw's spread is a few percent)
+NETWORK_CEILING_MARGIN = 1.25
+ONE_DOMAIN_NOTE = "read as one server"  # in the note of an inferred NVLink domain (see below)
 CHECK_COLUMNS = ("#wrong", "error")
 
 
@@ -80,6 +87,8 @@ class NcclTestsRun:
     points: list[CollectivePoint]
     notes: list[str] = field(default_factory=list)
     forced_level: str | None = None  # "intra_node" / "inter_node" as the user said (intra=FILE)
+    # the hosts share one NVLink domain, inferred from busbw above any network's (parse_text)
+    one_domain: bool = False
     network: str | None = None  # NCCL's transport in its INFO lines as a preset inter-server
     # kind (infiniband, ethernet: ``NETWORK_KINDS``); None: the log names none of them
 
@@ -87,10 +96,11 @@ class NcclTestsRun:
     def nodes(self) -> int:
         """Servers in scalesim's sense (one intra-server link domain each): the hosts listed;
         at least 2 under ``inter=``; 1 under ``intra=``, which says the hosts share one
-        NVLink domain (GB200 NVL72 trays, multi-node NVLink), so all ranks are one server's."""
+        NVLink domain (GB200 NVL72 trays, multi-node NVLink), so all ranks are one server's,
+        and 1 where the log's busbw says so (``one_domain``) unless ``inter=`` was given."""
         if self.forced_level == "inter_node":
             return max(len(self.hosts), 2)
-        if self.forced_level == "intra_node":
+        if self.forced_level == "intra_node" or (self.one_domain and self.forced_level is None):
             return 1
         return max(len(self.hosts), 1)
 
@@ -396,9 +406,35 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
     if len({p.size_bytes for p in points}) < 2:
         raise ScalesimError(f"{source}: only {len(points)} message size with data; a fit needs a "
                             "sweep (e.g. all_reduce_perf -b 8 -e 8G -f 2)")
-    return NcclTestsRun(str(source), op, n, hosts, devices, points, notes,
-                        network=next(iter(networks)) if len(networks) == 1
-                        and "roce" not in networks else None)
+    run = NcclTestsRun(str(source), op, n, hosts, devices, points, notes,
+                       network=next(iter(networks)) if len(networks) == 1
+                       and "roce" not in networks else None)
+    per_host = max(Counter(h for h, _, _, _ in ranks).values(), default=0)
+    if len(hosts) > 1 and len(ranks) == n:  # every rank listed: the hosts are known
+        ceiling = network_busbw_ceiling_GBps(n, len(hosts), per_host)
+        fastest = max(p.busbw_GBps for p in points)
+        if fastest > NETWORK_CEILING_MARGIN * ceiling:
+            run.one_domain = True
+            notes.append(
+                f"{Path(source).name}: busbw reaches {fastest:.0f} GB/s across {len(hosts)} "
+                f"hosts of up to {per_host} GPUs, over {NETWORK_CEILING_MARGIN:g}x the "
+                f"{ceiling:.0f} GB/s a network of one 800 Gb/s NIC per GPU (the fastest) "
+                "allows: the hosts share one NVLink domain (multi-node NVLink, e.g. GB200 "
+                f"NVL72 trays), {ONE_DOMAIN_NOTE} of {n} GPUs (say inter=FILE if not)")
+    return run
+
+
+def network_busbw_ceiling_GBps(ranks: int, hosts: int, gpus_per_host: int) -> float:
+    """The most busbw (GB/s) a collective of ``ranks`` over ``hosts`` can show when the hosts
+    are joined by a network of one ``FASTEST_NIC_GBPS_PER_GPU`` NIC per GPU.
+
+    An all-reduce of S bytes must move at least 2(N-1)/N S through each of N hosts' NICs
+    (reduce-scatter plus all-gather over the hosts: the bound the ring and the two-host tree
+    meet), taking t >= 2(N-1)/N S / B at the host's NIC bandwidth B; nccl-tests' busbw is
+    2(n-1)/n S / t over n ranks (PERFORMANCE.md), so busbw <= B (n-1)/n N/(N-1). All-gather and
+    reduce-scatter give the same bound (half the traffic, half the busbw factor)."""
+    host_GBps = gpus_per_host * FASTEST_NIC_GBPS_PER_GPU
+    return host_GBps * (ranks - 1) / ranks * hosts / (hosts - 1)
 
 
 def parse_file(path: str | os.PathLike[str]) -> NcclTestsRun:
@@ -489,7 +525,8 @@ def load_runs(entries: Iterable[str | os.PathLike[str]]) -> list[NcclTestsRun]:
                                  f"taken as {run.forced_level} as {prefix}= says"
                                  + (f": one server of {run.ranks} GPUs (hosts on one NVLink "
                                     "domain)" if prefix == "intra" else ""))
-            run.notes = [n.replace(ONE_SERVER_ASSUMED, "") for n in run.notes]
+            run.notes = [n.replace(ONE_SERVER_ASSUMED, "") for n in run.notes
+                         if ONE_DOMAIN_NOTE not in n]  # the user said which level it is
         else:
             run = parse_file(entry)
         runs.append(run)
