@@ -238,7 +238,8 @@ def _point_problems(case: Case) -> list[tuple[int, str]]:
         if pt.devices in seen:
             problems.append((i, f"two points with {pt.devices} devices; keep one"))
         elif pt.devices % pt.nodes or pt.devices // pt.nodes > hw.gpus_per_node:
-            problems.append((i, f"{pt.devices} devices on {pt.nodes} nodes do not fit servers of "
+            nodes = f"{pt.nodes} node{'s' if pt.nodes != 1 else ''}"
+            problems.append((i, f"{pt.devices} devices on {nodes} do not fit servers of "
                                 f"{hw.gpus_per_node}; give devices as a multiple of nodes, at "
                                 "most gpus_per_node per node"))
         elif pt.nodes > 1 and hw.inter_node is None:

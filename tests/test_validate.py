@@ -673,7 +673,7 @@ def test_an_unreadable_point_is_dropped_and_flagged_the_anchor_skips_the_case(tm
 
 @pytest.mark.parametrize(("point", "says"), [
     ({"devices": 8, "nodes": 1, "throughput": 1400.0}, "two points with 8 devices; keep one"),
-    ({"devices": 12, "nodes": 1, "throughput": 1900.0}, "12 devices on 1 nodes do not fit"),
+    ({"devices": 12, "nodes": 1, "throughput": 1900.0}, "12 devices on 1 node do not fit"),
     ({"devices": 64, "nodes": 4, "throughput": 9000.0}, "64 devices on 4 nodes do not fit"),
 ])
 def test_a_point_the_model_cannot_place_is_dropped_unless_it_is_the_anchor(
