@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import stat
 from pathlib import Path
@@ -403,3 +404,86 @@ def test_a_cube_mesh_of_single_links_is_the_p100_dgx1(tmp_path):
     path.write_text(text.replace("NV2", "NV1"))
     assert nvidia_smi.parse_topo_file(path).suggested_intra_preset == "nvlink1"
     assert nvidia_smi.parse_topo_file(DGX1).suggested_intra_preset == "nvlink2"
+
+
+def test_a_gb200_tray_reads_its_numa_lists():
+    """Session 15's "found and left": the tray's NUMA Affinity `0,3-9,11-17` (the Grace node and
+    GPU-memory nodes; GPU NUMA IDs 2, 10, 18, 26) read as no NUMA node. It is node 0 for GPU0-1
+    and 1 for GPU2-3, as their CPU affinity (0-71, 72-143) says."""
+    topo = nvidia_smi.parse_topo_file(GB200)
+    assert topo.numa_affinity == [0, 0, 1, 1]
+    assert topo.cpu_affinity == ["0-71", "0-71", "72-143", "72-143"]
+    text = "\n".join(nvidia_smi.describe_topology(topo))
+    assert "GPUs per NUMA node (CPU socket): 0: GPU0, GPU1; 1: GPU2, GPU3" in text
+
+
+@pytest.mark.parametrize("affinity, gpu_memory_from, node", [
+    ("0,3-9,11-17", 2, 0), ("1,19-25,27-33", 2, 1),  # the GB200 tray
+    ("0,2-8", 1, 0),  # a GH200 listing its GPU's memory nodes (GPU NUMA ID 1)
+    ("3", None, 3), ("3", 2, 3),  # one node: that node
+    ("0-1", None, None), ("0,2", None, None),  # two nodes, none of them GPU memory: no one node
+    ("0-1", 2, None), ("N/A", 2, None), ("", None, None),
+])
+def test_the_cpu_node_of_a_numa_affinity_list(affinity, gpu_memory_from, node):
+    assert nvidia_smi.cpu_numa_node(affinity, gpu_memory_from) == node
+
+
+def test_id_ranges_read_as_nvidia_smi_prints_them():
+    assert nvidia_smi.id_ranges("0,3-9,11-17") == [(0, 0), (3, 9), (11, 17)]
+    assert nvidia_smi.id_ranges("0-23,96-119") == [(0, 23), (96, 119)]
+    assert [nvidia_smi.id_ranges(t) for t in ("N/A", "", "NODE", "0-", "1,,2", "9" * 10)] == [None] * 6
+
+
+TABS_LOST = FIX / "dgx_nv18_tabs_lost_topo.txt"
+
+
+def _tabs_restored(text):
+    return (text.replace("NIC8NIC9", "NIC8\tNIC9").replace("NODENODE", "NODE\tNODE")
+            .replace("NODEPXB", "NODE\tPXB"))
+
+
+def test_a_matrix_pasted_with_its_tabs_lost_is_split_back(tmp_path):
+    """vllm-project/vllm#13855: header `NIC8NIC9`, cells `NODENODE`/`NODEPXB` in GPU4-7's rows.
+    Was: 8 NICs (cut at the glued label) and GPU4-7's CPU affinity 'NODENODE'/'NODEPXB'."""
+    topo = nvidia_smi.parse_topo_file(TABS_LOST)
+    assert [n.name for n in topo.nics] == [f"NIC{i}" for i in range(12)]
+    assert topo.nics[8].gpu_links == ["SYS"] * 4 + ["NODE"] * 4
+    assert topo.nics[9].gpu_links == ["SYS"] * 4 + ["NODE", "PXB", "NODE", "NODE"]
+    assert [(n.nearest_gpus, n.nearest_link) for n in topo.nics[9:]] == [
+        ([5], "PXB"), ([6], "PXB"), ([7], "PXB")]
+    assert topo.cpu_affinity == ["0-55,112-167"] * 4 + ["56-111,168-223"] * 4
+    assert topo.numa_affinity == [0] * 4 + [1] * 4
+    # the same matrix with its tabs put back reads the same
+    whole = tmp_path / "whole.txt"
+    whole.write_text(_tabs_restored(TABS_LOST.read_text()))
+    assert "NODENODE" not in whole.read_text()
+    assert nvidia_smi.parse_topo_file(whole).model_dump(exclude={"source"}) == topo.model_dump(
+        exclude={"source"})
+
+
+@pytest.mark.parametrize("change, message", [
+    # the header's last label glued to `CPU Affinity`: 19 labels, 20 cells a row
+    (lambda t: t.replace("NIC11\tCPU", "NIC11CPU"),
+     "line 4: GPU0 has more link cells than the header's 19 columns ('SYS' where the CPU "
+     "affinity belongs): the paste lost its tabs"),
+    # a cell glued to the CPU affinity after it
+    (lambda t: t.replace("SYS\t0-55,112-167\t0", "SYS0-55,112-167\t0", 1),
+     "line 4: 'SYS0-55,112-167' starts with a link code but goes on: the paste lost its tabs"),
+    (lambda t: t.replace("PXB\t56-111", "PXB56-111", 1), "line 11: 'PXB56-111,168-223' starts"),
+    # one cell more than the header has labels, glued to the CPU affinity
+    (lambda t: _tabs_restored(t).replace("SYS\t0-55,112-167\t0", "SYS\tSYS0-55,112-167\t0", 1),
+     "line 4: GPU0's CPU affinity 'SYS0-55,112-167' is not a CPU list"),
+])
+def test_a_paste_that_cannot_be_split_is_refused_in_one_line(tmp_path, change, message):
+    path = tmp_path / "topo.txt"
+    path.write_text(change(TABS_LOST.read_text()))
+    with pytest.raises(ScalesimError, match=re.escape(message)) as exc:
+        nvidia_smi.parse_topo_file(path)
+    assert "\n" not in str(exc.value) and "nvidia-smi topo -m > topo.txt" in str(exc.value)
+
+
+def test_glued_labels_and_codes_split_one_way():
+    assert nvidia_smi._unglue(["GPU7NIC0", "mlx5_0mlx5_1", "NIC8NIC9"], False) == [
+        "GPU7", "NIC0", "mlx5_0", "mlx5_1", "NIC8", "NIC9"]
+    assert nvidia_smi._unglue(["NIC0PXB", "NV12NV12", "SYSSYS", "PIXPXB", "X", "0-7"], True) == [
+        "NIC0", "PXB", "NV12", "NV12", "SYS", "SYS", "PIX", "PXB", "X", "0-7"]

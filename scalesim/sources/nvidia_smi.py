@@ -37,8 +37,23 @@ from scalesim.model.stragglers import peer_margin
 from scalesim.schemas import Topology, TopologyNic
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_LABEL = re.compile(r"^(GPU\d+|NIC\d+|mlx\d+_\d+|[a-z]+\d+_\d+)$")
+_LABEL_TEXT = r"GPU\d+|NIC\d+|[a-z]+\d+_\d+"  # mlx5_0; alternatives disjoint: no backtracking blow-up
+_LABEL = re.compile(rf"^({_LABEL_TEXT})$")
 _NV = re.compile(r"^NV(\d+)$")
+# A matrix pasted where its tabs were lost (vllm-project/vllm#13855: header `NIC8NIC9`, cells
+# `NODENODE`, `NODEPXB`) glues neighbours. Labels and link codes split back one way only: every
+# label and code starts with a letter and ends where the next one's letter starts (an NV#'s
+# digits run to the next letter), and each code is fixed by its first two letters (PIX, PXB, PHB,
+# PSB; NODE, NVB, NV#; SYS, SOC; X).
+_CODE_TEXT = r"X|NV\d+|NVB|PIX|PXB|PHB|PSB|NODE|SYS|SOC"
+_GLUED_LABELS = re.compile(rf"^(?:{_LABEL_TEXT})+$")
+_GLUED_CODES = re.compile(rf"^(?:{_CODE_TEXT})+$")
+_ROW_START = re.compile(rf"^({_LABEL_TEXT})((?:{_CODE_TEXT})+)$")  # `NIC0PXB`: label and cell
+_CODE_START = re.compile(rf"^(?:{_CODE_TEXT})")
+# CPU and NUMA affinity as nvidia-smi prints them: comma-separated ranges ('0-23,96-119')
+_ID_LIST = re.compile(r"^[0-9]{1,9}(?:-[0-9]{1,9})?(?:,[0-9]{1,9}(?:-[0-9]{1,9})?)*$")
+RETYPE = ("the paste lost its tabs (labels or cells glued together); save the output itself: "
+          "nvidia-smi topo -m > topo.txt")
 _PCIE_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
 _ALIASES = {"SOC": "SYS", "PSB": "PXB"}
 PCIE_MEANING = {
@@ -69,8 +84,56 @@ def _code(cell: str, where: str) -> str:
     cell = _ALIASES.get(cell, cell)
     if cell == "X" or _NV.match(cell) or cell in _PCIE_ORDER or cell == "NVB":
         return cell
+    if _CODE_START.match(cell):  # 'NV180-55,112-167': a code glued to what follows it
+        raise ScalesimError(f"{where}: '{cell[:24]}' starts with a link code but goes on: "
+                            f"{RETYPE}")
     raise ScalesimError(f"{where}: '{cell}' is not a topo -m link code (X, NV#, PIX, PXB, PHB, "
                         "NODE, SYS)")
+
+
+def _unglue(tokens: list[str], first_is_label: bool) -> list[str]:
+    """Tokens with glued labels (`NIC8NIC9`) or glued link codes (`NODENODE`, and a row's label
+    glued to its first cell, `NIC0PXB`) split apart; any other token as it is."""
+    out: list[str] = []
+    for i, token in enumerate(tokens):
+        start = _ROW_START.match(token) if i == 0 and first_is_label else None
+        if start:
+            out += [start.group(1), *re.findall(_CODE_TEXT, start.group(2))]
+        elif _GLUED_LABELS.match(token) and not _LABEL.match(token):
+            out += re.findall(_LABEL_TEXT, token)
+        elif _GLUED_CODES.match(token):
+            out += re.findall(_CODE_TEXT, token)
+        else:
+            out.append(token)
+    return out
+
+
+def id_ranges(text: str) -> list[tuple[int, int]] | None:
+    """'0,3-9,11-17' as nvidia-smi prints a CPU or NUMA affinity -> [(0, 0), (3, 9), (11, 17)];
+    None for anything else ('N/A', an empty cell)."""
+    if not _ID_LIST.match(text):
+        return None
+    ranges = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        ranges.append((int(lo), int(hi or lo)))
+    return ranges
+
+
+def cpu_numa_node(affinity: str, gpu_memory_from: int | None) -> int | None:
+    """The one CPU NUMA node of a GPU's ``NUMA Affinity`` list, None where it names none or
+    several. On Grace systems (GH200, GB200) the list also names GPU-memory nodes, which have no
+    CPUs and are numbered after the CPUs' nodes from the lowest ``GPU NUMA ID``
+    (``gpu_memory_from``): a GB200 tray's ``0,3-9,11-17`` with GPU NUMA IDs 2, 10, 18, 26 is node
+    0, its nodes 2-33 are GPU memory (docs/calibration.md, topology)."""
+    ranges = id_ranges(affinity)
+    if ranges is None:
+        return None
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+        return ranges[0][0]  # one node listed: the GPU's node, whatever the numbering
+    limit = gpu_memory_from if gpu_memory_from is not None else float("inf")
+    cpu = [(lo, min(hi, limit - 1)) for lo, hi in ranges if lo < limit]
+    return cpu[0][0] if len(cpu) == 1 and cpu[0][0] == cpu[0][1] else None
 
 
 def _summary(gpus: list[str], matrix: list[list[str]]) -> tuple[str, str | None]:
@@ -102,11 +165,12 @@ def _summary(gpus: list[str], matrix: list[list[str]]) -> tuple[str, str | None]
 def parse_topo_text(text: str, source: str) -> Topology:
     """Parse ``nvidia-smi topo -m`` output into a Topology; bad input: one-line error."""
     lines = [_ANSI.sub("", line).rstrip() for line in text.splitlines()]
-    header_at = next((i for i, line in enumerate(lines) if "GPU0" in line.split()), None)
+    header_at = next((i for i, line in enumerate(lines)
+                      if "GPU0" in _unglue(line.split(), first_is_label=False)), None)
     if header_at is None:
         raise ScalesimError(f"{source}: not nvidia-smi topo -m output (no 'GPU0 GPU1 ...' header "
                             "row); run: nvidia-smi topo -m > topo.txt")
-    header = lines[header_at].split()
+    header = _unglue(lines[header_at].split(), first_is_label=False)
     labels = []
     for token in header:
         if not _LABEL.match(token):
@@ -114,8 +178,9 @@ def parse_topo_text(text: str, source: str) -> Topology:
         labels.append(token)
     rows: dict[str, list[str]] = {}
     tails: dict[str, list[str]] = {}
+    row_line: dict[str, int] = {}
     for number, line in enumerate(lines[header_at + 1:], header_at + 2):
-        tokens = line.split()
+        tokens = _unglue(line.split(), first_is_label=True)
         if not tokens or tokens[0] not in labels:
             if tokens and tokens[0] == "Legend:":
                 break
@@ -126,6 +191,12 @@ def parse_topo_text(text: str, source: str) -> Topology:
                                 f"{len(labels)} cells: the matrix is cut short (truncated?)")
         rows[tokens[0]] = [_code(c, f"{source} line {number}") for c in cells]
         tails[tokens[0]] = tokens[1 + len(labels):]
+        row_line[tokens[0]] = number
+        extra = tails[tokens[0]][:1]
+        if extra and _GLUED_CODES.match(extra[0]):  # never a link code read as CPU affinity
+            raise ScalesimError(f"{source} line {number}: {tokens[0]} has more link cells than "
+                                f"the header's {len(labels)} columns ('{extra[0][:24]}' where the CPU "
+                                f"affinity belongs): {RETYPE}")
     gpus = [label for label in labels if label.startswith("GPU")]
     if not gpus:
         raise ScalesimError(f"{source} line {header_at + 1}: the header row does not start with "
@@ -153,11 +224,19 @@ def parse_topo_text(text: str, source: str) -> Topology:
             name=label, device=legend.get(label, label if not label.startswith("NIC") else None),
             gpu_links=to_gpus, nearest_gpus=[i for i, c in enumerate(to_gpus) if c == best],
             nearest_link=best))
-    cpu_affinity, numa = [], []
+    cpu_affinity = []
     for g in gpus:
         tail = tails[g]
+        if tail and tail[0] != "N/A" and id_ranges(tail[0]) is None:
+            raise ScalesimError(f"{source} line {row_line[g]}: {g}'s CPU affinity "
+                                f"'{tail[0][:24]}' is not a CPU list (such as 0-23,96-119): "
+                                f"{RETYPE}")
         cpu_affinity.append(tail[0] if tail else "")
-        numa.append(int(tail[1]) if len(tail) > 1 and tail[1].isdigit() else None)
+    # GPU NUMA ID (Grace systems): the node of each GPU's own memory; 'N/A' elsewhere
+    gpu_numa_ids = [r[0][0] for g in gpus if len(tails[g]) > 2
+                    for r in [id_ranges(tails[g][2])] if r and r[0][0] == r[-1][1]]
+    numa = [cpu_numa_node(tails[g][1], min(gpu_numa_ids, default=None))
+            if len(tails[g]) > 1 else None for g in gpus]
     kind, preset = _summary(gpus, matrix)
     return Topology(gpus=gpus, links=matrix, nics=nics, cpu_affinity=cpu_affinity,
                     numa_affinity=numa, intra_kind=kind, suggested_intra_preset=preset,
