@@ -215,6 +215,12 @@ MEMORY_BANDWIDTH_GBPS: list[tuple[tuple[str, ...], float | None, str]] = [
     (("Laptop",), None, "laptop GPUs: another chip and memory than the desktop card of that "
      "number (NVIDIA GeForce RTX 4090 Laptop GPU product page: AD103, 16 GB GDDR6): not listed"),
     (("GB200",), 8000.0, "NVIDIA GB200 NVL72 datasheet: 8 TB/s HBM3e per GPU"),
+    (("GB300",), 8000.0, "NVIDIA GB300 NVL72 product page (as quoted by glennklockwood.com/"
+     "garden/processors/B300 and verda.com/blog/gb300-nvl72-architecture, 2025): 576 TB/s HBM3e "
+     "over 72 GPUs, 8 TB/s each"),
+    (("B300",), 8000.0, "NVIDIA HGX B300 (Blackwell Ultra; as quoted by glennklockwood.com/garden/"
+     "processors/B300, 2025): 288 GB HBM3e at up to 8 TB/s (listed after 'GB300', which its name "
+     "contains)"),
     (("GH200", "144G"), 4900.0, "NVIDIA GH200 Grace Hopper Superchip datasheet: 144 GB HBM3e, "
      "4.9 TB/s"),
     (("GH200",), 4000.0, "NVIDIA GH200 Grace Hopper Superchip datasheet: 96 GB HBM3, 4 TB/s"),
@@ -312,6 +318,12 @@ PEAK_TFLOPS: list[tuple[tuple[str, ...], float | None, float | None, str]] = [
      "number (NVIDIA GeForce RTX 4090 Laptop GPU product page: AD103): not listed"),
     (("GB200",), 2500.0, 5000.0, "NVIDIA GB200 NVL72 datasheet: 180 PFLOPS FP16/BF16 and 360 "
      "PFLOPS FP8 dense over 72 GPUs"),
+    (("GB300",), 2500.0, 5000.0, "NVIDIA GB300 NVL72 product page (as quoted by "
+     "glennklockwood.com/garden/processors/B300 and verda.com/blog/gb300-nvl72-architecture, "
+     "2025): 360 PFLOPS FP8 for training, 180 PFLOPS FP16/BF16 dense over 72 GPUs"),
+    (("B300",), 2250.0, 4500.0, "NVIDIA HGX B300 (Blackwell Ultra; as quoted by glennklockwood.com/"
+     "garden/processors/B300, 2025): FP16/BF16 2,250 and FP8 4,500 TFLOPS dense, as the B200 "
+     "(listed after 'GB300', which its name contains)"),
     (("H100", "PCIe"), 756.5, 1513.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 PCIe 1,513 "
      "TFLOPS BF16 and 3,026 FP8 with sparsity, half of each dense"),
     (("H100", "NVL"), 835.5, 1670.5, "NVIDIA H100 Tensor Core GPU datasheet: H100 NVL 1,671 "
@@ -792,6 +804,11 @@ DEVICE_MEMORY_GIB: list[tuple[tuple[str, ...], float | None, str]] = [
     (("Laptop",), None, "laptop GPUs: other memory than the desktop card of that number (NVIDIA "
      "GeForce RTX 4090 Laptop GPU product page: 16 GB): not listed"),
     (("GB200",), 186.0, "NVIDIA GB200 NVL72 datasheet: 13.4 TB HBM3e over 72 GPUs = 186 GB each"),
+    (("GB300",), 278.0, "NVIDIA GB300 NVL72 product page (as quoted by glennklockwood.com/garden/"
+     "processors/B300 and verda.com/blog/gb300-nvl72-architecture, 2025): 20 TB HBM3e over 72 "
+     "GPUs = 278 GB each"),
+    (("B300",), 288.0, "NVIDIA HGX B300 (Blackwell Ultra; as quoted by glennklockwood.com/garden/"
+     "processors/B300, 2025): 288 GB HBM3e (listed after 'GB300', which its name contains)"),
     (("H100", "NVL"), 94.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 NVL 94 GB HBM3"),
     (("H100",), 80.0, "NVIDIA H100 SXM datasheet and DGX H100 (640 GB over 8 GPUs): 80 GB"),
     (("H800",), 80.0, "NVIDIA H800 Tensor Core GPU datasheet (China market): 80 GB, SXM5 and PCIe"),

@@ -448,6 +448,11 @@ def source_vocab_of(source: str, model_name: str) -> int | None:
     return None
 
 
+# model.params is a nominal label in many sources (Nemotron "22B": 19.7 B from its shape); a
+# larger gap says the shape does not describe the model (a mixture of experts): flagged
+PARAMS_FLAG_SHARE = 0.25
+
+
 def _gpu_family(gpu: str) -> str | None:
     return next((f for f in ("GB200", "H100", "A100") if name_has_words(gpu, (f,))), None)
 
@@ -477,6 +482,10 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
                                    not gated, not gated, not gated, not gated))
     if lay.ep > 1:
         flags.append(f"expert parallelism ep {lay.ep} is not modelled (dense layers assumed)")
+    if m.params is not None and abs(m.params / params - 1) > PARAMS_FLAG_SHARE:
+        flags.append(f"model.params {m.params / 1e9:.3g}B is {m.params / params:.2f}x the "
+                     f"{params / 1e9:.3g}B its shape gives: predicted from the shape (the "
+                     "format has no experts: a mixture of experts is predicted as dense)")
     micro = _or_default(lay.micro_batch, DEFAULT_MICRO_BATCH, "micro_batch", flags)
     recompute = _or_default(lay.recompute, DEFAULT_RECOMPUTE, "recompute", flags)
     sp = _or_default(lay.sequence_parallel, lay.tp > 1, "sequence_parallel", flags,

@@ -559,3 +559,25 @@ def test_targets_are_neither_met_nor_missed_without_a_predicted_case(tmp_path, c
     report = validate_parallel_cases(parse_parallel_cases(raw))
     assert all(isinstance(report.summary["targets"][k], bool)
                for k in ("median_met", "mean_met", "max_met"))
+
+
+def test_params_far_from_the_shape_are_flagged_and_the_shape_predicts(raw):
+    """Session 16: model.params was never read, so a mixture of experts (Mixtral 8x7B: 46.7 B
+    parameters on a 7 B shape; the format has no expert fields) was predicted as dense without a
+    word. A gap over 25% is flagged; the prediction (from the shape) is unchanged. A nominal
+    label (Llama 3 '8B' for 8.03 B) is not flagged."""
+    group = [c for c in raw["cases"] if c["group"] == "narayanan2021_table1"]
+    other = copy.deepcopy(group)
+    target = next(c for c in other if not c["anchor"])
+    target["model"]["params"] *= 6.5
+    plain = validate_parallel_cases(parse_parallel_cases({**raw, "cases": group}))
+    moe = validate_parallel_cases(parse_parallel_cases({**raw, "cases": other}))
+    row = next(c for c in moe.cases if c.id == target["id"])
+    before = next(c for c in plain.cases if c.id == target["id"])
+    assert row.predicted == before.predicted
+    (flag,) = [f for f in row.flags if f.startswith("model.params ")]
+    given = target["model"]["params"]
+    ratio = float(flag.split(" is ")[1].split("x the")[0])  # given / the shape's count
+    assert f"model.params {given / 1e9:.3g}B is" in flag and "predicted as dense" in flag
+    assert 6.5 * 0.95 < ratio < 6.5 * 1.05  # the public row's nominal label is within 5%
+    assert not any(f.startswith("model.params ") for c in plain.cases for f in c.flags)
