@@ -534,6 +534,10 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         flags.append(f"layout note (predicted as published): {problem}")
 
     fp8 = case.precision == "fp8"
+    if case.precision == "fp32":
+        flags.append("precision fp32: predicted at the 16-bit tensor peak with 16-bit weights, "
+                     "as a mixed-precision run (the model has no fp32 transformer path; the "
+                     "group's anchor absorbs a common scale)")
     peak = peak_tflops_of(gpu, fp8)
     core_peak = peak_tflops_of(gpu, False) if fp8 else peak
     if peak is None or core_peak is None:  # a GPU the datasheet tables do not list

@@ -581,3 +581,15 @@ def test_params_far_from_the_shape_are_flagged_and_the_shape_predicts(raw):
     assert f"model.params {given / 1e9:.3g}B is" in flag and "predicted as dense" in flag
     assert 6.5 * 0.95 < ratio < 6.5 * 1.05  # the public row's nominal label is within 5%
     assert not any(f.startswith("model.params ") for c in plain.cases for f in c.flags)
+
+
+def test_an_fp32_case_is_flagged_as_predicted_like_mixed_precision(raw):
+    """Session 16: precision fp32 was predicted exactly as bf16 without a word."""
+    group = copy.deepcopy([c for c in raw["cases"] if c["group"] == "narayanan2021_table1"])
+    target = next(c for c in group if not c["anchor"])
+    target["precision"] = "fp32"
+    report = validate_parallel_cases(parse_parallel_cases({**raw, "cases": group}))
+    row = next(c for c in report.cases if c.id == target["id"])
+    assert any(f.startswith("precision fp32: predicted at the 16-bit tensor peak") for f in row.flags)
+    assert not any(f.startswith("precision fp32") for c in report.cases if c.id != target["id"]
+                   for f in c.flags)
