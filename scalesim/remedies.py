@@ -556,7 +556,10 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
             verdict = "loses"
             what = {"time": "time to finish", "quality": "time to quality"}.get(measure,
                                                                                "throughput")
-            note = f"loses {what} here" + (f"; {caveat}" if caveat else "")
+            # exactly no change (ZeRO-1 where the optimizer step is not known: the same bytes
+            # sent) is not a loss
+            did = f"does not change the {what}" if objective_gain == 0 else f"loses {what}"
+            note = f"{did} here" + (f"; {caveat}" if caveat else "")
         results.append(RemedyResult(key, title, scn, prof, after, gain, True, note, t, cost,
                                     objective_gain, verdict, measure))
 
