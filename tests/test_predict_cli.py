@@ -653,3 +653,12 @@ def test_a_split_models_rows_leave_the_total_comm_time_they_do_not_report_null(c
                          "--tp-values", "1,2", "--out", str(csv_path))
     header = csv_path.read_text().splitlines()[0].split(",")
     assert code == 0 and "exposed_comm_s" in header and "comm_total_s" not in header
+
+
+def test_a_transformers_throughput_column_is_sequences_per_second(capsys):
+    """Session 16 user's pass: a transformer preset's unit is 'sequences of 2048 tokens', and the
+    table cut it at 10 characters into the header 'sequences /s'."""
+    assert main(["predict", "--workload", "gpt-1.7b", "--devices", "8", "--tp", "2"]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines()
+                  if line.startswith("devices nodes"))
+    assert " sequences/s " in header and "sequences /s" not in header

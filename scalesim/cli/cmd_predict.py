@@ -168,7 +168,7 @@ def render_table(profile, scenario, rows) -> str:
         + f"{'batch':>6} {'step ms':>9} {'compute':>9} {'exp.comm':>9} "
         + (f"{'bubble':>9} " if split else "")
         + (f"{'stall':>9} " if stall else "")
-        + f"{'straggl':>9} {unit[:10] + '/s':>13} {'speedup':>8} {'eff':>6} "
+        + f"{'straggl':>9} {unit.split()[0][:10] + '/s':>13} {'speedup':>8} {'eff':>6} "
         f"{'mem GiB':>8} {'fits':>4}",
     ]
     for r in rows:
