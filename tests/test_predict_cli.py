@@ -662,3 +662,19 @@ def test_a_transformers_throughput_column_is_sequences_per_second(capsys):
     header = next(line for line in capsys.readouterr().out.splitlines()
                   if line.startswith("devices nodes"))
     assert " sequences/s " in header and "sequences /s" not in header
+
+
+def test_a_shard_group_above_dp_is_not_said_to_shard_over_ranks_that_do_not_exist(capsys):
+    """Session 16 user's pass: `predict --workload llama3-8b --devices 16,32 --strategy zero3
+    --shard-group 32` said 'ZeRO states sharded over 32 ranks' of the 16-device row too, whose
+    --json says shard_group 16 (a group above dp is all of dp); the data-parallel path already
+    said 'where the devices exceed it'."""
+    argv = ["predict", "--workload", "llama3-8b", "--devices", "16,32", "--strategy", "zero3",
+            "--shard-group", "32"]
+    assert main(argv) == 0
+    layout = next(line for line in capsys.readouterr().out.splitlines()
+                  if line.startswith("layout:"))
+    assert ("sharded over 32 ranks, replicated across dp / shard group copies, where dp exceeds "
+            "it (elsewhere over all of dp)") in layout
+    assert main([*argv, "--json"]) == 0
+    assert [r["shard_group"] for r in json.loads(capsys.readouterr().out)] == [16, 32]

@@ -71,8 +71,8 @@ def layout_line(profile, scenario) -> str:
             + ", sequence parallel "
             f"{'on' if split.sequence_parallel else 'off'}"
             + (f", TP overlap {'on' if split.tp_overlap else 'off'}" if split.tp > 1 else "")
-            + (f", {hsdp_words(split.shard_group, 'dp')}" if split.shard_group is not None
-               else "")
+            + (f", {hsdp_words(split.shard_group, 'dp')}, where dp exceeds it (elsewhere over "
+               "all of dp)" if split.shard_group is not None else "")
             + "; dp = devices / (tp x pp); batch = "
             "sequences per micro-batch per replica; compute pins the matmul efficiency to the "
             "profile's curve (docs/model.md §22)" + (f"; {p2p.note}" if p2p else "")
