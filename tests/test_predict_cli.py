@@ -678,3 +678,15 @@ def test_a_shard_group_above_dp_is_not_said_to_shard_over_ranks_that_do_not_exis
             "it (elsewhere over all of dp)") in layout
     assert main([*argv, "--json"]) == 0
     assert [r["shard_group"] for r in json.loads(capsys.readouterr().out)] == [16, 32]
+
+
+@pytest.mark.parametrize("command", ["predict", "decide", "goal", "sweep"])
+def test_train_samples_help_says_a_transformers_sample_is_a_sequence(capsys, command):
+    """Session 16 user's pass: --train-samples said 'samples in the training run'; an LLM run is
+    stated in tokens (Llama 3: 15T), and a transformer workload's sample is one sequence, so 15e12
+    would be read as 15e12 sequences, 8,192x the run, without a word."""
+    with pytest.raises(SystemExit) as done:
+        main([command, "--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "a transformer's sample is a sequence: tokens / sequence length" in text

@@ -108,7 +108,8 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     add_link_arguments(g)
     _knob(g, "critical_batch_size", help="critical batch size B_noise, samples")
     _knob(g, "min_samples_to_quality", help="E_min: samples to target at a tiny batch")
-    _knob(g, "train_samples", help="samples in the training run")
+    _knob(g, "train_samples", help="samples in the training run; a transformer's sample is a "
+          "sequence: tokens / sequence length (2e12 tokens of 4096 = 4.9e8)")
     g.add_argument("--epochs", type=flag_type("epochs"), help="epochs (with --dataset-size)")
     g.add_argument("--dataset-size", type=flag_type("samples_total"),
                    help="samples per epoch (with --epochs)")
