@@ -302,8 +302,11 @@ def smaller_batch_remedy(profile, scenario, devices: int, b_noise: float) -> Rem
     if best is None:
         return None
     ratio, after = best
+    # "towards" only where the smaller batch is nearer B_noise (from above it)
+    where = ("towards" if after.global_batch >= b_noise
+             else "further below" if now.global_batch <= b_noise else "past")
     return Remedy("smaller_batch", f"Shrink the global batch {now.global_batch} -> "
-                  f"{after.global_batch} (per-device {after.micro_batch}) towards B_noise "
+                  f"{after.global_batch} (per-device {after.micro_batch}) {where} B_noise "
                   f"{b_noise:.0f}", float(ratio - 1.0), True,
                   "gain in time to quality (McCandlish et al. 2018), not in throughput")
 

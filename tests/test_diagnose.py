@@ -539,3 +539,18 @@ def test_the_network_remedy_quotes_the_fitted_link_as_the_fit_prints_it(tmp_path
     assert "inter-server link: 12 GB/s busbw" in out
     assert "HDR InfiniBand (12 -> 192 GB/s busbw)" in out, out
     assert "of the step at 1 device -> " in out and "1 devices" not in out
+
+
+@pytest.mark.parametrize("b_noise, words", [("2048", "512 -> 256 (per-device 16) further below "
+                                             "B_noise 2048"),
+                                            ("64", "512 -> 256 (per-device 16) towards B_noise 64"),
+                                            ("300", "512 -> 256 (per-device 16) past B_noise 300")])
+def test_the_smaller_batch_remedy_says_which_way_it_moves_from_b_noise(tmp_path, capsys, b_noise,
+                                                                       words):
+    """Session 16 user's pass: `diagnose runs.csv --critical-batch 2048` of runs at a global
+    batch of 512 offered 'Shrink the global batch 512 -> 256 towards B_noise 2048': away from
+    it."""
+    path = tmp_path / "runs.csv"
+    path.write_text(USER_RUNS)
+    assert main(["diagnose", str(path), "--params", "336e6", "--critical-batch", b_noise]) == 0
+    assert f"Shrink the global batch {words} (gain in time to quality" in capsys.readouterr().out
