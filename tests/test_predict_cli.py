@@ -113,7 +113,10 @@ def test_time_to_quality_shows_large_batch_effect():
     (["predict", "--devices", "a,b"], "'a' is not a whole number"),
     (["predict", "--global-batch", "100", "--devices", "1,3"], "does not split evenly"),
     (["predict", "--batch", "4", "--global-batch", "8"], "not allowed with"),
-    (["predict", "--epochs", "3"], "--epochs and --dataset-size go together"),
+    (["predict", "--epochs", "3"], "--epochs and --dataset-size go together (e.g. --epochs 3 "
+     "--dataset-size 1281167: the run is their product in samples), or give --train-samples "
+     "alone"),  # how to fix it, not only what is wrong (session 16 user's pass)
+    (["predict", "--dataset-size", "1e6"], "--epochs and --dataset-size go together (e.g."),
     (["schema", "nothing"], "invalid choice"),
     (["predict", "--devices", "0-8"], "0 is outside 1 <= x"),
     (["predict", "--devices", "8-1"], "must start at 1 or more"),

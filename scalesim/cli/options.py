@@ -302,7 +302,9 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     base["layout"] = layout_from_args(args, base.get("layout"))
     check_slow_device(args)
     if (args.epochs is None) != (args.dataset_size is None):
-        raise ScalesimError("--epochs and --dataset-size go together")
+        raise ScalesimError("--epochs and --dataset-size go together (e.g. --epochs 3 "
+                            "--dataset-size 1281167: the run is their product in samples), or "
+                            "give --train-samples alone")
     if args.epochs is not None:
         if args.train_samples is not None:
             raise ScalesimError("give --train-samples or --epochs with --dataset-size, not both")
