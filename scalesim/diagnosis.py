@@ -35,6 +35,7 @@ import numpy as np
 from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR, median_error
 from scalesim.bounds import bound, clip
 from scalesim.errors import ScalesimError, require_model, require_text
+from scalesim.figures import count
 from scalesim.jsonio import to_json_text
 from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee, no_knee_words
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, early_stop_of, op_sac_of
@@ -301,8 +302,11 @@ def smaller_batch_remedy(profile, scenario, devices: int, b_noise: float) -> Rem
     if best is None:
         return None
     ratio, after = best
+    # "towards" only where the smaller batch is nearer B_noise (from above it)
+    where = ("towards" if after.global_batch >= b_noise
+             else "further below" if now.global_batch <= b_noise else "past")
     return Remedy("smaller_batch", f"Shrink the global batch {now.global_batch} -> "
-                  f"{after.global_batch} (per-device {after.micro_batch}) towards B_noise "
+                  f"{after.global_batch} (per-device {after.micro_batch}) {where} B_noise "
                   f"{b_noise:.0f}", float(ratio - 1.0), True,
                   "gain in time to quality (McCandlish et al. 2018), not in throughput")
 
@@ -420,7 +424,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     # A boundary needs a multi-server run right after the last single-server one.
     crossing = bool(single_server.size and single_server[-1] + 1 < len(runs.rows))
     comm_lines = [f"exposed communication {_pct(share_of_step['comm'][0])} of the step at "
-                  f"{runs.devices[0]} devices -> {_pct(share_of_step['comm'][-1])} at "
+                  f"{count(int(runs.devices[0]), 'device')} -> {_pct(share_of_step['comm'][-1])} at "
                   f"{runs.devices[-1]} ({comm_src}): "
                   + _series([_pct(s) for s in share_of_step["comm"]])]
     boundary = False
@@ -450,7 +454,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     # Input pipeline.
     thr = runs.samples_per_s
     findings.append(finding("input_pipeline", shares["data"], [
-        f"data stall {_pct(share_of_step['data'][0])} of the step at {runs.devices[0]} devices "
+        f"data stall {_pct(share_of_step['data'][0])} of the step at "
+        f"{count(int(runs.devices[0]), 'device')} "
         f"-> {_pct(share_of_step['data'][-1])} at {runs.devices[-1]} ({wait_src})",
         f"throughput {thr[0]:.4g} -> {thr[-1]:.4g} samples/s for {runs.devices[-1] / runs.devices[0]:g}x "
         "the devices",

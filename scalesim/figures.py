@@ -14,6 +14,11 @@ def fixed(value: float, width: int = 0, decimals: int = 2) -> str:
     return text
 
 
+def count(n: int, noun: str) -> str:
+    """A count with its noun, singular for one: '1 device', '16 devices'."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def amount(value: float) -> str:
     """Money or a count without its unit: '1,234' from 100 up, '12.34' below, two significant
     digits below a cent ('0.0031'), '0' for zero."""

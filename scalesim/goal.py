@@ -37,7 +37,7 @@ import numpy as np
 from scalesim import training_time
 from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, bound
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount, duration_text
+from scalesim.figures import amount, count, duration_text
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
 from scalesim.network_upgrades import upgrades_for
 from scalesim.predict import accumulation_max, micro_batch_max
@@ -47,7 +47,8 @@ from scalesim.sweep import sweep
 STRATEGIES = tuple(MEMORY_STRATEGIES)  # ddp, zero1, zero2, zero3
 BATCH_FACTORS = (0.5, 1, 2, 4)
 ACCUMULATION_FACTORS = (1, 2, 4, 8)
-MAX_FRONT = 40  # Pareto points returned (spread evenly along the front when there are more)
+MAX_FRONT = 40  # Pareto points returned (spread evenly along the front when there are more,
+# and the answer's plan: the cheapest that meets the goal, or the closest, is on the front)
 # Every whole number of servers up to this many (twice the default search's 128 eight-GPU
 # servers); past it, server counts grow by at most 1/WHOLE_SERVERS (0.4 %) a step, as whole
 # servers do here: far below the model's median error (3.0 %, docs/model.md section 20), and the
@@ -112,9 +113,8 @@ class GoalAnswer:
 
 def describe(p: GoalPlan) -> str:
     """A plan in words: '16 devices (2 servers), micro-batch 64 x 1, ddp, network as is'."""
-    servers = f"{p.servers} server{'s' if p.servers > 1 else ''}"
-    return (f"{p.devices} devices ({servers}), micro-batch {p.micro_batch} x {p.accumulation} "
-            f"accumulation, {p.strategy}, network {p.network}")
+    return (f"{count(p.devices, 'device')} ({count(p.servers, 'server')}), micro-batch "
+            f"{p.micro_batch} x {p.accumulation} accumulation, {p.strategy}, network {p.network}")
 
 
 def device_grid(devices_per_node: int, max_devices: int) -> list[int]:
@@ -220,13 +220,19 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     if idx.size:
         if meets.any():
             m = np.flatnonzero(meets)
-            best = plan(int(m[np.lexsort((time_s[m], cost[m]))[0]]))
+            answer_i = int(m[np.lexsort((time_s[m], cost[m]))[0]])
+            best = plan(answer_i)
         else:
             over = np.maximum(time_s[idx] / deadline_s, cost[idx] / budget_usd)
-            closest = plan(int(idx[np.argmin(over)]))
+            answer_i = int(idx[np.argmin(over)])
+            closest = plan(answer_i)
         pf = idx[pareto_front(time_s[idx], cost[idx])]
-        if pf.size > MAX_FRONT:
-            pf = pf[np.unique(np.linspace(0, pf.size - 1, MAX_FRONT).round().astype(int))]
+        if pf.size > MAX_FRONT:  # thinned evenly, the answer's plan kept (it is on the front)
+            keep = set(np.linspace(0, pf.size - 1, MAX_FRONT).round().astype(int).tolist())
+            keep |= set(np.flatnonzero(pf == answer_i).tolist())
+            notes.append(f"{len(keep)} of the {pf.size} plans on the front shown: spread evenly "
+                         "from the soonest to the cheapest, with the answer's")
+            pf = pf[sorted(keep)]
         front = [plan(int(i)) for i in pf]
     if note := training_time.zero_price_note(goal):
         notes.append(note)

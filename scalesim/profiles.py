@@ -19,6 +19,7 @@ import numpy as np
 
 from scalesim import presets
 from scalesim.errors import ScalesimError, require_model, require_path, require_text
+from scalesim.figures import count
 from scalesim.jsonio import parse_model, read_json, version_text
 from scalesim.model.compute import OPTIMIZER_MAX_SHARE, optimizer_roofline_s
 from scalesim.schemas import (
@@ -214,7 +215,7 @@ def compute_curve_from_reference(workload: Workload,
     same = [r for r in workload.reference if r.device_name == hardware.device_name]
     ref = same[0] if same else workload.reference[0]
     note = (f"compute: {ref.samples_per_s:.4g} {workload.sample_unit}/s per device on "
-            f"{ref.devices} device(s), {ref.samples_per_step} samples per optimizer step "
+            f"{count(ref.devices, 'device')}, {ref.samples_per_step} samples per optimizer step "
             f"({ref.source})")
     bandwidth = memory_bandwidth_GBps(hardware.device_name, hardware.memory_bandwidth_GBps)
     ref_bandwidth = bandwidth if same else memory_bandwidth_GBps(ref.device_name)

@@ -92,6 +92,12 @@ class RemedyResult:
         return self.verdict == "remedy"
 
 
+def _GBps(busbw_GBps: float) -> str:
+    """A bus bandwidth in GB/s as the fit and the hardware line print it: three significant
+    digits ('12', '6.8'), whole numbers from 100 ('230', '1536'), never 6 digits of a fit."""
+    return f"{busbw_GBps:.3g}" if busbw_GBps < 100 else f"{busbw_GBps:.0f}"
+
+
 def _one(profile: Profile, scenario: Scenario, devices: int) -> Prediction:
     return predict(profile, scenario.model_copy(update={"devices": [devices]}))[0]
 
@@ -176,12 +182,12 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
         inter = scenario.inter_busbw_GBps or hw.inter_node.busbw_GBps
         faster = max(FAST_INTER_BUSBW_GBPS, 2 * inter)
         name = FAST_INTER_NAME if faster == FAST_INTER_BUSBW_GBPS else "2x the network"
-        out.append(("interconnect", f"Faster inter-server network: {name} ({inter:g} -> "
-                    f"{faster:g} GB/s busbw)",
+        out.append(("interconnect", f"Faster inter-server network: {name} ({_GBps(inter)} -> "
+                    f"{_GBps(faster)} GB/s busbw)",
                     scenario.model_copy(update={"inter_busbw_GBps": faster}), profile, "", ""))
     else:
         intra = scenario.intra_busbw_GBps or hw.intra_node.busbw_GBps
-        out.append(("interconnect", f"Faster intra-server links ({intra:g} -> {2 * intra:g} "
+        out.append(("interconnect", f"Faster intra-server links ({_GBps(intra)} -> {_GBps(2 * intra)} "
                     "GB/s busbw)", scenario.model_copy(update={"intra_busbw_GBps": 2 * intra}),
                     profile, "" if now.devices > 1 else "one device does not communicate", ""))
     if not now.fits:
@@ -550,7 +556,10 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
             verdict = "loses"
             what = {"time": "time to finish", "quality": "time to quality"}.get(measure,
                                                                                "throughput")
-            note = f"loses {what} here" + (f"; {caveat}" if caveat else "")
+            # exactly no change (ZeRO-1 where the optimizer step is not known: the same bytes
+            # sent) is not a loss
+            did = f"does not change the {what}" if objective_gain == 0 else f"loses {what}"
+            note = f"{did} here" + (f"; {caveat}" if caveat else "")
         results.append(RemedyResult(key, title, scn, prof, after, gain, True, note, t, cost,
                                     objective_gain, verdict, measure))
 

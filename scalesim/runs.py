@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 
 from scalesim.bounds import bounded, items_bounded
 from scalesim.errors import ScalesimError, excerpt, require_text
+from scalesim.figures import count
 from scalesim.jsonio import parse_json_text, validation_message
 
 REQUIRED = ("devices", "nodes")
@@ -331,7 +332,7 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
                      "per device); step times are per unit of work")
     groups = aggregate(rows, source)
     if len(groups) < 2:
-        raise ScalesimError(f"{source}: all {len(rows)} runs are on {groups[0].devices} devices; "
+        raise ScalesimError(f"{source}: all {len(rows)} runs are on {count(groups[0].devices, 'device')}; "
                             "need runs at two or more device counts to measure scaling")
     if len(groups) < len(rows):
         notes.append(f"{len(rows)} rows aggregated into {len(groups)} runs: the median of every "

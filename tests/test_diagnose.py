@@ -152,7 +152,7 @@ BAD = [
     ("devices,nodes,samples_per_s\n1,1,10\n", "1 run.*two or more"),
     ("devices,nodes,samples_per_s\n1,1,10\n2,1,19\n2,2,18\n", "runs 2 and 3 are both on 2 "
      "devices but differ"),
-    ("devices,nodes,samples_per_s\n1,1,10\n1,1,11\n", "all 2 runs are on 1 devices"),
+    ("devices,nodes,samples_per_s\n1,1,10\n1,1,11\n", "all 2 runs are on 1 device;"),
     ("devices,nodes,samples_per_s\n1,1,10\n3,2,25\n", "split evenly"),
     ("devices,nodes,samples_per_s\n1,1,10\n2,1,-4\n", "-4 given; allowed: 1e-06 <= x"),
     ("devices,nodes,samples_per_s\n1,1,10\n2,1,abc\n", "samples_per_s"),
@@ -222,7 +222,7 @@ def test_timed_columns_with_step_time_and_no_batch_are_real_seconds():
     text = ("devices,nodes,step_time_s,data_wait_s\n1,1,0.10,0.01\n2,1,0.11,0.02\n"
             "4,1,0.12,0.04\n")
     report = diagnose_runs(parse_runs_text(text, "runs.csv"))
-    assert "data stall 10% of the step at 1 devices -> 33% at 4" in report.to_text()
+    assert "data stall 10% of the step at 1 device -> 33% at 4" in report.to_text()
 
 
 def test_excel_byte_order_mark_is_ignored(tmp_path, capsys):
@@ -521,3 +521,36 @@ def test_a_runs_header_without_the_columns_is_quoted_short_and_printable(header,
     with pytest.raises(ScalesimError, match=shown) as exc:
         parse_runs_text(header + "\n1,1\n", "r.csv")
     assert len(str(exc.value)) < 400 and "\x1b" not in str(exc.value)
+
+
+USER_RUNS = ("devices,nodes,samples_per_s,per_device_batch\n1,1,510,32\n2,1,1000,32\n"
+             "4,1,1980,32\n8,1,3900,32\n16,2,3700,32\n")
+
+
+def test_the_network_remedy_quotes_the_fitted_link_as_the_fit_prints_it(tmp_path, capsys):
+    """Session 16 user's pass: `diagnose runs.csv --params 336e6` printed the fit's inter-server
+    link as '12 GB/s busbw' and its remedy as '(11.9814 -> 192 GB/s busbw)': one number, two
+    precisions. Both now print three significant digits; and the first run of one device is
+    'at 1 device', not '1 devices'."""
+    path = tmp_path / "runs.csv"
+    path.write_text(USER_RUNS)
+    assert main(["diagnose", str(path), "--params", "336e6"]) == 0
+    out = capsys.readouterr().out
+    assert "inter-server link: 12 GB/s busbw" in out
+    assert "HDR InfiniBand (12 -> 192 GB/s busbw)" in out, out
+    assert "of the step at 1 device -> " in out and "1 devices" not in out
+
+
+@pytest.mark.parametrize("b_noise, words", [("2048", "512 -> 256 (per-device 16) further below "
+                                             "B_noise 2048"),
+                                            ("64", "512 -> 256 (per-device 16) towards B_noise 64"),
+                                            ("300", "512 -> 256 (per-device 16) past B_noise 300")])
+def test_the_smaller_batch_remedy_says_which_way_it_moves_from_b_noise(tmp_path, capsys, b_noise,
+                                                                       words):
+    """Session 16 user's pass: `diagnose runs.csv --critical-batch 2048` of runs at a global
+    batch of 512 offered 'Shrink the global batch 512 -> 256 towards B_noise 2048': away from
+    it."""
+    path = tmp_path / "runs.csv"
+    path.write_text(USER_RUNS)
+    assert main(["diagnose", str(path), "--params", "336e6", "--critical-batch", b_noise]) == 0
+    assert f"Shrink the global batch {words} (gain in time to quality" in capsys.readouterr().out

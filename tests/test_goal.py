@@ -50,6 +50,29 @@ def test_the_front_is_pareto_optimal():
     assert list(pareto_front(t, c)) == [1, 2, 0, 4]
 
 
+def test_the_answer_is_on_the_front_it_is_shown_with():
+    """Session 16 user's pass: of a front of 125 plans the 40 shown were spread evenly and the
+    answer (24 devices, 2.1 days, $5,045) was not among them, so the table said 'no plan is both
+    sooner and cheaper' of a front that skipped the plan the sentence above it recommended. The
+    answer's plan is kept, and a note says how many of the front are shown."""
+    answer = seek(default_profile(), BASE, 3 * DAY_S, 50_000)
+    assert answer.best is not None and answer.best in answer.front
+    shown = [n for n in answer.notes if "plans on the front shown" in n]
+    assert shown and shown[0].startswith(f"{len(answer.front)} of the ")
+    closest = seek(default_profile(), BASE, 3600.0, 10.0)
+    assert closest.closest is not None and closest.closest in closest.front
+
+
+def test_one_device_is_one_device_in_the_goals_words():
+    """'1 devices (1 server)' on goal's front (session 16 user's pass): now '1 device'."""
+    from scalesim.goal import GoalPlan, describe
+
+    one = GoalPlan(devices=1, servers=1, micro_batch=16, accumulation=8, global_batch=128,
+                   strategy="ddp", network="as is", samples_per_s=500.0, time_s=1.0,
+                   cost_usd=1.0, meets=False)
+    assert describe(one).startswith("1 device (1 server), micro-batch 16 x 8")
+
+
 def test_no_plan_meets_an_impossible_goal_and_the_closest_is_named():
     answer = seek(default_profile(), BASE, 3600.0, 10.0)
     assert answer.best is None and answer.closest is not None

@@ -113,7 +113,10 @@ def test_time_to_quality_shows_large_batch_effect():
     (["predict", "--devices", "a,b"], "'a' is not a whole number"),
     (["predict", "--global-batch", "100", "--devices", "1,3"], "does not split evenly"),
     (["predict", "--batch", "4", "--global-batch", "8"], "not allowed with"),
-    (["predict", "--epochs", "3"], "--epochs and --dataset-size go together"),
+    (["predict", "--epochs", "3"], "--epochs and --dataset-size go together (e.g. --epochs 3 "
+     "--dataset-size 1281167: the run is their product in samples), or give --train-samples "
+     "alone"),  # how to fix it, not only what is wrong (session 16 user's pass)
+    (["predict", "--dataset-size", "1e6"], "--epochs and --dataset-size go together (e.g."),
     (["schema", "nothing"], "invalid choice"),
     (["predict", "--devices", "0-8"], "0 is outside 1 <= x"),
     (["predict", "--devices", "8-1"], "must start at 1 or more"),
@@ -653,3 +656,40 @@ def test_a_split_models_rows_leave_the_total_comm_time_they_do_not_report_null(c
                          "--tp-values", "1,2", "--out", str(csv_path))
     header = csv_path.read_text().splitlines()[0].split(",")
     assert code == 0 and "exposed_comm_s" in header and "comm_total_s" not in header
+
+
+def test_a_transformers_throughput_column_is_sequences_per_second(capsys):
+    """Session 16 user's pass: a transformer preset's unit is 'sequences of 2048 tokens', and the
+    table cut it at 10 characters into the header 'sequences /s'."""
+    assert main(["predict", "--workload", "gpt-1.7b", "--devices", "8", "--tp", "2"]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines()
+                  if line.startswith("devices nodes"))
+    assert " sequences/s " in header and "sequences /s" not in header
+
+
+def test_a_shard_group_above_dp_is_not_said_to_shard_over_ranks_that_do_not_exist(capsys):
+    """Session 16 user's pass: `predict --workload llama3-8b --devices 16,32 --strategy zero3
+    --shard-group 32` said 'ZeRO states sharded over 32 ranks' of the 16-device row too, whose
+    --json says shard_group 16 (a group above dp is all of dp); the data-parallel path already
+    said 'where the devices exceed it'."""
+    argv = ["predict", "--workload", "llama3-8b", "--devices", "16,32", "--strategy", "zero3",
+            "--shard-group", "32"]
+    assert main(argv) == 0
+    layout = next(line for line in capsys.readouterr().out.splitlines()
+                  if line.startswith("layout:"))
+    assert ("sharded over 32 ranks, replicated across dp / shard group copies, where dp exceeds "
+            "it (elsewhere over all of dp)") in layout
+    assert main([*argv, "--json"]) == 0
+    assert [r["shard_group"] for r in json.loads(capsys.readouterr().out)] == [16, 32]
+
+
+@pytest.mark.parametrize("command", ["predict", "decide", "goal", "sweep"])
+def test_train_samples_help_says_a_transformers_sample_is_a_sequence(capsys, command):
+    """Session 16 user's pass: --train-samples said 'samples in the training run'; an LLM run is
+    stated in tokens (Llama 3: 15T), and a transformer workload's sample is one sequence, so 15e12
+    would be read as 15e12 sequences, 8,192x the run, without a word."""
+    with pytest.raises(SystemExit) as done:
+        main([command, "--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "a transformer's sample is a sequence: tokens / sequence length" in text

@@ -84,3 +84,17 @@ def test_dgx1_partial_server_gets_fewer_nvlinks():
     assert list(f("nvlink1", 64.0, [2, 4, 8])) == pytest.approx([16.0, 32.0, 64.0])
     assert list(f("nvswitch-v100", 120.0, [2, 4])) == pytest.approx([120.0, 120.0])
     assert "nccl#671" in presets.intra_link("nvlink2").source
+
+
+def test_a_reference_run_on_one_device_is_one_device(capsys):
+    """Session 16 user's pass: `scalesim presets` said resnet50's reference ran on '1 devices',
+    and predict's compute note '8 device(s)'. One count, one noun (figures.count)."""
+    from scalesim.cli.main import main
+    from scalesim.profiles import default_profile
+
+    assert main(["presets"]) == 0
+    out = capsys.readouterr().out
+    assert "(192 samples per step; 1 device, ddp, compute only)" in out
+    assert "1 devices" not in out
+    notes = " ".join(default_profile().notes)
+    assert "per device on 8 devices, 65536 samples" in notes and "device(s)" not in notes

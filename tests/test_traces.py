@@ -313,3 +313,17 @@ def test_trace_remedies_quote_no_batch_the_traces_do_not_record(tmp_path, capsys
     assert titles["bigger_batch"] == "Double the per-device batch (the traces do not record its size)"
     assert titles["accumulation"].startswith("Accumulate gradients over 4x the micro-steps")
     assert not any("1 -> 2" in t or "(now 1)" in t for t in titles.values())
+
+
+def test_a_remedy_that_changes_nothing_is_not_said_to_lose(tmp_path, capsys):
+    """Session 16 user's pass: on two traced ranks, ZeRO-1 sends DDP's bytes and the traces
+    record no optimizer step, so its predicted gain is exactly 0; the report printed '+0.0%
+    Shard optimizer state ... (loses throughput here; ...)'."""
+    from scalesim.cli.main import main
+
+    paths = [str(write(tmp_path, f"rank{r}.json", gpu_trace(r, slow_us=300.0 * r)))
+             for r in (0, 1)]
+    assert main(["diagnose", "--json", "--trace", *paths]) == 0
+    shard = {r["key"]: r for r in json.loads(capsys.readouterr().out)["remedies"]}["sharding"]
+    assert shard["gain"] == 0.0
+    assert shard["note"].startswith("does not change the throughput here; saves memory")

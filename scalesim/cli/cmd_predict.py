@@ -71,8 +71,8 @@ def layout_line(profile, scenario) -> str:
             + ", sequence parallel "
             f"{'on' if split.sequence_parallel else 'off'}"
             + (f", TP overlap {'on' if split.tp_overlap else 'off'}" if split.tp > 1 else "")
-            + (f", {hsdp_words(split.shard_group, 'dp')}" if split.shard_group is not None
-               else "")
+            + (f", {hsdp_words(split.shard_group, 'dp')}, where dp exceeds it (elsewhere over "
+               "all of dp)" if split.shard_group is not None else "")
             + "; dp = devices / (tp x pp); batch = "
             "sequences per micro-batch per replica; compute pins the matmul efficiency to the "
             "profile's curve (docs/model.md §22)" + (f"; {p2p.note}" if p2p else "")
@@ -168,7 +168,7 @@ def render_table(profile, scenario, rows) -> str:
         + f"{'batch':>6} {'step ms':>9} {'compute':>9} {'exp.comm':>9} "
         + (f"{'bubble':>9} " if split else "")
         + (f"{'stall':>9} " if stall else "")
-        + f"{'straggl':>9} {unit[:10] + '/s':>13} {'speedup':>8} {'eff':>6} "
+        + f"{'straggl':>9} {unit.split()[0][:10] + '/s':>13} {'speedup':>8} {'eff':>6} "
         f"{'mem GiB':>8} {'fits':>4}",
     ]
     for r in rows:

@@ -18,6 +18,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from scalesim import presets
     from scalesim.cli.cmd_predict import intra_words
+    from scalesim.figures import count
 
     if args.json:
         print(to_json_text({
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"      shape: {presets.TRANSFORMERS[name][0].words()}, the transformer "
                   f"preset {name} below: plan and diagnose --workload {name} use it")
         for ref in wl.reference:
-            run = (f"{ref.devices} devices, {ref.strategy}, "
+            run = (f"{count(ref.devices, 'device')}, {ref.strategy}, "
                    + ("communication included" if ref.includes_communication
                       else "compute only"))
             print(f"      compute: {ref.samples_per_s:.4g}/s per {ref.device_name} at batch "

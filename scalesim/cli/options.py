@@ -108,7 +108,8 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     add_link_arguments(g)
     _knob(g, "critical_batch_size", help="critical batch size B_noise, samples")
     _knob(g, "min_samples_to_quality", help="E_min: samples to target at a tiny batch")
-    _knob(g, "train_samples", help="samples in the training run")
+    _knob(g, "train_samples", help="samples in the training run; a transformer's sample is a "
+          "sequence: tokens / sequence length (2e12 tokens of 4096 = 4.9e8)")
     g.add_argument("--epochs", type=flag_type("epochs"), help="epochs (with --dataset-size)")
     g.add_argument("--dataset-size", type=flag_type("samples_total"),
                    help="samples per epoch (with --epochs)")
@@ -301,7 +302,9 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     base["layout"] = layout_from_args(args, base.get("layout"))
     check_slow_device(args)
     if (args.epochs is None) != (args.dataset_size is None):
-        raise ScalesimError("--epochs and --dataset-size go together")
+        raise ScalesimError("--epochs and --dataset-size go together (e.g. --epochs 3 "
+                            "--dataset-size 1281167: the run is their product in samples), or "
+                            "give --train-samples alone")
     if args.epochs is not None:
         if args.train_samples is not None:
             raise ScalesimError("give --train-samples or --epochs with --dataset-size, not both")

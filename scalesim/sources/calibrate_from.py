@@ -418,9 +418,12 @@ def calibrate_from_sources(out: str | os.PathLike[str], nccl_tests_files=(), tra
         report += [f"  note: {n}" for n in said]
     if name:
         profile = profile.model_copy(update={"name": name})
-    elif fresh:
+    elif fresh:  # what came from the user's files, not the workload's name (still the preset's)
+        parts = (["links from your nccl-tests logs"] * bool(fits)
+                 + ["compute from your traces"] * bool(runs)
+                 + ["topology from your nvidia-smi topo -m"] * (topo is not None))
         profile = profile.model_copy(update={"name": f"{profile.hardware.name} + "
-                                             f"{profile.workload.name} (from your data)"})
+                                             f"{profile.workload.name} ({'; '.join(parts)})"})
     if write:
         write_model(out, profile)
     return profile, report
