@@ -206,6 +206,8 @@ class Case(_Strict):
     throughput_unit: Literal["images", "tokens", "sequences", "samples"]
     points: list[CasePoint] = Field(min_length=1)
     _read_flags: tuple[str, ...] = PrivateAttr(default=())  # the reader's (read_case_list)
+    # each point's index in the file's case, where the reader dropped some (_without_bad_points)
+    _point_index: tuple[int, ...] | None = PrivateAttr(default=None)
 
 
 def read_gpu_name(gpu: str, flags: list[str]) -> str:
@@ -231,8 +233,8 @@ FIELDS_IGNORED = "unknown field"  # the flag of a case's fields the format lacks
 
 def _point_problems(case: Case) -> list[tuple[int, str]]:
     """``(index, reason)`` of each point the model cannot place: a device count given twice
-    (the later point), devices that do not fit the case's servers, more than one server
-    without ``hardware.inter_node``."""
+    (the later point; a point dropped for another reason does not count), devices that do not
+    fit the case's servers, more than one server without ``hardware.inter_node``."""
     hw, seen, problems = case.hardware, set(), []
     for i, pt in enumerate(case.points):
         if pt.devices in seen:
@@ -245,7 +247,8 @@ def _point_problems(case: Case) -> list[tuple[int, str]]:
         elif pt.nodes > 1 and hw.inter_node is None:
             problems.append((i, f"a point spans {pt.nodes} nodes but hardware.inter_node is null; "
                                 "describe the network between the servers"))
-        seen.add(pt.devices)
+        if not problems or problems[-1][0] != i:
+            seen.add(pt.devices)
     return problems
 
 
@@ -285,10 +288,12 @@ def _check_case_dropping_points(case: Case, where: str) -> Case:
             raise ScalesimError(f"{where}: {reason}; the point is at the case's anchor (its "
                                 "smallest device count), so nothing is predicted")
     dropped = {i for i, _ in problems}
+    at = case._point_index or tuple(range(len(case.points)))  # flags name the file's indices
     kept = case.model_copy(update={"points": [pt for i, pt in enumerate(case.points)
                                               if i not in dropped]})
     kept._read_flags = (*case._read_flags,
-                        *(f"{POINT_NOT_READ}points.{i}: {reason}" for i, reason in problems))
+                        *(f"{POINT_NOT_READ}points.{at[i]}: {reason}" for i, reason in problems))
+    kept._point_index = tuple(at[i] for i in range(len(case.points)) if i not in dropped)
     return kept
 
 
@@ -477,6 +482,7 @@ def _without_bad_points(clean: dict, exc: ValidationError, where: str):
         case = Case.model_validate({**clean, "points": good})
     except ValidationError:
         return None
+    case._point_index = tuple(i for i in range(len(points)) if i not in bad)
     anchor = min(p.devices for p in case.points)
     for i in bad:
         devices = _readable_devices(points[i])

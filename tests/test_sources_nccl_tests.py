@@ -557,12 +557,14 @@ def _whole_nvl72_log(tmp_path, hosts=18, per_host=4):
 def test_a_whole_nvl72_log_is_one_nvlink_domain_by_its_busbw(tmp_path):
     """Was: all 72 rank lines on 18 trays read as 18 servers of 4 GPUs joined by an 'inter-
     server network' of 847 GB/s busbw. No network of one 800 Gb/s NIC per GPU can carry that
-    across hosts: busbw <= 4 x 100 GB/s x (71/72) x (18/17) = 417.6 GB/s (hand-computed), so the
-    trays share one NVLink domain: one server of 72 GPUs, said in a note; inter= overrides."""
+    across hosts: whatever the algorithm, each tray sends and receives at least S, so busbw <=
+    2 x (71/72) x 4 x 100 GB/s = 788.9 GB/s (hand-computed), and 847 is over 1.05 x that: the
+    trays share one NVLink domain, one server of 72 GPUs, said in a note; inter= overrides."""
     path = _whole_nvl72_log(tmp_path)
     run = nccl_tests.parse_file(path)
     assert (run.ranks, len(run.hosts), run.nodes, run.level) == (72, 18, 1, "intra_node")
-    assert nccl_tests.network_busbw_ceiling_GBps(72, 18, 4) == pytest.approx(417.647, abs=1e-3)
+    assert nccl_tests.network_busbw_ceiling_GBps("all_reduce", 72, 18, 4) == pytest.approx(
+        788.889, abs=1e-3)
     (note,) = [n for n in run.notes if "NVLink domain" in n]
     assert "busbw reaches 847 GB/s across 18 hosts of up to 4 GPUs" in note
     assert "one server of 72 GPUs (say inter=FILE if not)" in note
@@ -577,11 +579,49 @@ def test_a_whole_nvl72_log_is_one_nvlink_domain_by_its_busbw(tmp_path):
 
 
 def test_hosts_whose_busbw_a_network_allows_stay_servers(tmp_path):
-    # two 8-GPU H100 servers at 160 GB/s busbw: the ceiling is 8 x 100 x (15/16) x 2 = 1,500
+    # two 8-GPU H100 servers at 160 GB/s busbw: the ceiling is 2 x (15/16) x 8 x 100 = 1,500
     run = nccl_tests.parse_file(SRUN)
     assert (run.nodes, run.level, run.one_domain) == (2, "inter_node", False)
-    assert nccl_tests.network_busbw_ceiling_GBps(16, 2, 8) == pytest.approx(1500.0)
-    # the NVL72 rows on hosts of 8 GPUs: ceiling 8 x 100 x (71/72) x (9/8) = 887.5 GB/s, and
-    # 847 is under 1.25 x that: a network could have carried it
+    assert nccl_tests.network_busbw_ceiling_GBps("all_reduce", 16, 2, 8) == pytest.approx(1500.0)
+    # the NVL72 rows on hosts of 8 GPUs: ceiling 2 x (71/72) x 8 x 100 = 1,577.8 GB/s
     run = nccl_tests.parse_file(_whole_nvl72_log(tmp_path, hosts=9, per_host=8))
     assert (run.nodes, run.level) == (9, "inter_node")
+    # all-gather / reduce-scatter: each host receives (sends) (N-1)/N S, no in-network shortcut
+    assert nccl_tests.network_busbw_ceiling_GBps("all_gather", 72, 18, 4) == pytest.approx(
+        400 * 71 / 72 * 18 / 17)
+
+
+def _slower(path, factor):
+    """The log with every row's times ``factor`` times longer (busbw 1/factor)."""
+    lines = []
+    for line in path.read_text().splitlines():
+        cells = line.split()
+        if cells and cells[0].isdigit() and len(cells) == 13:
+            cells[5], cells[9] = (f"{float(cells[i]) * factor:.1f}" for i in (5, 9))
+            line = "  ".join(cells)
+        lines.append(line)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_busbw_that_in_network_reduction_allows_is_not_read_as_nvlink(tmp_path):
+    """Session 16 review: the ceiling was the ring's, 2(N-1)/N S through each host's NICs, and a
+    log over 1.25x it was read as one NVLink domain. With in-network reduction (SHARP: NCCL's
+    CollNet, NVLS with IB SHARP) each host moves only S, so 18 hosts of 4 GPUs on 800 Gb/s NICs
+    can show up to 788.9 GB/s: 650 GB/s (over 1.25 x the ring's 417.6) was read as one 72-GPU
+    NVLink server. It stays 18 servers now."""
+    run = nccl_tests.parse_file(_slower(_whole_nvl72_log(tmp_path), 847 / 650))
+    assert 640 < max(p.busbw_GBps for p in run.points) < 660
+    assert (run.nodes, run.level, run.one_domain) == (18, "inter_node", False)
+
+
+def test_two_trays_of_multi_node_nvlink_are_one_domain(tmp_path):
+    """Session 16 review: two hosts cannot beat the ring's bound by any algorithm (2(N-1)/N = 1),
+    yet a 1.25 margin let NVLink pass for a network: the NVL72 rows on 2 trays of 4 GPUs show
+    751 GB/s (847 x (7/8)/(71/72)), over the 700 GB/s of 2 x (7/8) x 400 but under 1.25 x 700,
+    and were read as 2 servers on a 751 GB/s network (a published 2-tray GB200 MNNVL all-reduce
+    reached 811 GB/s: lixueduan.com/posts/ai/13-gb200-mnnvl-nccl-test). Now one server of 8."""
+    run = nccl_tests.parse_file(_whole_nvl72_log(tmp_path, hosts=2, per_host=4))
+    assert max(p.busbw_GBps for p in run.points) == pytest.approx(751.4, abs=0.5)
+    assert (run.ranks, run.nodes, run.level, run.one_domain) == (8, 1, "intra_node", True)
+    assert nccl_tests.network_busbw_ceiling_GBps("all_reduce", 8, 2, 4) == pytest.approx(700.0)

@@ -487,3 +487,26 @@ def test_glued_labels_and_codes_split_one_way():
         "GPU7", "NIC0", "mlx5_0", "mlx5_1", "NIC8", "NIC9"]
     assert nvidia_smi._unglue(["NIC0PXB", "NV12NV12", "SYSSYS", "PIXPXB", "X", "0-7"], True) == [
         "NIC0", "PXB", "NV12", "NV12", "SYS", "SYS", "PIX", "PXB", "X", "0-7"]
+
+
+@pytest.mark.parametrize("names", [
+    [f"mlx5_bond_{i}" for i in range(8)],  # RoCE LAG devices, as the kernel names them
+    [f"bnxt_re{i}" for i in range(8)],  # Broadcom RoCE devices
+])
+def test_nic_columns_named_by_their_rdma_device_are_read(tmp_path, names):
+    """Session 16 review: before its NIC Legend, nvidia-smi named NIC columns by their RDMA
+    device (kubernetes/kubernetes#53497: `mlx4_0`). A name the label pattern did not know
+    (`mlx5_bond_0`, `bnxt_re0`) cut the header there, so each GPU row had more link cells than
+    labels: session 16's check refused the saved output as 'the paste lost its tabs' (before
+    it, the NICs were dropped and CPU affinity read 'PIX'). The H100 x8 matrix with its NICs so
+    named reads as with NIC#: the same links, affinity and NUMA nodes, the names as devices."""
+    text = H100.read_text().split("\nLegend:")[0]
+    for i, name in enumerate(names):
+        text = re.sub(rf"\bNIC{i}\b", name, text)
+    path = tmp_path / "topo.txt"
+    path.write_text(text)
+    topo, plain = nvidia_smi.parse_topo_file(path), nvidia_smi.parse_topo_file(H100)
+    assert [(n.name, n.device) for n in topo.nics] == [(n, n) for n in names]
+    assert [n.gpu_links for n in topo.nics] == [n.gpu_links for n in plain.nics]
+    assert topo.links == plain.links and topo.cpu_affinity == plain.cpu_affinity
+    assert topo.numa_affinity == plain.numa_affinity == [0] * 4 + [1] * 4

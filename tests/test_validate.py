@@ -714,6 +714,30 @@ def test_a_point_over_servers_of_a_case_without_a_network_is_dropped(tmp_path, c
         "hardware.inter_node is null; describe the network between the servers")
 
 
+def test_a_dropped_point_is_named_by_its_index_in_the_file(tmp_path, capsys):
+    """Session 16 review: a point the model cannot place was named by its index among the points
+    left after an unreadable one was dropped (`points.2` for the file's fourth point), and a
+    point dropped as not fitting still counted as the first of its device count, so a good
+    point of that count was dropped too ('two points with 12 devices')."""
+    pts = _case()["points"]
+    holed = _case(points=[pts[0], {**pts[1], "throughput": None}, pts[2],
+                          {**pts[2], "throughput": 4000.0}])
+    rc, report, err = _run_json(capsys, _write(tmp_path, _file(holed)))
+    (case,) = report["cases"]
+    assert rc == 0 and [p["devices"] for p in case["points"]] == [1, 32]
+    assert [f.split(":")[1].strip() for f in case["flags"][:2]] == ["points.1", "points.3"]
+    assert case["flags"][1].endswith("two points with 32 devices; keep one")
+    bad_then_good = _case(points=[pts[0], {"devices": 12, "nodes": 1, "throughput": 1900.0},
+                                  {"devices": 12, "nodes": 2, "throughput": 1800.0}])
+    rc, report, err = _run_json(capsys, _write(tmp_path, _file(bad_then_good)))
+    (case,) = report["cases"]
+    assert [(p["devices"], p["nodes"]) for p in case["points"]] == [(1, 1), (12, 2)]
+    assert [f for f in case["flags"] if f.startswith("point not read")] == [
+        "point not read, not predicted: points.1: 12 devices on 1 node do not fit servers of 8; "
+        "give devices as a multiple of nodes, at most gpus_per_node per node"]
+    assert report["summary"]["skipped_points"] == 1
+
+
 def test_a_file_whose_cases_none_can_be_read_is_refused_in_one_line(tmp_path, capsys):
     bad = _case(trust=None)
     rc, report, err = _run_json(capsys, _write(tmp_path, _file(bad, _case(id="two", notes=None))))

@@ -38,7 +38,12 @@ from scalesim.schemas import Topology, TopologyNic
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _LABEL_TEXT = r"GPU\d+|NIC\d+|[a-z]+\d+_\d+"  # mlx5_0; alternatives disjoint: no backtracking blow-up
-_LABEL = re.compile(rf"^({_LABEL_TEXT})$")
+# A NIC column named by its RDMA device, as nvidia-smi printed NICs before its NIC Legend
+# ('mlx4_0' in kubernetes/kubernetes#53497; the kernel's names 'mlx5_bond_0', 'bnxt_re0',
+# 'irdma0'): a header label too (a lower-case start, a digit at the end; possessive: linear)
+_RDMA_DEVICE = r"[a-z][a-z0-9_]*+(?<=[0-9])"
+_ONE_LABEL = re.compile(rf"^(?:{_LABEL_TEXT})$")  # what _unglue splits glued labels into
+_LABEL = re.compile(rf"^(?:{_LABEL_TEXT}|{_RDMA_DEVICE})$")
 _NV = re.compile(r"^NV(\d+)$")
 # A matrix pasted where its tabs were lost (vllm-project/vllm#13855: header `NIC8NIC9`, cells
 # `NODENODE`, `NODEPXB`) glues neighbours. Labels and link codes split back one way only: every
@@ -99,7 +104,7 @@ def _unglue(tokens: list[str], first_is_label: bool) -> list[str]:
         start = _ROW_START.match(token) if i == 0 and first_is_label else None
         if start:
             out += [start.group(1), *re.findall(_CODE_TEXT, start.group(2))]
-        elif _GLUED_LABELS.match(token) and not _LABEL.match(token):
+        elif _GLUED_LABELS.match(token) and not _ONE_LABEL.match(token):
             out += re.findall(_LABEL_TEXT, token)
         elif _GLUED_CODES.match(token):
             out += re.findall(_CODE_TEXT, token)
