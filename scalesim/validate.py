@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_valid
 
 from scalesim.bounds import bounded
 from scalesim.errors import ScalesimError, excerpt, printable, require_model
+from scalesim.figures import count
 from scalesim.jsonio import KeysTwice, key_twice_text, read_json, validation_message
 from scalesim.model import collectives as coll
 from scalesim.model.compute import OPTIMIZER_MAX_SHARE, optimizer_roofline_s
@@ -238,7 +239,7 @@ def _point_problems(case: Case) -> list[tuple[int, str]]:
     hw, seen, problems = case.hardware, set(), []
     for i, pt in enumerate(case.points):
         if pt.devices in seen:
-            problems.append((i, f"two points with {pt.devices} devices; keep one"))
+            problems.append((i, f"two points with {count(pt.devices, 'device')}; keep one"))
         elif pt.devices % pt.nodes or pt.devices // pt.nodes > hw.gpus_per_node:
             nodes = f"{pt.nodes} node{'s' if pt.nodes != 1 else ''}"
             problems.append((i, f"{pt.devices} devices on {nodes} do not fit servers of "
