@@ -241,8 +241,8 @@ def _point_problems(case: Case) -> list[tuple[int, str]]:
         if pt.devices in seen:
             problems.append((i, f"two points with {count(pt.devices, 'device')}; keep one"))
         elif pt.devices % pt.nodes or pt.devices // pt.nodes > hw.gpus_per_node:
-            nodes = f"{pt.nodes} node{'s' if pt.nodes != 1 else ''}"
-            problems.append((i, f"{pt.devices} devices on {nodes} do not fit servers of "
+            problems.append((i, f"{pt.devices} devices on {count(pt.nodes, 'node')} do not fit "
+                                f"servers of "
                                 f"{hw.gpus_per_node}; give devices as a multiple of nodes, at "
                                 "most gpus_per_node per node"))
         elif pt.nodes > 1 and hw.inter_node is None:
