@@ -27,7 +27,6 @@ jobs) and no large-batch loss shows, the report says the job scales well.
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -180,13 +179,6 @@ def _ms(x: float) -> str:
 # Remedies through the model
 
 
-_BUSBW = re.compile(r"\(([\d.e+]+) -> ([\d.e+]+) GB/s busbw\)")
-
-
-def _relative_busbw(match: re.Match) -> str:
-    return f"({float(match.group(2)) / float(match.group(1)):.3g}x the fitted bandwidth)"
-
-
 # Traces record no batch size nor accumulation count: the trace model runs a nominal micro-batch
 # of 1 without accumulation, and these titles say so instead of quoting its "1 -> 2"
 NOMINAL_BATCH_TITLES = {
@@ -213,10 +205,10 @@ def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: b
 
     # the runs or traces were examined for input waits: no input pipeline means none was found
     _, ranked = rank_remedies(profile, scenario, devices, split_tp_overlap=split_tp_overlap,
-                              stall_examined=True)
+                              stall_examined=True, relative_links=nominal_links)
     remedies = []
     for r in ranked:
-        title = _BUSBW.sub(_relative_busbw, r.title) if nominal_links else r.title
+        title = r.title
         if nominal_batch and r.key in NOMINAL_BATCH_TITLES:
             title = NOMINAL_BATCH_TITLES[r.key]
         remedies.append(Remedy(r.key, title, float(r.gain), r.applicable, r.reason))

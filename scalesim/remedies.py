@@ -98,6 +98,15 @@ def _GBps(busbw_GBps: float) -> str:
     return f"{busbw_GBps:.3g}" if busbw_GBps < 100 else f"{busbw_GBps:.0f}"
 
 
+def _busbw_words(before_GBps: float, after_GBps: float, relative: bool) -> str:
+    """A link remedy's change: '(12 -> 192 GB/s busbw)', or with ``relative`` (bandwidths
+    fitted to a nominal gradient size, whose GB/s mean nothing alone) '(16x the fitted
+    bandwidth)', the ratio of the figures themselves, not of their printed digits."""
+    if relative:
+        return f"({after_GBps / before_GBps:.3g}x the fitted bandwidth)"
+    return f"({_GBps(before_GBps)} -> {_GBps(after_GBps)} GB/s busbw)"
+
+
 def _one(profile: Profile, scenario: Scenario, devices: int) -> Prediction:
     return predict(profile, scenario.model_copy(update={"devices": [devices]}))[0]
 
@@ -141,9 +150,10 @@ def _fitting_split(profile: Profile, scenario: Scenario, now: Prediction):
 
 
 def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
-                split_tp_overlap: bool | None = None, stall_examined: bool = False):
+                split_tp_overlap: bool | None = None, stall_examined: bool = False,
+                relative_links: bool = False):
     """(key, title, scenario, profile, reason-if-not-applicable, caveat) for each remedy;
-    ``split_tp_overlap`` and ``stall_examined`` as ``rank_remedies``'."""
+    ``split_tp_overlap``, ``stall_examined`` and ``relative_links`` as ``rank_remedies``'."""
     strong = scenario.global_batch is not None
     b = now.micro_batch
     out = []
@@ -182,13 +192,14 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
         inter = scenario.inter_busbw_GBps or hw.inter_node.busbw_GBps
         faster = max(FAST_INTER_BUSBW_GBPS, 2 * inter)
         name = FAST_INTER_NAME if faster == FAST_INTER_BUSBW_GBPS else "2x the network"
-        out.append(("interconnect", f"Faster inter-server network: {name} ({_GBps(inter)} -> "
-                    f"{_GBps(faster)} GB/s busbw)",
+        out.append(("interconnect", f"Faster inter-server network: {name} "
+                    + _busbw_words(inter, faster, relative_links),
                     scenario.model_copy(update={"inter_busbw_GBps": faster}), profile, "", ""))
     else:
         intra = scenario.intra_busbw_GBps or hw.intra_node.busbw_GBps
-        out.append(("interconnect", f"Faster intra-server links ({_GBps(intra)} -> {_GBps(2 * intra)} "
-                    "GB/s busbw)", scenario.model_copy(update={"intra_busbw_GBps": 2 * intra}),
+        out.append(("interconnect", "Faster intra-server links "
+                    + _busbw_words(intra, 2 * intra, relative_links),
+                    scenario.model_copy(update={"intra_busbw_GBps": 2 * intra}),
                     profile, "" if now.devices > 1 else "one device does not communicate", ""))
     if not now.fits:
         fit_scn, fit_reason = _fitting_split(profile, scenario, now)
@@ -501,7 +512,8 @@ def _loader_reason(now: Prediction, stall_examined: bool = False) -> str:
 
 
 def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective: str = "auto",
-                  split_tp_overlap: bool | None = None, stall_examined: bool = False):
+                  split_tp_overlap: bool | None = None, stall_examined: bool = False,
+                  relative_links: bool = False):
     """Baseline prediction at ``devices`` and every remedy, the best remedy first.
 
     ``objective``: "time" (time to train or to quality, large-batch penalty included), "throughput",
@@ -512,6 +524,8 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
     ``ScenarioLayout.tp_overlap``. ``stall_examined``: the profile was fitted to measured runs or
     traces that were examined for input waits (diagnose), so a profile without an input
     pipeline means none was found, not none measured (the loader remedy's reason).
+    ``relative_links``: a link remedy's title gives its bandwidth as a multiple of the fitted
+    one, not in GB/s (diagnose, where the fit rests on a nominal gradient size).
     """
     if devices < 1:
         raise ScalesimError("devices must be 1 or more")
@@ -525,7 +539,8 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
     stalled = data_stall_share(now) >= DATA_STALL_SHARE
     results = []
     for key, title, scn, prof, reason, caveat in _candidates(profile, scenario, now,
-                                                             split_tp_overlap, stall_examined):
+                                                             split_tp_overlap, stall_examined,
+                                                             relative_links):
         if reason:
             results.append(RemedyResult(key, title, scn, prof, None, 0.0, False, reason))
             continue

@@ -554,3 +554,25 @@ def test_the_smaller_batch_remedy_says_which_way_it_moves_from_b_noise(tmp_path,
     path.write_text(USER_RUNS)
     assert main(["diagnose", str(path), "--params", "336e6", "--critical-batch", b_noise]) == 0
     assert f"Shrink the global batch {words} (gain in time to quality" in capsys.readouterr().out
+
+
+def test_nominal_links_quote_the_link_remedy_as_a_multiple_of_the_fitted_figure():
+    """A fit on a nominal gradient size titles the link remedy '(Nx the fitted bandwidth)'.
+    Diagnosis once rewrote the GB/s title with a regular expression over its printed digits
+    (after the titles took three significant digits, '12 -> 192' of 11.98 GB/s); the remedy
+    builds it from the figures themselves (``remedies.rank_remedies(relative_links=True)``)."""
+    from scalesim.diagnosis import model_remedies
+    from scalesim.profiles import default_profile
+    from scalesim.remedies import FAST_INTER_BUSBW_GBPS
+
+    profile = default_profile()
+    inter = profile.hardware.inter_node.busbw_GBps * 0.996  # 6.7728: printed 6.77, 28.3x not 28.4x
+    scenario = Scenario(devices=[16], inter_busbw_GBps=inter)
+    _, plain = model_remedies(profile, scenario, 16, "inter_server")
+    _, nominal = model_remedies(profile, scenario, 16, "inter_server", nominal_links=True)
+    (link,) = [r for r in nominal if r.key == "interconnect"]
+    (quoted,) = [r for r in plain if r.key == "interconnect"]
+    faster = max(FAST_INTER_BUSBW_GBPS, 2 * inter)
+    assert link.title.endswith(f"({faster / inter:.3g}x the fitted bandwidth)"), link.title
+    assert "GB/s" not in link.title and quoted.title.endswith(" GB/s busbw)")
+    assert link.title.split(" (")[0] == quoted.title.split(" (")[0]
