@@ -242,9 +242,8 @@ def _point_problems(case: Case) -> list[tuple[int, str]]:
             problems.append((i, f"two points with {count(pt.devices, 'device')}; keep one"))
         elif pt.devices % pt.nodes or pt.devices // pt.nodes > hw.gpus_per_node:
             problems.append((i, f"{pt.devices} devices on {count(pt.nodes, 'node')} do not fit "
-                                f"servers of "
-                                f"{hw.gpus_per_node}; give devices as a multiple of nodes, at "
-                                "most gpus_per_node per node"))
+                                f"servers of {hw.gpus_per_node}; give devices as a multiple of "
+                                "nodes, at most gpus_per_node per node"))
         elif pt.nodes > 1 and hw.inter_node is None:
             problems.append((i, f"a point spans {pt.nodes} nodes but hardware.inter_node is null; "
                                 "describe the network between the servers"))

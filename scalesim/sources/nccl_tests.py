@@ -411,8 +411,8 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
     run = NcclTestsRun(str(source), op, n, hosts, devices, points, notes,
                        network=next(iter(networks)) if len(networks) == 1
                        and "roce" not in networks else None)
-    per_host = max(Counter(h for h, _, _, _ in ranks).values(), default=0)
     if len(hosts) > 1 and len(ranks) == n:  # every rank listed: the hosts are known
+        per_host = max(Counter(h for h, _, _, _ in ranks).values())
         ceiling = network_busbw_ceiling_GBps(op, n, len(hosts), per_host)
         fastest = max(p.busbw_GBps for p in points)
         if fastest > NETWORK_CEILING_MARGIN * ceiling:
