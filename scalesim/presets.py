@@ -215,12 +215,12 @@ MEMORY_BANDWIDTH_GBPS: list[tuple[tuple[str, ...], float | None, str]] = [
     (("Laptop",), None, "laptop GPUs: another chip and memory than the desktop card of that "
      "number (NVIDIA GeForce RTX 4090 Laptop GPU product page: AD103, 16 GB GDDR6): not listed"),
     (("GB200",), 8000.0, "NVIDIA GB200 NVL72 datasheet: 8 TB/s HBM3e per GPU"),
-    (("GB300",), 8000.0, "NVIDIA GB300 NVL72 product page (as quoted by glennklockwood.com/"
-     "garden/processors/B300 and verda.com/blog/gb300-nvl72-architecture, 2025): 576 TB/s HBM3e "
-     "over 72 GPUs, 8 TB/s each"),
-    (("B300",), 8000.0, "NVIDIA HGX B300 (Blackwell Ultra; as quoted by glennklockwood.com/garden/"
-     "processors/B300, 2025): 288 GB HBM3e at up to 8 TB/s (listed after 'GB300', which its name "
-     "contains)"),
+    (("GB300",), 8000.0, "NVIDIA Technical Blog, 'Inside NVIDIA Blackwell Ultra' (developer."
+     "nvidia.com, 2025): 8 TB/s HBM3e per Blackwell Ultra GPU; the GB300 NVL72 rack's 576 TB/s over "
+     "72 GPUs (as quoted by glennklockwood.com/garden/processors/B300) is the same"),
+    (("B300",), 8000.0, "NVIDIA Technical Blog, 'Inside NVIDIA Blackwell Ultra' (developer."
+     "nvidia.com, 2025): 288 GB HBM3e at 8 TB/s per Blackwell Ultra GPU (verda.com lists 7.7 TB/s "
+     "for HGX B300: docs/model.md; listed after 'GB300', which its name contains)"),
     (("GH200", "144G"), 4900.0, "NVIDIA GH200 Grace Hopper Superchip datasheet: 144 GB HBM3e, "
      "4.9 TB/s"),
     (("GH200",), 4000.0, "NVIDIA GH200 Grace Hopper Superchip datasheet: 96 GB HBM3, 4 TB/s"),
@@ -804,11 +804,15 @@ DEVICE_MEMORY_GIB: list[tuple[tuple[str, ...], float | None, str]] = [
     (("Laptop",), None, "laptop GPUs: other memory than the desktop card of that number (NVIDIA "
      "GeForce RTX 4090 Laptop GPU product page: 16 GB): not listed"),
     (("GB200",), 186.0, "NVIDIA GB200 NVL72 datasheet: 13.4 TB HBM3e over 72 GPUs = 186 GB each"),
-    (("GB300",), 278.0, "NVIDIA GB300 NVL72 product page (as quoted by glennklockwood.com/garden/"
-     "processors/B300 and verda.com/blog/gb300-nvl72-architecture, 2025): 20 TB HBM3e over 72 "
-     "GPUs = 278 GB each"),
-    (("B300",), 288.0, "NVIDIA HGX B300 (Blackwell Ultra; as quoted by glennklockwood.com/garden/"
-     "processors/B300, 2025): 288 GB HBM3e (listed after 'GB300', which its name contains)"),
+    (("GB300",), 288.0, "NVIDIA Technical Blog, 'Inside NVIDIA Blackwell Ultra' (developer."
+     "nvidia.com, 2025): 288 GB HBM3e per Blackwell Ultra GPU, as NVIDIA's NIM support matrices "
+     "list GB300 (docs.nvidia.com/nim/bionemo/boltz2/1.8.0/support-matrix.html); the rack's "
+     "quoted '20 TB' is 72 x 288 GB = 20.7 TB rounded down (session 16's 278 divided it)"),
+    (("B300",), 288.0, "NVIDIA Technical Blog, 'Inside NVIDIA Blackwell Ultra' (developer."
+     "nvidia.com, 2025): 288 GB HBM3e per Blackwell Ultra GPU; NIM support matrices: 'NVIDIA "
+     "B300 (NVIDIA-B300-SXM6-AC)' 288 GB (docs.nvidia.com/nim/bionemo/boltz2/1.8.0/"
+     "support-matrix.html; verda.com lists 270 GB: docs/model.md; listed after 'GB300', which "
+     "its name contains)"),
     (("H100", "NVL"), 94.0, "NVIDIA H100 Tensor Core GPU datasheet: H100 NVL 94 GB HBM3"),
     (("H100",), 80.0, "NVIDIA H100 SXM datasheet and DGX H100 (640 GB over 8 GPUs): 80 GB"),
     (("H800",), 80.0, "NVIDIA H800 Tensor Core GPU datasheet (China market): 80 GB, SXM5 and PCIe"),

@@ -298,8 +298,9 @@ def _check_case_dropping_points(case: Case, where: str) -> Case:
 
 
 class Skipped(BaseModel):
-    """A published case that was not predicted: its ``id`` (``#i``, its position in the file
-    counted from 0, where the id itself cannot be read) and the one-line ``reason``."""
+    """A published case that was not predicted: its ``id`` (``case 3 (no id)``, its place in
+    the file counted from 1, where the id is not text: ``case_label``) and the one-line
+    ``reason``."""
 
     id: str
     reason: str
@@ -384,6 +385,22 @@ def _read_case(item, model: type[CaseT], where: str, salvage=None) -> CaseT:
     return case
 
 
+def case_label(item, i: int) -> str:
+    """How a report names the ``i``-th case (from 0) of a file so that its user finds it there:
+    its id as written where it is text (``'toy'``), else its place counted from 1 and what its
+    id is (``3 (id 7)`` for an id written as a number, ``3 (no id)``, ``3 (empty id)``)."""
+    import json
+
+    name = item.get("id") if isinstance(item, dict) else None
+    if isinstance(name, str) and name:
+        return repr(name)
+    if name is None:
+        return f"{i + 1} (no id)"
+    if name == "":
+        return f"{i + 1} (empty id)"
+    return f"{i + 1} (id {excerpt(json.dumps(name, default=str))})"
+
+
 def read_case_list(data, fmt: str, model: type[CaseT], what: str, hint: str = "", check=None,
                    salvage=None, strict: bool = False) -> CaseFile[CaseT]:
     """Read parsed JSON as ``{"format": fmt, "cases": [...]}``, every case a ``model`` of its
@@ -408,7 +425,8 @@ def read_case_list(data, fmt: str, model: type[CaseT], what: str, hint: str = ""
     cases, skipped, ids = [], [], set()
     for i, item in enumerate(raw):
         name = item.get("id") if isinstance(item, dict) else None
-        where = f"{what}: case {name!r}" if isinstance(name, str) else f"{what}: case #{i}"
+        label = case_label(item, i)
+        where = f"{what}: case {label}"
         try:
             case = _read_case(item, model, where, None if strict else salvage)
             if case.id in ids:
@@ -419,7 +437,7 @@ def read_case_list(data, fmt: str, model: type[CaseT], what: str, hint: str = ""
             if strict:
                 raise
             skipped.append(Skipped(id=printable(name) if isinstance(name, str) and name
-                                   else f"#{i}", reason=str(exc), position=i))
+                                   else f"case {label}", reason=str(exc), position=i))
             continue
         ids.add(case.id)
         cases.append(case)

@@ -111,7 +111,7 @@ REAL_NAMES = [
     ("NVIDIA B200", 7700.0, 2250.0, 4500.0, 180),
     ("NVIDIA GB200", 8000.0, 2500.0, 5000.0, 186),
     # session 16: Blackwell Ultra (before: no row, a nominal peak for every case of these GPUs)
-    ("NVIDIA GB300", 8000.0, 2500.0, 5000.0, 278),
+    ("NVIDIA GB300", 8000.0, 2500.0, 5000.0, 288),  # session 17: NVIDIA's 288, not 20 TB / 72
     ("NVIDIA B300 SXM6 AC", 8000.0, 2250.0, 4500.0, 288),  # not GB300's row, which holds 'B300'
     ("AMD Instinct MI300X", 5300.0, 1307.4, 2614.9, 192),
     ("AMD Instinct MI325X", 6000.0, 1307.4, 2614.9, 256),

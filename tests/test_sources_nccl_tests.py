@@ -542,13 +542,16 @@ def test_a_log_of_all_reduce_perf_dash_c_reads_its_cputime_columns():
 
 
 # Session 16: a whole NVL72 log
-def _whole_nvl72_log(tmp_path, hosts=18, per_host=4):
+def _whole_nvl72_log(tmp_path, hosts=18, per_host=4, device="NVIDIA GB200"):
     """The NVL72 excerpt with all its rank lines, ``per_host`` GPUs on each of ``hosts`` trays
-    named as the excerpt's last one is (the excerpt keeps only rank 71's line)."""
+    named as the excerpt's last one is (the excerpt keeps only rank 71's line), the GPU named
+    ``device`` (current drivers name it "NVIDIA GB200"; the published log's early driver,
+    "NVIDIA Graphics Device")."""
     text = NVL72.read_text()
     (line,) = [x for x in text.splitlines() if "Rank 71" in x]
     ranks = [line.replace("Rank 71", f"Rank {r:2d}").replace("-171 ", f"-{100 + r // per_host} ")
-             .replace("device  3", f"device  {r % per_host}") for r in range(hosts * per_host)]
+             .replace("device  3", f"device  {r % per_host}")
+             .replace("NVIDIA Graphics Device", device) for r in range(hosts * per_host)]
     path = tmp_path / "nvl72_whole.txt"
     path.write_text(text.replace(line, "\n".join(ranks)))
     return path
@@ -563,11 +566,12 @@ def test_a_whole_nvl72_log_is_one_nvlink_domain_by_its_busbw(tmp_path):
     path = _whole_nvl72_log(tmp_path)
     run = nccl_tests.parse_file(path)
     assert (run.ranks, len(run.hosts), run.nodes, run.level) == (72, 18, 1, "intra_node")
-    assert nccl_tests.network_busbw_ceiling_GBps("all_reduce", 72, 18, 4) == pytest.approx(
+    assert nccl_tests.network_busbw_ceiling_GBps("all_reduce", 72, 18, 4, 100.0) == pytest.approx(
         788.889, abs=1e-3)
     (note,) = [n for n in run.notes if "NVLink domain" in n]
     assert "busbw reaches 847 GB/s across 18 hosts of up to 4 GPUs" in note
     assert "one server of 72 GPUs (say inter=FILE if not)" in note
+    assert "one 800 Gb/s NIC per GPU (the fastest for NVIDIA GB200)" in note
     out = tmp_path / "p.json"
     calibrate_from_sources(str(out), nccl_tests_files=[str(path)])
     profile = load_profile(out)
@@ -582,12 +586,13 @@ def test_hosts_whose_busbw_a_network_allows_stay_servers(tmp_path):
     # two 8-GPU H100 servers at 160 GB/s busbw: the ceiling is 2 x (15/16) x 8 x 100 = 1,500
     run = nccl_tests.parse_file(SRUN)
     assert (run.nodes, run.level, run.one_domain) == (2, "inter_node", False)
-    assert nccl_tests.network_busbw_ceiling_GBps("all_reduce", 16, 2, 8) == pytest.approx(1500.0)
+    assert nccl_tests.network_busbw_ceiling_GBps("all_reduce", 16, 2, 8, 100.0) == pytest.approx(
+        1500.0)
     # the NVL72 rows on hosts of 8 GPUs: ceiling 2 x (71/72) x 8 x 100 = 1,577.8 GB/s
     run = nccl_tests.parse_file(_whole_nvl72_log(tmp_path, hosts=9, per_host=8))
     assert (run.nodes, run.level) == (9, "inter_node")
     # all-gather / reduce-scatter: each host receives (sends) (N-1)/N S, no in-network shortcut
-    assert nccl_tests.network_busbw_ceiling_GBps("all_gather", 72, 18, 4) == pytest.approx(
+    assert nccl_tests.network_busbw_ceiling_GBps("all_gather", 72, 18, 4, 100.0) == pytest.approx(
         400 * 71 / 72 * 18 / 17)
 
 
@@ -624,4 +629,69 @@ def test_two_trays_of_multi_node_nvlink_are_one_domain(tmp_path):
     run = nccl_tests.parse_file(_whole_nvl72_log(tmp_path, hosts=2, per_host=4))
     assert max(p.busbw_GBps for p in run.points) == pytest.approx(751.4, abs=0.5)
     assert (run.ranks, run.nodes, run.level, run.one_domain) == (8, 1, "intra_node", True)
-    assert nccl_tests.network_busbw_ceiling_GBps("all_reduce", 8, 2, 4) == pytest.approx(700.0)
+    assert nccl_tests.network_busbw_ceiling_GBps("all_reduce", 8, 2, 4, 100.0) == pytest.approx(
+        700.0)
+
+
+# Session 17: several NVLink domains; 1.6 Tb/s NICs
+def test_two_nvl72_racks_are_refused_unless_the_log_is_given_a_level(tmp_path, capsys):
+    """Session 16's "found and left": 36 GB200 trays of 4 (two NVL72 racks, 144 ranks) read as
+    one server of 144 GPUs, though a GB200 NVLink domain holds at most 72 (NVL72). Refused in
+    one line now; inter=FILE keeps the trays as servers, intra=FILE is one server as said."""
+    path = _whole_nvl72_log(tmp_path, hosts=36)
+    with pytest.raises(ScalesimError) as exc:
+        nccl_tests.parse_file(path)
+    text = str(exc.value)
+    assert "across 36 hosts of up to 4 GPUs" in text and "\n" not in text
+    assert ("but 144 GPUs (NVIDIA GB200) are more than one NVLink domain of them holds (72): the "
+            "log spans several domains joined by a network") in text
+    assert text.endswith("give it as inter=FILE to fit a network across the hosts, or one "
+                         "domain's log as intra=FILE")
+    assert main(["calibrate", "--from-nccl-tests", str(path), "--out",
+                 str(tmp_path / "p.json")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    (inter,) = nccl_tests.load_runs([f"inter={path}"])
+    assert (inter.nodes, inter.level) == (36, "inter_node")
+    (intra,) = nccl_tests.load_runs([f"intra={path}"])
+    assert (intra.nodes, intra.level) == (1, "intra_node")
+    # one rack of them is one domain (72 <= 72); a GH200 domain holds up to 256 (DGX GH200)
+    assert nccl_tests.parse_file(_whole_nvl72_log(tmp_path, hosts=18)).one_domain
+    assert nccl_tests.nvlink_domain_gpus(["NVIDIA GH200 480GB"]) == 256
+    assert nccl_tests.nvlink_domain_gpus(["NVIDIA GB300"]) == 72
+
+
+def test_hosts_of_1_6_tbps_nics_are_not_read_as_nvlink(tmp_path):
+    """Session 16's "found and left": the ceiling assumed 800 Gb/s per GPU, so two hosts on
+    ConnectX-9 (1.6 Tb/s per GPU) could read as NVLink. A GPU the log does not name (or a newer
+    one) gets the 1.6 Tb/s ceiling: 2 hosts of 8 at ~2,000 GB/s all-reduce busbw are over the
+    1,500 GB/s of 800 Gb/s NICs (2 x 15/16 x 8 x 100) but within the 3,000 of 1.6 Tb/s ones,
+    so they stay servers, said in a note; the same log of B200s (800 Gb/s platforms) is one
+    NVLink domain."""
+    unnamed = nccl_tests.parse_file(_slower(_whole_nvl72_log(
+        tmp_path, hosts=2, per_host=8, device="NVIDIA Graphics Device"), 0.4))
+    assert 1900 < max(p.busbw_GBps for p in unnamed.points) < 2100
+    assert (unnamed.nodes, unnamed.level, unnamed.one_domain) == (2, "inter_node", False)
+    assert nccl_tests.network_busbw_ceiling_GBps("all_reduce", 16, 2, 8) == pytest.approx(3000.0)
+    (note,) = [n for n in unnamed.notes if "ConnectX-9" in n]
+    assert ("over the 1500 GB/s one 800 Gb/s NIC per GPU allows but within the 3000 GB/s of "
+            "1.6 Tb/s NICs (ConnectX-9)") in note
+    assert "read as 2 servers on a network (say intra=FILE" in note
+    b200 = nccl_tests.parse_file(_slower(_whole_nvl72_log(
+        tmp_path, hosts=2, per_host=8, device="NVIDIA B200"), 0.4))
+    assert (b200.nodes, b200.level, b200.one_domain) == (1, "intra_node", True)
+
+
+def test_the_published_nvl72_log_names_no_gpu_and_reads_as_servers_with_a_note(tmp_path):
+    """The published rack log's early driver names its GPUs "NVIDIA Graphics Device": its 847
+    GB/s is 1.07x the 789 GB/s of 800 Gb/s NICs but 0.54x the 1,578 of 1.6 Tb/s ones, which
+    the log does not rule out. It reads as 18 servers, the note saying intra=FILE; named
+    "NVIDIA GB200" (current drivers) it is one domain (test above)."""
+    path = _whole_nvl72_log(tmp_path, device="NVIDIA Graphics Device")
+    run = nccl_tests.parse_file(path)
+    assert (run.nodes, run.level, run.one_domain) == (18, "inter_node", False)
+    (note,) = [n for n in run.notes if "ConnectX-9" in n]
+    assert "busbw reaches 847 GB/s across 18 hosts of up to 4 GPUs, over the 789 GB/s" in note
+    assert "within the 1578 GB/s of 1.6 Tb/s NICs" in note
+    (said,) = nccl_tests.load_runs([f"intra={path}"])
+    assert (said.nodes, said.level) == (1, "intra_node")
+    assert not any("ConnectX-9" in n for n in said.notes)

@@ -74,6 +74,39 @@ def test_bad_topology_files_are_one_line_errors(tmp_path, change, message):
     assert "\n" not in str(exc.value)
 
 
+def test_a_numa_node_above_bounds_is_named_by_its_gpu_and_column(tmp_path, capsys):
+    """Session 16's "found and left": NUMA Affinity 999999999 was refused as "Topology: field
+    'numa_affinity.0': ..." (an internal field name). Now the line names the GPU, the column,
+    the value, what the column holds and how to fix it."""
+    path = tmp_path / "topo.txt"
+    path.write_text(H100.read_text().replace("0-47,96-143     0 ", "0-47,96-143     999999999 ", 1))
+    assert main(["topo", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "numa_affinity" not in err and "Topology" not in err
+    assert err.endswith(
+        "topo.txt line 2: GPU0's NUMA Affinity '999999999' names NUMA node 999,999,999, above the "
+        "1,048,575 a node can be: the column holds the NUMA node(s) of the GPU's CPUs (such as 0, "
+        "or 0,3-9 on Grace); save the output itself: nvidia-smi topo -m > topo.txt")
+
+
+@pytest.mark.parametrize("where, change", [
+    ("link code", lambda t, big: t.replace("GPU2    NV18    NV18     X",
+                                           f"GPU2    NV18    NV18     {big}", 1)),
+    ("CPU affinity", lambda t, big: t.replace("0-47,96-143", f"0-47,{big}", 1)),
+    ("header", lambda t, big: f"{big}\tGPU0 GPU1\n" + t),
+])
+def test_a_huge_cell_is_quoted_as_a_bounded_excerpt(tmp_path, capsys, where, change):
+    """Session 16's "found and left": a 400,000-character cell that is no link code was quoted
+    whole (a 400,000-character line). Every quote of the file's text is an excerpt
+    (errors.excerpt)."""
+    path = tmp_path / "topo.txt"
+    path.write_text(change(H100.read_text(), "Q" * 400_000))
+    assert main(["topo", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and len(err) < 400, (where, len(err))
+    assert "QQQ..." in err
+
+
 def test_topo_command_prints_and_exports_json(capsys):
     assert main(["topo", str(DGX1)]) == 0
     assert "partial NVLink" in capsys.readouterr().out
@@ -255,7 +288,7 @@ def test_a_calibrated_profile_carries_the_topology_the_run_recorded():
 
 @pytest.mark.parametrize("cell, message", [
     ("9" * 200_000, "not an nvidia-smi CSV row (field larger than field limit"),
-    ("9" * 400, "line 3: '999999999999999999999999' is not a plausible reading"),
+    ("9" * 400, "line 3: '999999999999999999999...' is not a plausible reading"),  # excerpt
 ], ids=["cell over 128 KiB", "400 digits"])
 def test_a_huge_cell_is_one_line_naming_the_row(tmp_path, cell, message):
     """Fuzz findings (issue 14): a cell over csv's 128 KiB limit raised _csv.Error; a 400-digit

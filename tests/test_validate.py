@@ -638,10 +638,21 @@ def test_a_second_case_of_an_id_is_skipped_not_the_file(tmp_path, capsys):
                                                            "case its own id")
 
 
-def test_an_unreadable_id_is_reported_by_its_position(tmp_path, capsys):
-    rc, report, _ = _run_json(capsys, _write(tmp_path, _file(_case(), _case(id=7))))
-    assert rc == 0 and report["skipped"][0]["id"] == "#1"
-    assert "case #1: field 'id'" in report["skipped"][0]["reason"]
+def test_an_unreadable_id_is_reported_as_the_user_finds_it_in_the_file(tmp_path, capsys):
+    """Session 16's review: a case whose id was a number (or missing) was named '#1', its
+    index counted from 0, in text and --json; it is named by its place counted from 1 and its
+    id as written (``validate.case_label``), the same in both."""
+    missing = {k: v for k, v in _case(id="x").items() if k != "id"}
+    path = _write(tmp_path, _file(_case(), _case(id=7), missing, _case(id="")))
+    rc, report, _ = _run_json(capsys, path)
+    assert rc == 0
+    assert [s["id"] for s in report["skipped"]] == ["case 2 (id 7)", "case 3 (no id)",
+                                                   "case 4 (empty id)"]
+    assert "case 2 (id 7): field 'id'" in report["skipped"][0]["reason"]
+    assert main(["validate", str(path)]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert text[-3:] == ["  " + s["reason"].removeprefix(f"{path}: ") for s in report["skipped"]]
+    assert text[-3].startswith("  case 2 (id 7): ") and "#" not in "".join(text[-3:])
 
 
 def test_an_unreadable_point_is_dropped_and_flagged_the_anchor_skips_the_case(tmp_path, capsys):
@@ -768,7 +779,7 @@ def test_a_case_or_part_that_is_not_an_object_is_refused_in_the_formats_words(
     rc, report, _ = _run_json(capsys, _write(tmp_path, _file(_case(), value, hardware)))
     assert rc == 0
     one, two = (s["reason"] for s in report["skipped"])
-    assert one.endswith(f"case #1: expected a JSON object {{...}}, got {got}"), one
+    assert one.endswith(f"case 2 (no id): expected a JSON object {{...}}, got {got}"), one
     assert two.endswith(f"case 'hw': field 'hardware': expected a JSON object {{...}}, got "
                         f"{got}"), two
     assert not any("instance of" in s["reason"] or "Case" in s["reason"]

@@ -65,10 +65,27 @@ _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
 TIME_COLUMNS = ("time", "algbw", "busbw")
 PRINTED_HALF_UNIT = 0.005  # GB/s: algbw and busbw are printed with two decimals
 ONE_SERVER_ASSUMED = ", and one server assumed (say inter=FILE if it spanned servers)"
-# The fastest network per GPU: one 800 Gb/s NIC (NVIDIA ConnectX-8 SuperNIC, 100 GB/s; its
-# product brief), the most a GPU's compute-fabric port carries today. A log whose busbw across
-# hosts exceeds what such NICs allow (``network_busbw_ceiling_GBps``) did not cross a network.
-FASTEST_NIC_GBPS_PER_GPU = 100.0
+# The fastest network per GPU, by the GPU (docs/calibration.md, nccl-tests): a log whose busbw
+# across hosts exceeds what such NICs allow (``network_busbw_ceiling_GBps``) did not cross a
+# network. NVIDIA's data-center GPUs up to Blackwell Ultra ship on platforms of at most one
+# 800 Gb/s NIC per GPU (ConnectX-8 SuperNIC, 100 GB/s: one per GPU on GB300 NVL72 trays, NVIDIA
+# Enterprise RA "NVL72 AI factory", docs.nvidia.com; HGX B300). Any other GPU, an unnamed one
+# ("NVIDIA Graphics Device", as early drivers name GB200) included, may sit on ConnectX-9's
+# 1.6 Tb/s per GPU (200 GB/s; announced with Vera Rubin at GTC DC, October 2025: Network World,
+# hardwareluxx.de), the fastest announced.
+FASTEST_NIC_GBPS_PER_GPU = 200.0  # 1.6 Tb/s, ConnectX-9
+NIC_GBPS_BY_GPU: tuple[tuple[str, ...], ...] = (  # name words (presets.name_has_words) -> 100 GB/s
+    ("B300",), ("B200",), ("B100",), ("GB10",), ("H200",), ("H100",), ("H800",), ("H20",),
+    ("A100",), ("A800",), ("A40",), ("A30",), ("A10",), ("L40",), ("L4",), ("V100",), ("T4",),
+    ("P100",), ("P40",), ("P4",))
+SLOWER_NIC_GBPS_PER_GPU = 100.0  # 800 Gb/s, ConnectX-8: the GPUs of NIC_GBPS_BY_GPU
+# The most GPUs one NVLink domain holds, by the GPU: GB200 / GB300 NVL72 (all 72 GPUs of a rack
+# on its 9 NVSwitch trays; NVIDIA Enterprise RA "NVL72 AI factory", docs.nvidia.com; NVL36x2 is
+# 72 over two racks); GH200: DGX GH200, "up to 256 GPUs" on the NVLink Switch System (NVIDIA
+# Technical Blog, "Announcing NVIDIA DGX GH200", 2023), the largest shipped; any other GPU: 256.
+NVLINK_DOMAIN_GPUS_BY_GPU: tuple[tuple[tuple[str, ...], int], ...] = (
+    (("GB200",), 72), (("GB300",), 72), (("GH200",), 256))
+LARGEST_NVLINK_DOMAIN_GPUS = 256
 # measured above the ceiling by this factor at least: the ceiling is line rate, which no
 # algorithm beats (in-network reduction included); the margin absorbs printed busbw's and the
 # timing's spread of a few percent
@@ -239,8 +256,10 @@ def check_one_job(ranks: dict[tuple, str], source: str) -> None:
             "MPI=1, or logs pasted together); rebuild with make MPI=1 and give one run per file")
 
 
-def parse_text(text: str, source: str) -> NcclTestsRun:
-    """Parse one nccl-tests log; a wrong, truncated or foreign file raises a one-line error."""
+def parse_text(text: str, source: str, level: str | None = None) -> NcclTestsRun:
+    """Parse one nccl-tests log; a wrong, truncated or foreign file raises a one-line error.
+    ``level``: the link level the user gave (intra=/inter=: ``forced_level``), None to read it
+    from the log."""
     lines = [_clean(line) for line in text.splitlines()]
     tests = _named_tests(lines)
     foreign = sorted(t for t in tests if t in OTHER_TESTS)
@@ -411,25 +430,89 @@ def parse_text(text: str, source: str) -> NcclTestsRun:
     run = NcclTestsRun(str(source), op, n, hosts, devices, points, notes,
                        network=next(iter(networks)) if len(networks) == 1
                        and "roce" not in networks else None)
-    if len(hosts) > 1 and len(ranks) == n:  # every rank listed: the hosts are known
-        per_host = max(Counter(h for h, _, _, _ in ranks).values())
-        ceiling = network_busbw_ceiling_GBps(op, n, len(hosts), per_host)
-        fastest = max(p.busbw_GBps for p in points)
-        if fastest > NETWORK_CEILING_MARGIN * ceiling:
-            run.one_domain = True
-            notes.append(
-                f"{Path(source).name}: busbw reaches {fastest:.0f} GB/s across {len(hosts)} "
-                f"hosts of up to {per_host} GPUs, over {NETWORK_CEILING_MARGIN:g}x the "
-                f"{ceiling:.0f} GB/s a network of one 800 Gb/s NIC per GPU (the fastest) "
-                "allows: the hosts share one NVLink domain (multi-node NVLink, e.g. GB200 "
-                f"NVL72 trays), {ONE_DOMAIN_NOTE} of {n} GPUs (say inter=FILE if not)")
+    # every rank listed: the hosts are known; intra=/inter= say the level themselves
+    if len(hosts) > 1 and len(ranks) == n and level is None:
+        _read_domain(run, op, n, ranks, source)
+    run.forced_level = level
     return run
 
 
-def network_busbw_ceiling_GBps(op: str, ranks: int, hosts: int, gpus_per_host: int) -> float:
+def nic_GBps_per_gpu(devices: Iterable[str]) -> float:
+    """The fastest network per GPU (GB/s) that GPUs of these names may sit on: 100 (800 Gb/s,
+    ConnectX-8) where every one is a GPU of ``NIC_GBPS_BY_GPU``, else 200 (1.6 Tb/s,
+    ConnectX-9, the fastest announced)."""
+    from scalesim.presets import name_has_words
+
+    known = [any(name_has_words(d, words) for words in NIC_GBPS_BY_GPU) for d in devices]
+    return SLOWER_NIC_GBPS_PER_GPU if known and all(known) else FASTEST_NIC_GBPS_PER_GPU
+
+
+def nvlink_domain_gpus(devices: Iterable[str]) -> int:
+    """The most GPUs one NVLink domain of GPUs of these names holds (``NVLINK_DOMAIN_GPUS_BY_GPU``;
+    ``LARGEST_NVLINK_DOMAIN_GPUS`` for a GPU without a row)."""
+    from scalesim.presets import name_has_words
+
+    sizes = [next((size for words, size in NVLINK_DOMAIN_GPUS_BY_GPU
+                   if name_has_words(d, words)), LARGEST_NVLINK_DOMAIN_GPUS) for d in devices]
+    return max(sizes, default=LARGEST_NVLINK_DOMAIN_GPUS)
+
+
+def _rate_text(GBps: float) -> str:
+    """100 GB/s -> '800 Gb/s', 200 -> '1.6 Tb/s'."""
+    gbit = GBps * 8
+    return f"{gbit / 1000:g} Tb/s" if gbit >= 1000 else f"{gbit:g} Gb/s"
+
+
+def _read_domain(run: NcclTestsRun, op: str, n: int, ranks: dict, source: str) -> None:
+    """Whether the hosts of a log that lists every rank share one NVLink domain, from busbw over
+    what a network of the GPUs' fastest NICs allows (``network_busbw_ceiling_GBps``): sets
+    ``run.one_domain`` and says so in a note. A domain of more GPUs than the GPUs' largest
+    (two NVL72 racks) is refused (intra=FILE / inter=FILE say how to read such a log); a
+    busbw over the 800 Gb/s ceiling but not the 1.6 Tb/s one of GPUs the log does not name is
+    read as servers and said."""
+    name = Path(source).name
+    hosts = {h for h, _, _, _ in ranks}
+    per_host = max(Counter(h for h, _, _, _ in ranks).values())
+    devices = run.devices
+    nic = nic_GBps_per_gpu(devices)
+    ceiling = network_busbw_ceiling_GBps(op, n, len(hosts), per_host, nic)
+    fastest = max(p.busbw_GBps for p in run.points)
+    where = (f"busbw reaches {fastest:.0f} GB/s across {len(hosts)} hosts of up to {per_host} "
+             "GPUs")
+    shown = ", ".join(excerpt(d) for d in devices[:3]) + (", ..." if len(devices) > 3 else "")
+    if fastest <= NETWORK_CEILING_MARGIN * ceiling:
+        slower = network_busbw_ceiling_GBps(op, n, len(hosts), per_host,
+                                            SLOWER_NIC_GBPS_PER_GPU)
+        if nic > SLOWER_NIC_GBPS_PER_GPU and fastest > NETWORK_CEILING_MARGIN * slower:
+            run.notes.append(
+                f"{name}: {where}, over the {slower:.0f} GB/s one 800 Gb/s NIC per GPU allows "
+                f"but within the {ceiling:.0f} GB/s of {_rate_text(nic)} NICs (ConnectX-9), "
+                f"and the log does not name a GPU of 800 Gb/s platforms ({shown}): read as "
+                f"{len(hosts)} servers on a network (say intra=FILE if the hosts share one "
+                "NVLink domain, e.g. GB200 NVL72 trays)")
+        return
+    run.one_domain = True
+    largest = nvlink_domain_gpus(devices)
+    if n > largest:
+        raise ScalesimError(
+            f"{source}: {where}, over {NETWORK_CEILING_MARGIN:g}x the {ceiling:.0f} GB/s a "
+            f"network of one {_rate_text(nic)} NIC per GPU allows, so the hosts share NVLink, "
+            f"but {n} GPUs ({shown}) are more than one NVLink domain of them holds ({largest}): "
+            "the log spans several domains joined by a network and does not say which host is "
+            "in which; give it as inter=FILE to fit a network across the hosts, or one domain's "
+            "log as intra=FILE")
+    run.notes.append(
+        f"{name}: {where}, over {NETWORK_CEILING_MARGIN:g}x the {ceiling:.0f} GB/s a network "
+        f"of one {_rate_text(nic)} NIC per GPU (the fastest for {shown}) allows: the hosts "
+        "share one NVLink domain (multi-node NVLink, e.g. GB200 NVL72 trays), "
+        f"{ONE_DOMAIN_NOTE} of {n} GPUs (say inter=FILE if not)")
+
+
+def network_busbw_ceiling_GBps(op: str, ranks: int, hosts: int, gpus_per_host: int,
+                               nic_GBps: float = FASTEST_NIC_GBPS_PER_GPU) -> float:
     """The most busbw (GB/s) a collective ``op`` of ``ranks`` over ``hosts`` can show when the
-    hosts are joined by a network of one ``FASTEST_NIC_GBPS_PER_GPU`` NIC per GPU, B GB/s per
-    host, whatever the algorithm.
+    hosts are joined by a network of one ``nic_GBps`` (GB/s) NIC per GPU, B GB/s per host,
+    whatever the algorithm.
 
     All-reduce of S bytes: each host must send and receive at least S through its NICs (every
     element of the result depends on the host's partial sum and is needed by the host), so
@@ -437,14 +520,14 @@ def network_busbw_ceiling_GBps(op: str, ranks: int, hosts: int, gpus_per_host: i
     hosts and the same for 2. nccl-tests' busbw is 2(n-1)/n S / t over n ranks (PERFORMANCE.md),
     so busbw <= 2(n-1)/n B. All-gather (reduce-scatter): each host must receive (send)
     (N-1)/N S, busbw = (n-1)/n S / t <= B (n-1)/n N/(N-1)."""
-    host_GBps = gpus_per_host * FASTEST_NIC_GBPS_PER_GPU
+    host_GBps = gpus_per_host * nic_GBps
     if op == "all_reduce":
         return host_GBps * 2 * (ranks - 1) / ranks
     return host_GBps * (ranks - 1) / ranks * hosts / (hosts - 1)
 
 
-def parse_file(path: str | os.PathLike[str]) -> NcclTestsRun:
-    return parse_text(read_text(path), str(path))
+def parse_file(path: str | os.PathLike[str], level: str | None = None) -> NcclTestsRun:
+    return parse_text(read_text(path), str(path), level)
 
 
 @dataclass
@@ -523,8 +606,7 @@ def load_runs(entries: Iterable[str | os.PathLike[str]]) -> list[NcclTestsRun]:
         rest = _entry_path(entry)
         if rest != str(entry):  # a level prefix
             prefix = str(entry).partition("=")[0]
-            run = parse_file(rest)
-            run.forced_level = LEVEL_PREFIXES[prefix]
+            run = parse_file(rest, LEVEL_PREFIXES[prefix])
             hosts_say = "inter_node" if len(run.hosts) > 1 else "intra_node"
             if run.hosts and hosts_say != run.forced_level:
                 run.notes.append(f"{Path(rest).name}: its header lists {len(run.hosts)} host(s), "

@@ -31,7 +31,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from scalesim.errors import ScalesimError
+from scalesim.bounds import bound
+from scalesim.errors import ScalesimError, excerpt
 from scalesim.jsonio import read_text
 from scalesim.model.stragglers import peer_margin
 from scalesim.schemas import Topology, TopologyNic
@@ -57,6 +58,7 @@ _ROW_START = re.compile(rf"^({_LABEL_TEXT})((?:{_CODE_TEXT})+)$")  # `NIC0PXB`: 
 _CODE_START = re.compile(rf"^(?:{_CODE_TEXT})")
 # CPU and NUMA affinity as nvidia-smi prints them: comma-separated ranges ('0-23,96-119')
 _ID_LIST = re.compile(r"^[0-9]{1,9}(?:-[0-9]{1,9})?(?:,[0-9]{1,9}(?:-[0-9]{1,9})?)*$")
+NUMA_NODE_MAX = int(bound("rank").high)  # Topology.numa_affinity's bound (schemas.py)
 RETYPE = ("the paste lost its tabs (labels or cells glued together); save the output itself: "
           "nvidia-smi topo -m > topo.txt")
 _PCIE_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
@@ -90,9 +92,9 @@ def _code(cell: str, where: str) -> str:
     if cell == "X" or _NV.match(cell) or cell in _PCIE_ORDER or cell == "NVB":
         return cell
     if _CODE_START.match(cell):  # 'NV180-55,112-167': a code glued to what follows it
-        raise ScalesimError(f"{where}: '{cell[:24]}' starts with a link code but goes on: "
+        raise ScalesimError(f"{where}: '{excerpt(cell, 24)}' starts with a link code but goes on: "
                             f"{RETYPE}")
-    raise ScalesimError(f"{where}: '{cell}' is not a topo -m link code (X, NV#, PIX, PXB, PHB, "
+    raise ScalesimError(f"{where}: '{excerpt(cell)}' is not a topo -m link code (X, NV#, PIX, PXB, PHB, "
                         "NODE, SYS)")
 
 
@@ -200,12 +202,12 @@ def parse_topo_text(text: str, source: str) -> Topology:
         extra = tails[tokens[0]][:1]
         if extra and _GLUED_CODES.match(extra[0]):  # never a link code read as CPU affinity
             raise ScalesimError(f"{source} line {number}: {tokens[0]} has more link cells than "
-                                f"the header's {len(labels)} columns ('{extra[0][:24]}' where the CPU "
-                                f"affinity belongs): {RETYPE}")
+                                f"the header's {len(labels)} columns ('{excerpt(extra[0], 24)}' "
+                                f"where the CPU affinity belongs): {RETYPE}")
     gpus = [label for label in labels if label.startswith("GPU")]
     if not gpus:
         raise ScalesimError(f"{source} line {header_at + 1}: the header row does not start with "
-                            f"GPU columns ({ascii(header[0][:24])} first): not nvidia-smi topo -m "
+                            f"GPU columns ('{excerpt(header[0], 24)}' first): not nvidia-smi topo -m "
                             "output")
     missing = [g for g in gpus if g not in rows]
     if missing:
@@ -234,7 +236,7 @@ def parse_topo_text(text: str, source: str) -> Topology:
         tail = tails[g]
         if tail and tail[0] != "N/A" and id_ranges(tail[0]) is None:
             raise ScalesimError(f"{source} line {row_line[g]}: {g}'s CPU affinity "
-                                f"'{tail[0][:24]}' is not a CPU list (such as 0-23,96-119): "
+                                f"'{excerpt(tail[0], 24)}' is not a CPU list (such as 0-23,96-119): "
                                 f"{RETYPE}")
         cpu_affinity.append(tail[0] if tail else "")
     # GPU NUMA ID (Grace systems): the node of each GPU's own memory; 'N/A' elsewhere
@@ -242,6 +244,14 @@ def parse_topo_text(text: str, source: str) -> Topology:
                     for r in [id_ranges(tails[g][2])] if r and r[0][0] == r[-1][1]]
     numa = [cpu_numa_node(tails[g][1], min(gpu_numa_ids, default=None))
             if len(tails[g]) > 1 else None for g in gpus]
+    for g, node in zip(gpus, numa, strict=True):
+        if node is not None and node > NUMA_NODE_MAX:
+            raise ScalesimError(
+                f"{source} line {row_line[g]}: {g}'s NUMA Affinity "
+                f"'{excerpt(tails[g][1], 24)}' names NUMA node {node:,}, above the "
+                f"{NUMA_NODE_MAX:,} a node can be: the column holds the NUMA node(s) of the "
+                "GPU's CPUs (such as 0, or 0,3-9 on Grace); save the output itself: "
+                "nvidia-smi topo -m > topo.txt")
     kind, preset = _summary(gpus, matrix)
     return Topology(gpus=gpus, links=matrix, nics=nics, cpu_affinity=cpu_affinity,
                     numa_affinity=numa, intra_kind=kind, suggested_intra_preset=preset,
@@ -387,7 +397,7 @@ def _reading(cell: str, source: str, line: int, whole: bool = False) -> float | 
     if not 0 <= value <= MAX_READING or (whole and value != int(value)):
         what = "a device index (a whole number from 0)" if whole else (
             f"a plausible reading (0 to {MAX_READING:g})")
-        raise ScalesimError(f"{source} line {line}: '{cell[:24]}' is not {what}")
+        raise ScalesimError(f"{source} line {line}: '{excerpt(cell, 24)}' is not {what}")
     return value
 
 
