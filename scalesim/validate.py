@@ -16,13 +16,20 @@ import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, Literal, TypeVar, get_args
+from typing import Annotated, Generic, Literal, TypeVar, get_args
 
 import numpy as np
-from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    PrivateAttr,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+)
 
 from scalesim.bounds import bounded
-from scalesim.errors import ScalesimError, excerpt, printable, require_model
+from scalesim.errors import ScalesimError, excerpt, require_model
 from scalesim.figures import count
 from scalesim.jsonio import KeysTwice, key_twice_text, read_json, validation_message
 from scalesim.model import collectives as coll
@@ -196,8 +203,14 @@ class CasePoint(_Strict):
     samples_per_step_per_device: float | None = bounded("samples_per_device", None)
 
 
+# A case's id or group: text a report quotes on one line, so a 400,000-character id is refused
+# (with its case) rather than printed whole.
+CASE_NAME_MAX_CHARS = 200
+CaseName = Annotated[str, StringConstraints(min_length=1, max_length=CASE_NAME_MAX_CHARS)]
+
+
 class Case(_Strict):
-    id: str = Field(min_length=1)
+    id: CaseName
     source: str
     trust: Literal["high", "medium", "low"]
     notes: str = ""
@@ -393,7 +406,7 @@ def case_label(item, i: int) -> str:
 
     name = item.get("id") if isinstance(item, dict) else None
     if isinstance(name, str) and name:
-        return repr(name)
+        return repr(excerpt(name, CASE_NAME_MAX_CHARS))
     if name is None:
         return f"{i + 1} (no id)"
     if name == "":
@@ -436,7 +449,7 @@ def read_case_list(data, fmt: str, model: type[CaseT], what: str, hint: str = ""
         except ScalesimError as exc:
             if strict:
                 raise
-            skipped.append(Skipped(id=printable(name) if isinstance(name, str) and name
+            skipped.append(Skipped(id=excerpt(name, CASE_NAME_MAX_CHARS) if isinstance(name, str) and name
                                    else f"case {label}", reason=str(exc), position=i))
             continue
         ids.add(case.id)

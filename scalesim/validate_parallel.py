@@ -43,6 +43,7 @@ from scalesim.presets import (
 from scalesim.schemas import StrictModel, check_heads
 from scalesim.validate import (
     CaseFile,
+    CaseName,
     Skipped,
     abs_error_figures,
     none_read,
@@ -279,8 +280,8 @@ class PCMeasured(_Strict):
 
 
 class ParallelCase(_Strict):
-    id: str = Field(min_length=1)
-    group: str = Field(min_length=1)
+    id: CaseName
+    group: CaseName
     anchor: bool
     source: str
     trust: Literal["high", "medium", "low"]

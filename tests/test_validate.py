@@ -15,6 +15,7 @@ from scalesim.model.param_server import ps_phase_s, server_phase_s
 from scalesim.model.step import intra_busbw_of
 from scalesim.shipped import validation_path
 from scalesim.validate import (
+    CASE_NAME_MAX_CHARS,
     DEFAULT_ANCHOR_MICRO_STEP_S,
     DEFAULT_PARAMS,
     FORMAT,
@@ -653,6 +654,20 @@ def test_an_unreadable_id_is_reported_as_the_user_finds_it_in_the_file(tmp_path,
     text = capsys.readouterr().out.splitlines()
     assert text[-3:] == ["  " + s["reason"].removeprefix(f"{path}: ") for s in report["skipped"]]
     assert text[-3].startswith("  case 2 (id 7): ") and "#" not in "".join(text[-3:])
+
+
+def test_a_huge_id_skips_its_case_and_is_quoted_as_an_excerpt(tmp_path, capsys):
+    """Session 17: a 400,000-character id was printed whole as its case's heading (one
+    400,000-character line); an id (or group) is at most ``CASE_NAME_MAX_CHARS`` characters, so
+    the case is not predicted and its reason quotes an excerpt of the id."""
+    path = _write(tmp_path, _file(_case(), _case(id="x" * 400_000)))
+    rc, report, _ = _run_json(capsys, path)
+    assert rc == 0 and [c["id"] for c in report["cases"]] == [_case()["id"]]
+    (skipped,) = report["skipped"]
+    assert skipped["id"] == "x" * (CASE_NAME_MAX_CHARS - 3) + "..."
+    assert f"at most {CASE_NAME_MAX_CHARS} characters" in skipped["reason"]
+    assert main(["validate", str(path)]) == 0
+    assert max(len(line) for line in capsys.readouterr().out.splitlines()) < 2 * CASE_NAME_MAX_CHARS
 
 
 def test_an_unreadable_point_is_dropped_and_flagged_the_anchor_skips_the_case(tmp_path, capsys):
