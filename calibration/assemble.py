@@ -16,6 +16,7 @@ from scalesim.calibration.results import (
 
 from scalesim.bounds import clip
 from scalesim.errors import ScalesimError
+from scalesim.figures import latency_us, link_GBps
 from scalesim.schemas import (
     LAUNCH_BOUND,
     BlockPoint,
@@ -169,7 +170,7 @@ def model_parallel_section(block: BlockResult | None, messages: list[MessagePoin
                    "and time a larger one" if fit.rel_rmse > POOR_FIT else "")
                 + (f"; {LAUNCH_BOUND}" if fit_above_peak(sustained, peak) else "")
                 + (f"; send/recv inside a server fitted like the collectives (alpha "
-                   f"{p2p[0] * 1e6:.3g} us, {p2p[1]:.4g} GB/s, rel. RMSE {p2p[2]:.1%}): layout "
+                   f"{latency_us(p2p[0])}, {link_GBps(p2p[1])}, rel. RMSE {p2p[2]:.1%}): layout "
                    "predictions charge pipeline sends inside a server with it (docs/model.md "
                    "§15)" if p2p else "")),
     )

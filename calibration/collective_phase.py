@@ -37,6 +37,7 @@ from scalesim.calibration.timing import Clock
 from scalesim import presets
 from scalesim.bounds import clip
 from scalesim.errors import ScalesimError
+from scalesim.figures import latency_us, link_GBps
 from scalesim.schemas import CollectivePoint, LinkCalibration, LinkLevel
 from scalesim.sources.nccl_tests import point_from_time
 
@@ -191,7 +192,7 @@ def measured_level(ctx, level: str, points, fits,
     sizes = [p.size_bytes for p in points if p.op == op]
     span = f"{min(sizes) / 1024:g} KiB-{max(sizes) / 2**20:g} MiB"
     large = (f"beta from messages >= {fit['large_from_bytes'] / 2**20:g} MiB "
-             f"(all sizes: {fit['busbw_all_sizes_GBps']:.3g} GB/s)"
+             f"(all sizes: {link_GBps(fit['busbw_all_sizes_GBps'])})"
              if fit["large_from_bytes"] else "beta from all sizes")
     algorithm = f"{ctx.backend} {ctx.coll_algorithm}".strip()
     source = (f"measured by scalesim calibrate: {op} on {points[0].ranks} ranks "
@@ -207,10 +208,10 @@ def measured_level(ctx, level: str, points, fits,
             source += (f"; all {per_node} ranks of each of {ctx.nodes} servers in one ring, so "
                        "its busbw is min(intra, inter) (docs/calibration.md)")
             source += (f"; within {INTRA_LIMITED_SHARE:.0%} of the intra busbw "
-                       f"({intra_fit['busbw_GBps']:.3g} GB/s): the servers' inside may have "
+                       f"({link_GBps(intra_fit['busbw_GBps'])}): the servers' inside may have "
                        "limited the ring, so the inter busbw is at least this (lower bound)"
                        if lower_bound else
-                       f"; below the intra busbw ({intra_fit['busbw_GBps']:.3g} GB/s): the "
+                       f"; below the intra busbw ({link_GBps(intra_fit['busbw_GBps'])}): the "
                        "network limited the ring, so this is the inter level, whole server")
         elif idle_devices(ctx) > 0:
             lower_bound = True
@@ -225,7 +226,7 @@ def measured_level(ctx, level: str, points, fits,
         per_node = points[0].ranks
     clipped = clip("busbw_GBps", busbw), clip("latency_s", latency)
     if clipped != (busbw, latency):
-        source += (f"; fitted busbw {busbw:.3g} GB/s, latency {latency:.3g} s moved into the "
+        source += (f"; fitted busbw {link_GBps(busbw)}, latency {latency_us(latency)} moved into the "
                    "bounds (docs/bounds.md)")
         busbw, latency = clipped
     link = LinkLevel(kind=link_kind(ctx, level), busbw_GBps=busbw, latency_s=latency,

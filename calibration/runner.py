@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from scalesim.calibration import options
 
+from scalesim.billing import CPU_DEVICE_PREFIX
 from scalesim.errors import ScalesimError, one_line
 from scalesim.model.overlap import GPU_COMM_CONTENTION
 
@@ -338,7 +339,7 @@ def describe_machine(ctx, hostnames):
         except Exception:  # noqa: BLE001 - NCCL may be absent from this build
             nccl = None
     else:
-        name = f"CPU: {_cpu_model()}"
+        name = f"{CPU_DEVICE_PREFIX}{_cpu_model()}"
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         memory = float(ram) / ctx.local_world
         memory_note = (f"CPU run: device memory is total RAM ({ram / 2**30:.1f} GiB) shared by "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from scalesim.calibration.results import CollectiveResult, PhaseRecord
 
+from scalesim.figures import latency_us, link_GBps
 from scalesim.model import collectives as coll
 from scalesim.model.compute import micro_step_s
 from scalesim.schemas import LAUNCH_BOUND
@@ -43,11 +44,11 @@ def collective_lines(record: PhaseRecord) -> list[str]:
     lines = []
     for cal, link in zip(r.links, (r.intra, r.inter), strict=False):
         if not cal.measured:
-            lines.append(f"{cal.level}: {link.busbw_GBps:g} GB/s busbw, {link.latency_s * 1e6:g} "
-                         f"us latency: {cal.note}")
+            lines.append(f"{cal.level}: {link_GBps(link.busbw_GBps)} busbw, "
+                         f"{latency_us(link.latency_s)} latency: {cal.note}")
             continue
-        lines.append(f"{cal.level}: {link.kind}, fit alpha {link.latency_s * 1e6:.2f} us, "
-                     f"busbw {link.busbw_GBps:.3f} GB/s (all-reduce, rel. RMSE {cal.rel_rmse:.1%})")
+        lines.append(f"{cal.level}: {link.kind}, fit alpha {latency_us(link.latency_s)}, "
+                     f"busbw {link_GBps(link.busbw_GBps)} (all-reduce, rel. RMSE {cal.rel_rmse:.1%})")
         if cal.method == "all_ranks":
             lines.append(f"  timed with all {cal.ranks_per_node} ranks of every server in one "
                          "ring; " + ("a lower bound: the ring ran at the servers' inside speed"
@@ -117,8 +118,8 @@ def model_parallel_lines(mp) -> list[str]:
         lines += [f"  {m.op:<15} {m.purpose:<3} {m.ranks:>5} {_size(m.size_bytes):>10} "
                   f"{m.time_s * 1e6:>10.1f} {m.model_s * 1e6:>13.1f}" for m in mp.messages]
     if mp.p2p_latency_s is not None and mp.p2p_bandwidth_GBps is not None:
-        lines.append(f"  send/recv fit: {mp.p2p_latency_s * 1e6:.3g} us + S / "
-                     f"{mp.p2p_bandwidth_GBps:.4g} GB/s: layout predictions on this profile charge "
+        lines.append(f"  send/recv fit: {latency_us(mp.p2p_latency_s)} + S / "
+                     f"{link_GBps(mp.p2p_bandwidth_GBps)}: layout predictions on this profile charge "
                      "pipeline sends inside a server with it (docs/model.md §15)")
     return lines
 

@@ -34,9 +34,9 @@ from dataclasses import asdict, dataclass, field
 
 from scalesim import figures, training_time
 from scalesim.accuracy import median_error
-from scalesim.billing import billing_words
+from scalesim.billing import billing_words, is_cpu_device
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount
+from scalesim.figures import amount, link_GBps, sig3
 from scalesim.layout_predict import uses_layouts
 from scalesim.network_upgrades import upgrades_for
 from scalesim.predict import Prediction, predict
@@ -173,11 +173,17 @@ def _server_size(profile: Profile, scenario: Scenario) -> int:
 
 def _price_source(profile: Profile, scenario: Scenario) -> str:
     goal = training_time.resolve_goal(profile, scenario)
-    billing = billing_words(goal.server_devices, goal.instance_sizes)
+    device = profile.hardware.device_name
+    billing = billing_words(goal.server_devices, goal.instance_sizes, device)
     if scenario.price_per_device_hour is not None:
-        return f"price per device-hour given by the user, {billing}"
+        per = " (here an hour of one CPU process)" if is_cpu_device(device) else ""
+        return f"price per device-hour given by the user{per}, {billing}"
     if profile.hardware.price_per_device_hour is not None:
         return f"hardware preset {profile.hardware.name}, {billing}: {profile.hardware.source}"
+    if is_cpu_device(device):
+        return (f"no price known: a CPU calibration's devices ({device}) have no cloud GPU "
+                "price and none is assumed (money left blank): enter a price per device-hour, "
+                "an hour of one CPU process")
     return "no price known: enter a price per device-hour"
 
 
@@ -211,8 +217,8 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
             source = f"{up.source} (as of {up.as_of})"
             if not priced:
                 source += "; price not known, so its cost is left blank"
-            out.append(ctx.option("network", f"Network: {up.name}, {inter:g} -> "
-                                  f"{link.busbw_GBps:g} GB/s busbw", p,
+            out.append(ctx.option("network", f"Network: {up.name}, {sig3(inter)} -> "
+                                  f"{link_GBps(link.busbw_GBps)} busbw", p,
                                   up.extra_usd_per_server_hour, source, priced))
     _, ranked = rank_remedies(profile, scenario, now.devices)
     helping = {r.key: r for r in ranked if r.helps}  # one remedy per key, best first
@@ -323,7 +329,10 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
         raise ScalesimError("devices must be 1 or more")
     now = _one(profile, scenario, devices)
     ctx = _Ctx(profile, scenario, now)
-    base = ctx.option("now", f"As is: {devices} device{'s' if devices > 1 else ''}", now, 0.0,
+    # a split model's micro-batch is per replica of tp x pp devices: the layout says so
+    split = (f" (dp {now.dp} x tp {now.tp} x pp {now.pp})" if now.dp is not None
+             and now.tp * now.pp > 1 else "")
+    base = ctx.option("now", f"As is: {figures.count(devices, 'device')}{split}", now, 0.0,
                       _price_source(profile, scenario))
     candidates, notes = _candidates(ctx)
     winners = [o for o in candidates if o.runnable and (not now.fits or _score(o) > 0)]

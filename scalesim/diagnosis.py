@@ -34,7 +34,7 @@ import numpy as np
 from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR, median_error
 from scalesim.bounds import bound, clip
 from scalesim.errors import ScalesimError, require_model, require_text
-from scalesim.figures import count
+from scalesim.figures import count, link_GBps
 from scalesim.jsonio import to_json_text
 from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee, no_knee_words
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, early_stop_of, op_sac_of
@@ -335,7 +335,7 @@ def _implausible_links(fit, params: float | None) -> list[str]:
         return []
     floor = bound("busbw_GBps").low
     levels = ["intra", "inter"] if fit.multi_node_measured else ["intra"]
-    slow = [f"{level}-server {fit.busbw_GBps(level):.2g} GB/s" for level in levels
+    slow = [f"{level}-server {link_GBps(fit.busbw_GBps(level))}" for level in levels
             if fit.busbw_GBps(level) < floor]
     if not slow:
         return []
@@ -636,18 +636,22 @@ def diagnose_traces(summaries, source: str) -> Report:
     slow = cr["slowest_rank"]
     persistence = persistence_words(cr["slowest_counts"].get(slow, 0), cr["steps_compared"],
                                     len(summaries))
+    persistent = slowest_in_most_steps(cr["slowest_counts"].get(slow, 0), cr["steps_compared"],
+                                       len(summaries))
+    # the factor is of each step's slowest rank, which is this rank only where it persists
+    own = (f"its own time (step minus exposed communication) {cr['slowest_factor']:.2f}x the "
+           "others' (median over steps)" if persistent else
+           f"the slowest rank of each step has {cr['slowest_factor']:.2f}x the others' own time "
+           "(step minus exposed communication; median over steps)")
     strag_lines = [
         f"ranks wait {_ms(parts['straggler'])} per step for the slowest "
         f"({_pct(share['straggler'])} of the step)",
-        f"rank {slow} is the {persistence}, its own time (step minus exposed communication) "
-        f"{cr['slowest_factor']:.2f}x the others' (median over steps)",
+        f"rank {slow} is the {persistence}, {own}",
     ]
     if cr["steps_compared"]:
         strag_lines.append("slowest rank per step: " + ", ".join(
             f"rank {r} in {n} of {cr['steps_compared']}" for r, n in cr["slowest_counts"].items()
             if n))
-    persistent = slowest_in_most_steps(cr["slowest_counts"].get(slow, 0), cr["steps_compared"],
-                                       len(summaries))
     is_slow_device = persistent and cr["slowest_factor"] >= SLOW_DEVICE_FACTOR
     findings.append(finding("slow_device" if is_slow_device else "stragglers", share["straggler"],
                             strag_lines))
@@ -869,11 +873,11 @@ def _runs_tables(report: Report) -> list[str]:
     out.append(f"fit (rms residual {fit['rmse_rel']:.1%}, noise {fit['noise_rel']:.1%}):")
     out.append(f"  compute: {p['overhead_s'] * 1e3:.3g} ms per micro-step{pm('overhead_s')} + "
                f"{p['per_sample_s'] * 1e3:.3g} ms per sample{pm('per_sample_s')}")
-    intra = (f"{fit['intra_busbw_GBps']:.3g} GB/s busbw" if fit["intra_busbw_GBps"]
+    intra = (f"{link_GBps(fit['intra_busbw_GBps'])} busbw" if fit["intra_busbw_GBps"]
              else f"gradient transfer {p['intra_transfer_s'] * 1e3:.3g} ms")
     out.append(f"  intra-server link: {intra}{pm('intra_transfer_s')}")
     if "inter_transfer_s" in fit["fitted"]:
-        inter = (f"{fit['inter_busbw_GBps']:.3g} GB/s busbw" if fit["inter_busbw_GBps"]
+        inter = (f"{link_GBps(fit['inter_busbw_GBps'])} busbw" if fit["inter_busbw_GBps"]
                  else f"gradient transfer {p['inter_transfer_s'] * 1e3:.3g} ms")
         out.append(f"  inter-server link: {inter}{pm('inter_transfer_s')}")
     else:
@@ -905,10 +909,18 @@ def _trace_tables(report: Report) -> list[str]:
             f"{r[k] * 1e3:>9.2f}" for k in columns))
     cr = report.details["cross_rank"]
     out.append("")
-    if cr["steps_compared"]:
+    steps = cr["steps_compared"]
+    count = round(cr["slowest_consistency"] * steps)
+    if steps and slowest_in_most_steps(count, steps, len(report.table)):
         out.append(f"straggler: rank {cr['slowest_rank']} (slowest in "
                    f"{_pct(cr['slowest_consistency'])} of steps, own time "
                    f"{cr['slowest_factor']:.2f}x the median of the others)")
+    elif steps:  # the slowest changes: no one rank to name, its factor is of each step's slowest
+        turns = ", ".join(f"rank {r} in {n} of {steps}" for r, n in cr["slowest_counts"].items()
+                          if n)
+        out.append(f"straggler: no one rank (the slowest changes from step to step: {turns}); "
+                   f"each step's slowest takes {cr['slowest_factor']:.2f}x the median own time "
+                   "of the others")
     elif len(report.table) < 2:
         out.append("straggler: one rank traced: no other to compare it with (trace every rank)")
     else:  # ranks profiled over different steps (another schedule, or runs of another job)

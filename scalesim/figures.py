@@ -35,3 +35,20 @@ def duration_text(seconds: float) -> str:
     if hours < 1:
         return f"{seconds / 60:.0f} min"
     return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} days"
+
+
+def sig3(value: float) -> str:
+    """A measured or fitted figure without its unit: three significant digits ('12', '6.8',
+    '0.652'), whole numbers from 100 ('197', '1536'); never the six digits of a fit ('197.154')."""
+    return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
+
+
+def link_GBps(busbw_GBps: float) -> str:
+    """A link's bandwidth with its unit, as every command prints one: '197 GB/s', '0.652 GB/s'
+    (``sig3``)."""
+    return f"{sig3(busbw_GBps)} GB/s"
+
+
+def latency_us(latency_s: float) -> str:
+    """A link's latency (s) in microseconds with its unit: '12.3 us', '150 us' (``sig3``)."""
+    return f"{sig3(latency_s * 1e6)} us"

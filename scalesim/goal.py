@@ -60,7 +60,7 @@ WHOLE_SERVERS = 256
 class GoalPlan:
     devices: int
     servers: int
-    micro_batch: int  # samples per device per micro-step
+    micro_batch: int  # samples per device per micro-step (per replica of tp x pp devices)
     accumulation: int  # micro-steps per optimizer step
     global_batch: int  # samples per optimizer step
     strategy: str
@@ -69,6 +69,10 @@ class GoalPlan:
     time_s: float
     cost_usd: float
     meets: bool  # within both the deadline and the budget
+    # a transformer workload's layout (devices = tp x pp x dp); None where the workload is not
+    # split (data parallel: one replica per device)
+    tp: int | None = None
+    pp: int | None = None
 
 
 @dataclass(frozen=True)
@@ -112,9 +116,18 @@ class GoalAnswer:
 
 
 def describe(p: GoalPlan) -> str:
-    """A plan in words: '16 devices (2 servers), micro-batch 64 x 1, ddp, network as is'."""
-    return (f"{count(p.devices, 'device')} ({count(p.servers, 'server')}), micro-batch "
-            f"{p.micro_batch} x {p.accumulation} accumulation, {p.strategy}, network {p.network}")
+    """A plan in words: '16 devices (2 servers), micro-batch 64 x 1 accumulation, ddp, network
+    as is'; with a layout, whose micro-batch is per replica of tp x pp devices, '16 devices
+    (2 servers) as tp 2 x pp 1 x dp 8, micro-batch 4 per replica x 8 accumulation (global batch
+    256), ...'."""
+    where = f"{count(p.devices, 'device')} ({count(p.servers, 'server')})"
+    if p.tp is None or p.pp is None:
+        batch = f"micro-batch {p.micro_batch} x {p.accumulation} accumulation"
+    else:
+        where += f" as tp {p.tp} x pp {p.pp} x dp {p.devices // (p.tp * p.pp)}"
+        batch = (f"micro-batch {p.micro_batch} per replica x {p.accumulation} accumulation "
+                 f"(global batch {p.global_batch:,})")
+    return f"{where}, {batch}, {p.strategy}, network {p.network}"
 
 
 def device_grid(devices_per_node: int, max_devices: int) -> list[int]:
@@ -212,7 +225,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
             global_batch=int(c["global_batch"][i]), strategy=str(c["strategy"][i]),
             network=networks[float(c["inter_busbw_GBps"][i])][0],
             samples_per_s=float(c["samples_per_s"][i]), time_s=float(time_s[i]),
-            cost_usd=float(cost[i]), meets=bool(meets[i]))
+            cost_usd=float(cost[i]), meets=bool(meets[i]),
+            tp=int(c["tp"][i]) if "tp" in c else None, pp=int(c["pp"][i]) if "pp" in c else None)
 
     idx = np.flatnonzero(ok)
     best = closest = None

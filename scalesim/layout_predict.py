@@ -699,7 +699,8 @@ def recompute_words(recompute: str, style: str) -> str:
 
 
 def row_title(row) -> str:
-    """'dp 2 x tp 4 x pp 2 (1f1b), zero1, micro-batch 1 x 8 accumulation, recompute none'
+    """'dp 2 x tp 4 x pp 2 (1f1b), zero1, micro-batch 1 per replica x 8 accumulation, recompute
+    none'
     ('recompute full (early stop)' in the early-stop style; ', TP overlap' where the framework
     overlaps a tp > 1 layout's collectives)."""
     schedule = (f" ({row.schedule}" + (f", {row.virtual_stages} virtual stages" if
@@ -707,7 +708,7 @@ def row_title(row) -> str:
     zero = ZERO_STRATEGIES[row.zero]
     zero += f" (HSDP: shard group {row.shard_group})" if row.hybrid else ""
     return (f"dp {row.dp} x tp {row.tp} x pp {row.pp}{schedule}, {zero}, micro-batch "
-            f"{row.micro_batch} x {row.accumulation} accumulation, "
+            f"{row.micro_batch} per replica x {row.accumulation} accumulation, "
             f"{recompute_words(row.recompute, row.recompute_style)}"
             + (", sequence parallel" if row.sequence_parallel else "")
             + (", TP overlap" if row.tp_overlap and row.tp > 1 else ""))

@@ -28,6 +28,7 @@ from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.billing import billed_devices
 from scalesim.bounds import bound, check_number, clip, list_text
 from scalesim.errors import ScalesimError
+from scalesim.figures import latency_us, link_GBps
 from scalesim.layout import (
     DEFAULT_RECOMPUTE_STYLE,
     SCHEDULES,
@@ -169,9 +170,9 @@ def measured_p2p(profile: Profile) -> MeasuredP2P | None:
         return None
     intra = profile.hardware.intra_node
     ratio = mp.p2p_bandwidth_GBps / intra.busbw_GBps
-    note = (f"pipeline sends inside a server: measured send/recv {mp.p2p_latency_s * 1e6:.3g} us "
-            f"+ S / {mp.p2p_bandwidth_GBps:.4g} GB/s ({ratio:.3g} x the intra link's "
-            f"{intra.busbw_GBps:.4g} GB/s busbw; profile {profile.name}, model_parallel)")
+    note = (f"pipeline sends inside a server: measured send/recv {latency_us(mp.p2p_latency_s)} "
+            f"+ S / {link_GBps(mp.p2p_bandwidth_GBps)} ({ratio:.3g} x the intra link's "
+            f"{link_GBps(intra.busbw_GBps)} busbw; profile {profile.name}, model_parallel)")
     return MeasuredP2P(ratio, mp.p2p_latency_s, note)
 
 
@@ -277,8 +278,8 @@ def calibrated_hardware(profile: Profile) -> tuple[Hardware, float, str]:
                 f" of {peak:.4g} TFLOP/s{of_what}), layer kernels' bytes at {kernel_bw:.4g} GB/s "
                 f"and the optimizer at {bandwidth:.4g} GB/s, from the block at tp "
                 f"{','.join(str(x.tp) for x in mp.points)} (fit rel. RMSE {mp.rel_rmse:.1%}); "
-                f"links intra {hw.intra_node.busbw_GBps:.4g} GB/s, inter "
-                f"{hw.inter_node.busbw_GBps:.4g} GB/s from {profile.name}")
+                f"links intra {link_GBps(hw.intra_node.busbw_GBps)}, inter "
+                f"{link_GBps(hw.inter_node.busbw_GBps)} from {profile.name}")
         if mp.above_peak(datasheet_peak):
             note += f"; {LAUNCH_BOUND} ({mp.sustained_tflops:.4g} TFLOP/s fitted)"
         p2p = measured_p2p(profile)

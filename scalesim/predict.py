@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from scalesim.bounds import KNOB_BY_FIELD, check_values
 from scalesim.errors import ScalesimError, require_model
+from scalesim.figures import link_GBps, sig3
 from scalesim.layout import SCHEDULES, SEQUENCE_PARALLEL_NEEDS_TP, TP_OVERLAP_NEEDS_TP
 from scalesim.model import collectives as coll
 from scalesim.model.compute import colocation_slope
@@ -346,15 +347,15 @@ def server_use_words(hw: Hardware, scenario: Scenario,
     if used > hw.devices_per_node:
         return (f"{used} GPUs per server ({setting}), more than the {hw.devices_per_node} "
                 f"of {hw.name}: its intra-server link "
-                f"({_pick(scenario.intra_busbw_GBps, hw.intra_node.busbw_GBps):.3g} GB/s "
+                f"({link_GBps(_pick(scenario.intra_busbw_GBps, hw.intra_node.busbw_GBps))} "
                 f"busbw) taken for all {used}")
 
     intra = float(subset_busbw_GBps(_pick(scenario.intra_busbw_GBps, hw.intra_node.busbw_GBps),
                                     used, hw.intra_node.subset_shares))
     sizes = job_sizes(scenario.instance_sizes, hw.instance_sizes, hw.devices_per_node)
-    return (f"{used} of {hw.devices_per_node} GPUs per server: intra {intra:.3g}, inter "
-            f"{inter_busbw_GBps_of(hw, scenario):.3g} GB/s busbw (the links and NICs they "
-            f"reach), {billing_words(hw.devices_per_node, sizes)}")
+    return (f"{used} of {hw.devices_per_node} GPUs per server: intra {sig3(intra)}, inter "
+            f"{link_GBps(inter_busbw_GBps_of(hw, scenario))} busbw (the links and NICs they "
+            f"reach), {billing_words(hw.devices_per_node, sizes, hw.device_name)}")
 
 
 def _pick(override, default):

@@ -29,6 +29,7 @@ from scalesim.accuracy import MODEL_PARALLEL_MEDIAN_ERROR
 from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.bounds import QUANTITIES
 from scalesim.errors import ScalesimError
+from scalesim.figures import link_GBps, sig3
 from scalesim.model.memory import STRATEGIES, state_shards
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.zero_exchange import (
@@ -92,19 +93,13 @@ class RemedyResult:
         return self.verdict == "remedy"
 
 
-def _GBps(busbw_GBps: float) -> str:
-    """A bus bandwidth in GB/s as the fit and the hardware line print it: three significant
-    digits ('12', '6.8'), whole numbers from 100 ('230', '1536'), never 6 digits of a fit."""
-    return f"{busbw_GBps:.3g}" if busbw_GBps < 100 else f"{busbw_GBps:.0f}"
-
-
 def _busbw_words(before_GBps: float, after_GBps: float, relative: bool) -> str:
     """A link remedy's change: '(12 -> 192 GB/s busbw)', or with ``relative`` (bandwidths
     fitted to a nominal gradient size, whose GB/s mean nothing alone) '(16x the fitted
     bandwidth)', the ratio of the figures themselves, not of their printed digits."""
     if relative:
         return f"({after_GBps / before_GBps:.3g}x the fitted bandwidth)"
-    return f"({_GBps(before_GBps)} -> {_GBps(after_GBps)} GB/s busbw)"
+    return f"({sig3(before_GBps)} -> {link_GBps(after_GBps)} busbw)"
 
 
 def _one(profile: Profile, scenario: Scenario, devices: int) -> Prediction:
@@ -156,16 +151,18 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
     ``split_tp_overlap``, ``stall_examined`` and ``relative_links`` as ``rank_remedies``'."""
     strong = scenario.global_batch is not None
     b = now.micro_batch
+    # a split model's micro-batch is per replica of tp x pp devices (``Prediction.dp``)
+    per = "per-replica" if now.dp is not None and now.tp * now.pp > 1 else "per-device"
     out = []
     big_reason = (f"a micro-batch of {2 * b:,} is past the bounds table's {micro_batch_max():,}"
                   if 2 * b > micro_batch_max() else "")
     if strong:
-        out.append(("bigger_batch", "Double the global batch (per-device batch "
+        out.append(("bigger_batch", f"Double the global batch ({per} batch "
                     f"{b} -> {2 * b})", scenario.model_copy(
                         update={"global_batch": 2 * scenario.global_batch}), profile,
                     big_reason, "changes the optimisation: check time-to-quality"))
     else:
-        out.append(("bigger_batch", f"Double the per-device batch ({b} -> {2 * b})",
+        out.append(("bigger_batch", f"Double the {per} batch ({b} -> {2 * b})",
                     scenario.model_copy(update={"micro_batch": 2 * b}), profile, big_reason,
                     "global batch doubles: check time-to-quality"))
     out.append(("overlap", "Overlap gradient exchange with backward",

@@ -53,6 +53,10 @@ WHOLE_AXES = ("devices", "micro_batch", "global_batch", "accumulation", "tp", "p
 LAYOUT_AXES = ("tp", "pp", "shard_group")
 SPLIT_AXES = ("tp", "pp")
 LAYOUT_COLUMNS = ("dp", "bubble_s")  # extra output columns of a transformer workload's rows
+# A swept shard group is written as the group that shards the states (``shard_group``: one
+# above dp is all of dp, as predict --json says it) and, last, as asked: two groups that are
+# both all of dp are two rows of one ``shard_group`` that this column tells apart.
+SHARD_GROUP_ASKED = "shard_group_asked"
 
 OUTPUT_COLUMNS = ("step_time_s", "compute_s", "exposed_comm_s", "data_stall_s", "straggler_s",
                   "comm_total_s", "samples_per_s", "speedup", "efficiency", "memory_bytes", "fits")
@@ -102,6 +106,8 @@ class SweepPlan:
                    + 8 * len(layout_columns) + 8 * (len(OUTPUT_COLUMNS) - 1) + 1)
         if self.profile.workload.transformer is not None:  # + dp, tp, pp and bubble_s
             per_row += 8 * len(set(LAYOUT_COLUMNS + LAYOUT_AXES) - set(self.axes))
+        if "shard_group" in self.axes:  # + the group as asked
+            per_row += self.axes["shard_group"].itemsize
         return self.rows * per_row
 
 
@@ -317,6 +323,8 @@ def evaluate_at(plan: SweepPlan, flat: np.ndarray) -> SweepResult:
             columns[name] = result.fits & (micro < profile.compute.oom_micro_batch)
         else:
             columns[name] = getattr(result, name)
+    if "shard_group" in grid:
+        columns[SHARD_GROUP_ASKED] = grid["shard_group"]
     return SweepResult(columns=columns, dropped=int((~keep).sum()) + dropped_layout,
                        dropped_layout=dropped_layout, layout_example=example)
 
@@ -418,6 +426,8 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     # no comm_total_s: the layout step reports exposed time alone (predict's null)
     columns.update({name: outputs[name] for name in OUTPUT_COLUMNS if name in outputs})
     columns["bubble_s"] = r.bubble_s
+    if "shard_group" in grid:
+        columns[SHARD_GROUP_ASKED] = grid["shard_group"]
     return SweepResult(columns=columns, dropped=int((~keep).sum()),
                        dropped_layout=int((~layout_ok).sum()), layout_example=example)
 

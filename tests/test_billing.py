@@ -175,3 +175,32 @@ def test_billing_words_say_the_instance_not_a_server_of_its_size():
     assert billed_devices([8], 8, [3])[0] == 9
     # 4 GPUs used of an 8-GPU server: still the whole server
     assert billing_words(4, [8]) == "billed per whole server of 8 GPUs"
+
+
+def test_a_cpu_calibrations_devices_are_billed_as_its_processes_with_the_price_said(capsys):
+    """`decide --profile cpu.json` (a `calibrate` on CPUs: device 'CPU: AMD EPYC') said
+    'billed per whole server of 2 GPUs' of CPU processes, and without --price only 'no price
+    known'. Now the devices are said to be the calibration's processes, and that no GPU price
+    is assumed (session 17)."""
+    from scalesim.billing import billing_words
+    from scalesim.decision import _price_source
+    from scalesim.profiles import default_profile
+
+    assert billing_words(2, None, "CPU: AMD EPYC") == (
+        "billed per whole server of 2 devices (CPU processes of this calibration)")
+    assert billing_words(2, None, "NVIDIA H100 80GB HBM3") == "billed per whole server of 2 GPUs"
+    assert billing_words(8, [1], "CPU: x") == "billed per device (CPU processes of this calibration)"
+    base = default_profile()
+    hw = base.hardware.model_copy(update={"device_name": "CPU: AMD EPYC", "devices_per_node": 2,
+                                          "price_per_device_hour": None, "instance_sizes": None})
+    cpu = base.model_copy(update={"hardware": hw})
+    scenario = Scenario(devices=[4], train_samples=1e6)
+    assert _price_source(cpu, scenario) == (
+        "no price known: a CPU calibration's devices (CPU: AMD EPYC) have no cloud GPU price and "
+        "none is assumed (money left blank): enter a price per device-hour, an hour of one CPU "
+        "process")
+    given = scenario.model_copy(update={"price_per_device_hour": 0.1})
+    assert _price_source(cpu, given) == (
+        "price per device-hour given by the user (here an hour of one CPU process), billed per "
+        "whole server of 2 devices (CPU processes of this calibration)")
+    assert "GPUs" not in _price_source(cpu, given)

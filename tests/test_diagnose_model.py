@@ -80,7 +80,7 @@ def test_the_shape_makes_splitting_the_model_a_remedy(runs_csv, bert_file):
         r"below the faster network's (\S+ %)")
     assert _gain_text(split.gain) == gain
     assert f"dp {dp} x tp 1 x pp {pp} (zb)" in split.title
-    assert f"micro-batch {mb} x {acc} accumulation" in split.title
+    assert f"micro-batch {mb} per replica x {acc} accumulation" in split.title
     faster = next(r for r in shaped.remedies if r.key == "interconnect")
     assert _gain_text(faster.gain) == network
     # the fitted profile carries the shape, the GPU's memory and the runs' measured compute

@@ -89,3 +89,28 @@ def test_sweep_of_a_transformer_says_its_attention_kernel_and_recompute_style(ca
     # swept kernels: no one kernel's words hold for every row
     _, err = _run(capsys, "sweep", *flags[:-4], "--attention-kernel-values", "flash2,fused-vendor")
     assert "attention:" not in err
+
+
+def test_a_swept_shard_group_above_dp_keeps_the_group_asked(capsys):
+    """`sweep --shard-group-values 8,16,32 --devices 16` wrote two identical rows labelled 16 (a
+    group of 32 on 16 devices is all 16, as predict --json says): a row per combination stays,
+    `shard_group` stays the effective group, and a last column `shard_group_asked` says which
+    was asked (session 17); the columns before it are unchanged."""
+    argv = ("sweep", "--strategy", "zero3", "--shard-group-values", "8,16,32", "--devices", "16")
+    out, err = _run(capsys, *argv)
+    rows = list(csv.DictReader(io.StringIO(out)))
+    header = out.splitlines()[0].split(",")
+    assert header[:3] == ["devices", "shard_group", "nodes"]
+    assert header[-1] == "shard_group_asked"
+    assert [(r["shard_group"], r["shard_group_asked"]) for r in rows] == [
+        ("8", "8"), ("16", "16"), ("16", "32")]
+    assert "a group at or above dp is all of dp (asked 32 at dp 16: 16)" in err
+    out, _ = _run(capsys, *argv, "--format", "json")
+    data = json.loads(out)
+    assert [(r["shard_group"], r["shard_group_asked"]) for r in data] == [(8, 8), (16, 16),
+                                                                          (16, 32)]
+    out, _ = _run(capsys, "sweep", "--workload", "llama3-8b", *argv[1:], "--format", "json")
+    assert [(r["shard_group"], r["shard_group_asked"]) for r in json.loads(out)] == [
+        (8, 8), (16, 16), (16, 32)]
+    out, _ = _run(capsys, "sweep", "--devices", "8,16")
+    assert "shard_group_asked" not in out  # only where the axis is swept

@@ -11,6 +11,7 @@ from scalesim.cli.options import (
     scenario_from_args,
 )
 from scalesim.errors import ScalesimError
+from scalesim.figures import link_GBps, sig3
 from scalesim.jsonio import to_json_text
 
 NAME = "predict"
@@ -83,9 +84,9 @@ def intra_words(link) -> str:
     """'120 GB/s (2 GPUs 20, 4 GPUs 80)': an intra-server level's whole-server busbw and what
     fewer of its GPUs get where that is less (``LinkLevel.subset_busbw_shares``); '370 GB/s'
     where every count keeps it."""
-    fewer = [f"{gpus} GPUs {link.busbw_GBps * share:.3g}" for gpus, share in link.subset_shares
+    fewer = [f"{gpus} GPUs {sig3(link.busbw_GBps * share)}" for gpus, share in link.subset_shares
              if share < 1]
-    return f"{link.busbw_GBps:g} GB/s" + (f" ({', '.join(fewer)})" if fewer else "")
+    return link_GBps(link.busbw_GBps) + (f" ({', '.join(fewer)})" if fewer else "")
 
 
 def hardware_line(hw) -> str:
@@ -93,7 +94,7 @@ def hardware_line(hw) -> str:
     busbw)' (predict's second line, plan's first; a DGX-1: 'intra 120 GB/s (2 GPUs 20, 4 GPUs
     80)')."""
     return (f"hardware: {hw.name} ({hw.device_name}, {hw.devices_per_node} per server; intra "
-            f"{intra_words(hw.intra_node)}, inter {hw.inter_node.busbw_GBps:g} GB/s busbw)")
+            f"{intra_words(hw.intra_node)}, inter {link_GBps(hw.inter_node.busbw_GBps)} busbw)")
 
 
 def _fit_hints(profile, scenario, unfit) -> str:
@@ -193,9 +194,10 @@ def render_table(profile, scenario, rows) -> str:
                          f"{_duration(r.time_to_train_s):>12} {r.billed_devices:>7} {cost:>12}")
         goal = resolve_goal(profile, scenario)
         if goal.price_per_device_hour is not None:
+            billing = billing_words(goal.server_devices, goal.instance_sizes,
+                                    profile.hardware.device_name)
             lines.append(f"cost: billed devices x hours x ${goal.price_per_device_hour:g} per "
-                         f"device-hour, {billing_words(goal.server_devices, goal.instance_sizes)}"
-                         " (--instance-sizes)")
+                         f"device-hour, {billing} (--instance-sizes)")
         if note := zero_price_note(goal):
             lines.append(f"note: {note}")
     knee = knee_of_predictions(rows)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from scalesim.figures import link_GBps
 from scalesim.jsonio import to_json_text
 
 NAME = "presets"
@@ -36,10 +37,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {name}{mark}: {hw.devices_per_node}x {hw.device_name}, "
               f"{hw.device_memory_bytes / 2**30:.0f} GiB; intra {hw.intra_node.kind} "
               f"{intra_words(hw.intra_node)}"
-              + (f" (all-reduce {hw.intra_node.allreduce_busbw_GBps:g} GB/s "
+              + (f" (all-reduce {link_GBps(hw.intra_node.allreduce_busbw_GBps)} "
                  f"{hw.intra_node.allreduce_algorithm})"
                  if hw.intra_node.allreduce_busbw_GBps else "")
-              + f"; inter {hw.inter_node.kind} {hw.inter_node.busbw_GBps:g} GB/s busbw; "
+              + f"; inter {hw.inter_node.kind} {link_GBps(hw.inter_node.busbw_GBps)} busbw; "
               f"figures for {hw.inter_node.algorithm or 'an unstated algorithm'}")
         print(f"      source: {hw.source}")
         print(f"      intra: {hw.intra_node.source}")

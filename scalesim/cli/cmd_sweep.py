@@ -273,6 +273,12 @@ _UNPRICED = (("price_per_device_hour", "--price"), ("train_samples", "--train-sa
              ("min_samples_to_quality", "--min-samples"), ("instance_sizes", "--instance-sizes"))
 
 
+SHARD_GROUP_WORDS = (
+    "shard_group is the group that shards the states, as predict --json says it: a group at or "
+    "above dp is all of dp (asked 32 at dp 16: 16); shard_group_asked, the last column, is the "
+    "value asked, which tells such rows apart")
+
+
 def sweep_notes(plan) -> list[str]:
     """The notes predict prints of the sweep's base scenario (``cmd_predict.scenario_notes``,
     its recompute-style and attention-kernel words, the slow device, the unmeasured links the
@@ -314,6 +320,8 @@ def sweep_notes(plan) -> list[str]:
         and "intra_busbw_GBps" not in plan.axes)
     if not input_pipeline_modelled(profile):
         out.append(STALL_NOT_MODELLED)  # predict's note; data_stall_s empty / null
+    if "shard_group" in plan.axes:
+        out.append(SHARD_GROUP_WORDS)
     if given := [flag for field, flag in _UNPRICED if getattr(base, field) is not None]:
         out.append(f"{', '.join(given)} ignored: a sweep row has no time to train or cost "
                    "column (predict, decide and goal price a run)")

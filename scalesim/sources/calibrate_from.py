@@ -24,6 +24,7 @@ import numpy as np
 from scalesim import presets
 from scalesim.billing import sizes_within
 from scalesim.errors import ScalesimError
+from scalesim.figures import latency_us, link_GBps, sig3
 from scalesim.jsonio import write_model
 from scalesim.model.compute import fit_compute_curve
 from scalesim.model.stragglers import (
@@ -126,8 +127,8 @@ def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fres
     changes: dict = {}
     for level, fit in fits.items():
         changes[level] = fit.link
-        said.append(f"{level}: busbw {fit.link.busbw_GBps:.4g} GB/s, alpha "
-                    f"{fit.link.latency_s * 1e6:.3g} us (rel. RMSE {fit.calibration.rel_rmse:.1%}) "
+        said.append(f"{level}: busbw {link_GBps(fit.link.busbw_GBps)}, alpha "
+                    f"{latency_us(fit.link.latency_s)} (rel. RMSE {fit.calibration.rel_rmse:.1%}) "
                     f"from {_names(r.path for r in fit.runs)}")
     if fresh and per_node:
         changes["devices_per_node"] = per_node[-1]
@@ -182,8 +183,8 @@ def preset_for_logs(device: str, per_node: int | None = None, network: str | Non
     if inter_busbw_GBps is not None and len(pool) > 1:
         gap = {n: abs(np.log(hw[n].inter_node.busbw_GBps / inter_busbw_GBps)) for n in pool}
         pool = [n for n in pool if gap[n] == min(gap.values())]
-        why.append(f"an inter-server busbw ({hw[pool[0]].inter_node.busbw_GBps:g} GB/s) "
-                   f"nearest the logs' {inter_busbw_GBps:.3g}")
+        why.append(f"an inter-server busbw ({link_GBps(hw[pool[0]].inter_node.busbw_GBps)}) "
+                   f"nearest the logs' {sig3(inter_busbw_GBps)}")
     elif network is not None and 0 < len(same := [n for n in pool if hw[n].inter_node.kind
                                                   == network]) < len(pool):
         pool, why = same, why + [f"{network} between servers, as NCCL's transport in the logs"]
@@ -229,7 +230,7 @@ def rebased_on_device(profile: Profile, device: str, per_node: int | None = None
     return rebased, [f"the logs ran on {device}: the parts they do not measure come from the "
                      f"hardware preset {name} ({preset.device_name}, {preset.devices_per_node} "
                      f"per server, inter-server {preset.inter_node.kind} "
-                     f"{preset.inter_node.busbw_GBps:g} GB/s busbw{choice}), not the default's "
+                     f"{link_GBps(preset.inter_node.busbw_GBps)} busbw{choice}), not the default's "
                      f"{hw.device_name}{another}"]
 
 

@@ -1,0 +1,59 @@
+"""One format for every link figure a command prints (session 17): ``figures.sig3``,
+``figures.link_GBps`` and ``figures.latency_us``, three significant digits, whole numbers from
+100, never the six digits of a fit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_harness import run_cli
+
+from scalesim.figures import latency_us, link_GBps, sig3
+from scalesim.profiles import default_profile
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.mark.parametrize("value, text", [
+    (197.154, "197"), (237.666, "238"), (1536.4, "1536"), (12.0, "12"), (11.9814, "12"),
+    (6.77, "6.77"), (0.65246, "0.652"), (0.98993, "0.99"), (99.96, "100"), (0.001, "0.001")])
+def test_three_significant_digits_whole_from_100(value, text):
+    assert sig3(value) == text
+    assert link_GBps(value) == f"{text} GB/s"
+
+
+def test_a_latency_is_in_microseconds_at_three_digits():
+    assert latency_us(8.8912e-6) == "8.89 us"
+    assert latency_us(0.0010072740410229145) == "1007 us"  # a gloo fit: was 1007.27 us
+    assert latency_us(2e-6) == "2 us"
+
+
+def test_the_hardware_line_prints_a_fitted_link_as_the_log_reported_it(tmp_path, capsys):
+    """`calibrate --from-nccl-tests h100_2node.txt`, then `predict --profile`: the hardware line
+    said `inter 197.154 GB/s busbw` (`:g` of the fit; the log's report said 197.2), and the
+    calibrate line `busbw 197.2 GB/s` (`.4g`): one figure at two precisions. Now both 197."""
+    log = FIXTURES / "nccl_tests" / "h100_2node_16gpu_all_reduce.txt"
+    out_path = tmp_path / "p.json"
+    code, out, err = run_cli(capsys, ["calibrate", "--from-nccl-tests", str(log),
+                                      "--out", str(out_path)])
+    assert code == 0, err
+    assert "inter_node: busbw 197 GB/s, alpha 8.89 us" in out + err
+    code, out, err = run_cli(capsys, ["predict", "--profile", str(out_path), "--devices", "16"])
+    assert code == 0, err
+    assert "intra 370 GB/s, inter 197 GB/s busbw)" in out
+    assert "197.154" not in out
+
+
+def test_a_cpu_calibrations_slow_link_keeps_three_digits():
+    """A CPU calibration's intra link (0.65246 GB/s) was `intra 0.65246 GB/s`; the partial-server
+    words of predict and the whole-server line use the same three digits."""
+    from scalesim.cli.cmd_predict import hardware_line
+
+    profile = default_profile()
+    hw = profile.hardware
+    hw = hw.model_copy(update={
+        "intra_node": hw.intra_node.model_copy(update={"busbw_GBps": 0.65246}),
+        "inter_node": hw.inter_node.model_copy(update={"busbw_GBps": 6.8123})})
+    line = hardware_line(hw)
+    assert "intra 0.652 GB/s, inter 6.81 GB/s busbw)" in line

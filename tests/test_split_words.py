@@ -1,0 +1,67 @@
+"""A split model's micro-batch is per replica of tp x pp devices: goal, decide and the layout
+rows say the layout with it (session 17; session 16's user read goal's `micro-batch 4 x 8` of
+`--tp 2` as per device, twice the global batch)."""
+
+from __future__ import annotations
+
+from scalesim.decision import decide
+from scalesim.goal import GoalPlan, describe, seek
+from scalesim.profiles import resolve_profile
+from scalesim.schemas import Scenario, ScenarioLayout
+
+DAY_S = 86400.0
+
+
+def test_goal_words_a_split_plan_with_its_layout_and_global_batch():
+    """`goal --workload gpt-1.7b --tp 2 --train-samples 2e7 --deadline 3d --budget 50000` said
+    `16 devices (2 servers), micro-batch 4 x 8 accumulation`; the 4 is per replica of 2 GPUs
+    (global batch 4 x 8 x dp 8 = 256, not 512)."""
+    profile = resolve_profile(None, None, "gpt-1.7b")
+    base = Scenario(train_samples=2e7, layout=ScenarioLayout(tp=2))
+    answer = seek(profile, base, 3 * DAY_S, 50000.0)
+    best = answer.best
+    assert best is not None and best.tp == 2 and best.pp == 1
+    dp = best.devices // 2
+    assert best.global_batch == best.micro_batch * best.accumulation * dp
+    assert (f"{best.devices} devices ({best.servers} servers) as tp 2 x pp 1 x dp {dp}, "
+            f"micro-batch {best.micro_batch} per replica x {best.accumulation} accumulation "
+            f"(global batch {best.global_batch:,})") in answer.sentence
+    assert all(p.tp == 2 for p in answer.front)
+
+
+def test_goal_words_an_unsplit_plan_as_before():
+    plan = GoalPlan(devices=16, servers=2, micro_batch=4, accumulation=8, global_batch=512,
+                    strategy="ddp", network="as is", samples_per_s=1.0, time_s=1.0,
+                    cost_usd=1.0, meets=True)
+    assert describe(plan).startswith("16 devices (2 servers), micro-batch 4 x 8 accumulation, ")
+    split = GoalPlan(**{**plan.__dict__, "global_batch": 128, "tp": 2, "pp": 2})
+    assert describe(split).startswith("16 devices (2 servers) as tp 2 x pp 2 x dp 4, micro-batch "
+                                      "4 per replica x 8 accumulation (global batch 128), ")
+
+
+def test_decide_says_the_layout_it_starts_from_and_the_replica_batch():
+    """`decide --workload gpt-1.7b --tp 2 --devices 16` said `As is: 16 devices` and `Double the
+    per-device batch`; the batch is per replica of 2 devices."""
+    profile = resolve_profile(None, None, "gpt-1.7b")
+    scenario = Scenario(devices=[16], train_samples=2e7, layout=ScenarioLayout(tp=2))
+    card = decide(profile, scenario, 16)
+    assert card.now.title == "As is: 16 devices (dp 8 x tp 2 x pp 1)"
+    titles = [o.title for o in card.options] + card.notes
+    assert not any("per-device batch" in t for t in titles)
+    split = [o.title for o in card.options if o.title.startswith("Split the model")]
+    assert all(" per replica x " in t for t in split)
+    unsplit = decide(profile, Scenario(devices=[16], train_samples=2e7), 16)
+    assert unsplit.now.title == "As is: 16 devices"
+
+
+def test_the_bigger_batch_remedy_of_a_split_model_doubles_the_replica_batch():
+    from scalesim.remedies import rank_remedies
+
+    profile = resolve_profile(None, None, "gpt-1.7b")
+    titles = {}
+    for tp in (2, 1):
+        _, ranked = rank_remedies(profile, Scenario(devices=[16], layout=ScenarioLayout(tp=tp)),
+                                  16)
+        titles[tp] = next(r.title for r in ranked if r.key == "bigger_batch")
+    assert titles == {2: "Double the per-replica batch (1 -> 2)",
+                      1: "Double the per-device batch (1 -> 2)"}
