@@ -204,3 +204,22 @@ def test_a_cpu_calibrations_devices_are_billed_as_its_processes_with_the_price_s
         "price per device-hour given by the user (here an hour of one CPU process), billed per "
         "whole server of 2 devices (CPU processes of this calibration)")
     assert "GPUs" not in _price_source(cpu, given)
+
+
+def test_predicts_cost_line_of_a_cpu_calibration_reads_as_one_sentence(tmp_path, capsys):
+    """The cost line of `predict --profile cpu.json --price` ended with two parentheses in a
+    row, '(CPU processes of this calibration) (--instance-sizes)'; the flag is said once, after
+    the billing words (session 17)."""
+    from scalesim.profiles import default_profile
+
+    base = default_profile()
+    hw = base.hardware.model_copy(update={"device_name": "CPU: AMD EPYC", "devices_per_node": 2,
+                                          "price_per_device_hour": None, "instance_sizes": None})
+    path = tmp_path / "cpu.json"
+    path.write_text(base.model_copy(update={"hardware": hw}).model_dump_json())
+    code, out, err = run_cli(capsys, ["predict", "--profile", str(path), "--devices", "2,4",
+                                      "--train-samples", "1e6", "--price", "0.1"])
+    assert code == 0, err
+    (line,) = [x for x in out.splitlines() if x.startswith("cost:")]
+    assert line == ("cost: billed devices x hours x $0.1 per device-hour, billed per whole server "
+                    "of 2 devices (CPU processes of this calibration); set with --instance-sizes")

@@ -197,7 +197,7 @@ def render_table(profile, scenario, rows) -> str:
             billing = billing_words(goal.server_devices, goal.instance_sizes,
                                     profile.hardware.device_name)
             lines.append(f"cost: billed devices x hours x ${goal.price_per_device_hour:g} per "
-                         f"device-hour, {billing} (--instance-sizes)")
+                         f"device-hour, {billing}; set with --instance-sizes")
         if note := zero_price_note(goal):
             lines.append(f"note: {note}")
     knee = knee_of_predictions(rows)
