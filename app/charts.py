@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import altair as alt
 import pandas as pd
 
+from scalesim.figures import count
 from scalesim.training_time import resolve_goal
 
 from .plan import Plan
@@ -504,7 +505,7 @@ def chart_text(plan: Plan, name: str) -> str:
         shown = rows if len(rows) <= 12 else [rows[0], *rows[len(rows) // 2: len(rows) // 2 + 1],
                                                rows[-1]]
         return "Scaling efficiency: " + ", ".join(
-            f"{r.devices} devices {_pct(r.efficiency)}" for r in shown) + "."
+            f"{count(r.devices, 'device')} {_pct(r.efficiency)}" for r in shown) + "."
     if name == "step_breakdown":
         f = plan.focus
         stall = ("data stall not modelled" if f.data_stall_s is None

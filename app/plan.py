@@ -573,7 +573,8 @@ def _count_list(counts: list[int]) -> str:
 
 
 def remedy_gain_text(r: RemedyResult) -> str:
-    """'+22% faster to train (+47% throughput)' or '+47% throughput', as ranked."""
+    """'+22.0% faster to finish (+47.0% throughput)', '+47.0% throughput (time to finish
+    -32.0%)' where the two gains are one, or '+47.0% throughput', as ranked."""
     if r.prediction is not None and not r.prediction.fits:
         return "not runnable (does not fit in device memory)"
     thr = f"{r.gain:+.1%} throughput"
@@ -582,7 +583,7 @@ def remedy_gain_text(r: RemedyResult) -> str:
         return thr
     if abs(r.objective_gain - r.gain) > 5e-4:
         return f"{r.objective_gain:+.1%} faster to {what} ({thr})"
-    return f"{thr} and time to {what}"
+    return f"{thr} (time to {what} {1 / (1 + r.objective_gain) - 1:+.1%})"
 
 
 def duration(seconds: float | None) -> str:

@@ -64,6 +64,7 @@ from .state import (
     refusal,
     shared_date,
     widget_bounds,
+    with_profile_defaults,
 )
 
 PROFILES_DIR_ENV = "SCALESIM_APP_PROFILES"  # set by `scalesim app --profiles DIR`
@@ -415,6 +416,8 @@ def _advanced_section(c: _Controls) -> None:
 def _focus_section(c: _Controls, devices: list[int]) -> None:
     st.sidebar.header("Compare")
     if c.state.focus not in [None, *devices]:  # the device counts changed under it
+        st.sidebar.info(f"Device count {c.state.focus} is no longer plotted: remedies and A vs B "
+                        "are at auto (the knee).")
         ss[_key("focus")] = None
     c(st.sidebar.selectbox, "focus", "Device count for remedies and A vs B",
       options=[None, *devices], format_func=lambda d: "auto (the knee)" if d is None else str(d))
@@ -457,7 +460,7 @@ def _headline(plan: Plan) -> None:
         st.error(f"**{h['devices']} devices: {h['runnable']}.** These numbers describe a layout "
                  "that cannot run; see the remedies for one that fits.")
     elif "not_runnable" in h:
-        st.warning(f"Not runnable: {h['not_runnable']}.")
+        st.warning(f"{h['not_runnable'][0].upper()}{h['not_runnable'][1:]}.")
     if "data_stall" in h:
         st.warning(h["data_stall"][0].upper() + h["data_stall"][1:] + ".")
     st.markdown(f"**Knee:** {h['knee']}  \n**Largest single gain:** {h['best_remedy']}")
@@ -814,12 +817,52 @@ def local_only(link: str) -> bool:
     return host in ("localhost", "127.0.0.1", "::1", "0.0.0.0")
 
 
+def link_problems(messages: list[str]) -> str | None:
+    """The share link's problems as one box's text (None when there are none): what each is,
+    then what to do about it."""
+    if not messages:
+        return None
+    if len(messages) == 1:
+        head = f"Share link: {messages[0]}."
+    else:
+        head = (f"Share link: {len(messages)} problems: "
+                + "; ".join(f"({i}) {m}" for i, m in enumerate(messages, 1)) + ".")
+    return head + " To fix it: set the controls in the sidebar (the link follows them), or ask " \
+        "the sender for a new link."
+
+
+def _plan_or_fallback(profile: Profile, state: AppState) -> Plan | None:
+    """The plan of ``state``; where it cannot be predicted, one error box saying why and the
+    plan of the last what-if that could be (or of this profile's defaults), so the page keeps
+    working. None only where neither can be predicted (the error box says why)."""
+    try:
+        plan = _plan(profile, state)
+    except ScalesimError as exc:
+        last = ss.get("last_good")
+        if last is not None and last[0] == profile:
+            fallback, shown = last[1], "the last what-if that could be predicted"
+        else:
+            fallback = with_profile_defaults(AppState(src=state.src, hw=state.hw, wl=state.wl),
+                                             profile)
+            shown = "this profile's defaults"
+        try:
+            plan = _plan(profile, fallback)
+        except ScalesimError:
+            st.error(f"Cannot predict this scenario: {_md(str(exc))}.")
+            return None
+        st.error(f"Cannot predict this scenario: {_md(str(exc))}. Below: {shown} until the "
+                 "controls are changed.")
+        return plan
+    ss["last_good"] = (profile, state)
+    return plan
+
+
 def render() -> None:
     """Draw the planner page (the app's default page)."""
     _init_session()
     st.title("scalesim: what-if planner")
-    for message in ss.get("link_messages") or []:
-        st.warning(f"Share link: {_md(message)}")
+    if text := link_problems(ss.get("link_messages") or []):
+        st.warning(_md(text))
     try:
         state, _ = _sidebar(ss["app_state"], ss["profile"])
     except ValueError as exc:  # a widget value the state refuses: keep the last good state
@@ -837,10 +880,8 @@ def render() -> None:
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     link = f"{_base_url()}?{query_string({**params, SHARED_DATE_KEY: today})}"
 
-    try:
-        plan = _plan(profile, state)
-    except ScalesimError as exc:
-        st.error(f"Cannot predict this scenario: {exc}")
+    plan = _plan_or_fallback(profile, state)
+    if plan is None:
         return
     st.caption(f"Profile: {_md(profile.name)}. Predictions from an analytical model, "
                "not measurements.")

@@ -104,3 +104,31 @@ def test_the_page_says_the_data_stall_beside_a_perfect_efficiency():
     assert "data stall" in efficiency.delta
     assert any("Data stall" in w.value for w in at.warning)
     assert "Largest single gain:** Cache the input" in knee_line(at)
+
+
+def test_the_largest_gain_says_which_way_the_time_to_finish_moves():
+    """A remedy whose throughput and finish gains are one: its time to finish shrinks (-52.0%
+    at +108.4%), not '+108.4% throughput and time to finish', read as a longer run."""
+    state = default_state().model_copy(update={"train": 2e9, "price": 4.0})
+    plan = make_plan(preset_profile(state), state)
+    best = plan.best
+    assert best.measure == "time" and abs(best.objective_gain - best.gain) < 5e-4
+    text = headline(plan)["best_remedy"]
+    assert "and time to finish" not in text
+    assert text.endswith(f"(time to finish {1 / (1 + best.objective_gain) - 1:+.1%})")
+    assert 1 / (1 + best.objective_gain) - 1 < 0
+
+
+def test_the_efficiency_chart_in_words_counts_one_device_in_the_singular():
+    from scalesim.app.charts import chart_text
+
+    state = default_state()
+    text = chart_text(make_plan(preset_profile(state), state), "efficiency")
+    assert text.startswith("Scaling efficiency: 1 device 100%, 2 devices ")
+
+
+def test_the_not_runnable_warning_says_it_once():
+    at = open_app({"v": "9", "mode": "strong"})
+    text = next(w.value for w in at.warning if "fit in device memory at" in w.value)
+    assert text.startswith("Does not fit in device memory at 1, 2, 4 devices")
+    assert text.lower().count("not runnable") == 1
