@@ -39,6 +39,7 @@ from . import charts
 from .markdown_text import escape_markdown as _md
 from .markdown_text import escape_markdown_keep_bold
 from .plan import (
+    VS_SCHEDULES,
     Plan,
     device_counts,
     duration,
@@ -50,6 +51,7 @@ from .plan import (
     story,
 )
 from .state import (
+    LAYOUT_FIELDS,
     MAX_VALUE_CHARS,
     SHARED_DATE_KEY,
     WORKLOAD_PRESETS,
@@ -355,10 +357,13 @@ def _layout_section(c: _Controls) -> None:
                    "scaled to the parameters each device updates (docs/model.md §22)."
                    if timed else ""))
     tp = c(box.number_input, "tp", "Tensor parallel (tp, inside one server)", step=1)
-    c(box.number_input, "pp", "Pipeline stages (pp)", step=1)
-    c(box.selectbox, "sched", "Pipeline schedule", options=list(SCHEDULE_LABELS),
-      format_func=SCHEDULE_LABELS.get)
-    c(box.number_input, "vs", "Virtual stages per pipeline rank (interleaved)", step=1)
+    pp = c(box.number_input, "pp", "Pipeline stages (pp)", step=1)
+    # without pipeline stages these do not apply: disabled, and ignored with a note
+    # (``plan.pipeline_notes``), as the tensor-parallel toggles below
+    sched = c(box.selectbox, "sched", "Pipeline schedule (with pp > 1)",
+              options=list(SCHEDULE_LABELS), format_func=SCHEDULE_LABELS.get, disabled=pp == 1)
+    c(box.number_input, "vs", "Virtual stages per pipeline rank (interleaved, with pp > 1)",
+      step=1, disabled=pp == 1 or sched not in VS_SCHEDULES)
     c(box.selectbox, "rec", "Activation recompute", options=list(RECOMPUTE_LABELS),
       format_func=RECOMPUTE_LABELS.get)
     c(box.selectbox, "rs", "How your framework reruns the forward (full or selective recompute)",
@@ -839,20 +844,26 @@ def _plan_or_fallback(profile: Profile, state: AppState) -> Plan | None:
         plan = _plan(profile, state)
     except ScalesimError as exc:
         last = ss.get("last_good")
-        if last is not None and last[0] == profile:
-            fallback, shown = last[1], "the last what-if that could be predicted"
-        else:
-            fallback = with_profile_defaults(AppState(src=state.src, hw=state.hw, wl=state.wl),
-                                             profile)
-            shown = "this profile's defaults"
-        try:
-            plan = _plan(profile, fallback)
-        except ScalesimError:
-            st.error(f"Cannot predict this scenario: {_md(str(exc))}.")
-            return None
-        st.error(f"Cannot predict this scenario: {_md(str(exc))}. Below: {shown} until the "
-                 "controls are changed.")
-        return plan
+        unsplit = state.model_copy(update={f: AppState.model_fields[f].default
+                                           for f in LAYOUT_FIELDS})
+        fallbacks = [
+            *([(last[1], "the last what-if that could be predicted")]
+              if last is not None and last[0] == profile else []),
+            *([(unsplit, "this what-if without its model split (tp 1, pp 1)")]
+              if unsplit != state else []),
+            (with_profile_defaults(AppState(src=state.src, hw=state.hw, wl=state.wl), profile),
+             "this profile's defaults"),
+        ]
+        for fallback, shown in fallbacks:
+            try:
+                plan = _plan(profile, fallback)
+            except ScalesimError:
+                continue
+            st.error(f"Cannot predict this scenario: {_md(str(exc))}. Below: {shown} until the "
+                     "controls are changed.")
+            return plan
+        st.error(f"Cannot predict this scenario: {_md(str(exc))}.")
+        return None
     ss["last_good"] = (profile, state)
     return plan
 

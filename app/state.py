@@ -157,7 +157,7 @@ FIELD_LABELS = {  # a control's name in a sentence
     "cbs": "Critical batch size", "emin": "E_min", "train": "Samples in the training run",
     "price": "Price per device-hour", "focus": "Device count in focus", "dlist": "Device list",
     "dl": "Deadline (hours)", "bud": "Budget (USD)", "tp": "Tensor parallel",
-    "pp": "Pipeline stages", "vs": "Virtual stages", "rs": "Recompute style",
+    "pp": "Pipeline stages", "sched": "Pipeline schedule", "vs": "Virtual stages", "rs": "Recompute style",
     "sp": "Sequence parallelism",
     "gs": "Gradient sync", "ak": "Attention kernel", "tpo": "Tensor-parallel overlap",
     "sg": "Shard group (HSDP)",

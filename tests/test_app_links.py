@@ -38,13 +38,15 @@ def test_a_link_without_a_date_has_no_banner_and_a_bad_date_is_ignored():
 
 def test_a_link_the_model_cannot_predict_keeps_the_page_working():
     """llama3-8b with tp 3 (no plotted count is a multiple of 3): one error box saying why and
-    how to fix it, and the page below it (decision, headline, tabs) at the profile's defaults;
-    before, the page stopped at the error."""
-    at = open_app({"v": "9", "wl": "llama3-8b", "tp": "3"})
+    how to fix it, and the page below it (decision, headline, tabs) for the link's other
+    controls without the split; before, the page stopped at the error."""
+    at = open_app({"v": "9", "wl": "llama3-8b", "tp": "3", "dmax": "64"})
     errors = [e.value for e in at.error if e.value.startswith("Cannot predict")]
     assert len(errors) == 1 and "multiple of tp x pp = 3" in errors[0]
-    assert "lower tp" in errors[0] and "this profile's defaults" in errors[0]
+    assert "lower tp" in errors[0] and "without its model split" in errors[0]
     assert at.subheader and len(at.metric) == 4 and len(at.tabs) == 8
+    assert any(c.value.startswith("Chart in words: Predicted throughput") and " at 64, " in c.value
+               for c in at.caption)  # the link's 64 devices kept
     assert at.query_params["tp"] in ("3", ["3"])  # the link still says what was asked
 
 
