@@ -496,6 +496,9 @@ def layout_reference(plan: Plan) -> Prediction:
     return predict(shaped, plan.scenario.model_copy(update={"devices": [plan.focus.devices]}))[0]
 
 
+ALMOST_LINEAR = 0.9  # scaling efficiency (1 = linear) the story calls "almost linear"; a word
+
+
 def story(plan: Plan) -> str:
     """What the first view shows and what to do, in two short sentences."""
     f, rows = plan.focus, plan.rows
@@ -512,9 +515,12 @@ def story(plan: Plan) -> str:
         k = plan.knee
         before = next(r for r in rows if r.devices == k.devices_before)
         after = next(r for r in rows if r.devices == k.devices_after)
-        shows = (f"throughput grows almost linearly to {k.devices_before} devices "
-                 f"({before.efficiency:.0%} efficiency), then drops to {after.efficiency:.0%} at "
-                 f"{k.devices_after} devices: {k.label}")
+        upto = (f"throughput grows almost linearly to {k.devices_before} devices "
+                f"({before.efficiency:.0%} efficiency)"
+                if before.efficiency >= ALMOST_LINEAR else
+                f"scaling efficiency is {before.efficiency:.0%} at {k.devices_before} devices")
+        shows = (f"{upto}, then drops to {after.efficiency:.0%} at {k.devices_after} devices: "
+                 f"{k.label}")
     else:
         last = rows[-1]
         shows = (f"throughput scales to {last.devices} devices at {last.efficiency:.0%} "

@@ -132,3 +132,22 @@ def test_the_not_runnable_warning_says_it_once():
     text = next(w.value for w in at.warning if "fit in device memory at" in w.value)
     assert text.startswith("Does not fit in device memory at 1, 2, 4 devices")
     assert text.lower().count("not runnable") == 1
+
+
+def test_the_story_calls_growth_almost_linear_only_where_it_is():
+    """llama3-70b split 8 x 8 on up to 1,024 A100s: 67% efficiency at 64 devices before the
+    knee is not 'almost linear' (before: 'throughput grows almost linearly to 64 devices (67%
+    efficiency)'); the default bert-large curve (97% at 8) still is."""
+    from scalesim.app.plan import story
+    from scalesim.app.state import with_profile_defaults
+
+    state = default_state().model_copy(update={"wl": "llama3-70b"})
+    state = with_profile_defaults(state, preset_profile(state)).model_copy(update={
+        "dmax": 1024, "tp": 8, "pp": 8, "sched": "zb", "rec": "none", "sp": True,
+        "strat": "zero1", "acc": 64})
+    text = story(make_plan(preset_profile(state), state))
+    assert "almost linearly" not in text
+    assert "scaling efficiency is 67% at 64 devices, then drops to 61% at 128 devices" in text
+    state = default_state()
+    assert "grows almost linearly to 8 devices (97% efficiency)" in story(
+        make_plan(preset_profile(state), state))
