@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import altair as alt
 import pandas as pd
 
-from scalesim.figures import count
+from scalesim.figures import amount, count
 from scalesim.training_time import resolve_goal
 
 from .plan import Plan
@@ -496,11 +496,14 @@ def chart_text(plan: Plan, name: str) -> str:
         knee = (f"; the knee is at {plan.knee.devices_before} -> {plan.knee.devices_after} "
                 f"devices ({plan.knee.label})" if plan.knee else "; no knee")
         bad = [r.devices for r in rows if not r.fits]
-        runs = f"; not runnable at {', '.join(map(str, bad))} devices" if bad else ""
-        return (f"Predicted throughput rises from {first.samples_per_s:,.0f} {unit}/s at "
-                f"{first.devices} device{'s' if first.devices > 1 else ''} to "
-                f"{last.samples_per_s:,.0f} at {last.devices}, against {ideal:,.0f} for ideal "
-                f"linear scaling{knee}{runs}.")
+        runs = (f"; not runnable at {', '.join(map(str, bad))} device{'' if bad == [1] else 's'}"
+                if bad else "")
+        at_first = f"{amount(first.samples_per_s)} {unit}/s at {count(first.devices, 'device')}"
+        if len(rows) == 1:
+            return (f"Predicted throughput {at_first}, against {amount(ideal)} for ideal linear "
+                    f"scaling{runs}.")
+        return (f"Predicted throughput rises from {at_first} to {amount(last.samples_per_s)} at "
+                f"{last.devices}, against {amount(ideal)} for ideal linear scaling{knee}{runs}.")
     if name == "efficiency":
         shown = rows if len(rows) <= 12 else [rows[0], *rows[len(rows) // 2: len(rows) // 2 + 1],
                                                rows[-1]]

@@ -16,6 +16,7 @@ from scalesim.attention_kernel import DEFAULT_ATTENTION_KERNEL
 from scalesim.cli.options import parse_int_list
 from scalesim.decision import DecisionCard, decide, duration_text
 from scalesim.errors import ScalesimError
+from scalesim.figures import amount
 from scalesim.knee import Knee, focus_devices, knee_of_predictions, least_drop_of, no_knee_words
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
 from scalesim.layout_predict import (
@@ -559,7 +560,7 @@ def headline(plan: Plan) -> dict[str, str]:
         "devices": f"{f.devices}",
         "runnable": "yes" if f.fits else memory_sentence(f, mem),
         "efficiency": f"{f.efficiency:.1%}" if f.fits else "not runnable",
-        "throughput": f"{f.samples_per_s:,.0f} {plan.unit}/s",
+        "throughput": f"{amount(f.samples_per_s)} {plan.unit}/s",
         "speedup": f"{f.speedup:.1f}x",
         "knee": ("none: " + no_knee_words(least_drop_of(plan.rows), "device counts")
                  if plan.knee is None else

@@ -24,6 +24,7 @@ from scalesim.billing import billing_words
 from scalesim.cli.cmd_app import PUBLIC_URL_ENV  # set by `scalesim app --public-url URL`
 from scalesim.decision import card_rows
 from scalesim.errors import ScalesimError
+from scalesim.figures import amount
 from scalesim.goal import seek
 from scalesim.jsonio import decode_text, parse_json_text, read_json
 from scalesim.layout import RECOMPUTE_STYLE_HELP, RECOMPUTE_STYLE_LABELS, SHARD_GROUP_HELP, TP_OVERLAP_HELP
@@ -452,7 +453,7 @@ def _headline(plan: Plan) -> None:
                    f"-{stall} of each step is data stall" if stall else None,
                    delta_color="normal", delta_arrow="off" if stall else "auto")
     cols[1].metric(f"Throughput ({plan.unit}/s)",
-                   f"{plan.focus.samples_per_s:,.0f}" if runs else "not runnable")
+                   amount(plan.focus.samples_per_s) if runs else "not runnable")
     cols[2].metric("Speedup over one device", h["speedup"] if runs else "not runnable")
     if "time_to_train" in h:
         cols[3].metric(f"{h['goal'][0].upper()}{h['goal'][1:]} / cost", h["time_to_train"],
@@ -486,7 +487,7 @@ def _shared_banner(plan: Plan) -> None:
         h = headline(p)
         t, cost = finish(p, p.focus)
         rows.append({"what-if": who, "devices": p.focus.devices,
-                     f"{p.unit}/s": f"{p.focus.samples_per_s:,.0f}",
+                     f"{p.unit}/s": amount(p.focus.samples_per_s),
                      "efficiency": h["efficiency"], "time to finish": duration(t),
                      "cost": "-" if cost is None else f"${cost:,.0f}",
                      "recommendation": p.decision.recommendation if p.decision else "-"})
@@ -595,7 +596,7 @@ def _tab_remedies(plan: Plan) -> None:
         "faster to finish": (f"{r.objective_gain:+.1%}" if r.time_s is not None and
                              r.verdict != "not runnable" else ""),
         "throughput gain": f"{r.gain:+.1%}" if r.applicable else "n/a",
-        f"{unit}/s": f"{p.samples_per_s:,.0f}" if (p := r.prediction) else "",
+        f"{unit}/s": amount(p.samples_per_s) if (p := r.prediction) else "",
         "step": f"{p.step_time_s * 1e3:.1f} ms" if p else "",
         "fits in memory": ("yes" if p.fits else "NO") if p else "",
         "time to finish": duration(r.time_s) if r.time_s is not None else "",
@@ -659,8 +660,8 @@ def _tab_ab(plan: Plan) -> None:
         return f"{new / old - 1:+.1%}"
 
     unit = plan.unit
-    left.metric(f"Throughput ({unit}/s)", f"{a.samples_per_s:,.0f}")
-    right.metric(f"Throughput ({unit}/s)", f"{b.samples_per_s:,.0f}",
+    left.metric(f"Throughput ({unit}/s)", amount(a.samples_per_s))
+    right.metric(f"Throughput ({unit}/s)", amount(b.samples_per_s),
                  rel(b.samples_per_s, a.samples_per_s))
     left.metric("Step time", f"{a.step_time_s * 1e3:.1f} ms")
     right.metric("Step time", f"{b.step_time_s * 1e3:.1f} ms",

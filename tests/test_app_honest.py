@@ -151,3 +151,35 @@ def test_the_story_calls_growth_almost_linear_only_where_it_is():
     state = default_state()
     assert "grows almost linearly to 8 devices (97% efficiency)" in story(
         make_plan(preset_profile(state), state))
+
+
+def test_a_throughput_below_a_hundred_keeps_its_digits():
+    """llama3-70b split 8 x 8 on 64 to 1,024 A100s runs 2.15 to 29.24 sequences/s: the headline,
+    and the chart's words say so (figures.amount, as the tables), not '2' and '29' (or
+    '0' for a model that runs below one sequence a second)."""
+    from scalesim.app.charts import chart_text
+
+    from scalesim.figures import amount
+
+    query = {"v": "9", "wl": "llama3-70b", "dmax": "1024", "focus": "1024", "tp": "8",
+             "pp": "8", "sched": "zb", "rec": "none", "sp": "1", "strat": "zero1", "acc": "64"}
+    at = open_app(query)
+    plan = make_plan(at.session_state["profile"], at.session_state["app_state"])
+    metrics = {m.label: m.value for m in at.metric}
+    shown = metrics[f"Throughput ({plan.unit}/s)"]
+    assert shown == amount(plan.focus.samples_per_s) and shown == f"{plan.focus.samples_per_s:.2f}"
+    first = plan.rows[0]
+    assert chart_text(plan, "throughput").startswith(
+        f"Predicted throughput rises from {first.samples_per_s:.2f} {plan.unit}/s at 64 devices")
+
+
+def test_a_curve_of_one_count_is_not_said_to_rise():
+    from scalesim.app.charts import chart_text
+    from scalesim.app.state import with_profile_defaults
+
+    state = default_state().model_copy(update={"dmax": 1, "train": None})
+    plan = make_plan(preset_profile(state), with_profile_defaults(state, preset_profile(state))
+                     .model_copy(update={"dmax": 1}))
+    assert [r.devices for r in plan.rows] == [1]
+    text = chart_text(plan, "throughput")
+    assert "rises" not in text and " at 1 device, against " in text
