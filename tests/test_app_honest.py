@@ -154,7 +154,7 @@ def test_the_story_calls_growth_almost_linear_only_where_it_is():
 
 
 def test_a_throughput_below_a_hundred_keeps_its_digits():
-    """llama3-70b split 8 x 8 on 64 to 1,024 A100s runs 2.15 to 29.24 sequences/s: the headline,
+    """llama3-70b split 8 x 8 on 64 to 1,024 A100s runs 2.15 to 29.24 sequences/s: the headline
     and the chart's words say so (figures.amount, as the tables), not '2' and '29' (or
     '0' for a model that runs below one sequence a second)."""
     from scalesim.app.charts import chart_text
