@@ -476,11 +476,11 @@ def pareto_text(answer) -> str:
     if not answer.front:
         return "No plan runs."
     fast, cheap = answer.front[0], answer.front[-1]
-    return (f"{len(answer.front)} plans on the front, from the fastest "
-            f"({fast.time_s / 86400:.1f} days for ${fast.cost_usd:,.0f}, {fast.devices} devices) "
-            f"to the cheapest ({cheap.time_s / 86400:.1f} days for ${cheap.cost_usd:,.0f}, "
-            f"{cheap.devices} devices); {sum(p.meets for p in answer.front)} meet the deadline "
-            "and the budget.")
+    return (f"{count(len(answer.front), 'plan')} of the front on the chart, from the fastest "
+            f"({fast.time_s / 86400:.1f} days for ${fast.cost_usd:,.0f}, "
+            f"{count(fast.devices, 'device')}) to the cheapest ({cheap.time_s / 86400:.1f} days "
+            f"for ${cheap.cost_usd:,.0f}, {count(cheap.devices, 'device')}); "
+            f"{sum(p.meets for p in answer.front)} of them meet the deadline and the budget.")
 
 
 def _pct(x: float) -> str:
