@@ -73,3 +73,12 @@ def test_a_focus_the_link_cannot_plot_is_said_not_dropped_silently():
     assert at.session_state["app_state"].focus is None
     assert "'focus=12' is not one of the device counts plotted (1, 2, 4, 8, 16)" in (
         at.warning[0].value)
+
+
+def test_a_focus_the_controls_stop_plotting_is_said_in_the_sidebar():
+    at = open_app({"v": "9", "focus": "8"})
+    at.sidebar.select_slider(key="k_dmax").set_value(4)
+    at.run()
+    assert not at.exception
+    assert at.session_state["app_state"].focus is None
+    assert any(i.value.startswith("Device count 8 is no longer plotted") for i in at.sidebar.info)
