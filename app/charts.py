@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import altair as alt
 import pandas as pd
 
+from scalesim.figures import amount, count
 from scalesim.training_time import resolve_goal
 
 from .plan import Plan
@@ -475,11 +476,11 @@ def pareto_text(answer) -> str:
     if not answer.front:
         return "No plan runs."
     fast, cheap = answer.front[0], answer.front[-1]
-    return (f"{len(answer.front)} plans on the front, from the fastest "
-            f"({fast.time_s / 86400:.1f} days for ${fast.cost_usd:,.0f}, {fast.devices} devices) "
-            f"to the cheapest ({cheap.time_s / 86400:.1f} days for ${cheap.cost_usd:,.0f}, "
-            f"{cheap.devices} devices); {sum(p.meets for p in answer.front)} meet the deadline "
-            "and the budget.")
+    return (f"{count(len(answer.front), 'plan')} of the front on the chart, from the fastest "
+            f"({fast.time_s / 86400:.1f} days for ${fast.cost_usd:,.0f}, "
+            f"{count(fast.devices, 'device')}) to the cheapest ({cheap.time_s / 86400:.1f} days "
+            f"for ${cheap.cost_usd:,.0f}, {count(cheap.devices, 'device')}); "
+            f"{sum(p.meets for p in answer.front)} of them meet the deadline and the budget.")
 
 
 def _pct(x: float) -> str:
@@ -495,16 +496,19 @@ def chart_text(plan: Plan, name: str) -> str:
         knee = (f"; the knee is at {plan.knee.devices_before} -> {plan.knee.devices_after} "
                 f"devices ({plan.knee.label})" if plan.knee else "; no knee")
         bad = [r.devices for r in rows if not r.fits]
-        runs = f"; not runnable at {', '.join(map(str, bad))} devices" if bad else ""
-        return (f"Predicted throughput rises from {first.samples_per_s:,.0f} {unit}/s at "
-                f"{first.devices} device{'s' if first.devices > 1 else ''} to "
-                f"{last.samples_per_s:,.0f} at {last.devices}, against {ideal:,.0f} for ideal "
-                f"linear scaling{knee}{runs}.")
+        runs = (f"; not runnable at {', '.join(map(str, bad))} device{'' if bad == [1] else 's'}"
+                if bad else "")
+        at_first = f"{amount(first.samples_per_s)} {unit}/s at {count(first.devices, 'device')}"
+        if len(rows) == 1:
+            return (f"Predicted throughput {at_first}, against {amount(ideal)} for ideal linear "
+                    f"scaling{runs}.")
+        return (f"Predicted throughput rises from {at_first} to {amount(last.samples_per_s)} at "
+                f"{last.devices}, against {amount(ideal)} for ideal linear scaling{knee}{runs}.")
     if name == "efficiency":
         shown = rows if len(rows) <= 12 else [rows[0], *rows[len(rows) // 2: len(rows) // 2 + 1],
                                                rows[-1]]
         return "Scaling efficiency: " + ", ".join(
-            f"{r.devices} devices {_pct(r.efficiency)}" for r in shown) + "."
+            f"{count(r.devices, 'device')} {_pct(r.efficiency)}" for r in shown) + "."
     if name == "step_breakdown":
         f = plan.focus
         stall = ("data stall not modelled" if f.data_stall_s is None

@@ -16,6 +16,7 @@ from scalesim.attention_kernel import DEFAULT_ATTENTION_KERNEL
 from scalesim.cli.options import parse_int_list
 from scalesim.decision import DecisionCard, decide, duration_text
 from scalesim.errors import ScalesimError
+from scalesim.figures import amount
 from scalesim.knee import Knee, focus_devices, knee_of_predictions, least_drop_of, no_knee_words
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
 from scalesim.layout_predict import (
@@ -169,6 +170,30 @@ def tp_only_notes(state: AppState) -> list[str]:
             for f in TP_ONLY if getattr(state, f)]
 
 
+PP_ONLY = ("sched", "vs")  # the layout controls that apply with pipeline stages only
+VS_SCHEDULES = ("auto", "interleaved")  # the schedules virtual stages apply with
+
+
+def pipeline_of(state: AppState) -> tuple[str, int]:
+    """(schedule, virtual stages) the scenario runs: the controls', where they apply (pp above
+    1; virtual stages with the interleaved schedule or auto); else auto and 1, with
+    ``pipeline_notes`` saying why."""
+    if state.pp == 1:
+        return "auto", 1
+    return state.sched, state.vs if state.sched in VS_SCHEDULES else 1
+
+
+def pipeline_notes(state: AppState) -> list[str]:
+    """'<control> ignored: ...' for each pipeline control set where it does not apply (the page
+    disables it there; a link may carry it)."""
+    if state.pp == 1:
+        return [f"{FIELD_LABELS[f]} ignored: it applies with {FIELD_LABELS['pp']} above 1"
+                for f in PP_ONLY if getattr(state, f) != AppState.model_fields[f].default]
+    if state.vs != 1 and state.sched not in VS_SCHEDULES:
+        return [f"{FIELD_LABELS['vs']} ignored: it applies with the interleaved schedule"]
+    return []
+
+
 def shard_group_of(state: AppState) -> int | None:
     """The shard group the scenario runs: the control's, where it applies (a ZeRO strategy and
     2 or more ranks); else None, with ``shard_group_notes`` saying why."""
@@ -187,16 +212,18 @@ def shard_group_notes(state: AppState) -> list[str]:
 
 def layout_of_state(state: AppState) -> ScenarioLayout | None:
     """The model split the layout controls describe (None: not split, all at their defaults);
-    the ``TP_ONLY`` toggles off at tp 1 (``tp_only_notes``)."""
+    the ``TP_ONLY`` toggles off at tp 1 (``tp_only_notes``), the ``PP_ONLY`` controls at their
+    defaults where they do not apply (``pipeline_of``)."""
     sp, tpo = (state.sp, state.tpo) if state.tp > 1 else (False, False)
     sg = shard_group_of(state)
-    if (state.tp, state.pp, state.sched, state.vs, state.rec, sp, state.rs, tpo, sg) == (
+    sched, vs = pipeline_of(state)
+    if (state.tp, state.pp, sched, vs, state.rec, sp, state.rs, tpo, sg) == (
             1, 1, "auto", 1, "auto", False, DEFAULT_RECOMPUTE_STYLE, False, None):
         return None
     try:
         return ScenarioLayout(tp=state.tp, pp=state.pp,
-                              schedule=None if state.sched == "auto" else state.sched,
-                              virtual_stages=state.vs,
+                              schedule=None if sched == "auto" else sched,
+                              virtual_stages=vs,
                               recompute=None if state.rec == "auto" else state.rec,
                               recompute_style=state.rs, sequence_parallel=sp, tp_overlap=tpo,
                               shard_group=sg)
@@ -228,7 +255,7 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
             fields["attention_kernel"] = state.ak
             if splittable_shape(profile) is None:
                 notes.append(attention_kernel_note(profile, Scenario(attention_kernel=state.ak)))
-    notes += tp_only_notes(state) + shard_group_notes(state)
+    notes += tp_only_notes(state) + pipeline_notes(state) + shard_group_notes(state)
     if state.lw is not None and not input_pipeline_modelled(profile):  # the CLI refuses it
         notes.append(f"{FIELD_LABELS['lw']} ignored: this profile has no measured input "
                      "pipeline (the control is off; a link may carry it)")
@@ -265,8 +292,10 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         kept = [d for d in devices if d % model == 0]
         if len(kept) < len(devices):
             left = [d for d in devices if d not in kept]
-            notes.append(f"layout tp {split.tp} x pp {split.pp}: {', '.join(map(str, left[:8]))} "
-                         f"devices are not a multiple of {model}; left out")
+            what = ("1 device is" if left == [1] else
+                    f"{', '.join(map(str, left[:8]))} devices are")
+            notes.append(f"layout tp {split.tp} x pp {split.pp}: {what} not a multiple of "
+                         f"{model}; left out")
         if not kept:
             raise ScalesimError(f"no device count is a multiple of tp x pp = {model}; raise the "
                                 "largest device count or lower tp / pp")
@@ -468,6 +497,9 @@ def layout_reference(plan: Plan) -> Prediction:
     return predict(shaped, plan.scenario.model_copy(update={"devices": [plan.focus.devices]}))[0]
 
 
+ALMOST_LINEAR = 0.9  # scaling efficiency (1 = linear) the story calls "almost linear"; a word
+
+
 def story(plan: Plan) -> str:
     """What the first view shows and what to do, in two short sentences."""
     f, rows = plan.focus, plan.rows
@@ -484,9 +516,12 @@ def story(plan: Plan) -> str:
         k = plan.knee
         before = next(r for r in rows if r.devices == k.devices_before)
         after = next(r for r in rows if r.devices == k.devices_after)
-        shows = (f"throughput grows almost linearly to {k.devices_before} devices "
-                 f"({before.efficiency:.0%} efficiency), then drops to {after.efficiency:.0%} at "
-                 f"{k.devices_after} devices: {k.label}")
+        upto = (f"throughput grows almost linearly to {k.devices_before} devices "
+                f"({before.efficiency:.0%} efficiency)"
+                if before.efficiency >= ALMOST_LINEAR else
+                f"scaling efficiency is {before.efficiency:.0%} at {k.devices_before} devices")
+        shows = (f"{upto}, then drops to {after.efficiency:.0%} at {k.devices_after} devices: "
+                 f"{k.label}")
     else:
         last = rows[-1]
         shows = (f"throughput scales to {last.devices} devices at {last.efficiency:.0%} "
@@ -525,7 +560,7 @@ def headline(plan: Plan) -> dict[str, str]:
         "devices": f"{f.devices}",
         "runnable": "yes" if f.fits else memory_sentence(f, mem),
         "efficiency": f"{f.efficiency:.1%}" if f.fits else "not runnable",
-        "throughput": f"{f.samples_per_s:,.0f} {plan.unit}/s",
+        "throughput": f"{amount(f.samples_per_s)} {plan.unit}/s",
         "speedup": f"{f.speedup:.1f}x",
         "knee": ("none: " + no_knee_words(least_drop_of(plan.rows), "device counts")
                  if plan.knee is None else
@@ -573,7 +608,8 @@ def _count_list(counts: list[int]) -> str:
 
 
 def remedy_gain_text(r: RemedyResult) -> str:
-    """'+22% faster to train (+47% throughput)' or '+47% throughput', as ranked."""
+    """'+22.0% faster to finish (+47.0% throughput)', '+47.0% throughput (time to finish
+    -32.0%)' where the two gains are one, or '+47.0% throughput', as ranked."""
     if r.prediction is not None and not r.prediction.fits:
         return "not runnable (does not fit in device memory)"
     thr = f"{r.gain:+.1%} throughput"
@@ -582,7 +618,7 @@ def remedy_gain_text(r: RemedyResult) -> str:
         return thr
     if abs(r.objective_gain - r.gain) > 5e-4:
         return f"{r.objective_gain:+.1%} faster to {what} ({thr})"
-    return f"{thr} and time to {what}"
+    return f"{thr} (time to {what} {1 / (1 + r.objective_gain) - 1:+.1%})"
 
 
 def duration(seconds: float | None) -> str:

@@ -24,6 +24,7 @@ from scalesim.billing import billing_words
 from scalesim.cli.cmd_app import PUBLIC_URL_ENV  # set by `scalesim app --public-url URL`
 from scalesim.decision import card_rows
 from scalesim.errors import ScalesimError
+from scalesim.figures import amount
 from scalesim.goal import seek
 from scalesim.jsonio import decode_text, parse_json_text, read_json
 from scalesim.layout import RECOMPUTE_STYLE_HELP, RECOMPUTE_STYLE_LABELS, SHARD_GROUP_HELP, TP_OVERLAP_HELP
@@ -39,6 +40,7 @@ from . import charts
 from .markdown_text import escape_markdown as _md
 from .markdown_text import escape_markdown_keep_bold
 from .plan import (
+    VS_SCHEDULES,
     Plan,
     device_counts,
     duration,
@@ -50,6 +52,7 @@ from .plan import (
     story,
 )
 from .state import (
+    LAYOUT_FIELDS,
     MAX_VALUE_CHARS,
     SHARED_DATE_KEY,
     WORKLOAD_PRESETS,
@@ -64,6 +67,7 @@ from .state import (
     refusal,
     shared_date,
     widget_bounds,
+    with_profile_defaults,
 )
 
 PROFILES_DIR_ENV = "SCALESIM_APP_PROFILES"  # set by `scalesim app --profiles DIR`
@@ -354,10 +358,13 @@ def _layout_section(c: _Controls) -> None:
                    "scaled to the parameters each device updates (docs/model.md §22)."
                    if timed else ""))
     tp = c(box.number_input, "tp", "Tensor parallel (tp, inside one server)", step=1)
-    c(box.number_input, "pp", "Pipeline stages (pp)", step=1)
-    c(box.selectbox, "sched", "Pipeline schedule", options=list(SCHEDULE_LABELS),
-      format_func=SCHEDULE_LABELS.get)
-    c(box.number_input, "vs", "Virtual stages per pipeline rank (interleaved)", step=1)
+    pp = c(box.number_input, "pp", "Pipeline stages (pp)", step=1)
+    # without pipeline stages these do not apply: disabled, and ignored with a note
+    # (``plan.pipeline_notes``), as the tensor-parallel toggles below
+    sched = c(box.selectbox, "sched", "Pipeline schedule (with pp > 1)",
+              options=list(SCHEDULE_LABELS), format_func=SCHEDULE_LABELS.get, disabled=pp == 1)
+    c(box.number_input, "vs", "Virtual stages per pipeline rank (interleaved, with pp > 1)",
+      step=1, disabled=pp == 1 or sched not in VS_SCHEDULES)
     c(box.selectbox, "rec", "Activation recompute", options=list(RECOMPUTE_LABELS),
       format_func=RECOMPUTE_LABELS.get)
     c(box.selectbox, "rs", "How your framework reruns the forward (full or selective recompute)",
@@ -415,6 +422,8 @@ def _advanced_section(c: _Controls) -> None:
 def _focus_section(c: _Controls, devices: list[int]) -> None:
     st.sidebar.header("Compare")
     if c.state.focus not in [None, *devices]:  # the device counts changed under it
+        st.sidebar.info(f"Device count {c.state.focus} is no longer plotted: remedies and A vs B "
+                        "are at auto (the knee).")
         ss[_key("focus")] = None
     c(st.sidebar.selectbox, "focus", "Device count for remedies and A vs B",
       options=[None, *devices], format_func=lambda d: "auto (the knee)" if d is None else str(d))
@@ -444,7 +453,7 @@ def _headline(plan: Plan) -> None:
                    f"-{stall} of each step is data stall" if stall else None,
                    delta_color="normal", delta_arrow="off" if stall else "auto")
     cols[1].metric(f"Throughput ({plan.unit}/s)",
-                   f"{plan.focus.samples_per_s:,.0f}" if runs else "not runnable")
+                   amount(plan.focus.samples_per_s) if runs else "not runnable")
     cols[2].metric("Speedup over one device", h["speedup"] if runs else "not runnable")
     if "time_to_train" in h:
         cols[3].metric(f"{h['goal'][0].upper()}{h['goal'][1:]} / cost", h["time_to_train"],
@@ -457,7 +466,7 @@ def _headline(plan: Plan) -> None:
         st.error(f"**{h['devices']} devices: {h['runnable']}.** These numbers describe a layout "
                  "that cannot run; see the remedies for one that fits.")
     elif "not_runnable" in h:
-        st.warning(f"Not runnable: {h['not_runnable']}.")
+        st.warning(f"{h['not_runnable'][0].upper()}{h['not_runnable'][1:]}.")
     if "data_stall" in h:
         st.warning(h["data_stall"][0].upper() + h["data_stall"][1:] + ".")
     st.markdown(f"**Knee:** {h['knee']}  \n**Largest single gain:** {h['best_remedy']}")
@@ -478,7 +487,7 @@ def _shared_banner(plan: Plan) -> None:
         h = headline(p)
         t, cost = finish(p, p.focus)
         rows.append({"what-if": who, "devices": p.focus.devices,
-                     f"{p.unit}/s": f"{p.focus.samples_per_s:,.0f}",
+                     f"{p.unit}/s": amount(p.focus.samples_per_s),
                      "efficiency": h["efficiency"], "time to finish": duration(t),
                      "cost": "-" if cost is None else f"${cost:,.0f}",
                      "recommendation": p.decision.recommendation if p.decision else "-"})
@@ -587,7 +596,7 @@ def _tab_remedies(plan: Plan) -> None:
         "faster to finish": (f"{r.objective_gain:+.1%}" if r.time_s is not None and
                              r.verdict != "not runnable" else ""),
         "throughput gain": f"{r.gain:+.1%}" if r.applicable else "n/a",
-        f"{unit}/s": f"{p.samples_per_s:,.0f}" if (p := r.prediction) else "",
+        f"{unit}/s": amount(p.samples_per_s) if (p := r.prediction) else "",
         "step": f"{p.step_time_s * 1e3:.1f} ms" if p else "",
         "fits in memory": ("yes" if p.fits else "NO") if p else "",
         "time to finish": duration(r.time_s) if r.time_s is not None else "",
@@ -651,8 +660,8 @@ def _tab_ab(plan: Plan) -> None:
         return f"{new / old - 1:+.1%}"
 
     unit = plan.unit
-    left.metric(f"Throughput ({unit}/s)", f"{a.samples_per_s:,.0f}")
-    right.metric(f"Throughput ({unit}/s)", f"{b.samples_per_s:,.0f}",
+    left.metric(f"Throughput ({unit}/s)", amount(a.samples_per_s))
+    right.metric(f"Throughput ({unit}/s)", amount(b.samples_per_s),
                  rel(b.samples_per_s, a.samples_per_s))
     left.metric("Step time", f"{a.step_time_s * 1e3:.1f} ms")
     right.metric("Step time", f"{b.step_time_s * 1e3:.1f} ms",
@@ -814,12 +823,58 @@ def local_only(link: str) -> bool:
     return host in ("localhost", "127.0.0.1", "::1", "0.0.0.0")
 
 
+def link_problems(messages: list[str]) -> str | None:
+    """The share link's problems as one box's text (None when there are none): what each is,
+    then what to do about it."""
+    if not messages:
+        return None
+    if len(messages) == 1:
+        head = f"Share link: {messages[0]}."
+    else:
+        head = (f"Share link: {len(messages)} problems: "
+                + "; ".join(f"({i}) {m}" for i, m in enumerate(messages, 1)) + ".")
+    return head + " To fix it: set the controls in the sidebar (the link follows them), or ask " \
+        "the sender for a new link."
+
+
+def _plan_or_fallback(profile: Profile, state: AppState) -> Plan | None:
+    """The plan of ``state``; where it cannot be predicted, one error box saying why and the
+    plan of the last what-if that could be (or of this profile's defaults), so the page keeps
+    working. None only where neither can be predicted (the error box says why)."""
+    try:
+        plan = _plan(profile, state)
+    except ScalesimError as exc:
+        last = ss.get("last_good")
+        unsplit = state.model_copy(update={f: AppState.model_fields[f].default
+                                           for f in LAYOUT_FIELDS})
+        fallbacks = [
+            *([(last[1], "the last what-if that could be predicted")]
+              if last is not None and last[0] == profile else []),
+            *([(unsplit, "this what-if without its model split (tp 1, pp 1)")]
+              if unsplit != state else []),
+            (with_profile_defaults(AppState(src=state.src, hw=state.hw, wl=state.wl), profile),
+             "this profile's defaults"),
+        ]
+        for fallback, shown in fallbacks:
+            try:
+                plan = _plan(profile, fallback)
+            except ScalesimError:
+                continue
+            st.error(f"Cannot predict this scenario: {_md(str(exc))}. Below: {shown} until the "
+                     "controls are changed.")
+            return plan
+        st.error(f"Cannot predict this scenario: {_md(str(exc))}.")
+        return None
+    ss["last_good"] = (profile, state)
+    return plan
+
+
 def render() -> None:
     """Draw the planner page (the app's default page)."""
     _init_session()
     st.title("scalesim: what-if planner")
-    for message in ss.get("link_messages") or []:
-        st.warning(f"Share link: {_md(message)}")
+    if text := link_problems(ss.get("link_messages") or []):
+        st.warning(_md(text))
     try:
         state, _ = _sidebar(ss["app_state"], ss["profile"])
     except ValueError as exc:  # a widget value the state refuses: keep the last good state
@@ -837,10 +892,8 @@ def render() -> None:
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     link = f"{_base_url()}?{query_string({**params, SHARED_DATE_KEY: today})}"
 
-    try:
-        plan = _plan(profile, state)
-    except ScalesimError as exc:
-        st.error(f"Cannot predict this scenario: {exc}")
+    plan = _plan_or_fallback(profile, state)
+    if plan is None:
         return
     st.caption(f"Profile: {_md(profile.name)}. Predictions from an analytical model, "
                "not measurements.")

@@ -17,6 +17,7 @@ import vl_convert as vlc
 from scalesim.attention_kernel import ATTENTION_KERNEL_LABELS
 from scalesim.cli.cmd_predict import layout_line
 from scalesim.decision import card_rows
+from scalesim.figures import amount
 from scalesim.model.sharding import GRAD_SYNC_LABELS
 
 from .charts import all_charts, chart_text, stall_caption
@@ -249,7 +250,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
           f"{r.step_time_s * 1e3:.2f}", f"{r.compute_s * 1e3:.2f}",
           f"{r.exposed_comm_s * 1e3:.2f}", *([f"{r.bubble_s * 1e3:.2f}"] if split else []),
           *([f"{r.data_stall_s * 1e3:.2f}"] if stall else []),
-          f"{r.straggler_s * 1e3:.2f}", f"{r.samples_per_s:,.0f}", f"{r.efficiency:.1%}",
+          f"{r.straggler_s * 1e3:.2f}", amount(r.samples_per_s), f"{r.efficiency:.1%}",
           f"{r.memory_bytes / 2**30:.1f}", "yes" if r.fits else "NO: not runnable"]
          for r in plan.rows])))
     if stall_note:
@@ -258,14 +259,14 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
     parts.append(_scroll(_table(
         ["change", "verdict", "throughput gain", f"{unit}/s", "time to finish", "cost", "note"],
         [[r.title, r.verdict, f"{r.gain:+.1%}" if r.applicable else "n/a",
-          f"{r.prediction.samples_per_s:,.0f}" if r.prediction else "-",
+          amount(r.prediction.samples_per_s) if r.prediction else "-",
           duration(r.time_s) if r.time_s is not None else "-",
           f"${r.cost_usd:,.0f}" if r.cost_usd is not None else "-", r.reason]
          for r in plan.remedies])))
     parts.append("<h2>Hours and money</h2>")
     parts.append(_scroll(_table(
         ["option", "devices", f"{unit}/s", "time to finish", "cost"],
-        [[o.label, o.devices, f"{o.samples_per_s:,.0f}", duration(o.time_s),
+        [[o.label, o.devices, amount(o.samples_per_s), duration(o.time_s),
           "-" if o.cost_usd is None else f"${o.cost_usd:,.0f}"] for o in plan.options])))
     if plan.notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in plan.notes)

@@ -157,7 +157,7 @@ FIELD_LABELS = {  # a control's name in a sentence
     "cbs": "Critical batch size", "emin": "E_min", "train": "Samples in the training run",
     "price": "Price per device-hour", "focus": "Device count in focus", "dlist": "Device list",
     "dl": "Deadline (hours)", "bud": "Budget (USD)", "tp": "Tensor parallel",
-    "pp": "Pipeline stages", "vs": "Virtual stages", "rs": "Recompute style",
+    "pp": "Pipeline stages", "sched": "Pipeline schedule", "vs": "Virtual stages", "rs": "Recompute style",
     "sp": "Sequence parallelism",
     "gs": "Gradient sync", "ak": "Attention kernel", "tpo": "Tensor-parallel overlap",
     "sg": "Shard group (HSDP)",
@@ -646,8 +646,9 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
             state = state.model_copy(update={"src": "custom"})
         else:
             if state.src == "custom":
-                messages.append("the link names an uploaded profile but does not carry it; "
-                                "showing the presets")
+                if not blob:  # a damaged one was said above (using the preset profile instead)
+                    messages.append("the link names an uploaded profile but does not carry "
+                                    "it; showing the presets")
                 state = state.model_copy(update={"src": "preset"})
             profile = preset
             if fingerprint is not None and fingerprint != preset_fingerprint(preset):
@@ -658,4 +659,13 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
     missing = {k: v for k, v in profile_defaults(profile, messages).items() if k not in raw}
     if missing:
         state = state.model_copy(update=missing)
+    if state.focus is not None:  # the focus control offers the plotted counts only
+        from .plan import device_counts
+
+        counts, _ = device_counts(state, state.dpn or profile.hardware.devices_per_node)
+        if state.focus not in counts:
+            messages.append(f"'focus={state.focus}' is not one of the device counts plotted "
+                            f"({', '.join(map(str, counts[:8]))}{', ...' if len(counts) > 8 else ''}); "
+                            "using auto (the knee)")
+            state = state.model_copy(update={"focus": None})
     return state, profile, messages

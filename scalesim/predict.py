@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from scalesim.bounds import KNOB_BY_FIELD, check_values
 from scalesim.errors import ScalesimError, require_model
-from scalesim.figures import link_GBps, sig3
+from scalesim.figures import count, link_GBps, sig3
 from scalesim.layout import SCHEDULES, SEQUENCE_PARALLEL_NEEDS_TP, TP_OVERLAP_NEEDS_TP
 from scalesim.model import collectives as coll
 from scalesim.model.compute import colocation_slope
@@ -383,7 +383,7 @@ def _split_rows(profile: Profile, scenario: Scenario):
         i = int(np.flatnonzero(~ok)[0])
         why = lp.first_problem(profile, dp[i], split.tp, split.pp, 0, b[i], dp[i] * b[i] * k[i],
                                split, schedule, g_max)
-        raise ScalesimError(f"layout at {int(p[i])} devices: {why}")
+        raise ScalesimError(f"layout at {count(int(p[i]), 'device')}: {why}")
     if split.sequence_parallel and split.tp == 1:
         raise ScalesimError(SEQUENCE_PARALLEL_NEEDS_TP)
     if split.tp_overlap and split.tp == 1:

@@ -23,6 +23,7 @@ from test_app_browser import CHROMIUM, CHROMIUM_FLAGS, server  # noqa: F401 - th
 from test_app_profiles import one_server_profile
 
 from scalesim.decision import card_rows
+from scalesim.figures import amount
 
 pytestmark = pytest.mark.slow
 WAIT_MS = 60_000
@@ -204,7 +205,7 @@ def test_a_layout_link_opens_with_the_same_numbers(server, browser, tmp_path):  
     _settled(page)
     metrics = page.locator("[data-testid='stMetric']").all_inner_texts()
     throughput = next(m for m in metrics if m.startswith(f"Throughput ({plan.unit}/s)"))
-    assert f"{plan.focus.samples_per_s:,.0f}" in throughput
+    assert amount(plan.focus.samples_per_s) in throughput
     efficiency = next(m for m in metrics if m.startswith("Scaling efficiency at"))
     assert h["efficiency"] in efficiency and f"at {h['devices']} devices" in efficiency
     got = _query(page)

@@ -104,3 +104,82 @@ def test_the_page_says_the_data_stall_beside_a_perfect_efficiency():
     assert "data stall" in efficiency.delta
     assert any("Data stall" in w.value for w in at.warning)
     assert "Largest single gain:** Cache the input" in knee_line(at)
+
+
+def test_the_largest_gain_says_which_way_the_time_to_finish_moves():
+    """A remedy whose throughput and finish gains are one: its time to finish shrinks (-52.0%
+    at +108.4%), not '+108.4% throughput and time to finish', read as a longer run."""
+    state = default_state().model_copy(update={"train": 2e9, "price": 4.0})
+    plan = make_plan(preset_profile(state), state)
+    best = plan.best
+    assert best.measure == "time" and abs(best.objective_gain - best.gain) < 5e-4
+    text = headline(plan)["best_remedy"]
+    assert "and time to finish" not in text
+    assert text.endswith(f"(time to finish {1 / (1 + best.objective_gain) - 1:+.1%})")
+    assert 1 / (1 + best.objective_gain) - 1 < 0
+
+
+def test_the_efficiency_chart_in_words_counts_one_device_in_the_singular():
+    from scalesim.app.charts import chart_text
+
+    state = default_state()
+    text = chart_text(make_plan(preset_profile(state), state), "efficiency")
+    assert text.startswith("Scaling efficiency: 1 device 100%, 2 devices ")
+
+
+def test_the_not_runnable_warning_says_it_once():
+    at = open_app({"v": "9", "mode": "strong"})
+    text = next(w.value for w in at.warning if "fit in device memory at" in w.value)
+    assert text.startswith("Does not fit in device memory at 1, 2, 4 devices")
+    assert text.lower().count("not runnable") == 1
+
+
+def test_the_story_calls_growth_almost_linear_only_where_it_is():
+    """llama3-70b split 8 x 8 on up to 1,024 A100s: 67% efficiency at 64 devices before the
+    knee is not 'almost linear' (before: 'throughput grows almost linearly to 64 devices (67%
+    efficiency)'); the default bert-large curve (97% at 8) still is."""
+    from scalesim.app.plan import story
+    from scalesim.app.state import with_profile_defaults
+
+    state = default_state().model_copy(update={"wl": "llama3-70b"})
+    state = with_profile_defaults(state, preset_profile(state)).model_copy(update={
+        "dmax": 1024, "tp": 8, "pp": 8, "sched": "zb", "rec": "none", "sp": True,
+        "strat": "zero1", "acc": 64})
+    text = story(make_plan(preset_profile(state), state))
+    assert "almost linearly" not in text
+    assert "scaling efficiency is 67% at 64 devices, then drops to 61% at 128 devices" in text
+    state = default_state()
+    assert "grows almost linearly to 8 devices (97% efficiency)" in story(
+        make_plan(preset_profile(state), state))
+
+
+def test_a_throughput_below_a_hundred_keeps_its_digits():
+    """llama3-70b split 8 x 8 on 64 to 1,024 A100s runs 2.15 to 29.24 sequences/s: the headline
+    and the chart's words say so (figures.amount, as the tables), not '2' and '29' (or
+    '0' for a model that runs below one sequence a second)."""
+    from scalesim.app.charts import chart_text
+
+    from scalesim.figures import amount
+
+    query = {"v": "9", "wl": "llama3-70b", "dmax": "1024", "focus": "1024", "tp": "8",
+             "pp": "8", "sched": "zb", "rec": "none", "sp": "1", "strat": "zero1", "acc": "64"}
+    at = open_app(query)
+    plan = make_plan(at.session_state["profile"], at.session_state["app_state"])
+    metrics = {m.label: m.value for m in at.metric}
+    shown = metrics[f"Throughput ({plan.unit}/s)"]
+    assert shown == amount(plan.focus.samples_per_s) and shown == f"{plan.focus.samples_per_s:.2f}"
+    first = plan.rows[0]
+    assert chart_text(plan, "throughput").startswith(
+        f"Predicted throughput rises from {first.samples_per_s:.2f} {plan.unit}/s at 64 devices")
+
+
+def test_a_curve_of_one_count_is_not_said_to_rise():
+    from scalesim.app.charts import chart_text
+    from scalesim.app.state import with_profile_defaults
+
+    state = default_state().model_copy(update={"dmax": 1, "train": None})
+    plan = make_plan(preset_profile(state), with_profile_defaults(state, preset_profile(state))
+                     .model_copy(update={"dmax": 1}))
+    assert [r.devices for r in plan.rows] == [1]
+    text = chart_text(plan, "throughput")
+    assert "rises" not in text and " at 1 device, against " in text

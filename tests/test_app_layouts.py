@@ -16,6 +16,7 @@ from scalesim.app.state import (
     with_profile_defaults,
 )
 
+from scalesim.figures import amount
 from scalesim.predict import predict
 from scalesim.schemas import ScenarioLayout
 
@@ -83,7 +84,7 @@ def test_the_layout_link_opens_the_page_with_the_split_and_its_controls():
     plan = make_plan(preset_profile(state), with_profile_defaults(state, preset_profile(state))
                      .model_copy(update={k: state.__dict__[k] for k in ("mb", "acc")}))
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics[f"Throughput ({plan.unit}/s)"] == f"{plan.focus.samples_per_s:,.0f}"
+    assert metrics[f"Throughput ({plan.unit}/s)"] == amount(plan.focus.samples_per_s)
     # changing tp in the sidebar changes the link
     at.sidebar.number_input(key="k_tp").set_value(4)
     at.run()
@@ -263,3 +264,45 @@ def test_a_tp_only_toggle_at_tp_1_is_disabled_and_ignored_with_a_note(key):
     assert not any(" ignored: it applies with Tensor parallel" in i.value for i in at.info)
     assert getattr(layout_of_state(at.session_state["app_state"]),
                    {"tpo": "tp_overlap", "sp": "sequence_parallel"}[key]) is True
+
+
+@pytest.mark.parametrize("update, note", [
+    ({"sched": "zb"}, "Pipeline schedule ignored: it applies with Pipeline stages above 1"),
+    ({"vs": 2}, "Virtual stages ignored: it applies with Pipeline stages above 1"),
+    ({"pp": 2, "sched": "gpipe", "vs": 2},
+     "Virtual stages ignored: it applies with the interleaved schedule"),
+])
+def test_pipeline_controls_where_they_do_not_apply_are_ignored_with_a_note(update, note):
+    """A schedule or virtual stages at pp 1 (a link may carry them; the page disables them
+    there), as sequence parallelism at tp 1: ignored with a note; before, the whole page could
+    not predict ('schedule zb needs pp > 1; use schedule none', a schedule the app lacks)."""
+    state = default_state().model_copy(update={"wl": "llama3-8b", **update})
+    plan = make_plan(preset_profile(state), state)
+    assert note in plan.notes
+    layout = plan.scenario.layout
+    assert layout is None or (layout.virtual_stages, layout.schedule) == (1, update.get("sched"))
+
+
+def test_a_count_left_out_of_a_split_is_one_device_in_the_singular():
+    state = default_state().model_copy(update={"wl": "llama3-8b", "tp": 2})
+    plan = make_plan(preset_profile(state), state)
+    assert "layout tp 2 x pp 1: 1 device is not a multiple of 2; left out" in plan.notes
+
+
+def test_the_pipeline_controls_are_off_without_pipeline_stages():
+    at = open_app({"v": "9", "wl": "llama3-8b", "tp": "2"})
+    assert at.sidebar.selectbox(key="k_sched").disabled
+    assert at.sidebar.number_input(key="k_vs").disabled
+    at = open_app({"v": "9", "wl": "llama3-8b", "pp": "2", "sched": "1f1b"})
+    assert not at.sidebar.selectbox(key="k_sched").disabled
+    assert at.sidebar.number_input(key="k_vs").disabled
+
+
+def test_a_layout_refused_at_one_device_says_device():
+    from scalesim.errors import ScalesimError
+    from scalesim.schemas import Scenario
+
+    state = default_state().model_copy(update={"wl": "llama3-8b"})
+    with pytest.raises(ScalesimError, match=r"^layout at 1 device: virtual_stages 2 needs"):
+        predict(preset_profile(state),
+                Scenario(devices=[1, 2], layout=ScenarioLayout(virtual_stages=2)))

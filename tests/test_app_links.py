@@ -34,3 +34,51 @@ def test_the_receiver_sees_a_banner_and_can_compare_with_their_settings():
 def test_a_link_without_a_date_has_no_banner_and_a_bad_date_is_ignored():
     assert not any("Shared what-if" in i.value for i in open_app({"v": "2"}).info)
     assert not any("Shared what-if" in i.value for i in open_app({"v": "2", "at": "<b>"}).info)
+
+
+def test_a_link_the_model_cannot_predict_keeps_the_page_working():
+    """llama3-8b with tp 3 (no plotted count is a multiple of 3): one error box saying why and
+    how to fix it, and the page below it (decision, headline, tabs) for the link's other
+    controls without the split; before, the page stopped at the error."""
+    at = open_app({"v": "9", "wl": "llama3-8b", "tp": "3", "dmax": "64"})
+    errors = [e.value for e in at.error if e.value.startswith("Cannot predict")]
+    assert len(errors) == 1 and "multiple of tp x pp = 3" in errors[0]
+    assert "lower tp" in errors[0] and "without its model split" in errors[0]
+    assert at.subheader and len(at.metric) == 4 and len(at.tabs) == 8
+    assert any(c.value.startswith("Chart in words: Predicted throughput") and " at 64, " in c.value
+               for c in at.caption)  # the link's 64 devices kept
+    assert at.query_params["tp"] in ("3", ["3"])  # the link still says what was asked
+
+
+def test_a_control_the_model_cannot_predict_keeps_the_last_good_what_if():
+    at = open_app({"v": "9", "wl": "llama3-8b", "tp": "2", "dmax": "64"})
+    before = [(m.label, m.value) for m in at.metric]
+    at.sidebar.number_input(key="k_tp").set_value(3)
+    at.run()
+    assert not at.exception
+    assert any("the last what-if that could be predicted" in e.value for e in at.error)
+    assert [(m.label, m.value) for m in at.metric] == before
+
+
+def test_a_links_problems_are_one_box_with_the_fix():
+    at = open_app({"v": "9", "dmax": "99999", "mb": "abc"})
+    assert len(at.warning) == 1
+    text = at.warning[0].value
+    assert text.startswith("Share link: 2 problems: (1) 'dmax=99999'") and "(2) 'mb=abc'" in text
+    assert "set the controls in the sidebar" in text
+
+
+def test_a_focus_the_link_cannot_plot_is_said_not_dropped_silently():
+    at = open_app({"v": "9", "focus": "12"})
+    assert at.session_state["app_state"].focus is None
+    assert "'focus=12' is not one of the device counts plotted (1, 2, 4, 8, 16)" in (
+        at.warning[0].value)
+
+
+def test_a_focus_the_controls_stop_plotting_is_said_in_the_sidebar():
+    at = open_app({"v": "9", "focus": "8"})
+    at.sidebar.select_slider(key="k_dmax").set_value(4)
+    at.run()
+    assert not at.exception
+    assert at.session_state["app_state"].focus is None
+    assert any(i.value.startswith("Device count 8 is no longer plotted") for i in at.sidebar.info)

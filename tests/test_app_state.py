@@ -327,3 +327,15 @@ def test_profile_values_at_their_bounds_fit_the_controls():
     messages: list[str] = []
     defaults = profile_defaults(profile, messages)
     assert (defaults["mb"], defaults["dpn"]) == (2**24, 1024) and messages == []
+
+
+def test_a_damaged_profile_in_a_link_is_said_once():
+    """A custom link whose profile blob is cut: one message (the blob is damaged, the presets
+    are used), not a second one saying the link carries no profile."""
+    params = encode_query(default_state().model_copy(update={"src": "custom"}),
+                          preset_profile(default_state()))
+    params["prof"] = params["prof"][:9]
+    state, _, messages = decode_query(params)
+    assert state.src == "preset"
+    assert messages == ["the profile in the link is not valid base64url text; using the preset "
+                        "profile instead"]

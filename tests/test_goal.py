@@ -276,3 +276,16 @@ def test_a_zero_price_is_said_once_in_goal_decide_and_predict(capsys):
     # no money compared, nothing to say
     no_length = resolve_goal(default_profile(), Scenario(price_per_device_hour=0.0))
     assert zero_price_note(no_length) is None
+
+
+def test_the_pareto_chart_in_words_counts_what_it_shows():
+    """The app's text alternative of the Pareto chart said '41 plans on the front' of a front
+    of 125 (41 shown) and '(39.9 days for $3,515, 1 devices)': now the plans on the chart, and
+    '1 device'."""
+    from scalesim.app.charts import pareto_text
+
+    answer = seek(default_profile(), BASE, 3 * DAY_S, 50_000)
+    text = pareto_text(answer)
+    assert text.startswith(f"{len(answer.front)} plans of the front on the chart, ")
+    assert answer.front[-1].devices == 1 and text.count(", 1 device)") == 1
+    assert "1 devices" not in text
