@@ -117,11 +117,16 @@ def device_counts(state: AppState, devices_per_node: int) -> tuple[list[int], li
         except argparse.ArgumentTypeError as exc:
             notes.append(f"device list: {exc}; showing powers of two")
             wanted = []
+        if not state.dlist.strip():
+            notes.append(f"the device list is empty; showing powers of two up to {top} (type "
+                         "counts in Device counts, e.g. 1,2,4,8,16, or pick another grid)")
         if wanted:
             kept, dropped = valid_device_counts(wanted, g)
             if dropped:
                 notes.append(f"left out {', '.join(map(str, dropped[:8]))}: above {g} devices a "
-                             f"count must fill whole servers (a multiple of {g})")
+                             f"count must fill whole servers (a multiple of {g})"
+                             + ("" if kept else "; none of the list is left, showing powers "
+                                "of two"))
             if kept:
                 return kept[:MAX_CURVE_POINTS], notes
     small = [d for d in (2**i for i in range(15)) if d < g and d <= top]

@@ -24,6 +24,7 @@ from scalesim import presets
 from scalesim.attention_kernel import DEFAULT_ATTENTION_KERNEL, AttentionKernel
 from scalesim.bounds import bounded, url_field
 from scalesim.errors import ScalesimError
+from scalesim.figures import exact
 from scalesim.jsonio import error_text, parse_json_text
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, RecomputeStyle
 from scalesim.profiles import parse_profile, profile_from_presets
@@ -427,11 +428,7 @@ def _to_text(value: Any) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, float):
-        for digits in range(1, 18):  # the shortest text that round-trips exactly (2e+09)
-            text = f"{value:.{digits}g}"
-            if float(text) == value:
-                return text
-        return repr(value)
+        return exact(value)  # '100', '20000', '0.25', '1.5e-06': exact, as a person writes it
     return str(value)
 
 
@@ -567,9 +564,12 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         return default_state(), preset_profile(AppState()), messages
     version = flat.pop("v", None)
     if version not in READ_VERSIONS:
+        # the fact only: the app's box says what to do once (planner_page.link_problems)
         what = "has no version" if version is None else f"is in format v{_shown(version)[:10]}"
-        messages.append(f"this link {what}; this scalesim reads v1 to v{LINK_VERSION} links, so "
-                        "it shows the defaults (ask the sender for a link from this version)")
+        newer = version is not None and version.isdigit() and int(version) > LINK_VERSION
+        messages.append(f"this link {what}" + (", made by a newer scalesim" if newer else "")
+                        + f"; this scalesim reads v1 to v{LINK_VERSION} links, so it shows the "
+                        "defaults")
         return default_state(), preset_profile(AppState()), messages
     flat.pop(SHARED_DATE_KEY, None)  # read by shared_date()
     if version in ("1", "2"):  # before the model split: those links are data parallel

@@ -15,6 +15,8 @@ The part that grew most names the cause, refined by its pattern:
   **stragglers or uneven data**;
 - compute per sample -> **small per-device work under strong scaling** when the per-device batch
   shrinks (fixed costs per micro-step dominate), else "compute per sample grows";
+- (traces, one run) idle common to every rank -> **idle time between operations** (launch or host
+  overhead; "process idle" for a CPU job);
 - **large-batch effects** from time-to-quality evidence: a ``steps_to_target`` column (steps
   each run needed to reach one quality target) or a critical batch size (``--critical-batch``,
   McCandlish et al. 2018: samples needed ``E = E_min (1 + B/B_noise)``). The share of speed-up the
@@ -53,6 +55,8 @@ CAUSES = {
     "slow_device": "A device far slower than the others",
     "large_batch": "Large-batch effects",
     "small_work": "Small per-device work under strong scaling",
+    # a trace is one run: its idle is overhead seen in each step, not a trend across runs
+    "idle": "Idle time between operations",
     "compute": "Compute per sample grows (contention or throttling)",
     "attention_kernel": "A FlashAttention-2-class attention kernel on Hopper",
     "none": "No scaling problem found",
@@ -68,6 +72,7 @@ PREFERRED_REMEDIES = {
     "slow_device": ["slow_device"],
     "large_batch": [],
     "small_work": ["bigger_batch", "accumulation"],
+    "idle": ["bigger_batch", "accumulation"],
     "compute": [],
     "attention_kernel": ["attention_kernel"],
     "none": [],
@@ -655,9 +660,13 @@ def diagnose_traces(summaries, source: str) -> Report:
     is_slow_device = persistent and cr["slowest_factor"] >= SLOW_DEVICE_FACTOR
     findings.append(finding("slow_device" if is_slow_device else "stragglers", share["straggler"],
                             strag_lines))
-    findings.append(finding("small_work", share["idle"], [
-        f"device idle {_ms(parts['idle'])} per step ({_pct(share['idle'])}): neither computing, "
-        "communicating nor loading data (launch or host overhead)",
+    # a CPU job (TraceSummary.device) has no device timeline and no kernel launches
+    gpu = any(s.device == "gpu" for s in summaries)
+    findings.append(finding("idle", share["idle"], [
+        f"{'device' if gpu else 'process'} idle {_ms(parts['idle'])} per step "
+        f"({_pct(share['idle'])}): neither computing, communicating nor loading data "
+        + ("(launch or host overhead)" if gpu else
+           "(host overhead between operators: Python, the framework)"),
     ]))
     findings.sort(key=lambda f: -f.share)
     if findings[0].share < 1.0 - GOOD_EFFICIENCY:

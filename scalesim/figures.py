@@ -14,6 +14,15 @@ def fixed(value: float, width: int = 0, decimals: int = 2) -> str:
     return text
 
 
+def exact(value: float) -> str:
+    """The shortest text that reads back as exactly ``value``, written as a person writes a
+    number: '100', '20000', '0.25', '2000000000'; an exponent only far from one, where Python's
+    ``repr`` uses it ('1.5e-06' below 1e-4, '1e+16' from 1e16). For text a reader types back (a
+    share link), where ``:g`` would round and the shortest ``.Ng`` form reads '1e+02'."""
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
+
+
 def count(n: int, noun: str) -> str:
     """A count with its noun, singular for one: '1 device', '16 devices'."""
     return f"{n} {noun}{'' if n == 1 else 's'}"

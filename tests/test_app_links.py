@@ -82,3 +82,23 @@ def test_a_focus_the_controls_stop_plotting_is_said_in_the_sidebar():
     assert not at.exception
     assert at.session_state["app_state"].focus is None
     assert any(i.value.startswith("Device count 8 is no longer plotted") for i in at.sidebar.info)
+
+
+def test_a_link_from_a_newer_version_says_what_to_do_once():
+    """A v10 link's box said `... (ask the sender for a link from this version). To fix it: ...
+    or ask the sender for a new link.`: the same advice twice."""
+    at = open_app({"v": "10", "mb": "64"})
+    assert len(at.warning) == 1
+    text = at.warning[0].value
+    assert text == ("Share link: this link is in format v10, made by a newer scalesim; this "
+                    "scalesim reads v1 to v9 links, so it shows the defaults. To fix it: set the "
+                    "controls in the sidebar (the link follows them), or ask the sender for a new "
+                    "link.")
+    assert text.count("ask the sender") == 1 and text.count("fix") == 1
+
+
+def test_an_empty_device_list_on_the_my_list_grid_is_said_on_the_page():
+    at = open_app({"v": "9", "grid": "list"})
+    assert not at.exception
+    assert any(i.value.startswith("the device list is empty; showing powers of two up to 16")
+               for i in at.info)

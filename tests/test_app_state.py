@@ -339,3 +339,42 @@ def test_a_damaged_profile_in_a_link_is_said_once():
     assert state.src == "preset"
     assert messages == ["the profile in the link is not valid base64url text; using the preset "
                         "profile instead"]
+
+
+def test_decimal_controls_read_in_a_link_as_a_person_writes_them():
+    """A float control was written in its shortest `.Ng` form: `price=1e+02`, `ebw=2e+04`; exact
+    but read by a manager as exponents. Now as a person writes it, still exact; an old link's
+    `1e+02` opens the same page."""
+    state = default_state().model_copy(update={
+        "price": 100.0, "inter": "custom", "ebw": 20000.0, "cv": 0.25, "train": 2e9,
+        "gbit": 150.0, "elat": 1.5e-06})
+    params = encode_query(state, preset_profile(state))
+    assert {k: params[k] for k in ("price", "ebw", "cv", "train", "gbit", "elat")} == {
+        "price": "100", "ebw": "20000", "cv": "0.25", "train": "2000000000", "gbit": "150",
+        "elat": "1.5e-06"}
+    assert decode_query(params)[0] == state
+    old = {**params, "price": "1e+02", "ebw": "2e+04", "train": "2e+09"}
+    assert decode_query(old)[:2] == decode_query(params)[:2] and decode_query(old)[2] == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(hs.floats(min_value=1e-9, max_value=1e15, allow_nan=False, allow_infinity=False))
+def test_a_decimal_in_a_link_reads_back_as_exactly_the_same_float(value):
+    from scalesim.figures import exact
+
+    text = exact(value)
+    assert float(text) == value and not text.endswith(".0")
+    assert ("e" in text) == (value < 1e-4)  # an exponent only where a person would use one
+
+
+def test_an_empty_device_list_says_it_shows_powers_of_two():
+    """The "my list" grid with no counts (or none left) showed powers of two without a word."""
+    empty = default_state().model_copy(update={"grid": "list", "dlist": " "})
+    counts, notes = device_counts(empty, 8)
+    assert counts == [1, 2, 4, 8, 16]
+    assert notes == ["the device list is empty; showing powers of two up to 16 (type counts in "
+                     "Device counts, e.g. 1,2,4,8,16, or pick another grid)"]
+    assert make_plan(preset_profile(empty), empty).notes == notes  # the page shows plan.notes
+    _, notes = device_counts(empty.model_copy(update={"dlist": "12,20"}), 8)
+    assert notes == ["left out 12, 20: above 8 devices a count must fill whole servers (a "
+                     "multiple of 8); none of the list is left, showing powers of two"]

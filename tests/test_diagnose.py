@@ -394,7 +394,7 @@ def test_a_trace_names_a_cause_from_a_tenth_of_the_step(monkeypatch, tmp_path, l
 def test_other_causes_are_listed_from_five_percent_for_traces(monkeypatch, tmp_path, idle, listed):
     report = _trace_report(monkeypatch, tmp_path, data_wait_s=0.3, idle_s=idle)
     assert report.cause.key == "input_pipeline"
-    assert any(o.key == "small_work" for o in report.others) is listed
+    assert any(o.key == "idle" for o in report.others) is listed
 
 
 def test_the_loader_is_modelled_from_a_wait_that_could_gain_the_models_error(monkeypatch):
@@ -576,3 +576,16 @@ def test_nominal_links_quote_the_link_remedy_as_a_multiple_of_the_fitted_figure(
     assert link.title.endswith(f"({faster / inter:.3g}x the fitted bandwidth)"), link.title
     assert "GB/s" not in link.title and quoted.title.endswith(" GB/s busbw)")
     assert link.title.split(" (")[0] == quoted.title.split(" (")[0]
+
+
+def test_a_traces_idle_is_not_called_strong_scaling_and_a_gpu_job_keeps_device_words(
+        monkeypatch, tmp_path):
+    """One traced run shows no strong scaling: the idle cause of a trace was titled "Small
+    per-device work under strong scaling" (the runs' cause, kept for runs whose batch shrinks);
+    a GPU trace's evidence keeps `device idle ... (launch or host overhead)`."""
+    report = _trace_report(monkeypatch, tmp_path, idle_s=0.3)
+    assert report.cause.key == "idle"
+    assert report.cause.label == "Idle time between operations"
+    assert "strong scaling" not in report.to_text()
+    assert report.cause.evidence[0].startswith("device idle 300.0 ms per step (30%)")
+    assert "(launch or host overhead)" in report.cause.evidence[0]

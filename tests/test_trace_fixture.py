@@ -73,3 +73,19 @@ def test_no_one_rank_is_named_the_straggler_when_the_slowest_changes(capsys):
             "others") in out
     assert ("rank 0 is the slowest in 3 of 6 steps (chance 0.66: not a majority), the slowest "
             "rank of each step has 1.34x the others' own time") in out
+
+
+def test_a_cpu_jobs_idle_is_said_in_a_cpu_jobs_words(capsys):
+    """The recorded job ran on CPU (gloo, no device timeline, no kernel launches): its idle read
+    `device idle 2.2 ms per step ... (launch or host overhead)` under the title "Small per-device
+    work under strong scaling", a GPU job's words, and one traced run is not strong scaling."""
+    code, out, err = run_cli(capsys, ["diagnose", "--trace", *map(str, TRACES), "--json"])
+    assert code == 0, err
+    report = json.loads(out)
+    assert {row["device"] for row in report["table"]} == {"cpu"}
+    idle = next(f for f in report["others"] if f["key"] == "idle")
+    assert idle["label"] == "Idle time between operations"
+    assert idle["evidence"][0].startswith("process idle 2.2 ms per step")
+    assert "host overhead between operators" in idle["evidence"][0]
+    assert "launch" not in idle["evidence"][0]
+    assert "strong scaling" not in out and "device idle" not in out
