@@ -24,7 +24,9 @@ train / to quality with the large-batch penalty, ``scalesim.training_time``). On
 run (fit in memory) and win are kept; the best two or three are shown. The recommendation is one
 sentence with the option's main assumption; a gain smaller than the model's measured median
 error (``scalesim.accuracy``) is not a reason to change, and two options whose speeds differ by
-less than it are a tie that goes to the one with nothing to buy (docs/model.md §20). The CLI
+less than it are a tie that goes to the one with nothing to buy (docs/model.md §20). Where no
+option makes today's layout fit, the sentence names what is done already and the devices at
+which the model says the split fits (``_nothing_fits``). The CLI
 (``scalesim decide``) and the app call this same function, so their numbers are equal.
 """
 
