@@ -11,13 +11,20 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 
-from scalesim import presets
+from scalesim import figures, presets
 from scalesim.attention_kernel import DEFAULT_ATTENTION_KERNEL
 from scalesim.cli.options import parse_int_list
 from scalesim.decision import DecisionCard, decide, duration_text
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount
-from scalesim.knee import Knee, focus_devices, knee_of_predictions, least_drop_of, no_knee_words
+from scalesim.knee import (
+    Knee,
+    focus_devices,
+    knee_of_predictions,
+    least_drop_of,
+    no_knee_words,
+    searched_words,
+)
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
 from scalesim.layout_predict import (
     asked_split,
@@ -511,6 +518,12 @@ def story(plan: Plan) -> str:
     todo = plan.decision.recommendation if plan.decision else (
         f"try {plan.best.title.lower()}" if plan.best else "nothing we model helps here")
     todo = todo[0].lower() + todo[1:] if todo else todo
+    first = next((r for r in rows if r.fits), None)
+    # the curve starts where the layout fits: fewer devices cannot run it (the knee too,
+    # knee.knee_of_predictions)
+    start = ("" if first is None or first is rows[0] else
+             f"below {figures.count(first.devices, 'device')} this layout does not fit in "
+             "memory; from there, ")
     if not f.fits:
         shows = (f"at {f.devices} devices this layout needs {f.memory_bytes / 2**30:,.0f} GiB per "
                  "device and does not fit in memory, so it cannot run")
@@ -531,7 +544,18 @@ def story(plan: Plan) -> str:
         last = rows[-1]
         shows = (f"throughput scales to {last.devices} devices at {last.efficiency:.0%} "
                  "efficiency with no knee")
+    if f.fits and start:
+        shows = start + shows
     return f"**What this shows:** {shows}. **What to do:** {todo.rstrip('.')}."
+
+
+def against_now_text(samples_per_s: float, now: Prediction) -> str:
+    """A layout's throughput against the layout now (the Layouts tab): '+56% against the layout
+    now, 29.2', and where the layout now does not fit in device memory, says so (its
+    throughput is the model's for a run that cannot happen)."""
+    fits = "" if now.fits else ", which does not fit in device memory"
+    return (f"{samples_per_s / now.samples_per_s - 1:+.0%} against the layout now, "
+            f"{now.samples_per_s:,.1f}{fits}")
 
 
 def memory_sentence(p: Prediction, device_memory_bytes: float) -> str:
@@ -567,7 +591,8 @@ def headline(plan: Plan) -> dict[str, str]:
         "efficiency": f"{f.efficiency:.1%}" if f.fits else "not runnable",
         "throughput": f"{amount(f.samples_per_s)} {plan.unit}/s",
         "speedup": f"{f.speedup:.1f}x",
-        "knee": ("none: " + no_knee_words(least_drop_of(plan.rows), "device counts")
+        "knee": ("none: " + no_knee_words(least_drop_of(plan.rows),
+                                          searched_words(plan.rows, "device counts"))
                  if plan.knee is None else
                  f"{plan.knee.devices_before} -> {plan.knee.devices_after} devices: "
                  f"{plan.knee.label}"),

@@ -42,6 +42,7 @@ from .markdown_text import escape_markdown_keep_bold
 from .plan import (
     VS_SCHEDULES,
     Plan,
+    against_now_text,
     device_counts,
     duration,
     finish,
@@ -749,8 +750,7 @@ def _tab_layouts(plan: Plan) -> None:
                 f"sequence-parallel layout on {f.devices} devices at global batch "
                 f"{f.global_batch:,}:** {_md(layout_title(best))}: "
                 f"{best.samples_per_s:,.1f} {plan.unit}/s "
-                f"({best.samples_per_s / f.samples_per_s - 1:+.0%} against the layout now, "
-                f"{f.samples_per_s:,.1f}).")
+                f"({against_now_text(best.samples_per_s, f)}).")
     _chart(charts.layouts_chart(rows, f.devices), f"the best layout takes "
            f"{best.step_time_s * 1e3:,.0f} ms per step; the slowest shown "
            f"{rows[-1].step_time_s * 1e3:,.0f} ms")

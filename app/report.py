@@ -17,6 +17,7 @@ import vl_convert as vlc
 from scalesim.attention_kernel import ATTENTION_KERNEL_LABELS
 from scalesim.cli.cmd_predict import layout_line
 from scalesim.decision import card_rows
+from scalesim.diagnosis import standing
 from scalesim.figures import amount
 from scalesim.model.sharding import GRAD_SYNC_LABELS
 
@@ -315,9 +316,9 @@ def diagnosis_html(report, link: str | None, gains: list[str],
         parts.append(f"<p><b>Also: {_e(other.label)}</b>: "
                      + "; ".join(_e(e) for e in other.evidence[:2]) + "</p>")
     parts.append("<h2>Remedies (model, each applied alone)</h2>")
-    parts.append(_scroll(_table(["remedy", "predicted gain (95% band)", "note"],
-                                [[x.title, g, x.note] for x, g in zip(report.remedies, gains,
-                                                                       strict=True)])))
+    parts.append(_scroll(_table(["remedy", "predicted gain (95% band)", "standing", "note"],
+                                [[x.title, g, standing(x), x.note]
+                                 for x, g in zip(report.remedies, gains, strict=True)])))
     if report.notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in report.notes)
                      + "</ul>")

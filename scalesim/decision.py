@@ -24,7 +24,9 @@ train / to quality with the large-batch penalty, ``scalesim.training_time``). On
 run (fit in memory) and win are kept; the best two or three are shown. The recommendation is one
 sentence with the option's main assumption; a gain smaller than the model's measured median
 error (``scalesim.accuracy``) is not a reason to change, and two options whose speeds differ by
-less than it are a tie that goes to the one with nothing to buy (docs/model.md §20). The CLI
+less than it are a tie that goes to the one with nothing to buy (docs/model.md §20). Where no
+option makes today's layout fit, the sentence names what is done already and the devices at
+which the model says the split fits (``_nothing_fits``). The CLI
 (``scalesim decide``) and the app call this same function, so their numbers are equal.
 """
 
@@ -36,12 +38,18 @@ from scalesim import figures, training_time
 from scalesim.accuracy import median_error
 from scalesim.billing import billing_words, is_cpu_device
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount, link_GBps, sig3
+from scalesim.figures import amount
 from scalesim.layout_predict import uses_layouts
 from scalesim.network_upgrades import upgrades_for
-from scalesim.predict import Prediction, predict
+from scalesim.predict import Prediction, data_parallel_ranks, predict
 from scalesim.presets import FLASH2_ON_HOPPER_EFFICIENCY
-from scalesim.remedies import DATA_STALL_SHARE, data_stall_share, rank_remedies
+from scalesim.remedies import (
+    DATA_STALL_SHARE,
+    data_stall_share,
+    link_change_words,
+    not_measured_link,
+    rank_remedies,
+)
 from scalesim.schemas import Profile, Scenario
 
 SETTINGS_KEYS = ("fit_memory", "bigger_batch", "accumulation", "overlap", "tp_overlap",
@@ -68,7 +76,12 @@ ASSUMPTIONS = {
                         "peak (docs/model.md §13)",
     "fix_device": "the slow device runs at its peers' speed once repaired, replaced or drained "
                   "(a spare of the same kind, at today's price)",
+    "more_devices": "the same tensor x pipeline split with ZeRO-3 over the added data-parallel "
+                    "replicas, at the model's memory estimate (docs/model.md §4, §20)",
 }
+# Where nothing we model fits at the focus count: the same split at 2x, 4x, ... up to this many
+# doublings of the devices is tried for a fit (a search bound, not a model figure).
+MORE_DEVICES_DOUBLINGS = 4
 
 
 @dataclass(frozen=True)
@@ -217,8 +230,9 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
             source = f"{up.source} (as of {up.as_of})"
             if not priced:
                 source += "; price not known, so its cost is left blank"
-            out.append(ctx.option("network", f"Network: {up.name}, {sig3(inter)} -> "
-                                  f"{link_GBps(link.busbw_GBps)} busbw", p,
+            words = link_change_words(inter, link.busbw_GBps,
+                                      not_measured_link(profile, scenario, "inter_node"))
+            out.append(ctx.option("network", f"Network: {up.name}, {words}", p,
                                   up.extra_usd_per_server_hour, source, priced))
     _, ranked = rank_remedies(profile, scenario, now.devices)
     helping = {r.key: r for r in ranked if r.helps}  # one remedy per key, best first
@@ -262,12 +276,52 @@ def _ties_with(ctx: _Ctx, o: DecisionOption, best: DecisionOption) -> bool:
     return (1.0 + _score(best)) / (1.0 + _score(o)) - 1.0 < ctx.error
 
 
+def _more_devices(ctx: _Ctx) -> Prediction | None:
+    """The fewest devices (2x, 4x, ... ``MORE_DEVICES_DOUBLINGS`` doublings of today's) at which
+    today's tensor x pipeline split fits with ZeRO-3 over the added data-parallel replicas;
+    None where none does (or none can be predicted)."""
+    scn = ctx.scenario.model_copy(update={"strategy": "zero3"})
+    for k in range(1, MORE_DEVICES_DOUBLINGS + 1):
+        try:
+            p = _one(ctx.profile, scn, ctx.now.devices * 2**k)
+        except ScalesimError:  # a global batch that does not split, past the bounds...
+            continue
+        if p.fits:
+            return p
+    return None
+
+
+def _nothing_fits(ctx: _Ctx) -> str:
+    """The recommendation where no change we model fits at today's devices: what is already done
+    (split, fully sharded, dp 1 where ZeRO shards nothing) is not advised again; the answer is
+    more devices where the model says they fit, else devices with more memory."""
+    now, scn = ctx.now, ctx.scenario
+    done = []
+    if now.tp * now.pp > 1:
+        done.append(f"the model is split already, tp {now.tp} x pp {now.pp}, and no other "
+                    "split fits")
+    if data_parallel_ranks(now) == 1:
+        done.append("ZeRO shards nothing over one data-parallel replica (dp 1)")
+    elif scn.strategy == "zero3":
+        done.append("the states are fully sharded already (ZeRO-3)")
+    why = f" ({'; '.join(done)})" if done else ""
+    head = f"Nothing we model fits in device memory at {figures.count(now.devices, 'device')}{why}"
+    more = _more_devices(ctx)
+    if more is None:
+        most = now.devices * 2**MORE_DEVICES_DOUBLINGS
+        return (f"{head}, nor with ZeRO-3 at up to {most:,} devices: use devices with more "
+                "memory, or a smaller model.")
+    split = (f"dp {more.dp} x tp {more.tp} x pp {more.pp}, " if more.dp is not None
+             and more.tp * more.pp > 1 else "")
+    return (f"{head}: add devices: at {figures.count(more.devices, 'device')} ({split}ZeRO-3) "
+            f"it needs {more.memory_bytes / 2**30:,.0f} GiB per device, which fits.")
+
+
 def _recommend(ctx: _Ctx, options: list[DecisionOption]) -> tuple[str, str]:
     now = ctx.now
     if not options:
         if not now.fits:
-            return ("Nothing we model makes this layout fit in device memory: shard it "
-                    "(ZeRO-3) or split the model.", ASSUMPTIONS["now"])
+            return _nothing_fits(ctx), ASSUMPTIONS["more_devices"]
         return ("Keep the current setup: no option we model finishes sooner or runs faster here.",
                 ASSUMPTIONS["now"])
     if not now.fits:

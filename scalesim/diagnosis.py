@@ -46,6 +46,7 @@ from scalesim.model.stragglers import (
     persistence_words,
     slowest_in_most_steps,
 )
+from scalesim.remedies import NO_CHANGE
 
 CAUSES = {
     "inter_server": "Inter-server link",
@@ -122,6 +123,14 @@ class Remedy:
     gain: float  # predicted throughput ratio minus one
     applicable: bool
     note: str = ""
+    helps: bool = False  # a remedy: it runs and gains (``remedies.RemedyResult.helps``)
+
+
+def standing(r: Remedy) -> str:
+    """Where a remedy stands, in the words of the CLI's and the app's lists: 'helps', 'does not
+    help here' (it applies but loses, changes nothing or does not fit; its figure is shown) or
+    'does not apply'."""
+    return "helps" if r.helps else "does not help here" if r.applicable else "does not apply"
 
 
 @dataclass
@@ -216,16 +225,16 @@ def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: b
         title = r.title
         if nominal_batch and r.key in NOMINAL_BATCH_TITLES:
             title = NOMINAL_BATCH_TITLES[r.key]
-        remedies.append(Remedy(r.key, title, float(r.gain), r.applicable, r.reason))
-    usable = [mine for mine, r in zip(remedies, ranked, strict=True)
-              if r.applicable and r.verdict != "not runnable"]
+        remedies.append(Remedy(r.key, title, float(r.gain), r.applicable, r.reason,
+                               r.verdict == "remedy"))
+    usable = [r for r in remedies if r.helps]
     if cause == "large_batch":
         usable = [r for r in usable if r.key not in BATCH_GROWING]
     # a remedy for the cause goes first when its gain is a decision: at least the model's median
     # error (scalesim.accuracy, docs/model.md section 20); else the best remedy overall
     error = median_error(uses_layouts(profile, scenario))
     preferred = [r for r in usable if r.key in PREFERRED_REMEDIES.get(cause, []) and r.gain >= error]
-    pool = preferred or [r for r in usable if r.gain > 0.0]
+    pool = preferred or usable
     first = max(pool, key=lambda r: r.gain) if pool else None
     return first, remedies
 
@@ -305,7 +314,8 @@ def smaller_batch_remedy(profile, scenario, devices: int, b_noise: float) -> Rem
     return Remedy("smaller_batch", f"Shrink the global batch {now.global_batch} -> "
                   f"{after.global_batch} (per-device {after.micro_batch}) {where} B_noise "
                   f"{b_noise:.0f}", float(ratio - 1.0), True,
-                  "gain in time to quality (McCandlish et al. 2018), not in throughput")
+                  "gain in time to quality (McCandlish et al. 2018), not in throughput",
+                  helps=bool(ratio - 1.0 >= NO_CHANGE))
 
 
 def _rank_pattern(runs) -> tuple[int | None, float, list[str]]:
@@ -517,7 +527,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         smaller = smaller_batch_remedy(profile, scenario, at, b_noise)
         if smaller is not None:
             remedies.insert(0, smaller)
-            if cause.key == "large_batch" and smaller.gain > 0:
+            if cause.key == "large_batch" and smaller.helps:
                 first = smaller
     extra = extrapolate(fit, runs, extrapolate_to)
 
@@ -740,7 +750,8 @@ def attention_kernel_finding(summaries, step_s: float) -> tuple[Finding | None, 
     note = (f"measured attention time {_ms(t_attn)} x (1 - {ratio:.3f}), pytorch/pytorch#142132's "
             "one-benchmark ratio; the kernels assumed on the step's critical path")
     return (finding("attention_kernel", saving / step_s, evidence),
-            Remedy("attention_kernel", ATTENTION_KERNEL_TITLE, float(gain), True, note))
+            Remedy("attention_kernel", ATTENTION_KERNEL_TITLE, float(gain), True, note,
+                   helps=bool(gain >= NO_CHANGE)))
 
 
 def _parts_over_the_step(share_of_step: dict, devices, fit) -> list[str]:
@@ -839,10 +850,15 @@ def render_text(report: Report) -> str:
         lines.append("First remedy to try: none of the seed remedies is predicted to help")
     else:
         lines.append("First remedy to try: not predicted (see the notes)")
-    shown = [r for r in report.remedies if r.applicable and r is not report.first_remedy]
+    shown = [r for r in report.remedies if r.helps and r is not report.first_remedy]
     if shown:
         lines.append("Other remedies (model, applied alone):")
         for r in shown:
+            lines.append(f"  {r.gain:+7.1%}  {r.title}" + (f" ({r.note})" if r.note else ""))
+    idle = [r for r in report.remedies if standing(r) == "does not help here"]
+    if idle:
+        lines.append("Does not help here (model, applied alone):")
+        for r in idle:
             lines.append(f"  {r.gain:+7.1%}  {r.title}" + (f" ({r.note})" if r.note else ""))
     lines.append("")
     if report.kind == "runs":

@@ -10,7 +10,7 @@ each other (co-location); where the work shrinks (strong scaling) it is fixed ov
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -101,9 +101,24 @@ def no_knee_words(min_drop: float, between: str) -> str:
             f"between {between}")
 
 
+def searched_words(rows, what: str) -> str:
+    """What ``knee_of_predictions`` searched, for ``no_knee_words``: ``what`` ('rows', 'device
+    counts'), or '<what> that fit in device memory' where some rows do not."""
+    return what if all(r.fits for r in rows) else f"{what} that fit in device memory"
+
+
 def knee_of_predictions(rows) -> Knee | None:
     """``find_knee`` over ``scalesim.predict.Prediction`` rows (one per device count); the least
-    drop is the median error of the path that predicted them (``scalesim.accuracy``)."""
+    drop is the median error of the path that predicted them (``scalesim.accuracy``). Only the
+    rows that fit in device memory are searched (a row that cannot run is no side of a knee:
+    the curve a manager can buy starts at the first count that fits); ``Knee.index`` is the
+    row's index in ``rows``."""
+    runnable = [i for i, r in enumerate(rows) if r.fits]
+    if len(runnable) < 2 <= len(rows):
+        return None
+    if len(runnable) < len(rows):
+        knee = knee_of_predictions([rows[i] for i in runnable])
+        return None if knee is None else replace(knee, index=runnable[knee.index])
     layouts = _through_layouts(rows)
     return find_knee(
         [r.devices for r in rows], [r.nodes for r in rows], [r.efficiency for r in rows],

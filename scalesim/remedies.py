@@ -14,7 +14,8 @@ Ranking (``rank_remedies``): by time to train / to quality, large-batch penalty 
 (``scalesim.training_time``), when the scenario gives a training length or E_min; by relative
 time to quality when only a critical batch size is known; by throughput otherwise. Only a change
 that runs (fits in device memory) and wins on that measure is a remedy
-(``verdict == "remedy"``); one that loses, or does not fit, is listed as such and never "best".
+(``verdict == "remedy"``, a gain of at least ``NO_CHANGE``); one that loses, changes nothing, or
+does not fit, is listed as such and never "best".
 When a tenth or more of the step is data stall, the input-pipeline fix ranks first (the stall is
 lost at one device too, so scaling efficiency cannot show it). When today's layout does not fit
 in memory, every change that makes it fit is a remedy, ranked by its speed.
@@ -67,6 +68,10 @@ DATA_STALL_SHARE = 0.10
 # replica's gradient exchange by tp x pp and adds tensor / pipeline traffic, so it gains at most
 # s / (1 - s); below s = e / (1 + e) no split can be a decision (docs/model.md §10).
 DP_EXCHANGE_SHARE = MODEL_PARALLEL_MEDIAN_ERROR / (1.0 + MODEL_PARALLEL_MEDIAN_ERROR)
+# A change whose gain on the ranking measure is under this (0.05 %) prints as +0.0 % at the one
+# decimal every report shows, and is far below the model's median error (2.8-3 %,
+# scalesim.accuracy): it is no change, not a remedy (a display rounding, not a model figure).
+NO_CHANGE = 0.0005
 VERDICTS = ("remedy", "loses", "not runnable", "not applicable")  # display order
 
 
@@ -93,13 +98,35 @@ class RemedyResult:
         return self.verdict == "remedy"
 
 
-def _busbw_words(before_GBps: float, after_GBps: float, relative: bool) -> str:
-    """A link remedy's change: '(12 -> 192 GB/s busbw)', or with ``relative`` (bandwidths
-    fitted to a nominal gradient size, whose GB/s mean nothing alone) '(16x the fitted
-    bandwidth)', the ratio of the figures themselves, not of their printed digits."""
+def not_measured_link(profile: Profile, scenario: Scenario, level: str) -> bool:
+    """Whether the ``level`` ("inter_node", "intra_node") figure the scenario runs on is one a
+    calibration did not measure (``profiles.unmeasured_links``: one server, one process per
+    server) and kept from a preset, with no flag replacing it; a preset profile's links are the
+    preset the user chose (``profiles.PRESET_LINKS``), not an unmeasured calibration."""
+    from scalesim.profiles import PRESET_LINKS, unmeasured_links
+
+    given = (scenario.inter_busbw_GBps if level == "inter_node"
+             else scenario.intra_busbw_GBps)
+    link = unmeasured_links(profile).get(level)
+    return given is None and link is not None and link.not_measured_because != PRESET_LINKS
+
+
+def link_change_words(before_GBps: float, after_GBps: float, preset: bool = False) -> str:
+    """'12 -> 192 GB/s busbw'; with ``preset`` (the figure a calibration kept from a preset,
+    not measured: ``not_measured_link``) '6.8 (a preset, not measured) -> 192 GB/s busbw'."""
+    was = " (a preset, not measured)" if preset else ""
+    return f"{sig3(before_GBps)}{was} -> {link_GBps(after_GBps)} busbw"
+
+
+def _busbw_words(before_GBps: float, after_GBps: float, relative: bool,
+                 preset: bool = False) -> str:
+    """A link remedy's change: '(12 -> 192 GB/s busbw)' (``link_change_words``), or with
+    ``relative`` (bandwidths fitted to a nominal gradient size, whose GB/s mean nothing alone)
+    '(16x the fitted bandwidth)', the ratio of the figures themselves, not of their printed
+    digits."""
     if relative:
         return f"({after_GBps / before_GBps:.3g}x the fitted bandwidth)"
-    return f"({sig3(before_GBps)} -> {link_GBps(after_GBps)} busbw)"
+    return f"({link_change_words(before_GBps, after_GBps, preset)})"
 
 
 def _one(profile: Profile, scenario: Scenario, devices: int) -> Prediction:
@@ -190,12 +217,14 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
         faster = max(FAST_INTER_BUSBW_GBPS, 2 * inter)
         name = FAST_INTER_NAME if faster == FAST_INTER_BUSBW_GBPS else "2x the network"
         out.append(("interconnect", f"Faster inter-server network: {name} "
-                    + _busbw_words(inter, faster, relative_links),
+                    + _busbw_words(inter, faster, relative_links,
+                                   not_measured_link(profile, scenario, "inter_node")),
                     scenario.model_copy(update={"inter_busbw_GBps": faster}), profile, "", ""))
     else:
         intra = scenario.intra_busbw_GBps or hw.intra_node.busbw_GBps
         out.append(("interconnect", "Faster intra-server links "
-                    + _busbw_words(intra, 2 * intra, relative_links),
+                    + _busbw_words(intra, 2 * intra, relative_links,
+                                   not_measured_link(profile, scenario, "intra_node")),
                     scenario.model_copy(update={"intra_busbw_GBps": 2 * intra}),
                     profile, "" if now.devices > 1 else "one device does not communicate", ""))
     if not now.fits:
@@ -231,11 +260,16 @@ def _sharding(profile: Profile, scenario: Scenario, now: Prediction):
                 f"saves memory: each rank holds 1/{dp} of the states, not 1/{shard}; the "
                 f"gathers and reduce-scatters then span all {dp} ranks, not {shard}")
     target = "zero1" if scenario.strategy == "ddp" and now.fits else "zero3"
+    reason = ("already fully sharded" if scenario.strategy == "zero3"
+              else ONE_REPLICA if dp == 1 else "")
     return ("sharding", sharding_title(scenario.strategy, target, fw, k, sync, hybrid),
-            scenario.model_copy(update={"strategy": target}), profile,
-            "" if scenario.strategy != "zero3" else "already fully sharded",
+            scenario.model_copy(update={"strategy": target}), profile, reason,
             sharding_caveat(scenario.strategy, target, fw, k, now.devices, sync))
 
+
+# Why sharding is no remedy where one data-parallel replica holds the states (dp 1: one device,
+# or a split model whose tp x pp spans every device).
+ONE_REPLICA = "one data-parallel replica (dp 1): ZeRO has no other rank to shard the states over"
 
 _STATES = ("optimizer state", "gradients", "parameters")  # memory.state_shards' order, reversed
 
@@ -562,15 +596,16 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
         elif not now.fits:
             verdict = "remedy"
             note = "makes it fit in device memory" + (f"; {caveat}" if caveat else "")
-        elif objective_gain > 0:
+        elif objective_gain >= NO_CHANGE:
             verdict = "remedy"
         else:
             verdict = "loses"
             what = {"time": "time to finish", "quality": "time to quality"}.get(measure,
                                                                                "throughput")
-            # exactly no change (ZeRO-1 where the optimizer step is not known: the same bytes
-            # sent) is not a loss
-            did = f"does not change the {what}" if objective_gain == 0 else f"loses {what}"
+            # no change (ZeRO-1 where the optimizer step is not known: the same bytes sent; a
+            # gain that prints as +0.0 %) is not a loss, nor a remedy
+            did = (f"does not change the {what}" if abs(objective_gain) < NO_CHANGE
+                   else f"loses {what}")
             note = f"{did} here" + (f"; {caveat}" if caveat else "")
         results.append(RemedyResult(key, title, scn, prof, after, gain, True, note, t, cost,
                                     objective_gain, verdict, measure))

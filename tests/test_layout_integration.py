@@ -324,7 +324,7 @@ def test_the_knee_is_a_drop_of_at_least_the_models_median_error(drop, layouts, k
 
     rows = [SimpleNamespace(devices=d, nodes=1, efficiency=e, compute_s=1.0, exposed_comm_s=0.1,
                             data_stall_s=0.0, straggler_s=0.0, micro_batch=1, accumulation=1,
-                            dp=d if layouts else None, bubble_s=0.0)
+                            dp=d if layouts else None, bubble_s=0.0, fits=True)
             for d, e in ((2, 1.0), (4, 1.0 - drop))]
     assert (knee_of_predictions(rows) is not None) is knee
     assert (find_knee([2, 4], [1, 1], [1.0, 1.0 - drop]) is not None) is (drop >= 0.03)
