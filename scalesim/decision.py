@@ -38,7 +38,7 @@ from scalesim import figures, training_time
 from scalesim.accuracy import median_error
 from scalesim.billing import billing_words, is_cpu_device
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount
+from scalesim.figures import amount, link_GBps
 from scalesim.layout_predict import uses_layouts
 from scalesim.network_upgrades import upgrades_for
 from scalesim.predict import Prediction, data_parallel_ranks, predict
@@ -276,6 +276,26 @@ def _ties_with(ctx: _Ctx, o: DecisionOption, best: DecisionOption) -> bool:
     return (1.0 + _score(best)) / (1.0 + _score(o)) - 1.0 < ctx.error
 
 
+def _measure_before_buying(profile: Profile, scenario: Scenario,
+                           options: list[DecisionOption]) -> str | None:
+    """Where a network upgrade is shown and today's inter-server figure is no measurement of
+    these servers (a preset profile's, or a preset a one-server calibration kept:
+    ``profiles.unmeasured_links``), a note that the upgrade's gain rests on that figure and how
+    to measure it before buying; None otherwise (a measured link, or one given by flag)."""
+    from scalesim.profiles import unmeasured_links, unmeasured_origin
+
+    link = unmeasured_links(profile).get("inter_node")
+    if (link is None or scenario.inter_busbw_GBps is not None
+            or not any(o.key == "network" for o in options)):
+        return None
+    return (f"the network upgrade's gain starts from today's inter-server "
+            f"{link_GBps(profile.hardware.inter_node.busbw_GBps)} busbw, not a measurement of "
+            f"these servers {unmeasured_origin(link)}: measure it before buying (nccl-tests "
+            "all_reduce_perf over two servers, then scalesim calibrate --from-nccl-tests "
+            "inter=LOG, or give the measured figure: --inter-busbw, in the app Inter-server bus "
+            "bandwidth)")
+
+
 def _more_devices(ctx: _Ctx) -> Prediction | None:
     """The fewest devices (2x, 4x, ... ``MORE_DEVICES_DOUBLINGS`` doublings of today's) at which
     today's tensor x pipeline split fits with ZeRO-3 over the added data-parallel replicas;
@@ -396,6 +416,8 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     winners.sort(key=lambda o: -_score(o))
     options = winners[:MAX_OPTIONS]
     recommendation, assumption = _recommend(ctx, options)
+    if note := _measure_before_buying(profile, scenario, options):
+        notes.append(note)
     within = [o.title for o in options if now.fits and _score(o) < ctx.error]
     if within and len(within) < len(options):
         notes.append(f"gains under the model's median error ({ctx.error:.1%}, docs/validation.md) "

@@ -54,6 +54,26 @@ def test_options_that_lose_or_do_not_fit_are_not_offered():
     assert any("not shown" in n for n in card.notes)
 
 
+def test_a_network_upgrade_on_an_unmeasured_link_says_to_measure_it_before_buying():
+    """Session 17: the default card leads with a network upgrade whose gain rests on the preset
+    profile's 6.8 GB/s inter-server figure (NCCL sockets over 100 Gb/s TCP, from a published
+    issue), not a measurement of the user's servers; a note says so and how to measure it. A
+    figure the user gives (--inter-busbw) or a card without a network option has no such note."""
+    scenario = Scenario(devices=[16])
+    card = decide(default_profile(), scenario, 16)
+    assert card.options[0].key == "network"
+    (note,) = [n for n in card.notes if "measure it before buying" in n]
+    assert note.startswith("the network upgrade's gain starts from today's inter-server 6.8 GB/s "
+                           "busbw, not a measurement of these servers (a preset profile); ")
+    assert "scalesim calibrate --from-nccl-tests inter=LOG" in note
+    given = decide(default_profile(), scenario.model_copy(update={"inter_busbw_GBps": 6.8}), 16)
+    assert [o.key for o in given.options] == [o.key for o in card.options]
+    assert not any("measure it before buying" in n for n in given.notes)
+    one_server = decide(default_profile(), Scenario(devices=[8]), 8)
+    assert "network" not in [o.key for o in one_server.options]
+    assert not any("measure it before buying" in n for n in one_server.notes)
+
+
 def test_every_network_upgrade_has_a_source_and_a_date():
     for up in UPGRADES:
         assert up.source and len(up.as_of) == 7 and up.as_of[4] == "-"
