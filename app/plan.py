@@ -21,9 +21,7 @@ from scalesim.knee import (
     Knee,
     focus_devices,
     knee_of_predictions,
-    least_drop_of,
-    no_knee_words,
-    searched_words,
+    why_no_knee,
 )
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
 from scalesim.layout_predict import (
@@ -591,8 +589,7 @@ def headline(plan: Plan) -> dict[str, str]:
         "efficiency": f"{f.efficiency:.1%}" if f.fits else "not runnable",
         "throughput": f"{amount(f.samples_per_s)} {plan.unit}/s",
         "speedup": f"{f.speedup:.1f}x",
-        "knee": ("none: " + no_knee_words(least_drop_of(plan.rows),
-                                          searched_words(plan.rows, "device counts"))
+        "knee": ("none: " + why_no_knee(plan.rows, "device counts")
                  if plan.knee is None else
                  f"{plan.knee.devices_before} -> {plan.knee.devices_after} devices: "
                  f"{plan.knee.label}"),

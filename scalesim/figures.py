@@ -4,6 +4,8 @@ them. Pure text formatting, no model."""
 
 from __future__ import annotations
 
+import math
+
 
 def fixed(value: float, width: int = 0, decimals: int = 2) -> str:
     """``value`` right-aligned in ``width`` characters with ``decimals`` places; a nonzero value
@@ -46,10 +48,18 @@ def duration_text(seconds: float) -> str:
     return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} days"
 
 
+SIG3_WHOLE_BELOW = 1e6  # sig3 writes whole numbers from 100 up to this, then an exponent
+
+
 def sig3(value: float) -> str:
     """A measured or fitted figure without its unit: three significant digits ('12', '6.8',
-    '0.652'), whole numbers from 100 ('197', '1536'); never the six digits of a fit ('197.154')."""
-    return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
+    '0.652'), whole numbers from 100 ('197', '1536'); never the six digits of a fit ('197.154'),
+    nor the 300 digits of a huge one: an exponent from ``SIG3_WHOLE_BELOW`` ('1.4e+07'); 'n/a'
+    for a value that is no number (NaN, infinite: a fit at its bound), never 'nan'."""
+    if not math.isfinite(value):
+        return "n/a"
+    return (f"{value:.3g}" if abs(value) < 100 or abs(value) >= SIG3_WHOLE_BELOW
+            else f"{value:.0f}")
 
 
 def link_GBps(busbw_GBps: float) -> str:

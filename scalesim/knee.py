@@ -107,6 +107,19 @@ def searched_words(rows, what: str) -> str:
     return what if all(r.fits for r in rows) else f"{what} that fit in device memory"
 
 
+def why_no_knee(rows, what: str) -> str:
+    """Why ``knee_of_predictions`` named no knee among ``Prediction`` rows, for 'knee: none
+    (...)': fewer than two of the ``what`` ('rows', 'device counts') to search (in all, or that
+    fit in device memory), else ``no_knee_words`` over what was searched."""
+    fitting = sum(1 for r in rows if r.fits)
+    if len(rows) < 2:
+        return f"a knee lies between two {what}, and there is {len(rows)}"
+    if fitting < 2:
+        return (f"{'none' if fitting == 0 else 'only one'} of the {what} fits in device memory, "
+                "and a knee lies between two that do")
+    return no_knee_words(least_drop_of(rows), searched_words(rows, what))
+
+
 def knee_of_predictions(rows) -> Knee | None:
     """``find_knee`` over ``scalesim.predict.Prediction`` rows (one per device count); the least
     drop is the median error of the path that predicted them (``scalesim.accuracy``). Only the

@@ -20,6 +20,7 @@ from typing import Annotated, Generic, Literal, TypeVar, get_args
 
 import numpy as np
 from pydantic import (
+    AfterValidator,
     BaseModel,
     Field,
     PrivateAttr,
@@ -206,7 +207,16 @@ class CasePoint(_Strict):
 # A case's id or group: text a report quotes on one line, so a 400,000-character id is refused
 # (with its case) rather than printed whole.
 CASE_NAME_MAX_CHARS = 200
-CaseName = Annotated[str, StringConstraints(min_length=1, max_length=CASE_NAME_MAX_CHARS)]
+
+
+def _visible(text: str) -> str:
+    if not text.strip():  # '   ': a heading no one can find the case by
+        raise ValueError("write at least one visible character (a name of spaces names nothing)")
+    return text
+
+
+CaseName = Annotated[str, StringConstraints(min_length=1, max_length=CASE_NAME_MAX_CHARS),
+                     AfterValidator(_visible)]
 
 
 class Case(_Strict):
@@ -401,16 +411,17 @@ def _read_case(item, model: type[CaseT], where: str, salvage=None) -> CaseT:
 def case_label(item, i: int) -> str:
     """How a report names the ``i``-th case (from 0) of a file so that its user finds it there:
     its id as written where it is text (``'toy'``), else its place counted from 1 and what its
-    id is (``3 (id 7)`` for an id written as a number, ``3 (no id)``, ``3 (empty id)``)."""
+    id is (``3 (id 7)`` for an id written as a number, ``3 (no id)``, ``3 (empty id)``,
+    ``3 (blank id)`` for spaces)."""
     import json
 
     name = item.get("id") if isinstance(item, dict) else None
-    if isinstance(name, str) and name:
+    if isinstance(name, str) and name.strip():
         return repr(excerpt(name, CASE_NAME_MAX_CHARS))
     if name is None:
         return f"{i + 1} (no id)"
-    if name == "":
-        return f"{i + 1} (empty id)"
+    if isinstance(name, str):
+        return f"{i + 1} ({'empty' if name == '' else 'blank'} id)"
     return f"{i + 1} (id {excerpt(json.dumps(name, default=str))})"
 
 
@@ -449,8 +460,9 @@ def read_case_list(data, fmt: str, model: type[CaseT], what: str, hint: str = ""
         except ScalesimError as exc:
             if strict:
                 raise
-            skipped.append(Skipped(id=excerpt(name, CASE_NAME_MAX_CHARS) if isinstance(name, str) and name
-                                   else f"case {label}", reason=str(exc), position=i))
+            skipped.append(Skipped(id=excerpt(name, CASE_NAME_MAX_CHARS)
+                                   if isinstance(name, str) and name.strip() else f"case {label}",
+                                   reason=str(exc), position=i))
             continue
         ids.add(case.id)
         cases.append(case)

@@ -150,3 +150,21 @@ def test_the_story_and_the_layouts_reference_say_what_does_not_fit():
     gone = now.model_copy(update={"fits": False})
     assert against_now_text(1.5 * now.samples_per_s, gone).endswith(
         ", which does not fit in device memory")
+
+
+def test_no_knee_says_so_where_fewer_than_two_rows_fit(capsys):
+    """Where no row fits, 'knee: none' said efficiency 'never drops ... between rows that fit in
+    device memory', as if some did; it now says none fit (one row: a knee needs two)."""
+    from scalesim.cli.main import main
+    from scalesim.knee import why_no_knee
+
+    rows = predict(default_profile(), Scenario(devices=[1, 2, 4, 8, 16, 32]))
+    unfit = [r.model_copy(update={"fits": False}) for r in rows]
+    assert knee_of_predictions(unfit) is None
+    assert why_no_knee(unfit, "rows") == ("none of the rows fits in device memory, and a knee "
+                                           "lies between two that do")
+    one = [r.model_copy(update={"fits": r.devices == 32}) for r in rows]
+    assert why_no_knee(one, "device counts").startswith("only one of the device counts fits")
+    assert why_no_knee(rows[:1], "rows") == "a knee lies between two rows, and there is 1"
+    assert main(["predict", "--workload", "gpt-7b", "--devices", "1,2,4,8"]) == 0
+    assert "knee: none (none of the rows fits in device memory" in capsys.readouterr().out

@@ -57,3 +57,14 @@ def test_a_cpu_calibrations_slow_link_keeps_three_digits():
         "inter_node": hw.inter_node.model_copy(update={"busbw_GBps": 6.8123})})
     line = hardware_line(hw)
     assert "intra 0.652 GB/s, inter 6.81 GB/s busbw)" in line
+
+
+@pytest.mark.parametrize("value, text", [
+    (999999.4, "999999"), (1.4e7, "1.4e+07"), (1e300, "1e+300"), (-1.234e9, "-1.23e+09"),
+    (-150.4, "-150"), (0.0, "0"), (5e-324, "4.94e-324"), (float("nan"), "n/a"),
+    (float("inf"), "n/a"), (float("-inf"), "n/a")])
+def test_huge_and_non_numbers_never_print_hundreds_of_digits_or_nan(value, text):
+    """A fitted busbw at its bound (diagnose: gradient bytes over a microsecond, ~1e7 GB/s) was
+    printed whole, and 1e300 as 301 digits; NaN printed 'nan'."""
+    assert sig3(value) == text
+    assert "nan" not in link_GBps(value) and len(link_GBps(value)) < 16

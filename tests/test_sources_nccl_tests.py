@@ -695,3 +695,15 @@ def test_the_published_nvl72_log_names_no_gpu_and_reads_as_servers_with_a_note(t
     (said,) = nccl_tests.load_runs([f"intra={path}"])
     assert (said.nodes, said.level) == (1, "intra_node")
     assert not any("ConnectX-9" in n for n in said.notes)
+
+
+def test_a_device_name_with_an_escape_still_writes_a_profile(tmp_path, capsys):
+    """A log whose GPU name carries a terminal escape (a colouring launcher) wrote no profile:
+    the escape went into the profile's name, refused as 'a value outside its bounds'. The name
+    is now kept with the escape written out, and the profile is written."""
+    log = tmp_path / "all_reduce_colour.txt"
+    log.write_text(H100_2N.read_text().replace("HBM3", "HBM3\x1b[0m"))
+    out = tmp_path / "p.json"
+    assert main(["calibrate", "--from-nccl-tests", str(log), "--out", str(out)]) == 0
+    name = load_profile(out).name
+    assert "\x1b" not in name and "\\x1b[0m" in name

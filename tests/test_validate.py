@@ -860,3 +860,14 @@ def test_the_flag_count_line_names_cases_with_a_part_not_read(tmp_path, capsys):
     assert main(["validate"]) == 0
     assert capsys.readouterr().out.splitlines()[-1].endswith(
         "cases use a default or an assumed field (see their flags)")
+
+
+def test_an_id_of_spaces_skips_its_case_named_by_its_place(tmp_path, capsys):
+    """An id of spaces passed (min_length 1) and headed its case with a blank line no one could
+    find it by; it is now refused like an empty id, and the case named by its place."""
+    path = _write(tmp_path, _file(_case(), _case(id="   ")))
+    rc, report, _ = _run_json(capsys, path)
+    assert rc == 0 and [c["id"] for c in report["cases"]] == [_case()["id"]]
+    (skipped,) = report["skipped"]
+    assert skipped["id"] == "case 2 (blank id)"
+    assert "visible character" in skipped["reason"]

@@ -119,7 +119,7 @@ def render_table(profile, scenario, rows) -> str:
     from scalesim.billing import billing_words
     from scalesim.cli.options import condition_words
     from scalesim.figures import amount, fixed
-    from scalesim.knee import knee_of_predictions, least_drop_of, no_knee_words, searched_words
+    from scalesim.knee import knee_of_predictions, why_no_knee
     from scalesim.layout_predict import attention_kernel_note, layout_of, recompute_style_note
     from scalesim.model.zero_exchange import framework_label
     from scalesim.predict import (
@@ -203,7 +203,7 @@ def render_table(profile, scenario, rows) -> str:
     knee = knee_of_predictions(rows)
     lines.append("")
     if knee is None:
-        lines.append(f"knee: none ({no_knee_words(least_drop_of(rows), searched_words(rows, 'rows'))})")
+        lines.append(f"knee: none ({why_no_knee(rows, 'rows')})")
     else:
         before = next(r for r in rows if r.devices == knee.devices_before)
         lines.append(f"knee: {knee.devices_before} -> {knee.devices_after} devices, efficiency "

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from scalesim.bounds import check_number
-from scalesim.errors import ScalesimError, check_distinct_files, excerpt
+from scalesim.errors import ScalesimError, check_distinct_files, excerpt, printable
 from scalesim.jsonio import read_text
 from scalesim.model import collectives as coll
 from scalesim.schemas import CollectivePoint, LinkCalibration, LinkLevel
@@ -287,7 +287,9 @@ def parse_text(text: str, source: str, level: str | None = None) -> NcclTestsRun
             continue
         m = _RANK.search(line)
         if m and (line.startswith("#") or line.startswith("Rank")):
-            ranks[(m.group(3), m.group(2), m.group(4), m.group(1))] = m.group(5)
+            # a name a colouring launcher left an escape in is kept readable (``printable``):
+            # it names the new profile, whose name is one line of printable text
+            ranks[(m.group(3), m.group(2), m.group(4), m.group(1))] = printable(m.group(5))
             continue
         cols = _columns(line)
         if cols:
