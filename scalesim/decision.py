@@ -64,6 +64,9 @@ ASSUMPTIONS = {
     "now": "the model's prediction for today's settings",
     "add_server": "the extra server's devices are priced like today's and the inter-server "
                   "link scales as the model predicts",
+    # the same option inside one server: no inter-server link is involved
+    "fill_server": "the added devices are priced like today's and the links inside the server "
+                   "scale as the model predicts",
     "network": "the model's bandwidth for the named network and its listed price difference",
     "settings": "the change trains as well as today's settings (a larger global batch is charged "
                 "its large-batch penalty only when a critical batch size is known)",
@@ -148,7 +151,8 @@ class _Ctx:
         return None if hourly is None else float(hourly) + extra_per_server_hour * p.nodes
 
     def option(self, key: str, title: str, p: Prediction, extra_per_server_hour: float | None,
-               price_source: str, priced: bool = True) -> DecisionOption:
+               price_source: str, priced: bool = True,
+               assumption: str | None = None) -> DecisionOption:
         hourly = None
         if priced:
             hourly = self._hourly(p, extra_per_server_hour or 0.0)
@@ -167,7 +171,7 @@ class _Ctx:
             time_change=None if (t is None or not self.now_time) else t / self.now_time - 1.0,
             total_usd=total,
             total_change_usd=None if (total is None or now_total is None) else total - now_total,
-            price_source=price_source, assumption=ASSUMPTIONS[key],
+            price_source=price_source, assumption=assumption or ASSUMPTIONS[key],
             quality_change=self._quality_change(p))
 
     def _quality_change(self, p: Prediction) -> float | None:
@@ -213,9 +217,11 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
         except ScalesimError as exc:
             notes.append(f"one more server not compared: {exc}")
         else:
-            what = "Fill the server" if now.devices < g else "Add one server"
+            fill = now.devices < g
+            what = "Fill the server" if fill else "Add one server"
             out.append(ctx.option("add_server", f"{what} ({now.devices} -> {more} devices)", p,
-                                  0.0, base_source))
+                                  0.0, base_source,
+                                  assumption=ASSUMPTIONS["fill_server"] if fill else None))
     else:
         notes.append(f"one more server not compared: global batch {scenario.global_batch} does "
                      f"not split over {more} devices")

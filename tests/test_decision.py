@@ -74,6 +74,21 @@ def test_a_network_upgrade_on_an_unmeasured_link_says_to_measure_it_before_buyin
     assert not any("measure it before buying" in n for n in one_server.notes)
 
 
+def test_filling_the_server_assumes_no_inter_server_link():
+    """Session 17's review: `decide --devices 1` offered "Fill the server (1 -> 8 devices)" with
+    the extra server's assumption (the inter-server link scales as predicted), which a fill inside
+    one server does not involve; adding a server keeps its own."""
+    fill = decide(default_profile(), Scenario(devices=[1]), 1)
+    (option,) = [o for o in fill.options if o.key == "add_server"]
+    assert option.title == "Fill the server (1 -> 8 devices)"
+    assert option.assumption == ASSUMPTIONS["fill_server"] and "inter-server" not in option.assumption
+    assert fill.recommendation.startswith("Fill the server") and fill.assumption == option.assumption
+    more = decide(default_profile(), Scenario(devices=[8], inter_busbw_GBps=200.0), 8)
+    (added,) = [o for o in more.options if o.key == "add_server"]
+    assert added.title == "Add one server (8 -> 16 devices)"
+    assert added.assumption == ASSUMPTIONS["add_server"]
+
+
 def test_every_network_upgrade_has_a_source_and_a_date():
     for up in UPGRADES:
         assert up.source and len(up.as_of) == 7 and up.as_of[4] == "-"
