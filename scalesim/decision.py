@@ -49,6 +49,7 @@ from scalesim.remedies import (
     link_change_words,
     not_measured_link,
     rank_remedies,
+    unmeasured_link_in_use,
 )
 from scalesim.schemas import Profile, Scenario
 
@@ -288,11 +289,10 @@ def _measure_before_buying(profile: Profile, scenario: Scenario,
     these servers (a preset profile's, or a preset a one-server calibration kept:
     ``profiles.unmeasured_links``), a note that the upgrade's gain rests on that figure and how
     to measure it before buying; None otherwise (a measured link, or one given by flag)."""
-    from scalesim.profiles import unmeasured_links, unmeasured_origin
+    from scalesim.profiles import unmeasured_origin
 
-    link = unmeasured_links(profile).get("inter_node")
-    if (link is None or scenario.inter_busbw_GBps is not None
-            or not any(o.key == "network" for o in options)):
+    link = unmeasured_link_in_use(profile, scenario, "inter_node")
+    if link is None or not any(o.key == "network" for o in options):
         return None
     return (f"the network upgrade's gain starts from today's inter-server "
             f"{link_GBps(profile.hardware.inter_node.busbw_GBps)} busbw, not a measurement of "

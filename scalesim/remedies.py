@@ -51,7 +51,7 @@ from scalesim.predict import (
     predict,
 )
 from scalesim.presets import attention_efficiency_of
-from scalesim.schemas import LoaderCurve, LoaderPoint, Profile, Scenario
+from scalesim.schemas import LinkCalibration, LoaderCurve, LoaderPoint, Profile, Scenario
 
 # The faster interconnect remedy: 8x 200 Gb/s HDR InfiniBand per node as network_upgrades names
 # it, at presets.inter_link's busbw (192 GB/s, measured in nccl#812).
@@ -98,17 +98,28 @@ class RemedyResult:
         return self.verdict == "remedy"
 
 
-def not_measured_link(profile: Profile, scenario: Scenario, level: str) -> bool:
-    """Whether the ``level`` ("inter_node", "intra_node") figure the scenario runs on is one a
-    calibration did not measure (``profiles.unmeasured_links``: one server, one process per
-    server) and kept from a preset, with no flag replacing it; a preset profile's links are the
-    preset the user chose (``profiles.PRESET_LINKS``), not an unmeasured calibration."""
-    from scalesim.profiles import PRESET_LINKS, unmeasured_links
+def unmeasured_link_in_use(profile: Profile, scenario: Scenario,
+                           level: str) -> LinkCalibration | None:
+    """The record of the ``level`` ("inter_node", "intra_node") figure the scenario runs on
+    where no measurement of these servers gave it (``profiles.unmeasured_links``: a preset
+    profile's links, or a preset a one-server calibration kept); None where it was measured or
+    a flag (``--inter-busbw``, ``--intra-busbw``) replaces it."""
+    from scalesim.profiles import unmeasured_links
 
     given = (scenario.inter_busbw_GBps if level == "inter_node"
              else scenario.intra_busbw_GBps)
-    link = unmeasured_links(profile).get(level)
-    return given is None and link is not None and link.not_measured_because != PRESET_LINKS
+    return None if given is not None else unmeasured_links(profile).get(level)
+
+
+def not_measured_link(profile: Profile, scenario: Scenario, level: str) -> bool:
+    """Whether the ``level`` figure the scenario runs on is one a calibration did not measure
+    (one server, one process per server) and kept from a preset (``unmeasured_link_in_use``);
+    a preset profile's links are the preset the user chose (``profiles.PRESET_LINKS``), not an
+    unmeasured calibration."""
+    from scalesim.profiles import PRESET_LINKS
+
+    link = unmeasured_link_in_use(profile, scenario, level)
+    return link is not None and link.not_measured_because != PRESET_LINKS
 
 
 def link_change_words(before_GBps: float, after_GBps: float, preset: bool = False) -> str:
