@@ -11,12 +11,12 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 
-from scalesim import figures, presets
+from scalesim import presets
 from scalesim.attention_kernel import DEFAULT_ATTENTION_KERNEL
 from scalesim.cli.options import parse_int_list
 from scalesim.decision import DecisionCard, decide, duration_text
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount
+from scalesim.figures import amount, count
 from scalesim.knee import (
     Knee,
     focus_devices,
@@ -520,7 +520,7 @@ def story(plan: Plan) -> str:
     # the curve starts where the layout fits: fewer devices cannot run it (the knee too,
     # knee.knee_of_predictions)
     start = ("" if first is None or first is rows[0] else
-             f"below {figures.count(first.devices, 'device')} this layout does not fit in "
+             f"below {count(first.devices, 'device')} this layout does not fit in "
              "memory; from there, ")
     if not f.fits:
         shows = (f"at {f.devices} devices this layout needs {f.memory_bytes / 2**30:,.0f} GiB per "

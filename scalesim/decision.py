@@ -39,7 +39,7 @@ from scalesim.accuracy import median_error
 from scalesim.billing import billing_words, is_cpu_device
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount, link_GBps
-from scalesim.layout_predict import uses_layouts
+from scalesim.layout_predict import split_words, uses_layouts
 from scalesim.network_upgrades import upgrades_for
 from scalesim.predict import Prediction, data_parallel_ranks, predict
 from scalesim.presets import FLASH2_ON_HOPPER_EFFICIENCY
@@ -337,7 +337,7 @@ def _nothing_fits(ctx: _Ctx) -> str:
         most = now.devices * 2**MORE_DEVICES_DOUBLINGS
         return (f"{head}, nor with ZeRO-3 at up to {most:,} devices: use devices with more "
                 "memory, or a smaller model.")
-    split = (f"dp {more.dp} x tp {more.tp} x pp {more.pp}, " if more.dp is not None
+    split = (f"{split_words(more.dp, more.tp, more.pp)}, " if more.dp is not None
              and more.tp * more.pp > 1 else "")
     return (f"{head}: add devices: at {figures.count(more.devices, 'device')} ({split}ZeRO-3) "
             f"it needs {more.memory_bytes / 2**30:,.0f} GiB per device, which fits.")
@@ -410,7 +410,7 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     now = _one(profile, scenario, devices)
     ctx = _Ctx(profile, scenario, now)
     # a split model's micro-batch is per replica of tp x pp devices: the layout says so
-    split = (f" (dp {now.dp} x tp {now.tp} x pp {now.pp})" if now.dp is not None
+    split = (f" ({split_words(now.dp, now.tp, now.pp)})" if now.dp is not None
              and now.tp * now.pp > 1 else "")
     base = ctx.option("now", f"As is: {figures.count(devices, 'device')}{split}", now, 0.0,
                       _price_source(profile, scenario))

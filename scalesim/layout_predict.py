@@ -698,6 +698,11 @@ def recompute_words(recompute: str, style: str) -> str:
                                        and op_sac_of(style) else "")
 
 
+def split_words(dp: int, tp: int, pp: int) -> str:
+    """A layout's degrees as every report writes them: 'dp 2 x tp 4 x pp 2'."""
+    return f"dp {dp} x tp {tp} x pp {pp}"
+
+
 def row_title(row) -> str:
     """'dp 2 x tp 4 x pp 2 (1f1b), zero1, micro-batch 1 per replica x 8 accumulation, recompute
     none'
@@ -707,7 +712,7 @@ def row_title(row) -> str:
                                        row.virtual_stages > 1 else "") + ")") if row.pp > 1 else ""
     zero = ZERO_STRATEGIES[row.zero]
     zero += f" (HSDP: shard group {row.shard_group})" if row.hybrid else ""
-    return (f"dp {row.dp} x tp {row.tp} x pp {row.pp}{schedule}, {zero}, micro-batch "
+    return (f"{split_words(row.dp, row.tp, row.pp)}{schedule}, {zero}, micro-batch "
             f"{row.micro_batch} per replica x {row.accumulation} accumulation, "
             f"{recompute_words(row.recompute, row.recompute_style)}"
             + (", sequence parallel" if row.sequence_parallel else "")
