@@ -606,6 +606,8 @@ def headline(plan: Plan) -> dict[str, str]:
         if plan.knee is None:
             out["knee"] = ("none in scaling efficiency, but the data stall is lost at every "
                            "device count (one device too)")
+    if f.fits and (note := one_device_note([f])):  # efficiency and speedup's baseline
+        out["one_device"] = note
     misfits = [r.devices for r in plan.rows if not r.fits]
     if misfits:
         out["not_runnable"] = (f"does not fit in device memory at {_count_list(misfits)} devices "

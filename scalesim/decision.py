@@ -25,8 +25,10 @@ run (fit in memory) and win are kept; the best two or three are shown. The recom
 sentence with the option's main assumption; a gain smaller than the model's measured median
 error (``scalesim.accuracy``) is not a reason to change, and two options whose speeds differ by
 less than it are a tie that goes to the one with nothing to buy (docs/model.md §20). Where no
-option makes today's layout fit, the sentence names what is done already and the devices at
-which the model says the split fits (``_nothing_fits``). The CLI
+option makes today's layout fit, the sentence names what is done already and the fewest devices
+(doubling up to the device-count bound) at which the planner's fastest layout fits, or how far
+it searched (``_nothing_fits``). Where "Nx one device" is against a device that cannot hold
+the model, a note says so (``predict.one_device_note``). The CLI
 (``scalesim decide``) and the app call this same function, so their numbers are equal.
 """
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from scalesim.bounds import KNOB_BY_FIELD, check_values
 from scalesim.errors import ScalesimError, require_model
@@ -58,7 +58,7 @@ class Prediction(BaseModel):
     fits: bool
     # whether the one-device run speedup and efficiency are against fits in device memory (the
     # model's fits, as ``fits``); where not, they are against a run that cannot happen (§10)
-    one_device_fits: bool = Field(default=True, exclude=True)
+    one_device_fits: bool = True
     steps_to_quality: float | None = None  # optimizer steps (docs/model.md §8)
     time_to_quality_s: float | None = None
     time_to_train_s: float | None = None

@@ -4,9 +4,10 @@ and the one-device baseline said where one device cannot hold the model (docs/re
 
 from __future__ import annotations
 
-import dataclasses
+import json
 
-from app.plan import make_plan, story
+from app.plan import headline, make_plan, story
+from app.report import report_html
 from app.state import default_state, preset_profile
 from scalesim.bounds import bound
 from scalesim.cli.main import main
@@ -104,7 +105,24 @@ def test_efficiency_against_a_one_device_run_that_cannot_happen_is_said(capsys):
     fits = predict(default_profile(), Scenario(devices=[1, 8]))
     assert all(r.one_device_fits for r in fits) and one_device_note(fits) is None
     assert note not in decide(default_profile(), Scenario(devices=[8]), 8).notes
-    plan = make_plan(preset_profile(default_state()), default_state())
-    assert plan.focus.fits and "one device cannot hold" not in story(plan)
-    rows = [r.model_copy(update={"one_device_fits": False}) for r in plan.rows]
-    assert f"({note})" in story(dataclasses.replace(plan, rows=rows))
+    assert main(["predict", "--workload", "gpt-7b", "--devices", "1,8", "--strategy", "zero3",
+                 "--json"]) == 0
+    assert [r["one_device_fits"] for r in json.loads(capsys.readouterr().out)] == [False, False]
+
+
+def test_the_app_says_the_one_device_baseline_where_one_device_cannot_hold_the_model():
+    """The app's story, headline and HTML report give the efficiency of gpt-7b with ZeRO-3 on
+    8 A100 40GB against one device that cannot hold it: each now says so; the default
+    workload (bert-large, 9 GiB) gets no such words."""
+    state = default_state().model_copy(update={"wl": "gpt-7b", "strat": "zero3", "dmax": 8, "mb": 1,
+                                               "focus": 8})
+    plan = make_plan(preset_profile(state), state)
+    assert plan.focus.devices == 8 and plan.focus.fits and not plan.rows[0].fits
+    note = one_device_note(plan.rows)
+    assert note is not None and f"({note})" in story(plan)
+    assert headline(plan)["one_device"] == note
+    assert "One-device baseline" in report_html(plan, "http://x")
+    plain = make_plan(preset_profile(default_state()), default_state())
+    assert plain.focus.fits and "one device cannot hold" not in story(plain)
+    assert "one_device" not in headline(plain)
+    assert "One-device baseline" not in report_html(plain, "http://x")
