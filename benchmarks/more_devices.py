@@ -37,14 +37,13 @@ def main() -> None:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     profile = default_profile().model_copy(update={"workload": load_workload("gpt-76.1b")})
-    tiny = profile.model_copy(update={"hardware": profile.hardware.model_copy(
-        update={"device_memory_bytes": 2**30})})
-    print(f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
-          "one core\n")
+    tiny = profile.model_copy(
+        update={"hardware": profile.hardware.model_copy(update={"device_memory_bytes": 2**30})}
+    )
+    print(f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, one core\n")
     print("| case | decide, best of N (s) | recommendation starts |")
     print("|---|---:|---|")
-    for name, prof in (("40 GiB: fits at 32 devices", profile),
-                       ("1 GiB: nothing fits up to 2**20", tiny)):
+    for name, prof in (("40 GiB: fits at 32 devices", profile), ("1 GiB: nothing fits up to 2**20", tiny)):
         s, rec = _time(prof, args.repeats)
         print(f"| {name} | {s:.2f} | {rec[:60]}... |")
 

@@ -318,14 +318,15 @@ def _most_devices(devices: int) -> int:
     return most
 
 
-def _fits_at(ctx: _Ctx, devices: int) -> tuple[Prediction, str] | None:
-    """(prediction, layout words) of the fastest layout that fits at ``devices``, at the global
+def _fits_at(ctx: _Ctx, devices: int) -> tuple[tuple[Prediction, str] | None, bool]:
+    """((prediction, layout words) of the fastest layout that fits at ``devices``, or None where
+    none fits; whether any layout could be modelled there at all), at the global
     batch today's scenario has there (the same where it is fixed; the per-device batch's under
     weak scaling): the planner's best row for a transformer (``layout_predict.plan_at``: tp x
     pp splits, ZeRO stages, recompute, micro-batches), predicted as ``predict`` says of it;
     else (a parameter count, or a count the planner cannot place) today's split with the
-    fastest ZeRO stage that fits. None where nothing fits. Fastest is decide's ranking: at one
-    global batch, time to finish goes as 1 / throughput."""
+    fastest ZeRO stage that fits. Fastest is decide's ranking: at one global batch, time to
+    finish goes as 1 / throughput. Not modelled: no valid layout (a batch that does not split)."""
     from scalesim import layout_predict as lp
 
     profile, scenario, now = ctx.profile, ctx.scenario, ctx.now
@@ -339,32 +340,36 @@ def _fits_at(ctx: _Ctx, devices: int) -> tuple[Prediction, str] | None:
             pass
         else:
             if not row.fits:
-                return None
+                return None, True
             p = _one(profile, lp.scenario_of_row(scenario, row), devices)
-            return (p, lp.row_title(row)) if p.fits else None  # all it needs to fit
-    best = None
+            return ((p, lp.row_title(row)) if p.fits else None), True  # all it needs to fit
+    best, modelled = None, False
     for strategy in ZERO_STRATEGIES:
         try:
             p = _one(profile, scenario.model_copy(update={"strategy": strategy}), devices)
         except ScalesimError:  # a global batch that does not split, ZeRO at dp 1...
             continue
+        modelled = True
         if p.fits and (best is None or p.samples_per_s > best[0].samples_per_s):
             split = (f"{split_words(p.dp, p.tp, p.pp)}, " if p.dp is not None
                      and p.tp * p.pp > 1 else "")
             best = (p, f"{split}{strategy}")
-    return best
+    return best, modelled
 
 
-def _more_devices(ctx: _Ctx) -> tuple[Prediction, str] | None:
+def _more_devices(ctx: _Ctx) -> tuple[tuple[Prediction, str] | None, int]:
     """The fewest devices (2x, 4x, ... today's, up to ``_most_devices``) at which some layout
-    fits (``_fits_at``), with that layout's words; None where none does. The search stops at
-    the first count that fits."""
-    n = ctx.now.devices * 2
+    fits (``_fits_at``), with that layout's words, or None where none does; and the largest
+    count at which any layout could be modelled (today's where none could). The search stops
+    at the first count that fits."""
+    n, searched = ctx.now.devices * 2, ctx.now.devices
     while n <= _most_devices(ctx.now.devices):
-        if (found := _fits_at(ctx, n)) is not None:
-            return found
+        found, modelled = _fits_at(ctx, n)
+        if found is not None:
+            return found, n
+        searched = n if modelled else searched
         n *= 2
-    return None
+    return None, searched
 
 
 def _nothing_fits(ctx: _Ctx) -> str:
@@ -383,13 +388,22 @@ def _nothing_fits(ctx: _Ctx) -> str:
         done.append("the states are fully sharded already (ZeRO-3)")
     why = f" ({'; '.join(done)})" if done else ""
     head = f"Nothing we model fits in device memory at {figures.count(now.devices, 'device')}{why}"
-    more = _more_devices(ctx)
+    more, searched = _more_devices(ctx)
     if more is None:
         most = _most_devices(now.devices)
-        searched = (f"nor at up to {most:,} devices (2x, 4x, ... today's; "
-                    f"{MORE_DEVICES_SEARCHED})" if most > now.devices else
-                    f"and {figures.count(now.devices, 'device')} is the most the model takes")
-        return f"{head}, {searched}: use devices with more memory, or a smaller model."
+        batch = (f" for a global batch of {scn.global_batch:,}" if scn.global_batch is not None
+                 else "")
+        if most == now.devices:
+            tried = f"and {figures.count(now.devices, 'device')} is the most the model takes"
+        elif searched == now.devices:
+            tried = f"and no layout is valid at 2x today's devices or more{batch}"
+        else:
+            tried = (f"nor at up to {searched:,} devices (2x, 4x, ... today's; "
+                     f"{MORE_DEVICES_SEARCHED})")
+            tried += f"; no layout is valid at more{batch}" if searched < most else ""
+        advice = ("a smaller model or a larger global batch" if batch and searched < most
+                  else "or a smaller model")
+        return f"{head}, {tried}: use devices with more memory, {advice}."
     p, words = more
     return (f"{head}: add devices: at {figures.count(p.devices, 'device')} ({words}) "
             f"it needs {p.memory_bytes / 2**30:,.0f} GiB per device, which fits.")
