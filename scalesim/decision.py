@@ -341,7 +341,10 @@ def _fits_at(ctx: _Ctx, devices: int) -> tuple[tuple[Prediction, str] | None, bo
         else:
             if not row.fits:
                 return None, True
-            p = _one(profile, lp.scenario_of_row(scenario, row), devices)
+            try:  # predict says of the row what the planner says (layout_predict.plan_at)
+                p = _one(profile, lp.scenario_of_row(scenario, row), devices)
+            except ScalesimError:
+                return None, True
             return ((p, lp.row_title(row)) if p.fits else None), True  # all it needs to fit
     best, modelled = None, False
     for strategy in ZERO_STRATEGIES:
