@@ -40,6 +40,7 @@ from scalesim.predict import (
     global_batch_splits,
     input_pipeline_modelled,
     micro_batch_max,
+    one_device_note,
     predict,
     server_use_words,
     slow_device_note,
@@ -542,6 +543,8 @@ def story(plan: Plan) -> str:
         last = rows[-1]
         shows = (f"throughput scales to {last.devices} devices at {last.efficiency:.0%} "
                  "efficiency with no knee")
+    if f.fits and (baseline := one_device_note(rows)):  # the efficiency said above
+        shows += f" ({baseline})"
     if f.fits and start:
         shows = start + shows
     return f"**What this shows:** {shows}. **What to do:** {todo.rstrip('.')}."
@@ -603,6 +606,8 @@ def headline(plan: Plan) -> dict[str, str]:
         if plan.knee is None:
             out["knee"] = ("none in scaling efficiency, but the data stall is lost at every "
                            "device count (one device too)")
+    if f.fits and (note := one_device_note([f])):  # efficiency and speedup's baseline
+        out["one_device"] = note
     misfits = [r.devices for r in plan.rows if not r.fits]
     if misfits:
         out["not_runnable"] = (f"does not fit in device memory at {_count_list(misfits)} devices "

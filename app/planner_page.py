@@ -470,6 +470,8 @@ def _headline(plan: Plan) -> None:
         st.warning(f"{h['not_runnable'][0].upper()}{h['not_runnable'][1:]}.")
     if "data_stall" in h:
         st.warning(h["data_stall"][0].upper() + h["data_stall"][1:] + ".")
+    if "one_device" in h:
+        st.caption(_md(h["one_device"][0].upper() + h["one_device"][1:]) + ".")
     st.markdown(f"**Knee:** {h['knee']}  \n**Largest single gain:** {h['best_remedy']}")
 
 

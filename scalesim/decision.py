@@ -25,8 +25,10 @@ run (fit in memory) and win are kept; the best two or three are shown. The recom
 sentence with the option's main assumption; a gain smaller than the model's measured median
 error (``scalesim.accuracy``) is not a reason to change, and two options whose speeds differ by
 less than it are a tie that goes to the one with nothing to buy (docs/model.md §20). Where no
-option makes today's layout fit, the sentence names what is done already and the devices at
-which the model says the split fits (``_nothing_fits``). The CLI
+option makes today's layout fit, the sentence names what is done already and the fewest devices
+(doubling up to the device-count bound) at which the planner's fastest layout fits, or how far
+it searched (``_nothing_fits``). Where "Nx one device" is against a device that cannot hold
+the model, a note says so (``predict.one_device_note``). The CLI
 (``scalesim decide``) and the app call this same function, so their numbers are equal.
 """
 
@@ -37,11 +39,13 @@ from dataclasses import asdict, dataclass, field
 from scalesim import figures, training_time
 from scalesim.accuracy import median_error
 from scalesim.billing import billing_words, is_cpu_device
+from scalesim.bounds import bound
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount, link_GBps
+from scalesim.layout import ZERO_STRATEGIES
 from scalesim.layout_predict import split_words, uses_layouts
 from scalesim.network_upgrades import upgrades_for
-from scalesim.predict import Prediction, data_parallel_ranks, predict
+from scalesim.predict import Prediction, data_parallel_ranks, one_device_note, predict
 from scalesim.presets import FLASH2_ON_HOPPER_EFFICIENCY
 from scalesim.remedies import (
     DATA_STALL_SHARE,
@@ -80,12 +84,15 @@ ASSUMPTIONS = {
                         "peak (docs/model.md §13)",
     "fix_device": "the slow device runs at its peers' speed once repaired, replaced or drained "
                   "(a spare of the same kind, at today's price)",
-    "more_devices": "the same tensor x pipeline split with ZeRO-3 over the added data-parallel "
-                    "replicas, at the model's memory estimate (docs/model.md §4, §20)",
+    "more_devices": "the planner's fastest layout that fits at the larger count (tensor x "
+                    "pipeline split, ZeRO stage, recompute; today's split and the fastest ZeRO "
+                    "stage for a parameter count), at the model's memory estimate "
+                    "(docs/model.md §4, §17, §20)",
 }
-# Where nothing we model fits at the focus count: the same split at 2x, 4x, ... up to this many
-# doublings of the devices is tried for a fit (a search bound, not a model figure).
-MORE_DEVICES_DOUBLINGS = 4
+# What the more-devices search tries at each doubling, where nothing fits at the focus count
+# (``_fits_at``); it doubles up to the device-count bound (``bounds``, ``_most_devices``).
+MORE_DEVICES_SEARCHED = ("the planner's tensor x pipeline splits, ZeRO stages and recompute for "
+                         "a transformer, every ZeRO stage otherwise")
 
 
 @dataclass(frozen=True)
@@ -302,25 +309,77 @@ def _measure_before_buying(profile: Profile, scenario: Scenario,
             "bandwidth)")
 
 
-def _more_devices(ctx: _Ctx) -> Prediction | None:
-    """The fewest devices (2x, 4x, ... ``MORE_DEVICES_DOUBLINGS`` doublings of today's) at which
-    today's tensor x pipeline split fits with ZeRO-3 over the added data-parallel replicas;
-    None where none does (or none can be predicted)."""
-    scn = ctx.scenario.model_copy(update={"strategy": "zero3"})
-    for k in range(1, MORE_DEVICES_DOUBLINGS + 1):
+def _most_devices(devices: int) -> int:
+    """The largest doubling of ``devices`` within the device-count bound (``bounds``)."""
+    high = int(bound("devices").high)
+    most = devices
+    while most * 2 <= high:
+        most *= 2
+    return most
+
+
+def _fits_at(ctx: _Ctx, devices: int) -> tuple[tuple[Prediction, str] | None, bool]:
+    """((prediction, layout words) of the fastest layout that fits at ``devices``, or None where
+    none fits; whether any layout could be modelled there at all), at the global
+    batch today's scenario has there (the same where it is fixed; the per-device batch's under
+    weak scaling): the planner's best row for a transformer (``layout_predict.plan_at``: tp x
+    pp splits, ZeRO stages, recompute, micro-batches), predicted as ``predict`` says of it;
+    else (a parameter count, or a count the planner cannot place) today's split with the
+    fastest ZeRO stage that fits. Fastest is decide's ranking: at one global batch, time to
+    finish goes as 1 / throughput. Not modelled: no valid layout (a batch that does not split)."""
+    from scalesim import layout_predict as lp
+
+    profile, scenario, now = ctx.profile, ctx.scenario, ctx.now
+    batch = now.global_batch if scenario.global_batch is not None else (
+        now.global_batch * devices // now.devices)
+    shaped = lp.with_measured_shape(profile)
+    if shaped.workload.transformer is not None:
         try:
-            p = _one(ctx.profile, scn, ctx.now.devices * 2**k)
-        except ScalesimError:  # a global batch that does not split, past the bounds...
+            row = lp.plan_at(shaped, scenario, devices, batch, top=1, include_unfit=True)[0]
+        except ScalesimError:  # a count the planner cannot place: today's split below
+            pass
+        else:
+            if not row.fits:
+                return None, True
+            try:  # predict says of the row what the planner says (layout_predict.plan_at)
+                p = _one(profile, lp.scenario_of_row(scenario, row), devices)
+            except ScalesimError:
+                return None, True
+            return ((p, lp.row_title(row)) if p.fits else None), True  # all it needs to fit
+    best, modelled = None, False
+    for strategy in ZERO_STRATEGIES:
+        try:
+            p = _one(profile, scenario.model_copy(update={"strategy": strategy}), devices)
+        except ScalesimError:  # a global batch that does not split, ZeRO at dp 1...
             continue
-        if p.fits:
-            return p
-    return None
+        modelled = True
+        if p.fits and (best is None or p.samples_per_s > best[0].samples_per_s):
+            split = (f"{split_words(p.dp, p.tp, p.pp)}, " if p.dp is not None
+                     and p.tp * p.pp > 1 else "")
+            best = (p, f"{split}{strategy}")
+    return best, modelled
+
+
+def _more_devices(ctx: _Ctx) -> tuple[tuple[Prediction, str] | None, int]:
+    """The fewest devices (2x, 4x, ... today's, up to ``_most_devices``) at which some layout
+    fits (``_fits_at``), with that layout's words, or None where none does; and the largest
+    count at which any layout could be modelled (today's where none could). The search stops
+    at the first count that fits."""
+    n, searched = ctx.now.devices * 2, ctx.now.devices
+    while n <= _most_devices(ctx.now.devices):
+        found, modelled = _fits_at(ctx, n)
+        if found is not None:
+            return found, n
+        searched = n if modelled else searched
+        n *= 2
+    return None, searched
 
 
 def _nothing_fits(ctx: _Ctx) -> str:
     """The recommendation where no change we model fits at today's devices: what is already done
     (split, fully sharded, dp 1 where ZeRO shards nothing) is not advised again; the answer is
-    more devices where the model says they fit, else devices with more memory."""
+    more devices where the model says some layout fits, else devices with more memory, saying
+    how far the search went."""
     now, scn = ctx.now, ctx.scenario
     done = []
     if now.tp * now.pp > 1:
@@ -332,15 +391,25 @@ def _nothing_fits(ctx: _Ctx) -> str:
         done.append("the states are fully sharded already (ZeRO-3)")
     why = f" ({'; '.join(done)})" if done else ""
     head = f"Nothing we model fits in device memory at {figures.count(now.devices, 'device')}{why}"
-    more = _more_devices(ctx)
+    more, searched = _more_devices(ctx)
     if more is None:
-        most = now.devices * 2**MORE_DEVICES_DOUBLINGS
-        return (f"{head}, nor with ZeRO-3 at up to {most:,} devices: use devices with more "
-                "memory, or a smaller model.")
-    split = (f"{split_words(more.dp, more.tp, more.pp)}, " if more.dp is not None
-             and more.tp * more.pp > 1 else "")
-    return (f"{head}: add devices: at {figures.count(more.devices, 'device')} ({split}ZeRO-3) "
-            f"it needs {more.memory_bytes / 2**30:,.0f} GiB per device, which fits.")
+        most = _most_devices(now.devices)
+        batch = (f" for a global batch of {scn.global_batch:,}" if scn.global_batch is not None
+                 else "")
+        if most == now.devices:
+            tried = f"and {figures.count(now.devices, 'device')} is the most the model takes"
+        elif searched == now.devices:
+            tried = f"and no layout is valid at 2x today's devices or more{batch}"
+        else:
+            tried = (f"nor at up to {searched:,} devices (2x, 4x, ... today's; "
+                     f"{MORE_DEVICES_SEARCHED})")
+            tried += f"; no layout is valid at more{batch}" if searched < most else ""
+        advice = ("a smaller model or a larger global batch" if batch and searched < most
+                  else "or a smaller model")
+        return f"{head}, {tried}: use devices with more memory, {advice}."
+    p, words = more
+    return (f"{head}: add devices: at {figures.count(p.devices, 'device')} ({words}) "
+            f"it needs {p.memory_bytes / 2**30:,.0f} GiB per device, which fits.")
 
 
 def _recommend(ctx: _Ctx, options: list[DecisionOption]) -> tuple[str, str]:
@@ -434,6 +503,8 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
         question = f"One {device} device: what should we do?"
     elif now.fits:
         question = f"{gpus} give {now.speedup:.1f}x one device: what should we do?"
+        if note := one_device_note([now]):
+            notes.append(note)
     else:
         question = (f"{gpus} {'does' if devices == 1 else 'do'} not fit this layout in memory "
                     f"({now.memory_bytes / 2**30:,.0f} GiB per device needed): what should we do?")

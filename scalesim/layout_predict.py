@@ -233,6 +233,7 @@ class LayoutRows:
     global_batch: np.ndarray
     matmul_efficiency: np.ndarray  # pinned share of the peak
     peak_known: bool
+    one_device_fits: np.ndarray  # the one-device run speed-up is against fits in memory
 
 
 def layout_hardware(profile: Profile) -> Hardware:
@@ -543,7 +544,8 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
         result=result, speedup=full(speedup, float), efficiency=full(speedup / p, float),
         devices=full(p), nodes=full(nodes), devices_per_node=full(per_node), dp=full(dp),
         tp=full(tp), pp=full(pp), micro_batch=full(b), accumulation=full(k),
-        global_batch=full(gb), matmul_efficiency=full(eff, float), peak_known=peak_known)
+        global_batch=full(gb), matmul_efficiency=full(eff, float), peak_known=peak_known,
+        one_device_fits=full(one.fits, bool))
 
 
 def replica_loader_supply(profile: Profile, scenario: Scenario, counts,

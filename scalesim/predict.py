@@ -56,6 +56,9 @@ class Prediction(BaseModel):
     efficiency: float  # speedup / devices (fraction, 1 = linear)
     memory_bytes: float
     fits: bool
+    # whether the one-device run speedup and efficiency are against fits in device memory (the
+    # model's fits, as ``fits``); where not, they are against a run that cannot happen (§10)
+    one_device_fits: bool = True
     steps_to_quality: float | None = None  # optimizer steps (docs/model.md §8)
     time_to_quality_s: float | None = None
     time_to_train_s: float | None = None
@@ -75,6 +78,15 @@ class Prediction(BaseModel):
     # --shard-group; all dp ranks where dp is within it), else every data-parallel rank; None
     # without sharding (DDP)
     shard_group: int | None = None
+
+
+def one_device_note(rows: list[Prediction]) -> str | None:
+    """Where one device cannot hold the model (``Prediction.one_device_fits``), a clause saying
+    that speed-up and efficiency are against the model's one-device run, not a run; else None."""
+    if all(r.one_device_fits for r in rows):
+        return None
+    return ("one device cannot hold the model: speed-up, efficiency and 'Nx one device' are "
+            "against the model's hypothetical one-device run (docs/model.md §10)")
 
 
 def data_parallel_ranks(p: Prediction) -> int:
@@ -418,9 +430,11 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
         inputs = SimpleNamespace(devices=split.devices, devices_per_node=split.devices_per_node,
                                  micro_batch=split.micro_batch)
         speedup, efficiency, fits = split.speedup, split.efficiency, r.fits
+        one_fits = split.one_device_fits
     else:
         inputs, base_b = scenario_inputs(profile, scenario)
-        result, speedup, efficiency = evaluate_scaling(inputs, base_b)
+        result, speedup, efficiency, one = evaluate_scaling(inputs, base_b, with_baseline=True)
+        one_fits = np.broadcast_to(one.fits, np.shape(speedup))
         oom = profile.compute.oom_micro_batch
         fits = result.fits if oom is None else result.fits & (np.asarray(inputs.micro_batch)
                                                               < oom)
@@ -461,6 +475,7 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
             efficiency=float(efficiency[i]),
             memory_bytes=float(result.memory_bytes[i]),
             fits=bool(fits[i]),
+            one_device_fits=bool(one_fits[i]),
             steps_to_quality=steps,
             time_to_quality_s=ttq,
             time_to_train_s=ttt,

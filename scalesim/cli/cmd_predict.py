@@ -125,6 +125,7 @@ def render_table(profile, scenario, rows) -> str:
     from scalesim.predict import (
         STALL_NOT_MODELLED,
         hybrid_sharded,
+        one_device_note,
         server_use_words,
         slow_device_note,
     )
@@ -220,6 +221,8 @@ def render_table(profile, scenario, rows) -> str:
                      "one device too, so efficiency cannot show it); fix the input pipeline first")
     if not stall:
         lines.append(f"note: {STALL_NOT_MODELLED}")  # and no stall column
+    if note := one_device_note(rows):  # the speedup and eff columns' baseline
+        lines.append(f"note: {note}")
     if note := slow_device_note(scenario.slow_device, [r.devices for r in rows]):
         lines.append(f"note: {note}")
     lines += [f"note: {note}" for note in unused_setting_notes(scenario)]

@@ -258,8 +258,9 @@ def evaluate(inp: StepInputs) -> StepResult:
     )
 
 
-def evaluate_scaling(inp: StepInputs, baseline_micro_batch=None):
-    """Evaluate ``inp`` and the same job on one device; return (result, speedup, efficiency).
+def evaluate_scaling(inp: StepInputs, baseline_micro_batch=None, with_baseline: bool = False):
+    """Evaluate ``inp`` and the same job on one device; return (result, speedup, efficiency),
+    and the one-device result last with ``with_baseline`` (whether it fits: ``predict``).
 
     The baseline is one typical device (no communication, no straggler, its own loader with the
     server's cores to itself: ``loader_alone_samples_per_s``) with ``baseline_micro_batch`` per
@@ -274,4 +275,4 @@ def evaluate_scaling(inp: StepInputs, baseline_micro_batch=None):
                                 loader_samples_per_s=supply))
     speedup = result.samples_per_s / base.samples_per_s
     efficiency = speedup / np.asarray(inp.devices, dtype=float)
-    return result, speedup, efficiency
+    return (result, speedup, efficiency, base) if with_baseline else (result, speedup, efficiency)

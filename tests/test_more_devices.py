@@ -1,0 +1,158 @@
+"""'Add devices' where nothing fits: the planner's layouts at doublings up to the device bound,
+and the one-device baseline said where one device cannot hold the model (docs/reliability.md,
+"Session 18")."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.plan import headline, make_plan, story
+from app.report import report_html
+from app.state import default_state, preset_profile
+from scalesim.bounds import bound
+from scalesim.cli.main import main
+from scalesim.decision import decide
+from scalesim.errors import ScalesimError
+from scalesim.layout_predict import plan_at
+from scalesim.predict import one_device_note, predict
+from scalesim.profiles import default_profile, load_workload
+from scalesim.schemas import Scenario, ScenarioLayout
+
+GIB = 2**30
+
+
+def _on_a100_40gb(workload: str):
+    """The default profile (a2-highgpu-8g: A100 40GB) running ``workload``."""
+    return default_profile().model_copy(update={"workload": load_workload(workload)})
+
+
+def test_gpt_76b_on_one_a100_40gb_is_told_32_devices_not_more_memory():
+    """gpt-76.1b on one A100 40GB was told 'use devices with more memory' (ZeRO-3 of today's
+    split up to 16 devices). Its weights, gradients and Adam state are 16 B/param: 1,134 GiB,
+    so no layout of 16 devices fits 40 GiB (71 GiB per device even fully split), and 32 can
+    (35 GiB). The card now names 32 devices and the planner's layout there."""
+    profile = _on_a100_40gb("gpt-76.1b")
+    memory = profile.hardware.device_memory_bytes
+    states = 16 * profile.workload.params  # 76.1e9 parameters
+    assert states / 16 > memory >= states / 32  # by hand: 71 GiB > 40 GiB >= 35 GiB
+    rec = decide(profile, Scenario(devices=[1]), 1).recommendation
+    assert "use devices with more memory" not in rec
+    assert (
+        "add devices: at 32 devices (dp 1 x tp 8 x pp 4 (zb), ddp, micro-batch 1 per "
+        "replica x 32 accumulation, recompute full, sequence parallel)"
+    ) in rec
+    layout = ScenarioLayout(tp=8, pp=4, schedule="zb", recompute="full", sequence_parallel=True)
+    named = predict(profile, Scenario(devices=[32], accumulation=32, layout=layout))[0]
+    assert named.fits and named.global_batch == 32  # weak scaling: batch 1 per device
+    assert f"it needs {named.memory_bytes / GIB:,.0f} GiB per device, which fits" in rec
+    # half the count: no layout the planner considers fits (the best is the most frugal)
+    assert not plan_at(profile, Scenario(devices=[1]), 16, 16, top=1, include_unfit=True)[0].fits
+
+
+def test_the_layout_named_is_the_fastest_that_fits_not_just_zero3():
+    """A parameter-count workload (gpt-7b, 102 GiB on one device) has no split: each ZeRO stage
+    is tried and the fastest that fits is named. At 4 A100 40GB ZeRO-2 (36 GiB) and ZeRO-3
+    (27 GiB) fit; ZeRO-2 runs faster, so decide (which ranks by speed at one global batch)
+    names it. At 2 devices every stage needs more than 40 GiB."""
+    profile = _on_a100_40gb("gpt-7b")
+    rec = decide(profile, Scenario(devices=[1]), 1).recommendation
+    at = {
+        (n, s): predict(profile, Scenario(devices=[n], strategy=s))[0]
+        for n in (2, 4)
+        for s in ("ddp", "zero1", "zero2", "zero3")
+    }
+    assert not any(p.fits for (n, _), p in at.items() if n == 2)
+    assert [s for (n, s), p in at.items() if n == 4 and p.fits] == ["zero2", "zero3"]
+    assert at[(4, "zero2")].samples_per_s > at[(4, "zero3")].samples_per_s
+    assert (
+        f"add devices: at 4 devices (zero2) it needs "
+        f"{at[(4, 'zero2')].memory_bytes / GIB:,.0f} GiB per device, which fits"
+    ) in rec
+
+
+def test_nothing_fits_anywhere_says_how_far_it_searched():
+    """With 1 GiB devices nothing fits at any doubling: the sentence said 'up to 16 devices';
+    it now searches to the device-count bound (1,048,576) and says so."""
+    profile = _on_a100_40gb("gpt-76.1b")
+    tiny = profile.model_copy(
+        update={"hardware": profile.hardware.model_copy(update={"device_memory_bytes": GIB})}
+    )
+    rec = decide(tiny, Scenario(devices=[1]), 1).recommendation
+    most = int(bound("devices").high)
+    assert most == 2**20
+    assert f"nor at up to {most:,} devices (2x, 4x, ... today's; the planner's" in rec
+    assert rec.endswith("use devices with more memory, or a smaller model.")
+    assert not plan_at(tiny, Scenario(devices=[1]), most, most, top=1, include_unfit=True)[0].fits
+
+
+def test_a_fixed_global_batch_bounds_the_search_and_the_sentence_says_where():
+    """gpt-7b with a global batch of 2 on one A100 40GB: no ZeRO stage fits 2 devices, and the
+    batch does not split over 4 or more, so nothing beyond 2 was modelled. The sentence said
+    (and, searching to the bound, would say) 'up to 1,048,576 devices'; it now says 2 and why."""
+    profile = _on_a100_40gb("gpt-7b")
+    scenario = Scenario(devices=[1], global_batch=2)
+    rec = decide(profile, scenario, 1).recommendation
+    assert "nor at up to 2 devices (2x, 4x, ... today's;" in rec
+    assert "no layout is valid at more for a global batch of 2" in rec
+    assert rec.endswith("use devices with more memory, a smaller model or a larger global batch.")
+    for strategy in ("ddp", "zero1", "zero2", "zero3"):
+        two = scenario.model_copy(update={"devices": [2], "strategy": strategy})
+        assert not predict(profile, two)[0].fits
+        with pytest.raises(ScalesimError):
+            predict(profile, two.model_copy(update={"devices": [4]}))
+    one = decide(profile, Scenario(devices=[1], global_batch=1), 1).recommendation
+    assert "and no layout is valid at 2x today's devices or more for a global batch of 1" in one
+
+
+def test_a_count_at_the_bound_searches_nothing_more_and_says_so():
+    profile = _on_a100_40gb("gpt-76.1b")
+    tiny = profile.model_copy(
+        update={"hardware": profile.hardware.model_copy(update={"device_memory_bytes": GIB})}
+    )
+    most = int(bound("devices").high)
+    scenario = Scenario(devices=[most], global_batch=most)
+    rec = decide(tiny, scenario, most).recommendation
+    assert f"and {most} devices is the most the model takes" in rec
+
+
+def test_efficiency_against_a_one_device_run_that_cannot_happen_is_said(capsys):
+    """gpt-7b with ZeRO-3 on 8 A100 40GB 'gives 8.4x one device', a device that cannot hold its
+    102 GiB. predict, decide and the app's story now say the baseline is hypothetical; a model
+    that one device holds (the default bert-large) gets no such note."""
+    profile = _on_a100_40gb("gpt-7b")
+    scenario = Scenario(devices=[1, 8], strategy="zero3")
+    rows = predict(profile, scenario)
+    assert not rows[0].fits and rows[1].fits  # one device: 102 GiB > 40 GiB
+    assert [r.one_device_fits for r in rows] == [False, False]
+    note = one_device_note(rows)
+    assert note.startswith("one device cannot hold the model")
+    card = decide(profile, scenario, 8)
+    assert "x one device" in card.question and note in card.notes
+    assert main(["predict", "--workload", "gpt-7b", "--devices", "1,8", "--strategy", "zero3"]) == 0
+    assert f"note: {note}" in capsys.readouterr().out
+    fits = predict(default_profile(), Scenario(devices=[1, 8]))
+    assert all(r.one_device_fits for r in fits) and one_device_note(fits) is None
+    assert note not in decide(default_profile(), Scenario(devices=[8]), 8).notes
+    assert main(["predict", "--workload", "gpt-7b", "--devices", "1,8", "--strategy", "zero3", "--json"]) == 0
+    assert [r["one_device_fits"] for r in json.loads(capsys.readouterr().out)] == [False, False]
+
+
+def test_the_app_says_the_one_device_baseline_where_one_device_cannot_hold_the_model():
+    """The app's story, headline and HTML report give the efficiency of gpt-7b with ZeRO-3 on
+    8 A100 40GB against one device that cannot hold it: each now says so; the default
+    workload (bert-large, 9 GiB) gets no such words."""
+    state = default_state().model_copy(
+        update={"wl": "gpt-7b", "strat": "zero3", "dmax": 8, "mb": 1, "focus": 8}
+    )
+    plan = make_plan(preset_profile(state), state)
+    assert plan.focus.devices == 8 and plan.focus.fits and not plan.rows[0].fits
+    note = one_device_note(plan.rows)
+    assert note is not None and f"({note})" in story(plan)
+    assert headline(plan)["one_device"] == note
+    assert "One-device baseline" in report_html(plan, "http://x")
+    plain = make_plan(preset_profile(default_state()), default_state())
+    assert plain.focus.fits and "one device cannot hold" not in story(plain)
+    assert "one_device" not in headline(plain)
+    assert "One-device baseline" not in report_html(plain, "http://x")
