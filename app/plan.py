@@ -23,7 +23,7 @@ from scalesim.knee import (
     knee_of_predictions,
     why_no_knee,
 )
-from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
+from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, split_words
 from scalesim.layout_predict import (
     asked_split,
     attention_kernel_note,
@@ -278,7 +278,7 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         split = split.model_copy(update={"shard_group": None})
         # what was asked, in the CLI's words ('recompute full', 'tp 2 x pp 1')
         asked = (", ".join(asked_split(Scenario(layout=split)))
-                 or f"tp {state.tp} x pp {state.pp}")
+                 or split_words(None, state.tp, state.pp))
         if split == ScenarioLayout(recompute_style=split.recompute_style):  # the style alone
             if note := recompute_style_note(profile, Scenario(layout=split)):
                 notes.append(note)
@@ -304,7 +304,7 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
             left = [d for d in devices if d not in kept]
             what = ("1 device is" if left == [1] else
                     f"{', '.join(map(str, left[:8]))} devices are")
-            notes.append(f"layout tp {split.tp} x pp {split.pp}: {what} not a multiple of "
+            notes.append(f"layout {split_words(None, split.tp, split.pp)}: {what} not a multiple of "
                          f"{model}; left out")
         if not kept:
             raise ScalesimError(f"no device count is a multiple of tp x pp = {model}; raise the "

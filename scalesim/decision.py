@@ -324,7 +324,7 @@ def _nothing_fits(ctx: _Ctx) -> str:
     now, scn = ctx.now, ctx.scenario
     done = []
     if now.tp * now.pp > 1:
-        done.append(f"the model is split already, tp {now.tp} x pp {now.pp}, and no other "
+        done.append(f"the model is split already, {split_words(None, now.tp, now.pp)}, and no other "
                     "split fits")
     if data_parallel_ranks(now) == 1:
         done.append("ZeRO shards nothing over one data-parallel replica (dp 1)")

@@ -57,6 +57,7 @@ def layout_line(profile, scenario) -> str:
         pipeline_fsdp_note,
         recompute_style_note,
         recompute_words,
+        split_words,
     )
     from scalesim.plan import measured_p2p
 
@@ -65,7 +66,7 @@ def layout_line(profile, scenario) -> str:
     if schedule == "interleaved":
         schedule += f", {split.virtual_stages} virtual stages"
     p2p = measured_p2p(profile) if split.pp > 1 else None
-    return (f"layout: tp {split.tp} x pp {split.pp}"
+    return (f"layout: {split_words(None, split.tp, split.pp)}"
             + (f" ({schedule})" if split.pp > 1 else "")
             + f", {recompute_words(split.recompute_of(profile.workload), split.recompute_style)}"
             + (f" ({note})" if (note := recompute_style_note(profile, scenario)) else "")
