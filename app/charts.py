@@ -13,6 +13,7 @@ import altair as alt
 import pandas as pd
 
 from scalesim.figures import amount, count
+from scalesim.remedies import VERDICTS
 from scalesim.training_time import resolve_goal
 
 from .plan import Plan
@@ -27,6 +28,7 @@ PALETTE = {
     "straggler wait": "#7b3294",  # step part: waiting for the slowest device
     "knee": "#b2182b",  # the knee and the critical batch size: where scaling stops paying
     "remedy": "#2e7d32",  # a change that runs and wins; "meets the goal"; "now"
+    "no change": "#bababa",  # a change that runs and changes nothing (remedies.NO_CHANGE)
     "loses": "#8c510a",  # a change that runs and loses
     "not runnable": "#404040",  # does not fit in device memory
     "more devices": "#01665e",  # one more server of devices
@@ -42,7 +44,9 @@ BUBBLE_PART = ("bubble_s", "pipeline bubble", PALETTE["pipeline bubble"])
 KNEE_COLOUR = PALETTE["knee"]
 NOT_RUNNABLE_COLOUR = PALETTE["not runnable"]  # layouts that do not fit in device memory
 NOT_RUNNABLE = "not runnable (does not fit in memory)"
-VERDICT_COLOURS = {k: PALETTE[k] for k in ("remedy", "loses", "not runnable")}
+# each verdict a change can have on the chart, in ``remedies.VERDICTS``' order (one not applicable
+# is not drawn)
+VERDICT_COLOURS = {k: PALETTE[k] for k in VERDICTS if k != "not applicable"}
 TEXT_COLOUR = "#222222"  # 15.9:1 on white
 MUTED_TEXT_COLOUR = "#4d4d4d"  # 8.4:1 on white: axis labels, subtitles (WCAG AA needs 4.5:1)
 LINEAR_AXES_UP_TO = 32  # device ranges up to 32x use linear axes (the knee reads at a glance)
@@ -272,7 +276,8 @@ def layouts_chart(rows, devices: int, width="container", height: int = 320) -> a
 
 def remedies_chart(plan: Plan, width="container", height: int | None = None) -> alt.LayerChart:
     """Each applicable change at the focus count, applied alone, ranked as ``rank_remedies`` ranks
-    (time to finish when a goal is known, else throughput): remedies, losers, not runnable."""
+    (time to finish when a goal is known, else throughput): remedies, no change, losers, not
+    runnable (``remedies.VERDICTS``)."""
     rows = [r for r in plan.remedies if r.applicable and r.prediction is not None]
     measure = rows[0].measure if rows else "throughput"
     df = pd.DataFrame([{"remedy": r.title, "gain": r.objective_gain, "rank": i,
@@ -297,8 +302,8 @@ def remedies_chart(plan: Plan, width="container", height: int | None = None) -> 
                                         max(0.0, df["gain"].max()) * 1.25 or 0.1])),
         y=y,
         color=alt.Color("effect:N", title=None, scale=alt.Scale(
-            domain=["remedy", "loses", NOT_RUNNABLE],
-            range=[VERDICT_COLOURS["remedy"], VERDICT_COLOURS["loses"], NOT_RUNNABLE_COLOUR]),
+            domain=[NOT_RUNNABLE if k == "not runnable" else k for k in VERDICT_COLOURS],
+            range=list(VERDICT_COLOURS.values())),
             legend=alt.Legend(orient="top")),
         tooltip=[alt.Tooltip("remedy:N"), alt.Tooltip("gain:Q", title=what, format="+.1%"),
                  alt.Tooltip("throughput_gain:Q", title="throughput gain", format="+.1%"),

@@ -46,7 +46,7 @@ from scalesim.model.stragglers import (
     persistence_words,
     slowest_in_most_steps,
 )
-from scalesim.remedies import NO_CHANGE
+from scalesim.remedies import VERDICTS, gain_verdict
 
 CAUSES = {
     "inter_server": "Inter-server link",
@@ -123,14 +123,22 @@ class Remedy:
     gain: float  # predicted throughput ratio minus one
     applicable: bool
     note: str = ""
-    helps: bool = False  # a remedy: it runs and gains (``remedies.RemedyResult.helps``)
+    verdict: str = "not applicable"  # one of ``remedies.VERDICTS``, the planner's words
+    helps: bool = field(init=False)  # a remedy: it runs and gains (verdict "remedy")
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict {self.verdict!r} is not one of {VERDICTS}")
+        self.helps = self.verdict == "remedy"
 
 
 def standing(r: Remedy) -> str:
-    """Where a remedy stands, in the words of the CLI's and the app's lists: 'helps', 'does not
-    help here' (it applies but loses, changes nothing or does not fit; its figure is shown) or
-    'does not apply'."""
-    return "helps" if r.helps else "does not help here" if r.applicable else "does not apply"
+    """Where a remedy stands, in the words of the CLI's and the app's lists: 'helps', 'no change'
+    (the planner's verdict: a gain under ``remedies.NO_CHANGE`` either way), 'does not help here'
+    (it applies but loses or does not fit; its figure is shown) or 'does not apply'."""
+    if r.helps or r.verdict == "no change":
+        return "helps" if r.helps else "no change"
+    return "does not help here" if r.applicable else "does not apply"
 
 
 @dataclass
@@ -225,8 +233,7 @@ def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: b
         title = r.title
         if nominal_batch and r.key in NOMINAL_BATCH_TITLES:
             title = NOMINAL_BATCH_TITLES[r.key]
-        remedies.append(Remedy(r.key, title, float(r.gain), r.applicable, r.reason,
-                               r.verdict == "remedy"))
+        remedies.append(Remedy(r.key, title, float(r.gain), r.applicable, r.reason, r.verdict))
     usable = [r for r in remedies if r.helps]
     if cause == "large_batch":
         usable = [r for r in usable if r.key not in BATCH_GROWING]
@@ -315,7 +322,7 @@ def smaller_batch_remedy(profile, scenario, devices: int, b_noise: float) -> Rem
                   f"{after.global_batch} (per-device {after.micro_batch}) {where} B_noise "
                   f"{b_noise:.0f}", float(ratio - 1.0), True,
                   "gain in time to quality (McCandlish et al. 2018), not in throughput",
-                  helps=bool(ratio - 1.0 >= NO_CHANGE))
+                  verdict=gain_verdict(float(ratio - 1.0)))
 
 
 def _rank_pattern(runs) -> tuple[int | None, float, list[str]]:
@@ -751,7 +758,7 @@ def attention_kernel_finding(summaries, step_s: float) -> tuple[Finding | None, 
             "one-benchmark ratio; the kernels assumed on the step's critical path")
     return (finding("attention_kernel", saving / step_s, evidence),
             Remedy("attention_kernel", ATTENTION_KERNEL_TITLE, float(gain), True, note,
-                   helps=bool(gain >= NO_CHANGE)))
+                   verdict=gain_verdict(float(gain))))
 
 
 def _parts_over_the_step(share_of_step: dict, devices, fit) -> list[str]:
@@ -855,11 +862,12 @@ def render_text(report: Report) -> str:
         lines.append("Other remedies (model, applied alone):")
         for r in shown:
             lines.append(f"  {r.gain:+7.1%}  {r.title}" + (f" ({r.note})" if r.note else ""))
-    idle = [r for r in report.remedies if standing(r) == "does not help here"]
-    if idle:
-        lines.append("Does not help here (model, applied alone):")
-        for r in idle:
-            lines.append(f"  {r.gain:+7.1%}  {r.title}" + (f" ({r.note})" if r.note else ""))
+    for heading, where in (("No change", "no change"), ("Does not help here", "does not help here")):
+        idle = [r for r in report.remedies if standing(r) == where]
+        if idle:
+            lines.append(f"{heading} (model, applied alone):")
+            for r in idle:
+                lines.append(f"  {r.gain:+7.1%}  {r.title}" + (f" ({r.note})" if r.note else ""))
     lines.append("")
     if report.kind == "runs":
         lines += _runs_tables(report)

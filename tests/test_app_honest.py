@@ -46,7 +46,7 @@ def test_remedies_that_lose_are_not_remedies():
     sharding = next(r for r in ranked if r.key == "sharding")
     assert sharding.gain < 0 and sharding.verdict == "loses" and not sharding.helps
     assert [r.verdict for r in ranked] == sorted(
-        (r.verdict for r in ranked), key=["remedy", "loses", "not runnable",
+        (r.verdict for r in ranked), key=["remedy", "no change", "loses", "not runnable",
                                           "not applicable"].index)
 
 
