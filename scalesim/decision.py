@@ -220,12 +220,12 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
         else:
             fill = now.devices < g
             what = "Fill the server" if fill else "Add one server"
-            out.append(ctx.option("add_server", f"{what} ({now.devices} -> {more} devices)", p,
-                                  0.0, base_source,
+            change = figures.count_change(now.devices, more, "device")
+            out.append(ctx.option("add_server", f"{what} ({change})", p, 0.0, base_source,
                                   assumption=ASSUMPTIONS["fill_server"] if fill else None))
     else:
         notes.append(f"one more server not compared: global batch {scenario.global_batch} does "
-                     f"not split over {more} devices")
+                     f"not split over {figures.count(more, 'device')}")
     if now.nodes > 1:
         inter = scenario.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
         for up in upgrades_for(profile.hardware.device_name, inter)[:1]:
@@ -335,8 +335,8 @@ def _nothing_fits(ctx: _Ctx) -> str:
     more = _more_devices(ctx)
     if more is None:
         most = now.devices * 2**MORE_DEVICES_DOUBLINGS
-        return (f"{head}, nor with ZeRO-3 at up to {most:,} devices: use devices with more "
-                "memory, or a smaller model.")
+        return (f"{head}, nor with ZeRO-3 at up to {figures.count(most, 'device')}: use devices "
+                "with more memory, or a smaller model.")
     split = (f"{split_words(more.dp, more.tp, more.pp)}, " if more.dp is not None
              and more.tp * more.pp > 1 else "")
     return (f"{head}: add devices: at {figures.count(more.devices, 'device')} ({split}ZeRO-3) "
@@ -429,7 +429,7 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
         notes.append(f"gains under the model's median error ({ctx.error:.1%}, docs/validation.md) "
                      "are not recommended: " + "; ".join(within))
     device = profile.hardware.device_name
-    gpus = f"{devices} {device} device{'s' if devices > 1 else ''}"
+    gpus = figures.count(devices, f"{device} device")
     if now.fits and devices == 1:
         question = f"One {device} device: what should we do?"
     elif now.fits:

@@ -36,7 +36,7 @@ import numpy as np
 from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR, median_error
 from scalesim.bounds import bound, clip
 from scalesim.errors import ScalesimError, require_model, require_text
-from scalesim.figures import count, link_GBps
+from scalesim.figures import count, count_change, link_GBps, whole
 from scalesim.jsonio import to_json_text
 from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee, no_knee_words
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, early_stop_of, op_sac_of
@@ -258,8 +258,8 @@ def _large_batch(runs, critical_batch: float | None, speedup_ratio: float) -> tu
         r = float(samples[0] / samples[-1])
         ttq = steps * runs.step_time_s
         return r, [
-            f"throughput speed-up {speedup_ratio:.2f}x from {runs.devices[0]} to "
-            f"{runs.devices[-1]} devices, but time to target only {ttq[0] / ttq[-1]:.2f}x "
+            f"throughput speed-up {speedup_ratio:.2f}x from {whole(runs.devices[0])} to "
+            f"{count(int(runs.devices[-1]), 'device')}, but time to target only {ttq[0] / ttq[-1]:.2f}x "
             f"({steps[0]:.0f} -> {steps[-1]:.0f} steps at global batch "
             f"{runs.samples_per_step[0]:.0f} -> {runs.samples_per_step[-1]:.0f})",
             f"samples needed to reach the target grew {samples[-1] / samples[0]:.2f}x",
@@ -340,7 +340,7 @@ def _rank_pattern(runs) -> tuple[int | None, float, list[str]]:
         slowest.append(i)
         factors.append(factor)
         beyond.append(bool(t[i] > median + margin))
-        lines.append(f"{r.devices} devices: rank {i} slowest, {factor:.2f}x the median of the "
+        lines.append(f"{count(r.devices, 'device')}: rank {i} slowest, {factor:.2f}x the median of the "
                      f"others; spread max-median {_ms(float(t.max() - np.median(t)))}")
     if not slowest:
         return None, 1.0, lines
@@ -450,8 +450,9 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         drops = -np.diff(sc.efficiency)
         in_server_drops = drops[:last_single] if last_single > 0 else np.array([0.0])
         boundary = bends_at_boundary(sc.efficiency, last_single)
-        comm_lines.insert(0, f"efficiency {_pct(eff_in)} at {runs.devices[last_single]} devices "
-                          f"in one server, {_pct(eff_out)} at {runs.devices[first_multi]} on "
+        inside = count(int(runs.devices[last_single]), "device")
+        comm_lines.insert(0, f"efficiency {_pct(eff_in)} at {inside} "
+                          f"in one server, {_pct(eff_out)} at {whole(runs.devices[first_multi])} on "
                           f"{runs.nodes[first_multi]} servers (largest drop inside a server: "
                           f"{_pct(float(np.max(in_server_drops)))})")
         if np.any(single) and "inter_transfer_s" in fit.fitted:
@@ -496,7 +497,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
             v = fit.values
             compute_lines.append(f"fitted fixed cost {_ms(v['overhead_s'])} per micro-step vs "
                                  f"{_ms(v['per_sample_s'] * runs.micro_batch[-1])} of per-sample "
-                                 f"work at {runs.devices[-1]} devices")
+                                 f"work at {count(int(runs.devices[-1]), 'device')}")
     findings.append(finding("small_work" if runs.strong_scaling else "compute", shares["compute"],
                             compute_lines))
 
@@ -506,14 +507,14 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     if lb is not None:
         r, lines = lb
         lb_finding = finding("large_batch", 1.0 - r, lines + [
-            f"systems efficiency at {runs.devices[-1]} devices: {_pct(eff_last)}"])
+            f"systems efficiency at {count(int(runs.devices[-1]), 'device')}: {_pct(eff_last)}"])
         if r < GOOD_EFFICIENCY and r < eff_last:
             findings.insert(0, lb_finding)
         else:
             findings.append(lb_finding)
     if findings[0].key != "large_batch" and eff_last >= GOOD_EFFICIENCY:
         findings.insert(0, finding("none", 0.0, [
-            f"efficiency {_pct(eff_last)} at {runs.devices[-1]} devices "
+            f"efficiency {_pct(eff_last)} at {count(int(runs.devices[-1]), 'device')} "
             f"(speed-up {sc.speedup[-1]:.2f}x)"]))
     cause, others = findings[0], [f for f in findings[1:] if f.share >= OTHER_CAUSE_SHARE]
 
@@ -772,7 +773,7 @@ def _parts_over_the_step(share_of_step: dict, devices, fit) -> list[str]:
     share, name, n = max(over)
     part = {"comm": "exposed communication", "data": "data stall",
             "straggler": "straggler wait"}.get(name, name)
-    return [f"the {part} is {share:.0%} of the measured step at {n} devices: more than the step "
+    return [f"the {part} is {share:.0%} of the measured step at {count(n, 'device')}: more than the step "
             f"itself, so the fitted model does not describe these runs (rms residual "
             f"{fit.rmse_rel:.0%}); read its shares and remedy gains as unreliable, and check the "
             "runs (the same settings in every row, each run's devices and throughput)"]
@@ -891,7 +892,8 @@ def _runs_tables(report: Report) -> list[str]:
     if knee is None:
         out.append(f"knee: none ({no_knee_words(MIN_EFFICIENCY_DROP, 'runs')})")
     else:
-        out.append(f"knee: {knee['devices_before']} -> {knee['devices_after']} devices, efficiency "
+        out.append(f"knee: {count_change(knee['devices_before'], knee['devices_after'], 'device')}, "
+                   "efficiency "
                    f"-{knee['efficiency_drop'] * 100:.1f} points"
                    + (", crossing a server boundary" if knee["crosses_boundary"] else ""))
     fit = report.details["fit"]

@@ -31,7 +31,7 @@ from scalesim.accuracy import MODEL_PARALLEL_MEDIAN_ERROR
 from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.bounds import QUANTITIES
 from scalesim.errors import ScalesimError
-from scalesim.figures import link_GBps, sig3
+from scalesim.figures import count, link_GBps, sig3
 from scalesim.model.memory import STRATEGIES, state_shards
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.zero_exchange import (
@@ -367,7 +367,8 @@ def sharding_caveat(strategy: str, target: str, framework: str, accumulation: in
     memory = ("saves memory" if new else f"needs more memory ({_listed(lost)} held whole)"
               if lost else "saves no memory (the same states held whole as now)")
     if "optimizer state" in new:
-        memory += f"; each of the {devices} devices updates 1/{devices} of the optimizer state"
+        memory += (f"; each of the {count(devices, 'device')} updates 1/{devices} of the "
+                   "optimizer state")
     return f"{memory}; sends {sends} per step ({how})"
 
 
