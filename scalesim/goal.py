@@ -70,7 +70,7 @@ class GoalPlan:
     time_s: float
     cost_usd: float
     meets: bool  # within both the deadline and the budget
-    # a transformer workload's layout (devices = tp x pp x dp); None where the workload is not
+    # a transformer workload's layout (devices = dp x tp x pp); None where the workload is not
     # split (data parallel: one replica per device)
     tp: int | None = None
     pp: int | None = None
