@@ -136,7 +136,7 @@ def standing(r: Remedy) -> str:
     """Where a remedy stands, in the words of the CLI's and the app's lists: 'helps', 'no change'
     (the planner's verdict: a gain under ``remedies.NO_CHANGE`` either way), 'does not help here'
     (it applies but loses or does not fit; its figure is shown) or 'does not apply'."""
-    if r.helps or r.verdict == "no change":
+    if r.verdict in ("remedy", "no change"):
         return "helps" if r.helps else "no change"
     return "does not help here" if r.applicable else "does not apply"
 
