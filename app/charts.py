@@ -12,7 +12,8 @@ from types import SimpleNamespace
 import altair as alt
 import pandas as pd
 
-from scalesim.figures import amount, count
+from scalesim.figures import amount, count, whole
+from scalesim.remedies import VERDICTS
 from scalesim.training_time import resolve_goal
 
 from .plan import Plan
@@ -27,6 +28,7 @@ PALETTE = {
     "straggler wait": "#7b3294",  # step part: waiting for the slowest device
     "knee": "#b2182b",  # the knee and the critical batch size: where scaling stops paying
     "remedy": "#2e7d32",  # a change that runs and wins; "meets the goal"; "now"
+    "no change": "#bababa",  # a change that runs and changes nothing (remedies.NO_CHANGE)
     "loses": "#8c510a",  # a change that runs and loses
     "not runnable": "#404040",  # does not fit in device memory
     "more devices": "#01665e",  # one more server of devices
@@ -42,7 +44,9 @@ BUBBLE_PART = ("bubble_s", "pipeline bubble", PALETTE["pipeline bubble"])
 KNEE_COLOUR = PALETTE["knee"]
 NOT_RUNNABLE_COLOUR = PALETTE["not runnable"]  # layouts that do not fit in device memory
 NOT_RUNNABLE = "not runnable (does not fit in memory)"
-VERDICT_COLOURS = {k: PALETTE[k] for k in ("remedy", "loses", "not runnable")}
+# each verdict a change can have on the chart, in ``remedies.VERDICTS``' order (one not applicable
+# is not drawn)
+VERDICT_COLOURS = {k: PALETTE[k] for k in VERDICTS if k != "not applicable"}
 TEXT_COLOUR = "#222222"  # 15.9:1 on white
 MUTED_TEXT_COLOUR = "#4d4d4d"  # 8.4:1 on white: axis labels, subtitles (WCAG AA needs 4.5:1)
 LINEAR_AXES_UP_TO = 32  # device ranges up to 32x use linear axes (the knee reads at a glance)
@@ -265,14 +269,15 @@ def layouts_chart(rows, devices: int, width="container", height: int = 320) -> a
     df = _breakdown_records([(layout_label(r), i, p)
                              for i, (r, p) in enumerate(zip(rows, parts, strict=True))])
     return _stacked(df, "layout (best first)", width, height,
-                    f"Ranked layouts on {devices} devices: where each step's time goes",
+                    f"Ranked layouts on {count(devices, 'device')}: where each step's time goes",
                     _subtitle("dp x tp x pp, ZeRO stage (z), micro-batch (mb), recompute, "
                               "sequence parallel (sp); only layouts that fit in memory", parts))
 
 
 def remedies_chart(plan: Plan, width="container", height: int | None = None) -> alt.LayerChart:
     """Each applicable change at the focus count, applied alone, ranked as ``rank_remedies`` ranks
-    (time to finish when a goal is known, else throughput): remedies, losers, not runnable."""
+    (time to finish when a goal is known, else throughput): remedies, no change, losers, not
+    runnable (``remedies.VERDICTS``)."""
     rows = [r for r in plan.remedies if r.applicable and r.prediction is not None]
     measure = rows[0].measure if rows else "throughput"
     df = pd.DataFrame([{"remedy": r.title, "gain": r.objective_gain, "rank": i,
@@ -297,8 +302,8 @@ def remedies_chart(plan: Plan, width="container", height: int | None = None) -> 
                                         max(0.0, df["gain"].max()) * 1.25 or 0.1])),
         y=y,
         color=alt.Color("effect:N", title=None, scale=alt.Scale(
-            domain=["remedy", "loses", NOT_RUNNABLE],
-            range=[VERDICT_COLOURS["remedy"], VERDICT_COLOURS["loses"], NOT_RUNNABLE_COLOUR]),
+            domain=[NOT_RUNNABLE if k == "not runnable" else k for k in VERDICT_COLOURS],
+            range=list(VERDICT_COLOURS.values())),
             legend=alt.Legend(orient="top")),
         tooltip=[alt.Tooltip("remedy:N"), alt.Tooltip("gain:Q", title=what, format="+.1%"),
                  alt.Tooltip("throughput_gain:Q", title="throughput gain", format="+.1%"),
@@ -308,7 +313,7 @@ def remedies_chart(plan: Plan, width="container", height: int | None = None) -> 
     text = alt.Chart(df).mark_text(align="left", dx=4, fontWeight="bold", color="#222").encode(
         x=alt.X("gain:Q"), y=y, text=alt.Text("label:N"))
     return _sized(alt.layer(bars, text).properties(
-        title=alt.TitleParams(f"Changes at {plan.focus.devices} devices, each applied alone",
+        title=alt.TitleParams(f"Changes at {count(plan.focus.devices, 'device')}, each applied alone",
                               subtitle=f"ranked by {what}; only green bars are remedies"),
         width=width, height=height))
 
@@ -349,7 +354,8 @@ def quality_chart(plan: Plan, width="container", height: int = 280) -> alt.Layer
         color=alt.Color("colour:N", legend=None, scale=alt.Scale(
             domain=["crit", "now"], range=[KNEE_COLOUR, PALETTE["remedy"]])))
     return _sized(alt.layer(line, points, rules, labels).resolve_scale(color="independent").properties(
-        title=alt.TitleParams(f"Time to quality vs global batch at {plan.focus.devices} devices",
+        title=alt.TitleParams("Time to quality vs global batch at "
+                              f"{count(plan.focus.devices, 'device')}",
                               subtitle="above the critical batch, bigger batches need more "
                               "samples: faster steps stop paying off"),
         width=width, height=height))
@@ -410,7 +416,7 @@ def ab_chart(plan: Plan, width="container", height: int = 260) -> alt.Chart | No
     """Step time of scenario A and B side by side, split into its parts."""
     if plan.b_focus is None:
         return None
-    df = _breakdown_records([(f"A: now ({plan.focus.devices} devices)", 0, plan.focus),
+    df = _breakdown_records([(f"A: now ({count(plan.focus.devices, 'device')})", 0, plan.focus),
                              (f"B: {plan.b_label[:40]}", 1, plan.b_focus)])
     return _stacked(df, None, width, height, "Scenario A vs B: time per training step",
                     _subtitle("B changes one thing; compare where the time goes",
@@ -503,7 +509,7 @@ def chart_text(plan: Plan, name: str) -> str:
             return (f"Predicted throughput {at_first}, against {amount(ideal)} for ideal linear "
                     f"scaling{runs}.")
         return (f"Predicted throughput rises from {at_first} to {amount(last.samples_per_s)} at "
-                f"{last.devices}, against {amount(ideal)} for ideal linear scaling{knee}{runs}.")
+                f"{whole(last.devices)}, against {amount(ideal)} for ideal linear scaling{knee}{runs}.")
     if name == "efficiency":
         shown = rows if len(rows) <= 12 else [rows[0], *rows[len(rows) // 2: len(rows) // 2 + 1],
                                                rows[-1]]
@@ -513,7 +519,7 @@ def chart_text(plan: Plan, name: str) -> str:
         f = plan.focus
         stall = ("data stall not modelled" if f.data_stall_s is None
                  else f"data stall {f.data_stall_s * 1e3:.1f}")
-        return (f"At {f.devices} devices a step takes {f.step_time_s * 1e3:.1f} ms: compute "
+        return (f"At {count(f.devices, 'device')} a step takes {f.step_time_s * 1e3:.1f} ms: compute "
                 f"{f.compute_s * 1e3:.1f}, exposed communication {f.exposed_comm_s * 1e3:.1f}, "
                 f"{stall}, straggler wait {f.straggler_s * 1e3:.1f} ms"
                 + (" (no input pipeline measured)." if f.data_stall_s is None else "."))

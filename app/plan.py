@@ -16,14 +16,14 @@ from scalesim.attention_kernel import DEFAULT_ATTENTION_KERNEL
 from scalesim.cli.options import parse_int_list
 from scalesim.decision import DecisionCard, decide, duration_text
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount, count
+from scalesim.figures import amount, count, count_change, whole
 from scalesim.knee import (
     Knee,
     focus_devices,
     knee_of_predictions,
     why_no_knee,
 )
-from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
+from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, split_words
 from scalesim.layout_predict import (
     asked_split,
     attention_kernel_note,
@@ -279,7 +279,7 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         split = split.model_copy(update={"shard_group": None})
         # what was asked, in the CLI's words ('recompute full', 'tp 2 x pp 1')
         asked = (", ".join(asked_split(Scenario(layout=split)))
-                 or f"tp {state.tp} x pp {state.pp}")
+                 or split_words(None, state.tp, state.pp))
         if split == ScenarioLayout(recompute_style=split.recompute_style):  # the style alone
             if note := recompute_style_note(profile, Scenario(layout=split)):
                 notes.append(note)
@@ -305,7 +305,7 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
             left = [d for d in devices if d not in kept]
             what = ("1 device is" if left == [1] else
                     f"{', '.join(map(str, left[:8]))} devices are")
-            notes.append(f"layout tp {split.tp} x pp {split.pp}: {what} not a multiple of "
+            notes.append(f"layout {split_words(None, split.tp, split.pp)}: {what} not a multiple of "
                          f"{model}; left out")
         if not kept:
             raise ScalesimError(f"no device count is a multiple of tp x pp = {model}; raise the "
@@ -396,7 +396,7 @@ def _scenario_b(state: AppState, profile: Profile, scenario: Scenario, focus: Pr
     """(label, profile, scenario, focus devices) of scenario B."""
     if state.b == "more_devices":
         more = more_devices_count(focus.devices, _server_size(profile, scenario))
-        return (f"Add devices ({focus.devices} -> {more})", profile,
+        return (f"Add devices ({whole(focus.devices)} -> {whole(more)})", profile,
                 scenario.model_copy(update={"devices": [more]}), more)
     pick = best if state.b == "best" else next((r for r in remedies if r.key == state.b), None)
     if pick is None or not pick.applicable:  # B's label says why (the remedy's reason)
@@ -441,20 +441,22 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
     best = next((r for r in remedies if r.helps), None)
 
     goal, ref = resolve_goal(profile, scenario), focus.global_batch
-    options = [_option("devices", f"{r.devices} device{'s' if r.devices > 1 else ''}", r, goal,
-                       ref) for r in rows]
+    options = [_option("devices", count(r.devices, "device"), r, goal, ref) for r in rows]
     for r in remedies:
         if r.helps and r.prediction is not None:
-            options.append(_option("remedy", f"{r.title} ({focus.devices} devices)", r.prediction,
+            options.append(_option("remedy", f"{r.title} ({count(focus.devices, 'device')})",
+                                   r.prediction,
                                    goal, ref))
     more = more_devices_count(focus.devices, _server_size(profile, scenario))
     if more not in {r.devices for r in rows} and scenario.global_batch is None:
         try:
             extra = predict(profile, scenario.model_copy(update={"devices": [more]}))[0]
         except ScalesimError as exc:
-            notes.append(f"more devices ({focus.devices} -> {more}) not compared: {exc}")
+            notes.append(f"more devices ({whole(focus.devices)} -> {whole(more)}) not compared: "
+                         f"{exc}")
         else:
-            options.append(_option("more devices", f"Add devices ({focus.devices} -> {more})",
+            options.append(_option("more devices",
+                                   f"Add devices ({whole(focus.devices)} -> {whole(more)})",
                                    extra, goal, ref))
 
     quality, absolute = _quality_sweep(profile, scenario, focus.devices)
@@ -524,24 +526,26 @@ def story(plan: Plan) -> str:
              f"below {count(first.devices, 'device')} this layout does not fit in "
              "memory; from there, ")
     if not f.fits:
-        shows = (f"at {f.devices} devices this layout needs {f.memory_bytes / 2**30:,.0f} GiB per "
+        shows = (f"at {count(f.devices, 'device')} this layout needs {f.memory_bytes / 2**30:,.0f} GiB per "
                  "device and does not fit in memory, so it cannot run")
     elif data_stall_share(f) >= DATA_STALL_SHARE:
-        shows = (f"{data_stall_share(f):.0%} of each step waits for input at {f.devices} devices "
+        shows = (f"{data_stall_share(f):.0%} of each step waits for input at {count(f.devices, 'device')} "
                  "(and at one device too, so efficiency looks fine while time is lost)")
     elif plan.knee is not None:
         k = plan.knee
         before = next(r for r in rows if r.devices == k.devices_before)
         after = next(r for r in rows if r.devices == k.devices_after)
-        upto = (f"throughput grows almost linearly to {k.devices_before} devices "
+        upto = (f"throughput grows almost linearly to {count(k.devices_before, 'device')} "
                 f"({before.efficiency:.0%} efficiency)"
                 if before.efficiency >= ALMOST_LINEAR else
-                f"scaling efficiency is {before.efficiency:.0%} at {k.devices_before} devices")
-        shows = (f"{upto}, then drops to {after.efficiency:.0%} at {k.devices_after} devices: "
+                f"scaling efficiency is {before.efficiency:.0%} at "
+                f"{count(k.devices_before, 'device')}")
+        shows = (f"{upto}, then drops to {after.efficiency:.0%} at "
+                 f"{count(k.devices_after, 'device')}: "
                  f"{k.label}")
     else:
         last = rows[-1]
-        shows = (f"throughput scales to {last.devices} devices at {last.efficiency:.0%} "
+        shows = (f"throughput scales to {count(last.devices, 'device')} at {last.efficiency:.0%} "
                  "efficiency with no knee")
     if f.fits and (baseline := one_device_note(rows)):  # the efficiency said above
         shows += f" ({baseline})"
@@ -574,7 +578,7 @@ def stall_sentence(plan: Plan) -> str | None:
     ones = [r for r in plan.rows if r.devices == 1]
     at_one = (f" ({data_stall_share(ones[0]):.0%} at one device too, so scaling efficiency "
               "cannot show it)") if ones and data_stall_share(ones[0]) >= DATA_STALL_SHARE else ""
-    return (f"data stall: {share:.0%} of each step at {f.devices} devices waits for input"
+    return (f"data stall: {share:.0%} of each step at {count(f.devices, 'device')} waits for input"
             f"{at_one}; fix the input pipeline first")
 
 
@@ -587,14 +591,14 @@ def headline(plan: Plan) -> dict[str, str]:
     f = plan.focus
     mem = plan.profile.hardware.device_memory_bytes
     out = {
-        "devices": f"{f.devices}",
+        "devices": whole(f.devices),
         "runnable": "yes" if f.fits else memory_sentence(f, mem),
         "efficiency": f"{f.efficiency:.1%}" if f.fits else "not runnable",
         "throughput": f"{amount(f.samples_per_s)} {plan.unit}/s",
         "speedup": f"{f.speedup:.1f}x",
         "knee": ("none: " + why_no_knee(plan.rows, "device counts")
                  if plan.knee is None else
-                 f"{plan.knee.devices_before} -> {plan.knee.devices_after} devices: "
+                 f"{count_change(plan.knee.devices_before, plan.knee.devices_after, 'device')}: "
                  f"{plan.knee.label}"),
         "best_remedy": ("none predicted to help" if plan.best is None
                         else f"{plan.best.title}: {remedy_gain_text(plan.best)}"),

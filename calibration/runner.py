@@ -18,6 +18,7 @@ from scalesim.calibration import options
 
 from scalesim.billing import CPU_DEVICE_PREFIX
 from scalesim.errors import ScalesimError, one_line
+from scalesim.figures import count
 from scalesim.model.overlap import GPU_COMM_CONTENTION
 
 PROG = "scalesim calibration"
@@ -251,7 +252,8 @@ def _run_phases(ctx, args, monitor, folder) -> str | None:
                 curve = result.curve
                 if curve.colocated_devices > 1:
                     notes.append(
-                        f"compute timed with {curve.colocated_devices} devices of one server busy, "
+                        f"compute timed with {count(curve.colocated_devices, 'device')} of one "
+                        "server busy, "
                         f"{curve.colocation_slowdown:.1%} slower than one alone; predictions scale "
                         "compute by the devices busy per server")
             elif phase == "collectives":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scalesim.calibration.results import CollectiveResult, PhaseRecord
 
-from scalesim.figures import latency_us, link_GBps
+from scalesim.figures import count, latency_us, link_GBps
 from scalesim.model import collectives as coll
 from scalesim.model.compute import micro_step_s
 from scalesim.schemas import LAUNCH_BOUND
@@ -31,7 +31,7 @@ def compute_lines(record: PhaseRecord) -> list[str]:
         lines.append(f"  {p.micro_batch:>6} {f * 1e3:>9.3f} {b * 1e3:>9.3f} {p.time_s * 1e3:>9.3f} "
                      f"{p.spread_s * 1e3:>8.3f} {fit * 1e3:>9.3f}")
     if c.colocated_devices > 1:
-        lines.append(f"  co-location: {c.colocated_devices} devices of one server computing at "
+        lines.append(f"  co-location: {count(c.colocated_devices, 'device')} of one server computing at "
                      f"once take {c.colocation_slowdown:+.1%} longer than one alone (the points "
                      "above are with all busy)")
     lines.append("  ceiling: " + (f"micro-batch {r.oom_batch} ran out of memory"

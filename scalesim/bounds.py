@@ -26,6 +26,7 @@ from pydantic import Field
 
 from scalesim.attention_kernel import ATTENTION_KERNELS
 from scalesim.errors import ScalesimError, excerpt
+from scalesim.figures import exact
 from scalesim.layout import RECOMPUTE_STYLES
 from scalesim.model.sharding import GRAD_SYNCS
 
@@ -372,8 +373,10 @@ def split_list(text: str, name: str) -> list[str]:
 
 def list_text(values) -> str:
     """A list as the CLI's list flags take it: [1, 2, 4] -> '1,2,4' (what ``parse_list`` reads),
-    for every message that names values a user may type back (not Python's '[1, 2, 4]')."""
-    return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values)
+    for every message that names values a user may type back (not Python's '[1, 2, 4]'); a float
+    as a person writes it and exactly ('1000000', '0.25': ``figures.exact``, not ``:g``'s
+    '1e+06' nor its six digits)."""
+    return ",".join(exact(v) if isinstance(v, float) else str(v) for v in values)
 
 
 def parse_list(text: str, quantity: str, name: str) -> list:

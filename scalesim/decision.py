@@ -227,12 +227,12 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
         else:
             fill = now.devices < g
             what = "Fill the server" if fill else "Add one server"
-            out.append(ctx.option("add_server", f"{what} ({now.devices} -> {more} devices)", p,
-                                  0.0, base_source,
+            change = figures.count_change(now.devices, more, "device")
+            out.append(ctx.option("add_server", f"{what} ({change})", p, 0.0, base_source,
                                   assumption=ASSUMPTIONS["fill_server"] if fill else None))
     else:
         notes.append(f"one more server not compared: global batch {scenario.global_batch} does "
-                     f"not split over {more} devices")
+                     f"not split over {figures.count(more, 'device')}")
     if now.nodes > 1:
         inter = scenario.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
         for up in upgrades_for(profile.hardware.device_name, inter)[:1]:
@@ -383,7 +383,7 @@ def _nothing_fits(ctx: _Ctx) -> str:
     now, scn = ctx.now, ctx.scenario
     done = []
     if now.tp * now.pp > 1:
-        done.append(f"the model is split already, tp {now.tp} x pp {now.pp}, and no other "
+        done.append(f"the model is split already, {split_words(None, now.tp, now.pp)}, and no other "
                     "split fits")
     if data_parallel_ranks(now) == 1:
         done.append("ZeRO shards nothing over one data-parallel replica (dp 1)")
@@ -401,7 +401,7 @@ def _nothing_fits(ctx: _Ctx) -> str:
         elif searched == now.devices:
             tried = f"and no layout is valid at 2x today's devices or more{batch}"
         else:
-            tried = (f"nor at up to {searched:,} devices (2x, 4x, ... today's; "
+            tried = (f"nor at up to {figures.count(searched, 'device')} (2x, 4x, ... today's; "
                      f"{MORE_DEVICES_SEARCHED})")
             tried += f"; no layout is valid at more{batch}" if searched < most else ""
         advice = ("a smaller model or a larger global batch" if batch and searched < most
@@ -498,7 +498,7 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
         notes.append(f"gains under the model's median error ({ctx.error:.1%}, docs/validation.md) "
                      "are not recommended: " + "; ".join(within))
     device = profile.hardware.device_name
-    gpus = f"{devices} {device} device{'s' if devices > 1 else ''}"
+    gpus = figures.count(devices, f"{device} device")
     if now.fits and devices == 1:
         question = f"One {device} device: what should we do?"
     elif now.fits:

@@ -36,7 +36,7 @@ import numpy as np
 from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR, median_error
 from scalesim.bounds import bound, clip
 from scalesim.errors import ScalesimError, require_model, require_text
-from scalesim.figures import count, link_GBps
+from scalesim.figures import count, count_change, link_GBps, whole
 from scalesim.jsonio import to_json_text
 from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee, no_knee_words
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, early_stop_of, op_sac_of
@@ -46,7 +46,7 @@ from scalesim.model.stragglers import (
     persistence_words,
     slowest_in_most_steps,
 )
-from scalesim.remedies import NO_CHANGE
+from scalesim.remedies import VERDICTS, gain_verdict
 
 CAUSES = {
     "inter_server": "Inter-server link",
@@ -123,14 +123,22 @@ class Remedy:
     gain: float  # predicted throughput ratio minus one
     applicable: bool
     note: str = ""
-    helps: bool = False  # a remedy: it runs and gains (``remedies.RemedyResult.helps``)
+    verdict: str = "not applicable"  # one of ``remedies.VERDICTS``, the planner's words
+    helps: bool = field(init=False)  # a remedy: it runs and gains (verdict "remedy")
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict {self.verdict!r} is not one of {VERDICTS}")
+        self.helps = self.verdict == "remedy"
 
 
 def standing(r: Remedy) -> str:
-    """Where a remedy stands, in the words of the CLI's and the app's lists: 'helps', 'does not
-    help here' (it applies but loses, changes nothing or does not fit; its figure is shown) or
-    'does not apply'."""
-    return "helps" if r.helps else "does not help here" if r.applicable else "does not apply"
+    """Where a remedy stands, in the words of the CLI's and the app's lists: 'helps', 'no change'
+    (the planner's verdict: a gain under ``remedies.NO_CHANGE`` either way), 'does not help here'
+    (it applies but loses or does not fit; its figure is shown) or 'does not apply'."""
+    if r.verdict in ("remedy", "no change"):
+        return "helps" if r.helps else "no change"
+    return "does not help here" if r.applicable else "does not apply"
 
 
 @dataclass
@@ -225,8 +233,7 @@ def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: b
         title = r.title
         if nominal_batch and r.key in NOMINAL_BATCH_TITLES:
             title = NOMINAL_BATCH_TITLES[r.key]
-        remedies.append(Remedy(r.key, title, float(r.gain), r.applicable, r.reason,
-                               r.verdict == "remedy"))
+        remedies.append(Remedy(r.key, title, float(r.gain), r.applicable, r.reason, r.verdict))
     usable = [r for r in remedies if r.helps]
     if cause == "large_batch":
         usable = [r for r in usable if r.key not in BATCH_GROWING]
@@ -251,8 +258,8 @@ def _large_batch(runs, critical_batch: float | None, speedup_ratio: float) -> tu
         r = float(samples[0] / samples[-1])
         ttq = steps * runs.step_time_s
         return r, [
-            f"throughput speed-up {speedup_ratio:.2f}x from {runs.devices[0]} to "
-            f"{runs.devices[-1]} devices, but time to target only {ttq[0] / ttq[-1]:.2f}x "
+            f"throughput speed-up {speedup_ratio:.2f}x from {whole(runs.devices[0])} to "
+            f"{count(int(runs.devices[-1]), 'device')}, but time to target only {ttq[0] / ttq[-1]:.2f}x "
             f"({steps[0]:.0f} -> {steps[-1]:.0f} steps at global batch "
             f"{runs.samples_per_step[0]:.0f} -> {runs.samples_per_step[-1]:.0f})",
             f"samples needed to reach the target grew {samples[-1] / samples[0]:.2f}x",
@@ -315,7 +322,7 @@ def smaller_batch_remedy(profile, scenario, devices: int, b_noise: float) -> Rem
                   f"{after.global_batch} (per-device {after.micro_batch}) {where} B_noise "
                   f"{b_noise:.0f}", float(ratio - 1.0), True,
                   "gain in time to quality (McCandlish et al. 2018), not in throughput",
-                  helps=bool(ratio - 1.0 >= NO_CHANGE))
+                  verdict=gain_verdict(float(ratio - 1.0)))
 
 
 def _rank_pattern(runs) -> tuple[int | None, float, list[str]]:
@@ -333,7 +340,7 @@ def _rank_pattern(runs) -> tuple[int | None, float, list[str]]:
         slowest.append(i)
         factors.append(factor)
         beyond.append(bool(t[i] > median + margin))
-        lines.append(f"{r.devices} devices: rank {i} slowest, {factor:.2f}x the median of the "
+        lines.append(f"{count(r.devices, 'device')}: rank {i} slowest, {factor:.2f}x the median of the "
                      f"others; spread max-median {_ms(float(t.max() - np.median(t)))}")
     if not slowest:
         return None, 1.0, lines
@@ -443,8 +450,9 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         drops = -np.diff(sc.efficiency)
         in_server_drops = drops[:last_single] if last_single > 0 else np.array([0.0])
         boundary = bends_at_boundary(sc.efficiency, last_single)
-        comm_lines.insert(0, f"efficiency {_pct(eff_in)} at {runs.devices[last_single]} devices "
-                          f"in one server, {_pct(eff_out)} at {runs.devices[first_multi]} on "
+        inside = count(int(runs.devices[last_single]), "device")
+        comm_lines.insert(0, f"efficiency {_pct(eff_in)} at {inside} "
+                          f"in one server, {_pct(eff_out)} at {whole(runs.devices[first_multi])} on "
                           f"{runs.nodes[first_multi]} servers (largest drop inside a server: "
                           f"{_pct(float(np.max(in_server_drops)))})")
         if np.any(single) and "inter_transfer_s" in fit.fitted:
@@ -489,7 +497,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
             v = fit.values
             compute_lines.append(f"fitted fixed cost {_ms(v['overhead_s'])} per micro-step vs "
                                  f"{_ms(v['per_sample_s'] * runs.micro_batch[-1])} of per-sample "
-                                 f"work at {runs.devices[-1]} devices")
+                                 f"work at {count(int(runs.devices[-1]), 'device')}")
     findings.append(finding("small_work" if runs.strong_scaling else "compute", shares["compute"],
                             compute_lines))
 
@@ -499,14 +507,14 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     if lb is not None:
         r, lines = lb
         lb_finding = finding("large_batch", 1.0 - r, lines + [
-            f"systems efficiency at {runs.devices[-1]} devices: {_pct(eff_last)}"])
+            f"systems efficiency at {count(int(runs.devices[-1]), 'device')}: {_pct(eff_last)}"])
         if r < GOOD_EFFICIENCY and r < eff_last:
             findings.insert(0, lb_finding)
         else:
             findings.append(lb_finding)
     if findings[0].key != "large_batch" and eff_last >= GOOD_EFFICIENCY:
         findings.insert(0, finding("none", 0.0, [
-            f"efficiency {_pct(eff_last)} at {runs.devices[-1]} devices "
+            f"efficiency {_pct(eff_last)} at {count(int(runs.devices[-1]), 'device')} "
             f"(speed-up {sc.speedup[-1]:.2f}x)"]))
     cause, others = findings[0], [f for f in findings[1:] if f.share >= OTHER_CAUSE_SHARE]
 
@@ -751,7 +759,7 @@ def attention_kernel_finding(summaries, step_s: float) -> tuple[Finding | None, 
             "one-benchmark ratio; the kernels assumed on the step's critical path")
     return (finding("attention_kernel", saving / step_s, evidence),
             Remedy("attention_kernel", ATTENTION_KERNEL_TITLE, float(gain), True, note,
-                   helps=bool(gain >= NO_CHANGE)))
+                   verdict=gain_verdict(float(gain))))
 
 
 def _parts_over_the_step(share_of_step: dict, devices, fit) -> list[str]:
@@ -765,7 +773,7 @@ def _parts_over_the_step(share_of_step: dict, devices, fit) -> list[str]:
     share, name, n = max(over)
     part = {"comm": "exposed communication", "data": "data stall",
             "straggler": "straggler wait"}.get(name, name)
-    return [f"the {part} is {share:.0%} of the measured step at {n} devices: more than the step "
+    return [f"the {part} is {share:.0%} of the measured step at {count(n, 'device')}: more than the step "
             f"itself, so the fitted model does not describe these runs (rms residual "
             f"{fit.rmse_rel:.0%}); read its shares and remedy gains as unreliable, and check the "
             "runs (the same settings in every row, each run's devices and throughput)"]
@@ -855,11 +863,12 @@ def render_text(report: Report) -> str:
         lines.append("Other remedies (model, applied alone):")
         for r in shown:
             lines.append(f"  {r.gain:+7.1%}  {r.title}" + (f" ({r.note})" if r.note else ""))
-    idle = [r for r in report.remedies if standing(r) == "does not help here"]
-    if idle:
-        lines.append("Does not help here (model, applied alone):")
-        for r in idle:
-            lines.append(f"  {r.gain:+7.1%}  {r.title}" + (f" ({r.note})" if r.note else ""))
+    for heading, where in (("No change", "no change"), ("Does not help here", "does not help here")):
+        idle = [r for r in report.remedies if standing(r) == where]
+        if idle:
+            lines.append(f"{heading} (model, applied alone):")
+            for r in idle:
+                lines.append(f"  {r.gain:+7.1%}  {r.title}" + (f" ({r.note})" if r.note else ""))
     lines.append("")
     if report.kind == "runs":
         lines += _runs_tables(report)
@@ -883,7 +892,8 @@ def _runs_tables(report: Report) -> list[str]:
     if knee is None:
         out.append(f"knee: none ({no_knee_words(MIN_EFFICIENCY_DROP, 'runs')})")
     else:
-        out.append(f"knee: {knee['devices_before']} -> {knee['devices_after']} devices, efficiency "
+        out.append(f"knee: {count_change(knee['devices_before'], knee['devices_after'], 'device')}, "
+                   "efficiency "
                    f"-{knee['efficiency_drop'] * 100:.1f} points"
                    + (", crossing a server boundary" if knee["crosses_boundary"] else ""))
     fit = report.details["fit"]

@@ -25,9 +25,21 @@ def exact(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
+def whole(n: int) -> str:
+    """A whole count in prose, thousands separated: '16', '1,024' (not in a list a user types
+    back, where the commas separate values: ``bounds.list_text``)."""
+    return f"{int(n):,}"
+
+
 def count(n: int, noun: str) -> str:
-    """A count with its noun, singular for one: '1 device', '16 devices'."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
+    """A count with its noun, singular for one: '1 device', '16 devices', '1,024 devices'."""
+    return f"{whole(n)} {noun}{'' if n == 1 else 's'}"
+
+
+def count_change(before: int, after: int, noun: str) -> str:
+    """A count going from one value to another, with the noun of the second: '8 -> 16 devices',
+    '1,024 -> 2,048 devices'."""
+    return f"{whole(before)} -> {count(after, noun)}"
 
 
 def amount(value: float) -> str:

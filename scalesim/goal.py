@@ -38,6 +38,7 @@ from scalesim import training_time
 from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, bound
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount, count, duration_text
+from scalesim.layout import split_words
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
 from scalesim.network_upgrades import upgrades_for
 from scalesim.predict import accumulation_max, micro_batch_max
@@ -69,7 +70,7 @@ class GoalPlan:
     time_s: float
     cost_usd: float
     meets: bool  # within both the deadline and the budget
-    # a transformer workload's layout (devices = tp x pp x dp); None where the workload is not
+    # a transformer workload's layout (devices = dp x tp x pp); None where the workload is not
     # split (data parallel: one replica per device)
     tp: int | None = None
     pp: int | None = None
@@ -118,13 +119,13 @@ class GoalAnswer:
 def describe(p: GoalPlan) -> str:
     """A plan in words: '16 devices (2 servers), micro-batch 64 x 1 accumulation, ddp, network
     as is'; with a layout, whose micro-batch is per replica of tp x pp devices, '16 devices
-    (2 servers) as tp 2 x pp 1 x dp 8, micro-batch 4 per replica x 8 accumulation (global batch
+    (2 servers) as dp 8 x tp 2 x pp 1, micro-batch 4 per replica x 8 accumulation (global batch
     256), ...'."""
     where = f"{count(p.devices, 'device')} ({count(p.servers, 'server')})"
     if p.tp is None or p.pp is None:
         batch = f"micro-batch {p.micro_batch} x {p.accumulation} accumulation"
     else:
-        where += f" as tp {p.tp} x pp {p.pp} x dp {p.devices // (p.tp * p.pp)}"
+        where += f" as {split_words(p.devices // (p.tp * p.pp), p.tp, p.pp)}"
         batch = (f"micro-batch {p.micro_batch} per replica x {p.accumulation} accumulation "
                  f"(global batch {p.global_batch:,})")
     return f"{where}, {batch}, {p.strategy}, network {p.network}"
@@ -205,10 +206,10 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
 
         split = layout_of(base)
         raise ScalesimError(
-            f"no device count up to {max_devices} can run the layout tp {split.tp} x pp "
-            f"{split.pp}: all {res.dropped:,} combinations break a layout rule (tp x pp must "
-            "divide the devices, tp stays in a server, the layers and heads must split); "
-            "change --tp/--pp or --max-devices")
+            f"no device count up to {max_devices} can run the layout "
+            f"{split_words(None, split.tp, split.pp)}: all {res.dropped:,} combinations break a "
+            "layout rule (tp x pp must divide the devices, tp stays in a server, the layers and "
+            "heads must split); change --tp/--pp or --max-devices")
     fits = np.asarray(c["fits"], dtype=bool)
     time_s = training_time.time_to_goal_s(goal, c["samples_per_s"], c["step_time_s"],
                                           c["global_batch"], reference)

@@ -86,6 +86,13 @@ SHARD_GROUP_HELP = (
 ZERO_STRATEGIES = ("ddp", "zero1", "zero2", "zero3")
 
 
+def split_words(dp: int | None, tp: int, pp: int, cp: int | None = None) -> str:
+    """A layout's degrees as every report writes them, dp first: 'dp 2 x tp 4 x pp 2'; dp None:
+    the model split alone, as the user asks it ('tp 4 x pp 2'); cp given: ' x cp 2' after."""
+    return " x ".join(([f"dp {dp}"] if dp is not None else []) + [f"tp {tp}", f"pp {pp}"]
+                      + ([f"cp {cp}"] if cp is not None else []))
+
+
 def shard_group_refusal(shard_group: int | None, strategy: str, framework: str = "fsdp") -> str:
     """Why a shard group cannot run with ``strategy`` ("ddp", "zero1".."zero3") under
     ``framework`` ("fsdp", "deepspeed"), in one line naming the values; '' when it can (None:
@@ -259,7 +266,7 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
     elif g % L.tp:
         problems.append(f"tp {L.tp} does not divide the {g} GPUs per server")
     if L.devices > g and L.devices % g:
-        problems.append(f"{L.devices} devices (dp {L.dp} x tp {L.tp} x pp {L.pp} x cp {L.cp}) do "
+        problems.append(f"{L.devices} devices ({split_words(L.dp, L.tp, L.pp, L.cp)}) do "
                         f"not fill whole servers of {g}")
     problems += unrunnable_split(L.global_batch, L.dp, L.micro_batch)
     if L.pp == 1 and L.schedule != "none":

@@ -43,6 +43,7 @@ from scalesim.layout import (
     op_sac_of,
     shard_group_problem,
     shard_group_refusal,
+    split_words,
     valid_mask,
 )
 from scalesim.model.collectives import ALGORITHMS
@@ -79,7 +80,7 @@ def asked_split(scenario: Scenario, shard_group: bool = True) -> list[str]:
     group out: hybrid sharding splits no model, and the data-parallel path runs it too
     (docs/model.md §16)."""
     split = layout_of(scenario)
-    asked = [f"tp {split.tp} x pp {split.pp}"] if split.splits_model else []
+    asked = [split_words(None, split.tp, split.pp)] if split.splits_model else []
     asked += ["sequence parallel"] if split.sequence_parallel else []
     asked += ["tp overlap"] if split.tp_overlap else []
     asked += [f"recompute {split.recompute}"] if split.recompute not in (None, "none") else []
@@ -698,11 +699,6 @@ def recompute_words(recompute: str, style: str) -> str:
         return "recompute full (early stop)"
     return f"recompute {recompute}" + (" (per-op)" if recompute == "selective"
                                        and op_sac_of(style) else "")
-
-
-def split_words(dp: int, tp: int, pp: int) -> str:
-    """A layout's degrees as every report writes them: 'dp 2 x tp 4 x pp 2'."""
-    return f"dp {dp} x tp {tp} x pp {pp}"
 
 
 def row_title(row) -> str:

@@ -28,7 +28,7 @@ from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.billing import billed_devices
 from scalesim.bounds import bound, check_number, clip, list_text
 from scalesim.errors import ScalesimError
-from scalesim.figures import latency_us, link_GBps
+from scalesim.figures import count, latency_us, link_GBps
 from scalesim.layout import (
     DEFAULT_RECOMPUTE_STYLE,
     SCHEDULES,
@@ -468,7 +468,7 @@ def _why(best: dict, row: dict, by: str) -> str:
         return (f"{more:+.1f}% billed device-hours per sample; step {slower:+.1f}% "
                 f"({PART_NAMES[worst]} {diffs[worst]:+.3g} s)")
     if diffs[worst] <= 0:
-        return f"step {slower:+.1f}% on {row['devices']} devices"
+        return f"step {slower:+.1f}% on {count(int(row['devices']), 'device')}"
     return f"step {slower:+.1f}%: {PART_NAMES[worst]} {diffs[worst]:+.3g} s"
 
 

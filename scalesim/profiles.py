@@ -163,7 +163,7 @@ def per_sample_from_reference(ref: ReferenceThroughput, workload: Workload, syst
     if reference_run_step_s(ref, workload, system, lo, optimizer_s) >= step_s:
         raise ScalesimError(
             f"reference of '{ref.device_name}' ({ref.samples_per_s:.4g} samples/s per device on "
-            f"{ref.devices} devices): the modelled communication of that run alone is slower "
+            f"{count(ref.devices, 'device')}): the modelled communication of that run alone is slower "
             "than its step; check the reference's devices, strategy and system")
     # The step grows monotonically with per_sample: bracket the root on a grid of 64 per call
     # (one vectorised model evaluation each), then interpolate inside the last bracket.
@@ -230,7 +230,7 @@ def compute_curve_from_reference(workload: Workload,
     per_sample_s = per_sample_from_reference(ref, workload, system, ref_optimizer_s)
     optimizer_s = optimizer_estimate_s(workload, bandwidth) if ref_optimizer_s > 0 else 0.0
     if ref.includes_communication:
-        note += (f"; a {ref.strategy} run on {ref.devices} devices of {system.name}: its "
+        note += (f"; a {ref.strategy} run on {count(ref.devices, 'device')} of {system.name}: its "
                  "communication and straggler wait taken out with the model")
     if ref.activation_recompute and not workload.activation_recompute:
         per_sample_s /= RECOMPUTE_WORK

@@ -14,8 +14,9 @@ Ranking (``rank_remedies``): by time to train / to quality, large-batch penalty 
 (``scalesim.training_time``), when the scenario gives a training length or E_min; by relative
 time to quality when only a critical batch size is known; by throughput otherwise. Only a change
 that runs (fits in device memory) and wins on that measure is a remedy
-(``verdict == "remedy"``, a gain of at least ``NO_CHANGE``); one that loses, changes nothing, or
-does not fit, is listed as such and never "best".
+(``verdict == "remedy"``, a gain of at least ``NO_CHANGE``); one that changes nothing ("no
+change", a gain under ``NO_CHANGE`` either way), loses, or does not fit, is listed as such and
+never "best".
 When a tenth or more of the step is data stall, the input-pipeline fix ranks first (the stall is
 lost at one device too, so scaling efficiency cannot show it). When today's layout does not fit
 in memory, every change that makes it fit is a remedy, ranked by its speed.
@@ -30,7 +31,7 @@ from scalesim.accuracy import MODEL_PARALLEL_MEDIAN_ERROR
 from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.bounds import QUANTITIES
 from scalesim.errors import ScalesimError
-from scalesim.figures import link_GBps, sig3
+from scalesim.figures import count, link_GBps, sig3
 from scalesim.model.memory import STRATEGIES, state_shards
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.zero_exchange import (
@@ -72,7 +73,13 @@ DP_EXCHANGE_SHARE = MODEL_PARALLEL_MEDIAN_ERROR / (1.0 + MODEL_PARALLEL_MEDIAN_E
 # decimal every report shows, and is far below the model's median error (2.8-3 %,
 # scalesim.accuracy): it is no change, not a remedy (a display rounding, not a model figure).
 NO_CHANGE = 0.0005
-VERDICTS = ("remedy", "loses", "not runnable", "not applicable")  # display order
+VERDICTS = ("remedy", "no change", "loses", "not runnable", "not applicable")  # display order
+
+
+def gain_verdict(gain: float) -> str:
+    """A runnable change's verdict from its gain on the ranking measure: 'remedy' from
+    ``NO_CHANGE`` up, 'no change' under it either way (it prints as +0.0 %), else 'loses'."""
+    return "remedy" if gain >= NO_CHANGE else "no change" if abs(gain) < NO_CHANGE else "loses"
 
 
 @dataclass(frozen=True)
@@ -360,7 +367,8 @@ def sharding_caveat(strategy: str, target: str, framework: str, accumulation: in
     memory = ("saves memory" if new else f"needs more memory ({_listed(lost)} held whole)"
               if lost else "saves no memory (the same states held whole as now)")
     if "optimizer state" in new:
-        memory += f"; each of the {devices} devices updates 1/{devices} of the optimizer state"
+        memory += (f"; each of the {count(devices, 'device')} updates 1/{devices} of the "
+                   "optimizer state")
     return f"{memory}; sends {sends} per step ({how})"
 
 
@@ -607,17 +615,15 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
         elif not now.fits:
             verdict = "remedy"
             note = "makes it fit in device memory" + (f"; {caveat}" if caveat else "")
-        elif objective_gain >= NO_CHANGE:
-            verdict = "remedy"
         else:
-            verdict = "loses"
-            what = {"time": "time to finish", "quality": "time to quality"}.get(measure,
-                                                                               "throughput")
             # no change (ZeRO-1 where the optimizer step is not known: the same bytes sent; a
             # gain that prints as +0.0 %) is not a loss, nor a remedy
-            did = (f"does not change the {what}" if abs(objective_gain) < NO_CHANGE
-                   else f"loses {what}")
-            note = f"{did} here" + (f"; {caveat}" if caveat else "")
+            verdict = gain_verdict(objective_gain)
+            what = {"time": "time to finish", "quality": "time to quality"}.get(measure,
+                                                                               "throughput")
+            did = {"no change": f"does not change the {what}", "loses": f"loses {what}"}
+            if verdict in did:
+                note = f"{did[verdict]} here" + (f"; {caveat}" if caveat else "")
         results.append(RemedyResult(key, title, scn, prof, after, gain, True, note, t, cost,
                                     objective_gain, verdict, measure))
 

@@ -443,7 +443,7 @@ def _layout_example(profile, split, schedule: str, g: int, layout_ok, p, tp, pp,
     if not bad.size:
         return ""
     i = int(bad[0])
-    where = f"tp {int(tp[i])} x pp {int(pp[i])} on {int(p[i])} devices"
+    where = f"{lp.split_words(None, int(tp[i]), int(pp[i]))} on {int(p[i])} devices"
     if p[i] % (tp[i] * pp[i]):
         return f"{where}: tp x pp does not divide the devices"
     why = lp.first_problem(profile, dp[i], tp[i], pp[i], 0, micro[i], dp[i] * micro[i] * k[i],

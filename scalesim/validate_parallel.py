@@ -22,7 +22,13 @@ from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.bounds import bound, bounded
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import read_json
-from scalesim.layout import SCHEDULES, ParallelLayout, layout_problems, unrunnable_split
+from scalesim.layout import (
+    SCHEDULES,
+    ParallelLayout,
+    layout_problems,
+    split_words,
+    unrunnable_split,
+)
 from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
 from scalesim.model.overlap import GPU_COMM_CONTENTION
 from scalesim.model.stragglers import DEVICE_SPEED_CV
@@ -308,8 +314,8 @@ def intra_preset(intra_node: str) -> str:
 def _check_parallel_case(case: ParallelCase, where: str) -> None:
     lay = case.layout
     if lay.dp * lay.tp * lay.pp * lay.cp != lay.devices:
-        raise ScalesimError(f"{where}: devices {lay.devices} != dp {lay.dp} x tp {lay.tp} x "
-                            f"pp {lay.pp} x cp {lay.cp}")
+        raise ScalesimError(f"{where}: devices {lay.devices} != "
+                            f"{split_words(lay.dp, lay.tp, lay.pp, lay.cp)}")
     # Refused: fewer than one micro-batch per replica, or a fraction of a head per tensor-
     # parallel rank (Megatron-Core asserts whole heads). A global batch that dp x micro-batch
     # does not divide but fills it at least once is predicted as published, with a layout note:

@@ -46,7 +46,7 @@ def test_remedies_that_lose_are_not_remedies():
     sharding = next(r for r in ranked if r.key == "sharding")
     assert sharding.gain < 0 and sharding.verdict == "loses" and not sharding.helps
     assert [r.verdict for r in ranked] == sorted(
-        (r.verdict for r in ranked), key=["remedy", "loses", "not runnable",
+        (r.verdict for r in ranked), key=["remedy", "no change", "loses", "not runnable",
                                           "not applicable"].index)
 
 
@@ -152,7 +152,7 @@ def test_the_story_calls_growth_almost_linear_only_where_it_is():
     # efficiency is 67% at 64 devices, then drops to 61% at 128 devices', a drop from a run
     # that cannot happen)
     assert ("below 128 devices this layout does not fit in memory; from there, throughput "
-            "scales to 1024 devices at 57% efficiency with no knee") in text
+            "scales to 1,024 devices at 57% efficiency with no knee") in text
     state = default_state()
     assert "grows almost linearly to 8 devices (97% efficiency)" in story(
         make_plan(preset_profile(state), state))

@@ -73,8 +73,9 @@ def _slow_csv(tmp_path):
 
 def test_diagnose_lists_remedies_that_do_not_help_apart_with_their_figure(tmp_path, capsys):
     """The slow-device runs listed '+0.0%' (bigger batch, accumulation, links) and '-0.2%'
-    (ZeRO-1) under 'Other remedies'. They now stand under 'Does not help here', with their
-    figure; --json keeps every remedy with its gain and whether it helps."""
+    (ZeRO-1) under 'Other remedies'. They now stand apart, with their figure: 'No change' for
+    the +0.0 % (session 18: the planner's verdict), 'Does not help here' for the loss; --json
+    keeps every remedy with its gain and whether it helps."""
     path = _slow_csv(tmp_path)
     assert main(["diagnose", str(path)]) == 0
     text = capsys.readouterr().out
@@ -83,7 +84,8 @@ def test_diagnose_lists_remedies_that_do_not_help_apart_with_their_figure(tmp_pa
     assert "Other remedies" not in head  # the slow device's repair is the one remedy
     idle = rest.split("\n\n")[0]
     assert "-0.2%  Shard optimizer state (ddp -> zero1" in idle
-    assert "+0.0%  Double the per-device batch" in idle
+    same = head.partition("No change (model, applied alone):")[2]
+    assert "+0.0%  Double the per-device batch" in same and "+0.0%" not in idle
     assert main(["diagnose", str(path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     by_key = {r["key"]: r for r in data["remedies"]}
@@ -98,8 +100,7 @@ def test_a_gain_that_prints_as_zero_is_no_remedy_for_decide_either(tmp_path):
     """The same rule in rank_remedies, which decide and the app's card read: a change whose gain
     is under NO_CHANGE 'does not change the throughput here' and is not a remedy."""
     report = diagnose_runs(parse_runs_text(_slow_csv(tmp_path).read_text(), "runs.csv"))
-    assert [standing(r) for r in report.remedies if r.key == "bigger_batch"] == [
-        "does not help here"]
+    assert [standing(r) for r in report.remedies if r.key == "bigger_batch"] == ["no change"]
     assert "Other remedies" not in render_text(report)
     profile = default_profile()
     _, ranked = rank_remedies(profile, Scenario(devices=[8]), 8)
@@ -107,7 +108,7 @@ def test_a_gain_that_prints_as_zero_is_no_remedy_for_decide_either(tmp_path):
         if r.applicable and r.prediction.fits:
             assert r.helps == (r.objective_gain >= NO_CHANGE), r
             if abs(r.objective_gain) < NO_CHANGE:
-                assert r.reason.startswith("does not change")
+                assert r.reason.startswith("does not change") and r.verdict == "no change"
 
 
 def _network_title(profile, *flags):

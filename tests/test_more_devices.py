@@ -114,7 +114,7 @@ def test_a_count_at_the_bound_searches_nothing_more_and_says_so():
     most = int(bound("devices").high)
     scenario = Scenario(devices=[most], global_batch=most)
     rec = decide(tiny, scenario, most).recommendation
-    assert f"and {most} devices is the most the model takes" in rec
+    assert f"and {most:,} devices is the most the model takes" in rec
 
 
 def test_efficiency_against_a_one_device_run_that_cannot_happen_is_said(capsys):

@@ -23,7 +23,7 @@ def test_goal_words_a_split_plan_with_its_layout_and_global_batch():
     assert best is not None and best.tp == 2 and best.pp == 1
     dp = best.devices // 2
     assert best.global_batch == best.micro_batch * best.accumulation * dp
-    assert (f"{best.devices} devices ({best.servers} servers) as tp 2 x pp 1 x dp {dp}, "
+    assert (f"{best.devices} devices ({best.servers} servers) as dp {dp} x tp 2 x pp 1, "
             f"micro-batch {best.micro_batch} per replica x {best.accumulation} accumulation "
             f"(global batch {best.global_batch:,})") in answer.sentence
     assert all(p.tp == 2 for p in answer.front)
@@ -35,7 +35,7 @@ def test_goal_words_an_unsplit_plan_as_before():
                     cost_usd=1.0, meets=True)
     assert describe(plan).startswith("16 devices (2 servers), micro-batch 4 x 8 accumulation, ")
     split = GoalPlan(**{**plan.__dict__, "global_batch": 128, "tp": 2, "pp": 2})
-    assert describe(split).startswith("16 devices (2 servers) as tp 2 x pp 2 x dp 4, micro-batch "
+    assert describe(split).startswith("16 devices (2 servers) as dp 4 x tp 2 x pp 2, micro-batch "
                                       "4 per replica x 8 accumulation (global batch 128), ")
 
 
@@ -65,3 +65,17 @@ def test_the_bigger_batch_remedy_of_a_split_model_doubles_the_replica_batch():
         titles[tp] = next(r.title for r in ranked if r.key == "bigger_batch")
     assert titles == {2: "Double the per-replica batch (1 -> 2)",
                       1: "Double the per-device batch (1 -> 2)"}
+
+
+def test_one_helper_writes_every_layout_dp_first():
+    """Session 18: goal wrote 'tp 2 x pp 1 x dp 8' where plan rows and decide wrote 'dp 8 x tp 2
+    x pp 1'; every layout's degrees now come from ``layout.split_words``, in one order."""
+    from scalesim.layout import split_words
+
+    assert split_words(8, 2, 1) == "dp 8 x tp 2 x pp 1"
+    assert split_words(None, 2, 4) == "tp 2 x pp 4"  # the split the user asks, before any dp
+    assert split_words(2, 2, 2, 2) == "dp 2 x tp 2 x pp 2 x cp 2"
+    plan = GoalPlan(devices=32, servers=4, micro_batch=1, accumulation=2, global_batch=8,
+                    strategy="zero1", network="as is", samples_per_s=1.0, time_s=1.0,
+                    cost_usd=1.0, meets=True, tp=4, pp=2)
+    assert " as dp 4 x tp 4 x pp 2, " in describe(plan)

@@ -11,7 +11,7 @@ from scalesim.cli.options import (
     scenario_from_args,
 )
 from scalesim.errors import ScalesimError
-from scalesim.figures import link_GBps, sig3
+from scalesim.figures import count, count_change, link_GBps, sig3
 from scalesim.jsonio import to_json_text
 
 NAME = "predict"
@@ -57,6 +57,7 @@ def layout_line(profile, scenario) -> str:
         pipeline_fsdp_note,
         recompute_style_note,
         recompute_words,
+        split_words,
     )
     from scalesim.plan import measured_p2p
 
@@ -65,7 +66,7 @@ def layout_line(profile, scenario) -> str:
     if schedule == "interleaved":
         schedule += f", {split.virtual_stages} virtual stages"
     p2p = measured_p2p(profile) if split.pp > 1 else None
-    return (f"layout: tp {split.tp} x pp {split.pp}"
+    return (f"layout: {split_words(None, split.tp, split.pp)}"
             + (f" ({schedule})" if split.pp > 1 else "")
             + f", {recompute_words(split.recompute_of(profile.workload), split.recompute_style)}"
             + (f" ({note})" if (note := recompute_style_note(profile, scenario)) else "")
@@ -207,7 +208,8 @@ def render_table(profile, scenario, rows) -> str:
         lines.append(f"knee: none ({why_no_knee(rows, 'rows')})")
     else:
         before = next(r for r in rows if r.devices == knee.devices_before)
-        lines.append(f"knee: {knee.devices_before} -> {knee.devices_after} devices, efficiency "
+        lines.append(f"knee: {count_change(knee.devices_before, knee.devices_after, 'device')}, "
+                     "efficiency "
                      f"{before.efficiency:.1%} -> {rows[knee.index].efficiency:.1%}"
                      f" (-{knee.efficiency_drop * 100:.1f} points): {knee.label}")
     if unfit := [r for r in rows if not r.fits]:
@@ -217,7 +219,7 @@ def render_table(profile, scenario, rows) -> str:
     if stalled:
         r = stalled[0]
         lines.append(f"warning: data stall: {data_stall_share(r):.0%} of each step at "
-                     f"{r.devices} device{'s' if r.devices > 1 else ''} waits for input (lost at "
+                     f"{count(r.devices, 'device')} waits for input (lost at "
                      "one device too, so efficiency cannot show it); fix the input pipeline first")
     if not stall:
         lines.append(f"note: {STALL_NOT_MODELLED}")  # and no stall column

@@ -24,7 +24,7 @@ import numpy as np
 from scalesim import presets
 from scalesim.billing import sizes_within
 from scalesim.errors import ScalesimError
-from scalesim.figures import latency_us, link_GBps, sig3
+from scalesim.figures import count, latency_us, link_GBps, sig3
 from scalesim.jsonio import write_model
 from scalesim.model.compute import fit_compute_curve
 from scalesim.model.stragglers import (
@@ -374,8 +374,8 @@ def with_topology(profile: Profile, topo: Topology) -> tuple[Profile, list[str]]
     said = []
     gpus, per_server = len(topo.gpus), profile.hardware.devices_per_node
     if gpus != per_server:
-        said.append(f"the topology shows {gpus} GPUs in a server, the profile has {per_server} "
-                    f"device{'s' if per_server != 1 else ''} per server (kept: its numbers are "
+        said.append(f"the topology shows {gpus} GPUs in a server, the profile has "
+                    f"{count(per_server, 'device')} per server (kept: its numbers are "
                     f"for servers of {per_server}; calibrate on {gpus} GPUs to model the "
                     "whole server)")
     update = {"hardware": hw, "notes": [*profile.notes, *notes, *said]}
