@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from scalesim.calibration import options
 
-from scalesim.billing import CPU_DEVICE_PREFIX
+from scalesim.device_nouns import CPU_DEVICE_PREFIX, nouns_for
 from scalesim.errors import ScalesimError, one_line
 from scalesim.model.overlap import GPU_COMM_CONTENTION
 
@@ -250,10 +250,12 @@ def _run_phases(ctx, args, monitor, folder) -> str | None:
                                  "sizes; four or more give a more trustworthy fit")
                 curve = result.curve
                 if curve.colocated_devices > 1:
+                    words = nouns_for("" if ctx.on_gpu else CPU_DEVICE_PREFIX)  # describe_machine's name
                     notes.append(
-                        f"compute timed with {curve.colocated_devices} devices of one server busy, "
-                        f"{curve.colocation_slowdown:.1%} slower than one alone; predictions scale "
-                        "compute by the devices busy per server")
+                        f"compute timed with {curve.colocated_devices} {words.devices} of one "
+                        f"{words.server} busy, {curve.colocation_slowdown:.1%} slower than one "
+                        f"alone; predictions scale compute by the {words.devices} busy per "
+                        f"{words.server}")
             elif phase == "collectives":
                 result = collective_phase.run(ctx, args, progress)
             elif phase == "loader":

@@ -36,7 +36,8 @@ from dataclasses import asdict, dataclass, field
 
 from scalesim import figures, training_time
 from scalesim.accuracy import median_error
-from scalesim.billing import billing_words, is_cpu_device
+from scalesim.billing import billing_words
+from scalesim.device_nouns import is_cpu_device, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount, link_GBps
 from scalesim.layout_predict import split_words, uses_layouts
@@ -83,9 +84,23 @@ ASSUMPTIONS = {
     "more_devices": "the same tensor x pipeline split with ZeRO-3 over the added data-parallel "
                     "replicas, at the model's memory estimate (docs/model.md §4, §20)",
 }
+# The assumptions that name a GPU server's parts, in the words of a CPU calibration's processes
+# on a host (``device_nouns.nouns_for``): ``_Ctx.assumptions`` puts them in ASSUMPTIONS' place.
+CPU_ASSUMPTIONS = {
+    "add_server": "the extra host's processes are priced like today's and the inter-host link "
+                  "(gloo over TCP) scales as the model predicts",
+    "fill_server": "the added processes are priced like today's, share the host's cores as "
+                   "calibrated, and gloo over loopback TCP inside the host scales as the model "
+                   "predicts",
+    "fix_device": "the slow process runs at its peers' speed once the other work on its host's "
+                  "cores is moved off",
+}
 # Where nothing we model fits at the focus count: the same split at 2x, 4x, ... up to this many
 # doublings of the devices is tried for a fit (a search bound, not a model figure).
 MORE_DEVICES_DOUBLINGS = 4
+# The slow-device option's title, in GPU and CPU words (``Nouns.cpu``).
+SLOW_DEVICE_FIX = {False: "Fix or replace the slow device",
+                   True: "Fix the slow process (other work on its host's cores)"}
 
 
 @dataclass(frozen=True)
@@ -135,6 +150,8 @@ class _Ctx:
 
     def __init__(self, profile: Profile, scenario: Scenario, now: Prediction):
         self.profile, self.scenario, self.now = profile, scenario, now
+        self.words = nouns_for(profile.hardware.device_name)
+        self.assumptions = {**ASSUMPTIONS, **CPU_ASSUMPTIONS} if self.words.cpu else ASSUMPTIONS
         self.goal = training_time.resolve_goal(profile, scenario)
         self.price = self.goal.price_per_device_hour
         self.now_time = self._time(now)
@@ -172,7 +189,7 @@ class _Ctx:
             time_change=None if (t is None or not self.now_time) else t / self.now_time - 1.0,
             total_usd=total,
             total_change_usd=None if (total is None or now_total is None) else total - now_total,
-            price_source=price_source, assumption=assumption or ASSUMPTIONS[key],
+            price_source=price_source, assumption=assumption or self.assumptions[key],
             quality_change=self._quality_change(p))
 
     def _quality_change(self, p: Prediction) -> float | None:
@@ -210,22 +227,23 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
     out: list[DecisionOption] = []
     notes: list[str] = []
     base_source = _price_source(profile, scenario)
+    nouns = ctx.words
     g = _server_size(profile, scenario)
     more = g if now.devices < g else now.devices + g
     if scenario.global_batch is None or scenario.global_batch % (more * scenario.accumulation) == 0:
         try:
             p = _one(profile, scenario, more)
         except ScalesimError as exc:
-            notes.append(f"one more server not compared: {exc}")
+            notes.append(f"one more {nouns.server} not compared: {exc}")
         else:
             fill = now.devices < g
-            what = "Fill the server" if fill else "Add one server"
-            out.append(ctx.option("add_server", f"{what} ({now.devices} -> {more} devices)", p,
-                                  0.0, base_source,
-                                  assumption=ASSUMPTIONS["fill_server"] if fill else None))
+            what = f"Fill the {nouns.server}" if fill else f"Add one {nouns.server}"
+            out.append(ctx.option("add_server", f"{what} ({now.devices} -> {more} "
+                                  f"{nouns.devices})", p, 0.0, base_source,
+                                  assumption=ctx.assumptions["fill_server"] if fill else None))
     else:
-        notes.append(f"one more server not compared: global batch {scenario.global_batch} does "
-                     f"not split over {more} devices")
+        notes.append(f"one more {nouns.server} not compared: global batch "
+                     f"{scenario.global_batch} does not split over {nouns.count(more)}")
     if now.nodes > 1:
         inter = scenario.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
         for up in upgrades_for(profile.hardware.device_name, inter)[:1]:
@@ -261,7 +279,7 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
                               loader.prediction, 0.0, base_source))
     fix = helping.get("slow_device")
     if fix is not None:  # a device the scenario (or diagnose) names as slow: its repair
-        out.append(ctx.option("fix_device", f"Fix or replace the slow device (rank "
+        out.append(ctx.option("fix_device", f"{SLOW_DEVICE_FIX[ctx.words.cpu]} (rank "
                               f"{scenario.slow_device}, {scenario.slow_factor:g}x slower)",
                               fix.prediction, 0.0, base_source))
     return out, notes
@@ -331,16 +349,17 @@ def _nothing_fits(ctx: _Ctx) -> str:
     elif scn.strategy == "zero3":
         done.append("the states are fully sharded already (ZeRO-3)")
     why = f" ({'; '.join(done)})" if done else ""
-    head = f"Nothing we model fits in device memory at {figures.count(now.devices, 'device')}{why}"
+    words = ctx.words
+    head = f"Nothing we model fits in {words.memory} at {words.count(now.devices)}{why}"
     more = _more_devices(ctx)
     if more is None:
         most = now.devices * 2**MORE_DEVICES_DOUBLINGS
-        return (f"{head}, nor with ZeRO-3 at up to {most:,} devices: use devices with more "
-                "memory, or a smaller model.")
+        return (f"{head}, nor with ZeRO-3 at up to {most:,} {words.devices}: use "
+                f"{words.holders} with more memory, or a smaller model.")
     split = (f"{split_words(more.dp, more.tp, more.pp)}, " if more.dp is not None
              and more.tp * more.pp > 1 else "")
-    return (f"{head}: add devices: at {figures.count(more.devices, 'device')} ({split}ZeRO-3) "
-            f"it needs {more.memory_bytes / 2**30:,.0f} GiB per device, which fits.")
+    return (f"{head}: add {words.devices}: at {words.count(more.devices)} ({split}ZeRO-3) "
+            f"it needs {more.memory_bytes / 2**30:,.0f} GiB per {words.device}, which fits.")
 
 
 def _recommend(ctx: _Ctx, options: list[DecisionOption]) -> tuple[str, str]:
@@ -352,7 +371,7 @@ def _recommend(ctx: _Ctx, options: list[DecisionOption]) -> tuple[str, str]:
                 ASSUMPTIONS["now"])
     if not now.fits:
         o = options[0]
-        return (f"{_action(o)} first: today's layout does not fit in device memory.",
+        return (f"{_action(o)} first: today's layout does not fit in {ctx.words.memory}.",
                 o.assumption)
     stall = next((o for o in options if o.key == "input_pipeline"), None)
     if stall is not None and data_stall_share(now) >= DATA_STALL_SHARE:
@@ -412,7 +431,8 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     # a split model's micro-batch is per replica of tp x pp devices: the layout says so
     split = (f" ({split_words(now.dp, now.tp, now.pp)})" if now.dp is not None
              and now.tp * now.pp > 1 else "")
-    base = ctx.option("now", f"As is: {figures.count(devices, 'device')}{split}", now, 0.0,
+    words = ctx.words
+    base = ctx.option("now", f"As is: {words.count(devices)}{split}", now, 0.0,
                       _price_source(profile, scenario))
     candidates, notes = _candidates(ctx)
     winners = [o for o in candidates if o.runnable and (not now.fits or _score(o) > 0)]
@@ -429,14 +449,15 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
         notes.append(f"gains under the model's median error ({ctx.error:.1%}, docs/validation.md) "
                      "are not recommended: " + "; ".join(within))
     device = profile.hardware.device_name
-    gpus = f"{devices} {device} device{'s' if devices > 1 else ''}"
+    gpus = f"{devices} {device} {words.device if devices == 1 else words.devices}"
     if now.fits and devices == 1:
-        question = f"One {device} device: what should we do?"
+        question = f"One {device} {words.device}: what should we do?"
     elif now.fits:
-        question = f"{gpus} give {now.speedup:.1f}x one device: what should we do?"
+        question = f"{gpus} give {now.speedup:.1f}x one {words.device}: what should we do?"
     else:
         question = (f"{gpus} {'does' if devices == 1 else 'do'} not fit this layout in memory "
-                    f"({now.memory_bytes / 2**30:,.0f} GiB per device needed): what should we do?")
+                    f"({now.memory_bytes / 2**30:,.0f} GiB per {words.device} needed): what "
+                    "should we do?")
     if ctx.goal.kind is None:
         notes.append("enter a training length (or E_min with a critical batch size) to compare "
                      "time and total money, not only throughput")
