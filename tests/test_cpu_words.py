@@ -17,7 +17,8 @@ from scalesim.decision import CPU_ASSUMPTIONS, decide
 from scalesim.device_nouns import CPU_NOUNS, GPU_NOUNS, nouns_for
 from scalesim.goal import seek
 from scalesim.network_upgrades import CPU_NO_UPGRADES, upgrades_for
-from scalesim.profiles import default_profile
+from scalesim.predict import server_use_words
+from scalesim.profiles import default_profile, load_profile
 from scalesim.remedies import CPU_FASTER_NETWORK, CPU_NOT_APPLICABLE, rank_remedies
 from scalesim.schemas import LinkCalibration, Scenario
 
@@ -148,8 +149,16 @@ def test_predict_says_hosts_for_cpu_processes():
     assert "(CPU: AMD EPYC, 2 per host; intra " in hardware_line(cpu.hardware)
     (note,) = unmeasured_link_notes(cpu, inter=True, intra=False)
     assert note.startswith("inter-host link not measured") and "several hosts" in note
+    more = server_use_words(cpu.hardware, Scenario(devices=[4], devices_per_node=4))
+    assert more.startswith("4 processes per host (--gpus-per-node), more than the 2 of ")
+    assert "its intra-host link" in more
+    fewer = server_use_words(cpu.hardware, Scenario(devices=[4], devices_per_node=1))
+    assert fewer.startswith("1 of 2 processes per host: ") and "whole host of 2 processes" in fewer
     gpu = default_profile()
     assert " per server; intra " in hardware_line(gpu.hardware)
+    assert server_use_words(gpu.hardware, Scenario(devices=[4], devices_per_node=4)).startswith(
+        "4 of 8 GPUs per server: "
+    )
 
 
 def test_the_app_says_host_and_processes_for_an_uploaded_cpu_profile():
@@ -170,3 +179,32 @@ def test_the_app_says_host_and_processes_for_an_uploaded_cpu_profile():
     remedies = " ".join(at.dataframe[-1].value["remedy"])
     assert "Faster intra-host links" in remedies or "Faster inter-host network" in remedies
     assert not any(w in remedies for w in ("server", "Replace or fix the slow device"))
+
+
+def test_the_calibration_summary_says_processes_of_a_host():
+    """`scalesim calibrate --nproc-per-node 2` on CPU printed 'co-location: 2 devices of one
+    server computing at once'; a GPU run keeps that line."""
+    from h200_gpt import H200
+    from scalesim.calibration.results import ComputeResult, PhaseRecord
+    from scalesim.calibration.summary import render
+
+    curve = load_profile(H200).compute.model_copy(
+        update={"colocated_devices": 2, "colocation_slowdown": 0.05}
+    )
+    result = ComputeResult(
+        model_name="gpt",
+        params=1,
+        element_bytes=4,
+        optimizer="adam",
+        optimizer_state_elements=2,
+        precision="fp32",
+        curve=curve,
+        backward_fraction=0.6,
+    )
+    records = {
+        "compute": PhaseRecord(
+            phase="compute", signature={}, wall_s=1.0, result=result.model_dump(mode="json")
+        )
+    }
+    assert "co-location: 2 processes of one host computing at once" in render(records, set(), CPU_NOUNS)
+    assert "co-location: 2 devices of one server computing at once" in render(records, set())
