@@ -37,6 +37,7 @@ class Nouns:
     servers: str
     memory: str  # 'device memory' / 'the host's memory'
     holders: str  # what holds more memory: 'devices' / 'hosts'
+    column: str  # a table's count column: 'GPUs' / 'procs'
 
     def count(self, n: int, noun: str = "device") -> str:
         """'16 devices', '1 server'; for a CPU device '2 processes', '1 host' (``noun``: device,
@@ -49,9 +50,29 @@ class Nouns:
         return f"{'intra' if level == 'intra_node' else 'inter'}-{self.server} link"
 
 
-GPU_NOUNS = Nouns(False, "device", "devices", "GPU", "GPUs", "server", "servers", "device memory", "devices")
+GPU_NOUNS = Nouns(
+    cpu=False,
+    device="device",
+    devices="devices",
+    gpu="GPU",
+    gpus="GPUs",
+    server="server",
+    servers="servers",
+    memory="device memory",
+    holders="devices",
+    column="GPUs",
+)
 CPU_NOUNS = Nouns(
-    True, "process", "processes", "process", "processes", "host", "hosts", "the host's memory", "hosts"
+    cpu=True,
+    device="process",
+    devices="processes",
+    gpu="process",
+    gpus="processes",
+    server="host",
+    servers="hosts",
+    memory="the host's memory",
+    holders="hosts",
+    column="procs",
 )
 
 

@@ -208,3 +208,23 @@ def test_the_calibration_summary_says_processes_of_a_host():
     }
     assert "co-location: 2 processes of one host computing at once" in render(records, set(), CPU_NOUNS)
     assert "co-location: 2 devices of one server computing at once" in render(records, set())
+
+
+def test_plan_counts_processes_on_a_cpu_profile(tmp_path, capsys):
+    """`plan --profile` of a CPU calibration with a block fit headed its count column 'GPUs'."""
+    from h200_gpt import H200
+
+    data = json.loads(Path(H200).read_text())
+    data["hardware"].update(device_name="CPU: some Xeon", devices_per_node=2)
+    data["model_parallel"].update(peak_tflops=None, matmul_efficiency=None)
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps(data))
+    argv = ["plan", "--profile", str(path), "--devices", "2", "--global-batch", "16", "--top", "1"]
+    code, out, err = run_cli(capsys, argv)
+    assert code == 0, err
+    (header,) = [line for line in out.splitlines() if line.lstrip().startswith("#")]
+    assert header.split()[:2] == ["#", "procs"]
+    code, out, err = run_cli(capsys, ["plan", "--profile", str(H200), *argv[3:]])
+    assert code == 0, err
+    (header,) = [line for line in out.splitlines() if line.lstrip().startswith("#")]
+    assert header.split()[:2] == ["#", "GPUs"]
