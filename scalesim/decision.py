@@ -100,7 +100,7 @@ CPU_ASSUMPTIONS = {
 MORE_DEVICES_DOUBLINGS = 4
 # The slow-device option's title, in GPU and CPU words (``Nouns.cpu``).
 SLOW_DEVICE_FIX = {False: "Fix or replace the slow device",
-                   True: "Fix the slow process (other work on its host's cores)"}
+                   True: "Move other work off the slow process's cores"}
 
 
 @dataclass(frozen=True)

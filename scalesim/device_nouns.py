@@ -4,8 +4,9 @@ GPU profiles keep their words: devices (GPUs) in servers. A CPU calibration's "d
 processes on one host, sharing the host's cores and memory, exchanging through gloo over
 loopback TCP (``scalesim calibrate`` on CPU names the device ``CPU: <model>``,
 ``CPU_DEVICE_PREFIX``); its sentences say processes and hosts. ``nouns_for`` is the only place
-that decides which words a device gets; sentences take their nouns from it, never from an
-if-statement of their own.
+that decides which words a device gets; sentences take their nouns from it. Sentences that differ
+in more than their nouns (a GPU remedy that does not apply to processes) sit in tables keyed by
+``Nouns.cpu`` beside their GPU words (``remedies.CPU_NOT_APPLICABLE``, ``decision.CPU_ASSUMPTIONS``).
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ CPU_NOT_APPLICABLE = {
 }
 # The faster network for CPU processes: gloo sends over TCP, so twice today's network, not the
 # InfiniBand figures (NCCL over RDMA) that GPU servers reach.
-CPU_FASTER_NETWORK = "2x the network (gloo over TCP: InfiniBand's RDMA figures do not apply)"
+CPU_FASTER_NETWORK = "2x the TCP network gloo sends over"
 # Each title that names the device, in GPU and CPU words.
 SLOW_DEVICE_TITLE = {False: "Replace or fix the slow device",
                      True: "Fix the slow process (other work on its host's cores, or more "

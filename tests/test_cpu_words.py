@@ -123,6 +123,13 @@ def test_decide_on_cpu_processes_says_processes_and_hosts():
     fill = [o for o in filled.options if o.key == "add_server"]
     assert all(o.title == "Fill the host (1 -> 2 processes)" for o in fill)
     assert all(o.assumption == CPU_ASSUMPTIONS["fill_server"] for o in fill)
+    slow = decide(cpu, Scenario(devices=[4], slow_device=1, slow_factor=1.3), 4)
+    fix = next(o for o in slow.options if o.key == "fix_device")
+    assert fix.title == "Move other work off the slow process's cores (rank 1, 1.3x slower)"
+    assert fix.assumption == CPU_ASSUMPTIONS["fix_device"]
+    big = decide(cpu, Scenario(devices=[4], micro_batch=10**6), 4)
+    assert "GiB per process needed" in big.question
+    assert big.recommendation.endswith("today's layout does not fit in the host's memory.")
     gpu = decide(default_profile(), Scenario(devices=[1, 2, 4, 8, 16], train_samples=2e9), 16)
     assert gpu.now.title == "As is: 16 devices" and "devices give" in gpu.question
     assert any("Add one server (16 -> 24 devices)" in n for n in gpu.notes)
