@@ -443,10 +443,8 @@ def pareto_chart(answer, width="container", height: int = 300) -> alt.LayerChart
     cheapest plan that meets both (or the closest) marked."""
     if not answer.front:
         return None
-    from scalesim.goal import describe
-
     pick = answer.best or answer.closest
-    df = pd.DataFrame([{"days": p.time_s / 86400.0, "cost": p.cost_usd, "plan": describe(p),
+    df = pd.DataFrame([{"days": p.time_s / 86400.0, "cost": p.cost_usd, "plan": answer.describe(p),
                         "status": "meets the goal" if p.meets else "misses the goal"}
                        for p in answer.front])
     colour = alt.Color("status:N", title=None, scale=alt.Scale(

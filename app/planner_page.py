@@ -23,6 +23,7 @@ from scalesim.attention_kernel import ATTENTION_KERNEL_HELP, ATTENTION_KERNEL_LA
 from scalesim.billing import billing_words
 from scalesim.cli.cmd_app import PUBLIC_URL_ENV  # set by `scalesim app --public-url URL`
 from scalesim.decision import card_rows
+from scalesim.device_nouns import nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount, count
 from scalesim.goal import seek
@@ -233,7 +234,8 @@ def _profile_section(c: _Controls) -> None:
         # The pickers would show presets the numbers do not use: show the profile instead, and
         # make leaving it an explicit action (a preset pick never drops an upload silently).
         st.sidebar.info(f"Using **{_md(profile.name)}** ({_md(profile.hardware.device_name)}, "
-                        f"{profile.hardware.devices_per_node} per server; "
+                        f"{profile.hardware.devices_per_node} per "
+                        f"{nouns_for(profile.hardware.device_name).server}; "
                         f"{_md(profile.workload.name)}) from {_md(ss['profile_origin'])}.")
         st.sidebar.button("Leave this profile: use the presets", key="leave_profile",
                           on_click=_on_leave_profile)
@@ -618,7 +620,8 @@ def _tab_cost(plan: Plan) -> None:
         _chart(hours, charts.chart_text(plan, "hours"))
         _chart(money)
     goal = resolve_goal(plan.profile, plan.scenario)
-    billing = billing_words(goal.server_devices, goal.instance_sizes)
+    billing = billing_words(goal.server_devices, goal.instance_sizes,
+                            plan.profile.hardware.device_name)
     st.caption(f"Cost counts the devices a cloud bills: {billing} (the hardware's "
                "instance_sizes; docs/model.md §9).")
     if note := zero_price_note(goal):  # predict's note under its cost column

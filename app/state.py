@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from scalesim import presets
 from scalesim.attention_kernel import DEFAULT_ATTENTION_KERNEL, AttentionKernel
 from scalesim.bounds import bounded, url_field
+from scalesim.device_nouns import nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import exact
 from scalesim.jsonio import error_text, parse_json_text
@@ -294,12 +295,13 @@ def profile_caveats(profile: Profile) -> list[str]:
     measured, why and where its numbers came from in ``scalesim predict``'s words
     (``profiles.unmeasured_origin``), and the profile's notes (each cut to MAX_CAVEAT_CHARS,
     duplicates dropped)."""
-    from scalesim.profiles import LINK_NAMES, unmeasured_links, unmeasured_origin
+    from scalesim.profiles import unmeasured_links, unmeasured_origin
 
+    words = nouns_for(profile.hardware.device_name)
     out: list[str] = []
     for level, link in unmeasured_links(profile).items():
         origin = unmeasured_origin(link)
-        out.append(_cut(f"{LINK_NAMES.get(level, level)} not measured"
+        out.append(_cut(f"{words.link(level)} not measured"
                         + (f" {origin}" if origin else "")))
     out.extend(_cut(n) for n in profile.notes[:MAX_CAVEATS])
     return list(dict.fromkeys(out))

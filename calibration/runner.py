@@ -16,9 +16,8 @@ from datetime import UTC, datetime
 
 from scalesim.calibration import options
 
-from scalesim.billing import CPU_DEVICE_PREFIX
+from scalesim.device_nouns import CPU_DEVICE_PREFIX, nouns_for
 from scalesim.errors import ScalesimError, one_line
-from scalesim.figures import count
 from scalesim.model.overlap import GPU_COMM_CONTENTION
 
 PROG = "scalesim calibration"
@@ -251,11 +250,12 @@ def _run_phases(ctx, args, monitor, folder) -> str | None:
                                  "sizes; four or more give a more trustworthy fit")
                 curve = result.curve
                 if curve.colocated_devices > 1:
+                    words = device_words(ctx)
                     notes.append(
-                        f"compute timed with {count(curve.colocated_devices, 'device')} of one "
-                        "server busy, "
-                        f"{curve.colocation_slowdown:.1%} slower than one alone; predictions scale "
-                        "compute by the devices busy per server")
+                        f"compute timed with {words.count(curve.colocated_devices)} of one "
+                        f"{words.server} busy, {curve.colocation_slowdown:.1%} slower than one "
+                        f"alone; predictions scale compute by the {words.devices} busy per "
+                        f"{words.server}")
             elif phase == "collectives":
                 result = collective_phase.run(ctx, args, progress)
             elif phase == "loader":
@@ -294,7 +294,7 @@ def _finish(ctx, args, records, reused, hostnames, wall_s) -> str | None:
 
     from scalesim.jsonio import write_model
 
-    print(summary.render(records, reused))
+    print(summary.render(records, reused, device_words(ctx)))
     if "compute" not in records:
         print(f"{PROG}: note: no profile written: it needs the compute phase; the finished "
               f"phases are kept for --resume (run with --phases compute --resume --out {args.out})")
@@ -321,6 +321,12 @@ def _finish(ctx, args, records, reused, hostnames, wall_s) -> str | None:
           + (f"; scalesim plan --profile {args.out} --workload gpt-1.7b --devices 8 "
              "--global-batch 64" if profile.model_parallel is not None else ""))
     return str(args.out)
+
+
+def device_words(ctx):
+    """The nouns of this run's devices (``device_nouns``): a CPU run's are processes on a host,
+    as ``describe_machine`` names its device ``CPU: ...``."""
+    return nouns_for("" if ctx.on_gpu else CPU_DEVICE_PREFIX)
 
 
 def describe_machine(ctx, hostnames):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from scalesim.calibration.results import CollectiveResult, PhaseRecord
 
-from scalesim.figures import count, latency_us, link_GBps
+from scalesim.device_nouns import GPU_NOUNS, Nouns
+from scalesim.figures import latency_us, link_GBps
 from scalesim.model import collectives as coll
 from scalesim.model.compute import micro_step_s
 from scalesim.schemas import LAUNCH_BOUND
@@ -17,7 +18,7 @@ def _size(nbytes: float) -> str:
     return f"{nbytes:g} B"
 
 
-def compute_lines(record: PhaseRecord) -> list[str]:
+def compute_lines(record: PhaseRecord, words: Nouns = GPU_NOUNS) -> list[str]:
     r = record.parsed()
     c = r.curve
     lines = [f"compute: {r.model_name}, {r.params:,} params, {r.precision}, {r.optimizer}",
@@ -31,7 +32,8 @@ def compute_lines(record: PhaseRecord) -> list[str]:
         lines.append(f"  {p.micro_batch:>6} {f * 1e3:>9.3f} {b * 1e3:>9.3f} {p.time_s * 1e3:>9.3f} "
                      f"{p.spread_s * 1e3:>8.3f} {fit * 1e3:>9.3f}")
     if c.colocated_devices > 1:
-        lines.append(f"  co-location: {count(c.colocated_devices, 'device')} of one server computing at "
+        lines.append(f"  co-location: {words.count(c.colocated_devices)} of one {words.server} "
+                     "computing at "
                      f"once take {c.colocation_slowdown:+.1%} longer than one alone (the points "
                      "above are with all busy)")
     lines.append("  ceiling: " + (f"micro-batch {r.oom_batch} ran out of memory"
@@ -39,7 +41,7 @@ def compute_lines(record: PhaseRecord) -> list[str]:
     return lines
 
 
-def collective_lines(record: PhaseRecord) -> list[str]:
+def collective_lines(record: PhaseRecord, words: Nouns = GPU_NOUNS) -> list[str]:
     r: CollectiveResult = record.parsed()
     lines = []
     for cal, link in zip(r.links, (r.intra, r.inter), strict=False):
@@ -50,9 +52,10 @@ def collective_lines(record: PhaseRecord) -> list[str]:
         lines.append(f"{cal.level}: {link.kind}, fit alpha {latency_us(link.latency_s)}, "
                      f"busbw {link_GBps(link.busbw_GBps)} (all-reduce, rel. RMSE {cal.rel_rmse:.1%})")
         if cal.method == "all_ranks":
-            lines.append(f"  timed with all {cal.ranks_per_node} ranks of every server in one "
-                         "ring; " + ("a lower bound: the ring ran at the servers' inside speed"
-                                     if cal.lower_bound else "the network limited that ring"))
+            bound = (f"a lower bound: the ring ran at the {words.servers}' inside speed"
+                     if cal.lower_bound else "the network limited that ring")
+            lines.append(f"  timed with all {cal.ranks_per_node} ranks of every {words.server} in "
+                         f"one ring; {bound}")
         lines.append(f"  {'op':<15} {'size':>10} {'ranks':>5} {'time us':>11} {'algbw':>8} "
                      f"{'busbw':>8} {'fit us':>11}")
         for p in cal.points:
@@ -72,14 +75,14 @@ def collective_lines(record: PhaseRecord) -> list[str]:
     return lines
 
 
-def loader_lines(record: PhaseRecord) -> list[str]:
+def loader_lines(record: PhaseRecord, words: Nouns = GPU_NOUNS) -> list[str]:
     r = record.parsed()
     lines = [f"loader: {r.dataset}, batch {r.batch_size}", f"  {'workers':>7} {'samples/s':>10}"]
     lines += [f"  {p.workers:>7} {p.samples_per_s:>10.1f}" for p in r.curve.points]
     return lines
 
 
-def jitter_lines(record: PhaseRecord) -> list[str]:
+def jitter_lines(record: PhaseRecord, words: Nouns = GPU_NOUNS) -> list[str]:
     r = record.parsed()
     j = r.jitter
     medians = ", ".join(f"{m * 1e3:.2f}" for m in j.per_rank_median_s)
@@ -90,7 +93,7 @@ def jitter_lines(record: PhaseRecord) -> list[str]:
             *(f"  {line}" for line in r.device_health)]
 
 
-def noise_lines(record: PhaseRecord) -> list[str]:
+def noise_lines(record: PhaseRecord, words: Nouns = GPU_NOUNS) -> list[str]:
     r = record.parsed()
     if r.noise is None:
         return [f"noise: {r.note}"]
@@ -128,7 +131,9 @@ RENDER = {"compute": compute_lines, "collectives": collective_lines, "loader": l
           "jitter": jitter_lines, "noise": noise_lines}
 
 
-def render(records: dict[str, PhaseRecord], reused: set[str]) -> str:
+def render(records: dict[str, PhaseRecord], reused: set[str], words: Nouns = GPU_NOUNS) -> str:
+    """The summary of ``records``, in the words of the run's devices (``words``: processes on a
+    host for a CPU run, ``device_nouns``)."""
     lines = []
     for phase, render_phase in RENDER.items():
         if phase not in records:
@@ -136,5 +141,5 @@ def render(records: dict[str, PhaseRecord], reused: set[str]) -> str:
         rec = records[phase]
         how = "kept from an earlier run" if phase in reused else "measured now"
         lines.append(f"== {phase} ({rec.wall_s:.1f} s, {how})")
-        lines += render_phase(rec)
+        lines += render_phase(rec, words)
     return "\n".join(lines)

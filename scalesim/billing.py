@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from scalesim.bounds import list_text
+from scalesim.device_nouns import nouns_for
 from scalesim.errors import ScalesimError
 
 
@@ -82,33 +83,22 @@ def sizes_within(sizes: Sequence[int] | None, server_devices: int) -> list[int] 
     return kept or None
 
 
-# How ``scalesim calibrate`` names the device of a run on CPUs (calibration/runner.py): its
-# devices are the calibration's processes, which no cloud GPU price applies to.
-CPU_DEVICE_PREFIX = "CPU: "
-CPU_DEVICES = "CPU processes of this calibration"
-
-
-def is_cpu_device(device_name: str) -> bool:
-    """Whether a profile's device is a CPU calibration's process ('CPU: AMD EPYC')."""
-    return device_name.startswith(CPU_DEVICE_PREFIX)
-
-
 def billing_words(server_devices: int, sizes: Sequence[int] | None,
                   device_name: str = "") -> str:
     """How devices are billed, in words, for notes and the app; a CPU calibration's devices
-    (``is_cpu_device``) are its processes: 'billed per whole server of 2 devices (CPU processes
-    of this calibration)'."""
+    (``device_nouns.is_cpu_device``) are its processes on a host (``nouns_for``): 'billed per
+    whole host of 2 processes'."""
     listed = [server_devices] if sizes is None else sorted({int(s) for s in sizes})
-    cpu = is_cpu_device(device_name)
-    unit, one = ("devices", "device") if cpu else ("GPUs", "GPU")
+    words = nouns_for(device_name)
+    unit, one, server = words.gpus, words.gpu, words.server
     if len(listed) == 1 and listed[0] >= server_devices and listed[0] > 1:
-        words = f"billed per whole server of {listed[0]} {unit}"
+        text = f"billed per whole {server} of {listed[0]} {unit}"
     elif listed == [1]:
-        words = f"billed per {one}"
+        text = f"billed per {one}"
     elif len(listed) == 1:  # one shape smaller than the GPUs used per server: as many as hold them
-        words = (f"billed per instance of {listed[0]} {unit} (as many as hold a server's "
-                 f"{server_devices} {unit})")
+        text = (f"billed per instance of {listed[0]} {unit} (as many as hold a {server}'s "
+                f"{server_devices} {unit})")
     else:
-        words = (f"billed per instance of {', '.join(map(str, listed))} {unit} (the smallest "
-                 f"that holds a server's {unit})")
-    return f"{words} ({CPU_DEVICES})" if cpu else words
+        text = (f"billed per instance of {', '.join(map(str, listed))} {unit} (the smallest "
+                f"that holds a {server}'s {unit})")
+    return text

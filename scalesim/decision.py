@@ -38,8 +38,9 @@ from dataclasses import asdict, dataclass, field
 
 from scalesim import figures, training_time
 from scalesim.accuracy import median_error
-from scalesim.billing import billing_words, is_cpu_device
+from scalesim.billing import billing_words
 from scalesim.bounds import bound
+from scalesim.device_nouns import is_cpu_device, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount, link_GBps
 from scalesim.layout import ZERO_STRATEGIES
@@ -89,10 +90,24 @@ ASSUMPTIONS = {
                     "stage for a parameter count), at the model's memory estimate "
                     "(docs/model.md §4, §17, §20)",
 }
+# The assumptions that name a GPU server's parts, in the words of a CPU calibration's processes
+# on a host (``device_nouns.nouns_for``): ``_Ctx.assumptions`` puts them in ASSUMPTIONS' place.
+CPU_ASSUMPTIONS = {
+    "add_server": "the extra host's processes are priced like today's and the inter-host link "
+                  "(gloo over TCP) scales as the model predicts",
+    "fill_server": "the added processes are priced like today's, share the host's cores as "
+                   "calibrated, and gloo over loopback TCP inside the host scales as the model "
+                   "predicts",
+    "fix_device": "the slow process runs at its peers' speed once the other work on its host's "
+                  "cores is moved off",
+}
 # What the more-devices search tries at each doubling, where nothing fits at the focus count
 # (``_fits_at``); it doubles up to the device-count bound (``bounds``, ``_most_devices``).
 MORE_DEVICES_SEARCHED = ("the planner's tensor x pipeline splits, ZeRO stages and recompute for "
                          "a transformer, every ZeRO stage otherwise")
+# The slow-device option's title, in GPU and CPU words (``Nouns.cpu``).
+SLOW_DEVICE_FIX = {False: "Fix or replace the slow device",
+                   True: "Move other work off the slow process's cores"}
 
 
 @dataclass(frozen=True)
@@ -142,6 +157,8 @@ class _Ctx:
 
     def __init__(self, profile: Profile, scenario: Scenario, now: Prediction):
         self.profile, self.scenario, self.now = profile, scenario, now
+        self.words = nouns_for(profile.hardware.device_name)
+        self.assumptions = {**ASSUMPTIONS, **CPU_ASSUMPTIONS} if self.words.cpu else ASSUMPTIONS
         self.goal = training_time.resolve_goal(profile, scenario)
         self.price = self.goal.price_per_device_hour
         self.now_time = self._time(now)
@@ -179,7 +196,7 @@ class _Ctx:
             time_change=None if (t is None or not self.now_time) else t / self.now_time - 1.0,
             total_usd=total,
             total_change_usd=None if (total is None or now_total is None) else total - now_total,
-            price_source=price_source, assumption=assumption or ASSUMPTIONS[key],
+            price_source=price_source, assumption=assumption or self.assumptions[key],
             quality_change=self._quality_change(p))
 
     def _quality_change(self, p: Prediction) -> float | None:
@@ -217,22 +234,23 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
     out: list[DecisionOption] = []
     notes: list[str] = []
     base_source = _price_source(profile, scenario)
+    nouns = ctx.words
     g = _server_size(profile, scenario)
     more = g if now.devices < g else now.devices + g
     if scenario.global_batch is None or scenario.global_batch % (more * scenario.accumulation) == 0:
         try:
             p = _one(profile, scenario, more)
         except ScalesimError as exc:
-            notes.append(f"one more server not compared: {exc}")
+            notes.append(f"one more {nouns.server} not compared: {exc}")
         else:
             fill = now.devices < g
-            what = "Fill the server" if fill else "Add one server"
-            change = figures.count_change(now.devices, more, "device")
+            what = f"Fill the {nouns.server}" if fill else f"Add one {nouns.server}"
+            change = f"{figures.whole(now.devices)} -> {nouns.count(more)}"
             out.append(ctx.option("add_server", f"{what} ({change})", p, 0.0, base_source,
-                                  assumption=ASSUMPTIONS["fill_server"] if fill else None))
+                                  assumption=ctx.assumptions["fill_server"] if fill else None))
     else:
-        notes.append(f"one more server not compared: global batch {scenario.global_batch} does "
-                     f"not split over {figures.count(more, 'device')}")
+        notes.append(f"one more {nouns.server} not compared: global batch "
+                     f"{scenario.global_batch} does not split over {nouns.count(more)}")
     if now.nodes > 1:
         inter = scenario.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
         for up in upgrades_for(profile.hardware.device_name, inter)[:1]:
@@ -268,7 +286,7 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
                               loader.prediction, 0.0, base_source))
     fix = helping.get("slow_device")
     if fix is not None:  # a device the scenario (or diagnose) names as slow: its repair
-        out.append(ctx.option("fix_device", f"Fix or replace the slow device (rank "
+        out.append(ctx.option("fix_device", f"{SLOW_DEVICE_FIX[ctx.words.cpu]} (rank "
                               f"{scenario.slow_device}, {scenario.slow_factor:g}x slower)",
                               fix.prediction, 0.0, base_source))
     return out, notes
@@ -390,26 +408,27 @@ def _nothing_fits(ctx: _Ctx) -> str:
     elif scn.strategy == "zero3":
         done.append("the states are fully sharded already (ZeRO-3)")
     why = f" ({'; '.join(done)})" if done else ""
-    head = f"Nothing we model fits in device memory at {figures.count(now.devices, 'device')}{why}"
+    words = ctx.words
+    head = f"Nothing we model fits in {words.memory} at {words.count(now.devices)}{why}"
     more, searched = _more_devices(ctx)
     if more is None:
         most = _most_devices(now.devices)
         batch = (f" for a global batch of {scn.global_batch:,}" if scn.global_batch is not None
                  else "")
         if most == now.devices:
-            tried = f"and {figures.count(now.devices, 'device')} is the most the model takes"
+            tried = f"and {words.count(now.devices)} is the most the model takes"
         elif searched == now.devices:
-            tried = f"and no layout is valid at 2x today's devices or more{batch}"
+            tried = f"and no layout is valid at 2x today's {words.devices} or more{batch}"
         else:
-            tried = (f"nor at up to {figures.count(searched, 'device')} (2x, 4x, ... today's; "
+            tried = (f"nor at up to {words.count(searched)} (2x, 4x, ... today's; "
                      f"{MORE_DEVICES_SEARCHED})")
             tried += f"; no layout is valid at more{batch}" if searched < most else ""
         advice = ("a smaller model or a larger global batch" if batch and searched < most
                   else "or a smaller model")
-        return f"{head}, {tried}: use devices with more memory, {advice}."
-    p, words = more
-    return (f"{head}: add devices: at {figures.count(p.devices, 'device')} ({words}) "
-            f"it needs {p.memory_bytes / 2**30:,.0f} GiB per device, which fits.")
+        return f"{head}, {tried}: use {words.holders} with more memory, {advice}."
+    p, layout = more
+    return (f"{head}: add {words.devices}: at {words.count(p.devices)} ({layout}) "
+            f"it needs {p.memory_bytes / 2**30:,.0f} GiB per {words.device}, which fits.")
 
 
 def _recommend(ctx: _Ctx, options: list[DecisionOption]) -> tuple[str, str]:
@@ -421,7 +440,7 @@ def _recommend(ctx: _Ctx, options: list[DecisionOption]) -> tuple[str, str]:
                 ASSUMPTIONS["now"])
     if not now.fits:
         o = options[0]
-        return (f"{_action(o)} first: today's layout does not fit in device memory.",
+        return (f"{_action(o)} first: today's layout does not fit in {ctx.words.memory}.",
                 o.assumption)
     stall = next((o for o in options if o.key == "input_pipeline"), None)
     if stall is not None and data_stall_share(now) >= DATA_STALL_SHARE:
@@ -481,7 +500,8 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     # a split model's micro-batch is per replica of tp x pp devices: the layout says so
     split = (f" ({split_words(now.dp, now.tp, now.pp)})" if now.dp is not None
              and now.tp * now.pp > 1 else "")
-    base = ctx.option("now", f"As is: {figures.count(devices, 'device')}{split}", now, 0.0,
+    words = ctx.words
+    base = ctx.option("now", f"As is: {words.count(devices)}{split}", now, 0.0,
                       _price_source(profile, scenario))
     candidates, notes = _candidates(ctx)
     winners = [o for o in candidates if o.runnable and (not now.fits or _score(o) > 0)]
@@ -498,16 +518,17 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
         notes.append(f"gains under the model's median error ({ctx.error:.1%}, docs/validation.md) "
                      "are not recommended: " + "; ".join(within))
     device = profile.hardware.device_name
-    gpus = figures.count(devices, f"{device} device")
+    gpus = f"{figures.whole(devices)} {device} {words.device if devices == 1 else words.devices}"
     if now.fits and devices == 1:
-        question = f"One {device} device: what should we do?"
+        question = f"One {device} {words.device}: what should we do?"
     elif now.fits:
-        question = f"{gpus} give {now.speedup:.1f}x one device: what should we do?"
+        question = f"{gpus} give {now.speedup:.1f}x one {words.device}: what should we do?"
         if note := one_device_note([now]):
             notes.append(note)
     else:
         question = (f"{gpus} {'does' if devices == 1 else 'do'} not fit this layout in memory "
-                    f"({now.memory_bytes / 2**30:,.0f} GiB per device needed): what should we do?")
+                    f"({now.memory_bytes / 2**30:,.0f} GiB per {words.device} needed): what "
+                    "should we do?")
     if ctx.goal.kind is None:
         notes.append("enter a training length (or E_min with a critical batch size) to compare "
                      "time and total money, not only throughput")

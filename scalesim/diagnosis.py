@@ -35,6 +35,7 @@ import numpy as np
 
 from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR, median_error
 from scalesim.bounds import bound, clip
+from scalesim.device_nouns import CPU_DEVICE_PREFIX, nouns_for
 from scalesim.errors import ScalesimError, require_model, require_text
 from scalesim.figures import count, count_change, link_GBps, whole
 from scalesim.jsonio import to_json_text
@@ -203,8 +204,9 @@ def _ms(x: float) -> str:
 
 # Traces record no batch size nor accumulation count: the trace model runs a nominal micro-batch
 # of 1 without accumulation, and these titles say so instead of quoting its "1 -> 2"
+# ({device}: the devices' noun, ``device_nouns.nouns_for``)
 NOMINAL_BATCH_TITLES = {
-    "bigger_batch": "Double the per-device batch (the traces do not record its size)",
+    "bigger_batch": "Double the per-{device} batch (the traces do not record its size)",
     "accumulation": "Accumulate gradients over 4x the micro-steps (the traces do not record how "
                     "many)",
 }
@@ -232,7 +234,8 @@ def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: b
     for r in ranked:
         title = r.title
         if nominal_batch and r.key in NOMINAL_BATCH_TITLES:
-            title = NOMINAL_BATCH_TITLES[r.key]
+            title = NOMINAL_BATCH_TITLES[r.key].format(
+                device=nouns_for(profile.hardware.device_name).device)
         remedies.append(Remedy(r.key, title, float(r.gain), r.applicable, r.reason, r.verdict))
     usable = [r for r in remedies if r.helps]
     if cause == "large_batch":
@@ -617,6 +620,14 @@ def _check_runs_model(profile, scenario, runs, transformer) -> None:
 # From profiler traces
 
 
+def traced_device_name(summaries) -> str:
+    """The device name of a traced job's model profile: 'traced', or where no rank ran on a GPU
+    (``TraceSummary.device``) a CPU job's 'CPU: traced', whose devices are its processes
+    (``device_nouns``)."""
+    gpu = any(s.device == "gpu" for s in summaries)
+    return "traced" if gpu else f"{CPU_DEVICE_PREFIX}traced"
+
+
 def diagnose_traces(summaries, source: str) -> Report:
     """Name the cause from per-rank trace summaries (scalesim.traces.summarise)."""
     from scalesim.traces import TraceSummary, cross_rank, missing_ranks_note
@@ -679,12 +690,12 @@ def diagnose_traces(summaries, source: str) -> Report:
     findings.append(finding("slow_device" if is_slow_device else "stragglers", share["straggler"],
                             strag_lines))
     # a CPU job (TraceSummary.device) has no device timeline and no kernel launches
-    gpu = any(s.device == "gpu" for s in summaries)
+    words = nouns_for(traced_device_name(summaries))
     findings.append(finding("idle", share["idle"], [
-        f"{'device' if gpu else 'process'} idle {_ms(parts['idle'])} per step "
+        f"{words.device} idle {_ms(parts['idle'])} per step "
         f"({_pct(share['idle'])}): neither computing, communicating nor loading data "
-        + ("(launch or host overhead)" if gpu else
-           "(host overhead between operators: Python, the framework)"),
+        + ("(host overhead between operators: Python, the framework)" if words.cpu else
+           "(launch or host overhead)"),
     ]))
     findings.sort(key=lambda f: -f.share)
     if findings[0].share < 1.0 - GOOD_EFFICIENCY:
@@ -807,7 +818,8 @@ def _trace_remedies(cr, summaries, cause: str):
     # all-reduce, or runs of one process each) gave 1e8 GB/s, which the link refused
     busbw = clip("busbw_GBps", ring * grad_bytes / transfer / coll.GB)
     link = LinkLevel(kind="traced", busbw_GBps=busbw, latency_s=0.0, source="from traces")
-    hw = Hardware(name="traced job", device_name="traced", devices_per_node=world,
+    hw = Hardware(name="traced job", device_name=traced_device_name(summaries),
+                  devices_per_node=world,
                   device_memory_bytes=1e15, cpu_cores_per_node=world, intra_node=link,
                   inter_node=link, comm_compute_contention=0.0)  # traced compute includes it
     loader = None

@@ -36,11 +36,12 @@ import numpy as np
 
 from scalesim import training_time
 from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, bound
+from scalesim.device_nouns import GPU_NOUNS, Nouns, is_cpu_device, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount, count, duration_text
+from scalesim.figures import amount, duration_text
 from scalesim.layout import split_words
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
-from scalesim.network_upgrades import upgrades_for
+from scalesim.network_upgrades import CPU_NO_UPGRADES, upgrades_for
 from scalesim.predict import accumulation_max, micro_batch_max
 from scalesim.schemas import Profile, Scenario
 from scalesim.sweep import sweep
@@ -89,16 +90,23 @@ class GoalAnswer:
     evaluated: int
     runnable: int
     notes: list[str] = field(default_factory=list)
+    words: Nouns = GPU_NOUNS  # the devices' nouns (``device_nouns.nouns_for``); not in to_dict
+
+    def describe(self, p: GoalPlan) -> str:
+        """``describe`` of one of this answer's plans, in its devices' nouns."""
+        return describe(p, self.words)
 
     @property
     def sentence(self) -> str:
         """The answer in one sentence."""
+        describe = self.describe
         if self.best is not None:
             b = self.best
             return (f"Cheapest plan that meets the goal: {describe(b)}: {duration_text(b.time_s)} for "
                     f"${amount(b.cost_usd)}.")
         if self.closest is None:
-            return "No plan runs: none of the layouts searched fits in device memory."
+            return ("No plan runs: none of the layouts searched fits in "
+                    f"{self.words.memory}.")
         c = self.closest
         misses = []
         if c.time_s > self.deadline_s:
@@ -110,18 +118,19 @@ class GoalAnswer:
 
     def to_dict(self) -> dict:
         out = asdict(self)
+        del out["words"]
         out["sentence"] = self.sentence
         return out
 
 
 
 
-def describe(p: GoalPlan) -> str:
+def describe(p: GoalPlan, words: Nouns = GPU_NOUNS) -> str:
     """A plan in words: '16 devices (2 servers), micro-batch 64 x 1 accumulation, ddp, network
     as is'; with a layout, whose micro-batch is per replica of tp x pp devices, '16 devices
     (2 servers) as dp 8 x tp 2 x pp 1, micro-batch 4 per replica x 8 accumulation (global batch
-    256), ...'."""
-    where = f"{count(p.devices, 'device')} ({count(p.servers, 'server')})"
+    256), ...'; ``words``: the devices' nouns ('2 processes (1 host)' on a CPU calibration)."""
+    where = f"{words.count(p.devices)} ({words.count(p.servers, 'server')})"
     if p.tp is None or p.pp is None:
         batch = f"micro-batch {p.micro_batch} x {p.accumulation} accumulation"
     else:
@@ -185,6 +194,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
 
     inter = base.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
     networks = {float(inter): ("as is", 0.0)}
+    if is_cpu_device(profile.hardware.device_name):
+        notes.append(CPU_NO_UPGRADES)
     for up in upgrades_for(profile.hardware.device_name, inter):
         if up.extra_usd_per_server_hour is None:
             notes.append(f"{up.name} left out: no public price")
@@ -257,4 +268,5 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     return GoalAnswer(deadline_s=float(deadline_s), budget_usd=float(budget_usd),
                       goal=goal.label(), train_samples=goal.train_samples,
                       reference_batch=int(reference), best=best, closest=closest, front=front,
-                      evaluated=res.size, runnable=int(ok.sum()), notes=notes)
+                      evaluated=res.size, runnable=int(ok.sum()), notes=notes,
+                      words=nouns_for(profile.hardware.device_name))

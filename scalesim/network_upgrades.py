@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scalesim import presets
+from scalesim.device_nouns import is_cpu_device
 from scalesim.schemas import LinkLevel
 
 
@@ -70,9 +71,17 @@ UPGRADES: tuple[NetworkUpgrade, ...] = (
 UPGRADES_BY_KEY = {u.key: u for u in UPGRADES}
 
 
+# Why a CPU calibration's processes get no upgrade (``device_nouns.is_cpu_device``).
+CPU_NO_UPGRADES = ("network upgrades left out: CPU processes exchange through gloo over TCP, and "
+                   "the upgrades' figures are NCCL's over RDMA between GPU servers")
+
+
 def upgrades_for(device_name: str, inter_busbw_GBps: float) -> list[NetworkUpgrade]:
     """Upgrades that apply to ``device_name`` and are faster than today's inter-server link,
-    priced ones first, then by bandwidth (slowest first: the cheapest step up)."""
+    priced ones first, then by bandwidth (slowest first: the cheapest step up); none for a CPU
+    calibration's processes (``CPU_NO_UPGRADES``)."""
+    if is_cpu_device(device_name):
+        return []
     rows = [u for u in UPGRADES
             if u.applies_to(device_name) and u.link().busbw_GBps > inter_busbw_GBps * 1.05]
     return sorted(rows, key=lambda u: (u.extra_usd_per_server_hour is None, u.link().busbw_GBps))

@@ -354,20 +354,22 @@ def server_use_words(hw: Hardware, scenario: Scenario,
     if used is None or used == hw.devices_per_node:
         return None
     from scalesim.billing import billing_words, job_sizes
+    from scalesim.device_nouns import nouns_for
     from scalesim.model.subset_links import subset_busbw_GBps
 
+    words = nouns_for(hw.device_name)  # 'processes per host' for a CPU calibration
     if used > hw.devices_per_node:
-        return (f"{used} GPUs per server ({setting}), more than the {hw.devices_per_node} "
-                f"of {hw.name}: its intra-server link "
+        return (f"{used} {words.gpus} per {words.server} ({setting}), more than the "
+                f"{hw.devices_per_node} of {hw.name}: its {words.link('intra_node')} "
                 f"({link_GBps(_pick(scenario.intra_busbw_GBps, hw.intra_node.busbw_GBps))} "
                 f"busbw) taken for all {used}")
 
     intra = float(subset_busbw_GBps(_pick(scenario.intra_busbw_GBps, hw.intra_node.busbw_GBps),
                                     used, hw.intra_node.subset_shares))
     sizes = job_sizes(scenario.instance_sizes, hw.instance_sizes, hw.devices_per_node)
-    return (f"{used} of {hw.devices_per_node} GPUs per server: intra {sig3(intra)}, inter "
-            f"{link_GBps(inter_busbw_GBps_of(hw, scenario))} busbw (the links and NICs they "
-            f"reach), {billing_words(hw.devices_per_node, sizes, hw.device_name)}")
+    return (f"{used} of {hw.devices_per_node} {words.gpus} per {words.server}: intra "
+            f"{sig3(intra)}, inter {link_GBps(inter_busbw_GBps_of(hw, scenario))} busbw (the "
+            f"links and NICs they reach), {billing_words(hw.devices_per_node, sizes, hw.device_name)}")
 
 
 def _pick(override, default):

@@ -30,8 +30,9 @@ from scalesim import training_time
 from scalesim.accuracy import MODEL_PARALLEL_MEDIAN_ERROR
 from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.bounds import QUANTITIES
+from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import count, link_GBps, sig3
+from scalesim.figures import link_GBps, sig3
 from scalesim.model.memory import STRATEGIES, state_shards
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.zero_exchange import (
@@ -80,6 +81,25 @@ def gain_verdict(gain: float) -> str:
     """A runnable change's verdict from its gain on the ranking measure: 'remedy' from
     ``NO_CHANGE`` up, 'no change' under it either way (it prints as +0.0 %), else 'loses'."""
     return "remedy" if gain >= NO_CHANGE else "no change" if abs(gain) < NO_CHANGE else "loses"
+
+# What a remedy is on a CPU calibration's processes (``device_nouns.nouns_for``): processes on
+# one host share its cores and exchange through gloo over loopback TCP, and between hosts over
+# TCP; GPU kernels and GPU links do not exist there. Why each GPU remedy does not apply:
+CPU_NOT_APPLICABLE = {
+    "intra_link": "the processes on one host exchange through gloo over loopback TCP, not a "
+                  "link one can buy: its speed is the host's shared cores copying memory",
+    "attention_kernel": "CPU processes run no Hopper attention kernel: cuDNN fused attention "
+                        "and FlashAttention-3 need an NVIDIA Hopper GPU",
+    "tp_overlap": "Transformer Engine's TP comm overlap and torchtitan's async TP run on CUDA "
+                  "GPUs only, not on CPU processes under gloo",
+}
+# The faster network for CPU processes: gloo sends over TCP, so twice today's network, not the
+# InfiniBand figures (NCCL over RDMA) that GPU servers reach.
+CPU_FASTER_NETWORK = "2x the TCP network gloo sends over"
+# Each title that names the device, in GPU and CPU words.
+SLOW_DEVICE_TITLE = {False: "Replace or fix the slow device",
+                     True: "Fix the slow process (other work on its host's cores, or more "
+                           "threads than cores)"}
 
 
 @dataclass(frozen=True)
@@ -162,7 +182,7 @@ def _fitting_split(profile: Profile, scenario: Scenario, now: Prediction):
     b, k = now.micro_batch, scenario.accumulation
     factors = [2**j for j in range(1, MAX_SPLIT_HALVINGS + 1) if b // 2**j >= 1]
     if not factors:
-        return scenario, "per-device batch is 1 already"
+        return scenario, f"per-{nouns_for(profile.hardware.device_name).device} batch is 1 already"
     factors = [f for f in factors if k * f <= accumulation_max()]
     if not factors:
         return scenario, (f"accumulation {k:,} cannot double within the bounds table's "
@@ -196,8 +216,10 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
     ``split_tp_overlap``, ``stall_examined`` and ``relative_links`` as ``rank_remedies``'."""
     strong = scenario.global_batch is not None
     b = now.micro_batch
+    words = nouns_for(profile.hardware.device_name)
     # a split model's micro-batch is per replica of tp x pp devices (``Prediction.dp``)
-    per = "per-replica" if now.dp is not None and now.tp * now.pp > 1 else "per-device"
+    per = ("per-replica" if now.dp is not None and now.tp * now.pp > 1
+           else f"per-{words.device}")
     out = []
     big_reason = (f"a micro-batch of {2 * b:,} is past the bounds table's {micro_batch_max():,}"
                   if 2 * b > micro_batch_max() else "")
@@ -228,23 +250,25 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
                 acc_scn, profile, acc_reason, caveat))
     out.append(("loader", "Cache the input / add loader workers (no data stall)",
                 scenario, without_stall(profile), _loader_reason(now, stall_examined), ""))
-    out.append(_sharding(profile, scenario, now))
+    out.append(_sharding(profile, scenario, now, words))
     hw = profile.hardware
     if now.nodes > 1:
         inter = scenario.inter_busbw_GBps or hw.inter_node.busbw_GBps
-        faster = max(FAST_INTER_BUSBW_GBPS, 2 * inter)
-        name = FAST_INTER_NAME if faster == FAST_INTER_BUSBW_GBPS else "2x the network"
-        out.append(("interconnect", f"Faster inter-server network: {name} "
+        faster = 2 * inter if words.cpu else max(FAST_INTER_BUSBW_GBPS, 2 * inter)
+        name = (CPU_FASTER_NETWORK if words.cpu else FAST_INTER_NAME
+                if faster == FAST_INTER_BUSBW_GBPS else "2x the network")
+        out.append(("interconnect", f"Faster inter-{words.server} network: {name} "
                     + _busbw_words(inter, faster, relative_links,
                                    not_measured_link(profile, scenario, "inter_node")),
                     scenario.model_copy(update={"inter_busbw_GBps": faster}), profile, "", ""))
     else:
         intra = scenario.intra_busbw_GBps or hw.intra_node.busbw_GBps
-        out.append(("interconnect", "Faster intra-server links "
+        one = f"one {words.device} does not communicate" if now.devices < 2 else ""
+        out.append(("interconnect", f"Faster intra-{words.server} links "
                     + _busbw_words(intra, 2 * intra, relative_links,
                                    not_measured_link(profile, scenario, "intra_node")),
-                    scenario.model_copy(update={"intra_busbw_GBps": 2 * intra}),
-                    profile, "" if now.devices > 1 else "one device does not communicate", ""))
+                    scenario.model_copy(update={"intra_busbw_GBps": 2 * intra}), profile,
+                    one or (CPU_NOT_APPLICABLE["intra_link"] if words.cpu else ""), ""))
     if not now.fits:
         fit_scn, fit_reason = _fitting_split(profile, scenario, now)
         fb, fk = (fit_scn.micro_batch or b), fit_scn.accumulation
@@ -255,13 +279,13 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
     out.append(_attention_kernel(profile, scenario))
     out.append(_tp_overlap(profile, scenario))
     has_slow = scenario.slow_device is not None and scenario.slow_factor > 1.0
-    out.append(("slow_device", "Replace or fix the slow device",
+    out.append(("slow_device", SLOW_DEVICE_TITLE[words.cpu],
                 scenario.model_copy(update={"slow_device": None, "slow_factor": 1.0}), profile,
-                "" if has_slow else "no slow device in the scenario", ""))
+                "" if has_slow else f"no slow {words.device} in the scenario", ""))
     return out
 
 
-def _sharding(profile: Profile, scenario: Scenario, now: Prediction):
+def _sharding(profile: Profile, scenario: Scenario, now: Prediction, words: Nouns = GPU_NOUNS):
     """The "shard more state" candidate: ZeRO-1 from DDP (ZeRO-3 where DDP does not fit), ZeRO-3
     from ZeRO-1/2; from ZeRO-3 under hybrid sharding (a shard group below dp: the states held
     dp / s times), sharding over every data-parallel rank (the shard group dropped, docs/model.md
@@ -282,7 +306,7 @@ def _sharding(profile: Profile, scenario: Scenario, now: Prediction):
               else ONE_REPLICA if dp == 1 else "")
     return ("sharding", sharding_title(scenario.strategy, target, fw, k, sync, hybrid),
             scenario.model_copy(update={"strategy": target}), profile, reason,
-            sharding_caveat(scenario.strategy, target, fw, k, now.devices, sync))
+            sharding_caveat(scenario.strategy, target, fw, k, now.devices, sync, words))
 
 
 # Why sharding is no remedy where one data-parallel replica holds the states (dp 1: one device,
@@ -350,11 +374,13 @@ _HOW = {
 
 
 def sharding_caveat(strategy: str, target: str, framework: str, accumulation: int,
-                    devices: int, grad_sync: str = "every-micro-step") -> str:
+                    devices: int, grad_sync: str = "every-micro-step",
+                    words: Nouns = GPU_NOUNS) -> str:
     """What sharding changes, as the model has it (``zero_exchange``, ``memory.state_shards``):
     the memory (nothing where ``target`` holds every state ``strategy`` holds whole: ZeRO-2
     under ``no_sync`` with k > 1 after ZeRO-1), the optimizer step split over the devices where
-    it was not, the bytes each device sends per step and how they are exchanged."""
+    it was not, the bytes each device sends per step and how they are exchanged (``words``:
+    the devices' nouns, ``device_nouns.nouns_for``)."""
     sync = GRAD_SYNCS[grad_sync]
     ratio = float(sent_units(STRATEGIES[target], FRAMEWORKS[framework], accumulation, sync)
                   / sent_units(STRATEGIES[strategy], FRAMEWORKS[framework], accumulation, sync))
@@ -367,8 +393,8 @@ def sharding_caveat(strategy: str, target: str, framework: str, accumulation: in
     memory = ("saves memory" if new else f"needs more memory ({_listed(lost)} held whole)"
               if lost else "saves no memory (the same states held whole as now)")
     if "optimizer state" in new:
-        memory += (f"; each of the {count(devices, 'device')} updates 1/{devices} of the "
-                   "optimizer state")
+        memory += (f"; each of the {words.count(devices)} updates 1/{devices} of the optimizer "
+                   "state")
     return f"{memory}; sends {sends} per step ({how})"
 
 
@@ -415,7 +441,8 @@ def _split_model(profile: Profile, scenario: Scenario, now: Prediction,
                 f"model's median error ({MODEL_PARALLEL_MEDIAN_ERROR:.1%}), so no split can pay",
                 "")
     if now.devices < 2:
-        return ("split_model", title, scenario, profile, "one device cannot split the model", "")
+        one = nouns_for(profile.hardware.device_name).device
+        return ("split_model", title, scenario, profile, f"one {one} cannot split the model", "")
     try:
         asked = scenario if tp_overlap is None else scenario.model_copy(update={
             "layout": lp.layout_of(scenario).model_copy(update={"tp_overlap": tp_overlap})})
@@ -440,6 +467,8 @@ def attention_kernel_reason(profile: Profile, scenario: Scenario) -> str:
     from scalesim.layout_predict import timed_own_kernel
 
     device = profile.hardware.device_name
+    if nouns_for(device).cpu:
+        return CPU_NOT_APPLICABLE["attention_kernel"]
     if timed_own_kernel(profile):
         return (f"profile '{profile.name}' holds timings measured with its own attention "
                 "kernel, which the model cannot swap for another")
@@ -477,6 +506,8 @@ def tp_overlap_reason(profile: Profile, scenario: Scenario) -> str:
     from scalesim import layout_predict as lp
 
     split = lp.layout_of(scenario)
+    if nouns_for(profile.hardware.device_name).cpu:
+        return CPU_NOT_APPLICABLE["tp_overlap"]
     if lp.with_measured_shape(profile).workload.transformer is None:
         return (f"workload '{profile.workload.name}' is a parameter count: no tensor "
                 "parallelism to overlap")
@@ -580,6 +611,7 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
     if devices < 1:
         raise ScalesimError("devices must be 1 or more")
     now = _one(profile, scenario, devices)
+    memory = nouns_for(profile.hardware.device_name).memory
     goal = training_time.resolve_goal(profile, scenario)
     measure = _objective(goal, objective)
     if measure == "throughput" and objective == "auto" and goal.critical_batch is not None:
@@ -611,10 +643,10 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
             objective_gain = gain
         if not after.fits:
             verdict = "not runnable"
-            note = "does not fit in device memory" + (f"; {caveat}" if caveat else "")
+            note = f"does not fit in {memory}" + (f"; {caveat}" if caveat else "")
         elif not now.fits:
             verdict = "remedy"
-            note = "makes it fit in device memory" + (f"; {caveat}" if caveat else "")
+            note = f"makes it fit in {memory}" + (f"; {caveat}" if caveat else "")
         else:
             # no change (ZeRO-1 where the optimizer step is not known: the same bytes sent; a
             # gain that prints as +0.0 %) is not a loss, nor a remedy

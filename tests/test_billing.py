@@ -181,15 +181,15 @@ def test_a_cpu_calibrations_devices_are_billed_as_its_processes_with_the_price_s
     """`decide --profile cpu.json` (a `calibrate` on CPUs: device 'CPU: AMD EPYC') said
     'billed per whole server of 2 GPUs' of CPU processes, and without --price only 'no price
     known'. Now the devices are said to be the calibration's processes, and that no GPU price
-    is assumed (session 17)."""
+    is assumed (session 17); a host of processes since session 18 (``device_nouns``)."""
     from scalesim.billing import billing_words
     from scalesim.decision import _price_source
     from scalesim.profiles import default_profile
 
     assert billing_words(2, None, "CPU: AMD EPYC") == (
-        "billed per whole server of 2 devices (CPU processes of this calibration)")
+        "billed per whole host of 2 processes")
     assert billing_words(2, None, "NVIDIA H100 80GB HBM3") == "billed per whole server of 2 GPUs"
-    assert billing_words(8, [1], "CPU: x") == "billed per device (CPU processes of this calibration)"
+    assert billing_words(8, [1], "CPU: x") == "billed per process"
     base = default_profile()
     hw = base.hardware.model_copy(update={"device_name": "CPU: AMD EPYC", "devices_per_node": 2,
                                           "price_per_device_hour": None, "instance_sizes": None})
@@ -202,7 +202,7 @@ def test_a_cpu_calibrations_devices_are_billed_as_its_processes_with_the_price_s
     given = scenario.model_copy(update={"price_per_device_hour": 0.1})
     assert _price_source(cpu, given) == (
         "price per device-hour given by the user (here an hour of one CPU process), billed per "
-        "whole server of 2 devices (CPU processes of this calibration)")
+        "whole host of 2 processes")
     assert "GPUs" not in _price_source(cpu, given)
 
 
@@ -221,5 +221,5 @@ def test_predicts_cost_line_of_a_cpu_calibration_reads_as_one_sentence(tmp_path,
                                       "--train-samples", "1e6", "--price", "0.1"])
     assert code == 0, err
     (line,) = [x for x in out.splitlines() if x.startswith("cost:")]
-    assert line == ("cost: billed devices x hours x $0.1 per device-hour, billed per whole server "
-                    "of 2 devices (CPU processes of this calibration); set with --instance-sizes")
+    assert line == ("cost: billed devices x hours x $0.1 per device-hour, billed per whole host "
+                    "of 2 processes; set with --instance-sizes")

@@ -111,6 +111,9 @@ def test_profile_passes_schema_and_has_every_part(calibrated):
     assert profile.compute.colocated_devices == 2
     assert 0 <= profile.compute.colocation_slowdown < 10
     assert "alone" in profile.compute.source and "co-location:" in calibrated["stdout"]
+    # a CPU run says its devices are processes of one host (session 18, device_nouns)
+    assert "co-location: 2 processes of one host" in calibrated["stdout"]
+    assert any("compute timed with 2 processes of one host busy" in n for n in profile.notes)
     # The summary prints the nccl-tests style table beside the fit.
     assert "busbw" in calibrated["stdout"] and "fit ms" in calibrated["stdout"]
 

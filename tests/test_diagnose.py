@@ -272,7 +272,7 @@ def test_trace_remedy_profile_charges_no_contention(monkeypatch):
                         lambda profile, *args, **kwargs: seen.append(profile) or (None, []))
     cr = {"step_s": 0.1, "compute_s": 0.07, "comm_s": 0.04, "data_wait_s": 0.0,
           "overlap_share": 0.8, "idle_s": 0.01, "straggler_wait_s": 0.005}
-    diagnosis._trace_remedies(cr, [SimpleNamespace(world_size=4)], "comm_growth")
+    diagnosis._trace_remedies(cr, [SimpleNamespace(world_size=4, device="gpu")], "comm_growth")
     assert seen and seen[0].hardware.comm_compute_contention == 0.0
 
 
@@ -408,7 +408,7 @@ def test_the_loader_is_modelled_from_a_wait_that_could_gain_the_models_error(mon
     for wait, modelled in ((diagnosis.LOADER_MODELLED_SHARE, True), (0.029, False)):
         cr = {"step_s": 1.0, "compute_s": 0.8, "comm_s": 0.1, "data_wait_s": wait,
               "overlap_share": 0.5, "idle_s": 0.0, "straggler_wait_s": 0.0}
-        diagnosis._trace_remedies(cr, [SimpleNamespace(world_size=4)], "input_pipeline")
+        diagnosis._trace_remedies(cr, [SimpleNamespace(world_size=4, device="gpu")], "input_pipeline")
         assert (seen[-1].input_pipeline is not None) is modelled
 
 
@@ -421,7 +421,7 @@ def test_traced_overlap_is_the_nearer_case(monkeypatch, share, overlap):
                         lambda _p, scenario, *a, **k: seen.append(scenario) or (None, []))
     cr = {"step_s": 1.0, "compute_s": 0.8, "comm_s": 0.1, "data_wait_s": 0.0,
           "overlap_share": share, "idle_s": 0.0, "straggler_wait_s": 0.0}
-    diagnosis._trace_remedies(cr, [SimpleNamespace(world_size=4)], "comm_growth")
+    diagnosis._trace_remedies(cr, [SimpleNamespace(world_size=4, device="gpu")], "comm_growth")
     assert seen[-1].overlap is overlap
 
 

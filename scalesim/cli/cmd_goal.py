@@ -68,7 +68,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def render(answer) -> str:
     from scalesim.figures import amount
     from scalesim.figures import duration_text as days
-    from scalesim.goal import describe
 
     lines = [answer.sentence, "",
              f"goal: {answer.goal} within {days(answer.deadline_s)} for at most "
@@ -78,7 +77,7 @@ def render(answer) -> str:
              f"{'time':>9} {'USD':>12}  meets  plan"]
     for p in answer.front:
         lines.append(f"{days(p.time_s):>9} {amount(p.cost_usd):>12}  {'yes' if p.meets else ' no':>5}  "
-                     f"{describe(p)}")
+                     f"{answer.describe(p)}")
     lines += [f"note: {n}" for n in answer.notes]
     return "\n".join(lines)
 

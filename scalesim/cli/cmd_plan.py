@@ -22,6 +22,7 @@ from scalesim.cli.options import (
     add_zero_framework_argument,
     positive_int,
 )
+from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import file_path
 
 NAME = "plan"
@@ -144,9 +145,10 @@ def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None
     return "ranked with: " + ", ".join(parts) if parts else ""
 
 
-def render_text(rows, global_batch: int) -> str:
+def render_text(rows, global_batch: int, words: Nouns = GPU_NOUNS) -> str:
+    """The plan's table; ``words``: the devices' nouns (a CPU calibration's count is 'procs')."""
     lines = [recompute_style_line(rows[0].recompute_style),
-             f"{'#':>3} {'GPUs':>5} {'dp':>4} {'tp':>3} {'pp':>3} {'cp':>3} {'zero':>4} {'shard':>5} "
+             f"{'#':>3} {words.column:>5} {'dp':>4} {'tp':>3} {'pp':>3} {'cp':>3} {'zero':>4} {'shard':>5} "
              f"{'mb':>3} {'acc':>4} {'schedule':<14} {'recomp':<9} {'sp':<3} {'step s':>8} "
              f"{'tokens/s':>10} {'MFU':>6} {'GiB':>6} {'fits':<4}  why"]
     for r in rows:
@@ -251,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
                     intra=g > 1 and any(r.devices > 1 for r in rows)
                     and args.intra_busbw is None):
                 print(f"note: {line}")
-        print(render_text(rows, args.global_batch))
+        print(render_text(rows, args.global_batch, nouns_for(hardware.device_name)))
     return 0
 
 

@@ -10,6 +10,7 @@ from scalesim.cli.options import (
     profile_from_args,
     scenario_from_args,
 )
+from scalesim.device_nouns import nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import count, count_change, link_GBps, sig3
 from scalesim.jsonio import to_json_text
@@ -94,7 +95,8 @@ def hardware_line(hw) -> str:
     """'hardware: dgx-h100 (H100-SXM5 80GB, 8 per server; intra 370 GB/s, inter 384 GB/s
     busbw)' (predict's second line, plan's first; a DGX-1: 'intra 120 GB/s (2 GPUs 20, 4 GPUs
     80)')."""
-    return (f"hardware: {hw.name} ({hw.device_name}, {hw.devices_per_node} per server; intra "
+    server = nouns_for(hw.device_name).server  # 'host' for a CPU calibration's processes
+    return (f"hardware: {hw.name} ({hw.device_name}, {hw.devices_per_node} per {server}; intra "
             f"{intra_words(hw.intra_node)}, inter {link_GBps(hw.inter_node.busbw_GBps)} busbw)")
 
 
@@ -271,15 +273,17 @@ def unmeasured_link_notes(profile, inter: bool, intra: bool) -> list[str]:
     the rows use: ``inter`` (a row on several servers) and ``intra`` (several devices of one),
     each where no --inter/--intra-busbw replaced it. Those rows rest on a preset's numbers,
     which the table does not show (predict, sweep, plan)."""
-    from scalesim.profiles import LINK_NAMES, unmeasured_links, unmeasured_origin
+    from scalesim.profiles import unmeasured_links, unmeasured_origin
 
-    used = {"inter_node": (inter, "several servers", "--inter-busbw"),
-            "intra_node": (intra, "several devices of a server", "--intra-busbw")}
+    words = nouns_for(profile.hardware.device_name)
+    used = {"inter_node": (inter, f"several {words.servers}", "--inter-busbw"),
+            "intra_node": (intra, f"several {words.devices} of a {words.server}",
+                           "--intra-busbw")}
     out = []
     for level, link in unmeasured_links(profile).items():
         if level in used and used[level][0]:
             origin = unmeasured_origin(link)
-            out.append(f"{LINK_NAMES[level]} not measured{' ' if origin else ''}{origin}; "
+            out.append(f"{words.link(level)} not measured{' ' if origin else ''}{origin}; "
                        f"the rows on "
                        f"{used[level][1]} use those numbers: measure it or give "
                        f"{used[level][2]}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from scalesim.device_nouns import nouns_for
 from scalesim.predict import STALL_NOT_MODELLED, input_pipeline_modelled
 from scalesim.schemas import Profile
 
@@ -10,10 +11,11 @@ def provenance(profile: Profile) -> list[tuple[str, str]]:
     """(part, where its numbers came from) for every part the model predicts from."""
     hw, wl, c = profile.hardware, profile.workload, profile.compute
     measured = "measured" if c.measured else "estimated"
+    words = nouns_for(hw.device_name)
     rows = [
         ("compute", f"{measured}: {c.source or 'no source recorded'}"),
-        ("intra-server link", hw.intra_node.source or "no source recorded"),
-        ("inter-server link", hw.inter_node.source or "no source recorded"),
+        (words.link("intra_node"), hw.intra_node.source or "no source recorded"),
+        (words.link("inter_node"), hw.inter_node.source or "no source recorded"),
         ("workload", wl.source or "no source recorded"),
         ("input pipeline", (profile.input_pipeline.source or "measured")
          if input_pipeline_modelled(profile) else f"not measured: {STALL_NOT_MODELLED}"),

@@ -1,0 +1,82 @@
+"""The nouns a sentence uses for a profile's devices, in one place (docs/reliability.md, session 18).
+
+GPU profiles keep their words: devices (GPUs) in servers. A CPU calibration's "devices" are its
+processes on one host, sharing the host's cores and memory, exchanging through gloo over
+loopback TCP (``scalesim calibrate`` on CPU names the device ``CPU: <model>``,
+``CPU_DEVICE_PREFIX``); its sentences say processes and hosts. ``nouns_for`` is the only place
+that decides which words a device gets; sentences take their nouns from it. Sentences that differ
+in more than their nouns (a GPU remedy that does not apply to processes) sit in tables keyed by
+``Nouns.cpu`` beside their GPU words (``remedies.CPU_NOT_APPLICABLE``, ``decision.CPU_ASSUMPTIONS``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scalesim.figures import count, whole
+
+# How ``scalesim calibrate`` names the device of a run on CPUs (calibration/runner.py), and how
+# diagnose names a traced CPU job's: its devices are processes, which no cloud GPU price applies to.
+CPU_DEVICE_PREFIX = "CPU: "
+
+
+def is_cpu_device(device_name: str) -> bool:
+    """Whether a profile's device is a CPU calibration's process ('CPU: AMD EPYC')."""
+    return device_name.startswith(CPU_DEVICE_PREFIX)
+
+
+@dataclass(frozen=True)
+class Nouns:
+    """The words for a device, the GPU itself, its server and its memory."""
+
+    cpu: bool
+    device: str  # 'device' / 'process'
+    devices: str
+    gpu: str  # where a GPU sentence names the GPU: 'GPU' / 'process'
+    gpus: str
+    server: str  # 'server' / 'host'
+    servers: str
+    memory: str  # 'device memory' / 'the host's memory'
+    holders: str  # what holds more memory: 'devices' / 'hosts'
+    column: str  # a table's count column: 'GPUs' / 'procs'
+
+    def count(self, n: int, noun: str = "device") -> str:
+        """'16 devices', '1 server'; for a CPU device '2 processes', '1 host' (``noun``: device,
+        gpu or server)."""
+        one, many = getattr(self, noun), getattr(self, noun + "s")
+        return count(n, one) if many == one + "s" else f"{whole(n)} {one if n == 1 else many}"
+
+    def link(self, level: str) -> str:
+        """'intra-server link' / 'inter-host link' of a link level ('intra_node', 'inter_node')."""
+        return f"{'intra' if level == 'intra_node' else 'inter'}-{self.server} link"
+
+
+GPU_NOUNS = Nouns(
+    cpu=False,
+    device="device",
+    devices="devices",
+    gpu="GPU",
+    gpus="GPUs",
+    server="server",
+    servers="servers",
+    memory="device memory",
+    holders="devices",
+    column="GPUs",
+)
+CPU_NOUNS = Nouns(
+    cpu=True,
+    device="process",
+    devices="processes",
+    gpu="process",
+    gpus="processes",
+    server="host",
+    servers="hosts",
+    memory="the host's memory",
+    holders="hosts",
+    column="procs",
+)
+
+
+def nouns_for(device_name: str) -> Nouns:
+    """The nouns of a device named ``device_name`` (``Hardware.device_name``)."""
+    return CPU_NOUNS if is_cpu_device(device_name) else GPU_NOUNS
