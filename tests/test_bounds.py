@@ -552,7 +552,8 @@ def test_every_number_of_every_file_format_has_two_bounds():
 
 def test_docs_bounds_page_is_the_table():
     text = (ROOT / "docs" / "bounds.md").read_text()
-    assert markdown_table() in text
+    # the whole table right after its introduction: a stray header row above it breaks it
+    assert "(a test keeps them equal).\n\n" + markdown_table() + "\n" in text
 
 
 # ------------------------------------------------------------------ calibration threads

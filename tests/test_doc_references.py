@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ("README.md", "docs/app.md", "docs/calibration.md", "docs/diagnose.md", "docs/model.md",
-        "docs/bounds.md", "docs/emulated-cluster.md")
+        "docs/bounds.md", "docs/emulated-cluster.md", "docs/validation.md", "docs/performance.md")
 OWN_FOLDERS = ("scalesim/", "app/", "calibration/", "tests/", "benchmarks/", "docs/")
 # installed package paths and where their files live in the repository
 INSTALLED = {"scalesim/app/": "app/", "scalesim/calibration/": "calibration/"}

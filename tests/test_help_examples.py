@@ -34,7 +34,7 @@ def _command_lines(text: str) -> list[str]:
 # the docs whose code blocks users copy command lines from (docs/validation.md and
 # docs/performance.md quote the benchmark scripts' commands)
 DOCS = ("README.md", "docs/app.md", "docs/calibration.md", "docs/diagnose.md", "docs/model.md",
-        "docs/bounds.md", "docs/emulated-cluster.md")
+        "docs/bounds.md", "docs/emulated-cluster.md", "docs/validation.md", "docs/performance.md")
 
 
 def _doc_lines(doc: str) -> list[str]:
