@@ -55,3 +55,25 @@ def test_the_defaults_the_help_names_are_the_scenarios(capsys):
     """'default 1' and 'default ddp' are what a prediction without the flags runs."""
     code, out, _ = run_cli(capsys, ["predict", "--devices", "8"])
     assert code == 0 and "scenario: ddp, accumulation 1," in out
+
+
+@pytest.mark.parametrize(
+    "flag, words",
+    [
+        ("--overlap-values", "on, off"),
+        ("--tp-overlap-values", "on, off"),
+        ("--strategy-values", "ddp, zero1, zero2, zero3"),
+        ("--algorithm-values", "auto, ring, tree, hierarchical"),
+        ("--grad-sync-values", "every-micro-step, once-per-step"),
+        ("--inter-busbw-values", "as --inter-busbw takes one (GB/s)"),
+        ("--bucket-mib-values", "(MiB)"),
+    ],
+)
+def test_sweep_axis_help_says_what_values_it_takes(flag, words):
+    """'values of overlap' left a newcomer guessing 1/0, yes/no (refused) or on/off."""
+    assert words in _flag_help("sweep", flag)
+
+
+def test_the_overlap_values_the_help_names_are_taken(capsys):
+    code, out, _ = run_cli(capsys, ["sweep", "--devices", "8", "--overlap-values", "on,off"])
+    assert code == 0 and [line.split(",")[1] for line in out.splitlines()[1:]] == ["True", "False"]
