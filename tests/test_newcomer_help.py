@@ -77,3 +77,11 @@ def test_sweep_axis_help_says_what_values_it_takes(flag, words):
 def test_the_overlap_values_the_help_names_are_taken(capsys):
     code, out, _ = run_cli(capsys, ["sweep", "--devices", "8", "--overlap-values", "on,off"])
     assert code == 0 and [line.split(",")[1] for line in out.splitlines()[1:]] == ["True", "False"]
+
+
+def test_top_level_help_names_what_the_readme_says_it_plans(capsys):
+    """It said 'for data-parallel training' while plan, predict --tp/--pp and sweep split models."""
+    code, out, _ = run_cli(capsys, ["--help"])
+    text = " ".join(out.split())
+    assert code == 0 and "for distributed training" in text and "pipeline parallelism" in text
+    assert "for data-parallel training" not in text
