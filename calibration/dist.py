@@ -81,8 +81,7 @@ def _env_int(name: str, default: int) -> int:
     try:
         return int(os.environ.get(name, default))
     except ValueError:
-        raise ScalesimError(
-            f"environment variable {name}={os.environ[name]!r} is not a number") from None
+        raise ScalesimError(f"environment variable {name}={os.environ[name]!r} is not a number") from None
 
 
 class AgreedError(ScalesimError):
@@ -102,9 +101,11 @@ def shared_gpu_problem(gpu_count: int, local_world: int, environ=None) -> str | 
     environ = os.environ if environ is None else environ
     if local_world <= gpu_count or environ.get("CUDA_VISIBLE_DEVICES", "").strip():
         return None
-    return (f"{local_world} processes per node but {gpu_count} GPU(s) visible: NCCL needs one "
-            f"GPU per process; start at most {gpu_count} (--nproc-per-node {gpu_count}), or give "
-            "each process its own GPU with CUDA_VISIBLE_DEVICES")
+    return (
+        f"{local_world} processes per node but {gpu_count} GPU(s) visible: NCCL needs one "
+        f"GPU per process; start at most {gpu_count} (--nproc-per-node {gpu_count}), or give "
+        "each process its own GPU with CUDA_VISIBLE_DEVICES"
+    )
 
 
 def choose_device(requested: str, local_rank: int, local_world: int = 1) -> torch.device:
@@ -116,8 +117,10 @@ def choose_device(requested: str, local_rank: int, local_world: int = 1) -> torc
             raise AgreedError(problem)
         index = local_rank if local_rank < count else 0
         if local_rank >= count and count > 1:
-            raise ScalesimError(f"local rank {local_rank} has no GPU ({count} visible); start "
-                                f"at most {count} processes per node")
+            raise ScalesimError(
+                f"local rank {local_rank} has no GPU ({count} visible); start "
+                f"at most {count} processes per node"
+            )
         # count == 1 with several local ranks: each process sees only its own GPU (Slurm
         # --gpus-per-task, CUDA_VISIBLE_DEVICES per task).
         torch.cuda.set_device(index)
@@ -153,27 +156,37 @@ def setup(args) -> DistContext:
             kwargs = {"device_id": device} if backend == "nccl" else {}
             dist.init_process_group(backend, timeout=timeout, **kwargs)
         else:
-            dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1,
-                                    timeout=timeout)
+            dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
     except Exception as exc:  # noqa: BLE001 - rendezvous failures come in many types
         if "Duplicate GPU detected" in str(exc):  # NCCL's words for two ranks on one GPU
             raise AgreedError(
                 "two processes share one GPU, which NCCL refuses: start one process per GPU "
                 "(--nproc-per-node at most the GPUs per node), or give each its own with "
-                "CUDA_VISIBLE_DEVICES") from None
+                "CUDA_VISIBLE_DEVICES"
+            ) from None
         raise ScalesimError(f"could not start torch.distributed ({backend}): {exc}") from None
-    control = dist.group.WORLD if backend == "gloo" else dist.new_group(backend="gloo",
-                                                                         timeout=timeout)
+    control = dist.group.WORLD if backend == "gloo" else dist.new_group(backend="gloo", timeout=timeout)
     node = _env_int("GROUP_RANK", rank // max(local_world, 1))
     node_of: list = [None] * world
     dist.all_gather_object(node_of, node, group=control)
     run_id = [uuid.uuid4().hex if rank == 0 else None]
     dist.broadcast_object_list(run_id, src=0, group=control)
     node_ids = sorted(set(node_of))
-    ctx = DistContext(rank=rank, world=world, local_rank=local_rank, local_world=local_world,
-                      node=node, nodes=len(node_ids), backend=backend, device=device,
-                      launched=launched, run_id=run_id[0], node_of=node_of, control=control,
-                      coll_algorithm=collective_algorithm(backend))
+    ctx = DistContext(
+        rank=rank,
+        world=world,
+        local_rank=local_rank,
+        local_world=local_world,
+        node=node,
+        nodes=len(node_ids),
+        backend=backend,
+        device=device,
+        launched=launched,
+        run_id=run_id[0],
+        node_of=node_of,
+        control=control,
+        coll_algorithm=collective_algorithm(backend),
+    )
     # Every rank creates every group in the same order.
     for n in node_ids:
         members = [r for r in range(world) if node_of[r] == n]
@@ -207,11 +220,12 @@ def barrier(ctx: DistContext, phase: str, timeout_s: float) -> None:
     if ctx.world == 1:
         return
     try:
-        dist.monitored_barrier(group=ctx.control, timeout=timedelta(seconds=timeout_s),
-                               wait_all_ranks=True)
+        dist.monitored_barrier(group=ctx.control, timeout=timedelta(seconds=timeout_s), wait_all_ranks=True)
     except RuntimeError as exc:
-        raise ScalesimError(f"not every rank finished '{phase}' within --timeout "
-                            f"{timeout_s:g} s ({first_line(exc) or type(exc).__name__})") from None
+        raise ScalesimError(
+            f"not every rank finished '{phase}' within --timeout "
+            f"{timeout_s:g} s ({first_line(exc) or type(exc).__name__})"
+        ) from None
 
 
 def gather_object(ctx: DistContext, obj) -> list:
@@ -295,9 +309,16 @@ class RankMonitor:
             self._write_unlocked(status)
 
     def _write_unlocked(self, status: str) -> None:
-        record = {"run_id": self.ctx.run_id, "rank": self.ctx.rank, "pid": os.getpid(),
-                  "pidns": self.pidns, "host": self.host, "phase": self.phase,
-                  "status": status, "time_unix": time.time()}
+        record = {
+            "run_id": self.ctx.run_id,
+            "rank": self.ctx.rank,
+            "pid": os.getpid(),
+            "pidns": self.pidns,
+            "host": self.host,
+            "phase": self.phase,
+            "status": status,
+            "time_unix": time.time(),
+        }
         with contextlib.suppress(OSError, ScalesimError):  # a heartbeat lost is no failure
             atomic_write_text(self.status_file(self.ctx.rank), json.dumps(record))
 
@@ -323,11 +344,12 @@ class RankMonitor:
                 continue
             same_ns = rec.get("host") == self.host and rec.get("pidns") == self.pidns
             if same_ns and not _alive(int(rec["pid"])):
-                return (f"rank {r} (pid {rec['pid']}, host {rec['host']}) died during phase "
-                        f"'{rec['phase']}'")
+                return f"rank {r} (pid {rec['pid']}, host {rec['host']}) died during phase '{rec['phase']}'"
             if now - float(rec.get("time_unix", now)) > self.silent_s:
-                return (f"rank {r} (host {rec['host']}) has been silent for "
-                        f"{now - rec['time_unix']:.0f} s in phase '{rec['phase']}' (hung?)")
+                return (
+                    f"rank {r} (host {rec['host']}) has been silent for "
+                    f"{now - rec['time_unix']:.0f} s in phase '{rec['phase']}' (hung?)"
+                )
         return None
 
     def _loop(self) -> None:
@@ -335,12 +357,16 @@ class RankMonitor:
             self._write("running")
             problem = self.problem()
             if problem:
-                self._abort(f"{problem}; stopping the run (rank {self.ctx.rank} was in phase "
-                            f"'{self.phase}')", 1)
+                self._abort(
+                    f"{problem}; stopping the run (rank {self.ctx.rank} was in phase '{self.phase}')", 1
+                )
             elapsed = time.monotonic() - self.phase_start
             if elapsed > self.phase_limit_s:
-                self._abort(f"phase '{self.phase}' on rank {self.ctx.rank} ran over "
-                            f"--phase-timeout {self.phase_limit_s:g} s; stopping the run", 3)
+                self._abort(
+                    f"phase '{self.phase}' on rank {self.ctx.rank} ran over "
+                    f"--phase-timeout {self.phase_limit_s:g} s; stopping the run",
+                    3,
+                )
 
     def _abort(self, message: str, code: int) -> None:
         self._stop.set()
@@ -353,9 +379,22 @@ class RankMonitor:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)
             return
+        self._abort(self.sigterm_text(), 143)
+
+    def sigterm_text(self) -> str:
+        """Why this rank got SIGTERM, as far as it can tell: a failed peer, or (one process)
+        something outside the run: a timeout, the scheduler, kill."""
         problem = self.problem()
-        why = f"; {problem}" if problem else " (another rank failed; torchrun names it)"
-        self._abort(f"rank {self.ctx.rank} stopped by SIGTERM in phase '{self.phase}'{why}", 143)
+        if problem:
+            why = f"; {problem}"
+        elif self.ctx.world > 1:
+            why = " (another rank failed; torchrun names it)"
+        else:  # no other rank: the signal came from outside
+            why = (
+                " (sent from outside the run: a timeout, the job scheduler or kill; "
+                "--resume keeps the phases already finished)"
+            )
+        return f"rank {self.ctx.rank} stopped by SIGTERM in phase '{self.phase}'{why}"
 
 
 def _alive(pid: int) -> bool:

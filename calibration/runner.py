@@ -61,16 +61,16 @@ def calibrate(args) -> str | None:
         except ScalesimError as exc:
             monitor.stop("failed")
             # an error every rank raised alike names its ranks itself (AgreedError)
-            where = f"rank {ctx.rank}, " if ctx.world > 1 and not isinstance(
-                exc, cdist.AgreedError) else ""
+            where = f"rank {ctx.rank}, " if ctx.world > 1 and not isinstance(exc, cdist.AgreedError) else ""
             raise type(exc)(f"{where}phase '{monitor.phase}': {exc}") from None
         except Exception as exc:  # noqa: BLE001 - a collective failing because a peer failed
             time.sleep(2 * cdist.HEARTBEAT_S)
             problem = monitor.problem()
             monitor.stop("failed")
-            raise ScalesimError(f"phase '{monitor.phase}' stopped on rank {ctx.rank}: "
-                                f"{cdist.raised(exc)}"
-                                + (f"; {problem}" if problem else "")) from None
+            raise ScalesimError(
+                f"phase '{monitor.phase}' stopped on rank {ctx.rank}: "
+                f"{cdist.raised(exc)}" + (f"; {problem}" if problem else "")
+            ) from None
         monitor.stop("done")
         return path
     finally:
@@ -92,8 +92,10 @@ def _lock_outputs(ctx, args, folder):
         try:
             check_writable(args.out)
             if not args.state_dir and _not_a_regular_file(args.out):
-                raise ScalesimError(f"--out {args.out} is not a regular file, so the per-phase "
-                                    "state cannot go beside it; give --state-dir FOLDER")
+                raise ScalesimError(
+                    f"--out {args.out} is not a regular file, so the per-phase "
+                    "state cannot go beside it; give --state-dir FOLDER"
+                )
             lock = FolderLock(folder).acquire()
         except ScalesimError as exc:
             error = str(exc)
@@ -118,16 +120,19 @@ def check_flags(args) -> None:
     if args.micro_batch is not None and args.micro_batch < 1:
         raise ScalesimError("--micro-batch must be 1 or more")
     if ":" not in args.model and args.model not in options.BUILTIN_MODELS:
-        raise ScalesimError(f"--model '{args.model}': use {', '.join(options.BUILTIN_MODELS)} "
-                            "or package.module:factory")
+        raise ScalesimError(
+            f"--model '{args.model}': use {', '.join(options.BUILTIN_MODELS)} or package.module:factory"
+        )
     if args.dataset != "builtin" and ":" not in args.dataset:
         raise ScalesimError(f"--dataset '{args.dataset}': use builtin or package.module:factory")
     if args.jitter_steps is not None and args.jitter_steps < MIN_JITTER_STEPS:
         # jitter_phase.summarize: the spread from the step times' quartiles (an IQR of one step
         # is 0: a measured cv of 0, no stragglers, written into the profile)
-        raise ScalesimError(f"--jitter-steps {args.jitter_steps}: the step-time spread is "
-                            f"read from the quartiles of the steps, which needs "
-                            f"{MIN_JITTER_STEPS} or more (default 30, --quick 12)")
+        raise ScalesimError(
+            f"--jitter-steps {args.jitter_steps}: the step-time spread is "
+            f"read from the quartiles of the steps, which needs "
+            f"{MIN_JITTER_STEPS} or more (default 30, --quick 12)"
+        )
     if args.slow_threshold < 1.0:
         raise ScalesimError("--slow-threshold is a ratio of 1 or more, e.g. 1.05")
     from scalesim.calibration.block_fit import block_from_args
@@ -149,8 +154,15 @@ def check_resolved(args, ctx) -> None:
 def _progress(ctx, args, phase: str, total: int):
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=f"{phase:<11}", unit="step", file=sys.stderr, leave=False,
-                disable=not ctx.is_main or args.no_progress, dynamic_ncols=True)
+    return tqdm(
+        total=total,
+        desc=f"{phase:<11}",
+        unit="step",
+        file=sys.stderr,
+        leave=False,
+        disable=not ctx.is_main or args.no_progress,
+        dynamic_ncols=True,
+    )
 
 
 def _phase_total(ctx, args, phase: str) -> int:
@@ -161,11 +173,13 @@ def _phase_total(ctx, args, phase: str) -> int:
         return len(set(args.batches)) + args.repeats
     if phase == "collectives":
         levels = 1 + (ctx.nodes > 1)
-        return levels * len(args.ops) * len(message_sizes(args.min_size_kib, args.max_size_mib,
-                                                         args.size_factor))
+        return (
+            levels
+            * len(args.ops)
+            * len(message_sizes(args.min_size_kib, args.max_size_mib, args.size_factor))
+        )
     if phase == "loader":
-        return len(worker_counts(args.max_workers if args.max_workers is not None
-                                 else (os.cpu_count() or 1)))
+        return len(worker_counts(args.max_workers if args.max_workers is not None else (os.cpu_count() or 1)))
     if phase == "jitter":
         return args.jitter_steps
     return args.noise_steps
@@ -222,8 +236,7 @@ def _run_phases(ctx, args, monitor, folder) -> str | None:
     from scalesim.calibration.results import PhaseRecord
 
     started = time.perf_counter()
-    sig = state.signature(args, ctx.world, ctx.nodes, ctx.local_world, ctx.backend,
-                          ctx.device.type)
+    sig = state.signature(args, ctx.world, ctx.nodes, ctx.local_world, ctx.backend, ctx.device.type)
     records, state_notes = _stored_records(ctx, args, folder, sig)
     reused = set(records)
     for note in state_notes:
@@ -246,8 +259,10 @@ def _run_phases(ctx, args, monitor, folder) -> str | None:
             if phase == "compute":
                 result = compute_phase.run(ctx, bundle, args, progress)
                 if len(result.curve.points) < 4:
-                    notes.append(f"compute curve from only {len(result.curve.points)} micro-batch "
-                                 "sizes; four or more give a more trustworthy fit")
+                    notes.append(
+                        f"compute curve from only {len(result.curve.points)} micro-batch "
+                        "sizes; four or more give a more trustworthy fit"
+                    )
                 curve = result.curve
                 if curve.colocated_devices > 1:
                     words = device_words(ctx)
@@ -267,8 +282,13 @@ def _run_phases(ctx, args, monitor, folder) -> str | None:
         finally:
             progress.close()
         barrier(ctx, phase, args.timeout)
-        record = PhaseRecord(phase=phase, signature=sig, wall_s=time.perf_counter() - t0,
-                             notes=notes, result=result.model_dump(mode="json"))
+        record = PhaseRecord(
+            phase=phase,
+            signature=sig,
+            wall_s=time.perf_counter() - t0,
+            notes=notes,
+            result=result.model_dump(mode="json"),
+        )
         if ctx.is_main:
             state.save(folder, record)
         records[phase] = record
@@ -296,30 +316,41 @@ def _finish(ctx, args, records, reused, hostnames, wall_s) -> str | None:
 
     print(summary.render(records, reused, device_words(ctx)))
     if "compute" not in records:
-        print(f"{PROG}: note: no profile written: it needs the compute phase; the finished "
-              f"phases are kept for --resume (run with --phases compute --resume --out {args.out})")
+        print(
+            f"{PROG}: note: no profile written: it needs the compute phase; the finished "
+            f"phases are kept for --resume (run with --phases compute --resume --out {args.out})"
+        )
         return None
     machine = describe_machine(ctx, hostnames)
     timings = ", ".join(f"{p} {r.wall_s:.1f} s" for p, r in records.items() if p not in reused)
-    longest = max((r for p, r in records.items() if p not in reused), key=lambda r: r.wall_s,
-                  default=None)
+    longest = max((r for p, r in records.items() if p not in reused), key=lambda r: r.wall_s, default=None)
     machine.notes.append(
         f"calibrated with {ctx.world} process(es) on {ctx.nodes} node(s), backend {ctx.backend}; "
         f"run time {wall_s:.1f} s ({timings or 'all phases kept'})"
-        + (f"; longest phase: {longest.phase}" if longest else ""))
+        + (f"; longest phase: {longest.phase}" if longest else "")
+    )
     if reused:
         machine.notes.append(f"kept from an earlier run with the same settings: {', '.join(sorted(reused))}")
     collectives = records["collectives"].parsed() if "collectives" in records else None
-    links = link_levels(collectives, lambda level: collective_phase.unmeasured_level(
-        level, args, "the collectives phase did not run"))
+    links = link_levels(
+        collectives,
+        lambda level: collective_phase.unmeasured_level(level, args, "the collectives phase did not run"),
+    )
     profile = build_profile(args, machine, records, links)
     if profile.model_parallel is not None:
         print("\n".join(summary.model_parallel_lines(profile.model_parallel)))
+    for line in summary.block_not_usable_lines(profile, PROG):
+        print(line)
     write_model(args.out, profile)
-    print(f"profile written to {args.out} in {wall_s:.1f} s; try: scalesim predict --profile "
-          f"{args.out} --devices 1,2,4,8"
-          + (f"; scalesim plan --profile {args.out} --workload gpt-1.7b --devices 8 "
-             "--global-batch 64" if profile.model_parallel is not None else ""))
+    print(
+        f"profile written to {args.out} in {wall_s:.1f} s; try: scalesim predict --profile "
+        f"{args.out} --devices 1,2,4,8"
+        + (
+            f"; scalesim plan --profile {args.out} --workload gpt-1.7b --devices 8 --global-batch 64"
+            if profile.model_parallel is not None
+            else ""
+        )
+    )
     return str(args.out)
 
 
@@ -350,21 +381,36 @@ def describe_machine(ctx, hostnames):
         name = f"{CPU_DEVICE_PREFIX}{_cpu_model()}"
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         memory = float(ram) / ctx.local_world
-        memory_note = (f"CPU run: device memory is total RAM ({ram / 2**30:.1f} GiB) shared by "
-                       f"{ctx.local_world} process(es) per node")
+        memory_note = (
+            f"CPU run: device memory is total RAM ({ram / 2**30:.1f} GiB) shared by "
+            f"{ctx.local_world} process(es) per node"
+        )
     fingerprint = Fingerprint(
-        device_name=name, device_count=ctx.world, nodes=ctx.nodes, backend=ctx.backend,
-        torch_version=torch.__version__, nccl_version=nccl, cuda_version=cuda,
-        hostnames=hostnames, date_utc=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        device_name=name,
+        device_count=ctx.world,
+        nodes=ctx.nodes,
+        backend=ctx.backend,
+        torch_version=torch.__version__,
+        nccl_version=nccl,
+        cuda_version=cuda,
+        hostnames=hostnames,
+        date_utc=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
     # On CPUs the collectives (gloo: copies and sums) run on the same cores as forward and
     # backward, so overlapping them hides nothing: every collective second is a step second.
     # On GPUs NCCL runs beside the compute kernels, which it slows by 18.9% on average while
     # it runs (published, not measured here: scalesim.model.overlap.GPU_COMM_CONTENTION).
     contention = GPU_COMM_CONTENTION if ctx.on_gpu else 1.0
-    machine = Machine(device_name=name, device_memory_bytes=memory,
-                      devices_per_node=ctx.local_world, cpu_cores_per_node=os.cpu_count() or 1,
-                      fingerprint=fingerprint, comm_compute_contention=contention,
-                      memory_note=memory_note, on_gpu=ctx.on_gpu)
+    machine = Machine(
+        device_name=name,
+        device_memory_bytes=memory,
+        devices_per_node=ctx.local_world,
+        cpu_cores_per_node=os.cpu_count() or 1,
+        fingerprint=fingerprint,
+        comm_compute_contention=contention,
+        memory_note=memory_note,
+        on_gpu=ctx.on_gpu,
+    )
     if ctx.on_gpu:  # the server's NVLink/PCIe/NIC layout, when nvidia-smi is there to say it
         from scalesim.sources.nvidia_smi import topology_here
 

@@ -36,8 +36,10 @@ def write_model(path: str | os.PathLike[str], model: BaseModel) -> Path:
     try:
         type(model).model_validate_json(text)
     except ValidationError as exc:
-        raise ScalesimError(f"{path}: not written: {validation_message(exc, type(model).__name__)}"
-                            "; the inputs gave a value outside its bounds") from None
+        raise ScalesimError(
+            f"{path}: not written: {validation_message(exc, type(model).__name__)}"
+            "; the inputs gave a value outside its bounds"
+        ) from None
     return atomic_write_text(path, text)
 
 
@@ -56,8 +58,9 @@ def _plain(value: Any) -> Any:
 
 def _non_finite_at(data: Any, where: str = "") -> str | None:
     """Where in ``data`` the first NaN or infinity is ('[3].step_time_s'), or None."""
-    data = _plain(data) if not isinstance(data, dict | list | tuple | str | int | float |
-                                          type(None)) else data
+    data = (
+        _plain(data) if not isinstance(data, dict | list | tuple | str | int | float | type(None)) else data
+    )
     if isinstance(data, float):
         return None if math.isfinite(data) else (where or "(top level)")
     if isinstance(data, dict):
@@ -83,8 +86,10 @@ def to_json_text(data: Any, indent: int | None = 2, what: str = "the result") ->
         return json.dumps(data, indent=indent, allow_nan=False, default=_plain)
     except ValueError:
         where = _non_finite_at(data)
-        raise ScalesimError(f"{what} holds a non-finite number at '{where}'; nothing was "
-                            "written (the inputs are outside the model's range)") from None
+        raise ScalesimError(
+            f"{what} holds a non-finite number at '{where}'; nothing was "
+            "written (the inputs are outside the model's range)"
+        ) from None
 
 
 MAX_TEXT_CHARS = 128 << 20  # a profile, scenario or runs file (1e6 runs) is far smaller
@@ -123,21 +128,27 @@ def read_text(path: str | os.PathLike[str], name: str = "path") -> str:
         with open(file, encoding="utf-8-sig") as handle:
             text = handle.read(MAX_TEXT_CHARS + 1)
         if len(text) > MAX_TEXT_CHARS:
-            raise ScalesimError(f"{file}: over {MAX_TEXT_CHARS:,} characters; not a scalesim "
-                                "input file")
+            raise ScalesimError(f"{file}: over {MAX_TEXT_CHARS:,} characters; not a scalesim input file")
         return text
     except FileNotFoundError:
         raise ScalesimError(f"{file}: no such file") from None
     except UnicodeDecodeError:
         raise not_utf8(file) from None
     except OSError as exc:
-        raise ScalesimError(f"{file}: cannot read it ({exc})") from None
+        raise unreadable(file, exc) from None
+
+
+def unreadable(file: str | os.PathLike[str], exc: OSError) -> ScalesimError:
+    """The one line of an input file that cannot be opened; a folder given for a file says so
+    and what to give (the OS's "Is a directory" named no remedy)."""
+    if isinstance(exc, IsADirectoryError):
+        return ScalesimError(f"{file}: is a folder; give the path of a file in it")
+    return ScalesimError(f"{file}: cannot read it ({exc})")
 
 
 def key_twice_text(name: str, key: str) -> str:
     """The one line refusing a JSON object of ``name`` in which ``key`` appears twice."""
-    return (f"{name}: key '{key}' appears twice in one object (JSON would keep the last "
-            "silently); keep one")
+    return f"{name}: key '{key}' appears twice in one object (JSON would keep the last silently); keep one"
 
 
 class KeysTwice(dict):
@@ -152,6 +163,7 @@ def _unique_keys(name: str, keep: bool = False):
     """json's ``object_pairs_hook``: a dict, or ScalesimError when a key repeats (json keeps the
     last silently, so ``{"accumulation": 2, "accumulation": 4}`` would run with 4 unasked);
     ``keep``: a ``KeysTwice`` instead, for the reader to refuse."""
+
     def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         obj: dict[str, Any] = {}
         twice: list[str] = []
@@ -165,6 +177,7 @@ def _unique_keys(name: str, keep: bool = False):
             obj = KeysTwice(obj)
             obj.twice = tuple(twice)
         return obj
+
     return hook
 
 
@@ -192,8 +205,14 @@ def read_json(path: str | os.PathLike[str], name: str = "path", keys_twice: bool
 
 def json_kind(value: Any) -> str:
     """What a parsed JSON value is, in JSON's words ("null", "list (JSON array)", "number")."""
-    kinds = {dict: "object", list: "list (JSON array)", str: "string", bool: "boolean",
-             int: "number", float: "number"}
+    kinds = {
+        dict: "object",
+        list: "list (JSON array)",
+        str: "string",
+        bool: "boolean",
+        int: "number",
+        float: "number",
+    }
     return "null" if value is None else kinds.get(type(value), type(value).__name__)
 
 
@@ -227,11 +246,10 @@ def _allowed(model: type[BaseModel] | None, loc: tuple) -> str | None:
         kinds += [a for k in kinds for a in typing.get_args(k)]
         cls = next((k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)), None)
     text = (field.description or "") if field is not None else ""
-    return text[text.index("allowed: "):] if "allowed: " in text else None
+    return text[text.index("allowed: ") :] if "allowed: " in text else None
 
 
-def validation_message(exc: ValidationError, what: str,
-                       model: type[BaseModel] | None = None) -> str:
+def validation_message(exc: ValidationError, what: str, model: type[BaseModel] | None = None) -> str:
     """Turn a pydantic ValidationError into one line naming the first bad field; a number out of
     its bounds with the value given and, with ``model``, the field's unit and bounds."""
     errors = exc.errors()
@@ -256,8 +274,11 @@ def validation_message(exc: ValidationError, what: str,
         # a hand-edited file or one of another version: say what to do, and where the fields are
         listed = _schema_name(model)
         see = f"; scalesim schema {listed} lists the fields" if listed else ""
-        msg = ("not a field this scalesim reads (a typo, or another version's field): remove it"
-               if first["type"] == "extra_forbidden" else "missing: this field is required")
+        msg = (
+            "not a field this scalesim reads (a typo, or another version's field): remove it"
+            if first["type"] == "extra_forbidden"
+            else "missing: this field is required"
+        )
         msg += see
     return f"{what}: field '{where}': {msg}{extra}"
 
@@ -269,13 +290,17 @@ def version_text(given: Any, model: type[BaseModel]) -> str:
 
     expected = model.model_fields["schema_version"].default
     name = _schema_name(model)
-    redo = ("re-run the scalesim calibrate command that wrote it (with the same --from-... "
-            "files if it read logs, traces or a topology)" if name == "profile" else
-            "write it again for this version" + (f" (scalesim schema {name} lists the fields)"
-                                                 if name else ""))
+    redo = (
+        "re-run the scalesim calibrate command that wrote it (with the same --from-... "
+        "files if it read logs, traces or a topology)"
+        if name == "profile"
+        else "write it again for this version"
+        + (f" (scalesim schema {name} lists the fields)" if name else "")
+    )
     said = "no schema_version" if given is None else f"schema_version is {given!r}"
-    return (f"{said}; this scalesim ({__version__}) reads {expected!r} "
-            f"only and converts no other version: {redo}")
+    return (
+        f"{said}; this scalesim ({__version__}) reads {expected!r} only and converts no other version: {redo}"
+    )
 
 
 def _schema_name(model: type[BaseModel] | None) -> str | None:

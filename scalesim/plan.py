@@ -47,6 +47,7 @@ from scalesim.model.transformer import RECOMPUTE
 from scalesim.predict import nvls_busbw_ratio
 from scalesim.presets import attention_efficiency_of
 from scalesim.schemas import (
+    BLOCK_NOT_USABLE,
     GRAD_SYNC_DEEPSPEED_ERROR,
     LAUNCH_BOUND,
     Hardware,
@@ -62,15 +63,21 @@ DEFAULT_MATMUL_EFFICIENCY = 0.69
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
 VIRTUAL_STAGES = (2, 3, 4, 6, 8)
 SCHEDULE_CHOICES = (("none", 1), ("gpipe", 1), ("1f1b", 1), ("zb", 1)) + tuple(
-    ("interleaved", v) for v in VIRTUAL_STAGES)
+    ("interleaved", v) for v in VIRTUAL_STAGES
+)
 RECOMPUTE_CHOICES = ("none", "selective", "full")
 ZERO_CHOICES = (0, 1, 2, 3)
 PARTS = ("compute_s", "tp_comm_s", "cp_comm_s", "bubble_s", "p2p_s", "dp_exposed_s", "straggler_s", "stall_s")
-PART_NAMES = {"compute_s": "compute", "tp_comm_s": "tensor-parallel communication",
-              "cp_comm_s": "context-parallel communication",
-              "bubble_s": "pipeline bubble", "p2p_s": "pipeline sends",
-              "dp_exposed_s": "data-parallel exchange", "straggler_s": "straggler wait",
-              "stall_s": "input stall"}
+PART_NAMES = {
+    "compute_s": "compute",
+    "tp_comm_s": "tensor-parallel communication",
+    "cp_comm_s": "context-parallel communication",
+    "bubble_s": "pipeline bubble",
+    "p2p_s": "pipeline sends",
+    "dp_exposed_s": "data-parallel exchange",
+    "straggler_s": "straggler wait",
+    "stall_s": "input stall",
+}
 
 
 class PlanRow(BaseModel):
@@ -129,13 +136,22 @@ class PlanRow(BaseModel):
         return self.zero > 0 and self.shard_group < self.dp * self.cp
 
     def layout(self, global_batch: int) -> ParallelLayout:
-        return ParallelLayout(dp=self.dp, tp=self.tp, pp=self.pp, cp=self.cp, zero=self.zero,
-                              micro_batch=self.micro_batch, global_batch=global_batch,
-                              schedule=self.schedule, virtual_stages=self.virtual_stages,
-                              recompute=self.recompute, recompute_style=self.recompute_style,
-                              sequence_parallel=self.sequence_parallel,
-                              tp_overlap=self.tp_overlap,
-                              shard_group=self.shard_group if self.hybrid else None)
+        return ParallelLayout(
+            dp=self.dp,
+            tp=self.tp,
+            pp=self.pp,
+            cp=self.cp,
+            zero=self.zero,
+            micro_batch=self.micro_batch,
+            global_batch=global_batch,
+            schedule=self.schedule,
+            virtual_stages=self.virtual_stages,
+            recompute=self.recompute,
+            recompute_style=self.recompute_style,
+            sequence_parallel=self.sequence_parallel,
+            tp_overlap=self.tp_overlap,
+            shard_group=self.shard_group if self.hybrid else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -156,8 +172,7 @@ class MeasuredP2P:
 def p2p_inputs(p2p: MeasuredP2P | None) -> dict:
     """``LayoutInputs`` fields of the pipeline sends inside a server: the measured send/recv,
     or the intra link model (ratio 1, the level's latency) without one."""
-    return p2p.inputs() if p2p is not None else {"p2p_busbw_ratio": 1.0,
-                                                 "p2p_latency_s": float("nan")}
+    return p2p.inputs() if p2p is not None else {"p2p_busbw_ratio": 1.0, "p2p_latency_s": float("nan")}
 
 
 def measured_p2p(profile: Profile) -> MeasuredP2P | None:
@@ -170,9 +185,11 @@ def measured_p2p(profile: Profile) -> MeasuredP2P | None:
         return None
     intra = profile.hardware.intra_node
     ratio = mp.p2p_bandwidth_GBps / intra.busbw_GBps
-    note = (f"pipeline sends inside a server: measured send/recv {latency_us(mp.p2p_latency_s)} "
-            f"+ S / {link_GBps(mp.p2p_bandwidth_GBps)} ({ratio:.3g} x the intra link's "
-            f"{link_GBps(intra.busbw_GBps)} busbw; profile {profile.name}, model_parallel)")
+    note = (
+        f"pipeline sends inside a server: measured send/recv {latency_us(mp.p2p_latency_s)} "
+        f"+ S / {link_GBps(mp.p2p_bandwidth_GBps)} ({ratio:.3g} x the intra link's "
+        f"{link_GBps(intra.busbw_GBps)} busbw; profile {profile.name}, model_parallel)"
+    )
     return MeasuredP2P(ratio, mp.p2p_latency_s, note)
 
 
@@ -239,8 +256,9 @@ def _peak_flops(hardware: Hardware, fp8: bool) -> float:
             raise ScalesimError(f"precision fp8: no fp8 peak known for '{hardware.device_name}'")
         return peak[0] * 1e12
     if hardware.peak_tflops is None:
-        raise ScalesimError(f"hardware '{hardware.name}' has no peak_tflops; the planner needs "
-                            "the device's dense 16-bit peak")
+        raise ScalesimError(
+            f"hardware '{hardware.name}' has no peak_tflops; the planner needs the device's dense 16-bit peak"
+        )
     return hardware.peak_tflops * 1e12
 
 
@@ -265,8 +283,7 @@ def calibrated_hardware(profile: Profile) -> tuple[Hardware, float, str]:
         listed_peak = peak_tflops_of(hw.device_name) if mp.block.element_bytes == 2 else None
         # at the calibrated precision; the table's 16-bit peak for a 16-bit block whose profile
         # predates its device's row
-        datasheet_peak = mp.peak_tflops or hw.peak_tflops or (listed_peak[0] if listed_peak
-                                                                else None)
+        datasheet_peak = mp.peak_tflops or hw.peak_tflops or (listed_peak[0] if listed_peak else None)
         peak = datasheet_peak or mp.sustained_tflops
         efficiency = clip("matmul_efficiency", min(mp.sustained_tflops / peak, 1.0))
         from scalesim.profiles import device_bandwidth_GBps
@@ -274,45 +291,86 @@ def calibrated_hardware(profile: Profile) -> tuple[Hardware, float, str]:
         kernel_bw = mp.memory_bandwidth_GBps
         bandwidth = device_bandwidth_GBps(profile)
         of_what = "" if datasheet_peak else " (no datasheet peak: sustained)"
-        note = (f"calibrated: matmul efficiency {efficiency:.3g} ({min(mp.sustained_tflops, peak):.4g}"
-                f" of {peak:.4g} TFLOP/s{of_what}), layer kernels' bytes at {kernel_bw:.4g} GB/s "
-                f"and the optimizer at {bandwidth:.4g} GB/s, from the block at tp "
-                f"{','.join(str(x.tp) for x in mp.points)} (fit rel. RMSE {mp.rel_rmse:.1%}); "
-                f"links intra {link_GBps(hw.intra_node.busbw_GBps)}, inter "
-                f"{link_GBps(hw.inter_node.busbw_GBps)} from {profile.name}")
+        note = (
+            f"calibrated: matmul efficiency {efficiency:.3g} ({min(mp.sustained_tflops, peak):.4g}"
+            f" of {peak:.4g} TFLOP/s{of_what}), layer kernels' bytes at {kernel_bw:.4g} GB/s "
+            f"and the optimizer at {bandwidth:.4g} GB/s, from the block at tp "
+            f"{','.join(str(x.tp) for x in mp.points)} (fit rel. RMSE {mp.rel_rmse:.1%}); "
+            f"links intra {link_GBps(hw.intra_node.busbw_GBps)}, inter "
+            f"{link_GBps(hw.inter_node.busbw_GBps)} from {profile.name}"
+        )
         if mp.above_peak(datasheet_peak):
             note += f"; {LAUNCH_BOUND} ({mp.sustained_tflops:.4g} TFLOP/s fitted)"
         p2p = measured_p2p(profile)
         if p2p is not None:
             note += "; " + p2p.note
-        return hw.model_copy(update={"peak_tflops": peak, "memory_bandwidth_GBps": bandwidth,
-                                     "kernel_bandwidth_GBps": kernel_bw}), efficiency, note
+        return (
+            hw.model_copy(
+                update={
+                    "peak_tflops": peak,
+                    "memory_bandwidth_GBps": bandwidth,
+                    "kernel_bandwidth_GBps": kernel_bw,
+                }
+            ),
+            efficiency,
+            note,
+        )
     listed_peak = peak_tflops_of(hw.device_name)
     peak = hw.peak_tflops or (listed_peak[0] if listed_peak else None)
     bandwidth = hw.memory_bandwidth_GBps or (listed_bw[0] if listed_bw else None)
     if peak is None or bandwidth is None:
         missing = "peak_tflops" if peak is None else "memory_bandwidth_GBps"
-        raise ScalesimError(f"profile '{profile.name}': no {missing} for '{hw.device_name}' and "
-                            "no model_parallel calibration; calibrate with --block-hidden H "
-                            "(docs/calibration.md) or give a hardware record with it")
-    note = (f"profile {profile.name} has no block calibration: matmul efficiency "
-            f"{DEFAULT_MATMUL_EFFICIENCY} is the published default; links from the profile")
-    return hw.model_copy(update={"peak_tflops": peak, "memory_bandwidth_GBps": bandwidth}), \
-        DEFAULT_MATMUL_EFFICIENCY, note
+        failed = next((n for n in profile.notes if n.startswith(BLOCK_NOT_USABLE + ": ")), None)
+        if failed is not None:  # --block-hidden was given: "calibrate with it" would not help
+            why = failed.removeprefix(BLOCK_NOT_USABLE + ": ").split("; measured (ms)")[0]
+            raise ScalesimError(
+                f"profile '{profile.name}': no {missing} for '{hw.device_name}', "
+                f"and its --block-hidden timings could not be fitted: {why}"
+            )
+        raise ScalesimError(
+            f"profile '{profile.name}': no {missing} for '{hw.device_name}' and "
+            "no model_parallel calibration; calibrate with --block-hidden H "
+            "(docs/calibration.md) or give a hardware record with it"
+        )
+    note = (
+        f"profile {profile.name} has no block calibration: matmul efficiency "
+        f"{DEFAULT_MATMUL_EFFICIENCY} is the published default; links from the profile"
+    )
+    return (
+        hw.model_copy(update={"peak_tflops": peak, "memory_bandwidth_GBps": bandwidth}),
+        DEFAULT_MATMUL_EFFICIENCY,
+        note,
+    )
 
 
-def setting_from_profile(profile: Profile, shape: TransformerShape, global_batch: int,
-                         fp8: bool = False, params: float | None = None,
-                         tp_overlap: bool = False) -> Setting:
+def setting_from_profile(
+    profile: Profile,
+    shape: TransformerShape,
+    global_batch: int,
+    fp8: bool = False,
+    params: float | None = None,
+    tp_overlap: bool = False,
+) -> Setting:
     """The ``Setting`` of a layout evaluation on a calibration profile's hardware, links and
     calibrated matmul efficiency (``calibrated_hardware``)."""
     hardware, efficiency, _ = calibrated_hardware(profile)
-    return Setting(shape, hardware, global_batch, efficiency, fp8, params, tp_overlap,
-                   p2p=measured_p2p(profile))
+    return Setting(
+        shape, hardware, global_batch, efficiency, fp8, params, tp_overlap, p2p=measured_p2p(profile)
+    )
 
 
-NO_LAYOUT = {"dp": 1, "tp": 1, "pp": 1, "cp": 1, "zero": 0, "micro_batch": 1, "schedule": 0,
-             "virtual_stages": 1, "recompute": 0, "sequence_parallel": False}
+NO_LAYOUT = {
+    "dp": 1,
+    "tp": 1,
+    "pp": 1,
+    "cp": 1,
+    "zero": 0,
+    "micro_batch": 1,
+    "schedule": 0,
+    "virtual_stages": 1,
+    "recompute": 0,
+    "sequence_parallel": False,
+}
 
 
 def setting_inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
@@ -323,51 +381,84 @@ def setting_inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
     sweep) and ``layout_predict.plan_at`` all come here."""
     s, hw = setting.shape, setting.hardware
     if hw.memory_bandwidth_GBps is None:
-        raise ScalesimError(f"hardware '{hw.name}' has no memory_bandwidth_GBps; the planner "
-                            "needs it for memory-bound work")
+        raise ScalesimError(
+            f"hardware '{hw.name}' has no memory_bandwidth_GBps; the planner needs it for memory-bound work"
+        )
     layout = {**NO_LAYOUT, "global_batch": setting.global_batch, **layout_arrays}
-    busy = np.minimum(np.asarray(layout["dp"]) * np.asarray(layout["tp"])
-                      * np.asarray(layout["pp"]) * np.asarray(layout["cp"]), hw.devices_per_node)
-    efficiency = (setting.efficiency if setting.efficiency_of is None
-                  else setting.efficiency_of(layout["micro_batch"], busy))
+    busy = np.minimum(
+        np.asarray(layout["dp"])
+        * np.asarray(layout["tp"])
+        * np.asarray(layout["pp"])
+        * np.asarray(layout["cp"]),
+        hw.devices_per_node,
+    )
+    efficiency = (
+        setting.efficiency
+        if setting.efficiency_of is None
+        else setting.efficiency_of(layout["micro_batch"], busy)
+    )
     return LayoutInputs(
-        layers=s.layers, hidden=s.hidden, heads=s.heads, kv_heads=s.kv_of(),
-        ffn_hidden=s.ffn_of(), gated=s.gated_mlp, seq_len=s.seq_len, vocab=s.vocab,
-        tied_embeddings=s.tied_embeddings, flash_attention=s.flash_attention,
-        params=setting.params or s.param_count(), **layout,
-        devices_per_node=hw.devices_per_node, peak_flops_per_s=_peak_flops(hw, setting.fp8),
-        efficiency=efficiency, memory_bandwidth_GBps=hw.memory_bandwidth_GBps,
-        kernel_bandwidth_GBps=(hw.kernel_bandwidth_GBps if setting.kernel_bandwidth_of is None
-                               else setting.kernel_bandwidth_of(layout["micro_batch"], busy)),
-        intra_latency_s=hw.intra_node.latency_s, intra_busbw_GBps=hw.intra_node.busbw_GBps,
+        layers=s.layers,
+        hidden=s.hidden,
+        heads=s.heads,
+        kv_heads=s.kv_of(),
+        ffn_hidden=s.ffn_of(),
+        gated=s.gated_mlp,
+        seq_len=s.seq_len,
+        vocab=s.vocab,
+        tied_embeddings=s.tied_embeddings,
+        flash_attention=s.flash_attention,
+        params=setting.params or s.param_count(),
+        **layout,
+        devices_per_node=hw.devices_per_node,
+        peak_flops_per_s=_peak_flops(hw, setting.fp8),
+        efficiency=efficiency,
+        memory_bandwidth_GBps=hw.memory_bandwidth_GBps,
+        kernel_bandwidth_GBps=(
+            hw.kernel_bandwidth_GBps
+            if setting.kernel_bandwidth_of is None
+            else setting.kernel_bandwidth_of(layout["micro_batch"], busy)
+        ),
+        intra_latency_s=hw.intra_node.latency_s,
+        intra_busbw_GBps=hw.intra_node.busbw_GBps,
         intra_subset_shares=hw.intra_node.subset_shares,
-        inter_latency_s=hw.inter_node.latency_s, inter_busbw_GBps=hw.inter_node.busbw_GBps,
+        inter_latency_s=hw.inter_node.latency_s,
+        inter_busbw_GBps=hw.inter_node.busbw_GBps,
         device_memory_bytes=hw.device_memory_bytes,
         param_bytes_per_param=setting.param_bytes_per_param,
         grad_bytes_per_param=setting.grad_bytes_per_param,
         optimizer_bytes_per_param=setting.optimizer_bytes_per_param,
         wire_bytes_per_param=setting.wire_bytes_per_param,
-        optimizer_step_s=(np.nan if setting.optimizer_step_of is None
-                          else setting.optimizer_step_of(busy)),
-        comm_contention=hw.comm_compute_contention, device_cv=hw.device_speed_cv,
-        jitter_cv=setting.jitter_cv, tp_overlap=setting.tp_overlap, overlap=setting.overlap,
+        optimizer_step_s=(np.nan if setting.optimizer_step_of is None else setting.optimizer_step_of(busy)),
+        comm_contention=hw.comm_compute_contention,
+        device_cv=hw.device_speed_cv,
+        jitter_cv=setting.jitter_cv,
+        tp_overlap=setting.tp_overlap,
+        overlap=setting.overlap,
         slow_factor=1.0 if setting.slow_device is None else setting.slow_factor,
-        slow_rank=setting.slow_device or 0, loader_samples_per_s=setting.loader_samples_per_s,
+        slow_rank=setting.slow_device or 0,
+        loader_samples_per_s=setting.loader_samples_per_s,
         recompute_early_stop=early_stop_of(setting.recompute_style),
         recompute_op_sac=op_sac_of(setting.recompute_style),
-        framework=setting.framework, grad_sync=setting.grad_sync, algorithm=setting.algorithm,
-        bucket_bytes=setting.bucket_bytes, first_bucket_bytes=setting.first_bucket_bytes,
+        framework=setting.framework,
+        grad_sync=setting.grad_sync,
+        algorithm=setting.algorithm,
+        bucket_bytes=setting.bucket_bytes,
+        first_bucket_bytes=setting.first_bucket_bytes,
         nvls_busbw_ratio=nvls_busbw_ratio(hw.intra_node),
         # fp8 recipes cast the Linear layers only: the attention core stays at the 16-bit peak
         attention_peak_flops_per_s=_peak_flops(hw, False),
         attention_efficiency=attention_efficiency_of(hw.device_name, setting.attention_kernel),
-        **p2p_inputs(setting.p2p))
+        **p2p_inputs(setting.p2p),
+    )
 
 
 def _layout_arrays(layouts: list[ParallelLayout]) -> dict[str, np.ndarray]:
     return {
-        "dp": np.array([x.dp for x in layouts]), "tp": np.array([x.tp for x in layouts]),
-        "pp": np.array([x.pp for x in layouts]), "cp": np.array([x.cp for x in layouts]),
+        "dp": np.array([x.dp for x in layouts]),
+        "tp": np.array([x.tp for x in layouts]),
+        "pp": np.array([x.pp for x in layouts]),
+        "cp": np.array([x.cp for x in layouts]),
         "zero": np.array([x.zero for x in layouts]),
         "micro_batch": np.array([x.micro_batch for x in layouts]),
         "global_batch": np.array([x.global_batch for x in layouts]),
@@ -384,19 +475,26 @@ def evaluate_layout(setting: Setting, layout: ParallelLayout) -> LayoutResult:
     layout's framework settings (recompute style, tp overlap) must be the setting's: a
     mismatch is refused by name, not silently resolved either way."""
     s = setting.shape
-    check_layout(layout, setting.hardware.devices_per_node, layers=s.layers, heads=s.heads,
-                 kv_heads=s.kv_of(), seq_len=s.seq_len)
+    check_layout(
+        layout,
+        setting.hardware.devices_per_node,
+        layers=s.layers,
+        heads=s.heads,
+        kv_heads=s.kv_of(),
+        seq_len=s.seq_len,
+    )
     if layout.global_batch != setting.global_batch:
-        raise ScalesimError(f"layout global_batch {layout.global_batch} != the plan's "
-                            f"{setting.global_batch}")
+        raise ScalesimError(f"layout global_batch {layout.global_batch} != the plan's {setting.global_batch}")
     if layout.recompute_style != setting.recompute_style:
-        raise ScalesimError(f"layout recompute_style {layout.recompute_style} != the plan's "
-                            f"{setting.recompute_style} (the framework's)")
+        raise ScalesimError(
+            f"layout recompute_style {layout.recompute_style} != the plan's "
+            f"{setting.recompute_style} (the framework's)"
+        )
     if layout.tp_overlap != setting.tp_overlap:
-        raise ScalesimError(f"layout tp_overlap {layout.tp_overlap} != the plan's "
-                            f"{setting.tp_overlap} (the framework's)")
-    return evaluate_layouts(setting_inputs(setting, **{k: v[0] for k, v in
-                                                       _layout_arrays([layout]).items()}))
+        raise ScalesimError(
+            f"layout tp_overlap {layout.tp_overlap} != the plan's {setting.tp_overlap} (the framework's)"
+        )
+    return evaluate_layouts(setting_inputs(setting, **{k: v[0] for k, v in _layout_arrays([layout]).items()}))
 
 
 def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict[str, np.ndarray]:
@@ -414,26 +512,50 @@ def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict
         raise ScalesimError(
             f"no dp x tp x pp x cp split of devices {list_text(devices)} with cp "
             f"{list_text(cp_values)}: a context-parallel degree must divide the "
-            "device count (over tp); give --cp degrees that divide it, e.g. 1,2")
+            "device count (over tp); give --cp degrees that divide it, e.g. 1,2"
+        )
     split = np.array(splits)
     sched = np.array([SCHEDULES[name] for name, _ in SCHEDULE_CHOICES])
     virt = np.array([v for _, v in SCHEDULE_CHOICES])
     rec = np.array([RECOMPUTE[r] for r in RECOMPUTE_CHOICES])
-    idx = np.meshgrid(np.arange(len(split)), np.arange(len(ZERO_CHOICES)),
-                      np.arange(len(MICRO_BATCHES)), np.arange(len(sched)), np.arange(len(rec)),
-                      np.arange(2), indexing="ij")
+    idx = np.meshgrid(
+        np.arange(len(split)),
+        np.arange(len(ZERO_CHOICES)),
+        np.arange(len(MICRO_BATCHES)),
+        np.arange(len(sched)),
+        np.arange(len(rec)),
+        np.arange(2),
+        indexing="ij",
+    )
     i_split, i_zero, i_mb, i_sched, i_rec, i_sp = (a.ravel() for a in idx)
     grid = {
-        "dp": split[i_split, 0], "tp": split[i_split, 1], "pp": split[i_split, 2],
-        "cp": split[i_split, 3], "zero": np.array(ZERO_CHOICES)[i_zero],
+        "dp": split[i_split, 0],
+        "tp": split[i_split, 1],
+        "pp": split[i_split, 2],
+        "cp": split[i_split, 3],
+        "zero": np.array(ZERO_CHOICES)[i_zero],
         "micro_batch": np.array(MICRO_BATCHES)[i_mb],
         "global_batch": np.full(i_split.shape, setting.global_batch),
-        "schedule": sched[i_sched], "virtual_stages": virt[i_sched], "recompute": rec[i_rec],
+        "schedule": sched[i_sched],
+        "virtual_stages": virt[i_sched],
+        "recompute": rec[i_rec],
         "sequence_parallel": i_sp.astype(bool),
     }
-    keep = valid_mask(grid["dp"], grid["tp"], grid["pp"], grid["cp"], grid["micro_batch"],
-                      grid["global_batch"], grid["schedule"], grid["virtual_stages"], g,
-                      shape.layers, shape.heads, shape.kv_of(), shape.seq_len)
+    keep = valid_mask(
+        grid["dp"],
+        grid["tp"],
+        grid["pp"],
+        grid["cp"],
+        grid["micro_batch"],
+        grid["global_batch"],
+        grid["schedule"],
+        grid["virtual_stages"],
+        g,
+        shape.layers,
+        shape.heads,
+        shape.kv_of(),
+        shape.seq_len,
+    )
     keep &= ~(grid["sequence_parallel"] & (grid["tp"] == 1))  # SP is a no-op without tp
     # no more micro-steps per optimizer step than the bounds table allows (predict's and the
     # app's --accumulation): a plan no other command could run is no plan
@@ -450,41 +572,59 @@ def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict
     if setting.framework == FSDP:
         hybrid = server_shard_group(grid["dp"], grid["cp"], grid["tp"], g)
         extra = (grid["zero"] > 0) & (hybrid > 0)
-        grid = {k: np.concatenate([v, (hybrid if k == "shard_group" else v)[extra]])
-                for k, v in grid.items()}
+        grid = {k: np.concatenate([v, (hybrid if k == "shard_group" else v)[extra]]) for k, v in grid.items()}
     return grid
 
 
 def _why(best: dict, row: dict, by: str) -> str:
     if not row["fits"]:
-        return (f"does not fit: {row['memory_bytes'] / 2**30:.1f} GiB > "
-                f"{(row['memory_bytes'] + row['headroom_bytes']) / 2**30:.1f} GiB per device")
+        return (
+            f"does not fit: {row['memory_bytes'] / 2**30:.1f} GiB > "
+            f"{(row['memory_bytes'] + row['headroom_bytes']) / 2**30:.1f} GiB per device"
+        )
     diffs = {p: row["breakdown_s"][p] - best["breakdown_s"][p] for p in PARTS}
     worst = max(diffs, key=diffs.get)
     slower = 100.0 * (row["step_time_s"] / best["step_time_s"] - 1.0)
     if by == "cost":
-        more = 100.0 * (row["device_hours_per_million_samples"]
-                        / best["device_hours_per_million_samples"] - 1.0)
-        return (f"{more:+.1f}% billed device-hours per sample; step {slower:+.1f}% "
-                f"({PART_NAMES[worst]} {diffs[worst]:+.3g} s)")
+        more = 100.0 * (
+            row["device_hours_per_million_samples"] / best["device_hours_per_million_samples"] - 1.0
+        )
+        return (
+            f"{more:+.1f}% billed device-hours per sample; step {slower:+.1f}% "
+            f"({PART_NAMES[worst]} {diffs[worst]:+.3g} s)"
+        )
     if diffs[worst] <= 0:
         return f"step {slower:+.1f}% on {count(int(row['devices']), 'device')}"
     return f"step {slower:+.1f}%: {PART_NAMES[worst]} {diffs[worst]:+.3g} s"
 
 
-def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global_batch: int,
-         efficiency: float = DEFAULT_MATMUL_EFFICIENCY, fp8: bool = False,
-         rank_by: Literal["throughput", "cost"] = "throughput", top: int | None = 10,
-         include_unfit: bool = False, params: float | None = None,
-         cp_values=(1,), tp_overlap: bool = False, split_only: bool = False,
-         jitter_cv: float = 0.0, p2p: MeasuredP2P | None = None,
-         recompute_style: str = DEFAULT_RECOMPUTE_STYLE, overlap: bool = True,
-         slow_device: int | None = None, slow_factor: float = 1.0,
-         zero_framework: str = "fsdp",
-         grad_sync: str = "every-micro-step",
-         attention_kernel: str = VENDOR_KERNEL, algorithm: str = "auto",
-         bucket_mib: float = DDP_BUCKET_BYTES / MIB,
-         loader_samples_per_s: float = np.inf) -> list[PlanRow]:
+def plan(
+    shape: TransformerShape,
+    hardware: Hardware,
+    devices: list[int],
+    global_batch: int,
+    efficiency: float = DEFAULT_MATMUL_EFFICIENCY,
+    fp8: bool = False,
+    rank_by: Literal["throughput", "cost"] = "throughput",
+    top: int | None = 10,
+    include_unfit: bool = False,
+    params: float | None = None,
+    cp_values=(1,),
+    tp_overlap: bool = False,
+    split_only: bool = False,
+    jitter_cv: float = 0.0,
+    p2p: MeasuredP2P | None = None,
+    recompute_style: str = DEFAULT_RECOMPUTE_STYLE,
+    overlap: bool = True,
+    slow_device: int | None = None,
+    slow_factor: float = 1.0,
+    zero_framework: str = "fsdp",
+    grad_sync: str = "every-micro-step",
+    attention_kernel: str = VENDOR_KERNEL,
+    algorithm: str = "auto",
+    bucket_mib: float = DDP_BUCKET_BYTES / MIB,
+    loader_samples_per_s: float = np.inf,
+) -> list[PlanRow]:
     """Rank every valid layout of ``shape`` on each of ``devices`` for ``global_batch``.
 
     Fitting layouts first, best first (highest samples/s, or fewest device-hours per sample
@@ -519,32 +659,53 @@ def plan(shape: TransformerShape, hardware: Hardware, devices: list[int], global
     if slow_device is not None and slow_device < 0:
         raise ScalesimError(f"slow_device {slow_device}: give a device rank of 0 or more")
     if zero_framework not in FRAMEWORKS:
-        raise ScalesimError(f"zero_framework {zero_framework!r}: choose "
-                            f"{' or '.join(FRAMEWORKS)}")
+        raise ScalesimError(f"zero_framework {zero_framework!r}: choose {' or '.join(FRAMEWORKS)}")
     if grad_sync not in GRAD_SYNCS:
         raise ScalesimError(f"grad_sync {grad_sync!r}: choose {' or '.join(GRAD_SYNCS)}")
     if grad_sync_refused(zero_framework, grad_sync):
         raise ScalesimError(GRAD_SYNC_DEEPSPEED_ERROR)
     check_number("bucket_mib", bucket_mib, "bucket_mib")
     if not loader_samples_per_s > 0:
-        raise ScalesimError(f"loader_samples_per_s {loader_samples_per_s}: give a positive "
-                            "supply, samples/s (inf: no input stall)")
+        raise ScalesimError(
+            f"loader_samples_per_s {loader_samples_per_s}: give a positive "
+            "supply, samples/s (inf: no input stall)"
+        )
     if algorithm not in coll.ALGORITHMS:
         raise ScalesimError(f"algorithm {algorithm!r}: choose {', '.join(coll.ALGORITHMS)}")
     attention_efficiency_of(hardware.device_name, attention_kernel)  # a known kernel
-    setting = Setting(shape, hardware, global_batch, efficiency, fp8, params, tp_overlap,
-                      jitter_cv, p2p, recompute_style, overlap=overlap, slow_device=slow_device,
-                      slow_factor=slow_factor, framework=FRAMEWORKS[zero_framework],
-                      grad_sync=GRAD_SYNCS[grad_sync], attention_kernel=attention_kernel,
-                      algorithm=coll.ALGORITHMS[algorithm], bucket_bytes=bucket_mib * MIB,
-                      loader_samples_per_s=float(loader_samples_per_s))
+    setting = Setting(
+        shape,
+        hardware,
+        global_batch,
+        efficiency,
+        fp8,
+        params,
+        tp_overlap,
+        jitter_cv,
+        p2p,
+        recompute_style,
+        overlap=overlap,
+        slow_device=slow_device,
+        slow_factor=slow_factor,
+        framework=FRAMEWORKS[zero_framework],
+        grad_sync=GRAD_SYNCS[grad_sync],
+        attention_kernel=attention_kernel,
+        algorithm=coll.ALGORITHMS[algorithm],
+        bucket_bytes=bucket_mib * MIB,
+        loader_samples_per_s=float(loader_samples_per_s),
+    )
     return rank_layouts(setting, devices, rank_by, top, include_unfit, cp_values, split_only)
 
 
-def rank_layouts(setting: Setting, devices: list[int],
-                 rank_by: Literal["throughput", "cost"] = "throughput", top: int | None = 10,
-                 include_unfit: bool = False, cp_values=(1,),
-                 split_only: bool = False) -> list[PlanRow]:
+def rank_layouts(
+    setting: Setting,
+    devices: list[int],
+    rank_by: Literal["throughput", "cost"] = "throughput",
+    top: int | None = 10,
+    include_unfit: bool = False,
+    cp_values=(1,),
+    split_only: bool = False,
+) -> list[PlanRow]:
     """``plan`` for a ``Setting``: every valid layout on each of ``devices`` at the setting's
     global batch, evaluated in one ``evaluate_layouts`` call of ``setting_inputs``, ranked."""
     global_batch, hardware = setting.global_batch, setting.hardware
@@ -558,18 +719,21 @@ def rank_layouts(setting: Setting, devices: list[int],
     g = hardware.devices_per_node
     for n in devices:
         if n > g and n % g:
-            raise ScalesimError(f"devices {n} do not fill whole servers of {g} GPUs; give a "
-                                f"multiple of {g} above one server")
+            raise ScalesimError(
+                f"devices {n} do not fill whole servers of {g} GPUs; give a multiple of {g} above one server"
+            )
     early_stop_of(recompute_style)  # a clear error for an unknown style
     grid = candidate_grid(sorted(set(devices)), setting, sorted(set(cp_values)))
     if split_only:
         grid = {k: v[grid["tp"] * grid["pp"] * grid["cp"] > 1] for k, v in grid.items()}
     if grid["dp"].size == 0:
-        raise ScalesimError(f"no valid layout for devices {list_text(devices)} and global batch "
-                            f"{global_batch} on servers of {g}: no dp x micro-batch divides "
-                            "the global batch with a valid tp and pp in at most "
-                            f"{bound('accumulation').high:,.0f} micro-steps; add devices or "
-                            "lower the global batch")
+        raise ScalesimError(
+            f"no valid layout for devices {list_text(devices)} and global batch "
+            f"{global_batch} on servers of {g}: no dp x micro-batch divides "
+            "the global batch with a valid tp and pp in at most "
+            f"{bound('accumulation').high:,.0f} micro-steps; add devices or "
+            "lower the global batch"
+        )
     r = evaluate_layouts(setting_inputs(setting, **grid))
     modelled = bool(np.all(np.isfinite(setting.loader_samples_per_s)))  # inf: none given
     devices_arr = grid["dp"] * grid["tp"] * grid["pp"] * grid["cp"]
@@ -581,31 +745,42 @@ def rank_layouts(setting: Setting, devices: list[int],
     if not include_unfit:
         order = np.flatnonzero(fits)[order]
         if order.size == 0:
-            raise ScalesimError(f"no layout fits in {hardware.device_memory_bytes / 2**30:.0f} GiB "
-                                f"per device for devices {list_text(devices)}; add devices or memory")
+            raise ScalesimError(
+                f"no layout fits in {hardware.device_memory_bytes / 2**30:.0f} GiB "
+                f"per device for devices {list_text(devices)}; add devices or memory"
+            )
     if include_unfit:
         unfit = order[~fits[order]]
-        order = np.concatenate([order[fits[order]], unfit[np.argsort(r.memory_bytes[unfit],
-                                                                      kind="stable")]])
+        order = np.concatenate([order[fits[order]], unfit[np.argsort(r.memory_bytes[unfit], kind="stable")]])
     if top is not None:
         order = order[:top]
     rows = []
     for rank, i in enumerate(order, start=1):
         row = {
-            "rank": rank, "devices": int(devices_arr[i]), "dp": int(grid["dp"][i]),
-            "tp": int(grid["tp"][i]), "pp": int(grid["pp"][i]), "cp": int(grid["cp"][i]),
-            "zero": int(grid["zero"][i]), "micro_batch": int(grid["micro_batch"][i]),
+            "rank": rank,
+            "devices": int(devices_arr[i]),
+            "dp": int(grid["dp"][i]),
+            "tp": int(grid["tp"][i]),
+            "pp": int(grid["pp"][i]),
+            "cp": int(grid["cp"][i]),
+            "zero": int(grid["zero"][i]),
+            "micro_batch": int(grid["micro_batch"][i]),
             "accumulation": int(global_batch // (grid["dp"][i] * grid["micro_batch"][i])),
             "schedule": next(k for k, v in SCHEDULES.items() if v == grid["schedule"][i]),
             "virtual_stages": int(grid["virtual_stages"][i]),
             "recompute": RECOMPUTE_CHOICES[int(grid["recompute"][i])],
             "recompute_style": recompute_style,
             "sequence_parallel": bool(grid["sequence_parallel"][i]),
-            "tp_overlap": setting.tp_overlap, "shard_group": int(grid["shard_group"][i]),
-            "step_time_s": float(r.step_time_s[i]), "samples_per_s": float(r.samples_per_s[i]),
-            "tokens_per_s": float(r.tokens_per_s[i]), "mfu": float(r.mfu[i]),
-            "hfu": float(r.hfu[i]), "memory_bytes": float(r.memory_bytes[i]),
-            "headroom_bytes": float(r.headroom_bytes[i]), "fits": bool(r.fits[i]),
+            "tp_overlap": setting.tp_overlap,
+            "shard_group": int(grid["shard_group"][i]),
+            "step_time_s": float(r.step_time_s[i]),
+            "samples_per_s": float(r.samples_per_s[i]),
+            "tokens_per_s": float(r.tokens_per_s[i]),
+            "mfu": float(r.mfu[i]),
+            "hfu": float(r.hfu[i]),
+            "memory_bytes": float(r.memory_bytes[i]),
+            "headroom_bytes": float(r.headroom_bytes[i]),
+            "fits": bool(r.fits[i]),
             "breakdown_s": {p: float(getattr(r, p)[i]) for p in PARTS},
             "device_hours_per_million_samples": float(cost[i]),
             "billed_devices": int(billed[i]),
@@ -630,18 +805,32 @@ def exhaustive_scalar(setting: Setting, devices: list[int], cp_values=(1,)) -> l
                 continue
             dp = n // (tp * cp * pp)
             for zero, mb, (sch, v), rec, sp in itertools.product(
-                    ZERO_CHOICES, MICRO_BATCHES, SCHEDULE_CHOICES, RECOMPUTE_CHOICES,
-                    (False, True)):
-                if (sp and tp == 1) or (zero and dp * cp == 1) or (
-                        pp > 1 and zero >= (3 if setting.framework == FSDP else 2)):
+                ZERO_CHOICES, MICRO_BATCHES, SCHEDULE_CHOICES, RECOMPUTE_CHOICES, (False, True)
+            ):
+                if (
+                    (sp and tp == 1)
+                    or (zero and dp * cp == 1)
+                    or (pp > 1 and zero >= (3 if setting.framework == FSDP else 2))
+                ):
                     continue
-                layout = ParallelLayout(dp=dp, tp=tp, pp=pp, cp=cp, zero=zero, micro_batch=mb,
-                                        global_batch=setting.global_batch, schedule=sch,
-                                        virtual_stages=v, recompute=rec,
-                                        recompute_style=setting.recompute_style,
-                                        sequence_parallel=sp, tp_overlap=setting.tp_overlap)
-                if layout_problems(layout, g, layers=s.layers, heads=s.heads,
-                                   kv_heads=s.kv_of(), seq_len=s.seq_len):
+                layout = ParallelLayout(
+                    dp=dp,
+                    tp=tp,
+                    pp=pp,
+                    cp=cp,
+                    zero=zero,
+                    micro_batch=mb,
+                    global_batch=setting.global_batch,
+                    schedule=sch,
+                    virtual_stages=v,
+                    recompute=rec,
+                    recompute_style=setting.recompute_style,
+                    sequence_parallel=sp,
+                    tp_overlap=setting.tp_overlap,
+                )
+                if layout_problems(
+                    layout, g, layers=s.layers, heads=s.heads, kv_heads=s.kv_of(), seq_len=s.seq_len
+                ):
                     continue
                 out.append((layout, evaluate_layout(setting, layout)))
                 hybrid = int(server_shard_group(dp, cp, tp, g))

@@ -51,14 +51,16 @@ INSTANCE_SIZES_HELP = (
     "as price_per_device_hour (AWS p4de/p5: [8]; AWS p3, Google Cloud a2-highgpu: [1, 4, 8], "
     "[1, 2, 4, 8]; a GPU cloud renting any count: [1]); a server's devices are billed as the "
     "smallest shape that holds them (docs/model.md §9, scalesim/billing.py); None: whole "
-    "servers only")
+    "servers only"
+)
 
 Strategy = Literal["ddp", "zero1", "zero2", "zero3"]
 ZeroFramework = Literal["fsdp", "deepspeed"]
 GradSync = Literal["every-micro-step", "once-per-step"]  # model/sharding.GRAD_SYNCS
 GRAD_SYNC_DEEPSPEED_ERROR = (
     "grad_sync once-per-step is FSDP's no_sync; DeepSpeed stage 2/3 reduce gradients in every "
-    "micro-step: use zero_framework fsdp or grad_sync every-micro-step")
+    "micro-step: use zero_framework fsdp or grad_sync every-micro-step"
+)
 
 
 def grad_sync_refused(zero_framework: str, grad_sync: str) -> bool:
@@ -124,7 +126,8 @@ class _Strict(BaseModel):
     def _no_bool_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
         items = value if isinstance(value, list) else [value]
         if any(isinstance(v, bool) for v in items) and not _takes_bool(
-                cls.model_fields[info.field_name].annotation):
+            cls.model_fields[info.field_name].annotation
+        ):
             raise ValueError("true/false is not a number here")
         texts = [v for v in items if isinstance(v, str)]
         if texts and not cls.numbers_as_text and (kind := _field_number_kind(cls, info.field_name)):
@@ -178,20 +181,28 @@ class LinkLevel(_Strict):
     nics_per_node: int | None = bounded("nics_per_node", None, "NICs per server (inter)")
     gbit_per_nic: float | None = bounded("gbit_per_nic", None, "NIC line rate, Gbit/s")
     algorithm: str = Field(
-        default="", description="NCCL algorithm (and protocol) busbw_GBps belongs to, e.g. "
+        default="",
+        description="NCCL algorithm (and protocol) busbw_GBps belongs to, e.g. "
         "'Ring/Simple'; busbw_GBps is what ring collectives (reduce-scatter, all-gather, ring "
-        "all-reduce) reach")
+        "all-reduce) reach",
+    )
     allreduce_busbw_GBps: float | None = bounded(
-        "busbw_GBps", None, "all-reduce busbw of NCCL's default all-reduce where it "
-        "beats the ring figure (NVLS on NVSwitch H100 servers), GB/s; None: busbw_GBps")
-    allreduce_algorithm: str = Field(default="", description="NCCL algorithm/protocol of "
-                                     "allreduce_busbw_GBps, e.g. 'NVLS/Simple'")
+        "busbw_GBps",
+        None,
+        "all-reduce busbw of NCCL's default all-reduce where it "
+        "beats the ring figure (NVLS on NVSwitch H100 servers), GB/s; None: busbw_GBps",
+    )
+    allreduce_algorithm: str = Field(
+        default="", description="NCCL algorithm/protocol of allreduce_busbw_GBps, e.g. 'NVLS/Simple'"
+    )
     source: str = Field(default="", description="where the numbers come from")
     subset_busbw_shares: list[SubsetShare] = Field(
-        default_factory=list, description="intra-server level only: how its ring busbw falls "
+        default_factory=list,
+        description="intra-server level only: how its ring busbw falls "
         "for a group of fewer GPUs of the server (model/subset_links.py, docs/model.md §18); "
         "each entry holds from its GPU count up to the next; empty (the default): every group "
-        "keeps busbw_GBps (NVSwitch, PCIe, a measured level)")
+        "keeps busbw_GBps (NVSwitch, PCIe, a measured level)",
+    )
 
     @field_validator("subset_busbw_shares")
     @classmethod
@@ -219,7 +230,8 @@ class TopologyNic(_Strict):
     device: str | None = Field(default=None, description="device from the NIC legend (mlx5_0)")
     gpu_links: list[str] = Field(default_factory=list, description="link code to each GPU")
     nearest_gpus: list[items_bounded("rank")] = Field(  # type: ignore[valid-type]
-        default_factory=list, description="GPUs at the closest code")
+        default_factory=list, description="GPUs at the closest code"
+    )
     nearest_link: str = Field(default="SYS", description="PIX, PXB, PHB, NODE or SYS")
 
 
@@ -227,13 +239,14 @@ class Topology(_Strict):
     """One server as ``nvidia-smi topo -m`` shows it (scalesim.sources.nvidia_smi)."""
 
     gpus: list[str]
-    links: list[list[str]] = Field(description="GPU x GPU link codes: X, NV#, PIX, PXB, PHB, "
-                                   "NODE, SYS")
+    links: list[list[str]] = Field(description="GPU x GPU link codes: X, NV#, PIX, PXB, PHB, NODE, SYS")
     nics: list[TopologyNic] = Field(default_factory=list)
     cpu_affinity: list[str] = Field(default_factory=list, description="per GPU, e.g. 0-47,96-143")
     numa_affinity: list[items_bounded("rank") | None] = Field(  # type: ignore[valid-type]
-        default_factory=list, description="per GPU, the NUMA node of its CPUs (None where not "
-        "shown or where the list names several CPU nodes)")
+        default_factory=list,
+        description="per GPU, the NUMA node of its CPUs (None where not "
+        "shown or where the list names several CPU nodes)",
+    )
     intra_kind: str = Field(default="", description="the intra-server link in words")
     suggested_intra_preset: str | None = None
     source: str = ""
@@ -256,26 +269,30 @@ class Hardware(_Strict):
         "peak_tflops", None, description="dense fp16/bf16 tensor peak, TFLOP/s (for scaling compute)"
     )
     memory_bandwidth_GBps: float | None = bounded(
-        "memory_bandwidth_GBps", None,
+        "memory_bandwidth_GBps",
+        None,
         description="device memory bandwidth, GB/s (vendor spec); preset profiles estimate the "
-                    "optimizer step from it (memory-bound update)",
+        "optimizer step from it (memory-bound update)",
     )
     kernel_bandwidth_GBps: float | None = bounded(
-        "kernel_bandwidth_GBps", None,
+        "kernel_bandwidth_GBps",
+        None,
         description="byte rate of a transformer layer's and the logits' kernels in the layout "
-                    "model's roofline, GB/s, as a block calibration fits it (scalesim calibrate "
-                    "--block-hidden; unfused eager kernels reach less than a streaming sweep); "
-                    "None: memory_bandwidth_GBps. The optimizer sweep keeps memory_bandwidth_GBps",
+        "model's roofline, GB/s, as a block calibration fits it (scalesim calibrate "
+        "--block-hidden; unfused eager kernels reach less than a streaming sweep); "
+        "None: memory_bandwidth_GBps. The optimizer sweep keeps memory_bandwidth_GBps",
     )
     cpu_cores_per_node: int = bounded("cpu_cores", 64, "cores the data loaders share")
     device_speed_cv: float = bounded(
-        "cv", DEVICE_SPEED_CV,
+        "cv",
+        DEVICE_SPEED_CV,
         description="std/mean of the speed of identical devices (default from Sinha et al. SC'22)",
     )
     intra_node: LinkLevel
     inter_node: LinkLevel
     comm_compute_contention: float = bounded(
-        "fraction", GPU_COMM_CONTENTION,
+        "fraction",
+        GPU_COMM_CONTENTION,
         description="share of overlapped collective time that still takes compute time: 0 when "
         "collectives run beside compute for free, 0.159 for NCCL on GPUs (compute 18.9% slower "
         "while collectives run, Lee et al. arXiv:2507.03114), 1 when they share the compute "
@@ -283,9 +300,11 @@ class Hardware(_Strict):
     )
     price_per_device_hour: float | None = bounded("price_per_device_hour", None, "USD per device-hour")
     instance_sizes: list[items_bounded("devices_per_node")] | None = Field(  # type: ignore[valid-type]
-        default=None, min_length=1, description=INSTANCE_SIZES_HELP)
+        default=None, min_length=1, description=INSTANCE_SIZES_HELP
+    )
     topology: Topology | None = Field(
-        default=None, description="nvidia-smi topo -m of one server, when recorded")
+        default=None, description="nvidia-smi topo -m of one server, when recorded"
+    )
     source: str = ""
 
     _sizes_sorted = field_validator("instance_sizes")(lambda v: _sorted_sizes(v))
@@ -304,14 +323,18 @@ class ReferenceThroughput(_Strict):
 
     device_name: str
     samples_per_s: float = bounded(
-        "samples_per_s", description="per device, steady state: for a run on several devices its "
-        "whole throughput divided by its devices")
+        "samples_per_s",
+        description="per device, steady state: for a run on several devices its "
+        "whole throughput divided by its devices",
+    )
     micro_batch: int = bounded("micro_batch", description="samples per device per micro-step")
     accumulation: int = bounded("accumulation", 1, "micro-steps per optimizer step")
     devices: int = bounded("devices", 1, "devices of the run")
     devices_per_node: int | None = bounded(
-        "devices_per_node", None, "devices per server in the run (default: as many as "
-        "the system's servers hold, up to ``devices``)")
+        "devices_per_node",
+        None,
+        "devices per server in the run (default: as many as the system's servers hold, up to ``devices``)",
+    )
     strategy: Strategy = Field(default="ddp", description="how the run shared its work")
     includes_communication: bool = Field(
         default=False,
@@ -320,11 +343,15 @@ class ReferenceThroughput(_Strict):
         "wait, which are taken out with the model",
     )
     system: str | None = Field(
-        default=None, description="hardware preset of the run's servers and links, used to "
-        "take its communication out (default: the hardware the profile is built for)")
+        default=None,
+        description="hardware preset of the run's servers and links, used to "
+        "take its communication out (default: the hardware the profile is built for)",
+    )
     activation_recompute: bool = Field(
-        default=False, description="the run recomputed activations in backward (full "
-        "activation checkpointing): one extra forward, so 4/3 of the forward+backward work")
+        default=False,
+        description="the run recomputed activations in backward (full "
+        "activation checkpointing): one extra forward, so 4/3 of the forward+backward work",
+    )
     source: str
 
     @property
@@ -335,8 +362,10 @@ class ReferenceThroughput(_Strict):
     @model_validator(mode="after")
     def _communication_needs_devices(self) -> ReferenceThroughput:
         if self.includes_communication and self.devices < 2:
-            raise ValueError("includes_communication: a run on one device communicates "
-                             "nothing; set devices to the run's device count")
+            raise ValueError(
+                "includes_communication: a run on one device communicates "
+                "nothing; set devices to the run's device count"
+            )
         if self.devices_per_node is not None and self.devices_per_node > self.devices:
             raise ValueError("devices_per_node is larger than the run's devices")
         return self
@@ -368,20 +397,23 @@ class TransformerShape(_Strict):
     hidden: int = bounded("model_width", description="hidden (model) dimension h")
     heads: int = bounded("model_width", description="attention heads a")
     kv_heads: int | None = bounded(
-        "model_width", None, "key/value heads (grouped-query attention); None = heads")
+        "model_width", None, "key/value heads (grouped-query attention); None = heads"
+    )
     ffn_hidden: int | None = bounded(
-        "model_width", None, "MLP inner size f (each gated projection for SwiGLU); "
-        "None = 4 x hidden")
+        "model_width", None, "MLP inner size f (each gated projection for SwiGLU); None = 4 x hidden"
+    )
     gated_mlp: bool = Field(default=False, description="SwiGLU-style MLP: gate, up, down (3hf)")
     seq_len: int = bounded("seq_len", description="tokens per sequence s")
     vocab: int = bounded("vocab", description="vocabulary size V")
     tied_embeddings: bool = Field(default=True, description="output projection shares V x h")
-    learned_positions: bool = Field(default=True, description="learned s x h position table "
-                                    "(False for rotary)")
+    learned_positions: bool = Field(
+        default=True, description="learned s x h position table (False for rotary)"
+    )
     biases: bool = Field(default=True, description="linear layers carry biases")
     layernorm: bool = Field(default=True, description="LayerNorm (scale+shift); False = RMSNorm")
-    flash_attention: bool = Field(default=False, description="attention keeps no s x s scores "
-                                  "for backward (activation memory)")
+    flash_attention: bool = Field(
+        default=False, description="attention keeps no s x s scores for backward (activation memory)"
+    )
 
     @model_validator(mode="after")
     def _heads_divide(self) -> TransformerShape:
@@ -398,18 +430,32 @@ class TransformerShape(_Strict):
         """'32 layers, hidden 4096, 32 heads (8 kv), MLP 14336 SwiGLU, sequence 8192, vocabulary
         128256': the shape as the notes and errors say it."""
         kv = f" ({self.kv_of()} kv)" if self.kv_of() != self.heads else ""
-        return (f"{self.layers} layers, hidden {self.hidden}, {self.heads} heads{kv}, MLP "
-                f"{self.ffn_of()}{' SwiGLU' if self.gated_mlp else ''}, sequence {self.seq_len}, "
-                f"vocabulary {self.vocab}")
+        return (
+            f"{self.layers} layers, hidden {self.hidden}, {self.heads} heads{kv}, MLP "
+            f"{self.ffn_of()}{' SwiGLU' if self.gated_mlp else ''}, sequence {self.seq_len}, "
+            f"vocabulary {self.vocab}"
+        )
 
     def param_count(self) -> float:
         """Parameters of this shape (``transformer.parameter_count``)."""
         from scalesim.model.transformer import parameter_count
 
-        return float(parameter_count(
-            self.layers, self.hidden, self.heads, self.kv_of(), self.ffn_of(), self.gated_mlp,
-            self.seq_len, self.vocab, self.tied_embeddings, self.learned_positions, self.biases,
-            self.layernorm))
+        return float(
+            parameter_count(
+                self.layers,
+                self.hidden,
+                self.heads,
+                self.kv_of(),
+                self.ffn_of(),
+                self.gated_mlp,
+                self.seq_len,
+                self.vocab,
+                self.tied_embeddings,
+                self.learned_positions,
+                self.biases,
+                self.layernorm,
+            )
+        )
 
 
 class Workload(_Strict):
@@ -419,8 +465,10 @@ class Workload(_Strict):
     name: str
     params: float = bounded("params", description="parameters Psi = gradient elements exchanged per step")
     wire_bytes_per_param: float = bounded(
-        "wire_bytes_per_param", 2.0,
-        description="bytes per gradient element on the wire (4 fp32, 2 fp16/bf16)")
+        "wire_bytes_per_param",
+        2.0,
+        description="bytes per gradient element on the wire (4 fp32, 2 fp16/bf16)",
+    )
     param_bytes_per_param: float = bounded("bytes_per_param", 2.0, "weights in memory")
     grad_bytes_per_param: float = bounded("bytes_per_param", 2.0, "gradients in memory")
     optimizer_bytes_per_param: float = bounded(
@@ -428,14 +476,17 @@ class Workload(_Strict):
     )
     activation_bytes_per_sample: float = bounded("activation_bytes", 0.0, "0 = unknown")
     layers: int | None = bounded(
-        "layers", None,
+        "layers",
+        None,
         "repeated blocks (transformer layers); FSDP wraps and communicates one at a "
         "time. Unknown: estimated from params as a transformer with width = 128 x depth",
     )
     activation_recompute: bool = Field(
-        default=False, description="trained with full activation checkpointing: compute "
+        default=False,
+        description="trained with full activation checkpointing: compute "
         "includes one extra forward (4/3 of forward+backward) and activation_bytes_per_sample "
-        "counts the checkpoints")
+        "counts the checkpoints",
+    )
     micro_batch: int = bounded("micro_batch", 32, "default samples per device per micro-step")
     sample_unit: str = "samples"
     backward_fraction: float = bounded(
@@ -448,7 +499,8 @@ class Workload(_Strict):
     train_samples: float | None = bounded("samples_total", None, "samples in one training run")
     reference: list[ReferenceThroughput] = Field(default_factory=list)
     transformer: TransformerShape | None = Field(
-        default=None, description="architecture; None = a parameter count only (data parallel)")
+        default=None, description="architecture; None = a parameter count only (data parallel)"
+    )
     source: str = ""
 
     @model_validator(mode="after")
@@ -459,14 +511,16 @@ class Workload(_Strict):
                 raise ValueError(
                     f"params {self.params:.4g} disagrees with the transformer shape's "
                     f"{counted:.4g} by {100 * abs(self.params / counted - 1):.1f}% (more than "
-                    f"{100 * PARAMS_TOLERANCE:g}%); fix params or the shape")
+                    f"{100 * PARAMS_TOLERANCE:g}%); fix params or the shape"
+                )
         return self
 
 
 class ComputePoint(_Strict):
     micro_batch: int = bounded("micro_batch")
-    time_s: float = bounded("positive_duration_s",
-                            description="median forward+backward time of one micro-step")
+    time_s: float = bounded(
+        "positive_duration_s", description="median forward+backward time of one micro-step"
+    )
     spread_s: float = bounded("duration_s", 0.0, "interquartile range over repeats")
     repeats: int = bounded("repeats", 1)
 
@@ -487,28 +541,34 @@ class ComputeCurve(_Strict):
         "micro_batch", None, description="smallest micro-batch that ran out of memory, if any"
     )
     colocated_devices: int = bounded(
-        "devices_per_node", 1,
+        "devices_per_node",
+        1,
         description="devices of one server that computed at once while the points were timed",
     )
     colocation_slowdown: float = bounded(
-        "slowdown", 0.0,
+        "slowdown",
+        0.0,
         description="extra micro-step time (fraction, 0.08 = 8%) with colocated_devices busy at "
-                    "once against one device alone; the model scales it per extra busy device",
+        "once against one device alone; the model scales it per extra busy device",
     )
     precision: str = "unknown"
     measured: bool = False
     model_shape: TransformerShape | None = Field(
-        default=None, description="the transformer whose micro-steps the points timed "
+        default=None,
+        description="the transformer whose micro-steps the points timed "
         "(calibrate's built-in gpt), or that the curve was scaled to: decides whether another "
         "workload is that model (profiles.model_match); None: not recorded (a user's model, a "
-        "profile written before it was)")
+        "profile written before it was)",
+    )
     source: str = ""
 
     @model_validator(mode="after")
     def _slowdown_needs_company(self) -> ComputeCurve:
         if self.colocation_slowdown > 0 and self.colocated_devices < 2:
-            raise ValueError("colocation_slowdown is measured against devices that computed at "
-                             "once: set colocated_devices to 2 or more, or the slowdown to 0")
+            raise ValueError(
+                "colocation_slowdown is measured against devices that computed at "
+                "once: set colocated_devices to 2 or more, or the slowdown to 0"
+            )
         return self
 
     def alone(self) -> tuple[float, float, float]:
@@ -542,17 +602,22 @@ class LinkCalibration(_Strict):
         "collectives over every rank of every server, inter level derived given the intra "
         "level; 'one_rank' - one rank per server (each server's only process)",
     )
-    ranks_per_node: int | None = bounded("devices_per_node", None,
-                                         "ranks of each server in the timed group")
+    ranks_per_node: int | None = bounded("devices_per_node", None, "ranks of each server in the timed group")
     lower_bound: bool = Field(
-        default=False, description="the timed ring was limited by another level: the real "
-        "busbw of this level is at least the recorded one")
+        default=False,
+        description="the timed ring was limited by another level: the real "
+        "busbw of this level is at least the recorded one",
+    )
     not_measured_because: str = Field(
-        default="", description="a level not measured: why not (\"one server\"); empty in "
-        "profiles written before this field (the note says it)")
+        default="",
+        description='a level not measured: why not ("one server"); empty in '
+        "profiles written before this field (the note says it)",
+    )
     numbers_from: str = Field(
-        default="", description="a level not measured: where its numbers came from (a preset, "
-        "the user's flags); empty in profiles written before this field")
+        default="",
+        description="a level not measured: where its numbers came from (a preset, "
+        "the user's flags); empty in profiles written before this field",
+    )
     note: str = ""
 
 
@@ -573,10 +638,13 @@ class Jitter(_Strict):
     """Step-time spread across steps and ranks."""
 
     step_time_cv: float = bounded(
-        "cv", description="std/mean of one rank's step time (calibration: the normal-consistent "
-        "(IQR / 1.349) / median, robust to bursts from other processes)")
+        "cv",
+        description="std/mean of one rank's step time (calibration: the normal-consistent "
+        "(IQR / 1.349) / median, robust to bursts from other processes)",
+    )
     per_rank_median_s: list[items_bounded("positive_duration_s")] = Field(  # type: ignore[valid-type]
-        default_factory=list)
+        default_factory=list
+    )
     slow_rank: int | None = bounded("rank", None)
     slow_factor: float = bounded("slow_factor", 1.0, "slow rank's median over the others'")
 
@@ -597,12 +665,19 @@ class BlockShape(_Strict):
     ffn_hidden: int = bounded("model_width", description="MLP inner size f")
     seq_len: int = bounded("seq_len", description="tokens per sequence s")
     micro_batch: int = bounded("micro_batch", description="sequences per timed micro-step")
-    element_bytes: float = bounded("bytes_per_param", description="bytes of one activation "
-                                   "element at the run's precision (4 fp32, 2 bf16/fp16)")
-    flash_attention: bool = Field(default=False, description="fused attention (on GPU: torch's "
-                                  "scaled_dot_product_attention picks a flash kernel)")
-    module: str = Field(default="builtin", description="'builtin' (Megatron-style block of "
-                        "calibration/models.py) or the user's package.module:factory")
+    element_bytes: float = bounded(
+        "bytes_per_param",
+        description="bytes of one activation element at the run's precision (4 fp32, 2 bf16/fp16)",
+    )
+    flash_attention: bool = Field(
+        default=False,
+        description="fused attention (on GPU: torch's scaled_dot_product_attention picks a flash kernel)",
+    )
+    module: str = Field(
+        default="builtin",
+        description="'builtin' (Megatron-style block of "
+        "calibration/models.py) or the user's package.module:factory",
+    )
 
 
 class BlockPoint(_Strict):
@@ -614,22 +689,34 @@ class BlockPoint(_Strict):
     backward_s: float = bounded("duration_s", description="median backward, s")
     spread_s: float = bounded("duration_s", 0.0, "interquartile range over repeats, s")
     repeats: int = bounded("repeats", 1)
-    model_s: float = bounded("duration_s", description="the layout model's layer time at this "
-                             "shard with the fitted sustained FLOP/s and memory bandwidth, s")
+    model_s: float = bounded(
+        "duration_s",
+        description="the layout model's layer time at this "
+        "shard with the fitted sustained FLOP/s and memory bandwidth, s",
+    )
 
 
 class MessagePoint(_Strict):
     """One message that tensor or pipeline parallelism sends, timed, beside the link model."""
 
     op: Literal["all_reduce", "reduce_scatter", "all_gather", "send_recv"]
-    purpose: str = Field(description="what sends it: 'tp' (per layer and micro-batch) or "
-                         "'pp' (activations between stages)")
+    purpose: str = Field(
+        description="what sends it: 'tp' (per layer and micro-batch) or 'pp' (activations between stages)"
+    )
     ranks: int = bounded("collective_ranks", description="ranks in the group (2 for send/recv)")
-    size_bytes: float = bounded("message_bytes", description="full buffer (all-reduce, "
-                                "reduce-scatter input, all-gather output) or the sent tensor")
+    size_bytes: float = bounded(
+        "message_bytes",
+        description="full buffer (all-reduce, reduce-scatter input, all-gather output) or the sent tensor",
+    )
     time_s: float = bounded("positive_duration_s", description="slowest rank's mean per call")
-    model_s: float = bounded("duration_s", description="what the profile's intra-server link "
-                             "(alpha-beta) predicts for it, s")
+    model_s: float = bounded(
+        "duration_s", description="what the profile's intra-server link (alpha-beta) predicts for it, s"
+    )
+
+
+# The start of the profile note a calibration writes when its --block-hidden timings could not be
+# fitted (calibration/assemble.py); the planner's refusal of such a profile quotes it.
+BLOCK_NOT_USABLE = "block at tensor-parallel shapes not usable, no model_parallel section"
 
 
 class ModelParallelCalibration(_Strict):
@@ -641,22 +728,30 @@ class ModelParallelCalibration(_Strict):
     block: BlockShape
     points: list[BlockPoint] = Field(min_length=1)
     sustained_tflops: float = bounded(
-        "peak_tflops", description="fitted sustained matmul rate F = peak x efficiency, TFLOP/s")
+        "peak_tflops", description="fitted sustained matmul rate F = peak x efficiency, TFLOP/s"
+    )
     memory_bandwidth_GBps: float = bounded(
-        "memory_bandwidth_GBps", description="fitted memory bandwidth of the roofline's byte "
-        "term (the layout model's 2-byte accounting), GB/s")
+        "memory_bandwidth_GBps",
+        description="fitted memory bandwidth of the roofline's byte "
+        "term (the layout model's 2-byte accounting), GB/s",
+    )
     peak_tflops: float | None = bounded(
-        "peak_tflops", None, "the device's datasheet dense peak at the run's precision, TFLOP/s "
-        "(None on CPUs and unlisted devices)")
+        "peak_tflops",
+        None,
+        "the device's datasheet dense peak at the run's precision, TFLOP/s "
+        "(None on CPUs and unlisted devices)",
+    )
     matmul_efficiency: float | None = bounded(
-        "matmul_efficiency", None, "sustained_tflops / peak_tflops: the layout model's efficiency")
-    rel_rmse: float = bounded("rel_error", description="relative RMS error of the roofline fit "
-                              "over the points")
+        "matmul_efficiency", None, "sustained_tflops / peak_tflops: the layout model's efficiency"
+    )
+    rel_rmse: float = bounded(
+        "rel_error", description="relative RMS error of the roofline fit over the points"
+    )
     messages: list[MessagePoint] = Field(default_factory=list)
-    p2p_latency_s: float | None = bounded("latency_s", None, "send/recv alpha fitted over the "
-                                          "pp messages, s")
-    p2p_bandwidth_GBps: float | None = bounded("bandwidth_GBps", None, "send/recv bytes per "
-                                               "second fitted over the pp messages, GB/s")
+    p2p_latency_s: float | None = bounded("latency_s", None, "send/recv alpha fitted over the pp messages, s")
+    p2p_bandwidth_GBps: float | None = bounded(
+        "bandwidth_GBps", None, "send/recv bytes per second fitted over the pp messages, GB/s"
+    )
     source: str = ""
 
     def above_peak(self, peak_tflops: float | None) -> bool:
@@ -673,8 +768,10 @@ def fit_above_peak(sustained_tflops: float, peak_tflops: float | None) -> bool:
 # Said where a block's fitted sustained rate is above its device's datasheet peak: small shards
 # finish their kernels faster than the host launches them (measured on an H200,
 # docs/calibration.md "GPU path"), which the roofline reads as a huge rate and a slow memory.
-LAUNCH_BOUND = ("the fitted rate is above the datasheet peak: the block's shards were "
-                "launch-bound; time a larger block (--block-batch, --block-seq)")
+LAUNCH_BOUND = (
+    "the fitted rate is above the datasheet peak: the block's shards were "
+    "launch-bound; time a larger block (--block-batch, --block-seq)"
+)
 
 
 class Fingerprint(_Strict):
@@ -705,8 +802,10 @@ class Profile(_Strict):
     jitter: Jitter | None = None
     noise_scale: NoiseScale | None = None
     model_parallel: ModelParallelCalibration | None = Field(
-        default=None, description="transformer block at tensor-parallel shard shapes and the "
-        "tp/pp messages (calibrate --block-hidden); None in profiles without it")
+        default=None,
+        description="transformer block at tensor-parallel shard shapes and the "
+        "tp/pp messages (calibrate --block-hidden); None in profiles without it",
+    )
     notes: list[str] = Field(default_factory=list)
 
 
@@ -721,16 +820,20 @@ class ScenarioLayout(_Strict):
     tp: int = bounded("tp_degree", 1, "tensor-parallel degree (ranks innermost, in one server)")
     pp: int = bounded("pp_degree", 1, "pipeline-parallel stages")
     schedule: Schedule | None = Field(
-        default=None, description="pipeline schedule: gpipe, 1f1b, interleaved, zb; None: 1f1b "
-        "when pp > 1 (interleaved when virtual_stages > 1), none when pp = 1")
-    virtual_stages: int = bounded("virtual_stages", 1, "model chunks per pipeline rank "
-                                  "(interleaved 1F1B)")
+        default=None,
+        description="pipeline schedule: gpipe, 1f1b, interleaved, zb; None: 1f1b "
+        "when pp > 1 (interleaved when virtual_stages > 1), none when pp = 1",
+    )
+    virtual_stages: int = bounded("virtual_stages", 1, "model chunks per pipeline rank (interleaved 1F1B)")
     recompute: Recompute | None = Field(
-        default=None, description="activation recompute: none, selective, full; None: the "
-        "workload's (full when activation_recompute, else none)")
+        default=None,
+        description="activation recompute: none, selective, full; None: the "
+        "workload's (full when activation_recompute, else none)",
+    )
     recompute_style: RecomputeStyle = recompute_style_field()
-    sequence_parallel: bool = Field(default=False, description="Megatron sequence parallelism "
-                                    "in the tensor-parallel group (needs tp > 1)")
+    sequence_parallel: bool = Field(
+        default=False, description="Megatron sequence parallelism in the tensor-parallel group (needs tp > 1)"
+    )
     tp_overlap: bool = tp_overlap_field()
     shard_group: int | None = bounded("shard_group", None, SHARD_GROUP_HELP)
 
@@ -767,9 +870,11 @@ class Scenario(_Strict):
 
     schema_version: Literal["scalesim-scenario/1"] = SCENARIO_VERSION
     devices: list[items_bounded("devices")] = Field(  # type: ignore[valid-type]
-        default=[1, 2, 4, 8, 16], min_length=1,
+        default=[1, 2, 4, 8, 16],
+        min_length=1,
         description=f"device counts, kept sorted with each count once (the rows of a "
-        f"prediction, in order); allowed: {bound('devices').text()} each")
+        f"prediction, in order); allowed: {bound('devices').text()} each",
+    )
     devices_per_node: int | None = knob_field("devices_per_node", None)
     micro_batch: int | None = knob_field("micro_batch", None, "weak scaling: per device")
     global_batch: int | None = knob_field("global_batch", None, "strong scaling: fixed")
@@ -796,8 +901,9 @@ class Scenario(_Strict):
         "accumulate: full gradients held on every rank, one reduce-scatter in the last "
         "micro-step; FSDP only). DDP and ZeRO-1 reduce once per step either way",
     )
-    attention_kernel: AttentionKernel = Field(default=DEFAULT_ATTENTION_KERNEL,
-                                              description=ATTENTION_KERNEL_HELP)
+    attention_kernel: AttentionKernel = Field(
+        default=DEFAULT_ATTENTION_KERNEL, description=ATTENTION_KERNEL_HELP
+    )
     algorithm: Algorithm = Field(
         default="auto",
         description="all-reduce algorithm: auto = NCCL's ring or tree, whichever is faster for "
@@ -806,9 +912,11 @@ class Scenario(_Strict):
     loader_workers: int | None = knob_field("loader_workers", None)
     straggler_cv: float | None = knob_field("straggler_cv", None, "std/mean of a micro-step")
     device_speed_cv: float | None = knob_field(
-        "device_speed_cv", None, "std/mean of device speeds (persistent variation)")
+        "device_speed_cv", None, "std/mean of device speeds (persistent variation)"
+    )
     comm_compute_contention: float | None = knob_field(
-        "comm_compute_contention", None, "0 free overlap .. 1 collectives steal compute")
+        "comm_compute_contention", None, "0 free overlap .. 1 collectives steal compute"
+    )
     slow_device: int | None = knob_field("slow_device", None, "rank of a slow device")
     slow_factor: float = knob_field("slow_factor", 1.0, "its compute-time multiplier")
     intra_busbw_GBps: float | None = knob_field("intra_busbw_GBps", None)
@@ -820,11 +928,14 @@ class Scenario(_Strict):
     train_samples: float | None = knob_field("train_samples", None)
     price_per_device_hour: float | None = knob_field("price_per_device_hour", None)
     instance_sizes: list[items_bounded("devices_per_node")] | None = Field(  # type: ignore[valid-type]
-        default=None, min_length=1, description=f"{INSTANCE_SIZES_HELP}; None: the hardware's")
+        default=None, min_length=1, description=f"{INSTANCE_SIZES_HELP}; None: the hardware's"
+    )
     layout: ScenarioLayout | None = Field(
-        default=None, description="how the model is split (tensor, pipeline, schedule, "
+        default=None,
+        description="how the model is split (tensor, pipeline, schedule, "
         "recompute, sequence parallel); None: data parallel only, or tp = pp = 1 for a "
-        "transformer workload")
+        "transformer workload",
+    )
 
     _sizes_sorted = field_validator("instance_sizes")(lambda v: _sorted_sizes(v))
 
@@ -839,15 +950,22 @@ class Scenario(_Strict):
         if any(d < 1 for d in self.devices):
             raise ValueError("device counts must be 1 or more")
         if self.micro_batch is not None and self.global_batch is not None:
-            raise ValueError("give a per-device micro-batch (weak scaling) or a global batch "
-                             "(strong scaling), not both")
+            raise ValueError(
+                "give a per-device micro-batch (weak scaling) or a global batch (strong scaling), not both"
+            )
         if grad_sync_refused(self.zero_framework, self.grad_sync):
             raise ValueError(GRAD_SYNC_DEEPSPEED_ERROR)
-        if (self.zero_framework == "deepspeed" and self.strategy in ("zero2", "zero3")
-                and self.layout is not None and self.layout.pp > 1):
-            raise ValueError(f"strategy {self.strategy} with pp {self.layout.pp}: DeepSpeed "
-                             "refuses ZeRO-2/3 with pipeline parallelism; use zero1, pp 1 or "
-                             "zero_framework fsdp")
+        if (
+            self.zero_framework == "deepspeed"
+            and self.strategy in ("zero2", "zero3")
+            and self.layout is not None
+            and self.layout.pp > 1
+        ):
+            raise ValueError(
+                f"strategy {self.strategy} with pp {self.layout.pp}: DeepSpeed "
+                "refuses ZeRO-2/3 with pipeline parallelism; use zero1, pp 1 or "
+                "zero_framework fsdp"
+            )
         return self
 
 

@@ -52,7 +52,7 @@ import numpy as np
 from scalesim.attention_kernel import attention_family
 from scalesim.bounds import bound
 from scalesim.errors import ScalesimError, check_distinct_files, excerpt, require_path
-from scalesim.jsonio import json_kind
+from scalesim.jsonio import json_kind, unreadable
 
 CHUNK_CHARS = 1 << 20
 MAX_VALUE_CHARS = 64 << 20  # one JSON value (event or metadata) larger than this is malformed
@@ -84,7 +84,7 @@ class _Stream:
         if not chunk:
             self.eof = True
             return False
-        self.buf = self.buf[self.pos:] + chunk
+        self.buf = self.buf[self.pos :] + chunk
         self.pos = 0
         return True
 
@@ -99,8 +99,10 @@ class _Stream:
     def take(self, expected: str) -> None:
         ch = self.peek()
         if ch not in expected:
-            raise ScalesimError(f"{self.source}: not a Chrome trace (expected {expected!r}, found "
-                                f"{ch!r} at character {self.pos})")
+            raise ScalesimError(
+                f"{self.source}: not a Chrome trace (expected {expected!r}, found "
+                f"{ch!r} at character {self.pos})"
+            )
         self.pos += 1
 
     def value(self, what: str):
@@ -110,18 +112,20 @@ class _Stream:
             try:
                 val, end = _DECODER.raw_decode(self.buf, self.pos)
             except RecursionError:  # json's decoder recurses once per nesting level
-                raise ScalesimError(f"{self.source}: {what} is nested too deeply (past Python's "
-                                    "recursion limit) to be a profiler trace") from None
+                raise ScalesimError(
+                    f"{self.source}: {what} is nested too deeply (past Python's "
+                    "recursion limit) to be a profiler trace"
+                ) from None
             except json.JSONDecodeError as exc:
                 # A value cut by the end of the buffer fails within a few characters of it (a
                 # literal or number prefix) or as an unterminated string; anything else is bad.
-                at_end = (exc.msg.startswith("Unterminated")
-                          or exc.pos >= len(self.buf.rstrip()) - 64)
+                at_end = exc.msg.startswith("Unterminated") or exc.pos >= len(self.buf.rstrip()) - 64
                 if not at_end:
                     raise ScalesimError(f"{self.source}: {what}: malformed JSON ({exc.msg})") from None
                 if len(self.buf) - self.pos > MAX_VALUE_CHARS:
-                    raise ScalesimError(f"{self.source}: {what} is over {MAX_VALUE_CHARS} "
-                                        "characters; not a profiler trace") from None
+                    raise ScalesimError(
+                        f"{self.source}: {what} is over {MAX_VALUE_CHARS} characters; not a profiler trace"
+                    ) from None
                 if not self._fill():
                     raise _Truncated from None
                 continue
@@ -142,8 +146,13 @@ def _open_text(path: Path) -> IO[str]:
 # Kineto's event categories in PyTorch 1.8/1.9 traces, renamed in June 2021 (pytorch/kineto#206,
 # "Refactor trace activities"; PyTorch 1.10 on) to the names read here; the pytorch/kineto
 # tb_plugin samples (torch 1.9, resnet50) carry the old ones
-OLD_CATEGORIES = {"Operator": "cpu_op", "Runtime": "cuda_runtime", "Kernel": "kernel",
-                  "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
+OLD_CATEGORIES = {
+    "Operator": "cpu_op",
+    "Runtime": "cuda_runtime",
+    "Kernel": "kernel",
+    "Memcpy": "gpu_memcpy",
+    "Memset": "gpu_memset",
+}
 
 
 def _current_category(event: dict) -> dict:
@@ -164,7 +173,7 @@ def iter_trace(path: str | os.PathLike[str], metadata: dict):
     except FileNotFoundError:
         raise ScalesimError(f"{file}: no such file") from None
     except OSError as exc:
-        raise ScalesimError(f"{file}: cannot read it ({exc})") from None
+        raise unreadable(file, exc) from None
     stream = _Stream(handle, str(file))
     seen_events = False
     try:
@@ -199,12 +208,13 @@ def iter_trace(path: str | os.PathLike[str], metadata: dict):
                     if stream.buf[stream.pos - 1] == "}":
                         break
     except _Truncated:
-        raise ScalesimError(f"{file}: the trace ends early (truncated file?); re-export it with "
-                            "prof.export_chrome_trace") from None
+        raise ScalesimError(
+            f"{file}: the trace ends early (truncated file?); re-export it with prof.export_chrome_trace"
+        ) from None
     except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        raise ScalesimError(f"{file}: cannot read it: corrupt or cut gzip data ({exc})"
-                            if isinstance(exc, (EOFError, gzip.BadGzipFile, zlib.error))
-                            else f"{file}: cannot read it ({exc})") from None
+        if not isinstance(exc, (EOFError, gzip.BadGzipFile, zlib.error)):
+            raise unreadable(file, exc) from None
+        raise ScalesimError(f"{file}: cannot read it: corrupt or cut gzip data ({exc})") from None
     if not seen_events:
         raise ScalesimError(f"{file}: no traceEvents: not a PyTorch profiler (Kineto) trace")
 
@@ -296,8 +306,10 @@ class KernelLaunches:
 
     def _device_of(self, inside: np.ndarray) -> np.ndarray:
         """Mask over device events whose launch is marked in ``inside`` (a launch mask)."""
-        return np.isin(np.frombuffer(self.dev_corr, dtype=np.int64),
-                       np.frombuffer(self.launch_corr, dtype=np.int64)[inside])
+        return np.isin(
+            np.frombuffer(self.dev_corr, dtype=np.int64),
+            np.frombuffer(self.launch_corr, dtype=np.int64)[inside],
+        )
 
     def spans(self, windows: list[tuple[float, float]]) -> list[tuple[float, float] | None]:
         """Per host window (disjoint, any thread): (first start, last end) of the device events
@@ -322,8 +334,7 @@ class KernelLaunches:
         first, last = np.full(n, np.inf), np.full(n, -np.inf)
         np.minimum.at(first, window_of_dev[keep], np.frombuffer(self.dev_ts)[keep])
         np.maximum.at(last, window_of_dev[keep], np.frombuffer(self.dev_end)[keep])
-        return [(float(a), float(b)) if np.isfinite(a) else None for a, b in zip(first, last,
-                                                                               strict=True)]
+        return [(float(a), float(b)) if np.isfinite(a) else None for a, b in zip(first, last, strict=True)]
 
     def device_intervals(self, host: dict[int, _Intervals]) -> tuple[np.ndarray, np.ndarray]:
         """Merged device intervals of the work launched inside ``host``'s intervals, each on its
@@ -342,8 +353,7 @@ class KernelLaunches:
         return merge(np.frombuffer(self.dev_ts)[dev], np.frombuffer(self.dev_end)[dev])
 
 
-def device_windows(cpu_steps, gpu_steps, launches: KernelLaunches) -> list[tuple[int, float,
-                                                                             float]]:
+def device_windows(cpu_steps, gpu_steps, launches: KernelLaunches) -> list[tuple[int, float, float]]:
     """Each step's window on the device timeline (module docstring): the span of the device
     work its CPU step launched, widened to its ``gpu_user_annotation``; the annotation (else
     the CPU window) where nothing can be matched."""
@@ -357,8 +367,9 @@ def device_windows(cpu_steps, gpu_steps, launches: KernelLaunches) -> list[tuple
         if span is None:
             out.append((n, *(ann or (c0, c1))))
         else:
-            out.append((n, min(span[0], ann[0]) if ann else span[0],
-                        max(span[1], ann[1]) if ann else span[1]))
+            out.append(
+                (n, min(span[0], ann[0]) if ann else span[0], max(span[1], ann[1]) if ann else span[1])
+            )
     return out
 
 
@@ -406,8 +417,12 @@ def _event_times(ev: dict, source: str, number: int, name) -> tuple[float, float
     or dur is negative (such events are skipped); a non-finite or overflowing number is an error
     naming the event."""
     ts, dur = ev.get("ts"), ev.get("dur")
-    if isinstance(ts, bool) or isinstance(dur, bool) or not isinstance(ts, (int, float)) or (
-            not isinstance(dur, (int, float))):
+    if (
+        isinstance(ts, bool)
+        or isinstance(dur, bool)
+        or not isinstance(ts, (int, float))
+        or (not isinstance(dur, (int, float)))
+    ):
         return None
     label = f"{source}: event {number} ({str(name)[:80]})"
     values = []
@@ -415,11 +430,14 @@ def _event_times(ev: dict, source: str, number: int, name) -> tuple[float, float
         try:
             number_us = float(value)
         except OverflowError:
-            raise ScalesimError(f"{label}: {field_name} is an integer of {len(str(abs(value)))} "
-                                "digits, too large for microseconds") from None
+            raise ScalesimError(
+                f"{label}: {field_name} is an integer of {len(str(abs(value)))} "
+                "digits, too large for microseconds"
+            ) from None
         if not np.isfinite(number_us):
-            raise ScalesimError(f"{label}: {field_name} is {number_us}, not a finite number of "
-                                "microseconds") from None
+            raise ScalesimError(
+                f"{label}: {field_name} is {number_us}, not a finite number of microseconds"
+            ) from None
         values.append(number_us)
     if values[1] < 0:
         return None
@@ -434,16 +452,20 @@ def _distributed_info(meta: dict, source: str) -> tuple[int | None, int | None]:
     if info is None:
         return None, None
     if not isinstance(info, dict):
-        raise ScalesimError(f"{source}: distributedInfo is a {json_kind(info)}, expected an "
-                            "object with rank and world_size")
+        raise ScalesimError(
+            f"{source}: distributedInfo is a {json_kind(info)}, expected an object with rank and world_size"
+        )
     world, rank = info.get("world_size"), info.get("rank")
     if world is not None and (not _whole(world) or not 1 <= world <= MAX_WORLD_SIZE):
-        raise ScalesimError(f"{source}: distributedInfo.world_size is {_short(world)}, expected a "
-                            f"whole number from 1 to {MAX_WORLD_SIZE:,}")
+        raise ScalesimError(
+            f"{source}: distributedInfo.world_size is {_short(world)}, expected a "
+            f"whole number from 1 to {MAX_WORLD_SIZE:,}"
+        )
     if rank is not None and (not _whole(rank) or rank < 0 or (world is not None and rank >= world)):
         limit = f"0 to {world - 1}" if world is not None else "0 or more"
-        raise ScalesimError(f"{source}: distributedInfo.rank is {_short(rank)}, expected a whole "
-                            f"number from {limit}")
+        raise ScalesimError(
+            f"{source}: distributedInfo.rank is {_short(rank)}, expected a whole number from {limit}"
+        )
     return rank, world
 
 
@@ -453,8 +475,11 @@ def _device_name(meta: dict, devices: Counter) -> str:
     props = meta.get("deviceProperties")
     if not isinstance(props, list):
         return ""
-    names = {p.get("id") if _whole(p.get("id")) else None: p["name"] for p in props
-             if isinstance(p, dict) and isinstance(p.get("name"), str)}
+    names = {
+        p.get("id") if _whole(p.get("id")) else None: p["name"]
+        for p in props
+        if isinstance(p, dict) and isinstance(p.get("name"), str)
+    }
     if not names:
         return ""
     most = devices.most_common(1)
@@ -473,8 +498,9 @@ def _short(value) -> str:
 STEP_BOUND = bound("positive_duration_s")
 
 
-def summarise(path: str | os.PathLike[str], index: int = 0, observe=None,
-              launches: KernelLaunches | None = None) -> TraceSummary:
+def summarise(
+    path: str | os.PathLike[str], index: int = 0, observe=None, launches: KernelLaunches | None = None
+) -> TraceSummary:
     """Read one rank's trace and break every profiler step down (see the module docstring).
 
     ``observe(event)``, when given, sees every event of the same single pass (for readers that
@@ -483,8 +509,7 @@ def summarise(path: str | os.PathLike[str], index: int = 0, observe=None,
     meta: dict = {}
     launches = KernelLaunches() if launches is None else launches
     cpu_steps, gpu_steps = [], []
-    compute_cpu, comm_cpu, compute_gpu, comm_gpu, data, attention = (_Intervals()
-                                                                      for _ in range(6))
+    compute_cpu, comm_cpu, compute_gpu, comm_gpu, data, attention = (_Intervals() for _ in range(6))
     family_s: Counter = Counter()  # attention family -> kernel seconds
     devices: Counter = Counter()  # GPU id -> kernels
     coll = defaultdict(lambda: {"count": 0, "total_s": 0.0})
@@ -508,8 +533,7 @@ def summarise(path: str | os.PathLike[str], index: int = 0, observe=None,
         if m and STEP_BOUND.problem(d) is not None:  # 0, 1e-300 us or longer than 11.6 days
             zero_steps.append(name)
         elif m:
-            (gpu_steps if cat == "gpu_user_annotation" else cpu_steps).append(
-                (int(m.group(1)), t0, t0 + d))
+            (gpu_steps if cat == "gpu_user_annotation" else cpu_steps).append((int(m.group(1)), t0, t0 + d))
         elif name.startswith(DATA_PREFIX):
             data.add(t0, d)
         elif cat == "kernel":
@@ -542,20 +566,27 @@ def summarise(path: str | os.PathLike[str], index: int = 0, observe=None,
     if not cpu_steps and not gpu_steps:
         if zero_steps:
             more = f" and {len(zero_steps) - 1} more" if len(zero_steps) > 1 else ""
-            raise ScalesimError(f"{source}: every ProfilerStep has duration 0 or one outside "
-                                f"{STEP_BOUND.text()} ({zero_steps[0]}{more}); no step to measure")
-        raise ScalesimError(f"{source}: no ProfilerStep#N events; record with torch.profiler and "
-                            "call prof.step() once per training step")
+            raise ScalesimError(
+                f"{source}: every ProfilerStep has duration 0 or one outside "
+                f"{STEP_BOUND.text()} ({zero_steps[0]}{more}); no step to measure"
+            )
+        raise ScalesimError(
+            f"{source}: no ProfilerStep#N events; record with torch.profiler and "
+            "call prof.step() once per training step"
+        )
     notes = []
     if zero_steps:
-        notes.append(f"{Path(source).name}: {', '.join(zero_steps[:3])}"
-                     + (f" and {len(zero_steps) - 3} more" if len(zero_steps) > 3 else "")
-                     + f" of duration 0 or outside {STEP_BOUND.text()} left out")
+        notes.append(
+            f"{Path(source).name}: {', '.join(zero_steps[:3])}"
+            + (f" and {len(zero_steps) - 3} more" if len(zero_steps) > 3 else "")
+            + f" of duration 0 or outside {STEP_BOUND.text()} left out"
+        )
     rank, world_size = _distributed_info(meta, source)
     if rank is None:
         rank = index
-        notes.append(f"{Path(source).name}: no distributedInfo.rank; taken as rank {index} from "
-                     "the order of the files")
+        notes.append(
+            f"{Path(source).name}: no distributedInfo.rank; taken as rank {index} from the order of the files"
+        )
     gpu = len(compute_gpu) + len(comm_gpu) > 0
     if gpu:
         compute, comm = compute_gpu.merged(), comm_gpu.merged()
@@ -574,17 +605,36 @@ def summarise(path: str | os.PathLike[str], index: int = 0, observe=None,
         mw = length_in(comm, w0, w1)
         cdmw = length_in(cdm, w0, w1)
         overlap = max(cdw + mw - cdmw, 0.0)  # |(C u D) n M|: hidden behind other work
-        steps.append(StepBreakdown(
-            step=num, step_s=span, compute_s=max(cdw - dw, 0.0), comm_s=mw, overlap_s=overlap,
-            exposed_comm_s=max(mw - overlap, 0.0), data_wait_s=dw,
-            idle_s=max(span - cdmw, 0.0), start_s=w0, end_s=w1,
-            attention_s=length_in(a_set, w0, w1)))
+        steps.append(
+            StepBreakdown(
+                step=num,
+                step_s=span,
+                compute_s=max(cdw - dw, 0.0),
+                comm_s=mw,
+                overlap_s=overlap,
+                exposed_comm_s=max(mw - overlap, 0.0),
+                data_wait_s=dw,
+                idle_s=max(span - cdmw, 0.0),
+                start_s=w0,
+                end_s=w1,
+                attention_s=length_in(a_set, w0, w1),
+            )
+        )
     collectives = {k: dict(v) for k, v in sorted(coll.items())}
     host = meta.get("host_name")
     family = max(family_s, key=family_s.get) if family_s else ""
-    return TraceSummary(source, rank, world_size, host[:200] if isinstance(host, str) else "",
-                        "gpu" if gpu else "cpu", steps, collectives, notes,
-                        _device_name(meta, devices), family)
+    return TraceSummary(
+        source,
+        rank,
+        world_size,
+        host[:200] if isinstance(host, str) else "",
+        "gpu" if gpu else "cpu",
+        steps,
+        collectives,
+        notes,
+        _device_name(meta, devices),
+        family,
+    )
 
 
 def load_traces(paths: list[str]) -> list[TraceSummary]:
@@ -607,9 +657,11 @@ def check_one_world(summaries: list[TraceSummary], where: str = "") -> None:
     worlds = {s.world_size: s.path for s in summaries if s.world_size is not None}
     if len(worlds) > 1:
         (w1, f1), (w2, f2) = list(worlds.items())[:2]
-        raise ScalesimError(f"{where}{Path(f1).name} says distributedInfo.world_size {w1}, "
-                            f"{Path(f2).name} says {w2}: traces of different runs; give the "
-                            "traces of one run (one per rank)")
+        raise ScalesimError(
+            f"{where}{Path(f1).name} says distributedInfo.world_size {w1}, "
+            f"{Path(f2).name} says {w2}: traces of different runs; give the "
+            "traces of one run (one per rank)"
+        )
 
 
 def missing_ranks_note(summaries: list[TraceSummary]) -> str | None:
@@ -619,9 +671,11 @@ def missing_ranks_note(summaries: list[TraceSummary]) -> str | None:
     if world <= len(summaries):
         return None
     traced = sorted(s.rank for s in summaries)
-    return (f"{len(summaries)} of the {world} ranks traced ({', '.join(map(str, traced[:8]))}"
-            f"{', ...' if len(traced) > 8 else ''}): the others are not compared, and the "
-            "slowest rank may be among them; trace every rank to name it")
+    return (
+        f"{len(summaries)} of the {world} ranks traced ({', '.join(map(str, traced[:8]))}"
+        f"{', ...' if len(traced) > 8 else ''}): the others are not compared, and the "
+        "slowest rank may be among them; trace every rank to name it"
+    )
 
 
 def cross_rank(summaries: list[TraceSummary]) -> dict:
@@ -634,8 +688,10 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
     """
     common = set.intersection(*(set(s.step for s in x.steps) for x in summaries))
     by_rank = [{s.step: s for s in x.steps} for x in summaries]
-    med = {name: float(np.median([x.median(name) for x in summaries]))
-           for name in ("step_s", "compute_s", "comm_s", "overlap_s", "data_wait_s", "idle_s")}
+    med = {
+        name: float(np.median([x.median(name) for x in summaries]))
+        for name in ("step_s", "compute_s", "comm_s", "overlap_s", "data_wait_s", "idle_s")
+    }
     total_comm = sum(s.comm_s for x in summaries for s in x.steps)
     total_overlap = sum(s.overlap_s for x in summaries for s in x.steps)
     own = np.array([[x.median("step_s") - x.median("exposed_comm_s")] for x in summaries])[:, 0]
@@ -645,11 +701,15 @@ def cross_rank(summaries: list[TraceSummary]) -> dict:
     result["overlap_share"] = total_overlap / total_comm if total_comm > 0 else 0.0
     result["own_s"] = own.tolist()
     if len(summaries) < 2 or not common:
-        result.update(straggler_wait_s=0.0, slowest_rank=summaries[int(np.argmax(own))].rank,
-                      slowest_consistency=1.0, slowest_factor=1.0, slowest_counts={},
-                      steps_compared=0,
-                      intrinsic_exposed_comm_s=float(np.median(
-                          [x.median("exposed_comm_s") for x in summaries])))
+        result.update(
+            straggler_wait_s=0.0,
+            slowest_rank=summaries[int(np.argmax(own))].rank,
+            slowest_consistency=1.0,
+            slowest_factor=1.0,
+            slowest_counts={},
+            steps_compared=0,
+            intrinsic_exposed_comm_s=float(np.median([x.median("exposed_comm_s") for x in summaries])),
+        )
         return result
     slowest, waits, intrinsic, factors = [], [], [], []
     for n in sorted(common):

@@ -18,8 +18,17 @@ import pytest
 from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = ("README.md", "docs/app.md", "docs/calibration.md", "docs/diagnose.md", "docs/model.md",
-        "docs/bounds.md", "docs/emulated-cluster.md")
+DOCS = (
+    "README.md",
+    "docs/app.md",
+    "docs/calibration.md",
+    "docs/diagnose.md",
+    "docs/model.md",
+    "docs/bounds.md",
+    "docs/emulated-cluster.md",
+    "docs/validation.md",
+    "docs/performance.md",
+)
 OWN_FOLDERS = ("scalesim/", "app/", "calibration/", "tests/", "benchmarks/", "docs/")
 # installed package paths and where their files live in the repository
 INSTALLED = {"scalesim/app/": "app/", "scalesim/calibration/": "calibration/"}
@@ -29,8 +38,14 @@ def _spans(doc: str) -> list[str]:
     return re.findall(r"`([^`\n]+)`", (ROOT / doc).read_text())
 
 
-PACKAGES = ("scalesim", "scalesim.model", "scalesim.cli", "scalesim.sources", "scalesim.app",
-            "scalesim.calibration")
+PACKAGES = (
+    "scalesim",
+    "scalesim.model",
+    "scalesim.cli",
+    "scalesim.sources",
+    "scalesim.app",
+    "scalesim.calibration",
+)
 
 
 def _modules() -> dict[str, list[str]]:
@@ -72,8 +87,11 @@ def _field_path(parts: list[str]) -> bool:
             field = getattr(model, "model_fields", {}).get(part)
             if field is None:
                 break
-            nested = [a for a in typing.get_args(field.annotation) or (field.annotation,)
-                      if isinstance(a, type) and issubclass(a, BaseModel)]
+            nested = [
+                a
+                for a in typing.get_args(field.annotation) or (field.annotation,)
+                if isinstance(a, type) and issubclass(a, BaseModel)
+            ]
             model = nested[0] if nested else None
         else:
             return True
@@ -93,8 +111,7 @@ def _resolves(dotted: str) -> bool:
             if found:
                 return _attribute(".".join(parts[:i]), parts[i:])
         return False
-    return (any(_attribute(name, parts[1:]) for name in MODULES[parts[0]])
-            or _field_path(parts))
+    return any(_attribute(name, parts[1:]) for name in MODULES[parts[0]]) or _field_path(parts)
 
 
 def test_repository_paths_exist():
@@ -105,17 +122,21 @@ def test_repository_paths_exist():
             if not path.startswith(OWN_FOLDERS) or " " in path or "*" in path:
                 continue
             for installed, folder in INSTALLED.items():
-                path = folder + path[len(installed):] if path.startswith(installed) else path
+                path = folder + path[len(installed) :] if path.startswith(installed) else path
             if not (ROOT / path).exists():
                 missing.append((doc, span))
     assert not missing, missing
 
 
 def test_dotted_names_of_scalesim_resolve():
-    names = {(doc, span) for doc in DOCS for span in _spans(doc)
-             if re.fullmatch(r"[A-Za-z_]\w*(\.\w+)+", span)
-             and (span.split(".")[0] == "scalesim" or span.split(".")[0] in MODULES)
-             and not re.search(r"\.(py|json|md|sh|csv|gz|txt)$", span)}
+    names = {
+        (doc, span)
+        for doc in DOCS
+        for span in _spans(doc)
+        if re.fullmatch(r"[A-Za-z_]\w*(\.\w+)+", span)
+        and (span.split(".")[0] == "scalesim" or span.split(".")[0] in MODULES)
+        and not re.search(r"\.(py|json|md|sh|csv|gz|txt)$", span)
+    }
     assert len(names) > 100  # the docs name many; a change to this filter must keep them
     dead = sorted((doc, span) for doc, span in names if not _resolves(span))
     assert not dead, dead
@@ -123,11 +144,11 @@ def test_dotted_names_of_scalesim_resolve():
 
 @pytest.mark.parametrize("doc", DOCS)
 def test_model_md_section_numbers_exist(doc):
-    sections = {int(n) for n in re.findall(r"^## (\d+)\.", (ROOT / "docs/model.md").read_text(),
-                                           re.M)}
+    sections = {int(n) for n in re.findall(r"^## (\d+)\.", (ROOT / "docs/model.md").read_text(), re.M)}
     text = (ROOT / doc).read_text()
-    cited = {int(n) for m in re.finditer(r"docs/model\.md,? §(\d+)(?:[-–](\d+))?", text)
-             for n in m.groups() if n}
+    cited = {
+        int(n) for m in re.finditer(r"docs/model\.md,? §(\d+)(?:[-–](\d+))?", text) for n in m.groups() if n
+    }
     if doc == "docs/model.md":  # its own "§N" (a paper's sections are small numbers too)
         cited |= {int(n) for n in re.findall(r"(?<![\w.])§ ?(\d+)", text)}
     assert cited <= sections, sorted(cited - sections)

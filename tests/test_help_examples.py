@@ -33,8 +33,17 @@ def _command_lines(text: str) -> list[str]:
 
 # the docs whose code blocks users copy command lines from (docs/validation.md and
 # docs/performance.md quote the benchmark scripts' commands)
-DOCS = ("README.md", "docs/app.md", "docs/calibration.md", "docs/diagnose.md", "docs/model.md",
-        "docs/bounds.md", "docs/emulated-cluster.md")
+DOCS = (
+    "README.md",
+    "docs/app.md",
+    "docs/calibration.md",
+    "docs/diagnose.md",
+    "docs/model.md",
+    "docs/bounds.md",
+    "docs/emulated-cluster.md",
+    "docs/validation.md",
+    "docs/performance.md",
+)
 
 
 def _doc_lines(doc: str) -> list[str]:
@@ -42,15 +51,23 @@ def _doc_lines(doc: str) -> list[str]:
     error line ('scalesim predict: error: ...', after a '$ ' prompt line) is output, not a
     command."""
     blocks = re.findall(r"^```(\w*)\n(.*?)^```", (ROOT / doc).read_text(), re.S | re.M)
-    return [line for lang, body in blocks if lang in ("", "bash")
-            for line in _command_lines(body) if not shlex.split(line)[1].endswith(":")]
+    return [
+        line
+        for lang, body in blocks
+        if lang in ("", "bash")
+        for line in _command_lines(body)
+        if not shlex.split(line)[1].endswith(":")
+    ]
 
 
 def _examples() -> list[tuple[str, str]]:
     """(where, example line) for every command line of every command's --help epilog and of
     the docs' code blocks."""
-    out = [(module.NAME, line) for module in _command_modules()
-           for line in _command_lines(getattr(module, "EXAMPLE", "") or "")]
+    out = [
+        (module.NAME, line)
+        for module in _command_modules()
+        for line in _command_lines(getattr(module, "EXAMPLE", "") or "")
+    ]
     out += [(doc, line) for doc in DOCS for line in _doc_lines(doc)]
     return out
 
@@ -79,8 +96,9 @@ def _options() -> dict[str, set[str]]:
     import argparse
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    return {name: {o for action in p._actions for o in action.option_strings}
-            for name, p in sub.choices.items()}
+    return {
+        name: {o for action in p._actions for o in action.option_strings} for name, p in sub.choices.items()
+    }
 
 
 def _inline_commands() -> list[tuple[str, str, list[str]]]:
@@ -104,6 +122,10 @@ def test_every_flag_the_docs_name_on_a_command_is_one_of_its_options():
     such a span must be an option of that command."""
     options, spans = _options(), _inline_commands()
     assert len(spans) > 20
-    wrong = [(doc, command, flag) for doc, command, flags in spans for flag in flags
-             if flag not in options[command]]
+    wrong = [
+        (doc, command, flag)
+        for doc, command, flags in spans
+        for flag in flags
+        if flag not in options[command]
+    ]
     assert not wrong, wrong

@@ -13,8 +13,20 @@ from scalesim.predict import predict
 from scalesim.profiles import default_profile, load_profile
 from scalesim.schemas import Scenario
 
-KEYS = {"devices", "nodes", "step_time_s", "compute_s", "exposed_comm_s", "data_stall_s",
-        "straggler_s", "samples_per_s", "speedup", "efficiency", "memory_bytes", "fits"}
+KEYS = {
+    "devices",
+    "nodes",
+    "step_time_s",
+    "compute_s",
+    "exposed_comm_s",
+    "data_stall_s",
+    "straggler_s",
+    "samples_per_s",
+    "speedup",
+    "efficiency",
+    "memory_bytes",
+    "fits",
+}
 
 
 def run_cli(capsys, *argv):
@@ -44,8 +56,9 @@ def test_table_names_the_knee(capsys):
     assert "knee: 8 -> 16 devices" in out and "inter-server link" in out
     # the drop in points, between the two efficiencies printed in the eff column
     knee = next(line for line in out.splitlines() if line.startswith("knee: "))
-    before, after = (next(line.split()[-3] for line in out.splitlines()
-                          if line.split()[:1] == [n]) for n in ("8", "16"))
+    before, after = (
+        next(line.split()[-3] for line in out.splitlines() if line.split()[:1] == [n]) for n in ("8", "16")
+    )
     assert f"efficiency {before} -> {after} (-" in knee and " points)" in knee, knee
 
 
@@ -54,10 +67,10 @@ def test_presets_and_files_give_the_same_numbers(tmp_path, capsys):
 
     hw = tmp_path / "hw.json"
     hw.write_text(presets.HARDWARE["dgx-a100"].model_dump_json())
-    code, by_file, _ = run_cli(capsys, "predict", "--hardware", str(hw), "--workload", "resnet50",
-                               "--json")
-    code2, by_name, _ = run_cli(capsys, "predict", "--hardware", "dgx-a100", "--workload",
-                                "resnet50", "--json")
+    code, by_file, _ = run_cli(capsys, "predict", "--hardware", str(hw), "--workload", "resnet50", "--json")
+    code2, by_name, _ = run_cli(
+        capsys, "predict", "--hardware", "dgx-a100", "--workload", "resnet50", "--json"
+    )
     assert code == code2 == 0 and json.loads(by_file) == json.loads(by_name)
 
 
@@ -71,68 +84,98 @@ def test_profile_file_round_trip(tmp_path, capsys):
 
 
 def test_strong_scaling_keeps_global_batch(capsys):
-    code, out, _ = run_cli(capsys, "predict", "--global-batch", "256", "--devices", "1,2,4,8",
-                           "--json")
+    code, out, _ = run_cli(capsys, "predict", "--global-batch", "256", "--devices", "1,2,4,8", "--json")
     rows = json.loads(out)
     assert code == 0 and {r["global_batch"] for r in rows} == {256}
     assert [r["micro_batch"] for r in rows] == [256, 128, 64, 32]
 
 
 def test_time_and_money(capsys):
-    code, out, _ = run_cli(capsys, "predict", "--hardware", "dgx-a100", "--workload", "bert-large",
-                           "--train-samples", "1e8", "--price", "4", "--json")
+    code, out, _ = run_cli(
+        capsys,
+        "predict",
+        "--hardware",
+        "dgx-a100",
+        "--workload",
+        "bert-large",
+        "--train-samples",
+        "1e8",
+        "--price",
+        "4",
+        "--json",
+    )
     rows = json.loads(out)
     assert code == 0
     # AWS p4de is rented whole: 1, 2, 4 and 8 GPUs bill one 8-GPU instance, 16 bill two
     assert [r["billed_devices"] for r in rows] == [8, 8, 8, 8, 16]
     for r in rows:
         assert r["time_to_train_s"] == pytest.approx(1e8 / r["samples_per_s"])
-        assert r["cost_usd"] == pytest.approx(r["time_to_train_s"] / 3600
-                                              * r["billed_devices"] * 4)
-    code, out, _ = run_cli(capsys, "predict", "--hardware", "dgx-a100", "--workload", "bert-large",
-                           "--train-samples", "1e8", "--price", "4", "--instance-sizes", "1",
-                           "--json")
+        assert r["cost_usd"] == pytest.approx(r["time_to_train_s"] / 3600 * r["billed_devices"] * 4)
+    code, out, _ = run_cli(
+        capsys,
+        "predict",
+        "--hardware",
+        "dgx-a100",
+        "--workload",
+        "bert-large",
+        "--train-samples",
+        "1e8",
+        "--price",
+        "4",
+        "--instance-sizes",
+        "1",
+        "--json",
+    )
     per_gpu = json.loads(out)
     assert [r["billed_devices"] for r in per_gpu] == [1, 2, 4, 8, 16]
     assert per_gpu[0]["cost_usd"] == pytest.approx(rows[0]["cost_usd"] / 8)
 
 
 def test_time_to_quality_shows_large_batch_effect():
-    rows = predict(default_profile(), Scenario(devices=[1, 8], critical_batch_size=64,
-                                               min_samples_to_quality=1e6))
+    rows = predict(
+        default_profile(), Scenario(devices=[1, 8], critical_batch_size=64, min_samples_to_quality=1e6)
+    )
     # throughput scales ~8x, but steps to quality fall far less than 8x above B_noise
     assert rows[1].samples_per_s / rows[0].samples_per_s > 7.5
     assert rows[0].steps_to_quality / rows[1].steps_to_quality < 2.5
 
 
-@pytest.mark.parametrize("argv, fragment", [
-    (["predict", "--batch", "-4"], "-4 is outside 1 <= x"),
-    (["predict", "--devices", "1,2,12"], "do not fill whole servers"),
-    (["predict", "--hardware", "nope"], "unknown hardware preset"),
-    (["predict", "--workload", "nope"], "unknown workload preset"),
-    (["predict", "--devices", "a,b"], "'a' is not a whole number"),
-    (["predict", "--global-batch", "100", "--devices", "1,3"], "does not split evenly"),
-    (["predict", "--batch", "4", "--global-batch", "8"], "not allowed with"),
-    (["predict", "--epochs", "3"], "--epochs and --dataset-size go together (e.g. --epochs 3 "
-     "--dataset-size 1281167: the run is their product in samples), or give --train-samples "
-     "alone"),  # how to fix it, not only what is wrong (session 16 user's pass)
-    (["predict", "--dataset-size", "1e6"], "--epochs and --dataset-size go together (e.g."),
-    (["schema", "nothing"], "invalid choice"),
-    (["predict", "--devices", "0-8"], "0 is outside 1 <= x"),
-    (["predict", "--devices", "8-1"], "must start at 1 or more"),
-    (["predict", "--devices", "1-1000"], "stops at 512, short of 1000"),
-    (["sweep", "--batch-values", "3-100"], "stops at 96, short of 100"),
-    (["predict", "--devices", "4,0"], "0 is outside 1 <= x"),
-    (["predict", "--slow-factor", "2"], "go together"),
-    (["predict", "--slow-device", "3"], "go together"),
-    (["predict", "--price", "3"], "--price needs a training length"),
-    (["predict", "--critical-batch", "4096"], "--critical-batch and --min-samples go together"),
-    (["predict", "--min-samples", "1e6"], "--critical-batch and --min-samples go together"),
-    (["predict", "--critical-batch", "4096", "--train-samples", "1e9"],
-     "--critical-batch and --min-samples go together"),
-    (["sweep", "--bucket-mib-values", "0,-5"], "0.0 is outside 0.1 <= x"),
-    (["sweep", "--straggler-cv-values", "-1"], "-1.0 is outside 0 <= x"),
-])
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["predict", "--batch", "-4"], "-4 is outside 1 <= x"),
+        (["predict", "--devices", "1,2,12"], "do not fill whole servers"),
+        (["predict", "--hardware", "nope"], "unknown hardware preset"),
+        (["predict", "--workload", "nope"], "unknown workload preset"),
+        (["predict", "--devices", "a,b"], "'a' is not a whole number"),
+        (["predict", "--global-batch", "100", "--devices", "1,3"], "does not split evenly"),
+        (["predict", "--batch", "4", "--global-batch", "8"], "not allowed with"),
+        (
+            ["predict", "--epochs", "3"],
+            "--epochs and --dataset-size go together (e.g. --epochs 3 "
+            "--dataset-size 1281167: the run is their product in samples), or give --train-samples "
+            "alone",
+        ),  # how to fix it, not only what is wrong (session 16 user's pass)
+        (["predict", "--dataset-size", "1e6"], "--epochs and --dataset-size go together (e.g."),
+        (["schema", "nothing"], "invalid choice"),
+        (["predict", "--devices", "0-8"], "0 is outside 1 <= x"),
+        (["predict", "--devices", "8-1"], "must start at 1 or more"),
+        (["predict", "--devices", "1-1000"], "stops at 512, short of 1000"),
+        (["sweep", "--batch-values", "3-100"], "stops at 96, short of 100"),
+        (["predict", "--devices", "4,0"], "0 is outside 1 <= x"),
+        (["predict", "--slow-factor", "2"], "go together"),
+        (["predict", "--slow-device", "3"], "go together"),
+        (["predict", "--price", "3"], "--price needs a training length"),
+        (["predict", "--critical-batch", "4096"], "--critical-batch and --min-samples go together"),
+        (["predict", "--min-samples", "1e6"], "--critical-batch and --min-samples go together"),
+        (
+            ["predict", "--critical-batch", "4096", "--train-samples", "1e9"],
+            "--critical-batch and --min-samples go together",
+        ),
+        (["sweep", "--bucket-mib-values", "0,-5"], "0.0 is outside 0.1 <= x"),
+        (["sweep", "--straggler-cv-values", "-1"], "-1.0 is outside 0 <= x"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, fragment):
     with pytest.raises(SystemExit) as info:
         code = main(argv)
@@ -142,13 +185,16 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, fragment):
     assert fragment in err and "Traceback" not in err and len(err.splitlines()) == 1
 
 
-@pytest.mark.parametrize("content, fragment", [
-    ("{not json", "not valid JSON"),
-    ('{"schema_version": "scalesim-profile/0"}', "reads 'scalesim-profile/1' only"),
-    ('[1, 2]', "expected a JSON object"),
-    ('{"schema_version": "scalesim-profile/1", "name": "x"}', "field 'hardware'"),
-    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
-])
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        ("{not json", "not valid JSON"),
+        ('{"schema_version": "scalesim-profile/0"}', "reads 'scalesim-profile/1' only"),
+        ("[1, 2]", "expected a JSON object"),
+        ('{"schema_version": "scalesim-profile/1", "name": "x"}', "field 'hardware'"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ],
+)
 def test_bad_profile_files(tmp_path, capsys, content, fragment):
     path = tmp_path / "bad.json"
     path.write_text(content)
@@ -186,25 +232,37 @@ def test_presets_text_names_bert_large_as_one_model(capsys):
     code, out, _ = run_cli(capsys, "presets")
     assert code == 0
     workloads, transformers = out.split("\ntransformer presets")
-    entry = workloads[workloads.index("  bert-large (default):"):]
-    assert (f"      shape: {BERT_LARGE.words()}, the transformer preset bert-large below: plan "
-            "and diagnose --workload bert-large use it") in entry
+    entry = workloads[workloads.index("  bert-large (default):") :]
+    assert (
+        f"      shape: {BERT_LARGE.words()}, the transformer preset bert-large below: plan "
+        "and diagnose --workload bert-large use it"
+    ) in entry
     assert "sequence 128" in BERT_LARGE.words()
-    entry = transformers[transformers.index("  bert-large:"):]
+    entry = transformers[transformers.index("  bert-large:") :]
     assert "sequence 128" in entry.splitlines()[0]
-    assert entry.splitlines()[1].startswith("      the workload preset bert-large above, the "
-                                            "same model")
+    assert entry.splitlines()[1].startswith("      the workload preset bert-large above, the same model")
 
 
 def test_sweep_csv_and_json(tmp_path, capsys):
     out_csv = tmp_path / "s.csv"
-    code, _, err = run_cli(capsys, "sweep", "--devices", "1,8,16", "--batch-values", "16,32",
-                           "--strategy-values", "ddp,zero3", "--out", str(out_csv))
+    code, _, err = run_cli(
+        capsys,
+        "sweep",
+        "--devices",
+        "1,8,16",
+        "--batch-values",
+        "16,32",
+        "--strategy-values",
+        "ddp,zero3",
+        "--out",
+        str(out_csv),
+    )
     assert code == 0, err
     lines = out_csv.read_text().splitlines()
     assert len(lines) == 1 + 3 * 2 * 2 and lines[0].startswith("devices,")
-    code, out, _ = run_cli(capsys, "sweep", "--devices", "8,16", "--inter-busbw-values", "5,50",
-                           "--format", "json")
+    code, out, _ = run_cli(
+        capsys, "sweep", "--devices", "8,16", "--inter-busbw-values", "5,50", "--format", "json"
+    )
     rows = json.loads(out)
     assert code == 0 and len(rows) == 4
     slow, fast = (r for r in rows if r["devices"] == 16)
@@ -217,16 +275,22 @@ def test_sweep_matches_predict():
     prof = default_profile()
     res = sweep(prof, Scenario(devices=[1, 2, 8, 16]), {"micro_batch": [8, 64]})
     for i in range(res.size):
-        row = predict(prof, Scenario(devices=[int(res.columns["devices"][i])],
-                                     micro_batch=int(res.columns["micro_batch"][i])))[0]
+        row = predict(
+            prof,
+            Scenario(
+                devices=[int(res.columns["devices"][i])], micro_batch=int(res.columns["micro_batch"][i])
+            ),
+        )[0]
         assert res.columns["step_time_s"][i] == pytest.approx(row.step_time_s)
         assert res.columns["efficiency"][i] == pytest.approx(row.efficiency)
 
 
 def test_help_starts_without_torch():
-    code = ("import sys, scalesim.cli.main as m\n"
-            "try:\n    m.main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "assert 'torch' not in sys.modules and 'streamlit' not in sys.modules\n")
+    code = (
+        "import sys, scalesim.cli.main as m\n"
+        "try:\n    m.main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "assert 'torch' not in sys.modules and 'streamlit' not in sys.modules\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "predict" in proc.stdout and "sweep" in proc.stdout
@@ -244,19 +308,18 @@ def test_sweep_applies_the_out_of_memory_ceiling_like_predict():
     from scalesim.sweep import sweep
 
     prof = default_profile()
-    prof = prof.model_copy(update={"compute": prof.compute.model_copy(
-        update={"oom_micro_batch": 48})})
+    prof = prof.model_copy(update={"compute": prof.compute.model_copy(update={"oom_micro_batch": 48})})
     res = sweep(prof, Scenario(devices=[2]), {"micro_batch": [32, 64]})
     assert res.columns["fits"].tolist() == [True, False]
-    assert [predict(prof, Scenario(devices=[2], micro_batch=b))[0].fits for b in (32, 64)] == [
-        True, False]
+    assert [predict(prof, Scenario(devices=[2], micro_batch=b))[0].fits for b in (32, 64)] == [True, False]
 
 
 def test_measured_noise_scale_gives_time_to_quality():
     from scalesim.schemas import NoiseScale
 
-    prof = default_profile().model_copy(update={"noise_scale": NoiseScale(
-        b_simple=300.0, small_batch=16, big_batch=64)})
+    prof = default_profile().model_copy(
+        update={"noise_scale": NoiseScale(b_simple=300.0, small_batch=16, big_batch=64)}
+    )
     row = predict(prof, Scenario(devices=[8], min_samples_to_quality=1e6))[0]
     assert row.steps_to_quality == pytest.approx(1e6 / 300.0 * (1 + 300.0 / row.global_batch))
 
@@ -264,31 +327,52 @@ def test_measured_noise_scale_gives_time_to_quality():
 def test_rows_that_do_not_fit_get_hints_that_apply(capsys):
     """The hint under rows that do not fit names what may make them fit here: no smaller batch
     at batch 1, a wider split, full recompute and the planner for a transformer workload."""
-    assert main(["predict", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices",
-                 "8", "--tp", "2"]) == 0
-    warning = next(line for line in capsys.readouterr().out.splitlines()
-                   if line.startswith("warning: rows marked NO"))
+    assert (
+        main(["predict", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8", "--tp", "2"])
+        == 0
+    )
+    warning = next(
+        line for line in capsys.readouterr().out.splitlines() if line.startswith("warning: rows marked NO")
+    )
     assert "--strategy zero3" in warning and "a larger --tp or --pp" in warning
     assert "--recompute full" in warning
     assert "scalesim plan with the same --workload and --hardware" in warning
     assert "smaller --batch" not in warning  # the batch is 1 already
-    assert main(["predict", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices",
-                 "8", "--tp", "2", "--recompute", "full", "--strategy", "zero3",
-                 "--batch", "64"]) == 0
-    warning = next(line for line in capsys.readouterr().out.splitlines()
-                   if line.startswith("warning: rows marked NO"))
+    assert (
+        main(
+            [
+                "predict",
+                "--workload",
+                "llama3-8b",
+                "--hardware",
+                "dgx-h100",
+                "--devices",
+                "8",
+                "--tp",
+                "2",
+                "--recompute",
+                "full",
+                "--strategy",
+                "zero3",
+                "--batch",
+                "64",
+            ]
+        )
+        == 0
+    )
+    warning = next(
+        line for line in capsys.readouterr().out.splitlines() if line.startswith("warning: rows marked NO")
+    )
     assert "smaller --batch" in warning and "--recompute full" not in warning
     assert "--strategy zero3" not in warning
 
 
 def test_a_slow_device_beyond_a_rows_devices_is_said(capsys):
     """Device 12 is not among 8 devices: that row has no slow device, and the output says so."""
-    assert main(["predict", "--devices", "8,16", "--slow-device", "12", "--slow-factor",
-                 "1.5"]) == 0
+    assert main(["predict", "--devices", "8,16", "--slow-device", "12", "--slow-factor", "1.5"]) == 0
     out = capsys.readouterr().out
     assert "note: device 12 is not among the 8 devices of that row: no slow device there" in out
-    assert main(["predict", "--devices", "8,16", "--slow-device", "3", "--slow-factor",
-                 "1.5"]) == 0
+    assert main(["predict", "--devices", "8,16", "--slow-device", "3", "--slow-factor", "1.5"]) == 0
     assert "is not among" not in capsys.readouterr().out
 
 
@@ -296,12 +380,24 @@ def test_a_slow_device_beyond_a_rows_devices_is_said(capsys):
 def test_settings_that_do_not_go_together_are_said_plainly(capsys, command):
     """A rule across fields (``--grad-sync once-per-step`` with DeepSpeed) is one plain line,
     without pydantic's 'field (top level)' and 'Value error,' wrapping."""
-    code, out, err = run_cli(capsys, command, "--devices", "8", "--strategy", "zero2",
-                             "--zero-framework", "deepspeed", "--grad-sync", "once-per-step",
-                             "--accumulation", "4")
+    code, out, err = run_cli(
+        capsys,
+        command,
+        "--devices",
+        "8",
+        "--strategy",
+        "zero2",
+        "--zero-framework",
+        "deepspeed",
+        "--grad-sync",
+        "once-per-step",
+        "--accumulation",
+        "4",
+    )
     assert code == 2 and out == "" and err.count("\n") == 1, err
-    assert err.startswith(f"scalesim {command}: error: scenario: grad_sync once-per-step is "
-                          "FSDP's no_sync"), err
+    assert err.startswith(
+        f"scalesim {command}: error: scenario: grad_sync once-per-step is FSDP's no_sync"
+    ), err
     assert "Value error" not in err and "top level" not in err
 
 
@@ -319,8 +415,17 @@ def test_a_positive_number_never_prints_as_zero(tmp_path, capsys):
         paths.append(tmp_path / f"{name}.json")
         paths[-1].write_text(json.dumps(data))
     for path, train in zip(paths, ("1e3", "1e6"), strict=True):
-        argv = ["predict", "--workload", str(path), "--devices", "1,8,16", "--train-samples",
-                train, "--price", "1"]
+        argv = [
+            "predict",
+            "--workload",
+            str(path),
+            "--devices",
+            "1,8,16",
+            "--train-samples",
+            train,
+            "--price",
+            "1",
+        ]
         code, out, _ = run_cli(capsys, *argv)
         assert code == 0
         code, text, _ = run_cli(capsys, *argv, "--json")
@@ -328,29 +433,40 @@ def test_a_positive_number_never_prints_as_zero(tmp_path, capsys):
         lines = out.splitlines()
         head = next(i for i, line in enumerate(lines) if line.startswith("devices nodes"))
         money = next(i for i, line in enumerate(lines) if line.startswith("devices   to"))
-        for row, line, cost_line in zip(rows, lines[head + 1:head + 4],
-                                        lines[money + 1:money + 4], strict=True):
+        for row, line, cost_line in zip(
+            rows, lines[head + 1 : head + 4], lines[money + 1 : money + 4], strict=True
+        ):
             cells = line.split()
             # no stall column: the presets' input pipeline is not modelled (the note says so)
-            shown = {"step_time_s": cells[3], "compute_s": cells[4], "exposed_comm_s": cells[5],
-                     "straggler_s": cells[6], "samples_per_s": cells[7], "speedup": cells[8],
-                     "efficiency": cells[9].rstrip("%"), "memory_bytes": cells[10]}
+            shown = {
+                "step_time_s": cells[3],
+                "compute_s": cells[4],
+                "exposed_comm_s": cells[5],
+                "straggler_s": cells[6],
+                "samples_per_s": cells[7],
+                "speedup": cells[8],
+                "efficiency": cells[9].rstrip("%"),
+                "memory_bytes": cells[10],
+            }
             for key, cell in shown.items():
                 assert (float(cell) > 0) == (row[key] > 0), (path.name, key, cell, row[key])
             to_train, cost = cost_line.split()[-4:-2], cost_line.split()[-1]
             assert float(to_train[0]) > 0 and float(cost.replace(",", "")) > 0, cost_line
 
 
-@pytest.mark.parametrize("argv, named", [
-    (["predict", "--hardware", ""], "hardware"),
-    (["predict", "--workload", ""], "workload"),
-    (["predict", "--scenario", ""], "scenario"),
-    (["predict", "--profile", ""], "profile"),
-    (["decide", "--devices", "1,2", "--hardware", ""], "hardware"),
-    (["plan", "--hardware", "", "--devices", "8", "--global-batch", "8"], "hardware"),
-    (["diagnose", "--trace", ""], "trace"),
-    (["calibrate", "--from-topo", "", "--out", "never-written.json"], "--from-topo"),
-])
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (["predict", "--hardware", ""], "hardware"),
+        (["predict", "--workload", ""], "workload"),
+        (["predict", "--scenario", ""], "scenario"),
+        (["predict", "--profile", ""], "profile"),
+        (["decide", "--devices", "1,2", "--hardware", ""], "hardware"),
+        (["plan", "--hardware", "", "--devices", "8", "--global-batch", "8"], "hardware"),
+        (["diagnose", "--trace", ""], "trace"),
+        (["calibrate", "--from-topo", "", "--out", "never-written.json"], "--from-topo"),
+    ],
+)
 def test_an_empty_value_is_refused_not_taken_for_the_default(capsys, argv, named):
     """``--hardware "$HW"`` with HW unset: one line naming what is empty (before: predict,
     decide and plan ran on the default presets, exit 0; --trace '' read the folder '.')."""
@@ -366,8 +482,7 @@ def test_device_counts_in_any_order_give_the_rows_and_knee_in_order(capsys):
     assert Scenario(devices=[4, 1, 4, 2]).devices == [1, 2, 4]
     code, out, _ = run_cli(capsys, "predict", "--devices", "16,8,1,1")
     assert code == 0
-    rows = [line.split()[0] for line in out.splitlines()
-            if line[:7].strip().isdigit() and "yes" in line]
+    rows = [line.split()[0] for line in out.splitlines() if line[:7].strip().isdigit() and "yes" in line]
     assert rows == ["1", "8", "16"], out
     assert "knee: 8 -> 16 devices" in out
     code, text, _ = run_cli(capsys, "predict", "--devices", "16,8,1,1", "--json")
@@ -388,11 +503,9 @@ def test_predict_prints_durations_in_the_cards_words(capsys):
     from scalesim.decision import duration_text
 
     sps = predict(default_profile(), Scenario(devices=[8]))[0].samples_per_s
-    code, out, _ = run_cli(capsys, "predict", "--devices", "8", "--train-samples",
-                           f"{1800 * sps:.6g}")
+    code, out, _ = run_cli(capsys, "predict", "--devices", "8", "--train-samples", f"{1800 * sps:.6g}")
     assert code == 0
-    row = next(line for line in out.splitlines() if line.split()[:1] == ["8"]
-               and "min" in line)
+    row = next(line for line in out.splitlines() if line.split()[:1] == ["8"] and "min" in line)
     assert duration_text(1800) == "30 min" and "30 min" in row and "0.5 h" not in out
 
 
@@ -402,8 +515,9 @@ def test_min_samples_alone_is_used_where_the_profile_measured_the_critical_batch
     time to quality", not "both flags"."""
     from h200_gpt import H200
 
-    code, out, err = run_cli(capsys, "predict", "--profile", str(H200), "--devices", "1",
-                             "--min-samples", "1e6", "--json")
+    code, out, err = run_cli(
+        capsys, "predict", "--profile", str(H200), "--devices", "1", "--min-samples", "1e6", "--json"
+    )
     assert code == 0, err
     b_simple = load_profile(H200).noise_scale.b_simple
     row = json.loads(out)[0]
@@ -419,7 +533,7 @@ def test_a_doubling_range_is_said_in_help_and_reaches_its_end(capsys):
 
     assert parse_int_list("1-1024") == [2**i for i in range(11)]
     assert parse_int_list("3-96") == [3, 6, 12, 24, 48, 96]
-    for command in ("predict", "sweep", "decide", "goal"):
+    for command in ("predict", "sweep", "decide"):  # goal refuses --devices (test_newcomer_help)
         code, out, _ = run_cli(capsys, command, "--help")
         assert code == 0 and "doubling" in " ".join(out.split()), command
 
@@ -433,15 +547,17 @@ def test_loader_workers_without_a_measured_input_pipeline_is_refused(capsys, com
     from h200_gpt import H200
 
     extra = {"goal": ["--train-samples", "1e9", "--deadline", "3d", "--budget", "1e5"]}
-    code, _, err = run_cli(capsys, command, "--loader-workers", "0",
-                           *extra.get(command, ["--devices", "1,2"]))
+    code, _, err = run_cli(
+        capsys, command, "--loader-workers", "0", *extra.get(command, ["--devices", "1,2"])
+    )
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "--loader-workers 0" in err and "input pipeline" in err
     assert load_profile(H200).input_pipeline is not None
     rows = {}
     for workers in ("1", "8"):
-        code, out, err = run_cli(capsys, "predict", "--profile", str(H200), "--devices", "1",
-                                 "--loader-workers", workers, "--json")
+        code, out, err = run_cli(
+            capsys, "predict", "--profile", str(H200), "--devices", "1", "--loader-workers", workers, "--json"
+        )
         assert code == 0, err
         rows[workers] = json.loads(out)[0]
     assert rows["1"]["data_stall_s"] >= rows["8"]["data_stall_s"]
@@ -464,8 +580,9 @@ def test_rows_over_a_link_the_profile_did_not_measure_say_so(capsys):
     assert "ethernet" in across[0] and "--inter-busbw" in across[0]
     assert notes("--devices", "1") == []
     assert notes("--devices", "1,2", "--inter-busbw", "50") == []
-    code, out, err = run_cli(capsys, "plan", "--profile", str(H200), "--devices", "8",
-                             "--global-batch", "64", "--top", "1")
+    code, out, err = run_cli(
+        capsys, "plan", "--profile", str(H200), "--devices", "8", "--global-batch", "64", "--top", "1"
+    )
     assert code == 0, err
     # plan takes --inter-busbw too now: the same note, word for word
     assert [line for line in out.splitlines() if "link not measured" in line] == across
@@ -489,35 +606,45 @@ def test_a_link_not_measured_is_noted_from_its_record_not_its_note(capsys, tmp_p
         assert code == 0, err
         return next(line for line in out.splitlines() if "link not measured" in line)
 
-    record = LinkCalibration(level="inter_node", measured=False, not_measured_because="one node",
-                             numbers_from="preset roce:2x200", note="anything at all")
+    record = LinkCalibration(
+        level="inter_node",
+        measured=False,
+        not_measured_because="one node",
+        numbers_from="preset roce:2x200",
+        note="anything at all",
+    )
     assert note_with(record) == (
         "note: inter-server link not measured (one node); numbers from preset roce:2x200; the "
-        "rows on several servers use those numbers: measure it or give --inter-busbw")
+        "rows on several servers use those numbers: measure it or give --inter-busbw"
+    )
     old = LinkCalibration(level="inter_node", measured=False, note="measured elsewhere")
     assert note_with(old).startswith(
-        "note: inter-server link not measured (profile note: measured elsewhere); the rows")
+        "note: inter-server link not measured (profile note: measured elsewhere); the rows"
+    )
 
 
 def test_a_zero_framework_with_ddp_is_noted_as_ignored(capsys):
     """--zero-framework says how ZeRO runs; with --strategy ddp (the default) nothing is
     sharded and the numbers are DDP's whatever it says. predict printed them with no word;
     now a note, as for --recompute-style without full recompute."""
-    code, out, err = run_cli(capsys, "predict", "--devices", "8,16", "--zero-framework",
-                             "deepspeed")
+    code, out, err = run_cli(capsys, "predict", "--devices", "8,16", "--zero-framework", "deepspeed")
     assert code == 0, err
     assert "note: --zero-framework deepspeed ignored: strategy ddp shards nothing" in out
-    code, out, err = run_cli(capsys, "predict", "--devices", "8,16", "--strategy", "zero2",
-                             "--zero-framework", "deepspeed")
+    code, out, err = run_cli(
+        capsys, "predict", "--devices", "8,16", "--strategy", "zero2", "--zero-framework", "deepspeed"
+    )
     assert code == 0 and "ignored" not in out, err
 
 
-@pytest.mark.parametrize("flags, why", [
-    (["--strategy", "ddp", "--accumulation", "4"], "strategy ddp reduces gradients once per step"),
-    (["--strategy", "zero1", "--accumulation", "4"], "strategy zero1 reduces gradients once"),
-    (["--strategy", "zero2"], "accumulation 1: one micro-step per step reduces once"),
-    (["--strategy", "zero3"], "accumulation 1: one micro-step per step reduces once"),
-])
+@pytest.mark.parametrize(
+    "flags, why",
+    [
+        (["--strategy", "ddp", "--accumulation", "4"], "strategy ddp reduces gradients once per step"),
+        (["--strategy", "zero1", "--accumulation", "4"], "strategy zero1 reduces gradients once"),
+        (["--strategy", "zero2"], "accumulation 1: one micro-step per step reduces once"),
+        (["--strategy", "zero3"], "accumulation 1: one micro-step per step reduces once"),
+    ],
+)
 def test_a_grad_sync_that_changes_nothing_is_noted_as_ignored(capsys, flags, why):
     """`predict --grad-sync once-per-step` with DDP, ZeRO-1 or no accumulation printed the same
     numbers as without it and no word (the scenario line even said 'under no_sync'), where
@@ -532,8 +659,18 @@ def test_a_grad_sync_that_changes_nothing_is_noted_as_ignored(capsys, flags, why
 
 
 def test_a_grad_sync_that_applies_is_not_noted(capsys):
-    code, out, err = run_cli(capsys, "predict", "--devices", "8,16", "--strategy", "zero2",
-                             "--accumulation", "4", "--grad-sync", "once-per-step")
+    code, out, err = run_cli(
+        capsys,
+        "predict",
+        "--devices",
+        "8,16",
+        "--strategy",
+        "zero2",
+        "--accumulation",
+        "4",
+        "--grad-sync",
+        "once-per-step",
+    )
     assert code == 0 and "--grad-sync once-per-step ignored" not in out, err
 
 
@@ -541,37 +678,71 @@ def test_more_gpus_per_server_than_the_hardware_has_is_said(capsys):
     """`predict --hardware dgx-a100 --gpus-per-node 16 --devices 8,16` put 16 GPUs on one
     server (nodes 1) under a header that said '8 per server', without a word; plan said '16 GPUs
     per server' alone. Both say now that the rows take the 8-GPU server's link for all 16."""
-    code, out, err = run_cli(capsys, "predict", "--hardware", "dgx-a100", "--devices", "8,16",
-                             "--gpus-per-node", "16")
+    code, out, err = run_cli(
+        capsys, "predict", "--hardware", "dgx-a100", "--devices", "8,16", "--gpus-per-node", "16"
+    )
     assert code == 0, err
-    words = ("16 GPUs per server (--gpus-per-node), more than the 8 of dgx-a100: its "
-             "intra-server link (230 GB/s busbw) taken for all 16")
+    words = (
+        "16 GPUs per server (--gpus-per-node), more than the 8 of dgx-a100: its "
+        "intra-server link (230 GB/s busbw) taken for all 16"
+    )
     assert words in out, out
     row = next(line.split() for line in out.splitlines() if line.split()[:1] == ["16"])
     assert row[1] == "1"  # what the words explain: 16 devices on one server
-    code, out, err = run_cli(capsys, "plan", "--hardware", "dgx-a100", "--devices", "16",
-                             "--gpus-per-node", "16", "--global-batch", "512", "--top", "1")
+    code, out, err = run_cli(
+        capsys,
+        "plan",
+        "--hardware",
+        "dgx-a100",
+        "--devices",
+        "16",
+        "--gpus-per-node",
+        "16",
+        "--global-batch",
+        "512",
+        "--top",
+        "1",
+    )
     assert code == 0 and f"ranked with: {words}" in out, err
-    code, out, err = run_cli(capsys, "predict", "--hardware", "dgx-a100", "--devices", "8",
-                             "--gpus-per-node", "8")
+    code, out, err = run_cli(
+        capsys, "predict", "--hardware", "dgx-a100", "--devices", "8", "--gpus-per-node", "8"
+    )
     assert code == 0 and "--gpus-per-node" not in out, err  # the server's own count: nothing
 
 
 # decide and goal, each with the flags it needs beside the scenario's
-DECIDE_AND_GOAL = pytest.mark.parametrize("command, extra", [
-    ("decide", ["--devices", "8,16"]),
-    ("goal", ["--train-samples", "1e8", "--price", "2", "--deadline", "30d", "--budget", "1e6",
-              "--max-devices", "32"]),
-])
+DECIDE_AND_GOAL = pytest.mark.parametrize(
+    "command, extra",
+    [
+        ("decide", ["--devices", "8,16"]),
+        (
+            "goal",
+            [
+                "--train-samples",
+                "1e8",
+                "--price",
+                "2",
+                "--deadline",
+                "30d",
+                "--budget",
+                "1e6",
+                "--max-devices",
+                "32",
+            ],
+        ),
+    ],
+)
 
 
 @DECIDE_AND_GOAL
-@pytest.mark.parametrize("per_server, says", [
-    ("16", "16 GPUs per server (--gpus-per-node), more than the 8 of dgx-a100"),
-    ("4", "4 of 8 GPUs per server"),
-])
-def test_decide_and_goal_say_the_gpus_per_server_as_predict_does(capsys, command, extra,
-                                                                 per_server, says):
+@pytest.mark.parametrize(
+    "per_server, says",
+    [
+        ("16", "16 GPUs per server (--gpus-per-node), more than the 8 of dgx-a100"),
+        ("4", "4 of 8 GPUs per server"),
+    ],
+)
+def test_decide_and_goal_say_the_gpus_per_server_as_predict_does(capsys, command, extra, per_server, says):
     """predict and plan say what --gpus-per-node other than the server's means (the links and
     NICs the job reaches, or one server's link taken for more GPUs than it holds); decide and
     goal, which honour the flag alike, said nothing: a card for 16 GPUs 'per server' of an
@@ -582,20 +753,23 @@ def test_decide_and_goal_say_the_gpus_per_server_as_predict_does(capsys, command
     assert any(line.startswith("note: ") and says in line for line in out.splitlines()), out
     code, out, err = run_cli(capsys, command, *args, "--json")
     assert code == 0 and any(says in n for n in json.loads(out)["notes"]), err
-    code, out, err = run_cli(capsys, command, "--hardware", "dgx-a100", "--gpus-per-node", "8",
-                             *extra)
+    code, out, err = run_cli(capsys, command, "--hardware", "dgx-a100", "--gpus-per-node", "8", *extra)
     assert code == 0 and "--gpus-per-node" not in out, err  # the server's own count: nothing
 
 
 @DECIDE_AND_GOAL
-@pytest.mark.parametrize("flags, says", [
-    (["--attention-kernel", "flash2"], "attention kernel flash2 ignored: workload 'bert-large' "
-     "is a parameter count"),
-    (["--zero-framework", "deepspeed"], "--zero-framework deepspeed ignored: strategy ddp"),
-    (["--grad-sync", "once-per-step"], "--grad-sync once-per-step ignored: strategy ddp"),
-])
-def test_decide_and_goal_say_a_flag_that_changes_nothing_as_predict_does(capsys, command, extra,
-                                                                         flags, says):
+@pytest.mark.parametrize(
+    "flags, says",
+    [
+        (
+            ["--attention-kernel", "flash2"],
+            "attention kernel flash2 ignored: workload 'bert-large' is a parameter count",
+        ),
+        (["--zero-framework", "deepspeed"], "--zero-framework deepspeed ignored: strategy ddp"),
+        (["--grad-sync", "once-per-step"], "--grad-sync once-per-step ignored: strategy ddp"),
+    ],
+)
+def test_decide_and_goal_say_a_flag_that_changes_nothing_as_predict_does(capsys, command, extra, flags, says):
     """predict notes a flag its scenario ignores (an attention kernel of a parameter-count
     workload, --zero-framework with ddp, --grad-sync where every step reduces once); decide
     and goal took the same flags without a word. One list of those notes now
@@ -611,19 +785,26 @@ def test_decide_and_goal_say_when_the_slow_device_is_not_in_their_runs(capsys):
     `goal ... --slow-device 100000` (no plan past --max-devices 1024) took the flags without a
     word, where predict notes `device 8 is not among the 8 devices of that row`. Both say it
     now, in the text and the JSON; a slow device inside the runs gets no such note."""
-    code, out, _ = run_cli(capsys, "decide", "--devices", "8", "--slow-device", "8",
-                           "--slow-factor", "2", "--json")
+    code, out, _ = run_cli(
+        capsys, "decide", "--devices", "8", "--slow-device", "8", "--slow-factor", "2", "--json"
+    )
     assert code == 0
-    assert ("device 8 is not among the 8 devices of the decision ('As is'): no slow device there"
-            in json.loads(out)["notes"])
-    code, out, _ = run_cli(capsys, "decide", "--devices", "8", "--slow-device", "7",
-                           "--slow-factor", "2")
+    assert (
+        "device 8 is not among the 8 devices of the decision ('As is'): no slow device there"
+        in json.loads(out)["notes"]
+    )
+    code, out, _ = run_cli(capsys, "decide", "--devices", "8", "--slow-device", "7", "--slow-factor", "2")
     assert code == 0 and "not among" not in out
-    goal = ["goal", "--train-samples", "1e9", "--deadline", "30d", "--budget", "1e7",
-            "--slow-factor", "2"]
+    goal = ["goal", "--train-samples", "1e9", "--deadline", "30d", "--budget", "1e7", "--slow-factor", "2"]
     code, out, _ = run_cli(capsys, *goal, "--slow-device", "100000")
-    assert code == 0 and ("note: device 100000 is not among the 1024 devices of any plan "
-                          "searched (--max-devices): no slow device there") in out
+    assert (
+        code == 0
+        and (
+            "note: device 100000 is not among the 1024 devices of any plan "
+            "searched (--max-devices): no slow device there"
+        )
+        in out
+    )
     code, out, _ = run_cli(capsys, *goal, "--slow-device", "3")
     assert code == 0 and "not among" not in out
 
@@ -631,8 +812,19 @@ def test_decide_and_goal_say_when_the_slow_device_is_not_in_their_runs(capsys):
 def test_a_split_models_rows_leave_the_bytes_they_do_not_total_null(capsys):
     """The layout step times its collectives but does not total their bytes: --json says null
     for a transformer's rows, and the data-parallel rows keep their ring volume."""
-    code, out, _ = run_cli(capsys, "predict", "--workload", "llama3-8b", "--devices", "64",
-                           "--strategy", "zero3", "--global-batch", "256", "--json")
+    code, out, _ = run_cli(
+        capsys,
+        "predict",
+        "--workload",
+        "llama3-8b",
+        "--devices",
+        "64",
+        "--strategy",
+        "zero3",
+        "--global-batch",
+        "256",
+        "--json",
+    )
     assert code == 0 and json.loads(out)[0]["comm_bytes"] is None
     code, out, _ = run_cli(capsys, "predict", "--devices", "16", "--json")
     row = json.loads(out)[0]
@@ -644,16 +836,27 @@ def test_a_split_models_rows_leave_the_total_comm_time_they_do_not_report_null(c
     """The layout step reports exposed communication alone: a transformer's rows said
     comm_total_s = exposed_comm_s (hidden time 0, made up); --json now says null, a sweep of a
     transformer writes no such column, and the data-parallel rows keep their total."""
-    code, out, _ = run_cli(capsys, "predict", "--workload", "gpt-1.7b", "--devices", "16",
-                           "--tp", "2", "--json")
+    code, out, _ = run_cli(
+        capsys, "predict", "--workload", "gpt-1.7b", "--devices", "16", "--tp", "2", "--json"
+    )
     row = json.loads(out)[0]
     assert code == 0 and row["comm_total_s"] is None and row["exposed_comm_s"] > 0
     code, out, _ = run_cli(capsys, "predict", "--devices", "16", "--json")
     row = json.loads(out)[0]
     assert code == 0 and row["comm_total_s"] > row["exposed_comm_s"] > 0  # overlap hides some
     csv_path = tmp_path / "s.csv"
-    code, _, _ = run_cli(capsys, "sweep", "--workload", "gpt-1.7b", "--devices", "8,16",
-                         "--tp-values", "1,2", "--out", str(csv_path))
+    code, _, _ = run_cli(
+        capsys,
+        "sweep",
+        "--workload",
+        "gpt-1.7b",
+        "--devices",
+        "8,16",
+        "--tp-values",
+        "1,2",
+        "--out",
+        str(csv_path),
+    )
     header = csv_path.read_text().splitlines()[0].split(",")
     assert code == 0 and "exposed_comm_s" in header and "comm_total_s" not in header
 
@@ -662,8 +865,7 @@ def test_a_transformers_throughput_column_is_sequences_per_second(capsys):
     """Session 16 user's pass: a transformer preset's unit is 'sequences of 2048 tokens', and the
     table cut it at 10 characters into the header 'sequences /s'."""
     assert main(["predict", "--workload", "gpt-1.7b", "--devices", "8", "--tp", "2"]) == 0
-    header = next(line for line in capsys.readouterr().out.splitlines()
-                  if line.startswith("devices nodes"))
+    header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("devices nodes"))
     assert " sequences/s " in header and "sequences /s" not in header
 
 
@@ -672,13 +874,23 @@ def test_a_shard_group_above_dp_is_not_said_to_shard_over_ranks_that_do_not_exis
     --shard-group 32` said 'ZeRO states sharded over 32 ranks' of the 16-device row too, whose
     --json says shard_group 16 (a group above dp is all of dp); the data-parallel path already
     said 'where the devices exceed it'."""
-    argv = ["predict", "--workload", "llama3-8b", "--devices", "16,32", "--strategy", "zero3",
-            "--shard-group", "32"]
+    argv = [
+        "predict",
+        "--workload",
+        "llama3-8b",
+        "--devices",
+        "16,32",
+        "--strategy",
+        "zero3",
+        "--shard-group",
+        "32",
+    ]
     assert main(argv) == 0
-    layout = next(line for line in capsys.readouterr().out.splitlines()
-                  if line.startswith("layout:"))
-    assert ("sharded over 32 ranks, replicated across dp / shard group copies, where dp exceeds "
-            "it (elsewhere over all of dp)") in layout
+    layout = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("layout:"))
+    assert (
+        "sharded over 32 ranks, replicated across dp / shard group copies, where dp exceeds "
+        "it (elsewhere over all of dp)"
+    ) in layout
     assert main([*argv, "--json"]) == 0
     assert [r["shard_group"] for r in json.loads(capsys.readouterr().out)] == [16, 32]
 

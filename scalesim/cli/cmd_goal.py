@@ -54,14 +54,27 @@ def usd(text: str) -> float:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_profile_arguments(p)
     add_scenario_arguments(p)
+    for action in p._actions:  # --help says what run() does with the flags goal searches itself
+        if action.dest in SEARCHED:
+            action.help = SEARCHED[action.dest]
     g = p.add_argument_group("goal")
-    g.add_argument("--deadline", type=duration_s, required=True, metavar="TIME",
-                   help="train within this long: 3d, 72h, 90m or seconds")
-    g.add_argument("--budget", type=usd, required=True, metavar="USD",
-                   help="spend at most this many US dollars")
-    g.add_argument("--max-devices", type=flag_type("devices"), default=GOAL_DEFAULT_MAX_DEVICES,
-                   metavar="N", help="largest device count to consider "
-                   f"(default {GOAL_DEFAULT_MAX_DEVICES})")
+    g.add_argument(
+        "--deadline",
+        type=duration_s,
+        required=True,
+        metavar="TIME",
+        help="train within this long: 3d, 72h, 90m or seconds",
+    )
+    g.add_argument(
+        "--budget", type=usd, required=True, metavar="USD", help="spend at most this many US dollars"
+    )
+    g.add_argument(
+        "--max-devices",
+        type=flag_type("devices"),
+        default=GOAL_DEFAULT_MAX_DEVICES,
+        metavar="N",
+        help=f"largest device count to consider (default {GOAL_DEFAULT_MAX_DEVICES})",
+    )
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
 
 
@@ -69,12 +82,16 @@ def render(answer) -> str:
     from scalesim.figures import amount
     from scalesim.figures import duration_text as days
 
-    lines = [answer.sentence, "",
-             f"goal: {answer.goal} within {days(answer.deadline_s)} for at most "
-             f"${amount(answer.budget_usd)}; {answer.evaluated:,} plans evaluated, "
-             f"{answer.runnable:,} fit in memory", "",
-             "time against money (Pareto front: no plan is both sooner and cheaper):",
-             f"{'time':>9} {'USD':>12}  meets  plan"]
+    lines = [
+        answer.sentence,
+        "",
+        f"goal: {answer.goal} within {days(answer.deadline_s)} for at most "
+        f"${amount(answer.budget_usd)}; {answer.evaluated:,} plans evaluated, "
+        f"{answer.runnable:,} fit in memory",
+        "",
+        "time against money (Pareto front: no plan is both sooner and cheaper):",
+        f"{'time':>9} {'USD':>12}  meets  plan",
+    ]
     for p in answer.front:
         lines.append(f"{days(p.time_s):>9} {amount(p.cost_usd):>12}  {'yes' if p.meets else ' no':>5}  "
                      f"{answer.describe(p)}")
@@ -86,9 +103,9 @@ def render(answer) -> str:
 # change nothing in its answer.
 SEARCHED = {
     "devices": "--devices is not used: goal searches every device count up to --max-devices; "
-               "give --max-devices N instead",
+    "give --max-devices N instead",
     "strategy": "--strategy is not used: goal searches DDP and ZeRO-1/2/3 and names the one it "
-                "picks; drop it",
+    "picks; drop it",
 }
 
 
@@ -100,12 +117,16 @@ def check_goal_inputs(profile, scenario) -> None:
 
     goal = resolve_goal(profile, scenario)
     if goal.kind is None:
-        raise ScalesimError("goal needs a training length: give --train-samples N (or --epochs "
-                            "with --dataset-size), or --min-samples with --critical-batch for "
-                            "time to quality")
+        raise ScalesimError(
+            "goal needs a training length: give --train-samples N (or --epochs "
+            "with --dataset-size), or --min-samples with --critical-batch for "
+            "time to quality"
+        )
     if goal.price_per_device_hour is None:
-        raise ScalesimError(f"goal needs a price: hardware '{profile.hardware.name}' lists none; "
-                            "give --price USD per device-hour")
+        raise ScalesimError(
+            f"goal needs a price: hardware '{profile.hardware.name}' lists none; "
+            "give --price USD per device-hour"
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -122,8 +143,9 @@ def run(args: argparse.Namespace) -> int:
     check_goal_inputs(profile, scenario)
     answer = seek(profile, scenario, args.deadline, args.budget, args.max_devices)
     said = scenario_notes(profile, scenario)  # as predict says them
-    if note := slow_device_note(scenario.slow_device, [args.max_devices],
-                                "any plan searched (--max-devices)"):
+    if note := slow_device_note(
+        scenario.slow_device, [args.max_devices], "any plan searched (--max-devices)"
+    ):
         said.append(note)
     if said:
         answer = dataclasses.replace(answer, notes=[*said, *answer.notes])

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import typing
 
-from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD, flag_list_type, split_list
+from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD, bound, flag_list_type, split_list
 from scalesim.cli.options import (
     add_profile_arguments,
     add_scenario_arguments,
@@ -15,6 +16,7 @@ from scalesim.cli.options import (
     scenario_from_args,
 )
 from scalesim.errors import ScalesimError
+from scalesim.schemas import Scenario
 
 NAME = "sweep"
 HELP = "evaluate every combination of knob values (a grid) and write CSV or JSON"
@@ -73,18 +75,35 @@ VALUE_FLAGS = {
 }
 
 
+def _axis_help(axis: str, parser) -> str:
+    """What one axis flag takes: its choices, on/off, or the unit of its single-value flag."""
+    if parser is _on_off:
+        return f"values of {axis}: on, off"
+    if parser is _words:
+        return f"values of {axis}: " + ", ".join(typing.get_args(Scenario.model_fields[axis].annotation))
+    knob = KNOB_BY_FIELD.get(axis) or LAYOUT_KNOB_BY_FIELD[axis]
+    unit = bound(knob.quantity).unit
+    return f"values of {axis}, as {knob.flag} takes one" + (f" ({unit})" if unit else "")
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_profile_arguments(p)
     add_scenario_arguments(p)
-    g = p.add_argument_group("grid axes (comma-separated values, or A-B doubling from A to B for whole "
-                             "numbers; each multiplies the grid)")
+    g = p.add_argument_group(
+        "grid axes (comma-separated values, or A-B doubling from A to B for whole "
+        "numbers; each multiplies the grid)"
+    )
     for flag, (axis, parser) in VALUE_FLAGS.items():
-        g.add_argument("--" + flag.replace("_", "-"), type=parser, metavar="V,V,...",
-                       help=f"values of {axis}")
+        g.add_argument(
+            "--" + flag.replace("_", "-"), type=parser, metavar="V,V,...", help=_axis_help(axis, parser)
+        )
     o = p.add_argument_group("output")
     o.add_argument("--out", metavar="FILE", help="write to FILE (.csv or .json); default stdout")
-    o.add_argument("--format", choices=["csv", "json"], help="output format (default from --out, "
-                   "else csv; a .csv or .json --out must agree with it)")
+    o.add_argument(
+        "--format",
+        choices=["csv", "json"],
+        help="output format (default from --out, else csv; a .csv or .json --out must agree with it)",
+    )
 
 
 FORMAT_ROWS = 8192  # rows formatted into one piece of text
@@ -123,11 +142,13 @@ def _pieces(columns: dict, fmt: str, stall_modelled: bool):
     n = len(next(iter(columns.values())))
     row_format = _row_format(columns)
     for start in range(0, n, FORMAT_ROWS):
-        lists = [columns[k][start:start + FORMAT_ROWS].tolist() for k in names]
+        lists = [columns[k][start : start + FORMAT_ROWS].tolist() for k in names]
         if fmt == "json":
-            yield to_json_text([dict(zip(names, row, strict=True))
-                                for row in zip(*lists, strict=True)], indent=None,
-                               what="the sweep")[1:-1]
+            yield to_json_text(
+                [dict(zip(names, row, strict=True)) for row in zip(*lists, strict=True)],
+                indent=None,
+                what="the sweep",
+            )[1:-1]
         else:
             yield "".join([row_format % row for row in zip(*lists, strict=True)])
 
@@ -147,8 +168,9 @@ def _estimated_bytes(plan, fmt: str) -> int:
     from scalesim.predict import input_pipeline_modelled
     from scalesim.sweep import evaluate_at
 
-    flat = np.unique(np.linspace(0, plan.combinations - 1, min(plan.combinations, SAMPLE_ROWS))
-                     .astype(np.int64))
+    flat = np.unique(
+        np.linspace(0, plan.combinations - 1, min(plan.combinations, SAMPLE_ROWS)).astype(np.int64)
+    )
     sample = evaluate_at(plan, flat)
     if sample.size == 0:
         return plan.rows * 200
@@ -163,9 +185,11 @@ def _check_disk(path: str, size: int, rows: int) -> None:
 
     free = free_bytes(path)
     if free is not None and size > free:
-        raise ScalesimError(f"the sweep has {rows:,} rows, about {describe_bytes(size)} of output, "
-                            f"more than the {describe_bytes(free)} free for {path}; sweep fewer "
-                            "values")
+        raise ScalesimError(
+            f"the sweep has {rows:,} rows, about {describe_bytes(size)} of output, "
+            f"more than the {describe_bytes(free)} free for {path}; sweep fewer "
+            "values"
+        )
 
 
 def _write(handle, plan, fmt: str) -> tuple[int, int, int, str]:
@@ -192,9 +216,11 @@ def _write(handle, plan, fmt: str) -> tuple[int, int, int, str]:
             handle.write(piece if first or fmt == "csv" else ", " + piece)
             first = False
     if not written:
-        raise ScalesimError(f"no combination of the sweep is left: all {dropped} dropped ("
-                            + "; ".join(_dropped_reasons(dropped, dropped_layout, example))
-                            + "); nothing written")
+        raise ScalesimError(
+            f"no combination of the sweep is left: all {dropped} dropped ("
+            + "; ".join(_dropped_reasons(dropped, dropped_layout, example))
+            + "); nothing written"
+        )
     if fmt == "json":
         handle.write("]\n")
     return written, dropped, dropped_layout, example
@@ -206,13 +232,21 @@ def _dropped_reasons(dropped: int, dropped_layout: int, example: str = "") -> li
     from scalesim.predict import micro_batch_max
 
     batch = dropped - dropped_layout
-    rules = (f"e.g. {example}" if example else "tp x pp must divide the devices, tp stays in a "
-             "server, the layers and heads must split")
-    reasons = ([f"{dropped_layout} break a layout rule ({rules})"]
-               if dropped_layout else [])
-    reasons += ([f"{batch} {'does' if batch == 1 else 'do'} not split the global batch evenly "
-                 "over devices x accumulation (into micro-batches of at most "
-                 f"{micro_batch_max():,} samples)"] if batch else [])
+    rules = (
+        f"e.g. {example}"
+        if example
+        else "tp x pp must divide the devices, tp stays in a server, the layers and heads must split"
+    )
+    reasons = [f"{dropped_layout} break a layout rule ({rules})"] if dropped_layout else []
+    reasons += (
+        [
+            f"{batch} {'does' if batch == 1 else 'do'} not split the global batch evenly "
+            "over devices x accumulation (into micro-batches of at most "
+            f"{micro_batch_max():,} samples)"
+        ]
+        if batch
+        else []
+    )
     return reasons
 
 
@@ -220,9 +254,7 @@ def dropped_note(dropped: int, dropped_layout: int, example: str = "") -> str:
     """Why combinations were left out, each reason with its count ('' when none was)."""
     if not dropped:
         return ""
-    return f"{dropped} combinations dropped: " + "; ".join(_dropped_reasons(dropped,
-                                                                            dropped_layout,
-                                                                            example))
+    return f"{dropped} combinations dropped: " + "; ".join(_dropped_reasons(dropped, dropped_layout, example))
 
 
 def output_format(out: str | None, fmt: str | None) -> str:
@@ -233,8 +265,10 @@ def output_format(out: str | None, fmt: str | None) -> str:
     suffix = os.path.splitext(out or "")[1].lower().lstrip(".")
     said = suffix if suffix in ("csv", "json") else None
     if fmt is not None and said is not None and said != fmt:
-        raise ScalesimError(f"--out {out} is a .{said} file and --format {fmt} asks for "
-                            f"{fmt.upper()}; give an --out ending in .{fmt}, or drop --format")
+        raise ScalesimError(
+            f"--out {out} is a .{said} file and --format {fmt} asks for "
+            f"{fmt.upper()}; give an --out ending in .{fmt}, or drop --format"
+        )
     return fmt or said or "csv"
 
 
@@ -260,23 +294,30 @@ def check_one_value_flags(args: argparse.Namespace) -> None:
         if getattr(args, dest) is None or getattr(args, _dest(flag)) in (None, False):
             continue
         values_flag = "--" + dest.replace("_", "-")
-        raise ScalesimError(f"{flag} and {values_flag} both set {axis}: give {values_flag} to "
-                            f"sweep it or {flag} to fix it, not both")
+        raise ScalesimError(
+            f"{flag} and {values_flag} both set {axis}: give {values_flag} to "
+            f"sweep it or {flag} to fix it, not both"
+        )
 
 
 # fields of the scenario whose values change what predict's notes say of it (``sweep_notes``)
 _NOTE_AXES = ("strategy", "zero_framework", "grad_sync", "accumulation", "attention_kernel")
 # scenario flags whose numbers only predict's time-to-train and cost columns read: a sweep row
 # has neither (``sweep.OUTPUT_COLUMNS``)
-_UNPRICED = (("price_per_device_hour", "--price"), ("train_samples", "--train-samples"),
-             ("critical_batch_size", "--critical-batch"),
-             ("min_samples_to_quality", "--min-samples"), ("instance_sizes", "--instance-sizes"))
+_UNPRICED = (
+    ("price_per_device_hour", "--price"),
+    ("train_samples", "--train-samples"),
+    ("critical_batch_size", "--critical-batch"),
+    ("min_samples_to_quality", "--min-samples"),
+    ("instance_sizes", "--instance-sizes"),
+)
 
 
 SHARD_GROUP_WORDS = (
     "shard_group is the group that shards the states, as predict --json says it: a group at or "
     "above dp is all of dp (asked 32 at dp 16: 16); shard_group_asked, the last column, is the "
-    "value asked, which tells such rows apart")
+    "value asked, which tells such rows apart"
+)
 
 
 def sweep_notes(plan) -> list[str]:
@@ -298,15 +339,19 @@ def sweep_notes(plan) -> list[str]:
     )
 
     profile, base = plan.profile, plan.base
-    swept = {k: [v.item() if hasattr(v, "item") else v for v in plan.axes[k]]
-             for k in _NOTE_AXES if k in plan.axes}
+    swept = {
+        k: [v.item() if hasattr(v, "item") else v for v in plan.axes[k]] for k in _NOTE_AXES if k in plan.axes
+    }
     kept: list[str] | None = None
     for values in itertools.product(*swept.values()):
         scenario = base.model_copy(update=dict(zip(swept, values, strict=True)))
         notes = scenario_notes(profile, scenario)
         if profile.workload.transformer is not None:
-            notes += [n for n in (recompute_style_note(profile, scenario),
-                                  attention_kernel_note(profile, scenario)) if n]
+            notes += [
+                n
+                for n in (recompute_style_note(profile, scenario), attention_kernel_note(profile, scenario))
+                if n
+            ]
         kept = notes if kept is None else [n for n in kept if n in notes]
     out = list(kept or [])
     devices = [int(d) for d in plan.axes["devices"]]
@@ -314,17 +359,23 @@ def sweep_notes(plan) -> list[str]:
         out.append(note)
     nodes, per_node = layout(devices, base.devices_per_node or profile.hardware.devices_per_node)
     out += unmeasured_link_notes(
-        profile, inter=bool((nodes > 1).any()) and base.inter_busbw_GBps is None
+        profile,
+        inter=bool((nodes > 1).any())
+        and base.inter_busbw_GBps is None
         and "inter_busbw_GBps" not in plan.axes,
-        intra=bool((per_node > 1).any()) and base.intra_busbw_GBps is None
-        and "intra_busbw_GBps" not in plan.axes)
+        intra=bool((per_node > 1).any())
+        and base.intra_busbw_GBps is None
+        and "intra_busbw_GBps" not in plan.axes,
+    )
     if not input_pipeline_modelled(profile):
         out.append(STALL_NOT_MODELLED)  # predict's note; data_stall_s empty / null
     if "shard_group" in plan.axes:
         out.append(SHARD_GROUP_WORDS)
     if given := [flag for field, flag in _UNPRICED if getattr(base, field) is not None]:
-        out.append(f"{', '.join(given)} ignored: a sweep row has no time to train or cost "
-                   "column (predict, decide and goal price a run)")
+        out.append(
+            f"{', '.join(given)} ignored: a sweep row has no time to train or cost "
+            "column (predict, decide and goal price a run)"
+        )
     return out + list(profile.notes)
 
 
@@ -336,8 +387,11 @@ def run(args: argparse.Namespace) -> int:
     profile = profile_from_args(args)
     scenario = scenario_from_args(args)
     check_scenario_loader_workers(scenario, profile)  # a --scenario file's, as the flag's
-    axes = {axis: getattr(args, flag) for flag, (axis, _) in VALUE_FLAGS.items()
-            if getattr(args, flag) is not None}
+    axes = {
+        axis: getattr(args, flag)
+        for flag, (axis, _) in VALUE_FLAGS.items()
+        if getattr(args, flag) is not None
+    }
     check_one_value_flags(args)
     if "micro_batch" in axes and "global_batch" in axes:
         raise ScalesimError("give --batch-values or --global-batch-values, not both")
@@ -356,8 +410,7 @@ def run(args: argparse.Namespace) -> int:
         written, *dropped = _write(sys.stdout, plan, fmt)
     note = dropped_note(*dropped)
     if args.out is not None:
-        print(f"wrote {written} scenarios to {args.out}" + (f" ({note})" if note else ""),
-              file=sys.stderr)
+        print(f"wrote {written} scenarios to {args.out}" + (f" ({note})" if note else ""), file=sys.stderr)
     elif note:
         print(f"note: {note}", file=sys.stderr)
     for line in sweep_notes(plan):  # stderr: stdout holds only the rows

@@ -16,8 +16,7 @@ from scalesim import __version__
 from scalesim.errors import ScalesimError, one_line
 from scalesim.jsonio import validation_message
 
-ORDER = ["predict", "sweep", "plan", "presets", "schema", "calibrate", "topo", "validate", "diagnose",
-         "app"]
+ORDER = ["predict", "sweep", "plan", "presets", "schema", "calibrate", "topo", "validate", "diagnose", "app"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,15 +47,20 @@ def _command_modules():
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="scalesim",
-        description="Analytical scaling simulator and what-if planner for data-parallel training.",
+        description="Analytical scaling simulator and what-if planner for distributed training: data "
+        "parallelism, ZeRO/FSDP sharding, tensor, sequence, context and pipeline parallelism.",
         epilog="example: scalesim predict --devices 1,2,4,8,16",
     )
     parser.add_argument("--version", action="version", version=f"scalesim {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for module in _command_modules():
-        p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP,
-                           epilog=getattr(module, "EXAMPLE", None),
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        p = sub.add_parser(
+            module.NAME,
+            help=module.HELP,
+            description=module.HELP,
+            epilog=getattr(module, "EXAMPLE", None),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         module.add_arguments(p)
         p.set_defaults(_run=module.run)
     return parser
@@ -68,8 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         names = ", ".join(_subcommands(parser))
-        print(f"scalesim: error: no command given: choose one of {names} (see scalesim --help)",
-              file=sys.stderr)
+        print(
+            f"scalesim: error: no command given: choose one of {names} (see scalesim --help)", file=sys.stderr
+        )
         return 2
     try:
         code = int(args._run(args) or 0)
@@ -80,8 +85,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"scalesim {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except ValidationError as exc:  # a value derived from valid inputs left its bounds
-        print(f"scalesim {args.command}: error: {one_line(validation_message(exc, exc.title))}",
-              file=sys.stderr)
+        print(
+            f"scalesim {args.command}: error: {one_line(validation_message(exc, exc.title))}", file=sys.stderr
+        )
         return 2
     except KeyboardInterrupt:
         print(f"scalesim {args.command}: interrupted", file=sys.stderr)
@@ -92,8 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # printing failed: a full disk (> /dev/full), a vanished terminal
         _discard_stdout()
         reason = exc.strerror or type(exc).__name__
-        what = (f"cannot write the output ({reason})" if exc.filename is None
-                else f"{exc.filename}: {reason}")
+        what = f"cannot write the output ({reason})" if exc.filename is None else f"{exc.filename}: {reason}"
         print(f"scalesim {args.command}: error: {one_line(what)}", file=sys.stderr)
         return 2
 

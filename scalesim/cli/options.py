@@ -38,8 +38,11 @@ def positive_int(text: str) -> int:
 
 def add_profile_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("what to predict for")
-    g.add_argument("--hardware", metavar="PRESET|FILE",
-                   help="hardware preset name or JSON file (scalesim presets lists them)")
+    g.add_argument(
+        "--hardware",
+        metavar="PRESET|FILE",
+        help="hardware preset name or JSON file (scalesim presets lists them)",
+    )
     g.add_argument("--workload", metavar="PRESET|FILE", help="workload preset name or JSON file")
     g.add_argument("--profile", metavar="FILE", help="calibration profile JSON (scalesim calibrate)")
 
@@ -58,25 +61,30 @@ def _dest(flag: str) -> str:
 def add_loader_workers_argument(group) -> None:
     """--loader-workers: read off a profile's measured input pipeline (``check_loader_workers``);
     predict, sweep, decide, goal and plan."""
-    _knob(group, "loader_workers", help="DataLoader workers per device (a profile with a "
-          "measured input pipeline; default: its best count)")
+    _knob(
+        group,
+        "loader_workers",
+        help="DataLoader workers per device (a profile with a "
+        "measured input pipeline; default: its best count)",
+    )
 
 
-def check_loader_workers(workers: int | None, profile: Profile | None,
-                         given: str = "--loader-workers") -> None:
+def check_loader_workers(
+    workers: int | None, profile: Profile | None, given: str = "--loader-workers"
+) -> None:
     """ScalesimError, in one line, where ``--loader-workers`` is given (``given``: where it was,
     as a scenario file's ``loader_workers``) and ``profile`` (None: the presets, plan without
     --profile) has no measured input pipeline: no worker count would change a number."""
     if workers is not None and (profile is None or profile.input_pipeline is None):
         # predict.loader_supply reads the workers off the measured curve; without one the
         # supply is unlimited whatever the count
-        what = ("without --profile there is" if profile is None
-                else f"profile '{profile.name}' has")
+        what = "without --profile there is" if profile is None else f"profile '{profile.name}' has"
         drop = "the flag" if given.startswith("--") else "it"
         raise ScalesimError(
             f"{given} {workers}: {what} no measured input pipeline (the presets have "
             "none), so no worker count changes a number; measure one (scalesim calibrate with "
-            f"its loader phase) or drop {drop}")
+            f"its loader phase) or drop {drop}"
+        )
 
 
 def check_scenario_loader_workers(scenario: Scenario, profile: Profile) -> None:
@@ -89,15 +97,23 @@ def check_scenario_loader_workers(scenario: Scenario, profile: Profile) -> None:
 def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1,2,4,8,16") -> None:
     g = p.add_argument_group("scenario")
     g.add_argument("--scenario", metavar="FILE", help="scenario JSON (flags given override it)")
-    _knob(g, "devices", default=None,
-          help=f"device counts, e.g. 1,2,4,8,16, or A-B doubling from A to B: 1-1024 is "
-          f"1,2,4,...,1024 (default {devices_default})")
+    _knob(
+        g,
+        "devices",
+        default=None,
+        help=f"device counts, e.g. 1,2,4,8,16, or A-B doubling from A to B: 1-1024 is "
+        f"1,2,4,...,1024 (default {devices_default})",
+    )
     add_gpus_per_node_argument(g)
     batch = g.add_mutually_exclusive_group()
-    _knob(batch, "micro_batch", help="per-device micro-batch (weak scaling)")
+    _knob(batch, "micro_batch", help="per-device micro-batch (weak scaling; default: the workload's)")
     _knob(batch, "global_batch", help="fixed global batch (strong scaling)")
-    _knob(g, "accumulation", help="micro-steps per optimizer step")
-    g.add_argument("--strategy", choices=["ddp", "zero1", "zero2", "zero3"])
+    _knob(g, "accumulation", help="micro-steps per optimizer step (default 1)")
+    g.add_argument(
+        "--strategy",
+        choices=["ddp", "zero1", "zero2", "zero3"],
+        help="data parallelism: ddp, or ZeRO stage 1, 2 or 3 (default ddp)",
+    )
     add_zero_framework_argument(g)
     add_grad_sync_argument(g)
     add_attention_kernel_argument(g)
@@ -108,22 +124,34 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     add_link_arguments(g)
     _knob(g, "critical_batch_size", help="critical batch size B_noise, samples")
     _knob(g, "min_samples_to_quality", help="E_min: samples to target at a tiny batch")
-    _knob(g, "train_samples", help="samples in the training run; a transformer's sample is a "
-          "sequence: tokens / sequence length (2e12 tokens of 4096 = 4.9e8)")
+    _knob(
+        g,
+        "train_samples",
+        help="samples in the training run; a transformer's sample is a "
+        "sequence: tokens / sequence length (2e12 tokens of 4096 = 4.9e8)",
+    )
     g.add_argument("--epochs", type=flag_type("epochs"), help="epochs (with --dataset-size)")
-    g.add_argument("--dataset-size", type=flag_type("samples_total"),
-                   help="samples per epoch (with --epochs)")
-    _knob(g, "price_per_device_hour", metavar="USD", help="price per device-hour")
-    add_instance_sizes_argument(g, "cost bills a server's devices as the smallest shape that "
-                                "holds them")
+    g.add_argument(
+        "--dataset-size", type=flag_type("samples_total"), help="samples per epoch (with --epochs)"
+    )
+    _knob(
+        g,
+        "price_per_device_hour",
+        metavar="USD",
+        help="price per device-hour (default: the hardware's list price)",
+    )
+    add_instance_sizes_argument(g, "cost bills a server's devices as the smallest shape that holds them")
     add_layout_arguments(p)
 
 
 def add_algorithm_argument(group) -> None:
     """--algorithm (``Scenario.algorithm``; plan's own flag too)."""
-    group.add_argument("--algorithm", choices=["auto", "ring", "tree", "hierarchical"],
-                       help="all-reduce algorithm (default auto: NCCL's ring or tree, the faster "
-                       "per message; hierarchical is Horovod's, used only when named)")
+    group.add_argument(
+        "--algorithm",
+        choices=["auto", "ring", "tree", "hierarchical"],
+        help="all-reduce algorithm (default auto: NCCL's ring or tree, the faster "
+        "per message; hierarchical is Horovod's, used only when named)",
+    )
 
 
 def add_bucket_argument(group) -> None:
@@ -132,20 +160,42 @@ def add_bucket_argument(group) -> None:
 
 
 # the scenario's link and device-spread knobs (``add_link_arguments``, ``links_from_args``)
-LINK_FIELDS = ("device_speed_cv", "intra_busbw_GBps", "inter_busbw_GBps", "intra_latency_s",
-               "inter_latency_s")
+LINK_FIELDS = (
+    "device_speed_cv",
+    "intra_busbw_GBps",
+    "inter_busbw_GBps",
+    "intra_latency_s",
+    "inter_latency_s",
+)
 
 
 def add_link_arguments(group) -> None:
     """--device-cv --intra-busbw --inter-busbw --intra-latency --inter-latency (``LINK_FIELDS``,
     the hardware's numbers replaced for the run: ``layout_predict.scenario_hardware``; plan's
     own flags too)."""
-    _knob(group, "device_speed_cv",
-          help="speed std / mean across identical devices (default 0.0132, SC'22 study)")
-    _knob(group, "intra_busbw_GBps", metavar="GB/s", help="intra-server bus bandwidth")
-    _knob(group, "inter_busbw_GBps", metavar="GB/s", help="inter-server bus bandwidth")
-    _knob(group, "intra_latency_s", metavar="S", help="intra-server step latency")
-    _knob(group, "inter_latency_s", metavar="S", help="inter-server step latency")
+    _knob(
+        group,
+        "device_speed_cv",
+        help="speed std / mean across identical devices (default 0.0132, SC'22 study)",
+    )
+    _knob(
+        group, "intra_busbw_GBps", metavar="GB/s", help="intra-server bus bandwidth (default: the profile's)"
+    )
+    _knob(
+        group, "inter_busbw_GBps", metavar="GB/s", help="inter-server bus bandwidth (default: the profile's)"
+    )
+    _knob(
+        group,
+        "intra_latency_s",
+        metavar="S",
+        help="intra-server latency per collective step, seconds (default: the profile's)",
+    )
+    _knob(
+        group,
+        "inter_latency_s",
+        metavar="S",
+        help="inter-server latency per collective step, seconds (default: the profile's)",
+    )
 
 
 def links_from_args(args: argparse.Namespace) -> dict:
@@ -157,11 +207,16 @@ def links_from_args(args: argparse.Namespace) -> dict:
 def add_instance_sizes_argument(group, what: str) -> None:
     """--instance-sizes (``Scenario.instance_sizes``, its flag and bounds from the knob table;
     plan's own flag too); ``what``: what the command does with them."""
-    _knob(group, "instance_sizes", metavar="N,N", help="GPUs of each instance shape the cloud "
-          f"rents, e.g. 1,2,4,8 (1: per GPU); {what} (default: the hardware's; whole servers)")
+    _knob(
+        group,
+        "instance_sizes",
+        metavar="N,N",
+        help="GPUs of each instance shape the cloud "
+        f"rents, e.g. 1,2,4,8 (1: per GPU); {what} (default: the hardware's; whole servers)",
+    )
 
 
-def add_gpus_per_node_argument(group, help: str = "devices per server") -> None:
+def add_gpus_per_node_argument(group, help: str = "devices per server (default: the hardware's)") -> None:
     """--gpus-per-node (``Scenario.devices_per_node``, its bounds from the knob table; plan's
     own flag too)."""
     _knob(group, "devices_per_node", help=help)
@@ -169,46 +224,62 @@ def add_gpus_per_node_argument(group, help: str = "devices per server") -> None:
 
 def add_zero_framework_argument(group) -> None:
     """--zero-framework (``Scenario.zero_framework``; plan's own flag too)."""
-    group.add_argument("--zero-framework", choices=["fsdp", "deepspeed"],
-                       help="how ZeRO runs (default fsdp): fsdp gathers and reduce-scatters one "
-                       "wrapped block at a time for ZeRO-2/3 and runs ZeRO-1 as Megatron-Core's "
-                       "distributed optimizer (reduce-scatter + all-gather, DDP's bytes); "
-                       "deepspeed uses its bucket defaults (ZeRO-1/2: all-reduce, then a "
-                       "parameter all-gather after the step; overlap on is its overlap_comm: "
-                       "true, which DeepSpeed leaves off for stages 1-2: give --no-overlap for "
-                       "a config without it); sharded gradients are reduced as --grad-sync says")
+    group.add_argument(
+        "--zero-framework",
+        choices=["fsdp", "deepspeed"],
+        help="how ZeRO runs (default fsdp): fsdp gathers and reduce-scatters one "
+        "wrapped block at a time for ZeRO-2/3 and runs ZeRO-1 as Megatron-Core's "
+        "distributed optimizer (reduce-scatter + all-gather, DDP's bytes); "
+        "deepspeed uses its bucket defaults (ZeRO-1/2: all-reduce, then a "
+        "parameter all-gather after the step; overlap on is its overlap_comm: "
+        "true, which DeepSpeed leaves off for stages 1-2: give --no-overlap for "
+        "a config without it); sharded gradients are reduced as --grad-sync says",
+    )
 
 
 def add_grad_sync_argument(group) -> None:
     """--grad-sync (``Scenario.grad_sync``; plan's own flag too)."""
     knob = KNOB_BY_FIELD["grad_sync"]
-    group.add_argument(knob.flag, choices=knob.choices, dest=_dest(knob.flag),
-                       help=GRAD_SYNC_HELP)
+    group.add_argument(knob.flag, choices=knob.choices, dest=_dest(knob.flag), help=GRAD_SYNC_HELP)
 
 
 def add_attention_kernel_argument(group) -> None:
     """--attention-kernel (``Scenario.attention_kernel``; plan's own flag too): the knob table's
     flag and choices, no default (a --scenario file's kernel stands unless the flag is given)."""
     knob = KNOB_BY_FIELD["attention_kernel"]
-    group.add_argument(knob.flag, choices=knob.choices, dest=_dest(knob.flag),
-                       help=ATTENTION_KERNEL_HELP.replace("%", "%%"))
+    group.add_argument(
+        knob.flag, choices=knob.choices, dest=_dest(knob.flag), help=ATTENTION_KERNEL_HELP.replace("%", "%%")
+    )
 
 
 def add_condition_arguments(group) -> None:
     """--no-overlap --straggler-cv --slow-device --slow-factor: the run's conditions, for the
     scenario (predict, sweep, ...) and for the planner (``plan``)."""
-    group.add_argument("--no-overlap", action="store_true",
-                       help="exchange gradients after backward, not during it (a split model: "
-                       "every data-parallel / ZeRO collective and tensor-parallel overlap "
-                       "exposed)")
-    _knob(group, "straggler_cv", help="step-time std / mean of one device")
-    _knob(group, "slow_device", metavar="RANK", help="global rank of a persistently slow device "
-          "(a split model: its tensor group and pipeline stage run at its pace)")
+    group.add_argument(
+        "--no-overlap",
+        action="store_true",
+        help="exchange gradients after backward, not during it (a split model: "
+        "every data-parallel / ZeRO collective and tensor-parallel overlap "
+        "exposed)",
+    )
+    _knob(
+        group,
+        "straggler_cv",
+        help="step-time std / mean of one device (default: the profile's measured jitter, else 0)",
+    )
+    _knob(
+        group,
+        "slow_device",
+        metavar="RANK",
+        help="global rank of a persistently slow device "
+        "(a split model: its tensor group and pipeline stage run at its pace)",
+    )
     _knob(group, "slow_factor", help="its compute-time multiplier, e.g. 1.3")
 
 
-def condition_words(overlap: bool, slow_device: int | None, slow_factor: float | None,
-                    straggler_cv: float | None) -> list[str]:
+def condition_words(
+    overlap: bool, slow_device: int | None, slow_factor: float | None, straggler_cv: float | None
+) -> list[str]:
     """The run's conditions that differ from the defaults, in words ('overlap off (every exchange
     after its compute)', 'device 3 computes 1.3x slower', 'jitter cv 0.05 per micro-step'):
     plan's 'ranked with' line and predict's scenario line."""
@@ -223,8 +294,9 @@ def condition_words(overlap: bool, slow_device: int | None, slow_factor: float |
 def check_slow_device(args: argparse.Namespace) -> None:
     """--slow-device and --slow-factor come together."""
     if (args.slow_factor is not None) != (args.slow_device is not None):
-        raise ScalesimError("--slow-device RANK and --slow-factor F go together (e.g. "
-                            "--slow-device 3 --slow-factor 1.3)")
+        raise ScalesimError(
+            "--slow-device RANK and --slow-factor F go together (e.g. --slow-device 3 --slow-factor 1.3)"
+        )
 
 
 def add_layout_arguments(p: argparse.ArgumentParser) -> None:
@@ -232,46 +304,64 @@ def add_layout_arguments(p: argparse.ArgumentParser) -> None:
     --tp-overlap (Scenario.layout)."""
     g = p.add_argument_group(
         "model split (a workload with a transformer shape, e.g. --workload llama3-8b; devices "
-        "= dp x tp x pp, --strategy sets ZeRO over dp, --batch is per replica)")
+        "= dp x tp x pp, --strategy sets ZeRO over dp, --batch is per replica)"
+    )
     for knob in LAYOUT_KNOBS:
         if knob.field == "recompute_style":
             continue  # after --recompute, which it qualifies
-        g.add_argument(knob.flag, type=flag_type(knob.quantity), dest=_dest(knob.flag), help={
-            "tp": "tensor-parallel degree, inside one server (default 1)",
-            "pp": "pipeline stages (default 1)",
-            "virtual_stages": "model chunks per pipeline rank (interleaved 1F1B)",
-            "shard_group": SHARD_GROUP_HELP.replace("%", "%%")}[knob.field])
-    g.add_argument("--schedule", choices=["gpipe", "1f1b", "interleaved", "zb"],
-                   help="pipeline schedule (default 1f1b; interleaved with --virtual-stages)")
-    g.add_argument("--recompute", choices=["none", "selective", "full"],
-                   help="activation recompute (default: the workload's)")
+        g.add_argument(
+            knob.flag,
+            type=flag_type(knob.quantity),
+            dest=_dest(knob.flag),
+            help={
+                "tp": "tensor-parallel degree, inside one server (default 1)",
+                "pp": "pipeline stages (default 1)",
+                "virtual_stages": "model chunks per pipeline rank (interleaved 1F1B)",
+                "shard_group": SHARD_GROUP_HELP.replace("%", "%%"),
+            }[knob.field],
+        )
+    g.add_argument(
+        "--schedule",
+        choices=["gpipe", "1f1b", "interleaved", "zb"],
+        help="pipeline schedule (default 1f1b; interleaved with --virtual-stages)",
+    )
+    g.add_argument(
+        "--recompute",
+        choices=["none", "selective", "full"],
+        help="activation recompute (default: the workload's)",
+    )
     add_recompute_style_argument(g)
-    g.add_argument("--sequence-parallel", action="store_true",
-                   help="Megatron sequence parallelism in the tensor-parallel group")
+    g.add_argument(
+        "--sequence-parallel",
+        action="store_true",
+        help="Megatron sequence parallelism in the tensor-parallel group",
+    )
     add_tp_overlap_argument(g)
 
 
 def add_tp_overlap_argument(group) -> None:
     """--tp-overlap (``ScenarioLayout.tp_overlap``; plan's own flag too): a switch, beside
     --sequence-parallel, with the field's description (``layout.TP_OVERLAP_HELP``)."""
-    group.add_argument("--tp-overlap", action="store_true",
-                       help=TP_OVERLAP_HELP.replace("%", "%%"))
+    group.add_argument("--tp-overlap", action="store_true", help=TP_OVERLAP_HELP.replace("%", "%%"))
 
 
 def add_recompute_style_argument(group) -> None:
     """--recompute-style (``ScenarioLayout.recompute_style``; plan's own flag too)."""
     knob = LAYOUT_KNOB_BY_FIELD["recompute_style"]
-    group.add_argument(knob.flag, choices=knob.choices, dest=_dest(knob.flag),
-                       help=RECOMPUTE_STYLE_HELP.replace("%", "%%"))
+    group.add_argument(
+        knob.flag, choices=knob.choices, dest=_dest(knob.flag), help=RECOMPUTE_STYLE_HELP.replace("%", "%%")
+    )
 
 
 def layout_from_args(args: argparse.Namespace, base: dict | None) -> dict | None:
     """The scenario's layout dict: --scenario's (if any) with the layout flags on top."""
     given = {k.field: getattr(args, _dest(k.flag), None) for k in LAYOUT_KNOBS}
-    given.update(schedule=getattr(args, "schedule", None),
-                 recompute=getattr(args, "recompute", None),
-                 sequence_parallel=True if getattr(args, "sequence_parallel", False) else None,
-                 tp_overlap=True if getattr(args, "tp_overlap", False) else None)
+    given.update(
+        schedule=getattr(args, "schedule", None),
+        recompute=getattr(args, "recompute", None),
+        sequence_parallel=True if getattr(args, "sequence_parallel", False) else None,
+        tp_overlap=True if getattr(args, "tp_overlap", False) else None,
+    )
     given = {k: v for k, v in given.items() if v is not None}
     if not given:
         return base
@@ -302,9 +392,11 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     base["layout"] = layout_from_args(args, base.get("layout"))
     check_slow_device(args)
     if (args.epochs is None) != (args.dataset_size is None):
-        raise ScalesimError("--epochs and --dataset-size go together (e.g. --epochs 3 "
-                            "--dataset-size 1281167: the run is their product in samples), or "
-                            "give --train-samples alone")
+        raise ScalesimError(
+            "--epochs and --dataset-size go together (e.g. --epochs 3 "
+            "--dataset-size 1281167: the run is their product in samples), or "
+            "give --train-samples alone"
+        )
     if args.epochs is not None:
         if args.train_samples is not None:
             raise ScalesimError("give --train-samples or --epochs with --dataset-size, not both")
@@ -315,8 +407,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         raise ScalesimError(validation_message(exc, "scenario", Scenario)) from None
 
 
-def profile_from_args(args: argparse.Namespace, scenario: Scenario | None = None,
-                      axes=()) -> Profile:
+def profile_from_args(args: argparse.Namespace, scenario: Scenario | None = None, axes=()) -> Profile:
     """The profile of --profile, --hardware and --workload (``profiles.resolve_profile``); with
     ``scenario`` (and sweep ``axes``) that split the model of a measured parameter-count
     workload, the profile's own timed transformer (``layout_predict.split_profile``)."""
