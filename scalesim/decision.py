@@ -523,7 +523,7 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
         question = f"One {device} {words.device}: what should we do?"
     elif now.fits:
         question = f"{gpus} give {now.speedup:.1f}x one {words.device}: what should we do?"
-        if note := one_device_note([now]):
+        if note := one_device_note([now], words):
             notes.append(note)
     else:
         question = (f"{gpus} {'does' if devices == 1 else 'do'} not fit this layout in memory "
