@@ -98,8 +98,8 @@ def _cpu_plan():
 def test_the_app_story_headline_chart_words_and_report_say_processes_on_cpu():
     """Was 'throughput grows almost linearly to 2 devices ... crosses server boundary:
     inter-server link', 'Scaling efficiency: 1 device 100%, 2 devices 98%, ...' and the
-    report's 'Speedup over one device', 'Changes at 4 devices', beside the decision card's
-    'Add one host (4 -> 6 processes)'."""
+    report's 'Speedup over one device', 'Changes at 4 devices', the cost tab's rows '1 device',
+    'Add devices (4 -> 6)', beside the decision card's 'Add one host (4 -> 6 processes)'."""
     plan = _cpu_plan()
     assert plan.knee is not None
     h = headline(plan)
@@ -119,6 +119,10 @@ def test_the_app_story_headline_chart_words_and_report_say_processes_on_cpu():
     html = report_html(plan, "http://example/?v=1")
     assert "Speedup over one process" in html and "Speedup over one device" not in html
     assert f"Changes at {plan.focus.devices} processes" in html
+    labels = [o.label for o in plan.options]  # the Hours & cost tab's rows
+    assert "1 process" in labels and f"{plan.focus.devices} processes" in labels
+    assert any(label.startswith("Add processes (") for label in labels), labels
+    assert not any("device" in label for label in labels), labels
 
 
 def test_the_app_metrics_say_processes_for_an_uploaded_cpu_profile():
