@@ -12,7 +12,8 @@ from types import SimpleNamespace
 import altair as alt
 import pandas as pd
 
-from scalesim.figures import amount, count, whole
+from scalesim.device_nouns import GPU_NOUNS, Nouns
+from scalesim.figures import amount, count, duration_text, whole
 from scalesim.remedies import VERDICTS
 from scalesim.training_time import resolve_goal
 
@@ -263,13 +264,15 @@ def layout_parts(row) -> SimpleNamespace:
         straggler_s=b["straggler_s"], step_time_s=row.step_time_s)
 
 
-def layouts_chart(rows, devices: int, width="container", height: int = 320) -> alt.Chart:
-    """The planner's ranked layouts at ``devices``: where each one's step goes, best first."""
+def layouts_chart(rows, devices: int, width="container", height: int = 320,
+                  words: Nouns = GPU_NOUNS) -> alt.Chart:
+    """The planner's ranked layouts at ``devices``: where each one's step goes, best first
+    (``words``: the devices' nouns, ``Plan.words``)."""
     parts = [layout_parts(r) for r in rows]
     df = _breakdown_records([(layout_label(r), i, p)
                              for i, (r, p) in enumerate(zip(rows, parts, strict=True))])
     return _stacked(df, "layout (best first)", width, height,
-                    f"Ranked layouts on {count(devices, 'device')}: where each step's time goes",
+                    f"Ranked layouts on {words.count(devices)}: where each step's time goes",
                     _subtitle("dp x tp x pp, ZeRO stage (z), micro-batch (mb), recompute, "
                               "sequence parallel (sp); only layouts that fit in memory", parts))
 
@@ -481,9 +484,9 @@ def pareto_text(answer) -> str:
         return "No plan runs."
     fast, cheap = answer.front[0], answer.front[-1]
     return (f"{count(len(answer.front), 'plan')} of the front on the chart, from the fastest "
-            f"({fast.time_s / 86400:.1f} days for ${fast.cost_usd:,.0f}, "
-            f"{count(fast.devices, 'device')}) to the cheapest ({cheap.time_s / 86400:.1f} days "
-            f"for ${cheap.cost_usd:,.0f}, {count(cheap.devices, 'device')}); "
+            f"({duration_text(fast.time_s)} for ${amount(fast.cost_usd)}, "
+            f"{answer.words.count(fast.devices)}) to the cheapest ({duration_text(cheap.time_s)} "
+            f"for ${amount(cheap.cost_usd)}, {answer.words.count(cheap.devices)}); "
             f"{sum(p.meets for p in answer.front)} of them meet the deadline and the budget.")
 
 

@@ -757,7 +757,7 @@ def _tab_layouts(plan: Plan) -> None:
                 f"{f.global_batch:,}:** {_md(layout_title(best))}: "
                 f"{best.samples_per_s:,.1f} {plan.unit}/s "
                 f"({against_now_text(best.samples_per_s, f)}).")
-    _chart(charts.layouts_chart(rows, f.devices), f"the best layout takes "
+    _chart(charts.layouts_chart(rows, f.devices, words=plan.words), f"the best layout takes "
            f"{best.step_time_s * 1e3:,.0f} ms per step; the slowest shown "
            f"{rows[-1].step_time_s * 1e3:,.0f} ms")
     st.dataframe(pd.DataFrame([{

@@ -144,3 +144,28 @@ def test_the_chart_words_write_the_knee_counts_with_separators():
     assert "the knee is at 8 -> 2,048 devices (crosses server boundary: inter-server link)" in text
     assert "2048" not in text
     assert headline(plan)["knee"] == "8 -> 2,048 devices: crosses server boundary: inter-server link"
+
+
+def test_the_goal_chart_words_and_the_layouts_chart_title_say_processes_on_cpu():
+    """The Pareto chart's words said '(0.0 days for $0, 2 devices)' of a CPU goal whose
+    sentence says '2 processes (1 host)' and '15 min for $0.02' (days and whole dollars, not
+    ``figures``); the Layouts tab's chart 'Ranked layouts on 4 devices'."""
+    from scalesim.app.charts import layouts_chart, pareto_text
+
+    from scalesim.figures import amount, duration_text
+    from scalesim.goal import seek
+    from scalesim.layout_predict import plan_at
+    from scalesim.presets import transformer_workload
+    from scalesim.schemas import Scenario
+
+    scenario = Scenario(devices=[1], train_samples=1e6, price_per_device_hour=0.05)
+    answer = seek(cpu_profile(), scenario, 86400.0, 100.0)
+    text = pareto_text(answer)
+    assert f"{answer.front[-1].devices:,} process" in text and "device" not in text
+    fast = answer.front[0]  # was '(0.0 days for $0, ...)' of a plan of seconds and cents
+    assert f"({duration_text(fast.time_s)} for ${amount(fast.cost_usd)}, " in text
+    assert "0.0 days" not in text and "$0," not in text
+    profile = cpu_profile().model_copy(update={"workload": transformer_workload("gpt-1.7b")})
+    rows = plan_at(profile, Scenario(devices=[4]), 4, 64, top=3)
+    title = layouts_chart(rows, 4, words=CPU_NOUNS).to_dict()["title"]["text"]
+    assert title == "Ranked layouts on 4 processes: where each step's time goes"
