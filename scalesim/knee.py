@@ -38,8 +38,7 @@ CAUSE_LABELS = {
 def cause_label(cause: str, words: Nouns = GPU_NOUNS) -> str:
     """A knee's cause (a key of ``CAUSE_LABELS``) in the devices' nouns: 'crosses server
     boundary: inter-server link'; on a CPU calibration's processes 'crosses host boundary: ...'."""
-    return CAUSE_LABELS[cause].format(device=words.device, devices=words.devices,
-                                      server=words.server)
+    return CAUSE_LABELS[cause].format(device=words.device, devices=words.devices, server=words.server)
 
 
 @dataclass(frozen=True)

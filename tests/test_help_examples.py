@@ -32,8 +32,6 @@ def _command_lines(text: str) -> list[str]:
     return out
 
 
-
-
 def _doc_lines(doc: str) -> list[str]:
     """The command lines of ``doc``'s shell code blocks (fenced bash, or unlabelled); a quoted
     error line ('scalesim predict: error: ...', after a '$ ' prompt line) is output, not a
