@@ -12,7 +12,8 @@ from types import SimpleNamespace
 import altair as alt
 import pandas as pd
 
-from scalesim.figures import amount, count, whole
+from scalesim.device_nouns import GPU_NOUNS, Nouns
+from scalesim.figures import amount, count, duration_text, whole
 from scalesim.remedies import VERDICTS
 from scalesim.training_time import resolve_goal
 
@@ -98,7 +99,7 @@ def _knee_layers(plan: Plan) -> list[alt.Chart]:
     if plan.knee is None:
         return []
     k = plan.knee
-    text = f"knee {k.devices_before}->{k.devices_after}: {k.label}"
+    text = f"knee {k.devices_before}->{k.devices_after}: {k.label_in(plan.words)}"
     df = pd.DataFrame([{"devices": k.devices_after, "label": text}])
     devices = [r.devices for r in plan.rows]
     # a knee in the right half is labelled on its left, so the text is never clipped
@@ -263,13 +264,15 @@ def layout_parts(row) -> SimpleNamespace:
         straggler_s=b["straggler_s"], step_time_s=row.step_time_s)
 
 
-def layouts_chart(rows, devices: int, width="container", height: int = 320) -> alt.Chart:
-    """The planner's ranked layouts at ``devices``: where each one's step goes, best first."""
+def layouts_chart(rows, devices: int, width="container", height: int = 320,
+                  words: Nouns = GPU_NOUNS) -> alt.Chart:
+    """The planner's ranked layouts at ``devices``: where each one's step goes, best first
+    (``words``: the devices' nouns, ``Plan.words``)."""
     parts = [layout_parts(r) for r in rows]
     df = _breakdown_records([(layout_label(r), i, p)
                              for i, (r, p) in enumerate(zip(rows, parts, strict=True))])
     return _stacked(df, "layout (best first)", width, height,
-                    f"Ranked layouts on {count(devices, 'device')}: where each step's time goes",
+                    f"Ranked layouts on {words.count(devices)}: where each step's time goes",
                     _subtitle("dp x tp x pp, ZeRO stage (z), micro-batch (mb), recompute, "
                               "sequence parallel (sp); only layouts that fit in memory", parts))
 
@@ -313,7 +316,7 @@ def remedies_chart(plan: Plan, width="container", height: int | None = None) -> 
     text = alt.Chart(df).mark_text(align="left", dx=4, fontWeight="bold", color="#222").encode(
         x=alt.X("gain:Q"), y=y, text=alt.Text("label:N"))
     return _sized(alt.layer(bars, text).properties(
-        title=alt.TitleParams(f"Changes at {count(plan.focus.devices, 'device')}, each applied alone",
+        title=alt.TitleParams(f"Changes at {plan.words.count(plan.focus.devices)}, each applied alone",
                               subtitle=f"ranked by {what}; only green bars are remedies"),
         width=width, height=height))
 
@@ -355,7 +358,7 @@ def quality_chart(plan: Plan, width="container", height: int = 280) -> alt.Layer
             domain=["crit", "now"], range=[KNEE_COLOUR, PALETTE["remedy"]])))
     return _sized(alt.layer(line, points, rules, labels).resolve_scale(color="independent").properties(
         title=alt.TitleParams("Time to quality vs global batch at "
-                              f"{count(plan.focus.devices, 'device')}",
+                              f"{plan.words.count(plan.focus.devices)}",
                               subtitle="above the critical batch, bigger batches need more "
                               "samples: faster steps stop paying off"),
         width=width, height=height))
@@ -416,7 +419,7 @@ def ab_chart(plan: Plan, width="container", height: int = 260) -> alt.Chart | No
     """Step time of scenario A and B side by side, split into its parts."""
     if plan.b_focus is None:
         return None
-    df = _breakdown_records([(f"A: now ({count(plan.focus.devices, 'device')})", 0, plan.focus),
+    df = _breakdown_records([(f"A: now ({plan.words.count(plan.focus.devices)})", 0, plan.focus),
                              (f"B: {plan.b_label[:40]}", 1, plan.b_focus)])
     return _stacked(df, None, width, height, "Scenario A vs B: time per training step",
                     _subtitle("B changes one thing; compare where the time goes",
@@ -481,9 +484,9 @@ def pareto_text(answer) -> str:
         return "No plan runs."
     fast, cheap = answer.front[0], answer.front[-1]
     return (f"{count(len(answer.front), 'plan')} of the front on the chart, from the fastest "
-            f"({fast.time_s / 86400:.1f} days for ${fast.cost_usd:,.0f}, "
-            f"{count(fast.devices, 'device')}) to the cheapest ({cheap.time_s / 86400:.1f} days "
-            f"for ${cheap.cost_usd:,.0f}, {count(cheap.devices, 'device')}); "
+            f"({duration_text(fast.time_s)} for ${amount(fast.cost_usd)}, "
+            f"{answer.words.count(fast.devices)}) to the cheapest ({duration_text(cheap.time_s)} "
+            f"for ${amount(cheap.cost_usd)}, {answer.words.count(cheap.devices)}); "
             f"{sum(p.meets for p in answer.front)} of them meet the deadline and the budget.")
 
 
@@ -493,16 +496,17 @@ def _pct(x: float) -> str:
 
 def chart_text(plan: Plan, name: str) -> str:
     """The chart ``name`` (a key of ``all_charts``) in words: its text alternative."""
-    rows, unit = plan.rows, plan.unit
+    rows, unit, words = plan.rows, plan.unit, plan.words
     if name == "throughput":
         first, last = rows[0], rows[-1]
         ideal = last.samples_per_s / last.efficiency if last.efficiency > 0 else last.samples_per_s
-        knee = (f"; the knee is at {plan.knee.devices_before} -> {plan.knee.devices_after} "
-                f"devices ({plan.knee.label})" if plan.knee else "; no knee")
+        knee = (f"; the knee is at "
+                f"{words.count_change(plan.knee.devices_before, plan.knee.devices_after)} "
+                f"({plan.knee.label_in(words)})" if plan.knee else "; no knee")
         bad = [r.devices for r in rows if not r.fits]
         runs = (f"; not runnable at {', '.join(map(str, bad))} device{'' if bad == [1] else 's'}"
                 if bad else "")
-        at_first = f"{amount(first.samples_per_s)} {unit}/s at {count(first.devices, 'device')}"
+        at_first = f"{amount(first.samples_per_s)} {unit}/s at {words.count(first.devices)}"
         if len(rows) == 1:
             return (f"Predicted throughput {at_first}, against {amount(ideal)} for ideal linear "
                     f"scaling{runs}.")
@@ -512,12 +516,12 @@ def chart_text(plan: Plan, name: str) -> str:
         shown = rows if len(rows) <= 12 else [rows[0], *rows[len(rows) // 2: len(rows) // 2 + 1],
                                                rows[-1]]
         return "Scaling efficiency: " + ", ".join(
-            f"{count(r.devices, 'device')} {_pct(r.efficiency)}" for r in shown) + "."
+            f"{words.count(r.devices)} {_pct(r.efficiency)}" for r in shown) + "."
     if name == "step_breakdown":
         f = plan.focus
         stall = ("data stall not modelled" if f.data_stall_s is None
                  else f"data stall {f.data_stall_s * 1e3:.1f}")
-        return (f"At {count(f.devices, 'device')} a step takes {f.step_time_s * 1e3:.1f} ms: compute "
+        return (f"At {words.count(f.devices)} a step takes {f.step_time_s * 1e3:.1f} ms: compute "
                 f"{f.compute_s * 1e3:.1f}, exposed communication {f.exposed_comm_s * 1e3:.1f}, "
                 f"{stall}, straggler wait {f.straggler_s * 1e3:.1f} ms"
                 + (" (no input pipeline measured)." if f.data_stall_s is None else "."))

@@ -15,8 +15,9 @@ from scalesim import presets
 from scalesim.attention_kernel import DEFAULT_ATTENTION_KERNEL
 from scalesim.cli.options import parse_int_list
 from scalesim.decision import DecisionCard, decide, duration_text
+from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount, count, count_change, whole
+from scalesim.figures import amount, whole
 from scalesim.knee import (
     Knee,
     focus_devices,
@@ -102,6 +103,11 @@ class Plan:
     @property
     def unit(self) -> str:
         return self.profile.workload.sample_unit
+
+    @property
+    def words(self) -> Nouns:
+        """The devices' nouns: processes and hosts for a CPU calibration (``nouns_for``)."""
+        return nouns_for(self.profile.hardware.device_name)
 
 
 def valid_device_counts(counts, devices_per_node: int) -> tuple[list[int], list[int]]:
@@ -441,10 +447,11 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
     best = next((r for r in remedies if r.helps), None)
 
     goal, ref = resolve_goal(profile, scenario), focus.global_batch
-    options = [_option("devices", count(r.devices, "device"), r, goal, ref) for r in rows]
+    words = nouns_for(profile.hardware.device_name)
+    options = [_option("devices", words.count(r.devices), r, goal, ref) for r in rows]
     for r in remedies:
         if r.helps and r.prediction is not None:
-            options.append(_option("remedy", f"{r.title} ({count(focus.devices, 'device')})",
+            options.append(_option("remedy", f"{r.title} ({words.count(focus.devices)})",
                                    r.prediction,
                                    goal, ref))
     more = more_devices_count(focus.devices, _server_size(profile, scenario))
@@ -452,11 +459,11 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
         try:
             extra = predict(profile, scenario.model_copy(update={"devices": [more]}))[0]
         except ScalesimError as exc:
-            notes.append(f"more devices ({whole(focus.devices)} -> {whole(more)}) not compared: "
+            notes.append(f"more {words.devices} ({whole(focus.devices)} -> {whole(more)}) not compared: "
                          f"{exc}")
         else:
             options.append(_option("more devices",
-                                   f"Add devices ({whole(focus.devices)} -> {whole(more)})",
+                                   f"Add {words.devices} ({whole(focus.devices)} -> {whole(more)})",
                                    extra, goal, ref))
 
     quality, absolute = _quality_sweep(profile, scenario, focus.devices)
@@ -515,7 +522,7 @@ ALMOST_LINEAR = 0.9  # scaling efficiency (1 = linear) the story calls "almost l
 
 def story(plan: Plan) -> str:
     """What the first view shows and what to do, in two short sentences."""
-    f, rows = plan.focus, plan.rows
+    f, rows, words = plan.focus, plan.rows, plan.words
     todo = plan.decision.recommendation if plan.decision else (
         f"try {plan.best.title.lower()}" if plan.best else "nothing we model helps here")
     todo = todo[0].lower() + todo[1:] if todo else todo
@@ -523,31 +530,31 @@ def story(plan: Plan) -> str:
     # the curve starts where the layout fits: fewer devices cannot run it (the knee too,
     # knee.knee_of_predictions)
     start = ("" if first is None or first is rows[0] else
-             f"below {count(first.devices, 'device')} this layout does not fit in "
+             f"below {words.count(first.devices)} this layout does not fit in "
              "memory; from there, ")
     if not f.fits:
-        shows = (f"at {count(f.devices, 'device')} this layout needs {f.memory_bytes / 2**30:,.0f} GiB per "
-                 "device and does not fit in memory, so it cannot run")
+        shows = (f"at {words.count(f.devices)} this layout needs {f.memory_bytes / 2**30:,.0f} GiB per "
+                 f"{words.device} and does not fit in memory, so it cannot run")
     elif data_stall_share(f) >= DATA_STALL_SHARE:
-        shows = (f"{data_stall_share(f):.0%} of each step waits for input at {count(f.devices, 'device')} "
-                 "(and at one device too, so efficiency looks fine while time is lost)")
+        shows = (f"{data_stall_share(f):.0%} of each step waits for input at {words.count(f.devices)} "
+                 f"(and at one {words.device} too, so efficiency looks fine while time is lost)")
     elif plan.knee is not None:
         k = plan.knee
         before = next(r for r in rows if r.devices == k.devices_before)
         after = next(r for r in rows if r.devices == k.devices_after)
-        upto = (f"throughput grows almost linearly to {count(k.devices_before, 'device')} "
+        upto = (f"throughput grows almost linearly to {words.count(k.devices_before)} "
                 f"({before.efficiency:.0%} efficiency)"
                 if before.efficiency >= ALMOST_LINEAR else
                 f"scaling efficiency is {before.efficiency:.0%} at "
-                f"{count(k.devices_before, 'device')}")
+                f"{words.count(k.devices_before)}")
         shows = (f"{upto}, then drops to {after.efficiency:.0%} at "
-                 f"{count(k.devices_after, 'device')}: "
-                 f"{k.label}")
+                 f"{words.count(k.devices_after)}: "
+                 f"{k.label_in(words)}")
     else:
         last = rows[-1]
-        shows = (f"throughput scales to {count(last.devices, 'device')} at {last.efficiency:.0%} "
+        shows = (f"throughput scales to {words.count(last.devices)} at {last.efficiency:.0%} "
                  "efficiency with no knee")
-    if f.fits and (baseline := one_device_note(rows)):  # the efficiency said above
+    if f.fits and (baseline := one_device_note(rows, words)):  # the efficiency said above
         shows += f" ({baseline})"
     if f.fits and start:
         shows = start + shows
@@ -575,10 +582,10 @@ def stall_sentence(plan: Plan) -> str | None:
     share = data_stall_share(f)
     if share < DATA_STALL_SHARE:
         return None
-    ones = [r for r in plan.rows if r.devices == 1]
-    at_one = (f" ({data_stall_share(ones[0]):.0%} at one device too, so scaling efficiency "
+    ones, words = [r for r in plan.rows if r.devices == 1], plan.words
+    at_one = (f" ({data_stall_share(ones[0]):.0%} at one {words.device} too, so scaling efficiency "
               "cannot show it)") if ones and data_stall_share(ones[0]) >= DATA_STALL_SHARE else ""
-    return (f"data stall: {share:.0%} of each step at {count(f.devices, 'device')} waits for input"
+    return (f"data stall: {share:.0%} of each step at {words.count(f.devices)} waits for input"
             f"{at_one}; fix the input pipeline first")
 
 
@@ -596,10 +603,10 @@ def headline(plan: Plan) -> dict[str, str]:
         "efficiency": f"{f.efficiency:.1%}" if f.fits else "not runnable",
         "throughput": f"{amount(f.samples_per_s)} {plan.unit}/s",
         "speedup": f"{f.speedup:.1f}x",
-        "knee": ("none: " + why_no_knee(plan.rows, "device counts")
+        "knee": ("none: " + why_no_knee(plan.rows, "device counts", plan.words)
                  if plan.knee is None else
-                 f"{count_change(plan.knee.devices_before, plan.knee.devices_after, 'device')}: "
-                 f"{plan.knee.label}"),
+                 f"{plan.words.count_change(plan.knee.devices_before, plan.knee.devices_after)}: "
+                 f"{plan.knee.label_in(plan.words)}"),
         "best_remedy": ("none predicted to help" if plan.best is None
                         else f"{plan.best.title}: {remedy_gain_text(plan.best)}"),
     }
@@ -610,7 +617,7 @@ def headline(plan: Plan) -> dict[str, str]:
         if plan.knee is None:
             out["knee"] = ("none in scaling efficiency, but the data stall is lost at every "
                            "device count (one device too)")
-    if f.fits and (note := one_device_note([f])):  # efficiency and speedup's baseline
+    if f.fits and (note := one_device_note([f], plan.words)):  # efficiency and speedup's baseline
         out["one_device"] = note
     misfits = [r.devices for r in plan.rows if not r.fits]
     if misfits:

@@ -25,7 +25,7 @@ from scalesim.cli.cmd_app import PUBLIC_URL_ENV  # set by `scalesim app --public
 from scalesim.decision import card_rows
 from scalesim.device_nouns import nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount, count
+from scalesim.figures import amount
 from scalesim.goal import seek
 from scalesim.jsonio import decode_text, parse_json_text, read_json
 from scalesim.layout import RECOMPUTE_STYLE_HELP, RECOMPUTE_STYLE_LABELS, SHARD_GROUP_HELP, TP_OVERLAP_HELP
@@ -452,12 +452,13 @@ def _headline(plan: Plan) -> None:
     cols = st.columns(4)
     runs = h["runnable"] == "yes"
     stall = h.get("stall_share")
-    cols[0].metric(f"Scaling efficiency at {count(plan.focus.devices, 'device')}", h["efficiency"],
+    words = plan.words  # processes for a CPU calibration
+    cols[0].metric(f"Scaling efficiency at {words.count(plan.focus.devices)}", h["efficiency"],
                    f"-{stall} of each step is data stall" if stall else None,
                    delta_color="normal", delta_arrow="off" if stall else "auto")
     cols[1].metric(f"Throughput ({plan.unit}/s)",
                    amount(plan.focus.samples_per_s) if runs else "not runnable")
-    cols[2].metric("Speedup over one device", h["speedup"] if runs else "not runnable")
+    cols[2].metric(f"Speedup over one {words.device}", h["speedup"] if runs else "not runnable")
     if "time_to_train" in h:
         cols[3].metric(f"{h['goal'][0].upper()}{h['goal'][1:]} / cost", h["time_to_train"],
                        h.get("cost"),
@@ -466,7 +467,7 @@ def _headline(plan: Plan) -> None:
         cols[3].metric("Time to train", "-", "enter training length", delta_color="off",
                        delta_arrow="off")
     if h["runnable"] != "yes":
-        st.error(f"**{count(plan.focus.devices, 'device')}: {h['runnable']}.** These numbers "
+        st.error(f"**{words.count(plan.focus.devices)}: {h['runnable']}.** These numbers "
                  "describe a layout that cannot run; see the remedies for one that fits.")
     elif "not_runnable" in h:
         st.warning(f"{h['not_runnable'][0].upper()}{h['not_runnable'][1:]}.")
@@ -657,7 +658,7 @@ def _tab_ab(plan: Plan) -> None:
         return
     a, b = plan.focus, plan.b_focus
     left, right = st.columns(2)
-    left.subheader(f"A: now, {count(a.devices, 'device')}")
+    left.subheader(f"A: now, {plan.words.count(a.devices)}")
     right.subheader(f"B: {plan.b_label}")
 
     def rel(new: float | None, old: float | None) -> str | None:
@@ -752,11 +753,11 @@ def _tab_layouts(plan: Plan) -> None:
         return
     best = rows[0]
     st.markdown(f"**Best of every dp x tp x pp, ZeRO, micro-batch, schedule, recompute and "
-                f"sequence-parallel layout on {count(f.devices, 'device')} at global batch "
+                f"sequence-parallel layout on {plan.words.count(f.devices)} at global batch "
                 f"{f.global_batch:,}:** {_md(layout_title(best))}: "
                 f"{best.samples_per_s:,.1f} {plan.unit}/s "
                 f"({against_now_text(best.samples_per_s, f)}).")
-    _chart(charts.layouts_chart(rows, f.devices), f"the best layout takes "
+    _chart(charts.layouts_chart(rows, f.devices, words=plan.words), f"the best layout takes "
            f"{best.step_time_s * 1e3:,.0f} ms per step; the slowest shown "
            f"{rows[-1].step_time_s * 1e3:,.0f} ms")
     st.dataframe(pd.DataFrame([{

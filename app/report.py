@@ -18,7 +18,7 @@ from scalesim.attention_kernel import ATTENTION_KERNEL_LABELS
 from scalesim.cli.cmd_predict import layout_line
 from scalesim.decision import card_rows
 from scalesim.diagnosis import standing
-from scalesim.figures import amount, count
+from scalesim.figures import amount
 from scalesim.model.sharding import GRAD_SYNC_LABELS
 
 from .charts import all_charts, chart_text, stall_caption
@@ -197,7 +197,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
         ("Throughput", h["throughput"] if h["runnable"] == "yes"
          else f"not runnable (would be {h['throughput']})"),
         ("Scaling efficiency", h["efficiency"]),
-        ("Speedup over one device", h["speedup"]),
+        (f"Speedup over one {plan.words.device}", h["speedup"]),
         ("Knee", h["knee"]),
         ("Largest single gain", h["best_remedy"]),
     ]
@@ -258,7 +258,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
          for r in plan.rows])))
     if stall_note:
         parts.append(f'<p class="note">{_e(stall_note)}</p>')
-    parts.append(f"<h2>Changes at {count(plan.focus.devices, 'device')}</h2>")
+    parts.append(f"<h2>Changes at {plan.words.count(plan.focus.devices)}</h2>")
     parts.append(_scroll(_table(
         ["change", "verdict", "throughput gain", f"{unit}/s", "time to finish", "cost", "note"],
         [[r.title, r.verdict, f"{r.gain:+.1%}" if r.applicable else "n/a",

@@ -245,7 +245,7 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
         else:
             fill = now.devices < g
             what = f"Fill the {nouns.server}" if fill else f"Add one {nouns.server}"
-            change = f"{figures.whole(now.devices)} -> {nouns.count(more)}"
+            change = nouns.count_change(now.devices, more)
             out.append(ctx.option("add_server", f"{what} ({change})", p, 0.0, base_source,
                                   assumption=ctx.assumptions["fill_server"] if fill else None))
     else:
@@ -523,7 +523,7 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
         question = f"One {device} {words.device}: what should we do?"
     elif now.fits:
         question = f"{gpus} give {now.speedup:.1f}x one {words.device}: what should we do?"
-        if note := one_device_note([now]):
+        if note := one_device_note([now], words):
             notes.append(note)
     else:
         question = (f"{gpus} {'does' if devices == 1 else 'do'} not fit this layout in memory "

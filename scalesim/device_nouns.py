@@ -46,6 +46,10 @@ class Nouns:
         one, many = getattr(self, noun), getattr(self, noun + "s")
         return count(n, one) if many == one + "s" else f"{whole(n)} {one if n == 1 else many}"
 
+    def count_change(self, before: int, after: int) -> str:
+        """'8 -> 16 devices', '1,024 -> 2,048 devices'; '2 -> 4 processes' (``figures.count_change``)."""
+        return f"{whole(before)} -> {self.count(after)}"
+
     def link(self, level: str) -> str:
         """'intra-server link' / 'inter-host link' of a link level ('intra_node', 'inter_node')."""
         return f"{'intra' if level == 'intra_node' else 'inter'}-{self.server} link"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR, median_error
+from scalesim.device_nouns import GPU_NOUNS, Nouns
 
 # The least efficiency drop named a knee (and, in ``scalesim diagnose``, a drop at the server
 # boundary): the model's median throughput error on the data-parallel validation
@@ -22,15 +23,22 @@ from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR, median_error
 # points). A smaller drop is within what the model gets wrong half the time. docs/model.md §10.
 MIN_EFFICIENCY_DROP = DATA_PARALLEL_MEDIAN_ERROR
 
+# Each cause in words; {device}, {devices}, {server} are the devices' nouns (``cause_label``)
 CAUSE_LABELS = {
-    "boundary": "crosses server boundary: inter-server link",
-    "comm": "communication grows with devices",
+    "boundary": "crosses {server} boundary: inter-{server} link",
+    "comm": "communication grows with {devices}",
     "data": "input pipeline cannot keep up",
-    "straggler": "waiting for the slowest device",
-    "compute": "small per-device work (fixed overheads dominate)",
-    "colocation": "more busy devices per server slow each other's compute",
+    "straggler": "waiting for the slowest {device}",
+    "compute": "small per-{device} work (fixed overheads dominate)",
+    "colocation": "more busy {devices} per {server} slow each other's compute",
     "bubble": "pipeline bubble: fill and drain of the stages",
 }
+
+
+def cause_label(cause: str, words: Nouns = GPU_NOUNS) -> str:
+    """A knee's cause (a key of ``CAUSE_LABELS``) in the devices' nouns: 'crosses server
+    boundary: inter-server link'; on a CPU calibration's processes 'crosses host boundary: ...'."""
+    return CAUSE_LABELS[cause].format(device=words.device, devices=words.devices, server=words.server)
 
 
 @dataclass(frozen=True)
@@ -41,7 +49,11 @@ class Knee:
     efficiency_drop: float  # efficiency points lost (0..1)
     crosses_boundary: bool
     cause: str  # key of CAUSE_LABELS
-    label: str
+    label: str  # the cause in GPU words (``cause_label``; ``--json``)
+
+    def label_in(self, words: Nouns) -> str:
+        """``label`` in ``words``' nouns (``device_nouns.nouns_for``)."""
+        return cause_label(self.cause, words)
 
 
 def find_knee(devices, nodes, efficiency, compute_s=None, exposed_comm_s=None,
@@ -80,7 +92,7 @@ def find_knee(devices, nodes, efficiency, compute_s=None, exposed_comm_s=None,
             cause = "colocation"
     return Knee(index=i + 1, devices_before=int(p[i]), devices_after=int(p[i + 1]),
                 efficiency_drop=float(drops[i]), crosses_boundary=crosses, cause=cause,
-                label=CAUSE_LABELS[cause])
+                label=cause_label(cause))
 
 
 def _through_layouts(rows) -> bool:
@@ -101,23 +113,23 @@ def no_knee_words(min_drop: float, between: str) -> str:
             f"between {between}")
 
 
-def searched_words(rows, what: str) -> str:
+def searched_words(rows, what: str, words: Nouns = GPU_NOUNS) -> str:
     """What ``knee_of_predictions`` searched, for ``no_knee_words``: ``what`` ('rows', 'device
-    counts'), or '<what> that fit in device memory' where some rows do not."""
-    return what if all(r.fits for r in rows) else f"{what} that fit in device memory"
+    counts'), or '<what> that fit in device memory' (``words.memory``) where some rows do not."""
+    return what if all(r.fits for r in rows) else f"{what} that fit in {words.memory}"
 
 
-def why_no_knee(rows, what: str) -> str:
+def why_no_knee(rows, what: str, words: Nouns = GPU_NOUNS) -> str:
     """Why ``knee_of_predictions`` named no knee among ``Prediction`` rows, for 'knee: none
     (...)': fewer than two of the ``what`` ('rows', 'device counts') to search (in all, or that
-    fit in device memory), else ``no_knee_words`` over what was searched."""
+    fit in device memory: ``words.memory``), else ``no_knee_words`` over what was searched."""
     fitting = sum(1 for r in rows if r.fits)
     if len(rows) < 2:
         return f"a knee lies between two {what}, and there is {len(rows)}"
     if fitting < 2:
-        return (f"{'none' if fitting == 0 else 'only one'} of the {what} fits in device memory, "
+        return (f"{'none' if fitting == 0 else 'only one'} of the {what} fits in {words.memory}, "
                 "and a knee lies between two that do")
-    return no_knee_words(least_drop_of(rows), searched_words(rows, what))
+    return no_knee_words(least_drop_of(rows), searched_words(rows, what, words))
 
 
 def knee_of_predictions(rows) -> Knee | None:

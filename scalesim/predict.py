@@ -12,6 +12,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from scalesim.bounds import KNOB_BY_FIELD, check_values
+from scalesim.device_nouns import GPU_NOUNS, Nouns
 from scalesim.errors import ScalesimError, require_model
 from scalesim.figures import count, link_GBps, sig3
 from scalesim.layout import SCHEDULES, SEQUENCE_PARALLEL_NEEDS_TP, TP_OVERLAP_NEEDS_TP
@@ -80,13 +81,15 @@ class Prediction(BaseModel):
     shard_group: int | None = None
 
 
-def one_device_note(rows: list[Prediction]) -> str | None:
+def one_device_note(rows: list[Prediction], words: Nouns = GPU_NOUNS) -> str | None:
     """Where one device cannot hold the model (``Prediction.one_device_fits``), a clause saying
-    that speed-up and efficiency are against the model's one-device run, not a run; else None."""
+    that speed-up and efficiency are against the model's one-device run, not a run; else None.
+    ``words``: the devices' nouns ('one process' on a CPU calibration)."""
     if all(r.one_device_fits for r in rows):
         return None
-    return ("one device cannot hold the model: speed-up, efficiency and 'Nx one device' are "
-            "against the model's hypothetical one-device run (docs/model.md §10)")
+    one = f"one {words.device}"
+    return (f"{one} cannot hold the model: speed-up, efficiency and 'Nx {one}' are "
+            f"against the model's hypothetical one-{words.device} run (docs/model.md §10)")
 
 
 def data_parallel_ranks(p: Prediction) -> int:

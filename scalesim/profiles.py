@@ -18,7 +18,6 @@ from typing import Any, Literal
 import numpy as np
 
 from scalesim import presets
-from scalesim.device_nouns import GPU_NOUNS
 from scalesim.errors import ScalesimError, require_model, require_path, require_text
 from scalesim.figures import count
 from scalesim.jsonio import parse_model, read_json, version_text
@@ -48,9 +47,6 @@ def device_peak_tflops(device_name: str, extra: Hardware | None = None) -> float
         known[extra.device_name] = extra.peak_tflops
     listed = presets.peak_tflops_of(device_name)
     return known.get(device_name) or (listed[0] if listed else None)
-
-
-LINK_NAMES = {level: GPU_NOUNS.link(level) for level in ("intra_node", "inter_node")}
 
 
 def unmeasured_links(profile: Profile) -> dict[str, LinkCalibration]:

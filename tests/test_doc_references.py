@@ -18,6 +18,9 @@ import pytest
 from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parents[1]
+# the docs checked here and whose code blocks users copy command lines from
+# (tests/test_help_examples.py; docs/validation.md and docs/performance.md quote the benchmark
+# scripts' commands)
 DOCS = (
     "README.md",
     "docs/app.md",

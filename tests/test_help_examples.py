@@ -11,6 +11,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+from test_doc_references import DOCS  # the docs users copy command lines from, listed once
 
 from scalesim.cli.main import _command_modules, build_parser
 
@@ -29,21 +30,6 @@ def _command_lines(text: str) -> list[str]:
         example = re.split(r"\s#|\s{2,}\(|\s\||\s>|\s&&|\s\(adds", line[start:])[0]
         out.append(example.strip())
     return out
-
-
-# the docs whose code blocks users copy command lines from (docs/validation.md and
-# docs/performance.md quote the benchmark scripts' commands)
-DOCS = (
-    "README.md",
-    "docs/app.md",
-    "docs/calibration.md",
-    "docs/diagnose.md",
-    "docs/model.md",
-    "docs/bounds.md",
-    "docs/emulated-cluster.md",
-    "docs/validation.md",
-    "docs/performance.md",
-)
 
 
 def _doc_lines(doc: str) -> list[str]:

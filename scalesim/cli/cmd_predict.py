@@ -12,7 +12,7 @@ from scalesim.cli.options import (
 )
 from scalesim.device_nouns import nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import count, count_change, link_GBps, sig3
+from scalesim.figures import link_GBps, sig3
 from scalesim.jsonio import to_json_text
 
 NAME = "predict"
@@ -205,27 +205,28 @@ def render_table(profile, scenario, rows) -> str:
         if note := zero_price_note(goal):
             lines.append(f"note: {note}")
     knee = knee_of_predictions(rows)
+    words = nouns_for(profile.hardware.device_name)  # 'processes', 'host' on a CPU calibration
     lines.append("")
     if knee is None:
-        lines.append(f"knee: none ({why_no_knee(rows, 'rows')})")
+        lines.append(f"knee: none ({why_no_knee(rows, 'rows', words)})")
     else:
         before = next(r for r in rows if r.devices == knee.devices_before)
-        lines.append(f"knee: {count_change(knee.devices_before, knee.devices_after, 'device')}, "
+        lines.append(f"knee: {words.count_change(knee.devices_before, knee.devices_after)}, "
                      "efficiency "
                      f"{before.efficiency:.1%} -> {rows[knee.index].efficiency:.1%}"
-                     f" (-{knee.efficiency_drop * 100:.1f} points): {knee.label}")
+                     f" (-{knee.efficiency_drop * 100:.1f} points): {knee.label_in(words)}")
     if unfit := [r for r in rows if not r.fits]:
-        lines.append("warning: rows marked NO do not fit in device memory: not runnable, their "
+        lines.append(f"warning: rows marked NO do not fit in {words.memory}: not runnable, their "
                      f"numbers are not a plan; try {_fit_hints(profile, scenario, unfit)}")
     stalled = [r for r in rows if data_stall_share(r) >= DATA_STALL_SHARE]
     if stalled:
         r = stalled[0]
         lines.append(f"warning: data stall: {data_stall_share(r):.0%} of each step at "
-                     f"{count(r.devices, 'device')} waits for input (lost at "
-                     "one device too, so efficiency cannot show it); fix the input pipeline first")
+                     f"{words.count(r.devices)} waits for input (lost at one {words.device} "
+                     "too, so efficiency cannot show it); fix the input pipeline first")
     if not stall:
         lines.append(f"note: {STALL_NOT_MODELLED}")  # and no stall column
-    if note := one_device_note(rows):  # the speedup and eff columns' baseline
+    if note := one_device_note(rows, words):  # the speedup and eff columns' baseline
         lines.append(f"note: {note}")
     if note := slow_device_note(scenario.slow_device, [r.devices for r in rows]):
         lines.append(f"note: {note}")
