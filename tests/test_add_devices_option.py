@@ -161,3 +161,17 @@ def test_the_app_card_shows_the_option_and_its_link():
     assert any(
         "Add devices (1 -> 32 devices" in b.proto.label and "focus=32" in b.proto.url for b in buttons
     ), buttons
+
+
+def test_the_html_report_links_the_option_to_its_what_if():
+    from html import escape
+
+    from app.report import report_html
+
+    plan = _gpt76_plan()
+    ((title, link),) = option_links(plan, "http://x/")
+    page = report_html(plan, "http://x/?v=3&wl=gpt-76.1b")
+    assert f'<a href="{escape(link)}">Open in the planner: {escape(title)}</a>' in page
+    assert "Open in the planner" not in report_html(
+        make_plan(preset_profile(default_state()), default_state()), "http://x/"
+    )
