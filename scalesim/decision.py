@@ -27,9 +27,11 @@ error (``scalesim.accuracy``) is not a reason to change, and two options whose s
 less than it are a tie that goes to the one with nothing to buy (docs/model.md §20). Where no
 option makes today's layout fit, the sentence names what is done already and the fewest devices
 (doubling up to the device-count bound) at which the planner's fastest layout fits, or how far
-it searched (``_nothing_fits``). Where "Nx one device" is against a device that cannot hold
-the model, a note says so (``predict.one_device_note``). The CLI
-(``scalesim decide``) and the app call this same function, so their numbers are equal.
+it searched (``_nothing_fits``); that count is the card's **more devices** option, priced for
+its billed devices like the others, with the scenario changes that reproduce it (``changes``).
+Where "Nx one device" is against a device that cannot hold the model, a note says so
+(``predict.one_device_note``). The CLI (``scalesim decide``) and the app call this same
+function, so their numbers are equal.
 """
 
 from __future__ import annotations
@@ -348,8 +350,7 @@ def _most_devices(devices: int) -> int:
 
 def _fits_at(ctx: _Ctx, devices: int) -> tuple[tuple[Prediction, str, Scenario] | None, bool]:
     """((prediction, layout words, scenario) of the fastest layout that fits at ``devices``, or
-    None where
-    none fits; whether any layout could be modelled there at all), at the global
+    None where none fits; whether any layout could be modelled there at all), at the global
     batch today's scenario has there (the same where it is fixed; the per-device batch's under
     weak scaling): the planner's best row for a transformer (``layout_predict.plan_at``: tp x
     pp splits, ZeRO stages, recompute, micro-batches), predicted as ``predict`` says of it;
@@ -394,8 +395,7 @@ def _fits_at(ctx: _Ctx, devices: int) -> tuple[tuple[Prediction, str, Scenario] 
 def _more_devices(ctx: _Ctx) -> tuple[tuple[Prediction, str, Scenario] | None, int]:
     """The fewest devices (2x, 4x, ... today's, up to ``_most_devices``) at which some layout
     fits (``_fits_at``), with that layout's words and scenario, or None where none does; and the
-    largest
-    count at which any layout could be modelled (today's where none could). The search stops
+    largest count at which any layout could be modelled (today's where none could). The search stops
     at the first count that fits."""
     n, searched = ctx.now.devices * 2, ctx.now.devices
     while n <= _most_devices(ctx.now.devices):
