@@ -667,3 +667,64 @@ def remedy_gain_text(r: RemedyResult) -> str:
 def duration(seconds: float | None) -> str:
     """The card's ``duration_text``, '-' where there is no time (the app's tables)."""
     return duration_text(seconds, "-")
+
+
+# A decision option's scenario fields (``DecisionOption.changes``) as the planner's controls
+STATE_OF_SCENARIO = {"strategy": "strat", "accumulation": "acc", "micro_batch": "mb"}
+STATE_OF_LAYOUT = {"tp": "tp", "pp": "pp", "schedule": "sched", "virtual_stages": "vs",
+                   "recompute": "rec", "recompute_style": "rs", "sequence_parallel": "sp",
+                   "tp_overlap": "tpo", "shard_group": "sg"}
+AUTO_WHEN_NONE = ("sched", "rec")  # the controls whose "auto" is the scenario's None
+
+
+def option_state(state: AppState, profile: Profile, changes: dict | None) -> AppState | None:
+    """The planner's state that runs a decision option's scenario (``DecisionOption.changes``:
+    its device count in focus, ZeRO stage, accumulation, micro-batch and layout), so that its
+    link reproduces the option's numbers; None where the option changes nothing the controls
+    hold, or a count the planner cannot show (above ``MAX_DEVICES``, or off its grid)."""
+    from pydantic import ValidationError
+
+    if not changes or len(changes.get("devices") or []) != 1:
+        return None
+    update: dict = {}
+    for key, value in changes.items():
+        if key == "devices":
+            continue
+        if key == "layout":
+            for name, field_name in STATE_OF_LAYOUT.items():
+                value_of = (value or {}).get(name)
+                update[field_name] = ("auto" if value_of is None and field_name in AUTO_WHEN_NONE
+                                      else value_of)
+        elif key in STATE_OF_SCENARIO:
+            update[STATE_OF_SCENARIO[key]] = value
+        else:  # a field no control holds: a link could not reproduce it
+            return None
+    devices = int(changes["devices"][0])
+    if devices > MAX_DEVICES:
+        return None
+    update.update(focus=devices, dmax=max(state.dmax, devices))
+    try:
+        out = AppState.model_validate({**state.model_dump(), **update})
+        g = out.dpn or profile.hardware.devices_per_node
+        if devices not in device_counts(out, g)[0]:  # the grid skips it: list the counts
+            shown = device_counts(state, g)[0]
+            out = AppState.model_validate({**out.model_dump(), "grid": "list", "dlist": ",".join(
+                map(str, sorted({*shown, devices})))})
+    except ValidationError:
+        return None
+    return out if devices in device_counts(out, g)[0] else None
+
+
+def option_links(plan: Plan, base: str = "") -> list[tuple[str, str | None]]:
+    """(title, planner link) of each decision option that runs a scenario of its own
+    (``DecisionOption.changes``: more devices with the planner's layout), the link opening that
+    what-if (``option_state``; None where the planner cannot show it)."""
+    from .state import encode_query, query_string
+
+    out = []
+    for o in plan.decision.options if plan.decision else []:
+        if o.changes:
+            state = option_state(plan.state, plan.profile, o.changes)
+            out.append((o.title, None if state is None else
+                        f"{base}?{query_string(encode_query(state, plan.profile))}"))
+    return out

@@ -51,10 +51,12 @@ from .plan import (
     layout_ranking,
     layout_reference,
     make_plan,
+    option_links,
     story,
 )
 from .state import (
     LAYOUT_FIELDS,
+    MAX_DEVICES,
     MAX_VALUE_CHARS,
     SHARED_DATE_KEY,
     WORKLOAD_PRESETS,
@@ -512,6 +514,12 @@ def _decision_card(plan: Plan) -> None:
         st.caption(f"Main assumption: {_md(card.assumption)}."
                    + (f" Time to finish = {card.goal}." if card.goal else "")
                    + "".join(f" {_md(n[0].upper() + n[1:])}." for n in card.notes))
+        for i, (title, link) in enumerate(option_links(plan, _base_url())):
+            if link is None:
+                st.caption(f"{_md(title)}: the planner shows up to {plan.words.count(MAX_DEVICES)}; "
+                           "`scalesim decide --json` gives its scenario (changes).")
+            else:
+                st.link_button(f"Open in the planner: {title}", link, key=f"option_link_{i}")
 
 
 def _share(plan: Plan, link: str) -> None:

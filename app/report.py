@@ -22,7 +22,7 @@ from scalesim.figures import amount
 from scalesim.model.sharding import GRAD_SYNC_LABELS
 
 from .charts import all_charts, chart_text, stall_caption
-from .plan import Plan, duration, headline, story
+from .plan import Plan, duration, headline, option_links, story
 from .state import profile_caveats
 
 REPORT_CHART_WIDTH_PX = 720
@@ -83,8 +83,9 @@ def _scroll(table_html: str) -> str:
     return f'<div class="scroll">{table_html}</div>'
 
 
-def decision_html(plan: Plan) -> str:
-    """The decision card: question, options table, recommendation, assumption (or '')."""
+def decision_html(plan: Plan, base: str = "") -> str:
+    """The decision card: question, options table, recommendation, assumption, and a link
+    (from ``base``, the planner's address) to each option that runs its own what-if (or '')."""
     card = plan.decision
     if card is None:
         return ""
@@ -92,12 +93,14 @@ def decision_html(plan: Plan) -> str:
     header = list(rows[0])
     table = _table(header, [[r[k] for k in header] for r in rows])
     notes = "".join(f"<li>{_e(n)}</li>" for n in card.notes)
+    opens = "".join(f'<p class="note"><a href="{_e(url)}">Open in the planner: {_e(title)}</a></p>'
+                    for title, url in option_links(plan, base) if url is not None)
     return (f'<section class="card" id="decision"><h2>{_e(card.question)}</h2>'
             f"{_scroll(table)}"
             f'<p class="rec"><b>Recommendation:</b> {_e(card.recommendation)}</p>'
             f'<p class="note">Main assumption: {_e(card.assumption)}.'
             + (f" Time to finish = {_e(card.goal)}." if card.goal else "") + "</p>"
-            + (f'<ul class="note">{notes}</ul>' if notes else "") + "</section>")
+            + (f'<ul class="note">{notes}</ul>' if notes else "") + opens + "</section>")
 
 
 def _table(header: list[str] | None, rows: list[list], left: int = 1, cls: str = "") -> str:
@@ -220,7 +223,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
         f'<p class="note">Predicted by scalesim (an analytical model of distributed training) '
         f"on {_e(when)}. These are predictions, not measurements.</p>",
         f"<p>{_bold(story(plan))}</p>",
-        decision_html(plan),
+        decision_html(plan, link.split("?", 1)[0]),
         "<h2>Headline</h2>",
         _scroll(_table(None, [[k, v] for k, v in heads], left=2, cls="headline")),
     ]

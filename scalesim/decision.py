@@ -27,9 +27,11 @@ error (``scalesim.accuracy``) is not a reason to change, and two options whose s
 less than it are a tie that goes to the one with nothing to buy (docs/model.md §20). Where no
 option makes today's layout fit, the sentence names what is done already and the fewest devices
 (doubling up to the device-count bound) at which the planner's fastest layout fits, or how far
-it searched (``_nothing_fits``). Where "Nx one device" is against a device that cannot hold
-the model, a note says so (``predict.one_device_note``). The CLI
-(``scalesim decide``) and the app call this same function, so their numbers are equal.
+it searched (``_nothing_fits``); that count is the card's **more devices** option, priced for
+its billed devices like the others, with the scenario changes that reproduce it (``changes``).
+Where "Nx one device" is against a device that cannot hold the model, a note says so
+(``predict.one_device_note``). The CLI (``scalesim decide``) and the app call this same
+function, so their numbers are equal.
 """
 
 from __future__ import annotations
@@ -87,8 +89,9 @@ ASSUMPTIONS = {
                   "(a spare of the same kind, at today's price)",
     "more_devices": "the planner's fastest layout that fits at the larger count (tensor x "
                     "pipeline split, ZeRO stage, recompute; today's split and the fastest ZeRO "
-                    "stage for a parameter count), at the model's memory estimate "
-                    "(docs/model.md §4, §17, §20)",
+                    "stage for a parameter count), at the model's memory estimate, the added "
+                    "devices priced like today's and billed per whole instance "
+                    "(docs/model.md §4, §9, §17, §20)",
 }
 # The assumptions that name a GPU server's parts, in the words of a CPU calibration's processes
 # on a host (``device_nouns.nouns_for``): ``_Ctx.assumptions`` puts them in ASSUMPTIONS' place.
@@ -100,6 +103,10 @@ CPU_ASSUMPTIONS = {
                    "predicts",
     "fix_device": "the slow process runs at its peers' speed once the other work on its host's "
                   "cores is moved off",
+    "more_devices": "the fastest ZeRO stage that fits at the larger count, at the model's "
+                    "memory estimate, the added processes priced like today's and billed per "
+                    "whole host, gloo over TCP scaling as the model predicts "
+                    "(docs/model.md §4, §9, §20)",
 }
 # What the more-devices search tries at each doubling, where nothing fits at the focus count
 # (``_fits_at``); it doubles up to the device-count bound (``bounds``, ``_most_devices``).
@@ -115,7 +122,7 @@ class DecisionOption:
     """One way forward at the focus device count, with what it costs and gains."""
 
     key: str  # now, add_server, network, settings, split_model, attention_kernel,
-    # input_pipeline, fix_device
+    # input_pipeline, fix_device, more_devices
     title: str
     devices: int
     servers: int
@@ -131,6 +138,10 @@ class DecisionOption:
     price_source: str
     assumption: str
     quality_change: float | None = None  # relative time to quality vs now (only B_noise known)
+    billed_devices: int | None = None  # devices a cloud bills for it (whole instances, billing)
+    # the scenario fields it runs with that today's do not have (more_devices: its count and
+    # the planner's layout, Scenario's JSON names), for a link or a file that reproduces it
+    changes: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -177,7 +188,7 @@ class _Ctx:
 
     def option(self, key: str, title: str, p: Prediction, extra_per_server_hour: float | None,
                price_source: str, priced: bool = True,
-               assumption: str | None = None) -> DecisionOption:
+               assumption: str | None = None, changes: dict | None = None) -> DecisionOption:
         hourly = None
         if priced:
             hourly = self._hourly(p, extra_per_server_hour or 0.0)
@@ -197,7 +208,8 @@ class _Ctx:
             total_usd=total,
             total_change_usd=None if (total is None or now_total is None) else total - now_total,
             price_source=price_source, assumption=assumption or self.assumptions[key],
-            quality_change=self._quality_change(p))
+            quality_change=self._quality_change(p),
+            billed_devices=int(self.goal.billed_devices(p.devices)), changes=changes)
 
     def _quality_change(self, p: Prediction) -> float | None:
         """Relative change of time to quality when only B_noise is known (no absolute time)."""
@@ -336,9 +348,9 @@ def _most_devices(devices: int) -> int:
     return most
 
 
-def _fits_at(ctx: _Ctx, devices: int) -> tuple[tuple[Prediction, str] | None, bool]:
-    """((prediction, layout words) of the fastest layout that fits at ``devices``, or None where
-    none fits; whether any layout could be modelled there at all), at the global
+def _fits_at(ctx: _Ctx, devices: int) -> tuple[tuple[Prediction, str, Scenario] | None, bool]:
+    """((prediction, layout words, scenario) of the fastest layout that fits at ``devices``, or
+    None where none fits; whether any layout could be modelled there at all), at the global
     batch today's scenario has there (the same where it is fixed; the per-device batch's under
     weak scaling): the planner's best row for a transformer (``layout_predict.plan_at``: tp x
     pp splits, ZeRO stages, recompute, micro-batches), predicted as ``predict`` says of it;
@@ -359,29 +371,31 @@ def _fits_at(ctx: _Ctx, devices: int) -> tuple[tuple[Prediction, str] | None, bo
         else:
             if not row.fits:
                 return None, True
+            run = lp.scenario_of_row(scenario, row)
             try:  # predict says of the row what the planner says (layout_predict.plan_at)
-                p = _one(profile, lp.scenario_of_row(scenario, row), devices)
+                p = _one(profile, run, devices)
             except ScalesimError:
                 return None, True
-            return ((p, lp.row_title(row)) if p.fits else None), True  # all it needs to fit
+            return ((p, lp.row_title(row), run) if p.fits else None), True  # all it needs
     best, modelled = None, False
     for strategy in ZERO_STRATEGIES:
+        run = scenario.model_copy(update={"strategy": strategy})
         try:
-            p = _one(profile, scenario.model_copy(update={"strategy": strategy}), devices)
+            p = _one(profile, run, devices)
         except ScalesimError:  # a global batch that does not split, ZeRO at dp 1...
             continue
         modelled = True
         if p.fits and (best is None or p.samples_per_s > best[0].samples_per_s):
             split = (f"{split_words(p.dp, p.tp, p.pp)}, " if p.dp is not None
                      and p.tp * p.pp > 1 else "")
-            best = (p, f"{split}{strategy}")
+            best = (p, f"{split}{strategy}", run)
     return best, modelled
 
 
-def _more_devices(ctx: _Ctx) -> tuple[tuple[Prediction, str] | None, int]:
+def _more_devices(ctx: _Ctx) -> tuple[tuple[Prediction, str, Scenario] | None, int]:
     """The fewest devices (2x, 4x, ... today's, up to ``_most_devices``) at which some layout
-    fits (``_fits_at``), with that layout's words, or None where none does; and the largest
-    count at which any layout could be modelled (today's where none could). The search stops
+    fits (``_fits_at``), with that layout's words and scenario, or None where none does; and the
+    largest count at which any layout could be modelled (today's where none could). The search stops
     at the first count that fits."""
     n, searched = ctx.now.devices * 2, ctx.now.devices
     while n <= _most_devices(ctx.now.devices):
@@ -393,11 +407,62 @@ def _more_devices(ctx: _Ctx) -> tuple[tuple[Prediction, str] | None, int]:
     return None, searched
 
 
-def _nothing_fits(ctx: _Ctx) -> str:
+def _changes(scenario: Scenario, run: Scenario, devices: int) -> dict:
+    """The fields (Scenario's JSON names) ``run`` at ``devices`` sets that ``scenario`` does not."""
+    old, new = scenario.model_dump(mode="json"), run.model_dump(mode="json")
+    return {"devices": [devices], **{k: v for k, v in new.items()
+                                     if k != "devices" and old.get(k) != v}}
+
+
+@dataclass(frozen=True)
+class _MoreDevices:
+    """The more-devices answer: the option on the card, the memory and the layout's words."""
+
+    option: DecisionOption
+    memory_bytes: float
+    layout: str
+
+
+def _more_devices_option(ctx: _Ctx, price_source: str) -> tuple[_MoreDevices | None, int]:
+    """The option of the fewest devices at which some layout fits (``_more_devices``), priced
+    for its billed devices as every option is (``_Ctx.option``), or None; and how far the
+    search went."""
+    found, searched = _more_devices(ctx)
+    if found is None:
+        return None, searched
+    p, layout, run = found
+    words = ctx.words
+    split = f"{split_words(None, p.tp, p.pp)}, " if p.tp * p.pp > 1 else ""
+    title = (f"Add {words.devices} ({figures.whole(ctx.now.devices)} -> "
+             f"{words.count(p.devices)}, {split}{run.strategy})")  # the sentence: the layout
+    option = ctx.option("more_devices", title, p, 0.0, price_source,
+                        changes=_changes(ctx.scenario, run, p.devices))
+    return _MoreDevices(option, p.memory_bytes, layout), searched
+
+
+def _cost_words(ctx: _Ctx, o: DecisionOption) -> str:
+    """': it finishes in 3.2 days and costs $1,234 in total (32 devices billed)', from the
+    option's own figures; what is not known is left out."""
+    said = []
+    if o.time_s is not None:
+        said.append(f"finishes in {duration_text(o.time_s)}")
+    if o.total_usd is not None:
+        said.append(f"costs {usd_text(o.total_usd)} in total")
+    elif o.usd_per_hour is not None:
+        said.append(f"costs {usd_text(o.usd_per_hour)} per hour")
+    if not said:
+        return ""
+    billed = (f" ({ctx.words.count(o.billed_devices)} billed)"
+              if o.usd_per_hour is not None and o.billed_devices is not None else "")
+    return f": it {' and '.join(said)}{billed}"
+
+
+def _nothing_fits(ctx: _Ctx, more: _MoreDevices | None, searched: int) -> str:
     """The recommendation where no change we model fits at today's devices: what is already done
     (split, fully sharded, dp 1 where ZeRO shards nothing) is not advised again; the answer is
-    more devices where the model says some layout fits, else devices with more memory, saying
-    how far the search went."""
+    ``more``, the more-devices option, where the model says some layout fits (its time and money
+    as its row on the card says them), else devices with more memory, saying how far the search
+    went (``searched``)."""
     now, scn = ctx.now, ctx.scenario
     done = []
     if now.tp * now.pp > 1:
@@ -410,7 +475,6 @@ def _nothing_fits(ctx: _Ctx) -> str:
     why = f" ({'; '.join(done)})" if done else ""
     words = ctx.words
     head = f"Nothing we model fits in {words.memory} at {words.count(now.devices)}{why}"
-    more, searched = _more_devices(ctx)
     if more is None:
         most = _most_devices(now.devices)
         batch = (f" for a global batch of {scn.global_batch:,}" if scn.global_batch is not None
@@ -426,20 +490,27 @@ def _nothing_fits(ctx: _Ctx) -> str:
         advice = ("a smaller model or a larger global batch" if batch and searched < most
                   else "or a smaller model")
         return f"{head}, {tried}: use {words.holders} with more memory, {advice}."
-    p, layout = more
-    return (f"{head}: add {words.devices}: at {words.count(p.devices)} ({layout}) "
-            f"it needs {p.memory_bytes / 2**30:,.0f} GiB per {words.device}, which fits.")
+    o = more.option
+    return (f"{head}: add {words.devices}: at {words.count(o.devices)} ({more.layout}) "
+            f"it needs {more.memory_bytes / 2**30:,.0f} GiB per {words.device}, which fits"
+            f"{_cost_words(ctx, o)}.")
 
 
-def _recommend(ctx: _Ctx, options: list[DecisionOption]) -> tuple[str, str]:
+def _recommend(ctx: _Ctx, options: list[DecisionOption],
+               more: _MoreDevices | None = None, searched: int | None = None) -> tuple[str, str]:
+    """The sentence and its main assumption; ``more`` and ``searched``: the more-devices search
+    where nothing fits at today's count (``_more_devices_option``)."""
     now = ctx.now
     if not options:
         if not now.fits:
-            return _nothing_fits(ctx), ASSUMPTIONS["more_devices"]
+            return (_nothing_fits(ctx, None, now.devices if searched is None else searched),
+                    ctx.assumptions["more_devices"])
         return ("Keep the current setup: no option we model finishes sooner or runs faster here.",
                 ASSUMPTIONS["now"])
     if not now.fits:
         o = options[0]
+        if more is not None and o is more.option:
+            return _nothing_fits(ctx, more, o.devices), o.assumption
         return (f"{_action(o)} first: today's layout does not fit in {ctx.words.memory}.",
                 o.assumption)
     stall = next((o for o in options if o.key == "input_pipeline"), None)
@@ -510,7 +581,11 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
         notes.append("not shown (slower, or does not fit in memory): " + "; ".join(losers))
     winners.sort(key=lambda o: -_score(o))
     options = winners[:MAX_OPTIONS]
-    recommendation, assumption = _recommend(ctx, options)
+    more = searched = None
+    if not now.fits and not options:  # nothing fits at today's count: the fewest that fit
+        more, searched = _more_devices_option(ctx, base.price_source)
+        options = [] if more is None else [more.option]
+    recommendation, assumption = _recommend(ctx, options, more, searched)
     if note := _measure_before_buying(profile, scenario, options):
         notes.append(note)
     within = [o.title for o in options if now.fits and _score(o) < ctx.error]

@@ -38,7 +38,9 @@ def test_a_split_model_at_dp_1_that_does_not_fit_is_told_to_add_devices_not_zero
     shards nothing. It now says so and names the devices where the model says it fits."""
     profile, scenario = _llama405_split()
     card = decide(profile, scenario, 64)
-    assert not card.now.runnable and card.options == []
+    # session 18 (card18): the count found is the card's one option, priced like the others
+    assert not card.now.runnable and [o.key for o in card.options] == ["more_devices"]
+    assert (card.options[0].devices, card.options[0].servers) == (128, 16)
     rec = card.recommendation
     assert "shard it (ZeRO-3) or split the model" not in rec
     assert "the model is split already, tp 8 x pp 8" in rec
