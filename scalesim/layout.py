@@ -93,6 +93,21 @@ def split_words(dp: int | None, tp: int, pp: int, cp: int | None = None) -> str:
                       + ([f"cp {cp}"] if cp is not None else []))
 
 
+# The header of a column whose cells ``split_short`` writes (form "cell").
+SPLIT_HEADER = "dp x tp x pp"
+
+
+def split_short(dp: int, tp: int, pp: int, form: str = "cell") -> str:
+    """A layout's degrees in few characters, dp first as ``split_words``: form "cell" '8 x 2 x 1'
+    (a table cell under ``SPLIT_HEADER``: predict's, the app's and the HTML report's column),
+    form "tag" 'dp8 tp2 pp1' (a chart label, where no header names them)."""
+    if form == "tag":
+        return f"dp{dp} tp{tp} pp{pp}"
+    if form != "cell":
+        raise ValueError(f"form must be 'cell' or 'tag', not {form!r}")
+    return f"{dp} x {tp} x {pp}"
+
+
 def shard_group_refusal(shard_group: int | None, strategy: str, framework: str = "fsdp") -> str:
     """Why a shard group cannot run with ``strategy`` ("ddp", "zero1".."zero3") under
     ``framework`` ("fsdp", "deepspeed"), in one line naming the values; '' when it can (None:
