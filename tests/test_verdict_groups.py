@@ -7,10 +7,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from types import SimpleNamespace
 
 import diagnose_cases as cases
 import pytest
 from app_harness import run_clean
+from scalesim.app.charts import layout_label
 from streamlit.testing.v1 import AppTest
 
 from scalesim.cli.main import main
@@ -152,6 +154,19 @@ def test_one_helper_writes_every_short_layout():
     assert split_words(8, 2, 1) == "dp 8 x tp 2 x pp 1"
     with pytest.raises(ValueError, match="form must be"):
         split_short(8, 2, 1, "long")
+    row = SimpleNamespace(
+        rank=1,
+        dp=8,
+        tp=2,
+        pp=2,
+        virtual_stages=1,
+        zero=1,
+        hybrid=False,
+        micro_batch=1,
+        recompute="none",
+        sequence_parallel=False,
+    )
+    assert layout_label(row) == "#1 dp8 tp2 pp2 z1 mb1"  # the chart's label, through the helper
 
 
 def test_predict_writes_its_layout_column_with_the_helper(capsys):
