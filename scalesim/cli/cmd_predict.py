@@ -180,7 +180,7 @@ def render_table(profile, scenario, rows) -> str:
     for r in rows:
         lines.append(
             f"{r.devices:>7} {r.nodes:>5} "
-            + (f"{split_short(r.dp, r.tp, r.pp):>12} " if split else "")
+            + (f"{split_short(r.dp, r.tp, r.pp, 'compact'):>12} " if split else "")
             + f"{r.micro_batch:>6} {_fmt_s(r.step_time_s)} "
             f"{_fmt_s(r.compute_s)} {_fmt_s(r.exposed_comm_s)} "
             + (f"{_fmt_s(r.bubble_s)} " if split else "")
