@@ -14,6 +14,7 @@ import pandas as pd
 
 from scalesim.device_nouns import GPU_NOUNS, Nouns
 from scalesim.figures import amount, count, duration_text, whole
+from scalesim.layout import split_short
 from scalesim.remedies import VERDICTS
 from scalesim.training_time import resolve_goal
 
@@ -245,7 +246,7 @@ def breakdown_chart(plan: Plan, width="container", height: int = 300) -> alt.Cha
 def layout_label(row) -> str:
     """A planner row in a few characters: '#1 dp8 tp2 pp2 z1 mb1' ('z1/4': ZeRO-1 sharded over
     a shard group of 4, hybrid sharding)."""
-    return (f"#{row.rank} dp{row.dp} tp{row.tp} pp{row.pp}"
+    return (f"#{row.rank} {split_short(row.dp, row.tp, row.pp, 'tag')}"
             + (f"x{row.virtual_stages}" if row.virtual_stages > 1 else "")
             + f" z{row.zero}" + (f"/{row.shard_group}" if row.hybrid else "")
             + f" mb{row.micro_batch}"

@@ -24,7 +24,7 @@ import streamlit as st
 from scalesim import presets
 from scalesim.bounds import bound, parse_list
 from scalesim.diagnose_request import DEFAULT_WIRE_BYTES
-from scalesim.diagnosis import Report, standing
+from scalesim.diagnosis import Report, by_verdict
 from scalesim.errors import ScalesimError
 from scalesim.fit_runs import Z95  # a 95 % band
 from scalesim.layout import (
@@ -365,8 +365,8 @@ def show_report(report: Report) -> None:
     rem = pd.DataFrame([{"remedy": x.title,
                          "predicted gain (95% band)": gain_text(report, x.gain)
                          if x.applicable else "n/a",
-                         "standing": standing(x), "note": x.note}
-                        for x in report.remedies])
+                         "verdict": x.verdict, "note": x.note}
+                        for x in by_verdict(report.remedies)])
     with st.expander("All remedies (model, each applied alone)"):
         st.dataframe(rem, hide_index=True, width="stretch")
     if report.kind == "runs":

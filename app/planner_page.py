@@ -28,7 +28,14 @@ from scalesim.errors import ScalesimError
 from scalesim.figures import amount
 from scalesim.goal import seek
 from scalesim.jsonio import decode_text, parse_json_text, read_json
-from scalesim.layout import RECOMPUTE_STYLE_HELP, RECOMPUTE_STYLE_LABELS, SHARD_GROUP_HELP, TP_OVERLAP_HELP
+from scalesim.layout import (
+    RECOMPUTE_STYLE_HELP,
+    RECOMPUTE_STYLE_LABELS,
+    SHARD_GROUP_HELP,
+    SPLIT_HEADER,
+    TP_OVERLAP_HELP,
+    split_short,
+)
 from scalesim.layout_predict import row_title as layout_title
 from scalesim.layout_predict import splittable_shape
 from scalesim.model.sharding import GRAD_SYNC_HELP, GRAD_SYNC_LABELS
@@ -555,7 +562,7 @@ def _rows_table(plan: Plan) -> pd.DataFrame:
     split = plan.focus.dp is not None  # a split model: its layout and pipeline bubble too
     return pd.DataFrame([{
         "devices": r.devices, "servers": r.nodes,
-        **({"dp x tp x pp": f"{r.dp} x {r.tp} x {r.pp}"} if split else {}),
+        **({SPLIT_HEADER: split_short(r.dp, r.tp, r.pp)} if split else {}),
         "micro-batch": r.micro_batch,
         "global batch": r.global_batch, "step ms": r.step_time_s * 1e3,
         "compute ms": r.compute_s * 1e3, "exposed comm ms": r.exposed_comm_s * 1e3,

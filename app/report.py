@@ -17,8 +17,9 @@ import vl_convert as vlc
 from scalesim.attention_kernel import ATTENTION_KERNEL_LABELS
 from scalesim.cli.cmd_predict import layout_line
 from scalesim.decision import card_rows
-from scalesim.diagnosis import standing
+from scalesim.diagnosis import by_verdict
 from scalesim.figures import amount
+from scalesim.layout import SPLIT_HEADER, split_short
 from scalesim.model.sharding import GRAD_SYNC_LABELS
 
 from .charts import all_charts, chart_text, stall_caption
@@ -248,11 +249,11 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
     stall_note = stall_caption(plan.rows)  # no input pipeline: no stall column, and why
     stall = not stall_note
     parts.append(_scroll(_table(
-        ["devices", "servers", *(["dp x tp x pp"] if split else []), "step ms", "compute ms",
+        ["devices", "servers", *([SPLIT_HEADER] if split else []), "step ms", "compute ms",
          "exposed comm ms", *(["bubble ms"] if split else []),
          *(["data stall ms"] if stall else []),
          "straggler ms", f"{unit}/s", "efficiency", "memory GiB", "runnable"],
-        [[r.devices, r.nodes, *([f"{r.dp} x {r.tp} x {r.pp}"] if split else []),
+        [[r.devices, r.nodes, *([split_short(r.dp, r.tp, r.pp)] if split else []),
           f"{r.step_time_s * 1e3:.2f}", f"{r.compute_s * 1e3:.2f}",
           f"{r.exposed_comm_s * 1e3:.2f}", *([f"{r.bubble_s * 1e3:.2f}"] if split else []),
           *([f"{r.data_stall_s * 1e3:.2f}"] if stall else []),
@@ -320,10 +321,11 @@ def diagnosis_html(report, link: str | None, gains: list[str],
     for other in report.others:
         parts.append(f"<p><b>Also: {_e(other.label)}</b>: "
                      + "; ".join(_e(e) for e in other.evidence[:2]) + "</p>")
+    gain_of = {id(x): g for x, g in zip(report.remedies, gains, strict=True)}
     parts.append("<h2>Remedies (model, each applied alone)</h2>")
-    parts.append(_scroll(_table(["remedy", "predicted gain (95% band)", "standing", "note"],
-                                [[x.title, g, standing(x), x.note]
-                                 for x, g in zip(report.remedies, gains, strict=True)])))
+    parts.append(_scroll(_table(["remedy", "predicted gain (95% band)", "verdict", "note"],
+                                [[x.title, gain_of[id(x)], x.verdict, x.note]
+                                 for x in by_verdict(report.remedies)])))
     if report.notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in report.notes)
                      + "</ul>")

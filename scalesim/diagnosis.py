@@ -47,7 +47,7 @@ from scalesim.model.stragglers import (
     persistence_words,
     slowest_in_most_steps,
 )
-from scalesim.remedies import VERDICTS, gain_verdict
+from scalesim.remedies import VERDICT_GROUPS, VERDICTS, gain_verdict
 
 CAUSES = {
     "inter_server": "Inter-server link",
@@ -131,15 +131,6 @@ class Remedy:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict {self.verdict!r} is not one of {VERDICTS}")
         self.helps = self.verdict == "remedy"
-
-
-def standing(r: Remedy) -> str:
-    """Where a remedy stands, in the words of the CLI's and the app's lists: 'helps', 'no change'
-    (the planner's verdict: a gain under ``remedies.NO_CHANGE`` either way), 'does not help here'
-    (it applies but loses or does not fit; its figure is shown) or 'does not apply'."""
-    if r.verdict in ("remedy", "no change"):
-        return "helps" if r.helps else "no change"
-    return "does not help here" if r.applicable else "does not apply"
 
 
 @dataclass
@@ -870,17 +861,7 @@ def render_text(report: Report) -> str:
         lines.append("First remedy to try: none of the seed remedies is predicted to help")
     else:
         lines.append("First remedy to try: not predicted (see the notes)")
-    shown = [r for r in report.remedies if r.helps and r is not report.first_remedy]
-    if shown:
-        lines.append("Other remedies (model, applied alone):")
-        for r in shown:
-            lines.append(f"  {r.gain:+7.1%}  {r.title}" + (f" ({r.note})" if r.note else ""))
-    for heading, where in (("No change", "no change"), ("Does not help here", "does not help here")):
-        idle = [r for r in report.remedies if standing(r) == where]
-        if idle:
-            lines.append(f"{heading} (model, applied alone):")
-            for r in idle:
-                lines.append(f"  {r.gain:+7.1%}  {r.title}" + (f" ({r.note})" if r.note else ""))
+    lines += _verdict_groups(report)
     lines.append("")
     if report.kind == "runs":
         lines += _runs_tables(report)
@@ -889,6 +870,27 @@ def render_text(report: Report) -> str:
     for note in report.notes:
         lines.append(f"note: {note}")
     return "\n".join(lines)
+
+
+def by_verdict(remedies: list[Remedy]) -> list[Remedy]:
+    """``remedies`` in the planner's verdict order (``remedies.VERDICTS``), each verdict's in
+    their own order: the order of diagnose's lists, the app's table and the HTML report."""
+    return sorted(remedies, key=lambda r: VERDICTS.index(r.verdict))
+
+
+def _verdict_groups(report: Report) -> list[str]:
+    """The remedies but the first, grouped by the planner's verdict (``by_verdict``), each group
+    titled from ``remedies.VERDICT_GROUPS``; a figure for each that was predicted, the note or
+    why it does not apply after its title."""
+    lines = []
+    for verdict in VERDICTS:
+        group = [r for r in by_verdict(report.remedies)
+                 if r.verdict == verdict and r is not report.first_remedy]
+        if group:
+            lines.append(f"{VERDICT_GROUPS[verdict]} (model, applied alone):")
+            lines += [(f"  {r.gain:+7.1%}" if r.applicable else f"  {'n/a':>7}")
+                      + f"  {r.title}" + (f" ({r.note})" if r.note else "") for r in group]
+    return lines
 
 
 def _runs_tables(report: Report) -> list[str]:

@@ -93,6 +93,25 @@ def split_words(dp: int | None, tp: int, pp: int, cp: int | None = None) -> str:
                       + ([f"cp {cp}"] if cp is not None else []))
 
 
+# The header of a column whose cells ``split_short`` writes (form "cell").
+SPLIT_HEADER = "dp x tp x pp"
+
+
+SPLIT_FORMS = ("cell", "compact", "tag")
+
+
+def split_short(dp: int, tp: int, pp: int, form: str = "cell") -> str:
+    """A layout's degrees in few characters, dp first as ``split_words``: form "cell" '8 x 2 x 1'
+    (a table cell under ``SPLIT_HEADER``: the app's and the HTML report's column), "compact"
+    '8x2x1' (under ``SPLIT_HEADER`` in a text table whose columns split on spaces: predict's),
+    "tag" 'dp8 tp2 pp1' (a chart label, where no header names them)."""
+    if form not in SPLIT_FORMS:
+        raise ValueError(f"form must be one of {', '.join(SPLIT_FORMS)}, not {form!r}")
+    if form == "tag":
+        return f"dp{dp} tp{tp} pp{pp}"
+    return ("x" if form == "compact" else " x ").join(str(d) for d in (dp, tp, pp))
+
+
 def shard_group_refusal(shard_group: int | None, strategy: str, framework: str = "fsdp") -> str:
     """Why a shard group cannot run with ``strategy`` ("ddp", "zero1".."zero3") under
     ``framework`` ("fsdp", "deepspeed"), in one line naming the values; '' when it can (None:

@@ -75,6 +75,10 @@ DP_EXCHANGE_SHARE = MODEL_PARALLEL_MEDIAN_ERROR / (1.0 + MODEL_PARALLEL_MEDIAN_E
 # scalesim.accuracy): it is no change, not a remedy (a display rounding, not a model figure).
 NO_CHANGE = 0.0005
 VERDICTS = ("remedy", "no change", "loses", "not runnable", "not applicable")  # display order
+# Each verdict's group in a list of remedies (diagnose's text): the planner's word, so a remedy
+# reads the same in the planner and in diagnose ("Other": the first remedy is said before).
+VERDICT_GROUPS = {"remedy": "Other remedies", "no change": "No change", "loses": "Loses",
+                  "not runnable": "Not runnable", "not applicable": "Not applicable"}
 
 
 def gain_verdict(gain: float) -> str:
@@ -234,7 +238,8 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
                     "global batch doubles: check time-to-quality"))
     out.append(("overlap", "Overlap gradient exchange with backward",
                 scenario.model_copy(update={"overlap": True}), profile,
-                "overlap is already on" if scenario.overlap else "", ""))
+                "overlap is already on" if scenario.overlap
+                else no_exchange_reason(scenario, now, words), ""))
     k = scenario.accumulation
     acc_scn = scenario.model_copy(update={"accumulation": 4 * k})
     if strong:
@@ -283,6 +288,20 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
                 scenario.model_copy(update={"slow_device": None, "slow_factor": 1.0}), profile,
                 "" if has_slow else f"no slow {words.device} in the scenario", ""))
     return out
+
+
+def no_exchange_reason(scenario: Scenario, now: Prediction, words: Nouns = GPU_NOUNS) -> str:
+    """Why overlapping the gradient exchange with backward changes nothing, or '' where it can:
+    one device, or one data-parallel replica (``data_parallel_ranks`` 1), exchanges no gradients
+    and the overlap flag times only that exchange (docs/model.md §3), but for the tensor-parallel
+    collectives of a layout with ``tp_overlap`` on, which it also gates (§14)."""
+    from scalesim.layout_predict import layout_of
+
+    if data_parallel_ranks(now) > 1 or (now.tp > 1 and layout_of(scenario).tp_overlap):
+        return ""
+    if now.devices == 1:
+        return f"one {words.device} exchanges no gradients"
+    return "one data-parallel replica (dp 1) exchanges no gradients"
 
 
 def _sharding(profile: Profile, scenario: Scenario, now: Prediction, words: Nouns = GPU_NOUNS):

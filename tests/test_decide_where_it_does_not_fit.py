@@ -14,7 +14,7 @@ from scalesim.app.state import default_state, preset_profile
 from scalesim import presets
 from scalesim.cli.main import main
 from scalesim.decision import decide
-from scalesim.diagnosis import diagnose_runs, render_text, standing
+from scalesim.diagnosis import diagnose_runs, render_text
 from scalesim.knee import knee_of_predictions, searched_words
 from scalesim.layout_predict import plan_at
 from scalesim.predict import predict
@@ -76,12 +76,13 @@ def _slow_csv(tmp_path):
 def test_diagnose_lists_remedies_that_do_not_help_apart_with_their_figure(tmp_path, capsys):
     """The slow-device runs listed '+0.0%' (bigger batch, accumulation, links) and '-0.2%'
     (ZeRO-1) under 'Other remedies'. They now stand apart, with their figure: 'No change' for
-    the +0.0 % (session 18: the planner's verdict), 'Does not help here' for the loss; --json
-    keeps every remedy with its gain and whether it helps."""
+    the +0.0 % (session 18: the planner's verdict), 'Loses' for the loss (branch diag18: the
+    planner's verdict, was 'Does not help here'); --json keeps every remedy with its gain and
+    whether it helps."""
     path = _slow_csv(tmp_path)
     assert main(["diagnose", str(path)]) == 0
     text = capsys.readouterr().out
-    head, _, rest = text.partition("Does not help here (model, applied alone):")
+    head, _, rest = text.partition("Loses (model, applied alone):")
     assert rest, text
     assert "Other remedies" not in head  # the slow device's repair is the one remedy
     idle = rest.split("\n\n")[0]
@@ -102,7 +103,7 @@ def test_a_gain_that_prints_as_zero_is_no_remedy_for_decide_either(tmp_path):
     """The same rule in rank_remedies, which decide and the app's card read: a change whose gain
     is under NO_CHANGE 'does not change the throughput here' and is not a remedy."""
     report = diagnose_runs(parse_runs_text(_slow_csv(tmp_path).read_text(), "runs.csv"))
-    assert [standing(r) for r in report.remedies if r.key == "bigger_batch"] == ["no change"]
+    assert [r.verdict for r in report.remedies if r.key == "bigger_batch"] == ["no change"]
     assert "Other remedies" not in render_text(report)
     profile = default_profile()
     _, ranked = rank_remedies(profile, Scenario(devices=[8]), 8)

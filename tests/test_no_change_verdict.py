@@ -1,27 +1,34 @@
 """A change that changes nothing has its own verdict, "no change", in every report: the app's
 remedies table, chart and its words, the HTML plan report, diagnose's lists and --json (session 18:
-the planner said "loses" where diagnose said "does not help here")."""
+the planner said "loses" where diagnose said "does not help here").
+
+The example (branch diag18): a faster link where the step waits for its input. The loader supplies
+a third of what the devices consume, so the step is the loading time whatever the exchange takes
+(docs/model.md §5: stall = max(0, load - busy)): the faster link's gain is 0 by construction. (The
+earlier example, overlap at one device, is now "not applicable": no gradient is exchanged.)"""
 
 from __future__ import annotations
 
 import json
+from html import escape
 
 import diagnose_cases as cases
-from app_harness import open_app
+import pytest
+from app_harness import open_app, upload_profile
 from scalesim.app.charts import PALETTE, VERDICT_COLOURS, chart_text, remedies_chart
 from scalesim.app.plan import make_plan
 from scalesim.app.report import report_html
-from scalesim.app.state import default_state, preset_profile
+from scalesim.app.state import default_state
+from test_app_honest import stalled_profile
 
 from scalesim.cli.main import main
-from scalesim.diagnosis import diagnose_runs, render_text, standing
-from scalesim.profiles import default_profile
+from scalesim.diagnosis import diagnose_runs, render_text
 from scalesim.remedies import NO_CHANGE, VERDICTS, gain_verdict, rank_remedies
 from scalesim.runs import parse_runs_text
 from scalesim.schemas import Scenario
 
-# one device with overlap off: overlapping an exchange that one device never makes gains 0
-ONE_DEVICE_NO_OVERLAP = {"ovl": False, "focus": 1}
+# one server of 8 devices whose step waits for its input: a faster link gains exactly 0
+LOADER_BOUND = {"focus": 8}
 
 
 def test_the_verdict_of_a_gain_under_no_change_either_way():
@@ -32,38 +39,45 @@ def test_the_verdict_of_a_gain_under_no_change_either_way():
 
 
 def test_rank_remedies_says_no_change_and_ranks_it_between_remedies_and_losers():
-    _, ranked = rank_remedies(default_profile(), Scenario(devices=[1], overlap=False), 1)
-    overlap = next(r for r in ranked if r.key == "overlap")
-    assert overlap.applicable and overlap.objective_gain == 0.0
-    assert overlap.verdict == "no change" and not overlap.helps
-    assert overlap.reason == "does not change the throughput here"
+    now, ranked = rank_remedies(stalled_profile(), Scenario(devices=[8]), 8)
+    assert now.data_stall_s > 0
+    link = next(r for r in ranked if r.key == "interconnect")
+    assert link.applicable and abs(link.objective_gain) < 1e-12
+    assert link.prediction.exposed_comm_s < now.exposed_comm_s  # the link is faster...
+    assert link.prediction.step_time_s == pytest.approx(now.step_time_s, rel=1e-12)  # ...no gain
+    assert link.verdict == "no change" and not link.helps
+    assert link.reason == "does not change the throughput here"
     assert [r.verdict for r in ranked] == sorted((r.verdict for r in ranked), key=VERDICTS.index)
 
 
 def _plan():
-    state = default_state().model_copy(update=ONE_DEVICE_NO_OVERLAP)
-    return make_plan(preset_profile(state), state)
+    state = default_state().model_copy(update=LOADER_BOUND)
+    return make_plan(stalled_profile(), state)
+
+
+def _link(remedies):
+    return next(r for r in remedies if r.key == "interconnect")
 
 
 def test_the_planner_chart_its_words_and_the_html_report_say_no_change():
     plan = _plan()
-    overlap = next(r for r in plan.remedies if r.key == "overlap")
-    assert overlap.verdict == "no change"
+    link = _link(plan.remedies)
+    assert link.verdict == "no change" and link.title.startswith("Faster intra-server links")
     spec = json.dumps(remedies_chart(plan).to_dict())
     assert '"effect": "no change"' in spec and PALETTE["no change"] in spec
     assert list(VERDICT_COLOURS) == [v for v in VERDICTS if v != "not applicable"]
-    assert "no change: Overlap gradient exchange with backward (0%)" in chart_text(plan,
-                                                                                  "remedies")
+    words = chart_text(plan, "remedies").partition("no change: ")[2].partition(".")[0]
+    assert f"{link.title} (0%)" in words.split("; ")
     html = report_html(plan, "http://example/?v=2")
-    assert ('Overlap gradient exchange with backward</td><td class="">no change</td>' in html)
+    assert f'{escape(link.title)}</td><td class="">no change</td>' in html
     assert '<td class="">loses</td>' not in html
 
 
 def test_the_planner_remedies_table_says_no_change():
-    at = open_app({"v": "2", "ovl": "0", "focus": "1", "tab": "remedies"})
+    at = upload_profile(open_app({"v": "2", "focus": "8", "tab": "remedies"}), stalled_profile())
     table = at.dataframe[-1].value
     verdicts = dict(zip(table["remedy"], table["verdict"], strict=True))
-    assert verdicts["Overlap gradient exchange with backward"] == "no change"
+    assert verdicts[_link(_plan().remedies).title] == "no change"
 
 
 def test_diagnose_lists_a_change_that_changes_nothing_as_no_change(tmp_path, capsys):
@@ -72,10 +86,10 @@ def test_diagnose_lists_a_change_that_changes_nothing_as_no_change(tmp_path, cap
     text = cases.to_csv(cases.slow_device())
     report = diagnose_runs(parse_runs_text(text, "runs.csv"))
     batch = next(r for r in report.remedies if r.key == "bigger_batch")
-    assert batch.verdict == "no change" and standing(batch) == "no change" and not batch.helps
+    assert batch.verdict == "no change" and not batch.helps
     rendered = render_text(report)
     _, _, rest = rendered.partition("No change (model, applied alone):")
-    assert "+0.0%  Double the per-device batch" in rest.split("\n\n")[0].split("Does not help")[0]
+    assert "+0.0%  Double the per-device batch" in rest.split("\n\n")[0].split("Loses")[0]
     path = tmp_path / "runs.csv"
     path.write_text(text)
     assert main(["diagnose", str(path), "--json"]) == 0

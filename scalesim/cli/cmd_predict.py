@@ -14,6 +14,7 @@ from scalesim.device_nouns import nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import link_GBps, sig3
 from scalesim.jsonio import to_json_text
+from scalesim.layout import SPLIT_HEADER, split_short
 
 NAME = "predict"
 HELP = "predict step time, breakdown, throughput and scaling efficiency"
@@ -169,7 +170,7 @@ def render_table(profile, scenario, rows) -> str:
         lines.append(note if split else f"note: {note}")
     lines += [
         "",
-        f"{'devices':>7} {'nodes':>5} " + (f"{'dp x tp x pp':>12} " if split else "")
+        f"{'devices':>7} {'nodes':>5} " + (f"{SPLIT_HEADER:>12} " if split else "")
         + f"{'batch':>6} {'step ms':>9} {'compute':>9} {'exp.comm':>9} "
         + (f"{'bubble':>9} " if split else "")
         + (f"{'stall':>9} " if stall else "")
@@ -179,7 +180,7 @@ def render_table(profile, scenario, rows) -> str:
     for r in rows:
         lines.append(
             f"{r.devices:>7} {r.nodes:>5} "
-            + (f"{f'{r.dp}x{r.tp}x{r.pp}':>12} " if split else "")
+            + (f"{split_short(r.dp, r.tp, r.pp, 'compact'):>12} " if split else "")
             + f"{r.micro_batch:>6} {_fmt_s(r.step_time_s)} "
             f"{_fmt_s(r.compute_s)} {_fmt_s(r.exposed_comm_s)} "
             + (f"{_fmt_s(r.bubble_s)} " if split else "")

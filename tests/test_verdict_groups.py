@@ -1,0 +1,180 @@
+"""diagnose says the planner's verdicts, in the planner's order, each group titled from one table
+(``remedies.VERDICT_GROUPS``); overlap is not applicable where no gradient is exchanged; layouts
+are written short by one helper (session 18, branch diag18)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from types import SimpleNamespace
+
+import diagnose_cases as cases
+import pytest
+from app_harness import run_clean
+from scalesim.app.charts import layout_label
+from streamlit.testing.v1 import AppTest
+
+from scalesim.cli.main import main
+from scalesim.diagnosis import diagnose_runs, model_remedies, render_text
+from scalesim.layout import SPLIT_HEADER, split_short, split_words
+from scalesim.presets import get_hardware
+from scalesim.profiles import default_profile, load_workload, profile_from_presets
+from scalesim.remedies import VERDICT_GROUPS, VERDICTS, rank_remedies
+from scalesim.runs import parse_runs_text
+from scalesim.schemas import Scenario
+
+# 8 devices at a micro-batch of 256: it fits; doubling it does not (verdict "not runnable")
+EDGE = Scenario(devices=[8], micro_batch=256)
+
+
+def _gpt():
+    """gpt-1.7b on DGX A100 servers: a transformer shape to split."""
+    return profile_from_presets(get_hardware("dgx-a100"), load_workload("gpt-1.7b"))
+
+
+def _slow_report():
+    return diagnose_runs(parse_runs_text(cases.to_csv(cases.slow_device()), "runs.csv"))
+
+
+def _groups(text: str) -> dict[str, list[str]]:
+    """Each '<heading> (model, applied alone):' group of a diagnose text and its lines."""
+    out, current = {}, None
+    for line in text.splitlines():
+        head = re.fullmatch(r"(.+) \(model, applied alone\):", line)
+        if head:
+            current = out.setdefault(head.group(1), [])
+        elif current is not None and line.startswith("  "):
+            current.append(line.strip())
+        else:
+            current = None
+    return out
+
+
+def test_every_verdict_has_one_group_heading_in_the_planners_order():
+    assert tuple(VERDICT_GROUPS) == VERDICTS
+    assert all(VERDICT_GROUPS[v].lower().endswith(v.replace("remedy", "remedies")) for v in VERDICTS)
+
+
+def test_diagnose_says_not_runnable_where_the_planner_does_with_its_reason():
+    """A doubled batch that does not fit was lumped under 'Does not help here'; diagnose now
+    lists it under 'Not runnable', as the planner's verdict, with why."""
+    profile = default_profile()
+    _, planner = rank_remedies(profile, EDGE, 8)
+    first, remedies = model_remedies(profile, EDGE, 8, "straggler")
+    assert {r.key: r.verdict for r in remedies} == {r.key: r.verdict for r in planner}
+    report = dataclasses.replace(_slow_report(), first_remedy=first, remedies=remedies)
+    groups = _groups(render_text(report))
+    assert "Does not help here" not in groups and "No change" not in groups
+    assert list(groups) == [
+        VERDICT_GROUPS[v] for v in VERDICTS if any(r.verdict == v and r is not first for r in remedies)
+    ]
+    (line,) = groups["Not runnable"]
+    assert "Double the per-device batch (256 -> 512)" in line
+    assert "(does not fit in device memory; global batch doubles" in line
+
+
+def test_diagnose_lists_the_loss_and_what_does_not_apply_with_why(capsys, tmp_path):
+    path = tmp_path / "runs.csv"
+    path.write_text(cases.to_csv(cases.slow_device()))
+    assert main(["diagnose", str(path)]) == 0
+    groups = _groups(capsys.readouterr().out)
+    assert list(groups) == ["No change", "Loses", "Not applicable"]
+    assert [g.split("  ")[0] for g in groups["Loses"]] == ["-0.2%"]
+    assert "n/a  Overlap gradient exchange with backward (overlap is already on)" in groups["Not applicable"]
+    assert main(["diagnose", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    said = {r["verdict"] for r in data["remedies"]}
+    assert said == {"remedy", "no change", "loses", "not applicable"}
+
+
+def test_the_diagnose_page_and_its_html_report_give_the_verdict():
+    from scalesim.app.diagnose_page import gain_text
+    from scalesim.app.report import diagnosis_html
+
+    def page():
+        from scalesim.app.diagnose_page import render
+
+        render()
+
+    at = run_clean(AppTest.from_function(page, default_timeout=60))
+    at.file_uploader(key="dg_runs").set_value(
+        ("runs.csv", cases.to_csv(cases.slow_device()).encode(), "text/csv")
+    ).run()
+    table = at.dataframe[0].value
+    assert "standing" not in table.columns
+    verdicts = list(table["verdict"])
+    assert verdicts == sorted(verdicts, key=VERDICTS.index)
+    assert (
+        dict(zip(table["remedy"], verdicts, strict=True))["Overlap gradient exchange with backward"]
+        == "not applicable"
+    )
+    report = _slow_report()
+    html = diagnosis_html(report, None, [gain_text(report, x.gain) for x in report.remedies])
+    assert '<th class="">verdict</th>' in html and ">loses</td>" in html
+    assert "standing" not in html
+
+
+@pytest.mark.parametrize(
+    ("devices", "layout", "reason"),
+    [
+        (1, None, "one device exchanges no gradients"),
+        (8, {"tp": 8, "pp": 1}, "one data-parallel replica (dp 1) exchanges no gradients"),
+    ],
+)
+def test_overlap_is_not_applicable_where_no_gradient_is_exchanged(devices, layout, reason):
+    profile = default_profile() if layout is None else _gpt()
+    scenario = Scenario(devices=[devices], overlap=False, **({"layout": layout} if layout else {}))
+    _, ranked = rank_remedies(profile, scenario, devices)
+    overlap = next(r for r in ranked if r.key == "overlap")
+    assert not overlap.applicable and overlap.verdict == "not applicable"
+    assert overlap.reason == reason
+
+
+def test_overlap_stays_a_remedy_where_it_hides_the_tensor_parallel_collectives():
+    """At dp 1 the overlap flag still gates tp_overlap's collectives (docs/model.md §14)."""
+    scenario = Scenario(devices=[8], overlap=False, layout={"tp": 8, "pp": 1, "tp_overlap": True})
+    _, ranked = rank_remedies(_gpt(), scenario, 8)
+    overlap = next(r for r in ranked if r.key == "overlap")
+    assert overlap.applicable and overlap.objective_gain > 0
+
+
+def test_one_process_exchanges_no_gradients_in_cpu_words():
+    profile = default_profile()
+    cpu = profile.model_copy(
+        update={"hardware": profile.hardware.model_copy(update={"device_name": "CPU: AMD EPYC"})}
+    )
+    _, ranked = rank_remedies(cpu, Scenario(devices=[1], overlap=False), 1)
+    assert next(r for r in ranked if r.key == "overlap").reason == ("one process exchanges no gradients")
+
+
+def test_one_helper_writes_every_short_layout():
+    assert split_short(8, 2, 1) == "8 x 2 x 1" and SPLIT_HEADER == "dp x tp x pp"
+    assert split_short(8, 2, 1, "tag") == "dp8 tp2 pp1"
+    assert split_short(8, 2, 1, "compact") == "8x2x1"
+    assert split_words(8, 2, 1) == "dp 8 x tp 2 x pp 1"
+    with pytest.raises(ValueError, match="form must be"):
+        split_short(8, 2, 1, "long")
+    row = SimpleNamespace(
+        rank=1,
+        dp=8,
+        tp=2,
+        pp=2,
+        virtual_stages=1,
+        zero=1,
+        hybrid=False,
+        micro_batch=1,
+        recompute="none",
+        sequence_parallel=False,
+    )
+    assert layout_label(row) == "#1 dp8 tp2 pp2 z1 mb1"  # the chart's label, through the helper
+
+
+def test_predict_writes_its_layout_column_with_the_helper(capsys):
+    """predict's text table splits on spaces (its cells are read back by column): the compact
+    form, one field per row, under the same header as the app's cells."""
+    assert main(["predict", "--workload", "gpt-1.7b", "--devices", "16", "--tp", "2"]) == 0
+    out = capsys.readouterr().out
+    assert SPLIT_HEADER in out
+    row = next(line.split() for line in out.splitlines() if line.split()[:1] == ["16"])
+    assert row[2] == split_short(8, 2, 1, "compact")
