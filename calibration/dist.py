@@ -38,7 +38,7 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from scalesim.calibration.options import default_threads
+from scalesim.calibration.options import busy_threads_note, default_threads, machine_load, omp_threads
 
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import atomic_write_text
@@ -146,7 +146,14 @@ def setup(args) -> DistContext:
     device = choose_device(args.device, local_rank, local_world)
     backend = choose_backend(args.backend, device)
     if device.type == "cpu":
-        torch.set_num_threads(args.threads or default_threads(local_world))
+        load = machine_load()
+        threads = args.threads or default_threads(local_world, load=load)
+        torch.set_num_threads(threads)
+        note = (
+            None if args.threads or omp_threads(os.environ) else busy_threads_note(local_world, threads, load)
+        )
+        if note and rank == 0:
+            print(f"scalesim calibration: note: {note}", file=sys.stderr, flush=True)
     timeout = timedelta(seconds=args.timeout)
     if backend == "nccl":
         os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
