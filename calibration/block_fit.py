@@ -181,7 +181,7 @@ def _spread_words(inv_f: float, se: float) -> str:
 
 
 NOISY_REMEDY = (
-    "time it again with more --repeats (the errors fall as 1/sqrt(repeats)) or on an idle "
+    "time it again with more --block-repeats (the errors fall as 1/sqrt(rounds)) or on an idle "
     "machine, with --threads 1 where a process ran more than one thread (threads that share a "
     "core with other work stall each other)"
 )

@@ -5,7 +5,7 @@ Each degree t gets the shard one rank of a Megatron tensor-parallel group holds
 (``models.ShardedBlock``: heads/t heads, MLP f/t, norms whole; or the user's
 ``--block-model`` factory called with ``tp=t``), timed without communication (the collectives
 phase times the messages). Like the micro-batch sweep: ``warmup`` untimed steps per degree,
-then ``repeats`` rounds that time one step of every degree in turn, so a busy moment of the
+then ``block_repeats`` rounds that time one step of every degree in turn, so a busy moment of the
 machine spreads over all shapes. The layout model's roofline is fitted to these points when the
 profile is assembled (``block_fit``).
 """
@@ -70,7 +70,7 @@ def run(ctx: DistContext, block: Block, degrees: list[int], spec: str, args) -> 
             for _ in range(args.warmup):
                 step(t)
         align(ctx)
-        for _ in range(args.repeats):
+        for _ in range(args.block_repeats):
             for t in degrees:
                 start, middle, end = step(t)
                 fwd[t].append(clock.seconds(start, middle))
@@ -88,7 +88,7 @@ def run(ctx: DistContext, block: Block, degrees: list[int], spec: str, args) -> 
                 spread_s=spread_s,
                 forward_s=forward_s,
                 backward_s=backward_s,
-                repeats=args.repeats,
+                repeats=args.block_repeats,
             )
         )
     return BlockResult(
@@ -104,7 +104,7 @@ def run(ctx: DistContext, block: Block, degrees: list[int], spec: str, args) -> 
         source=(
             f"block {spec} timed by scalesim calibrate at tp {','.join(map(str, degrees))}: "
             f"{ctx.world} rank(s) at once on {device.type}, {args.warmup} warm-up + "
-            f"{args.repeats} interleaved rounds, precision {args.precision}"
+            f"{args.block_repeats} interleaved rounds, precision {args.precision}"
             + ("" if ctx.on_gpu else f", {torch.get_num_threads()} torch thread(s) per rank")
         ),
     )

@@ -23,6 +23,7 @@ QUICK = {
     "batches": [8, 16, 32, 64],
     "warmup": 2,
     "repeats": 5,
+    "block_repeats": 15,
     "max_size_mib": 8.0,
     "coll_time_s": 0.05,
     "loader_images": 128,
@@ -239,6 +240,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "those that do not divide heads and MLP are skipped)",
     )
     g.add_argument(
+        "--block-repeats",
+        type=flag_type("repeats"),
+        help="interleaved rounds of the block's shapes (default 30 on CPU, whose shards are "
+        "quick and noisy, 10 on GPU; --quick 15): the fit reads the matmul rate from time ratios, "
+        "which need more rounds than one time",
+    )
+    g.add_argument(
         "--block-model",
         metavar="MODULE:FACTORY",
         help="your own block: factory(hidden, heads, ffn_hidden, seq_len, tp) returns "
@@ -339,6 +347,7 @@ DEFAULTS_CPU = {
     "batches": [16, 32, 64, 128],
     "warmup": 3,
     "repeats": 10,
+    "block_repeats": 30,
     "max_size_mib": 32.0,
     "size_factor": 4,
     "coll_time_s": 0.1,
@@ -347,7 +356,9 @@ DEFAULTS_CPU = {
     "jitter_steps": 30,
     "noise_steps": 8,
 }
-DEFAULTS_GPU = dict(DEFAULTS_CPU, batches=[16, 32, 64, 128, 256], max_size_mib=256.0, size_factor=2)
+DEFAULTS_GPU = dict(
+    DEFAULTS_CPU, batches=[16, 32, 64, 128, 256], max_size_mib=256.0, size_factor=2, block_repeats=10
+)
 
 
 def default_threads(local_world: int, environ=None, load: float | None = None) -> int:

@@ -42,7 +42,7 @@ def test_a_fit_the_spread_leaves_open_is_refused_not_returned():
     with pytest.raises(
         ScalesimError,
         match=r"spread too much.*above [0-9.]+ TFLOP/s.*"
-        r"more --repeats.*--threads 1",
+        r"more --block-repeats.*--threads 1",
     ):
         fit_block(BLOCK, TP, times, spread, 10)
 
@@ -83,3 +83,24 @@ def test_the_calibration_says_when_the_load_took_threads(monkeypatch):
     assert "load average 7.4 on 2 cores" in note and "1 torch thread(s) per process, not 2" in note
     assert note.endswith("give --threads 2 to time 2")
     assert busy_threads_note(1, 2, 0.1) is None
+
+
+def test_the_block_gets_more_rounds_than_one_timing_needs_on_cpu():
+    from scalesim.calibration.options import build_parser, resolve_defaults
+    from scalesim.calibration.state import signature
+
+    parse = build_parser().parse_args
+    cpu = resolve_defaults(parse(["--block-hidden", "256"]), on_gpu=False)
+    assert (cpu.repeats, cpu.block_repeats) == (10, 30)  # ratios need more rounds than a time
+    assert resolve_defaults(parse(["--quick"]), on_gpu=False).block_repeats == 15
+    assert resolve_defaults(parse([]), on_gpu=True).block_repeats == 10
+    assert resolve_defaults(parse(["--block-repeats", "7"]), on_gpu=False).block_repeats == 7
+    # a block timed over other rounds is not reused by --resume
+    other = resolve_defaults(parse(["--block-hidden", "256", "--block-repeats", "7"]), on_gpu=False)
+    assert signature(cpu, 1, 1, 1, "gloo", "cpu") != signature(other, 1, 1, 1, "gloo", "cpu")
+
+
+def test_thirty_rounds_of_the_noise_that_refused_ten_pin_the_rate():
+    # 25 % noise: 10 rounds leave F open (refused above), the CPU default's 30 rounds pin it
+    times, spread = _rounds(0.25, 30, seed=1)
+    assert fit_block(BLOCK, TP, times, spread, 30).flops_per_s == pytest.approx(F, rel=0.3)
