@@ -21,6 +21,7 @@ from scalesim.calibration.results import BlockResult, BlockTiming
 from scalesim.calibration.timing import Clock, is_out_of_memory, over_ranks
 
 from scalesim.errors import ScalesimError
+from scalesim.figures import count
 
 
 def _failure(exc: BaseException, tp: int, block: Block) -> str:
@@ -105,6 +106,6 @@ def run(ctx: DistContext, block: Block, degrees: list[int], spec: str, args) -> 
             f"block {spec} timed by scalesim calibrate at tp {','.join(map(str, degrees))}: "
             f"{ctx.world} rank(s) at once on {device.type}, {args.warmup} warm-up + "
             f"{args.block_repeats} interleaved rounds, precision {args.precision}"
-            + ("" if ctx.on_gpu else f", {torch.get_num_threads()} torch thread(s) per rank")
+            + ("" if ctx.on_gpu else f", {count(torch.get_num_threads(), 'torch thread')} per rank")
         ),
     )

@@ -11,6 +11,7 @@ import re
 
 from scalesim.bounds import flag_list_type, flag_type, parse_number
 from scalesim.errors import ScalesimError, name_problem
+from scalesim.figures import count
 from scalesim.model.collectives import FITTED_OPS
 from scalesim.model.stragglers import SLOW_DEVICE_FACTOR
 
@@ -383,8 +384,8 @@ def busy_threads_note(local_world: int, threads: int, load: float) -> str | None
     if threads >= share:
         return None
     return (
-        f"the machine is busy (load average {load:.1f} on {os.cpu_count()} cores): {threads} "
-        f"torch thread(s) per process, not {share} (threads that share a core with other "
+        f"the machine is busy (load average {load:.1f} on {count(os.cpu_count() or 1, 'core')}): "
+        f"{count(threads, 'torch thread')} per process, not {share} (threads that share a core with other "
         f"work stall each other's ops); give --threads {share} to time {share}"
     )
 

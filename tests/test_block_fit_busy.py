@@ -80,7 +80,7 @@ def test_busy_cores_are_not_given_to_torch_threads(monkeypatch):
 def test_the_calibration_says_when_the_load_took_threads(monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     note = busy_threads_note(1, 1, 7.44)
-    assert "load average 7.4 on 2 cores" in note and "1 torch thread(s) per process, not 2" in note
+    assert "load average 7.4 on 2 cores" in note and "1 torch thread per process, not 2" in note
     assert note.endswith("give --threads 2 to time 2")
     assert busy_threads_note(1, 2, 0.1) is None
 
