@@ -157,7 +157,13 @@ def model_parallel_section(
         block.hidden, block.heads, block.ffn_hidden, block.seq_len, block.micro_batch, block.flash_attention
     )
     tps = [p.tp for p in block.points]
-    fit = fit_block(shape, tps, [p.time_s for p in block.points])
+    fit = fit_block(
+        shape,
+        tps,
+        [p.time_s for p in block.points],
+        [p.spread_s for p in block.points],
+        [p.repeats for p in block.points],
+    )
     sustained = clip("peak_tflops", fit.flops_per_s / 1e12)
     bandwidth = clip("memory_bandwidth_GBps", fit.memory_bytes_per_s / 1e9)
     listed = peak_tflops_of(device_name) if on_gpu and precision in ("bf16", "fp16") else None

@@ -44,8 +44,11 @@ class Block:
 
     def tp_degrees(self, wanted) -> list[int]:
         """The degrees of ``wanted`` that split this block evenly (heads, hidden and MLP)."""
-        return [t for t in sorted(set(wanted))
-                if self.heads % t == 0 and self.ffn_hidden % t == 0 and self.hidden % t == 0]
+        return [
+            t
+            for t in sorted(set(wanted))
+            if self.heads % t == 0 and self.ffn_hidden % t == 0 and self.hidden % t == 0
+        ]
 
     def activation_bytes(self, element_bytes: float) -> float:
         """Bytes of one b x s x h activation: a tensor-parallel all-reduce's message."""
@@ -57,18 +60,27 @@ def block_from_args(args) -> Block | None:
     h = args.block_hidden
     if h is None:
         if args.block_model:
-            raise ScalesimError("--block-model needs --block-hidden (and --block-heads, "
-                                "--block-ffn, --block-seq) to describe the block it builds")
+            raise ScalesimError(
+                "--block-model needs --block-hidden (and --block-heads, "
+                "--block-ffn, --block-seq) to describe the block it builds"
+            )
         return None
     heads = args.block_heads or max(1, h // 64)
     if h % heads:
         raise ScalesimError(f"--block-hidden {h} is not divisible by --block-heads {heads}")
-    block = Block(hidden=h, heads=heads, ffn_hidden=args.block_ffn or 4 * h,
-                  seq_len=args.block_seq, micro_batch=args.block_batch or 1)
+    block = Block(
+        hidden=h,
+        heads=heads,
+        ffn_hidden=args.block_ffn or 4 * h,
+        seq_len=args.block_seq,
+        micro_batch=args.block_batch or 1,
+    )
     degrees = block.tp_degrees(args.block_tp)
     if not degrees:
-        raise ScalesimError(f"--block-tp {','.join(map(str, args.block_tp))}: none divides "
-                            f"heads {heads}, hidden {h} and MLP {block.ffn_hidden}")
+        raise ScalesimError(
+            f"--block-tp {','.join(map(str, args.block_tp))}: none divides "
+            f"heads {heads}, hidden {h} and MLP {block.ffn_hidden}"
+        )
     return block
 
 
@@ -83,14 +95,37 @@ def _layer_compute_s(block: Block, tp, flops_per_s: float, memory_GBps: float) -
     tp = np.atleast_1d(np.asarray(tp, dtype=int))
     layers = np.array([[1], [2]])
     x = LayoutInputs(
-        layers=layers, hidden=block.hidden, heads=block.heads, kv_heads=block.heads,
-        ffn_hidden=block.ffn_hidden, gated=False, seq_len=block.seq_len, vocab=1,
-        tied_embeddings=True, flash_attention=block.flash_attention, params=1.0,
-        dp=1, tp=tp, pp=1, cp=1, zero=0, micro_batch=block.micro_batch,
-        global_batch=block.micro_batch, schedule=SCHEDULES["none"], virtual_stages=1,
-        recompute=RECOMPUTE_NONE, sequence_parallel=False, devices_per_node=int(tp.max()),
-        peak_flops_per_s=flops_per_s, efficiency=1.0, memory_bandwidth_GBps=memory_GBps,
-        intra_latency_s=0.0, intra_busbw_GBps=1.0, inter_latency_s=0.0, inter_busbw_GBps=1.0)
+        layers=layers,
+        hidden=block.hidden,
+        heads=block.heads,
+        kv_heads=block.heads,
+        ffn_hidden=block.ffn_hidden,
+        gated=False,
+        seq_len=block.seq_len,
+        vocab=1,
+        tied_embeddings=True,
+        flash_attention=block.flash_attention,
+        params=1.0,
+        dp=1,
+        tp=tp,
+        pp=1,
+        cp=1,
+        zero=0,
+        micro_batch=block.micro_batch,
+        global_batch=block.micro_batch,
+        schedule=SCHEDULES["none"],
+        virtual_stages=1,
+        recompute=RECOMPUTE_NONE,
+        sequence_parallel=False,
+        devices_per_node=int(tp.max()),
+        peak_flops_per_s=flops_per_s,
+        efficiency=1.0,
+        memory_bandwidth_GBps=memory_GBps,
+        intra_latency_s=0.0,
+        intra_busbw_GBps=1.0,
+        inter_latency_s=0.0,
+        inter_busbw_GBps=1.0,
+    )
     compute = evaluate_layouts(x).compute_s
     return (compute[1] - compute[0]).reshape(shape)
 
@@ -117,16 +152,60 @@ class BlockFit:
     model_s: np.ndarray  # fitted layer time per point
 
 
-def fit_block(block: Block, tp, times_s) -> BlockFit:
+def median_rel_error(time_s, spread_s, repeats) -> np.ndarray:
+    """Relative standard error of each point's median over ``repeats`` rounds whose interquartile
+    range is ``spread_s``: 1.253 sigma / sqrt(n), sigma = IQR / 1.349 (a normal spread)."""
+    t = np.asarray(time_s, dtype=float)
+    sigma = np.asarray(spread_s, dtype=float) / 1.349
+    return 1.253 * sigma / np.sqrt(np.maximum(np.asarray(repeats, dtype=float), 1.0)) / t
+
+
+def inv_rate_error(a, c, t, error) -> float:
+    """The standard error of the least-squares 1/F of ``t = A/F + C/B`` (relative residuals)
+    when each time has relative standard error ``error`` (independent points):
+    (J'J)^-1 J' diag(error^2) J (J'J)^-1 with J = [A/t, C/t]; one point: (t/A) error."""
+    error = np.asarray(error, dtype=float)
+    if t.size < 2:
+        return float(t[0] / a[0] * error[0])
+    pinv = np.linalg.pinv(np.column_stack([a / t, c / t]))
+    return float(np.sqrt(max((pinv @ np.diag(error**2) @ pinv.T)[0, 0], 0.0)))
+
+
+def _spread_words(inv_f: float, se: float) -> str:
+    """Why the spread leaves F open: two standard errors of 1/F reach zero (F unbounded)."""
+    floor = 1.0 / (inv_f + 2.0 * se) / 1e12
+    return (
+        "the block timings spread too much to fit: within two standard errors of their "
+        f"medians the matmul rate could be anything above {floor:.3g} TFLOP/s"
+    )
+
+
+NOISY_REMEDY = (
+    "time it again with more --block-repeats (the errors fall as 1/sqrt(rounds)) or on an idle "
+    "machine, with --threads 1 where a process ran more than one thread (threads that share a "
+    "core with other work stall each other)"
+)
+
+
+def fit_block(block: Block, tp, times_s, spread_s=None, repeats=None) -> BlockFit:
     """F and B minimising the relative squared error of the layout model's layer time against
     ``times_s`` measured at degrees ``tp``; both kept positive (non-negative least squares on
     1/F and 1/B). With one point, or points the byte term cannot tell apart, B is left where
-    the points put no weight on it (a bandwidth so high its term is 0.1% of the time)."""
+    the points put no weight on it (a bandwidth so high its term is 0.1% of the time).
+
+    With the points' interquartile ``spread_s`` over ``repeats`` rounds, a fit whose 1/F is
+    within two standard errors of zero (``inv_rate_error``: the spread allows any F above some
+    floor) is refused rather than returned; without them the points count as exact."""
     tp = np.asarray(tp, dtype=int)
     t = np.asarray(times_s, dtype=float)
     if tp.size == 0 or tp.size != t.size or np.any(t <= 0):
         raise ScalesimError("fit_block needs one positive time per tensor-parallel degree")
     a, c = layer_terms(block, tp)
+    error = (
+        np.zeros_like(t)
+        if spread_s is None
+        else median_rel_error(t, spread_s, repeats if repeats is not None else 1)
+    )
     (inv_f, inv_b), _ = nnls(np.column_stack([a / t, c / t]), np.ones_like(t))
     if inv_f <= 0:
         i, j = int(np.argmin(tp)), int(np.argmax(tp))
@@ -135,7 +214,11 @@ def fit_block(block: Block, tp, times_s) -> BlockFit:
             f"the work shrinks {a[i] / a[j]:.2g}x but the time {t[i] / t[j]:.2g}x, so no "
             "positive matmul rate fits (fixed costs, or other work on the machine): time "
             "larger blocks (--block-hidden, --block-seq, --block-batch) on an idle machine, "
-            "or fewer threads (--threads)")
+            "or fewer threads (--threads)"
+        )
+    se = inv_rate_error(a, c, t, error)
+    if inv_f <= 2.0 * se:
+        raise ScalesimError(f"{_spread_words(inv_f, se)}: {NOISY_REMEDY}")
     if inv_b <= 0:  # no byte term needed: a bandwidth whose term is 0.1% of the largest time
         inv_b = 1e-3 * float(np.min(t / c))
     model = a * inv_f + c * inv_b

@@ -5,7 +5,7 @@ Each degree t gets the shard one rank of a Megatron tensor-parallel group holds
 (``models.ShardedBlock``: heads/t heads, MLP f/t, norms whole; or the user's
 ``--block-model`` factory called with ``tp=t``), timed without communication (the collectives
 phase times the messages). Like the micro-batch sweep: ``warmup`` untimed steps per degree,
-then ``repeats`` rounds that time one step of every degree in turn, so a busy moment of the
+then ``block_repeats`` rounds that time one step of every degree in turn, so a busy moment of the
 machine spreads over all shapes. The layout model's roofline is fitted to these points when the
 profile is assembled (``block_fit``).
 """
@@ -21,13 +21,16 @@ from scalesim.calibration.results import BlockResult, BlockTiming
 from scalesim.calibration.timing import Clock, is_out_of_memory, over_ranks
 
 from scalesim.errors import ScalesimError
+from scalesim.figures import count
 
 
 def _failure(exc: BaseException, tp: int, block: Block) -> str:
     if is_out_of_memory(exc):
         tokens = block.micro_batch * block.seq_len
-        return (f"error: the block at tp {tp} ({tokens:,} tokens) ran out of memory; time a "
-                "smaller one with --block-batch or --block-seq")
+        return (
+            f"error: the block at tp {tp} ({tokens:,} tokens) ran out of memory; time a "
+            "smaller one with --block-batch or --block-seq"
+        )
     return f"error: the block at tp {tp} raised {raised(exc)}"
 
 
@@ -42,8 +45,11 @@ def run(ctx: DistContext, block: Block, degrees: list[int], spec: str, args) -> 
         shards = {}
         for t in degrees:
             at[0] = t
-            shards[t] = models.block_module(spec, block.hidden, block.heads, block.ffn_hidden,
-                                            block.seq_len, t).to(device).train()
+            shards[t] = (
+                models.block_module(spec, block.hidden, block.heads, block.ffn_hidden, block.seq_len, t)
+                .to(device)
+                .train()
+            )
         x = torch.randn(*shape, device=device, requires_grad=True)
         grads: dict[int, torch.Tensor] = {}
 
@@ -65,7 +71,7 @@ def run(ctx: DistContext, block: Block, degrees: list[int], spec: str, args) -> 
             for _ in range(args.warmup):
                 step(t)
         align(ctx)
-        for _ in range(args.repeats):
+        for _ in range(args.block_repeats):
             for t in degrees:
                 start, middle, end = step(t)
                 fwd[t].append(clock.seconds(start, middle))
@@ -76,13 +82,30 @@ def run(ctx: DistContext, block: Block, degrees: list[int], spec: str, args) -> 
     points = []
     for t in degrees:
         time_s, spread_s, forward_s, backward_s = over_ranks(everyone, t)
-        points.append(BlockTiming(tp=t, time_s=time_s, spread_s=spread_s, forward_s=forward_s,
-                                  backward_s=backward_s, repeats=args.repeats))
+        points.append(
+            BlockTiming(
+                tp=t,
+                time_s=time_s,
+                spread_s=spread_s,
+                forward_s=forward_s,
+                backward_s=backward_s,
+                repeats=args.block_repeats,
+            )
+        )
     return BlockResult(
-        module=spec, hidden=block.hidden, heads=block.heads, ffn_hidden=block.ffn_hidden,
-        seq_len=block.seq_len, micro_batch=block.micro_batch,
-        element_bytes=PRECISION_BYTES[args.precision], flash_attention=ctx.on_gpu,
+        module=spec,
+        hidden=block.hidden,
+        heads=block.heads,
+        ffn_hidden=block.ffn_hidden,
+        seq_len=block.seq_len,
+        micro_batch=block.micro_batch,
+        element_bytes=PRECISION_BYTES[args.precision],
+        flash_attention=ctx.on_gpu,
         points=points,
-        source=(f"block {spec} timed by scalesim calibrate at tp {','.join(map(str, degrees))}: "
-                f"{ctx.world} rank(s) at once on {device.type}, {args.warmup} warm-up + "
-                f"{args.repeats} interleaved rounds, precision {args.precision}"))
+        source=(
+            f"block {spec} timed by scalesim calibrate at tp {','.join(map(str, degrees))}: "
+            f"{ctx.world} rank(s) at once on {device.type}, {args.warmup} warm-up + "
+            f"{args.block_repeats} interleaved rounds, precision {args.precision}"
+            + ("" if ctx.on_gpu else f", {count(torch.get_num_threads(), 'torch thread')} per rank")
+        ),
+    )

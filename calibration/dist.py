@@ -38,7 +38,7 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from scalesim.calibration.options import default_threads
+from scalesim.calibration.options import busy_threads_note, default_threads, machine_load, omp_threads
 
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import atomic_write_text
@@ -67,6 +67,7 @@ class DistContext:
     intra_ranks: list[int] = field(default_factory=list)
     inter_ranks: list[int] = field(default_factory=list)
     coll_algorithm: str = ""  # the collective algorithm the timings belong to
+    threads_note: str | None = None  # the load took cores from the default threads (said at the end)
 
     @property
     def is_main(self) -> bool:
@@ -145,8 +146,14 @@ def setup(args) -> DistContext:
     local_world = _env_int("LOCAL_WORLD_SIZE", 1)
     device = choose_device(args.device, local_rank, local_world)
     backend = choose_backend(args.backend, device)
+    note = None
     if device.type == "cpu":
-        torch.set_num_threads(args.threads or default_threads(local_world))
+        load = machine_load()
+        threads = args.threads or default_threads(local_world, load=load)
+        torch.set_num_threads(threads)
+        note = (
+            None if args.threads or omp_threads(os.environ) else busy_threads_note(local_world, threads, load)
+        )
     timeout = timedelta(seconds=args.timeout)
     if backend == "nccl":
         os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
@@ -186,6 +193,7 @@ def setup(args) -> DistContext:
         node_of=node_of,
         control=control,
         coll_algorithm=collective_algorithm(backend),
+        threads_note=note,
     )
     # Every rank creates every group in the same order.
     for n in node_ids:

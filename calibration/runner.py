@@ -270,7 +270,8 @@ def _run_phases(ctx, args, monitor, folder) -> str | None:
                         f"compute timed with {words.count(curve.colocated_devices)} of one "
                         f"{words.server} busy, {curve.colocation_slowdown:.1%} slower than one "
                         f"alone; predictions scale compute by the {words.devices} busy per "
-                        f"{words.server}")
+                        f"{words.server}"
+                    )
             elif phase == "collectives":
                 result = collective_phase.run(ctx, args, progress)
             elif phase == "loader":
@@ -329,6 +330,9 @@ def _finish(ctx, args, records, reused, hostnames, wall_s) -> str | None:
         f"run time {wall_s:.1f} s ({timings or 'all phases kept'})"
         + (f"; longest phase: {longest.phase}" if longest else "")
     )
+    if ctx.threads_note:
+        machine.notes.append(ctx.threads_note)
+        print(f"{PROG}: note: {ctx.threads_note}")
     if reused:
         machine.notes.append(f"kept from an earlier run with the same settings: {', '.join(sorted(reused))}")
     collectives = records["collectives"].parsed() if "collectives" in records else None

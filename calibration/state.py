@@ -24,24 +24,66 @@ from scalesim.jsonio import read_json, write_model
 
 # Every flag that changes what a phase measures or how the profile is assembled: a resumed run
 # keeps a finished phase only when all of them are the same.
-SIGNATURE_FLAGS = ("model", "width", "depth", "seq_len", "vocab", "image_size", "precision",
-                   "optimizer", "seed", "threads", "dataset", "batches", "micro_batch", "warmup",
-                   "repeats", "ops", "min_size_kib", "max_size_mib", "size_factor", "coll_time_s",
-                   "intra_link", "intra_busbw", "intra_latency", "inter_link", "inter_busbw",
-                   "inter_latency", "loader_images", "loader_batch", "loader_batches",
-                   "max_workers", "jitter_steps", "slow_threshold", "noise_steps", "noise_accum",
-                   "block_hidden", "block_heads", "block_ffn", "block_seq", "block_batch",
-                   "block_tp", "block_model")
+SIGNATURE_FLAGS = (
+    "model",
+    "width",
+    "depth",
+    "seq_len",
+    "vocab",
+    "image_size",
+    "precision",
+    "optimizer",
+    "seed",
+    "threads",
+    "dataset",
+    "batches",
+    "micro_batch",
+    "warmup",
+    "repeats",
+    "ops",
+    "min_size_kib",
+    "max_size_mib",
+    "size_factor",
+    "coll_time_s",
+    "intra_link",
+    "intra_busbw",
+    "intra_latency",
+    "inter_link",
+    "inter_busbw",
+    "inter_latency",
+    "loader_images",
+    "loader_batch",
+    "loader_batches",
+    "max_workers",
+    "jitter_steps",
+    "slow_threshold",
+    "noise_steps",
+    "noise_accum",
+    "block_hidden",
+    "block_repeats",
+    "block_heads",
+    "block_ffn",
+    "block_seq",
+    "block_batch",
+    "block_tp",
+    "block_model",
+)
 
 
 def state_folder(args) -> Path:
     return Path(args.state_dir) if args.state_dir else Path(f"{args.out}.state")
 
 
-def signature(args, world: int, nodes: int, local_world: int, backend: str,
-              device_type: str) -> dict[str, Any]:
-    sig = {"world": world, "nodes": nodes, "local_world": local_world, "backend": backend,
-           "device": device_type}
+def signature(
+    args, world: int, nodes: int, local_world: int, backend: str, device_type: str
+) -> dict[str, Any]:
+    sig = {
+        "world": world,
+        "nodes": nodes,
+        "local_world": local_world,
+        "backend": backend,
+        "device": device_type,
+    }
     sig.update({flag: getattr(args, flag) for flag in SIGNATURE_FLAGS})
     return sig
 
@@ -54,8 +96,7 @@ def save(folder: Path, record: PhaseRecord) -> None:
     write_model(phase_path(folder, record.phase), record)
 
 
-def load_matching(folder: Path, phases, sig: dict[str, Any]) -> tuple[dict[str, PhaseRecord],
-                                                                       list[str]]:
+def load_matching(folder: Path, phases, sig: dict[str, Any]) -> tuple[dict[str, PhaseRecord], list[str]]:
     """Stored records whose signature matches ``sig``; also notes on the ones left out."""
     records, notes = {}, []
     for phase in phases:
@@ -69,10 +110,13 @@ def load_matching(folder: Path, phases, sig: dict[str, Any]) -> tuple[dict[str, 
             notes.append(f"{path}: unreadable phase state, running '{phase}' again")
             continue
         if record.signature != sig:
-            changed = sorted(k for k in set(sig) | set(record.signature)
-                             if sig.get(k) != record.signature.get(k))
-            notes.append(f"phase '{phase}' in {folder} was measured with other settings "
-                         f"({', '.join(changed)}); not reused")
+            changed = sorted(
+                k for k in set(sig) | set(record.signature) if sig.get(k) != record.signature.get(k)
+            )
+            notes.append(
+                f"phase '{phase}' in {folder} was measured with other settings "
+                f"({', '.join(changed)}); not reused"
+            )
             continue
         records[phase] = record
     return records, notes
@@ -96,20 +140,27 @@ class FolderLock:
             self.folder.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise ScalesimError(f"{self.folder}: cannot use it as the calibration state folder "
-                                f"({exc.strerror or exc}); give --state-dir or another --out") from None
+            raise ScalesimError(
+                f"{self.folder}: cannot use it as the calibration state folder "
+                f"({exc.strerror or exc}); give --state-dir or another --out"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = _holder(fd)
             os.close(fd)
-            raise ScalesimError(f"{self.folder} is in use by another calibration ({holder}); wait "
-                                "for it to finish or give another --out or --state-dir") from None
+            raise ScalesimError(
+                f"{self.folder} is in use by another calibration ({holder}); wait "
+                "for it to finish or give another --out or --state-dir"
+            ) from None
         except OSError as exc:
             os.close(fd)
             raise ScalesimError(f"{self.path}: cannot lock it ({exc.strerror or exc})") from None
-        record = {"pid": os.getpid(), "host": socket.gethostname(),
-                  "since_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        record = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
         with contextlib.suppress(OSError):
             os.ftruncate(fd, 0)
             os.pwrite(fd, (json.dumps(record) + "\n").encode(), 0)

@@ -707,8 +707,8 @@ def test_threads_default_to_omp_num_threads_when_it_is_set(monkeypatch):
     from scalesim.calibration.options import default_threads, omp_threads
 
     cores = os.cpu_count() or 1
-    assert default_threads(1, {}) == cores
-    assert default_threads(2, {"OMP_NUM_THREADS": ""}) == max(1, cores // 2)
+    assert default_threads(1, {}, load=0.0) == cores  # an idle machine's (busy: test_block_fit_busy)
+    assert default_threads(2, {"OMP_NUM_THREADS": ""}, load=0.0) == max(1, cores // 2)
     assert default_threads(4, {"OMP_NUM_THREADS": "3"}) == 3  # the user's (or torchrun's) value
     assert omp_threads({"OMP_NUM_THREADS": "8,2"}) == 8  # nested levels: the outer one
     for bad in ("0", "abc", "nan", BIG):
@@ -716,11 +716,14 @@ def test_threads_default_to_omp_num_threads_when_it_is_set(monkeypatch):
             omp_threads({"OMP_NUM_THREADS": bad})
 
 
-def test_torchrun_children_get_the_machines_share_unless_the_user_chose():
+def test_torchrun_children_get_the_machines_share_unless_the_user_chose(monkeypatch):
     import argparse
     import os
 
+    from scalesim.calibration import options
     from scalesim.calibration.options import default_threads
+
+    monkeypatch.setattr(options, "machine_load", lambda: 0.0)  # an idle machine
 
     from scalesim.cli.cmd_calibrate import child_environment
 

@@ -29,7 +29,9 @@ MODEL = ["--model", "gpt", "--width", "128", "--depth", "2", "--seq-len", "64", 
 BATCHES = ["--batches", "2,4,8,16"]
 DDP_BATCH = 16
 # The transformer block at tensor-parallel shard shapes (docs/calibration.md, model-parallel).
-BLOCK = ["--block-hidden", "256", "--block-seq", "128", "--block-tp", "1,2,4,8"]
+# 60 rounds: two ranks on two busy cores spread this small block's times by up to half, and
+# the fit refuses an F their spread leaves open (docs/calibration.md, "The fit"); a round is ~30 ms
+BLOCK = ["--block-hidden", "256", "--block-seq", "128", "--block-tp", "1,2,4,8", "--block-repeats", "60"]
 # The factory models are tiny: large batches make the per-sample cost show above the overhead.
 FACTORY_BATCHES = "256,1024,4096,16384"
 
@@ -41,14 +43,22 @@ def _env() -> dict[str, str]:
 
 
 def torchrun(module: str, *args: str, nproc: int = 2) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone",
-            f"--nproc-per-node={nproc}", "-m", module, *args]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        "-m",
+        module,
+        *args,
+    ]
 
 
 def run(cmd: list[str], cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, cwd=cwd, env=_env(), capture_output=True, text=True,
-                          timeout=timeout, check=False)
-
+    return subprocess.run(
+        cmd, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 def _pid_of_rank_1_in_compute(out: Path, proc: subprocess.Popen) -> int:
@@ -65,10 +75,24 @@ def _pid_of_rank_1_in_compute(out: Path, proc: subprocess.Popen) -> int:
         time.sleep(0.2)
     raise AssertionError("rank 1 never reached the compute phase")
 
+
 def ddp_step_s(folder: Path, name: str) -> float:
     """One real 2-process DDP measurement of the test's model (median step of the slowest rank)."""
-    ddp = run(torchrun("scalesim.calibration.ddp_bench", *MODEL, "--batch", str(DDP_BATCH),
-                       "--steps", "20", "--warmup", "5", "--out", str(folder / name)), folder)
+    ddp = run(
+        torchrun(
+            "scalesim.calibration.ddp_bench",
+            *MODEL,
+            "--batch",
+            str(DDP_BATCH),
+            "--steps",
+            "20",
+            "--warmup",
+            "5",
+            "--out",
+            str(folder / name),
+        ),
+        folder,
+    )
     assert ddp.returncode == 0, ddp.stderr[-3000:]
     return json.loads((folder / name).read_text())["step_time_s"]
 
@@ -82,13 +106,32 @@ def calibrated(tmp_path_factory):
     started = time.monotonic()
     # Messages up to 32 MiB (--quick stops at 8): large enough that the per-call latency of
     # gloo on loopback (~1.6 ms here) is a small share of the largest message's time.
-    result = run(torchrun("scalesim.calibration", "--quick", "--no-progress", *MODEL, *BATCHES,
-                          "--repeats", "8", "--max-size-mib", "32", *BLOCK, "--out", str(out)),
-                 folder)
+    result = run(
+        torchrun(
+            "scalesim.calibration",
+            "--quick",
+            "--no-progress",
+            *MODEL,
+            *BATCHES,
+            "--repeats",
+            "8",
+            "--max-size-mib",
+            "32",
+            *BLOCK,
+            "--out",
+            str(out),
+        ),
+        folder,
+    )
     wall_s = time.monotonic() - started
     assert result.returncode == 0, result.stderr[-3000:]
-    return {"profile": out, "stdout": result.stdout, "wall_s": wall_s, "ddp_before_s": before,
-            "folder": folder}
+    return {
+        "profile": out,
+        "stdout": result.stdout,
+        "wall_s": wall_s,
+        "ddp_before_s": before,
+        "folder": folder,
+    }
 
 
 def test_profile_passes_schema_and_has_every_part(calibrated):
@@ -101,8 +144,13 @@ def test_profile_passes_schema_and_has_every_part(calibrated):
     assert profile.compute.optimizer_step_s > 0
     assert 0 < profile.workload.backward_fraction < 1
     width, vocab, seq = 128, 512, 64
-    block = 4 * width + (3 * width * width + 3 * width) + (width * width + width) \
-        + (4 * width * width + 4 * width) + (4 * width * width + width)
+    block = (
+        4 * width
+        + (3 * width * width + 3 * width)
+        + (width * width + width)
+        + (4 * width * width + 4 * width)
+        + (4 * width * width + width)
+    )
     assert profile.workload.params == vocab * width + seq * width + 2 * block + 2 * width
     assert profile.input_pipeline is not None and profile.input_pipeline.measured
     assert [p.workers for p in profile.input_pipeline.points][:2] == [0, 1]
@@ -128,15 +176,21 @@ def test_block_at_tensor_parallel_shapes_and_its_messages(calibrated):
     assert mp.sustained_tflops > 0 and mp.memory_bandwidth_GBps > 0 and mp.rel_rmse < 1
     assert mp.peak_tflops is None and mp.matmul_efficiency is None  # CPU: no datasheet peak
     ops = {(m.op, m.purpose, m.ranks) for m in mp.messages}
-    assert ops == {("all_reduce", "tp", 2), ("reduce_scatter", "tp", 2), ("all_gather", "tp", 2),
-                   ("send_recv", "pp", 2)}
+    assert ops == {
+        ("all_reduce", "tp", 2),
+        ("reduce_scatter", "tp", 2),
+        ("all_gather", "tp", 2),
+        ("send_recv", "pp", 2),
+    }
     activation = 128 * 256 * 4  # b*s*h fp32
     assert {m.size_bytes for m in mp.messages if m.purpose == "tp"} == {activation}
     assert {m.size_bytes for m in mp.messages if m.op == "send_recv"} == {
-        activation, activation / 2, activation / 4}
+        activation,
+        activation / 2,
+        activation / 4,
+    }
     assert all(m.time_s > 0 and m.model_s > 0 for m in mp.messages)
-    assert "block (builtin)" in calibrated["stdout"] and "scalesim plan --profile" in \
-        calibrated["stdout"]
+    assert "block (builtin)" in calibrated["stdout"] and "scalesim plan --profile" in calibrated["stdout"]
     # the planner reads it
     from scalesim.plan import calibrated_hardware
 
@@ -161,8 +215,7 @@ def test_collective_sweep_and_fit(calibrated):
     assert fitted == pytest.approx(measured, rel=0.35), (fitted, measured)
     # The fitted alpha-beta pair reproduces the largest message's measured time.
     link = profile.hardware.intra_node
-    model_s = coll.ring_allreduce_s(largest.size_bytes, largest.ranks, link.latency_s,
-                                    link.busbw_GBps)
+    model_s = coll.ring_allreduce_s(largest.size_bytes, largest.ranks, link.latency_s, link.busbw_GBps)
     assert float(model_s) == pytest.approx(largest.time_s, rel=0.15)
     assert not inter.measured and "NOT MEASURED" in inter.note and "ethernet" in inter.note
     assert inter.method is None
@@ -183,14 +236,36 @@ def test_two_servers_time_the_inter_level_with_every_rank(tmp_path):
     out = tmp_path / "two-servers.json"
 
     def node(rank: int) -> list[str]:
-        return [sys.executable, "-m", "torch.distributed.run", "--nnodes=2",
-                f"--node-rank={rank}", "--nproc-per-node=2", "--master-addr=127.0.0.1",
-                f"--master-port={port}", "-m", "scalesim.calibration", "--quick", "--no-progress",
-                *MODEL, "--batches", "2,16", "--repeats", "2", "--phases", "compute,collectives",
-                "--out", str(out)]
+        return [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes=2",
+            f"--node-rank={rank}",
+            "--nproc-per-node=2",
+            "--master-addr=127.0.0.1",
+            f"--master-port={port}",
+            "-m",
+            "scalesim.calibration",
+            "--quick",
+            "--no-progress",
+            *MODEL,
+            "--batches",
+            "2,16",
+            "--repeats",
+            "2",
+            "--phases",
+            "compute,collectives",
+            "--out",
+            str(out),
+        ]
 
-    procs = [subprocess.Popen(node(r), cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for r in (0, 1)]
+    procs = [
+        subprocess.Popen(
+            node(r), cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for r in (0, 1)
+    ]
     outputs = [p.communicate(timeout=400) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs[0][1][-3000:] + outputs[1][1][-3000:]
     profile = load_profile(out)
@@ -250,35 +325,72 @@ def test_predict_matches_a_real_ddp_step(calibrated):
     measured = [calibrated["ddp_before_s"], ddp_step_s(folder, "ddp-1.json")]
     for r in range(2, ROUNDS + 1):
         out = folder / f"compute-{r}.json"
-        result = run(torchrun("scalesim.calibration", "--quick", "--no-progress", *MODEL,
-                              *BATCHES, "--repeats", "8", "--phases", "compute,jitter",
-                              "--out", str(out)), folder)
+        result = run(
+            torchrun(
+                "scalesim.calibration",
+                "--quick",
+                "--no-progress",
+                *MODEL,
+                *BATCHES,
+                "--repeats",
+                "8",
+                "--phases",
+                "compute,jitter",
+                "--out",
+                str(out),
+            ),
+            folder,
+        )
         assert result.returncode == 0, result.stderr[-3000:]
         again = load_profile(out)
-        profiles.append(base.model_copy(update={"compute": again.compute,
-                                                "jitter": again.jitter}))
+        profiles.append(base.model_copy(update={"compute": again.compute, "jitter": again.jitter}))
         measured.append(ddp_step_s(folder, f"ddp-{r}.json"))
     scenario = Scenario(devices=[2], micro_batch=DDP_BATCH)
     predicted = [predict(p, scenario)[0].step_time_s for p in profiles]
     # round i's prediction against the DDP run right after its calibration (measured[i + 1])
     ratios = [t / m for t, m in zip(predicted, measured[1:], strict=True)]
     paired_ratio = statistics.median(ratios)
-    print(f"calibration {calibrated['wall_s']:.1f} s; DDP step at batch {DDP_BATCH} per round: "
-          "predicted " + ", ".join(f"{t * 1e3:.1f}" for t in predicted) + " ms; measured "
-          + ", ".join(f"{t * 1e3:.1f}" for t in measured) + " ms; median paired ratio "
-          f"{paired_ratio:.3f} (fastest over fastest {min(predicted) / min(measured):.3f}); "
-          f"load {os.getloadavg()[0]:.1f}")
+    print(
+        f"calibration {calibrated['wall_s']:.1f} s; DDP step at batch {DDP_BATCH} per round: "
+        "predicted "
+        + ", ".join(f"{t * 1e3:.1f}" for t in predicted)
+        + " ms; measured "
+        + ", ".join(f"{t * 1e3:.1f}" for t in measured)
+        + " ms; median paired ratio "
+        f"{paired_ratio:.3f} (fastest over fastest {min(predicted) / min(measured):.3f}); "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
     assert paired_ratio == pytest.approx(1.0, rel=0.25), (predicted, measured)
 
 
 def test_user_model_and_dataset_factories_and_a_slow_rank(tmp_path):
     out = tmp_path / "user.json"
     # Through the CLI's own launcher (scalesim calibrate --nproc-per-node 2 starts torchrun).
-    result = run([sys.executable, "-m", "scalesim.cli.main", "calibrate", "--nproc-per-node", "2",
-                  "--quick", "--no-progress", "--model", "calib_factories:slow_rank_one_model",
-                          "--dataset", "calib_factories:npy_dataset",
-                  "--batches", FACTORY_BATCHES, "--micro-batch", "256",
-                  "--phases", "compute,loader,jitter", "--out", str(out)], tmp_path)
+    result = run(
+        [
+            sys.executable,
+            "-m",
+            "scalesim.cli.main",
+            "calibrate",
+            "--nproc-per-node",
+            "2",
+            "--quick",
+            "--no-progress",
+            "--model",
+            "calib_factories:slow_rank_one_model",
+            "--dataset",
+            "calib_factories:npy_dataset",
+            "--batches",
+            FACTORY_BATCHES,
+            "--micro-batch",
+            "256",
+            "--phases",
+            "compute,loader,jitter",
+            "--out",
+            str(out),
+        ],
+        tmp_path,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     profile = load_profile(out)
     assert profile.workload.name == "calib_factories:slow_rank_one_model"
@@ -291,9 +403,24 @@ def test_user_model_and_dataset_factories_and_a_slow_rank(tmp_path):
 def test_a_killed_rank_stops_the_run_and_is_named(tmp_path):
     out = tmp_path / "killed.json"
     proc = subprocess.Popen(
-        torchrun("scalesim.calibration", "--no-progress", "--batches", "8,16,32,64",
-                 "--repeats", "400", "--phases", "compute", "--out", str(out)),
-        cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        torchrun(
+            "scalesim.calibration",
+            "--no-progress",
+            "--batches",
+            "8,16,32,64",
+            "--repeats",
+            "400",
+            "--phases",
+            "compute",
+            "--out",
+            str(out),
+        ),
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     victim = _pid_of_rank_1_in_compute(out, proc)
     time.sleep(1.0)
     os.kill(victim, signal.SIGKILL)
@@ -308,10 +435,22 @@ def test_a_killed_rank_stops_the_run_and_is_named(tmp_path):
 
 def test_resume_keeps_finished_phases(tmp_path):
     out = tmp_path / "resume.json"
-    base = [sys.executable, "-m", "scalesim.cli.main", "calibrate", "--quick", "--no-progress",
-            "--threads", "1",
-            "--model", "calib_factories:regression_model", "--batches", FACTORY_BATCHES,
-            "--out", str(out)]
+    base = [
+        sys.executable,
+        "-m",
+        "scalesim.cli.main",
+        "calibrate",
+        "--quick",
+        "--no-progress",
+        "--threads",
+        "1",
+        "--model",
+        "calib_factories:regression_model",
+        "--batches",
+        FACTORY_BATCHES,
+        "--out",
+        str(out),
+    ]
     first = run([*base, "--phases", "compute"], tmp_path)
     assert first.returncode == 0, first.stderr
     before = load_profile(out)
@@ -327,10 +466,27 @@ def test_resume_keeps_finished_phases(tmp_path):
 
 def test_out_of_memory_batch_is_the_ceiling(tmp_path):
     out = tmp_path / "oom.json"
-    result = run([sys.executable, "-m", "scalesim.cli.main", "calibrate", "--quick",
-                  "--no-progress", "--threads", "1", "--model", "calib_factories:oom_model",
-                  "--phases",
-                  "compute", "--batches", "256,1024,4096,16384", "--out", str(out)], tmp_path)
+    result = run(
+        [
+            sys.executable,
+            "-m",
+            "scalesim.cli.main",
+            "calibrate",
+            "--quick",
+            "--no-progress",
+            "--threads",
+            "1",
+            "--model",
+            "calib_factories:oom_model",
+            "--phases",
+            "compute",
+            "--batches",
+            "256,1024,4096,16384",
+            "--out",
+            str(out),
+        ],
+        tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     profile = load_profile(out)
     assert [p.micro_batch for p in profile.compute.points] == [256, 1024, 4096]
@@ -338,15 +494,32 @@ def test_out_of_memory_batch_is_the_ceiling(tmp_path):
     assert "out of memory" in profile.compute.source
 
 
-@pytest.mark.parametrize("factory, expected", [
-    ("calib_factories:broken_model", "raised RuntimeError: weights file missing"),
-    ("calib_factories:no_such_factory", "has no attribute 'no_such_factory'"),
-    ("no_such_module:factory", "module 'no_such_module' not found"),
-])
+@pytest.mark.parametrize(
+    "factory, expected",
+    [
+        ("calib_factories:broken_model", "raised RuntimeError: weights file missing"),
+        ("calib_factories:no_such_factory", "has no attribute 'no_such_factory'"),
+        ("no_such_module:factory", "module 'no_such_module' not found"),
+    ],
+)
 def test_bad_model_factories_give_one_clear_line(tmp_path, factory, expected):
-    result = run([sys.executable, "-m", "scalesim.cli.main", "calibrate", "--quick",
-                  "--no-progress", "--phases", "compute", "--model", factory,
-                  "--out", str(tmp_path / "x.json")], tmp_path)
+    result = run(
+        [
+            sys.executable,
+            "-m",
+            "scalesim.cli.main",
+            "calibrate",
+            "--quick",
+            "--no-progress",
+            "--phases",
+            "compute",
+            "--model",
+            factory,
+            "--out",
+            str(tmp_path / "x.json"),
+        ],
+        tmp_path,
+    )
     assert result.returncode == 2
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and expected in lines[0] and "phase 'compute'" in lines[0], lines
@@ -356,18 +529,45 @@ def test_bad_model_factories_give_one_clear_line(tmp_path, factory, expected):
 def test_a_factory_that_raises_under_the_cli_launcher_is_one_line(tmp_path):
     """``scalesim calibrate --nproc-per-node 2``: both ranks fail alike, rank 0 says so once,
     torchrun's traceback and failure table are dropped, exit 2."""
-    result = run([sys.executable, "-m", "scalesim.cli.main", "calibrate", "--nproc-per-node", "2",
-                  "--quick", "--no-progress", "--phases", "compute", "--model",
-                  "calib_factories:broken_model", "--out", str(tmp_path / "x.json")], tmp_path)
+    result = run(
+        [
+            sys.executable,
+            "-m",
+            "scalesim.cli.main",
+            "calibrate",
+            "--nproc-per-node",
+            "2",
+            "--quick",
+            "--no-progress",
+            "--phases",
+            "compute",
+            "--model",
+            "calib_factories:broken_model",
+            "--out",
+            str(tmp_path / "x.json"),
+        ],
+        tmp_path,
+    )
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert result.returncode == 2, result.stderr[-3000:]
     assert len(lines) == 1 and "weights file missing" in lines[0] and "(rank 0, 1)" in lines[0], lines
 
 
 def test_a_factory_that_raises_under_torchrun(tmp_path):
-    result = run(torchrun("scalesim.calibration", "--quick", "--no-progress", "--phases",
-                          "compute", "--model", "calib_factories:broken_model",
-                          "--out", str(tmp_path / "x.json")), tmp_path)
+    result = run(
+        torchrun(
+            "scalesim.calibration",
+            "--quick",
+            "--no-progress",
+            "--phases",
+            "compute",
+            "--model",
+            "calib_factories:broken_model",
+            "--out",
+            str(tmp_path / "x.json"),
+        ),
+        tmp_path,
+    )
     assert result.returncode != 0
     assert "weights file missing" in result.stderr and "rank 0, 1" in result.stderr
 
@@ -375,9 +575,26 @@ def test_a_factory_that_raises_under_torchrun(tmp_path):
 def test_a_hung_rank_stops_the_run_within_the_timeout(tmp_path):
     out = tmp_path / "hung.json"
     proc = subprocess.Popen(
-        torchrun("scalesim.calibration", "--no-progress", "--timeout", "5", "--batches",
-                 "8,16,32,64", "--repeats", "400", "--phases", "compute", "--out", str(out)),
-        cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        torchrun(
+            "scalesim.calibration",
+            "--no-progress",
+            "--timeout",
+            "5",
+            "--batches",
+            "8,16,32,64",
+            "--repeats",
+            "400",
+            "--phases",
+            "compute",
+            "--out",
+            str(out),
+        ),
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     victim = _pid_of_rank_1_in_compute(out, proc)
     os.kill(victim, signal.SIGSTOP)
     stopped_at = time.monotonic()
