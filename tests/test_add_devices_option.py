@@ -10,10 +10,10 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from app_harness import open_app
+from scalesim.app.plan import finish, make_plan, option_links, option_state
+from scalesim.app.state import decode_query, default_state, encode_query, preset_profile
 from test_cpu_words import cpu_profile
 
-from app.plan import finish, make_plan, option_links, option_state
-from app.state import decode_query, default_state, encode_query, preset_profile
 from scalesim.cli.main import main
 from scalesim.decision import ASSUMPTIONS, CPU_ASSUMPTIONS, decide, duration_text, usd_text
 from scalesim.predict import predict
@@ -166,7 +166,7 @@ def test_the_app_card_shows_the_option_and_its_link():
 def test_the_html_report_links_the_option_to_its_what_if():
     from html import escape
 
-    from app.report import report_html
+    from scalesim.app.report import report_html
 
     plan = _gpt76_plan()
     ((title, link),) = option_links(plan, "http://x/")

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from scalesim.app.plan import headline, make_plan, story
+from scalesim.app.report import report_html
+from scalesim.app.state import default_state, preset_profile
 
-from app.plan import headline, make_plan, story
-from app.report import report_html
-from app.state import default_state, preset_profile
 from scalesim.bounds import bound
 from scalesim.cli.main import main
 from scalesim.decision import decide
