@@ -289,3 +289,15 @@ def test_the_pareto_chart_in_words_counts_what_it_shows():
     assert text.startswith(f"{len(answer.front)} plans of the front on the chart, ")
     assert answer.front[-1].devices == 1 and text.count(", 1 device)") == 1
     assert "1 devices" not in text
+
+
+def test_where_no_plan_fits_goal_says_there_is_no_front_not_a_header_over_no_rows(capsys):
+    """gpt-76.1b on at most 8 A100 80GB (1,134 GiB of states: 142 GiB each at 8) fits nowhere:
+    goal printed the front's column header over no rows (session 18)."""
+    code, out, _ = run_cli(capsys, ["goal", "--hardware", "dgx-a100", "--workload", "gpt-76.1b",
+                                    "--deadline", "30d", "--budget", "1000", "--max-devices", "8",
+                                    "--train-samples", "1e6"])
+    assert code == 0
+    assert "0 fit in memory" in out
+    assert "time against money: no Pareto front, no plan fits in memory" in out
+    assert "meets  plan" not in out

@@ -89,9 +89,12 @@ def render(answer) -> str:
         f"${amount(answer.budget_usd)}; {answer.evaluated:,} plans evaluated, "
         f"{answer.runnable:,} fit in memory",
         "",
-        "time against money (Pareto front: no plan is both sooner and cheaper):",
-        f"{'time':>9} {'USD':>12}  meets  plan",
     ]
+    if not answer.front:  # nothing runs: a table header over no rows says nothing
+        lines.append("time against money: no Pareto front, no plan fits in memory")
+    else:
+        lines += ["time against money (Pareto front: no plan is both sooner and cheaper):",
+                  f"{'time':>9} {'USD':>12}  meets  plan"]
     for p in answer.front:
         lines.append(f"{days(p.time_s):>9} {amount(p.cost_usd):>12}  {'yes' if p.meets else ' no':>5}  "
                      f"{answer.describe(p)}")
