@@ -372,19 +372,27 @@ def default_threads(local_world: int, environ=None, load: float | None = None) -
     omp = omp_threads(environ)
     if omp is not None:
         return omp
-    cores = os.cpu_count() or 1
-    share = max(1, cores // max(local_world, 1))
-    free_cores = cores - int(machine_load() if load is None else load)
-    return max(1, min(share, free_cores // max(local_world, 1)))
+    free_cores = _cores() - int(machine_load() if load is None else load)
+    return max(1, min(_core_share(local_world), free_cores // max(local_world, 1)))
+
+
+def _cores() -> int:
+    """The node's CPU cores (1 where the system does not say)."""
+    return os.cpu_count() or 1
+
+
+def _core_share(local_world: int) -> int:
+    """One process's share of the node's cores: the threads it gets on an idle machine."""
+    return max(1, _cores() // max(local_world, 1))
 
 
 def busy_threads_note(local_world: int, threads: int, load: float) -> str | None:
     """The line a calibration prints when the load took cores from its default threads."""
-    share = max(1, (os.cpu_count() or 1) // max(local_world, 1))
+    share = _core_share(local_world)
     if threads >= share:
         return None
     return (
-        f"the machine is busy (load average {load:.1f} on {count(os.cpu_count() or 1, 'core')}): "
+        f"the machine is busy (load average {load:.1f} on {count(_cores(), 'core')}): "
         f"{count(threads, 'torch thread')} per process, not {share} (threads that share a core with other "
         f"work stall each other's ops); give --threads {share} to time {share}"
     )
