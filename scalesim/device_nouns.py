@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scalesim.figures import count, whole
+from scalesim.figures import whole
 
 # How ``scalesim calibrate`` names the device of a run on CPUs (calibration/runner.py), and how
 # diagnose names a traced CPU job's: its devices are processes, which no cloud GPU price applies to.
@@ -44,7 +44,7 @@ class Nouns:
         """'16 devices', '1 server'; for a CPU device '2 processes', '1 host' (``noun``: device,
         gpu or server)."""
         one, many = getattr(self, noun), getattr(self, noun + "s")
-        return count(n, one) if many == one + "s" else f"{whole(n)} {one if n == 1 else many}"
+        return f"{whole(n)} {one if n == 1 else many}"
 
     def count_change(self, before: int, after: int) -> str:
         """'8 -> 16 devices', '1,024 -> 2,048 devices'; '2 -> 4 processes' (``figures.count_change``)."""
