@@ -472,9 +472,26 @@ def test_no_ratio_is_printed_against_a_compute_time_of_zero(tmp_path, capsys):
     assert code == 0, err
     assert "nan" not in out.lower() and "inf" not in out.replace("info", ""), out
     assert "compute per sample per device 0 -> " in out, out  # the case it guards
-    # the fit puts the data stall above the measured step: said, not left as a finding alone
-    assert "note: the data stall is 138% of the measured step at 2 devices: more than the " \
-        "step itself, so the fitted model does not describe these runs" in out, out
+
+
+def test_a_part_over_the_measured_step_is_said_as_a_misfit():
+    """A fit that puts the data stall above the measured step (138 % at 2 devices) says the
+    model does not describe the runs. Two runs with five free parameters (the test above) land
+    on one such fit or another depending on the scipy release, so the note is pinned on the
+    shares themselves."""
+    from types import SimpleNamespace
+
+    from scalesim.diagnosis import _parts_over_the_step
+
+    shares = {"compute": np.array([0.0, 0.4]), "data": np.array([1.38, 0.45]),
+              "comm": np.array([0.2, 1.05])}
+    notes = _parts_over_the_step(shares, np.array([2, 4]), SimpleNamespace(rmse_rel=0.33))
+    assert notes == ["the data stall is 138% of the measured step at 2 devices: more than the "
+                     "step itself, so the fitted model does not describe these runs (rms residual "
+                     "33%); read its shares and remedy gains as unreliable, and check the runs "
+                     "(the same settings in every row, each run's devices and throughput)"]
+    assert _parts_over_the_step({"compute": np.array([1.2]), "data": np.array([0.9])},
+                                np.array([8]), SimpleNamespace(rmse_rel=0.1)) == []
 
 
 @pytest.mark.parametrize("cause", sorted(cases.CASES))
