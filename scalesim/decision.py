@@ -95,6 +95,10 @@ ASSUMPTIONS = {
                     "devices priced like today's and billed per whole instance "
                     "(docs/model.md §4, §9, §17, §20)",
 }
+# What an add-server option in the planner's layout assumes besides the added server's
+PLANNED_LAYOUT = ("the framework runs the planner's layout (ZeRO stage, tensor x pipeline split, "
+                  "recompute, micro-batches) at the model's predicted efficiency, same global "
+                  "batch")
 # The assumptions that name a GPU server's parts, in the words of a CPU calibration's processes
 # on a host (``device_nouns.nouns_for``): ``_Ctx.assumptions`` puts them in ASSUMPTIONS' place.
 CPU_ASSUMPTIONS = {
@@ -266,6 +270,11 @@ def _layout_option(ctx: _Ctx, run: Scenario, p: Prediction, split_title: str,
                       changes=_changes(ctx.scenario, run, p.devices))
 
 
+def _grown_assumption(ctx: _Ctx, p: Prediction) -> str:
+    """The assumption of growing to ``p``'s servers: filling today's server, or adding one."""
+    return ctx.assumptions["fill_server" if p.nodes == ctx.now.nodes else "add_server"]
+
+
 def _added_title(ctx: _Ctx, p: Prediction) -> str:
     """'Fill the server (4 -> 8 devices)', 'Add one server (64 -> 72 devices)', 'Add 2 servers
     (64 -> 80 devices)': the servers ``p`` runs on beyond today's."""
@@ -280,9 +289,11 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[st
     """The add-server option (or None) and its notes. Two ways to grow by whole servers (fill
     today's first): today's layout at the fewest servers where its tp x pp divides the count
     and the batch splits (the counts repeat within tp x pp servers), and the planner's fastest
-    layout that fits at one more server (``_fits_at``). The option is the faster of the two
-    that fit (today's layout unless the planner's finishes ``NO_CHANGE`` sooner); its title
-    says which: today's layout bare, the planner's with what it changes."""
+    layout that fits at one more server (``_fits_at``) where today's does not run there or
+    fits there (where it runs and does not fit, the fewest devices at which some layout fits
+    are the card's more-devices option). The option is the faster of the two that fit
+    (today's layout unless the planner's finishes ``NO_CHANGE`` sooner); its title says
+    which: today's layout bare, the planner's with what it changes."""
     profile, scenario, now, nouns = ctx.profile, ctx.scenario, ctx.now, ctx.words
     g = _server_size(profile, scenario)
     more = g if now.devices < g else now.devices + g
@@ -297,16 +308,16 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[st
             why = why or str(exc)
             continue
         keep = ctx.option("add_server", _added_title(ctx, p), p, 0.0, source,
-                          assumption=ctx.assumptions["fill_server"] if p.nodes == now.nodes
-                          else None)
+                          assumption=_grown_assumption(ctx, p))
         break
-    planned = None
-    found, _ = _fits_at(ctx, more)
+    planned, found = None, None
+    if keep is None or keep.devices > more or keep.runnable:  # else: ``_more_devices_option``
+        found, _ = _fits_at(ctx, more)
     if found is not None and (changed := _layout_words(ctx, found[2], found[0])):
         p, _, run = found
         planned = ctx.option("add_server", f"{_added_title(ctx, p)}, the planner's layout: "
                              f"{', '.join(changed)}", p, 0.0, source,
-                             assumption=ctx.assumptions["more_devices"],
+                             assumption=f"{_grown_assumption(ctx, p)}; {PLANNED_LAYOUT}",
                              changes=_changes(scenario, run, p.devices))
     if keep is None and planned is None:
         notes.append(f"one more {nouns.server} not compared: {why}" if why else
@@ -323,7 +334,8 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[st
         notes.append(f"one more {nouns.server} does not take today's layout ({because}): the "
                      f"option adds {nouns.count(keep.servers - now.nodes, 'server')}")
     if other is not None and other.runnable:
-        notes.append(f"not shown (slower than {best.title}): {other.title}")
+        notes.append(f"not shown: {other.title} ({_faster(best, other):.1%} slower than "
+                     f"{best.title})")
     return best, notes
 
 
