@@ -270,6 +270,15 @@ def _layout_option(ctx: _Ctx, run: Scenario, p: Prediction, split_title: str,
                       changes=_changes(ctx.scenario, run, p.devices))
 
 
+def added_server_counts(devices: int, per_server: int, split: int = 1) -> list[int]:
+    """The device counts of growing ``devices`` by whole servers of ``per_server`` (filling
+    today's first), fewest first, that ``split`` (today's tp x pp) divides: 64 devices of
+    tp 8 x pp 2 on servers of 8 give [80, 96, ...] (72 is no multiple of 16). One cycle: the
+    counts repeat every ``split`` servers, and one of them is always a multiple."""
+    more = per_server if devices < per_server else devices + per_server
+    return [n for n in range(more, more + split * per_server, per_server) if n % split == 0]
+
+
 def _grown_assumption(ctx: _Ctx, p: Prediction) -> str:
     """The assumption of growing to ``p``'s servers: filling today's server, or adding one."""
     return ctx.assumptions["fill_server" if p.nodes == ctx.now.nodes else "add_server"]
@@ -299,9 +308,7 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[st
     more = g if now.devices < g else now.devices + g
     split, notes = now.tp * now.pp, []
     keep = why = None
-    for count in range(more, more + split * g, g):
-        if count % split:
-            continue
+    for count in added_server_counts(now.devices, g, split):
         try:
             p = _one(profile, scenario, count)
         except ScalesimError as exc:  # a global batch that does not split over the count

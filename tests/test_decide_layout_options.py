@@ -14,7 +14,7 @@ from scalesim.app.plan import make_plan, option_state
 from scalesim.app.state import default_state, encode_query, preset_profile
 
 from scalesim.cli.main import main
-from scalesim.decision import DOES_NOT_FIT, card_rows, decide
+from scalesim.decision import DOES_NOT_FIT, added_server_counts, card_rows, decide
 from scalesim.layout_predict import layout_of
 from scalesim.predict import predict
 from scalesim.profiles import default_profile, load_workload, resolve_profile
@@ -96,7 +96,7 @@ def test_a_run_that_does_not_fit_has_no_time_or_money_and_no_change_against_it()
     assert rows[0] == {"option": "As is: 64 devices (dp 4 x tp 8 x pp 2) (not runnable)",
                        "USD/h": "$787", "throughput": DOES_NOT_FIT,
                        "time to finish": DOES_NOT_FIT, "total money": DOES_NOT_FIT}
-    for o, row in zip(card.options, rows[1:]):
+    for o, row in zip(card.options, rows[1:], strict=True):
         assert o.throughput_gain is None and o.time_change is None and o.total_change_usd is None
         assert row["throughput"].endswith(" samples/s") and "(" not in row["time to finish"]
         assert "(" not in row["total money"] and o.time_s is not None
@@ -200,3 +200,15 @@ def test_the_apps_card_and_report_show_the_same_options(tmp_path, capsys):
     assert page.count(f'<td class="">{DOES_NOT_FIT}</td>') == 3
     for o in plan.decision.options:  # each runs a scenario of its own: the planner opens it
         assert option_state(plan.state, plan.profile, o.changes) is not None
+
+
+def test_the_cost_tabs_add_devices_grows_to_a_count_the_split_divides():
+    """Was 'more devices (64 -> 72) not compared: devices 72 are not divisible by tp x pp = 16'
+    on the Cost tab: its "Add devices" grows by whole servers to 80 (dp 5 x tp 8 x pp 2), as
+    decide's add-server count does (``decision.added_server_counts``)."""
+    plan = _app_plan()
+    (more,) = [o for o in plan.options if o.kind == "more devices"]
+    assert more.label.startswith("Add devices (64 -> 80)") and more.devices == 80
+    assert not any("not compared" in n for n in plan.notes)
+    assert added_server_counts(64, 8, 16)[:2] == [80, 96]
+    assert added_server_counts(4, 8, 1) == [8] and added_server_counts(6, 8, 6) == [24, 48]
