@@ -338,9 +338,9 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[st
     if best is keep and keep.devices > more:  # today's layout does not run at one more
         because = (f"{nouns.count(more)} are not a multiple of today's tp x pp = {split}"
                    if more % split else f"at {nouns.count(more)}, {why}")
-        notes.append(f"one more {nouns.server} does not take today's layout ({because}): the "
-                     f"option adds {nouns.count(keep.servers - now.nodes, 'server')}")
-    if other is not None and other.runnable:
+        notes.append(f"one more {nouns.server} does not take today's layout ({because}): it "
+                     f"takes {nouns.count(keep.servers - now.nodes, 'server')} more")
+    if _wins(ctx, best) and other is not None and other.runnable:
         notes.append(f"not shown: {other.title} ({_faster(best, other):.1%} slower than "
                      f"{best.title})")
     return best, notes
@@ -409,6 +409,11 @@ def _score(o: DecisionOption) -> float:
     if o.throughput_gain is not None:
         return o.throughput_gain
     return 1.0 / o.time_s if o.time_s else o.samples_per_s
+
+
+def _wins(ctx: _Ctx, o: DecisionOption) -> bool:
+    """An option the card keeps: it runs, and beats today's run where that runs."""
+    return o.runnable and (not ctx.now.fits or _score(o) > 0)
 
 
 def _faster(a: DecisionOption, b: DecisionOption) -> float:
@@ -681,7 +686,7 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     base = ctx.option("now", f"As is: {words.count(devices)}{split}", now, 0.0,
                       _price_source(profile, scenario))
     candidates, notes = _candidates(ctx)
-    winners = [o for o in candidates if o.runnable and (not now.fits or _score(o) > 0)]
+    winners = [o for o in candidates if _wins(ctx, o)]
     losers = [o.title for o in candidates if o not in winners]
     if losers:
         notes.append("not shown (slower, or does not fit in memory): " + "; ".join(losers))

@@ -138,7 +138,7 @@ def test_add_server_grows_to_the_fewest_servers_todays_split_divides():
     assert o.time_change == pytest.approx(o.time_s / card.now.time_s - 1)
     _priced_like_every_option(profile, o)
     assert ("one more server does not take today's layout (72 devices are not a multiple of "
-            "today's tp x pp = 16): the option adds 2 servers") in card.notes
+            "today's tp x pp = 16): it takes 2 servers more") in card.notes
     assert any(n.startswith("not shown: Add one server (64 -> 72 devices), the planner's layout")
                for n in card.notes)
 
