@@ -3,8 +3,10 @@
 ``decide(profile, scenario, devices)`` looks at one device count (the planner's focus) and
 compares, against running as is:
 
-* **one more server** (fill the server first, then add a whole one), priced at the profile's or
-  scenario's USD per device-hour for the devices billed (whole instances, ``scalesim.billing``);
+* **one more server** (fill the server first, then add a whole one; as few more as today's tp x
+  pp divides, or the planner's layout at one more server where that is faster: ``_add_servers``),
+  priced at the profile's or scenario's USD per device-hour for the devices billed (whole
+  instances, ``scalesim.billing``);
 * **a faster inter-server network** as named hardware (``scalesim.network_upgrades``: NICs x
   Gbit/s, priced per server-hour where a public price exists), when the run spans servers;
 * **a settings change** (batch, accumulation, overlap, tensor-parallel overlap, sharding, smaller
@@ -12,7 +14,8 @@ compares, against running as is:
   of ``scalesim.remedies.rank_remedies`` among those, free of hardware;
 * **splitting the model** (a transformer workload whose model does not fit or whose
   data-parallel exchange dominates): the planner's best tensor x pipeline layout at the same
-  devices and global batch (the ``split_model`` remedy), free of hardware;
+  devices and global batch (the ``split_model`` remedy; "Change the layout: old -> new, ..."
+  where today's model is split already), free of hardware;
 * **a Hopper attention kernel** (cuDNN fused attention, FlashAttention-3) where the scenario runs
   a FlashAttention-2-class kernel on Hopper (the ``attention_kernel`` remedy), free of hardware;
 * **fixing the input pipeline**, when the step waits for data;
@@ -20,7 +23,8 @@ compares, against running as is:
   finds it), free of new hardware.
 
 Each option carries its hourly price, throughput gain, time to finish and total money (time to
-train / to quality with the large-batch penalty, ``scalesim.training_time``). Only options that
+train / to quality with the large-batch penalty, ``scalesim.training_time``); a run that does not
+fit has no time or money, and where today's does not, no option has a change against it. Only options that
 run (fit in memory) and win are kept; the best two or three are shown. The recommendation is one
 sentence with the option's main assumption; a gain smaller than the model's measured median
 error (``scalesim.accuracy``) is not a reason to change, and two options whose speeds differ by
