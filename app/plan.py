@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from scalesim import presets
 from scalesim.attention_kernel import DEFAULT_ATTENTION_KERNEL
 from scalesim.cli.options import parse_int_list
-from scalesim.decision import DecisionCard, decide, duration_text
+from scalesim.decision import DecisionCard, added_server_counts, decide, duration_text
 from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount, whole
@@ -28,6 +28,7 @@ from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, split_words
 from scalesim.layout_predict import (
     asked_split,
     attention_kernel_note,
+    layout_of,
     recompute_style_note,
     split_profile,
     splittable_shape,
@@ -362,9 +363,16 @@ def _server_size(profile: Profile, scenario: Scenario) -> int:
     return scenario.devices_per_node or profile.hardware.devices_per_node
 
 
-def more_devices_count(devices: int, devices_per_node: int) -> int:
-    """One more server's worth: fill the server first, then add a whole server."""
-    return devices_per_node if devices < devices_per_node else devices + devices_per_node
+def _split_of(scenario: Scenario) -> int:
+    """The scenario's tp x pp (1: data parallel)."""
+    split = layout_of(scenario)
+    return split.tp * split.pp
+
+
+def more_devices_count(devices: int, devices_per_node: int, split: int = 1) -> int:
+    """One more server's worth: fill the server first, then add whole servers, as few as give
+    a count ``split`` (the layout's tp x pp) divides (``decision.added_server_counts``)."""
+    return added_server_counts(devices, devices_per_node, split)[0]
 
 
 def _option(kind: str, label: str, p: Prediction, goal: Goal, reference_batch: int) -> Option:
@@ -401,7 +409,8 @@ def _scenario_b(state: AppState, profile: Profile, scenario: Scenario, focus: Pr
                 remedies: list[RemedyResult], best: RemedyResult | None):
     """(label, profile, scenario, focus devices) of scenario B."""
     if state.b == "more_devices":
-        more = more_devices_count(focus.devices, _server_size(profile, scenario))
+        more = more_devices_count(focus.devices, _server_size(profile, scenario),
+                                  _split_of(scenario))
         return (f"Add devices ({whole(focus.devices)} -> {whole(more)})", profile,
                 scenario.model_copy(update={"devices": [more]}), more)
     pick = best if state.b == "best" else next((r for r in remedies if r.key == state.b), None)
@@ -454,7 +463,7 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
             options.append(_option("remedy", f"{r.title} ({words.count(focus.devices)})",
                                    r.prediction,
                                    goal, ref))
-    more = more_devices_count(focus.devices, _server_size(profile, scenario))
+    more = more_devices_count(focus.devices, _server_size(profile, scenario), _split_of(scenario))
     if more not in {r.devices for r in rows} and scenario.global_batch is None:
         try:
             extra = predict(profile, scenario.model_copy(update={"devices": [more]}))[0]

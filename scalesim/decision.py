@@ -3,8 +3,10 @@
 ``decide(profile, scenario, devices)`` looks at one device count (the planner's focus) and
 compares, against running as is:
 
-* **one more server** (fill the server first, then add a whole one), priced at the profile's or
-  scenario's USD per device-hour for the devices billed (whole instances, ``scalesim.billing``);
+* **one more server** (fill the server first, then add a whole one; as few more as today's tp x
+  pp divides, or the planner's layout at one more server where that is faster: ``_add_servers``),
+  priced at the profile's or scenario's USD per device-hour for the devices billed (whole
+  instances, ``scalesim.billing``);
 * **a faster inter-server network** as named hardware (``scalesim.network_upgrades``: NICs x
   Gbit/s, priced per server-hour where a public price exists), when the run spans servers;
 * **a settings change** (batch, accumulation, overlap, tensor-parallel overlap, sharding, smaller
@@ -12,7 +14,8 @@ compares, against running as is:
   of ``scalesim.remedies.rank_remedies`` among those, free of hardware;
 * **splitting the model** (a transformer workload whose model does not fit or whose
   data-parallel exchange dominates): the planner's best tensor x pipeline layout at the same
-  devices and global batch (the ``split_model`` remedy), free of hardware;
+  devices and global batch (the ``split_model`` remedy; "Change the layout: old -> new, ..."
+  where today's model is split already), free of hardware;
 * **a Hopper attention kernel** (cuDNN fused attention, FlashAttention-3) where the scenario runs
   a FlashAttention-2-class kernel on Hopper (the ``attention_kernel`` remedy), free of hardware;
 * **fixing the input pipeline**, when the step waits for data;
@@ -20,7 +23,8 @@ compares, against running as is:
   finds it), free of new hardware.
 
 Each option carries its hourly price, throughput gain, time to finish and total money (time to
-train / to quality with the large-batch penalty, ``scalesim.training_time``). Only options that
+train / to quality with the large-batch penalty, ``scalesim.training_time``); a run that does not
+fit has no time or money, and where today's does not, no option has a change against it. Only options that
 run (fit in memory) and win are kept; the best two or three are shown. The recommendation is one
 sentence with the option's main assumption; a gain smaller than the model's measured median
 error (``scalesim.accuracy``) is not a reason to change, and two options whose speeds differ by
@@ -46,12 +50,14 @@ from scalesim.device_nouns import is_cpu_device, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount, link_GBps
 from scalesim.layout import ZERO_STRATEGIES
+from scalesim.layout_change import layout_changes, layout_settings
 from scalesim.layout_predict import split_words, uses_layouts
 from scalesim.network_upgrades import upgrades_for
 from scalesim.predict import Prediction, data_parallel_ranks, one_device_note, predict
 from scalesim.presets import FLASH2_ON_HOPPER_EFFICIENCY
 from scalesim.remedies import (
     DATA_STALL_SHARE,
+    NO_CHANGE,
     data_stall_share,
     link_change_words,
     not_measured_link,
@@ -93,6 +99,10 @@ ASSUMPTIONS = {
                     "devices priced like today's and billed per whole instance "
                     "(docs/model.md §4, §9, §17, §20)",
 }
+# What an add-server option in the planner's layout assumes besides the added server's
+PLANNED_LAYOUT = ("the framework runs the planner's layout (ZeRO stage, tensor x pipeline split, "
+                  "recompute, micro-batches) at the model's predicted efficiency, same global "
+                  "batch")
 # The assumptions that name a GPU server's parts, in the words of a CPU calibration's processes
 # on a host (``device_nouns.nouns_for``): ``_Ctx.assumptions`` puts them in ASSUMPTIONS' place.
 CPU_ASSUMPTIONS = {
@@ -128,19 +138,20 @@ class DecisionOption:
     servers: int
     runnable: bool
     samples_per_s: float
-    throughput_gain: float  # vs now, 0.25 = +25 %
+    throughput_gain: float | None  # vs now, 0.25 = +25 %; None where today's does not fit
     usd_per_hour: float | None  # the whole job's hourly price; None without a price
     extra_usd_per_hour: float | None  # vs now; None when the option's price is not known
-    time_s: float | None  # time to finish (training_time); None without a goal
-    time_change: float | None  # vs now, -0.2 = 20 % sooner
+    time_s: float | None  # time to finish (training_time); None without a goal or a fit
+    time_change: float | None  # vs now, -0.2 = 20 % sooner; None where today's does not fit
     total_usd: float | None  # time x hourly price
-    total_change_usd: float | None  # vs now
+    total_change_usd: float | None  # vs now; None where today's does not fit
     price_source: str
     assumption: str
     quality_change: float | None = None  # relative time to quality vs now (only B_noise known)
     billed_devices: int | None = None  # devices a cloud bills for it (whole instances, billing)
-    # the scenario fields it runs with that today's do not have (more_devices: its count and
-    # the planner's layout, Scenario's JSON names), for a link or a file that reproduces it
+    # the scenario fields it runs with that today's do not have (more_devices, split_model, an
+    # add_server in the planner's layout: its count and layout, Scenario's JSON names), for a
+    # link or a file that reproduces it; None where it changes only the count or no layout
     changes: dict | None = None
 
 
@@ -172,7 +183,8 @@ class _Ctx:
         self.assumptions = {**ASSUMPTIONS, **CPU_ASSUMPTIONS} if self.words.cpu else ASSUMPTIONS
         self.goal = training_time.resolve_goal(profile, scenario)
         self.price = self.goal.price_per_device_hour
-        self.now_time = self._time(now)
+        # a run that does not fit has no time and no money; nothing is measured against it
+        self.now_time = self._time(now) if now.fits else None
         self.now_hourly = self._hourly(now, 0.0)
         self.error = median_error(uses_layouts(profile, scenario))
 
@@ -192,14 +204,15 @@ class _Ctx:
         hourly = None
         if priced:
             hourly = self._hourly(p, extra_per_server_hour or 0.0)
-        t = self._time(p)
+        t = self._time(p) if p.fits else None  # a run that does not fit never finishes
+        against = self.now.fits  # no change against a run that cannot happen
         total = None if (t is None or hourly is None) else t / 3600.0 * hourly
         now_total = (None if (self.now_time is None or self.now_hourly is None)
                      else self.now_time / 3600.0 * self.now_hourly)
         return DecisionOption(
             key=key, title=title, devices=p.devices, servers=p.nodes, runnable=p.fits,
             samples_per_s=p.samples_per_s,
-            throughput_gain=p.samples_per_s / self.now.samples_per_s - 1.0,
+            throughput_gain=p.samples_per_s / self.now.samples_per_s - 1.0 if against else None,
             usd_per_hour=hourly,
             extra_usd_per_hour=None if (hourly is None or self.now_hourly is None)
             else hourly - self.now_hourly,
@@ -208,7 +221,7 @@ class _Ctx:
             total_usd=total,
             total_change_usd=None if (total is None or now_total is None) else total - now_total,
             price_source=price_source, assumption=assumption or self.assumptions[key],
-            quality_change=self._quality_change(p),
+            quality_change=self._quality_change(p) if against and p.fits else None,
             billed_devices=int(self.goal.billed_devices(p.devices)), changes=changes)
 
     def _quality_change(self, p: Prediction) -> float | None:
@@ -241,28 +254,110 @@ def _price_source(profile: Profile, scenario: Scenario) -> str:
     return "no price known: enter a price per device-hour"
 
 
+def _layout_words(ctx: _Ctx, run: Scenario, p: Prediction) -> list[str]:
+    """What ``run`` (predicted ``p``) changes against today's layout, 'old -> new' each
+    (``layout_change.layout_changes``)."""
+    return layout_changes(layout_settings(ctx.profile, ctx.scenario, ctx.now),
+                          layout_settings(ctx.profile, run, p))
+
+
+def _layout_option(ctx: _Ctx, run: Scenario, p: Prediction, split_title: str,
+                   source: str) -> DecisionOption:
+    """The planner's layout at today's count (key ``split_model``), with the scenario changes
+    that reproduce it (``changes``). Its title: ``split_title`` ("Split the model: dp ...")
+    where today's model is not split (tp = pp = 1), else "Change the layout: " and only the
+    settings that differ, 'old -> new' each (``_layout_words``)."""
+    changed = _layout_words(ctx, run, p)
+    title = (split_title if ctx.now.tp * ctx.now.pp == 1 or not changed
+             else f"Change the layout: {', '.join(changed)}")
+    return ctx.option("split_model", title, p, 0.0, source,
+                      changes=_changes(ctx.scenario, run, p.devices))
+
+
+def added_server_counts(devices: int, per_server: int, split: int = 1) -> list[int]:
+    """The device counts of growing ``devices`` by whole servers of ``per_server`` (filling
+    today's first), fewest first, that ``split`` (today's tp x pp) divides: 64 devices of
+    tp 8 x pp 2 on servers of 8 give [80, 96, ...] (72 is no multiple of 16). One cycle: the
+    counts repeat every ``split`` servers, and one of them is always a multiple."""
+    more = per_server if devices < per_server else devices + per_server
+    return [n for n in range(more, more + split * per_server, per_server) if n % split == 0]
+
+
+def _grown_assumption(ctx: _Ctx, p: Prediction) -> str:
+    """The assumption of growing to ``p``'s servers: filling today's server, or adding one."""
+    return ctx.assumptions["fill_server" if p.nodes == ctx.now.nodes else "add_server"]
+
+
+def _added_title(ctx: _Ctx, p: Prediction) -> str:
+    """'Fill the server (4 -> 8 devices)', 'Add one server (64 -> 72 devices)', 'Add 2 servers
+    (64 -> 80 devices)': the servers ``p`` runs on beyond today's."""
+    nouns, now = ctx.words, ctx.now
+    added = p.nodes - now.nodes
+    what = (f"Fill the {nouns.server}" if added == 0 else f"Add one {nouns.server}"
+            if added == 1 else f"Add {nouns.count(added, 'server')}")
+    return f"{what} ({nouns.count_change(now.devices, p.devices)})"
+
+
+def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[str]]:
+    """The add-server option (or None) and its notes. Two ways to grow by whole servers (fill
+    today's first): today's layout at the fewest servers where its tp x pp divides the count
+    and the batch splits (the counts repeat within tp x pp servers), and the planner's fastest
+    layout that fits at one more server (``_fits_at``) where today's does not run there or
+    fits there (where it runs and does not fit, the fewest devices at which some layout fits
+    are the card's more-devices option). The option is the faster of the two that fit
+    (today's layout unless the planner's finishes ``NO_CHANGE`` sooner); its title says
+    which: today's layout bare, the planner's with what it changes."""
+    profile, scenario, now, nouns = ctx.profile, ctx.scenario, ctx.now, ctx.words
+    g = _server_size(profile, scenario)
+    more = g if now.devices < g else now.devices + g
+    split, notes = now.tp * now.pp, []
+    keep = why = None
+    for count in added_server_counts(now.devices, g, split):
+        try:
+            p = _one(profile, scenario, count)
+        except ScalesimError as exc:  # a global batch that does not split over the count
+            why = why or str(exc)
+            continue
+        keep = ctx.option("add_server", _added_title(ctx, p), p, 0.0, source,
+                          assumption=_grown_assumption(ctx, p))
+        break
+    planned, found = None, None
+    if keep is None or keep.devices > more or keep.runnable:  # else: ``_more_devices_option``
+        found, _ = _fits_at(ctx, more)
+    if found is not None and (changed := _layout_words(ctx, found[2], found[0])):
+        p, _, run = found
+        planned = ctx.option("add_server", f"{_added_title(ctx, p)}, the planner's layout: "
+                             f"{', '.join(changed)}", p, 0.0, source,
+                             assumption=f"{_grown_assumption(ctx, p)}; {PLANNED_LAYOUT}",
+                             changes=_changes(scenario, run, p.devices))
+    if keep is None and planned is None:
+        notes.append(f"one more {nouns.server} not compared: {why}" if why else
+                     f"one more {nouns.server} not compared: no layout fits at "
+                     f"{nouns.count(more)}")
+        return None, notes
+    best, other = keep or planned, None
+    if keep is not None and planned is not None and (keep.runnable or planned.runnable):
+        best, other = ((planned, keep) if planned.runnable and (
+            not keep.runnable or _faster(planned, keep) >= NO_CHANGE) else (keep, planned))
+    if best is keep and keep.devices > more:  # today's layout does not run at one more
+        because = (f"{nouns.count(more)} are not a multiple of today's tp x pp = {split}"
+                   if more % split else f"at {nouns.count(more)}, {why}")
+        notes.append(f"one more {nouns.server} does not take today's layout ({because}): it "
+                     f"takes {nouns.count(keep.servers - now.nodes, 'server')} more")
+    if _wins(ctx, best) and other is not None and other.runnable:
+        notes.append(f"not shown: {other.title} ({_faster(best, other):.1%} slower than "
+                     f"{best.title})")
+    return best, notes
+
+
 def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
     profile, scenario, now = ctx.profile, ctx.scenario, ctx.now
     out: list[DecisionOption] = []
     notes: list[str] = []
     base_source = _price_source(profile, scenario)
-    nouns = ctx.words
-    g = _server_size(profile, scenario)
-    more = g if now.devices < g else now.devices + g
-    if scenario.global_batch is None or scenario.global_batch % (more * scenario.accumulation) == 0:
-        try:
-            p = _one(profile, scenario, more)
-        except ScalesimError as exc:
-            notes.append(f"one more {nouns.server} not compared: {exc}")
-        else:
-            fill = now.devices < g
-            what = f"Fill the {nouns.server}" if fill else f"Add one {nouns.server}"
-            change = nouns.count_change(now.devices, more)
-            out.append(ctx.option("add_server", f"{what} ({change})", p, 0.0, base_source,
-                                  assumption=ctx.assumptions["fill_server"] if fill else None))
-    else:
-        notes.append(f"one more {nouns.server} not compared: global batch "
-                     f"{scenario.global_batch} does not split over {nouns.count(more)}")
+    added, said = _add_servers(ctx, base_source)
+    out += [added] if added is not None else []
+    notes += said
     if now.nodes > 1:
         inter = scenario.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
         for up in upgrades_for(profile.hardware.device_name, inter)[:1]:
@@ -287,7 +382,8 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
                               r.prediction, 0.0, base_source))
     split = helping.get("split_model")
     if split is not None:  # where it helps: the model does not fit, or the exchange dominates
-        out.append(ctx.option("split_model", split.title, split.prediction, 0.0, base_source))
+        out.append(_layout_option(ctx, split.scenario, split.prediction, split.title,
+                                  base_source))
     kernel = helping.get("attention_kernel")
     if kernel is not None:  # a FlashAttention-2-class kernel on Hopper: the vendor kernel
         out.append(ctx.option("attention_kernel", kernel.title, kernel.prediction, 0.0,
@@ -307,12 +403,29 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
 def _score(o: DecisionOption) -> float:
     """The option's speed-up over running as is, minus one (higher is better): time to finish
     (or to quality) now over the option's when a goal is known, else the throughput ratio. A
-    ratio of two predictions, like the validation's (scalesim.accuracy)."""
+    ratio of two predictions, like the validation's (scalesim.accuracy). Where today's layout
+    does not fit there is no ratio: the option's own pace orders the card, 1 / its time to
+    finish in s (sooner first) where known, else its samples/s."""
     if o.time_change is not None:
         return 1.0 / (1.0 + o.time_change) - 1.0
     if o.quality_change is not None:
         return 1.0 / (1.0 + o.quality_change) - 1.0
-    return o.throughput_gain
+    if o.throughput_gain is not None:
+        return o.throughput_gain
+    return 1.0 / o.time_s if o.time_s else o.samples_per_s
+
+
+def _wins(ctx: _Ctx, o: DecisionOption) -> bool:
+    """An option the card keeps: it runs, and beats today's run where that runs."""
+    return o.runnable and (not ctx.now.fits or _score(o) > 0)
+
+
+def _faster(a: DecisionOption, b: DecisionOption) -> float:
+    """How much sooner ``a`` finishes than ``b`` (0.1 = 10 % faster), from their own times
+    where both are known, else their throughputs (same global batch)."""
+    if a.time_s and b.time_s:
+        return b.time_s / a.time_s - 1.0
+    return a.samples_per_s / b.samples_per_s - 1.0
 
 
 def _ties_with(ctx: _Ctx, o: DecisionOption, best: DecisionOption) -> bool:
@@ -559,6 +672,8 @@ def _gain_words(o: DecisionOption) -> str:
     if o.quality_change is not None:
         return (f"reaches quality {-o.quality_change:.0%} sooner "
                 f"({o.throughput_gain:+.0%} throughput)")
+    if o.throughput_gain is None:  # today's does not fit: nothing to compare with
+        return f"{amount(o.samples_per_s)} samples/s"
     return f"{o.throughput_gain:+.0%} throughput"
 
 
@@ -575,7 +690,7 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     base = ctx.option("now", f"As is: {words.count(devices)}{split}", now, 0.0,
                       _price_source(profile, scenario))
     candidates, notes = _candidates(ctx)
-    winners = [o for o in candidates if o.runnable and (not now.fits or _score(o) > 0)]
+    winners = [o for o in candidates if _wins(ctx, o)]
     losers = [o.title for o in candidates if o not in winners]
     if losers:
         notes.append("not shown (slower, or does not fit in memory): " + "; ".join(losers))
@@ -619,6 +734,7 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
 # ---------------------------------------------------------------- display (CLI and app)
 
 NOT_KNOWN = "n/a"  # a cell with no number (no price, no goal); not "-", which Markdown makes a bullet
+DOES_NOT_FIT = "does not fit"  # today's time and money where its layout does not fit in memory
 
 
 def pct_text(x: float) -> str:
@@ -643,13 +759,20 @@ def duration_text(seconds: float | None, missing: str = NOT_KNOWN) -> str:
 
 def card_rows(card) -> list[dict[str, str]]:
     """The card's table as display strings (the CLI's table and the app's use the same): five
-    columns, each change against "as is" in brackets, so it reads on a phone."""
+    columns, each change against "as is" in brackets, so it reads on a phone. Where today's
+    layout does not fit, its row says so (``DOES_NOT_FIT``) in place of a time and money it
+    cannot have, and the options show their own throughput, time and money, unbracketed."""
     def with_change(value: str, change: str | None, now: bool) -> str:
         return value if now or not change else f"{value} ({change})"
 
     rows = []
     for o in [card.now, *card.options]:
         now = o.key == "now"
+        if now and not o.runnable:
+            rows.append({"option": o.title + " (not runnable)", "USD/h": usd_text(o.usd_per_hour),
+                         "throughput": DOES_NOT_FIT, "time to finish": DOES_NOT_FIT,
+                         "total money": DOES_NOT_FIT})
+            continue
         time_change = (pct_text(o.time_change) if o.time_change is not None else
                        f"{pct_text(o.quality_change)} to quality"
                        if o.quality_change is not None else None)
@@ -658,7 +781,8 @@ def card_rows(card) -> list[dict[str, str]]:
             "USD/h": with_change(usd_text(o.usd_per_hour),
                                  None if o.extra_usd_per_hour is None
                                  else usd_text(o.extra_usd_per_hour, signed=True), now),
-            "throughput": "as is" if now else pct_text(o.throughput_gain),
+            "throughput": ("as is" if now else f"{amount(o.samples_per_s)} samples/s"
+                           if o.throughput_gain is None else pct_text(o.throughput_gain)),
             "time to finish": (with_change(duration_text(o.time_s), time_change, now)
                                if o.time_s is not None or now or time_change is None
                                else time_change),

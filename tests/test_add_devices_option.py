@@ -45,7 +45,9 @@ def test_gpt_76b_on_one_a100_40gb_gets_a_32_device_option_with_days_and_dollars(
     assert (o.devices, o.servers, o.billed_devices, o.runnable) == (32, 4, 32, True)
     assert o.usd_per_hour == pytest.approx(32 * price)
     assert o.total_usd == pytest.approx(o.time_s / 3600 * 32 * price)
-    assert o.total_change_usd == pytest.approx(o.total_usd - card.now.total_usd)
+    # today's layout does not fit: it has no time or money, and nothing is measured against it
+    assert card.now.time_s is None and card.now.total_usd is None
+    assert o.total_change_usd is None and o.time_change is None and o.throughput_gain is None
     assert o.assumption == ASSUMPTIONS["more_devices"] == card.assumption
     rec = card.recommendation
     assert "add devices: at 32 devices (dp 1 x tp 8 x pp 4 (zb), ddp" in rec

@@ -118,11 +118,11 @@ def test_decide_on_cpu_processes_says_processes_and_hosts():
     for o in [card.now, *card.options]:
         assert not any(w in o.title or w in o.assumption for w in ("server", "NVLink", "GPU"))
         if o.key == "add_server":
-            assert o.assumption == CPU_ASSUMPTIONS["add_server"]
+            assert o.assumption.startswith(CPU_ASSUMPTIONS["add_server"])
     filled = decide(cpu, Scenario(devices=[1, 2], train_samples=1e6), 1)
     fill = [o for o in filled.options if o.key == "add_server"]
-    assert all(o.title == "Fill the host (1 -> 2 processes)" for o in fill)
-    assert all(o.assumption == CPU_ASSUMPTIONS["fill_server"] for o in fill)
+    assert all(o.title.startswith("Fill the host (1 -> 2 processes)") for o in fill)
+    assert all(o.assumption.startswith(CPU_ASSUMPTIONS["fill_server"]) for o in fill)
     slow = decide(cpu, Scenario(devices=[4], slow_device=1, slow_factor=1.3), 4)
     fix = next(o for o in slow.options if o.key == "fix_device")
     assert fix.title == "Move other work off the slow process's cores (rank 1, 1.3x slower)"

@@ -80,13 +80,15 @@ def test_filling_the_server_assumes_no_inter_server_link():
     one server does not involve; adding a server keeps its own."""
     fill = decide(default_profile(), Scenario(devices=[1]), 1)
     (option,) = [o for o in fill.options if o.key == "add_server"]
-    assert option.title == "Fill the server (1 -> 8 devices)"
-    assert option.assumption == ASSUMPTIONS["fill_server"] and "inter-server" not in option.assumption
+    # session 19: at 8 devices the planner's ZeRO-1 beats today's DDP, and the title says so
+    assert option.title == "Fill the server (1 -> 8 devices), the planner's layout: ddp -> zero1"
+    assert option.assumption.startswith(ASSUMPTIONS["fill_server"] + "; ")
+    assert "inter-server" not in option.assumption
     assert fill.recommendation.startswith("Fill the server") and fill.assumption == option.assumption
     more = decide(default_profile(), Scenario(devices=[8], inter_busbw_GBps=200.0), 8)
     (added,) = [o for o in more.options if o.key == "add_server"]
-    assert added.title == "Add one server (8 -> 16 devices)"
-    assert added.assumption == ASSUMPTIONS["add_server"]
+    assert added.title.startswith("Add one server (8 -> 16 devices)")
+    assert added.assumption.startswith(ASSUMPTIONS["add_server"])
 
 
 def test_every_network_upgrade_has_a_source_and_a_date():

@@ -1,0 +1,43 @@
+"""What a layout option changes against today's run, in the words every report writes.
+
+``layout_settings`` lists the settings a prediction ran with (tensor and pipeline degrees,
+schedule, ZeRO stage, micro-batch per replica, accumulation, recompute, sequence parallel, TP
+overlap, HSDP shard group); ``layout_changes`` writes the ones two runs differ in as
+'schedule 1f1b -> zb', 'ddp -> zero1', 'sequence parallel off -> on', in that order. The
+decision card names an option by them (``scalesim.decision``: "Change the layout: ...").
+"""
+
+from __future__ import annotations
+
+from scalesim.layout_predict import layout_of, recompute_words
+from scalesim.predict import Prediction
+from scalesim.schemas import Profile, Scenario
+
+# The ZeRO stage is written without a name ('ddp -> zero1'): its values name themselves.
+ZERO = ""
+
+
+def _on(flag: bool) -> str:
+    return "on" if flag else "off"
+
+
+def layout_settings(profile: Profile, scenario: Scenario, p: Prediction) -> dict[str, str]:
+    """{setting name: value as written} of ``scenario``'s run ``p`` (its micro-batch and
+    accumulation as predicted: a split model's micro-batch is per replica), in display order."""
+    split = layout_of(scenario)
+    recompute = recompute_words(split.recompute_of(profile.workload), split.recompute_style)
+    return {
+        "tp": str(p.tp), "pp": str(p.pp), "schedule": split.schedule_of(),
+        "virtual stages": str(split.virtual_stages), ZERO: scenario.strategy,
+        "shard group": "none" if split.shard_group is None else str(split.shard_group),
+        "micro-batch": str(p.micro_batch), "accumulation": str(p.accumulation),
+        "recompute": recompute.removeprefix("recompute "),
+        "sequence parallel": _on(split.sequence_parallel),
+        "TP overlap": _on(split.tp_overlap and p.tp > 1),
+    }
+
+
+def layout_changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """'name old -> new' for each setting (``layout_settings``) that differs, in order."""
+    return [f"{name} {before[name]} -> {after[name]}".strip() for name in before
+            if before[name] != after[name]]

@@ -1,0 +1,214 @@
+"""Session 19: decide's layout and add-server options say what changes, and do not give up
+(docs/reliability.md, "Session 19"). A layout option at today's split is named by the settings
+it changes ('schedule 1f1b -> zb'), not "Split the model"; a run that does not fit has no time
+or money and nothing is measured against it; adding servers grows to a count today's tp x pp
+divides, or runs the planner's layout at one more server, whichever finishes sooner."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from app_harness import open_app
+from scalesim.app.plan import make_plan, option_state
+from scalesim.app.state import default_state, encode_query, preset_profile
+
+from scalesim.cli.main import main
+from scalesim.decision import DOES_NOT_FIT, added_server_counts, card_rows, decide
+from scalesim.layout_predict import layout_of
+from scalesim.predict import predict
+from scalesim.profiles import default_profile, load_workload, resolve_profile
+from scalesim.schemas import Scenario
+
+TRAIN = 1e6  # samples in the run: a time to train, so money
+SPLIT = {"tp": 8, "pp": 2}  # llama3-70b on 64 H100s as dp 4 x tp 8 x pp 2
+
+
+def _llama(**layout) -> tuple:
+    profile = resolve_profile(None, "dgx-h100", "llama3-70b")
+    scenario = Scenario.model_validate({"devices": [64], "train_samples": TRAIN,
+                                        "layout": {**SPLIT, **layout.pop("layout", {})},
+                                        **layout})
+    return profile, scenario
+
+
+def _run(profile, scenario, changes):
+    """The option's scenario (today's with its ``changes``) and predict's row of it."""
+    run = Scenario.model_validate({**scenario.model_dump(mode="json"), **changes})
+    return run, predict(profile, run)[0]
+
+
+def _settings(profile, scenario, p) -> dict:
+    """The settings a layout runs with, read off the scenario and its prediction."""
+    split = layout_of(scenario)
+    return {"tp": p.tp, "pp": p.pp, "schedule": split.schedule_of(), "zero": scenario.strategy,
+            "micro-batch": p.micro_batch, "accumulation": p.accumulation,
+            "recompute": split.recompute_of(profile.workload),
+            "sequence parallel": "on" if split.sequence_parallel else "off"}
+
+
+def _difference(before: dict, after: dict) -> list[str]:
+    return [(f"{before[k]} -> {after[k]}" if k == "zero" else f"{k} {before[k]} -> {after[k]}")
+            for k in before if before[k] != after[k]]
+
+
+def _priced_like_every_option(profile, o):
+    price = profile.hardware.price_per_device_hour
+    assert o.billed_devices == o.devices
+    assert o.usd_per_hour == pytest.approx(o.billed_devices * price)
+    assert o.total_usd == pytest.approx(o.time_s / 3600 * o.billed_devices * price)
+
+
+def test_a_layout_change_at_todays_split_is_named_by_what_changes():
+    """Was "Split the model: dp 4 x tp 8 x pp 2 (zb), zero1, ..." where today's layout is
+    dp 4 x tp 8 x pp 2 already: the option changes the schedule, ZeRO stage and sequence
+    parallelism, and its title says exactly those, each old -> new."""
+    profile, scenario = _llama()
+    card = decide(profile, scenario, 64)
+    (o,) = [o for o in card.options if o.key == "split_model"]
+    assert o.title == "Change the layout: schedule 1f1b -> zb, ddp -> zero1, sequence parallel off -> on"
+    run, p = _run(profile, scenario, o.changes)
+    assert o.changes["devices"] == [64] and p.fits
+    assert p.samples_per_s == pytest.approx(o.samples_per_s)
+    now = predict(profile, scenario)[0]
+    changed = _difference(_settings(profile, scenario, now), _settings(profile, run, p))
+    assert o.title == "Change the layout: " + ", ".join(changed)
+    _priced_like_every_option(profile, o)
+
+
+def test_a_model_not_split_today_is_still_split_the_model():
+    profile = default_profile().model_copy(update={"workload": load_workload("gpt-76.1b")})
+    card = decide(profile, Scenario(devices=[64], train_samples=TRAIN), 64)
+    (o,) = [o for o in card.options if o.key == "split_model"]
+    assert o.title.startswith("Split the model: dp ") and o.changes["layout"]["tp"] > 1
+
+
+def test_a_run_that_does_not_fit_has_no_time_or_money_and_no_change_against_it():
+    """Was 'As is ... (not runnable)  $787  as is  3.5 days  $65,590' and every option's
+    '-25.7%' against it: a run that cannot happen. Now its row says it does not fit and the
+    options show their own throughput, time and money."""
+    profile, scenario = _llama()
+    card = decide(profile, scenario, 64)
+    now = card.now
+    assert not now.runnable and now.time_s is None and now.total_usd is None
+    assert now.usd_per_hour == pytest.approx(64 * profile.hardware.price_per_device_hour)
+    rows = card_rows(card)
+    assert rows[0] == {"option": "As is: 64 devices (dp 4 x tp 8 x pp 2) (not runnable)",
+                       "USD/h": "$787", "throughput": DOES_NOT_FIT,
+                       "time to finish": DOES_NOT_FIT, "total money": DOES_NOT_FIT}
+    for o, row in zip(card.options, rows[1:], strict=True):
+        assert o.throughput_gain is None and o.time_change is None and o.total_change_usd is None
+        assert row["throughput"].endswith(" samples/s") and "(" not in row["time to finish"]
+        assert "(" not in row["total money"] and o.time_s is not None
+    times = [o.time_s for o in card.options]
+    assert times == sorted(times)  # sooner first, by the options' own times
+
+
+def test_add_server_runs_the_planners_layout_where_todays_does_not_take_one_more_server():
+    """Was 'one more server not compared: devices 72 are not divisible by tp x pp = 16'. Today's
+    layout at 80 devices (2 servers more, a multiple of 16) does not fit; the planner's layout at
+    72 does, and the option says it is the planner's, with what it changes."""
+    profile, scenario = _llama()
+    card = decide(profile, scenario, 64)
+    (o,) = [o for o in card.options if o.key == "add_server"]
+    assert o.title.startswith("Add one server (64 -> 72 devices), the planner's layout: pp 2 -> 9")
+    run, p = _run(profile, scenario, o.changes)
+    assert o.devices == 72 and o.devices % (p.tp * p.pp) == 0 and p.fits
+    assert p.samples_per_s == pytest.approx(o.samples_per_s)
+    now = predict(profile, scenario)[0]
+    changed = _difference(_settings(profile, scenario, now), _settings(profile, run, p))
+    assert o.title.endswith("the planner's layout: " + ", ".join(changed))
+    _priced_like_every_option(profile, o)
+    assert not any("not compared" in n for n in card.notes)
+
+
+def test_add_server_grows_to_the_fewest_servers_todays_split_divides():
+    """Today's ZeRO-1 layout fits. 72 devices are not a multiple of tp x pp = 16: the option adds
+    two servers (80 devices, dp 5), faster than the planner's layout at 72, and a note says
+    both."""
+    profile, scenario = _llama(strategy="zero1", layout={"schedule": "zb",
+                                                          "sequence_parallel": True})
+    card = decide(profile, scenario, 64)
+    (o,) = [o for o in card.options if o.key == "add_server"]
+    assert o.title == "Add 2 servers (64 -> 80 devices)" and o.changes is None
+    assert (o.devices, o.servers) == (80, 10) and o.devices % 16 == 0
+    again = predict(profile, scenario.model_copy(update={"devices": [80]}))[0]
+    assert (again.dp, again.tp, again.pp) == (5, 8, 2)
+    assert o.samples_per_s == pytest.approx(again.samples_per_s)
+    assert o.time_change == pytest.approx(o.time_s / card.now.time_s - 1)
+    _priced_like_every_option(profile, o)
+    assert ("one more server does not take today's layout (72 devices are not a multiple of "
+            "today's tp x pp = 16): it takes 2 servers more") in card.notes
+    assert any(n.startswith("not shown: Add one server (64 -> 72 devices), the planner's layout")
+               for n in card.notes)
+
+
+def test_add_server_in_todays_layout_is_not_judged_against_a_worse_layout():
+    """One A100 filling its server: today's DDP fits at 8 devices, the planner's ZeRO-1 there
+    finishes sooner, so the option runs it and says so; DDP at 8 is the note's slower one."""
+    profile = default_profile()
+    card = decide(profile, Scenario(devices=[1], train_samples=TRAIN), 1)
+    (o,) = [o for o in card.options if o.key == "add_server"]
+    assert o.title == "Fill the server (1 -> 8 devices), the planner's layout: ddp -> zero1"
+    assert o.changes == {"devices": [8], "strategy": "zero1"}
+    ddp = predict(profile, Scenario(devices=[8], train_samples=TRAIN))[0]
+    assert ddp.fits and o.samples_per_s > ddp.samples_per_s
+    assert any(n.startswith("not shown: Fill the server (1 -> 8 devices) (") for n in card.notes)
+
+
+def test_decide_json_and_text_agree(capsys):
+    args = ["decide", "--workload", "llama3-70b", "--hardware", "dgx-h100", "--devices", "64",
+            "--tp", "8", "--pp", "2", "--train-samples", "1e6"]
+    assert main([*args, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["now"]["time_s"] is None and data["now"]["total_usd"] is None
+    keys = {o["key"]: o for o in data["options"]}
+    assert keys["split_model"]["changes"]["strategy"] == "zero1"
+    assert keys["add_server"]["changes"]["devices"] == [72]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    (row,) = [line for line in text.splitlines() if line.startswith("As is: ")]
+    assert row.split()[-10:] == ["$787", *DOES_NOT_FIT.split() * 3]
+    for o in data["options"]:
+        assert o["title"] in text and o["time_change"] is None
+
+
+def _app_plan():
+    state = default_state().model_copy(update={
+        "wl": "llama3-70b", "hw": "dgx-h100", "dmax": 64, "focus": 64, "tp": 8, "pp": 2,
+        "train": TRAIN, "price": None})
+    return make_plan(preset_profile(state), state)
+
+
+def test_the_apps_card_and_report_show_the_same_options(tmp_path, capsys):
+    from scalesim.app.report import report_html
+
+    plan = _app_plan()
+    scenario = tmp_path / "scenario.json"
+    scenario.write_text(plan.scenario.model_dump_json())
+    assert main(["decide", "--hardware", "dgx-h100", "--workload", "llama3-70b",
+                 "--scenario", str(scenario), "--focus", "64", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    titles = [data["now"]["title"] + " (not runnable)", *(o["title"] for o in data["options"])]
+    assert [r["option"] for r in card_rows(plan.decision)] == titles
+    assert any(t.startswith("Change the layout: tp 8 -> 4") for t in titles)
+    at = open_app(encode_query(plan.state, plan.profile))
+    card = next(c for c in at.get("table"))
+    assert list(card.value.index) == titles
+    assert list(card.value.loc[titles[0]])[1:] == [DOES_NOT_FIT] * 3
+    page = report_html(plan, "http://x/")
+    assert page.count(f'<td class="">{DOES_NOT_FIT}</td>') == 3
+    for o in plan.decision.options:  # each runs a scenario of its own: the planner opens it
+        assert option_state(plan.state, plan.profile, o.changes) is not None
+
+
+def test_the_cost_tabs_add_devices_grows_to_a_count_the_split_divides():
+    """Was 'more devices (64 -> 72) not compared: devices 72 are not divisible by tp x pp = 16'
+    on the Cost tab: its "Add devices" grows by whole servers to 80 (dp 5 x tp 8 x pp 2), as
+    decide's add-server count does (``decision.added_server_counts``)."""
+    plan = _app_plan()
+    (more,) = [o for o in plan.options if o.kind == "more devices"]
+    assert more.label.startswith("Add devices (64 -> 80)") and more.devices == 80
+    assert not any("not compared" in n for n in plan.notes)
+    assert added_server_counts(64, 8, 16)[:2] == [80, 96]
+    assert added_server_counts(4, 8, 1) == [8] and added_server_counts(6, 8, 6) == [24, 48]
