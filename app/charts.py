@@ -505,8 +505,8 @@ def chart_text(plan: Plan, name: str) -> str:
                 f"{words.count_change(plan.knee.devices_before, plan.knee.devices_after)} "
                 f"({plan.knee.label_in(words)})" if plan.knee else "; no knee")
         bad = [r.devices for r in rows if not r.fits]
-        runs = (f"; not runnable at {', '.join(map(str, bad))} device{'' if bad == [1] else 's'}"
-                if bad else "")
+        noun = words.device if bad == [1] else words.devices
+        runs = f"; not runnable at {', '.join(map(str, bad))} {noun}" if bad else ""
         at_first = f"{amount(first.samples_per_s)} {unit}/s at {words.count(first.devices)}"
         if len(rows) == 1:
             return (f"Predicted throughput {at_first}, against {amount(ideal)} for ideal linear "

@@ -601,8 +601,8 @@ def _tab_breakdown(plan: Plan) -> None:
     _chart(charts.breakdown_chart(plan), charts.chart_text(plan, "step_breakdown"))
     misfits = [r.devices for r in plan.rows if not r.fits]
     if misfits:
-        st.warning(f"Not runnable: does not fit in device memory at "
-                   f"{', '.join(map(str, misfits))} devices: try ZeRO-3 or a smaller batch.")
+        st.warning(f"Not runnable: does not fit in {plan.words.memory} at "
+                   f"{', '.join(map(str, misfits))} {plan.words.devices}: try ZeRO-3 or a smaller batch.")
     st.dataframe(_rows_table(plan), hide_index=True)
     if note := charts.stall_caption(plan.rows):
         st.caption(_md(note))
@@ -638,7 +638,7 @@ def _tab_cost(plan: Plan) -> None:
     goal = resolve_goal(plan.profile, plan.scenario)
     billing = billing_words(goal.server_devices, goal.instance_sizes,
                             plan.profile.hardware.device_name)
-    st.caption(f"Cost counts the devices a cloud bills: {billing} (the hardware's "
+    st.caption(f"Cost counts the {plan.words.devices} a cloud bills: {billing} (the hardware's "
                "instance_sizes; docs/model.md §9).")
     if note := zero_price_note(goal):  # predict's note under its cost column
         st.caption(_md(note[0].upper() + note[1:]) + ".")
@@ -699,9 +699,9 @@ def _tab_ab(plan: Plan) -> None:
         left.metric("Cost", f"${ca:,.0f}")
         right.metric("Cost", f"${cb:,.0f}", rel(cb, ca), delta_color="inverse")
     if not a.fits:
-        left.error("A is not runnable: it does not fit in device memory.")
+        left.error(f"A is not runnable: it does not fit in {plan.words.memory}.")
     if not b.fits:
-        right.error("B is not runnable: it does not fit in device memory.")
+        right.error(f"B is not runnable: it does not fit in {plan.words.memory}.")
     chart = charts.ab_chart(plan)
     if chart is not None:
         _chart(chart)
@@ -771,7 +771,7 @@ def _tab_layouts(plan: Plan) -> None:
                 f"sequence-parallel layout on {plan.words.count(f.devices)} at global batch "
                 f"{f.global_batch:,}:** {_md(layout_title(best))}: "
                 f"{best.samples_per_s:,.1f} {plan.unit}/s "
-                f"({against_now_text(best.samples_per_s, f)}).")
+                f"({against_now_text(best.samples_per_s, f, plan.words)}).")
     _chart(charts.layouts_chart(rows, f.devices, words=plan.words), f"the best layout takes "
            f"{best.step_time_s * 1e3:,.0f} ms per step; the slowest shown "
            f"{rows[-1].step_time_s * 1e3:,.0f} ms")

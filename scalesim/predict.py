@@ -12,10 +12,10 @@ import numpy as np
 from pydantic import BaseModel
 
 from scalesim.bounds import KNOB_BY_FIELD, check_values
-from scalesim.device_nouns import GPU_NOUNS, Nouns
+from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError, require_model
 from scalesim.figures import count, link_GBps, sig3
-from scalesim.layout import SCHEDULES, SEQUENCE_PARALLEL_NEEDS_TP, TP_OVERLAP_NEEDS_TP
+from scalesim.layout import SCHEDULES, SEQUENCE_PARALLEL_NEEDS_TP, TP_OVERLAP_NEEDS_TP, tp_above_server
 from scalesim.model import collectives as coll
 from scalesim.model.compute import colocation_slope
 from scalesim.model.memory import STRATEGIES
@@ -104,15 +104,16 @@ def hybrid_sharded(p: Prediction) -> bool:
     return p.shard_group is not None and p.shard_group < data_parallel_ranks(p)
 
 
-def layout(devices, devices_per_node: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes and devices per node for each device count; error where they do not divide."""
+def layout(devices, devices_per_node: int, nouns: Nouns = GPU_NOUNS) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and devices per node for each device count; error where they do not divide
+    (``nouns``: the profile's, '3 processes do not fill whole hosts of 2' on CPU)."""
     p = np.asarray(devices, dtype=np.int64)
     if np.any(p < 1):
         raise ScalesimError("device counts must be 1 or more")
     bad = p[(p > devices_per_node) & (p % devices_per_node != 0)]
     if bad.size:
         raise ScalesimError(
-            f"{int(bad[0])} devices do not fill whole servers of {devices_per_node}; use a "
+            f"{int(bad[0])} {nouns.devices} do not fill whole {nouns.servers} of {devices_per_node}; use a "
             f"multiple of {devices_per_node} above {devices_per_node}, or set --gpus-per-node"
         )
     per_node = np.minimum(p, devices_per_node)
@@ -225,7 +226,7 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
         p = check_values("devices", np.ravel(devices) if isinstance(devices, np.ndarray)
                          else devices, "devices")
     g_max = scenario.devices_per_node or hw.devices_per_node
-    _, per_node = layout(p, g_max)
+    _, per_node = layout(p, g_max, nouns_for(hw.device_name))
     b, base_b = micro_batches(scenario, profile, p)
     supply, supply_alone = loader_supply(profile, scenario, per_node)
 
@@ -294,18 +295,20 @@ def shard_group_of(scenario: Scenario, devices) -> int:
     return shard_group or 0
 
 
-def slow_device_note(slow_device: int | None, devices, of: str | None = None) -> str | None:
+def slow_device_note(slow_device: int | None, devices, of: str | None = None,
+                     nouns: Nouns = GPU_NOUNS) -> str | None:
     """The note for device counts that do not reach rank ``slow_device`` (ranks count from 0:
     ``devices <= slow_device``), which no slow device slows; None when every count does.
-    ``of`` names what the counts are (default: 'that row' / 'those rows')."""
+    ``of`` names what the counts are (default: 'that row' / 'those rows'); ``nouns`` the
+    profile's ('process 3 is not among the 2 processes ...' on CPU)."""
     if slow_device is None:
         return None
     without = [int(d) for d in devices if d <= slow_device]
     if not without:
         return None
     of = of or ("that row" if len(without) == 1 else "those rows")
-    return (f"device {slow_device} is not among the {', '.join(map(str, without))} devices of "
-            f"{of}: no slow device there")
+    return (f"{nouns.device} {slow_device} is not among the {', '.join(map(str, without))} "
+            f"{nouns.devices} of {of}: no slow {nouns.device} there")
 
 
 def jitter_cv_of(profile: Profile, scenario: Scenario) -> float:
@@ -357,7 +360,6 @@ def server_use_words(hw: Hardware, scenario: Scenario,
     if used is None or used == hw.devices_per_node:
         return None
     from scalesim.billing import billing_words, job_sizes
-    from scalesim.device_nouns import nouns_for
     from scalesim.model.subset_links import subset_busbw_GBps
 
     words = nouns_for(hw.device_name)  # 'processes per host' for a CPU calibration
@@ -386,11 +388,11 @@ def _split_rows(profile: Profile, scenario: Scenario):
     split = lp.layout_of(scenario)
     p = np.asarray(scenario.devices, dtype=np.int64)
     g_max = scenario.devices_per_node or profile.hardware.devices_per_node
-    layout(p, g_max)
+    nouns = nouns_for(profile.hardware.device_name)
+    layout(p, g_max, nouns)
     if split.tp > g_max:
-        raise ScalesimError(f"tp {split.tp} > {g_max} GPUs per server (tensor parallelism stays "
-                            "inside one server)")
-    dp = lp.split_devices(p, split.tp, split.pp)
+        raise ScalesimError(tp_above_server(split.tp, g_max, nouns))
+    dp = lp.split_devices(p, split.tp, split.pp, nouns)
     b, base_b = micro_batches(scenario, profile, p, dp)
     k = np.full(p.shape, scenario.accumulation, dtype=np.int64)
     schedule = split.schedule_of()

@@ -114,20 +114,23 @@ def recompute_style_line(style: str) -> str:
             f"for another style give --recompute-style {others}")
 
 
-def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None = None) -> str:
+def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None = None,
+                    nouns: Nouns = GPU_NOUNS) -> str:
     """'ranked with: overlap off (...), device 3 computes 1.5x slower, jitter cv 0.05 per
     micro-step' for the conditions given (``options.condition_words``; ``jitter_cv`` the one
-    used: --straggler-cv or the profile's measured jitter); '' for none."""
+    used: --straggler-cv or the profile's measured jitter; ``nouns`` the hardware's, 'process 3'
+    on CPU); '' for none."""
     from scalesim.bounds import KNOB_BY_FIELD
     from scalesim.cli.options import condition_words, links_from_args
 
-    parts = condition_words(not args.no_overlap, args.slow_device, args.slow_factor, jitter_cv)
+    d = nouns.device
+    parts = condition_words(not args.no_overlap, args.slow_device, args.slow_factor, jitter_cv, d)
     if args.slow_device is not None and (
             without := [n for n in args.devices if n <= args.slow_device]):
-        parts.append(f"no slow device at {', '.join(map(str, without))} devices (device "
+        parts.append(f"no slow {d} at {', '.join(map(str, without))} {nouns.devices} ({d} "
                      f"{args.slow_device} is not among them)")
     if args.gpus_per_node is not None:  # used: other than a server's (predict.server_use_words)
-        parts.insert(0, used or f"{args.gpus_per_node} GPUs per server (--gpus-per-node)")
+        parts.insert(0, used or f"{args.gpus_per_node} {nouns.gpus} per {nouns.server} (--gpus-per-node)")
     if args.zero_framework == "deepspeed":
         parts.insert(0, "ZeRO by DeepSpeed (stage 1-3 with its bucket defaults)")
     if args.grad_sync == "once-per-step":
@@ -239,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
         if note:
             print(note + (f"; --efficiency {args.efficiency:g} used instead"
                           if args.efficiency else ""))
-        if conditions := conditions_line(args, jitter_cv, used):
+        if conditions := conditions_line(args, jitter_cv, used, nouns_for(hardware.device_name)):
             print(conditions)
         if kernel != VENDOR_KERNEL:
             print(attention_kernel_words(kernel, hardware.device_name))
