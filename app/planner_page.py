@@ -351,23 +351,24 @@ def _layout_section(c: _Controls) -> None:
     """The model split (tensor, pipeline, schedule, recompute, sequence parallel), folded away;
     ZeRO is the strategy control and the micro-batch the batch control."""
     profile = ss["profile"]
-    shape = splittable_shape(profile)
+    shape, words = splittable_shape(profile), nouns_for(profile.hardware.device_name)
+    devices = words.devices  # 'processes' for a CPU calibration
     box = st.sidebar.expander("Layout: split the model (tensor / pipeline)")
     if shape is None:
         box.caption("This profile does not record the transformer it timed: recalibrate it "
-                     "(scalesim calibrate --model gpt) to split its model across devices."
-                     if profile.compute.measured else
-                     "This workload is a parameter count only: pick a transformer workload "
-                     "(e.g. llama3-8b, gpt-7.5b) to split the model across devices. Hybrid "
-                     "sharding splits no model: its shard group applies over all devices.")
+                    f"(scalesim calibrate --model gpt) to split its model across {devices}."
+                    if profile.compute.measured else
+                    "This workload is a parameter count only: pick a transformer workload "
+                    f"(e.g. llama3-8b, gpt-7.5b) to split the model across {devices}. Hybrid "
+                    f"sharding splits no model: its shard group applies over all {devices}.")
         _shard_group_control(c, box)
         return
     timed = ("The model this profile timed: " if profile.workload.transformer is None else "")
     box.caption(f"{timed}{shape.layers} layers, hidden {shape.hidden}, {shape.heads} heads, "
-                f"sequence {shape.seq_len}. devices = dp x tp x pp; ZeRO over dp is the strategy "
+                f"sequence {shape.seq_len}. {devices} = dp x tp x pp; ZeRO over dp is the strategy "
                 "above; the micro-batch is per model replica. The Layouts tab ranks every layout."
                 + (" A split computes on the measured curve, with the measured optimizer step "
-                   "scaled to the parameters each device updates (docs/model.md §22)."
+                   f"scaled to the parameters each {words.device} updates (docs/model.md §22)."
                    if timed else ""))
     tp = c(box.number_input, "tp", "Tensor parallel (tp, inside one server)", step=1)
     pp = c(box.number_input, "pp", "Pipeline stages (pp)", step=1)

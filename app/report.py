@@ -117,17 +117,17 @@ def _table(header: list[str] | None, rows: list[list], left: int = 1, cls: str =
 
 def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
     """The scenario in words: (what, value) pairs."""
-    s, p, hw = plan.scenario, plan.profile, plan.profile.hardware
+    s, p, hw, words = plan.scenario, plan.profile, plan.profile.hardware, plan.words
     intra = s.intra_busbw_GBps or hw.intra_node.busbw_GBps
     inter = s.inter_busbw_GBps or hw.inter_node.busbw_GBps
     batch = (f"fixed global batch {s.global_batch} (strong scaling)" if s.global_batch
-             else f"{plan.focus.micro_batch} per device (weak scaling)")
+             else f"{plan.focus.micro_batch} per {words.device} (weak scaling)")
     lines = [
         ("profile", p.name),
         ("hardware", f"{hw.name}: {hw.device_name}"),
         ("workload", f"{p.workload.name} ({p.workload.params:,.0f} parameters)"),
-        ("device counts", ", ".join(str(d) for d in s.devices)),
-        ("devices per server", str(s.devices_per_node)),
+        (f"{words.device} counts", ", ".join(str(d) for d in s.devices)),
+        (f"{words.devices} per {words.server}", str(s.devices_per_node)),
         ("batch", batch),
         ("gradient accumulation", str(s.accumulation)),
         *([("layout", layout_line(p, s).removeprefix("layout: "))]
@@ -138,13 +138,13 @@ def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
         ("ZeRO-2/3 gradient sync", GRAD_SYNC_LABELS[s.grad_sync]),
         ("attention kernel", ATTENTION_KERNEL_LABELS[s.attention_kernel]),
         ("all-reduce algorithm", s.algorithm),
-        ("intra-server link", f"{intra:g} GB/s bus bandwidth"),
-        ("inter-server link", f"{inter:g} GB/s bus bandwidth"),
+        (words.link("intra_node"), f"{intra:g} GB/s bus bandwidth"),
+        (words.link("inter_node"), f"{inter:g} GB/s bus bandwidth"),
         ("loader workers", "profile's best" if s.loader_workers is None
          else str(s.loader_workers)),
         ("straggler spread (std/mean)", "profile's" if s.straggler_cv is None
          else f"{s.straggler_cv:g}"),
-        ("slow device", "none" if s.slow_device is None
+        (f"slow {words.device}", "none" if s.slow_device is None
          else f"rank {s.slow_device}, {s.slow_factor:g}x slower"),
         *goal_lines(plan),
     ]
@@ -196,7 +196,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
     h = headline(plan)
     unit = plan.unit
     heads = [
-        ("Devices in focus", h["devices"]),
+        (f"{plan.words.devices.capitalize()} in focus", h["devices"]),
         ("Runnable", h["runnable"]),
         ("Throughput", h["throughput"] if h["runnable"] == "yes"
          else f"not runnable (would be {h['throughput']})"),
@@ -244,12 +244,12 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
     parts.append("<h2>Scenario</h2>")
     parts.append(_scroll(_table(["setting", "value"], [[k, v] for k, v in scenario_lines(plan)],
                                 left=2)))
-    parts.append("<h2>Prediction per device count</h2>")
+    parts.append(f"<h2>Prediction per {plan.words.device} count</h2>")
     split = plan.focus.dp is not None  # a split model: its layout and pipeline bubble too
     stall_note = stall_caption(plan.rows)  # no input pipeline: no stall column, and why
     stall = not stall_note
     parts.append(_scroll(_table(
-        ["devices", "servers", *([SPLIT_HEADER] if split else []), "step ms", "compute ms",
+        [plan.words.devices, plan.words.servers, *([SPLIT_HEADER] if split else []), "step ms", "compute ms",
          "exposed comm ms", *(["bubble ms"] if split else []),
          *(["data stall ms"] if stall else []),
          "straggler ms", f"{unit}/s", "efficiency", "memory GiB", "runnable"],
@@ -272,7 +272,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
          for r in plan.remedies])))
     parts.append("<h2>Hours and money</h2>")
     parts.append(_scroll(_table(
-        ["option", "devices", f"{unit}/s", "time to finish", "cost"],
+        ["option", plan.words.devices, f"{unit}/s", "time to finish", "cost"],
         [[o.label, o.devices, amount(o.samples_per_s), duration(o.time_s),
           "-" if o.cost_usd is None else f"${o.cost_usd:,.0f}"] for o in plan.options])))
     if plan.notes:

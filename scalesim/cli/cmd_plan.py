@@ -68,7 +68,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "and memory bandwidth its block calibration fitted (instead of --hardware)")
     p.add_argument("--devices", type=flag_list_type("devices"), default=[8, 16, 32, 64],
                    help="device counts: 64,128 or a doubling range 8-1024 (default 8,16,32,64)")
-    add_gpus_per_node_argument(p, help="devices per server (default: the hardware's or the "
+    add_gpus_per_node_argument(p, help="devices (GPUs, or CPU processes) per server/host "
+                               "(default: the hardware's or the "
                                "profile's), on its links: e.g. 2 to plan tp 2 on a calibration "
                                "of one GPU per server; fewer than a server's GPUs reach their "
                                "share of its NICs, the server billed whole, as in predict")

@@ -216,7 +216,10 @@ def add_instance_sizes_argument(group, what: str) -> None:
     )
 
 
-def add_gpus_per_node_argument(group, help: str = "devices per server (default: the hardware's)") -> None:
+GPUS_PER_NODE_HELP = "devices (GPUs, or CPU processes) per server/host (default: the hardware's)"
+
+
+def add_gpus_per_node_argument(group, help: str = GPUS_PER_NODE_HELP) -> None:
     """--gpus-per-node (``Scenario.devices_per_node``, its bounds from the knob table; plan's
     own flag too)."""
     _knob(group, "devices_per_node", help=help)
