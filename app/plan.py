@@ -606,7 +606,7 @@ def headline(plan: Plan) -> dict[str, str]:
         "efficiency": f"{f.efficiency:.1%}" if f.fits else "not runnable",
         "throughput": f"{amount(f.samples_per_s)} {plan.unit}/s",
         "speedup": f"{f.speedup:.1f}x",
-        "knee": ("none: " + why_no_knee(plan.rows, "device counts", plan.words)
+        "knee": ("none: " + why_no_knee(plan.rows, f"{plan.words.device} counts", plan.words)
                  if plan.knee is None else
                  f"{plan.words.count_change(plan.knee.devices_before, plan.knee.devices_after)}: "
                  f"{plan.knee.label_in(plan.words)}"),

@@ -631,7 +631,7 @@ def _tab_cost(plan: Plan) -> None:
     hours, money = charts.hours_chart(plan), charts.money_chart(plan)
     if hours is None or money is None:
         st.info("Enter a **price per device-hour** and the **samples in the training run** "
-                "(sidebar: Training goal and price) to compare device counts and remedies in "
+                f"(sidebar: Training goal and price) to compare {plan.words.device} counts and remedies in "
                 "hours and money.")
     else:
         _chart(hours, charts.chart_text(plan, "hours"))

@@ -27,17 +27,24 @@ from .plan import Plan, duration, headline, option_links, story
 from .state import profile_caveats
 
 REPORT_CHART_WIDTH_PX = 720
-CAPTIONS = {
+CAPTIONS = {  # {device}, {server}: the profile's nouns (``caption``)
     "throughput": "Predicted throughput beside ideal linear scaling; the red line marks the knee "
                   "and its cause.",
-    "efficiency": "Scaling efficiency: the share of ideal linear speedup each device count keeps.",
-    "step_breakdown": "Where each training step's time goes at each device count.",
-    "remedies": "Each remedy applied alone at the focus device count, ranked by predicted gain.",
+    "efficiency": "Scaling efficiency: the share of ideal linear speedup each {device} count keeps.",
+    "step_breakdown": "Where each training step's time goes at each {device} count.",
+    "remedies": "Each remedy applied alone at the focus {device} count, ranked by predicted gain.",
     "time_to_quality": "Time to the quality target vs global batch (critical batch size model).",
-    "hours": "Time to train for each device count, each remedy and one more server.",
+    "hours": "Time to train for each {device} count, each remedy and one more {server}.",
     "cost": "Cost (billed device-hours x price: whole instances) of the same options.",
     "a_vs_b": "Scenario A (now) and B side by side.",
 }
+
+
+
+def caption(plan: Plan, name: str) -> str:
+    """A chart's caption in the report, in the profile's nouns ('each process count' on CPU)."""
+    return CAPTIONS.get(name, name).format(device=plan.words.device, server=plan.words.server)
+
 
 _CSS = """
 *{box-sizing:border-box}
@@ -116,7 +123,8 @@ def _table(header: list[str] | None, rows: list[list], left: int = 1, cls: str =
 
 
 def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
-    """The scenario in words: (what, value) pairs."""
+    """The scenario in words: (what, value) pairs; the settings keep the controls' names (one
+    name per knob), the values say processes for a CPU calibration (``Plan.words``)."""
     s, p, hw, words = plan.scenario, plan.profile, plan.profile.hardware, plan.words
     intra = s.intra_busbw_GBps or hw.intra_node.busbw_GBps
     inter = s.inter_busbw_GBps or hw.inter_node.busbw_GBps
@@ -126,8 +134,8 @@ def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
         ("profile", p.name),
         ("hardware", f"{hw.name}: {hw.device_name}"),
         ("workload", f"{p.workload.name} ({p.workload.params:,.0f} parameters)"),
-        (f"{words.device} counts", ", ".join(str(d) for d in s.devices)),
-        (f"{words.devices} per {words.server}", str(s.devices_per_node)),
+        ("device counts", ", ".join(str(d) for d in s.devices)),
+        ("devices per server", str(s.devices_per_node)),
         ("batch", batch),
         ("gradient accumulation", str(s.accumulation)),
         *([("layout", layout_line(p, s).removeprefix("layout: "))]
@@ -138,13 +146,13 @@ def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
         ("ZeRO-2/3 gradient sync", GRAD_SYNC_LABELS[s.grad_sync]),
         ("attention kernel", ATTENTION_KERNEL_LABELS[s.attention_kernel]),
         ("all-reduce algorithm", s.algorithm),
-        (words.link("intra_node"), f"{intra:g} GB/s bus bandwidth"),
-        (words.link("inter_node"), f"{inter:g} GB/s bus bandwidth"),
+        ("intra-server link", f"{intra:g} GB/s bus bandwidth"),
+        ("inter-server link", f"{inter:g} GB/s bus bandwidth"),
         ("loader workers", "profile's best" if s.loader_workers is None
          else str(s.loader_workers)),
         ("straggler spread (std/mean)", "profile's" if s.straggler_cv is None
          else f"{s.straggler_cv:g}"),
-        (f"slow {words.device}", "none" if s.slow_device is None
+        ("slow device", "none" if s.slow_device is None
          else f"rank {s.slow_device}, {s.slow_factor:g}x slower"),
         *goal_lines(plan),
     ]
@@ -235,11 +243,11 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
     first = next(iter(svgs), None)
     if first is not None:
         parts.append(f'<figure class="first">{svgs[first]}<figcaption>'
-                     f"{_e(CAPTIONS.get(first, first))} {_e(chart_text(plan, first))}"
+                     f"{_e(caption(plan, first))} {_e(chart_text(plan, first))}"
                      "</figcaption></figure>")
     parts.append('<div class="details"><h2>Charts</h2>')
     for name, svg in list(svgs.items())[1:]:
-        parts.append(f"<figure>{svg}<figcaption>{_e(CAPTIONS.get(name, name))} "
+        parts.append(f"<figure>{svg}<figcaption>{_e(caption(plan, name))} "
                      f"{_e(chart_text(plan, name))}</figcaption></figure>")
     parts.append("<h2>Scenario</h2>")
     parts.append(_scroll(_table(["setting", "value"], [[k, v] for k, v in scenario_lines(plan)],
@@ -249,7 +257,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
     stall_note = stall_caption(plan.rows)  # no input pipeline: no stall column, and why
     stall = not stall_note
     parts.append(_scroll(_table(
-        [plan.words.devices, plan.words.servers, *([SPLIT_HEADER] if split else []), "step ms", "compute ms",
+        ["devices", "servers", *([SPLIT_HEADER] if split else []), "step ms", "compute ms",
          "exposed comm ms", *(["bubble ms"] if split else []),
          *(["data stall ms"] if stall else []),
          "straggler ms", f"{unit}/s", "efficiency", "memory GiB", "runnable"],
@@ -272,7 +280,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
          for r in plan.remedies])))
     parts.append("<h2>Hours and money</h2>")
     parts.append(_scroll(_table(
-        ["option", plan.words.devices, f"{unit}/s", "time to finish", "cost"],
+        ["option", "devices", f"{unit}/s", "time to finish", "cost"],
         [[o.label, o.devices, amount(o.samples_per_s), duration(o.time_s),
           "-" if o.cost_usd is None else f"${o.cost_usd:,.0f}"] for o in plan.options])))
     if plan.notes:
