@@ -467,16 +467,17 @@ def shard_group_problems(shard_group, dp, zero, framework) -> np.ndarray:
     return np.array([judged[key] for key in keys], dtype=object).reshape(s.shape)
 
 
-def check_shard_group(shard_group: int | None, devices, dp, zero, framework) -> None:
+def check_shard_group(shard_group: int | None, devices, dp, zero, framework,
+                      nouns: Nouns = GPU_NOUNS) -> None:
     """ScalesimError in one line at the first row (arrays broadcast) where the shard group
-    cannot run (``shard_group_problems``)."""
+    cannot run (``shard_group_problems``; '(at 4 processes)' for a CPU profile's ``nouns``)."""
     if shard_group is None:
         return
     why = shard_group_problems(shard_group, dp, zero, framework)
     bad = np.flatnonzero(why.ravel() != "")
     if bad.size:
         p = np.broadcast_to(np.asarray(devices), why.shape).ravel()
-        raise ScalesimError(f"{why.ravel()[bad[0]]} (at {int(p[bad[0]])} devices)")
+        raise ScalesimError(f"{why.ravel()[bad[0]]} (at {int(p[bad[0]])} {nouns.devices})")
 
 
 def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, accumulation,
@@ -498,7 +499,8 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
     dp = split_devices(p, tp, pp, nouns_for(profile.hardware.device_name))
     if shard_group is None:
         check_shard_group(split.shard_group, p, dp, zero,  # a sweep's framework axis per row
-                          (overrides or {}).get("framework", scenario.zero_framework))
+                          (overrides or {}).get("framework", scenario.zero_framework),
+                          nouns_for(profile.hardware.device_name))
         shard_group = split.shard_group or 0
     k = np.asarray(accumulation, dtype=np.int64)
     b = np.asarray(micro_batch, dtype=np.int64)

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from scalesim.bounds import KNOB_BY_FIELD, check_values
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError, require_model
-from scalesim.figures import count, link_GBps, sig3
+from scalesim.figures import link_GBps, sig3
 from scalesim.layout import SCHEDULES, SEQUENCE_PARALLEL_NEEDS_TP, TP_OVERLAP_NEEDS_TP, tp_above_server
 from scalesim.model import collectives as coll
 from scalesim.model.compute import colocation_slope
@@ -155,7 +155,7 @@ def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=
     model replicas at each row (the split path: the global batch splits over dp replicas, each
     of tp x pp x cp devices); None: every device is a replica (data parallel)."""
     replicas = devices if dp is None else dp
-    k = scenario.accumulation
+    k, nouns = scenario.accumulation, nouns_for(profile.hardware.device_name)  # 'processes' on CPU
     if scenario.global_batch is None:
         b = scenario.micro_batch or profile.workload.micro_batch
         return (np.full(replicas.shape, b, dtype=np.int64),
@@ -166,10 +166,10 @@ def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=
         i = int(np.flatnonzero(bad)[0])
         raise ScalesimError(
             f"global batch {scenario.global_batch} does not split evenly over {int(devices[i])} "
-            f"devices x {k} accumulation steps; pick a global batch divisible by devices x "
-            "accumulation" if dp is None else
+            f"{nouns.devices} x {k} accumulation steps; pick a global batch divisible by "
+            f"{nouns.devices} x accumulation" if dp is None else
             f"global batch {scenario.global_batch} is not divisible by dp {int(dp[i])} x "
-            f"accumulation {k} ({int(devices[i])} devices); pick a global batch divisible by "
+            f"accumulation {k} ({int(devices[i])} {nouns.devices}); pick a global batch divisible by "
             "dp x accumulation")
     if scenario.global_batch % k != 0:
         raise ScalesimError(f"global batch {scenario.global_batch} is not divisible by "
@@ -180,8 +180,8 @@ def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=
         i = int(over[0])
         steps = f"{k} accumulation step{'s' if k > 1 else ''}"
         raise ScalesimError(too_big_micro_batch(
-            scenario.global_batch, int(b[i]), f"{int(devices[i])} devices x {steps}"
-            if dp is None else f"dp {int(dp[i])} x {steps} ({int(devices[i])} devices)"))
+            scenario.global_batch, int(b[i]), f"{int(devices[i])} {nouns.devices} x {steps}"
+            if dp is None else f"dp {int(dp[i])} x {steps} ({int(devices[i])} {nouns.devices})"))
     return b, np.full(replicas.shape, scenario.global_batch // k)
 
 
@@ -231,7 +231,7 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
     supply, supply_alone = loader_supply(profile, scenario, per_node)
 
     cv = jitter_cv_of(profile, scenario)
-    shard_group = shard_group_of(scenario, p)
+    shard_group = shard_group_of(scenario, p, nouns_for(hw.device_name))
     slow = np.where(
         (scenario.slow_device is not None) & (p > (scenario.slow_device or 0)),
         scenario.slow_factor, 1.0,
@@ -282,7 +282,7 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
     return inputs, base_b
 
 
-def shard_group_of(scenario: Scenario, devices) -> int:
+def shard_group_of(scenario: Scenario, devices, nouns: Nouns = GPU_NOUNS) -> int:
     """The data-parallel path's shard group (``StepInputs.shard_group``; 0: full sharding): the
     scenario's ``layout.shard_group``, refused in one line where it cannot run at some device
     count (``layout_predict.check_shard_group``: DDP, 1, DeepSpeed, not dividing the devices;
@@ -291,7 +291,7 @@ def shard_group_of(scenario: Scenario, devices) -> int:
 
     shard_group = layout_of(scenario).shard_group
     check_shard_group(shard_group, devices, devices, STRATEGIES[scenario.strategy],
-                      scenario.zero_framework)
+                      scenario.zero_framework, nouns)
     return shard_group or 0
 
 
@@ -402,7 +402,7 @@ def _split_rows(profile: Profile, scenario: Scenario):
         i = int(np.flatnonzero(~ok)[0])
         why = lp.first_problem(profile, dp[i], split.tp, split.pp, 0, b[i], dp[i] * b[i] * k[i],
                                split, schedule, g_max)
-        raise ScalesimError(f"layout at {count(int(p[i]), 'device')}: {why}")
+        raise ScalesimError(f"layout at {nouns.count(int(p[i]))}: {why}")
     if split.sequence_parallel and split.tp == 1:
         raise ScalesimError(SEQUENCE_PARALLEL_NEEDS_TP)
     if split.tp_overlap and split.tp == 1:

@@ -338,7 +338,8 @@ def _on_the_measured_curve(args, base, shape, params, own=None):
                 + what)
     note = (f"profile {base.name}: {what}; every layout's matmul efficiency "
             "pinned to that curve at its micro-batch, as predict pins it (docs/model.md §22)"
-            + ("; its optimizer step as measured, x the parameters each device updates"
+            + (f"; its optimizer step as measured, x the parameters each "
+               f"{nouns_for(profile.hardware.device_name).device} updates"
                if optimizer_measured(profile.compute) else "") + "; links from the profile")
     if device_peak_tflops(profile.hardware.device_name, profile.hardware) is None:
         note += "; no datasheet peak for this device: MFU is against a nominal peak, ignore it"

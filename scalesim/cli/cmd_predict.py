@@ -164,7 +164,8 @@ def render_table(profile, scenario, rows) -> str:
         lines.append(layout_line(profile, scenario))
     else:
         if (shard := layout_of(scenario).shard_group) is not None:  # data parallel: every device
-            lines.append(f"sharding: {hsdp_words(shard, 'devices')}, where the devices exceed "
+            devices = nouns_for(profile.hardware.device_name).devices  # 'processes' on CPU
+            lines.append(f"sharding: {hsdp_words(shard, devices)}, where the {devices} exceed "
                          "it (docs/model.md §16)")
         if note := recompute_style_note(profile, scenario):
             lines.append(f"note: {note}")
