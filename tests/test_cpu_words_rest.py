@@ -127,6 +127,12 @@ def test_the_slow_process_and_the_conditions_are_named_as_processes(capsys, tmp_
     assert code == 0, err
     assert ("note: process 3 is not among the 2 processes of the decision ('As is'): no slow "
             "process there") in out
+    code, out, err = run_cli(capsys, ["goal", "--profile", _cpu_file(tmp_path), "--train-samples", "1e6",
+                                      "--deadline", "3d", "--budget", "500", "--price", "0.05",
+                                      "--max-devices", "4", "--slow-device", "8", "--slow-factor", "2"])
+    assert code == 0, err
+    assert ("note: process 8 is not among the 4 processes of any plan searched (--max-devices): no "
+            "slow process there") in out
     code, out, err = run_cli(capsys, ["plan", "--workload", "llama3-8b", "--devices", "8", "--global-batch",
                                       "16", "--top", "1", "--gpus-per-node", "8", "--slow-device", "9",
                                       "--slow-factor", "2"])
