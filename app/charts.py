@@ -135,7 +135,7 @@ def throughput_chart(plan: Plan, width="container", height: int = 320) -> alt.La
     devices = [r.devices for r in plan.rows]
     linear = _linear(devices)
     base = alt.Chart().encode(  # data once, on the layer: one dataset, serialised once
-        x=_log2_devices(devices),
+        x=_log2_devices(devices, plan.words.devices),
         y=alt.Y("value:Q", title=f"{unit} per second" + ("" if linear else " (log scale)"),
                 scale=alt.Scale(type="linear" if linear else "log")),
         color=colour,
@@ -148,7 +148,7 @@ def throughput_chart(plan: Plan, width="container", height: int = 320) -> alt.La
     layers = [base.mark_line(strokeWidth=2.5), base.mark_point(filled=True, size=40)]
     return _sized(alt.layer(*layers, *_knee_layers(plan), *_not_runnable_layer(df, "value"),
                             data=df).properties(
-        title=alt.TitleParams("Throughput vs devices: predicted and ideal",
+        title=alt.TitleParams(f"Throughput vs {plan.words.devices}: predicted and ideal",
                               subtitle="the gap between the lines is throughput lost to scaling"),
         width=width, height=height))
 
@@ -160,7 +160,7 @@ def efficiency_chart(plan: Plan, width="container", height: int = 260) -> alt.La
                         "status": "runs" if r.fits else NOT_RUNNABLE} for r in plan.rows])
     devices = [r.devices for r in plan.rows]
     base = alt.Chart().encode(
-        x=_log2_devices(devices),
+        x=_log2_devices(devices, plan.words.devices),
         y=alt.Y("efficiency:Q", title="scaling efficiency", axis=alt.Axis(format="%"),
                 scale=alt.Scale(domain=[0, 1.05])),
         tooltip=[alt.Tooltip("devices:Q"), alt.Tooltip("efficiency:Q", format=".1%"),
@@ -170,8 +170,8 @@ def efficiency_chart(plan: Plan, width="container", height: int = 260) -> alt.La
               base.mark_point(filled=True, size=40, color=PALETTE["predicted"])]
     return _sized(alt.layer(*layers, *_knee_layers(plan), *_not_runnable_layer(df, "efficiency"),
                             data=df).properties(
-        title=alt.TitleParams("Scaling efficiency vs devices",
-                              subtitle="100% = every added device adds its full throughput"),
+        title=alt.TitleParams(f"Scaling efficiency vs {plan.words.devices}",
+                              subtitle=f"100% = every added {plan.words.device} adds its full throughput"),
         width=width, height=height))
 
 
@@ -238,7 +238,7 @@ def _stacked(df: pd.DataFrame, x_title: str, width, height, title, subtitle) -> 
 def breakdown_chart(plan: Plan, width="container", height: int = 300) -> alt.Chart:
     """Stacked step time per device count: compute, exposed comm, data stall, straggler wait."""
     df = _breakdown_records([(str(r.devices), i, r) for i, r in enumerate(plan.rows)])
-    return _stacked(df, "devices", width, height, "Where each step's time goes",
+    return _stacked(df, plan.words.devices, width, height, "Where each step's time goes",
                     _subtitle("only the communication not hidden behind backward counts",
                               plan.rows))
 
@@ -394,7 +394,7 @@ def _option_chart(plan: Plan, field: str, title: str, subtitle: str, fmt: str,
     text = base.mark_text(align="left", dx=3, fontSize=11).encode(
         x=alt.X(f"{field}:Q"), text=alt.Text("label:N"))
     return _sized(alt.layer(bars, text).properties(
-        title=alt.TitleParams(title[0].upper() + title[1:] + ": device counts and remedies",
+        title=alt.TitleParams(title[0].upper() + title[1:] + f": {plan.words.device} counts and remedies",
                               subtitle=subtitle),
         width=width, height=22 * len(df)))
 
@@ -405,7 +405,7 @@ def hours_chart(plan: Plan, width="container") -> alt.LayerChart | None:
     what = "to train" if goal.kind == "train" else "to quality"
     penalty = "; large-batch penalty included" if goal.penalised else ""
     return _option_chart(plan, "hours", f"hours {what}",
-                         f"remedies at the focus device count; shorter is better{penalty}",
+                         f"remedies at the focus {plan.words.device} count; shorter is better{penalty}",
                          ",.0f", width)
 
 
@@ -505,8 +505,8 @@ def chart_text(plan: Plan, name: str) -> str:
                 f"{words.count_change(plan.knee.devices_before, plan.knee.devices_after)} "
                 f"({plan.knee.label_in(words)})" if plan.knee else "; no knee")
         bad = [r.devices for r in rows if not r.fits]
-        runs = (f"; not runnable at {', '.join(map(str, bad))} device{'' if bad == [1] else 's'}"
-                if bad else "")
+        noun = words.device if bad == [1] else words.devices
+        runs = f"; not runnable at {', '.join(map(str, bad))} {noun}" if bad else ""
         at_first = f"{amount(first.samples_per_s)} {unit}/s at {words.count(first.devices)}"
         if len(rows) == 1:
             return (f"Predicted throughput {at_first}, against {amount(ideal)} for ideal linear "

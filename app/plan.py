@@ -15,7 +15,7 @@ from scalesim import presets
 from scalesim.attention_kernel import DEFAULT_ATTENTION_KERNEL
 from scalesim.cli.options import parse_int_list
 from scalesim.decision import DecisionCard, added_server_counts, decide, duration_text
-from scalesim.device_nouns import Nouns, nouns_for
+from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount, whole
 from scalesim.knee import (
@@ -120,8 +120,10 @@ def valid_device_counts(counts, devices_per_node: int) -> tuple[list[int], list[
     return kept, dropped
 
 
-def device_counts(state: AppState, devices_per_node: int) -> tuple[list[int], list[str]]:
-    """Device counts to plot for the state's grid, and notes about what was left out."""
+def device_counts(state: AppState, devices_per_node: int,
+                  words: Nouns = GPU_NOUNS) -> tuple[list[int], list[str]]:
+    """Device counts to plot for the state's grid, and notes about what was left out
+    (``words``: the profile's nouns, 'above 2 processes ... whole hosts' on CPU)."""
     g, top = devices_per_node, state.dmax
     notes: list[str] = []
     if state.grid == "list":
@@ -136,8 +138,8 @@ def device_counts(state: AppState, devices_per_node: int) -> tuple[list[int], li
         if wanted:
             kept, dropped = valid_device_counts(wanted, g)
             if dropped:
-                notes.append(f"left out {', '.join(map(str, dropped[:8]))}: above {g} devices a "
-                             f"count must fill whole servers (a multiple of {g})"
+                notes.append(f"left out {', '.join(map(str, dropped[:8]))}: above {g} {words.devices} a "
+                             f"count must fill whole {words.servers} (a multiple of {g})"
                              + ("" if kept else "; none of the list is left, showing powers "
                                 "of two"))
             if kept:
@@ -251,8 +253,8 @@ def layout_of_state(state: AppState) -> ScenarioLayout | None:
 
 def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[str]]:
     """The Scenario the controls describe (device counts that cannot run are left out, noted)."""
-    g = state.dpn or profile.hardware.devices_per_node
-    devices, notes = device_counts(state, g)
+    g, words = state.dpn or profile.hardware.devices_per_node, nouns_for(profile.hardware.device_name)
+    devices, notes = device_counts(state, g, words)
     fields: dict = {
         "devices_per_node": g, "accumulation": state.acc, "overlap": state.ovl,
         "bucket_mib": state.bkt, "strategy": state.strat, "grad_sync": state.gs,
@@ -310,13 +312,13 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         kept = [d for d in devices if d % model == 0]
         if len(kept) < len(devices):
             left = [d for d in devices if d not in kept]
-            what = ("1 device is" if left == [1] else
-                    f"{', '.join(map(str, left[:8]))} devices are")
+            what = (f"1 {words.device} is" if left == [1] else
+                    f"{', '.join(map(str, left[:8]))} {words.devices} are")
             notes.append(f"layout {split_words(None, split.tp, split.pp)}: {what} not a multiple of "
                          f"{model}; left out")
         if not kept:
-            raise ScalesimError(f"no device count is a multiple of tp x pp = {model}; raise the "
-                                "largest device count or lower tp / pp")
+            raise ScalesimError(f"no {words.device} count is a multiple of tp x pp = {model}; raise "
+                                f"the largest {words.device} count or lower tp / pp")
         devices = kept
     if state.mode == "strong":
         gb = state.gb or profile.workload.micro_batch * g
@@ -324,10 +326,10 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         if len(share) < len(devices):
             left = [d for d in devices if d not in share]
             notes.append(f"strong scaling: global batch {gb} does not split evenly over "
-                         f"{', '.join(map(str, left[:8]))} devices x {state.acc} accumulation "
+                         f"{', '.join(map(str, left[:8]))} {words.devices} x {state.acc} accumulation "
                          f"into micro-batches of at most {micro_batch_max():,}; left out")
         if not share:
-            notes.append(f"strong scaling: no device count splits global batch {gb} evenly "
+            notes.append(f"strong scaling: no {words.device} count splits global batch {gb} evenly "
                          f"into micro-batches of at most {micro_batch_max():,}; showing weak "
                          "scaling instead")
             fields["micro_batch"] = state.mb
@@ -337,7 +339,7 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     else:
         fields["micro_batch"] = state.mb
     fields["devices"] = devices
-    if note := slow_device_note(state.slow, devices):
+    if note := slow_device_note(state.slow, devices, nouns=words):
         notes.append(note)
     try:
         scenario = Scenario(**fields)
@@ -570,18 +572,19 @@ def story(plan: Plan) -> str:
     return f"**What this shows:** {shows}. **What to do:** {todo.rstrip('.')}."
 
 
-def against_now_text(samples_per_s: float, now: Prediction) -> str:
+def against_now_text(samples_per_s: float, now: Prediction, words: Nouns = GPU_NOUNS) -> str:
     """A layout's throughput against the layout now (the Layouts tab): '+56% against the layout
-    now, 29.2', and where the layout now does not fit in device memory, says so (its
-    throughput is the model's for a run that cannot happen)."""
-    fits = "" if now.fits else ", which does not fit in device memory"
+    now, 29.2', and where the layout now does not fit in device memory (``words.memory``), says
+    so (its throughput is the model's for a run that cannot happen)."""
+    fits = "" if now.fits else f", which does not fit in {words.memory}"
     return (f"{samples_per_s / now.samples_per_s - 1:+.0%} against the layout now, "
             f"{now.samples_per_s:,.1f}{fits}")
 
 
-def memory_sentence(p: Prediction, device_memory_bytes: float) -> str:
-    """'not runnable: needs X GiB per device, Y GiB available' for a layout that does not fit."""
-    return (f"not runnable: needs {p.memory_bytes / 2**30:,.1f} GiB per device, "
+def memory_sentence(p: Prediction, device_memory_bytes: float, words: Nouns = GPU_NOUNS) -> str:
+    """'not runnable: needs X GiB per device, Y GiB available' for a layout that does not fit
+    ('per process' for a CPU profile's ``words``)."""
+    return (f"not runnable: needs {p.memory_bytes / 2**30:,.1f} GiB per {words.device}, "
             f"{device_memory_bytes / 2**30:,.0f} GiB available")
 
 
@@ -608,16 +611,16 @@ def headline(plan: Plan) -> dict[str, str]:
     mem = plan.profile.hardware.device_memory_bytes
     out = {
         "devices": whole(f.devices),
-        "runnable": "yes" if f.fits else memory_sentence(f, mem),
+        "runnable": "yes" if f.fits else memory_sentence(f, mem, plan.words),
         "efficiency": f"{f.efficiency:.1%}" if f.fits else "not runnable",
         "throughput": f"{amount(f.samples_per_s)} {plan.unit}/s",
         "speedup": f"{f.speedup:.1f}x",
-        "knee": ("none: " + why_no_knee(plan.rows, "device counts", plan.words)
+        "knee": ("none: " + why_no_knee(plan.rows, f"{plan.words.device} counts", plan.words)
                  if plan.knee is None else
                  f"{plan.words.count_change(plan.knee.devices_before, plan.knee.devices_after)}: "
                  f"{plan.knee.label_in(plan.words)}"),
         "best_remedy": ("none predicted to help" if plan.best is None
-                        else f"{plan.best.title}: {remedy_gain_text(plan.best)}"),
+                        else f"{plan.best.title}: {remedy_gain_text(plan.best, plan.words)}"),
     }
     stall = stall_sentence(plan)
     if stall:
@@ -625,13 +628,13 @@ def headline(plan: Plan) -> dict[str, str]:
         out["stall_share"] = f"{data_stall_share(f):.0%}"
         if plan.knee is None:
             out["knee"] = ("none in scaling efficiency, but the data stall is lost at every "
-                           "device count (one device too)")
+                           f"{plan.words.device} count (one {plan.words.device} too)")
     if f.fits and (note := one_device_note([f], plan.words)):  # efficiency and speedup's baseline
         out["one_device"] = note
     misfits = [r.devices for r in plan.rows if not r.fits]
     if misfits:
-        out["not_runnable"] = (f"does not fit in device memory at {_count_list(misfits)} devices "
-                               "(not runnable)")
+        out["not_runnable"] = (f"does not fit in {plan.words.memory} at {_count_list(misfits)} "
+                               f"{plan.words.devices} (not runnable)")
     t, cost = finish(plan, f)
     if t is not None:
         out["time_to_train"] = duration(t)
@@ -659,11 +662,12 @@ def _count_list(counts: list[int]) -> str:
     return shown + (f" and {len(counts) - 6} more" if len(counts) > 6 else "")
 
 
-def remedy_gain_text(r: RemedyResult) -> str:
+def remedy_gain_text(r: RemedyResult, words: Nouns = GPU_NOUNS) -> str:
     """'+22.0% faster to finish (+47.0% throughput)', '+47.0% throughput (time to finish
-    -32.0%)' where the two gains are one, or '+47.0% throughput', as ranked."""
+    -32.0%)' where the two gains are one, or '+47.0% throughput', as ranked (``words``: the
+    profile's nouns, 'the host's memory' on CPU)."""
     if r.prediction is not None and not r.prediction.fits:
-        return "not runnable (does not fit in device memory)"
+        return f"not runnable (does not fit in {words.memory})"
     thr = f"{r.gain:+.1%} throughput"
     what = {"time": "finish", "quality": "quality"}.get(r.measure)
     if what is None:

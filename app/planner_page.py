@@ -351,23 +351,24 @@ def _layout_section(c: _Controls) -> None:
     """The model split (tensor, pipeline, schedule, recompute, sequence parallel), folded away;
     ZeRO is the strategy control and the micro-batch the batch control."""
     profile = ss["profile"]
-    shape = splittable_shape(profile)
+    shape, words = splittable_shape(profile), nouns_for(profile.hardware.device_name)
+    devices = words.devices  # 'processes' for a CPU calibration
     box = st.sidebar.expander("Layout: split the model (tensor / pipeline)")
     if shape is None:
         box.caption("This profile does not record the transformer it timed: recalibrate it "
-                     "(scalesim calibrate --model gpt) to split its model across devices."
-                     if profile.compute.measured else
-                     "This workload is a parameter count only: pick a transformer workload "
-                     "(e.g. llama3-8b, gpt-7.5b) to split the model across devices. Hybrid "
-                     "sharding splits no model: its shard group applies over all devices.")
+                    f"(scalesim calibrate --model gpt) to split its model across {devices}."
+                    if profile.compute.measured else
+                    "This workload is a parameter count only: pick a transformer workload "
+                    f"(e.g. llama3-8b, gpt-7.5b) to split the model across {devices}. Hybrid "
+                    f"sharding splits no model: its shard group applies over all {devices}.")
         _shard_group_control(c, box)
         return
     timed = ("The model this profile timed: " if profile.workload.transformer is None else "")
     box.caption(f"{timed}{shape.layers} layers, hidden {shape.hidden}, {shape.heads} heads, "
-                f"sequence {shape.seq_len}. devices = dp x tp x pp; ZeRO over dp is the strategy "
+                f"sequence {shape.seq_len}. {devices} = dp x tp x pp; ZeRO over dp is the strategy "
                 "above; the micro-batch is per model replica. The Layouts tab ranks every layout."
                 + (" A split computes on the measured curve, with the measured optimizer step "
-                   "scaled to the parameters each device updates (docs/model.md §22)."
+                   f"scaled to the parameters each {words.device} updates (docs/model.md §22)."
                    if timed else ""))
     tp = c(box.number_input, "tp", "Tensor parallel (tp, inside one server)", step=1)
     pp = c(box.number_input, "pp", "Pipeline stages (pp)", step=1)
@@ -601,8 +602,8 @@ def _tab_breakdown(plan: Plan) -> None:
     _chart(charts.breakdown_chart(plan), charts.chart_text(plan, "step_breakdown"))
     misfits = [r.devices for r in plan.rows if not r.fits]
     if misfits:
-        st.warning(f"Not runnable: does not fit in device memory at "
-                   f"{', '.join(map(str, misfits))} devices: try ZeRO-3 or a smaller batch.")
+        st.warning(f"Not runnable: does not fit in {plan.words.memory} at "
+                   f"{', '.join(map(str, misfits))} {plan.words.devices}: try ZeRO-3 or a smaller batch.")
     st.dataframe(_rows_table(plan), hide_index=True)
     if note := charts.stall_caption(plan.rows):
         st.caption(_md(note))
@@ -630,7 +631,7 @@ def _tab_cost(plan: Plan) -> None:
     hours, money = charts.hours_chart(plan), charts.money_chart(plan)
     if hours is None or money is None:
         st.info("Enter a **price per device-hour** and the **samples in the training run** "
-                "(sidebar: Training goal and price) to compare device counts and remedies in "
+                f"(sidebar: Training goal and price) to compare {plan.words.device} counts and remedies in "
                 "hours and money.")
     else:
         _chart(hours, charts.chart_text(plan, "hours"))
@@ -638,7 +639,7 @@ def _tab_cost(plan: Plan) -> None:
     goal = resolve_goal(plan.profile, plan.scenario)
     billing = billing_words(goal.server_devices, goal.instance_sizes,
                             plan.profile.hardware.device_name)
-    st.caption(f"Cost counts the devices a cloud bills: {billing} (the hardware's "
+    st.caption(f"Cost counts the {plan.words.devices} a cloud bills: {billing} (the hardware's "
                "instance_sizes; docs/model.md §9).")
     if note := zero_price_note(goal):  # predict's note under its cost column
         st.caption(_md(note[0].upper() + note[1:]) + ".")
@@ -699,9 +700,9 @@ def _tab_ab(plan: Plan) -> None:
         left.metric("Cost", f"${ca:,.0f}")
         right.metric("Cost", f"${cb:,.0f}", rel(cb, ca), delta_color="inverse")
     if not a.fits:
-        left.error("A is not runnable: it does not fit in device memory.")
+        left.error(f"A is not runnable: it does not fit in {plan.words.memory}.")
     if not b.fits:
-        right.error("B is not runnable: it does not fit in device memory.")
+        right.error(f"B is not runnable: it does not fit in {plan.words.memory}.")
     chart = charts.ab_chart(plan)
     if chart is not None:
         _chart(chart)
@@ -771,7 +772,7 @@ def _tab_layouts(plan: Plan) -> None:
                 f"sequence-parallel layout on {plan.words.count(f.devices)} at global batch "
                 f"{f.global_batch:,}:** {_md(layout_title(best))}: "
                 f"{best.samples_per_s:,.1f} {plan.unit}/s "
-                f"({against_now_text(best.samples_per_s, f)}).")
+                f"({against_now_text(best.samples_per_s, f, plan.words)}).")
     _chart(charts.layouts_chart(rows, f.devices, words=plan.words), f"the best layout takes "
            f"{best.step_time_s * 1e3:,.0f} ms per step; the slowest shown "
            f"{rows[-1].step_time_s * 1e3:,.0f} ms")

@@ -27,17 +27,24 @@ from .plan import Plan, duration, headline, option_links, story
 from .state import profile_caveats
 
 REPORT_CHART_WIDTH_PX = 720
-CAPTIONS = {
+CAPTIONS = {  # {device}, {server}: the profile's nouns (``caption``)
     "throughput": "Predicted throughput beside ideal linear scaling; the red line marks the knee "
                   "and its cause.",
-    "efficiency": "Scaling efficiency: the share of ideal linear speedup each device count keeps.",
-    "step_breakdown": "Where each training step's time goes at each device count.",
-    "remedies": "Each remedy applied alone at the focus device count, ranked by predicted gain.",
+    "efficiency": "Scaling efficiency: the share of ideal linear speedup each {device} count keeps.",
+    "step_breakdown": "Where each training step's time goes at each {device} count.",
+    "remedies": "Each remedy applied alone at the focus {device} count, ranked by predicted gain.",
     "time_to_quality": "Time to the quality target vs global batch (critical batch size model).",
-    "hours": "Time to train for each device count, each remedy and one more server.",
+    "hours": "Time to train for each {device} count, each remedy and one more {server}.",
     "cost": "Cost (billed device-hours x price: whole instances) of the same options.",
     "a_vs_b": "Scenario A (now) and B side by side.",
 }
+
+
+
+def caption(plan: Plan, name: str) -> str:
+    """A chart's caption in the report, in the profile's nouns ('each process count' on CPU)."""
+    return CAPTIONS.get(name, name).format(device=plan.words.device, server=plan.words.server)
+
 
 _CSS = """
 *{box-sizing:border-box}
@@ -116,12 +123,13 @@ def _table(header: list[str] | None, rows: list[list], left: int = 1, cls: str =
 
 
 def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
-    """The scenario in words: (what, value) pairs."""
-    s, p, hw = plan.scenario, plan.profile, plan.profile.hardware
+    """The scenario in words: (what, value) pairs; the settings keep the controls' names (one
+    name per knob), the values say processes for a CPU calibration (``Plan.words``)."""
+    s, p, hw, words = plan.scenario, plan.profile, plan.profile.hardware, plan.words
     intra = s.intra_busbw_GBps or hw.intra_node.busbw_GBps
     inter = s.inter_busbw_GBps or hw.inter_node.busbw_GBps
     batch = (f"fixed global batch {s.global_batch} (strong scaling)" if s.global_batch
-             else f"{plan.focus.micro_batch} per device (weak scaling)")
+             else f"{plan.focus.micro_batch} per {words.device} (weak scaling)")
     lines = [
         ("profile", p.name),
         ("hardware", f"{hw.name}: {hw.device_name}"),
@@ -196,7 +204,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
     h = headline(plan)
     unit = plan.unit
     heads = [
-        ("Devices in focus", h["devices"]),
+        (f"{plan.words.devices.capitalize()} in focus", h["devices"]),
         ("Runnable", h["runnable"]),
         ("Throughput", h["throughput"] if h["runnable"] == "yes"
          else f"not runnable (would be {h['throughput']})"),
@@ -235,16 +243,16 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
     first = next(iter(svgs), None)
     if first is not None:
         parts.append(f'<figure class="first">{svgs[first]}<figcaption>'
-                     f"{_e(CAPTIONS.get(first, first))} {_e(chart_text(plan, first))}"
+                     f"{_e(caption(plan, first))} {_e(chart_text(plan, first))}"
                      "</figcaption></figure>")
     parts.append('<div class="details"><h2>Charts</h2>')
     for name, svg in list(svgs.items())[1:]:
-        parts.append(f"<figure>{svg}<figcaption>{_e(CAPTIONS.get(name, name))} "
+        parts.append(f"<figure>{svg}<figcaption>{_e(caption(plan, name))} "
                      f"{_e(chart_text(plan, name))}</figcaption></figure>")
     parts.append("<h2>Scenario</h2>")
     parts.append(_scroll(_table(["setting", "value"], [[k, v] for k, v in scenario_lines(plan)],
                                 left=2)))
-    parts.append("<h2>Prediction per device count</h2>")
+    parts.append(f"<h2>Prediction per {plan.words.device} count</h2>")
     split = plan.focus.dp is not None  # a split model: its layout and pipeline bubble too
     stall_note = stall_caption(plan.rows)  # no input pipeline: no stall column, and why
     stall = not stall_note

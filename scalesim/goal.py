@@ -215,12 +215,12 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     if res.size == 0:  # every combination broke a layout rule: nothing to rank
         from scalesim.layout_predict import layout_of
 
-        split = layout_of(base)
+        split, nouns = layout_of(base), nouns_for(profile.hardware.device_name)
         raise ScalesimError(
-            f"no device count up to {max_devices} can run the layout "
+            f"no {nouns.device} count up to {max_devices} can run the layout "
             f"{split_words(None, split.tp, split.pp)}: all {res.dropped:,} combinations break a "
-            "layout rule (tp x pp must divide the devices, tp stays in a server, the layers and "
-            "heads must split); change --tp/--pp or --max-devices")
+            f"layout rule (tp x pp must divide the {nouns.devices}, tp stays in a {nouns.server}, "
+            "the layers and heads must split); change --tp/--pp or --max-devices")
     fits = np.asarray(c["fits"], dtype=bool)
     time_s = training_time.time_to_goal_s(goal, c["samples_per_s"], c["step_time_s"],
                                           c["global_batch"], reference)

@@ -23,6 +23,7 @@ from typing import Literal, get_args
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from scalesim.device_nouns import GPU_NOUNS, Nouns
 from scalesim.errors import ScalesimError
 
 Schedule = Literal["none", "gpipe", "1f1b", "interleaved", "zb"]
@@ -275,18 +276,18 @@ def unrunnable_split(global_batch: int | None = None, dp: int = 1, micro_batch: 
 
 def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int | None = None,
                     heads: int | None = None, kv_heads: int | None = None,
-                    seq_len: int | None = None) -> list[str]:
-    """Every rule the layout breaks, each naming the values and the rule; empty when valid."""
+                    seq_len: int | None = None, nouns: Nouns = GPU_NOUNS) -> list[str]:
+    """Every rule the layout breaks, each naming the values and the rule; empty when valid.
+    ``nouns``: the words of the profile's devices (``device_nouns.nouns_for``)."""
     L, g = layout, devices_per_node
     problems = []
     if L.tp > g:
-        problems.append(f"tp {L.tp} > {g} GPUs per server (tensor parallelism stays inside one "
-                        "server)")
+        problems.append(tp_above_server(L.tp, g, nouns))
     elif g % L.tp:
-        problems.append(f"tp {L.tp} does not divide the {g} GPUs per server")
+        problems.append(f"tp {L.tp} does not divide the {g} {nouns.gpus} per {nouns.server}")
     if L.devices > g and L.devices % g:
-        problems.append(f"{L.devices} devices ({split_words(L.dp, L.tp, L.pp, L.cp)}) do "
-                        f"not fill whole servers of {g}")
+        problems.append(f"{L.devices} {nouns.devices} ({split_words(L.dp, L.tp, L.pp, L.cp)}) do "
+                        f"not fill whole {nouns.servers} of {g}")
     problems += unrunnable_split(L.global_batch, L.dp, L.micro_batch)
     if L.pp == 1 and L.schedule != "none":
         problems.append(f"schedule {L.schedule} needs pp > 1; use schedule none with pp 1")
@@ -314,9 +315,16 @@ def layout_problems(layout: ParallelLayout, devices_per_node: int, layers: int |
     return problems
 
 
-def check_layout(layout: ParallelLayout, devices_per_node: int, **shape) -> dict[str, GroupSpan]:
+def tp_above_server(tp: int, devices_per_node: int, nouns: Nouns = GPU_NOUNS) -> str:
+    """'tp 16 > 8 GPUs per server (...)'; 'tp 4 > 2 processes per host (...)' for a CPU profile."""
+    return (f"tp {tp} > {devices_per_node} {nouns.gpus} per {nouns.server} (tensor parallelism "
+            f"stays inside one {nouns.server})")
+
+
+def check_layout(layout: ParallelLayout, devices_per_node: int, nouns: Nouns = GPU_NOUNS,
+                 **shape) -> dict[str, GroupSpan]:
     """Raise ScalesimError naming the first broken rule; else return the placement."""
-    problems = layout_problems(layout, devices_per_node, **shape)
+    problems = layout_problems(layout, devices_per_node, nouns=nouns, **shape)
     if problems:
         raise ScalesimError(problems[0])
     return placement(layout, devices_per_node)

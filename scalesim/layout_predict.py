@@ -33,6 +33,7 @@ import numpy as np
 
 from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.billing import job_sizes
+from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.layout import (
     SCHEDULES,
@@ -430,20 +431,21 @@ def first_problem(profile: Profile, dp, tp, pp, zero, micro, global_batch, split
                             recompute_style=split.recompute_style,
                             sequence_parallel=split.sequence_parallel)
     problems = layout_problems(layout, g, layers=s.layers, heads=s.heads, kv_heads=s.kv_of(),
-                               seq_len=s.seq_len)
+                               seq_len=s.seq_len, nouns=nouns_for(profile.hardware.device_name))
     return problems[0] if problems else ""
 
 
-def split_devices(devices, tp, pp):
-    """dp of each row; ScalesimError where tp x pp does not divide the devices."""
+def split_devices(devices, tp, pp, nouns: Nouns = GPU_NOUNS):
+    """dp of each row; ScalesimError where tp x pp does not divide the devices (``nouns``: the
+    profile's, 'processes 3 are not divisible' on CPU)."""
     p = np.asarray(devices, dtype=np.int64)
     model = np.asarray(tp, dtype=np.int64) * np.asarray(pp, dtype=np.int64)
     bad = p % model != 0
     if np.any(bad):
         i = int(np.flatnonzero(np.broadcast_to(bad, np.broadcast(p, model).shape))[0])
         pb, mb = np.broadcast_arrays(p, model)
-        raise ScalesimError(f"devices {int(pb.flat[i])} are not divisible by tp x pp = "
-                            f"{int(mb.flat[i])}; give device counts that are multiples of it")
+        raise ScalesimError(f"{nouns.devices} {int(pb.flat[i])} are not divisible by tp x pp = "
+                            f"{int(mb.flat[i])}; give {nouns.device} counts that are multiples of it")
     return p // model
 
 
@@ -465,16 +467,17 @@ def shard_group_problems(shard_group, dp, zero, framework) -> np.ndarray:
     return np.array([judged[key] for key in keys], dtype=object).reshape(s.shape)
 
 
-def check_shard_group(shard_group: int | None, devices, dp, zero, framework) -> None:
+def check_shard_group(shard_group: int | None, devices, dp, zero, framework,
+                      nouns: Nouns = GPU_NOUNS) -> None:
     """ScalesimError in one line at the first row (arrays broadcast) where the shard group
-    cannot run (``shard_group_problems``)."""
+    cannot run (``shard_group_problems``; '(at 4 processes)' for a CPU profile's ``nouns``)."""
     if shard_group is None:
         return
     why = shard_group_problems(shard_group, dp, zero, framework)
     bad = np.flatnonzero(why.ravel() != "")
     if bad.size:
         p = np.broadcast_to(np.asarray(devices), why.shape).ravel()
-        raise ScalesimError(f"{why.ravel()[bad[0]]} (at {int(p[bad[0]])} devices)")
+        raise ScalesimError(f"{why.ravel()[bad[0]]} (at {int(p[bad[0]])} {nouns.devices})")
 
 
 def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, accumulation,
@@ -493,10 +496,11 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
     pp = split.pp if pp is None else pp
     zero = ZERO_OF_STRATEGY[scenario.strategy] if zero is None else zero
     p = np.asarray(devices, dtype=np.int64)
-    dp = split_devices(p, tp, pp)
+    dp = split_devices(p, tp, pp, nouns_for(profile.hardware.device_name))
     if shard_group is None:
         check_shard_group(split.shard_group, p, dp, zero,  # a sweep's framework axis per row
-                          (overrides or {}).get("framework", scenario.zero_framework))
+                          (overrides or {}).get("framework", scenario.zero_framework),
+                          nouns_for(profile.hardware.device_name))
         shard_group = split.shard_group or 0
     k = np.asarray(accumulation, dtype=np.int64)
     b = np.asarray(micro_batch, dtype=np.int64)

@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field, field_serializer
 from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.billing import billed_devices
 from scalesim.bounds import bound, check_number, clip, list_text
+from scalesim.device_nouns import nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import count, latency_us, link_GBps
 from scalesim.layout import (
@@ -478,6 +479,7 @@ def evaluate_layout(setting: Setting, layout: ParallelLayout) -> LayoutResult:
     check_layout(
         layout,
         setting.hardware.devices_per_node,
+        nouns_for(setting.hardware.device_name),
         layers=s.layers,
         heads=s.heads,
         kv_heads=s.kv_of(),
@@ -576,11 +578,12 @@ def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict
     return grid
 
 
-def _why(best: dict, row: dict, by: str) -> str:
+def _why(best: dict, row: dict, by: str, device: str = "device") -> str:
+    """Why a row ranks below the best; ``device``: the profile's noun ('process' on CPU)."""
     if not row["fits"]:
         return (
             f"does not fit: {row['memory_bytes'] / 2**30:.1f} GiB > "
-            f"{(row['memory_bytes'] + row['headroom_bytes']) / 2**30:.1f} GiB per device"
+            f"{(row['memory_bytes'] + row['headroom_bytes']) / 2**30:.1f} GiB per {device}"
         )
     diffs = {p: row["breakdown_s"][p] - best["breakdown_s"][p] for p in PARTS}
     worst = max(diffs, key=diffs.get)
@@ -716,11 +719,12 @@ def rank_layouts(
         raise ScalesimError(f"global_batch {global_batch} must be 1 or more")
     if rank_by not in ("throughput", "cost"):
         raise ScalesimError(f"rank_by '{rank_by}': use throughput or cost")
-    g = hardware.devices_per_node
+    g, nouns = hardware.devices_per_node, nouns_for(hardware.device_name)
     for n in devices:
         if n > g and n % g:
             raise ScalesimError(
-                f"devices {n} do not fill whole servers of {g} GPUs; give a multiple of {g} above one server"
+                f"{nouns.devices} {n} do not fill whole {nouns.servers} of {g} {nouns.gpus}; give a "
+                f"multiple of {g} above one {nouns.server}"
             )
     early_stop_of(recompute_style)  # a clear error for an unknown style
     grid = candidate_grid(sorted(set(devices)), setting, sorted(set(cp_values)))
@@ -728,10 +732,10 @@ def rank_layouts(
         grid = {k: v[grid["tp"] * grid["pp"] * grid["cp"] > 1] for k, v in grid.items()}
     if grid["dp"].size == 0:
         raise ScalesimError(
-            f"no valid layout for devices {list_text(devices)} and global batch "
-            f"{global_batch} on servers of {g}: no dp x micro-batch divides "
+            f"no valid layout for {nouns.devices} {list_text(devices)} and global batch "
+            f"{global_batch} on {nouns.servers} of {g}: no dp x micro-batch divides "
             "the global batch with a valid tp and pp in at most "
-            f"{bound('accumulation').high:,.0f} micro-steps; add devices or "
+            f"{bound('accumulation').high:,.0f} micro-steps; add {nouns.devices} or "
             "lower the global batch"
         )
     r = evaluate_layouts(setting_inputs(setting, **grid))
@@ -747,7 +751,7 @@ def rank_layouts(
         if order.size == 0:
             raise ScalesimError(
                 f"no layout fits in {hardware.device_memory_bytes / 2**30:.0f} GiB "
-                f"per device for devices {list_text(devices)}; add devices or memory"
+                f"per {nouns.device} for {nouns.devices} {list_text(devices)}; add {nouns.devices} or memory"
             )
     if include_unfit:
         unfit = order[~fits[order]]
@@ -786,7 +790,7 @@ def rank_layouts(
             "billed_devices": int(billed[i]),
             "stall_modelled": modelled,
         }
-        row["why"] = "best" if rank == 1 else _why(rows[0].model_dump(), row, rank_by)
+        row["why"] = "best" if rank == 1 else _why(rows[0].model_dump(), row, rank_by, nouns.device)
         rows.append(PlanRow(**row))
     return rows
 

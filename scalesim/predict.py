@@ -12,10 +12,10 @@ import numpy as np
 from pydantic import BaseModel
 
 from scalesim.bounds import KNOB_BY_FIELD, check_values
-from scalesim.device_nouns import GPU_NOUNS, Nouns
+from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError, require_model
-from scalesim.figures import count, link_GBps, sig3
-from scalesim.layout import SCHEDULES, SEQUENCE_PARALLEL_NEEDS_TP, TP_OVERLAP_NEEDS_TP
+from scalesim.figures import link_GBps, sig3
+from scalesim.layout import SCHEDULES, SEQUENCE_PARALLEL_NEEDS_TP, TP_OVERLAP_NEEDS_TP, tp_above_server
 from scalesim.model import collectives as coll
 from scalesim.model.compute import colocation_slope
 from scalesim.model.memory import STRATEGIES
@@ -104,15 +104,16 @@ def hybrid_sharded(p: Prediction) -> bool:
     return p.shard_group is not None and p.shard_group < data_parallel_ranks(p)
 
 
-def layout(devices, devices_per_node: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes and devices per node for each device count; error where they do not divide."""
+def layout(devices, devices_per_node: int, nouns: Nouns = GPU_NOUNS) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and devices per node for each device count; error where they do not divide
+    (``nouns``: the profile's, '3 processes do not fill whole hosts of 2' on CPU)."""
     p = np.asarray(devices, dtype=np.int64)
     if np.any(p < 1):
         raise ScalesimError("device counts must be 1 or more")
     bad = p[(p > devices_per_node) & (p % devices_per_node != 0)]
     if bad.size:
         raise ScalesimError(
-            f"{int(bad[0])} devices do not fill whole servers of {devices_per_node}; use a "
+            f"{int(bad[0])} {nouns.devices} do not fill whole {nouns.servers} of {devices_per_node}; use a "
             f"multiple of {devices_per_node} above {devices_per_node}, or set --gpus-per-node"
         )
     per_node = np.minimum(p, devices_per_node)
@@ -154,7 +155,7 @@ def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=
     model replicas at each row (the split path: the global batch splits over dp replicas, each
     of tp x pp x cp devices); None: every device is a replica (data parallel)."""
     replicas = devices if dp is None else dp
-    k = scenario.accumulation
+    k, nouns = scenario.accumulation, nouns_for(profile.hardware.device_name)  # 'processes' on CPU
     if scenario.global_batch is None:
         b = scenario.micro_batch or profile.workload.micro_batch
         return (np.full(replicas.shape, b, dtype=np.int64),
@@ -165,10 +166,10 @@ def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=
         i = int(np.flatnonzero(bad)[0])
         raise ScalesimError(
             f"global batch {scenario.global_batch} does not split evenly over {int(devices[i])} "
-            f"devices x {k} accumulation steps; pick a global batch divisible by devices x "
-            "accumulation" if dp is None else
+            f"{nouns.devices} x {k} accumulation steps; pick a global batch divisible by "
+            f"{nouns.devices} x accumulation" if dp is None else
             f"global batch {scenario.global_batch} is not divisible by dp {int(dp[i])} x "
-            f"accumulation {k} ({int(devices[i])} devices); pick a global batch divisible by "
+            f"accumulation {k} ({int(devices[i])} {nouns.devices}); pick a global batch divisible by "
             "dp x accumulation")
     if scenario.global_batch % k != 0:
         raise ScalesimError(f"global batch {scenario.global_batch} is not divisible by "
@@ -179,8 +180,8 @@ def micro_batches(scenario: Scenario, profile: Profile, devices: np.ndarray, dp=
         i = int(over[0])
         steps = f"{k} accumulation step{'s' if k > 1 else ''}"
         raise ScalesimError(too_big_micro_batch(
-            scenario.global_batch, int(b[i]), f"{int(devices[i])} devices x {steps}"
-            if dp is None else f"dp {int(dp[i])} x {steps} ({int(devices[i])} devices)"))
+            scenario.global_batch, int(b[i]), f"{int(devices[i])} {nouns.devices} x {steps}"
+            if dp is None else f"dp {int(dp[i])} x {steps} ({int(devices[i])} {nouns.devices})"))
     return b, np.full(replicas.shape, scenario.global_batch // k)
 
 
@@ -225,12 +226,12 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
         p = check_values("devices", np.ravel(devices) if isinstance(devices, np.ndarray)
                          else devices, "devices")
     g_max = scenario.devices_per_node or hw.devices_per_node
-    _, per_node = layout(p, g_max)
+    _, per_node = layout(p, g_max, nouns_for(hw.device_name))
     b, base_b = micro_batches(scenario, profile, p)
     supply, supply_alone = loader_supply(profile, scenario, per_node)
 
     cv = jitter_cv_of(profile, scenario)
-    shard_group = shard_group_of(scenario, p)
+    shard_group = shard_group_of(scenario, p, nouns_for(hw.device_name))
     slow = np.where(
         (scenario.slow_device is not None) & (p > (scenario.slow_device or 0)),
         scenario.slow_factor, 1.0,
@@ -281,7 +282,7 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
     return inputs, base_b
 
 
-def shard_group_of(scenario: Scenario, devices) -> int:
+def shard_group_of(scenario: Scenario, devices, nouns: Nouns = GPU_NOUNS) -> int:
     """The data-parallel path's shard group (``StepInputs.shard_group``; 0: full sharding): the
     scenario's ``layout.shard_group``, refused in one line where it cannot run at some device
     count (``layout_predict.check_shard_group``: DDP, 1, DeepSpeed, not dividing the devices;
@@ -290,22 +291,24 @@ def shard_group_of(scenario: Scenario, devices) -> int:
 
     shard_group = layout_of(scenario).shard_group
     check_shard_group(shard_group, devices, devices, STRATEGIES[scenario.strategy],
-                      scenario.zero_framework)
+                      scenario.zero_framework, nouns)
     return shard_group or 0
 
 
-def slow_device_note(slow_device: int | None, devices, of: str | None = None) -> str | None:
+def slow_device_note(slow_device: int | None, devices, of: str | None = None,
+                     nouns: Nouns = GPU_NOUNS) -> str | None:
     """The note for device counts that do not reach rank ``slow_device`` (ranks count from 0:
     ``devices <= slow_device``), which no slow device slows; None when every count does.
-    ``of`` names what the counts are (default: 'that row' / 'those rows')."""
+    ``of`` names what the counts are (default: 'that row' / 'those rows'); ``nouns`` the
+    profile's ('process 3 is not among the 2 processes ...' on CPU)."""
     if slow_device is None:
         return None
     without = [int(d) for d in devices if d <= slow_device]
     if not without:
         return None
     of = of or ("that row" if len(without) == 1 else "those rows")
-    return (f"device {slow_device} is not among the {', '.join(map(str, without))} devices of "
-            f"{of}: no slow device there")
+    return (f"{nouns.device} {slow_device} is not among the {', '.join(map(str, without))} "
+            f"{nouns.devices} of {of}: no slow {nouns.device} there")
 
 
 def jitter_cv_of(profile: Profile, scenario: Scenario) -> float:
@@ -357,7 +360,6 @@ def server_use_words(hw: Hardware, scenario: Scenario,
     if used is None or used == hw.devices_per_node:
         return None
     from scalesim.billing import billing_words, job_sizes
-    from scalesim.device_nouns import nouns_for
     from scalesim.model.subset_links import subset_busbw_GBps
 
     words = nouns_for(hw.device_name)  # 'processes per host' for a CPU calibration
@@ -386,11 +388,11 @@ def _split_rows(profile: Profile, scenario: Scenario):
     split = lp.layout_of(scenario)
     p = np.asarray(scenario.devices, dtype=np.int64)
     g_max = scenario.devices_per_node or profile.hardware.devices_per_node
-    layout(p, g_max)
+    nouns = nouns_for(profile.hardware.device_name)
+    layout(p, g_max, nouns)
     if split.tp > g_max:
-        raise ScalesimError(f"tp {split.tp} > {g_max} GPUs per server (tensor parallelism stays "
-                            "inside one server)")
-    dp = lp.split_devices(p, split.tp, split.pp)
+        raise ScalesimError(tp_above_server(split.tp, g_max, nouns))
+    dp = lp.split_devices(p, split.tp, split.pp, nouns)
     b, base_b = micro_batches(scenario, profile, p, dp)
     k = np.full(p.shape, scenario.accumulation, dtype=np.int64)
     schedule = split.schedule_of()
@@ -400,7 +402,7 @@ def _split_rows(profile: Profile, scenario: Scenario):
         i = int(np.flatnonzero(~ok)[0])
         why = lp.first_problem(profile, dp[i], split.tp, split.pp, 0, b[i], dp[i] * b[i] * k[i],
                                split, schedule, g_max)
-        raise ScalesimError(f"layout at {count(int(p[i]), 'device')}: {why}")
+        raise ScalesimError(f"layout at {nouns.count(int(p[i]))}: {why}")
     if split.sequence_parallel and split.tp == 1:
         raise ScalesimError(SEQUENCE_PARALLEL_NEEDS_TP)
     if split.tp_overlap and split.tp == 1:

@@ -21,6 +21,7 @@ import numpy as np
 
 from scalesim.attention_kernel import ATTENTION_KERNELS
 from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD, check_values
+from scalesim.device_nouns import nouns_for
 from scalesim.errors import ScalesimError, require_model
 from scalesim.model.collectives import ALGORITHMS
 from scalesim.model.memory import STRATEGIES
@@ -197,7 +198,8 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
                 raise ScalesimError(f"{rule}; give --tp (in a sweep: or a --tp-values that "
                                     "reaches 2), or drop it")
     g_max = base.devices_per_node or profile.hardware.devices_per_node
-    layout(np.unique(arrays["devices"]), g_max)  # clear error for counts that do not fill servers
+    # a clear error for counts that do not fill servers (hosts of a CPU calibration)
+    layout(np.unique(arrays["devices"]), g_max, nouns_for(profile.hardware.device_name))
     shape = [len(v) for v in arrays.values()]
     combinations = int(np.prod(shape, dtype=object))
     rows = combinations
@@ -443,9 +445,10 @@ def _layout_example(profile, split, schedule: str, g: int, layout_ok, p, tp, pp,
     if not bad.size:
         return ""
     i = int(bad[0])
-    where = f"{lp.split_words(None, int(tp[i]), int(pp[i]))} on {int(p[i])} devices"
+    devices = nouns_for(profile.hardware.device_name).devices  # 'processes' on a CPU profile
+    where = f"{lp.split_words(None, int(tp[i]), int(pp[i]))} on {int(p[i])} {devices}"
     if p[i] % (tp[i] * pp[i]):
-        return f"{where}: tp x pp does not divide the devices"
+        return f"{where}: tp x pp does not divide the {devices}"
     why = lp.first_problem(profile, dp[i], tp[i], pp[i], 0, micro[i], dp[i] * micro[i] * k[i],
                            split, schedule if pp[i] > 1 else "none", g)
     return f"{where}: {why}" if why else ""

@@ -60,6 +60,7 @@ def render_card(card) -> str:
 def run(args: argparse.Namespace) -> int:
     from scalesim.cli.cmd_predict import scenario_notes
     from scalesim.decision import decide
+    from scalesim.device_nouns import nouns_for
     from scalesim.knee import focus_devices
     from scalesim.predict import predict, slow_device_note
 
@@ -72,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     focus = focus_devices(rows, args.focus)
     card = decide(profile, scenario, focus)
     said = scenario_notes(profile, scenario)  # as predict says them
-    if note := slow_device_note(scenario.slow_device, [focus], "the decision ('As is')"):
+    if note := slow_device_note(scenario.slow_device, [focus], "the decision ('As is')",
+                                nouns_for(profile.hardware.device_name)):
         said.append(note)
     if said:
         card = dataclasses.replace(card, notes=[*said, *card.notes])

@@ -13,6 +13,7 @@ from scalesim.cli.options import (
     profile_from_args,
     scenario_from_args,
 )
+from scalesim.device_nouns import nouns_for
 from scalesim.jsonio import to_json_text
 
 NAME = "goal"
@@ -147,7 +148,8 @@ def run(args: argparse.Namespace) -> int:
     answer = seek(profile, scenario, args.deadline, args.budget, args.max_devices)
     said = scenario_notes(profile, scenario)  # as predict says them
     if note := slow_device_note(
-        scenario.slow_device, [args.max_devices], "any plan searched (--max-devices)"
+        scenario.slow_device, [args.max_devices], "any plan searched (--max-devices)",
+        nouns_for(profile.hardware.device_name),
     ):
         said.append(note)
     if said:

@@ -68,7 +68,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "and memory bandwidth its block calibration fitted (instead of --hardware)")
     p.add_argument("--devices", type=flag_list_type("devices"), default=[8, 16, 32, 64],
                    help="device counts: 64,128 or a doubling range 8-1024 (default 8,16,32,64)")
-    add_gpus_per_node_argument(p, help="devices per server (default: the hardware's or the "
+    add_gpus_per_node_argument(p, help="devices (GPUs, or CPU processes) per server/host "
+                               "(default: the hardware's or the "
                                "profile's), on its links: e.g. 2 to plan tp 2 on a calibration "
                                "of one GPU per server; fewer than a server's GPUs reach their "
                                "share of its NICs, the server billed whole, as in predict")
@@ -114,20 +115,23 @@ def recompute_style_line(style: str) -> str:
             f"for another style give --recompute-style {others}")
 
 
-def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None = None) -> str:
+def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None = None,
+                    nouns: Nouns = GPU_NOUNS) -> str:
     """'ranked with: overlap off (...), device 3 computes 1.5x slower, jitter cv 0.05 per
     micro-step' for the conditions given (``options.condition_words``; ``jitter_cv`` the one
-    used: --straggler-cv or the profile's measured jitter); '' for none."""
+    used: --straggler-cv or the profile's measured jitter; ``nouns`` the hardware's, 'process 3'
+    on CPU); '' for none."""
     from scalesim.bounds import KNOB_BY_FIELD
     from scalesim.cli.options import condition_words, links_from_args
 
-    parts = condition_words(not args.no_overlap, args.slow_device, args.slow_factor, jitter_cv)
+    d = nouns.device
+    parts = condition_words(not args.no_overlap, args.slow_device, args.slow_factor, jitter_cv, d)
     if args.slow_device is not None and (
             without := [n for n in args.devices if n <= args.slow_device]):
-        parts.append(f"no slow device at {', '.join(map(str, without))} devices (device "
+        parts.append(f"no slow {d} at {', '.join(map(str, without))} {nouns.devices} ({d} "
                      f"{args.slow_device} is not among them)")
     if args.gpus_per_node is not None:  # used: other than a server's (predict.server_use_words)
-        parts.insert(0, used or f"{args.gpus_per_node} GPUs per server (--gpus-per-node)")
+        parts.insert(0, used or f"{args.gpus_per_node} {nouns.gpus} per {nouns.server} (--gpus-per-node)")
     if args.zero_framework == "deepspeed":
         parts.insert(0, "ZeRO by DeepSpeed (stage 1-3 with its bucket defaults)")
     if args.grad_sync == "once-per-step":
@@ -239,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
         if note:
             print(note + (f"; --efficiency {args.efficiency:g} used instead"
                           if args.efficiency else ""))
-        if conditions := conditions_line(args, jitter_cv, used):
+        if conditions := conditions_line(args, jitter_cv, used, nouns_for(hardware.device_name)):
             print(conditions)
         if kernel != VENDOR_KERNEL:
             print(attention_kernel_words(kernel, hardware.device_name))
@@ -334,7 +338,8 @@ def _on_the_measured_curve(args, base, shape, params, own=None):
                 + what)
     note = (f"profile {base.name}: {what}; every layout's matmul efficiency "
             "pinned to that curve at its micro-batch, as predict pins it (docs/model.md §22)"
-            + ("; its optimizer step as measured, x the parameters each device updates"
+            + (f"; its optimizer step as measured, x the parameters each "
+               f"{nouns_for(profile.hardware.device_name).device} updates"
                if optimizer_measured(profile.compute) else "") + "; links from the profile")
     if device_peak_tflops(profile.hardware.device_name, profile.hardware) is None:
         note += "; no datasheet peak for this device: MFU is against a nominal peak, ignore it"

@@ -103,7 +103,8 @@ def hardware_line(hw) -> str:
 
 def _fit_hints(profile, scenario, unfit) -> str:
     """What may make rows that do not fit fit: stronger sharding, a smaller batch where it is above
-    one, and for a transformer workload a wider split, full recompute or the planner."""
+    one, and for a transformer workload a wider split, full recompute or the planner (else more
+    devices, 'processes' on a CPU profile, per model replica)."""
     hints = [] if scenario.strategy == "zero3" else ["--strategy zero3"]
     if any(r.micro_batch > 1 for r in unfit):
         hints.append("a smaller --batch")
@@ -116,7 +117,7 @@ def _fit_hints(profile, scenario, unfit) -> str:
         hints.append("scalesim plan with the same --workload and --hardware or --profile (it "
                      "ranks the layouts that fit)")
     return ", ".join(hints[:-1]) + " or " + hints[-1] if len(hints) > 1 else (
-        hints[0] if hints else "more devices per model replica")
+        hints[0] if hints else f"more {nouns_for(profile.hardware.device_name).devices} per model replica")
 
 
 def render_table(profile, scenario, rows) -> str:
@@ -150,7 +151,8 @@ def render_table(profile, scenario, rows) -> str:
         + ("weak scaling" if scenario.global_batch is None
            else f"strong scaling (global batch {scenario.global_batch})")
         + "".join(f", {part}" for part in condition_words(
-            True, scenario.slow_device, scenario.slow_factor, scenario.straggler_cv)),
+            True, scenario.slow_device, scenario.slow_factor, scenario.straggler_cv,
+            nouns_for(profile.hardware.device_name).device)),
     ]
     if used := server_use_words(profile.hardware, scenario):
         lines[-1] += f"; {used}"
@@ -162,7 +164,8 @@ def render_table(profile, scenario, rows) -> str:
         lines.append(layout_line(profile, scenario))
     else:
         if (shard := layout_of(scenario).shard_group) is not None:  # data parallel: every device
-            lines.append(f"sharding: {hsdp_words(shard, 'devices')}, where the devices exceed "
+            devices = nouns_for(profile.hardware.device_name).devices  # 'processes' on CPU
+            lines.append(f"sharding: {hsdp_words(shard, devices)}, where the {devices} exceed "
                          "it (docs/model.md §16)")
         if note := recompute_style_note(profile, scenario):
             lines.append(f"note: {note}")
@@ -229,7 +232,7 @@ def render_table(profile, scenario, rows) -> str:
         lines.append(f"note: {STALL_NOT_MODELLED}")  # and no stall column
     if note := one_device_note(rows, words):  # the speedup and eff columns' baseline
         lines.append(f"note: {note}")
-    if note := slow_device_note(scenario.slow_device, [r.devices for r in rows]):
+    if note := slow_device_note(scenario.slow_device, [r.devices for r in rows], nouns=words):
         lines.append(f"note: {note}")
     lines += [f"note: {note}" for note in unused_setting_notes(scenario)]
     lines += [f"note: {note}" for note in unmeasured_link_notes(

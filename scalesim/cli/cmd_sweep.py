@@ -15,6 +15,7 @@ from scalesim.cli.options import (
     profile_from_args,
     scenario_from_args,
 )
+from scalesim.device_nouns import nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.schemas import Scenario
 
@@ -355,9 +356,10 @@ def sweep_notes(plan) -> list[str]:
         kept = notes if kept is None else [n for n in kept if n in notes]
     out = list(kept or [])
     devices = [int(d) for d in plan.axes["devices"]]
-    if note := slow_device_note(base.slow_device, devices):
+    nouns = nouns_for(profile.hardware.device_name)
+    if note := slow_device_note(base.slow_device, devices, nouns=nouns):
         out.append(note)
-    nodes, per_node = layout(devices, base.devices_per_node or profile.hardware.devices_per_node)
+    nodes, per_node = layout(devices, base.devices_per_node or profile.hardware.devices_per_node, nouns)
     out += unmeasured_link_notes(
         profile,
         inter=bool((nodes > 1).any())

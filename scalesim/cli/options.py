@@ -216,7 +216,10 @@ def add_instance_sizes_argument(group, what: str) -> None:
     )
 
 
-def add_gpus_per_node_argument(group, help: str = "devices per server (default: the hardware's)") -> None:
+GPUS_PER_NODE_HELP = "devices (GPUs, or CPU processes) per server/host (default: the hardware's)"
+
+
+def add_gpus_per_node_argument(group, help: str = GPUS_PER_NODE_HELP) -> None:
     """--gpus-per-node (``Scenario.devices_per_node``, its bounds from the knob table; plan's
     own flag too)."""
     _knob(group, "devices_per_node", help=help)
@@ -278,14 +281,16 @@ def add_condition_arguments(group) -> None:
 
 
 def condition_words(
-    overlap: bool, slow_device: int | None, slow_factor: float | None, straggler_cv: float | None
+    overlap: bool, slow_device: int | None, slow_factor: float | None, straggler_cv: float | None,
+    device: str = "device",
 ) -> list[str]:
     """The run's conditions that differ from the defaults, in words ('overlap off (every exchange
     after its compute)', 'device 3 computes 1.3x slower', 'jitter cv 0.05 per micro-step'):
-    plan's 'ranked with' line and predict's scenario line."""
+    plan's 'ranked with' line and predict's scenario line. ``device``: the profile's noun
+    (``Nouns.device``, 'process' on CPU)."""
     parts = [] if overlap else ["overlap off (every exchange after its compute)"]
     if slow_device is not None:
-        parts.append(f"device {slow_device} computes {slow_factor or 1.0:g}x slower")
+        parts.append(f"{device} {slow_device} computes {slow_factor or 1.0:g}x slower")
     if straggler_cv:
         parts.append(f"jitter cv {straggler_cv:g} per micro-step")
     return parts
