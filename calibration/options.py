@@ -398,6 +398,23 @@ def busy_threads_note(local_world: int, threads: int, load: float) -> str | None
     )
 
 
+# Set by ``scalesim calibrate --nproc-per-node N`` in its children's environment beside the
+# OMP_NUM_THREADS it chose: the line it printed, which rank 0 keeps in the profile's notes.
+THREADS_NOTE_ENV = "SCALESIM_CALIBRATE_THREADS_NOTE"
+
+
+def threads_line(local_world: int, threads: int, load: float) -> str:
+    """The line that says the torch threads per process a calibration chose and why: the busy
+    machine's note (``busy_threads_note``), else the cores the processes share."""
+    from scalesim.device_nouns import CPU_DEVICE_PREFIX, nouns_for
+
+    processes = nouns_for(CPU_DEVICE_PREFIX).count(local_world)
+    return busy_threads_note(local_world, threads, load) or (
+        f"{count(threads, 'torch thread')} per process: {count(_cores(), 'core')} shared by "
+        f"{processes} (load average {load:.1f}); give --threads N to time N"
+    )
+
+
 def machine_load() -> float:
     """The 1-minute load average (0 where the system does not report one)."""
     try:

@@ -1,0 +1,87 @@
+"""A link level whose times do not grow with size is timed at larger sizes before it is refused
+(calibration.size_extension.decide on synthetic timings: timings in, fit / extend / refuse out)."""
+
+from __future__ import annotations
+
+import pytest
+from scalesim.calibration.size_extension import MIN_SIZE_SHARE, SizeDecision, decide, size_term_share
+
+from scalesim.sources.nccl_tests import point_from_time
+
+KIB, MIB = 1024, 2**20
+SWEEP = [KIB * 4**k for k in range(6)] + [2 * MIB]  # 1 KiB .. 1 MiB by 4, then 2 MiB
+LEVEL = "intra-host link"
+
+
+def ring_time(op: str, size: int, alpha_s: float = 250e-6, busbw_GBps: float = 1.0) -> float:
+    """Two ranks' ring: all-reduce 2 steps and volume 1, reduce-scatter 1 step and volume 1/2."""
+    steps, vol = (2, 1.0) if op == "all_reduce" else (1, 0.5)
+    return steps * alpha_s + vol * size / 1e9 / busbw_GBps
+
+
+def points(op: str, sizes, times):
+    return [point_from_time(op, s, 2, t) for s, t in zip(sizes, times, strict=True)]
+
+
+# What a busy 2-core host did to a loopback all-reduce (2026-12-02, --max-size-mib 2): the
+# small messages as slow as the largest, so the times fall with size over the sweep.
+BUSY = [2.1e-3, 1.9e-3, 2.0e-3, 1.8e-3, 1.9e-3, 1.7e-3, 1.6e-3]
+
+
+def test_clean_timings_are_fitted_as_they_are():
+    clean = points("all_reduce", SWEEP, [ring_time("all_reduce", s) for s in SWEEP])
+    assert size_term_share("all_reduce", clean) > MIN_SIZE_SHARE
+    assert decide(LEVEL, clean, coll_time_s=0.1, rounds=3) == SizeDecision()
+
+
+def test_times_that_do_not_grow_are_extended_for_that_op_only():
+    noisy = points("all_reduce", SWEEP, BUSY)
+    fine = points("reduce_scatter", SWEEP, [ring_time("reduce_scatter", s) for s in SWEEP])
+    assert size_term_share("all_reduce", noisy) is None
+    decision = decide(LEVEL, noisy + fine, coll_time_s=0.1, rounds=3)
+    assert decision == SizeDecision(extend_to=4 * MIB, ops=("all_reduce",))
+
+
+def test_extension_doubles_until_the_size_term_shows_then_fits():
+    """The loop the collectives phase runs, on a link whose small messages are drowned in 1.5 ms
+    of noise: it doubles past 2 MiB until the size term is a fair share, then fits."""
+    def busy_time(size):
+        return max(ring_time("all_reduce", size, busbw_GBps=10.0), 1.5e-3) + (2e-4 if size == KIB else 0.0)
+
+    rows = points("all_reduce", SWEEP, [busy_time(s) for s in SWEEP])
+    tried = []
+    while (decision := decide(LEVEL, rows, coll_time_s=0.1, rounds=3)).extend_to:
+        tried.append(decision.extend_to)
+        rows += points("all_reduce", [decision.extend_to], [busy_time(decision.extend_to)])
+    assert decision == SizeDecision()
+    assert tried and tried == [2 ** k * 2 * MIB for k in range(1, len(tried) + 1)]
+    assert size_term_share("all_reduce", rows) >= MIN_SIZE_SHARE
+
+
+def test_refused_when_the_next_size_would_not_fit_the_time_budget():
+    noisy = points("all_reduce", SWEEP, BUSY)
+    # 2 x 1.6 ms per call is above a loop's share of --coll-time-s 0.006 (2 ms)
+    decision = decide(LEVEL, noisy, coll_time_s=0.006, rounds=3)
+    assert decision.extend_to is None and decision.refusal is not None
+    text = decision.refusal
+    assert "\n" not in text
+    assert text.startswith("intra-host link: all_reduce times do not grow with message size")
+    assert "1 KiB-2 MiB (7 sizes" in text and "--coll-time-s 0.006" in text
+    assert "--max-size-mib 4 or more" in text and "quieter machine" in text
+
+
+def test_refused_at_the_size_cap():
+    noisy = points("all_reduce", SWEEP, BUSY)
+    decision = decide(LEVEL, noisy, coll_time_s=0.1, rounds=3, cap_bytes=2 * MIB)
+    assert decision.refusal is not None and "4 MiB is above the 2 MiB cap" in decision.refusal
+
+
+@pytest.mark.parametrize("coll_time_s", [0.006, 0.1])
+def test_a_small_but_positive_size_term_is_fitted_when_it_cannot_grow(coll_time_s):
+    """Latency-bound but growing times: extended while the budget allows, never refused."""
+    rows = points("all_reduce", SWEEP, [ring_time("all_reduce", s, alpha_s=4e-3) for s in SWEEP])
+    share = size_term_share("all_reduce", rows)
+    assert share is not None and share < MIN_SIZE_SHARE
+    decision = decide(LEVEL, rows, coll_time_s=coll_time_s, rounds=3)
+    assert decision.refusal is None
+    assert decision.extend_to == (4 * MIB if coll_time_s == 0.1 else None)
