@@ -85,3 +85,58 @@ def test_a_small_but_positive_size_term_is_fitted_when_it_cannot_grow(coll_time_
     decision = decide(LEVEL, rows, coll_time_s=coll_time_s, rounds=3)
     assert decision.refusal is None
     assert decision.extend_to == (4 * MIB if coll_time_s == 0.1 else None)
+
+
+# ------------------------------------------------------------------ threads (signature, note)
+
+
+def test_resume_runs_again_the_phases_timed_with_other_threads(tmp_path):
+    """The signature keeps the threads each rank resolved (load-aware without --threads): a
+    phase timed on 2 threads per process is not kept by a run that resolves 1, and the note says
+    which phases and why."""
+    import argparse
+
+    from scalesim.calibration.results import NoiseResult, PhaseRecord
+    from scalesim.calibration.state import SIGNATURE_FLAGS, load_matching, save, signature
+
+    args = argparse.Namespace(**dict.fromkeys(SIGNATURE_FLAGS))
+    then = signature(args, 2, 1, 2, "gloo", "cpu", [2, 2])
+    now = signature(args, 2, 1, 2, "gloo", "cpu", [1, 1])
+    assert then["threads"] == [2, 2] and then != now
+    save(tmp_path, PhaseRecord(phase="noise", signature=then, wall_s=1.0,
+                               result=NoiseResult(note="x").model_dump(mode="json")))
+    kept, notes = load_matching(tmp_path, ["compute", "noise"], then)
+    assert set(kept) == {"noise"} and not notes
+    kept, notes = load_matching(tmp_path, ["compute", "noise"], now)
+    assert not kept and "(threads); not reused" in notes[0]
+    assert notes[-1].startswith("not reused because the threads changed: noise "
+                                "measured with 2 torch threads per process, this run has "
+                                "1 torch thread per process")
+    uneven = signature(args, 2, 1, 2, "gloo", "cpu", [2, 1])
+    assert "2,1 torch threads (by rank)" in load_matching(tmp_path, ["noise"], uneven)[1][-1]
+
+
+def test_torchrun_children_get_the_load_aware_threads_and_the_line_that_says_so(monkeypatch):
+    import argparse
+    import os
+
+    from scalesim.calibration.options import THREADS_NOTE_ENV, threads_line
+
+    from scalesim.cli.cmd_calibrate import child_environment
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    args = argparse.Namespace(nproc_per_node=2, threads=None)
+    idle = child_environment(args, {"PATH": "/bin"}, load=0.3)
+    assert idle["OMP_NUM_THREADS"] == "4"
+    assert idle[THREADS_NOTE_ENV] == ("4 torch threads per process: 8 cores shared by 2 "
+                                      "processes (load average 0.3); give --threads N to time N")
+    busy = child_environment(args, {"PATH": "/bin"}, load=4.2)  # 4 cores busy: 2 each
+    assert busy["OMP_NUM_THREADS"] == "2"
+    assert busy[THREADS_NOTE_ENV] == threads_line(2, 2, 4.2)
+    assert busy[THREADS_NOTE_ENV].startswith("the machine is busy (load average 4.2 on 8 cores): "
+                                             "2 torch threads per process, not 4")
+    # the user's choice: no figure of ours, no line (and none left over from an outer run)
+    chosen = child_environment(args, {"OMP_NUM_THREADS": "3", THREADS_NOTE_ENV: "old"}, load=4.2)
+    assert chosen["OMP_NUM_THREADS"] == "3" and THREADS_NOTE_ENV not in chosen
+    flagged = child_environment(argparse.Namespace(nproc_per_node=2, threads=5), {}, load=4.2)
+    assert "OMP_NUM_THREADS" not in flagged and THREADS_NOTE_ENV not in flagged
