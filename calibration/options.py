@@ -270,7 +270,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--max-size-mib",
         type=flag_type("message_bytes", 1 / 2**20, "MiB"),
-        help="largest message, MiB (default 256 on GPU, 32 on CPU)",
+        help="largest message, MiB (default 256 on GPU, 32 on CPU; where the times do not "
+        "grow with size up to it, larger ones are timed, docs/calibration.md)",
     )
     g.add_argument(
         "--size-factor",
