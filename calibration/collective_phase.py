@@ -150,13 +150,15 @@ def measure_level(ctx: DistContext, level: str, group, ranks: int, args,
     points = sweep(ctx, group, ranks, args, progress) if group is not None else []
     slowest = _slowest(gather_object(ctx, points))
     swept_to = max((p.size_bytes for p in slowest), default=0)
+    budget_s = len(slowest) * args.coll_time_s  # as much again as the sweep's timed loops
     while slowest:
         decision = size_extension.decide(device_words(ctx).link(level), slowest,
-                                         args.coll_time_s, ROUNDS)
+                                         args.coll_time_s, ROUNDS, budget_s)
         if decision.refusal:
             raise AgreedError(decision.refusal)
         if decision.extend_to is None:
             break
+        budget_s -= decision.cost_s
         progress.total += len(decision.ops)
         if group is not None:
             points += sweep(ctx, group, ranks, args, progress, decision.ops, [decision.extend_to])

@@ -25,11 +25,19 @@ EXTEND_CAP_BYTES = 2**30
 @dataclass(frozen=True)
 class SizeDecision:
     """What to do with a level's timings: fit them (``extend_to`` and ``refusal`` None), time
-    ``ops`` at ``extend_to`` bytes, or refuse with the one-line ``refusal``."""
+    ``ops`` at ``extend_to`` bytes (about ``cost_s`` seconds), or refuse with the one-line
+    ``refusal``."""
 
     extend_to: int | None = None
     ops: tuple[str, ...] = ()
+    cost_s: float = 0.0
     refusal: str | None = None
+
+
+def timing_cost_s(call_s: float, coll_time_s: float, rounds: int) -> float:
+    """Seconds ``collective_phase.time_call`` spends on a call of ``call_s``: a warm-up and a
+    sizing call, then ``rounds`` loops sharing ``coll_time_s``, each of at least two calls."""
+    return 2 * call_s + max(coll_time_s, rounds * 2 * call_s)
 
 
 def size_term_share(op: str, rows: list[CollectivePoint]) -> float | None:
@@ -55,15 +63,16 @@ def size_text(size_bytes: float) -> str:
 
 
 def decide(level: str, points: list[CollectivePoint], coll_time_s: float, rounds: int,
-           cap_bytes: int = EXTEND_CAP_BYTES) -> SizeDecision:
+           budget_s: float, cap_bytes: int = EXTEND_CAP_BYTES) -> SizeDecision:
     """The next step for one level's ``points`` (the slowest group's, every op so far).
 
     An op has grown when a positive bandwidth fits and its size term is at least
     ``MIN_SIZE_SHARE`` of the largest message's time. Ops that have not are timed at twice
-    the largest size while that size is at most ``cap_bytes`` and its call, predicted at twice
-    the largest one's (seconds), fits in one of the ``rounds`` timed loops that share
-    ``coll_time_s``. Past that, an op with no positive bandwidth is a refusal; one whose size
-    term is small but positive is fitted as it is.
+    the largest size while that size is at most ``cap_bytes`` and timing them there
+    (``timing_cost_s``, each call predicted at twice the largest one's) fits in ``budget_s``,
+    the seconds left of the level's budget (the caller's: its sweep's ``coll_time_s`` per op
+    and size). Past that, an op with no positive bandwidth is a refusal; one whose size term
+    is small but positive is fitted as it is.
     """
     by_op: dict[str, list[CollectivePoint]] = {}
     for p in points:
@@ -73,20 +82,22 @@ def decide(level: str, points: list[CollectivePoint], coll_time_s: float, rounds
     if not short:
         return SizeDecision()
     largest = max(p.size_bytes for p in points)
-    slowest_s = max(p.time_s for p in points if p.op in short and p.size_bytes == largest)
+    call_s = {op: max(p.time_s for p in by_op[op] if p.size_bytes == largest) for op in short}
+    cost_s = sum(timing_cost_s(2 * t, coll_time_s, rounds) for t in call_s.values())
     next_bytes = int(2 * largest)
-    if next_bytes <= cap_bytes and 2 * slowest_s <= coll_time_s / rounds:
-        return SizeDecision(extend_to=next_bytes, ops=tuple(short))
+    if next_bytes <= cap_bytes and cost_s <= budget_s:
+        return SizeDecision(extend_to=next_bytes, ops=tuple(short), cost_s=cost_s)
     failed = [op for op in short if shares[op] is None]
     if not failed:
         return SizeDecision()
     sizes = sorted({p.size_bytes for p in points if p.op == failed[0]})
     why = (f"{size_text(next_bytes)} is above the {size_text(cap_bytes)} cap" if next_bytes > cap_bytes
-           else f"a {size_text(next_bytes)} call would take about {2 * slowest_s * 1e3:.3g} ms, "
-                f"more than a timed loop's share of --coll-time-s {coll_time_s:g}")
+           else f"timing {', '.join(short)} at {size_text(next_bytes)} would take about "
+                f"{cost_s:.2g} s, more than the {max(budget_s, 0):.2g} s left of the level's "
+                f"--coll-time-s {coll_time_s:g} per size")
     return SizeDecision(refusal=(
         f"{level}: {', '.join(failed)} times do not grow with message size over "
         f"{size_text(sizes[0])}-{size_text(sizes[-1])} ({len(sizes)} sizes; larger ones not "
         f"tried: {why}), so no bandwidth fits: noise on a busy machine hides the size term; "
-        f"give --max-size-mib {2 * sizes[-1] / 2**20:g} or more (and --coll-time-s "
-        f"{max(coll_time_s, 2 * rounds * 2 * slowest_s):.2g}), or calibrate on a quieter machine"))
+        f"give --max-size-mib {2 * sizes[-1] / 2**20:g} or more (or a larger --coll-time-s), "
+        "or calibrate on a quieter machine"))

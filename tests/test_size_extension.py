@@ -4,7 +4,13 @@
 from __future__ import annotations
 
 import pytest
-from scalesim.calibration.size_extension import MIN_SIZE_SHARE, SizeDecision, decide, size_term_share
+from scalesim.calibration.size_extension import (
+    MIN_SIZE_SHARE,
+    SizeDecision,
+    decide,
+    size_term_share,
+    timing_cost_s,
+)
 
 from scalesim.sources.nccl_tests import point_from_time
 
@@ -28,18 +34,25 @@ def points(op: str, sizes, times):
 BUSY = [2.1e-3, 1.9e-3, 2.0e-3, 1.8e-3, 1.9e-3, 1.7e-3, 1.6e-3]
 
 
+COLL_S = 0.1  # --coll-time-s
+BUDGET_S = len(SWEEP) * COLL_S  # what collective_phase.measure_level gives one op's sweep
+
+
 def test_clean_timings_are_fitted_as_they_are():
     clean = points("all_reduce", SWEEP, [ring_time("all_reduce", s) for s in SWEEP])
     assert size_term_share("all_reduce", clean) > MIN_SIZE_SHARE
-    assert decide(LEVEL, clean, coll_time_s=0.1, rounds=3) == SizeDecision()
+    assert decide(LEVEL, clean, COLL_S, 3, BUDGET_S) == SizeDecision()
 
 
 def test_times_that_do_not_grow_are_extended_for_that_op_only():
     noisy = points("all_reduce", SWEEP, BUSY)
     fine = points("reduce_scatter", SWEEP, [ring_time("reduce_scatter", s) for s in SWEEP])
     assert size_term_share("all_reduce", noisy) is None
-    decision = decide(LEVEL, noisy + fine, coll_time_s=0.1, rounds=3)
-    assert decision == SizeDecision(extend_to=4 * MIB, ops=("all_reduce",))
+    decision = decide(LEVEL, noisy + fine, COLL_S, 3, 2 * BUDGET_S)
+    # a 4 MiB call predicted at twice the 2 MiB one's 1.6 ms: warm-up, sizing, then the loops
+    assert timing_cost_s(3.2e-3, COLL_S, 3) == pytest.approx(2 * 3.2e-3 + COLL_S)
+    assert decision == SizeDecision(extend_to=4 * MIB, ops=("all_reduce",),
+                                    cost_s=timing_cost_s(3.2e-3, COLL_S, 3))
 
 
 def test_extension_doubles_until_the_size_term_shows_then_fits():
@@ -49,42 +62,43 @@ def test_extension_doubles_until_the_size_term_shows_then_fits():
         return max(ring_time("all_reduce", size, busbw_GBps=10.0), 1.5e-3) + (2e-4 if size == KIB else 0.0)
 
     rows = points("all_reduce", SWEEP, [busy_time(s) for s in SWEEP])
-    tried = []
-    while (decision := decide(LEVEL, rows, coll_time_s=0.1, rounds=3)).extend_to:
+    tried, budget = [], BUDGET_S
+    while (decision := decide(LEVEL, rows, COLL_S, 3, budget)).extend_to:
         tried.append(decision.extend_to)
+        budget -= decision.cost_s
         rows += points("all_reduce", [decision.extend_to], [busy_time(decision.extend_to)])
     assert decision == SizeDecision()
     assert tried and tried == [2 ** k * 2 * MIB for k in range(1, len(tried) + 1)]
-    assert size_term_share("all_reduce", rows) >= MIN_SIZE_SHARE
+    assert size_term_share("all_reduce", rows) >= MIN_SIZE_SHARE and budget >= 0
 
 
 def test_refused_when_the_next_size_would_not_fit_the_time_budget():
     noisy = points("all_reduce", SWEEP, BUSY)
-    # 2 x 1.6 ms per call is above a loop's share of --coll-time-s 0.006 (2 ms)
-    decision = decide(LEVEL, noisy, coll_time_s=0.006, rounds=3)
+    decision = decide(LEVEL, noisy, COLL_S, 3, budget_s=0.01)  # timing 4 MiB takes ~0.11 s
     assert decision.extend_to is None and decision.refusal is not None
     text = decision.refusal
     assert "\n" not in text
     assert text.startswith("intra-host link: all_reduce times do not grow with message size")
-    assert "1 KiB-2 MiB (7 sizes" in text and "--coll-time-s 0.006" in text
+    assert "1 KiB-2 MiB (7 sizes" in text
+    assert "timing all_reduce at 4 MiB would take about 0.11 s, more than the 0.01 s left" in text
     assert "--max-size-mib 4 or more" in text and "quieter machine" in text
 
 
 def test_refused_at_the_size_cap():
     noisy = points("all_reduce", SWEEP, BUSY)
-    decision = decide(LEVEL, noisy, coll_time_s=0.1, rounds=3, cap_bytes=2 * MIB)
+    decision = decide(LEVEL, noisy, COLL_S, 3, BUDGET_S, cap_bytes=2 * MIB)
     assert decision.refusal is not None and "4 MiB is above the 2 MiB cap" in decision.refusal
 
 
-@pytest.mark.parametrize("coll_time_s", [0.006, 0.1])
-def test_a_small_but_positive_size_term_is_fitted_when_it_cannot_grow(coll_time_s):
+@pytest.mark.parametrize("budget_s", [0.0, BUDGET_S])
+def test_a_small_but_positive_size_term_is_fitted_when_it_cannot_grow(budget_s):
     """Latency-bound but growing times: extended while the budget allows, never refused."""
     rows = points("all_reduce", SWEEP, [ring_time("all_reduce", s, alpha_s=4e-3) for s in SWEEP])
     share = size_term_share("all_reduce", rows)
     assert share is not None and share < MIN_SIZE_SHARE
-    decision = decide(LEVEL, rows, coll_time_s=coll_time_s, rounds=3)
+    decision = decide(LEVEL, rows, COLL_S, 3, budget_s)
     assert decision.refusal is None
-    assert decision.extend_to == (4 * MIB if coll_time_s == 0.1 else None)
+    assert decision.extend_to == (4 * MIB if budget_s else None)
 
 
 # ------------------------------------------------------------------ threads (signature, note)
