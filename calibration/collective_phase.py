@@ -150,7 +150,8 @@ def measure_level(ctx: DistContext, level: str, group, ranks: int, args,
     points = sweep(ctx, group, ranks, args, progress) if group is not None else []
     slowest = _slowest(gather_object(ctx, points))
     swept_to = max((p.size_bytes for p in slowest), default=0)
-    budget_s = len(slowest) * args.coll_time_s  # as much again as the sweep's timed loops
+    budget_s = size_extension.extension_budget_s(len(slowest), len({p.op for p in slowest}),
+                                                 args.coll_time_s)
     while slowest:
         decision = size_extension.decide(device_words(ctx).link(level), slowest,
                                          args.coll_time_s, ROUNDS, budget_s)

@@ -20,6 +20,8 @@ from scalesim.schemas import CollectivePoint
 MIN_SIZE_SHARE = 0.3
 # No message larger than this is timed to find the size term (1 GiB: memory for a few buffers).
 EXTEND_CAP_BYTES = 2**30
+# The extension budget of a level is at least this many sizes' --coll-time-s per op.
+MIN_BUDGET_SIZES = 8
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,13 @@ class SizeDecision:
     ops: tuple[str, ...] = ()
     cost_s: float = 0.0
     refusal: str | None = None
+
+
+def extension_budget_s(points: int, ops: int, coll_time_s: float) -> float:
+    """Seconds a level may spend on larger sizes: as much again as its sweep's ``points`` timed
+    loops of ``coll_time_s``, and at least ``MIN_BUDGET_SIZES`` sizes' worth per op (a sweep of
+    one or two sizes still gets a few doublings)."""
+    return max(points, MIN_BUDGET_SIZES * ops) * coll_time_s
 
 
 def timing_cost_s(call_s: float, coll_time_s: float, rounds: int) -> float:

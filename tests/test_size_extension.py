@@ -8,6 +8,7 @@ from scalesim.calibration.size_extension import (
     MIN_SIZE_SHARE,
     SizeDecision,
     decide,
+    extension_budget_s,
     size_term_share,
     timing_cost_s,
 )
@@ -88,6 +89,16 @@ def test_refused_at_the_size_cap():
     noisy = points("all_reduce", SWEEP, BUSY)
     decision = decide(LEVEL, noisy, COLL_S, 3, BUDGET_S, cap_bytes=2 * MIB)
     assert decision.refusal is not None and "4 MiB is above the 2 MiB cap" in decision.refusal
+
+
+def test_a_one_size_sweep_gets_a_few_doublings_of_budget():
+    """One size fits no line: it is extended, and its budget is eight sizes' worth, not one."""
+    one = points("all_reduce", [64 * KIB], [ring_time("all_reduce", 64 * KIB)])
+    assert size_term_share("all_reduce", one) is None
+    budget = extension_budget_s(len(one), 1, COLL_S)
+    assert budget == pytest.approx(8 * COLL_S)
+    assert extension_budget_s(7 * 3, 3, COLL_S) == pytest.approx(24 * COLL_S)  # the sweep's own
+    assert decide(LEVEL, one, COLL_S, 3, budget).extend_to == 128 * KIB
 
 
 @pytest.mark.parametrize("budget_s", [0.0, BUDGET_S])
