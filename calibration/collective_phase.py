@@ -22,8 +22,9 @@ import math
 import numpy as np
 import torch
 import torch.distributed as dist
+from scalesim.calibration import size_extension
 from scalesim.calibration.block_fit import PRECISION_BYTES, block_from_args
-from scalesim.calibration.dist import DistContext, gather_object
+from scalesim.calibration.dist import AgreedError, DistContext, gather_object
 from scalesim.calibration.link_fit import (  # noqa: F401 - re-exported: the fit lives there
     LARGE_BYTES,
     TOP_SHARE,
@@ -32,6 +33,7 @@ from scalesim.calibration.link_fit import (  # noqa: F401 - re-exported: the fit
 )
 from scalesim.calibration.options import parse_inter_link  # noqa: F401 - used below, tested here
 from scalesim.calibration.results import CollectiveResult
+from scalesim.calibration.size_extension import size_text
 from scalesim.calibration.timing import Clock
 
 from scalesim import presets
@@ -121,17 +123,56 @@ def time_collective(op: str, group, ranks: int, size_bytes: int, device, target_
     return time_call(_op_call(op, group, ranks, numel, device), group, device, target_s, rounds)
 
 
-def sweep(ctx: DistContext, group, ranks: int, args, progress) -> list[CollectivePoint]:
-    """All ops over all sizes on ``group`` (called by its members only)."""
+def sweep(ctx: DistContext, group, ranks: int, args, progress, ops=None,
+          sizes=None) -> list[CollectivePoint]:
+    """``ops`` (default ``--ops``) over ``sizes`` (default the flags' sweep) on ``group``
+    (called by its members only)."""
     points = []
-    for op in args.ops:
-        for size in message_sizes(args.min_size_kib, args.max_size_mib, args.size_factor):
+    for op in ops or args.ops:
+        for size in sizes or message_sizes(args.min_size_kib, args.max_size_mib, args.size_factor):
             numel = max(size // ELEMENT_BYTES // ranks, 1) * ranks
             nbytes = numel * ELEMENT_BYTES
             t = time_collective(op, group, ranks, nbytes, ctx.device, args.coll_time_s)
             points.append(point_from_time(op, nbytes, ranks, t))
             progress.update(1)
     return points
+
+
+def measure_level(ctx: DistContext, level: str, group, ranks: int, args,
+                  progress) -> tuple[list[CollectivePoint], str | None]:
+    """The slowest group's points of one level (every rank calls it; ``group`` None on ranks
+    outside the level), with sizes beyond ``--max-size-mib`` where its times did not grow
+    with size (``size_extension.decide``, asked again after each new size; every rank gets the
+    same points, so every rank decides alike), and a note saying so (None when not extended).
+    A level no bandwidth fits even then is an ``AgreedError`` naming it."""
+    from scalesim.calibration.runner import device_words
+
+    points = sweep(ctx, group, ranks, args, progress) if group is not None else []
+    slowest = _slowest(gather_object(ctx, points))
+    swept_to = max((p.size_bytes for p in slowest), default=0)
+    budget_s = size_extension.extension_budget_s(len(slowest), len({p.op for p in slowest}),
+                                                 args.coll_time_s)
+    while slowest:
+        decision = size_extension.decide(device_words(ctx).link(level), slowest,
+                                         args.coll_time_s, ROUNDS, budget_s)
+        if decision.refusal:
+            raise AgreedError(decision.refusal)
+        if decision.extend_to is None:
+            break
+        budget_s -= decision.cost_s
+        progress.total += len(decision.ops)
+        if group is not None:
+            points += sweep(ctx, group, ranks, args, progress, decision.ops, [decision.extend_to])
+        elif ctx.is_main:
+            progress.update(len(decision.ops))
+        slowest = _slowest(gather_object(ctx, points))
+    extended = max((p.size_bytes for p in slowest), default=0)
+    if extended <= swept_to:
+        return slowest, None
+    ops = sorted({p.op for p in slowest if p.size_bytes > swept_to})
+    return slowest, (f"{', '.join(ops)} timed up to {size_text(extended)}: up to "
+                     f"--max-size-mib ({size_text(swept_to)}) the times did not grow "
+                     "enough with size to fit a bandwidth (size_extension.decide)")
 
 
 def _slowest(all_points: list[list[CollectivePoint]]) -> list[CollectivePoint]:
@@ -185,8 +226,8 @@ def idle_devices(ctx: DistContext) -> int:
     return max(torch.cuda.device_count() - ctx.local_world, 0)
 
 
-def measured_level(ctx, level: str, points, fits,
-                   intra_fits: dict | None = None) -> tuple[LinkLevel, LinkCalibration]:
+def measured_level(ctx, level: str, points, fits, intra_fits: dict | None = None,
+                   extended: str | None = None) -> tuple[LinkLevel, LinkCalibration]:
     op = "all_reduce" if "all_reduce" in fits else next(iter(fits))
     fit = fits[op]
     sizes = [p.size_bytes for p in points if p.op == op]
@@ -198,6 +239,8 @@ def measured_level(ctx, level: str, points, fits,
     source = (f"measured by scalesim calibrate: {op} on {points[0].ranks} ranks "
               f"({algorithm}), {span}; alpha-beta fit (fit_alpha_beta), {large}; "
               f"rel. RMSE {fit['rel_rmse']:.1%}")
+    if extended:
+        source += f"; {extended}"
     latency, busbw, lower_bound, method = fit["latency_s"], fit["busbw_GBps"], False, None
     per_node = None
     if level == "inter_node":
@@ -273,17 +316,15 @@ def unmeasured_level(level: str, args, why: str) -> tuple[LinkLevel, LinkCalibra
 
 def run(ctx: DistContext, args, progress) -> CollectiveResult:
     sizes = message_sizes(args.min_size_kib, args.max_size_mib, args.size_factor)
-    intra_points: list[CollectivePoint] = []
-    inter_points: list[CollectivePoint] = []
-    if ctx.intra is not None:
-        intra_points = sweep(ctx, ctx.intra, len(ctx.intra_ranks), args, progress)
-    elif ctx.is_main:
+    if ctx.intra is None and ctx.is_main:
         progress.update(len(args.ops) * len(sizes))
+    intra_all, intra_note = measure_level(ctx, "intra_node", ctx.intra, len(ctx.intra_ranks),
+                                          args, progress)
+    inter_all, inter_note = [], None
     if ctx.nodes > 1:  # every rank of every server in one collective (the world group)
-        inter_points = sweep(ctx, dist.group.WORLD, ctx.world, args, progress)
-    gathered = gather_object(ctx, (intra_points, inter_points))
-    intra_all = _slowest([g[0] for g in gathered])
-    inter_all = _slowest([g[1] for g in gathered])
+        inter_all, inter_note = measure_level(ctx, "inter_node", dist.group.WORLD, ctx.world,
+                                              args, progress)
+    extended = {"intra_node": intra_note, "inter_node": inter_note}
     links, result = [], CollectiveResult(links=[])
     fits: dict[str, dict[str, float]] = {}
     intra_fits: dict | None = None
@@ -292,7 +333,8 @@ def run(ctx: DistContext, args, progress) -> CollectiveResult:
             level_fits = fit_level(points)
             if level == "intra_node":
                 intra_fits = level_fits
-            link, cal = measured_level(ctx, level, points, level_fits, intra_fits)
+            link, cal = measured_level(ctx, level, points, level_fits, intra_fits,
+                                       extended[level])
             fits.update({f"{level}/{op}": f for op, f in level_fits.items()})
         else:
             why = ("one process per node" if level == "intra_node"

@@ -38,7 +38,13 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from scalesim.calibration.options import busy_threads_note, default_threads, machine_load, omp_threads
+from scalesim.calibration.options import (
+    THREADS_NOTE_ENV,
+    busy_threads_note,
+    default_threads,
+    machine_load,
+    omp_threads,
+)
 
 from scalesim.errors import ScalesimError
 from scalesim.jsonio import atomic_write_text
@@ -68,6 +74,7 @@ class DistContext:
     inter_ranks: list[int] = field(default_factory=list)
     coll_algorithm: str = ""  # the collective algorithm the timings belong to
     threads_note: str | None = None  # the load took cores from the default threads (said at the end)
+    threads: int = 1  # torch threads this rank computes on (torch.get_num_threads)
 
     @property
     def is_main(self) -> bool:
@@ -154,6 +161,8 @@ def setup(args) -> DistContext:
         note = (
             None if args.threads or omp_threads(os.environ) else busy_threads_note(local_world, threads, load)
         )
+        if launched and not args.threads and os.environ.get(THREADS_NOTE_ENV):
+            note = os.environ[THREADS_NOTE_ENV]  # scalesim calibrate chose them, and said so
     timeout = timedelta(seconds=args.timeout)
     if backend == "nccl":
         os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
@@ -194,6 +203,7 @@ def setup(args) -> DistContext:
         control=control,
         coll_algorithm=collective_algorithm(backend),
         threads_note=note,
+        threads=torch.get_num_threads(),
     )
     # Every rank creates every group in the same order.
     for n in node_ids:

@@ -270,7 +270,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--max-size-mib",
         type=flag_type("message_bytes", 1 / 2**20, "MiB"),
-        help="largest message, MiB (default 256 on GPU, 32 on CPU)",
+        help="largest message, MiB (default 256 on GPU, 32 on CPU; where the times do not "
+        "grow with size up to it, larger ones are timed, docs/calibration.md)",
     )
     g.add_argument(
         "--size-factor",
@@ -395,6 +396,23 @@ def busy_threads_note(local_world: int, threads: int, load: float) -> str | None
         f"the machine is busy (load average {load:.1f} on {count(_cores(), 'core')}): "
         f"{count(threads, 'torch thread')} per process, not {share} (threads that share a core with other "
         f"work stall each other's ops); give --threads {share} to time {share}"
+    )
+
+
+# Set by ``scalesim calibrate --nproc-per-node N`` in its children's environment beside the
+# OMP_NUM_THREADS it chose: the line it printed, which rank 0 keeps in the profile's notes.
+THREADS_NOTE_ENV = "SCALESIM_CALIBRATE_THREADS_NOTE"
+
+
+def threads_line(local_world: int, threads: int, load: float) -> str:
+    """The line that says the torch threads per process a calibration chose and why: the busy
+    machine's note (``busy_threads_note``), else the cores the processes share."""
+    from scalesim.device_nouns import CPU_DEVICE_PREFIX, nouns_for
+
+    processes = nouns_for(CPU_DEVICE_PREFIX).count(local_world)
+    return busy_threads_note(local_world, threads, load) or (
+        f"{count(threads, 'torch thread')} per process: {count(_cores(), 'core')} shared by "
+        f"{processes} (load average {load:.1f}); give --threads N to time N"
     )
 
 

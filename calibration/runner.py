@@ -232,11 +232,14 @@ def _run_phases(ctx, args, monitor, folder) -> str | None:
         state,
     )
     from scalesim.calibration.assemble import default_micro_batch
-    from scalesim.calibration.dist import barrier
+    from scalesim.calibration.dist import barrier, gather_object
     from scalesim.calibration.results import PhaseRecord
 
     started = time.perf_counter()
-    sig = state.signature(args, ctx.world, ctx.nodes, ctx.local_world, ctx.backend, ctx.device.type)
+    threads = gather_object(ctx, ctx.threads)  # as each rank resolved them (state.signature)
+    sig = state.signature(
+        args, ctx.world, ctx.nodes, ctx.local_world, ctx.backend, ctx.device.type, threads
+    )
     records, state_notes = _stored_records(ctx, args, folder, sig)
     reused = set(records)
     for note in state_notes:
@@ -310,7 +313,7 @@ def _gather_hostnames(ctx) -> list[str]:
 
 
 def _finish(ctx, args, records, reused, hostnames, wall_s) -> str | None:
-    from scalesim.calibration import collective_phase, summary
+    from scalesim.calibration import collective_phase, state, summary
     from scalesim.calibration.assemble import build_profile, link_levels
 
     from scalesim.jsonio import write_model
@@ -326,13 +329,15 @@ def _finish(ctx, args, records, reused, hostnames, wall_s) -> str | None:
     timings = ", ".join(f"{p} {r.wall_s:.1f} s" for p, r in records.items() if p not in reused)
     longest = max((r for p, r in records.items() if p not in reused), key=lambda r: r.wall_s, default=None)
     machine.notes.append(
-        f"calibrated with {ctx.world} process(es) on {ctx.nodes} node(s), backend {ctx.backend}; "
+        f"calibrated with {ctx.world} process(es) on {ctx.nodes} node(s), backend {ctx.backend}, "
+        f"{state.threads_text(records['compute'].signature.get('threads'))}; "
         f"run time {wall_s:.1f} s ({timings or 'all phases kept'})"
         + (f"; longest phase: {longest.phase}" if longest else "")
     )
     if ctx.threads_note:
         machine.notes.append(ctx.threads_note)
-        print(f"{PROG}: note: {ctx.threads_note}")
+        if ctx.threads_note != os.environ.get(options.THREADS_NOTE_ENV):  # else said at the start
+            print(f"{PROG}: note: {ctx.threads_note}")
     if reused:
         machine.notes.append(f"kept from an earlier run with the same settings: {', '.join(sorted(reused))}")
     collectives = records["collectives"].parsed() if "collectives" in records else None

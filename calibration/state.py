@@ -20,10 +20,13 @@ from pydantic import ValidationError
 from scalesim.calibration.results import PhaseRecord
 
 from scalesim.errors import ScalesimError
+from scalesim.figures import count
 from scalesim.jsonio import read_json, write_model
 
 # Every flag that changes what a phase measures or how the profile is assembled: a resumed run
-# keeps a finished phase only when all of them are the same.
+# keeps a finished phase only when all of them are the same. The torch threads are in the
+# signature as every rank resolved them (``signature``'s ``threads``), not as ``--threads``
+# was given: without it they follow the machine's load (``options.default_threads``).
 SIGNATURE_FLAGS = (
     "model",
     "width",
@@ -34,7 +37,6 @@ SIGNATURE_FLAGS = (
     "precision",
     "optimizer",
     "seed",
-    "threads",
     "dataset",
     "batches",
     "micro_batch",
@@ -75,17 +77,35 @@ def state_folder(args) -> Path:
 
 
 def signature(
-    args, world: int, nodes: int, local_world: int, backend: str, device_type: str
+    args,
+    world: int,
+    nodes: int,
+    local_world: int,
+    backend: str,
+    device_type: str,
+    threads: list[int] | None = None,
 ) -> dict[str, Any]:
+    """The run's setup and flags; ``threads``: the torch threads each rank computes on, by rank."""
     sig = {
         "world": world,
         "nodes": nodes,
         "local_world": local_world,
         "backend": backend,
         "device": device_type,
+        "threads": threads,
     }
     sig.update({flag: getattr(args, flag) for flag in SIGNATURE_FLAGS})
     return sig
+
+
+def threads_text(threads) -> str:
+    """'2 torch threads per process', '2,1 torch threads (by rank)', or 'an unrecorded number
+    of torch threads' (a state folder written before the signature kept them)."""
+    if not threads:
+        return "an unrecorded number of torch threads"
+    if len(set(threads)) == 1:
+        return f"{count(threads[0], 'torch thread')} per process"
+    return f"{','.join(map(str, threads))} torch threads (by rank)"
 
 
 def phase_path(folder: Path, phase: str) -> Path:
@@ -98,7 +118,7 @@ def save(folder: Path, record: PhaseRecord) -> None:
 
 def load_matching(folder: Path, phases, sig: dict[str, Any]) -> tuple[dict[str, PhaseRecord], list[str]]:
     """Stored records whose signature matches ``sig``; also notes on the ones left out."""
-    records, notes = {}, []
+    records, notes, rethreaded = {}, [], []
     for phase in phases:
         path = phase_path(folder, phase)
         if not path.exists():
@@ -117,8 +137,18 @@ def load_matching(folder: Path, phases, sig: dict[str, Any]) -> tuple[dict[str, 
                 f"phase '{phase}' in {folder} was measured with other settings "
                 f"({', '.join(changed)}); not reused"
             )
+            if "threads" in changed:
+                rethreaded.append((phase, tuple(record.signature.get("threads") or ())))
             continue
         records[phase] = record
+    for then in dict.fromkeys(threads for _, threads in rethreaded):
+        names = ", ".join(phase for phase, threads in rethreaded if threads == then)
+        notes.append(
+            f"not reused because the threads changed: {names} measured with "
+            f"{threads_text(then)}, this run has "
+            f"{threads_text(sig.get('threads'))} (the load changed the default, or --threads "
+            "did; give --threads N to keep one count)"
+        )
     return records, notes
 
 

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     import sys
 
-    from scalesim.calibration.options import to_argv
+    from scalesim.calibration.options import THREADS_NOTE_ENV, to_argv
     from scalesim.calibration.runner import check_flags
     from scalesim.cli.torchrun_output import run_filtered
 
@@ -96,18 +96,34 @@ def run(args: argparse.Namespace) -> int:
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                f"--nproc-per-node={args.nproc_per_node}", "-m", "scalesim.calibration",
                *to_argv(args, skip=("nproc_per_node", "command"))]
-    return run_filtered(command, child_environment(args), sys.stderr.buffer)
+    env = child_environment(args)
+    if (note := env.get(THREADS_NOTE_ENV)) and args.device != "cuda":
+        print(f"scalesim calibrate: note: {note}", file=sys.stderr, flush=True)
+    return run_filtered(command, env, sys.stderr.buffer)
 
 
-def child_environment(args: argparse.Namespace, environ=None) -> dict[str, str]:
+def child_environment(args: argparse.Namespace, environ=None,
+                      load: float | None = None) -> dict[str, str]:
     """The environment of the processes torchrun starts: torchrun sets OMP_NUM_THREADS=1 when
-    it is unset, so it is set here to this machine's share (cores / processes) unless the user
-    set it or gave --threads (scalesim.calibration.options.default_threads)."""
+    it is unset, so it is set here to this machine's share (cores / processes, less the cores
+    the load average ``load`` keeps busy, read once here when None:
+    scalesim.calibration.options.default_threads) unless the user set it or gave --threads;
+    ``THREADS_NOTE_ENV`` then carries the line that says so (``threads_line``), which
+    ``scalesim calibrate`` prints once and rank 0 keeps in the profile's notes."""
     import os
 
-    from scalesim.calibration.options import default_threads
+    from scalesim.calibration.options import (
+        THREADS_NOTE_ENV,
+        default_threads,
+        machine_load,
+        threads_line,
+    )
 
     env = dict(os.environ if environ is None else environ)
+    env.pop(THREADS_NOTE_ENV, None)  # only the line said for this run
     if args.threads is None and not env.get("OMP_NUM_THREADS", "").strip():
-        env["OMP_NUM_THREADS"] = str(default_threads(args.nproc_per_node, env))
+        load = machine_load() if load is None else load
+        threads = default_threads(args.nproc_per_node, env, load=load)
+        env["OMP_NUM_THREADS"] = str(threads)
+        env[THREADS_NOTE_ENV] = threads_line(args.nproc_per_node, threads, load)
     return env
