@@ -26,7 +26,7 @@ from pydantic import Field
 
 from scalesim.attention_kernel import ATTENTION_KERNELS
 from scalesim.errors import ScalesimError, excerpt
-from scalesim.figures import exact
+from scalesim.figures import exact, number
 from scalesim.layout import RECOMPUTE_STYLES
 from scalesim.model.sharding import GRAD_SYNCS
 
@@ -70,8 +70,9 @@ class Bound:
         unit = f" {self.unit}" if self.unit else ""
         return f"{_num(self.low)} {lo} x {hi} {_num(self.high)}{unit}"
 
-    def problem(self, value: float) -> str | None:
-        """Why ``value`` is not allowed, or None when it is."""
+    def problem(self, value: float, typed: str | None = None) -> str | None:
+        """Why ``value`` is not allowed, or None when it is; the value quoted as ``typed`` (the
+        text it was read from) when given, else written like the bounds (``figures.number``)."""
         if isinstance(value, bool):
             return "true/false is not a number here"
         if self.integer:
@@ -89,28 +90,32 @@ class Bound:
         too_low = value <= self.low if self.low_open else value < self.low
         too_high = value >= self.high if self.high_open else value > self.high
         if too_low or too_high:
-            return f"{_shown(value)} is outside {self.text()} ({self.why})"
+            shown = excerpt(typed) if typed is not None else _shown(value)
+            return f"{shown} is outside {self.text()} ({self.why})"
         return None
 
-    def check(self, value: Any, name: str) -> Any:
-        """``value`` if allowed, else ScalesimError naming ``name``."""
-        why = self.problem(value)
+    def check(self, value: Any, name: str, typed: str | None = None) -> Any:
+        """``value`` if allowed, else ScalesimError naming ``name`` (and quoting ``typed``, the
+        text ``value`` was read from, when given)."""
+        why = self.problem(value, typed)
         if why is not None:
             raise ScalesimError(f"{name}: {why}")
         return value
 
 
 def _num(x: float) -> str:
-    if x == int(x) and abs(x) < 1e7:
-        return f"{int(x):,}"
-    return f"{x:g}"
+    """A bound as written in ``Bound.text``: exactly, whole numbers thousands-separated."""
+    return number(x)
 
 
 def _shown(value: Any) -> str:
-    """A value to quote in a message: short (a huge whole number by its size)."""
+    """A value to quote in a message: short (a huge whole number by its size), a number written
+    like the bounds beside it ('1e20 is outside 0.001 <= x <= 100,000', not '1e+20')."""
     if isinstance(value, int) and value.bit_length() > 100:
         return f"a whole number of {value.bit_length()} bits"
-    return excerpt(repr(value) if not isinstance(value, float | int | np.number) else f"{value}")
+    if isinstance(value, float | int | np.number) and not isinstance(value, bool | np.bool_):
+        return excerpt(number(value))
+    return excerpt(repr(value))
 
 # quantity -> bounds. Reasons say why the edge makes physical sense.
 QUANTITIES: dict[str, Bound] = {
@@ -353,7 +358,8 @@ def parse_number(text: str, quantity: str, name: str, factor: float = 1.0,
     if isinstance(value, float) and math.isinf(value) and "inf" not in raw.lower():
         raise ScalesimError(f"{name}: {_shown(raw)} overflows a float; it is outside {b.text()} "
                             f"({b.why})")
-    return b.check(value + 0.0 if isinstance(value, float) else value, name)  # -0.0 -> 0.0
+    # -0.0 -> 0.0; a refused value is quoted as typed ('1e6', not '1000000.0')
+    return b.check(value + 0.0 if isinstance(value, float) else value, name, raw)
 
 
 def split_list(text: str, name: str) -> list[str]:
