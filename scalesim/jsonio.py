@@ -186,6 +186,9 @@ def parse_json_text(text: str, name: str, keys_twice: bool = False) -> Any:
     """Parse JSON text read from ``name`` (a file or upload); a malformed text (with the
     position), a repeated key (``keys_twice``: left to the caller in a ``KeysTwice``) or a too
     deep nesting raises a one-line ScalesimError."""
+    if not text.strip():
+        raise ScalesimError(f"{name}: empty (no JSON in it); give the JSON file scalesim wrote, "
+                            "or write one (scalesim schema lists the fields)")
     try:
         return json.loads(text, object_pairs_hook=_unique_keys(name, keys_twice))
     except json.JSONDecodeError as exc:
