@@ -69,7 +69,7 @@ class Bound:
         lo = "<" if self.low_open else "<="
         hi = "<" if self.high_open else "<="
         unit = f" {self.unit}" if self.unit else ""
-        return f"{_num(self.low)} {lo} x {hi} {_num(self.high)}{unit}"
+        return f"{number(self.low)} {lo} x {hi} {number(self.high)}{unit}"  # exact, 1e20
 
     def problem(self, value: float, typed: str | None = None) -> str | None:
         """Why ``value`` is not allowed, or None when it is; the value quoted as ``typed`` (the
@@ -102,11 +102,6 @@ class Bound:
         if why is not None:
             raise ScalesimError(f"{name}: {why}")
         return value
-
-
-def _num(x: float) -> str:
-    """A bound as written in ``Bound.text``: exactly, whole numbers thousands-separated."""
-    return number(x)
 
 
 def _shown(value: Any) -> str:
@@ -386,15 +381,14 @@ def number_hint(text: str, b: Bound) -> str:
     if not math.isfinite(value):
         return ""
     unit = f", in {b.unit}" if b.unit else ""
-    if suffix == "%":
-        fraction = exact(value / 100)
-        return f"; write {text.strip()} as the fraction {fraction}" + (unit if b.unit else "")
+    if suffix == "%" and not b.unit:  # a share: cv, fraction
+        return f"; write {text.strip()} as the fraction {exact(value / 100)}"
     if suffix in _MULTIPLIERS:
         value *= 10.0 ** _MULTIPLIERS[suffix]
         shown = str(int(value)) if b.integer and value == int(value) else \
             f"{m['num'].replace(',', '')}e{_MULTIPLIERS[suffix]}"
         return f"; write {text.strip()} as {shown}{unit}"
-    if b.integer and (not math.isfinite(value) or value != int(value)):
+    if b.integer and value != int(value):
         return ""  # '1.5': no whole number to suggest
     shown = str(int(value)) if b.integer else exact(value) if "e" not in digits.lower() else digits
     same_unit = suffix == b.unit or (suffix.isalpha() and suffix.lower() == b.unit.lower())

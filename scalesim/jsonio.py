@@ -38,7 +38,7 @@ def write_model(path: str | os.PathLike[str], model: BaseModel) -> Path:
         type(model).model_validate_json(text)
     except ValidationError as exc:
         raise ScalesimError(
-            f"{path}: not written: {validation_message(exc, type(model).__name__)}"
+            f"{path}: not written: {validation_message(exc, type(model).__name__, type(model))}"
             "; the inputs gave a value outside its bounds"
         ) from None
     return atomic_write_text(path, text)
