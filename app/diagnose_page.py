@@ -24,7 +24,7 @@ import streamlit as st
 from scalesim import presets
 from scalesim.bounds import bound, parse_list
 from scalesim.diagnose_request import DEFAULT_WIRE_BYTES
-from scalesim.diagnosis import Report, by_verdict
+from scalesim.diagnosis import Report, by_verdict, no_first_remedy
 from scalesim.errors import ScalesimError
 from scalesim.fit_runs import Z95  # a 95 % band
 from scalesim.layout import (
@@ -360,7 +360,7 @@ def show_report(report: Report) -> None:
         st.success(f"**First remedy to try:** {_md(r.title)}: **{gain_text(report, r.gain)}** "
                    f"{what} predicted" + (f" ({_md(r.note)})" if r.note else ""))
     else:
-        st.info("None of the seed remedies is predicted to help.")
+        st.info(f"**First remedy to try:** {_md(no_first_remedy(report))}")
     _planner_actions(report)
     rem = pd.DataFrame([{"remedy": x.title,
                          "predicted gain (95% band)": gain_text(report, x.gain)

@@ -17,7 +17,7 @@ import vl_convert as vlc
 from scalesim.attention_kernel import ATTENTION_KERNEL_LABELS
 from scalesim.cli.cmd_predict import layout_line
 from scalesim.decision import card_rows
-from scalesim.diagnosis import by_verdict
+from scalesim.diagnosis import by_verdict, no_first_remedy
 from scalesim.figures import amount
 from scalesim.layout import SPLIT_HEADER, split_short
 from scalesim.model.sharding import GRAD_SYNC_LABELS
@@ -325,6 +325,9 @@ def diagnosis_html(report, link: str | None, gains: list[str],
         gain = gains[i] if i is not None else f"{report.first_remedy.gain:+.0%}"
         parts.append(f'<p class="rec"><b>First remedy to try:</b> '
                      f"{_e(report.first_remedy.title)}: {_e(gain)} predicted</p>")
+    else:  # as diagnose's text says it: not "Other remedies" under no first one
+        parts.append(f'<p class="rec"><b>First remedy to try:</b> '
+                     f"{_e(no_first_remedy(report))}</p>")
     parts.append("</section>")
     for other in report.others:
         parts.append(f"<p><b>Also: {_e(other.label)}</b>: "

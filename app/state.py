@@ -25,7 +25,7 @@ from scalesim.attention_kernel import DEFAULT_ATTENTION_KERNEL, AttentionKernel
 from scalesim.bounds import bounded, url_field
 from scalesim.device_nouns import nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import exact
+from scalesim.figures import exact, number
 from scalesim.jsonio import error_text, parse_json_text
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, RecomputeStyle
 from scalesim.profiles import parse_profile, profile_from_presets
@@ -198,9 +198,10 @@ def widget_bounds(name: str) -> dict[str, Any]:
 
 
 def _number(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        value = int(value)
-    return f"{value:,}" if isinstance(value, int | float) else _shown(value)
+    """A control's value in a refusal, written like its bound (``figures.number``)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return number(value)
+    return _shown(value)
 
 
 def refusal(state: AppState, name: str, value: Any) -> str | None:
@@ -532,7 +533,7 @@ def _validated_fields(raw: dict[str, Any], messages: list[str]) -> dict[str, Any
                 if name in values and name not in bad:
                     bad.add(name)
                     shown = _shown(values[name])
-                    messages.append(f"'{name}={shown}' is not valid ({error_text(err)}); "
+                    messages.append(f"'{name}={shown}' is not valid ({error_text(err, AppState)}); "
                                     "using the default")
             if not bad:  # a model-level error: nothing to blame, give up on the controls
                 messages.append("the link's controls do not fit together; using the defaults")

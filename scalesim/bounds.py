@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,7 @@ from pydantic import Field
 
 from scalesim.attention_kernel import ATTENTION_KERNELS
 from scalesim.errors import ScalesimError, excerpt
-from scalesim.figures import exact
+from scalesim.figures import exact, number
 from scalesim.layout import RECOMPUTE_STYLES
 from scalesim.model.sharding import GRAD_SYNCS
 
@@ -68,10 +69,11 @@ class Bound:
         lo = "<" if self.low_open else "<="
         hi = "<" if self.high_open else "<="
         unit = f" {self.unit}" if self.unit else ""
-        return f"{_num(self.low)} {lo} x {hi} {_num(self.high)}{unit}"
+        return f"{number(self.low)} {lo} x {hi} {number(self.high)}{unit}"  # exact, 1e20
 
-    def problem(self, value: float) -> str | None:
-        """Why ``value`` is not allowed, or None when it is."""
+    def problem(self, value: float, typed: str | None = None) -> str | None:
+        """Why ``value`` is not allowed, or None when it is; the value quoted as ``typed`` (the
+        text it was read from) when given, else written like the bounds (``figures.number``)."""
         if isinstance(value, bool):
             return "true/false is not a number here"
         if self.integer:
@@ -89,28 +91,27 @@ class Bound:
         too_low = value <= self.low if self.low_open else value < self.low
         too_high = value >= self.high if self.high_open else value > self.high
         if too_low or too_high:
-            return f"{_shown(value)} is outside {self.text()} ({self.why})"
+            shown = excerpt(typed) if typed is not None else _shown(value)
+            return f"{shown} is outside {self.text()} ({self.why})"
         return None
 
-    def check(self, value: Any, name: str) -> Any:
-        """``value`` if allowed, else ScalesimError naming ``name``."""
-        why = self.problem(value)
+    def check(self, value: Any, name: str, typed: str | None = None) -> Any:
+        """``value`` if allowed, else ScalesimError naming ``name`` (and quoting ``typed``, the
+        text ``value`` was read from, when given)."""
+        why = self.problem(value, typed)
         if why is not None:
             raise ScalesimError(f"{name}: {why}")
         return value
 
 
-def _num(x: float) -> str:
-    if x == int(x) and abs(x) < 1e7:
-        return f"{int(x):,}"
-    return f"{x:g}"
-
-
 def _shown(value: Any) -> str:
-    """A value to quote in a message: short (a huge whole number by its size)."""
+    """A value to quote in a message: short (a huge whole number by its size), a number written
+    like the bounds beside it ('1e20 is outside 0.001 <= x <= 100,000', not '1e+20')."""
     if isinstance(value, int) and value.bit_length() > 100:
         return f"a whole number of {value.bit_length()} bits"
-    return excerpt(repr(value) if not isinstance(value, float | int | np.number) else f"{value}")
+    if isinstance(value, float | int | np.number) and not isinstance(value, bool | np.bool_):
+        return excerpt(number(value))
+    return excerpt(repr(value))
 
 # quantity -> bounds. Reasons say why the edge makes physical sense.
 QUANTITIES: dict[str, Bound] = {
@@ -349,11 +350,53 @@ def parse_number(text: str, quantity: str, name: str, factor: float = 1.0,
             raise ScalesimError(f"{name}: a whole number of {len(digits)} digits is outside "
                                 f"{b.text()} ({b.why})") from None
         kind = "a whole number" if b.integer else "a number"
-        raise ScalesimError(f"{name}: {_shown(raw)} is not {kind}") from None
+        raise ScalesimError(f"{name}: {_shown(raw)} is not {kind}{number_hint(raw, b)}") from None
     if isinstance(value, float) and math.isinf(value) and "inf" not in raw.lower():
         raise ScalesimError(f"{name}: {_shown(raw)} overflows a float; it is outside {b.text()} "
                             f"({b.why})")
-    return b.check(value + 0.0 if isinstance(value, float) else value, name)  # -0.0 -> 0.0
+    # -0.0 -> 0.0; a refused value is quoted as typed ('1e6', not '1000000.0')
+    return b.check(value + 0.0 if isinstance(value, float) else value, name, raw)
+
+
+# A number a person writes with a sign of money, a unit or a multiplier: '$40', '100GB/s', '7B',
+# '50%', '1,000' (a bare number is parsed before this is tried).
+_DECORATED = re.compile(r"(?P<money>\$?)\s*(?P<num>[-+]?(?:\d[\d_,]*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
+                        r"\s*(?P<suffix>%|[A-Za-z/]+)?")
+_MULTIPLIERS = {"k": 3, "K": 3, "M": 6, "B": 9, "G": 9, "T": 12}  # '7B' parameters, '1M' dollars
+
+
+def number_hint(text: str, b: Bound) -> str:
+    """How to write ``text``, refused as a number of ``b``'s quantity, so that it reads: '' when
+    no better text is known, else '; ...' to end the refusal with: the number alone in the
+    unit ('100GB/s' -> 100), a multiplier as an exponent ('7B' -> 7e9), a percentage as a
+    fraction ('50%' -> 0.5), a whole number in digits ('1e3' -> 1000)."""
+    m = _DECORATED.fullmatch(text.strip())
+    if m is None:
+        return ""
+    digits, suffix = m["num"].replace(",", "").replace("_", ""), m["suffix"] or ""
+    try:
+        value = float(digits)
+    except ValueError:
+        return ""
+    if not math.isfinite(value):
+        return ""
+    unit = f", in {b.unit}" if b.unit else ""
+    if suffix == "%" and not b.unit:  # a share: cv, fraction
+        return f"; write {text.strip()} as the fraction {exact(value / 100)}"
+    if suffix in _MULTIPLIERS:
+        value *= 10.0 ** _MULTIPLIERS[suffix]
+        shown = str(int(value)) if b.integer and value == int(value) else \
+            f"{m['num'].replace(',', '')}e{_MULTIPLIERS[suffix]}"
+        return f"; write {text.strip()} as {shown}{unit}"
+    if b.integer and value != int(value):
+        return ""  # '1.5': no whole number to suggest
+    shown = str(int(value)) if b.integer else exact(value) if "e" not in digits.lower() else digits
+    same_unit = suffix == b.unit or (suffix.isalpha() and suffix.lower() == b.unit.lower())
+    if suffix and not same_unit:  # '5us' for seconds, '100Gb/s' for GB/s: not the same number
+        return f"; give the number alone{unit}"
+    if m["money"] or suffix or "," in m["num"]:
+        return f"; give the number alone{unit}: {shown}"
+    return f"; write it in digits: {shown}" if b.integer and shown != text.strip() else ""
 
 
 def split_list(text: str, name: str) -> list[str]:
@@ -383,6 +426,11 @@ def parse_list(text: str, quantity: str, name: str) -> list:
     """'1,2,4' -> [1, 2, 4]; for whole numbers also 'A-B', doubling from A to B ('1-8' -> 1, 2,
     4, 8); B must be a doubling of A (1-1000 would stop at 512 without saying so)."""
     b = bound(quantity)
+    typed = text.strip()
+    if re.fullmatch(r"\d{1,3}(,\d{3})+", typed) and ",0" in typed:  # '1,000': no value starts 0
+        zero = next(x for x in typed.split(",") if x.startswith("0"))
+        raise ScalesimError(f"{name}: '{typed}': commas separate values here ({zero} is no value); "
+                            f"write {typed.replace(',', '')} without them, or values like 1,2,4")
     parts = split_list(text, name)
     if b.integer and len(parts) == 1 and "-" in parts[0].lstrip("-"):
         lo_text, _, hi_text = parts[0].partition("-")

@@ -49,9 +49,9 @@ from scalesim.bounds import bound
 from scalesim.device_nouns import is_cpu_device, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount, link_GBps
-from scalesim.layout import ZERO_STRATEGIES
+from scalesim.layout import ZERO_STRATEGIES, model_split_words
 from scalesim.layout_change import layout_changes, layout_settings
-from scalesim.layout_predict import split_words, uses_layouts
+from scalesim.layout_predict import uses_layouts
 from scalesim.network_upgrades import upgrades_for
 from scalesim.predict import Prediction, data_parallel_ranks, one_device_note, predict
 from scalesim.presets import FLASH2_ON_HOPPER_EFFICIENCY
@@ -499,9 +499,8 @@ def _fits_at(ctx: _Ctx, devices: int) -> tuple[tuple[Prediction, str, Scenario] 
             continue
         modelled = True
         if p.fits and (best is None or p.samples_per_s > best[0].samples_per_s):
-            split = (f"{split_words(p.dp, p.tp, p.pp)}, " if p.dp is not None
-                     and p.tp * p.pp > 1 else "")
-            best = (p, f"{split}{strategy}", run)
+            split = model_split_words(p.dp, p.tp, p.pp)
+            best = (p, f"{split}, {strategy}" if split else strategy, run)
     return best, modelled
 
 
@@ -545,9 +544,10 @@ def _more_devices_option(ctx: _Ctx, price_source: str) -> tuple[_MoreDevices | N
         return None, searched
     p, layout, run = found
     words = ctx.words
-    split = f"{split_words(None, p.tp, p.pp)}, " if p.tp * p.pp > 1 else ""
+    split = model_split_words(None, p.tp, p.pp)
+    # the sentence: the layout
     title = (f"Add {words.devices} ({figures.whole(ctx.now.devices)} -> "
-             f"{words.count(p.devices)}, {split}{run.strategy})")  # the sentence: the layout
+             f"{words.count(p.devices)}, {split + ', ' if split else ''}{run.strategy})")
     option = ctx.option("more_devices", title, p, 0.0, price_source,
                         changes=_changes(ctx.scenario, run, p.devices))
     return _MoreDevices(option, p.memory_bytes, layout), searched
@@ -578,9 +578,8 @@ def _nothing_fits(ctx: _Ctx, more: _MoreDevices | None, searched: int) -> str:
     went (``searched``)."""
     now, scn = ctx.now, ctx.scenario
     done = []
-    if now.tp * now.pp > 1:
-        done.append(f"the model is split already, {split_words(None, now.tp, now.pp)}, and no other "
-                    "split fits")
+    if split := model_split_words(None, now.tp, now.pp):
+        done.append(f"the model is split already, {split}, and no other split fits")
     if data_parallel_ranks(now) == 1:
         done.append("ZeRO shards nothing over one data-parallel replica (dp 1)")
     elif scn.strategy == "zero3":
@@ -684,11 +683,10 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     now = _one(profile, scenario, devices)
     ctx = _Ctx(profile, scenario, now)
     # a split model's micro-batch is per replica of tp x pp devices: the layout says so
-    split = (f" ({split_words(now.dp, now.tp, now.pp)})" if now.dp is not None
-             and now.tp * now.pp > 1 else "")
+    split = model_split_words(now.dp, now.tp, now.pp)
     words = ctx.words
-    base = ctx.option("now", f"As is: {words.count(devices)}{split}", now, 0.0,
-                      _price_source(profile, scenario))
+    as_is = f"As is: {words.count(devices)}" + (f" ({split})" if split else "")
+    base = ctx.option("now", as_is, now, 0.0, _price_source(profile, scenario))
     candidates, notes = _candidates(ctx)
     winners = [o for o in candidates if _wins(ctx, o)]
     losers = [o.title for o in candidates if o not in winners]

@@ -47,7 +47,7 @@ from scalesim.model.stragglers import (
     persistence_words,
     slowest_in_most_steps,
 )
-from scalesim.remedies import VERDICT_GROUPS, VERDICTS, gain_verdict
+from scalesim.remedies import VERDICTS, gain_verdict, verdict_group
 
 CAUSES = {
     "inter_server": "Inter-server link",
@@ -857,10 +857,8 @@ def render_text(report: Report) -> str:
         what = "time to quality" if r.key == "smaller_batch" else "throughput"
         lines.append(f"First remedy to try: {r.title}: {r.gain:+.0%} {what} predicted"
                      + (f" ({r.note})" if r.note else ""))
-    elif report.remedies:
-        lines.append("First remedy to try: none of the seed remedies is predicted to help")
     else:
-        lines.append("First remedy to try: not predicted (see the notes)")
+        lines.append(f"First remedy to try: {no_first_remedy(report)}")
     lines += _verdict_groups(report)
     lines.append("")
     if report.kind == "runs":
@@ -872,6 +870,19 @@ def render_text(report: Report) -> str:
     return "\n".join(lines)
 
 
+def no_first_remedy(report: Report) -> str:
+    """Why a report names no first remedy (diagnose's text and the app's Diagnose page): none
+    was predicted, none is predicted to help, or those that help do not treat the likely cause
+    (a smaller batch where the batch is not too large, a larger one where it is): they are
+    listed under "Remedies", not "Other remedies", with what they change."""
+    if not report.remedies:
+        return "not predicted (see the notes)"
+    if any(r.helps for r in report.remedies):
+        return ("none advised for the likely cause; the remedies listed below help only as "
+                "their notes say")
+    return "none of the seed remedies is predicted to help"
+
+
 def by_verdict(remedies: list[Remedy]) -> list[Remedy]:
     """``remedies`` in the planner's verdict order (``remedies.VERDICTS``), each verdict's in
     their own order: the order of diagnose's lists, the app's table and the HTML report."""
@@ -880,14 +891,15 @@ def by_verdict(remedies: list[Remedy]) -> list[Remedy]:
 
 def _verdict_groups(report: Report) -> list[str]:
     """The remedies but the first, grouped by the planner's verdict (``by_verdict``), each group
-    titled from ``remedies.VERDICT_GROUPS``; a figure for each that was predicted, the note or
-    why it does not apply after its title."""
+    titled by ``remedies.verdict_group`` ("Other remedies" only under a first remedy); a figure
+    for each that was predicted, the note or why it does not apply after its title."""
     lines = []
     for verdict in VERDICTS:
         group = [r for r in by_verdict(report.remedies)
                  if r.verdict == verdict and r is not report.first_remedy]
         if group:
-            lines.append(f"{VERDICT_GROUPS[verdict]} (model, applied alone):")
+            first_said = report.first_remedy is not None
+            lines.append(f"{verdict_group(verdict, first_said)} (model, applied alone):")
             lines += [(f"  {r.gain:+7.1%}" if r.applicable else f"  {'n/a':>7}")
                       + f"  {r.title}" + (f" ({r.note})" if r.note else "") for r in group]
     return lines

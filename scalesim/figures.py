@@ -25,6 +25,26 @@ def exact(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
+def number(value: float) -> str:
+    """A number in a sentence, exactly and thousands-separated: '100,000', '16,777,216',
+    '100,000.5', '0.001' (the digits of the shortest text that reads back, ``exact``), an exponent
+    only far from one and as a person types it ('1e20', '1e-9', not '1e+20', '1e-09'). A bound
+    and the value it refuses are both written so (``bounds.Bound.text``, the refusals of JSON
+    fields and of the app's controls)."""
+    if isinstance(value, int) or (math.isfinite(value) and value == int(value)
+                                  and abs(value) < 1e16):
+        return f"{int(value):,}"
+    text = exact(value)
+    if "e" in text:
+        mantissa, _, power = text.partition("e")
+        return f"{mantissa}e{int(power)}"
+    if "." in text:
+        sign, digits = ("-", text[1:]) if text.startswith("-") else ("", text)
+        units, _, decimals = digits.partition(".")
+        return f"{sign}{int(units):,}.{decimals}"
+    return text  # nan, inf
+
+
 def whole(n: int) -> str:
     """A whole count in prose, thousands separated: '16', '1,024' (not in a list a user types
     back, where the commas separate values: ``bounds.list_text``)."""

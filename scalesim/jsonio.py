@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from scalesim.errors import ScalesimError, require_path
+from scalesim.figures import number
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -37,7 +38,7 @@ def write_model(path: str | os.PathLike[str], model: BaseModel) -> Path:
         type(model).model_validate_json(text)
     except ValidationError as exc:
         raise ScalesimError(
-            f"{path}: not written: {validation_message(exc, type(model).__name__)}"
+            f"{path}: not written: {validation_message(exc, type(model).__name__, type(model))}"
             "; the inputs gave a value outside its bounds"
         ) from None
     return atomic_write_text(path, text)
@@ -185,6 +186,9 @@ def parse_json_text(text: str, name: str, keys_twice: bool = False) -> Any:
     """Parse JSON text read from ``name`` (a file or upload); a malformed text (with the
     position), a repeated key (``keys_twice``: left to the caller in a ``KeysTwice``) or a too
     deep nesting raises a one-line ScalesimError."""
+    if not text.strip():
+        raise ScalesimError(f"{name}: empty (no JSON in it); give the JSON file scalesim wrote, "
+                            "or write one (scalesim schema lists the fields)")
     try:
         return json.loads(text, object_pairs_hook=_unique_keys(name, keys_twice))
     except json.JSONDecodeError as exc:
@@ -216,10 +220,15 @@ def json_kind(value: Any) -> str:
     return "null" if value is None else kinds.get(type(value), type(value).__name__)
 
 
-def error_text(error: Mapping[str, Any]) -> str:
+def error_text(error: Mapping[str, Any], model: type[BaseModel] | None = None) -> str:
     """One pydantic error's sentence; a validator's own, without pydantic's "Value error, ";
     an object that is something else in JSON's words, not pydantic's ("a valid dictionary or
-    instance of CaseHardware" names the code's class)."""
+    instance of CaseHardware" names the code's class); with ``model``, a number out of its
+    bounds by the field's bounds, unit and reason (not pydantic's "less than or equal to 100000")."""
+    if error.get("type") in _RANGE_ERRORS and model is not None:
+        allowed = _allowed(model, tuple(error.get("loc", ())))
+        if allowed:
+            return allowed
     if error.get("type") in ("model_type", "dict_type"):
         kind = json_kind(error.get("input"))
         article = "" if kind == "null" else "an " if kind[0] in "aeiou" else "a "
@@ -268,7 +277,7 @@ def validation_message(exc: ValidationError, what: str, model: type[BaseModel] |
     if first.get("type") in _RANGE_ERRORS:
         given = first.get("input")
         allowed = _allowed(model, loc)
-        shown = f"{given:g}" if isinstance(given, float) else str(given)
+        shown = number(given) if isinstance(given, int | float) else str(given)
         msg = f"{shown} given; " + (allowed if allowed else msg)
     elif first.get("type") in ("extra_forbidden", "missing"):
         # a hand-edited file or one of another version: say what to do, and where the fields are

@@ -94,6 +94,13 @@ def split_words(dp: int | None, tp: int, pp: int, cp: int | None = None) -> str:
                       + ([f"cp {cp}"] if cp is not None else []))
 
 
+def model_split_words(dp: int | None, tp: int, pp: int) -> str:
+    """``split_words`` of a layout that splits the model (tp x pp > 1), '' for data parallelism
+    alone (tp = pp = 1), where a device count says it all: every sentence that names a layout
+    only when there is a split to name uses this."""
+    return split_words(dp, tp, pp) if tp * pp > 1 else ""
+
+
 # The header of a column whose cells ``split_short`` writes (form "cell").
 SPLIT_HEADER = "dp x tp x pp"
 

@@ -41,6 +41,7 @@ from scalesim.layout import (
     ParallelLayout,
     early_stop_of,
     layout_problems,
+    model_split_words,
     op_sac_of,
     shard_group_problem,
     shard_group_refusal,
@@ -81,7 +82,7 @@ def asked_split(scenario: Scenario, shard_group: bool = True) -> list[str]:
     group out: hybrid sharding splits no model, and the data-parallel path runs it too
     (docs/model.md §16)."""
     split = layout_of(scenario)
-    asked = [split_words(None, split.tp, split.pp)] if split.splits_model else []
+    asked = [words] if (words := model_split_words(None, split.tp, split.pp)) else []
     asked += ["sequence parallel"] if split.sequence_parallel else []
     asked += ["tp overlap"] if split.tp_overlap else []
     asked += [f"recompute {split.recompute}"] if split.recompute not in (None, "none") else []

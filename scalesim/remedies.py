@@ -76,9 +76,17 @@ DP_EXCHANGE_SHARE = MODEL_PARALLEL_MEDIAN_ERROR / (1.0 + MODEL_PARALLEL_MEDIAN_E
 NO_CHANGE = 0.0005
 VERDICTS = ("remedy", "no change", "loses", "not runnable", "not applicable")  # display order
 # Each verdict's group in a list of remedies (diagnose's text): the planner's word, so a remedy
-# reads the same in the planner and in diagnose ("Other": the first remedy is said before).
-VERDICT_GROUPS = {"remedy": "Other remedies", "no change": "No change", "loses": "Loses",
+# reads the same in the planner and in diagnose (``verdict_group``: "Other remedies" under a
+# first remedy said above them).
+VERDICT_GROUPS = {"remedy": "Remedies", "no change": "No change", "loses": "Loses",
                   "not runnable": "Not runnable", "not applicable": "Not applicable"}
+
+
+def verdict_group(verdict: str, first_said: bool) -> str:
+    """The heading of ``verdict``'s group: ``VERDICT_GROUPS``'s, the remedies' "Other remedies"
+    where a first remedy was said above them (``first_said``), "Remedies" where none was."""
+    group = VERDICT_GROUPS[verdict]
+    return f"Other {group.lower()}" if verdict == "remedy" and first_said else group
 
 
 def gain_verdict(gain: float) -> str:

@@ -119,6 +119,18 @@ def large_batch(critical_batch: float = 1024.0, min_samples: float = 5e7):
     return _rows(profile, Scenario(devices=[1, 2, 4, 8, 16, 32], micro_batch=256), extra)
 
 
+def below_noise_scale():
+    """Weak scaling on one to two servers that scales well, its global batch far below B_noise
+    (20,000): no cause, so no first remedy, yet shrinking the batch helps time to quality (the
+    one remedy; session 19: it was headed "Other remedies" under no first one)."""
+    profile = _profile("dgx-a100", "resnet50")
+
+    def extra(i, r):
+        return {"steps_to_target": float(steps_to_quality(r.global_batch, 20000.0, 5e7))}
+
+    return _rows(profile, Scenario(devices=[1, 2, 4, 8, 16], micro_batch=64), extra)
+
+
 def small_work():
     """Fixed global batch with a 30 ms fixed cost per micro-step: per-sample time rises."""
     profile = _profile("dgx-a100", "resnet50")

@@ -155,3 +155,11 @@ def test_devices_per_server_other_than_the_hardwares_is_said_as_predict_says_it(
     assert any(words.split(":")[0] in i.value for i in at.info), [i.value for i in at.info]
     _, notes = build_scenario(AppState(dmax=16), profile)  # the hardware's own: nothing said
     assert not any("GPUs per server" in n for n in notes)
+
+
+def test_a_refused_control_value_is_written_like_its_bound_never_1e_plus():
+    """Session 19: '1e+20 is above the largest value ..., 100,000' (Python's float text)."""
+    state = default_state()
+    assert refusal(state, "ebw", 1e20).startswith(
+        "Inter-server bandwidth (GB/s): 1e20 is above the largest value the planner takes, 100,000")
+    assert "100,000.5 is above" in refusal(state, "ebw", 100000.5)

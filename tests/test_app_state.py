@@ -378,3 +378,16 @@ def test_an_empty_device_list_says_it_shows_powers_of_two():
     _, notes = device_counts(empty.model_copy(update={"dlist": "12,20"}), 8)
     assert notes == ["left out 12, 20: above 8 devices a count must fill whole servers (a "
                      "multiple of 8); none of the list is left, showing powers of two"]
+
+
+@pytest.mark.parametrize("typed, words", [
+    ("1e6", "'ebw=1e6' is not valid (allowed: 0.001 <= x <= 100,000 GB/s"),
+    ("1e20", "'ebw=1e20' is not valid (allowed: 0.001 <= x <= 100,000 GB/s"),
+    ("-0.0", "'ebw=-0.0' is not valid (allowed: 0.001 <= x <= 100,000 GB/s"),
+])
+def test_a_link_value_out_of_bounds_is_quoted_as_given_beside_the_bounds(typed, words):
+    """Session 19: it said pydantic's '(Input should be less than or equal to 100000)', the
+    bound without its separators or unit."""
+    state, _, messages = decode_query({"v": "9", "ebw": typed})
+    assert state.ebw is None and len(messages) == 1
+    assert messages[0].startswith(words) and messages[0].endswith("using the default"), messages

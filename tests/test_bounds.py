@@ -895,3 +895,58 @@ def test_a_negative_zero_is_read_as_zero(tmp_path, capsys):
     assert main(["predict", "--price", "-0", "--train-samples", "1e9", "--devices", "8"]) == 0
     out = capsys.readouterr().out
     assert "$-0" not in out and not any(line.endswith(" -0") for line in out.splitlines()), out
+
+
+# ------------------------------------------- session 19: a refused value as the user gave it
+
+# (flag, typed, the refusal's words): the value as typed beside bounds with separators; was
+# Python's float text ('1000000.0', '1e+20', '-5.0', '0.0') beside '100,000'
+TYPED_REFUSALS = [
+    ("--inter-busbw-values", "10,1e6", "1e6 is outside 0.001 <= x <= 100,000 GB/s"),
+    ("--inter-busbw-values", "1e20", "1e20 is outside 0.001 <= x <= 100,000 GB/s"),
+    ("--inter-busbw-values", "-0.0", "-0.0 is outside 0.001 <= x"),
+    ("--inter-busbw-values", "-5", "-5 is outside 0.001 <= x"),
+    ("--inter-busbw-values", " 1e9 ", "1e9 is outside 0.001 <= x"),
+    ("--inter-busbw-values", "1_000_000", "1_000_000 is outside 0.001 <= x"),
+    ("--inter-busbw-values", "100000.5", "100000.5 is outside 0.001 <= x <= 100,000 GB/s"),
+    ("--inter-busbw-values", "1e-9", "1e-9 is outside 0.001 <= x"),
+    ("--inter-busbw-values", "1e400", "'1e400' overflows a float; it is outside 0.001 <= x"),
+    ("--inter-busbw-values", "nan", "nan is not a finite number"),
+    ("--inter-busbw-values", "inf", "inf is not a finite number"),
+    ("--bucket-mib-values", "0,-5", "0 is outside 0.1 <= x"),
+]
+
+
+@pytest.mark.parametrize("flag, typed, words", TYPED_REFUSALS)
+def test_a_refused_flag_value_is_quoted_as_typed(capsys, flag, typed, words):
+    code, _, err = run_cli(capsys, ["sweep", flag, typed])
+    assert_one_line_refusal(code, err, words)
+    assert "e+" not in err and ": 0.0 is" not in err and "1000000.0" not in err, err
+
+
+def test_a_bound_is_written_exactly_not_rounded_to_six_digits(capsys):
+    """The micro-batch's bound is 2**24: it read '1.67772e+07' (':g'), which is not the bound,
+    beside a refused 16777217 that looked below it."""
+    code, _, err = run_cli(capsys, ["predict", "--batch", "16777217"])
+    assert_one_line_refusal(code, err, "16777217 is outside 1 <= x <= 16,777,216 samples")
+    assert "e+" not in markdown_table()
+
+
+@pytest.mark.parametrize("value, words", [
+    (1e20, "1e20 given; allowed: 0.001 <= x <= 100,000 GB/s"),
+    (100000.5, "100,000.5 given; allowed: 0.001 <= x <= 100,000 GB/s"),
+    (-5, "-5 given; allowed: 0.001 <= x"),
+])
+def test_a_json_field_out_of_bounds_is_written_like_its_bounds(tmp_path, capsys, value, words):
+    scenario = tmp_path / "scenario.json"
+    scenario.write_text(json.dumps({"inter_busbw_GBps": value}))
+    code, _, err = run_cli(capsys, ["predict", "--scenario", str(scenario)])
+    assert_one_line_refusal(code, err, f"field 'inter_busbw_GBps': {words}")
+
+
+def test_a_checked_value_without_text_is_written_like_its_bounds():
+    """Values read from files (nccl-tests columns, API arguments) have no text of their own."""
+    with pytest.raises(ScalesimError, match=r"^x: 1e20 is outside 0.001 <= x <= 100,000 GB/s"):
+        check_number("busbw_GBps", 1e20, "x")
+    with pytest.raises(ScalesimError, match=r"^x: 2,000,000 is outside 1 <= x <= 1,048,576 "):
+        check_number("devices", 2_000_000, "x")

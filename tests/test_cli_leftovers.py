@@ -159,3 +159,64 @@ def test_a_repeated_item_is_kept_once_in_its_first_place():
     assert split_list("ddp, zero3,ddp", "x") == ["ddp", "zero3"]
     assert parse_list("16,4,16", "micro_batch", "x") == [16, 4]
     assert parse_list("0.1,0.10", "cv", "x") == [0.1]
+
+
+# ------------------------------------------------ session 19: the demanding user's refusals
+PLAN = ["plan", "--workload", "llama3-8b", "--devices", "64", "--global-batch", "512"]
+# (argv, the one line's words): each was unclear, wrong or without its fix before
+REFUSALS = [
+    # a unit, money sign, percent or multiplier in a number: was "'100GB/s' is not a number"
+    (["predict", "--inter-busbw", "100GB/s"], "'100GB/s' is not a number; give the number alone, "
+                                              "in GB/s: 100"),
+    (["sweep", "--inter-busbw-values", "10GB/s"], "give the number alone, in GB/s: 10"),
+    (["predict", "--inter-busbw", "100Gb/s"], "'100Gb/s' is not a number; give the number alone, "
+                                              "in GB/s ("),  # gigabits: not the same number
+    (["predict", "--price", "$40"], "'$40' is not a number; give the number alone, in USD: 40"),
+    (["decide", "--price", "40USD"], "give the number alone, in USD: 40"),
+    (["predict", "--price", "1,000"], "'1,000' is not a number; give the number alone, in USD: 1000"),
+    (["predict", "--straggler-cv", "50%"], "'50%' is not a number; write 50% as the fraction 0.5"),
+    (["predict", "--intra-latency", "5us"], "'5us' is not a number; give the number alone, in s ("),
+    (["goal", "--train-samples", "1B"], "'1B' is not a number; write 1B as 1e9, in samples"),
+    (["predict", "--global-batch", "1M"], "'1M' is not a whole number; write 1M as 1000000"),
+    (["goal", *GOAL[1:], "--budget", "$1M"], "'$1M' is not an amount of US dollars; write $1M as "
+                                             "1e6, in USD"),
+    (["predict", "--devices", "1e3"], "'1e3' is not a whole number; write it in digits: 1000"),
+    (["predict", "--devices", "1,000"], "'1,000': commas separate values here (000 is no value); "
+                                        "write 1000 without them"),
+    (["predict", "--batch", "0.5"], "'0.5' is not a whole number ("),  # no whole number to offer
+    # still clear (pinned): a zero, a range that does not double, a typo in a preset, a folder
+    (["predict", "--devices", "0"], "0 is outside 1 <= x <= 1,048,576 devices"),
+    (["predict", "--devices", "1-1000"], "stops at 512, short of 1000; end it at 512 or 1024"),
+    (["predict", "--hardware", "dgx-a10"], "unknown hardware preset 'dgx-a10'; choose one of"),
+    (["predict", "--price", "-1"], "-1 is outside 0 <= x <= 1,000,000 USD"),
+    # a mutually exclusive pair: said which, not what to do
+    (["predict", "--global-batch", "1000", "--devices", "64", "--batch", "4"],
+     "argument --batch: not allowed with argument --global-batch: give one of the two"),
+    # an unknown argument: was 'scalesim: error: ... (see scalesim --help)', not the command's
+    (["presets", "dgx-a10"], "scalesim presets: error: unrecognized arguments: dgx-a10 (see "
+                             "scalesim presets --help)"),
+    (["decide", "--devices", "8", "--goal", "fastest"], "scalesim decide: error: unrecognized "
+                                                        "arguments: --goal fastest"),
+    (["predict", "--devcies", "8"], "unrecognized arguments: --devcies 8; did you mean --devices?"),
+    # plan searches tp itself: '--tp' was completed to --tp-overlap and '3' left unexplained
+    ([*PLAN, "--tp", "3"], "unrecognized arguments: 3; --tp is read as --tp-overlap, a switch "
+                           "that takes no value: plan has no --tp flag"),
+]
+
+
+@pytest.mark.parametrize("argv, words", REFUSALS)
+def test_a_wrong_input_is_one_line_saying_what_and_how_to_fix_it(capsys, argv, words):
+    code, out, err = run_cli(capsys, argv)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err and words in err, err
+
+
+@pytest.mark.parametrize("command", [["predict", "--profile"], ["validate"],
+                                     ["predict", "--scenario"]])
+def test_an_empty_json_file_is_said_empty_not_a_json_position(tmp_path, capsys, command):
+    """An empty file said 'not valid JSON (line 1, column 1: Expecting value)'."""
+    empty = tmp_path / "empty.json"
+    empty.write_text("\n")
+    code, _, err = run_cli(capsys, [*command, str(empty)])
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{empty}: empty (no JSON in it); give the JSON file scalesim wrote" in err, err

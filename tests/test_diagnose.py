@@ -154,7 +154,7 @@ BAD = [
      "devices but differ"),
     ("devices,nodes,samples_per_s\n1,1,10\n1,1,11\n", "all 2 runs are on 1 device;"),
     ("devices,nodes,samples_per_s\n1,1,10\n3,2,25\n", "split evenly"),
-    ("devices,nodes,samples_per_s\n1,1,10\n2,1,-4\n", "-4 given; allowed: 1e-06 <= x"),
+    ("devices,nodes,samples_per_s\n1,1,10\n2,1,-4\n", "-4 given; allowed: 1e-6 <= x"),
     ("devices,nodes,samples_per_s\n1,1,10\n2,1,abc\n", "samples_per_s"),
     ("devices,nodes,step_time_s,rank_step_times_s\n1,1,1,1\n2,1,1,1;1;1\n", "one per rank"),
     ("devices,nodes,samples_per_s\n1,1,10,5\n2,1,20\n", "more cells"),

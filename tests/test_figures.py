@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from cli_harness import run_cli
 
-from scalesim.figures import latency_us, link_GBps, sig3
+from scalesim.figures import latency_us, link_GBps, number, sig3
 from scalesim.profiles import default_profile
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -68,3 +68,14 @@ def test_huge_and_non_numbers_never_print_hundreds_of_digits_or_nan(value, text)
     printed whole, and 1e300 as 301 digits; NaN printed 'nan'."""
     assert sig3(value) == text
     assert "nan" not in link_GBps(value) and len(link_GBps(value)) < 16
+
+
+@pytest.mark.parametrize("value, text", [
+    (1e6, "1,000,000"), (16777216, "16,777,216"), (2**53, "9,007,199,254,740,992"),
+    (1e20, "1e20"), (1e-9, "1e-9"), (5e-324, "5e-324"), (100000.5, "100,000.5"),
+    (-1234.25, "-1,234.25"), (-0.5, "-0.5"), (-0.0, "0"), (0.001, "0.001"),
+    (float("nan"), "nan"), (float("-inf"), "-inf")])
+def test_a_number_in_a_sentence_is_exact_and_separated_never_1e_plus(value, text):
+    """``figures.number`` writes bounds and the values they refuse (session 19): not ':g'
+    ('1.67772e+07' for 2**24) nor Python's float text ('1e+20', '1000000.0')."""
+    assert number(value) == text

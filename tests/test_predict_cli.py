@@ -172,8 +172,8 @@ def test_time_to_quality_shows_large_batch_effect():
             ["predict", "--critical-batch", "4096", "--train-samples", "1e9"],
             "--critical-batch and --min-samples go together",
         ),
-        (["sweep", "--bucket-mib-values", "0,-5"], "0.0 is outside 0.1 <= x"),
-        (["sweep", "--straggler-cv-values", "-1"], "-1.0 is outside 0 <= x"),
+        (["sweep", "--bucket-mib-values", "0,-5"], "0 is outside 0.1 <= x"),
+        (["sweep", "--straggler-cv-values", "-1"], "-1 is outside 0 <= x"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, fragment):

@@ -79,3 +79,28 @@ def test_one_helper_writes_every_layout_dp_first():
                     strategy="zero1", network="as is", samples_per_s=1.0, time_s=1.0,
                     cost_usd=1.0, meets=True, tp=4, pp=2)
     assert " as dp 4 x tp 4 x pp 2, " in describe(plan)
+
+
+def test_a_layout_is_named_only_where_it_splits_the_model():
+    """Session 19: decide's 'As is' row, its more-devices title and its best layout each wrote
+    ``split_words(...) if tp * pp > 1 else ""`` by hand; ``layout.model_split_words`` is that rule
+    once (and ``asked_split``'s, which read ``splits_model``)."""
+    import inspect
+
+    from scalesim import decision
+    from scalesim.layout import model_split_words
+    from scalesim.layout_predict import asked_split
+
+    assert model_split_words(4, 2, 2) == "dp 4 x tp 2 x pp 2"
+    assert model_split_words(None, 1, 2) == "tp 1 x pp 2"
+    assert model_split_words(8, 1, 1) == "" and model_split_words(None, 1, 1) == ""
+    assert asked_split(Scenario(layout=ScenarioLayout(tp=2))) == ["tp 2 x pp 1"]
+    assert asked_split(Scenario(layout=ScenarioLayout(recompute_style="op-sac"))) == []
+    assert "split_words(" not in inspect.getsource(decision).replace("model_split_words(", "")
+    profile = resolve_profile(None, None, "llama3-70b")
+    for layout, as_is in ((ScenarioLayout(tp=8), "As is: 8 devices (dp 1 x tp 8 x pp 1)"),
+                          (ScenarioLayout(), "As is: 8 devices")):
+        d = decide(profile, Scenario(layout=layout), 8)
+        assert d.now.title == as_is
+        more = next(o for o in d.options if o.key == "more_devices")  # 70B fits on no 8 GPUs
+        assert more.title.startswith("Add devices (8 -> ") and " devices, tp 8 x pp " in more.title

@@ -20,7 +20,7 @@ from scalesim.diagnosis import diagnose_runs, model_remedies, render_text
 from scalesim.layout import SPLIT_HEADER, split_short, split_words
 from scalesim.presets import get_hardware
 from scalesim.profiles import default_profile, load_workload, profile_from_presets
-from scalesim.remedies import VERDICT_GROUPS, VERDICTS, rank_remedies
+from scalesim.remedies import VERDICT_GROUPS, VERDICTS, rank_remedies, verdict_group
 from scalesim.runs import parse_runs_text
 from scalesim.schemas import Scenario
 
@@ -67,7 +67,8 @@ def test_diagnose_says_not_runnable_where_the_planner_does_with_its_reason():
     groups = _groups(render_text(report))
     assert "Does not help here" not in groups and "No change" not in groups
     assert list(groups) == [
-        VERDICT_GROUPS[v] for v in VERDICTS if any(r.verdict == v and r is not first for r in remedies)
+        verdict_group(v, first is not None)
+        for v in VERDICTS if any(r.verdict == v and r is not first for r in remedies)
     ]
     (line,) = groups["Not runnable"]
     assert "Double the per-device batch (256 -> 512)" in line
@@ -178,3 +179,47 @@ def test_predict_writes_its_layout_column_with_the_helper(capsys):
     assert SPLIT_HEADER in out
     row = next(line.split() for line in out.splitlines() if line.split()[:1] == ["16"])
     assert row[2] == split_short(8, 2, 1, "compact")
+
+
+def test_remedies_under_no_first_one_are_headed_remedies_not_other_remedies():
+    """Session 19: runs far below B_noise that scale well have no cause and so no first remedy,
+    yet shrinking the batch helps time to quality. diagnose said 'First remedy to try: none of
+    the seed remedies is predicted to help' and then listed it under 'Other remedies'."""
+    from scalesim.app.diagnose_page import gain_text
+    from scalesim.app.report import diagnosis_html
+
+    report = diagnose_runs(parse_runs_text(cases.to_csv(cases.below_noise_scale()), "runs.csv"))
+    assert report.first_remedy is None and [r.key for r in report.remedies if r.helps] == [
+        "smaller_batch"]
+    text = render_text(report)
+    assert "First remedy to try: none advised for the likely cause; the remedies listed below " \
+           "help only as their notes say" in text
+    groups = _groups(text)
+    assert list(groups)[0] == "Remedies" and "Other remedies" not in groups
+    assert "Shrink the global batch" in groups["Remedies"][0]
+    assert "Other remedies" not in text and "none of the seed remedies" not in text
+    html = diagnosis_html(report, None, [gain_text(report, x.gain) for x in report.remedies])
+    assert "<b>First remedy to try:</b> none advised for the likely cause" in html
+    assert "Other remedies" not in html
+    # with a first remedy said, the rest are the other remedies
+    assert verdict_group("remedy", True) == "Other remedies"
+    assert verdict_group("remedy", False) == "Remedies" == VERDICT_GROUPS["remedy"]
+    assert verdict_group("loses", True) == "Loses"
+
+
+def test_the_diagnose_page_says_why_there_is_no_first_remedy():
+    """It said 'None of the seed remedies is predicted to help.' above a table whose first row
+    helps (verdict 'remedy'); it now says what diagnose's text says."""
+    def page():
+        from scalesim.app.diagnose_page import render
+
+        render()
+
+    at = run_clean(AppTest.from_function(page, default_timeout=60))
+    at.file_uploader(key="dg_runs").set_value(
+        ("runs.csv", cases.to_csv(cases.below_noise_scale()).encode(), "text/csv")).run()
+    infos = [i.value for i in at.info]
+    assert any(i.startswith("**First remedy to try:** none advised for the likely cause")
+               for i in infos), infos
+    assert not any("None of the seed remedies" in i for i in infos)
+    assert list(at.dataframe[0].value["verdict"])[0] == "remedy"

@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 import re
 
-from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, bound, flag_type
+from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, bound, flag_type, number_hint
 from scalesim.cli.options import (
     add_profile_arguments,
     add_scenario_arguments,
@@ -45,7 +45,8 @@ def usd(text: str) -> float:
     try:
         value = float(text.replace(",", "").lstrip("$"))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not an amount of US dollars") from None
+        raise argparse.ArgumentTypeError(f"'{text}' is not an amount of US dollars"
+                                         f"{number_hint(text, bound('budget_usd'))}") from None
     why = bound("budget_usd").problem(value)
     if why is not None:
         raise argparse.ArgumentTypeError(f"'{text}': {why}")

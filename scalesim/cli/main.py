@@ -34,6 +34,8 @@ class _Parser(argparse.ArgumentParser):
         self._negative_number_matcher = re.compile(r"-\.?\d")
 
     def error(self, message: str):  # noqa: D401 - argparse API
+        if re.search(r"not allowed with argument \S+$", message):  # a mutually exclusive pair
+            message += ": give one of the two"
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
@@ -68,7 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's parser: 'scalesim presets: error: ...', its --help
+        command = _command_parser(parser, getattr(args, "command", None))
+        hint = _did_you_mean(command, unknown) or _abbreviated_switch(
+            command, sys.argv[1:] if argv is None else argv, unknown)
+        command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
     if not getattr(args, "_run", None):
         parser.print_help()
         names = ", ".join(_subcommands(parser))
@@ -101,6 +108,45 @@ def main(argv: list[str] | None = None) -> int:
         what = f"cannot write the output ({reason})" if exc.filename is None else f"{exc.filename}: {reason}"
         print(f"scalesim {args.command}: error: {one_line(what)}", file=sys.stderr)
         return 2
+
+
+def _command_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
+    """The parser of ``command`` (the top one where none was given)."""
+    for action in parser._subparsers._group_actions:  # noqa: SLF001 - argparse keeps them there
+        return action.choices.get(command, parser)
+    return parser
+
+
+def _did_you_mean(parser: argparse.ArgumentParser, unknown: list[str]) -> str:
+    """'; did you mean --inter-busbw?' for a mistyped flag of ``parser``, else ''."""
+    import difflib
+
+    flags = [s for a in parser._actions for s in a.option_strings if s.startswith("--")]  # noqa: SLF001
+    for word in unknown:
+        if word.startswith("--"):
+            close = difflib.get_close_matches(word.partition("=")[0], flags, n=1, cutoff=0.75)
+            if close:
+                return f"; did you mean {close[0]}?"
+    return ""
+
+
+def _abbreviated_switch(parser: argparse.ArgumentParser, argv: list[str], unknown: list[str]) -> str:
+    """'; --tp is read as --tp-overlap, a switch that takes no value: plan has no --tp flag'
+    where the word before the first unknown one is an abbreviation argparse completed to a
+    switch (``plan --tp 3``), else ''."""
+    if unknown[0] not in argv or argv.index(unknown[0]) == 0:
+        return ""
+    before = argv[argv.index(unknown[0]) - 1]
+    if not before.startswith("--"):
+        return ""
+    switches = [a for a in parser._actions if a.nargs == 0 and a.option_strings]  # noqa: SLF001
+    flags = {s for a in parser._actions for s in a.option_strings}  # noqa: SLF001
+    matches = [s for a in switches for s in a.option_strings if s.startswith(before)]
+    if before in flags or not matches:
+        return ""
+    name = parser.prog.removeprefix("scalesim ")
+    return (f"; {before} is read as {matches[0]}, a switch that takes no value: {name} has no "
+            f"{before} flag")
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> list[str]:
