@@ -261,17 +261,13 @@ def _layout_words(ctx: _Ctx, run: Scenario, p: Prediction) -> list[str]:
                           layout_settings(ctx.profile, run, p))
 
 
-def _layout_option(ctx: _Ctx, run: Scenario, p: Prediction, split_title: str,
-                   source: str) -> DecisionOption:
-    """The planner's layout at today's count (key ``split_model``), with the scenario changes
-    that reproduce it (``changes``). Its title: ``split_title`` ("Split the model: dp ...")
-    where today's model is not split (tp = pp = 1), else "Change the layout: " and only the
-    settings that differ, 'old -> new' each (``_layout_words``)."""
-    changed = _layout_words(ctx, run, p)
-    title = (split_title if ctx.now.tp * ctx.now.pp == 1 or not changed
-             else f"Change the layout: {', '.join(changed)}")
-    return ctx.option("split_model", title, p, 0.0, source,
-                      changes=_changes(ctx.scenario, run, p.devices))
+def _layout_option(ctx: _Ctx, split, source: str) -> DecisionOption:
+    """The planner's layout at today's count (key ``split_model``) from the split-the-model
+    remedy ``split``, titled as the remedy is (``layout_change.layout_title``: "Change the
+    layout: old -> new, ..." where today's model is split), with the scenario changes that
+    reproduce it (``changes``)."""
+    return ctx.option("split_model", split.title, split.prediction, 0.0, source,
+                      changes=_changes(ctx.scenario, split.scenario, split.prediction.devices))
 
 
 def added_server_counts(devices: int, per_server: int, split: int = 1) -> list[int]:
@@ -382,8 +378,7 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
                               r.prediction, 0.0, base_source))
     split = helping.get("split_model")
     if split is not None:  # where it helps: the model does not fit, or the exchange dominates
-        out.append(_layout_option(ctx, split.scenario, split.prediction, split.title,
-                                  base_source))
+        out.append(_layout_option(ctx, split, base_source))
     kernel = helping.get("attention_kernel")
     if kernel is not None:  # a FlashAttention-2-class kernel on Hopper: the vendor kernel
         out.append(ctx.option("attention_kernel", kernel.title, kernel.prediction, 0.0,
