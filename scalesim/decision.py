@@ -210,7 +210,7 @@ class _Ctx:
         now_total = (None if (self.now_time is None or self.now_hourly is None)
                      else self.now_time / 3600.0 * self.now_hourly)
         return DecisionOption(
-            key=key, title=title, devices=p.devices, servers=p.nodes, runnable=p.fits,
+            key=key, title=title + self._batch_words(p), devices=p.devices, servers=p.nodes, runnable=p.fits,
             samples_per_s=p.samples_per_s,
             throughput_gain=p.samples_per_s / self.now.samples_per_s - 1.0 if against else None,
             usd_per_hour=hourly,
@@ -223,6 +223,17 @@ class _Ctx:
             price_source=price_source, assumption=assumption or self.assumptions[key],
             quality_change=self._quality_change(p) if against and p.fits else None,
             billed_devices=int(self.goal.billed_devices(p.devices)), changes=changes)
+
+    def _batch_words(self, p: Prediction) -> str:
+        """', global batch 4x' where ``p`` trains at another global batch than today's (more
+        accumulation, a bigger batch, more devices at today's per-device batch), so the card
+        never compares unlike runs unsaid; with '(its large-batch penalty is in the time)' where
+        a critical batch size is known and the time column counts it; '' at today's batch."""
+        if p.global_batch == self.now.global_batch:
+            return ""
+        counted = (" (its large-batch penalty is in the time)"
+                   if self.goal.critical_batch is not None else "")
+        return f", global batch {p.global_batch / self.now.global_batch:.3g}x{counted}"
 
     def _quality_change(self, p: Prediction) -> float | None:
         """Relative change of time to quality when only B_noise is known (no absolute time)."""
@@ -756,15 +767,16 @@ def card_rows(card) -> list[dict[str, str]]:
     """The card's table as display strings (the CLI's table and the app's use the same): five
     columns, each change against "as is" in brackets, so it reads on a phone. Where today's
     layout does not fit, its row says so (``DOES_NOT_FIT``) in place of a time and money it
-    cannot have, and the options show their own throughput, time and money, unbracketed."""
+    cannot have (its title says it once, without '(not runnable)'), and the options show their
+    own throughput, time and money, unbracketed."""
     def with_change(value: str, change: str | None, now: bool) -> str:
         return value if now or not change else f"{value} ({change})"
 
     rows = []
     for o in [card.now, *card.options]:
         now = o.key == "now"
-        if now and not o.runnable:
-            rows.append({"option": o.title + " (not runnable)", "USD/h": usd_text(o.usd_per_hour),
+        if now and not o.runnable:  # said once, by its cells
+            rows.append({"option": o.title, "USD/h": usd_text(o.usd_per_hour),
                          "throughput": DOES_NOT_FIT, "time to finish": DOES_NOT_FIT,
                          "total money": DOES_NOT_FIT})
             continue
