@@ -235,6 +235,20 @@ class _Ctx:
                    if self.goal.critical_batch is not None else "")
         return f", global batch {p.global_batch / self.now.global_batch:.3g}x{counted}"
 
+    def changes(self, run: Scenario, p: Prediction) -> dict:
+        """The scenario fields ``run`` (predicted ``p``) sets that today's does not
+        (``_changes``), so a link or a file reproduces the option's time and money: where a
+        training length and a critical batch size are known and ``p`` trains at another global
+        batch, the training length becomes the samples it needs at that batch
+        (``training_time.samples_needed``, its large-batch penalty against today's batch), as
+        the option's time counts them; a what-if measures its penalty against its own batch."""
+        if (self.goal.kind == "train" and self.goal.penalised
+                and p.global_batch != self.now.global_batch):
+            needed = training_time.samples_needed(self.goal, p.global_batch,
+                                                  self.now.global_batch)
+            run = run.model_copy(update={"train_samples": float(needed)})
+        return _changes(self.scenario, run, p.devices)
+
     def _quality_change(self, p: Prediction) -> float | None:
         """Relative change of time to quality when only B_noise is known (no absolute time)."""
         if self.goal.kind is not None:
@@ -278,7 +292,7 @@ def _layout_option(ctx: _Ctx, split, source: str) -> DecisionOption:
     layout: old -> new, ..." where today's model is split), with the scenario changes that
     reproduce it (``changes``)."""
     return ctx.option("split_model", split.title, split.prediction, 0.0, source,
-                      changes=_changes(ctx.scenario, split.scenario, split.prediction.devices))
+                      changes=ctx.changes(split.scenario, split.prediction))
 
 
 def added_server_counts(devices: int, per_server: int, split: int = 1) -> list[int]:
@@ -336,7 +350,7 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[st
         planned = ctx.option("add_server", f"{_added_title(ctx, p)}, the planner's layout: "
                              f"{', '.join(changed)}", p, 0.0, source,
                              assumption=f"{_grown_assumption(ctx, p)}; {PLANNED_LAYOUT}",
-                             changes=_changes(scenario, run, p.devices))
+                             changes=ctx.changes(run, p))
     if keep is None and planned is None:
         notes.append(f"one more {nouns.server} not compared: {why}" if why else
                      f"one more {nouns.server} not compared: no layout fits at "
@@ -555,7 +569,7 @@ def _more_devices_option(ctx: _Ctx, price_source: str) -> tuple[_MoreDevices | N
     title = (f"Add {words.devices} ({figures.whole(ctx.now.devices)} -> "
              f"{words.count(p.devices)}, {split}{run.strategy})")  # the sentence: the layout
     option = ctx.option("more_devices", title, p, 0.0, price_source,
-                        changes=_changes(ctx.scenario, run, p.devices))
+                        changes=ctx.changes(run, p))
     return _MoreDevices(option, p.memory_bytes, layout), searched
 
 
