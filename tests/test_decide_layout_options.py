@@ -154,7 +154,8 @@ def test_add_server_in_todays_layout_is_not_judged_against_a_worse_layout():
     assert o.changes == {"devices": [8], "strategy": "zero1"}
     ddp = predict(profile, Scenario(devices=[8], train_samples=TRAIN))[0]
     assert ddp.fits and o.samples_per_s > ddp.samples_per_s
-    assert any(n.startswith("not shown: Fill the server (1 -> 8 devices), global batch 8x (") for n in card.notes)
+    assert any(n.startswith("not shown: Fill the server (1 -> 8 devices), global batch 8x (")
+               for n in card.notes)
 
 
 def test_decide_json_and_text_agree(capsys):
