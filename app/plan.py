@@ -683,7 +683,8 @@ def duration(seconds: float | None) -> str:
 
 
 # A decision option's scenario fields (``DecisionOption.changes``) as the planner's controls
-STATE_OF_SCENARIO = {"strategy": "strat", "accumulation": "acc", "micro_batch": "mb"}
+STATE_OF_SCENARIO = {"strategy": "strat", "accumulation": "acc", "micro_batch": "mb",
+                     "train_samples": "train"}
 STATE_OF_LAYOUT = {"tp": "tp", "pp": "pp", "schedule": "sched", "virtual_stages": "vs",
                    "recompute": "rec", "recompute_style": "rs", "sequence_parallel": "sp",
                    "tp_overlap": "tpo", "shard_group": "sg"}

@@ -210,7 +210,7 @@ class _Ctx:
         now_total = (None if (self.now_time is None or self.now_hourly is None)
                      else self.now_time / 3600.0 * self.now_hourly)
         return DecisionOption(
-            key=key, title=title, devices=p.devices, servers=p.nodes, runnable=p.fits,
+            key=key, title=title + self._batch_words(p), devices=p.devices, servers=p.nodes, runnable=p.fits,
             samples_per_s=p.samples_per_s,
             throughput_gain=p.samples_per_s / self.now.samples_per_s - 1.0 if against else None,
             usd_per_hour=hourly,
@@ -223,6 +223,31 @@ class _Ctx:
             price_source=price_source, assumption=assumption or self.assumptions[key],
             quality_change=self._quality_change(p) if against and p.fits else None,
             billed_devices=int(self.goal.billed_devices(p.devices)), changes=changes)
+
+    def _batch_words(self, p: Prediction) -> str:
+        """', global batch 4x' where ``p`` trains at another global batch than today's (more
+        accumulation, a bigger batch, more devices at today's per-device batch), so the card
+        never compares unlike runs unsaid; with '(its large-batch penalty is in the time)' where
+        a critical batch size is known and the time column counts it; '' at today's batch."""
+        if p.global_batch == self.now.global_batch:
+            return ""
+        counted = (" (its large-batch penalty is in the time)"
+                   if self.goal.critical_batch is not None else "")
+        return f", global batch {p.global_batch / self.now.global_batch:.3g}x{counted}"
+
+    def changes(self, run: Scenario, p: Prediction) -> dict:
+        """The scenario fields ``run`` (predicted ``p``) sets that today's does not
+        (``_changes``), so a link or a file reproduces the option's time and money: where a
+        training length and a critical batch size are known and ``p`` trains at another global
+        batch, the training length becomes the samples it needs at that batch
+        (``training_time.samples_needed``, its large-batch penalty against today's batch), as
+        the option's time counts them; a what-if measures its penalty against its own batch."""
+        if (self.goal.kind == "train" and self.goal.penalised
+                and p.global_batch != self.now.global_batch):
+            needed = training_time.samples_needed(self.goal, p.global_batch,
+                                                  self.now.global_batch)
+            run = run.model_copy(update={"train_samples": float(needed)})
+        return _changes(self.scenario, run, p.devices)
 
     def _quality_change(self, p: Prediction) -> float | None:
         """Relative change of time to quality when only B_noise is known (no absolute time)."""
@@ -261,17 +286,13 @@ def _layout_words(ctx: _Ctx, run: Scenario, p: Prediction) -> list[str]:
                           layout_settings(ctx.profile, run, p))
 
 
-def _layout_option(ctx: _Ctx, run: Scenario, p: Prediction, split_title: str,
-                   source: str) -> DecisionOption:
-    """The planner's layout at today's count (key ``split_model``), with the scenario changes
-    that reproduce it (``changes``). Its title: ``split_title`` ("Split the model: dp ...")
-    where today's model is not split (tp = pp = 1), else "Change the layout: " and only the
-    settings that differ, 'old -> new' each (``_layout_words``)."""
-    changed = _layout_words(ctx, run, p)
-    title = (split_title if ctx.now.tp * ctx.now.pp == 1 or not changed
-             else f"Change the layout: {', '.join(changed)}")
-    return ctx.option("split_model", title, p, 0.0, source,
-                      changes=_changes(ctx.scenario, run, p.devices))
+def _layout_option(ctx: _Ctx, split, source: str) -> DecisionOption:
+    """The planner's layout at today's count (key ``split_model``) from the split-the-model
+    remedy ``split``, titled as the remedy is (``layout_change.layout_title``: "Change the
+    layout: old -> new, ..." where today's model is split), with the scenario changes that
+    reproduce it (``changes``)."""
+    return ctx.option("split_model", split.title, split.prediction, 0.0, source,
+                      changes=ctx.changes(split.scenario, split.prediction))
 
 
 def added_server_counts(devices: int, per_server: int, split: int = 1) -> list[int]:
@@ -329,7 +350,7 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[st
         planned = ctx.option("add_server", f"{_added_title(ctx, p)}, the planner's layout: "
                              f"{', '.join(changed)}", p, 0.0, source,
                              assumption=f"{_grown_assumption(ctx, p)}; {PLANNED_LAYOUT}",
-                             changes=_changes(scenario, run, p.devices))
+                             changes=ctx.changes(run, p))
     if keep is None and planned is None:
         notes.append(f"one more {nouns.server} not compared: {why}" if why else
                      f"one more {nouns.server} not compared: no layout fits at "
@@ -382,8 +403,7 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
                               r.prediction, 0.0, base_source))
     split = helping.get("split_model")
     if split is not None:  # where it helps: the model does not fit, or the exchange dominates
-        out.append(_layout_option(ctx, split.scenario, split.prediction, split.title,
-                                  base_source))
+        out.append(_layout_option(ctx, split, base_source))
     kernel = helping.get("attention_kernel")
     if kernel is not None:  # a FlashAttention-2-class kernel on Hopper: the vendor kernel
         out.append(ctx.option("attention_kernel", kernel.title, kernel.prediction, 0.0,
@@ -549,7 +569,7 @@ def _more_devices_option(ctx: _Ctx, price_source: str) -> tuple[_MoreDevices | N
     title = (f"Add {words.devices} ({figures.whole(ctx.now.devices)} -> "
              f"{words.count(p.devices)}, {split + ', ' if split else ''}{run.strategy})")
     option = ctx.option("more_devices", title, p, 0.0, price_source,
-                        changes=_changes(ctx.scenario, run, p.devices))
+                        changes=ctx.changes(run, p))
     return _MoreDevices(option, p.memory_bytes, layout), searched
 
 
@@ -759,15 +779,16 @@ def card_rows(card) -> list[dict[str, str]]:
     """The card's table as display strings (the CLI's table and the app's use the same): five
     columns, each change against "as is" in brackets, so it reads on a phone. Where today's
     layout does not fit, its row says so (``DOES_NOT_FIT``) in place of a time and money it
-    cannot have, and the options show their own throughput, time and money, unbracketed."""
+    cannot have (its title says it once, without '(not runnable)'), and the options show their
+    own throughput, time and money, unbracketed."""
     def with_change(value: str, change: str | None, now: bool) -> str:
         return value if now or not change else f"{value} ({change})"
 
     rows = []
     for o in [card.now, *card.options]:
         now = o.key == "now"
-        if now and not o.runnable:
-            rows.append({"option": o.title + " (not runnable)", "USD/h": usd_text(o.usd_per_hour),
+        if now and not o.runnable:  # said once, by its cells
+            rows.append({"option": o.title, "USD/h": usd_text(o.usd_per_hour),
                          "throughput": DOES_NOT_FIT, "time to finish": DOES_NOT_FIT,
                          "total money": DOES_NOT_FIT})
             continue

@@ -3,8 +3,10 @@
 ``layout_settings`` lists the settings a prediction ran with (tensor and pipeline degrees,
 schedule, ZeRO stage, micro-batch per replica, accumulation, recompute, sequence parallel, TP
 overlap, HSDP shard group); ``layout_changes`` writes the ones two runs differ in as
-'schedule 1f1b -> zb', 'ddp -> zero1', 'sequence parallel off -> on', in that order. The
-decision card names an option by them (``scalesim.decision``: "Change the layout: ...").
+'schedule 1f1b -> zb', 'ddp -> zero1', 'sequence parallel off -> on', in that order.
+``layout_title`` is the split-the-model remedy's one title (``scalesim.remedies``), which
+decide, diagnose, plan and the app all print: "Change the layout: ..." where today's model is
+split already.
 """
 
 from __future__ import annotations
@@ -41,3 +43,15 @@ def layout_changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
     """'name old -> new' for each setting (``layout_settings``) that differs, in order."""
     return [f"{name} {before[name]} -> {after[name]}".strip() for name in before
             if before[name] != after[name]]
+
+
+def layout_title(profile: Profile, scenario: Scenario, now: Prediction, run: Scenario,
+                 p: Prediction, split_title: str) -> str:
+    """The title of the planner's layout ``run`` (predicted ``p``) at today's count:
+    ``split_title`` ("Split the model: dp ...") where today's run ``now`` is not split (tp = pp
+    = 1) or nothing differs, else "Change the layout: " and the settings that differ
+    (``layout_changes``)."""
+    changed = layout_changes(layout_settings(profile, scenario, now),
+                             layout_settings(profile, run, p))
+    return (split_title if now.tp * now.pp == 1 or not changed
+            else f"Change the layout: {', '.join(changed)}")

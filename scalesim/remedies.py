@@ -33,6 +33,7 @@ from scalesim.bounds import QUANTITIES
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import link_GBps, sig3
+from scalesim.layout_change import layout_title
 from scalesim.model.memory import STRATEGIES, state_shards
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.zero_exchange import (
@@ -658,6 +659,8 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
         except ScalesimError as exc:
             results.append(RemedyResult(key, title, scn, prof, None, 0.0, False, str(exc)))
             continue
+        if key == "split_model":  # one title for every report: what changes, if split today
+            title = layout_title(prof, scenario, now, scn, after, title)
         note = caveat
         gain = after.samples_per_s / now.samples_per_s - 1.0
         t, cost = _finish(goal, after, now.global_batch)

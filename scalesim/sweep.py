@@ -21,7 +21,7 @@ import numpy as np
 
 from scalesim.attention_kernel import ATTENTION_KERNELS
 from scalesim.bounds import KNOB_BY_FIELD, LAYOUT_KNOB_BY_FIELD, check_values
-from scalesim.device_nouns import nouns_for
+from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import ScalesimError, require_model
 from scalesim.model.collectives import ALGORITHMS
 from scalesim.model.memory import STRATEGIES
@@ -294,7 +294,8 @@ def evaluate_at(plan: SweepPlan, flat: np.ndarray) -> SweepResult:
 
     strategy = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
                 else np.full(p.shape, STRATEGIES[base.strategy]))
-    shard, dropped_layout, example = _shard_groups_at(base, grid, p, strategy)
+    shard, dropped_layout, example = _shard_groups_at(base, grid, p, strategy,
+                                                      nouns_for(profile.hardware.device_name))
     if dropped_layout:  # rows the shard group cannot run: dropped, counted as broken layouts
         ok = shard >= 0
         grid = {name: col[ok] for name, col in grid.items()}
@@ -331,8 +332,9 @@ def evaluate_at(plan: SweepPlan, flat: np.ndarray) -> SweepResult:
                        dropped_layout=dropped_layout, layout_example=example)
 
 
-def _shard_groups_at(base, grid: dict[str, np.ndarray], p, strategy):
-    """(shard group of each row, -1 where it cannot run; rows dropped; the first in words) of a
+def _shard_groups_at(base, grid: dict[str, np.ndarray], p, strategy, words: Nouns):
+    """(shard group of each row, -1 where it cannot run; rows dropped; the first in words,
+    ``words`` the profile's nouns: 'on 4 processes' on a CPU profile) of a
     parameter-count workload's sweep, where every device is a data-parallel rank: the swept
     ``shard_group`` (a row it cannot run is dropped, as a broken layout on the layout path) or
     the scenario's (refused in one line at the first row it cannot run, as predict refuses
@@ -346,7 +348,7 @@ def _shard_groups_at(base, grid: dict[str, np.ndarray], p, strategy):
     if shard is None:
         lp.check_shard_group(asked, p, p, strategy, _frameworks(base, grid, p))
         return np.full(p.shape, asked, dtype=np.int64), 0, ""
-    why, example = _swept_shard_group_problems(base, grid, p, p, strategy)
+    why, example = _swept_shard_group_problems(base, grid, p, p, strategy, words)
     return np.where(why == "", shard, -1), int((why != "").sum()), example
 
 
@@ -355,16 +357,18 @@ def _frameworks(base, grid: dict[str, np.ndarray], p) -> np.ndarray:
     return grid.get("zero_framework", np.full(p.shape, base.zero_framework))
 
 
-def _swept_shard_group_problems(base, grid: dict[str, np.ndarray], p, dp, zero, rows=None):
+def _swept_shard_group_problems(base, grid: dict[str, np.ndarray], p, dp, zero, words: Nouns,
+                                rows=None):
     """(why each row's swept shard group cannot run, '' where it can; the first such row among
-    ``rows`` (a mask; all rows by default) in words, '' for none): the row-wise judge
+    ``rows`` (a mask; all rows by default) in ``words``, the profile's nouns, '' for none): the
+    row-wise judge
     (``layout_predict.shard_group_problems``) with each row's framework, for both paths."""
     from scalesim import layout_predict as lp
 
     shard = grid["shard_group"]
     why = lp.shard_group_problems(shard, dp, zero, _frameworks(base, grid, p))
     bad = np.flatnonzero((why != "") & (True if rows is None else rows))
-    example = (f"shard group {int(shard[bad[0]])} on {int(p[bad[0]])} devices: {why[bad[0]]}"
+    example = (f"shard group {int(shard[bad[0]])} on {words.count(int(p[bad[0]]))}: {why[bad[0]]}"
                if bad.size else "")
     return why, example
 
@@ -399,7 +403,9 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     zero = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
             else np.full(p.shape, lp.ZERO_OF_STRATEGY[base.strategy]))
     if "shard_group" in grid:  # a row the shard group cannot run is dropped, as a broken layout
-        why, first = _swept_shard_group_problems(base, grid, p, dp, zero, rows=layout_ok)
+        why, first = _swept_shard_group_problems(base, grid, p, dp, zero,
+                                                 nouns_for(profile.hardware.device_name),
+                                                 rows=layout_ok)
         example = example or first
         layout_ok &= why == ""
     keep = layout_ok & batch_ok

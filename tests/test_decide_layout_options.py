@@ -93,7 +93,7 @@ def test_a_run_that_does_not_fit_has_no_time_or_money_and_no_change_against_it()
     assert not now.runnable and now.time_s is None and now.total_usd is None
     assert now.usd_per_hour == pytest.approx(64 * profile.hardware.price_per_device_hour)
     rows = card_rows(card)
-    assert rows[0] == {"option": "As is: 64 devices (dp 4 x tp 8 x pp 2) (not runnable)",
+    assert rows[0] == {"option": "As is: 64 devices (dp 4 x tp 8 x pp 2)",
                        "USD/h": "$787", "throughput": DOES_NOT_FIT,
                        "time to finish": DOES_NOT_FIT, "total money": DOES_NOT_FIT}
     for o, row in zip(card.options, rows[1:], strict=True):
@@ -130,7 +130,7 @@ def test_add_server_grows_to_the_fewest_servers_todays_split_divides():
                                                           "sequence_parallel": True})
     card = decide(profile, scenario, 64)
     (o,) = [o for o in card.options if o.key == "add_server"]
-    assert o.title == "Add 2 servers (64 -> 80 devices)" and o.changes is None
+    assert o.title == "Add 2 servers (64 -> 80 devices), global batch 1.25x" and o.changes is None
     assert (o.devices, o.servers) == (80, 10) and o.devices % 16 == 0
     again = predict(profile, scenario.model_copy(update={"devices": [80]}))[0]
     assert (again.dp, again.tp, again.pp) == (5, 8, 2)
@@ -149,11 +149,13 @@ def test_add_server_in_todays_layout_is_not_judged_against_a_worse_layout():
     profile = default_profile()
     card = decide(profile, Scenario(devices=[1], train_samples=TRAIN), 1)
     (o,) = [o for o in card.options if o.key == "add_server"]
-    assert o.title == "Fill the server (1 -> 8 devices), the planner's layout: ddp -> zero1"
+    assert o.title == ("Fill the server (1 -> 8 devices), the planner's layout: ddp -> zero1, "
+                       "global batch 8x")
     assert o.changes == {"devices": [8], "strategy": "zero1"}
     ddp = predict(profile, Scenario(devices=[8], train_samples=TRAIN))[0]
     assert ddp.fits and o.samples_per_s > ddp.samples_per_s
-    assert any(n.startswith("not shown: Fill the server (1 -> 8 devices) (") for n in card.notes)
+    assert any(n.startswith("not shown: Fill the server (1 -> 8 devices), global batch 8x (")
+               for n in card.notes)
 
 
 def test_decide_json_and_text_agree(capsys):
@@ -189,7 +191,7 @@ def test_the_apps_card_and_report_show_the_same_options(tmp_path, capsys):
     assert main(["decide", "--hardware", "dgx-h100", "--workload", "llama3-70b",
                  "--scenario", str(scenario), "--focus", "64", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    titles = [data["now"]["title"] + " (not runnable)", *(o["title"] for o in data["options"])]
+    titles = [data["now"]["title"], *(o["title"] for o in data["options"])]
     assert [r["option"] for r in card_rows(plan.decision)] == titles
     assert any(t.startswith("Change the layout: tp 8 -> 4") for t in titles)
     at = open_app(encode_query(plan.state, plan.profile))

@@ -15,7 +15,7 @@ from scalesim.cli.options import (
     profile_from_args,
     scenario_from_args,
 )
-from scalesim.device_nouns import nouns_for
+from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.schemas import Scenario
 
@@ -219,7 +219,8 @@ def _write(handle, plan, fmt: str) -> tuple[int, int, int, str]:
     if not written:
         raise ScalesimError(
             f"no combination of the sweep is left: all {dropped} dropped ("
-            + "; ".join(_dropped_reasons(dropped, dropped_layout, example))
+            + "; ".join(_dropped_reasons(dropped, dropped_layout, example,
+                                         nouns_for(plan.profile.hardware.device_name)))
             + "); nothing written"
         )
     if fmt == "json":
@@ -227,16 +228,19 @@ def _write(handle, plan, fmt: str) -> tuple[int, int, int, str]:
     return written, dropped, dropped_layout, example
 
 
-def _dropped_reasons(dropped: int, dropped_layout: int, example: str = "") -> list[str]:
+def _dropped_reasons(dropped: int, dropped_layout: int, example: str = "",
+                     words: Nouns = GPU_NOUNS) -> list[str]:
     """Each reason combinations were left out, with its count; ``example``: the first layout
-    dropped and the rule it breaks (``SweepResult.layout_example``)."""
+    dropped and the rule it breaks (``SweepResult.layout_example``); ``words``: the profile's
+    nouns ('tp stays in a host' on a CPU profile)."""
     from scalesim.predict import micro_batch_max
 
     batch = dropped - dropped_layout
     rules = (
         f"e.g. {example}"
         if example
-        else "tp x pp must divide the devices, tp stays in a server, the layers and heads must split"
+        else f"tp x pp must divide the {words.devices}, tp stays in a {words.server}, the layers "
+        "and heads must split"
     )
     reasons = [f"{dropped_layout} break a layout rule ({rules})"] if dropped_layout else []
     reasons += (
@@ -251,11 +255,14 @@ def _dropped_reasons(dropped: int, dropped_layout: int, example: str = "") -> li
     return reasons
 
 
-def dropped_note(dropped: int, dropped_layout: int, example: str = "") -> str:
-    """Why combinations were left out, each reason with its count ('' when none was)."""
+def dropped_note(dropped: int, dropped_layout: int, example: str = "",
+                 words: Nouns = GPU_NOUNS) -> str:
+    """Why combinations were left out, each reason with its count ('' when none was), in
+    ``words``, the profile's nouns."""
     if not dropped:
         return ""
-    return f"{dropped} combinations dropped: " + "; ".join(_dropped_reasons(dropped, dropped_layout, example))
+    return f"{dropped} combinations dropped: " + "; ".join(
+        _dropped_reasons(dropped, dropped_layout, example, words))
 
 
 def output_format(out: str | None, fmt: str | None) -> str:
@@ -410,7 +417,7 @@ def run(args: argparse.Namespace) -> int:
             written, *dropped = _write(handle, plan, fmt)
     else:
         written, *dropped = _write(sys.stdout, plan, fmt)
-    note = dropped_note(*dropped)
+    note = dropped_note(*dropped, words=nouns_for(profile.hardware.device_name))
     if args.out is not None:
         print(f"wrote {written} scenarios to {args.out}" + (f" ({note})" if note else ""), file=sys.stderr)
     elif note:

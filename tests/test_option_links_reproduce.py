@@ -1,0 +1,81 @@
+"""Session 19 (splitname19): the decision card's "Open in the planner" link of every option that
+carries scenario changes (more devices, the planner's layout at today's count, one more server in
+the planner's layout) opens a what-if whose headline and "As is" row show the option's own
+throughput, time and money, the card's figures (docs/reliability.md, "Session 19: one name").
+
+Was: where a critical batch size is known, an option at another global batch counts its
+large-batch penalty against today's batch, while the opened what-if counted it against its own:
+'Add devices (1 -> 32 devices ...)' read 36.7 days on the card and 3.2 days once opened. The
+link now carries the samples the option needs at its batch (``_Ctx.changes``)."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+from app_harness import open_app
+from scalesim.app.plan import make_plan, option_links
+from scalesim.app.state import default_state, encode_query, preset_profile
+
+from scalesim.decision import card_rows, duration_text, usd_text
+from scalesim.figures import amount
+
+TRAIN = 1e6  # samples in the run at today's global batch
+LLAMA_SPLIT = {"wl": "llama3-70b", "hw": "dgx-h100", "dmax": 64, "focus": 64, "tp": 8, "pp": 2,
+               "train": TRAIN, "price": None}
+GPT76_ONE = {"wl": "gpt-76.1b", "dmax": 1, "focus": 1, "train": TRAIN}
+
+
+def _plan(update: dict):
+    state = default_state().model_copy(update=update)
+    return make_plan(preset_profile(state), state)
+
+
+def _metric(at, label_start: str):
+    return next(m for m in at.metric if m.label.startswith(label_start))
+
+
+def _opens_each_option_with_its_figures(update: dict) -> set[str]:
+    """Each linked option's what-if, opened from the app's own link button, shows the option's
+    throughput, time and money in its headline and "As is" row; returns the keys checked."""
+    plan = _plan(update)
+    at = open_app(encode_query(plan.state, plan.profile))
+    buttons = {b.proto.label: b.proto.url for b in at.get("link_button")}
+    links = dict(option_links(plan))
+    checked = set()
+    for o in plan.decision.options:
+        if not o.changes:
+            continue
+        label = f"Open in the planner: {o.title}"
+        assert label in buttons and links[o.title] is not None, (label, list(buttons))
+        opened = open_app(dict(parse_qsl(urlsplit(buttons[label]).query)))
+        time_and_money = _metric(opened, "Time to")
+        assert _metric(opened, "Throughput").value == amount(o.samples_per_s), o.title
+        assert time_and_money.value == duration_text(o.time_s), o.title
+        assert f"${o.total_usd:,.0f}" in str(time_and_money.proto.delta), o.title
+        as_is = next(t for t in opened.get("table")).value.iloc[0]
+        assert as_is.name.startswith(f"As is: {o.devices} devices")
+        assert (as_is["time to finish"], as_is["total money"]) == (
+            duration_text(o.time_s), usd_text(o.total_usd))
+        checked.add(o.key)
+    return checked
+
+
+@pytest.mark.parametrize("cbs", [None, 512.0])
+def test_the_split_models_links_reproduce_the_layout_and_add_server_options(cbs):
+    """llama3-70b on 64 H100s, dp 4 x tp 8 x pp 2: the planner's layout at 64 and one more
+    server in the planner's layout (its global batch 1.12x), with and without a critical
+    batch size (the large-batch penalty in the time)."""
+    assert _opens_each_option_with_its_figures({**LLAMA_SPLIT, "cbs": cbs}) == {
+        "split_model", "add_server"}
+
+
+def test_the_more_devices_link_reproduces_its_time_with_the_large_batch_penalty():
+    """gpt-76.1b on one A100 does not fit: 'Add devices (1 -> 32 ...)', global batch 32x, whose
+    time counts the penalty of B_noise = 64 against today's batch; opened, the same days."""
+    plan = _plan({**GPT76_ONE, "cbs": 64.0})
+    (o,) = plan.decision.options
+    assert o.title.endswith("global batch 32x (its large-batch penalty is in the time)")
+    assert o.changes["train_samples"] > TRAIN  # the samples it needs at 32x today's batch
+    assert card_rows(plan.decision)[1]["time to finish"] == duration_text(o.time_s)
+    assert _opens_each_option_with_its_figures({**GPT76_ONE, "cbs": 64.0}) == {"more_devices"}
