@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
 from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.bounds import bound, bounded
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, excerpt
 from scalesim.jsonio import read_json
 from scalesim.layout import (
     SCHEDULES,
@@ -52,6 +52,7 @@ from scalesim.validate import (
     CaseName,
     Skipped,
     abs_error_figures,
+    cube_mesh_note,
     none_read,
     parse_case_list,
     read_case_list,
@@ -306,6 +307,12 @@ class ParallelCase(_Strict):
 INTRA_NODE_ALIASES = {"nvlink-v100": "nvlink2"}
 
 
+# Every hardware.intra_node this reader takes: the format's names, then the other presets.
+INTRA_NODE_NAMES = tuple(dict.fromkeys(("nvswitch-a100", "nvswitch-h100", "nvl72-gb200",
+                                        *INTRA_NODE_ALIASES, "nvswitch-v100", "pcie3", "pcie4",
+                                        *INTRA_LINKS)))
+
+
 def intra_preset(intra_node: str) -> str:
     """The ``presets.INTRA_LINKS`` name of a case's ``hardware.intra_node``."""
     return INTRA_NODE_ALIASES.get(intra_node, intra_node)
@@ -338,7 +345,8 @@ def _check_parallel_case(case: ParallelCase, where: str) -> None:
                             "precision and GPU against its source")
     if intra_preset(case.hardware.intra_node) not in INTRA_LINKS:
         raise ScalesimError(f"{where}: unknown hardware.intra_node "
-                            f"'{case.hardware.intra_node}'; use one of {', '.join(INTRA_LINKS)}")
+                            f"'{excerpt(case.hardware.intra_node)}'; use one of "
+                            f"{', '.join(INTRA_NODE_NAMES)}")
 
 
 HINT = " (see scalesim/data/validation/parallel_cases.md)"
@@ -499,9 +507,15 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
                      f" (tp {lay.tp})")
     schedule = _or_default(lay.schedule, "1f1b" if lay.pp > 1 else "none", "schedule", flags)
     if lay.pp == 1:
+        if schedule != "none":  # as published, but one stage has no pipeline to schedule
+            flags.append(f"layout.schedule {schedule} with pp 1: no pipeline, predicted as "
+                         "schedule none")
         schedule = "none"
     v = lay.virtual_stages or (2 if schedule == "interleaved" else 1)
     if schedule != "interleaved":
+        if v != 1:
+            flags.append(f"layout.virtual_stages {v} without the interleaved schedule "
+                         f"(schedule {schedule}): predicted with one model chunk per stage")
         v = 1
     tp_overlap = year is not None and year >= TP_OVERLAP_FROM_YEAR and lay.tp > 1
     kernel = VENDOR_KERNEL if any(s in case.source for s in VENDOR_ATTENTION_SOURCES) else (
@@ -536,8 +550,8 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
                             virtual_stages=v, recompute=recompute,
                             recompute_style=style,
                             sequence_parallel=sp, tp_overlap=tp_overlap)
-    for problem in layout_problems(layout, hw.gpus_per_node, heads=m.heads, kv_heads=kv,
-                                   seq_len=m.seq_len):
+    for problem in layout_problems(layout, hw.gpus_per_node, layers=m.layers, heads=m.heads,
+                                   kv_heads=kv, seq_len=m.seq_len):
         flags.append(f"layout note (predicted as published): {problem}")
 
     fp8 = case.precision == "fp8"
@@ -566,6 +580,8 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
     if memory is None:
         flags.append(f"device memory of '{gpu}' unknown: whether the layout fits is not checked")
     intra = intra_link(intra_preset(hw.intra_node))
+    if note := cube_mesh_note(intra_preset(hw.intra_node), hw.gpus_per_node):
+        flags.append(note)
     net = hw.inter_node
     family = _gpu_family(gpu)
     if net is None:
