@@ -484,14 +484,19 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
     """The model's inputs for one case (efficiency 1: the anchor sets it); flags name defaults."""
     m, hw, lay = case.model, case.hardware, case.layout
     gpu = read_gpu_name(hw.gpu, flags)  # the name as the datasheet tables read it
-    kv = m.kv_heads or m.heads
-    ffn = m.ffn_hidden or 4 * m.hidden
+    kv = _or_default(m.kv_heads, m.heads, "kv_heads", flags,
+                     " (multi-head attention: kv_heads = heads)")
+    ffn = _or_default(m.ffn_hidden, 4 * m.hidden, "ffn_hidden", flags, " (4 x hidden)")
     gated = ffn != 4 * m.hidden
     framework_vocab = None if m.vocab is not None else source_vocab_of(case.source, m.name)
     vocab = _or_default(m.vocab, framework_vocab or DEFAULT_VOCAB, "vocab", flags,
                         " (the source's framework's for this model family)"
                         if framework_vocab else "")
     year = _year(case.source)
+    if year is None:
+        flags.append(f"source names no year: unfused attention and no tp overlap assumed (only "
+                     f"sources dated {FLASH_ATTENTION_FROM_YEAR} or later get flash attention, "
+                     f"{TP_OVERLAP_FROM_YEAR} or later tp overlap)")
     flash = year is not None and year >= FLASH_ATTENTION_FROM_YEAR
     params = float(parameter_count(m.layers, m.hidden, m.heads, kv, ffn, gated, m.seq_len, vocab,
                                    not gated, not gated, not gated, not gated))
@@ -583,6 +588,12 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
     if note := cube_mesh_note(intra_preset(hw.intra_node), hw.gpus_per_node):
         flags.append(note)
     net = hw.inter_node
+    if net is None and lay.devices > hw.gpus_per_node:
+        # null means one server, yet the layout spans several: the network defaults, flagged
+        flags.append(f"hardware.inter_node null but {lay.devices} devices span "
+                     f"{-(-lay.devices // hw.gpus_per_node)} servers of {hw.gpus_per_node}: the "
+                     "network is read as unstated")
+        net = PCInterNode()
     family = _gpu_family(gpu)
     if net is None:
         inter = intra

@@ -107,7 +107,7 @@ def dp_file(seed: int = SEED, n: int = 40) -> dict:
 def _pc_case(rng: random.Random, group: str, gi: int, j: int, gpu: str, intra: str) -> dict:
     heads = rng.choice([16, 32, 64])
     hidden = heads * rng.choice([64, 128])
-    kv = rng.choice([heads, heads // 4, 8 if heads >= 8 else heads])
+    kv = rng.choice([heads, heads // 4, 8 if heads >= 8 else heads, None])
     gpn = 72 if intra == "nvl72-gb200" else rng.choice([4, 8])
     tp = rng.choice([t for t in (1, 2, 4, 8) if heads % t == 0 and t <= gpn])
     pp = rng.choice([1, 1, 2, 4])
@@ -130,7 +130,7 @@ def _pc_case(rng: random.Random, group: str, gi: int, j: int, gpu: str, intra: s
     return {
         "id": f"{group}_c{j}", "group": group, "anchor": j == 0,
         "source": rng.choice(["a 2025 benchmark page", "arXiv 2409.00001 Table 2",
-                              "github.com/org/repo 2023-05-01"]),
+                              "github.com/org/repo 2023-05-01", "a vendor blog post"]),
         "trust": rng.choice(["high", "medium", "low"]), "notes": "generated",
         "model": {"name": name, "layers": layers, "hidden": hidden, "heads": heads,
                   "kv_heads": kv, "ffn_hidden": ffn, "seq_len": rng.choice([1024, 4096, 32768]),
@@ -140,7 +140,7 @@ def _pc_case(rng: random.Random, group: str, gi: int, j: int, gpu: str, intra: s
                      "inter_node": ({"kind": rng.choice(KINDS + [None]),
                                      "nics_per_node": rng.choice([None, 4, 8]),
                                      "gbit_per_nic": rng.choice([None, 100, 400])}
-                                    if multi else None)},
+                                    if multi and rng.random() < 0.8 else None)},
         "precision": rng.choice(["bf16-mixed", "fp16-mixed", "fp8", "fp32", None]),
         "layout": {"devices": devices, "dp": dp, "tp": tp, "pp": pp, "cp": cp,
                    "ep": rng.choice([1, 1, 2]) if dp % 2 == 0 else 1,
@@ -166,10 +166,12 @@ def pc_file(seed: int = SEED, groups: int = 12) -> dict:
         cases += [_pc_case(rng, f"unseen_g{g}", g, j, gpu, intra)
                   for j in range(rng.choice([1, 2, 3, 4]))]
     cases[0]["layout"]["pipeline_flush"] = True  # a field the format lacks
-    cases.append({**cases[-1], "anchor": False})  # the same id again
     bad = [c for c in cases if not c["anchor"]]
-    bad[0]["hardware"]["intra_node"] = "nvlink5-magic"
+    bad[0]["hardware"] = {**bad[0]["hardware"], "intra_node": "nvlink5-magic"}
+    bad[0]["precision"] = "bf16-mixed"  # the intra_node is its only fault
     bad[1]["precision"] = "int4"
+    cases[0]["precision"] = "bf16-mixed"  # read, so that its copy's id is the second
+    cases.append(json.loads(json.dumps({**cases[0], "anchor": False})))  # the same id again
     return {"format": "scalesim-parallel-cases/1", "cases": cases}
 
 
@@ -306,3 +308,34 @@ def test_an_unknown_intra_node_names_the_formats_links(tmp_path, capsys):
     rc, out, err = _run(tmp_path, capsys, data, "--json")
     reason = next(s["reason"] for s in json.loads(out)["skipped"] if "intra_node" in s["reason"])
     assert "'nvlink5-magic'" in reason and "nvlink-v100" in reason and "nvl72-gb200" in reason
+
+
+def test_a_field_read_as_its_default_is_flagged(tmp_path, capsys):
+    """kv_heads or ffn_hidden null, a source that names no year, a layout over several servers
+    with inter_node null: each predicted with its default and a flag naming it."""
+    rng = random.Random(SEED)
+    cases = [_pc_case(rng, "g", 0, j, "NVIDIA H100 80GB", "nvswitch-h100") for j in range(2)]
+    for case in cases:
+        case["layout"].update(devices=16, dp=16, tp=1, pp=1, cp=1, ep=1, micro_batch=1,
+                              global_batch=64, schedule="none", virtual_stages=None)
+        case["hardware"].update(gpus_per_node=8, inter_node={"kind": "infiniband",
+                                                             "nics_per_node": 8,
+                                                             "gbit_per_nic": 400})
+        case["source"] = "a 2024 benchmark page"
+    data = {"format": "scalesim-parallel-cases/1", "cases": cases}
+    rc, out, _ = _run(tmp_path, capsys, data, "--json")
+    stated = json.loads(out)["cases"][1]["predicted"]
+    cases[1]["model"].update(kv_heads=None, ffn_hidden=None)
+    cases[1]["source"] = "a vendor blog post"
+    cases[1]["hardware"]["inter_node"] = None
+    rc, out, err = _run(tmp_path, capsys, data, "--json")
+    assert rc == 0, err
+    case = json.loads(out)["cases"][1]
+    flags = " | ".join(case["flags"])
+    heads, hidden = cases[1]["model"]["heads"], cases[1]["model"]["hidden"]
+    assert f"kv_heads unknown: {heads} assumed" in flags
+    assert f"ffn_hidden unknown: {4 * hidden} assumed" in flags
+    assert "source names no year" in flags
+    assert "hardware.inter_node null but 16 devices span 2 servers of 8" in flags
+    assert "8 x 400 Gb/s infiniband assumed" in flags  # one NIC per GPU, an H100's 400 Gb/s
+    assert math.isfinite(case["predicted"]) and case["predicted"] > 0 and case["predicted"] != stated
