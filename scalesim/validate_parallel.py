@@ -560,6 +560,9 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         flags.append(f"layout note (predicted as published): {problem}")
 
     fp8 = case.precision == "fp8"
+    if case.precision is None:
+        flags.append("precision unknown (the source says only 'mixed precision'): 16-bit mixed "
+                     "precision assumed, at the 16-bit tensor peak")
     if case.precision == "fp32":
         flags.append("precision fp32: predicted at the 16-bit tensor peak with 16-bit weights, "
                      "as a mixed-precision run (the model has no fp32 transformer path; the "

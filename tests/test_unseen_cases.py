@@ -328,6 +328,7 @@ def test_a_field_read_as_its_default_is_flagged(tmp_path, capsys):
     cases[1]["model"].update(kv_heads=None, ffn_hidden=None)
     cases[1]["source"] = "a vendor blog post"
     cases[1]["hardware"]["inter_node"] = None
+    cases[1]["precision"] = None
     rc, out, err = _run(tmp_path, capsys, data, "--json")
     assert rc == 0, err
     case = json.loads(out)["cases"][1]
@@ -336,6 +337,7 @@ def test_a_field_read_as_its_default_is_flagged(tmp_path, capsys):
     assert f"kv_heads unknown: {heads} assumed" in flags
     assert f"ffn_hidden unknown: {4 * hidden} assumed" in flags
     assert "source names no year" in flags
+    assert "precision unknown (the source says only 'mixed precision')" in flags
     assert "hardware.inter_node null but 16 devices span 2 servers of 8" in flags
     assert "8 x 400 Gb/s infiniband assumed" in flags  # one NIC per GPU, an H100's 400 Gb/s
     assert math.isfinite(case["predicted"]) and case["predicted"] > 0 and case["predicted"] != stated
