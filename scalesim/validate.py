@@ -42,6 +42,7 @@ from scalesim.model.step import StepInputs, evaluate
 from scalesim.model.stragglers import DEVICE_SPEED_CV
 from scalesim.predict import nvls_busbw_ratio
 from scalesim.presets import (
+    DGX1_GPUS,
     INTRA_LINKS,
     gb_spelling,
     host_link,
@@ -251,6 +252,17 @@ def read_gpu_name(gpu: str, flags: list[str]) -> str:
     return read
 
 
+def cube_mesh_note(intra_node: str, gpus_per_node: int) -> str | None:
+    """The flag of a server larger than the DGX-1 whose point-to-point NVLinks ``intra_node``
+    names (``nvlink1``, ``nvlink2``: ``presets.DGX1_GPUS`` GPUs), else None. Shared by both case
+    formats."""
+    if INTRA_LINKS[intra_node].links_per_gpu and gpus_per_node > DGX1_GPUS:
+        return (f"hardware.intra_node {intra_node} is the {DGX1_GPUS}-GPU DGX-1 hybrid cube-mesh "
+                f"but gpus_per_node is {gpus_per_node}: predicted with the whole "
+                f"{DGX1_GPUS}-GPU server's NVLinks")
+    return None
+
+
 POINT_NOT_READ = "point not read, not predicted: "  # the flag of a dropped point (summary counts)
 FIELDS_IGNORED = "unknown field"  # the flag of a case's fields the format lacks, ignored
 
@@ -278,8 +290,8 @@ def _point_problems(case: Case) -> list[tuple[int, str]]:
 def _check_hardware(case: Case, where: str) -> None:
     hw = case.hardware
     if hw.intra_node not in INTRA_LINKS:
-        raise ScalesimError(f"{where}: unknown hardware.intra_node '{hw.intra_node}'; use one of "
-                            f"{', '.join(INTRA_LINKS)}")
+        raise ScalesimError(f"{where}: unknown hardware.intra_node '{excerpt(hw.intra_node)}'; "
+                            f"use one of {', '.join(INTRA_LINKS)}")
     net = hw.inter_node
     if net is not None:
         try:
@@ -794,6 +806,8 @@ def predict_case(case: Case) -> CaseResult:
     wl, flags = case.workload, list(case._read_flags)
     if case.hardware.assumed:
         flags.append("hardware assumed by the case: " + ", ".join(case.hardware.assumed))
+    if note := cube_mesh_note(case.hardware.intra_node, case.hardware.gpus_per_node):
+        flags.append(note)
     params = wl.params
     if params is None:
         params = DEFAULT_PARAMS

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
 from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.bounds import bound, bounded
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, excerpt
 from scalesim.jsonio import read_json
 from scalesim.layout import (
     SCHEDULES,
@@ -52,6 +52,7 @@ from scalesim.validate import (
     CaseName,
     Skipped,
     abs_error_figures,
+    cube_mesh_note,
     none_read,
     parse_case_list,
     read_case_list,
@@ -306,6 +307,12 @@ class ParallelCase(_Strict):
 INTRA_NODE_ALIASES = {"nvlink-v100": "nvlink2"}
 
 
+# Every hardware.intra_node this reader takes: the format's names, then the other presets.
+INTRA_NODE_NAMES = tuple(dict.fromkeys(("nvswitch-a100", "nvswitch-h100", "nvl72-gb200",
+                                        *INTRA_NODE_ALIASES, "nvswitch-v100", "pcie3", "pcie4",
+                                        *INTRA_LINKS)))
+
+
 def intra_preset(intra_node: str) -> str:
     """The ``presets.INTRA_LINKS`` name of a case's ``hardware.intra_node``."""
     return INTRA_NODE_ALIASES.get(intra_node, intra_node)
@@ -338,7 +345,8 @@ def _check_parallel_case(case: ParallelCase, where: str) -> None:
                             "precision and GPU against its source")
     if intra_preset(case.hardware.intra_node) not in INTRA_LINKS:
         raise ScalesimError(f"{where}: unknown hardware.intra_node "
-                            f"'{case.hardware.intra_node}'; use one of {', '.join(INTRA_LINKS)}")
+                            f"'{excerpt(case.hardware.intra_node)}'; use one of "
+                            f"{', '.join(INTRA_NODE_NAMES)}")
 
 
 HINT = " (see scalesim/data/validation/parallel_cases.md)"
@@ -476,14 +484,19 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
     """The model's inputs for one case (efficiency 1: the anchor sets it); flags name defaults."""
     m, hw, lay = case.model, case.hardware, case.layout
     gpu = read_gpu_name(hw.gpu, flags)  # the name as the datasheet tables read it
-    kv = m.kv_heads or m.heads
-    ffn = m.ffn_hidden or 4 * m.hidden
+    kv = _or_default(m.kv_heads, m.heads, "kv_heads", flags,
+                     " (multi-head attention: kv_heads = heads)")
+    ffn = _or_default(m.ffn_hidden, 4 * m.hidden, "ffn_hidden", flags, " (4 x hidden)")
     gated = ffn != 4 * m.hidden
     framework_vocab = None if m.vocab is not None else source_vocab_of(case.source, m.name)
     vocab = _or_default(m.vocab, framework_vocab or DEFAULT_VOCAB, "vocab", flags,
                         " (the source's framework's for this model family)"
                         if framework_vocab else "")
     year = _year(case.source)
+    if year is None:
+        flags.append(f"source names no year: unfused attention and no tp overlap assumed (only "
+                     f"sources dated {FLASH_ATTENTION_FROM_YEAR} or later get flash attention, "
+                     f"{TP_OVERLAP_FROM_YEAR} or later tp overlap)")
     flash = year is not None and year >= FLASH_ATTENTION_FROM_YEAR
     params = float(parameter_count(m.layers, m.hidden, m.heads, kv, ffn, gated, m.seq_len, vocab,
                                    not gated, not gated, not gated, not gated))
@@ -499,9 +512,15 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
                      f" (tp {lay.tp})")
     schedule = _or_default(lay.schedule, "1f1b" if lay.pp > 1 else "none", "schedule", flags)
     if lay.pp == 1:
+        if schedule != "none":  # as published, but one stage has no pipeline to schedule
+            flags.append(f"layout.schedule {schedule} with pp 1: no pipeline, predicted as "
+                         "schedule none")
         schedule = "none"
     v = lay.virtual_stages or (2 if schedule == "interleaved" else 1)
     if schedule != "interleaved":
+        if v != 1:
+            flags.append(f"layout.virtual_stages {v} without the interleaved schedule "
+                         f"(schedule {schedule}): predicted with one model chunk per stage")
         v = 1
     tp_overlap = year is not None and year >= TP_OVERLAP_FROM_YEAR and lay.tp > 1
     kernel = VENDOR_KERNEL if any(s in case.source for s in VENDOR_ATTENTION_SOURCES) else (
@@ -536,11 +555,14 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
                             virtual_stages=v, recompute=recompute,
                             recompute_style=style,
                             sequence_parallel=sp, tp_overlap=tp_overlap)
-    for problem in layout_problems(layout, hw.gpus_per_node, heads=m.heads, kv_heads=kv,
-                                   seq_len=m.seq_len):
+    for problem in layout_problems(layout, hw.gpus_per_node, layers=m.layers, heads=m.heads,
+                                   kv_heads=kv, seq_len=m.seq_len):
         flags.append(f"layout note (predicted as published): {problem}")
 
     fp8 = case.precision == "fp8"
+    if case.precision is None:
+        flags.append("precision unknown (the source says only 'mixed precision'): 16-bit mixed "
+                     "precision assumed, at the 16-bit tensor peak")
     if case.precision == "fp32":
         flags.append("precision fp32: predicted at the 16-bit tensor peak with 16-bit weights, "
                      "as a mixed-precision run (the model has no fp32 transformer path; the "
@@ -566,7 +588,15 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
     if memory is None:
         flags.append(f"device memory of '{gpu}' unknown: whether the layout fits is not checked")
     intra = intra_link(intra_preset(hw.intra_node))
+    if note := cube_mesh_note(intra_preset(hw.intra_node), hw.gpus_per_node):
+        flags.append(note)
     net = hw.inter_node
+    if net is None and lay.devices > hw.gpus_per_node:
+        # null means one server, yet the layout spans several: the network defaults, flagged
+        flags.append(f"hardware.inter_node null but {lay.devices} devices span "
+                     f"{-(-lay.devices // hw.gpus_per_node)} servers of {hw.gpus_per_node}: the "
+                     "network is read as unstated")
+        net = PCInterNode()
     family = _gpu_family(gpu)
     if net is None:
         inter = intra
