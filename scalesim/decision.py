@@ -149,9 +149,10 @@ class DecisionOption:
     assumption: str
     quality_change: float | None = None  # relative time to quality vs now (only B_noise known)
     billed_devices: int | None = None  # devices a cloud bills for it (whole instances, billing)
-    # the scenario fields it runs with that today's do not have (more_devices, split_model, an
-    # add_server in the planner's layout: its count and layout, Scenario's JSON names), for a
-    # link or a file that reproduces it; None where it changes only the count or no layout
+    # the scenario fields it runs with that today's do not have (more_devices, split_model,
+    # add_server: its device count, and its layout where it changes one, Scenario's JSON
+    # names), for a link or a file that reproduces it; None where it runs at today's count
+    # and layout (settings, network, kernel, input, device fix)
     changes: dict | None = None
 
 
@@ -233,7 +234,7 @@ class _Ctx:
             return ""
         counted = (" (its large-batch penalty is in the time)"
                    if self.goal.critical_batch is not None else "")
-        return f", global batch {p.global_batch / self.now.global_batch:.3g}x{counted}"
+        return f", global batch {figures.multiple(p.global_batch / self.now.global_batch)}{counted}"
 
     def changes(self, run: Scenario, p: Prediction) -> dict:
         """The scenario fields ``run`` (predicted ``p``) sets that today's does not
@@ -340,7 +341,7 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[st
             why = why or str(exc)
             continue
         keep = ctx.option("add_server", _added_title(ctx, p), p, 0.0, source,
-                          assumption=_grown_assumption(ctx, p))
+                          assumption=_grown_assumption(ctx, p), changes=ctx.changes(scenario, p))
         break
     planned, found = None, None
     if keep is None or keep.devices > more or keep.runnable:  # else: ``_more_devices_option``
