@@ -228,12 +228,13 @@ class _Ctx:
     def _batch_words(self, p: Prediction) -> str:
         """', global batch 4x' where ``p`` trains at another global batch than today's (more
         accumulation, a bigger batch, more devices at today's per-device batch), so the card
-        never compares unlike runs unsaid; with '(its large-batch penalty is in the time)' where
-        a critical batch size is known and the time column counts it; '' at today's batch."""
+        never compares unlike runs unsaid ('1.125x' exactly, ``figures.multiple``); with '(its
+        large-batch penalty is in the time)' where a critical batch size is known and ``p`` fits,
+        so the time column counts it; '' at today's batch."""
         if p.global_batch == self.now.global_batch:
             return ""
         counted = (" (its large-batch penalty is in the time)"
-                   if self.goal.critical_batch is not None else "")
+                   if self.goal.critical_batch is not None and p.fits else "")
         return f", global batch {figures.multiple(p.global_batch / self.now.global_batch)}{counted}"
 
     def changes(self, run: Scenario, p: Prediction) -> dict:
