@@ -99,10 +99,10 @@ ASSUMPTIONS = {
                     "devices priced like today's and billed per whole instance "
                     "(docs/model.md §4, §9, §17, §20)",
 }
-# What an add-server option in the planner's layout assumes besides the added server's
+# What an add-server option in the planner's layout assumes besides the added server's (the
+# global batch it runs at follows: ``_planned_assumption``)
 PLANNED_LAYOUT = ("the framework runs the planner's layout (ZeRO stage, tensor x pipeline split, "
-                  "recompute, micro-batches) at the model's predicted efficiency, same global "
-                  "batch")
+                  "recompute, micro-batches) at the model's predicted efficiency")
 # The assumptions that name a GPU server's parts, in the words of a CPU calibration's processes
 # on a host (``device_nouns.nouns_for``): ``_Ctx.assumptions`` puts them in ASSUMPTIONS' place.
 CPU_ASSUMPTIONS = {
@@ -311,6 +311,14 @@ def _grown_assumption(ctx: _Ctx, p: Prediction) -> str:
     return ctx.assumptions["fill_server" if p.nodes == ctx.now.nodes else "add_server"]
 
 
+def _planned_assumption(ctx: _Ctx, p: Prediction) -> str:
+    """The assumption of growing to ``p`` in the planner's layout: the added server's, the
+    layout's (``PLANNED_LAYOUT``) and its global batch, today's or as its title says."""
+    batch = ("same global batch" if p.global_batch == ctx.now.global_batch else
+             f"global batch {figures.multiple(p.global_batch / ctx.now.global_batch)} today's")
+    return f"{_grown_assumption(ctx, p)}; {PLANNED_LAYOUT}, {batch}"
+
+
 def _added_title(ctx: _Ctx, p: Prediction) -> str:
     """'Fill the server (4 -> 8 devices)', 'Add one server (64 -> 72 devices)', 'Add 2 servers
     (64 -> 80 devices)': the servers ``p`` runs on beyond today's."""
@@ -351,7 +359,7 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[st
         p, _, run = found
         planned = ctx.option("add_server", f"{_added_title(ctx, p)}, the planner's layout: "
                              f"{', '.join(changed)}", p, 0.0, source,
-                             assumption=f"{_grown_assumption(ctx, p)}; {PLANNED_LAYOUT}",
+                             assumption=_planned_assumption(ctx, p),
                              changes=ctx.changes(run, p))
     if keep is None and planned is None:
         notes.append(f"one more {nouns.server} not compared: {why}" if why else
