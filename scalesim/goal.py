@@ -232,7 +232,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
 
         split, nouns = layout_of(base), nouns_for(profile.hardware.device_name)
         raise ScalesimError(
-            f"no {nouns.device} count up to {max_devices} can run the layout "
+            f"no {nouns.device} count up to {whole(max_devices)} can run the layout "
             f"{split_words(None, split.tp, split.pp)}: all {res.dropped:,} combinations break a "
             f"layout rule (tp x pp must divide the {nouns.devices}, tp stays in a {nouns.server}, "
             "the layers and heads must split); change --tp/--pp or --max-devices")

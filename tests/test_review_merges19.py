@@ -138,3 +138,30 @@ def test_a_split_given_to_plan_names_the_abbreviation_not_a_close_flag(capsys):
         "a switch that takes no value: plan has no --tp flag (see scalesim plan --help)")
     code, _, err = run_cli(capsys, ["predict", "--devices", "8", "--inter-busbww", "10"])
     assert code == 2 and "did you mean --inter-busbw?" in err, err
+
+
+def test_the_apps_headline_gives_no_time_or_money_to_a_layout_that_does_not_fit():
+    """The app at llama3-70b, 64 H100s, tp 8 x pp 2, 1e6 samples: the focus does not fit, and
+    the card's As-is row says 'does not fit' for its time and money; the headline said 'Time to
+    train / cost 3.2 days, $17,845' beside 'Throughput: not runnable', and so did the report."""
+    from app_harness import open_app
+    from scalesim.app.plan import headline, make_plan
+    from scalesim.app.report import report_html
+    from scalesim.app.state import default_state, encode_query, preset_profile
+
+    from scalesim.decision import DOES_NOT_FIT, card_rows
+
+    state = default_state().model_copy(update={
+        "wl": "llama3-70b", "hw": "dgx-h100", "dmax": 64, "focus": 64, "tp": 8, "pp": 2,
+        "train": 1e6})
+    plan = make_plan(preset_profile(state), state)
+    assert not plan.focus.fits
+    h = headline(plan)
+    assert h["time_to_train"] == DOES_NOT_FIT and "cost" not in h
+    assert card_rows(plan.decision)[0]["time to finish"] == DOES_NOT_FIT
+    report = report_html(plan, "")
+    assert '<td class="l">Time to train</td><td class="l">does not fit</td>' in report
+    assert '<td class="l">Cost</td>' not in report
+    at = open_app(encode_query(plan.state, plan.profile))
+    (metric,) = [m for m in at.metric if m.label.startswith("Time to train")]
+    assert metric.value == DOES_NOT_FIT and not metric.proto.delta
