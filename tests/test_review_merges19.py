@@ -165,3 +165,23 @@ def test_the_apps_headline_gives_no_time_or_money_to_a_layout_that_does_not_fit(
     at = open_app(encode_query(plan.state, plan.profile))
     (metric,) = [m for m in at.metric if m.label.startswith("Time to train")]
     assert metric.value == DOES_NOT_FIT and not metric.proto.delta
+
+
+def test_the_hours_charts_words_name_only_options_that_run():
+    """The Hours & cost tab at llama3-70b, 64 H100s, tp 8 x pp 2, 1e6 samples: 'Fastest:
+    1,024 devices (not runnable), 19.1 h for $71,774' named a bar that cannot run; now the
+    fastest and cheapest that run, in the card's duration words."""
+    from scalesim.app.charts import chart_text
+    from scalesim.app.plan import make_plan
+    from scalesim.app.state import default_state, preset_profile
+
+    state = default_state().model_copy(update={
+        "wl": "llama3-70b", "hw": "dgx-h100", "dmax": 1024, "focus": 64, "tp": 8, "pp": 2,
+        "train": 1e6, "cbs": 512.0})
+    plan = make_plan(preset_profile(state), state)
+    assert any(not o.fits for o in plan.options)  # the device counts at tp 8 x pp 2
+    text = chart_text(plan, "hours")
+    assert text.startswith("Fastest that runs: ") and "not runnable" not in text, text
+    runs = [o for o in plan.options if o.fits and o.cost_usd is not None and o.time_s]
+    fast = min(runs, key=lambda o: o.time_s)
+    assert f"Fastest that runs: {fast.label}, " in text and "Cheapest that runs: " in text
