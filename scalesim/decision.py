@@ -211,7 +211,8 @@ class _Ctx:
         now_total = (None if (self.now_time is None or self.now_hourly is None)
                      else self.now_time / 3600.0 * self.now_hourly)
         return DecisionOption(
-            key=key, title=title + self._batch_words(p), devices=p.devices, servers=p.nodes, runnable=p.fits,
+            key=key, title=title + self._batch_words(p, title), devices=p.devices,
+            servers=p.nodes, runnable=p.fits,
             samples_per_s=p.samples_per_s,
             throughput_gain=p.samples_per_s / self.now.samples_per_s - 1.0 if against else None,
             usd_per_hour=hourly,
@@ -225,16 +226,19 @@ class _Ctx:
             quality_change=self._quality_change(p) if against and p.fits else None,
             billed_devices=int(self.goal.billed_devices(p.devices)), changes=changes)
 
-    def _batch_words(self, p: Prediction) -> str:
+    def _batch_words(self, p: Prediction, title: str = "") -> str:
         """', global batch 4x' where ``p`` trains at another global batch than today's (more
         accumulation, a bigger batch, more devices at today's per-device batch), so the card
         never compares unlike runs unsaid ('1.125x' exactly, ``figures.multiple``); with '(its
         large-batch penalty is in the time)' where a critical batch size is known and ``p`` fits,
-        so the time column counts it; '' at today's batch."""
+        so the time column counts it; '' at today's batch. A ``title`` that names its global
+        batch already ('Double the global batch (...)') gets only the penalty's words."""
         if p.global_batch == self.now.global_batch:
             return ""
         counted = (" (its large-batch penalty is in the time)"
                    if self.goal.critical_batch is not None and p.fits else "")
+        if "global batch" in title.lower():
+            return counted
         return f", global batch {figures.multiple(p.global_batch / self.now.global_batch)}{counted}"
 
     def changes(self, run: Scenario, p: Prediction) -> dict:

@@ -185,3 +185,16 @@ def test_the_hours_charts_words_name_only_options_that_run():
     runs = [o for o in plan.options if o.fits and o.cost_usd is not None and o.time_s]
     fast = min(runs, key=lambda o: o.time_s)
     assert f"Fastest that runs: {fast.label}, " in text and "Cheapest that runs: " in text
+
+
+@pytest.mark.parametrize(("critical", "tail"), [
+    (None, ""), ("4096", " (its large-batch penalty is in the time)")])
+def test_a_remedy_that_names_its_global_batch_is_not_told_it_twice(capsys, critical, tail):
+    """A fixed global batch of 256 on 16 A100s: the settings remedy 'double the global batch'
+    read '..., global batch 2x' after it (splitname19's words after the remedy's own)."""
+    argv = ["decide", "--devices", "16", "--global-batch", "256", "--train-samples", "1e8"]
+    code, out, err = run_cli(capsys, argv + (["--critical-batch", critical] if critical else []))
+    assert code == 0, err
+    (row,) = [line for line in out.splitlines() if line.startswith("Settings: ")]
+    title = "Settings: double the global batch (per-device batch 16 -> 32)" + tail
+    assert row.startswith(title + "  "), row
