@@ -385,8 +385,11 @@ def number_hint(text: str, b: Bound) -> str:
         return f"; write {text.strip()} as the fraction {exact(value / 100)}"
     if suffix in _MULTIPLIERS:
         value *= 10.0 ** _MULTIPLIERS[suffix]
-        shown = str(int(value)) if b.integer and value == int(value) else \
-            f"{m['num'].replace(',', '')}e{_MULTIPLIERS[suffix]}"
+        if not math.isfinite(value):  # '1e308T': past any float, no number to suggest
+            return ""
+        shown = (str(int(value)) if b.integer and value == int(value) and value < 1e16
+                 else f"{digits}e{_MULTIPLIERS[suffix]}" if "e" not in digits.lower()
+                 else number(value))  # '1e20k' -> 1e23
         return f"; write {text.strip()} as {shown}{unit}"
     if b.integer and value != int(value):
         return ""  # '1.5': no whole number to suggest

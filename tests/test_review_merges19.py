@@ -198,3 +198,19 @@ def test_a_remedy_that_names_its_global_batch_is_not_told_it_twice(capsys, criti
     (row,) = [line for line in out.splitlines() if line.startswith("Settings: ")]
     title = "Settings: double the global batch (per-device batch 16 -> 32)" + tail
     assert row.startswith(title + "  "), row
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["--devices", "1e308T"], "argument --devices: '1e308T' is not a whole number"),
+    (["--accumulation", "1e308T"], "argument --accumulation: '1e308T' is not a whole number"),
+    (["--batch", "9e307k"], "argument --batch: '9e307k' is not a whole number"),
+    (["--devices", "1e20k"],
+     "argument --devices: '1e20k' is not a whole number; write 1e20k as 1e23, in devices"),
+    (["--devices", "7k"], "argument --devices: '7k' is not a whole number; write 7k as 7000, in devices"),
+])
+def test_a_multiplied_number_past_any_float_is_one_line(capsys, argv, said):
+    """polish19's hint for '7B'-style numbers multiplied '1e308T' to infinity and took int() of
+    it: an OverflowError traceback from `predict --devices 1e308T`."""
+    code, _, err = run_cli(capsys, ["predict", *argv])
+    assert code == 2 and "Traceback" not in err
+    assert err.strip() == f"scalesim predict: error: {said} (see scalesim predict --help)", err
