@@ -214,3 +214,18 @@ def test_a_multiplied_number_past_any_float_is_one_line(capsys, argv, said):
     code, _, err = run_cli(capsys, ["predict", *argv])
     assert code == 2 and "Traceback" not in err
     assert err.strip() == f"scalesim predict: error: {said} (see scalesim predict --help)", err
+
+
+@pytest.mark.parametrize(("argv", "hint"), [
+    (["--inter-busbw", "5G"], "'5G' is not a number; give the number alone, in GB/s: 5"),
+    (["--inter-busbw", "5T"], "'5T' is not a number; give the number alone, in GB/s"),
+    (["--bucket-mib", "25M"], "'25M' is not a number; give the number alone, in MiB: 25"),
+    (["--train-samples", "2M"], "'2M' is not a number; write 2M as 2e6, in samples"),
+])
+def test_a_multiplier_on_a_prefixed_unit_is_not_multiplied(capsys, argv, hint):
+    """`--inter-busbw 5G` was told 'write 5G as 5e9, in GB/s' (5e9 GB/s, refused next): in a
+    unit with its own prefix the letter is the unit's; a count keeps its multiplier."""
+    code, _, err = run_cli(capsys, ["predict", *argv])
+    assert code == 2
+    assert err.strip() == (f"scalesim predict: error: argument {argv[0]}: {hint} (see "
+                           "scalesim predict --help)"), err
