@@ -380,8 +380,8 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[st
         notes.append(f"one more {nouns.server} does not take today's layout ({because}): it "
                      f"takes {nouns.count(keep.servers - now.nodes, 'server')} more")
     if _wins(ctx, best) and other is not None and other.runnable:
-        notes.append(f"not shown: {other.title} ({_faster(best, other):.1%} slower than "
-                     f"{best.title})")
+        notes.append(f"not shown: {other.title} ({_slower_words(_faster(best, other))} "
+                     f"than {best.title})")
     return best, notes
 
 
@@ -452,6 +452,12 @@ def _score(o: DecisionOption) -> float:
 def _wins(ctx: _Ctx, o: DecisionOption) -> bool:
     """An option the card keeps: it runs, and beats today's run where that runs."""
     return o.runnable and (not ctx.now.fits or _score(o) > 0)
+
+
+def _slower_words(x: float) -> str:
+    """'1.5% slower' for ``_faster``'s ``x`` = 0.015; a time or speed two or more times as far
+    as '3.4x slower' (x = 2.376), never '237.6% slower'."""
+    return f"{x:.1%} slower" if x < 1 else f"{figures.multiple(round(1 + x, 1))} slower"
 
 
 def _faster(a: DecisionOption, b: DecisionOption) -> float:
