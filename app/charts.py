@@ -543,10 +543,14 @@ def chart_text(plan: Plan, name: str) -> str:
         opts = _option_rows(plan)
         if not opts:
             return ""
-        fast = min(opts, key=lambda o: o.time_s)
-        cheap = min(opts, key=lambda o: o.cost_usd)
-        return (f"Fastest: {fast.label}, {fast.time_s / 3600:,.1f} h for ${fast.cost_usd:,.0f}. "
-                f"Cheapest: {cheap.label}, {cheap.time_s / 3600:,.1f} h for ${cheap.cost_usd:,.0f}.")
+        runs = [o for o in opts if o.fits]  # a bar that does not fit is no one's fastest
+        if not runs:
+            return f"None of the options shown fits in {plan.words.memory}."
+        fast = min(runs, key=lambda o: o.time_s)
+        cheap = min(runs, key=lambda o: o.cost_usd)
+        return (f"Fastest that runs: {fast.label}, {duration_text(fast.time_s)} for "
+                f"${amount(fast.cost_usd)}. Cheapest that runs: {cheap.label}, "
+                f"{duration_text(cheap.time_s)} for ${amount(cheap.cost_usd)}.")
     if name == "a_vs_b" and plan.b_focus is not None:
         return (f"Step time A (now): {plan.focus.step_time_s * 1e3:.1f} ms; B ({plan.b_label}): "
                 f"{plan.b_focus.step_time_s * 1e3:.1f} ms.")

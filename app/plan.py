@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 from scalesim import presets
 from scalesim.attention_kernel import DEFAULT_ATTENTION_KERNEL
 from scalesim.cli.options import parse_int_list
-from scalesim.decision import DecisionCard, added_server_counts, decide, duration_text
+from scalesim.decision import (
+    DOES_NOT_FIT,
+    DecisionCard,
+    added_server_counts,
+    decide,
+    duration_text,
+)
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount, whole
@@ -636,10 +642,10 @@ def headline(plan: Plan) -> dict[str, str]:
         out["not_runnable"] = (f"does not fit in {plan.words.memory} at {_count_list(misfits)} "
                                f"{plan.words.devices} (not runnable)")
     t, cost = finish(plan, f)
-    if t is not None:
-        out["time_to_train"] = duration(t)
+    if t is not None:  # a layout that does not fit has no time or money (decide's card)
+        out["time_to_train"] = duration(t) if f.fits else DOES_NOT_FIT
         out["goal"] = resolve_goal(plan.profile, plan.scenario).label()
-    if cost is not None:
+    if cost is not None and f.fits:
         out["cost"] = f"${cost:,.0f}"
     return out
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scalesim.figures import duration_text
 from scalesim.model import collectives as coll
 from scalesim.schemas import CollectivePoint
 
@@ -102,7 +103,8 @@ def decide(level: str, points: list[CollectivePoint], coll_time_s: float, rounds
     sizes = sorted({p.size_bytes for p in points if p.op == failed[0]})
     why = (f"{size_text(next_bytes)} is above the {size_text(cap_bytes)} cap" if next_bytes > cap_bytes
            else f"timing {', '.join(short)} at {size_text(next_bytes)} would take about "
-                f"{cost_s:.2g} s, more than the {max(budget_s, 0):.2g} s left of the level's "
+                f"{duration_text(cost_s)}, more than the {duration_text(max(budget_s, 0))} left "
+                "of the level's "
                 f"--coll-time-s {coll_time_s:g} per size")
     return SizeDecision(refusal=(
         f"{level}: {', '.join(failed)} times do not grow with message size over "

@@ -383,10 +383,16 @@ def number_hint(text: str, b: Bound) -> str:
     unit = f", in {b.unit}" if b.unit else ""
     if suffix == "%" and not b.unit:  # a share: cv, fraction
         return f"; write {text.strip()} as the fraction {exact(value / 100)}"
+    if suffix in _MULTIPLIERS and b.unit[:1] in _MULTIPLIERS:  # 'GB/s', 'MiB': prefixed already
+        same = suffix.upper() == b.unit[0].upper()  # '100G' for GB/s: 100 of the unit
+        return f"; give the number alone{unit}" + (f": {exact(value)}" if same else "")
     if suffix in _MULTIPLIERS:
         value *= 10.0 ** _MULTIPLIERS[suffix]
-        shown = str(int(value)) if b.integer and value == int(value) else \
-            f"{m['num'].replace(',', '')}e{_MULTIPLIERS[suffix]}"
+        if not math.isfinite(value):  # '1e308T': past any float, no number to suggest
+            return ""
+        shown = (str(int(value)) if b.integer and value == int(value) and value < 1e16
+                 else f"{digits}e{_MULTIPLIERS[suffix]}" if "e" not in digits.lower()
+                 else number(value))  # '1e20k' -> 1e23
         return f"; write {text.strip()} as {shown}{unit}"
     if b.integer and value != int(value):
         return ""  # '1.5': no whole number to suggest

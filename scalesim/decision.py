@@ -99,10 +99,10 @@ ASSUMPTIONS = {
                     "devices priced like today's and billed per whole instance "
                     "(docs/model.md §4, §9, §17, §20)",
 }
-# What an add-server option in the planner's layout assumes besides the added server's
+# What an add-server option in the planner's layout assumes besides the added server's (the
+# global batch it runs at follows: ``_planned_assumption``)
 PLANNED_LAYOUT = ("the framework runs the planner's layout (ZeRO stage, tensor x pipeline split, "
-                  "recompute, micro-batches) at the model's predicted efficiency, same global "
-                  "batch")
+                  "recompute, micro-batches) at the model's predicted efficiency")
 # The assumptions that name a GPU server's parts, in the words of a CPU calibration's processes
 # on a host (``device_nouns.nouns_for``): ``_Ctx.assumptions`` puts them in ASSUMPTIONS' place.
 CPU_ASSUMPTIONS = {
@@ -149,9 +149,10 @@ class DecisionOption:
     assumption: str
     quality_change: float | None = None  # relative time to quality vs now (only B_noise known)
     billed_devices: int | None = None  # devices a cloud bills for it (whole instances, billing)
-    # the scenario fields it runs with that today's do not have (more_devices, split_model, an
-    # add_server in the planner's layout: its count and layout, Scenario's JSON names), for a
-    # link or a file that reproduces it; None where it changes only the count or no layout
+    # the scenario fields it runs with that today's do not have (more_devices, split_model,
+    # add_server: its device count, and its layout where it changes one, Scenario's JSON
+    # names), for a link or a file that reproduces it; None where it runs at today's count
+    # and layout (settings, network, kernel, input, device fix)
     changes: dict | None = None
 
 
@@ -210,7 +211,8 @@ class _Ctx:
         now_total = (None if (self.now_time is None or self.now_hourly is None)
                      else self.now_time / 3600.0 * self.now_hourly)
         return DecisionOption(
-            key=key, title=title + self._batch_words(p), devices=p.devices, servers=p.nodes, runnable=p.fits,
+            key=key, title=title + self._batch_words(p, title), devices=p.devices,
+            servers=p.nodes, runnable=p.fits,
             samples_per_s=p.samples_per_s,
             throughput_gain=p.samples_per_s / self.now.samples_per_s - 1.0 if against else None,
             usd_per_hour=hourly,
@@ -224,16 +226,20 @@ class _Ctx:
             quality_change=self._quality_change(p) if against and p.fits else None,
             billed_devices=int(self.goal.billed_devices(p.devices)), changes=changes)
 
-    def _batch_words(self, p: Prediction) -> str:
+    def _batch_words(self, p: Prediction, title: str = "") -> str:
         """', global batch 4x' where ``p`` trains at another global batch than today's (more
         accumulation, a bigger batch, more devices at today's per-device batch), so the card
-        never compares unlike runs unsaid; with '(its large-batch penalty is in the time)' where
-        a critical batch size is known and the time column counts it; '' at today's batch."""
+        never compares unlike runs unsaid ('1.125x' exactly, ``figures.multiple``); with '(its
+        large-batch penalty is in the time)' where a critical batch size is known and ``p`` fits,
+        so the time column counts it; '' at today's batch. A ``title`` that names its global
+        batch already ('Double the global batch (...)') gets only the penalty's words."""
         if p.global_batch == self.now.global_batch:
             return ""
         counted = (" (its large-batch penalty is in the time)"
-                   if self.goal.critical_batch is not None else "")
-        return f", global batch {p.global_batch / self.now.global_batch:.3g}x{counted}"
+                   if self.goal.critical_batch is not None and p.fits else "")
+        if "global batch" in title.lower():
+            return counted
+        return f", global batch {figures.multiple(p.global_batch / self.now.global_batch)}{counted}"
 
     def changes(self, run: Scenario, p: Prediction) -> dict:
         """The scenario fields ``run`` (predicted ``p``) sets that today's does not
@@ -309,6 +315,14 @@ def _grown_assumption(ctx: _Ctx, p: Prediction) -> str:
     return ctx.assumptions["fill_server" if p.nodes == ctx.now.nodes else "add_server"]
 
 
+def _planned_assumption(ctx: _Ctx, p: Prediction) -> str:
+    """The assumption of growing to ``p`` in the planner's layout: the added server's, the
+    layout's (``PLANNED_LAYOUT``) and its global batch, today's or as its title says."""
+    batch = ("same global batch" if p.global_batch == ctx.now.global_batch else
+             f"global batch {figures.multiple(p.global_batch / ctx.now.global_batch)} today's")
+    return f"{_grown_assumption(ctx, p)}; {PLANNED_LAYOUT}, {batch}"
+
+
 def _added_title(ctx: _Ctx, p: Prediction) -> str:
     """'Fill the server (4 -> 8 devices)', 'Add one server (64 -> 72 devices)', 'Add 2 servers
     (64 -> 80 devices)': the servers ``p`` runs on beyond today's."""
@@ -340,7 +354,7 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[st
             why = why or str(exc)
             continue
         keep = ctx.option("add_server", _added_title(ctx, p), p, 0.0, source,
-                          assumption=_grown_assumption(ctx, p))
+                          assumption=_grown_assumption(ctx, p), changes=ctx.changes(scenario, p))
         break
     planned, found = None, None
     if keep is None or keep.devices > more or keep.runnable:  # else: ``_more_devices_option``
@@ -349,7 +363,7 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[st
         p, _, run = found
         planned = ctx.option("add_server", f"{_added_title(ctx, p)}, the planner's layout: "
                              f"{', '.join(changed)}", p, 0.0, source,
-                             assumption=f"{_grown_assumption(ctx, p)}; {PLANNED_LAYOUT}",
+                             assumption=_planned_assumption(ctx, p),
                              changes=ctx.changes(run, p))
     if keep is None and planned is None:
         notes.append(f"one more {nouns.server} not compared: {why}" if why else
@@ -366,8 +380,8 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[st
         notes.append(f"one more {nouns.server} does not take today's layout ({because}): it "
                      f"takes {nouns.count(keep.servers - now.nodes, 'server')} more")
     if _wins(ctx, best) and other is not None and other.runnable:
-        notes.append(f"not shown: {other.title} ({_faster(best, other):.1%} slower than "
-                     f"{best.title})")
+        notes.append(f"not shown: {other.title} ({_slower_words(_faster(best, other))} "
+                     f"than {best.title})")
     return best, notes
 
 
@@ -438,6 +452,12 @@ def _score(o: DecisionOption) -> float:
 def _wins(ctx: _Ctx, o: DecisionOption) -> bool:
     """An option the card keeps: it runs, and beats today's run where that runs."""
     return o.runnable and (not ctx.now.fits or _score(o) > 0)
+
+
+def _slower_words(x: float) -> str:
+    """'1.5% slower' for ``_faster``'s ``x`` = 0.015; a time or speed two or more times as far
+    as '3.4x slower' (x = 2.376), never '237.6% slower'."""
+    return f"{x:.1%} slower" if x < 1 else f"{figures.multiple(round(1 + x, 1))} slower"
 
 
 def _faster(a: DecisionOption, b: DecisionOption) -> float:

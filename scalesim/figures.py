@@ -45,6 +45,22 @@ def number(value: float) -> str:
     return text  # nan, inf
 
 
+MULTIPLE_DIGITS = 4  # significant digits a multiple is written with exactly ('1.125x')
+
+
+def multiple(value: float) -> str:
+    """A ratio as 'Nx', exactly where up to ``MULTIPLE_DIGITS`` significant digits say it
+    ('2x', '1.125x', '0.5x'; a whole one whole, '16,384x'), else about ('~1.67x'): never a
+    rounded '1.12x' for 1.125."""
+    if math.isfinite(value) and value == int(value):
+        return f"{number(value)}x"
+    for digits in range(1, MULTIPLE_DIGITS + 1):
+        text = f"{value:.{digits}g}"
+        if float(text) == value:
+            return f"{number(float(text))}x"
+    return f"~{value:.3g}x"
+
+
 def whole(n: int) -> str:
     """A whole count in prose, thousands separated: '16', '1,024' (not in a list a user types
     back, where the commas separate values: ``bounds.list_text``)."""

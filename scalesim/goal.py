@@ -38,7 +38,7 @@ from scalesim import training_time
 from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, bound
 from scalesim.device_nouns import GPU_NOUNS, Nouns, is_cpu_device, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount, duration_text
+from scalesim.figures import amount, duration_text, whole
 from scalesim.layout import split_words
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
 from scalesim.network_upgrades import CPU_NO_UPGRADES, upgrades_for
@@ -164,6 +164,21 @@ def pareto_front(time_s: np.ndarray, cost_usd: np.ndarray) -> np.ndarray:
     return np.asarray(keep, dtype=np.int64)
 
 
+def no_fit_note(profile: Profile, base: Scenario, max_devices: int) -> str:
+    """What to change where no plan of ``seek`` fits in memory: the split (a transformer's tp x
+    pp, which goal keeps as given) or the largest count searched."""
+    from scalesim.layout_predict import layout_of
+
+    nouns = nouns_for(profile.hardware.device_name)
+    more = f"search more {nouns.devices} (--max-devices, now {whole(max_devices)})"
+    if profile.workload.transformer is None:
+        return f"nothing fits in {nouns.memory}: {more}, or use {nouns.devices} with more memory"
+    split = layout_of(base)
+    return (f"goal keeps the split as given ({split_words(None, split.tp, split.pp)}) and "
+            f"nothing fits at it: split the model further (--tp, --pp; scalesim plan ranks the "
+            f"layouts that fit), or {more}")
+
+
 def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
          max_devices: int = GOAL_DEFAULT_MAX_DEVICES) -> GoalAnswer:
     """See the module docstring. ``base`` gives the training length, price and fixed knobs."""
@@ -217,7 +232,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
 
         split, nouns = layout_of(base), nouns_for(profile.hardware.device_name)
         raise ScalesimError(
-            f"no {nouns.device} count up to {max_devices} can run the layout "
+            f"no {nouns.device} count up to {whole(max_devices)} can run the layout "
             f"{split_words(None, split.tp, split.pp)}: all {res.dropped:,} combinations break a "
             f"layout rule (tp x pp must divide the {nouns.devices}, tp stays in a {nouns.server}, "
             "the layers and heads must split); change --tp/--pp or --max-devices")
@@ -260,6 +275,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                          "from the soonest to the cheapest, with the answer's")
             pf = pf[sorted(keep)]
         front = [plan(int(i)) for i in pf]
+    if not idx.size:  # the answer's "No plan runs": what to change
+        notes.append(no_fit_note(profile, base, max_devices))
     if note := training_time.zero_price_note(goal):
         notes.append(note)
     if goal.critical_batch is None:

@@ -285,7 +285,9 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
                     one or (CPU_NOT_APPLICABLE["intra_link"] if words.cpu else ""), ""))
     if not now.fits:
         fit_scn, fit_reason = _fitting_split(profile, scenario, now)
-        fb, fk = (fit_scn.micro_batch or b), fit_scn.accumulation
+        # a fixed global batch keeps micro-batch x accumulation: the micro-batch follows
+        fk = fit_scn.accumulation
+        fb = fit_scn.micro_batch or b * scenario.accumulation // fk
         split = "" if fit_reason else f" ({b} x {k} -> {fb} x {fk}; same global batch)"
         out.append(("fit_memory", f"Smaller micro-batches, more accumulation{split}", fit_scn,
                     profile, fit_reason, "same global batch in smaller micro-steps"))

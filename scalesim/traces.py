@@ -76,6 +76,7 @@ class _Stream:
     def __init__(self, handle: IO[str], source: str):
         self.handle, self.source = handle, source
         self.buf, self.pos, self.eof = "", 0, False
+        self.blank = True  # nothing but white space read so far: an empty file
 
     def _fill(self) -> bool:
         if self.eof:
@@ -85,6 +86,7 @@ class _Stream:
             self.eof = True
             return False
         self.buf = self.buf[self.pos :] + chunk
+        self.blank = self.blank and not chunk.strip()
         self.pos = 0
         return True
 
@@ -208,6 +210,9 @@ def iter_trace(path: str | os.PathLike[str], metadata: dict):
                     if stream.buf[stream.pos - 1] == "}":
                         break
     except _Truncated:
+        if stream.blank:
+            raise ScalesimError(f"{file}: empty (no trace in it); export one with "
+                                "prof.export_chrome_trace") from None
         raise ScalesimError(
             f"{file}: the trace ends early (truncated file?); re-export it with prof.export_chrome_trace"
         ) from None

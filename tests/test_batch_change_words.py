@@ -15,6 +15,7 @@ from scalesim.app.plan import make_plan
 from scalesim.app.state import default_state, encode_query, preset_profile
 
 from scalesim.decision import card_rows, decide
+from scalesim.figures import multiple
 from scalesim.predict import predict
 from scalesim.profiles import default_profile
 from scalesim.schemas import Scenario
@@ -50,7 +51,7 @@ def test_each_option_at_another_global_batch_says_so(critical):
             continue
         ratio = _global_batch(profile, scenario, o) / now_batch
         assert ratio != 1
-        words = f", global batch {ratio:.3g}x" + (PENALTY if critical else "")
+        words = f", global batch {multiple(ratio)}" + (PENALTY if critical else "")
         assert o.title.endswith(words), o.title
         said += 1
     assert said and "global batch" not in today.title

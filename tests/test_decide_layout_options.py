@@ -130,7 +130,8 @@ def test_add_server_grows_to_the_fewest_servers_todays_split_divides():
                                                           "sequence_parallel": True})
     card = decide(profile, scenario, 64)
     (o,) = [o for o in card.options if o.key == "add_server"]
-    assert o.title == "Add 2 servers (64 -> 80 devices), global batch 1.25x" and o.changes is None
+    assert o.title == "Add 2 servers (64 -> 80 devices), global batch 1.25x"
+    assert o.changes == {"devices": [80]}  # today's layout: its change is the count (rev19)
     assert (o.devices, o.servers) == (80, 10) and o.devices % 16 == 0
     again = predict(profile, scenario.model_copy(update={"devices": [80]}))[0]
     assert (again.dp, again.tp, again.pp) == (5, 8, 2)

@@ -64,7 +64,7 @@ def _opens_each_option_with_its_figures(update: dict) -> set[str]:
 @pytest.mark.parametrize("cbs", [None, 512.0])
 def test_the_split_models_links_reproduce_the_layout_and_add_server_options(cbs):
     """llama3-70b on 64 H100s, dp 4 x tp 8 x pp 2: the planner's layout at 64 and one more
-    server in the planner's layout (its global batch 1.12x), with and without a critical
+    server in the planner's layout (its global batch 1.125x), with and without a critical
     batch size (the large-batch penalty in the time)."""
     assert _opens_each_option_with_its_figures({**LLAMA_SPLIT, "cbs": cbs}) == {
         "split_model", "add_server"}
@@ -79,3 +79,17 @@ def test_the_more_devices_link_reproduces_its_time_with_the_large_batch_penalty(
     assert o.changes["train_samples"] > TRAIN  # the samples it needs at 32x today's batch
     assert card_rows(plan.decision)[1]["time to finish"] == duration_text(o.time_s)
     assert _opens_each_option_with_its_figures({**GPT76_ONE, "cbs": 64.0}) == {"more_devices"}
+
+
+@pytest.mark.parametrize("cbs", [None, 4096.0])
+def test_the_add_server_link_in_todays_layout_reproduces_its_count(cbs):
+    """resnet50 on 8 A100s: 'Add one server (8 -> 16 devices), global batch 2x' keeps today's
+    layout, so its change is the device count (and, with a critical batch size, the samples it
+    needs at its batch). Was: no ``changes``, so the card gave it no "Open in the planner" link
+    (session 19, rev19)."""
+    update = {"wl": "resnet50", "dmax": 8, "focus": 8, "train": 1e7, "cbs": cbs}
+    (added,) = [o for o in _plan(update).decision.options if o.key == "add_server"]
+    assert added.title.startswith("Add one server (8 -> 16 devices)"), added.title
+    assert added.changes["devices"] == [16]
+    assert set(added.changes) <= {"devices", "train_samples"}
+    assert _opens_each_option_with_its_figures(update) >= {"add_server"}

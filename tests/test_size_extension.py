@@ -165,3 +165,13 @@ def test_torchrun_children_get_the_load_aware_threads_and_the_line_that_says_so(
     assert chosen["OMP_NUM_THREADS"] == "3" and THREADS_NOTE_ENV not in chosen
     flagged = child_environment(argparse.Namespace(nproc_per_node=2, threads=5), {}, load=4.2)
     assert "OMP_NUM_THREADS" not in flagged and THREADS_NOTE_ENV not in flagged
+
+
+def test_a_long_refusal_says_its_time_in_minutes():
+    """calib19 wrote the times with '.2g' ('about 1.2e+02 s'); they are the card's durations
+    now (``figures.duration_text``: '0.11 s', '2 min'), rev19."""
+    slow = [p.model_copy(update={"time_s": p.time_s * 1000}) for p in
+            points("all_reduce", SWEEP, BUSY)]
+    text = decide(LEVEL, slow, COLL_S * 1000, 3, budget_s=10.0).refusal
+    assert text is not None and "e+" not in text, text
+    assert " min, more than the 10 s left of the level's" in text, text

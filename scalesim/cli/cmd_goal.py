@@ -40,6 +40,34 @@ def duration_s(text: str) -> float:
     return value
 
 
+# A bare number below this many seconds may be days or hours meant: goal says how it read it
+BARE_DEADLINE_NOTE_BELOW_S = 3600.0
+
+
+class DeadlineAction(argparse.Action):
+    """``--deadline``: seconds (``duration_s``), and whether the text was a bare number
+    (``deadline_bare``), so that ``deadline_note`` can say how a short one was read."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            seconds = duration_s(values)
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentError(self, str(exc)) from None
+        setattr(namespace, self.dest, seconds)
+        bare = re.fullmatch(r"[+-]?[0-9.e+-]+", values.strip().lower()) is not None
+        namespace.deadline_bare = values.strip() if bare else None
+
+
+def deadline_note(seconds: float, bare: str | None) -> str | None:
+    """'--deadline 30 was read as 30 seconds ...' where the deadline was a bare number
+    (``bare``: its text) under ``BARE_DEADLINE_NOTE_BELOW_S`` (the documented unit is seconds;
+    a user may have meant days), else None."""
+    if bare is None or seconds >= BARE_DEADLINE_NOTE_BELOW_S:
+        return None
+    return (f"--deadline {bare} was read as {bare} seconds (a number without a unit is "
+            f"seconds); for days write --deadline {bare}d, for hours {bare}h")
+
+
 def usd(text: str) -> float:
     """'50000', '$50,000' -> US dollars (quantity ``budget_usd``)."""
     try:
@@ -62,7 +90,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("goal")
     g.add_argument(
         "--deadline",
-        type=duration_s,
+        action=DeadlineAction,
         required=True,
         metavar="TIME",
         help="train within this long: 3d, 72h, 90m or seconds",
@@ -148,6 +176,8 @@ def run(args: argparse.Namespace) -> int:
     check_goal_inputs(profile, scenario)
     answer = seek(profile, scenario, args.deadline, args.budget, args.max_devices)
     said = scenario_notes(profile, scenario)  # as predict says them
+    if note := deadline_note(args.deadline, getattr(args, "deadline_bare", None)):
+        said.insert(0, note)
     if note := slow_device_note(
         scenario.slow_device, [args.max_devices], "any plan searched (--max-devices)",
         nouns_for(profile.hardware.device_name),

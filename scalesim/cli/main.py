@@ -73,8 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's parser: 'scalesim presets: error: ...', its --help
         command = _command_parser(parser, getattr(args, "command", None))
-        hint = _did_you_mean(command, unknown) or _abbreviated_switch(
-            command, sys.argv[1:] if argv is None else argv, unknown)
+        # an abbreviation argparse completed to a switch is the cause where there is one
+        hint = _abbreviated_switch(command, sys.argv[1:] if argv is None else argv,
+                                   unknown) or _did_you_mean(command, unknown)
         command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
     if not getattr(args, "_run", None):
         parser.print_help()
