@@ -98,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
                *to_argv(args, skip=("nproc_per_node", "command"))]
     env = child_environment(args)
     if (note := env.get(THREADS_NOTE_ENV)) and args.device != "cuda":
-        print(f"scalesim calibrate: note: {note}", file=sys.stderr, flush=True)
+        # on stdout, as a one-process run's note: stderr is for the one line of an error
+        print(f"scalesim calibrate: note: {note}", flush=True)
     return run_filtered(command, env, sys.stderr.buffer)
 
 
