@@ -636,7 +636,9 @@ def headline(plan: Plan) -> dict[str, str]:
                  f"{plan.words.count_change(plan.knee.devices_before, plan.knee.devices_after)}: "
                  f"{plan.knee.label_in(plan.words)}"),
         "best_remedy": ("none predicted to help" if plan.best is None
-                        else f"{plan.best.title}: {remedy_gain_text(plan.best, plan.words)}"),
+                        else f"{plan.best.title}"
+                        + (f", {plan.best.batch_change}" if plan.best.batch_change else "")
+                        + f": {remedy_gain_text(plan.best, plan.words)}"),
     }
     stall = stall_sentence(plan)
     if stall:

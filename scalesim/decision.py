@@ -58,6 +58,7 @@ from scalesim.presets import FLASH2_ON_HOPPER_EFFICIENCY
 from scalesim.remedies import (
     DATA_STALL_SHARE,
     data_stall_share,
+    global_batch_change,
     link_change_words,
     not_measured_link,
     rank_remedies,
@@ -228,7 +229,7 @@ class _Ctx:
     def _batch_words(self, p: Prediction, title: str = "") -> str:
         """', global batch 4x' where ``p`` trains at another global batch than today's (more
         accumulation, a bigger batch, more devices at today's per-device batch), so the card
-        never compares unlike runs unsaid ('1.125x' exactly, ``figures.multiple``); with '(its
+        never compares unlike runs unsaid (``remedies.global_batch_change``); with '(its
         large-batch penalty is in the time)' where a critical batch size is known and ``p`` fits,
         so the time column counts it; '' at today's batch. A ``title`` that names its global
         batch already ('Double the global batch (...)') gets only the penalty's words."""
@@ -236,9 +237,8 @@ class _Ctx:
             return ""
         counted = (" (its large-batch penalty is in the time)"
                    if self.goal.critical_batch is not None and p.fits else "")
-        if "global batch" in title.lower():
-            return counted
-        return f", global batch {figures.multiple(p.global_batch / self.now.global_batch)}{counted}"
+        words = global_batch_change(p.global_batch, self.now.global_batch, title)
+        return f", {words}{counted}" if words else counted
 
     def changes(self, run: Scenario, p: Prediction) -> dict:
         """The scenario fields ``run`` (predicted ``p``) sets that today's does not
