@@ -8,6 +8,7 @@ import json
 
 from scalesim.app.plan import headline, make_plan, more_devices_count
 from scalesim.app.state import default_state, preset_profile
+
 from scalesim.cli.main import main
 from scalesim.decision import added_server_counts
 from scalesim.diagnosis import model_remedies
