@@ -377,10 +377,21 @@ def _split_of(scenario: Scenario) -> int:
     return split.tp * split.pp
 
 
-def more_devices_count(devices: int, devices_per_node: int, split: int = 1) -> int:
+def more_devices_count(devices: int, devices_per_node: int, split: int = 1,
+                       global_batch: int | None = None, accumulation: int = 1) -> int:
     """One more server's worth: fill the server first, then add whole servers, as few as give
-    a count ``split`` (the layout's tp x pp) divides (``decision.added_server_counts``)."""
-    return added_server_counts(devices, devices_per_node, split)[0]
+    a count ``split`` (the layout's tp x pp) divides and a fixed ``global_batch`` splits over
+    (``decision.added_server_counts``, decide's count); where none within its cap splits the
+    batch, the first ``split`` divides (its prediction then says why it does not run)."""
+    return (added_server_counts(devices, devices_per_node, split, global_batch, accumulation)
+            or added_server_counts(devices, devices_per_node, split))[0]
+
+
+def _more_devices(focus: Prediction, profile: Profile, scenario: Scenario) -> int:
+    """``more_devices_count`` for ``scenario``'s focus run: its server size, tp x pp, batch."""
+    return more_devices_count(focus.devices, _server_size(profile, scenario),
+                              _split_of(scenario), scenario.global_batch,
+                              scenario.accumulation)
 
 
 def _option(kind: str, label: str, p: Prediction, goal: Goal, reference_batch: int) -> Option:
@@ -417,8 +428,7 @@ def _scenario_b(state: AppState, profile: Profile, scenario: Scenario, focus: Pr
                 remedies: list[RemedyResult], best: RemedyResult | None):
     """(label, profile, scenario, focus devices) of scenario B."""
     if state.b == "more_devices":
-        more = more_devices_count(focus.devices, _server_size(profile, scenario),
-                                  _split_of(scenario))
+        more = _more_devices(focus, profile, scenario)
         return (f"Add devices ({whole(focus.devices)} -> {whole(more)})", profile,
                 scenario.model_copy(update={"devices": [more]}), more)
     pick = best if state.b == "best" else next((r for r in remedies if r.key == state.b), None)
@@ -471,8 +481,8 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
             options.append(_option("remedy", f"{r.title} ({words.count(focus.devices)})",
                                    r.prediction,
                                    goal, ref))
-    more = more_devices_count(focus.devices, _server_size(profile, scenario), _split_of(scenario))
-    if more not in {r.devices for r in rows} and scenario.global_batch is None:
+    more = _more_devices(focus, profile, scenario)
+    if more not in {r.devices for r in rows}:
         try:
             extra = predict(profile, scenario.model_copy(update={"devices": [more]}))[0]
         except ScalesimError as exc:
@@ -626,7 +636,9 @@ def headline(plan: Plan) -> dict[str, str]:
                  f"{plan.words.count_change(plan.knee.devices_before, plan.knee.devices_after)}: "
                  f"{plan.knee.label_in(plan.words)}"),
         "best_remedy": ("none predicted to help" if plan.best is None
-                        else f"{plan.best.title}: {remedy_gain_text(plan.best, plan.words)}"),
+                        else f"{plan.best.title}"
+                        + (f", {plan.best.batch_change}" if plan.best.batch_change else "")
+                        + f": {remedy_gain_text(plan.best, plan.words)}"),
     }
     stall = stall_sentence(plan)
     if stall:

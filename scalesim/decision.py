@@ -57,8 +57,8 @@ from scalesim.predict import Prediction, data_parallel_ranks, one_device_note, p
 from scalesim.presets import FLASH2_ON_HOPPER_EFFICIENCY
 from scalesim.remedies import (
     DATA_STALL_SHARE,
-    NO_CHANGE,
     data_stall_share,
+    global_batch_change,
     link_change_words,
     not_measured_link,
     rank_remedies,
@@ -229,7 +229,7 @@ class _Ctx:
     def _batch_words(self, p: Prediction, title: str = "") -> str:
         """', global batch 4x' where ``p`` trains at another global batch than today's (more
         accumulation, a bigger batch, more devices at today's per-device batch), so the card
-        never compares unlike runs unsaid ('1.125x' exactly, ``figures.multiple``); with '(its
+        never compares unlike runs unsaid (``remedies.global_batch_change``); with '(its
         large-batch penalty is in the time)' where a critical batch size is known and ``p`` fits,
         so the time column counts it; '' at today's batch. A ``title`` that names its global
         batch already ('Double the global batch (...)') gets only the penalty's words."""
@@ -237,9 +237,8 @@ class _Ctx:
             return ""
         counted = (" (its large-batch penalty is in the time)"
                    if self.goal.critical_batch is not None and p.fits else "")
-        if "global batch" in title.lower():
-            return counted
-        return f", global batch {figures.multiple(p.global_batch / self.now.global_batch)}{counted}"
+        words = global_batch_change(p.global_batch, self.now.global_batch, title)
+        return f", {words}{counted}" if words else counted
 
     def changes(self, run: Scenario, p: Prediction) -> dict:
         """The scenario fields ``run`` (predicted ``p``) sets that today's does not
@@ -301,13 +300,27 @@ def _layout_option(ctx: _Ctx, split, source: str) -> DecisionOption:
                       changes=ctx.changes(split.scenario, split.prediction))
 
 
-def added_server_counts(devices: int, per_server: int, split: int = 1) -> list[int]:
+MAX_ADDED_SERVERS = 8  # the most servers the add-server option grows by
+MAX_SERVER_GROWTH = 4  # ... and at most 4x today's servers (one tp x pp cycle at least)
+
+
+def added_server_counts(devices: int, per_server: int, split: int = 1,
+                        global_batch: int | None = None, accumulation: int = 1) -> list[int]:
     """The device counts of growing ``devices`` by whole servers of ``per_server`` (filling
-    today's first), fewest first, that ``split`` (today's tp x pp) divides: 64 devices of
-    tp 8 x pp 2 on servers of 8 give [80, 96, ...] (72 is no multiple of 16). One cycle: the
-    counts repeat every ``split`` servers, and one of them is always a multiple."""
+    today's first), fewest first, that ``split`` (today's tp x pp) divides and, for a fixed
+    ``global_batch``, over whose dp = count / split replicas x ``accumulation`` it splits: 64
+    devices of tp 8 x pp 2 on servers of 8 give [80, 96, ...] (72 is no multiple of 16); 16
+    devices at global batch 256 give [32, 64, ...] (256 does not split over 24). Up to
+    ``MAX_ADDED_SERVERS`` more servers and ``MAX_SERVER_GROWTH`` x today's, but never less
+    than one cycle of ``split`` servers (one count in it is always a multiple of ``split``);
+    [] where none splits the batch."""
+    servers = -(-devices // per_server)
     more = per_server if devices < per_server else devices + per_server
-    return [n for n in range(more, more + split * per_server, per_server) if n % split == 0]
+    cycle = more + (split - 1) * per_server
+    last = max(cycle, min((servers + MAX_ADDED_SERVERS) * per_server,
+                          MAX_SERVER_GROWTH * servers * per_server))
+    return [n for n in range(more, last + 1, per_server) if n % split == 0 and (
+        global_batch is None or global_batch % (n // split * accumulation) == 0)]
 
 
 def _grown_assumption(ctx: _Ctx, p: Prediction) -> str:
@@ -340,14 +353,16 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[st
     layout that fits at one more server (``_fits_at``) where today's does not run there or
     fits there (where it runs and does not fit, the fewest devices at which some layout fits
     are the card's more-devices option). The option is the faster of the two that fit
-    (today's layout unless the planner's finishes ``NO_CHANGE`` sooner); its title says
-    which: today's layout bare, the planner's with what it changes."""
+    (today's layout unless the planner's finishes sooner by the model's median error
+    ``ctx.error`` or more: a note says by how much a kept layout's rival is faster); its
+    title says which: today's layout bare, the planner's with what it changes."""
     profile, scenario, now, nouns = ctx.profile, ctx.scenario, ctx.now, ctx.words
     g = _server_size(profile, scenario)
     more = g if now.devices < g else now.devices + g
     split, notes = now.tp * now.pp, []
     keep = why = None
-    for count in added_server_counts(now.devices, g, split):
+    for count in added_server_counts(now.devices, g, split, scenario.global_batch,
+                                     scenario.accumulation):
         try:
             p = _one(profile, scenario, count)
         except ScalesimError as exc:  # a global batch that does not split over the count
@@ -366,23 +381,39 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[st
                              assumption=_planned_assumption(ctx, p),
                              changes=ctx.changes(run, p))
     if keep is None and planned is None:
+        why = why or _refusal(ctx, more)
         notes.append(f"one more {nouns.server} not compared: {why}" if why else
                      f"one more {nouns.server} not compared: no layout fits at "
                      f"{nouns.count(more)}")
         return None, notes
     best, other = keep or planned, None
     if keep is not None and planned is not None and (keep.runnable or planned.runnable):
+        # a layout change is worth it only past the model's median error, not for 0.1 %
         best, other = ((planned, keep) if planned.runnable and (
-            not keep.runnable or _faster(planned, keep) >= NO_CHANGE) else (keep, planned))
+            not keep.runnable or _faster(planned, keep) >= ctx.error) else (keep, planned))
     if best is keep and keep.devices > more:  # today's layout does not run at one more
         because = (f"{nouns.count(more)} are not a multiple of today's tp x pp = {split}"
-                   if more % split else f"at {nouns.count(more)}, {why}")
+                   if more % split else f"at {nouns.count(more)}, {why or _refusal(ctx, more)}")
         notes.append(f"one more {nouns.server} does not take today's layout ({because}): it "
                      f"takes {nouns.count(keep.servers - now.nodes, 'server')} more")
     if _wins(ctx, best) and other is not None and other.runnable:
-        notes.append(f"not shown: {other.title} ({_slower_words(_faster(best, other))} "
-                     f"than {best.title})")
+        gain = _faster(other, best)
+        notes.append(
+            f"kept today's layout at {nouns.count(best.devices)}: {other.title} is "
+            f"{gain:.1%} faster, under the model's median error of {ctx.error:.1%}"
+            if gain > 0 else f"not shown: {other.title} ({_slower_words(_faster(best, other))} "
+            f"than {best.title})")
     return best, notes
+
+
+def _refusal(ctx: _Ctx, devices: int) -> str:
+    """Why today's scenario does not predict at ``devices`` (a global batch that does not
+    split over them), or '' where it does."""
+    try:
+        _one(ctx.profile, ctx.scenario, devices)
+    except ScalesimError as exc:
+        return str(exc)
+    return ""
 
 
 def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:

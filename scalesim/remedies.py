@@ -32,7 +32,7 @@ from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.bounds import QUANTITIES
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import link_GBps, sig3
+from scalesim.figures import link_GBps, multiple, sig3
 from scalesim.layout_change import layout_title
 from scalesim.model.memory import STRATEGIES, state_shards
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
@@ -115,6 +115,17 @@ SLOW_DEVICE_TITLE = {False: "Replace or fix the slow device",
                            "threads than cores)"}
 
 
+def global_batch_change(batch: int, now_batch: int, title: str = "") -> str:
+    """'global batch 4x' ('1.125x' exactly, ``figures.multiple``) where a run trains at global
+    batch ``batch`` against today's ``now_batch``, so no report compares unlike runs unsaid
+    (decide's options, the planner's largest gain, diagnose's and the planner's remedy notes);
+    '' at today's batch or where ``title`` names its global batch already ('Double the
+    global batch (...)')."""
+    if batch == now_batch or "global batch" in title.lower():
+        return ""
+    return f"global batch {multiple(batch / now_batch)}"
+
+
 @dataclass(frozen=True)
 class RemedyResult:
     key: str  # bigger_batch, overlap, accumulation, loader, sharding, interconnect, slow_device,
@@ -131,6 +142,8 @@ class RemedyResult:
     objective_gain: float = 0.0  # gain on the ranking measure: faster finish, else throughput
     verdict: str = "not applicable"  # one of VERDICTS
     measure: str = "throughput"  # what objective_gain measures: time, quality or throughput
+    batch_change: str = ""  # 'global batch 4x' where it trains at another global batch than
+    # today's and its title does not say so (``global_batch_change``); '' otherwise
 
     @property
     def helps(self) -> bool:
@@ -244,7 +257,7 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
     else:
         out.append(("bigger_batch", f"Double the {per} batch ({b} -> {2 * b})",
                     scenario.model_copy(update={"micro_batch": 2 * b}), profile, big_reason,
-                    "global batch doubles: check time-to-quality"))
+                    "check time-to-quality"))  # rank_remedies adds 'global batch 2x: '
     out.append(("overlap", "Overlap gradient exchange with backward",
                 scenario.model_copy(update={"overlap": True}), profile,
                 "overlap is already on" if scenario.overlap
@@ -256,7 +269,7 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
                       else "global batch does not split into 4x more micro-steps")
         caveat = "same global batch, 4x smaller micro-batches"
     else:
-        acc_reason, caveat = "", "global batch grows 4x: check time-to-quality"
+        acc_reason, caveat = "", "check time-to-quality"  # after 'global batch 4x: '
     if 4 * k > accumulation_max():
         acc_reason = (f"{4 * k:,} micro-steps are past the bounds table's "
                       f"{accumulation_max():,}")
@@ -663,6 +676,8 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
             continue
         if key == "split_model":  # one title for every report: what changes, if split today
             title = layout_title(prof, scenario, now, scn, after, title)
+        batch = global_batch_change(after.global_batch, now.global_batch, title)
+        caveat = ": ".join(w for w in (batch, caveat) if w)  # 'global batch 2x: check ...'
         note = caveat
         gain = after.samples_per_s / now.samples_per_s - 1.0
         t, cost = _finish(goal, after, now.global_batch)
@@ -689,7 +704,7 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
             if verdict in did:
                 note = f"{did[verdict]} here" + (f"; {caveat}" if caveat else "")
         results.append(RemedyResult(key, title, scn, prof, after, gain, True, note, t, cost,
-                                    objective_gain, verdict, measure))
+                                    objective_gain, verdict, measure, batch))
 
     def order(r: RemedyResult):
         loader_first = not (stalled and r.key == "loader" and r.helps)

@@ -72,7 +72,7 @@ def test_diagnose_says_not_runnable_where_the_planner_does_with_its_reason():
     ]
     (line,) = groups["Not runnable"]
     assert "Double the per-device batch (256 -> 512)" in line
-    assert "(does not fit in device memory; global batch doubles" in line
+    assert "(does not fit in device memory; global batch 2x: check time-to-quality)" in line
 
 
 def test_diagnose_lists_the_loss_and_what_does_not_apply_with_why(capsys, tmp_path):
