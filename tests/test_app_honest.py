@@ -188,3 +188,20 @@ def test_a_curve_of_one_count_is_not_said_to_rise():
     assert [r.devices for r in plan.rows] == [1]
     text = chart_text(plan, "throughput")
     assert "rises" not in text and " at 1 device, against " in text
+
+
+def test_the_largest_gain_of_a_run_that_does_not_fit_says_it_makes_it_run():
+    """llama3-8b on 16 H100s (161.6 GiB per device, ddp): the first remedy splits the model and
+    runs 6.8 % slower than the run that cannot happen; the headline said 'Largest single gain:
+    Split the model ...: -6.8% throughput'. It says the remedy makes the run possible, and its
+    own pace, now (the card's 'does not fit' row, decide)."""
+    from scalesim.figures import amount
+
+    state = default_state().model_copy(update={"hw": "dgx-h100", "wl": "llama3-8b", "dmax": 16})
+    plan = make_plan(preset_profile(state), state)
+    assert not plan.focus.fits and plan.best is not None and plan.best.prediction.fits
+    assert plan.best.gain < 0  # slower than the run that does not fit: the case it guards
+    text = headline(plan)["best_remedy"]
+    pace = f"{amount(plan.best.prediction.samples_per_s)} {plan.unit}/s"
+    assert text.endswith(f": makes it run, {pace} (today's layout does not fit in device memory)")
+    assert "throughput" not in text.split(": ", 1)[1], text
