@@ -331,8 +331,8 @@ def _grown_assumption(ctx: _Ctx, p: Prediction) -> str:
 def _planned_assumption(ctx: _Ctx, p: Prediction) -> str:
     """The assumption of growing to ``p`` in the planner's layout: the added server's, the
     layout's (``PLANNED_LAYOUT``) and its global batch, today's or as its title says."""
-    batch = ("same global batch" if p.global_batch == ctx.now.global_batch else
-             f"global batch {figures.multiple(p.global_batch / ctx.now.global_batch)} today's")
+    change = global_batch_change(p.global_batch, ctx.now.global_batch)
+    batch = f"{change} today's" if change else "same global batch"
     return f"{_grown_assumption(ctx, p)}; {PLANNED_LAYOUT}, {batch}"
 
 
