@@ -384,7 +384,7 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[st
                              assumption=_planned_assumption(ctx, p),
                              changes=ctx.changes(run, p))
     if keep is None and planned is None:
-        why = why or _refusal(ctx, more)
+        why = why or _splits_nowhere(ctx, g, split) or _refusal(ctx, more)
         notes.append(f"one more {nouns.server} not compared: {why}" if why else
                      f"one more {nouns.server} not compared: no layout fits at "
                      f"{nouns.count(more)}")
@@ -423,6 +423,26 @@ def _rival_words(ctx: _Ctx, rival: Prediction, shown: Prediction, changed: list[
         words.append(batch)
     name = "the planner's layout" if changed else "today's layout"
     return f"{name} ({', '.join(words)})" if words else name
+
+
+def _splits_nowhere(ctx: _Ctx, per_server: int, split: int) -> str:
+    """Why no added-server count takes today's fixed global batch, naming every count tried
+    (``added_server_counts``, tp x ``split`` dividing them, servers of ``per_server``
+    devices), so a note never reads as if only one more server were tried; '' where some
+    count splits it or the batch is not fixed."""
+    s, now, nouns = ctx.scenario, ctx.now, ctx.words
+    tried = added_server_counts(now.devices, per_server, split)
+    if s.global_batch is None or not tried or added_server_counts(
+            now.devices, per_server, split, s.global_batch, s.accumulation):
+        return ""
+    counts = (nouns.count(tried[0]) if len(tried) == 1 else
+              f"any of {', '.join(figures.whole(n) for n in tried)} {nouns.devices}")
+    over = nouns.devices if split == 1 else f"dp ({nouns.devices} / tp x pp {split})"
+    if split > 1:
+        counts += f" (dp {', '.join(figures.whole(n // split) for n in tried)})"
+    return (f"global batch {figures.whole(s.global_batch)} does not split evenly over {counts} "
+            f"x {s.accumulation} accumulation steps; pick a global batch divisible by "
+            f"{over} x accumulation")
 
 
 def _refusal(ctx: _Ctx, devices: int) -> str:
