@@ -331,8 +331,8 @@ def _grown_assumption(ctx: _Ctx, p: Prediction) -> str:
 def _planned_assumption(ctx: _Ctx, p: Prediction) -> str:
     """The assumption of growing to ``p`` in the planner's layout: the added server's, the
     layout's (``PLANNED_LAYOUT``) and its global batch, today's or as its title says."""
-    batch = ("same global batch" if p.global_batch == ctx.now.global_batch else
-             f"global batch {figures.multiple(p.global_batch / ctx.now.global_batch)} today's")
+    change = global_batch_change(p.global_batch, ctx.now.global_batch)
+    batch = f"{change} today's" if change else "same global batch"
     return f"{_grown_assumption(ctx, p)}; {PLANNED_LAYOUT}, {batch}"
 
 
@@ -360,7 +360,7 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[st
     g = _server_size(profile, scenario)
     more = g if now.devices < g else now.devices + g
     split, notes = now.tp * now.pp, []
-    keep = why = None
+    keep = why = kept_p = None
     for count in added_server_counts(now.devices, g, split, scenario.global_batch,
                                      scenario.accumulation):
         try:
@@ -370,18 +370,21 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[st
             continue
         keep = ctx.option("add_server", _added_title(ctx, p), p, 0.0, source,
                           assumption=_grown_assumption(ctx, p), changes=ctx.changes(scenario, p))
+        kept_p = p
         break
-    planned, found = None, None
+    planned = found = planned_p = None
+    changed: list[str] = []
     if keep is None or keep.devices > more or keep.runnable:  # else: ``_more_devices_option``
         found, _ = _fits_at(ctx, more)
     if found is not None and (changed := _layout_words(ctx, found[2], found[0])):
         p, _, run = found
+        planned_p = p
         planned = ctx.option("add_server", f"{_added_title(ctx, p)}, the planner's layout: "
                              f"{', '.join(changed)}", p, 0.0, source,
                              assumption=_planned_assumption(ctx, p),
                              changes=ctx.changes(run, p))
     if keep is None and planned is None:
-        why = why or _refusal(ctx, more)
+        why = why or _splits_nowhere(ctx, g, split) or _refusal(ctx, more)
         notes.append(f"one more {nouns.server} not compared: {why}" if why else
                      f"one more {nouns.server} not compared: no layout fits at "
                      f"{nouns.count(more)}")
@@ -398,12 +401,48 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[st
                      f"takes {nouns.count(keep.servers - now.nodes, 'server')} more")
     if _wins(ctx, best) and other is not None and other.runnable:
         gain = _faster(other, best)
+        shown_p, rival_p = (kept_p, planned_p) if best is keep else (planned_p, kept_p)
+        rival = _rival_words(ctx, rival_p, shown_p, changed if other is planned else [])
         notes.append(
-            f"kept today's layout at {nouns.count(best.devices)}: {other.title} is "
-            f"{gain:.1%} faster, under the model's median error of {ctx.error:.1%}"
-            if gain > 0 else f"not shown: {other.title} ({_slower_words(_faster(best, other))} "
-            f"than {best.title})")
+            f"kept today's layout at {nouns.count(best.devices)}: {rival} is {gain:.1%} "
+            f"faster, under the model's median error of {ctx.error:.1%}" if gain > 0 else
+            f"not shown: {rival}, {_slower_words(_faster(best, other))} than "
+            f"{'today' if best is keep else 'the planner'}'s layout")
     return best, notes
+
+
+def _rival_words(ctx: _Ctx, rival: Prediction, shown: Prediction, changed: list[str]) -> str:
+    """The add-server option left out, by what differs from the ``shown`` one: "the planner's
+    layout (zero1 -> zero2)" where the ``rival`` run changes today's layout (``changed``,
+    ``layout_change`` words), else "today's layout"; its device count and global batch
+    (``remedies.global_batch_change``) only where they differ from ``shown``'s."""
+    words = list(changed)
+    if rival.devices != shown.devices:
+        words.append(f"at {ctx.words.count(rival.devices)}")
+    if batch := global_batch_change(rival.global_batch, shown.global_batch):
+        words.append(batch)
+    name = "the planner's layout" if changed else "today's layout"
+    return f"{name} ({', '.join(words)})" if words else name
+
+
+def _splits_nowhere(ctx: _Ctx, per_server: int, split: int) -> str:
+    """Why no added-server count takes today's fixed global batch, naming every count tried
+    (``added_server_counts``, tp x ``split`` dividing them, servers of ``per_server``
+    devices), so a note never reads as if only one more server were tried; '' where some
+    count splits it or the batch is not fixed."""
+    s, now, nouns = ctx.scenario, ctx.now, ctx.words
+    tried = added_server_counts(now.devices, per_server, split)
+    if s.global_batch is None or not tried or added_server_counts(
+            now.devices, per_server, split, s.global_batch, s.accumulation):
+        return ""
+    counts = (nouns.count(tried[0]) if len(tried) == 1 else
+              f"any of {', '.join(figures.whole(n) for n in tried)} {nouns.devices}")
+    over = nouns.devices if split == 1 else f"dp ({nouns.devices} / tp x pp {split})"
+    if split > 1:
+        counts += f" (dp {', '.join(figures.whole(n // split) for n in tried)})"
+    return (f"global batch {figures.whole(s.global_batch)} does not split evenly over {counts} "
+            f"x {s.accumulation} accumulation steps; pick a global batch divisible by "
+            f"{over} x accumulation")
 
 
 def _refusal(ctx: _Ctx, devices: int) -> str:

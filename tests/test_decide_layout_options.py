@@ -140,8 +140,11 @@ def test_add_server_grows_to_the_fewest_servers_todays_split_divides():
     _priced_like_every_option(profile, o)
     assert ("one more server does not take today's layout (72 devices are not a multiple of "
             "today's tp x pp = 16): it takes 2 servers more") in card.notes
-    assert any(n.startswith("not shown: Add one server (64 -> 72 devices), the planner's layout")
-               for n in card.notes)
+    # the rival by what differs from the option shown: its layout, count and global batch
+    (rival,) = [n for n in card.notes if n.startswith("not shown: ")]
+    assert rival.startswith("not shown: the planner's layout (pp 2 -> 9, "), rival
+    assert ", at 72 devices, global batch 0.8x), " in rival  # 72 / 80 devices' batch
+    assert rival.endswith("% slower than today's layout") and "Add one server" not in rival
 
 
 def test_add_server_in_todays_layout_is_not_judged_against_a_worse_layout():
@@ -155,8 +158,9 @@ def test_add_server_in_todays_layout_is_not_judged_against_a_worse_layout():
     assert o.changes == {"devices": [8], "strategy": "zero1"}
     ddp = predict(profile, Scenario(devices=[8], train_samples=TRAIN))[0]
     assert ddp.fits and o.samples_per_s > ddp.samples_per_s
-    assert any(n.startswith("not shown: Fill the server (1 -> 8 devices), global batch 8x (")
-               for n in card.notes)
+    (rival,) = [n for n in card.notes if n.startswith("not shown: ")]
+    assert rival.startswith("not shown: today's layout, ") and rival.endswith(
+        "% slower than the planner's layout"), rival  # same count, same batch: unsaid
 
 
 def test_decide_json_and_text_agree(capsys):
