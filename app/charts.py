@@ -18,7 +18,7 @@ from scalesim.layout import split_short
 from scalesim.remedies import VERDICTS
 from scalesim.training_time import resolve_goal
 
-from .plan import Plan
+from .plan import MAKES_IT_RUN, Plan, makes_it_run_text
 
 # One colour per meaning, in every chart (and the report): a colour never means two things.
 PALETTE = {
@@ -294,14 +294,27 @@ def remedies_chart(plan: Plan, width="container", height: int | None = None) -> 
         df = pd.DataFrame([{"remedy": "no remedy applies", "gain": 0.0, "rank": 0,
                             "effect": "remedy", "throughput_gain": 0.0, "samples_per_s": 0.0,
                             "label": ""}])
+    now_fits = plan.focus.fits
+    if not now_fits and rows:  # no gain against a run that cannot happen: each one's own pace
+        df["gain"] = df["samples_per_s"]
+        df["label"] = [MAKES_IT_RUN if r.prediction.fits else "not runnable" for r in rows]
+        df = df.drop(columns="throughput_gain")
     df.loc[df["effect"] == NOT_RUNNABLE, "gain"] = 0.0  # no bar: it cannot run
     height = height or max(60, 36 * len(df))
     y = alt.Y("remedy:N", title=None, sort=list(df["remedy"]), axis=alt.Axis(labelLimit=360))
     what = {"time": "faster to finish (large-batch penalty included)",
             "quality": "faster to quality (critical batch size model)"}.get(measure,
                                                                             "throughput gain")
+    ranked = f"ranked by {what}"
+    tips = [alt.Tooltip("gain:Q", title=what, format="+.1%"),
+            alt.Tooltip("throughput_gain:Q", title="throughput gain", format="+.1%")]
+    if not now_fits and rows:
+        what = f"{plan.unit}/s"
+        ranked = f"today's layout does not fit in {plan.words.memory}: each change's own {what}"
+        tips = []
     bars = alt.Chart(df).mark_bar().encode(
-        x=alt.X("gain:Q", title=f"predicted: {what}", axis=alt.Axis(format="%"),
+        x=alt.X("gain:Q", title=f"predicted: {what}",
+                axis=alt.Axis(format="%" if now_fits or not rows else ",.0f"),
                 scale=alt.Scale(domain=[min(0.0, df["gain"].min()) * 1.25,  # room for labels
                                         max(0.0, df["gain"].max()) * 1.25 or 0.1])),
         y=y,
@@ -309,16 +322,14 @@ def remedies_chart(plan: Plan, width="container", height: int | None = None) -> 
             domain=[NOT_RUNNABLE if k == "not runnable" else k for k in VERDICT_COLOURS],
             range=list(VERDICT_COLOURS.values())),
             legend=alt.Legend(orient="top")),
-        tooltip=[alt.Tooltip("remedy:N"), alt.Tooltip("gain:Q", title=what, format="+.1%"),
-                 alt.Tooltip("throughput_gain:Q", title="throughput gain", format="+.1%"),
-                 alt.Tooltip("effect:N"),
+        tooltip=[alt.Tooltip("remedy:N"), *tips, alt.Tooltip("effect:N"),
                  alt.Tooltip("samples_per_s:Q", title=f"{plan.unit}/s", format=",.0f")],
     )
     text = alt.Chart(df).mark_text(align="left", dx=4, fontWeight="bold", color="#222").encode(
         x=alt.X("gain:Q"), y=y, text=alt.Text("label:N"))
     return _sized(alt.layer(bars, text).properties(
         title=alt.TitleParams(f"Changes at {plan.words.count(plan.focus.devices)}, each applied alone",
-                              subtitle=f"ranked by {what}; only green bars are remedies"),
+                              subtitle=f"{ranked}; only green bars are remedies"),
         width=width, height=height))
 
 
@@ -530,8 +541,10 @@ def chart_text(plan: Plan, name: str) -> str:
         groups = {}
         for r in plan.remedies:
             if r.applicable and r.prediction is not None:
-                groups.setdefault(r.verdict, []).append(
-                    f"{r.title} ({_pct(r.objective_gain) if r.prediction.fits else 'cannot run'})")
+                gain = ("cannot run" if not r.prediction.fits else _pct(r.objective_gain)
+                        if plan.focus.fits else
+                        makes_it_run_text(r.prediction.samples_per_s, plan.unit, words))
+                groups.setdefault(r.verdict, []).append(f"{r.title} ({gain})")
         parts = [f"{k}: {'; '.join(v)}" for k, v in groups.items()]
         return ("Changes at the focus count. " + ". ".join(parts) + ".") if parts else (
             "No change applies.")

@@ -588,13 +588,37 @@ def story(plan: Plan) -> str:
     return f"**What this shows:** {shows}. **What to do:** {todo.rstrip('.')}."
 
 
-def against_now_text(samples_per_s: float, now: Prediction, words: Nouns = GPU_NOUNS) -> str:
+def against_now_text(samples_per_s: float, now: Prediction, words: Nouns = GPU_NOUNS,
+                     unit: str = "samples") -> str:
     """A layout's throughput against the layout now (the Layouts tab): '+56% against the layout
-    now, 29.2', and where the layout now does not fit in device memory (``words.memory``), says
-    so (its throughput is the model's for a run that cannot happen)."""
-    fits = "" if now.fits else f", which does not fit in {words.memory}"
+    now, 29.2'; where the layout now does not fit in device memory (``words.memory``), no change
+    against a run that cannot happen: ``makes_it_run_text`` (``unit``: the profile's)."""
+    if not now.fits:
+        return makes_it_run_text(samples_per_s, unit, words)
     return (f"{samples_per_s / now.samples_per_s - 1:+.0%} against the layout now, "
-            f"{now.samples_per_s:,.1f}{fits}")
+            f"{now.samples_per_s:,.1f}")
+
+
+MAKES_IT_RUN = "makes it run"  # an option's gain where today's layout does not fit in memory
+
+
+def makes_it_run_text(samples_per_s: float, unit: str, words: Nouns = GPU_NOUNS) -> str:
+    """'makes it run, 18.13 sequences/s (today's layout does not fit in device memory)': a
+    runnable option's own pace (``unit``/s) where today's does not fit, in place of a change
+    against a run that cannot happen (headline, Remedies tab, A/B, Layouts, report)."""
+    return (f"{MAKES_IT_RUN}, {amount(samples_per_s)} {unit}/s (today's layout does not fit "
+            f"in {words.memory})")
+
+
+def remedy_gain_cell(r: RemedyResult, now_fits: bool) -> str:
+    """A remedy's throughput gain in a table (Remedies tab, report): '+4.5%'; where today's
+    layout does not fit, ``MAKES_IT_RUN`` for one that fits (its pace is in its own column),
+    'not runnable' for one that does not; 'n/a' where it does not apply."""
+    if not r.applicable:
+        return "n/a"
+    if not now_fits:
+        return MAKES_IT_RUN if r.prediction is not None and r.prediction.fits else "not runnable"
+    return f"{r.gain:+.1%}"
 
 
 def memory_sentence(p: Prediction, device_memory_bytes: float, words: Nouns = GPU_NOUNS) -> str:
@@ -686,8 +710,7 @@ def _best_gain_text(plan: Plan) -> str:
     read as a loss), else ``remedy_gain_text``."""
     r, f = plan.best, plan.focus
     if not f.fits and r.prediction is not None and r.prediction.fits:
-        return (f"makes it run, {amount(r.prediction.samples_per_s)} {plan.unit}/s (today's "
-                f"layout does not fit in {plan.words.memory})")
+        return makes_it_run_text(r.prediction.samples_per_s, plan.unit, plan.words)
     return remedy_gain_text(r, plan.words)
 
 

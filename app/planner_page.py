@@ -48,6 +48,7 @@ from . import charts
 from .markdown_text import escape_markdown as _md
 from .markdown_text import escape_markdown_keep_bold
 from .plan import (
+    MAKES_IT_RUN,
     VS_SCHEDULES,
     Plan,
     against_now_text,
@@ -58,7 +59,9 @@ from .plan import (
     layout_ranking,
     layout_reference,
     make_plan,
+    makes_it_run_text,
     option_links,
+    remedy_gain_cell,
     story,
 )
 from .state import (
@@ -611,13 +614,13 @@ def _tab_breakdown(plan: Plan) -> None:
 
 def _tab_remedies(plan: Plan) -> None:
     _chart(charts.remedies_chart(plan), charts.chart_text(plan, "remedies"))
-    unit = plan.unit
+    unit, now_fits = plan.unit, plan.focus.fits
     st.dataframe(pd.DataFrame([{
         "remedy": r.title,
         "verdict": r.verdict,
-        "faster to finish": (f"{r.objective_gain:+.1%}" if r.time_s is not None and
-                             r.verdict != "not runnable" else ""),
-        "throughput gain": f"{r.gain:+.1%}" if r.applicable else "n/a",
+        "faster to finish": ("" if r.time_s is None or r.verdict == "not runnable" else
+                             f"{r.objective_gain:+.1%}" if now_fits else MAKES_IT_RUN),
+        "throughput gain": remedy_gain_cell(r, now_fits),
         f"{unit}/s": amount(p.samples_per_s) if (p := r.prediction) else "",
         "step": f"{p.step_time_s * 1e3:.1f} ms" if p else "",
         "fits in memory": ("yes" if p.fits else "NO") if p else "",
@@ -678,7 +681,7 @@ def _tab_ab(plan: Plan) -> None:
     right.subheader(f"B: {plan.b_label}")
 
     def rel(new: float | None, old: float | None) -> str | None:
-        if new is None or old is None or old == 0:
+        if new is None or old is None or old == 0 or not a.fits:  # A cannot run: B's own
             return None
         return f"{new / old - 1:+.1%}"
 
@@ -691,7 +694,7 @@ def _tab_ab(plan: Plan) -> None:
                  rel(b.step_time_s, a.step_time_s), delta_color="inverse")
     left.metric("Scaling efficiency", f"{a.efficiency:.1%}")
     right.metric("Scaling efficiency", f"{b.efficiency:.1%}",
-                 f"{(b.efficiency - a.efficiency) * 100:+.1f} points")
+                 f"{(b.efficiency - a.efficiency) * 100:+.1f} points" if a.fits else None)
     (ta, ca), (tb, cb) = finish(plan, a), finish(plan, b)
     if ta is not None and tb is not None:
         left.metric("Time to finish", duration(ta))
@@ -701,6 +704,8 @@ def _tab_ab(plan: Plan) -> None:
         right.metric("Cost", f"${cb:,.0f}", rel(cb, ca), delta_color="inverse")
     if not a.fits:
         left.error(f"A is not runnable: it does not fit in {plan.words.memory}.")
+        if b.fits:
+            right.success(f"B {makes_it_run_text(b.samples_per_s, unit, plan.words)}.")
     if not b.fits:
         right.error(f"B is not runnable: it does not fit in {plan.words.memory}.")
     chart = charts.ab_chart(plan)
@@ -771,8 +776,9 @@ def _tab_layouts(plan: Plan) -> None:
     st.markdown(f"**Best of every dp x tp x pp, ZeRO, micro-batch, schedule, recompute and "
                 f"sequence-parallel layout on {plan.words.count(f.devices)} at global batch "
                 f"{f.global_batch:,}:** {_md(layout_title(best))}: "
-                f"{best.samples_per_s:,.1f} {plan.unit}/s "
-                f"({against_now_text(best.samples_per_s, f, plan.words)}).")
+                + (f"{best.samples_per_s:,.1f} {plan.unit}/s "
+                   f"({against_now_text(best.samples_per_s, f, plan.words)})." if f.fits else
+                   f"{against_now_text(best.samples_per_s, f, plan.words, plan.unit)}."))
     _chart(charts.layouts_chart(rows, f.devices, words=plan.words), f"the best layout takes "
            f"{best.step_time_s * 1e3:,.0f} ms per step; the slowest shown "
            f"{rows[-1].step_time_s * 1e3:,.0f} ms")

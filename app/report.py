@@ -23,7 +23,7 @@ from scalesim.layout import SPLIT_HEADER, split_short
 from scalesim.model.sharding import GRAD_SYNC_LABELS
 
 from .charts import all_charts, chart_text, stall_caption
-from .plan import Plan, duration, headline, option_links, story
+from .plan import Plan, duration, headline, option_links, remedy_gain_cell, story
 from .state import profile_caveats
 
 REPORT_CHART_WIDTH_PX = 720
@@ -273,7 +273,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
     parts.append(f"<h2>Changes at {plan.words.count(plan.focus.devices)}</h2>")
     parts.append(_scroll(_table(
         ["change", "verdict", "throughput gain", f"{unit}/s", "time to finish", "cost", "note"],
-        [[r.title, r.verdict, f"{r.gain:+.1%}" if r.applicable else "n/a",
+        [[r.title, r.verdict, remedy_gain_cell(r, plan.focus.fits),
           amount(r.prediction.samples_per_s) if r.prediction else "-",
           duration(r.time_s) if r.time_s is not None else "-",
           f"${r.cost_usd:,.0f}" if r.cost_usd is not None else "-", r.reason]

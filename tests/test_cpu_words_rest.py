@@ -203,7 +203,8 @@ def test_the_app_sentences_of_a_run_that_does_not_fit_say_processes(tmp_path):
     assert h["knee"] == ("none: none of the process counts fits in the host's memory, and a knee "
                          "lies between two that do")
     assert memory_sentence(plan.focus, 2**30, plan.words).endswith("GiB per process, 1 GiB available")
-    assert against_now_text(1.0, plan.focus, plan.words).endswith(", which does not fit in the host's memory")
+    assert against_now_text(1.0, plan.focus, plan.words).endswith(
+        "/s (today's layout does not fit in the host's memory)")
     unfit = next(r for r in plan.remedies if r.prediction is not None and not r.prediction.fits)
     assert remedy_gain_text(unfit, plan.words) == "not runnable (does not fit in the host's memory)"
     html = report_html(plan, "http://example/?v=1")

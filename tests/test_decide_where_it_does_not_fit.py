@@ -15,6 +15,7 @@ from scalesim import presets
 from scalesim.cli.main import main
 from scalesim.decision import decide
 from scalesim.diagnosis import diagnose_runs, render_text
+from scalesim.figures import amount
 from scalesim.knee import knee_of_predictions, searched_words
 from scalesim.layout_predict import plan_at
 from scalesim.predict import predict
@@ -158,8 +159,9 @@ def test_the_story_and_the_layouts_reference_say_what_does_not_fit():
     assert against_now_text(1.5 * now.samples_per_s, now) == (
         f"+50% against the layout now, {now.samples_per_s:,.1f}")
     gone = now.model_copy(update={"fits": False})
-    assert against_now_text(1.5 * now.samples_per_s, gone).endswith(
-        ", which does not fit in device memory")
+    assert against_now_text(1.5 * now.samples_per_s, gone) == (  # no '+50%' against it
+        f"makes it run, {amount(1.5 * now.samples_per_s)} samples/s (today's layout does not "
+        "fit in device memory)")
 
 
 def test_no_knee_says_so_where_fewer_than_two_rows_fit(capsys):
