@@ -201,7 +201,8 @@ class _Ctx:
 
     def option(self, key: str, title: str, p: Prediction, extra_per_server_hour: float | None,
                price_source: str, priced: bool = True,
-               assumption: str | None = None, changes: dict | None = None) -> DecisionOption:
+               assumption: str | None = None, changes: dict | None = None,
+               batch_change: str | None = None) -> DecisionOption:
         hourly = None
         if priced:
             hourly = self._hourly(p, extra_per_server_hour or 0.0)
@@ -211,7 +212,7 @@ class _Ctx:
         now_total = (None if (self.now_time is None or self.now_hourly is None)
                      else self.now_time / 3600.0 * self.now_hourly)
         return DecisionOption(
-            key=key, title=title + self._batch_words(p, title), devices=p.devices,
+            key=key, title=title + self._batch_words(p, batch_change), devices=p.devices,
             servers=p.nodes, runnable=p.fits,
             samples_per_s=p.samples_per_s,
             throughput_gain=p.samples_per_s / self.now.samples_per_s - 1.0 if against else None,
@@ -226,18 +227,20 @@ class _Ctx:
             quality_change=self._quality_change(p) if against and p.fits else None,
             billed_devices=int(self.goal.billed_devices(p.devices)), changes=changes)
 
-    def _batch_words(self, p: Prediction, title: str = "") -> str:
+    def _batch_words(self, p: Prediction, batch_change: str | None = None) -> str:
         """', global batch 4x' where ``p`` trains at another global batch than today's (more
         accumulation, a bigger batch, more devices at today's per-device batch), so the card
         never compares unlike runs unsaid (``remedies.global_batch_change``); with '(its
         large-batch penalty is in the time)' where a critical batch size is known and ``p`` fits,
-        so the time column counts it; '' at today's batch. A ``title`` that names its global
-        batch already ('Double the global batch (...)') gets only the penalty's words."""
+        so the time column counts it; '' at today's batch. A remedy's option passes the remedy's
+        own words (``RemedyResult.batch_change``: '' where its title names its global batch
+        already, 'Double the global batch (...)', which then gets only the penalty's words)."""
         if p.global_batch == self.now.global_batch:
             return ""
         counted = (" (its large-batch penalty is in the time)"
                    if self.goal.critical_batch is not None and p.fits else "")
-        words = global_batch_change(p.global_batch, self.now.global_batch, title)
+        words = (global_batch_change(p.global_batch, self.now.global_batch)
+                 if batch_change is None else batch_change)
         return f", {words}{counted}" if words else counted
 
     def changes(self, run: Scenario, p: Prediction) -> dict:
@@ -297,7 +300,8 @@ def _layout_option(ctx: _Ctx, split, source: str) -> DecisionOption:
     layout: old -> new, ..." where today's model is split), with the scenario changes that
     reproduce it (``changes``)."""
     return ctx.option("split_model", split.title, split.prediction, 0.0, source,
-                      changes=ctx.changes(split.scenario, split.prediction))
+                      changes=ctx.changes(split.scenario, split.prediction),
+                      batch_change=split.batch_change)
 
 
 MAX_ADDED_SERVERS = 8  # the most servers the add-server option grows by
@@ -484,14 +488,14 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
     if settings:
         r = settings[0]
         out.append(ctx.option("settings", f"Settings: {r.title[0].lower()}{r.title[1:]}",
-                              r.prediction, 0.0, base_source))
+                              r.prediction, 0.0, base_source, batch_change=r.batch_change))
     split = helping.get("split_model")
     if split is not None:  # where it helps: the model does not fit, or the exchange dominates
         out.append(_layout_option(ctx, split, base_source))
     kernel = helping.get("attention_kernel")
     if kernel is not None:  # a FlashAttention-2-class kernel on Hopper: the vendor kernel
         out.append(ctx.option("attention_kernel", kernel.title, kernel.prediction, 0.0,
-                              base_source))
+                              base_source, batch_change=kernel.batch_change))
     loader = helping.get("loader")
     if loader is not None:
         out.append(ctx.option("input_pipeline", "Input: cache the input or add loader workers",

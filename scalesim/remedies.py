@@ -115,13 +115,13 @@ SLOW_DEVICE_TITLE = {False: "Replace or fix the slow device",
                            "threads than cores)"}
 
 
-def global_batch_change(batch: int, now_batch: int, title: str = "") -> str:
+def global_batch_change(batch: int, now_batch: int, said: bool = False) -> str:
     """'global batch 4x' ('1.125x' exactly, ``figures.multiple``) where a run trains at global
     batch ``batch`` against today's ``now_batch``, so no report compares unlike runs unsaid
     (decide's options, the planner's largest gain, diagnose's and the planner's remedy notes);
-    '' at today's batch or where ``title`` names its global batch already ('Double the
-    global batch (...)')."""
-    if batch == now_batch or "global batch" in title.lower():
+    '' at today's batch or where the change's title says it already (``said``: strong
+    scaling's 'Double the global batch (...)')."""
+    if batch == now_batch or said:
         return ""
     return f"global batch {multiple(batch / now_batch)}"
 
@@ -676,7 +676,9 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
             continue
         if key == "split_model":  # one title for every report: what changes, if split today
             title = layout_title(prof, scenario, now, scn, after, title)
-        batch = global_batch_change(after.global_batch, now.global_batch, title)
+        # strong scaling's bigger batch is titled 'Double the global batch (...)' (_candidates)
+        said = key == "bigger_batch" and scenario.global_batch is not None
+        batch = global_batch_change(after.global_batch, now.global_batch, said)
         caveat = ": ".join(w for w in (batch, caveat) if w)  # 'global batch 2x: check ...'
         note = caveat
         gain = after.samples_per_s / now.samples_per_s - 1.0
