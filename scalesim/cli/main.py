@@ -111,11 +111,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _command_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """{command name: its parser}, in the order of the help."""
+    for action in parser._subparsers._group_actions:  # noqa: SLF001 - argparse keeps them there
+        return action.choices
+    return {}
+
+
 def _command_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
     """The parser of ``command`` (the top one where none was given)."""
-    for action in parser._subparsers._group_actions:  # noqa: SLF001 - argparse keeps them there
-        return action.choices.get(command, parser)
-    return parser
+    return _command_parsers(parser).get(command, parser)
 
 
 def _did_you_mean(parser: argparse.ArgumentParser, unknown: list[str]) -> str:
@@ -152,9 +157,7 @@ def _abbreviated_switch(parser: argparse.ArgumentParser, argv: list[str], unknow
 
 def _subcommands(parser: argparse.ArgumentParser) -> list[str]:
     """The command names, in the order of the help."""
-    for action in parser._subparsers._group_actions:  # noqa: SLF001 - argparse keeps them there
-        return list(action.choices)
-    return []
+    return list(_command_parsers(parser))
 
 
 def _discard_stdout() -> None:
