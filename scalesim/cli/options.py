@@ -12,6 +12,7 @@ from scalesim.bounds import (
     KNOBS,
     LAYOUT_KNOB_BY_FIELD,
     LAYOUT_KNOBS,
+    check_number,
     flag_list_type,
     flag_type,
 )
@@ -408,7 +409,9 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     if args.epochs is not None:
         if args.train_samples is not None:
             raise ScalesimError("give --train-samples or --epochs with --dataset-size, not both")
-        base["train_samples"] = args.epochs * args.dataset_size
+        base["train_samples"] = check_number(  # named by the flags, not the scenario field
+            "samples_total", args.epochs * args.dataset_size,
+            "--epochs x --dataset-size (the run's samples)")
     try:
         return Scenario.model_validate(base)
     except ValidationError as exc:
