@@ -26,12 +26,13 @@ class _Parser(argparse.ArgumentParser):
     value: no flag of scalesim looks like that. Python 3.11's argparse takes only plain negative
     numbers (``-3``, ``-.5``) for values and read ``-3d`` as an unknown option ("expected one
     argument"), so the value never reached its own check (python/cpython#105712: ``-3e12``
-    alike; CPython 3.14 widened its pattern, still not to ``-3d``).
+    alike; CPython 3.14 widened its pattern, still not to ``-3d``). A negative amount of money
+    (``--price -$5``) is a value too, refused by its bounds (``money.parse_usd``).
     """
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._negative_number_matcher = re.compile(r"-\.?\d")
+        self._negative_number_matcher = re.compile(r"-\$?\.?\d")
 
     def error(self, message: str):  # noqa: D401 - argparse API
         if re.search(r"not allowed with argument \S+$", message):  # a mutually exclusive pair
