@@ -189,7 +189,7 @@ def goal_lines(plan: Plan) -> list[tuple[str, str]]:
                       f"{goal.min_samples:,.0f} {plan.unit} ({e_min})"))
     price = origin(s.price_per_device_hour, hw.price_per_device_hour, f"{hw.name} list price")
     lines.append(("price per device-hour", "unknown" if goal.price_per_device_hour is None
-                  else f"${goal.price_per_device_hour:,.2f} ({price})"))
+                  else f"${amount(goal.price_per_device_hour)} ({price})"))  # $0.001, not $0.00
     return lines
 
 

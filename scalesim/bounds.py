@@ -335,9 +335,10 @@ def url_field(url_key: str, default: Any = ..., description: str = "", **kwargs:
 # ---------------------------------------------------------------- text (CLI) and arrays
 
 def parse_number(text: str, quantity: str, name: str, factor: float = 1.0,
-                 unit: str | None = None) -> int | float:
+                 unit: str | None = None, typed: str | None = None) -> int | float:
     """``text`` as a bounded number of ``quantity`` (in another unit: ``factor`` new units per
-    table unit, named ``unit``); ScalesimError naming ``name``."""
+    table unit, named ``unit``); ScalesimError naming ``name`` and quoting ``typed`` (the text
+    ``text`` was read from: '$-5' for -5, ``money.parse_usd``) where the value is refused."""
     b = bound(quantity)
     if factor != 1.0 or unit is not None:
         b = b.scaled(factor, unit if unit is not None else b.unit)
@@ -351,11 +352,12 @@ def parse_number(text: str, quantity: str, name: str, factor: float = 1.0,
                                 f"{b.text()} ({b.why})") from None
         kind = "a whole number" if b.integer else "a number"
         raise ScalesimError(f"{name}: {_shown(raw)} is not {kind}{number_hint(raw, b)}") from None
+    quoted = raw if typed is None else typed
     if isinstance(value, float) and math.isinf(value) and "inf" not in raw.lower():
-        raise ScalesimError(f"{name}: {_shown(raw)} overflows a float; it is outside {b.text()} "
-                            f"({b.why})")
+        raise ScalesimError(f"{name}: {_shown(quoted)} overflows a float; it is outside "
+                            f"{b.text()} ({b.why})")
     # -0.0 -> 0.0; a refused value is quoted as typed ('1e6', not '1000000.0')
-    return b.check(value + 0.0 if isinstance(value, float) else value, name, raw)
+    return b.check(value + 0.0 if isinstance(value, float) else value, name, quoted)
 
 
 # A number a person writes with a sign of money, a unit or a multiplier: '$40', '100GB/s', '7B',

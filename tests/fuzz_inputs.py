@@ -470,7 +470,7 @@ def _mix(plausible, odd) -> st.SearchStrategy[str]:
 OTHER_NUMERIC_TYPES = {
     "int": ("int", None), "float": ("float", None), "positive_int": ("int", "count"),
     "parse_int_list": ("int list", "devices"), "_efficiency": ("float", "fraction"),
-    "duration_s": ("float", None), "usd": ("float", None),
+    "duration_s": ("float", None),
 }
 # Types of word flags (lists of names), with what a user would type.
 WORD_TYPES = {
@@ -486,7 +486,8 @@ WORD_AXES = {"strategy_values": "ddp,zero1,zero2,zero3", "algorithm_values": "au
 # What a user would type for the numeric types without a quantity.
 PLAUSIBLE_TEXT = {
     "duration_s": ["3d", "72h", "90m", "3600", "0.5d", "1e5"],
-    "usd": ["50000", "$2,000", "1e6", "12.5"],
+    # amounts of US dollars (scalesim.money.usd_type), as pasted from a price page
+    "usd": ["50000", "$2,000", "1e6", "12.5", "$4.10", "USD 40", "40 USD"],
     "int": ["0", "1", "2", "3", "8", "8600"],
     "float": ["0", "0.01", "0.5", "1.3", "25", "100", "1e-6"],
 }
@@ -502,6 +503,8 @@ def flag_kind(action) -> tuple[str, str | None] | None:
     qualname, name = getattr(kind, "__qualname__", ""), getattr(kind, "__name__", "")
     if qualname.startswith("flag_type."):
         return ("int" if bound(name).integer else "float"), name
+    if qualname.startswith("usd_type."):  # money: '$50,000' read too (plausible: "usd")
+        return "float", name
     if qualname.startswith("flag_list_type."):
         quantity = name.removesuffix(" list")
         return ("int list" if bound(quantity).integer else "float list"), quantity
@@ -568,7 +571,8 @@ def _plausible(action) -> st.SearchStrategy[str]:
         return st.sampled_from(WORD_TYPES[name])
     found = flag_kind(action)
     if found is not None:
-        return st.sampled_from(plausible_numbers(*found, name))
+        money = PLAUSIBLE_TEXT["usd"] if action.type.__qualname__.startswith("usd_type.") else []
+        return st.sampled_from(plausible_numbers(*found, name) + money)
     return TEXT
 
 

@@ -87,7 +87,7 @@ PREDICT_REFUSED = [
     (["--slow-device", BIG, "--slow-factor", "2"], "--slow-device"),
     (["--slow-device", "1", "--slow-factor", "nan"], "--slow-factor"),
     (["--epochs", "1e308", "--dataset-size", "1e308"], "--epochs"),
-    (["--epochs", "1e6", "--dataset-size", "1e18"], "train_samples"),  # product over the bound
+    (["--epochs", "1e6", "--dataset-size", "1e18"], "--epochs x --dataset-size"),  # product over the bound
 ]
 
 

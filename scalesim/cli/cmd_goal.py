@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 import re
 
-from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, bound, flag_type, number_hint
+from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, bound, flag_type
 from scalesim.cli.options import (
     add_profile_arguments,
     add_scenario_arguments,
@@ -15,6 +15,7 @@ from scalesim.cli.options import (
 )
 from scalesim.device_nouns import nouns_for
 from scalesim.jsonio import to_json_text
+from scalesim.money import usd_type
 
 NAME = "goal"
 HELP = "cheapest plan that trains N samples within a deadline and a budget (and the time/money front)"
@@ -68,19 +69,6 @@ def deadline_note(seconds: float, bare: str | None) -> str | None:
             f"seconds); for days write --deadline {bare}d, for hours {bare}h")
 
 
-def usd(text: str) -> float:
-    """'50000', '$50,000' -> US dollars (quantity ``budget_usd``)."""
-    try:
-        value = float(text.replace(",", "").lstrip("$"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not an amount of US dollars"
-                                         f"{number_hint(text, bound('budget_usd'))}") from None
-    why = bound("budget_usd").problem(value)
-    if why is not None:
-        raise argparse.ArgumentTypeError(f"'{text}': {why}")
-    return value
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_profile_arguments(p)
     add_scenario_arguments(p)
@@ -96,7 +84,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="train within this long: 3d, 72h, 90m or seconds",
     )
     g.add_argument(
-        "--budget", type=usd, required=True, metavar="USD", help="spend at most this many US dollars"
+        "--budget",
+        type=usd_type("budget_usd"),
+        required=True,
+        metavar="USD",
+        help="spend at most this many US dollars, e.g. 50000 or $50,000",
     )
     g.add_argument(
         "--max-devices",

@@ -28,6 +28,13 @@ from scalesim.errors import file_path
 NAME = "plan"
 DEFAULT_WORKLOAD = "llama3-8b"  # without --workload, and no model of a profile's to plan
 HELP = "search every dp x tp x pp / ZeRO / micro-batch / schedule / recompute layout and rank them"
+# flags of predict, decide and goal that plan has no use for, with why (cli.main says it)
+ABSENT_FLAGS = {
+    flag: f"plan has no {flag}: it ranks layouts by throughput or by billed device-hours per "
+    "sample (--rank cost), which a price or a budget does not reorder; predict, decide and goal "
+    "price a run in US dollars"
+    for flag in ("--price", "--budget")
+}
 EXAMPLE = """examples:
   scalesim plan --workload llama3-70b --hardware dgx-h100 --devices 64,128,256 --global-batch 1024
   scalesim plan --workload gpt-145.6b --hardware dgx-a100 --devices 1-4096 --global-batch 2304 --json

@@ -123,7 +123,7 @@ def _fit_hints(profile, scenario, unfit) -> str:
 def render_table(profile, scenario, rows) -> str:
     from scalesim.billing import billing_words
     from scalesim.cli.options import condition_words
-    from scalesim.figures import amount, fixed
+    from scalesim.figures import amount, fixed, number
     from scalesim.knee import knee_of_predictions, why_no_knee
     from scalesim.layout_predict import attention_kernel_note, layout_of, recompute_style_note
     from scalesim.model.zero_exchange import framework_label
@@ -204,7 +204,9 @@ def render_table(profile, scenario, rows) -> str:
         if goal.price_per_device_hour is not None:
             billing = billing_words(goal.server_devices, goal.instance_sizes,
                                     profile.hardware.device_name)
-            lines.append(f"cost: billed devices x hours x ${goal.price_per_device_hour:g} per "
+            # the price as given: exactly, thousands-separated ('$1,000,000', not '$1e+06';
+            # '$4.123456', not '$4.12346')
+            lines.append(f"cost: billed devices x hours x ${number(goal.price_per_device_hour)} per "
                          f"device-hour, {billing}; set with --instance-sizes")
         if note := zero_price_note(goal):
             lines.append(f"note: {note}")

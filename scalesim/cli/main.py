@@ -26,12 +26,13 @@ class _Parser(argparse.ArgumentParser):
     value: no flag of scalesim looks like that. Python 3.11's argparse takes only plain negative
     numbers (``-3``, ``-.5``) for values and read ``-3d`` as an unknown option ("expected one
     argument"), so the value never reached its own check (python/cpython#105712: ``-3e12``
-    alike; CPython 3.14 widened its pattern, still not to ``-3d``).
+    alike; CPython 3.14 widened its pattern, still not to ``-3d``). A negative amount of money
+    (``--price -$5``) is a value too, refused by its bounds (``money.parse_usd``).
     """
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._negative_number_matcher = re.compile(r"-\.?\d")
+        self._negative_number_matcher = re.compile(r"-\$?\.?\d")
 
     def error(self, message: str):  # noqa: D401 - argparse API
         if re.search(r"not allowed with argument \S+$", message):  # a mutually exclusive pair
@@ -64,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         module.add_arguments(p)
-        p.set_defaults(_run=module.run)
+        p.set_defaults(_run=module.run, _absent_flags=getattr(module, "ABSENT_FLAGS", {}))
     return parser
 
 
@@ -74,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:  # said by the command's parser: 'scalesim presets: error: ...', its --help
         command = _command_parser(parser, getattr(args, "command", None))
         # an abbreviation argparse completed to a switch is the cause where there is one
-        hint = _abbreviated_switch(command, sys.argv[1:] if argv is None else argv,
-                                   unknown) or _did_you_mean(command, unknown)
+        hint = (_abbreviated_switch(command, sys.argv[1:] if argv is None else argv, unknown)
+                or _absent_flag(args, unknown) or _did_you_mean(command, unknown))
         command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
     if not getattr(args, "_run", None):
         parser.print_help()
@@ -133,6 +134,17 @@ def _did_you_mean(parser: argparse.ArgumentParser, unknown: list[str]) -> str:
             close = difflib.get_close_matches(word.partition("=")[0], flags, n=1, cutoff=0.75)
             if close:
                 return f"; did you mean {close[0]}?"
+    return ""
+
+
+def _absent_flag(args: argparse.Namespace, unknown: list[str]) -> str:
+    """'; plan has no --price: ...' for a flag of other commands that the command leaves out
+    on purpose (its module's ``ABSENT_FLAGS``: flag -> why), else '' (a near flag's name would
+    mislead: plan --price is not --profile)."""
+    absent = getattr(args, "_absent_flags", {})
+    for word in unknown:
+        if why := absent.get(word.partition("=")[0]):
+            return f"; {why}"
     return ""
 
 

@@ -12,6 +12,7 @@ from scalesim.bounds import (
     KNOBS,
     LAYOUT_KNOB_BY_FIELD,
     LAYOUT_KNOBS,
+    check_number,
     flag_list_type,
     flag_type,
 )
@@ -19,6 +20,7 @@ from scalesim.errors import ScalesimError, require_path
 from scalesim.jsonio import parse_model, read_json, validation_message
 from scalesim.layout import RECOMPUTE_STYLE_HELP, SHARD_GROUP_HELP, TP_OVERLAP_HELP
 from scalesim.model.sharding import GRAD_SYNC_HELP
+from scalesim.money import is_usd, usd_type
 from scalesim.schemas import Profile, Scenario
 
 
@@ -50,7 +52,8 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
 def _knob(group, field: str, **kwargs) -> None:
     """A scenario knob's flag, its type (and bounds) from scalesim.bounds.KNOBS."""
     knob = KNOB_BY_FIELD[field]
-    kind = flag_list_type if field in ("devices", "instance_sizes") else flag_type
+    kind = (flag_list_type if field in ("devices", "instance_sizes")
+            else usd_type if is_usd(knob.quantity) else flag_type)  # --price: '$40' too
     group.add_argument(knob.flag, type=kind(knob.quantity), dest=_dest(knob.flag), **kwargs)
 
 
@@ -138,7 +141,8 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
         g,
         "price_per_device_hour",
         metavar="USD",
-        help="price per device-hour (default: the hardware's list price)",
+        help="price per device-hour in US dollars, e.g. 4.1 or $4.10 (default: the hardware's "
+        "list price)",
     )
     add_instance_sizes_argument(g, "cost bills a server's devices as the smallest shape that holds them")
     add_layout_arguments(p)
@@ -405,7 +409,9 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     if args.epochs is not None:
         if args.train_samples is not None:
             raise ScalesimError("give --train-samples or --epochs with --dataset-size, not both")
-        base["train_samples"] = args.epochs * args.dataset_size
+        base["train_samples"] = check_number(  # named by the flags, not the scenario field
+            "samples_total", args.epochs * args.dataset_size,
+            "--epochs x --dataset-size (the run's samples)")
     try:
         return Scenario.model_validate(base)
     except ValidationError as exc:
