@@ -86,14 +86,24 @@ def amount(value: float) -> str:
     return fixed(value, 0, 2)
 
 
+DAYS_PER_YEAR = 365.25  # a Julian year: duration_text's years
+
+
 def duration_text(seconds: float) -> str:
-    """'0.42 s', '42 s', '12 min', '3.5 h', '4.2 days' (the unit that keeps two digits)."""
+    """'0.42 s', '42 s', '12 min', '3.5 h', '4.2 days', '3.1 years', '7,890,091 years' (the unit
+    that keeps two digits; years of 365.25 days from two years on, never '2881844553.4 days')."""
     if seconds < 60:
         return f"{seconds:.2g} s" if seconds < 10 else f"{seconds:.0f} s"
     hours = seconds / 3600.0
     if hours < 1:
         return f"{seconds / 60:.0f} min"
-    return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} days"
+    if hours < 48:
+        return f"{hours:.1f} h"
+    days = hours / 24.0
+    if days < 2 * DAYS_PER_YEAR or not math.isfinite(days):
+        return f"{days:.1f} days"
+    years = days / DAYS_PER_YEAR
+    return f"{years:.1f} years" if years < 100 else f"{years:,.0f} years"
 
 
 SIG3_WHOLE_BELOW = 1e6  # sig3 writes whole numbers from 100 up to this, then an exponent

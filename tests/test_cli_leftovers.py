@@ -218,3 +218,13 @@ def test_an_empty_json_file_is_said_empty_not_a_json_position(tmp_path, capsys, 
     code, _, err = run_cli(capsys, [*command, str(empty)])
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert f"{empty}: empty (no JSON in it); give the JSON file scalesim wrote" in err, err
+
+
+@pytest.mark.parametrize("typed, quoted", [("0", False), ("0d", True), ("1e12", False)])
+def test_a_refused_deadline_quotes_what_was_typed_once(capsys, typed, quoted):
+    """`--deadline 0` said "'0': 0 is outside ...", the value twice; a bare number is the
+    seconds the bound quotes, and only a value with a unit ('0d') adds what was typed."""
+    code, _, err = run_cli(capsys, [*GOAL, "--deadline", typed])
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert ("'0d': 0 is outside" in err) == quoted, err
+    assert f"'{typed}'" not in err or quoted, err

@@ -451,7 +451,7 @@ def test_a_positive_number_never_prints_as_zero(tmp_path, capsys):
             for key, cell in shown.items():
                 assert (float(cell) > 0) == (row[key] > 0), (path.name, key, cell, row[key])
             to_train, cost = cost_line.split()[-4:-2], cost_line.split()[-1]
-            assert float(to_train[0]) > 0 and float(cost.replace(",", "")) > 0, cost_line
+            assert float(to_train[0].replace(",", "")) > 0 and float(cost.replace(",", "")) > 0, cost_line
 
 
 @pytest.mark.parametrize(
@@ -905,3 +905,16 @@ def test_train_samples_help_says_a_transformers_sample_is_a_sequence(capsys, com
     assert done.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "a transformer's sample is a sequence: tokens / sequence length" in text
+
+
+@pytest.mark.parametrize("seconds, text", [
+    (4.2 * 86400, "4.2 days"), (729 * 86400, "729.0 days"),
+    (2 * 365.25 * 86400, "2.0 years"), (3.1 * 365.25 * 86400, "3.1 years"),
+    (1e15, "31,688,088 years"),  # 1e15 s / 86400 / 365.25 = 31,688,087.8
+])
+def test_a_long_run_is_said_in_years_not_billions_of_days(seconds, text):
+    """`predict --train-samples 1e18 --price 1e6` said "2881844553.4 days": from two years on a
+    duration is said in (Julian) years."""
+    from scalesim.figures import duration_text
+
+    assert duration_text(seconds) == text

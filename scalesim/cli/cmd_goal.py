@@ -36,8 +36,8 @@ def duration_s(text: str) -> float:
         raise argparse.ArgumentTypeError(f"'{text}' is not a duration like 3d, 72h, 90m or 3600")
     value = float(match.group(1)) * _UNITS_S.get(match.group(2) or "s", 1.0)
     why = bound("deadline_s").problem(value)
-    if why is not None:
-        raise argparse.ArgumentTypeError(f"'{text}': {why}")
+    if why is not None:  # the bound quotes the seconds; with a unit, say what was typed too
+        raise argparse.ArgumentTypeError(f"'{text.strip()}': {why}" if match.group(2) else why)
     return value
 
 
