@@ -102,14 +102,14 @@ def _counts_words(sizes: tuple[int, ...], noun: str) -> str:
 
 
 def uneven_stage_words(layers: int, pp: int, virtual_stages: int = 1) -> str:
-    """'pp 9 over 80 layers: 8 stages of 9 layers and one of 8 (Megatron-LM:
+    """'80 layers over pp 9: 8 stages of 9 layers and one of 8 (Megatron-LM:
     --decoder-last-pipeline-num-layers 8; torchtitan splits it by itself)'; '' where the split
     is even (pp x v divides the layers) or there is no pipeline (pp 1)."""
     split = stage_split(layers, pp, virtual_stages)
     if pp == 1 or split.even:
         return ""
     v = virtual_stages
-    head = f"pp {pp}" + (f" x {v} virtual stages" if v > 1 else "") + f" over {count(layers, 'layer')}"
+    head = f"{count(layers, 'layer')} over pp {pp}" + (f" x {v} virtual stages" if v > 1 else "")
     if split.megatron_flags is None:
         return (f"{head}: {_counts_words(split.chunks, 'model chunk')} (Megatron-LM: "
                 f"{MEGATRON_LAYOUT}, as its first/last-stage flags need every stage's layers a "
