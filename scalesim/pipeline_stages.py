@@ -14,7 +14,8 @@ a framework runs them only when told (docs/model.md §12):
   more), so it needs no flag.
 
 ``stage_split`` finds the split with the model's fullest stage that Megatron-LM's first/last
-flags give (fewest flags, then the most even); ``uneven_stage_words`` says it in one sentence.
+flags give: the model's own where they can (every stage but the last full, the last the rest:
+``--decoder-last-pipeline-num-layers``); ``uneven_stage_words`` says it in one sentence.
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ class StageSplit:
 def _megatron_stages(layers: int, pp: int, v: int, fullest: int):
     """(stages, flags) of the split Megatron-LM's first/last flags give with at most
     ``fullest`` layers a stage, every stage a multiple of ``v``: the fewest flags, then the
-    smallest gap between stages, then the fewest layers on the last stage (it computes the
-    output layer and the loss too); None where none does."""
+    fewest layers on the last stage (it computes the output layer and the loss too; the
+    model's split, every stage but the last full, where it runs), then the smallest gap
+    between stages; None where none does."""
     best = None
     sizes = range(v, fullest + 1, v)
     for middle in sizes if pp > 2 else (None,):
@@ -60,7 +62,7 @@ def _megatron_stages(layers: int, pp: int, v: int, fullest: int):
                 continue
             stages = (first, *[middle] * (pp - 2), last)
             flags = (middle is not None and first != middle, last != (middle or first))
-            key = (sum(flags), max(stages) - min(stages), last)
+            key = (sum(flags), last, max(stages) - min(stages))
             if best is None or key < best[0]:
                 best = (key, stages, flags)
     if best is None:
