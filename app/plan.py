@@ -30,7 +30,7 @@ from scalesim.knee import (
     knee_of_predictions,
     why_no_knee,
 )
-from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, split_words
+from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, replica_devices, split_words
 from scalesim.layout_predict import (
     asked_split,
     attention_kernel_note,
@@ -43,6 +43,7 @@ from scalesim.layout_predict import (
 )
 from scalesim.model.quality import steps_to_quality
 from scalesim.model.sharding import grad_sync_unused
+from scalesim.pipeline_stages import uneven_stage_words
 from scalesim.predict import (
     Prediction,
     global_batch_splits,
@@ -313,8 +314,11 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     if split is not None:
         if note := recompute_style_note(profile, Scenario(layout=split)):
             notes.append(note)
+        if note := uneven_stage_words(splittable_shape(profile).layers, split.pp,
+                                      split.virtual_stages):
+            notes.append(note)  # what the pipeline's stages hold, where uneven
         fields["layout"] = split
-        model = split.tp * split.pp
+        model = replica_devices(split.tp, split.pp)
         kept = [d for d in devices if d % model == 0]
         if len(kept) < len(devices):
             left = [d for d in devices if d not in kept]
@@ -372,9 +376,10 @@ def _server_size(profile: Profile, scenario: Scenario) -> int:
 
 
 def _split_of(scenario: Scenario) -> int:
-    """The scenario's tp x pp (1: data parallel)."""
+    """The devices of one model replica of the scenario, tp x pp (1: data parallel), as its
+    prediction splits them (``layout.replica_devices``)."""
     split = layout_of(scenario)
-    return split.tp * split.pp
+    return replica_devices(split.tp, split.pp)
 
 
 def more_devices_count(devices: int, devices_per_node: int, split: int = 1,
@@ -443,7 +448,7 @@ def _split_counts(scenario: Scenario) -> Scenario:
     split): B's curve, where a split remedy's tp x pp cannot run on the smallest counts."""
     if scenario.layout is None:
         return scenario
-    model = scenario.layout.tp * scenario.layout.pp
+    model = _split_of(scenario)
     kept = [d for d in scenario.devices if d % model == 0]
     return scenario.model_copy(update={"devices": kept}) if kept else scenario
 

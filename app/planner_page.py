@@ -793,6 +793,8 @@ def _tab_layouts(plan: Plan) -> None:
     } for r in rows]), hide_index=True, key="layouts_table", column_config={
         c: st.column_config.NumberColumn(format="%.1f")
         for c in ("step ms", f"{plan.unit}/s", "MFU %", "memory GiB")})
+    for words in dict.fromkeys(r.uneven_stages for r in rows if r.uneven_stages):
+        st.caption(f"Uneven pipeline stages: {_md(words)}.")  # once per pp x virtual stages
     style = {"early-stop": "full recompute stops early (the MLP down projection is not rerun)",
              "op-sac": "selective recompute is torchtitan's per-op policy (every second matmul "
                        "rerun, the attention output saved)"}.get(

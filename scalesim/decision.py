@@ -49,7 +49,7 @@ from scalesim.bounds import bound
 from scalesim.device_nouns import is_cpu_device, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount, link_GBps
-from scalesim.layout import ZERO_STRATEGIES, model_split_words
+from scalesim.layout import ZERO_STRATEGIES, model_split_words, replica_devices
 from scalesim.layout_change import layout_changes, layout_settings
 from scalesim.layout_predict import uses_layouts
 from scalesim.network_upgrades import upgrades_for
@@ -363,7 +363,7 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[st
     profile, scenario, now, nouns = ctx.profile, ctx.scenario, ctx.now, ctx.words
     g = _server_size(profile, scenario)
     more = g if now.devices < g else now.devices + g
-    split, notes = now.tp * now.pp, []
+    split, notes = replica_devices(now.tp, now.pp), []
     keep = why = kept_p = None
     for count in added_server_counts(now.devices, g, split, scenario.global_batch,
                                      scenario.accumulation):
@@ -506,6 +506,23 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
                               f"{scenario.slow_device}, {scenario.slow_factor:g}x slower)",
                               fix.prediction, 0.0, base_source))
     return out, notes
+
+
+def _uneven_stage_notes(profile: Profile, scenario: Scenario,
+                        options: list[DecisionOption]) -> list[str]:
+    """What today's layout and the options' pipelines hold where their stages are uneven, and
+    what runs them (``pipeline_stages.uneven_notes``: once per pp x virtual stages)."""
+    from scalesim.layout_predict import layout_of, splittable_shape
+    from scalesim.pipeline_stages import uneven_notes
+
+    shape = splittable_shape(profile)
+    if shape is None:
+        return []
+    today = layout_of(scenario)
+    splits = [(today.pp, today.virtual_stages)] + [
+        (layout["pp"], layout["virtual_stages"]) for o in options
+        if (layout := (o.changes or {}).get("layout")) is not None]
+    return uneven_notes(shape.layers, splits)
 
 
 def _score(o: DecisionOption) -> float:
@@ -813,6 +830,7 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
         more, searched = _more_devices_option(ctx, base.price_source)
         options = [] if more is None else [more.option]
     recommendation, assumption = _recommend(ctx, options, more, searched)
+    notes += _uneven_stage_notes(profile, scenario, options)
     if note := _measure_before_buying(profile, scenario, options):
         notes.append(note)
     within = [o.title for o in options if now.fits and _score(o) < ctx.error]

@@ -94,6 +94,14 @@ def split_words(dp: int | None, tp: int, pp: int, cp: int | None = None) -> str:
                       + ([f"cp {cp}"] if cp is not None else []))
 
 
+def replica_devices(tp, pp, cp=1):
+    """Devices one model replica spans, tp x pp x cp (numpy, broadcasts): a device count runs
+    the split only as a multiple of it, dp = devices / it. A scenario's split has no cp
+    (``ScenarioLayout``: dp x cp = devices / (tp x pp), ``predict.data_parallel_ranks``);
+    virtual stages split no devices. Every part that counts a replica's devices uses this."""
+    return tp * pp * cp
+
+
 def model_split_words(dp: int | None, tp: int, pp: int) -> str:
     """``split_words`` of a layout that splits the model (tp x pp > 1), '' for data parallelism
     alone (tp = pp = 1), where a device count says it all: every sentence that names a layout

@@ -43,6 +43,7 @@ from scalesim.layout import (
     layout_problems,
     model_split_words,
     op_sac_of,
+    replica_devices,
     shard_group_problem,
     shard_group_refusal,
     split_words,
@@ -440,7 +441,7 @@ def split_devices(devices, tp, pp, nouns: Nouns = GPU_NOUNS):
     """dp of each row; ScalesimError where tp x pp does not divide the devices (``nouns``: the
     profile's, 'processes 3 are not divisible' on CPU)."""
     p = np.asarray(devices, dtype=np.int64)
-    model = np.asarray(tp, dtype=np.int64) * np.asarray(pp, dtype=np.int64)
+    model = replica_devices(np.asarray(tp, dtype=np.int64), np.asarray(pp, dtype=np.int64))
     bad = p % model != 0
     if np.any(bad):
         i = int(np.flatnonzero(np.broadcast_to(bad, np.broadcast(p, model).shape))[0])

@@ -15,7 +15,13 @@ from scalesim.bounds import KNOB_BY_FIELD, check_values
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError, require_model
 from scalesim.figures import link_GBps, sig3
-from scalesim.layout import SCHEDULES, SEQUENCE_PARALLEL_NEEDS_TP, TP_OVERLAP_NEEDS_TP, tp_above_server
+from scalesim.layout import (
+    SCHEDULES,
+    SEQUENCE_PARALLEL_NEEDS_TP,
+    TP_OVERLAP_NEEDS_TP,
+    replica_devices,
+    tp_above_server,
+)
 from scalesim.model import collectives as coll
 from scalesim.model.compute import colocation_slope
 from scalesim.model.memory import STRATEGIES
@@ -95,7 +101,7 @@ def one_device_note(rows: list[Prediction], words: Nouns = GPU_NOUNS) -> str | N
 def data_parallel_ranks(p: Prediction) -> int:
     """The ranks that hold one replica's shard each, dp x cp = devices / (tp x pp): every device
     of a parameter-count workload."""
-    return p.devices // (p.tp * p.pp)
+    return p.devices // replica_devices(p.tp, p.pp)
 
 
 def hybrid_sharded(p: Prediction) -> bool:

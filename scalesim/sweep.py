@@ -378,7 +378,7 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     combinations that break a layout rule (``scalesim.layout``) or do not split the global batch
     are dropped and counted."""
     from scalesim import layout_predict as lp
-    from scalesim.layout import SCHEDULES
+    from scalesim.layout import SCHEDULES, replica_devices
 
     profile, base = plan.profile, plan.base
     split = lp.layout_of(base)
@@ -386,8 +386,8 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     k, global_batch, micro = _batch_axes(plan, grid)
     tp = grid.get("tp", np.full(p.shape, split.tp, dtype=np.int64))
     pp = grid.get("pp", np.full(p.shape, split.pp, dtype=np.int64))
-    layout_ok = p % (tp * pp) == 0
-    dp = np.where(layout_ok, p // (tp * pp), 1)
+    layout_ok = p % replica_devices(tp, pp) == 0
+    dp = np.where(layout_ok, p // replica_devices(tp, pp), 1)
     base_micro, batch_ok = micro, np.ones(p.shape, dtype=bool)
     if global_batch is not None:
         batch_ok = global_batch_splits(global_batch, dp, k)

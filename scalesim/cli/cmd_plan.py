@@ -174,6 +174,8 @@ def render_text(rows, global_batch: int, words: Nouns = GPU_NOUNS) -> str:
     best = rows[0]
     parts = ", ".join(f"{k.removesuffix('_s')} {v:.3g}" for k, v in best.breakdown_s.items() if v)
     lines.append(f"best step {best.step_time_s:.3f} s = {parts} (s); global batch {global_batch}")
+    # uneven pipeline stages, once per layout (pp x virtual stages) shown
+    lines += [f"note: {words}" for words in dict.fromkeys(r.uneven_stages for r in rows) if words]
     if not best.stall_modelled:
         from scalesim.predict import STALL_NOT_MODELLED
 

@@ -53,7 +53,8 @@ def hsdp_words(shard_group: int, group: str) -> str:
 
 def layout_line(profile, scenario) -> str:
     """'layout: tp 2 x pp 4 (1f1b), recompute full, sequence parallel on, TP overlap off, ...' of
-    a transformer workload's scenario (the TP overlap where tp > 1)."""
+    a transformer workload's scenario (the TP overlap where tp > 1; where the pipeline's stages
+    are uneven, what they hold and what runs them: ``_uneven_words``)."""
     from scalesim.layout_predict import (
         layout_of,
         pipeline_fsdp_note,
@@ -80,7 +81,18 @@ def layout_line(profile, scenario) -> str:
             + "; dp = devices / (tp x pp); batch = "
             "sequences per micro-batch per replica; compute pins the matmul efficiency to the "
             "profile's curve (docs/model.md §22)" + (f"; {p2p.note}" if p2p else "")
-            + (f"; {note}" if (note := pipeline_fsdp_note(scenario)) else ""))
+            + (f"; {note}" if (note := pipeline_fsdp_note(scenario)) else "")
+            + (f"; {words}" if (words := _uneven_words(profile, split)) else ""))
+
+
+def _uneven_words(profile, split) -> str:
+    """``pipeline_stages.uneven_stage_words`` of the layout's pipeline over the model's layers;
+    '' where its stages are even or the model has no shape to split."""
+    from scalesim.layout_predict import splittable_shape
+    from scalesim.pipeline_stages import uneven_stage_words
+
+    shape = splittable_shape(profile)
+    return "" if shape is None else uneven_stage_words(shape.layers, split.pp, split.virtual_stages)
 
 
 def intra_words(link) -> str:
