@@ -18,7 +18,7 @@ from scalesim.layout import split_short
 from scalesim.remedies import VERDICTS
 from scalesim.training_time import resolve_goal
 
-from .plan import MAKES_IT_RUN, Plan, makes_it_run_text
+from .plan import MAKES_IT_RUN, Plan, ab_misfit, makes_it_run_text
 
 # One colour per meaning, in every chart (and the report): a colour never means two things.
 PALETTE = {
@@ -219,11 +219,14 @@ def _breakdown_records(label_rows) -> pd.DataFrame:
     return pd.DataFrame(records)
 
 
-def _stacked(df: pd.DataFrame, x_title: str, width, height, title, subtitle) -> alt.Chart:
+def _stacked_bars(df: pd.DataFrame, x_title: str | None, bars: list[str] | None = None) -> alt.Chart:
+    """The stacked step parts of ``df`` by bar; ``bars``: the x slots in order (a slot with no
+    rows stays empty), else the bars of ``df``."""
     shown = set(df["part"])
     parts = [p for p in [*PARTS[:1], BUBBLE_PART, *PARTS[1:]] if p[1] in shown]
-    return _sized(alt.Chart(df).mark_bar().encode(
-        x=alt.X("bar:N", title=x_title, sort=list(dict.fromkeys(df["bar"])),
+    return alt.Chart(df).mark_bar().encode(
+        x=alt.X("bar:N", title=x_title, sort=bars or list(dict.fromkeys(df["bar"])),
+                scale=alt.Scale(domain=bars) if bars else alt.Undefined,
                 axis=alt.Axis(labelAngle=0, labelLimit=220)),
         y=alt.Y("ms:Q", title="milliseconds per training step", stack="zero"),
         color=alt.Color("part:N", title="step time", scale=alt.Scale(
@@ -232,7 +235,12 @@ def _stacked(df: pd.DataFrame, x_title: str, width, height, title, subtitle) -> 
         order=alt.Order("stack:Q"),
         tooltip=[alt.Tooltip("bar:N"), alt.Tooltip("part:N"), alt.Tooltip("ms:Q", format=".2f"),
                  alt.Tooltip("step_ms:Q", title="whole step, ms", format=".2f")],
-    ).properties(title=alt.TitleParams(title, subtitle=subtitle), width=width, height=height))
+    )
+
+
+def _stacked(df: pd.DataFrame, x_title: str, width, height, title, subtitle) -> alt.Chart:
+    return _sized(_stacked_bars(df, x_title).properties(
+        title=alt.TitleParams(title, subtitle=subtitle), width=width, height=height))
 
 
 def breakdown_chart(plan: Plan, width="container", height: int = 300) -> alt.Chart:
@@ -427,15 +435,32 @@ def money_chart(plan: Plan, width="container") -> alt.LayerChart | None:
                          "network hardware", "$,.0f", width)
 
 
-def ab_chart(plan: Plan, width="container", height: int = 260) -> alt.Chart | None:
-    """Step time of scenario A and B side by side, split into its parts."""
+def ab_chart(plan: Plan, width="container", height: int = 260) -> alt.TopLevelMixin | None:
+    """Step time of scenario A and B side by side, split into its parts. A side that cannot run
+    has no bar: its slot is marked 'does not fit' (``ab_misfit``); None where neither runs."""
     if plan.b_focus is None:
         return None
-    df = _breakdown_records([(f"A: now ({plan.words.count(plan.focus.devices)})", 0, plan.focus),
-                             (f"B: {plan.b_label[:40]}", 1, plan.b_focus)])
-    return _stacked(df, None, width, height, "Scenario A vs B: time per training step",
-                    _subtitle("B changes one thing; compare where the time goes",
-                              [plan.focus, plan.b_focus]))
+    sides = [(f"A: now ({plan.words.count(plan.focus.devices)})", 0, plan.focus, "A"),
+             (f"B: {plan.b_label[:40]}", 1, plan.b_focus, "B")]
+    runs = [(label, order, p) for label, order, p, side in sides if ab_misfit(plan, side) is None]
+    if not runs:
+        return None
+    misfits = [ab_misfit(plan, side) for *_, side in sides if ab_misfit(plan, side) is not None]
+    bars = _stacked_bars(_breakdown_records(runs), None, [label for label, *_ in sides])
+    subtitle = _subtitle("B changes one thing; compare where the time goes",
+                         [p for _, _, p in runs])
+    if not misfits:
+        return _sized(bars.properties(title=alt.TitleParams(
+            "Scenario A vs B: time per training step", subtitle=subtitle),
+            width=width, height=height))
+    marks = pd.DataFrame([{"bar": label, "label": "does not fit: no bar"}
+                          for label, _, _, side in sides if ab_misfit(plan, side) is not None])
+    mark = alt.Chart(marks).mark_text(baseline="bottom", dy=-4, color=NOT_RUNNABLE_COLOUR,
+                                      fontSize=12, fontWeight="bold").encode(
+        x=alt.X("bar:N"), y=alt.YValue(height), text=alt.Text("label:N"))
+    return _sized(alt.layer(bars, mark).properties(title=alt.TitleParams(
+        "Scenario A vs B: time per training step", subtitle=f"{'; '.join(misfits)}; {subtitle}"),
+        width=width, height=height))
 
 
 def all_charts(plan: Plan, width="container") -> dict[str, alt.TopLevelMixin]:
@@ -565,6 +590,8 @@ def chart_text(plan: Plan, name: str) -> str:
                 f"${amount(fast.cost_usd)}. Cheapest that runs: {cheap.label}, "
                 f"{duration_text(cheap.time_s)} for ${amount(cheap.cost_usd)}.")
     if name == "a_vs_b" and plan.b_focus is not None:
-        return (f"Step time A (now): {plan.focus.step_time_s * 1e3:.1f} ms; B ({plan.b_label}): "
-                f"{plan.b_focus.step_time_s * 1e3:.1f} ms.")
+        a_out, b_out = ab_misfit(plan, "A"), ab_misfit(plan, "B")
+        a_text = a_out or f"{plan.focus.step_time_s * 1e3:.1f} ms"
+        b_text = b_out or f"{plan.b_focus.step_time_s * 1e3:.1f} ms"
+        return f"Step time A (now): {a_text}; B ({plan.b_label}): {b_text}."
     return ""
