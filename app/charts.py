@@ -394,8 +394,11 @@ def _option_chart(plan: Plan, field: str, title: str, subtitle: str, fmt: str,
     rows = _option_rows(plan)
     if not rows:
         return None
+    words = plan.words  # the legend's kinds: 'processes', 'more processes' on a CPU calibration
+    kinds = {"devices": words.header("devices"), "remedy": "remedy",
+             "more devices": f"more {words.header('devices')}"}
     df = pd.DataFrame([{
-        "option": o.label, "kind": o.kind,
+        "option": o.label, "kind": kinds[o.kind],
         "hours": o.time_s / 3600.0, "cost": o.cost_usd,
         "label": (f"{o.time_s / 3600.0:,.1f} h" if field == "hours" else f"${o.cost_usd:,.0f}"),
     } for o in rows])
@@ -407,7 +410,7 @@ def _option_chart(plan: Plan, field: str, title: str, subtitle: str, fmt: str,
         x=alt.X(f"{field}:Q", title=title, axis=alt.Axis(format=fmt),
                 scale=alt.Scale(domain=[0, float(df[field].max()) * 1.2 or 1.0])),
         color=alt.Color("kind:N", title=None, scale=alt.Scale(
-            domain=["devices", "remedy", "more devices"],
+            domain=list(kinds.values()),
             range=[PALETTE["predicted"], PALETTE["remedy"], PALETTE["more devices"]]),
             legend=alt.Legend(orient="top")))
     text = base.mark_text(align="left", dx=3, fontSize=11).encode(

@@ -506,7 +506,7 @@ def _shared_banner(plan: Plan) -> None:
     for who, p in (("shared", theirs), ("mine", plan)):
         h = headline(p)
         t, cost = finish(p, p.focus)
-        rows.append({"what-if": who, "devices": p.focus.devices,
+        rows.append({"what-if": who, plan.words.header("devices"): p.focus.devices,
                      f"{p.unit}/s": amount(p.focus.samples_per_s),
                      "efficiency": h["efficiency"], "time to finish": duration(t),
                      "cost": "-" if cost is None else f"${cost:,.0f}",
@@ -565,8 +565,9 @@ def _share(plan: Plan, link: str) -> None:
 def _rows_table(plan: Plan) -> pd.DataFrame:
     unit = plan.unit
     split = plan.focus.dp is not None  # a split model: its layout and pipeline bubble too
+    words = plan.words  # the count columns: processes and hosts on a CPU calibration
     return pd.DataFrame([{
-        "devices": r.devices, "servers": r.nodes,
+        words.header("devices"): r.devices, words.header("servers"): r.nodes,
         **({SPLIT_HEADER: split_short(r.dp, r.tp, r.pp)} if split else {}),
         "micro-batch": r.micro_batch,
         "global batch": r.global_batch, "step ms": r.step_time_s * 1e3,
@@ -648,8 +649,9 @@ def _tab_cost(plan: Plan) -> None:
     if note := zero_price_note(goal):  # predict's note under its cost column
         st.caption(_md(note[0].upper() + note[1:]) + ".")
     st.dataframe(pd.DataFrame([{
-        "option": o.label, "devices": o.devices,
-        "billed devices": int(goal.billed_devices(o.devices)), f"{plan.unit}/s": o.samples_per_s,
+        "option": o.label, plan.words.header("devices"): o.devices,
+        f"billed {plan.words.header('devices')}": int(goal.billed_devices(o.devices)),
+        f"{plan.unit}/s": o.samples_per_s,
         "time to finish": duration(o.time_s), "cost USD": o.cost_usd,
         "runnable": "yes" if o.fits else "NO",
     } for o in plan.options]), hide_index=True, column_config={
@@ -745,7 +747,8 @@ def _tab_goal(plan: Plan) -> None:
                + " ".join(_md(n[0].upper() + n[1:]) + "." for n in answer.notes))
     st.dataframe(pd.DataFrame([{
         "time": duration(p.time_s), "cost USD": p.cost_usd, "meets goal": p.meets,
-        "devices": p.devices, "servers": p.servers, "micro-batch": p.micro_batch,
+        plan.words.header("devices"): p.devices, plan.words.header("servers"): p.servers,
+        "micro-batch": p.micro_batch,
         "accumulation": p.accumulation, "strategy": p.strategy, "network": p.network,
     } for p in answer.front]), hide_index=True, column_config={
         "cost USD": st.column_config.NumberColumn(format="dollar")})
