@@ -440,30 +440,27 @@ def money_chart(plan: Plan, width="container") -> alt.LayerChart | None:
 
 def ab_chart(plan: Plan, width="container", height: int = 260) -> alt.TopLevelMixin | None:
     """Step time of scenario A and B side by side, split into its parts. A side that cannot run
-    has no bar: its slot is marked 'does not fit' (``ab_misfit``); None where neither runs."""
+    has no bar: its slot is marked 'does not fit' and the subtitle says why (``ab_misfit``);
+    None where neither runs."""
     if plan.b_focus is None:
         return None
-    sides = [(f"A: now ({plan.words.count(plan.focus.devices)})", 0, plan.focus, "A"),
-             (f"B: {plan.b_label[:40]}", 1, plan.b_focus, "B")]
-    runs = [(label, order, p) for label, order, p, side in sides if ab_misfit(plan, side) is None]
+    sides = [(f"A: now ({plan.words.count(plan.focus.devices)})", plan.focus, ab_misfit(plan, "A")),
+             (f"B: {plan.b_label[:40]}", plan.b_focus, ab_misfit(plan, "B"))]
+    runs = [(label, order, p) for order, (label, p, out) in enumerate(sides) if out is None]
     if not runs:
         return None
-    misfits = [ab_misfit(plan, side) for *_, side in sides if ab_misfit(plan, side) is not None]
-    bars = _stacked_bars(_breakdown_records(runs), None, [label for label, *_ in sides])
-    subtitle = _subtitle("B changes one thing; compare where the time goes",
-                         [p for _, _, p in runs])
+    misfits = [(label, out) for label, _, out in sides if out is not None]
+    bars = _stacked_bars(_breakdown_records(runs), None, [label for label, _, _ in sides])
+    title = alt.TitleParams("Scenario A vs B: time per training step", subtitle=_subtitle(
+        "; ".join(out for _, out in misfits) or "B changes one thing; compare where the time goes",
+        [p for _, _, p in runs]))
     if not misfits:
-        return _sized(bars.properties(title=alt.TitleParams(
-            "Scenario A vs B: time per training step", subtitle=subtitle),
-            width=width, height=height))
-    marks = pd.DataFrame([{"bar": label, "label": "does not fit: no bar"}
-                          for label, _, _, side in sides if ab_misfit(plan, side) is not None])
-    mark = alt.Chart(marks).mark_text(baseline="bottom", dy=-4, color=NOT_RUNNABLE_COLOUR,
-                                      fontSize=12, fontWeight="bold").encode(
+        return _sized(bars.properties(title=title, width=width, height=height))
+    mark = alt.Chart(pd.DataFrame([{"bar": label, "label": "does not fit"} for label, _ in misfits])
+                     ).mark_text(baseline="bottom", dy=-4, color=NOT_RUNNABLE_COLOUR, fontSize=12,
+                                 fontWeight="bold").encode(
         x=alt.X("bar:N"), y=alt.YValue(height), text=alt.Text("label:N"))
-    return _sized(alt.layer(bars, mark).properties(title=alt.TitleParams(
-        "Scenario A vs B: time per training step", subtitle=f"{'; '.join(misfits)}; {subtitle}"),
-        width=width, height=height))
+    return _sized(alt.layer(bars, mark).properties(title=title, width=width, height=height))
 
 
 def all_charts(plan: Plan, width="container") -> dict[str, alt.TopLevelMixin]:
