@@ -450,7 +450,8 @@ def ab_chart(plan: Plan, width="container", height: int = 260) -> alt.TopLevelMi
     if not runs:
         return None
     misfits = [(label, out) for label, _, out in sides if out is not None]
-    bars = _stacked_bars(_breakdown_records(runs), None, [label for label, _, _ in sides])
+    bars = _stacked_bars(_breakdown_records(runs), None,  # a slot kept for a side with no bar
+                         [label for label, _, _ in sides] if misfits else None)
     title = alt.TitleParams("Scenario A vs B: time per training step", subtitle=_subtitle(
         "; ".join(out for _, out in misfits) or "B changes one thing; compare where the time goes",
         [p for _, _, p in runs]))
