@@ -18,7 +18,7 @@ from scalesim.layout import split_short
 from scalesim.remedies import VERDICTS
 from scalesim.training_time import resolve_goal
 
-from .plan import MAKES_IT_RUN, Plan, makes_it_run_text
+from .plan import MAKES_IT_RUN, Plan, ab_misfit, makes_it_run_text
 
 # One colour per meaning, in every chart (and the report): a colour never means two things.
 PALETTE = {
@@ -219,11 +219,14 @@ def _breakdown_records(label_rows) -> pd.DataFrame:
     return pd.DataFrame(records)
 
 
-def _stacked(df: pd.DataFrame, x_title: str, width, height, title, subtitle) -> alt.Chart:
+def _stacked_bars(df: pd.DataFrame, x_title: str | None, bars: list[str] | None = None) -> alt.Chart:
+    """The stacked step parts of ``df`` by bar; ``bars``: the x slots in order (a slot with no
+    rows stays empty), else the bars of ``df``."""
     shown = set(df["part"])
     parts = [p for p in [*PARTS[:1], BUBBLE_PART, *PARTS[1:]] if p[1] in shown]
-    return _sized(alt.Chart(df).mark_bar().encode(
-        x=alt.X("bar:N", title=x_title, sort=list(dict.fromkeys(df["bar"])),
+    return alt.Chart(df).mark_bar().encode(
+        x=alt.X("bar:N", title=x_title, sort=bars or list(dict.fromkeys(df["bar"])),
+                scale=alt.Scale(domain=bars) if bars else alt.Undefined,
                 axis=alt.Axis(labelAngle=0, labelLimit=220)),
         y=alt.Y("ms:Q", title="milliseconds per training step", stack="zero"),
         color=alt.Color("part:N", title="step time", scale=alt.Scale(
@@ -232,7 +235,12 @@ def _stacked(df: pd.DataFrame, x_title: str, width, height, title, subtitle) -> 
         order=alt.Order("stack:Q"),
         tooltip=[alt.Tooltip("bar:N"), alt.Tooltip("part:N"), alt.Tooltip("ms:Q", format=".2f"),
                  alt.Tooltip("step_ms:Q", title="whole step, ms", format=".2f")],
-    ).properties(title=alt.TitleParams(title, subtitle=subtitle), width=width, height=height))
+    )
+
+
+def _stacked(df: pd.DataFrame, x_title: str, width, height, title, subtitle) -> alt.Chart:
+    return _sized(_stacked_bars(df, x_title).properties(
+        title=alt.TitleParams(title, subtitle=subtitle), width=width, height=height))
 
 
 def breakdown_chart(plan: Plan, width="container", height: int = 300) -> alt.Chart:
@@ -386,8 +394,11 @@ def _option_chart(plan: Plan, field: str, title: str, subtitle: str, fmt: str,
     rows = _option_rows(plan)
     if not rows:
         return None
+    words = plan.words  # the legend's kinds: 'processes', 'more processes' on a CPU calibration
+    kinds = {"devices": words.header("devices"), "remedy": "remedy",
+             "more devices": f"more {words.header('devices')}"}
     df = pd.DataFrame([{
-        "option": o.label, "kind": o.kind,
+        "option": o.label, "kind": kinds[o.kind],
         "hours": o.time_s / 3600.0, "cost": o.cost_usd,
         "label": (f"{o.time_s / 3600.0:,.1f} h" if field == "hours" else f"${o.cost_usd:,.0f}"),
     } for o in rows])
@@ -399,7 +410,7 @@ def _option_chart(plan: Plan, field: str, title: str, subtitle: str, fmt: str,
         x=alt.X(f"{field}:Q", title=title, axis=alt.Axis(format=fmt),
                 scale=alt.Scale(domain=[0, float(df[field].max()) * 1.2 or 1.0])),
         color=alt.Color("kind:N", title=None, scale=alt.Scale(
-            domain=["devices", "remedy", "more devices"],
+            domain=list(kinds.values()),
             range=[PALETTE["predicted"], PALETTE["remedy"], PALETTE["more devices"]]),
             legend=alt.Legend(orient="top")))
     text = base.mark_text(align="left", dx=3, fontSize=11).encode(
@@ -427,15 +438,30 @@ def money_chart(plan: Plan, width="container") -> alt.LayerChart | None:
                          "network hardware", "$,.0f", width)
 
 
-def ab_chart(plan: Plan, width="container", height: int = 260) -> alt.Chart | None:
-    """Step time of scenario A and B side by side, split into its parts."""
+def ab_chart(plan: Plan, width="container", height: int = 260) -> alt.TopLevelMixin | None:
+    """Step time of scenario A and B side by side, split into its parts. A side that cannot run
+    has no bar: its slot is marked 'does not fit' and the subtitle says why (``ab_misfit``);
+    None where neither runs."""
     if plan.b_focus is None:
         return None
-    df = _breakdown_records([(f"A: now ({plan.words.count(plan.focus.devices)})", 0, plan.focus),
-                             (f"B: {plan.b_label[:40]}", 1, plan.b_focus)])
-    return _stacked(df, None, width, height, "Scenario A vs B: time per training step",
-                    _subtitle("B changes one thing; compare where the time goes",
-                              [plan.focus, plan.b_focus]))
+    sides = [(f"A: now ({plan.words.count(plan.focus.devices)})", plan.focus, ab_misfit(plan, "A")),
+             (f"B: {plan.b_label[:40]}", plan.b_focus, ab_misfit(plan, "B"))]
+    runs = [(label, order, p) for order, (label, p, out) in enumerate(sides) if out is None]
+    if not runs:
+        return None
+    misfits = [(label, out) for label, _, out in sides if out is not None]
+    bars = _stacked_bars(_breakdown_records(runs), None,  # a slot kept for a side with no bar
+                         [label for label, _, _ in sides] if misfits else None)
+    title = alt.TitleParams("Scenario A vs B: time per training step", subtitle=_subtitle(
+        "; ".join(out for _, out in misfits) or "B changes one thing; compare where the time goes",
+        [p for _, _, p in runs]))
+    if not misfits:
+        return _sized(bars.properties(title=title, width=width, height=height))
+    mark = alt.Chart(pd.DataFrame([{"bar": label, "label": "does not fit"} for label, _ in misfits])
+                     ).mark_text(baseline="bottom", dy=-4, color=NOT_RUNNABLE_COLOUR, fontSize=12,
+                                 fontWeight="bold").encode(
+        x=alt.X("bar:N"), y=alt.YValue(height), text=alt.Text("label:N"))
+    return _sized(alt.layer(bars, mark).properties(title=title, width=width, height=height))
 
 
 def all_charts(plan: Plan, width="container") -> dict[str, alt.TopLevelMixin]:
@@ -565,6 +591,8 @@ def chart_text(plan: Plan, name: str) -> str:
                 f"${amount(fast.cost_usd)}. Cheapest that runs: {cheap.label}, "
                 f"{duration_text(cheap.time_s)} for ${amount(cheap.cost_usd)}.")
     if name == "a_vs_b" and plan.b_focus is not None:
-        return (f"Step time A (now): {plan.focus.step_time_s * 1e3:.1f} ms; B ({plan.b_label}): "
-                f"{plan.b_focus.step_time_s * 1e3:.1f} ms.")
+        a_out, b_out = ab_misfit(plan, "A"), ab_misfit(plan, "B")
+        a_text = a_out or f"{plan.focus.step_time_s * 1e3:.1f} ms"
+        b_text = b_out or f"{plan.b_focus.step_time_s * 1e3:.1f} ms"
+        return f"Step time A (now): {a_text}; B ({plan.b_label}): {b_text}."
     return ""

@@ -626,11 +626,31 @@ def remedy_gain_cell(r: RemedyResult, now_fits: bool) -> str:
     return f"{r.gain:+.1%}"
 
 
+def _needs(p: Prediction, words: Nouns) -> str:
+    """'needs 101.8 GiB per device' ('per process' for a CPU profile's ``words``)."""
+    return f"needs {p.memory_bytes / 2**30:,.1f} GiB per {words.device}"
+
+
 def memory_sentence(p: Prediction, device_memory_bytes: float, words: Nouns = GPU_NOUNS) -> str:
     """'not runnable: needs X GiB per device, Y GiB available' for a layout that does not fit
     ('per process' for a CPU profile's ``words``)."""
-    return (f"not runnable: needs {p.memory_bytes / 2**30:,.1f} GiB per {words.device}, "
-            f"{device_memory_bytes / 2**30:,.0f} GiB available")
+    return f"not runnable: {_needs(p, words)}, {device_memory_bytes / 2**30:,.0f} GiB available"
+
+
+def ab_misfit(plan: Plan, side: str) -> str | None:
+    """Why scenario ``side`` ('A' or 'B') cannot run, in place of its numbers on the A/B tab,
+    its chart and chart text: 'B does not fit (needs 101.8 GiB per device of 80 GiB)'; where
+    its memory fits but calibration ran out of memory at its micro-batch, that. None where it
+    runs (B: also where it was not predicted)."""
+    p, profile = (plan.focus, plan.profile) if side == "A" else (plan.b_focus, plan.b_profile)
+    if p is None or p.fits:
+        return None
+    mem = profile.hardware.device_memory_bytes
+    oom = profile.compute.oom_micro_batch
+    if p.memory_bytes > mem or oom is None:
+        return f"{side} does not fit ({_needs(p, plan.words)} of {mem / 2**30:,.0f} GiB)"
+    return (f"{side} does not fit (micro-batch {whole(p.micro_batch)} ran out of memory in "
+            f"calibration, from {whole(oom)} on)")
 
 
 def stall_sentence(plan: Plan) -> str | None:

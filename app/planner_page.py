@@ -51,6 +51,7 @@ from .plan import (
     MAKES_IT_RUN,
     VS_SCHEDULES,
     Plan,
+    ab_misfit,
     against_now_text,
     device_counts,
     duration,
@@ -505,7 +506,7 @@ def _shared_banner(plan: Plan) -> None:
     for who, p in (("shared", theirs), ("mine", plan)):
         h = headline(p)
         t, cost = finish(p, p.focus)
-        rows.append({"what-if": who, "devices": p.focus.devices,
+        rows.append({"what-if": who, plan.words.header("devices"): p.focus.devices,
                      f"{p.unit}/s": amount(p.focus.samples_per_s),
                      "efficiency": h["efficiency"], "time to finish": duration(t),
                      "cost": "-" if cost is None else f"${cost:,.0f}",
@@ -564,8 +565,9 @@ def _share(plan: Plan, link: str) -> None:
 def _rows_table(plan: Plan) -> pd.DataFrame:
     unit = plan.unit
     split = plan.focus.dp is not None  # a split model: its layout and pipeline bubble too
+    words = plan.words  # the count columns: processes and hosts on a CPU calibration
     return pd.DataFrame([{
-        "devices": r.devices, "servers": r.nodes,
+        words.header("devices"): r.devices, words.header("servers"): r.nodes,
         **({SPLIT_HEADER: split_short(r.dp, r.tp, r.pp)} if split else {}),
         "micro-batch": r.micro_batch,
         "global batch": r.global_batch, "step ms": r.step_time_s * 1e3,
@@ -647,8 +649,9 @@ def _tab_cost(plan: Plan) -> None:
     if note := zero_price_note(goal):  # predict's note under its cost column
         st.caption(_md(note[0].upper() + note[1:]) + ".")
     st.dataframe(pd.DataFrame([{
-        "option": o.label, "devices": o.devices,
-        "billed devices": int(goal.billed_devices(o.devices)), f"{plan.unit}/s": o.samples_per_s,
+        "option": o.label, plan.words.header("devices"): o.devices,
+        f"billed {plan.words.header('devices')}": int(goal.billed_devices(o.devices)),
+        f"{plan.unit}/s": o.samples_per_s,
         "time to finish": duration(o.time_s), "cost USD": o.cost_usd,
         "runnable": "yes" if o.fits else "NO",
     } for o in plan.options]), hide_index=True, column_config={
@@ -671,6 +674,8 @@ def _tab_quality(plan: Plan) -> None:
 
 
 def _tab_ab(plan: Plan) -> None:
+    """A and B side by side; a side that cannot run says why in place of its numbers, and no
+    change of B against A is shown unless both run (``ab_misfit``)."""
     if plan.b_focus is None:
         st.info(f"Scenario B ({B_LABELS[plan.state.b]}) does not apply here: "
                 f"{plan.b_label}. Pick another B in the sidebar.")
@@ -679,38 +684,38 @@ def _tab_ab(plan: Plan) -> None:
     left, right = st.columns(2)
     left.subheader(f"A: now, {plan.words.count(a.devices)}")
     right.subheader(f"B: {plan.b_label}")
+    a_out, b_out = ab_misfit(plan, "A"), ab_misfit(plan, "B")
+    for column, p, out in ((left, a, a_out), (right, b, b_out)):
+        if out is not None:
+            column.error(f"{out}.")
+        else:
+            _ab_metrics(column, plan, p, a if column is right and a_out is None else None)
+    if a_out is not None and b_out is None:
+        right.success(f"B {makes_it_run_text(b.samples_per_s, plan.unit, plan.words)}.")
+    chart = charts.ab_chart(plan)
+    if chart is not None:
+        _chart(chart, charts.chart_text(plan, "a_vs_b"))
+
+
+def _ab_metrics(column, plan: Plan, p: Prediction, ref: Prediction | None) -> None:
+    """A run's numbers on the A/B tab, with its change against ``ref`` (A, where both run)."""
 
     def rel(new: float | None, old: float | None) -> str | None:
-        if new is None or old is None or old == 0 or not a.fits:  # A cannot run: B's own
+        if ref is None or new is None or old is None or old == 0:
             return None
         return f"{new / old - 1:+.1%}"
 
-    unit = plan.unit
-    left.metric(f"Throughput ({unit}/s)", amount(a.samples_per_s))
-    right.metric(f"Throughput ({unit}/s)", amount(b.samples_per_s),
-                 rel(b.samples_per_s, a.samples_per_s))
-    left.metric("Step time", f"{a.step_time_s * 1e3:.1f} ms")
-    right.metric("Step time", f"{b.step_time_s * 1e3:.1f} ms",
-                 rel(b.step_time_s, a.step_time_s), delta_color="inverse")
-    left.metric("Scaling efficiency", f"{a.efficiency:.1%}")
-    right.metric("Scaling efficiency", f"{b.efficiency:.1%}",
-                 f"{(b.efficiency - a.efficiency) * 100:+.1f} points" if a.fits else None)
-    (ta, ca), (tb, cb) = finish(plan, a), finish(plan, b)
-    if ta is not None and tb is not None:
-        left.metric("Time to finish", duration(ta))
-        right.metric("Time to finish", duration(tb), rel(tb, ta), delta_color="inverse")
-    if ca is not None and cb is not None:
-        left.metric("Cost", f"${ca:,.0f}")
-        right.metric("Cost", f"${cb:,.0f}", rel(cb, ca), delta_color="inverse")
-    if not a.fits:
-        left.error(f"A is not runnable: it does not fit in {plan.words.memory}.")
-        if b.fits:
-            right.success(f"B {makes_it_run_text(b.samples_per_s, unit, plan.words)}.")
-    if not b.fits:
-        right.error(f"B is not runnable: it does not fit in {plan.words.memory}.")
-    chart = charts.ab_chart(plan)
-    if chart is not None:
-        _chart(chart)
+    column.metric(f"Throughput ({plan.unit}/s)", amount(p.samples_per_s),
+                  rel(p.samples_per_s, ref and ref.samples_per_s))
+    column.metric("Step time", f"{p.step_time_s * 1e3:.1f} ms",
+                  rel(p.step_time_s, ref and ref.step_time_s), delta_color="inverse")
+    column.metric("Scaling efficiency", f"{p.efficiency:.1%}",
+                  None if ref is None else f"{(p.efficiency - ref.efficiency) * 100:+.1f} points")
+    (t, cost), (t_ref, cost_ref) = finish(plan, p), finish(plan, ref)
+    if t is not None:
+        column.metric("Time to finish", duration(t), rel(t, t_ref), delta_color="inverse")
+    if cost is not None:
+        column.metric("Cost", f"${cost:,.0f}", rel(cost, cost_ref), delta_color="inverse")
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -742,7 +747,8 @@ def _tab_goal(plan: Plan) -> None:
                + " ".join(_md(n[0].upper() + n[1:]) + "." for n in answer.notes))
     st.dataframe(pd.DataFrame([{
         "time": duration(p.time_s), "cost USD": p.cost_usd, "meets goal": p.meets,
-        "devices": p.devices, "servers": p.servers, "micro-batch": p.micro_batch,
+        plan.words.header("devices"): p.devices, plan.words.header("servers"): p.servers,
+        "micro-batch": p.micro_batch,
         "accumulation": p.accumulation, "strategy": p.strategy, "network": p.network,
     } for p in answer.front]), hide_index=True, column_config={
         "cost USD": st.column_config.NumberColumn(format="dollar")})

@@ -257,7 +257,8 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
     stall_note = stall_caption(plan.rows)  # no input pipeline: no stall column, and why
     stall = not stall_note
     parts.append(_scroll(_table(
-        ["devices", "servers", *([SPLIT_HEADER] if split else []), "step ms", "compute ms",
+        [plan.words.header("devices"), plan.words.header("servers"),
+         *([SPLIT_HEADER] if split else []), "step ms", "compute ms",
          "exposed comm ms", *(["bubble ms"] if split else []),
          *(["data stall ms"] if stall else []),
          "straggler ms", f"{unit}/s", "efficiency", "memory GiB", "runnable"],
@@ -280,7 +281,7 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
          for r in plan.remedies])))
     parts.append("<h2>Hours and money</h2>")
     parts.append(_scroll(_table(
-        ["option", "devices", f"{unit}/s", "time to finish", "cost"],
+        ["option", plan.words.header("devices"), f"{unit}/s", "time to finish", "cost"],
         [[o.label, o.devices, amount(o.samples_per_s), duration(o.time_s),
           "-" if o.cost_usd is None else f"${o.cost_usd:,.0f}"] for o in plan.options])))
     if plan.notes:

@@ -44,6 +44,7 @@ from scalesim.calibration.options import (
     default_threads,
     machine_load,
     omp_threads,
+    ranks_on_cpu,
 )
 
 from scalesim.errors import ScalesimError
@@ -117,7 +118,7 @@ def shared_gpu_problem(gpu_count: int, local_world: int, environ=None) -> str | 
 
 
 def choose_device(requested: str, local_rank: int, local_world: int = 1) -> torch.device:
-    if requested == "cuda" or (requested == "auto" and torch.cuda.is_available()):
+    if not ranks_on_cpu(requested, torch.cuda.is_available):
         if not torch.cuda.is_available():
             raise ScalesimError("--device cuda: no CUDA device is visible; use --device cpu")
         count = torch.cuda.device_count()

@@ -404,6 +404,13 @@ def busy_threads_note(local_world: int, threads: int, load: float) -> str | None
 THREADS_NOTE_ENV = "SCALESIM_CALIBRATE_THREADS_NOTE"
 
 
+def ranks_on_cpu(device: str, cuda_available) -> bool:
+    """Whether the ranks of ``--device device`` ('auto', 'cpu', 'cuda') compute on CPU, where
+    torch threads per process matter (``dist.choose_device``): 'cpu', or 'auto' where
+    ``cuda_available()`` (called only then, e.g. ``torch.cuda.is_available``) is False."""
+    return device == "cpu" or (device == "auto" and not cuda_available())
+
+
 def threads_line(local_world: int, threads: int, load: float) -> str:
     """The line that says the torch threads per process a calibration chose and why: the busy
     machine's note (``busy_threads_note``), else the cores the processes share."""

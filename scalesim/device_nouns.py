@@ -50,10 +50,20 @@ class Nouns:
         """'8 -> 16 devices', '1,024 -> 2,048 devices'; '2 -> 4 processes' (``figures.count_change``)."""
         return f"{whole(before)} -> {self.count(after)}"
 
+    def header(self, gpu_header: str) -> str:
+        """A table's column header or a chart's axis title for a count: a GPU profile's as it
+        was ('devices', 'nodes', 'servers', 'GPUs'), a CPU calibration's in its nouns
+        ('processes', 'hosts'); ``HEADER_NOUNS`` says which noun each header is."""
+        return getattr(self, HEADER_NOUNS[gpu_header]) if self.cpu else gpu_header
+
     def link(self, level: str) -> str:
         """'intra-server link' / 'inter-host link' of a link level ('intra_node', 'inter_node')."""
         return f"{'intra' if level == 'intra_node' else 'inter'}-{self.server} link"
 
+
+# the count headers GPU tables and charts print, and the noun each is ('nodes' is predict's word
+# for servers)
+HEADER_NOUNS = {"devices": "devices", "GPUs": "gpus", "nodes": "servers", "servers": "servers"}
 
 GPU_NOUNS = Nouns(
     cpu=False,

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     import sys
 
-    from scalesim.calibration.options import THREADS_NOTE_ENV, to_argv
+    from scalesim.calibration.options import THREADS_NOTE_ENV, ranks_on_cpu, to_argv
     from scalesim.calibration.runner import check_flags
     from scalesim.cli.torchrun_output import run_filtered
 
@@ -97,10 +97,18 @@ def run(args: argparse.Namespace) -> int:
                f"--nproc-per-node={args.nproc_per_node}", "-m", "scalesim.calibration",
                *to_argv(args, skip=("nproc_per_node", "command"))]
     env = child_environment(args)
-    if (note := env.get(THREADS_NOTE_ENV)) and args.device != "cuda":
-        # on stdout, as a one-process run's note: stderr is for the one line of an error
+    if (note := env.get(THREADS_NOTE_ENV)) and ranks_on_cpu(args.device, _cuda_available):
+        # on stdout, as a one-process run's note: stderr is for the one line of an error; said
+        # only where the ranks compute on CPU (not --device auto on a machine with GPUs)
         print(f"scalesim calibrate: note: {note}", flush=True)
     return run_filtered(command, env, sys.stderr.buffer)
+
+
+def _cuda_available() -> bool:
+    """Whether torch sees a CUDA device here, as the ranks' ``--device auto`` will."""
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def child_environment(args: argparse.Namespace, environ=None,

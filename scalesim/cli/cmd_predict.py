@@ -183,9 +183,13 @@ def render_table(profile, scenario, rows) -> str:
             lines.append(f"note: {note}")
     if note := attention_kernel_note(profile, scenario):  # its words, or ignored (no shape)
         lines.append(note if split else f"note: {note}")
+    words = nouns_for(profile.hardware.device_name)  # 'processes', 'host' on a CPU calibration
+    # the count columns: as wide as their header ('processes' on a CPU calibration)
+    dev_h, node_h = words.header("devices"), words.header("nodes")
+    dev_w, node_w = max(7, len(dev_h)), max(5, len(node_h))
     lines += [
         "",
-        f"{'devices':>7} {'nodes':>5} " + (f"{SPLIT_HEADER:>12} " if split else "")
+        f"{dev_h:>{dev_w}} {node_h:>{node_w}} " + (f"{SPLIT_HEADER:>12} " if split else "")
         + f"{'batch':>6} {'step ms':>9} {'compute':>9} {'exp.comm':>9} "
         + (f"{'bubble':>9} " if split else "")
         + (f"{'stall':>9} " if stall else "")
@@ -194,7 +198,7 @@ def render_table(profile, scenario, rows) -> str:
     ]
     for r in rows:
         lines.append(
-            f"{r.devices:>7} {r.nodes:>5} "
+            f"{r.devices:>{dev_w}} {r.nodes:>{node_w}} "
             + (f"{split_short(r.dp, r.tp, r.pp, 'compact'):>12} " if split else "")
             + f"{r.micro_batch:>6} {_fmt_s(r.step_time_s)} "
             f"{_fmt_s(r.compute_s)} {_fmt_s(r.exposed_comm_s)} "
@@ -206,11 +210,11 @@ def render_table(profile, scenario, rows) -> str:
         )
     if any(r.time_to_train_s is not None or r.time_to_quality_s is not None for r in rows):
         lines.append("")
-        lines.append(f"{'devices':>7} {'to quality':>12} {'to train':>12} {'billed':>7} "
+        lines.append(f"{dev_h:>{dev_w}} {'to quality':>12} {'to train':>12} {'billed':>7} "
                      f"{'cost USD':>12}")
         for r in rows:
             cost = amount(r.cost_usd) if r.cost_usd is not None else "-"
-            lines.append(f"{r.devices:>7} {_duration(r.time_to_quality_s):>12} "
+            lines.append(f"{r.devices:>{dev_w}} {_duration(r.time_to_quality_s):>12} "
                          f"{_duration(r.time_to_train_s):>12} {r.billed_devices:>7} {cost:>12}")
         goal = resolve_goal(profile, scenario)
         if goal.price_per_device_hour is not None:
@@ -218,12 +222,11 @@ def render_table(profile, scenario, rows) -> str:
                                     profile.hardware.device_name)
             # the price as given: exactly, thousands-separated ('$1,000,000', not '$1e+06';
             # '$4.123456', not '$4.12346')
-            lines.append(f"cost: billed devices x hours x ${number(goal.price_per_device_hour)} per "
+            lines.append(f"cost: billed {words.devices} x hours x ${number(goal.price_per_device_hour)} per "
                          f"device-hour, {billing}; set with --instance-sizes")
         if note := zero_price_note(goal):
             lines.append(f"note: {note}")
     knee = knee_of_predictions(rows)
-    words = nouns_for(profile.hardware.device_name)  # 'processes', 'host' on a CPU calibration
     lines.append("")
     if knee is None:
         lines.append(f"knee: none ({why_no_knee(rows, 'rows', words)})")
