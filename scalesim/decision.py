@@ -350,69 +350,142 @@ def _added_title(ctx: _Ctx, p: Prediction) -> str:
     return f"{what} ({nouns.count_change(now.devices, p.devices)})"
 
 
+@dataclass(frozen=True)
+class _Grown:
+    """One way to grow by whole servers the add-server option compares: its option, its
+    prediction and what its layout changes against today's (``layout_change`` words; [] for
+    today's layout)."""
+
+    option: DecisionOption
+    p: Prediction
+    changed: list[str]
+
+
+def _todays_grown(ctx: _Ctx, source: str, per_server: int,
+                  split: int) -> tuple[_Grown | None, str | None]:
+    """Today's layout at the fewest added servers its tp x ``split`` divides and the batch
+    splits over (``added_server_counts``), or None; and why the first count tried refused it."""
+    scenario, now, why = ctx.scenario, ctx.now, None
+    for count in added_server_counts(now.devices, per_server, split, scenario.global_batch,
+                                     scenario.accumulation):
+        try:
+            p = _one(ctx.profile, scenario, count)
+        except ScalesimError as exc:  # a global batch that does not split over the count
+            why = why or str(exc)
+            continue
+        return _Grown(ctx.option("add_server", _added_title(ctx, p), p, 0.0, source,
+                                 assumption=_grown_assumption(ctx, p),
+                                 changes=ctx.changes(scenario, p)), p, []), why
+    return None, why
+
+
+def _planned_grown(ctx: _Ctx, source: str, devices: int,
+                   todays: _Grown | None) -> _Grown | None:
+    """The planner's fastest layout that fits at ``devices`` (``_fits_at``), titled by what it
+    changes against today's layout there (``todays``, where it runs at ``devices``: a fixed
+    global batch's smaller micro-batch at more devices is no change of layout), else against
+    today's run; None where none fits or it is today's layout."""
+    found, _ = _fits_at(ctx, devices)
+    if found is None:
+        return None
+    p, _, run = found
+    if todays is not None and todays.option.devices == devices:
+        changed = layout_changes(layout_settings(ctx.profile, ctx.scenario, todays.p),
+                                 layout_settings(ctx.profile, run, p))
+    else:
+        changed = _layout_words(ctx, run, p)
+    if not changed:
+        return None
+    return _Grown(ctx.option("add_server", f"{_added_title(ctx, p)}, the planner's layout: "
+                             f"{', '.join(changed)}", p, 0.0, source,
+                             assumption=_planned_assumption(ctx, p),
+                             changes=ctx.changes(run, p)), p, changed)
+
+
+def _pick_grown(ctx: _Ctx, grown: list[_Grown]) -> _Grown:
+    """The add-server option among ``grown``: of those that fit, the fewest devices, then
+    today's layout, among the ones within the model's median error ``ctx.error`` of the fastest
+    (a layout change or a server more is worth it only past the model's error, not for 0.1 %);
+    the first (today's layout, fewest servers) where none fits."""
+    runs = [g for g in grown if g.option.runnable]
+    if not runs:
+        return grown[0]
+    fastest = max(runs, key=lambda g: 1.0 / g.option.time_s if g.option.time_s
+                  else g.option.samples_per_s)
+    ties = [g for g in runs if g is fastest or _faster(fastest.option, g.option) < ctx.error]
+    return min(ties, key=lambda g: (g.option.devices, bool(g.changed)))
+
+
 def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[str]]:
-    """The add-server option (or None) and its notes. Two ways to grow by whole servers (fill
-    today's first): today's layout at the fewest servers where its tp x pp divides the count
-    and the batch splits (the counts repeat within tp x pp servers), and the planner's fastest
-    layout that fits at one more server (``_fits_at``) where today's does not run there or
-    fits there (where it runs and does not fit, the fewest devices at which some layout fits
-    are the card's more-devices option). The option is the faster of the two that fit
-    (today's layout unless the planner's finishes sooner by the model's median error
-    ``ctx.error`` or more: a note says by how much a kept layout's rival is faster); its
-    title says which: today's layout bare, the planner's with what it changes."""
+    """The add-server option (or None) and its notes. The ways to grow by whole servers (fill
+    today's first) it compares: today's layout at the fewest servers where its tp x pp divides
+    the count and the batch splits (the counts repeat within tp x pp servers:
+    ``_todays_grown``), and the planner's fastest layout that fits (``_planned_grown``) at one
+    more server and at that count, where today's does not run at one more server or fits
+    there (where it runs and does not fit, the fewest devices at which some layout fits are the
+    card's more-devices option). The option is the fastest that fits, a tie within the model's
+    median error going to fewer servers, then to today's layout (``_pick_grown``); a note says
+    of each other one why it is not the option (``_grown_notes``); its title says which layout:
+    today's bare, the planner's with what it changes."""
     profile, scenario, now, nouns = ctx.profile, ctx.scenario, ctx.now, ctx.words
     g = _server_size(profile, scenario)
     more = g if now.devices < g else now.devices + g
     split, notes = now.tp * now.pp, []
-    keep = why = kept_p = None
-    for count in added_server_counts(now.devices, g, split, scenario.global_batch,
-                                     scenario.accumulation):
-        try:
-            p = _one(profile, scenario, count)
-        except ScalesimError as exc:  # a global batch that does not split over the count
-            why = why or str(exc)
-            continue
-        keep = ctx.option("add_server", _added_title(ctx, p), p, 0.0, source,
-                          assumption=_grown_assumption(ctx, p), changes=ctx.changes(scenario, p))
-        kept_p = p
-        break
-    planned = found = planned_p = None
-    changed: list[str] = []
-    if keep is None or keep.devices > more or keep.runnable:  # else: ``_more_devices_option``
-        found, _ = _fits_at(ctx, more)
-    if found is not None and (changed := _layout_words(ctx, found[2], found[0])):
-        p, _, run = found
-        planned_p = p
-        planned = ctx.option("add_server", f"{_added_title(ctx, p)}, the planner's layout: "
-                             f"{', '.join(changed)}", p, 0.0, source,
-                             assumption=_planned_assumption(ctx, p),
-                             changes=ctx.changes(run, p))
-    if keep is None and planned is None:
+    keep, why = _todays_grown(ctx, source, g, split)
+    grown = [keep] if keep is not None else []
+    if keep is None or keep.option.devices > more or keep.option.runnable:
+        # else: ``_more_devices_option``; the planner at each count compared
+        for count in sorted({more} | ({keep.option.devices} if keep is not None else set())):
+            if (planned := _planned_grown(ctx, source, count, keep)) is not None:
+                grown.append(planned)
+    if not grown:
         why = why or _splits_nowhere(ctx, g, split) or _refusal(ctx, more)
         notes.append(f"one more {nouns.server} not compared: {why}" if why else
                      f"one more {nouns.server} not compared: no layout fits at "
                      f"{nouns.count(more)}")
         return None, notes
-    best, other = keep or planned, None
-    if keep is not None and planned is not None and (keep.runnable or planned.runnable):
-        # a layout change is worth it only past the model's median error, not for 0.1 %
-        best, other = ((planned, keep) if planned.runnable and (
-            not keep.runnable or _faster(planned, keep) >= ctx.error) else (keep, planned))
-    if best is keep and keep.devices > more:  # today's layout does not run at one more
+    best = _pick_grown(ctx, grown)
+    if keep is not None and keep.option.devices > more and (
+            best is keep or _wins(ctx, best.option)):  # today's layout does not run at one more
         because = (f"{nouns.count(more)} are not a multiple of today's tp x pp = {split}"
                    if more % split else f"at {nouns.count(more)}, {why or _refusal(ctx, more)}")
         notes.append(f"one more {nouns.server} does not take today's layout ({because}): it "
-                     f"takes {nouns.count(keep.servers - now.nodes, 'server')} more")
-    if _wins(ctx, best) and other is not None and other.runnable:
-        gain = _faster(other, best)
-        shown_p, rival_p = (kept_p, planned_p) if best is keep else (planned_p, kept_p)
-        rival = _rival_words(ctx, rival_p, shown_p, changed if other is planned else [])
-        notes.append(
-            f"kept today's layout at {nouns.count(best.devices)}: {rival} is {gain:.1%} "
-            f"faster, under the model's median error of {ctx.error:.1%}" if gain > 0 else
-            f"not shown: {rival}, {_slower_words(_faster(best, other))} than "
-            f"{'today' if best is keep else 'the planner'}'s layout")
-    return best, notes
+                     f"takes {nouns.count(keep.option.servers - now.nodes, 'server')} more")
+    if _wins(ctx, best.option):
+        notes += _grown_notes(ctx, best, [o for o in grown if o is not best])
+    return best.option, notes
+
+
+def _grown_notes(ctx: _Ctx, best: _Grown, others: list[_Grown]) -> list[str]:
+    """Why each of ``others`` is not the add-server option ``best``: "kept today's layout at 24
+    devices: the planner's layout (zero1 -> zero2) is 0.1% faster, under the model's median
+    error of 2.8%" (a tie, ``_pick_grown``; ", and takes one more server" where it does), "not
+    shown: today's layout, 7.5% slower than the planner's layout" ('at 80 devices' where the
+    counts differ), or "not shown: today's layout (at 80 devices) does not fit in device memory
+    (101 GiB per device needed)"; each named by what differs from ``best`` (``_rival_words``)."""
+    nouns, notes = ctx.words, []
+    name = "the planner's layout" if best.changed else "today's layout"
+    for other in others:
+        rival = _rival_words(ctx, other.p, best.p, other.changed)
+        if not other.option.runnable:
+            notes.append(f"not shown: {rival} does not fit in {nouns.memory} "
+                         f"({other.p.memory_bytes / 2**30:,.0f} GiB per {nouns.device} needed)")
+            continue
+        gain = _faster(other.option, best.option)
+        if gain <= 0:
+            at = (f" at {nouns.count(best.option.devices)}"
+                  if other.option.devices != best.option.devices else "")
+            notes.append(f"not shown: {rival}, {_slower_words(_faster(best.option, other.option))}"
+                         f" than {name}{at}")
+            continue
+        servers = other.option.servers - best.option.servers
+        more = ("" if servers < 1 else f", and takes one more {nouns.server}" if servers == 1
+                else f", and takes {nouns.count(servers, 'server')} more")
+        verb = "chose" if best.changed else "kept"
+        notes.append(f"{verb} {name} at {nouns.count(best.option.devices)}: {rival} is "
+                     f"{gain:.1%} faster, under the model's median error of {ctx.error:.1%}"
+                     f"{more}")
+    return notes
 
 
 def _rival_words(ctx: _Ctx, rival: Prediction, shown: Prediction, changed: list[str]) -> str:
