@@ -40,7 +40,7 @@ function, so their numbers are equal.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from scalesim import figures, training_time
 from scalesim.accuracy import median_error
@@ -157,6 +157,17 @@ class DecisionOption:
 
 
 @dataclass(frozen=True)
+class AddedServers:
+    """One way to grow by whole servers the add-server option compares (``_add_servers``):
+    its option, its prediction and what its layout changes against today's (``layout_change``
+    words; [] for today's layout)."""
+
+    option: DecisionOption
+    p: Prediction
+    changed: list[str]
+
+
+@dataclass(frozen=True)
 class DecisionCard:
     question: str
     goal: str  # "time to train", "time to quality" or "" (no goal known)
@@ -166,9 +177,14 @@ class DecisionCard:
     recommendation: str
     assumption: str
     notes: list[str] = field(default_factory=list)
+    # the add-server option decide chose, shown on the card or not (the app's Hours & cost
+    # tab runs it); not in the card's JSON, whose notes name it where it is not shown
+    added: AddedServers | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        card = asdict(replace(self, added=None))
+        card.pop("added")
+        return card
 
 
 def _one(profile: Profile, scenario: Scenario, devices: int) -> Prediction:
@@ -350,19 +366,8 @@ def _added_title(ctx: _Ctx, p: Prediction) -> str:
     return f"{what} ({nouns.count_change(now.devices, p.devices)})"
 
 
-@dataclass(frozen=True)
-class _Grown:
-    """One way to grow by whole servers the add-server option compares: its option, its
-    prediction and what its layout changes against today's (``layout_change`` words; [] for
-    today's layout)."""
-
-    option: DecisionOption
-    p: Prediction
-    changed: list[str]
-
-
 def _todays_grown(ctx: _Ctx, source: str, per_server: int,
-                  split: int) -> tuple[_Grown | None, str | None]:
+                  split: int) -> tuple[AddedServers | None, str | None]:
     """Today's layout at the fewest added servers its tp x ``split`` divides and the batch
     splits over (``added_server_counts``), or None; and why the first count tried refused it."""
     scenario, now, why = ctx.scenario, ctx.now, None
@@ -373,14 +378,14 @@ def _todays_grown(ctx: _Ctx, source: str, per_server: int,
         except ScalesimError as exc:  # a global batch that does not split over the count
             why = why or str(exc)
             continue
-        return _Grown(ctx.option("add_server", _added_title(ctx, p), p, 0.0, source,
+        return AddedServers(ctx.option("add_server", _added_title(ctx, p), p, 0.0, source,
                                  assumption=_grown_assumption(ctx, p),
                                  changes=ctx.changes(scenario, p)), p, []), why
     return None, why
 
 
 def _planned_grown(ctx: _Ctx, source: str, devices: int,
-                   todays: _Grown | None) -> _Grown | None:
+                   todays: AddedServers | None) -> AddedServers | None:
     """The planner's fastest layout that fits at ``devices`` (``_fits_at``), titled by what it
     changes against today's layout there (``todays``, where it runs at ``devices``: a fixed
     global batch's smaller micro-batch at more devices is no change of layout), else against
@@ -396,13 +401,13 @@ def _planned_grown(ctx: _Ctx, source: str, devices: int,
         changed = _layout_words(ctx, run, p)
     if not changed:
         return None
-    return _Grown(ctx.option("add_server", f"{_added_title(ctx, p)}, the planner's layout: "
+    return AddedServers(ctx.option("add_server", f"{_added_title(ctx, p)}, the planner's layout: "
                              f"{', '.join(changed)}", p, 0.0, source,
                              assumption=_planned_assumption(ctx, p),
                              changes=ctx.changes(run, p)), p, changed)
 
 
-def _pick_grown(ctx: _Ctx, grown: list[_Grown]) -> _Grown:
+def _pick_grown(ctx: _Ctx, grown: list[AddedServers]) -> AddedServers:
     """The add-server option among ``grown``: of those that fit, the fewest devices, then
     today's layout, among the ones within the model's median error ``ctx.error`` of the fastest
     (a layout change or a server more is worth it only past the model's error, not for 0.1 %);
@@ -416,7 +421,7 @@ def _pick_grown(ctx: _Ctx, grown: list[_Grown]) -> _Grown:
     return min(ties, key=lambda g: (g.option.devices, bool(g.changed)))
 
 
-def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[str]]:
+def _add_servers(ctx: _Ctx, source: str) -> tuple[AddedServers | None, list[str]]:
     """The add-server option (or None) and its notes. The ways to grow by whole servers (fill
     today's first) it compares: today's layout at the fewest servers where its tp x pp divides
     the count and the batch splits (the counts repeat within tp x pp servers:
@@ -453,10 +458,10 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[st
                      f"takes {nouns.count(keep.option.servers - now.nodes, 'server')} more")
     if _wins(ctx, best.option):
         notes += _grown_notes(ctx, best, [o for o in grown if o is not best])
-    return best.option, notes
+    return best, notes
 
 
-def _grown_notes(ctx: _Ctx, best: _Grown, others: list[_Grown]) -> list[str]:
+def _grown_notes(ctx: _Ctx, best: AddedServers, others: list[AddedServers]) -> list[str]:
     """Why each of ``others`` is not the add-server option ``best``: "kept today's layout at 24
     devices: the planner's layout (zero1 -> zero2) is 0.1% faster, under the model's median
     error of 2.8%" (a tie, ``_pick_grown``; ", and takes one more server" where it does), "not
@@ -532,13 +537,14 @@ def _refusal(ctx: _Ctx, devices: int) -> str:
     return ""
 
 
-def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
+def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServers | None]:
+    """The options compared at the focus count, notes on them, and the add-server one."""
     profile, scenario, now = ctx.profile, ctx.scenario, ctx.now
     out: list[DecisionOption] = []
     notes: list[str] = []
     base_source = _price_source(profile, scenario)
     added, said = _add_servers(ctx, base_source)
-    out += [added] if added is not None else []
+    out += [added.option] if added is not None else []
     notes += said
     if now.nodes > 1:
         inter = scenario.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
@@ -578,7 +584,7 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
         out.append(ctx.option("fix_device", f"{SLOW_DEVICE_FIX[ctx.words.cpu]} (rank "
                               f"{scenario.slow_device}, {scenario.slow_factor:g}x slower)",
                               fix.prediction, 0.0, base_source))
-    return out, notes
+    return out, notes, added
 
 
 def _score(o: DecisionOption) -> float:
@@ -874,7 +880,7 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     words = ctx.words
     as_is = f"As is: {words.count(devices)}" + (f" ({split})" if split else "")
     base = ctx.option("now", as_is, now, 0.0, _price_source(profile, scenario))
-    candidates, notes = _candidates(ctx)
+    candidates, notes, added = _candidates(ctx)
     winners = [o for o in candidates if _wins(ctx, o)]
     losers = [o.title for o in candidates if o not in winners]
     if losers:
@@ -913,7 +919,8 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
         notes.append(note)
     return DecisionCard(question=question, goal=ctx.goal.label(), model_error=ctx.error,
                         now=base, options=options,
-                        recommendation=recommendation, assumption=assumption, notes=notes)
+                        recommendation=recommendation, assumption=assumption, notes=notes,
+                        added=added)
 
 
 # ---------------------------------------------------------------- display (CLI and app)

@@ -88,14 +88,16 @@ def test_decide_adds_two_servers_where_one_does_not_split_the_global_batch(capsy
 
 
 def test_the_apps_add_devices_uses_decides_count_at_a_fixed_global_batch():
-    """The Cost tab's "Add devices" was not compared at a fixed global batch; now 16 -> 32."""
+    """The Cost tab's "Add devices" was not compared at a fixed global batch; now 16 -> 32,
+    since session 20 the card's add-server option there, in its words and layout (ZeRO-1)."""
     assert more_devices_count(16, 8, 1, 256, 1) == 32
     assert more_devices_count(16, 8, 1, 250, 1) == 24  # none splits: the prediction says why
     state = default_state().model_copy(update={
         "wl": "bert-large", "hw": "dgx-a100", "dmax": 16, "focus": 16, "mode": "strong", "gb": 256})
     plan = make_plan(preset_profile(state), state)
     (more,) = [o for o in plan.options if o.kind == "more devices"]
-    assert more.label == "Add devices (16 -> 32)" and more.devices == 32 and more.fits
+    assert more.label == "Add 2 servers (16 -> 32 devices), the planner's layout: ddp -> zero1"
+    assert more.devices == 32 and more.fits and more.label == plan.decision.added.option.title
 
 
 def test_global_batch_change_words():

@@ -220,11 +220,16 @@ def test_the_apps_card_and_report_show_the_same_options(tmp_path, capsys):
 
 def test_the_cost_tabs_add_devices_grows_to_a_count_the_split_divides():
     """Was 'more devices (64 -> 72) not compared: devices 72 are not divisible by tp x pp = 16'
-    on the Cost tab: its "Add devices" grows by whole servers to 80 (dp 5 x tp 8 x pp 2), as
-    decide's add-server count does (``decision.added_server_counts``)."""
+    on the Cost tab; then "Add devices (64 -> 80)" in today's layout, which does not fit there
+    (not runnable), beside the card's planner's layout at 72. Session 20: the row is the card's
+    add-server option (the planner's layout at 80), with the card's title, time and money."""
     plan = _app_plan()
     (more,) = [o for o in plan.options if o.kind == "more devices"]
-    assert more.label.startswith("Add devices (64 -> 80)") and more.devices == 80
+    (card,) = [o for o in plan.decision.options if o.key == "add_server"]
+    assert more.label == card.title and more.devices == card.devices == 80 and more.fits
+    assert more.label.startswith("Add 2 servers (64 -> 80 devices), the planner's layout: ")
+    assert more.time_s == pytest.approx(card.time_s) and more.cost_usd == pytest.approx(
+        card.total_usd)
     assert not any("not compared" in n for n in plan.notes)
     assert added_server_counts(64, 8, 16)[:2] == [80, 96]
     assert added_server_counts(4, 8, 1)[0] == 8 and added_server_counts(6, 8, 6) == [24, 48]
