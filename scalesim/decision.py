@@ -3,10 +3,11 @@
 ``decide(profile, scenario, devices)`` looks at one device count (the planner's focus) and
 compares, against running as is:
 
-* **one more server** (fill the server first, then add a whole one; as few more as today's tp x
-  pp divides, or the planner's layout at one more server where that is faster: ``_add_servers``),
-  priced at the profile's or scenario's USD per device-hour for the devices billed (whole
-  instances, ``scalesim.billing``);
+* **one more server** (fill the server first, then add a whole one; at one more server and at
+  the fewest more that today's tp x pp divides, the planner's fastest layout and today's where
+  it divides: the fastest, a tie within the model's error going to fewer servers, then today's
+  layout, ``_add_servers``), priced at the profile's or scenario's USD per device-hour for
+  the devices billed (whole instances, ``scalesim.billing``);
 * **a faster inter-server network** as named hardware (``scalesim.network_upgrades``: NICs x
   Gbit/s, priced per server-hour where a public price exists), when the run spans servers;
 * **a settings change** (batch, accumulation, overlap, tensor-parallel overlap, sharding, smaller
@@ -888,9 +889,12 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     winners.sort(key=lambda o: -_score(o))
     options = winners[:MAX_OPTIONS]
     more = searched = None
-    if not now.fits and not options:  # nothing fits at today's count: the fewest that fit
+    if not now.fits and all(o.key == "add_server" for o in options):
+        # nothing fits at today's count: the fewest devices that fit (``_more_devices_option``),
+        # whose sentence says why, also where the add-server option runs at that same count
         more, searched = _more_devices_option(ctx, base.price_source)
-        options = [] if more is None else [more.option]
+        if more is not None and (not options or more.option.devices == options[0].devices):
+            options = [more.option]
     recommendation, assumption = _recommend(ctx, options, more, searched)
     if note := _measure_before_buying(profile, scenario, options):
         notes.append(note)
