@@ -369,7 +369,7 @@ def _added_title(ctx: _Ctx, p: Prediction) -> str:
 
 def _todays_grown(ctx: _Ctx, source: str, per_server: int,
                   split: int) -> tuple[AddedServers | None, str | None]:
-    """Today's layout at the fewest added servers its tp x ``split`` divides and the batch
+    """Today's layout at the fewest added servers its tp x pp (``split``) divides and the batch
     splits over (``added_server_counts``), or None; and why the first count tried refused it."""
     scenario, now, why = ctx.scenario, ctx.now, None
     for count in added_server_counts(now.devices, per_server, split, scenario.global_batch,
@@ -379,9 +379,10 @@ def _todays_grown(ctx: _Ctx, source: str, per_server: int,
         except ScalesimError as exc:  # a global batch that does not split over the count
             why = why or str(exc)
             continue
-        return AddedServers(ctx.option("add_server", _added_title(ctx, p), p, 0.0, source,
-                                 assumption=_grown_assumption(ctx, p),
-                                 changes=ctx.changes(scenario, p)), p, []), why
+        option = ctx.option("add_server", _added_title(ctx, p), p, 0.0, source,
+                            assumption=_grown_assumption(ctx, p),
+                            changes=ctx.changes(scenario, p))
+        return AddedServers(option, p, []), why
     return None, why
 
 
@@ -402,10 +403,10 @@ def _planned_grown(ctx: _Ctx, source: str, devices: int,
         changed = _layout_words(ctx, run, p)
     if not changed:
         return None
-    return AddedServers(ctx.option("add_server", f"{_added_title(ctx, p)}, the planner's layout: "
-                             f"{', '.join(changed)}", p, 0.0, source,
-                             assumption=_planned_assumption(ctx, p),
-                             changes=ctx.changes(run, p)), p, changed)
+    option = ctx.option("add_server", f"{_added_title(ctx, p)}, the planner's layout: "
+                        f"{', '.join(changed)}", p, 0.0, source,
+                        assumption=_planned_assumption(ctx, p), changes=ctx.changes(run, p))
+    return AddedServers(option, p, changed)
 
 
 def _pick_grown(ctx: _Ctx, grown: list[AddedServers]) -> AddedServers:

@@ -15,7 +15,15 @@ from scalesim.app.plan import make_plan
 from scalesim.app.state import default_state, encode_query, preset_profile
 
 from scalesim.cli.main import main
-from scalesim.decision import ASSUMPTIONS, AddedServers, DecisionOption, _pick_grown, decide
+from scalesim.decision import (
+    ASSUMPTIONS,
+    AddedServers,
+    DecisionOption,
+    _grown_notes,
+    _pick_grown,
+    decide,
+)
+from scalesim.device_nouns import nouns_for
 from scalesim.predict import predict
 from scalesim.profiles import resolve_profile
 from scalesim.schemas import Scenario
@@ -25,13 +33,15 @@ ERROR = 0.028  # a median error, as the card's (scalesim.accuracy)
 
 def _grown(devices: int, time_s: float | None, changed: list[str] | None = None,
            runnable: bool = True, samples_per_s: float = 1.0) -> AddedServers:
+    """An add-server candidate at ``devices`` (servers of 8, global batch = devices)."""
     option = DecisionOption(
         key="add_server", title=f"{devices} {changed or 'today'}", devices=devices,
         servers=devices // 8, runnable=runnable, samples_per_s=samples_per_s,
         throughput_gain=None, usd_per_hour=None, extra_usd_per_hour=None, time_s=time_s,
         time_change=None, total_usd=None, total_change_usd=None, price_source="",
         assumption=ASSUMPTIONS["add_server"])
-    return AddedServers(option, None, changed or [])
+    p = SimpleNamespace(devices=devices, global_batch=devices, memory_bytes=90 * 2**30)
+    return AddedServers(option, p, changed or [])
 
 
 def _pick(*grown: AddedServers) -> AddedServers:
@@ -63,6 +73,23 @@ def test_without_a_goal_speed_decides_and_where_none_fits_todays_layout_is_named
     assert _pick(slow, fast) is fast  # 10 % more samples/s
     today, other = _grown(80, None, runnable=False), _grown(96, None, runnable=False)
     assert _pick(today, other) is today
+
+
+def test_each_layout_not_chosen_is_named_with_why():
+    """The tie above: the planner's layout at 72 is chosen; today's at 80 is 1.0 % faster, within
+    the error, and needs one more server; a run that does not fit says its memory."""
+    at72, today80 = _grown(72, 100.0, ["pp 2 -> 9"]), _grown(80, 99.0)
+    ctx = SimpleNamespace(error=ERROR, words=nouns_for("H100"))
+    assert _grown_notes(ctx, at72, [today80]) == [
+        "chose the planner's layout at 72 devices: today's layout (at 80 devices, global batch "
+        "~1.11x) is 1.0% faster, under the model's median error of 2.8%, and takes one more "
+        "server"]
+    slow, unfit = _grown(80, 130.0), _grown(96, None, runnable=False)
+    assert _grown_notes(ctx, at72, [slow, unfit]) == [
+        "not shown: today's layout (at 80 devices, global batch ~1.11x), 30.0% slower than the "
+        "planner's layout at 72 devices",
+        "not shown: today's layout (at 96 devices, global batch ~1.33x) does not fit in device "
+        "memory (90 GiB per device needed)"]
 
 
 def _small():
