@@ -399,6 +399,31 @@ def _more_devices(focus: Prediction, profile: Profile, scenario: Scenario) -> in
                               scenario.accumulation)
 
 
+def _added_servers(decision: DecisionCard | None, focus: Prediction, profile: Profile,
+                   scenario: Scenario, rows: list[Prediction], goal: Goal, reference_batch: int,
+                   notes: list[str]) -> list[Option]:
+    """The "more devices" row: the decision card's add-server option (``DecisionCard.added``:
+    its count and layout, today's or the planner's, titled as the card titles it), left out
+    where it is today's layout at a count the curve has; where the card compared none, today's
+    layout at ``_more_devices``' count (a note says why it does not predict there)."""
+    if decision is not None and decision.added is not None:
+        added = decision.added
+        if not added.changed and added.option.devices in {r.devices for r in rows}:
+            return []
+        return [_option("more devices", added.option.title, added.p, goal, reference_batch)]
+    words, more = nouns_for(profile.hardware.device_name), _more_devices(focus, profile, scenario)
+    if more in {r.devices for r in rows}:
+        return []
+    try:
+        extra = predict(profile, scenario.model_copy(update={"devices": [more]}))[0]
+    except ScalesimError as exc:
+        notes.append(f"more {words.devices} ({whole(focus.devices)} -> {whole(more)}) not "
+                     f"compared: {exc}")
+        return []
+    return [_option("more devices", f"Add {words.devices} ({whole(focus.devices)} -> "
+                    f"{whole(more)})", extra, goal, reference_batch)]
+
+
 def _option(kind: str, label: str, p: Prediction, goal: Goal, reference_batch: int) -> Option:
     """An option with its time to finish (large-batch penalty against ``reference_batch``)."""
     t = time_to_goal_s(goal, p.samples_per_s, p.step_time_s, p.global_batch, reference_batch)
@@ -486,17 +511,12 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
             options.append(_option("remedy", f"{r.title} ({words.count(focus.devices)})",
                                    r.prediction,
                                    goal, ref))
-    more = _more_devices(focus, profile, scenario)
-    if more not in {r.devices for r in rows}:
-        try:
-            extra = predict(profile, scenario.model_copy(update={"devices": [more]}))[0]
-        except ScalesimError as exc:
-            notes.append(f"more {words.devices} ({whole(focus.devices)} -> {whole(more)}) not compared: "
-                         f"{exc}")
-        else:
-            options.append(_option("more devices",
-                                   f"Add {words.devices} ({whole(focus.devices)} -> {whole(more)})",
-                                   extra, goal, ref))
+    try:
+        decision = decide(profile, scenario, focus.devices)
+    except ScalesimError as exc:
+        notes.append(f"decision card: {exc}")
+        decision = None
+    options += _added_servers(decision, focus, profile, scenario, rows, goal, ref, notes)
 
     quality, absolute = _quality_sweep(profile, scenario, focus.devices)
 
@@ -511,11 +531,6 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
         except ScalesimError as exc:
             notes.append(f"scenario B: {exc}")
             b_focus = None
-    try:
-        decision = decide(profile, scenario, focus.devices)
-    except ScalesimError as exc:
-        notes.append(f"decision card: {exc}")
-        decision = None
     return Plan(profile=profile, state=state, scenario=scenario, rows=rows, knee=knee,
                 focus=focus, remedies=remedies, best=best, options=options, quality=quality,
                 quality_absolute=absolute, b_label=b_label, b_profile=b_profile,

@@ -3,10 +3,11 @@
 ``decide(profile, scenario, devices)`` looks at one device count (the planner's focus) and
 compares, against running as is:
 
-* **one more server** (fill the server first, then add a whole one; as few more as today's tp x
-  pp divides, or the planner's layout at one more server where that is faster: ``_add_servers``),
-  priced at the profile's or scenario's USD per device-hour for the devices billed (whole
-  instances, ``scalesim.billing``);
+* **one more server** (fill the server first, then add a whole one; at one more server and at
+  the fewest more that today's tp x pp divides, the planner's fastest layout and today's where
+  it divides: the fastest, a tie within the model's error going to fewer servers, then today's
+  layout, ``_add_servers``), priced at the profile's or scenario's USD per device-hour for
+  the devices billed (whole instances, ``scalesim.billing``);
 * **a faster inter-server network** as named hardware (``scalesim.network_upgrades``: NICs x
   Gbit/s, priced per server-hour where a public price exists), when the run spans servers;
 * **a settings change** (batch, accumulation, overlap, tensor-parallel overlap, sharding, smaller
@@ -40,7 +41,7 @@ function, so their numbers are equal.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from scalesim import figures, training_time
 from scalesim.accuracy import median_error
@@ -157,6 +158,17 @@ class DecisionOption:
 
 
 @dataclass(frozen=True)
+class AddedServers:
+    """One way to grow by whole servers the add-server option compares (``_add_servers``):
+    its option, its prediction and what its layout changes against today's (``layout_change``
+    words; [] for today's layout)."""
+
+    option: DecisionOption
+    p: Prediction
+    changed: list[str]
+
+
+@dataclass(frozen=True)
 class DecisionCard:
     question: str
     goal: str  # "time to train", "time to quality" or "" (no goal known)
@@ -166,9 +178,14 @@ class DecisionCard:
     recommendation: str
     assumption: str
     notes: list[str] = field(default_factory=list)
+    # the add-server option decide chose, shown on the card or not (the app's Hours & cost
+    # tab runs it); not in the card's JSON, whose notes name it where it is not shown
+    added: AddedServers | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        card = asdict(replace(self, added=None))
+        card.pop("added")
+        return card
 
 
 def _one(profile: Profile, scenario: Scenario, devices: int) -> Prediction:
@@ -350,69 +367,132 @@ def _added_title(ctx: _Ctx, p: Prediction) -> str:
     return f"{what} ({nouns.count_change(now.devices, p.devices)})"
 
 
-def _add_servers(ctx: _Ctx, source: str) -> tuple[DecisionOption | None, list[str]]:
-    """The add-server option (or None) and its notes. Two ways to grow by whole servers (fill
-    today's first): today's layout at the fewest servers where its tp x pp divides the count
-    and the batch splits (the counts repeat within tp x pp servers), and the planner's fastest
-    layout that fits at one more server (``_fits_at``) where today's does not run there or
-    fits there (where it runs and does not fit, the fewest devices at which some layout fits
-    are the card's more-devices option). The option is the faster of the two that fit
-    (today's layout unless the planner's finishes sooner by the model's median error
-    ``ctx.error`` or more: a note says by how much a kept layout's rival is faster); its
-    title says which: today's layout bare, the planner's with what it changes."""
+def _todays_grown(ctx: _Ctx, source: str, per_server: int,
+                  split: int) -> tuple[AddedServers | None, str | None]:
+    """Today's layout at the fewest added servers its tp x pp (``split``) divides and the batch
+    splits over (``added_server_counts``), or None; and why the first count tried refused it."""
+    scenario, now, why = ctx.scenario, ctx.now, None
+    for count in added_server_counts(now.devices, per_server, split, scenario.global_batch,
+                                     scenario.accumulation):
+        try:
+            p = _one(ctx.profile, scenario, count)
+        except ScalesimError as exc:  # a global batch that does not split over the count
+            why = why or str(exc)
+            continue
+        option = ctx.option("add_server", _added_title(ctx, p), p, 0.0, source,
+                            assumption=_grown_assumption(ctx, p),
+                            changes=ctx.changes(scenario, p))
+        return AddedServers(option, p, []), why
+    return None, why
+
+
+def _planned_grown(ctx: _Ctx, source: str, devices: int,
+                   todays: AddedServers | None) -> AddedServers | None:
+    """The planner's fastest layout that fits at ``devices`` (``_fits_at``), titled by what it
+    changes against today's layout there (``todays``, where it runs at ``devices``: a fixed
+    global batch's smaller micro-batch at more devices is no change of layout), else against
+    today's run; None where none fits or it is today's layout."""
+    found, _ = _fits_at(ctx, devices)
+    if found is None:
+        return None
+    p, _, run = found
+    if todays is not None and todays.option.devices == devices:
+        changed = layout_changes(layout_settings(ctx.profile, ctx.scenario, todays.p),
+                                 layout_settings(ctx.profile, run, p))
+    else:
+        changed = _layout_words(ctx, run, p)
+    if not changed:
+        return None
+    option = ctx.option("add_server", f"{_added_title(ctx, p)}, the planner's layout: "
+                        f"{', '.join(changed)}", p, 0.0, source,
+                        assumption=_planned_assumption(ctx, p), changes=ctx.changes(run, p))
+    return AddedServers(option, p, changed)
+
+
+def _pick_grown(ctx: _Ctx, grown: list[AddedServers]) -> AddedServers:
+    """The add-server option among ``grown``: of those that fit, the fewest devices, then
+    today's layout, among the ones within the model's median error ``ctx.error`` of the fastest
+    (a layout change or a server more is worth it only past the model's error, not for 0.1 %);
+    the first (today's layout, fewest servers) where none fits."""
+    runs = [g for g in grown if g.option.runnable]
+    if not runs:
+        return grown[0]
+    fastest = max(runs, key=lambda g: 1.0 / g.option.time_s if g.option.time_s
+                  else g.option.samples_per_s)
+    ties = [g for g in runs if g is fastest or _faster(fastest.option, g.option) < ctx.error]
+    return min(ties, key=lambda g: (g.option.devices, bool(g.changed)))
+
+
+def _add_servers(ctx: _Ctx, source: str) -> tuple[AddedServers | None, list[str]]:
+    """The add-server option (or None) and its notes. The ways to grow by whole servers (fill
+    today's first) it compares: today's layout at the fewest servers where its tp x pp divides
+    the count and the batch splits (the counts repeat within tp x pp servers:
+    ``_todays_grown``), and the planner's fastest layout that fits (``_planned_grown``) at one
+    more server and at that count, where today's does not run at one more server or fits
+    there (where it runs and does not fit, the fewest devices at which some layout fits are the
+    card's more-devices option). The option is the fastest that fits, a tie within the model's
+    median error going to fewer servers, then to today's layout (``_pick_grown``); a note says
+    of each other one why it is not the option (``_grown_notes``); its title says which layout:
+    today's bare, the planner's with what it changes."""
     profile, scenario, now, nouns = ctx.profile, ctx.scenario, ctx.now, ctx.words
     g = _server_size(profile, scenario)
     more = g if now.devices < g else now.devices + g
     split, notes = replica_devices(now.tp, now.pp), []
-    keep = why = kept_p = None
-    for count in added_server_counts(now.devices, g, split, scenario.global_batch,
-                                     scenario.accumulation):
-        try:
-            p = _one(profile, scenario, count)
-        except ScalesimError as exc:  # a global batch that does not split over the count
-            why = why or str(exc)
-            continue
-        keep = ctx.option("add_server", _added_title(ctx, p), p, 0.0, source,
-                          assumption=_grown_assumption(ctx, p), changes=ctx.changes(scenario, p))
-        kept_p = p
-        break
-    planned = found = planned_p = None
-    changed: list[str] = []
-    if keep is None or keep.devices > more or keep.runnable:  # else: ``_more_devices_option``
-        found, _ = _fits_at(ctx, more)
-    if found is not None and (changed := _layout_words(ctx, found[2], found[0])):
-        p, _, run = found
-        planned_p = p
-        planned = ctx.option("add_server", f"{_added_title(ctx, p)}, the planner's layout: "
-                             f"{', '.join(changed)}", p, 0.0, source,
-                             assumption=_planned_assumption(ctx, p),
-                             changes=ctx.changes(run, p))
-    if keep is None and planned is None:
+    keep, why = _todays_grown(ctx, source, g, split)
+    grown = [keep] if keep is not None else []
+    if keep is None or keep.option.devices > more or keep.option.runnable:
+        # else: ``_more_devices_option``; the planner at each count compared
+        for count in sorted({more} | ({keep.option.devices} if keep is not None else set())):
+            if (planned := _planned_grown(ctx, source, count, keep)) is not None:
+                grown.append(planned)
+    if not grown:
         why = why or _splits_nowhere(ctx, g, split) or _refusal(ctx, more)
         notes.append(f"one more {nouns.server} not compared: {why}" if why else
                      f"one more {nouns.server} not compared: no layout fits at "
                      f"{nouns.count(more)}")
         return None, notes
-    best, other = keep or planned, None
-    if keep is not None and planned is not None and (keep.runnable or planned.runnable):
-        # a layout change is worth it only past the model's median error, not for 0.1 %
-        best, other = ((planned, keep) if planned.runnable and (
-            not keep.runnable or _faster(planned, keep) >= ctx.error) else (keep, planned))
-    if best is keep and keep.devices > more:  # today's layout does not run at one more
+    best = _pick_grown(ctx, grown)
+    if keep is not None and keep.option.devices > more and (
+            best is keep or _wins(ctx, best.option)):  # today's layout does not run at one more
         because = (f"{nouns.count(more)} are not a multiple of today's tp x pp = {split}"
                    if more % split else f"at {nouns.count(more)}, {why or _refusal(ctx, more)}")
         notes.append(f"one more {nouns.server} does not take today's layout ({because}): it "
-                     f"takes {nouns.count(keep.servers - now.nodes, 'server')} more")
-    if _wins(ctx, best) and other is not None and other.runnable:
-        gain = _faster(other, best)
-        shown_p, rival_p = (kept_p, planned_p) if best is keep else (planned_p, kept_p)
-        rival = _rival_words(ctx, rival_p, shown_p, changed if other is planned else [])
-        notes.append(
-            f"kept today's layout at {nouns.count(best.devices)}: {rival} is {gain:.1%} "
-            f"faster, under the model's median error of {ctx.error:.1%}" if gain > 0 else
-            f"not shown: {rival}, {_slower_words(_faster(best, other))} than "
-            f"{'today' if best is keep else 'the planner'}'s layout")
+                     f"takes {nouns.count(keep.option.servers - now.nodes, 'server')} more")
+    if _wins(ctx, best.option):
+        notes += _grown_notes(ctx, best, [o for o in grown if o is not best])
     return best, notes
+
+
+def _grown_notes(ctx: _Ctx, best: AddedServers, others: list[AddedServers]) -> list[str]:
+    """Why each of ``others`` is not the add-server option ``best``: "kept today's layout at 24
+    devices: the planner's layout (zero1 -> zero2) is 0.1% faster, under the model's median
+    error of 2.8%" (a tie, ``_pick_grown``; ", and takes one more server" where it does), "not
+    shown: today's layout, 7.5% slower than the planner's layout" ('at 80 devices' where the
+    counts differ), or "not shown: today's layout (at 80 devices) does not fit in device memory
+    (101 GiB per device needed)"; each named by what differs from ``best`` (``_rival_words``)."""
+    nouns, notes = ctx.words, []
+    name = "the planner's layout" if best.changed else "today's layout"
+    for other in others:
+        rival = _rival_words(ctx, other.p, best.p, other.changed)
+        if not other.option.runnable:
+            notes.append(f"not shown: {rival} does not fit in {nouns.memory} "
+                         f"({other.p.memory_bytes / 2**30:,.0f} GiB per {nouns.device} needed)")
+            continue
+        gain = _faster(other.option, best.option)
+        if gain <= 0:
+            at = (f" at {nouns.count(best.option.devices)}"
+                  if other.option.devices != best.option.devices else "")
+            notes.append(f"not shown: {rival}, {_slower_words(_faster(best.option, other.option))}"
+                         f" than {name}{at}")
+            continue
+        servers = other.option.servers - best.option.servers
+        more = ("" if servers < 1 else f", and takes one more {nouns.server}" if servers == 1
+                else f", and takes {nouns.count(servers, 'server')} more")
+        verb = "chose" if best.changed else "kept"
+        notes.append(f"{verb} {name} at {nouns.count(best.option.devices)}: {rival} is "
+                     f"{gain:.1%} faster, under the model's median error of {ctx.error:.1%}"
+                     f"{more}")
+    return notes
 
 
 def _rival_words(ctx: _Ctx, rival: Prediction, shown: Prediction, changed: list[str]) -> str:
@@ -459,13 +539,14 @@ def _refusal(ctx: _Ctx, devices: int) -> str:
     return ""
 
 
-def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
+def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServers | None]:
+    """The options compared at the focus count, notes on them, and the add-server one."""
     profile, scenario, now = ctx.profile, ctx.scenario, ctx.now
     out: list[DecisionOption] = []
     notes: list[str] = []
     base_source = _price_source(profile, scenario)
     added, said = _add_servers(ctx, base_source)
-    out += [added] if added is not None else []
+    out += [added.option] if added is not None else []
     notes += said
     if now.nodes > 1:
         inter = scenario.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
@@ -505,7 +586,7 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str]]:
         out.append(ctx.option("fix_device", f"{SLOW_DEVICE_FIX[ctx.words.cpu]} (rank "
                               f"{scenario.slow_device}, {scenario.slow_factor:g}x slower)",
                               fix.prediction, 0.0, base_source))
-    return out, notes
+    return out, notes, added
 
 
 def _uneven_stage_notes(profile: Profile, scenario: Scenario,
@@ -818,7 +899,7 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     words = ctx.words
     as_is = f"As is: {words.count(devices)}" + (f" ({split})" if split else "")
     base = ctx.option("now", as_is, now, 0.0, _price_source(profile, scenario))
-    candidates, notes = _candidates(ctx)
+    candidates, notes, added = _candidates(ctx)
     winners = [o for o in candidates if _wins(ctx, o)]
     losers = [o.title for o in candidates if o not in winners]
     if losers:
@@ -826,9 +907,12 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     winners.sort(key=lambda o: -_score(o))
     options = winners[:MAX_OPTIONS]
     more = searched = None
-    if not now.fits and not options:  # nothing fits at today's count: the fewest that fit
+    if not now.fits and all(o.key == "add_server" for o in options):
+        # nothing fits at today's count: the fewest devices that fit (``_more_devices_option``),
+        # whose sentence says why, also where the add-server option runs at that same count
         more, searched = _more_devices_option(ctx, base.price_source)
-        options = [] if more is None else [more.option]
+        if more is not None and (not options or more.option.devices == options[0].devices):
+            options = [more.option]
     recommendation, assumption = _recommend(ctx, options, more, searched)
     notes += _uneven_stage_notes(profile, scenario, options)
     if note := _measure_before_buying(profile, scenario, options):
@@ -858,7 +942,8 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
         notes.append(note)
     return DecisionCard(question=question, goal=ctx.goal.label(), model_error=ctx.error,
                         now=base, options=options,
-                        recommendation=recommendation, assumption=assumption, notes=notes)
+                        recommendation=recommendation, assumption=assumption, notes=notes,
+                        added=added)
 
 
 # ---------------------------------------------------------------- display (CLI and app)

@@ -68,11 +68,18 @@ def test_added_server_counts_grow_to_where_the_global_batch_splits():
 
 def test_decide_adds_two_servers_where_one_does_not_split_the_global_batch(capsys):
     """Was 'one more server not compared: global batch 256 does not split evenly over 24
-    devices'; now 'Add 2 servers (16 -> 32 devices)' and a note why not 24."""
+    devices'; now 2 servers more (32 devices) and a note why not 24. Session 20: at 32 the
+    planner's layout (ZeRO-1) is compared too and finishes sooner than today's DDP there; its
+    title names only the ZeRO stage (the micro-batch 16 -> 8 at a fixed global batch over twice
+    the devices is today's layout's too, not a change of layout)."""
     card = _card(capsys, "--workload", "bert-large", "--hardware", "dgx-a100", "--devices", "16",
                  "--global-batch", "256")
     (added,) = [o for o in card["options"] if o["key"] == "add_server"]
-    assert added["title"] == "Add 2 servers (16 -> 32 devices)" and added["devices"] == 32
+    assert added["title"] == "Add 2 servers (16 -> 32 devices), the planner's layout: ddp -> zero1"
+    assert added["devices"] == 32 and added["changes"] == {"devices": [32], "strategy": "zero1"}
+    (ddp,) = [n for n in card["notes"] if n.startswith("not shown: today's layout, ")]
+    slower = float(ddp.split("% slower")[0].rsplit(" ", 1)[1]) / 100
+    assert slower >= card["model_error"] and ddp.endswith("slower than the planner's layout")
     assert added["runnable"] and added["throughput_gain"] > 0
     (why,) = [n for n in card["notes"] if n.startswith("one more server does not take")]
     assert "at 24 devices, global batch 256 does not split evenly over 24 devices" in why
@@ -81,14 +88,16 @@ def test_decide_adds_two_servers_where_one_does_not_split_the_global_batch(capsy
 
 
 def test_the_apps_add_devices_uses_decides_count_at_a_fixed_global_batch():
-    """The Cost tab's "Add devices" was not compared at a fixed global batch; now 16 -> 32."""
+    """The Cost tab's "Add devices" was not compared at a fixed global batch; now 16 -> 32,
+    since session 20 the card's add-server option there, in its words and layout (ZeRO-1)."""
     assert more_devices_count(16, 8, 1, 256, 1) == 32
     assert more_devices_count(16, 8, 1, 250, 1) == 24  # none splits: the prediction says why
     state = default_state().model_copy(update={
         "wl": "bert-large", "hw": "dgx-a100", "dmax": 16, "focus": 16, "mode": "strong", "gb": 256})
     plan = make_plan(preset_profile(state), state)
     (more,) = [o for o in plan.options if o.kind == "more devices"]
-    assert more.label == "Add devices (16 -> 32)" and more.devices == 32 and more.fits
+    assert more.label == "Add 2 servers (16 -> 32 devices), the planner's layout: ddp -> zero1"
+    assert more.devices == 32 and more.fits and more.label == plan.decision.added.option.title
 
 
 def test_global_batch_change_words():

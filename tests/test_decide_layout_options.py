@@ -106,20 +106,28 @@ def test_a_run_that_does_not_fit_has_no_time_or_money_and_no_change_against_it()
 
 def test_add_server_runs_the_planners_layout_where_todays_does_not_take_one_more_server():
     """Was 'one more server not compared: devices 72 are not divisible by tp x pp = 16'. Today's
-    layout at 80 devices (2 servers more, a multiple of 16) does not fit; the planner's layout at
-    72 does, and the option says it is the planner's, with what it changes."""
+    layout at 80 devices (2 servers more, a multiple of 16) does not fit; the planner's layout
+    fits at 72 and at 80, and the one at 80 finishes sooner (session 20: was the planner's at 72,
+    the only count the planner was tried at): the option says it is the planner's, with what it
+    changes, and a note says of each other one why it is not the option."""
     profile, scenario = _llama()
     card = decide(profile, scenario, 64)
     (o,) = [o for o in card.options if o.key == "add_server"]
-    assert o.title.startswith("Add one server (64 -> 72 devices), the planner's layout: pp 2 -> 9")
+    assert o.title.startswith("Add 2 servers (64 -> 80 devices), the planner's layout: ")
     run, p = _run(profile, scenario, o.changes)
-    assert o.devices == 72 and o.devices % (p.tp * p.pp) == 0 and p.fits
+    assert o.devices == 80 and (p.tp, p.pp) == (8, 2) and p.fits
     assert p.samples_per_s == pytest.approx(o.samples_per_s)
     now = predict(profile, scenario)[0]
     changed = _difference(_settings(profile, scenario, now), _settings(profile, run, p))
-    assert o.title.endswith("the planner's layout: " + ", ".join(changed))
+    assert o.title == ("Add 2 servers (64 -> 80 devices), the planner's layout: "
+                       + ", ".join(changed) + ", global batch 1.25x")
     _priced_like_every_option(profile, o)
     assert not any("not compared" in n for n in card.notes)
+    assert "not shown: today's layout does not fit in device memory (101 GiB per device needed)" \
+        in card.notes
+    (at72,) = [n for n in card.notes if n.startswith("not shown: the planner's layout (pp 2 -> 9")]
+    assert ", at 72 devices, global batch 0.8x), " in at72
+    assert at72.endswith("% slower than the planner's layout at 80 devices"), at72
 
 
 def test_add_server_grows_to_the_fewest_servers_todays_split_divides():
@@ -144,7 +152,8 @@ def test_add_server_grows_to_the_fewest_servers_todays_split_divides():
     (rival,) = [n for n in card.notes if n.startswith("not shown: ")]
     assert rival.startswith("not shown: the planner's layout (pp 2 -> 9, "), rival
     assert ", at 72 devices, global batch 0.8x), " in rival  # 72 / 80 devices' batch
-    assert rival.endswith("% slower than today's layout") and "Add one server" not in rival
+    assert rival.endswith("% slower than today's layout at 80 devices") and (
+        "Add one server" not in rival)
 
 
 def test_add_server_in_todays_layout_is_not_judged_against_a_worse_layout():
@@ -171,7 +180,7 @@ def test_decide_json_and_text_agree(capsys):
     assert data["now"]["time_s"] is None and data["now"]["total_usd"] is None
     keys = {o["key"]: o for o in data["options"]}
     assert keys["split_model"]["changes"]["strategy"] == "zero1"
-    assert keys["add_server"]["changes"]["devices"] == [72]
+    assert keys["add_server"]["changes"]["devices"] == [80]
     assert main(args) == 0
     text = capsys.readouterr().out
     (row,) = [line for line in text.splitlines() if line.startswith("As is: ")]
@@ -211,11 +220,16 @@ def test_the_apps_card_and_report_show_the_same_options(tmp_path, capsys):
 
 def test_the_cost_tabs_add_devices_grows_to_a_count_the_split_divides():
     """Was 'more devices (64 -> 72) not compared: devices 72 are not divisible by tp x pp = 16'
-    on the Cost tab: its "Add devices" grows by whole servers to 80 (dp 5 x tp 8 x pp 2), as
-    decide's add-server count does (``decision.added_server_counts``)."""
+    on the Cost tab; then "Add devices (64 -> 80)" in today's layout, which does not fit there
+    (not runnable), beside the card's planner's layout at 72. Session 20: the row is the card's
+    add-server option (the planner's layout at 80), with the card's title, time and money."""
     plan = _app_plan()
     (more,) = [o for o in plan.options if o.kind == "more devices"]
-    assert more.label.startswith("Add devices (64 -> 80)") and more.devices == 80
+    (card,) = [o for o in plan.decision.options if o.key == "add_server"]
+    assert more.label == card.title and more.devices == card.devices == 80 and more.fits
+    assert more.label.startswith("Add 2 servers (64 -> 80 devices), the planner's layout: ")
+    assert more.time_s == pytest.approx(card.time_s) and more.cost_usd == pytest.approx(
+        card.total_usd)
     assert not any("not compared" in n for n in plan.notes)
     assert added_server_counts(64, 8, 16)[:2] == [80, 96]
     assert added_server_counts(4, 8, 1)[0] == 8 and added_server_counts(6, 8, 6) == [24, 48]

@@ -121,7 +121,9 @@ def test_the_app_story_headline_chart_words_and_report_say_processes_on_cpu():
     assert f"Changes at {plan.focus.devices} processes" in html
     labels = [o.label for o in plan.options]  # the Hours & cost tab's rows
     assert "1 process" in labels and f"{plan.focus.devices} processes" in labels
-    assert any(label.startswith("Add processes (") for label in labels), labels
+    # the card's add-server option, in its words (session 20: was 'Add processes (4 -> 6)')
+    assert plan.decision.added.option.title in labels
+    assert any(label.startswith("Add one host (") for label in labels), labels
     assert not any("device" in label for label in labels), labels
 
 
