@@ -245,3 +245,16 @@ def test_one_duration_text_for_the_card_and_the_app():
                           (48 * 3600, "2.0 days")):
         assert duration_text(seconds) == duration(seconds) == text
     assert (duration_text(None), duration(None)) == ("n/a", "-")
+
+
+def test_one_price_source_is_said_for_every_row_not_title_by_title(capsys):
+    """The price line listed every option's title before its one source (four long titles on
+    llama3-70b); with one source for all rows it says "price (every row)"."""
+    from scalesim.cli.main import main
+
+    code = main(["decide", "--workload", "llama3-70b", "--hardware", "dgx-h100", "--devices", "64",
+                 "--tp", "8", "--pp", "2", "--train-samples", "1e6"])
+    out = capsys.readouterr().out
+    prices = [line for line in out.splitlines() if line.startswith("price (")]
+    assert code == 0 and len(prices) == 1, out
+    assert prices[0].startswith("price (every row): hardware preset dgx-h100"), prices

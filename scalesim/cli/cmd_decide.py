@@ -51,8 +51,9 @@ def render_card(card) -> str:
     sources: dict[str, list[str]] = {}
     for o in [card.now, *card.options]:
         sources.setdefault(o.price_source, []).append(o.title)
-    for source, titles in sources.items():
-        lines.append(f"price ({'; '.join(titles)}): {source}")
+    for source, titles in sources.items():  # one source: not every title again
+        rows_priced = "every row" if len(sources) == 1 else "; ".join(titles)
+        lines.append(f"price ({rows_priced}): {source}")
     lines += [f"note: {n}" for n in card.notes]
     return "\n".join(lines)
 
