@@ -21,6 +21,18 @@ The fit is bounded least squares (``scipy.optimize.least_squares``, trust-region
 measured step`` for exposed communication (``comm_s``) and data wait (``data_wait_s``). Weak
 priors (weight 0.01 each) pull ``phi`` towards 1, ``jitter_cv`` towards 0 and the loader supply
 towards "not limiting", so parameters the runs cannot separate settle on the ordinary case.
+The parameters with no prior of their own (compute, transfer times) get a tie-break prior,
+``TIE_WEIGHT`` (1e-3) per unit of log towards their start values (``_setup``: compute per sample
+the fastest run's step per sample, transfer times 0.2 and 0.5 of the median step): every
+direction of the cost then has a curvature, so the problem has one optimum where the runs leave
+a flat valley (two runs paced by the input supply: no residual moves with compute or transfer,
+and scipy releases stopped at different points of it, data stall 63 % or 138 %). It moves a
+parameter the runs show by ~TIE_WEIGHT^2 / (their curvature) of its distance in log, nothing
+at the noise of measured runs. The solver is dogbox (it lands on the bounds where ``phi`` and
+``jitter_cv`` settle, where trust-region reflective crawled) to ``FIT_TOL`` 1e-12 from two
+starts, the lower cost kept. Parameters no run's residual moves with at the fit
+(``FitResult.not_shown``) are held at their start value by the tie-break alone: a note says so
+and the band leaves them out. The problem itself is ``fit_problem`` (``FitProblem.cost``).
 The Jacobian is forward differences at scipy's '2-point' steps (``_forward_steps``), all its
 columns in one broadcast model call.
 

@@ -11,10 +11,10 @@ gradient themselves, by central differences of ``FitProblem.cost``.
 
 from __future__ import annotations
 
+import diagnose_cases as cases
 import numpy as np
 import pytest
 
-import diagnose_cases as cases
 from scalesim.cli.main import main
 from scalesim.fit_runs import fit_problem, fit_runs
 from scalesim.runs import parse_runs_text, runs_from_records
