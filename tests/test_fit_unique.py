@@ -83,14 +83,18 @@ def test_the_two_run_fit_is_the_hand_derived_one():
     assert fit.stderr_rel("per_sample_s") is None and fit.stderr_rel("intra_transfer_s") is None
 
 
-def test_the_two_run_report_says_what_the_runs_do_not_show(tmp_path, capsys):
+@pytest.mark.parametrize("flags, link", [([], "gradient transfer 5.05 ms"),
+                                         (["--params", "340e6"], "269 GB/s busbw")])
+def test_the_two_run_report_says_what_the_runs_do_not_show(tmp_path, capsys, flags, link):
+    """Was: data stall 63 % (131 % with --params 340e6, and a misfit note), compute and link
+    '(+-0%)'. The link's 269 GB/s is 340e6 x 4 bytes / 5.05 ms."""
     path = tmp_path / "runs.csv"
     path.write_text(TWO_RUNS)
-    assert main(["diagnose", str(path)]) == 0
+    assert main(["diagnose", str(path), *flags]) == 0
     out = capsys.readouterr().out
     assert "data stall 37% of the step at 2 devices -> 44% at 4 (fitted model)" in out, out
     assert "10.5 ms per sample (not shown by the runs: held)" in out, out
-    assert "gradient transfer 5.05 ms (not shown by the runs: held)" in out, out
+    assert f"intra-server link: {link} (not shown by the runs: held)" in out, out
     assert ("note: not shown by the runs (no run's step time moves with it at the fit: another "
             "part paces every run), so held at its start value: compute per sample 10.5 ms, "
             "intra-server gradient transfer 5.05 ms") in out, out
