@@ -16,7 +16,7 @@ Free parameters (each fitted only when the runs can show it, else fixed and said
 - ``node_loader_samples_per_s``: the input supply of one server, shared by its devices
   (``supply per device = node supply / devices per node``), which caps throughput per server.
 
-The fit is bounded least squares (``scipy.optimize.least_squares``, trust-region reflective) on
+The fit is bounded least squares (``scipy.optimize.least_squares``, dogbox) on
 ``log(model step / measured step)`` for every run, plus, where measured, ``(model - measured) /
 measured step`` for exposed communication (``comm_s``) and data wait (``data_wait_s``). Weak
 priors (weight 0.01 each) pull ``phi`` towards 1, ``jitter_cv`` towards 0 and the loader supply
@@ -73,9 +73,10 @@ INTRA_LATENCY_S = 0.0
 INTER_LATENCY_S = 0.0
 PRIOR_WEIGHT = 0.01
 # The tie-break prior of the parameters with no prior of their own (compute, transfer times): a
-# pull of TIE_WEIGHT per unit of log towards the start value. It decides only where the runs do
-# not (a flat direction of the cost); where they do, it moves a parameter by ~TIE_WEIGHT^2 / (the
-# runs' curvature) in log, about 1e-6 of it.
+# pull of TIE_WEIGHT per unit of log towards the start value. It decides where the runs do not (a
+# flat direction of the cost); elsewhere it moves a parameter by TIE_WEIGHT^2 / (TIE_WEIGHT^2 + c)
+# of its distance in log, c the runs' curvature along it: little unless the runs' standard error
+# on it is beyond ~s / TIE_WEIGHT (s the noise, 2-4.4 %: +-2000 % and more).
 TIE_WEIGHT = 1e-3
 FIT_TOL = 1e-12  # least_squares' ftol, xtol and gtol: stop at the optimum, not near it
 MAX_NFEV = 400  # evaluations per start: most fits take under 150; a kink of the model (a `max`) can
