@@ -549,6 +549,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         "parameters": {k: float(val) for k, val in v.items()},
         "fitted": list(fit.fitted),
         "at_bound": list(fit.at_bound),
+        "not_shown": list(fit.not_shown),
         "stderr_rel": {k: fit.stderr_rel(k) for k in fit.fitted if k != "overlap"
                        and k != "jitter_cv"},
         "intra_busbw_GBps": fit.busbw_GBps("intra") if fit.params_known else None,
@@ -929,7 +930,9 @@ def _runs_tables(report: Report) -> list[str]:
     def pm(name):
         if se.get(name) is not None:
             return f" (+-{se[name]:.0%})"
-        return " (at its bound: not measurable)" if name in fit["at_bound"] else " (fixed)"
+        if name in fit["at_bound"]:
+            return " (at its bound: not measurable)"
+        return " (not shown by the runs: held)" if name in fit["not_shown"] else " (fixed)"
 
     out.append(f"fit (rms residual {fit['rmse_rel']:.1%}, noise {fit['noise_rel']:.1%}):")
     out.append(f"  compute: {p['overhead_s'] * 1e3:.3g} ms per micro-step{pm('overhead_s')} + "

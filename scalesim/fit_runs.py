@@ -16,11 +16,23 @@ Free parameters (each fitted only when the runs can show it, else fixed and said
 - ``node_loader_samples_per_s``: the input supply of one server, shared by its devices
   (``supply per device = node supply / devices per node``), which caps throughput per server.
 
-The fit is bounded least squares (``scipy.optimize.least_squares``, trust-region reflective) on
+The fit is bounded least squares (``scipy.optimize.least_squares``, dogbox) on
 ``log(model step / measured step)`` for every run, plus, where measured, ``(model - measured) /
 measured step`` for exposed communication (``comm_s``) and data wait (``data_wait_s``). Weak
 priors (weight 0.01 each) pull ``phi`` towards 1, ``jitter_cv`` towards 0 and the loader supply
 towards "not limiting", so parameters the runs cannot separate settle on the ordinary case.
+The parameters with no prior of their own (compute, transfer times) get a tie-break prior,
+``TIE_WEIGHT`` (1e-3) per unit of log towards their start values (``_setup``: compute per sample
+the fastest run's step per sample, transfer times 0.2 and 0.5 of the median step): every
+direction of the cost then has a curvature, so the problem has one optimum where the runs leave
+a flat valley (two runs paced by the input supply: no residual moves with compute or transfer,
+and scipy releases stopped at different points of it, data stall 63 % or 138 %). It moves a
+parameter the runs show by ~TIE_WEIGHT^2 / (their curvature) of its distance in log, nothing
+at the noise of measured runs. The solver is dogbox (it lands on the bounds where ``phi`` and
+``jitter_cv`` settle, where trust-region reflective crawled) to ``FIT_TOL`` 1e-12 from two
+starts, the lower cost kept. Parameters no run's residual moves with at the fit
+(``FitResult.not_shown``) are held at their start value by the tie-break alone: a note says so
+and the band leaves them out. The problem itself is ``fit_problem`` (``FitProblem.cost``).
 The Jacobian is forward differences at scipy's '2-point' steps (``_forward_steps``), all its
 columns in one broadcast model call.
 
@@ -33,6 +45,7 @@ taken as 4.4 % when there are no degrees of freedom. The extrapolation band is d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -41,6 +54,7 @@ import numpy as np
 from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR
 from scalesim.bounds import QUANTITIES, check_number, clip
 from scalesim.errors import ScalesimError, require_model
+from scalesim.figures import sig3
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
 from scalesim.model import collectives as coll
 from scalesim.model.step import StepInputs, StepResult, evaluate
@@ -58,6 +72,16 @@ NOMINAL_GRADIENT_BYTES = 1e9  # bucket layout only, when --params is not given
 INTRA_LATENCY_S = 0.0
 INTER_LATENCY_S = 0.0
 PRIOR_WEIGHT = 0.01
+# The tie-break prior of the parameters with no prior of their own (compute, transfer times): a
+# pull of TIE_WEIGHT per unit of log towards the start value. It decides where the runs do not (a
+# flat direction of the cost); elsewhere it moves a parameter by TIE_WEIGHT^2 / (TIE_WEIGHT^2 + c)
+# of its distance in log, c the runs' curvature along it: little unless the runs' standard error
+# on it is beyond ~s / TIE_WEIGHT (s the noise, 2-4.4 %: +-2000 % and more).
+TIE_WEIGHT = 1e-3
+FIT_TOL = 1e-12  # least_squares' ftol, xtol and gtol: stop at the optimum, not near it
+MAX_NFEV = 400  # evaluations per start: most fits take under 150; a kink of the model (a `max`) can
+# hold the solver to the end, where the cost is within ~1e-5 of its least (docs/performance.md)
+SHOWN_SLOPE = 1e-9  # a data residual moving less than this per unit of x: the runs do not show it
 LOADER_PRIOR_SCALE = 5.0  # the loader cap must earn its place: 0.05 per decade-ish of cap
 NOISE_FLOOR = 0.02
 # With no degrees of freedom left the runs cannot show their noise: the band takes the model's,
@@ -101,6 +125,7 @@ class FitResult:
     lower: np.ndarray = field(default_factory=lambda: np.empty(0))  # bounds of x
     upper: np.ndarray = field(default_factory=lambda: np.empty(0))
     at_bound: list[str] = field(default_factory=list)  # fitted but held at a bound
+    not_shown: list[str] = field(default_factory=list)  # no run moves with it: held at its start
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -112,7 +137,7 @@ class FitResult:
 
     def stderr_rel(self, name: str) -> float | None:
         """Relative standard error of a fitted positive parameter (log coordinates)."""
-        if name not in self.fitted or name in self.at_bound:
+        if name not in self.fitted or name in self.at_bound or name in self.not_shown:
             return None
         i = self.fitted.index(name)
         return float(np.sqrt(max(self.cov[i, i], 0.0)))
@@ -120,6 +145,11 @@ class FitResult:
 
 _LOG = {"per_sample_s", "overhead_s", "intra_transfer_s", "inter_transfer_s",
         "node_loader_samples_per_s"}
+# Parameters with no prior of their own, held by the tie-break prior where the runs cannot show
+# them; in the words of the fit's note.
+_TIED = {"per_sample_s": "compute per sample", "overhead_s": "fixed cost per micro-step",
+         "intra_transfer_s": "intra-server gradient transfer",
+         "inter_transfer_s": "inter-server gradient transfer"}
 
 
 def _straggler_delays(runs: Runs) -> np.ndarray:
@@ -254,10 +284,64 @@ def _forward_steps(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.where(fits, step, np.where(above >= below, above, -below))
 
 
-def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: float = 4.0) -> FitResult:
-    """Fit the model to ``runs``; ``params`` (gradient elements) turns transfer times into GB/s."""
-    from scipy.optimize import least_squares
+@dataclass(frozen=True)
+class FitProblem:
+    """The regularised least-squares problem ``fit_runs`` solves: minimise ``cost(x) =
+    0.5 * sum(residuals(x)^2)`` over ``lower <= x <= upper`` (``x`` the free parameters in fitted
+    coordinates, log for positive ones), from each of ``starts``."""
 
+    free: list[str]
+    init: dict[str, float]  # every parameter's start (and, fixed ones, held) value
+    reference: np.ndarray  # the tie-break prior's centre of each free parameter (x coordinates)
+    lower: np.ndarray
+    upper: np.ndarray
+    starts: list[np.ndarray]
+    n_data: int  # the first n_data residuals are the runs' own; the rest are priors
+    residual_rows: Callable[[np.ndarray], np.ndarray]  # (m, free) -> (m, residuals)
+
+    def values_of(self, x) -> dict:
+        """Parameters of each row of ``x`` (shape (m, free)): (m, 1) arrays, or floats for one x."""
+        rows = np.ndim(x) == 2
+        vals = {k: np.full((len(x), 1), v) for k, v in self.init.items()} if rows else dict(self.init)
+        for j, name in enumerate(self.free):
+            if rows:
+                vals[name] = np.exp(x[:, j:j + 1]) if name in _LOG else x[:, j:j + 1]
+            else:
+                vals[name] = _from_x(name, x[j])
+        if "inter_transfer_s" not in self.free:
+            vals["inter_transfer_s"] = vals["intra_transfer_s"]
+        return vals
+
+    def residuals(self, x: np.ndarray) -> np.ndarray:
+        return self.residual_rows(np.asarray(x, dtype=float)[None, :])[0]
+
+    def cost(self, x: np.ndarray) -> float:
+        """What the fit minimises: half the sum of squared residuals (data and priors)."""
+        return 0.5 * float(np.sum(self.residuals(x) ** 2))
+
+    def jacobian(self, x: np.ndarray) -> np.ndarray:
+        """Forward differences as least_squares' '2-point' with ``diff_step`` takes them (same
+        steps, turned back at a bound), its columns evaluated in one broadcast call."""
+        step = _forward_steps(x, self.lower, self.upper)
+        rows = np.repeat(x[None, :], len(x) + 1, axis=0)
+        rows[np.arange(1, len(x) + 1), np.arange(len(x))] += step
+        f = self.residual_rows(rows)
+        return ((f[1:] - f[0]) / ((x + step) - x)[:, None]).T
+
+    def solve(self, x0: np.ndarray):
+        """``least_squares`` from ``x0`` to the tolerances of an optimum, not of a stall."""
+        from scipy.optimize import least_squares
+
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return least_squares(self.residuals, x0, jac=self.jacobian,
+                                 bounds=(self.lower, self.upper), method="dogbox", x_scale=1.0,
+                                 ftol=FIT_TOL, xtol=FIT_TOL, gtol=FIT_TOL, max_nfev=MAX_NFEV)
+
+
+def fit_problem(runs: Runs, params: float | None = None,
+                wire_bytes_per_param: float = 4.0) -> tuple[FitProblem, list[str], bool, float]:
+    """The problem ``fit_runs`` solves for ``runs``, with its notes, whether rank times are
+    measured and the gradient bytes (``params * wire_bytes_per_param``, nominal without)."""
     runs = require_model(runs, Runs, "runs")
     check_number("params", params, "params", optional=True)
     check_number("wire_bytes_per_param", wire_bytes_per_param, "wire_bytes_per_param")
@@ -268,24 +352,14 @@ def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: floa
     comm = runs.optional("comm_s")
     wait = runs.optional("data_wait_s")
     top = bounds["node_loader_samples_per_s"][1]
-
-    def values_of(x):
-        """Parameters of each row of ``x`` (shape (m, free)): (m, 1) arrays, or floats for one x."""
-        rows = np.ndim(x) == 2
-        vals = {k: np.full((len(x), 1), v) for k, v in init.items()} if rows else dict(init)
-        for j, name in enumerate(free):
-            if rows:
-                vals[name] = np.exp(x[:, j:j + 1]) if name in _LOG else x[:, j:j + 1]
-            else:
-                vals[name] = _from_x(name, x[j])
-        if "inter_transfer_s" not in free:
-            vals["inter_transfer_s"] = vals["intra_transfer_s"]
-        return vals
+    reference = np.array([_to_x(n, init[n]) for n in free])
+    tied = np.array([n in _TIED for n in free])
+    n_data = len(measured_step) * (1 + (comm is not None) + (wait is not None))
 
     def residual_rows(x):
         """Residuals of each parameter vector (row of ``x``), shape (m, residuals): the model
         broadcasts, so one call evaluates every row (the Jacobian's columns together)."""
-        vals = values_of(x)
+        vals = problem.values_of(x)
         res = blended(vals, layout, gradient_bytes)
         parts = [np.log(res.step_time_s / measured_step)]
         if comm is not None:
@@ -300,42 +374,49 @@ def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: floa
         prior.append(LOADER_PRIOR_SCALE * (np.log(top) - np.log(vals["node_loader_samples_per_s"]))
                      / np.log(1e3))
         parts.append(PRIOR_WEIGHT * np.concatenate(prior, axis=1))
+        if np.any(tied):
+            parts.append(TIE_WEIGHT * (x[:, tied] - reference[tied]))
         return np.concatenate(parts, axis=1)
-
-    def residuals(x):
-        return residual_rows(x[None, :])[0]
-
-    def jacobian(x):
-        """Forward differences as least_squares' '2-point' with ``diff_step`` takes them (same
-        steps, turned back at a bound), its columns evaluated in one broadcast call."""
-        step = _forward_steps(x, lo, hi)
-        rows = np.repeat(x[None, :], len(x) + 1, axis=0)
-        rows[np.arange(1, len(x) + 1), np.arange(len(x))] += step
-        f = residual_rows(rows)
-        return ((f[1:] - f[0]) / ((x + step) - x)[:, None]).T
 
     lo = np.array([_to_x(n, bounds[n][0]) if n in _LOG else bounds[n][0] for n in free])
     hi = np.array([_to_x(n, bounds[n][1]) if n in _LOG else bounds[n][1] for n in free])
-    sol = None
     # Two starts: input supply not limiting, and limiting at the busiest server's throughput
     # (a flat region of the loader term has no gradient to climb out of).
+    starts = []
     for supply in (init["node_loader_samples_per_s"], _busiest_node_supply(runs, wait)):
         start = dict(init, node_loader_samples_per_s=supply)
         x0 = np.array([_to_x(n, start[n]) for n in free])
-        x0 = np.clip(x0, lo + 1e-6 * (hi - lo), hi - 1e-6 * (hi - lo))
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            trial = least_squares(residuals, x0, jac=jacobian, bounds=(lo, hi), method="trf",
-                                  x_scale=1.0, max_nfev=400)
+        starts.append(np.clip(x0, lo + 1e-6 * (hi - lo), hi - 1e-6 * (hi - lo)))
+    problem = FitProblem(free=free, init=init, reference=reference, lower=lo, upper=hi,
+                         starts=starts, n_data=n_data, residual_rows=residual_rows)
+    return problem, notes, rank_times, gradient_bytes
+
+
+def _not_shown(problem: FitProblem, jac: np.ndarray, inside: np.ndarray) -> list[str]:
+    """Free parameters no run's residual moves with at the fit (a zero data column of the
+    Jacobian): the tie-break prior alone holds them, at their start values."""
+    data = np.abs(jac[:problem.n_data])
+    return [n for j, n in enumerate(problem.free)
+            if n in _TIED and inside[j] and float(np.max(data[:, j], initial=0.0)) <= SHOWN_SLOPE]
+
+
+def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: float = 4.0) -> FitResult:
+    """Fit the model to ``runs``; ``params`` (gradient elements) turns transfer times into GB/s."""
+    problem, notes, rank_times, gradient_bytes = fit_problem(runs, params, wire_bytes_per_param)
+    free = problem.free
+    sol = None
+    for x0 in problem.starts:
+        trial = problem.solve(x0)
         if sol is None or trial.cost < sol.cost:
             sol = trial
     if not np.all(np.isfinite(sol.fun)):
         raise ScalesimError("the model could not be fitted to these runs (non-finite residuals); "
                             "check the step times and batch sizes")
-    values = values_of(sol.x)
-    result = blended(values, layout, gradient_bytes)
+    measured_step = runs.step_time_s
+    values = problem.values_of(sol.x)
+    result = blended(values, measured_layout(runs), gradient_bytes)
     rel = result.step_time_s / measured_step - 1.0
-    n_data = len(measured_step) + (len(measured_step) if comm is not None else 0) + (
-        len(measured_step) if wait is not None else 0)
+    n_data = problem.n_data
     dof = n_data - len(free)
     data_res = sol.fun[:n_data]
     if dof >= 1:
@@ -344,18 +425,26 @@ def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: floa
         noise = NOISE_NO_DOF
         notes.append(f"{n_data} measurements for {len(free)} free parameters: no degrees of "
                      f"freedom left, the band assumes {NOISE_NO_DOF:.0%} noise per run")
-    # Parameters held at a bound are not estimated: the delta method leaves them out.
+    # Parameters held at a bound, or by the tie-break prior alone, are not estimated: the delta
+    # method leaves them out.
     at_bound = [n for n, a in zip(free, sol.active_mask, strict=True) if a != 0]
     inside = np.array([a == 0 for a in sol.active_mask])
+    not_shown = _not_shown(problem, sol.jac, inside)
+    if not_shown:
+        held = ", ".join(f"{_TIED[n]} {sig3(values[n] * 1e3)} ms" for n in not_shown)
+        notes.append(f"not shown by the runs (no run's step time moves with it at the fit: another "
+                     f"part paces every run), so held at its start value: {held}")
+    estimated = inside & np.array([n not in not_shown for n in free])
     cov = np.zeros((len(free), len(free)))
-    if np.any(inside):
-        jac = sol.jac[:, inside]
-        cov[np.ix_(inside, inside)] = noise ** 2 * np.linalg.pinv(jac.T @ jac)
+    if np.any(estimated):
+        jac = sol.jac[:, estimated]
+        cov[np.ix_(estimated, estimated)] = noise ** 2 * np.linalg.pinv(jac.T @ jac)
     return FitResult(
         values=values, fitted=free, x=sol.x, cov=cov, noise_rel=noise, residuals_rel=rel,
         breakdown=result, gradient_bytes=gradient_bytes, params_known=params is not None,
         devices_per_node=runs.devices_per_node, multi_node_measured=bool(np.any(runs.nodes > 1)),
-        rank_times_measured=rank_times, lower=lo, upper=hi, at_bound=at_bound, notes=notes,
+        rank_times_measured=rank_times, lower=problem.lower, upper=problem.upper,
+        at_bound=at_bound, not_shown=not_shown, notes=notes,
     )
 
 

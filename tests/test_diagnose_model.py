@@ -198,9 +198,9 @@ def test_the_recompute_style_reaches_the_split_remedy(llama_runs):
                                    r"without recompute \(.*?shard group (\d+); (\S+ %)\)")
     assert f"dp {dp} x tp {tp} x pp {pp} " in whole.title and f"shard group {group})" in whole.title
     assert "recompute none" in whole.title and _gain_text(whole.gain) == gain
-    dp, tp, zero, gain = _doc(r"early-stop's dp (\d+) × tp (\d+) with ZeRO-(\d) and full recompute "
-                              r"\(early stop\), a smaller loss \((\S+ %)")
-    assert f"dp {dp} x tp {tp} x pp 1, zero{zero}," in stop.title
+    dp, tp, pp, zero, gain = _doc(r"early-stop's dp (\d+) × tp (\d+) × pp (\d+) with ZeRO-(\d) and "
+                                  r"full recompute \(early stop\), a slightly smaller loss \((\S+ %)")
+    assert f"dp {dp} x tp {tp} x pp {pp} (zb), zero{zero} " in stop.title
     assert _gain_text(stop.gain) == gain
     assert report.details["fitted_scenario"]["layout"]["recompute_style"] == "early-stop"
     with pytest.raises(ScalesimError, match="recompute_style early-stop"):
