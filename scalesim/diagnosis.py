@@ -144,6 +144,8 @@ class Report:
     table: list[dict]  # per run or per rank rows
     details: dict  # knee, fit, extrapolation, steps...
     notes: list[str]
+    # the least gain named first: the model's median error (``model_remedies``), relative
+    decisive_gain: float = 0.0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -231,11 +233,13 @@ def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: b
     usable = [r for r in remedies if r.helps]
     if cause == "large_batch":
         usable = [r for r in usable if r.key not in BATCH_GROWING]
-    # a remedy for the cause goes first when its gain is a decision: at least the model's median
-    # error (scalesim.accuracy, docs/model.md section 20); else the best remedy overall
+    # the first remedy's gain is a decision: at least the model's median error (scalesim.accuracy,
+    # docs/model.md section 20), a remedy for the cause before the best remedy overall; under it
+    # the model cannot tell the change from today (a +0.08 % "first remedy" printed as +0 %)
     error = median_error(uses_layouts(profile, scenario))
-    preferred = [r for r in usable if r.key in PREFERRED_REMEDIES.get(cause, []) and r.gain >= error]
-    pool = preferred or usable
+    decisive = [r for r in usable if r.gain >= error]
+    preferred = [r for r in decisive if r.key in PREFERRED_REMEDIES.get(cause, [])]
+    pool = preferred or decisive
     first = max(pool, key=lambda r: r.gain) if pool else None
     return first, remedies
 
@@ -584,7 +588,10 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     else:
         notes.append("remedy gains are model predictions at the largest run; device memory is "
                      "unknown, so check that bigger batches fit")
-    return Report("runs", runs.source, cause, others, first, remedies, table, details, notes)
+    from scalesim.layout_predict import uses_layouts
+
+    return Report("runs", runs.source, cause, others, first, remedies, table, details, notes,
+                  decisive_gain=median_error(uses_layouts(profile, scenario)))
 
 
 def _check_runs_model(profile, scenario, runs, transformer) -> None:
@@ -723,7 +730,8 @@ def diagnose_traces(summaries, source: str) -> Report:
     if missing := missing_ranks_note(summaries):
         notes.insert(0, missing)
     notes.append("remedy gains are model predictions built from the median traced step")
-    return Report("traces", source, cause, others, first, remedies, table, details, notes)
+    return Report("traces", source, cause, others, first, remedies, table, details, notes,
+                  decisive_gain=median_error(False))  # the trace model is data parallel
 
 
 def attention_kernel_finding(summaries, step_s: float) -> tuple[Finding | None, Remedy | None]:
@@ -878,6 +886,10 @@ def no_first_remedy(report: Report) -> str:
     listed under "Remedies", not "Other remedies", with what they change."""
     if not report.remedies:
         return "not predicted (see the notes)"
+    gains = [r.gain for r in report.remedies if r.helps]
+    if gains and max(gains) < report.decisive_gain:
+        return (f"none is predicted to gain {report.decisive_gain:.1%} or more (the model's median "
+                "error), so none is told apart from running as today; those below gain less")
     if any(r.helps for r in report.remedies):
         return ("none advised for the likely cause; the remedies listed below help only as "
                 "their notes say")
