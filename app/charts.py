@@ -21,6 +21,7 @@ from scalesim.training_time import resolve_goal
 from .plan import (
     DOES_NOT_FIT,
     MAKES_IT_RUN,
+    NOT_RUNNABLE_SUFFIX,
     Plan,
     ab_misfit,
     makes_it_run_text,
@@ -633,8 +634,9 @@ def chart_text(plan: Plan, name: str) -> str:
     if name == "efficiency":
         shown = rows if len(rows) <= 12 else [rows[0], *rows[len(rows) // 2: len(rows) // 2 + 1],
                                                rows[-1]]
-        return "Scaling efficiency: " + ", ".join(
-            f"{words.count(r.devices)} {_pct(r.efficiency)}" for r in shown) + "."
+        return "Scaling efficiency: " + ", ".join(  # none for a run that cannot run
+            f"{words.count(r.devices)} {_pct(r.efficiency) if r.fits else DOES_NOT_FIT}"
+            for r in shown) + "."
     if name == "step_breakdown":
         f = plan.focus
         misfits = misfit_counts_text(plan)
@@ -670,7 +672,7 @@ def chart_text(plan: Plan, name: str) -> str:
         if not opts:
             return ""
         runs = [o for o in opts if o.fits]  # an option that does not fit has no bar
-        out = [o.label for o in opts if not o.fits]
+        out = [o.label.removesuffix(NOT_RUNNABLE_SUFFIX) for o in opts if not o.fits]
         if not runs:
             return (f"None of the options shown fits in {plan.words.memory}: no bar, no time "
                     "or money.")

@@ -424,12 +424,15 @@ def _added_servers(decision: DecisionCard | None, focus: Prediction, profile: Pr
                     f"{whole(more)})", extra, goal, reference_batch)]
 
 
+NOT_RUNNABLE_SUFFIX = " (not runnable)"  # an option's label where it does not fit in memory
+
+
 def _option(kind: str, label: str, p: Prediction, goal: Goal, reference_batch: int) -> Option:
     """An option with its time to finish (large-batch penalty against ``reference_batch``)."""
     t = time_to_goal_s(goal, p.samples_per_s, p.step_time_s, p.global_batch, reference_batch)
     cost = cost_usd(goal, t, p.devices)
     if not p.fits:
-        label += " (not runnable)"
+        label += NOT_RUNNABLE_SUFFIX
     return Option(kind, label, p.devices, p.samples_per_s, p.time_to_train_s,
                   p.time_to_quality_s, None if cost is None else float(cost), p.fits,
                   None if t is None else float(t))
