@@ -18,7 +18,16 @@ from scalesim.layout import split_short
 from scalesim.remedies import VERDICTS
 from scalesim.training_time import resolve_goal
 
-from .plan import MAKES_IT_RUN, Plan, ab_misfit, makes_it_run_text
+from .plan import (
+    DOES_NOT_FIT,
+    MAKES_IT_RUN,
+    NOT_RUNNABLE_SUFFIX,
+    Plan,
+    ab_misfit,
+    makes_it_run_text,
+    misfit_counts_text,
+    misfit_words,
+)
 
 # One colour per meaning, in every chart (and the report): a colour never means two things.
 PALETTE = {
@@ -52,6 +61,7 @@ VERDICT_COLOURS = {k: PALETTE[k] for k in VERDICTS if k != "not applicable"}
 TEXT_COLOUR = "#222222"  # 15.9:1 on white
 MUTED_TEXT_COLOUR = "#4d4d4d"  # 8.4:1 on white: axis labels, subtitles (WCAG AA needs 4.5:1)
 LINEAR_AXES_UP_TO = 32  # device ranges up to 32x use linear axes (the knee reads at a glance)
+AB_LABEL_CHARS = 40  # B's title on the A/B chart's axis, cut at a word (the tooltip has it all)
 
 
 def _not_runnable_layer(df: pd.DataFrame, y_field: str) -> list[alt.Chart]:
@@ -219,23 +229,41 @@ def _breakdown_records(label_rows) -> pd.DataFrame:
     return pd.DataFrame(records)
 
 
-def _stacked_bars(df: pd.DataFrame, x_title: str | None, bars: list[str] | None = None) -> alt.Chart:
+def _stacked_bars(df: pd.DataFrame, x_title: str | None, bars: list[str] | None = None,
+                  titled: bool = False) -> alt.Chart:
     """The stacked step parts of ``df`` by bar; ``bars``: the x slots in order (a slot with no
-    rows stays empty), else the bars of ``df``."""
-    shown = set(df["part"])
+    rows stays empty), else the bars of ``df``; ``titled``: ``df`` has each bar's full
+    ``title``, shown first in the tooltip (a bar's name cut short on the axis)."""
+    shown = set(df["part"]) if "part" in df else set()  # none: no slot has a bar
     parts = [p for p in [*PARTS[:1], BUBBLE_PART, *PARTS[1:]] if p[1] in shown]
+    titles = [alt.Tooltip("title:N", title="scenario")] if titled else []
+    y = alt.Y("ms:Q", title="milliseconds per training step", stack="zero")
+    if not shown:  # every slot empty: an axis with no numbers, no legend of parts not drawn
+        y = alt.Y("ms:Q", title="milliseconds per training step", stack="zero",
+                  scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(labels=False, ticks=False,
+                                                                grid=False))
     return alt.Chart(df).mark_bar().encode(
         x=alt.X("bar:N", title=x_title, sort=bars or list(dict.fromkeys(df["bar"])),
                 scale=alt.Scale(domain=bars) if bars else alt.Undefined,
                 axis=alt.Axis(labelAngle=0, labelLimit=220)),
-        y=alt.Y("ms:Q", title="milliseconds per training step", stack="zero"),
+        y=y,
         color=alt.Color("part:N", title="step time", scale=alt.Scale(
             domain=[p for _, p, _ in parts], range=[c for _, _, c in parts]),
-            legend=alt.Legend(orient="top")),
+            legend=alt.Legend(orient="top") if parts else None),
         order=alt.Order("stack:Q"),
-        tooltip=[alt.Tooltip("bar:N"), alt.Tooltip("part:N"), alt.Tooltip("ms:Q", format=".2f"),
+        tooltip=[*titles, alt.Tooltip("bar:N"), alt.Tooltip("part:N"),
+                 alt.Tooltip("ms:Q", format=".2f"),
                  alt.Tooltip("step_ms:Q", title="whole step, ms", format=".2f")],
     )
+
+
+def _misfit_slots(slots: list[str], height: int) -> alt.Chart:
+    """``DOES_NOT_FIT`` written at the foot of each of the ``slots`` (x, by bar) left empty: a
+    run that cannot run has no bar (the A/B chart, the step breakdown)."""
+    return alt.Chart(pd.DataFrame([{"bar": slot, "label": DOES_NOT_FIT} for slot in slots])
+                     ).mark_text(baseline="bottom", dy=-4, color=NOT_RUNNABLE_COLOUR, fontSize=12,
+                                 fontWeight="bold").encode(
+        x=alt.X("bar:N"), y=alt.YValue(height), text=alt.Text("label:N"))
 
 
 def _stacked(df: pd.DataFrame, x_title: str, width, height, title, subtitle) -> alt.Chart:
@@ -244,11 +272,25 @@ def _stacked(df: pd.DataFrame, x_title: str, width, height, title, subtitle) -> 
 
 
 def breakdown_chart(plan: Plan, width="container", height: int = 300) -> alt.Chart:
-    """Stacked step time per device count: compute, exposed comm, data stall, straggler wait."""
-    df = _breakdown_records([(str(r.devices), i, r) for i, r in enumerate(plan.rows)])
-    return _stacked(df, plan.words.devices, width, height, "Where each step's time goes",
-                    _subtitle("only the communication not hidden behind backward counts",
-                              plan.rows))
+    """Stacked step time per device count: compute, exposed comm, data stall, straggler wait.
+    A count whose layout does not fit in memory has no bar: its slot is marked 'does not fit'
+    and the subtitle names the counts (``misfit_counts_text``)."""
+    runs = [r for r in plan.rows if r.fits]
+    misfits = misfit_counts_text(plan)
+    if not misfits:
+        df = _breakdown_records([(str(r.devices), i, r) for i, r in enumerate(plan.rows)])
+        return _stacked(df, plan.words.devices, width, height, "Where each step's time goes",
+                        _subtitle("only the communication not hidden behind backward counts",
+                                  plan.rows))
+    df = _breakdown_records([(str(r.devices), i, r) for i, r in enumerate(plan.rows) if r.fits])
+    bars = _stacked_bars(df, plan.words.devices, [str(r.devices) for r in plan.rows])
+    mark = _misfit_slots([str(r.devices) for r in plan.rows if not r.fits], height)
+    subtitle = [f"no bar where the layout {misfits}",  # a line of its own: never clipped
+                _subtitle("only the communication not hidden behind backward counts",
+                          runs or plan.rows)]
+    return _sized(alt.layer(bars, mark).properties(
+        title=alt.TitleParams("Where each step's time goes", subtitle=subtitle),
+        width=width, height=height))
 
 
 def layout_label(row) -> str:
@@ -390,10 +432,14 @@ def _option_rows(plan: Plan):
 
 def _option_chart(plan: Plan, field: str, title: str, subtitle: str, fmt: str,
                   width) -> alt.LayerChart | None:
-    """Horizontal bars, one per option (device counts, remedies, more devices)."""
-    rows = _option_rows(plan)
-    if not rows:
+    """Horizontal bars, one per option (device counts, remedies, more devices). An option that
+    does not fit in memory has no time or money: no bar, its row marked 'does not fit' and the
+    subtitle says so (``_misfit_subtitle``)."""
+    every = _option_rows(plan)
+    if not every:
         return None
+    rows = [o for o in every if o.fits]
+    out = [o for o in every if not o.fits]
     words = plan.words  # the legend's kinds: 'processes', 'more processes' on a CPU calibration
     kinds = {"devices": words.header("devices"), "remedy": "remedy",
              "more devices": f"more {words.header('devices')}"}
@@ -401,24 +447,43 @@ def _option_chart(plan: Plan, field: str, title: str, subtitle: str, fmt: str,
         "option": o.label, "kind": kinds[o.kind],
         "hours": o.time_s / 3600.0, "cost": o.cost_usd,
         "label": (f"{o.time_s / 3600.0:,.1f} h" if field == "hours" else f"${o.cost_usd:,.0f}"),
-    } for o in rows])
-    y = alt.Y("option:N", title=None, sort=list(df["option"]), axis=alt.Axis(labelLimit=340))
+    } for o in rows], columns=["option", "kind", "hours", "cost", "label"])
+    if out:
+        subtitle = _misfit_subtitle(subtitle, len(out), len(every), words)
+    y = alt.Y("option:N", title=None, sort=[o.label for o in every], axis=alt.Axis(labelLimit=340))
     base = alt.Chart(df).encode(y=y, tooltip=[
         alt.Tooltip("option:N"), alt.Tooltip("hours:Q", format=",.1f"),
         alt.Tooltip("cost:Q", format="$,.0f")])
     bars = base.mark_bar().encode(
         x=alt.X(f"{field}:Q", title=title, axis=alt.Axis(format=fmt),
-                scale=alt.Scale(domain=[0, float(df[field].max()) * 1.2 or 1.0])),
+                scale=alt.Scale(domain=[0, float(df[field].max() if rows else 0.0) * 1.2
+                                        or 1.0])),
         color=alt.Color("kind:N", title=None, scale=alt.Scale(
             domain=list(kinds.values()),
             range=[PALETTE["predicted"], PALETTE["remedy"], PALETTE["more devices"]]),
             legend=alt.Legend(orient="top")))
     text = base.mark_text(align="left", dx=3, fontSize=11).encode(
         x=alt.X(f"{field}:Q"), text=alt.Text("label:N"))
-    return _sized(alt.layer(bars, text).properties(
+    layers = [bars, text]
+    if out:  # the row stays, marked at the axis: no time, no money
+        layers.append(alt.Chart(pd.DataFrame([
+            {"option": o.label, "label": DOES_NOT_FIT, field: 0.0} for o in out])).mark_text(
+            align="left", dx=3, fontSize=11, fontWeight="bold", color=NOT_RUNNABLE_COLOUR).encode(
+            x=alt.X(f"{field}:Q"), y=y, text=alt.Text("label:N"),
+            tooltip=[alt.Tooltip("option:N"), alt.Tooltip("label:N", title="status")]))
+    return _sized(alt.layer(*layers).properties(
         title=alt.TitleParams(title[0].upper() + title[1:] + f": {plan.words.device} counts and remedies",
                               subtitle=subtitle),
-        width=width, height=22 * len(df)))
+        width=width, height=22 * len(every)))
+
+
+def _misfit_subtitle(subtitle: str, misfits: int, options: int, words: Nouns) -> list[str]:
+    """The hours and cost charts' subtitle lines where ``misfits`` of the ``options`` do not fit
+    in memory: said first, on a line of its own (a run that cannot run has no time or money,
+    so no bar)."""
+    which = ("none of the options fits" if misfits == options else
+             f"{count(misfits, 'option')} {'does' if misfits == 1 else 'do'} not fit")
+    return [f"{which} in {words.memory}: no bar, no time or money", subtitle]
 
 
 def hours_chart(plan: Plan, width="container") -> alt.LayerChart | None:
@@ -444,24 +509,40 @@ def ab_chart(plan: Plan, width="container", height: int = 260) -> alt.TopLevelMi
     None where neither runs."""
     if plan.b_focus is None:
         return None
+    b_label = f"B: {cut_at_word(plan.b_label, AB_LABEL_CHARS)}"
     sides = [(f"A: now ({plan.words.count(plan.focus.devices)})", plan.focus, ab_misfit(plan, "A")),
-             (f"B: {plan.b_label[:40]}", plan.b_focus, ab_misfit(plan, "B"))]
+             (b_label, plan.b_focus, ab_misfit(plan, "B"))]
     runs = [(label, order, p) for order, (label, p, out) in enumerate(sides) if out is None]
     if not runs:
         return None
     misfits = [(label, out) for label, _, out in sides if out is not None]
-    bars = _stacked_bars(_breakdown_records(runs), None,  # a slot kept for a side with no bar
-                         [label for label, _, _ in sides] if misfits else None)
+    df = _breakdown_records(runs)
+    cut = b_label != f"B: {plan.b_label}"
+    if cut:  # the axis has B's title cut at a word: the tooltip has it whole
+        df["title"] = [f"B: {plan.b_label}" if bar == b_label else bar for bar in df["bar"]]
+    bars = _stacked_bars(df, None,  # a slot kept for a side with no bar
+                         [label for label, _, _ in sides] if misfits else None, titled=cut)
     title = alt.TitleParams("Scenario A vs B: time per training step", subtitle=_subtitle(
         "; ".join(out for _, out in misfits) or "B changes one thing; compare where the time goes",
         [p for _, _, p in runs]))
     if not misfits:
         return _sized(bars.properties(title=title, width=width, height=height))
-    mark = alt.Chart(pd.DataFrame([{"bar": label, "label": "does not fit"} for label, _ in misfits])
-                     ).mark_text(baseline="bottom", dy=-4, color=NOT_RUNNABLE_COLOUR, fontSize=12,
-                                 fontWeight="bold").encode(
-        x=alt.X("bar:N"), y=alt.YValue(height), text=alt.Text("label:N"))
+    mark = _misfit_slots([label for label, _ in misfits], height)
     return _sized(alt.layer(bars, mark).properties(title=title, width=width, height=height))
+
+
+def cut_at_word(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters, else cut at the last word that fits,
+    with an ellipsis ('...' counted in) and no trailing space or punctuation before it."""
+    if len(text) <= limit:
+        return text
+    head = ""
+    for word in text.split(" "):
+        longer = f"{head} {word}" if head else word
+        if len(longer) + 1 > limit:
+            break
+        head = longer
+    return (head or text[:limit - 1]).rstrip(" ,;:-(>") + "…"
 
 
 def all_charts(plan: Plan, width="container") -> dict[str, alt.TopLevelMixin]:
@@ -553,16 +634,24 @@ def chart_text(plan: Plan, name: str) -> str:
     if name == "efficiency":
         shown = rows if len(rows) <= 12 else [rows[0], *rows[len(rows) // 2: len(rows) // 2 + 1],
                                                rows[-1]]
-        return "Scaling efficiency: " + ", ".join(
-            f"{words.count(r.devices)} {_pct(r.efficiency)}" for r in shown) + "."
+        return "Scaling efficiency: " + ", ".join(  # none for a run that cannot run
+            f"{words.count(r.devices)} {_pct(r.efficiency) if r.fits else DOES_NOT_FIT}"
+            for r in shown) + "."
     if name == "step_breakdown":
         f = plan.focus
+        misfits = misfit_counts_text(plan)
+        if misfits:
+            misfits = f" No bar where the layout {misfits}."
+        if not f.fits:  # no step time for a run that cannot happen
+            return (f"At {words.count(f.devices)} the layout "
+                    f"{misfit_words(f, plan.profile, words)}: it has no step time.{misfits}")
         stall = ("data stall not modelled" if f.data_stall_s is None
                  else f"data stall {f.data_stall_s * 1e3:.1f}")
         return (f"At {words.count(f.devices)} a step takes {f.step_time_s * 1e3:.1f} ms: compute "
                 f"{f.compute_s * 1e3:.1f}, exposed communication {f.exposed_comm_s * 1e3:.1f}, "
                 f"{stall}, straggler wait {f.straggler_s * 1e3:.1f} ms"
-                + (" (no input pipeline measured)." if f.data_stall_s is None else "."))
+                + (" (no input pipeline measured)." if f.data_stall_s is None else ".")
+                + misfits)
     if name == "remedies":
         groups = {}
         for r in plan.remedies:
@@ -582,14 +671,18 @@ def chart_text(plan: Plan, name: str) -> str:
         opts = _option_rows(plan)
         if not opts:
             return ""
-        runs = [o for o in opts if o.fits]  # a bar that does not fit is no one's fastest
+        runs = [o for o in opts if o.fits]  # an option that does not fit has no bar
+        out = [o.label.removesuffix(NOT_RUNNABLE_SUFFIX) for o in opts if not o.fits]
         if not runs:
-            return f"None of the options shown fits in {plan.words.memory}."
+            return (f"None of the options shown fits in {plan.words.memory}: no bar, no time "
+                    "or money.")
         fast = min(runs, key=lambda o: o.time_s)
         cheap = min(runs, key=lambda o: o.cost_usd)
         return (f"Fastest that runs: {fast.label}, {duration_text(fast.time_s)} for "
                 f"${amount(fast.cost_usd)}. Cheapest that runs: {cheap.label}, "
-                f"{duration_text(cheap.time_s)} for ${amount(cheap.cost_usd)}.")
+                f"{duration_text(cheap.time_s)} for ${amount(cheap.cost_usd)}."
+                + (f" No bar, {DOES_NOT_FIT} in {plan.words.memory}: {'; '.join(out)}."
+                   if out else ""))
     if name == "a_vs_b" and plan.b_focus is not None:
         a_out, b_out = ab_misfit(plan, "A"), ab_misfit(plan, "B")
         a_text = a_out or f"{plan.focus.step_time_s * 1e3:.1f} ms"

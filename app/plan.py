@@ -424,12 +424,15 @@ def _added_servers(decision: DecisionCard | None, focus: Prediction, profile: Pr
                     f"{whole(more)})", extra, goal, reference_batch)]
 
 
+NOT_RUNNABLE_SUFFIX = " (not runnable)"  # an option's label where it does not fit in memory
+
+
 def _option(kind: str, label: str, p: Prediction, goal: Goal, reference_batch: int) -> Option:
     """An option with its time to finish (large-batch penalty against ``reference_batch``)."""
     t = time_to_goal_s(goal, p.samples_per_s, p.step_time_s, p.global_batch, reference_batch)
     cost = cost_usd(goal, t, p.devices)
     if not p.fits:
-        label += " (not runnable)"
+        label += NOT_RUNNABLE_SUFFIX
     return Option(kind, label, p.devices, p.samples_per_s, p.time_to_train_s,
                   p.time_to_quality_s, None if cost is None else float(cost), p.fits,
                   None if t is None else float(t))
@@ -455,8 +458,17 @@ def _quality_sweep(profile: Profile, scenario: Scenario, devices: int):
 
 
 def _scenario_b(state: AppState, profile: Profile, scenario: Scenario, focus: Prediction,
-                remedies: list[RemedyResult], best: RemedyResult | None):
-    """(label, profile, scenario, focus devices) of scenario B."""
+                remedies: list[RemedyResult], best: RemedyResult | None,
+                decision: DecisionCard | None = None):
+    """(label, profile, scenario, focus devices) of scenario B. More devices: the decision
+    card's add-server option where it has one (``DecisionCard.added``: its title, count and
+    layout, as the card and the Hours & cost tab have it), else today's layout at
+    ``_more_devices``' count."""
+    if state.b == "more_devices" and decision is not None and decision.added is not None:
+        option = decision.added.option
+        run = Scenario.model_validate({**scenario.model_dump(mode="json"),
+                                       **(option.changes or {})})
+        return option.title, profile, run, option.devices
     if state.b == "more_devices":
         more = _more_devices(focus, profile, scenario)
         return (f"Add devices ({whole(focus.devices)} -> {whole(more)})", profile,
@@ -521,9 +533,11 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
     quality, absolute = _quality_sweep(profile, scenario, focus.devices)
 
     b_label, b_profile, b_scenario, b_devices = _scenario_b(state, profile, scenario, focus,
-                                                            remedies, best)
+                                                            remedies, best, decision)
     b_focus, b_rows = None, []
-    if b_devices is not None:
+    if state.b == "more_devices" and decision is not None and decision.added is not None:
+        b_focus = decision.added.p  # the card's own prediction: its time and money, no other
+    elif b_devices is not None:
         try:
             b_focus = predict(b_profile, b_scenario.model_copy(update={"devices": [b_devices]}))[0]
             if state.b != "more_devices":
@@ -660,12 +674,29 @@ def ab_misfit(plan: Plan, side: str) -> str | None:
     p, profile = (plan.focus, plan.profile) if side == "A" else (plan.b_focus, plan.b_profile)
     if p is None or p.fits:
         return None
+    return f"{side} {misfit_words(p, profile, plan.words)}"
+
+
+def misfit_words(p: Prediction, profile: Profile, words: Nouns = GPU_NOUNS) -> str:
+    """Why the run ``p`` (one that does not fit) cannot run: 'does not fit (needs 101.8 GiB per
+    device of 80 GiB)'; where its memory fits but calibration ran out of memory at its
+    micro-batch, that (``ab_misfit``, the step-breakdown chart's words)."""
     mem = profile.hardware.device_memory_bytes
     oom = profile.compute.oom_micro_batch
     if p.memory_bytes > mem or oom is None:
-        return f"{side} does not fit ({_needs(p, plan.words)} of {mem / 2**30:,.0f} GiB)"
-    return (f"{side} does not fit (micro-batch {whole(p.micro_batch)} ran out of memory in "
+        return f"{DOES_NOT_FIT} ({_needs(p, words)} of {mem / 2**30:,.0f} GiB)"
+    return (f"{DOES_NOT_FIT} (micro-batch {whole(p.micro_batch)} ran out of memory in "
             f"calibration, from {whole(oom)} on)")
+
+
+def misfit_counts_text(plan: Plan) -> str:
+    """'does not fit in device memory at 16, 32 devices': the curve's device counts whose
+    layout cannot run (headline, step-breakdown chart); '' where every count runs."""
+    misfits = [r.devices for r in plan.rows if not r.fits]
+    if not misfits:
+        return ""
+    return (f"{DOES_NOT_FIT} in {plan.words.memory} at {_count_list(misfits)} "
+            f"{plan.words.devices}")
 
 
 def stall_sentence(plan: Plan) -> str | None:
@@ -713,10 +744,8 @@ def headline(plan: Plan) -> dict[str, str]:
                            f"{plan.words.device} count (one {plan.words.device} too)")
     if f.fits and (note := one_device_note([f], plan.words)):  # efficiency and speedup's baseline
         out["one_device"] = note
-    misfits = [r.devices for r in plan.rows if not r.fits]
-    if misfits:
-        out["not_runnable"] = (f"does not fit in {plan.words.memory} at {_count_list(misfits)} "
-                               f"{plan.words.devices} (not runnable)")
+    if misfits := misfit_counts_text(plan):
+        out["not_runnable"] = f"{misfits} (not runnable)"
     t, cost = finish(plan, f)
     if t is not None:  # a layout that does not fit has no time or money (decide's card)
         out["time_to_train"] = duration(t) if f.fits else DOES_NOT_FIT

@@ -22,7 +22,7 @@ from scalesim import presets
 from scalesim.attention_kernel import ATTENTION_KERNEL_HELP, ATTENTION_KERNEL_LABELS
 from scalesim.billing import billing_words
 from scalesim.cli.cmd_app import PUBLIC_URL_ENV  # set by `scalesim app --public-url URL`
-from scalesim.decision import card_rows
+from scalesim.decision import DOES_NOT_FIT, card_rows
 from scalesim.device_nouns import nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount
@@ -652,7 +652,9 @@ def _tab_cost(plan: Plan) -> None:
         "option": o.label, plan.words.header("devices"): o.devices,
         f"billed {plan.words.header('devices')}": int(goal.billed_devices(o.devices)),
         f"{plan.unit}/s": o.samples_per_s,
-        "time to finish": duration(o.time_s), "cost USD": o.cost_usd,
+        # a run that does not fit has no time or money (the card's, the charts' words)
+        "time to finish": duration(o.time_s) if o.fits else DOES_NOT_FIT,
+        "cost USD": o.cost_usd if o.fits else None,
         "runnable": "yes" if o.fits else "NO",
     } for o in plan.options]), hide_index=True, column_config={
         f"{plan.unit}/s": st.column_config.NumberColumn(format="%.0f"),
