@@ -1,8 +1,9 @@
 """How a pipeline splits the layers over its stages, and what a user must give to run it.
 
-The layout model charges the fullest pipeline rank (``layout.layers_per_stage``: v chunks of
-ceil(L / (pp v)) layers). Where pp x v does not divide the layers, the stages are uneven, and
-a framework runs them only when told (docs/model.md §12):
+The layout model charges the fullest pipeline rank (``layout.layers_per_stage``: the layers
+spread over pp x v chunks of at most ceil(L / (pp v)), rank 0's v of them). Where pp x v does
+not divide the layers, the stages are uneven, and a framework runs them only when told
+(docs/model.md §12):
 
 - Megatron-LM asserts num_layers % pp == 0 (megatron/training/arguments.py) unless
   ``--decoder-first-pipeline-num-layers`` / ``--decoder-last-pipeline-num-layers`` set the first

@@ -32,7 +32,9 @@ PLAN_72 = ["plan", "--workload", "llama3-70b", "--hardware", "dgx-h100", "--devi
     (80, 4, 5, (20,) * 4, ""),  # 20 chunks of 4: even
     (126, 16, 1, (8,) * 15 + (6,), "--decoder-last-pipeline-num-layers 6"),  # 15 x 8 + 6
     (80, 6, 1, (14,) * 5 + (10,), "--decoder-last-pipeline-num-layers 10"),  # 5 x 14 + 10
-    (78, 4, 3, (21, 21, 21, 15), "--decoder-last-pipeline-num-layers 15"),  # chunks of 7, 5
+    # 78 over 12 chunks: 6 of 7 and 6 of 6, rank r holds chunks r, r + 4, r + 8: 20, 20, 19,
+    # 19; no first/last flags give a fullest rank of 20 in multiples of 3 (3 x 18 < 78)
+    (78, 4, 3, (20, 20, 19, 19), None),
     # 63 x 2 = 126: the last would hold none, so the first and last hold one each
     (126, 64, 1, (1,) + (2,) * 62 + (1,),
      "--decoder-first-pipeline-num-layers 1 --decoder-last-pipeline-num-layers 1"),
@@ -55,7 +57,8 @@ def test_interleaved_stages_megatron_cannot_flag_are_said_as_chunks():
         "80 layers over pp 4 x 3 virtual stages: 8 model chunks of 7 layers and 4 of 6 "
         "(Megatron-LM: --pipeline-model-parallel-layout, as its first/last-stage flags need "
         "every stage's layers a multiple of 3; torchtitan splits 80 layers + embedding + output "
-        "as chunks 6, 9 chunks of 7, 6, 5 (stages 20, 21, 20, 19))")
+        "as chunks 6, 9 chunks of 7, 6, 5 (stages 20, 21, 20, 19): its fullest stage 21 "
+        "layers, the model charges 20)")
 
 
 def _megatron_stages(layers, pp, v, flags: str) -> tuple[int, ...]:
