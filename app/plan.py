@@ -43,7 +43,7 @@ from scalesim.layout_predict import (
 )
 from scalesim.model.quality import steps_to_quality
 from scalesim.model.sharding import grad_sync_unused
-from scalesim.pipeline_stages import uneven_stage_words
+from scalesim.pipeline_stages import stage_words
 from scalesim.predict import (
     Prediction,
     global_batch_splits,
@@ -314,9 +314,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     if split is not None:
         if note := recompute_style_note(profile, Scenario(layout=split)):
             notes.append(note)
-        if note := uneven_stage_words(splittable_shape(profile).layers, split.pp,
-                                      split.virtual_stages):
-            notes.append(note)  # what the pipeline's stages hold, where uneven
+        if note := stage_words(splittable_shape(profile).layers, split.pp, split.virtual_stages):
+            notes.append(note)  # what the pipeline's stages hold, where uneven in a framework
         fields["layout"] = split
         model = replica_devices(split.tp, split.pp)
         kept = [d for d in devices if d % model == 0]

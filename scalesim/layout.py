@@ -368,8 +368,13 @@ def valid_mask(dp, tp, pp, cp, micro_batch, global_batch, schedule, virtual_stag
 
 
 def layers_per_stage(layers, pp, virtual_stages=1):
-    """Layers on the fullest pipeline rank (arrays): chunks of ceil(L / (pp v)) layers, v per
-    rank (Megatron needs L divisible by pp v; uneven splits put the extra layers on some ranks).
-    The layout model's stage (``model.layout_step``)."""
+    """Layers on the fullest pipeline rank (arrays): the L layers spread over pp x v chunks,
+    the first L mod pp v chunks one more, chunk i on rank i % pp, so rank 0 holds
+    v floor(L / (pp v)) + ceil((L mod pp v) / pp): ceil(L / pp) at v = 1; 20 for 80 layers over
+    pp 4 x v 3 (chunks 7, 7, 6), where v chunks of the fullest would be 21. The layout model's
+    stage (``model.layout_step``; Megatron needs L divisible by pp v unless told the split)."""
+    L = np.asarray(layers, dtype=float)
     v = np.asarray(virtual_stages, dtype=float)
-    return np.ceil(np.asarray(layers, dtype=float) / (np.asarray(pp, dtype=float) * v)) * v
+    p = np.asarray(pp, dtype=float)
+    chunks = p * v
+    return v * np.floor(L / chunks) + np.ceil(np.mod(L, chunks) / p)

@@ -1,8 +1,9 @@
 """How a pipeline splits the layers over its stages, and what a user must give to run it.
 
-The layout model charges the fullest pipeline rank (``layout.layers_per_stage``: v chunks of
-ceil(L / (pp v)) layers). Where pp x v does not divide the layers, the stages are uneven, and
-a framework runs them only when told (docs/model.md §12):
+The layout model charges the fullest pipeline rank (``layout.layers_per_stage``: the layers
+spread over pp x v chunks of at most ceil(L / (pp v)), rank 0's v of them). Where pp x v does
+not divide the layers, the stages are uneven, and a framework runs them only when told
+(docs/model.md §12):
 
 - Megatron-LM asserts num_layers % pp == 0 (megatron/training/arguments.py) unless
   ``--decoder-first-pipeline-num-layers`` / ``--decoder-last-pipeline-num-layers`` set the first
@@ -11,11 +12,13 @@ a framework runs them only when told (docs/model.md §12):
   splits need ``--pipeline-model-parallel-layout``.
 - torchtitan splits by itself (``_generate_llm_fqn_per_model_part``: layers + 1 for the
   embedding + 1 for the output spread evenly over the pp x v stages, the first stages one
-  more), so it needs no flag.
+  more), so it needs no flag; its split can differ from the model's even where pp divides the
+  layers (``torchtitan_chunks``: 80 layers over pp 8 run as 10, 11, 10, ..., 9).
 
 ``stage_split`` finds the split with the model's fullest stage that Megatron-LM's first/last
 flags give: the model's own where they can (every stage but the last full, the last the rest:
-``--decoder-last-pipeline-num-layers``); ``uneven_stage_words`` says it in one sentence.
+``--decoder-last-pipeline-num-layers``); ``stage_words`` says it in one sentence, and
+torchtitan's split where it differs.
 """
 
 from __future__ import annotations
@@ -95,6 +98,73 @@ def stage_split(layers: int, pp: int, virtual_stages: int = 1) -> StageSplit:
                       flags)
 
 
+# torchtitan's default split (``_generate_llm_fqn_per_model_part`` in
+# torchtitan/distributed/pipeline_parallel.py at 73aed7f6, 2026-08-20): the embedding and the
+# output count as this many layers each (``pipeline_parallel_first/last_stage_less_layers``)
+TORCHTITAN_SOURCE = ("torchtitan/distributed/pipeline_parallel.py "
+                     "_generate_llm_fqn_per_model_part at 73aed7f6")
+TORCHTITAN_END_WEIGHT = 1
+
+
+def torchtitan_chunks(layers: int, stages: int) -> tuple[int, ...] | None:
+    """Transformer layers on each of ``stages`` model chunks (pp x v) as torchtitan's default
+    split gives them: L + 2 (the embedding and the output a layer each) spread evenly, the first
+    chunks one more, the first and last chunk then one layer less for the embedding / output;
+    one chunk holds all. None where torchtitan refuses (more chunks than L + 2)."""
+    if stages == 1:
+        return (layers,)
+    effective = layers + 2 * TORCHTITAN_END_WEIGHT
+    per, extra = divmod(effective, stages)
+    if per < TORCHTITAN_END_WEIGHT:  # its ValueError: empty stages, or an end over a stage
+        return None
+    sizes = [per + (i < extra) for i in range(stages)]
+    sizes[0] -= TORCHTITAN_END_WEIGHT
+    sizes[-1] -= TORCHTITAN_END_WEIGHT
+    return tuple(sizes)
+
+
+def torchtitan_stages(layers: int, pp: int, virtual_stages: int = 1) -> tuple[int, ...] | None:
+    """Layers on each pipeline rank in torchtitan (``torchtitan_chunks`` of pp x v chunks,
+    chunk i on rank i % pp: its ``stage_ids_this_rank`` 'loop' style); None where it refuses."""
+    chunks = torchtitan_chunks(layers, pp * virtual_stages)
+    return None if chunks is None else tuple(sum(chunks[rank::pp]) for rank in range(pp))
+
+
+def _stage_list(sizes: tuple[int, ...], noun: str = "stage") -> str:
+    """'10, 11, 5 stages of 10, 9': the layers of each stage in order, a run of 3 or more equal
+    stages as one entry with its count."""
+    runs: list[list[int]] = []
+    for n in sizes:
+        if runs and runs[-1][0] == n:
+            runs[-1][1] += 1
+        else:
+            runs.append([n, 1])
+    return ", ".join(f"{k} {noun}s of {n}" if k >= 3 else ", ".join([str(n)] * k)
+                     for n, k in runs)
+
+
+def torchtitan_words(layers: int, pp: int, virtual_stages: int = 1) -> str:
+    """'torchtitan splits 80 layers + embedding + output as 10, 11, 5 stages of 10, 9: its
+    fullest stage 11 layers, the model charges 10': torchtitan's split (``torchtitan_stages``)
+    where its layers per rank or per chunk differ from ``stage_split``'s (the fullest said where
+    it differs from the model's ``layout.layers_per_stage``); '' where they are the same or pp
+    is 1."""
+    if pp == 1:
+        return ""
+    v = virtual_stages
+    head = f"torchtitan splits {count(layers, 'layer')} + embedding + output"
+    chunks = torchtitan_chunks(layers, pp * v)
+    if chunks is None:
+        return f"{head} over at most {layers + 2 * TORCHTITAN_END_WEIGHT} stages: not pp x v {pp * v}"
+    split, ranks = stage_split(layers, pp, v), torchtitan_stages(layers, pp, v)
+    if ranks == split.stages and chunks == split.chunks:
+        return ""
+    what = (f"as chunks {_stage_list(chunks, 'chunk')} (stages {_stage_list(ranks)})" if v > 1
+            else f"as {_stage_list(ranks)}")
+    fullest, model = max(ranks), int(layers_per_stage(layers, pp, v))
+    return f"{head} {what}" + (f": its fullest stage {count(fullest, 'layer')}, the model "
+                               f"charges {model}" if fullest != model else "")
+
 def _counts_words(sizes: tuple[int, ...], noun: str) -> str:
     """'8 stages of 9 layers and one of 8': ``sizes`` grouped by their layers, fullest first."""
     groups = sorted({n: sizes.count(n) for n in sizes}.items(), reverse=True)
@@ -105,27 +175,56 @@ def _counts_words(sizes: tuple[int, ...], noun: str) -> str:
 
 def uneven_stage_words(layers: int, pp: int, virtual_stages: int = 1) -> str:
     """'80 layers over pp 9: 8 stages of 9 layers and one of 8 (Megatron-LM:
-    --decoder-last-pipeline-num-layers 8; torchtitan splits it by itself)'; '' where the split
+    --decoder-last-pipeline-num-layers 8; torchtitan splits it so by itself)', torchtitan's own
+    split in place of the last clause where it differs (``torchtitan_words``); '' where the split
     is even (pp x v divides the layers) or there is no pipeline (pp 1)."""
     split = stage_split(layers, pp, virtual_stages)
     if pp == 1 or split.even:
         return ""
     v = virtual_stages
+    titan = torchtitan_words(layers, pp, v) or "torchtitan splits it so by itself"
     head = f"{count(layers, 'layer')} over pp {pp}" + (f" x {v} virtual stages" if v > 1 else "")
     if split.megatron_flags is None:
         return (f"{head}: {_counts_words(split.chunks, 'model chunk')} (Megatron-LM: "
                 f"{MEGATRON_LAYOUT}, as its first/last-stage flags need every stage's layers a "
-                f"multiple of {v}; torchtitan splits it by itself)")
+                f"multiple of {v}; {titan})")
     each = f", {v} chunks each" if v > 1 else ""
     return (f"{head}: {_counts_words(split.stages, 'stage')}{each} (Megatron-LM: "
-            f"{split.megatron_flags}; torchtitan splits it by itself)")
+            f"{split.megatron_flags}; {titan})")
+
+
+def stage_words(layers: int, pp: int, virtual_stages: int = 1) -> str:
+    """What a user must know of the stages of ``layers`` over pp x v: ``uneven_stage_words``
+    where the model's stages are uneven; where they are even, torchtitan's split where it
+    differs: '80 layers over pp 8: 10 a stage in the model and Megatron-LM; torchtitan splits
+    ...' (``torchtitan_words``); '' where every framework runs the model's split."""
+    if words := uneven_stage_words(layers, pp, virtual_stages):
+        return words
+    if not (titan := torchtitan_words(layers, pp, virtual_stages)):
+        return ""
+    v = virtual_stages
+    each = layers // (pp * v)
+    head = f"{count(layers, 'layer')} over pp {pp}" + (f" x {v} virtual stages" if v > 1 else "")
+    return (f"{head}: {count(each, 'layer')} a {'chunk' if v > 1 else 'stage'} in the model and "
+            f"Megatron-LM; {titan}")
+
+
+def stage_fields(layers: int | None, pp: int, virtual_stages: int = 1) -> dict:
+    """The stage fields of a plan or predict row (``--json``): ``layers_per_stage``, the layers
+    on each pipeline rank first to last (``stage_split``), and ``uneven_stages``, the words
+    (``stage_words``) or None where there is nothing to say; both None where ``layers`` is None
+    (no transformer shape is known)."""
+    if layers is None:
+        return {"layers_per_stage": None, "uneven_stages": None}
+    return {"layers_per_stage": list(stage_split(layers, pp, virtual_stages).stages),
+            "uneven_stages": stage_words(layers, pp, virtual_stages) or None}
 
 
 def uneven_notes(layers: int, splits) -> list[str]:
-    """``uneven_stage_words`` once per distinct (pp, virtual stages) of ``splits``, in order."""
+    """``stage_words`` once per distinct (pp, virtual stages) of ``splits``, in order."""
     seen, notes = set(), []
     for pp, v in splits:
-        if (pp, v) not in seen and (words := uneven_stage_words(layers, pp, v)):
+        if (pp, v) not in seen and (words := stage_words(layers, pp, v)):
             notes.append(words)
         seen.add((pp, v))
     return notes

@@ -45,7 +45,7 @@ from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layo
 from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES, MIB
 from scalesim.model.sharding import EVERY_MICRO_STEP, FRAMEWORKS, FSDP, GRAD_SYNCS
 from scalesim.model.transformer import RECOMPUTE
-from scalesim.pipeline_stages import stage_split, uneven_stage_words
+from scalesim.pipeline_stages import stage_fields
 from scalesim.predict import nvls_busbw_ratio
 from scalesim.presets import attention_efficiency_of
 from scalesim.schemas import (
@@ -116,7 +116,8 @@ class PlanRow(BaseModel):
     billed_devices: int  # devices a cloud bills for the layout (scalesim.billing)
     why: str
     # layers on each pipeline stage, first to last, and where they are uneven (pp x v does not
-    # divide the layers) what runs them, in words (``pipeline_stages``); None where even
+    # divide the layers, or torchtitan splits them otherwise) what runs them, in words
+    # (``pipeline_stages.stage_fields``, predict's too); None where there is nothing to say
     layers_per_stage: list[int]
     uneven_stages: str | None
     # False where no input pipeline gave the loader a supply (``Setting.loader_samples_per_s``
@@ -796,10 +797,7 @@ def rank_layouts(
             "stall_modelled": modelled,
         }
         row["why"] = "best" if rank == 1 else _why(rows[0].model_dump(), row, rank_by, nouns.device)
-        stages = stage_split(setting.shape.layers, row["pp"], row["virtual_stages"])
-        row["layers_per_stage"] = list(stages.stages)
-        row["uneven_stages"] = uneven_stage_words(
-            setting.shape.layers, row["pp"], row["virtual_stages"]) or None
+        row.update(stage_fields(setting.shape.layers, row["pp"], row["virtual_stages"]))
         rows.append(PlanRow(**row))
     return rows
 

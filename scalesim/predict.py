@@ -85,6 +85,11 @@ class Prediction(BaseModel):
     # --shard-group; all dp ranks where dp is within it), else every data-parallel rank; None
     # without sharding (DDP)
     shard_group: int | None = None
+    # layers on each pipeline rank and the words on its stages where a framework runs them
+    # uneven (``pipeline_stages.stage_fields``, as plan's rows); None where no transformer shape
+    # is known (a parameter-count workload)
+    layers_per_stage: list[int] | None = None
+    uneven_stages: str | None = None
 
 
 def one_device_note(rows: list[Prediction], words: Nouns = GPU_NOUNS) -> str | None:
@@ -423,7 +428,8 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
     scenario's layout (``scalesim.layout_predict``); a parameter count, through the
     data-parallel step model. A measured profile of a parameter count is split, where the
     scenario asks it, as the transformer its curve timed (``layout_predict.split_profile``)."""
-    from scalesim.layout_predict import layout_of, split_profile, uses_layouts
+    from scalesim.layout_predict import layout_of, split_profile, splittable_shape, uses_layouts
+    from scalesim.pipeline_stages import stage_fields
 
     scenario = Scenario() if scenario is None else scenario
     profile = require_model(profile, Profile, "profile")
@@ -456,6 +462,9 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
     train, price = goal.train_samples, goal.price_per_device_hour
     devices = np.asarray(inputs.devices)
     modelled = input_pipeline_modelled(profile)
+    shape = splittable_shape(profile) if split is not None else None
+    asked = layout_of(scenario)
+    stages = stage_fields(None if shape is None else shape.layers, asked.pp, asked.virtual_stages)
     rows = []
     for i, p in enumerate(devices):
         steps = ttq = ttt = cost = None
@@ -496,6 +505,7 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
             billed_devices=int(goal.billed_devices(int(p))),
             shard_group=None if scenario.strategy == "ddp" else min(shard or dp, dp),
             **({} if split is None else _split_fields(split, i)),
+            **stages,
         ))
     return rows
 

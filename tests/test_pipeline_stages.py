@@ -16,7 +16,12 @@ from scalesim.layout import layers_per_stage, replica_devices
 from scalesim.pipeline_stages import stage_split, uneven_notes, uneven_stage_words
 
 PP9 = ("80 layers over pp 9: 8 stages of 9 layers and one of 8 (Megatron-LM: "
-       "--decoder-last-pipeline-num-layers 8; torchtitan splits it by itself)")
+       "--decoder-last-pipeline-num-layers 8; torchtitan splits it so by itself)")
+# 80 layers over pp 8: even to the model and Megatron-LM; torchtitan spreads 82 over 8 stages,
+# 11, 11, 10 x 6, and takes the embedding off the first and the output off the last
+PP8 = ("80 layers over pp 8: 10 layers a stage in the model and Megatron-LM; torchtitan splits "
+       "80 layers + embedding + output as 10, 11, 5 stages of 10, 9: its fullest stage 11 "
+       "layers, the model charges 10")
 PLAN_72 = ["plan", "--workload", "llama3-70b", "--hardware", "dgx-h100", "--devices", "72",
            "--global-batch", "1152"]
 
@@ -27,7 +32,9 @@ PLAN_72 = ["plan", "--workload", "llama3-70b", "--hardware", "dgx-h100", "--devi
     (80, 4, 5, (20,) * 4, ""),  # 20 chunks of 4: even
     (126, 16, 1, (8,) * 15 + (6,), "--decoder-last-pipeline-num-layers 6"),  # 15 x 8 + 6
     (80, 6, 1, (14,) * 5 + (10,), "--decoder-last-pipeline-num-layers 10"),  # 5 x 14 + 10
-    (78, 4, 3, (21, 21, 21, 15), "--decoder-last-pipeline-num-layers 15"),  # chunks of 7, 5
+    # 78 over 12 chunks: 6 of 7 and 6 of 6, rank r holds chunks r, r + 4, r + 8: 20, 20, 19,
+    # 19; no first/last flags give a fullest rank of 20 in multiples of 3 (3 x 18 < 78)
+    (78, 4, 3, (20, 20, 19, 19), None),
     # 63 x 2 = 126: the last would hold none, so the first and last hold one each
     (126, 64, 1, (1,) + (2,) * 62 + (1,),
      "--decoder-first-pipeline-num-layers 1 --decoder-last-pipeline-num-layers 1"),
@@ -49,7 +56,9 @@ def test_interleaved_stages_megatron_cannot_flag_are_said_as_chunks():
     assert uneven_stage_words(80, 4, 3) == (
         "80 layers over pp 4 x 3 virtual stages: 8 model chunks of 7 layers and 4 of 6 "
         "(Megatron-LM: --pipeline-model-parallel-layout, as its first/last-stage flags need "
-        "every stage's layers a multiple of 3; torchtitan splits it by itself)")
+        "every stage's layers a multiple of 3; torchtitan splits 80 layers + embedding + output "
+        "as chunks 6, 9 chunks of 7, 6, 5 (stages 20, 21, 20, 19): its fullest stage 21 "
+        "layers, the model charges 20)")
 
 
 def _megatron_stages(layers, pp, v, flags: str) -> tuple[int, ...]:
@@ -93,8 +102,8 @@ def test_the_words_and_once_per_layout():
     assert uneven_stage_words(126, 16).startswith(
         "126 layers over pp 16: 15 stages of 8 layers and one of 6 (Megatron-LM: "
         "--decoder-last-pipeline-num-layers 6;")
-    assert uneven_notes(80, [(9, 1), (8, 1), (9, 1), (6, 1)]) == [
-        PP9, uneven_stage_words(80, 6)]
+    assert uneven_notes(80, [(9, 1), (8, 1), (9, 1), (6, 1), (2, 1)]) == [
+        PP9, PP8, uneven_stage_words(80, 6)]  # pp 2: 41 + 41 less the ends, 40 and 40
 
 
 def test_plan_says_the_uneven_stages_once_under_the_table(capsys):
@@ -115,8 +124,15 @@ def test_plan_json_has_the_layers_per_stage_and_the_words(capsys):
     assert rows[0]["uneven_stages"] == PP9
     code, out, _ = run_cli(capsys, [*PLAN_72[:-3], "64", "--global-batch", "1024", "--json"])
     even = [r for r in json.loads(out) if 80 % (r["pp"] * r["virtual_stages"]) == 0]
-    assert even and all(r["uneven_stages"] is None for r in even)
     assert all(r["layers_per_stage"] == [80 // r["pp"]] * r["pp"] for r in even)
+    # even to the model: nothing to say at pp 1 and 2 (torchtitan: 41 - 1 and 41 - 1), else
+    # torchtitan's split (PP8 at pp 8)
+    quiet = [r for r in even if r["pp"] <= 2 and r["virtual_stages"] == 1]
+    assert quiet and all(r["uneven_stages"] is None for r in quiet)
+    said = {(r["pp"], r["virtual_stages"]): r["uneven_stages"] for r in even if r not in quiet}
+    assert said and all(words and "torchtitan splits 80 layers" in words
+                        for words in said.values())
+    assert said.get((8, 1), PP8) == PP8
 
 
 def test_predict_with_pp_says_it_on_the_layout_line(capsys):
@@ -129,7 +145,9 @@ def test_predict_with_pp_says_it_on_the_layout_line(capsys):
     code, out, _ = run_cli(capsys, ["predict", "--workload", "llama3-70b", "--hardware",
                                     "dgx-h100", "--devices", "64", "--global-batch", "1024",
                                     "--tp", "4", "--pp", "8"])
-    assert code == 0 and "stages of" not in out  # 80 over 8: even, nothing to say
+    assert code == 0  # 80 over 8: even in the model and Megatron-LM, not in torchtitan
+    layout = next(line for line in out.splitlines() if line.startswith("layout: "))
+    assert layout.endswith(f"; {PP8}")
 
 
 def test_decide_says_the_planner_s_uneven_layout_once(capsys):
@@ -151,8 +169,10 @@ def test_the_app_sidebar_layout_notes_its_uneven_stages():
     assert messages == []
     _, notes = build_scenario(state, profile)
     assert notes.count(PP9) == 1
-    state = state.model_copy(update={"tp": 1, "pp": 8})  # 80 over 8: even
-    assert not any("stages of" in n for n in build_scenario(state, profile)[1])
+    state = state.model_copy(update={"tp": 1, "pp": 8})  # 80 over 8: torchtitan's differs
+    assert build_scenario(state, profile)[1].count(PP8) == 1
+    state = state.model_copy(update={"tp": 4, "pp": 2})  # 80 over 2: 40 and 40 everywhere
+    assert not any("layers over pp" in n for n in build_scenario(state, profile)[1])
 
 
 def test_the_layouts_tab_says_the_uneven_stages_under_its_table():

@@ -86,13 +86,13 @@ def layout_line(profile, scenario) -> str:
 
 
 def _uneven_words(profile, split) -> str:
-    """``pipeline_stages.uneven_stage_words`` of the layout's pipeline over the model's layers;
-    '' where its stages are even or the model has no shape to split."""
+    """``pipeline_stages.stage_words`` of the layout's pipeline over the model's layers; ''
+    where every framework runs its stages even or the model has no shape to split."""
     from scalesim.layout_predict import splittable_shape
-    from scalesim.pipeline_stages import uneven_stage_words
+    from scalesim.pipeline_stages import stage_words
 
     shape = splittable_shape(profile)
-    return "" if shape is None else uneven_stage_words(shape.layers, split.pp, split.virtual_stages)
+    return "" if shape is None else stage_words(shape.layers, split.pp, split.virtual_stages)
 
 
 def intra_words(link) -> str:

@@ -328,13 +328,29 @@ SHARD_GROUP_WORDS = (
 )
 
 
+def stage_notes(plan) -> list[str]:
+    """``pipeline_stages.uneven_notes`` of the pipelines the sweep runs: once per pp swept (or
+    the base scenario's pp) x its virtual stages whose stages a framework runs uneven; none
+    without a transformer shape, and none for a pp past the layers (those rows are dropped)."""
+    from scalesim.layout_predict import layout_of, split_profile, splittable_shape
+    from scalesim.pipeline_stages import uneven_notes
+
+    shape = splittable_shape(split_profile(plan.profile, plan.base))
+    if shape is None:
+        return []
+    v = layout_of(plan.base).virtual_stages
+    pps = [int(pp) for pp in plan.axes["pp"]] if "pp" in plan.axes else [layout_of(plan.base).pp]
+    return uneven_notes(shape.layers, [(pp, v if pp > 1 else 1) for pp in pps
+                                       if pp * (v if pp > 1 else 1) <= shape.layers])
+
+
 def sweep_notes(plan) -> list[str]:
     """The notes predict prints of the sweep's base scenario (``cmd_predict.scenario_notes``,
     its recompute-style and attention-kernel words, the slow device, the unmeasured links the
     rows use, the profile's notes), for stderr. A note that depends on a swept axis
     (``_NOTE_AXES``) is kept only where every value of the axes gives it; a link swept by
     --intra/--inter-busbw-values is not unmeasured. Flags that only price or time the run are
-    said to be ignored: a sweep row has no such column."""
+    said to be ignored: a sweep row has no such column. Uneven pipeline stages: ``stage_notes``."""
     import itertools
 
     from scalesim.cli.cmd_predict import scenario_notes, unmeasured_link_notes
@@ -380,6 +396,7 @@ def sweep_notes(plan) -> list[str]:
         out.append(STALL_NOT_MODELLED)  # predict's note; data_stall_s empty / null
     if "shard_group" in plan.axes:
         out.append(SHARD_GROUP_WORDS)
+    out += stage_notes(plan)
     if given := [flag for field, flag in _UNPRICED if getattr(base, field) is not None]:
         out.append(
             f"{', '.join(given)} ignored: a sweep row has no time to train or cost "
