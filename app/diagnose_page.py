@@ -35,7 +35,7 @@ from scalesim.layout import (
     TP_OVERLAP_HELP,
 )
 
-from .charts import PALETTE
+from .charts import PALETTE, count_tooltip
 from .markdown_text import escape_markdown as _md
 
 # The planner's words and colours (one colour per meaning across both pages).
@@ -181,12 +181,6 @@ def _log2_x(values, words: Nouns) -> alt.X:
                  axis=alt.Axis(values=sorted(set(values)), format="d", labelOverlap=True))
 
 
-def _count_tooltip(words: Nouns, kind: str = "Q"):
-    """The device count's tooltip: the field's own name on a GPU report, 'processes' on CPU."""
-    field = f"devices:{kind}"
-    return alt.Tooltip(field, title=words.header("devices")) if words.cpu else field
-
-
 def table_frame(report: Report) -> pd.DataFrame:
     """The report's table, its count columns named in the devices' nouns ('processes', 'hosts'
     for a CPU calibration's runs; ``Nouns.header``)."""
@@ -222,16 +216,14 @@ def runs_throughput_chart(report: Report, width="container") -> alt.LayerChart:
     x = _log2_x(all_devices, words)
     area = alt.Chart(band).mark_area(opacity=0.2, color="#1f77b4").encode(
         x=x, y=alt.Y("low:Q", scale=alt.Scale(type="log")), y2="high:Q",
-        tooltip=[alt.Tooltip("devices:Q", title=words.header("devices")) if words.cpu
-                 else alt.Tooltip("devices:Q"),
-                 alt.Tooltip("low:Q", format=".4g", title="95% low"),
+        tooltip=[count_tooltip(words), alt.Tooltip("low:Q", format=".4g", title="95% low"),
                  alt.Tooltip("high:Q", format=".4g", title="95% high")])
     line = alt.Chart(pd.DataFrame(lines)).mark_line(point=True).encode(
         x=x, y=y, color=colour, strokeDash=alt.condition(
             "datum.series == 'ideal (linear)'", alt.value([4, 4]), alt.value([1, 0])),
-        tooltip=["series:N", _count_tooltip(words), alt.Tooltip("value:Q", format=".4g")])
+        tooltip=["series:N", count_tooltip(words), alt.Tooltip("value:Q", format=".4g")])
     dots = alt.Chart(pd.DataFrame(points)).mark_point(size=80, filled=True).encode(
-        x=x, y=y, color=colour, tooltip=[_count_tooltip(words),
+        x=x, y=y, color=colour, tooltip=[count_tooltip(words),
                                          alt.Tooltip("value:Q", format=".4g")])
     layers = [area, line, dots]
     knee = report.details.get("knee")
@@ -270,7 +262,7 @@ def runs_breakdown_chart(report: Report, width="container") -> alt.Chart:
     return _stacked_parts(
         records, RUN_PARTS, alt.X("devices:N", title=words.header("devices"), sort=None),
         alt.Y("share:Q", title="share of the step", axis=alt.Axis(format="%"), stack="zero"),
-        [_count_tooltip(words, "N"), "part:N", alt.Tooltip("share:Q", format=".1%")],
+        [count_tooltip(words, "N"), "part:N", alt.Tooltip("share:Q", format=".1%")],
         "Where each run's step time goes", width)
 
 

@@ -318,9 +318,9 @@ def _comm_section(c: _Controls, state: AppState) -> None:
               options=["profile", *presets.INTRA_LINKS, "custom"],
               format_func=lambda k: (f"as profiled ({hw.intra_node.kind}, "
                                      f"{hw.intra_node.busbw_GBps:g} GB/s)") if k == "profile"
-              else "custom..." if k == "custom" else k, help=INTRA_HELP)
+              else "custom..." if k == "custom" else k, help=intra_help(c.words))
     if intra == "custom":
-        c(st.sidebar.number_input, "ibw", c.label("ibw"), step=10.0, help=INTRA_HELP)
+        c(st.sidebar.number_input, "ibw", c.label("ibw"), step=10.0, help=intra_help(c.words))
         c(st.sidebar.number_input, "ilat", c.label("ilat"), step=1.0)
     inter = c(st.sidebar.selectbox, "inter", c.label("inter"),
               options=["profile", "infiniband", "roce", "ethernet", "custom"],
@@ -339,6 +339,15 @@ INTRA_HELP = ("A whole server's ring bus bandwidth. On a DGX-1's NVLink cube-mes
               "nvlink2) fewer GPUs have fewer NVLinks, and a data-parallel ring or tensor-"
               "parallel group over 2 or 4 GPUs gets their share (V100: 1/6 over 2, 4/6 over 4; "
               "docs/model.md §18); NVSwitch and PCIe servers keep the whole figure.")
+# a CPU calibration's intra-host link: its processes' collectives through gloo over loopback TCP
+CPU_INTRA_HELP = ("The bus bandwidth of a collective among the host's processes: gloo over the "
+                  "host's loopback TCP, as calibration measured it; the named links are "
+                  "those of GPU servers.")
+
+
+def intra_help(words: Nouns) -> str:
+    """The intra-server link controls' help: a GPU server's ring, or a CPU host's loopback."""
+    return CPU_INTRA_HELP if words.cpu else INTRA_HELP
 SCHEDULE_LABELS = {"auto": "auto (1F1B; interleaved with virtual stages)", "gpipe": "GPipe",
                    "1f1b": "1F1B", "interleaved": "interleaved 1F1B", "zb": "zero bubble"}
 RECOMPUTE_LABELS = {"auto": "the workload's", "none": "none", "selective": "selective",
@@ -736,7 +745,7 @@ def _tab_goal(plan: Plan) -> None:
     chart = charts.pareto_chart(answer)
     if chart is not None:
         _chart(chart, charts.pareto_text(answer))
-    st.caption(f"{answer.evaluated:,} plans searched (devices, micro-batch, accumulation, "
+    st.caption(f"{answer.evaluated:,} plans searched ({plan.words.devices}, micro-batch, accumulation, "
                f"strategy, priced network upgrades); {answer.runnable:,} fit in memory. "
                + " ".join(_md(n[0].upper() + n[1:]) + "." for n in answer.notes))
     st.dataframe(pd.DataFrame([{

@@ -36,7 +36,7 @@ CAPTIONS = {  # {device}, {server}: the profile's nouns (``caption``)
     "remedies": "Each remedy applied alone at the focus {device} count, ranked by predicted gain.",
     "time_to_quality": "Time to the quality target vs global batch (critical batch size model).",
     "hours": "Time to train for each {device} count, each remedy and one more {server}.",
-    "cost": "Cost (billed device-hours x price: whole instances) of the same options.",
+    "cost": "Cost (billed {device}-hours x price: whole instances) of the same options.",
     "a_vs_b": "Scenario A (now) and B side by side.",
 }
 
