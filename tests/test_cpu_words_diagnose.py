@@ -10,6 +10,7 @@ profile's words are as they were."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from app_harness import TIMEOUT_S, open_app, run_clean, upload_profile
@@ -17,6 +18,7 @@ from cli_harness import run_cli
 from scalesim.app import charts
 from scalesim.app.control_labels import B_LABELS, GRID_LABELS, LABELS, MODE_LABELS, label
 from scalesim.app.plan import make_plan
+from scalesim.app.planner_page import CPU_INTRA_HELP, INTRA_HELP
 from scalesim.app.report import scenario_lines
 from scalesim.app.state import default_state, refusal, with_profile_defaults
 from streamlit.testing.v1 import AppTest
@@ -195,13 +197,22 @@ def test_the_sidebar_labels_follow_a_cpu_profile():
     assert grid.options[1] == "every host"
     b = at.sidebar.selectbox(key="k_b")
     assert "fix the slow process" in b.options and "add a host's worth of processes" in b.options
+    assert at.sidebar.selectbox(key="k_intra").help == CPU_INTRA_HELP
+    for key, value in (("k_train", 1e7), ("k_price", 1.0), ("k_dl", 10.0), ("k_bud", 100.0)):
+        at.sidebar.number_input(key=key).set_value(value)
+    at.session_state["k_tab"] = "Goal: deadline & budget"
+    run_clean(at)
+    assert any(re.match(r"[\d,]+ plans searched \(processes, micro-batch", c.value)
+               for c in at.caption)
 
 
 def test_the_sidebar_labels_of_a_gpu_profile_are_as_they_were():
-    labels = _sidebar_labels(open_app())
+    at = open_app()
+    labels = _sidebar_labels(at)
+    assert {"dpn", "intra", "inter", "price", "focus", "dmax"} <= set(labels)
     assert {f: labels[f] for f in GPU_LABELS if f in labels} == {
         f: t for f, t in GPU_LABELS.items() if f in labels}
-    assert {"dpn", "intra", "inter", "price", "focus", "dmax"} <= set(labels)
+    assert at.sidebar.selectbox(key="k_intra").help == INTRA_HELP
 
 
 def test_the_refusal_names_the_control_in_the_profile_s_nouns():
