@@ -64,7 +64,14 @@ LINEAR_AXES_UP_TO = 32  # device ranges up to 32x use linear axes (the knee read
 AB_LABEL_CHARS = 40  # B's title on the A/B chart's axis, cut at a word (the tooltip has it all)
 
 
-def _not_runnable_layer(df: pd.DataFrame, y_field: str) -> list[alt.Chart]:
+def count_tooltip(words: Nouns, kind: str = "Q") -> alt.Tooltip:
+    """The tooltip of a chart's device count (field ``devices``): titled by the field on a GPU
+    profile, 'processes' on a CPU calibration's (``Nouns.header``)."""
+    field = f"devices:{kind}"
+    return alt.Tooltip(field, title=words.header("devices")) if words.cpu else alt.Tooltip(field)
+
+
+def _not_runnable_layer(df: pd.DataFrame, y_field: str, words: Nouns) -> list[alt.Chart]:
     """Crosses over the device counts whose layout does not fit in device memory."""
     bad = df[~df["fits"]] if "fits" in df else df.iloc[0:0]
     if bad.empty:
@@ -72,7 +79,7 @@ def _not_runnable_layer(df: pd.DataFrame, y_field: str) -> list[alt.Chart]:
     return [alt.Chart(bad).mark_point(shape="cross", size=160, filled=True, opacity=1).encode(
         x=alt.X("devices:Q"), y=alt.Y(f"{y_field}:Q"),
         color=alt.ColorValue(NOT_RUNNABLE_COLOUR),
-        tooltip=[alt.Tooltip("devices:Q"), alt.Tooltip("status:N", title="status")])]
+        tooltip=[count_tooltip(words), alt.Tooltip("status:N", title="status")])]
 
 
 def _sized(chart):
@@ -151,12 +158,12 @@ def throughput_chart(plan: Plan, width="container", height: int = 320) -> alt.La
         color=colour,
         strokeDash=alt.StrokeDash("series:N", legend=None, scale=alt.Scale(
             domain=["predicted", "ideal (linear)"], range=[[1, 0], [6, 4]])),
-        tooltip=[alt.Tooltip("devices:Q"), alt.Tooltip("series:N"),
+        tooltip=[count_tooltip(plan.words), alt.Tooltip("series:N"),
                  alt.Tooltip("value:Q", title=f"{unit}/s", format=",.0f"),
                  alt.Tooltip("efficiency:Q", format=".1%"), alt.Tooltip("status:N")],
     )
     layers = [base.mark_line(strokeWidth=2.5), base.mark_point(filled=True, size=40)]
-    return _sized(alt.layer(*layers, *_knee_layers(plan), *_not_runnable_layer(df, "value"),
+    return _sized(alt.layer(*layers, *_knee_layers(plan), *_not_runnable_layer(df, "value", plan.words),
                             data=df).properties(
         title=alt.TitleParams(f"Throughput vs {plan.words.devices}: predicted and ideal",
                               subtitle="the gap between the lines is throughput lost to scaling"),
@@ -173,12 +180,12 @@ def efficiency_chart(plan: Plan, width="container", height: int = 260) -> alt.La
         x=_log2_devices(devices, plan.words.devices),
         y=alt.Y("efficiency:Q", title="scaling efficiency", axis=alt.Axis(format="%"),
                 scale=alt.Scale(domain=[0, 1.05])),
-        tooltip=[alt.Tooltip("devices:Q"), alt.Tooltip("efficiency:Q", format=".1%"),
+        tooltip=[count_tooltip(plan.words), alt.Tooltip("efficiency:Q", format=".1%"),
                  alt.Tooltip("speedup:Q", format=".1f"), alt.Tooltip("status:N")],
     )
     layers = [base.mark_line(strokeWidth=2.5, color=PALETTE["predicted"]),
               base.mark_point(filled=True, size=40, color=PALETTE["predicted"])]
-    return _sized(alt.layer(*layers, *_knee_layers(plan), *_not_runnable_layer(df, "efficiency"),
+    return _sized(alt.layer(*layers, *_knee_layers(plan), *_not_runnable_layer(df, "efficiency", plan.words),
                             data=df).properties(
         title=alt.TitleParams(f"Scaling efficiency vs {plan.words.devices}",
                               subtitle=f"100% = every added {plan.words.device} adds its full throughput"),
@@ -498,8 +505,9 @@ def hours_chart(plan: Plan, width="container") -> alt.LayerChart | None:
 
 def money_chart(plan: Plan, width="container") -> alt.LayerChart | None:
     """Cost (billed device-hours x price) for every device count, remedy and 'add devices'."""
-    return _option_chart(plan, "cost", "cost in USD (billed device-hours x price)",
-                         "a remedy's cost counts device-hours only, not the price of new "
+    hours = f"{plan.words.device}-hours"  # 'process-hours' on a CPU calibration
+    return _option_chart(plan, "cost", f"cost in USD (billed {hours} x price)",
+                         f"a remedy's cost counts {hours} only, not the price of new "
                          "network hardware", "$,.0f", width)
 
 

@@ -23,8 +23,9 @@ import streamlit as st
 
 from scalesim import presets
 from scalesim.bounds import bound, parse_list
+from scalesim.device_nouns import Nouns
 from scalesim.diagnose_request import DEFAULT_WIRE_BYTES
-from scalesim.diagnosis import Report, by_verdict, no_first_remedy
+from scalesim.diagnosis import Report, by_verdict, no_first_remedy, report_nouns
 from scalesim.errors import ScalesimError
 from scalesim.fit_runs import Z95  # a 95 % band
 from scalesim.layout import (
@@ -34,7 +35,7 @@ from scalesim.layout import (
     TP_OVERLAP_HELP,
 )
 
-from .charts import PALETTE
+from .charts import PALETTE, count_tooltip
 from .markdown_text import escape_markdown as _md
 
 # The planner's words and colours (one colour per meaning across both pages).
@@ -174,9 +175,18 @@ def smi_clock_chart(report, width="container") -> alt.Chart:
         width=width, height=240, title="Each device's clock while busy (tick: its maximum)")
 
 
-def _log2_x(values, title="devices (log scale)") -> alt.X:
-    return alt.X("devices:Q", title=title, scale=alt.Scale(type="log", base=2),
+def _log2_x(values, words: Nouns) -> alt.X:
+    return alt.X("devices:Q", title=f"{words.header('devices')} (log scale)",
+                 scale=alt.Scale(type="log", base=2),
                  axis=alt.Axis(values=sorted(set(values)), format="d", labelOverlap=True))
+
+
+def table_frame(report: Report) -> pd.DataFrame:
+    """The report's table, its count columns named in the devices' nouns ('processes', 'hosts'
+    for a CPU calibration's runs; ``Nouns.header``)."""
+    words = report_nouns(report)
+    return pd.DataFrame(report.table).rename(
+        columns={h: words.header(h) for h in ("devices", "nodes")})
 
 
 def runs_throughput_chart(report: Report, width="container") -> alt.LayerChart:
@@ -202,17 +212,19 @@ def runs_throughput_chart(report: Report, width="container") -> alt.LayerChart:
         domain=["measured", "fitted model", "ideal (linear)"],
         range=["#000000", "#1f77b4", "#9d9d9d"]), legend=alt.Legend(orient="bottom-right"))
     y = alt.Y("value:Q", title="samples/s (log scale)", scale=alt.Scale(type="log"))
-    x = _log2_x(all_devices)
+    words = report_nouns(report)
+    x = _log2_x(all_devices, words)
     area = alt.Chart(band).mark_area(opacity=0.2, color="#1f77b4").encode(
         x=x, y=alt.Y("low:Q", scale=alt.Scale(type="log")), y2="high:Q",
-        tooltip=[alt.Tooltip("devices:Q"), alt.Tooltip("low:Q", format=".4g", title="95% low"),
+        tooltip=[count_tooltip(words), alt.Tooltip("low:Q", format=".4g", title="95% low"),
                  alt.Tooltip("high:Q", format=".4g", title="95% high")])
     line = alt.Chart(pd.DataFrame(lines)).mark_line(point=True).encode(
         x=x, y=y, color=colour, strokeDash=alt.condition(
             "datum.series == 'ideal (linear)'", alt.value([4, 4]), alt.value([1, 0])),
-        tooltip=["series:N", "devices:Q", alt.Tooltip("value:Q", format=".4g")])
+        tooltip=["series:N", count_tooltip(words), alt.Tooltip("value:Q", format=".4g")])
     dots = alt.Chart(pd.DataFrame(points)).mark_point(size=80, filled=True).encode(
-        x=x, y=y, color=colour, tooltip=["devices:Q", alt.Tooltip("value:Q", format=".4g")])
+        x=x, y=y, color=colour, tooltip=[count_tooltip(words),
+                                         alt.Tooltip("value:Q", format=".4g")])
     layers = [area, line, dots]
     knee = report.details.get("knee")
     if knee:
@@ -239,7 +251,7 @@ def _stacked_parts(records: list[dict], parts, x: alt.X, y: alt.Y, tooltip: list
 
 def runs_breakdown_chart(report: Report, width="container") -> alt.Chart:
     """Share of each run's step time: compute, exposed communication, data stall, stragglers."""
-    records = []
+    records, words = [], report_nouns(report)
     for r in report.table:
         other = r["comm_share"] + r["data_share"] + r["straggler_share"]
         values = {"compute": max(1.0 - other, 0.0), "comm_share": r["comm_share"],
@@ -248,9 +260,9 @@ def runs_breakdown_chart(report: Report, width="container") -> alt.Chart:
             records.append({"devices": str(r["devices"]), "part": label, "order": i,
                             "share": values[field]})
     return _stacked_parts(
-        records, RUN_PARTS, alt.X("devices:N", title="devices", sort=None),
+        records, RUN_PARTS, alt.X("devices:N", title=words.header("devices"), sort=None),
         alt.Y("share:Q", title="share of the step", axis=alt.Axis(format="%"), stack="zero"),
-        ["devices:N", "part:N", alt.Tooltip("share:Q", format=".1%")],
+        [count_tooltip(words, "N"), "part:N", alt.Tooltip("share:Q", format=".1%")],
         "Where each run's step time goes", width)
 
 
@@ -372,7 +384,7 @@ def show_report(report: Report) -> None:
     if report.kind == "runs":
         st.altair_chart(runs_throughput_chart(report), width="stretch")
         st.altair_chart(runs_breakdown_chart(report), width="stretch")
-        st.dataframe(pd.DataFrame(report.table), hide_index=True, width="stretch")
+        st.dataframe(table_frame(report), hide_index=True, width="stretch")
         fit = report.details["fit"]
         st.caption(f"Fit: rms residual {fit['rmse_rel']:.1%}, noise {fit['noise_rel']:.1%}; "
                    f"fitted: {', '.join(fit['fitted'])}")

@@ -58,6 +58,7 @@ from scalesim.remedies import DATA_STALL_SHARE, RemedyResult, data_stall_share, 
 from scalesim.schemas import Profile, Scenario, ScenarioLayout
 from scalesim.training_time import Goal, cost_usd, resolve_goal, time_to_goal_s
 
+from .control_labels import label
 from .state import FIELD_LABELS, MAX_DEVICES, AppState
 
 MAX_CURVE_POINTS = 256  # device counts on one curve
@@ -354,7 +355,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         scenario = Scenario(**fields)
     except ValueError as exc:  # pydantic: a combination the scenario refuses
         raise ScalesimError(f"scenario: {exc}") from None
-    used = server_use_words(profile.hardware, scenario, "the Devices per server setting")
+    words = nouns_for(profile.hardware.device_name)
+    used = server_use_words(profile.hardware, scenario, f"the {label('dpn', words)} setting")
     if used:  # predict's header words, as the CLI shows them
         notes.append(used)
     return scenario, notes

@@ -23,7 +23,7 @@ from scalesim.attention_kernel import ATTENTION_KERNEL_HELP, ATTENTION_KERNEL_LA
 from scalesim.billing import billing_words
 from scalesim.cli.cmd_app import PUBLIC_URL_ENV  # set by `scalesim app --public-url URL`
 from scalesim.decision import DOES_NOT_FIT, card_rows
-from scalesim.device_nouns import nouns_for
+from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount
 from scalesim.goal import seek
@@ -44,7 +44,8 @@ from scalesim.schemas import Profile, Scenario
 from scalesim.sources.provenance import provenance
 from scalesim.training_time import resolve_goal, zero_price_note
 
-from . import charts
+from . import charts, control_labels
+from .control_labels import B_LABELS, GRID_LABELS, MODE_LABELS, choice_labels
 from .markdown_text import escape_markdown as _md
 from .markdown_text import escape_markdown_keep_bold
 from .plan import (
@@ -99,19 +100,6 @@ TABS = {  # state id -> tab label
     "layouts": "Layouts",
 }
 LABEL_TO_TAB = {v: k for k, v in TABS.items()}
-GRID_LABELS = {"pow2": "powers of two", "server": "every server", "list": "my list"}
-MODE_LABELS = {"weak": "per-device batch (weak scaling)",
-               "strong": "fixed global batch (strong scaling)"}
-B_LABELS = {
-    "best": "the best remedy", "bigger_batch": "double the per-device batch",
-    "overlap": "overlap communication", "accumulation": "accumulate gradients",
-    "loader": "cache input / more loader workers", "sharding": "shard optimizer state (ZeRO)",
-    "interconnect": "faster interconnect", "slow_device": "fix the slow device",
-    "more_devices": "add a server's worth of devices",
-    "split_model": "split the model (best layout)",
-    "attention_kernel": "use a Hopper attention kernel (cuDNN, FlashAttention-3)",
-    "tp_overlap": "overlap tensor-parallel communication",
-}
 WIDGET_FIELDS = tuple(f for f in AppState.model_fields if f not in ("src", "tab"))
 ss = st.session_state
 
@@ -215,6 +203,15 @@ class _Controls:
         self.values: dict = {}
         self.refused: dict[str, str] = {}
 
+    @property
+    def words(self) -> Nouns:
+        """The loaded profile's nouns, which the labels take ('processes' on a CPU profile)."""
+        return nouns_for(ss["profile"].hardware.device_name)
+
+    def label(self, field: str) -> str:
+        """The label of ``field``'s control in the profile's nouns (``control_labels``)."""
+        return control_labels.label(field, self.words)
+
     def __call__(self, widget, field: str, label: str, **kwargs):
         key = _key(field)
         if key not in ss:  # dropped by Streamlit while hidden: restore the state's value
@@ -222,7 +219,7 @@ class _Controls:
         if getattr(widget, "__name__", "") == "number_input":  # the state's bounds are its own
             kwargs = {**widget_bounds(field), **kwargs}
         value = widget(label, key=key, **kwargs)
-        sentence = refusal(self.state, field, value)
+        sentence = refusal(self.state, field, value, self.words)
         if sentence:  # keep the last good value of this control only; the others follow
             (getattr(widget, "__self__", None) or st.sidebar).error(sentence)
             self.refused[field] = sentence
@@ -280,25 +277,26 @@ def _profile_section(c: _Controls) -> None:
 
 
 def _device_section(c: _Controls, state: AppState) -> None:
-    st.sidebar.header("Devices")
+    st.sidebar.header(c.words.devices.capitalize())  # 'Processes' on a CPU profile
     options = sorted({2**i for i in range(15)} | {state.dmax})
-    c(st.sidebar.select_slider, "dmax", "Largest device count", options=options)
-    grid = c(st.sidebar.radio, "grid", "Device counts to plot", options=list(GRID_LABELS),
-             format_func=GRID_LABELS.get, horizontal=True)
+    c(st.sidebar.select_slider, "dmax", c.label("dmax"), options=options)
+    grids = choice_labels(GRID_LABELS, c.words)
+    grid = c(st.sidebar.radio, "grid", c.label("grid"), options=list(grids),
+             format_func=grids.get, horizontal=True)
     if grid == "list":
-        c(st.sidebar.text_input, "dlist", "Device counts (e.g. 1,2,4,8,16,32 or 1-512)",
-          max_chars=MAX_VALUE_CHARS)
-    c(st.sidebar.number_input, "dpn", "Devices per server", step=1)
+        c(st.sidebar.text_input, "dlist", c.label("dlist"), max_chars=MAX_VALUE_CHARS)
+    c(st.sidebar.number_input, "dpn", c.label("dpn"), step=1)
 
 
 def _batch_section(c: _Controls) -> None:
     st.sidebar.header("Batch")
-    mode = c(st.sidebar.radio, "mode", "Batch", options=list(MODE_LABELS),
-             format_func=MODE_LABELS.get, label_visibility="collapsed")
+    modes = choice_labels(MODE_LABELS, c.words)
+    mode = c(st.sidebar.radio, "mode", "Batch", options=list(modes),
+             format_func=modes.get, label_visibility="collapsed")
     if mode == "weak":
         split = splittable_shape(ss["profile"]) is not None
         c(st.sidebar.number_input, "mb", "Micro-batch (sequences per model replica)" if split
-          else "Per-device micro-batch", step=1)
+          else c.label("mb"), step=1)
     else:
         c(st.sidebar.number_input, "gb", "Global batch (samples per step)", step=1)
     c(st.sidebar.number_input, "acc", "Gradient accumulation (micro-steps per step)",
@@ -316,35 +314,40 @@ def _comm_section(c: _Controls, state: AppState) -> None:
       format_func=ATTENTION_KERNEL_LABELS.get, help=ATTENTION_KERNEL_HELP)
     c(st.sidebar.toggle, "ovl", "Overlap gradient exchange with backward")
     hw = ss["profile"].hardware
-    intra = c(st.sidebar.selectbox, "intra", "Intra-server link",
+    intra = c(st.sidebar.selectbox, "intra", c.label("intra"),
               options=["profile", *presets.INTRA_LINKS, "custom"],
               format_func=lambda k: (f"as profiled ({hw.intra_node.kind}, "
                                      f"{hw.intra_node.busbw_GBps:g} GB/s)") if k == "profile"
-              else "custom..." if k == "custom" else k, help=INTRA_HELP)
+              else "custom..." if k == "custom" else k, help=intra_help(c.words))
     if intra == "custom":
-        c(st.sidebar.number_input, "ibw", "Intra-server bus bandwidth (GB/s)",
-          step=10.0, help=INTRA_HELP)
-        c(st.sidebar.number_input, "ilat", "Intra-server latency per step (µs)",
-          step=1.0)
-    inter = c(st.sidebar.selectbox, "inter", "Inter-server link",
+        c(st.sidebar.number_input, "ibw", c.label("ibw"), step=10.0, help=intra_help(c.words))
+        c(st.sidebar.number_input, "ilat", c.label("ilat"), step=1.0)
+    inter = c(st.sidebar.selectbox, "inter", c.label("inter"),
               options=["profile", "infiniband", "roce", "ethernet", "custom"],
               format_func=lambda k: (f"as profiled ({hw.inter_node.kind}, "
                                      f"{hw.inter_node.busbw_GBps:g} GB/s)") if k == "profile"
               else "custom..." if k == "custom" else k)
     if inter in ("infiniband", "roce", "ethernet"):
-        c(st.sidebar.number_input, "nics", "NICs per server", step=1)
+        c(st.sidebar.number_input, "nics", c.label("nics"), step=1)
         c(st.sidebar.number_input, "gbit", "Gbit/s per NIC", step=25.0)
     elif inter == "custom":
-        c(st.sidebar.number_input, "ebw", "Inter-server bus bandwidth (GB/s)",
-          step=5.0)
-        c(st.sidebar.number_input, "elat", "Inter-server latency per step (µs)",
-          step=1.0)
+        c(st.sidebar.number_input, "ebw", c.label("ebw"), step=5.0)
+        c(st.sidebar.number_input, "elat", c.label("elat"), step=1.0)
 
 
 INTRA_HELP = ("A whole server's ring bus bandwidth. On a DGX-1's NVLink cube-mesh (nvlink1, "
               "nvlink2) fewer GPUs have fewer NVLinks, and a data-parallel ring or tensor-"
               "parallel group over 2 or 4 GPUs gets their share (V100: 1/6 over 2, 4/6 over 4; "
               "docs/model.md §18); NVSwitch and PCIe servers keep the whole figure.")
+# a CPU calibration's intra-host link: its processes' collectives through gloo over loopback TCP
+CPU_INTRA_HELP = ("The bus bandwidth of a collective among the host's processes: gloo over the "
+                  "host's loopback TCP, as calibration measured it; the named links are "
+                  "those of GPU servers.")
+
+
+def intra_help(words: Nouns) -> str:
+    """The intra-server link controls' help: a GPU server's ring, or a CPU host's loopback."""
+    return CPU_INTRA_HELP if words.cpu else INTRA_HELP
 SCHEDULE_LABELS = {"auto": "auto (1F1B; interleaved with virtual stages)", "gpipe": "GPipe",
                    "1f1b": "1F1B", "interleaved": "interleaved 1F1B", "zb": "zero bubble"}
 RECOMPUTE_LABELS = {"auto": "the workload's", "none": "none", "selective": "selective",
@@ -374,7 +377,7 @@ def _layout_section(c: _Controls) -> None:
                 + (" A split computes on the measured curve, with the measured optimizer step "
                    f"scaled to the parameters each {words.device} updates (docs/model.md §22)."
                    if timed else ""))
-    tp = c(box.number_input, "tp", "Tensor parallel (tp, inside one server)", step=1)
+    tp = c(box.number_input, "tp", c.label("tp"), step=1)
     pp = c(box.number_input, "pp", "Pipeline stages (pp)", step=1)
     # without pipeline stages these do not apply: disabled, and ignored with a note
     # (``plan.pipeline_notes``), as the tensor-parallel toggles below
@@ -405,8 +408,7 @@ def _shard_group_control(c: _Controls, box) -> None:
 def _data_section(c: _Controls) -> None:
     st.sidebar.header("Input pipeline")
     has_loader = ss["profile"].input_pipeline is not None
-    c(st.sidebar.number_input, "lw", "Loader workers per device (empty: the profile's best)",
-      step=1, disabled=not has_loader,
+    c(st.sidebar.number_input, "lw", c.label("lw"), step=1, disabled=not has_loader,
       help=None if has_loader else "this profile has no measured input pipeline")
 
 
@@ -416,8 +418,7 @@ def _goal_section(c: _Controls) -> None:
       step=256.0, format="%.0f")
     c(st.sidebar.number_input, "train", "Samples in the training run",
       step=1e6, format="%.0f")
-    c(st.sidebar.number_input, "price", "Price per device-hour (USD)",
-      step=0.5, format="%.2f")
+    c(st.sidebar.number_input, "price", c.label("price"), step=0.5, format="%.2f")
     c(st.sidebar.number_input, "dl", "Deadline (hours; empty: none)", step=24.0, format="%.1f")
     c(st.sidebar.number_input, "bud", "Budget (USD; empty: none)", step=1000.0, format="%.0f")
 
@@ -430,8 +431,8 @@ def _advanced_section(c: _Controls) -> None:
       options=["auto", "ring", "tree", "hierarchical"])
     c(adv.number_input, "cv", "Straggler spread (step-time std / mean)", step=0.01,
       format="%.3f")
-    c(adv.number_input, "slow", "Slow device rank (empty: none)", step=1)
-    c(adv.number_input, "sf", "Slow device: times slower", step=0.1)
+    c(adv.number_input, "slow", c.label("slow"), step=1)
+    c(adv.number_input, "sf", c.label("sf"), step=0.1)
     c(adv.number_input, "emin", "Samples to quality at a tiny batch, E_min (optional)",
       step=1e6, format="%.0f")
 
@@ -442,9 +443,10 @@ def _focus_section(c: _Controls, devices: list[int]) -> None:
         st.sidebar.info(f"Device count {c.state.focus} is no longer plotted: remedies and A vs B "
                         "are at auto (the knee).")
         ss[_key("focus")] = None
-    c(st.sidebar.selectbox, "focus", "Device count for remedies and A vs B",
+    c(st.sidebar.selectbox, "focus", c.label("focus"),
       options=[None, *devices], format_func=lambda d: "auto (the knee)" if d is None else str(d))
-    c(st.sidebar.selectbox, "b", "Scenario B", options=list(B_LABELS), format_func=B_LABELS.get)
+    b_labels = choice_labels(B_LABELS, c.words)
+    c(st.sidebar.selectbox, "b", "Scenario B", options=list(b_labels), format_func=b_labels.get)
 
 
 # ---------------------------------------------------------------- plan (cached)
@@ -679,7 +681,8 @@ def _tab_ab(plan: Plan) -> None:
     """A and B side by side; a side that cannot run says why in place of its numbers, and no
     change of B against A is shown unless both run (``ab_misfit``)."""
     if plan.b_focus is None:
-        st.info(f"Scenario B ({B_LABELS[plan.state.b]}) does not apply here: "
+        st.info(f"Scenario B ({choice_labels(B_LABELS, plan.words)[plan.state.b]}) does not "
+                "apply here: "
                 f"{plan.b_label}. Pick another B in the sidebar.")
         return
     a, b = plan.focus, plan.b_focus
@@ -744,7 +747,7 @@ def _tab_goal(plan: Plan) -> None:
     chart = charts.pareto_chart(answer)
     if chart is not None:
         _chart(chart, charts.pareto_text(answer))
-    st.caption(f"{answer.evaluated:,} plans searched (devices, micro-batch, accumulation, "
+    st.caption(f"{answer.evaluated:,} plans searched ({plan.words.devices}, micro-batch, accumulation, "
                f"strategy, priced network upgrades); {answer.runnable:,} fit in memory. "
                + " ".join(_md(n[0].upper() + n[1:]) + "." for n in answer.notes))
     st.dataframe(pd.DataFrame([{

@@ -23,6 +23,7 @@ from scalesim.layout import SPLIT_HEADER, split_short
 from scalesim.model.sharding import GRAD_SYNC_LABELS
 
 from .charts import all_charts, chart_text, stall_caption
+from .control_labels import in_words, label
 from .plan import Plan, duration, headline, option_links, remedy_gain_cell, story
 from .state import profile_caveats
 
@@ -35,7 +36,7 @@ CAPTIONS = {  # {device}, {server}: the profile's nouns (``caption``)
     "remedies": "Each remedy applied alone at the focus {device} count, ranked by predicted gain.",
     "time_to_quality": "Time to the quality target vs global batch (critical batch size model).",
     "hours": "Time to train for each {device} count, each remedy and one more {server}.",
-    "cost": "Cost (billed device-hours x price: whole instances) of the same options.",
+    "cost": "Cost (billed {device}-hours x price: whole instances) of the same options.",
     "a_vs_b": "Scenario A (now) and B side by side.",
 }
 
@@ -134,8 +135,8 @@ def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
         ("profile", p.name),
         ("hardware", f"{hw.name}: {hw.device_name}"),
         ("workload", f"{p.workload.name} ({p.workload.params:,.0f} parameters)"),
-        ("device counts", ", ".join(str(d) for d in s.devices)),
-        ("devices per server", str(s.devices_per_node)),
+        (in_words("{device} counts", words), ", ".join(str(d) for d in s.devices)),
+        (label("dpn", words).lower(), str(s.devices_per_node)),
         ("batch", batch),
         ("gradient accumulation", str(s.accumulation)),
         *([("layout", layout_line(p, s).removeprefix("layout: "))]
@@ -146,13 +147,13 @@ def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
         ("ZeRO-2/3 gradient sync", GRAD_SYNC_LABELS[s.grad_sync]),
         ("attention kernel", ATTENTION_KERNEL_LABELS[s.attention_kernel]),
         ("all-reduce algorithm", s.algorithm),
-        ("intra-server link", f"{intra:g} GB/s bus bandwidth"),
-        ("inter-server link", f"{inter:g} GB/s bus bandwidth"),
+        (label("intra", words).lower(), f"{intra:g} GB/s bus bandwidth"),
+        (label("inter", words).lower(), f"{inter:g} GB/s bus bandwidth"),
         ("loader workers", "profile's best" if s.loader_workers is None
          else str(s.loader_workers)),
         ("straggler spread (std/mean)", "profile's" if s.straggler_cv is None
          else f"{s.straggler_cv:g}"),
-        ("slow device", "none" if s.slow_device is None
+        (in_words("slow {device}", words), "none" if s.slow_device is None
          else f"rank {s.slow_device}, {s.slow_factor:g}x slower"),
         *goal_lines(plan),
     ]
@@ -188,7 +189,8 @@ def goal_lines(plan: Plan) -> list[tuple[str, str]]:
         lines.append(("samples to quality (E_min)",
                       f"{goal.min_samples:,.0f} {plan.unit} ({e_min})"))
     price = origin(s.price_per_device_hour, hw.price_per_device_hour, f"{hw.name} list price")
-    lines.append(("price per device-hour", "unknown" if goal.price_per_device_hour is None
+    lines.append((in_words("price per {device}-hour", plan.words), "unknown"
+                  if goal.price_per_device_hour is None
                   else f"${amount(goal.price_per_device_hour)} ({price})"))  # $0.001, not $0.00
     return lines
 

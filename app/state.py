@@ -23,13 +23,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from scalesim import presets
 from scalesim.attention_kernel import DEFAULT_ATTENTION_KERNEL, AttentionKernel
 from scalesim.bounds import bounded, url_field
-from scalesim.device_nouns import nouns_for
+from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import exact, number
 from scalesim.jsonio import error_text, parse_json_text
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, RecomputeStyle
 from scalesim.profiles import parse_profile, profile_from_presets
 from scalesim.schemas import GradSync, Profile
+
+from .control_labels import in_words
 
 LINK_VERSION = 9  # v9: + the hybrid sharding shard group (sg); v8: + the recompute style
 # op-sac (rs: V8_VALUES); v7: + the tensor-parallel overlap (tpo) and scenarios B "use a Hopper
@@ -149,15 +151,19 @@ NULLABLE = frozenset(name for name, f in AppState.model_fields.items()
                      if f.default is None or "None" in str(f.annotation))
 
 
-FIELD_LABELS = {  # a control's name in a sentence
-    "dmax": "Largest device count", "dpn": "Devices per server", "mb": "Per-device micro-batch",
+# a control's name in a sentence; {device}, {server}...: the profile's nouns
+# (``control_labels.in_words``, as the controls' labels)
+FIELD_LABELS = {
+    "dmax": "Largest {device} count", "dpn": "{Devices} per {server}",
+    "mb": "Per-{device} micro-batch",
     "gb": "Global batch", "acc": "Gradient accumulation", "bkt": "Bucket size (MiB)",
-    "lw": "Loader workers", "cv": "Straggler spread", "slow": "Slow device rank",
-    "sf": "Slow device factor", "ibw": "Intra-server bandwidth (GB/s)",
-    "ilat": "Intra-server latency (µs)", "nics": "NICs per server", "gbit": "Gbit/s per NIC",
-    "ebw": "Inter-server bandwidth (GB/s)", "elat": "Inter-server latency (µs)",
+    "lw": "Loader workers", "cv": "Straggler spread", "slow": "Slow {device} rank",
+    "sf": "Slow {device} factor", "ibw": "Intra-{server} bandwidth (GB/s)",
+    "ilat": "Intra-{server} latency (µs)", "nics": "NICs per {server}", "gbit": "Gbit/s per NIC",
+    "ebw": "Inter-{server} bandwidth (GB/s)", "elat": "Inter-{server} latency (µs)",
     "cbs": "Critical batch size", "emin": "E_min", "train": "Samples in the training run",
-    "price": "Price per device-hour", "focus": "Device count in focus", "dlist": "Device list",
+    "price": "Price per {device}-hour", "focus": "{Device} count in focus",
+    "dlist": "{Device} list",
     "dl": "Deadline (hours)", "bud": "Budget (USD)", "tp": "Tensor parallel",
     "pp": "Pipeline stages", "sched": "Pipeline schedule", "vs": "Virtual stages", "rs": "Recompute style",
     "sp": "Sequence parallelism",
@@ -204,16 +210,17 @@ def _number(value: Any) -> str:
     return _shown(value)
 
 
-def refusal(state: AppState, name: str, value: Any) -> str | None:
+def refusal(state: AppState, name: str, value: Any, words: Nouns = GPU_NOUNS) -> str | None:
     """None when ``state`` accepts ``value`` for control ``name``, else one plain sentence that
-    says what is wrong and which value is kept (the state's)."""
+    says what is wrong and which value is kept (the state's); the control named in ``words``,
+    the profile's nouns."""
     try:
         AppState.model_validate({**state.model_dump(), name: value})
         return None
     except ValidationError as exc:
         err = next((e for e in exc.errors() if e.get("loc") and e["loc"][0] == name),
                    exc.errors()[0])
-    label = FIELD_LABELS.get(name, name)
+    label = in_words(FIELD_LABELS.get(name, name), words)
     lo, hi = field_bounds(name)
     kept = getattr(state, name)
     keep = "empty" if kept is None else _number(kept)

@@ -35,9 +35,9 @@ import numpy as np
 
 from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR, median_error
 from scalesim.bounds import bound, clip
-from scalesim.device_nouns import CPU_DEVICE_PREFIX, nouns_for
+from scalesim.device_nouns import CPU_DEVICE_PREFIX, CPU_NOUNS, GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError, require_model, require_text
-from scalesim.figures import count, count_change, link_GBps, whole
+from scalesim.figures import link_GBps, whole
 from scalesim.jsonio import to_json_text
 from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee, no_knee_words
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, early_stop_of, op_sac_of
@@ -49,14 +49,16 @@ from scalesim.model.stragglers import (
 )
 from scalesim.remedies import VERDICTS, gain_verdict, verdict_group
 
+# ({server}, {device}: the devices' nouns, ``device_nouns.nouns_for``: 'Inter-host link' of a
+# CPU calibration's processes)
 CAUSES = {
-    "inter_server": "Inter-server link",
+    "inter_server": "Inter-{server} link",
     "comm_growth": "Growing communication share",
     "input_pipeline": "Input pipeline",
     "stragglers": "Stragglers or uneven data",
-    "slow_device": "A device far slower than the others",
+    "slow_device": "A {device} far slower than the others",
     "large_batch": "Large-batch effects",
-    "small_work": "Small per-device work under strong scaling",
+    "small_work": "Small per-{device} work under strong scaling",
     # a trace is one run: its idle is overhead seen in each step, not a trend across runs
     "idle": "Idle time between operations",
     "compute": "Compute per sample grows (contention or throttling)",
@@ -157,8 +159,18 @@ class Report:
         return render_text(self)
 
 
-def finding(key: str, share: float, evidence: list[str]) -> Finding:
-    return Finding(key, CAUSES[key], float(share), evidence)
+def finding(key: str, share: float, evidence: list[str], words: Nouns = GPU_NOUNS) -> Finding:
+    """The finding ``key`` (``CAUSES``) titled in ``words``, the devices' nouns."""
+    label = CAUSES[key].format(server=words.server, device=words.device)
+    return Finding(key, label, float(share), evidence)
+
+
+def report_nouns(report: Report) -> Nouns:
+    """The nouns of a report's devices: the fitted profile's of runs (a CPU ``device`` column
+    names processes on hosts), a traced job's where no rank ran on a GPU (``traced_device_name``)."""
+    if report.kind == "runs":
+        return nouns_for(report.details["fitted_profile"]["hardware"]["device_name"])
+    return GPU_NOUNS if any(r.get("device") == "gpu" for r in report.table) else CPU_NOUNS
 
 
 def bends_at_boundary(efficiency, last_single: int) -> bool:
@@ -248,7 +260,8 @@ def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: b
 # From measured runs
 
 
-def _large_batch(runs, critical_batch: float | None, speedup_ratio: float) -> tuple[float, list[str]] | None:
+def _large_batch(runs, critical_batch: float | None, speedup_ratio: float,
+                 words: Nouns = GPU_NOUNS) -> tuple[float, list[str]] | None:
     """Share of the speed-up kept after large-batch effects (r), with evidence, or None."""
     steps = runs.optional("steps_to_target")
     if steps is not None:
@@ -257,7 +270,7 @@ def _large_batch(runs, critical_batch: float | None, speedup_ratio: float) -> tu
         ttq = steps * runs.step_time_s
         return r, [
             f"throughput speed-up {speedup_ratio:.2f}x from {whole(runs.devices[0])} to "
-            f"{count(int(runs.devices[-1]), 'device')}, but time to target only {ttq[0] / ttq[-1]:.2f}x "
+            f"{words.count(int(runs.devices[-1]))}, but time to target only {ttq[0] / ttq[-1]:.2f}x "
             f"({steps[0]:.0f} -> {steps[-1]:.0f} steps at global batch "
             f"{runs.samples_per_step[0]:.0f} -> {runs.samples_per_step[-1]:.0f})",
             f"samples needed to reach the target grew {samples[-1] / samples[0]:.2f}x",
@@ -323,7 +336,7 @@ def smaller_batch_remedy(profile, scenario, devices: int, b_noise: float) -> Rem
                   verdict=gain_verdict(float(ratio - 1.0)))
 
 
-def _rank_pattern(runs) -> tuple[int | None, float, list[str]]:
+def _rank_pattern(runs, words: Nouns = GPU_NOUNS) -> tuple[int | None, float, list[str]]:
     """(consistently slowest rank or None, its worst slowdown factor, evidence lines)."""
     slowest, factors, beyond, lines = [], [], [], []
     for r in runs.rows:
@@ -338,7 +351,7 @@ def _rank_pattern(runs) -> tuple[int | None, float, list[str]]:
         slowest.append(i)
         factors.append(factor)
         beyond.append(bool(t[i] > median + margin))
-        lines.append(f"{count(r.devices, 'device')}: rank {i} slowest, {factor:.2f}x the median of the "
+        lines.append(f"{words.count(r.devices)}: rank {i} slowest, {factor:.2f}x the median of the "
                      f"others; spread max-median {_ms(float(t.max() - np.median(t)))}")
     if not slowest:
         return None, 1.0, lines
@@ -346,7 +359,7 @@ def _rank_pattern(runs) -> tuple[int | None, float, list[str]]:
     return (slowest[0] if same else None), max(factors), lines
 
 
-def _implausible_links(fit, params: float | None) -> list[str]:
+def _implausible_links(fit, params: float | None, words: Nouns = GPU_NOUNS) -> list[str]:
     """A note per fitted link whose gradient rate (``params`` x wire bytes / fitted transfer
     time) is below the floor of a link's bus bandwidth (``busbw_GBps``: 1 MB/s), where the
     model holds it: --params is then not the parameter count (340 for 340e6), or the transfer
@@ -355,7 +368,7 @@ def _implausible_links(fit, params: float | None) -> list[str]:
         return []
     floor = bound("busbw_GBps").low
     levels = ["intra", "inter"] if fit.multi_node_measured else ["intra"]
-    slow = [f"{level}-server {link_GBps(fit.busbw_GBps(level))}" for level in levels
+    slow = [f"{level}-{words.server} {link_GBps(fit.busbw_GBps(level))}" for level in levels
             if fit.busbw_GBps(level) < floor]
     if not slow:
         return []
@@ -398,6 +411,10 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         raise ScalesimError("tp_overlap: it applies to the split layouts of the runs' "
                             "transformer (diagnose --workload); give the workload or drop it")
     runs = thin(runs)
+    if transformer is not None and nouns_for(runs.device_name).cpu:
+        raise ScalesimError(f"the runs ran on CPU processes (device '{runs.device_name}'); "
+                            "--workload predicts their transformer on a GPU (--gpu): drop "
+                            "--workload, or the runs' device column")
     if transformer is not None and params is None:
         params = transformer.params
     sc = scaling(runs)
@@ -421,6 +438,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     compute = np.maximum(step - comm - wait - strag, 0.0)
 
     knee = find_knee(runs.devices, runs.nodes, sc.efficiency, compute, comm, wait, strag, work)
+    words = nouns_for(runs.device_name)
     per = {"comm": comm / work, "data": wait / work, "straggler": strag / work,
            "compute": compute / work}
     growth = {k: max(float(v[-1] - v[0]), 0.0) for k, v in per.items()}
@@ -436,7 +454,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     # A boundary needs a multi-server run right after the last single-server one.
     crossing = bool(single_server.size and single_server[-1] + 1 < len(runs.rows))
     comm_lines = [f"exposed communication {_pct(share_of_step['comm'][0])} of the step at "
-                  f"{count(int(runs.devices[0]), 'device')} -> {_pct(share_of_step['comm'][-1])} at "
+                  f"{words.count(int(runs.devices[0]))} -> {_pct(share_of_step['comm'][-1])} at "
                   f"{runs.devices[-1]} ({comm_src}): "
                   + _series([_pct(s) for s in share_of_step["comm"]])]
     boundary = False
@@ -448,72 +466,76 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         drops = -np.diff(sc.efficiency)
         in_server_drops = drops[:last_single] if last_single > 0 else np.array([0.0])
         boundary = bends_at_boundary(sc.efficiency, last_single)
-        inside = count(int(runs.devices[last_single]), "device")
+        inside = words.count(int(runs.devices[last_single]))
         comm_lines.insert(0, f"efficiency {_pct(eff_in)} at {inside} "
-                          f"in one server, {_pct(eff_out)} at {whole(runs.devices[first_multi])} on "
-                          f"{runs.nodes[first_multi]} servers (largest drop inside a server: "
+                          f"in one {words.server}, {_pct(eff_out)} at "
+                          f"{whole(runs.devices[first_multi])} on {runs.nodes[first_multi]} "
+                          f"{words.servers} (largest drop inside a {words.server}: "
                           f"{_pct(float(np.max(in_server_drops)))})")
         if np.any(single) and "inter_transfer_s" in fit.fitted:
             inter_ms = _ms(fit.values["inter_transfer_s"])
             if "intra_transfer_s" in fit.at_bound or "intra_transfer_s" not in fit.fitted:
-                comm_lines.append(f"fitted gradient transfer across servers {inter_ms}; inside a "
-                                  "server too fast to measure")
+                comm_lines.append(f"fitted gradient transfer across {words.servers} {inter_ms}; "
+                                  f"inside a {words.server} too fast to measure")
             else:
                 ratio = fit.values["inter_transfer_s"] / fit.values["intra_transfer_s"]
-                comm_lines.append(f"fitted inter-server link {ratio:.1f}x slower than "
-                                  f"intra-server (gradient transfer {inter_ms})")
+                comm_lines.append(f"fitted {words.link('inter_node')} {ratio:.1f}x slower than "
+                                  f"intra-{words.server} (gradient transfer {inter_ms})")
     findings.append(finding("inter_server" if boundary else "comm_growth", shares["comm"],
-                            comm_lines))
+                            comm_lines, words))
     # Input pipeline.
     thr = runs.samples_per_s
     findings.append(finding("input_pipeline", shares["data"], [
         f"data stall {_pct(share_of_step['data'][0])} of the step at "
-        f"{count(int(runs.devices[0]), 'device')} "
+        f"{words.count(int(runs.devices[0]))} "
         f"-> {_pct(share_of_step['data'][-1])} at {runs.devices[-1]} ({wait_src})",
         f"throughput {thr[0]:.4g} -> {thr[-1]:.4g} samples/s for {runs.devices[-1] / runs.devices[0]:g}x "
-        "the devices",
-    ]))
+        f"the {words.devices}",
+    ], words))
     # Stragglers vs one slow device.
-    slow_rank, slow_factor, rank_lines = _rank_pattern(runs)
+    slow_rank, slow_factor, rank_lines = _rank_pattern(runs, words)
     strag_lines = [f"straggler wait {_pct(share_of_step['straggler'][0])} -> "
                    f"{_pct(share_of_step['straggler'][-1])} of the step ({strag_src})"] + rank_lines
     if slow_rank is not None:
         strag_lines.insert(0, f"rank {slow_rank} is the slowest in every run, up to "
                               f"{slow_factor:.2f}x the others")
     elif rank_lines:
-        strag_lines.insert(0, "the slowest rank changes from run to run: spread, not one device")
+        strag_lines.insert(0, "the slowest rank changes from run to run: spread, not one "
+                              f"{words.device}")
     findings.append(finding("slow_device" if slow_rank is not None else "stragglers",
-                            shares["straggler"], strag_lines))
+                            shares["straggler"], strag_lines, words))
     # Compute per sample.
     cps = compute / work
-    compute_lines = [f"compute per sample per device {cps[0] * 1e3:.3g} -> {cps[-1] * 1e3:.3g} ms"
+    compute_lines = [f"compute per sample per {words.device} {cps[0] * 1e3:.3g} -> "
+                     f"{cps[-1] * 1e3:.3g} ms"
                      + (f" ({cps[-1] / cps[0]:.2f}x)" if cps[0] > 0 else "")]  # no ratio to 0
     if runs.strong_scaling:
-        compute_lines.insert(0, f"strong scaling: per-device batch {work[0]:g} -> {work[-1]:g} "
+        compute_lines.insert(0, f"strong scaling: per-{words.device} batch {work[0]:g} -> {work[-1]:g} "
                                 "samples per step")
         if "overhead_s" in fit.fitted:
             v = fit.values
             compute_lines.append(f"fitted fixed cost {_ms(v['overhead_s'])} per micro-step vs "
                                  f"{_ms(v['per_sample_s'] * runs.micro_batch[-1])} of per-sample "
-                                 f"work at {count(int(runs.devices[-1]), 'device')}")
+                                 f"work at {words.count(int(runs.devices[-1]))}")
     findings.append(finding("small_work" if runs.strong_scaling else "compute", shares["compute"],
-                            compute_lines))
+                            compute_lines, words))
 
     findings.sort(key=lambda f: -f.share)
     speedup_ratio = float(thr[-1] / thr[0])
-    lb = _large_batch(runs, critical_batch, speedup_ratio)
+    lb = _large_batch(runs, critical_batch, speedup_ratio, words)
     if lb is not None:
         r, lines = lb
         lb_finding = finding("large_batch", 1.0 - r, lines + [
-            f"systems efficiency at {count(int(runs.devices[-1]), 'device')}: {_pct(eff_last)}"])
+            f"systems efficiency at {words.count(int(runs.devices[-1]))}: {_pct(eff_last)}"],
+                             words)
         if r < GOOD_EFFICIENCY and r < eff_last:
             findings.insert(0, lb_finding)
         else:
             findings.append(lb_finding)
     if findings[0].key != "large_batch" and eff_last >= GOOD_EFFICIENCY:
         findings.insert(0, finding("none", 0.0, [
-            f"efficiency {_pct(eff_last)} at {count(int(runs.devices[-1]), 'device')} "
-            f"(speed-up {sc.speedup[-1]:.2f}x)"]))
+            f"efficiency {_pct(eff_last)} at {words.count(int(runs.devices[-1]))} "
+            f"(speed-up {sc.speedup[-1]:.2f}x)"], words))
     cause, others = findings[0], [f for f in findings[1:] if f.share >= OTHER_CAUSE_SHARE]
 
     b_noise = critical_batch or _critical_batch_from_steps(runs)
@@ -576,8 +598,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         "fitted_profile": profile.model_dump(mode="json"),
         "fitted_scenario": scenario.model_dump(mode="json"),
     }
-    notes = (_parts_over_the_step(share_of_step, runs.devices, fit) + list(runs.notes)
-             + fit.notes + _implausible_links(fit, params))
+    notes = (_parts_over_the_step(share_of_step, runs.devices, fit, words) + list(runs.notes)
+             + fit.notes + _implausible_links(fit, params, words))
     if not fit.params_known:
         notes.append("no --params: link speeds are reported as gradient transfer times; give "
                      "--params (model parameters) for bandwidths in GB/s")
@@ -586,7 +608,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                      f"the shape of --workload {transformer.name} on {transformer.gpu}; "
                      + profile.notes[0])
     else:
-        notes.append("remedy gains are model predictions at the largest run; device memory is "
+        notes.append(f"remedy gains are model predictions at the largest run; {words.memory} is "
                      "unknown, so check that bigger batches fit")
     from scalesim.layout_predict import uses_layouts
 
@@ -654,14 +676,16 @@ def diagnose_traces(summaries, source: str) -> Report:
         f"overlapping compute; exposed {_ms(cr['intrinsic_exposed_comm_s'])} on the slowest "
         f"rank ({_pct(share['comm'])} of the step)",
     ]
+    # a CPU job (TraceSummary.device) has no device timeline and no kernel launches
+    words = nouns_for(traced_device_name(summaries))
     if not multi_host:
-        comm_lines.append("one run traced: whether the share grows with devices needs runs at "
-                          "several device counts (scalesim diagnose runs.csv)")
+        comm_lines.append(f"one run traced: whether the share grows with {words.devices} needs "
+                          f"runs at several {words.device} counts (scalesim diagnose runs.csv)")
     if multi_host:
         comm_lines.append(f"ranks on {len({s.host for s in summaries})} hosts: collectives cross "
-                          "servers")
+                          f"{words.servers}")
     findings.append(finding("inter_server" if multi_host else "comm_growth", share["comm"],
-                            comm_lines))
+                            comm_lines, words))
     findings.append(finding("input_pipeline", share["data"], [
         f"waiting on the DataLoader {_ms(parts['data'])} per step ({_pct(share['data'])}), "
         "median over ranks",
@@ -687,9 +711,7 @@ def diagnose_traces(summaries, source: str) -> Report:
             if n))
     is_slow_device = persistent and cr["slowest_factor"] >= SLOW_DEVICE_FACTOR
     findings.append(finding("slow_device" if is_slow_device else "stragglers", share["straggler"],
-                            strag_lines))
-    # a CPU job (TraceSummary.device) has no device timeline and no kernel launches
-    words = nouns_for(traced_device_name(summaries))
+                            strag_lines, words))
     findings.append(finding("idle", share["idle"], [
         f"{words.device} idle {_ms(parts['idle'])} per step "
         f"({_pct(share['idle'])}): neither computing, communicating nor loading data "
@@ -773,7 +795,7 @@ def attention_kernel_finding(summaries, step_s: float) -> tuple[Finding | None, 
                    verdict=gain_verdict(float(gain))))
 
 
-def _parts_over_the_step(share_of_step: dict, devices, fit) -> list[str]:
+def _parts_over_the_step(share_of_step: dict, devices, fit, words: Nouns = GPU_NOUNS) -> list[str]:
     """A note where a part of the step (fitted or measured) is more than the measured step:
     the fitted model does not describe the runs (a data stall of 138 % of the step, a remedy of
     +125,501 %), and its shares and remedy gains should not be read as findings."""
@@ -784,10 +806,10 @@ def _parts_over_the_step(share_of_step: dict, devices, fit) -> list[str]:
     share, name, n = max(over)
     part = {"comm": "exposed communication", "data": "data stall",
             "straggler": "straggler wait"}.get(name, name)
-    return [f"the {part} is {share:.0%} of the measured step at {count(n, 'device')}: more than the step "
+    return [f"the {part} is {share:.0%} of the measured step at {words.count(n)}: more than the step "
             f"itself, so the fitted model does not describe these runs (rms residual "
             f"{fit.rmse_rel:.0%}); read its shares and remedy gains as unreliable, and check the "
-            "runs (the same settings in every row, each run's devices and throughput)"]
+            f"runs (the same settings in every row, each run's {words.devices} and throughput)"]
 
 
 def _trace_remedies(cr, summaries, cause: str):
@@ -919,10 +941,13 @@ def _verdict_groups(report: Report) -> list[str]:
 
 
 def _runs_tables(report: Report) -> list[str]:
-    out = [f"{'devices':>7} {'nodes':>5} {'samples/s':>11} {'step ms':>9} {'speedup':>8} "
+    words = report_nouns(report)
+    devices, nodes = words.header("devices"), words.header("nodes")  # 'processes hosts' on CPU
+    wd, wn = max(7, len(devices)), max(5, len(nodes))
+    out = [f"{devices:>{wd}} {nodes:>{wn}} {'samples/s':>11} {'step ms':>9} {'speedup':>8} "
            f"{'eff':>6} {'comm':>6} {'data':>6} {'strag':>6} {'model ms':>9} {'resid':>7}"]
     for r in report.table:
-        out.append(f"{r['devices']:>7} {r['nodes']:>5} {r['samples_per_s']:>11.4g} "
+        out.append(f"{r['devices']:>{wd}} {r['nodes']:>{wn}} {r['samples_per_s']:>11.4g} "
                    f"{r['step_time_s'] * 1e3:>9.2f} {r['speedup']:>8.2f} {r['efficiency']:>6.1%} "
                    f"{r['comm_share']:>6.1%} {r['data_share']:>6.1%} {r['straggler_share']:>6.1%} "
                    f"{r['model_step_time_s'] * 1e3:>9.2f} {r['residual']:>+7.1%}")
@@ -931,10 +956,10 @@ def _runs_tables(report: Report) -> list[str]:
     if knee is None:
         out.append(f"knee: none ({no_knee_words(MIN_EFFICIENCY_DROP, 'runs')})")
     else:
-        out.append(f"knee: {count_change(knee['devices_before'], knee['devices_after'], 'device')}, "
+        out.append(f"knee: {words.count_change(knee['devices_before'], knee['devices_after'])}, "
                    "efficiency "
                    f"-{knee['efficiency_drop'] * 100:.1f} points"
-                   + (", crossing a server boundary" if knee["crosses_boundary"] else ""))
+                   + (f", crossing a {words.server} boundary" if knee["crosses_boundary"] else ""))
     fit = report.details["fit"]
     p = fit["parameters"]
     se = fit["stderr_rel"]
@@ -951,21 +976,21 @@ def _runs_tables(report: Report) -> list[str]:
                f"{p['per_sample_s'] * 1e3:.3g} ms per sample{pm('per_sample_s')}")
     intra = (f"{link_GBps(fit['intra_busbw_GBps'])} busbw" if fit["intra_busbw_GBps"]
              else f"gradient transfer {p['intra_transfer_s'] * 1e3:.3g} ms")
-    out.append(f"  intra-server link: {intra}{pm('intra_transfer_s')}")
+    out.append(f"  {words.link('intra_node')}: {intra}{pm('intra_transfer_s')}")
     if "inter_transfer_s" in fit["fitted"]:
         inter = (f"{link_GBps(fit['inter_busbw_GBps'])} busbw" if fit["inter_busbw_GBps"]
                  else f"gradient transfer {p['inter_transfer_s'] * 1e3:.3g} ms")
-        out.append(f"  inter-server link: {inter}{pm('inter_transfer_s')}")
+        out.append(f"  {words.link('inter_node')}: {inter}{pm('inter_transfer_s')}")
     else:
-        out.append("  inter-server link: not measured")
+        out.append(f"  {words.link('inter_node')}: not measured")
     out.append(f"  overlap of communication with backward: {p['overlap']:.0%}; jitter cv "
-               f"{p['jitter_cv']:.3f}; input supply per server "
+               f"{p['jitter_cv']:.3f}; input supply per {words.server} "
                + (f"{p['node_loader_samples_per_s']:.4g} samples/s" if fit["loader_limiting"]
                   else "not limiting"))
     out.append("extrapolation (95% band):")
     for e in report.details["extrapolation"]:
-        flag = "" if e["constrained"] else "  (inter-server link not measured: wide guess)"
-        out.append(f"  {e['devices']:>6} devices on {e['nodes']:>3} servers: "
+        flag = "" if e["constrained"] else f"  ({words.link('inter_node')} not measured: wide guess)"
+        out.append(f"  {e['devices']:>6} {words.devices} on {e['nodes']:>3} {words.servers}: "
                    f"{e['samples_per_s']:.4g} samples/s [{e['low']:.4g} .. {e['high']:.4g}], "
                    f"efficiency {e['efficiency']:.0%}{flag}")
     return out

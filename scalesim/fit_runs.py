@@ -53,6 +53,7 @@ import numpy as np
 
 from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR
 from scalesim.bounds import QUANTITIES, check_number, clip
+from scalesim.device_nouns import nouns_for
 from scalesim.errors import ScalesimError, require_model
 from scalesim.figures import sig3
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
@@ -227,18 +228,20 @@ def _setup(runs: Runs):
     }
     free = ["per_sample_s"]
     notes = []
+    words = nouns_for(runs.device_name)
     if np.unique(work).size >= 2:
         free.append("overhead_s")
         init["overhead_s"] = 0.1 * float(np.min(step)) / float(np.max(runs.accumulation))
     else:
-        notes.append("one per-device batch only: fixed overhead per micro-step not separable "
-                     "from per-sample time (taken as 0)")
+        notes.append(f"one per-{words.device} batch only: fixed overhead per micro-step not "
+                     "separable from per-sample time (taken as 0)")
     if np.any(g_rows > 1):
         free.append("intra_transfer_s")
     if np.any(runs.nodes > 1):
         free.append("inter_transfer_s")
     else:
-        notes.append("no run crosses servers: the inter-server link is not measured")
+        notes.append(f"no run crosses {words.servers}: the {words.link('inter_node')} is not "
+                     "measured")
     if np.any(runs.devices > 1):
         free.append("overlap")
     rank_times = all(r.rank_step_times_s for r in runs.rows if r.devices > 1)
@@ -461,13 +464,14 @@ class Extrapolated:
 
 def extrapolation_layout(runs: Runs, devices: list[int], g: int) -> Layout:
     p = np.asarray(devices, dtype=np.int64)
+    words = nouns_for(runs.device_name)
     if np.any(p < 1):
-        raise ScalesimError(f"cannot extrapolate to {int(p[p < 1][0])} devices; device counts "
-                            "must be 1 or more")
+        raise ScalesimError(f"cannot extrapolate to {int(p[p < 1][0])} {words.devices}; "
+                            f"{words.device} counts must be 1 or more")
     per_node = np.minimum(p, g)
     if np.any(p % per_node):
         bad = int(p[p % per_node != 0][0])
-        raise ScalesimError(f"{bad} devices do not fill whole servers of {g}")
+        raise ScalesimError(f"{bad} {words.devices} do not fill whole {words.servers} of {g}")
     k = np.full(p.shape, runs.accumulation[-1])
     b = (runs.samples_per_step[-1] / (p * k) if runs.strong_scaling
          else np.full(p.shape, runs.micro_batch[-1]))
@@ -596,7 +600,7 @@ def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
     g_last = last.devices // last.nodes
     supply_per_device = clip("samples_per_s", v["node_loader_samples_per_s"] / g_last)
     limiting = float(fit.breakdown.data_stall_s[-1]) > 0.0
-    device = {"device_name": "measured", "device_memory_bytes": 1e15}
+    device = {"device_name": runs.device_name, "device_memory_bytes": 1e15}
     if model is not None:
         device = {"device_name": model.gpu, "device_memory_bytes": model.memory_bytes or 1e15,
                   "peak_tflops": model.peak_tflops,
@@ -635,7 +639,8 @@ def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
     elif delay > 0:  # spread of all devices: sigma * e_N = delay, sigma = cv * micro * sqrt(k)
         e_n = float(expected_max_normal(last.devices))
         cv = delay / (e_n * micro * np.sqrt(k)) if e_n > 0 else cv
-    memory_note = "device memory unknown: every remedy is assumed to fit"
+    memory_note = (f"{nouns_for(runs.device_name).memory} unknown: every remedy is assumed to "
+                   "fit")
     if model is not None and model.memory_bytes is not None:
         memory_note = f"device memory of {model.gpu}: {model.memory_bytes / 2**30:.4g} GiB"
     profile = Profile(name=name, fingerprint=Fingerprint(device_count=last.devices, nodes=last.nodes),

@@ -4,7 +4,9 @@ A row has ``devices``, ``nodes`` and ``samples_per_s`` or ``step_time_s``; optio
 ``per_device_batch``, ``global_batch``, ``accumulation``, ``data_wait_s`` (time per step waiting
 on the input), ``comm_s`` (communication per step *not hidden* by compute), ``rank_step_times_s``
 (each rank's step time, ``;``-separated in CSV, a list in JSON) and ``steps_to_target``
-(optimizer steps the run needed to reach a fixed quality target, for large-batch effects).
+(optimizer steps the run needed to reach a fixed quality target, for large-batch effects) and
+``device`` (what ran them: ``CPU: <model>``, as ``scalesim calibrate`` names a CPU calibration's
+device, or ``cpu``, makes the report say processes and hosts; ``device_nouns``).
 
 Throughput and step time are tied by the samples per step: ``samples_per_s = global_batch /
 step_time_s``. When no batch is given either, the runs are taken as weak scaling with one
@@ -36,19 +38,24 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from scalesim.bounds import bounded, items_bounded
+from scalesim.device_nouns import CPU_DEVICE_PREFIX, is_cpu_device
 from scalesim.errors import ScalesimError, excerpt, require_text
 from scalesim.figures import count
 from scalesim.jsonio import parse_json_text, validation_message
 
 REQUIRED = ("devices", "nodes")
 COLUMNS = ("devices", "nodes", "samples_per_s", "step_time_s", "per_device_batch", "global_batch",
-           "accumulation", "data_wait_s", "comm_s", "rank_step_times_s", "steps_to_target")
+           "accumulation", "data_wait_s", "comm_s", "rank_step_times_s", "steps_to_target",
+           "device")
 TIMED = ("data_wait_s", "comm_s", "rank_step_times_s")  # real seconds, not per unit of work
 # Longest CSV cell read, characters: a rank_step_times_s list of ~300k ranks. (csv's own default,
 # 128 KiB, is already passed by 16k ranks of "0.1234567;".)
 MAX_CSV_CELL_CHARS = 4 << 20
 MAX_ROWS = 1_000_000  # rows read (about 5 s per 200k on one core); repeats are aggregated
 MAX_FIT_RUNS = 1000  # distinct runs (after aggregation) the diagnosis fits; more are thinned
+MAX_DEVICE_CHARS = 200  # longest device name read ('CPU: AMD EPYC 9654 96-Core Processor')
+# the fitted profile's device where the runs name none, or a GPU (its words: devices in servers)
+MEASURED_DEVICE = "measured"
 
 
 class RunRow(BaseModel):
@@ -67,6 +74,16 @@ class RunRow(BaseModel):
     comm_s: float | None = bounded("duration_s", None)
     rank_step_times_s: list[items_bounded("positive_duration_s")] | None = None  # type: ignore[valid-type]
     steps_to_target: float | None = bounded("steps_to_target", None)
+    device: str | None = None  # what ran it: 'CPU: AMD EPYC' (or 'cpu') for CPU processes
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, value):
+        if value is not None:
+            value = value.strip()
+            if len(value) > MAX_DEVICE_CHARS:
+                raise ValueError(f"device: a name of at most {MAX_DEVICE_CHARS} characters")
+        return value or None
 
     @field_validator("rank_step_times_s", mode="before")
     @classmethod
@@ -120,6 +137,16 @@ class Runs:
     @property
     def nodes(self) -> np.ndarray:
         return np.array([r.nodes for r in self.rows], dtype=np.int64)
+
+    @property
+    def device_name(self) -> str:
+        """The fitted profile's device: a CPU calibration's name ('CPU: AMD EPYC'; 'cpu' becomes
+        'CPU: cpu') where the rows' ``device`` is a CPU, else 'measured' (``MEASURED_DEVICE``)."""
+        names = {r.device for r in self.rows if r.device is not None}
+        name = names.pop() if len(names) == 1 else ""
+        if is_cpu_device(name):
+            return name
+        return CPU_DEVICE_PREFIX + name if name.lower() == "cpu" else MEASURED_DEVICE
 
     @property
     def devices_per_node(self) -> int:
@@ -304,6 +331,11 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
         if r.rank_step_times_s and len(r.rank_step_times_s) != r.devices:
             raise ScalesimError(f"{source}: the run on {r.devices} devices lists "
                                 f"{len(r.rank_step_times_s)} rank step times; give one per rank")
+    named = [(i, r.device) for i, r in enumerate(rows, start=1) if r.device is not None]
+    other = next(((i, d) for i, d in named if d != named[0][1]), None)
+    if other is not None:
+        raise ScalesimError(f"{source}: run {named[0][0]} ran on '{excerpt(named[0][1])}', run "
+                            f"{other[0]} on '{excerpt(other[1])}'; one device per runs file")
     with_batch = [r.per_device_batch is not None or r.global_batch is not None for r in rows]
     if any(with_batch) and not all(with_batch):
         raise ScalesimError(f"{source}: run {with_batch.index(False) + 1} has no batch; give "

@@ -150,7 +150,7 @@ def check_goal_inputs(profile, scenario) -> None:
     if goal.price_per_device_hour is None:
         raise ScalesimError(
             f"goal needs a price: hardware '{profile.hardware.name}' lists none; "
-            "give --price USD per device-hour"
+            f"give --price USD per {nouns_for(profile.hardware.device_name).device}-hour"
         )
 
 

@@ -223,7 +223,7 @@ def render_table(profile, scenario, rows) -> str:
             # the price as given: exactly, thousands-separated ('$1,000,000', not '$1e+06';
             # '$4.123456', not '$4.12346')
             lines.append(f"cost: billed {words.devices} x hours x ${number(goal.price_per_device_hour)} per "
-                         f"device-hour, {billing}; set with --instance-sizes")
+                         f"{words.device}-hour, {billing}; set with --instance-sizes")
         if note := zero_price_note(goal):
             lines.append(f"note: {note}")
     knee = knee_of_predictions(rows)

@@ -1,0 +1,61 @@
+"""The planner sidebar's control labels, in one place, in the loaded profile's nouns.
+
+A label's ``{device}``, ``{devices}``, ``{server}`` (and capitalised ``{Device}``, ``{Devices}``)
+are the profile's words (``scalesim.device_nouns.Nouns``): a GPU profile's labels read as they
+always did ("Devices per server"), a CPU calibration's say processes and hosts ("Processes per
+host"). The HTML report's scenario lines and the notes that name a control use the same labels.
+"""
+
+from __future__ import annotations
+
+from scalesim.device_nouns import Nouns
+
+LABELS = {  # state field -> label
+    "dmax": "Largest {device} count",
+    "grid": "{Device} counts to plot",
+    "dlist": "{Device} counts (e.g. 1,2,4,8,16,32 or 1-512)",
+    "dpn": "{Devices} per {server}",
+    "mb": "Per-{device} micro-batch",
+    "tp": "Tensor parallel (tp, inside one {server})",
+    "intra": "Intra-{server} link",
+    "ibw": "Intra-{server} bus bandwidth (GB/s)",
+    "ilat": "Intra-{server} latency per step (µs)",
+    "inter": "Inter-{server} link",
+    "nics": "NICs per {server}",
+    "ebw": "Inter-{server} bus bandwidth (GB/s)",
+    "elat": "Inter-{server} latency per step (µs)",
+    "lw": "Loader workers per {device} (empty: the profile's best)",
+    "price": "Price per {device}-hour (USD)",
+    "slow": "Slow {device} rank (empty: none)",
+    "sf": "Slow {device}: times slower",
+    "focus": "{Device} count for remedies and A vs B",
+}
+GRID_LABELS = {"pow2": "powers of two", "server": "every {server}", "list": "my list"}
+MODE_LABELS = {"weak": "per-{device} batch (weak scaling)",
+               "strong": "fixed global batch (strong scaling)"}
+B_LABELS = {
+    "best": "the best remedy", "bigger_batch": "double the per-{device} batch",
+    "overlap": "overlap communication", "accumulation": "accumulate gradients",
+    "loader": "cache input / more loader workers", "sharding": "shard optimizer state (ZeRO)",
+    "interconnect": "faster interconnect", "slow_device": "fix the slow {device}",
+    "more_devices": "add a {server}'s worth of {devices}",
+    "split_model": "split the model (best layout)",
+    "attention_kernel": "use a Hopper attention kernel (cuDNN, FlashAttention-3)",
+    "tp_overlap": "overlap tensor-parallel communication",
+}
+
+
+def in_words(template: str, words: Nouns) -> str:
+    """``template`` with the profile's nouns put in (see the module docstring)."""
+    return template.format(device=words.device, devices=words.devices, server=words.server,
+                           Device=words.device.capitalize(), Devices=words.devices.capitalize())
+
+
+def label(field: str, words: Nouns) -> str:
+    """The sidebar label of the control of state field ``field`` (``LABELS``)."""
+    return in_words(LABELS[field], words)
+
+
+def choice_labels(labels: dict[str, str], words: Nouns) -> dict[str, str]:
+    """A control's choices (``GRID_LABELS``, ``MODE_LABELS``, ``B_LABELS``) in ``words``."""
+    return {key: in_words(text, words) for key, text in labels.items()}
