@@ -18,6 +18,8 @@ from scalesim.figures import whole
 # How ``scalesim calibrate`` names the device of a run on CPUs (calibration/runner.py), and how
 # diagnose names a traced CPU job's: its devices are processes, which no cloud GPU price applies to.
 CPU_DEVICE_PREFIX = "CPU: "
+# What a price per device-hour buys on a CPU calibration (predict's cost line, decide's price)
+CPU_HOUR = "an hour of one CPU process"
 
 
 def is_cpu_device(device_name: str) -> bool:
@@ -55,6 +57,11 @@ class Nouns:
         was ('devices', 'nodes', 'servers', 'GPUs'), a CPU calibration's in its nouns
         ('processes', 'hosts'); ``HEADER_NOUNS`` says which noun each header is."""
         return getattr(self, HEADER_NOUNS[gpu_header]) if self.cpu else gpu_header
+
+    def hour_note(self) -> str:
+        """After 'per device-hour' (a price in USD): '' for a GPU, ' (here an hour of one CPU
+        process)' for a CPU calibration's processes."""
+        return f" (here {CPU_HOUR})" if self.cpu else ""
 
     def link(self, level: str) -> str:
         """'intra-server link' / 'inter-host link' of a link level ('intra_node', 'inter_node')."""

@@ -179,6 +179,15 @@ def no_fit_note(profile: Profile, base: Scenario, max_devices: int) -> str:
             f"layouts that fit), or {more}")
 
 
+def _stage_note(profile: Profile, base: Scenario) -> str:
+    """What the pipeline stages of the split goal keeps hold where they are uneven in a framework
+    (``pipeline_stages.layout_stage_words``); ''."""
+    from scalesim.layout_predict import layout_of
+    from scalesim.pipeline_stages import layout_stage_words
+
+    return layout_stage_words(profile, layout_of(base))
+
+
 def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
          max_devices: int = GOAL_DEFAULT_MAX_DEVICES) -> GoalAnswer:
     """See the module docstring. ``base`` gives the training length, price and fixed knobs."""
@@ -277,6 +286,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
         front = [plan(int(i)) for i in pf]
     if not idx.size:  # the answer's "No plan runs": what to change
         notes.append(no_fit_note(profile, base, max_devices))
+    elif stages := _stage_note(profile, base):
+        notes.append(stages)  # every plan keeps the split: what its stages hold, where uneven
     if note := training_time.zero_price_note(goal):
         notes.append(note)
     if goal.critical_batch is None:

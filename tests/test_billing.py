@@ -221,6 +221,7 @@ def test_predicts_cost_line_of_a_cpu_calibration_reads_as_one_sentence(tmp_path,
                                       "--train-samples", "1e6", "--price", "0.1"])
     assert code == 0, err
     (line,) = [x for x in out.splitlines() if x.startswith("cost:")]
-    # the billed count in the profile's nouns, as its table's column (session 20)
-    assert line == ("cost: billed processes x hours x $0.1 per device-hour, billed per whole "
-                    "host of 2 processes; set with --instance-sizes")
+    # the billed count in the profile's nouns, as its table's column (session 20); the hour a
+    # price buys, as decide's price line says it (rev20)
+    assert line == ("cost: billed processes x hours x $0.1 per device-hour (here an hour of one "
+                    "CPU process), billed per whole host of 2 processes; set with --instance-sizes")
