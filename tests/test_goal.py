@@ -222,7 +222,7 @@ def test_a_layout_no_device_count_can_run_is_one_line(capsys):
     code, out, err = run_cli(capsys, ["sweep", "--workload", "llama3-8b", "--hardware",
                                       "dgx-h100", "--devices", "8", "--tp-values", "3"])
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
-    assert "all 1 dropped (1 break a layout rule" in err
+    assert "all 1 dropped (1 breaks a layout rule" in err
 
 
 def test_goal_without_a_length_or_a_price_names_the_flags(tmp_path, capsys):
