@@ -108,13 +108,13 @@ class GoalAnswer:
             return ("No plan runs: none of the layouts searched fits in "
                     f"{self.words.memory}.")
         c = self.closest
-        misses = []
+        misses = []  # what it misses, each said once (its time and money are said before)
         if c.time_s > self.deadline_s:
-            misses.append(f"{duration_text(c.time_s)} against {duration_text(self.deadline_s)}")
+            misses.append(f"the deadline of {duration_text(self.deadline_s)}")
         if c.cost_usd > self.budget_usd:
-            misses.append(f"${amount(c.cost_usd)} against ${amount(self.budget_usd)}")
+            misses.append(f"the budget of ${amount(self.budget_usd)}")
         return (f"No plan meets the goal. Closest: {describe(c)}: {duration_text(c.time_s)} for "
-                f"${amount(c.cost_usd)} (misses by {' and '.join(misses)}).")
+                f"${amount(c.cost_usd)} (misses {' and '.join(misses)}).")
 
     def to_dict(self) -> dict:
         out = asdict(self)

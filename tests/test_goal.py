@@ -77,7 +77,7 @@ def test_no_plan_meets_an_impossible_goal_and_the_closest_is_named():
     answer = seek(default_profile(), BASE, 3600.0, 10.0)
     assert answer.best is None and answer.closest is not None
     assert answer.sentence.startswith("No plan meets the goal. Closest:")
-    assert "misses by" in answer.sentence
+    assert answer.sentence.endswith("(misses the deadline of 1.0 h and the budget of $10.00).")
 
 
 def test_bad_goals_are_one_clear_error():

@@ -90,3 +90,17 @@ def test_goal_says_the_uneven_stages_of_the_split_it_keeps(capsys):
 
 def test_goal_says_nothing_of_stages_every_framework_splits_alike(capsys):
     assert not any("layers over pp" in n for n in _goal(capsys, 2))
+
+
+def test_goal_s_closest_plan_says_what_it_misses_once(capsys):
+    """Was '... 56.1 years for $2,061,178,951 (misses by 56.1 years against 3 s and
+    $2,061,178,951 against $1,000,000)': each number twice, and 'by' a total, not a gap."""
+    code, out, err = run_cli(capsys, ["goal", "--train-samples", "1e12", "--deadline", "1h",
+                                      "--budget", "1e3", "--max-devices", "64"])
+    assert code == 0, err
+    first = out.splitlines()[0]
+    assert first.startswith("No plan meets the goal. Closest: "), first
+    assert first.endswith(" (misses the deadline of 1.0 h and the budget of $1,000)."), first
+    said = first.split(": ")[-1].split(" (misses")[0]  # '<time> for $<money>'
+    time, money = said.split(" for ")
+    assert first.count(time) == 1 and first.count(money) == 1
