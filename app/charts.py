@@ -453,7 +453,7 @@ def _option_chart(plan: Plan, field: str, title: str, subtitle: str, fmt: str,
     df = pd.DataFrame([{
         "option": o.label, "kind": kinds[o.kind],
         "hours": o.time_s / 3600.0, "cost": o.cost_usd,
-        "label": (f"{o.time_s / 3600.0:,.1f} h" if field == "hours" else f"${o.cost_usd:,.0f}"),
+        "label": (f"{o.time_s / 3600.0:,.1f} h" if field == "hours" else f"${amount(o.cost_usd)}"),
     } for o in rows], columns=["option", "kind", "hours", "cost", "label"])
     if out:
         subtitle = _misfit_subtitle(subtitle, len(out), len(every), words)
@@ -655,9 +655,10 @@ def chart_text(plan: Plan, name: str) -> str:
                     f"{misfit_words(f, plan.profile, words)}: it has no step time.{misfits}")
         stall = ("data stall not modelled" if f.data_stall_s is None
                  else f"data stall {f.data_stall_s * 1e3:.1f}")
+        bubble = f", pipeline bubble {f.bubble_s * 1e3:.1f}" if f.bubble_s > 0 else ""
         return (f"At {words.count(f.devices)} a step takes {f.step_time_s * 1e3:.1f} ms: compute "
-                f"{f.compute_s * 1e3:.1f}, exposed communication {f.exposed_comm_s * 1e3:.1f}, "
-                f"{stall}, straggler wait {f.straggler_s * 1e3:.1f} ms"
+                f"{f.compute_s * 1e3:.1f}{bubble}, exposed communication "
+                f"{f.exposed_comm_s * 1e3:.1f}, {stall}, straggler wait {f.straggler_s * 1e3:.1f} ms"
                 + (" (no input pipeline measured)." if f.data_stall_s is None else ".")
                 + misfits)
     if name == "remedies":
@@ -686,9 +687,10 @@ def chart_text(plan: Plan, name: str) -> str:
                     "or money.")
         fast = min(runs, key=lambda o: o.time_s)
         cheap = min(runs, key=lambda o: o.cost_usd)
-        return (f"Fastest that runs: {fast.label}, {duration_text(fast.time_s)} for "
-                f"${amount(fast.cost_usd)}. Cheapest that runs: {cheap.label}, "
-                f"{duration_text(cheap.time_s)} for ${amount(cheap.cost_usd)}."
+        said = [("Fastest and cheapest that runs", fast)] if fast is cheap else [
+            ("Fastest that runs", fast), ("Cheapest that runs", cheap)]
+        return (" ".join(f"{head}: {o.label}, {duration_text(o.time_s)} for "
+                         f"${amount(o.cost_usd)}." for head, o in said)
                 + (f" No bar, {DOES_NOT_FIT} in {plan.words.memory}: {'; '.join(out)}."
                    if out else ""))
     if name == "a_vs_b" and plan.b_focus is not None:

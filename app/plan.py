@@ -752,7 +752,7 @@ def headline(plan: Plan) -> dict[str, str]:
         out["time_to_train"] = duration(t) if f.fits else DOES_NOT_FIT
         out["goal"] = resolve_goal(plan.profile, plan.scenario).label()
     if cost is not None and f.fits:
-        out["cost"] = f"${cost:,.0f}"
+        out["cost"] = f"${amount(cost)}"
     return out
 
 

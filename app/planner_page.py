@@ -511,7 +511,7 @@ def _shared_banner(plan: Plan) -> None:
         rows.append({"what-if": who, plan.words.header("devices"): p.focus.devices,
                      f"{p.unit}/s": amount(p.focus.samples_per_s),
                      "efficiency": h["efficiency"], "time to finish": duration(t),
-                     "cost": "-" if cost is None else f"${cost:,.0f}",
+                     "cost": "-" if cost is None else f"${amount(cost)}",
                      "recommendation": p.decision.recommendation if p.decision else "-"})
     st.dataframe(pd.DataFrame(rows), hide_index=True, key="compare_table")
 
@@ -629,7 +629,7 @@ def _tab_remedies(plan: Plan) -> None:
         "step": f"{p.step_time_s * 1e3:.1f} ms" if p else "",
         "fits in memory": ("yes" if p.fits else "NO") if p else "",
         "time to finish": duration(r.time_s) if r.time_s is not None else "",
-        "cost": f"${r.cost_usd:,.0f}" if r.cost_usd is not None else "",
+        "cost": f"${amount(r.cost_usd)}" if r.cost_usd is not None else "",
         "note": r.reason,
     } for r in plan.remedies]), hide_index=True)
 
@@ -720,7 +720,7 @@ def _ab_metrics(column, plan: Plan, p: Prediction, ref: Prediction | None) -> No
     if t is not None:
         column.metric("Time to finish", duration(t), rel(t, t_ref), delta_color="inverse")
     if cost is not None:
-        column.metric("Cost", f"${cost:,.0f}", rel(cost, cost_ref), delta_color="inverse")
+        column.metric("Cost", f"${amount(cost)}", rel(cost, cost_ref), delta_color="inverse")
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -805,7 +805,8 @@ def _tab_layouts(plan: Plan) -> None:
         c: st.column_config.NumberColumn(format="%.1f")
         for c in ("step ms", f"{plan.unit}/s", "MFU %", "memory GiB")})
     for words in dict.fromkeys(r.uneven_stages for r in rows if r.uneven_stages):
-        st.caption(f"Uneven pipeline stages: {_md(words)}.")  # once per pp x virtual stages
+        # once per pp x virtual stages: uneven, or even in the model but not in torchtitan
+        st.caption(f"Pipeline stages: {_md(words)}.")
     style = {"early-stop": "full recompute stops early (the MLP down projection is not rerun)",
              "op-sac": "selective recompute is torchtitan's per-op policy (every second matmul "
                        "rerun, the attention output saved)"}.get(

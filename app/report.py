@@ -279,13 +279,13 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
         [[r.title, r.verdict, remedy_gain_cell(r, plan.focus.fits),
           amount(r.prediction.samples_per_s) if r.prediction else "-",
           duration(r.time_s) if r.time_s is not None else "-",
-          f"${r.cost_usd:,.0f}" if r.cost_usd is not None else "-", r.reason]
+          f"${amount(r.cost_usd)}" if r.cost_usd is not None else "-", r.reason]
          for r in plan.remedies])))
     parts.append("<h2>Hours and money</h2>")
     parts.append(_scroll(_table(
         ["option", plan.words.header("devices"), f"{unit}/s", "time to finish", "cost"],
         [[o.label, o.devices, amount(o.samples_per_s), duration(o.time_s),
-          "-" if o.cost_usd is None else f"${o.cost_usd:,.0f}"] for o in plan.options])))
+          "-" if o.cost_usd is None else f"${amount(o.cost_usd)}"] for o in plan.options])))
     if plan.notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in plan.notes)
                      + "</ul>")

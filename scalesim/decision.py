@@ -47,7 +47,7 @@ from scalesim import figures, training_time
 from scalesim.accuracy import median_error
 from scalesim.billing import billing_words
 from scalesim.bounds import bound
-from scalesim.device_nouns import is_cpu_device, nouns_for
+from scalesim.device_nouns import CPU_HOUR, is_cpu_device, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount, link_GBps
 from scalesim.layout import ZERO_STRATEGIES, model_split_words, replica_devices
@@ -293,14 +293,13 @@ def _price_source(profile: Profile, scenario: Scenario) -> str:
     device = profile.hardware.device_name
     billing = billing_words(goal.server_devices, goal.instance_sizes, device)
     if scenario.price_per_device_hour is not None:
-        per = " (here an hour of one CPU process)" if is_cpu_device(device) else ""
-        return f"price per device-hour given by the user{per}, {billing}"
+        return f"price per {nouns_for(device).device}-hour given by the user, {billing}"
     if profile.hardware.price_per_device_hour is not None:
         return f"hardware preset {profile.hardware.name}, {billing}: {profile.hardware.source}"
     if is_cpu_device(device):
         return (f"no price known: a CPU calibration's devices ({device}) have no cloud GPU "
-                "price and none is assumed (money left blank): enter a price per device-hour, "
-                "an hour of one CPU process")
+                f"price and none is assumed (money left blank): enter a price per process-hour, "
+                f"{CPU_HOUR}")
     return "no price known: enter a price per device-hour"
 
 

@@ -18,6 +18,8 @@ from scalesim.figures import whole
 # How ``scalesim calibrate`` names the device of a run on CPUs (calibration/runner.py), and how
 # diagnose names a traced CPU job's: its devices are processes, which no cloud GPU price applies to.
 CPU_DEVICE_PREFIX = "CPU: "
+# What a price per device-hour buys on a CPU calibration (predict's cost line, decide's price)
+CPU_HOUR = "an hour of one CPU process"
 
 
 def is_cpu_device(device_name: str) -> bool:

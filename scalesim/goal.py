@@ -108,13 +108,13 @@ class GoalAnswer:
             return ("No plan runs: none of the layouts searched fits in "
                     f"{self.words.memory}.")
         c = self.closest
-        misses = []
+        misses = []  # what it misses, each said once (its time and money are said before)
         if c.time_s > self.deadline_s:
-            misses.append(f"{duration_text(c.time_s)} against {duration_text(self.deadline_s)}")
+            misses.append(f"the deadline of {duration_text(self.deadline_s)}")
         if c.cost_usd > self.budget_usd:
-            misses.append(f"${amount(c.cost_usd)} against ${amount(self.budget_usd)}")
+            misses.append(f"the budget of ${amount(self.budget_usd)}")
         return (f"No plan meets the goal. Closest: {describe(c)}: {duration_text(c.time_s)} for "
-                f"${amount(c.cost_usd)} (misses by {' and '.join(misses)}).")
+                f"${amount(c.cost_usd)} (misses {' and '.join(misses)}).")
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -177,6 +177,15 @@ def no_fit_note(profile: Profile, base: Scenario, max_devices: int) -> str:
     return (f"goal keeps the split as given ({split_words(None, split.tp, split.pp)}) and "
             f"nothing fits at it: split the model further (--tp, --pp; scalesim plan ranks the "
             f"layouts that fit), or {more}")
+
+
+def _stage_note(profile: Profile, base: Scenario) -> str:
+    """What the pipeline stages of the split goal keeps hold where they are uneven in a framework
+    (``pipeline_stages.layout_stage_words``); ''."""
+    from scalesim.layout_predict import layout_of
+    from scalesim.pipeline_stages import layout_stage_words
+
+    return layout_stage_words(profile, layout_of(base))
 
 
 def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
@@ -277,6 +286,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
         front = [plan(int(i)) for i in pf]
     if not idx.size:  # the answer's "No plan runs": what to change
         notes.append(no_fit_note(profile, base, max_devices))
+    elif stages := _stage_note(profile, base):
+        notes.append(stages)  # every plan keeps the split: what its stages hold, where uneven
     if note := training_time.zero_price_note(goal):
         notes.append(note)
     if goal.critical_batch is None:

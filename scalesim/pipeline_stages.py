@@ -209,6 +209,16 @@ def stage_words(layers: int, pp: int, virtual_stages: int = 1) -> str:
             f"Megatron-LM; {titan}")
 
 
+def layout_stage_words(profile, split) -> str:
+    """``stage_words`` of ``split``'s pipeline (a ``schemas.Layout``) over the layers of
+    ``profile``'s model (``layout_predict.splittable_shape``); '' where every framework runs its
+    stages even or the model has no shape to split (predict's layout line, goal's note)."""
+    from scalesim.layout_predict import splittable_shape
+
+    shape = splittable_shape(profile)
+    return "" if shape is None else stage_words(shape.layers, split.pp, split.virtual_stages)
+
+
 def stage_fields(layers: int | None, pp: int, virtual_stages: int = 1) -> dict:
     """The stage fields of a plan or predict row (``--json``): ``layers_per_stage``, the layers
     on each pipeline rank first to last (``stage_split``), and ``uneven_stages``, the words

@@ -197,12 +197,11 @@ def test_a_cpu_calibrations_devices_are_billed_as_its_processes_with_the_price_s
     scenario = Scenario(devices=[4], train_samples=1e6)
     assert _price_source(cpu, scenario) == (
         "no price known: a CPU calibration's devices (CPU: AMD EPYC) have no cloud GPU price and "
-        "none is assumed (money left blank): enter a price per device-hour, an hour of one CPU "
+        "none is assumed (money left blank): enter a price per process-hour, an hour of one CPU "
         "process")
     given = scenario.model_copy(update={"price_per_device_hour": 0.1})
     assert _price_source(cpu, given) == (
-        "price per device-hour given by the user (here an hour of one CPU process), billed per "
-        "whole host of 2 processes")
+        "price per process-hour given by the user, billed per whole host of 2 processes")
     assert "GPUs" not in _price_source(cpu, given)
 
 

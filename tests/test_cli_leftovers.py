@@ -99,10 +99,10 @@ LAYOUT_SWEEP = ["sweep", "--workload", "llama3-8b", "--hardware", "dgx-h100", "-
 
 
 @pytest.mark.parametrize("extra, reasons", [
-    (["--tp-values", "3"], ["1 break a layout rule"]),
+    (["--tp-values", "3"], ["1 breaks a layout rule"]),
     (["--tp-values", "3,16"], ["2 break a layout rule"]),
     (["--tp-values", "3,2", "--global-batch-values", "6"],
-     ["1 break a layout rule", "1 does not split the global batch"]),
+     ["1 breaks a layout rule", "1 does not split the global batch"]),
 ])
 def test_a_layout_sweep_that_drops_everything_fails_as_the_data_parallel_one(
         tmp_path, capsys, extra, reasons):
@@ -126,7 +126,7 @@ def test_a_layout_sweep_that_drops_everything_fails_as_the_data_parallel_one(
 def test_a_layout_sweep_that_keeps_some_still_writes_them(capsys):
     code, out, err = run_cli(capsys, [*LAYOUT_SWEEP, "--tp-values", "3,2"])
     assert code == 0 and len(out.splitlines()) == 2, err
-    assert "1 combinations dropped: 1 break a layout rule" in err
+    assert "1 combination dropped: 1 breaks a layout rule" in err
 
 
 @pytest.mark.parametrize("argv, what", [

@@ -59,7 +59,7 @@ def test_sweep_drops_a_micro_batch_past_the_table(capsys, extra):
     assert code == 0
     assert sorted((r["devices"], r["accumulation"]) for r in json.loads(out)) == [
         (8, 2), (16, 1), (16, 2)]
-    assert "1 combinations dropped: 1 does not split the global batch evenly" in err
+    assert "1 combination dropped: 1 does not split the global batch evenly" in err
 
 
 def test_goal_searches_within_the_table(capsys):

@@ -195,7 +195,7 @@ def test_the_cli_sweep_of_a_parameter_count_counts_dropped_groups(capsys):
     assert code == 0, err
     header, row = out.splitlines()[:2]
     assert dict(zip(header.split(","), row.split(","), strict=True))["shard_group"] == "8"
-    assert "1 break a layout rule (e.g. shard group 3 on 16 devices" in err
+    assert "1 breaks a layout rule (e.g. shard group 3 on 16 devices" in err
     # the rule in the user's words, no module name after it (session 14)
     assert "does not divide dp 16" in err and "scalesim.layout" not in err, err
 

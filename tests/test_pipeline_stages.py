@@ -179,8 +179,8 @@ def test_the_layouts_tab_says_the_uneven_stages_under_its_table():
     at = open_app({**APP_72, "tab": "layouts"})
     table = at.dataframe[-1].value
     assert table["pp"].iloc[0] == 9
-    said = [c.value for c in at.caption if "Uneven pipeline stages" in c.value]
-    assert said.count(f"Uneven pipeline stages: {PP9}.") == 1, said
+    said = [c.value for c in at.caption if "Pipeline stages" in c.value]
+    assert said.count(f"Pipeline stages: {PP9}.") == 1, said
 
 
 @pytest.mark.parametrize("update", [

@@ -26,8 +26,8 @@ def test_the_cli_sweep_says_processes_in_its_dropped_note(capsys, tmp_path):
     code, out, err = run_cli(capsys, ["sweep", "--profile", str(path), "--devices", "16",
                                       "--strategy", "zero3", "--shard-group-values", "3,8"])
     assert code == 0 and out.count("\n") == 2, err  # the header and the group of 8
-    assert "1 break a layout rule (e.g. shard group 3 on 16 processes" in err
-    assert " devices" not in err.split("combinations dropped")[1].split("\n")[0], err
+    assert "1 breaks a layout rule (e.g. shard group 3 on 16 processes" in err
+    assert " devices" not in err.split("combination dropped")[1].split("\n")[0], err
 
 
 def test_the_generic_layout_rules_name_hosts_and_processes():

@@ -54,7 +54,7 @@ def hsdp_words(shard_group: int, group: str) -> str:
 def layout_line(profile, scenario) -> str:
     """'layout: tp 2 x pp 4 (1f1b), recompute full, sequence parallel on, TP overlap off, ...' of
     a transformer workload's scenario (the TP overlap where tp > 1; where the pipeline's stages
-    are uneven, what they hold and what runs them: ``_uneven_words``)."""
+    are uneven, what they hold and what runs them: ``pipeline_stages.layout_stage_words``)."""
     from scalesim.layout_predict import (
         layout_of,
         pipeline_fsdp_note,
@@ -62,6 +62,7 @@ def layout_line(profile, scenario) -> str:
         recompute_words,
         split_words,
     )
+    from scalesim.pipeline_stages import layout_stage_words
     from scalesim.plan import measured_p2p
 
     split = layout_of(scenario)
@@ -82,17 +83,7 @@ def layout_line(profile, scenario) -> str:
             "sequences per micro-batch per replica; compute pins the matmul efficiency to the "
             "profile's curve (docs/model.md §22)" + (f"; {p2p.note}" if p2p else "")
             + (f"; {note}" if (note := pipeline_fsdp_note(scenario)) else "")
-            + (f"; {words}" if (words := _uneven_words(profile, split)) else ""))
-
-
-def _uneven_words(profile, split) -> str:
-    """``pipeline_stages.stage_words`` of the layout's pipeline over the model's layers; ''
-    where every framework runs its stages even or the model has no shape to split."""
-    from scalesim.layout_predict import splittable_shape
-    from scalesim.pipeline_stages import stage_words
-
-    shape = splittable_shape(profile)
-    return "" if shape is None else stage_words(shape.layers, split.pp, split.virtual_stages)
+            + (f"; {words}" if (words := layout_stage_words(profile, split)) else ""))
 
 
 def intra_words(link) -> str:

@@ -17,6 +17,7 @@ from scalesim.cli.options import (
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
+from scalesim.figures import count
 from scalesim.schemas import Scenario
 
 NAME = "sweep"
@@ -242,7 +243,8 @@ def _dropped_reasons(dropped: int, dropped_layout: int, example: str = "",
         else f"tp x pp must divide the {words.devices}, tp stays in a {words.server}, the layers "
         "and heads must split"
     )
-    reasons = [f"{dropped_layout} break a layout rule ({rules})"] if dropped_layout else []
+    breaks = "breaks" if dropped_layout == 1 else "break"
+    reasons = [f"{dropped_layout} {breaks} a layout rule ({rules})"] if dropped_layout else []
     reasons += (
         [
             f"{batch} {'does' if batch == 1 else 'do'} not split the global batch evenly "
@@ -261,7 +263,7 @@ def dropped_note(dropped: int, dropped_layout: int, example: str = "",
     ``words``, the profile's nouns."""
     if not dropped:
         return ""
-    return f"{dropped} combinations dropped: " + "; ".join(
+    return f"{count(dropped, 'combination')} dropped: " + "; ".join(
         _dropped_reasons(dropped, dropped_layout, example, words))
 
 
