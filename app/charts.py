@@ -27,6 +27,7 @@ from .plan import (
     makes_it_run_text,
     misfit_counts_text,
     misfit_words,
+    quality_misfits_text,
 )
 
 # One colour per meaning, in every chart (and the report): a colour never means two things.
@@ -51,6 +52,8 @@ PARTS = [  # (field, label, colour) in stacking order, bottom first
     ("data_stall_s", "data stall", PALETTE["data stall"]),
     ("straggler_s", "straggler wait", PALETTE["straggler wait"]),
 ]
+KIND_COLOURS = {"devices": PALETTE["predicted"], "remedy": PALETTE["remedy"],  # an option's
+                "more devices": PALETTE["more devices"]}  # kind (``plan.Option.kind``)
 BUBBLE_PART = ("bubble_s", "pipeline bubble", PALETTE["pipeline bubble"])
 KNEE_COLOUR = PALETTE["knee"]
 NOT_RUNNABLE_COLOUR = PALETTE["not runnable"]  # layouts that do not fit in device memory
@@ -71,15 +74,36 @@ def count_tooltip(words: Nouns, kind: str = "Q") -> alt.Tooltip:
     return alt.Tooltip(field, title=words.header("devices")) if words.cpu else alt.Tooltip(field)
 
 
-def _not_runnable_layer(df: pd.DataFrame, y_field: str, words: Nouns) -> list[alt.Chart]:
-    """Crosses over the device counts whose layout does not fit in device memory."""
-    bad = df[~df["fits"]] if "fits" in df else df.iloc[0:0]
-    if bad.empty:
+def _misfit_rules(at: list, field: str, height: int, words: Nouns) -> list[alt.Chart]:
+    """A dashed rule at each x in ``at`` (``field``: 'devices' or 'global_batch') whose layout
+    does not fit in device memory, ``DOES_NOT_FIT`` written up it: a line chart has no point
+    there and its line breaks (a line through a run that cannot run would say it runs)."""
+    if not at:
         return []
-    return [alt.Chart(bad).mark_point(shape="cross", size=160, filled=True, opacity=1).encode(
-        x=alt.X("devices:Q"), y=alt.Y(f"{y_field}:Q"),
-        color=alt.ColorValue(NOT_RUNNABLE_COLOUR),
-        tooltip=[count_tooltip(words), alt.Tooltip("status:N", title="status")])]
+    df = pd.DataFrame([{field: x, "label": DOES_NOT_FIT} for x in at])
+    x = alt.X(f"{field}:Q")
+    rule = alt.Chart(df).mark_rule(color=NOT_RUNNABLE_COLOUR, strokeDash=[2, 3],
+                                   strokeWidth=1.5).encode(
+        x=x, tooltip=[count_tooltip(words) if field == "devices" else alt.Tooltip(f"{field}:Q"),
+                      alt.Tooltip("label:N", title="status")])
+    label = alt.Chart(df).mark_text(angle=270, align="left", baseline="bottom", dx=6, dy=-3,
+                                    color=NOT_RUNNABLE_COLOUR, fontSize=11,
+                                    fontWeight="bold").encode(
+        x=x, y=alt.YValue(height), text=alt.Text("label:N"))
+    return [rule, label]
+
+
+def _misfit_note(plan: Plan, what: str) -> str:
+    """' No point where the layout does not fit in device memory at 16 devices.' (``what``:
+    'point', 'bar') where a count of the curve does not fit, else '' (the charts' words)."""
+    misfits = misfit_counts_text(plan)
+    return f" No {what} where the layout {misfits}." if misfits else ""
+
+
+def _misfit_subtitle_lines(plan: Plan, subtitle: str) -> str | list[str]:
+    """A line chart's subtitle, with the counts that do not fit on a line of their own first."""
+    misfits = misfit_counts_text(plan)
+    return [f"no point where the layout {misfits}", subtitle] if misfits else subtitle
 
 
 def _sized(chart):
@@ -141,8 +165,10 @@ def throughput_chart(plan: Plan, width="container", height: int = 320) -> alt.La
     for r in plan.rows:
         ideal = r.samples_per_s / r.efficiency if r.efficiency > 0 else None
         status = "runs" if r.fits else NOT_RUNNABLE
-        records.append({"devices": r.devices, "series": "predicted", "value": r.samples_per_s,
-                        "efficiency": r.efficiency, "fits": r.fits, "status": status})
+        records.append({"devices": r.devices, "series": "predicted",  # none: no point, no line
+                        "value": r.samples_per_s if r.fits else None,
+                        "efficiency": r.efficiency if r.fits else None, "fits": r.fits,
+                        "status": status})
         records.append({"devices": r.devices, "series": "ideal (linear)", "value": ideal,
                         "efficiency": 1.0, "fits": True, "status": "runs"})
     df = pd.DataFrame(records)
@@ -163,17 +189,20 @@ def throughput_chart(plan: Plan, width="container", height: int = 320) -> alt.La
                  alt.Tooltip("efficiency:Q", format=".1%"), alt.Tooltip("status:N")],
     )
     layers = [base.mark_line(strokeWidth=2.5), base.mark_point(filled=True, size=40)]
-    return _sized(alt.layer(*layers, *_knee_layers(plan), *_not_runnable_layer(df, "value", plan.words),
-                            data=df).properties(
+    misfits = [r.devices for r in plan.rows if not r.fits]
+    return _sized(alt.layer(*layers, *_knee_layers(plan),
+                            *_misfit_rules(misfits, "devices", height, plan.words), data=df).properties(
         title=alt.TitleParams(f"Throughput vs {plan.words.devices}: predicted and ideal",
-                              subtitle="the gap between the lines is throughput lost to scaling"),
+                              subtitle=_misfit_subtitle_lines(
+                                  plan, "the gap between the lines is throughput lost to scaling")),
         width=width, height=height))
 
 
 def efficiency_chart(plan: Plan, width="container", height: int = 260) -> alt.LayerChart:
     """Scaling efficiency (speedup / devices) per device count."""
-    df = pd.DataFrame([{"devices": r.devices, "efficiency": r.efficiency,
-                        "speedup": r.speedup, "fits": r.fits,
+    df = pd.DataFrame([{"devices": r.devices,  # none where it does not fit: no point, no line
+                        "efficiency": r.efficiency if r.fits else None,
+                        "speedup": r.speedup if r.fits else None, "fits": r.fits,
                         "status": "runs" if r.fits else NOT_RUNNABLE} for r in plan.rows])
     devices = [r.devices for r in plan.rows]
     base = alt.Chart().encode(
@@ -185,10 +214,13 @@ def efficiency_chart(plan: Plan, width="container", height: int = 260) -> alt.La
     )
     layers = [base.mark_line(strokeWidth=2.5, color=PALETTE["predicted"]),
               base.mark_point(filled=True, size=40, color=PALETTE["predicted"])]
-    return _sized(alt.layer(*layers, *_knee_layers(plan), *_not_runnable_layer(df, "efficiency", plan.words),
-                            data=df).properties(
+    misfits = [r.devices for r in plan.rows if not r.fits]
+    return _sized(alt.layer(*layers, *_knee_layers(plan),
+                            *_misfit_rules(misfits, "devices", height, plan.words), data=df).properties(
         title=alt.TitleParams(f"Scaling efficiency vs {plan.words.devices}",
-                              subtitle=f"100% = every added {plan.words.device} adds its full throughput"),
+                              subtitle=_misfit_subtitle_lines(
+                                  plan, f"100% = every added {plan.words.device} adds its full "
+                                  "throughput")),
         width=width, height=height))
 
 
@@ -398,7 +430,7 @@ def quality_chart(plan: Plan, width="container", height: int = 280) -> alt.Layer
     title_y = ("hours to quality target" if plan.quality_absolute
                else "time to quality (1 = fastest)")
     df = pd.DataFrame([{"global_batch": q.global_batch, "micro_batch": q.micro_batch,
-                        "value": q.time_to_quality,
+                        "value": q.time_to_quality if q.fits else None,  # none: no point
                         "fits": "fits in memory" if q.fits else NOT_RUNNABLE}
                        for q in plan.quality])
     now = plan.focus.global_batch
@@ -414,6 +446,12 @@ def quality_chart(plan: Plan, width="container", height: int = 280) -> alt.Layer
         color=alt.Color("fits:N", title=None, scale=alt.Scale(
             domain=["fits in memory", NOT_RUNNABLE],
             range=[PALETTE["predicted"], NOT_RUNNABLE_COLOUR])))
+    misfits = [q.global_batch for q in plan.quality if not q.fits]
+    subtitle = ("above the critical batch, bigger batches need more samples: faster steps stop "
+                "paying off")
+    if misfits:  # no point, the line broken, a rule: a batch that does not fit has no time
+        points = base.mark_point(filled=True, size=50, color=PALETTE["predicted"])
+        subtitle = [f"no point where the layout {quality_misfits_text(plan)}", subtitle]
     marks = pd.DataFrame([
         {"global_batch": b_crit, "label": f"critical batch {b_crit:,.0f}", "colour": "crit"},
         {"global_batch": now, "label": f"now: {now:,}", "colour": "now"},
@@ -425,11 +463,10 @@ def quality_chart(plan: Plan, width="container", height: int = 280) -> alt.Layer
         x=alt.X("global_batch:Q"), y=alt.YValue(4), text=alt.Text("label:N"),
         color=alt.Color("colour:N", legend=None, scale=alt.Scale(
             domain=["crit", "now"], range=[KNEE_COLOUR, PALETTE["remedy"]])))
-    return _sized(alt.layer(line, points, rules, labels).resolve_scale(color="independent").properties(
+    layers = [line, points, rules, labels, *_misfit_rules(misfits, "global_batch", height, plan.words)]
+    return _sized(alt.layer(*layers).resolve_scale(color="independent").properties(
         title=alt.TitleParams("Time to quality vs global batch at "
-                              f"{plan.words.count(plan.focus.devices)}",
-                              subtitle="above the critical batch, bigger batches need more "
-                              "samples: faster steps stop paying off"),
+                              f"{plan.words.count(plan.focus.devices)}", subtitle=subtitle),
         width=width, height=height))
 
 
@@ -450,6 +487,7 @@ def _option_chart(plan: Plan, field: str, title: str, subtitle: str, fmt: str,
     words = plan.words  # the legend's kinds: 'processes', 'more processes' on a CPU calibration
     kinds = {"devices": words.header("devices"), "remedy": "remedy",
              "more devices": f"more {words.header('devices')}"}
+    drawn = [k for k in kinds if any(o.kind == k for o in rows)]  # the legend: kinds with a bar
     df = pd.DataFrame([{
         "option": o.label, "kind": kinds[o.kind],
         "hours": o.time_s / 3600.0, "cost": o.cost_usd,
@@ -466,9 +504,8 @@ def _option_chart(plan: Plan, field: str, title: str, subtitle: str, fmt: str,
                 scale=alt.Scale(domain=[0, float(df[field].max() if rows else 0.0) * 1.2
                                         or 1.0])),
         color=alt.Color("kind:N", title=None, scale=alt.Scale(
-            domain=list(kinds.values()),
-            range=[PALETTE["predicted"], PALETTE["remedy"], PALETTE["more devices"]]),
-            legend=alt.Legend(orient="top")))
+            domain=[kinds[k] for k in drawn], range=[KIND_COLOURS[k] for k in drawn]),
+            legend=alt.Legend(orient="top") if drawn else None))
     text = base.mark_text(align="left", dx=3, fontSize=11).encode(
         x=alt.X(f"{field}:Q"), text=alt.Text("label:N"))
     layers = [bars, text]
@@ -624,32 +661,33 @@ def _pct(x: float) -> str:
 def chart_text(plan: Plan, name: str) -> str:
     """The chart ``name`` (a key of ``all_charts``) in words: its text alternative."""
     rows, unit, words = plan.rows, plan.unit, plan.words
-    if name == "throughput":
-        first, last = rows[0], rows[-1]
+    if name == "throughput":  # runnable counts only; those that do not fit named after
+        runs, misfits = [r for r in rows if r.fits], _misfit_note(plan, "point")
+        if not runs:
+            return f"No {words.device} count runs.{misfits}"
+        first, last = runs[0], runs[-1]
         ideal = last.samples_per_s / last.efficiency if last.efficiency > 0 else last.samples_per_s
         knee = (f"; the knee is at "
                 f"{words.count_change(plan.knee.devices_before, plan.knee.devices_after)} "
                 f"({plan.knee.label_in(words)})" if plan.knee else "; no knee")
-        bad = [r.devices for r in rows if not r.fits]
-        noun = words.device if bad == [1] else words.devices
-        runs = f"; not runnable at {', '.join(map(str, bad))} {noun}" if bad else ""
         at_first = f"{amount(first.samples_per_s)} {unit}/s at {words.count(first.devices)}"
-        if len(rows) == 1:
+        if len(runs) == 1:
             return (f"Predicted throughput {at_first}, against {amount(ideal)} for ideal linear "
-                    f"scaling{runs}.")
+                    f"scaling.{misfits}")
         return (f"Predicted throughput rises from {at_first} to {amount(last.samples_per_s)} at "
-                f"{whole(last.devices)}, against {amount(ideal)} for ideal linear scaling{knee}{runs}.")
-    if name == "efficiency":
-        shown = rows if len(rows) <= 12 else [rows[0], *rows[len(rows) // 2: len(rows) // 2 + 1],
-                                               rows[-1]]
-        return "Scaling efficiency: " + ", ".join(  # none for a run that cannot run
-            f"{words.count(r.devices)} {_pct(r.efficiency) if r.fits else DOES_NOT_FIT}"
-            for r in shown) + "."
+                f"{whole(last.devices)}, against {amount(ideal)} for ideal linear scaling{knee}."
+                f"{misfits}")
+    if name == "efficiency":  # runnable counts only; those that do not fit named after
+        runs, misfits = [r for r in rows if r.fits], _misfit_note(plan, "point")
+        if not runs:
+            return f"No {words.device} count runs.{misfits}"
+        shown = runs if len(runs) <= 12 else [runs[0], *runs[len(runs) // 2: len(runs) // 2 + 1],
+                                               runs[-1]]
+        return ("Scaling efficiency: " + ", ".join(
+            f"{words.count(r.devices)} {_pct(r.efficiency)}" for r in shown) + "." + misfits)
     if name == "step_breakdown":
         f = plan.focus
-        misfits = misfit_counts_text(plan)
-        if misfits:
-            misfits = f" No bar where the layout {misfits}."
+        misfits = _misfit_note(plan, "bar")
         if not f.fits:  # no step time for a run that cannot happen
             return (f"At {words.count(f.devices)} the layout "
                     f"{misfit_words(f, plan.profile, words)}: it has no step time.{misfits}")
@@ -672,10 +710,18 @@ def chart_text(plan: Plan, name: str) -> str:
         parts = [f"{k}: {'; '.join(v)}" for k, v in groups.items()]
         return ("Changes at the focus count. " + ". ".join(parts) + ".") if parts else (
             "No change applies.")
-    if name == "time_to_quality" and plan.quality:
-        best = min(plan.quality, key=lambda q: q.time_to_quality)
+    if name == "time_to_quality" and plan.quality:  # batches that fit; the others named after
+        runs = [q for q in plan.quality if q.fits]
+        misfits = (f" No point where the layout {quality_misfits_text(plan)}."
+                   if len(runs) < len(plan.quality) else "")
+        if not runs:
+            return f"No global batch runs.{misfits}"
+        best = min(runs, key=lambda q: q.time_to_quality)
+        if len(runs) == 1:
+            return (f"Time to quality is known at global batch {best.global_batch:,} (per-device "
+                    f"{best.micro_batch}) only.{misfits}")
         return (f"Time to quality is lowest at global batch {best.global_batch:,} (per-device "
-                f"{best.micro_batch}); larger batches take longer.")
+                f"{best.micro_batch}); larger batches take longer.{misfits}")
     if name in ("hours", "cost"):
         opts = _option_rows(plan)
         if not opts:

@@ -691,13 +691,33 @@ def misfit_words(p: Prediction, profile: Profile, words: Nouns = GPU_NOUNS) -> s
 
 
 def misfit_counts_text(plan: Plan) -> str:
-    """'does not fit in device memory at 16, 32 devices': the curve's device counts whose
-    layout cannot run (headline, step-breakdown chart); '' where every count runs."""
+    """'does not fit in device memory at 16, 32 and 64 devices': the curve's device counts whose
+    layout cannot run (headline, the charts' words); '' where every count runs."""
     misfits = [r.devices for r in plan.rows if not r.fits]
     if not misfits:
         return ""
-    return (f"{DOES_NOT_FIT} in {plan.words.memory} at {_count_list(misfits)} "
-            f"{plan.words.devices}")
+    noun = plan.words.device if misfits == [1] else plan.words.devices
+    return f"{DOES_NOT_FIT} in {plan.words.memory} at {_count_list(misfits)} {noun}"
+
+
+def if_runs(p: Prediction, cell):
+    """``cell`` where the run ``p`` fits in memory, else ``DOES_NOT_FIT``: a table's step-time,
+    throughput or efficiency cell (a run that cannot run has none; its memory stays, it says
+    why; the page's and the report's tables)."""
+    return cell if p.fits else DOES_NOT_FIT
+
+
+def quality_misfits_text(plan: Plan) -> str:
+    """'does not fit in device memory at global batch 8192 and above' (or '... at global batch
+    64 and 256'): the time-to-quality sweep's batches that cannot run (its chart and words); ''
+    where all run."""
+    misfits = [q.global_batch for q in plan.quality if not q.fits]
+    if not misfits:
+        return ""
+    tail = [q.global_batch for q in plan.quality if q.global_batch >= misfits[0]]
+    which = f"{misfits[0]} and above" if len(misfits) > 1 and misfits == tail else _count_list(
+        misfits)  # the usual case: from the batch that first runs out of memory on
+    return f"{DOES_NOT_FIT} in {plan.words.memory} at global batch {which}"
 
 
 def stall_sentence(plan: Plan) -> str | None:
@@ -769,9 +789,13 @@ def finish(plan: Plan, p: Prediction | None) -> tuple[float | None, float | None
     return float(t), None if cost is None else float(cost)
 
 
-def _count_list(counts: list[int]) -> str:
-    shown = ", ".join(map(str, counts[:6]))
-    return shown + (f" and {len(counts) - 6} more" if len(counts) > 6 else "")
+def _count_list(counts: list[int], shown: int = 6) -> str:
+    """'16, 32 and 64'; past ``shown`` counts, the first ones and the last: '1, 2, 4, 8, 16, ...
+    and 4096 (13 in all)' (no thousands commas: they would read as the list's)."""
+    words = [str(n) for n in counts]
+    if len(words) > shown:
+        return f"{', '.join(words[:shown - 1])}, ... and {words[-1]} ({len(words)} in all)"
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def _best_gain_text(plan: Plan) -> str:

@@ -58,10 +58,12 @@ from .plan import (
     duration,
     finish,
     headline,
+    if_runs,
     layout_ranking,
     layout_reference,
     make_plan,
     makes_it_run_text,
+    misfit_counts_text,
     option_links,
     remedy_gain_cell,
     story,
@@ -568,7 +570,7 @@ def _rows_table(plan: Plan) -> pd.DataFrame:
     unit = plan.unit
     split = plan.focus.dp is not None  # a split model: its layout and pipeline bubble too
     words = plan.words  # the count columns: processes and hosts on a CPU calibration
-    return pd.DataFrame([{
+    df = pd.DataFrame([{
         words.header("devices"): r.devices, words.header("servers"): r.nodes,
         **({SPLIT_HEADER: split_short(r.dp, r.tp, r.pp)} if split else {}),
         "micro-batch": r.micro_batch,
@@ -582,6 +584,15 @@ def _rows_table(plan: Plan) -> pd.DataFrame:
         "memory GiB": r.memory_bytes / 2**30,
         "runnable": "yes" if r.fits else "NO: does not fit in memory",
     } for r in plan.rows])
+    if all(r.fits for r in plan.rows):
+        return df
+    # a row that does not fit has no step time, pace or efficiency: 'does not fit' in their
+    # cells (the CSV download too), the other rows' numbers as text (a column has one type)
+    for column, fmt in ((c, ".1f" if c.endswith("%") else ".2f") for c in df.columns
+                        if c.endswith((" ms", " %", "/s"))):
+        df[column] = [if_runs(r, "" if pd.isna(v) else f"{v:{fmt}}")
+                      for r, v in zip(plan.rows, df[column], strict=True)]
+    return df
 
 
 def _chart(chart, words: str = "") -> None:
@@ -597,20 +608,20 @@ def _tab_curve(plan: Plan) -> None:
     _chart(charts.throughput_chart(plan), charts.chart_text(plan, "throughput"))
     _chart(charts.efficiency_chart(plan), charts.chart_text(plan, "efficiency"))
     with st.expander("The numbers"):
-        st.dataframe(_rows_table(plan), hide_index=True,
+        table = _rows_table(plan)  # text where a count does not fit: no number format
+        st.dataframe(table, hide_index=True,
                      column_config={c: st.column_config.NumberColumn(format="%.2f")
                                     for c in ("step ms", "compute ms", "exposed comm ms",
-                                              "data stall ms", "straggler ms")})
+                                              "data stall ms", "straggler ms")
+                                    if c not in table or table[c].dtype.kind == "f"})
         if note := charts.stall_caption(plan.rows):
             st.caption(_md(note))
 
 
 def _tab_breakdown(plan: Plan) -> None:
     _chart(charts.breakdown_chart(plan), charts.chart_text(plan, "step_breakdown"))
-    misfits = [r.devices for r in plan.rows if not r.fits]
-    if misfits:
-        st.warning(f"Not runnable: does not fit in {plan.words.memory} at "
-                   f"{', '.join(map(str, misfits))} {plan.words.devices}: try ZeRO-3 or a smaller batch.")
+    if misfits := misfit_counts_text(plan):
+        st.warning(f"Not runnable: {misfits}: try ZeRO-3 or a smaller batch.")
     st.dataframe(_rows_table(plan), hide_index=True)
     if note := charts.stall_caption(plan.rows):
         st.caption(_md(note))

@@ -24,7 +24,7 @@ from scalesim.model.sharding import GRAD_SYNC_LABELS
 
 from .charts import all_charts, chart_text, stall_caption
 from .control_labels import in_words, label
-from .plan import Plan, duration, headline, option_links, remedy_gain_cell, story
+from .plan import Plan, duration, headline, if_runs, option_links, remedy_gain_cell, story
 from .state import profile_caveats
 
 REPORT_CHART_WIDTH_PX = 720
@@ -265,10 +265,11 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
          *(["data stall ms"] if stall else []),
          "straggler ms", f"{unit}/s", "efficiency", "memory GiB", "runnable"],
         [[r.devices, r.nodes, *([split_short(r.dp, r.tp, r.pp)] if split else []),
-          f"{r.step_time_s * 1e3:.2f}", f"{r.compute_s * 1e3:.2f}",
-          f"{r.exposed_comm_s * 1e3:.2f}", *([f"{r.bubble_s * 1e3:.2f}"] if split else []),
-          *([f"{r.data_stall_s * 1e3:.2f}"] if stall else []),
-          f"{r.straggler_s * 1e3:.2f}", amount(r.samples_per_s), f"{r.efficiency:.1%}",
+          *(if_runs(r, cell) for cell in (  # a run that does not fit: no time, pace or efficiency
+              f"{r.step_time_s * 1e3:.2f}", f"{r.compute_s * 1e3:.2f}",
+              f"{r.exposed_comm_s * 1e3:.2f}", *([f"{r.bubble_s * 1e3:.2f}"] if split else []),
+              *([f"{r.data_stall_s * 1e3:.2f}"] if stall else []),
+              f"{r.straggler_s * 1e3:.2f}", amount(r.samples_per_s), f"{r.efficiency:.1%}")),
           f"{r.memory_bytes / 2**30:.1f}", "yes" if r.fits else "NO: not runnable"]
          for r in plan.rows])))
     if stall_note:

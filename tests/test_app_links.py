@@ -45,7 +45,8 @@ def test_a_link_the_model_cannot_predict_keeps_the_page_working():
     assert len(errors) == 1 and "multiple of tp x pp = 3" in errors[0]
     assert "lower tp" in errors[0] and "without its model split" in errors[0]
     assert at.subheader and len(at.metric) == 4 and len(at.tabs) == 8
-    assert any(c.value.startswith("Chart in words: Predicted throughput") and " at 64, " in c.value
+    assert any(c.value.startswith("Chart in words: No device count runs.")  # none fits unsplit
+               and " and 64 (7 in all) devices." in c.value
                for c in at.caption)  # the link's 64 devices kept
     assert at.query_params["tp"] in ("3", ["3"])  # the link still says what was asked
 

@@ -122,8 +122,9 @@ def test_the_cost_tab_draws_the_marked_charts_and_its_table_agrees(partial):
 
 def test_the_efficiency_words_give_no_efficiency_where_a_count_does_not_fit(partial):
     _, plan = partial
-    text = charts.chart_text(plan, "efficiency")
-    assert text.startswith("Scaling efficiency: 16 devices does not fit, 32 devices ")
+    text = charts.chart_text(plan, "efficiency")  # charts2_20: the counts that run, then those
+    assert text.startswith("Scaling efficiency: 32 devices ")  # that do not, named after
+    assert text.endswith(" No point where the layout does not fit in device memory at 16 devices.")
 
 
 @pytest.mark.parametrize("update", FITTING)
@@ -133,7 +134,9 @@ def test_charts_of_runs_that_all_fit_mark_nothing(update):
     for name, chart in charts.all_charts(plan).items():
         spec = json.dumps(chart.to_dict())
         assert '"label": "does not fit"' not in spec and "no bar" not in spec, name
+        assert "no point" not in spec, name
         assert "No bar" not in charts.chart_text(plan, name), name
+        assert "No point" not in charts.chart_text(plan, name), name
     assert "layer" not in charts.breakdown_chart(plan).to_dict()
 
 

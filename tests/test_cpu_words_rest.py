@@ -199,7 +199,7 @@ def test_the_app_sentences_of_a_run_that_does_not_fit_say_processes(tmp_path):
     assert "process 9 is not among the 1, 2, 4 processes of those rows: no slow process there" in plan.notes
     h = headline(plan)
     assert h["runnable"].startswith("not runnable: needs ") and " GiB per process, " in h["runnable"]
-    assert h["not_runnable"] == "does not fit in the host's memory at 1, 2, 4 processes (not runnable)"
+    assert h["not_runnable"] == "does not fit in the host's memory at 1, 2 and 4 processes (not runnable)"
     assert h["knee"] == ("none: none of the process counts fits in the host's memory, and a knee "
                          "lies between two that do")
     assert memory_sentence(plan.focus, 2**30, plan.words).endswith("GiB per process, 1 GiB available")
