@@ -25,7 +25,13 @@ from scalesim import presets
 from scalesim.bounds import bound, parse_list
 from scalesim.device_nouns import Nouns
 from scalesim.diagnose_request import DEFAULT_WIRE_BYTES
-from scalesim.diagnosis import Report, by_verdict, no_first_remedy, report_nouns
+from scalesim.diagnosis import (
+    Report,
+    by_verdict,
+    no_first_remedy,
+    report_nouns,
+    shown_gain,
+)
 from scalesim.errors import ScalesimError
 from scalesim.fit_runs import Z95  # a 95 % band
 from scalesim.layout import (
@@ -34,9 +40,11 @@ from scalesim.layout import (
     RECOMPUTE_STYLE_LABELS,
     TP_OVERLAP_HELP,
 )
+from scalesim.remedies import measure_words
 
 from .charts import PALETTE, count_tooltip
 from .markdown_text import escape_markdown as _md
+from .report import gain_column
 
 # The planner's words and colours (one colour per meaning across both pages).
 RUN_PARTS = [("compute", "compute", PALETTE["compute"]),
@@ -349,7 +357,7 @@ def _planner_actions(report: Report) -> None:
     if link is not None:
         cols[0].link_button("Open the fitted model in the planner", link)
     cols[1].download_button("⬇ Diagnosis report (HTML)", data=lambda: diagnosis_html(
-        report, link, [gain_text(report, x.gain) if x.applicable else "n/a"
+        report, link, [gain_text(report, shown_gain(x)) if x.applicable else "n/a"
                        for x in report.remedies]),
         file_name="scalesim-diagnosis.html", mime="text/html", on_click="ignore",
         key="dg_html")
@@ -368,14 +376,14 @@ def show_report(report: Report) -> None:
                     + "; ".join(_md(e) for e in other.evidence[:2]))
     r = report.first_remedy
     if r is not None:
-        what = "time to quality" if r.key == "smaller_batch" else "throughput"
-        st.success(f"**First remedy to try:** {_md(r.title)}: **{gain_text(report, r.gain)}** "
-                   f"{what} predicted" + (f" ({_md(r.note)})" if r.note else ""))
+        st.success(f"**First remedy to try:** {_md(r.title)}: "
+                   f"**{gain_text(report, shown_gain(r))}** {measure_words(r.measure)} predicted"
+                   + (f" ({_md(r.note)})" if r.note else ""))
     else:
         st.info(f"**First remedy to try:** {_md(no_first_remedy(report))}")
     _planner_actions(report)
     rem = pd.DataFrame([{"remedy": x.title,
-                         "predicted gain (95% band)": gain_text(report, x.gain)
+                         gain_column(report): gain_text(report, shown_gain(x))
                          if x.applicable else "n/a",
                          "verdict": x.verdict, "note": x.note}
                         for x in by_verdict(report.remedies)])

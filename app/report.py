@@ -17,10 +17,11 @@ import vl_convert as vlc
 from scalesim.attention_kernel import ATTENTION_KERNEL_LABELS
 from scalesim.cli.cmd_predict import layout_line
 from scalesim.decision import card_rows
-from scalesim.diagnosis import by_verdict, no_first_remedy
+from scalesim.diagnosis import by_verdict, gain_measure, no_first_remedy, shown_gain
 from scalesim.figures import amount
 from scalesim.layout import SPLIT_HEADER, split_short
 from scalesim.model.sharding import GRAD_SYNC_LABELS
+from scalesim.remedies import measure_words
 
 from .charts import all_charts, chart_text, stall_caption
 from .control_labels import in_words, label
@@ -307,6 +308,13 @@ def charts_png_zip(plan: Plan, scale: float = 2.0) -> bytes:
     return buffer.getvalue()
 
 
+def gain_column(report) -> str:
+    """The diagnosis remedies table's gain column (the Diagnose page's and this report's), naming
+    the measure of its figures (``diagnosis.shown_gain``): 'predicted gain in time to quality (95%
+    band)' where a critical batch size is known, else 'predicted gain in throughput (95% band)'."""
+    return f"predicted gain in {gain_measure(report)} (95% band)"
+
+
 def diagnosis_html(report, link: str | None, gains: list[str],
                    generated: datetime | None = None) -> str:
     """A Diagnose page's report as one self-contained, responsive HTML file: the cause and its
@@ -326,9 +334,10 @@ def diagnosis_html(report, link: str | None, gains: list[str],
     if report.first_remedy is not None:
         i = report.remedies.index(report.first_remedy) if (
             report.first_remedy in report.remedies) else None
-        gain = gains[i] if i is not None else f"{report.first_remedy.gain:+.0%}"
+        gain = gains[i] if i is not None else f"{shown_gain(report.first_remedy):+.0%}"
+        what = measure_words(report.first_remedy.measure)
         parts.append(f'<p class="rec"><b>First remedy to try:</b> '
-                     f"{_e(report.first_remedy.title)}: {_e(gain)} predicted</p>")
+                     f"{_e(report.first_remedy.title)}: {_e(gain)} {_e(what)} predicted</p>")
     else:  # as diagnose's text says it: not "Other remedies" under no first one
         parts.append(f'<p class="rec"><b>First remedy to try:</b> '
                      f"{_e(no_first_remedy(report))}</p>")
@@ -338,7 +347,7 @@ def diagnosis_html(report, link: str | None, gains: list[str],
                      + "; ".join(_e(e) for e in other.evidence[:2]) + "</p>")
     gain_of = {id(x): g for x, g in zip(report.remedies, gains, strict=True)}
     parts.append("<h2>Remedies (model, each applied alone)</h2>")
-    parts.append(_scroll(_table(["remedy", "predicted gain (95% band)", "verdict", "note"],
+    parts.append(_scroll(_table(["remedy", gain_column(report), "verdict", "note"],
                                 [[x.title, gain_of[id(x)], x.verdict, x.note]
                                  for x in by_verdict(report.remedies)])))
     if report.notes:

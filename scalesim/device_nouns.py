@@ -42,11 +42,15 @@ class Nouns:
     holders: str  # what holds more memory: 'devices' / 'hosts'
     column: str  # a table's count column: 'GPUs' / 'procs'
 
+    def noun(self, n: int, noun: str = "device") -> str:
+        """The noun for ``n`` of them: 'server' for 1, 'servers' else; 'host' / 'hosts' for a CPU
+        device (``noun``: device, gpu or server), for a count printed apart (a table's column)."""
+        return getattr(self, noun) if n == 1 else getattr(self, noun + "s")
+
     def count(self, n: int, noun: str = "device") -> str:
         """'16 devices', '1 server'; for a CPU device '2 processes', '1 host' (``noun``: device,
         gpu or server)."""
-        one, many = getattr(self, noun), getattr(self, noun + "s")
-        return f"{whole(n)} {one if n == 1 else many}"
+        return f"{whole(n)} {self.noun(n, noun)}"
 
     def count_change(self, before: int, after: int) -> str:
         """'8 -> 16 devices', '1,024 -> 2,048 devices'; '2 -> 4 processes' (``figures.count_change``)."""

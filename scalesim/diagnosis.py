@@ -47,7 +47,7 @@ from scalesim.model.stragglers import (
     persistence_words,
     slowest_in_most_steps,
 )
-from scalesim.remedies import VERDICTS, gain_verdict, verdict_group
+from scalesim.remedies import VERDICTS, gain_verdict, measure_words, verdict_group
 
 # ({server}, {device}: the devices' nouns, ``device_nouns.nouns_for``: 'Inter-host link' of a
 # CPU calibration's processes)
@@ -127,11 +127,17 @@ class Remedy:
     applicable: bool
     note: str = ""
     verdict: str = "not applicable"  # one of ``remedies.VERDICTS``, the planner's words
+    # the gain on the measure the verdict is judged on (``remedies.RemedyResult``'s names):
+    # time to quality where a critical batch size is known, else throughput (None: ``gain``)
+    objective_gain: float | None = None
+    measure: str = "throughput"  # what objective_gain measures: time, quality or throughput
     helps: bool = field(init=False)  # a remedy: it runs and gains (verdict "remedy")
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict {self.verdict!r} is not one of {VERDICTS}")
+        if self.objective_gain is None:
+            self.objective_gain = self.gain
         self.helps = self.verdict == "remedy"
 
 
@@ -157,6 +163,29 @@ class Report:
 
     def to_text(self) -> str:
         return render_text(self)
+
+
+def shown_gain(remedy: Remedy) -> float:
+    """The figure every report shows for ``remedy`` (diagnose's text, the Diagnose page, the HTML
+    report) and the first remedy's threshold compares: its gain on the measure its verdict is
+    judged on (``objective_gain``), relative (0.05 = +5 %), so a remedy never shows a loss."""
+    return remedy.objective_gain
+
+
+def gain_measure(report: Report) -> str:
+    """What the report's remedy figures measure, in words (``remedies.measure_words``): 'time to
+    quality' where a critical batch size is known, else 'throughput'; one measure per report."""
+    measures = {r.measure for r in report.remedies if r.applicable}
+    return measure_words(measures.pop() if len(measures) == 1 else "throughput")
+
+
+def least_decisive_gain(profile, scenario) -> float:
+    """The least gain a first remedy needs, relative: the model's median error for the scenario
+    (``accuracy.median_error``, the layout model's where it splits the model; docs/model.md
+    section 20); under it the model cannot tell the change from running as today."""
+    from scalesim.layout_predict import uses_layouts
+
+    return median_error(uses_layouts(profile, scenario))
 
 
 def finding(key: str, share: float, evidence: list[str], words: Nouns = GPU_NOUNS) -> Finding:
@@ -229,7 +258,6 @@ def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: b
     micro-batch and accumulation are nominal (traces): titles quote no count
     (``NOMINAL_BATCH_TITLES``).
     """
-    from scalesim.layout_predict import uses_layouts
     from scalesim.remedies import rank_remedies
 
     # the runs or traces were examined for input waits: no input pipeline means none was found
@@ -241,18 +269,20 @@ def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: b
         if nominal_batch and r.key in NOMINAL_BATCH_TITLES:
             title = NOMINAL_BATCH_TITLES[r.key].format(
                 device=nouns_for(profile.hardware.device_name).device)
-        remedies.append(Remedy(r.key, title, float(r.gain), r.applicable, r.reason, r.verdict))
+        remedies.append(Remedy(r.key, title, float(r.gain), r.applicable, r.reason, r.verdict,
+                               float(r.objective_gain), r.measure))
     usable = [r for r in remedies if r.helps]
     if cause == "large_batch":
         usable = [r for r in usable if r.key not in BATCH_GROWING]
-    # the first remedy's gain is a decision: at least the model's median error (scalesim.accuracy,
-    # docs/model.md section 20), a remedy for the cause before the best remedy overall; under it
-    # the model cannot tell the change from today (a +0.08 % "first remedy" printed as +0 %)
-    error = median_error(uses_layouts(profile, scenario))
-    decisive = [r for r in usable if r.gain >= error]
+    # the first remedy's gain is a decision: at least the model's median error
+    # (``least_decisive_gain``), a remedy for the cause before the best remedy overall; under it
+    # the model cannot tell the change from today (a +0.08 % "first remedy" printed as +0 %).
+    # The gain compared is the one shown (``shown_gain``), on the measure the verdict is judged on
+    error = least_decisive_gain(profile, scenario)
+    decisive = [r for r in usable if shown_gain(r) >= error]
     preferred = [r for r in decisive if r.key in PREFERRED_REMEDIES.get(cause, [])]
     pool = preferred or decisive
-    first = max(pool, key=lambda r: r.gain) if pool else None
+    first = max(pool, key=shown_gain) if pool else None
     return first, remedies
 
 
@@ -329,11 +359,13 @@ def smaller_batch_remedy(profile, scenario, devices: int, b_noise: float) -> Rem
     # "towards" only where the smaller batch is nearer B_noise (from above it)
     where = ("towards" if after.global_batch >= b_noise
              else "further below" if now.global_batch <= b_noise else "past")
+    throughput = float(after.samples_per_s / now.samples_per_s - 1.0)
     return Remedy("smaller_batch", f"Shrink the global batch {now.global_batch} -> "
                   f"{after.global_batch} (per-device {after.micro_batch}) {where} B_noise "
-                  f"{b_noise:.0f}", float(ratio - 1.0), True,
-                  "gain in time to quality (McCandlish et al. 2018), not in throughput",
-                  verdict=gain_verdict(float(ratio - 1.0)))
+                  f"{b_noise:.0f}", throughput, True,
+                  f"gain in time to quality (McCandlish et al. 2018); throughput {throughput:+.1%}",
+                  verdict=gain_verdict(float(ratio - 1.0)), objective_gain=float(ratio - 1.0),
+                  measure="quality")
 
 
 def _rank_pattern(runs, words: Nouns = GPU_NOUNS) -> tuple[int | None, float, list[str]]:
@@ -544,6 +576,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     profile, scenario, at = fitted_profile(fit, runs, **fitted, model=transformer)
     if transformer is not None:
         _check_runs_model(profile, scenario, runs, transformer)
+    decisive = least_decisive_gain(profile, scenario)
     try:
         first, remedies = model_remedies(profile, scenario, at, cause.key,
                                          nominal_links=not fit.params_known,
@@ -610,10 +643,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     else:
         notes.append(f"remedy gains are model predictions at the largest run; {words.memory} is "
                      "unknown, so check that bigger batches fit")
-    from scalesim.layout_predict import uses_layouts
-
     return Report("runs", runs.source, cause, others, first, remedies, table, details, notes,
-                  decisive_gain=median_error(uses_layouts(profile, scenario)))
+                  decisive_gain=decisive)
 
 
 def _check_runs_model(profile, scenario, runs, transformer) -> None:
@@ -731,9 +762,10 @@ def diagnose_traces(summaries, source: str) -> Report:
             others = sorted([*others, kernel], key=lambda f: -f.share)
         remedies = [r for r in remedies if r.key != kernel_remedy.key]
         at = next((i for i, r in enumerate(remedies)
-                   if not r.applicable or r.gain < kernel_remedy.gain), len(remedies))
+                   if not r.applicable or shown_gain(r) < shown_gain(kernel_remedy)),
+                  len(remedies))
         remedies.insert(at, kernel_remedy)
-        if first is None or kernel_remedy.gain > first.gain:
+        if first is None or shown_gain(kernel_remedy) > shown_gain(first):
             first = kernel_remedy
     table = [{
         "rank": s.rank, "steps": len(s.steps), "step_s": s.median("step_s"),
@@ -885,9 +917,8 @@ def render_text(report: Report) -> str:
     lines.append("")
     if report.first_remedy is not None:
         r = report.first_remedy
-        what = "time to quality" if r.key == "smaller_batch" else "throughput"
-        lines.append(f"First remedy to try: {r.title}: {r.gain:+.0%} {what} predicted"
-                     + (f" ({r.note})" if r.note else ""))
+        lines.append(f"First remedy to try: {r.title}: {shown_gain(r):+.0%} "
+                     f"{measure_words(r.measure)} predicted" + (f" ({r.note})" if r.note else ""))
     else:
         lines.append(f"First remedy to try: {no_first_remedy(report)}")
     lines += _verdict_groups(report)
@@ -908,7 +939,7 @@ def no_first_remedy(report: Report) -> str:
     listed under "Remedies", not "Other remedies", with what they change."""
     if not report.remedies:
         return "not predicted (see the notes)"
-    gains = [r.gain for r in report.remedies if r.helps]
+    gains = [shown_gain(r) for r in report.remedies if r.helps]
     if gains and max(gains) < report.decisive_gain:
         return (f"none is predicted to gain {report.decisive_gain:.1%} or more (the model's median "
                 "error), so none is told apart from running as today; those below gain less")
@@ -927,15 +958,18 @@ def by_verdict(remedies: list[Remedy]) -> list[Remedy]:
 def _verdict_groups(report: Report) -> list[str]:
     """The remedies but the first, grouped by the planner's verdict (``by_verdict``), each group
     titled by ``remedies.verdict_group`` ("Other remedies" only under a first remedy); a figure
-    for each that was predicted, the note or why it does not apply after its title."""
+    for each that was predicted (``shown_gain``, its measure said once above the groups), the
+    note or why it does not apply after its title."""
     lines = []
+    if any(r is not report.first_remedy and r.applicable for r in report.remedies):
+        lines.append(f"Gains in {gain_measure(report)}, the measure each verdict is judged on:")
     for verdict in VERDICTS:
         group = [r for r in by_verdict(report.remedies)
                  if r.verdict == verdict and r is not report.first_remedy]
         if group:
             first_said = report.first_remedy is not None
             lines.append(f"{verdict_group(verdict, first_said)} (model, applied alone):")
-            lines += [(f"  {r.gain:+7.1%}" if r.applicable else f"  {'n/a':>7}")
+            lines += [(f"  {shown_gain(r):+7.1%}" if r.applicable else f"  {'n/a':>7}")
                       + f"  {r.title}" + (f" ({r.note})" if r.note else "") for r in group]
     return lines
 
@@ -990,7 +1024,8 @@ def _runs_tables(report: Report) -> list[str]:
     out.append("extrapolation (95% band):")
     for e in report.details["extrapolation"]:
         flag = "" if e["constrained"] else f"  ({words.link('inter_node')} not measured: wide guess)"
-        out.append(f"  {e['devices']:>6} {words.devices} on {e['nodes']:>3} {words.servers}: "
+        out.append(f"  {e['devices']:>6} {words.noun(e['devices'])} on {e['nodes']:>3} "
+                   f"{words.noun(e['nodes'], 'server')}: "
                    f"{e['samples_per_s']:.4g} samples/s [{e['low']:.4g} .. {e['high']:.4g}], "
                    f"efficiency {e['efficiency']:.0%}{flag}")
     return out

@@ -115,6 +115,12 @@ SLOW_DEVICE_TITLE = {False: "Replace or fix the slow device",
                            "threads than cores)"}
 
 
+def measure_words(measure: str) -> str:
+    """What a ranking measure (``RemedyResult.measure``: time, quality or throughput) is called in
+    a sentence: 'time to finish', 'time to quality', 'throughput'."""
+    return {"time": "time to finish", "quality": "time to quality"}.get(measure, "throughput")
+
+
 def global_batch_change(batch: int, now_batch: int, said: bool = False) -> str:
     """'global batch 4x' ('1.125x' exactly, ``figures.multiple``) where a run trains at global
     batch ``batch`` against today's ``now_batch``, so no report compares unlike runs unsaid
@@ -700,8 +706,7 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
             # no change (ZeRO-1 where the optimizer step is not known: the same bytes sent; a
             # gain that prints as +0.0 %) is not a loss, nor a remedy
             verdict = gain_verdict(objective_gain)
-            what = {"time": "time to finish", "quality": "time to quality"}.get(measure,
-                                                                               "throughput")
+            what = measure_words(measure)
             did = {"no change": f"does not change the {what}", "loses": f"loses {what}"}
             if verdict in did:
                 note = f"{did[verdict]} here" + (f"; {caveat}" if caveat else "")

@@ -113,6 +113,8 @@ def test_the_fitted_model_opens_in_the_planner_with_gains_and_their_band():
     from scalesim.app.diagnose_page import example_runs_csv, gain_text, planner_link, runs_report
     from scalesim.app.report import diagnosis_html
 
+    from scalesim.diagnosis import shown_gain
+
     report = runs_report(example_runs_csv(), "example", None, None)
     link = planner_link(report, "http://host/")
     assert link.startswith("http://host/planner?v=2&")
@@ -122,9 +124,9 @@ def test_the_fitted_model_opens_in_the_planner_with_gains_and_their_band():
     assert not planner.warning
     assert planner.session_state["profile"].name.startswith("fitted to example")
     assert planner.session_state["app_state"].focus == 32
-    text = gain_text(report, report.first_remedy.gain)
+    text = gain_text(report, shown_gain(report.first_remedy))
     assert "±" in text and text.startswith("+")
-    html = diagnosis_html(report, link, [gain_text(report, x.gain) for x in report.remedies])
+    html = diagnosis_html(report, link, [gain_text(report, shown_gain(x)) for x in report.remedies])
     assert "Likely cause" in html and "±" in html and "planner?v=2" in html
 
 

@@ -16,7 +16,7 @@ from scalesim.app.charts import layout_label
 from streamlit.testing.v1 import AppTest
 
 from scalesim.cli.main import main
-from scalesim.diagnosis import diagnose_runs, model_remedies, render_text
+from scalesim.diagnosis import diagnose_runs, model_remedies, render_text, shown_gain
 from scalesim.layout import SPLIT_HEADER, split_short, split_words
 from scalesim.presets import get_hardware
 from scalesim.profiles import default_profile, load_workload, profile_from_presets
@@ -111,7 +111,7 @@ def test_the_diagnose_page_and_its_html_report_give_the_verdict():
         == "not applicable"
     )
     report = _slow_report()
-    html = diagnosis_html(report, None, [gain_text(report, x.gain) for x in report.remedies])
+    html = diagnosis_html(report, None, [gain_text(report, shown_gain(x)) for x in report.remedies])
     assert '<th class="">verdict</th>' in html and ">loses</td>" in html
     assert "standing" not in html
 
@@ -199,7 +199,7 @@ def test_remedies_under_no_first_one_are_headed_remedies_not_other_remedies():
     assert list(groups)[0] == "Remedies" and "Other remedies" not in groups
     assert "Shrink the global batch" in groups["Remedies"][0]
     assert "Other remedies" not in text and "none of the seed remedies" not in text
-    html = diagnosis_html(report, None, [gain_text(report, x.gain) for x in report.remedies])
+    html = diagnosis_html(report, None, [gain_text(report, shown_gain(x)) for x in report.remedies])
     assert "<b>First remedy to try:</b> none is predicted to gain 3.0% or more" in html
     assert "Other remedies" not in html
     # with a first remedy said, the rest are the other remedies
