@@ -13,7 +13,7 @@ import altair as alt
 import pandas as pd
 
 from scalesim.device_nouns import GPU_NOUNS, Nouns
-from scalesim.figures import amount, count, duration_text, whole
+from scalesim.figures import amount, count, duration_text, rate, whole
 from scalesim.layout import split_short
 from scalesim.remedies import VERDICTS
 from scalesim.training_time import resolve_goal
@@ -670,7 +670,7 @@ def chart_text(plan: Plan, name: str) -> str:
         knee = (f"; the knee is at "
                 f"{words.count_change(plan.knee.devices_before, plan.knee.devices_after)} "
                 f"({plan.knee.label_in(words)})" if plan.knee else "; no knee")
-        at_first = f"{amount(first.samples_per_s)} {unit}/s at {words.count(first.devices)}"
+        at_first = f"{rate(first.samples_per_s, unit)} at {words.count(first.devices)}"
         if len(runs) == 1:
             return (f"Predicted throughput {at_first}, against {amount(ideal)} for ideal linear "
                     f"scaling.{misfits}")

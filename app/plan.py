@@ -23,7 +23,7 @@ from scalesim.decision import (
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount, whole
+from scalesim.figures import amount, gib, rate, whole
 from scalesim.knee import (
     Knee,
     focus_devices,
@@ -595,7 +595,7 @@ def story(plan: Plan) -> str:
              f"below {words.count(first.devices)} this layout does not fit in "
              "memory; from there, ")
     if not f.fits:
-        shows = (f"at {words.count(f.devices)} this layout needs {f.memory_bytes / 2**30:,.0f} GiB per "
+        shows = (f"at {words.count(f.devices)} this layout needs {gib(f.memory_bytes)} per "
                  f"{words.device} and does not fit in memory, so it cannot run")
     elif data_stall_share(f) >= DATA_STALL_SHARE:
         shows = (f"{data_stall_share(f):.0%} of each step waits for input at {words.count(f.devices)} "
@@ -641,7 +641,7 @@ def makes_it_run_text(samples_per_s: float, unit: str, words: Nouns = GPU_NOUNS)
     """'makes it run, 18.13 sequences/s (today's layout does not fit in device memory)': a
     runnable option's own pace (``unit``/s) where today's does not fit, in place of a change
     against a run that cannot happen (headline, Remedies tab, A/B, Layouts, report)."""
-    return (f"{MAKES_IT_RUN}, {amount(samples_per_s)} {unit}/s (today's layout does not fit "
+    return (f"{MAKES_IT_RUN}, {rate(samples_per_s, unit)} (today's layout does not fit "
             f"in {words.memory})")
 
 
@@ -658,7 +658,7 @@ def remedy_gain_cell(r: RemedyResult, now_fits: bool) -> str:
 
 def _needs(p: Prediction, words: Nouns) -> str:
     """'needs 101.8 GiB per device' ('per process' for a CPU profile's ``words``)."""
-    return f"needs {p.memory_bytes / 2**30:,.1f} GiB per {words.device}"
+    return f"needs {gib(p.memory_bytes)} per {words.device}"
 
 
 def memory_sentence(p: Prediction, device_memory_bytes: float, words: Nouns = GPU_NOUNS) -> str:
@@ -745,7 +745,7 @@ def headline(plan: Plan) -> dict[str, str]:
         "devices": whole(f.devices),
         "runnable": "yes" if f.fits else memory_sentence(f, mem, plan.words),
         "efficiency": f"{f.efficiency:.1%}" if f.fits else "not runnable",
-        "throughput": f"{amount(f.samples_per_s)} {plan.unit}/s",
+        "throughput": rate(f.samples_per_s, plan.unit),
         "speedup": f"{f.speedup:.1f}x",
         "knee": ("none: " + why_no_knee(plan.rows, f"{plan.words.device} counts", plan.words)
                  if plan.knee is None else

@@ -525,7 +525,7 @@ def _decision_card(plan: Plan) -> None:
         return
     with st.container(border=True, key="decision_card"):
         st.subheader(card.question)
-        st.table(pd.DataFrame(card_rows(card)).set_index("option"))  # HTML: phones, readers
+        st.table(pd.DataFrame(card_rows(card, plan.unit)).set_index("option"))  # HTML: phones, readers
         st.success(f"**Recommendation:** {_md(card.recommendation)}")
         st.caption(f"Main assumption: {_md(card.assumption)}."
                    + (f" Time to finish = {card.goal}." if card.goal else "")
@@ -581,7 +581,7 @@ def _rows_table(plan: Plan) -> pd.DataFrame:
         **({} if charts.stall_caption(plan.rows) else {"data stall ms": r.data_stall_s * 1e3}),
         "straggler ms": r.straggler_s * 1e3,
         f"{unit}/s": r.samples_per_s, "efficiency %": r.efficiency * 100,
-        "memory GiB": r.memory_bytes / 2**30,
+        "memory GiB": round(r.memory_bytes / 2**30, 1),  # figures.gib's one decimal
         "runnable": "yes" if r.fits else "NO: does not fit in memory",
     } for r in plan.rows])
     if all(r.fits for r in plan.rows):
@@ -815,7 +815,7 @@ def _tab_layouts(plan: Plan) -> None:
     } for r in rows]), hide_index=True, key="layouts_table", column_config={
         c: st.column_config.NumberColumn(format="%.1f")
         for c in ("step ms", f"{plan.unit}/s", "MFU %", "memory GiB")})
-    for words in dict.fromkeys(r.uneven_stages for r in rows if r.uneven_stages):
+    for words in dict.fromkeys(r.stage_notes for r in rows if r.stage_notes):
         # once per pp x virtual stages: uneven, or even in the model but not in torchtitan
         st.caption(f"Pipeline stages: {_md(words)}.")
     style = {"early-stop": "full recompute stops early (the MLP down projection is not rerun)",

@@ -49,7 +49,7 @@ from scalesim.billing import billing_words
 from scalesim.bounds import bound
 from scalesim.device_nouns import CPU_HOUR, is_cpu_device, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount, link_GBps
+from scalesim.figures import amount, gib, link_GBps, rate
 from scalesim.layout import ZERO_STRATEGIES, model_split_words, replica_devices
 from scalesim.layout_change import layout_changes, layout_settings
 from scalesim.layout_predict import uses_layouts
@@ -198,6 +198,7 @@ class _Ctx:
     def __init__(self, profile: Profile, scenario: Scenario, now: Prediction):
         self.profile, self.scenario, self.now = profile, scenario, now
         self.words = nouns_for(profile.hardware.device_name)
+        self.unit = profile.workload.sample_unit  # throughput's unit words (figures.rate)
         self.assumptions = {**ASSUMPTIONS, **CPU_ASSUMPTIONS} if self.words.cpu else ASSUMPTIONS
         self.goal = training_time.resolve_goal(profile, scenario)
         self.price = self.goal.price_per_device_hour
@@ -468,14 +469,14 @@ def _grown_notes(ctx: _Ctx, best: AddedServers, others: list[AddedServers]) -> l
     error of 2.8%" (a tie, ``_pick_grown``; ", and takes one more server" where it does), "not
     shown: today's layout, 7.5% slower than the planner's layout" ('at 80 devices' where the
     counts differ), or "not shown: today's layout (at 80 devices) does not fit in device memory
-    (101 GiB per device needed)"; each named by what differs from ``best`` (``_rival_words``)."""
+    (101.2 GiB per device needed)"; each named by what differs from ``best`` (``_rival_words``)."""
     nouns, notes = ctx.words, []
     name = "the planner's layout" if best.changed else "today's layout"
     for other in others:
         rival = _rival_words(ctx, other.p, best.p, other.changed)
         if not other.option.runnable:
             notes.append(f"not shown: {rival} does not fit in {nouns.memory} "
-                         f"({other.p.memory_bytes / 2**30:,.0f} GiB per {nouns.device} needed)")
+                         f"({gib(other.p.memory_bytes)} per {nouns.device} needed)")
             continue
         gain = _faster(other.option, best.option)
         if gain <= 0:
@@ -815,7 +816,7 @@ def _nothing_fits(ctx: _Ctx, more: _MoreDevices | None, searched: int) -> str:
         return f"{head}, {tried}: use {words.holders} with more memory, {advice}."
     o = more.option
     return (f"{head}: add {words.devices}: at {words.count(o.devices)} ({more.layout}) "
-            f"it needs {more.memory_bytes / 2**30:,.0f} GiB per {words.device}, which fits"
+            f"it needs {gib(more.memory_bytes)} per {words.device}, which fits"
             f"{_cost_words(ctx, o)}.")
 
 
@@ -844,7 +845,7 @@ def _recommend(ctx: _Ctx, options: list[DecisionOption],
     material = [o for o in options if _score(o) >= ctx.error]
     if not material:  # every gain is within the model's error
         best = options[0]
-        return (f"Keep the current setup: the best option ({best.title}: {_gain_words(best)}) "
+        return (f"Keep the current setup: the best option ({best.title}: {_gain_words(best, ctx.unit)}) "
                 f"gains less than the model's median error of {ctx.error:.1%}, so the gain may "
                 "not be real.", ASSUMPTIONS["now"])
     options = material
@@ -855,15 +856,15 @@ def _recommend(ctx: _Ctx, options: list[DecisionOption],
                  else f"saves {usd_text(-o.total_change_usd)}" if o.total_change_usd < 0
                  else f"costs {usd_text(o.total_change_usd)} more in total")
         free = " with no new hardware" if o.key in FREE_KEYS else ""
-        return (f"{_action(o)}: {_gain_words(o)}{free}, and {money}.", o.assumption)
+        return (f"{_action(o)}: {_gain_words(o, ctx.unit)}{free}, and {money}.", o.assumption)
     best = options[0]  # sorted by score
     free = [o for o in options if o.key in FREE_KEYS and _ties_with(ctx, o, best)]
     if free:  # as good as the best within the model's error, without buying anything
         o = free[0]
-        return (f"{_action(o)}: {_gain_words(o)} with no new hardware.", o.assumption)
+        return (f"{_action(o)}: {_gain_words(o, ctx.unit)} with no new hardware.", o.assumption)
     extra = ("" if best.extra_usd_per_hour is None or best.extra_usd_per_hour <= 0
              else f", for {usd_text(best.extra_usd_per_hour)} more per hour")
-    return f"{_action(best)}: {_gain_words(best)}{extra}.", best.assumption
+    return f"{_action(best)}: {_gain_words(best, ctx.unit)}{extra}.", best.assumption
 
 
 def _action(o: DecisionOption) -> str:
@@ -876,14 +877,15 @@ def _action(o: DecisionOption) -> str:
     return o.title
 
 
-def _gain_words(o: DecisionOption) -> str:
+def _gain_words(o: DecisionOption, unit: str) -> str:
+    """An option's gain in the recommendation; ``unit``: the workload's (``figures.rate``)."""
     if o.time_change is not None and o.time_s is not None:
         return f"finishes in {duration_text(o.time_s)} ({o.time_change:+.0%})"
     if o.quality_change is not None:
         return (f"reaches quality {-o.quality_change:.0%} sooner "
                 f"({o.throughput_gain:+.0%} throughput)")
     if o.throughput_gain is None:  # today's does not fit: nothing to compare with
-        return f"{amount(o.samples_per_s)} samples/s"
+        return rate(o.samples_per_s, unit)
     return f"{o.throughput_gain:+.0%} throughput"
 
 
@@ -930,7 +932,7 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
             notes.append(note)
     else:
         question = (f"{gpus} {'does' if devices == 1 else 'do'} not fit this layout in memory "
-                    f"({now.memory_bytes / 2**30:,.0f} GiB per {words.device} needed): what "
+                    f"({gib(now.memory_bytes)} per {words.device} needed): what "
                     "should we do?")
     if ctx.goal.kind is None:
         notes.append("enter a training length (or E_min with a critical batch size) to compare "
@@ -971,12 +973,13 @@ def duration_text(seconds: float | None, missing: str = NOT_KNOWN) -> str:
     return missing if seconds is None else figures.duration_text(seconds)
 
 
-def card_rows(card) -> list[dict[str, str]]:
+def card_rows(card, unit: str) -> list[dict[str, str]]:
     """The card's table as display strings (the CLI's table and the app's use the same): five
     columns, each change against "as is" in brackets, so it reads on a phone. Where today's
     layout does not fit, its row says so (``DOES_NOT_FIT``) in place of a time and money it
     cannot have (its title says it once, without '(not runnable)'), and the options show their
-    own throughput, time and money, unbracketed."""
+    own throughput (in ``unit``/s, the workload's ``sample_unit``), time and money,
+    unbracketed."""
     def with_change(value: str, change: str | None, now: bool) -> str:
         return value if now or not change else f"{value} ({change})"
 
@@ -996,7 +999,7 @@ def card_rows(card) -> list[dict[str, str]]:
             "USD/h": with_change(usd_text(o.usd_per_hour),
                                  None if o.extra_usd_per_hour is None
                                  else usd_text(o.extra_usd_per_hour, signed=True), now),
-            "throughput": ("as is" if now else f"{amount(o.samples_per_s)} samples/s"
+            "throughput": ("as is" if now else rate(o.samples_per_s, unit)
                            if o.throughput_gain is None else pct_text(o.throughput_gain)),
             "time to finish": (with_change(duration_text(o.time_s), time_change, now)
                                if o.time_s is not None or now or time_change is None

@@ -86,6 +86,22 @@ def amount(value: float) -> str:
     return fixed(value, 0, 2)
 
 
+def rate(samples_per_s: float, unit: str) -> str:
+    """A throughput with the workload's unit (``Workload.sample_unit``, the one word every
+    command and the app use for it): '5.59 sequences of 8192 tokens/s', '1,234 images/s'
+    (``amount``)."""
+    return f"{amount(samples_per_s)} {unit}/s"
+
+
+GIB_BYTES = 2**30
+
+
+def gib(n_bytes: float) -> str:
+    """A run's memory need in prose, one decimal and thousands separated, as every command and
+    the app write it: '101.2 GiB', '1,398.9 GiB' (bytes in, GiB of 2**30 bytes out)."""
+    return f"{n_bytes / GIB_BYTES:,.1f} GiB"
+
+
 DAYS_PER_YEAR = 365.25  # a Julian year: duration_text's years
 
 

@@ -221,13 +221,16 @@ def layout_stage_words(profile, split) -> str:
 
 def stage_fields(layers: int | None, pp: int, virtual_stages: int = 1) -> dict:
     """The stage fields of a plan or predict row (``--json``): ``layers_per_stage``, the layers
-    on each pipeline rank first to last (``stage_split``), and ``uneven_stages``, the words
-    (``stage_words``) or None where there is nothing to say; both None where ``layers`` is None
-    (no transformer shape is known)."""
+    on each pipeline rank first to last (``stage_split``); ``uneven_stages``, the words where
+    the model's own stages are uneven (``uneven_stage_words``), else None; ``stage_notes``, what
+    a user must know of the stages (``stage_words``: those words, or where the model's stages
+    are even torchtitan's differing split), else None. All None where ``layers`` is None (no
+    transformer shape is known)."""
     if layers is None:
-        return {"layers_per_stage": None, "uneven_stages": None}
+        return {"layers_per_stage": None, "uneven_stages": None, "stage_notes": None}
     return {"layers_per_stage": list(stage_split(layers, pp, virtual_stages).stages),
-            "uneven_stages": stage_words(layers, pp, virtual_stages) or None}
+            "uneven_stages": uneven_stage_words(layers, pp, virtual_stages) or None,
+            "stage_notes": stage_words(layers, pp, virtual_stages) or None}
 
 
 def uneven_notes(layers: int, splits) -> list[str]:

@@ -29,7 +29,7 @@ from scalesim.billing import billed_devices
 from scalesim.bounds import bound, check_number, clip, list_text
 from scalesim.device_nouns import nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import count, latency_us, link_GBps
+from scalesim.figures import count, gib, latency_us, link_GBps
 from scalesim.layout import (
     DEFAULT_RECOMPUTE_STYLE,
     SCHEDULES,
@@ -115,11 +115,13 @@ class PlanRow(BaseModel):
     device_hours_per_million_samples: float  # billed devices' hours (whole instances)
     billed_devices: int  # devices a cloud bills for the layout (scalesim.billing)
     why: str
-    # layers on each pipeline stage, first to last, and where they are uneven (pp x v does not
-    # divide the layers, or torchtitan splits them otherwise) what runs them, in words
+    # layers on each pipeline stage, first to last; where the model's stages are uneven (pp x v
+    # does not divide the layers) what runs them, in words; and what a user must know of the
+    # stages (those words, or torchtitan's split where it differs from the model's even one)
     # (``pipeline_stages.stage_fields``, predict's too); None where there is nothing to say
     layers_per_stage: list[int]
     uneven_stages: str | None
+    stage_notes: str | None
     # False where no input pipeline gave the loader a supply (``Setting.loader_samples_per_s``
     # infinite: ``predict.input_pipeline_modelled`` false): breakdown_s's stall_s is then the
     # model's 0 for an infinitely fast loader, null in --json (not part of the JSON otherwise)
@@ -588,8 +590,8 @@ def _why(best: dict, row: dict, by: str, device: str = "device") -> str:
     """Why a row ranks below the best; ``device``: the profile's noun ('process' on CPU)."""
     if not row["fits"]:
         return (
-            f"does not fit: {row['memory_bytes'] / 2**30:.1f} GiB > "
-            f"{(row['memory_bytes'] + row['headroom_bytes']) / 2**30:.1f} GiB per {device}"
+            f"does not fit: {gib(row['memory_bytes'])} > "
+            f"{gib(row['memory_bytes'] + row['headroom_bytes'])} per {device}"
         )
     diffs = {p: row["breakdown_s"][p] - best["breakdown_s"][p] for p in PARTS}
     worst = max(diffs, key=diffs.get)

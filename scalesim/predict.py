@@ -85,11 +85,13 @@ class Prediction(BaseModel):
     # --shard-group; all dp ranks where dp is within it), else every data-parallel rank; None
     # without sharding (DDP)
     shard_group: int | None = None
-    # layers on each pipeline rank and the words on its stages where a framework runs them
-    # uneven (``pipeline_stages.stage_fields``, as plan's rows); None where no transformer shape
-    # is known (a parameter-count workload)
+    # layers on each pipeline rank, the words on its stages where the model's are uneven, and
+    # the words a user must know of them (torchtitan's differing split too)
+    # (``pipeline_stages.stage_fields``, as plan's rows); None where no transformer shape is
+    # known (a parameter-count workload) or there is nothing to say
     layers_per_stage: list[int] | None = None
     uneven_stages: str | None = None
+    stage_notes: str | None = None
 
 
 def one_device_note(rows: list[Prediction], words: Nouns = GPU_NOUNS) -> str | None:

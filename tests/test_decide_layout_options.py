@@ -16,6 +16,7 @@ from scalesim.app.state import default_state, encode_query, preset_profile
 
 from scalesim.cli.main import main
 from scalesim.decision import DOES_NOT_FIT, added_server_counts, card_rows, decide
+from scalesim.figures import amount
 from scalesim.layout_predict import layout_of
 from scalesim.predict import predict
 from scalesim.profiles import default_profile, load_workload, resolve_profile
@@ -93,13 +94,15 @@ def test_a_run_that_does_not_fit_has_no_time_or_money_and_no_change_against_it()
     now = card.now
     assert not now.runnable and now.time_s is None and now.total_usd is None
     assert now.usd_per_hour == pytest.approx(64 * profile.hardware.price_per_device_hour)
-    rows = card_rows(card)
+    rows = card_rows(card, profile.workload.sample_unit)
     assert rows[0] == {"option": "As is: 64 devices (dp 4 x tp 8 x pp 2)",
                        "USD/h": "$787", "throughput": DOES_NOT_FIT,
                        "time to finish": DOES_NOT_FIT, "total money": DOES_NOT_FIT}
     for o, row in zip(card.options, rows[1:], strict=True):
         assert o.throughput_gain is None and o.time_change is None and o.total_change_usd is None
-        assert row["throughput"].endswith(" samples/s") and "(" not in row["time to finish"]
+        # the workload's unit, as predict and the app say it (session 20: was 'samples/s')
+        assert row["throughput"] == f"{amount(o.samples_per_s)} sequences of 8192 tokens/s"
+        assert "(" not in row["time to finish"]
         assert "(" not in row["total money"] and o.time_s is not None
     times = [o.time_s for o in card.options]
     assert times == sorted(times)  # sooner first, by the options' own times
@@ -124,7 +127,8 @@ def test_add_server_runs_the_planners_layout_where_todays_does_not_take_one_more
                        + ", ".join(changed) + ", global batch 1.25x")
     _priced_like_every_option(profile, o)
     assert not any("not compared" in n for n in card.notes)
-    assert "not shown: today's layout does not fit in device memory (101 GiB per device needed)" \
+    # one decimal, as the app's error box says it (session 20: was '101 GiB')
+    assert "not shown: today's layout does not fit in device memory (101.2 GiB per device needed)" \
         in card.notes
     (at72,) = [n for n in card.notes if n.startswith("not shown: the planner's layout (pp 2 -> 9")]
     assert ", at 72 devices, global batch 0.8x), " in at72
@@ -207,7 +211,7 @@ def test_the_apps_card_and_report_show_the_same_options(tmp_path, capsys):
                  "--scenario", str(scenario), "--focus", "64", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     titles = [data["now"]["title"], *(o["title"] for o in data["options"])]
-    assert [r["option"] for r in card_rows(plan.decision)] == titles
+    assert [r["option"] for r in card_rows(plan.decision, plan.unit)] == titles
     assert any(t.startswith("Change the layout: tp 8 -> 4") for t in titles)
     at = open_app(encode_query(plan.state, plan.profile))
     card = next(c for c in at.get("table"))

@@ -15,7 +15,7 @@ from scalesim import presets
 from scalesim.cli.main import main
 from scalesim.decision import decide
 from scalesim.diagnosis import diagnose_runs, render_text
-from scalesim.figures import amount
+from scalesim.figures import amount, gib
 from scalesim.knee import knee_of_predictions, searched_words
 from scalesim.layout_predict import plan_at
 from scalesim.predict import predict
@@ -55,7 +55,7 @@ def test_a_split_model_at_dp_1_that_does_not_fit_is_told_to_add_devices_not_zero
     named = scenario.model_copy(update={"devices": [128], "strategy": "zero1", "layout": layout})
     p = predict(profile, named)[0]
     assert (p.dp, p.tp, p.pp, p.global_batch, p.fits) == (2, 8, 8, 2, True)
-    assert f"it needs {p.memory_bytes / 2**30:,.0f} GiB per device, which fits" in rec
+    assert f"it needs {gib(p.memory_bytes)} per device, which fits" in rec
     assert not plan_at(profile, scenario, 64, 1, top=1, include_unfit=True)[0].fits
 
 

@@ -131,7 +131,7 @@ def test_the_page_and_the_report_lead_with_the_card():
     plan = _plan()
     at = open_app({"v": "1", "dmax": "16", "train": "2000000000"})
     shown = at.table[0].value.reset_index().to_dict("records")
-    assert shown == card_rows(plan.decision)
+    assert shown == card_rows(plan.decision, plan.unit)
     assert any(plan.decision.recommendation in s.value.replace("\\", "") for s in at.success)
     html = report_html(plan, "http://x/?v=1")
     assert html.index('id="decision"') < html.index("<h2>Headline</h2>") < html.index("share link")
@@ -155,7 +155,7 @@ def _option(key: str, gain: float, total_usd: float | None = None) -> DecisionOp
 def _ctx(error: float = DATA_PARALLEL_MEDIAN_ERROR):
     now = predict(default_profile(), Scenario(devices=[16]))[0]
     assert now.fits and now.data_stall_s is None  # the presets: no input pipeline, no stall
-    return SimpleNamespace(error=error, now=now)
+    return SimpleNamespace(error=error, now=now, unit="samples")
 
 
 @pytest.mark.parametrize("gain, acts", [(DATA_PARALLEL_MEDIAN_ERROR, True),
@@ -212,7 +212,7 @@ def test_the_input_pipeline_comes_first_from_a_tenth_of_the_step(stall_s, first)
     loader = DecisionOption(**{**asdict(_option("settings", stall_s / (1 - stall_s))),
                                "key": "input_pipeline", "title": "Input: cache the input",
                                "assumption": ASSUMPTIONS["input_pipeline"]})
-    text, _ = _recommend(SimpleNamespace(error=DATA_PARALLEL_MEDIAN_ERROR, now=now),
+    text, _ = _recommend(SimpleNamespace(error=DATA_PARALLEL_MEDIAN_ERROR, now=now, unit="samples"),
                          [_option("network", 0.30), loader])
     assert text.startswith("Fix the input pipeline first") == first
     assert text.startswith("Upgrade the inter-server network") != first

@@ -121,15 +121,18 @@ def test_plan_json_has_the_layers_per_stage_and_the_words(capsys):
     rows = json.loads(out)
     assert rows[0]["pp"] == 9
     assert rows[0]["layers_per_stage"] == [9] * 8 + [8]
-    assert rows[0]["uneven_stages"] == PP9
+    assert rows[0]["uneven_stages"] == rows[0]["stage_notes"] == PP9
     code, out, _ = run_cli(capsys, [*PLAN_72[:-3], "64", "--global-batch", "1024", "--json"])
     even = [r for r in json.loads(out) if 80 % (r["pp"] * r["virtual_stages"]) == 0]
     assert all(r["layers_per_stage"] == [80 // r["pp"]] * r["pp"] for r in even)
     # even to the model: nothing to say at pp 1 and 2 (torchtitan: 41 - 1 and 41 - 1), else
     # torchtitan's split (PP8 at pp 8)
+    # uneven_stages is null on every such row: the model's stages are even (session 20: it
+    # held torchtitan's split); stage_notes says torchtitan's split
+    assert even and all(r["uneven_stages"] is None for r in even)
     quiet = [r for r in even if r["pp"] <= 2 and r["virtual_stages"] == 1]
-    assert quiet and all(r["uneven_stages"] is None for r in quiet)
-    said = {(r["pp"], r["virtual_stages"]): r["uneven_stages"] for r in even if r not in quiet}
+    assert quiet and all(r["stage_notes"] is None for r in quiet)
+    said = {(r["pp"], r["virtual_stages"]): r["stage_notes"] for r in even if r not in quiet}
     assert said and all(words and "torchtitan splits 80 layers" in words
                         for words in said.values())
     assert said.get((8, 1), PP8) == PP8

@@ -105,10 +105,21 @@ def test_torchtitan_is_said_only_where_its_split_differs():
 
 
 def test_stage_fields_are_null_without_a_shape():
-    assert stage_fields(None, 4) == {"layers_per_stage": None, "uneven_stages": None}
-    assert stage_fields(80, 1) == {"layers_per_stage": [80], "uneven_stages": None}
+    assert stage_fields(None, 4) == {"layers_per_stage": None, "uneven_stages": None,
+                                     "stage_notes": None}
+    assert stage_fields(80, 1) == {"layers_per_stage": [80], "uneven_stages": None,
+                                   "stage_notes": None}
     assert stage_fields(80, 9) == {"layers_per_stage": [9] * 8 + [8],
-                                   "uneven_stages": stage_words(80, 9)}
+                                   "uneven_stages": stage_words(80, 9),
+                                   "stage_notes": stage_words(80, 9)}
+
+
+def test_uneven_stages_is_null_where_the_models_stages_are_even():
+    """Session 20: 80 layers over pp 4 are even in the model (20 a stage); torchtitan's split
+    (20, 21, 20, 19) is a stage note, not 'uneven_stages' (was: uneven_stages held it)."""
+    assert stage_fields(80, 4) == {"layers_per_stage": [20] * 4, "uneven_stages": None,
+                                   "stage_notes": stage_words(80, 4)}
+    assert "torchtitan splits 80 layers" in stage_words(80, 4)
 
 
 def test_predict_json_rows_have_plan_s_stage_fields(capsys):
@@ -118,18 +129,25 @@ def test_predict_json_rows_have_plan_s_stage_fields(capsys):
     rows = json.loads(out)
     assert [r["layers_per_stage"] for r in rows] == [[9] * 8 + [8]] * 2
     assert [r["uneven_stages"] for r in rows] == [stage_words(80, 9)] * 2
+    assert [r["stage_notes"] for r in rows] == [stage_words(80, 9)] * 2
     code, out, _ = run_cli(capsys, ["plan", "--workload", "llama3-70b", "--hardware", "dgx-h100",
                                     "--devices", "72", "--global-batch", "1152", "--json"])
     plan_row = next(r for r in json.loads(out) if r["pp"] == 9 and r["virtual_stages"] == 1)
-    assert {k: plan_row[k] for k in ("layers_per_stage", "uneven_stages")} == {
-        k: rows[0][k] for k in ("layers_per_stage", "uneven_stages")}
+    assert {k: plan_row[k] for k in ("layers_per_stage", "uneven_stages", "stage_notes")} == {
+        k: rows[0][k] for k in ("layers_per_stage", "uneven_stages", "stage_notes")}
     code, out, _ = run_cli(capsys, [*PREDICT_70B, "--devices", "64", "--global-batch", "1024",
                                     "--tp", "8", "--json"])
     row = json.loads(out)[0]
-    assert (row["layers_per_stage"], row["uneven_stages"]) == ([80], None)
+    assert (row["layers_per_stage"], row["uneven_stages"], row["stage_notes"]) == ([80], None, None)
+    code, out, _ = run_cli(capsys, [*PREDICT_70B, "--devices", "64", "--global-batch", "1024",
+                                    "--tp", "4", "--pp", "4", "--json"])
+    row = json.loads(out)[0]  # even in the model, torchtitan's split differs: a note only
+    assert (row["layers_per_stage"], row["uneven_stages"]) == ([20] * 4, None)
+    assert row["stage_notes"] == stage_words(80, 4)
     code, out, _ = run_cli(capsys, ["predict", "--devices", "8", "--json"])  # a parameter count
     row = json.loads(out)[0]
-    assert code == 0 and (row["layers_per_stage"], row["uneven_stages"]) == (None, None)
+    assert code == 0 and (row["layers_per_stage"], row["uneven_stages"],
+                          row["stage_notes"]) == (None, None, None)
 
 
 def test_sweep_over_pp_says_each_uneven_pp_once(capsys):

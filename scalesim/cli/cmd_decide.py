@@ -32,10 +32,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the card as JSON")
 
 
-def render_card(card) -> str:
+def render_card(card, unit: str) -> str:
+    """The card as text; ``unit``: the workload's throughput unit (``sample_unit``)."""
     from scalesim.decision import card_rows
 
-    rows = card_rows(card)
+    rows = card_rows(card, unit)
     keys = list(rows[0])
     widths = {k: max(len(k), *(len(r[k]) for r in rows)) for k in keys}
     lines = [card.question, ""]
@@ -82,5 +83,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(to_json_text(card.to_dict(), what="the decision card"))
     else:
-        print(render_card(card))
+        print(render_card(card, profile.workload.sample_unit))
     return 0

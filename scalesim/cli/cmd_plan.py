@@ -175,7 +175,7 @@ def render_text(rows, global_batch: int, words: Nouns = GPU_NOUNS) -> str:
     parts = ", ".join(f"{k.removesuffix('_s')} {v:.3g}" for k, v in best.breakdown_s.items() if v)
     lines.append(f"best step {best.step_time_s:.3f} s = {parts} (s); global batch {global_batch}")
     # uneven pipeline stages, once per layout (pp x virtual stages) shown
-    lines += [f"note: {words}" for words in dict.fromkeys(r.uneven_stages for r in rows) if words]
+    lines += [f"note: {words}" for words in dict.fromkeys(r.stage_notes for r in rows) if words]
     if not best.stall_modelled:
         from scalesim.predict import STALL_NOT_MODELLED
 

@@ -1,0 +1,87 @@
+"""Session 20 (units20): one figure, one unit and one precision wherever it is printed: a
+throughput in the workload's unit (``figures.rate``, ``Workload.sample_unit``) on decide's card
+as in predict and the app; a run's memory need at one decimal (``figures.gib``) in decide's
+question and notes, the app's subheader, error box, story and A/B, and plan's 'why'."""
+
+from __future__ import annotations
+
+import json
+
+from app_harness import open_app
+from cli_harness import run_cli
+from scalesim.app.plan import ab_misfit, headline, make_plan, misfit_words, story
+from scalesim.app.report import decision_html
+from scalesim.app.state import default_state, encode_query, preset_profile
+
+from scalesim.decision import card_rows
+from scalesim.figures import amount, gib, rate
+from scalesim.plan import _why
+
+LLAMA_64 = ["decide", "--workload", "llama3-70b", "--hardware", "dgx-h100", "--devices", "64",
+            "--tp", "8", "--pp", "2", "--train-samples", "1e6"]
+SEQUENCES = "sequences of 8192 tokens"  # llama3-70b's sample_unit
+
+
+def _llama_plan():
+    state = default_state().model_copy(update={
+        "wl": "llama3-70b", "hw": "dgx-h100", "dmax": 64, "focus": 64, "tp": 8, "pp": 2,
+        "train": 1e6})
+    return make_plan(preset_profile(state), state)
+
+
+def test_rate_and_gib_write_the_figure_one_way():
+    assert rate(5.5912, SEQUENCES) == "5.59 sequences of 8192 tokens/s"
+    assert rate(1234.4, "images") == "1,234 images/s"
+    assert gib(101.24 * 2**30) == "101.2 GiB"
+    assert gib(1398.94 * 2**30) == "1,398.9 GiB"  # was '1,399 GiB' beside '1,398.9 GiB'
+
+
+def test_decide_says_the_workloads_unit_as_predict_and_the_app_do(capsys):
+    """Was '5.59 samples/s' on decide's card while predict's table and the app said
+    sequences: now the card's throughput is in the workload's unit, in the CLI and the app."""
+    code, out, _ = run_cli(capsys, LLAMA_64)
+    assert code == 0 and "samples/s" not in out
+    assert f"5.59 {SEQUENCES}/s" in out
+    code, out, _ = run_cli(capsys, ["predict", *LLAMA_64[1:9]])
+    assert code == 0 and f"{SEQUENCES.split()[0]}/s" in out  # predict's column header
+    plan = _llama_plan()
+    assert plan.unit == SEQUENCES
+    rows = card_rows(plan.decision, plan.unit)
+    for o, row in zip(plan.decision.options, rows[1:], strict=True):
+        assert row["throughput"] == f"{amount(o.samples_per_s)} {SEQUENCES}/s"
+        assert row["throughput"] in decision_html(plan)  # the report's card
+    at = open_app(encode_query(plan.state, plan.profile))
+    shown = at.table[0].value.reset_index().to_dict("records")
+    assert shown == rows and all("samples/s" not in r["throughput"] for r in shown)
+
+
+def test_decide_json_keys_are_unchanged(capsys):
+    code, out, _ = run_cli(capsys, [*LLAMA_64, "--json"])
+    card = json.loads(out)
+    assert code == 0 and list(card) == ["question", "goal", "model_error", "now", "options",
+                                        "recommendation", "assumption", "notes"]
+    assert all(isinstance(o["samples_per_s"], float) for o in card["options"])
+
+
+def test_one_memory_need_reads_the_same_everywhere(capsys):
+    """Was '101 GiB' in decide's question and notes and the app's subheader and story, '101.2
+    GiB' in the app's error box and A/B: now one decimal everywhere."""
+    plan = _llama_plan()
+    per = f"{gib(plan.focus.memory_bytes)} per device"  # the app's default batch: 1,138.4 GiB
+    assert f"({per} needed)" in plan.decision.question  # the app's subheader
+    assert headline(plan)["runnable"].startswith(f"not runnable: needs {per}, ")  # error box
+    assert f"this layout needs {per} and does not fit" in story(plan)
+    assert misfit_words(plan.focus, plan.profile) == f"does not fit (needs {per} of 80 GiB)"
+    assert ab_misfit(plan, "A") == f"A does not fit (needs {per} of 80 GiB)"
+    at = open_app(encode_query(plan.state, plan.profile))
+    assert any(s.value == plan.decision.question for s in at.subheader)
+    assert any(per in e.value for e in at.error)
+    code, out, _ = run_cli(capsys, LLAMA_64)  # the CLI's batch: 101.2 GiB (was '101 GiB')
+    assert code == 0 and "(101.2 GiB per device needed): what should we do?" in out
+    assert ("note: not shown: today's layout does not fit in device memory (101.2 GiB per "
+            "device needed)") in out
+
+
+def test_plans_why_writes_a_need_over_a_thousand_gib_with_its_separator():
+    row = {"fits": False, "memory_bytes": 1398.94 * 2**30, "headroom_bytes": -1318.94 * 2**30}
+    assert _why({}, row, "throughput") == "does not fit: 1,398.9 GiB > 80.0 GiB per device"
