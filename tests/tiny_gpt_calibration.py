@@ -11,7 +11,14 @@ from scalesim.profiles import load_profile
 from scalesim.schemas import Profile
 
 GPT = ["--model", "gpt", "--width", "128", "--depth", "2", "--seq-len", "64", "--vocab", "512"]
-BLOCK = ["--block-hidden", "256", "--block-seq", "128", "--block-tp", "1,2,4"]
+# Sequence 512 (was 128): the tp-4 shard of a 128-token block times ~7 ms under load, where the
+# fixed costs of its ops and the scheduler's slices of a busy core do not shrink with the work, so
+# the times stopped shrinking faster than the bytes (16.6, 9.41, 7.27 ms, 2.3x for 4x the work)
+# and no positive matmul rate fitted: 2 of 3 calibrations refused at load 8.8 (3 busy loops).
+# With 4x the tokens every shard does 4x the work at the same fixed costs: 3 of 3 fitted there
+# (tp 1, 2, 4: 110, 51, 32 ms). 30 rounds (the CPU default; --quick gives 15): the fit's
+# standard errors fall as 1/sqrt(rounds).
+BLOCK = ["--block-hidden", "256", "--block-seq", "512", "--block-tp", "1,2,4", "--block-repeats", "30"]
 
 
 def calibrate_tiny_gpt(tmp_path: Path, attempts: int = 3) -> tuple[Profile | None, str]:
