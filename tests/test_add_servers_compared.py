@@ -89,7 +89,7 @@ def test_each_layout_not_chosen_is_named_with_why():
         "not shown: today's layout (at 80 devices, global batch ~1.11x), 30.0% slower than the "
         "planner's layout at 72 devices",
         "not shown: today's layout (at 96 devices, global batch ~1.33x) does not fit in device "
-        "memory (90 GiB per device needed)"]
+        "memory (90.0 GiB per device needed)"]  # figures.gib: one decimal (units20)
 
 
 def _small():

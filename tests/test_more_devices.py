@@ -15,6 +15,7 @@ from scalesim.bounds import bound
 from scalesim.cli.main import main
 from scalesim.decision import decide
 from scalesim.errors import ScalesimError
+from scalesim.figures import gib
 from scalesim.layout_predict import plan_at
 from scalesim.predict import one_device_note, predict
 from scalesim.profiles import default_profile, load_workload
@@ -46,7 +47,7 @@ def test_gpt_76b_on_one_a100_40gb_is_told_32_devices_not_more_memory():
     layout = ScenarioLayout(tp=8, pp=4, schedule="zb", recompute="full", sequence_parallel=True)
     named = predict(profile, Scenario(devices=[32], accumulation=32, layout=layout))[0]
     assert named.fits and named.global_batch == 32  # weak scaling: batch 1 per device
-    assert f"it needs {named.memory_bytes / GIB:,.0f} GiB per device, which fits" in rec
+    assert f"it needs {gib(named.memory_bytes)} per device, which fits" in rec
     # half the count: no layout the planner considers fits (the best is the most frugal)
     assert not plan_at(profile, Scenario(devices=[1]), 16, 16, top=1, include_unfit=True)[0].fits
 
@@ -68,7 +69,7 @@ def test_the_layout_named_is_the_fastest_that_fits_not_just_zero3():
     assert at[(4, "zero2")].samples_per_s > at[(4, "zero3")].samples_per_s
     assert (
         f"add devices: at 4 devices (zero2) it needs "
-        f"{at[(4, 'zero2')].memory_bytes / GIB:,.0f} GiB per device, which fits"
+        f"{gib(at[(4, 'zero2')].memory_bytes)} per device, which fits"
     ) in rec
 
 
