@@ -468,14 +468,18 @@ def _grown_notes(ctx: _Ctx, best: AddedServers, others: list[AddedServers]) -> l
     devices: the planner's layout (zero1 -> zero2) is 0.1% faster, under the model's median
     error of 2.8%" (a tie, ``_pick_grown``; ", and takes one more server" where it does), "not
     shown: today's layout, 7.5% slower than the planner's layout" ('at 80 devices' where the
-    counts differ), or "not shown: today's layout (at 80 devices) does not fit in device memory
-    (101.2 GiB per device needed)"; each named by what differs from ``best`` (``_rival_words``)."""
+    counts differ), or "not shown: today's layout at 80 devices does not fit in device
+    memory (101.2 GiB per device needed)" (its count always said); each named by what differs
+    from ``best`` (``_rival_words``)."""
     nouns, notes = ctx.words, []
     name = "the planner's layout" if best.changed else "today's layout"
     for other in others:
         rival = _rival_words(ctx, other.p, best.p, other.changed)
-        if not other.option.runnable:
-            notes.append(f"not shown: {rival} does not fit in {nouns.memory} "
+        if not other.option.runnable:  # its count said even where it is the shown one's:
+            # today's run does not fit either, and the note is about the grown count
+            at = (f" at {nouns.count(other.option.devices)}"
+                  if other.option.devices == best.option.devices else "")
+            notes.append(f"not shown: {rival}{at} does not fit in {nouns.memory} "
                          f"({gib(other.p.memory_bytes)} per {nouns.device} needed)")
             continue
         gain = _faster(other.option, best.option)

@@ -153,7 +153,7 @@ def test_the_cli_the_apps_card_and_its_hours_and_cost_tab_show_the_same_option(c
     assert added["title"].startswith("Add 2 servers (64 -> 80 devices), the planner's layout: ")
     assert "added" not in cli  # the card's JSON: its options and notes, as before
     why = [n for n in cli["notes"] if n.startswith("not shown: ")]
-    assert any(n.startswith("not shown: today's layout does not fit in device memory (")
+    assert any(n.startswith("not shown: today's layout at ") and " does not fit in device memory (" in n
                for n in why) and any(", at 72 devices, " in n for n in why)
     at = open_app(encode_query(plan.state, plan.profile))
     card = next(t for t in at.table)

@@ -128,8 +128,8 @@ def test_add_server_runs_the_planners_layout_where_todays_does_not_take_one_more
     _priced_like_every_option(profile, o)
     assert not any("not compared" in n for n in card.notes)
     # one decimal, as the app's error box says it (session 20: was '101 GiB')
-    assert "not shown: today's layout does not fit in device memory (101.2 GiB per device needed)" \
-        in card.notes
+    assert ("not shown: today's layout at 80 devices does not fit in device memory (101.2 GiB per "
+            "device needed)") in card.notes
     (at72,) = [n for n in card.notes if n.startswith("not shown: the planner's layout (pp 2 -> 9")]
     assert ", at 72 devices, global batch 0.8x), " in at72
     assert at72.endswith("% slower than the planner's layout at 80 devices"), at72

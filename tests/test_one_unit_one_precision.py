@@ -78,7 +78,7 @@ def test_one_memory_need_reads_the_same_everywhere(capsys):
     assert any(per in e.value for e in at.error)
     code, out, _ = run_cli(capsys, LLAMA_64)  # the CLI's batch: 101.2 GiB (was '101 GiB')
     assert code == 0 and "(101.2 GiB per device needed): what should we do?" in out
-    assert ("note: not shown: today's layout does not fit in device memory (101.2 GiB per "
+    assert ("note: not shown: today's layout at 80 devices does not fit in device memory (101.2 GiB per "
             "device needed)") in out
 
 
