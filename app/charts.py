@@ -26,6 +26,7 @@ from .plan import (
     ab_misfit,
     makes_it_run_text,
     misfit_counts_text,
+    misfit_devices,
     misfit_words,
     quality_misfits_text,
 )
@@ -189,7 +190,7 @@ def throughput_chart(plan: Plan, width="container", height: int = 320) -> alt.La
                  alt.Tooltip("efficiency:Q", format=".1%"), alt.Tooltip("status:N")],
     )
     layers = [base.mark_line(strokeWidth=2.5), base.mark_point(filled=True, size=40)]
-    misfits = [r.devices for r in plan.rows if not r.fits]
+    misfits = misfit_devices(plan)
     return _sized(alt.layer(*layers, *_knee_layers(plan),
                             *_misfit_rules(misfits, "devices", height, plan.words), data=df).properties(
         title=alt.TitleParams(f"Throughput vs {plan.words.devices}: predicted and ideal",
@@ -214,7 +215,7 @@ def efficiency_chart(plan: Plan, width="container", height: int = 260) -> alt.La
     )
     layers = [base.mark_line(strokeWidth=2.5, color=PALETTE["predicted"]),
               base.mark_point(filled=True, size=40, color=PALETTE["predicted"])]
-    misfits = [r.devices for r in plan.rows if not r.fits]
+    misfits = misfit_devices(plan)
     return _sized(alt.layer(*layers, *_knee_layers(plan),
                             *_misfit_rules(misfits, "devices", height, plan.words), data=df).properties(
         title=alt.TitleParams(f"Scaling efficiency vs {plan.words.devices}",
@@ -323,7 +324,7 @@ def breakdown_chart(plan: Plan, width="container", height: int = 300) -> alt.Cha
                                   plan.rows))
     df = _breakdown_records([(str(r.devices), i, r) for i, r in enumerate(plan.rows) if r.fits])
     bars = _stacked_bars(df, plan.words.devices, [str(r.devices) for r in plan.rows])
-    mark = _misfit_slots([str(r.devices) for r in plan.rows if not r.fits], height)
+    mark = _misfit_slots([str(n) for n in misfit_devices(plan)], height)
     subtitle = [f"no bar where the layout {misfits}",  # a line of its own: never clipped
                 _subtitle("only the communication not hidden behind backward counts",
                           runs or plan.rows)]

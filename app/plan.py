@@ -43,7 +43,7 @@ from scalesim.layout_predict import (
 )
 from scalesim.model.quality import steps_to_quality
 from scalesim.model.sharding import grad_sync_unused
-from scalesim.pipeline_stages import stage_words
+from scalesim.pipeline_stages import layout_stage_words
 from scalesim.predict import (
     Prediction,
     global_batch_splits,
@@ -315,7 +315,7 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     if split is not None:
         if note := recompute_style_note(profile, Scenario(layout=split)):
             notes.append(note)
-        if note := stage_words(splittable_shape(profile).layers, split.pp, split.virtual_stages):
+        if note := layout_stage_words(profile, split):
             notes.append(note)  # what the pipeline's stages hold, where uneven in a framework
         fields["layout"] = split
         model = replica_devices(split.tp, split.pp)
@@ -690,10 +690,16 @@ def misfit_words(p: Prediction, profile: Profile, words: Nouns = GPU_NOUNS) -> s
             f"calibration, from {whole(oom)} on)")
 
 
+def misfit_devices(plan: Plan) -> list[int]:
+    """The curve's device counts whose layout does not fit in memory (no point, no bar)."""
+    return [r.devices for r in plan.rows if not r.fits]
+
+
 def misfit_counts_text(plan: Plan) -> str:
     """'does not fit in device memory at 16, 32 and 64 devices': the curve's device counts whose
-    layout cannot run (headline, the charts' words); '' where every count runs."""
-    misfits = [r.devices for r in plan.rows if not r.fits]
+    layout cannot run (``misfit_devices``; headline, the charts' words); '' where every count
+    runs."""
+    misfits = misfit_devices(plan)
     if not misfits:
         return ""
     noun = plan.words.device if misfits == [1] else plan.words.devices

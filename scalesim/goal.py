@@ -179,18 +179,12 @@ def no_fit_note(profile: Profile, base: Scenario, max_devices: int) -> str:
             f"layouts that fit), or {more}")
 
 
-def _stage_note(profile: Profile, base: Scenario) -> str:
-    """What the pipeline stages of the split goal keeps hold where they are uneven in a framework
-    (``pipeline_stages.layout_stage_words``); ''."""
-    from scalesim.layout_predict import layout_of
-    from scalesim.pipeline_stages import layout_stage_words
-
-    return layout_stage_words(profile, layout_of(base))
-
-
 def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
          max_devices: int = GOAL_DEFAULT_MAX_DEVICES) -> GoalAnswer:
     """See the module docstring. ``base`` gives the training length, price and fixed knobs."""
+    from scalesim.layout_predict import layout_of
+    from scalesim.pipeline_stages import layout_stage_words
+
     bound("deadline_s").check(deadline_s, "deadline_s")
     bound("budget_usd").check(budget_usd, "budget_usd")
     bound("devices").check(max_devices, "max_devices")
@@ -237,8 +231,6 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     res = sweep(profile, base.model_copy(update={"devices": [1]}), axes)
     c = res.columns
     if res.size == 0:  # every combination broke a layout rule: nothing to rank
-        from scalesim.layout_predict import layout_of
-
         split, nouns = layout_of(base), nouns_for(profile.hardware.device_name)
         raise ScalesimError(
             f"no {nouns.device} count up to {whole(max_devices)} can run the layout "
@@ -286,7 +278,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
         front = [plan(int(i)) for i in pf]
     if not idx.size:  # the answer's "No plan runs": what to change
         notes.append(no_fit_note(profile, base, max_devices))
-    elif stages := _stage_note(profile, base):
+    elif stages := layout_stage_words(profile, layout_of(base)):
         notes.append(stages)  # every plan keeps the split: what its stages hold, where uneven
     if note := training_time.zero_price_note(goal):
         notes.append(note)

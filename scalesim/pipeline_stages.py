@@ -196,10 +196,15 @@ def uneven_stage_words(layers: int, pp: int, virtual_stages: int = 1) -> str:
 def stage_words(layers: int, pp: int, virtual_stages: int = 1) -> str:
     """What a user must know of the stages of ``layers`` over pp x v: ``uneven_stage_words``
     where the model's stages are uneven; where they are even, torchtitan's split where it
-    differs: '80 layers over pp 8: 10 a stage in the model and Megatron-LM; torchtitan splits
-    ...' (``torchtitan_words``); '' where every framework runs the model's split."""
-    if words := uneven_stage_words(layers, pp, virtual_stages):
-        return words
+    differs (``_even_stage_words``); '' where every framework runs the model's split."""
+    return (uneven_stage_words(layers, pp, virtual_stages)
+            or _even_stage_words(layers, pp, virtual_stages))
+
+
+def _even_stage_words(layers: int, pp: int, virtual_stages: int = 1) -> str:
+    """Of an even split (pp x v divides the layers), torchtitan's where it differs: '80 layers
+    over pp 8: 10 a stage in the model and Megatron-LM; torchtitan splits ...'
+    (``torchtitan_words``); '' where torchtitan runs the model's split."""
     if not (titan := torchtitan_words(layers, pp, virtual_stages)):
         return ""
     v = virtual_stages
@@ -228,9 +233,10 @@ def stage_fields(layers: int | None, pp: int, virtual_stages: int = 1) -> dict:
     transformer shape is known)."""
     if layers is None:
         return {"layers_per_stage": None, "uneven_stages": None, "stage_notes": None}
+    uneven = uneven_stage_words(layers, pp, virtual_stages)  # ``stage_words``, said once
     return {"layers_per_stage": list(stage_split(layers, pp, virtual_stages).stages),
-            "uneven_stages": uneven_stage_words(layers, pp, virtual_stages) or None,
-            "stage_notes": stage_words(layers, pp, virtual_stages) or None}
+            "uneven_stages": uneven or None,
+            "stage_notes": uneven or _even_stage_words(layers, pp, virtual_stages) or None}
 
 
 def uneven_notes(layers: int, splits) -> list[str]:

@@ -386,8 +386,9 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     k, global_batch, micro = _batch_axes(plan, grid)
     tp = grid.get("tp", np.full(p.shape, split.tp, dtype=np.int64))
     pp = grid.get("pp", np.full(p.shape, split.pp, dtype=np.int64))
-    layout_ok = p % replica_devices(tp, pp) == 0
-    dp = np.where(layout_ok, p // replica_devices(tp, pp), 1)
+    replica = replica_devices(tp, pp)
+    layout_ok = p % replica == 0
+    dp = np.where(layout_ok, p // replica, 1)
     base_micro, batch_ok = micro, np.ones(p.shape, dtype=bool)
     if global_batch is not None:
         batch_ok = global_batch_splits(global_batch, dp, k)
