@@ -166,3 +166,41 @@ def test_a_made_up_flag_in_a_code_block_does_not_parse(capsys):
     assert build_parser().parse_args(short[1:]).strategy == "zero2"
     assert "--strat" not in _options()["predict"]
     build_parser().parse_args(shlex.split(line.replace(" --made-up-flag 3", ""))[1:])
+
+
+def _benchmark_flags(text: str) -> list[tuple[str, str]]:
+    """(script, flag) of every `python benchmarks/NAME.py --flag ...` command of ``text``,
+    in its code blocks and its prose."""
+    return [
+        (script, flag)
+        for script, rest in re.findall(r"python (benchmarks/\w+\.py)([^`#|\n]*)", text)
+        for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", rest)
+    ]
+
+
+def _missing_benchmark_flags(text: str) -> list[tuple[str, str]]:
+    """The flags of ``text``'s benchmark commands that their script does not define."""
+    return [
+        (script, flag)
+        for script, flag in _benchmark_flags(text)
+        if not (ROOT / script).exists() or f'"{flag}"' not in (ROOT / script).read_text()
+    ]
+
+
+def test_every_benchmark_flag_the_docs_show_is_its_scripts():
+    """docs/performance.md and docs/emulated-cluster.md tell how to rerun a measurement with
+    flags (`--repeats 20 --browser`, `--rate-mbit 200`): each is an option its script defines."""
+    shown = [pair for doc in DOCS for pair in _benchmark_flags((ROOT / doc).read_text())]
+    assert len(shown) >= 5
+    missing = [(doc, pair) for doc in DOCS for pair in _missing_benchmark_flags((ROOT / doc).read_text())]
+    assert not missing, missing
+
+
+def test_a_made_up_benchmark_flag_or_script_is_caught():
+    text = "Run `python benchmarks/app_render.py --repeats 2 --made-up` or\n" + (
+        "```bash\npython benchmarks/no_such.py --fast\n```\n"
+    )
+    assert _missing_benchmark_flags(text) == [
+        ("benchmarks/app_render.py", "--made-up"),
+        ("benchmarks/no_such.py", "--fast"),
+    ]
