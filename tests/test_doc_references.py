@@ -131,18 +131,51 @@ def test_repository_paths_exist():
     assert not missing, missing
 
 
+# short names a quoted call of other code starts with: a user's `model.half()`, torch's
+# `dist.all_reduce(...)` (torch.distributed), not scalesim.model or scalesim.calibration.dist
+NOT_OURS_IN_CALLS = {p.rsplit(".", 1)[-1] for p in PACKAGES} | {"dist"}
+
+
+def _dotted(span: str) -> str | None:
+    """The dotted name of scalesim's that ``span`` names, else None: ``predict.x``, a call
+    ``memory.state_shards(strategy, s)`` (not one of NOT_OURS_IN_CALLS), a path
+    ``model/stragglers.peer_margin`` (scalesim/model/...)."""
+    call = re.fullmatch(r"([A-Za-z_]\w*(?:\.\w+)+)\(.*\)", span)
+    path = re.fullmatch(r"(?:scalesim/)?(model|sources|cli)/(\w+)\.(\w+)", span)
+    if call and call.group(1).split(".")[0] not in NOT_OURS_IN_CALLS:
+        span = call.group(1)
+    elif path:
+        span = "scalesim." + ".".join(path.groups())
+    if not re.fullmatch(r"[A-Za-z_]\w*(\.\w+)+", span) or re.search(r"\.(py|json|md|sh|csv|gz|txt)$", span):
+        return None
+    return span if span.split(".")[0] == "scalesim" or span.split(".")[0] in MODULES else None
+
+
 def test_dotted_names_of_scalesim_resolve():
-    names = {
-        (doc, span)
-        for doc in DOCS
-        for span in _spans(doc)
-        if re.fullmatch(r"[A-Za-z_]\w*(\.\w+)+", span)
-        and (span.split(".")[0] == "scalesim" or span.split(".")[0] in MODULES)
-        and not re.search(r"\.(py|json|md|sh|csv|gz|txt)$", span)
-    }
+    names = {(doc, span, _dotted(span)) for doc in DOCS for span in _spans(doc) if _dotted(span)}
     assert len(names) > 100  # the docs name many; a change to this filter must keep them
-    dead = sorted((doc, span) for doc, span in names if not _resolves(span))
+    dead = sorted((doc, span) for doc, span, name in names if not _resolves(name))
     assert not dead, dead
+
+
+@pytest.mark.parametrize(
+    ("span", "name", "real"),
+    [
+        ("predict.input_pipeline_modelled(profile)", "predict.input_pipeline_modelled", True),
+        ("predict.input_pipeline_modeled(profile)", "predict.input_pipeline_modeled", False),
+        ("model/stragglers.peer_margin", "scalesim.model.stragglers.peer_margin", True),
+        ("model/stragglers.peer_margins", "scalesim.model.stragglers.peer_margins", False),
+        ("layout_step.evaluate_layouts", "layout_step.evaluate_layouts", True),
+        ("layout_step.evaluate_layout", "layout_step.evaluate_layout", False),
+        ("model.no_sync()", None, None),  # PyTorch's, on a user's model
+        ("dist.all_reduce(reduce_output, group=all_reduce_group)", None, None),  # torch's
+        ("model/compute.py", None, None),  # a file: test_repository_paths' business
+    ],
+)
+def test_a_dead_name_in_any_of_its_forms_is_caught(span, name, real):
+    """The check above reads a name as a call, a path or plain, and fails on a made-up one."""
+    assert _dotted(span) == name
+    assert name is None or _resolves(name) is real
 
 
 @pytest.mark.parametrize("doc", DOCS)

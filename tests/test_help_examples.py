@@ -33,10 +33,14 @@ def _command_lines(text: str) -> list[str]:
 
 
 def _doc_lines(doc: str) -> list[str]:
-    """The command lines of ``doc``'s shell code blocks (fenced bash, or unlabelled); a quoted
-    error line ('scalesim predict: error: ...', after a '$ ' prompt line) is output, not a
-    command."""
-    blocks = re.findall(r"^```(\w*)\n(.*?)^```", (ROOT / doc).read_text(), re.S | re.M)
+    """The command lines of ``doc``'s shell code blocks (fenced bash, or unlabelled)."""
+    return _block_lines((ROOT / doc).read_text())
+
+
+def _block_lines(text: str) -> list[str]:
+    """The command lines of the shell code blocks of ``text``; a quoted error line ('scalesim
+    predict: error: ...', after a '$ ' prompt line) is output, not a command."""
+    blocks = re.findall(r"^```(\w*)\n(.*?)^```", text, re.S | re.M)
     return [
         line
         for lang, body in blocks
@@ -75,6 +79,9 @@ def test_the_example_parses_as_written(command, example):
     except SystemExit as exc:  # argparse refused it: exit 2 and its one line on stderr
         pytest.fail(f"{command} shows '{example}', which exits {exc.code}")
     assert args.command == argv[0]
+    # argparse also takes a flag's abbreviation: the example writes each flag in full
+    written = {word.split("=")[0] for word in argv[1:] if word.startswith("--")}
+    assert written <= _options()[argv[0]], written - _options()[argv[0]]
 
 
 def _options() -> dict[str, set[str]]:
@@ -90,28 +97,110 @@ def _options() -> dict[str, set[str]]:
 def _inline_commands() -> list[tuple[str, str, list[str]]]:
     """(doc, command, flags) of every inline `scalesim CMD --flag ...` or `CMD --flag ...` span
     of the docs' prose (code blocks are parsed whole above)."""
+    return [span for doc in DOCS for span in _prose_commands(doc, (ROOT / doc).read_text())]
+
+
+def _prose_commands(doc: str, text: str) -> list[tuple[str, str, list[str]]]:
+    """(doc, command, flags) of the inline command spans of ``text``'s prose."""
     commands = set(_options())
     out = []
-    for doc in DOCS:
-        prose = re.sub(r"^```.*?^```", "", (ROOT / doc).read_text(), flags=re.S | re.M)
-        for span in re.findall(r"`([^`\n]+)`", prose):
-            words = span.split()
-            if words[:1] == ["scalesim"]:
-                words = words[1:]
-            if len(words) > 1 and words[0] in commands and words[1].startswith("--"):
-                out.append((doc, words[0], re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", span)))
+    prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    for span in re.findall(r"`([^`\n]+)`", prose):
+        words = span.split()
+        if words[:1] == ["scalesim"]:
+            words = words[1:]
+        if len(words) > 1 and words[0] in commands and words[1].startswith("--"):
+            out.append((doc, words[0], re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", span)))
     return out
 
 
-def test_every_flag_the_docs_name_on_a_command_is_one_of_its_options():
-    """'`scalesim plan --shard-group N`' in prose named a flag plan does not have; each flag of
-    such a span must be an option of that command."""
-    options, spans = _options(), _inline_commands()
-    assert len(spans) > 20
-    wrong = [
+def _wrong_flags(spans: list[tuple[str, str, list[str]]]) -> list[tuple[str, str, str]]:
+    """(doc, command, flag) of each flag of ``spans`` that is not an option of its command."""
+    options = _options()
+    return [
         (doc, command, flag)
         for doc, command, flags in spans
         for flag in flags
         if flag not in options[command]
     ]
+
+
+def test_every_flag_the_docs_name_on_a_command_is_one_of_its_options():
+    """'`scalesim plan --shard-group N`' in prose named a flag plan does not have; each flag of
+    such a span must be an option of that command."""
+    spans = _inline_commands()
+    assert len(spans) > 20
+    wrong = _wrong_flags(spans)
     assert not wrong, wrong
+
+
+MADE_UP = """Plan with `scalesim plan --global-batch 64 --made-up-flag 3` or `predict --tp 2 --tpp 2`.
+
+```bash
+scalesim predict --devices 8 --made-up-flag 3
+```
+"""
+
+
+def test_a_made_up_flag_in_prose_is_caught_and_a_real_one_is_not():
+    """The check above fails on a flag no command has: the prose span's made-up flag (and a
+    misspelt one) is named, its real flags are not."""
+    assert _wrong_flags(_prose_commands("doc", MADE_UP)) == [
+        ("doc", "plan", "--made-up-flag"),
+        ("doc", "predict", "--tpp"),
+    ]
+    assert (
+        _wrong_flags(_prose_commands("doc", MADE_UP.replace("made-up-flag", "top").replace("--tpp", "--pp")))
+        == []
+    )
+
+
+def test_a_made_up_flag_in_a_code_block_does_not_parse(capsys):
+    """The parse above fails on a code block's made-up flag: argparse exits 2 naming it."""
+    (line,) = _block_lines(MADE_UP)
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(shlex.split(line)[1:])
+    assert exc.value.code == 2 and "--made-up-flag" in capsys.readouterr().err
+    # an abbreviation parses (argparse), and is not the flag's name in full
+    short = shlex.split(line.replace("--made-up-flag 3", "--strat zero2"))
+    assert build_parser().parse_args(short[1:]).strategy == "zero2"
+    assert "--strat" not in _options()["predict"]
+    build_parser().parse_args(shlex.split(line.replace(" --made-up-flag 3", ""))[1:])
+
+
+def _benchmark_flags(text: str) -> list[tuple[str, str]]:
+    """(script, flag) of every `python benchmarks/NAME.py --flag ...` command of ``text``,
+    in its code blocks and its prose."""
+    return [
+        (script, flag)
+        for script, rest in re.findall(r"python (benchmarks/\w+\.py)([^`#|\n]*)", text)
+        for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", rest)
+    ]
+
+
+def _missing_benchmark_flags(text: str) -> list[tuple[str, str]]:
+    """The flags of ``text``'s benchmark commands that their script does not define."""
+    return [
+        (script, flag)
+        for script, flag in _benchmark_flags(text)
+        if not (ROOT / script).exists() or f'"{flag}"' not in (ROOT / script).read_text()
+    ]
+
+
+def test_every_benchmark_flag_the_docs_show_is_its_scripts():
+    """docs/performance.md and docs/emulated-cluster.md tell how to rerun a measurement with
+    flags (`--repeats 20 --browser`, `--rate-mbit 200`): each is an option its script defines."""
+    shown = [pair for doc in DOCS for pair in _benchmark_flags((ROOT / doc).read_text())]
+    assert len(shown) >= 5
+    missing = [(doc, pair) for doc in DOCS for pair in _missing_benchmark_flags((ROOT / doc).read_text())]
+    assert not missing, missing
+
+
+def test_a_made_up_benchmark_flag_or_script_is_caught():
+    text = "Run `python benchmarks/app_render.py --repeats 2 --made-up` or\n" + (
+        "```bash\npython benchmarks/no_such.py --fast\n```\n"
+    )
+    assert _missing_benchmark_flags(text) == [
+        ("benchmarks/app_render.py", "--made-up"),
+        ("benchmarks/no_such.py", "--fast"),
+    ]
