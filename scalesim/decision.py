@@ -439,8 +439,9 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[AddedServers | None, list[str]
     ``_todays_grown``), and the planner's fastest layout that fits (``_planned_grown``) at one
     more server and at that count, where today's does not run at one more server or fits
     there (where it runs and does not fit, the fewest devices at which some layout fits are the
-    card's more-devices option). The option is the fastest that fits, a tie within the model's
-    median error going to fewer servers, then to today's layout (``_pick_grown``); a note says
+    card's more-devices option). The option is the one decide's rule takes among those that fit
+    (``_choose``: days and dollars at the model's median error), a tie going to fewer servers,
+    then to today's layout (``_pick_grown``); a note says
     of each other one why it is not the option (``_grown_notes``); its title says which layout:
     today's bare, the planner's with what it changes."""
     profile, scenario, now, nouns = ctx.profile, ctx.scenario, ctx.now, ctx.words
@@ -504,14 +505,17 @@ def _grown_notes(ctx: _Ctx, best: AddedServers, others: list[AddedServers]) -> l
     (``_contest``'s rule, ``_pick_grown``): "not shown: today's layout, 7.5% slower and $2,300
     more expensive than the planner's layout" ('at 80 devices' where the counts differ; the
     money where known), "passed over: today's layout (at 80 devices, ...), 8.0% faster but
-    $4,100 more expensive than the planner's layout at 72 devices: decide takes the cheapest
-    way that gains ..." (money leads), "passed over: ..., 3.0% slower and $4,100 cheaper than
-    ...: it is 1.5% faster than today's run, under the model's median error of 2.8%" (why, from
-    ``_passed_over``), "kept today's layout at 24 devices: the planner's layout (zero1 ->
-    zero2) is 0.1% faster, under the model's median error of 2.8%" (a tie, money's or speed's;
-    ", and takes one more server" where it does), or "not shown: today's layout at 80 devices
-    does not fit in device memory (101.2 GiB per device needed)" (its count always said); each
-    named by what differs from ``best`` (``_rival_words``)."""
+    $4,100 more expensive than the planner's layout at 72 devices: of the ways that gain the
+    model's median error over today's run, decide takes the cheapest ..." (money leads),
+    "passed over: ..., 9.9% slower and $160 cheaper than ...: money within the model's median
+    error of 2.8% is the same money, and decide takes the soonest", "passed over: ..., 17.0%
+    slower and $4,000 cheaper than ...: it is 2.6% faster than today's run, under the model's
+    median error of 2.8%" (why, from ``_passed_over``), "kept today's layout at 24 devices:
+    the planner's layout (zero1 -> zero2) is 0.1% faster, under the model's median error of
+    2.8%" (a tie, money's or speed's; ", and takes one more server" where it does), or "not
+    shown: today's layout at 80 devices does not fit in device memory (101.2 GiB per device
+    needed)" (its count always said); each named by what differs from ``best``
+    (``_rival_words``)."""
     nouns, notes = ctx.words, []
     name = "the planner's layout" if best.changed else "today's layout"
     runs = [g.option for g in [best, *others] if g.option.runnable]
