@@ -180,7 +180,8 @@ def test_add_server_in_todays_layout_is_not_judged_against_a_worse_layout():
     assert ddp.fits and o.samples_per_s > ddp.samples_per_s
     (rival,) = [n for n in card.notes if n.startswith("not shown: ")]
     assert rival.startswith("not shown: today's layout, ") and rival.endswith(
-        "% slower than the planner's layout"), rival  # same count, same batch: unsaid
+        " more expensive than the planner's layout"), rival  # same count, same batch: unsaid
+    assert "% slower and $" in rival  # session 21: days and dollars
 
 
 def test_decide_json_and_text_agree(capsys):
