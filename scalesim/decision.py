@@ -5,8 +5,9 @@ compares, against running as is:
 
 * **one more server** (fill the server first, then add a whole one; at one more server and at
   the fewest more that today's tp x pp divides, the planner's fastest layout and today's where
-  it divides: the fastest, a tie within the model's error going to fewer servers, then today's
-  layout, ``_add_servers``), priced at the profile's or scenario's USD per device-hour for
+  it divides: chosen by the recommendation's own rule, days and dollars at the model's error,
+  ``_choose``, a tie going to fewer servers, then today's layout, ``_add_servers``), priced at
+  the profile's or scenario's USD per device-hour for
   the devices billed (whole instances, ``scalesim.billing``);
 * **a faster inter-server network** as named hardware (``scalesim.network_upgrades``: NICs x
   Gbit/s, priced per server-hour where a public price exists), when the run spans servers;
@@ -28,8 +29,10 @@ train / to quality with the large-batch penalty, ``scalesim.training_time``); a 
 fit has no time or money, and where today's does not, no option has a change against it. Only options that
 run (fit in memory) and win are kept; the best two or three are shown. The recommendation is one
 sentence with the option's main assumption; a gain smaller than the model's measured median
-error (``scalesim.accuracy``) is not a reason to change, and two options whose speeds differ by
-less than it are a tie that goes to the one with nothing to buy (docs/model.md §20). Where no
+error (``scalesim.accuracy``) is not a reason to change; where money is known for each, the
+cheapest (two totals within that error are the same money: then the sooner), and two options
+whose speeds differ by less than it are a tie that goes to the one with nothing to buy
+(``_choose``, docs/model.md §20). Where no
 option makes today's layout fit, the sentence names what is done already and the fewest devices
 (doubling up to the device-count bound) at which the planner's fastest layout fits, or how far
 it searched (``_nothing_fits``); that count is the card's **more devices** option, priced for
@@ -410,17 +413,23 @@ def _planned_grown(ctx: _Ctx, source: str, devices: int,
 
 
 def _pick_grown(ctx: _Ctx, grown: list[AddedServers]) -> AddedServers:
-    """The add-server option among ``grown``: of those that fit, the fewest devices, then
-    today's layout, among the ones within the model's median error ``ctx.error`` of the fastest
-    (a layout change or a server more is worth it only past the model's error, not for 0.1 %);
-    the first (today's layout, fewest servers) where none fits."""
+    """The add-server option among ``grown``: of those that fit, decide's choice (``_choose``,
+    the rule of the card's recommendation), a speed tie going to fewer servers, then to today's
+    layout (a layout change or a server more is worth it only past the model's error, not for
+    0.1 %); where none gains the model's error over today's run, the fastest (so the card says
+    how close adding servers comes); the first (today's layout, fewest servers) where none
+    fits."""
     runs = [g for g in grown if g.option.runnable]
     if not runs:
         return grown[0]
-    fastest = max(runs, key=lambda g: 1.0 / g.option.time_s if g.option.time_s
-                  else g.option.samples_per_s)
-    ties = [g for g in runs if g is fastest or _faster(fastest.option, g.option) < ctx.error]
-    return min(ties, key=lambda g: (g.option.devices, bool(g.changed)))
+    of = {id(g.option): g for g in runs}
+    options = [g.option for g in runs]
+
+    def plainer(o: DecisionOption) -> tuple[int, bool]:  # fewer servers, then today's layout
+        return o.devices, bool(of[id(o)].changed)
+
+    chosen = _choose(ctx, options, plainer) or _choose(ctx, options, plainer, gains=False)
+    return of[id(chosen)]
 
 
 def _add_servers(ctx: _Ctx, source: str) -> tuple[AddedServers | None, list[str]]:
@@ -430,8 +439,9 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[AddedServers | None, list[str]
     ``_todays_grown``), and the planner's fastest layout that fits (``_planned_grown``) at one
     more server and at that count, where today's does not run at one more server or fits
     there (where it runs and does not fit, the fewest devices at which some layout fits are the
-    card's more-devices option). The option is the fastest that fits, a tie within the model's
-    median error going to fewer servers, then to today's layout (``_pick_grown``); a note says
+    card's more-devices option). The option is the one decide's rule takes among those that fit
+    (``_choose``: days and dollars at the model's median error), a tie going to fewer servers,
+    then to today's layout (``_pick_grown``); a note says
     of each other one why it is not the option (``_grown_notes``); its title says which layout:
     today's bare, the planner's with what it changes."""
     profile, scenario, now, nouns = ctx.profile, ctx.scenario, ctx.now, ctx.words
@@ -463,16 +473,57 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[AddedServers | None, list[str]
     return best, notes
 
 
+def _money_words(other: DecisionOption, best: DecisionOption) -> str:
+    """'$4,100 cheaper', '$4,100 more expensive' or 'the same money': ``other``'s total money
+    against ``best``'s; '' where either is not known."""
+    if other.total_usd is None or best.total_usd is None:
+        return ""
+    diff = other.total_usd - best.total_usd
+    return ("the same money" if diff == 0 else f"{usd_text(abs(diff))} cheaper" if diff < 0
+            else f"{usd_text(diff)} more expensive")
+
+
+def _passed_over(ctx: _Ctx, other: DecisionOption, gains: bool) -> str:
+    """Why decide's rule (``_contest``) passed over ``other``, cheaper than the option shown
+    but slower and not tied with it: today's run does not fit (the soonest is taken), no way to
+    add servers gains the model's error (``gains`` False: the fastest is shown), or ``other``
+    gains under it over today's run (the cheapest of those that gain it is taken)."""
+    if not ctx.now.fits:
+        return "where today's run does not fit, decide takes the soonest that fits"
+    if not gains:
+        return (f"no way to add {ctx.words.servers} gains the model's median error of "
+                f"{ctx.error:.1%} over today's run, so the card shows the fastest")
+    gain = _score(other)
+    if gain <= 0:
+        return "it is no faster than today's run"
+    return (f"it is {gain:.1%} faster than today's run, under the model's median error of "
+            f"{ctx.error:.1%}")
+
+
 def _grown_notes(ctx: _Ctx, best: AddedServers, others: list[AddedServers]) -> list[str]:
-    """Why each of ``others`` is not the add-server option ``best``: "kept today's layout at 24
-    devices: the planner's layout (zero1 -> zero2) is 0.1% faster, under the model's median
-    error of 2.8%" (a tie, ``_pick_grown``; ", and takes one more server" where it does), "not
-    shown: today's layout, 7.5% slower than the planner's layout" ('at 80 devices' where the
-    counts differ), or "not shown: today's layout at 80 devices does not fit in device
-    memory (101.2 GiB per device needed)" (its count always said); each named by what differs
-    from ``best`` (``_rival_words``)."""
+    """Why each of ``others`` is not the add-server option ``best``, in days and dollars
+    (``_contest``'s rule, ``_pick_grown``): "not shown: today's layout, 7.5% slower and $2,300
+    more expensive than the planner's layout" ('at 80 devices' where the counts differ; the
+    money where known), "passed over: today's layout (at 80 devices, ...), 8.0% faster but
+    $4,100 more expensive than the planner's layout at 72 devices: of the ways that gain the
+    model's median error over today's run, decide takes the cheapest ..." (money leads),
+    "passed over: ..., 9.9% slower and $160 cheaper than ...: money within the model's median
+    error of 2.8% is the same money, and decide takes the soonest", "passed over: ..., 17.0%
+    slower and $4,000 cheaper than ...: it is 2.6% faster than today's run, under the model's
+    median error of 2.8%" (why, from ``_passed_over``), "kept today's layout at 24 devices:
+    the planner's layout (zero1 -> zero2) is 0.1% faster, under the model's median error of
+    2.8%" (a tie, money's or speed's; ", and takes one more server" where it does), or "not
+    shown: today's layout at 80 devices does not fit in device memory (101.2 GiB per device
+    needed)" (its count always said); each named by what differs from ``best``
+    (``_rival_words``)."""
     nouns, notes = ctx.words, []
     name = "the planner's layout" if best.changed else "today's layout"
+    runs = [g.option for g in [best, *others] if g.option.runnable]
+    ties, cheap, by_money = _contest(ctx, runs)
+    gains = bool(ties)
+    if not gains:  # none gains the error: the fastest is shown (``_pick_grown``)
+        ties, cheap, _ = _contest(ctx, runs, gains=False)
+    tied = {id(o) for o in ties}
     for other in others:
         rival = _rival_words(ctx, other.p, best.p, other.changed)
         if not other.option.runnable:  # its count said even where it is the shown one's:
@@ -483,32 +534,52 @@ def _grown_notes(ctx: _Ctx, best: AddedServers, others: list[AddedServers]) -> l
                          f"({gib(other.p.memory_bytes)} per {nouns.device} needed)")
             continue
         gain = _faster(other.option, best.option)
-        if gain <= 0:
-            at = (f" at {nouns.count(best.option.devices)}"
-                  if other.option.devices != best.option.devices else "")
-            notes.append(f"not shown: {rival}, {_slower_words(_faster(best.option, other.option))}"
-                         f" than {name}{at}")
-            continue
-        servers = other.option.servers - best.option.servers
-        more = ("" if servers < 1 else f", and takes one more {nouns.server}" if servers == 1
-                else f", and takes {nouns.count(servers, 'server')} more")
-        verb = "chose" if best.changed else "kept"
-        notes.append(f"{verb} {name} at {nouns.count(best.option.devices)}: {rival} is "
-                     f"{gain:.1%} faster, under the model's median error of {ctx.error:.1%}"
-                     f"{more}")
+        speed = (f"{gain:.1%} faster" if gain > 0
+                 else _slower_words(_faster(best.option, other.option)))
+        money = _money_words(other.option, best.option)
+        cheaper = money.endswith("cheaper")
+        at = (f" at {nouns.count(best.option.devices)}"
+              if other.option.devices != best.option.devices else "")
+        if {id(other.option), id(best.option)} <= tied:  # the model cannot tell them apart
+            servers = other.option.servers - best.option.servers
+            more = ("" if servers < 1 else f", and takes one more {nouns.server}"
+                    if servers == 1 else f", and takes {nouns.count(servers, 'server')} more")
+            verb = "chose" if best.changed else "kept"
+            both = f" and {money}" if money else ""
+            notes.append(f"{verb} {name} at {nouns.count(best.option.devices)}: {rival} is "
+                         f"{speed}{both}, under the model's median error of {ctx.error:.1%}"
+                         f"{more}")
+        elif gain <= 0 and not cheaper:  # slower, and no cheaper
+            notes.append(f"not shown: {rival}, {speed}{' and ' + money if money else ''} "
+                         f"than {name}{at}")
+        elif gain > 0:  # faster, and dearer past the error: money counts first
+            notes.append(f"passed over: {rival}, {speed} but {money} than {name}{at}: of the "
+                         "ways that gain the model's median error over today's run, decide "
+                         f"takes the cheapest (within {ctx.error:.1%} of its money, the "
+                         "soonest)")
+        elif by_money and id(other.option) in {id(o) for o in cheap}:  # a little cheaper
+            notes.append(f"passed over: {rival}, {speed} and {money} than {name}{at}: money "
+                         f"within the model's median error of {ctx.error:.1%} is the same "
+                         "money, and decide takes the soonest")
+        else:  # slower and cheaper
+            notes.append(f"passed over: {rival}, {speed} and {money} than {name}{at}: "
+                         f"{_passed_over(ctx, other.option, gains)}")
     return notes
 
 
 def _rival_words(ctx: _Ctx, rival: Prediction, shown: Prediction, changed: list[str]) -> str:
     """The add-server option left out, by what differs from the ``shown`` one: "the planner's
     layout (zero1 -> zero2)" where the ``rival`` run changes today's layout (``changed``,
-    ``layout_change`` words), else "today's layout"; its device count and global batch
-    (``remedies.global_batch_change``) only where they differ from ``shown``'s."""
+    ``layout_change`` words), else "today's layout"; its device count and global batch only
+    where they differ from ``shown``'s, the batch against today's as every title says it
+    ("global batch 1.25x today's", "today's global batch": ``remedies.global_batch_change``),
+    not against the option shown, which a reader cannot see."""
     words = list(changed)
     if rival.devices != shown.devices:
         words.append(f"at {ctx.words.count(rival.devices)}")
-    if batch := global_batch_change(rival.global_batch, shown.global_batch):
-        words.append(batch)
+    if rival.global_batch != shown.global_batch:
+        batch = global_batch_change(rival.global_batch, ctx.now.global_batch)
+        words.append(f"{batch} today's" if batch else "today's global batch")
     name = "the planner's layout" if changed else "today's layout"
     return f"{name} ({', '.join(words)})" if words else name
 
@@ -638,15 +709,70 @@ def _slower_words(x: float) -> str:
 
 def _faster(a: DecisionOption, b: DecisionOption) -> float:
     """How much sooner ``a`` finishes than ``b`` (0.1 = 10 % faster), from their own times
-    where both are known, else their throughputs (same global batch)."""
+    where both are known, else their relative times to quality (only a critical batch size
+    known, as ``_score``), else their throughputs (same global batch)."""
     if a.time_s and b.time_s:
         return b.time_s / a.time_s - 1.0
+    if a.quality_change is not None and b.quality_change is not None:
+        return (1.0 + b.quality_change) / (1.0 + a.quality_change) - 1.0
     return a.samples_per_s / b.samples_per_s - 1.0
 
 
-def _ties_with(ctx: _Ctx, o: DecisionOption, best: DecisionOption) -> bool:
-    """True when ``best`` is faster than ``o`` by less than the model's median error."""
-    return (1.0 + _score(best)) / (1.0 + _score(o)) - 1.0 < ctx.error
+def _buys(o: DecisionOption) -> bool:
+    """The card's plainer option in a tie: False (first) where there is nothing to buy."""
+    return o.key not in FREE_KEYS
+
+
+def _material(ctx: _Ctx, options: list[DecisionOption]) -> list[DecisionOption]:
+    """The ``options`` whose gain over today's run is a decision, at least the model's median
+    error (``_score``); all of them where today's run does not fit (nothing to gain over)."""
+    return options if not ctx.now.fits else [o for o in options if _score(o) >= ctx.error]
+
+
+def _by_money(ctx: _Ctx, options: list[DecisionOption]) -> bool:
+    """Whether decide chooses among ``options`` by money (``_contest``): today's run fits and
+    total money is known for each that gains the model's error."""
+    material = _material(ctx, options)
+    return ctx.now.fits and bool(material) and all(o.total_usd is not None for o in material)
+
+
+def _contest(ctx: _Ctx, options: list[DecisionOption],
+             gains: bool = True) -> tuple[list[DecisionOption], list[DecisionOption], bool]:
+    """decide's one rule for choosing among ``options`` that fit (docs/model.md §20), up to
+    the last tie: (the soonest and those the model cannot tell from it in speed, soonest first;
+    the options it was taken from; whether money counted). Where today's run fits, only those
+    that gain at least the model's median error over it count (``_material``; all with
+    ``gains`` False); of them, where total money is known for each, those within that error of
+    the cheapest's money (money is time x a known hourly price: it errs as time does); of
+    those, the soonest (``_faster``); where today's run does not fit, the soonest that fits.
+    Days and dollars both count: a cheaper way is not taken for a difference the model cannot
+    tell, nor a dearer one for a speed it cannot. ([], [], False) where none gains the
+    error."""
+    pool = _material(ctx, options) if gains else options
+    if not pool:
+        return [], [], False
+    by_money = gains and _by_money(ctx, options)
+    if by_money:
+        low = min(o.total_usd for o in pool)
+        pool = [o for o in pool if o.total_usd <= low or (
+            low > 0 and o.total_usd / low - 1.0 < ctx.error)]
+    lead = pool[0]
+    for o in pool[1:]:
+        if _faster(o, lead) > 0:
+            lead = o
+    ties = [o for o in pool if o is lead or _faster(lead, o) < ctx.error]
+    return sorted(ties, key=lambda o: _faster(lead, o)), pool, by_money
+
+
+def _choose(ctx: _Ctx, options: list[DecisionOption], plainer,
+            gains: bool = True) -> DecisionOption | None:
+    """decide's choice among ``options`` that fit (``_contest``): the card's recommendation and
+    its add-server option (``_pick_grown``) both take it. Of the leader and those tied with
+    it, the first by ``plainer`` (a sort key: less to buy or change), the leader among equally
+    plain ones: a difference the model cannot tell apart is no reason to buy or change more.
+    None where none gains the error."""
+    ties, _, _ = _contest(ctx, options, gains)
+    return min(ties, key=plainer) if ties else None
 
 
 def _measure_before_buying(profile: Profile, scenario: Scenario,
@@ -836,7 +962,7 @@ def _recommend(ctx: _Ctx, options: list[DecisionOption],
         return ("Keep the current setup: no option we model finishes sooner or runs faster here.",
                 ASSUMPTIONS["now"])
     if not now.fits:
-        o = options[0]
+        o = _choose(ctx, options, _buys)
         if more is not None and o is more.option:
             return _nothing_fits(ctx, more, o.devices), o.assumption
         return (f"{_action(o)} first: today's layout does not fit in {ctx.words.memory}.",
@@ -846,29 +972,23 @@ def _recommend(ctx: _Ctx, options: list[DecisionOption],
         return (f"Fix the input pipeline first: {data_stall_share(now):.0%} of each step waits "
                 f"for data; it gives {stall.throughput_gain:+.0%} throughput before any "
                 "purchase.", stall.assumption)
-    material = [o for o in options if _score(o) >= ctx.error]
-    if not material:  # every gain is within the model's error
+    o = _choose(ctx, options, _buys)
+    if o is None:  # every gain is within the model's error
         best = options[0]
         return (f"Keep the current setup: the best option ({best.title}: {_gain_words(best, ctx.unit)}) "
                 f"gains less than the model's median error of {ctx.error:.1%}, so the gain may "
                 "not be real.", ASSUMPTIONS["now"])
-    options = material
-    priced = [o for o in options if o.total_usd is not None]
-    if priced and len(priced) == len(options):  # money known for every option: the cheapest
-        o = min(priced, key=lambda x: (x.total_usd, x.time_s or 0.0))
+    if _by_money(ctx, options):  # money known for every option: the cheapest
         money = ("costs the same in total" if o.total_change_usd == 0
                  else f"saves {usd_text(-o.total_change_usd)}" if o.total_change_usd < 0
                  else f"costs {usd_text(o.total_change_usd)} more in total")
         free = " with no new hardware" if o.key in FREE_KEYS else ""
         return (f"{_action(o)}: {_gain_words(o, ctx.unit)}{free}, and {money}.", o.assumption)
-    best = options[0]  # sorted by score
-    free = [o for o in options if o.key in FREE_KEYS and _ties_with(ctx, o, best)]
-    if free:  # as good as the best within the model's error, without buying anything
-        o = free[0]
+    if o.key in FREE_KEYS:  # as good as the best within the model's error, nothing to buy
         return (f"{_action(o)}: {_gain_words(o, ctx.unit)} with no new hardware.", o.assumption)
-    extra = ("" if best.extra_usd_per_hour is None or best.extra_usd_per_hour <= 0
-             else f", for {usd_text(best.extra_usd_per_hour)} more per hour")
-    return f"{_action(best)}: {_gain_words(best, ctx.unit)}{extra}.", best.assumption
+    extra = ("" if o.extra_usd_per_hour is None or o.extra_usd_per_hour <= 0
+             else f", for {usd_text(o.extra_usd_per_hour)} more per hour")
+    return f"{_action(o)}: {_gain_words(o, ctx.unit)}{extra}.", o.assumption
 
 
 def _action(o: DecisionOption) -> str:

@@ -131,8 +131,12 @@ def test_add_server_runs_the_planners_layout_where_todays_does_not_take_one_more
     assert ("not shown: today's layout at 80 devices does not fit in device memory (101.2 GiB per "
             "device needed)") in card.notes
     (at72,) = [n for n in card.notes if n.startswith("not shown: the planner's layout (pp 2 -> 9")]
-    assert ", at 72 devices, global batch 0.8x), " in at72
-    assert at72.endswith("% slower than the planner's layout at 80 devices"), at72
+    # the batch against today's, as the option's own title says it (session 21: was "global
+    # batch 0.8x", against the option shown: read as 0.8x today's, it is today's)
+    assert ", at 72 devices, today's global batch), " in at72
+    assert at72.endswith(" more expensive than the planner's layout at 80 devices"), at72
+    slower, dearer = at72.split("), ")[-1].split(" than ")[0].split(" and ")
+    assert slower.endswith("% slower") and dearer.startswith("$")
 
 
 def test_add_server_grows_to_the_fewest_servers_todays_split_divides():
@@ -156,8 +160,10 @@ def test_add_server_grows_to_the_fewest_servers_todays_split_divides():
     # the rival by what differs from the option shown: its layout, count and global batch
     (rival,) = [n for n in card.notes if n.startswith("not shown: ")]
     assert rival.startswith("not shown: the planner's layout (pp 2 -> 9, "), rival
-    assert ", at 72 devices, global batch 0.8x), " in rival  # 72 / 80 devices' batch
-    assert rival.endswith("% slower than today's layout at 80 devices") and (
+    # today's batch at 72 (dp 1 x accumulation 4), where the option's title says 1.25x today's
+    # (session 21: was "global batch 0.8x", 72 against 80 devices' batch)
+    assert ", at 72 devices, today's global batch), " in rival
+    assert rival.endswith(" more expensive than today's layout at 80 devices") and (
         "Add one server" not in rival)
 
 
@@ -174,7 +180,8 @@ def test_add_server_in_todays_layout_is_not_judged_against_a_worse_layout():
     assert ddp.fits and o.samples_per_s > ddp.samples_per_s
     (rival,) = [n for n in card.notes if n.startswith("not shown: ")]
     assert rival.startswith("not shown: today's layout, ") and rival.endswith(
-        "% slower than the planner's layout"), rival  # same count, same batch: unsaid
+        " more expensive than the planner's layout"), rival  # same count, same batch: unsaid
+    assert "% slower and $" in rival  # session 21: days and dollars
 
 
 def test_decide_json_and_text_agree(capsys):

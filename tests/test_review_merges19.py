@@ -42,7 +42,8 @@ def test_the_add_server_option_says_its_global_batch_exactly_and_assumes_it(caps
                                         "1.25x today's"), added["assumption"]
     assert "same global batch" not in added["assumption"]
     (at72,) = [n for n in card["notes"] if ", at 72 devices, " in n]
-    assert ", at 72 devices, global batch 0.9x)" in at72, at72  # 72 / 80 exactly
+    # session 21: against today's 32, as the titles say it (was "global batch 0.9x", 72 / 80)
+    assert ", at 72 devices, global batch 1.125x today's)" in at72, at72  # 36 / 32 exactly
 
 
 def test_an_option_that_does_not_fit_is_not_said_to_count_its_penalty(capsys):
@@ -242,5 +243,7 @@ def test_a_left_out_option_far_slower_says_how_many_times(capsys):
                                       "--strategy", "zero1", "--train-samples", "1e7"])
     assert code == 0, err
     (note,) = [line for line in out.splitlines() if line.startswith("note: not shown: ")]
-    assert note == "note: not shown: today's layout, 3.4x slower than the planner's layout", note
+    # session 21: and its money, the same count's hours at the same hourly price
+    assert note == ("note: not shown: today's layout, 3.4x slower and $6,863 more expensive than "
+                    "the planner's layout"), note
     assert "%" not in note
