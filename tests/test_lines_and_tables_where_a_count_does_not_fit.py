@@ -151,12 +151,15 @@ def test_the_tables_say_does_not_fit_in_place_of_time_pace_and_efficiency(partia
             f"{plan.unit}/s", "efficiency %"]
     out, run = table.iloc[0], table.iloc[1]
     assert out["devices"] == 16 and out["runnable"] == "NO: does not fit in memory"
-    assert [out[c] for c in gone] == ["does not fit"] * len(gone)  # were numbers
+    # no number (session 20: were numbers); session 21: empty, not the text 'does not fit',
+    # so each column stays numeric and sorts by value (the runnable cell says why)
+    assert all(out[c] != out[c] for c in gone)  # NaN
+    assert all(table[c].dtype.kind == "f" for c in gone)
     # says why, at figures.gib's one decimal (session 20: was every digit of the float)
     assert out["memory GiB"] == round(plan.rows[0].memory_bytes / 2**30, 1)
-    assert run["step ms"] == f"{plan.rows[1].step_time_s * 1e3:.2f}"
-    assert run["efficiency %"] == f"{plan.rows[1].efficiency * 100:.1f}"
-    assert table.to_csv().count("does not fit") == len(gone) + 1  # the download: no number
+    assert run["step ms"] == pytest.approx(plan.rows[1].step_time_s * 1e3)
+    assert run["efficiency %"] == pytest.approx(plan.rows[1].efficiency * 100)
+    assert table.to_csv().count("does not fit") == 1  # the download: no number, one reason
     if tab == "curve":  # the page draws the broken lines, the rule and their words
         for c in at.get("vega_lite_chart"):
             assert json.loads(c.proto.spec)["title"]["subtitle"][0] == (
