@@ -25,6 +25,7 @@ from .plan import (
     Plan,
     ab_misfit,
     makes_it_run_text,
+    misfit_band_text,
     misfit_counts_text,
     misfit_devices,
     misfit_words,
@@ -75,23 +76,63 @@ def count_tooltip(words: Nouns, kind: str = "Q") -> alt.Tooltip:
     return alt.Tooltip(field, title=words.header("devices")) if words.cpu else alt.Tooltip(field)
 
 
-def _misfit_rules(at: list, field: str, height: int, words: Nouns) -> list[alt.Chart]:
-    """A dashed rule at each x in ``at`` (``field``: 'devices' or 'global_batch') whose layout
-    does not fit in device memory, ``DOES_NOT_FIT`` written up it: a line chart has no point
-    there and its line breaks (a line through a run that cannot run would say it runs)."""
-    if not at:
-        return []
-    df = pd.DataFrame([{field: x, "label": DOES_NOT_FIT} for x in at])
-    x = alt.X(f"{field}:Q")
-    rule = alt.Chart(df).mark_rule(color=NOT_RUNNABLE_COLOUR, strokeDash=[2, 3],
-                                   strokeWidth=1.5).encode(
-        x=x, tooltip=[count_tooltip(words) if field == "devices" else alt.Tooltip(f"{field}:Q"),
-                      alt.Tooltip("label:N", title="status")])
-    label = alt.Chart(df).mark_text(angle=270, align="left", baseline="bottom", dx=6, dy=-3,
+def misfit_spans(points: list[tuple]) -> list[list[tuple]]:
+    """The runs of adjacent points that do not fit, in the sweep's order (``points``: (x, run)
+    pairs, ``run.fits``): [[(16, p16)], [(64, p64), (128, p128)]] where 32 fits."""
+    spans: list[list[tuple]] = []
+    previous_fits = True
+    for x, run in points:
+        if not run.fits:
+            if previous_fits:
+                spans.append([])
+            spans[-1].append((x, run))
+        previous_fits = run.fits
+    return spans
+
+
+def _misfit_rules(points: list[tuple], field: str, height: int, plan: Plan) -> list[alt.Chart]:
+    """Where the layout does not fit in device memory (``points``: every (x, run) of the
+    curve, ``field``: 'devices' or 'global_batch'): a dashed rule at a lone x, ``DOES_NOT_FIT``
+    written up it; over adjacent xs one shaded band from the first to the last, with one label
+    saying the range and the memory they need (``misfit_band_text``), not a rule per x. A line
+    chart has no point there and its line breaks (a line through a run that cannot run would
+    say it runs)."""
+    spans = misfit_spans(points)
+    lone = [span[0][0] for span in spans if len(span) == 1]
+    layers = []
+    tip = (count_tooltip(plan.words) if field == "devices" else alt.Tooltip(f"{field}:Q"))
+    if lone:
+        df = pd.DataFrame([{field: x, "label": DOES_NOT_FIT} for x in lone])
+        x = alt.X(f"{field}:Q")
+        layers += [alt.Chart(df).mark_rule(color=NOT_RUNNABLE_COLOUR, strokeDash=[2, 3],
+                                           strokeWidth=1.5).encode(
+            x=x, tooltip=[tip, alt.Tooltip("label:N", title="status")]),
+            alt.Chart(df).mark_text(angle=270, align="left", baseline="bottom", dx=6, dy=-3,
                                     color=NOT_RUNNABLE_COLOUR, fontSize=11,
                                     fontWeight="bold").encode(
-        x=x, y=alt.YValue(height), text=alt.Text("label:N"))
-    return [rule, label]
+                x=x, y=alt.YValue(height), text=alt.Text("label:N"))]
+    bands = [_band_record(span, field, plan) for span in spans if len(span) > 1]
+    if bands:
+        df = pd.DataFrame(bands)
+        layers += [alt.Chart(df).mark_rect(color=NOT_RUNNABLE_COLOUR, opacity=0.12).encode(
+            x=alt.X(f"{field}:Q"), x2=alt.X2("end"),
+            tooltip=[alt.Tooltip("label:N", title="status")]),
+            alt.Chart(df).mark_text(angle=270, align="left", baseline="top", dx=6, dy=4,
+                                    color=NOT_RUNNABLE_COLOUR, fontSize=11, fontWeight="bold",
+                                    lineBreak="\n", limit=max(height - 12, 40)).encode(
+                x=alt.X(f"{field}:Q"), y=alt.YValue(height), text=alt.Text("lines:N"))]
+    return layers
+
+
+def _band_record(span: list[tuple], field: str, plan: Plan) -> dict:
+    """A misfit band's row: its first and last x, its label ('does not fit: 16–64 devices,
+    needs ...'), and the label on two lines where the band is drawn (at the comma)."""
+    first, last = span[0][0], span[-1][0]
+    what = (f"{first:,}–{last:,} {plan.words.devices}" if field == "devices"
+            else f"global batch {first:,}–{last:,}")
+    profile = plan.profile
+    label = misfit_band_text(what, [run for _, run in span], profile, plan.words)
+    return {field: first, "end": last, "label": label, "lines": label.replace(", ", "\n", 1)}
 
 
 def _misfit_note(plan: Plan, what: str) -> str:
@@ -190,9 +231,9 @@ def throughput_chart(plan: Plan, width="container", height: int = 320) -> alt.La
                  alt.Tooltip("efficiency:Q", format=".1%"), alt.Tooltip("status:N")],
     )
     layers = [base.mark_line(strokeWidth=2.5), base.mark_point(filled=True, size=40)]
-    misfits = misfit_devices(plan)
+    points = [(r.devices, r) for r in plan.rows]
     return _sized(alt.layer(*layers, *_knee_layers(plan),
-                            *_misfit_rules(misfits, "devices", height, plan.words), data=df).properties(
+                            *_misfit_rules(points, "devices", height, plan), data=df).properties(
         title=alt.TitleParams(f"Throughput vs {plan.words.devices}: predicted and ideal",
                               subtitle=_misfit_subtitle_lines(
                                   plan, "the gap between the lines is throughput lost to scaling")),
@@ -215,9 +256,9 @@ def efficiency_chart(plan: Plan, width="container", height: int = 260) -> alt.La
     )
     layers = [base.mark_line(strokeWidth=2.5, color=PALETTE["predicted"]),
               base.mark_point(filled=True, size=40, color=PALETTE["predicted"])]
-    misfits = misfit_devices(plan)
+    points = [(r.devices, r) for r in plan.rows]
     return _sized(alt.layer(*layers, *_knee_layers(plan),
-                            *_misfit_rules(misfits, "devices", height, plan.words), data=df).properties(
+                            *_misfit_rules(points, "devices", height, plan), data=df).properties(
         title=alt.TitleParams(f"Scaling efficiency vs {plan.words.devices}",
                               subtitle=_misfit_subtitle_lines(
                                   plan, f"100% = every added {plan.words.device} adds its full "
@@ -464,7 +505,9 @@ def quality_chart(plan: Plan, width="container", height: int = 280) -> alt.Layer
         x=alt.X("global_batch:Q"), y=alt.YValue(4), text=alt.Text("label:N"),
         color=alt.Color("colour:N", legend=None, scale=alt.Scale(
             domain=["crit", "now"], range=[KNEE_COLOUR, PALETTE["remedy"]])))
-    layers = [line, points, rules, labels, *_misfit_rules(misfits, "global_batch", height, plan.words)]
+    layers = [line, points, rules, labels,
+              *_misfit_rules([(q.global_batch, q) for q in plan.quality], "global_batch", height,
+                             plan)]
     return _sized(alt.layer(*layers).resolve_scale(color="independent").properties(
         title=alt.TitleParams("Time to quality vs global batch at "
                               f"{plan.words.count(plan.focus.devices)}", subtitle=subtitle),

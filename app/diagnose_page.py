@@ -28,6 +28,7 @@ from scalesim.diagnose_request import DEFAULT_WIRE_BYTES
 from scalesim.diagnosis import (
     Report,
     by_verdict,
+    gain_measure,
     no_first_remedy,
     report_nouns,
     shown_gain,
@@ -44,7 +45,7 @@ from scalesim.remedies import measure_words
 
 from .charts import PALETTE, count_tooltip
 from .markdown_text import escape_markdown as _md
-from .report import gain_column
+from .table_columns import show_table
 
 # The planner's words and colours (one colour per meaning across both pages).
 RUN_PARTS = [("compute", "compute", PALETTE["compute"]),
@@ -321,6 +322,23 @@ def gain_uncertainty(report: Report) -> float | None:
     return Z95 * (2 ** 0.5) * float(fit["noise_rel"])
 
 
+def remedies_frame(report: Report) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The page's remedies table and its signed columns' formats: the predicted gain in percent
+    (a number, so the column sorts by value; empty where the remedy does not apply, its verdict
+    says so) and, for runs, the half-width of its 95 % band (``gain_uncertainty``), as
+    ``gain_text`` writes them ('+25% ± 14%')."""
+    band = gain_uncertainty(report)
+    gain = f"predicted gain in {gain_measure(report)} %"
+    rows = []
+    for x in by_verdict(report.remedies):
+        g = shown_gain(x)
+        rows.append({"remedy": x.title, gain: g * 100 if x.applicable else None,
+                     **({} if band is None else
+                        {"95% band ± %": band * (1 + g) * 100 if x.applicable else None}),
+                     "verdict": x.verdict, "note": x.note})
+    return pd.DataFrame(rows), {gain: "%+.0f", "95% band ± %": "%.0f"}
+
+
 def gain_text(report: Report, gain: float) -> str:
     """'+25% ± 14%' for runs (95 % band, see gain_uncertainty), '+25%' otherwise."""
     band = gain_uncertainty(report)
@@ -382,13 +400,8 @@ def show_report(report: Report) -> None:
     else:
         st.info(f"**First remedy to try:** {_md(no_first_remedy(report))}")
     _planner_actions(report)
-    rem = pd.DataFrame([{"remedy": x.title,
-                         gain_column(report): gain_text(report, shown_gain(x))
-                         if x.applicable else "n/a",
-                         "verdict": x.verdict, "note": x.note}
-                        for x in by_verdict(report.remedies)])
     with st.expander("All remedies (model, each applied alone)"):
-        st.dataframe(rem, hide_index=True, width="stretch")
+        show_table(*remedies_frame(report), width="stretch")
     if report.kind == "runs":
         st.altair_chart(runs_throughput_chart(report), width="stretch")
         st.altair_chart(runs_breakdown_chart(report), width="stretch")

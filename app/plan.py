@@ -86,6 +86,7 @@ class QualityPoint:
     micro_batch: int
     time_to_quality: float  # hours when E_min is known, else relative to the best (1 = best)
     fits: bool
+    memory_bytes: float = 0.0  # per device at this batch (the chart's 'needs X GiB' words)
 
 
 @dataclass(frozen=True)
@@ -451,11 +452,11 @@ def _quality_sweep(profile: Profile, scenario: Scenario, devices: int):
         row = predict(profile, base.model_copy(update={"micro_batch": b}))[0]
         # S_min cancels in a relative curve, so E_min = B_noise gives the right shape.
         steps = float(steps_to_quality(row.global_batch, b_crit, e_min or b_crit))
-        points.append((row.global_batch, b, steps * row.step_time_s, row.fits))
+        points.append((row.global_batch, b, steps * row.step_time_s, row.fits, row.memory_bytes))
     if e_min is not None:
-        return [QualityPoint(gb, b, t / 3600.0, f) for gb, b, t, f in points], True
-    best = min(t for _, _, t, _ in points)
-    return [QualityPoint(gb, b, t / best, f) for gb, b, t, f in points], False
+        return [QualityPoint(gb, b, t / 3600.0, f, m) for gb, b, t, f, m in points], True
+    best = min(t for _, _, t, _, _ in points)
+    return [QualityPoint(gb, b, t / best, f, m) for gb, b, t, f, m in points], False
 
 
 def _scenario_b(state: AppState, profile: Profile, scenario: Scenario, focus: Prediction,
@@ -688,6 +689,25 @@ def misfit_words(p: Prediction, profile: Profile, words: Nouns = GPU_NOUNS) -> s
         return f"{DOES_NOT_FIT} ({_needs(p, words)} of {mem / 2**30:,.0f} GiB)"
     return (f"{DOES_NOT_FIT} (micro-batch {whole(p.micro_batch)} ran out of memory in "
             f"calibration, from {whole(oom)} on)")
+
+
+def misfit_band_text(span: str, runs: list, profile: Profile, words: Nouns = GPU_NOUNS) -> str:
+    """One label for adjacent points of a chart that do not fit (``runs``: their predictions or
+    ``QualityPoint``s, each with ``memory_bytes`` and ``micro_batch``; ``span``: '16–64 devices',
+    'global batch 8192–65536'): 'does not fit: 16–64 devices, needs 81.2–95.0 GiB per device of
+    80 GiB'; where their memory fits but calibration ran out of memory at their micro-batch,
+    that (``misfit_words``' reasons, over a range)."""
+    mem = profile.hardware.device_memory_bytes
+    oom = profile.compute.oom_micro_batch
+    over = [r.memory_bytes for r in runs if r.memory_bytes > mem or oom is None]
+    why = []
+    if over:
+        low, high = gib(min(over)), gib(max(over))
+        needs = low if low == high else f"{low.removesuffix(' GiB')}–{high}"
+        why.append(f"needs {needs} per {words.device} of {mem / 2**30:,.0f} GiB")
+    if len(over) < len(runs):
+        why.append(f"micro-batch {whole(oom)} and above ran out of memory in calibration")
+    return f"{DOES_NOT_FIT}: {span}, {'; '.join(why)}"
 
 
 def misfit_devices(plan: Plan) -> list[int]:

@@ -58,7 +58,6 @@ from .plan import (
     duration,
     finish,
     headline,
-    if_runs,
     layout_ranking,
     layout_reference,
     make_plan,
@@ -87,6 +86,7 @@ from .state import (
     widget_bounds,
     with_profile_defaults,
 )
+from .table_columns import show_table, to_hours
 
 PROFILES_DIR_ENV = "SCALESIM_APP_PROFILES"  # set by `scalesim app --profiles DIR`
 MAX_UPLOAD_MB = 2
@@ -510,12 +510,14 @@ def _shared_banner(plan: Plan) -> None:
     for who, p in (("shared", theirs), ("mine", plan)):
         h = headline(p)
         t, cost = finish(p, p.focus)
+        runs = p.focus.fits  # a run that does not fit has no pace, time or money: empty cells
         rows.append({"what-if": who, plan.words.header("devices"): p.focus.devices,
-                     f"{p.unit}/s": amount(p.focus.samples_per_s),
-                     "efficiency": h["efficiency"], "time to finish": duration(t),
-                     "cost": "-" if cost is None else f"${amount(cost)}",
+                     f"{p.unit}/s": p.focus.samples_per_s if runs else None,
+                     "efficiency %": p.focus.efficiency * 100 if runs else None,
+                     "runnable": h["runnable"], "hours to finish": to_hours(t) if runs else None,
+                     "cost USD": cost if runs else None,
                      "recommendation": p.decision.recommendation if p.decision else "-"})
-    st.dataframe(pd.DataFrame(rows), hide_index=True, key="compare_table")
+    show_table(pd.DataFrame(rows), key="compare_table")
 
 
 def _decision_card(plan: Plan) -> None:
@@ -584,14 +586,10 @@ def _rows_table(plan: Plan) -> pd.DataFrame:
         "memory GiB": round(r.memory_bytes / 2**30, 1),  # figures.gib's one decimal
         "runnable": "yes" if r.fits else "NO: does not fit in memory",
     } for r in plan.rows])
-    if all(r.fits for r in plan.rows):
-        return df
-    # a row that does not fit has no step time, pace or efficiency: 'does not fit' in their
-    # cells (the CSV download too), the other rows' numbers as text (a column has one type)
-    for column, fmt in ((c, ".1f" if c.endswith("%") else ".2f") for c in df.columns
-                        if c.endswith((" ms", " %", "/s"))):
-        df[column] = [if_runs(r, "" if pd.isna(v) else f"{v:{fmt}}")
-                      for r, v in zip(plan.rows, df[column], strict=True)]
+    # a row that does not fit has no step time, pace or efficiency: empty cells (its runnable
+    # cell says why); the columns stay numbers, so a column sorts by value
+    for column in (c for c in df.columns if c.endswith((" ms", " %", "/s"))):
+        df[column] = [v if r.fits else None for r, v in zip(plan.rows, df[column], strict=True)]
     return df
 
 
@@ -608,12 +606,7 @@ def _tab_curve(plan: Plan) -> None:
     _chart(charts.throughput_chart(plan), charts.chart_text(plan, "throughput"))
     _chart(charts.efficiency_chart(plan), charts.chart_text(plan, "efficiency"))
     with st.expander("The numbers"):
-        table = _rows_table(plan)  # text where a count does not fit: no number format
-        st.dataframe(table, hide_index=True,
-                     column_config={c: st.column_config.NumberColumn(format="%.2f")
-                                    for c in ("step ms", "compute ms", "exposed comm ms",
-                                              "data stall ms", "straggler ms")
-                                    if c not in table or table[c].dtype.kind == "f"})
+        show_table(_rows_table(plan))
         if note := charts.stall_caption(plan.rows):
             st.caption(_md(note))
 
@@ -622,7 +615,7 @@ def _tab_breakdown(plan: Plan) -> None:
     _chart(charts.breakdown_chart(plan), charts.chart_text(plan, "step_breakdown"))
     if misfits := misfit_counts_text(plan):
         st.warning(f"Not runnable: {misfits}: try ZeRO-3 or a smaller batch.")
-    st.dataframe(_rows_table(plan), hide_index=True)
+    show_table(_rows_table(plan))
     if note := charts.stall_caption(plan.rows):
         st.caption(_md(note))
 
@@ -630,19 +623,34 @@ def _tab_breakdown(plan: Plan) -> None:
 def _tab_remedies(plan: Plan) -> None:
     _chart(charts.remedies_chart(plan), charts.chart_text(plan, "remedies"))
     unit, now_fits = plan.unit, plan.focus.fits
-    st.dataframe(pd.DataFrame([{
-        "remedy": r.title,
-        "verdict": r.verdict,
-        "faster to finish": ("" if r.time_s is None or r.verdict == "not runnable" else
-                             f"{r.objective_gain:+.1%}" if now_fits else MAKES_IT_RUN),
-        "throughput gain": remedy_gain_cell(r, now_fits),
-        f"{unit}/s": amount(p.samples_per_s) if (p := r.prediction) else "",
-        "step": f"{p.step_time_s * 1e3:.1f} ms" if p else "",
-        "fits in memory": ("yes" if p.fits else "NO") if p else "",
-        "time to finish": duration(r.time_s) if r.time_s is not None else "",
-        "cost": f"${amount(r.cost_usd)}" if r.cost_usd is not None else "",
-        "note": r.reason,
-    } for r in plan.remedies]), hide_index=True)
+    show_table(*_remedies_table(plan.remedies, unit, now_fits))
+
+
+def _remedies_table(remedies, unit: str, now_fits: bool) -> tuple[pd.DataFrame, dict]:
+    """The Remedies tab's table and its signed columns' formats: gains as signed percentages where
+    today's layout runs (numbers: they sort by value); where it does not fit, the gain columns
+    are words (``MAKES_IT_RUN``, 'not runnable': a gain against a run that cannot happen has
+    no number). A run that does not fit has no pace, time or money (empty cells)."""
+    rows = []
+    for r in remedies:
+        p, shown = r.prediction, r.verdict != "not runnable" and r.time_s is not None
+        runs = p is not None and p.fits
+        gains = ({"faster to finish %": r.objective_gain * 100 if shown else None,
+                  "throughput gain %": r.gain * 100 if r.applicable else None}
+                 if now_fits else
+                 {"faster to finish": MAKES_IT_RUN if shown else "",
+                  "throughput gain": remedy_gain_cell(r, now_fits)})
+        rows.append({
+            "remedy": r.title, "verdict": r.verdict, **gains,
+            f"{unit}/s": p.samples_per_s if runs else None,
+            "step ms": p.step_time_s * 1e3 if runs else None,
+            "fits in memory": ("yes" if p.fits else "NO") if p else "",
+            "hours to finish": to_hours(r.time_s) if runs else None,
+            "cost USD": r.cost_usd if runs else None,
+            "note": r.reason,
+        })
+    df = pd.DataFrame(rows)
+    return df, {c: "%+.1f" for c in ("faster to finish %", "throughput gain %")}
 
 
 def _tab_cost(plan: Plan) -> None:
@@ -661,18 +669,15 @@ def _tab_cost(plan: Plan) -> None:
                "instance_sizes; docs/model.md §9).")
     if note := zero_price_note(goal):  # predict's note under its cost column
         st.caption(_md(note[0].upper() + note[1:]) + ".")
-    st.dataframe(pd.DataFrame([{
+    show_table(pd.DataFrame([{
         "option": o.label, plan.words.header("devices"): o.devices,
         f"billed {plan.words.header('devices')}": int(goal.billed_devices(o.devices)),
-        f"{plan.unit}/s": o.samples_per_s,
+        f"{plan.unit}/s": o.samples_per_s if o.fits else None,
         # a run that does not fit has no time or money (the card's, the charts' words)
-        "time to finish": duration(o.time_s) if o.fits else DOES_NOT_FIT,
+        "hours to finish": to_hours(o.time_s) if o.fits else None,
         "cost USD": o.cost_usd if o.fits else None,
-        "runnable": "yes" if o.fits else "NO",
-    } for o in plan.options]), hide_index=True, column_config={
-        f"{plan.unit}/s": st.column_config.NumberColumn(format="%.0f"),
-        "cost USD": st.column_config.NumberColumn(format="dollar"),
-    })
+        "runnable": "yes" if o.fits else f"NO: {DOES_NOT_FIT}",
+    } for o in plan.options]), {f"{plan.unit}/s": "%.0f"})
 
 
 def _tab_quality(plan: Plan) -> None:
@@ -761,13 +766,12 @@ def _tab_goal(plan: Plan) -> None:
     st.caption(f"{answer.evaluated:,} plans searched ({plan.words.devices}, micro-batch, accumulation, "
                f"strategy, priced network upgrades); {answer.runnable:,} fit in memory. "
                + " ".join(_md(n[0].upper() + n[1:]) + "." for n in answer.notes))
-    st.dataframe(pd.DataFrame([{
-        "time": duration(p.time_s), "cost USD": p.cost_usd, "meets goal": p.meets,
+    show_table(pd.DataFrame([{
+        "hours": to_hours(p.time_s), "cost USD": p.cost_usd, "meets goal": p.meets,
         plan.words.header("devices"): p.devices, plan.words.header("servers"): p.servers,
         "micro-batch": p.micro_batch,
         "accumulation": p.accumulation, "strategy": p.strategy, "network": p.network,
-    } for p in answer.front]), hide_index=True, column_config={
-        "cost USD": st.column_config.NumberColumn(format="dollar")})
+    } for p in answer.front]), {"hours": "%.1f"})
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

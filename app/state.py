@@ -53,6 +53,9 @@ V7_FIELDS = ("tpo",)  # what v7 added
 V7_REMEDIES = ("attention_kernel", "tp_overlap")  # the scenario B choices v7 added
 V8_VALUES = {"rs": ("op-sac",)}  # the values v8 added to fields of earlier versions
 V9_FIELDS = ("sg",)  # what v9 added
+# a share link ends with its preset fingerprint (ph) or profile (prof), then its date (at):
+# a cut one loses those first
+CUT_SHORT = "the link may have been cut short when copied (its end is missing)"
 SHARED_DATE_KEY = "at"  # the date a share link was made (YYYY-MM-DD), for the receiver's banner
 MAX_QUERY_CHARS = 16_000  # the whole query string (browsers keep ~32k; stay well below)
 MAX_VALUE_CHARS = 400  # one control's value
@@ -419,9 +422,11 @@ def decode_profile(blob: str) -> Profile:
         raw = inflater.decompress(packed, MAX_PROFILE_JSON_BYTES)
     except zlib.error:
         raise ScalesimError("the profile in the link is damaged (not zlib data)") from None
-    if inflater.unconsumed_tail or not inflater.eof:
+    if inflater.unconsumed_tail:
         raise ScalesimError("the profile in the link is damaged or larger than "
                             f"{MAX_PROFILE_JSON_BYTES} bytes")
+    if not inflater.eof:  # the compressed stream stops before its end
+        raise ScalesimError(f"the profile in the link ends early: {CUT_SHORT}")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -581,7 +586,10 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
                         + f"; this scalesim reads v1 to v{LINK_VERSION} links, so it shows the "
                         "defaults")
         return default_state(), preset_profile(AppState()), messages
-    flat.pop(SHARED_DATE_KEY, None)  # read by shared_date()
+    date = flat.pop(SHARED_DATE_KEY, None)  # read by shared_date()
+    if date is not None and shared_date({SHARED_DATE_KEY: date}) is None:
+        messages.append(f"the link's date '{SHARED_DATE_KEY}={_shown(date)[:12]}' is not a date "
+                        f"(YYYY-MM-DD): {CUT_SHORT}")
     if version in ("1", "2"):  # before the model split: those links are data parallel
         old = [name for name in LAYOUT_FIELDS if name in flat and flat.pop(name) not in (
             "", _to_text(AppState.model_fields[name].default))]
@@ -661,7 +669,10 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
                                     "it; showing the presets")
                 state = state.model_copy(update={"src": "preset"})
             profile = preset
-            if fingerprint is not None and fingerprint != preset_fingerprint(preset):
+            if fingerprint is not None and not re.fullmatch(r"[0-9a-f]{8}", fingerprint):
+                messages.append(f"the link's preset fingerprint 'ph={_shown(fingerprint)[:12]}' "
+                                f"is not 8 hex digits: {CUT_SHORT}")
+            elif fingerprint is not None and fingerprint != preset_fingerprint(preset):
                 messages.append(f"the sender's presets '{state.hw}' + '{state.wl}' had other "
                                 "numbers (another scalesim version): these predictions may "
                                 "differ from the sender's")

@@ -125,7 +125,7 @@ def why_no_knee(rows, what: str, words: Nouns = GPU_NOUNS) -> str:
     fit in device memory: ``words.memory``), else ``no_knee_words`` over what was searched."""
     fitting = sum(1 for r in rows if r.fits)
     if len(rows) < 2:
-        return f"a knee lies between two {what}, and there is {len(rows)}"
+        return f"a knee lies between two {what}, and there is {'only one' if rows else 'none'}"
     if fitting < 2:
         return (f"{'none' if fitting == 0 else 'only one'} of the {what} fits in {words.memory}, "
                 "and a knee lies between two that do")

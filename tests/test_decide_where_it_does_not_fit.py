@@ -177,6 +177,7 @@ def test_no_knee_says_so_where_fewer_than_two_rows_fit(capsys):
                                            "lies between two that do")
     one = [r.model_copy(update={"fits": r.devices == 32}) for r in rows]
     assert why_no_knee(one, "device counts").startswith("only one of the device counts fits")
-    assert why_no_knee(rows[:1], "rows") == "a knee lies between two rows, and there is 1"
+    # session 21: 'only one', not a bare '1' (the app's first screen: every number has a unit)
+    assert why_no_knee(rows[:1], "rows") == "a knee lies between two rows, and there is only one"
     assert main(["predict", "--workload", "gpt-7b", "--devices", "1,2,4,8"]) == 0
     assert "knee: none (none of the rows fits in device memory" in capsys.readouterr().out

@@ -186,14 +186,18 @@ def test_the_diagnose_page_and_html_report_show_the_figure_the_text_shows():
     at.file_uploader(key="dg_runs").set_value(
         ("runs.csv", cases.to_csv(cases.below_noise_scale()).encode(), "text/csv")).run()
     table = at.dataframe[0].value
-    column = "predicted gain in time to quality (95% band)"
-    assert column in table.columns
+    # session 21: the page's gain and its band are numbers (percent), so the column sorts by
+    # value; the text and the HTML report keep '+25% ± 14%'
+    column = "predicted gain in time to quality %"
+    assert column in table.columns and table[column].dtype.kind == "f"
     report = _below_noise()
-    assert gain_column(report) == column
-    shown = dict(zip(table["remedy"], table[column], strict=True))
+    assert gain_column(report) == "predicted gain in time to quality (95% band)"
+    shown = {t: (g, b) for t, g, b in zip(table["remedy"], table[column], table["95% band ± %"],
+                                          strict=True)}
     for r in report.remedies:
         if r.applicable:
-            assert shown[r.title] == gain_text(report, shown_gain(r))
-            assert shown[r.title].startswith("-" if r.verdict == "loses" else "+")
+            gain, band = shown[r.title]
+            assert f"{gain / 100:+.0%} ± {band / 100:.0%}" == gain_text(report, shown_gain(r))
+            assert (gain < 0) == (r.verdict == "loses")
     html = diagnosis_html(report, None, [gain_text(report, shown_gain(x)) for x in report.remedies])
-    assert f'<th class="">{column}</th>' in html
+    assert f'<th class="">{gain_column(report)}</th>' in html

@@ -1,0 +1,54 @@
+"""Number columns of the app's tables: a column holds numbers (its unit in its name), never text
+such as '101.2 GiB' or '3.0 days', so sorting it in the app sorts by value ('101.2 GiB' sorted
+before '27.0 GiB' as text). A cell with no number (a run that does not fit, no price) is empty
+(None), and a word column beside it says why.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+HOURS_PER_S = 1 / 3600.0
+
+# the unit a name ends in ('step ms') or, for a word, starts with ('hours to finish') -> the
+# display format (printf or Streamlit's 'dollar'), first match wins
+FORMATS = (
+    (" ms", "%.2f"),
+    (" %", "%.1f"),
+    ("/s", "%.1f"),
+    (" GiB", "%.1f"),
+    (" USD", "dollar"),
+    (" hours", "%.1f"),
+)
+
+
+def to_hours(seconds: float | None) -> float | None:
+    """A time in a table's hours column (seconds in, hours out); None stays None (no time)."""
+    return None if seconds is None else seconds * HOURS_PER_S
+
+
+def _named_in(name: str, unit: str) -> bool:
+    """Whether the column ``name`` carries ``unit``: at its end, or a unit word at its start."""
+    return name.endswith(unit) or (unit.startswith(" ") and f"{name} ".startswith(unit[1:] + " "))
+
+
+def number_columns(df: pd.DataFrame, formats: dict[str, str] | None = None) -> dict:
+    """``st.dataframe``'s column_config for ``df``: a NumberColumn with its format for each
+    numeric column whose name ends in a unit of ``FORMATS`` (``formats``: others by name)."""
+    config = {}
+    for column in df.columns:
+        if df[column].dtype.kind not in "iuf":  # text (a word column) stays text
+            continue
+        fmt = (formats or {}).get(column) or next(
+            (f for unit, f in FORMATS if _named_in(str(column), unit)), None
+        )
+        if fmt is not None:
+            config[column] = st.column_config.NumberColumn(format=fmt)
+    return config
+
+
+def show_table(df: pd.DataFrame, formats: dict[str, str] | None = None, **kwargs) -> None:
+    """``st.dataframe`` of ``df`` without its index, its number columns formatted
+    (``number_columns``)."""
+    st.dataframe(df, hide_index=True, column_config=number_columns(df, formats), **kwargs)

@@ -1,0 +1,104 @@
+"""Session 21: share links a manager may receive damaged. Each opens the page with a warning or
+an error box naming the problem, and the rest of the page (headline, decision card, charts)
+still renders. Before, a link cut inside its preset fingerprint ('ph=e4792') said the sender's
+presets had other numbers (another scalesim version), a link cut inside its date ('at=2026-1')
+said nothing, and a profile blob cut short said 'damaged or larger than 200000 bytes'; each now
+says the link may have been cut short when copied."""
+
+from __future__ import annotations
+
+import urllib.parse
+
+import pytest
+from app_harness import open_app
+from scalesim.app.state import (
+    SHARED_DATE_KEY,
+    decode_query,
+    default_state,
+    encode_query,
+    preset_profile,
+    query_string,
+)
+
+SPLIT = default_state().model_copy(update={"hw": "dgx-h100", "wl": "llama3-70b", "tp": 8, "pp": 2})
+CUT = "the link may have been cut short when copied (its end is missing)"
+
+
+def _link(state=SPLIT, **extra) -> str:
+    return query_string({**encode_query(state, preset_profile(state)), **extra})
+
+
+def _params(text: str) -> dict[str, str]:
+    return dict(urllib.parse.parse_qsl(text, keep_blank_values=True))
+
+
+def test_a_link_cut_inside_its_date_says_it_may_be_cut_short():
+    link = _link(**{SHARED_DATE_KEY: "2026-12-02"})
+    assert link.endswith("&ph=e479263e&at=2026-12-02")
+    state, _, messages = decode_query(_params(link[:-4]))
+    assert messages == [f"the link's date 'at=2026-1' is not a date (YYYY-MM-DD): {CUT}"]
+    assert (state.tp, state.pp) == (8, 2)  # the rest of the link is read
+    assert decode_query(_params(link))[2] == []
+
+
+def test_a_link_cut_inside_its_fingerprint_is_not_said_to_come_from_another_version():
+    link = _link()
+    state, _, messages = decode_query(_params(link[:-3]))
+    assert messages == [f"the link's preset fingerprint 'ph=e4792' is not 8 hex digits: {CUT}"]
+    other = link[:-1] + "f"  # 8 digits, another number: the presets differ (as before)
+    assert "another scalesim version" in decode_query(_params(other))[2][0]
+
+
+def test_a_profile_cut_short_says_so():
+    state = SPLIT.model_copy(update={"src": "custom"})
+    profile = preset_profile(SPLIT).model_copy(update={"name": "my cluster"})
+    link = query_string(encode_query(state, profile))
+    *_, messages = decode_query(_params(link[:-40]))
+    assert messages[0] == (
+        f"the profile in the link ends early: {CUT}; using the preset profile instead"
+    )  # was 'damaged or larger than 200000 bytes'
+
+
+ODD = {
+    "an old version with a model split": {"v": "1", "wl": "gpt-7b", "tp": "2"},
+    "a version from a newer scalesim": {"v": "99", "tp": "2"},
+    "no version": {"tp": "2"},
+    "a value out of bounds": {"v": "9", "gbit": "1e9"},
+    "a focus out of bounds": {"v": "9", "focus": "100000"},
+    "a price that is not a number": {"v": "9", "price": "nan"},
+    "a truncated value": {**_params(_link()), "pp": ""},
+    "a truncated fingerprint": _params(_link()[:-3]),
+    "a truncated date": _params(_link(**{SHARED_DATE_KEY: "2026-12-02"})[:-4]),
+    "an unknown hardware preset": {"v": "9", "hw": "dgx-z999"},
+    "an unknown workload preset": {"v": "9", "wl": "gpt-99b"},
+    "a layout that does not fit": {"v": "9", "hw": "dgx-h100", "wl": "llama3-70b", "tp": "1"},
+    "tp not dividing a server's GPUs": {"v": "9", "hw": "dgx-h100", "wl": "llama3-70b", "tp": "3"},
+    "tp above a server's GPUs": {"v": "9", "hw": "dgx-h100", "wl": "llama3-70b", "tp": "16"},
+}
+SAYS = {  # a word of the box each link must show
+    "an old version with a model split": "a v1 link has no model split",
+    "a version from a newer scalesim": "made by a newer scalesim",
+    "no version": "this link has no version",
+    "a value out of bounds": "'gbit=1e9' is not valid",
+    "a focus out of bounds": "'focus=100000' is not valid",
+    "a price that is not a number": "'price=nan' is not valid",
+    "a truncated value": "'pp=' is not valid",
+    "a truncated fingerprint": "cut short when copied",
+    "a truncated date": "cut short when copied",
+    "an unknown hardware preset": "unknown hardware preset",
+    "an unknown workload preset": "unknown workload preset",
+    "a layout that does not fit": "not runnable: needs ",
+    "tp not dividing a server's GPUs": "no device count is a multiple of tp x pp = 3",
+    "tp above a server's GPUs": "tp 16 \\> 8 GPUs per server",
+}
+
+
+@pytest.mark.parametrize("name", list(ODD))
+def test_an_odd_link_shows_a_box_and_the_rest_of_the_page(name):
+    at = open_app(ODD[name])  # no exception
+    boxes = [b.value for b in (*at.warning, *at.error)]
+    assert any(SAYS[name] in b for b in boxes), boxes
+    assert len(at.metric) == 4  # the headline
+    assert len(at.table) == 1 and at.table[0].value.index.name == "option"  # the decision card
+    assert len(at.get("vega_lite_chart")) == 2  # the Scaling curve tab's two charts
+    assert len(at.dataframe) >= 1
