@@ -24,6 +24,9 @@ torchtitan's split where it differs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
 
 from scalesim.figures import count
 from scalesim.layout import layers_per_stage
@@ -96,6 +99,42 @@ def stage_split(layers: int, pp: int, virtual_stages: int = 1) -> StageSplit:
     stages, flags = found
     return StageSplit(layers, pp, v, stages, tuple(stages[i % pp] // v for i in range(chunks)),
                       flags)
+
+
+@lru_cache(maxsize=4096)
+def _split_stages(layers: int, pp: int, virtual_stages: int) -> tuple[int, ...]:
+    """``stage_split(...).stages``, computed once per (L, pp, v): the model asks per layout."""
+    return stage_split(layers, pp, virtual_stages).stages
+
+
+def stage_layers(layers, pp, virtual_stages=1, stage=0):
+    """Layers on pipeline rank ``stage`` of the split that runs (``stage_split``), arrays in
+    and a float array out, so the layout model charges each stage the layers of the split the
+    words and ``layers_per_stage`` fields report (docs/model.md §15). A stage outside
+    0..pp - 1 reads the nearest end (a slow rank beyond the devices: no slow stage)."""
+    arrays = np.broadcast_arrays(*(np.rint(np.asarray(a, dtype=float)).astype(np.int64)
+                                   for a in (layers, pp, virtual_stages, stage)))
+    shape = arrays[0].shape
+    keys = np.stack([a.reshape(-1) for a in arrays], axis=1)
+    if keys.shape[0] == 0:
+        return np.zeros(shape)
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    values = np.array([_split_stages(max(n, 0), max(p, 1), max(v, 1))[min(max(k, 0), max(p, 1) - 1)]
+                       for n, p, v, k in unique.tolist()], dtype=float)
+    return values[inverse.reshape(-1)].reshape(shape)
+
+
+def stage_ends(layers, pp, virtual_stages=1):
+    """(first, middle, last): layers (float arrays) on the first pipeline rank, on the fullest
+    rank between (rank 1: the split's middle ranks are equal, or fall from the first; 0 where
+    pp <= 2) and on the last rank, of ``stage_split``; (L, 0, L) without a pipeline. The first
+    holds the embedding, the last the output layer; where (pp - 1) ceil(L / pp) >= L (126
+    layers over pp 64: 1, 62 x 2, 1) the first is not the fullest."""
+    p, L = np.asarray(pp), np.asarray(layers, dtype=float)
+    first = np.where(p > 1, stage_layers(layers, pp, virtual_stages, 0), L)
+    middle = np.where(p > 2, stage_layers(layers, pp, virtual_stages, 1), 0.0)
+    last = np.where(p > 1, stage_layers(layers, pp, virtual_stages, p - 1), L)
+    return first, middle, last
 
 
 # torchtitan's default split (``_generate_llm_fqn_per_model_part`` in
