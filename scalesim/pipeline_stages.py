@@ -1,9 +1,10 @@
 """How a pipeline splits the layers over its stages, and what a user must give to run it.
 
-The layout model charges the fullest pipeline rank (``layout.layers_per_stage``: the layers
-spread over pp x v chunks of at most ceil(L / (pp v)), rank 0's v of them). Where pp x v does
-not divide the layers, the stages are uneven, and a framework runs them only when told
-(docs/model.md §12):
+The layout model times the fullest pipeline rank (``layout.layers_per_stage``: the layers
+spread over pp x v chunks of at most ceil(L / (pp v)), rank 0's v of them) and charges each
+rank the layers of ``stage_split`` (``stage_ends``, ``stage_layers``: arrays, docs/model.md
+§15). Where pp x v does not divide the layers, the stages are uneven, and a framework runs them
+only when told (docs/model.md §12):
 
 - Megatron-LM asserts num_layers % pp == 0 (megatron/training/arguments.py) unless
   ``--decoder-first-pipeline-num-layers`` / ``--decoder-last-pipeline-num-layers`` set the first
@@ -84,9 +85,9 @@ def stage_split(layers: int, pp: int, virtual_stages: int = 1) -> StageSplit:
     the model's (``layout.layers_per_stage``): even where pp x v divides the layers; else
     Megatron-LM's first/last-stage split (``_megatron_stages``: the fullest stage the model's,
     its chunks equal), or where those flags cannot give it (v > 1: a stage's layers not a
-    multiple of v), the layers spread over the pp x v chunks evenly, the first chunks one more
-    (the fullest chunk the model's; chunk i on stage i % pp, as Megatron-LM and torchtitan
-    interleave)."""
+    multiple of v; or the stages between unequal: 32 over pp 13 run 6 x 3, 7 x 2), the layers
+    spread over the pp x v chunks evenly, the first chunks one more (the fullest chunk the
+    model's; chunk i on stage i % pp, as Megatron-LM and torchtitan interleave)."""
     v = virtual_stages
     chunks = pp * v
     found = None
@@ -224,9 +225,11 @@ def uneven_stage_words(layers: int, pp: int, virtual_stages: int = 1) -> str:
     titan = torchtitan_words(layers, pp, v) or "torchtitan splits it so by itself"
     head = f"{count(layers, 'layer')} over pp {pp}" + (f" x {v} virtual stages" if v > 1 else "")
     if split.megatron_flags is None:
-        return (f"{head}: {_counts_words(split.chunks, 'model chunk')} (Megatron-LM: "
-                f"{MEGATRON_LAYOUT}, as its first/last-stage flags need every stage's layers a "
-                f"multiple of {v}; {titan})")
+        why = (f"need every stage's layers a multiple of {v}" if v > 1
+               else "give every stage between the first and the last the same layers")
+        sizes = (split.chunks, "model chunk") if v > 1 else (split.stages, "stage")
+        return (f"{head}: {_counts_words(*sizes)} (Megatron-LM: "
+                f"{MEGATRON_LAYOUT}, as its first/last-stage flags {why}; {titan})")
     each = f", {v} chunks each" if v > 1 else ""
     return (f"{head}: {_counts_words(split.stages, 'stage')}{each} (Megatron-LM: "
             f"{split.megatron_flags}; {titan})")

@@ -18,7 +18,7 @@ from scalesim.model.layout_step import LayoutInputs, evaluate_layouts
 from scalesim.model.overlap import GPU_COMM_CONTENTION
 from scalesim.model.subset_links import subset_busbw_GBps
 from scalesim.model.tensor_parallel import tp_comm_end_stages_s, tp_comm_per_layer_s
-from scalesim.pipeline_stages import stage_ends, stage_layers, stage_split
+from scalesim.pipeline_stages import stage_ends, stage_layers, stage_split, uneven_stage_words
 
 PREDICT_405B = [
     "predict",
@@ -306,3 +306,16 @@ def test_plan_and_predict_charge_the_same_split(capsys):
     assert predicted["step_time_s"] == pytest.approx(row["step_time_s"], rel=1e-12)
     assert predicted["memory_bytes"] == pytest.approx(row["memory_bytes"], rel=1e-12)
     assert row["memory_bytes"] == pytest.approx(77_875_732_480, rel=1e-9)
+
+
+def test_a_split_the_first_last_flags_cannot_give_says_why_at_one_virtual_stage():
+    """32 layers over pp 13 run 6 x 3, 7 x 2: Megatron-LM's first/last flags give every stage
+    between the same layers, so it needs its layout flag; the words said "6 model chunks" and "a
+    multiple of 1" at v = 1 before session 21."""
+    words = uneven_stage_words(32, 13)
+    assert words.startswith(
+        "32 layers over pp 13: 6 stages of 3 layers and 7 of 2 (Megatron-LM: "
+        "--pipeline-model-parallel-layout, as its first/last-stage flags give every stage "
+        "between the first and the last the same layers; torchtitan splits"
+    )
+    assert "a multiple of 2;" in uneven_stage_words(29, 4, 2)  # v 2: 29 is odd
