@@ -372,7 +372,8 @@ def layers_per_stage(layers, pp, virtual_stages=1):
     the first L mod pp v chunks one more, chunk i on rank i % pp, so rank 0 holds
     v floor(L / (pp v)) + ceil((L mod pp v) / pp): ceil(L / pp) at v = 1; 20 for 80 layers over
     pp 4 x v 3 (chunks 7, 7, 6), where v chunks of the fullest would be 21. The layout model's
-    stage (``model.layout_step``; Megatron needs L divisible by pp v unless told the split)."""
+    slowest stage (``model.layout_step``; each rank's own layers: ``pipeline_stages.stage_ends``;
+    Megatron needs L divisible by pp v unless told the split)."""
     L = np.asarray(layers, dtype=float)
     v = np.asarray(virtual_stages, dtype=float)
     p = np.asarray(pp, dtype=float)

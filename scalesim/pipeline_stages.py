@@ -1,9 +1,10 @@
 """How a pipeline splits the layers over its stages, and what a user must give to run it.
 
-The layout model charges the fullest pipeline rank (``layout.layers_per_stage``: the layers
-spread over pp x v chunks of at most ceil(L / (pp v)), rank 0's v of them). Where pp x v does
-not divide the layers, the stages are uneven, and a framework runs them only when told
-(docs/model.md §12):
+The layout model times the fullest pipeline rank (``layout.layers_per_stage``: the layers
+spread over pp x v chunks of at most ceil(L / (pp v)), rank 0's v of them) and charges each
+rank the layers of ``stage_split`` (``stage_ends``, ``stage_layers``: arrays, docs/model.md
+§15). Where pp x v does not divide the layers, the stages are uneven, and a framework runs them
+only when told (docs/model.md §12):
 
 - Megatron-LM asserts num_layers % pp == 0 (megatron/training/arguments.py) unless
   ``--decoder-first-pipeline-num-layers`` / ``--decoder-last-pipeline-num-layers`` set the first
@@ -24,6 +25,9 @@ torchtitan's split where it differs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
 
 from scalesim.figures import count
 from scalesim.layout import layers_per_stage
@@ -81,9 +85,9 @@ def stage_split(layers: int, pp: int, virtual_stages: int = 1) -> StageSplit:
     the model's (``layout.layers_per_stage``): even where pp x v divides the layers; else
     Megatron-LM's first/last-stage split (``_megatron_stages``: the fullest stage the model's,
     its chunks equal), or where those flags cannot give it (v > 1: a stage's layers not a
-    multiple of v), the layers spread over the pp x v chunks evenly, the first chunks one more
-    (the fullest chunk the model's; chunk i on stage i % pp, as Megatron-LM and torchtitan
-    interleave)."""
+    multiple of v; or the stages between unequal: 32 over pp 13 run 6 x 3, 7 x 2), the layers
+    spread over the pp x v chunks evenly, the first chunks one more (the fullest chunk the
+    model's; chunk i on stage i % pp, as Megatron-LM and torchtitan interleave)."""
     v = virtual_stages
     chunks = pp * v
     found = None
@@ -96,6 +100,42 @@ def stage_split(layers: int, pp: int, virtual_stages: int = 1) -> StageSplit:
     stages, flags = found
     return StageSplit(layers, pp, v, stages, tuple(stages[i % pp] // v for i in range(chunks)),
                       flags)
+
+
+@lru_cache(maxsize=4096)
+def _split_stages(layers: int, pp: int, virtual_stages: int) -> tuple[int, ...]:
+    """``stage_split(...).stages``, computed once per (L, pp, v): the model asks per layout."""
+    return stage_split(layers, pp, virtual_stages).stages
+
+
+def stage_layers(layers, pp, virtual_stages=1, stage=0):
+    """Layers on pipeline rank ``stage`` of the split that runs (``stage_split``), arrays in
+    and a float array out, so the layout model charges each stage the layers of the split the
+    words and ``layers_per_stage`` fields report (docs/model.md §15). A stage outside
+    0..pp - 1 reads the nearest end (a slow rank beyond the devices: no slow stage)."""
+    arrays = np.broadcast_arrays(*(np.rint(np.asarray(a, dtype=float)).astype(np.int64)
+                                   for a in (layers, pp, virtual_stages, stage)))
+    shape = arrays[0].shape
+    keys = np.stack([a.reshape(-1) for a in arrays], axis=1)
+    if keys.shape[0] == 0:
+        return np.zeros(shape)
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    values = np.array([_split_stages(max(n, 0), max(p, 1), max(v, 1))[min(max(k, 0), max(p, 1) - 1)]
+                       for n, p, v, k in unique.tolist()], dtype=float)
+    return values[inverse.reshape(-1)].reshape(shape)
+
+
+def stage_ends(layers, pp, virtual_stages=1):
+    """(first, middle, last): layers (float arrays) on the first pipeline rank, on the fullest
+    rank between (rank 1: the split's middle ranks are equal, or fall from the first; 0 where
+    pp <= 2) and on the last rank, of ``stage_split``; (L, 0, L) without a pipeline. The first
+    holds the embedding, the last the output layer; where (pp - 1) ceil(L / pp) >= L (126
+    layers over pp 64: 1, 62 x 2, 1) the first is not the fullest."""
+    p, L = np.asarray(pp), np.asarray(layers, dtype=float)
+    first = np.where(p > 1, stage_layers(layers, pp, virtual_stages, 0), L)
+    middle = np.where(p > 2, stage_layers(layers, pp, virtual_stages, 1), 0.0)
+    last = np.where(p > 1, stage_layers(layers, pp, virtual_stages, p - 1), L)
+    return first, middle, last
 
 
 # torchtitan's default split (``_generate_llm_fqn_per_model_part`` in
@@ -185,9 +225,11 @@ def uneven_stage_words(layers: int, pp: int, virtual_stages: int = 1) -> str:
     titan = torchtitan_words(layers, pp, v) or "torchtitan splits it so by itself"
     head = f"{count(layers, 'layer')} over pp {pp}" + (f" x {v} virtual stages" if v > 1 else "")
     if split.megatron_flags is None:
-        return (f"{head}: {_counts_words(split.chunks, 'model chunk')} (Megatron-LM: "
-                f"{MEGATRON_LAYOUT}, as its first/last-stage flags need every stage's layers a "
-                f"multiple of {v}; {titan})")
+        why = (f"need every stage's layers a multiple of {v}" if v > 1
+               else "give every stage between the first and the last the same layers")
+        sizes = (split.chunks, "model chunk") if v > 1 else (split.stages, "stage")
+        return (f"{head}: {_counts_words(*sizes)} (Megatron-LM: "
+                f"{MEGATRON_LAYOUT}, as its first/last-stage flags {why}; {titan})")
     each = f", {v} chunks each" if v > 1 else ""
     return (f"{head}: {_counts_words(split.stages, 'stage')}{each} (Megatron-LM: "
             f"{split.megatron_flags}; {titan})")

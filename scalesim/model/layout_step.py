@@ -64,6 +64,8 @@ from scalesim.model.zero_exchange import (
     holds_full_gradients,
     syncs_every_micro_step,
 )
+from scalesim.pipeline_stages import stage_ends
+from scalesim.pipeline_stages import stage_layers as stage_layers_on
 
 GIB = 1024**3
 ACTIVATION_BYTES = 2.0  # 16-bit activations
@@ -408,15 +410,17 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
                                                   tp, cp, ACTIVATION_BYTES), cp, cp_lat, cp_bw)
     hidden_cp = np.minimum(cp_layer, attention)
     cp_layer = cp_layer - hidden_cp + _f(x.comm_contention) * hidden_cp
-    last_stage_layers = np.maximum(L - (_f(pp) - 1.0) * stage_layers, 1.0)
-    last_stage_layers = np.where(pp > 1, np.minimum(last_stage_layers, stage_layers), L)
+    # the split that runs (pipeline_stages.stage_split): the first rank, the fullest between
+    # (0 at pp <= 2), the last; the fullest, stage_layers, is the first or a middle one
+    first_stage_layers, middle_stage_layers, last_stage_layers = stage_ends(L, pp, v)
     slowest_compute = np.maximum(stage_layers * layer_s,
                                  last_stage_layers * layer_s + logits)
     slowest_compute = np.where(pp > 1, slowest_compute, L * layer_s + logits)
     # the embedding's collectives on the first stage, the output layer's and the loss's on the
     # last (both on the only stage without a pipeline)
-    slowest_tp = np.where(pp > 1, np.maximum(stage_layers * tp_layer + tp_first,
-                                             last_stage_layers * tp_layer + tp_last),
+    slowest_tp = np.where(pp > 1, np.maximum.reduce([first_stage_layers * tp_layer + tp_first,
+                                                     middle_stage_layers * tp_layer,
+                                                     last_stage_layers * tp_layer + tp_last]),
                           L * tp_layer + tp_first + tp_last)
     slowest_cp = np.where(pp > 1, stage_layers, L) * cp_layer
     average_mb = (L * (layer_s + tp_layer + cp_layer) + logits + tp_first + tp_last) / _f(pp)
@@ -428,8 +432,17 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     replicated_kv = layer_params - (tf.layer_matmul_weights(
         model.hidden, model.heads, model.kv_heads, model.ffn_hidden, model.gated)
         + 4.0 * _f(x.hidden))  # per layer, 0 unless kv < t
-    stage_params = np.where(pp > 1, stage_layers * layer_params + embed,
-                            _f(x.params) + L * replicated_kv)
+    # the stage with the most parameters (its exchange and optimizer step the slowest): the
+    # first or the last with the embedding / output layer, or a fuller middle one
+    whole_params = _f(x.params) + L * replicated_kv  # the only stage without a pipeline
+    first_params = np.where(pp > 1, first_stage_layers * layer_params + embed, whole_params)
+    middle_params = middle_stage_layers * layer_params  # 0 at pp <= 2
+    last_params = np.where(pp > 1, last_stage_layers * layer_params + embed, whole_params)
+    stage_params = np.maximum.reduce([first_params, middle_params, last_params])
+    exchange_layers = np.where(first_params >= np.maximum(middle_params, last_params),
+                               first_stage_layers,
+                               np.where(middle_params >= last_params, middle_stage_layers,
+                                        last_stage_layers))
     local_params = stage_params / _f(tp)
     group = dp * cp
     # ZeRO / distributed optimizer shard over the shard group: all of dp x cp, or its s
@@ -465,7 +478,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     lat_args, ar_coeffs = group_coeffs(x, shard, tp)
     grad_bytes = np.where(group > 1, local_params * _f(x.wire_bytes_per_param), 0.0)
     rs_coeffs = coll.reduce_scatter_coeffs(*lat_args)  # all-gather: the same ring
-    units = np.where(pp > 1, stage_layers, L)  # FSDP units: one per layer
+    units = np.where(pp > 1, exchange_layers, L)  # FSDP units: one per layer
     # a stage holding the output layer (pp = 1) hides the exchange behind its work too:
     # a third of it forward, two thirds backward (§1)
     output = np.where(pp > 1, 0.0, logits)
@@ -479,7 +492,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     fwd_mb = units * (fwd + fwd_wait) + output / 3.0
     bwd_mb = units * (bwd + rec + bwd_wait) + 2.0 * output / 3.0  # recompute runs in backward
     # once per step (DDP, ZeRO-1) the exchange hides behind the last micro-batch's chunk on the
-    # first stage; per micro-batch (ZeRO-2/3) behind the whole stage's compute of each one
+    # stage with the most parameters; per micro-batch (ZeRO-2/3) behind that stage's compute
     per_micro = syncs_every_micro_step(zero, x.framework, grad_sync)
     exposed, total, _units = exchange(
         zero, x.framework, grad_bytes, shard, units, m,
@@ -496,9 +509,9 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     busy = compute + tp_comm + cp_comm + bubble + p2p + dp_exposed
     # a slow device: its stage (pp outermost, so stage = rank // (t c d)) computes f times slower
     stage_of_slow = np.asarray(x.slow_rank, dtype=np.int64) // strides(tp, cp, dp)[3]
-    slow_stage_s = np.where(pp > 1, np.where(stage_of_slow == pp - 1,
-                                             last_stage_layers * layer_s + logits,
-                                             stage_layers * layer_s), slowest_compute)
+    slow_stage_s = np.where(pp > 1, np.where(
+        stage_of_slow == pp - 1, last_stage_layers * layer_s + logits,
+        stage_layers_on(L, pp, v, stage_of_slow) * layer_s), slowest_compute)
     slow_rank = np.asarray(x.slow_rank)
     slow = np.where((slow_rank >= 0) & (slow_rank < devices), _f(x.slow_factor), 1.0)
     slow_delay = slow_stage_delay_s(x.schedule, pp, v, m, slow_stage_s, slowest_compute, slow,
@@ -521,7 +534,9 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     hfu = hw_flops * tokens_per_s / peak_total
 
     # --- memory of the fullest device: the first stage (embedding, the most micro-batches in
-    # flight) or the last (output layer, fp32 logits), Megatron-LM's theoretical_memory_usage
+    # flight), rank 1 (where it holds more layers than the first) or the last (output layer,
+    # fp32 logits), each with its layers of the split that runs; Megatron-LM's
+    # theoretical_memory_usage
     shard_params, shard_grads, shard_optim = state_shards(  # as the dp step's
         zero, shards, holds_full_gradients(zero, x.framework, grad_sync, m))
     per_layer = tf.activation_bytes_per_layer(
@@ -549,16 +564,23 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
                 per_layer * layers_on_stage * in_flight + recomputing
                 + logits_bytes * logits_in_flight)
 
-    first = stage_memory(stage_params, np.where(pp > 1, stage_layers, L),
+    first = stage_memory(first_params, first_stage_layers,
                          microbatches_in_flight(x.schedule, pp, m, v),
                          np.where(pp > 1, 0.0, 1.0))
-    last = stage_memory(np.where(pp > 1, last_stage_layers * layer_params + embed, stage_params),
-                        np.where(pp > 1, last_stage_layers, L),
+    last = stage_memory(last_params, last_stage_layers,
                         microbatches_in_flight(x.schedule, pp, m, v, _f(pp) - 1.0),
                         np.where(np.asarray(x.schedule) == GPIPE, m, 1.0))
-    fuller = sum(first) >= sum(last)
-    weights, grads, optimizer, activations = (np.where(fuller, a, z) for a, z in zip(first, last,
-                                                                                     strict=True))
+    # rank 1 holds the most of the middle ranks: their layers are equal or fall, and so do
+    # the micro-batches in flight
+    middle = stage_memory(middle_params, middle_stage_layers,
+                          microbatches_in_flight(x.schedule, pp, m, v, 1.0), 0.0)
+    first_sum, last_sum = sum(first), sum(last)
+    middle_sum = np.where(pp > 2, sum(middle), -np.inf)
+    pick_first = (first_sum >= last_sum) & (first_sum >= middle_sum)
+    pick_last = ~pick_first & (last_sum >= middle_sum)
+    weights, grads, optimizer, activations = (
+        np.where(pick_first, a, np.where(pick_last, z, mid))
+        for a, mid, z in zip(first, middle, last, strict=True))
     buffers = _f(x.framework_bytes) + np.where(  # none unsharded (dp x cp = 1: NO_SHARD)
         (zero >= 3) & (shards > 1),
         ZERO3_GATHERED_UNITS * layer_params / _f(tp) * _f(x.param_bytes_per_param), 0.0)
