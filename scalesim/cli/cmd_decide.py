@@ -32,11 +32,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the card as JSON")
 
 
-def render_card(card, unit: str) -> str:
-    """The card as text; ``unit``: the workload's throughput unit (``sample_unit``)."""
+def render_card(card) -> str:
+    """The card as text (its throughput in the card's own ``unit``)."""
     from scalesim.decision import card_rows
 
-    rows = card_rows(card, unit)
+    rows = card_rows(card)
     keys = list(rows[0])
     widths = {k: max(len(k), *(len(r[k]) for r in rows)) for k in keys}
     lines = [card.question, ""]
@@ -83,5 +83,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(to_json_text(card.to_dict(), what="the decision card"))
     else:
-        print(render_card(card, profile.workload.sample_unit))
+        print(render_card(card))
     return 0
