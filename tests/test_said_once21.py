@@ -7,9 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 
+import diagnose_cases as cases
+import numpy as np
+
 from scalesim.decision import card_rows, decide
 from scalesim.figures import amount
+from scalesim.fit_runs import fit_problem, fit_runs, measured_layout
 from scalesim.profiles import resolve_profile
+from scalesim.runs import runs_from_records
 from scalesim.schemas import Scenario
 
 SEQUENCES = "sequences of 8192 tokens"  # llama3-70b's sample_unit
@@ -38,3 +43,26 @@ def test_the_card_carries_its_workloads_unit_and_its_rows_say_it():
     for o, row in zip(card.options, other, strict=True):
         if o.throughput_gain is None:
             assert row["throughput"] == f"{amount(o.samples_per_s)} images/s"
+
+
+def test_the_fit_reads_its_layout_and_setup_off_one_problem():
+    """``fit_problem`` returns one object: the problem with the measured layout it was built
+    on, its gradient bytes, whether rank times are measured and the setup's notes; the fit's
+    step times are the problem's residuals on that one layout (log of model over measured)."""
+    runs = runs_from_records(cases.stragglers(), "stragglers")
+    problem = fit_problem(runs, 336e6, 2.0)
+    assert problem.gradient_bytes == 336e6 * 2.0
+    assert problem.rank_times_measured  # the stragglers case carries rank_step_times_s
+    want = measured_layout(runs)
+    for name in ("devices", "nodes", "micro_batch", "accumulation", "straggler_delay_s"):
+        np.testing.assert_array_equal(getattr(problem.layout, name), getattr(want, name))
+    assert np.any(problem.layout.straggler_delay_s > 0)  # the rank times' spread is in it
+    fit = fit_runs(runs, 336e6, 2.0)
+    assert fit.rank_times_measured and fit.gradient_bytes == problem.gradient_bytes
+    n = len(runs.step_time_s)
+    np.testing.assert_allclose(
+        problem.residuals(fit.x)[:n], np.log(1.0 + fit.residuals_rel), rtol=1e-12, atol=1e-15
+    )
+    assert fit.notes[: len(problem.notes)] == problem.notes  # the fit's notes come after
+    again = fit_problem(runs, 336e6, 2.0)
+    assert again.notes == problem.notes  # fitting did not add to the problem's own notes
