@@ -247,11 +247,13 @@ NOMINAL_BATCH_TITLES = {
 
 
 def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: bool = False,
-                   split_tp_overlap: bool | None = None, nominal_batch: bool = False
-                   ) -> tuple[Remedy | None, list[Remedy]]:
+                   split_tp_overlap: bool | None = None, nominal_batch: bool = False,
+                   decisive_gain: float | None = None) -> tuple[Remedy | None, list[Remedy]]:
     """All seed remedies at ``devices`` ranked by the model, and the first one to try.
     ``split_tp_overlap``: the framework's tensor-parallel overlap in the split-the-model
-    remedy's layouts (``remedies.rank_remedies``; None: the scenario's).
+    remedy's layouts (``remedies.rank_remedies``; None: the scenario's). ``decisive_gain``:
+    the least gain a first remedy needs, where the caller has it for its report already
+    (None: ``least_decisive_gain`` of ``profile`` and ``scenario``).
 
     ``nominal_links``: the profile's bandwidths rest on a nominal gradient size, so titles say
     "2x" instead of quoting GB/s that mean nothing on their own. ``nominal_batch``: the
@@ -278,7 +280,7 @@ def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: b
     # (``least_decisive_gain``), a remedy for the cause before the best remedy overall; under it
     # the model cannot tell the change from today (a +0.08 % "first remedy" printed as +0 %).
     # The gain compared is the one shown (``shown_gain``), on the measure the verdict is judged on
-    error = least_decisive_gain(profile, scenario)
+    error = least_decisive_gain(profile, scenario) if decisive_gain is None else decisive_gain
     decisive = [r for r in usable if shown_gain(r) >= error]
     preferred = [r for r in decisive if r.key in PREFERRED_REMEDIES.get(cause, [])]
     pool = preferred or decisive
@@ -580,7 +582,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     try:
         first, remedies = model_remedies(profile, scenario, at, cause.key,
                                          nominal_links=not fit.params_known,
-                                         split_tp_overlap=bool(tp_overlap))
+                                         split_tp_overlap=bool(tp_overlap),
+                                         decisive_gain=decisive)
     except ScalesimError as exc:  # e.g. a global batch the model cannot split evenly
         first, remedies = None, []
         fit.notes.append(f"remedies not predicted: {exc}")

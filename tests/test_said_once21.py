@@ -10,10 +10,12 @@ import dataclasses
 import diagnose_cases as cases
 import numpy as np
 
+from scalesim import diagnosis
 from scalesim.decision import card_rows, decide
+from scalesim.diagnosis import diagnose_runs, least_decisive_gain, model_remedies, shown_gain
 from scalesim.figures import amount
 from scalesim.fit_runs import fit_problem, fit_runs, measured_layout
-from scalesim.profiles import resolve_profile
+from scalesim.profiles import default_profile, resolve_profile
 from scalesim.runs import runs_from_records
 from scalesim.schemas import Scenario
 
@@ -66,3 +68,36 @@ def test_the_fit_reads_its_layout_and_setup_off_one_problem():
     assert fit.notes[: len(problem.notes)] == problem.notes  # the fit's notes come after
     again = fit_problem(runs, 336e6, 2.0)
     assert again.notes == problem.notes  # fitting did not add to the problem's own notes
+
+
+def test_one_runs_report_asks_the_decisive_gain_once(monkeypatch):
+    """The runs' report's threshold and its first remedy's are one figure, asked once: the
+    report passes it to ``model_remedies`` (which asks it itself only when not given)."""
+    calls = []
+
+    def counted(profile, scenario):
+        calls.append(1)
+        return least_decisive_gain(profile, scenario)
+
+    monkeypatch.setattr(diagnosis, "least_decisive_gain", counted)
+    report = diagnose_runs(runs_from_records(cases.scales_well(), "scales well"))
+    assert len(calls) == 1
+    assert report.decisive_gain == 0.03 and report.first_remedy is None  # docs/diagnose.md
+
+
+def test_a_given_decisive_gain_is_the_one_model_remedies_holds_a_first_remedy_to():
+    """``model_remedies``' first remedy gains at least the given figure: none under a gain no
+    remedy reaches, the best helping one under zero; without it, the model's median error."""
+    profile, scenario = default_profile(), Scenario(devices=[16])
+    first, remedies = model_remedies(profile, scenario, 16, "inter_server", decisive_gain=0.0)
+    assert first is not None and shown_gain(first) >= 0.0
+    best = max(shown_gain(r) for r in remedies if r.helps)
+    none, _ = model_remedies(profile, scenario, 16, "inter_server", decisive_gain=best + 0.01)
+    assert none is None
+    default, _ = model_remedies(profile, scenario, 16, "inter_server")
+    assert (
+        default
+        == model_remedies(
+            profile, scenario, 16, "inter_server", decisive_gain=least_decisive_gain(profile, scenario)
+        )[0]
+    )
