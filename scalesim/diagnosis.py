@@ -37,7 +37,7 @@ from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR, median_error
 from scalesim.bounds import bound, clip
 from scalesim.device_nouns import CPU_DEVICE_PREFIX, CPU_NOUNS, GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError, require_model, require_text
-from scalesim.figures import link_GBps, whole
+from scalesim.figures import count_columns, link_GBps, whole
 from scalesim.jsonio import to_json_text
 from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee, no_knee_words
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, early_stop_of, op_sac_of
@@ -979,8 +979,7 @@ def _verdict_groups(report: Report) -> list[str]:
 
 def _runs_tables(report: Report) -> list[str]:
     words = report_nouns(report)
-    devices, nodes = words.header("devices"), words.header("nodes")  # 'processes hosts' on CPU
-    wd, wn = max(7, len(devices)), max(5, len(nodes))
+    (devices, wd), (nodes, wn) = count_columns(words)  # 'processes hosts' on CPU
     out = [f"{devices:>{wd}} {nodes:>{wn}} {'samples/s':>11} {'step ms':>9} {'speedup':>8} "
            f"{'eff':>6} {'comm':>6} {'data':>6} {'strag':>6} {'model ms':>9} {'resid':>7}"]
     for r in report.table:

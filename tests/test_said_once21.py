@@ -9,11 +9,13 @@ import dataclasses
 
 import diagnose_cases as cases
 import numpy as np
+from cli_harness import run_cli
 
 from scalesim import diagnosis
 from scalesim.decision import card_rows, decide
+from scalesim.device_nouns import CPU_NOUNS, GPU_NOUNS
 from scalesim.diagnosis import diagnose_runs, least_decisive_gain, model_remedies, shown_gain
-from scalesim.figures import amount
+from scalesim.figures import amount, count_columns
 from scalesim.fit_runs import fit_problem, fit_runs, measured_layout
 from scalesim.profiles import default_profile, resolve_profile
 from scalesim.runs import runs_from_records
@@ -101,3 +103,22 @@ def test_a_given_decisive_gain_is_the_one_model_remedies_holds_a_first_remedy_to
             profile, scenario, 16, "inter_server", decisive_gain=least_decisive_gain(profile, scenario)
         )[0]
     )
+
+
+def test_one_helper_sizes_the_count_columns_of_predict_and_diagnose(capsys, tmp_path):
+    """``figures.count_columns``: at least 7 and 5 wide, as wide as a CPU calibration's longer
+    header; predict's table and diagnose's runs table start with those two columns."""
+    assert count_columns(GPU_NOUNS) == (("devices", 7), ("nodes", 5))
+    assert count_columns(CPU_NOUNS) == (("processes", 9), ("hosts", 5))
+    code, out, _ = run_cli(capsys, ["predict", "--devices", "1,8,16"])
+    assert code == 0
+    head = next(line for line in out.splitlines() if line.lstrip().startswith("devices"))
+    assert head.startswith("devices nodes ")
+    assert any(line.startswith("     16     2 ") for line in out.splitlines())  # 7 and 5 wide
+    path = tmp_path / "runs.csv"
+    path.write_text(cases.to_csv(cases.inter_server()))
+    code, out, _ = run_cli(capsys, ["diagnose", str(path)])
+    assert code == 0
+    lines = out.splitlines()
+    assert any(line.startswith("devices nodes   samples/s") for line in lines)
+    assert any(line.startswith("     32     4 ") for line in lines)

@@ -126,7 +126,7 @@ def _fit_hints(profile, scenario, unfit) -> str:
 def render_table(profile, scenario, rows) -> str:
     from scalesim.billing import billing_words
     from scalesim.cli.options import condition_words
-    from scalesim.figures import amount, fixed, number
+    from scalesim.figures import amount, count_columns, fixed, number
     from scalesim.knee import knee_of_predictions, why_no_knee
     from scalesim.layout_predict import attention_kernel_note, layout_of, recompute_style_note
     from scalesim.model.zero_exchange import framework_label
@@ -176,8 +176,7 @@ def render_table(profile, scenario, rows) -> str:
         lines.append(note if split else f"note: {note}")
     words = nouns_for(profile.hardware.device_name)  # 'processes', 'host' on a CPU calibration
     # the count columns: as wide as their header ('processes' on a CPU calibration)
-    dev_h, node_h = words.header("devices"), words.header("nodes")
-    dev_w, node_w = max(7, len(dev_h)), max(5, len(node_h))
+    (dev_h, dev_w), (node_h, node_w) = count_columns(words)
     lines += [
         "",
         f"{dev_h:>{dev_w}} {node_h:>{node_w}} " + (f"{SPLIT_HEADER:>12} " if split else "")
