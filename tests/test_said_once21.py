@@ -5,18 +5,23 @@ the count column of predict's table and diagnose's runs tables."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 
 import diagnose_cases as cases
 import numpy as np
+import pytest
 from cli_harness import run_cli
 
 from scalesim import diagnosis
+from scalesim.bounds import flag_list_type, flag_type
 from scalesim.decision import card_rows, decide
 from scalesim.device_nouns import CPU_NOUNS, GPU_NOUNS
 from scalesim.diagnosis import diagnose_runs, least_decisive_gain, model_remedies, shown_gain
+from scalesim.errors import ScalesimError, file_path, flag_error
 from scalesim.figures import amount, count_columns
 from scalesim.fit_runs import fit_problem, fit_runs, measured_layout
+from scalesim.money import usd_type
 from scalesim.profiles import default_profile, resolve_profile
 from scalesim.runs import runs_from_records
 from scalesim.schemas import Scenario
@@ -122,3 +127,33 @@ def test_one_helper_sizes_the_count_columns_of_predict_and_diagnose(capsys, tmp_
     lines = out.splitlines()
     assert any(line.startswith("devices nodes   samples/s") for line in lines)
     assert any(line.startswith("     32     4 ") for line in lines)
+
+
+def test_one_place_turns_a_values_error_into_the_flags_error():
+    """``errors.flag_error``: a ScalesimError about the value it names becomes argparse's error
+    without the name (argparse names the flag); the flag readers all go through it."""
+    with pytest.raises(argparse.ArgumentTypeError) as caught, flag_error():
+        raise ScalesimError("value: 'x' is not a number")
+    assert str(caught.value) == "'x' is not a number"
+    with pytest.raises(argparse.ArgumentTypeError) as caught, flag_error("path"):
+        raise ScalesimError("path: expected a file path, got an empty string")
+    assert str(caught.value) == "expected a file path, got an empty string"
+    with pytest.raises(KeyError), flag_error():  # not a bad value: not argparse's to say
+        raise KeyError("x")
+    for parse, text, said in [
+        (flag_type("devices"), "8x", "'8x' is not a whole number; give the number alone, in devices"),
+        (
+            flag_list_type("devices"),
+            "1,,2",
+            "'1,,2' has an empty item (a value left out between commas or at an end); list values like 1,2,4",
+        ),
+        (
+            usd_type("budget_usd"),
+            "$$5",
+            "'$$5' is not an amount of US dollars; write one like 40, 40.5, $50,000 or 1e5",
+        ),
+        (file_path, "", "expected a file path, got an empty string"),
+    ]:
+        with pytest.raises(argparse.ArgumentTypeError) as caught:
+            parse(text)
+        assert str(caught.value) == said
