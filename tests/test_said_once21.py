@@ -15,6 +15,7 @@ from cli_harness import run_cli
 
 from scalesim import diagnosis
 from scalesim.bounds import flag_list_type, flag_type
+from scalesim.cli.cmd_predict import notes_before
 from scalesim.decision import card_rows, decide
 from scalesim.device_nouns import CPU_NOUNS, GPU_NOUNS
 from scalesim.diagnosis import diagnose_runs, least_decisive_gain, model_remedies, shown_gain
@@ -157,3 +158,25 @@ def test_one_place_turns_a_values_error_into_the_flags_error():
         with pytest.raises(argparse.ArgumentTypeError) as caught:
             parse(text)
         assert str(caught.value) == said
+
+
+def test_decide_and_goal_put_the_same_scenario_notes_before_their_own(capsys):
+    """``cmd_predict.notes_before``: predict's scenario notes, then the slow-device note of the
+    counts the command looks at; decide says them before its card's notes, goal after its
+    deadline note."""
+    profile = default_profile()
+    scenario = Scenario(devices=[8], slow_device=12, slow_factor=2.0)
+    slow = "device 12 is not among the 8 devices of the decision ('As is'): no slow device there"
+    assert notes_before(profile, scenario, [8], "the decision ('As is')") == [slow]
+    assert notes_before(profile, scenario, [16], "the decision ('As is')") == []
+    argv = ["--train-samples", "1e8", "--slow-device", "12", "--slow-factor", "2"]
+    code, out, _ = run_cli(capsys, ["decide", "--devices", "8", *argv])
+    notes = [line for line in out.splitlines() if line.startswith("note: ")]
+    assert code == 0 and notes[0] == f"note: {slow}"
+    code, out, _ = run_cli(
+        capsys, ["goal", *argv, "--deadline", "30", "--budget", "5e4", "--max-devices", "8"]
+    )
+    notes = [line for line in out.splitlines() if line.startswith("note: ")]
+    assert code == 0 and notes[0].startswith("note: --deadline 30 was read as 30 seconds")
+    searched = slow.replace("the decision ('As is')", "any plan searched (--max-devices)")
+    assert notes[1] == f"note: {searched}"

@@ -60,11 +60,10 @@ def render_card(card) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from scalesim.cli.cmd_predict import scenario_notes
+    from scalesim.cli.cmd_predict import notes_before
     from scalesim.decision import decide
-    from scalesim.device_nouns import nouns_for
     from scalesim.knee import focus_devices
-    from scalesim.predict import predict, slow_device_note
+    from scalesim.predict import predict
 
     scenario = scenario_from_args(args)
     profile = profile_from_args(args, scenario)
@@ -74,10 +73,7 @@ def run(args: argparse.Namespace) -> int:
                             f"({', '.join(str(r.devices) for r in rows)})")
     focus = focus_devices(rows, args.focus)
     card = decide(profile, scenario, focus)
-    said = scenario_notes(profile, scenario)  # as predict says them
-    if note := slow_device_note(scenario.slow_device, [focus], "the decision ('As is')",
-                                nouns_for(profile.hardware.device_name)):
-        said.append(note)
+    said = notes_before(profile, scenario, [focus], "the decision ('As is')")
     if said:
         card = dataclasses.replace(card, notes=[*said, *card.notes])
     if args.json:

@@ -280,6 +280,19 @@ def scenario_notes(profile, scenario) -> list[str]:
     return out + unused_setting_notes(scenario)
 
 
+def notes_before(profile, scenario, counts, of: str) -> list[str]:
+    """The notes decide and goal put before their own: ``scenario_notes``, then the
+    slow-device note (``predict.slow_device_note``) of ``counts``, which ``of`` names (decide's
+    count, goal's --max-devices)."""
+    from scalesim.predict import slow_device_note
+
+    said = scenario_notes(profile, scenario)  # as predict says them
+    if note := slow_device_note(scenario.slow_device, counts, of,
+                                nouns_for(profile.hardware.device_name)):
+        said.append(note)
+    return said
+
+
 def unmeasured_link_notes(profile, inter: bool, intra: bool) -> list[str]:
     """A note per link level the profile did not measure (``profiles.unmeasured_links``) that
     the rows use: ``inter`` (a row on several servers) and ``intra`` (several devices of one),
