@@ -527,7 +527,7 @@ def _decision_card(plan: Plan) -> None:
         return
     with st.container(border=True, key="decision_card"):
         st.subheader(card.question)
-        st.table(pd.DataFrame(card_rows(card, plan.unit)).set_index("option"))  # HTML: phones, readers
+        st.table(pd.DataFrame(card_rows(card)).set_index("option"))  # HTML: phones, readers
         st.success(f"**Recommendation:** {_md(card.recommendation)}")
         st.caption(f"Main assumption: {_md(card.assumption)}."
                    + (f" Time to finish = {card.goal}." if card.goal else "")

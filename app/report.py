@@ -99,7 +99,7 @@ def decision_html(plan: Plan, base: str = "") -> str:
     card = plan.decision
     if card is None:
         return ""
-    rows = card_rows(card, plan.unit)
+    rows = card_rows(card)
     header = list(rows[0])
     table = _table(header, [[r[k] for k in header] for r in rows])
     notes = "".join(f"<li>{_e(n)}</li>" for n in card.notes)

@@ -16,7 +16,6 @@ what-if knob's scenario field to its CLI flag, its share-link key and its quanti
 
 from __future__ import annotations
 
-import argparse
 import math
 import re
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ import numpy as np
 from pydantic import Field
 
 from scalesim.attention_kernel import ATTENTION_KERNELS
-from scalesim.errors import ScalesimError, excerpt
+from scalesim.errors import ScalesimError, excerpt, flag_error
 from scalesim.figures import exact, number
 from scalesim.layout import RECOMPUTE_STYLES
 from scalesim.model.sharding import GRAD_SYNCS
@@ -463,10 +462,8 @@ def flag_type(quantity: str, factor: float = 1.0, unit: str | None = None):
     """argparse ``type=`` for one bounded number (argparse names the flag in its error); a flag
     in another unit than the table's gives ``factor`` (its units per table unit) and ``unit``."""
     def parse(text: str):
-        try:
+        with flag_error():
             return parse_number(text, quantity, "value", factor, unit)
-        except ScalesimError as exc:
-            raise argparse.ArgumentTypeError(str(exc).removeprefix("value: ")) from None
     parse.__name__ = quantity  # argparse says "invalid <name> value" for other errors
     return parse
 
@@ -474,10 +471,8 @@ def flag_type(quantity: str, factor: float = 1.0, unit: str | None = None):
 def flag_list_type(quantity: str):
     """argparse ``type=`` for a comma-separated list (or doubling range) of bounded numbers."""
     def parse(text: str):
-        try:
+        with flag_error():
             return parse_list(text, quantity, "value")
-        except ScalesimError as exc:
-            raise argparse.ArgumentTypeError(str(exc).removeprefix("value: ")) from None
     parse.__name__ = f"{quantity} list"
     return parse
 

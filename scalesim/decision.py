@@ -180,6 +180,9 @@ class DecisionCard:
     options: list[DecisionOption]  # the two or three that matter, best first
     recommendation: str
     assumption: str
+    # the workload's ``sample_unit``: the words of its throughput (``figures.rate``), so the
+    # card's table says them without its callers passing them; not in the card's JSON
+    unit: str
     notes: list[str] = field(default_factory=list)
     # the add-server option decide chose, shown on the card or not (the app's Hours & cost
     # tab runs it); not in the card's JSON, whose notes name it where it is not shown
@@ -188,6 +191,7 @@ class DecisionCard:
     def to_dict(self) -> dict:
         card = asdict(replace(self, added=None))
         card.pop("added")
+        card.pop("unit")
         return card
 
 
@@ -1067,8 +1071,8 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
         notes.append(note)
     return DecisionCard(question=question, goal=ctx.goal.label(), model_error=ctx.error,
                         now=base, options=options,
-                        recommendation=recommendation, assumption=assumption, notes=notes,
-                        added=added)
+                        recommendation=recommendation, assumption=assumption, unit=ctx.unit,
+                        notes=notes, added=added)
 
 
 # ---------------------------------------------------------------- display (CLI and app)
@@ -1097,13 +1101,13 @@ def duration_text(seconds: float | None, missing: str = NOT_KNOWN) -> str:
     return missing if seconds is None else figures.duration_text(seconds)
 
 
-def card_rows(card, unit: str) -> list[dict[str, str]]:
+def card_rows(card: DecisionCard) -> list[dict[str, str]]:
     """The card's table as display strings (the CLI's table and the app's use the same): five
     columns, each change against "as is" in brackets, so it reads on a phone. Where today's
     layout does not fit, its row says so (``DOES_NOT_FIT``) in place of a time and money it
     cannot have (its title says it once, without '(not runnable)'), and the options show their
-    own throughput (in ``unit``/s, the workload's ``sample_unit``), time and money,
-    unbracketed."""
+    own throughput (in the card's ``unit``/s, the workload's ``sample_unit``), time and
+    money, unbracketed."""
     def with_change(value: str, change: str | None, now: bool) -> str:
         return value if now or not change else f"{value} ({change})"
 
@@ -1123,7 +1127,7 @@ def card_rows(card, unit: str) -> list[dict[str, str]]:
             "USD/h": with_change(usd_text(o.usd_per_hour),
                                  None if o.extra_usd_per_hour is None
                                  else usd_text(o.extra_usd_per_hour, signed=True), now),
-            "throughput": ("as is" if now else rate(o.samples_per_s, unit)
+            "throughput": ("as is" if now else rate(o.samples_per_s, card.unit)
                            if o.throughput_gain is None else pct_text(o.throughput_gain)),
             "time to finish": (with_change(duration_text(o.time_s), time_change, now)
                                if o.time_s is not None or now or time_change is None

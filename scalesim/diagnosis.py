@@ -37,7 +37,7 @@ from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR, median_error
 from scalesim.bounds import bound, clip
 from scalesim.device_nouns import CPU_DEVICE_PREFIX, CPU_NOUNS, GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError, require_model, require_text
-from scalesim.figures import link_GBps, whole
+from scalesim.figures import count_columns, link_GBps, whole
 from scalesim.jsonio import to_json_text
 from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee, no_knee_words
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, early_stop_of, op_sac_of
@@ -247,11 +247,13 @@ NOMINAL_BATCH_TITLES = {
 
 
 def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: bool = False,
-                   split_tp_overlap: bool | None = None, nominal_batch: bool = False
-                   ) -> tuple[Remedy | None, list[Remedy]]:
+                   split_tp_overlap: bool | None = None, nominal_batch: bool = False,
+                   decisive_gain: float | None = None) -> tuple[Remedy | None, list[Remedy]]:
     """All seed remedies at ``devices`` ranked by the model, and the first one to try.
     ``split_tp_overlap``: the framework's tensor-parallel overlap in the split-the-model
-    remedy's layouts (``remedies.rank_remedies``; None: the scenario's).
+    remedy's layouts (``remedies.rank_remedies``; None: the scenario's). ``decisive_gain``:
+    the least gain a first remedy needs, where the caller has it for its report already
+    (None: ``least_decisive_gain`` of ``profile`` and ``scenario``).
 
     ``nominal_links``: the profile's bandwidths rest on a nominal gradient size, so titles say
     "2x" instead of quoting GB/s that mean nothing on their own. ``nominal_batch``: the
@@ -278,7 +280,7 @@ def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: b
     # (``least_decisive_gain``), a remedy for the cause before the best remedy overall; under it
     # the model cannot tell the change from today (a +0.08 % "first remedy" printed as +0 %).
     # The gain compared is the one shown (``shown_gain``), on the measure the verdict is judged on
-    error = least_decisive_gain(profile, scenario)
+    error = least_decisive_gain(profile, scenario) if decisive_gain is None else decisive_gain
     decisive = [r for r in usable if shown_gain(r) >= error]
     preferred = [r for r in decisive if r.key in PREFERRED_REMEDIES.get(cause, [])]
     pool = preferred or decisive
@@ -580,7 +582,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     try:
         first, remedies = model_remedies(profile, scenario, at, cause.key,
                                          nominal_links=not fit.params_known,
-                                         split_tp_overlap=bool(tp_overlap))
+                                         split_tp_overlap=bool(tp_overlap),
+                                         decisive_gain=decisive)
     except ScalesimError as exc:  # e.g. a global batch the model cannot split evenly
         first, remedies = None, []
         fit.notes.append(f"remedies not predicted: {exc}")
@@ -976,8 +979,7 @@ def _verdict_groups(report: Report) -> list[str]:
 
 def _runs_tables(report: Report) -> list[str]:
     words = report_nouns(report)
-    devices, nodes = words.header("devices"), words.header("nodes")  # 'processes hosts' on CPU
-    wd, wn = max(7, len(devices)), max(5, len(nodes))
+    (devices, wd), (nodes, wn) = count_columns(words)  # 'processes hosts' on CPU
     out = [f"{devices:>{wd}} {nodes:>{wn}} {'samples/s':>11} {'step ms':>9} {'speedup':>8} "
            f"{'eff':>6} {'comm':>6} {'data':>6} {'strag':>6} {'model ms':>9} {'resid':>7}"]
     for r in report.table:

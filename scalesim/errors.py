@@ -1,5 +1,7 @@
 """One exception type for every bad input, so callers can catch it and the CLI can print one line."""
 
+from contextlib import contextmanager
+
 
 class ScalesimError(ValueError):
     """Bad input: a wrong value, an unknown preset, a malformed or foreign file.
@@ -35,15 +37,24 @@ def require_path(value, name: str):
     raise ScalesimError(f"{name}: expected a file path, got {got}")
 
 
+@contextmanager
+def flag_error(name: str = "value"):
+    """Inside an argparse ``type=``: a ScalesimError about the value called ``name`` becomes
+    argparse's error without its 'name: ' prefix, as argparse names the flag itself
+    ('argument --price: ...')."""
+    try:
+        yield
+    except ScalesimError as exc:
+        import argparse
+
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{name}: ")) from None
+
+
 def file_path(text: str) -> str:
     """argparse ``type=`` of a file argument: an empty path is refused as the flag's own error
     ('argument --profile: expected a file path, got an empty string'), not later as 'path'."""
-    import argparse
-
-    try:
+    with flag_error("path"):
         return require_path(text, "path")
-    except ScalesimError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("path: ")) from None
 
 
 def check_distinct_files(paths, fix: str) -> None:

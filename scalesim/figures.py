@@ -78,6 +78,15 @@ def count_change(before: int, after: int, noun: str) -> str:
     return f"{whole(before)} -> {count(after, noun)}"
 
 
+def count_columns(words) -> tuple[tuple[str, int], tuple[str, int]]:
+    """The count columns of the CLI's tables (predict's rows, diagnose's runs) as (header,
+    width) pairs: devices at least 7 wide and nodes 5, wider where ``words`` (the devices'
+    ``Nouns``) head them longer: (('devices', 7), ('nodes', 5)) on GPUs, (('processes', 9),
+    ('hosts', 5)) on a CPU calibration."""
+    devices, nodes = words.header("devices"), words.header("nodes")
+    return (devices, max(7, len(devices))), (nodes, max(5, len(nodes)))
+
+
 def amount(value: float) -> str:
     """Money or a count without its unit: '1,234' from 100 up, '12.34' below, two significant
     digits below a cent ('0.0031'), '0' for zero."""

@@ -291,7 +291,8 @@ def _forward_steps(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 class FitProblem:
     """The regularised least-squares problem ``fit_runs`` solves: minimise ``cost(x) =
     0.5 * sum(residuals(x)^2)`` over ``lower <= x <= upper`` (``x`` the free parameters in fitted
-    coordinates, log for positive ones), from each of ``starts``."""
+    coordinates, log for positive ones), from each of ``starts``; with what it was built from,
+    so ``fit_runs`` reads them off it rather than building them again."""
 
     free: list[str]
     init: dict[str, float]  # every parameter's start (and, fixed ones, held) value
@@ -301,6 +302,10 @@ class FitProblem:
     starts: list[np.ndarray]
     n_data: int  # the first n_data residuals are the runs' own; the rest are priors
     residual_rows: Callable[[np.ndarray], np.ndarray]  # (m, free) -> (m, residuals)
+    layout: Layout  # the measured runs' layout (``measured_layout``), built once
+    gradient_bytes: float  # params * wire bytes per param, nominal without params
+    rank_times_measured: bool  # whether the runs carry per-rank step times
+    notes: list[str]  # what the setup says of the runs (fit_runs adds the fit's own)
 
     def values_of(self, x) -> dict:
         """Parameters of each row of ``x`` (shape (m, free)): (m, 1) arrays, or floats for one x."""
@@ -342,9 +347,10 @@ class FitProblem:
 
 
 def fit_problem(runs: Runs, params: float | None = None,
-                wire_bytes_per_param: float = 4.0) -> tuple[FitProblem, list[str], bool, float]:
-    """The problem ``fit_runs`` solves for ``runs``, with its notes, whether rank times are
-    measured and the gradient bytes (``params * wire_bytes_per_param``, nominal without)."""
+                wire_bytes_per_param: float = 4.0) -> FitProblem:
+    """The problem ``fit_runs`` solves for ``runs`` (with its notes, whether rank times are
+    measured, the measured layout and the gradient bytes: ``params * wire_bytes_per_param``,
+    nominal without)."""
     runs = require_model(runs, Runs, "runs")
     check_number("params", params, "params", optional=True)
     check_number("wire_bytes_per_param", wire_bytes_per_param, "wire_bytes_per_param")
@@ -391,8 +397,10 @@ def fit_problem(runs: Runs, params: float | None = None,
         x0 = np.array([_to_x(n, start[n]) for n in free])
         starts.append(np.clip(x0, lo + 1e-6 * (hi - lo), hi - 1e-6 * (hi - lo)))
     problem = FitProblem(free=free, init=init, reference=reference, lower=lo, upper=hi,
-                         starts=starts, n_data=n_data, residual_rows=residual_rows)
-    return problem, notes, rank_times, gradient_bytes
+                         starts=starts, n_data=n_data, residual_rows=residual_rows,
+                         layout=layout, gradient_bytes=gradient_bytes,
+                         rank_times_measured=rank_times, notes=notes)
+    return problem
 
 
 def _not_shown(problem: FitProblem, jac: np.ndarray, inside: np.ndarray) -> list[str]:
@@ -405,8 +413,8 @@ def _not_shown(problem: FitProblem, jac: np.ndarray, inside: np.ndarray) -> list
 
 def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: float = 4.0) -> FitResult:
     """Fit the model to ``runs``; ``params`` (gradient elements) turns transfer times into GB/s."""
-    problem, notes, rank_times, gradient_bytes = fit_problem(runs, params, wire_bytes_per_param)
-    free = problem.free
+    problem = fit_problem(runs, params, wire_bytes_per_param)
+    free, notes, gradient_bytes = problem.free, list(problem.notes), problem.gradient_bytes
     sol = None
     for x0 in problem.starts:
         trial = problem.solve(x0)
@@ -417,7 +425,7 @@ def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: floa
                             "check the step times and batch sizes")
     measured_step = runs.step_time_s
     values = problem.values_of(sol.x)
-    result = blended(values, measured_layout(runs), gradient_bytes)
+    result = blended(values, problem.layout, gradient_bytes)
     rel = result.step_time_s / measured_step - 1.0
     n_data = problem.n_data
     dof = n_data - len(free)
@@ -446,7 +454,7 @@ def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: floa
         values=values, fitted=free, x=sol.x, cov=cov, noise_rel=noise, residuals_rel=rel,
         breakdown=result, gradient_bytes=gradient_bytes, params_known=params is not None,
         devices_per_node=runs.devices_per_node, multi_node_measured=bool(np.any(runs.nodes > 1)),
-        rank_times_measured=rank_times, lower=problem.lower, upper=problem.upper,
+        rank_times_measured=problem.rank_times_measured, lower=problem.lower, upper=problem.upper,
         at_bound=at_bound, not_shown=not_shown, notes=notes,
     )
 

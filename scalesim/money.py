@@ -14,12 +14,11 @@ are not read here.
 
 from __future__ import annotations
 
-import argparse
 import re
 import unicodedata
 
 from scalesim.bounds import Bound, bound, number_hint, parse_number
-from scalesim.errors import ScalesimError, excerpt
+from scalesim.errors import ScalesimError, excerpt, flag_error
 
 USD = "USD"  # the unit of every quantity read here (``is_usd``)
 
@@ -103,9 +102,7 @@ def usd_type(quantity: str):
     """argparse ``type=`` for an amount of US dollars of ``quantity`` (``parse_usd``; argparse
     names the flag in its error)."""
     def parse(text: str) -> float:
-        try:
+        with flag_error():
             return parse_usd(text, quantity, "value")
-        except ScalesimError as exc:
-            raise argparse.ArgumentTypeError(str(exc).removeprefix("value: ")) from None
     parse.__name__ = quantity  # argparse says "invalid <name> value" for other errors
     return parse

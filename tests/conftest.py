@@ -6,7 +6,10 @@ on a 16 s step), a failure no earlier run had seen. To explore new examples loca
 ``pytest --hypothesis-seed=N`` (or ``HYPOTHESIS_PROFILE=explore``).
 
 ``ddp_trace_jobs``: the real torch.profiler traces that both trace test modules read, made once
-per session (each job is a torchrun of about 10 s on two cores)."""
+per session (each job is a torchrun of about 10 s on two cores).
+
+``partial``: the app's plan where some device counts do not fit and the focus does, for the
+tests of charts and tables where a count does not fit."""
 
 from __future__ import annotations
 
@@ -37,3 +40,21 @@ def ddp_trace_jobs(tmp_path_factory):
         "slow_rank": launch(base / "slow_rank", *common, "--slow-rank", "1", "--slow-rank-s",
                             str(TRACE_SLEEP_S), "--gzip"),
     }
+
+
+# llama3-70b on 16-64 H100s (the app's state), tp 8 x pp 2 under ZeRO-1: 16 devices do not fit
+# in device memory, 32 and 64 do
+PARTIAL_STATE = {"hw": "dgx-h100", "wl": "llama3-70b", "dmax": 64, "focus": 64, "mb": 1,
+                 "train": 1e6, "price": 3.0, "strat": "zero1", "tp": 8, "pp": 2}
+
+
+@pytest.fixture(scope="module")
+def partial():
+    """(state, plan) of ``PARTIAL_STATE``, made once per test module."""
+    from scalesim.app.plan import make_plan
+    from scalesim.app.state import default_state, preset_profile
+
+    state = default_state().model_copy(update=PARTIAL_STATE)
+    plan = make_plan(preset_profile(state), state)
+    assert [r.devices for r in plan.rows if not r.fits] == [16] and plan.focus.fits
+    return state, plan

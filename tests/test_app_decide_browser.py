@@ -137,7 +137,7 @@ def test_the_decision_cards_numbers_equal_the_clis(server, browser, tmp_path):  
     rows = page.locator("[data-testid='stTable'] tbody tr")
     body = [[c.strip().replace("→", "->") for c in rows.nth(i).locator("th, td").all_inner_texts()]
             for i in range(rows.count())]
-    expected = [[v.strip() for v in r.values()] for r in card_rows(card, plan.unit)]
+    expected = [[v.strip() for v in r.values()] for r in card_rows(card)]
     assert body == expected
     text = page.inner_text("body").replace("→", "->")
     assert data["question"] in text and data["recommendation"] in text

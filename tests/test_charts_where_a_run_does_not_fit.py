@@ -24,7 +24,6 @@ from scalesim.predict import predict
 
 LLAMA = {"hw": "dgx-h100", "wl": "llama3-70b", "dmax": 64, "focus": 64, "mb": 1,
          "train": 1e6, "price": 3.0}
-PARTIAL = {**LLAMA, "strat": "zero1", "tp": 8, "pp": 2}  # 16 devices do not fit, 32 and 64 do
 A_MISFIT = {**LLAMA, "tp": 4, "pp": 4, "sched": "zb", "b": "more_devices"}  # no count fits
 FITTING = [{}, {"price": 2.5, "train": 1e8}, {**LLAMA, "tp": 8, "pp": 4, "b": "sharding"},
            {"mb": 64, "price": 2.5, "train": 1e8, "strat": "zero3"}]
@@ -45,13 +44,6 @@ def _page_specs(state, tab: str) -> list[dict]:
     the page."""
     at = open_app(encode_query(state.model_copy(update={"tab": tab}), preset_profile(state)))
     return [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")], at
-
-
-@pytest.fixture(scope="module")
-def partial():
-    state, plan = _plan(PARTIAL)
-    assert [r.devices for r in plan.rows if not r.fits] == [16] and plan.focus.fits
-    return state, plan
 
 
 def test_the_breakdown_has_no_bar_at_a_count_that_does_not_fit(partial):

@@ -94,7 +94,7 @@ def test_a_run_that_does_not_fit_has_no_time_or_money_and_no_change_against_it()
     now = card.now
     assert not now.runnable and now.time_s is None and now.total_usd is None
     assert now.usd_per_hour == pytest.approx(64 * profile.hardware.price_per_device_hour)
-    rows = card_rows(card, profile.workload.sample_unit)
+    rows = card_rows(card)
     assert rows[0] == {"option": "As is: 64 devices (dp 4 x tp 8 x pp 2)",
                        "USD/h": "$787", "throughput": DOES_NOT_FIT,
                        "time to finish": DOES_NOT_FIT, "total money": DOES_NOT_FIT}
@@ -218,7 +218,7 @@ def test_the_apps_card_and_report_show_the_same_options(tmp_path, capsys):
                  "--scenario", str(scenario), "--focus", "64", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     titles = [data["now"]["title"], *(o["title"] for o in data["options"])]
-    assert [r["option"] for r in card_rows(plan.decision, plan.unit)] == titles
+    assert [r["option"] for r in card_rows(plan.decision)] == titles
     assert any(t.startswith("Change the layout: tp 8 -> 4") for t in titles)
     at = open_app(encode_query(plan.state, plan.profile))
     card = next(c for c in at.get("table"))

@@ -131,7 +131,7 @@ def test_the_page_and_the_report_lead_with_the_card():
     plan = _plan()
     at = open_app({"v": "1", "dmax": "16", "train": "2000000000"})
     shown = at.table[0].value.reset_index().to_dict("records")
-    assert shown == card_rows(plan.decision, plan.unit)
+    assert shown == card_rows(plan.decision)
     assert any(plan.decision.recommendation in s.value.replace("\\", "") for s in at.success)
     html = report_html(plan, "http://x/?v=1")
     assert html.index('id="decision"') < html.index("<h2>Headline</h2>") < html.index("share link")

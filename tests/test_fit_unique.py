@@ -42,7 +42,7 @@ def _values(problem, x):
                                   runs_from_records(cases.comm_growth(), "comm growth")],
                          ids=["two runs", "comm growth"])
 def test_the_fit_is_stationary_and_the_same_from_another_start(runs):
-    problem = fit_problem(runs)[0]
+    problem = fit_problem(runs)
     fit = fit_runs(runs)
     # the tie-break's pull at a 0.1 % offset is 1e-6 * 1e-3: a gradient below 1e-7 cannot hide
     # an offset of 10 % along the flattest direction the prior leaves

@@ -24,7 +24,6 @@ from scalesim.app.state import default_state, encode_query, preset_profile
 
 LLAMA = {"hw": "dgx-h100", "wl": "llama3-70b", "dmax": 64, "focus": 64, "mb": 1,
          "train": 1e6, "price": 3.0}
-PARTIAL = {**LLAMA, "strat": "zero1", "tp": 8, "pp": 2}  # 16 devices do not fit, 32 and 64 do
 NONE_FITS = {**LLAMA, "tp": 4, "pp": 4, "sched": "zb"}  # no count fits; remedies and +servers do
 QUALITY = {"cbs": 4096.0, "train": 1e9, "price": 4.0}  # bert: global batch 8192 on runs out
 NOTE = " No point where the layout does not fit in device memory at 16 devices."
@@ -49,13 +48,6 @@ def _rules(spec: dict, field: str) -> list[dict]:
 def _bands(spec: dict) -> list[dict]:
     """The rows of a line chart's shaded 'does not fit' bands (session 21)."""
     return [r for rows in _data(spec, "end") for r in rows]
-
-
-@pytest.fixture(scope="module")
-def partial():
-    state, plan = _plan(PARTIAL)
-    assert [r.devices for r in plan.rows if not r.fits] == [16] and plan.focus.fits
-    return state, plan
 
 
 def test_the_throughput_line_has_no_point_where_a_count_does_not_fit(partial):

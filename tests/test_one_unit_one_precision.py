@@ -46,7 +46,7 @@ def test_decide_says_the_workloads_unit_as_predict_and_the_app_do(capsys):
     assert code == 0 and f"{SEQUENCES.split()[0]}/s" in out  # predict's column header
     plan = _llama_plan()
     assert plan.unit == SEQUENCES
-    rows = card_rows(plan.decision, plan.unit)
+    rows = card_rows(plan.decision)
     for o, row in zip(plan.decision.options, rows[1:], strict=True):
         assert row["throughput"] == f"{amount(o.samples_per_s)} {SEQUENCES}/s"
         assert row["throughput"] in decision_html(plan)  # the report's card

@@ -78,7 +78,7 @@ def test_the_more_devices_link_reproduces_its_time_with_the_large_batch_penalty(
     (o,) = plan.decision.options
     assert o.title.endswith("global batch 32x (its large-batch penalty is in the time)")
     assert o.changes["train_samples"] > TRAIN  # the samples it needs at 32x today's batch
-    assert card_rows(plan.decision, plan.unit)[1]["time to finish"] == duration_text(o.time_s)
+    assert card_rows(plan.decision)[1]["time to finish"] == duration_text(o.time_s)
     assert _opens_each_option_with_its_figures({**GPT76_ONE, "cbs": 64.0}) == {"more_devices"}
 
 

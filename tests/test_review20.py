@@ -65,7 +65,7 @@ def test_the_app_s_money_has_the_decision_card_s_precision():
     money = f"${cost:.2f}"
     assert headline(plan)["cost"] == money  # was '$12'
     card = decide(profile, plan.scenario, plan.focus.devices)
-    assert card_rows(card, profile.workload.sample_unit)[0]["total money"] == money
+    assert card_rows(card)[0]["total money"] == money
 
 
 def test_predict_and_decide_say_the_hour_a_cpu_price_buys_alike():

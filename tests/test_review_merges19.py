@@ -163,7 +163,7 @@ def test_the_apps_headline_gives_no_time_or_money_to_a_layout_that_does_not_fit(
     assert not plan.focus.fits
     h = headline(plan)
     assert h["time_to_train"] == DOES_NOT_FIT and "cost" not in h
-    assert card_rows(plan.decision, plan.unit)[0]["time to finish"] == DOES_NOT_FIT
+    assert card_rows(plan.decision)[0]["time to finish"] == DOES_NOT_FIT
     report = report_html(plan, "")
     assert '<td class="l">Time to train</td><td class="l">does not fit</td>' in report
     assert '<td class="l">Cost</td>' not in report

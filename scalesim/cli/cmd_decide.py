@@ -32,11 +32,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the card as JSON")
 
 
-def render_card(card, unit: str) -> str:
-    """The card as text; ``unit``: the workload's throughput unit (``sample_unit``)."""
+def render_card(card) -> str:
+    """The card as text (its throughput in the card's own ``unit``)."""
     from scalesim.decision import card_rows
 
-    rows = card_rows(card, unit)
+    rows = card_rows(card)
     keys = list(rows[0])
     widths = {k: max(len(k), *(len(r[k]) for r in rows)) for k in keys}
     lines = [card.question, ""]
@@ -60,11 +60,10 @@ def render_card(card, unit: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from scalesim.cli.cmd_predict import scenario_notes
+    from scalesim.cli.cmd_predict import notes_before
     from scalesim.decision import decide
-    from scalesim.device_nouns import nouns_for
     from scalesim.knee import focus_devices
-    from scalesim.predict import predict, slow_device_note
+    from scalesim.predict import predict
 
     scenario = scenario_from_args(args)
     profile = profile_from_args(args, scenario)
@@ -74,14 +73,11 @@ def run(args: argparse.Namespace) -> int:
                             f"({', '.join(str(r.devices) for r in rows)})")
     focus = focus_devices(rows, args.focus)
     card = decide(profile, scenario, focus)
-    said = scenario_notes(profile, scenario)  # as predict says them
-    if note := slow_device_note(scenario.slow_device, [focus], "the decision ('As is')",
-                                nouns_for(profile.hardware.device_name)):
-        said.append(note)
+    said = notes_before(profile, scenario, [focus], "the decision ('As is')")
     if said:
         card = dataclasses.replace(card, notes=[*said, *card.notes])
     if args.json:
         print(to_json_text(card.to_dict(), what="the decision card"))
     else:
-        print(render_card(card, profile.workload.sample_unit))
+        print(render_card(card))
     return 0

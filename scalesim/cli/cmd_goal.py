@@ -155,10 +155,9 @@ def check_goal_inputs(profile, scenario) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from scalesim.cli.cmd_predict import scenario_notes
+    from scalesim.cli.cmd_predict import notes_before
     from scalesim.errors import ScalesimError
     from scalesim.goal import seek
-    from scalesim.predict import slow_device_note
 
     for dest, why in SEARCHED.items():
         if getattr(args, dest) is not None:
@@ -167,14 +166,9 @@ def run(args: argparse.Namespace) -> int:
     profile = profile_from_args(args, scenario)
     check_goal_inputs(profile, scenario)
     answer = seek(profile, scenario, args.deadline, args.budget, args.max_devices)
-    said = scenario_notes(profile, scenario)  # as predict says them
+    said = notes_before(profile, scenario, [args.max_devices], "any plan searched (--max-devices)")
     if note := deadline_note(args.deadline, getattr(args, "deadline_bare", None)):
         said.insert(0, note)
-    if note := slow_device_note(
-        scenario.slow_device, [args.max_devices], "any plan searched (--max-devices)",
-        nouns_for(profile.hardware.device_name),
-    ):
-        said.append(note)
     if said:
         answer = dataclasses.replace(answer, notes=[*said, *answer.notes])
     if args.json:

@@ -126,7 +126,7 @@ def _fit_hints(profile, scenario, unfit) -> str:
 def render_table(profile, scenario, rows) -> str:
     from scalesim.billing import billing_words
     from scalesim.cli.options import condition_words
-    from scalesim.figures import amount, fixed, number
+    from scalesim.figures import amount, count_columns, fixed, number
     from scalesim.knee import knee_of_predictions, why_no_knee
     from scalesim.layout_predict import attention_kernel_note, layout_of, recompute_style_note
     from scalesim.model.zero_exchange import framework_label
@@ -176,8 +176,7 @@ def render_table(profile, scenario, rows) -> str:
         lines.append(note if split else f"note: {note}")
     words = nouns_for(profile.hardware.device_name)  # 'processes', 'host' on a CPU calibration
     # the count columns: as wide as their header ('processes' on a CPU calibration)
-    dev_h, node_h = words.header("devices"), words.header("nodes")
-    dev_w, node_w = max(7, len(dev_h)), max(5, len(node_h))
+    (dev_h, dev_w), (node_h, node_w) = count_columns(words)
     lines += [
         "",
         f"{dev_h:>{dev_w}} {node_h:>{node_w}} " + (f"{SPLIT_HEADER:>12} " if split else "")
@@ -279,6 +278,19 @@ def scenario_notes(profile, scenario) -> list[str]:
                                                                               scenario)):
         out.append(note)
     return out + unused_setting_notes(scenario)
+
+
+def notes_before(profile, scenario, counts, of: str) -> list[str]:
+    """The notes decide and goal put before their own: ``scenario_notes``, then the
+    slow-device note (``predict.slow_device_note``) of ``counts``, which ``of`` names (decide's
+    count, goal's --max-devices)."""
+    from scalesim.predict import slow_device_note
+
+    said = scenario_notes(profile, scenario)  # as predict says them
+    if note := slow_device_note(scenario.slow_device, counts, of,
+                                nouns_for(profile.hardware.device_name)):
+        said.append(note)
+    return said
 
 
 def unmeasured_link_notes(profile, inter: bool, intra: bool) -> list[str]:

@@ -16,7 +16,7 @@ from scalesim.cli.options import (
     scenario_from_args,
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import ScalesimError
+from scalesim.errors import ScalesimError, flag_error
 from scalesim.figures import count
 from scalesim.schemas import Scenario
 
@@ -36,10 +36,8 @@ devices / (tp x pp); combinations that break a layout rule are dropped and count
 
 
 def _words(text: str) -> list[str]:
-    try:
+    with flag_error():
         return split_list(text, "value")
-    except ScalesimError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("value: ")) from None
 
 
 def _on_off(text: str) -> list[bool]:
