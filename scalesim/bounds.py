@@ -42,7 +42,9 @@ GOAL_DEFAULT_MAX_DEVICES = 1024
 
 @dataclass(frozen=True)
 class Bound:
-    """Allowed values of one physical quantity: ``low <= x <= high`` (``<`` where open)."""
+    """Allowed values of one physical quantity: ``low <= x <= high`` (``<`` where open); with
+    ``least_nonzero``, a value other than 0 is at least that (a price: 0 for devices already
+    paid for, but no nonzero price below what money is counted in)."""
 
     low: float
     high: float
@@ -51,11 +53,13 @@ class Bound:
     integer: bool = False
     low_open: bool = False
     high_open: bool = False
+    least_nonzero: float | None = None
 
     def scaled(self, factor: float, unit: str) -> Bound:
         """The same bounds in another unit (``factor`` new units per table unit)."""
+        least = None if self.least_nonzero is None else self.least_nonzero * factor
         return Bound(self.low * factor, self.high * factor, unit, self.why, self.integer,
-                     self.low_open, self.high_open)
+                     self.low_open, self.high_open, least)
 
     def field_kwargs(self) -> dict[str, float]:
         """pydantic ``Field`` constraints: ge/gt and le/lt."""
@@ -65,10 +69,13 @@ class Bound:
         return {lo: cast(self.low), hi: cast(self.high)}
 
     def text(self) -> str:
-        """'1 <= x <= 1,048,576 devices'."""
+        """'1 <= x <= 1,048,576 devices'; 'x = 0 or 0.0001 <= x <= 1,000,000 USD' with a
+        ``least_nonzero``."""
         lo = "<" if self.low_open else "<="
         hi = "<" if self.high_open else "<="
         unit = f" {self.unit}" if self.unit else ""
+        if self.least_nonzero is not None:  # low is 0 and closed: 0 or from the least
+            return f"x = 0 or {number(self.least_nonzero)} <= x {hi} {number(self.high)}{unit}"
         return f"{number(self.low)} {lo} x {hi} {number(self.high)}{unit}"  # exact, 1e20
 
     def problem(self, value: float, typed: str | None = None) -> str | None:
@@ -90,7 +97,8 @@ class Bound:
                 return f"{_shown(value)} is not a finite number"
         too_low = value <= self.low if self.low_open else value < self.low
         too_high = value >= self.high if self.high_open else value > self.high
-        if too_low or too_high:
+        too_near_zero = self.least_nonzero is not None and 0 < abs(value) < self.least_nonzero
+        if too_low or too_high or too_near_zero:
             shown = excerpt(typed) if typed is not None else _shown(value)
             return f"{shown} is outside {self.text()} ({self.why})"
         return None
@@ -215,12 +223,14 @@ QUANTITIES: dict[str, Bound] = {
                            "largest LLM runs in tokens)"),
     "epochs": Bound(0, 1e6, "epochs", "passes over the data set", low_open=True),
     "steps_to_target": Bound(1, 1e15, "steps", "optimizer steps to a quality target"),
-    "price_per_device_hour": Bound(0, 1e6, "USD", "per device-hour"),
+    "price_per_device_hour": Bound(0, 1e6, "USD", "per device-hour; 0 for devices already "
+                                   "paid for, else at least a hundredth of a cent: a CPU "
+                                   "core's hour rents for about a cent", least_nonzero=1e-4),
     # goal seeking (scalesim goal --deadline --budget, the app's Goal tab)
     "deadline_s": Bound(0, 100 * 365 * 86_400, "s", "a training run's deadline: up to 100 "
                         "years", low_open=True),
-    "budget_usd": Bound(0, 1e12, "USD", "a training run's budget: up to a trillion dollars",
-                        low_open=True),
+    "budget_usd": Bound(0.01, 1e12, "USD", "a training run's budget: from a cent, the least "
+                        "amount money is counted in, up to a trillion dollars"),
 }
 
 
@@ -318,6 +328,18 @@ def items_bounded(quantity: str):
 
     b = bound(quantity)
     return Annotated[int if b.integer else float, Field(**b.field_kwargs())]
+
+
+def nonzero_floor(quantity: str):
+    """A pydantic ``field_validator`` body for a field of ``quantity`` with a ``least_nonzero``
+    (which ``Field``'s ge/le cannot say): its refusal, as the CLI's, in the field's error."""
+    b = bound(quantity)
+
+    def check(value: Any) -> Any:
+        if value is not None and (why := b.problem(value)) is not None:
+            raise ValueError(why)
+        return value
+    return check
 
 
 def knob_field(field: str, default: Any = ..., description: str = "", **kwargs: Any) -> Any:
