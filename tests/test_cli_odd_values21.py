@@ -107,3 +107,143 @@ def test_dollars_after_the_number_read_as_usd(capsys, typed):
 )
 def test_a_dollar_word_without_an_amount_or_with_a_rate_says_the_fix(capsys, typed, says):
     assert says in _one_line_refusal(capsys, [*PREDICT, "--price", typed])
+
+
+def _cost_table(out: str) -> list[str]:
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if "to train" in line)
+    return lines[start : lines.index("", start) - 1]  # the header and its rows, not 'cost:'
+
+
+def test_predicts_cost_table_keeps_its_header_over_absurd_durations_and_costs(capsys):
+    """`predict --devices 8 --train-samples 1e18 --price 1e6` printed '7,890,060 years' and a
+    cost of '553,314,154,250,940,160' in 12-character columns: every value past its header.
+    Each column is now as wide as its widest cell, and a cost from a quadrillion on has three
+    significant digits ($8e6 an hour for 7,890,060 years of 8 devices: 5.53e17)."""
+    code, out, _ = run_cli(
+        capsys, ["predict", "--devices", "8,1024", "--train-samples", "1e18", "--price", "1e6"]
+    )
+    assert code == 0
+    table = _cost_table(out)
+    assert table == [
+        "devices   to quality        to train  billed     cost USD",
+        "      8            - 7,890,060 years       8      5.53e17",
+        "   1024            -   235,421 years    1024      2.11e18",
+    ], table
+    hours = 7_890_060 * 365.25 * 24  # the row's years, back in hours
+    assert float(table[1].split()[-1]) == pytest.approx(8 * hours * 1e6, rel=1e-3)
+
+
+def test_predicts_cost_table_for_one_sample_writes_exponents_as_typed(capsys):
+    """`--train-samples 1`: a quarter of a millisecond, a cost of two millionths of a dollar:
+    '2e-6', not Python's '2e-06' (the width already held)."""
+    code, out, _ = run_cli(capsys, ["predict", "--devices", "8,16", "--train-samples", "1"])
+    assert code == 0
+    table = _cost_table(out)
+    widths = {len(line) for line in table}
+    assert len(widths) == 1, table  # header over values
+    assert table[1].split() == ["8", "-", "0.00025", "s", "8", "2e-6"], table
+
+
+def test_amounts_and_short_durations_write_exponents_as_a_person_types_them():
+    from scalesim.figures import amount, duration_text
+
+    assert [amount(v) for v in (2e-6, 0.0031, 99.99, 999e12, 1e15, 5.5331e17)] == [
+        "2e-6",
+        "0.0031",
+        "99.99",
+        "999,000,000,000,000",
+        "1e15",
+        "5.53e17",
+    ]
+    assert [duration_text(s) for s in (2.5e-5, 0.00025, 0.42, 5.0)] == [
+        "2.5e-5 s",
+        "0.00025 s",
+        "0.42 s",
+        "5 s",
+    ]
+
+
+SPLIT = [
+    "predict",
+    "--workload",
+    "llama3-405b",
+    "--hardware",
+    "dgx-h100",
+    "--devices",
+    "1024",
+    "--tp",
+    "8",
+    "--pp",
+    "16",
+    "--train-samples",
+    "1e7",
+    "--json",
+]
+
+
+def _bubble_note(capsys, argv) -> tuple[float, str | None]:
+    """The first row's bubble share of its step (from --json) and predict's bubble note."""
+    code, out, _ = run_cli(capsys, argv)
+    assert code == 0
+    row = json.loads(out)[0]
+    code, text, _ = run_cli(capsys, [a for a in argv if a != "--json"])
+    assert code == 0
+    notes = [line for line in text.splitlines() if line.startswith("note: pipeline bubble")]
+    assert len(notes) <= 1, notes
+    return row["bubble_s"] / row["step_time_s"], (notes[0] if notes else None)
+
+
+def _flags(note: str) -> list[str]:
+    return note.split("; give ", 1)[1].split(" (", 1)[0].split()
+
+
+def test_a_pipeline_of_one_micro_batch_says_its_bubble_and_the_flags_that_shrink_it(capsys):
+    """tp 8 x pp 16 at global batch 2048 over dp 8: one micro-batch of 256 per step through
+    16 stages. 1F1B idles (p - 1) = 15 micro-batch times against 1 of work, 15/16 = 94 % (the
+    model: 93 %, its average stage lighter than the slowest); nothing said so. Pasting the
+    note's flags (64 = 4 x 16 micro-batches of 2048 / 8 / 64 = 4) leaves a bubble under 20 %,
+    and no note."""
+    share, note = _bubble_note(capsys, [*SPLIT, "--global-batch", "2048"])
+    assert 0.9 < share < 15 / 16
+    assert note == (
+        "note: pipeline bubble: 93% of each step at 1,024 devices is fill and drain: 1 "
+        "micro-batch of 256 through 16 stages (idle (pp - 1)/m = 15/1 of the compute, "
+        "Narayanan 2021); give --accumulation 64 (64 micro-batches of 4, the same global "
+        "batch; m >= 4 x pp keeps the bubble under a quarter), or scalesim plan with the same "
+        "--workload and --hardware (or --profile), --devices 1024 --global-batch 2048 (it ranks "
+        "splits and micro-batches)"
+    )
+    pasted, again = _bubble_note(capsys, [*SPLIT, "--global-batch", "2048", *_flags(note)])
+    assert pasted < 0.2 and again is None
+    assert pasted < 15 / (64 + 15) + 0.01  # (p - 1)/(m + p - 1), as the note's rule says
+
+
+def test_the_bubble_note_under_a_per_replica_batch_keeps_the_global_batch(capsys):
+    """--batch 8: 8 samples per replica per step; 4 x pp = 64 micro-batches cannot split them,
+    so the note gives the most there are, 8 of one sample (the same global batch 8 x 8 = 64),
+    which halves the share of the step (93 % -> 63 %); pasted, the note says micro-batches of
+    one sample cannot split further."""
+    share, note = _bubble_note(capsys, [*SPLIT, "--batch", "8"])
+    assert note is not None and _flags(note) == ["--batch", "1", "--accumulation", "8"]
+    assert "--devices 1024 --global-batch 64 " in note
+    pasted, again = _bubble_note(capsys, [*SPLIT, *_flags(note)])
+    assert pasted < share - 0.25
+    assert again is not None and "micro-batches of one sample already" in again
+
+
+def test_no_bubble_note_without_a_pipeline_or_under_the_share():
+    from types import SimpleNamespace
+
+    from scalesim.pipeline_bubble import bubble_note, fewer_bubble_accumulation
+
+    row = SimpleNamespace(
+        pp=4, step_time_s=1.0, bubble_s=0.19, accumulation=16, micro_batch=1, devices=32, dp=1
+    )
+    assert bubble_note(row, True, "1f1b") is None  # 19 % < 20 %
+    assert bubble_note(SimpleNamespace(**{**vars(row), "pp": 1, "bubble_s": 0.9}), True, "none") is None
+    # interleaved: a multiple of pp (Megatron's rule); 96 samples, pp 4: 16 is the first from 16
+    assert fewer_bubble_accumulation(96, 1, 4, interleaved=True) == 16
+    assert fewer_bubble_accumulation(96, 1, 5, interleaved=False) == 24  # from 20: 24 divides 96
+    assert fewer_bubble_accumulation(7, 1, 4, interleaved=False) == 7  # the most there are
+    assert fewer_bubble_accumulation(8, 8, 4, interleaved=False) is None

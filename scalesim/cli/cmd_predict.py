@@ -201,12 +201,16 @@ def render_table(profile, scenario, rows) -> str:
         )
     if any(r.time_to_train_s is not None or r.time_to_quality_s is not None for r in rows):
         lines.append("")
-        lines.append(f"{dev_h:>{dev_w}} {'to quality':>12} {'to train':>12} {'billed':>7} "
-                     f"{'cost USD':>12}")
-        for r in rows:
-            cost = amount(r.cost_usd) if r.cost_usd is not None else "-"
-            lines.append(f"{r.devices:>{dev_w}} {_duration(r.time_to_quality_s):>12} "
-                         f"{_duration(r.time_to_train_s):>12} {r.billed_devices:>7} {cost:>12}")
+        # each column as wide as its widest cell, so a header stays over its values
+        # ('7,890,060 years', a cost of '5.53e20')
+        cells = [(str(r.devices), _duration(r.time_to_quality_s), _duration(r.time_to_train_s),
+                  str(r.billed_devices), "-" if r.cost_usd is None else amount(r.cost_usd))
+                 for r in rows]
+        header = (dev_h, "to quality", "to train", "billed", "cost USD")
+        widths = [max(least, len(header[i]), *(len(c[i]) for c in cells))
+                  for i, least in enumerate((dev_w, 12, 12, 7, 12))]
+        lines += [" ".join(f"{text:>{w}}" for text, w in zip(row, widths, strict=True))
+                  for row in (header, *cells)]
         goal = resolve_goal(profile, scenario)
         if goal.price_per_device_hour is not None:
             billing = billing_words(goal.server_devices, goal.instance_sizes,
@@ -236,6 +240,15 @@ def render_table(profile, scenario, rows) -> str:
         lines.append(f"warning: data stall: {data_stall_share(r):.0%} of each step at "
                      f"{words.count(r.devices)} waits for input (lost at one {words.device} "
                      "too, so efficiency cannot show it); fix the input pipeline first")
+    if split:  # the first row whose pipeline bubble is a large share of its step
+        from scalesim.layout_predict import layout_of
+        from scalesim.pipeline_bubble import bubble_note
+
+        schedule = layout_of(scenario).schedule_of()
+        strong = scenario.global_batch is not None
+        if note := next((n for r in rows if (n := bubble_note(r, strong, schedule,
+                                                                 words.devices))), None):
+            lines.append(f"note: {note}")
     if not stall:
         lines.append(f"note: {STALL_NOT_MODELLED}")  # and no stall column
     if note := one_device_note(rows, words):  # the speedup and eff columns' baseline
