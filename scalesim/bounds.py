@@ -27,7 +27,7 @@ from pydantic import Field
 
 from scalesim.attention_kernel import ATTENTION_KERNELS
 from scalesim.errors import ScalesimError, excerpt
-from scalesim.figures import exact, number
+from scalesim.figures import DAYS_PER_YEAR, exact, number
 from scalesim.layout import RECOMPUTE_STYLES
 from scalesim.model.sharding import GRAD_SYNCS
 
@@ -227,7 +227,7 @@ QUANTITIES: dict[str, Bound] = {
                                    "paid for, else at least a hundredth of a cent: a CPU "
                                    "core's hour rents for about a cent", least_nonzero=1e-4),
     # goal seeking (scalesim goal --deadline --budget, the app's Goal tab)
-    "deadline_s": Bound(0, 100 * 365 * 86_400, "s", "a training run's deadline: up to 100 "
+    "deadline_s": Bound(0, 100 * DAYS_PER_YEAR * 86_400, "s", "a training run's deadline: up to 100 "
                         "years", low_open=True),
     "budget_usd": Bound(0.01, 1e12, "USD", "a training run's budget: from a cent, the least "
                         "amount money is counted in, up to a trillion dollars"),
@@ -373,6 +373,8 @@ def parse_number(text: str, quantity: str, name: str, factor: float = 1.0,
             raise ScalesimError(f"{name}: a whole number of {len(digits)} digits is outside "
                                 f"{b.text()} ({b.why})") from None
         kind = "a whole number" if b.integer else "a number"
+        if b.integer and (why := _whole_outside(raw, b)):  # '1e40': not its 41 digits to write
+            raise ScalesimError(f"{name}: {why}") from None
         raise ScalesimError(f"{name}: {_shown(raw)} is not {kind}{number_hint(raw, b)}") from None
     quoted = raw if typed is None else typed
     if isinstance(value, float) and math.isinf(value) and "inf" not in raw.lower():
@@ -380,6 +382,18 @@ def parse_number(text: str, quantity: str, name: str, factor: float = 1.0,
                             f"{b.text()} ({b.why})")
     # -0.0 -> 0.0; a refused value is quoted as typed ('1e6', not '1000000.0')
     return b.check(value + 0.0 if isinstance(value, float) else value, name, quoted)
+
+
+def _whole_outside(raw: str, b: Bound) -> str | None:
+    """Why ``raw``, a whole number written as a decimal ('1e40', '-1e3'), is outside ``b``; None
+    where it is no such number or inside (then 'write it in digits' says how to type it)."""
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    if not math.isfinite(value) or value != int(value):
+        return None
+    return b.problem(int(value), raw)
 
 
 # A number a person writes with a sign of money, a unit or a multiplier: '$40', '100GB/s', '7B',

@@ -247,3 +247,56 @@ def test_no_bubble_note_without_a_pipeline_or_under_the_share():
     assert fewer_bubble_accumulation(96, 1, 5, interleaved=False) == 24  # from 20: 24 divides 96
     assert fewer_bubble_accumulation(7, 1, 4, interleaved=False) == 7  # the most there are
     assert fewer_bubble_accumulation(8, 8, 4, interleaved=False) is None
+
+
+@pytest.mark.parametrize(
+    ("typed", "seconds"),
+    [
+        ("3 weeks", 3 * 604800.0),
+        ("3w", 3 * 604800.0),
+        ("72 hours", 259200.0),
+        ("90 minutes", 5400.0),
+        ("1y", 365.25 * 86400),
+        ("100 years", 100 * 365.25 * 86400),
+    ],
+)
+def test_a_deadline_reads_unit_words_and_years(capsys, typed, seconds):
+    """`--deadline '3 weeks'` was "not a duration like 3d, 72h, 90m or 3600" while `3w` was
+    read: the words of a unit read as its letter; a year is a Julian year (as predict writes
+    one), and the deadline's bound is 100 of them (it was 100 x 365 days: '100y' refused)."""
+    code, out, _ = run_cli(capsys, [*GOAL, "--budget", "50000", "--deadline", typed, "--json"])
+    assert code == 0 and json.loads(out)["deadline_s"] == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize(
+    ("typed", "says"),
+    [
+        (
+            "3 fortnights",
+            "'3 fortnights' is not a duration like 3d, 72h, 90m, 2w or 3600 (seconds); "
+            "a unit is s, m, h, d, w or y, or its word (3 weeks)",
+        ),
+        (
+            "1e400",
+            "'1e400' overflows a float; it is outside 0 < x <= 3,155,760,000 s (a training "
+            "run's deadline: up to 100 years)",
+        ),
+        ("101y", "'101y': 3,187,317,600 is outside 0 < x <= 3,155,760,000 s"),
+    ],
+)
+def test_a_deadline_refusal_says_what_to_write(capsys, typed, says):
+    """'1e400' was refused as "inf is not a finite number" (not what was typed)."""
+    line = _one_line_refusal(capsys, [*GOAL, "--budget", "50000", "--deadline", typed])
+    assert f"argument --deadline: {says}" in line, line
+
+
+def test_a_whole_number_flag_past_its_bound_in_exponent_form_says_the_bound(capsys):
+    """`plan --global-batch 1e40` said "write it in digits: 10000000000000000303786028427003666890752"
+    (41 digits, still refused); a whole exponent outside the bound says the bound, one inside
+    still says the digits to write."""
+    line = _one_line_refusal(
+        capsys, ["plan", "--workload", "llama3-8b", "--devices", "64", "--global-batch", "1e40"]
+    )
+    assert "argument --global-batch: 1e40 is outside 1 <= x <= 1,099,511,627,776 samples" in line
+    line = _one_line_refusal(capsys, ["predict", "--devices", "1e3"])
+    assert "'1e3' is not a whole number; write it in digits: 1000" in line
