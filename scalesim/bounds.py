@@ -403,12 +403,40 @@ _DECORATED = re.compile(r"(?P<money>\$?)\s*(?P<num>[-+]?(?:\d[\d_,]*(?:\.\d*)?|\
 _MULTIPLIERS = {"k": 3, "K": 3, "M": 6, "B": 9, "G": 9, "T": 12}  # '7B' parameters, '1M' dollars
 
 
+_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "sec": 1.0, "min": 60.0, "h": 3600.0}
+_HEX = re.compile(r"0x[0-9a-f]+", re.IGNORECASE)
+_PRODUCT = re.compile(r"(\d+)\s*[x×*]\s*(\d+)")  # '2x8' devices: 2 servers of 8
+
+
+def _count_hint(typed: str, b: Bound) -> str:
+    """'0x10' and '2x8', refused as whole numbers: the number in decimal digits ('; write 0x10
+    in decimal digits: 16', '; write the product 2x8 in digits: 16'), '' for other text."""
+    if not b.integer:
+        return ""
+    if _HEX.fullmatch(typed):
+        value, said = int(typed, 16), f"write {typed} (hexadecimal) in decimal digits"
+    elif m := _PRODUCT.fullmatch(typed):
+        value, said = int(m[1]) * int(m[2]), f"write the product {typed} in digits"
+    else:
+        return ""
+    why = b.problem(value)
+    return f"; {said}: {value}" if why is None else f"; as a number {why}"
+
+
 def number_hint(text: str, b: Bound) -> str:
     """How to write ``text``, refused as a number of ``b``'s quantity, so that it reads: '' when
     no better text is known, else '; ...' to end the refusal with: the number alone in the
     unit ('100GB/s' -> 100), a multiplier as an exponent ('7B' -> 7e9), a percentage as a
-    fraction ('50%' -> 0.5), a whole number in digits ('1e3' -> 1000)."""
-    m = _DECORATED.fullmatch(text.strip())
+    fraction ('50%' -> 0.5), a whole number in digits ('1e3' -> 1000), a time in seconds ('5us'
+    -> 5e-6), a hexadecimal or a product in decimal digits ('0x10' -> 16, '2x8' -> 16; one
+    outside the bounds said so), and for
+    nothing typed, to give a number or leave the flag out."""
+    typed = text.strip()
+    if not typed:
+        return "; give a number or leave the flag out"
+    if hint := _count_hint(typed, b):
+        return hint
+    m = _DECORATED.fullmatch(typed)
     if m is None:
         return ""
     digits, suffix = m["num"].replace(",", "").replace("_", ""), m["suffix"] or ""
@@ -436,6 +464,9 @@ def number_hint(text: str, b: Bound) -> str:
         return ""  # '1.5': no whole number to suggest
     shown = str(int(value)) if b.integer else exact(value) if "e" not in digits.lower() else digits
     same_unit = suffix == b.unit or (suffix.isalpha() and suffix.lower() == b.unit.lower())
+    if b.unit == "s" and suffix.lower() in _SECONDS:  # '5us' -> 5e-6, '2min' -> 120
+        seconds = float(f"{value * _SECONDS[suffix.lower()]:.12g}")  # 5e-6, not 4.99...e-6
+        return f"; write {typed} in seconds: {number(seconds)}"
     if suffix and not same_unit:  # '5us' for seconds, '100Gb/s' for GB/s: not the same number
         return f"; give the number alone{unit}"
     if m["money"] or suffix or "," in m["num"]:

@@ -300,3 +300,80 @@ def test_a_whole_number_flag_past_its_bound_in_exponent_form_says_the_bound(caps
     assert "argument --global-batch: 1e40 is outside 1 <= x <= 1,099,511,627,776 samples" in line
     line = _one_line_refusal(capsys, ["predict", "--devices", "1e3"])
     assert "'1e3' is not a whole number; write it in digits: 1000" in line
+
+
+def _ends(line: str) -> set[int]:
+    import re
+
+    return {m.end() for m in re.finditer(r"\S+", line)}
+
+
+def test_predicts_main_table_keeps_its_header_over_a_step_of_twenty_minutes(capsys):
+    """The step of the one-micro-batch pipeline, 1,296,040 ms, took 10 characters of a
+    9-character column and pushed every value after it right of its header; each column is now
+    as wide as its widest cell (tables of ordinary runs are unchanged: their cells fit)."""
+    code, out, _ = run_cli(capsys, [*SPLIT[:-1], "--global-batch", "2048"])
+    assert code == 0
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.lstrip().startswith("devices nodes"))
+    header, row = lines[at], lines[at + 1]
+    assert len(header) == len(row) and _ends(row) <= _ends(header), (header, row)
+    assert " 1296040.00 " in row and "    step ms " in header
+
+
+def test_predicts_table_of_an_ordinary_run_is_as_before(capsys):
+    """The widths of a run whose cells fit: the columns of sessions before (pinned here)."""
+    code, out, _ = run_cli(capsys, ["predict", "--devices", "8,16"])
+    assert code == 0
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.lstrip().startswith("devices nodes"))
+    assert lines[at] == (
+        "devices nodes  batch   step ms   compute  exp.comm   straggl   "
+        "sequences/s  speedup    eff  mem GiB fits"
+    )
+    assert lines[at + 1] == (
+        "      8     1     32     63.74     61.65      1.06      1.04     "
+        "   4016.2     7.74  96.7%      9.1  yes"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--devices", "0x8"], "'0x8' is not a whole number; write 0x8 (hexadecimal) in decimal digits: 8"),
+        (["--devices", "2x8"], "'2x8' is not a whole number; write the product 2x8 in digits: 16"),
+        (
+            ["--devices", "0x0"],
+            "'0x0' is not a whole number; as a number 0 is outside 1 <= x <= 1,048,576 devices",
+        ),
+        (
+            ["--devices", "8", "--train-samples", ""],
+            "argument --train-samples: '' is not a number; give a number or leave the flag out",
+        ),
+        (["--devices", "8", "--inter-latency", "5us"], "'5us' is not a number; write 5us in seconds: 5e-6"),
+        (["--devices", "8", "--intra-latency", "2ms"], "write 2ms in seconds: 0.002"),
+    ],
+)
+def test_a_number_typed_another_way_is_refused_with_the_number_to_write(capsys, argv, says):
+    """`--devices 0x8` was "'0x8' is not a whole number", `--train-samples ''` "'' is not a
+    number" and `--inter-latency 5us` "give the number alone, in s": no number to write. The
+    refusal now says it (or, for a number outside the bounds, the bounds)."""
+    line = _one_line_refusal(capsys, ["predict", *argv])
+    assert says in line, line
+
+
+@pytest.mark.parametrize("body", ["null", '"runs"', "5"])
+def test_a_runs_json_file_of_one_value_says_what_a_runs_file_holds(tmp_path, capsys, body):
+    """`diagnose runs.json` holding `null` was read as a CSV header: "missing column(s) devices,
+    nodes, samples_per_s or step_time_s; the header has null"."""
+    path = tmp_path / "runs.json"
+    path.write_text(body + "\n")
+    line = _one_line_refusal(capsys, ["diagnose", str(path)])
+    assert line == (
+        f"scalesim diagnose: error: {path}: expected a JSON list of run objects (or "
+        '{"runs": [...]}) with devices, nodes and samples_per_s or step_time_s'
+    )
+    csv_named_json = tmp_path / "csv.json"  # a CSV named .json stays CSV
+    csv_named_json.write_text("devices,nodes,samples_per_s\n1,1,100\n8,1,700\n")
+    code, _, err = run_cli(capsys, ["diagnose", str(csv_named_json)])
+    assert code == 0, err

@@ -31,10 +31,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _fmt_s(x: float) -> str:
-    """Seconds as milliseconds in the table's 9 characters."""
+    """Seconds as milliseconds, two decimals (the table pads it to its column)."""
     from scalesim.figures import fixed
 
-    return fixed(x * 1e3, 9, 2)
+    return fixed(x * 1e3, 0, 2)
 
 
 def _duration(seconds: float | None) -> str:
@@ -178,27 +178,30 @@ def render_table(profile, scenario, rows) -> str:
     # the count columns: as wide as their header ('processes' on a CPU calibration)
     dev_h, node_h = words.header("devices"), words.header("nodes")
     dev_w, node_w = max(7, len(dev_h)), max(5, len(node_h))
-    lines += [
-        "",
-        f"{dev_h:>{dev_w}} {node_h:>{node_w}} " + (f"{SPLIT_HEADER:>12} " if split else "")
-        + f"{'batch':>6} {'step ms':>9} {'compute':>9} {'exp.comm':>9} "
-        + (f"{'bubble':>9} " if split else "")
-        + (f"{'stall':>9} " if stall else "")
-        + f"{'straggl':>9} {unit.split()[0][:10] + '/s':>13} {'speedup':>8} {'eff':>6} "
-        f"{'mem GiB':>8} {'fits':>4}",
-    ]
-    for r in rows:
-        lines.append(
-            f"{r.devices:>{dev_w}} {r.nodes:>{node_w}} "
-            + (f"{split_short(r.dp, r.tp, r.pp, 'compact'):>12} " if split else "")
-            + f"{r.micro_batch:>6} {_fmt_s(r.step_time_s)} "
-            f"{_fmt_s(r.compute_s)} {_fmt_s(r.exposed_comm_s)} "
-            + (f"{_fmt_s(r.bubble_s)} " if split else "")
-            + (f"{_fmt_s(r.data_stall_s)} " if stall else "")
-            + f"{_fmt_s(r.straggler_s)} {fixed(r.samples_per_s, 13, 1)} {fixed(r.speedup, 8, 2)} "
-            f"{fixed(100 * r.efficiency, 5, 1)}% {fixed(r.memory_bytes / 2**30, 8, 1)} "
-            f"{'yes' if r.fits else 'NO':>4}"
-        )
+    # (header, least width, cell of a row): a column is as wide as its widest cell, so a
+    # header stays over its values ('1296040.00' ms of a pipeline that idles)
+    columns = [(dev_h, dev_w, lambda r: str(r.devices)), (node_h, node_w, lambda r: str(r.nodes))]
+    if split:
+        columns.append((SPLIT_HEADER, 12, lambda r: split_short(r.dp, r.tp, r.pp, "compact")))
+    columns += [("batch", 6, lambda r: str(r.micro_batch)),
+                ("step ms", 9, lambda r: _fmt_s(r.step_time_s)),
+                ("compute", 9, lambda r: _fmt_s(r.compute_s)),
+                ("exp.comm", 9, lambda r: _fmt_s(r.exposed_comm_s))]
+    if split:
+        columns.append(("bubble", 9, lambda r: _fmt_s(r.bubble_s)))
+    if stall:
+        columns.append(("stall", 9, lambda r: _fmt_s(r.data_stall_s)))
+    columns += [("straggl", 9, lambda r: _fmt_s(r.straggler_s)),
+                (unit.split()[0][:10] + "/s", 13, lambda r: fixed(r.samples_per_s, 0, 1)),
+                ("speedup", 8, lambda r: fixed(r.speedup, 0, 2)),
+                ("eff", 6, lambda r: f"{fixed(100 * r.efficiency, 0, 1)}%"),
+                ("mem GiB", 8, lambda r: fixed(r.memory_bytes / 2**30, 0, 1)),
+                ("fits", 4, lambda r: "yes" if r.fits else "NO")]
+    cells = [[cell(r) for _, _, cell in columns] for r in rows]
+    widths = [max(least, len(head), *(len(c[i]) for c in cells))
+              for i, (head, least, _) in enumerate(columns)]
+    lines += ["", *(" ".join(f"{text:>{w}}" for text, w in zip(row, widths, strict=True))
+                    for row in ([head for head, _, _ in columns], *cells))]
     if any(r.time_to_train_s is not None or r.time_to_quality_s is not None for r in rows):
         lines.append("")
         # each column as wide as its widest cell, so a header stays over its values
