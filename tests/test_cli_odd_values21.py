@@ -377,3 +377,18 @@ def test_a_runs_json_file_of_one_value_says_what_a_runs_file_holds(tmp_path, cap
     csv_named_json.write_text("devices,nodes,samples_per_s\n1,1,100\n8,1,700\n")
     code, _, err = run_cli(capsys, ["diagnose", str(csv_named_json)])
     assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    ("body", "said"), [("{}", 'no "format" field'), ('{"format": null}', "format is null")]
+)
+def test_validate_of_a_file_without_a_format_says_so_in_json_words(tmp_path, capsys, body, said):
+    """`validate {}` said "format is None" (Python's word for a field the file does not have)."""
+    path = tmp_path / "cases.json"
+    path.write_text(body)
+    line = _one_line_refusal(capsys, ["validate", str(path)])
+    assert line.startswith(
+        f"scalesim validate: error: {path}: {said}; validate reads "
+        "'scalesim-validation-cases/1' (data-parallel runs"
+    ), line
+    assert line.endswith('set the file\'s "format"')
