@@ -95,7 +95,7 @@ def not_usd(typed: str, b: Bound) -> str:
         decimal = f"for a decimal comma write a point ({point}), else " if point else ""
         return (f"{shown}: commas group thousands in threes here, as in $50,000; "
                 f"{decimal}write it without commas")
-    if hint := number_hint(typed, b):
+    if typed and (hint := number_hint(typed, b)):  # '': the examples below, not 'give a number'
         return f"{shown} is not an amount of US dollars{hint}"
     return f"{shown} is not an amount of US dollars; write one like 40, 40.5, $50,000 or 1e5"
 
