@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from scalesim import presets
 from scalesim.attention_kernel import DEFAULT_ATTENTION_KERNEL, AttentionKernel
-from scalesim.bounds import bounded, url_field
+from scalesim.bounds import bounded, nonzero_floor, url_field
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import exact, number
@@ -133,6 +133,8 @@ class AppState(BaseModel):
     sp: bool = False
     tpo: bool = False  # the framework overlaps the tensor-parallel collectives (v7)
     sg: int | None = url_field("sg", None, "shard group (hybrid sharding); None: all of dp")  # v9
+
+    _price_floor = field_validator("price")(nonzero_floor("price_per_device_hour"))
 
     @field_validator("hw")
     @classmethod

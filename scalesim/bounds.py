@@ -26,7 +26,7 @@ from pydantic import Field
 
 from scalesim.attention_kernel import ATTENTION_KERNELS
 from scalesim.errors import ScalesimError, excerpt, flag_error
-from scalesim.figures import exact, number
+from scalesim.figures import DAYS_PER_YEAR, exact, number
 from scalesim.layout import RECOMPUTE_STYLES
 from scalesim.model.sharding import GRAD_SYNCS
 
@@ -41,7 +41,9 @@ GOAL_DEFAULT_MAX_DEVICES = 1024
 
 @dataclass(frozen=True)
 class Bound:
-    """Allowed values of one physical quantity: ``low <= x <= high`` (``<`` where open)."""
+    """Allowed values of one physical quantity: ``low <= x <= high`` (``<`` where open); with
+    ``least_nonzero``, a value other than 0 is at least that (a price: 0 for devices already
+    paid for, but no nonzero price below what money is counted in)."""
 
     low: float
     high: float
@@ -50,11 +52,13 @@ class Bound:
     integer: bool = False
     low_open: bool = False
     high_open: bool = False
+    least_nonzero: float | None = None
 
     def scaled(self, factor: float, unit: str) -> Bound:
         """The same bounds in another unit (``factor`` new units per table unit)."""
+        least = None if self.least_nonzero is None else self.least_nonzero * factor
         return Bound(self.low * factor, self.high * factor, unit, self.why, self.integer,
-                     self.low_open, self.high_open)
+                     self.low_open, self.high_open, least)
 
     def field_kwargs(self) -> dict[str, float]:
         """pydantic ``Field`` constraints: ge/gt and le/lt."""
@@ -64,10 +68,13 @@ class Bound:
         return {lo: cast(self.low), hi: cast(self.high)}
 
     def text(self) -> str:
-        """'1 <= x <= 1,048,576 devices'."""
+        """'1 <= x <= 1,048,576 devices'; 'x = 0 or 0.0001 <= x <= 1,000,000 USD' with a
+        ``least_nonzero``."""
         lo = "<" if self.low_open else "<="
         hi = "<" if self.high_open else "<="
         unit = f" {self.unit}" if self.unit else ""
+        if self.least_nonzero is not None:  # low is 0 and closed: 0 or from the least
+            return f"x = 0 or {number(self.least_nonzero)} <= x {hi} {number(self.high)}{unit}"
         return f"{number(self.low)} {lo} x {hi} {number(self.high)}{unit}"  # exact, 1e20
 
     def problem(self, value: float, typed: str | None = None) -> str | None:
@@ -89,7 +96,8 @@ class Bound:
                 return f"{_shown(value)} is not a finite number"
         too_low = value <= self.low if self.low_open else value < self.low
         too_high = value >= self.high if self.high_open else value > self.high
-        if too_low or too_high:
+        too_near_zero = self.least_nonzero is not None and 0 < abs(value) < self.least_nonzero
+        if too_low or too_high or too_near_zero:
             shown = excerpt(typed) if typed is not None else _shown(value)
             return f"{shown} is outside {self.text()} ({self.why})"
         return None
@@ -214,12 +222,14 @@ QUANTITIES: dict[str, Bound] = {
                            "largest LLM runs in tokens)"),
     "epochs": Bound(0, 1e6, "epochs", "passes over the data set", low_open=True),
     "steps_to_target": Bound(1, 1e15, "steps", "optimizer steps to a quality target"),
-    "price_per_device_hour": Bound(0, 1e6, "USD", "per device-hour"),
+    "price_per_device_hour": Bound(0, 1e6, "USD", "per device-hour; 0 for devices already "
+                                   "paid for, else at least a hundredth of a cent: a CPU "
+                                   "core's hour rents for about a cent", least_nonzero=1e-4),
     # goal seeking (scalesim goal --deadline --budget, the app's Goal tab)
-    "deadline_s": Bound(0, 100 * 365 * 86_400, "s", "a training run's deadline: up to 100 "
+    "deadline_s": Bound(0, 100 * DAYS_PER_YEAR * 86_400, "s", "a training run's deadline: up to 100 "
                         "years", low_open=True),
-    "budget_usd": Bound(0, 1e12, "USD", "a training run's budget: up to a trillion dollars",
-                        low_open=True),
+    "budget_usd": Bound(0.01, 1e12, "USD", "a training run's budget: from a cent, the least "
+                        "amount money is counted in, up to a trillion dollars"),
 }
 
 
@@ -319,6 +329,18 @@ def items_bounded(quantity: str):
     return Annotated[int if b.integer else float, Field(**b.field_kwargs())]
 
 
+def nonzero_floor(quantity: str):
+    """A pydantic ``field_validator`` body for a field of ``quantity`` with a ``least_nonzero``
+    (which ``Field``'s ge/le cannot say): its refusal, as the CLI's, in the field's error."""
+    b = bound(quantity)
+
+    def check(value: Any) -> Any:
+        if value is not None and (why := b.problem(value)) is not None:
+            raise ValueError(why)
+        return value
+    return check
+
+
 def knob_field(field: str, default: Any = ..., description: str = "", **kwargs: Any) -> Any:
     """``bounded`` for a scenario knob (its quantity from ``KNOBS``)."""
     return bounded(KNOB_BY_FIELD[field].quantity, default, description, **kwargs)
@@ -350,6 +372,8 @@ def parse_number(text: str, quantity: str, name: str, factor: float = 1.0,
             raise ScalesimError(f"{name}: a whole number of {len(digits)} digits is outside "
                                 f"{b.text()} ({b.why})") from None
         kind = "a whole number" if b.integer else "a number"
+        if b.integer and (why := _whole_outside(raw, b)):  # '1e40': not its 41 digits to write
+            raise ScalesimError(f"{name}: {why}") from None
         raise ScalesimError(f"{name}: {_shown(raw)} is not {kind}{number_hint(raw, b)}") from None
     quoted = raw if typed is None else typed
     if isinstance(value, float) and math.isinf(value) and "inf" not in raw.lower():
@@ -359,6 +383,18 @@ def parse_number(text: str, quantity: str, name: str, factor: float = 1.0,
     return b.check(value + 0.0 if isinstance(value, float) else value, name, quoted)
 
 
+def _whole_outside(raw: str, b: Bound) -> str | None:
+    """Why ``raw``, a whole number written as a decimal ('1e40', '-1e3'), is outside ``b``; None
+    where it is no such number or inside (then 'write it in digits' says how to type it)."""
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    if not math.isfinite(value) or value != int(value):
+        return None
+    return b.problem(int(value), raw)
+
+
 # A number a person writes with a sign of money, a unit or a multiplier: '$40', '100GB/s', '7B',
 # '50%', '1,000' (a bare number is parsed before this is tried).
 _DECORATED = re.compile(r"(?P<money>\$?)\s*(?P<num>[-+]?(?:\d[\d_,]*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
@@ -366,12 +402,40 @@ _DECORATED = re.compile(r"(?P<money>\$?)\s*(?P<num>[-+]?(?:\d[\d_,]*(?:\.\d*)?|\
 _MULTIPLIERS = {"k": 3, "K": 3, "M": 6, "B": 9, "G": 9, "T": 12}  # '7B' parameters, '1M' dollars
 
 
+_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "sec": 1.0, "min": 60.0, "h": 3600.0}
+_HEX = re.compile(r"0x[0-9a-f]+", re.IGNORECASE)
+_PRODUCT = re.compile(r"(\d+)\s*[x×*]\s*(\d+)")  # '2x8' devices: 2 servers of 8
+
+
+def _count_hint(typed: str, b: Bound) -> str:
+    """'0x10' and '2x8', refused as whole numbers: the number in decimal digits ('; write 0x10
+    in decimal digits: 16', '; write the product 2x8 in digits: 16'), '' for other text."""
+    if not b.integer:
+        return ""
+    if _HEX.fullmatch(typed):
+        value, said = int(typed, 16), f"write {typed} (hexadecimal) in decimal digits"
+    elif m := _PRODUCT.fullmatch(typed):
+        value, said = int(m[1]) * int(m[2]), f"write the product {typed} in digits"
+    else:
+        return ""
+    why = b.problem(value)
+    return f"; {said}: {value}" if why is None else f"; as a number {why}"
+
+
 def number_hint(text: str, b: Bound) -> str:
     """How to write ``text``, refused as a number of ``b``'s quantity, so that it reads: '' when
     no better text is known, else '; ...' to end the refusal with: the number alone in the
     unit ('100GB/s' -> 100), a multiplier as an exponent ('7B' -> 7e9), a percentage as a
-    fraction ('50%' -> 0.5), a whole number in digits ('1e3' -> 1000)."""
-    m = _DECORATED.fullmatch(text.strip())
+    fraction ('50%' -> 0.5), a whole number in digits ('1e3' -> 1000), a time in seconds ('5us'
+    -> 5e-6), a hexadecimal or a product in decimal digits ('0x10' -> 16, '2x8' -> 16; one
+    outside the bounds said so), and for
+    nothing typed, to give a number or leave the flag out."""
+    typed = text.strip()
+    if not typed:
+        return "; give a number or leave the flag out"
+    if hint := _count_hint(typed, b):
+        return hint
+    m = _DECORATED.fullmatch(typed)
     if m is None:
         return ""
     digits, suffix = m["num"].replace(",", "").replace("_", ""), m["suffix"] or ""
@@ -399,6 +463,9 @@ def number_hint(text: str, b: Bound) -> str:
         return ""  # '1.5': no whole number to suggest
     shown = str(int(value)) if b.integer else exact(value) if "e" not in digits.lower() else digits
     same_unit = suffix == b.unit or (suffix.isalpha() and suffix.lower() == b.unit.lower())
+    if b.unit == "s" and suffix.lower() in _SECONDS:  # '5us' -> 5e-6, '2min' -> 120
+        seconds = float(f"{value * _SECONDS[suffix.lower()]:.12g}")  # 5e-6, not 4.99...e-6
+        return f"; write {typed} in seconds: {number(seconds)}"
     if suffix and not same_unit:  # '5us' for seconds, '100Gb/s' for GB/s: not the same number
         return f"; give the number alone{unit}"
     if m["money"] or suffix or "," in m["num"]:

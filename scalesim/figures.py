@@ -87,12 +87,27 @@ def count_columns(words) -> tuple[tuple[str, int], tuple[str, int]]:
     return (devices, max(7, len(devices))), (nodes, max(5, len(nodes)))
 
 
+AMOUNT_EXPONENT_FROM = 1e15  # amount writes 3 significant digits and an exponent from here
+
+
 def amount(value: float) -> str:
     """Money or a count without its unit: '1,234' from 100 up, '12.34' below, two significant
-    digits below a cent ('0.0031'), '0' for zero."""
+    digits below a cent ('0.0031'), '0' for zero; from ``AMOUNT_EXPONENT_FROM`` (a quadrillion:
+    ten times the world's yearly output in dollars) three significant digits and an exponent
+    ('5.53e17', not the 23 characters of '553,314,154,250,940,160', digits a model's estimate
+    does not have); an exponent as a person types it ('2e-6', not '2e-06': ``typed_exponent``)."""
+    if math.isfinite(value) and abs(value) >= AMOUNT_EXPONENT_FROM:
+        return typed_exponent(f"{value:.3g}")
     if value == 0 or abs(value) >= 100:
         return f"{value:,.0f}"
-    return fixed(value, 0, 2)
+    return typed_exponent(fixed(value, 0, 2))
+
+
+def typed_exponent(text: str) -> str:
+    """A formatted number's exponent as a person types it: '2e-06' -> '2e-6', '1e+15' ->
+    '1e15' (as ``number`` writes one); text without an exponent unchanged."""
+    mantissa, e, power = text.partition("e")
+    return f"{mantissa}e{int(power)}" if e else text
 
 
 def rate(samples_per_s: float, unit: str) -> str:
@@ -117,8 +132,8 @@ DAYS_PER_YEAR = 365.25  # a Julian year: duration_text's years
 def duration_text(seconds: float) -> str:
     """'0.42 s', '42 s', '12 min', '3.5 h', '4.2 days', '3.1 years', '7,890,091 years' (the unit
     that keeps two digits; years of 365.25 days from two years on, never '2881844553.4 days')."""
-    if seconds < 60:
-        return f"{seconds:.2g} s" if seconds < 10 else f"{seconds:.0f} s"
+    if seconds < 60:  # '2.5e-5 s', not '2.5e-05 s'
+        return f"{typed_exponent(f'{seconds:.2g}')} s" if seconds < 10 else f"{seconds:.0f} s"
     hours = seconds / 3600.0
     if hours < 1:
         return f"{seconds / 60:.0f} min"

@@ -2,14 +2,14 @@
 
 A user pastes prices from a price page, so an amount may carry a dollar sign, ``USD`` and
 thousands commas: ``40``, ``40.5``, ``1e5``, ``$40``, ``US$40``, ``USD 40``, ``40 USD``,
-``$50,000``, ``$1,234.56``, ``-$5`` (read, then refused by its bounds). Refused, in one line
-that says how to write it: another currency (``€40``, ``EUR 40``, ``C$40``: amounts are USD
-only), a rate (``40/h``, ``$40 per hour``: ``--price`` is per device-hour already), commas that
-do not group thousands (``1,00``, ``40,5``: a decimal comma), a multiplier (``50k``, ``$1M``:
-written as ``50e3``, ``1e6``, as every number flag asks), NaN, infinities and overflows. The
-value's bounds are its quantity's in ``scalesim.bounds.QUANTITIES`` (``price_per_device_hour``
-in USD per device-hour, ``budget_usd`` in USD); files and share links hold plain numbers and
-are not read here.
+``40 dollars``, ``40 US dollars``, ``$50,000``, ``$1,234.56``, ``-$5`` (read, then refused by
+its bounds). Refused, in one line that says how to write it: another currency (``€40``,
+``EUR 40``, ``C$40``: amounts are USD only), a rate (``40/h``, ``$40 per hour``: ``--price``
+is per device-hour already), commas that do not group thousands (``1,00``, ``40,5``: a
+decimal comma), a multiplier (``50k``, ``$1M``: written as ``50e3``, ``1e6``, as every number
+flag asks), NaN, infinities and overflows. The value's bounds are its quantity's in
+``scalesim.bounds.QUANTITIES`` (``price_per_device_hour`` in USD per device-hour, ``budget_usd``
+in USD); files and share links hold plain numbers and are not read here.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from scalesim.errors import ScalesimError, excerpt, flag_error
 
 USD = "USD"  # the unit of every quantity read here (``is_usd``)
 
-# '$', 'US$' or 'USD' before the number, 'USD' after it (any case)
+# '$', 'US$' or 'USD' before the number, 'USD', 'dollars' or 'US dollars' after it (any case)
 _PREFIX = re.compile(r"(?:US\$|\$|USD(?![A-Za-z]))\s*", re.IGNORECASE)
-_SUFFIX = re.compile(r"\s*USD", re.IGNORECASE)
+_SUFFIX = re.compile(r"\s*(?:USD|(?:US\s*)?dollars?)", re.IGNORECASE)
 # a number as Python's float reads it (an underscore only between digits), NaN and infinities
 _NUMBER = re.compile(r"[+-]?(?:(?:\d(?:_?\d)*)(?:\.(?:\d(?:_?\d)*)?)?|\.\d(?:_?\d)*)"
                      r"(?:[eE][+-]?\d+)?|[+-]?(?:nan|inf(?:inity)?)", re.IGNORECASE)
@@ -79,11 +79,12 @@ def not_usd(typed: str, b: Bound) -> str:
                 "and give the number, like 40 or $40")
     if _RATE.search(typed):
         if b.why.startswith("per "):  # a price: USD per device-hour already
+            per = b.why.split(";")[0]  # 'per device-hour', not the reason for its bounds
             if not _HOURLY.search(typed):  # '$900 a month': not the hour's price
-                return (f"{shown} is a rate, and this is US dollars {b.why}: convert it to "
+                return (f"{shown} is a rate, and this is US dollars {per}: convert it to "
                         "the price of one device for one hour and give the number alone")
             alone = f": {digits}" if digits else ""
-            return (f"{shown} is a rate, and this is already US dollars {b.why}: give the number "
+            return (f"{shown} is a rate, and this is already US dollars {per}: give the number "
                     f"alone{alone} (a server's or instance's price per hour divided by its "
                     "devices)")
         return (f"{shown} is a rate; this is a total amount of US dollars: give the whole run's, "
@@ -93,7 +94,7 @@ def not_usd(typed: str, b: Bound) -> str:
         decimal = f"for a decimal comma write a point ({point}), else " if point else ""
         return (f"{shown}: commas group thousands in threes here, as in $50,000; "
                 f"{decimal}write it without commas")
-    if hint := number_hint(typed, b):
+    if typed and (hint := number_hint(typed, b)):  # '': the examples below, not 'give a number'
         return f"{shown} is not an amount of US dollars{hint}"
     return f"{shown} is not an amount of US dollars; write one like 40, 40.5, $50,000 or 1e5"
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -434,8 +435,21 @@ def load_runs(path: str | os.PathLike[str]) -> Runs:
     return parse_runs_text(read_text(path), str(Path(path)))
 
 
+def _json_scalar(text: str, source: str) -> bool:
+    """Whether a ``.json`` file holds one JSON value that is no list or object ('null', '"x"',
+    '5'), which was read as a CSV header ("the header has null"); a CSV named .json stays CSV."""
+    if not source.lower().endswith(".json"):
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
 def parse_runs_text(text: str, source: str) -> Runs:
-    """Runs from file contents; JSON if it starts with ``[`` or ``{``, CSV otherwise."""
+    """Runs from file contents; JSON if it starts with ``[`` or ``{`` (or is a ``.json`` file of
+    one JSON value), CSV otherwise."""
     text, source = require_text(text, "text"), require_text(source, "source")
     text = text.removeprefix("\ufeff")  # Excel's "CSV UTF-8" starts with a byte-order mark
     stripped = text.lstrip()
@@ -443,7 +457,7 @@ def parse_runs_text(text: str, source: str) -> Runs:
         raise ScalesimError(f"{source}: empty file; a runs file is CSV with a header line "
                             "devices,nodes,samples_per_s (or step_time_s), or a JSON list of "
                             "such runs (docs/diagnose.md)")
-    if stripped.startswith(("[", "{")):
+    if stripped.startswith(("[", "{")) or _json_scalar(stripped, source):
         data = parse_json_text(text, source)
         return runs_from_records(parse_json_data(data, source), source)
     return runs_from_records(parse_csv_text(text, source), source)

@@ -27,7 +27,7 @@ from scalesim.attention_kernel import (
     AttentionKernel,
 )
 from scalesim.billing import larger_than_server
-from scalesim.bounds import bound, bounded, items_bounded, knob_field
+from scalesim.bounds import bound, bounded, items_bounded, knob_field, nonzero_floor
 from scalesim.errors import name_problem, printable
 from scalesim.layout import (
     SHARD_GROUP_HELP,
@@ -308,6 +308,7 @@ class Hardware(_Strict):
     source: str = ""
 
     _sizes_sorted = field_validator("instance_sizes")(lambda v: _sorted_sizes(v))
+    _price_floor = field_validator("price_per_device_hour")(nonzero_floor("price_per_device_hour"))
 
     @model_validator(mode="after")
     def _sizes_fit(self) -> Hardware:
@@ -938,6 +939,7 @@ class Scenario(_Strict):
     )
 
     _sizes_sorted = field_validator("instance_sizes")(lambda v: _sorted_sizes(v))
+    _price_floor = field_validator("price_per_device_hour")(nonzero_floor("price_per_device_hour"))
 
     @field_validator("devices")
     @classmethod

@@ -772,7 +772,8 @@ def test_random_inputs_anywhere_inside_the_bounds_give_finite_predictions():
         elif r < 0.3:
             value = b.high
         else:
-            value = math.exp(rng.uniform(math.log(max(b.low, 1e-9)), math.log(b.high)))
+            low = max(b.low, b.least_nonzero or 1e-9)  # a price: 0, else from its least
+            value = math.exp(rng.uniform(math.log(low), math.log(b.high)))
         return int(min(max(round(value), b.low), b.high)) if b.integer else value
 
     def link():

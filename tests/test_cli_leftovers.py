@@ -173,7 +173,7 @@ REFUSALS = [
                                               "in GB/s ("),  # gigabits: not the same number
     # --price $40, 40USD, 1,000: read since session 20 (tests/test_money.py)
     (["predict", "--straggler-cv", "50%"], "'50%' is not a number; write 50% as the fraction 0.5"),
-    (["predict", "--intra-latency", "5us"], "'5us' is not a number; give the number alone, in s ("),
+    (["predict", "--intra-latency", "5us"], "'5us' is not a number; write 5us in seconds: 5e-6 ("),
     (["goal", "--train-samples", "1B"], "'1B' is not a number; write 1B as 1e9, in samples"),
     (["predict", "--global-batch", "1M"], "'1M' is not a whole number; write 1M as 1000000"),
     (["goal", *GOAL[1:], "--budget", "$1M"], "'$1M' is not an amount of US dollars; write $1M as "
@@ -186,7 +186,7 @@ REFUSALS = [
     (["predict", "--devices", "0"], "0 is outside 1 <= x <= 1,048,576 devices"),
     (["predict", "--devices", "1-1000"], "stops at 512, short of 1000; end it at 512 or 1024"),
     (["predict", "--hardware", "dgx-a10"], "unknown hardware preset 'dgx-a10'; choose one of"),
-    (["predict", "--price", "-1"], "-1 is outside 0 <= x <= 1,000,000 USD"),
+    (["predict", "--price", "-1"], "-1 is outside x = 0 or 0.0001 <= x <= 1,000,000 USD"),
     # a mutually exclusive pair: said which, not what to do
     (["predict", "--global-batch", "1000", "--devices", "64", "--batch", "4"],
      "argument --batch: not allowed with argument --global-batch: give one of the two"),

@@ -116,7 +116,8 @@ def test_a_refused_deadline_is_still_one_line(capsys):
     code, _, err = run_cli(capsys, [*GOAL, "--deadline", "3x"])
     assert code == 2
     assert err.strip() == ("scalesim goal: error: argument --deadline: '3x' is not a duration "
-                           "like 3d, 72h, 90m or 3600 (see scalesim goal --help)")
+                           "like 3d, 72h, 90m, 2w or 3600 (seconds); a unit is s, m, h, d, w or "
+                           "y, or its word (3 weeks) (see scalesim goal --help)")
 
 
 def test_a_goal_where_nothing_fits_says_what_to_change(capsys):

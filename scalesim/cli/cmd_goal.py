@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import re
 
 from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, bound, flag_type
@@ -14,6 +15,8 @@ from scalesim.cli.options import (
     scenario_from_args,
 )
 from scalesim.device_nouns import nouns_for
+from scalesim.errors import excerpt
+from scalesim.figures import DAYS_PER_YEAR
 from scalesim.jsonio import to_json_text
 from scalesim.money import usd_type
 
@@ -25,17 +28,30 @@ EXAMPLE = """examples:
   scalesim goal --hardware dgx-h100 --workload gpt-7b --train-samples 1e8 --deadline 7d \\
       --budget 500000 --max-devices 512"""
 
-_UNITS_S = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+_UNIT_WORDS = {1.0: ("s", "sec", "secs", "second", "seconds"),
+               60.0: ("m", "min", "mins", "minute", "minutes"),
+               3600.0: ("h", "hr", "hrs", "hour", "hours"),
+               86400.0: ("d", "day", "days"), 604800.0: ("w", "wk", "week", "weeks"),
+               DAYS_PER_YEAR * 86400.0: ("y", "yr", "yrs", "year", "years")}  # Julian years
+_UNITS_S = {word: seconds for seconds, words in _UNIT_WORDS.items() for word in words}
 
 
 def duration_s(text: str) -> float:
-    """'3d', '72h', '90m', '3600s' or a number of seconds -> seconds (positive, finite; a
-    signed one is read and refused by the bound, which names the value and the rule)."""
+    """'3d', '72h', '90m', '3600s', '3 weeks', '1y' (a Julian year, as ``figures.duration_text``
+    says one) or a number of seconds -> seconds (positive, finite; a signed one is read and
+    refused by the bound, which names the value and the rule; one past a float's range is
+    said to overflow, as typed)."""
     match = re.fullmatch(r"\s*([+-]?[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s*", text.lower())
     if not match or match.group(2) not in ("", *_UNITS_S):
-        raise argparse.ArgumentTypeError(f"'{text}' is not a duration like 3d, 72h, 90m or 3600")
+        raise argparse.ArgumentTypeError(
+            f"{excerpt(repr(text))} is not a duration like 3d, 72h, 90m, 2w or 3600 (seconds); "
+            "a unit is s, m, h, d, w or y, or its word (3 weeks)")
     value = float(match.group(1)) * _UNITS_S.get(match.group(2) or "s", 1.0)
-    why = bound("deadline_s").problem(value)
+    b = bound("deadline_s")
+    if math.isinf(value):  # '1e400', '1e308d': not 'inf is not a finite number'
+        raise argparse.ArgumentTypeError(f"{excerpt(repr(text.strip()))} overflows a float; it is "
+                                         f"outside {b.text()} ({b.why})")
+    why = b.problem(value)
     if why is not None:  # the bound quotes the seconds; with a unit, say what was typed too
         raise argparse.ArgumentTypeError(f"'{text.strip()}': {why}" if match.group(2) else why)
     return value
@@ -81,7 +97,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action=DeadlineAction,
         required=True,
         metavar="TIME",
-        help="train within this long: 3d, 72h, 90m or seconds",
+        help="train within this long: 3d, 72h, 90m, 2w, 1y (a Julian year) or seconds",
     )
     g.add_argument(
         "--budget",

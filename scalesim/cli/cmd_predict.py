@@ -31,10 +31,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _fmt_s(x: float) -> str:
-    """Seconds as milliseconds in the table's 9 characters."""
+    """Seconds as milliseconds, two decimals (the table pads it to its column)."""
     from scalesim.figures import fixed
 
-    return fixed(x * 1e3, 9, 2)
+    return fixed(x * 1e3, 0, 2)
 
 
 def _duration(seconds: float | None) -> str:
@@ -177,35 +177,42 @@ def render_table(profile, scenario, rows) -> str:
     words = nouns_for(profile.hardware.device_name)  # 'processes', 'host' on a CPU calibration
     # the count columns: as wide as their header ('processes' on a CPU calibration)
     (dev_h, dev_w), (node_h, node_w) = count_columns(words)
-    lines += [
-        "",
-        f"{dev_h:>{dev_w}} {node_h:>{node_w}} " + (f"{SPLIT_HEADER:>12} " if split else "")
-        + f"{'batch':>6} {'step ms':>9} {'compute':>9} {'exp.comm':>9} "
-        + (f"{'bubble':>9} " if split else "")
-        + (f"{'stall':>9} " if stall else "")
-        + f"{'straggl':>9} {unit.split()[0][:10] + '/s':>13} {'speedup':>8} {'eff':>6} "
-        f"{'mem GiB':>8} {'fits':>4}",
-    ]
-    for r in rows:
-        lines.append(
-            f"{r.devices:>{dev_w}} {r.nodes:>{node_w}} "
-            + (f"{split_short(r.dp, r.tp, r.pp, 'compact'):>12} " if split else "")
-            + f"{r.micro_batch:>6} {_fmt_s(r.step_time_s)} "
-            f"{_fmt_s(r.compute_s)} {_fmt_s(r.exposed_comm_s)} "
-            + (f"{_fmt_s(r.bubble_s)} " if split else "")
-            + (f"{_fmt_s(r.data_stall_s)} " if stall else "")
-            + f"{_fmt_s(r.straggler_s)} {fixed(r.samples_per_s, 13, 1)} {fixed(r.speedup, 8, 2)} "
-            f"{fixed(100 * r.efficiency, 5, 1)}% {fixed(r.memory_bytes / 2**30, 8, 1)} "
-            f"{'yes' if r.fits else 'NO':>4}"
-        )
+    # (header, least width, cell of a row): a column is as wide as its widest cell, so a
+    # header stays over its values ('1296040.00' ms of a pipeline that idles)
+    columns = [(dev_h, dev_w, lambda r: str(r.devices)), (node_h, node_w, lambda r: str(r.nodes))]
+    if split:
+        columns.append((SPLIT_HEADER, 12, lambda r: split_short(r.dp, r.tp, r.pp, "compact")))
+    columns += [("batch", 6, lambda r: str(r.micro_batch)),
+                ("step ms", 9, lambda r: _fmt_s(r.step_time_s)),
+                ("compute", 9, lambda r: _fmt_s(r.compute_s)),
+                ("exp.comm", 9, lambda r: _fmt_s(r.exposed_comm_s))]
+    if split:
+        columns.append(("bubble", 9, lambda r: _fmt_s(r.bubble_s)))
+    if stall:
+        columns.append(("stall", 9, lambda r: _fmt_s(r.data_stall_s)))
+    columns += [("straggl", 9, lambda r: _fmt_s(r.straggler_s)),
+                (unit.split()[0][:10] + "/s", 13, lambda r: fixed(r.samples_per_s, 0, 1)),
+                ("speedup", 8, lambda r: fixed(r.speedup, 0, 2)),
+                ("eff", 6, lambda r: f"{fixed(100 * r.efficiency, 0, 1)}%"),
+                ("mem GiB", 8, lambda r: fixed(r.memory_bytes / 2**30, 0, 1)),
+                ("fits", 4, lambda r: "yes" if r.fits else "NO")]
+    cells = [[cell(r) for _, _, cell in columns] for r in rows]
+    widths = [max(least, len(head), *(len(c[i]) for c in cells))
+              for i, (head, least, _) in enumerate(columns)]
+    lines += ["", *(" ".join(f"{text:>{w}}" for text, w in zip(row, widths, strict=True))
+                    for row in ([head for head, _, _ in columns], *cells))]
     if any(r.time_to_train_s is not None or r.time_to_quality_s is not None for r in rows):
         lines.append("")
-        lines.append(f"{dev_h:>{dev_w}} {'to quality':>12} {'to train':>12} {'billed':>7} "
-                     f"{'cost USD':>12}")
-        for r in rows:
-            cost = amount(r.cost_usd) if r.cost_usd is not None else "-"
-            lines.append(f"{r.devices:>{dev_w}} {_duration(r.time_to_quality_s):>12} "
-                         f"{_duration(r.time_to_train_s):>12} {r.billed_devices:>7} {cost:>12}")
+        # each column as wide as its widest cell, so a header stays over its values
+        # ('7,890,060 years', a cost of '5.53e20')
+        cells = [(str(r.devices), _duration(r.time_to_quality_s), _duration(r.time_to_train_s),
+                  str(r.billed_devices), "-" if r.cost_usd is None else amount(r.cost_usd))
+                 for r in rows]
+        header = (dev_h, "to quality", "to train", "billed", "cost USD")
+        widths = [max(least, len(header[i]), *(len(c[i]) for c in cells))
+                  for i, least in enumerate((dev_w, 12, 12, 7, 12))]
+        lines += [" ".join(f"{text:>{w}}" for text, w in zip(row, widths, strict=True))
+                  for row in (header, *cells)]
         goal = resolve_goal(profile, scenario)
         if goal.price_per_device_hour is not None:
             billing = billing_words(goal.server_devices, goal.instance_sizes,
@@ -235,6 +242,15 @@ def render_table(profile, scenario, rows) -> str:
         lines.append(f"warning: data stall: {data_stall_share(r):.0%} of each step at "
                      f"{words.count(r.devices)} waits for input (lost at one {words.device} "
                      "too, so efficiency cannot show it); fix the input pipeline first")
+    if split:  # the first row whose pipeline bubble is a large share of its step
+        from scalesim.layout_predict import layout_of
+        from scalesim.pipeline_bubble import bubble_note
+
+        schedule = layout_of(scenario).schedule_of()
+        strong = scenario.global_batch is not None
+        if note := next((n for r in rows if (n := bubble_note(r, strong, schedule,
+                                                                 words.devices))), None):
+            lines.append(f"note: {note}")
     if not stall:
         lines.append(f"note: {STALL_NOT_MODELLED}")  # and no stall column
     if note := one_device_note(rows, words):  # the speedup and eff columns' baseline

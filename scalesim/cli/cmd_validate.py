@@ -179,8 +179,10 @@ def run(args: argparse.Namespace) -> int:
         raise ScalesimError(key_twice_text(str(path), data.twice[0]))
     fmt = data.get("format") if isinstance(data, dict) else None
     if isinstance(data, dict) and fmt not in (FORMAT, PARALLEL_FORMAT):
+        said = ('no "format" field' if "format" not in data  # not Python's 'format is None'
+                else "format is null" if fmt is None else f"format is {_shown(fmt)}")
         raise ScalesimError(
-            f"{path}: format is {_shown(fmt)}; validate reads '{FORMAT}' (data-parallel runs, "
+            f"{path}: {said}; validate reads '{FORMAT}' (data-parallel runs, "
             f"scalesim/data/validation/README.md) or '{PARALLEL_FORMAT}' (model-parallel runs, "
             "scalesim/data/validation/parallel_cases.md): set the file's \"format\"")
     if args.parallel and args.file is not None and fmt != PARALLEL_FORMAT:
