@@ -65,7 +65,7 @@ def test_files_and_the_apps_controls_refuse_the_same_price():
     (pydantic's ge/le cannot say it: ``bounds.nonzero_floor``)."""
     from pydantic import ValidationError
 
-    from app.state import AppState
+    from scalesim.app.state import AppState
 
     with pytest.raises(ValidationError, match="1e-300 is outside x = 0 or 0.0001 <= x"):
         Scenario(devices=[8], price_per_device_hour=1e-300)
