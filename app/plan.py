@@ -431,7 +431,7 @@ NOT_RUNNABLE_SUFFIX = " (not runnable)"  # an option's label where it does not f
 
 def _option(kind: str, label: str, p: Prediction, goal: Goal, reference_batch: int) -> Option:
     """An option with its time to finish (large-batch penalty against ``reference_batch``)."""
-    t = time_to_goal_s(goal, p.samples_per_s, p.step_time_s, p.global_batch, reference_batch)
+    t = time_to_goal_s(goal, p.step_time_s, p.global_batch, reference_batch)
     cost = cost_usd(goal, t, p.devices)
     if not p.fits:
         label += NOT_RUNNABLE_SUFFIX
@@ -450,9 +450,11 @@ def _quality_sweep(profile: Profile, scenario: Scenario, devices: int):
     points = []
     for b in TTQ_MICRO_BATCHES:
         row = predict(profile, base.model_copy(update={"micro_batch": b}))[0]
-        # S_min cancels in a relative curve, so E_min = B_noise gives the right shape.
-        steps = float(steps_to_quality(row.global_batch, b_crit, e_min or b_crit))
-        points.append((row.global_batch, b, steps * row.step_time_s, row.fits, row.memory_bytes))
+        if e_min is not None:  # predict's time to quality: whole optimizer steps (model.md §9)
+            t = row.time_to_quality_s
+        else:  # S_min cancels in a relative curve, so E_min = B_noise gives the right shape
+            t = float(steps_to_quality(row.global_batch, b_crit, b_crit)) * row.step_time_s
+        points.append((row.global_batch, b, t, row.fits, row.memory_bytes))
     if e_min is not None:
         return [QualityPoint(gb, b, t / 3600.0, f, m) for gb, b, t, f, m in points], True
     best = min(t for _, _, t, _, _ in points)
@@ -807,8 +809,7 @@ def finish(plan: Plan, p: Prediction | None) -> tuple[float | None, float | None
     if p is None:
         return None, None
     goal = resolve_goal(plan.profile, plan.scenario)
-    t = time_to_goal_s(goal, p.samples_per_s, p.step_time_s, p.global_batch,
-                       plan.focus.global_batch)
+    t = time_to_goal_s(goal, p.step_time_s, p.global_batch, plan.focus.global_batch)
     if t is None:
         return None, None
     cost = cost_usd(goal, t, p.devices)

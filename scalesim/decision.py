@@ -215,8 +215,8 @@ class _Ctx:
         self.error = median_error(uses_layouts(profile, scenario))
 
     def _time(self, p: Prediction) -> float | None:
-        t = training_time.time_to_goal_s(self.goal, p.samples_per_s, p.step_time_s,
-                                         p.global_batch, self.now.global_batch)
+        t = training_time.time_to_goal_s(self.goal, p.step_time_s, p.global_batch,
+                                         self.now.global_batch)
         return None if t is None else float(t)
 
     def _hourly(self, p: Prediction, extra_per_server_hour: float) -> float | None:
@@ -1068,6 +1068,8 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     if ctx.price is None:
         notes.append("enter a price per device-hour to compare money")
     if note := training_time.zero_price_note(ctx.goal):
+        notes.append(note)
+    if note := training_time.partial_batch_note(ctx.goal, now.global_batch, now.global_batch):
         notes.append(note)
     return DecisionCard(question=question, goal=ctx.goal.label(), model_error=ctx.error,
                         now=base, options=options,

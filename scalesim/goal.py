@@ -238,8 +238,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
             f"layout rule (tp x pp must divide the {nouns.devices}, tp stays in a {nouns.server}, "
             "the layers and heads must split); change --tp/--pp or --max-devices")
     fits = np.asarray(c["fits"], dtype=bool)
-    time_s = training_time.time_to_goal_s(goal, c["samples_per_s"], c["step_time_s"],
-                                          c["global_batch"], reference)
+    time_s = training_time.time_to_goal_s(goal, c["step_time_s"], c["global_batch"],
+                                          reference)
     extra = np.array([networks[float(v)][1] for v in c["inter_busbw_GBps"]])
     hourly = goal.usd_per_hour(c["devices"]) + c["nodes"] * extra
     cost = time_s / 3600.0 * hourly
@@ -282,6 +282,10 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
         notes.append(stages)  # every plan keeps the split: what its stages hold, where uneven
     if note := training_time.zero_price_note(goal):
         notes.append(note)
+    answer = best or closest
+    if answer is not None and (note := training_time.partial_batch_note(
+            goal, answer.global_batch, reference)):
+        notes.append(note)  # the answer's plan is charged one whole step
     if goal.critical_batch is None:
         notes.append("no critical batch size: a bigger global batch is assumed to need no more "
                      "samples, which favours large batches; give one to charge the penalty")

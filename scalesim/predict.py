@@ -27,12 +27,12 @@ from scalesim.model.compute import colocation_slope
 from scalesim.model.memory import STRATEGIES
 from scalesim.model.overlap import MIB
 from scalesim.model.pipeline import loader_supply_per_device
-from scalesim.model.quality import steps_to_quality
+from scalesim.model.quality import samples_to_quality
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import StepInputs, evaluate_scaling
 from scalesim.presets import partial_server_inter_busbw_GBps
 from scalesim.schemas import Hardware, LinkLevel, Profile, Scenario
-from scalesim.training_time import resolve_goal
+from scalesim.training_time import resolve_goal, run_time_s, whole_steps
 
 
 class Prediction(BaseModel):
@@ -66,7 +66,7 @@ class Prediction(BaseModel):
     # whether the one-device run speedup and efficiency are against fits in device memory (the
     # model's fits, as ``fits``); where not, they are against a run that cannot happen (§10)
     one_device_fits: bool = True
-    steps_to_quality: float | None = None  # optimizer steps (docs/model.md §8)
+    steps_to_quality: float | None = None  # whole optimizer steps (docs/model.md §8, §9)
     time_to_quality_s: float | None = None
     time_to_train_s: float | None = None
     cost_usd: float | None = None  # time x billed_devices x price per device-hour
@@ -470,12 +470,13 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
     rows = []
     for i, p in enumerate(devices):
         steps = ttq = ttt = cost = None
-        if b_crit is not None and e_min is not None:
-            steps = float(steps_to_quality(result.global_batch[i], b_crit, e_min))
-            ttq = steps * float(result.step_time_s[i])
+        gb, step_s = result.global_batch[i], float(result.step_time_s[i])
+        if b_crit is not None and e_min is not None:  # whole optimizer steps (§9)
+            steps = float(whole_steps(samples_to_quality(gb, b_crit, e_min), gb))
+            ttq = steps * step_s
         hours_basis = ttq if ttq is not None else None
         if train is not None:
-            ttt = train / float(result.samples_per_s[i])
+            ttt = float(run_time_s(train, gb, step_s))
             hours_basis = ttt
         if price is not None and hours_basis is not None:
             cost = float(hours_basis / 3600.0 * goal.usd_per_hour(int(p)))

@@ -595,7 +595,7 @@ def _objective(goal: training_time.Goal, objective: str) -> str:
 
 def _finish(goal: training_time.Goal, p: Prediction, reference_batch: int):
     """(seconds, USD) to finish the goal for prediction ``p`` (None, None when unknown)."""
-    t = training_time.time_to_goal_s(goal, p.samples_per_s, p.step_time_s, p.global_batch,
+    t = training_time.time_to_goal_s(goal, p.step_time_s, p.global_batch,
                                      reference_batch)
     if t is None:
         return None, None

@@ -15,6 +15,11 @@ agree with each other and with ``scalesim predict``):
   assumption: the batch does not change the samples needed);
 * otherwise unknown (None).
 
+A run ends at an optimizer step: time to finish is the *whole* steps it takes,
+``ceil(samples / global_batch) x step_time`` (``whole_steps``, docs/model.md §9; the last partial
+batch is dropped or padded to a full one, as frameworks do), so a run shorter than one global
+batch still takes one full step.
+
 Cost is hours x billed devices x USD per device-hour: a cloud bills whole instances, so the
 devices billed are the run's devices rounded up to the instance shapes the provider rents
 (``scalesim.billing``; 12 GPUs of 8-GPU instances bill 16). Arrays in, arrays out.
@@ -27,7 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from scalesim.billing import billed_devices, job_sizes
-from scalesim.model.quality import samples_to_quality, steps_to_quality
+from scalesim.figures import number, whole
+from scalesim.model.quality import samples_to_quality
 from scalesim.schemas import Profile, Scenario
 
 
@@ -121,15 +127,51 @@ def samples_needed(goal: Goal, global_batch, reference_batch):
     return None
 
 
-def time_to_goal_s(goal: Goal, samples_per_s, step_time_s, global_batch, reference_batch):
-    """Seconds to finish (array), or None when no goal is known. See the module docstring."""
-    if goal.kind == "quality":
-        steps = steps_to_quality(global_batch, goal.critical_batch, goal.min_samples)
-        return np.asarray(steps, dtype=float) * np.asarray(step_time_s, dtype=float)
+# relative slack under which a step count is taken as whole already, so that float noise in
+# E_min / B_noise x (1 + B_noise/B) (e.g. 1000.0000000002) does not add a step
+_WHOLE_SLACK = 1e-9
+
+
+def whole_steps(samples, global_batch):
+    """Optimizer steps a run of ``samples`` (array, samples) takes at ``global_batch`` (array,
+    samples a step): ``ceil(samples / global_batch)``, at least one. A run ends at a step and its
+    last step is a full global batch (a partial last batch is dropped or padded, e.g. PyTorch
+    DataLoader ``drop_last``), docs/model.md §9."""
+    steps = np.asarray(samples, dtype=float) / np.asarray(global_batch, dtype=float)
+    return np.maximum(np.ceil(steps * (1.0 - _WHOLE_SLACK)), 1.0)
+
+
+def run_time_s(samples, global_batch, step_time_s):
+    """Seconds of a run of ``samples`` (array): whole steps x ``step_time_s`` (arrays)."""
+    return whole_steps(samples, global_batch) * np.asarray(step_time_s, dtype=float)
+
+
+def time_to_goal_s(goal: Goal, step_time_s, global_batch, reference_batch):
+    """Seconds to finish (array): the whole optimizer steps of the samples needed
+    (``samples_needed``) x the step time; None when no goal is known. See the module docstring."""
     samples = samples_needed(goal, global_batch, reference_batch)
     if samples is None:
         return None
-    return samples / np.asarray(samples_per_s, dtype=float)
+    return run_time_s(samples, global_batch, step_time_s)
+
+
+def partial_batch_note(goal: Goal, global_batch, reference_batch) -> str | None:
+    """The words predict, goal and decide (and the app) say where the samples a run needs are
+    fewer than one global batch (``global_batch``, array): the run is charged one full step, so
+    its time is the step's, not a fraction of it; None otherwise."""
+    b = np.atleast_1d(np.asarray(global_batch, dtype=float))
+    samples = samples_needed(goal, b, reference_batch)
+    if samples is None:
+        return None
+    short = np.atleast_1d(samples) < b
+    if not short.any():
+        return None
+    what = ("the training length" if goal.kind == "train" else "the samples to quality")
+    fix = " or more --train-samples" if goal.kind == "train" else ""
+    n, gb = float(np.min(np.atleast_1d(samples)[short])), int(np.min(b[short]))
+    return (f"{what} ({number(n)} sample{'' if n == 1 else 's'}) is less than one global batch "
+            f"({whole(gb)} sample{'' if gb == 1 else 's'}): a run ends at a whole optimizer "
+            f"step, so it is charged one full step; give a smaller --global-batch{fix}")
 
 
 def cost_usd(goal: Goal, seconds, devices):

@@ -112,7 +112,8 @@ def test_a_dollar_word_without_an_amount_or_with_a_rate_says_the_fix(capsys, typ
 def _cost_table(out: str) -> list[str]:
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if "to train" in line)
-    return lines[start : lines.index("", start) - 1]  # the header and its rows, not 'cost:'
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("cost:"))
+    return lines[start:end]  # the header and its rows, not 'cost:' nor the notes under it
 
 
 def test_predicts_cost_table_keeps_its_header_over_absurd_durations_and_costs(capsys):
@@ -135,14 +136,15 @@ def test_predicts_cost_table_keeps_its_header_over_absurd_durations_and_costs(ca
 
 
 def test_predicts_cost_table_for_one_sample_writes_exponents_as_typed(capsys):
-    """`--train-samples 1`: a quarter of a millisecond, a cost of two millionths of a dollar:
-    '2e-6', not Python's '2e-06' (the width already held)."""
-    code, out, _ = run_cli(capsys, ["predict", "--devices", "8,16", "--train-samples", "1"])
+    """`--train-samples 1`: one whole optimizer step on one device (steps21: a run takes whole
+    steps, so no longer a 1/32 of a step on 8 devices, 0.00025 s for '2e-6'), 0.062 s for six
+    hundred-thousandths of a dollar: '6.3e-5', not Python's '6.3e-05' (the width already held)."""
+    code, out, _ = run_cli(capsys, ["predict", "--devices", "1,2", "--train-samples", "1"])
     assert code == 0
     table = _cost_table(out)
     widths = {len(line) for line in table}
     assert len(widths) == 1, table  # header over values
-    assert table[1].split() == ["8", "-", "0.00025", "s", "8", "2e-6"], table
+    assert table[1].split() == ["1", "-", "0.062", "s", "1", "6.3e-5"], table
 
 
 def test_amounts_and_short_durations_write_exponents_as_a_person_types_them():

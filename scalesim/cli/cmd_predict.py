@@ -138,7 +138,7 @@ def render_table(profile, scenario, rows) -> str:
         slow_device_note,
     )
     from scalesim.remedies import DATA_STALL_SHARE, data_stall_share
-    from scalesim.training_time import resolve_goal, zero_price_note
+    from scalesim.training_time import partial_batch_note, resolve_goal, zero_price_note
 
     unit = profile.workload.sample_unit
     sync = scenario.grad_sync
@@ -222,6 +222,9 @@ def render_table(profile, scenario, rows) -> str:
             lines.append(f"cost: billed {words.devices} x hours x ${number(goal.price_per_device_hour)} per "
                          f"{words.device}-hour, {billing}; set with --instance-sizes")
         if note := zero_price_note(goal):
+            lines.append(f"note: {note}")
+        batches = [r.global_batch for r in rows]
+        if note := partial_batch_note(goal, batches, batches):  # each row at its own batch
             lines.append(f"note: {note}")
     knee = knee_of_predictions(rows)
     lines.append("")
