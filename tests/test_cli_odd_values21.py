@@ -64,7 +64,6 @@ def test_files_and_the_apps_controls_refuse_the_same_price():
     """The bound's least nonzero price holds in scenario and hardware files and the app's state
     (pydantic's ge/le cannot say it: ``bounds.nonzero_floor``)."""
     from pydantic import ValidationError
-
     from scalesim.app.state import AppState
 
     with pytest.raises(ValidationError, match="1e-300 is outside x = 0 or 0.0001 <= x"):
