@@ -1,0 +1,82 @@
+"""Session 21's left-overs (branch polish21): sweep's pipeline bubble note, `--devices 1e400`,
+the fit's one layout, large layer counts split fast, and validate's one wording."""
+
+from __future__ import annotations
+
+import csv
+import io
+from types import SimpleNamespace
+
+from cli_harness import run_cli
+
+from scalesim.pipeline_bubble import SWEEP_ROWS_NAMED, bubble_note, sweep_bubble_note
+
+BIG = ["--workload", "llama3-405b", "--hardware", "dgx-h100", "--devices", "1024", "--tp", "8"]
+
+
+def test_sweep_says_the_bubble_note_once_naming_its_rows(capsys):
+    """sweep pp 1,16 x batch 1,8 x accumulation 1,64: rows 2 and 6 (pp 16, one micro-batch)
+    idle 91 % of the step; rows 4 and 8 (pp 16, 64 micro-batches: (p - 1)/(m + p - 1) = 15/79,
+    19 % by 1F1B's rule) do not reach 20 %. The note names the rows whose bubble_s is 20 % of
+    step_time_s or more in the CSV, and carries predict's note of the first of them."""
+    argv = ["sweep", *BIG, "--pp-values", "1,16", "--batch-values", "1,8", "--accumulation-values", "1,64"]
+    code, out, err = run_cli(capsys, argv)
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    large = [i for i, r in enumerate(rows, 1) if float(r["bubble_s"]) >= 0.2 * float(r["step_time_s"])]
+    assert large == [2, 6]
+    notes = [line for line in err.splitlines() if "pipeline bubble" in line]
+    assert len(notes) == 1
+    head, _, tail = notes[0].partition("; row 2: ")
+    assert head == (
+        "note: 2 of the 8 rows written (rows 2, 6; row 1 is the first written) have a pipeline "
+        "bubble of 20% of the step or more"
+    )
+    r = rows[1]
+    code, text, _ = run_cli(
+        capsys,
+        [
+            "predict",
+            *BIG[:4],
+            "--devices",
+            r["devices"],
+            "--tp",
+            r["tp"],
+            "--pp",
+            r["pp"],
+            "--batch",
+            r["micro_batch"],
+            "--accumulation",
+            r["accumulation"],
+        ],
+    )
+    assert code == 0
+    assert f"note: {tail}" in text.splitlines()
+    assert tail.startswith(
+        "pipeline bubble: 91% of each step at 1,024 devices is fill and drain: "
+        "1 micro-batch of 1 through 16 stages"
+    )
+
+
+def test_sweep_without_a_large_bubble_says_nothing_of_it(capsys):
+    """pp 16 at 64 micro-batches (19 %) and no pipeline: no bubble note."""
+    argv = ["sweep", *BIG, "--pp-values", "1,16", "--batch-values", "1", "--accumulation", "64"]
+    code, out, err = run_cli(capsys, argv)
+    assert code == 0 and len(out.splitlines()) == 3
+    assert "pipeline bubble" not in err
+
+
+def test_the_sweep_bubble_note_counts_the_rows_it_does_not_name():
+    """Past SWEEP_ROWS_NAMED rows the rest are counted; one row is 'row'; none: no note."""
+    row = SimpleNamespace(
+        pp=4, step_time_s=1.0, bubble_s=0.5, accumulation=1, micro_batch=4, devices=32, dp=8
+    )
+    named = list(range(1, SWEEP_ROWS_NAMED + 1))
+    note = sweep_bubble_note(named, 1234, 5000, row, True, "1f1b")
+    assert note.startswith(
+        "1,234 of the 5,000 rows written (rows 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 "
+        "and 1,224 more; row 1 is the first written)"
+    )
+    assert note.endswith("; row 1: " + bubble_note(row, True, "1f1b"))
+    assert sweep_bubble_note([7], 1, 9, row, False, "1f1b").startswith("1 of the 9 rows written (row 7;")
+    assert sweep_bubble_note([], 0, 9, None, True, "1f1b") is None
