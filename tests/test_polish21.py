@@ -7,6 +7,7 @@ import csv
 import io
 from types import SimpleNamespace
 
+import pytest
 from cli_harness import run_cli
 
 from scalesim.pipeline_bubble import SWEEP_ROWS_NAMED, bubble_note, sweep_bubble_note
@@ -80,3 +81,45 @@ def test_the_sweep_bubble_note_counts_the_rows_it_does_not_name():
     assert note.endswith("; row 1: " + bubble_note(row, True, "1f1b"))
     assert sweep_bubble_note([7], 1, 9, row, False, "1f1b").startswith("1 of the 9 rows written (row 7;")
     assert sweep_bubble_note([], 0, 9, None, True, "1f1b") is None
+
+
+DEVICES_RULE = (
+    "1 <= x <= 1,048,576 devices (2**20: ten times the largest 2025 training clusters (~100k GPUs))"
+)
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (
+            ["predict", "--devices", "1e400"],
+            "--devices: '1e400' overflows a float; it is outside " + DEVICES_RULE,
+        ),
+        (
+            ["predict", "--devices", "1,2,1e400"],
+            "--devices: '1e400' overflows a float; it is outside " + DEVICES_RULE,
+        ),
+        (
+            ["predict", "--devices", "1-1e400"],
+            "--devices: '1e400' overflows a float; it is outside " + DEVICES_RULE,
+        ),
+        (
+            ["predict", "--devices", "-1e400"],
+            "--devices: '-1e400' overflows a float; it is outside " + DEVICES_RULE,
+        ),
+        (
+            ["plan", "--workload", "llama3-8b", "--devices", "64", "--global-batch", "64", "--top", "1e400"],
+            "--top: '1e400' overflows a float; it is outside 1 <= x <= 9,007,199,254,740,992",
+        ),
+    ],
+)
+def test_a_whole_number_flag_past_a_float_says_it_overflows_and_the_bound(capsys, flags, said):
+    """`--devices 1e400` said "'1e400' is not a whole number" (no bound); the float flags said
+    "overflows a float; it is outside ..." (bounds.parse_number): now whole-number flags, their
+    lists and ranges say the same. 'inf' typed is no overflow: still not a whole number."""
+    code, out, err = run_cli(capsys, flags)
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and len(lines) == 1
+    assert f"error: argument {said}" in lines[0]
+    code, _, err = run_cli(capsys, ["predict", "--devices", "inf"])
+    assert code == 2 and "argument --devices: 'inf' is not a whole number (see" in err
