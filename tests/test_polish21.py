@@ -123,3 +123,29 @@ def test_a_whole_number_flag_past_a_float_says_it_overflows_and_the_bound(capsys
     assert f"error: argument {said}" in lines[0]
     code, _, err = run_cli(capsys, ["predict", "--devices", "inf"])
     assert code == 2 and "argument --devices: 'inf' is not a whole number (see" in err
+
+
+def test_diagnose_builds_the_measured_layout_once(tmp_path, capsys, monkeypatch):
+    """The fit carries the layout it was made on (`FitResult.layout`): the band's chi-square
+    (`_chi2_on_runs`, every draw) and `fitted_profile` read it instead of calling
+    `measured_layout(runs)` again; it is the same layout `measured_layout` builds."""
+    import numpy as np
+    from diagnose_cases import CASES, to_csv
+
+    from scalesim import fit_runs
+
+    calls = []
+    real = fit_runs.measured_layout
+    monkeypatch.setattr(fit_runs, "measured_layout", lambda runs: calls.append(1) or real(runs))
+    path = tmp_path / "runs.csv"
+    path.write_text(to_csv(CASES["stragglers"]()))
+    code, out, _ = run_cli(capsys, ["diagnose", str(path), "--extrapolate", "64,128"])
+    assert code == 0 and "Diagnosis of" in out
+    assert len(calls) == 1
+    from scalesim.runs import load_runs
+
+    runs = load_runs(path)
+    fit = fit_runs.fit_runs(runs)
+    again = real(runs)
+    for name in ("devices", "nodes", "micro_batch", "accumulation", "straggler_delay_s"):
+        assert np.array_equal(getattr(fit.layout, name), getattr(again, name))
