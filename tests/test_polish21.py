@@ -149,3 +149,44 @@ def test_diagnose_builds_the_measured_layout_once(tmp_path, capsys, monkeypatch)
     again = real(runs)
     for name in ("devices", "nodes", "micro_batch", "accumulation", "straggler_delay_s"):
         assert np.array_equal(getattr(fit.layout, name), getattr(again, name))
+
+
+def _every_first(layers, pp, v, fullest):
+    """Megatron-LM's first/last split as session 21 searched it: every middle, every first."""
+    best = None
+    sizes = range(v, fullest + 1, v)
+    for middle in sizes if pp > 2 else (None,):
+        for first in sizes:
+            last = layers - first - (pp - 2) * (middle or 0)
+            if last < v or last > fullest or last % v:
+                continue
+            stages = (first, *[middle] * (pp - 2), last)
+            flags = (middle is not None and first != middle, last != (middle or first))
+            key = (sum(flags), last, max(stages) - min(stages))
+            if best is None or key < best[0]:
+                best = (key, stages, flags)
+    return None if best is None else best[1:]
+
+
+def test_the_split_search_tries_few_firsts_and_finds_the_same_split():
+    """`_megatron_stages` tries, per middle stage, only the firsts that can be best (the middle,
+    the one leaving the middle to the last, half the rest, the largest): the same stages as
+    trying every first on every uneven (L, pp, v) with L <= 130, pp <= 64, v <= 8, and a
+    10,000-layer model over pp 3 splits 3,334, 3,334, 3,332 (the last the rest)."""
+    from scalesim.layout import layers_per_stage
+    from scalesim.pipeline_stages import MEGATRON_LAST, _megatron_stages, stage_split
+
+    checked = 0
+    for L in range(2, 131):
+        for pp in range(2, 65):
+            for v in range(1, 9):
+                if pp * v > L or L % (pp * v) == 0:
+                    continue
+                fullest = int(layers_per_stage(L, pp, v))
+                found = _megatron_stages(L, pp, v, fullest)
+                want = _every_first(L, pp, v, fullest)
+                assert (found and found[0]) == (want and want[0]), (L, pp, v)
+                checked += 1
+    assert checked > 10_000
+    split = stage_split(10_000, 3)
+    assert split.stages == (3334, 3334, 3332) and split.megatron_flags == f"{MEGATRON_LAST} 3332"
