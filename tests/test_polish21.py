@@ -190,3 +190,20 @@ def test_the_split_search_tries_few_firsts_and_finds_the_same_split():
     assert checked > 10_000
     split = stage_split(10_000, 3)
     assert split.stages == (3334, 3334, 3332) and split.megatron_flags == f"{MEGATRON_LAST} 3332"
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [({}, 'no "format" field'), ({"format": None}, "format is null"), ({"format": "x"}, "format is 'x'")],
+)
+def test_the_library_says_a_missing_format_as_the_cli_does(data, said):
+    """`validate.read_cases({})` said "format is None" (Python's word) where `scalesim validate`
+    says 'no "format" field': one wording (`validate.format_words`) for both readers."""
+    from scalesim.errors import ScalesimError
+    from scalesim.validate import read_cases
+    from scalesim.validate_parallel import read_parallel_cases
+
+    for read in (read_cases, read_parallel_cases):
+        with pytest.raises(ScalesimError) as err:
+            read(data, "f.json")
+        assert str(err.value).startswith(f"f.json: {said}, expected '")
