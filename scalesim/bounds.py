@@ -57,8 +57,16 @@ class Bound:
     def scaled(self, factor: float, unit: str) -> Bound:
         """The same bounds in another unit (``factor`` new units per table unit)."""
         least = None if self.least_nonzero is None else self.least_nonzero * factor
-        return Bound(self.low * factor, self.high * factor, unit, self.why, self.integer,
-                     self.low_open, self.high_open, least)
+        return Bound(
+            self.low * factor,
+            self.high * factor,
+            unit,
+            self.why,
+            self.integer,
+            self.low_open,
+            self.high_open,
+            least,
+        )
 
     def field_kwargs(self) -> dict[str, float]:
         """pydantic ``Field`` constraints: ge/gt and le/lt."""
@@ -120,116 +128,188 @@ def _shown(value: Any) -> str:
         return excerpt(number(value))
     return excerpt(repr(value))
 
+
 # quantity -> bounds. Reasons say why the edge makes physical sense.
 QUANTITIES: dict[str, Bound] = {
     # counts
-    "devices": Bound(1, DEVICES_MAX, "devices", "2**20: ten times the largest 2025 training "
-                     "clusters (~100k GPUs)", integer=True),
+    "devices": Bound(
+        1,
+        DEVICES_MAX,
+        "devices",
+        "2**20: ten times the largest 2025 training clusters (~100k GPUs)",
+        integer=True,
+    ),
     "nodes": Bound(1, DEVICES_MAX, "servers", "no more servers than devices", integer=True),
-    "devices_per_node": Bound(1, 1024, "devices", "one server: 8-72 GPUs today, up to a few "
-                              "hundred CPU processes", integer=True),
+    "devices_per_node": Bound(
+        1, 1024, "devices", "one server: 8-72 GPUs today, up to a few hundred CPU processes", integer=True
+    ),
     "rank": Bound(0, DEVICES_MAX - 1, "", "a rank of the largest job", integer=True),
-    "micro_batch": Bound(1, 2**24, "samples", "per device per micro-step; 16x the largest "
-                         "published (NCF: 2**20 user-item pairs per GPU)", integer=True),
-    "samples_per_device": Bound(0.001, 2**24, "samples", "per device per step (an average: "
-                                "may be fractional)"),
-    "global_batch": Bound(1, 2**40, "samples", "per optimizer step: the largest micro-batch "
-                          "on 65,536 devices", integer=True),
-    "accumulation": Bound(1, 4096, "micro-steps", "per optimizer step; 4096 micro-steps "
-                          "of a second each are over an hour per step", integer=True),
-    "loader_workers": Bound(0, 1024, "workers", "DataLoader processes per device",
-                            integer=True),
+    "micro_batch": Bound(
+        1,
+        2**24,
+        "samples",
+        "per device per micro-step; 16x the largest published (NCF: 2**20 user-item pairs per GPU)",
+        integer=True,
+    ),
+    "samples_per_device": Bound(
+        0.001, 2**24, "samples", "per device per step (an average: may be fractional)"
+    ),
+    "global_batch": Bound(
+        1, 2**40, "samples", "per optimizer step: the largest micro-batch on 65,536 devices", integer=True
+    ),
+    "accumulation": Bound(
+        1,
+        4096,
+        "micro-steps",
+        "per optimizer step; 4096 micro-steps of a second each are over an hour per step",
+        integer=True,
+    ),
+    "loader_workers": Bound(0, 1024, "workers", "DataLoader processes per device", integer=True),
     "cpu_cores": Bound(1, 4096, "cores", "of one server", integer=True),
-    "nics_per_node": Bound(1, 1024, "NICs", "network cards of one server or NVLink domain (8 on "
-                           "DGX, one per GPU of a 72-GPU NVL72)", integer=True),
-    "collective_ranks": Bound(2, DEVICES_MAX, "ranks", "a collective needs two ranks",
-                              integer=True),
-    "count": Bound(1, 2**53, "", "a count with no quantity of its own: exact as a float",
-                   integer=True),
-    "repeats": Bound(1, 1_000_000, "", "timed repeats or samples of a measurement",
-                     integer=True),
-    "steps": Bound(1, 1_000_000, "steps", "calibration steps or samples of one phase",
-                   integer=True),
-    "model_size": Bound(1, 1_000_000, "", "a built-in calibration model's width, depth, "
-                        "sequence length, vocabulary or image size", integer=True),
+    "nics_per_node": Bound(
+        1,
+        1024,
+        "NICs",
+        "network cards of one server or NVLink domain (8 on DGX, one per GPU of a 72-GPU NVL72)",
+        integer=True,
+    ),
+    "collective_ranks": Bound(2, DEVICES_MAX, "ranks", "a collective needs two ranks", integer=True),
+    "count": Bound(1, 2**53, "", "a count with no quantity of its own: exact as a float", integer=True),
+    "repeats": Bound(1, 1_000_000, "", "timed repeats or samples of a measurement", integer=True),
+    "steps": Bound(1, 1_000_000, "steps", "calibration steps or samples of one phase", integer=True),
+    "model_size": Bound(
+        1,
+        1_000_000,
+        "",
+        "a built-in calibration model's width, depth, sequence length, vocabulary or image size",
+        integer=True,
+    ),
     "dataset_items": Bound(1, 100_000_000, "items", "built-in calibration images", integer=True),
     "threads": Bound(1, 4096, "threads", "torch CPU threads of one process", integer=True),
-    "size_factor": Bound(2, 1024, "", "ratio between message sizes: 2 or more so the sweep "
-                         "ends", integer=True),
+    "size_factor": Bound(
+        2, 1024, "", "ratio between message sizes: 2 or more so the sweep ends", integer=True
+    ),
     "seed": Bound(0, 2**32 - 1, "", "numpy and torch seeds are 32-bit", integer=True),
-    "tp_degree": Bound(1, 1024, "devices", "tensor-parallel degree: the ranks of one group, "
-                       "inside one server (no more than a server's devices)", integer=True),
-    "pp_degree": Bound(1, 100_000, "stages", "pipeline stages: at most one per layer",
-                       integer=True),
-    "shard_group": Bound(1, DEVICES_MAX, "devices", "ranks that shard the ZeRO states (hybrid "
-                         "sharding): a divisor of dp x cp", integer=True),
-    "virtual_stages": Bound(1, 100_000, "chunks", "model chunks per pipeline rank (interleaved "
-                            "1F1B): at most one per layer", integer=True),
+    "tp_degree": Bound(
+        1,
+        1024,
+        "devices",
+        "tensor-parallel degree: the ranks of one group, inside one server (no more than a server's devices)",
+        integer=True,
+    ),
+    "pp_degree": Bound(1, 100_000, "stages", "pipeline stages: at most one per layer", integer=True),
+    "shard_group": Bound(
+        1,
+        DEVICES_MAX,
+        "devices",
+        "ranks that shard the ZeRO states (hybrid sharding): a divisor of dp x cp",
+        integer=True,
+    ),
+    "virtual_stages": Bound(
+        1,
+        100_000,
+        "chunks",
+        "model chunks per pipeline rank (interleaved 1F1B): at most one per layer",
+        integer=True,
+    ),
     # sizes
-    "layers": Bound(1, 100_000, "layers", "transformer layers or repeated blocks (GPT-3: 96; "
-                    "1000x the deepest dense models)", integer=True),
-    "model_width": Bound(1, 2**24, "", "a hidden, MLP or attention-head dimension (GPT-3 "
-                         "hidden: 12,288)", integer=True),
-    "seq_len": Bound(1, 2**30, "tokens", "tokens per sequence (1M-token contexts exist)",
-                     integer=True),
+    "layers": Bound(
+        1,
+        100_000,
+        "layers",
+        "transformer layers or repeated blocks (GPT-3: 96; 1000x the deepest dense models)",
+        integer=True,
+    ),
+    "model_width": Bound(
+        1, 2**24, "", "a hidden, MLP or attention-head dimension (GPT-3 hidden: 12,288)", integer=True
+    ),
+    "seq_len": Bound(1, 2**30, "tokens", "tokens per sequence (1M-token contexts exist)", integer=True),
     "vocab": Bound(1, 2**30, "tokens", "vocabulary size (Llama 3: 128,256)", integer=True),
     "params": Bound(1, 1e15, "parameters", "1000x the largest published dense models (~1.8e12)"),
-    "wire_bytes_per_param": Bound(0.001, 64, "bytes", "per gradient element on the wire (4 "
-                                  "fp32, 2 fp16; 1-bit compression 0.125)"),
-    "bytes_per_param": Bound(0, 64, "bytes", "per parameter in memory (Adam mixed precision: "
-                             "2 + 2 + 12)"),
+    "wire_bytes_per_param": Bound(
+        0.001, 64, "bytes", "per gradient element on the wire (4 fp32, 2 fp16; 1-bit compression 0.125)"
+    ),
+    "bytes_per_param": Bound(0, 64, "bytes", "per parameter in memory (Adam mixed precision: 2 + 2 + 12)"),
     "activation_bytes": Bound(0, 1e15, "bytes", "activations of one sample; 0 = unknown"),
-    "device_memory_bytes": Bound(1e6, 1e15, "bytes", "one device's memory, in bytes (not GB): "
-                                 "a megabyte to a petabyte (10^4x an H100's)"),
+    "device_memory_bytes": Bound(
+        1e6,
+        1e15,
+        "bytes",
+        "one device's memory, in bytes (not GB): a megabyte to a petabyte (10^4x an H100's)",
+    ),
     "message_bytes": Bound(1, 2**40, "bytes", "one collective's message: 1 byte to 1 TiB"),
-    "bucket_mib": Bound(0.1, 1e5, "MiB", "a gradient bucket: from 100 KiB (smaller only adds "
-                        "latency) to 100 GiB"),
+    "bucket_mib": Bound(
+        0.1, 1e5, "MiB", "a gradient bucket: from 100 KiB (smaller only adds latency) to 100 GiB"
+    ),
     "first_bucket_mib": Bound(0, 1e5, "MiB", "DDP's first bucket; 0 = none"),
     # rates
     "busbw_GBps": Bound(0.001, 1e5, "GB/s", "a link's bus bandwidth: 1 MB/s to 100 TB/s"),
     "bandwidth_GBps": Bound(0, 1e5, "GB/s", "a measured or datasheet bandwidth, up to 100 TB/s"),
-    "memory_bandwidth_GBps": Bound(0.1, 1e5, "GB/s", "device memory (H100: 3350; a CPU "
-                                   "socket: 50-500)"),
-    "kernel_bandwidth_GBps": Bound(0.1, 1e5, "GB/s", "a layer's kernels' byte rate as a block "
-                                   "calibration fits it (H200, eager bf16: 1,687)"),
+    "memory_bandwidth_GBps": Bound(0.1, 1e5, "GB/s", "device memory (H100: 3350; a CPU socket: 50-500)"),
+    "kernel_bandwidth_GBps": Bound(
+        0.1,
+        1e5,
+        "GB/s",
+        "a layer's kernels' byte rate as a block calibration fits it (H200, eager bf16: 1,687)",
+    ),
     "gbit_per_nic": Bound(1, 10_000, "Gbit/s", "one NIC's line rate (400 today)"),
-    "peak_tflops": Bound(0.001, 1e6, "TFLOP/s", "one device's dense peak (H100: 989; a CPU "
-                         "core: ~0.1)"),
-    "samples_per_s": Bound(1e-6, 1e12, "samples/s", "a throughput: one sample in 11.6 days to "
-                           "a trillion a second"),
+    "peak_tflops": Bound(0.001, 1e6, "TFLOP/s", "one device's dense peak (H100: 989; a CPU core: ~0.1)"),
+    "samples_per_s": Bound(
+        1e-6, 1e12, "samples/s", "a throughput: one sample in 11.6 days to a trillion a second"
+    ),
     # times
     "latency_s": Bound(0, 1, "s", "one algorithm step's latency (microseconds in practice)"),
     "duration_s": Bound(0, 1e6, "s", "one step or micro-step, or part of one: up to 11.6 days"),
-    "positive_duration_s": Bound(1e-12, 1e6, "s", "one step, micro-step, sample or timed "
-                                 "collective: a picosecond to 11.6 days"),
+    "positive_duration_s": Bound(
+        1e-12, 1e6, "s", "one step, micro-step, sample or timed collective: a picosecond to 11.6 days"
+    ),
     "timeout_s": Bound(0.001, 604_800, "s", "a calibration timeout: a millisecond to a week"),
     "timed_s": Bound(0.001, 3600, "s", "timed seconds per calibration message size"),
     # ratios
     "cv": Bound(0, 10, "", "std / mean of a time or speed"),
     "fraction": Bound(0, 1, "", "a share between 0 and 1"),
-    "matmul_efficiency": Bound(1e-4, 1, "", "sustained matmul rate / the device's peak: 0.01% "
-                               "to 100% (published large runs: 30-60%)"),
-    "backward_fraction": Bound(0, 1, "", "backward's share of forward+backward",
-                               low_open=True, high_open=True),
+    "matmul_efficiency": Bound(
+        1e-4, 1, "", "sustained matmul rate / the device's peak: 0.01% to 100% (published large runs: 30-60%)"
+    ),
+    "backward_fraction": Bound(
+        0, 1, "", "backward's share of forward+backward", low_open=True, high_open=True
+    ),
     "slowdown": Bound(0, 10, "", "extra time while colocated devices compute (0.08 = 8%)"),
     "slow_factor": Bound(1, 100, "", "how many times slower one device or rank is"),
     "rel_error": Bound(0, 1000, "", "a fit's relative error"),
     # training length and cost
     "critical_batch": Bound(1, 1e12, "samples", "critical batch size B_noise"),
-    "noise_scale": Bound(1e-6, 1e15, "samples", "a measured gradient noise scale B_simple (an "
-                         "estimate: may be below one sample)"),
-    "samples_total": Bound(1, 1e18, "samples", "samples of a training run (1e18: 10^4x the "
-                           "largest LLM runs in tokens)"),
+    "noise_scale": Bound(
+        1e-6,
+        1e15,
+        "samples",
+        "a measured gradient noise scale B_simple (an estimate: may be below one sample)",
+    ),
+    "samples_total": Bound(
+        1, 1e18, "samples", "samples of a training run (1e18: 10^4x the largest LLM runs in tokens)"
+    ),
     "epochs": Bound(0, 1e6, "epochs", "passes over the data set", low_open=True),
     "steps_to_target": Bound(1, 1e15, "steps", "optimizer steps to a quality target"),
-    "price_per_device_hour": Bound(0, 1e6, "USD", "per device-hour; 0 for devices already "
-                                   "paid for, else at least a hundredth of a cent: a CPU "
-                                   "core's hour rents for about a cent", least_nonzero=1e-4),
+    "price_per_device_hour": Bound(
+        0,
+        1e6,
+        "USD",
+        "per device-hour; 0 for devices already "
+        "paid for, else at least a hundredth of a cent: a CPU "
+        "core's hour rents for about a cent",
+        least_nonzero=1e-4,
+    ),
     # goal seeking (scalesim goal --deadline --budget, the app's Goal tab)
-    "deadline_s": Bound(0, 100 * DAYS_PER_YEAR * 86_400, "s", "a training run's deadline: up to 100 "
-                        "years", low_open=True),
-    "budget_usd": Bound(0.01, 1e12, "USD", "a training run's budget: from a cent, the least "
-                        "amount money is counted in, up to a trillion dollars"),
+    "deadline_s": Bound(
+        0, 100 * DAYS_PER_YEAR * 86_400, "s", "a training run's deadline: up to 100 years", low_open=True
+    ),
+    "budget_usd": Bound(
+        0.01,
+        1e12,
+        "USD",
+        "a training run's budget: from a cent, the least "
+        "amount money is counted in, up to a trillion dollars",
+    ),
 }
 
 
@@ -249,8 +329,7 @@ class Knob:
     @property
     def bound(self) -> Bound:
         if self.quantity is None:
-            raise ScalesimError(f"knob '{self.field}' is a choice of {', '.join(self.choices)}, "
-                                "not a number")
+            raise ScalesimError(f"knob '{self.field}' is a choice of {', '.join(self.choices)}, not a number")
         return QUANTITIES[self.quantity]
 
 
@@ -306,8 +385,14 @@ def bound(quantity: str) -> Bound:
         raise ScalesimError(f"no bounds for quantity '{quantity}'") from None
 
 
-def bounded(quantity: str, default: Any = ..., description: str = "", factor: float = 1.0,
-            unit: str | None = None, **kwargs: Any) -> Any:
+def bounded(
+    quantity: str,
+    default: Any = ...,
+    description: str = "",
+    factor: float = 1.0,
+    unit: str | None = None,
+    **kwargs: Any,
+) -> Any:
     """A pydantic ``Field`` with ``quantity``'s bounds (in another unit: ``factor``, ``unit``).
 
     The bounds show in the JSON Schema as minimum/maximum and, with their reason, in the
@@ -338,6 +423,7 @@ def nonzero_floor(quantity: str):
         if value is not None and (why := b.problem(value)) is not None:
             raise ValueError(why)
         return value
+
     return check
 
 
@@ -349,14 +435,20 @@ def knob_field(field: str, default: Any = ..., description: str = "", **kwargs: 
 def url_field(url_key: str, default: Any = ..., description: str = "", **kwargs: Any) -> Any:
     """``bounded`` for a share-link key, in the link's unit (latency in microseconds)."""
     knob = KNOB_BY_URL_KEY[url_key]
-    return bounded(knob.quantity, default, description, factor=knob.url_factor,
-                   unit=knob.url_unit, **kwargs)
+    return bounded(knob.quantity, default, description, factor=knob.url_factor, unit=knob.url_unit, **kwargs)
 
 
 # ---------------------------------------------------------------- text (CLI) and arrays
 
-def parse_number(text: str, quantity: str, name: str, factor: float = 1.0,
-                 unit: str | None = None, typed: str | None = None) -> int | float:
+
+def parse_number(
+    text: str,
+    quantity: str,
+    name: str,
+    factor: float = 1.0,
+    unit: str | None = None,
+    typed: str | None = None,
+) -> int | float:
     """``text`` as a bounded number of ``quantity`` (in another unit: ``factor`` new units per
     table unit, named ``unit``); ScalesimError naming ``name`` and quoting ``typed`` (the text
     ``text`` was read from: '$-5' for -5, ``money.parse_usd``) where the value is refused."""
@@ -369,27 +461,36 @@ def parse_number(text: str, quantity: str, name: str, factor: float = 1.0,
     except ValueError:
         digits = raw.lstrip("+-")
         if digits.isdigit():  # longer than Python converts (4300 digits): far outside any bound
-            raise ScalesimError(f"{name}: a whole number of {len(digits)} digits is outside "
-                                f"{b.text()} ({b.why})") from None
+            raise ScalesimError(
+                f"{name}: a whole number of {len(digits)} digits is outside {b.text()} ({b.why})"
+            ) from None
         kind = "a whole number" if b.integer else "a number"
         if b.integer and (why := _whole_outside(raw, b)):  # '1e40': not its 41 digits to write
             raise ScalesimError(f"{name}: {why}") from None
         raise ScalesimError(f"{name}: {_shown(raw)} is not {kind}{number_hint(raw, b)}") from None
     quoted = raw if typed is None else typed
     if isinstance(value, float) and math.isinf(value) and "inf" not in raw.lower():
-        raise ScalesimError(f"{name}: {_shown(quoted)} overflows a float; it is outside "
-                            f"{b.text()} ({b.why})")
+        raise ScalesimError(f"{name}: {_overflow(quoted, b)}")
     # -0.0 -> 0.0; a refused value is quoted as typed ('1e6', not '1000000.0')
     return b.check(value + 0.0 if isinstance(value, float) else value, name, quoted)
 
 
+def _overflow(quoted: str, b: Bound) -> str:
+    """Why a number typed past a float's range ('1e400') is refused: it overflows and so is
+    outside ``b`` (the same words for whole-number and float flags)."""
+    return f"{_shown(quoted)} overflows a float; it is outside {b.text()} ({b.why})"
+
+
 def _whole_outside(raw: str, b: Bound) -> str | None:
-    """Why ``raw``, a whole number written as a decimal ('1e40', '-1e3'), is outside ``b``; None
-    where it is no such number or inside (then 'write it in digits' says how to type it)."""
+    """Why ``raw``, a whole number written as a decimal ('1e40', '-1e3') or one past a float
+    ('1e400': ``_overflow``), is outside ``b``; None where it is no such number or inside (then
+    'write it in digits' says how to type it)."""
     try:
         value = float(raw)
     except ValueError:
         return None
+    if math.isinf(value) and "inf" not in raw.lower():
+        return _overflow(raw, b)
     if not math.isfinite(value) or value != int(value):
         return None
     return b.problem(int(value), raw)
@@ -397,8 +498,10 @@ def _whole_outside(raw: str, b: Bound) -> str | None:
 
 # A number a person writes with a sign of money, a unit or a multiplier: '$40', '100GB/s', '7B',
 # '50%', '1,000' (a bare number is parsed before this is tried).
-_DECORATED = re.compile(r"(?P<money>\$?)\s*(?P<num>[-+]?(?:\d[\d_,]*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
-                        r"\s*(?P<suffix>%|[A-Za-z/]+)?")
+_DECORATED = re.compile(
+    r"(?P<money>\$?)\s*(?P<num>[-+]?(?:\d[\d_,]*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
+    r"\s*(?P<suffix>%|[A-Za-z/]+)?"
+)
 _MULTIPLIERS = {"k": 3, "K": 3, "M": 6, "B": 9, "G": 9, "T": 12}  # '7B' parameters, '1M' dollars
 
 
@@ -455,9 +558,13 @@ def number_hint(text: str, b: Bound) -> str:
         value *= 10.0 ** _MULTIPLIERS[suffix]
         if not math.isfinite(value):  # '1e308T': past any float, no number to suggest
             return ""
-        shown = (str(int(value)) if b.integer and value == int(value) and value < 1e16
-                 else f"{digits}e{_MULTIPLIERS[suffix]}" if "e" not in digits.lower()
-                 else number(value))  # '1e20k' -> 1e23
+        shown = (
+            str(int(value))
+            if b.integer and value == int(value) and value < 1e16
+            else f"{digits}e{_MULTIPLIERS[suffix]}"
+            if "e" not in digits.lower()
+            else number(value)
+        )  # '1e20k' -> 1e23
         return f"; write {text.strip()} as {shown}{unit}"
     if b.integer and value != int(value):
         return ""  # '1.5': no whole number to suggest
@@ -483,8 +590,10 @@ def split_list(text: str, name: str) -> list[str]:
     if not any(parts):
         raise ScalesimError(f"{name}: no values in {_shown(text)}")
     if not all(parts):
-        raise ScalesimError(f"{name}: {_shown(text)} has an empty item (a value left out "
-                            "between commas or at an end); list values like 1,2,4")
+        raise ScalesimError(
+            f"{name}: {_shown(text)} has an empty item (a value left out "
+            "between commas or at an end); list values like 1,2,4"
+        )
     return list(dict.fromkeys(parts))
 
 
@@ -503,16 +612,19 @@ def parse_list(text: str, quantity: str, name: str) -> list:
     typed = text.strip()
     if re.fullmatch(r"\d{1,3}(,\d{3})+", typed) and ",0" in typed:  # '1,000': no value starts 0
         zero = next(x for x in typed.split(",") if x.startswith("0"))
-        raise ScalesimError(f"{name}: '{typed}': commas separate values here ({zero} is no value); "
-                            f"write {typed.replace(',', '')} without them, or values like 1,2,4")
+        raise ScalesimError(
+            f"{name}: '{typed}': commas separate values here ({zero} is no value); "
+            f"write {typed.replace(',', '')} without them, or values like 1,2,4"
+        )
     parts = split_list(text, name)
     if b.integer and len(parts) == 1 and "-" in parts[0].lstrip("-"):
         lo_text, _, hi_text = parts[0].partition("-")
         lo = parse_number(lo_text, quantity, name)
         hi = parse_number(hi_text, quantity, name)
         if hi < lo or lo < 1:
-            raise ScalesimError(f"{name}: range '{text}' must start at 1 or more and end at or "
-                                "above its start")
+            raise ScalesimError(
+                f"{name}: range '{text}' must start at 1 or more and end at or above its start"
+            )
         out, v = [], lo
         while v <= hi:
             out.append(v)
@@ -520,7 +632,8 @@ def parse_list(text: str, quantity: str, name: str) -> list:
         if out[-1] != hi:
             raise ScalesimError(
                 f"{name}: range '{text.strip()}' doubles from {lo} and stops at {out[-1]}, short "
-                f"of {hi}; end it at {out[-1]} or {out[-1] * 2}, or list the values with commas")
+                f"of {hi}; end it at {out[-1]} or {out[-1] * 2}, or list the values with commas"
+            )
         return out
     return list(dict.fromkeys(parse_number(x, quantity, name) for x in parts))  # 2, 2.0: once
 
@@ -528,18 +641,22 @@ def parse_list(text: str, quantity: str, name: str) -> list:
 def flag_type(quantity: str, factor: float = 1.0, unit: str | None = None):
     """argparse ``type=`` for one bounded number (argparse names the flag in its error); a flag
     in another unit than the table's gives ``factor`` (its units per table unit) and ``unit``."""
+
     def parse(text: str):
         with flag_error():
             return parse_number(text, quantity, "value", factor, unit)
+
     parse.__name__ = quantity  # argparse says "invalid <name> value" for other errors
     return parse
 
 
 def flag_list_type(quantity: str):
     """argparse ``type=`` for a comma-separated list (or doubling range) of bounded numbers."""
+
     def parse(text: str):
         with flag_error():
             return parse_list(text, quantity, "value")
+
     parse.__name__ = f"{quantity} list"
     return parse
 
@@ -605,8 +722,11 @@ def markdown_table() -> str:
         key = k.url_key or "-"
         if k.url_unit:
             key += f" ({k.url_unit})"
-        kind = (f"`{k.quantity}`" if k.quantity is not None
-                else "one of " + ", ".join(f"`{c}`" for c in k.choices))
+        kind = (
+            f"`{k.quantity}`"
+            if k.quantity is not None
+            else "one of " + ", ".join(f"`{c}`" for c in k.choices)
+        )
         lines.append(f"| `{k.field}` | {k.flag or '-'} | {key} | {kind} |")
     lines += ["", "| model | field | allowed |", "|---|---|---|", *_field_rows()]
     return "\n".join(lines)

@@ -123,6 +123,7 @@ class FitResult:
     devices_per_node: int
     multi_node_measured: bool
     rank_times_measured: bool
+    layout: Layout  # the measured runs' layout the fit was made on (``FitProblem.layout``)
     lower: np.ndarray = field(default_factory=lambda: np.empty(0))  # bounds of x
     upper: np.ndarray = field(default_factory=lambda: np.empty(0))
     at_bound: list[str] = field(default_factory=list)  # fitted but held at a bound
@@ -131,7 +132,7 @@ class FitResult:
 
     @property
     def rmse_rel(self) -> float:
-        return float(np.sqrt(np.mean(self.residuals_rel ** 2)))
+        return float(np.sqrt(np.mean(self.residuals_rel**2)))
 
     def busbw_GBps(self, level: str) -> float:
         return self.gradient_bytes / self.values[f"{level}_transfer_s"] / coll.GB
@@ -144,13 +145,15 @@ class FitResult:
         return float(np.sqrt(max(self.cov[i, i], 0.0)))
 
 
-_LOG = {"per_sample_s", "overhead_s", "intra_transfer_s", "inter_transfer_s",
-        "node_loader_samples_per_s"}
+_LOG = {"per_sample_s", "overhead_s", "intra_transfer_s", "inter_transfer_s", "node_loader_samples_per_s"}
 # Parameters with no prior of their own, held by the tie-break prior where the runs cannot show
 # them; in the words of the fit's note.
-_TIED = {"per_sample_s": "compute per sample", "overhead_s": "fixed cost per micro-step",
-         "intra_transfer_s": "intra-server gradient transfer",
-         "inter_transfer_s": "inter-server gradient transfer"}
+_TIED = {
+    "per_sample_s": "compute per sample",
+    "overhead_s": "fixed cost per micro-step",
+    "intra_transfer_s": "intra-server gradient transfer",
+    "inter_transfer_s": "inter-server gradient transfer",
+}
 
 
 def _straggler_delays(runs: Runs) -> np.ndarray:
@@ -162,43 +165,68 @@ def _straggler_delays(runs: Runs) -> np.ndarray:
 
 
 def measured_layout(runs: Runs) -> Layout:
-    return Layout(runs.devices, runs.nodes, runs.micro_batch, runs.accumulation,
-                  _straggler_delays(runs))
+    return Layout(runs.devices, runs.nodes, runs.micro_batch, runs.accumulation, _straggler_delays(runs))
 
 
-def step_inputs(values: dict[str, float], layout: Layout, gradient_bytes: float,
-                overlap: bool) -> StepInputs:
+def step_inputs(values: dict[str, float], layout: Layout, gradient_bytes: float, overlap: bool) -> StepInputs:
     """The model's inputs for ``layout`` with parameter ``values``."""
     g = layout.devices_per_node
     micro = values["overhead_s"] + values["per_sample_s"] * layout.micro_batch
     slow = 1.0 + layout.straggler_delay_s / (layout.accumulation * micro)
     return StepInputs(
-        devices=layout.devices, devices_per_node=g, micro_batch=layout.micro_batch,
-        accumulation=layout.accumulation, overhead_s=values["overhead_s"],
-        per_sample_s=values["per_sample_s"], optimizer_step_s=0.0, backward_fraction=2.0 / 3.0,
-        params=gradient_bytes, wire_bytes_per_param=1.0,
+        devices=layout.devices,
+        devices_per_node=g,
+        micro_batch=layout.micro_batch,
+        accumulation=layout.accumulation,
+        overhead_s=values["overhead_s"],
+        per_sample_s=values["per_sample_s"],
+        optimizer_step_s=0.0,
+        backward_fraction=2.0 / 3.0,
+        params=gradient_bytes,
+        wire_bytes_per_param=1.0,
         intra_latency_s=INTRA_LATENCY_S,
         intra_busbw_GBps=gradient_bytes / values["intra_transfer_s"] / coll.GB,
         inter_latency_s=INTER_LATENCY_S,
         inter_busbw_GBps=gradient_bytes / values["inter_transfer_s"] / coll.GB,
-        overlap=overlap, loader_samples_per_s=values["node_loader_samples_per_s"] / g,
-        jitter_cv=values["jitter_cv"], slow_factor=slow,
+        overlap=overlap,
+        loader_samples_per_s=values["node_loader_samples_per_s"] / g,
+        jitter_cv=values["jitter_cv"],
+        slow_factor=slow,
     )
 
 
 def blended(values: dict[str, float], layout: Layout, gradient_bytes: float) -> StepResult:
     """The model with a share ``overlap`` of overlapped communication (linear blend); both
     cases in one broadcast call (a leading axis: overlap on, off)."""
-    both = evaluate(step_inputs(values, layout, gradient_bytes, np.array([True, False]).reshape(
-        (2,) + (1,) * np.ndim(layout.devices + values["per_sample_s"]))))
+    both = evaluate(
+        step_inputs(
+            values,
+            layout,
+            gradient_bytes,
+            np.array([True, False]).reshape((2,) + (1,) * np.ndim(layout.devices + values["per_sample_s"])),
+        )
+    )
     phi = values["overlap"]
-    mixed = {name: phi * getattr(both, name)[0] + (1.0 - phi) * getattr(both, name)[1]
-             for name in ("step_time_s", "compute_s", "exposed_comm_s", "straggler_s",
-                          "data_stall_s", "comm_total_s")}
+    mixed = {
+        name: phi * getattr(both, name)[0] + (1.0 - phi) * getattr(both, name)[1]
+        for name in (
+            "step_time_s",
+            "compute_s",
+            "exposed_comm_s",
+            "straggler_s",
+            "data_stall_s",
+            "comm_total_s",
+        )
+    }
     mixed["samples_per_s"] = both.global_batch[0] / mixed["step_time_s"]
-    return StepResult(comm_bytes=both.comm_bytes[0], nodes=both.nodes[0],
-                      global_batch=both.global_batch[0], memory_bytes=both.memory_bytes[0],
-                      fits=both.fits[0], **mixed)
+    return StepResult(
+        comm_bytes=both.comm_bytes[0],
+        nodes=both.nodes[0],
+        global_batch=both.global_batch[0],
+        memory_bytes=both.memory_bytes[0],
+        fits=both.fits[0],
+        **mixed,
+    )
 
 
 def _setup(runs: Runs):
@@ -233,15 +261,16 @@ def _setup(runs: Runs):
         free.append("overhead_s")
         init["overhead_s"] = 0.1 * float(np.min(step)) / float(np.max(runs.accumulation))
     else:
-        notes.append(f"one per-{words.device} batch only: fixed overhead per micro-step not "
-                     "separable from per-sample time (taken as 0)")
+        notes.append(
+            f"one per-{words.device} batch only: fixed overhead per micro-step not "
+            "separable from per-sample time (taken as 0)"
+        )
     if np.any(g_rows > 1):
         free.append("intra_transfer_s")
     if np.any(runs.nodes > 1):
         free.append("inter_transfer_s")
     else:
-        notes.append(f"no run crosses {words.servers}: the {words.link('inter_node')} is not "
-                     "measured")
+        notes.append(f"no run crosses {words.servers}: the {words.link('inter_node')} is not measured")
     if np.any(runs.devices > 1):
         free.append("overlap")
     rank_times = all(r.rank_step_times_s for r in runs.rows if r.devices > 1)
@@ -256,8 +285,11 @@ def _setup(runs: Runs):
 
 def _busiest_node_supply(runs: Runs, wait) -> float:
     """Per-server supply that would just pace the run with the most data wait (or throughput)."""
-    i = int(np.argmax(wait / runs.step_time_s)) if wait is not None and np.any(wait > 0) else int(
-        np.argmax(runs.samples_per_s / runs.nodes))
+    i = (
+        int(np.argmax(wait / runs.step_time_s))
+        if wait is not None and np.any(wait > 0)
+        else int(np.argmax(runs.samples_per_s / runs.nodes))
+    )
     return float(runs.samples_per_s[i] / runs.nodes[i])
 
 
@@ -278,8 +310,9 @@ def _forward_steps(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     farther bound (scipy.optimize's approx_derivative rules for '2-point' with ``rel_step``)."""
     sign = np.where(x >= 0, 1.0, -1.0)
     step = DIFF_STEP * sign * np.abs(x)
-    step = np.where((x + step) - x == 0, np.sqrt(np.finfo(float).eps) * sign
-                    * np.maximum(1.0, np.abs(x)), step)
+    step = np.where(
+        (x + step) - x == 0, np.sqrt(np.finfo(float).eps) * sign * np.maximum(1.0, np.abs(x)), step
+    )
     below, above = x - lo, hi - x
     outside = (x + step < lo) | (x + step > hi)
     fits = np.abs(step) <= np.maximum(below, above)
@@ -313,7 +346,7 @@ class FitProblem:
         vals = {k: np.full((len(x), 1), v) for k, v in self.init.items()} if rows else dict(self.init)
         for j, name in enumerate(self.free):
             if rows:
-                vals[name] = np.exp(x[:, j:j + 1]) if name in _LOG else x[:, j:j + 1]
+                vals[name] = np.exp(x[:, j : j + 1]) if name in _LOG else x[:, j : j + 1]
             else:
                 vals[name] = _from_x(name, x[j])
         if "inter_transfer_s" not in self.free:
@@ -341,13 +374,21 @@ class FitProblem:
         from scipy.optimize import least_squares
 
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return least_squares(self.residuals, x0, jac=self.jacobian,
-                                 bounds=(self.lower, self.upper), method="dogbox", x_scale=1.0,
-                                 ftol=FIT_TOL, xtol=FIT_TOL, gtol=FIT_TOL, max_nfev=MAX_NFEV)
+            return least_squares(
+                self.residuals,
+                x0,
+                jac=self.jacobian,
+                bounds=(self.lower, self.upper),
+                method="dogbox",
+                x_scale=1.0,
+                ftol=FIT_TOL,
+                xtol=FIT_TOL,
+                gtol=FIT_TOL,
+                max_nfev=MAX_NFEV,
+            )
 
 
-def fit_problem(runs: Runs, params: float | None = None,
-                wire_bytes_per_param: float = 4.0) -> FitProblem:
+def fit_problem(runs: Runs, params: float | None = None, wire_bytes_per_param: float = 4.0) -> FitProblem:
     """The problem ``fit_runs`` solves for ``runs`` (with its notes, whether rank times are
     measured, the measured layout and the gradient bytes: ``params * wire_bytes_per_param``,
     nominal without)."""
@@ -380,8 +421,9 @@ def fit_problem(runs: Runs, params: float | None = None,
             prior.append(vals["overlap"] - 1.0)
         if "jitter_cv" in free:
             prior.append(vals["jitter_cv"] / 0.1)
-        prior.append(LOADER_PRIOR_SCALE * (np.log(top) - np.log(vals["node_loader_samples_per_s"]))
-                     / np.log(1e3))
+        prior.append(
+            LOADER_PRIOR_SCALE * (np.log(top) - np.log(vals["node_loader_samples_per_s"])) / np.log(1e3)
+        )
         parts.append(PRIOR_WEIGHT * np.concatenate(prior, axis=1))
         if np.any(tied):
             parts.append(TIE_WEIGHT * (x[:, tied] - reference[tied]))
@@ -396,19 +438,32 @@ def fit_problem(runs: Runs, params: float | None = None,
         start = dict(init, node_loader_samples_per_s=supply)
         x0 = np.array([_to_x(n, start[n]) for n in free])
         starts.append(np.clip(x0, lo + 1e-6 * (hi - lo), hi - 1e-6 * (hi - lo)))
-    problem = FitProblem(free=free, init=init, reference=reference, lower=lo, upper=hi,
-                         starts=starts, n_data=n_data, residual_rows=residual_rows,
-                         layout=layout, gradient_bytes=gradient_bytes,
-                         rank_times_measured=rank_times, notes=notes)
+    problem = FitProblem(
+        free=free,
+        init=init,
+        reference=reference,
+        lower=lo,
+        upper=hi,
+        starts=starts,
+        n_data=n_data,
+        residual_rows=residual_rows,
+        layout=layout,
+        gradient_bytes=gradient_bytes,
+        rank_times_measured=rank_times,
+        notes=notes,
+    )
     return problem
 
 
 def _not_shown(problem: FitProblem, jac: np.ndarray, inside: np.ndarray) -> list[str]:
     """Free parameters no run's residual moves with at the fit (a zero data column of the
     Jacobian): the tie-break prior alone holds them, at their start values."""
-    data = np.abs(jac[:problem.n_data])
-    return [n for j, n in enumerate(problem.free)
-            if n in _TIED and inside[j] and float(np.max(data[:, j], initial=0.0)) <= SHOWN_SLOPE]
+    data = np.abs(jac[: problem.n_data])
+    return [
+        n
+        for j, n in enumerate(problem.free)
+        if n in _TIED and inside[j] and float(np.max(data[:, j], initial=0.0)) <= SHOWN_SLOPE
+    ]
 
 
 def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: float = 4.0) -> FitResult:
@@ -421,8 +476,10 @@ def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: floa
         if sol is None or trial.cost < sol.cost:
             sol = trial
     if not np.all(np.isfinite(sol.fun)):
-        raise ScalesimError("the model could not be fitted to these runs (non-finite residuals); "
-                            "check the step times and batch sizes")
+        raise ScalesimError(
+            "the model could not be fitted to these runs (non-finite residuals); "
+            "check the step times and batch sizes"
+        )
     measured_step = runs.step_time_s
     values = problem.values_of(sol.x)
     result = blended(values, problem.layout, gradient_bytes)
@@ -431,11 +488,13 @@ def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: floa
     dof = n_data - len(free)
     data_res = sol.fun[:n_data]
     if dof >= 1:
-        noise = max(float(np.sqrt(np.sum(data_res ** 2) / dof)), NOISE_FLOOR)
+        noise = max(float(np.sqrt(np.sum(data_res**2) / dof)), NOISE_FLOOR)
     else:
         noise = NOISE_NO_DOF
-        notes.append(f"{n_data} measurements for {len(free)} free parameters: no degrees of "
-                     f"freedom left, the band assumes {NOISE_NO_DOF:.0%} noise per run")
+        notes.append(
+            f"{n_data} measurements for {len(free)} free parameters: no degrees of "
+            f"freedom left, the band assumes {NOISE_NO_DOF:.0%} noise per run"
+        )
     # Parameters held at a bound, or by the tie-break prior alone, are not estimated: the delta
     # method leaves them out.
     at_bound = [n for n, a in zip(free, sol.active_mask, strict=True) if a != 0]
@@ -443,19 +502,34 @@ def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: floa
     not_shown = _not_shown(problem, sol.jac, inside)
     if not_shown:
         held = ", ".join(f"{_TIED[n]} {sig3(values[n] * 1e3)} ms" for n in not_shown)
-        notes.append(f"not shown by the runs (no run's step time moves with it at the fit: another "
-                     f"part paces every run), so held at its start value: {held}")
+        notes.append(
+            f"not shown by the runs (no run's step time moves with it at the fit: another "
+            f"part paces every run), so held at its start value: {held}"
+        )
     estimated = inside & np.array([n not in not_shown for n in free])
     cov = np.zeros((len(free), len(free)))
     if np.any(estimated):
         jac = sol.jac[:, estimated]
-        cov[np.ix_(estimated, estimated)] = noise ** 2 * np.linalg.pinv(jac.T @ jac)
+        cov[np.ix_(estimated, estimated)] = noise**2 * np.linalg.pinv(jac.T @ jac)
     return FitResult(
-        values=values, fitted=free, x=sol.x, cov=cov, noise_rel=noise, residuals_rel=rel,
-        breakdown=result, gradient_bytes=gradient_bytes, params_known=params is not None,
-        devices_per_node=runs.devices_per_node, multi_node_measured=bool(np.any(runs.nodes > 1)),
-        rank_times_measured=problem.rank_times_measured, lower=problem.lower, upper=problem.upper,
-        at_bound=at_bound, not_shown=not_shown, notes=notes,
+        values=values,
+        fitted=free,
+        x=sol.x,
+        cov=cov,
+        noise_rel=noise,
+        residuals_rel=rel,
+        breakdown=result,
+        gradient_bytes=gradient_bytes,
+        params_known=params is not None,
+        devices_per_node=runs.devices_per_node,
+        multi_node_measured=bool(np.any(runs.nodes > 1)),
+        rank_times_measured=problem.rank_times_measured,
+        layout=problem.layout,
+        lower=problem.lower,
+        upper=problem.upper,
+        at_bound=at_bound,
+        not_shown=not_shown,
+        notes=notes,
     )
 
 
@@ -474,15 +548,16 @@ def extrapolation_layout(runs: Runs, devices: list[int], g: int) -> Layout:
     p = np.asarray(devices, dtype=np.int64)
     words = nouns_for(runs.device_name)
     if np.any(p < 1):
-        raise ScalesimError(f"cannot extrapolate to {int(p[p < 1][0])} {words.devices}; "
-                            f"{words.device} counts must be 1 or more")
+        raise ScalesimError(
+            f"cannot extrapolate to {int(p[p < 1][0])} {words.devices}; "
+            f"{words.device} counts must be 1 or more"
+        )
     per_node = np.minimum(p, g)
     if np.any(p % per_node):
         bad = int(p[p % per_node != 0][0])
         raise ScalesimError(f"{bad} {words.devices} do not fill whole {words.servers} of {g}")
     k = np.full(p.shape, runs.accumulation[-1])
-    b = (runs.samples_per_step[-1] / (p * k) if runs.strong_scaling
-         else np.full(p.shape, runs.micro_batch[-1]))
+    b = runs.samples_per_step[-1] / (p * k) if runs.strong_scaling else np.full(p.shape, runs.micro_batch[-1])
     delays = np.zeros(p.shape)
     last_delay = _straggler_delays(runs)[-1]
     delays[:] = last_delay
@@ -498,7 +573,7 @@ def _values_rows(fit: FitResult, x: np.ndarray, inter_ratio) -> dict:
     """Parameter dict with one row per parameter vector in ``x`` (shape (n, 1) arrays)."""
     vals = {k: np.full((x.shape[0], 1), v) for k, v in fit.values.items()}
     for j, name in enumerate(fit.fitted):
-        vals[name] = np.exp(x[:, j:j + 1]) if name in _LOG else x[:, j:j + 1]
+        vals[name] = np.exp(x[:, j : j + 1]) if name in _LOG else x[:, j : j + 1]
     if "inter_transfer_s" not in fit.fitted:
         vals["inter_transfer_s"] = vals["intra_transfer_s"] * inter_ratio
     return vals
@@ -508,7 +583,7 @@ def _chi2_on_runs(fit: FitResult, runs: Runs, x: np.ndarray) -> np.ndarray:
     """Sum of squared data residuals over s^2 for each parameter vector (row of ``x``)."""
     vals = _values_rows(fit, x, 1.0)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        res = blended(vals, measured_layout(runs), fit.gradient_bytes)
+        res = blended(vals, fit.layout, fit.gradient_bytes)
         step = runs.step_time_s
         total = np.sum(np.log(res.step_time_s / step) ** 2, axis=1)
         comm, wait = runs.optional("comm_s"), runs.optional("data_wait_s")
@@ -516,11 +591,12 @@ def _chi2_on_runs(fit: FitResult, runs: Runs, x: np.ndarray) -> np.ndarray:
             total += np.sum(((res.exposed_comm_s - comm) / step) ** 2, axis=1)
         if wait is not None:
             total += np.sum(((res.data_stall_s - wait) / step) ** 2, axis=1)
-    return np.where(np.isfinite(total), total, np.inf) / fit.noise_rel ** 2
+    return np.where(np.isfinite(total), total, np.inf) / fit.noise_rel**2
 
 
-def extrapolate(fit: FitResult, runs: Runs, devices: list[int] | None = None,
-                samples: int = BAND_SAMPLES) -> list[Extrapolated]:
+def extrapolate(
+    fit: FitResult, runs: Runs, devices: list[int] | None = None, samples: int = BAND_SAMPLES
+) -> list[Extrapolated]:
     """Predicted throughput with a 95 % band at ``devices`` (default 2x, 4x, 8x the largest run).
 
     The band comes from the parameter vectors the runs cannot rule out: draws from the fit's
@@ -550,8 +626,9 @@ def extrapolate(fit: FitResult, runs: Runs, devices: list[int] | None = None,
     limit = float(_chi2_on_runs(fit, runs, fit.x[None, :])[0]) + float(chi2.ppf(0.95, k))
     kept_x, kept_r = [fit.x[None, :]], [np.array([[np.sqrt(lo_r * hi_r)]])]
     for _ in range(5):  # up to 5 rounds of draws until enough are kept
-        draws = np.clip(rng.multivariate_normal(fit.x, fit.cov, size=samples, method="eigh"),
-                        fit.lower, fit.upper)
+        draws = np.clip(
+            rng.multivariate_normal(fit.x, fit.cov, size=samples, method="eigh"), fit.lower, fit.upper
+        )
         ok = _chi2_on_runs(fit, runs, draws) <= limit
         kept_x.append(draws[ok])
         kept_r.append(np.exp(rng.uniform(np.log(lo_r), np.log(hi_r), size=(int(ok.sum()), 1))))
@@ -564,16 +641,29 @@ def extrapolate(fit: FitResult, runs: Runs, devices: list[int] | None = None,
     out = []
     for i, p in enumerate(layout.devices):
         x = float(np.exp(centre[i]))
-        out.append(Extrapolated(int(p), int(layout.nodes[i]), x, float(np.exp(low[i])),
-                                float(np.exp(high[i])), x / (base * int(p)),
-                                not bool(unconstrained[i])))
+        out.append(
+            Extrapolated(
+                int(p),
+                int(layout.nodes[i]),
+                x,
+                float(np.exp(low[i])),
+                float(np.exp(high[i])),
+                x / (base * int(p)),
+                not bool(unconstrained[i]),
+            )
+        )
     return out
 
 
-def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
-                   critical_batch_size: float | None = None, slow_rank: int | None = None,
-                   model: RunsModel | None = None,
-                   recompute_style: str = DEFAULT_RECOMPUTE_STYLE):
+def fitted_profile(
+    fit: FitResult,
+    runs: Runs,
+    name: str = "fitted to runs",
+    critical_batch_size: float | None = None,
+    slow_rank: int | None = None,
+    model: RunsModel | None = None,
+    recompute_style: str = DEFAULT_RECOMPUTE_STYLE,
+):
     """A Profile and Scenario that describe the largest run with the fitted parameters.
 
     ``(profile, scenario, devices)`` for ``scalesim.remedies.rank_remedies``. Device memory is
@@ -610,34 +700,67 @@ def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
     limiting = float(fit.breakdown.data_stall_s[-1]) > 0.0
     device = {"device_name": runs.device_name, "device_memory_bytes": 1e15}
     if model is not None:
-        device = {"device_name": model.gpu, "device_memory_bytes": model.memory_bytes or 1e15,
-                  "peak_tflops": model.peak_tflops,
-                  "memory_bandwidth_GBps": model.memory_bandwidth_GBps}
+        device = {
+            "device_name": model.gpu,
+            "device_memory_bytes": model.memory_bytes or 1e15,
+            "peak_tflops": model.peak_tflops,
+            "memory_bandwidth_GBps": model.memory_bandwidth_GBps,
+        }
     hw = Hardware(
-        name="your cluster (fitted)", devices_per_node=g, **device, cpu_cores_per_node=g,
+        name="your cluster (fitted)",
+        devices_per_node=g,
+        **device,
+        cpu_cores_per_node=g,
         comm_compute_contention=0.0,  # as fitted: phi absorbs any slowdown beside collectives
-        intra_node=LinkLevel(kind="fitted", busbw_GBps=clip("busbw_GBps", fit.busbw_GBps("intra")),
-                             latency_s=INTRA_LATENCY_S, source="fitted to measured runs"),
-        inter_node=LinkLevel(kind="fitted", busbw_GBps=clip("busbw_GBps", fit.busbw_GBps("inter")),
-                             latency_s=INTER_LATENCY_S, source="fitted to measured runs"),
+        intra_node=LinkLevel(
+            kind="fitted",
+            busbw_GBps=clip("busbw_GBps", fit.busbw_GBps("intra")),
+            latency_s=INTRA_LATENCY_S,
+            source="fitted to measured runs",
+        ),
+        inter_node=LinkLevel(
+            kind="fitted",
+            busbw_GBps=clip("busbw_GBps", fit.busbw_GBps("inter")),
+            latency_s=INTER_LATENCY_S,
+            source="fitted to measured runs",
+        ),
     )
     # params within their bounds: a byte each up to 1e15 of them, then more bytes each; under a
     # byte in all (--params 1 --wire-bytes 0.001), one parameter of that many bytes
-    wire = (max(1.0, fit.gradient_bytes / QUANTITIES["params"].high)
-            if fit.gradient_bytes >= 1.0 else fit.gradient_bytes)
+    wire = (
+        max(1.0, fit.gradient_bytes / QUANTITIES["params"].high)
+        if fit.gradient_bytes >= 1.0
+        else fit.gradient_bytes
+    )
     shape = {"params": fit.gradient_bytes / wire, "wire_bytes_per_param": wire}
     if model is not None:  # the shape's parameters, each sending the runs' bytes per gradient
-        shape = {"params": model.params, "wire_bytes_per_param": fit.gradient_bytes / model.params,
-                 "transformer": model.shape}
-    wl = Workload(name="your workload", **shape,
-                  micro_batch=max(int(round(runs.micro_batch[-1])), 1),
-                  critical_batch_size=critical_batch_size)
-    compute = ComputeCurve(overhead_s=clip("duration_s", v["overhead_s"]),
-                           per_sample_s=clip("positive_duration_s", v["per_sample_s"]),
-                           measured=True, source="fitted to measured runs")
-    loader = (LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=supply_per_device)],
-                          measured=True, source="fitted to measured runs") if limiting else None)
-    delay = float(measured_layout(runs).straggler_delay_s[-1])
+        shape = {
+            "params": model.params,
+            "wire_bytes_per_param": fit.gradient_bytes / model.params,
+            "transformer": model.shape,
+        }
+    wl = Workload(
+        name="your workload",
+        **shape,
+        micro_batch=max(int(round(runs.micro_batch[-1])), 1),
+        critical_batch_size=critical_batch_size,
+    )
+    compute = ComputeCurve(
+        overhead_s=clip("duration_s", v["overhead_s"]),
+        per_sample_s=clip("positive_duration_s", v["per_sample_s"]),
+        measured=True,
+        source="fitted to measured runs",
+    )
+    loader = (
+        LoaderCurve(
+            points=[LoaderPoint(workers=1, samples_per_s=supply_per_device)],
+            measured=True,
+            source="fitted to measured runs",
+        )
+        if limiting
+        else None
+    )
+    delay = float(fit.layout.straggler_delay_s[-1])
     micro = v["overhead_s"] + v["per_sample_s"] * runs.micro_batch[-1]
     k = runs.accumulation[-1]
     cv = v["jitter_cv"]
@@ -647,23 +770,33 @@ def fitted_profile(fit: FitResult, runs: Runs, name: str = "fitted to runs",
     elif delay > 0:  # spread of all devices: sigma * e_N = delay, sigma = cv * micro * sqrt(k)
         e_n = float(expected_max_normal(last.devices))
         cv = delay / (e_n * micro * np.sqrt(k)) if e_n > 0 else cv
-    memory_note = (f"{nouns_for(runs.device_name).memory} unknown: every remedy is assumed to "
-                   "fit")
+    memory_note = f"{nouns_for(runs.device_name).memory} unknown: every remedy is assumed to fit"
     if model is not None and model.memory_bytes is not None:
         memory_note = f"device memory of {model.gpu}: {model.memory_bytes / 2**30:.4g} GiB"
-    profile = Profile(name=name, fingerprint=Fingerprint(device_count=last.devices, nodes=last.nodes),
-                      hardware=hw, workload=wl, compute=compute, input_pipeline=loader,
-                      jitter=Jitter(step_time_cv=clip("cv", cv)), notes=[memory_note])
+    profile = Profile(
+        name=name,
+        fingerprint=Fingerprint(device_count=last.devices, nodes=last.nodes),
+        hardware=hw,
+        workload=wl,
+        compute=compute,
+        input_pipeline=loader,
+        jitter=Jitter(step_time_cv=clip("cv", cv)),
+        notes=[memory_note],
+    )
     if runs.strong_scaling:
         batch = {"global_batch": int(round(runs.samples_per_step[-1]))}
     else:
         batch = {"micro_batch": max(int(round(runs.micro_batch[-1])), 1)}
-    scenario = Scenario(devices=[last.devices], devices_per_node=g, accumulation=last.accumulation,
-                        overlap=v["overlap"] >= 0.5,
-                        slow_device=slow_rank if slow_factor > 1.0 + 1e-6 else None,
-                        slow_factor=clip("slow_factor", slow_factor),
-                        critical_batch_size=critical_batch_size, **batch)
+    scenario = Scenario(
+        devices=[last.devices],
+        devices_per_node=g,
+        accumulation=last.accumulation,
+        overlap=v["overlap"] >= 0.5,
+        slow_device=slow_rank if slow_factor > 1.0 + 1e-6 else None,
+        slow_factor=clip("slow_factor", slow_factor),
+        critical_batch_size=critical_batch_size,
+        **batch,
+    )
     if recompute_style != DEFAULT_RECOMPUTE_STYLE:
-        scenario = scenario.model_copy(update={
-            "layout": ScenarioLayout(recompute_style=recompute_style)})
+        scenario = scenario.model_copy(update={"layout": ScenarioLayout(recompute_style=recompute_style)})
     return profile, scenario, last.devices

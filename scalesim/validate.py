@@ -66,8 +66,12 @@ OVERHEAD_S = 0.0  # compute curve's fixed time per micro-step: the anchor cannot
 # datasheet memory bandwidth (presets.MEMORY_BANDWIDTH_GBPS), with Adam-type state: bytes per
 # parameter of (parameter, gradient, optimizer state) by precision (mixed: fp16 parameter and
 # gradient, fp32 master copy + m + v).
-OPTIMIZER_BYTES_OF_PRECISION = {"fp32": (4.0, 4.0, 8.0), "tf32": (4.0, 4.0, 8.0),
-                                "fp16-mixed": (2.0, 2.0, 12.0), "bf16-mixed": (2.0, 2.0, 12.0)}
+OPTIMIZER_BYTES_OF_PRECISION = {
+    "fp32": (4.0, 4.0, 8.0),
+    "tf32": (4.0, 4.0, 8.0),
+    "fp16-mixed": (2.0, 2.0, 12.0),
+    "bf16-mixed": (2.0, 2.0, 12.0),
+}
 BACKWARD_FRACTION = 2.0 / 3.0  # backward = 2 x forward (matmul FLOP count)
 BUCKET_BYTES = DDP_BUCKET_BYTES  # torch DDP's 25 MiB, for every framework
 FIRST_BUCKET_BYTES = DDP_FIRST_BUCKET_BYTES  # torch DDP's 1 MiB first bucket
@@ -94,9 +98,11 @@ ALGORITHM = coll.AUTO  # NCCL picks the fastest algorithm per message size
 # runs use Horovod. Its SQuAD fine-tuning tables (scripts/benchmark_squad.sh -> run_squad.sh,
 # horovodrun) add --xla only with AMP (run_squad.sh:43-45 ``use_fp16=" --amp --xla "``;
 # run_tf_squad.py:353 ``tf.config.optimizer.set_jit``): NO_OVERLAP_MIXED_PRECISION_SOURCES.
-NO_OVERLAP_SOURCES = ("TensorFlow/LanguageModeling/BERT",
-                      "TensorFlow/Classification/ConvNets/resnet50v1.5",
-                      "TensorFlow2/LanguageModeling/ELECTRA README, 'Pre-training")
+NO_OVERLAP_SOURCES = (
+    "TensorFlow/LanguageModeling/BERT",
+    "TensorFlow/Classification/ConvNets/resnet50v1.5",
+    "TensorFlow2/LanguageModeling/ELECTRA README, 'Pre-training",
+)
 NO_OVERLAP_MIXED_PRECISION_SOURCES = ("TensorFlow2/LanguageModeling/ELECTRA README, 'Fine-tuning",)
 # Overlap off for a second reason, keyed the same way: the source's model holds nearly all its
 # parameters in the layers forward uses first, so their gradients are ready only when backward
@@ -216,8 +222,9 @@ def _visible(text: str) -> str:
     return text
 
 
-CaseName = Annotated[str, StringConstraints(min_length=1, max_length=CASE_NAME_MAX_CHARS),
-                     AfterValidator(_visible)]
+CaseName = Annotated[
+    str, StringConstraints(min_length=1, max_length=CASE_NAME_MAX_CHARS), AfterValidator(_visible)
+]
 
 
 class Case(_Strict):
@@ -244,11 +251,14 @@ def read_gpu_name(gpu: str, flags: list[str]) -> str:
     a whole file (``--gpu`` refuses it instead). Shared by both case formats."""
     read = gb_spelling(gpu)
     if read != gpu:
-        flags.append(f"hardware.gpu '{excerpt(gpu)}' states its memory in another unit than "
-                     f"GB: read as '{excerpt(read)}'")
+        flags.append(
+            f"hardware.gpu '{excerpt(gpu)}' states its memory in another unit than "
+            f"GB: read as '{excerpt(read)}'"
+        )
     if problem := stated_memory_problem(read):
-        flags.append(f"hardware.gpu '{excerpt(read)}' {problem}: predicted with what the "
-                     "datasheet tables read in it")
+        flags.append(
+            f"hardware.gpu '{excerpt(read)}' {problem}: predicted with what the datasheet tables read in it"
+        )
     return read
 
 
@@ -257,9 +267,11 @@ def cube_mesh_note(intra_node: str, gpus_per_node: int) -> str | None:
     names (``nvlink1``, ``nvlink2``: ``presets.DGX1_GPUS`` GPUs), else None. Shared by both case
     formats."""
     if INTRA_LINKS[intra_node].links_per_gpu and gpus_per_node > DGX1_GPUS:
-        return (f"hardware.intra_node {intra_node} is the {DGX1_GPUS}-GPU DGX-1 hybrid cube-mesh "
-                f"but gpus_per_node is {gpus_per_node}: predicted with the whole "
-                f"{DGX1_GPUS}-GPU server's NVLinks")
+        return (
+            f"hardware.intra_node {intra_node} is the {DGX1_GPUS}-GPU DGX-1 hybrid cube-mesh "
+            f"but gpus_per_node is {gpus_per_node}: predicted with the whole "
+            f"{DGX1_GPUS}-GPU server's NVLinks"
+        )
     return None
 
 
@@ -276,12 +288,22 @@ def _point_problems(case: Case) -> list[tuple[int, str]]:
         if pt.devices in seen:
             problems.append((i, f"two points with {count(pt.devices, 'device')}; keep one"))
         elif pt.devices % pt.nodes or pt.devices // pt.nodes > hw.gpus_per_node:
-            problems.append((i, f"{pt.devices} devices on {count(pt.nodes, 'node')} do not fit "
-                                f"servers of {hw.gpus_per_node}; give devices as a multiple of "
-                                "nodes, at most gpus_per_node per node"))
+            problems.append(
+                (
+                    i,
+                    f"{pt.devices} devices on {count(pt.nodes, 'node')} do not fit "
+                    f"servers of {hw.gpus_per_node}; give devices as a multiple of "
+                    "nodes, at most gpus_per_node per node",
+                )
+            )
         elif pt.nodes > 1 and hw.inter_node is None:
-            problems.append((i, f"a point spans {pt.nodes} nodes but hardware.inter_node is null; "
-                                "describe the network between the servers"))
+            problems.append(
+                (
+                    i,
+                    f"a point spans {pt.nodes} nodes but hardware.inter_node is null; "
+                    "describe the network between the servers",
+                )
+            )
         if not problems or problems[-1][0] != i:
             seen.add(pt.devices)
     return problems
@@ -290,16 +312,20 @@ def _point_problems(case: Case) -> list[tuple[int, str]]:
 def _check_hardware(case: Case, where: str) -> None:
     hw = case.hardware
     if hw.intra_node not in INTRA_LINKS:
-        raise ScalesimError(f"{where}: unknown hardware.intra_node '{excerpt(hw.intra_node)}'; "
-                            f"use one of {', '.join(INTRA_LINKS)}")
+        raise ScalesimError(
+            f"{where}: unknown hardware.intra_node '{excerpt(hw.intra_node)}'; "
+            f"use one of {', '.join(INTRA_LINKS)}"
+        )
     net = hw.inter_node
     if net is not None:
         try:
             inter_link(net.kind, net.nics_per_node, net.gbit_per_nic)
         except ValidationError:  # the preset's bus bandwidth rounds to 0 GB/s
-            raise ScalesimError(f"{where}: hardware.inter_node of {net.nics_per_node} x "
-                                f"{net.gbit_per_nic:g} Gb/s is too slow to model; give "
-                                "gbit_per_nic of at least 0.01") from None
+            raise ScalesimError(
+                f"{where}: hardware.inter_node of {net.nics_per_node} x "
+                f"{net.gbit_per_nic:g} Gb/s is too slow to model; give "
+                "gbit_per_nic of at least 0.01"
+            ) from None
 
 
 def _check_case(case: Case, where: str) -> None:
@@ -320,14 +346,17 @@ def _check_case_dropping_points(case: Case, where: str) -> Case:
     anchor = min(pt.devices for pt in case.points)
     for i, reason in problems:
         if case.points[i].devices == anchor:
-            raise ScalesimError(f"{where}: {reason}; the point is at the case's anchor (its "
-                                "smallest device count), so nothing is predicted")
+            raise ScalesimError(
+                f"{where}: {reason}; the point is at the case's anchor (its "
+                "smallest device count), so nothing is predicted"
+            )
     dropped = {i for i, _ in problems}
     at = case._point_index or tuple(range(len(case.points)))  # flags name the file's indices
-    kept = case.model_copy(update={"points": [pt for i, pt in enumerate(case.points)
-                                              if i not in dropped]})
-    kept._read_flags = (*case._read_flags,
-                        *(f"{POINT_NOT_READ}points.{at[i]}: {reason}" for i, reason in problems))
+    kept = case.model_copy(update={"points": [pt for i, pt in enumerate(case.points) if i not in dropped]})
+    kept._read_flags = (
+        *case._read_flags,
+        *(f"{POINT_NOT_READ}points.{at[i]}: {reason}" for i, reason in problems),
+    )
     kept._point_index = tuple(at[i] for i in range(len(case.points)) if i not in dropped)
     return kept
 
@@ -393,10 +422,8 @@ def key_twice(value, path: tuple[str, ...] = ()) -> str | None:
     with ``jsonio.read_json(..., keys_twice=True)``), or None."""
     if isinstance(value, KeysTwice):
         return ".".join((*path, value.twice[0]))
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(
-        value, list) else ()
-    return next((k for key, v in items if (k := key_twice(v, (*path, str(key)))) is not None),
-                None)
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    return next((k for key, v in items if (k := key_twice(v, (*path, str(key)))) is not None), None)
 
 
 def _read_case(item, model: type[CaseT], where: str, salvage=None) -> CaseT:
@@ -406,8 +433,14 @@ def _read_case(item, model: type[CaseT], where: str, salvage=None) -> CaseT:
     if (twice := key_twice(item)) is not None:
         raise ScalesimError(key_twice_text(where, twice))
     clean, unknown = split_unknown(item, model)
-    flags = [f"{FIELDS_IGNORED}{'s' if len(unknown) > 1 else ''} ignored (not in the format): "
-             + ", ".join(excerpt(u) for u in unknown)] if unknown else []
+    flags = (
+        [
+            f"{FIELDS_IGNORED}{'s' if len(unknown) > 1 else ''} ignored (not in the format): "
+            + ", ".join(excerpt(u) for u in unknown)
+        ]
+        if unknown
+        else []
+    )
     try:
         case = model.model_validate(clean)
     except ValidationError as exc:
@@ -437,8 +470,29 @@ def case_label(item, i: int) -> str:
     return f"{i + 1} (id {excerpt(json.dumps(name, default=str))})"
 
 
-def read_case_list(data, fmt: str, model: type[CaseT], what: str, hint: str = "", check=None,
-                   salvage=None, strict: bool = False) -> CaseFile[CaseT]:
+def format_words(data: dict) -> str:
+    """A validation file's "format" field as a refusal says it, in the file's JSON words: 'no
+    "format" field' (not Python's 'format is None'), 'format is null', "format is 'x'" (quoted,
+    short). One wording for the library (``read_case_list``) and ``scalesim validate``."""
+    if "format" not in data:
+        return 'no "format" field'
+    fmt = data["format"]
+    if fmt is None:
+        return "format is null"
+    text = repr(fmt)
+    return "format is " + (text if len(text) <= 60 else text[:57] + "...")
+
+
+def read_case_list(
+    data,
+    fmt: str,
+    model: type[CaseT],
+    what: str,
+    hint: str = "",
+    check=None,
+    salvage=None,
+    strict: bool = False,
+) -> CaseFile[CaseT]:
     """Read parsed JSON as ``{"format": fmt, "cases": [...]}``, every case a ``model`` of its
     own ``id`` read on its own; ``check(case, where)`` adds per-case checks (and may return the
     case to keep in its place, e.g. without some points), ``salvage`` reads a
@@ -451,7 +505,7 @@ def read_case_list(data, fmt: str, model: type[CaseT], what: str, hint: str = ""
     if isinstance(data, KeysTwice):  # a top-level key twice: which cases the file holds is moot
         raise ScalesimError(key_twice_text(what, data.twice[0]))
     if data.get("format") != fmt:
-        raise ScalesimError(f"{what}: format is {data.get('format')!r}, expected '{fmt}'{hint}")
+        raise ScalesimError(f"{what}: {format_words(data)}, expected '{fmt}'{hint}")
     extra = sorted(set(data) - {"format", "cases"})
     if extra and strict:
         raise ScalesimError(f"{what}: unknown top-level field '{extra[0]}'; only format and cases")
@@ -472,9 +526,15 @@ def read_case_list(data, fmt: str, model: type[CaseT], what: str, hint: str = ""
         except ScalesimError as exc:
             if strict:
                 raise
-            skipped.append(Skipped(id=excerpt(name, CASE_NAME_MAX_CHARS)
-                                   if isinstance(name, str) and name.strip() else f"case {label}",
-                                   reason=str(exc), position=i))
+            skipped.append(
+                Skipped(
+                    id=excerpt(name, CASE_NAME_MAX_CHARS)
+                    if isinstance(name, str) and name.strip()
+                    else f"case {label}",
+                    reason=str(exc),
+                    position=i,
+                )
+            )
             continue
         ids.add(case.id)
         cases.append(case)
@@ -490,8 +550,7 @@ def none_read(what: str, skipped: list[Skipped], total: int) -> ScalesimError:
     return ScalesimError(f"{first} (none of the {total} cases of {what} can be predicted)")
 
 
-def parse_case_list(data, fmt: str, model: type[CaseT], what: str, hint: str = "",
-                    check=None) -> list[CaseT]:
+def parse_case_list(data, fmt: str, model: type[CaseT], what: str, hint: str = "", check=None) -> list[CaseT]:
     """``read_case_list`` where every case must be read: the first case that cannot be raises
     its one-line error (the shipped files, the benchmarks)."""
     return read_case_list(data, fmt, model, what, hint, check, strict=True).cases
@@ -499,8 +558,7 @@ def parse_case_list(data, fmt: str, model: type[CaseT], what: str, hint: str = "
 
 def parse_cases(data, what: str = "validation file") -> list[Case]:
     """Validate parsed JSON as a ``scalesim-validation-cases/1`` file; one-line errors."""
-    return parse_case_list(data, FORMAT, Case, what,
-                           " (see scalesim/data/validation/README.md)", _check_case)
+    return parse_case_list(data, FORMAT, Case, what, " (see scalesim/data/validation/README.md)", _check_case)
 
 
 def load_cases(path: str | Path) -> list[Case]:
@@ -543,9 +601,11 @@ def _without_bad_points(clean: dict, exc: ValidationError, where: str):
         devices = _readable_devices(points[i])
         if devices is None or devices <= anchor:
             maybe = "may be" if devices is None else "is"
-            raise ScalesimError(f"{validation_message(exc, where, Case)}; the point {maybe} the "
-                                "case's anchor (its smallest device count), so nothing is "
-                                "predicted")
+            raise ScalesimError(
+                f"{validation_message(exc, where, Case)}; the point {maybe} the "
+                "case's anchor (its smallest device count), so nothing is "
+                "predicted"
+            )
     flags = []
     for i in bad:
         try:
@@ -559,8 +619,15 @@ def read_cases(data, what: str = "validation file") -> CaseFile[Case]:
     """A ``scalesim-validation-cases/1`` file read case by case (``read_case_list``): a point
     that cannot be read is dropped and flagged unless it may be the anchor (then the case is
     skipped); a file none of whose cases can be read raises its one-line error."""
-    read = read_case_list(data, FORMAT, Case, what, " (see scalesim/data/validation/README.md)",
-                          _check_case_dropping_points, _without_bad_points)
+    read = read_case_list(
+        data,
+        FORMAT,
+        Case,
+        what,
+        " (see scalesim/data/validation/README.md)",
+        _check_case_dropping_points,
+        _without_bad_points,
+    )
     if not read.cases:
         raise none_read(what, read.skipped, read.total)
     return read
@@ -611,8 +678,11 @@ def abs_error_figures(errors_pct) -> dict:
     a = [abs(e) for e in errors_pct]
     if not a:
         return {"mean_abs_pct": None, "median_abs_pct": None, "max_abs_pct": None}
-    return {"mean_abs_pct": statistics.fmean(a), "median_abs_pct": statistics.median(a),
-            "max_abs_pct": max(a)}
+    return {
+        "mean_abs_pct": statistics.fmean(a),
+        "median_abs_pct": statistics.median(a),
+        "max_abs_pct": max(a),
+    }
 
 
 def error_stats(errors_pct, cases: int = 1) -> Stats:
@@ -633,27 +703,33 @@ def _batches(case: Case, points: list[CasePoint], flags: list[str]):
     known = base is not None
     if not known:
         base = 1.0  # relative units: only ratios between points matter, see _solve
-        flags.append(f"samples_per_step_per_device unknown: the anchor's micro-step is assumed "
-                     f"to take {DEFAULT_ANCHOR_MICRO_STEP_S:g} s")
+        flags.append(
+            f"samples_per_step_per_device unknown: the anchor's micro-step is assumed "
+            f"to take {DEFAULT_ANCHOR_MICRO_STEP_S:g} s"
+        )
     b = np.array([v if v is not None else base for v in per_point], dtype=float)
-    carried = any(p.accumulation is not None or p.samples_per_step_per_device is not None
-                  for p in points)
+    carried = any(p.accumulation is not None or p.samples_per_step_per_device is not None for p in points)
     if wl.scaling == "strong" and not carried and len(points) > 1:
         b = base * n[0] / n  # global batch fixed and nothing says how: split it evenly
-        flags.append("strong scaling with no per-point batch or accumulation: the anchor's "
-                     "global batch is split evenly over the devices")
-    elif (wl.scaling == "strong" and wl.samples_per_step_per_device is None and known
-          and None in per_point):
+        flags.append(
+            "strong scaling with no per-point batch or accumulation: the anchor's "
+            "global batch is split evenly over the devices"
+        )
+    elif wl.scaling == "strong" and wl.samples_per_step_per_device is None and known and None in per_point:
         # Only points state a batch: the others keep the global batch of the first that does.
         j = next(i for i, v in enumerate(per_point) if v is not None)
         missing = np.array([v is None for v in per_point])
         b = np.where(missing, base * k[j] * n[j] / (n * k), b)
-        flags.append(f"strong scaling: points without samples_per_step_per_device get the "
-                     f"global batch of the {points[j].devices}-device point split evenly over "
-                     "their devices and accumulation")
+        flags.append(
+            f"strong scaling: points without samples_per_step_per_device get the "
+            f"global batch of the {points[j].devices}-device point split evenly over "
+            "their devices and accumulation"
+        )
     if wl.scaling == "strong" and not np.allclose(n * k * b, n[0] * k[0] * b[0], rtol=1e-6):
-        flags.append("strong scaling but the global batch differs between points (devices x "
-                     "samples_per_step_per_device x accumulation); predicted as given")
+        flags.append(
+            "strong scaling but the global batch differs between points (devices x "
+            "samples_per_step_per_device x accumulation); predicted as given"
+        )
     return b, k, known
 
 
@@ -670,14 +746,14 @@ def network_transport(case: Case) -> str:
 # Why a source rule turns the overlap off, in the case's flag (``no_overlap_rule``'s names).
 NO_OVERLAP_WHY = {
     "GRADIENTS_LAST_SOURCES": "the source's model holds nearly all its parameters in forward's "
-                              "first layers (embeddings), whose gradients are ready only when "
-                              "backward ends",
+    "first layers (embeddings), whose gradients are ready only when "
+    "backward ends",
     "NO_OVERLAP_MIXED_PRECISION_SOURCES": "in mixed precision the source's script adds XLA to "
-                                          "its Horovod runs, which hands gradients over only "
-                                          "when a compiled cluster ends (horovod#1673)",
+    "its Horovod runs, which hands gradients over only "
+    "when a compiled cluster ends (horovod#1673)",
     "NO_OVERLAP_SOURCES": "the source's runs use Horovod under XLA (its scripts' default, or its "
-                          "tables say so), which hands gradients over only when a compiled "
-                          "cluster ends (horovod#1673)",
+    "tables say so), which hands gradients over only when a compiled "
+    "cluster ends (horovod#1673)",
 }
 
 
@@ -692,11 +768,12 @@ def no_overlap_rule(case: Case) -> str | None:
     ends (``GRADIENTS_LAST_SOURCES``), a script that runs Horovod under XLA auto-clustering
     (``NO_OVERLAP_SOURCES``; in mixed precision only, ``NO_OVERLAP_MIXED_PRECISION_SOURCES``)."""
     mixed = case.workload.precision in ("fp16-mixed", "bf16-mixed")
-    rules = (("GRADIENTS_LAST_SOURCES", GRADIENTS_LAST_SOURCES, True),
-             ("NO_OVERLAP_MIXED_PRECISION_SOURCES", NO_OVERLAP_MIXED_PRECISION_SOURCES, mixed),
-             ("NO_OVERLAP_SOURCES", NO_OVERLAP_SOURCES, True))
-    return next((name for name, keys, applies in rules if applies and _names_any(case, keys)),
-                None)
+    rules = (
+        ("GRADIENTS_LAST_SOURCES", GRADIENTS_LAST_SOURCES, True),
+        ("NO_OVERLAP_MIXED_PRECISION_SOURCES", NO_OVERLAP_MIXED_PRECISION_SOURCES, mixed),
+        ("NO_OVERLAP_SOURCES", NO_OVERLAP_SOURCES, True),
+    )
+    return next((name for name, keys, applies in rules if applies and _names_any(case, keys)), None)
 
 
 def overlaps_backward(case: Case) -> bool:
@@ -721,25 +798,38 @@ def bucket_bytes_of(case: Case, params: float, wire_bytes: float) -> float:
 def _inputs(case: Case, points: list[CasePoint], b, k, params, wire_bytes) -> StepInputs:
     hw = case.hardware
     intra = intra_link(hw.intra_node)
-    inter = intra if hw.inter_node is None else inter_link(
-        network_transport(case), hw.inter_node.nics_per_node, hw.inter_node.gbit_per_nic)
+    inter = (
+        intra
+        if hw.inter_node is None
+        else inter_link(network_transport(case), hw.inter_node.nics_per_node, hw.inter_node.gbit_per_nic)
+    )
     n = np.array([p.devices for p in points], dtype=float)
     nodes = np.array([p.nodes for p in points], dtype=float)
     return StepInputs(
-        devices=n, devices_per_node=n / nodes, micro_batch=b, accumulation=k,
-        overhead_s=OVERHEAD_S, per_sample_s=1.0, optimizer_step_s=0.0,
-        backward_fraction=BACKWARD_FRACTION, params=params, wire_bytes_per_param=wire_bytes,
+        devices=n,
+        devices_per_node=n / nodes,
+        micro_batch=b,
+        accumulation=k,
+        overhead_s=OVERHEAD_S,
+        per_sample_s=1.0,
+        optimizer_step_s=0.0,
+        backward_fraction=BACKWARD_FRACTION,
+        params=params,
+        wire_bytes_per_param=wire_bytes,
         intra_latency_s=intra.latency_s,
         # fewer GPUs than a whole DGX-1 get fewer NVLinks: the model reads the link level's
         # subset_busbw_shares (presets.subset_shares, model/subset_links.py), as predict does
-        intra_busbw_GBps=intra.busbw_GBps, intra_subset_shares=intra.subset_shares,
+        intra_busbw_GBps=intra.busbw_GBps,
+        intra_subset_shares=intra.subset_shares,
         inter_latency_s=inter.latency_s,
         # fewer GPUs per server than it holds reach only their share of its NICs (docs/model.md
         # §2, presets.partial_server_inter_busbw_GBps), as predict has it
         inter_busbw_GBps=partial_server_inter_busbw_GBps(inter, n / nodes, hw.gpus_per_node),
         # all-reduces use NVLS / NVLS-tree where the server has it (docs/model.md §2)
         nvls_busbw_ratio=nvls_busbw_ratio(intra),
-        strategy=DDP, algorithm=ALGORITHM, overlap=overlaps_backward(case),
+        strategy=DDP,
+        algorithm=ALGORITHM,
+        overlap=overlaps_backward(case),
         device_cv=DEVICE_SPEED_CV,
         comm_contention=GPU_COMM_CONTENTION,
         bucket_bytes=bucket_bytes_of(case, params, wire_bytes),
@@ -761,14 +851,20 @@ def _solve_per_sample_s(case: Case, inp: StepInputs, target: float, flags: list[
     """Per-sample compute time that reproduces the anchor (index 0) throughput ``target``."""
     from scipy.optimize import brentq
 
-    anchor = inp.replace(devices=inp.devices[:1], devices_per_node=inp.devices_per_node[:1],
-                         micro_batch=inp.micro_batch[:1], accumulation=inp.accumulation[:1])
+    anchor = inp.replace(
+        devices=inp.devices[:1],
+        devices_per_node=inp.devices_per_node[:1],
+        micro_batch=inp.micro_batch[:1],
+        accumulation=inp.accumulation[:1],
+    )
 
     def gap(per_sample_s: float) -> float:
         got = float(_model(case, anchor.replace(per_sample_s=per_sample_s))[0][0])
         if not math.isfinite(got):  # the root finder would stop with a ValueError
-            raise ScalesimError(f"case {case.id!r}: the model gave a non-finite throughput at "
-                                "the anchor; check its params, batch and links")
+            raise ScalesimError(
+                f"case {case.id!r}: the model gave a non-finite throughput at "
+                "the anchor; check its params, batch and links"
+            )
         return got - target
 
     # Step >= k*b*s, so throughput <= devices/s: at hi the model is at or below the target.
@@ -777,8 +873,10 @@ def _solve_per_sample_s(case: Case, inp: StepInputs, target: float, flags: list[
         return hi  # no exposed communication at the anchor
     lo = hi * 1e-9
     if gap(lo) < 0:
-        flags.append("anchor unreachable: the modelled communication alone is slower than the "
-                     "anchor's step, so compute was solved without it")
+        flags.append(
+            "anchor unreachable: the modelled communication alone is slower than the "
+            "anchor's step, so compute was solved without it"
+        )
         return hi
     return brentq(gap, lo, hi, xtol=hi * 1e-14, rtol=1e-12, maxiter=200)
 
@@ -794,8 +892,10 @@ def _optimizer_s(case: Case, params: float, anchor_step_s: float, flags: list[st
     param_b, grad_b, state_b = OPTIMIZER_BYTES_OF_PRECISION[case.workload.precision]
     optimizer_s = float(optimizer_roofline_s(params, param_b, grad_b, state_b, bandwidth[0]))
     if optimizer_s > OPTIMIZER_MAX_SHARE * anchor_step_s:
-        flags.append(f"optimizer estimate {optimizer_s * 1e3:.3g} ms is over half the anchor's "
-                     "step: left inside the per-sample time")
+        flags.append(
+            f"optimizer estimate {optimizer_s * 1e3:.3g} ms is over half the anchor's "
+            "step: left inside the per-sample time"
+        )
         return 0.0
     return optimizer_s
 
@@ -819,16 +919,18 @@ def predict_case(case: Case) -> CaseResult:
     if rule := no_overlap_rule(case):
         flags.append(f"overlap off ({rule}): {NO_OVERLAP_WHY[rule]}")
     if one_bucket(case):
-        flags.append("one gradient bucket (ONE_BUCKET_SOURCES): the source's script sets DDP's "
-                     "bucket cap to the device's memory, so the exchange starts when backward "
-                     "ends")
+        flags.append(
+            "one gradient bucket (ONE_BUCKET_SOURCES): the source's script sets DDP's "
+            "bucket cap to the device's memory, so the exchange starts when backward "
+            "ends"
+        )
     points = sorted(case.points, key=lambda p: p.devices)
     b, k, known = _batches(case, points, flags)
     target = points[0].throughput
-    anchor_step_s = (points[0].devices * k[0] * b[0] / target if known
-                     else k[0] * DEFAULT_ANCHOR_MICRO_STEP_S)
+    anchor_step_s = points[0].devices * k[0] * b[0] / target if known else k[0] * DEFAULT_ANCHOR_MICRO_STEP_S
     inp = _inputs(case, points, b, k, params, wire).replace(
-        optimizer_step_s=_optimizer_s(case, params, anchor_step_s, flags))
+        optimizer_step_s=_optimizer_s(case, params, anchor_step_s, flags)
+    )
     if known:
         per_sample = _solve_per_sample_s(case, inp, target, flags)
         scale = 1.0
@@ -843,19 +945,34 @@ def predict_case(case: Case) -> CaseResult:
     results = []
     for i, pt in enumerate(points):
         predicted = float(rate[i]) * scale
-        results.append(PointResult(
-            devices=pt.devices, nodes=pt.nodes, published=pt.throughput, predicted=predicted,
-            error_pct=100.0 * (predicted / pt.throughput - 1.0), anchor=i == 0,
-            step_s=float(step[i]), compute_s=float(compute[i]), exposed_comm_s=float(exposed[i]),
-            straggler_s=float(straggler[i]),
-        ))
-    if not all(math.isfinite(r.predicted) and r.predicted > 0 and math.isfinite(r.error_pct)
-               for r in results):
-        raise ScalesimError(f"case {case.id!r}: the model gave a non-finite throughput; check "
-                            "its params, batch and links")
+        results.append(
+            PointResult(
+                devices=pt.devices,
+                nodes=pt.nodes,
+                published=pt.throughput,
+                predicted=predicted,
+                error_pct=100.0 * (predicted / pt.throughput - 1.0),
+                anchor=i == 0,
+                step_s=float(step[i]),
+                compute_s=float(compute[i]),
+                exposed_comm_s=float(exposed[i]),
+                straggler_s=float(straggler[i]),
+            )
+        )
+    if not all(
+        math.isfinite(r.predicted) and r.predicted > 0 and math.isfinite(r.error_pct) for r in results
+    ):
+        raise ScalesimError(
+            f"case {case.id!r}: the model gave a non-finite throughput; check its params, batch and links"
+        )
     return CaseResult(
-        id=case.id, comm=case.comm, trust=case.trust, unit=case.throughput_unit, flags=flags,
-        points=results, stats=error_stats([r.error_pct for r in results if not r.anchor]),
+        id=case.id,
+        comm=case.comm,
+        trust=case.trust,
+        unit=case.throughput_unit,
+        flags=flags,
+        points=results,
+        stats=error_stats([r.error_pct for r in results if not r.anchor]),
     )
 
 
@@ -882,8 +999,9 @@ def summarize(results: list[CaseResult]) -> dict:
         "median_met": None if med is None else bool(med <= TARGET_MEDIAN_PCT),
         "mean_met": None if mean is None else bool(mean <= TARGET_MEAN_PCT),
         "parameter_server_median_abs_pct": TARGET_PS_MEDIAN_PCT,
-        "parameter_server_median_met": (None if ps.median_abs_pct is None
-                                        else bool(ps.median_abs_pct <= TARGET_PS_MEDIAN_PCT)),
+        "parameter_server_median_met": (
+            None if ps.median_abs_pct is None else bool(ps.median_abs_pct <= TARGET_PS_MEDIAN_PCT)
+        ),
     }
     return summary
 

@@ -192,12 +192,53 @@ def _check_disk(path: str, size: int, rows: int) -> None:
         )
 
 
-def _write(handle, plan, fmt: str) -> tuple[int, int, int, str]:
+class BubbleRows:
+    """The rows a sweep writes whose pipeline bubble is a large share of the step
+    (``pipeline_bubble.large_bubble``): the first row numbers (1 = the first row written), how
+    many, and the first such row's columns, for ``pipeline_bubble.sweep_bubble_note``."""
+
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+        self.count = 0
+        self.first = None
+
+    def add(self, columns: dict, start: int) -> None:
+        """Record the large bubbles of one chunk, ``start`` rows written before it."""
+        from types import SimpleNamespace
+
+        import numpy as np
+
+        from scalesim.pipeline_bubble import SWEEP_ROWS_NAMED, large_bubble
+
+        if "bubble_s" not in columns:  # no pipeline: not a transformer workload
+            return
+        hit = np.flatnonzero(large_bubble(columns["pp"], columns["bubble_s"], columns["step_time_s"]))
+        if hit.size and self.first is None:
+            self.first = SimpleNamespace(**{k: v[hit[0]].item() for k, v in columns.items()})
+        self.rows += [start + 1 + int(i) for i in hit[: SWEEP_ROWS_NAMED - len(self.rows)]]
+        self.count += int(hit.size)
+
+    def note(self, plan, written: int) -> str | None:
+        """``sweep_bubble_note`` of the rows recorded, in the profile's words."""
+        from scalesim.layout_predict import layout_of
+        from scalesim.pipeline_bubble import sweep_bubble_note
+
+        strong = plan.base.global_batch is not None or "global_batch" in plan.axes
+        words = nouns_for(plan.profile.hardware.device_name)
+        if self.first is None:
+            return None
+        # the schedule of the first row's pp (a swept pp's default: 1f1b, not pp 1's none)
+        schedule = layout_of(plan.base).model_copy(update={"pp": int(self.first.pp)}).schedule_of()
+        return sweep_bubble_note(self.rows, self.count, written, self.first, strong, schedule, words.devices)
+
+
+def _write(handle, plan, fmt: str, bubbles: BubbleRows | None = None) -> tuple[int, int, int, str]:
     """Stream every row of ``plan`` to ``handle``; returns the rows written, the combinations
     dropped, of those the layouts that break a rule, and the first such layout with its rule
     (``SweepResult.layout_example``, '' for none). A sweep that keeps no row writes
     nothing and raises, its drops counted by reason: the data-parallel sweep refuses that case
-    before it runs (``sweep.plan_sweep``); a transformer's layout rules are known as it runs."""
+    before it runs (``sweep.plan_sweep``); a transformer's layout rules are known as it runs.
+    ``bubbles``: records the rows whose pipeline bubble is large."""
     from scalesim.predict import input_pipeline_modelled
     from scalesim.sweep import iter_sweep
 
@@ -209,6 +250,8 @@ def _write(handle, plan, fmt: str) -> tuple[int, int, int, str]:
         example = example or chunk.layout_example
         if not chunk.size:
             continue
+        if bubbles is not None:
+            bubbles.add(chunk.columns, written)
         written += chunk.size
         if first:
             handle.write("[" if fmt == "json" else ",".join(chunk.columns) + "\n")
@@ -218,8 +261,11 @@ def _write(handle, plan, fmt: str) -> tuple[int, int, int, str]:
     if not written:
         raise ScalesimError(
             f"no combination of the sweep is left: all {dropped} dropped ("
-            + "; ".join(_dropped_reasons(dropped, dropped_layout, example,
-                                         nouns_for(plan.profile.hardware.device_name)))
+            + "; ".join(
+                _dropped_reasons(
+                    dropped, dropped_layout, example, nouns_for(plan.profile.hardware.device_name)
+                )
+            )
             + "); nothing written"
         )
     if fmt == "json":
@@ -227,8 +273,9 @@ def _write(handle, plan, fmt: str) -> tuple[int, int, int, str]:
     return written, dropped, dropped_layout, example
 
 
-def _dropped_reasons(dropped: int, dropped_layout: int, example: str = "",
-                     words: Nouns = GPU_NOUNS) -> list[str]:
+def _dropped_reasons(
+    dropped: int, dropped_layout: int, example: str = "", words: Nouns = GPU_NOUNS
+) -> list[str]:
     """Each reason combinations were left out, with its count; ``example``: the first layout
     dropped and the rule it breaks (``SweepResult.layout_example``); ``words``: the profile's
     nouns ('tp stays in a host' on a CPU profile)."""
@@ -255,14 +302,14 @@ def _dropped_reasons(dropped: int, dropped_layout: int, example: str = "",
     return reasons
 
 
-def dropped_note(dropped: int, dropped_layout: int, example: str = "",
-                 words: Nouns = GPU_NOUNS) -> str:
+def dropped_note(dropped: int, dropped_layout: int, example: str = "", words: Nouns = GPU_NOUNS) -> str:
     """Why combinations were left out, each reason with its count ('' when none was), in
     ``words``, the profile's nouns."""
     if not dropped:
         return ""
     return f"{count(dropped, 'combination')} dropped: " + "; ".join(
-        _dropped_reasons(dropped, dropped_layout, example, words))
+        _dropped_reasons(dropped, dropped_layout, example, words)
+    )
 
 
 def output_format(out: str | None, fmt: str | None) -> str:
@@ -340,8 +387,9 @@ def stage_notes(plan) -> list[str]:
         return []
     v = layout_of(plan.base).virtual_stages
     pps = [int(pp) for pp in plan.axes["pp"]] if "pp" in plan.axes else [layout_of(plan.base).pp]
-    return uneven_notes(shape.layers, [(pp, v if pp > 1 else 1) for pp in pps
-                                       if pp * (v if pp > 1 else 1) <= shape.layers])
+    return uneven_notes(
+        shape.layers, [(pp, v if pp > 1 else 1) for pp in pps if pp * (v if pp > 1 else 1) <= shape.layers]
+    )
 
 
 def sweep_notes(plan) -> list[str]:
@@ -427,13 +475,14 @@ def run(args: argparse.Namespace) -> int:
         raise ScalesimError("--global-batch-values sweeps strong scaling; drop --batch")
     plan = plan_sweep(profile, scenario, axes)
     check_size(plan)
+    bubbles = BubbleRows()
     if args.out is not None:  # '' too: refused by name, not taken for stdout
         check_writable(args.out)
         _check_disk(args.out, _estimated_bytes(plan, fmt), plan.rows)
         with open_output(args.out) as handle:
-            written, *dropped = _write(handle, plan, fmt)
+            written, *dropped = _write(handle, plan, fmt, bubbles)
     else:
-        written, *dropped = _write(sys.stdout, plan, fmt)
+        written, *dropped = _write(sys.stdout, plan, fmt, bubbles)
     note = dropped_note(*dropped, words=nouns_for(profile.hardware.device_name))
     if args.out is not None:
         print(f"wrote {written} scenarios to {args.out}" + (f" ({note})" if note else ""), file=sys.stderr)
@@ -441,4 +490,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     for line in sweep_notes(plan):  # stderr: stdout holds only the rows
         print(f"note: {line}", file=sys.stderr)
+    if note := bubbles.note(plan, written):  # predict's note, once, naming the rows
+        print(f"note: {note}", file=sys.stderr)
     return 0
