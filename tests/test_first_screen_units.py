@@ -36,7 +36,10 @@ LINKS = {
     },
     "a run of one second": {**SPLIT, "wl": "llama3-8b", "tp": "4", "price": "3", "train": "1"},
 }
-NOT_A_NUMBER = re.compile(r"\bnan\b|\bNaN\b|\binf\b|\bInfinity\b|\bNone\b|\$-0|-\$0\b")
+# a negative zero of money ('$-0', '-$0', '-$0.00'), not a small negative delta ('-$0.00034')
+NOT_A_NUMBER = re.compile(
+    r"\bnan\b|\bNaN\b|\binf\b|\bInfinity\b|\bNone\b|(?:\$-|-\$)0(?:\.0+)?(?![.\d])"
+)
 BARE = re.compile(r"[-+]?[\d,.]+")  # a cell or value that is a number and nothing else
 
 
