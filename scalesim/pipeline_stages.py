@@ -121,6 +121,33 @@ def _split_stages(layers: int, pp: int, virtual_stages: int) -> tuple[int, ...]:
     return stage_split(layers, pp, virtual_stages).stages
 
 
+def _unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, axis=0, return_inverse=True)`` for an (n, k) int64 array, without its
+    sort of rows as structured records (the planner's 137,130 rows: 0.25 s of its 0.5 s): each
+    row's columns as the digits of one integer (column i in base max_i - min_i + 1), numbered
+    through a table where the integers span a few times n, else one sort of them."""
+    ids = np.zeros(keys.shape[0], dtype=np.int64)
+    span = 1
+    for column in keys.T:
+        low = int(column.min())
+        width = int(column.max()) - low + 1
+        if span * width >= 2**62:  # renumber before the digits overflow
+            ids = np.unique(ids, return_inverse=True)[1].reshape(-1)
+            span = int(ids.max()) + 1
+        ids = ids * width + (column - low)
+        span *= width
+    if span <= 4 * ids.size + 1024:
+        seen = np.zeros(span, dtype=bool)
+        seen[ids] = True
+        number = np.cumsum(seen) - 1
+        ids = number[ids]
+    else:
+        ids = np.unique(ids, return_inverse=True)[1].reshape(-1)
+    first = np.zeros(int(ids.max()) + 1, dtype=np.int64)
+    first[ids[::-1]] = np.arange(ids.size - 1, -1, -1)  # the first row of each id
+    return keys[first], ids
+
+
 def stage_layers(layers, pp, virtual_stages=1, stage=0):
     """Layers on pipeline rank ``stage`` of the split that runs (``stage_split``), arrays in
     and a float array out, so the layout model charges each stage the layers of the split the
@@ -133,7 +160,7 @@ def stage_layers(layers, pp, virtual_stages=1, stage=0):
     keys = np.stack([a.reshape(-1) for a in arrays], axis=1)
     if keys.shape[0] == 0:
         return np.zeros(shape)
-    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    unique, inverse = _unique_rows(keys)
     values = np.array(
         [
             _split_stages(max(n, 0), max(p, 1), max(v, 1))[min(max(k, 0), max(p, 1) - 1)]
