@@ -52,6 +52,11 @@ def run_cli(argv: list[str]) -> None:
         raise SystemExit(f"{' '.join(argv)} exited {code}")
 
 
+def on_h100(workload: str, devices: int) -> list[str]:
+    """The flags of a run of ``workload`` on ``devices`` H100s (DGX servers)."""
+    return ["--workload", workload, "--hardware", "dgx-h100", "--devices", str(devices)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
@@ -67,23 +72,7 @@ def main() -> None:
     print("|---:|---:|---:|---:|---:|---|")
     with tempfile.TemporaryDirectory() as folder:
         warm = workload_file(48, folder)
-        run_cli(
-            [
-                "predict",
-                "--workload",
-                warm,
-                "--hardware",
-                "dgx-h100",
-                "--devices",
-                "24",
-                "--tp",
-                "8",
-                "--pp",
-                "3",
-                "--global-batch",
-                "48",
-            ]
-        )
+        run_cli(["predict", *on_h100(warm, 24), "--tp", "8", "--pp", "3", "--global-batch", "48"])
         for layers, pp in cases:
             path = workload_file(layers, folder)
             devices = 8 * pp
@@ -95,12 +84,7 @@ def main() -> None:
             t_split = best_of(args.repeats, split)
             predict = [
                 "predict",
-                "--workload",
-                path,
-                "--hardware",
-                "dgx-h100",
-                "--devices",
-                str(devices),
+                *on_h100(path, devices),
                 "--tp",
                 "8",
                 "--pp",
@@ -109,17 +93,7 @@ def main() -> None:
                 "64",
             ]
             t_predict = best_of(args.repeats, lambda a=predict: (_split_stages.cache_clear(), run_cli(a)))
-            plan = [
-                "plan",
-                "--workload",
-                path,
-                "--hardware",
-                "dgx-h100",
-                "--devices",
-                str(devices),
-                "--global-batch",
-                "64",
-            ]
+            plan = ["plan", *on_h100(path, devices), "--global-batch", "64"]
             t_plan = best_of(args.repeats, lambda a=plan: (_split_stages.cache_clear(), run_cli(a)))
             stages = split().stages
             print(
