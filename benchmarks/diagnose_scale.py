@@ -7,8 +7,10 @@ Two shapes of file, each written with a fixed seed:
 - ``repeated``: the rows are repeated measurements at 8 device counts (1..128, 8 per server,
   efficiency dropping 10 % past one server, +-5 % noise per row); diagnose aggregates them into
   one median run per device count;
-- ``distinct``: every row is its own device count (8, 16, ... per server of 8); diagnose keeps
-  every run up to ``scalesim.runs.MAX_FIT_RUNS`` and fits an evenly spaced subset beyond.
+- ``distinct``: every row is its own device count (4, 8, 12, ... on servers of 4; until session 22
+  8, 16, 24, ... on servers of 8, whose 200k rows passed the 2**20-device bound that diagnose
+  holds runs files to, so the 200k file was refused); diagnose
+  keeps every run up to ``scalesim.runs.MAX_FIT_RUNS`` and fits an evenly spaced subset beyond.
 
 Each file is diagnosed (``--json``) in a fresh process, which reports its own wall time, CPU time
 and peak resident memory (ru_maxrss); the table is markdown for docs/performance.md.
@@ -58,7 +60,7 @@ def write_distinct(path: str, rows: int, rng: np.random.Generator) -> None:
         fh.write("devices,nodes,samples_per_s\n")
         for i in range(1, rows + 1):
             eff = 1.0 if i == 1 else 0.9
-            fh.write(f"{8 * i},{i},{800.0 * i * eff * rng.uniform(0.95, 1.05):.1f}\n")
+            fh.write(f"{4 * i},{i},{400.0 * i * eff * rng.uniform(0.95, 1.05):.1f}\n")
 
 
 def measure(path: str) -> dict:
