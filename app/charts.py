@@ -148,18 +148,23 @@ def _misfit_subtitle_lines(plan: Plan, subtitle: str) -> str | list[str]:
     return [f"no point where the layout {misfits}", subtitle] if misfits else subtitle
 
 
+CHART_CONFIG = alt.Config(
+    title=alt.TitleConfig(anchor="start", color=TEXT_COLOUR, subtitleColor=MUTED_TEXT_COLOUR),
+    axis=alt.AxisConfig(labelColor=MUTED_TEXT_COLOUR, titleColor=TEXT_COLOUR, labelFontSize=11,
+                        titleFontSize=12),
+    legend=alt.LegendConfig(labelColor=TEXT_COLOUR, titleColor=TEXT_COLOUR, labelFontSize=11,
+                            labelLimit=400),
+)
+
+
 def _sized(chart):
     """Width fits the container (or the given pixels); height is the plot's own.
 
     Streamlit's default (``fit``) squeezes title, legend and axes into ``height``.
     """
-    return chart.properties(
-        autosize=alt.AutoSizeParams(type="fit-x", contains="padding")
-    ).configure_title(anchor="start", color=TEXT_COLOUR, subtitleColor=MUTED_TEXT_COLOUR
-    ).configure_axis(labelColor=MUTED_TEXT_COLOUR, titleColor=TEXT_COLOUR,
-                     labelFontSize=11, titleFontSize=12
-    ).configure_legend(labelColor=TEXT_COLOUR, titleColor=TEXT_COLOUR, labelFontSize=11,
-                       labelLimit=400)
+    chart.autosize = alt.AutoSizeParams(type="fit-x", contains="padding")
+    chart.config = CHART_CONFIG  # set in place: each configure_* call deep-copies the chart
+    return chart
 
 
 def _linear(devices: list[int]) -> bool:
