@@ -123,9 +123,9 @@ def _split_stages(layers: int, pp: int, virtual_stages: int) -> tuple[int, ...]:
 
 def _unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(keys, axis=0, return_inverse=True)`` for an (n, k) int64 array, without its
-    sort of rows as structured records (the planner's 137,130 rows: 0.25 s of its 0.5 s): each
-    row's columns as the digits of one integer (column i in base max_i - min_i + 1), numbered
-    through a table where the integers span a few times n, else one sort of them."""
+    sort of rows as structured records (the planner's 137,130 rows: 0.99 s of its 1.29 s): each
+    row's columns as the digits of one integer (column i in base max_i - min_i + 1), then one
+    sort of those integers."""
     ids = np.zeros(keys.shape[0], dtype=np.int64)
     span = 1
     for column in keys.T:
@@ -136,16 +136,8 @@ def _unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             span = int(ids.max()) + 1
         ids = ids * width + (column - low)
         span *= width
-    if span <= 4 * ids.size + 1024:
-        seen = np.zeros(span, dtype=bool)
-        seen[ids] = True
-        number = np.cumsum(seen) - 1
-        ids = number[ids]
-    else:
-        ids = np.unique(ids, return_inverse=True)[1].reshape(-1)
-    first = np.zeros(int(ids.max()) + 1, dtype=np.int64)
-    first[ids[::-1]] = np.arange(ids.size - 1, -1, -1)  # the first row of each id
-    return keys[first], ids
+    _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    return keys[first], inverse.reshape(-1)
 
 
 def stage_layers(layers, pp, virtual_stages=1, stage=0):
