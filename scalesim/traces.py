@@ -38,6 +38,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 import os
 import re
 import zlib
@@ -420,8 +421,27 @@ def _whole(value) -> bool:
 def _event_times(ev: dict, source: str, number: int, name) -> tuple[float, float] | None:
     """(ts, dur) of a complete event in microseconds; None when either is missing, not a number
     or dur is negative (such events are skipped); a non-finite or overflowing number is an error
-    naming the event."""
+    naming the event. JSON's plain numbers take the fast path: this runs once per event (660,000
+    in a 100 MB trace), and the checked path builds the event's label for its errors."""
     ts, dur = ev.get("ts"), ev.get("dur")
+    if type(ts) in _PLAIN_NUMBERS and type(dur) in _PLAIN_NUMBERS:
+        try:
+            t, d = float(ts), float(dur)
+        except OverflowError:  # an integer past float: the checked path says which
+            return _checked_event_times(ts, dur, source, number, name)
+        if math.isfinite(t) and math.isfinite(d):
+            if d < 0:
+                return None
+            if math.isfinite(t + d):
+                return t, d
+    return _checked_event_times(ts, dur, source, number, name)
+
+
+_PLAIN_NUMBERS = (int, float)  # exact types (``type(x) in``): bool, an int subclass, is not one
+
+
+def _checked_event_times(ts, dur, source: str, number: int, name) -> tuple[float, float] | None:
+    """``_event_times`` for any value: the same answers, with the errors' words."""
     if (
         isinstance(ts, bool)
         or isinstance(dur, bool)

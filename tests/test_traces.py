@@ -327,3 +327,34 @@ def test_a_remedy_that_changes_nothing_is_not_said_to_lose(tmp_path, capsys):
     shard = {r["key"]: r for r in json.loads(capsys.readouterr().out)["remedies"]}["sharding"]
     assert shard["gain"] == 0.0
     assert shard["note"].startswith("does not change the throughput here; saves memory")
+
+
+ODD_TIMES = [0, 1, 5, 2.5, -1, -0.0, 1e308, -1e308, 10**400, -(10**400), float("inf"),
+             float("nan"), True, False, None, "12", [1], {"a": 1}]
+
+
+def _answer(fn, ts, dur):
+    """What ``fn`` says of an event with these ts and dur: its times, or its error's words."""
+    try:
+        return ("times", fn({"ts": ts, "dur": dur, "ph": "X"}, "t.json", 7, "k"))
+    except ScalesimError as exc:
+        return ("error", str(exc))
+
+
+def test_event_times_fast_path_says_what_the_checked_path_says():
+    """``_event_times`` takes a fast path for JSON's plain numbers (session 23: the label of its
+    errors was built for every event); every pair of odd values gets the checked path's answer."""
+    tr = traces
+
+    def checked(ev, source, number, name):
+        return tr._checked_event_times(ev.get("ts"), ev.get("dur"), source, number, name)
+
+    class Int(int):
+        pass
+
+    values = [*ODD_TIMES, Int(3)]
+    for ts in values:
+        for dur in values:
+            assert _answer(tr._event_times, ts, dur) == _answer(checked, ts, dur), (ts, dur)
+    with pytest.raises(ScalesimError, match="ts \\+ dur overflows"):
+        tr._event_times({"ts": 1e308, "dur": 1e308}, "t.json", 1, "k")
