@@ -65,7 +65,7 @@ def test_a_fit_that_explains_its_runs_does_not_restart(monkeypatch):
     runs = runs_from_records(STEPS_ONLY, "synthetic")
     problem = fr.fit_problem(runs)
     calls = []
-    monkeypatch.setattr(fr.FitProblem, "spread_starts", lambda self, m=16: calls.append(m) or [])
+    monkeypatch.setattr(fr.FitProblem, "spread_starts", lambda self, m: calls.append(m) or [])
     monkeypatch.setattr(fr, "RESTART_RMS", 1.0)  # any residual is small enough
     problem.best_solution()
     assert calls == []
