@@ -232,6 +232,39 @@ def _ms(x: float) -> str:
     return f"{1e3 * x:.1f} ms"
 
 
+# The inter- / intra-server ratio is named as a number only where the runs pin it: its 95 % band
+# within RATIO_PINNED_FACTOR either way (1.96 standard errors of log(ratio), from the fit's
+# covariance). Beyond it (one server's runs whose exchange hides behind backward, say: the intra
+# transfer time +-4000 %) a ratio of the two point values would be a number the runs do not show.
+RATIO_PINNED_FACTOR = 2.0
+
+
+def _log_ratio_stderr(fit, upper: str, lower: str) -> float | None:
+    """Standard error of log(upper / lower) of two fitted positive parameters (their covariance
+    in log coordinates); None where either is not estimated."""
+    if fit.stderr_rel(upper) is None or fit.stderr_rel(lower) is None:
+        return None
+    i, j = fit.fitted.index(upper), fit.fitted.index(lower)
+    var = fit.cov[i, i] + fit.cov[j, j] - 2.0 * fit.cov[i, j]
+    return float(np.sqrt(max(var, 0.0)))
+
+
+def _link_ratio_words(fit, words, inter_ms: str) -> str:
+    """The fitted inter-server link against the intra-server one: the ratio with its 95 % band
+    where the runs pin it (``RATIO_PINNED_FACTOR``), else both transfer times and why no ratio."""
+    from scalesim.fit_runs import Z95
+
+    ratio = fit.values["inter_transfer_s"] / fit.values["intra_transfer_s"]
+    spread = _log_ratio_stderr(fit, "inter_transfer_s", "intra_transfer_s")
+    if spread is not None and np.exp(Z95 * spread) <= RATIO_PINNED_FACTOR:
+        low, high = ratio * np.exp(-Z95 * spread), ratio * np.exp(Z95 * spread)
+        return (f"fitted {words.link('inter_node')} {ratio:.1f}x slower than intra-{words.server} "
+                f"(95%: {low:.1f}-{high:.1f}x; gradient transfer {inter_ms})")
+    return (f"fitted gradient transfer across {words.servers} {inter_ms}, inside a {words.server} "
+            f"{_ms(fit.values['intra_transfer_s'])}: these runs do not pin the ratio of the two "
+            f"(95% band wider than {RATIO_PINNED_FACTOR:g}x either way)")
+
+
 # --------------------------------------------------------------------------------------------
 # Remedies through the model
 
@@ -512,9 +545,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                 comm_lines.append(f"fitted gradient transfer across {words.servers} {inter_ms}; "
                                   f"inside a {words.server} too fast to measure")
             else:
-                ratio = fit.values["inter_transfer_s"] / fit.values["intra_transfer_s"]
-                comm_lines.append(f"fitted {words.link('inter_node')} {ratio:.1f}x slower than "
-                                  f"intra-{words.server} (gradient transfer {inter_ms})")
+                comm_lines.append(_link_ratio_words(fit, words, inter_ms))
     findings.append(finding("inter_server" if boundary else "comm_growth", shares["comm"],
                             comm_lines, words))
     # Input pipeline.
