@@ -397,6 +397,8 @@ def show_report(report: Report) -> None:
         st.success(f"**First remedy to try:** {_md(r.title)}: "
                    f"**{gain_text(report, shown_gain(r))}** {measure_words(r.measure)} predicted"
                    + (f" ({_md(r.note)})" if r.note else ""))
+        if report.first_remedy_caveat:
+            st.warning(f"**Caution:** {_md(report.first_remedy_caveat)}")
     else:
         st.info(f"**First remedy to try:** {_md(no_first_remedy(report))}")
     _planner_actions(report)

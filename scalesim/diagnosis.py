@@ -154,6 +154,9 @@ class Report:
     notes: list[str]
     # the least gain named first: the model's median error (``model_remedies``), relative
     decisive_gain: float = 0.0
+    # what the first remedy's gain rests on that the runs do not show ('' where nothing):
+    # said beside it, in the text and the app (``_unpinned_overlap_note``)
+    first_remedy_caveat: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -230,6 +233,40 @@ def _series(items: list[str], most: int = 12) -> str:
 
 def _ms(x: float) -> str:
     return f"{1e3 * x:.1f} ms"
+
+
+ABSOLUTE_SE = ("overlap", "jitter_cv")  # fitted parameters whose standard error is absolute
+# The fitted overlap is pinned by the runs where its 95 % band (1.96 standard errors) is within
+# OVERLAP_PINNED_HALF_WIDTH of it; wider, the overlap remedy's gain rests on a share of the
+# exchange hidden behind backward that the runs do not show (a setting: a quarter of the range).
+OVERLAP_PINNED_HALF_WIDTH = 0.25
+
+
+def _overlap_words(fit: dict) -> str:
+    """The fitted overlap's uncertainty for the report: +-points, or not pinned / held."""
+    if "overlap" not in fit["fitted"]:
+        return " (fixed)"
+    se = fit.get("stderr_abs", {}).get("overlap")
+    if se is None:
+        return " (at its bound: not measurable)" if "overlap" in fit["at_bound"] else ""
+    if 1.96 * se > OVERLAP_PINNED_HALF_WIDTH:
+        return " (not pinned by these runs)"
+    return f" (+-{1.96 * se * 100:.0f} points, 95%)"
+
+
+def _unpinned_overlap_note(fit, first) -> str:
+    """The caveat where the first remedy is overlap and the runs do not pin the fitted overlap
+    ('' otherwise)."""
+    if first is None or first.key != "overlap" or "overlap" not in fit.fitted:
+        return ""
+    se = fit.stderr_rel("overlap")  # None: held at a bound, where the runs push it
+    if se is None or 1.96 * se <= OVERLAP_PINNED_HALF_WIDTH:
+        return ""
+    share = fit.values["overlap"]
+    band = f" (95%: {max(share - 1.96 * se, 0.0):.0%}-{min(share + 1.96 * se, 1.0):.0%})"
+    return (f"its gain rests on a fitted overlap of {share:.0%}{band} that these runs do not "
+            "pin: if the exchange already overlaps backward in full there is nothing to gain; a "
+            "profiler trace of one step measures the overlap (scalesim diagnose --trace)")
 
 
 # The inter- / intra-server ratio is named as a number only where the runs pin it: its 95 % band
@@ -643,8 +680,9 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         "fitted": list(fit.fitted),
         "at_bound": list(fit.at_bound),
         "not_shown": list(fit.not_shown),
-        "stderr_rel": {k: fit.stderr_rel(k) for k in fit.fitted if k != "overlap"
-                       and k != "jitter_cv"},
+        "stderr_rel": {k: fit.stderr_rel(k) for k in fit.fitted if k not in ABSOLUTE_SE},
+        # overlap and jitter_cv are fitted as they are (not in log): their errors are absolute
+        "stderr_abs": {k: fit.stderr_rel(k) for k in fit.fitted if k in ABSOLUTE_SE},
         "intra_busbw_GBps": fit.busbw_GBps("intra") if fit.params_known else None,
         "inter_busbw_GBps": (fit.busbw_GBps("inter") if fit.params_known
                              and fit.multi_node_measured else None),
@@ -678,7 +716,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         notes.append(f"remedy gains are model predictions at the largest run; {words.memory} is "
                      "unknown, so check that bigger batches fit")
     return Report("runs", runs.source, cause, others, first, remedies, table, details, notes,
-                  decisive_gain=decisive)
+                  decisive_gain=decisive, first_remedy_caveat=_unpinned_overlap_note(fit, first))
 
 
 def _check_runs_model(profile, scenario, runs, transformer) -> None:
@@ -953,6 +991,8 @@ def render_text(report: Report) -> str:
         r = report.first_remedy
         lines.append(f"First remedy to try: {r.title}: {shown_gain(r):+.0%} "
                      f"{measure_words(r.measure)} predicted" + (f" ({r.note})" if r.note else ""))
+        if report.first_remedy_caveat:
+            lines.append(f"  caution: {report.first_remedy_caveat}")
     else:
         lines.append(f"First remedy to try: {no_first_remedy(report)}")
     lines += _verdict_groups(report)
@@ -1050,7 +1090,8 @@ def _runs_tables(report: Report) -> list[str]:
         out.append(f"  {words.link('inter_node')}: {inter}{pm('inter_transfer_s')}")
     else:
         out.append(f"  {words.link('inter_node')}: not measured")
-    out.append(f"  overlap of communication with backward: {p['overlap']:.0%}; jitter cv "
+    out.append(f"  overlap of communication with backward: {p['overlap']:.0%}"
+               f"{_overlap_words(fit)}; jitter cv "
                f"{p['jitter_cv']:.3f}; input supply per {words.server} "
                + (f"{p['node_loader_samples_per_s']:.4g} samples/s" if fit["loader_limiting"]
                   else "not limiting"))

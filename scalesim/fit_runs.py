@@ -152,7 +152,8 @@ class FitResult:
         return self.gradient_bytes / self.values[f"{level}_transfer_s"] / coll.GB
 
     def stderr_rel(self, name: str) -> float | None:
-        """Relative standard error of a fitted positive parameter (log coordinates)."""
+        """Standard error of a fitted parameter in its fitted coordinate: relative (log) for the
+        positive ones, absolute for ``overlap`` and ``jitter_cv``; None where not estimated."""
         if name not in self.fitted or name in self.at_bound or name in self.not_shown:
             return None
         i = self.fitted.index(name)

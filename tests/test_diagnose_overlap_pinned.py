@@ -1,0 +1,80 @@
+"""Diagnose says when the fitted overlap, and so the overlap remedy's gain, is not pinned by the runs.
+
+Session 23: six noisy runs (2.3 % residuals) fitted an overlap of 45 % +- 438 points (one
+standard error) and diagnose led with "Overlap gradient exchange with backward: +54 %" and
+printed the overlap as a bare 45 %. The report now marks the overlap's uncertainty and, where the
+first remedy is overlap on an unpinned fit, says so beside it (``Report.first_remedy_caveat``),
+with what measures it.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import diagnose_cases as cases
+
+from scalesim.diagnosis import (
+    OVERLAP_PINNED_HALF_WIDTH,
+    _unpinned_overlap_note,
+    diagnose_runs,
+    render_text,
+)
+from scalesim.runs import parse_runs_text, runs_from_records
+
+NOISY = ("devices,nodes,step_time_s,per_device_batch\n1,1,0.300,32\n2,1,0.311,32\n4,1,0.318,32\n"
+         "8,1,0.335,32\n16,2,0.420,32\n32,4,0.452,32\n")
+
+
+def test_noisy_runs_say_the_overlap_is_not_pinned_where_it_leads():
+    report = diagnose_runs(parse_runs_text(NOISY, "noisy.csv"))
+    assert report.first_remedy is not None and report.first_remedy.key == "overlap"
+    text = render_text(report)
+    assert "overlap of communication with backward: 45% (not pinned by these runs)" in text
+    caveat = report.first_remedy_caveat
+    assert caveat.startswith("its gain rests on a fitted overlap of 45% (95%: 0%-100%)")
+    assert "scalesim diagnose --trace" in caveat
+    lines = text.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("First remedy to try: Overlap"))
+    assert lines[first + 1] == f"  caution: {caveat}"  # said beside the remedy it qualifies
+
+
+def test_a_pinned_overlap_shows_its_band_and_no_note():
+    report = diagnose_runs(runs_from_records(cases.comm_growth(), "comm growth"))
+    fit = report.details["fit"]
+    half = 1.96 * fit["stderr_abs"]["overlap"]
+    assert half <= OVERLAP_PINNED_HALF_WIDTH
+    assert f"{fit['parameters']['overlap']:.0%} (+-{half * 100:.0f} points, 95%)" in render_text(report)
+    assert report.first_remedy_caveat == "" and "caution:" not in render_text(report)
+
+
+def _fit(share, se):
+    return SimpleNamespace(fitted=["overlap"], values={"overlap": share},
+                           stderr_rel=lambda name: se)
+
+
+def test_the_note_needs_the_overlap_remedy_first_and_a_wide_band():
+    overlap = SimpleNamespace(key="overlap")
+    wide = OVERLAP_PINNED_HALF_WIDTH / 1.96 * 1.01
+    narrow = OVERLAP_PINNED_HALF_WIDTH / 1.96 * 0.99
+    assert _unpinned_overlap_note(_fit(0.5, wide), overlap)
+    assert _unpinned_overlap_note(_fit(0.0, None), overlap) == ""  # held at a bound by the runs
+    assert _unpinned_overlap_note(_fit(0.5, narrow), overlap) == ""
+    assert _unpinned_overlap_note(_fit(0.5, wide), SimpleNamespace(key="interconnect")) == ""
+    assert _unpinned_overlap_note(_fit(0.5, wide), None) == ""
+
+
+def test_the_app_shows_the_caution_under_the_first_remedy():
+    from app_harness import TIMEOUT_S, run_clean
+    from streamlit.testing.v1 import AppTest
+
+    def page():
+        from scalesim.app.diagnose_page import render
+
+        render()
+
+    at = run_clean(AppTest.from_function(page, default_timeout=TIMEOUT_S))
+    at.file_uploader(key="dg_runs").set_value(("runs.csv", NOISY.encode(), "text/csv")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "Overlap gradient exchange with backward" in at.success[0].value
+    cautions = [w.value for w in at.warning if w.value.startswith("**Caution:**")]
+    assert len(cautions) == 1 and "fitted overlap of 45%" in cautions[0]
