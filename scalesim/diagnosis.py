@@ -155,7 +155,7 @@ class Report:
     # the least gain named first: the model's median error (``model_remedies``), relative
     decisive_gain: float = 0.0
     # what the first remedy's gain rests on that the runs do not show ('' where nothing):
-    # said beside it, in the text and the app (``_unpinned_overlap_note``)
+    # said beside it, in the text and the app (``_first_remedy_caveat``)
     first_remedy_caveat: str = ""
 
     def to_dict(self) -> dict:
@@ -254,19 +254,54 @@ def _overlap_words(fit: dict) -> str:
     return f" (+-{1.96 * se * 100:.0f} points, 95%)"
 
 
-def _unpinned_overlap_note(fit, first) -> str:
-    """The caveat where the first remedy is overlap and the runs do not pin the fitted overlap
-    ('' otherwise)."""
-    if first is None or first.key != "overlap" or "overlap" not in fit.fitted:
+# What a first remedy's gain rests on, by remedy key: the fitted parameter (the link level's
+# transfer time for a faster link: across servers where the largest run crosses them) and what
+# measures it. The caveat is said where the runs do not pin that parameter (``_pinned``).
+CAVEAT_MEASURES = {
+    "overlap": "a profiler trace of one step measures the overlap (scalesim diagnose --trace)",
+    "interconnect": ("an all-reduce measured over that link pins it (nccl-tests all_reduce_perf, "
+                     "read by scalesim calibrate --from-nccl-tests)"),
+    "loader": ("a data_wait_s column in the runs file, or a profiler trace, measures the input "
+               "supply"),
+}
+
+
+def _pinned(name: str, se: float) -> bool:
+    """Whether a fitted parameter's 95 % band is narrow enough to act on: the overlap within
+    ``OVERLAP_PINNED_HALF_WIDTH`` (absolute), a positive parameter within
+    ``RATIO_PINNED_FACTOR`` either way (its error is in log)."""
+    if name in ABSOLUTE_SE:
+        return 1.96 * se <= OVERLAP_PINNED_HALF_WIDTH
+    return float(np.exp(1.96 * se)) <= RATIO_PINNED_FACTOR
+
+
+def _first_remedy_caveat(fit, first, multi_server: bool, words: Nouns = GPU_NOUNS) -> str:
+    """What the first remedy's gain rests on that the runs do not pin ('' where nothing):
+    the fitted parameter with its 95 % band, and what would measure it (``CAVEAT_MEASURES``)."""
+    if first is None or first.key not in CAVEAT_MEASURES:
         return ""
-    se = fit.stderr_rel("overlap")  # None: held at a bound, where the runs push it
-    if se is None or 1.96 * se <= OVERLAP_PINNED_HALF_WIDTH:
+    name = {"overlap": "overlap", "loader": "node_loader_samples_per_s",
+            "interconnect": "inter_transfer_s" if multi_server else "intra_transfer_s"}[first.key]
+    se = fit.stderr_rel(name) if name in fit.fitted else None
+    if se is None or _pinned(name, se):  # None: fixed, or held at a bound where the runs push it
         return ""
-    share = fit.values["overlap"]
-    band = f" (95%: {max(share - 1.96 * se, 0.0):.0%}-{min(share + 1.96 * se, 1.0):.0%})"
-    return (f"its gain rests on a fitted overlap of {share:.0%}{band} that these runs do not "
-            "pin: if the exchange already overlaps backward in full there is nothing to gain; a "
-            "profiler trace of one step measures the overlap (scalesim diagnose --trace)")
+    value = fit.values[name]
+    if name == "overlap":
+        what = (f"a fitted overlap of {value:.0%} (95%: {max(value - 1.96 * se, 0.0):.0%}-"
+                f"{min(value + 1.96 * se, 1.0):.0%})")
+        tail = "if the exchange already overlaps backward in full there is nothing to gain; "
+    else:
+        low, high = value * np.exp(-1.96 * se), value * np.exp(1.96 * se)
+        if name == "node_loader_samples_per_s":
+            what = (f"a fitted input supply of {value:.4g} samples/s per {words.server} "
+                    f"(95%: {low:.3g}-{high:.3g})")
+        else:
+            where = f"across {words.servers}" if multi_server else f"inside a {words.server}"
+            what = (f"a fitted gradient transfer {where} of {_ms(value)} "
+                    f"(95%: {_ms(low)}-{_ms(high)})")
+        tail = ""
+    return (f"its gain rests on {what} that these runs do not pin: {tail}"
+            f"{CAVEAT_MEASURES[first.key]}")
 
 
 # The inter- / intra-server ratio is named as a number only where the runs pin it: its 95 % band
@@ -716,7 +751,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         notes.append(f"remedy gains are model predictions at the largest run; {words.memory} is "
                      "unknown, so check that bigger batches fit")
     return Report("runs", runs.source, cause, others, first, remedies, table, details, notes,
-                  decisive_gain=decisive, first_remedy_caveat=_unpinned_overlap_note(fit, first))
+                  decisive_gain=decisive,
+                  first_remedy_caveat=_first_remedy_caveat(fit, first, bool(runs.nodes[-1] > 1), words))
 
 
 def _check_runs_model(profile, scenario, runs, transformer) -> None:

@@ -12,10 +12,11 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import diagnose_cases as cases
+import numpy as np
 
 from scalesim.diagnosis import (
     OVERLAP_PINNED_HALF_WIDTH,
-    _unpinned_overlap_note,
+    _first_remedy_caveat,
     diagnose_runs,
     render_text,
 )
@@ -47,20 +48,36 @@ def test_a_pinned_overlap_shows_its_band_and_no_note():
     assert report.first_remedy_caveat == "" and "caution:" not in render_text(report)
 
 
-def _fit(share, se):
-    return SimpleNamespace(fitted=["overlap"], values={"overlap": share},
-                           stderr_rel=lambda name: se)
+def _fit(values, se):
+    return SimpleNamespace(fitted=list(values), values=values, stderr_rel=lambda name: se)
 
 
-def test_the_note_needs_the_overlap_remedy_first_and_a_wide_band():
-    overlap = SimpleNamespace(key="overlap")
+def _caveat(values, se, key, multi_server=True):
+    return _first_remedy_caveat(_fit(values, se), SimpleNamespace(key=key), multi_server)
+
+
+def test_the_caveat_needs_its_remedy_first_and_a_wide_band():
     wide = OVERLAP_PINNED_HALF_WIDTH / 1.96 * 1.01
     narrow = OVERLAP_PINNED_HALF_WIDTH / 1.96 * 0.99
-    assert _unpinned_overlap_note(_fit(0.5, wide), overlap)
-    assert _unpinned_overlap_note(_fit(0.0, None), overlap) == ""  # held at a bound by the runs
-    assert _unpinned_overlap_note(_fit(0.5, narrow), overlap) == ""
-    assert _unpinned_overlap_note(_fit(0.5, wide), SimpleNamespace(key="interconnect")) == ""
-    assert _unpinned_overlap_note(_fit(0.5, wide), None) == ""
+    assert _caveat({"overlap": 0.5}, wide, "overlap")
+    assert _caveat({"overlap": 0.0}, None, "overlap") == ""  # held at a bound by the runs
+    assert _caveat({"overlap": 0.5}, narrow, "overlap") == ""
+    assert _caveat({"overlap": 0.5}, wide, "bigger_batch") == ""  # no caveat for that remedy
+    assert _first_remedy_caveat(_fit({"overlap": 0.5}, wide), None, True) == ""
+
+
+def test_a_faster_link_and_the_loader_are_cautioned_where_their_parameter_is_not_pinned():
+    # log errors: pinned within 2x either way (1.96 se <= ln 2)
+    wide, narrow = np.log(2.0) / 1.96 * 1.01, np.log(2.0) / 1.96 * 0.99
+    inter = {"inter_transfer_s": 0.1, "intra_transfer_s": 0.001}
+    text = _caveat(inter, wide, "interconnect")
+    assert text.startswith("its gain rests on a fitted gradient transfer across servers of 100.0 ms")
+    assert "scalesim calibrate --from-nccl-tests" in text
+    assert _caveat(inter, narrow, "interconnect") == ""
+    assert "inside a server of 1.0 ms" in _caveat(inter, wide, "interconnect", multi_server=False)
+    loader = _caveat({"node_loader_samples_per_s": 800.0}, wide, "loader")
+    assert loader.startswith("its gain rests on a fitted input supply of 800 samples/s per server")
+    assert "data_wait_s" in loader
 
 
 def test_the_app_shows_the_caution_under_the_first_remedy():
