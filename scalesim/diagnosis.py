@@ -38,6 +38,7 @@ from scalesim.bounds import bound, clip
 from scalesim.device_nouns import CPU_DEVICE_PREFIX, CPU_NOUNS, GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError, require_model, require_text
 from scalesim.figures import count_columns, link_GBps, whole
+from scalesim.fit_runs import Z95
 from scalesim.jsonio import to_json_text
 from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee, no_knee_words
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, early_stop_of, op_sac_of
@@ -236,7 +237,13 @@ def _ms(x: float) -> str:
 
 
 ABSOLUTE_SE = ("overlap", "jitter_cv")  # fitted parameters whose standard error is absolute
-# The fitted overlap is pinned by the runs where its 95 % band (1.96 standard errors) is within
+# A positive fitted parameter (a transfer time, the input supply), or the inter- / intra-server
+# ratio, is pinned by the runs where its 95 % band (Z95 standard errors of its log, from the fit's
+# covariance) is within RATIO_PINNED_FACTOR either way. Beyond it (one server's runs whose exchange
+# hides behind backward, say: the intra transfer time +-4000 %) a number from it, or a ratio of
+# two point values, is one the runs do not show.
+RATIO_PINNED_FACTOR = 2.0
+# The fitted overlap is pinned by the runs where its 95 % band (Z95 standard errors) is within
 # OVERLAP_PINNED_HALF_WIDTH of it; wider, the overlap remedy's gain rests on a share of the
 # exchange hidden behind backward that the runs do not show (a setting: a quarter of the range).
 OVERLAP_PINNED_HALF_WIDTH = 0.25
@@ -249,9 +256,9 @@ def _overlap_words(fit: dict) -> str:
     se = fit.get("stderr_abs", {}).get("overlap")
     if se is None:
         return " (at its bound: not measurable)" if "overlap" in fit["at_bound"] else ""
-    if 1.96 * se > OVERLAP_PINNED_HALF_WIDTH:
+    if not _pinned("overlap", se):
         return " (not pinned by these runs)"
-    return f" (+-{1.96 * se * 100:.0f} points, 95%)"
+    return f" (+-{Z95 * se * 100:.0f} points, 95%)"
 
 
 # What a first remedy's gain rests on, by remedy key: the fitted parameter (the link level's
@@ -271,8 +278,8 @@ def _pinned(name: str, se: float) -> bool:
     ``OVERLAP_PINNED_HALF_WIDTH`` (absolute), a positive parameter within
     ``RATIO_PINNED_FACTOR`` either way (its error is in log)."""
     if name in ABSOLUTE_SE:
-        return 1.96 * se <= OVERLAP_PINNED_HALF_WIDTH
-    return float(np.exp(1.96 * se)) <= RATIO_PINNED_FACTOR
+        return Z95 * se <= OVERLAP_PINNED_HALF_WIDTH
+    return float(np.exp(Z95 * se)) <= RATIO_PINNED_FACTOR
 
 
 def _first_remedy_caveat(fit, first, multi_server: bool, words: Nouns = GPU_NOUNS) -> str:
@@ -287,11 +294,11 @@ def _first_remedy_caveat(fit, first, multi_server: bool, words: Nouns = GPU_NOUN
         return ""
     value = fit.values[name]
     if name == "overlap":
-        what = (f"a fitted overlap of {value:.0%} (95%: {max(value - 1.96 * se, 0.0):.0%}-"
-                f"{min(value + 1.96 * se, 1.0):.0%})")
+        what = (f"a fitted overlap of {value:.0%} (95%: {max(value - Z95 * se, 0.0):.0%}-"
+                f"{min(value + Z95 * se, 1.0):.0%})")
         tail = "if the exchange already overlaps backward in full there is nothing to gain; "
     else:
-        low, high = value * np.exp(-1.96 * se), value * np.exp(1.96 * se)
+        low, high = value * np.exp(-Z95 * se), value * np.exp(Z95 * se)
         if name == "node_loader_samples_per_s":
             what = (f"a fitted input supply of {value:.4g} samples/s per {words.server} "
                     f"(95%: {low:.3g}-{high:.3g})")
@@ -302,13 +309,6 @@ def _first_remedy_caveat(fit, first, multi_server: bool, words: Nouns = GPU_NOUN
         tail = ""
     return (f"its gain rests on {what} that these runs do not pin: {tail}"
             f"{CAVEAT_MEASURES[first.key]}")
-
-
-# The inter- / intra-server ratio is named as a number only where the runs pin it: its 95 % band
-# within RATIO_PINNED_FACTOR either way (1.96 standard errors of log(ratio), from the fit's
-# covariance). Beyond it (one server's runs whose exchange hides behind backward, say: the intra
-# transfer time +-4000 %) a ratio of the two point values would be a number the runs do not show.
-RATIO_PINNED_FACTOR = 2.0
 
 
 def _log_ratio_stderr(fit, upper: str, lower: str) -> float | None:
@@ -324,11 +324,9 @@ def _log_ratio_stderr(fit, upper: str, lower: str) -> float | None:
 def _link_ratio_words(fit, words, inter_ms: str) -> str:
     """The fitted inter-server link against the intra-server one: the ratio with its 95 % band
     where the runs pin it (``RATIO_PINNED_FACTOR``), else both transfer times and why no ratio."""
-    from scalesim.fit_runs import Z95
-
     ratio = fit.values["inter_transfer_s"] / fit.values["intra_transfer_s"]
     spread = _log_ratio_stderr(fit, "inter_transfer_s", "intra_transfer_s")
-    if spread is not None and np.exp(Z95 * spread) <= RATIO_PINNED_FACTOR:
+    if spread is not None and _pinned("ratio", spread):
         low, high = ratio * np.exp(-Z95 * spread), ratio * np.exp(Z95 * spread)
         return (f"fitted {words.link('inter_node')} {ratio:.1f}x slower than intra-{words.server} "
                 f"(95%: {low:.1f}-{high:.1f}x; gradient transfer {inter_ms})")
