@@ -335,7 +335,8 @@ def remedies_frame(report: Report) -> tuple[pd.DataFrame, dict[str, str]]:
         rows.append({"remedy": x.title, gain: g * 100 if x.applicable else None,
                      **({} if band is None else
                         {"95% band ± %": band * (1 + g) * 100 if x.applicable else None}),
-                     "verdict": x.verdict, "note": x.note})
+                     "verdict": x.verdict, "note": x.note,
+                     **({"caution": x.caveat} if any(r.caveat for r in report.remedies) else {})})
     return pd.DataFrame(rows), {gain: "%+.0f", "95% band ± %": "%.0f"}
 
 
@@ -397,8 +398,8 @@ def show_report(report: Report) -> None:
         st.success(f"**First remedy to try:** {_md(r.title)}: "
                    f"**{gain_text(report, shown_gain(r))}** {measure_words(r.measure)} predicted"
                    + (f" ({_md(r.note)})" if r.note else ""))
-        if report.first_remedy_caveat:
-            st.warning(f"**Caution:** {_md(report.first_remedy_caveat)}")
+        if r.caveat:
+            st.warning(f"**Caution:** {_md(r.caveat)}")
     else:
         st.info(f"**First remedy to try:** {_md(no_first_remedy(report))}")
     _planner_actions(report)

@@ -37,7 +37,7 @@ from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR, median_error
 from scalesim.bounds import bound, clip
 from scalesim.device_nouns import CPU_DEVICE_PREFIX, CPU_NOUNS, GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError, require_model, require_text
-from scalesim.figures import count_columns, link_GBps, whole
+from scalesim.figures import count_columns, link_GBps, sig3, whole
 from scalesim.fit_runs import Z95
 from scalesim.jsonio import to_json_text
 from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee, no_knee_words
@@ -132,6 +132,9 @@ class Remedy:
     # time to quality where a critical batch size is known, else throughput (None: ``gain``)
     objective_gain: float | None = None
     measure: str = "throughput"  # what objective_gain measures: time, quality or throughput
+    # what its gain rests on that the measured runs do not pin ('' where nothing, and for
+    # traces): said beside it in the text, the app and --json (``_remedy_caveat``)
+    caveat: str = ""
     helps: bool = field(init=False)  # a remedy: it runs and gains (verdict "remedy")
 
     def __post_init__(self) -> None:
@@ -155,9 +158,6 @@ class Report:
     notes: list[str]
     # the least gain named first: the model's median error (``model_remedies``), relative
     decisive_gain: float = 0.0
-    # what the first remedy's gain rests on that the runs do not show ('' where nothing):
-    # said beside it, in the text and the app (``_first_remedy_caveat``)
-    first_remedy_caveat: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -243,6 +243,7 @@ ABSOLUTE_SE = ("overlap", "jitter_cv")  # fitted parameters whose standard error
 # hides behind backward, say: the intra transfer time +-4000 %) a number from it, or a ratio of
 # two point values, is one the runs do not show.
 RATIO_PINNED_FACTOR = 2.0
+WIDE_BAND_FACTOR = 100.0  # a band wider than this either way is said so, not printed to its ends
 # The fitted overlap is pinned by the runs where its 95 % band (Z95 standard errors) is within
 # OVERLAP_PINNED_HALF_WIDTH of it; wider, the overlap remedy's gain rests on a share of the
 # exchange hidden behind backward that the runs do not show (a setting: a quarter of the range).
@@ -282,13 +283,14 @@ def _pinned(name: str, se: float) -> bool:
     return float(np.exp(Z95 * se)) <= RATIO_PINNED_FACTOR
 
 
-def _first_remedy_caveat(fit, first, multi_server: bool, words: Nouns = GPU_NOUNS) -> str:
-    """What the first remedy's gain rests on that the runs do not pin ('' where nothing):
-    the fitted parameter with its 95 % band, and what would measure it (``CAVEAT_MEASURES``)."""
-    if first is None or first.key not in CAVEAT_MEASURES:
+def _remedy_caveat(fit, remedy, multi_server: bool, words: Nouns = GPU_NOUNS) -> str:
+    """What a remedy's gain rests on that the runs do not pin ('' where nothing, or where it
+    does not apply): the fitted parameter with its 95 % band, and what would measure it
+    (``CAVEAT_MEASURES``)."""
+    if remedy is None or remedy.key not in CAVEAT_MEASURES or not remedy.applicable:
         return ""
     name = {"overlap": "overlap", "loader": "node_loader_samples_per_s",
-            "interconnect": "inter_transfer_s" if multi_server else "intra_transfer_s"}[first.key]
+            "interconnect": "inter_transfer_s" if multi_server else "intra_transfer_s"}[remedy.key]
     se = fit.stderr_rel(name) if name in fit.fitted else None
     if se is None or _pinned(name, se):  # None: fixed, or held at a bound where the runs push it
         return ""
@@ -298,17 +300,19 @@ def _first_remedy_caveat(fit, first, multi_server: bool, words: Nouns = GPU_NOUN
                 f"{min(value + Z95 * se, 1.0):.0%})")
         tail = "if the exchange already overlaps backward in full there is nothing to gain; "
     else:
-        low, high = value * np.exp(-Z95 * se), value * np.exp(Z95 * se)
-        if name == "node_loader_samples_per_s":
-            what = (f"a fitted input supply of {value:.4g} samples/s per {words.server} "
-                    f"(95%: {low:.3g}-{high:.3g})")
+        spread = float(np.exp(Z95 * se))
+        loader = name == "node_loader_samples_per_s"
+        unit = (lambda v: f"{sig3(v)}") if loader else (lambda v: f"{sig3(v * 1e3)} ms")
+        band = (f"95%: {unit(value / spread)}-{unit(value * spread)}" if spread <= WIDE_BAND_FACTOR
+                else f"its 95% band over {WIDE_BAND_FACTOR:g}x either way")
+        if loader:
+            what = f"a fitted input supply of {sig3(value)} samples/s per {words.server} ({band})"
         else:
             where = f"across {words.servers}" if multi_server else f"inside a {words.server}"
-            what = (f"a fitted gradient transfer {where} of {_ms(value)} "
-                    f"(95%: {_ms(low)}-{_ms(high)})")
+            what = f"a fitted gradient transfer {where} of {unit(value)} ({band})"
         tail = ""
     return (f"its gain rests on {what} that these runs do not pin: {tail}"
-            f"{CAVEAT_MEASURES[first.key]}")
+            f"{CAVEAT_MEASURES[remedy.key]}")
 
 
 def _log_ratio_stderr(fit, upper: str, lower: str) -> float | None:
@@ -748,9 +752,10 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     else:
         notes.append(f"remedy gains are model predictions at the largest run; {words.memory} is "
                      "unknown, so check that bigger batches fit")
+    for r in remedies:
+        r.caveat = _remedy_caveat(fit, r, bool(runs.nodes[-1] > 1), words)
     return Report("runs", runs.source, cause, others, first, remedies, table, details, notes,
-                  decisive_gain=decisive,
-                  first_remedy_caveat=_first_remedy_caveat(fit, first, bool(runs.nodes[-1] > 1), words))
+                  decisive_gain=decisive)
 
 
 def _check_runs_model(profile, scenario, runs, transformer) -> None:
@@ -1025,8 +1030,8 @@ def render_text(report: Report) -> str:
         r = report.first_remedy
         lines.append(f"First remedy to try: {r.title}: {shown_gain(r):+.0%} "
                      f"{measure_words(r.measure)} predicted" + (f" ({r.note})" if r.note else ""))
-        if report.first_remedy_caveat:
-            lines.append(f"  caution: {report.first_remedy_caveat}")
+        if r.caveat:
+            lines.append(f"  caution: {r.caveat}")
     else:
         lines.append(f"First remedy to try: {no_first_remedy(report)}")
     lines += _verdict_groups(report)
@@ -1077,8 +1082,11 @@ def _verdict_groups(report: Report) -> list[str]:
         if group:
             first_said = report.first_remedy is not None
             lines.append(f"{verdict_group(verdict, first_said)} (model, applied alone):")
-            lines += [(f"  {shown_gain(r):+7.1%}" if r.applicable else f"  {'n/a':>7}")
-                      + f"  {r.title}" + (f" ({r.note})" if r.note else "") for r in group]
+            for r in group:
+                lines.append((f"  {shown_gain(r):+7.1%}" if r.applicable else f"  {'n/a':>7}")
+                             + f"  {r.title}" + (f" ({r.note})" if r.note else ""))
+                if r.caveat:
+                    lines.append(f"{'':>11}caution: {r.caveat}")
     return lines
 
 

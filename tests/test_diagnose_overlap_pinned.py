@@ -3,8 +3,8 @@
 Session 23: six noisy runs (2.3 % residuals) fitted an overlap of 45 % +- 438 points (one
 standard error) and diagnose led with "Overlap gradient exchange with backward: +54 %" and
 printed the overlap as a bare 45 %. The report now marks the overlap's uncertainty and, where the
-first remedy is overlap on an unpinned fit, says so beside it (``Report.first_remedy_caveat``),
-with what measures it.
+first remedy is overlap on an unpinned fit, says so beside it (``Remedy.caveat``), with what
+measures it; so does any remedy whose gain rests on one parameter the runs do not pin.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 
 from scalesim.diagnosis import (
     OVERLAP_PINNED_HALF_WIDTH,
-    _first_remedy_caveat,
+    _remedy_caveat,
     diagnose_runs,
     render_text,
 )
@@ -31,7 +31,7 @@ def test_noisy_runs_say_the_overlap_is_not_pinned_where_it_leads():
     assert report.first_remedy is not None and report.first_remedy.key == "overlap"
     text = render_text(report)
     assert "overlap of communication with backward: 45% (not pinned by these runs)" in text
-    caveat = report.first_remedy_caveat
+    caveat = report.first_remedy.caveat
     assert caveat.startswith("its gain rests on a fitted overlap of 45% (95%: 0%-100%)")
     assert "scalesim diagnose --trace" in caveat
     lines = text.splitlines()
@@ -45,7 +45,7 @@ def test_a_pinned_overlap_shows_its_band_and_no_note():
     half = 1.96 * fit["stderr_abs"]["overlap"]
     assert half <= OVERLAP_PINNED_HALF_WIDTH
     assert f"{fit['parameters']['overlap']:.0%} (+-{half * 100:.0f} points, 95%)" in render_text(report)
-    assert report.first_remedy_caveat == "" and "caution:" not in render_text(report)
+    assert all(r.caveat == "" for r in report.remedies) and "caution:" not in render_text(report)
 
 
 def _fit(values, se):
@@ -53,17 +53,19 @@ def _fit(values, se):
 
 
 def _caveat(values, se, key, multi_server=True):
-    return _first_remedy_caveat(_fit(values, se), SimpleNamespace(key=key), multi_server)
+    return _remedy_caveat(_fit(values, se), SimpleNamespace(key=key, applicable=True), multi_server)
 
 
-def test_the_caveat_needs_its_remedy_first_and_a_wide_band():
+def test_the_caveat_needs_its_kind_of_remedy_and_a_wide_band():
     wide = OVERLAP_PINNED_HALF_WIDTH / 1.96 * 1.01
     narrow = OVERLAP_PINNED_HALF_WIDTH / 1.96 * 0.99
     assert _caveat({"overlap": 0.5}, wide, "overlap")
     assert _caveat({"overlap": 0.0}, None, "overlap") == ""  # held at a bound by the runs
     assert _caveat({"overlap": 0.5}, narrow, "overlap") == ""
     assert _caveat({"overlap": 0.5}, wide, "bigger_batch") == ""  # no caveat for that remedy
-    assert _first_remedy_caveat(_fit({"overlap": 0.5}, wide), None, True) == ""
+    assert _remedy_caveat(_fit({"overlap": 0.5}, wide), None, True) == ""
+    not_applicable = SimpleNamespace(key="overlap", applicable=False)
+    assert _remedy_caveat(_fit({"overlap": 0.5}, wide), not_applicable, True) == ""
 
 
 def test_a_faster_link_and_the_loader_are_cautioned_where_their_parameter_is_not_pinned():
@@ -71,10 +73,12 @@ def test_a_faster_link_and_the_loader_are_cautioned_where_their_parameter_is_not
     wide, narrow = np.log(2.0) / 1.96 * 1.01, np.log(2.0) / 1.96 * 0.99
     inter = {"inter_transfer_s": 0.1, "intra_transfer_s": 0.001}
     text = _caveat(inter, wide, "interconnect")
-    assert text.startswith("its gain rests on a fitted gradient transfer across servers of 100.0 ms")
+    assert text.startswith("its gain rests on a fitted gradient transfer across servers of "
+                           "100 ms (95%: 49.7 ms-201 ms)")
     assert "scalesim calibrate --from-nccl-tests" in text
     assert _caveat(inter, narrow, "interconnect") == ""
-    assert "inside a server of 1.0 ms" in _caveat(inter, wide, "interconnect", multi_server=False)
+    assert "inside a server of 1 ms" in _caveat(inter, wide, "interconnect", multi_server=False)
+    assert "(its 95% band over 100x either way)" in _caveat(inter, 3.0, "interconnect")
     loader = _caveat({"node_loader_samples_per_s": 800.0}, wide, "loader")
     assert loader.startswith("its gain rests on a fitted input supply of 800 samples/s per server")
     assert "data_wait_s" in loader
@@ -95,3 +99,15 @@ def test_the_app_shows_the_caution_under_the_first_remedy():
     assert "Overlap gradient exchange with backward" in at.success[0].value
     cautions = [w.value for w in at.warning if w.value.startswith("**Caution:**")]
     assert len(cautions) == 1 and "fitted overlap of 45%" in cautions[0]
+
+
+def test_other_remedies_resting_on_an_unpinned_parameter_are_cautioned_too():
+    # the noisy runs' inter-server transfer: 102 ms +- 757 % (one standard error)
+    report = diagnose_runs(parse_runs_text(NOISY, "noisy.csv"))
+    faster = next(r for r in report.remedies if r.key == "interconnect")
+    assert faster is not report.first_remedy and faster.applicable
+    assert faster.caveat.startswith("its gain rests on a fitted gradient transfer across servers")
+    lines = render_text(report).splitlines()
+    at = next(i for i, line in enumerate(lines) if "Faster inter-server network" in line)
+    assert lines[at + 1].strip() == f"caution: {faster.caveat}"
+    assert '"caveat": "its gain rests on' in report.to_json()
