@@ -330,13 +330,14 @@ def remedies_frame(report: Report) -> tuple[pd.DataFrame, dict[str, str]]:
     band = gain_uncertainty(report)
     gain = f"predicted gain in {gain_measure(report)} %"
     rows = []
+    cautions = any(r.caveat for r in report.remedies)  # the column only where one has words
     for x in by_verdict(report.remedies):
         g = shown_gain(x)
         rows.append({"remedy": x.title, gain: g * 100 if x.applicable else None,
                      **({} if band is None else
                         {"95% band ± %": band * (1 + g) * 100 if x.applicable else None}),
                      "verdict": x.verdict, "note": x.note,
-                     **({"caution": x.caveat} if any(r.caveat for r in report.remedies) else {})})
+                     **({"caution": x.caveat} if cautions else {})})
     return pd.DataFrame(rows), {gain: "%+.0f", "95% band ± %": "%.0f"}
 
 

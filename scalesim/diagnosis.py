@@ -254,10 +254,10 @@ def _overlap_words(fit: dict) -> str:
     """The fitted overlap's uncertainty for the report: +-points, or not pinned / held."""
     if "overlap" not in fit["fitted"]:
         return " (fixed)"
-    se = fit.get("stderr_abs", {}).get("overlap")
+    se = fit["stderr_abs"].get("overlap")
     if se is None:
         return " (at its bound: not measurable)" if "overlap" in fit["at_bound"] else ""
-    if not _pinned("overlap", se):
+    if not _pinned(se, absolute=True):
         return " (not pinned by these runs)"
     return f" (+-{Z95 * se * 100:.0f} points, 95%)"
 
@@ -274,11 +274,11 @@ CAVEAT_MEASURES = {
 }
 
 
-def _pinned(name: str, se: float) -> bool:
-    """Whether a fitted parameter's 95 % band is narrow enough to act on: the overlap within
-    ``OVERLAP_PINNED_HALF_WIDTH`` (absolute), a positive parameter within
+def _pinned(se: float, absolute: bool = False) -> bool:
+    """Whether a fitted quantity's 95 % band is narrow enough to act on: the overlap within
+    ``OVERLAP_PINNED_HALF_WIDTH`` (``absolute``), a positive parameter or a ratio of two within
     ``RATIO_PINNED_FACTOR`` either way (its error is in log)."""
-    if name in ABSOLUTE_SE:
+    if absolute:
         return Z95 * se <= OVERLAP_PINNED_HALF_WIDTH
     return float(np.exp(Z95 * se)) <= RATIO_PINNED_FACTOR
 
@@ -292,7 +292,7 @@ def _remedy_caveat(fit, remedy, multi_server: bool, words: Nouns = GPU_NOUNS) ->
     name = {"overlap": "overlap", "loader": "node_loader_samples_per_s",
             "interconnect": "inter_transfer_s" if multi_server else "intra_transfer_s"}[remedy.key]
     se = fit.stderr_rel(name) if name in fit.fitted else None
-    if se is None or _pinned(name, se):  # None: fixed, or held at a bound where the runs push it
+    if se is None or _pinned(se, absolute=name in ABSOLUTE_SE):  # None: fixed, or held at a bound
         return ""
     value = fit.values[name]
     if name == "overlap":
@@ -330,7 +330,7 @@ def _link_ratio_words(fit, words, inter_ms: str) -> str:
     where the runs pin it (``RATIO_PINNED_FACTOR``), else both transfer times and why no ratio."""
     ratio = fit.values["inter_transfer_s"] / fit.values["intra_transfer_s"]
     spread = _log_ratio_stderr(fit, "inter_transfer_s", "intra_transfer_s")
-    if spread is not None and _pinned("ratio", spread):
+    if spread is not None and _pinned(spread):
         low, high = ratio * np.exp(-Z95 * spread), ratio * np.exp(Z95 * spread)
         return (f"fitted {words.link('inter_node')} {ratio:.1f}x slower than intra-{words.server} "
                 f"(95%: {low:.1f}-{high:.1f}x; gradient transfer {inter_ms})")
