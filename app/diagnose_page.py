@@ -29,12 +29,13 @@ from scalesim.diagnosis import (
     Report,
     by_verdict,
     gain_measure,
+    gain_text,
+    has_gain_bands,
     no_first_remedy,
     report_nouns,
     shown_gain,
 )
 from scalesim.errors import ScalesimError
-from scalesim.fit_runs import Z95  # a 95 % band
 from scalesim.layout import (
     DEFAULT_RECOMPUTE_STYLE,
     RECOMPUTE_STYLE_HELP,
@@ -308,45 +309,28 @@ def trace_steps_chart(report: Report, width="container") -> alt.Chart:
 
 # ---------------------------------------------------------------- page
 
-def gain_uncertainty(report: Report) -> float | None:
-    """Half-width of a remedy gain's 95 % band, relative to (1 + gain), or None.
-
-    A gain is the ratio of two predictions at the same device count; each carries the fit's
-    per-run noise s (``details.fit.noise_rel``), so the ratio's relative error is at most
-    sqrt(2) s, and the band 1.96 sqrt(2) s (an upper bound: both predictions share the fitted
-    parameters, so their errors partly cancel). Traces are not fitted: None.
-    """
-    fit = report.details.get("fit") if report.kind == "runs" else None
-    if not fit or fit.get("noise_rel") is None:
-        return None
-    return Z95 * (2 ** 0.5) * float(fit["noise_rel"])
+BAND_LOW, BAND_HIGH = "95% low %", "95% high %"  # the remedies table's band columns
 
 
 def remedies_frame(report: Report) -> tuple[pd.DataFrame, dict[str, str]]:
     """The page's remedies table and its signed columns' formats: the predicted gain in percent
     (a number, so the column sorts by value; empty where the remedy does not apply, its verdict
-    says so) and, for runs, the half-width of its 95 % band (``gain_uncertainty``), as
-    ``gain_text`` writes them ('+25% ± 14%')."""
-    band = gain_uncertainty(report)
+    says so) and, for runs, the ends of its 95 % band over the parameters the runs allow
+    (``Remedy.gain_low`` / ``gain_high``), as ``diagnosis.gain_text`` writes them
+    ('+25% (95%: +20% to +31%)')."""
+    bands = has_gain_bands(report)  # the columns only where a remedy has a band
     gain = f"predicted gain in {gain_measure(report)} %"
     rows = []
     cautions = any(r.caveat for r in report.remedies)  # the column only where one has words
     for x in by_verdict(report.remedies):
         g = shown_gain(x)
+        low, high = (x.gain_low, x.gain_high) if x.gain_low is not None else (None, None)
         rows.append({"remedy": x.title, gain: g * 100 if x.applicable else None,
-                     **({} if band is None else
-                        {"95% band ± %": band * (1 + g) * 100 if x.applicable else None}),
+                     **({BAND_LOW: None if low is None else low * 100,
+                         BAND_HIGH: None if high is None else high * 100} if bands else {}),
                      "verdict": x.verdict, "note": x.note,
                      **({"caution": x.caveat} if cautions else {})})
-    return pd.DataFrame(rows), {gain: "%+.0f", "95% band ± %": "%.0f"}
-
-
-def gain_text(report: Report, gain: float) -> str:
-    """'+25% ± 14%' for runs (95 % band, see gain_uncertainty), '+25%' otherwise."""
-    band = gain_uncertainty(report)
-    if band is None:
-        return f"{gain:+.0%}"
-    return f"{gain:+.0%} ± {band * (1 + gain):.0%}"
+    return pd.DataFrame(rows), {gain: "%+.0f", BAND_LOW: "%+.0f", BAND_HIGH: "%+.0f"}
 
 
 def planner_link(report: Report, base: str = "") -> str | None:
@@ -377,8 +361,7 @@ def _planner_actions(report: Report) -> None:
     if link is not None:
         cols[0].link_button("Open the fitted model in the planner", link)
     cols[1].download_button("⬇ Diagnosis report (HTML)", data=lambda: diagnosis_html(
-        report, link, [gain_text(report, shown_gain(x)) if x.applicable else "n/a"
-                       for x in report.remedies]),
+        report, link),
         file_name="scalesim-diagnosis.html", mime="text/html", on_click="ignore",
         key="dg_html")
     if link is not None:
@@ -397,7 +380,7 @@ def show_report(report: Report) -> None:
     r = report.first_remedy
     if r is not None:
         st.success(f"**First remedy to try:** {_md(r.title)}: "
-                   f"**{gain_text(report, shown_gain(r))}** {measure_words(r.measure)} predicted"
+                   f"**{gain_text(r)}** {measure_words(r.measure)} predicted"
                    + (f" ({_md(r.note)})" if r.note else ""))
         if r.caveat:
             st.warning(f"**Caution:** {_md(r.caveat)}")

@@ -17,7 +17,7 @@ import vl_convert as vlc
 from scalesim.attention_kernel import ATTENTION_KERNEL_LABELS
 from scalesim.cli.cmd_predict import layout_line
 from scalesim.decision import card_rows
-from scalesim.diagnosis import by_verdict, gain_measure, no_first_remedy, shown_gain
+from scalesim.diagnosis import by_verdict, gain_measure, gain_text, has_gain_bands, no_first_remedy
 from scalesim.figures import amount
 from scalesim.layout import SPLIT_HEADER, split_short
 from scalesim.model.sharding import GRAD_SYNC_LABELS
@@ -310,13 +310,14 @@ def charts_png_zip(plan: Plan, scale: float = 2.0) -> bytes:
 
 def gain_column(report) -> str:
     """The diagnosis remedies table's gain column (the Diagnose page's and this report's), naming
-    the measure of its figures (``diagnosis.shown_gain``): 'predicted gain in time to quality (95%
-    band)' where a critical batch size is known, else 'predicted gain in throughput (95% band)'."""
-    return f"predicted gain in {gain_measure(report)} (95% band)"
+    the measure of its figures (``diagnosis.shown_gain``): 'predicted gain in time to quality'
+    where a critical batch size is known, else 'predicted gain in throughput'; ' (95% band)'
+    after it where the remedies have bands (runs, ``diagnosis.has_gain_bands``)."""
+    return (f"predicted gain in {gain_measure(report)}"
+            + (" (95% band)" if has_gain_bands(report) else ""))
 
 
-def diagnosis_html(report, link: str | None, gains: list[str],
-                   generated: datetime | None = None) -> str:
+def diagnosis_html(report, link: str | None, generated: datetime | None = None) -> str:
     """A Diagnose page's report as one self-contained, responsive HTML file: the cause and its
     evidence, the remedies with their predicted gains (95 % band), the notes, and a link that
     opens the fitted model in the planner."""
@@ -332,9 +333,7 @@ def diagnosis_html(report, link: str | None, gains: list[str],
         + "".join(f"<li>{_e(e)}</li>" for e in report.cause.evidence) + "</ul>",
     ]
     if report.first_remedy is not None:
-        i = report.remedies.index(report.first_remedy) if (
-            report.first_remedy in report.remedies) else None
-        gain = gains[i] if i is not None else f"{shown_gain(report.first_remedy):+.0%}"
+        gain = gain_text(report.first_remedy)
         what = measure_words(report.first_remedy.measure)
         parts.append(f'<p class="rec"><b>First remedy to try:</b> '
                      f"{_e(report.first_remedy.title)}: {_e(gain)} {_e(what)} predicted</p>")
@@ -345,11 +344,12 @@ def diagnosis_html(report, link: str | None, gains: list[str],
     for other in report.others:
         parts.append(f"<p><b>Also: {_e(other.label)}</b>: "
                      + "; ".join(_e(e) for e in other.evidence[:2]) + "</p>")
-    gain_of = {id(x): g for x, g in zip(report.remedies, gains, strict=True)}
+    cautions = any(x.caveat for x in report.remedies)  # the column only where one has words
     parts.append("<h2>Remedies (model, each applied alone)</h2>")
-    parts.append(_scroll(_table(["remedy", gain_column(report), "verdict", "note"],
-                                [[x.title, gain_of[id(x)], x.verdict, x.note]
-                                 for x in by_verdict(report.remedies)])))
+    parts.append(_scroll(_table(
+        ["remedy", gain_column(report), "verdict", "note"] + (["caution"] if cautions else []),
+        [[x.title, gain_text(x) if x.applicable else "n/a", x.verdict, x.note]
+         + ([x.caveat] if cautions else []) for x in by_verdict(report.remedies)])))
     if report.notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in report.notes)
                      + "</ul>")

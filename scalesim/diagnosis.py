@@ -110,6 +110,14 @@ LOADER_MODELLED_SHARE = DATA_PARALLEL_MEDIAN_ERROR / (1.0 + DATA_PARALLEL_MEDIAN
 # Traces: the model's overlap is on or off; a job is modelled as overlapping when at least half of
 # its communication time overlaps compute (the nearer of the two cases).
 OVERLAPPED_SHARE = 0.5
+# Remedy-gain bands (``set_gain_bands``): the remedies are predicted again from the first
+# REMEDY_BAND_DRAWS parameter vectors the runs cannot rule out (``fit_runs.plausible_draws``),
+# LAYOUT_BAND_DRAWS where the runs' transformer is given (the layout model: ~60 ms a draw
+# against ~9 ms, docs/performance.md); a remedy that applies in fewer than BAND_MIN_SHARE of
+# them gets no band.
+REMEDY_BAND_DRAWS = 100
+LAYOUT_BAND_DRAWS = 30
+BAND_MIN_SHARE = 0.5
 
 
 @dataclass
@@ -135,6 +143,13 @@ class Remedy:
     # what its gain rests on that the measured runs do not pin ('' where nothing, and for
     # traces): said beside it in the text, the app and --json (``_remedy_caveat``)
     caveat: str = ""
+    # the 95 % band of the shown gain (``shown_gain``) over the parameters the runs cannot rule
+    # out (``set_gain_bands``); None where not banded (traces, a remedy that does not apply)
+    gain_low: float | None = None
+    gain_high: float | None = None
+    # "split the model": the layout it runs (``remedies.split_change``: layout, ZeRO strategy,
+    # accumulation, micro-batch); None for the other remedies and where it does not apply
+    split_layout: dict | None = None
     helps: bool = field(init=False)  # a remedy: it runs and gains (verdict "remedy")
 
     def __post_init__(self) -> None:
@@ -169,11 +184,41 @@ class Report:
         return render_text(self)
 
 
+def set_gain_bands(remedies: list[Remedy], drawn: list[list[Remedy]]) -> None:
+    """Give each applicable remedy the 95 % band of its shown gain (``shown_gain``) over
+    ``drawn``: the same remedies predicted from parameter vectors the runs cannot rule out
+    (``fit_runs.plausible_draws``), matched by key. The band is their 2.5 and 97.5 percentiles,
+    widened to hold the fit's own gain; none where the remedy applies in fewer than half the draws
+    (``BAND_MIN_SHARE``) or no draw was predicted."""
+    for r in remedies:
+        gains = [shown_gain(d) for one in drawn for d in one if d.key == r.key and d.applicable]
+        if not r.applicable or not drawn or len(gains) < BAND_MIN_SHARE * len(drawn):
+            continue
+        low, high = np.percentile(gains, [2.5, 97.5])
+        r.gain_low = float(min(low, shown_gain(r)))
+        r.gain_high = float(max(high, shown_gain(r)))
+
+
 def shown_gain(remedy: Remedy) -> float:
     """The figure every report shows for ``remedy`` (diagnose's text, the Diagnose page, the HTML
     report) and the first remedy's threshold compares: its gain on the measure its verdict is
     judged on (``objective_gain``), relative (0.05 = +5 %), so a remedy never shows a loss."""
     return remedy.objective_gain
+
+
+def gain_text(remedy: Remedy, digits: int = 0) -> str:
+    """A remedy's shown gain (``shown_gain``) with its 95 % band where it has one (``gain_low``,
+    ``gain_high``): '+25% (95%: +20% to +31%)', else '+25%'; ``digits`` after the point. The
+    first remedy's line in the text, the Diagnose page and its HTML report."""
+    gain = f"{shown_gain(remedy):+.{digits}%}"
+    if remedy.gain_low is None or remedy.gain_high is None:
+        return gain
+    return f"{gain} (95%: {remedy.gain_low:+.{digits}%} to {remedy.gain_high:+.{digits}%})"
+
+
+def has_gain_bands(report: Report) -> bool:
+    """Whether any remedy of ``report`` has a 95 % band (runs: ``set_gain_bands``; traces none)."""
+    return any(r.gain_low is not None for r in report.remedies)
 
 
 def gain_measure(report: Report) -> str:
@@ -355,7 +400,8 @@ NOMINAL_BATCH_TITLES = {
 
 def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: bool = False,
                    split_tp_overlap: bool | None = None, nominal_batch: bool = False,
-                   decisive_gain: float | None = None) -> tuple[Remedy | None, list[Remedy]]:
+                   decisive_gain: float | None = None,
+                   split_layout: dict | None = None) -> tuple[Remedy | None, list[Remedy]]:
     """All seed remedies at ``devices`` ranked by the model, and the first one to try.
     ``split_tp_overlap``: the framework's tensor-parallel overlap in the split-the-model
     remedy's layouts (``remedies.rank_remedies``; None: the scenario's). ``decisive_gain``:
@@ -365,13 +411,15 @@ def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: b
     ``nominal_links``: the profile's bandwidths rest on a nominal gradient size, so titles say
     "2x" instead of quoting GB/s that mean nothing on their own. ``nominal_batch``: the
     micro-batch and accumulation are nominal (traces): titles quote no count
-    (``NOMINAL_BATCH_TITLES``).
+    (``NOMINAL_BATCH_TITLES``). ``split_layout``: the layout "split the model" tries
+    (``remedies.split_change``; None: the planner's best), as ``Remedy.split_layout`` gives it.
     """
-    from scalesim.remedies import rank_remedies
+    from scalesim.remedies import rank_remedies, split_change
 
     # the runs or traces were examined for input waits: no input pipeline means none was found
     _, ranked = rank_remedies(profile, scenario, devices, split_tp_overlap=split_tp_overlap,
-                              stall_examined=True, relative_links=nominal_links)
+                              stall_examined=True, relative_links=nominal_links,
+                              split_layout=split_layout)
     remedies = []
     for r in ranked:
         title = r.title
@@ -379,7 +427,9 @@ def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: b
             title = NOMINAL_BATCH_TITLES[r.key].format(
                 device=nouns_for(profile.hardware.device_name).device)
         remedies.append(Remedy(r.key, title, float(r.gain), r.applicable, r.reason, r.verdict,
-                               float(r.objective_gain), r.measure))
+                               float(r.objective_gain), r.measure,
+                               split_layout=(split_change(r.scenario, r.title) if r.key == "split_model"
+                                      and r.applicable else None)))
     usable = [r for r in remedies if r.helps]
     if cause == "large_batch":
         usable = [r for r in usable if r.key not in BATCH_GROWING]
@@ -436,8 +486,14 @@ def _critical_batch_from_steps(runs) -> float | None:
     return float(c / s_min)
 
 
-def smaller_batch_remedy(profile, scenario, devices: int, b_noise: float) -> Remedy | None:
-    """The smaller global batch (1/2 .. 1/16) with the best predicted time to quality."""
+SMALLER_BATCH_FACTORS = (2, 4, 8, 16)  # the global batches the smaller-batch remedy tries: 1/f
+
+
+def smaller_batch_remedy(profile, scenario, devices: int, b_noise: float,
+                         factors: tuple[int, ...] = SMALLER_BATCH_FACTORS,
+                         ) -> tuple[Remedy, int] | None:
+    """(remedy, f): the smaller global batch 1/f (of ``factors``) with the best predicted time to
+    quality; None where no smaller batch can run."""
     from scalesim.errors import ScalesimError
     from scalesim.predict import predict
 
@@ -446,7 +502,7 @@ def smaller_batch_remedy(profile, scenario, devices: int, b_noise: float) -> Rem
 
     now = one(scenario)
     best = None
-    for f in (2, 4, 8, 16):
+    for f in factors:
         if scenario.global_batch is None:
             b = now.micro_batch // f
             if b < 1:
@@ -461,10 +517,10 @@ def smaller_batch_remedy(profile, scenario, devices: int, b_noise: float) -> Rem
         ratio = ((1.0 + b_noise / now.global_batch) * now.step_time_s
                  / ((1.0 + b_noise / after.global_batch) * after.step_time_s))
         if best is None or ratio > best[0]:
-            best = (ratio, after)
+            best = (ratio, after, f)
     if best is None:
         return None
-    ratio, after = best
+    ratio, after, factor = best
     # "towards" only where the smaller batch is nearer B_noise (from above it)
     where = ("towards" if after.global_batch >= b_noise
              else "further below" if now.global_batch <= b_noise else "past")
@@ -474,7 +530,7 @@ def smaller_batch_remedy(profile, scenario, devices: int, b_noise: float) -> Rem
                   f"{b_noise:.0f}", throughput, True,
                   f"gain in time to quality (McCandlish et al. 2018); throughput {throughput:+.1%}",
                   verdict=gain_verdict(float(ratio - 1.0)), objective_gain=float(ratio - 1.0),
-                  measure="quality")
+                  measure="quality"), factor
 
 
 def _rank_pattern(runs, words: Nouns = GPU_NOUNS) -> tuple[int | None, float, list[str]]:
@@ -535,7 +591,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     for that remedy's layouts with tp > 1 (the runs themselves have no tensor parallelism); it
     needs ``transformer`` too."""
     from scalesim.bounds import check_number, check_values
-    from scalesim.fit_runs import extrapolate, fit_runs, fitted_profile
+    from scalesim.fit_runs import drawn_fit, extrapolate, fit_runs, fitted_profile, plausible_draws
     from scalesim.runs import Runs, scaling, thin
 
     runs = require_model(runs, Runs, "runs")
@@ -684,20 +740,42 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     if transformer is not None:
         _check_runs_model(profile, scenario, runs, transformer)
     decisive = least_decisive_gain(profile, scenario)
-    try:
-        first, remedies = model_remedies(profile, scenario, at, cause.key,
+
+    def remedies_of(one_fit, split_layout=None, batch_factors=SMALLER_BATCH_FACTORS):
+        """The first remedy, all remedies the model predicts from ``one_fit``'s parameters and
+        the smaller batch's factor (None: none). ``split_layout``: the layout splitting the model
+        tries (None: the planner's best); ``batch_factors``: the smaller batches tried."""
+        prof, scn, at = fitted_profile(one_fit, runs, **fitted, model=transformer)
+        first, remedies = model_remedies(prof, scn, at, cause.key,
                                          nominal_links=not fit.params_known,
                                          split_tp_overlap=bool(tp_overlap),
-                                         decisive_gain=decisive)
+                                         decisive_gain=decisive, split_layout=split_layout)
+        factor = None
+        if b_noise is not None and remedies:
+            smaller = smaller_batch_remedy(prof, scn, at, b_noise, batch_factors)
+            if smaller is not None:
+                smaller, factor = smaller
+                remedies.insert(0, smaller)
+                if cause.key == "large_batch" and smaller.helps:
+                    first = smaller
+        return first, remedies, factor
+
+    try:
+        first, remedies, factor = remedies_of(fit)
     except ScalesimError as exc:  # e.g. a global batch the model cannot split evenly
-        first, remedies = None, []
+        first, remedies, factor = None, [], None
         fit.notes.append(f"remedies not predicted: {exc}")
-    if b_noise is not None and remedies:
-        smaller = smaller_batch_remedy(profile, scenario, at, b_noise)
-        if smaller is not None:
-            remedies.insert(0, smaller)
-            if cause.key == "large_batch" and smaller.helps:
-                first = smaller
+    if remedies:  # each draw makes the changes the fit's own remedies make (split, batch)
+        split_layout = next((r.split_layout for r in remedies if r.split_layout), None)
+        factors = (factor,) if factor is not None else SMALLER_BATCH_FACTORS
+        count = REMEDY_BAND_DRAWS if transformer is None else LAYOUT_BAND_DRAWS
+        drawn = []
+        for x in plausible_draws(fit, runs)[0][1:count + 1]:  # [0]: the fit's own
+            try:
+                drawn.append(remedies_of(drawn_fit(fit, x), split_layout, factors)[1])
+            except ScalesimError:  # parameters the model cannot predict from: not in the band
+                continue
+        set_gain_bands(remedies, drawn)
     extra = extrapolate(fit, runs, extrapolate_to)
 
     table = []
@@ -1028,7 +1106,7 @@ def render_text(report: Report) -> str:
     lines.append("")
     if report.first_remedy is not None:
         r = report.first_remedy
-        lines.append(f"First remedy to try: {r.title}: {shown_gain(r):+.0%} "
+        lines.append(f"First remedy to try: {r.title}: {gain_text(r)} "
                      f"{measure_words(r.measure)} predicted" + (f" ({r.note})" if r.note else ""))
         if r.caveat:
             lines.append(f"  caution: {r.caveat}")
@@ -1074,8 +1152,10 @@ def _verdict_groups(report: Report) -> list[str]:
     for each that was predicted (``shown_gain``, its measure said once above the groups), the
     note or why it does not apply after its title."""
     lines = []
+    bands = has_gain_bands(report)
     if any(r is not report.first_remedy and r.applicable for r in report.remedies):
-        lines.append(f"Gains in {gain_measure(report)}, the measure each verdict is judged on:")
+        lines.append(f"Gains in {gain_measure(report)}, the measure each verdict is judged on"
+                     + (" [95% band over the parameters the runs allow]:" if bands else ":"))
     for verdict in VERDICTS:
         group = [r for r in by_verdict(report.remedies)
                  if r.verdict == verdict and r is not report.first_remedy]
@@ -1084,10 +1164,18 @@ def _verdict_groups(report: Report) -> list[str]:
             lines.append(f"{verdict_group(verdict, first_said)} (model, applied alone):")
             for r in group:
                 lines.append((f"  {shown_gain(r):+7.1%}" if r.applicable else f"  {'n/a':>7}")
+                             + (f" {_band_column(r):<16}" if bands else "")
                              + f"  {r.title}" + (f" ({r.note})" if r.note else ""))
                 if r.caveat:
-                    lines.append(f"{'':>11}caution: {r.caveat}")
+                    lines.append(" " * (28 if bands else 11) + f"caution: {r.caveat}")
     return lines
+
+
+def _band_column(remedy: Remedy) -> str:
+    """'[+20.1, +31.0]': a listed remedy's 95 % band in percent, '' where it has none."""
+    if remedy.gain_low is None or remedy.gain_high is None:
+        return ""
+    return f"[{remedy.gain_low * 100:+.1f}, {remedy.gain_high * 100:+.1f}]"
 
 
 def _runs_tables(report: Report) -> list[str]:

@@ -634,21 +634,63 @@ def _chi2_on_runs(fit: FitResult, runs: Runs, x: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(total), total, np.inf) / fit.noise_rel**2
 
 
+def plausible_draws(
+    fit: FitResult, runs: Runs, samples: int = BAND_SAMPLES, rng: np.random.Generator | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Parameter vectors the measured runs cannot rule out, the fit's own first (rows of fitted
+    coordinates), and for each the inter/intra transfer ratio to use where the inter-server link
+    was never measured (shape (n, 1)).
+
+    Draws from the fit's normal approximation ``N(x, cov)``, clipped to the fit's bounds, kept when
+    their misfit on the runs stays inside the 95 % likelihood-ratio region (``chi2(draw) -
+    chi2(fit) <= chi2_0.95(k)``, ``k`` parameters estimated), in rounds of ``samples`` until at
+    least half that many are kept (at most 5 rounds). The ratio is drawn log-uniformly over
+    ``UNCONSTRAINED_INTER_RANGE`` (the fit's own row: its geometric mean). ``rng``: the draws'
+    generator (None: seeded 0, so a report is the same every time)."""
+    from scipy.stats import chi2
+
+    rng = np.random.default_rng(0) if rng is None else rng
+    lo_r, hi_r = UNCONSTRAINED_INTER_RANGE
+    k = max(len(fit.fitted) - len(fit.at_bound), 1)
+    limit = float(_chi2_on_runs(fit, runs, fit.x[None, :])[0]) + float(chi2.ppf(0.95, k))
+    kept_x, kept_r = [fit.x[None, :]], [np.array([[np.sqrt(lo_r * hi_r)]])]
+    for _ in range(5):  # up to 5 rounds of draws until enough are kept
+        draws = np.clip(
+            rng.multivariate_normal(fit.x, fit.cov, size=samples, method="eigh"), fit.lower, fit.upper
+        )
+        ok = _chi2_on_runs(fit, runs, draws) <= limit
+        kept_x.append(draws[ok])
+        kept_r.append(np.exp(rng.uniform(np.log(lo_r), np.log(hi_r), size=(int(ok.sum()), 1))))
+        if sum(len(a) for a in kept_x) >= samples // 2:
+            break
+    return np.concatenate(kept_x), np.concatenate(kept_r)
+
+
+def drawn_fit(fit: FitResult, x: np.ndarray) -> FitResult:
+    """``fit`` with its fitted parameters set to ``x`` (one row of ``plausible_draws``, fitted
+    coordinates) and its breakdown at the measured runs re-evaluated; the fixed parameters, the
+    covariance and the noise stay the fit's. For what a prediction from the fit (a remedy's gain)
+    would be under parameters the runs cannot rule out."""
+    from dataclasses import replace
+
+    values = dict(fit.values)
+    for j, name in enumerate(fit.fitted):
+        values[name] = float(np.exp(x[j]) if name in _LOG else x[j])
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        breakdown = blended(values, fit.layout, fit.gradient_bytes)
+    return replace(fit, values=values, x=np.asarray(x, dtype=float), breakdown=breakdown)
+
+
 def extrapolate(
     fit: FitResult, runs: Runs, devices: list[int] | None = None, samples: int = BAND_SAMPLES
 ) -> list[Extrapolated]:
     """Predicted throughput with a 95 % band at ``devices`` (default 2x, 4x, 8x the largest run).
 
-    The band comes from the parameter vectors the runs cannot rule out: draws from the fit's
-    normal approximation ``N(x, cov)``, clipped to the fit's bounds, are kept when their misfit
-    on the measured runs stays inside the 95 % likelihood-ratio region
-    (``chi2(draw) - chi2(fit) <= chi2_0.95(k)``, ``k`` parameters estimated); the kept draws are
-    run through the model at ``devices``, each with one run's noise ``s * z`` added, and the band
-    is the 2.5 and 97.5 percentiles of their log throughput. Where the inter-server link was never
-    measured its transfer time is drawn log-uniformly between 1x and 20x the intra-server one.
+    The band comes from the parameter vectors the runs cannot rule out (``plausible_draws``):
+    each is run through the model at ``devices`` with one run's noise ``s * z`` added, and the
+    band is the 2.5 and 97.5 percentiles of their log throughput. Where the inter-server link was
+    never measured its transfer time is drawn log-uniformly between 1x and 20x the intra-server one.
     """
-    from scipy.stats import chi2
-
     devices = devices or default_extrapolation_devices(runs)
     layout = extrapolation_layout(runs, devices, fit.devices_per_node)
     base = runs.samples_per_s[0] / runs.devices[0]
@@ -662,19 +704,7 @@ def extrapolate(
 
     lo_r, hi_r = UNCONSTRAINED_INTER_RANGE
     centre = log_x(fit.x[None, :], float(np.sqrt(lo_r * hi_r)))[0]
-    k = max(len(fit.fitted) - len(fit.at_bound), 1)
-    limit = float(_chi2_on_runs(fit, runs, fit.x[None, :])[0]) + float(chi2.ppf(0.95, k))
-    kept_x, kept_r = [fit.x[None, :]], [np.array([[np.sqrt(lo_r * hi_r)]])]
-    for _ in range(5):  # up to 5 rounds of draws until enough are kept
-        draws = np.clip(
-            rng.multivariate_normal(fit.x, fit.cov, size=samples, method="eigh"), fit.lower, fit.upper
-        )
-        ok = _chi2_on_runs(fit, runs, draws) <= limit
-        kept_x.append(draws[ok])
-        kept_r.append(np.exp(rng.uniform(np.log(lo_r), np.log(hi_r), size=(int(ok.sum()), 1))))
-        if sum(len(a) for a in kept_x) >= samples // 2:
-            break
-    x_all, r_all = np.concatenate(kept_x), np.concatenate(kept_r)
+    x_all, r_all = plausible_draws(fit, runs, samples, rng)
     sim = log_x(x_all, r_all) + fit.noise_rel * rng.standard_normal((len(x_all), 1))
     low, high = np.nanpercentile(sim, 2.5, axis=0), np.nanpercentile(sim, 97.5, axis=0)
     low, high = np.minimum(low, centre), np.maximum(high, centre)

@@ -54,7 +54,14 @@ from scalesim.predict import (
     predict,
 )
 from scalesim.presets import attention_efficiency_of
-from scalesim.schemas import LinkCalibration, LoaderCurve, LoaderPoint, Profile, Scenario
+from scalesim.schemas import (
+    LinkCalibration,
+    LoaderCurve,
+    LoaderPoint,
+    Profile,
+    Scenario,
+    ScenarioLayout,
+)
 
 # The faster interconnect remedy: 8x 200 Gb/s HDR InfiniBand per node as network_upgrades names
 # it, at presets.inter_link's busbw (192 GB/s, measured in nccl#812).
@@ -243,9 +250,10 @@ def _fitting_split(profile: Profile, scenario: Scenario, now: Prediction):
 
 def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
                 split_tp_overlap: bool | None = None, stall_examined: bool = False,
-                relative_links: bool = False):
+                relative_links: bool = False, split_layout: dict | None = None):
     """(key, title, scenario, profile, reason-if-not-applicable, caveat) for each remedy;
-    ``split_tp_overlap``, ``stall_examined`` and ``relative_links`` as ``rank_remedies``'."""
+    ``split_tp_overlap``, ``stall_examined``, ``relative_links`` and ``split_layout`` as
+    ``rank_remedies``'."""
     strong = scenario.global_batch is not None
     b = now.micro_batch
     words = nouns_for(profile.hardware.device_name)
@@ -310,7 +318,7 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
         split = "" if fit_reason else f" ({b} x {k} -> {fb} x {fk}; same global batch)"
         out.append(("fit_memory", f"Smaller micro-batches, more accumulation{split}", fit_scn,
                     profile, fit_reason, "same global batch in smaller micro-steps"))
-    out.append(_split_model(profile, scenario, now, split_tp_overlap))
+    out.append(_split_model(profile, scenario, now, split_tp_overlap, split_layout))
     out.append(_attention_kernel(profile, scenario))
     out.append(_tp_overlap(profile, scenario))
     has_slow = scenario.slow_device is not None and scenario.slow_factor > 1.0
@@ -466,14 +474,24 @@ def best_split(profile: Profile, scenario: Scenario, now: Prediction):
     return lp.scenario_of_row(scenario, row), f"Split the model: {lp.row_title(row)}"
 
 
+def split_change(scenario: Scenario, title: str) -> dict:
+    """What "split the model" changes in a scenario (``layout_predict.scenario_of_row``'s fields:
+    layout, ZeRO strategy, accumulation, micro-batch) and its ``title`` ("Split the model: dp
+    ..."), JSON-able, for ``rank_remedies``' ``split_layout``."""
+    return {"title": title, "layout": scenario.layout.model_dump(mode="json"),
+            "strategy": scenario.strategy, "accumulation": scenario.accumulation,
+            "micro_batch": scenario.micro_batch}
+
+
 def _split_model(profile: Profile, scenario: Scenario, now: Prediction,
-                 tp_overlap: bool | None = None):
+                 tp_overlap: bool | None = None, split_layout: dict | None = None):
     """The "split the model" candidate: where it helps (the model does not fit, or the exposed
     data-parallel exchange is DP_EXCHANGE_SHARE of the step or more), the planner's best split
     layout at the same devices and global batch. A calibrated profile's parameter-count
     workload is split as the transformer its curve timed (``layout_predict.with_measured_shape``,
     as ``predict`` then splits it). ``tp_overlap``: the framework's tensor-parallel overlap in
-    the split layouts (their tp > 1; None: the scenario's ``ScenarioLayout.tp_overlap``)."""
+    the split layouts (their tp > 1; None: the scenario's ``ScenarioLayout.tp_overlap``).
+    ``split_layout``: the layout to try (``split_change``), instead of searching for the best."""
     from scalesim import layout_predict as lp
 
     title = "Split the model (tensor / pipeline parallelism)"
@@ -492,14 +510,20 @@ def _split_model(profile: Profile, scenario: Scenario, now: Prediction,
     if now.devices < 2:
         one = nouns_for(profile.hardware.device_name).device
         return ("split_model", title, scenario, profile, f"one {one} cannot split the model", "")
-    try:
-        asked = scenario if tp_overlap is None else scenario.model_copy(update={
-            "layout": lp.layout_of(scenario).model_copy(update={"tp_overlap": tp_overlap})})
-        split, title = best_split(shaped, asked, now)
-    except ScalesimError as exc:
-        return ("split_model", title, scenario, profile, f"no split layout: {exc}", "")
+    if split_layout is not None:  # the layout given, with its title
+        change = {k: v for k, v in split_layout.items() if k != "title"}
+        split_scn = scenario.model_copy(update={
+            **change, "layout": ScenarioLayout.model_validate(change["layout"])})
+        title = split_layout["title"]
+    else:
+        try:
+            asked = scenario if tp_overlap is None else scenario.model_copy(update={
+                "layout": lp.layout_of(scenario).model_copy(update={"tp_overlap": tp_overlap})})
+            split_scn, title = best_split(shaped, asked, now)
+        except ScalesimError as exc:
+            return ("split_model", title, scenario, profile, f"no split layout: {exc}", "")
     why = "does not fit today" if not now.fits else f"data-parallel exchange {share:.0%} of the step"
-    return ("split_model", title, split, profile, "",
+    return ("split_model", title, split_scn, profile, "",
             f"{why}; same global batch; layout from the planner (scalesim plan)")
 
 
@@ -643,7 +667,7 @@ def _loader_reason(now: Prediction, stall_examined: bool = False) -> str:
 
 def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective: str = "auto",
                   split_tp_overlap: bool | None = None, stall_examined: bool = False,
-                  relative_links: bool = False):
+                  relative_links: bool = False, split_layout: dict | None = None):
     """Baseline prediction at ``devices`` and every remedy, the best remedy first.
 
     ``objective``: "time" (time to train or to quality, large-batch penalty included), "throughput",
@@ -655,7 +679,9 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
     traces that were examined for input waits (diagnose), so a profile without an input
     pipeline means none was found, not none measured (the loader remedy's reason).
     ``relative_links``: a link remedy's title gives its bandwidth as a multiple of the fitted
-    one, not in GB/s (diagnose, where the fit rests on a nominal gradient size).
+    one, not in GB/s (diagnose, where the fit rests on a nominal gradient size). ``split_layout``: the
+    layout "split the model" tries (``split_change``), where it was found before (diagnose's gain
+    bands: the fit's layout under each parameter draw); None: the planner's best.
     """
     if devices < 1:
         raise ScalesimError("devices must be 1 or more")
@@ -671,7 +697,7 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
     results = []
     for key, title, scn, prof, reason, caveat in _candidates(profile, scenario, now,
                                                              split_tp_overlap, stall_examined,
-                                                             relative_links):
+                                                             relative_links, split_layout):
         if reason:
             results.append(RemedyResult(key, title, scn, prof, None, 0.0, False, reason))
             continue

@@ -50,7 +50,8 @@ def _rows(text: str) -> dict[str, list[tuple[float, str]]]:
         head = re.fullmatch(r"(.+) \(model, applied alone\):", line)
         if head:
             current = out.setdefault(head.group(1), [])
-        elif current is not None and (row := re.fullmatch(r"\s+([+-]\d+\.\d)%  (.+)", line)):
+        elif current is not None and (row := re.fullmatch(
+                r"\s+([+-]\d+\.\d)% \[[^]]+\]\s+(.+)", line)):  # gain [95% band]  title
             current.append((float(row.group(1)) / 100.0, row.group(2)))
         elif not line.startswith("  "):
             current = None
@@ -64,7 +65,8 @@ def test_runs_below_b_noise_show_time_to_quality_so_no_loss_is_a_positive_number
     report = _below_noise()
     ranked = _ranked(report)
     text = render_text(report)
-    assert "Gains in time to quality, the measure each verdict is judged on:" in text
+    assert ("Gains in time to quality, the measure each verdict is judged on [95% band over the "
+            "parameters the runs allow]:") in text
     rows = _rows(text)
     assert rows["Loses"] and rows["Remedies"]
     assert all(g < 0 for g, _ in rows["Loses"]) and all(g > 0 for g, _ in rows["Remedies"])
@@ -75,7 +77,8 @@ def test_runs_below_b_noise_show_time_to_quality_so_no_loss_is_a_positive_number
         assert planner.measure == r.measure == "quality"
         assert shown_gain(r) == pytest.approx(planner.objective_gain) and shown_gain(r) < 0
         assert r.gain == pytest.approx(planner.gain)  # throughput, as before
-        assert f"{planner.objective_gain:+7.1%}  {r.title}" in text
+        assert any(t.startswith(r.title) and g == pytest.approx(planner.objective_gain, abs=5e-4)
+                   for g, t in rows["Loses"])  # as printed: one decimal of percent
     assert ranked["accumulation"].gain > 0  # the premise: it gains throughput, loses quality
 
 
@@ -104,7 +107,8 @@ def test_without_a_critical_batch_the_figure_is_throughput():
     report = diagnose_runs(parse_runs_text(cases.to_csv(cases.slow_device()), "runs.csv"))
     assert all(r.measure == "throughput" and shown_gain(r) == r.gain for r in report.remedies)
     text = render_text(report)
-    assert "Gains in throughput, the measure each verdict is judged on:" in text
+    assert ("Gains in throughput, the measure each verdict is judged on [95% band over the "
+            "parameters the runs allow]:") in text
     assert all(g < 0 for g, _ in _rows(text)["Loses"])
 
 
@@ -174,8 +178,10 @@ def test_extrapolation_says_one_server_and_one_device_and_keeps_its_columns(tmp_
 
 
 def test_the_diagnose_page_and_html_report_show_the_figure_the_text_shows():
-    from scalesim.app.diagnose_page import gain_text
+    from scalesim.app.diagnose_page import BAND_HIGH, BAND_LOW
     from scalesim.app.report import diagnosis_html, gain_column
+
+    from scalesim.diagnosis import gain_text
 
     def page():
         from scalesim.app.diagnose_page import render
@@ -186,18 +192,21 @@ def test_the_diagnose_page_and_html_report_show_the_figure_the_text_shows():
     at.file_uploader(key="dg_runs").set_value(
         ("runs.csv", cases.to_csv(cases.below_noise_scale()).encode(), "text/csv")).run()
     table = at.dataframe[0].value
-    # session 21: the page's gain and its band are numbers (percent), so the column sorts by
-    # value; the text and the HTML report keep '+25% ± 14%'
+    # session 21: the page's gain and its band are numbers (percent), so the columns sort by
+    # value; session 24: the band's two ends, over the parameters the runs allow, as the text
+    # and the HTML report write them ('+25% (95%: +20% to +31%)')
     column = "predicted gain in time to quality %"
     assert column in table.columns and table[column].dtype.kind == "f"
     report = _below_noise()
     assert gain_column(report) == "predicted gain in time to quality (95% band)"
-    shown = {t: (g, b) for t, g, b in zip(table["remedy"], table[column], table["95% band ± %"],
-                                          strict=True)}
+    shown = {t: (g, lo, hi) for t, g, lo, hi in zip(
+        table["remedy"], table[column], table[BAND_LOW], table[BAND_HIGH], strict=True)}
     for r in report.remedies:
         if r.applicable:
-            gain, band = shown[r.title]
-            assert f"{gain / 100:+.0%} ± {band / 100:.0%}" == gain_text(report, shown_gain(r))
+            gain, low, high = shown[r.title]
+            assert low <= gain <= high
+            assert (f"{gain / 100:+.0%} (95%: {low / 100:+.0%} to {high / 100:+.0%})"
+                    == gain_text(r))
             assert (gain < 0) == (r.verdict == "loses")
-    html = diagnosis_html(report, None, [gain_text(report, shown_gain(x)) for x in report.remedies])
+    html = diagnosis_html(report, None)
     assert f'<th class="">{gain_column(report)}</th>' in html

@@ -110,10 +110,10 @@ def test_charts_render_to_svg(tmp_path):
 def test_the_fitted_model_opens_in_the_planner_with_gains_and_their_band():
     from urllib.parse import parse_qs, urlsplit
 
-    from scalesim.app.diagnose_page import example_runs_csv, gain_text, planner_link, runs_report
+    from scalesim.app.diagnose_page import example_runs_csv, planner_link, runs_report
     from scalesim.app.report import diagnosis_html
 
-    from scalesim.diagnosis import shown_gain
+    from scalesim.diagnosis import gain_text
 
     report = runs_report(example_runs_csv(), "example", None, None)
     link = planner_link(report, "http://host/")
@@ -124,10 +124,12 @@ def test_the_fitted_model_opens_in_the_planner_with_gains_and_their_band():
     assert not planner.warning
     assert planner.session_state["profile"].name.startswith("fitted to example")
     assert planner.session_state["app_state"].focus == 32
-    text = gain_text(report, shown_gain(report.first_remedy))
-    assert "±" in text and text.startswith("+")
-    html = diagnosis_html(report, link, [gain_text(report, shown_gain(x)) for x in report.remedies])
-    assert "Likely cause" in html and "±" in html and "planner?v=2" in html
+    first = report.first_remedy
+    text = gain_text(first)  # '+25% (95%: +20% to +31%)': the band over the fitted parameters
+    assert text.startswith("+") and "(95%: " in text
+    assert first.gain_low <= first.objective_gain <= first.gain_high
+    html = diagnosis_html(report, link)
+    assert "Likely cause" in html and text in html and "planner?v=2" in html
 
 
 def test_the_diagnose_page_uses_the_planners_words_and_offers_the_planner():
@@ -140,7 +142,7 @@ def test_the_diagnose_page_uses_the_planners_words_and_offers_the_planner():
     at.toggle(key="dg_example").set_value(True)
     at.run()
     assert not at.exception
-    assert "±" in at.success[0].value
+    assert "(95%: " in at.success[0].value
     assert any(b.label == "Open the fitted model in the planner" for b in at.get("link_button"))
 
 

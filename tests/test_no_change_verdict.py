@@ -10,6 +10,7 @@ earlier example, overlap at one device, is now "not applicable": no gradient is 
 from __future__ import annotations
 
 import json
+import re
 from html import escape
 
 import diagnose_cases as cases
@@ -89,7 +90,8 @@ def test_diagnose_lists_a_change_that_changes_nothing_as_no_change(tmp_path, cap
     assert batch.verdict == "no change" and not batch.helps
     rendered = render_text(report)
     _, _, rest = rendered.partition("No change (model, applied alone):")
-    assert "+0.0%  Double the per-device batch" in rest.split("\n\n")[0].split("Loses")[0]
+    assert re.search(r"\+0\.0% \[[^]]+\]\s+Double the per-device batch",  # gain [band]
+                     rest.split("\n\n")[0].split("Loses")[0])
     path = tmp_path / "runs.csv"
     path.write_text(text)
     assert main(["diagnose", str(path), "--json"]) == 0

@@ -1,0 +1,85 @@
+"""Time of diagnose's remedy-gain bands (``diagnosis.set_gain_bands``) on the seed's cases.
+
+    python benchmarks/diagnose_bands.py [--repeats 3]
+
+Each case of ``tests/diagnose_cases.py`` (runs the model made, one per row of the seed's
+symptoms table) is diagnosed with ``--params`` 25.6e6, and the seed's BERT-large runs on 1-32
+A100s with their transformer (``--workload``: the layout model), each with the bands and with
+no draws (``REMEDY_BAND_DRAWS`` / ``LAYOUT_BAND_DRAWS`` set to 0: the report before session 24).
+Prints the best of ``--repeats`` wall times in seconds as a markdown table for
+docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+import diagnose_cases as cases  # noqa: E402
+
+from scalesim import diagnosis  # noqa: E402
+from scalesim.presets import get_transformer  # noqa: E402
+from scalesim.profiles import default_profile  # noqa: E402
+from scalesim.runs import parse_runs_text, runs_from_records  # noqa: E402
+from scalesim.runs_model import runs_model  # noqa: E402
+from scalesim.schemas import Scenario  # noqa: E402
+
+
+def _best(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def _timed(fn, repeats: int) -> tuple[float, float]:
+    """(s with the bands, s without)."""
+    banded = _best(fn, repeats)
+    saved = diagnosis.REMEDY_BAND_DRAWS, diagnosis.LAYOUT_BAND_DRAWS
+    diagnosis.REMEDY_BAND_DRAWS = diagnosis.LAYOUT_BAND_DRAWS = 0
+    try:
+        plain = _best(fn, repeats)
+    finally:
+        diagnosis.REMEDY_BAND_DRAWS, diagnosis.LAYOUT_BAND_DRAWS = saved
+    return banded, plain
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python benchmarks/diagnose_bands.py")
+    p.add_argument("--repeats", type=int, default=3)
+    args = p.parse_args(argv)
+    print("| case | with bands s | without s | bands s |")
+    print("|---|---:|---:|---:|")
+    total = [0.0, 0.0]
+    for name, fn in cases.CASES.items():
+        runs = runs_from_records(fn(), name)
+        banded, plain = _timed(lambda runs=runs: diagnosis.diagnose_runs(runs, params=25.6e6),
+                               args.repeats)
+        total[0] += banded
+        total[1] += plain
+        print(f"| {name} | {banded:.2f} | {plain:.2f} | {banded - plain:.2f} |")
+    print(f"| all data-parallel | {total[0]:.2f} | {total[1]:.2f} | {total[0] - total[1]:.2f} |")
+    rows = cases._rows(default_profile(), Scenario(devices=[1, 2, 4, 8, 16, 32], micro_batch=32))
+    runs = parse_runs_text(cases.to_csv(rows), "runs.csv")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bert128.json"
+        path.write_text(json.dumps({"name": "bert-large at 128", "params": 336e6,
+                                    "transformer": get_transformer("bert-large").model_dump()}))
+        model = runs_model(str(path), "A100 40GB")
+    banded, plain = _timed(lambda: diagnosis.diagnose_runs(runs, None, 2.0, transformer=model),
+                           args.repeats)
+    print(f"| BERT-large --workload (layout model) | {banded:.2f} | {plain:.2f} | "
+          f"{banded - plain:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
