@@ -112,12 +112,10 @@ LOADER_MODELLED_SHARE = DATA_PARALLEL_MEDIAN_ERROR / (1.0 + DATA_PARALLEL_MEDIAN
 OVERLAPPED_SHARE = 0.5
 # Remedy-gain bands (``set_gain_bands``): the remedies are predicted again from the first
 # REMEDY_BAND_DRAWS parameter vectors the runs cannot rule out (``fit_runs.plausible_draws``),
-# LAYOUT_BAND_DRAWS where the runs' transformer is given (the layout model: ~60 ms a draw
-# against ~9 ms, docs/performance.md); a remedy that applies in fewer than BAND_MIN_SHARE of
-# them gets no band.
+# LAYOUT_BAND_DRAWS where the runs' transformer is given (the layout model: ~80 ms a draw
+# against ~8 ms, docs/performance.md).
 REMEDY_BAND_DRAWS = 100
 LAYOUT_BAND_DRAWS = 30
-BAND_MIN_SHARE = 0.5
 
 
 @dataclass
@@ -188,12 +186,14 @@ def set_gain_bands(remedies: list[Remedy], drawn: list[list[Remedy]]) -> None:
     """Give each applicable remedy the 95 % band of its shown gain (``shown_gain``) over
     ``drawn``: the same remedies predicted from parameter vectors the runs cannot rule out
     (``fit_runs.plausible_draws``), matched by key. The band is their 2.5 and 97.5 percentiles,
-    widened to hold the fit's own gain; none where the remedy applies in fewer than half the draws
-    (``BAND_MIN_SHARE``) or no draw was predicted."""
+    widened to hold the fit's own gain; none where no draw was predicted. A draw where the
+    remedy does not apply gains nothing from it (0): the overlap already on, no data stall, no
+    slow device, an exchange too small to split for, under those parameters."""
     for r in remedies:
-        gains = [shown_gain(d) for one in drawn for d in one if d.key == r.key and d.applicable]
-        if not r.applicable or not drawn or len(gains) < BAND_MIN_SHARE * len(drawn):
+        if not r.applicable or not drawn:
             continue
+        gains = [next((shown_gain(d) if d.applicable else 0.0 for d in one if d.key == r.key), 0.0)
+                 for one in drawn]
         low, high = np.percentile(gains, [2.5, 97.5])
         r.gain_low = float(min(low, shown_gain(r)))
         r.gain_high = float(max(high, shown_gain(r)))
@@ -358,6 +358,18 @@ def _remedy_caveat(fit, remedy, multi_server: bool, words: Nouns = GPU_NOUNS) ->
         tail = ""
     return (f"its gain rests on {what} that these runs do not pin: {tail}"
             f"{CAVEAT_MEASURES[remedy.key]}")
+
+
+def _band_caveat(remedy: Remedy) -> str:
+    """'' unless ``remedy`` is a remedy (it helps) whose 95 % band reaches a loss: then that the
+    runs do not show it helps. For remedies whose gain rests on several fitted parameters at
+    once (a bigger batch, accumulation, sharding, the smaller batch), which ``_remedy_caveat``
+    cannot name one of."""
+    if not remedy.helps or remedy.gain_low is None or remedy.gain_low >= 0.0:
+        return ""
+    return (f"its 95% band over the parameters these runs allow reaches {remedy.gain_low:+.0%}: "
+            "they do not show that it helps; runs at more device counts or batches, or with less "
+            "noise, narrow it")
 
 
 def _log_ratio_stderr(fit, upper: str, lower: str) -> float | None:
@@ -831,7 +843,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         notes.append(f"remedy gains are model predictions at the largest run; {words.memory} is "
                      "unknown, so check that bigger batches fit")
     for r in remedies:
-        r.caveat = _remedy_caveat(fit, r, bool(runs.nodes[-1] > 1), words)
+        r.caveat = _remedy_caveat(fit, r, bool(runs.nodes[-1] > 1), words) or _band_caveat(r)
     return Report("runs", runs.source, cause, others, first, remedies, table, details, notes,
                   decisive_gain=decisive)
 

@@ -40,8 +40,9 @@ def test_the_band_is_the_draws_percentiles_widened_to_hold_the_fits_own_gain():
     set_gain_bands(central, drawn)
     assert central[0].gain_low == pytest.approx(0.00975)
     assert central[0].gain_high == pytest.approx(0.38025)
-    # applicable in 19 of 40 draws, under half: no band; not applicable: none
-    assert central[1].gain_low is central[1].gain_high is None
+    # applicable in 19 of 40 draws: the other 21 gain nothing from it (the overlap already on
+    # under their parameters), so 2.5 % of the 40 is 0 and 97.5 % is 0.5; not applicable: none
+    assert (central[1].gain_low, central[1].gain_high) == (0.0, 0.5)
     assert central[2].gain_low is None
     # the fit's own gain outside the draws' band widens it
     wide = [remedy("bigger_batch", 0.5)]
@@ -128,3 +129,34 @@ def test_a_given_split_layout_is_the_one_the_split_remedy_predicts():
     assert same.title == split.title and same.gain == pytest.approx(split.gain)
     assert next(r for r in moved if r.key == "split_model").scenario.layout.pp == 2 * (
         split.scenario.layout.pp)
+
+
+def test_a_remedy_whose_band_reaches_a_loss_is_cautioned():
+    """Where a remedy's gain rests on several fitted parameters at once (no one parameter for
+    ``_remedy_caveat`` to name), a band that reaches a loss says the runs do not show it helps."""
+    from scalesim.diagnosis import _band_caveat
+
+    def remedy(low, verdict="remedy"):
+        r = Remedy("bigger_batch", "Double the per-device batch", 0.1, True, verdict=verdict)
+        r.gain_low, r.gain_high = low, 0.2
+        return r
+
+    assert _band_caveat(remedy(-0.05)).startswith(
+        "its 95% band over the parameters these runs allow reaches -5%: they do not show that it helps")
+    assert _band_caveat(remedy(0.0)) == ""  # no loss inside the band
+    assert _band_caveat(remedy(-0.05, "loses")) == ""  # not advised anyway
+    unbanded = Remedy("bigger_batch", "x", 0.1, True, verdict="remedy")
+    assert _band_caveat(unbanded) == ""
+
+
+def test_the_overlap_band_of_unpinned_runs_reaches_no_gain():
+    """Six noisy runs fit an overlap of 45 % +- 438 points: under half their draws the exchange
+    already overlaps (the remedy does not apply, 0), so the band of '+54 %' reaches +0 %, as its
+    caution says ('if the exchange already overlaps backward in full there is nothing to gain')."""
+    from test_diagnose_overlap_pinned import NOISY
+
+    report = diagnose_runs(parse_runs_text(NOISY, "noisy.csv"))
+    first = report.first_remedy
+    assert first.key == "overlap" and first.gain_low == pytest.approx(0.0, abs=0.005)
+    assert first.gain_high == pytest.approx(first.gain, abs=0.01)
+    assert first.caveat.startswith("its gain rests on a fitted overlap")
