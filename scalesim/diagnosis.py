@@ -278,7 +278,9 @@ def _series(items: list[str], most: int = 12) -> str:
 
 
 def _ms(x: float) -> str:
-    return f"{1e3 * x:.1f} ms"
+    """Seconds as milliseconds to three significant digits, as every fitted figure ('104 ms',
+    '5.3 ms', '0.0937 ms': not '0.1 ms' for 94 us), ``figures.sig3``."""
+    return f"{sig3(1e3 * x)} ms"
 
 
 ABSOLUTE_SE = ("overlap", "jitter_cv")  # fitted parameters whose standard error is absolute
@@ -336,7 +338,7 @@ def _remedy_caveat(fit, remedy, multi_server: bool, words: Nouns = GPU_NOUNS) ->
         return ""
     name = {"overlap": "overlap", "loader": "node_loader_samples_per_s",
             "interconnect": "inter_transfer_s" if multi_server else "intra_transfer_s"}[remedy.key]
-    se = fit.stderr_rel(name) if name in fit.fitted else None
+    se = fit.stderr(name) if name in fit.fitted else None
     if se is None or _pinned(se, absolute=name in ABSOLUTE_SE):  # None: fixed, or held at a bound
         return ""
     value = fit.values[name]
@@ -375,7 +377,7 @@ def _band_caveat(remedy: Remedy) -> str:
 def _log_ratio_stderr(fit, upper: str, lower: str) -> float | None:
     """Standard error of log(upper / lower) of two fitted positive parameters (their covariance
     in log coordinates); None where either is not estimated."""
-    if fit.stderr_rel(upper) is None or fit.stderr_rel(lower) is None:
+    if fit.stderr(upper) is None or fit.stderr(lower) is None:
         return None
     i, j = fit.fitted.index(upper), fit.fitted.index(lower)
     var = fit.cov[i, i] + fit.cov[j, j] - 2.0 * fit.cov[i, j]
@@ -807,9 +809,9 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         "fitted": list(fit.fitted),
         "at_bound": list(fit.at_bound),
         "not_shown": list(fit.not_shown),
-        "stderr_rel": {k: fit.stderr_rel(k) for k in fit.fitted if k not in ABSOLUTE_SE},
+        "stderr_rel": {k: fit.stderr(k) for k in fit.fitted if k not in ABSOLUTE_SE},
         # overlap and jitter_cv are fitted as they are (not in log): their errors are absolute
-        "stderr_abs": {k: fit.stderr_rel(k) for k in fit.fitted if k in ABSOLUTE_SE},
+        "stderr_abs": {k: fit.stderr(k) for k in fit.fitted if k in ABSOLUTE_SE},
         "intra_busbw_GBps": fit.busbw_GBps("intra") if fit.params_known else None,
         "inter_busbw_GBps": (fit.busbw_GBps("inter") if fit.params_known
                              and fit.multi_node_measured else None),

@@ -151,7 +151,7 @@ class FitResult:
     def busbw_GBps(self, level: str) -> float:
         return self.gradient_bytes / self.values[f"{level}_transfer_s"] / coll.GB
 
-    def stderr_rel(self, name: str) -> float | None:
+    def stderr(self, name: str) -> float | None:
         """Standard error of a fitted parameter in its fitted coordinate: relative (log) for the
         positive ones, absolute for ``overlap`` and ``jitter_cv``; None where not estimated."""
         if name not in self.fitted or name in self.at_bound or name in self.not_shown:

@@ -608,5 +608,5 @@ def test_a_traces_idle_is_not_called_strong_scaling_and_a_gpu_job_keeps_device_w
     assert report.cause.key == "idle"
     assert report.cause.label == "Idle time between operations"
     assert "strong scaling" not in report.to_text()
-    assert report.cause.evidence[0].startswith("device idle 300.0 ms per step (30%)")
+    assert report.cause.evidence[0].startswith("device idle 300 ms per step (30%)")
     assert "(launch or host overhead)" in report.cause.evidence[0]

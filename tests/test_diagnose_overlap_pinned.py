@@ -49,7 +49,7 @@ def test_a_pinned_overlap_shows_its_band_and_no_note():
 
 
 def _fit(values, se):
-    return SimpleNamespace(fitted=list(values), values=values, stderr_rel=lambda name: se)
+    return SimpleNamespace(fitted=list(values), values=values, stderr=lambda name: se)
 
 
 def _caveat(values, se, key, multi_server=True):

@@ -80,7 +80,7 @@ def test_the_two_run_fit_is_the_hand_derived_one():
                                                                            rel=1e-3)
     assert 0.36 < b.data_stall_s[0] / T2 < 0.378  # was 63 % (138 % on older scipy)
     assert fit.not_shown == ["per_sample_s", "intra_transfer_s"]
-    assert fit.stderr_rel("per_sample_s") is None and fit.stderr_rel("intra_transfer_s") is None
+    assert fit.stderr("per_sample_s") is None and fit.stderr("intra_transfer_s") is None
 
 
 @pytest.mark.parametrize("flags, link", [([], "gradient transfer 5.05 ms"),
