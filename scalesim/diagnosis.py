@@ -29,7 +29,7 @@ jobs) and no large-batch loss shows, the report says the job scales well.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -116,6 +116,10 @@ OVERLAPPED_SHARE = 0.5
 # against ~8 ms, docs/performance.md).
 REMEDY_BAND_DRAWS = 100
 LAYOUT_BAND_DRAWS = 30
+# A band reaches a loss (``_band_caveat``) from -0.5 %, what the report prints as -1 %; a band
+# narrower than BAND_NARROW (it prints as one figure) leaves nothing for a one-parameter caution.
+BAND_LOSS = 0.005
+BAND_NARROW = 0.005
 
 
 @dataclass
@@ -186,17 +190,29 @@ def set_gain_bands(remedies: list[Remedy], drawn: list[list[Remedy]]) -> None:
     """Give each applicable remedy the 95 % band of its shown gain (``shown_gain``) over
     ``drawn``: the same remedies predicted from parameter vectors the runs cannot rule out
     (``fit_runs.plausible_draws``), matched by key. The band is their 2.5 and 97.5 percentiles,
-    widened to hold the fit's own gain; none where no draw was predicted. A draw where the
+    widened to hold the fit's own gain; none where no draw was predicted or the remedy cannot
+    run (verdict "not runnable": it does not fit in memory). A draw where the
     remedy does not apply gains nothing from it (0): the overlap already on, no data stall, no
     slow device, an exchange too small to split for, under those parameters."""
     for r in remedies:
-        if not r.applicable or not drawn:
-            continue
+        if not r.applicable or r.verdict == "not runnable" or not drawn:
+            continue  # a change that cannot run has no gain to band
         gains = [next((shown_gain(d) if d.applicable else 0.0 for d in one if d.key == r.key), 0.0)
                  for one in drawn]
-        low, high = np.percentile(gains, [2.5, 97.5])
+        # a rounding speck (-2e-16 where nothing changes) is no loss: printed '-0.0', cautioned
+        low, high = np.where(np.abs(np.percentile(gains, [2.5, 97.5])) < 1e-9, 0.0,
+                             np.percentile(gains, [2.5, 97.5]))
         r.gain_low = float(min(low, shown_gain(r)))
         r.gain_high = float(max(high, shown_gain(r)))
+
+
+def _ranked_position(remedies: list[Remedy], new: Remedy) -> int:
+    """Where ``new`` goes in ``remedies`` (ranked by verdict, then by shown gain, as
+    ``remedies.rank_remedies`` ranks them): before the first that ranks below it."""
+    def rank(r):
+        return VERDICTS.index(r.verdict), -shown_gain(r)
+
+    return next((i for i, r in enumerate(remedies) if rank(r) > rank(new)), len(remedies))
 
 
 def shown_gain(remedy: Remedy) -> float:
@@ -336,6 +352,10 @@ def _remedy_caveat(fit, remedy, multi_server: bool, words: Nouns = GPU_NOUNS) ->
     (``CAVEAT_MEASURES``)."""
     if remedy is None or remedy.key not in CAVEAT_MEASURES or not remedy.applicable:
         return ""
+    if remedy.verdict == "not runnable":  # no gain to qualify: it does not fit
+        return ""
+    if remedy.gain_low is not None and remedy.gain_high - remedy.gain_low < BAND_NARROW:
+        return ""  # whatever that parameter is, the runs pin this remedy's gain
     name = {"overlap": "overlap", "loader": "node_loader_samples_per_s",
             "interconnect": "inter_transfer_s" if multi_server else "intra_transfer_s"}[remedy.key]
     se = fit.stderr(name) if name in fit.fitted else None
@@ -367,7 +387,7 @@ def _band_caveat(remedy: Remedy) -> str:
     runs do not show it helps. For remedies whose gain rests on several fitted parameters at
     once (a bigger batch, accumulation, sharding, the smaller batch), which ``_remedy_caveat``
     cannot name one of."""
-    if not remedy.helps or remedy.gain_low is None or remedy.gain_low >= 0.0:
+    if not remedy.helps or remedy.gain_low is None or remedy.gain_low > -BAND_LOSS:
         return ""
     return (f"its 95% band over the parameters these runs allow reaches {remedy.gain_low:+.0%}: "
             "they do not show that it helps; runs at more device counts or batches, or with less "
@@ -507,7 +527,9 @@ def smaller_batch_remedy(profile, scenario, devices: int, b_noise: float,
                          factors: tuple[int, ...] = SMALLER_BATCH_FACTORS,
                          ) -> tuple[Remedy, int] | None:
     """(remedy, f): the smaller global batch 1/f (of ``factors``) with the best predicted time to
-    quality; None where no smaller batch can run."""
+    quality among those that fit in device memory (the best of all, "not runnable", where none
+    does), judged as ``remedies.rank_remedies`` judges a change; None where no smaller batch can
+    be predicted."""
     from scalesim.errors import ScalesimError
     from scalesim.predict import predict
 
@@ -530,21 +552,26 @@ def smaller_batch_remedy(profile, scenario, devices: int, b_noise: float,
             break
         ratio = ((1.0 + b_noise / now.global_batch) * now.step_time_s
                  / ((1.0 + b_noise / after.global_batch) * after.step_time_s))
-        if best is None or ratio > best[0]:
+        if best is None or (after.fits, ratio) > (best[1].fits, best[0]):  # fitting ones first
             best = (ratio, after, f)
     if best is None:
         return None
     ratio, after, factor = best
+    throughput = float(after.samples_per_s / now.samples_per_s - 1.0)
+    note = f"gain in time to quality (McCandlish et al. 2018); throughput {throughput:+.1%}"
+    memory = nouns_for(profile.hardware.device_name).memory
+    verdict = gain_verdict(float(ratio - 1.0))
+    if not after.fits:
+        verdict, note = "not runnable", f"does not fit in {memory}; {note}"
+    elif not now.fits:
+        verdict, note = "remedy", f"makes it fit in {memory}; {note}"
     # "towards" only where the smaller batch is nearer B_noise (from above it)
     where = ("towards" if after.global_batch >= b_noise
              else "further below" if now.global_batch <= b_noise else "past")
-    throughput = float(after.samples_per_s / now.samples_per_s - 1.0)
     return Remedy("smaller_batch", f"Shrink the global batch {now.global_batch} -> "
                   f"{after.global_batch} (per-device {after.micro_batch}) {where} B_noise "
-                  f"{b_noise:.0f}", throughput, True,
-                  f"gain in time to quality (McCandlish et al. 2018); throughput {throughput:+.1%}",
-                  verdict=gain_verdict(float(ratio - 1.0)), objective_gain=float(ratio - 1.0),
-                  measure="quality"), factor
+                  f"{b_noise:.0f}", throughput, True, note, verdict=verdict,
+                  objective_gain=float(ratio - 1.0), measure="quality"), factor
 
 
 def _rank_pattern(runs, words: Nouns = GPU_NOUNS) -> tuple[int | None, float, list[str]]:
@@ -751,8 +778,13 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     fitted = {"name": f"fitted to {runs.source}", "critical_batch_size": b_noise,
               "slow_rank": slow_rank, "recompute_style": recompute_style}
     profile, scenario, at = fitted_profile(fit, runs, **fitted, model=transformer)
+    ran_note = peak_note = ""
     if transformer is not None:
-        _check_runs_model(profile, scenario, runs, transformer)
+        peak_note = _check_runs_model(profile, scenario, runs, transformer, fit)
+        ran_note = _ran_beyond_memory(profile, scenario, at, transformer)
+        if ran_note:  # they ran: the estimate, not the runs, is off; judge no remedy by it
+            transformer = replace(transformer, memory_bytes=None)
+            profile, scenario, at = fitted_profile(fit, runs, **fitted, model=transformer)
     decisive = least_decisive_gain(profile, scenario)
 
     def remedies_of(one_fit, split_layout=None, batch_factors=SMALLER_BATCH_FACTORS):
@@ -769,8 +801,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
             smaller = smaller_batch_remedy(prof, scn, at, b_noise, batch_factors)
             if smaller is not None:
                 smaller, factor = smaller
-                remedies.insert(0, smaller)
-                if cause.key == "large_batch" and smaller.helps:
+                remedies.insert(_ranked_position(remedies, smaller), smaller)
+                if cause.key == "large_batch" and smaller.helps and shown_gain(smaller) >= decisive:
                     first = smaller
         return first, remedies, factor
 
@@ -833,7 +865,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         "fitted_scenario": scenario.model_dump(mode="json"),
     }
     notes = (_parts_over_the_step(share_of_step, runs.devices, fit, words) + list(runs.notes)
-             + fit.notes + _implausible_links(fit, params, words))
+             + fit.notes + _implausible_links(fit, params, words) + [n for n in (peak_note, ran_note) if n])
     if not fit.params_known:
         notes.append("no --params: link speeds are reported as gradient transfer times; give "
                      "--params (model parameters) for bandwidths in GB/s")
@@ -850,19 +882,51 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                   decisive_gain=decisive)
 
 
-def _check_runs_model(profile, scenario, runs, transformer) -> None:
-    """One line where the runs' fitted micro-step is faster than ``transformer``'s matmuls alone
-    at its GPU's datasheet peak: that shape on that GPU cannot have run them (a sequence length
-    or model size that is not theirs, another GPU), and every remedy the layout model predicts
-    would hold compute at the peak, slower than measured (the example runs, BERT-large at
-    sequence 128, described as BERT-large at sequence 512: 'faster network +13 %' where the
-    runs' own fit says +253 %)."""
+def _ran_beyond_memory(profile, scenario, devices: int, transformer) -> str:
+    """'' unless the layout model's memory estimate for the runs' own largest run (``scenario``
+    at ``devices``) exceeds ``transformer``'s GPU memory: they ran, so the estimate is off for
+    them (recompute, sharding, a shorter sequence than the shape says), and judging remedies
+    by it would call today's run "does not fit" and any change "makes it fit" (session-24
+    audit: GPT 1.7B at 4 a GPU on A100 40GB). Then the note that says so; the caller treats
+    memory as unknown."""
+    from scalesim.predict import predict
+
+    now = predict(profile, scenario.model_copy(update={"devices": [devices]}))[0]
+    if now.fits:
+        return ""
+    words = nouns_for(profile.hardware.device_name)
+    return (f"the model estimates {now.memory_bytes / 2**30:.1f} GiB per {words.device} for the "
+            f"largest run's own layout, more than the {transformer.gpu}'s "
+            f"{transformer.memory_bytes / 2**30:.4g} GiB, yet the runs ran (with recompute, "
+            "sharding or a shorter sequence than the shape says?): memory is treated as unknown, "
+            "so every remedy is assumed to fit")
+
+
+def _check_runs_model(profile, scenario, runs, transformer, fit) -> str:
+    """One line (an error) where the runs' fitted micro-step is faster than ``transformer``'s
+    matmuls alone at its GPU's datasheet peak, even at the top of its 95 % band: that shape on
+    that GPU cannot have run them (a sequence length or model size that is not theirs, another
+    GPU), and every remedy the layout model predicts would hold compute at the peak, slower than
+    measured (the example runs, BERT-large at sequence 128, described as BERT-large at sequence
+    512: 'faster network +13 %' where the runs' own fit says +253 %). Where the band reaches the
+    peak's time the runs do not pin their compute (three runs of one batch, session-24 audit:
+    454 ms +- 415 %): no error, but the note returned says the remedies take the peak's time;
+    '' where the fit is slower than the peak."""
     from scalesim.layout_predict import curve_beyond_peak
 
     b = float(runs.micro_batch[-1])
     at_peak_s, measured_s = curve_beyond_peak(profile, scenario, b)
     if not at_peak_s > measured_s:  # NaN: no datasheet peak to hold the runs to
-        return
+        return ""
+    errors = [fit.stderr(n) for n in ("per_sample_s", "overhead_s") if n in fit.fitted]
+    spread = float(np.exp(Z95 * max(errors))) if errors and None not in errors else np.inf
+    if measured_s * spread >= at_peak_s:  # the runs leave room for the peak's time
+        return (f"the fitted micro-step of {b:g} samples, {_ms(measured_s)} (95% band up to "
+                + ("unbounded" if not np.isfinite(spread) else _ms(measured_s * spread))
+                + f"), is faster than {transformer.name}'s matmuls alone at the "
+                f"{transformer.peak_tflops:g} TFLOP/s peak of {transformer.gpu} "
+                f"({_ms(at_peak_s)}); the runs do not pin it, so the remedies compute at that "
+                "peak's time")
     raise ScalesimError(
         f"the runs compute a micro-step of {b:g} samples in {measured_s * 1e3:.3g} ms, faster "
         f"than {transformer.name} ({transformer.shape.words()}) can on {transformer.gpu}: its "

@@ -77,6 +77,15 @@ class RunRow(BaseModel):
     steps_to_target: float | None = bounded("steps_to_target", None)
     device: str | None = None  # what ran it: 'CPU: AMD EPYC' (or 'cpu') for CPU processes
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool(cls, value):
+        """A JSON true/false is no number (pydantic would read true as 1: a step of 1 s)."""
+        if isinstance(value, bool) or (isinstance(value, list)
+                                       and any(isinstance(v, bool) for v in value)):
+            raise ValueError("true/false is not a number here")
+        return value
+
     @field_validator("device")
     @classmethod
     def _device(cls, value):
@@ -280,6 +289,10 @@ def _csv_rows(reader: csv.DictReader, source: str) -> list[dict]:
         raise ScalesimError(f"{source}: empty file; expected a header line with devices,nodes,"
                             "samples_per_s (or step_time_s)")
     header = [h.strip() for h in reader.fieldnames]
+    twice = sorted({h for h in header if h and header.count(h) > 1})
+    if twice:  # csv.DictReader would keep the last column of each name, silently
+        raise ScalesimError(f"{source}: column(s) {', '.join(excerpt(h, 40) for h in twice)} "
+                            "appear more than once in the header; keep one of each")
     missing = [c for c in REQUIRED if c not in header]
     if "samples_per_s" not in header and "step_time_s" not in header:
         missing.append("samples_per_s or step_time_s")

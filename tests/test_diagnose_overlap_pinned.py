@@ -53,7 +53,8 @@ def _fit(values, se):
 
 
 def _caveat(values, se, key, multi_server=True):
-    return _remedy_caveat(_fit(values, se), SimpleNamespace(key=key, applicable=True), multi_server)
+    return _remedy_caveat(_fit(values, se), SimpleNamespace(key=key, applicable=True, verdict="remedy",
+                                                             gain_low=None, gain_high=None), multi_server)
 
 
 def test_the_caveat_needs_its_kind_of_remedy_and_a_wide_band():
