@@ -16,12 +16,12 @@ import argparse
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import diagnose_cases as cases  # noqa: E402
+from stage_split import best_of  # noqa: E402  (this folder: the same timing)
 
 from scalesim import diagnosis  # noqa: E402
 from scalesim.presets import get_transformer  # noqa: E402
@@ -31,22 +31,13 @@ from scalesim.runs_model import runs_model  # noqa: E402
 from scalesim.schemas import Scenario  # noqa: E402
 
 
-def _best(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
 def _timed(fn, repeats: int) -> tuple[float, float]:
     """(s with the bands, s without)."""
-    banded = _best(fn, repeats)
+    banded = best_of(repeats, fn)
     saved = diagnosis.REMEDY_BAND_DRAWS, diagnosis.LAYOUT_BAND_DRAWS
     diagnosis.REMEDY_BAND_DRAWS = diagnosis.LAYOUT_BAND_DRAWS = 0
     try:
-        plain = _best(fn, repeats)
+        plain = best_of(repeats, fn)
     finally:
         diagnosis.REMEDY_BAND_DRAWS, diagnosis.LAYOUT_BAND_DRAWS = saved
     return banded, plain
