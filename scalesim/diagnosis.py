@@ -199,9 +199,9 @@ def set_gain_bands(remedies: list[Remedy], drawn: list[list[Remedy]]) -> None:
             continue  # a change that cannot run has no gain to band
         gains = [next((shown_gain(d) if d.applicable else 0.0 for d in one if d.key == r.key), 0.0)
                  for one in drawn]
+        ends = np.percentile(gains, [2.5, 97.5])
         # a rounding speck (-2e-16 where nothing changes) is no loss: printed '-0.0', cautioned
-        low, high = np.where(np.abs(np.percentile(gains, [2.5, 97.5])) < 1e-9, 0.0,
-                             np.percentile(gains, [2.5, 97.5]))
+        low, high = np.where(np.abs(ends) < 1e-9, 0.0, ends)
         r.gain_low = float(min(low, shown_gain(r)))
         r.gain_high = float(max(high, shown_gain(r)))
 

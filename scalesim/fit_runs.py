@@ -49,7 +49,7 @@ The extrapolation band is described in
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -676,8 +676,6 @@ def drawn_fit(fit: FitResult, x: np.ndarray) -> FitResult:
     coordinates) and its breakdown at the measured runs re-evaluated; the fixed parameters, the
     covariance and the noise stay the fit's. For what a prediction from the fit (a remedy's gain)
     would be under parameters the runs cannot rule out."""
-    from dataclasses import replace
-
     values = dict(fit.values)
     for j, name in enumerate(fit.fitted):
         values[name] = float(np.exp(x[j]) if name in _LOG else x[j])
