@@ -96,3 +96,40 @@ def test_runs_that_do_not_pin_their_compute_are_not_refused_against_the_peak():
     (note,) = [n for n in report.notes if "the runs do not pin it" in n]
     assert note.startswith("the fitted micro-step of 1 samples, 454 ms (95% band up to")
     assert "H100 SXM (497 ms)" in note
+
+
+# ---- the second audit (predict, decide, sweep, goal, plan)
+
+
+def test_predict_gives_no_time_or_money_to_rows_that_do_not_fit(capsys):
+    import json
+
+    from cli_harness import run_cli
+
+    argv = ["predict", "--workload", "llama3-70b", "--hardware", "dgx-h100", "--devices", "32,64",
+            "--tp", "8", "--pp", "4", "--global-batch", "1024", "--train-samples", "1e7"]
+    code, out, err = run_cli(capsys, argv)
+    assert code == 0, err
+    assert "    32 does not fit does not fit      32 does not fit" in out  # was 1,191,390 USD
+    code, out, err = run_cli(capsys, argv + ["--json"])
+    rows = json.loads(out)
+    assert rows and all(not r["fits"] for r in rows)
+    assert all(r["cost_usd"] is None and r["time_to_train_s"] is None for r in rows)
+    assert all(r["step_time_s"] > 0 for r in rows)  # the step model itself stays
+
+
+def test_predict_says_which_links_it_used_and_why_efficiency_passes_100(capsys):
+    from cli_harness import run_cli
+
+    code, out, _ = run_cli(capsys, ["predict", "--devices", "8,16", "--inter-busbw", "48",
+                                    "--intra-busbw", "100"])
+    assert code == 0
+    assert ("inter 6.8 GB/s busbw); used instead: intra 100 GB/s, inter 48 GB/s busbw "
+            "(--intra-busbw, --inter-busbw)") in out.splitlines()[1]
+    code, out, _ = run_cli(capsys, ["predict", "--hardware", "dgx-a100", "--workload", "gpt-7b",
+                                    "--strategy", "zero3", "--devices", "1,8"])
+    assert code == 0 and " 103.3%" in out
+    assert ("note: efficiency above 100% (up to 103.3% at 8 devices): each sharded device "
+            "updates 1/dp of the optimizer state") in out
+    code, out, _ = run_cli(capsys, ["predict", "--devices", "1,8"])
+    assert "efficiency above 100%" not in out

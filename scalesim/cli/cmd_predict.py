@@ -95,6 +95,18 @@ def intra_words(link) -> str:
     return link_GBps(link.busbw_GBps) + (f" ({', '.join(fewer)})" if fewer else "")
 
 
+NOT_RUNNABLE = "does not fit"  # a row's time and money where it does not fit in memory
+
+
+def runnable_fields(row) -> dict:
+    """A prediction row for ``--json``: no time or money where it does not fit in memory (it
+    cannot run; the text says 'does not fit' there, as decide does), its step model as is."""
+    data = row.model_dump()
+    if not row.fits:
+        data.update(time_to_quality_s=None, time_to_train_s=None, cost_usd=None)
+    return data
+
+
 def hardware_line(hw) -> str:
     """'hardware: dgx-h100 (H100-SXM5 80GB, 8 per server; intra 370 GB/s, inter 384 GB/s
     busbw)' (predict's second line, plan's first; a DGX-1: 'intra 120 GB/s (2 GPUs 20, 4 GPUs
@@ -102,6 +114,32 @@ def hardware_line(hw) -> str:
     server = nouns_for(hw.device_name).server  # 'host' for a CPU calibration's processes
     return (f"hardware: {hw.name} ({hw.device_name}, {hw.devices_per_node} per {server}; intra "
             f"{intra_words(hw.intra_node)}, inter {link_GBps(hw.inter_node.busbw_GBps)} busbw)")
+
+
+def superlinear_note(scenario, rows, words) -> str:
+    """'' unless a row's efficiency is above 100 %: then why (ZeRO / FSDP shard the optimizer
+    step, work one device does whole; docs/model.md §7), so it does not read as an error."""
+    over = [r for r in rows if r.efficiency > 1.0005]
+    if not over:
+        return ""
+    top = max(over, key=lambda r: r.efficiency)
+    why = ("each sharded device updates 1/dp of the optimizer state, a step one device takes "
+           "whole" if scenario.strategy != "ddp" else "work the one-device run does whole")
+    return (f"efficiency above 100% (up to {top.efficiency:.1%} at {words.count(top.devices)}): "
+            f"{why} (docs/model.md §7)")
+
+
+def given_links_words(scenario) -> str:
+    """'; used instead: intra 100 GB/s, inter 48 GB/s busbw (--intra-busbw, --inter-busbw)'
+    where the scenario overrides the hardware's links, so the line above them does not read as
+    the figures used; '' otherwise."""
+    given = [(f"{level} {link_GBps(v)}", flag) for level, v, flag in (
+        ("intra", scenario.intra_busbw_GBps, "--intra-busbw"),
+        ("inter", scenario.inter_busbw_GBps, "--inter-busbw")) if v is not None]
+    if not given:
+        return ""
+    return (f"; used instead: {', '.join(w for w, _ in given)} busbw "
+            f"({', '.join(f for _, f in given)})")
 
 
 def _fit_hints(profile, scenario, unfit) -> str:
@@ -145,7 +183,7 @@ def render_table(profile, scenario, rows) -> str:
     hybrid = any(hybrid_sharded(r) for r in rows)  # HSDP (§16)
     lines = [
         f"profile: {profile.name}",
-        hardware_line(profile.hardware),
+        hardware_line(profile.hardware) + given_links_words(scenario),
         f"scenario: {scenario.strategy}"
         + (f" ({framework_label(scenario.strategy, scenario.zero_framework, sync, hybrid)})"
            if scenario.strategy != "ddp" else "")
@@ -207,6 +245,8 @@ def render_table(profile, scenario, rows) -> str:
         # ('7,890,060 years', a cost of '5.53e20')
         cells = [(str(r.devices), _duration(r.time_to_quality_s), _duration(r.time_to_train_s),
                   str(r.billed_devices), "-" if r.cost_usd is None else amount(r.cost_usd))
+                 if r.fits else (str(r.devices), *[NOT_RUNNABLE] * 2, str(r.billed_devices),
+                                 NOT_RUNNABLE)
                  for r in rows]
         header = (dev_h, "to quality", "to train", "billed", "cost USD")
         widths = [max(least, len(header[i]), *(len(c[i]) for c in cells))
@@ -236,6 +276,8 @@ def render_table(profile, scenario, rows) -> str:
                      "efficiency "
                      f"{before.efficiency:.1%} -> {rows[knee.index].efficiency:.1%}"
                      f" (-{knee.efficiency_drop * 100:.1f} points): {knee.label_in(words)}")
+    if note := superlinear_note(scenario, rows, words):
+        lines.append(f"note: {note}")
     if unfit := [r for r in rows if not r.fits]:
         lines.append(f"warning: rows marked NO do not fit in {words.memory}: not runnable, their "
                      f"numbers are not a plan; try {_fit_hints(profile, scenario, unfit)}")
@@ -355,7 +397,7 @@ def run(args: argparse.Namespace) -> int:
             "large-batch penalty; decide and goal charge one with --critical-batch and "
             "--train-samples); give both, or drop " + ("it" if len(given) == 1 else "them"))
     if args.json:
-        print(to_json_text([r.model_dump() for r in rows], what="the prediction"))
+        print(to_json_text([runnable_fields(r) for r in rows], what="the prediction"))
     else:
         print(render_table(profile, scenario, rows))
     return 0
