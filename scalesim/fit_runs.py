@@ -674,11 +674,14 @@ def plausible_draws(
 def drawn_fit(fit: FitResult, x: np.ndarray) -> FitResult:
     """``fit`` with its fitted parameters set to ``x`` (one row of ``plausible_draws``, fitted
     coordinates) and its breakdown at the measured runs re-evaluated; the fixed parameters, the
-    covariance and the noise stay the fit's. For what a prediction from the fit (a remedy's gain)
-    would be under parameters the runs cannot rule out."""
+    covariance and the noise stay the fit's; an inter-server transfer the runs never measured
+    is the intra-server one, as in the fit (``FitProblem.values_of``). For what a prediction
+    from the fit (a remedy's gain) would be under parameters the runs cannot rule out."""
     values = dict(fit.values)
     for j, name in enumerate(fit.fitted):
-        values[name] = float(np.exp(x[j]) if name in _LOG else x[j])
+        values[name] = _from_x(name, x[j])
+    if "inter_transfer_s" not in fit.fitted:
+        values["inter_transfer_s"] = values["intra_transfer_s"]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         breakdown = blended(values, fit.layout, fit.gradient_bytes)
     return replace(fit, values=values, x=np.asarray(x, dtype=float), breakdown=breakdown)
