@@ -27,7 +27,7 @@ docs/model.md §22 gives the equations and the measured gap.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -357,9 +357,7 @@ def _pin_terms(profile: Profile, base: LayoutInputs, micro_batch, per_node):
     rate = np.asarray(base.memory_bandwidth_GBps if base.kernel_bandwidth_GBps is None
                       else base.kernel_bandwidth_GBps, dtype=float)
     # the three evaluations in one call, on a leading axis of its own (rows broadcast behind it)
-    rows = max(np.ndim(getattr(one, f.name)) for f in fields(one)
-               if f.name != "intra_subset_shares")  # a table per server, not a row field
-    axis = (3,) + (1,) * rows
+    axis = (3,) + (1,) * one.row_ndim()
     c1, c2, c3 = evaluate_layouts(one.replace(
         efficiency=np.array([1.0, 0.5, 1.0]).reshape(axis),
         kernel_bandwidth_GBps=np.array([1.0, 1.0, 2.0]).reshape(axis) * rate)).compute_s

@@ -183,6 +183,12 @@ class LayoutInputs:
         """A copy with ``changes`` (``dataclasses.replace``)."""
         return dataclasses.replace(self, **changes)
 
+    def row_ndim(self) -> int:
+        """Dimensions of the rows the fields broadcast to; ``intra_subset_shares`` is one table
+        for every row (a server's link), not a row field."""
+        return max(np.ndim(getattr(self, f.name)) for f in dataclasses.fields(self)
+                   if f.name != "intra_subset_shares")
+
 
 @dataclass(frozen=True)
 class LayoutResult:
