@@ -39,6 +39,15 @@ DEVICES_MAX = 2**20  # 1,048,576 devices
 GOAL_DEFAULT_MAX_DEVICES = 1024
 
 
+BOOL_IS_NO_NUMBER = "true/false is not a number here"
+
+
+def holds_bool(value) -> bool:
+    """Whether ``value``, or an item of a list ``value``, is true/false: pydantic would read it
+    as 1 or 0 where a number goes (a runs file's step of 1 s, a scenario's 1 device)."""
+    return any(isinstance(v, bool) for v in (value if isinstance(value, list) else [value]))
+
+
 @dataclass(frozen=True)
 class Bound:
     """Allowed values of one physical quantity: ``low <= x <= high`` (``<`` where open); with
@@ -89,7 +98,7 @@ class Bound:
         """Why ``value`` is not allowed, or None when it is; the value quoted as ``typed`` (the
         text it was read from) when given, else written like the bounds (``figures.number``)."""
         if isinstance(value, bool):
-            return "true/false is not a number here"
+            return BOOL_IS_NO_NUMBER
         if self.integer:
             if isinstance(value, float | np.floating):
                 if not math.isfinite(value) or value != int(value):

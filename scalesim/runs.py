@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
-from scalesim.bounds import bounded, items_bounded
+from scalesim.bounds import BOOL_IS_NO_NUMBER, bounded, holds_bool, items_bounded
 from scalesim.device_nouns import CPU_DEVICE_PREFIX, is_cpu_device
 from scalesim.errors import ScalesimError, excerpt, require_text
 from scalesim.figures import count
@@ -81,9 +81,8 @@ class RunRow(BaseModel):
     @classmethod
     def _no_bool(cls, value):
         """A JSON true/false is no number (pydantic would read true as 1: a step of 1 s)."""
-        if isinstance(value, bool) or (isinstance(value, list)
-                                       and any(isinstance(v, bool) for v in value)):
-            raise ValueError("true/false is not a number here")
+        if holds_bool(value):  # no field here takes true/false
+            raise ValueError(BOOL_IS_NO_NUMBER)
         return value
 
     @field_validator("device")

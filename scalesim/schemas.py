@@ -27,7 +27,15 @@ from scalesim.attention_kernel import (
     AttentionKernel,
 )
 from scalesim.billing import larger_than_server
-from scalesim.bounds import bound, bounded, items_bounded, knob_field, nonzero_floor
+from scalesim.bounds import (
+    BOOL_IS_NO_NUMBER,
+    bound,
+    bounded,
+    holds_bool,
+    items_bounded,
+    knob_field,
+    nonzero_floor,
+)
 from scalesim.errors import name_problem, printable
 from scalesim.layout import (
     SHARD_GROUP_HELP,
@@ -125,10 +133,8 @@ class _Strict(BaseModel):
     @classmethod
     def _no_bool_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
         items = value if isinstance(value, list) else [value]
-        if any(isinstance(v, bool) for v in items) and not _takes_bool(
-            cls.model_fields[info.field_name].annotation
-        ):
-            raise ValueError("true/false is not a number here")
+        if holds_bool(value) and not _takes_bool(cls.model_fields[info.field_name].annotation):
+            raise ValueError(BOOL_IS_NO_NUMBER)
         texts = [v for v in items if isinstance(v, str)]
         if texts and not cls.numbers_as_text and (kind := _field_number_kind(cls, info.field_name)):
             shown = printable(texts[0])
