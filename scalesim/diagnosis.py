@@ -460,10 +460,10 @@ def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: b
         if nominal_batch and r.key in NOMINAL_BATCH_TITLES:
             title = NOMINAL_BATCH_TITLES[r.key].format(
                 device=nouns_for(profile.hardware.device_name).device)
+        split = r.key == "split_model" and r.applicable
         remedies.append(Remedy(r.key, title, float(r.gain), r.applicable, r.reason, r.verdict,
                                float(r.objective_gain), r.measure,
-                               split_layout=(split_change(r.scenario, r.title) if r.key == "split_model"
-                                      and r.applicable else None)))
+                               split_layout=split_change(r.scenario, r.title) if split else None))
     usable = [r for r in remedies if r.helps]
     if cause == "large_batch":
         usable = [r for r in usable if r.key not in BATCH_GROWING]
