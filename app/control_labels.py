@@ -30,13 +30,16 @@ LABELS = {  # state field -> label
     "sf": "Slow {device}: times slower",
     "focus": "{Device} count for remedies and A vs B",
 }
+STRATEGY_LABELS = {"ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3 / FSDP"}
+ZERO_FRAMEWORK_LABELS = {"fsdp": "FSDP (ZeRO-1: Megatron-Core distributed optimizer)",
+                         "deepspeed": "DeepSpeed"}
 GRID_LABELS = {"pow2": "powers of two", "server": "every {server}", "list": "my list"}
 MODE_LABELS = {"weak": "per-{device} batch (weak scaling)",
                "strong": "fixed global batch (strong scaling)"}
 B_LABELS = {
     "best": "the best remedy", "bigger_batch": "double the per-{device} batch",
     "overlap": "overlap communication", "accumulation": "accumulate gradients",
-    "loader": "cache input / more loader workers", "sharding": "shard optimizer state (ZeRO)",
+    "loader": "cache input / more loader workers", "sharding": "change ZeRO sharding",
     "interconnect": "faster interconnect", "slow_device": "fix the slow {device}",
     "more_devices": "add a {server}'s worth of {devices}",
     "split_model": "split the model (best layout)",

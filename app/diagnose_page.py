@@ -42,9 +42,11 @@ from scalesim.layout import (
     RECOMPUTE_STYLE_LABELS,
     TP_OVERLAP_HELP,
 )
+from scalesim.model.sharding import GRAD_SYNC_HELP, GRAD_SYNC_LABELS
 from scalesim.remedies import measure_words
 
 from .charts import PALETTE, count_tooltip
+from .control_labels import STRATEGY_LABELS, ZERO_FRAMEWORK_LABELS
 from .markdown_text import escape_markdown as _md
 from .table_columns import show_table
 
@@ -111,17 +113,23 @@ def runs_report(text: str, name: str, params: float | None, critical: float | No
                 wire_bytes: float = DEFAULT_WIRE_BYTES, extrapolate: tuple[int, ...] | None = None,
                 workload: str | None = None, gpu: str | None = None,
                 recompute_style: str | None = None, tp_overlap: bool = False,
-                smi: tuple[str, str] | None = None, workload_text: str | None = None) -> Report:
+                smi: tuple[str, str] | None = None, workload_text: str | None = None,
+                strategy: str | None = None, zero_framework: str | None = None,
+                grad_sync: str | None = None) -> Report:
     """``scalesim diagnose`` of the runs file ``text`` (named ``name``) with its options
     (``DiagnoseOptions``: parameters, bytes per gradient element on the wire, critical batch in
     samples, device counts, the runs' transformer preset and GPU, the framework's recompute style
-    and TP overlap; an uploaded workload JSON: its name and ``workload_text``) and the nvidia-smi
-    log ``smi`` (name, CSV text) attached."""
+    and TP overlap; an uploaded workload JSON: its name and ``workload_text``; how the runs
+    exchanged: ZeRO strategy, framework, gradient sync) and the nvidia-smi log ``smi`` (name, CSV
+    text) attached."""
     from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
     from scalesim.runs import parse_runs_text
 
-    options = DiagnoseOptions(params, wire_bytes, critical, extrapolate, workload, gpu,
-                              recompute_style, tp_overlap, workload_text)
+    options = DiagnoseOptions(
+        params=params, wire_bytes=wire_bytes, critical_batch=critical, extrapolate=extrapolate,
+        workload=workload, gpu=gpu, recompute_style=recompute_style, tp_overlap=tp_overlap,
+        workload_text=workload_text, strategy=strategy, zero_framework=zero_framework,
+        grad_sync=grad_sync)
     log = _smi_report(smi)
     return diagnose_request(options, runs=parse_runs_text(text, name), smi=log)
 
@@ -474,7 +482,7 @@ def _runs_options() -> dict:
                             "a 'transformer' shape: the remedies are then predicted by the layout "
                             "model and include splitting the model (--workload)")
     options = {"params": params or None, "critical": critical or None, "wire_bytes": wire,
-               "extrapolate": extrapolate.strip()}
+               "extrapolate": extrapolate.strip(), **_exchange_options()}
     if workload == UPLOAD_WORKLOAD:
         upload = c2.file_uploader("Workload JSON", type=["json"], key="dg_workload_file",
                                   help="a workload (scalesim schema workload) with its "
@@ -493,6 +501,29 @@ def _runs_options() -> dict:
                              help=RECOMPUTE_STYLE_HELP)
         overlap = c3.toggle("Tensor-parallel overlap", key="dg_tp_overlap", help=TP_OVERLAP_HELP)
         options.update(workload=workload, gpu=gpu, recompute_style=style, tp_overlap=overlap)
+    return options
+
+
+def _exchange_options() -> dict:
+    """How the runs exchanged over their data-parallel ranks (``scalesim diagnose --strategy
+    --zero-framework --grad-sync``): the framework only for ZeRO, the gradient sync only for
+    ZeRO-2/3 under FSDP, as the CLI takes them."""
+    c1, c2, c3 = st.columns(3)
+    strategy = c1.selectbox("How the runs sharded (ZeRO)", list(STRATEGY_LABELS),
+                            format_func=STRATEGY_LABELS.get, key="dg_strategy",
+                            help="the runs' data-parallel strategy (--strategy): the fit reads "
+                            "their communication, memory and straggler wait as its, and the "
+                            "remedies start from it")
+    if strategy == "ddp":
+        return {}
+    framework = c2.selectbox("ZeRO framework", list(ZERO_FRAMEWORK_LABELS),
+                             format_func=ZERO_FRAMEWORK_LABELS.get, key="dg_zero_framework",
+                             help="how ZeRO ran (--zero-framework)")
+    options = {"strategy": strategy, "zero_framework": framework}
+    if strategy in ("zero2", "zero3") and framework == "fsdp":
+        options["grad_sync"] = c3.selectbox(
+            "Gradient sync under accumulation", list(GRAD_SYNC_LABELS),
+            format_func=GRAD_SYNC_LABELS.get, key="dg_grad_sync", help=GRAD_SYNC_HELP)
     return options
 
 

@@ -45,7 +45,7 @@ from scalesim.sources.provenance import provenance
 from scalesim.training_time import resolve_goal, zero_price_note
 
 from . import charts, control_labels
-from .control_labels import B_LABELS, GRID_LABELS, MODE_LABELS, choice_labels
+from .control_labels import B_LABELS, GRID_LABELS, MODE_LABELS, STRATEGY_LABELS, choice_labels
 from .markdown_text import escape_markdown as _md
 from .markdown_text import escape_markdown_keep_bold
 from .plan import (
@@ -307,9 +307,8 @@ def _batch_section(c: _Controls) -> None:
 
 def _comm_section(c: _Controls, state: AppState) -> None:
     st.sidebar.header("Communication")
-    c(st.sidebar.selectbox, "strat", "Strategy", options=["ddp", "zero1", "zero2", "zero3"],
-      format_func=lambda s: {"ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2",
-                             "zero3": "ZeRO-3 / FSDP"}[s])
+    c(st.sidebar.selectbox, "strat", "Strategy", options=list(STRATEGY_LABELS),
+      format_func=STRATEGY_LABELS.get)
     c(st.sidebar.selectbox, "gs", "ZeRO-2/3 gradient sync under accumulation",
       options=list(GRAD_SYNC_LABELS), format_func=GRAD_SYNC_LABELS.get, help=GRAD_SYNC_HELP)
     c(st.sidebar.selectbox, "ak", "Attention kernel", options=list(ATTENTION_KERNEL_LABELS),

@@ -1,7 +1,8 @@
 """One diagnosis request, as ``scalesim diagnose`` and the app's Diagnose page both make it.
 
 The options a runs file's diagnosis takes (``DiagnoseOptions``: the CLI's --params, --wire-bytes,
---critical-batch, --extrapolate, --workload, --gpu, --recompute-style, --tp-overlap), the
+--critical-batch, --extrapolate, --workload, --gpu, --recompute-style, --tp-overlap, --strategy,
+--zero-framework, --grad-sync), the
 one-line refusals of combinations that would change nothing (``check_sources``), and the
 request itself (``diagnose_request``): the runs' model, ``diagnose_runs`` or ``diagnose_traces``,
 and the nvidia-smi evidence attached. Sources come parsed (``Runs``, trace summaries,
@@ -28,7 +29,9 @@ class DiagnoseOptions:
     transformer, a preset name or a workload JSON path (or an upload's name, with its contents
     in ``workload_text``); ``gpu``: its GPU as the presets name it;
     ``recompute_style`` (None: the default) and ``tp_overlap``: the runs' framework, for the
-    split-the-model remedy's layouts.
+    split-the-model remedy's layouts; ``strategy``, ``zero_framework``, ``grad_sync`` (None: ddp,
+    fsdp, every-micro-step): how the runs exchanged over their data-parallel ranks
+    (``fit_runs.RunsExchange``).
     """
 
     params: float | None = None
@@ -40,6 +43,17 @@ class DiagnoseOptions:
     recompute_style: str | None = None
     tp_overlap: bool = False
     workload_text: str | None = None
+    strategy: str | None = None
+    zero_framework: str | None = None
+    grad_sync: str | None = None
+
+    def exchange(self):
+        """How the runs exchanged (``fit_runs.RunsExchange``; ScalesimError for a name or pair it
+        does not know)."""
+        from scalesim.fit_runs import RunsExchange
+
+        return RunsExchange(self.strategy or "ddp", self.zero_framework or "fsdp",
+                            self.grad_sync or "every-micro-step")
 
     def given(self) -> list[str]:
         """The CLI flags of the options set away from their defaults, in the CLI's order."""
@@ -48,7 +62,9 @@ class DiagnoseOptions:
             ("--critical-batch", self.critical_batch, None),
             ("--extrapolate", self.extrapolate, None), ("--workload", self.workload, None),
             ("--gpu", self.gpu, None), ("--recompute-style", self.recompute_style, None),
-            ("--tp-overlap", self.tp_overlap, False)) if value != default]
+            ("--tp-overlap", self.tp_overlap, False), ("--strategy", self.strategy, None),
+            ("--zero-framework", self.zero_framework, None),
+            ("--grad-sync", self.grad_sync, None)) if value != default]
 
 
 def check_sources(options: DiagnoseOptions, runs: bool, traces: bool, smi: bool) -> None:
@@ -73,9 +89,18 @@ def check_sources(options: DiagnoseOptions, runs: bool, traces: bool, smi: bool)
                             "split-the-model remedy's layouts with tp > 1 use it")
     if options.gpu is not None and options.workload is None:
         raise ScalesimError("--gpu is for --workload (the runs' transformer); give both")
+    sharded = options.strategy not in (None, "ddp")
+    if options.zero_framework is not None and not sharded:
+        raise ScalesimError("--zero-framework is for runs that sharded (--strategy zero1, zero2 or "
+                            "zero3): DDP exchanges alike under either; give --strategy or drop it")
+    if options.grad_sync is not None and options.strategy not in ("zero2", "zero3"):
+        raise ScalesimError("--grad-sync is for runs that sharded their gradients (--strategy "
+                            "zero2 or zero3): DDP and ZeRO-1 reduce once per step anyway; give "
+                            "--strategy or drop it")
     if options.workload_text is not None and options.workload is None:
         raise ScalesimError("workload_text: the contents of the workload file; give its name as "
                             "the workload")
+    options.exchange()  # a strategy, framework or pair it does not know
 
 
 def diagnose_request(options: DiagnoseOptions, runs=None, traces=None, trace_source: str = "",
@@ -106,7 +131,7 @@ def diagnose_request(options: DiagnoseOptions, runs=None, traces=None, trace_sou
         report = diagnose_runs(runs, options.params, options.wire_bytes, options.critical_batch,
                                extrapolate, transformer=model,
                                recompute_style=options.recompute_style or DEFAULT_RECOMPUTE_STYLE,
-                               tp_overlap=options.tp_overlap)
+                               tp_overlap=options.tp_overlap, exchange=options.exchange())
     if smi is not None:
         from scalesim.sources.nvidia_smi import attach_to_report
 

@@ -619,7 +619,7 @@ def _implausible_links(fit, params: float | None, words: Nouns = GPU_NOUNS) -> l
 def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
                   critical_batch: float | None = None, extrapolate_to: list[int] | None = None,
                   transformer=None, recompute_style: str = DEFAULT_RECOMPUTE_STYLE,
-                  tp_overlap: bool = False) -> Report:
+                  tp_overlap: bool = False, exchange=None) -> Report:
     """Fit, find the knee, name the cause and the first remedy for measured ``runs``.
 
     ``transformer`` (``scalesim.runs_model.RunsModel``): the transformer the runs trained and their
@@ -630,9 +630,19 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     layouts of the split-the-model remedy; it needs ``transformer``. ``tp_overlap``: the runs' framework
     overlaps the tensor-parallel collectives with the matmuls (``ScenarioLayout.tp_overlap``),
     for that remedy's layouts with tp > 1 (the runs themselves have no tensor parallelism); it
-    needs ``transformer`` too."""
+    needs ``transformer`` too. ``exchange`` (``fit_runs.RunsExchange``, None: DDP): how the runs
+    exchanged over their data-parallel ranks (ZeRO stage, framework, gradient sync); the fit,
+    the memory and every remedy start from it (FSDP's blocks: the transformer's layers)."""
     from scalesim.bounds import check_number, check_values
-    from scalesim.fit_runs import drawn_fit, extrapolate, fit_runs, fitted_profile, plausible_draws
+    from scalesim.fit_runs import (
+        DDP_EXCHANGE,
+        RunsExchange,
+        drawn_fit,
+        extrapolate,
+        fit_runs,
+        fitted_profile,
+        plausible_draws,
+    )
     from scalesim.runs import Runs, scaling, thin
 
     runs = require_model(runs, Runs, "runs")
@@ -655,8 +665,11 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                             "--workload, or the runs' device column")
     if transformer is not None and params is None:
         params = transformer.params
+    exchange = DDP_EXCHANGE if exchange is None else require_model(exchange, RunsExchange, "exchange")
+    if transformer is not None:
+        exchange = replace(exchange, blocks=transformer.shape.layers)
     sc = scaling(runs)
-    fit = fit_runs(runs, params, wire_bytes_per_param)
+    fit = fit_runs(runs, params, wire_bytes_per_param, exchange)
     model = fit.breakdown
     step = runs.step_time_s
     work = runs.micro_batch * runs.accumulation
@@ -781,7 +794,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     ran_note = peak_note = ""
     if transformer is not None:
         peak_note = _check_runs_model(profile, scenario, runs, transformer, fit)
-        ran_note = _ran_beyond_memory(profile, scenario, at, transformer)
+        ran_note = _ran_beyond_memory(profile, scenario, at, transformer, exchange)
         if ran_note:  # they ran: the estimate, not the runs, is off; judge no remedy by it
             transformer = replace(transformer, memory_bytes=None)
             profile, scenario, at = fitted_profile(fit, runs, **fitted, model=transformer)
@@ -859,6 +872,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         "fit": fit_info,
         "extrapolation": [asdict(e) for e in extra],
         "remedies_at_devices": at,
+        "exchange": {"strategy": exchange.strategy, "zero_framework": exchange.zero_framework,
+                     "grad_sync": exchange.grad_sync},
         "strong_scaling": runs.strong_scaling,
         # the fitted model, so the planner can open it (scalesim.app.diagnose_page)
         "fitted_profile": profile.model_dump(mode="json"),
@@ -866,6 +881,9 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     }
     notes = (_parts_over_the_step(share_of_step, runs.devices, fit, words) + list(runs.notes)
              + fit.notes + _implausible_links(fit, params, words) + [n for n in (peak_note, ran_note) if n])
+    if exchange.sharded:
+        notes.append(f"the runs exchanged as {exchange.label()}: the fit, the memory and every "
+                     "remedy start from it (docs/model.md §4)")
     if not fit.params_known:
         notes.append("no --params: link speeds are reported as gradient transfer times; give "
                      "--params (model parameters) for bandwidths in GB/s")
@@ -882,12 +900,13 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                   decisive_gain=decisive)
 
 
-def _ran_beyond_memory(profile, scenario, devices: int, transformer) -> str:
+def _ran_beyond_memory(profile, scenario, devices: int, transformer, exchange) -> str:
     """'' unless the layout model's memory estimate for the runs' own largest run (``scenario``
     at ``devices``) exceeds ``transformer``'s GPU memory: they ran, so the estimate is off for
     them (recompute, sharding, a shorter sequence than the shape says), and judging remedies
     by it would call today's run "does not fit" and any change "makes it fit" (session-24
-    audit: GPT 1.7B at 4 a GPU on A100 40GB). Then the note that says so; the caller treats
+    audit: GPT 1.7B at 4 a GPU on A100 40GB). Then the note that says so (with the flag that
+    says how the runs sharded, where they were read as DDP: ``exchange``); the caller treats
     memory as unknown."""
     from scalesim.predict import predict
 
@@ -895,10 +914,12 @@ def _ran_beyond_memory(profile, scenario, devices: int, transformer) -> str:
     if now.fits:
         return ""
     words = nouns_for(profile.hardware.device_name)
+    how = ("sharding (--strategy zero1-3 says so)" if not exchange.sharded
+           else "more sharding than " + exchange.strategy)
     return (f"the model estimates {now.memory_bytes / 2**30:.1f} GiB per {words.device} for the "
-            f"largest run's own layout, more than the {transformer.gpu}'s "
+            f"largest run's own layout ({exchange.strategy}), more than the {transformer.gpu}'s "
             f"{transformer.memory_bytes / 2**30:.4g} GiB, yet the runs ran (with recompute, "
-            "sharding or a shorter sequence than the shape says?): memory is treated as unknown, "
+            f"{how} or a shorter sequence than the shape says?): memory is treated as unknown, "
             "so every remedy is assumed to fit")
 
 

@@ -6,8 +6,10 @@ Free parameters (each fitted only when the runs can show it, else fixed and said
   (the overhead only when the runs use two or more per-device batches);
 - ``intra_transfer_s`` / ``inter_transfer_s``: seconds to move the whole gradient once at a link
   level's bus bandwidth, ``S / busbw`` (``S`` gradient bytes). With ``--params`` the bandwidth
-  ``busbw = S / transfer`` is reported in GB/s; without, a nominal ``S`` of 100 MB sets only the
-  bucket layout, and transfer times are what is fitted;
+  ``busbw = S / transfer`` is reported in GB/s; without, a nominal ``S`` of 1 GB sets only the
+  bucket layout, and transfer times are what is fitted. The runs' exchange (``RunsExchange``:
+  DDP, or ZeRO-1/2/3 under FSDP or DeepSpeed) decides what the model sends at that bandwidth:
+  the transfer time stays the link's figure, an all-reduce of the gradient (docs/diagnose.md);
 - ``overlap``: share ``phi`` of the bucketed all-reduce that overlaps backward; the step is the
   linear blend ``phi * step(overlap on) + (1 - phi) * step(overlap off)`` of the model's two cases;
 - ``jitter_cv``: std/mean of a micro-step (the straggler term), unless ``rank_step_times_s`` is
@@ -61,6 +63,8 @@ from scalesim.errors import ScalesimError, require_model
 from scalesim.figures import sig3
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
 from scalesim.model import collectives as coll
+from scalesim.model.memory import STRATEGIES
+from scalesim.model.sharding import EVERY_MICRO_STEP, FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import StepInputs, StepResult, evaluate
 from scalesim.model.stragglers import expected_max_normal
 from scalesim.runs import Runs
@@ -110,6 +114,56 @@ RESTART_KEEP = 2
 
 
 @dataclass(frozen=True)
+class RunsExchange:
+    """How the runs exchanged gradients (and ZeRO's states) over their data-parallel ranks: the
+    ``Scenario`` names ``strategy`` (ddp, zero1-3), ``zero_framework`` (fsdp, deepspeed) and
+    ``grad_sync`` (every-micro-step, once-per-step: FSDP's ``no_sync``), docs/model.md §4;
+    ``wire_bytes_per_param``: bytes per gradient element on the wire (1 where the parameters are
+    unknown: the nominal gradient is counted in bytes); ``blocks``: FSDP-wrapped blocks (the
+    runs' transformer layers; 0: estimated from the parameters, as ``predict`` does)."""
+
+    strategy: str = "ddp"
+    zero_framework: str = "fsdp"
+    grad_sync: str = "every-micro-step"
+    wire_bytes_per_param: float = 1.0
+    blocks: int = 0
+
+    def __post_init__(self):
+        from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, grad_sync_refused
+
+        for name, known in (("strategy", STRATEGIES), ("zero_framework", FRAMEWORKS),
+                            ("grad_sync", GRAD_SYNCS)):
+            value = getattr(self, name)
+            if not isinstance(value, str) or value not in known:
+                raise ScalesimError(f"{name} {value!r}: expected one of {', '.join(known)}")
+        if grad_sync_refused(self.zero_framework, self.grad_sync):
+            raise ScalesimError(GRAD_SYNC_DEEPSPEED_ERROR)
+        check_number("wire_bytes_per_param", self.wire_bytes_per_param, "wire_bytes_per_param")
+        if isinstance(self.blocks, bool) or not isinstance(self.blocks, int | np.integer) or self.blocks < 0:
+            raise ScalesimError(f"blocks {self.blocks!r}: expected a whole number, 0 or more")
+
+    def step_fields(self) -> dict:
+        """Its ``StepInputs`` fields but for the parameters (codes, as ``predict`` sets them)."""
+        return {"strategy": STRATEGIES[self.strategy], "framework": FRAMEWORKS[self.zero_framework],
+                "grad_sync": GRAD_SYNCS[self.grad_sync], "blocks": self.blocks,
+                "wire_bytes_per_param": self.wire_bytes_per_param}
+
+    @property
+    def sharded(self) -> bool:
+        return self.strategy != "ddp"
+
+    def label(self) -> str:
+        """'zero3 (FSDP FULL_SHARD)', 'ddp (PyTorch DDP)': the strategy and how it ran."""
+        from scalesim.model.zero_exchange import framework_label
+
+        return f"{self.strategy} ({framework_label(self.strategy, self.zero_framework, self.grad_sync)})"
+
+
+DDP_EXCHANGE = RunsExchange()
+assert GRAD_SYNCS[DDP_EXCHANGE.grad_sync] == EVERY_MICRO_STEP  # StepInputs' default
+
+
+@dataclass(frozen=True)
 class Layout:
     """Per-row layout of runs (measured or extrapolated)."""
 
@@ -139,6 +193,7 @@ class FitResult:
     multi_node_measured: bool
     rank_times_measured: bool
     layout: Layout  # the measured runs' layout the fit was made on (``FitProblem.layout``)
+    exchange: RunsExchange = DDP_EXCHANGE  # how the runs exchanged (``FitProblem.exchange``)
     lower: np.ndarray = field(default_factory=lambda: np.empty(0))  # bounds of x
     upper: np.ndarray = field(default_factory=lambda: np.empty(0))
     at_bound: list[str] = field(default_factory=list)  # fitted but held at a bound
@@ -184,8 +239,10 @@ def measured_layout(runs: Runs) -> Layout:
     return Layout(runs.devices, runs.nodes, runs.micro_batch, runs.accumulation, _straggler_delays(runs))
 
 
-def step_inputs(values: dict[str, float], layout: Layout, gradient_bytes: float, overlap: bool) -> StepInputs:
-    """The model's inputs for ``layout`` with parameter ``values``."""
+def step_inputs(values: dict[str, float], layout: Layout, gradient_bytes: float, overlap: bool,
+                exchange: RunsExchange = DDP_EXCHANGE) -> StepInputs:
+    """The model's inputs for ``layout`` with parameter ``values``, exchanging ``gradient_bytes``
+    as ``exchange`` says."""
     g = layout.devices_per_node
     micro = values["overhead_s"] + values["per_sample_s"] * layout.micro_batch
     slow = 1.0 + layout.straggler_delay_s / (layout.accumulation * micro)
@@ -198,8 +255,8 @@ def step_inputs(values: dict[str, float], layout: Layout, gradient_bytes: float,
         per_sample_s=values["per_sample_s"],
         optimizer_step_s=0.0,
         backward_fraction=2.0 / 3.0,
-        params=gradient_bytes,
-        wire_bytes_per_param=1.0,
+        params=gradient_bytes / exchange.wire_bytes_per_param,
+        **exchange.step_fields(),
         intra_latency_s=INTRA_LATENCY_S,
         intra_busbw_GBps=gradient_bytes / values["intra_transfer_s"] / coll.GB,
         inter_latency_s=INTER_LATENCY_S,
@@ -211,7 +268,8 @@ def step_inputs(values: dict[str, float], layout: Layout, gradient_bytes: float,
     )
 
 
-def blended(values: dict[str, float], layout: Layout, gradient_bytes: float) -> StepResult:
+def blended(values: dict[str, float], layout: Layout, gradient_bytes: float,
+            exchange: RunsExchange = DDP_EXCHANGE) -> StepResult:
     """The model with a share ``overlap`` of overlapped communication (linear blend); both
     cases in one broadcast call (a leading axis: overlap on, off)."""
     both = evaluate(
@@ -220,6 +278,7 @@ def blended(values: dict[str, float], layout: Layout, gradient_bytes: float) -> 
             layout,
             gradient_bytes,
             np.array([True, False]).reshape((2,) + (1,) * np.ndim(layout.devices + values["per_sample_s"])),
+            exchange,
         )
     )
     phi = values["overlap"]
@@ -353,6 +412,7 @@ class FitProblem:
     residual_rows: Callable[[np.ndarray], np.ndarray]  # (m, free) -> (m, residuals)
     layout: Layout  # the measured runs' layout (``measured_layout``), built once
     gradient_bytes: float  # params * wire bytes per param, nominal without params
+    exchange: RunsExchange  # how the runs exchanged, with their wire bytes per element
     rank_times_measured: bool  # whether the runs carry per-rank step times
     notes: list[str]  # what the setup says of the runs (fit_runs adds the fit's own)
 
@@ -433,14 +493,17 @@ class FitProblem:
         return sol
 
 
-def fit_problem(runs: Runs, params: float | None = None, wire_bytes_per_param: float = 4.0) -> FitProblem:
+def fit_problem(runs: Runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
+                exchange: RunsExchange = DDP_EXCHANGE) -> FitProblem:
     """The problem ``fit_runs`` solves for ``runs`` (with its notes, whether rank times are
-    measured, the measured layout and the gradient bytes: ``params * wire_bytes_per_param``,
-    nominal without)."""
+    measured, the measured layout, the gradient bytes: ``params * wire_bytes_per_param``,
+    nominal without, and how they were exchanged: ``exchange``)."""
     runs = require_model(runs, Runs, "runs")
     check_number("params", params, "params", optional=True)
     check_number("wire_bytes_per_param", wire_bytes_per_param, "wire_bytes_per_param")
     gradient_bytes = params * wire_bytes_per_param if params else NOMINAL_GRADIENT_BYTES
+    exchange = replace(require_model(exchange, RunsExchange, "exchange"),
+                       wire_bytes_per_param=wire_bytes_per_param if params else 1.0)
     init, bounds, free, notes, rank_times = _setup(runs)
     layout = measured_layout(runs)
     measured_step = runs.step_time_s
@@ -455,7 +518,7 @@ def fit_problem(runs: Runs, params: float | None = None, wire_bytes_per_param: f
         """Residuals of each parameter vector (row of ``x``), shape (m, residuals): the model
         broadcasts, so one call evaluates every row (the Jacobian's columns together)."""
         vals = problem.values_of(x)
-        res = blended(vals, layout, gradient_bytes)
+        res = blended(vals, layout, gradient_bytes, exchange)
         parts = [np.log(res.step_time_s / measured_step)]
         if comm is not None:
             parts.append((res.exposed_comm_s - comm) / measured_step)
@@ -494,6 +557,7 @@ def fit_problem(runs: Runs, params: float | None = None, wire_bytes_per_param: f
         residual_rows=residual_rows,
         layout=layout,
         gradient_bytes=gradient_bytes,
+        exchange=exchange,
         rank_times_measured=rank_times,
         notes=notes,
     )
@@ -511,9 +575,11 @@ def _not_shown(problem: FitProblem, jac: np.ndarray, inside: np.ndarray) -> list
     ]
 
 
-def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: float = 4.0) -> FitResult:
-    """Fit the model to ``runs``; ``params`` (gradient elements) turns transfer times into GB/s."""
-    problem = fit_problem(runs, params, wire_bytes_per_param)
+def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
+             exchange: RunsExchange = DDP_EXCHANGE) -> FitResult:
+    """Fit the model to ``runs``, which exchanged as ``exchange`` says (default DDP); ``params``
+    (gradient elements) turns transfer times into GB/s."""
+    problem = fit_problem(runs, params, wire_bytes_per_param, exchange)
     free, notes, gradient_bytes = problem.free, list(problem.notes), problem.gradient_bytes
     sol = problem.best_solution()
     if not np.all(np.isfinite(sol.fun)):
@@ -523,7 +589,7 @@ def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: floa
         )
     measured_step = runs.step_time_s
     values = problem.values_of(sol.x)
-    result = blended(values, problem.layout, gradient_bytes)
+    result = blended(values, problem.layout, gradient_bytes, problem.exchange)
     rel = result.step_time_s / measured_step - 1.0
     n_data = problem.n_data
     dof = n_data - len(free)
@@ -570,6 +636,7 @@ def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: floa
         multi_node_measured=bool(np.any(runs.nodes > 1)),
         rank_times_measured=problem.rank_times_measured,
         layout=problem.layout,
+        exchange=problem.exchange,
         lower=problem.lower,
         upper=problem.upper,
         at_bound=at_bound,
@@ -628,7 +695,7 @@ def _chi2_on_runs(fit: FitResult, runs: Runs, x: np.ndarray) -> np.ndarray:
     """Sum of squared data residuals over s^2 for each parameter vector (row of ``x``)."""
     vals = _values_rows(fit, x, 1.0)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        res = blended(vals, fit.layout, fit.gradient_bytes)
+        res = blended(vals, fit.layout, fit.gradient_bytes, fit.exchange)
         step = runs.step_time_s
         total = np.sum(np.log(res.step_time_s / step) ** 2, axis=1)
         comm, wait = runs.optional("comm_s"), runs.optional("data_wait_s")
@@ -683,7 +750,7 @@ def drawn_fit(fit: FitResult, x: np.ndarray) -> FitResult:
     if "inter_transfer_s" not in fit.fitted:
         values["inter_transfer_s"] = values["intra_transfer_s"]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        breakdown = blended(values, fit.layout, fit.gradient_bytes)
+        breakdown = blended(values, fit.layout, fit.gradient_bytes, fit.exchange)
     return replace(fit, values=values, x=np.asarray(x, dtype=float), breakdown=breakdown)
 
 
@@ -706,7 +773,7 @@ def extrapolate(
     def log_x(x, inter_ratio):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             vals = _values_rows(fit, x, inter_ratio)
-            return np.log(blended(vals, layout, fit.gradient_bytes).samples_per_s)
+            return np.log(blended(vals, layout, fit.gradient_bytes, fit.exchange).samples_per_s)
 
     lo_r, hi_r = UNCONSTRAINED_INTER_RANGE
     centre = log_x(fit.x[None, :], float(np.sqrt(lo_r * hi_r)))[0]
@@ -801,13 +868,17 @@ def fitted_profile(
             source="fitted to measured runs",
         ),
     )
-    # params within their bounds: a byte each up to 1e15 of them, then more bytes each; under a
-    # byte in all (--params 1 --wire-bytes 0.001), one parameter of that many bytes
-    wire = (
-        max(1.0, fit.gradient_bytes / QUANTITIES["params"].high)
-        if fit.gradient_bytes >= 1.0
-        else fit.gradient_bytes
-    )
+    # the runs' parameters and wire bytes where known and within bounds (ZeRO's block count and
+    # element buckets read them); else params within their bounds: a byte each up to 1e15 of
+    # them, then more bytes each; under a byte in all (--params 1 --wire-bytes 0.001), one
+    # parameter of that many bytes
+    wire = fit.exchange.wire_bytes_per_param
+    if not (fit.params_known and QUANTITIES["params"].problem(fit.gradient_bytes / wire) is None):
+        wire = (
+            max(1.0, fit.gradient_bytes / QUANTITIES["params"].high)
+            if fit.gradient_bytes >= 1.0
+            else fit.gradient_bytes
+        )
     shape = {"params": fit.gradient_bytes / wire, "wire_bytes_per_param": wire}
     if model is not None:  # the shape's parameters, each sending the runs' bytes per gradient
         shape = {
@@ -863,9 +934,13 @@ def fitted_profile(
         batch = {"global_batch": int(round(runs.samples_per_step[-1]))}
     else:
         batch = {"micro_batch": max(int(round(runs.micro_batch[-1])), 1)}
+    exchange = fit.exchange
     scenario = Scenario(
         devices=[last.devices],
         devices_per_node=g,
+        strategy=exchange.strategy,
+        zero_framework=exchange.zero_framework,
+        grad_sync=exchange.grad_sync,
         accumulation=last.accumulation,
         overlap=v["overlap"] >= 0.5,
         slow_device=slow_rank if slow_factor > 1.0 + 1e-6 else None,

@@ -343,10 +343,12 @@ def no_exchange_reason(scenario: Scenario, now: Prediction, words: Nouns = GPU_N
 
 
 def _sharding(profile: Profile, scenario: Scenario, now: Prediction, words: Nouns = GPU_NOUNS):
-    """The "shard more state" candidate: ZeRO-1 from DDP (ZeRO-3 where DDP does not fit), ZeRO-3
-    from ZeRO-1/2; from ZeRO-3 under hybrid sharding (a shard group below dp: the states held
-    dp / s times), sharding over every data-parallel rank (the shard group dropped, docs/model.md
-    §16); not applicable at ZeRO-3 over all of dp."""
+    """The sharding candidate: ZeRO-1 from DDP (ZeRO-3 where DDP does not fit), ZeRO-3 from
+    ZeRO-1/2; from ZeRO-3 under hybrid sharding (a shard group below dp: the states held dp / s
+    times), sharding over every data-parallel rank (the shard group dropped, docs/model.md §16);
+    from ZeRO-3 over all of dp, the parameters held whole (ZeRO-2: FSDP SHARD_GRAD_OP, DeepSpeed
+    stage 2), which spares the gathers of every forward and backward but one where memory
+    allows (its memory judged as every remedy's)."""
     from scalesim.layout_predict import layout_of
 
     k, fw, sync = scenario.accumulation, scenario.zero_framework, scenario.grad_sync
@@ -358,9 +360,9 @@ def _sharding(profile: Profile, scenario: Scenario, now: Prediction, words: Noun
                     "layout": None if split == type(split)() else split}), profile, "",
                 f"saves memory: each rank holds 1/{dp} of the states, not 1/{shard}; the "
                 f"gathers and reduce-scatters then span all {dp} ranks, not {shard}")
-    target = "zero1" if scenario.strategy == "ddp" and now.fits else "zero3"
-    reason = ("already fully sharded" if scenario.strategy == "zero3"
-              else ONE_REPLICA if dp == 1 else "")
+    target = ("zero2" if scenario.strategy == "zero3"
+              else "zero1" if scenario.strategy == "ddp" and now.fits else "zero3")
+    reason = ONE_REPLICA if dp == 1 else ""
     return ("sharding", sharding_title(scenario.strategy, target, fw, k, sync, hybrid),
             scenario.model_copy(update={"strategy": target}), profile, reason,
             sharding_caveat(scenario.strategy, target, fw, k, now.devices, sync, words))
@@ -399,10 +401,13 @@ def _listed(names) -> str:
 def sharding_title(strategy: str, target: str, framework: str, accumulation: int,
                    grad_sync: str = "every-micro-step", hybrid: bool = False) -> str:
     """The sharding remedy's title: the states ``target`` shards that ``strategy`` does not
-    ("Shard optimizer state", "Shard gradients and parameters too"), the change and how the
-    framework runs it (``hybrid``: within a shard group, ``framework_label``)."""
+    ("Shard optimizer state", "Shard gradients and parameters too"), or else those it holds whole
+    that ``strategy`` shards ("Hold parameters whole"), the change and how the framework runs it
+    (``hybrid``: within a shard group, ``framework_label``)."""
     now, new = _newly_sharded(strategy, target, framework, accumulation, grad_sync)
-    what = ("Shard " + _listed(new) + (" too" if now else "")) if new else "Shard nothing more"
+    _, lost = _newly_sharded(target, strategy, framework, accumulation, grad_sync)
+    what = ("Shard " + _listed(new) + (" too" if now else "") if new
+            else "Hold " + _listed(lost) + " whole" if lost else "Shard nothing more")
     how = framework_label(target, framework, grad_sync, hybrid)
     return f"{what} ({strategy} -> {target}, {how})"
 

@@ -199,7 +199,8 @@ def test_runs_past_the_models_memory_estimate_leave_memory_unknown(llama_runs):
     report = diagnose_runs(runs, None, 2.0, transformer=runs_model("llama3-8b", "A100 40GB"))
     (note,) = [n for n in report.notes if "yet the runs ran" in n]
     assert note.startswith("the model estimates 281.3 GiB per device for the largest run's own "
-                           "layout, more than the A100 40GB's 40 GiB")
+                           "layout (ddp), more than the A100 40GB's 40 GiB")
+    assert "sharding (--strategy zero1-3 says so)" in note
     assert report.details["fitted_profile"]["hardware"]["device_memory_bytes"] >= 1e15
     assert all(shown_gain(r) >= 0 for r in report.remedies if r.helps)
     assert not any("makes it fit" in r.note for r in report.remedies)

@@ -315,3 +315,20 @@ def test_an_uploaded_workload_json_is_the_clis_workload_file(tmp_path, capsys, r
                  "application/json")
     assert len(at.error) == 1 and "\n" not in at.error[0].value
     assert at.error[0].value.startswith("bert.json: the workload has no 'transformer' shape")
+
+
+def test_the_runs_strategy_reaches_the_report():
+    """Session 25: how the runs sharded (the CLI's --strategy, --zero-framework, --grad-sync);
+    the framework control shows for ZeRO only, the gradient sync for ZeRO-2/3 under FSDP."""
+    at = _app()
+    at.toggle(key="dg_example").set_value(True).run()
+    assert not [s for s in at.selectbox if s.key in ("dg_zero_framework", "dg_grad_sync")]
+    at.selectbox(key="dg_strategy").set_value("zero3").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert {s.key for s in at.selectbox} >= {"dg_zero_framework", "dg_grad_sync"}
+    notes = [c.value for c in at.caption if c.value.startswith("note: ")]
+    assert any("exchanged as zero3 (FSDP FULL\\_SHARD)" in n for n in notes), notes  # escaped
+    at.selectbox(key="dg_zero_framework").set_value("deepspeed").run()
+    assert not at.exception and "dg_grad_sync" not in {s.key for s in at.selectbox}
+    notes = [c.value for c in at.caption if c.value.startswith("note: ")]
+    assert any("exchanged as zero3 (DeepSpeed stage 3)" in n for n in notes), notes

@@ -238,7 +238,7 @@ def test_the_sharding_remedy_of_zero3_under_hsdp_shards_over_all_of_dp(workload,
     the sharding remedy said "already fully sharded", untrue, and never offered full sharding,
     the change that saves memory. It now offers the states over all of dp (the shard group
     dropped, the rest of the layout kept), predicted as predict predicts that scenario; at
-    ZeRO-3 over all of dp it is still not applicable."""
+    ZeRO-3 over all of dp it holds the parameters whole (session 25)."""
     from scalesim.predict import predict
     from scalesim.presets import transformer_workload
     from scalesim.profiles import default_profile, profile_with_workload
@@ -261,7 +261,10 @@ def test_the_sharding_remedy_of_zero3_under_hsdp_shards_over_all_of_dp(workload,
     full = predict(profile, hsdp.model_copy(update={"layout": remedy.scenario.layout}))[0]
     assert remedy.prediction.memory_bytes == full.memory_bytes < now.memory_bytes
     _, ranked = rank_remedies(profile, remedy.scenario, 32)
-    assert next(r for r in ranked if r.key == "sharding").reason == "already fully sharded"
+    # over all of dp the one sharding change left holds the parameters whole (ZeRO-2)
+    again = next(r for r in ranked if r.key == "sharding")
+    assert again.applicable and again.scenario.strategy == "zero2"
+    assert again.title.startswith("Hold parameters whole (zero3 -> zero2, FSDP SHARD_GRAD_OP)")
 
 
 def test_a_calibrated_profiles_shard_group_stays_on_the_data_parallel_path():

@@ -75,4 +75,5 @@ def test_the_remedy_row_of_a_zero1_job_that_does_not_fit():
 def test_unsharding_is_not_said_to_save_memory():
     text = sharding_caveat("zero3", "ddp", "fsdp", 4, 8)
     assert text.startswith("needs more memory (optimizer state, gradients and parameters held")
-    assert sharding_title("zero3", "ddp", "fsdp", 4).startswith("Shard nothing more (")
+    assert sharding_title("zero3", "ddp", "fsdp", 4).startswith(
+        "Hold optimizer state, gradients and parameters whole (zero3 -> ddp, PyTorch DDP)")

@@ -17,6 +17,7 @@ EXAMPLE = """examples:
   scalesim diagnose runs.csv --workload gpt-7.5b --gpu "A100 40GB"   # remedies incl. splitting it
   scalesim diagnose runs.csv --workload llama3-8b --gpu "H100 SXM" --recompute-style early-stop
   scalesim diagnose runs.csv --workload llama3-8b --gpu "H100 SXM" --tp-overlap  # Megatron TP comm overlap
+  scalesim diagnose runs.csv --workload llama3-8b --gpu "H100 SXM" --strategy zero3  # FSDP FULL_SHARD runs
 
 runs file: one row per run with devices, nodes and samples_per_s or step_time_s; optional
 per_device_batch, global_batch, accumulation, data_wait_s, comm_s (exposed), steps_to_target and
@@ -26,8 +27,11 @@ rank_step_times_s (';'-separated). See docs/diagnose.md."""
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from scalesim.bounds import flag_type
     from scalesim.cli.options import (
+        add_grad_sync_argument,
         add_recompute_style_argument,
+        add_strategy_argument,
         add_tp_overlap_argument,
+        add_zero_framework_argument,
         parse_int_list,
     )
 
@@ -60,6 +64,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "with --workload: the runs' framework, for the split-the-model remedy's layouts")
     add_recompute_style_argument(framework)
     add_tp_overlap_argument(framework)
+    exchange = p.add_argument_group(
+        "how the runs exchanged over their data-parallel ranks (default: PyTorch DDP)")
+    add_strategy_argument(exchange)
+    add_zero_framework_argument(exchange)
+    add_grad_sync_argument(exchange)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -71,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
         params=args.params, wire_bytes=args.wire_bytes, critical_batch=args.critical_batch,
         extrapolate=tuple(args.extrapolate) if args.extrapolate is not None else None,
         workload=args.workload, gpu=args.gpu, recompute_style=args.recompute_style,
-        tp_overlap=args.tp_overlap)
+        tp_overlap=args.tp_overlap, strategy=args.strategy, zero_framework=args.zero_framework,
+        grad_sync=args.grad_sync)
     # the combinations first, before a file is read (the request checks them again)
     check_sources(options, args.runs is not None, args.trace is not None, args.smi is not None)
     smi = traces = runs = None

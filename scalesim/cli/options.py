@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import get_args
 
 from pydantic import ValidationError
 
@@ -21,7 +22,7 @@ from scalesim.jsonio import parse_model, read_json, validation_message
 from scalesim.layout import RECOMPUTE_STYLE_HELP, SHARD_GROUP_HELP, TP_OVERLAP_HELP
 from scalesim.model.sharding import GRAD_SYNC_HELP
 from scalesim.money import is_usd, usd_type
-from scalesim.schemas import Profile, Scenario
+from scalesim.schemas import Profile, Scenario, Strategy
 
 
 def parse_int_list(text: str) -> list[int]:
@@ -112,11 +113,7 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     _knob(batch, "micro_batch", help="per-device micro-batch (weak scaling; default: the workload's)")
     _knob(batch, "global_batch", help="fixed global batch (strong scaling)")
     _knob(g, "accumulation", help="micro-steps per optimizer step (default 1)")
-    g.add_argument(
-        "--strategy",
-        choices=["ddp", "zero1", "zero2", "zero3"],
-        help="data parallelism: ddp, or ZeRO stage 1, 2 or 3 (default ddp)",
-    )
+    add_strategy_argument(g)
     add_zero_framework_argument(g)
     add_grad_sync_argument(g)
     add_attention_kernel_argument(g)
@@ -227,6 +224,15 @@ def add_gpus_per_node_argument(group, help: str = GPUS_PER_NODE_HELP) -> None:
     """--gpus-per-node (``Scenario.devices_per_node``, its bounds from the knob table; plan's
     own flag too)."""
     _knob(group, "devices_per_node", help=help)
+
+
+def add_strategy_argument(group) -> None:
+    """--strategy (``Scenario.strategy``; diagnose's own flag too: how the runs exchanged)."""
+    group.add_argument(
+        "--strategy",
+        choices=list(get_args(Strategy)),
+        help="data parallelism: ddp, or ZeRO stage 1, 2 or 3 (default ddp)",
+    )
 
 
 def add_zero_framework_argument(group) -> None:

@@ -1,0 +1,123 @@
+"""Diagnose runs that sharded (--strategy, --zero-framework, --grad-sync; session 25).
+
+Until session 25 diagnose read every runs file as PyTorch DDP: FSDP runs were fitted with DDP's
+exchange (their links came out several times too slow), their memory was DDP's (so "the runs ran
+past the model's memory") and the sharding remedy offered to shard what they already sharded.
+"""
+
+from __future__ import annotations
+
+import json
+
+import diagnose_cases as cases
+import pytest
+from cli_harness import run_cli
+
+from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
+from scalesim.diagnosis import diagnose_runs
+from scalesim.errors import ScalesimError
+from scalesim.fit_runs import RunsExchange, fit_runs
+from scalesim.profiles import resolve_profile
+from scalesim.runs import parse_runs_text
+from scalesim.runs_model import runs_model
+from scalesim.schemas import Scenario
+
+BERT_PARAMS = 336e6  # the bert-large preset's parameters, bf16 gradients on the wire (2 bytes)
+
+
+@pytest.fixture(scope="module")
+def fsdp_runs():
+    """BERT-large under FSDP FULL_SHARD (ZeRO-3), 16 a GPU x 2 micro-steps, on 1-32 PCIe GPUs of
+    servers of 8 joined by 100 Gb/s Ethernet (pcie-8gpu-100gbe: 25.2 GB/s busbw inside a
+    server, 6.8 GB/s across), made by the model."""
+    profile = resolve_profile(None, "pcie-8gpu-100gbe", "bert-large")
+    scenario = Scenario(devices=[1, 2, 4, 8, 16, 32], micro_batch=16, accumulation=2,
+                        strategy="zero3")
+    return cases.to_csv(cases._rows(profile, scenario))
+
+
+def test_the_fit_reads_sharded_runs_with_their_exchange(fsdp_runs):
+    """Read with ZeRO-3's exchange the fit finds the links the runs were made with (25.2 and
+    6.8 GB/s busbw, within 3 %: the fit's link latency is 0, the preset's 5 and 30 us) and
+    follows every run; read as DDP it cannot (15 % rms) and puts the link across servers at
+    under half its speed (3.4x too slow here): the per-micro-step gathers and reduce-scatters
+    are read as one all-reduce."""
+    runs = parse_runs_text(fsdp_runs, "runs.csv")
+    sharded = fit_runs(runs, BERT_PARAMS, 2.0, RunsExchange("zero3"))
+    assert sharded.rmse_rel < 0.01
+    assert sharded.busbw_GBps("intra") == pytest.approx(25.2, rel=0.03)
+    assert sharded.busbw_GBps("inter") == pytest.approx(6.8, rel=0.03)
+    as_ddp = fit_runs(runs, BERT_PARAMS, 2.0)
+    assert as_ddp.rmse_rel > 0.05
+    assert as_ddp.busbw_GBps("inter") < 0.5 * 6.8
+
+
+def test_the_report_says_how_the_runs_exchanged_and_starts_every_remedy_there(fsdp_runs):
+    """The note, the JSON's details and the fitted scenario carry the strategy; the sharding
+    remedy from ZeRO-3 holds the parameters whole (ZeRO-2, FSDP SHARD_GRAD_OP), sending 2/3 of
+    the bytes: per micro-step FSDP ZeRO-2 sends 2 units (a gather, a reduce-scatter), ZeRO-3 3
+    (a gather before forward and before backward, a reduce-scatter)."""
+    runs = parse_runs_text(fsdp_runs, "runs.csv")
+    report = diagnose_runs(runs, BERT_PARAMS, 2.0, exchange=RunsExchange("zero3"))
+    assert ("the runs exchanged as zero3 (FSDP FULL_SHARD): the fit, the memory and every "
+            "remedy start from it (docs/model.md §4)") in report.notes
+    assert report.details["exchange"] == {"strategy": "zero3", "zero_framework": "fsdp",
+                                          "grad_sync": "every-micro-step"}
+    assert report.details["fitted_scenario"]["strategy"] == "zero3"
+    sharding = next(r for r in report.remedies if r.key == "sharding")
+    assert sharding.title == "Hold parameters whole (zero3 -> zero2, FSDP SHARD_GRAD_OP)"
+    assert "sends 0.667x the bytes of now per step" in sharding.note
+    assert sharding.gain > 0
+    # read as DDP (the default), the sharding remedy is DDP's own: shard the optimizer state
+    plain = diagnose_runs(runs, BERT_PARAMS, 2.0)
+    assert plain.details["exchange"]["strategy"] == "ddp"
+    assert not any("exchanged as" in n for n in plain.notes)
+    assert next(r for r in plain.remedies if r.key == "sharding").title.startswith(
+        "Shard optimizer state (ddp -> zero1")
+
+
+def test_sharded_runs_of_a_transformer_are_judged_on_their_own_memory():
+    """Llama 3 8B under FSDP FULL_SHARD at 1 sequence a GPU on 8-32 A100 PCIe 80GB: the model
+    puts them at 58-46 GiB a GPU sharded, 162 GiB read as DDP. Read as DDP the note says they
+    ran past the model's memory and memory is left unknown; read as ZeRO-3 memory is the
+    GPU's and the note is gone."""
+    profile = resolve_profile(None, "pcie-8gpu-100gbe", "llama3-8b")
+    text = cases.to_csv(cases._rows(profile, Scenario(devices=[8, 16, 32], micro_batch=1,
+                                                       strategy="zero3")))
+    runs = parse_runs_text(text, "runs.csv")
+    model = runs_model("llama3-8b", "A100 PCIe 80GB")
+    as_ddp = diagnose_runs(runs, None, 4.0, transformer=model)
+    assert any("yet the runs ran" in n and "(ddp)" in n for n in as_ddp.notes)
+    sharded = diagnose_runs(runs, None, 4.0, transformer=model, exchange=RunsExchange("zero3"))
+    assert not any("yet the runs ran" in n for n in sharded.notes)
+    assert sharded.details["fitted_profile"]["hardware"]["device_memory_bytes"] == 80 * 2**30
+    assert sharded.details["fit"]["rmse_rel"] < 0.01 < as_ddp.details["fit"]["rmse_rel"]
+
+
+def test_the_cli_takes_the_runs_exchange_and_refuses_what_changes_nothing(tmp_path, capsys,
+                                                                          fsdp_runs):
+    path = tmp_path / "runs.csv"
+    path.write_text(fsdp_runs)
+    code, out, err = run_cli(capsys, ["diagnose", str(path), "--params", "336e6", "--wire-bytes",
+                                      "2", "--strategy", "zero3", "--json"])
+    assert code == 0, err
+    assert json.loads(out)["details"]["exchange"]["strategy"] == "zero3"
+    for flags, words in (
+        (["--zero-framework", "deepspeed"], "--zero-framework is for runs that sharded"),
+        (["--strategy", "zero1", "--grad-sync", "once-per-step"], "--grad-sync is for runs that "
+                                                                  "sharded their gradients"),
+        (["--strategy", "zero3", "--zero-framework", "deepspeed", "--grad-sync",
+          "once-per-step"], "DeepSpeed stage 2/3 reduce gradients in every micro-step"),
+    ):
+        code, out, err = run_cli(capsys, ["diagnose", str(path), *flags])
+        assert code == 2 and words in err and len(err.splitlines()) == 1, err
+
+
+def test_the_exchange_refuses_names_it_does_not_know():
+    with pytest.raises(ScalesimError, match="strategy 'zero4': expected one of ddp, zero1"):
+        RunsExchange("zero4")
+    with pytest.raises(ScalesimError, match="blocks -1"):
+        RunsExchange(blocks=-1)
+    with pytest.raises(ScalesimError, match="--zero-framework is for runs that sharded"):
+        diagnose_request(DiagnoseOptions(zero_framework="deepspeed"),
+                         runs=parse_runs_text("devices,nodes,samples_per_s\n1,1,5\n2,1,9\n", "r"))
