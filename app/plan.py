@@ -55,7 +55,7 @@ from scalesim.predict import (
     slow_device_note,
 )
 from scalesim.remedies import DATA_STALL_SHARE, RemedyResult, data_stall_share, rank_remedies
-from scalesim.schemas import Profile, Scenario, ScenarioLayout
+from scalesim.schemas import Profile, Scenario, ScenarioLayout, grad_sync_refused
 from scalesim.training_time import Goal, cost_usd, resolve_goal, time_to_goal_s
 
 from .control_labels import label
@@ -266,15 +266,21 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     devices, notes = device_counts(state, g, words)
     fields: dict = {
         "devices_per_node": g, "accumulation": state.acc, "overlap": state.ovl,
-        "bucket_mib": state.bkt, "strategy": state.strat, "grad_sync": state.gs,
-        "algorithm": state.algo,
+        "bucket_mib": state.bkt, "strategy": state.strat, "zero_framework": state.zfw,
+        "grad_sync": state.gs, "algorithm": state.algo,
         "loader_workers": state.lw, "straggler_cv": state.cv, "slow_device": state.slow,
         "slow_factor": state.sf, "critical_batch_size": state.cbs,
         "min_samples_to_quality": state.emin, "train_samples": state.train,
         "price_per_device_hour": state.price,
     }
     fields.update(_links(state))
-    if why := grad_sync_unused(state.strat, state.acc, state.gs):  # as predict notes it
+    if state.strat == "ddp" and state.zfw != "fsdp":  # as predict notes it
+        notes.append(f"ZeRO framework {state.zfw} ignored: strategy ddp shards nothing")
+    if grad_sync_refused(state.zfw, state.gs):  # a note, as other controls the page turns off
+        fields["grad_sync"] = "every-micro-step"
+        notes.append(f"gradient sync {state.gs} ignored: DeepSpeed stage 2/3 reduce gradients in "
+                     "every micro-step (no_sync is FSDP's)")
+    elif why := grad_sync_unused(state.strat, state.acc, state.gs):  # as predict notes it
         notes.append(f"gradient sync {state.gs} ignored: {why}")
     if state.ak != DEFAULT_ATTENTION_KERNEL:
         if timed_own_kernel(profile):  # as the layout is left out: a note, not a refusal
@@ -856,8 +862,8 @@ def duration(seconds: float | None) -> str:
 
 
 # A decision option's scenario fields (``DecisionOption.changes``) as the planner's controls
-STATE_OF_SCENARIO = {"strategy": "strat", "accumulation": "acc", "micro_batch": "mb",
-                     "train_samples": "train"}
+STATE_OF_SCENARIO = {"strategy": "strat", "zero_framework": "zfw", "accumulation": "acc",
+                     "micro_batch": "mb", "train_samples": "train"}
 STATE_OF_LAYOUT = {"tp": "tp", "pp": "pp", "schedule": "sched", "virtual_stages": "vs",
                    "recompute": "rec", "recompute_style": "rs", "sequence_parallel": "sp",
                    "tp_overlap": "tpo", "shard_group": "sg"}

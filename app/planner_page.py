@@ -45,7 +45,14 @@ from scalesim.sources.provenance import provenance
 from scalesim.training_time import resolve_goal, zero_price_note
 
 from . import charts, control_labels
-from .control_labels import B_LABELS, GRID_LABELS, MODE_LABELS, STRATEGY_LABELS, choice_labels
+from .control_labels import (
+    B_LABELS,
+    GRID_LABELS,
+    MODE_LABELS,
+    STRATEGY_LABELS,
+    ZERO_FRAMEWORK_LABELS,
+    choice_labels,
+)
 from .markdown_text import escape_markdown as _md
 from .markdown_text import escape_markdown_keep_bold
 from .plan import (
@@ -307,8 +314,13 @@ def _batch_section(c: _Controls) -> None:
 
 def _comm_section(c: _Controls, state: AppState) -> None:
     st.sidebar.header("Communication")
-    c(st.sidebar.selectbox, "strat", "Strategy", options=list(STRATEGY_LABELS),
-      format_func=STRATEGY_LABELS.get)
+    strategy = c(st.sidebar.selectbox, "strat", "Strategy", options=list(STRATEGY_LABELS),
+                 format_func=STRATEGY_LABELS.get)
+    c(st.sidebar.selectbox, "zfw", "ZeRO framework", options=list(ZERO_FRAMEWORK_LABELS),
+      format_func=ZERO_FRAMEWORK_LABELS.get, disabled=strategy == "ddp",
+      help="how ZeRO runs: FSDP gathers and reduce-scatters one wrapped block at a time "
+      "(ZeRO-1: Megatron-Core's distributed optimizer); DeepSpeed its bucket defaults, its "
+      "ZeRO-1/2 parameter all-gather after the optimizer step exposed (docs/model.md §4)")
     c(st.sidebar.selectbox, "gs", "ZeRO-2/3 gradient sync under accumulation",
       options=list(GRAD_SYNC_LABELS), format_func=GRAD_SYNC_LABELS.get, help=GRAD_SYNC_HELP)
     c(st.sidebar.selectbox, "ak", "Attention kernel", options=list(ATTENTION_KERNEL_LABELS),

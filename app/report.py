@@ -24,7 +24,7 @@ from scalesim.model.sharding import GRAD_SYNC_LABELS
 from scalesim.remedies import measure_words
 
 from .charts import all_charts, chart_text, stall_caption
-from .control_labels import in_words, label
+from .control_labels import ZERO_FRAMEWORK_LABELS, in_words, label
 from .plan import Plan, duration, headline, if_runs, option_links, remedy_gain_cell, story
 from .state import profile_caveats
 
@@ -145,6 +145,7 @@ def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
         ("overlap with backward", "on" if s.overlap else "off"),
         ("bucket size", f"{s.bucket_mib:g} MiB"),
         ("strategy", s.strategy),
+        ("ZeRO framework", ZERO_FRAMEWORK_LABELS[s.zero_framework]),
         ("ZeRO-2/3 gradient sync", GRAD_SYNC_LABELS[s.grad_sync]),
         ("attention kernel", ATTENTION_KERNEL_LABELS[s.attention_kernel]),
         ("all-reduce algorithm", s.algorithm),

@@ -29,21 +29,23 @@ from scalesim.figures import exact, number
 from scalesim.jsonio import error_text, parse_json_text
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, RecomputeStyle
 from scalesim.profiles import parse_profile, profile_from_presets
-from scalesim.schemas import GradSync, Profile
+from scalesim.schemas import GradSync, Profile, ZeroFramework
 
 from .control_labels import in_words
 
-LINK_VERSION = 9  # v9: + the hybrid sharding shard group (sg); v8: + the recompute style
+LINK_VERSION = 10  # v10: + the ZeRO framework (zfw: fsdp or deepspeed); v9: + the hybrid
+# sharding shard group (sg); v8: + the recompute style
 # op-sac (rs: V8_VALUES); v7: + the tensor-parallel overlap (tpo) and scenarios B "use a Hopper
 # attention kernel" and "overlap tensor-parallel communication" (b: V7_REMEDIES); v6: + the
-# attention kernel (ak); v1 to v8 open with ZeRO sharded over all of dp;
+# attention kernel (ak); v1 to v8 open with ZeRO sharded over all of dp, v1 to v9 with ZeRO
+# run as FSDP / Megatron-Core;
 # v5: + the gradient sync under accumulation (gs, FSDP no_sync); v4: + the recompute style
 # (rs); v3: + the model split (tp, pp, sched, vs, rec, sp) and transformer presets; each
 # written only when used (``link_version``); v1 to v6 open with the tensor-parallel
 # collectives exposed, v1 to v5 with the vendor attention kernel, v1 to v4 with gradients
 # reduced every micro-step, v3 with the whole-forward style, v2 (only what differs from the
 # defaults, presets by name) and v1 data parallel
-READ_VERSIONS = ("1", "2", "3", "4", "5", "6", "7", "8", "9")
+READ_VERSIONS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10")
 # v3 and later (rs: v4, tpo: v7, sg: v9)
 LAYOUT_FIELDS = ("tp", "pp", "sched", "vs", "rec", "sp", "rs", "tpo", "sg")
 V4_FIELDS = ("rs",)  # what v4 added
@@ -53,6 +55,7 @@ V7_FIELDS = ("tpo",)  # what v7 added
 V7_REMEDIES = ("attention_kernel", "tp_overlap")  # the scenario B choices v7 added
 V8_VALUES = {"rs": ("op-sac",)}  # the values v8 added to fields of earlier versions
 V9_FIELDS = ("sg",)  # what v9 added
+V10_FIELDS = ("zfw",)  # what v10 added
 # a share link ends with its preset fingerprint (ph) or profile (prof), then its date (at):
 # a cut one loses those first
 CUT_SHORT = "the link may have been cut short when copied (its end is missing)"
@@ -97,6 +100,7 @@ class AppState(BaseModel):
     ovl: bool = True
     bkt: float = url_field("bkt", 25.0, "bucket size, MiB")
     strat: Literal["ddp", "zero1", "zero2", "zero3"] = "ddp"
+    zfw: ZeroFramework = "fsdp"  # how ZeRO runs: FSDP / Megatron-Core, or DeepSpeed (v10)
     gs: GradSync = "every-micro-step"  # when ZeRO-2/3 reduce under accumulation (v5)
     ak: AttentionKernel = DEFAULT_ATTENTION_KERNEL  # the framework's attention kernel (v6)
     algo: Literal["auto", "ring", "tree", "hierarchical"] = "auto"
@@ -173,7 +177,7 @@ FIELD_LABELS = {
     "pp": "Pipeline stages", "sched": "Pipeline schedule", "vs": "Virtual stages", "rs": "Recompute style",
     "sp": "Sequence parallelism",
     "gs": "Gradient sync", "ak": "Attention kernel", "tpo": "Tensor-parallel overlap",
-    "sg": "Shard group (HSDP)",
+    "sg": "Shard group (HSDP)", "zfw": "ZeRO framework",
 }
 
 
@@ -462,7 +466,8 @@ V2_DEFAULTS: dict[str, Any] = {
 
 
 def link_version(state: AppState) -> int:
-    """9 when the state uses what v9 added (a hybrid sharding shard group); 8 when the state
+    """10 when the state uses what v10 added (DeepSpeed as the ZeRO framework); 9 when it uses
+    what v9 added (a hybrid sharding shard group); 8 when the state
     uses a value v8 added (the op-sac recompute style); 7 when the state
     uses what v7 added (the tensor-parallel overlap on, or scenario B 'use a
     Hopper attention kernel' or 'overlap tensor-parallel communication'); 6 when it uses what v6
@@ -471,6 +476,8 @@ def link_version(state: AppState) -> int:
     style); 3 when it uses what v3 added (a model split, a transformer workload preset, the
     Layouts tab, scenario B 'split the model'); else 2, so a link opens in every scalesim that
     can show it the same."""
+    if any(getattr(state, n) != AppState.model_fields[n].default for n in V10_FIELDS):
+        return 10
     if any(getattr(state, n) != AppState.model_fields[n].default for n in V9_FIELDS):
         return 9
     if any(getattr(state, n) in values for n, values in V8_VALUES.items()):
@@ -635,6 +642,12 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no shard group "
                             "(ZeRO shards over all of dp)")
+    if int(version) < 10:  # before the ZeRO framework: ZeRO ran as FSDP / Megatron-Core
+        old = [name for name in V10_FIELDS if name in flat and flat.pop(name) not in (
+            "", _to_text(AppState.model_fields[name].default))]
+        if old:
+            messages.append(f"ignored {', '.join(old)}: a v{version} link has no ZeRO framework "
+                            "choice (ZeRO runs as FSDP / Megatron-Core)")
     fingerprint = flat.pop("ph", None)
     blob = flat.pop("prof", None)
     unknown = sorted(k for k in flat if k not in AppState.model_fields)

@@ -28,7 +28,8 @@ from scalesim.attention_kernel import ATTENTION_KERNELS
 from scalesim.errors import ScalesimError, excerpt, flag_error
 from scalesim.figures import DAYS_PER_YEAR, exact, number
 from scalesim.layout import RECOMPUTE_STYLES
-from scalesim.model.sharding import GRAD_SYNCS
+from scalesim.model.memory import STRATEGIES
+from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 
 DEVICES_MAX = 2**20  # 1,048,576 devices
 # Goal seeking's default largest device count (scalesim.goal.seek, scalesim goal --max-devices;
@@ -362,6 +363,10 @@ KNOBS: tuple[Knob, ...] = (
     Knob("micro_batch", "--batch", "mb", "micro_batch"),
     Knob("global_batch", "--global-batch", "gb", "global_batch"),
     Knob("accumulation", "--accumulation", "acc", "accumulation"),
+    # data parallelism: DDP or a ZeRO stage (diagnose's flag too: how the runs exchanged)
+    Knob("strategy", "--strategy", "strat", None, choices=tuple(STRATEGIES)),
+    # how ZeRO runs (docs/model.md §4); link key from version 10
+    Knob("zero_framework", "--zero-framework", "zfw", None, choices=tuple(FRAMEWORKS)),
     # when ZeRO-2/3 reduce under accumulation (FSDP no_sync); link key from version 5
     Knob("grad_sync", "--grad-sync", "gs", None, choices=tuple(GRAD_SYNCS)),
     # the framework's fused attention kernel (docs/model.md §13); link key from version 6

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import get_args
 
 from pydantic import ValidationError
 
@@ -22,7 +21,7 @@ from scalesim.jsonio import parse_model, read_json, validation_message
 from scalesim.layout import RECOMPUTE_STYLE_HELP, SHARD_GROUP_HELP, TP_OVERLAP_HELP
 from scalesim.model.sharding import GRAD_SYNC_HELP
 from scalesim.money import is_usd, usd_type
-from scalesim.schemas import Profile, Scenario, Strategy
+from scalesim.schemas import Profile, Scenario
 
 
 def parse_int_list(text: str) -> list[int]:
@@ -228,18 +227,18 @@ def add_gpus_per_node_argument(group, help: str = GPUS_PER_NODE_HELP) -> None:
 
 def add_strategy_argument(group) -> None:
     """--strategy (``Scenario.strategy``; diagnose's own flag too: how the runs exchanged)."""
-    group.add_argument(
-        "--strategy",
-        choices=list(get_args(Strategy)),
-        help="data parallelism: ddp, or ZeRO stage 1, 2 or 3 (default ddp)",
-    )
+    knob = KNOB_BY_FIELD["strategy"]
+    group.add_argument(knob.flag, choices=knob.choices,
+                       help="data parallelism: ddp, or ZeRO stage 1, 2 or 3 (default ddp)")
 
 
 def add_zero_framework_argument(group) -> None:
     """--zero-framework (``Scenario.zero_framework``; plan's own flag too)."""
+    knob = KNOB_BY_FIELD["zero_framework"]
     group.add_argument(
-        "--zero-framework",
-        choices=["fsdp", "deepspeed"],
+        knob.flag,
+        choices=knob.choices,
+        dest=_dest(knob.flag),
         help="how ZeRO runs (default fsdp): fsdp gathers and reduce-scatters one "
         "wrapped block at a time for ZeRO-2/3 and runs ZeRO-1 as Megatron-Core's "
         "distributed optimizer (reduce-scatter + all-gather, DDP's bytes); "
@@ -385,7 +384,7 @@ def layout_from_args(args: argparse.Namespace, base: dict | None) -> dict | None
 
 # argparse dest -> scenario field, for every knob that has a flag
 _FLAG_TO_FIELD = {_dest(k.flag): k.field for k in KNOBS if k.flag}
-_FLAG_TO_FIELD.update(strategy="strategy", zero_framework="zero_framework", algorithm="algorithm")
+_FLAG_TO_FIELD.update(algorithm="algorithm")
 
 
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
