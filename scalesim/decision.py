@@ -328,6 +328,26 @@ def _layout_option(ctx: _Ctx, split, source: str) -> DecisionOption:
                       batch_change=split.batch_change)
 
 
+def _planned_here(ctx: _Ctx, source: str) -> DecisionOption | None:
+    """The planner's fastest layout that fits at today's count (``_fits_at``: ZeRO stage,
+    micro-batches, recompute, tp x pp), key ``split_model``, where the split-the-model remedy
+    does not offer one (it needs a model that does not fit or an exchange past the model's
+    error, docs/model.md §10) and that layout is faster than today's: "Change the layout:
+    zero3 -> zero1, recompute full -> none". Without it the card credited that change to adding
+    a server, whose option runs the planner's layout at the larger count (session-24 audit);
+    None where it is today's layout, not faster, or nothing fits."""
+    found, _ = _fits_at(ctx, ctx.now.devices)
+    if found is None:
+        return None
+    p, _, run = found
+    changed = _layout_words(ctx, run, p)
+    if not changed or (ctx.now.fits and p.samples_per_s <= ctx.now.samples_per_s):
+        return None
+    return ctx.option("split_model", f"Change the layout: {', '.join(changed)}", p, 0.0, source,
+                      assumption=f"{PLANNED_LAYOUT}, same global batch",
+                      changes=ctx.changes(run, p))
+
+
 MAX_ADDED_SERVERS = 8  # the most servers the add-server option grows by
 MAX_SERVER_GROWTH = 4  # ... and at most 4x today's servers (one tp x pp cycle at least)
 
@@ -652,6 +672,8 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServer
     split = helping.get("split_model")
     if split is not None:  # where it helps: the model does not fit, or the exchange dominates
         out.append(_layout_option(ctx, split, base_source))
+    elif (planned := _planned_here(ctx, base_source)) is not None:
+        out.append(planned)
     kernel = helping.get("attention_kernel")
     if kernel is not None:  # a FlashAttention-2-class kernel on Hopper: the vendor kernel
         out.append(ctx.option("attention_kernel", kernel.title, kernel.prediction, 0.0,
@@ -1035,6 +1057,11 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
         notes.append("not shown (slower, or does not fit in memory): " + "; ".join(losers))
     winners.sort(key=lambda o: -_score(o))
     options = winners[:MAX_OPTIONS]
+    if len(winners) > MAX_OPTIONS:  # the card shows the best few; the rest are named
+        notes.append(f"also faster than today, not shown (the card shows the best {MAX_OPTIONS}): "
+                     + "; ".join(o.title + (f" ({pct_text(o.throughput_gain)} throughput)"
+                                            if o.throughput_gain is not None else "")
+                                 for o in winners[MAX_OPTIONS:]))
     more = searched = None
     if not now.fits and all(o.key == "add_server" for o in options):
         # nothing fits at today's count: the fewest devices that fit (``_more_devices_option``),
