@@ -136,9 +136,11 @@ def runs_report(text: str, name: str, params: float | None, critical: float | No
 
 @st.cache_data(show_spinner="Reading the traces...", max_entries=4)
 def traces_report(files: tuple[tuple[str, bytes], ...],
-                  smi: tuple[str, str] | None = None) -> Report:
+                  smi: tuple[str, str] | None = None, strategy: str | None = None,
+                  zero_framework: str | None = None, grad_sync: str | None = None) -> Report:
     """``scalesim diagnose --trace`` of the uploaded ``files`` (name, bytes), with the
-    nvidia-smi log ``smi`` (name, CSV text) attached."""
+    nvidia-smi log ``smi`` (name, CSV text) attached; ``strategy``, ``zero_framework``,
+    ``grad_sync``: how the job exchanged (None: read off its collectives)."""
     from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
     from scalesim.traces import load_traces
 
@@ -157,7 +159,9 @@ def traces_report(files: tuple[tuple[str, bytes], ...],
             raise ScalesimError(re.sub(re.escape(tmp) + r"/\d+/", "", str(exc))) from None
         for s in summaries:
             s.path = Path(s.path).name
-        return diagnose_request(DiagnoseOptions(), traces=summaries,
+        options = DiagnoseOptions(strategy=strategy, zero_framework=zero_framework,
+                                  grad_sync=grad_sync)
+        return diagnose_request(options, traces=summaries,
                                 trace_source=", ".join(name for name, _ in files), smi=log)
 
 
@@ -504,26 +508,36 @@ def _runs_options() -> dict:
     return options
 
 
-def _exchange_options() -> dict:
-    """How the runs exchanged over their data-parallel ranks (``scalesim diagnose --strategy
-    --zero-framework --grad-sync``): the framework only for ZeRO, the gradient sync only for
-    ZeRO-2/3 under FSDP, as the CLI takes them."""
+# the traces' choice that leaves the strategy to their collectives (diagnosis.traced_exchange)
+FROM_COLLECTIVES = "as the traces' collectives say"
+
+
+def _exchange_options(prefix: str = "dg", traced: bool = False) -> dict:
+    """How the runs (``traced``: the traced job) exchanged over their data-parallel ranks
+    (``scalesim diagnose --strategy --zero-framework --grad-sync``): the framework only for
+    ZeRO, the gradient sync only for ZeRO-2/3 under FSDP, as the CLI takes them; traces read
+    it off their collectives unless a strategy is chosen. ``prefix``: the widgets' keys'."""
     c1, c2, c3 = st.columns(3)
-    strategy = c1.selectbox("How the runs sharded (ZeRO)", list(STRATEGY_LABELS),
-                            format_func=STRATEGY_LABELS.get, key="dg_strategy",
-                            help="the runs' data-parallel strategy (--strategy): the fit reads "
-                            "their communication, memory and straggler wait as its, and the "
-                            "remedies start from it")
-    if strategy == "ddp":
+    choices = [None, *STRATEGY_LABELS] if traced else list(STRATEGY_LABELS)
+    strategy = c1.selectbox(
+        "How the job sharded (ZeRO)" if traced else "How the runs sharded (ZeRO)", choices,
+        format_func=lambda s: FROM_COLLECTIVES if s is None else STRATEGY_LABELS[s],
+        key=f"{prefix}_strategy",
+        help="the data-parallel strategy (--strategy): the remedies start from it"
+        + ("; by default read off the traces' all-gathers and reduce-scatters" if traced else
+           "; the fit reads the runs' communication, memory and straggler wait as its"))
+    if strategy is None:
         return {}
+    if strategy == "ddp":
+        return {"strategy": "ddp"} if traced else {}
     framework = c2.selectbox("ZeRO framework", list(ZERO_FRAMEWORK_LABELS),
-                             format_func=ZERO_FRAMEWORK_LABELS.get, key="dg_zero_framework",
-                             help="how ZeRO ran (--zero-framework)")
+                             format_func=ZERO_FRAMEWORK_LABELS.get,
+                             key=f"{prefix}_zero_framework", help="how ZeRO ran (--zero-framework)")
     options = {"strategy": strategy, "zero_framework": framework}
     if strategy in ("zero2", "zero3") and framework == "fsdp":
         options["grad_sync"] = c3.selectbox(
             "Gradient sync under accumulation", list(GRAD_SYNC_LABELS),
-            format_func=GRAD_SYNC_LABELS.get, key="dg_grad_sync", help=GRAD_SYNC_HELP)
+            format_func=GRAD_SYNC_LABELS.get, key=f"{prefix}_grad_sync", help=GRAD_SYNC_HELP)
     return options
 
 
@@ -565,13 +579,14 @@ def _traces_section() -> None:
     uploads = st.file_uploader("PyTorch profiler traces, one per rank (.json or .json.gz)",
                                type=["json", "gz"], accept_multiple_files=True, key="dg_traces")
     smi = _smi_upload("dg_traces_smi")
+    exchange = _exchange_options("dg_tr", traced=True)
     if not uploads:
         st.info("Upload the Chrome-trace JSON that `torch.profiler` wrote for each rank "
                 "(`prof.export_chrome_trace` or `tensorboard_trace_handler`).")
         return
     files = tuple(sorted((u.name, u.getvalue()) for u in uploads))
     try:
-        report = traces_report(files, smi)
+        report = traces_report(files, smi, **exchange)
     except ScalesimError as exc:
         st.error(str(exc))
         return

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from scalesim.errors import ScalesimError
 
 DEFAULT_WIRE_BYTES = 4.0  # bytes per gradient element on the wire: fp32 DDP gradients
+# how the job exchanged: for a runs file, and for traces (which read it off their collectives)
+EXCHANGE_FLAGS = ("--strategy", "--zero-framework", "--grad-sync")
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ def check_sources(options: DiagnoseOptions, runs: bool, traces: bool, smi: bool)
     traces or a GPU log alone, runs and traces both or neither (a GPU log alone is a request),
     the framework's options or a GPU without the runs' transformer. Cheap: the CLI calls it
     before it reads a file."""
-    runs_only = options.given()
+    runs_only = [flag for flag in options.given() if not (traces and flag in EXCHANGE_FLAGS)]
     if not runs and runs_only and (traces or smi):
         raise ScalesimError(f"{', '.join(runs_only)}: for a runs file (scalesim diagnose "
                             "runs.csv ...); " + ("--trace reads" if traces else "--smi alone reads")
@@ -116,7 +118,8 @@ def diagnose_request(options: DiagnoseOptions, runs=None, traces=None, trace_sou
     if traces is not None:
         from scalesim.diagnosis import diagnose_traces
 
-        report = diagnose_traces(traces, trace_source)
+        report = diagnose_traces(traces, trace_source,
+                                 options.exchange() if options.strategy is not None else None)
     else:
         from scalesim.diagnosis import diagnose_runs
         from scalesim.layout import DEFAULT_RECOMPUTE_STYLE

@@ -968,8 +968,60 @@ def traced_device_name(summaries) -> str:
     return "traced" if gpu else f"{CPU_DEVICE_PREFIX}traced"
 
 
-def diagnose_traces(summaries, source: str) -> Report:
-    """Name the cause from per-rank trace summaries (scalesim.traces.summarise)."""
+# The collectives a trace names, by kind (a name's letters, lower case, without '_': NCCL's
+# ncclDevKernel_AllGather_RING_LL, gloo:all_gather, record_param_comms:_allgather_base).
+COLLECTIVE_KINDS = {"allreduce": "all-reduce", "allgather": "all-gather",
+                    "reducescatter": "reduce-scatter"}
+# ZeRO-3 (FSDP FULL_SHARD) gathers each block before its forward and again before its
+# backward, and reduce-scatters it once: twice the all-gathers of reduce-scatters; ZeRO-2
+# (SHARD_GRAD_OP) and Megatron-Core's ZeRO-1 gather once per reduce-scatter. The threshold
+# between the two ratios:
+ZERO3_GATHERS_PER_SCATTER = 1.5
+
+
+def collective_kinds(summaries) -> dict[str, dict[str, float]]:
+    """Count and seconds of each kind of collective (``COLLECTIVE_KINDS``) over every traced
+    rank and step; names of no kind (broadcast, send/recv) are left out."""
+    out = {kind: {"count": 0.0, "total_s": 0.0} for kind in COLLECTIVE_KINDS.values()}
+    for s in summaries:
+        for name, c in s.collectives.items():
+            letters = name.lower().replace("_", "")
+            kind = next((k for key, k in COLLECTIVE_KINDS.items() if key in letters), None)
+            if kind is not None:
+                out[kind]["count"] += c["count"]
+                out[kind]["total_s"] += c["total_s"]
+    return out
+
+
+def traced_exchange(summaries):
+    """How the traced job exchanged (``fit_runs.RunsExchange``) and the words of why: sharded
+    where all-gathers and reduce-scatters take most of the all-reduce / all-gather /
+    reduce-scatter time, ZeRO-3 (FSDP FULL_SHARD) where the gathers are at least
+    ``ZERO3_GATHERS_PER_SCATTER`` per reduce-scatter, else ZeRO-2 (SHARD_GRAD_OP: one gather
+    per reduce-scatter; Megatron-Core's ZeRO-1 looks alike and sends the same bytes); else DDP,
+    with no words."""
+    from scalesim.fit_runs import DDP_EXCHANGE, RunsExchange
+
+    kinds = collective_kinds(summaries)
+    gather, scatter = kinds["all-gather"], kinds["reduce-scatter"]
+    total = sum(k["total_s"] for k in kinds.values())
+    if scatter["count"] == 0 or gather["total_s"] + scatter["total_s"] < 0.5 * total:
+        return DDP_EXCHANGE, ""
+    ratio = gather["count"] / scatter["count"]
+    exchange = RunsExchange("zero3" if ratio >= ZERO3_GATHERS_PER_SCATTER else "zero2")
+    seen = ", ".join(f"{whole(k['count'])} {kind}s ({_ms(k['total_s'])})"
+                     for kind, k in kinds.items() if k["count"])
+    return exchange, (f"the traces' collectives, all ranks and steps: {seen}: "
+                      f"all-gathers per reduce-scatter {ratio:.2g}, read as {exchange.label()}; "
+                      "the remedies start from it (scalesim diagnose --trace ... --strategy says "
+                      "otherwise)")
+
+
+def diagnose_traces(summaries, source: str, exchange=None) -> Report:
+    """Name the cause from per-rank trace summaries (scalesim.traces.summarise). ``exchange``
+    (``fit_runs.RunsExchange``): how the job exchanged; None: read off its collectives
+    (``traced_exchange``)."""
+    from scalesim.fit_runs import RunsExchange
     from scalesim.traces import TraceSummary, cross_rank, missing_ranks_note
 
     if not isinstance(summaries, list | tuple) or not summaries:
@@ -978,6 +1030,14 @@ def diagnose_traces(summaries, source: str) -> Report:
     for s in summaries:
         require_model(s, TraceSummary, "summaries")
     source = require_text(source, "source")
+    exchange_note = ""
+    if exchange is None:
+        exchange, exchange_note = traced_exchange(summaries)
+    else:
+        exchange = require_model(exchange, RunsExchange, "exchange")
+        if exchange.sharded:
+            exchange_note = (f"the job exchanged as {exchange.label()} (--strategy): the "
+                             "remedies start from it")
 
     cr = cross_rank(summaries)
     step = cr["step_s"]
@@ -1043,7 +1103,7 @@ def diagnose_traces(summaries, source: str) -> Report:
             f"compute {_pct(cr['compute_s'] / step)} of a {_ms(step)} step; no other part "
             f"above {_pct(1.0 - GOOD_EFFICIENCY)}"]))
     cause, others = findings[0], [f for f in findings[1:] if f.share >= OTHER_CAUSE_SHARE]
-    first, remedies = _trace_remedies(cr, summaries, cause.key)
+    first, remedies = _trace_remedies(cr, summaries, cause.key, exchange)
     kernel, kernel_remedy = attention_kernel_finding(summaries, step)
     if kernel is not None:  # lost at one device too: beside the scaling cause, never it
         if kernel.share >= OTHER_CAUSE_SHARE:
@@ -1067,10 +1127,14 @@ def diagnose_traces(summaries, source: str) -> Report:
         "per_step": {str(s.rank): [asdict(st) for st in s.steps] for s in summaries},
         "cross_rank": {k: v for k, v in cr.items() if k != "own_s"},
         "collectives": {str(s.rank): s.collectives for s in summaries},
+        "exchange": {"strategy": exchange.strategy, "zero_framework": exchange.zero_framework,
+                     "grad_sync": exchange.grad_sync},
     }
     notes = [n for s in summaries for n in s.notes]
     if missing := missing_ranks_note(summaries):
         notes.insert(0, missing)
+    if exchange_note:
+        notes.append(exchange_note)
     notes.append("remedy gains are model predictions built from the median traced step")
     return Report("traces", source, cause, others, first, remedies, table, details, notes,
                   decisive_gain=median_error(False))  # the trace model is data parallel
@@ -1132,10 +1196,16 @@ def _parts_over_the_step(share_of_step: dict, devices, fit, words: Nouns = GPU_N
             f"runs (the same settings in every row, each run's {words.devices} and throughput)"]
 
 
-def _trace_remedies(cr, summaries, cause: str):
-    """Rank the seed remedies with a model profile built from the traced breakdown."""
+def _trace_remedies(cr, summaries, cause: str, exchange=None):
+    """Rank the seed remedies with a model profile built from the traced breakdown, the job
+    exchanging as ``exchange`` (None: DDP; its link's bus bandwidth from the bytes that
+    strategy sends, ``zero_exchange.sent_units``)."""
+    from scalesim.fit_runs import DDP_EXCHANGE
     from scalesim.model import collectives as coll
+    from scalesim.model.memory import STRATEGIES
+    from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
     from scalesim.model.stragglers import expected_max_normal
+    from scalesim.model.zero_exchange import sent_units
     from scalesim.schemas import (
         ComputeCurve,
         Hardware,
@@ -1158,7 +1228,10 @@ def _trace_remedies(cr, summaries, cause: str):
     transfer = max(cr["comm_s"], 1e-9)  # all collective time of one step, hidden or not
     # a fitted value: held within the busbw bounds; traces with no collective (ranks of no
     # all-reduce, or runs of one process each) gave 1e8 GB/s, which the link refused
-    busbw = clip("busbw_GBps", ring * grad_bytes / transfer / coll.GB)
+    exchange = DDP_EXCHANGE if exchange is None else exchange
+    units = float(sent_units(STRATEGIES[exchange.strategy], FRAMEWORKS[exchange.zero_framework],
+                             1, GRAD_SYNCS[exchange.grad_sync]))  # DDP: 2 (an all-reduce)
+    busbw = clip("busbw_GBps", units / 2.0 * ring * grad_bytes / transfer / coll.GB)
     link = LinkLevel(kind="traced", busbw_GBps=busbw, latency_s=0.0, source="from traces")
     hw = Hardware(name="traced job", device_name=traced_device_name(summaries),
                   devices_per_node=world,
@@ -1185,6 +1258,8 @@ def _trace_remedies(cr, summaries, cause: str):
         input_pipeline=loader, jitter=Jitter(step_time_cv=cv),
     )
     scenario = Scenario(devices=[world], devices_per_node=world, micro_batch=1, overlap=overlap,
+                        strategy=exchange.strategy, zero_framework=exchange.zero_framework,
+                        grad_sync=exchange.grad_sync,
                         slow_device=0 if slow_factor > 1.0 + 1e-3 else None,
                         slow_factor=max(slow_factor, 1.0))
     return model_remedies(profile, scenario, world, cause, nominal_links=True, nominal_batch=True)

@@ -332,3 +332,23 @@ def test_the_runs_strategy_reaches_the_report():
     assert not at.exception and "dg_grad_sync" not in {s.key for s in at.selectbox}
     notes = [c.value for c in at.caption if c.value.startswith("note: ")]
     assert any("exchanged as zero3 (DeepSpeed stage 3)" in n for n in notes), notes
+
+
+def test_a_sharded_jobs_traces_are_read_off_their_collectives_and_can_be_overridden():
+    """Session 25: the traces section reads the strategy off the collectives (FSDP FULL_SHARD
+    here: two all-gathers a reduce-scatter) unless one is chosen, as `--trace ... --strategy`."""
+    from test_diagnose_runs_strategy import _fsdp_trace
+
+    at = _app()
+    at.radio(key="dg_source").set_value("Profiler traces").run()
+    assert at.selectbox(key="dg_tr_strategy").value is None
+    files = [(f"rank{r}.json", json.dumps(_fsdp_trace(r, 2)).encode(), "application/json")
+             for r in (0, 1)]
+    at.file_uploader(key="dg_traces").set_value(files).run()
+    assert not at.exception, [e.value for e in at.exception]
+    notes = [c.value for c in at.caption if c.value.startswith("note: ")]
+    assert any("read as zero3 (FSDP FULL\\_SHARD)" in n for n in notes), notes
+    at.selectbox(key="dg_tr_strategy").set_value("ddp").run()
+    assert not at.exception, [e.value for e in at.exception]
+    notes = [c.value for c in at.caption if c.value.startswith("note: ")]
+    assert not any("read as" in n for n in notes), notes

@@ -121,3 +121,66 @@ def test_the_exchange_refuses_names_it_does_not_know():
     with pytest.raises(ScalesimError, match="--zero-framework is for runs that sharded"):
         diagnose_request(DiagnoseOptions(zero_framework="deepspeed"),
                          runs=parse_runs_text("devices,nodes,samples_per_s\n1,1,5\n2,1,9\n", "r"))
+
+
+def _fsdp_trace(rank: int, gathers: int) -> dict:
+    """Two 1000 us GPU steps of a 2-rank job: 500 us of matmul, ``gathers`` NCCL all-gathers of
+    100 us and one 150 us reduce-scatter per step (FSDP: two gathers a block under FULL_SHARD,
+    one under SHARD_GRAD_OP)."""
+    from test_traces import event
+
+    events = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "x"}}]
+    for n in (1, 2):
+        t = (n - 1) * 1000.0
+        events += [event(f"ProfilerStep#{n}", t, 1000.0, cat="user_annotation"),
+                   event(f"ProfilerStep#{n}", t, 1000.0, cat="gpu_user_annotation", tid=7),
+                   event("sm80_xmma_gemm_f16f16", t + 100, 500.0, cat="kernel", tid=7)]
+        events += [event("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                         t + 100 + 150 * g, 100.0, cat="kernel", tid=8) for g in range(gathers)]
+        events.append(event("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgs"
+                            "Storage<4096ul>)", t + 600, 150.0, cat="kernel", tid=8))
+    return {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": rank,
+                                                    "world_size": 2},
+            "traceEvents": events, "deviceProperties": [{"id": 0}], "traceName": "t"}
+
+
+@pytest.mark.parametrize("gathers, strategy, label", [(2, "zero3", "FSDP FULL_SHARD"),
+                                                      (1, "zero2", "FSDP SHARD_GRAD_OP")])
+def test_traces_of_a_sharded_job_are_read_off_their_collectives(tmp_path, capsys, gathers,
+                                                                strategy, label):
+    """An FSDP job's trace names all-gathers and reduce-scatters, not all-reduces: diagnose reads
+    the strategy off them (two gathers a reduce-scatter: ZeRO-3; one: ZeRO-2), says so, and its
+    remedies start there; before, every trace was read as DDP and FSDP jobs were told to shard
+    the optimizer state. --strategy overrides the reading."""
+    paths = []
+    for rank in (0, 1):
+        path = tmp_path / f"rank{rank}.json"
+        path.write_text(json.dumps(_fsdp_trace(rank, gathers)))
+        paths.append(str(path))
+    code, out, err = run_cli(capsys, ["diagnose", "--trace", *paths, "--json"])
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["details"]["exchange"]["strategy"] == strategy
+    (note,) = [n for n in report["notes"] if n.startswith("the traces' collectives")]
+    assert (f"{4 * gathers} all-gathers ({0.4 * gathers:.3g} ms), 4 reduce-scatters (0.6 ms): "
+            f"all-gathers per reduce-scatter {gathers}, read as {strategy} ({label})") in note
+    sharding = next(r for r in report["remedies"] if r["key"] == "sharding")
+    assert f"({strategy} -> " in sharding["title"]
+    code, out, err = run_cli(capsys, ["diagnose", "--trace", *paths, "--strategy", "ddp",
+                                      "--json"])
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["details"]["exchange"]["strategy"] == "ddp"
+    assert not any(n.startswith("the traces' collectives") for n in report["notes"])
+
+
+def test_an_all_reduce_trace_stays_ddp(tmp_path):
+    """The seed's GPU trace (one NCCL all-reduce a step) reads as DDP, with no note."""
+    from test_traces import gpu_trace, write
+
+    from scalesim.diagnosis import traced_exchange
+    from scalesim.traces import load_traces
+
+    paths = [str(write(tmp_path, f"rank{r}.json", gpu_trace(r))) for r in (0, 1)]
+    exchange, words = traced_exchange(load_traces(paths))
+    assert exchange == RunsExchange() and words == ""
