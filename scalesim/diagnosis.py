@@ -973,10 +973,17 @@ def traced_device_name(summaries) -> str:
 COLLECTIVE_KINDS = {"allreduce": "all-reduce", "allgather": "all-gather",
                     "reducescatter": "reduce-scatter"}
 # ZeRO-3 (FSDP FULL_SHARD) gathers each block before its forward and again before its
-# backward, and reduce-scatters it once: twice the all-gathers of reduce-scatters; ZeRO-2
-# (SHARD_GRAD_OP) and Megatron-Core's ZeRO-1 gather once per reduce-scatter. The threshold
+# backward, and reduce-scatters it once: twice the all-gathers of reductions (a root unit left
+# unsharded after forward, FSDP2's default for it, gathers once: 7 gathers for 4 units);
+# ZeRO-2 (SHARD_GRAD_OP) and Megatron-Core's ZeRO-1 gather once per reduction. The threshold
 # between the two ratios:
 ZERO3_GATHERS_PER_SCATTER = 1.5
+# A job shards where its all-gathers take at least this share of the collective time and come at
+# least half as often as its reductions: a DDP job that all-gathers a metric now and then does
+# not (FSDP2 on gloo, which has no reduce-scatter, reduces with all-reduce: its gathers took 43 %
+# of the collective time in a 2-rank CPU trace, session 25)
+SHARDED_GATHER_SHARE = 0.25
+SHARDED_GATHERS_PER_REDUCTION = 0.5
 
 
 def collective_kinds(summaries) -> dict[str, dict[str, float]]:
@@ -994,25 +1001,29 @@ def collective_kinds(summaries) -> dict[str, dict[str, float]]:
 
 
 def traced_exchange(summaries):
-    """How the traced job exchanged (``fit_runs.RunsExchange``) and the words of why: sharded
-    where all-gathers and reduce-scatters take most of the all-reduce / all-gather /
-    reduce-scatter time, ZeRO-3 (FSDP FULL_SHARD) where the gathers are at least
-    ``ZERO3_GATHERS_PER_SCATTER`` per reduce-scatter, else ZeRO-2 (SHARD_GRAD_OP: one gather
-    per reduce-scatter; Megatron-Core's ZeRO-1 looks alike and sends the same bytes); else DDP,
-    with no words."""
+    """How the traced job exchanged (``fit_runs.RunsExchange``) and the words of why. Its
+    reductions are its reduce-scatters, or its all-reduces where it has none (FSDP on gloo);
+    it sharded where its all-gathers take at least ``SHARDED_GATHER_SHARE`` of the all-reduce /
+    all-gather / reduce-scatter time and number at least ``SHARDED_GATHERS_PER_REDUCTION`` per
+    reduction: ZeRO-3 (FSDP FULL_SHARD) at ``ZERO3_GATHERS_PER_SCATTER`` or more per
+    reduction, else ZeRO-2 (SHARD_GRAD_OP; Megatron-Core's ZeRO-1 looks alike and sends the
+    same bytes); else DDP, with no words."""
     from scalesim.fit_runs import DDP_EXCHANGE, RunsExchange
 
     kinds = collective_kinds(summaries)
-    gather, scatter = kinds["all-gather"], kinds["reduce-scatter"]
+    gather = kinds["all-gather"]
+    reduction = "reduce-scatter" if kinds["reduce-scatter"]["count"] else "all-reduce"
+    reductions = kinds[reduction]["count"]
     total = sum(k["total_s"] for k in kinds.values())
-    if scatter["count"] == 0 or gather["total_s"] + scatter["total_s"] < 0.5 * total:
+    if (reductions == 0 or gather["total_s"] < SHARDED_GATHER_SHARE * total
+            or gather["count"] < SHARDED_GATHERS_PER_REDUCTION * reductions):
         return DDP_EXCHANGE, ""
-    ratio = gather["count"] / scatter["count"]
+    ratio = gather["count"] / reductions
     exchange = RunsExchange("zero3" if ratio >= ZERO3_GATHERS_PER_SCATTER else "zero2")
     seen = ", ".join(f"{whole(k['count'])} {kind}s ({_ms(k['total_s'])})"
                      for kind, k in kinds.items() if k["count"])
     return exchange, (f"the traces' collectives, all ranks and steps: {seen}: "
-                      f"all-gathers per reduce-scatter {ratio:.2g}, read as {exchange.label()}; "
+                      f"all-gathers per {reduction} {ratio:.2g}, read as {exchange.label()}; "
                       "the remedies start from it (scalesim diagnose --trace ... --strategy says "
                       "otherwise)")
 

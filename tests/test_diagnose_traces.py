@@ -90,3 +90,23 @@ def test_truncated_real_trace_is_an_error(jobs, tmp_path, capsys):
     assert main(["diagnose", "--trace", str(cut)]) == 2
     err = capsys.readouterr().err.strip()
     assert "ends early" in err and "\n" not in err
+
+
+@pytest.mark.parametrize("fsdp, strategy", [("full", "zero3"), ("grad-op", "zero2")])
+def test_a_real_fsdp_jobs_traces_read_as_its_zero_stage(tmp_path, jobs, fsdp, strategy):
+    """Session 25: a 2-rank gloo job sharded by FSDP2 (tests/trace_job.py --fsdp, 3 units):
+    FULL_SHARD gathers each unit before forward and again before backward, 6 times a step,
+    SHARD_GRAD_OP 3 times; on gloo (no reduce-scatter) each unit's gradients are all-reduced,
+    3 a step. Diagnose reads
+    ZeRO-3 and ZeRO-2 off them, and the DDP job's traces stay DDP, with no note."""
+    summaries = load_traces(run_job(tmp_path / fsdp, "--fsdp", fsdp))
+    gathers = summaries[0].collectives["gloo:all_gather"]["count"]
+    reduces = summaries[0].collectives["gloo:all_reduce"]["count"]
+    assert (gathers, reduces) == ((30, 15) if fsdp == "full" else (15, 15))  # 5 steps
+    report = diagnose_traces(summaries, fsdp)
+    assert report.details["exchange"]["strategy"] == strategy
+    assert any(n.startswith("the traces' collectives") and f"read as {strategy}" in n
+               for n in report.notes)
+    ddp = diagnose_traces(load_traces(jobs["loader"]), "loader")
+    assert ddp.details["exchange"]["strategy"] == "ddp"
+    assert not any(n.startswith("the traces' collectives") for n in ddp.notes)

@@ -4,6 +4,12 @@ Run under torchrun; used by the diagnose tests to make real traces:
 
     torchrun --nproc-per-node=2 tests/trace_job.py --out DIR [--slow-loader-s 0.05]
         [--slow-rank 1 --slow-rank-s 0.05] [--alternate-slow-s 0.05] [--gzip] [--record-shapes]
+        [--fsdp full|grad-op]
+
+``--fsdp`` shards the model with FSDP2 (``fully_shard``: each hidden Linear a unit, the root
+holding the last) instead of DDP: ``full`` reshards after forward (FULL_SHARD, ZeRO-3: the
+units are gathered again for backward), ``grad-op`` keeps them (SHARD_GRAD_OP, ZeRO-2). On gloo,
+which has no reduce-scatter, FSDP2 reduces gradients with all-reduce.
 
 ``--slow-loader-s`` sleeps in the dataset's ``__getitem__`` (every sample of the batch, in the
 main process: num_workers=0), so steps wait on the DataLoader iterator. ``--slow-rank-s`` makes
@@ -61,6 +67,8 @@ def main() -> None:
     ap.add_argument("--gzip", action="store_true")
     ap.add_argument("--record-shapes", action="store_true",
                     help="record input shapes (gives the gloo messages' sizes)")
+    ap.add_argument("--fsdp", choices=["full", "grad-op"],
+                    help="shard with FSDP2 instead of DDP (see the module docstring)")
     args = ap.parse_args()
 
     torch.set_num_threads(1)
@@ -70,7 +78,15 @@ def main() -> None:
     model = torch.nn.Sequential(torch.nn.Linear(args.dim, args.dim), torch.nn.ReLU(),
                                 torch.nn.Linear(args.dim, args.dim), torch.nn.ReLU(),
                                 torch.nn.Linear(args.dim, 1))
-    ddp = DDP(model)
+    if args.fsdp:
+        from torch.distributed.fsdp import fully_shard
+
+        reshard = args.fsdp == "full"
+        for unit in (model[0], model[2]):
+            fully_shard(unit, reshard_after_forward=reshard)
+        ddp = fully_shard(model, reshard_after_forward=reshard)
+    else:
+        ddp = DDP(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     per_sample_delay = args.slow_loader_s / args.batch
     data = SlowDataset(args.batch * (args.steps + 2), args.dim, per_sample_delay)
