@@ -346,7 +346,9 @@ def remedies_frame(report: Report) -> tuple[pd.DataFrame, dict[str, str]]:
 
 
 def planner_link(report: Report, base: str = "") -> str | None:
-    """A planner link (v2) that opens the model fitted to the runs at the largest run's count."""
+    """A planner link that opens the model fitted to the runs at the largest run's count, with
+    the fitted scenario's batch, accumulation, overlap, ZeRO strategy (framework, gradient
+    sync), slow device and critical batch (the link version its settings need)."""
     if report.kind != "runs" or "fitted_profile" not in report.details:
         return None
     from scalesim.schemas import Profile, Scenario
@@ -356,9 +358,14 @@ def planner_link(report: Report, base: str = "") -> str | None:
     profile = Profile.model_validate(report.details["fitted_profile"])
     scenario = Scenario.model_validate(report.details["fitted_scenario"])
     at = int(report.details["remedies_at_devices"])
+    batch = ({"mode": "strong", "gb": scenario.global_batch} if scenario.global_batch is not None
+             else {"mb": scenario.micro_batch})
     state = AppState(src="custom").model_copy(update={
-        **profile_defaults(profile), "dmax": max(at, 1), "focus": at,
-        "mb": scenario.micro_batch, "acc": scenario.accumulation})
+        **profile_defaults(profile), "dmax": max(at, 1), "focus": at, **batch,
+        "acc": scenario.accumulation, "ovl": scenario.overlap, "strat": scenario.strategy,
+        "zfw": scenario.zero_framework, "gs": scenario.grad_sync,
+        "slow": scenario.slow_device, "sf": scenario.slow_factor,
+        "cbs": scenario.critical_batch_size})
     return f"{base}planner?{query_string(encode_query(state, profile))}"
 
 

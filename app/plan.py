@@ -266,7 +266,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     devices, notes = device_counts(state, g, words)
     fields: dict = {
         "devices_per_node": g, "accumulation": state.acc, "overlap": state.ovl,
-        "bucket_mib": state.bkt, "strategy": state.strat, "zero_framework": state.zfw,
+        "bucket_mib": state.bkt, "strategy": state.strat,
+        "zero_framework": state.zfw if state.strat != "ddp" else "fsdp",  # off under DDP
         "grad_sync": state.gs, "algorithm": state.algo,
         "loader_workers": state.lw, "straggler_cv": state.cv, "slow_device": state.slow,
         "slow_factor": state.sf, "critical_batch_size": state.cbs,
@@ -276,7 +277,7 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     fields.update(_links(state))
     if state.strat == "ddp" and state.zfw != "fsdp":  # as predict notes it
         notes.append(f"ZeRO framework {state.zfw} ignored: strategy ddp shards nothing")
-    if grad_sync_refused(state.zfw, state.gs):  # a note, as other controls the page turns off
+    if state.strat != "ddp" and grad_sync_refused(state.zfw, state.gs):  # a note, not a refusal
         fields["grad_sync"] = "every-micro-step"
         notes.append(f"gradient sync {state.gs} ignored: DeepSpeed stage 2/3 reduce gradients in "
                      "every micro-step (no_sync is FSDP's)")

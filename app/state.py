@@ -465,6 +465,12 @@ V2_DEFAULTS: dict[str, Any] = {
 }
 
 
+def _meant(state: AppState) -> AppState:
+    """``state`` as its link says it: the ZeRO framework left at its default under DDP, where
+    the control is off and changes nothing (so it never makes a link v10)."""
+    return state.model_copy(update={"zfw": "fsdp"}) if state.strat == "ddp" else state
+
+
 def link_version(state: AppState) -> int:
     """10 when the state uses what v10 added (DeepSpeed as the ZeRO framework); 9 when it uses
     what v9 added (a hybrid sharding shard group); 8 when the state
@@ -476,6 +482,7 @@ def link_version(state: AppState) -> int:
     style); 3 when it uses what v3 added (a model split, a transformer workload preset, the
     Layouts tab, scenario B 'split the model'); else 2, so a link opens in every scalesim that
     can show it the same."""
+    state = _meant(state)
     if any(getattr(state, n) != AppState.model_fields[n].default for n in V10_FIELDS):
         return 10
     if any(getattr(state, n) != AppState.model_fields[n].default for n in V9_FIELDS):
@@ -501,6 +508,7 @@ def encode_query(state: AppState, profile: Profile) -> dict[str, str]:
     """The share link's query parameters (v2): only the controls that differ from the defaults
     (the v2 table, then the profile's own values), presets by name; an uploaded profile's
     fitted parameters and caveats as a compact blob."""
+    state = _meant(state)
     params = {"v": str(link_version(state))}
     brought = profile_defaults(profile)
     for name in FIELDS:

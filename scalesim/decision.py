@@ -332,20 +332,28 @@ def _planned_here(ctx: _Ctx, source: str) -> DecisionOption | None:
     """The planner's fastest layout that fits at today's count (``_fits_at``: ZeRO stage,
     micro-batches, recompute, tp x pp), key ``split_model``, where the split-the-model remedy
     does not offer one (it needs a model that does not fit or an exchange past the model's
-    error, docs/model.md §10) and that layout is faster than today's: "Change the layout:
-    zero3 -> zero1, recompute full -> none". Without it the card credited that change to adding
-    a server, whose option runs the planner's layout at the larger count (session-24 audit);
-    None where it is today's layout, not faster, or nothing fits."""
+    error, docs/model.md §10) and that layout gains the model's error over today's (a change
+    of layout is worth it only past it, as ``_pick_grown`` has it): "Change the layout: zero3 ->
+    zero1, recompute full -> none". Without it the card credited that change to adding a server,
+    whose option runs the planner's layout at the larger count (session-24 audit); None where it
+    is today's layout, gains less, or nothing fits."""
     found, _ = _fits_at(ctx, ctx.now.devices)
     if found is None:
         return None
     p, _, run = found
     changed = _layout_words(ctx, run, p)
-    if not changed or (ctx.now.fits and p.samples_per_s <= ctx.now.samples_per_s):
+    if not changed or (ctx.now.fits and p.samples_per_s < ctx.now.samples_per_s * (1 + ctx.error)):
         return None
     return ctx.option("split_model", f"Change the layout: {', '.join(changed)}", p, 0.0, source,
                       assumption=f"{PLANNED_LAYOUT}, same global batch",
                       changes=ctx.changes(run, p))
+
+
+def _same_run(a: DecisionOption, b: DecisionOption) -> bool:
+    """Whether two options predict the same run (devices, throughput, memory fit): one change
+    reached two ways, listed once."""
+    return (a.devices == b.devices and a.runnable == b.runnable
+            and abs(a.samples_per_s - b.samples_per_s) <= 1e-9 * abs(b.samples_per_s))
 
 
 MAX_ADDED_SERVERS = 8  # the most servers the add-server option grows by
@@ -672,7 +680,8 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServer
     split = helping.get("split_model")
     if split is not None:  # where it helps: the model does not fit, or the exchange dominates
         out.append(_layout_option(ctx, split, base_source))
-    elif (planned := _planned_here(ctx, base_source)) is not None:
+    elif (planned := _planned_here(ctx, base_source)) is not None and not any(
+            _same_run(planned, o) for o in out):  # e.g. the settings row's zero3 -> zero2
         out.append(planned)
     kernel = helping.get("attention_kernel")
     if kernel is not None:  # a FlashAttention-2-class kernel on Hopper: the vendor kernel

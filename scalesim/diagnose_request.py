@@ -93,12 +93,16 @@ def check_sources(options: DiagnoseOptions, runs: bool, traces: bool, smi: bool)
         raise ScalesimError("--gpu is for --workload (the runs' transformer); give both")
     sharded = options.strategy not in (None, "ddp")
     if options.zero_framework is not None and not sharded:
-        raise ScalesimError("--zero-framework is for runs that sharded (--strategy zero1, zero2 or "
-                            "zero3): DDP exchanges alike under either; give --strategy or drop it")
+        raise ScalesimError("--zero-framework is for a job that sharded (--strategy zero1, zero2 "
+                            "or zero3): DDP exchanges alike under either; give --strategy or drop "
+                            "it")
     if options.grad_sync is not None and options.strategy not in ("zero2", "zero3"):
-        raise ScalesimError("--grad-sync is for runs that sharded their gradients (--strategy "
+        raise ScalesimError("--grad-sync is for a job that sharded its gradients (--strategy "
                             "zero2 or zero3): DDP and ZeRO-1 reduce once per step anyway; give "
                             "--strategy or drop it")
+    if options.grad_sync is not None and traces:
+        raise ScalesimError("--grad-sync: a trace's remedies run one micro-step a step, where "
+                            "gradients are reduced once either way; drop it")
     if options.workload_text is not None and options.workload is None:
         raise ScalesimError("workload_text: the contents of the workload file; give its name as "
                             "the workload")

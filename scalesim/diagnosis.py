@@ -915,6 +915,7 @@ def _ran_beyond_memory(profile, scenario, devices: int, transformer, exchange) -
         return ""
     words = nouns_for(profile.hardware.device_name)
     how = ("sharding (--strategy zero1-3 says so)" if not exchange.sharded
+           else "offloading" if exchange.strategy == "zero3"
            else "more sharding than " + exchange.strategy)
     return (f"the model estimates {now.memory_bytes / 2**30:.1f} GiB per {words.device} for the "
             f"largest run's own layout ({exchange.strategy}), more than the {transformer.gpu}'s "
@@ -986,12 +987,29 @@ SHARDED_GATHER_SHARE = 0.25
 SHARDED_GATHERS_PER_REDUCTION = 0.5
 
 
+def _one_record_each(summary) -> dict[str, dict]:
+    """The collectives of one rank's trace, each once: a GPU trace's NCCL kernels (not the CPU
+    ops torch writes beside each, ``record_param_comms`` and ``nccl:*``), a CPU trace's
+    ``gloo:*`` work where it has any, else its ``record_param_comms`` (else what there is)."""
+    names = summary.collectives
+    if summary.device == "gpu":
+        kernels = {n: c for n, c in names.items() if "nccl" in n.lower()
+                   and not n.startswith(("nccl:", "record_param_comms"))}
+        if kernels:
+            return kernels
+    for prefix in ("gloo:", "record_param_comms"):
+        if picked := {n: c for n, c in names.items() if n.startswith(prefix)}:
+            return picked
+    return names
+
+
 def collective_kinds(summaries) -> dict[str, dict[str, float]]:
     """Count and seconds of each kind of collective (``COLLECTIVE_KINDS``) over every traced
-    rank and step; names of no kind (broadcast, send/recv) are left out."""
+    rank and step, each collective once (``_one_record_each``); names of no kind (broadcast,
+    send/recv) are left out."""
     out = {kind: {"count": 0.0, "total_s": 0.0} for kind in COLLECTIVE_KINDS.values()}
     for s in summaries:
-        for name, c in s.collectives.items():
+        for name, c in _one_record_each(s).items():
             letters = name.lower().replace("_", "")
             kind = next((k for key, k in COLLECTIVE_KINDS.items() if key in letters), None)
             if kind is not None:
@@ -1022,10 +1040,13 @@ def traced_exchange(summaries):
     exchange = RunsExchange("zero3" if ratio >= ZERO3_GATHERS_PER_SCATTER else "zero2")
     seen = ", ".join(f"{whole(k['count'])} {kind}s ({_ms(k['total_s'])})"
                      for kind, k in kinds.items() if k["count"])
+    alike = ("DeepSpeed stage 3 alike" if exchange.strategy == "zero3"
+             else "Megatron-Core's ZeRO-1 alike")
     return exchange, (f"the traces' collectives, all ranks and steps: {seen}: "
-                      f"all-gathers per {reduction} {ratio:.2g}, read as {exchange.label()}; "
-                      "the remedies start from it (scalesim diagnose --trace ... --strategy says "
-                      "otherwise)")
+                      f"all-gathers per {reduction} {ratio:.2g}, read as "
+                      f"{exchange.label()[:-1]}; {alike}); the remedies start from it. Tensor "
+                      "parallelism with sequence parallelism also gathers and reduce-scatters "
+                      "(activations): for such a job, or to say otherwise, give --strategy")
 
 
 def diagnose_traces(summaries, source: str, exchange=None) -> Report:

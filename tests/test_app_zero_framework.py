@@ -66,3 +66,16 @@ def test_the_sidebar_control_sets_the_link_and_is_off_for_ddp():
     assert after.zfw == "deepspeed" and link_param(at, "v") == "10"
     assert link_param(at, "zfw") == "deepspeed"
     assert not at.sidebar.selectbox(key="k_zfw").disabled
+
+
+def test_deepspeed_under_ddp_makes_no_v10_link():
+    """Session-25 audit: the framework control is off under DDP, yet DeepSpeed left in it made
+    the link v10 for a field that changes nothing."""
+    from scalesim.app.state import encode_query
+
+    state = AppState(zfw="deepspeed")
+    params = encode_query(state, preset_profile(state))
+    assert params["v"] == "2" and "zfw" not in params
+    _, notes = build_scenario(AppState(zfw="deepspeed", gs="once-per-step", acc=4),
+                              preset_profile(state))
+    assert not any("DeepSpeed stage 2/3" in n for n in notes)

@@ -62,3 +62,26 @@ def test_no_layout_option_where_today_is_the_planners_layout():
     card = decide(profile, today, 32)
     assert not any(o.key == "split_model" for o in card.options)
     assert not any("Change the layout" in n for n in card.notes)
+
+
+def test_one_change_reached_two_ways_is_one_row():
+    """Session-25 audit: at ZeRO-3 on 8 PCIe GPUs the settings row 'hold parameters whole
+    (zero3 -> zero2)' and 'Change the layout: zero3 -> zero2' were the same run, two of the
+    card's three rows."""
+    profile = resolve_profile(None, "pcie-8gpu-100gbe", "llama3-8b")
+    card = decide(profile, Scenario(devices=[8], micro_batch=1, strategy="zero3"), 8)
+    titles = [o.title for o in card.options] + card.notes
+    assert any("hold parameters whole (zero3 -> zero2" in t for t in titles)
+    assert not any("Change the layout: zero3 -> zero2" in t for t in titles)
+
+
+def test_a_layout_change_under_the_models_error_is_no_option():
+    """A planner's layout that gains less than the model's median error over today's is not
+    worth a change (as a server more in the planner's layout is not): no row, no note."""
+    from scalesim.decision import _Ctx, _planned_here
+    from scalesim.decision import _one as one_of
+
+    profile = default_profile()
+    today = Scenario(devices=[8], strategy="zero2")
+    ctx = _Ctx(profile, today, one_of(profile, today, 8))
+    assert _planned_here(ctx, "") is None

@@ -347,8 +347,38 @@ def test_a_sharded_jobs_traces_are_read_off_their_collectives_and_can_be_overrid
     at.file_uploader(key="dg_traces").set_value(files).run()
     assert not at.exception, [e.value for e in at.exception]
     notes = [c.value for c in at.caption if c.value.startswith("note: ")]
-    assert any("read as zero3 (FSDP FULL\\_SHARD)" in n for n in notes), notes
+    assert any("read as zero3 (FSDP FULL\\_SHARD;" in n for n in notes), notes
     at.selectbox(key="dg_tr_strategy").set_value("ddp").run()
     assert not at.exception, [e.value for e in at.exception]
     notes = [c.value for c in at.caption if c.value.startswith("note: ")]
     assert not any("read as" in n for n in notes), notes
+
+
+def test_the_planner_link_keeps_how_the_runs_sharded():
+    """Session-25 audit: the link dropped the fitted scenario's strategy (and overlap, gradient
+    sync): ZeRO-3 runs opened in the planner as DDP at 2.5x their measured throughput. The
+    planner at the link now predicts the fitted scenario's focus row exactly."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    from scalesim.app.diagnose_page import planner_link, runs_report
+    from scalesim.app.plan import make_plan
+    from scalesim.app.state import decode_query
+    from test_diagnose_runs_strategy import BERT_PARAMS
+
+    from scalesim.predict import predict
+    from scalesim.profiles import resolve_profile
+    from scalesim.schemas import Profile, Scenario
+
+    profile = resolve_profile(None, "pcie-8gpu-100gbe", "bert-large")
+    runs = cases.to_csv(cases._rows(profile, Scenario(
+        devices=[1, 2, 4, 8, 16, 32], micro_batch=16, accumulation=4, strategy="zero3",
+        grad_sync="once-per-step")))
+    report = runs_report(runs, "runs.csv", BERT_PARAMS, None, 2.0, strategy="zero3",
+                         grad_sync="once-per-step")
+    state, fitted, messages = decode_query(dict(parse_qsl(urlsplit(planner_link(report)).query)))
+    assert messages == []
+    assert (state.strat, state.zfw, state.gs, state.acc) == ("zero3", "fsdp", "once-per-step", 4)
+    scenario = Scenario.model_validate(report.details["fitted_scenario"])
+    own = predict(Profile.model_validate(report.details["fitted_profile"]), scenario)[0]
+    assert make_plan(fitted, state).focus.samples_per_s == pytest.approx(own.samples_per_s,
+                                                                         rel=1e-9)

@@ -103,9 +103,9 @@ def test_the_cli_takes_the_runs_exchange_and_refuses_what_changes_nothing(tmp_pa
     assert code == 0, err
     assert json.loads(out)["details"]["exchange"]["strategy"] == "zero3"
     for flags, words in (
-        (["--zero-framework", "deepspeed"], "--zero-framework is for runs that sharded"),
-        (["--strategy", "zero1", "--grad-sync", "once-per-step"], "--grad-sync is for runs that "
-                                                                  "sharded their gradients"),
+        (["--zero-framework", "deepspeed"], "--zero-framework is for a job that sharded"),
+        (["--strategy", "zero1", "--grad-sync", "once-per-step"], "--grad-sync is for a job that "
+                                                                  "sharded its gradients"),
         (["--strategy", "zero3", "--zero-framework", "deepspeed", "--grad-sync",
           "once-per-step"], "DeepSpeed stage 2/3 reduce gradients in every micro-step"),
     ):
@@ -118,7 +118,7 @@ def test_the_exchange_refuses_names_it_does_not_know():
         RunsExchange("zero4")
     with pytest.raises(ScalesimError, match="blocks -1"):
         RunsExchange(blocks=-1)
-    with pytest.raises(ScalesimError, match="--zero-framework is for runs that sharded"):
+    with pytest.raises(ScalesimError, match="--zero-framework is for a job that sharded"):
         diagnose_request(DiagnoseOptions(zero_framework="deepspeed"),
                          runs=parse_runs_text("devices,nodes,samples_per_s\n1,1,5\n2,1,9\n", "r"))
 
@@ -126,7 +126,8 @@ def test_the_exchange_refuses_names_it_does_not_know():
 def _fsdp_trace(rank: int, gathers: int) -> dict:
     """Two 1000 us GPU steps of a 2-rank job: 500 us of matmul, ``gathers`` NCCL all-gathers of
     100 us and one 150 us reduce-scatter per step (FSDP: two gathers a block under FULL_SHARD,
-    one under SHARD_GRAD_OP)."""
+    one under SHARD_GRAD_OP), each kernel with the CPU ops torch writes beside it
+    (``record_param_comms``, ``nccl:*``), which the reading counts once with it."""
     from test_traces import event
 
     events = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "x"}}]
@@ -135,10 +136,16 @@ def _fsdp_trace(rank: int, gathers: int) -> dict:
         events += [event(f"ProfilerStep#{n}", t, 1000.0, cat="user_annotation"),
                    event(f"ProfilerStep#{n}", t, 1000.0, cat="gpu_user_annotation", tid=7),
                    event("sm80_xmma_gemm_f16f16", t + 100, 500.0, cat="kernel", tid=7)]
-        events += [event("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
-                         t + 100 + 150 * g, 100.0, cat="kernel", tid=8) for g in range(gathers)]
-        events.append(event("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgs"
-                            "Storage<4096ul>)", t + 600, 150.0, cat="kernel", tid=8))
+        for g in range(gathers):
+            events += [event("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                             t + 100 + 150 * g, 100.0, cat="kernel", tid=8),
+                       event("record_param_comms", t + 95 + 150 * g, 2.0,
+                             **{"Collective name": "_allgather_base"}),
+                       event("nccl:_allgather_base", t + 95 + 150 * g, 3.0)]
+        events += [event("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgs"
+                         "Storage<4096ul>)", t + 600, 150.0, cat="kernel", tid=8),
+                   event("record_param_comms", t + 595, 2.0,
+                         **{"Collective name": "_reduce_scatter_base"})]
     return {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": rank,
                                                     "world_size": 2},
             "traceEvents": events, "deviceProperties": [{"id": 0}], "traceName": "t"}
@@ -163,9 +170,12 @@ def test_traces_of_a_sharded_job_are_read_off_their_collectives(tmp_path, capsys
     assert report["details"]["exchange"]["strategy"] == strategy
     (note,) = [n for n in report["notes"] if n.startswith("the traces' collectives")]
     assert (f"{4 * gathers} all-gathers ({0.4 * gathers:.3g} ms), 4 reduce-scatters (0.6 ms): "
-            f"all-gathers per reduce-scatter {gathers}, read as {strategy} ({label})") in note
+            f"all-gathers per reduce-scatter {gathers}, read as {strategy} ({label}; ") in note
     sharding = next(r for r in report["remedies"] if r["key"] == "sharding")
     assert f"({strategy} -> " in sharding["title"]
+    code, out, err = run_cli(capsys, ["diagnose", "--trace", *paths, "--strategy", "zero3",
+                                      "--grad-sync", "once-per-step"])
+    assert code == 2 and "--grad-sync: a trace's remedies run one micro-step" in err, err
     code, out, err = run_cli(capsys, ["diagnose", "--trace", *paths, "--strategy", "ddp",
                                       "--json"])
     assert code == 0, err
