@@ -872,8 +872,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         "fit": fit_info,
         "extrapolation": [asdict(e) for e in extra],
         "remedies_at_devices": at,
-        "exchange": {"strategy": exchange.strategy, "zero_framework": exchange.zero_framework,
-                     "grad_sync": exchange.grad_sync},
+        "exchange": exchange.names(),
         "strong_scaling": runs.strong_scaling,
         # the fitted model, so the planner can open it (scalesim.app.diagnose_page)
         "fitted_profile": profile.model_dump(mode="json"),
@@ -1159,8 +1158,7 @@ def diagnose_traces(summaries, source: str, exchange=None) -> Report:
         "per_step": {str(s.rank): [asdict(st) for st in s.steps] for s in summaries},
         "cross_rank": {k: v for k, v in cr.items() if k != "own_s"},
         "collectives": {str(s.rank): s.collectives for s in summaries},
-        "exchange": {"strategy": exchange.strategy, "zero_framework": exchange.zero_framework,
-                     "grad_sync": exchange.grad_sync},
+        "exchange": exchange.names(),
     }
     notes = [n for s in summaries for n in s.notes]
     if missing := missing_ranks_note(summaries):

@@ -152,6 +152,11 @@ class RunsExchange:
     def sharded(self) -> bool:
         return self.strategy != "ddp"
 
+    def names(self) -> dict[str, str]:
+        """Its scenario names (the reports' ``details.exchange``)."""
+        return {"strategy": self.strategy, "zero_framework": self.zero_framework,
+                "grad_sync": self.grad_sync}
+
     def label(self) -> str:
         """'zero3 (FSDP FULL_SHARD)', 'ddp (PyTorch DDP)': the strategy and how it ran."""
         from scalesim.model.zero_exchange import framework_label
