@@ -1043,7 +1043,7 @@ def traced_exchange(summaries):
              else "Megatron-Core's ZeRO-1 alike")
     return exchange, (f"the traces' collectives, all ranks and steps: {seen}: "
                       f"all-gathers per {reduction} {ratio:.2g}, read as "
-                      f"{exchange.label()[:-1]}; {alike}); the remedies start from it. Tensor "
+                      f"{exchange.label(alike)}; the remedies start from it. Tensor "
                       "parallelism with sequence parallelism also gathers and reduce-scatters "
                       "(activations): for such a job, or to say otherwise, give --strategy")
 
@@ -1232,8 +1232,6 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None):
     strategy sends, ``zero_exchange.sent_units``)."""
     from scalesim.fit_runs import DDP_EXCHANGE
     from scalesim.model import collectives as coll
-    from scalesim.model.memory import STRATEGIES
-    from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
     from scalesim.model.stragglers import expected_max_normal
     from scalesim.model.zero_exchange import sent_units
     from scalesim.schemas import (
@@ -1259,8 +1257,9 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None):
     # a fitted value: held within the busbw bounds; traces with no collective (ranks of no
     # all-reduce, or runs of one process each) gave 1e8 GB/s, which the link refused
     exchange = DDP_EXCHANGE if exchange is None else exchange
-    units = float(sent_units(STRATEGIES[exchange.strategy], FRAMEWORKS[exchange.zero_framework],
-                             1, GRAD_SYNCS[exchange.grad_sync]))  # DDP: 2 (an all-reduce)
+    codes = exchange.step_fields()
+    units = float(sent_units(codes["strategy"], codes["framework"], 1,
+                             codes["grad_sync"]))  # DDP: 2 (an all-reduce)
     busbw = clip("busbw_GBps", units / 2.0 * ring * grad_bytes / transfer / coll.GB)
     link = LinkLevel(kind="traced", busbw_GBps=busbw, latency_s=0.0, source="from traces")
     hw = Hardware(name="traced job", device_name=traced_device_name(summaries),
@@ -1288,8 +1287,7 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None):
         input_pipeline=loader, jitter=Jitter(step_time_cv=cv),
     )
     scenario = Scenario(devices=[world], devices_per_node=world, micro_batch=1, overlap=overlap,
-                        strategy=exchange.strategy, zero_framework=exchange.zero_framework,
-                        grad_sync=exchange.grad_sync,
+                        **exchange.names(),
                         slow_device=0 if slow_factor > 1.0 + 1e-3 else None,
                         slow_factor=max(slow_factor, 1.0))
     return model_remedies(profile, scenario, world, cause, nominal_links=True, nominal_batch=True)

@@ -64,7 +64,7 @@ from scalesim.figures import sig3
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
 from scalesim.model import collectives as coll
 from scalesim.model.memory import STRATEGIES
-from scalesim.model.sharding import EVERY_MICRO_STEP, FRAMEWORKS, GRAD_SYNCS
+from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import StepInputs, StepResult, evaluate
 from scalesim.model.stragglers import expected_max_normal
 from scalesim.runs import Runs
@@ -157,15 +157,16 @@ class RunsExchange:
         return {"strategy": self.strategy, "zero_framework": self.zero_framework,
                 "grad_sync": self.grad_sync}
 
-    def label(self) -> str:
-        """'zero3 (FSDP FULL_SHARD)', 'ddp (PyTorch DDP)': the strategy and how it ran."""
+    def label(self, aside: str = "") -> str:
+        """'zero3 (FSDP FULL_SHARD)', 'ddp (PyTorch DDP)': the strategy and how it ran; with
+        ``aside``, 'zero3 (FSDP FULL_SHARD; DeepSpeed stage 3 alike)'."""
         from scalesim.model.zero_exchange import framework_label
 
-        return f"{self.strategy} ({framework_label(self.strategy, self.zero_framework, self.grad_sync)})"
+        how = framework_label(self.strategy, self.zero_framework, self.grad_sync)
+        return f"{self.strategy} ({how}{'; ' + aside if aside else ''})"
 
 
 DDP_EXCHANGE = RunsExchange()
-assert GRAD_SYNCS[DDP_EXCHANGE.grad_sync] == EVERY_MICRO_STEP  # StepInputs' default
 
 
 @dataclass(frozen=True)
@@ -939,13 +940,10 @@ def fitted_profile(
         batch = {"global_batch": int(round(runs.samples_per_step[-1]))}
     else:
         batch = {"micro_batch": max(int(round(runs.micro_batch[-1])), 1)}
-    exchange = fit.exchange
     scenario = Scenario(
         devices=[last.devices],
         devices_per_node=g,
-        strategy=exchange.strategy,
-        zero_framework=exchange.zero_framework,
-        grad_sync=exchange.grad_sync,
+        **fit.exchange.names(),
         accumulation=last.accumulation,
         overlap=v["overlap"] >= 0.5,
         slow_device=slow_rank if slow_factor > 1.0 + 1e-6 else None,
