@@ -48,6 +48,14 @@ from scalesim.model.stragglers import (
     persistence_words,
     slowest_in_most_steps,
 )
+from scalesim.process_groups import (
+    ROLE_WORDS,
+    ROLES,
+    UNNAMED_ROLE,
+    layout_words,
+    splits_the_model,
+    traced_degrees,
+)
 from scalesim.remedies import VERDICTS, gain_verdict, measure_words, verdict_group
 
 # ({server}, {device}: the devices' nouns, ``device_nouns.nouns_for``: 'Inter-host link' of a
@@ -64,6 +72,8 @@ CAUSES = {
     "idle": "Idle time between operations",
     "compute": "Compute per sample grows (contention or throttling)",
     "attention_kernel": "A FlashAttention-2-class attention kernel on Hopper",
+    # traces whose process groups split the model: their collectives the compute did not hide
+    "model_parallel_comm": "Exposed tensor-, context- or pipeline-parallel communication",
     "none": "No scaling problem found",
 }
 
@@ -80,6 +90,7 @@ PREFERRED_REMEDIES = {
     "idle": ["bigger_batch", "accumulation"],
     "compute": [],
     "attention_kernel": ["attention_kernel"],
+    "model_parallel_comm": ["tp_overlap", "split_model"],
     "none": [],
 }
 BATCH_GROWING = {"bigger_batch", "accumulation"}
@@ -1002,13 +1013,26 @@ def _one_record_each(summary) -> dict[str, dict]:
     return names
 
 
-def collective_kinds(summaries) -> dict[str, dict[str, float]]:
+def _role_records(summary, roles) -> dict[str, dict]:
+    """The NCCL kernels of a rank's trace over groups of ``roles`` (``TraceSummary.groups``)."""
+    out: dict[str, dict] = {}
+    for role in roles:
+        for name, c in summary.groups.get(role, {}).get("collectives", {}).items():
+            into = out.setdefault(name, {"count": 0, "total_s": 0.0})
+            into["count"] += c["count"]
+            into["total_s"] += c["total_s"]
+    return out
+
+
+def collective_kinds(summaries, roles=None) -> dict[str, dict[str, float]]:
     """Count and seconds of each kind of collective (``COLLECTIVE_KINDS``) over every traced
     rank and step, each collective once (``_one_record_each``); names of no kind (broadcast,
-    send/recv) are left out."""
+    send/recv) are left out. ``roles``: only the groups of those roles (``TraceSummary.groups``;
+    None: every collective)."""
     out = {kind: {"count": 0.0, "total_s": 0.0} for kind in COLLECTIVE_KINDS.values()}
     for s in summaries:
-        for name, c in _one_record_each(s).items():
+        records = _one_record_each(s) if roles is None else _role_records(s, roles)
+        for name, c in records.items():
             letters = name.lower().replace("_", "")
             kind = next((k for key, k in COLLECTIVE_KINDS.items() if key in letters), None)
             if kind is not None:
@@ -1027,7 +1051,14 @@ def traced_exchange(summaries):
     same bytes); else DDP, with no words."""
     from scalesim.fit_runs import DDP_EXCHANGE, RunsExchange
 
-    kinds = collective_kinds(summaries)
+    degrees, grouped = traced_layout(summaries), by_group(summaries)
+    if splits_the_model(degrees) and not grouped:
+        return DDP_EXCHANGE, (
+            f"the traces' process groups split the model ({layout_words(degrees)}: "
+            f"{', '.join(degrees['named'])}), but their collectives do not say which group each "
+            "served (gloo records none; NCCL kernels name theirs in recent torch): the "
+            "data-parallel exchange is read as DDP; if it sharded, give --strategy")
+    kinds = collective_kinds(summaries, DP_ROLES if grouped else None)
     gather = kinds["all-gather"]
     reduction = "reduce-scatter" if kinds["reduce-scatter"]["count"] else "all-reduce"
     reductions = kinds[reduction]["count"]
@@ -1041,11 +1072,57 @@ def traced_exchange(summaries):
                      for kind, k in kinds.items() if k["count"])
     alike = ("DeepSpeed stage 3 alike" if exchange.strategy == "zero3"
              else "Megatron-Core's ZeRO-1 alike")
-    return exchange, (f"the traces' collectives, all ranks and steps: {seen}: "
+    whose = ("the data-parallel groups' collectives" if grouped else "the traces' collectives")
+    caveat = ("to say otherwise, give --strategy" if grouped else
+              "Tensor parallelism with sequence parallelism also gathers and reduce-scatters "
+              "(activations), and these traces do not say which group each collective served: "
+              "for such a job, or to say otherwise, give --strategy")
+    return exchange, (f"{whose}, all ranks and steps: {seen}: "
                       f"all-gathers per {reduction} {ratio:.2g}, read as "
-                      f"{exchange.label(alike)}; the remedies start from it. Tensor "
-                      "parallelism with sequence parallelism also gathers and reduce-scatters "
-                      "(activations): for such a job, or to say otherwise, give --strategy")
+                      f"{exchange.label(alike)}; the remedies start from it. {caveat}")
+
+
+# Collectives read as the data-parallel exchange: the dp groups', and those of groups no name
+# places (as every collective was read before the traces' groups were)
+DP_ROLES = ("dp", UNNAMED_ROLE)
+
+
+def by_group(summaries) -> bool:
+    """True where every traced rank's collectives name their process group."""
+    return all(s.groups for s in summaries)
+
+
+def traced_layout(summaries) -> dict:
+    """The traced job's degrees (``process_groups.traced_degrees``)."""
+    world = max(len(summaries), max((s.world_size or 1) for s in summaries))
+    return traced_degrees([s.process_groups for s in summaries], [s.groups for s in summaries],
+                          world)
+
+
+def model_parallel_exposed(summaries) -> dict[str, dict[str, float]]:
+    """role -> {"comm_s", "exposed_s"}: medians over the ranks that have the role of their
+    median step's collectives over groups that are not data parallel (``DP_ROLES``), and the
+    part no compute hid; {} where the collectives name no group."""
+    if not by_group(summaries):
+        return {}
+    out = {}
+    for role in ROLES:
+        if role == "dp":
+            continue
+        have = [s.groups[role] for s in summaries if role in s.groups]
+        if have:
+            out[role] = {k: float(np.median([g[k] for g in have])) for k in ("comm_s", "exposed_s")}
+    return out
+
+
+def _dp_comm(summaries) -> tuple[float, float] | None:
+    """(comm_s, exposed_s) of the data-parallel exchange (``DP_ROLES``), medians over ranks
+    of each rank's per-role medians summed; None where the collectives name no group."""
+    if not by_group(summaries):
+        return None
+    comm = [sum(s.groups.get(r, {}).get("comm_s", 0.0) for r in DP_ROLES) for s in summaries]
+    exposed = [sum(s.groups.get(r, {}).get("exposed_s", 0.0) for r in DP_ROLES) for s in summaries]
+    return float(np.median(comm)), float(np.median(exposed))
 
 
 def diagnose_traces(summaries, source: str, exchange=None) -> Report:
@@ -1072,10 +1149,16 @@ def diagnose_traces(summaries, source: str, exchange=None) -> Report:
 
     cr = cross_rank(summaries)
     step = cr["step_s"]
+    degrees = traced_layout(summaries)
+    model_parallel = model_parallel_exposed(summaries)
+    # collectives over groups that split the model: not the data-parallel exchange's
+    mp_exposed = min(sum(v["exposed_s"] for v in model_parallel.values()),
+                     cr["intrinsic_exposed_comm_s"])
     parts = {
         "data": cr["data_wait_s"],
         "straggler": cr["straggler_wait_s"],
-        "comm": cr["intrinsic_exposed_comm_s"],
+        "comm": cr["intrinsic_exposed_comm_s"] - mp_exposed,
+        "model_parallel": mp_exposed,
         "idle": cr["idle_s"],
     }
     share = {k: v / step for k, v in parts.items()}
@@ -1094,8 +1177,14 @@ def diagnose_traces(summaries, source: str, exchange=None) -> Report:
     if multi_host:
         comm_lines.append(f"ranks on {len({s.host for s in summaries})} hosts: collectives cross "
                           f"{words.servers}")
+    if model_parallel:
+        comm_lines.append(f"of it exposed: the data-parallel exchange {_ms(parts['comm'])}, "
+                          f"collectives that split the model {_ms(mp_exposed)}")
     findings.append(finding("inter_server" if multi_host else "comm_growth", share["comm"],
                             comm_lines, words))
+    if mp_exposed > 0:
+        findings.append(finding("model_parallel_comm", share["model_parallel"],
+                                _model_parallel_lines(degrees, model_parallel, step), words))
     findings.append(finding("input_pipeline", share["data"], [
         f"waiting on the DataLoader {_ms(parts['data'])} per step ({_pct(share['data'])}), "
         "median over ranks",
@@ -1134,16 +1223,20 @@ def diagnose_traces(summaries, source: str, exchange=None) -> Report:
             f"compute {_pct(cr['compute_s'] / step)} of a {_ms(step)} step; no other part "
             f"above {_pct(1.0 - GOOD_EFFICIENCY)}"]))
     cause, others = findings[0], [f for f in findings[1:] if f.share >= OTHER_CAUSE_SHARE]
-    first, remedies = _trace_remedies(cr, summaries, cause.key, exchange)
+    first, remedies = _trace_remedies(cr, summaries, cause.key, exchange, degrees,
+                                      _dp_comm(summaries), mp_exposed)
+    overlap_tp = tp_overlap_remedy(model_parallel, step)
+    if overlap_tp is not None:
+        remedies = _with_measured(remedies, overlap_tp)
+        decisive = shown_gain(overlap_tp) >= median_error(False)
+        if first is None or shown_gain(overlap_tp) > shown_gain(first) or (
+                decisive and cause.key == "model_parallel_comm"):
+            first = overlap_tp
     kernel, kernel_remedy = attention_kernel_finding(summaries, step)
     if kernel is not None:  # lost at one device too: beside the scaling cause, never it
         if kernel.share >= OTHER_CAUSE_SHARE:
             others = sorted([*others, kernel], key=lambda f: -f.share)
-        remedies = [r for r in remedies if r.key != kernel_remedy.key]
-        at = next((i for i, r in enumerate(remedies)
-                   if not r.applicable or shown_gain(r) < shown_gain(kernel_remedy)),
-                  len(remedies))
-        remedies.insert(at, kernel_remedy)
+        remedies = _with_measured(remedies, kernel_remedy)
         if first is None or shown_gain(kernel_remedy) > shown_gain(first):
             first = kernel_remedy
     table = [{
@@ -1159,15 +1252,73 @@ def diagnose_traces(summaries, source: str, exchange=None) -> Report:
         "cross_rank": {k: v for k, v in cr.items() if k != "own_s"},
         "collectives": {str(s.rank): s.collectives for s in summaries},
         "exchange": exchange.names(),
+        # the degrees the traces' process groups name, and each group role's collectives
+        "layout": {k: degrees[k] for k in ("dp", "tp", "cp", "pp")},
+        "groups": {str(s.rank): {role: {k: v for k, v in g.items() if k != "collectives"}
+                                 for role, g in s.groups.items()} for s in summaries},
     }
     notes = [n for s in summaries for n in s.notes]
     if missing := missing_ranks_note(summaries):
         notes.insert(0, missing)
     if exchange_note:
         notes.append(exchange_note)
+    if splits_the_model(degrees) and degrees["dp"] > 1:
+        held = ("the collectives that split the model are held as they were traced"
+                if by_group(summaries) else "the traces do not say which collectives split the "
+                "model, so all are read as that exchange's")
+        notes.append(f"the remedies' model is the data-parallel exchange over dp "
+                     f"{degrees['dp']} of the traced layout ({layout_words(degrees)}); {held}")
     notes.append("remedy gains are model predictions built from the median traced step")
     return Report("traces", source, cause, others, first, remedies, table, details, notes,
                   decisive_gain=median_error(False))  # the trace model is data parallel
+
+
+def _with_measured(remedies: list[Remedy], measured: Remedy) -> list[Remedy]:
+    """``remedies`` with ``measured`` (a remedy priced from the traces themselves) in place of
+    the model's of the same key, ranked by its gain among the applicable ones."""
+    out = [r for r in remedies if r.key != measured.key]
+    at = next((i for i, r in enumerate(out)
+               if not r.applicable or shown_gain(r) < shown_gain(measured)), len(out))
+    out.insert(at, measured)
+    return out
+
+
+def _model_parallel_lines(degrees: dict, model_parallel: dict, step_s: float) -> list[str]:
+    """The evidence of the ``model_parallel_comm`` finding: the layout the process groups
+    name, and each role's collectives per step with the part no compute hid."""
+    named = f" ({', '.join(degrees['named'])})" if degrees["named"] else ""
+    lines = [f"the traces' process groups: {layout_words(degrees)}{named}"]
+    for role, v in model_parallel.items():
+        what = ("sends and receives" if role == "pp" else "collectives")
+        label = ROLE_WORDS.get(role, "unnamed-group")
+        lines.append(f"{label} {what}: {_ms(v['comm_s'])} per step, {_ms(v['exposed_s'])} of "
+                     f"it exposed ({_pct(v['exposed_s'] / step_s)} of the step; median over ranks)")
+    if "pp" in model_parallel:
+        lines.append("a stage's exposed receives include its waits for the stage before: the "
+                     "pipeline bubble is among them (more micro-batches or an interleaved "
+                     "schedule shrink it; scalesim plan prices both)")
+    return lines
+
+
+def tp_overlap_remedy(model_parallel: dict, step_s: float) -> Remedy | None:
+    """Overlapping the tensor-parallel collectives with the matmuls (Transformer Engine's TP
+    comm overlap, torchtitan's async TP), priced from the traces: the exposed tensor-parallel
+    time t is hidden, the matmuls it runs beside slowed by the contention of docs/model.md §3,
+    saving ``t x (1 - GPU_COMM_CONTENTION)``; gain ``step / (step - saving) - 1``. None where
+    the traces show no exposed tensor-parallel collective."""
+    from scalesim.model.overlap import GPU_COMM_CONTENTION
+    from scalesim.remedies import TP_OVERLAP_TITLE
+
+    exposed = model_parallel.get("tp", {}).get("exposed_s", 0.0)
+    if exposed <= 0 or step_s <= 0:
+        return None
+    saving = exposed * (1.0 - GPU_COMM_CONTENTION)
+    gain = step_s / (step_s - saving) - 1.0
+    note = (f"the traced exposed tensor-parallel time {_ms(exposed)} hidden behind the matmuls, "
+            f"which run {GPU_COMM_CONTENTION:.0%} of it slower beside the collectives "
+            "(docs/model.md §3)")
+    return Remedy("tp_overlap", TP_OVERLAP_TITLE, float(gain), True, note,
+                  verdict=gain_verdict(float(gain)))
 
 
 def attention_kernel_finding(summaries, step_s: float) -> tuple[Finding | None, Remedy | None]:
@@ -1226,10 +1377,14 @@ def _parts_over_the_step(share_of_step: dict, devices, fit, words: Nouns = GPU_N
             f"runs (the same settings in every row, each run's {words.devices} and throughput)"]
 
 
-def _trace_remedies(cr, summaries, cause: str, exchange=None):
+def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_comm=None,
+                    model_parallel_s: float = 0.0):
     """Rank the seed remedies with a model profile built from the traced breakdown, the job
     exchanging as ``exchange`` (None: DDP; its link's bus bandwidth from the bytes that
-    strategy sends, ``zero_exchange.sent_units``)."""
+    strategy sends, ``zero_exchange.sent_units``). Where the traces' groups split the model
+    (``degrees``), the model's devices are the dp replicas, its exchange the dp groups'
+    collectives (``dp_comm``: (comm_s, exposed_s)), and the exposed collectives that split the
+    model (``model_parallel_s``) a fixed time of each step."""
     from scalesim.fit_runs import DDP_EXCHANGE
     from scalesim.model import collectives as coll
     from scalesim.model.stragglers import expected_max_normal
@@ -1247,13 +1402,16 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None):
     )
 
     world = max(len(summaries), max((s.world_size or 1) for s in summaries))
+    if degrees is not None and splits_the_model(degrees):
+        world = degrees["dp"]  # the replicas the data-parallel exchange runs over
     if world < 2:
         return None, []
     step = cr["step_s"]
     compute = max(cr["compute_s"], 1e-6 * step)
     grad_bytes = 100e6
     ring = 2.0 * (world - 1) / world
-    transfer = max(cr["comm_s"], 1e-9)  # all collective time of one step, hidden or not
+    # all the exchange's collective time of one step, hidden or not
+    transfer = max(cr["comm_s"] if dp_comm is None else dp_comm[0], 1e-9)
     # a fitted value: held within the busbw bounds; traces with no collective (ranks of no
     # all-reduce, or runs of one process each) gave 1e8 GB/s, which the link refused
     exchange = DDP_EXCHANGE if exchange is None else exchange
@@ -1270,8 +1428,10 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None):
     if cr["data_wait_s"] >= LOADER_MODELLED_SHARE * step:
         loader = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=1.0 / step)],
                              measured=True, source="from traces")
-    overlap = cr["overlap_share"] >= OVERLAPPED_SHARE
-    idle = max(cr["idle_s"], 0.0)
+    overlap_share = (cr["overlap_share"] if dp_comm is None or dp_comm[0] <= 0
+                     else 1.0 - dp_comm[1] / dp_comm[0])
+    overlap = overlap_share >= OVERLAPPED_SHARE
+    idle = max(cr["idle_s"], 0.0) + model_parallel_s
     micro = compute + idle
     slow_factor, cv = 1.0, 0.0
     if cause == "stragglers":  # spread over all ranks: sigma * e_N = measured wait

@@ -54,6 +54,7 @@ from scalesim.attention_kernel import attention_family
 from scalesim.bounds import bound
 from scalesim.errors import ScalesimError, check_distinct_files, excerpt, require_path
 from scalesim.jsonio import json_kind, unreadable
+from scalesim.process_groups import UNNAMED_ROLE, group_role, ranks_of, whole_or_none
 
 CHUNK_CHARS = 1 << 20
 MAX_VALUE_CHARS = 64 << 20  # one JSON value (event or metadata) larger than this is malformed
@@ -254,6 +255,12 @@ class TraceSummary:
     notes: list[str] = field(default_factory=list)
     device_name: str = ""  # deviceProperties' name of the GPU the kernels ran on; "" unknown
     attention_family: str = ""  # the attention kernels' family with the most time; "" none
+    # GPU traces whose NCCL kernels name their process group: role (process_groups.ROLES, or
+    # "unnamed") -> {"size", "descs", "collectives" (kernel name -> count, total_s), "comm_s",
+    # "exposed_s" (medians over steps, s)}; {} where the kernels name none
+    groups: dict[str, dict] = field(default_factory=dict)
+    # distributedInfo.pg_config: [{"name", "desc", "size", "ranks"}] of the groups this rank is in
+    process_groups: list[dict] = field(default_factory=list)
 
     def median(self, name: str) -> float:
         return float(np.median([getattr(s, name) for s in self.steps]))
@@ -405,6 +412,74 @@ def length_in(merged: tuple[np.ndarray, np.ndarray], w0: float, w1: float) -> fl
     return float(np.sum(np.clip(e[lo:hi], w0, w1) - np.clip(s[lo:hi], w0, w1)))
 
 
+class _GroupComm:
+    """NCCL kernels by the process group their arguments name (``process_groups``): intervals
+    and per-name counts per group, resolved to roles once the trace (and its pg_config, which
+    may follow the events) is read."""
+
+    def __init__(self):
+        self.intervals: dict[tuple, _Intervals] = {}
+        self.collectives: dict[tuple, dict] = {}
+
+    def see(self, name: str, args, t0: float, d: float) -> None:
+        if not isinstance(args, dict):
+            return
+        pg, desc = args.get("Process Group Name"), args.get("Process Group Description")
+        size = whole_or_none(args.get("Group size"))
+        if not isinstance(pg, str | int) and not isinstance(desc, str) and size is None:
+            return  # a kernel of a torch that writes no group (before 2.x): no roles
+        key = (str(pg)[:60] if pg is not None else "", desc[:60] if isinstance(desc, str) else "",
+               size)
+        self.intervals.setdefault(key, _Intervals()).add(t0, d)
+        c = self.collectives.setdefault(key, {}).setdefault(_collective_name(name, {}),
+                                                            {"count": 0, "total_s": 0.0})
+        c["count"] += 1
+        c["total_s"] += d
+
+    def roles(self, process_groups: list[dict], world: int | None) -> dict[str, tuple]:
+        """role -> (merged intervals, {"size", "descs", "collectives"}); a kernel's description
+        is its own, else its group's in pg_config (matched by name)."""
+        desc_of = {g["name"]: g["desc"] for g in process_groups}
+        merged: dict[str, list] = {}
+        for key, iv in self.intervals.items():
+            pg, own_desc, size = key
+            desc = own_desc or desc_of.get(pg, "")
+            role = group_role(desc, size, world) or UNNAMED_ROLE
+            entry = merged.setdefault(role, [[], [], {"size": None, "descs": [], "collectives": {}}])
+            entry[0].append(np.frombuffer(iv.start))
+            entry[1].append(np.frombuffer(iv.end))
+            info = entry[2]
+            info["size"] = max(info["size"] or 0, size or 0) or None
+            label = desc or (f"group {pg}" if pg else "")
+            if label and label not in info["descs"]:
+                info["descs"].append(label)
+            for name, c in self.collectives[key].items():
+                into = info["collectives"].setdefault(name, {"count": 0, "total_s": 0.0})
+                into["count"] += c["count"]
+                into["total_s"] += c["total_s"]
+        return {role: (merge(np.concatenate(s), np.concatenate(e)), info)
+                for role, (s, e, info) in sorted(merged.items())}
+
+
+def _pg_config(meta: dict, source: str) -> list[dict]:
+    """``distributedInfo.pg_config`` as [{"name", "desc", "size", "ranks"}]; [] where absent or
+    not a list (an entry that is not an object is skipped: the groups are read, never required)."""
+    info = meta.get("distributedInfo")
+    config = info.get("pg_config") if isinstance(info, dict) else None
+    if not isinstance(config, list):
+        return []
+    out = []
+    for g in config[:4096]:
+        if not isinstance(g, dict):
+            continue
+        name, desc = g.get("pg_name"), g.get("pg_desc")
+        out.append({"name": str(name)[:60] if isinstance(name, str | int) else "",
+                    "desc": desc[:60] if isinstance(desc, str) else "",
+                    "size": whole_or_none(g.get("pg_size")),
+                    "ranks": (ranks_of(g.get("ranks")) or [])[:64]})
+    return out
+
+
 def _collective_name(name: str, args: dict) -> str:
     if name == "record_param_comms":
         collective = args.get("Collective name")
@@ -538,6 +613,7 @@ def summarise(
     family_s: Counter = Counter()  # attention family -> kernel seconds
     devices: Counter = Counter()  # GPU id -> kernels
     coll = defaultdict(lambda: {"count": 0, "total_s": 0.0})
+    by_group = _GroupComm()  # NCCL kernels by the process group their args name
     source = str(path)
     zero_steps = []
     for number, ev in iter_trace(path, meta):
@@ -567,6 +643,7 @@ def summarise(
                 c = coll[_collective_name(name, {})]
                 c["count"] += 1
                 c["total_s"] += d
+                by_group.see(name, ev.get("args"), t0, d)
             else:
                 compute_gpu.add(t0, d)
                 family = attention_family(name)
@@ -622,6 +699,10 @@ def summarise(
     d_set, a_set = data.merged(), attention.merged()
     cd = union(compute, d_set)
     cdm = union(cd, comm)
+    process_groups = _pg_config(meta, source)
+    roles = by_group.roles(process_groups, world_size) if gpu else {}
+    role_steps: dict[str, list[tuple[float, float]]] = {r: [] for r in roles}
+    with_compute = {role: union(cd, merged) for role, (merged, _) in roles.items()}
     steps = []
     for num, w0, w1 in sorted(windows):
         span = w1 - w0
@@ -630,6 +711,9 @@ def summarise(
         mw = length_in(comm, w0, w1)
         cdmw = length_in(cdm, w0, w1)
         overlap = max(cdw + mw - cdmw, 0.0)  # |(C u D) n M|: hidden behind other work
+        for role, (merged, _) in roles.items():  # each role's collectives, and what compute hid
+            rw = length_in(merged, w0, w1)
+            role_steps[role].append((rw, max(rw + cdw - length_in(with_compute[role], w0, w1), 0.0)))
         steps.append(
             StepBreakdown(
                 step=num,
@@ -646,6 +730,15 @@ def summarise(
             )
         )
     collectives = {k: dict(v) for k, v in sorted(coll.items())}
+    groups = {
+        role: {
+            "size": info["size"], "descs": info["descs"], "collectives": info["collectives"],
+            "comm_s": float(np.median([c for c, _ in role_steps[role]])) if role_steps[role] else 0.0,
+            # per step: the role's collective time compute or a data wait did not hide
+            "exposed_s": float(np.median([c - h for c, h in role_steps[role]])) if role_steps[role] else 0.0,
+        }
+        for role, (_, info) in roles.items()
+    }
     host = meta.get("host_name")
     family = max(family_s, key=family_s.get) if family_s else ""
     return TraceSummary(
@@ -659,6 +752,8 @@ def summarise(
         notes,
         _device_name(meta, devices),
         family,
+        groups,
+        process_groups,
     )
 
 

@@ -110,3 +110,20 @@ def test_a_real_fsdp_jobs_traces_read_as_its_zero_stage(tmp_path, jobs, fsdp, st
     ddp = diagnose_traces(load_traces(jobs["loader"]), "loader")
     assert ddp.details["exchange"]["strategy"] == "ddp"
     assert not any(n.startswith("the traces' collectives") for n in ddp.notes)
+
+
+def test_a_real_tensor_parallel_jobs_layout_is_read_from_its_process_groups(tmp_path):
+    """Session 26: 4 gloo ranks as a DeviceMesh ("dp", "tp") of 2 x 2 (tests/trace_job.py
+    --tp-sp): the tp group all-gathers activations in forward and all-reduces their gradient in
+    backward, DDP exchanges over the dp group. Every collective read as the exchange, the
+    gathers made this ZeRO-2; the traces' pg_config names mesh_dp and mesh_tp, gloo names no
+    group with its collectives, so the layout is read and the strategy is left to --strategy."""
+    files = launch(tmp_path / "tp", "--steps", "5", "--tp-sp", ranks=4)
+    summaries = load_traces(files)
+    assert len(summaries) == 4
+    assert summaries[0].collectives["gloo:all_gather"]["count"] == 10  # 2 layers x 5 steps
+    report = diagnose_traces(summaries, "tp")
+    assert report.details["layout"] == {"dp": 2, "tp": 2, "cp": 1, "pp": 1}
+    assert report.details["exchange"]["strategy"] == "ddp"
+    assert any("split the model (tp 2 x dp 2: mesh_dp 2, mesh_tp 2)" in n and "--strategy" in n
+               for n in report.notes)

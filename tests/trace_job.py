@@ -4,12 +4,18 @@ Run under torchrun; used by the diagnose tests to make real traces:
 
     torchrun --nproc-per-node=2 tests/trace_job.py --out DIR [--slow-loader-s 0.05]
         [--slow-rank 1 --slow-rank-s 0.05] [--alternate-slow-s 0.05] [--gzip] [--record-shapes]
-        [--fsdp full|grad-op]
+        [--fsdp full|grad-op] [--tp-sp]
 
 ``--fsdp`` shards the model with FSDP2 (``fully_shard``: each hidden Linear a unit, the root
 holding the last) instead of DDP: ``full`` reshards after forward (FULL_SHARD, ZeRO-3: the
 units are gathered again for backward), ``grad-op`` keeps them (SHARD_GRAD_OP, ZeRO-2). On gloo,
 which has no reduce-scatter, FSDP2 reduces gradients with all-reduce.
+
+``--tp-sp`` (4 ranks) lays the job out as a DeviceMesh ("dp", "tp") of 2 x 2, as torchtitan
+does: the first two layers are split over the tp group, whose ranks all-gather their activations
+in forward (sequence-parallel style) and all-reduce the gathered gradient in backward (gloo has
+no reduce-scatter), and DDP exchanges over the dp group. gloo writes no group with its
+collectives, so only the traces' pg_config says which group is which.
 
 ``--slow-loader-s`` sleeps in the dataset's ``__getitem__`` (every sample of the batch, in the
 main process: num_workers=0), so steps wait on the DataLoader iterator. ``--slow-rank-s`` makes
@@ -53,6 +59,40 @@ class SlowDataset(Dataset):
         return self.x[i], self.y[i]
 
 
+class GatherOverTP(torch.autograd.Function):
+    """All-gather a tensor parallel group's slices of the last dimension; backward sums the
+    gradient over the group and keeps this rank's slice (a reduce-scatter, which gloo lacks)."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        ctx.group, ctx.rank = group, dist.get_rank(group)
+        parts = [torch.empty_like(x) for _ in range(dist.get_world_size(group))]
+        dist.all_gather(parts, x.contiguous(), group=group)
+        return torch.cat(parts, dim=-1)
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad = grad.contiguous()
+        dist.all_reduce(grad, group=ctx.group)
+        return grad.chunk(dist.get_world_size(ctx.group), dim=-1)[ctx.rank].contiguous(), None
+
+
+class TensorParallelMLP(torch.nn.Module):
+    """Two layers whose outputs are split over ``group`` and gathered, then a whole head."""
+
+    def __init__(self, dim: int, group):
+        super().__init__()
+        width = dist.get_world_size(group)
+        self.group = group
+        self.split = torch.nn.ModuleList(torch.nn.Linear(dim, dim // width) for _ in range(2))
+        self.head = torch.nn.Linear(dim, 1)
+
+    def forward(self, x):
+        for layer in self.split:
+            x = torch.relu(GatherOverTP.apply(layer(x), self.group))
+        return self.head(x)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -69,6 +109,8 @@ def main() -> None:
                     help="record input shapes (gives the gloo messages' sizes)")
     ap.add_argument("--fsdp", choices=["full", "grad-op"],
                     help="shard with FSDP2 instead of DDP (see the module docstring)")
+    ap.add_argument("--tp-sp", action="store_true",
+                    help="dp 2 x tp 2 over a DeviceMesh (4 ranks; the module docstring)")
     args = ap.parse_args()
 
     torch.set_num_threads(1)
@@ -78,7 +120,13 @@ def main() -> None:
     model = torch.nn.Sequential(torch.nn.Linear(args.dim, args.dim), torch.nn.ReLU(),
                                 torch.nn.Linear(args.dim, args.dim), torch.nn.ReLU(),
                                 torch.nn.Linear(args.dim, 1))
-    if args.fsdp:
+    if args.tp_sp:
+        from torch.distributed.device_mesh import init_device_mesh
+
+        mesh = init_device_mesh("cpu", (dist.get_world_size() // 2, 2), mesh_dim_names=("dp", "tp"))
+        model = TensorParallelMLP(args.dim, mesh["tp"].get_group())
+        ddp = DDP(model, process_group=mesh["dp"].get_group())
+    elif args.fsdp:
         from torch.distributed.fsdp import fully_shard
 
         reshard = args.fsdp == "full"
@@ -121,13 +169,13 @@ def main() -> None:
     dist.destroy_process_group()
 
 
-def launch(out: Path, *flags: str) -> list[str]:
-    """Run this job on two gloo ranks under torchrun (one thread each) into ``out``; the trace
+def launch(out: Path, *flags: str, ranks: int = 2) -> list[str]:
+    """Run this job on ``ranks`` gloo ranks under torchrun (one thread each) into ``out``; the trace
     files, sorted. A run that a signal ended (SIGABRT: "terminate called without an active
     exception", once in CI, at the ranks' exit after the traces were written; not seen in 12
     runs here) is run once more, since it says nothing of what the tests read."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}",
            str(Path(__file__)), "--out", str(out), *flags]
     for attempt in (1, 2):
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)

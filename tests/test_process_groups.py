@@ -1,0 +1,170 @@
+"""Traced process groups: which parallelism each serves, and what diagnose makes of them.
+
+The GPU traces here are hand-made in the form Kineto writes: each NCCL kernel carries its
+group ("Process Group Name", "Process Group Description", "Group size", "Process Group
+Ranks"), and ``distributedInfo.pg_config`` lists the rank's groups. The real (gloo) job is in
+tests/test_diagnose_traces.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from scalesim import traces
+from scalesim.diagnosis import diagnose_traces, traced_exchange
+from scalesim.model.overlap import GPU_COMM_CONTENTION
+from scalesim.process_groups import group_role, ranks_of, traced_degrees, whole_or_none
+
+
+@pytest.mark.parametrize("desc, size, world, role", [
+    ("TENSOR_MODEL_PARALLEL_GROUP", 8, 64, "tp"),
+    ("PIPELINE_MODEL_PARALLEL_GROUP", 4, 64, "pp"),
+    ("DATA_PARALLEL_GROUP", 2, 64, "dp"),
+    ("DATA_PARALLEL_GROUP_WITH_CP", 4, 64, "dp"),
+    ("INTRA_PARTIAL_DATA_PARALLEL_GROUP_WITH_CP", 4, 64, "dp"),
+    ("CONTEXT_PARALLEL_GROUP", 2, 64, "cp"),
+    ("TENSOR_AND_CONTEXT_PARALLEL_GROUP", 16, 64, "other"),
+    ("EXPERT_MODEL_PARALLEL_GROUP", 8, 64, "ep"),
+    ("MODEL_PARALLEL_GROUP", 32, 64, "other"),
+    ("EMBEDDING_GROUP", 2, 64, "other"),
+    ("mesh_tp", 8, 64, "tp"),
+    ("mesh_dp_shard", 8, 64, "dp"),
+    ("mesh_dp_shard_cp", 16, 64, "dp"),
+    ("mesh_dp_replicate", 2, 64, "dp"),
+    ("mesh_cp", 2, 64, "cp"),
+    ("mesh_pp", 4, 64, "pp"),
+    ("default_pg", 64, 64, "dp"),
+    ("undefined", 64, 64, "dp"),     # spans the job: its exchange
+    ("undefined", 8, 64, None),      # no name places it
+    ("mesh_my_own_dim", 8, 64, None),
+    ("", None, 64, None),
+])
+def test_group_role_reads_the_frameworks_names(desc, size, world, role):
+    assert group_role(desc, size, world) == role
+
+
+def test_ranks_and_sizes_as_kineto_writes_them():
+    assert ranks_of("[0, 1, 2, 3]") == [0, 1, 2, 3]
+    assert ranks_of([4, 5]) == [4, 5]
+    assert ranks_of("[0, 1, ..., 63]") is None  # truncated past 30 ranks: incomplete
+    assert whole_or_none("8") == 8 and whole_or_none(8) == 8
+    assert whole_or_none(True) is None and whole_or_none(0) is None and whole_or_none("x") is None
+
+
+def test_degrees_take_dp_from_what_the_model_split_leaves():
+    config = [[{"desc": "TENSOR_MODEL_PARALLEL_GROUP", "size": 8},
+               {"desc": "PIPELINE_MODEL_PARALLEL_GROUP", "size": 2},
+               {"desc": "DATA_PARALLEL_GROUP", "size": 4},
+               {"desc": "default_pg", "size": 64}]]
+    d = traced_degrees(config, [{}], 64)
+    assert (d["tp"], d["pp"], d["cp"], d["dp"]) == (8, 2, 1, 4)
+    assert "TENSOR_MODEL_PARALLEL_GROUP 8" in d["named"]
+
+
+# ---------------------------------------------------------------------------- hand-made GPU traces
+STEP_US, STEPS = 1000.0, 4
+# per step: compute 0-600 and 850-950 us; tensor-parallel gathers 600-750 and reduce-scatters
+# 750-850, both exposed; the data-parallel all-reduce 100-400, under the compute; 50 us idle
+TP_EXPOSED_US, DP_US = 250.0, 300.0
+
+
+def _event(name, ts, dur, cat="kernel", tid=7, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur,
+            "args": args}
+
+
+def _trace(rank: int, named_kernels: bool = True) -> dict:
+    tp_ranks, dp_ranks = ([0, 1] if rank < 2 else [2, 3]), [rank % 2, rank % 2 + 2]
+    tp = {"Process Group Name": str(1 + rank // 2), "Process Group Description":
+          "TENSOR_MODEL_PARALLEL_GROUP", "Group size": 2, "Process Group Ranks": str(tp_ranks)}
+    dp = {"Process Group Name": str(3 + rank % 2), "Process Group Description":
+          "DATA_PARALLEL_GROUP", "Group size": 2, "Process Group Ranks": str(dp_ranks)}
+    if not named_kernels:
+        tp, dp = {}, {}
+    events = []
+    for n in range(1, STEPS + 1):
+        t = (n - 1) * STEP_US
+        events += [
+            _event(f"ProfilerStep#{n}", t, STEP_US, cat="user_annotation", tid=1),
+            _event(f"ProfilerStep#{n}", t, STEP_US, cat="gpu_user_annotation"),
+            _event("sm90_xmma_gemm_bf16bf16_bf16f32", t, 600.0),
+            _event("sm90_xmma_gemm_bf16bf16_bf16f32", t + 850, 100.0),
+            _event("ncclDevKernel_AllGather_RING_LL(x)", t + 600, 150.0, tid=8, **tp),
+            _event("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(x)", t + 750, 100.0, tid=8, **tp),
+            _event("ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)", t + 100, DP_US, tid=9, **dp),
+        ]
+    config = [{"pg_name": "0", "pg_desc": "default_pg", "pg_size": 4, "ranks": [0, 1, 2, 3]},
+              {"pg_name": str(1 + rank // 2), "pg_desc": "TENSOR_MODEL_PARALLEL_GROUP",
+               "pg_size": 2, "ranks": tp_ranks},
+              {"pg_name": str(3 + rank % 2), "pg_desc": "DATA_PARALLEL_GROUP", "pg_size": 2,
+               "ranks": dp_ranks}]
+    return {"schemaVersion": 1, "traceEvents": events,
+            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 4,
+                                "pg_config": config},
+            "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}]}
+
+
+def _summaries(tmp_path, **kw):
+    paths = []
+    for r in range(4):
+        p = tmp_path / f"rank{r}.json"
+        p.write_text(json.dumps(_trace(r, **kw)))
+        paths.append(str(p))
+    return traces.load_traces(paths)
+
+
+def test_each_groups_collectives_and_their_exposed_part_per_step(tmp_path):
+    s = _summaries(tmp_path)[0]
+    assert set(s.groups) == {"tp", "dp"}
+    assert s.groups["tp"]["comm_s"] == pytest.approx(TP_EXPOSED_US * 1e-6)
+    assert s.groups["tp"]["exposed_s"] == pytest.approx(TP_EXPOSED_US * 1e-6)
+    assert s.groups["dp"]["comm_s"] == pytest.approx(DP_US * 1e-6)
+    assert s.groups["dp"]["exposed_s"] == pytest.approx(0.0, abs=1e-12)
+    assert s.groups["tp"]["descs"] == ["TENSOR_MODEL_PARALLEL_GROUP"]
+    assert [g["desc"] for g in s.process_groups] == ["default_pg", "TENSOR_MODEL_PARALLEL_GROUP",
+                                                     "DATA_PARALLEL_GROUP"]
+
+
+def test_tensor_parallel_gathers_are_not_read_as_zero(tmp_path):
+    """The gathers and reduce-scatters of tensor + sequence parallelism (150 + 100 us against
+    the exchange's 300 us) read as ZeRO-2 while every collective was the exchange's (the same
+    traces without their groups, below); the dp group's collectives alone say DDP."""
+    summaries = _summaries(tmp_path)
+    unnamed = [dataclasses.replace(s, groups={}, process_groups=[]) for s in summaries]
+    assert traced_exchange(unnamed)[0].strategy == "zero2"
+    exchange, _ = traced_exchange(summaries)
+    assert exchange.strategy == "ddp"
+    report = diagnose_traces(summaries, "test")
+    assert report.details["layout"] == {"dp": 2, "tp": 2, "cp": 1, "pp": 1}
+    mp = report.cause  # 25 % of the step, against 5 % idle and an exchange under the compute
+    assert mp.key == "model_parallel_comm"
+    assert mp.share == pytest.approx(TP_EXPOSED_US / STEP_US)
+    assert "tp 2 x dp 2" in mp.evidence[0]
+
+
+def test_the_measured_tensor_parallel_overlap_remedy(tmp_path):
+    """Hiding the exposed 250 us of a 1,000 us step, the matmuls slowed by the contention
+    (docs/model.md §3): gain 1000 / (1000 - 250 x (1 - 0.159)) - 1 = +26.6 %."""
+    report = diagnose_traces(_summaries(tmp_path), "test")
+    remedy = next(r for r in report.remedies if r.key == "tp_overlap")
+    saving = TP_EXPOSED_US * (1.0 - GPU_COMM_CONTENTION)
+    assert remedy.applicable
+    assert remedy.gain == pytest.approx(STEP_US / (STEP_US - saving) - 1.0)
+    assert remedy.gain == pytest.approx(0.266, abs=5e-4)
+    assert report.first_remedy.key == "tp_overlap"  # the cause's remedy, and the largest gain
+
+
+def test_kernels_that_name_no_group_leave_the_exchange_unread(tmp_path):
+    """pg_config says tp 2 x dp 2 but the kernels name no group (an older torch): the
+    collectives cannot be split, so the strategy is not read off them (it would be ZeRO-2)."""
+    summaries = _summaries(tmp_path, named_kernels=False)
+    assert all(not s.groups for s in summaries)
+    exchange, note = traced_exchange(summaries)
+    assert exchange.strategy == "ddp"
+    assert "split the model (tp 2 x dp 2" in note and "--strategy" in note
+    report = diagnose_traces(summaries, "test")
+    assert report.details["layout"]["tp"] == 2
+    assert all(f.key != "model_parallel_comm" for f in [report.cause, *report.others])
