@@ -52,6 +52,8 @@ from scalesim.process_groups import (
     ROLE_WORDS,
     ROLES,
     UNNAMED_ROLE,
+    exchange_replicas,
+    group_role,
     layout_words,
     splits_the_model,
     traced_degrees,
@@ -73,7 +75,7 @@ CAUSES = {
     "compute": "Compute per sample grows (contention or throttling)",
     "attention_kernel": "A FlashAttention-2-class attention kernel on Hopper",
     # traces whose process groups split the model: their collectives the compute did not hide
-    "model_parallel_comm": "Exposed tensor-, context- or pipeline-parallel communication",
+    "model_parallel_comm": "Exposed communication outside the data-parallel exchange",
     "none": "No scaling problem found",
 }
 
@@ -1055,8 +1057,8 @@ def traced_exchange(summaries):
     if splits_the_model(degrees) and not grouped:
         return DDP_EXCHANGE, (
             f"the traces' process groups split the model ({layout_words(degrees)}: "
-            f"{', '.join(degrees['named'])}), but their collectives do not say which group each "
-            "served (gloo records none; NCCL kernels name theirs in recent torch): the "
+            f"{', '.join(degrees['named'])}), but not every trace's collectives say which group "
+            "each served (gloo records none; NCCL kernels name theirs in recent torch): the "
             "data-parallel exchange is read as DDP; if it sharded, give --strategy")
     kinds = collective_kinds(summaries, DP_ROLES if grouped else None)
     gather = kinds["all-gather"]
@@ -1072,11 +1074,14 @@ def traced_exchange(summaries):
                      for kind, k in kinds.items() if k["count"])
     alike = ("DeepSpeed stage 3 alike" if exchange.strategy == "zero3"
              else "Megatron-Core's ZeRO-1 alike")
-    whose = ("the data-parallel groups' collectives" if grouped else "the traces' collectives")
-    caveat = ("to say otherwise, give --strategy" if grouped else
+    unnamed = grouped and any(UNNAMED_ROLE in s.groups for s in summaries)
+    whose = ("the traces' collectives" if not grouped else
+             "the collectives of the data-parallel groups and of groups no name places"
+             if unnamed else "the data-parallel groups' collectives")
+    caveat = ("To say otherwise, give --strategy" if grouped and not unnamed else
               "Tensor parallelism with sequence parallelism also gathers and reduce-scatters "
-              "(activations), and these traces do not say which group each collective served: "
-              "for such a job, or to say otherwise, give --strategy")
+              "(activations), and these traces do not say which parallelism each collective "
+              "served: for such a job, or to say otherwise, give --strategy")
     return exchange, (f"{whose}, all ranks and steps: {seen}: "
                       f"all-gathers per {reduction} {ratio:.2g}, read as "
                       f"{exchange.label(alike)}; the remedies start from it. {caveat}")
@@ -1102,7 +1107,8 @@ def traced_layout(summaries) -> dict:
 def model_parallel_exposed(summaries) -> dict[str, dict[str, float]]:
     """role -> {"comm_s", "exposed_s"}: medians over the ranks that have the role of their
     median step's collectives over groups that are not data parallel (``DP_ROLES``), and the
-    part no compute hid; {} where the collectives name no group."""
+    part nothing else covered (no compute, data wait or other group's collective: what hiding
+    them saves); {} where the collectives name no group."""
     if not by_group(summaries):
         return {}
     out = {}
@@ -1116,13 +1122,74 @@ def model_parallel_exposed(summaries) -> dict[str, dict[str, float]]:
 
 
 def _dp_comm(summaries) -> tuple[float, float] | None:
-    """(comm_s, exposed_s) of the data-parallel exchange (``DP_ROLES``), medians over ranks
-    of each rank's per-role medians summed; None where the collectives name no group."""
+    """(comm_s, hidden_s) of the data-parallel exchange (``DP_ROLES``): its collective time
+    and the part compute or a data wait hid, medians over ranks of each rank's per-role
+    medians summed; None where the collectives name no group."""
     if not by_group(summaries):
         return None
     comm = [sum(s.groups.get(r, {}).get("comm_s", 0.0) for r in DP_ROLES) for s in summaries]
-    exposed = [sum(s.groups.get(r, {}).get("exposed_s", 0.0) for r in DP_ROLES) for s in summaries]
-    return float(np.median(comm)), float(np.median(exposed))
+    hidden = [sum(s.groups.get(r, {}).get("hidden_s", 0.0) for r in DP_ROLES) for s in summaries]
+    return float(np.median(comm)), float(np.median(hidden))
+
+
+def _groups_notes(summaries, degrees: dict, model_parallel: dict) -> list[str]:
+    """Notes on how the traces' groups were read: sizes left out, groups no name places,
+    a split whose collectives were not seen, no data parallelism to model."""
+    notes = []
+    if degrees["conflict"]:
+        notes.append(f"the traces' process groups: {degrees['conflict']}")
+    unnamed = sorted({d for s in summaries for d in s.groups.get(UNNAMED_ROLE, {}).get("descs", [])})
+    if unnamed:
+        notes.append(f"collectives over groups no name places ({', '.join(unnamed[:4])}: created "
+                     "without group_desc, fewer ranks than the job) are read as the "
+                     "data-parallel exchange's")
+    if splits_the_model(degrees) and by_group(summaries) and not model_parallel:
+        notes.append(f"the traces' process groups split the model ({layout_words(degrees)}) but "
+                     "no collective names a tensor-, context- or pipeline-parallel group: all "
+                     "are read as the data-parallel exchange's")
+    if splits_the_model(degrees) and exchange_replicas(degrees) < 2:
+        notes.append(f"{layout_words(degrees)}: no data-parallel exchange, so the model's "
+                     "remedies (links, overlap, sharding, batch) have nothing to price; only "
+                     "what the traces measure is listed")
+    return notes
+
+
+def _pipeline_stage(summary) -> int | None:
+    """The rank's stage: its place in its pipeline group's ranks (pg_config), None unknown."""
+    for g in summary.process_groups:
+        if (g["size"] or 0) > 1 and group_role(g["desc"], g["size"], None) == "pp" \
+                and summary.rank in g["ranks"]:
+            return g["ranks"].index(summary.rank)
+    return None
+
+
+def _within_stages(summaries, cr: dict, degrees: dict) -> tuple[dict, str]:
+    """``cr`` (``traces.cross_rank``) with its straggler fields from ranks of one pipeline
+    stage compared with each other (the stage whose slowest rank keeps the others waiting the
+    longest), and a note; unchanged where the job has no pipeline or a rank's stage is unknown.
+    Stages do different work (embedding, loss; a receive waits on the stage before), so across
+    them the slowest is the pipeline's shape, not a straggler."""
+    from scalesim.traces import cross_rank
+
+    if degrees.get("pp", 1) < 2:
+        return cr, ""
+    stages = [_pipeline_stage(s) for s in summaries]
+    if None in stages:
+        return cr, ""
+    keys = ("straggler_wait_s", "slowest_rank", "slowest_consistency", "slowest_factor",
+            "slowest_counts", "steps_compared")
+    per_stage = [cross_rank([s for s, k in zip(summaries, stages, strict=True) if k == stage])
+                 for stage in sorted(set(stages)) if stages.count(stage) > 1]
+    out = dict(cr)
+    if not per_stage:
+        out.update(straggler_wait_s=0.0, slowest_factor=1.0, slowest_counts={},
+                   steps_compared=0, slowest_consistency=1.0)
+        return out, ("one traced rank a pipeline stage: stages do different work, so no rank "
+                     "is compared with another (trace the data-parallel peers of a stage)")
+    worst = max(per_stage, key=lambda c: c["straggler_wait_s"])
+    out.update({k: worst[k] for k in keys})
+    return out, ("ranks compared within their pipeline stage (stages do different work): the "
+                 "stage whose slowest rank keeps its peers waiting the longest")
 
 
 def diagnose_traces(summaries, source: str, exchange=None) -> Report:
@@ -1147,9 +1214,9 @@ def diagnose_traces(summaries, source: str, exchange=None) -> Report:
             exchange_note = (f"the job exchanged as {exchange.label()} (--strategy): the "
                              "remedies start from it")
 
-    cr = cross_rank(summaries)
-    step = cr["step_s"]
     degrees = traced_layout(summaries)
+    cr, stage_note = _within_stages(summaries, cross_rank(summaries), degrees)
+    step = cr["step_s"]
     model_parallel = model_parallel_exposed(summaries)
     # collectives over groups that split the model: not the data-parallel exchange's
     mp_exposed = min(sum(v["exposed_s"] for v in model_parallel.values()),
@@ -1164,10 +1231,12 @@ def diagnose_traces(summaries, source: str, exchange=None) -> Report:
     share = {k: v / step for k, v in parts.items()}
     findings = []
     multi_host = len({s.host for s in summaries if s.host}) > 1
+    split = (f"; of it the data-parallel exchange {_ms(parts['comm'])}, the other groups' "
+             f"collectives {_ms(mp_exposed)}" if mp_exposed > 0 else "")
     comm_lines = [
         f"communication {_ms(cr['comm_s'])} per step, {_pct(cr['overlap_share'])} of it "
         f"overlapping compute; exposed {_ms(cr['intrinsic_exposed_comm_s'])} on the slowest "
-        f"rank ({_pct(share['comm'])} of the step)",
+        f"rank ({_pct(cr['intrinsic_exposed_comm_s'] / step)} of the step{split})",
     ]
     # a CPU job (TraceSummary.device) has no device timeline and no kernel launches
     words = nouns_for(traced_device_name(summaries))
@@ -1177,14 +1246,12 @@ def diagnose_traces(summaries, source: str, exchange=None) -> Report:
     if multi_host:
         comm_lines.append(f"ranks on {len({s.host for s in summaries})} hosts: collectives cross "
                           f"{words.servers}")
-    if model_parallel:
-        comm_lines.append(f"of it exposed: the data-parallel exchange {_ms(parts['comm'])}, "
-                          f"collectives that split the model {_ms(mp_exposed)}")
     findings.append(finding("inter_server" if multi_host else "comm_growth", share["comm"],
                             comm_lines, words))
     if mp_exposed > 0:
         findings.append(finding("model_parallel_comm", share["model_parallel"],
-                                _model_parallel_lines(degrees, model_parallel, step), words))
+                                _model_parallel_lines(degrees, model_parallel, step, mp_exposed),
+                                words))
     findings.append(finding("input_pipeline", share["data"], [
         f"waiting on the DataLoader {_ms(parts['data'])} per step ({_pct(share['data'])}), "
         "median over ranks",
@@ -1262,12 +1329,18 @@ def diagnose_traces(summaries, source: str, exchange=None) -> Report:
         notes.insert(0, missing)
     if exchange_note:
         notes.append(exchange_note)
-    if splits_the_model(degrees) and degrees["dp"] > 1:
-        held = ("the collectives that split the model are held as they were traced"
-                if by_group(summaries) else "the traces do not say which collectives split the "
+    notes += _groups_notes(summaries, degrees, model_parallel)
+    if stage_note:
+        notes.append(stage_note)
+    replicas = exchange_replicas(degrees)
+    if splits_the_model(degrees) and replicas > 1:
+        held = ("the other groups' collectives are held as they were traced"
+                if model_parallel else "the traces do not say which collectives split the "
                 "model, so all are read as that exchange's")
-        notes.append(f"the remedies' model is the data-parallel exchange over dp "
-                     f"{degrees['dp']} of the traced layout ({layout_words(degrees)}); {held}")
+        over = (f"dp {replicas}" if degrees["cp"] == 1 else
+                f"dp x cp = {replicas} (context-parallel ranks hold the same weights)")
+        notes.append(f"the remedies' model is the data-parallel exchange over {over} of the "
+                     f"traced layout ({layout_words(degrees)}); {held}")
     notes.append("remedy gains are model predictions built from the median traced step")
     return Report("traces", source, cause, others, first, remedies, table, details, notes,
                   decisive_gain=median_error(False))  # the trace model is data parallel
@@ -1283,21 +1356,28 @@ def _with_measured(remedies: list[Remedy], measured: Remedy) -> list[Remedy]:
     return out
 
 
-def _model_parallel_lines(degrees: dict, model_parallel: dict, step_s: float) -> list[str]:
-    """The evidence of the ``model_parallel_comm`` finding: the layout the process groups
-    name, and each role's collectives per step with the part no compute hid."""
+def _model_parallel_lines(degrees: dict, model_parallel: dict, step_s: float,
+                          exposed_s: float) -> list[str]:
+    """The evidence of the ``model_parallel_comm`` finding (two lines, as a report shows an
+    "Also" finding's): the layout the process groups name; each role's collectives per step
+    with the part nothing else covered, and the share they make together."""
     named = f" ({', '.join(degrees['named'])})" if degrees["named"] else ""
-    lines = [f"the traces' process groups: {layout_words(degrees)}{named}"]
+    parts = []
     for role, v in model_parallel.items():
-        what = ("sends and receives" if role == "pp" else "collectives")
-        label = ROLE_WORDS.get(role, "unnamed-group")
-        lines.append(f"{label} {what}: {_ms(v['comm_s'])} per step, {_ms(v['exposed_s'])} of "
-                     f"it exposed ({_pct(v['exposed_s'] / step_s)} of the step; median over ranks)")
+        what = "sends and receives" if role == "pp" else "collectives"
+        parts.append(f"{ROLE_WORDS[role]} {what} {_ms(v['comm_s'])} per step, "
+                     f"{_ms(v['exposed_s'])} of it exposed")
+    total = sum(v["exposed_s"] for v in model_parallel.values())
+    capped = (", at most the slowest rank's exposed communication" if total > exposed_s * 1.0005
+              else "")
+    line = (f"{'; '.join(parts)} (medians over ranks; together {_ms(exposed_s)}, "
+            f"{_pct(exposed_s / step_s)} of the step{capped}; exposed: covered by no compute, "
+            "data wait or other collective)")
     if "pp" in model_parallel:
-        lines.append("a stage's exposed receives include its waits for the stage before: the "
-                     "pipeline bubble is among them (more micro-batches or an interleaved "
-                     "schedule shrink it; scalesim plan prices both)")
-    return lines
+        line += ("; a stage's exposed receives include its waits for the stage before, the "
+                 "pipeline bubble among them (more micro-batches or an interleaved schedule "
+                 "shrink it: scalesim plan prices both)")
+    return [f"the traces' process groups: {layout_words(degrees)}{named}", line]
 
 
 def tp_overlap_remedy(model_parallel: dict, step_s: float) -> Remedy | None:
@@ -1382,9 +1462,10 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     """Rank the seed remedies with a model profile built from the traced breakdown, the job
     exchanging as ``exchange`` (None: DDP; its link's bus bandwidth from the bytes that
     strategy sends, ``zero_exchange.sent_units``). Where the traces' groups split the model
-    (``degrees``), the model's devices are the dp replicas, its exchange the dp groups'
-    collectives (``dp_comm``: (comm_s, exposed_s)), and the exposed collectives that split the
-    model (``model_parallel_s``) a fixed time of each step."""
+    (``degrees``), the model's devices are the exchange's replicas (dp x cp,
+    ``process_groups.exchange_replicas``), its exchange the dp groups' collectives
+    (``dp_comm``: (comm_s, hidden_s), its overlap the hidden share), and the exposed
+    collectives of the other groups (``model_parallel_s``) a fixed time of each step."""
     from scalesim.fit_runs import DDP_EXCHANGE
     from scalesim.model import collectives as coll
     from scalesim.model.stragglers import expected_max_normal
@@ -1403,7 +1484,7 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
 
     world = max(len(summaries), max((s.world_size or 1) for s in summaries))
     if degrees is not None and splits_the_model(degrees):
-        world = degrees["dp"]  # the replicas the data-parallel exchange runs over
+        world = exchange_replicas(degrees)  # the replicas the data-parallel exchange runs over
     if world < 2:
         return None, []
     step = cr["step_s"]
@@ -1429,7 +1510,7 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
         loader = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=1.0 / step)],
                              measured=True, source="from traces")
     overlap_share = (cr["overlap_share"] if dp_comm is None or dp_comm[0] <= 0
-                     else 1.0 - dp_comm[1] / dp_comm[0])
+                     else dp_comm[1] / dp_comm[0])
     overlap = overlap_share >= OVERLAPPED_SHARE
     idle = max(cr["idle_s"], 0.0) + model_parallel_s
     micro = compute + idle

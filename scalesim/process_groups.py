@@ -42,7 +42,8 @@ MEGATRON_PATTERNS = (("expert", "ep"), ("tensor_and_", "other"), ("tensor_model_
 UNNAMED_ROLE = "unnamed"  # a group no name places (group_role gives None)
 DEFAULT_GROUP_DESC = "default_pg"
 UNNAMED_DESCS = ("", "undefined")
-_RANK = re.compile(r"-?\d+")
+_RANK = re.compile(r"\d+")
+MAX_DIGITS = 9  # a rank or group size past 10^9 is no job's: MAX_WORLD_SIZE is 2^20
 
 
 def group_role(desc: str | None, size: int | None, world: int | None) -> str | None:
@@ -71,14 +72,21 @@ def ranks_of(value) -> list[int] | None:
         return [r for r in value if isinstance(r, int) and not isinstance(r, bool)] or None
     if not isinstance(value, str) or "..." in value:
         return None
-    return [int(m) for m in _RANK.findall(value)] or None
+    found = _RANK.findall(value[:100_000])
+    if any(len(m) > MAX_DIGITS for m in found):
+        return None
+    return [int(m) for m in found] or None
 
 
 def whole_or_none(value) -> int | None:
-    """A group size as written (an int, or its text); None where it is not a positive whole."""
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+    """A group size as written (an int, or its text of ASCII digits); None where it is not a
+    whole from 1 to 10^9."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not (text.isascii() and text.isdigit() and len(text) <= MAX_DIGITS):
+            return None
+        value = int(text)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 10**MAX_DIGITS:
         return value
     return None
 
@@ -92,23 +100,48 @@ def traced_degrees(process_groups: list[list[dict]], kernel_groups: list[dict], 
     group of a role, for the report's words."""
     sizes: dict[str, int] = {}
     named: dict[str, int] = {}
+    beyond: set[str] = set()  # groups said to be larger than the job: not read
     for groups in process_groups:
         for g in groups:
             role = group_role(g.get("desc"), g.get("size"), world)
             if role is None or g.get("size") is None:
                 continue
+            if g["size"] > world:
+                beyond.add(f"{g.get('desc') or 'a group'} of {g['size']}")
+                continue
             sizes[role] = max(sizes.get(role, 1), g["size"])
-            if g.get("desc") and g["desc"] != DEFAULT_GROUP_DESC:
+            if g.get("desc") and g["desc"] != DEFAULT_GROUP_DESC and g["size"] > 1:
                 named[g["desc"]] = max(named.get(g["desc"], 0), g["size"])
     for groups in kernel_groups:
         for role, info in groups.items():
-            if role in ROLES and info.get("size"):
-                sizes[role] = max(sizes.get(role, 1), info["size"])
+            size = info.get("size")
+            if role in ROLES and size:
+                if size > world:
+                    beyond.add(f"{', '.join(info.get('descs') or []) or 'a group'} of {size}")
+                    continue
+                sizes[role] = max(sizes.get(role, 1), size)
     degrees = {r: sizes.get(r, 1) for r in MODEL_PARALLEL_ROLES}
     split = degrees["tp"] * degrees["cp"] * degrees["pp"]
-    degrees["dp"] = max(world // split, 1) if split <= world else 1
+    conflict = ""
+    if beyond:
+        conflict = (f"groups larger than the job's {world} ranks ({', '.join(sorted(beyond)[:3])}) "
+                    "are left out")
+    if world % split:
+        conflict = (f"tensor, context and pipeline groups of {degrees['tp']}, {degrees['cp']} and "
+                    f"{degrees['pp']} do not divide the job's {world} ranks: the layout is not read")
+        degrees = {r: 1 for r in MODEL_PARALLEL_ROLES}
+        split = 1
+    degrees["dp"] = world // split
     degrees["named"] = [f"{d} {n}" for d, n in sorted(named.items())]
+    degrees["conflict"] = conflict
     return degrees
+
+
+def exchange_replicas(degrees: dict) -> int:
+    """The ranks one data-parallel exchange runs over: the replicas of a shard of the model,
+    dp x cp (context-parallel ranks hold the same weights: Megatron-Core reduces gradients over
+    ``DATA_PARALLEL_GROUP_WITH_CP``, torchtitan shards FSDP over ``dp_shard_cp``)."""
+    return degrees.get("dp", 1) * degrees.get("cp", 1)
 
 
 def splits_the_model(degrees: dict) -> bool:
@@ -117,6 +150,6 @@ def splits_the_model(degrees: dict) -> bool:
 
 
 def layout_words(degrees: dict) -> str:
-    """"tp 8 x pp 2 x dp 4" (the degrees above 1, dp always)."""
+    """'tp 8 x pp 2 x dp 4' (the degrees above 1, dp always)."""
     parts = [f"{r} {degrees[r]}" for r in ("tp", "cp", "pp") if degrees.get(r, 1) > 1]
     return " x ".join([*parts, f"dp {degrees.get('dp', 1)}"])

@@ -461,6 +461,10 @@ class _GroupComm:
                 for role, (s, e, info) in sorted(merged.items())}
 
 
+def _median_of(rows: list[tuple], i: int) -> float:
+    return float(np.median([r[i] for r in rows])) if rows else 0.0
+
+
 def _pg_config(meta: dict, source: str) -> list[dict]:
     """``distributedInfo.pg_config`` as [{"name", "desc", "size", "ranks"}]; [] where absent or
     not a list (an entry that is not an object is skipped: the groups are read, never required)."""
@@ -701,8 +705,12 @@ def summarise(
     cdm = union(cd, comm)
     process_groups = _pg_config(meta, source)
     roles = by_group.roles(process_groups, world_size) if gpu else {}
-    role_steps: dict[str, list[tuple[float, float]]] = {r: [] for r in roles}
+    role_steps: dict[str, list[tuple[float, float, float]]] = {r: [] for r in roles}
     with_compute = {role: union(cd, merged) for role, (merged, _) in roles.items()}
+    # what else covers a role's collectives: compute, a data wait or another group's
+    # collective; hiding the role's saves only what nothing else covers
+    covered_by_others = {role: union(cd, *[m for r, (m, _) in roles.items() if r != role])
+                         for role in roles}
     steps = []
     for num, w0, w1 in sorted(windows):
         span = w1 - w0
@@ -711,9 +719,11 @@ def summarise(
         mw = length_in(comm, w0, w1)
         cdmw = length_in(cdm, w0, w1)
         overlap = max(cdw + mw - cdmw, 0.0)  # |(C u D) n M|: hidden behind other work
-        for role, (merged, _) in roles.items():  # each role's collectives, and what compute hid
+        for role, (merged, _) in roles.items():  # each role's collectives, and what hid them
             rw = length_in(merged, w0, w1)
-            role_steps[role].append((rw, max(rw + cdw - length_in(with_compute[role], w0, w1), 0.0)))
+            hidden = max(rw + cdw - length_in(with_compute[role], w0, w1), 0.0)
+            alone = max(cdmw - length_in(covered_by_others[role], w0, w1), 0.0)
+            role_steps[role].append((rw, hidden, min(alone, rw)))
         steps.append(
             StepBreakdown(
                 step=num,
@@ -733,9 +743,12 @@ def summarise(
     groups = {
         role: {
             "size": info["size"], "descs": info["descs"], "collectives": info["collectives"],
-            "comm_s": float(np.median([c for c, _ in role_steps[role]])) if role_steps[role] else 0.0,
-            # per step: the role's collective time compute or a data wait did not hide
-            "exposed_s": float(np.median([c - h for c, h in role_steps[role]])) if role_steps[role] else 0.0,
+            "comm_s": _median_of(role_steps[role], 0),
+            # per step: the part compute or a data wait hid
+            "hidden_s": _median_of(role_steps[role], 1),
+            # per step: the part nothing else covered (no compute, data wait or other
+            # collective): what hiding this role's collectives would save
+            "exposed_s": _median_of(role_steps[role], 2),
         }
         for role, (_, info) in roles.items()
     }
