@@ -129,11 +129,12 @@ def _trace(rank: int, named_kernels: bool = True, dp_at_us: float = 100.0) -> di
             "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}]}
 
 
-def _summaries(tmp_path, **kw):
+def _summaries(tmp_path, make=None, **kw):
+    """The 4 ranks' traces (``make(rank)``, else ``_trace(rank, **kw)``) written and read."""
     paths = []
     for r in range(4):
         p = tmp_path / f"rank{r}.json"
-        p.write_text(json.dumps(_trace(r, **kw)))
+        p.write_text(json.dumps(make(r) if make else _trace(r, **kw)))
         paths.append(str(p))
     return traces.load_traces(paths)
 
@@ -245,12 +246,7 @@ def test_pipeline_stages_are_compared_within_a_stage(tmp_path):
     far slower than the others" (its own time 1.14x the others', 10 % of the step, at 185e34f);
     compared within a stage, the ranks of each stage match, and the receive waits are the
     pipeline's, in its finding."""
-    paths = []
-    for r in range(4):
-        p = tmp_path / f"rank{r}.json"
-        p.write_text(json.dumps(_pipeline_trace(r)))
-        paths.append(str(p))
-    report = diagnose_traces(traces.load_traces(paths), "test")
+    report = diagnose_traces(_summaries(tmp_path, _pipeline_trace), "test")
     keys = [f.key for f in [report.cause, *report.others]]
     assert "slow_device" not in keys and "stragglers" not in keys
     assert report.details["layout"] == {"dp": 2, "tp": 1, "cp": 1, "pp": 2}
@@ -272,12 +268,7 @@ def test_a_job_without_data_parallelism_says_so(tmp_path):
         trace["distributedInfo"]["pg_config"] = [{"pg_name": "1", "pg_desc": "mesh_tp",
                                                   "pg_size": 4, "ranks": [0, 1, 2, 3]}]
         return trace
-    paths = []
-    for r in range(4):
-        p = tmp_path / f"rank{r}.json"
-        p.write_text(json.dumps(tp_only(r)))
-        paths.append(str(p))
-    report = diagnose_traces(traces.load_traces(paths), "test")
+    report = diagnose_traces(_summaries(tmp_path, tp_only), "test")
     assert report.details["layout"] == {"dp": 1, "tp": 4, "cp": 1, "pp": 1}
     assert any(n.startswith("tp 4 x dp 1: no data-parallel exchange") for n in report.notes)
     assert [r.key for r in report.remedies] == ["tp_overlap"]
