@@ -477,19 +477,23 @@ def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: b
         remedies.append(Remedy(r.key, title, float(r.gain), r.applicable, r.reason, r.verdict,
                                float(r.objective_gain), r.measure,
                                split_layout=split_change(r.scenario, r.title) if split else None))
+    error = least_decisive_gain(profile, scenario) if decisive_gain is None else decisive_gain
+    return first_remedy(remedies, cause, error), remedies
+
+
+def first_remedy(remedies: list[Remedy], cause: str, error: float) -> Remedy | None:
+    """The first remedy to try: its gain is a decision, at least the model's median error
+    ``error`` (``least_decisive_gain``), a remedy for the cause before the best remedy overall;
+    under it the model cannot tell the change from today (a +0.08 % "first remedy" printed as
+    +0 %). The gain compared is the one shown (``shown_gain``), on the measure the verdict is
+    judged on."""
     usable = [r for r in remedies if r.helps]
     if cause == "large_batch":
         usable = [r for r in usable if r.key not in BATCH_GROWING]
-    # the first remedy's gain is a decision: at least the model's median error
-    # (``least_decisive_gain``), a remedy for the cause before the best remedy overall; under it
-    # the model cannot tell the change from today (a +0.08 % "first remedy" printed as +0 %).
-    # The gain compared is the one shown (``shown_gain``), on the measure the verdict is judged on
-    error = least_decisive_gain(profile, scenario) if decisive_gain is None else decisive_gain
     decisive = [r for r in usable if shown_gain(r) >= error]
     preferred = [r for r in decisive if r.key in PREFERRED_REMEDIES.get(cause, [])]
     pool = preferred or decisive
-    first = max(pool, key=shown_gain) if pool else None
-    return first, remedies
+    return max(pool, key=shown_gain) if pool else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -805,10 +809,12 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
               "slow_rank": slow_rank, "recompute_style": recompute_style}
     profile, scenario, at = fitted_profile(fit, runs, **fitted, model=transformer)
     ran_note = peak_note = ""
+    gpu_memory_bytes = None  # the GPU's, where memory is treated as unknown (below)
     if transformer is not None:
         peak_note = _check_runs_model(profile, scenario, runs, transformer, fit)
         ran_note = _ran_beyond_memory(profile, scenario, at, transformer, exchange)
         if ran_note:  # they ran: the estimate, not the runs, is off; judge no remedy by it
+            gpu_memory_bytes = transformer.memory_bytes
             transformer = replace(transformer, memory_bytes=None)
             profile, scenario, at = fitted_profile(fit, runs, **fitted, model=transformer)
     decisive = least_decisive_gain(profile, scenario)
@@ -822,6 +828,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                                          nominal_links=not fit.params_known,
                                          split_tp_overlap=bool(tp_overlap),
                                          decisive_gain=decisive, split_layout=split_layout)
+        if _parameters_alone(prof, remedies, exchange, gpu_memory_bytes, transformer):
+            first = first_remedy(remedies, cause.key, decisive)
         factor = None
         if b_noise is not None and remedies:
             smaller = smaller_batch_remedy(prof, scn, at, b_noise, batch_factors)
@@ -910,6 +918,30 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         r.caveat = _remedy_caveat(fit, r, bool(runs.nodes[-1] > 1), words) or _band_caveat(r)
     return Report("runs", runs.source, cause, others, first, remedies, table, details, notes,
                   decisive_gain=decisive)
+
+
+def _parameters_alone(profile, remedies: list[Remedy], exchange, memory_bytes, transformer) -> bool:
+    """Where memory is treated as unknown (``_ran_beyond_memory``: the runs ran beyond the
+    model's estimate), the remedy that holds the parameters whole (ZeRO-3 -> ZeRO-2, the
+    sharding remedy of ZeRO-3 runs) is still judged on the parameters alone: ``params x
+    param_bytes_per_param`` above the GPU's ``memory_bytes`` cannot fit, whatever else the
+    estimate got wrong (Llama 3 70B: 141 GB of bf16 weights against an 80 GB GPU). True where
+    it changed one."""
+    if memory_bytes is None or exchange.strategy != "zero3":
+        return False
+    need = profile.workload.params * profile.workload.param_bytes_per_param
+    if need <= memory_bytes:
+        return False
+    changed = False
+    for i, r in enumerate(remedies):
+        if r.key == "sharding" and r.verdict != "not runnable":
+            remedies[i] = replace(r, verdict="not runnable", note=(
+                f"does not fit in the {transformer.gpu}'s {memory_bytes / 2**30:.4g} GiB: the "
+                f"parameters alone, held whole, take {need / 2**30:.4g} GiB "
+                f"({profile.workload.params / 1e9:.3g} G x "
+                f"{profile.workload.param_bytes_per_param:g} bytes)"))
+            changed = True
+    return changed
 
 
 def _ran_beyond_memory(profile, scenario, devices: int, transformer, exchange) -> str:

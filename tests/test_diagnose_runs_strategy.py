@@ -94,6 +94,32 @@ def test_sharded_runs_of_a_transformer_are_judged_on_their_own_memory():
     assert sharded.details["fit"]["rmse_rel"] < 0.01 < as_ddp.details["fit"]["rmse_rel"]
 
 
+def test_whole_parameters_are_judged_on_the_parameters_alone_where_memory_is_unknown():
+    """Session 26 (a session-25 leftover): Llama 3 70B ZeRO-3 runs at 1 sequence of 8,192 a GPU
+    on 16-64 A100 PCIe 80GB, which the model puts at 203 GiB a GPU: they ran, so memory is
+    treated as unknown and every remedy assumed to fit, "Hold parameters whole" among them,
+    whose bf16 weights alone take 70.6 G x 2 bytes = 131.4 GiB. It is not runnable."""
+    profile = resolve_profile(None, "pcie-8gpu-100gbe", "llama3-70b")
+    text = cases.to_csv(cases._rows(profile, Scenario(devices=[16, 32, 64], micro_batch=1,
+                                                       strategy="zero3")))
+    runs = parse_runs_text(text, "runs.csv")
+    model = runs_model("llama3-70b", "A100 PCIe 80GB")
+    report = diagnose_runs(runs, None, 4.0, transformer=model, exchange=RunsExchange("zero3"))
+    assert any("yet the runs ran" in n for n in report.notes)  # memory left unknown
+    whole = next(r for r in report.remedies if r.key == "sharding")
+    assert whole.verdict == "not runnable" and not whole.helps
+    assert "131.4 GiB (70.6 G x 2 bytes)" in whole.note
+    assert report.first_remedy is None or report.first_remedy.key != "sharding"
+    # the 8B's weights (15 GiB) fit the same GPU: its remedy is judged as before
+    small = resolve_profile(None, "pcie-8gpu-100gbe", "llama3-8b")
+    runs8 = parse_runs_text(cases.to_csv(cases._rows(small, Scenario(
+        devices=[8, 16, 32], micro_batch=1, strategy="zero3"))), "runs.csv")
+    report8 = diagnose_runs(runs8, None, 4.0, transformer=runs_model("llama3-8b",
+                                                                      "A100 PCIe 80GB"),
+                            exchange=RunsExchange("zero3"))
+    assert next(r for r in report8.remedies if r.key == "sharding").verdict != "not runnable"
+
+
 def test_the_cli_takes_the_runs_exchange_and_refuses_what_changes_nothing(tmp_path, capsys,
                                                                           fsdp_runs):
     path = tmp_path / "runs.csv"
