@@ -92,12 +92,14 @@ def whole_or_none(value) -> int | None:
 
 
 def traced_degrees(process_groups: list[list[dict]], kernel_groups: list[dict], world: int) -> dict:
-    """The job's parallel degrees from its traces' groups: {"tp", "cp", "pp", "dp", "named"}.
-    ``process_groups``: each rank's pg_config entries (``traces.TraceSummary.process_groups``);
-    ``kernel_groups``: each rank's ``TraceSummary.groups`` (role -> {"size", "descs"}). A model-
-    parallel degree is the largest group of its role (1 where none is named); dp is what the
-    world leaves, ``world // (tp x cp x pp)`` (1 at least). ``named``: "desc size" of each named
-    group of a role, for the report's words."""
+    """The job's parallel degrees from its traces' groups: {"tp", "cp", "pp", "dp", "named",
+    "conflict"}. ``process_groups``: each rank's pg_config entries
+    (``traces.TraceSummary.process_groups``); ``kernel_groups``: each rank's
+    ``TraceSummary.groups`` (role -> {"size", "descs"}). A model-parallel degree is the largest
+    group of its role (1 where none is named; a group larger than the job is left out); dp is
+    what the world leaves, ``world // (tp x cp x pp)``, and where tp x cp x pp does not divide
+    the world no degree is read. ``named``: "desc size" of each named group of 2 or more ranks,
+    for the report's words; ``conflict``: what was left out and why ('' none)."""
     sizes: dict[str, int] = {}
     named: dict[str, int] = {}
     beyond: set[str] = set()  # groups said to be larger than the job: not read

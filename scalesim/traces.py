@@ -257,7 +257,8 @@ class TraceSummary:
     attention_family: str = ""  # the attention kernels' family with the most time; "" none
     # GPU traces whose NCCL kernels name their process group: role (process_groups.ROLES, or
     # "unnamed") -> {"size", "descs", "collectives" (kernel name -> count, total_s), "comm_s",
-    # "exposed_s" (medians over steps, s)}; {} where the kernels name none
+    # "hidden_s" (under compute or a data wait), "exposed_s" (under nothing else: no compute,
+    # data wait or other group's collective); medians over steps, s}; {} where none is named
     groups: dict[str, dict] = field(default_factory=dict)
     # distributedInfo.pg_config: [{"name", "desc", "size", "ranks"}] of the groups this rank is in
     process_groups: list[dict] = field(default_factory=list)
@@ -427,7 +428,7 @@ class _GroupComm:
         pg, desc = args.get("Process Group Name"), args.get("Process Group Description")
         size = whole_or_none(args.get("Group size"))
         if not isinstance(pg, str | int) and not isinstance(desc, str) and size is None:
-            return  # a kernel of a torch that writes no group (before 2.x): no roles
+            return  # a kernel of a torch that writes no group: no roles
         key = (str(pg)[:60] if pg is not None else "", desc[:60] if isinstance(desc, str) else "",
                size)
         self.intervals.setdefault(key, _Intervals()).add(t0, d)
@@ -465,7 +466,7 @@ def _median_of(rows: list[tuple], i: int) -> float:
     return float(np.median([r[i] for r in rows])) if rows else 0.0
 
 
-def _pg_config(meta: dict, source: str) -> list[dict]:
+def _pg_config(meta: dict) -> list[dict]:
     """``distributedInfo.pg_config`` as [{"name", "desc", "size", "ranks"}]; [] where absent or
     not a list (an entry that is not an object is skipped: the groups are read, never required)."""
     info = meta.get("distributedInfo")
@@ -703,7 +704,7 @@ def summarise(
     d_set, a_set = data.merged(), attention.merged()
     cd = union(compute, d_set)
     cdm = union(cd, comm)
-    process_groups = _pg_config(meta, source)
+    process_groups = _pg_config(meta)
     roles = by_group.roles(process_groups, world_size) if gpu else {}
     role_steps: dict[str, list[tuple[float, float, float]]] = {r: [] for r in roles}
     with_compute = {role: union(cd, merged) for role, (merged, _) in roles.items()}
