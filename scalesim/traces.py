@@ -422,7 +422,8 @@ class _GroupComm:
         self.intervals: dict[tuple, _Intervals] = {}
         self.collectives: dict[tuple, dict] = {}
 
-    def see(self, name: str, args, t0: float, d: float) -> None:
+    def see(self, collective: str, args, t0: float, d: float) -> None:
+        """One NCCL kernel, ``collective`` its name as ``_collective_name`` keys it."""
         if not isinstance(args, dict):
             return
         pg, desc = args.get("Process Group Name"), args.get("Process Group Description")
@@ -432,7 +433,7 @@ class _GroupComm:
         key = (str(pg)[:60] if pg is not None else "", desc[:60] if isinstance(desc, str) else "",
                size)
         self.intervals.setdefault(key, _Intervals()).add(t0, d)
-        c = self.collectives.setdefault(key, {}).setdefault(_collective_name(name, {}),
+        c = self.collectives.setdefault(key, {}).setdefault(collective,
                                                             {"count": 0, "total_s": 0.0})
         c["count"] += 1
         c["total_s"] += d
@@ -645,10 +646,11 @@ def summarise(
         elif cat == "kernel":
             if "nccl" in name.lower():
                 comm_gpu.add(t0, d)
-                c = coll[_collective_name(name, {})]
+                collective = _collective_name(name, {})
+                c = coll[collective]
                 c["count"] += 1
                 c["total_s"] += d
-                by_group.see(name, ev.get("args"), t0, d)
+                by_group.see(collective, ev.get("args"), t0, d)
             else:
                 compute_gpu.add(t0, d)
                 family = attention_family(name)
