@@ -222,6 +222,10 @@ QUANTITIES: dict[str, Bound] = {
         integer=True,
     ),
     "pp_degree": Bound(1, 100_000, "stages", "pipeline stages: at most one per layer", integer=True),
+    "cp_degree": Bound(
+        1, DEVICES_MAX, "devices", "context-parallel degree: the ranks that split one sequence",
+        integer=True,
+    ),
     "shard_group": Bound(
         1,
         DEVICES_MAX,

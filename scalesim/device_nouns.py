@@ -97,6 +97,59 @@ CPU_NOUNS = Nouns(
 )
 
 
+# Runs of a job that splits its model are fitted as data-parallel runs of model replicas
+# (``runs.replica_runs``): the fitted profile's "device" is one replica of tp x pp x cp devices,
+# named REPLICA_PREFIX + the split + " of " + the devices' own name, and its sentences say
+# replicas (their memory and servers stay the devices').
+REPLICA_PREFIX = "model replica ("
+REPLICA_NOUNS = Nouns(
+    cpu=False,
+    device="replica",
+    devices="replicas",
+    gpu="GPU",
+    gpus="GPUs",
+    server="server",
+    servers="servers",
+    memory="device memory",
+    holders="devices",
+    column="replicas",
+)
+CPU_REPLICA_NOUNS = Nouns(
+    cpu=True,
+    device="replica",
+    devices="replicas",
+    gpu="process",
+    gpus="processes",
+    server="host",
+    servers="hosts",
+    memory="the host's memory",
+    holders="hosts",
+    column="replicas",
+)
+
+
+def replica_device_name(split_words: str, device_name: str) -> str:
+    """The device name of one model replica: 'model replica (tp 8 x pp 2 x cp 1) of measured'."""
+    return f"{REPLICA_PREFIX}{split_words}) of {device_name}"
+
+
+def replica_of(device_name: str) -> str | None:
+    """The devices' own name inside a replica's name ('measured', 'CPU: AMD EPYC'), or None
+    where ``device_name`` names no replica."""
+    if not device_name.startswith(REPLICA_PREFIX) or ") of " not in device_name:
+        return None
+    return device_name.split(") of ", 1)[1]
+
+
+def measured_nouns(device_name: str) -> Nouns:
+    """The nouns of the devices themselves: a replica's devices' (GPUs, or processes), else
+    ``nouns_for``'s."""
+    return nouns_for(replica_of(device_name) or device_name)
+
+
 def nouns_for(device_name: str) -> Nouns:
     """The nouns of a device named ``device_name`` (``Hardware.device_name``)."""
+    inner = replica_of(device_name)
+    if inner is not None:
+        return CPU_REPLICA_NOUNS if is_cpu_device(inner) else REPLICA_NOUNS
     return CPU_NOUNS if is_cpu_device(device_name) else GPU_NOUNS

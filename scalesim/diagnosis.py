@@ -35,7 +35,14 @@ import numpy as np
 
 from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR, median_error
 from scalesim.bounds import bound, clip
-from scalesim.device_nouns import CPU_DEVICE_PREFIX, CPU_NOUNS, GPU_NOUNS, Nouns, nouns_for
+from scalesim.device_nouns import (
+    CPU_DEVICE_PREFIX,
+    CPU_NOUNS,
+    GPU_NOUNS,
+    Nouns,
+    measured_nouns,
+    nouns_for,
+)
 from scalesim.errors import ScalesimError, require_model, require_text
 from scalesim.figures import count_columns, link_GBps, sig3, whole
 from scalesim.fit_runs import Z95
@@ -676,6 +683,10 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         raise ScalesimError("tp_overlap: it applies to the split layouts of the runs' "
                             "transformer (diagnose --workload); give the workload or drop it")
     runs = thin(runs)
+    measured = runs  # as given: devices and servers (the model split's, where the runs split it)
+    split_note = ""
+    if runs.replica_devices > 1:  # fitted as data-parallel runs of model replicas
+        runs, extrapolate_to, split_note = _as_replicas(runs, transformer, extrapolate_to)
     if transformer is not None and nouns_for(runs.device_name).cpu:
         raise ScalesimError(f"the runs ran on CPU processes (device '{runs.device_name}'); "
                             "--workload predicts their transformer on a GPU (--gpu): drop "
@@ -859,9 +870,10 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     extra = extrapolate(fit, runs, extrapolate_to)
 
     table = []
-    for i, r in enumerate(runs.rows):
+    for i, r in enumerate(measured.rows):
+        replicas = {"replicas": int(runs.devices[i])} if runs.replica_split else {}
         table.append({
-            "devices": r.devices, "nodes": r.nodes, "samples_per_s": float(thr[i]),
+            "devices": r.devices, "nodes": r.nodes, **replicas, "samples_per_s": float(thr[i]),
             "step_time_s": float(step[i]), "speedup": float(sc.speedup[i]),
             "efficiency": float(sc.efficiency[i]), "comm_share": float(share_of_step["comm"][i]),
             "data_share": float(share_of_step["data"][i]),
@@ -893,14 +905,20 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         "fit": fit_info,
         "extrapolation": [asdict(e) for e in extra],
         "remedies_at_devices": at,
+        **({"model_split": measured.model_split, "replica_devices": measured.replica_devices}
+           if runs.replica_split else {}),
         "exchange": exchange.names(),
         "strong_scaling": runs.strong_scaling,
         # the fitted model, so the planner can open it (scalesim.app.diagnose_page)
         "fitted_profile": profile.model_dump(mode="json"),
         "fitted_scenario": scenario.model_dump(mode="json"),
     }
-    notes = (_parts_over_the_step(share_of_step, runs.devices, fit, words) + list(runs.notes)
-             + fit.notes + _implausible_links(fit, params, words) + [n for n in (peak_note, ran_note) if n])
+    if runs.replica_split:  # the knee and extrapolation in devices too, as the table
+        _with_devices(details, measured.replica_devices)
+    notes = ([split_note] if split_note else []) + (
+        _parts_over_the_step(share_of_step, runs.devices, fit, words) + list(runs.notes)
+             + fit.notes + _implausible_links(fit, params, words)
+             + [n for n in (peak_note, ran_note) if n])
     if exchange.sharded:
         notes.append(f"the runs exchanged as {exchange.label()}: the fit, the memory and every "
                      "remedy start from it (docs/model.md §4)")
@@ -918,6 +936,52 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         r.caveat = _remedy_caveat(fit, r, bool(runs.nodes[-1] > 1), words) or _band_caveat(r)
     return Report("runs", runs.source, cause, others, first, remedies, table, details, notes,
                   decisive_gain=decisive)
+
+
+def _as_replicas(runs, transformer, extrapolate_to: list[int] | None):
+    """(replica runs, the extrapolation's replica counts, the report's note) of ``runs`` that
+    split the model (``runs.replica_runs``). ``extrapolate_to``: device counts, each a whole
+    number of replicas. The layout model (``transformer``) predicts data-parallel runs only."""
+    from scalesim.runs import replica_runs
+
+    replicas = replica_runs(runs)
+    split, m = replicas.replica_split, runs.replica_devices
+    words = nouns_for(runs.device_name)
+    if transformer is not None:
+        raise ScalesimError(f"the runs split the model ({split}); --workload predicts remedies "
+                            "for data-parallel runs only: drop --workload (the runs are then "
+                            "fitted as data-parallel runs of model replicas)")
+    if extrapolate_to is not None:
+        odd = [p for p in extrapolate_to if p % m]
+        if odd:
+            raise ScalesimError(f"extrapolate to {whole(odd[0])} {words.devices}: not a whole "
+                                f"number of model replicas of {words.count(m)} ({split}); give "
+                                f"multiples of {m}")
+        extrapolate_to = [p // m for p in extrapolate_to]
+    first, last = runs.rows[0], runs.rows[-1]
+    note = (f"the runs split the model ({split}): one model replica is {words.count(m)}, and the "
+            f"fit, the knee, the remedies and the extrapolation count replicas (the data-parallel "
+            f"degree), {whole(first.replicas)} -> {whole(last.replicas)} for {whole(first.devices)} "
+            f"-> {words.count(last.devices)}; their {words.servers} are those one data-parallel "
+            f"group spans (tp innermost, pp outermost). Tensor-, context- and pipeline-parallel "
+            "traffic is part of a replica's compute, so a change in it between runs reads as "
+            "compute, and a link's fitted bandwidth is a replica's, the sum of its "
+            f"{words.devices}' concurrent exchanges (docs/diagnose.md \"Runs that split the "
+            "model\")")
+    return replicas, extrapolate_to, note
+
+
+def _with_devices(details: dict, replica_devices: int) -> None:
+    """Give the knee and the extrapolation of runs fitted as model replicas (``_as_replicas``)
+    in devices, as the report's table, beside their replica counts (in place)."""
+    knee = details["knee"]
+    if knee is not None:
+        for end in ("before", "after"):
+            knee[f"replicas_{end}"] = knee[f"devices_{end}"]
+            knee[f"devices_{end}"] *= replica_devices
+    for e in details["extrapolation"]:
+        e["replicas"] = e["devices"]
+        e["devices"] *= replica_devices
 
 
 def _parameters_alone(profile, remedies: list[Remedy], exchange, memory_bytes, transformer) -> bool:
@@ -1655,11 +1719,15 @@ def _band_column(remedy: Remedy) -> str:
 
 def _runs_tables(report: Report) -> list[str]:
     words = report_nouns(report)
-    (devices, wd), (nodes, wn) = count_columns(words)  # 'processes hosts' on CPU
-    out = [f"{devices:>{wd}} {nodes:>{wn}} {'samples/s':>11} {'step ms':>9} {'speedup':>8} "
+    split = "model_split" in report.details  # runs fitted as model replicas (_as_replicas)
+    device_words = measured_nouns(report.details["fitted_profile"]["hardware"]["device_name"])
+    (devices, wd), (nodes, wn) = count_columns(device_words)  # 'processes hosts' on CPU
+    replicas = f" {words.devices:>8}" if split else ""
+    out = [f"{devices:>{wd}} {nodes:>{wn}}{replicas} {'samples/s':>11} {'step ms':>9} {'speedup':>8} "
            f"{'eff':>6} {'comm':>6} {'data':>6} {'strag':>6} {'model ms':>9} {'resid':>7}"]
     for r in report.table:
-        out.append(f"{r['devices']:>{wd}} {r['nodes']:>{wn}} {r['samples_per_s']:>11.4g} "
+        replicas = f" {r['replicas']:>8}" if split else ""
+        out.append(f"{r['devices']:>{wd}} {r['nodes']:>{wn}}{replicas} {r['samples_per_s']:>11.4g} "
                    f"{r['step_time_s'] * 1e3:>9.2f} {r['speedup']:>8.2f} {r['efficiency']:>6.1%} "
                    f"{r['comm_share']:>6.1%} {r['data_share']:>6.1%} {r['straggler_share']:>6.1%} "
                    f"{r['model_step_time_s'] * 1e3:>9.2f} {r['residual']:>+7.1%}")
@@ -1668,8 +1736,11 @@ def _runs_tables(report: Report) -> list[str]:
     if knee is None:
         out.append(f"knee: none ({no_knee_words(MIN_EFFICIENCY_DROP, 'runs')})")
     else:
-        out.append(f"knee: {words.count_change(knee['devices_before'], knee['devices_after'])}, "
-                   "efficiency "
+        change = words.count_change(knee['devices_before'], knee['devices_after'])
+        if split:
+            change = (f"{device_words.count_change(knee['devices_before'], knee['devices_after'])} "
+                      f"({words.count_change(knee['replicas_before'], knee['replicas_after'])})")
+        out.append(f"knee: {change}, efficiency "
                    f"-{knee['efficiency_drop'] * 100:.1f} points"
                    + (f", crossing a {words.server} boundary" if knee["crosses_boundary"] else ""))
     fit = report.details["fit"]
@@ -1703,7 +1774,10 @@ def _runs_tables(report: Report) -> list[str]:
     out.append("extrapolation (95% band):")
     for e in report.details["extrapolation"]:
         flag = "" if e["constrained"] else f"  ({words.link('inter_node')} not measured: wide guess)"
-        out.append(f"  {e['devices']:>6} {words.noun(e['devices'])} on {e['nodes']:>3} "
+        many = (f"{e['replicas']:>6} {words.noun(e['replicas'])} "
+                f"({device_words.count(e['devices'])})" if split
+                else f"{e['devices']:>6} {words.noun(e['devices'])}")
+        out.append(f"  {many} on {e['nodes']:>3} "
                    f"{words.noun(e['nodes'], 'server')}: "
                    f"{e['samples_per_s']:.4g} samples/s [{e['low']:.4g} .. {e['high']:.4g}], "
                    f"efficiency {e['efficiency']:.0%}{flag}")

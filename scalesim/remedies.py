@@ -30,7 +30,7 @@ from scalesim import training_time
 from scalesim.accuracy import MODEL_PARALLEL_MEDIAN_ERROR
 from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.bounds import QUANTITIES
-from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
+from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for, replica_of
 from scalesim.errors import ScalesimError
 from scalesim.figures import link_GBps, multiple, sig3
 from scalesim.layout_change import layout_title
@@ -500,6 +500,8 @@ def _split_model(profile: Profile, scenario: Scenario, now: Prediction,
     from scalesim import layout_predict as lp
 
     title = "Split the model (tensor / pipeline parallelism)"
+    if replica_of(profile.hardware.device_name) is not None:
+        return ("split_model", title, scenario, profile, REPLICA_REASONS["split_model"], "")
     shaped = lp.with_measured_shape(profile)
     if shaped.workload.transformer is None:
         return ("split_model", title, scenario, profile, lp.no_shape_words(profile)
@@ -572,6 +574,16 @@ def _attention_kernel(profile: Profile, scenario: Scenario):
             "exact attention as now")
 
 
+# Why a remedy of the model split is not predicted for runs fitted as data-parallel runs of model
+# replicas (``runs.replica_runs``: the profile's device is one replica, ``device_nouns.replica_of``)
+REPLICA_REASONS = {
+    "split_model": "the runs split the model already and are fitted as data-parallel runs of "
+                   "its replicas; which split is fastest is scalesim plan --workload's question "
+                   "(it compares every layout)",
+    "tp_overlap": "the runs' tensor-parallel traffic is part of a replica's fitted compute, "
+                  "which their step times cannot tell apart; diagnose --trace measures it from "
+                  "the job's profiler traces and offers this remedy from the traced time",
+}
 TP_OVERLAP_TITLE = ("Overlap tensor-parallel communication with the matmuls (Transformer Engine "
                     "TP comm overlap, torchtitan async TP)")
 
@@ -584,6 +596,8 @@ def tp_overlap_reason(profile: Profile, scenario: Scenario) -> str:
     from scalesim import layout_predict as lp
 
     split = lp.layout_of(scenario)
+    if replica_of(profile.hardware.device_name) is not None:
+        return REPLICA_REASONS["tp_overlap"]
     if nouns_for(profile.hardware.device_name).cpu:
         return CPU_NOT_APPLICABLE["tp_overlap"]
     if lp.with_measured_shape(profile).workload.transformer is None:

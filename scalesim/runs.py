@@ -8,6 +8,14 @@ on the input), ``comm_s`` (communication per step *not hidden* by compute), ``ra
 ``device`` (what ran them: ``CPU: <model>``, as ``scalesim calibrate`` names a CPU calibration's
 device, or ``cpu``, makes the report say processes and hosts; ``device_nouns``).
 
+Runs of a job that splits its model give ``tp``, ``pp`` and ``cp`` (tensor, pipeline and context
+parallel degrees, 1 when absent), the same in every row: a model replica is ``tp * pp * cp``
+devices and the data-parallel degree is ``devices / (tp * pp * cp)``. There ``per_device_batch``
+is the micro-batch of one replica (Megatron's ``--micro-batch-size``, torchtitan's
+``local_batch_size``) and ``global_batch = per_device_batch * replicas * accumulation``;
+``replica_runs`` gives the runs as data-parallel runs of replicas, which the fit reads
+(docs/diagnose.md "Runs that split the model").
+
 Throughput and step time are tied by the samples per step: ``samples_per_s = global_batch /
 step_time_s``. When no batch is given either, the runs are taken as weak scaling with one
 "unit" of work per device per step, so ``step_time_s`` stands for the time per unit
@@ -39,7 +47,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from scalesim.bounds import BOOL_IS_NO_NUMBER, bounded, holds_bool, items_bounded
-from scalesim.device_nouns import CPU_DEVICE_PREFIX, is_cpu_device
+from scalesim.device_nouns import CPU_DEVICE_PREFIX, is_cpu_device, replica_device_name
 from scalesim.errors import ScalesimError, excerpt, require_text
 from scalesim.figures import count
 from scalesim.jsonio import parse_json_text, validation_message
@@ -47,7 +55,8 @@ from scalesim.jsonio import parse_json_text, validation_message
 REQUIRED = ("devices", "nodes")
 COLUMNS = ("devices", "nodes", "samples_per_s", "step_time_s", "per_device_batch", "global_batch",
            "accumulation", "data_wait_s", "comm_s", "rank_step_times_s", "steps_to_target",
-           "device")
+           "device", "tp", "pp", "cp")
+MODEL_SPLIT = ("tp", "pp", "cp")  # the degrees that split the model: a replica is their product
 TIMED = ("data_wait_s", "comm_s", "rank_step_times_s")  # real seconds, not per unit of work
 # Longest CSV cell read, characters: a rank_step_times_s list of ~300k ranks. (csv's own default,
 # 128 KiB, is already passed by 16k ranks of "0.1234567;".)
@@ -76,6 +85,9 @@ class RunRow(BaseModel):
     rank_step_times_s: list[items_bounded("positive_duration_s")] | None = None  # type: ignore[valid-type]
     steps_to_target: float | None = bounded("steps_to_target", None)
     device: str | None = None  # what ran it: 'CPU: AMD EPYC' (or 'cpu') for CPU processes
+    tp: int = bounded("tp_degree", 1)  # tensor-parallel degree (the model split: module docstring)
+    pp: int = bounded("pp_degree", 1)  # pipeline stages
+    cp: int = bounded("cp_degree", 1)  # context-parallel degree
 
     @field_validator("*", mode="before")
     @classmethod
@@ -117,18 +129,38 @@ class RunRow(BaseModel):
             raise ValueError(f"{self.nodes} nodes for {self.devices} devices")
         if self.devices % self.nodes:
             raise ValueError(f"{self.devices} devices do not split evenly over {self.nodes} nodes")
+        if self.devices % self.replica_devices:
+            raise ValueError(f"{self.devices} devices do not split into model replicas of tp "
+                             f"{self.tp} x pp {self.pp} x cp {self.cp} = {self.replica_devices} "
+                             "devices")
+        per = "per_device_batch x devices" if self.replica_devices == 1 else \
+            "per_device_batch (per replica) x replicas"
         if self.per_device_batch is not None and self.global_batch is not None and (
-            self.global_batch != self.per_device_batch * self.devices * self.accumulation
+            self.global_batch != self.per_device_batch * self.replicas * self.accumulation
         ):
-            raise ValueError(f"global_batch {self.global_batch} != per_device_batch x devices x "
-                             "accumulation")
+            raise ValueError(f"global_batch {self.global_batch} != {per} x accumulation")
         if self.samples_per_s is not None and self.step_time_s is not None:
             b = self.global_batch or (self.per_device_batch and
-                                      self.per_device_batch * self.devices * self.accumulation)
+                                      self.per_device_batch * self.replicas * self.accumulation)
             if b and abs(b / self.step_time_s / self.samples_per_s - 1.0) > 0.05:
                 raise ValueError(f"samples_per_s {self.samples_per_s:g} disagrees with global batch "
                                  f"{b} / step_time_s {self.step_time_s:g}; give one of them")
         return self
+
+    @property
+    def replica_devices(self) -> int:
+        """Devices of one model replica: tp x pp x cp (1 for data parallelism alone)."""
+        return self.tp * self.pp * self.cp
+
+    @property
+    def replicas(self) -> int:
+        """Model replicas: the data-parallel degree."""
+        return self.devices // self.replica_devices
+
+
+# columns whose empty cell (or JSON null) means their default
+DEFAULTED = frozenset(n for n, f in RunRow.model_fields.items()
+                      if not f.is_required() and f.default is not None)
 
 
 @dataclass(frozen=True)
@@ -138,6 +170,8 @@ class Runs:
     rows: list[RunRow]
     source: str
     notes: tuple[str, ...]
+    # set by ``replica_runs``: the split ('tp 8 x pp 2 x cp 1') whose replicas the rows count
+    replica_split: str | None = None
 
     @property
     def devices(self) -> np.ndarray:
@@ -150,12 +184,16 @@ class Runs:
     @property
     def device_name(self) -> str:
         """The fitted profile's device: a CPU calibration's name ('CPU: AMD EPYC'; 'cpu' becomes
-        'CPU: cpu') where the rows' ``device`` is a CPU, else 'measured' (``MEASURED_DEVICE``)."""
+        'CPU: cpu') where the rows' ``device`` is a CPU, else 'measured' (``MEASURED_DEVICE``);
+        for ``replica_runs``, one model replica of those ('model replica (tp 8 x pp 1 x cp 1) of
+        measured', ``device_nouns.replica_device_name``)."""
         names = {r.device for r in self.rows if r.device is not None}
         name = names.pop() if len(names) == 1 else ""
-        if is_cpu_device(name):
-            return name
-        return CPU_DEVICE_PREFIX + name if name.lower() == "cpu" else MEASURED_DEVICE
+        if not is_cpu_device(name):
+            name = CPU_DEVICE_PREFIX + name if name.lower() == "cpu" else MEASURED_DEVICE
+        if self.replica_split is not None:  # one model replica is the fit's device
+            return replica_device_name(self.replica_split, name)
+        return name
 
     @property
     def devices_per_node(self) -> int:
@@ -163,18 +201,34 @@ class Runs:
         return int(max(r.devices // r.nodes for r in self.rows))
 
     @property
+    def model_split(self) -> dict[str, int]:
+        """The runs' tp, pp and cp (one for all rows: ``runs_from_records`` checks)."""
+        return {name: getattr(self.rows[0], name) for name in MODEL_SPLIT}
+
+    @property
+    def replica_devices(self) -> int:
+        """Devices of one model replica (1: data parallelism alone)."""
+        return self.rows[0].replica_devices
+
+    @property
+    def replicas(self) -> np.ndarray:
+        """Model replicas (the data-parallel degree) of each run."""
+        return self.devices // self.replica_devices
+
+    @property
     def batch_known(self) -> bool:
         return all(r.per_device_batch is not None or r.global_batch is not None for r in self.rows)
 
     @property
     def micro_batch(self) -> np.ndarray:
-        """Samples per device per micro-step (1 unit when no batch is given)."""
+        """Samples per device (per model replica where the runs split the model) per micro-step
+        (1 unit when no batch is given)."""
         out = []
         for r in self.rows:
             if r.per_device_batch is not None:
                 out.append(float(r.per_device_batch))
             elif r.global_batch is not None:
-                out.append(r.global_batch / (r.devices * r.accumulation))
+                out.append(r.global_batch / (r.replicas * r.accumulation))
             else:
                 out.append(1.0)
         return np.array(out)
@@ -186,7 +240,7 @@ class Runs:
     @property
     def samples_per_step(self) -> np.ndarray:
         """Global samples per optimizer step."""
-        return self.devices * self.accumulation * self.micro_batch
+        return self.replicas * self.accumulation * self.micro_batch
 
     @property
     def step_time_s(self) -> np.ndarray:
@@ -212,6 +266,28 @@ class Runs:
         return np.array(values, dtype=float)
 
 
+def replica_runs(runs: Runs) -> Runs:
+    """``runs`` of a job that splits its model (tp x pp x cp > 1) as data-parallel runs of model
+    replicas, the data-parallel exchange being what grows as they scale: each row's devices
+    become its replicas (dp), its nodes the servers one data-parallel group spans under
+    Megatron / torchtitan placement (``layout.group_span``: tp innermost, then cp, then dp,
+    pp outermost), and the split's tensor, context and pipeline traffic is part of a replica's
+    compute. Unchanged where the runs do not split the model. Per-device batches are already
+    per replica (module docstring); rank step times stay per device."""
+    if runs.replica_devices == 1:
+        return runs
+    from scalesim.layout import group_span
+
+    split = runs.model_split
+    rows = []
+    for r in runs.rows:
+        _, nodes = group_span(r.replicas, split["tp"] * split["cp"], r.devices // r.nodes)
+        rows.append(r.model_copy(update={"devices": r.replicas, "nodes": int(nodes),
+                                         "tp": 1, "pp": 1, "cp": 1}))
+    words = _split_words(tuple(split.values()))
+    return Runs(rows, runs.source, runs.notes, replica_split=words)
+
+
 def thin(runs: Runs, max_runs: int | None = None) -> Runs:
     """At most ``max_runs`` (default MAX_FIT_RUNS) of ``runs``, evenly spaced in device-count
     order, keeping the first, the last and the two either side of the server boundary; the
@@ -227,7 +303,7 @@ def thin(runs: Runs, max_runs: int | None = None) -> Runs:
     index = sorted(keep)
     note = (f"{n} distinct runs: the report and the fit use {len(index)} of them, evenly spaced "
             "by device count (the first, the last and the server boundary kept)")
-    return Runs([runs.rows[i] for i in index], runs.source, (*runs.notes, note))
+    return Runs([runs.rows[i] for i in index], runs.source, (*runs.notes, note), runs.replica_split)
 
 
 @dataclass(frozen=True)
@@ -336,6 +412,8 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
         missing = [c for c in REQUIRED if rec.get(c) is None]
         if missing:
             raise ScalesimError(f"{source}: run {i} lacks {', '.join(missing)}")
+        # an empty cell of a column with a default (accumulation, tp, pp, cp) takes the default
+        rec = {k: v for k, v in rec.items() if v is not None or k not in DEFAULTED}
         try:
             rows.append(RunRow.model_validate(rec))
         except ValidationError as exc:
@@ -349,6 +427,13 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
     if other is not None:
         raise ScalesimError(f"{source}: run {named[0][0]} ran on '{excerpt(named[0][1])}', run "
                             f"{other[0]} on '{excerpt(other[1])}'; one device per runs file")
+    split = [tuple(getattr(r, n) for n in MODEL_SPLIT) for r in rows]
+    if any(s != split[0] for s in split):
+        i = next(i for i, s in enumerate(split) if s != split[0])
+        raise ScalesimError(
+            f"{source}: run 1 splits the model as {_split_words(split[0])}, run {i + 1} as "
+            f"{_split_words(split[i])}; diagnose compares runs of one model split scaled over "
+            "data parallelism: give one split per runs file")
     with_batch = [r.per_device_batch is not None or r.global_batch is not None for r in rows]
     if any(with_batch) and not all(with_batch):
         raise ScalesimError(f"{source}: run {with_batch.index(False) + 1} has no batch; give "
@@ -385,12 +470,17 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
     return Runs(groups, source, tuple(notes))
 
 
+def _split_words(split: tuple[int, ...]) -> str:
+    """'tp 8 x pp 2 x cp 1' of a (tp, pp, cp) tuple."""
+    return " x ".join(f"{n} {v}" for n, v in zip(MODEL_SPLIT, split, strict=True))
+
+
 def _group_key(row: RunRow) -> tuple:
     """Rows measuring one configuration: devices, nodes, per-device batch and accumulation."""
     if row.per_device_batch is not None:
         micro = float(row.per_device_batch)
     elif row.global_batch is not None:
-        micro = row.global_batch / (row.devices * row.accumulation)
+        micro = row.global_batch / (row.replicas * row.accumulation)
     else:
         micro = None
     return row.devices, row.nodes, micro, row.accumulation

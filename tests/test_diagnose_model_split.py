@@ -1,0 +1,202 @@
+"""Runs of a job that splits its model (tp / pp / cp columns): read, fitted as data-parallel runs
+of model replicas, reported in devices and replicas (docs/diagnose.md "Runs that split the
+model")."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from scalesim.device_nouns import REPLICA_NOUNS, measured_nouns, nouns_for, replica_of
+from scalesim.diagnosis import diagnose_runs
+from scalesim.errors import ScalesimError
+from scalesim.remedies import REPLICA_REASONS
+from scalesim.runs import parse_runs_text, replica_runs, runs_from_records
+
+# A tp-8 job on servers of 8 GPUs, 1 -> 4 replicas, step times from a boundary at 16 GPUs
+TP8 = """devices,nodes,step_time_s,global_batch,tp
+8,1,1.00,64,8
+16,2,1.10,128,8
+32,4,1.20,256,8
+64,8,1.26,512,8
+"""
+# The same runs as a data-parallel job of its replicas: one replica per server
+REPLICAS = """devices,nodes,step_time_s,global_batch
+1,1,1.00,64
+2,2,1.10,128
+4,4,1.20,256
+8,8,1.26,512
+"""
+
+
+def test_split_columns_are_read_and_a_replica_is_their_product():
+    runs = parse_runs_text("devices,nodes,step_time_s,per_device_batch,tp,pp,cp\n"
+                           "16,2,1.0,4,2,2,2\n32,4,1.1,4,2,2,2\n", "r.csv")
+    assert runs.model_split == {"tp": 2, "pp": 2, "cp": 2}
+    assert runs.replica_devices == 8
+    assert runs.replicas.tolist() == [2, 4]
+    # per_device_batch is one replica's micro-batch: 2 replicas x 4 = 8 samples per step
+    assert runs.samples_per_step.tolist() == [8.0, 16.0]
+    assert runs.samples_per_s.tolist() == pytest.approx([8.0, 16.0 / 1.1])
+    assert not any("ignored column" in n for n in runs.notes)
+
+
+def test_global_batch_is_per_replica_batch_times_replicas():
+    text = "devices,nodes,step_time_s,global_batch,tp\n8,1,1.0,64,8\n16,2,1.1,128,8\n"
+    runs = parse_runs_text(text, "r.csv")
+    assert runs.micro_batch.tolist() == [64.0, 64.0]  # 64 / (1 replica x 1 micro-step)
+    with pytest.raises(ScalesimError, match=r"global_batch 64 != per_device_batch \(per replica\) "
+                                            r"x replicas x accumulation"):
+        parse_runs_text("devices,nodes,step_time_s,global_batch,per_device_batch,tp\n"
+                        "16,2,1.0,64,8,8\n32,4,1.1,128,8,8\n", "r.csv")
+
+
+def test_empty_split_cells_mean_no_split():
+    runs = parse_runs_text("devices,nodes,step_time_s,tp,pp,accumulation\n"
+                           "1,1,1.0,,,\n2,1,1.1,,,\n", "r.csv")
+    assert runs.replica_devices == 1 and runs.accumulation.tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("devices,nodes,step_time_s,tp\n8,1,1.0,8\n16,2,1.1,4\n",
+     "run 1 splits the model as tp 8 x pp 1 x cp 1, run 2 as tp 4 x pp 1 x cp 1; diagnose "
+     "compares runs of one model split"),
+    ("devices,nodes,step_time_s,tp,pp\n8,1,1.0,4,2\n12,2,1.1,4,2\n",
+     "12 devices do not split into model replicas of tp 4 x pp 2 x cp 1 = 8 devices"),
+    ("devices,nodes,step_time_s,tp\n8,1,1.0,0\n16,2,1.1,0\n", "tp"),
+])
+def test_bad_splits_are_refused_with_the_rule(text, message):
+    with pytest.raises(ScalesimError, match="r.csv") as err:
+        parse_runs_text(text, "r.csv")
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize("split, devices, nodes, replicas, replica_nodes", [
+    # tp 8 fills a server: each data-parallel group has one member per server
+    ({"tp": 8}, [8, 16, 64], [1, 2, 8], [1, 2, 8], [1, 2, 8]),
+    # tp 2 x pp 2 on servers of 8: dp 4 fills a server with tp (stride 2), stages on two servers
+    ({"tp": 2, "pp": 2}, [4, 16], [1, 2], [1, 4], [1, 1]),
+    # tp 4: two members of a group per server of 8 (stride 4)
+    ({"tp": 4}, [8, 16, 32], [1, 2, 4], [2, 4, 8], [1, 2, 4]),
+    # cp 2 x tp 2: stride 4, as tp 4
+    ({"tp": 2, "cp": 2}, [8, 32], [1, 4], [2, 8], [1, 4]),
+])
+def test_replica_runs_place_the_data_parallel_group_as_megatron(split, devices, nodes, replicas,
+                                                                  replica_nodes):
+    records = [{"devices": d, "nodes": n, "step_time_s": 1.0 + 0.1 * i, "per_device_batch": 2,
+                **split} for i, (d, n) in enumerate(zip(devices, nodes, strict=True))]
+    runs = runs_from_records(records, "r.json")
+    rr = replica_runs(runs)
+    assert rr.devices.tolist() == replicas
+    assert rr.nodes.tolist() == replica_nodes
+    assert rr.samples_per_s.tolist() == pytest.approx(runs.samples_per_s.tolist())
+    assert rr.replica_devices == 1 and rr.replica_split is not None
+    assert replica_of(rr.device_name) == "measured"
+    assert nouns_for(rr.device_name) is REPLICA_NOUNS
+    assert measured_nouns(rr.device_name).device == "device"
+
+
+def test_runs_without_a_split_are_their_own_replicas():
+    runs = parse_runs_text(REPLICAS, "r.csv")
+    assert replica_runs(runs) is runs
+    assert runs.device_name == "measured"
+
+
+def test_split_runs_diagnose_as_the_data_parallel_runs_of_their_replicas():
+    """The fit, the cause and every remedy's gain of tp-8 runs are those of the same runs given
+    as data-parallel runs of replicas (one per server); the report keeps the devices given."""
+    split = diagnose_runs(parse_runs_text(TP8, "r.csv"), params=7e9)
+    plain = diagnose_runs(parse_runs_text(REPLICAS, "r.csv"), params=7e9)
+    assert split.details["fit"]["parameters"] == pytest.approx(plain.details["fit"]["parameters"])
+    assert split.cause.key == plain.cause.key
+    assert [o.key for o in split.others] == [o.key for o in plain.others]
+    gains = {r.key: r.gain for r in plain.remedies if r.applicable}
+    assert gains and {r.key: r.gain for r in split.remedies if r.applicable} == pytest.approx(gains)
+    assert [r["devices"] for r in split.table] == [8, 16, 32, 64]
+    assert [r["replicas"] for r in split.table] == [1, 2, 4, 8]
+    assert [r["efficiency"] for r in split.table] == pytest.approx(
+        [r["efficiency"] for r in plain.table])
+    knee = split.details["knee"]
+    assert (knee["devices_before"], knee["devices_after"]) == (8, 16)
+    assert (knee["replicas_before"], knee["replicas_after"]) == (1, 2)
+    ex, ex_plain = split.details["extrapolation"], plain.details["extrapolation"]
+    assert [e["replicas"] for e in ex] == [e["devices"] for e in ex_plain] == [16, 32, 64]
+    assert [e["devices"] for e in ex] == [128, 256, 512]
+    assert [e["samples_per_s"] for e in ex] == pytest.approx([e["samples_per_s"] for e in ex_plain])
+    assert split.details["model_split"] == {"tp": 8, "pp": 1, "cp": 1}
+    assert split.details["replica_devices"] == 8
+    assert split.notes[0].startswith("the runs split the model (tp 8 x pp 1 x cp 1): one model "
+                                     "replica is 8 devices")
+
+
+def test_split_runs_report_text_says_devices_and_replicas():
+    text = diagnose_runs(parse_runs_text(TP8, "r.csv"), params=7e9).to_text()
+    assert "efficiency 100% at 1 replica in one server, 91% at 2 on 2 servers" in text
+    assert "knee: 8 -> 16 devices (1 -> 2 replicas)" in text
+    head = next(line for line in text.splitlines() if line.lstrip().startswith("devices"))
+    assert head.split()[:3] == ["devices", "nodes", "replicas"]
+    assert "16 replicas (128 devices) on" in text
+    # the remedies of the split itself are not predicted from step times, and say why
+    report = diagnose_runs(parse_runs_text(TP8, "r.csv"), params=7e9)
+    reasons = {r.key: r.note for r in report.remedies if not r.applicable}
+    assert REPLICA_REASONS["split_model"] in reasons["split_model"]
+    assert REPLICA_REASONS["tp_overlap"] in reasons["tp_overlap"]
+
+
+def test_extrapolation_is_asked_in_devices_and_must_be_whole_replicas():
+    runs = parse_runs_text(TP8, "r.csv")
+    report = diagnose_runs(runs, extrapolate_to=[96, 800])
+    assert [(e["devices"], e["replicas"]) for e in report.details["extrapolation"]] == [
+        (96, 12), (800, 100)]
+    with pytest.raises(ScalesimError, match="extrapolate to 100 devices: not a whole number of "
+                                            "model replicas of 8 devices .*multiples of 8"):
+        diagnose_runs(runs, extrapolate_to=[64, 100])
+
+
+def test_workload_is_refused_for_split_runs():
+    from scalesim.runs_model import runs_model
+
+    model = runs_model("llama3-8b", "H100 SXM")
+    with pytest.raises(ScalesimError, match=r"the runs split the model \(tp 8 x pp 1 x cp 1\); "
+                                            "--workload predicts remedies for data-parallel runs"):
+        diagnose_runs(parse_runs_text(TP8, "r.csv"), transformer=model)
+
+
+def test_measured_comm_and_rank_times_of_split_runs_are_per_device_step(tmp_path):
+    """comm_s and data_wait_s are seconds per step as before; rank step times list every
+    device (GPU) rank, and a straggler delay measured there is taken as it is."""
+    rows = []
+    for i, (d, n) in enumerate([(8, 1), (16, 2), (32, 4)]):
+        step = 1.0 + 0.1 * i
+        ranks = [step] * d
+        ranks[3] = step * 1.05  # rank 3 slow in every run
+        rows.append({"devices": d, "nodes": n, "step_time_s": step, "global_batch": 64 * d // 8,
+                     "tp": 4, "pp": 2, "comm_s": 0.05 * i, "rank_step_times_s": ranks})
+    runs = runs_from_records(rows, "r.json")
+    report = diagnose_runs(runs)
+    assert report.details["fit"]["parameters"]["per_sample_s"] > 0
+    assert [r["comm_share"] for r in report.table] == pytest.approx(
+        [0.0, 0.05 / 1.1, 0.1 / 1.2])
+    # rank 3's delay, max - median of the 8 / 16 / 32 device ranks: 5 % of each step
+    assert [r["straggler_share"] for r in report.table] == pytest.approx([0.05] * 3)
+    assert report.details["fit"]["parameters"]["jitter_cv"] == 0.0  # measured, not fitted
+    with pytest.raises(ScalesimError, match="lists 7 rank step times; give one per rank"):
+        runs_from_records([{**rows[0], "rank_step_times_s": [1.0] * 7}, rows[1]], "r.json")
+
+
+def test_cli_reads_split_runs_and_refuses_a_mixed_file(tmp_path):
+    good, bad = tmp_path / "tp.csv", tmp_path / "mixed.csv"
+    good.write_text(TP8)
+    bad.write_text("devices,nodes,step_time_s,tp\n8,1,1.0,8\n16,2,1.1,2\n")
+    cmd = [sys.executable, "-m", "scalesim.cli.main", "diagnose"]
+    ok = subprocess.run([*cmd, str(good), "--json"], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    data = json.loads(ok.stdout)
+    assert data["details"]["model_split"]["tp"] == 8
+    assert np.allclose([r["devices"] for r in data["table"]], [8, 16, 32, 64])
+    err = subprocess.run([*cmd, str(bad)], capture_output=True, text=True, timeout=120)
+    assert err.returncode != 0
+    assert len(err.stderr.strip().splitlines()) == 1
+    assert "give one split per runs file" in err.stderr
