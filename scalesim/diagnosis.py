@@ -1139,17 +1139,19 @@ def collective_kinds(summaries, roles=None) -> dict[str, dict[str, float]]:
     return out
 
 
-def traced_exchange(summaries):
+def traced_exchange(summaries, degrees: dict | None = None):
     """How the traced job exchanged (``fit_runs.RunsExchange``) and the words of why. Its
     reductions are its reduce-scatters, or its all-reduces where it has none (FSDP on gloo);
     it sharded where its all-gathers take at least ``SHARDED_GATHER_SHARE`` of the all-reduce /
     all-gather / reduce-scatter time and number at least ``SHARDED_GATHERS_PER_REDUCTION`` per
     reduction: ZeRO-3 (FSDP FULL_SHARD) at ``ZERO3_GATHERS_PER_SCATTER`` or more per
     reduction, else ZeRO-2 (SHARD_GRAD_OP; Megatron-Core's ZeRO-1 looks alike and sends the
-    same bytes); else DDP, with no words."""
+    same bytes); else DDP, with no words. ``degrees``: ``traced_layout(summaries)`` where the
+    caller has it (None: read here)."""
     from scalesim.fit_runs import DDP_EXCHANGE, RunsExchange
 
-    degrees, grouped = traced_layout(summaries), by_group(summaries)
+    degrees = traced_layout(summaries) if degrees is None else degrees
+    grouped = by_group(summaries)
     if splits_the_model(degrees) and not grouped:
         return DDP_EXCHANGE, (
             f"the traces' process groups split the model ({layout_words(degrees)}: "
@@ -1302,15 +1304,15 @@ def diagnose_traces(summaries, source: str, exchange=None) -> Report:
         require_model(s, TraceSummary, "summaries")
     source = require_text(source, "source")
     exchange_note = ""
+    degrees = traced_layout(summaries)
     if exchange is None:
-        exchange, exchange_note = traced_exchange(summaries)
+        exchange, exchange_note = traced_exchange(summaries, degrees)
     else:
         exchange = require_model(exchange, RunsExchange, "exchange")
         if exchange.sharded:
             exchange_note = (f"the job exchanged as {exchange.label()} (--strategy): the "
                              "remedies start from it")
 
-    degrees = traced_layout(summaries)
     cr, stage_note = _within_stages(summaries, cross_rank(summaries), degrees)
     step = cr["step_s"]
     model_parallel = model_parallel_exposed(summaries)
