@@ -40,6 +40,7 @@ from scalesim.layout import (
     DEFAULT_RECOMPUTE_STYLE,
     RECOMPUTE_STYLE_HELP,
     RECOMPUTE_STYLE_LABELS,
+    SHARD_GROUP_HELP,
     TP_OVERLAP_HELP,
 )
 from scalesim.model.sharding import GRAD_SYNC_HELP, GRAD_SYNC_LABELS
@@ -116,13 +117,13 @@ def runs_report(text: str, name: str, params: float | None, critical: float | No
                 recompute_style: str | None = None, tp_overlap: bool = False,
                 smi: tuple[str, str] | None = None, workload_text: str | None = None,
                 strategy: str | None = None, zero_framework: str | None = None,
-                grad_sync: str | None = None) -> Report:
+                grad_sync: str | None = None, shard_group: int | None = None) -> Report:
     """``scalesim diagnose`` of the runs file ``text`` (named ``name``) with its options
     (``DiagnoseOptions``: parameters, bytes per gradient element on the wire, critical batch in
     samples, device counts, the runs' transformer preset and GPU, the framework's recompute style
     and TP overlap; an uploaded workload JSON: its name and ``workload_text``; how the runs
-    exchanged: ZeRO strategy, framework, gradient sync) and the nvidia-smi log ``smi`` (name, CSV
-    text) attached."""
+    exchanged: ZeRO strategy, framework, gradient sync, hybrid shard group) and the nvidia-smi
+    log ``smi`` (name, CSV text) attached."""
     from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
     from scalesim.runs import parse_runs_text
 
@@ -130,7 +131,7 @@ def runs_report(text: str, name: str, params: float | None, critical: float | No
         params=params, wire_bytes=wire_bytes, critical_batch=critical, extrapolate=extrapolate,
         workload=workload, gpu=gpu, recompute_style=recompute_style, tp_overlap=tp_overlap,
         workload_text=workload_text, strategy=strategy, zero_framework=zero_framework,
-        grad_sync=grad_sync)
+        grad_sync=grad_sync, shard_group=shard_group)
     log = _smi_report(smi)
     return diagnose_request(options, runs=parse_runs_text(text, name), smi=log)
 
@@ -349,7 +350,7 @@ def remedies_frame(report: Report) -> tuple[pd.DataFrame, dict[str, str]]:
 def planner_link(report: Report, base: str = "") -> str | None:
     """A planner link that opens the model fitted to the runs at the largest run's count, with
     the fitted scenario's batch, accumulation, overlap, ZeRO strategy (framework, gradient
-    sync), slow device and critical batch (the link version its settings need)."""
+    sync, shard group), slow device and critical batch (the link version its settings need)."""
     if report.kind != "runs" or "fitted_profile" not in report.details:
         return None
     from scalesim.schemas import Profile, Scenario
@@ -365,6 +366,7 @@ def planner_link(report: Report, base: str = "") -> str | None:
         **profile_defaults(profile), "dmax": max(at, 1), "focus": at, **batch,
         "acc": scenario.accumulation, "ovl": scenario.overlap, "strat": scenario.strategy,
         "zfw": scenario.zero_framework, "gs": scenario.grad_sync,
+        "sg": scenario.layout.shard_group if scenario.layout is not None else None,
         "slow": scenario.slow_device, "sf": scenario.slow_factor,
         "cbs": scenario.critical_batch_size})
     return f"{base}planner?{query_string(encode_query(state, profile))}"
@@ -546,6 +548,11 @@ def _exchange_options(prefix: str = "dg", traced: bool = False) -> dict:
         options["grad_sync"] = c3.selectbox(
             "Gradient sync under accumulation", list(GRAD_SYNC_LABELS),
             format_func=GRAD_SYNC_LABELS.get, key=f"{prefix}_grad_sync", help=GRAD_SYNC_HELP)
+    if not traced and framework == "fsdp":  # hybrid sharding (--shard-group), runs only
+        shard = st.number_input("Shard group (HSDP; 0 = all data-parallel ranks)", min_value=0,
+                                max_value=int(bound("shard_group").high), value=0, step=1,
+                                key=f"{prefix}_shard_group", help=SHARD_GROUP_HELP)
+        options["shard_group"] = int(shard) or None
     return options
 
 

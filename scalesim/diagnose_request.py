@@ -2,7 +2,7 @@
 
 The options a runs file's diagnosis takes (``DiagnoseOptions``: the CLI's --params, --wire-bytes,
 --critical-batch, --extrapolate, --workload, --gpu, --recompute-style, --tp-overlap, --strategy,
---zero-framework, --grad-sync), the
+--zero-framework, --grad-sync, --shard-group), the
 one-line refusals of combinations that would change nothing (``check_sources``), and the
 request itself (``diagnose_request``): the runs' model, ``diagnose_runs`` or ``diagnose_traces``,
 and the nvidia-smi evidence attached. Sources come parsed (``Runs``, trace summaries,
@@ -32,8 +32,9 @@ class DiagnoseOptions:
     in ``workload_text``); ``gpu``: its GPU as the presets name it;
     ``recompute_style`` (None: the default) and ``tp_overlap``: the runs' framework, for the
     split-the-model remedy's layouts; ``strategy``, ``zero_framework``, ``grad_sync`` (None: ddp,
-    fsdp, every-micro-step): how the runs exchanged over their data-parallel ranks
-    (``fit_runs.RunsExchange``).
+    fsdp, every-micro-step): how the runs exchanged over their data-parallel ranks, and
+    ``shard_group`` (None: all of them) the ranks that sharded the ZeRO states under hybrid
+    sharding (``fit_runs.RunsExchange``).
     """
 
     params: float | None = None
@@ -48,6 +49,7 @@ class DiagnoseOptions:
     strategy: str | None = None
     zero_framework: str | None = None
     grad_sync: str | None = None
+    shard_group: int | None = None
 
     def exchange(self):
         """How the runs exchanged (``fit_runs.RunsExchange``; ScalesimError for a name or pair it
@@ -55,7 +57,7 @@ class DiagnoseOptions:
         from scalesim.fit_runs import RunsExchange
 
         return RunsExchange(self.strategy or "ddp", self.zero_framework or "fsdp",
-                            self.grad_sync or "every-micro-step")
+                            self.grad_sync or "every-micro-step", shard_group=self.shard_group or 0)
 
     def given(self) -> list[str]:
         """The CLI flags of the options set away from their defaults, in the CLI's order."""
@@ -66,7 +68,8 @@ class DiagnoseOptions:
             ("--gpu", self.gpu, None), ("--recompute-style", self.recompute_style, None),
             ("--tp-overlap", self.tp_overlap, False), ("--strategy", self.strategy, None),
             ("--zero-framework", self.zero_framework, None),
-            ("--grad-sync", self.grad_sync, None)) if value != default]
+            ("--grad-sync", self.grad_sync, None), ("--shard-group", self.shard_group, None))
+            if value != default]
 
 
 def check_sources(options: DiagnoseOptions, runs: bool, traces: bool, smi: bool) -> None:

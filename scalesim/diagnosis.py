@@ -696,6 +696,10 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     exchange = DDP_EXCHANGE if exchange is None else require_model(exchange, RunsExchange, "exchange")
     if transformer is not None:
         exchange = replace(exchange, blocks=transformer.shape.layers)
+    for r in runs.rows:  # the fit's devices: its data-parallel ranks (replicas where split)
+        if why := exchange.run_problem(r.devices):
+            raise ScalesimError(f"the run on {measured_nouns(runs.device_name).count(r.devices)}"
+                                f": {why}")
     sc = scaling(runs)
     fit = fit_runs(runs, params, wire_bytes_per_param, exchange)
     model = fit.breakdown
@@ -907,7 +911,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         "remedies_at_devices": at,
         **({"model_split": measured.model_split, "replica_devices": measured.replica_devices}
            if runs.replica_split else {}),
-        "exchange": exchange.names(),
+        "exchange": exchange.described(),
         "strong_scaling": runs.strong_scaling,
         # the fitted model, so the planner can open it (scalesim.app.diagnose_page)
         "fitted_profile": profile.model_dump(mode="json"),

@@ -120,13 +120,17 @@ class RunsExchange:
     ``grad_sync`` (every-micro-step, once-per-step: FSDP's ``no_sync``), docs/model.md §4;
     ``wire_bytes_per_param``: bytes per gradient element on the wire (1 where the parameters are
     unknown: the nominal gradient is counted in bytes); ``blocks``: FSDP-wrapped blocks (the
-    runs' transformer layers; 0: estimated from the parameters, as ``predict`` does)."""
+    runs' transformer layers; 0: estimated from the parameters, as ``predict`` does);
+    ``shard_group``: hybrid sharding's ranks that shard the ZeRO states (FSDP HYBRID_SHARD,
+    torchtitan's data_parallel_shard_degree; 0: all the data-parallel ranks), docs/model.md §16:
+    a run on fewer ranks than it shards over all of them."""
 
     strategy: str = "ddp"
     zero_framework: str = "fsdp"
     grad_sync: str = "every-micro-step"
     wire_bytes_per_param: float = 1.0
     blocks: int = 0
+    shard_group: int = 0
 
     def __post_init__(self):
         from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, grad_sync_refused
@@ -139,30 +143,55 @@ class RunsExchange:
         if grad_sync_refused(self.zero_framework, self.grad_sync):
             raise ScalesimError(GRAD_SYNC_DEEPSPEED_ERROR)
         check_number("wire_bytes_per_param", self.wire_bytes_per_param, "wire_bytes_per_param")
-        if isinstance(self.blocks, bool) or not isinstance(self.blocks, int | np.integer) or self.blocks < 0:
-            raise ScalesimError(f"blocks {self.blocks!r}: expected a whole number, 0 or more")
+        for name in ("blocks", "shard_group"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+                raise ScalesimError(f"{name} {value!r}: expected a whole number, 0 or more")
+        if self.shard_group:
+            from scalesim.bounds import QUANTITIES
+            from scalesim.layout import shard_group_refusal
+
+            why = (QUANTITIES["shard_group"].problem(self.shard_group)
+                   or shard_group_refusal(self.shard_group, self.strategy, self.zero_framework))
+            if why:
+                raise ScalesimError(why)
 
     def step_fields(self) -> dict:
         """Its ``StepInputs`` fields but for the parameters (codes, as ``predict`` sets them)."""
         return {"strategy": STRATEGIES[self.strategy], "framework": FRAMEWORKS[self.zero_framework],
                 "grad_sync": GRAD_SYNCS[self.grad_sync], "blocks": self.blocks,
-                "wire_bytes_per_param": self.wire_bytes_per_param}
+                "wire_bytes_per_param": self.wire_bytes_per_param,
+                "shard_group": self.shard_group}
 
     @property
     def sharded(self) -> bool:
         return self.strategy != "ddp"
 
     def names(self) -> dict[str, str]:
-        """Its scenario names (the reports' ``details.exchange``)."""
+        """Its scenario names (``Scenario`` fields; the shard group is the layout's)."""
         return {"strategy": self.strategy, "zero_framework": self.zero_framework,
                 "grad_sync": self.grad_sync}
+
+    def described(self) -> dict:
+        """The reports' ``details.exchange``: its names, and its shard group where it has one."""
+        return {**self.names(), **({"shard_group": self.shard_group} if self.shard_group else {})}
+
+    def run_problem(self, devices: int) -> str:
+        """Why the shard group cannot run over ``devices`` data-parallel ranks ('' where it can:
+        no shard group, at least as many ranks as it, or a divisor of them)."""
+        from scalesim.layout import shard_group_problem
+
+        return shard_group_problem(self.shard_group or None, int(devices))
 
     def label(self, aside: str = "") -> str:
         """'zero3 (FSDP FULL_SHARD)', 'ddp (PyTorch DDP)': the strategy and how it ran; with
         ``aside``, 'zero3 (FSDP FULL_SHARD; DeepSpeed stage 3 alike)'."""
         from scalesim.model.zero_exchange import framework_label
 
-        how = framework_label(self.strategy, self.zero_framework, self.grad_sync)
+        how = framework_label(self.strategy, self.zero_framework, self.grad_sync,
+                              hybrid=bool(self.shard_group))
+        if self.shard_group:
+            how += f", shard group {self.shard_group}"
         return f"{self.strategy} ({how}{'; ' + aside if aside else ''})"
 
 
@@ -951,6 +980,9 @@ def fitted_profile(
         critical_batch_size=critical_batch_size,
         **batch,
     )
-    if recompute_style != DEFAULT_RECOMPUTE_STYLE:
-        scenario = scenario.model_copy(update={"layout": ScenarioLayout(recompute_style=recompute_style)})
+    split = {"recompute_style": recompute_style} if recompute_style != DEFAULT_RECOMPUTE_STYLE else {}
+    if fit.exchange.shard_group and fit.exchange.shard_group < last.devices:  # hybrid at that run
+        split["shard_group"] = fit.exchange.shard_group
+    if split:
+        scenario = scenario.model_copy(update={"layout": ScenarioLayout(**split)})
     return profile, scenario, last.devices

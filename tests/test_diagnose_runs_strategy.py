@@ -220,3 +220,74 @@ def test_an_all_reduce_trace_stays_ddp(tmp_path):
     paths = [str(write(tmp_path, f"rank{r}.json", gpu_trace(r))) for r in (0, 1)]
     exchange, words = traced_exchange(load_traces(paths))
     assert exchange == RunsExchange() and words == ""
+
+
+# ------------------------------------------------------------- hybrid sharding (--shard-group)
+
+@pytest.fixture(scope="module")
+def hsdp_runs():
+    """BERT-large under FSDP HYBRID_SHARD with a shard group of 8 (one server), otherwise the
+    runs of ``fsdp_runs``, on 1-64 GPUs, made by the model (docs/model.md §16)."""
+    from scalesim.schemas import ScenarioLayout
+
+    profile = resolve_profile(None, "pcie-8gpu-100gbe", "bert-large")
+    scenario = Scenario(devices=[1, 2, 4, 8, 16, 32, 64], micro_batch=16, accumulation=2,
+                        strategy="zero3", layout=ScenarioLayout(shard_group=8))
+    return cases.to_csv(cases._rows(profile, scenario))
+
+
+def test_the_fit_reads_hybrid_sharded_runs_with_their_shard_group(hsdp_runs):
+    """Read with the shard group the fit finds the links the runs were made with (25.2 and 6.8
+    GB/s, within 3 %) and follows every run (rms under 1 %); read as full sharding it cannot
+    (over 5 % rms) and puts the link across servers 1.4x too fast or more: only the shard's
+    all-reduce across the replicas crosses servers, not every gather and reduce-scatter."""
+    runs = parse_runs_text(hsdp_runs, "runs.csv")
+    hybrid = fit_runs(runs, BERT_PARAMS, 2.0, RunsExchange("zero3", shard_group=8))
+    assert hybrid.rmse_rel < 0.01
+    assert hybrid.busbw_GBps("intra") == pytest.approx(25.2, rel=0.03)
+    assert hybrid.busbw_GBps("inter") == pytest.approx(6.8, rel=0.03)
+    full = fit_runs(runs, BERT_PARAMS, 2.0, RunsExchange("zero3"))
+    assert full.rmse_rel > 0.05
+    assert full.busbw_GBps("inter") > 1.4 * 6.8
+
+
+def test_the_report_carries_the_shard_group_to_its_remedies_and_the_planner(hsdp_runs):
+    from urllib.parse import parse_qs, urlsplit
+
+    from scalesim.app.diagnose_page import planner_link
+
+    runs = parse_runs_text(hsdp_runs, "runs.csv")
+    report = diagnose_runs(runs, BERT_PARAMS, 2.0, exchange=RunsExchange("zero3", shard_group=8))
+    assert ("the runs exchanged as zero3 (FSDP HYBRID_SHARD, shard group 8): the fit, the memory "
+            "and every remedy start from it (docs/model.md §4)") in report.notes
+    assert report.details["exchange"]["shard_group"] == 8
+    assert report.details["fitted_scenario"]["layout"]["shard_group"] == 8
+    sharding = next(r for r in report.remedies if r.key == "sharding")
+    assert sharding.title == ("Shard the states over all 64 data-parallel ranks (HSDP shard "
+                              "group 8 -> 64, zero3)")
+    query = {k: v[-1] for k, v in parse_qs(urlsplit(planner_link(report)).query).items()}
+    assert query["sg"] == "8" and query["strat"] == "zero3"
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--shard-group", "8"], "shard group 8 needs a ZeRO strategy"),
+    (["--strategy", "zero3", "--zero-framework", "deepspeed", "--shard-group", "8"],
+     "hybrid sharding is modelled for FSDP and Megatron-Core"),
+    (["--strategy", "zero3", "--shard-group", "1"], "shard group 1 with zero3 is plain replication"),
+    (["--strategy", "zero3", "--shard-group", "3"],
+     "the run on 4 devices: shard group 3 does not divide dp 4"),
+    (["--strategy", "zero3", "--shard-group", "0"], "0 is outside 1 <= x"),
+])
+def test_a_shard_group_that_cannot_run_is_one_line(capsys, tmp_path, hsdp_runs, flags, message):
+    path = tmp_path / "runs.csv"
+    path.write_text(hsdp_runs)
+    code, out, err = run_cli(capsys, ["diagnose", str(path), *flags])
+    assert code == 2 and not out
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_shard_group_is_for_runs_not_traces():
+    with pytest.raises(ScalesimError, match="^--shard-group: for a runs file"):
+        diagnose_request(DiagnoseOptions(strategy="zero3", shard_group=8), traces=[object()])
+    with pytest.raises(ScalesimError, match="shard_group True: expected a whole number"):
+        RunsExchange("zero3", shard_group=True)

@@ -18,10 +18,12 @@ EXAMPLE = """examples:
   scalesim diagnose runs.csv --workload llama3-8b --gpu "H100 SXM" --recompute-style early-stop
   scalesim diagnose runs.csv --workload llama3-8b --gpu "H100 SXM" --tp-overlap  # Megatron TP comm overlap
   scalesim diagnose runs.csv --workload llama3-8b --gpu "H100 SXM" --strategy zero3  # FSDP FULL_SHARD runs
+  scalesim diagnose runs.csv --strategy zero3 --shard-group 8   # FSDP HYBRID_SHARD, 8 ranks a shard
 
 runs file: one row per run with devices, nodes and samples_per_s or step_time_s; optional
-per_device_batch, global_batch, accumulation, data_wait_s, comm_s (exposed), steps_to_target and
-rank_step_times_s (';'-separated). See docs/diagnose.md."""
+per_device_batch, global_batch, accumulation, data_wait_s, comm_s (exposed), steps_to_target,
+rank_step_times_s (';'-separated) and, for a job that splits its model, tp, pp, cp (the same in
+every row). See docs/diagnose.md."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,6 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from scalesim.cli.options import (
         add_grad_sync_argument,
         add_recompute_style_argument,
+        add_shard_group_argument,
         add_strategy_argument,
         add_tp_overlap_argument,
         add_zero_framework_argument,
@@ -69,6 +72,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_strategy_argument(exchange)
     add_zero_framework_argument(exchange)
     add_grad_sync_argument(exchange)
+    add_shard_group_argument(exchange, "runs")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -81,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         extrapolate=tuple(args.extrapolate) if args.extrapolate is not None else None,
         workload=args.workload, gpu=args.gpu, recompute_style=args.recompute_style,
         tp_overlap=args.tp_overlap, strategy=args.strategy, zero_framework=args.zero_framework,
-        grad_sync=args.grad_sync)
+        grad_sync=args.grad_sync, shard_group=args.shard_group)
     # the combinations first, before a file is read (the request checks them again)
     check_sources(options, args.runs is not None, args.trace is not None, args.smi is not None)
     smi = traces = runs = None

@@ -353,6 +353,15 @@ def add_layout_arguments(p: argparse.ArgumentParser) -> None:
     add_tp_overlap_argument(g)
 
 
+def add_shard_group_argument(group, what: str) -> None:
+    """--shard-group of the runs a diagnosis fits (``fit_runs.RunsExchange.shard_group``):
+    the layout knob's flag and bounds (``LAYOUT_KNOB_BY_FIELD``), said of ``what`` ('runs')."""
+    knob = LAYOUT_KNOB_BY_FIELD["shard_group"]
+    group.add_argument(knob.flag, type=flag_type(knob.quantity), dest=_dest(knob.flag),
+                       help=f"the {what}' hybrid sharding (with --strategy zero1-3, FSDP): "
+                       + SHARD_GROUP_HELP.replace("%", "%%"))
+
+
 def add_tp_overlap_argument(group) -> None:
     """--tp-overlap (``ScenarioLayout.tp_overlap``; plan's own flag too): a switch, beside
     --sequence-parallel, with the field's description (``layout.TP_OVERLAP_HELP``)."""
