@@ -698,8 +698,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         exchange = replace(exchange, blocks=transformer.shape.layers)
     for r in runs.rows:  # the fit's devices: its data-parallel ranks (replicas where split)
         if why := exchange.run_problem(r.devices):
-            raise ScalesimError(f"the run on {measured_nouns(runs.device_name).count(r.devices)}"
-                                f": {why}")
+            raise ScalesimError(f"the run on {nouns_for(runs.device_name).count(r.devices)}: {why}")
     sc = scaling(runs)
     fit = fit_runs(runs, params, wire_bytes_per_param, exchange)
     model = fit.breakdown
