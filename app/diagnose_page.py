@@ -32,8 +32,8 @@ from scalesim.diagnosis import (
     gain_text,
     has_gain_bands,
     no_first_remedy,
-    report_nouns,
     shown_gain,
+    table_nouns,
 )
 from scalesim.errors import ScalesimError
 from scalesim.layout import (
@@ -208,7 +208,7 @@ def _log2_x(values, words: Nouns) -> alt.X:
 def table_frame(report: Report) -> pd.DataFrame:
     """The report's table, its count columns named in the devices' nouns ('processes', 'hosts'
     for a CPU calibration's runs; ``Nouns.header``)."""
-    words = report_nouns(report)
+    words = table_nouns(report)
     return pd.DataFrame(report.table).rename(
         columns={h: words.header(h) for h in ("devices", "nodes")})
 
@@ -236,7 +236,7 @@ def runs_throughput_chart(report: Report, width="container") -> alt.LayerChart:
         domain=["measured", "fitted model", "ideal (linear)"],
         range=["#000000", "#1f77b4", "#9d9d9d"]), legend=alt.Legend(orient="bottom-right"))
     y = alt.Y("value:Q", title="samples/s (log scale)", scale=alt.Scale(type="log"))
-    words = report_nouns(report)
+    words = table_nouns(report)
     x = _log2_x(all_devices, words)
     area = alt.Chart(band).mark_area(opacity=0.2, color="#1f77b4").encode(
         x=x, y=alt.Y("low:Q", scale=alt.Scale(type="log")), y2="high:Q",
@@ -275,7 +275,7 @@ def _stacked_parts(records: list[dict], parts, x: alt.X, y: alt.Y, tooltip: list
 
 def runs_breakdown_chart(report: Report, width="container") -> alt.Chart:
     """Share of each run's step time: compute, exposed communication, data stall, stragglers."""
-    records, words = [], report_nouns(report)
+    records, words = [], table_nouns(report)
     for r in report.table:
         other = r["comm_share"] + r["data_share"] + r["straggler_share"]
         values = {"compute": max(1.0 - other, 0.0), "comm_share": r["comm_share"],
@@ -359,7 +359,8 @@ def planner_link(report: Report, base: str = "") -> str | None:
 
     profile = Profile.model_validate(report.details["fitted_profile"])
     scenario = Scenario.model_validate(report.details["fitted_scenario"])
-    at = int(report.details["remedies_at_devices"])
+    # the fitted model's devices: replicas where the runs split the model
+    at = int(report.details.get("remedies_at_replicas", report.details["remedies_at_devices"]))
     batch = ({"mode": "strong", "gb": scenario.global_batch} if scenario.global_batch is not None
              else {"mb": scenario.micro_batch})
     state = AppState(src="custom").model_copy(update={

@@ -287,6 +287,15 @@ def report_nouns(report: Report) -> Nouns:
     return GPU_NOUNS if any(r.get("device") == "gpu" for r in report.table) else CPU_NOUNS
 
 
+def table_nouns(report: Report) -> Nouns:
+    """The nouns of the counts in a report's table and charts: the devices themselves, where the
+    runs split the model too (the table counts devices beside replicas; ``report_nouns`` then
+    says replicas)."""
+    if report.kind == "runs":
+        return measured_nouns(report.details["fitted_profile"]["hardware"]["device_name"])
+    return report_nouns(report)
+
+
 def bends_at_boundary(efficiency, last_single: int) -> bool:
     """Whether the efficiency curve (0..1 per run, in device order) bends where the runs cross
     from one server (run ``last_single``, the last on one server) to several: the crossing drop
@@ -583,7 +592,8 @@ def smaller_batch_remedy(profile, scenario, devices: int, b_noise: float,
     ratio, after, factor = best
     throughput = float(after.samples_per_s / now.samples_per_s - 1.0)
     note = f"gain in time to quality (McCandlish et al. 2018); throughput {throughput:+.1%}"
-    memory = nouns_for(profile.hardware.device_name).memory
+    words = nouns_for(profile.hardware.device_name)
+    memory = words.memory
     verdict = gain_verdict(float(ratio - 1.0))
     if not after.fits:
         verdict, note = "not runnable", f"does not fit in {memory}; {note}"
@@ -593,9 +603,16 @@ def smaller_batch_remedy(profile, scenario, devices: int, b_noise: float,
     where = ("towards" if after.global_batch >= b_noise
              else "further below" if now.global_batch <= b_noise else "past")
     return Remedy("smaller_batch", f"Shrink the global batch {now.global_batch} -> "
-                  f"{after.global_batch} (per-device {after.micro_batch}) {where} B_noise "
+                  f"{after.global_batch} (per-{words.device} {after.micro_batch}) {where} B_noise "
                   f"{b_noise:.0f}", throughput, True, note, verdict=verdict,
                   objective_gain=float(ratio - 1.0), measure="quality"), factor
+
+
+def replica_of_rank(rank: int, split: dict[str, int], replicas: int) -> int:
+    """The model replica (data-parallel rank) of device ``rank`` in a job split as ``split``
+    (tp, pp, cp) over ``replicas``: Megatron / torchtitan order, tp innermost, then cp, then
+    dp, pp outermost (``layout.strides``)."""
+    return (rank // (split["tp"] * split["cp"])) % replicas
 
 
 def _rank_pattern(runs, words: Nouns = GPU_NOUNS) -> tuple[int | None, float, list[str]]:
@@ -737,7 +754,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     crossing = bool(single_server.size and single_server[-1] + 1 < len(runs.rows))
     comm_lines = [f"exposed communication {_pct(share_of_step['comm'][0])} of the step at "
                   f"{words.count(int(runs.devices[0]))} -> {_pct(share_of_step['comm'][-1])} at "
-                  f"{runs.devices[-1]} ({comm_src}): "
+                  f"{words.count(int(runs.devices[-1]))} ({comm_src}): "
                   + _series([_pct(s) for s in share_of_step["comm"]])]
     boundary = False
     if crossing:
@@ -749,11 +766,19 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         in_server_drops = drops[:last_single] if last_single > 0 else np.array([0.0])
         boundary = bends_at_boundary(sc.efficiency, last_single)
         inside = words.count(int(runs.devices[last_single]))
-        comm_lines.insert(0, f"efficiency {_pct(eff_in)} at {inside} "
-                          f"in one {words.server}, {_pct(eff_out)} at "
-                          f"{whole(runs.devices[first_multi])} on {runs.nodes[first_multi]} "
-                          f"{words.servers} (largest drop inside a {words.server}: "
-                          f"{_pct(float(np.max(in_server_drops)))})")
+        largest = _pct(max(float(np.max(in_server_drops)), 0.0))
+        if runs.replica_split:  # the servers the data-parallel exchange spans, not the job's
+            comm_lines.insert(0, f"efficiency {_pct(eff_in)} at {inside}, their data-parallel "
+                              f"exchange inside one {words.server}; {_pct(eff_out)} at "
+                              f"{words.count(int(runs.devices[first_multi]))}, the exchange "
+                              f"across {runs.nodes[first_multi]} {words.servers} (largest drop "
+                              f"with it inside a {words.server}: {largest})")
+        else:
+            comm_lines.insert(0, f"efficiency {_pct(eff_in)} at {inside} "
+                              f"in one {words.server}, {_pct(eff_out)} at "
+                              f"{whole(runs.devices[first_multi])} on {runs.nodes[first_multi]} "
+                              f"{words.servers} (largest drop inside a {words.server}: "
+                              f"{largest})")
         if np.any(single) and "inter_transfer_s" in fit.fitted:
             inter_ms = _ms(fit.values["inter_transfer_s"])
             if "intra_transfer_s" in fit.at_bound or "intra_transfer_s" not in fit.fitted:
@@ -768,20 +793,27 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     findings.append(finding("input_pipeline", shares["data"], [
         f"data stall {_pct(share_of_step['data'][0])} of the step at "
         f"{words.count(int(runs.devices[0]))} "
-        f"-> {_pct(share_of_step['data'][-1])} at {runs.devices[-1]} ({wait_src})",
+        f"-> {_pct(share_of_step['data'][-1])} at {words.count(int(runs.devices[-1]))} ({wait_src})",
         f"throughput {thr[0]:.4g} -> {thr[-1]:.4g} samples/s for {runs.devices[-1] / runs.devices[0]:g}x "
         f"the {words.devices}",
     ], words))
     # Stragglers vs one slow device.
-    slow_rank, slow_factor, rank_lines = _rank_pattern(runs, words)
+    # ranks are devices' (a split model's too: its replica is the device's data-parallel rank)
+    device_words = measured_nouns(runs.device_name)
+    slow_rank, slow_factor, rank_lines = _rank_pattern(measured, device_words)
     strag_lines = [f"straggler wait {_pct(share_of_step['straggler'][0])} -> "
                    f"{_pct(share_of_step['straggler'][-1])} of the step ({strag_src})"] + rank_lines
+    slow_replica = slow_rank
     if slow_rank is not None:
-        strag_lines.insert(0, f"rank {slow_rank} is the slowest in every run, up to "
+        of = ""
+        if runs.replica_split:  # the model's slow device is that rank's replica
+            slow_replica = replica_of_rank(slow_rank, measured.model_split, int(runs.devices[-1]))
+            of = f" (of replica {slow_replica} at {words.count(int(runs.devices[-1]))})"
+        strag_lines.insert(0, f"rank {slow_rank} is the slowest in every run{of}, up to "
                               f"{slow_factor:.2f}x the others")
     elif rank_lines:
         strag_lines.insert(0, "the slowest rank changes from run to run: spread, not one "
-                              f"{words.device}")
+                              f"{device_words.device}")
     findings.append(finding("slow_device" if slow_rank is not None else "stragglers",
                             shares["straggler"], strag_lines, words))
     # Compute per sample.
@@ -820,7 +852,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
 
     b_noise = critical_batch or _critical_batch_from_steps(runs)
     fitted = {"name": f"fitted to {runs.source}", "critical_batch_size": b_noise,
-              "slow_rank": slow_rank, "recompute_style": recompute_style}
+              "slow_rank": slow_replica, "recompute_style": recompute_style}
     profile, scenario, at = fitted_profile(fit, runs, **fitted, model=transformer)
     ran_note = peak_note = ""
     gpu_memory_bytes = None  # the GPU's, where memory is treated as unknown (below)
@@ -917,7 +949,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         "fitted_scenario": scenario.model_dump(mode="json"),
     }
     if runs.replica_split:  # the knee and extrapolation in devices too, as the table
-        _with_devices(details, measured.replica_devices)
+        _with_devices(details, measured.replica_devices, measured.devices_per_node)
     notes = ([split_note] if split_note else []) + (
         _parts_over_the_step(share_of_step, runs.devices, fit, words) + list(runs.notes)
              + fit.notes + _implausible_links(fit, params, words)
@@ -960,23 +992,51 @@ def _as_replicas(runs, transformer, extrapolate_to: list[int] | None):
             raise ScalesimError(f"extrapolate to {whole(odd[0])} {words.devices}: not a whole "
                                 f"number of model replicas of {words.count(m)} ({split}); give "
                                 f"multiples of {m}")
+        g = replicas.devices_per_node  # replicas a server holds, as the fit places them
+        uneven = [p for p in extrapolate_to if (p // m) % min(p // m, g)]
+        if uneven:
+            raise ScalesimError(f"extrapolate to {whole(uneven[0])} {words.devices} "
+                                f"({whole(uneven[0] // m)} replicas): its data-parallel groups "
+                                f"do not fill whole {words.servers} at {g} replicas a "
+                                f"{words.server}, as the runs placed them; give a multiple of "
+                                f"{whole(m * g)} {words.devices}")
         extrapolate_to = [p // m for p in extrapolate_to]
     first, last = runs.rows[0], runs.rows[-1]
+    spans = _replica_servers(runs.model_split, last.replicas, runs.devices_per_node)
     note = (f"the runs split the model ({split}): one model replica is {words.count(m)}, and the "
             f"fit, the knee, the remedies and the extrapolation count replicas (the data-parallel "
             f"degree), {whole(first.replicas)} -> {whole(last.replicas)} for {whole(first.devices)} "
-            f"-> {words.count(last.devices)}; their {words.servers} are those one data-parallel "
-            f"group spans (tp innermost, pp outermost). Tensor-, context- and pipeline-parallel "
-            "traffic is part of a replica's compute, so a change in it between runs reads as "
-            "compute, and a link's fitted bandwidth is a replica's, the sum of its "
-            f"{words.devices}' concurrent exchanges (docs/diagnose.md \"Runs that split the "
-            "model\")")
+            f"-> {words.count(last.devices)}; the findings' and the fit's {words.servers} are "
+            "those one data-parallel group spans (tp innermost, pp outermost), the table's and "
+            f"the extrapolation's the job's. Tensor-, context- and pipeline-parallel traffic is "
+            "part of a replica's compute, so a change in it between runs reads as compute, and a "
+            "link's fitted bandwidth is a replica's, the sum of its "
+            f"{words.devices}' concurrent exchanges")
+    if runs.model_split["pp"] > 1:
+        note += ("; the pipeline bubble is part of a replica's compute too, so remedies that "
+                 "add micro-batches to a step (accumulation) are predicted without "
+                 "the bubble they shrink: their gains are understated")
+    if spans > 1:
+        note += (f"; a replica spans {spans} {words.servers}, so a faster network's gain, "
+                 f"priced on one {words.server}'s NICs, is understated")
+    note += ' (docs/diagnose.md "Runs that split the model")'
     return replicas, extrapolate_to, note
 
 
-def _with_devices(details: dict, replica_devices: int) -> None:
-    """Give the knee and the extrapolation of runs fitted as model replicas (``_as_replicas``)
-    in devices, as the report's table, beside their replica counts (in place)."""
+def _replica_servers(split: dict[str, int], replicas: int, devices_per_node: int) -> int:
+    """Servers of ``devices_per_node`` devices that one model replica's devices sit in, for a
+    job split as ``split`` (tp, pp, cp) over ``replicas``: its device ranks are ``stage x tp x
+    cp x dp + c x tp + t`` (``layout.strides``)."""
+    tp, pp, cp = split["tp"], split["pp"], split["cp"]
+    ranks = (np.arange(pp)[:, None, None] * tp * cp * replicas
+             + np.arange(cp)[None, :, None] * tp + np.arange(tp)[None, None, :])
+    return int(np.unique(ranks // devices_per_node).size)
+
+
+def _with_devices(details: dict, replica_devices: int, devices_per_node: int) -> None:
+    """Give the knee, the extrapolation and the remedies' run of runs fitted as model replicas
+    (``_as_replicas``) in devices, as the report's table, beside their replica counts, and the
+    extrapolation's servers as the job's (``devices_per_node`` devices each), in place."""
     knee = details["knee"]
     if knee is not None:
         for end in ("before", "after"):
@@ -985,6 +1045,9 @@ def _with_devices(details: dict, replica_devices: int) -> None:
     for e in details["extrapolation"]:
         e["replicas"] = e["devices"]
         e["devices"] *= replica_devices
+        e["nodes"] = -(-e["devices"] // devices_per_node)
+    details["remedies_at_replicas"] = details["remedies_at_devices"]
+    details["remedies_at_devices"] *= replica_devices
 
 
 def _parameters_alone(profile, remedies: list[Remedy], exchange, memory_bytes, transformer) -> bool:
@@ -1725,7 +1788,7 @@ def _band_column(remedy: Remedy) -> str:
 def _runs_tables(report: Report) -> list[str]:
     words = report_nouns(report)
     split = "model_split" in report.details  # runs fitted as model replicas (_as_replicas)
-    device_words = measured_nouns(report.details["fitted_profile"]["hardware"]["device_name"])
+    device_words = table_nouns(report)
     (devices, wd), (nodes, wn) = count_columns(device_words)  # 'processes hosts' on CPU
     replicas = f" {words.devices:>8}" if split else ""
     out = [f"{devices:>{wd}} {nodes:>{wn}}{replicas} {'samples/s':>11} {'step ms':>9} {'speedup':>8} "
@@ -1745,9 +1808,11 @@ def _runs_tables(report: Report) -> list[str]:
         if split:
             change = (f"{device_words.count_change(knee['devices_before'], knee['devices_after'])} "
                       f"({words.count_change(knee['replicas_before'], knee['replicas_after'])})")
+        crossing = (f", the data-parallel exchange crossing a {words.server} boundary" if split
+                    else f", crossing a {words.server} boundary")
         out.append(f"knee: {change}, efficiency "
                    f"-{knee['efficiency_drop'] * 100:.1f} points"
-                   + (f", crossing a {words.server} boundary" if knee["crosses_boundary"] else ""))
+                   + (crossing if knee["crosses_boundary"] else ""))
     fit = report.details["fit"]
     p = fit["parameters"]
     se = fit["stderr_rel"]

@@ -307,18 +307,17 @@ def blended(values: dict[str, float], layout: Layout, gradient_bytes: float,
             exchange: RunsExchange = DDP_EXCHANGE) -> StepResult:
     """The model with a share ``overlap`` of overlapped communication (linear blend); both
     cases in one broadcast call (a leading axis: overlap on, off)."""
-    both = evaluate(
-        step_inputs(
-            values,
-            layout,
-            gradient_bytes,
-            np.array([True, False]).reshape((2,) + (1,) * np.ndim(layout.devices + values["per_sample_s"])),
-            exchange,
-        )
-    )
+    rows = np.shape(layout.devices + values["per_sample_s"])
+    overlap = np.array([True, False]).reshape((2,) + (1,) * len(rows))
+    result = evaluate(step_inputs(values, layout, gradient_bytes, overlap, exchange))
+    shape = np.broadcast_shapes(overlap.shape, rows)
+
+    def both(name):  # a field on the (overlap, rows) axes: one that no overlap changes has none
+        return np.broadcast_to(getattr(result, name), shape)
+
     phi = values["overlap"]
     mixed = {
-        name: phi * getattr(both, name)[0] + (1.0 - phi) * getattr(both, name)[1]
+        name: phi * both(name)[0] + (1.0 - phi) * both(name)[1]
         for name in (
             "step_time_s",
             "compute_s",
@@ -328,13 +327,13 @@ def blended(values: dict[str, float], layout: Layout, gradient_bytes: float,
             "comm_total_s",
         )
     }
-    mixed["samples_per_s"] = both.global_batch[0] / mixed["step_time_s"]
+    mixed["samples_per_s"] = both("global_batch")[0] / mixed["step_time_s"]
     return StepResult(
-        comm_bytes=both.comm_bytes[0],
-        nodes=both.nodes[0],
-        global_batch=both.global_batch[0],
-        memory_bytes=both.memory_bytes[0],
-        fits=both.fits[0],
+        comm_bytes=both("comm_bytes")[0],
+        nodes=both("nodes")[0],
+        global_batch=both("global_batch")[0],
+        memory_bytes=both("memory_bytes")[0],
+        fits=both("fits")[0],
         **mixed,
     )
 

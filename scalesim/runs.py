@@ -138,7 +138,10 @@ class RunRow(BaseModel):
         if self.per_device_batch is not None and self.global_batch is not None and (
             self.global_batch != self.per_device_batch * self.replicas * self.accumulation
         ):
-            raise ValueError(f"global_batch {self.global_batch} != {per} x accumulation")
+            product = self.per_device_batch * self.replicas * self.accumulation
+            raise ValueError(f"global_batch {self.global_batch} != {per} x accumulation ("
+                             f"{self.per_device_batch} x {self.replicas} x {self.accumulation} = "
+                             f"{product})")
         if self.samples_per_s is not None and self.step_time_s is not None:
             b = self.global_batch or (self.per_device_batch and
                                       self.per_device_batch * self.replicas * self.accumulation)
@@ -458,8 +461,9 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
     if unknown:
         notes.append(f"ignored column(s): {', '.join(unknown)}")
     if not any(with_batch):
+        per = "device" if rows[0].replica_devices == 1 else "model replica"
         notes.append("no per_device_batch or global_batch: runs taken as weak scaling (same work "
-                     "per device); step times are per unit of work")
+                     f"per {per}); step times are per unit of work")
     groups = aggregate(rows, source)
     if len(groups) < 2:
         raise ScalesimError(f"{source}: all {len(rows)} runs are on {count(groups[0].devices, 'device')}; "

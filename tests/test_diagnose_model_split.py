@@ -133,11 +133,13 @@ def test_split_runs_diagnose_as_the_data_parallel_runs_of_their_replicas():
 
 def test_split_runs_report_text_says_devices_and_replicas():
     text = diagnose_runs(parse_runs_text(TP8, "r.csv"), params=7e9).to_text()
-    assert "efficiency 100% at 1 replica in one server, 91% at 2 on 2 servers" in text
-    assert "knee: 8 -> 16 devices (1 -> 2 replicas)" in text
+    assert ("efficiency 100% at 1 replica, their data-parallel exchange inside one server; 91% "
+            "at 2 replicas, the exchange across 2 servers") in text
+    assert ("knee: 8 -> 16 devices (1 -> 2 replicas), efficiency -9.1 points, the data-parallel "
+            "exchange crossing a server boundary") in text
     head = next(line for line in text.splitlines() if line.lstrip().startswith("devices"))
     assert head.split()[:3] == ["devices", "nodes", "replicas"]
-    assert "16 replicas (128 devices) on" in text
+    assert "16 replicas (128 devices) on  16 servers" in text
     # the remedies of the split itself are not predicted from step times, and say why
     report = diagnose_runs(parse_runs_text(TP8, "r.csv"), params=7e9)
     reasons = {r.key: r.note for r in report.remedies if not r.applicable}
@@ -200,3 +202,113 @@ def test_cli_reads_split_runs_and_refuses_a_mixed_file(tmp_path):
     assert err.returncode != 0
     assert len(err.stderr.strip().splitlines()) == 1
     assert "give one split per runs file" in err.stderr
+
+
+# servers of 8: tp 8 x pp 2, one replica on two servers
+PP2 = """devices,nodes,step_time_s,global_batch,tp,pp
+16,2,1.00,64,8,2
+32,4,1.10,128,8,2
+64,8,1.20,256,8,2
+128,16,1.26,512,8,2
+"""
+
+
+def test_extrapolation_servers_are_the_jobs_and_the_remedies_run_in_both_counts():
+    report = diagnose_runs(parse_runs_text(PP2, "r.csv"), extrapolate_to=[256])
+    (e,) = report.details["extrapolation"]
+    assert (e["devices"], e["replicas"], e["nodes"]) == (256, 16, 32)  # 256 / 8 a server
+    assert report.details["remedies_at_devices"] == 128
+    assert report.details["remedies_at_replicas"] == 8
+    note = report.notes[0]
+    assert "a replica spans 2 servers, so a faster network's gain" in note
+    assert "the pipeline bubble is part of a replica's compute too" in note
+
+
+@pytest.mark.parametrize("text, devices", [(TP8, 8), (REPLICAS, 1)])
+def test_extrapolating_to_one_replica_or_device_is_predicted(text, devices):
+    """One run's worth of model (no exchange) at a single count used to raise IndexError (the
+    model's fields that no overlap changes lost the overlap axis)."""
+    report = diagnose_runs(parse_runs_text(text, "r.csv"), extrapolate_to=[devices])
+    (e,) = report.details["extrapolation"]
+    assert e["devices"] == devices
+    # the fitted model at the first run's count, against that run's measured throughput
+    assert e["efficiency"] == pytest.approx(report.table[0]["step_time_s"]
+                                            / report.table[0]["model_step_time_s"], rel=1e-6)
+
+
+def test_extrapolation_that_does_not_fill_servers_is_refused_in_devices():
+    text = ("devices,nodes,step_time_s,per_device_batch,tp,pp\n4,1,1.0,4,2,2\n8,1,1.05,4,2,2\n"
+            "16,2,1.1,4,2,2\n32,4,1.2,4,2,2\n")
+    with pytest.raises(ScalesimError, match=r"extrapolate to 24 devices \(6 replicas\): its "
+                                            r"data-parallel groups do not fill whole servers at 4 "
+                                            r"replicas a server.*a multiple of 16 devices"):
+        diagnose_runs(parse_runs_text(text, "r.csv"), extrapolate_to=[24])
+
+
+@pytest.mark.parametrize("rank, split, replicas, replica", [
+    (24, {"tp": 8, "pp": 1, "cp": 1}, 16, 3),
+    (5, {"tp": 2, "pp": 2, "cp": 1}, 4, 2),   # ranks 4-5: dp rank 2 of stage 0
+    (13, {"tp": 2, "pp": 2, "cp": 1}, 4, 2),  # ranks 12-13: dp rank 2 of stage 1
+    (6, {"tp": 2, "pp": 1, "cp": 2}, 2, 1),   # tp x cp = 4 ranks a replica
+])
+def test_a_device_rank_belongs_to_its_data_parallel_replica(rank, split, replicas, replica):
+    from scalesim.diagnosis import replica_of_rank
+
+    assert replica_of_rank(rank, split, replicas) == replica
+
+
+@pytest.mark.parametrize("split, replicas, g, servers", [
+    ({"tp": 8, "pp": 1, "cp": 1}, 4, 8, 1),
+    ({"tp": 8, "pp": 2, "cp": 1}, 4, 8, 2),
+    ({"tp": 2, "pp": 2, "cp": 1}, 4, 8, 2),   # ranks 0, 1 and 8, 9
+    ({"tp": 2, "pp": 2, "cp": 1}, 1, 8, 1),   # ranks 0, 1, 2, 3: one server
+    ({"tp": 16, "pp": 1, "cp": 1}, 2, 8, 2),
+])
+def test_the_servers_one_replica_spans(split, replicas, g, servers):
+    from scalesim.diagnosis import _replica_servers
+
+    assert _replica_servers(split, replicas, g) == servers
+
+
+def test_a_slow_device_is_priced_on_its_replica():
+    """Ranks 24-31 (replica 3 of tp 8) slow in every run: the fitted scenario slows replica 3,
+    and every remedy gains what the same runs written as data-parallel runs of replicas (device
+    3 slow) gain."""
+    def rows(split: bool):
+        out = []
+        for i, replicas in enumerate((4, 8, 16)):
+            step = 1.0 + 0.1 * i
+            m = 8 if split else 1
+            ranks = [(0.8 - 0.1 * i) * step] * (replicas * m)  # the others ever faster
+            ranks[3 * m:4 * m] = [step] * m
+            out.append({"devices": replicas * m, "nodes": replicas, "step_time_s": step,
+                        "global_batch": 64 * replicas, "rank_step_times_s": ranks,
+                        **({"tp": 8} if split else {})})
+        return runs_from_records(out, "r.json")
+
+    split, plain = diagnose_runs(rows(True)), diagnose_runs(rows(False))
+    assert split.details["fitted_scenario"]["slow_device"] == 3
+    assert plain.details["fitted_scenario"]["slow_device"] == 3
+    gains = {r.key: r.gain for r in plain.remedies if r.applicable}
+    assert gains["slow_device"] > 0.05
+    assert {r.key: r.gain for r in split.remedies if r.applicable} == pytest.approx(gains)
+    assert "rank 24 is the slowest in every run (of replica 3 at 16 replicas)" in split.to_text()
+    assert "128 devices: rank 24 slowest" in split.to_text()
+
+
+def test_cpu_runs_that_split_the_model_count_processes_in_the_table_and_charts():
+    from scalesim.app.diagnose_page import runs_throughput_chart, table_frame
+
+    report = diagnose_runs(parse_runs_text(TP8.replace("tp\n", "tp,device\n").replace(
+        ",8\n", ",8,cpu\n"), "r.csv"))
+    assert table_frame(report).columns.tolist()[:3] == ["processes", "hosts", "replicas"]
+    assert runs_throughput_chart(report).to_dict()["layer"][0]["encoding"]["x"]["title"] == (
+        "processes (log scale)")
+    assert "4 replicas updates" not in report.to_text()
+    assert "knee: 8 -> 16 processes (1 -> 2 replicas)" in report.to_text()
+
+
+def test_the_smaller_batch_says_per_replica():
+    report = diagnose_runs(parse_runs_text(TP8, "r.csv"), critical_batch=200)
+    smaller = next(r for r in report.remedies if r.key == "smaller_batch")
+    assert "(per-replica 32)" in smaller.title
