@@ -355,21 +355,14 @@ def planner_link(report: Report, base: str = "") -> str | None:
         return None
     from scalesim.schemas import Profile, Scenario
 
-    from .state import AppState, encode_query, profile_defaults, query_string
+    from .plan import state_of_scenario
+    from .state import encode_query, query_string
 
     profile = Profile.model_validate(report.details["fitted_profile"])
     scenario = Scenario.model_validate(report.details["fitted_scenario"])
     # the fitted model's devices: replicas where the runs split the model
     at = int(report.details.get("remedies_at_replicas", report.details["remedies_at_devices"]))
-    batch = ({"mode": "strong", "gb": scenario.global_batch} if scenario.global_batch is not None
-             else {"mb": scenario.micro_batch})
-    state = AppState(src="custom").model_copy(update={
-        **profile_defaults(profile), "dmax": max(at, 1), "focus": at, **batch,
-        "acc": scenario.accumulation, "ovl": scenario.overlap, "strat": scenario.strategy,
-        "zfw": scenario.zero_framework, "gs": scenario.grad_sync,
-        "sg": scenario.layout.shard_group if scenario.layout is not None else None,
-        "slow": scenario.slow_device, "sf": scenario.slow_factor,
-        "cbs": scenario.critical_batch_size})
+    state = state_of_scenario(scenario.model_copy(update={"devices": [max(at, 1)]}), profile)
     return f"{base}planner?{query_string(encode_query(state, profile))}"
 
 

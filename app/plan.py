@@ -260,6 +260,43 @@ def layout_of_state(state: AppState) -> ScenarioLayout | None:
         raise ScalesimError(f"layout: {exc}") from None
 
 
+def state_of_scenario(scenario: Scenario, profile: Profile, focus: int | None = None) -> AppState:
+    """The planner's controls for ``scenario`` on ``profile``: ``build_scenario``'s inverse
+    for every field the planner has a control for (a scenario's value of None keeps the
+    profile's, ``state.profile_defaults``; link overrides become custom links), its device
+    range up to the scenario's largest count, in focus at ``focus`` (None: that count). The
+    fields the planner has no control for (first bucket, device speed spread, contention,
+    instance sizes) are not carried. Unvalidated, as a link's fields are read one by one."""
+    from .state import profile_defaults
+
+    largest = max(scenario.devices)
+    split = scenario.layout or ScenarioLayout()
+    given = {  # planner key: the scenario's value (None: the profile's)
+        "dpn": scenario.devices_per_node, "acc": scenario.accumulation, "ovl": scenario.overlap,
+        "bkt": scenario.bucket_mib, "strat": scenario.strategy, "zfw": scenario.zero_framework,
+        "gs": scenario.grad_sync, "ak": scenario.attention_kernel, "algo": scenario.algorithm,
+        "lw": scenario.loader_workers, "cv": scenario.straggler_cv, "slow": scenario.slow_device,
+        "sf": scenario.slow_factor, "cbs": scenario.critical_batch_size,
+        "emin": scenario.min_samples_to_quality, "train": scenario.train_samples,
+        "price": scenario.price_per_device_hour,
+        "tp": split.tp, "pp": split.pp, "sched": split.schedule or "auto",
+        "vs": split.virtual_stages, "rec": split.recompute or "auto",
+        "rs": split.recompute_style, "sp": split.sequence_parallel, "tpo": split.tp_overlap,
+        "sg": split.shard_group,
+    }
+    update = {**profile_defaults(profile), "dmax": largest, "focus": focus or largest}
+    update.update({k: v for k, v in given.items() if v is not None or k in ("slow", "sg")})
+    if scenario.global_batch is not None:
+        update.update(mode="strong", gb=scenario.global_batch)
+    elif scenario.micro_batch is not None:
+        update["mb"] = scenario.micro_batch
+    for level, mode, bw, lat in (("intra", "intra", "ibw", "ilat"), ("inter", "inter", "ebw", "elat")):
+        busbw, latency = getattr(scenario, f"{level}_busbw_GBps"), getattr(scenario, f"{level}_latency_s")
+        if busbw is not None or latency is not None:
+            update.update({mode: "custom", bw: busbw, lat: None if latency is None else latency * 1e6})
+    return AppState(src="custom").model_copy(update=update)
+
+
 def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[str]]:
     """The Scenario the controls describe (device counts that cannot run are left out, noted)."""
     g, words = state.dpn or profile.hardware.devices_per_node, nouns_for(profile.hardware.device_name)
