@@ -139,10 +139,11 @@ def runs_report(text: str, name: str, params: float | None, critical: float | No
 @st.cache_data(show_spinner="Reading the traces...", max_entries=4)
 def traces_report(files: tuple[tuple[str, bytes], ...],
                   smi: tuple[str, str] | None = None, strategy: str | None = None,
-                  zero_framework: str | None = None, grad_sync: str | None = None) -> Report:
+                  zero_framework: str | None = None, grad_sync: str | None = None,
+                  shard_group: int | None = None) -> Report:
     """``scalesim diagnose --trace`` of the uploaded ``files`` (name, bytes), with the
     nvidia-smi log ``smi`` (name, CSV text) attached; ``strategy``, ``zero_framework``,
-    ``grad_sync``: how the job exchanged (None: read off its collectives)."""
+    ``grad_sync``, ``shard_group``: how the job exchanged (None: read off its collectives)."""
     from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
     from scalesim.traces import load_traces
 
@@ -162,7 +163,7 @@ def traces_report(files: tuple[tuple[str, bytes], ...],
         for s in summaries:
             s.path = Path(s.path).name
         options = DiagnoseOptions(strategy=strategy, zero_framework=zero_framework,
-                                  grad_sync=grad_sync)
+                                  grad_sync=grad_sync, shard_group=shard_group)
         return diagnose_request(options, traces=summaries,
                                 trace_source=", ".join(name for name, _ in files), smi=log)
 
@@ -520,7 +521,9 @@ def _exchange_options(prefix: str = "dg", traced: bool = False) -> dict:
     """How the runs (``traced``: the traced job) exchanged over their data-parallel ranks
     (``scalesim diagnose --strategy --zero-framework --grad-sync``): the framework only for
     ZeRO, the gradient sync only for ZeRO-2/3 under FSDP, as the CLI takes them; traces read
-    it off their collectives unless a strategy is chosen. ``prefix``: the widgets' keys'."""
+    it off their collectives unless a strategy is chosen, with no gradient sync (their remedies
+    run one micro-step a step; the CLI refuses --grad-sync there). ``prefix``: the widgets'
+    keys'."""
     c1, c2, c3 = st.columns(3)
     choices = [None, *STRATEGY_LABELS] if traced else list(STRATEGY_LABELS)
     strategy = c1.selectbox(
@@ -538,11 +541,12 @@ def _exchange_options(prefix: str = "dg", traced: bool = False) -> dict:
                              format_func=ZERO_FRAMEWORK_LABELS.get,
                              key=f"{prefix}_zero_framework", help="how ZeRO ran (--zero-framework)")
     options = {"strategy": strategy, "zero_framework": framework}
-    if strategy in ("zero2", "zero3") and framework == "fsdp":
+    # a trace's remedies run one micro-step a step: no gradient sync to choose (as --trace)
+    if strategy in ("zero2", "zero3") and framework == "fsdp" and not traced:
         options["grad_sync"] = c3.selectbox(
             "Gradient sync under accumulation", list(GRAD_SYNC_LABELS),
             format_func=GRAD_SYNC_LABELS.get, key=f"{prefix}_grad_sync", help=GRAD_SYNC_HELP)
-    if not traced and framework == "fsdp":  # hybrid sharding (--shard-group), runs only
+    if framework == "fsdp":  # hybrid sharding (--shard-group)
         shard = st.number_input("Shard group (HSDP; 0 = all data-parallel ranks)", min_value=0,
                                 max_value=int(bound("shard_group").high), value=0, step=1,
                                 key=f"{prefix}_shard_group", help=SHARD_GROUP_HELP)

@@ -18,7 +18,7 @@ from scalesim.errors import ScalesimError
 
 DEFAULT_WIRE_BYTES = 4.0  # bytes per gradient element on the wire: fp32 DDP gradients
 # how the job exchanged: for a runs file, and for traces (which read it off their collectives)
-EXCHANGE_FLAGS = ("--strategy", "--zero-framework", "--grad-sync")
+EXCHANGE_FLAGS = ("--strategy", "--zero-framework", "--grad-sync", "--shard-group")
 
 
 @dataclass(frozen=True)
@@ -125,8 +125,8 @@ def diagnose_request(options: DiagnoseOptions, runs=None, traces=None, trace_sou
     if traces is not None:
         from scalesim.diagnosis import diagnose_traces
 
-        report = diagnose_traces(traces, trace_source,
-                                 options.exchange() if options.strategy is not None else None)
+        given = options.strategy is not None or options.shard_group is not None
+        report = diagnose_traces(traces, trace_source, options.exchange() if given else None)
     else:
         from scalesim.diagnosis import diagnose_runs
         from scalesim.layout import DEFAULT_RECOMPUTE_STYLE

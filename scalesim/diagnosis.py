@@ -1196,13 +1196,44 @@ def collective_kinds(summaries, roles=None) -> dict[str, dict[str, float]]:
     out = {kind: {"count": 0.0, "total_s": 0.0} for kind in COLLECTIVE_KINDS.values()}
     for s in summaries:
         records = _one_record_each(s) if roles is None else _role_records(s, roles)
-        for name, c in records.items():
-            letters = name.lower().replace("_", "")
-            kind = next((k for key, k in COLLECTIVE_KINDS.items() if key in letters), None)
-            if kind is not None:
-                out[kind]["count"] += c["count"]
-                out[kind]["total_s"] += c["total_s"]
+        for kind, c in kinds_of(records).items():
+            out[kind]["count"] += c["count"]
+            out[kind]["total_s"] += c["total_s"]
     return out
+
+
+def kinds_of(records: dict[str, dict]) -> dict[str, dict[str, float]]:
+    """kind (``COLLECTIVE_KINDS``) -> {"count", "total_s"} of kernel records (name -> count,
+    total_s); names of no kind are left out."""
+    out: dict[str, dict[str, float]] = {}
+    for name, c in records.items():
+        letters = name.lower().replace("_", "")
+        kind = next((k for key, k in COLLECTIVE_KINDS.items() if key in letters), None)
+        if kind is not None:
+            into = out.setdefault(kind, {"count": 0.0, "total_s": 0.0})
+            into["count"] += c["count"]
+            into["total_s"] += c["total_s"]
+    return out
+
+
+def hybrid_shard_group(summaries) -> int:
+    """The shard group of a hybrid-sharded job (FSDP2 / torchtitan HSDP on a DeviceMesh
+    ``(dp_replicate, dp_shard)``, FSDP HYBRID_SHARD with a device mesh) read off its
+    data-parallel groups: the size of the one that carries its reduce-scatters and all-gathers,
+    where another of them carries only all-reduces (the shard's all-reduce across the
+    replicas), on the first rank that shows both; 0 where none does (full sharding, DDP)."""
+    for s in summaries:
+        shard = replicate = None
+        for group in s.groups.get("dp", {}).get("by_desc", {}).values():
+            kinds = kinds_of(group["collectives"])
+            if "reduce-scatter" in kinds or "all-gather" in kinds:
+                if shard is None or (group["size"] or 0) > (shard["size"] or 0):
+                    shard = group
+            elif "all-reduce" in kinds:
+                replicate = group
+        if shard is not None and replicate is not None and (shard["size"] or 0) > 1:
+            return int(shard["size"])
+    return 0
 
 
 def traced_exchange(summaries, degrees: dict | None = None):
@@ -1233,10 +1264,13 @@ def traced_exchange(summaries, degrees: dict | None = None):
             or gather["count"] < SHARDED_GATHERS_PER_REDUCTION * reductions):
         return DDP_EXCHANGE, ""
     ratio = gather["count"] / reductions
-    exchange = RunsExchange("zero3" if ratio >= ZERO3_GATHERS_PER_SCATTER else "zero2")
+    shard = hybrid_shard_group(summaries) if grouped else 0
+    exchange = RunsExchange("zero3" if ratio >= ZERO3_GATHERS_PER_SCATTER else "zero2",
+                            shard_group=shard)
     seen = ", ".join(f"{whole(k['count'])} {kind}s ({_ms(k['total_s'])})"
                      for kind, k in kinds.items() if k["count"])
-    alike = ("DeepSpeed stage 3 alike" if exchange.strategy == "zero3"
+    alike = ("the shard group's, with the all-reduces across its replicas" if shard else
+             "DeepSpeed stage 3 alike" if exchange.strategy == "zero3"
              else "Megatron-Core's ZeRO-1 alike")
     unnamed = grouped and any(UNNAMED_ROLE in s.groups for s in summaries)
     whose = ("the traces' collectives" if not grouped else
@@ -1373,6 +1407,8 @@ def diagnose_traces(summaries, source: str, exchange=None) -> Report:
     degrees = traced_layout(summaries)
     if exchange is None:
         exchange, exchange_note = traced_exchange(summaries, degrees)
+    elif why := exchange.run_problem(_exchange_ranks(summaries, degrees)):
+        raise ScalesimError(f"the traced job's data-parallel exchange: {why}")
     else:
         exchange = require_model(exchange, RunsExchange, "exchange")
         if exchange.sharded:
@@ -1482,10 +1518,11 @@ def diagnose_traces(summaries, source: str, exchange=None) -> Report:
         "per_step": {str(s.rank): [asdict(st) for st in s.steps] for s in summaries},
         "cross_rank": {k: v for k, v in cr.items() if k != "own_s"},
         "collectives": {str(s.rank): s.collectives for s in summaries},
-        "exchange": exchange.names(),
+        "exchange": exchange.described(),
         # the degrees the traces' process groups name, and each group role's collectives
         "layout": {k: degrees[k] for k in ("dp", "tp", "cp", "pp")},
-        "groups": {str(s.rank): {role: {k: v for k, v in g.items() if k != "collectives"}
+        "groups": {str(s.rank): {role: {k: v for k, v in g.items()
+                                        if k not in ("collectives", "by_desc")}
                                  for role, g in s.groups.items()} for s in summaries},
     }
     notes = [n for s in summaries for n in s.notes]
@@ -1621,6 +1658,14 @@ def _parts_over_the_step(share_of_step: dict, devices, fit, words: Nouns = GPU_N
             f"runs (the same settings in every row, each run's {words.devices} and throughput)"]
 
 
+def _exchange_ranks(summaries, degrees=None) -> int:
+    """The ranks a traced job's data-parallel exchange runs over: the job's, or where its
+    groups split the model (``degrees``) its replicas (dp x cp, ``exchange_replicas``)."""
+    if degrees is not None and splits_the_model(degrees):
+        return exchange_replicas(degrees)
+    return max(len(summaries), max((s.world_size or 1) for s in summaries))
+
+
 def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_comm=None,
                     model_parallel_s: float = 0.0):
     """Rank the seed remedies with a model profile built from the traced breakdown, the job
@@ -1643,12 +1688,11 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
         LoaderPoint,
         Profile,
         Scenario,
+        ScenarioLayout,
         Workload,
     )
 
-    world = max(len(summaries), max((s.world_size or 1) for s in summaries))
-    if degrees is not None and splits_the_model(degrees):
-        world = exchange_replicas(degrees)  # the replicas the data-parallel exchange runs over
+    world = _exchange_ranks(summaries, degrees)
     if world < 2:
         return None, []
     step = cr["step_s"]
@@ -1663,7 +1707,13 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     codes = exchange.step_fields()
     units = float(sent_units(codes["strategy"], codes["framework"], 1,
                              codes["grad_sync"]))  # DDP: 2 (an all-reduce)
-    busbw = clip("busbw_GBps", units / 2.0 * ring * grad_bytes / transfer / coll.GB)
+    # seconds per (bytes / busbw) the exchange takes: units x (n - 1) / n over all n ranks; under
+    # hybrid sharding over the shard group s, then the shard's all-reduce across the r replicas
+    shard = exchange.shard_group if 0 < exchange.shard_group < world else world
+    replicas = world // shard
+    per_byte = units / 2.0 * ring if shard == world else (
+        units * (shard - 1) / shard + 2.0 * (replicas - 1) / replicas / shard)
+    busbw = clip("busbw_GBps", per_byte * grad_bytes / transfer / coll.GB)
     link = LinkLevel(kind="traced", busbw_GBps=busbw, latency_s=0.0, source="from traces")
     hw = Hardware(name="traced job", device_name=traced_device_name(summaries),
                   devices_per_node=world,
@@ -1694,7 +1744,8 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     scenario = Scenario(devices=[world], devices_per_node=world, micro_batch=1, overlap=overlap,
                         **exchange.names(),
                         slow_device=0 if slow_factor > 1.0 + 1e-3 else None,
-                        slow_factor=max(slow_factor, 1.0))
+                        slow_factor=max(slow_factor, 1.0),
+                        layout=ScenarioLayout(shard_group=shard) if shard < world else None)
     return model_remedies(profile, scenario, world, cause, nominal_links=True, nominal_batch=True)
 
 

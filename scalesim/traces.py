@@ -256,7 +256,8 @@ class TraceSummary:
     device_name: str = ""  # deviceProperties' name of the GPU the kernels ran on; "" unknown
     attention_family: str = ""  # the attention kernels' family with the most time; "" none
     # GPU traces whose NCCL kernels name their process group: role (process_groups.ROLES, or
-    # "unnamed") -> {"size", "descs", "collectives" (kernel name -> count, total_s), "comm_s",
+    # "unnamed") -> {"size", "descs", "collectives" (kernel name -> count, total_s), "by_desc"
+    # (each group description's {"size", "collectives"}), "comm_s",
     # "hidden_s" (under compute or a data wait), "exposed_s" (under nothing else: no compute,
     # data wait or other group's collective); medians over steps, s}; {} where none is named
     groups: dict[str, dict] = field(default_factory=dict)
@@ -439,15 +440,18 @@ class _GroupComm:
         c["total_s"] += d
 
     def roles(self, process_groups: list[dict], world: int | None) -> dict[str, tuple]:
-        """role -> (merged intervals, {"size", "descs", "collectives"}); a kernel's description
-        is its own, else its group's in pg_config (matched by name)."""
+        """role -> (merged intervals, {"size", "descs", "collectives", "by_desc"}); a kernel's
+        description is its own, else its group's in pg_config (matched by name); ``by_desc``:
+        each description's {"size", "collectives"} (a role's groups apart: HSDP's shard and
+        replicate groups are both data parallel)."""
         desc_of = {g["name"]: g["desc"] for g in process_groups}
         merged: dict[str, list] = {}
         for key, iv in self.intervals.items():
             pg, own_desc, size = key
             desc = own_desc or desc_of.get(pg, "")
             role = group_role(desc, size, world) or UNNAMED_ROLE
-            entry = merged.setdefault(role, [[], [], {"size": None, "descs": [], "collectives": {}}])
+            entry = merged.setdefault(role, [[], [], {"size": None, "descs": [], "collectives": {},
+                                                      "by_desc": {}}])
             entry[0].append(np.frombuffer(iv.start))
             entry[1].append(np.frombuffer(iv.end))
             info = entry[2]
@@ -455,10 +459,13 @@ class _GroupComm:
             label = desc or (f"group {pg}" if pg else "")
             if label and label not in info["descs"]:
                 info["descs"].append(label)
+            own = info["by_desc"].setdefault(label, {"size": size, "collectives": {}})
+            own["size"] = max(own["size"] or 0, size or 0) or None
             for name, c in self.collectives[key].items():
-                into = info["collectives"].setdefault(name, {"count": 0, "total_s": 0.0})
-                into["count"] += c["count"]
-                into["total_s"] += c["total_s"]
+                for tally in (info["collectives"], own["collectives"]):
+                    into = tally.setdefault(name, {"count": 0, "total_s": 0.0})
+                    into["count"] += c["count"]
+                    into["total_s"] += c["total_s"]
         return {role: (merge(np.concatenate(s), np.concatenate(e)), info)
                 for role, (s, e, info) in sorted(merged.items())}
 
@@ -746,7 +753,7 @@ def summarise(
     groups = {
         role: {
             "size": info["size"], "descs": info["descs"], "collectives": info["collectives"],
-            "comm_s": _median_of(role_steps[role], 0),
+            "by_desc": info["by_desc"], "comm_s": _median_of(role_steps[role], 0),
             # per step: the part compute or a data wait hid
             "hidden_s": _median_of(role_steps[role], 1),
             # per step: the part nothing else covered (no compute, data wait or other

@@ -286,8 +286,10 @@ def test_a_shard_group_that_cannot_run_is_one_line(capsys, tmp_path, hsdp_runs, 
     assert message in err and len(err.strip().splitlines()) == 1
 
 
-def test_the_shard_group_is_for_runs_not_traces():
-    with pytest.raises(ScalesimError, match="^--shard-group: for a runs file"):
-        diagnose_request(DiagnoseOptions(strategy="zero3", shard_group=8), traces=[object()])
+def test_a_shard_group_given_for_traces_needs_a_zero_strategy():
+    """Traces take --shard-group too (their groups may not name it); like a runs file's, it
+    needs ZeRO (tests/test_process_groups.py reads it off the groups and prices it)."""
+    with pytest.raises(ScalesimError, match="^shard group 8 needs a ZeRO strategy"):
+        diagnose_request(DiagnoseOptions(shard_group=8), traces=[object()])
     with pytest.raises(ScalesimError, match="shard_group True: expected a whole number"):
         RunsExchange("zero3", shard_group=True)

@@ -15,6 +15,8 @@ import pytest
 
 from scalesim import traces
 from scalesim.diagnosis import diagnose_traces, traced_exchange
+from scalesim.errors import ScalesimError
+from scalesim.fit_runs import RunsExchange
 from scalesim.model.overlap import GPU_COMM_CONTENTION
 from scalesim.process_groups import group_role, ranks_of, traced_degrees, whole_or_none
 
@@ -272,3 +274,94 @@ def test_a_job_without_data_parallelism_says_so(tmp_path):
     assert report.details["layout"] == {"dp": 1, "tp": 4, "cp": 1, "pp": 1}
     assert any(n.startswith("tp 4 x dp 1: no data-parallel exchange") for n in report.notes)
     assert [r.key for r in report.remedies] == ["tp_overlap"]
+
+
+# -------------------------------------------------------------- hybrid sharding (HSDP) in traces
+
+def _hsdp_trace(rank: int) -> dict:
+    """Rank ``rank`` of 8 under FSDP2 HSDP on a DeviceMesh (dp_replicate 2, dp_shard 4), as
+    torchtitan names it: per 1,000 us step two all-gathers (100 us each) and a reduce-scatter
+    (150 us) in its shard group, then the shard's all-reduce (50 us) across the replicas,
+    exposed after the compute (0-700 us)."""
+    shard_ranks = [rank // 4 * 4 + i for i in range(4)]
+    replicate_ranks = [rank % 4, rank % 4 + 4]
+    shard = {"Process Group Name": f"s{rank // 4}", "Process Group Description": "mesh_dp_shard",
+             "Group size": 4, "Process Group Ranks": str(shard_ranks)}
+    replicate = {"Process Group Name": f"r{rank % 4}", "Process Group Description":
+                 "mesh_dp_replicate", "Group size": 2, "Process Group Ranks": str(replicate_ranks)}
+    events = []
+    for n in range(1, STEPS + 1):
+        t = (n - 1) * STEP_US
+        events += [
+            _event(f"ProfilerStep#{n}", t, STEP_US, cat="user_annotation", tid=1),
+            _event(f"ProfilerStep#{n}", t, STEP_US, cat="gpu_user_annotation"),
+            _event("sm90_xmma_gemm_bf16bf16_bf16f32", t, 700.0),
+            _event("ncclDevKernel_AllGather_RING_LL(x)", t + 50, 100.0, tid=8, **shard),
+            _event("ncclDevKernel_AllGather_RING_LL(x)", t + 300, 100.0, tid=8, **shard),
+            _event("ncclDevKernel_ReduceScatter_Sum_f32_RING_LL(x)", t + 700, 150.0, tid=8,
+                   **shard),
+            _event("ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)", t + 850, 50.0, tid=9,
+                   **replicate),
+        ]
+    config = [{"pg_name": "0", "pg_desc": "default_pg", "pg_size": 8, "ranks": list(range(8))},
+              {"pg_name": f"s{rank // 4}", "pg_desc": "mesh_dp_shard", "pg_size": 4,
+               "ranks": shard_ranks},
+              {"pg_name": f"r{rank % 4}", "pg_desc": "mesh_dp_replicate", "pg_size": 2,
+               "ranks": replicate_ranks}]
+    return {"schemaVersion": 1, "traceEvents": events,
+            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 8,
+                                "pg_config": config},
+            "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}]}
+
+
+def _hsdp_summaries(tmp_path):
+    paths = []
+    for r in range(8):
+        p = tmp_path / f"rank{r}.json"
+        p.write_text(json.dumps(_hsdp_trace(r)))
+        paths.append(str(p))
+    return traces.load_traces(paths)
+
+
+def test_hybrid_sharding_is_read_off_the_data_parallel_groups(tmp_path):
+    """Two all-gathers per reduce-scatter in the shard group: ZeRO-3; the all-reduce in the
+    other data-parallel group: hybrid, with the shard group's 4 ranks (2 replicas of 8)."""
+    from scalesim.diagnosis import hybrid_shard_group
+
+    summaries = _hsdp_summaries(tmp_path)
+    by_desc = summaries[0].groups["dp"]["by_desc"]
+    assert {d: g["size"] for d, g in by_desc.items()} == {"mesh_dp_shard": 4,
+                                                          "mesh_dp_replicate": 2}
+    assert hybrid_shard_group(summaries) == 4
+    exchange, note = traced_exchange(summaries)
+    assert (exchange.strategy, exchange.shard_group) == ("zero3", 4)
+    assert "read as zero3 (FSDP HYBRID_SHARD, shard group 4; the shard group's, with the " \
+           "all-reduces across its replicas)" in note
+    report = diagnose_traces(summaries, "test")
+    assert report.details["exchange"]["shard_group"] == 4
+    sharding = next(r for r in report.remedies if r.key == "sharding")
+    assert sharding.title == ("Shard the states over all 8 data-parallel ranks (HSDP shard "
+                              "group 4 -> 8, zero3)")
+    # without the replicate group's all-reduces: full sharding over all 8
+    full = [dataclasses.replace(s, groups={"dp": {**s.groups["dp"], "by_desc": {
+        "mesh_dp_shard": s.groups["dp"]["by_desc"]["mesh_dp_shard"]}}}) for s in summaries]
+    assert hybrid_shard_group(full) == 0
+
+
+def test_the_hybrid_exchange_is_priced_from_its_traced_time(tmp_path):
+    """The trace model's link is set so that its exchange takes what the traces show: under
+    HSDP over s = 4 of 8 ranks, ZeRO-3's 3 units over the shard group, 3 x 3/4, plus the
+    all-reduce of a quarter of the gradient across r = 2 replicas, 2 x 1/2 / 4: 2.5 bytes
+    per gradient byte over busbw (full sharding would say 3 x 7/8 = 2.625)."""
+    summaries = _hsdp_summaries(tmp_path)
+    hybrid = diagnose_traces(summaries, "test")
+    full = diagnose_traces(summaries, "test", RunsExchange("zero3"))
+    assert "shard_group" not in full.details["exchange"]
+    # the same traced step and breakdown, only the exchange read differs
+    assert hybrid.details["cross_rank"]["step_s"] == full.details["cross_rank"]["step_s"]
+    given = diagnose_traces(summaries, "test", RunsExchange("zero3", shard_group=4))
+    assert given.details["exchange"] == hybrid.details["exchange"]
+    assert [(r.key, r.gain) for r in given.remedies] == [(r.key, r.gain) for r in hybrid.remedies]
+    with pytest.raises(ScalesimError, match="the traced job's data-parallel exchange: shard "
+                                            "group 3 does not divide dp 8"):
+        diagnose_traces(summaries, "test", RunsExchange("zero3", shard_group=3))

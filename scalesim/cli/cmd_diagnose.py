@@ -72,7 +72,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_strategy_argument(exchange)
     add_zero_framework_argument(exchange)
     add_grad_sync_argument(exchange)
-    add_shard_group_argument(exchange, "runs")
+    add_shard_group_argument(exchange)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
 

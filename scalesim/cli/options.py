@@ -353,13 +353,13 @@ def add_layout_arguments(p: argparse.ArgumentParser) -> None:
     add_tp_overlap_argument(g)
 
 
-def add_shard_group_argument(group, what: str) -> None:
-    """--shard-group of the runs a diagnosis fits (``fit_runs.RunsExchange.shard_group``):
-    the layout knob's flag and bounds (``LAYOUT_KNOB_BY_FIELD``), said of ``what`` ('runs')."""
+def add_shard_group_argument(group) -> None:
+    """--shard-group of the job a diagnosis reads (``fit_runs.RunsExchange.shard_group``): the
+    layout knob's flag and bounds (``LAYOUT_KNOB_BY_FIELD``)."""
     knob = LAYOUT_KNOB_BY_FIELD["shard_group"]
     group.add_argument(knob.flag, type=flag_type(knob.quantity), dest=_dest(knob.flag),
-                       help=f"the {what}' hybrid sharding (with --strategy zero1-3, FSDP): "
-                       + SHARD_GROUP_HELP.replace("%", "%%"))
+                       help="the job's hybrid sharding (with --strategy zero1-3, FSDP; traces "
+                       "whose groups name it need none): " + SHARD_GROUP_HELP.replace("%", "%%"))
 
 
 def add_tp_overlap_argument(group) -> None:
