@@ -11,7 +11,7 @@ in more than their nouns (a GPU remedy that does not apply to processes) sit in 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scalesim.figures import whole
 
@@ -102,30 +102,8 @@ CPU_NOUNS = Nouns(
 # named REPLICA_PREFIX + the split + " of " + the devices' own name, and its sentences say
 # replicas (their memory and servers stay the devices').
 REPLICA_PREFIX = "model replica ("
-REPLICA_NOUNS = Nouns(
-    cpu=False,
-    device="replica",
-    devices="replicas",
-    gpu="GPU",
-    gpus="GPUs",
-    server="server",
-    servers="servers",
-    memory="device memory",
-    holders="devices",
-    column="replicas",
-)
-CPU_REPLICA_NOUNS = Nouns(
-    cpu=True,
-    device="replica",
-    devices="replicas",
-    gpu="process",
-    gpus="processes",
-    server="host",
-    servers="hosts",
-    memory="the host's memory",
-    holders="hosts",
-    column="replicas",
-)
+REPLICA_NOUNS = replace(GPU_NOUNS, device="replica", devices="replicas", column="replicas")
+CPU_REPLICA_NOUNS = replace(CPU_NOUNS, device="replica", devices="replicas", column="replicas")
 
 
 def replica_device_name(split_words: str, device_name: str) -> str:

@@ -100,6 +100,20 @@ def _event(name, ts, dur, cat="kernel", tid=7, **args):
             "args": args}
 
 
+def _step_marks(n: int, t: float) -> list[dict]:
+    """Step ``n``'s ProfilerStep annotations, on the host and the device, from ``t`` us."""
+    return [_event(f"ProfilerStep#{n}", t, STEP_US, cat="user_annotation", tid=1),
+            _event(f"ProfilerStep#{n}", t, STEP_US, cat="gpu_user_annotation")]
+
+
+def _kineto(events: list[dict], rank: int, world: int, config: list[dict]) -> dict:
+    """A GPU rank's Kineto trace of ``events`` with its ``pg_config``."""
+    return {"schemaVersion": 1, "traceEvents": events,
+            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world,
+                                "pg_config": config},
+            "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}]}
+
+
 def _trace(rank: int, named_kernels: bool = True, dp_at_us: float = 100.0) -> dict:
     tp_ranks, dp_ranks = ([0, 1] if rank < 2 else [2, 3]), [rank % 2, rank % 2 + 2]
     tp = {"Process Group Name": str(1 + rank // 2), "Process Group Description":
@@ -112,8 +126,7 @@ def _trace(rank: int, named_kernels: bool = True, dp_at_us: float = 100.0) -> di
     for n in range(1, STEPS + 1):
         t = (n - 1) * STEP_US
         events += [
-            _event(f"ProfilerStep#{n}", t, STEP_US, cat="user_annotation", tid=1),
-            _event(f"ProfilerStep#{n}", t, STEP_US, cat="gpu_user_annotation"),
+            *_step_marks(n, t),
             _event("sm90_xmma_gemm_bf16bf16_bf16f32", t, 600.0),
             _event("sm90_xmma_gemm_bf16bf16_bf16f32", t + 850, 100.0),
             _event("ncclDevKernel_AllGather_RING_LL(x)", t + 600, 150.0, tid=8, **tp),
@@ -125,16 +138,14 @@ def _trace(rank: int, named_kernels: bool = True, dp_at_us: float = 100.0) -> di
                "pg_size": 2, "ranks": tp_ranks},
               {"pg_name": str(3 + rank % 2), "pg_desc": "DATA_PARALLEL_GROUP", "pg_size": 2,
                "ranks": dp_ranks}]
-    return {"schemaVersion": 1, "traceEvents": events,
-            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 4,
-                                "pg_config": config},
-            "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}]}
+    return _kineto(events, rank, 4, config)
 
 
-def _summaries(tmp_path, make=None, **kw):
-    """The 4 ranks' traces (``make(rank)``, else ``_trace(rank, **kw)``) written and read."""
+def _summaries(tmp_path, make=None, ranks: int = 4, **kw):
+    """The ``ranks`` ranks' traces (``make(rank)``, else ``_trace(rank, **kw)``) written and
+    read."""
     paths = []
-    for r in range(4):
+    for r in range(ranks):
         p = tmp_path / f"rank{r}.json"
         p.write_text(json.dumps(make(r) if make else _trace(r, **kw)))
         paths.append(str(p))
@@ -227,8 +238,7 @@ def _pipeline_trace(rank: int) -> dict:
         t = (n - 1) * STEP_US
         work, recv = ((t, 700.0), (t + 700, 200.0)) if stage == 0 else ((t + 300, 650.0), (t, 300.0))
         events += [
-            _event(f"ProfilerStep#{n}", t, STEP_US, cat="user_annotation", tid=1),
-            _event(f"ProfilerStep#{n}", t, STEP_US, cat="gpu_user_annotation"),
+            *_step_marks(n, t),
             _event("sm90_xmma_gemm_bf16bf16_bf16f32", *work),
             _event("ncclDevKernel_SendRecv(x)", *recv, tid=8, **pp),
             _event("ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)", t + 100, 200.0, tid=9, **dp),
@@ -237,10 +247,7 @@ def _pipeline_trace(rank: int) -> dict:
                "pg_size": 2, "ranks": pp_ranks},
               {"pg_name": f"d{stage}", "pg_desc": "DATA_PARALLEL_GROUP", "pg_size": 2,
                "ranks": dp_ranks}]
-    return {"schemaVersion": 1, "traceEvents": events,
-            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 4,
-                                "pg_config": config},
-            "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}]}
+    return _kineto(events, rank, 4, config)
 
 
 def test_pipeline_stages_are_compared_within_a_stage(tmp_path):
@@ -293,8 +300,7 @@ def _hsdp_trace(rank: int) -> dict:
     for n in range(1, STEPS + 1):
         t = (n - 1) * STEP_US
         events += [
-            _event(f"ProfilerStep#{n}", t, STEP_US, cat="user_annotation", tid=1),
-            _event(f"ProfilerStep#{n}", t, STEP_US, cat="gpu_user_annotation"),
+            *_step_marks(n, t),
             _event("sm90_xmma_gemm_bf16bf16_bf16f32", t, 700.0),
             _event("ncclDevKernel_AllGather_RING_LL(x)", t + 50, 100.0, tid=8, **shard),
             _event("ncclDevKernel_AllGather_RING_LL(x)", t + 300, 100.0, tid=8, **shard),
@@ -308,19 +314,11 @@ def _hsdp_trace(rank: int) -> dict:
                "ranks": shard_ranks},
               {"pg_name": f"r{rank % 4}", "pg_desc": "mesh_dp_replicate", "pg_size": 2,
                "ranks": replicate_ranks}]
-    return {"schemaVersion": 1, "traceEvents": events,
-            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 8,
-                                "pg_config": config},
-            "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}]}
+    return _kineto(events, rank, 8, config)
 
 
 def _hsdp_summaries(tmp_path):
-    paths = []
-    for r in range(8):
-        p = tmp_path / f"rank{r}.json"
-        p.write_text(json.dumps(_hsdp_trace(r)))
-        paths.append(str(p))
-    return traces.load_traces(paths)
+    return _summaries(tmp_path, _hsdp_trace, ranks=8)
 
 
 def test_hybrid_sharding_is_read_off_the_data_parallel_groups(tmp_path):
