@@ -264,7 +264,8 @@ def state_of_scenario(scenario: Scenario, profile: Profile, focus: int | None = 
     """The planner's controls for ``scenario`` on ``profile``: ``build_scenario``'s inverse
     for every field the planner has a control for (a scenario's value of None keeps the
     profile's, ``state.profile_defaults``; link overrides become custom links), its device
-    range up to the scenario's largest count, in focus at ``focus`` (None: that count). The
+    range up to the scenario's largest count (its counts and the powers of two below, listed,
+    where one is no power of two), in focus at ``focus`` (None: that count). The
     fields the planner has no control for (first bucket, device speed spread, contention,
     instance sizes) are not carried. Unvalidated, as a link's fields are read one by one."""
     from .state import profile_defaults
@@ -285,6 +286,9 @@ def state_of_scenario(scenario: Scenario, profile: Profile, focus: int | None = 
         "sg": split.shard_group,
     }
     update = {**profile_defaults(profile), "dmax": largest, "focus": focus or largest}
+    if largest & (largest - 1) or any(d & (d - 1) for d in scenario.devices):  # not all 2^k
+        below = [2**i for i in range(largest.bit_length()) if 2**i < largest]
+        update.update(grid="list", dlist=",".join(map(str, sorted({*below, *scenario.devices}))))
     update.update({k: v for k, v in given.items() if v is not None or k in ("slow", "sg")})
     if scenario.global_batch is not None:
         update.update(mode="strong", gb=scenario.global_batch)

@@ -109,7 +109,8 @@ def check_sources(options: DiagnoseOptions, runs: bool, traces: bool, smi: bool)
     if options.workload_text is not None and options.workload is None:
         raise ScalesimError("workload_text: the contents of the workload file; give its name as "
                             "the workload")
-    options.exchange()  # a strategy, framework or pair it does not know
+    if not (traces and options.strategy is None):  # traces read theirs off the collectives
+        options.exchange()  # a strategy, framework or pair it does not know
 
 
 def diagnose_request(options: DiagnoseOptions, runs=None, traces=None, trace_source: str = "",
@@ -125,8 +126,9 @@ def diagnose_request(options: DiagnoseOptions, runs=None, traces=None, trace_sou
     if traces is not None:
         from scalesim.diagnosis import diagnose_traces
 
-        given = options.strategy is not None or options.shard_group is not None
-        report = diagnose_traces(traces, trace_source, options.exchange() if given else None)
+        given = options.strategy is not None  # else read off the collectives
+        report = diagnose_traces(traces, trace_source, options.exchange() if given else None,
+                                 None if given else options.shard_group)
     else:
         from scalesim.diagnosis import diagnose_runs
         from scalesim.layout import DEFAULT_RECOMPUTE_STYLE

@@ -713,9 +713,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     exchange = DDP_EXCHANGE if exchange is None else require_model(exchange, RunsExchange, "exchange")
     if transformer is not None:
         exchange = replace(exchange, blocks=transformer.shape.layers)
-    for r in runs.rows:  # the fit's devices: its data-parallel ranks (replicas where split)
-        if why := exchange.run_problem(r.devices):
-            raise ScalesimError(f"the run on {nouns_for(runs.device_name).count(r.devices)}: {why}")
+    exchange, extrapolate_to, shard_note = _runs_shard_group(runs, measured, exchange,
+                                                             extrapolate_to)
     sc = scaling(runs)
     fit = fit_runs(runs, params, wire_bytes_per_param, exchange)
     model = fit.breakdown
@@ -950,7 +949,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     }
     if runs.replica_split:  # the knee and extrapolation in devices too, as the table
         _with_devices(details, measured.replica_devices, measured.devices_per_node)
-    notes = ([split_note] if split_note else []) + (
+    notes = [n for n in (split_note, shard_note) if n] + (
         _parts_over_the_step(share_of_step, runs.devices, fit, words) + list(runs.notes)
              + fit.notes + _implausible_links(fit, params, words)
              + [n for n in (peak_note, ran_note) if n])
@@ -1021,6 +1020,48 @@ def _as_replicas(runs, transformer, extrapolate_to: list[int] | None):
                  f"priced on one {words.server}'s NICs, is understated")
     note += ' (docs/diagnose.md "Runs that split the model")'
     return replicas, extrapolate_to, note
+
+
+def _runs_shard_group(runs, measured, exchange, extrapolate_to: list[int] | None):
+    """(exchange, extrapolation counts, note) of ``runs`` (replicas where ``measured`` split
+    the model) under ``exchange``'s hybrid shard group: given in ranks of dp x cp, so in
+    replicas of a split with cp > 1 it is ``shard_group / cp``; at or above every run's
+    data-parallel ranks each run shards fully (a note says so); refused in one line where it
+    does not divide a run's, or an extrapolation count's (a default count that cannot run is
+    left out, said in the note)."""
+    from scalesim.fit_runs import default_extrapolation_devices
+
+    words, note = nouns_for(runs.device_name), ""
+    cp = measured.model_split["cp"] if runs.replica_split else 1
+    if exchange.shard_group and cp > 1:
+        if exchange.shard_group % cp:
+            raise ScalesimError(f"shard group {exchange.shard_group} (ranks of dp x cp) is not a "
+                                f"whole number of replicas of cp {cp}; give a multiple of {cp}")
+        exchange = replace(exchange, shard_group=exchange.shard_group // cp)
+    if exchange.shard_group and exchange.shard_group >= int(runs.devices.max()):
+        note = (f"shard group {exchange.shard_group * cp} at or above every run's data-parallel "
+                "ranks: each run sharded over all of them (full sharding), as the fit and the "
+                "remedies do; extrapolations beyond it shard hybrid")
+    for r in runs.rows:  # the fit's devices: its data-parallel ranks (replicas where split)
+        if why := exchange.run_problem(r.devices):
+            raise ScalesimError(f"the run on {words.count(r.devices)}: {why}")
+    if exchange.shard_group:
+        m = measured.replica_devices
+        for p in extrapolate_to or []:
+            if why := exchange.run_problem(p):
+                raise ScalesimError(f"extrapolate to {measured_nouns(runs.device_name).count(p * m)}"
+                                    f": {why}")
+        if extrapolate_to is None:
+            wanted = default_extrapolation_devices(runs)
+            extrapolate_to = [p for p in wanted if not exchange.run_problem(p)]
+            if len(extrapolate_to) < len(wanted):
+                left = [p * m for p in wanted if p not in extrapolate_to]
+                note = "; ".join(n for n in (note, (
+                    f"extrapolation to {', '.join(map(whole, left))} "
+                    f"{measured_nouns(runs.device_name).devices} left out: shard group "
+                    f"{exchange.shard_group * cp} does not divide them")) if n)
+            extrapolate_to = extrapolate_to or None
+    return exchange, extrapolate_to, note
 
 
 def _replica_servers(split: dict[str, int], replicas: int, devices_per_node: int) -> int:
@@ -1216,24 +1257,66 @@ def kinds_of(records: dict[str, dict]) -> dict[str, dict[str, float]]:
     return out
 
 
-def hybrid_shard_group(summaries) -> int:
-    """The shard group of a hybrid-sharded job (FSDP2 / torchtitan HSDP on a DeviceMesh
-    ``(dp_replicate, dp_shard)``, FSDP HYBRID_SHARD with a device mesh) read off its
-    data-parallel groups: the size of the one that carries its reduce-scatters and all-gathers,
-    where another of them carries only all-reduces (the shard's all-reduce across the
-    replicas), on the first rank that shows both; 0 where none does (full sharding, DDP)."""
+@dataclass(frozen=True)
+class ShardGroups:
+    """What a traced job's data-parallel groups say of its sharding (``shard_groups``): the
+    group that carries its reduce-scatters and all-gathers (``desc``, ``size``) and, under
+    hybrid sharding, the size of the one that all-reduces each shard across the replicas
+    (``replicas``; 0: none)."""
+
+    desc: str
+    size: int
+    replicas: int
+
+    @property
+    def hybrid(self) -> int:
+        """The shard group where the job sharded hybrid (0: not)."""
+        return self.size if self.replicas > 1 else 0
+
+
+def shard_groups(summaries, ranks: int) -> ShardGroups | None:
+    """The sharding ``summaries``' data-parallel groups show, over the exchange's ``ranks``
+    (``_exchange_ranks``): on the first rank whose named groups carry reduce-scatters or
+    all-gathers, the group with the most of that time, and hybrid (FSDP2 / torchtitan HSDP on a
+    mesh ``(dp_replicate, dp_shard)``) where it holds fewer than ``ranks`` and another group of
+    ``ranks / size`` all-reduces; None where no group shards. A loss all-reduce over every rank
+    (``default_pg``) is no replica group: its size is the whole exchange's."""
     for s in summaries:
-        shard = replicate = None
-        for group in s.groups.get("dp", {}).get("by_desc", {}).values():
-            kinds = kinds_of(group["collectives"])
-            if "reduce-scatter" in kinds or "all-gather" in kinds:
-                if shard is None or (group["size"] or 0) > (shard["size"] or 0):
-                    shard = group
-            elif "all-reduce" in kinds:
-                replicate = group
-        if shard is not None and replicate is not None and (shard["size"] or 0) > 1:
-            return int(shard["size"])
-    return 0
+        by_desc = s.groups.get("dp", {}).get("by_desc", {})
+        sharding = {d: g for d, g in by_desc.items() if {"reduce-scatter", "all-gather"}
+                    & set(kinds_of(g["collectives"]))}
+        if not sharding:
+            continue
+        desc = max(sharding, key=lambda d: _sharding_s(sharding[d]))
+        size = sharding[desc]["size"] or 0
+        replicas = next((g["size"] for d, g in by_desc.items() if d != desc
+                         and "all-reduce" in kinds_of(g["collectives"])
+                         and 1 < size < ranks and (g["size"] or 0) * size == ranks), 0)
+        return ShardGroups(desc, size, replicas)
+    return None
+
+
+def _sharding_s(group: dict) -> float:
+    """Seconds of a traced group's reduce-scatters and all-gathers (``by_desc`` entry)."""
+    kinds = kinds_of(group["collectives"])
+    return sum(kinds.get(k, {}).get("total_s", 0.0) for k in ("reduce-scatter", "all-gather"))
+
+
+def hybrid_shard_group(summaries, ranks: int) -> int:
+    """The shard group of a hybrid-sharded traced job (``shard_groups``; 0: not hybrid)."""
+    found = shard_groups(summaries, ranks)
+    return found.hybrid if found is not None else 0
+
+
+def _shard_group_collectives(summaries, desc: str) -> dict[str, dict[str, float]]:
+    """``collective_kinds`` of the data-parallel group ``desc`` alone, every rank."""
+    out = {kind: {"count": 0.0, "total_s": 0.0} for kind in COLLECTIVE_KINDS.values()}
+    for s in summaries:
+        group = s.groups.get("dp", {}).get("by_desc", {}).get(desc)
+        for kind, c in kinds_of(group["collectives"] if group else {}).items():
+            out[kind]["count"] += c["count"]
+            out[kind]["total_s"] += c["total_s"]
+    return out
 
 
 def traced_exchange(summaries, degrees: dict | None = None):
@@ -1255,7 +1338,13 @@ def traced_exchange(summaries, degrees: dict | None = None):
             f"{', '.join(degrees['named'])}), but not every trace's collectives say which group "
             "each served (gloo records none; NCCL kernels name theirs in recent torch): the "
             "data-parallel exchange is read as DDP; if it sharded, give --strategy")
-    kinds = collective_kinds(summaries, DP_ROLES if grouped else None)
+    ranks = _exchange_ranks(summaries, degrees)
+    found = shard_groups(summaries, ranks) if grouped else None
+    hybrid = found.hybrid if found is not None else 0
+    # a hybrid job's strategy from its shard group's collectives (the replicas' all-reduces, and
+    # whatever else they run, are not ZeRO's per-block ones)
+    kinds = (_shard_group_collectives(summaries, found.desc) if hybrid
+             else collective_kinds(summaries, DP_ROLES if grouped else None))
     gather = kinds["all-gather"]
     reduction = "reduce-scatter" if kinds["reduce-scatter"]["count"] else "all-reduce"
     reductions = kinds[reduction]["count"]
@@ -1264,22 +1353,29 @@ def traced_exchange(summaries, degrees: dict | None = None):
             or gather["count"] < SHARDED_GATHERS_PER_REDUCTION * reductions):
         return DDP_EXCHANGE, ""
     ratio = gather["count"] / reductions
-    shard = hybrid_shard_group(summaries) if grouped else 0
     exchange = RunsExchange("zero3" if ratio >= ZERO3_GATHERS_PER_SCATTER else "zero2",
-                            shard_group=shard)
+                            shard_group=hybrid)
     seen = ", ".join(f"{whole(k['count'])} {kind}s ({_ms(k['total_s'])})"
                      for kind, k in kinds.items() if k["count"])
-    alike = ("the shard group's, with the all-reduces across its replicas" if shard else
+    alike = ("the shard group's, with the all-reduces across its replicas" if hybrid else
              "DeepSpeed stage 3 alike" if exchange.strategy == "zero3"
              else "Megatron-Core's ZeRO-1 alike")
     unnamed = grouped and any(UNNAMED_ROLE in s.groups for s in summaries)
-    whose = ("the traces' collectives" if not grouped else
+    whose = (f"the shard group {found.desc}'s collectives" if hybrid else
+             "the traces' collectives" if not grouped else
              "the collectives of the data-parallel groups and of groups no name places"
              if unnamed else "the data-parallel groups' collectives")
-    caveat = ("To say otherwise, give --strategy" if grouped and not unnamed else
+    caveat = ("To say otherwise, give --strategy (--shard-group for hybrid sharding)"
+              if grouped and not unnamed else
               "Tensor parallelism with sequence parallelism also gathers and reduce-scatters "
               "(activations), and these traces do not say which parallelism each collective "
-              "served: for such a job, or to say otherwise, give --strategy")
+              "served: for such a job, or to say otherwise, give --strategy (--shard-group for "
+              "hybrid sharding)")
+    if found is not None and not hybrid and 1 < found.size < ranks:
+        caveat += (f". Its sharding collectives ran in groups of {found.size} of the "
+                   f"{ranks} data-parallel ranks ({found.desc}) with no all-reduce across them "
+                   f"traced: read as full sharding; if it sharded hybrid, give --shard-group "
+                   f"{found.size}")
     return exchange, (f"{whose}, all ranks and steps: {seen}: "
                       f"all-gathers per {reduction} {ratio:.2g}, read as "
                       f"{exchange.label(alike)}; the remedies start from it. {caveat}")
@@ -1390,11 +1486,11 @@ def _within_stages(summaries, cr: dict, degrees: dict) -> tuple[dict, str]:
                  "stage whose slowest rank keeps its peers waiting the longest")
 
 
-def diagnose_traces(summaries, source: str, exchange=None) -> Report:
+def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | None = None) -> Report:
     """Name the cause from per-rank trace summaries (scalesim.traces.summarise). ``exchange``
     (``fit_runs.RunsExchange``): how the job exchanged; None: read off its collectives
-    (``traced_exchange``)."""
-    from scalesim.fit_runs import RunsExchange
+    (``traced_exchange``). ``shard_group``: a hybrid shard group for the strategy read off the
+    collectives (with ``exchange`` None; ``--shard-group`` without ``--strategy``)."""
     from scalesim.traces import TraceSummary, cross_rank, missing_ranks_note
 
     if not isinstance(summaries, list | tuple) or not summaries:
@@ -1403,17 +1499,8 @@ def diagnose_traces(summaries, source: str, exchange=None) -> Report:
     for s in summaries:
         require_model(s, TraceSummary, "summaries")
     source = require_text(source, "source")
-    exchange_note = ""
     degrees = traced_layout(summaries)
-    if exchange is None:
-        exchange, exchange_note = traced_exchange(summaries, degrees)
-    elif why := exchange.run_problem(_exchange_ranks(summaries, degrees)):
-        raise ScalesimError(f"the traced job's data-parallel exchange: {why}")
-    else:
-        exchange = require_model(exchange, RunsExchange, "exchange")
-        if exchange.sharded:
-            exchange_note = (f"the job exchanged as {exchange.label()} (--strategy): the "
-                             "remedies start from it")
+    exchange, exchange_note = _traced_or_given(summaries, degrees, exchange, shard_group)
 
     cr, stage_note = _within_stages(summaries, cross_rank(summaries), degrees)
     step = cr["step_s"]
@@ -1656,6 +1743,49 @@ def _parts_over_the_step(share_of_step: dict, devices, fit, words: Nouns = GPU_N
             f"itself, so the fitted model does not describe these runs (rms residual "
             f"{fit.rmse_rel:.0%}); read its shares and remedy gains as unreliable, and check the "
             f"runs (the same settings in every row, each run's {words.devices} and throughput)"]
+
+
+def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None):
+    """(exchange, note) of a traced job: ``exchange`` as given (its shard group, where it gives
+    none, the one the traces' groups show: ``shard_groups``) or read off the collectives with
+    ``shard_group`` on it; a shard group at or above the exchange's ranks is full sharding.
+    ScalesimError where the shard group cannot run."""
+    from scalesim.fit_runs import RunsExchange
+
+    ranks = _exchange_ranks(summaries, degrees)
+    found = shard_groups(summaries, ranks) if by_group(summaries) else None
+    traced = found.hybrid if found is not None else 0
+    notes = []
+    if exchange is None:
+        exchange, note = traced_exchange(summaries, degrees)
+        notes.append(note)
+        if shard_group is not None:
+            try:
+                exchange = replace(exchange, shard_group=shard_group)
+            except ScalesimError as exc:
+                raise ScalesimError(f"the traces' collectives read as {exchange.strategy}: "
+                                    f"{exc}") from None
+    else:
+        exchange = require_model(exchange, RunsExchange, "exchange")
+        given = exchange.shard_group
+        if not given and traced and exchange.sharded and exchange.zero_framework == "fsdp":
+            exchange = replace(exchange, shard_group=traced)
+        if exchange.sharded:
+            notes.append(f"the job exchanged as {exchange.label()} (--strategy): the remedies "
+                         "start from it")
+        if traced and not given and exchange.shard_group == traced:
+            notes.append(f"its shard group {traced} is the traces' ({found.desc}, all-reducing "
+                         f"across {found.replicas} replicas); give --shard-group to say otherwise")
+        elif traced and given and given != traced:
+            notes.append(f"--shard-group {given} is used; the traces' groups show a shard group "
+                         f"of {traced} ({found.desc})")
+    if exchange.shard_group >= ranks:
+        notes.append(f"shard group {exchange.shard_group} at or above the exchange's {ranks} "
+                     "data-parallel ranks: it shards over all of them (full sharding)")
+        exchange = replace(exchange, shard_group=0)
+    if why := exchange.run_problem(ranks):
+        raise ScalesimError(f"the traced job's data-parallel exchange: {why}")
+    return exchange, "; ".join(n for n in notes if n)
 
 
 def _exchange_ranks(summaries, degrees=None) -> int:

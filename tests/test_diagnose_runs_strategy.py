@@ -293,3 +293,46 @@ def test_a_shard_group_given_for_traces_needs_a_zero_strategy():
         diagnose_request(DiagnoseOptions(shard_group=8), traces=[object()])
     with pytest.raises(ScalesimError, match="shard_group True: expected a whole number"):
         RunsExchange("zero3", shard_group=True)
+
+
+def test_the_shard_group_holds_for_the_extrapolation_too(hsdp_runs):
+    """An extrapolation the shard group does not divide is refused, as predict refuses it; the
+    default counts it does not divide are left out, said (audit, session 27: 24 devices at a
+    shard group of 16 were predicted)."""
+    runs = parse_runs_text(hsdp_runs, "runs.csv")
+    with pytest.raises(ScalesimError, match="extrapolate to 24 devices: shard group 16 does not "
+                                            "divide dp 24"):
+        diagnose_runs(runs, BERT_PARAMS, 2.0, extrapolate_to=[24],
+                      exchange=RunsExchange("zero3", shard_group=16))
+    odd = parse_runs_text("devices,nodes,step_time_s,per_device_batch\n"
+                          "6,1,1.0,4\n12,2,1.1,4\n", "runs.csv")  # default: 24, 48, 96
+    report = diagnose_runs(odd, exchange=RunsExchange("zero3", shard_group=6))
+    assert [e["devices"] for e in report.details["extrapolation"]] == [24, 48, 96]
+    report = diagnose_runs(odd, exchange=RunsExchange("zero3", shard_group=12))
+    assert [e["devices"] for e in report.details["extrapolation"]] == [24, 48, 96]
+    wide = parse_runs_text("devices,nodes,step_time_s,per_device_batch\n"
+                           "4,1,1.0,4\n6,1,1.1,4\n", "runs.csv")  # default 12, 24, 48
+    report = diagnose_runs(wide, exchange=RunsExchange("zero3", shard_group=8))
+    assert [e["devices"] for e in report.details["extrapolation"]] == [24, 48]
+    assert any("extrapolation to 12 devices left out: shard group 8 does not divide them" in n
+               for n in report.notes)
+
+
+def test_a_shard_group_above_every_run_is_said_to_shard_fully(hsdp_runs):
+    runs = parse_runs_text(hsdp_runs, "runs.csv")
+    report = diagnose_runs(runs, BERT_PARAMS, 2.0, exchange=RunsExchange("zero3", shard_group=64))
+    assert any("shard group 64 at or above every run's data-parallel ranks: each run sharded "
+               "over all of them (full sharding)" in n for n in report.notes)
+    assert report.details["fitted_scenario"]["layout"] is None  # full at the largest run
+
+
+def test_a_shard_group_of_split_runs_counts_dp_x_cp_ranks():
+    """With cp 2 a replica holds 2 context-parallel ranks of the exchange: the shard group, in
+    ranks of dp x cp as --shard-group says, is half as many replicas."""
+    text = ("devices,nodes,step_time_s,per_device_batch,tp,cp\n8,1,1.0,1,2,2\n16,2,1.05,1,2,2\n"
+            "32,4,1.1,1,2,2\n")  # 2, 4, 8 replicas; dp x cp 4, 8, 16
+    runs = parse_runs_text(text, "runs.csv")
+    report = diagnose_runs(runs, exchange=RunsExchange("zero3", shard_group=8))
+    assert report.details["fitted_scenario"]["layout"]["shard_group"] == 4  # replicas
+    with pytest.raises(ScalesimError, match="shard group 3 .* is not a whole number of replicas"):
+        diagnose_runs(runs, exchange=RunsExchange("zero3", shard_group=3))

@@ -92,7 +92,7 @@ def test_the_two_run_report_says_what_the_runs_do_not_show(tmp_path, capsys, fla
     path.write_text(TWO_RUNS)
     assert main(["diagnose", str(path), *flags]) == 0
     out = capsys.readouterr().out
-    assert "data stall 37% of the step at 2 devices -> 44% at 4 (fitted model)" in out, out
+    assert "data stall 37% of the step at 2 devices -> 44% at 4 devices (fitted model)" in out, out
     assert "10.5 ms per sample (not shown by the runs: held)" in out, out
     assert f"intra-server link: {link} (not shown by the runs: held)" in out, out
     assert ("note: not shown by the runs (no run's step time moves with it at the fit: another "

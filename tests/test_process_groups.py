@@ -285,17 +285,25 @@ def test_a_job_without_data_parallelism_says_so(tmp_path):
 
 # -------------------------------------------------------------- hybrid sharding (HSDP) in traces
 
-def _hsdp_trace(rank: int) -> dict:
+def _hsdp_trace(rank: int, replicate_group: bool = True, replicate_scatter: bool = False,
+                shard_size: int = 4) -> dict:
     """Rank ``rank`` of 8 under FSDP2 HSDP on a DeviceMesh (dp_replicate 2, dp_shard 4), as
     torchtitan names it: per 1,000 us step two all-gathers (100 us each) and a reduce-scatter
     (150 us) in its shard group, then the shard's all-reduce (50 us) across the replicas,
-    exposed after the compute (0-700 us)."""
-    shard_ranks = [rank // 4 * 4 + i for i in range(4)]
-    replicate_ranks = [rank % 4, rank % 4 + 4]
-    shard = {"Process Group Name": f"s{rank // 4}", "Process Group Description": "mesh_dp_shard",
-             "Group size": 4, "Process Group Ranks": str(shard_ranks)}
-    replicate = {"Process Group Name": f"r{rank % 4}", "Process Group Description":
-                 "mesh_dp_replicate", "Group size": 2, "Process Group Ranks": str(replicate_ranks)}
+    exposed after the compute (0-700 us). ``replicate_group``: False, the all-reduce (a loss
+    all-reduce, say) over ``default_pg``, every rank; ``replicate_scatter``: the replicate group
+    reduce-scatters 30 us too; ``shard_size`` 8: plain FSDP over every rank."""
+    k = shard_size
+    shard_ranks = [rank // k * k + i for i in range(k)]
+    replicate_ranks = list(range(rank % k, 8, k))
+    shard = {"Process Group Name": f"s{rank // k}", "Process Group Description": "mesh_dp_shard",
+             "Group size": k, "Process Group Ranks": str(shard_ranks)}
+    replicate = {"Process Group Name": f"r{rank % k}", "Process Group Description":
+                 "mesh_dp_replicate", "Group size": 8 // k,
+                 "Process Group Ranks": str(replicate_ranks)}
+    if not replicate_group:
+        replicate = {"Process Group Name": "0", "Process Group Description": "default_pg",
+                     "Group size": 8, "Process Group Ranks": str(list(range(8)))}
     events = []
     for n in range(1, STEPS + 1):
         t = (n - 1) * STEP_US
@@ -309,6 +317,9 @@ def _hsdp_trace(rank: int) -> dict:
             _event("ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)", t + 850, 50.0, tid=9,
                    **replicate),
         ]
+        if replicate_scatter:
+            events.append(_event("ncclDevKernel_ReduceScatter_Sum_f32_RING_LL(x)", t + 900,
+                                 30.0, tid=9, **replicate))
     config = [{"pg_name": "0", "pg_desc": "default_pg", "pg_size": 8, "ranks": list(range(8))},
               {"pg_name": f"s{rank // 4}", "pg_desc": "mesh_dp_shard", "pg_size": 4,
                "ranks": shard_ranks},
@@ -317,8 +328,8 @@ def _hsdp_trace(rank: int) -> dict:
     return _kineto(events, rank, 8, config)
 
 
-def _hsdp_summaries(tmp_path):
-    return _summaries(tmp_path, _hsdp_trace, ranks=8)
+def _hsdp_summaries(tmp_path, **kw):
+    return _summaries(tmp_path, lambda rank: _hsdp_trace(rank, **kw), ranks=8)
 
 
 def test_hybrid_sharding_is_read_off_the_data_parallel_groups(tmp_path):
@@ -330,7 +341,7 @@ def test_hybrid_sharding_is_read_off_the_data_parallel_groups(tmp_path):
     by_desc = summaries[0].groups["dp"]["by_desc"]
     assert {d: g["size"] for d, g in by_desc.items()} == {"mesh_dp_shard": 4,
                                                           "mesh_dp_replicate": 2}
-    assert hybrid_shard_group(summaries) == 4
+    assert hybrid_shard_group(summaries, 8) == 4
     exchange, note = traced_exchange(summaries)
     assert (exchange.strategy, exchange.shard_group) == ("zero3", 4)
     assert "read as zero3 (FSDP HYBRID_SHARD, shard group 4; the shard group's, with the " \
@@ -343,7 +354,7 @@ def test_hybrid_sharding_is_read_off_the_data_parallel_groups(tmp_path):
     # without the replicate group's all-reduces: full sharding over all 8
     full = [dataclasses.replace(s, groups={"dp": {**s.groups["dp"], "by_desc": {
         "mesh_dp_shard": s.groups["dp"]["by_desc"]["mesh_dp_shard"]}}}) for s in summaries]
-    assert hybrid_shard_group(full) == 0
+    assert hybrid_shard_group(full, 8) == 0
 
 
 def test_the_hybrid_exchange_is_priced_from_its_traced_time(tmp_path):
@@ -353,7 +364,7 @@ def test_the_hybrid_exchange_is_priced_from_its_traced_time(tmp_path):
     per gradient byte over busbw (full sharding would say 3 x 7/8 = 2.625)."""
     summaries = _hsdp_summaries(tmp_path)
     hybrid = diagnose_traces(summaries, "test")
-    full = diagnose_traces(summaries, "test", RunsExchange("zero3"))
+    full = diagnose_traces(summaries, "test", RunsExchange("zero3", shard_group=8))  # all 8
     assert "shard_group" not in full.details["exchange"]
     # the same traced step and breakdown, only the exchange read differs
     assert hybrid.details["cross_rank"]["step_s"] == full.details["cross_rank"]["step_s"]
@@ -363,3 +374,61 @@ def test_the_hybrid_exchange_is_priced_from_its_traced_time(tmp_path):
     with pytest.raises(ScalesimError, match="the traced job's data-parallel exchange: shard "
                                             "group 3 does not divide dp 8"):
         diagnose_traces(summaries, "test", RunsExchange("zero3", shard_group=3))
+
+
+def test_plain_fsdp_with_a_loss_all_reduce_is_not_hybrid(tmp_path):
+    """FSDP over all 8 ranks plus an all-reduce over every rank (the loss, a gradient norm: almost
+    every job) is full sharding: the all-reducing group is no replica group of the shards
+    (audit, session 27: it read as HYBRID_SHARD, shard group 8)."""
+    summaries = _hsdp_summaries(tmp_path, shard_size=8, replicate_group=False)
+    exchange, note = traced_exchange(summaries)
+    assert (exchange.strategy, exchange.shard_group) == ("zero3", 0)
+    assert "FULL_SHARD" in note and "HYBRID" not in note
+
+
+def test_a_shard_group_without_replicas_traced_is_full_sharding_with_a_hint(tmp_path):
+    summaries = _hsdp_summaries(tmp_path, replicate_group=False)
+    exchange, note = traced_exchange(summaries)
+    assert exchange.shard_group == 0
+    assert ("Its sharding collectives ran in groups of 4 of the 8 data-parallel ranks "
+            "(mesh_dp_shard) with no all-reduce across them traced: read as full sharding; if it "
+            "sharded hybrid, give --shard-group 4") in note
+
+
+def test_the_strategy_is_read_off_the_shard_group_alone(tmp_path):
+    """A reduce-scatter in the replicate group too (30 us a step) left the gathers per
+    reduce-scatter at 1 over all the data-parallel groups: ZeRO-2 and full sharding (audit,
+    session 27). The shard group's own: 2 gathers a reduce-scatter, ZeRO-3, hybrid."""
+    summaries = _hsdp_summaries(tmp_path, replicate_scatter=True)
+    exchange, note = traced_exchange(summaries)
+    assert (exchange.strategy, exchange.shard_group) == ("zero3", 4)
+    assert note.startswith("the shard group mesh_dp_shard's collectives, all ranks and steps")
+
+
+def test_a_given_strategy_keeps_the_traced_shard_group_and_says_so(tmp_path):
+    summaries = _hsdp_summaries(tmp_path)
+    report = diagnose_traces(summaries, "test", RunsExchange("zero3"))
+    assert report.details["exchange"]["shard_group"] == 4
+    assert any("its shard group 4 is the traces' (mesh_dp_shard, all-reducing across 2 "
+               "replicas); give --shard-group to say otherwise" in n for n in report.notes)
+    other = diagnose_traces(summaries, "test", RunsExchange("zero3", shard_group=2))
+    assert other.details["exchange"]["shard_group"] == 2
+    assert any("--shard-group 2 is used; the traces' groups show a shard group of 4" in n
+               for n in other.notes)
+    whole = diagnose_traces(summaries, "test", RunsExchange("zero3", shard_group=16))
+    assert "shard_group" not in whole.details["exchange"]
+    assert any("shard group 16 at or above the exchange's 8 data-parallel ranks" in n
+               for n in whole.notes)
+
+
+def test_a_shard_group_alone_goes_on_the_strategy_the_traces_show(tmp_path):
+    from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
+
+    full = _hsdp_summaries(tmp_path, shard_size=8, replicate_group=False)
+    report = diagnose_request(DiagnoseOptions(shard_group=2), traces=full, trace_source="t")
+    assert report.details["exchange"] == {"strategy": "zero3", "zero_framework": "fsdp",
+                                          "grad_sync": "every-micro-step", "shard_group": 2}
+    ddp = _summaries(tmp_path, named_kernels=False)  # DDP-like: all-reduces only
+    with pytest.raises(ScalesimError, match="the traces' collectives read as ddp: shard group 2 "
+                                            "needs a ZeRO strategy"):
+        diagnose_request(DiagnoseOptions(shard_group=2), traces=ddp, trace_source="t")

@@ -55,3 +55,14 @@ def test_values_the_scenario_leaves_to_the_profile_stay_the_profiles():
     assert state.mb == profile.workload.micro_batch
     assert state.dpn == profile.hardware.devices_per_node
     assert (state.intra, state.inter) == ("profile", "profile")
+
+
+def test_counts_that_are_no_power_of_two_are_listed():
+    """A scenario at 24 or 48 devices (3 or 6 servers of 8) opened on a powers-of-two grid that
+    never reached them (audit, session 27): the planner lists them with the powers below."""
+    profile = resolve_profile(None, "dgx-h100", "llama3-8b")
+    state = state_of_scenario(Scenario(devices=[24, 48], micro_batch=2), profile)
+    assert state.grid == "list" and state.dlist == "1,2,4,8,16,24,32,48"
+    rebuilt, _ = build_scenario(state, profile)
+    assert rebuilt.devices == [1, 2, 4, 8, 16, 24, 32, 48]
+    assert state.focus == 48
