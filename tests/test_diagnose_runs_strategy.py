@@ -286,11 +286,7 @@ def test_a_shard_group_that_cannot_run_is_one_line(capsys, tmp_path, hsdp_runs, 
     assert message in err and len(err.strip().splitlines()) == 1
 
 
-def test_a_shard_group_given_for_traces_needs_a_zero_strategy():
-    """Traces take --shard-group too (their groups may not name it); like a runs file's, it
-    needs ZeRO (tests/test_process_groups.py reads it off the groups and prices it)."""
-    with pytest.raises(ScalesimError, match="^shard group 8 needs a ZeRO strategy"):
-        diagnose_request(DiagnoseOptions(shard_group=8), traces=[object()])
+def test_a_shard_group_is_a_whole_number():
     with pytest.raises(ScalesimError, match="shard_group True: expected a whole number"):
         RunsExchange("zero3", shard_group=True)
 
