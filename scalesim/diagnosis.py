@@ -949,8 +949,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     }
     if runs.replica_split:  # the knee and extrapolation in devices too, as the table
         _with_devices(details, measured.replica_devices, measured.devices_per_node)
-    notes = [n for n in (split_note, shard_note) if n] + (
-        _parts_over_the_step(share_of_step, runs.devices, fit, words) + list(runs.notes)
+    notes = ([n for n in (split_note, shard_note) if n]
+             + _parts_over_the_step(share_of_step, runs.devices, fit, words) + list(runs.notes)
              + fit.notes + _implausible_links(fit, params, words)
              + [n for n in (peak_note, ran_note) if n])
     if exchange.sharded:
