@@ -667,7 +667,7 @@ def _remedies_table(remedies, unit: str, now_fits: bool) -> tuple[pd.DataFrame, 
 def _tab_cost(plan: Plan) -> None:
     hours, money = charts.hours_chart(plan), charts.money_chart(plan)
     if hours is None or money is None:
-        st.info("Enter a **price per device-hour** and the **samples in the training run** "
+        st.info(f"Enter a **price per {plan.words.device}-hour** and the **samples in the training run** "
                 f"(sidebar: Training goal and price) to compare {plan.words.device} counts and remedies in "
                 "hours and money.")
     else:
