@@ -358,8 +358,8 @@ def add_shard_group_argument(group) -> None:
     layout knob's flag and bounds (``LAYOUT_KNOB_BY_FIELD``)."""
     knob = LAYOUT_KNOB_BY_FIELD["shard_group"]
     group.add_argument(knob.flag, type=flag_type(knob.quantity), dest=_dest(knob.flag),
-                       help="the job's hybrid sharding (with --strategy zero1-3, FSDP; traces "
-                       "whose groups name it need none): " + SHARD_GROUP_HELP.replace("%", "%%"))
+                       help=SHARD_GROUP_HELP.replace("%", "%%") + ". Here: with --strategy "
+                       "zero1-3 (FSDP); traces whose process groups name it need none")
 
 
 def add_tp_overlap_argument(group) -> None:
