@@ -976,6 +976,7 @@ def _as_replicas(runs, transformer, extrapolate_to: list[int] | None):
     """(replica runs, the extrapolation's replica counts, the report's note) of ``runs`` that
     split the model (``runs.replica_runs``). ``extrapolate_to``: device counts, each a whole
     number of replicas. The layout model (``transformer``) predicts data-parallel runs only."""
+    from scalesim.fit_runs import unfilled_servers
     from scalesim.runs import replica_runs
 
     replicas = replica_runs(runs)
@@ -992,7 +993,7 @@ def _as_replicas(runs, transformer, extrapolate_to: list[int] | None):
                                 f"number of model replicas of {words.count(m)} ({split}); give "
                                 f"multiples of {m}")
         g = replicas.devices_per_node  # replicas a server holds, as the fit places them
-        uneven = [p for p in extrapolate_to if (p // m) % min(p // m, g)]
+        uneven = [p for p in extrapolate_to if unfilled_servers(p // m, g)]
         if uneven:
             raise ScalesimError(f"extrapolate to {whole(uneven[0])} {words.devices} "
                                 f"({whole(uneven[0] // m)} replicas): its data-parallel groups "
@@ -1031,7 +1032,7 @@ def _runs_shard_group(runs, measured, exchange, extrapolate_to: list[int] | None
     left out, said in the note)."""
     from scalesim.fit_runs import default_extrapolation_devices
 
-    words, note = nouns_for(runs.device_name), ""
+    words, device_words, note = nouns_for(runs.device_name), measured_nouns(runs.device_name), ""
     cp = measured.model_split["cp"] if runs.replica_split else 1
     if exchange.shard_group and cp > 1:
         if exchange.shard_group % cp:
@@ -1049,8 +1050,7 @@ def _runs_shard_group(runs, measured, exchange, extrapolate_to: list[int] | None
         m = measured.replica_devices
         for p in extrapolate_to or []:
             if why := exchange.run_problem(p):
-                raise ScalesimError(f"extrapolate to {measured_nouns(runs.device_name).count(p * m)}"
-                                    f": {why}")
+                raise ScalesimError(f"extrapolate to {device_words.count(p * m)}: {why}")
         if extrapolate_to is None:
             wanted = default_extrapolation_devices(runs)
             extrapolate_to = [p for p in wanted if not exchange.run_problem(p)]
@@ -1058,7 +1058,7 @@ def _runs_shard_group(runs, measured, exchange, extrapolate_to: list[int] | None
                 left = [p * m for p in wanted if p not in extrapolate_to]
                 note = "; ".join(n for n in (note, (
                     f"extrapolation to {', '.join(map(whole, left))} "
-                    f"{measured_nouns(runs.device_name).devices} left out: shard group "
+                    f"{device_words.devices} left out: shard group "
                     f"{exchange.shard_group * cp} does not divide them")) if n)
             extrapolate_to = extrapolate_to or None
     return exchange, extrapolate_to, note
@@ -1300,12 +1300,6 @@ def _sharding_s(group: dict) -> float:
     """Seconds of a traced group's reduce-scatters and all-gathers (``by_desc`` entry)."""
     kinds = kinds_of(group["collectives"])
     return sum(kinds.get(k, {}).get("total_s", 0.0) for k in ("reduce-scatter", "all-gather"))
-
-
-def hybrid_shard_group(summaries, ranks: int) -> int:
-    """The shard group of a hybrid-sharded traced job (``shard_groups``; 0: not hybrid)."""
-    found = shard_groups(summaries, ranks)
-    return found.hybrid if found is not None else 0
 
 
 def _shard_group_collectives(summaries, desc: str) -> dict[str, dict[str, float]]:
@@ -1753,10 +1747,8 @@ def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None
     from scalesim.fit_runs import RunsExchange
 
     ranks = _exchange_ranks(summaries, degrees)
-    found = shard_groups(summaries, ranks) if by_group(summaries) else None
-    traced = found.hybrid if found is not None else 0
     notes = []
-    if exchange is None:
+    if exchange is None:  # traced_exchange reads the shard group the groups show
         exchange, note = traced_exchange(summaries, degrees)
         notes.append(note)
         if shard_group is not None:
@@ -1767,6 +1759,8 @@ def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None
                                     f"{exc}") from None
     else:
         exchange = require_model(exchange, RunsExchange, "exchange")
+        found = shard_groups(summaries, ranks) if by_group(summaries) else None
+        traced = found.hybrid if found is not None else 0
         given = exchange.shard_group
         if not given and traced and exchange.sharded and exchange.zero_framework == "fsdp":
             exchange = replace(exchange, shard_group=traced)
@@ -1985,10 +1979,9 @@ def _runs_tables(report: Report) -> list[str]:
     if knee is None:
         out.append(f"knee: none ({no_knee_words(MIN_EFFICIENCY_DROP, 'runs')})")
     else:
-        change = words.count_change(knee['devices_before'], knee['devices_after'])
+        change = device_words.count_change(knee['devices_before'], knee['devices_after'])
         if split:
-            change = (f"{device_words.count_change(knee['devices_before'], knee['devices_after'])} "
-                      f"({words.count_change(knee['replicas_before'], knee['replicas_after'])})")
+            change += f" ({words.count_change(knee['replicas_before'], knee['replicas_after'])})"
         crossing = (f", the data-parallel exchange crossing a {words.server} boundary" if split
                     else f", crossing a {words.server} boundary")
         out.append(f"knee: {change}, efficiency "

@@ -690,6 +690,13 @@ class Extrapolated:
     constrained: bool  # False where the inter-server link was never measured
 
 
+def unfilled_servers(devices, g: int):
+    """Whether ``devices`` (numpy, broadcasts) leave a server of ``g`` part-filled: above ``g``
+    a count must be a multiple of it (the extrapolation's placement, ``extrapolation_layout``)."""
+    p = np.asarray(devices)
+    return p % np.minimum(p, g) != 0
+
+
 def extrapolation_layout(runs: Runs, devices: list[int], g: int) -> Layout:
     p = np.asarray(devices, dtype=np.int64)
     words = nouns_for(runs.device_name)
@@ -699,8 +706,8 @@ def extrapolation_layout(runs: Runs, devices: list[int], g: int) -> Layout:
             f"{words.device} counts must be 1 or more"
         )
     per_node = np.minimum(p, g)
-    if np.any(p % per_node):
-        bad = int(p[p % per_node != 0][0])
+    if np.any(unfilled := unfilled_servers(p, g)):
+        bad = int(p[unfilled][0])
         raise ScalesimError(f"{bad} {words.devices} do not fill whole {words.servers} of {g}")
     k = np.full(p.shape, runs.accumulation[-1])
     b = runs.samples_per_step[-1] / (p * k) if runs.strong_scaling else np.full(p.shape, runs.micro_batch[-1])

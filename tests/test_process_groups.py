@@ -335,13 +335,13 @@ def _hsdp_summaries(tmp_path, **kw):
 def test_hybrid_sharding_is_read_off_the_data_parallel_groups(tmp_path):
     """Two all-gathers per reduce-scatter in the shard group: ZeRO-3; the all-reduce in the
     other data-parallel group: hybrid, with the shard group's 4 ranks (2 replicas of 8)."""
-    from scalesim.diagnosis import hybrid_shard_group
+    from scalesim.diagnosis import shard_groups
 
     summaries = _hsdp_summaries(tmp_path)
     by_desc = summaries[0].groups["dp"]["by_desc"]
     assert {d: g["size"] for d, g in by_desc.items()} == {"mesh_dp_shard": 4,
                                                           "mesh_dp_replicate": 2}
-    assert hybrid_shard_group(summaries, 8) == 4
+    assert shard_groups(summaries, 8).hybrid == 4
     exchange, note = traced_exchange(summaries)
     assert (exchange.strategy, exchange.shard_group) == ("zero3", 4)
     assert "read as zero3 (FSDP HYBRID_SHARD, shard group 4; the shard group's, with the " \
@@ -354,7 +354,7 @@ def test_hybrid_sharding_is_read_off_the_data_parallel_groups(tmp_path):
     # without the replicate group's all-reduces: full sharding over all 8
     full = [dataclasses.replace(s, groups={"dp": {**s.groups["dp"], "by_desc": {
         "mesh_dp_shard": s.groups["dp"]["by_desc"]["mesh_dp_shard"]}}}) for s in summaries]
-    assert hybrid_shard_group(full, 8) == 0
+    assert shard_groups(full, 8).hybrid == 0
 
 
 def test_the_hybrid_exchange_is_priced_from_its_traced_time(tmp_path):
