@@ -305,6 +305,29 @@ def trace_breakdown_chart(report: Report, width="container") -> alt.Chart:
         "Where each rank's step goes", width)
 
 
+def pipeline_stages_chart(report: Report, width="container") -> alt.LayerChart:
+    """A traced pipeline's stages (``details.pipeline``): compute and exposed sends and receives
+    per stage, the stages' mean compute as a rule: the pacing stage stands out above it."""
+    pipeline = report.details["pipeline"]
+    parts = [("compute_s", "compute"), ("wait_s", "sends and receives (exposed)")]
+    records = [{"stage": f"stage {st['stage']}", "part": label, "order": i,
+                "ms": 1e3 * st[field]}
+               for st in pipeline["stages"] for i, (field, label) in enumerate(parts)]
+    bars = alt.Chart(pd.DataFrame(records)).mark_bar().encode(
+        x=alt.X("stage:N", title=None, sort=None, axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("ms:Q", title="ms per step (median over the stage's ranks)", stack="zero"),
+        color=alt.Color("part:N", title=None, sort=[label for _, label in parts]),
+        order=alt.Order("order:Q"),
+        tooltip=["stage:N", "part:N", alt.Tooltip("ms:Q", format=".2f")])
+    mean = alt.Chart(pd.DataFrame([{"ms": 1e3 * pipeline["mean_compute_s"]}])).mark_rule(
+        strokeDash=[4, 3]).encode(y="ms:Q", tooltip=[alt.Tooltip("ms:Q", format=".2f",
+                                                                 title="mean compute")])
+    return (bars + mean).properties(
+        width=width, height=260,
+        title=f"Pipeline stages: stage {pipeline['pacing_stage']} paces it "
+              f"({pipeline['micro_batches']} micro-batches)")
+
+
 def trace_steps_chart(report: Report, width="container") -> alt.Chart:
     """Step time and exposed communication per profiler step and rank."""
     records = []
@@ -415,6 +438,8 @@ def show_report(report: Report) -> None:
                    f"fitted: {', '.join(fit['fitted'])}")
     else:
         st.altair_chart(trace_breakdown_chart(report), width="stretch")
+        if report.details.get("pipeline"):
+            st.altair_chart(pipeline_stages_chart(report), width="stretch")
         st.altair_chart(trace_steps_chart(report), width="stretch")
         st.dataframe(pd.DataFrame(report.table), hide_index=True, width="stretch")
     for note in report.notes:

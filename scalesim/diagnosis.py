@@ -83,6 +83,8 @@ CAUSES = {
     "attention_kernel": "A FlashAttention-2-class attention kernel on Hopper",
     # traces whose process groups split the model: their collectives the compute did not hide
     "model_parallel_comm": "Exposed communication outside the data-parallel exchange",
+    # traces of a pipeline with every stage traced (``pipeline_trace``): fill, drain, uneven stages
+    "pipeline": "Pipeline bubble and uneven stages",
     "none": "No scaling problem found",
 }
 
@@ -100,6 +102,7 @@ PREFERRED_REMEDIES = {
     "compute": [],
     "attention_kernel": ["attention_kernel"],
     "model_parallel_comm": ["tp_overlap", "split_model"],
+    "pipeline": ["pipeline_even", "pipeline_bubble"],
     "none": [],
 }
 BATCH_GROWING = {"bigger_batch", "accumulation"}
@@ -1326,6 +1329,8 @@ def traced_exchange(summaries, degrees: dict | None = None):
 
     degrees = traced_layout(summaries) if degrees is None else degrees
     grouped = by_group(summaries)
+    if splits_the_model(degrees) and exchange_replicas(degrees) < 2:
+        return DDP_EXCHANGE, ""  # no data-parallel exchange to read
     if splits_the_model(degrees) and not grouped:
         return DDP_EXCHANGE, (
             f"the traces' process groups split the model ({layout_words(degrees)}: "
@@ -1386,10 +1391,20 @@ def by_group(summaries) -> bool:
 
 
 def traced_layout(summaries) -> dict:
-    """The traced job's degrees (``process_groups.traced_degrees``)."""
+    """The traced job's degrees (``process_groups.traced_degrees``). Where no group splits the
+    model and every rank sends and receives point to point (``traces.point_to_point``), a
+    pipeline over all the ranks (pp = the world, dp 1, ``pipeline_over_ranks``): a DeviceMesh
+    of one dimension over the whole job (torchtitan's pure pipeline) reuses the default group,
+    so no group names it, and a data-parallel job sends nothing point to point."""
+    from scalesim.traces import point_to_point
+
     world = max(len(summaries), max((s.world_size or 1) for s in summaries))
-    return traced_degrees([s.process_groups for s in summaries], [s.groups for s in summaries],
-                          world)
+    degrees = traced_degrees([s.process_groups for s in summaries], [s.groups for s in summaries],
+                             world)
+    sends = all(any(point_to_point(name) for name in s.collectives) for s in summaries)
+    if world >= 2 and sends and not splits_the_model(degrees):
+        degrees = {**degrees, "pp": world, "dp": 1, "pipeline_over_ranks": True}
+    return degrees
 
 
 def model_parallel_exposed(summaries) -> dict[str, dict[str, float]]:
@@ -1451,6 +1466,21 @@ def _pipeline_stage(summary) -> int | None:
     return None
 
 
+def pipeline_stages(summaries, degrees: dict) -> tuple[int, list[int | None], str]:
+    """(stages p, each summary's stage or None where unknown, note) of a traced job
+    (``traced_layout``): a named pp group's (``_pipeline_stage``), or the ranks' order for a
+    pipeline over them all that no group names, with a note; (1, [], '') without a pipeline."""
+    p = degrees.get("pp", 1)
+    if p < 2:
+        return 1, [], ""
+    if degrees.get("pipeline_over_ranks"):
+        return p, [s.rank for s in summaries], (
+            f"no process group names a pipeline, but every rank sends and receives point to "
+            f"point: read as one pipeline over the {p} ranks in rank order (a DeviceMesh of one "
+            "dimension over the whole job reuses the default group)")
+    return p, [_pipeline_stage(s) for s in summaries], ""
+
+
 def _within_stages(summaries, cr: dict, degrees: dict) -> tuple[dict, str]:
     """``cr`` (``traces.cross_rank``) with its straggler fields from ranks of one pipeline
     stage compared with each other (the stage whose slowest rank keeps the others waiting the
@@ -1459,10 +1489,8 @@ def _within_stages(summaries, cr: dict, degrees: dict) -> tuple[dict, str]:
     them the slowest is the pipeline's shape, not a straggler."""
     from scalesim.traces import cross_rank
 
-    if degrees.get("pp", 1) < 2:
-        return cr, ""
-    stages = [_pipeline_stage(s) for s in summaries]
-    if None in stages:
+    p, stages, _ = pipeline_stages(summaries, degrees)
+    if p < 2 or None in stages:
         return cr, ""
     keys = ("straggler_wait_s", "slowest_rank", "slowest_consistency", "slowest_factor",
             "slowest_counts", "steps_compared")
@@ -1498,15 +1526,22 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
 
     cr, stage_note = _within_stages(summaries, cross_rank(summaries), degrees)
     step = cr["step_s"]
+    pipeline, pipeline_note = traced_pipeline(summaries, degrees)
     model_parallel = model_parallel_exposed(summaries)
+    # the pipeline's sends and receives are its own finding's where it is read
+    outside = {role: v for role, v in model_parallel.items()
+               if pipeline is None or role != "pp"}
     # collectives over groups that split the model: not the data-parallel exchange's
-    mp_exposed = min(sum(v["exposed_s"] for v in model_parallel.values()),
+    mp_exposed = min(sum(v["exposed_s"] for v in outside.values()),
                      cr["intrinsic_exposed_comm_s"])
+    # the pacing stage's waits on its sends and receives are the pipeline's, not the exchange's
+    pp_waits = 0.0 if pipeline is None else pipeline.bubble_s
     parts = {
         "data": cr["data_wait_s"],
         "straggler": cr["straggler_wait_s"],
-        "comm": cr["intrinsic_exposed_comm_s"] - mp_exposed,
+        "comm": max(cr["intrinsic_exposed_comm_s"] - mp_exposed - pp_waits, 0.0),
         "model_parallel": mp_exposed,
+        "pipeline": 0.0 if pipeline is None else pipeline.lost_s,
         "idle": cr["idle_s"],
     }
     share = {k: v / step for k, v in parts.items()}
@@ -1531,7 +1566,10 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
                             comm_lines, words))
     if mp_exposed > 0:
         findings.append(finding("model_parallel_comm", share["model_parallel"],
-                                _model_parallel_lines(degrees, model_parallel, step, mp_exposed),
+                                _model_parallel_lines(degrees, outside, step, mp_exposed),
+                                words))
+    if pipeline is not None:
+        findings.append(finding("pipeline", share["pipeline"], _pipeline_lines(pipeline, step),
                                 words))
     findings.append(finding("input_pipeline", share["data"], [
         f"waiting on the DataLoader {_ms(parts['data'])} per step ({_pct(share['data'])}), "
@@ -1571,8 +1609,18 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
             f"compute {_pct(cr['compute_s'] / step)} of a {_ms(step)} step; no other part "
             f"above {_pct(1.0 - GOOD_EFFICIENCY)}"]))
     cause, others = findings[0], [f for f in findings[1:] if f.share >= OTHER_CAUSE_SHARE]
+    # the pipeline's loss is a fixed time of the step for the exchange's model, as the other
+    # groups' exposed collectives are
+    pipeline_fixed = 0.0 if pipeline is None else max(pipeline.span_s - cr["compute_s"], 0.0)
     first, remedies = _trace_remedies(cr, summaries, cause.key, exchange, degrees,
-                                      _dp_comm(summaries), mp_exposed)
+                                      _dp_comm(summaries), mp_exposed + pipeline_fixed)
+    for measured in ([] if pipeline is None else pipeline_remedies(pipeline, step)):
+        remedies = _with_measured(remedies, measured)
+        if measured.applicable and (first is None or shown_gain(measured) > shown_gain(first)
+                                    or (cause.key == "pipeline"
+                                        and shown_gain(measured) >= median_error(False)
+                                        and first.key not in PREFERRED_REMEDIES["pipeline"])):
+            first = measured
     overlap_tp = tp_overlap_remedy(model_parallel, step)
     if overlap_tp is not None:
         remedies = _with_measured(remedies, overlap_tp)
@@ -1602,6 +1650,9 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
         "exchange": exchange.described(),
         # the degrees the traces' process groups name, and each group role's collectives
         "layout": {k: degrees[k] for k in ("dp", "tp", "cp", "pp")},
+        "pipeline": None if pipeline is None else {
+            **asdict(pipeline), "bubble_s": pipeline.bubble_s, "uneven_s": pipeline.uneven_s,
+            "lost_s": pipeline.lost_s},
         "groups": {str(s.rank): {role: {k: v for k, v in g.items()
                                         if k not in ("collectives", "by_desc")}
                                  for role, g in s.groups.items()} for s in summaries},
@@ -1614,6 +1665,10 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     notes += _groups_notes(summaries, degrees, model_parallel)
     if stage_note:
         notes.append(stage_note)
+    if pipeline_note:
+        notes.append(pipeline_note)
+    if pipeline is not None:
+        notes += pipeline.notes
     replicas = exchange_replicas(degrees)
     if splits_the_model(degrees) and replicas > 1:
         held = ("the other groups' collectives are held as they were traced"
@@ -1626,6 +1681,95 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     notes.append("remedy gains are model predictions built from the median traced step")
     return Report("traces", source, cause, others, first, remedies, table, details, notes,
                   decisive_gain=median_error(False))  # the trace model is data parallel
+
+
+def traced_pipeline(summaries, degrees: dict):
+    """(``pipeline_trace.PipelineReading``, note) of a traced pipeline (``pipeline_stages``) with
+    a traced rank in every stage; (None, why not) where a stage is missing, (None, '') without
+    a pipeline. Each stage's compute and exposed sends and receives are its ranks'
+    median steps' (``traces.StepBreakdown.p2p_exposed_s``)."""
+    from scalesim.pipeline_trace import counted_micro_batches, read_pipeline
+
+    p, stages, over_world = pipeline_stages(summaries, degrees)
+    if p < 2:
+        return None, ""
+    traced = sorted({k for k in stages if k is not None})
+    if traced != list(range(p)):
+        missing = [k for k in range(p) if k not in traced]
+        return None, (f"the pipeline's bubble and its stages' balance are not read: no traced "
+                      f"rank of stage {_series([str(k) for k in missing])} of {p}; trace a rank "
+                      "of every stage (the first rank of each pipeline group is enough)")
+    compute, wait, ranks, receives = {}, {}, {}, {}
+    for s, k in zip(summaries, stages, strict=True):
+        if k is not None:
+            compute.setdefault(k, []).append(s.median("compute_s"))
+            wait.setdefault(k, []).append(s.median("p2p_exposed_s"))
+            ranks.setdefault(k, []).append(s.rank)
+            counts = [st.receives for st in s.steps]
+            receives.setdefault(k, []).append(
+                None if None in counts else int(round(float(np.median(counts)))))
+    m = counted_micro_batches(receives[0], receives[p - 1])
+    return read_pipeline(compute, wait, ranks, m), over_world
+
+
+def _pipeline_lines(pipeline, step_s: float) -> list[str]:
+    """The evidence of the ``pipeline`` finding: each stage's compute, what the pacing stage
+    waits, the replayed schedule."""
+    k = pipeline.pacing_stage
+    stages = ", ".join(f"{st['stage']}: {_ms(st['compute_s'])}" for st in pipeline.stages)
+    waits = ", ".join(f"{st['stage']}: {_ms(st['wait_s'])}" for st in pipeline.stages)
+    m = pipeline.micro_batches
+    micro = f"{m} micro-batch{'es' if m != 1 else ''}"
+    schedule = (f"{micro} per step (counted from the first and last stages' receives); "
+                f"replayed as 1F1B (docs/model.md §15), the schedule accounts for all but "
+                f"{_ms(pipeline.unreplayed_s)} of stage {k}'s span: the sends' own time and "
+                "waits outside the schedule" if pipeline.counted else
+                f"the waits match a 1F1B schedule of {micro} per step (replayed, docs/model.md "
+                "§15; the traces count no receive): a job that runs more also waited on its "
+                "transfers")
+    return [
+        f"compute per step by stage ({stages}; medians over each stage's ranks); stage {k} "
+        f"paces the pipeline, {_ms(pipeline.uneven_s)} above the stages' mean",
+        f"exposed sends and receives by stage ({waits}): stage {k}'s "
+        f"{_ms(pipeline.bubble_s)} is the bubble (fill and drain; any transfer it waited on), "
+        f"the others' also their wait for stage {k}; together {_ms(pipeline.lost_s)} per step "
+        f"({_pct(pipeline.lost_s / step_s)}) against even stages without a bubble",
+        schedule,
+    ]
+
+
+def pipeline_remedies(pipeline, step_s: float) -> list[Remedy]:
+    """Evening the stages and halving the bubble, priced by replaying the traced schedule
+    (``pipeline_trace``): each saves its replayed span's difference off the measured step,
+    gain ``step / (step - saving) - 1``."""
+    from scalesim.remedies import PIPELINE_BUBBLE_TITLE, PIPELINE_EVEN_TITLE
+
+    k, m = pipeline.pacing_stage, pipeline.micro_batches
+    out = []
+    for key, title, new_s, how in (
+        ("pipeline_even", PIPELINE_EVEN_TITLE, pipeline.even_s,
+         f"every stage at the stages' mean compute, stage {k} {_ms(pipeline.uneven_s)} less; "
+         "layers move whole, so this is a ceiling. Megatron-LM "
+         "--account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split or "
+         "--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers; torchtitan "
+         "parallelism.module_fqns_per_model_part"),
+        ("pipeline_bubble", PIPELINE_BUBBLE_TITLE, pipeline.halved_s,
+         f"{m} -> {2 * m} micro-batches of half the size, the bubble an interleaved schedule of "
+         "2 virtual stages per rank also halves"
+         + (f", twice the messages adding {_ms(pipeline.unreplayed_s)} once more"
+            if pipeline.counted else "")
+         + "; a ceiling: a micro-batch's fixed costs stay and smaller ones run the matmuls less "
+         "efficiently. Megatron-LM "
+         "--num-layers-per-virtual-pipeline-stage; torchtitan pipeline_parallel_schedule "
+         "Interleaved1F1B"),
+    ):
+        saving = pipeline.replay_s - new_s
+        saving = saving if abs(saving) > 1e-9 * pipeline.replay_s else 0.0  # 0 but rounding
+        gain = step_s / (step_s - saving) - 1.0
+        note = (f"replayed 1F1B at {m} micro-batches: span {_ms(pipeline.replay_s)} -> "
+                f"{_ms(new_s)}, {_ms(saving)} off the step; {how}")
+        out.append(Remedy(key, title, float(gain), True, note, verdict=gain_verdict(float(gain))))
+    return out
 
 
 def _with_measured(remedies: list[Remedy], measured: Remedy) -> list[Remedy]:
@@ -2040,6 +2184,18 @@ def _trace_tables(report: Report) -> list[str]:
     for r in report.table:
         out.append(f"{r['rank']:>4} {r['steps']:>5} " + " ".join(
             f"{r[k] * 1e3:>9.2f}" for k in columns))
+    pipeline = report.details.get("pipeline")
+    if pipeline:  # each stage's compute and waits, and the replays the remedies come from
+        out += ["", f"{'stage':>5} {'ranks':<12} {'compute':>9} {'waits':>9}"]
+        for st in pipeline["stages"]:
+            ranks = _series([str(r) for r in st["ranks"]], most=4)
+            out.append(f"{st['stage']:>5} {ranks:<12} {st['compute_s'] * 1e3:>9.2f} "
+                       f"{st['wait_s'] * 1e3:>9.2f}")
+        how = "counted" if pipeline["counted"] else "fitted"
+        out.append(f"(waits: exposed sends and receives; {pipeline['micro_batches']} "
+                   f"micro-batches, {how}; replayed 1F1B span {pipeline['replay_s'] * 1e3:.2f}, "
+                   f"even stages {pipeline['even_s'] * 1e3:.2f}, half the bubble "
+                   f"{pipeline['halved_s'] * 1e3:.2f})")
     cr = report.details["cross_rank"]
     out.append("")
     steps = cr["steps_compared"]
@@ -2056,6 +2212,9 @@ def _trace_tables(report: Report) -> list[str]:
                    "of the others")
     elif len(report.table) < 2:
         out.append("straggler: one rank traced: no other to compare it with (trace every rank)")
+    elif report.details["layout"]["pp"] > 1:  # ranks compared within a stage only
+        out.append("straggler: not compared: one traced rank a pipeline stage (trace the "
+                   "data-parallel peers of a stage)")
     else:  # ranks profiled over different steps (another schedule, or runs of another job)
         out.append("straggler: not compared: the ranks' traces share no ProfilerStep number "
                    "(record the same steps on every rank)")

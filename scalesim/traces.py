@@ -64,6 +64,22 @@ MAX_WORLD_SIZE = 1 << 20  # ranks; the largest training jobs run about 10^5
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
+# point-to-point communication (a pipeline's sends and receives): c10d::send, c10d::recv_,
+# gloo:send, gloo:recv, nccl:send, record_param_comms:send; NCCL's ncclDevKernel_SendRecv and
+# ncclKernel_SendRecv_* kernels (which all-to-all runs on too: ``pipeline_trace`` reads them only
+# for a job whose process groups name a pipeline)
+_POINT_TO_POINT = re.compile(r"(?:^|[:_])(?:send|recv|sendrecv)(?:_|$)", re.IGNORECASE)
+
+
+# the host ops of one receive each, by preference: the wait's own annotation, the parameter
+# record, the op that posts it (nested or back to back, so one family is counted)
+RECEIVE_FAMILIES = (("gloo:recv", "nccl:recv"), ("record_param_comms:recv",), ("c10d::recv_",))
+
+
+def point_to_point(collective: str) -> bool:
+    """Whether a communication op or kernel (its ``_collective_name`` key) sends or receives
+    point to point."""
+    return bool(_POINT_TO_POINT.search(collective))
 DATA_PREFIX = "enumerate(DataLoader)#"
 CPU_COMM_PREFIXES = ("gloo:", "nccl:", "c10d::", "record_param_comms")
 
@@ -241,6 +257,12 @@ class StepBreakdown:
     start_s: float = 0.0  # the step's window on the timeline it was measured on (trace clock)
     end_s: float = 0.0
     attention_s: float = 0.0  # attention kernels (a part of compute_s)
+    # point-to-point sends and receives (``point_to_point``) under nothing else: no compute,
+    # data wait or other communication; a part of exposed_comm_s (a pipeline's waits)
+    p2p_exposed_s: float = 0.0
+    # receives the host posted in the step (``RECEIVE_FAMILIES``; its host window); None where
+    # the trace names none (a GPU trace's fused SendRecv kernels say no count)
+    receives: int | None = None
 
 
 @dataclass
@@ -403,6 +425,11 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 def union(*sets: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return merge(np.concatenate([s for s, _ in sets]), np.concatenate([e for _, e in sets]))
+
+
+def _count_in(sorted_starts: np.ndarray, w0: float, w1: float) -> int:
+    """How many of ``sorted_starts`` fall in [w0, w1)."""
+    return int(np.searchsorted(sorted_starts, w1, "left") - np.searchsorted(sorted_starts, w0, "left"))
 
 
 def length_in(merged: tuple[np.ndarray, np.ndarray], w0: float, w1: float) -> float:
@@ -623,6 +650,9 @@ def summarise(
     launches = KernelLaunches() if launches is None else launches
     cpu_steps, gpu_steps = [], []
     compute_cpu, comm_cpu, compute_gpu, comm_gpu, data, attention = (_Intervals() for _ in range(6))
+    # communication split in its point-to-point part and the rest
+    p2p_cpu, p2p_gpu, other_cpu, other_gpu = (_Intervals() for _ in range(4))
+    receive_starts = [array("d") for _ in RECEIVE_FAMILIES]
     family_s: Counter = Counter()  # attention family -> kernel seconds
     devices: Counter = Counter()  # GPU id -> kernels
     coll = defaultdict(lambda: {"count": 0, "total_s": 0.0})
@@ -654,6 +684,7 @@ def summarise(
             if "nccl" in name.lower():
                 comm_gpu.add(t0, d)
                 collective = _collective_name(name, {})
+                (p2p_gpu if point_to_point(collective) else other_gpu).add(t0, d)
                 c = coll[collective]
                 c["count"] += 1
                 c["total_s"] += d
@@ -672,9 +703,14 @@ def summarise(
             compute_gpu.add(t0, d)
         elif name.startswith(CPU_COMM_PREFIXES):
             comm_cpu.add(t0, d)
+            args = ev.get("args")
+            collective = _collective_name(name, args if isinstance(args, dict) else {})
+            (p2p_cpu if point_to_point(collective) else other_cpu).add(t0, d)
+            for family, starts in zip(RECEIVE_FAMILIES, receive_starts, strict=True):
+                if collective in family:
+                    starts.append(t0)
             if not name.startswith("c10d::"):
-                args = ev.get("args")
-                c = coll[_collective_name(name, args if isinstance(args, dict) else {})]
+                c = coll[collective]
                 c["count"] += 1
                 c["total_s"] += d
         elif cat == "cpu_op":
@@ -706,13 +742,18 @@ def summarise(
     gpu = len(compute_gpu) + len(comm_gpu) > 0
     if gpu:
         compute, comm = compute_gpu.merged(), comm_gpu.merged()
+        p2p, other_comm = p2p_gpu.merged(), other_gpu.merged()
         windows = device_windows(cpu_steps, gpu_steps, launches)
     else:
         compute, comm = compute_cpu.merged(), comm_cpu.merged()
+        p2p, other_comm = p2p_cpu.merged(), other_cpu.merged()
         windows = cpu_steps
     d_set, a_set = data.merged(), attention.merged()
     cd = union(compute, d_set)
     cdm = union(cd, comm)
+    cd_other = union(cd, other_comm)  # what covers a send or receive
+    counted = next((np.sort(np.frombuffer(s)) for s in receive_starts if len(s)), None)
+    host_window = {num: (w0, w1) for num, w0, w1 in cpu_steps}
     process_groups = _pg_config(meta)
     roles = by_group.roles(process_groups, world_size) if gpu else {}
     role_steps: dict[str, list[tuple[float, float, float]]] = {r: [] for r in roles}
@@ -747,6 +788,8 @@ def summarise(
                 start_s=w0,
                 end_s=w1,
                 attention_s=length_in(a_set, w0, w1),
+                p2p_exposed_s=max(cdmw - length_in(cd_other, w0, w1), 0.0) if len(p2p[0]) else 0.0,
+                receives=None if counted is None else _count_in(counted, *host_window.get(num, (w0, w1))),
             )
         )
     collectives = {k: dict(v) for k, v in sorted(coll.items())}

@@ -4,7 +4,7 @@ Run under torchrun; used by the diagnose tests to make real traces:
 
     torchrun --nproc-per-node=2 tests/trace_job.py --out DIR [--slow-loader-s 0.05]
         [--slow-rank 1 --slow-rank-s 0.05] [--alternate-slow-s 0.05] [--gzip] [--record-shapes]
-        [--fsdp full|grad-op] [--tp-sp]
+        [--fsdp full|grad-op] [--tp-sp] [--pp-layers 1,3 --micro-batches 4]
 
 ``--fsdp`` shards the model with FSDP2 (``fully_shard``: each hidden Linear a unit, the root
 holding the last) instead of DDP: ``full`` reshards after forward (FULL_SHARD, ZeRO-3: the
@@ -16,6 +16,12 @@ does: the first two layers are split over the tp group, whose ranks all-gather t
 in forward (sequence-parallel style) and all-reduce the gathered gradient in backward (gloo has
 no reduce-scatter), and DDP exchanges over the dp group. gloo writes no group with its
 collectives, so only the traces' pg_config says which group is which.
+
+``--pp-layers`` (one count per rank) runs a pipeline instead: torch.distributed.pipelining's
+Schedule1F1B over a DeviceMesh ("pp",) (so the traces' pg_config names mesh_pp, as torchtitan's
+do), stage r holding that many Linear layers of ``--dim``, ``--micro-batches`` micro-batches of
+the batch per step, the last stage's loss a mean square; the stages send each other
+activations and gradients with gloo's send and recv.
 
 ``--slow-loader-s`` sleeps in the dataset's ``__getitem__`` (every sample of the batch, in the
 main process: num_workers=0), so steps wait on the DataLoader iterator. ``--slow-rank-s`` makes
@@ -111,10 +117,15 @@ def main() -> None:
                     help="shard with FSDP2 instead of DDP (see the module docstring)")
     ap.add_argument("--tp-sp", action="store_true",
                     help="dp 2 x tp 2 over a DeviceMesh (4 ranks; the module docstring)")
+    ap.add_argument("--pp-layers", help="a pipeline: Linear layers per stage, one per rank")
+    ap.add_argument("--micro-batches", type=int, default=4)
     args = ap.parse_args()
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
+    if args.pp_layers:
+        run_pipeline(args)
+        return
     rank = dist.get_rank()
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(args.dim, args.dim), torch.nn.ReLU(),
@@ -165,6 +176,45 @@ def main() -> None:
     # interpreter exit can abort the process (pytorch/pytorch#179291)
     dist.barrier()
     del ddp, opt, prof
+    gc.collect()
+    dist.destroy_process_group()
+
+
+def run_pipeline(args) -> None:
+    """The ``--pp-layers`` job (module docstring): traced like the others, one file per rank."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.pipelining import PipelineStage, Schedule1F1B
+
+    layers = [int(n) for n in args.pp_layers.split(",")]
+    world, rank = dist.get_world_size(), dist.get_rank()
+    assert len(layers) == world, "--pp-layers: one count per rank"
+    mesh = init_device_mesh("cpu", (world,), mesh_dim_names=("pp",))
+    torch.manual_seed(rank)
+    stage_model = torch.nn.Sequential(*[torch.nn.Linear(args.dim, args.dim)
+                                        for _ in range(layers[rank])])
+    stage = PipelineStage(stage_model, rank, world, torch.device("cpu"),
+                          group=mesh["pp"].get_group())
+    pipe = Schedule1F1B(stage, args.micro_batches,
+                        loss_fn=lambda out, target: ((out - target) ** 2).mean())
+    opt = torch.optim.SGD(stage_model.parameters(), lr=0.01)
+    x, y = torch.randn(args.batch, args.dim), torch.randn(args.batch, args.dim)
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, f"rank{rank}.json")
+    sched = schedule(wait=0, warmup=1, active=args.steps, repeat=1)
+    with profile(activities=[ProfilerActivity.CPU], schedule=sched,
+                 on_trace_ready=lambda prof: prof.export_chrome_trace(path)) as prof:
+        for _ in range(args.steps + 1):
+            opt.zero_grad()
+            if rank == 0:
+                pipe.step(x)
+            elif rank == world - 1:
+                pipe.step(target=y)
+            else:
+                pipe.step()
+            opt.step()
+            prof.step()
+    dist.barrier()
+    del pipe, stage, opt, prof
     gc.collect()
     dist.destroy_process_group()
 

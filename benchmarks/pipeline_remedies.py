@@ -1,0 +1,81 @@
+"""The traced pipeline's remedies (diagnose --trace, scalesim/pipeline_trace.py) against the
+runs they predict, on real gloo pipelines of two CPU ranks.
+
+    python benchmarks/pipeline_remedies.py [--repeats 3] [--dim 512] [--batch 256]
+
+Traces an uneven pipeline (tests/trace_job.py --pp-layers 1,3: stage 0 one Linear layer,
+stage 1 three and the loss; Schedule1F1B, 4 micro-batches), reads its remedies' gains, then runs
+what each remedy changes: even stages (--pp-layers 2,2) and twice the micro-batches at half the
+size (8 micro-batches of the same batch). Each job runs ``--repeats`` times, interleaved, and
+the median of each run's median step is compared: measured gain = step(uneven) / step(changed)
+- 1. Prints a markdown table for docs/diagnose.md. Needs two free cores; on a busy machine the
+waits are the scheduler's too (the test, tests/test_pipeline_trace.py, asserts only what holds
+there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from trace_job import launch  # noqa: E402
+
+from scalesim import traces  # noqa: E402
+from scalesim.diagnosis import diagnose_traces  # noqa: E402
+
+JOBS = {
+    "uneven (1, 3 layers), 4 micro-batches": ("1,3", 4),
+    "even (2, 2 layers), 4 micro-batches": ("2,2", 4),
+    "uneven, 8 micro-batches of half the size": ("1,3", 8),
+}
+
+
+def step_s(summaries) -> float:
+    """The job's step: the median over ranks of their median steps (s)."""
+    return statistics.median(s.median("step_s") for s in summaries)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python benchmarks/pipeline_remedies.py")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--dim", type=int, default=512)
+    p.add_argument("--batch", type=int, default=256)
+    args = p.parse_args(argv)
+    steps = {name: [] for name in JOBS}
+    predicted = {"pipeline_even": [], "pipeline_bubble": []}
+    fitted = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.repeats):
+            for i, (name, (layers, micro)) in enumerate(JOBS.items()):
+                files = launch(Path(tmp) / f"{r}-{i}", "--pp-layers", layers, "--micro-batches",
+                               str(micro), "--batch", str(args.batch), "--dim", str(args.dim),
+                               "--steps", "6")
+                summaries = traces.load_traces(files)
+                steps[name].append(step_s(summaries))
+                if i == 0:
+                    report = diagnose_traces(summaries, name)
+                    fitted.append(report.details["pipeline"]["micro_batches"])
+                    for rem in report.remedies:
+                        if rem.key in predicted:
+                            predicted[rem.key].append(rem.gain)
+    step = {name: statistics.median(v) for name, v in steps.items()}
+    base = step[next(iter(JOBS))]
+    print(f"gloo, 2 ranks, dim {args.dim}, batch {args.batch}, medians of {args.repeats} "
+          f"interleaved runs; fitted micro-batches {fitted} (the job's: 4)\n")
+    print("| job | step ms | measured gain | predicted gain (diagnose of the uneven job) |")
+    print("|---|---:|---:|---:|")
+    rows = [(None, None), ("pipeline_even", 1), ("pipeline_bubble", 2)]
+    for (key, _), (name, s) in zip(rows, step.items(), strict=True):
+        measured = "" if key is None else f"{base / s - 1:+.1%}"
+        pred = "" if key is None else f"{statistics.median(predicted[key]):+.1%}"
+        print(f"| {name} | {s * 1e3:.1f} | {measured} | {pred} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,172 @@
+"""A traced pipeline's bubble and uneven stages (scalesim/pipeline_trace.py, diagnose --trace).
+
+The 1F1B replay against hand-worked schedules, the fit of the micro-batches, a hand-made GPU
+trace of a two-stage pipeline whose every figure is worked out below, and a real gloo pipeline
+(torch.distributed.pipelining's Schedule1F1B, tests/trace_job.py --pp-layers)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+from trace_job import launch
+
+from scalesim import traces
+from scalesim.diagnosis import diagnose_traces
+from scalesim.pipeline_trace import MOST_MICRO_BATCHES, fit_micro_batches, replay_1f1b_s
+
+
+def test_even_stages_replay_the_textbook_bubble():
+    """(m + p - 1) t: 4 stages of 3 s a micro-batch, 8 micro-batches: 33 s (Narayanan 2021)."""
+    assert replay_1f1b_s([3.0] * 4, 8) == pytest.approx(33.0)
+    assert replay_1f1b_s([2.0] * 8, 1) == pytest.approx(16.0)  # one micro-batch: serial
+
+
+def test_uneven_stages_replay_by_hand():
+    """Two stages of 3 and 6 s a micro-batch (forward a third), 2 micro-batches. Stage 0 runs
+    F0 0-1, F1 1-2, then waits for stage 1's backward; stage 1 runs F0 1-3, B0 3-7, F1 7-9,
+    B1 9-13; stage 0 B0 7-9, B1 13-15: 15 s. Even (4.5 s each): 3 x 4.5 = 13.5 s. Half the
+    micro-batch (1.5 and 3 s, 4 micro-batches), worked the same way: 13.5 s."""
+    assert replay_1f1b_s([3.0, 6.0], 2) == pytest.approx(15.0)
+    assert replay_1f1b_s([4.5, 4.5], 2) == pytest.approx(13.5)
+    assert replay_1f1b_s([1.5, 3.0], 4) == pytest.approx(13.5)
+
+
+def test_the_fit_finds_the_micro_batches_of_a_replayed_span():
+    rng = random.Random(3)
+    for _ in range(30):
+        p, m = rng.choice([2, 3, 4, 8]), rng.choice([1, 2, 3, 4, 8, 16, 64])
+        compute = np.array([rng.uniform(0.8, 1.6) for _ in range(p)]) * m
+        assert fit_micro_batches(compute, replay_1f1b_s(compute / m, m)) == m
+    compute = np.array([2.0, 3.0])
+    assert fit_micro_batches(compute, 9.0) == 1  # longer than one micro-batch's span (5 s)
+    assert fit_micro_batches(compute, 3.0) == MOST_MICRO_BATCHES  # no wait at all
+
+
+# ------------------------------------------------------ a hand-made trace of the schedule above
+UNIT_US = 100.0  # one second of the schedule above is 100 us of trace
+SCHEDULE = {  # stage -> compute intervals; everything else in the 15-unit step is a receive
+    0: [(0, 1), (1, 2), (7, 9), (13, 15)],
+    1: [(1, 3), (3, 7), (7, 9), (9, 13)],
+}
+STEP_UNITS, STEPS = 15.0, 4
+
+
+def _event(name, ts, dur, cat="kernel", tid=7, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur,
+            "args": args}
+
+
+def _stage_trace(rank: int) -> dict:
+    group = {"Process Group Name": "1", "Process Group Description":
+             "PIPELINE_MODEL_PARALLEL_GROUP", "Group size": 2, "Process Group Ranks": "[0, 1]"}
+    events = []
+    for n in range(1, STEPS + 1):
+        t0 = (n - 1) * STEP_UNITS * UNIT_US
+        events += [_event(f"ProfilerStep#{n}", t0, STEP_UNITS * UNIT_US, "user_annotation", 1),
+                   _event(f"ProfilerStep#{n}", t0, STEP_UNITS * UNIT_US, "gpu_user_annotation")]
+        free = 0.0
+        for a, b in SCHEDULE[rank]:
+            if a > free:  # waiting on the other stage: a receive kernel
+                events.append(_event("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
+                                     t0 + free * UNIT_US, (a - free) * UNIT_US, tid=8, **group))
+            events.append(_event("sm90_xmma_gemm_bf16bf16_bf16f32", t0 + a * UNIT_US,
+                                 (b - a) * UNIT_US))
+            free = b
+        if free < STEP_UNITS:
+            events.append(_event("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
+                                 t0 + free * UNIT_US, (STEP_UNITS - free) * UNIT_US, tid=8,
+                                 **group))
+    config = [{"pg_name": "1", "pg_desc": "PIPELINE_MODEL_PARALLEL_GROUP", "pg_size": 2,
+               "ranks": [0, 1]}]
+    return {"schemaVersion": 1, "traceEvents": events,
+            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2,
+                                "pg_config": config},
+            "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}]}
+
+
+def _hand_made(tmp_path):
+    paths = []
+    for rank in (0, 1):
+        path = tmp_path / f"rank{rank}.json"
+        path.write_text(json.dumps(_stage_trace(rank)))
+        paths.append(str(path))
+    return traces.load_traces(paths)
+
+
+def test_a_traced_pipeline_reads_as_its_schedule(tmp_path):
+    """Stage 0 computes 6 units and waits 9, stage 1 computes 12 and waits 3 (0-1, 13-15):
+    stage 1 paces it; its span 12 + 3 = 15 replays as 2 micro-batches; against even stages of
+    9 without a bubble the pipeline loses 15 - 9 = 6 of the 15-unit step (40 %), 3 of it the
+    bubble and 3 the uneven stages. Evening the stages replays at 13.5 (1.5 off the step:
+    +11.1 %), and so does halving the bubble."""
+    summaries = _hand_made(tmp_path)
+    assert [s.median("p2p_exposed_s") for s in summaries] == pytest.approx(
+        [9 * UNIT_US * 1e-6, 3 * UNIT_US * 1e-6])
+    report = diagnose_traces(summaries, "hand-made")
+    pipeline = report.details["pipeline"]
+    assert report.details["layout"] == {"dp": 1, "tp": 1, "cp": 1, "pp": 2}
+    assert pipeline["pacing_stage"] == 1 and pipeline["micro_batches"] == 2
+    unit = UNIT_US * 1e-6
+    assert pipeline["bubble_s"] == pytest.approx(3 * unit)
+    assert pipeline["uneven_s"] == pytest.approx(3 * unit)
+    assert report.cause.key == "pipeline" and report.cause.share == pytest.approx(0.4)
+    gains = {r.key: r.gain for r in report.remedies}
+    assert gains["pipeline_even"] == pytest.approx(15 / 13.5 - 1)
+    assert gains["pipeline_bubble"] == pytest.approx(15 / 13.5 - 1)
+    assert report.first_remedy.key in ("pipeline_even", "pipeline_bubble")
+    assert "model_parallel_comm" not in [f.key for f in [report.cause, *report.others]]
+
+
+def test_the_pages_stage_chart_and_the_text_table(tmp_path):
+    """The Diagnose page draws each stage's compute and waits with the mean compute as a rule;
+    the text report lists the stages and the replays."""
+    from app.diagnose_page import pipeline_stages_chart
+
+    report = diagnose_traces(_hand_made(tmp_path), "hand-made")
+    spec = pipeline_stages_chart(report).to_dict()
+    bars = spec["datasets"][spec["layer"][0]["data"]["name"]]
+    assert sorted((b["stage"], b["part"], round(b["ms"], 6)) for b in bars) == [
+        ("stage 0", "compute", 0.6), ("stage 0", "sends and receives (exposed)", 0.9),
+        ("stage 1", "compute", 1.2), ("stage 1", "sends and receives (exposed)", 0.3)]
+    title = spec["title"]
+    assert "stage 1 paces it" in (title["text"] if isinstance(title, dict) else title)
+    text = report.to_text()
+    assert "2 micro-batches, fitted; replayed 1F1B span 1.50, even stages 1.35" in text
+
+
+def test_a_stage_not_traced_leaves_the_pipeline_unread_with_a_note(tmp_path):
+    summaries = _hand_made(tmp_path)[:1]
+    report = diagnose_traces(summaries, "one stage")
+    assert report.details["pipeline"] is None
+    assert any("no traced rank of stage 1 of 2" in n for n in report.notes)
+
+
+def test_a_real_gloo_pipeline_is_read_from_its_traces(tmp_path):
+    """Two gloo ranks run torch.distributed.pipelining's Schedule1F1B (4 micro-batches of 64
+    samples), stage 0 one Linear layer of 512, stage 1 three and the loss. The traces name no
+    pipeline group (a DeviceMesh of one dimension over the whole job reuses the default group):
+    the ranks' sends and receives make it one, and their gloo:recv annotations count the 4
+    micro-batches. Stage 1 paces it with about three times stage 0's compute, so evening the
+    stages gains; what the replay leaves of the span (the sends' own time, and on a busy
+    machine the ranks' time off the cores) doubles with twice the micro-batches, so halving the
+    bubble is priced below the replay's own saving."""
+    files = launch(tmp_path / "pp", "--pp-layers", "1,3", "--micro-batches", "4",
+                   "--batch", "256", "--dim", "512", "--steps", "5")
+    summaries = traces.load_traces(files)
+    assert {st.receives for s in summaries for st in s.steps} == {4}
+    report = diagnose_traces(summaries, "pp")
+    assert report.details["layout"] == {"dp": 1, "tp": 1, "cp": 1, "pp": 2}
+    pipeline = report.details["pipeline"]
+    compute = [s["compute_s"] for s in pipeline["stages"]]
+    assert pipeline["pacing_stage"] == 1 and compute[1] > 1.8 * compute[0]
+    assert pipeline["micro_batches"] == 4 and pipeline["counted"]
+    assert report.cause.key == "pipeline"
+    gains = {r.key: r.gain for r in report.remedies}
+    assert gains["pipeline_even"] > 0.0
+    replay_half = replay_1f1b_s(np.array(compute) / 8, 8)
+    unreplayed = max(pipeline["span_s"] - pipeline["replay_s"], 0.0)
+    assert pipeline["halved_s"] == pytest.approx(replay_half + unreplayed)
+    assert any("read as one pipeline over the 2 ranks" in n for n in report.notes)
