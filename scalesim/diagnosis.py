@@ -1616,7 +1616,7 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
                                       _dp_comm(summaries), mp_exposed + pipeline_fixed)
     for measured in ([] if pipeline is None else pipeline_remedies(pipeline, step)):
         remedies = _with_measured(remedies, measured)
-        if measured.applicable and (first is None or shown_gain(measured) > shown_gain(first)
+        if measured.helps and (first is None or shown_gain(measured) > shown_gain(first)
                                     or (cause.key == "pipeline"
                                         and shown_gain(measured) >= median_error(False)
                                         and first.key not in PREFERRED_REMEDIES["pipeline"])):
@@ -1688,7 +1688,7 @@ def traced_pipeline(summaries, degrees: dict):
     a traced rank in every stage; (None, why not) where a stage is missing, (None, '') without
     a pipeline. Each stage's compute and exposed sends and receives are its ranks'
     median steps' (``traces.StepBreakdown.p2p_exposed_s``)."""
-    from scalesim.pipeline_trace import counted_micro_batches, read_pipeline
+    from scalesim.pipeline_trace import annotated_schedule, counted_micro_batches, read_pipeline
 
     p, stages, over_world = pipeline_stages(summaries, degrees)
     if p < 2:
@@ -1708,34 +1708,53 @@ def traced_pipeline(summaries, degrees: dict):
             counts = [st.receives for st in s.steps]
             receives.setdefault(k, []).append(
                 None if None in counts else int(round(float(np.median(counts)))))
+    traced = [s for s, k in zip(summaries, stages, strict=True) if k is not None]
+    schedule = annotated_schedule([s.schedule_stages for s in traced],
+                                  [s.schedule_micro_batches for s in traced])
+    if schedule is not None:
+        return read_pipeline(compute, wait, ranks, *schedule, "annotations"), over_world
     m = counted_micro_batches(receives[0], receives[p - 1])
-    return read_pipeline(compute, wait, ranks, m), over_world
+    return read_pipeline(compute, wait, ranks, m, 1, "receives"), over_world
 
 
 def _pipeline_lines(pipeline, step_s: float) -> list[str]:
     """The evidence of the ``pipeline`` finding: each stage's compute, what the pacing stage
-    waits, the replayed schedule."""
+    waits and how much of it the replayed schedule accounts for, the schedule read."""
     k = pipeline.pacing_stage
     stages = ", ".join(f"{st['stage']}: {_ms(st['compute_s'])}" for st in pipeline.stages)
     waits = ", ".join(f"{st['stage']}: {_ms(st['wait_s'])}" for st in pipeline.stages)
-    m = pipeline.micro_batches
-    micro = f"{m} micro-batch{'es' if m != 1 else ''}"
-    schedule = (f"{micro} per step (counted from the first and last stages' receives); "
-                f"replayed as 1F1B (docs/model.md §15), the schedule accounts for all but "
-                f"{_ms(pipeline.unreplayed_s)} of stage {k}'s span: the sends' own time and "
-                "waits outside the schedule" if pipeline.counted else
-                f"the waits match a 1F1B schedule of {micro} per step (replayed, docs/model.md "
-                "§15; the traces count no receive): a job that runs more also waited on its "
-                "transfers")
+    if pipeline.counted:
+        source = ("read off the schedule's annotations" if pipeline.counted_from == "annotations"
+                  else "counted from the first and last stages' receives")
+        outside = pipeline.unreplayed_s
+        wait = (f"stage {k}'s {_ms(pipeline.bubble_s)}: the replayed bubble (fill and drain) "
+                f"{_ms(pipeline.bubble_s - outside)}, the sends' own time and waits outside the "
+                f"schedule {_ms(outside)}")
+        schedule = (f"{_replayed_at(pipeline)} per step ({source}), replayed as 1F1B "
+                    "(docs/model.md §15)")
+    else:
+        wait = (f"stage {k}'s {_ms(pipeline.bubble_s)} is the bubble (fill and drain; any "
+                "transfer it waited on)")
+        schedule = (f"the waits match a 1F1B schedule of {_replayed_at(pipeline)} per step "
+                    "(replayed, docs/model.md §15; the traces count no receive and carry no "
+                    "schedule annotations): a job that runs more also waited on its transfers")
     return [
         f"compute per step by stage ({stages}; medians over each stage's ranks); stage {k} "
         f"paces the pipeline, {_ms(pipeline.uneven_s)} above the stages' mean",
-        f"exposed sends and receives by stage ({waits}): stage {k}'s "
-        f"{_ms(pipeline.bubble_s)} is the bubble (fill and drain; any transfer it waited on), "
-        f"the others' also their wait for stage {k}; together {_ms(pipeline.lost_s)} per step "
+        f"exposed sends and receives by stage ({waits}): {wait}; the others' also their wait "
+        f"for stage {k}; together {_ms(pipeline.lost_s)} per step "
         f"({_pct(pipeline.lost_s / step_s)}) against even stages without a bubble",
         schedule,
     ]
+
+
+def _replayed_at(pipeline) -> str:
+    """'4 micro-batches', or '8 chunks (4 micro-batches x 2 virtual stages a rank)'."""
+    m = pipeline.micro_batches
+    micro = f"{m} micro-batch{'es' if m != 1 else ''}"
+    if pipeline.virtual_stages == 1:
+        return micro
+    return f"{pipeline.chunks} chunks ({micro} x {pipeline.virtual_stages} virtual stages a rank)"
 
 
 def pipeline_remedies(pipeline, step_s: float) -> list[Remedy]:
@@ -1744,7 +1763,7 @@ def pipeline_remedies(pipeline, step_s: float) -> list[Remedy]:
     gain ``step / (step - saving) - 1``."""
     from scalesim.remedies import PIPELINE_BUBBLE_TITLE, PIPELINE_EVEN_TITLE
 
-    k, m = pipeline.pacing_stage, pipeline.micro_batches
+    k, m, v = pipeline.pacing_stage, pipeline.micro_batches, pipeline.virtual_stages
     out = []
     for key, title, new_s, how in (
         ("pipeline_even", PIPELINE_EVEN_TITLE, pipeline.even_s,
@@ -1754,8 +1773,8 @@ def pipeline_remedies(pipeline, step_s: float) -> list[Remedy]:
          "--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers; torchtitan "
          "parallelism.module_fqns_per_model_part"),
         ("pipeline_bubble", PIPELINE_BUBBLE_TITLE, pipeline.halved_s,
-         f"{m} -> {2 * m} micro-batches of half the size, the bubble an interleaved schedule of "
-         "2 virtual stages per rank also halves"
+         f"{m} -> {2 * m} micro-batches of half the size, the bubble {v} -> {2 * v} virtual "
+         "stages per rank (an interleaved schedule) also halves"
          + (f", twice the messages adding {_ms(pipeline.unreplayed_s)} once more"
             if pipeline.counted else "")
          + "; a ceiling: a micro-batch's fixed costs stay and smaller ones run the matmuls less "
@@ -1766,8 +1785,10 @@ def pipeline_remedies(pipeline, step_s: float) -> list[Remedy]:
         saving = pipeline.replay_s - new_s
         saving = saving if abs(saving) > 1e-9 * pipeline.replay_s else 0.0  # 0 but rounding
         gain = step_s / (step_s - saving) - 1.0
-        note = (f"replayed 1F1B at {m} micro-batches: span {_ms(pipeline.replay_s)} -> "
-                f"{_ms(new_s)}, {_ms(saving)} off the step; {how}")
+        change = (f"{_ms(saving)} off the step" if saving >= 0
+                  else f"{_ms(-saving)} onto the step")
+        note = (f"replayed 1F1B at {_replayed_at(pipeline)}: span {_ms(pipeline.replay_s)} -> "
+                f"{_ms(new_s)}, {change}; {how}")
         out.append(Remedy(key, title, float(gain), True, note, verdict=gain_verdict(float(gain))))
     return out
 
@@ -2191,9 +2212,12 @@ def _trace_tables(report: Report) -> list[str]:
             ranks = _series([str(r) for r in st["ranks"]], most=4)
             out.append(f"{st['stage']:>5} {ranks:<12} {st['compute_s'] * 1e3:>9.2f} "
                        f"{st['wait_s'] * 1e3:>9.2f}")
-        how = "counted" if pipeline["counted"] else "fitted"
+        how = {"annotations": "from the schedule's annotations",
+               "receives": "counted from the receives", "": "fitted"}[pipeline["counted_from"]]
+        v = pipeline["virtual_stages"]
         out.append(f"(waits: exposed sends and receives; {pipeline['micro_batches']} "
-                   f"micro-batches, {how}; replayed 1F1B span {pipeline['replay_s'] * 1e3:.2f}, "
+                   f"micro-batches{f' x {v} virtual stages' if v > 1 else ''}, {how}; "
+                   f"replayed 1F1B span {pipeline['replay_s'] * 1e3:.2f}, "
                    f"even stages {pipeline['even_s'] * 1e3:.2f}, half the bubble "
                    f"{pipeline['halved_s'] * 1e3:.2f})")
     cr = report.details["cross_rank"]

@@ -15,14 +15,18 @@ backward in turn, then the remaining backwards) of p stages and m micro-batches,
 computes two matmuls per forward one: Narayanan 2021 §3.5), sends taking no time. Its span is
 the finish of the last backward (``replay_1f1b_s``). With equal stages it is ``(m + p - 1) t``,
 the textbook bubble ``(p - 1)/m``; with uneven stages the pacing stage sets the steady state.
-The micro-batches m are counted where the traces name each receive (gloo:recv, nccl:recv: the
-first stage receives one gradient and the last one activation per micro-batch; interleaved
-schedules count v m chunks, which the replay runs as v m micro-batches of a chunk's time, the
-same bubble ``(p - 1)/(v m)``); the span the replay leaves, ``T`` minus the replayed span, is
-the sends' own time and waits outside the schedule. Where the traces count no receive (a GPU
-trace's SendRecv kernels fuse a send and a receive), m is fitted: the m whose replayed span is
-nearest the measured T (``fit_micro_batches``; the span falls from ``sum C_s`` at m = 1
-towards ``C_k``), the sends' time then read as bubble.
+The micro-batches m and the virtual stages v per rank are read from the schedule's own
+annotations where torch.distributed.pipelining wrote them (``PP:<stage>F<micro-batch>``: the
+stages a rank runs and the micro-batches; GPipe's ``Forward <i>``); else m is counted from the
+receives where the traces name each (gloo:recv, nccl:recv: the first stage receives one
+gradient and the last one activation per micro-batch; v is then taken as 1, since an
+interleaved rank receives ``(2v - 1) m``). An interleaved schedule is replayed as 1F1B of v m
+chunks, each a chunk's time ``C_s / (v m)``: the same bubble ``(p - 1)/(v m)`` (§2.2.2). The span
+the replay leaves, ``T`` minus the replayed span, is the sends' own time and waits outside the
+schedule. Where the traces say neither (a GPU trace's SendRecv kernels fuse a send and a
+receive), m is fitted: the m whose replayed span is nearest the measured T
+(``fit_micro_batches``; the span falls from ``sum C_s`` at m = 1 towards ``C_k``), the sends'
+time then read as bubble.
 
 Remedies, each a replay difference taken off the measured step (so the replay's own error on the
 traced schedule cancels):
@@ -118,13 +122,20 @@ class PipelineReading:
     pacing_stage: int  # the stage with the most compute
     span_s: float  # T = C_k + W_k
     mean_compute_s: float  # mean C over the stages
-    micro_batches: int  # counted from the receives, else fitted
-    counted: bool  # micro_batches counted (else fitted to the span)
+    micro_batches: int  # from the schedule's annotations or the receives, else fitted
+    counted: bool  # micro_batches read off the traces (else fitted to the span)
     replay_s: float  # the replayed span at m
     even_s: float  # replayed span with even stages
     halved_s: float  # replayed span at 2m micro-batches of half the size (plus, counted, the
     # time the replay leaves once more: twice the messages)
     notes: list[str] = field(default_factory=list)
+    virtual_stages: int = 1  # per rank (the schedule's annotations)
+    counted_from: str = ""  # "annotations" or "receives" where counted
+
+    @property
+    def chunks(self) -> int:
+        """Micro-batch chunks each rank runs per step, v m: what the replay runs."""
+        return self.micro_batches * self.virtual_stages
 
     @property
     def unreplayed_s(self) -> float:
@@ -152,18 +163,33 @@ def counted_micro_batches(first_stage: list[int | None], last_stage: list[int | 
     """Micro-batches per step from the receives the first stage's ranks (one gradient each) and
     the last stage's (one activation each) posted per step; None where a count is missing,
     zero, or the two stages disagree."""
-    counts = [c for c in (*first_stage, *last_stage)]
+    counts = [*first_stage, *last_stage]
     if not counts or any(c is None or c < 1 for c in counts) or len(set(counts)) > 1:
         return None
     return int(counts[0])
 
 
+def annotated_schedule(stages_per_rank: list[list[int]],
+                       micro_batches_per_rank: list[int]) -> tuple[int, int] | None:
+    """(micro-batches m, virtual stages v per rank) from each traced rank's schedule
+    annotations (the stages it ran forwards of, and how many micro-batches); None where a
+    rank has none or the ranks disagree. GPipe's annotations name no stage: v = 1."""
+    if not micro_batches_per_rank or min(micro_batches_per_rank) < 1:
+        return None
+    vs = {max(len(stages), 1) for stages in stages_per_rank}
+    if len(vs) > 1 or len(set(micro_batches_per_rank)) > 1:
+        return None
+    return int(micro_batches_per_rank[0]), vs.pop()
+
+
 def read_pipeline(stage_compute_s: dict[int, list[float]], stage_wait_s: dict[int, list[float]],
-                  stage_ranks: dict[int, list[int]],
-                  micro_batches: int | None = None) -> PipelineReading:
+                  stage_ranks: dict[int, list[int]], micro_batches: int | None = None,
+                  virtual_stages: int = 1, counted_from: str = "") -> PipelineReading:
     """The reading of a pipeline from each stage's traced ranks: their compute and exposed
     point-to-point times per step (medians over steps; s) and rank numbers, every stage 0 to
-    p - 1 present; ``micro_batches`` counted (``counted_micro_batches``), None: fitted."""
+    p - 1 present; ``micro_batches`` and ``virtual_stages`` read off the traces
+    (``annotated_schedule``, ``counted_micro_batches``; ``counted_from`` says which), None:
+    m fitted, v 1."""
     stages = [{"stage": s, "ranks": sorted(stage_ranks[s]),
                "compute_s": float(np.median(stage_compute_s[s])),
                "wait_s": float(np.median(stage_wait_s[s]))} for s in sorted(stage_compute_s)]
@@ -171,15 +197,18 @@ def read_pipeline(stage_compute_s: dict[int, list[float]], stage_wait_s: dict[in
     k = int(np.argmax(c))
     span = float(c[k] + stages[k]["wait_s"])
     counted = micro_batches is not None
+    v = int(virtual_stages) if counted else 1
     m = int(micro_batches) if counted else fit_micro_batches(c, span)
+    n = m * v  # chunks the replay runs
     mean = float(np.mean(c))
-    replay = replay_1f1b_s(c / m, m)
+    replay = replay_1f1b_s(c / n, n)
     notes = []
     if not counted and m == 1 and span > replay_1f1b_s(c, 1) * 1.0005:
         notes.append("the pacing stage waits longer than a pipeline of one micro-batch would: "
                      "transfers or waits outside the schedule (the replay prices the schedule "
                      "alone)")
     reading = PipelineReading(stages, k, span, mean, m, counted, replay,
-                              replay_1f1b_s(np.full(len(c), mean / m), m), 0.0, notes)
-    reading.halved_s = replay_1f1b_s(c / (2 * m), 2 * m) + reading.unreplayed_s
+                              replay_1f1b_s(np.full(len(c), mean / n), n), 0.0, notes, v,
+                              counted_from if counted else "")
+    reading.halved_s = replay_1f1b_s(c / (2 * n), 2 * n) + reading.unreplayed_s
     return reading

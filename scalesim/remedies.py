@@ -588,8 +588,8 @@ TP_OVERLAP_TITLE = ("Overlap tensor-parallel communication with the matmuls (Tra
                     "TP comm overlap, torchtitan async TP)")
 # a traced pipeline's remedies (``diagnosis.pipeline_remedies``, priced by ``pipeline_trace``)
 PIPELINE_EVEN_TITLE = "Even out the pipeline's stages"
-PIPELINE_BUBBLE_TITLE = ("Halve the pipeline bubble (interleaved 1F1B with 2 virtual stages per "
-                         "rank, or twice the micro-batches at half the size)")
+PIPELINE_BUBBLE_TITLE = ("Halve the pipeline bubble (twice the virtual stages per rank, or "
+                         "twice the micro-batches at half the size)")
 
 
 def tp_overlap_reason(profile: Profile, scenario: Scenario) -> str:

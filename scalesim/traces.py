@@ -71,6 +71,12 @@ _STEP = re.compile(r"ProfilerStep#(\d+)$")
 _POINT_TO_POINT = re.compile(r"(?:^|[:_])(?:send|recv|sendrecv)(?:_|$)", re.IGNORECASE)
 
 
+# a pipeline schedule's forward of one micro-batch on one stage: torch.distributed.pipelining's
+# runtime schedules (Interleaved1F1B, ZB, DualPipeV: "PP:<stage>F<micro-batch>", the action's
+# repr) and GPipe ("Forward <micro-batch>", its one stage); user annotations on the host
+_SCHEDULE_FORWARD = re.compile(r"PP:(\d+)F(\d+)$")
+_GPIPE_FORWARD = re.compile(r"Forward (\d+)$")
+
 # the host ops of one receive each, by preference: the wait's own annotation, the parameter
 # record, the op that posts it (nested or back to back, so one family is counted)
 RECEIVE_FAMILIES = (("gloo:recv", "nccl:recv"), ("record_param_comms:recv",), ("c10d::recv_",))
@@ -285,6 +291,10 @@ class TraceSummary:
     groups: dict[str, dict] = field(default_factory=dict)
     # distributedInfo.pg_config: [{"name", "desc", "size", "ranks"}] of the groups this rank is in
     process_groups: list[dict] = field(default_factory=list)
+    # a pipeline schedule's annotations (``_SCHEDULE_FORWARD``): the stages this rank ran
+    # forwards of (GPipe's one: [-1]) and how many micro-batches; [] and 0 where none
+    schedule_stages: list[int] = field(default_factory=list)
+    schedule_micro_batches: int = 0
 
     def median(self, name: str) -> float:
         return float(np.median([getattr(s, name) for s in self.steps]))
@@ -653,6 +663,7 @@ def summarise(
     # communication split in its point-to-point part and the rest
     p2p_cpu, p2p_gpu, other_cpu, other_gpu = (_Intervals() for _ in range(4))
     receive_starts = [array("d") for _ in RECEIVE_FAMILIES]
+    forwards: dict[int, set[int]] = {}  # a schedule's stage -> micro-batches it ran forward
     family_s: Counter = Counter()  # attention family -> kernel seconds
     devices: Counter = Counter()  # GPU id -> kernels
     coll = defaultdict(lambda: {"count": 0, "total_s": 0.0})
@@ -680,6 +691,10 @@ def summarise(
             (gpu_steps if cat == "gpu_user_annotation" else cpu_steps).append((int(m.group(1)), t0, t0 + d))
         elif name.startswith(DATA_PREFIX):
             data.add(t0, d)
+        elif cat == "user_annotation" and (f := _SCHEDULE_FORWARD.match(name)
+                                           or _GPIPE_FORWARD.match(name)):
+            stage = int(f.group(1)) if f.re is _SCHEDULE_FORWARD else -1
+            forwards.setdefault(stage, set()).add(int(f.group(f.re.groups)))
         elif cat == "kernel":
             if "nccl" in name.lower():
                 comm_gpu.add(t0, d)
@@ -820,6 +835,8 @@ def summarise(
         family,
         groups,
         process_groups,
+        sorted(k for k in forwards if k >= 0),
+        max((len(mbs) for mbs in forwards.values()), default=0),
     )
 
 

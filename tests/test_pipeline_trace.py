@@ -15,7 +15,13 @@ from trace_job import launch
 
 from scalesim import traces
 from scalesim.diagnosis import diagnose_traces
-from scalesim.pipeline_trace import MOST_MICRO_BATCHES, fit_micro_batches, replay_1f1b_s
+from scalesim.pipeline_trace import (
+    MOST_MICRO_BATCHES,
+    annotated_schedule,
+    counted_micro_batches,
+    fit_micro_batches,
+    replay_1f1b_s,
+)
 
 
 def test_even_stages_replay_the_textbook_bubble():
@@ -43,6 +49,18 @@ def test_the_fit_finds_the_micro_batches_of_a_replayed_span():
     compute = np.array([2.0, 3.0])
     assert fit_micro_batches(compute, 9.0) == 1  # longer than one micro-batch's span (5 s)
     assert fit_micro_batches(compute, 3.0) == MOST_MICRO_BATCHES  # no wait at all
+
+
+def test_what_the_traces_say_of_the_schedule_must_agree():
+    """Receives: the first and last stages' counts agree or none is taken; annotations: every
+    rank's, the same micro-batches and stages a rank (GPipe's name no stage: v = 1)."""
+    assert counted_micro_batches([4, 4], [4]) == 4
+    assert counted_micro_batches([4], [8]) is None
+    assert counted_micro_batches([4], [None]) is None and counted_micro_batches([0], [0]) is None
+    assert annotated_schedule([[0, 2], [1, 3]], [4, 4]) == (4, 2)
+    assert annotated_schedule([[], []], [6, 6]) == (6, 1)
+    assert annotated_schedule([[0, 2], [1]], [4, 4]) is None
+    assert annotated_schedule([[0], [1]], [4, 0]) is None
 
 
 # ------------------------------------------------------ a hand-made trace of the schedule above
@@ -170,3 +188,21 @@ def test_a_real_gloo_pipeline_is_read_from_its_traces(tmp_path):
     unreplayed = max(pipeline["span_s"] - pipeline["replay_s"], 0.0)
     assert pipeline["halved_s"] == pytest.approx(replay_half + unreplayed)
     assert any("read as one pipeline over the 2 ranks" in n for n in report.notes)
+
+
+def test_an_interleaved_pipelines_schedule_is_read_off_its_annotations(tmp_path):
+    """ScheduleInterleaved1F1B on two gloo ranks, 2 stages each (0 and 2 on rank 0, 1 and 3 on
+    rank 1), 4 micro-batches: its "PP:<stage>F<micro-batch>" annotations give m = 4 and v = 2,
+    replayed as 8 chunks; the receives alone would have counted 3 x 4 = 12 ((2v - 1) m)."""
+    files = launch(tmp_path / "il", "--pp-layers", "1,1", "--virtual-stages", "2",
+                   "--micro-batches", "4", "--batch", "128", "--dim", "256", "--steps", "3")
+    summaries = traces.load_traces(files)
+    assert [s.schedule_stages for s in summaries] == [[0, 2], [1, 3]]
+    assert {st.receives for s in summaries for st in s.steps} == {12}
+    report = diagnose_traces(summaries, "interleaved")
+    pipeline = report.details["pipeline"]
+    assert (pipeline["micro_batches"], pipeline["virtual_stages"]) == (4, 2)
+    assert pipeline["counted_from"] == "annotations"
+    compute = np.array([s["compute_s"] for s in pipeline["stages"]])
+    assert pipeline["replay_s"] == pytest.approx(replay_1f1b_s(compute / 8, 8))
+    assert "8 chunks (4 micro-batches x 2 virtual stages a rank)" in report.cause.evidence[2]

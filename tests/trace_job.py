@@ -4,7 +4,7 @@ Run under torchrun; used by the diagnose tests to make real traces:
 
     torchrun --nproc-per-node=2 tests/trace_job.py --out DIR [--slow-loader-s 0.05]
         [--slow-rank 1 --slow-rank-s 0.05] [--alternate-slow-s 0.05] [--gzip] [--record-shapes]
-        [--fsdp full|grad-op] [--tp-sp] [--pp-layers 1,3 --micro-batches 4]
+        [--fsdp full|grad-op] [--tp-sp] [--pp-layers 1,3 --micro-batches 4 --virtual-stages 1]
 
 ``--fsdp`` shards the model with FSDP2 (``fully_shard``: each hidden Linear a unit, the root
 holding the last) instead of DDP: ``full`` reshards after forward (FULL_SHARD, ZeRO-3: the
@@ -21,7 +21,9 @@ collectives, so only the traces' pg_config says which group is which.
 Schedule1F1B over a DeviceMesh ("pp",) (so the traces' pg_config names mesh_pp, as torchtitan's
 do), stage r holding that many Linear layers of ``--dim``, ``--micro-batches`` micro-batches of
 the batch per step, the last stage's loss a mean square; the stages send each other
-activations and gradients with gloo's send and recv.
+activations and gradients with gloo's send and recv. ``--virtual-stages 2`` runs
+ScheduleInterleaved1F1B instead, each rank holding 2 stages (r and r + ranks) of that many layers
+each; its actions are annotated "PP:<stage>F<micro-batch>".
 
 ``--slow-loader-s`` sleeps in the dataset's ``__getitem__`` (every sample of the batch, in the
 main process: num_workers=0), so steps wait on the DataLoader iterator. ``--slow-rank-s`` makes
@@ -119,6 +121,7 @@ def main() -> None:
                     help="dp 2 x tp 2 over a DeviceMesh (4 ranks; the module docstring)")
     ap.add_argument("--pp-layers", help="a pipeline: Linear layers per stage, one per rank")
     ap.add_argument("--micro-batches", type=int, default=4)
+    ap.add_argument("--virtual-stages", type=int, default=1)
     args = ap.parse_args()
 
     torch.set_num_threads(1)
@@ -183,20 +186,25 @@ def main() -> None:
 def run_pipeline(args) -> None:
     """The ``--pp-layers`` job (module docstring): traced like the others, one file per rank."""
     from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.pipelining import PipelineStage, Schedule1F1B
+    from torch.distributed.pipelining import (
+        PipelineStage,
+        Schedule1F1B,
+        ScheduleInterleaved1F1B,
+    )
 
     layers = [int(n) for n in args.pp_layers.split(",")]
-    world, rank = dist.get_world_size(), dist.get_rank()
+    world, rank, v = dist.get_world_size(), dist.get_rank(), args.virtual_stages
     assert len(layers) == world, "--pp-layers: one count per rank"
     mesh = init_device_mesh("cpu", (world,), mesh_dim_names=("pp",))
     torch.manual_seed(rank)
-    stage_model = torch.nn.Sequential(*[torch.nn.Linear(args.dim, args.dim)
-                                        for _ in range(layers[rank])])
-    stage = PipelineStage(stage_model, rank, world, torch.device("cpu"),
-                          group=mesh["pp"].get_group())
-    pipe = Schedule1F1B(stage, args.micro_batches,
-                        loss_fn=lambda out, target: ((out - target) ** 2).mean())
-    opt = torch.optim.SGD(stage_model.parameters(), lr=0.01)
+    chunks = [torch.nn.Sequential(*[torch.nn.Linear(args.dim, args.dim)
+                                    for _ in range(layers[rank])]) for _ in range(v)]
+    stages = [PipelineStage(chunk, rank + c * world, world * v, torch.device("cpu"),
+                            group=mesh["pp"].get_group()) for c, chunk in enumerate(chunks)]
+    loss = lambda out, target: ((out - target) ** 2).mean()  # noqa: E731
+    pipe = (Schedule1F1B(stages[0], args.micro_batches, loss_fn=loss) if v == 1 else
+            ScheduleInterleaved1F1B(stages, args.micro_batches, loss_fn=loss))
+    opt = torch.optim.SGD([p for chunk in chunks for p in chunk.parameters()], lr=0.01)
     x, y = torch.randn(args.batch, args.dim), torch.randn(args.batch, args.dim)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"rank{rank}.json")
@@ -214,7 +222,7 @@ def run_pipeline(args) -> None:
             opt.step()
             prof.step()
     dist.barrier()
-    del pipe, stage, opt, prof
+    del pipe, stages, opt, prof
     gc.collect()
     dist.destroy_process_group()
 
