@@ -1392,17 +1392,17 @@ def by_group(summaries) -> bool:
 
 def traced_layout(summaries) -> dict:
     """The traced job's degrees (``process_groups.traced_degrees``). Where no group splits the
-    model and every rank sends and receives point to point (``traces.point_to_point``), a
-    pipeline over all the ranks (pp = the world, dp 1, ``pipeline_over_ranks``): a DeviceMesh
-    of one dimension over the whole job (torchtitan's pure pipeline) reuses the default group,
-    so no group names it, and a data-parallel job sends nothing point to point."""
-    from scalesim.traces import point_to_point
-
+    model but every traced rank ran a pipeline schedule's annotated actions (``TraceSummary.
+    schedule_micro_batches``: torch.distributed.pipelining), a pipeline over all the ranks
+    (pp = the world, dp 1, ``pipeline_over_ranks``): a DeviceMesh of one dimension over the
+    whole job (torchtitan's pure pipeline) reuses the default group, so no group names it.
+    Sends and receives alone do not make a pipeline: all-to-all runs on NCCL's SendRecv
+    kernels, a monitored barrier on gloo's send and recv."""
     world = max(len(summaries), max((s.world_size or 1) for s in summaries))
     degrees = traced_degrees([s.process_groups for s in summaries], [s.groups for s in summaries],
                              world)
-    sends = all(any(point_to_point(name) for name in s.collectives) for s in summaries)
-    if world >= 2 and sends and not splits_the_model(degrees):
+    annotated = all(s.schedule_micro_batches > 0 for s in summaries)
+    if world >= 2 and annotated and not splits_the_model(degrees):
         degrees = {**degrees, "pp": world, "dp": 1, "pipeline_over_ranks": True}
     return degrees
 
@@ -1437,7 +1437,10 @@ def _dp_comm(summaries) -> tuple[float, float] | None:
 
 def _groups_notes(summaries, degrees: dict, model_parallel: dict) -> list[str]:
     """Notes on how the traces' groups were read: sizes left out, groups no name places,
-    a split whose collectives were not seen, no data parallelism to model."""
+    a split whose collectives were not seen, sends no group places, no data parallelism to
+    model."""
+    from scalesim.traces import point_to_point
+
     notes = []
     if degrees["conflict"]:
         notes.append(f"the traces' process groups: {degrees['conflict']}")
@@ -1446,10 +1449,18 @@ def _groups_notes(summaries, degrees: dict, model_parallel: dict) -> list[str]:
         notes.append(f"collectives over groups no name places ({', '.join(unnamed[:4])}: created "
                      "without group_desc, fewer ranks than the job) are read as the "
                      "data-parallel exchange's")
-    if splits_the_model(degrees) and by_group(summaries) and not model_parallel:
+    if splits_the_model(degrees) and by_group(summaries) and not model_parallel \
+            and exchange_replicas(degrees) > 1:
         notes.append(f"the traces' process groups split the model ({layout_words(degrees)}) but "
                      "no collective names a tensor-, context- or pipeline-parallel group: all "
                      "are read as the data-parallel exchange's")
+    sends = all(any(point_to_point(name) for name in s.collectives) for s in summaries)
+    if degrees.get("pp", 1) < 2 and len(summaries) > 1 and sends and not by_group(summaries):
+        notes.append("every rank sends and receives point to point but no process group names "
+                     "a pipeline: read as the data-parallel exchange's. A pipeline whose "
+                     "DeviceMesh of one dimension reuses the default group is read from "
+                     "torch.distributed.pipelining's annotated schedules (Interleaved1F1B, "
+                     "GPipe, ...) or a mesh of two dimensions (('pp', 'dp'))")
     if splits_the_model(degrees) and exchange_replicas(degrees) < 2:
         notes.append(f"{layout_words(degrees)}: no data-parallel exchange, so the model's "
                      "remedies (links, overlap, sharding, batch) have nothing to price; only "
@@ -1473,10 +1484,10 @@ def pipeline_stages(summaries, degrees: dict) -> tuple[int, list[int | None], st
     p = degrees.get("pp", 1)
     if p < 2:
         return 1, [], ""
-    if degrees.get("pipeline_over_ranks"):
-        return p, [s.rank for s in summaries], (
-            f"no process group names a pipeline, but every rank sends and receives point to "
-            f"point: read as one pipeline over the {p} ranks in rank order (a DeviceMesh of one "
+    if degrees.get("pipeline_over_ranks"):  # a rank's stage: the first it runs, else its rank
+        return p, [min(s.schedule_stages, default=s.rank) for s in summaries], (
+            f"no process group names a pipeline, but every rank ran a pipeline schedule's "
+            f"annotated actions: read as one pipeline over the {p} ranks (a DeviceMesh of one "
             "dimension over the whole job reuses the default group)")
     return p, [_pipeline_stage(s) for s in summaries], ""
 
@@ -1678,7 +1689,9 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
                 f"dp x cp = {replicas} (context-parallel ranks hold the same weights)")
         notes.append(f"the remedies' model is the data-parallel exchange over {over} of the "
                      f"traced layout ({layout_words(degrees)}); {held}")
-    notes.append("remedy gains are model predictions built from the median traced step")
+    notes.append("remedy gains are model predictions built from the median traced step"
+                 + ("; the pipeline's are replays of its traced schedule"
+                    if pipeline is not None else ""))
     return Report("traces", source, cause, others, first, remedies, table, details, notes,
                   decisive_gain=median_error(False))  # the trace model is data parallel
 
@@ -1703,7 +1716,10 @@ def traced_pipeline(summaries, degrees: dict):
     for s, k in zip(summaries, stages, strict=True):
         if k is not None:
             compute.setdefault(k, []).append(s.median("compute_s"))
-            wait.setdefault(k, []).append(s.median("p2p_exposed_s"))
+            # the pp group's where kernels name theirs (an expert group's all-to-all runs on
+            # SendRecv kernels too), else every send and receive
+            wait.setdefault(k, []).append(s.groups["pp"]["exposed_s"] if "pp" in s.groups
+                                          else s.median("p2p_exposed_s"))
             ranks.setdefault(k, []).append(s.rank)
             counts = [st.receives for st in s.steps]
             receives.setdefault(k, []).append(
@@ -1714,7 +1730,13 @@ def traced_pipeline(summaries, degrees: dict):
     if schedule is not None:
         return read_pipeline(compute, wait, ranks, *schedule, "annotations"), over_world
     m = counted_micro_batches(receives[0], receives[p - 1])
-    return read_pipeline(compute, wait, ranks, m, 1, "receives"), over_world
+    reading = read_pipeline(compute, wait, ranks, m, 1, "receives")
+    ends = [*receives[0], *receives[p - 1]]
+    if m is None and None not in ends and min(ends) > 0:  # counted, but they disagree
+        reading.count_note = (f"the first and last stages' receives disagree ({receives[0][0]} "
+                              f"and {receives[p - 1][0]} a step: several tensors cross a stage "
+                              "boundary?), so the micro-batches are fitted")
+    return reading, over_world
 
 
 def _pipeline_lines(pipeline, step_s: float) -> list[str]:
@@ -1733,11 +1755,23 @@ def _pipeline_lines(pipeline, step_s: float) -> list[str]:
         schedule = (f"{_replayed_at(pipeline)} per step ({source}), replayed as 1F1B "
                     "(docs/model.md §15)")
     else:
+        from scalesim.pipeline_trace import MOST_MICRO_BATCHES
+
         wait = (f"stage {k}'s {_ms(pipeline.bubble_s)} is the bubble (fill and drain; any "
                 "transfer it waited on)")
-        schedule = (f"the waits match a 1F1B schedule of {_replayed_at(pipeline)} per step "
-                    "(replayed, docs/model.md §15; the traces count no receive and carry no "
-                    "schedule annotations): a job that runs more also waited on its transfers")
+        unread = ("the traces carry no schedule annotations and "
+                  + (pipeline.count_note or "count no receive"))
+        if pipeline.micro_batches == 1 and pipeline.span_s > pipeline.replay_s * 1.0005:
+            fit = ("the waits exceed a one-micro-batch 1F1B's (replayed, docs/model.md §15): "
+                   "transfers or waits outside the schedule")
+        elif pipeline.micro_batches == MOST_MICRO_BATCHES:
+            fit = (f"the waits are within a 1F1B of {MOST_MICRO_BATCHES} micro-batches' "
+                   "(replayed, docs/model.md §15): next to no bubble")
+        else:
+            fit = (f"the waits match a 1F1B schedule of {_replayed_at(pipeline)} per step "
+                   "(replayed, docs/model.md §15): a job that runs more also waited on its "
+                   "transfers")
+        schedule = f"{fit} ({unread})"
     return [
         f"compute per step by stage ({stages}; medians over each stage's ranks); stage {k} "
         f"paces the pipeline, {_ms(pipeline.uneven_s)} above the stages' mean",
@@ -1765,14 +1799,14 @@ def pipeline_remedies(pipeline, step_s: float) -> list[Remedy]:
 
     k, m, v = pipeline.pacing_stage, pipeline.micro_batches, pipeline.virtual_stages
     out = []
-    for key, title, new_s, how in (
-        ("pipeline_even", PIPELINE_EVEN_TITLE, pipeline.even_s,
+    for key, title, new_s, most_s, how in (
+        ("pipeline_even", PIPELINE_EVEN_TITLE, pipeline.even_s, pipeline.lost_s,
          f"every stage at the stages' mean compute, stage {k} {_ms(pipeline.uneven_s)} less; "
          "layers move whole, so this is a ceiling. Megatron-LM "
          "--account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split or "
          "--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers; torchtitan "
          "parallelism.module_fqns_per_model_part"),
-        ("pipeline_bubble", PIPELINE_BUBBLE_TITLE, pipeline.halved_s,
+        ("pipeline_bubble", PIPELINE_BUBBLE_TITLE, pipeline.halved_s, pipeline.bubble_s,
          f"{m} -> {2 * m} micro-batches of half the size, the bubble {v} -> {2 * v} virtual "
          "stages per rank (an interleaved schedule) also halves"
          + (f", twice the messages adding {_ms(pipeline.unreplayed_s)} once more"
@@ -1784,11 +1818,18 @@ def pipeline_remedies(pipeline, step_s: float) -> list[Remedy]:
     ):
         saving = pipeline.replay_s - new_s
         saving = saving if abs(saving) > 1e-9 * pipeline.replay_s else 0.0  # 0 but rounding
+        # never more than the traces lost to it: even stages without a bubble, the pacing
+        # stage's waits (a replay longer than the traced span would promise more)
+        capped = saving > min(most_s, 0.99 * step_s)
+        saving = min(saving, most_s, 0.99 * step_s)
         gain = step_s / (step_s - saving) - 1.0
         change = (f"{_ms(saving)} off the step" if saving >= 0
                   else f"{_ms(-saving)} onto the step")
+        extra = (" with the extra messages' time" if key == "pipeline_bubble"
+                 and pipeline.unreplayed_s > 0 else "")
+        cap = (f", capped at what the traces lost to it ({_ms(saving)})" if capped else "")
         note = (f"replayed 1F1B at {_replayed_at(pipeline)}: span {_ms(pipeline.replay_s)} -> "
-                f"{_ms(new_s)}, {change}; {how}")
+                f"{_ms(new_s)}{extra}, {change}{cap}; {how}")
         out.append(Remedy(key, title, float(gain), True, note, verdict=gain_verdict(float(gain))))
     return out
 
@@ -2236,7 +2277,7 @@ def _trace_tables(report: Report) -> list[str]:
                    "of the others")
     elif len(report.table) < 2:
         out.append("straggler: one rank traced: no other to compare it with (trace every rank)")
-    elif report.details["layout"]["pp"] > 1:  # ranks compared within a stage only
+    elif any(n.startswith("one traced rank a pipeline stage") for n in report.notes):
         out.append("straggler: not compared: one traced rank a pipeline stage (trace the "
                    "data-parallel peers of a stage)")
     else:  # ranks profiled over different steps (another schedule, or runs of another job)

@@ -131,6 +131,7 @@ class PipelineReading:
     notes: list[str] = field(default_factory=list)
     virtual_stages: int = 1  # per rank (the schedule's annotations)
     counted_from: str = ""  # "annotations" or "receives" where counted
+    count_note: str = ""  # why receives that were counted were not used ('' none)
 
     @property
     def chunks(self) -> int:
@@ -203,10 +204,11 @@ def read_pipeline(stage_compute_s: dict[int, list[float]], stage_wait_s: dict[in
     mean = float(np.mean(c))
     replay = replay_1f1b_s(c / n, n)
     notes = []
-    if not counted and m == 1 and span > replay_1f1b_s(c, 1) * 1.0005:
-        notes.append("the pacing stage waits longer than a pipeline of one micro-batch would: "
-                     "transfers or waits outside the schedule (the replay prices the schedule "
-                     "alone)")
+    if counted and replay > span * 1.05:
+        notes.append(f"the traced pipeline's span ({span * 1e3:.3g} ms) is shorter than its "
+                     f"replayed 1F1B ({replay * 1e3:.3g} ms): the schedule overlaps more than "
+                     "1F1B (zero bubble?) or part of a stage's compute is outside it; each "
+                     "pipeline remedy's saving is capped at what the traces lost to it")
     reading = PipelineReading(stages, k, span, mean, m, counted, replay,
                               replay_1f1b_s(np.full(len(c), mean / n), n), 0.0, notes, v,
                               counted_from if counted else "")

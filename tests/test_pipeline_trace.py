@@ -77,9 +77,9 @@ def _event(name, ts, dur, cat="kernel", tid=7, **args):
             "args": args}
 
 
-def _stage_trace(rank: int) -> dict:
-    group = {"Process Group Name": "1", "Process Group Description":
-             "PIPELINE_MODEL_PARALLEL_GROUP", "Group size": 2, "Process Group Ranks": "[0, 1]"}
+def _stage_trace(rank: int, desc: str = "PIPELINE_MODEL_PARALLEL_GROUP") -> dict:
+    group = {"Process Group Name": "1", "Process Group Description": desc, "Group size": 2,
+             "Process Group Ranks": "[0, 1]"}
     events = []
     for n in range(1, STEPS + 1):
         t0 = (n - 1) * STEP_UNITS * UNIT_US
@@ -97,19 +97,18 @@ def _stage_trace(rank: int) -> dict:
             events.append(_event("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
                                  t0 + free * UNIT_US, (STEP_UNITS - free) * UNIT_US, tid=8,
                                  **group))
-    config = [{"pg_name": "1", "pg_desc": "PIPELINE_MODEL_PARALLEL_GROUP", "pg_size": 2,
-               "ranks": [0, 1]}]
+    config = [{"pg_name": "1", "pg_desc": desc, "pg_size": 2, "ranks": [0, 1]}]
     return {"schemaVersion": 1, "traceEvents": events,
             "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2,
                                 "pg_config": config},
             "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}]}
 
 
-def _hand_made(tmp_path):
+def _hand_made(tmp_path, **kw):
     paths = []
     for rank in (0, 1):
         path = tmp_path / f"rank{rank}.json"
-        path.write_text(json.dumps(_stage_trace(rank)))
+        path.write_text(json.dumps(_stage_trace(rank, **kw)))
         paths.append(str(path))
     return traces.load_traces(paths)
 
@@ -164,13 +163,13 @@ def test_a_stage_not_traced_leaves_the_pipeline_unread_with_a_note(tmp_path):
 
 def test_a_real_gloo_pipeline_is_read_from_its_traces(tmp_path):
     """Two gloo ranks run torch.distributed.pipelining's Schedule1F1B (4 micro-batches of 64
-    samples), stage 0 one Linear layer of 512, stage 1 three and the loss. The traces name no
-    pipeline group (a DeviceMesh of one dimension over the whole job reuses the default group):
-    the ranks' sends and receives make it one, and their gloo:recv annotations count the 4
-    micro-batches. Stage 1 paces it with about three times stage 0's compute, so evening the
-    stages gains; what the replay leaves of the span (the sends' own time, and on a busy
-    machine the ranks' time off the cores) doubles with twice the micro-batches, so halving the
-    bubble is priced below the replay's own saving."""
+    samples), stage 0 one Linear layer of 512, stage 1 three and the loss, over a group named
+    PIPELINE_MODEL_PARALLEL_GROUP in pg_config; the ranks' gloo:recv annotations count the 4
+    micro-batches (plain Schedule1F1B annotates none of its actions). Stage 1 paces it, so
+    evening the stages gains; what the replay leaves
+    of the span (the sends' own time, and on a busy machine the ranks' time off the cores)
+    doubles with twice the micro-batches, so halving the bubble is priced below the replay's
+    own saving."""
     files = launch(tmp_path / "pp", "--pp-layers", "1,3", "--micro-batches", "4",
                    "--batch", "256", "--dim", "512", "--steps", "5")
     summaries = traces.load_traces(files)
@@ -179,7 +178,9 @@ def test_a_real_gloo_pipeline_is_read_from_its_traces(tmp_path):
     assert report.details["layout"] == {"dp": 1, "tp": 1, "cp": 1, "pp": 2}
     pipeline = report.details["pipeline"]
     compute = [s["compute_s"] for s in pipeline["stages"]]
-    assert pipeline["pacing_stage"] == 1 and compute[1] > 1.8 * compute[0]
+    # about 3x idle (1 layer against 3 and the loss); on a busy machine an op's time includes
+    # the rank's time off the cores, so only the order is asserted
+    assert pipeline["pacing_stage"] == 1 and compute[1] > compute[0]
     assert pipeline["micro_batches"] == 4 and pipeline["counted"]
     assert report.cause.key == "pipeline"
     gains = {r.key: r.gain for r in report.remedies}
@@ -187,7 +188,6 @@ def test_a_real_gloo_pipeline_is_read_from_its_traces(tmp_path):
     replay_half = replay_1f1b_s(np.array(compute) / 8, 8)
     unreplayed = max(pipeline["span_s"] - pipeline["replay_s"], 0.0)
     assert pipeline["halved_s"] == pytest.approx(replay_half + unreplayed)
-    assert any("read as one pipeline over the 2 ranks" in n for n in report.notes)
 
 
 def test_an_interleaved_pipelines_schedule_is_read_off_its_annotations(tmp_path):
@@ -206,3 +206,33 @@ def test_an_interleaved_pipelines_schedule_is_read_off_its_annotations(tmp_path)
     compute = np.array([s["compute_s"] for s in pipeline["stages"]])
     assert pipeline["replay_s"] == pytest.approx(replay_1f1b_s(compute / 8, 8))
     assert "8 chunks (4 micro-batches x 2 virtual stages a rank)" in report.cause.evidence[2]
+    # its DeviceMesh of one dimension reused the default group: read from the annotations
+    assert any("read as one pipeline over the 2 ranks" in n for n in report.notes)
+
+
+def test_sends_on_no_pipeline_group_are_not_a_pipeline(tmp_path):
+    """The same kernels on the default group (an all-to-all runs on SendRecv kernels too, a
+    monitored barrier on gloo's send and recv): no pipeline is read, the job is data parallel,
+    and a note says how a pipeline whose mesh reuses the default group is read."""
+    report = diagnose_traces(_hand_made(tmp_path, desc="default_pg"), "default group")
+    assert report.details["pipeline"] is None
+    assert report.details["layout"] == {"dp": 2, "tp": 1, "cp": 1, "pp": 1}
+    assert report.cause.key != "pipeline"
+
+
+def test_a_remedy_saves_no_more_than_the_traces_lost_to_it():
+    """A replay longer than the traced span (a schedule that overlaps more than 1F1B) would
+    promise more than was lost: halving the bubble saves at most the pacing stage's waits
+    (3 ms of a 15 ms step: +25 %), evening at most the loss against even stages without a
+    bubble; a saving of the whole step is held under it (no division by zero)."""
+    from scalesim.diagnosis import pipeline_remedies
+    from scalesim.pipeline_trace import PipelineReading
+
+    stages = [{"stage": 0, "ranks": [0], "compute_s": 0.006, "wait_s": 0.009},
+              {"stage": 1, "ranks": [1], "compute_s": 0.012, "wait_s": 0.003}]
+    reading = PipelineReading(stages, 1, 0.015, 0.009, 2, True, 0.020, 0.019, 0.010)
+    gains = {r.key: r.gain for r in pipeline_remedies(reading, 0.015)}
+    assert gains["pipeline_bubble"] == pytest.approx(0.015 / 0.012 - 1)
+    assert gains["pipeline_even"] == pytest.approx(0.015 / 0.014 - 1)
+    tiny = {r.key: r.gain for r in pipeline_remedies(reading, 0.001)}
+    assert all(np.isfinite(g) and g > 0 for g in tiny.values())

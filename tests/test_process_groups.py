@@ -270,6 +270,8 @@ def test_pipeline_stages_are_compared_within_a_stage(tmp_path):
     assert "model_parallel_comm" not in keys
     pipeline = report.details["pipeline"]
     assert [s["wait_s"] for s in pipeline["stages"]] == pytest.approx([200e-6, 100e-6])
+    # evening 0.7 / 0.65 ms stages replays at no gain: it is listed, not put first
+    assert report.first_remedy is None or report.first_remedy.key != "pipeline_even"
 
 
 def test_a_job_without_data_parallelism_says_so(tmp_path):

@@ -18,12 +18,14 @@ no reduce-scatter), and DDP exchanges over the dp group. gloo writes no group wi
 collectives, so only the traces' pg_config says which group is which.
 
 ``--pp-layers`` (one count per rank) runs a pipeline instead: torch.distributed.pipelining's
-Schedule1F1B over a DeviceMesh ("pp",) (so the traces' pg_config names mesh_pp, as torchtitan's
-do), stage r holding that many Linear layers of ``--dim``, ``--micro-batches`` micro-batches of
-the batch per step, the last stage's loss a mean square; the stages send each other
-activations and gradients with gloo's send and recv. ``--virtual-stages 2`` runs
+Schedule1F1B over a process group of its own named PIPELINE_MODEL_PARALLEL_GROUP (as Megatron-LM
+names its pipeline groups, so the traces' pg_config lists it), stage r holding that many Linear
+layers of ``--dim``, ``--micro-batches`` micro-batches of the batch per step, the last stage's
+loss a mean square; the stages send each other activations and gradients with gloo's send and
+recv. ``--virtual-stages 2`` runs
 ScheduleInterleaved1F1B instead, each rank holding 2 stages (r and r + ranks) of that many layers
-each; its actions are annotated "PP:<stage>F<micro-batch>".
+each, over a mesh ("pp",) of the whole job, which reuses the default group (pg_config names no
+pipeline); its actions are annotated "PP:<stage>F<micro-batch>".
 
 ``--slow-loader-s`` sleeps in the dataset's ``__getitem__`` (every sample of the batch, in the
 main process: num_workers=0), so steps wait on the DataLoader iterator. ``--slow-rank-s`` makes
@@ -195,12 +197,17 @@ def run_pipeline(args) -> None:
     layers = [int(n) for n in args.pp_layers.split(",")]
     world, rank, v = dist.get_world_size(), dist.get_rank(), args.virtual_stages
     assert len(layers) == world, "--pp-layers: one count per rank"
-    mesh = init_device_mesh("cpu", (world,), mesh_dim_names=("pp",))
+    # 1F1B over a group of its own, named as Megatron-LM names its pipeline groups (pg_config
+    # lists it); interleaved over a DeviceMesh ("pp",) of the whole job, which reuses the default
+    # group (a mesh dimension over every rank does), so pg_config names no pipeline
+    group = (dist.new_group(list(range(world)), group_desc="PIPELINE_MODEL_PARALLEL_GROUP")
+             if v == 1 else init_device_mesh("cpu", (world,), mesh_dim_names=("pp",))["pp"]
+             .get_group())
     torch.manual_seed(rank)
     chunks = [torch.nn.Sequential(*[torch.nn.Linear(args.dim, args.dim)
                                     for _ in range(layers[rank])]) for _ in range(v)]
-    stages = [PipelineStage(chunk, rank + c * world, world * v, torch.device("cpu"),
-                            group=mesh["pp"].get_group()) for c, chunk in enumerate(chunks)]
+    stages = [PipelineStage(chunk, rank + c * world, world * v, torch.device("cpu"), group=group)
+              for c, chunk in enumerate(chunks)]
     loss = lambda out, target: ((out - target) ** 2).mean()  # noqa: E731
     pipe = (Schedule1F1B(stages[0], args.micro_batches, loss_fn=loss) if v == 1 else
             ScheduleInterleaved1F1B(stages, args.micro_batches, loss_fn=loss))
