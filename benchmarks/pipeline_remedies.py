@@ -47,8 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=256)
     args = p.parse_args(argv)
     steps = {name: [] for name in JOBS}
+    stage_ms = {name: [] for name in JOBS}  # each run's stages' compute
     predicted = {"pipeline_even": [], "pipeline_bubble": []}
-    fitted = []
+    read = []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.repeats):
             for i, (name, (layers, micro)) in enumerate(JOBS.items()):
@@ -57,23 +58,28 @@ def main(argv: list[str] | None = None) -> int:
                                "--steps", "6")
                 summaries = traces.load_traces(files)
                 steps[name].append(step_s(summaries))
+                report = diagnose_traces(summaries, name)
+                pipeline = report.details["pipeline"]
+                stage_ms[name].append([1e3 * s["compute_s"] for s in pipeline["stages"]])
                 if i == 0:
-                    report = diagnose_traces(summaries, name)
-                    fitted.append(report.details["pipeline"]["micro_batches"])
+                    read.append(f"{pipeline['micro_batches']} ({pipeline['counted_from']})")
                     for rem in report.remedies:
                         if rem.key in predicted:
                             predicted[rem.key].append(rem.gain)
     step = {name: statistics.median(v) for name, v in steps.items()}
     base = step[next(iter(JOBS))]
     print(f"gloo, 2 ranks, dim {args.dim}, batch {args.batch}, medians of {args.repeats} "
-          f"interleaved runs; fitted micro-batches {fitted} (the job's: 4)\n")
-    print("| job | step ms | measured gain | predicted gain (diagnose of the uneven job) |")
-    print("|---|---:|---:|---:|")
+          f"interleaved runs; micro-batches read off the uneven job {read} (the job's: 4)\n")
+    print("| job | step ms | stages' compute ms | measured gain | predicted gain (diagnose of "
+          "the uneven job) |")
+    print("|---|---:|---:|---:|---:|")
     rows = [(None, None), ("pipeline_even", 1), ("pipeline_bubble", 2)]
     for (key, _), (name, s) in zip(rows, step.items(), strict=True):
         measured = "" if key is None else f"{base / s - 1:+.1%}"
         pred = "" if key is None else f"{statistics.median(predicted[key]):+.1%}"
-        print(f"| {name} | {s * 1e3:.1f} | {measured} | {pred} |")
+        compute = " / ".join(f"{statistics.median(c):.1f}" for c in zip(*stage_ms[name],
+                                                                         strict=True))
+        print(f"| {name} | {s * 1e3:.1f} | {compute} | {measured} | {pred} |")
     return 0
 
 
