@@ -1687,6 +1687,11 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
                 "model, so all are read as that exchange's")
         over = (f"dp {replicas}" if degrees["cp"] == 1 else
                 f"dp x cp = {replicas} (context-parallel ranks hold the same weights)")
+        if pipeline is not None:
+            held += ("; the pipeline's loss (bubble and uneven stages) is held as a fixed time "
+                     "of the step: more micro-batches leave it as 1F1B does, but a bigger "
+                     "per-device batch grows it with the micro-batch's time, so that remedy's "
+                     "gain is an upper bound")
         notes.append(f"the remedies' model is the data-parallel exchange over {over} of the "
                      f"traced layout ({layout_words(degrees)}); {held}")
     notes.append("remedy gains are model predictions built from the median traced step"
