@@ -1,11 +1,13 @@
 """A traced pipeline's bubble and uneven stages, and what evening the stages or halving the
 bubble would save (docs/model.md §15, "A traced pipeline"; docs/diagnose.md).
 
-Reading. Each traced rank's stage is its place in its pipeline group (the traces' pg_config).
+Reading (``diagnosis.traced_pipeline``). Each traced rank's stage is its place in its
+pipeline group (the traces' pg_config), else the first stage its schedule's annotations name.
 Per stage s, ``C_s`` is the median over its traced ranks of their median step's compute and
-``W_s`` of their exposed point-to-point time (``traces.StepBreakdown.p2p_exposed_s``: sends and
-receives under no compute, data wait or other communication; a receive spans the wait for the
-stage before it). The pacing stage k has the most compute, and the pipeline's span is
+``W_s`` of their exposed point-to-point time (the pipeline group's exposed kernels where
+kernels name their groups, else ``traces.StepBreakdown.p2p_exposed_s``: sends and receives
+under no compute, data wait or other communication; a receive spans the wait for the stage
+before it). The pacing stage k has the most compute, and the pipeline's span is
 ``T = C_k + W_k``: what that stage's step would take with nothing else exposed.
 
 Replay. A 1F1B schedule (Narayanan et al. 2021, §2.2.1; Megatron-LM's and torch.distributed.
@@ -114,6 +116,12 @@ def fit_micro_batches(stage_compute_s, span_s: float, most: int = MOST_MICRO_BAT
     return lo if abs(span(lo) - span_s) < abs(span(hi) - span_s) else hi
 
 
+def unreplayed_s(span_s: float, replay_s: float, counted: bool) -> float:
+    """What a measured span (s) exceeds its replay by (s): the sends' own time and waits
+    outside the schedule; 0 where the micro-batches were fitted to the span (not counted)."""
+    return max(span_s - replay_s, 0.0) if counted else 0.0
+
+
 @dataclass
 class PipelineReading:
     """A traced pipeline (seconds per step; ``module docstring``)."""
@@ -142,7 +150,7 @@ class PipelineReading:
     def unreplayed_s(self) -> float:
         """What the measured span exceeds the replay by: the sends' own time and waits outside
         the schedule (0 where m is fitted to the span)."""
-        return max(self.span_s - self.replay_s, 0.0) if self.counted else 0.0
+        return unreplayed_s(self.span_s, self.replay_s, self.counted)
 
     @property
     def bubble_s(self) -> float:
@@ -203,14 +211,14 @@ def read_pipeline(stage_compute_s: dict[int, list[float]], stage_wait_s: dict[in
     n = m * v  # chunks the replay runs
     mean = float(np.mean(c))
     replay = replay_1f1b_s(c / n, n)
+    unreplayed = unreplayed_s(span, replay, counted)
     notes = []
     if counted and replay > span * 1.05:
         notes.append(f"the traced pipeline's span ({span * 1e3:.3g} ms) is shorter than its "
                      f"replayed 1F1B ({replay * 1e3:.3g} ms): the schedule overlaps more than "
                      "1F1B (zero bubble?) or part of a stage's compute is outside it; each "
                      "pipeline remedy's saving is capped at what the traces lost to it")
-    reading = PipelineReading(stages, k, span, mean, m, counted, replay,
-                              replay_1f1b_s(np.full(len(c), mean / n), n), 0.0, notes, v,
-                              counted_from if counted else "")
-    reading.halved_s = replay_1f1b_s(c / (2 * n), 2 * n) + reading.unreplayed_s
-    return reading
+    return PipelineReading(stages, k, span, mean, m, counted, replay,
+                           replay_1f1b_s(np.full(len(c), mean / n), n),
+                           replay_1f1b_s(c / (2 * n), 2 * n) + unreplayed, notes, v,
+                           counted_from if counted else "")

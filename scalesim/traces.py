@@ -66,11 +66,9 @@ _DECODER = json.JSONDecoder()
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
 # point-to-point communication (a pipeline's sends and receives): c10d::send, c10d::recv_,
 # gloo:send, gloo:recv, nccl:send, record_param_comms:send; NCCL's ncclDevKernel_SendRecv and
-# ncclKernel_SendRecv_* kernels (which all-to-all runs on too: ``pipeline_trace`` reads them only
-# for a job whose process groups name a pipeline)
+# ncclKernel_SendRecv_* kernels (which all-to-all runs on too: diagnose reads them as a
+# pipeline's only where a process group or the schedule's annotations name one)
 _POINT_TO_POINT = re.compile(r"(?:^|[:_])(?:send|recv|sendrecv)(?:_|$)", re.IGNORECASE)
-
-
 # a pipeline schedule's forward of one micro-batch on one stage: torch.distributed.pipelining's
 # runtime schedules (Interleaved1F1B, ZB, DualPipeV: "PP:<stage>F<micro-batch>", the action's
 # repr) and GPipe ("Forward <micro-batch>", its one stage); user annotations on the host
@@ -80,14 +78,14 @@ _GPIPE_FORWARD = re.compile(r"Forward (\d+)$")
 # the host ops of one receive each, by preference: the wait's own annotation, the parameter
 # record, the op that posts it (nested or back to back, so one family is counted)
 RECEIVE_FAMILIES = (("gloo:recv", "nccl:recv"), ("record_param_comms:recv",), ("c10d::recv_",))
+DATA_PREFIX = "enumerate(DataLoader)#"
+CPU_COMM_PREFIXES = ("gloo:", "nccl:", "c10d::", "record_param_comms")
 
 
 def point_to_point(collective: str) -> bool:
     """Whether a communication op or kernel (its ``_collective_name`` key) sends or receives
     point to point."""
     return bool(_POINT_TO_POINT.search(collective))
-DATA_PREFIX = "enumerate(DataLoader)#"
-CPU_COMM_PREFIXES = ("gloo:", "nccl:", "c10d::", "record_param_comms")
 
 
 class _Truncated(Exception):
@@ -291,8 +289,9 @@ class TraceSummary:
     groups: dict[str, dict] = field(default_factory=dict)
     # distributedInfo.pg_config: [{"name", "desc", "size", "ranks"}] of the groups this rank is in
     process_groups: list[dict] = field(default_factory=list)
-    # a pipeline schedule's annotations (``_SCHEDULE_FORWARD``): the stages this rank ran
-    # forwards of (GPipe's one: [-1]) and how many micro-batches; [] and 0 where none
+    # a pipeline schedule's annotations (``_SCHEDULE_FORWARD``, ``_GPIPE_FORWARD``): the stages
+    # this rank ran forwards of ([] for GPipe's, which name none) and how many micro-batches;
+    # [] and 0 where none
     schedule_stages: list[int] = field(default_factory=list)
     schedule_micro_batches: int = 0
 
