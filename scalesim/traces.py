@@ -68,7 +68,7 @@ _STEP = re.compile(r"ProfilerStep#(\d+)$")
 # gloo:send, gloo:recv, nccl:send, record_param_comms:send; NCCL's ncclDevKernel_SendRecv and
 # ncclKernel_SendRecv_* kernels (which all-to-all runs on too: diagnose reads them as a
 # pipeline's only where a process group or the schedule's annotations name one)
-_POINT_TO_POINT = re.compile(r"(?:^|[:_])(?:send|recv|sendrecv)(?:_|$)", re.IGNORECASE)
+_POINT_TO_POINT = re.compile(r"(?:^|[:_])(?:send|recv|sendrecv)(?:[_\s]|$)", re.IGNORECASE)
 # a pipeline schedule's forward of one micro-batch on one stage: torch.distributed.pipelining's
 # runtime schedules (Interleaved1F1B, ZB, DualPipeV: "PP:<stage>F<micro-batch>", the action's
 # repr) and GPipe ("Forward <micro-batch>", its one stage); user annotations on the host
@@ -76,7 +76,9 @@ _SCHEDULE_FORWARD = re.compile(r"PP:(\d+)F(\d+)$")
 _GPIPE_FORWARD = re.compile(r"Forward (\d+)$")
 
 # the host ops of one receive each, by preference: the wait's own annotation, the parameter
-# record, the op that posts it (nested or back to back, so one family is counted)
+# record, the op that posts it (nested or back to back, so one family is counted); recent torch
+# names NCCL's with the peer ("nccl:recv 0<-1": the name's first word is matched), and copies
+# them onto the device timeline (gpu_user_annotation, not counted)
 RECEIVE_FAMILIES = (("gloo:recv", "nccl:recv"), ("record_param_comms:recv",), ("c10d::recv_",))
 DATA_PREFIX = "enumerate(DataLoader)#"
 CPU_COMM_PREFIXES = ("gloo:", "nccl:", "c10d::", "record_param_comms")
@@ -437,8 +439,10 @@ def union(*sets: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]
 
 
 def _count_in(sorted_starts: np.ndarray, w0: float, w1: float) -> int:
-    """How many of ``sorted_starts`` fall in [w0, w1)."""
-    return int(np.searchsorted(sorted_starts, w1, "left") - np.searchsorted(sorted_starts, w0, "left"))
+    """How many of ``sorted_starts`` (s) fall in [w0, w1) (s), both ends a nanosecond early:
+    an op that starts as the next step does (``ts + dur`` rounded past it) is the next step's."""
+    lo, hi = w0 - 1e-9, w1 - 1e-9
+    return int(np.searchsorted(sorted_starts, hi, "left") - np.searchsorted(sorted_starts, lo, "left"))
 
 
 def length_in(merged: tuple[np.ndarray, np.ndarray], w0: float, w1: float) -> float:
@@ -720,9 +724,11 @@ def summarise(
             args = ev.get("args")
             collective = _collective_name(name, args if isinstance(args, dict) else {})
             (p2p_cpu if point_to_point(collective) else other_cpu).add(t0, d)
-            for family, starts in zip(RECEIVE_FAMILIES, receive_starts, strict=True):
-                if collective in family:
-                    starts.append(t0)
+            if cat != "gpu_user_annotation":
+                word = collective.split(" ", 1)[0]
+                for family, starts in zip(RECEIVE_FAMILIES, receive_starts, strict=True):
+                    if word in family:
+                        starts.append(t0)
             if not name.startswith("c10d::"):
                 c = coll[collective]
                 c["count"] += 1

@@ -70,6 +70,9 @@ SCHEDULE = {  # stage -> compute intervals; everything else in the 15-unit step 
     1: [(1, 3), (3, 7), (7, 9), (9, 13)],
 }
 STEP_UNITS, STEPS = 15.0, 4
+# where each stage posts its receives: stage 0 the gradients of micro-batches 0 and 1 (they
+# arrive at 7 and 13), stage 1 their activations (at 1 and 2, F1 running at 7)
+RECEIVES_AT = {0: [2, 9], 1: [0, 7]}
 
 
 def _event(name, ts, dur, cat="kernel", tid=7, **args):
@@ -77,7 +80,8 @@ def _event(name, ts, dur, cat="kernel", tid=7, **args):
             "args": args}
 
 
-def _stage_trace(rank: int, desc: str = "PIPELINE_MODEL_PARALLEL_GROUP") -> dict:
+def _stage_trace(rank: int, desc: str = "PIPELINE_MODEL_PARALLEL_GROUP",
+                 host_receives: bool = False) -> dict:
     group = {"Process Group Name": "1", "Process Group Description": desc, "Group size": 2,
              "Process Group Ranks": "[0, 1]"}
     events = []
@@ -90,9 +94,15 @@ def _stage_trace(rank: int, desc: str = "PIPELINE_MODEL_PARALLEL_GROUP") -> dict
             if a > free:  # waiting on the other stage: a receive kernel
                 events.append(_event("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
                                      t0 + free * UNIT_US, (a - free) * UNIT_US, tid=8, **group))
+
             events.append(_event("sm90_xmma_gemm_bf16bf16_bf16f32", t0 + a * UNIT_US,
                                  (b - a) * UNIT_US))
             free = b
+        if host_receives:  # as recent torch names them, on the host and the device
+            name = f"nccl:recv {rank}<-{1 - rank}"
+            for at in RECEIVES_AT[rank]:
+                events += [_event(name, t0 + at * UNIT_US, 1.0, "user_annotation", 1),
+                           _event(name, t0 + at * UNIT_US, 1.0, "gpu_user_annotation")]
         if free < STEP_UNITS:
             events.append(_event("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
                                  t0 + free * UNIT_US, (STEP_UNITS - free) * UNIT_US, tid=8,
@@ -236,3 +246,16 @@ def test_a_remedy_saves_no_more_than_the_traces_lost_to_it():
     assert gains["pipeline_even"] == pytest.approx(0.015 / 0.014 - 1)
     tiny = {r.key: r.gain for r in pipeline_remedies(reading, 0.001)}
     assert all(np.isfinite(g) and g > 0 for g in tiny.values())
+
+
+def test_receives_named_with_their_peer_are_counted_once(tmp_path):
+    """Recent torch names a NCCL receive with its peer ("nccl:recv 1<-0") on the host and copies
+    it onto the device timeline: each of the two a step is counted once, so the micro-batches
+    are read (2), not fitted, and the figures stay those of the schedule."""
+    summaries = _hand_made(tmp_path, host_receives=True)
+    assert {st.receives for s in summaries for st in s.steps} == {2}
+    report = diagnose_traces(summaries, "named receives")
+    pipeline = report.details["pipeline"]
+    assert (pipeline["micro_batches"], pipeline["counted_from"]) == (2, "receives")
+    gains = {r.key: r.gain for r in report.remedies}
+    assert gains["pipeline_even"] == pytest.approx(15 / 13.5 - 1)
