@@ -325,7 +325,9 @@ def pipeline_stages_chart(report: Report, width="container") -> alt.LayerChart:
     return (bars + mean).properties(
         width=width, height=260,
         title=f"Pipeline stages: stage {pipeline['pacing_stage']} paces it "
-              f"({pipeline['micro_batches']} micro-batches)")
+              f"({pipeline['micro_batches']} micro-batches"
+              + (f" x {pipeline['virtual_stages']} virtual stages"
+                 if pipeline["virtual_stages"] > 1 else "") + ")")
 
 
 def trace_steps_chart(report: Report, width="container") -> alt.Chart:

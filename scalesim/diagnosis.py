@@ -1392,17 +1392,23 @@ def by_group(summaries) -> bool:
 
 def traced_layout(summaries) -> dict:
     """The traced job's degrees (``process_groups.traced_degrees``). Where no group splits the
-    model but every traced rank ran a pipeline schedule's annotated actions (``TraceSummary.
-    schedule_micro_batches``: torch.distributed.pipelining), a pipeline over all the ranks
-    (pp = the world, dp 1, ``pipeline_over_ranks``): a DeviceMesh of one dimension over the
-    whole job (torchtitan's pure pipeline) reuses the default group, so no group names it.
-    Sends and receives alone do not make a pipeline: all-to-all runs on NCCL's SendRecv
-    kernels, a monitored barrier on gloo's send and recv."""
+    model but every traced rank sends and receives point to point (``traces.point_to_point``)
+    and either ran a pipeline schedule's annotated actions (``TraceSummary.
+    schedule_micro_batches``: torch.distributed.pipelining) or runs no other collective, a
+    pipeline over all the ranks (pp = the world, dp 1, ``pipeline_over_ranks``): a pipeline
+    over the whole job runs on the default group (torch's PipelineStage without a group; a
+    DeviceMesh dimension over every rank reuses it), so no group names it. Sends and receives
+    beside other collectives do not make one: all-to-all runs on NCCL's SendRecv kernels, a
+    monitored barrier on gloo's send and recv."""
+    from scalesim.traces import point_to_point
+
     world = max(len(summaries), max((s.world_size or 1) for s in summaries))
     degrees = traced_degrees([s.process_groups for s in summaries], [s.groups for s in summaries],
                              world)
+    sends = all(any(point_to_point(name) for name in s.collectives) for s in summaries)
+    only_sends = all(point_to_point(name) for s in summaries for name in s.collectives)
     annotated = all(s.schedule_micro_batches > 0 for s in summaries)
-    if world >= 2 and annotated and not splits_the_model(degrees):
+    if world >= 2 and sends and (annotated or only_sends) and not splits_the_model(degrees):
         degrees = {**degrees, "pp": world, "dp": 1, "pipeline_over_ranks": True}
     return degrees
 
@@ -1486,9 +1492,10 @@ def pipeline_stages(summaries, degrees: dict) -> tuple[int, list[int | None], st
         return 1, [], ""
     if degrees.get("pipeline_over_ranks"):  # a rank's stage: the first it runs, else its rank
         return p, [min(s.schedule_stages, default=s.rank) for s in summaries], (
-            f"no process group names a pipeline, but every rank ran a pipeline schedule's "
-            f"annotated actions: read as one pipeline over the {p} ranks (a DeviceMesh of one "
-            "dimension over the whole job reuses the default group)")
+            f"no process group names a pipeline, but every rank sends and receives point to "
+            f"point and ran a pipeline schedule's actions or no other collective: read as one "
+            f"pipeline over the {p} ranks, stage by rank (a pipeline over the whole job runs "
+            "on the default group, which no name says is a pipeline's)")
     return p, [_pipeline_stage(s) for s in summaries], ""
 
 
@@ -1558,8 +1565,11 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     share = {k: v / step for k, v in parts.items()}
     findings = []
     multi_host = len({s.host for s in summaries if s.host}) > 1
-    split = (f"; of it the data-parallel exchange {_ms(parts['comm'])}, the other groups' "
-             f"collectives {_ms(mp_exposed)}" if mp_exposed > 0 else "")
+    held = [f"the other groups' collectives {_ms(mp_exposed)}"] if mp_exposed > 0 else []
+    if pp_waits > 0:
+        held.append(f"the pipeline's waits {_ms(pp_waits)} (its finding's)")
+    split = (f"; of it the data-parallel exchange {_ms(parts['comm'])}, " + ", ".join(held)
+             if held else "")
     comm_lines = [
         f"communication {_ms(cr['comm_s'])} per step, {_pct(cr['overlap_share'])} of it "
         f"overlapping compute; exposed {_ms(cr['intrinsic_exposed_comm_s'])} on the slowest "
@@ -1627,10 +1637,10 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
                                       _dp_comm(summaries), mp_exposed + pipeline_fixed)
     for measured in ([] if pipeline is None else pipeline_remedies(pipeline, step)):
         remedies = _with_measured(remedies, measured)
-        if measured.helps and (first is None or shown_gain(measured) > shown_gain(first)
-                                    or (cause.key == "pipeline"
-                                        and shown_gain(measured) >= median_error(False)
-                                        and first.key not in PREFERRED_REMEDIES["pipeline"])):
+        decisive = measured.helps and shown_gain(measured) >= median_error(False)
+        if decisive and (first is None or shown_gain(measured) > shown_gain(first)
+                         or (cause.key == "pipeline"
+                             and first.key not in PREFERRED_REMEDIES["pipeline"])):
             first = measured
     overlap_tp = tp_overlap_remedy(model_parallel, step)
     if overlap_tp is not None:
@@ -1689,9 +1699,10 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
                 f"dp x cp = {replicas} (context-parallel ranks hold the same weights)")
         if pipeline is not None:
             held += ("; the pipeline's loss (bubble and uneven stages) is held as a fixed time "
-                     "of the step: more micro-batches leave it as 1F1B does, but a bigger "
-                     "per-device batch grows it with the micro-batch's time, so that remedy's "
-                     "gain is an upper bound")
+                     "of each micro-step: a bigger per-device batch would grow it with the "
+                     "micro-batch's time (that remedy's gain is an upper bound) and more "
+                     "micro-batches would pay its bubble once a step, not each (that one's a "
+                     "lower bound)")
         notes.append(f"the remedies' model is the data-parallel exchange over {over} of the "
                      f"traced layout ({layout_words(degrees)}); {held}")
     notes.append("remedy gains are model predictions built from the median traced step"
@@ -1732,16 +1743,27 @@ def traced_pipeline(summaries, degrees: dict):
     traced = [s for s, k in zip(summaries, stages, strict=True) if k is not None]
     schedule = annotated_schedule([s.schedule_stages for s in traced],
                                   [s.schedule_micro_batches for s in traced])
+    notes = [over_world] if over_world else []
+    if any(s.schedule_split_backward for s in traced):
+        notes.append("the schedule splits its backward (a zero-bubble schedule's I and W "
+                     "actions): it is replayed as 1F1B, whose bubble is larger, so the bubble "
+                     "remedy's gain is overstated and the schedule already shrinks its bubble")
     if schedule is not None:
-        return read_pipeline(compute, wait, ranks, *schedule, "annotations"), over_world
-    m = counted_micro_batches(receives[0], receives[p - 1])
+        return read_pipeline(compute, wait, ranks, *schedule, "annotations"), "; ".join(notes)
+    interleaved = any(len(s.schedule_stages) > 1 for s in traced)
+    m = None if interleaved else counted_micro_batches(receives[0], receives[p - 1])
     reading = read_pipeline(compute, wait, ranks, m, 1, "receives")
     ends = [*receives[0], *receives[p - 1]]
-    if m is None and None not in ends and min(ends) > 0:  # counted, but they disagree
+    if any(s.schedule_micro_batches for s in traced):
+        reading.count_note = ("the ranks' schedule annotations disagree (stages a rank or "
+                              "micro-batches), and with several stages a rank the receives do "
+                              "not count micro-batches, so they are fitted" if interleaved else
+                              "the ranks' schedule annotations disagree")
+    if m is None and not interleaved and None not in ends and min(ends) > 0:  # they disagree
         reading.count_note = (f"the first and last stages' receives disagree ({receives[0][0]} "
                               f"and {receives[p - 1][0]} a step: several tensors cross a stage "
                               "boundary?), so the micro-batches are fitted")
-    return reading, over_world
+    return reading, "; ".join(notes)
 
 
 def _pipeline_lines(pipeline, step_s: float) -> list[str]:
@@ -1757,6 +1779,8 @@ def _pipeline_lines(pipeline, step_s: float) -> list[str]:
         wait = (f"stage {k}'s {_ms(pipeline.bubble_s)}: the replayed bubble (fill and drain) "
                 f"{_ms(pipeline.bubble_s - outside)}, the sends' own time and waits outside the "
                 f"schedule {_ms(outside)}")
+        if pipeline.count_note:
+            source += f"; {pipeline.count_note}"
         schedule = (f"{_replayed_at(pipeline)} per step ({source}), replayed as 1F1B "
                     "(docs/model.md §15)")
     else:
@@ -1764,8 +1788,8 @@ def _pipeline_lines(pipeline, step_s: float) -> list[str]:
 
         wait = (f"stage {k}'s {_ms(pipeline.bubble_s)} is the bubble (fill and drain; any "
                 "transfer it waited on)")
-        unread = ("the traces carry no schedule annotations and "
-                  + (pipeline.count_note or "count no receive"))
+        unread = pipeline.count_note or ("the traces carry no schedule annotations and count "
+                                         "no receive")
         if pipeline.micro_batches == 1 and pipeline.span_s > pipeline.replay_s * 1.0005:
             fit = ("the waits exceed a one-micro-batch 1F1B's (replayed, docs/model.md §15): "
                    "transfers or waits outside the schedule")

@@ -71,9 +71,12 @@ _STEP = re.compile(r"ProfilerStep#(\d+)$")
 _POINT_TO_POINT = re.compile(r"(?:^|[:_])(?:send|recv|sendrecv)(?:[_\s]|$)", re.IGNORECASE)
 # a pipeline schedule's forward of one micro-batch on one stage: torch.distributed.pipelining's
 # runtime schedules (Interleaved1F1B, ZB, DualPipeV: "PP:<stage>F<micro-batch>", the action's
-# repr) and GPipe ("Forward <micro-batch>", its one stage); user annotations on the host
-_SCHEDULE_FORWARD = re.compile(r"PP:(\d+)F(\d+)$")
-_GPIPE_FORWARD = re.compile(r"Forward (\d+)$")
+# repr, also inside an overlapped pair "PP:(0F3;3B1)OVERLAP_F_B") and GPipe ("Forward <i>" and
+# "Backward <i>": a forward-only schedule, or a user's own "Forward <i>", has no backward);
+# user annotations on the host. A split backward ("PP:0I3", "PP:0W3") marks a zero-bubble one.
+_SCHEDULE_FORWARD = re.compile(r"(?:PP:|PP:\(|;)(\d+)F(\d+)(?=[;)]|$)")
+_SCHEDULE_SPLIT_BACKWARD = re.compile(r"(?:PP:|PP:\(|;)\d+[IW]\d+(?=[;)]|$)")
+_GPIPE = re.compile(r"(Forward|Backward) (\d+)$")
 
 # the host ops of one receive each, by preference: the wait's own annotation, the parameter
 # record, the op that posts it (nested or back to back, so one family is counted); recent torch
@@ -291,11 +294,12 @@ class TraceSummary:
     groups: dict[str, dict] = field(default_factory=dict)
     # distributedInfo.pg_config: [{"name", "desc", "size", "ranks"}] of the groups this rank is in
     process_groups: list[dict] = field(default_factory=list)
-    # a pipeline schedule's annotations (``_SCHEDULE_FORWARD``, ``_GPIPE_FORWARD``): the stages
-    # this rank ran forwards of ([] for GPipe's, which name none) and how many micro-batches;
-    # [] and 0 where none
+    # a pipeline schedule's annotations (``_SCHEDULE_FORWARD``, ``_GPIPE``): the stages this
+    # rank ran forwards of ([] for GPipe's, which name none) and how many micro-batches; [] and
+    # 0 where none; whether it splits the backward (a zero-bubble schedule's I and W actions)
     schedule_stages: list[int] = field(default_factory=list)
     schedule_micro_batches: int = 0
+    schedule_split_backward: bool = False
 
     def median(self, name: str) -> float:
         return float(np.median([getattr(s, name) for s in self.steps]))
@@ -667,6 +671,8 @@ def summarise(
     p2p_cpu, p2p_gpu, other_cpu, other_gpu = (_Intervals() for _ in range(4))
     receive_starts = [array("d") for _ in RECEIVE_FAMILIES]
     forwards: dict[int, set[int]] = {}  # a schedule's stage -> micro-batches it ran forward
+    gpipe = {"Forward": set(), "Backward": set()}  # GPipe's micro-batches, forward and backward
+    split_backward = False
     family_s: Counter = Counter()  # attention family -> kernel seconds
     devices: Counter = Counter()  # GPU id -> kernels
     coll = defaultdict(lambda: {"count": 0, "total_s": 0.0})
@@ -694,10 +700,12 @@ def summarise(
             (gpu_steps if cat == "gpu_user_annotation" else cpu_steps).append((int(m.group(1)), t0, t0 + d))
         elif name.startswith(DATA_PREFIX):
             data.add(t0, d)
-        elif cat == "user_annotation" and (f := _SCHEDULE_FORWARD.match(name)
-                                           or _GPIPE_FORWARD.match(name)):
-            stage = int(f.group(1)) if f.re is _SCHEDULE_FORWARD else -1
-            forwards.setdefault(stage, set()).add(int(f.group(f.re.groups)))
+        elif cat == "user_annotation" and name.startswith("PP:"):
+            for stage, micro in _SCHEDULE_FORWARD.findall(name):
+                forwards.setdefault(int(stage), set()).add(int(micro))
+            split_backward = split_backward or bool(_SCHEDULE_SPLIT_BACKWARD.search(name))
+        elif cat == "user_annotation" and (g := _GPIPE.match(name)):
+            gpipe[g.group(1)].add(int(g.group(2)))
         elif cat == "kernel":
             if "nccl" in name.lower():
                 comm_gpu.add(t0, d)
@@ -840,8 +848,10 @@ def summarise(
         family,
         groups,
         process_groups,
-        sorted(k for k in forwards if k >= 0),
-        max((len(mbs) for mbs in forwards.values()), default=0),
+        sorted(forwards),
+        max((len(mbs) for mbs in forwards.values()), default=0)
+        or (len(gpipe["Forward"]) if gpipe["Forward"] == gpipe["Backward"] else 0),
+        split_backward,
     )
 
 

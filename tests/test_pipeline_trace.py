@@ -81,7 +81,7 @@ def _event(name, ts, dur, cat="kernel", tid=7, **args):
 
 
 def _stage_trace(rank: int, desc: str = "PIPELINE_MODEL_PARALLEL_GROUP",
-                 host_receives: bool = False) -> dict:
+                 host_receives: bool = False, all_reduce: bool = False) -> dict:
     group = {"Process Group Name": "1", "Process Group Description": desc, "Group size": 2,
              "Process Group Ranks": "[0, 1]"}
     events = []
@@ -98,6 +98,9 @@ def _stage_trace(rank: int, desc: str = "PIPELINE_MODEL_PARALLEL_GROUP",
             events.append(_event("sm90_xmma_gemm_bf16bf16_bf16f32", t0 + a * UNIT_US,
                                  (b - a) * UNIT_US))
             free = b
+        if all_reduce:  # another collective on the group, under the compute
+            events.append(_event("ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)",
+                                 t0 + 3 * UNIT_US, UNIT_US, tid=9, **group))
         if host_receives:  # as recent torch names them, on the host and the device
             name = f"nccl:recv {rank}<-{1 - rank}"
             for at in RECEIVES_AT[rank]:
@@ -115,6 +118,7 @@ def _stage_trace(rank: int, desc: str = "PIPELINE_MODEL_PARALLEL_GROUP",
 
 
 def _hand_made(tmp_path, **kw):
+    tmp_path.mkdir(parents=True, exist_ok=True)
     paths = []
     for rank in (0, 1):
         path = tmp_path / f"rank{rank}.json"
@@ -150,7 +154,7 @@ def test_a_traced_pipeline_reads_as_its_schedule(tmp_path):
 def test_the_pages_stage_chart_and_the_text_table(tmp_path):
     """The Diagnose page draws each stage's compute and waits with the mean compute as a rule;
     the text report lists the stages and the replays."""
-    from app.diagnose_page import pipeline_stages_chart
+    from scalesim.app.diagnose_page import pipeline_stages_chart
 
     report = diagnose_traces(_hand_made(tmp_path), "hand-made")
     spec = pipeline_stages_chart(report).to_dict()
@@ -220,14 +224,20 @@ def test_an_interleaved_pipelines_schedule_is_read_off_its_annotations(tmp_path)
     assert any("read as one pipeline over the 2 ranks" in n for n in report.notes)
 
 
-def test_sends_on_no_pipeline_group_are_not_a_pipeline(tmp_path):
-    """The same kernels on the default group (an all-to-all runs on SendRecv kernels too, a
-    monitored barrier on gloo's send and recv): no pipeline is read, the job is data parallel,
-    and a note says how a pipeline whose mesh reuses the default group is read."""
-    report = diagnose_traces(_hand_made(tmp_path, desc="default_pg"), "default group")
+def test_sends_beside_other_collectives_on_no_pipeline_group_are_not_a_pipeline(tmp_path):
+    """The same kernels on the default group beside an all-reduce (an all-to-all runs on
+    SendRecv kernels too, a monitored barrier on gloo's send and recv): no pipeline is read,
+    the job is data parallel. With nothing but the sends (torch's PipelineStage without a
+    group runs on the default one), it is one pipeline over the ranks, stage by rank."""
+    report = diagnose_traces(_hand_made(tmp_path / "dp", desc="default_pg", all_reduce=True),
+                             "default group")
     assert report.details["pipeline"] is None
     assert report.details["layout"] == {"dp": 2, "tp": 1, "cp": 1, "pp": 1}
     assert report.cause.key != "pipeline"
+    report = diagnose_traces(_hand_made(tmp_path / "pp", desc="default_pg"), "pure pipeline")
+    assert report.details["layout"] == {"dp": 1, "tp": 1, "cp": 1, "pp": 2}
+    assert report.details["pipeline"]["pacing_stage"] == 1
+    assert any("read as one pipeline over the 2 ranks" in n for n in report.notes)
 
 
 def test_a_remedy_saves_no_more_than_the_traces_lost_to_it():
@@ -259,3 +269,35 @@ def test_receives_named_with_their_peer_are_counted_once(tmp_path):
     assert (pipeline["micro_batches"], pipeline["counted_from"]) == (2, "receives")
     gains = {r.key: r.gain for r in report.remedies}
     assert gains["pipeline_even"] == pytest.approx(15 / 13.5 - 1)
+
+
+def _cpu_trace(tmp_path, names: list[str]) -> traces.TraceSummary:
+    """One CPU rank's trace of two steps, each with a matmul and ``names`` as user
+    annotations."""
+    events = []
+    for n in (1, 2):
+        t0 = (n - 1) * 1000.0
+        events += [_event(f"ProfilerStep#{n}", t0, 1000.0, "user_annotation", 1),
+                   _event("aten::mm", t0 + 10, 500.0, "cpu_op", 1)]
+        events += [_event(name, t0 + 20 + i, 1.0, "user_annotation", 1)
+                   for i, name in enumerate(names)]
+    path = tmp_path / "rank0.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return traces.load_traces([str(path)])[0]
+
+
+def test_schedule_annotations_are_read_as_torch_writes_them(tmp_path):
+    """DualPipeV runs some forwards inside an overlapped pair ("PP:(0F3;3B1)OVERLAP_F_B"):
+    they count; GPipe's "Forward i" counts only beside its "Backward i" (a forward-only
+    schedule, or a user's own "Forward i" in a data-parallel job, is no training pipeline);
+    a zero-bubble schedule's split backward (I, W) is marked."""
+    dual = _cpu_trace(tmp_path, ["PP:0F0", "PP:0F1", "PP:(0F2;3B0)OVERLAP_F_B", "PP:3F0",
+                                 "PP:3F1", "PP:(3F2;0B1)OVERLAP_F_B", "PP:0SEND_F2"])
+    assert (dual.schedule_stages, dual.schedule_micro_batches) == ([0, 3], 3)
+    assert not dual.schedule_split_backward
+    zero_bubble = _cpu_trace(tmp_path, ["PP:0F0", "PP:0I0", "PP:0W0"])
+    assert zero_bubble.schedule_micro_batches == 1 and zero_bubble.schedule_split_backward
+    gpipe = _cpu_trace(tmp_path, ["Forward 0", "Forward 1", "Backward 0", "Backward 1"])
+    assert (gpipe.schedule_stages, gpipe.schedule_micro_batches) == ([], 2)
+    forward_only = _cpu_trace(tmp_path, ["Forward 0", "Forward 1", "Forward 2"])
+    assert forward_only.schedule_micro_batches == 0
