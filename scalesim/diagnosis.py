@@ -1462,11 +1462,12 @@ def _groups_notes(summaries, degrees: dict, model_parallel: dict) -> list[str]:
                      "are read as the data-parallel exchange's")
     sends = all(any(point_to_point(name) for name in s.collectives) for s in summaries)
     if degrees.get("pp", 1) < 2 and len(summaries) > 1 and sends and not by_group(summaries):
-        notes.append("every rank sends and receives point to point but no process group names "
-                     "a pipeline: read as the data-parallel exchange's. A pipeline whose "
-                     "DeviceMesh of one dimension reuses the default group is read from "
-                     "torch.distributed.pipelining's annotated schedules (Interleaved1F1B, "
-                     "GPipe, ...) or a mesh of two dimensions (('pp', 'dp'))")
+        notes.append("every rank sends and receives point to point beside other collectives, "
+                     "and no process group names a pipeline: the sends are read as the "
+                     "data-parallel exchange's. A pipeline is read where a group names it "
+                     "(Megatron-LM's PIPELINE_MODEL_PARALLEL_GROUP, a DeviceMesh's mesh_pp over "
+                     "part of the job) or torch.distributed.pipelining's schedules annotate "
+                     "their actions (Interleaved1F1B, GPipe, ...)")
     if splits_the_model(degrees) and exchange_replicas(degrees) < 2:
         notes.append(f"{layout_words(degrees)}: no data-parallel exchange, so the model's "
                      "remedies (links, overlap, sharding, batch) have nothing to price; only "
@@ -1544,7 +1545,7 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
 
     cr, stage_note = _within_stages(summaries, cross_rank(summaries), degrees)
     step = cr["step_s"]
-    pipeline, pipeline_note = traced_pipeline(summaries, degrees)
+    pipeline, pipeline_notes = traced_pipeline(summaries, degrees)
     model_parallel = model_parallel_exposed(summaries)
     # the pipeline's sends and receives are its own finding's where it is read
     outside = {role: v for role, v in model_parallel.items()
@@ -1686,8 +1687,7 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     notes += _groups_notes(summaries, degrees, model_parallel)
     if stage_note:
         notes.append(stage_note)
-    if pipeline_note:
-        notes.append(pipeline_note)
+    notes += pipeline_notes
     if pipeline is not None:
         notes += pipeline.notes
     replicas = exchange_replicas(degrees)
@@ -1713,21 +1713,21 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
 
 
 def traced_pipeline(summaries, degrees: dict):
-    """(``pipeline_trace.PipelineReading``, note) of a traced pipeline (``pipeline_stages``) with
-    a traced rank in every stage; (None, why not) where a stage is missing, (None, '') without
-    a pipeline. Each stage's compute and exposed sends and receives are its ranks'
+    """(``pipeline_trace.PipelineReading``, notes) of a traced pipeline (``pipeline_stages``)
+    with a traced rank in every stage; (None, [why not]) where a stage is missing, (None, [])
+    without a pipeline. Each stage's compute and exposed sends and receives are its ranks'
     median steps' (``traces.StepBreakdown.p2p_exposed_s``)."""
     from scalesim.pipeline_trace import annotated_schedule, counted_micro_batches, read_pipeline
 
     p, stages, over_world = pipeline_stages(summaries, degrees)
     if p < 2:
-        return None, ""
+        return None, []
     traced = sorted({k for k in stages if k is not None})
     if traced != list(range(p)):
         missing = [k for k in range(p) if k not in traced]
-        return None, (f"the pipeline's bubble and its stages' balance are not read: no traced "
+        return None, [f"the pipeline's bubble and its stages' balance are not read: no traced "
                       f"rank of stage {_series([str(k) for k in missing])} of {p}; trace a rank "
-                      "of every stage (the first rank of each pipeline group is enough)")
+                      "of every stage (the first rank of each pipeline group is enough)"]
     compute, wait, ranks, receives = {}, {}, {}, {}
     for s, k in zip(summaries, stages, strict=True):
         if k is not None:
@@ -1749,7 +1749,7 @@ def traced_pipeline(summaries, degrees: dict):
                      "actions): it is replayed as 1F1B, whose bubble is larger, so the bubble "
                      "remedy's gain is overstated and the schedule already shrinks its bubble")
     if schedule is not None:
-        return read_pipeline(compute, wait, ranks, *schedule, "annotations"), "; ".join(notes)
+        return read_pipeline(compute, wait, ranks, *schedule, "annotations"), notes
     interleaved = any(len(s.schedule_stages) > 1 for s in traced)
     m = None if interleaved else counted_micro_batches(receives[0], receives[p - 1])
     reading = read_pipeline(compute, wait, ranks, m, 1, "receives")
@@ -1763,7 +1763,7 @@ def traced_pipeline(summaries, degrees: dict):
         reading.count_note = (f"the first and last stages' receives disagree ({receives[0][0]} "
                               f"and {receives[p - 1][0]} a step: several tensors cross a stage "
                               "boundary?), so the micro-batches are fitted")
-    return reading, "; ".join(notes)
+    return reading, notes
 
 
 def _pipeline_lines(pipeline, step_s: float) -> list[str]:
