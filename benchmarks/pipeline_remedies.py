@@ -35,11 +35,6 @@ JOBS = {
 }
 
 
-def step_s(summaries) -> float:
-    """The job's step: the median over ranks of their median steps (s)."""
-    return statistics.median(s.median("step_s") for s in summaries)
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python benchmarks/pipeline_remedies.py")
     p.add_argument("--repeats", type=int, default=3)
@@ -57,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
                                str(micro), "--batch", str(args.batch), "--dim", str(args.dim),
                                "--steps", "6")
                 summaries = traces.load_traces(files)
-                steps[name].append(step_s(summaries))
+                steps[name].append(traces.cross_rank(summaries)["step_s"])  # median of medians
                 report = diagnose_traces(summaries, name)
                 pipeline = report.details["pipeline"]
                 stage_ms[name].append([1e3 * s["compute_s"] for s in pipeline["stages"]])

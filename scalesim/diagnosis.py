@@ -1393,6 +1393,13 @@ def by_group(summaries) -> bool:
     return all(s.groups for s in summaries)
 
 
+def every_rank_sends(summaries) -> bool:
+    """Whether every traced rank sends or receives point to point (``traces.point_to_point``)."""
+    from scalesim.traces import point_to_point
+
+    return all(any(point_to_point(name) for name in s.collectives) for s in summaries)
+
+
 def traced_layout(summaries) -> dict:
     """The traced job's degrees (``process_groups.traced_degrees``). Where no group splits the
     model but every traced rank sends and receives point to point (``traces.point_to_point``)
@@ -1408,10 +1415,10 @@ def traced_layout(summaries) -> dict:
     world = max(len(summaries), max((s.world_size or 1) for s in summaries))
     degrees = traced_degrees([s.process_groups for s in summaries], [s.groups for s in summaries],
                              world)
-    sends = all(any(point_to_point(name) for name in s.collectives) for s in summaries)
     only_sends = all(point_to_point(name) for s in summaries for name in s.collectives)
     annotated = all(s.schedule_micro_batches > 0 for s in summaries)
-    if world >= 2 and sends and (annotated or only_sends) and not splits_the_model(degrees):
+    if world >= 2 and every_rank_sends(summaries) and (annotated or only_sends) \
+            and not splits_the_model(degrees):
         degrees = {**degrees, "pp": world, "dp": 1, "pipeline_over_ranks": True}
     return degrees
 
@@ -1448,8 +1455,6 @@ def _groups_notes(summaries, degrees: dict, model_parallel: dict) -> list[str]:
     """Notes on how the traces' groups were read: sizes left out, groups no name places,
     a split whose collectives were not seen, sends no group places, no data parallelism to
     model."""
-    from scalesim.traces import point_to_point
-
     notes = []
     if degrees["conflict"]:
         notes.append(f"the traces' process groups: {degrees['conflict']}")
@@ -1463,8 +1468,8 @@ def _groups_notes(summaries, degrees: dict, model_parallel: dict) -> list[str]:
         notes.append(f"the traces' process groups split the model ({layout_words(degrees)}) but "
                      "no collective names a tensor-, context- or pipeline-parallel group: all "
                      "are read as the data-parallel exchange's")
-    sends = all(any(point_to_point(name) for name in s.collectives) for s in summaries)
-    if degrees.get("pp", 1) < 2 and len(summaries) > 1 and sends and not by_group(summaries):
+    if degrees.get("pp", 1) < 2 and len(summaries) > 1 and every_rank_sends(summaries) \
+            and not by_group(summaries):
         notes.append("every rank sends and receives point to point beside other collectives, "
                      "and no process group names a pipeline: the sends are read as the "
                      "data-parallel exchange's. A pipeline is read where a group names it "
@@ -1503,15 +1508,16 @@ def pipeline_stages(summaries, degrees: dict) -> tuple[int, list[int | None], st
     return p, [_pipeline_stage(s) for s in summaries], ""
 
 
-def _within_stages(summaries, cr: dict, degrees: dict) -> tuple[dict, str]:
+def _within_stages(summaries, cr: dict, staged: tuple) -> tuple[dict, str]:
     """``cr`` (``traces.cross_rank``) with its straggler fields from ranks of one pipeline
     stage compared with each other (the stage whose slowest rank keeps the others waiting the
-    longest), and a note; unchanged where the job has no pipeline or a rank's stage is unknown.
+    longest), and a note; unchanged where the job has no pipeline or a rank's stage is unknown
+    (``staged``: the traces' ``pipeline_stages``).
     Stages do different work (embedding, loss; a receive waits on the stage before), so across
     them the slowest is the pipeline's shape, not a straggler."""
     from scalesim.traces import cross_rank
 
-    p, stages, _ = pipeline_stages(summaries, degrees)
+    p, stages, _ = staged  # ``pipeline_stages``
     if p < 2 or None in stages:
         return cr, ""
     keys = ("straggler_wait_s", "slowest_rank", "slowest_consistency", "slowest_factor",
@@ -1546,9 +1552,10 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     degrees = traced_layout(summaries)
     exchange, exchange_note = _traced_or_given(summaries, degrees, exchange, shard_group)
 
-    cr, stage_note = _within_stages(summaries, cross_rank(summaries), degrees)
+    staged = pipeline_stages(summaries, degrees)
+    cr, stage_note = _within_stages(summaries, cross_rank(summaries), staged)
     step = cr["step_s"]
-    pipeline, pipeline_notes = traced_pipeline(summaries, degrees)
+    pipeline, pipeline_notes = traced_pipeline(summaries, staged)
     model_parallel = model_parallel_exposed(summaries)
     # the pipeline's sends and receives are its own finding's where it is read
     outside = {role: v for role, v in model_parallel.items()
@@ -1715,14 +1722,14 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
                   decisive_gain=median_error(False))  # the trace model is data parallel
 
 
-def traced_pipeline(summaries, degrees: dict):
-    """(``pipeline_trace.PipelineReading``, notes) of a traced pipeline (``pipeline_stages``)
-    with a traced rank in every stage; (None, [why not]) where a stage is missing, (None, [])
-    without a pipeline. Each stage's compute and exposed sends and receives are its ranks'
-    median steps' (``traces.StepBreakdown.p2p_exposed_s``)."""
+def traced_pipeline(summaries, staged: tuple):
+    """(``pipeline_trace.PipelineReading``, notes) of a traced pipeline (``staged``: its
+    ``pipeline_stages``) with a traced rank in every stage; (None, [why not]) where a stage is
+    missing, (None, []) without a pipeline. Each stage's compute and exposed sends and
+    receives are its ranks' median steps' (``traces.StepBreakdown.p2p_exposed_s``)."""
     from scalesim.pipeline_trace import annotated_schedule, counted_micro_batches, read_pipeline
 
-    p, stages, over_world = pipeline_stages(summaries, degrees)
+    p, stages, over_world = staged  # ``pipeline_stages``
     if p < 2:
         return None, []
     traced = sorted({k for k in stages if k is not None})

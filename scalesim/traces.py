@@ -666,8 +666,8 @@ def summarise(
     meta: dict = {}
     launches = KernelLaunches() if launches is None else launches
     cpu_steps, gpu_steps = [], []
-    compute_cpu, comm_cpu, compute_gpu, comm_gpu, data, attention = (_Intervals() for _ in range(6))
-    # communication split in its point-to-point part and the rest
+    compute_cpu, compute_gpu, data, attention = (_Intervals() for _ in range(4))
+    # communication, its point-to-point part and the rest (their union is all of it)
     p2p_cpu, p2p_gpu, other_cpu, other_gpu = (_Intervals() for _ in range(4))
     receive_starts = [array("d") for _ in RECEIVE_FAMILIES]
     forwards: dict[int, set[int]] = {}  # a schedule's stage -> micro-batches it ran forward
@@ -708,7 +708,6 @@ def summarise(
             gpipe[g.group(1)].add(int(g.group(2)))
         elif cat == "kernel":
             if "nccl" in name.lower():
-                comm_gpu.add(t0, d)
                 collective = _collective_name(name, {})
                 (p2p_gpu if point_to_point(collective) else other_gpu).add(t0, d)
                 c = coll[collective]
@@ -728,7 +727,6 @@ def summarise(
         elif cat in ("gpu_memcpy", "gpu_memset"):
             compute_gpu.add(t0, d)
         elif name.startswith(CPU_COMM_PREFIXES):
-            comm_cpu.add(t0, d)
             args = ev.get("args")
             collective = _collective_name(name, args if isinstance(args, dict) else {})
             (p2p_cpu if point_to_point(collective) else other_cpu).add(t0, d)
@@ -767,19 +765,19 @@ def summarise(
         notes.append(
             f"{Path(source).name}: no distributedInfo.rank; taken as rank {index} from the order of the files"
         )
-    gpu = len(compute_gpu) + len(comm_gpu) > 0
+    gpu = len(compute_gpu) + len(p2p_gpu) + len(other_gpu) > 0
     if gpu:
-        compute, comm = compute_gpu.merged(), comm_gpu.merged()
-        p2p, other_comm = p2p_gpu.merged(), other_gpu.merged()
+        compute, p2p, other_comm = compute_gpu.merged(), p2p_gpu.merged(), other_gpu.merged()
         windows = device_windows(cpu_steps, gpu_steps, launches)
     else:
-        compute, comm = compute_cpu.merged(), comm_cpu.merged()
-        p2p, other_comm = p2p_cpu.merged(), other_cpu.merged()
+        compute, p2p, other_comm = compute_cpu.merged(), p2p_cpu.merged(), other_cpu.merged()
         windows = cpu_steps
+    comm = union(p2p, other_comm)
     d_set, a_set = data.merged(), attention.merged()
     cd = union(compute, d_set)
     cdm = union(cd, comm)
-    cd_other = union(cd, other_comm)  # what covers a send or receive
+    # what covers a send or receive: all but the sends and receives (the rest where there are none)
+    cd_other = union(cd, other_comm) if len(p2p[0]) else cdm
     counted = next((np.sort(np.frombuffer(s)) for s in receive_starts if len(s)), None)
     host_window = {num: (w0, w1) for num, w0, w1 in cpu_steps}
     process_groups = _pg_config(meta)
@@ -816,7 +814,7 @@ def summarise(
                 start_s=w0,
                 end_s=w1,
                 attention_s=length_in(a_set, w0, w1),
-                p2p_exposed_s=max(cdmw - length_in(cd_other, w0, w1), 0.0) if len(p2p[0]) else 0.0,
+                p2p_exposed_s=max(cdmw - length_in(cd_other, w0, w1), 0.0),
                 receives=None if counted is None else _count_in(counted, *host_window.get(num, (w0, w1))),
             )
         )
