@@ -94,8 +94,7 @@ def attention_at(share):
     layer_times = ls._layer_times
 
     def fixed_core(x, tokens, flops_per_s, mem_per_s, core):
-        peak = x.peak_flops_per_s if x.attention_peak_flops_per_s is None else (
-            x.attention_peak_flops_per_s)
+        peak = x.peak_flops_per_s if x.peak16_flops_per_s is None else x.peak16_flops_per_s
         return layer_times(x, tokens, flops_per_s, mem_per_s, share * np.asarray(peak, float))
 
     if share is not None:

@@ -60,8 +60,8 @@ from scalesim.schemas import (
 
 # Sustained share of the datasheet peak that large matmuls reach when nothing calibrated it: the
 # median of the efficiencies the anchors of the published model-parallel cases pin
-# (../shared/validation/parallel_cases.json, docs/validation.md: 0.45 to 0.77, median 0.69).
-DEFAULT_MATMUL_EFFICIENCY = 0.69
+# (../shared/validation/parallel_cases.json, docs/validation.md: 0.45 to 0.81, median 0.73).
+DEFAULT_MATMUL_EFFICIENCY = 0.73
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
 VIRTUAL_STAGES = (2, 3, 4, 6, 8)
 SCHEDULE_CHOICES = (("none", 1), ("gpipe", 1), ("1f1b", 1), ("zb", 1)) + tuple(
@@ -455,8 +455,9 @@ def setting_inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         bucket_bytes=setting.bucket_bytes,
         first_bucket_bytes=setting.first_bucket_bytes,
         nvls_busbw_ratio=nvls_busbw_ratio(hw.intra_node),
-        # fp8 recipes cast the Linear layers only: the attention core stays at the 16-bit peak
-        attention_peak_flops_per_s=_peak_flops(hw, False),
+        # fp8 recipes cast the layers' Linear weights only: the attention core and the output
+        # layer stay at the 16-bit peak
+        peak16_flops_per_s=_peak_flops(hw, False), fp8=setting.fp8,
         attention_efficiency=attention_efficiency_of(hw.device_name, setting.attention_kernel),
         **p2p_inputs(setting.p2p),
     )

@@ -452,16 +452,19 @@ def name_has_words(device_name: str, words) -> bool:
     """Whether every one of ``words`` appears in ``device_name``, ignoring case, spaces and
     hyphens ("A100-SXM4 80GB" has A100 and 80GB): how the datasheet tables match a device. A
     word ending in a digit is a whole model number: not followed by another digit ("Quadro
-    P1000" has no P100, "Quadro K4000" no K40, "H100 80GB" has H100)."""
+    P1000" has no P100, "Quadro K4000" no K40, "H100 80GB" has H100); a word of letters only is
+    not followed by another letter ("H200 (NVLink)" has no NVL, "H100 SXM5" has SXM)."""
     return all(_word_pattern(word).search(device_name) for word in words)
 
 
 @functools.cache
 def _word_pattern(word: str) -> re.Pattern:
-    """``word`` as a regex: its characters with optional spaces or hyphens between them, and
-    no digit right after a final digit (``name_has_words``)."""
+    """``word`` as a regex: its characters with optional spaces or hyphens between them, no
+    digit right after a final digit and no letter right after a word of letters only
+    (``name_has_words``)."""
     chars = r"[\s-]*".join(re.escape(c) for c in word.replace(" ", "").replace("-", ""))
-    return re.compile(chars + (r"(?!\d)" if word[-1:].isdigit() else ""), re.IGNORECASE)
+    end = r"(?!\d)" if word[-1:].isdigit() else r"(?![a-z])" if word.isalpha() else ""
+    return re.compile(chars + end, re.IGNORECASE)
 
 
 def _first_row(table, device_name: str):

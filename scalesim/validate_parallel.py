@@ -616,7 +616,7 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         recompute=RECOMPUTE[recompute], sequence_parallel=sp, tp_overlap=tp_overlap,
         devices_per_node=min(hw.gpus_per_node, lay.devices),
         peak_flops_per_s=peak[0] * 1e12, efficiency=1.0,
-        attention_peak_flops_per_s=core_peak[0] * 1e12, attention_efficiency=attention_efficiency,
+        peak16_flops_per_s=core_peak[0] * 1e12, fp8=fp8, attention_efficiency=attention_efficiency,
         memory_bandwidth_GBps=bandwidth[0], intra_latency_s=intra.latency_s,
         intra_busbw_GBps=intra.busbw_GBps, inter_latency_s=inter.latency_s,
         inter_busbw_GBps=inter.busbw_GBps, comm_contention=GPU_COMM_CONTENTION,

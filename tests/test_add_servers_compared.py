@@ -262,20 +262,22 @@ def test_the_cli_the_apps_card_and_its_hours_and_cost_tab_show_the_same_option(c
 def test_a_sooner_way_at_the_same_money_is_the_option_on_the_cli_the_card_and_the_app(
         capsys, tmp_path):
     """Session 21, llama3-8b on 24 A100s as pp 3: the planner's layout at 32 devices (one
-    server more) and at 48 (three more, where today's pp 3 divides the count) cost $52,754 and
-    $52,867: 0.2 % apart, under the model's 2.8 % error, the same money; 48 devices finish in
-    9.0 days against 13.4, so they are the option, and the note says why 32 is passed over
-    though cheaper. The CLI, the app's card, its Hours & cost tab and A vs B's "more devices"
-    show the one option (``DecisionCard.added``)."""
+    server more) and at 48 (three more, where today's pp 3 divides the count) cost within
+    0.2 % of each other, under the model's 2.8 % error, the same money; 48 devices finish
+    sooner, so they are the option, and the note says why 32 is passed over though cheaper.
+    The CLI, the app's card, its Hours & cost tab and A vs B's "more devices" show the one
+    option (``DecisionCard.added``). (Session 29: at the planner's default η 0.73 the
+    servers' 8 x 200 Gb/s left 32 devices $146 dearer, so the case sets 80 GB/s between
+    servers, where they are $48 cheaper.)"""
     state = default_state().model_copy(update={
         "wl": "llama3-8b", "hw": "dgx-a100", "grid": "list", "dlist": "24", "dmax": 24, "focus": 24,
-        "pp": 3, "mb": 1, "train": 1e7,
+        "pp": 3, "mb": 1, "train": 1e7, "inter": "custom", "ebw": 80.0,
         "price": None, "b": "more_devices"})
     plan = make_plan(preset_profile(state), state)
     scenario = tmp_path / "scenario.json"
     scenario.write_text(plan.scenario.model_dump_json())
     assert main(["decide", "--workload", "llama3-8b", "--hardware", "dgx-a100", "--scenario",
-                 str(scenario), "--focus", "24", "--json"]) == 0
+                 str(scenario), "--focus", "24", "--inter-busbw", "80", "--json"]) == 0
     cli = json.loads(capsys.readouterr().out)
     (added,) = [o for o in cli["options"] if o["key"] == "add_server"]
     assert added["devices"] == 48 and added["title"] == plan.decision.added.option.title

@@ -100,6 +100,8 @@ REAL_NAMES = [
     ("NVIDIA A100", 1555.0, 312.0, None, None),  # 40 or 80 GB: not the A10's 24
     ("NVIDIA H200", 4800.0, 989.0, 1979.0, 141),
     ("NVIDIA H200 NVL", 4800.0, 835.5, 1670.5, 141),
+    # an SXM board described by its links: "NVLink" does not hold the word NVL
+    ("H200 (8 per host, NVLink)", 4800.0, 989.0, 1979.0, 141),
     ("NVIDIA GH200 480GB", 4000.0, 989.0, 1979.0, 96),
     ("NVIDIA H100 80GB HBM3", 3350.0, 989.0, 1979.0, 80),
     ("NVIDIA H100 PCIe", 2000.0, 756.5, 1513.0, 80),

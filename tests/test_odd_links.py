@@ -34,7 +34,7 @@ def _params(text: str) -> dict[str, str]:
 
 def test_a_link_cut_inside_its_date_says_it_may_be_cut_short():
     link = _link(**{SHARED_DATE_KEY: "2026-12-02"})
-    assert link.endswith("&ph=e479263e&at=2026-12-02")
+    assert link.endswith("&ph=db433aa2&at=2026-12-02")
     state, _, messages = decode_query(_params(link[:-4]))
     assert messages == [f"the link's date 'at=2026-1' is not a date (YYYY-MM-DD): {CUT}"]
     assert (state.tp, state.pp) == (8, 2)  # the rest of the link is read
@@ -44,7 +44,7 @@ def test_a_link_cut_inside_its_date_says_it_may_be_cut_short():
 def test_a_link_cut_inside_its_fingerprint_is_not_said_to_come_from_another_version():
     link = _link()
     state, _, messages = decode_query(_params(link[:-3]))
-    assert messages == [f"the link's preset fingerprint 'ph=e4792' is not 8 hex digits: {CUT}"]
+    assert messages == [f"the link's preset fingerprint 'ph=db433' is not 8 hex digits: {CUT}"]
     other = link[:-1] + "f"  # 8 digits, another number: the presets differ (as before)
     assert "another scalesim version" in decode_query(_params(other))[2][0]
 

@@ -41,7 +41,7 @@ def test_decide_says_the_workloads_unit_as_predict_and_the_app_do(capsys):
     sequences: now the card's throughput is in the workload's unit, in the CLI and the app."""
     code, out, _ = run_cli(capsys, LLAMA_64)
     assert code == 0 and "samples/s" not in out
-    assert f"5.59 {SEQUENCES}/s" in out
+    assert f"5.79 {SEQUENCES}/s" in out
     code, out, _ = run_cli(capsys, ["predict", *LLAMA_64[1:9]])
     assert code == 0 and f"{SEQUENCES.split()[0]}/s" in out  # predict's column header
     plan = _llama_plan()

@@ -112,7 +112,7 @@ def test_every_other_knob_of_the_scenario_reaches_the_ranking():
 
 def test_plan_takes_overlap_and_a_slow_device_as_plan_at_does(gpt):
     """``plan()`` on the preset's shape and hardware at the preset's efficiency (its compute curve
-    is the layout model's own at 0.69, so the pin recovers it) ranks as ``plan_at``."""
+    is the layout model's own at 0.73, so the pin recovers it) ranks as ``plan_at``."""
     steps = {}
     for knob in ({}, {"overlap": False}, {"slow_device": 3, "slow_factor": 1.5},
                  {"zero_framework": "deepspeed"}, {"grad_sync": "once-per-step"}):
@@ -142,7 +142,7 @@ def test_a_flash2_plan_re_predicts_with_the_same_kernel():
     """On H100s (where flash2 has a rate of its own, docs/model.md §13) the planner of a scenario
     with ``attention_kernel`` flash2 ranks every layout as predict predicts it with that kernel,
     as ``plan(..., attention_kernel='flash2')`` ranks them (the preset curve is the layout
-    model's own at 0.69: the pin reads it as the vendor kernel's and recovers 0.69); predicted
+    model's own at 0.73: the pin reads it as the vendor kernel's and recovers 0.73); predicted
     with the vendor kernel instead, the same layouts run faster (a plan made with flash2 and
     re-predicted without it would not agree)."""
     h100 = resolve_profile(None, "dgx-h100", "gpt-1.7b")

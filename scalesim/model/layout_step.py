@@ -36,7 +36,7 @@ from scalesim.model import collectives as coll
 from scalesim.model import transformer as tf
 from scalesim.model.compute import optimizer_step_of_s
 from scalesim.model.context_parallel import cp_comm_per_layer_s, kv_chunk_bytes
-from scalesim.model.matmul import gemm_s, memory_bound_s
+from scalesim.model.matmul import fp8_cast_s, gemm_s, memory_bound_s
 from scalesim.model.memory import ZERO3_GATHERED_UNITS, state_shards
 from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
 from scalesim.model.pipeline_schedule import (
@@ -172,10 +172,13 @@ class LayoutInputs:
     kernel_bandwidth_GBps: object = None  # byte rate of the layers' and logits' kernels, GB/s
     # (the roofline's byte term; a block calibration fits it, docs/model.md §13); None:
     # memory_bandwidth_GBps
-    attention_peak_flops_per_s: object = None  # attention core's peak (None: peak_flops_per_s;
-    # fp8 runs keep the attention core in 16-bit: Transformer Engine's fp8 recipes cast Linear
-    # layers only)
-    attention_efficiency: object = None  # share of attention_peak_flops_per_s the attention
+    peak16_flops_per_s: object = None  # the device's 16-bit dense peak, FLOP/s: the attention
+    # core's and the output layer's, which fp8 recipes keep in 16 bits (Transformer Engine and
+    # torchao cast the transformer layers' Linear weights only; torchtitan filters "output");
+    # None: peak_flops_per_s
+    fp8: object = False  # the layers' weight matmuls in fp8 (at peak_flops_per_s), each paying
+    # the casts of its operands (matmul.fp8_cast_s, docs/model.md §13)
+    attention_efficiency: object = None  # share of peak16_flops_per_s the attention
     # core sustains (FlashAttention-2 on Hopper: presets.attention_efficiency_of); None or NaN:
     # ``efficiency``, the matmuls' (docs/model.md §13, attention kernel)
 
@@ -244,17 +247,25 @@ def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_bytes_per_s, core_flo
              + gemm_s(tokens, h, h / t, flops_per_s, mem_bytes_per_s)
              + gemm_s(tokens, up / t, h, flops_per_s, mem_bytes_per_s)
              + down)
+    # fp8: each weight matmul first casts its operands (memory-bound, §13 "fp8 casts")
+    fp8 = np.asarray(x.fp8, dtype=bool)
+    casts = [fp8_cast_s(tokens, n, k, mem_bytes_per_s) for n, k in (
+        ((h + 2.0 * kv * h / a) / t, h), (h, h / t), (up / t, h), (h, f / t))]
+    cast_fwd = np.where(fp8, sum(c[0] for c in casts), 0.0)
+    cast_bwd = np.where(fp8, sum(c[1] for c in casts), 0.0)
+    down_cast = np.where(fp8, casts[3][0], 0.0)
     core = 4.0 * tokens * seq * h / t / core_flops_per_s  # scores and scores x V, per device
     other, scores = tf.elementwise_forward_bytes_per_token(
         h, a, f, x.gated, seq, t, x.sequence_parallel, x.flash_attention)
     elementwise = memory_bound_s((other + scores) * tokens, mem_bytes_per_s)
     score_s = memory_bound_s(scores * tokens, mem_bytes_per_s)
-    forward = gemms + core + elementwise
+    forward = gemms + cast_fwd + core + elementwise
     # fused (flash) attention recomputes the scores in backward: 5 matmuls against 2 forward
     # (Dao et al. 2022, arXiv 2205.14135, §3.1; Dao 2023, FlashAttention-2 §3.1.2)
     core_backward = np.where(np.asarray(x.flash_attention, dtype=bool),
                              FLASH_BACKWARD_FACTOR, 2.0) * core
-    backward = 2.0 * gemms + core_backward + tf.BACKWARD_ELEMENTWISE_FACTOR * elementwise
+    backward = (2.0 * gemms + cast_bwd + core_backward
+                + tf.BACKWARD_ELEMENTWISE_FACTOR * elementwise)
     r = np.asarray(x.recompute)
     # PyTorch's non-reentrant checkpoint with early stop (torch >= 2.1) ends the recomputation
     # once the last tensor saved for backward is back: the down projection's input and weight
@@ -263,7 +274,7 @@ def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_bytes_per_s, core_flo
     last_add = memory_bound_s(tf.BIAS_DROPOUT_ADD_BYTES_PER_H * h * tokens
                               / np.where(np.asarray(x.sequence_parallel, dtype=bool), t, 1.0),
                               mem_bytes_per_s)
-    full = forward - np.where(early_stop, down + last_add, 0.0)
+    full = forward - np.where(early_stop, down + down_cast + last_add, 0.0)
     # torchtitan's per-op selective checkpoint (§11): every second weight matmul (gated: wk, wo,
     # w3; not gated: the attention projection and the down projection) and the forward's
     # elementwise kernels up to the last saved input (its non-reentrant checkpoint stops early:
@@ -275,7 +286,11 @@ def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_bytes_per_s, core_flo
         + gemm_s(tokens, h, h / t, flops_per_s, mem_bytes_per_s)
         + gemm_s(tokens, f / t, h, flops_per_s, mem_bytes_per_s),
         gemm_s(tokens, h, h / t, flops_per_s, mem_bytes_per_s) + down)
-    per_op = (per_op_gemms + elementwise - last_add
+    per_op_casts = np.where(fp8, np.where(
+        gated, fp8_cast_s(tokens, kv * h / a / t, h, mem_bytes_per_s)[0] + casts[1][0]
+        + fp8_cast_s(tokens, f / t, h, mem_bytes_per_s)[0],
+        casts[1][0] + casts[3][0]), 0.0)
+    per_op = (per_op_gemms + per_op_casts + elementwise - last_add
               + np.where(np.asarray(x.flash_attention, dtype=bool), 0.0, core))
     op_sac = np.asarray(x.recompute_op_sac, dtype=bool)
     selective = np.where(op_sac, per_op, core + score_s)
@@ -384,13 +399,12 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     tokens = b * _f(x.seq_len) / _f(cp)  # tokens of one micro-batch on one device
 
     # --- compute of one micro-batch on the fullest stage and on an average one
-    core_peak = x.peak_flops_per_s if x.attention_peak_flops_per_s is None else (
-        x.attention_peak_flops_per_s)
+    peak16 = _f(x.peak_flops_per_s if x.peak16_flops_per_s is None else x.peak16_flops_per_s)
     fwd, bwd, rec, matmul, attention, weight_grad = _layer_times(
-        x, tokens, flops_per_s, mem_bytes_per_s, _f(core_peak) * attention_efficiency(x))
+        x, tokens, flops_per_s, mem_bytes_per_s, peak16 * attention_efficiency(x))
     layer_s = fwd + bwd + rec
     stage_layers = layers_per_stage(L, pp, v)
-    logits, logits_weight_grad = _logits_s(x, tokens, flops_per_s, mem_bytes_per_s)
+    logits, logits_weight_grad = _logits_s(x, tokens, peak16 * _f(x.efficiency), mem_bytes_per_s)
     # a tensor-parallel group is tp neighbouring GPUs of one server: its ring gets the links
     # of that many GPUs (fewer on a point-to-point mesh, subset_links)
     tp_GBps = subset_busbw_GBps(x.intra_busbw_GBps, tp, x.intra_subset_shares)

@@ -30,3 +30,17 @@ def gemm_s(m, n, k, flops_per_s, memory_bytes_per_s, bytes_per_element=2.0):
 def memory_bound_s(bytes_moved, memory_bytes_per_s):
     """Seconds of elementwise work (norms, activations, softmax, dropout) moving these bytes."""
     return np.asarray(bytes_moved, dtype=float) / memory_bytes_per_s
+
+
+def fp8_cast_s(m, n, k, memory_bytes_per_s):
+    """(forward, backward) seconds of casting one fp8 Linear's operands (input M x K, weight
+    K x N, gradient of the output M x N) from 16 bits, with dynamic tensorwise scales: bytes as
+    torchao's float8 training roofline counts them, the activations' amax fused into the
+    previous kernel (torch.compile; Transformer Engine's fused casts):
+
+        forward   4 MK (read 2, write both layouts 1 + 1) + 5 KN (amax 2; read 2, write 1)
+        backward  4 MN + 3 KN (the weight's second layout)
+    """
+    m, n, k = (np.asarray(x, dtype=float) for x in (m, n, k))
+    return ((4.0 * m * k + 5.0 * k * n) / memory_bytes_per_s,
+            (4.0 * m * n + 3.0 * k * n) / memory_bytes_per_s)
