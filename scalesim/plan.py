@@ -60,7 +60,7 @@ from scalesim.schemas import (
 
 # Sustained share of the datasheet peak that large matmuls reach when nothing calibrated it: the
 # median of the efficiencies the anchors of the published model-parallel cases pin
-# (../shared/validation/parallel_cases.json, docs/validation.md: 0.45 to 0.81, median 0.73).
+# (../shared/validation/parallel_cases.json, docs/validation.md: 0.45 to 0.78, median 0.73).
 DEFAULT_MATMUL_EFFICIENCY = 0.73
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
 VIRTUAL_STAGES = (2, 3, 4, 6, 8)

@@ -142,7 +142,7 @@ def test_readme_collected_data_parallel_accuracy_is_the_validation(collected_dp)
 @pytest.mark.parametrize(("name", "before", "worst_words"), [
     ("parallel_cases.json", r"over the \d+ predicted runs the median absolute error is",
      ("70b", "a100_40gb")),
-    ("collected_parallel_cases.json", r"so their figures on them now,", ("30b", "s8192", "a100")),
+    ("collected_parallel_cases.json", r"so their figures on them now,", ("llama3_8b", "tp8", "fp8")),
 ])
 def test_readme_model_parallel_accuracy_is_the_validation(name, before, worst_words):
     from scalesim.shipped import validation_path

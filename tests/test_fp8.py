@@ -1,6 +1,7 @@
-"""fp8 runs (docs/model.md §13, fp8): the layers' weight matmuls at the fp8 peak, each paying the
-casts of its operands (torchao's float8 roofline, dynamic tensorwise scaling, amax fused), and
-the output layer and attention core at the 16-bit peak."""
+"""fp8 runs (docs/model.md §13, fp8): the layers' weight matmuls at the fp8 peak on 1-byte
+operands, each paying the casts of its operands (torchao's float8 roofline, dynamic tensorwise
+scaling, amax fused; under sequence parallelism on the sharded tokens), and the output layer and
+attention core at the 16-bit peak."""
 
 import pytest
 from test_recompute_early_stop import SMALL
@@ -18,6 +19,9 @@ from scalesim.validate_parallel import case_inputs, load_parallel_cases
 #   backward 4 M sum N = 4 x 2048 x 9216 = 75,497,472; 3 sum KN = 37,748,736
 FORWARD_CAST_BYTES = 58_720_256 + 62_914_560
 BACKWARD_CAST_BYTES = 75_497_472 + 37_748_736
+# the fp8 matmuls read their operands at 1 byte instead of 2: sum (MK + KN) = 2048 x 7168 +
+# 12,582,912 = 27,262,976 bytes fewer per pass over the four, forward and twice backward
+OPERAND_BYTES_SAVED = 27_262_976
 MICRO_STEPS = 4 * 4  # 4 layers x 4 micro-batches
 BYTES_PER_S = 1e12  # SMALL's memory bandwidth, 1000 GB/s
 
@@ -33,23 +37,41 @@ def test_cast_bytes_by_hand():
 def test_casts_in_the_step_by_hand():
     none = {**SMALL, "recompute": tf.RECOMPUTE_NONE}
     bf16 = evaluate_layouts(LayoutInputs(**none))
-    fp8 = evaluate_layouts(LayoutInputs(**none, fp8=True))  # same peak: only the casts differ
+    fp8 = evaluate_layouts(LayoutInputs(**none, fp8=True))  # same peak: casts and bytes differ
     casts = (FORWARD_CAST_BYTES + BACKWARD_CAST_BYTES) / BYTES_PER_S * MICRO_STEPS
-    assert float(fp8.compute_s) - float(bf16.compute_s) == pytest.approx(casts, rel=1e-9)
-    # full recompute reruns the forward's casts; PyTorch's early stop not the down projection's
+    saved = OPERAND_BYTES_SAVED / BYTES_PER_S * MICRO_STEPS  # per pass over the four matmuls
+    assert float(fp8.compute_s) - float(bf16.compute_s) == pytest.approx(casts - 3 * saved,
+                                                                        rel=1e-9)
+    # full recompute reruns the forward's casts and matmuls; PyTorch's early stop not the down
+    # projection's (its operands: 2048 x 4096 + 4096 x 1024 bytes fewer)
     full = evaluate_layouts(LayoutInputs(**SMALL, fp8=True))
     full16 = evaluate_layouts(LayoutInputs(**SMALL))
     rerun = FORWARD_CAST_BYTES / BYTES_PER_S * MICRO_STEPS
-    assert float(full.compute_s) - float(full16.compute_s) == pytest.approx(casts + rerun,
-                                                                          rel=1e-9)
+    assert float(full.compute_s) - float(full16.compute_s) == pytest.approx(
+        casts + rerun - 4 * saved, rel=1e-9)
     stop = evaluate_layouts(LayoutInputs(**SMALL, fp8=True, recompute_early_stop=True))
     stop16 = evaluate_layouts(LayoutInputs(**SMALL, recompute_early_stop=True))
     down_forward = (4 * 2048 * 4096 + 5 * 4096 * 1024) / BYTES_PER_S * MICRO_STEPS
+    down_saved = (2048 * 4096 + 4096 * 1024) / BYTES_PER_S * MICRO_STEPS
     assert float(stop.compute_s) - float(stop16.compute_s) == pytest.approx(
-        casts + rerun - down_forward, rel=1e-9)
+        casts + rerun - down_forward - 4 * saved + down_saved, rel=1e-9)
     # a 16-bit run pays none: the flag alone changes nothing else
     assert float(fp8.mfu) < float(bf16.mfu)
     assert float(fp8.memory_bytes) == float(bf16.memory_bytes)
+
+
+def test_sequence_parallelism_casts_the_sharded_tokens_by_hand():
+    # tp 2: the column-parallel matmuls' inputs (qkv, up: K 1024) and the row-parallel ones'
+    # output gradients (projection, down: N 1024) are cast on 1024 of the 2048 tokens before
+    # their all-gather: 4 x 1024 x 1024 bytes fewer each, 16,777,216 in all per layer and
+    # micro-batch; nothing else of fp8 depends on sequence parallelism
+    def fp8_cost(sp: bool) -> float:
+        base = {**SMALL, "recompute": tf.RECOMPUTE_NONE, "tp": 2, "sequence_parallel": sp}
+        return (float(evaluate_layouts(LayoutInputs(**base, fp8=True)).compute_s)
+                - float(evaluate_layouts(LayoutInputs(**base)).compute_s))
+
+    assert fp8_cost(False) - fp8_cost(True) == pytest.approx(
+        16_777_216 / BYTES_PER_S * MICRO_STEPS, rel=1e-9)
 
 
 def test_output_layer_at_the_16_bit_peak_by_hand():

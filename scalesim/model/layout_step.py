@@ -242,15 +242,26 @@ def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_bytes_per_s, core_flo
     h, a, kv, f, t = _f(x.hidden), _f(x.heads), _f(x.kv_heads), _f(x.ffn_hidden), _f(x.tp)
     seq = _f(x.seq_len)
     up = np.where(np.asarray(x.gated, dtype=bool), 2.0, 1.0) * f
-    down = gemm_s(tokens, h, f / t, flops_per_s, mem_bytes_per_s)  # the layer's last weight matmul
-    gemms = (gemm_s(tokens, (h + 2.0 * kv * h / a) / t, h, flops_per_s, mem_bytes_per_s)
-             + gemm_s(tokens, h, h / t, flops_per_s, mem_bytes_per_s)
-             + gemm_s(tokens, up / t, h, flops_per_s, mem_bytes_per_s)
-             + down)
-    # fp8: each weight matmul first casts its operands (memory-bound, §13 "fp8 casts")
     fp8 = np.asarray(x.fp8, dtype=bool)
-    casts = [fp8_cast_s(tokens, n, k, mem_bytes_per_s) for n, k in (
-        ((h + 2.0 * kv * h / a) / t, h), (h, h / t), (up / t, h), (h, f / t))]
+    operand_bytes = np.where(fp8, 1.0, 2.0)  # fp8 matmuls read 1-byte operands, write 16 bits
+
+    def weight_gemm_s(n, k):
+        return gemm_s(tokens, n, k, flops_per_s, mem_bytes_per_s,
+                      operand_bytes_per_element=operand_bytes)
+
+    down = weight_gemm_s(h, f / t)  # the layer's last weight matmul
+    gemms = (weight_gemm_s((h + 2.0 * kv * h / a) / t, h) + weight_gemm_s(h, h / t)
+             + weight_gemm_s(up / t, h) + down)
+    # fp8: each weight matmul first casts its operands (memory-bound, §13 "fp8"); under
+    # sequence parallelism on the device's 1/t of the tokens where they are sharded: the
+    # column-parallel matmuls' inputs and the row-parallel ones' output gradients are cast
+    # before their all-gather (torchao's Float8ColwiseParallel / Float8RowwiseParallel,
+    # Transformer Engine's fp8 gather)
+    shard = np.where(np.asarray(x.sequence_parallel, dtype=bool), t, 1.0)
+    casts = [fp8_cast_s(tokens, n, k, mem_bytes_per_s, input_share, grad_share)
+             for n, k, input_share, grad_share in (
+                 ((h + 2.0 * kv * h / a) / t, h, 1.0 / shard, 1.0), (h, h / t, 1.0, 1.0 / shard),
+                 (up / t, h, 1.0 / shard, 1.0), (h, f / t, 1.0, 1.0 / shard))]
     cast_fwd = np.where(fp8, sum(c[0] for c in casts), 0.0)
     cast_bwd = np.where(fp8, sum(c[1] for c in casts), 0.0)
     down_cast = np.where(fp8, casts[3][0], 0.0)
@@ -282,13 +293,11 @@ def _layer_times(x: LayoutInputs, tokens, flops_per_s, mem_bytes_per_s, core_flo
     # attention core (without fused attention its batched matmuls are rerun too)
     gated = np.asarray(x.gated, dtype=bool)
     per_op_gemms = np.where(
-        gated, gemm_s(tokens, kv * h / a / t, h, flops_per_s, mem_bytes_per_s)
-        + gemm_s(tokens, h, h / t, flops_per_s, mem_bytes_per_s)
-        + gemm_s(tokens, f / t, h, flops_per_s, mem_bytes_per_s),
-        gemm_s(tokens, h, h / t, flops_per_s, mem_bytes_per_s) + down)
+        gated, weight_gemm_s(kv * h / a / t, h) + weight_gemm_s(h, h / t) + weight_gemm_s(f / t, h),
+        weight_gemm_s(h, h / t) + down)
     per_op_casts = np.where(fp8, np.where(
-        gated, fp8_cast_s(tokens, kv * h / a / t, h, mem_bytes_per_s)[0] + casts[1][0]
-        + fp8_cast_s(tokens, f / t, h, mem_bytes_per_s)[0],
+        gated, fp8_cast_s(tokens, kv * h / a / t, h, mem_bytes_per_s, 1.0 / shard)[0]
+        + casts[1][0] + fp8_cast_s(tokens, f / t, h, mem_bytes_per_s, 1.0 / shard)[0],
         casts[1][0] + casts[3][0]), 0.0)
     per_op = (per_op_gemms + per_op_casts + elementwise - last_add
               + np.where(np.asarray(x.flash_attention, dtype=bool), 0.0, core))

@@ -18,12 +18,17 @@ from __future__ import annotations
 import numpy as np
 
 
-def gemm_s(m, n, k, flops_per_s, memory_bytes_per_s, bytes_per_element=2.0):
+def gemm_s(m, n, k, flops_per_s, memory_bytes_per_s, bytes_per_element=2.0,
+           operand_bytes_per_element=None):
     """Seconds of one (M x K) @ (K x N) multiply: compute at ``flops_per_s`` plus the bytes of
-    both operands and the result at ``memory_bytes_per_s`` (additive roofline)."""
+    both operands and the result at ``memory_bytes_per_s`` (additive roofline); the operands at
+    ``operand_bytes_per_element`` where given (fp8: 1, the result still 16-bit), else
+    ``bytes_per_element``."""
     m, n, k = (np.asarray(x, dtype=float) for x in (m, n, k))
+    operand = bytes_per_element if operand_bytes_per_element is None else (
+        operand_bytes_per_element)
     flops = 2.0 * m * n * k
-    traffic = bytes_per_element * (m * k + k * n + m * n)
+    traffic = operand * (m * k + k * n) + bytes_per_element * m * n
     return flops / flops_per_s + traffic / memory_bytes_per_s
 
 
@@ -32,7 +37,7 @@ def memory_bound_s(bytes_moved, memory_bytes_per_s):
     return np.asarray(bytes_moved, dtype=float) / memory_bytes_per_s
 
 
-def fp8_cast_s(m, n, k, memory_bytes_per_s):
+def fp8_cast_s(m, n, k, memory_bytes_per_s, input_share=1.0, grad_share=1.0):
     """(forward, backward) seconds of casting one fp8 Linear's operands (input M x K, weight
     K x N, gradient of the output M x N) from 16 bits, with dynamic tensorwise scales: bytes as
     torchao's float8 training roofline counts them, the activations' amax fused into the
@@ -40,7 +45,10 @@ def fp8_cast_s(m, n, k, memory_bytes_per_s):
 
         forward   4 MK (read 2, write both layouts 1 + 1) + 5 KN (amax 2; read 2, write 1)
         backward  4 MN + 3 KN (the weight's second layout)
+
+    ``input_share`` / ``grad_share``: the share of the M rows of the input / of the output's
+    gradient this device casts (1/t where sequence parallelism shards them before a gather).
     """
     m, n, k = (np.asarray(x, dtype=float) for x in (m, n, k))
-    return ((4.0 * m * k + 5.0 * k * n) / memory_bytes_per_s,
-            (4.0 * m * n + 3.0 * k * n) / memory_bytes_per_s)
+    return ((4.0 * m * k * input_share + 5.0 * k * n) / memory_bytes_per_s,
+            (4.0 * m * n * grad_share + 3.0 * k * n) / memory_bytes_per_s)
