@@ -35,6 +35,7 @@ from scalesim.layout_predict import (
     asked_split,
     attention_kernel_note,
     layout_of,
+    precision_note,
     recompute_style_note,
     split_profile,
     splittable_shape,
@@ -44,6 +45,7 @@ from scalesim.layout_predict import (
 from scalesim.model.quality import steps_to_quality
 from scalesim.model.sharding import grad_sync_unused
 from scalesim.pipeline_stages import layout_stage_words
+from scalesim.precision import DEFAULT_PRECISION
 from scalesim.predict import (
     Prediction,
     global_batch_splits,
@@ -275,7 +277,8 @@ def state_of_scenario(scenario: Scenario, profile: Profile, focus: int | None = 
     given = {  # planner key: the scenario's value (None: the profile's)
         "dpn": scenario.devices_per_node, "acc": scenario.accumulation, "ovl": scenario.overlap,
         "bkt": scenario.bucket_mib, "strat": scenario.strategy, "zfw": scenario.zero_framework,
-        "gs": scenario.grad_sync, "ak": scenario.attention_kernel, "algo": scenario.algorithm,
+        "gs": scenario.grad_sync, "ak": scenario.attention_kernel, "pr": scenario.precision,
+        "algo": scenario.algorithm,
         "lw": scenario.loader_workers, "cv": scenario.straggler_cv, "slow": scenario.slow_device,
         "sf": scenario.slow_factor, "cbs": scenario.critical_batch_size,
         "emin": scenario.min_samples_to_quality, "train": scenario.train_samples,
@@ -299,6 +302,25 @@ def state_of_scenario(scenario: Scenario, profile: Profile, focus: int | None = 
         if busbw is not None or latency is not None:
             update.update({mode: "custom", bw: busbw, lat: None if latency is None else latency * 1e6})
     return AppState(src="custom").model_copy(update=update)
+
+
+def _precision(state: AppState, profile: Profile, fields: dict) -> list[str]:
+    """The state's fp8 into the scenario ``fields`` where the profile can take it, as
+    ``layout_predict.check_precision`` would refuse it on the CLI: the notes that say it was left
+    out (timings measured at their own precision, a device with no fp8 peak) or ignored (a
+    parameter count), else none."""
+    from scalesim.presets import peak_tflops_of
+
+    if timed_own_kernel(profile):  # as the layout is left out: a note, not a refusal
+        return [f"precision {state.pr} left out: profile '{profile.name}' holds timings "
+                "measured at their own precision"]
+    device = profile.hardware.device_name
+    if splittable_shape(profile) is not None and peak_tflops_of(device, fp8=True) is None:
+        return [f"precision {state.pr} left out: no fp8 peak is known for '{device}'"]
+    fields["precision"] = state.pr
+    if splittable_shape(profile) is None:
+        return [precision_note(profile, Scenario(precision=state.pr))]
+    return []
 
 
 def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[str]]:
@@ -332,6 +354,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
             fields["attention_kernel"] = state.ak
             if splittable_shape(profile) is None:
                 notes.append(attention_kernel_note(profile, Scenario(attention_kernel=state.ak)))
+    if state.pr != DEFAULT_PRECISION:
+        notes += _precision(state, profile, fields)
     notes += tp_only_notes(state) + pipeline_notes(state) + shard_group_notes(state)
     if state.lw is not None and not input_pipeline_modelled(profile):  # the CLI refuses it
         notes.append(f"{FIELD_LABELS['lw']} ignored: this profile has no measured input "

@@ -39,6 +39,7 @@ from scalesim.layout import (
 from scalesim.layout_predict import row_title as layout_title
 from scalesim.layout_predict import splittable_shape
 from scalesim.model.sharding import GRAD_SYNC_HELP, GRAD_SYNC_LABELS
+from scalesim.precision import PRECISION_HELP, PRECISION_LABELS
 from scalesim.predict import Prediction
 from scalesim.schemas import Profile, Scenario
 from scalesim.sources.provenance import provenance
@@ -325,6 +326,8 @@ def _comm_section(c: _Controls, state: AppState) -> None:
       options=list(GRAD_SYNC_LABELS), format_func=GRAD_SYNC_LABELS.get, help=GRAD_SYNC_HELP)
     c(st.sidebar.selectbox, "ak", "Attention kernel", options=list(ATTENTION_KERNEL_LABELS),
       format_func=ATTENTION_KERNEL_LABELS.get, help=ATTENTION_KERNEL_HELP)
+    c(st.sidebar.selectbox, "pr", "Matmul precision", options=list(PRECISION_LABELS),
+      format_func=PRECISION_LABELS.get, help=PRECISION_HELP)
     c(st.sidebar.toggle, "ovl", "Overlap gradient exchange with backward")
     hw = ss["profile"].hardware
     intra = c(st.sidebar.selectbox, "intra", c.label("intra"),

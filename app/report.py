@@ -21,6 +21,7 @@ from scalesim.diagnosis import by_verdict, gain_measure, gain_text, has_gain_ban
 from scalesim.figures import amount
 from scalesim.layout import SPLIT_HEADER, split_short
 from scalesim.model.sharding import GRAD_SYNC_LABELS
+from scalesim.precision import PRECISION_LABELS
 from scalesim.remedies import measure_words
 
 from .charts import all_charts, chart_text, stall_caption
@@ -148,6 +149,7 @@ def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
         ("ZeRO framework", ZERO_FRAMEWORK_LABELS[s.zero_framework]),
         ("ZeRO-2/3 gradient sync", GRAD_SYNC_LABELS[s.grad_sync]),
         ("attention kernel", ATTENTION_KERNEL_LABELS[s.attention_kernel]),
+        ("matmul precision", PRECISION_LABELS[s.precision]),
         ("all-reduce algorithm", s.algorithm),
         (label("intra", words).lower(), f"{intra:g} GB/s bus bandwidth"),
         (label("inter", words).lower(), f"{inter:g} GB/s bus bandwidth"),

@@ -28,12 +28,14 @@ from scalesim.errors import ScalesimError
 from scalesim.figures import exact, number
 from scalesim.jsonio import error_text, parse_json_text
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, RecomputeStyle
+from scalesim.precision import DEFAULT_PRECISION, Precision
 from scalesim.profiles import parse_profile, profile_from_presets
 from scalesim.schemas import GradSync, Profile, ZeroFramework
 
 from .control_labels import in_words
 
-LINK_VERSION = 10  # v10: + the ZeRO framework (zfw: fsdp or deepspeed); v9: + the hybrid
+LINK_VERSION = 11  # v11: + the matmul precision (pr: bf16 or fp8; v1 to v10 open in bf16);
+# v10: + the ZeRO framework (zfw: fsdp or deepspeed); v9: + the hybrid
 # sharding shard group (sg); v8: + the recompute style
 # op-sac (rs: V8_VALUES); v7: + the tensor-parallel overlap (tpo) and scenarios B "use a Hopper
 # attention kernel" and "overlap tensor-parallel communication" (b: V7_REMEDIES); v6: + the
@@ -45,7 +47,7 @@ LINK_VERSION = 10  # v10: + the ZeRO framework (zfw: fsdp or deepspeed); v9: + t
 # collectives exposed, v1 to v5 with the vendor attention kernel, v1 to v4 with gradients
 # reduced every micro-step, v3 with the whole-forward style, v2 (only what differs from the
 # defaults, presets by name) and v1 data parallel
-READ_VERSIONS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10")
+READ_VERSIONS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11")
 # v3 and later (rs: v4, tpo: v7, sg: v9)
 LAYOUT_FIELDS = ("tp", "pp", "sched", "vs", "rec", "sp", "rs", "tpo", "sg")
 V4_FIELDS = ("rs",)  # what v4 added
@@ -56,6 +58,7 @@ V7_REMEDIES = ("attention_kernel", "tp_overlap")  # the scenario B choices v7 ad
 V8_VALUES = {"rs": ("op-sac",)}  # the values v8 added to fields of earlier versions
 V9_FIELDS = ("sg",)  # what v9 added
 V10_FIELDS = ("zfw",)  # what v10 added
+V11_FIELDS = ("pr",)  # what v11 added
 # a share link ends with its preset fingerprint (ph) or profile (prof), then its date (at):
 # a cut one loses those first
 CUT_SHORT = "the link may have been cut short when copied (its end is missing)"
@@ -103,6 +106,7 @@ class AppState(BaseModel):
     zfw: ZeroFramework = "fsdp"  # how ZeRO runs: FSDP / Megatron-Core, or DeepSpeed (v10)
     gs: GradSync = "every-micro-step"  # when ZeRO-2/3 reduce under accumulation (v5)
     ak: AttentionKernel = DEFAULT_ATTENTION_KERNEL  # the framework's attention kernel (v6)
+    pr: Precision = DEFAULT_PRECISION  # the layers' matmul precision (v11)
     algo: Literal["auto", "ring", "tree", "hierarchical"] = "auto"
     lw: int | None = url_field("lw", None, "loader workers per device")
     cv: float | None = url_field("cv", None, "step-time std/mean")
@@ -176,7 +180,8 @@ FIELD_LABELS = {
     "dl": "Deadline (hours)", "bud": "Budget (USD)", "tp": "Tensor parallel",
     "pp": "Pipeline stages", "sched": "Pipeline schedule", "vs": "Virtual stages", "rs": "Recompute style",
     "sp": "Sequence parallelism",
-    "gs": "Gradient sync", "ak": "Attention kernel", "tpo": "Tensor-parallel overlap",
+    "gs": "Gradient sync", "ak": "Attention kernel", "pr": "Matmul precision",
+    "tpo": "Tensor-parallel overlap",
     "sg": "Shard group (HSDP)", "zfw": "ZeRO framework",
 }
 
@@ -472,7 +477,8 @@ def _meant(state: AppState) -> AppState:
 
 
 def link_version(state: AppState) -> int:
-    """10 when the state uses what v10 added (DeepSpeed as the ZeRO framework); 9 when it uses
+    """11 when the state uses what v11 added (fp8); 10 when it uses what v10 added (DeepSpeed as
+    the ZeRO framework); 9 when it uses
     what v9 added (a hybrid sharding shard group); 8 when the state
     uses a value v8 added (the op-sac recompute style); 7 when the state
     uses what v7 added (the tensor-parallel overlap on, or scenario B 'use a
@@ -483,6 +489,8 @@ def link_version(state: AppState) -> int:
     Layouts tab, scenario B 'split the model'); else 2, so a link opens in every scalesim that
     can show it the same."""
     state = _meant(state)
+    if any(getattr(state, n) != AppState.model_fields[n].default for n in V11_FIELDS):
+        return 11
     if any(getattr(state, n) != AppState.model_fields[n].default for n in V10_FIELDS):
         return 10
     if any(getattr(state, n) != AppState.model_fields[n].default for n in V9_FIELDS):
@@ -656,6 +664,12 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no ZeRO framework "
                             "choice (ZeRO runs as FSDP / Megatron-Core)")
+    if int(version) < 11:  # before the precision: 16-bit matmuls
+        old = [name for name in V11_FIELDS if name in flat and flat.pop(name) not in (
+            "", _to_text(AppState.model_fields[name].default))]
+        if old:
+            messages.append(f"ignored {', '.join(old)}: a v{version} link has no precision "
+                            f"choice ({DEFAULT_PRECISION} matmuls)")
     fingerprint = flat.pop("ph", None)
     blob = flat.pop("prof", None)
     unknown = sorted(k for k in flat if k not in AppState.model_fields)

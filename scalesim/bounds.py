@@ -30,6 +30,7 @@ from scalesim.figures import DAYS_PER_YEAR, exact, number
 from scalesim.layout import RECOMPUTE_STYLES
 from scalesim.model.memory import STRATEGIES
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
+from scalesim.precision import PRECISIONS
 
 DEVICES_MAX = 2**20  # 1,048,576 devices
 # Goal seeking's default largest device count (scalesim.goal.seek, scalesim goal --max-devices;
@@ -375,6 +376,8 @@ KNOBS: tuple[Knob, ...] = (
     Knob("grad_sync", "--grad-sync", "gs", None, choices=tuple(GRAD_SYNCS)),
     # the framework's fused attention kernel (docs/model.md §13); link key from version 6
     Knob("attention_kernel", "--attention-kernel", "ak", None, choices=ATTENTION_KERNELS),
+    # the layers' matmul precision (docs/model.md §13, fp8); link key from version 11
+    Knob("precision", "--precision", "pr", None, choices=PRECISIONS),
     Knob("bucket_mib", "--bucket-mib", "bkt", "bucket_mib"),
     Knob("first_bucket_mib", None, None, "first_bucket_mib"),
     Knob("loader_workers", "--loader-workers", "lw", "loader_workers"),

@@ -56,6 +56,7 @@ from scalesim.model.overlap import MIB
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.plan import Setting, measured_p2p, rank_layouts, setting_inputs
+from scalesim.precision import DEFAULT_PRECISION, FP8
 from scalesim.predict import (
     _pick,
     inter_busbw_GBps_of,
@@ -211,8 +212,9 @@ def split_profile(profile: Profile, scenario: Scenario, axes=()) -> Profile:
     optimizer step). A shard group alone splits nothing: the data-parallel path shards over it
     (§16), as it does for a swept shard group, so that hybrid and full sharding compare on one
     model. A kernel other than the vendor one asked of a profile whose timings ran its
-    own is refused (``check_attention_kernel``)."""
+    own is refused (``check_attention_kernel``), and so is fp8 (``check_precision``)."""
     check_attention_kernel(profile, scenario.attention_kernel)
+    check_precision(profile, scenario.precision)
     if profile.workload.transformer is None and (
             asked_split(scenario, shard_group=False) or any(a in ("tp", "pp") for a in axes)):
         return with_measured_shape(profile)
@@ -307,7 +309,7 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
     ``peak_flops`` (FLOP/s, ``NOMINAL_PEAK_FLOPS`` when unknown) and ``bandwidth_GBps``
     (efficiency 1: the compute pin, ``pinned_compute``, sets it per micro-batch later); the
     scenario's overlap, slow device, recompute style, tensor-parallel overlap (applied where
-    tp > 1) and attention kernel; ``jitter_cv`` the
+    tp > 1), attention kernel and precision (fp8: ``plan.Setting.fp8``); ``jitter_cv`` the
     step-to-step
     jitter (``predict.jitter_cv_of``: it lives in the profile, not the hardware); ``p2p`` the
     profile's measured send/recv inside a server (``plan.measured_p2p``; None: the intra link).
@@ -321,7 +323,8 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
         wl.transformer, hardware, global_batch, 1.0, params=wl.params,
         jitter_cv=jitter_cv, p2p=p2p, recompute_style=layout_of(scenario).recompute_style,
         tp_overlap=layout_of(scenario).tp_overlap,
-        attention_kernel=scenario.attention_kernel, overlap=scenario.overlap,
+        attention_kernel=scenario.attention_kernel, fp8=scenario.precision == FP8,
+        overlap=scenario.overlap,
         slow_device=scenario.slow_device, slow_factor=scenario.slow_factor,
         param_bytes_per_param=wl.param_bytes_per_param,
         grad_bytes_per_param=wl.grad_bytes_per_param,
@@ -353,6 +356,9 @@ def _pin_terms(profile: Profile, base: LayoutInputs, micro_batch, per_node):
                        recompute_op_sac=False,
                        optimizer_step_s=np.nan,  # the pin's target has the estimate
                        attention_efficiency=None,  # the curve's kernel: the vendor one
+                       fp8=False,  # the curve's precision: 16-bit, at the 16-bit peak
+                       peak_flops_per_s=(base.peak_flops_per_s if base.peak16_flops_per_s is None
+                                         else base.peak16_flops_per_s),
                        recompute=RECOMPUTE["full" if wl.activation_recompute else "none"])
     rate = np.asarray(base.memory_bandwidth_GBps if base.kernel_bandwidth_GBps is None
                       else base.kernel_bandwidth_GBps, dtype=float)
@@ -389,7 +395,10 @@ def pinned_compute(profile: Profile, base: LayoutInputs, micro_batch, per_node):
     as run with the vendor attention kernel (the attention core at the matmuls' efficiency:
     ``attention_efficiency`` None in the pin), as the presets' curves are estimated, so that
     another kernel (``Scenario.attention_kernel``; refused where the curve was measured,
-    ``check_attention_kernel``) changes the prediction by its attention core alone (§13)."""
+    ``check_attention_kernel``) changes the prediction by its attention core alone (§13); and
+    as run in 16 bits, so that fp8 (``Scenario.precision``, refused where the curve was
+    measured, ``check_precision``) runs the layers' matmuls at the fp8 peak at the same share
+    of it, with their casts (§13, fp8)."""
     a, kernel_s, fixed, target, rate = _pin_terms(profile, base, micro_batch, per_node)
     room = target - fixed  # the efficiency is solved with the kernel rate kept
     eff = np.where(room > a, a / np.where(room > 0, room, 1.0), 1.0)
@@ -568,7 +577,7 @@ def replica_loader_supply(profile: Profile, scenario: Scenario, counts,
 
 
 def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], global_batch: int,
-            fp8: bool = False, **plan_kwargs):
+            **plan_kwargs):
     """``scalesim.plan.rank_layouts`` for this profile and scenario at one device count (or
     several, ranked together): every layout of the workload's shape evaluated with the inputs
     ``predict`` gives it (``scenario_setting``: the scenario's links, server size, overlap, slow
@@ -577,10 +586,11 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], glob
     input supply per replica), so each row's step is what ``predict`` says of
     ``scenario_of_row``, at every count (the input supply: one loader per replica of the
     largest count's servers). The framework's tensor-parallel overlap is the scenario's
-    (``ScenarioLayout.tp_overlap``, through ``scenario_setting``); ``fp8``: as ``plan.plan``'s.
-    ``plan_kwargs`` go
-    to ``rank_layouts`` (top, split_only, include_unfit, rank_by, cp_values)."""
+    (``ScenarioLayout.tp_overlap``, through ``scenario_setting``), and so is its precision.
+    ``plan_kwargs`` go to ``rank_layouts`` (top, split_only, include_unfit, rank_by,
+    cp_values)."""
     check_attention_kernel(profile, scenario.attention_kernel)
+    check_precision(profile, scenario.precision)
     wl, hw = profile.workload, layout_hardware(profile)
     if wl.transformer is None:
         raise ScalesimError(f"workload '{wl.name}' has no transformer shape: there are no "
@@ -588,7 +598,7 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], glob
     counts = [int(d) for d in np.atleast_1d(devices)]
     peak, _, bandwidth = _peak_and_bandwidth(profile)
     setting = scenario_setting(wl, hw, scenario, peak, bandwidth, jitter_cv_of(profile, scenario),
-                               measured_p2p(profile), global_batch).replace(fp8=fp8)
+                               measured_p2p(profile), global_batch)
     base = setting_inputs(setting)
     supply = replica_loader_supply(profile, scenario, counts, setting.hardware.devices_per_node)
 
@@ -660,6 +670,41 @@ def check_attention_kernel(profile: Profile, kernel: str, name: str = "attention
         raise ScalesimError(f"{name} {kernel}: profile '{profile.name}' holds timings measured "
                             "with its own attention kernel; leave the kernel at "
                             f"{VENDOR_KERNEL}, or use {instead}")
+
+
+def check_precision(profile: Profile, precision: str, name: str = "precision",
+                    instead: str = "a datasheet profile (--hardware and --workload)"):
+    """ScalesimError, in one line, where ``precision`` is fp8 and ``profile``'s timings ran at
+    their own precision (``timed_own_kernel``: a measured curve or a block calibration), or its
+    device has no fp8 peak (no fp8 tensor cores, or a device no table lists); the check of every
+    path ``check_attention_kernel`` guards."""
+    from scalesim.presets import peak_tflops_of
+
+    if precision != FP8:
+        return
+    if timed_own_kernel(profile):
+        raise ScalesimError(f"{name} {precision}: profile '{profile.name}' holds timings "
+                            "measured at their own precision; leave it at "
+                            f"{DEFAULT_PRECISION}, or use {instead}")
+    device = profile.hardware.device_name
+    if profile.workload.transformer is not None and peak_tflops_of(device, fp8=True) is None:
+        raise ScalesimError(f"{name} {precision}: no fp8 peak is known for '{device}' (no fp8 "
+                            "tensor cores, or a device the datasheet tables do not list); "
+                            f"leave it at {DEFAULT_PRECISION}")
+
+
+def precision_note(profile: Profile, scenario: Scenario) -> str:
+    """What the scenario's precision does, where it is fp8: 'precision: fp8 ...' for a
+    transformer workload, 'precision fp8 ignored: ...' for a parameter count (the data-parallel
+    step model has no matmul shapes to cast); '' for 16 bits."""
+    if scenario.precision != FP8:
+        return ""
+    if profile.workload.transformer is None:
+        return (f"precision {scenario.precision} ignored: workload '{profile.workload.name}' is "
+                "a parameter count, not a transformer shape (no weight matmuls to run in fp8)")
+    return ("precision: fp8 weight matmuls at the device's fp8 peak, each paying its operands' "
+            "casts; the attention core and the output layer at the 16-bit peak "
+            "(docs/model.md §13, fp8)")
 
 
 def attention_kernel_words(kernel: str, device_name: str) -> str:

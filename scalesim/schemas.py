@@ -49,6 +49,7 @@ from scalesim.layout import (
 )
 from scalesim.model.overlap import GPU_COMM_CONTENTION
 from scalesim.model.stragglers import DEVICE_SPEED_CV
+from scalesim.precision import DEFAULT_PRECISION, PRECISION_HELP, Precision
 
 HARDWARE_VERSION = "scalesim-hardware/1"
 WORKLOAD_VERSION = "scalesim-workload/1"
@@ -911,6 +912,7 @@ class Scenario(_Strict):
     attention_kernel: AttentionKernel = Field(
         default=DEFAULT_ATTENTION_KERNEL, description=ATTENTION_KERNEL_HELP
     )
+    precision: Precision = Field(default=DEFAULT_PRECISION, description=PRECISION_HELP)
     algorithm: Algorithm = Field(
         default="auto",
         description="all-reduce algorithm: auto = NCCL's ring or tree, whichever is faster for "

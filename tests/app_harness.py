@@ -62,6 +62,25 @@ def link_round_trip(query: dict, field: str, value: str, version: int):
     return (state, profile), (state2, profile2)
 
 
+def link_round_trip_plans(query: dict, field: str, value: str, version: int):
+    """``link_round_trip``, then what the app makes of both links: the changed link's scenario
+    and notes (``build_scenario``), its rows, which must be what ``predict`` gives that
+    scenario, and the rows of ``query`` itself, which stays a v3 link. Returns (scenario,
+    notes, rows, rows before)."""
+    from scalesim.app.plan import build_scenario, make_plan
+    from scalesim.app.state import encode_query
+
+    from scalesim.predict import predict
+
+    (state, profile), (state2, profile2) = link_round_trip(query, field, value, version)
+    assert getattr(state, field) != value
+    assert encode_query(state, profile)["v"] == "3"  # the default: still a v3 link
+    scenario, notes = build_scenario(state2, profile2)
+    rows, before = make_plan(profile2, state2).rows, make_plan(profile, state).rows
+    assert rows == predict(profile2, scenario)
+    return scenario, notes, rows, before
+
+
 def upload_profile(at: AppTest, profile, name: str = "lab.json") -> AppTest:
     """Upload ``profile`` (a pydantic Profile) through the sidebar and rerun; no exception."""
     at.sidebar.file_uploader(key="upload").set_value(

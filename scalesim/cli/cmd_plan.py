@@ -17,6 +17,7 @@ from scalesim.cli.options import (
     add_instance_sizes_argument,
     add_link_arguments,
     add_loader_workers_argument,
+    add_precision_argument,
     add_recompute_style_argument,
     add_tp_overlap_argument,
     add_zero_framework_argument,
@@ -24,6 +25,7 @@ from scalesim.cli.options import (
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import file_path
+from scalesim.precision import FP8
 
 NAME = "plan"
 DEFAULT_WORKLOAD = "llama3-8b"  # without --workload, and no model of a profile's to plan
@@ -86,8 +88,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--efficiency", type=flag_type("matmul_efficiency"),
                    help="sustained share of the datasheet peak for large matmuls (default: the "
                    "median pinned by the published model-parallel runs)")
-    p.add_argument("--precision", choices=["bf16", "fp8"], default="bf16",
-                   help="matmul precision: bf16/fp16 peak or fp8 peak (default bf16)")
+    add_precision_argument(p)
     p.add_argument("--cp", type=flag_list_type("devices_per_node"), default=[1],
                    help="context-parallel degrees to try, e.g. 1,2,4 (default 1)")
     add_tp_overlap_argument(p)
@@ -230,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         rows = plan(shape, hardware, args.devices, args.global_batch,
                     efficiency=args.efficiency or efficiency,
-                    fp8=args.precision == "fp8", rank_by=args.rank, top=args.top,
+                    fp8=args.precision == FP8, rank_by=args.rank, top=args.top,
                     include_unfit=args.all, params=params, cp_values=tuple(args.cp),
                     tp_overlap=args.tp_overlap, p2p=p2p,
                     recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE,
@@ -309,7 +310,7 @@ def _on_the_measured_curve(args, base, shape, params, own=None):
     wins) and ``--precision fp8`` (the curve was timed at its own precision). ``base``: the
     loaded ``--profile`` (None without one). ``own``: the
     profile's own model (``_profile_model``), planned where no ``--workload`` is given."""
-    if base is None or args.efficiency is not None or args.precision != "bf16":
+    if base is None or args.efficiency is not None or args.precision == FP8:
         return None
     from scalesim.cli.options import links_from_args
     from scalesim.layout import DEFAULT_RECOMPUTE_STYLE

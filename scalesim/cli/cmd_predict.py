@@ -166,7 +166,12 @@ def render_table(profile, scenario, rows) -> str:
     from scalesim.cli.options import condition_words
     from scalesim.figures import amount, count_columns, fixed, number
     from scalesim.knee import knee_of_predictions, why_no_knee
-    from scalesim.layout_predict import attention_kernel_note, layout_of, recompute_style_note
+    from scalesim.layout_predict import (
+        attention_kernel_note,
+        layout_of,
+        precision_note,
+        recompute_style_note,
+    )
     from scalesim.model.zero_exchange import framework_label
     from scalesim.predict import (
         STALL_NOT_MODELLED,
@@ -211,6 +216,8 @@ def render_table(profile, scenario, rows) -> str:
         if note := recompute_style_note(profile, scenario):
             lines.append(f"note: {note}")
     if note := attention_kernel_note(profile, scenario):  # its words, or ignored (no shape)
+        lines.append(note if split else f"note: {note}")
+    if note := precision_note(profile, scenario):  # its words, or ignored (no shape)
         lines.append(note if split else f"note: {note}")
     words = nouns_for(profile.hardware.device_name)  # 'processes', 'host' on a CPU calibration
     # the count columns: as wide as their header ('processes' on a CPU calibration)
@@ -330,14 +337,15 @@ def scenario_notes(profile, scenario) -> list[str]:
     """What predict's header and notes say of the scenario's flags, for the commands that show
     no such header (decide, goal): the GPUs per server other than the hardware's
     (``predict.server_use_words``), an attention kernel a parameter-count workload ignores
-    (``layout_predict.attention_kernel_note``) and ``unused_setting_notes``."""
-    from scalesim.layout_predict import attention_kernel_note
+    (``layout_predict.attention_kernel_note``), a precision it ignores (``precision_note``)
+    and ``unused_setting_notes``."""
+    from scalesim.layout_predict import attention_kernel_note, precision_note
     from scalesim.predict import server_use_words
 
     out = [used] if (used := server_use_words(profile.hardware, scenario)) else []
-    if profile.workload.transformer is None and (note := attention_kernel_note(profile,
-                                                                              scenario)):
-        out.append(note)
+    if profile.workload.transformer is None:
+        out += [n for n in (attention_kernel_note(profile, scenario),
+                            precision_note(profile, scenario)) if n]
     return out + unused_setting_notes(scenario)
 
 

@@ -21,6 +21,7 @@ from scalesim.jsonio import parse_model, read_json, validation_message
 from scalesim.layout import RECOMPUTE_STYLE_HELP, SHARD_GROUP_HELP, TP_OVERLAP_HELP
 from scalesim.model.sharding import GRAD_SYNC_HELP
 from scalesim.money import is_usd, usd_type
+from scalesim.precision import PRECISION_HELP
 from scalesim.schemas import Profile, Scenario
 
 
@@ -116,6 +117,7 @@ def add_scenario_arguments(p: argparse.ArgumentParser, devices_default: str = "1
     add_zero_framework_argument(g)
     add_grad_sync_argument(g)
     add_attention_kernel_argument(g)
+    add_precision_argument(g)
     add_algorithm_argument(g)
     add_condition_arguments(g)
     add_bucket_argument(g)
@@ -262,6 +264,14 @@ def add_attention_kernel_argument(group) -> None:
     group.add_argument(
         knob.flag, choices=knob.choices, dest=_dest(knob.flag), help=ATTENTION_KERNEL_HELP.replace("%", "%%")
     )
+
+
+def add_precision_argument(group) -> None:
+    """--precision (``Scenario.precision``; plan's own flag too): the knob table's flag and
+    choices, no default (a --scenario file's precision stands unless the flag is given)."""
+    knob = KNOB_BY_FIELD["precision"]
+    group.add_argument(knob.flag, choices=knob.choices, dest=_dest(knob.flag),
+                       help=PRECISION_HELP.replace("%", "%%"))
 
 
 def add_condition_arguments(group) -> None:

@@ -1,0 +1,28 @@
+"""The matmul precision of a run: a scenario knob (``Scenario.precision``, ``--precision``, the
+app's link key ``pr``), its names, labels and help.
+
+The names live here, below ``scalesim.bounds`` (the knob table) and ``scalesim.schemas``, so both
+can read them without importing the presets; what fp8 costs and gains is the layout model's
+(docs/model.md §13, "fp8"), each device's fp8 peak ``presets.peak_tflops_of(name, fp8=True)``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+Precision = Literal["bf16", "fp8"]
+PRECISIONS: tuple[str, ...] = get_args(Precision)
+DEFAULT_PRECISION = "bf16"
+FP8 = "fp8"
+PRECISION_HELP = (
+    "the transformer layers' matmul precision (docs/model.md §13, 'fp8'): 'bf16' (default; "
+    "bf16/fp16 at the 16-bit peak) or 'fp8' (Transformer Engine, torchao float8: the layers' "
+    "weight matmuls at the device's fp8 peak, each paying its operands' casts; the attention "
+    "core and the output layer stay 16-bit). A transformer workload on a datasheet profile "
+    "only: refused with a profile whose compute was measured (its timings ran at their own "
+    "precision) or a device with no fp8 peak, ignored by a parameter-count workload")
+# Each precision in a few words, where a choice is shown (the app's control and report)
+PRECISION_LABELS = {
+    DEFAULT_PRECISION: "bf16 / fp16 (default)",
+    FP8: "fp8 weight matmuls (Transformer Engine, torchao float8)",
+}

@@ -1,0 +1,145 @@
+"""The matmul precision as a scenario knob (``Scenario.precision``, ``--precision``, the app's
+control and link key ``pr``, link v11; docs/model.md §13 "fp8", §22): predict, sweep, decide,
+goal and the planner of a scenario run the layers' weight matmuls in fp8 as ``scalesim plan
+--precision fp8`` does; a profile whose timings ran at their own precision, or a device with no
+fp8 peak, refuses it in one line; a parameter-count workload ignores it, with a note."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_harness import run_cli
+from h200_gpt import H200
+
+from scalesim.errors import ScalesimError
+from scalesim.layout_predict import check_precision, plan_at
+from scalesim.predict import predict
+from scalesim.profiles import default_profile, load_profile, resolve_profile
+from scalesim.schemas import Scenario
+
+PREDICT = ["predict", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8",
+           "--batch", "1", "--json"]
+
+
+def _row(capsys, *flags) -> dict:
+    code, out, err = run_cli(capsys, [*PREDICT, *flags])
+    assert code == 0, err
+    return json.loads(out)[0]
+
+
+def test_predict_runs_the_layout_plan_ranks_in_fp8(capsys):
+    """Llama 3 8B, DDP on 8 H100s, one sequence each: predict's fp8 step is the step the
+    planner gives the same layout in fp8 (both at the planner's efficiency: the preset curve is
+    the layout model's own 16-bit micro-step, which the pin recovers), and fp8 is faster by
+    less than the peaks' 2x (casts, the 16-bit attention core and output layer)."""
+    bf16, fp8 = _row(capsys), _row(capsys, "--precision", "fp8")
+    assert bf16["step_time_s"] / fp8["step_time_s"] == pytest.approx(1.33, abs=0.05)
+    assert fp8["exposed_comm_s"] == pytest.approx(bf16["exposed_comm_s"], rel=1e-9)
+    code, out, err = run_cli(capsys, ["plan", "--workload", "llama3-8b", "--hardware",
+                                      "dgx-h100", "--devices", "8", "--global-batch", "8",
+                                      "--precision", "fp8", "--json", "--all", "--top", "10000"])
+    assert code == 0, err
+    (same,) = [r for r in json.loads(out) if (r["tp"], r["pp"], r["zero"], r["micro_batch"],
+                                              r["recompute"]) == (1, 1, 0, 1, "none")]
+    assert same["step_time_s"] == pytest.approx(fp8["step_time_s"], rel=1e-6)
+
+
+def test_the_planner_of_a_scenario_takes_its_precision():
+    profile = resolve_profile(None, "dgx-h100", "llama3-8b")
+    rows16 = plan_at(profile, Scenario(devices=[8]), 8, 64, top=1)
+    rows8 = plan_at(profile, Scenario(devices=[8], precision="fp8"), 8, 64, top=1)
+    assert rows8[0].tokens_per_s > 1.2 * rows16[0].tokens_per_s
+
+
+def test_the_text_says_what_fp8_does_and_a_parameter_count_ignores_it(capsys):
+    code, out, _ = run_cli(capsys, [*PREDICT[:-1], "--precision", "fp8"])
+    assert code == 0 and "precision: fp8 weight matmuls at the device's fp8 peak" in out
+    code, out, _ = run_cli(capsys, ["predict", "--devices", "8", "--precision", "fp8"])
+    assert code == 0
+    assert "note: precision fp8 ignored: workload 'bert-large' is a parameter count" in out
+    bert = default_profile()
+    assert predict(bert, Scenario(devices=[8], precision="fp8")) == predict(
+        bert, Scenario(devices=[8]))
+
+
+def test_measured_timings_and_devices_without_fp8_refuse_it_in_one_line(capsys):
+    from scalesim.sweep import sweep
+
+    measured = load_profile(H200)
+    fp8 = Scenario(devices=[8], precision="fp8")
+    for call in (lambda: predict(measured, fp8),
+                 lambda: sweep(measured, fp8, {"accumulation": [1, 2]}),
+                 lambda: plan_at(measured, fp8, 8, 32)):
+        with pytest.raises(ScalesimError, match="precision fp8: profile .* holds timings "
+                           "measured at their own precision"):
+            call()
+    check_precision(measured, "bf16")  # what it timed
+    a100 = resolve_profile(None, "dgx-a100", "llama3-8b")
+    with pytest.raises(ScalesimError, match="no fp8 peak is known for 'A100"):
+        predict(a100, fp8)
+    for command in ("predict", "sweep", "decide"):
+        code, _, err = run_cli(capsys, [command, "--profile", str(H200), "--devices", "8",
+                                        "--precision", "fp8"])
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "precision fp8" in err and "at their own precision" in err
+    code, _, err = run_cli(capsys, [*PREDICT[:4], "dgx-a100", *PREDICT[5:], "--precision",
+                                    "fp8"])
+    assert code == 2 and "no fp8 peak is known" in err and len(err.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------------ the app and its links
+
+LLAMA_LINK = {"v": "3", "hw": "dgx-h100", "wl": "llama3-8b", "dmax": "16"}
+
+
+def test_a_link_with_fp8_round_trips_as_v11_and_predicts_it():
+    from app_harness import link_round_trip_plans
+
+    scenario, notes, rows, before = link_round_trip_plans(LLAMA_LINK, "pr", "fp8", 11)
+    assert scenario.precision == "fp8" and notes == []
+    assert all(a.step_time_s < b.step_time_s for a, b in zip(rows, before, strict=True))
+
+
+def test_old_links_run_in_bf16():
+    from scalesim.app.state import decode_query
+
+    for version in ("3", "10"):  # cannot carry the choice: ignored and said so
+        state, _, messages = decode_query({**LLAMA_LINK, "v": version, "pr": "fp8"})
+        assert state.pr == "bf16" and state.hw == "dgx-h100" and state.dmax == 16
+        assert messages[-1] == (f"ignored pr: a v{version} link has no precision choice (bf16 "
+                                "matmuls)"), messages
+    state, _, messages = decode_query({**LLAMA_LINK, "v": "11", "pr": "fp4"})
+    assert state.pr == "bf16" and state.dmax == 16 and len(messages) == 1
+
+
+def test_the_report_names_it_and_the_app_leaves_it_out_where_it_cannot_apply():
+    from scalesim.app.plan import build_scenario, make_plan
+    from scalesim.app.report import scenario_lines
+    from scalesim.app.state import decode_query
+
+    state, profile, _ = decode_query({**LLAMA_LINK, "v": "11", "pr": "fp8"})
+    lines = dict(scenario_lines(make_plan(profile, state)))
+    assert lines["matmul precision"].startswith("fp8 weight matmuls")
+    scenario, notes = build_scenario(state, load_profile(H200))  # measured: left out, a note
+    assert scenario.precision == "bf16"
+    assert any(n.startswith("precision fp8 left out: profile ") for n in notes)
+    a100 = state.model_copy(update={"hw": "dgx-a100"})
+    scenario, notes = build_scenario(a100, resolve_profile(None, "dgx-a100", "llama3-8b"))
+    assert scenario.precision == "bf16" and any("no fp8 peak is known for" in n for n in notes)
+    scenario, notes = build_scenario(state.model_copy(update={"wl": "bert-large"}),
+                                     default_profile())
+    assert any("precision fp8 ignored: workload 'bert-large'" in n for n in notes)
+
+
+def test_the_app_control_sets_the_precision_and_the_link():
+    from app_harness import change_select, link_param
+    from scalesim.app.plan import make_plan
+    from scalesim.app.state import preset_profile
+
+    at, before, state = change_select(LLAMA_LINK, "k_pr", "bf16", "fp8")
+    assert state.pr == "fp8"
+    assert (link_param(at, "pr"), link_param(at, "v")) == ("fp8", "11")
+    profile = preset_profile(state)
+    assert make_plan(profile, state).focus.samples_per_s > \
+        make_plan(profile, before).focus.samples_per_s
