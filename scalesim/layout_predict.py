@@ -56,7 +56,7 @@ from scalesim.model.overlap import MIB
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.plan import Setting, measured_p2p, rank_layouts, setting_inputs
-from scalesim.precision import DEFAULT_PRECISION, FP8
+from scalesim.precision import DEFAULT_PRECISION, FP8, FP8_WORDS
 from scalesim.predict import (
     _pick,
     inter_busbw_GBps_of,
@@ -702,9 +702,7 @@ def precision_note(profile: Profile, scenario: Scenario) -> str:
     if profile.workload.transformer is None:
         return (f"precision {scenario.precision} ignored: workload '{profile.workload.name}' is "
                 "a parameter count, not a transformer shape (no weight matmuls to run in fp8)")
-    return ("precision: fp8 weight matmuls at the device's fp8 peak, each paying its operands' "
-            "casts; the attention core and the output layer at the 16-bit peak "
-            "(docs/model.md §13, fp8)")
+    return FP8_WORDS
 
 
 def attention_kernel_words(kernel: str, device_name: str) -> str:

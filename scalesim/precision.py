@@ -21,6 +21,11 @@ PRECISION_HELP = (
     "core and the output layer stay 16-bit). A transformer workload on a datasheet profile "
     "only: refused with a profile whose compute was measured (its timings ran at their own "
     "precision) or a device with no fp8 peak, ignored by a parameter-count workload")
+# What fp8 does, where a transformer workload runs in it (predict's, sweep's, plan's,
+# decide's and goal's notes)
+FP8_WORDS = ("precision: fp8 weight matmuls at the device's fp8 peak, each paying its operands' "
+             "casts; the attention core and the output layer at the 16-bit peak "
+             "(docs/model.md §13, fp8)")
 # Each precision in a few words, where a choice is shown (the app's control and report)
 PRECISION_LABELS = {
     DEFAULT_PRECISION: "bf16 / fp16 (default)",

@@ -782,11 +782,12 @@ def _base_links() -> list[dict[str, str]]:
     op_sac = split.model_copy(update={"rs": "op-sac", "tpo": True, "ak": "flash2"})
     hybrid = split.model_copy(update={"strat": "zero1", "sg": 2, "dmax": 32})
     deepspeed = base.model_copy(update={"strat": "zero2", "acc": 4, "zfw": "deepspeed"})
+    fp8 = split.model_copy(update={"pr": "fp8"})
     links = [dict(encode_query(s, preset_profile(s)))
              for s in (base, split, custom, stop, overlap, grad, kernel, b_overlap, b_kernel,
-                       op_sac, hybrid, deepspeed)]
+                       op_sac, hybrid, deepspeed, fp8)]
     assert [link["v"] for link in links] == ["2", "3", "2", "4", "7", "5", "6", "7", "7", "8",
-                                             "9", "10"]
+                                             "9", "10", "11"]
     links.append({**links[0], "v": "1", "tp": "4", "sp": "true"})
     return links
 

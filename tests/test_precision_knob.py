@@ -143,3 +143,41 @@ def test_the_app_control_sets_the_precision_and_the_link():
     profile = preset_profile(state)
     assert make_plan(profile, state).focus.samples_per_s > \
         make_plan(profile, before).focus.samples_per_s
+
+
+def test_plan_refuses_it_on_measured_timings_and_every_command_says_it(capsys):
+    """Helper audit: ``plan --profile`` planned fp8 on the block fit where predict refused it;
+    decide, goal and plan did not say the answer ran in fp8."""
+    code, _, err = run_cli(capsys, ["plan", "--profile", str(H200), "--devices", "8",
+                                    "--global-batch", "64", "--precision", "fp8"])
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "--precision fp8" in err and "at their own precision" in err
+    llama = ["--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8"]
+    for argv in (["plan", *llama, "--global-batch", "64", "--top", "1"],
+                 ["decide", *llama, "--batch", "1", "--strategy", "zero3",
+                  "--train-samples", "1e6"]):
+        code, out, err = run_cli(capsys, [*argv, "--precision", "fp8"])
+        assert code == 0, err
+        assert "precision: fp8 weight matmuls at the device's fp8 peak" in out
+
+
+def test_a_stated_16_bit_peak_scales_the_fp8_peak(tmp_path, capsys):
+    """Helper audit: a hardware file stating half the H100's 16-bit peak kept the datasheet's
+    fp8 peak (a 1.80x fp8 gain); the fp8 peak is now its own peak times the datasheet's ratio
+    (2 on the H100), so fp8 gains as on the stock preset, less what memory-bound work keeps."""
+    from scalesim.plan import _peak_flops
+    from scalesim.presets import HARDWARE
+
+    half = HARDWARE["dgx-h100"].model_copy(update={"peak_tflops": 494.5})
+    assert _peak_flops(half, True) == pytest.approx(989e12, rel=1e-3)
+    assert _peak_flops(HARDWARE["dgx-h100"], True) == pytest.approx(1979e12, rel=1e-3)
+    path = tmp_path / "half.json"
+    path.write_text(half.model_dump_json())
+    stock = _row(capsys, "--precision", "fp8")["step_time_s"] / _row(capsys)["step_time_s"]
+    own = [*PREDICT[:3], "--hardware", str(path), *PREDICT[5:]]
+    rows = []
+    for flags in ((), ("--precision", "fp8")):
+        code, out, err = run_cli(capsys, [*own, *flags])
+        assert code == 0, err
+        rows.append(json.loads(out)[0]["step_time_s"])
+    assert 1 / stock < rows[0] / rows[1] < 1 / stock * 1.2

@@ -25,7 +25,7 @@ from scalesim.cli.options import (
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import file_path
-from scalesim.precision import FP8
+from scalesim.precision import DEFAULT_PRECISION, FP8, FP8_WORDS
 
 NAME = "plan"
 DEFAULT_WORKLOAD = "llama3-8b"  # without --workload, and no model of a profile's to plan
@@ -191,6 +191,7 @@ def run(args: argparse.Namespace) -> int:
     from scalesim.layout_predict import (
         attention_kernel_words,
         check_attention_kernel,
+        check_precision,
         scenario_hardware,
     )
     from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY, plan
@@ -205,6 +206,7 @@ def run(args: argparse.Namespace) -> int:
     kernel = args.attention_kernel or VENDOR_KERNEL
     if profile is not None:
         check_attention_kernel(profile, kernel, "--attention-kernel", "--hardware")
+        check_precision(profile, args.precision or DEFAULT_PRECISION, "--precision", "--hardware")
     own = _profile_model(args, profile)
     defaulted = own is None and args.workload is None
     if defaulted:
@@ -257,6 +259,8 @@ def run(args: argparse.Namespace) -> int:
             print(conditions)
         if kernel != VENDOR_KERNEL:
             print(attention_kernel_words(kernel, hardware.device_name))
+        if args.precision == FP8:
+            print(FP8_WORDS)
         if profile is not None:
             from scalesim.cli.cmd_predict import unmeasured_link_notes
 
