@@ -45,6 +45,7 @@ B_LABELS = {
     "split_model": "split the model (best layout)",
     "attention_kernel": "use a Hopper attention kernel (cuDNN, FlashAttention-3)",
     "tp_overlap": "overlap tensor-parallel communication",
+    "fp8": "run the weight matmuls in fp8",
 }
 
 

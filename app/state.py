@@ -34,7 +34,8 @@ from scalesim.schemas import GradSync, Profile, ZeroFramework
 
 from .control_labels import in_words
 
-LINK_VERSION = 11  # v11: + the matmul precision (pr: bf16 or fp8; v1 to v10 open in bf16);
+LINK_VERSION = 12  # v12: + scenario B "run the weight matmuls in fp8" (b: V12_REMEDIES);
+# v11: + the matmul precision (pr: bf16 or fp8; v1 to v10 open in bf16);
 # v10: + the ZeRO framework (zfw: fsdp or deepspeed); v9: + the hybrid
 # sharding shard group (sg); v8: + the recompute style
 # op-sac (rs: V8_VALUES); v7: + the tensor-parallel overlap (tpo) and scenarios B "use a Hopper
@@ -47,7 +48,7 @@ LINK_VERSION = 11  # v11: + the matmul precision (pr: bf16 or fp8; v1 to v10 ope
 # collectives exposed, v1 to v5 with the vendor attention kernel, v1 to v4 with gradients
 # reduced every micro-step, v3 with the whole-forward style, v2 (only what differs from the
 # defaults, presets by name) and v1 data parallel
-READ_VERSIONS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11")
+READ_VERSIONS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12")
 # v3 and later (rs: v4, tpo: v7, sg: v9)
 LAYOUT_FIELDS = ("tp", "pp", "sched", "vs", "rec", "sp", "rs", "tpo", "sg")
 V4_FIELDS = ("rs",)  # what v4 added
@@ -59,6 +60,7 @@ V8_VALUES = {"rs": ("op-sac",)}  # the values v8 added to fields of earlier vers
 V9_FIELDS = ("sg",)  # what v9 added
 V10_FIELDS = ("zfw",)  # what v10 added
 V11_FIELDS = ("pr",)  # what v11 added
+V12_REMEDIES = ("fp8",)  # the scenario B choice v12 added
 # a share link ends with its preset fingerprint (ph) or profile (prof), then its date (at):
 # a cut one loses those first
 CUT_SHORT = "the link may have been cut short when copied (its end is missing)"
@@ -74,7 +76,7 @@ IntraMode = Literal["profile", "custom", *presets.INTRA_LINKS.keys()]  # type: i
 InterMode = Literal["profile", "custom", "infiniband", "roce", "ethernet"]
 RemedyChoice = Literal["best", "bigger_batch", "overlap", "accumulation", "loader", "sharding",
                        "interconnect", "slow_device", "more_devices", "split_model",
-                       "attention_kernel", "tp_overlap"]
+                       "attention_kernel", "tp_overlap", "fp8"]
 
 
 # the workload presets: the data-parallel ones, then the transformer shapes (split by a layout)
@@ -477,7 +479,8 @@ def _meant(state: AppState) -> AppState:
 
 
 def link_version(state: AppState) -> int:
-    """11 when the state uses what v11 added (fp8); 10 when it uses what v10 added (DeepSpeed as
+    """12 when scenario B is what v12 added ('run the weight matmuls in fp8'); 11 when the
+    state uses what v11 added (fp8); 10 when it uses what v10 added (DeepSpeed as
     the ZeRO framework); 9 when it uses
     what v9 added (a hybrid sharding shard group); 8 when the state
     uses a value v8 added (the op-sac recompute style); 7 when the state
@@ -489,6 +492,8 @@ def link_version(state: AppState) -> int:
     Layouts tab, scenario B 'split the model'); else 2, so a link opens in every scalesim that
     can show it the same."""
     state = _meant(state)
+    if state.b in V12_REMEDIES:
+        return 12
     if any(getattr(state, n) != AppState.model_fields[n].default for n in V11_FIELDS):
         return 11
     if any(getattr(state, n) != AppState.model_fields[n].default for n in V10_FIELDS):

@@ -20,6 +20,8 @@ compares, against running as is:
   where today's model is split already), free of hardware;
 * **a Hopper attention kernel** (cuDNN fused attention, FlashAttention-3) where the scenario runs
   a FlashAttention-2-class kernel on Hopper (the ``attention_kernel`` remedy), free of hardware;
+* **fp8 weight matmuls** where a 16-bit transformer runs on a device with fp8 tensor cores (the
+  ``fp8`` remedy), free of hardware;
 * **fixing the input pipeline**, when the step waits for data;
 * **fixing or replacing the slow device** the scenario names (``slow_device``, as diagnose
   finds it), free of new hardware.
@@ -75,7 +77,7 @@ SETTINGS_KEYS = ("fit_memory", "bigger_batch", "accumulation", "overlap", "tp_ov
 # Options shown besides "as is": a display setting, not a decision threshold (the card is read at
 # a glance, in a terminal and on a phone; the others are listed in a note).
 MAX_OPTIONS = 3
-FREE_KEYS = ("settings", "split_model", "attention_kernel", "input_pipeline",
+FREE_KEYS = ("settings", "split_model", "attention_kernel", "fp8", "input_pipeline",
              "fix_device")  # no hardware to buy
 
 ASSUMPTIONS = {
@@ -95,6 +97,10 @@ ASSUMPTIONS = {
                         "FlashAttention-3) at the weight matmuls' sustained efficiency on Hopper, "
                         f"where FlashAttention-2 reaches {FLASH2_ON_HOPPER_EFFICIENCY:g} of the "
                         "peak (docs/model.md §13)",
+    "fp8": "the framework runs the layers' weight matmuls in fp8 at the matmuls' sustained "
+           "efficiency of the device's fp8 peak, each paying its operands' casts, the attention "
+           "core and the output layer at the 16-bit peak (docs/model.md §13, fp8), and the run "
+           "trains as well as in 16 bits (check a short run's loss curve)",
     "fix_device": "the slow device runs at its peers' speed once repaired, replaced or drained "
                   "(a spare of the same kind, at today's price)",
     "more_devices": "the planner's fastest layout that fits at the larger count (tensor x "
@@ -135,7 +141,7 @@ SLOW_DEVICE_FIX = {False: "Fix or replace the slow device",
 class DecisionOption:
     """One way forward at the focus device count, with what it costs and gains."""
 
-    key: str  # now, add_server, network, settings, split_model, attention_kernel,
+    key: str  # now, add_server, network, settings, split_model, attention_kernel, fp8,
     # input_pipeline, fix_device, more_devices
     title: str
     devices: int
@@ -687,6 +693,10 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServer
     if kernel is not None:  # a FlashAttention-2-class kernel on Hopper: the vendor kernel
         out.append(ctx.option("attention_kernel", kernel.title, kernel.prediction, 0.0,
                               base_source, batch_change=kernel.batch_change))
+    fp8 = helping.get("fp8")
+    if fp8 is not None:  # a 16-bit run on a device with fp8 tensor cores
+        out.append(ctx.option("fp8", fp8.title, fp8.prediction, 0.0, base_source,
+                              batch_change=fp8.batch_change))
     loader = helping.get("loader")
     if loader is not None:
         out.append(ctx.option("input_pipeline", "Input: cache the input or add loader workers",

@@ -3,8 +3,9 @@
 The remedies are the seed's list: a bigger per-device batch, overlap of communication with
 backward, gradient accumulation, more loader workers or caching the input, sharding (ZeRO), a
 faster interconnect, and fixing a slow device; then splitting the model, running a Hopper
-attention kernel instead of a FlashAttention-2-class one, and overlapping the tensor-parallel
-collectives with the matmuls (docs/model.md §10, §13, §14). Each one
+attention kernel instead of a FlashAttention-2-class one, running the layers' weight matmuls in
+fp8, and overlapping the tensor-parallel collectives with the matmuls (docs/model.md §10, §13,
+§14). Each one
 changes the scenario (or the profile's links) in one documented way; the model predicts the result
 at the same device count; the gain is the change in throughput. A remedy that does not apply
 (overlap already on, no data stall, no slow device...) is still returned with ``applicable=False``
@@ -43,6 +44,7 @@ from scalesim.model.zero_exchange import (
     sent_units,
 )
 from scalesim.network_upgrades import UPGRADES_BY_KEY
+from scalesim.precision import DEFAULT_PRECISION, FP8
 from scalesim.predict import (
     STALL_NOT_MODELLED,
     Prediction,
@@ -53,7 +55,7 @@ from scalesim.predict import (
     micro_batch_max,
     predict,
 )
-from scalesim.presets import attention_efficiency_of
+from scalesim.presets import attention_efficiency_of, peak_tflops_of
 from scalesim.schemas import (
     LinkCalibration,
     LoaderCurve,
@@ -112,6 +114,8 @@ CPU_NOT_APPLICABLE = {
                         "and FlashAttention-3 need an NVIDIA Hopper GPU",
     "tp_overlap": "Transformer Engine's TP comm overlap and torchtitan's async TP run on CUDA "
                   "GPUs only, not on CPU processes under gloo",
+    "fp8": "CPU processes have no fp8 matmuls: Transformer Engine's and torchao's float8 "
+           "training need an NVIDIA GPU with fp8 tensor cores (Hopper, Ada, Blackwell)",
 }
 # The faster network for CPU processes: gloo sends over TCP, so twice today's network, not the
 # InfiniBand figures (NCCL over RDMA) that GPU servers reach.
@@ -320,6 +324,7 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
                     profile, fit_reason, "same global batch in smaller micro-steps"))
     out.append(_split_model(profile, scenario, now, split_tp_overlap, split_layout))
     out.append(_attention_kernel(profile, scenario))
+    out.append(_fp8(profile, scenario))
     out.append(_tp_overlap(profile, scenario))
     has_slow = scenario.slow_device is not None and scenario.slow_factor > 1.0
     out.append(("slow_device", SLOW_DEVICE_TITLE[words.cpu],
@@ -572,6 +577,46 @@ def _attention_kernel(profile: Profile, scenario: Scenario):
             "cuDNN through Transformer Engine or PyTorch SDPA's cuDNN backend (sdpa_kernel"
             "(SDPBackend.CUDNN_ATTENTION)), FlashAttention-3 from flash-attn's hopper/ build: "
             "exact attention as now")
+
+
+FP8_TITLE = "Run the layers' weight matmuls in fp8 (Transformer Engine, torchao float8)"
+
+
+def fp8_reason(profile: Profile, scenario: Scenario) -> str:
+    """Why running the layers' weight matmuls in fp8 is not a remedy here, in one clause, or ''
+    where it is one to predict: CPU processes, timings measured at their own precision (the
+    rule of ``layout_predict.check_precision``), a parameter-count workload (no matmul shapes
+    to cast), the scenario in fp8 already, or a device with no fp8 peak."""
+    from scalesim.layout_predict import timed_own_kernel
+
+    device = profile.hardware.device_name
+    if nouns_for(device).cpu:
+        return CPU_NOT_APPLICABLE["fp8"]
+    if timed_own_kernel(profile):
+        return (f"profile '{profile.name}' holds timings measured at their own precision, "
+                "which the model cannot rerun in another")
+    if profile.workload.transformer is None:
+        return (f"workload '{profile.workload.name}' is a parameter count, not a transformer "
+                "shape: no weight matmuls to run in fp8")
+    if scenario.precision == FP8:
+        return "the scenario runs its weight matmuls in fp8 already"
+    if peak_tflops_of(device, fp8=True) is None:
+        return (f"no fp8 peak is known for {device} (no fp8 tensor cores, or a device the "
+                "datasheet tables do not list)")
+    return ""
+
+
+def _fp8(profile: Profile, scenario: Scenario):
+    """The "weight matmuls in fp8" candidate: the scenario at ``precision`` fp8 (docs/model.md
+    §13, fp8: the layers' weight matmuls at the device's fp8 peak, each paying its operands'
+    casts; the attention core and the output layer at the 16-bit peak); its gain is
+    ``predict``'s like every other remedy's."""
+    return ("fp8", FP8_TITLE, scenario.model_copy(update={"precision": FP8}), profile,
+            fp8_reason(profile, scenario),
+            "changes the numerics: compare a short run's loss curve with "
+            f"{DEFAULT_PRECISION}'s (Megatron-LM --fp8-format hybrid, Transformer Engine's "
+            "fp8_autocast; torchtitan --model.converters float8 with --training.compile, which "
+            "fuses the casts the model charges)")
 
 
 # Why a remedy of the model split is not predicted for runs fitted as data-parallel runs of model

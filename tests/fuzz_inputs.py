@@ -763,8 +763,9 @@ def _base_links() -> list[dict[str, str]]:
     accumulation), v6 (the split with the flash2 attention kernel), v7 (the split with the
     tensor-parallel overlap; its scenarios B 'overlap tensor-parallel communication' and 'use a
     Hopper attention kernel'), v8 (selective recompute in the op-sac style), v9 (the split under
-    ZeRO-1 with a hybrid sharding shard group), v10 (ZeRO-2 under DeepSpeed, accumulating), v1
-    (a v2 link labelled v1, with model-split fields a v1 link cannot have)."""
+    ZeRO-1 with a hybrid sharding shard group), v10 (ZeRO-2 under DeepSpeed, accumulating), v11
+    (the split in fp8), v12 (its scenario B 'run the weight matmuls in fp8'), v1 (a v2 link
+    labelled v1, with model-split fields a v1 link cannot have)."""
     from scalesim.app.state import AppState, default_state, encode_query, preset_profile
 
     base = default_state()
@@ -783,11 +784,12 @@ def _base_links() -> list[dict[str, str]]:
     hybrid = split.model_copy(update={"strat": "zero1", "sg": 2, "dmax": 32})
     deepspeed = base.model_copy(update={"strat": "zero2", "acc": 4, "zfw": "deepspeed"})
     fp8 = split.model_copy(update={"pr": "fp8"})
+    b_fp8 = split.model_copy(update={"b": "fp8", "tab": "ab"})
     links = [dict(encode_query(s, preset_profile(s)))
              for s in (base, split, custom, stop, overlap, grad, kernel, b_overlap, b_kernel,
-                       op_sac, hybrid, deepspeed, fp8)]
+                       op_sac, hybrid, deepspeed, fp8, b_fp8)]
     assert [link["v"] for link in links] == ["2", "3", "2", "4", "7", "5", "6", "7", "7", "8",
-                                             "9", "10", "11"]
+                                             "9", "10", "11", "12"]
     links.append({**links[0], "v": "1", "tp": "4", "sp": "true"})
     return links
 

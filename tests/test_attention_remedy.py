@@ -55,7 +55,8 @@ def test_the_gain_is_the_attention_core_time_the_vendor_kernel_saves():
 def test_it_is_the_best_remedy_for_llama3_8b_on_eight_h100s_with_flash2():
     """ZeRO-3 on 8 H100s (fits): the compute shrinks by the same 185 ms per sequence, the
     exchange is unchanged, and the straggler wait, a share of the micro-step (§6), shrinks
-    with it; the remedy ranks first, about +21 %."""
+    with it; about +23 %. It ranks first of the remedies that keep the numerics: only fp8
+    weight matmuls, which change them, gain more here (+27 %)."""
     profile = resolve_profile(None, "dgx-h100", "llama3-8b")
     now, r = _kernel_remedy(profile, FLASH2_ZERO3, 8)
     after = r.prediction
@@ -66,15 +67,20 @@ def test_it_is_the_best_remedy_for_llama3_8b_on_eight_h100s_with_flash2():
     assert now.step_time_s - after.step_time_s == pytest.approx(
         now.compute_s - after.compute_s + now.straggler_s - after.straggler_s, rel=1e-9)
     assert 0.15 < r.gain < 0.25
-    assert rank_remedies(profile, FLASH2_ZERO3, 8)[1][0].key == "attention_kernel"
+    ranked = rank_remedies(profile, FLASH2_ZERO3, 8)[1]
+    assert [x.key for x in ranked[:2]] == ["fp8", "attention_kernel"]
+    assert ranked[0].gain == pytest.approx(0.272, abs=0.001)
     assert "cuDNN" in r.reason and "exact attention" in r.reason  # the caveat: how to run it
 
 
 def test_decide_offers_it_with_nothing_to_buy(capsys):
+    """In fp8 already (so the fp8 option, which gains more in 16 bits, is not on the card), the
+    kernel is the recommendation; in 16 bits it is on the card beside fp8."""
     profile = resolve_profile(None, "dgx-h100", "llama3-8b")
-    card = decide(profile, FLASH2_ZERO3.model_copy(update={"train_samples": 1e6}), 8)
+    in_fp8 = FLASH2_ZERO3.model_copy(update={"precision": "fp8"})
+    card = decide(profile, in_fp8.model_copy(update={"train_samples": 1e6}), 8)
     option = next(o for o in card.options if o.key == "attention_kernel")
-    _, r = _kernel_remedy(profile, FLASH2_ZERO3, 8)
+    _, r = _kernel_remedy(profile, in_fp8, 8)
     assert option.throughput_gain == pytest.approx(r.gain, rel=1e-12)
     assert option.extra_usd_per_hour == 0.0
     assert card.recommendation.startswith("Use a Hopper attention kernel")  # cheapest in total

@@ -68,7 +68,7 @@ def test_diagnose_on_a_cpu_trace_offers_no_gpu_remedy(capsys):
     link = remedies["interconnect"]
     assert link["title"].startswith("Faster intra-host links")
     assert not link["applicable"] and link["note"] == CPU_NOT_APPLICABLE["intra_link"]
-    for key in ("attention_kernel", "tp_overlap"):
+    for key in ("attention_kernel", "tp_overlap", "fp8"):
         assert not remedies[key]["applicable"] and remedies[key]["note"] == CPU_NOT_APPLICABLE[key]
     assert remedies["bigger_batch"]["title"].startswith("Double the per-process batch")
     assert remedies["slow_device"]["title"].startswith("Fix the slow process")
