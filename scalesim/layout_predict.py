@@ -693,6 +693,21 @@ def check_precision(profile: Profile, precision: str, name: str = "precision",
                             f"leave it at {DEFAULT_PRECISION}")
 
 
+def precision_inputs(profile: Profile, precisions) -> dict[str, np.ndarray]:
+    """The ``LayoutInputs`` fields of each row's precision (a sweep axis: names, ``PRECISIONS``):
+    ``fp8`` where the row is fp8, the layers' matmul peak there the 16-bit peak times the
+    datasheet's fp8 ratio (``plan.fp8_peak_ratio``, as ``scenario_setting`` gives one
+    scenario), and the 16-bit peak for the attention core, the output layer and the compute pin
+    (§13, fp8). Rows must have passed ``check_precision``."""
+    from scalesim.plan import fp8_peak_ratio
+
+    peak16 = _peak_and_bandwidth(profile)[0]
+    fp8 = np.asarray(precisions) == FP8
+    ratio = fp8_peak_ratio(profile.hardware.device_name) if fp8.any() else 1.0
+    return {"fp8": fp8, "peak_flops_per_s": np.where(fp8, peak16 * ratio, peak16),
+            "peak16_flops_per_s": np.full(fp8.shape, peak16)}
+
+
 def precision_note(profile: Profile, scenario: Scenario) -> str:
     """What the scenario's precision does, where it is fp8: 'precision: fp8 ...' for a
     transformer workload, 'precision fp8 ignored: ...' for a parameter count (the data-parallel

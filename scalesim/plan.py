@@ -256,19 +256,28 @@ class Setting:
         return dataclasses.replace(self, **changes)
 
 
+def fp8_peak_ratio(device_name: str) -> float:
+    """The datasheet's fp8 / 16-bit dense peak ratio of ``device_name`` (2 on every listed
+    GPU); ScalesimError where no fp8 peak is listed."""
+    from scalesim.presets import peak_tflops_of
+
+    peak8, peak16 = (peak_tflops_of(device_name, fp8=f) for f in (True, False))
+    if peak8 is None:
+        raise ScalesimError(f"precision fp8: no fp8 peak is known for '{device_name}'")
+    return peak8[0] / peak16[0]
+
+
 def _peak_flops(hardware: Hardware, fp8: bool) -> float:
     """The device's dense peak, FLOP/s: the hardware's 16-bit ``peak_tflops``; in fp8 that times
-    the datasheet's fp8 / 16-bit ratio for the device (2 on every listed GPU), so a hardware file
+    the datasheet's fp8 / 16-bit ratio for the device (``fp8_peak_ratio``), so a hardware file
     that states its own 16-bit peak scales its fp8 peak alike."""
     from scalesim.presets import peak_tflops_of
 
     if fp8:
-        peak8, peak16 = (peak_tflops_of(hardware.device_name, fp8=f) for f in (True, False))
-        if peak8 is None:
-            raise ScalesimError(f"precision fp8: no fp8 peak is known for "
-                                f"'{hardware.device_name}'")
-        ratio = peak8[0] / peak16[0]
-        return (peak8[0] if hardware.peak_tflops is None else hardware.peak_tflops * ratio) * 1e12
+        ratio = fp8_peak_ratio(hardware.device_name)
+        if hardware.peak_tflops is None:
+            return peak_tflops_of(hardware.device_name, fp8=True)[0] * 1e12
+        return hardware.peak_tflops * ratio * 1e12
     if hardware.peak_tflops is None:
         raise ScalesimError(
             f"hardware '{hardware.name}' has no peak_tflops; the planner needs the device's dense 16-bit peak"

@@ -28,6 +28,7 @@ from scalesim.model.memory import STRATEGIES
 from scalesim.model.overlap import MIB
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.step import evaluate_scaling
+from scalesim.precision import PRECISIONS
 from scalesim.predict import (
     global_batch_splits,
     inter_nic_share,
@@ -41,10 +42,11 @@ from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Profile, Scenario, grad_
 # Knobs that can be swept, with how a value becomes a model input.
 AXES = ("devices", "micro_batch", "global_batch", "accumulation", "strategy", "zero_framework",
         "grad_sync", "attention_kernel", "algorithm", "overlap", "bucket_mib", "intra_busbw_GBps",
-        "inter_busbw_GBps", "straggler_cv", "tp", "pp", "tp_overlap", "shard_group")
+        "inter_busbw_GBps", "straggler_cv", "tp", "pp", "tp_overlap", "shard_group", "precision")
 NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "grad_sync": GRAD_SYNCS,
               "algorithm": ALGORITHMS,
-              "attention_kernel": {k: i for i, k in enumerate(ATTENTION_KERNELS)}}
+              "attention_kernel": {k: i for i, k in enumerate(ATTENTION_KERNELS)},
+              "precision": {k: i for i, k in enumerate(PRECISIONS)}}
 WHOLE_AXES = ("devices", "micro_batch", "global_batch", "accumulation", "tp", "pp",
               "shard_group")
 # A transformer workload sweeps through evaluate_layouts (scalesim.layout_predict); tp / pp
@@ -156,6 +158,7 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
         raise ScalesimError(f"axes zero_framework, grad_sync: {GRAD_SYNC_DEEPSPEED_ERROR}")
     from scalesim.layout_predict import (
         check_attention_kernel,
+        check_precision,
         no_shape_words,
         split_profile,
         uses_layouts,
@@ -166,6 +169,8 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
     for kernel in np.unique(arrays.get("attention_kernel", [])):  # before the shape: a
         # measured curve ran its own kernel
         check_attention_kernel(profile, str(kernel), "sweep axis attention_kernel value")
+    for precision in np.unique(arrays.get("precision", [])):  # measured timings: their own
+        check_precision(profile, str(precision), "sweep axis precision value")
     profile = split_profile(profile, base, axes)  # a measured model split as the shape it timed
     split = uses_layouts(profile, base)
     if not split and any(n in axes for n in SPLIT_AXES):
@@ -174,7 +179,9 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
     for name, why, flag in (("attention_kernel", "a parameter count has no attention core",
                              "--attention-kernel-values"),
                             ("tp_overlap", "a parameter count has no tensor parallelism",
-                             "--tp-overlap-values")):
+                             "--tp-overlap-values"),
+                            ("precision", "a parameter count has no weight matmuls to run in fp8",
+                             "--precision-values")):
         if not split and name in axes:
             raise ScalesimError(f"sweep axis {name} needs a transformer workload ({why}): "
                                 f"profile '{profile.name}' gives none; give --workload with a "
@@ -419,6 +426,8 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
             profile.hardware.device_name, grid["attention_kernel"])
     if "tp_overlap" in grid:  # the framework's: applies where a row has tp > 1 (§14)
         overrides["tp_overlap"] = grid["tp_overlap"]
+    if "precision" in grid:  # fp8 rows at the fp8 peak, with their casts (§13, fp8)
+        overrides.update(lp.precision_inputs(profile, grid["precision"]))
     rows = lp.evaluate_rows(profile, base, p, micro, k, base_micro, tp=tp, pp=pp, zero=zero,
                             shard_group=grid.get("shard_group"), overrides=overrides)
     r = rows.result

@@ -93,6 +93,46 @@ def test_measured_timings_and_devices_without_fp8_refuse_it_in_one_line(capsys):
 LLAMA_LINK = {"v": "3", "hw": "dgx-h100", "wl": "llama3-8b", "dmax": "16"}
 
 
+def test_the_precision_is_a_sweep_axis_with_the_rows_predict_gives(capsys):
+    """``--precision-values bf16,fp8`` sweeps it: each row is predict's for the same scenario at
+    that precision (at tp 1 and 2, its speed-up against one device at the row's precision), the
+    fp8 rows said once in a note; a parameter count, a measured profile, a GPU without an fp8
+    peak and both flags at once refuse it in one line."""
+    from scalesim.sweep import sweep
+
+    profile = resolve_profile(None, "dgx-h100", "llama3-8b")
+    base = Scenario(devices=[8], micro_batch=1, strategy="zero3")
+    cols = sweep(profile, base, {"precision": ["bf16", "fp8"], "tp": [1, 2]}).columns
+    assert list(cols["precision"]) == ["bf16", "bf16", "fp8", "fp8"]
+    want = []
+    for pr in ("bf16", "fp8"):
+        for tp in (1, 2):
+            scn = base.model_copy(update={"precision": pr}).model_dump()
+            scn["layout"] = {"tp": tp}
+            want.append(predict(profile, Scenario.model_validate(scn))[0])
+    assert list(cols["step_time_s"]) == pytest.approx([w.step_time_s for w in want], rel=1e-12)
+    assert list(cols["speedup"]) == pytest.approx([w.speedup for w in want], rel=1e-12)
+    assert cols["step_time_s"][2] < cols["step_time_s"][0]
+    code, _, err = run_cli(capsys, ["sweep", *PREDICT[1:-1], "--strategy", "zero3",
+                                    "--precision-values", "bf16,fp8"])
+    assert code == 0, err
+    assert sum(line.startswith("note: rows at precision fp8: fp8 weight matmuls") for line in
+               err.splitlines()) == 1
+    for argv, words in (
+            (["--devices", "8"], "sweep axis precision needs a transformer workload"),
+            (["--profile", str(H200), "--devices", "8"], "sweep axis precision value fp8: "
+             "profile"),
+            (["--workload", "llama3-8b", "--hardware", "dgx-a100", "--devices", "8"],
+             "sweep axis precision value fp8: no fp8 peak is known for 'A100-SXM4 80GB'"),
+            ([*PREDICT[1:-1], "--precision", "fp8"], "--precision and --precision-values both "
+             "set precision"),
+            (["--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8"],
+             "unknown precision 'fp4'")):
+        values = "bf16,fp4" if "fp4" in words else "bf16,fp8"
+        code, _, err = run_cli(capsys, ["sweep", *argv, "--precision-values", values])
+        assert code == 2 and len(err.strip().splitlines()) == 1 and words in err, err
+
+
 def test_a_link_with_fp8_round_trips_as_v11_and_predicts_it():
     from app_harness import link_round_trip_plans
 

@@ -18,6 +18,7 @@ from scalesim.cli.options import (
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError, flag_error
 from scalesim.figures import count
+from scalesim.precision import FP8, FP8_WORDS
 from scalesim.schemas import Scenario
 
 NAME = "sweep"
@@ -62,6 +63,7 @@ VALUE_FLAGS = {
     "zero_framework_values": ("zero_framework", _words),
     "grad_sync_values": ("grad_sync", _words),
     "attention_kernel_values": ("attention_kernel", _words),  # a transformer workload only
+    "precision_values": ("precision", _words),  # a transformer workload only
     "algorithm_values": ("algorithm", _words),
     "overlap_values": ("overlap", _on_off),
     "bucket_mib_values": ("bucket_mib", _values("bucket_mib")),
@@ -356,7 +358,8 @@ def check_one_value_flags(args: argparse.Namespace) -> None:
 
 
 # fields of the scenario whose values change what predict's notes say of it (``sweep_notes``)
-_NOTE_AXES = ("strategy", "zero_framework", "grad_sync", "accumulation", "attention_kernel")
+_NOTE_AXES = ("strategy", "zero_framework", "grad_sync", "accumulation", "attention_kernel",
+              "precision")
 # scenario flags whose numbers only predict's time-to-train and cost columns read: a sweep row
 # has neither (``sweep.OUTPUT_COLUMNS``)
 _UNPRICED = (
@@ -445,6 +448,9 @@ def sweep_notes(plan) -> list[str]:
         out.append(STALL_NOT_MODELLED)  # predict's note; data_stall_s empty / null
     if "shard_group" in plan.axes:
         out.append(SHARD_GROUP_WORDS)
+    if FP8 in plan.axes.get("precision", ()) and len(plan.axes["precision"]) > 1:
+        # not every row's words, so the notes above drop them
+        out.append("rows at precision fp8: " + FP8_WORDS.removeprefix("precision: "))
     out += stage_notes(plan)
     if given := [flag for field, flag in _UNPRICED if getattr(base, field) is not None]:
         out.append(
