@@ -1646,6 +1646,10 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     pipeline_fixed = 0.0 if pipeline is None else max(pipeline.span_s - cr["compute_s"], 0.0)
     first, remedies = _trace_remedies(cr, summaries, cause.key, exchange, degrees,
                                       _dp_comm(summaries), mp_exposed + pipeline_fixed)
+    if pipeline is not None and any(r.key in BATCH_FACTORS for r in remedies):
+        for measured in pipeline_batch_remedies(pipeline, step, remedies):
+            remedies = _with_measured(remedies, measured)
+        first = first_remedy(remedies, cause.key, median_error(False))
     for measured in ([] if pipeline is None else pipeline_remedies(pipeline, step)):
         remedies = _with_measured(remedies, measured)
         decisive = measured.helps and shown_gain(measured) >= median_error(False)
@@ -1709,15 +1713,14 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
                 f"dp x cp = {replicas} (context-parallel ranks hold the same weights)")
         if pipeline is not None:
             held += ("; the pipeline's loss (bubble and uneven stages) is held as a fixed time "
-                     "of each micro-step: a bigger per-device batch would grow it with the "
-                     "micro-batch's time (that remedy's gain is an upper bound) and more "
-                     "micro-batches would pay its bubble once a step, not each (that one's a "
-                     "lower bound)")
+                     "of each step, but for the batch remedies, which are priced on the "
+                     "pipeline (a bigger per-device batch doubles its span, more micro-batches "
+                     "replay its schedule)")
         notes.append(f"the remedies' model is the data-parallel exchange over {over} of the "
                      f"traced layout ({layout_words(degrees)}); {held}")
     notes.append("remedy gains are model predictions built from the median traced step"
-                 + ("; the pipeline's are replays of its traced schedule"
-                    if pipeline is not None else ""))
+                 + ("; the pipeline's, and the batch remedies of a data-parallel x pipeline "
+                    "job, are replays of its traced schedule" if pipeline is not None else ""))
     return Report("traces", source, cause, others, first, remedies, table, details, notes,
                   decisive_gain=median_error(False))  # the trace model is data parallel
 
@@ -1869,6 +1872,52 @@ def pipeline_remedies(pipeline, step_s: float) -> list[Remedy]:
         cap = (f", capped at what the traces lost to it ({_ms(saving)})" if capped else "")
         note = (f"replayed 1F1B at {_replayed_at(pipeline)}: span {_ms(pipeline.replay_s)} -> "
                 f"{_ms(new_s)}{extra}, {change}{cap}; {how}")
+        out.append(Remedy(key, title, float(gain), True, note, verdict=gain_verdict(float(gain))))
+    return out
+
+
+# The batch remedies of the exchange's model (``remedies._candidates``): twice the per-device
+# batch, 4x the micro-steps
+BATCH_FACTORS = {"bigger_batch": 2, "accumulation": 4}
+
+
+def pipeline_batch_remedies(pipeline, step_s: float, remedies: list[Remedy]) -> list[Remedy]:
+    """The exchange's model's batch remedies of a data-parallel x pipeline job (those it offers,
+    ``remedies``), priced on the traced pipeline instead of holding its loss fixed
+    (``pipeline_trace``): twice the per-device batch doubles every stage's micro-batch, so the
+    pipeline's traced span T (its compute, bubble and sends) doubles, step ``step + T``; 4x the
+    micro-batches of today's size replays 4 m of them (``more_micro_batches_s``: the bubble
+    paid once a step), step ``step - span_replayed(m) + span_replayed(4 m)``. The exchange (the
+    same gradients, once a step) and the rest of the step are held. Gain: the samples' factor
+    times ``step / new step``, minus one."""
+    from scalesim.pipeline_trace import more_micro_batches_s
+
+    offered = {r.key: r for r in remedies if r.applicable}
+    m, new_m = pipeline.micro_batches, BATCH_FACTORS["accumulation"] * pipeline.micro_batches
+    fitted = "" if pipeline.counted else ", fitted"
+    out = []
+    for key, factor in BATCH_FACTORS.items():
+        if key not in offered:
+            continue
+        if key == "bigger_batch":
+            new_step = step_s + pipeline.span_s
+            title = offered[key].title
+            how = (f"the pipeline's span {_ms(pipeline.span_s)} (its stages' compute, bubble and "
+                   "sends) doubles with the micro-batch")
+        else:
+            now_span = pipeline.replay_s + pipeline.unreplayed_s
+            more = more_micro_batches_s(pipeline, factor)
+            new_step = step_s - now_span + more
+            title = (f"Accumulate gradients over {factor}x the pipeline's micro-batches ({m} -> "
+                     f"{new_m} a step{fitted})")
+            extra = " with the extra messages' time" if pipeline.unreplayed_s > 0 else ""
+            how = (f"replayed 1F1B: span {_ms(now_span)} -> {_ms(more)}{extra}, the bubble paid "
+                   "once a step")
+        gain = factor * step_s / new_step - 1.0
+        note = (f"{how}; the data-parallel exchange (the same gradients, once a step) and the "
+                f"rest of the step held: {_ms(step_s)} -> {_ms(new_step)} a step for {factor}x "
+                f"the samples; global batch {factor}x: check time-to-quality"
+                + (", and that twice the activations fit" if key == "bigger_batch" else ""))
         out.append(Remedy(key, title, float(gain), True, note, verdict=gain_verdict(float(gain))))
     return out
 

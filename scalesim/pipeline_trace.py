@@ -38,6 +38,13 @@ traced schedule cancels):
   interleaved schedule of 2 virtual stages per rank also halves (§2.2.2); with m counted, the
   time the replay leaves is taken to double with the messages (each send's latency stays).
 
+In a data-parallel x pipeline job the batch remedies of the exchange's model are priced on the
+pipeline too (``diagnosis.pipeline_batch_remedies``): twice the per-device batch doubles every
+stage's micro-batch, so the whole span T (compute, bubble and sends) doubles; 4x the
+micro-batches of today's size (more accumulation) replays ``4 m`` micro-batches
+(``more_micro_batches_s``), the bubble paid once a step; the exchange, which sends the same
+gradients, and the rest of the step are held.
+
 What the replay leaves out, said where it is used: with m fitted, the sends' own time (a wait
 that is transfer counts as bubble, so the fitted m is a floor of the job's); zero-bubble
 schedules (read as the 1F1B of the same span); the optimizer step inside ``C_s``; and a
@@ -120,6 +127,15 @@ def unreplayed_s(span_s: float, replay_s: float, counted: bool) -> float:
     """What a measured span (s) exceeds its replay by (s): the sends' own time and waits
     outside the schedule; 0 where the micro-batches were fitted to the span (not counted)."""
     return max(span_s - replay_s, 0.0) if counted else 0.0
+
+
+def more_micro_batches_s(reading: PipelineReading, factor: int) -> float:
+    """Replayed span (s) of ``factor`` x the micro-batches at today's size (more accumulation:
+    the bubble paid once a step), plus, where m was counted, the time the replay leaves
+    ``factor`` times (``factor`` x the messages; 0 where m was fitted)."""
+    c = np.array([st["compute_s"] for st in reading.stages])
+    n = reading.chunks
+    return replay_1f1b_s(c / n, factor * n) + factor * reading.unreplayed_s
 
 
 @dataclass
