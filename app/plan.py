@@ -35,6 +35,7 @@ from scalesim.layout_predict import (
     asked_split,
     attention_kernel_note,
     layout_of,
+    own_timings_words,
     precision_note,
     recompute_style_note,
     split_profile,
@@ -312,8 +313,7 @@ def _precision(state: AppState, profile: Profile, fields: dict) -> list[str]:
     from scalesim.presets import peak_tflops_of
 
     if timed_own_kernel(profile):  # as the layout is left out: a note, not a refusal
-        return [f"precision {state.pr} left out: profile '{profile.name}' holds timings "
-                "measured at their own precision"]
+        return [f"precision {state.pr} left out: {own_timings_words(profile, 'precision')}"]
     device = profile.hardware.device_name
     if splittable_shape(profile) is not None and peak_tflops_of(device, fp8=True) is None:
         return [f"precision {state.pr} left out: no fp8 peak is known for '{device}'"]
@@ -348,8 +348,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         notes.append(f"gradient sync {state.gs} ignored: {why}")
     if state.ak != DEFAULT_ATTENTION_KERNEL:
         if timed_own_kernel(profile):  # as the layout is left out: a note, not a refusal
-            notes.append(f"attention kernel {state.ak} left out: profile '{profile.name}' holds "
-                         "timings measured with its own attention kernel")
+            notes.append(f"attention kernel {state.ak} left out: "
+                         f"{own_timings_words(profile, 'attention kernel')}")
         else:
             fields["attention_kernel"] = state.ak
             if splittable_shape(profile) is None:

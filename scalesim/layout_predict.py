@@ -56,7 +56,7 @@ from scalesim.model.overlap import MIB
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.plan import Setting, measured_p2p, rank_layouts, setting_inputs
-from scalesim.precision import DEFAULT_PRECISION, FP8, FP8_WORDS
+from scalesim.precision import DEFAULT_PRECISION, FP8, FP8_WORDS, PUBLISHED_RUN
 from scalesim.predict import (
     _pick,
     inter_busbw_GBps_of,
@@ -653,10 +653,36 @@ def recompute_style_note(profile: Profile, scenario: Scenario) -> str:
 
 
 def timed_own_kernel(profile: Profile) -> bool:
-    """Whether ``profile``'s compute timings ran the user's own attention kernel: a measured
-    compute curve, one scaled from it to another sequence (``optimizer_measured``), or a block
-    calibration (``model_parallel``). Another kernel cannot be asked of those timings."""
-    return optimizer_measured(profile.compute) or profile.model_parallel is not None
+    """Whether ``profile``'s compute timings ran their own attention kernel and precision: a
+    measured compute curve, one scaled from it to another sequence (``optimizer_measured``), a
+    block calibration (``model_parallel``), or a transformer's curve read off a published
+    run's throughput (a workload's ``reference``: ``precision.PUBLISHED_RUN``, an fp8 run as
+    often as not on Hopper; a parameter count's ignores both knobs, with a note). Another
+    kernel or precision cannot be asked of those timings."""
+    return (optimizer_measured(profile.compute) or profile.model_parallel is not None
+            or (profile.compute.precision == PUBLISHED_RUN
+                and profile.workload.transformer is not None))
+
+
+def own_timings_words(profile: Profile, what: str) -> str:
+    """Why ``profile``'s timings cannot be asked another ``what`` ("attention kernel" or
+    "precision"), where ``timed_own_kernel``: 'profile 'X' holds timings measured with its own
+    attention kernel' / '... at their own precision', or, for a published run's throughput,
+    'profile 'X' holds a published run's throughput (the reference of workload 'W'), at that
+    run's own precision'."""
+    if profile.compute.precision == PUBLISHED_RUN:
+        return (f"profile '{profile.name}' holds a published run's throughput (the reference of "
+                f"workload '{profile.workload.name}'), at that run's own {what}")
+    own = ("with its own attention kernel" if what == "attention kernel"
+           else "at their own precision")
+    return f"profile '{profile.name}' holds timings measured {own}"
+
+
+def _own_timings_fix(profile: Profile, instead: str) -> str:
+    """What to use instead of the profile's own timings: ``instead``, or, for a published
+    run's throughput, the workload without its reference (its shape then sets the compute)."""
+    return ("drop the reference from the workload (its transformer shape then gives the "
+            "compute)" if profile.compute.precision == PUBLISHED_RUN else f"use {instead}")
 
 
 def check_attention_kernel(profile: Profile, kernel: str, name: str = "attention_kernel",
@@ -667,15 +693,16 @@ def check_attention_kernel(profile: Profile, kernel: str, name: str = "attention
     decide, goal, the planner of a scenario (``split_profile``, ``plan_at``) and
     ``scalesim plan --profile``."""
     if kernel != VENDOR_KERNEL and timed_own_kernel(profile):
-        raise ScalesimError(f"{name} {kernel}: profile '{profile.name}' holds timings measured "
-                            "with its own attention kernel; leave the kernel at "
-                            f"{VENDOR_KERNEL}, or use {instead}")
+        raise ScalesimError(f"{name} {kernel}: {own_timings_words(profile, 'attention kernel')}"
+                            f"; leave the kernel at {VENDOR_KERNEL}, or "
+                            f"{_own_timings_fix(profile, instead)}")
 
 
 def check_precision(profile: Profile, precision: str, name: str = "precision",
                     instead: str = "a datasheet profile (--hardware and --workload)"):
     """ScalesimError, in one line, where ``precision`` is fp8 and ``profile``'s timings ran at
-    their own precision (``timed_own_kernel``: a measured curve or a block calibration), or its
+    their own precision (``timed_own_kernel``: a measured curve, a block calibration or a
+    published run's throughput), or its
     device has no fp8 peak (no fp8 tensor cores, or a device no table lists); the check of every
     path ``check_attention_kernel`` guards."""
     from scalesim.presets import peak_tflops_of
@@ -683,9 +710,9 @@ def check_precision(profile: Profile, precision: str, name: str = "precision",
     if precision != FP8:
         return
     if timed_own_kernel(profile):
-        raise ScalesimError(f"{name} {precision}: profile '{profile.name}' holds timings "
-                            "measured at their own precision; leave it at "
-                            f"{DEFAULT_PRECISION}, or use {instead}")
+        raise ScalesimError(f"{name} {precision}: {own_timings_words(profile, 'precision')}; "
+                            f"leave it at {DEFAULT_PRECISION}, or "
+                            f"{_own_timings_fix(profile, instead)}")
     device = profile.hardware.device_name
     if profile.workload.transformer is not None and peak_tflops_of(device, fp8=True) is None:
         raise ScalesimError(f"{name} {precision}: no fp8 peak is known for '{device}' (no fp8 "

@@ -14,6 +14,10 @@ Precision = Literal["bf16", "fp8"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 DEFAULT_PRECISION = "bf16"
 FP8 = "fp8"
+# ``ComputeCurve.precision`` of a curve read off a published run's throughput (a workload's
+# ``reference``, ``profiles.workload_compute``): that run's own precision and attention kernel,
+# whichever they were
+PUBLISHED_RUN = "published"
 PRECISION_HELP = (
     "the transformer layers' matmul precision (docs/model.md §13, 'fp8'): 'bf16' (default; "
     "bf16/fp16 at the 16-bit peak) or 'fp8' (Transformer Engine, torchao float8: the layers' "

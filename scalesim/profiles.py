@@ -22,6 +22,7 @@ from scalesim.errors import ScalesimError, require_model, require_path, require_
 from scalesim.figures import count
 from scalesim.jsonio import parse_model, read_json, version_text
 from scalesim.model.compute import OPTIMIZER_MAX_SHARE, optimizer_roofline_s
+from scalesim.precision import PUBLISHED_RUN
 from scalesim.schemas import (
     PROFILE_VERSION,
     ComputeCurve,
@@ -250,7 +251,7 @@ def compute_curve_from_reference(workload: Workload,
                  f"update at {bandwidth:g} GB/s")
     curve = parse_model(
         {"overhead_s": 0.0, "per_sample_s": per_sample_s, "optimizer_step_s": optimizer_s,
-         "precision": "published", "measured": False, "source": note},
+         "precision": PUBLISHED_RUN, "measured": False, "source": note},
         ComputeCurve, f"compute of workload '{workload.name}' on hardware '{hardware.name}'")
     return curve, note
 

@@ -115,7 +115,8 @@ CPU_NOT_APPLICABLE = {
     "tp_overlap": "Transformer Engine's TP comm overlap and torchtitan's async TP run on CUDA "
                   "GPUs only, not on CPU processes under gloo",
     "fp8": "CPU processes have no fp8 matmuls: Transformer Engine's and torchao's float8 "
-           "training need an NVIDIA GPU with fp8 tensor cores (Hopper, Ada, Blackwell)",
+           "training need a GPU with fp8 matrix units (NVIDIA Hopper, Ada, Blackwell; AMD "
+           "MI300)",
 }
 # The faster network for CPU processes: gloo sends over TCP, so twice today's network, not the
 # InfiniBand figures (NCCL over RDMA) that GPU servers reach.
@@ -549,14 +550,14 @@ def attention_kernel_reason(profile: Profile, scenario: Scenario) -> str:
     has no attention core (a parameter count), the scenario runs the vendor kernel already, or
     the device has no published rate of its own for FlashAttention-2
     (``presets.attention_efficiency_of`` is None: the matmuls' rate)."""
-    from scalesim.layout_predict import timed_own_kernel
+    from scalesim.layout_predict import own_timings_words, timed_own_kernel
 
     device = profile.hardware.device_name
     if nouns_for(device).cpu:
         return CPU_NOT_APPLICABLE["attention_kernel"]
     if timed_own_kernel(profile):
-        return (f"profile '{profile.name}' holds timings measured with its own attention "
-                "kernel, which the model cannot swap for another")
+        return (f"{own_timings_words(profile, 'attention kernel')}, which the model cannot "
+                "swap for another")
     if profile.workload.transformer is None:
         return (f"workload '{profile.workload.name}' is a parameter count, not a transformer "
                 "shape: no attention core to time")
@@ -587,14 +588,14 @@ def fp8_reason(profile: Profile, scenario: Scenario) -> str:
     where it is one to predict: CPU processes, timings measured at their own precision (the
     rule of ``layout_predict.check_precision``), a parameter-count workload (no matmul shapes
     to cast), the scenario in fp8 already, or a device with no fp8 peak."""
-    from scalesim.layout_predict import timed_own_kernel
+    from scalesim.layout_predict import own_timings_words, timed_own_kernel
 
     device = profile.hardware.device_name
     if nouns_for(device).cpu:
         return CPU_NOT_APPLICABLE["fp8"]
     if timed_own_kernel(profile):
-        return (f"profile '{profile.name}' holds timings measured at their own precision, "
-                "which the model cannot rerun in another")
+        return (f"{own_timings_words(profile, 'precision')}, which the model cannot rerun in "
+                "another")
     if profile.workload.transformer is None:
         return (f"workload '{profile.workload.name}' is a parameter count, not a transformer "
                 "shape: no weight matmuls to run in fp8")

@@ -101,6 +101,39 @@ def test_not_applicable_where_the_timings_ran_at_their_own_precision():
     assert not r.applicable and "parameter count" in r.reason
 
 
+def test_a_published_reference_is_a_run_at_its_own_precision(tmp_path, capsys):
+    """A transformer workload that carries a published run's throughput (``reference``): that
+    run ran at its own precision and attention kernel (fp8 as often as not on H100s), so fp8 on
+    top would count its gain twice: the remedy is not applicable, predict and the sweep axis
+    refuse it in one line, with the fix (drop the reference); the attention kernel alike. (Was
+    recommended: "Run the layers' weight matmuls in fp8 ...: finishes -24 %".)"""
+    from scalesim import presets
+
+    workload = presets.transformer_workload("llama3-8b").model_dump(mode="json")
+    workload.update(name="published-8b", reference=[{
+        "device_name": "H100-SXM5 80GB", "samples_per_s": 1.6, "micro_batch": 1, "devices": 8,
+        "strategy": "zero3", "includes_communication": True, "source": "an fp8 run"}])
+    path = tmp_path / "published.json"
+    path.write_text(json.dumps(workload))
+    profile = resolve_profile(None, "dgx-h100", str(path))
+    _, r = _fp8_remedy(profile, ZERO3, 8)
+    assert not r.applicable
+    assert r.reason == (f"profile '{profile.name}' holds a published run's throughput (the "
+                        "reference of workload 'published-8b'), at that run's own precision, "
+                        "which the model cannot rerun in another")
+    argv = ["--workload", str(path), "--hardware", "dgx-h100", "--devices", "8", "--batch", "1"]
+    for extra, words in ((["predict", "--precision", "fp8"], "precision fp8: "),
+                         (["sweep", "--precision-values", "bf16,fp8"],
+                          "sweep axis precision value fp8: "),
+                         (["predict", "--attention-kernel", "flash2"],
+                          "attention_kernel flash2: ")):
+        code, _, err = run_cli(capsys, [extra[0], *argv, *extra[1:]])
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert words + f"profile '{profile.name}' holds a published run's throughput" in err
+        assert err.strip().endswith("or drop the reference from the workload (its transformer "
+                                    "shape then gives the compute)")
+
+
 # ------------------------------------------------------------------------------------ the app
 
 LINK = {"v": "2", "hw": "dgx-h100", "wl": "llama3-8b", "dmax": "16", "strat": "zero3", "mb": "1",

@@ -118,6 +118,9 @@ def test_the_precision_is_a_sweep_axis_with_the_rows_predict_gives(capsys):
     assert code == 0, err
     assert sum(line.startswith("note: rows at precision fp8: fp8 weight matmuls") for line in
                err.splitlines()) == 1
+    for fp8_rows in (["--precision-values", "fp8"], ["--precision", "fp8"]):  # said once
+        code, _, err = run_cli(capsys, ["sweep", *PREDICT[1:-1], *fp8_rows])
+        assert code == 0 and err.count("fp8 weight matmuls at the device's fp8 peak") == 1, err
     for argv, words in (
             (["--devices", "8"], "sweep axis precision needs a transformer workload"),
             (["--profile", str(H200), "--devices", "8"], "sweep axis precision value fp8: "

@@ -405,7 +405,7 @@ def sweep_notes(plan) -> list[str]:
     import itertools
 
     from scalesim.cli.cmd_predict import scenario_notes, unmeasured_link_notes
-    from scalesim.layout_predict import attention_kernel_note, precision_note, recompute_style_note
+    from scalesim.layout_predict import attention_kernel_note, recompute_style_note
     from scalesim.predict import (
         STALL_NOT_MODELLED,
         input_pipeline_modelled,
@@ -420,12 +420,11 @@ def sweep_notes(plan) -> list[str]:
     kept: list[str] | None = None
     for values in itertools.product(*swept.values()):
         scenario = base.model_copy(update=dict(zip(swept, values, strict=True)))
-        notes = scenario_notes(profile, scenario)
+        notes = scenario_notes(profile, scenario)  # the precision's words among them
         if profile.workload.transformer is not None:
             notes += [
                 n
-                for n in (recompute_style_note(profile, scenario), attention_kernel_note(profile, scenario),
-                          precision_note(profile, scenario))
+                for n in (recompute_style_note(profile, scenario), attention_kernel_note(profile, scenario))
                 if n
             ]
         kept = notes if kept is None else [n for n in kept if n in notes]
