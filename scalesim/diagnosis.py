@@ -1647,8 +1647,12 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     first, remedies = _trace_remedies(cr, summaries, cause.key, exchange, degrees,
                                       _dp_comm(summaries), mp_exposed + pipeline_fixed)
     if pipeline is not None and any(r.key in BATCH_FACTORS for r in remedies):
-        for measured in pipeline_batch_remedies(pipeline, step, remedies):
-            remedies = _with_measured(remedies, measured)
+        def model(per_sample_extra_s: float, per_step_s: float, fixed_s: float):
+            return _trace_remedies(cr, summaries, cause.key, exchange, degrees,
+                                   _dp_comm(summaries), fixed_s, per_sample_extra_s, per_step_s)
+
+        for priced in pipeline_batch_remedies(pipeline, model, mp_exposed, pipeline_fixed):
+            remedies = _with_measured(remedies, priced)
         first = first_remedy(remedies, cause.key, median_error(False))
     for measured in ([] if pipeline is None else pipeline_remedies(pipeline, step)):
         remedies = _with_measured(remedies, measured)
@@ -1713,14 +1717,14 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
                 f"dp x cp = {replicas} (context-parallel ranks hold the same weights)")
         if pipeline is not None:
             held += ("; the pipeline's loss (bubble and uneven stages) is held as a fixed time "
-                     "of each step, but for the batch remedies, which are priced on the "
-                     "pipeline (a bigger per-device batch doubles its span, more micro-batches "
-                     "replay its schedule)")
+                     "of each step, but for the batch remedies, priced on the pipeline: a "
+                     "bigger per-device batch grows its span with the micro-batch, more "
+                     "micro-batches pay its fill and drain once a step")
         notes.append(f"the remedies' model is the data-parallel exchange over {over} of the "
                      f"traced layout ({layout_words(degrees)}); {held}")
     notes.append("remedy gains are model predictions built from the median traced step"
-                 + ("; the pipeline's, and the batch remedies of a data-parallel x pipeline "
-                    "job, are replays of its traced schedule" if pipeline is not None else ""))
+                 + ("; the pipeline's are replays of its traced schedule, which also splits "
+                    "its loss for the batch remedies" if pipeline is not None else ""))
     return Report("traces", source, cause, others, first, remedies, table, details, notes,
                   decisive_gain=median_error(False))  # the trace model is data parallel
 
@@ -1876,50 +1880,58 @@ def pipeline_remedies(pipeline, step_s: float) -> list[Remedy]:
     return out
 
 
+def pipeline_batch_remedies(pipeline, model, mp_exposed_s: float,
+                            loss_s: float) -> list[Remedy]:
+    """The exchange's model's batch remedies of a data-parallel x pipeline job, with the
+    pipeline's loss split as each change meets it (``pipeline_trace.accumulation_split_s``)
+    instead of held as a fixed time of the micro-step. ``model(per_sample_extra_s,
+    per_step_s, fixed_s)`` ranks the remedies (``_trace_remedies``) with ``fixed_s`` of
+    exposed time besides the compute in each micro-step, ``per_sample_extra_s`` of it moved to
+    the per-sample time and ``per_step_s`` paid once a step; ``mp_exposed_s``: the other groups'
+    exposed collectives (tensor parallelism's grow with the micro-batch and run in each);
+    ``loss_s``: the pipeline's span beyond the traced compute, which the model held fixed.
+
+    - Twice the per-device batch: every stage's micro-batch doubles, so the pipeline's whole
+      span (its loss T - C with it) and the other groups' collectives grow with the batch: both
+      per sample.
+    - 4x the micro-batches (more accumulation): one more pass of m micro-batches adds the
+      replay's steady-state time and the sends the replay leaves, and the fill and drain are
+      paid once a step.
+
+    Everything else (the data wait, the exchange and its overlap, the straggler wait) stays the
+    model's, as for any other job."""
+    from scalesim.pipeline_trace import accumulation_split_s
+
+    fixed = mp_exposed_s + loss_s
+    _, bigger = model(fixed, 0.0, fixed)
+    per_pass, once = accumulation_split_s(pipeline, BATCH_FACTORS["accumulation"])
+    once = min(once, fixed)  # what the micro-step holds beside the compute
+    _, more = model(0.0, once, fixed - once)
+    m, v = pipeline.micro_batches, pipeline.virtual_stages
+    fitted = "" if pipeline.counted else ", fitted"
+    out = []
+    for key, ranked, how in (
+        ("bigger_batch", bigger, f"the pipeline's span {_ms(pipeline.span_s)} (its stages' "
+         "compute, bubble and sends) and the other groups' collectives grow with the "
+         "micro-batch"),
+        ("accumulation", more, f"each more pass of {m * v} micro-batch chunks adds "
+         f"{_ms(per_pass)} (the replayed 1F1B's steady state and the sends' own time), the fill "
+         f"and drain {_ms(once)} paid once a step"),
+    ):
+        r = next((r for r in ranked if r.key == key), None)
+        if r is None or not r.applicable:
+            continue
+        title = r.title if key == "bigger_batch" else (
+            f"Accumulate gradients over {BATCH_FACTORS[key]}x the pipeline's micro-batches "
+            f"({m} -> {BATCH_FACTORS[key] * m} a step{fitted})")
+        note = f"{how}; " + r.note if r.note else how
+        out.append(replace(r, title=title, note=note))
+    return out
+
+
 # The batch remedies of the exchange's model (``remedies._candidates``): twice the per-device
 # batch, 4x the micro-steps
 BATCH_FACTORS = {"bigger_batch": 2, "accumulation": 4}
-
-
-def pipeline_batch_remedies(pipeline, step_s: float, remedies: list[Remedy]) -> list[Remedy]:
-    """The exchange's model's batch remedies of a data-parallel x pipeline job (those it offers,
-    ``remedies``), priced on the traced pipeline instead of holding its loss fixed
-    (``pipeline_trace``): twice the per-device batch doubles every stage's micro-batch, so the
-    pipeline's traced span T (its compute, bubble and sends) doubles, step ``step + T``; 4x the
-    micro-batches of today's size replays 4 m of them (``more_micro_batches_s``: the bubble
-    paid once a step), step ``step - span_replayed(m) + span_replayed(4 m)``. The exchange (the
-    same gradients, once a step) and the rest of the step are held. Gain: the samples' factor
-    times ``step / new step``, minus one."""
-    from scalesim.pipeline_trace import more_micro_batches_s
-
-    offered = {r.key: r for r in remedies if r.applicable}
-    m, new_m = pipeline.micro_batches, BATCH_FACTORS["accumulation"] * pipeline.micro_batches
-    fitted = "" if pipeline.counted else ", fitted"
-    out = []
-    for key, factor in BATCH_FACTORS.items():
-        if key not in offered:
-            continue
-        if key == "bigger_batch":
-            new_step = step_s + pipeline.span_s
-            title = offered[key].title
-            how = (f"the pipeline's span {_ms(pipeline.span_s)} (its stages' compute, bubble and "
-                   "sends) doubles with the micro-batch")
-        else:
-            now_span = pipeline.replay_s + pipeline.unreplayed_s
-            more = more_micro_batches_s(pipeline, factor)
-            new_step = step_s - now_span + more
-            title = (f"Accumulate gradients over {factor}x the pipeline's micro-batches ({m} -> "
-                     f"{new_m} a step{fitted})")
-            extra = " with the extra messages' time" if pipeline.unreplayed_s > 0 else ""
-            how = (f"replayed 1F1B: span {_ms(now_span)} -> {_ms(more)}{extra}, the bubble paid "
-                   "once a step")
-        gain = factor * step_s / new_step - 1.0
-        note = (f"{how}; the data-parallel exchange (the same gradients, once a step) and the "
-                f"rest of the step held: {_ms(step_s)} -> {_ms(new_step)} a step for {factor}x "
-                f"the samples; global batch {factor}x: check time-to-quality"
-                + (", and that twice the activations fit" if key == "bigger_batch" else ""))
-        out.append(Remedy(key, title, float(gain), True, note, verdict=gain_verdict(float(gain))))
-    return out
 
 
 def _with_measured(remedies: list[Remedy], measured: Remedy) -> list[Remedy]:
@@ -2085,16 +2097,20 @@ def _exchange_ranks(summaries, degrees=None) -> int:
 
 
 def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_comm=None,
-                    model_parallel_s: float = 0.0):
+                    model_parallel_s: float = 0.0, per_sample_extra_s: float = 0.0,
+                    per_step_s: float = 0.0):
     """Rank the seed remedies with a model profile built from the traced breakdown, the job
     exchanging as ``exchange`` (None: DDP; its link's bus bandwidth from the bytes that
     strategy sends, ``zero_exchange.sent_units``). Where the traces' groups split the model
     (``degrees``), the model's devices are the exchange's replicas (dp x cp,
     ``process_groups.exchange_replicas``), its exchange the dp groups' collectives
     (``dp_comm``: (comm_s, hidden_s), its overlap the hidden share), and the exposed
-    collectives of the other groups (``model_parallel_s``) a fixed time of each step."""
+    collectives of the other groups (``model_parallel_s``) a fixed time of each micro-step, of
+    which ``per_sample_extra_s`` grows with the micro-batch instead, and ``per_step_s`` more
+    paid once a step (a pipeline's fill and drain, ``pipeline_batch_remedies``)."""
     from scalesim.fit_runs import DDP_EXCHANGE
     from scalesim.model import collectives as coll
+    from scalesim.model.memory import ZERO1
     from scalesim.model.stragglers import expected_max_normal
     from scalesim.model.zero_exchange import sent_units
     from scalesim.schemas import (
@@ -2152,10 +2168,14 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
         cv = clip("cv", cr["straggler_wait_s"] / (float(expected_max_normal(world)) * micro))
     else:  # one rank late by the measured wait
         slow_factor = 1.0 + cr["straggler_wait_s"] / micro
+    # once a step: the model divides the optimizer step over the shard group (ZeRO), so the
+    # time paid once a step is given times that divisor
+    once = per_step_s * (shard if codes["strategy"] >= ZERO1 else 1)
     profile = Profile(
         name="traced job", hardware=hw,
         workload=Workload(name="traced", params=grad_bytes, wire_bytes_per_param=1.0, micro_batch=1),
-        compute=ComputeCurve(overhead_s=idle, per_sample_s=compute,
+        compute=ComputeCurve(overhead_s=idle - per_sample_extra_s,
+                             per_sample_s=compute + per_sample_extra_s, optimizer_step_s=once,
                              measured=True, source="from traces"),
         input_pipeline=loader, jitter=Jitter(step_time_cv=cv),
     )

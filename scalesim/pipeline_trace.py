@@ -38,12 +38,12 @@ traced schedule cancels):
   interleaved schedule of 2 virtual stages per rank also halves (§2.2.2); with m counted, the
   time the replay leaves is taken to double with the messages (each send's latency stays).
 
-In a data-parallel x pipeline job the batch remedies of the exchange's model are priced on the
-pipeline too (``diagnosis.pipeline_batch_remedies``): twice the per-device batch doubles every
-stage's micro-batch, so the whole span T (compute, bubble and sends) doubles; 4x the
-micro-batches of today's size (more accumulation) replays ``4 m`` micro-batches
-(``more_micro_batches_s``), the bubble paid once a step; the exchange, which sends the same
-gradients, and the rest of the step are held.
+In a data-parallel x pipeline job the exchange's model prices its batch remedies with the
+pipeline's loss split as each meets it (``diagnosis.pipeline_batch_remedies``): twice the
+per-device batch doubles every stage's micro-batch, so the whole span T (compute, bubble and
+sends) grows with the batch; 4x the micro-batches of today's size (more accumulation) adds
+passes of the replay's steady state and the sends, the fill and drain paid once a step
+(``accumulation_split_s``); the data wait, the exchange and the straggler wait stay the model's.
 
 What the replay leaves out, said where it is used: with m fitted, the sends' own time (a wait
 that is transfer counts as bubble, so the fitted m is a floor of the job's); zero-bubble
@@ -129,13 +129,18 @@ def unreplayed_s(span_s: float, replay_s: float, counted: bool) -> float:
     return max(span_s - replay_s, 0.0) if counted else 0.0
 
 
-def more_micro_batches_s(reading: PipelineReading, factor: int) -> float:
-    """Replayed span (s) of ``factor`` x the micro-batches at today's size (more accumulation:
-    the bubble paid once a step), plus, where m was counted, the time the replay leaves
-    ``factor`` times (``factor`` x the messages; 0 where m was fitted)."""
+def accumulation_split_s(reading: PipelineReading, factor: int) -> tuple[float, float]:
+    """(s per pass of the step's m micro-batches, s once a step) of the traced span T, as
+    ``factor`` x the micro-batches meet it: one more pass adds the replay's steady state,
+    ``(replay(factor n) - replay(n)) / (factor - 1)`` over n = v m chunks, and the time the
+    replay leaves (``T - replay(n)``: the sends' own time and waits outside the schedule, or,
+    with m fitted at its floor, what one micro-batch's schedule cannot explain), which grows
+    with the messages; the rest of T, the fill and drain, is paid once a step."""
     c = np.array([st["compute_s"] for st in reading.stages])
     n = reading.chunks
-    return replay_1f1b_s(c / n, factor * n) + factor * reading.unreplayed_s
+    steady = (replay_1f1b_s(c / n, factor * n) - reading.replay_s) / (factor - 1)
+    per_pass = steady + max(reading.span_s - reading.replay_s, 0.0)
+    return per_pass, max(reading.span_s - per_pass, 0.0)
 
 
 @dataclass
