@@ -46,6 +46,7 @@ from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES, MIB
 from scalesim.model.sharding import EVERY_MICRO_STEP, FRAMEWORKS, FSDP, GRAD_SYNCS
 from scalesim.model.transformer import RECOMPUTE
 from scalesim.pipeline_stages import stage_fields
+from scalesim.precision import DEFAULT_PRECISION, FP8
 from scalesim.predict import nvls_busbw_ratio
 from scalesim.presets import attention_efficiency_of
 from scalesim.schemas import (
@@ -101,6 +102,8 @@ class PlanRow(BaseModel):
     # full recompute only, op-sac for selective only
     sequence_parallel: bool
     tp_overlap: bool  # the framework's (plan's tp_overlap): tensor-parallel traffic overlapped
+    precision: str  # the layers' matmul precision (plan's --precision): mfu and hfu are
+    # against its peak (fp8: the device's fp8 peak)
     shard_group: int  # ranks that shard the ZeRO states: dp x cp (full sharding; DDP rows too)
     # or fewer (hybrid sharding, replicated across dp x cp / shard_group groups; §16)
     step_time_s: float
@@ -799,6 +802,7 @@ def rank_layouts(
             "recompute_style": recompute_style,
             "sequence_parallel": bool(grid["sequence_parallel"][i]),
             "tp_overlap": setting.tp_overlap,
+            "precision": FP8 if setting.fp8 else DEFAULT_PRECISION,
             "shard_group": int(grid["shard_group"][i]),
             "step_time_s": float(r.step_time_s[i]),
             "samples_per_s": float(r.samples_per_s[i]),

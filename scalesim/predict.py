@@ -81,6 +81,9 @@ class Prediction(BaseModel):
     pipeline_comm_s: float = 0.0  # pipeline point-to-point sends (in exposed_comm_s)
     tokens_per_s: float | None = None
     mfu: float | None = None  # model FLOPs utilisation (None when the peak is not known)
+    # the layers' matmul precision of a transformer's rows (``Scenario.precision``: mfu is
+    # against its peak, fp8's in fp8); None for a parameter count, which has no matmuls to run
+    precision: str | None = None
     # ranks that shard the ZeRO states: the shard group under hybrid sharding (HSDP,
     # --shard-group; all dp ranks where dp is within it), else every data-parallel rank; None
     # without sharding (DDP)
@@ -507,7 +510,8 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
             cost_usd=cost,
             billed_devices=int(goal.billed_devices(int(p))),
             shard_group=None if scenario.strategy == "ddp" else min(shard or dp, dp),
-            **({} if split is None else _split_fields(split, i)),
+            **({} if split is None else {**_split_fields(split, i),
+                                           "precision": scenario.precision}),
             **stages,
         ))
     return rows
