@@ -93,6 +93,21 @@ def test_measured_timings_and_devices_without_fp8_refuse_it_in_one_line(capsys):
 LLAMA_LINK = {"v": "3", "hw": "dgx-h100", "wl": "llama3-8b", "dmax": "16"}
 
 
+def test_json_rows_name_the_precision_their_mfu_is_against(capsys):
+    """predict's and plan's JSON rows say which peak their mfu is against: fp8's in fp8; a
+    parameter count, which has no matmuls to run in either, says null."""
+    bf16, fp8 = _row(capsys), _row(capsys, "--precision", "fp8")
+    assert (bf16["precision"], fp8["precision"]) == ("bf16", "fp8")
+    code, out, err = run_cli(capsys, ["predict", "--devices", "8", "--json"])
+    assert code == 0 and json.loads(out)[0]["precision"] is None, err
+    for precision in ("bf16", "fp8"):
+        code, out, err = run_cli(capsys, ["plan", "--workload", "llama3-8b", "--hardware",
+                                          "dgx-h100", "--devices", "8", "--global-batch", "8",
+                                          "--precision", precision, "--json"])
+        assert code == 0, err
+        assert {row["precision"] for row in json.loads(out)} == {precision}
+
+
 def test_the_precision_is_a_sweep_axis_with_the_rows_predict_gives(capsys):
     """``--precision-values bf16,fp8`` sweeps it: each row is predict's for the same scenario at
     that precision (at tp 1 and 2, its speed-up against one device at the row's precision), the
