@@ -543,6 +543,24 @@ def _split_model(profile: Profile, scenario: Scenario, now: Prediction,
 ATTENTION_KERNEL_TITLE = "Use a Hopper attention kernel (cuDNN fused attention or FlashAttention-3)"
 
 
+def _kernel_knob_reason(profile: Profile, key: str, cannot: str, no_shape: str) -> str:
+    """Why a kernel knob's remedy (``key``: "attention_kernel" or "fp8") cannot apply whatever
+    the scenario, in one clause, or '': CPU processes (``CPU_NOT_APPLICABLE``), timings that ran
+    their own kernel and precision (``layout_predict.timed_own_kernel``: 'which the model
+    cannot ``cannot``'), or a parameter count (``no_shape``: what it lacks)."""
+    from scalesim.layout_predict import own_timings_words, timed_own_kernel
+
+    if nouns_for(profile.hardware.device_name).cpu:
+        return CPU_NOT_APPLICABLE[key]
+    if timed_own_kernel(profile):
+        what = "attention kernel" if key == "attention_kernel" else "precision"
+        return f"{own_timings_words(profile, what)}, which the model cannot {cannot}"
+    if profile.workload.transformer is None:
+        return (f"workload '{profile.workload.name}' is a parameter count, not a transformer "
+                f"shape: {no_shape}")
+    return ""
+
+
 def attention_kernel_reason(profile: Profile, scenario: Scenario) -> str:
     """Why running the vendor attention kernel instead of the scenario's is not a remedy here,
     in one clause, or '' where it is one to predict: the profile's timings ran its own kernel
@@ -550,17 +568,10 @@ def attention_kernel_reason(profile: Profile, scenario: Scenario) -> str:
     has no attention core (a parameter count), the scenario runs the vendor kernel already, or
     the device has no published rate of its own for FlashAttention-2
     (``presets.attention_efficiency_of`` is None: the matmuls' rate)."""
-    from scalesim.layout_predict import own_timings_words, timed_own_kernel
-
     device = profile.hardware.device_name
-    if nouns_for(device).cpu:
-        return CPU_NOT_APPLICABLE["attention_kernel"]
-    if timed_own_kernel(profile):
-        return (f"{own_timings_words(profile, 'attention kernel')}, which the model cannot "
-                "swap for another")
-    if profile.workload.transformer is None:
-        return (f"workload '{profile.workload.name}' is a parameter count, not a transformer "
-                "shape: no attention core to time")
+    if why := _kernel_knob_reason(profile, "attention_kernel", "swap for another",
+                                  "no attention core to time"):
+        return why
     if scenario.attention_kernel == VENDOR_KERNEL:
         return f"the scenario runs the {VENDOR_KERNEL} kernel already"
     if attention_efficiency_of(device, FLASH2_KERNEL) is None:
@@ -588,17 +599,10 @@ def fp8_reason(profile: Profile, scenario: Scenario) -> str:
     where it is one to predict: CPU processes, timings measured at their own precision (the
     rule of ``layout_predict.check_precision``), a parameter-count workload (no matmul shapes
     to cast), the scenario in fp8 already, or a device with no fp8 peak."""
-    from scalesim.layout_predict import own_timings_words, timed_own_kernel
-
     device = profile.hardware.device_name
-    if nouns_for(device).cpu:
-        return CPU_NOT_APPLICABLE["fp8"]
-    if timed_own_kernel(profile):
-        return (f"{own_timings_words(profile, 'precision')}, which the model cannot rerun in "
-                "another")
-    if profile.workload.transformer is None:
-        return (f"workload '{profile.workload.name}' is a parameter count, not a transformer "
-                "shape: no weight matmuls to run in fp8")
+    if why := _kernel_knob_reason(profile, "fp8", "rerun in another",
+                                  "no weight matmuls to run in fp8"):
+        return why
     if scenario.precision == FP8:
         return "the scenario runs its weight matmuls in fp8 already"
     if peak_tflops_of(device, fp8=True) is None:

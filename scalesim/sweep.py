@@ -50,9 +50,10 @@ NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "grad_sync":
 WHOLE_AXES = ("devices", "micro_batch", "global_batch", "accumulation", "tp", "pp",
               "shard_group")
 # A transformer workload sweeps through evaluate_layouts (scalesim.layout_predict); tp / pp
-# (SPLIT_AXES) and the attention kernel need a transformer shape (a parameter count has no
-# attention core). The shard group (hybrid sharding, HSDP) splits no model: both paths sweep it,
-# as every other axis (``input_changes``).
+# (SPLIT_AXES), the attention kernel and the precision need a transformer shape (a parameter
+# count has no attention core and no matmuls to run in fp8). The shard group (hybrid
+# sharding, HSDP) splits no model: both paths sweep it, as every other axis
+# (``input_changes``).
 LAYOUT_AXES = ("tp", "pp", "shard_group")
 SPLIT_AXES = ("tp", "pp")
 LAYOUT_COLUMNS = ("dp", "bubble_s")  # extra output columns of a transformer workload's rows
