@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from trace_job import launch
 
 from scalesim import traces
 from scalesim.diagnosis import diagnose_traces
@@ -160,3 +161,23 @@ def test_the_split_of_the_span_by_hand():
     steady = (replay_1f1b_s([6.0, 12.0], 4) - replay_1f1b_s([6.0, 12.0], 1)) / 3 * unit
     assert per_pass == pytest.approx(steady + (30 - 18) * unit) and once == pytest.approx(
         30 * unit - per_pass)
+
+
+def test_a_real_gloo_dp_x_pp_job_is_read_and_its_batch_remedies_split_its_loss(tmp_path):
+    """Four gloo ranks: two replicas of the 1 + 3 layer Schedule1F1B pipeline
+    (tests/trace_job.py --pp-replicas 2), each stage's ranks all-reducing their gradients over a
+    DATA_PARALLEL_GROUP: read as dp 2 x pp 2 from pg_config, 4 micro-batches counted from the
+    receives, and the batch remedies are the pipeline's (titles and notes); their sizes depend
+    on the machine's load, so only their presence is asserted."""
+    files = launch(tmp_path / "dp_pp", "--pp-layers", "1,3", "--micro-batches", "4",
+                   "--pp-replicas", "2", "--batch", "64", "--dim", "256", "--steps", "4",
+                   ranks=4)
+    report = diagnose_traces(traces.load_traces(files), "dp x pp")
+    assert report.details["layout"] == {"dp": 2, "tp": 1, "cp": 1, "pp": 2}
+    pipeline = report.details["pipeline"]
+    assert pipeline["micro_batches"] == 4 and pipeline["counted"]
+    remedies = {r.key: r for r in report.remedies}
+    more = remedies["accumulation"]
+    assert more.title == "Accumulate gradients over 4x the pipeline's micro-batches (4 -> 16 a step)"
+    assert "the fill and drain" in more.note
+    assert remedies["bigger_batch"].note.startswith("the pipeline's span")

@@ -4,7 +4,8 @@ Run under torchrun; used by the diagnose tests to make real traces:
 
     torchrun --nproc-per-node=2 tests/trace_job.py --out DIR [--slow-loader-s 0.05]
         [--slow-rank 1 --slow-rank-s 0.05] [--alternate-slow-s 0.05] [--gzip] [--record-shapes]
-        [--fsdp full|grad-op] [--tp-sp] [--pp-layers 1,3 --micro-batches 4 --virtual-stages 1]
+        [--fsdp full|grad-op] [--tp-sp]
+        [--pp-layers 1,3 --micro-batches 4 --virtual-stages 1 --pp-replicas 1]
 
 ``--fsdp`` shards the model with FSDP2 (``fully_shard``: each hidden Linear a unit, the root
 holding the last) instead of DDP: ``full`` reshards after forward (FULL_SHARD, ZeRO-3: the
@@ -22,7 +23,9 @@ Schedule1F1B over a process group of its own named PIPELINE_MODEL_PARALLEL_GROUP
 names its pipeline groups, so the traces' pg_config lists it), stage r holding that many Linear
 layers of ``--dim``, ``--micro-batches`` micro-batches of the batch per step, the last stage's
 loss a mean square; the stages send each other activations and gradients with gloo's send and
-recv. ``--virtual-stages 2`` runs
+recv; ``--pp-replicas 2`` runs two such pipelines side by side (dp 2 x pp 2 on 4 ranks), each
+stage's ranks all-reducing their gradients over a DATA_PARALLEL_GROUP after every step.
+``--virtual-stages 2`` runs
 ScheduleInterleaved1F1B instead, each rank holding 2 stages (r and r + ranks) of that many layers
 each, over a mesh ("pp",) of the whole job, which reuses the default group (pg_config names no
 pipeline); its actions are annotated "PP:<stage>F<micro-batch>".
@@ -124,6 +127,8 @@ def main() -> None:
     ap.add_argument("--pp-layers", help="a pipeline: Linear layers per stage, one per rank")
     ap.add_argument("--micro-batches", type=int, default=4)
     ap.add_argument("--virtual-stages", type=int, default=1)
+    ap.add_argument("--pp-replicas", type=int, default=1,
+                    help="with --pp-layers: data-parallel replicas of the pipeline")
     args = ap.parse_args()
 
     torch.set_num_threads(1)
@@ -195,18 +200,28 @@ def run_pipeline(args) -> None:
     )
 
     layers = [int(n) for n in args.pp_layers.split(",")]
-    world, rank, v = dist.get_world_size(), dist.get_rank(), args.virtual_stages
-    assert len(layers) == world, "--pp-layers: one count per rank"
+    world, v, dp = dist.get_world_size(), args.virtual_stages, args.pp_replicas
+    pp, rank = world // dp, dist.get_rank()
+    assert len(layers) == pp and pp * dp == world, "--pp-layers: one count per stage"
+    assert dp == 1 or v == 1, "--pp-replicas with Schedule1F1B only"
     # 1F1B over a group of its own, named as Megatron-LM names its pipeline groups (pg_config
     # lists it); interleaved over a DeviceMesh ("pp",) of the whole job, which reuses the default
-    # group (a mesh dimension over every rank does), so pg_config names no pipeline
-    group = (dist.new_group(list(range(world)), group_desc="PIPELINE_MODEL_PARALLEL_GROUP")
-             if v == 1 else init_device_mesh("cpu", (world,), mesh_dim_names=("pp",))["pp"]
-             .get_group())
-    torch.manual_seed(rank)
+    # group (a mesh dimension over every rank does), so pg_config names no pipeline. With
+    # replicas: replica d is ranks d pp .. d pp + pp - 1, and each stage's ranks across the
+    # replicas all-reduce its gradients over a DATA_PARALLEL_GROUP after the schedule's step
+    # (every rank creates every group, in one order)
+    pp_groups = [dist.new_group(list(range(d * pp, (d + 1) * pp)),
+                                group_desc="PIPELINE_MODEL_PARALLEL_GROUP")
+                 for d in range(dp)] if v == 1 else []
+    dp_groups = [dist.new_group(list(range(s, world, pp)), group_desc="DATA_PARALLEL_GROUP")
+                 for s in range(pp)] if dp > 1 else []
+    group = (pp_groups[rank // pp] if v == 1 else
+             init_device_mesh("cpu", (world,), mesh_dim_names=("pp",))["pp"].get_group())
+    stage = rank % pp
+    torch.manual_seed(stage)
     chunks = [torch.nn.Sequential(*[torch.nn.Linear(args.dim, args.dim)
-                                    for _ in range(layers[rank])]) for _ in range(v)]
-    stages = [PipelineStage(chunk, rank + c * world, world * v, torch.device("cpu"), group=group)
+                                    for _ in range(layers[stage])]) for _ in range(v)]
+    stages = [PipelineStage(chunk, stage + c * pp, pp * v, torch.device("cpu"), group=group)
               for c, chunk in enumerate(chunks)]
     loss = lambda out, target: ((out - target) ** 2).mean()  # noqa: E731
     pipe = (Schedule1F1B(stages[0], args.micro_batches, loss_fn=loss) if v == 1 else
@@ -220,12 +235,18 @@ def run_pipeline(args) -> None:
                  on_trace_ready=lambda prof: prof.export_chrome_trace(path)) as prof:
         for _ in range(args.steps + 1):
             opt.zero_grad()
-            if rank == 0:
+            if stage == 0:
                 pipe.step(x)
-            elif rank == world - 1:
+            elif stage == pp - 1:
                 pipe.step(target=y)
             else:
                 pipe.step()
+            if dp_groups:  # the replicas' gradients, one flat all-reduce per step (DDP-like)
+                grads = [p.grad for chunk in chunks for p in chunk.parameters()]
+                flat = torch.cat([g.reshape(-1) for g in grads])
+                dist.all_reduce(flat, group=dp_groups[stage])
+                for g, part in zip(grads, flat.split([g.numel() for g in grads]), strict=True):
+                    g.copy_(part.view_as(g))
             opt.step()
             prof.step()
     dist.barrier()
