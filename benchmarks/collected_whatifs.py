@@ -43,6 +43,16 @@ def line(label, picked):
               f"{st.mean(a):5.1f}%  max {max(a):6.1f}%  signed median {st.median(e):+5.1f}%")
 
 
+FAMILIES = ("electra_pretrain", "electra_squad", "txl", "jasper", "quartznet", "rn50",
+            "sernxt101", "rnxt101", "effnet", "tacotron2", "waveglow", "gnmt")
+
+
+def family_of(cid: str) -> str:
+    """The model family of a collected case id (dlex_<framework>_<family>...)."""
+    rest = cid.split("_", 2)[2]
+    return next((f for f in FAMILIES if rest.startswith(f)), rest.split("_")[0])
+
+
 def predict_with(cid, inputs=None, optimizer=None):
     """The case predicted with its step inputs passed through ``inputs(case, points, inp)``."""
     def patched(case, points, b, k, params, wire):
@@ -84,6 +94,19 @@ def main() -> None:
         for prec in ("fp16-mixed", "fp32", "tf32"):
             line(f"single server, {prec}",
                  [x for x in r if x[1].nodes == 1 and x[0].workload.precision == prec])
+        if name == "public":  # DeepLearningExamples' cases only (ids dle_*)
+            for prec in ("fp16-mixed", "fp32"):
+                line(f"DLE cases, single server, {prec}",
+                     [x for x in r if x[0].id.startswith("dle_") and x[1].nodes == 1
+                      and x[0].workload.precision == prec])
+    # signed medians by family and by framework (ids dlex_<framework>_<family>_...)
+    collected = rows(COLLECTED)
+    for label, key in (("family", family_of), ("framework", lambda cid: cid.split("_")[1])):
+        groups = {}
+        for case, point in collected:
+            groups.setdefault(key(case.id), []).append(point.error_pct)
+        print(f"collected, signed median by {label}: " + ", ".join(
+            f"{g} {st.median(e):+.1f}% ({len(e)})" for g, e in sorted(groups.items())))
 
     # applied since the evidence audit (validate.NO_OVERLAP_SOURCES and _MIXED_PRECISION_SOURCES,
     # docs/validation.md "Fifth part"): overlap back on shows what the rule moved

@@ -5,12 +5,13 @@ runs they predict, on real gloo pipelines of two CPU ranks.
 
 Traces an uneven pipeline (tests/trace_job.py --pp-layers 1,3: stage 0 one Linear layer,
 stage 1 three and the loss; Schedule1F1B, 4 micro-batches), reads its remedies' gains, then runs
-what each remedy changes: even stages (--pp-layers 2,2) and twice the micro-batches at half the
-size (8 micro-batches of the same batch). Each job runs ``--repeats`` times, interleaved, and
-the median of each run's median step is compared: measured gain = step(uneven) / step(changed)
-- 1. Prints a markdown table for docs/diagnose.md. Needs two free cores; on a busy machine the
-waits are the scheduler's too (the test, tests/test_pipeline_trace.py, asserts only what holds
-there).
+what each remedy changes: even stages (--pp-layers 2,2), twice the micro-batches at half the
+size (8 micro-batches of the same batch), and the batch remedy priced on the pipeline (dp 1):
+4x the micro-batches of the same size (16 of 4x the batch). Each job runs ``--repeats`` times,
+interleaved, and the median of each run's median step is compared: measured gain =
+samples(changed) x step(uneven) / (samples(uneven) x step(changed)) - 1. Prints a markdown
+table for docs/diagnose.md. Needs two free cores; on a busy machine the waits are the
+scheduler's too (the test, tests/test_pipeline_trace.py, asserts only what holds there).
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from trace_job import launch  # noqa: E402
 from scalesim import traces  # noqa: E402
 from scalesim.diagnosis import diagnose_traces  # noqa: E402
 
-JOBS = {
-    "uneven (1, 3 layers), 4 micro-batches": ("1,3", 4),
-    "even (2, 2 layers), 4 micro-batches": ("2,2", 4),
-    "uneven, 8 micro-batches of half the size": ("1,3", 8),
+JOBS = {  # layers per stage, micro-batches a step, samples a step / the uneven job's
+    "uneven (1, 3 layers), 4 micro-batches": ("1,3", 4, 1),
+    "even (2, 2 layers), 4 micro-batches": ("2,2", 4, 1),
+    "uneven, 8 micro-batches of half the size": ("1,3", 8, 1),
+    "uneven, 16 micro-batches of the same size (4x the batch)": ("1,3", 16, 4),
 }
 
 
@@ -43,14 +45,14 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     steps = {name: [] for name in JOBS}
     stage_ms = {name: [] for name in JOBS}  # each run's stages' compute
-    predicted = {"pipeline_even": [], "pipeline_bubble": []}
+    predicted = {"pipeline_even": [], "pipeline_bubble": [], "accumulation": []}
     read = []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.repeats):
-            for i, (name, (layers, micro)) in enumerate(JOBS.items()):
+            for i, (name, (layers, micro, samples)) in enumerate(JOBS.items()):
                 files = launch(Path(tmp) / f"{r}-{i}", "--pp-layers", layers, "--micro-batches",
-                               str(micro), "--batch", str(args.batch), "--dim", str(args.dim),
-                               "--steps", "6")
+                               str(micro), "--batch", str(samples * args.batch), "--dim",
+                               str(args.dim), "--steps", "6")
                 summaries = traces.load_traces(files)
                 steps[name].append(traces.cross_rank(summaries)["step_s"])  # median of medians
                 report = diagnose_traces(summaries, name)
@@ -68,9 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     print("| job | step ms | stages' compute ms | measured gain | predicted gain (diagnose of "
           "the uneven job) |")
     print("|---|---:|---:|---:|---:|")
-    rows = [(None, None), ("pipeline_even", 1), ("pipeline_bubble", 2)]
-    for (key, _), (name, s) in zip(rows, step.items(), strict=True):
-        measured = "" if key is None else f"{base / s - 1:+.1%}"
+    rows = [None, "pipeline_even", "pipeline_bubble", "accumulation"]
+    for key, (name, s) in zip(rows, step.items(), strict=True):
+        measured = "" if key is None else f"{JOBS[name][2] * base / s - 1:+.1%}"
         pred = "" if key is None else f"{statistics.median(predicted[key]):+.1%}"
         compute = " / ".join(f"{statistics.median(c):.1f}" for c in zip(*stage_ms[name],
                                                                          strict=True))

@@ -1451,10 +1451,11 @@ def _dp_comm(summaries) -> tuple[float, float] | None:
     return float(np.median(comm)), float(np.median(hidden))
 
 
-def _groups_notes(summaries, degrees: dict, model_parallel: dict) -> list[str]:
+def _groups_notes(summaries, degrees: dict, model_parallel: dict,
+                  pipeline_read: bool = False) -> list[str]:
     """Notes on how the traces' groups were read: sizes left out, groups no name places,
     a split whose collectives were not seen, sends no group places, no data parallelism to
-    model."""
+    model (``pipeline_read``: a pipeline was read, whose batch remedies are priced on it)."""
     notes = []
     if degrees["conflict"]:
         notes.append(f"the traces' process groups: {degrees['conflict']}")
@@ -1478,8 +1479,12 @@ def _groups_notes(summaries, degrees: dict, model_parallel: dict) -> list[str]:
                      "their actions (Interleaved1F1B, GPipe, ...)")
     if splits_the_model(degrees) and exchange_replicas(degrees) < 2:
         notes.append(f"{layout_words(degrees)}: no data-parallel exchange, so the model's "
-                     "remedies (links, overlap, sharding, batch) have nothing to price; only "
-                     "what the traces measure is listed")
+                     + ("remedies (links, overlap, sharding) have nothing to price; the batch "
+                        "remedies are priced on the traced pipeline (its span per sample, the "
+                        "rest of the step once), the others are what the traces measure"
+                        if pipeline_read else
+                        "remedies (links, overlap, sharding, batch) have nothing to price; only "
+                        "what the traces measure is listed"))
     return notes
 
 
@@ -1654,6 +1659,11 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
         for priced in pipeline_batch_remedies(pipeline, model, mp_exposed, pipeline_fixed):
             remedies = _with_measured(remedies, priced)
         first = first_remedy(remedies, cause.key, median_error(False))
+    elif pipeline is not None and exchange_replicas(degrees) < 2:  # no exchange to model
+        for priced in pipeline_only_batch_remedies(pipeline, step, mp_exposed,
+                                                   cr["data_wait_s"], words.device):
+            remedies = _with_measured(remedies, priced)
+        first = first_remedy(remedies, cause.key, median_error(False))
     for measured in ([] if pipeline is None else pipeline_remedies(pipeline, step)):
         remedies = _with_measured(remedies, measured)
         decisive = measured.helps and shown_gain(measured) >= median_error(False)
@@ -1702,7 +1712,7 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
         notes.insert(0, missing)
     if exchange_note:
         notes.append(exchange_note)
-    notes += _groups_notes(summaries, degrees, model_parallel)
+    notes += _groups_notes(summaries, degrees, model_parallel, pipeline is not None)
     if stage_note:
         notes.append(stage_note)
     notes += pipeline_notes
@@ -1908,7 +1918,6 @@ def pipeline_batch_remedies(pipeline, model, mp_exposed_s: float,
     once = min(once, fixed)  # what the micro-step holds beside the compute
     _, more = model(0.0, once, fixed - once)
     m, v = pipeline.micro_batches, pipeline.virtual_stages
-    fitted = "" if pipeline.counted else ", fitted"
     out = []
     for key, ranked, how in (
         ("bigger_batch", bigger, f"the pipeline's span {_ms(pipeline.span_s)} (its stages' "
@@ -1921,11 +1930,65 @@ def pipeline_batch_remedies(pipeline, model, mp_exposed_s: float,
         r = next((r for r in ranked if r.key == key), None)
         if r is None or not r.applicable:
             continue
-        title = r.title if key == "bigger_batch" else (
-            f"Accumulate gradients over {BATCH_FACTORS[key]}x the pipeline's micro-batches "
-            f"({m} -> {BATCH_FACTORS[key] * m} a step{fitted})")
+        title = r.title if key == "bigger_batch" else _pipeline_accumulation_title(pipeline)
         note = f"{how}; " + r.note if r.note else how
         out.append(replace(r, title=title, note=note))
+    return out
+
+
+def _pipeline_accumulation_title(pipeline) -> str:
+    """'Accumulate gradients over 4x the pipeline's micro-batches (m -> 4m a step)'."""
+    k, m = BATCH_FACTORS["accumulation"], pipeline.micro_batches
+    fitted = "" if pipeline.counted else ", fitted"
+    return (f"Accumulate gradients over {k}x the pipeline's micro-batches ({m} -> {k * m} a "
+            f"step{fitted})")
+
+
+def pipeline_only_batch_remedies(pipeline, step_s: float, mp_exposed_s: float,
+                                 data_wait_s: float, device: str) -> list[Remedy]:
+    """The batch remedies of a pipeline with no data-parallel exchange (dp 1: nothing for the
+    exchange's model to price), from the traced step ``step_s`` split the way
+    ``pipeline_batch_remedies`` splits it: per sample the pipeline's span T (its stages'
+    compute, bubble and sends), the other groups' exposed collectives ``mp_exposed_s`` and the
+    data wait ``data_wait_s`` (a loader supplies samples at its rate); once a step the rest
+    (optimizer, host work between steps).
+
+    - Twice the per-device batch: step' = rest + 2 (T + x + d), gain 2 step / step' - 1.
+    - 4x the micro-batches: each more pass of m adds the replay's steady state and the sends'
+      own time p (``pipeline_trace.accumulation_split_s``) with its x and d; step' = step +
+      3 (p + x + d), gain 4 step / step' - 1. Both train at a larger global batch."""
+    from scalesim.pipeline_trace import accumulation_split_s
+    from scalesim.remedies import gain_verdict
+
+    per_sample = pipeline.span_s + mp_exposed_s + data_wait_s
+    rest = step_s - per_sample
+    rest = rest if rest > 1e-9 * step_s else 0.0  # 0 but rounding
+    big, acc = BATCH_FACTORS["bigger_batch"], BATCH_FACTORS["accumulation"]
+    per_pass, once = accumulation_split_s(pipeline, acc)
+    per_pass += mp_exposed_s + data_wait_s
+    others = [f"the other groups' collectives {_ms(mp_exposed_s)}"] if mp_exposed_s > 0 else []
+    if data_wait_s > 0:
+        others.append(f"the data wait {_ms(data_wait_s)}")
+    with_them = f", with {' and '.join(others)}," if others else ""
+    m, v = pipeline.micro_batches, pipeline.virtual_stages
+    out = []
+    for key, title, new_step, samples, how in (
+        ("bigger_batch", NOMINAL_BATCH_TITLES["bigger_batch"].format(device=device),
+         rest + big * per_sample, big,
+         f"the pipeline's span {_ms(pipeline.span_s)} (its stages' compute, bubble and "
+         f"sends){with_them} grows with the micro-batch"
+         + (f", the rest of the step {_ms(rest)} is paid once" if rest else
+            ": the traced step is all of it, so nothing is amortised")),
+        ("accumulation", _pipeline_accumulation_title(pipeline),
+         step_s + (acc - 1) * per_pass, acc,
+         f"each more pass of {m * v} micro-batch chunks adds {_ms(per_pass)} (the replayed "
+         f"1F1B's steady state and the sends' own time{with_them.rstrip(',')}), the fill "
+         f"and drain {_ms(once)}"
+         + (f" and the rest of the step {_ms(rest)}" if rest else "") + " paid once a step"),
+    ):
+        gain = float(samples * step_s / new_step - 1.0)
+        note = f"{how}; global batch {samples}x: check time-to-quality"
+        out.append(Remedy(key, title, gain, True, note, verdict=gain_verdict(gain)))
     return out
 
 

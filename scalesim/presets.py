@@ -733,8 +733,9 @@ def get_workload(name: str) -> Workload:
     try:
         return WORKLOADS[name]
     except KeyError:
+        names = [*WORKLOADS, *(t for t in TRANSFORMERS if t not in WORKLOADS)]
         raise ScalesimError(
-            f"unknown workload preset '{name}'; choose one of {', '.join(WORKLOADS)} "
+            f"unknown workload preset '{name}'; choose one of {', '.join(names)} "
             "or give a JSON file (scalesim schema workload)"
         ) from None
 

@@ -151,6 +151,47 @@ def test_a_traced_pipeline_reads_as_its_schedule(tmp_path):
     assert "model_parallel_comm" not in [f.key for f in [report.cause, *report.others]]
 
 
+def test_a_pipeline_without_data_parallelism_gets_its_batch_remedies(tmp_path):
+    """dp 1: no exchange for the model to price, so the batch remedies are priced on the
+    pipeline itself. 4x the micro-batches: the replay of 8 micro-batches of 3 and 6 units is
+    1 + 8 x 6 + 2 = 51, so each more pass of 2 adds (51 - 15) / 3 = 12; the step grows
+    15 -> 15 + 3 x 12 = 51 for 4x the samples, +17.6 %. Twice the micro-batch: the traced step
+    is all span, so 2x the time for 2x the samples, no change."""
+    report = diagnose_traces(_hand_made(tmp_path), "hand-made")
+    by_key = {r.key: r for r in report.remedies}
+    assert by_key["accumulation"].gain == pytest.approx(4 * 15 / 51 - 1)
+    assert by_key["accumulation"].helps and "2 -> 8 a step" in by_key["accumulation"].title
+    assert by_key["bigger_batch"].gain == pytest.approx(0.0, abs=1e-12)
+    assert by_key["bigger_batch"].verdict == "no change"
+    assert "global batch 4x" in by_key["accumulation"].note
+    assert any("batch remedies are priced on the traced pipeline" in n for n in report.notes)
+
+
+def test_pipeline_only_batch_remedies_by_hand(tmp_path):
+    """The same pipeline in a 20-unit step with 1 unit of other groups' collectives and a
+    2-unit data wait, both per sample: per sample 15 + 1 + 2 = 18, the rest 2 paid once.
+    Twice the batch: 2 + 2 x 18 = 38 for 2x the samples, 40 / 38 - 1; 4x the micro-batches:
+    each pass 12 + 1 + 2 = 15, 20 + 3 x 15 = 65 for 4x, 80 / 65 - 1."""
+    from scalesim.diagnosis import pipeline_only_batch_remedies
+
+    report = diagnose_traces(_hand_made(tmp_path), "hand-made")
+    reading = _reading(report)
+    unit = UNIT_US * 1e-6
+    gains = {r.key: r.gain for r in pipeline_only_batch_remedies(
+        reading, 20 * unit, 1 * unit, 2 * unit, "GPU")}
+    assert gains["bigger_batch"] == pytest.approx(40 / 38 - 1)
+    assert gains["accumulation"] == pytest.approx(80 / 65 - 1)
+
+
+def _reading(report):
+    """The report's pipeline back as a ``PipelineReading``."""
+    from scalesim.pipeline_trace import PipelineReading
+
+    fields = PipelineReading.__dataclass_fields__
+    return PipelineReading(**{k: v for k, v in report.details["pipeline"].items()
+                              if k in fields})
+
+
 def test_the_pages_stage_chart_and_the_text_table(tmp_path):
     """The Diagnose page draws each stage's compute and waits with the mean compute as a rule;
     the text report lists the stages and the replays."""
@@ -199,6 +240,7 @@ def test_a_real_gloo_pipeline_is_read_from_its_traces(tmp_path):
     assert report.cause.key == "pipeline"
     gains = {r.key: r.gain for r in report.remedies}
     assert gains["pipeline_even"] > 0.0
+    assert "accumulation" in gains  # priced on the pipeline: dp 1 has no exchange to model
     replay_half = replay_1f1b_s(np.array(compute) / 8, 8)
     unreplayed = max(pipeline["span_s"] - pipeline["replay_s"], 0.0)
     assert pipeline["halved_s"] == pytest.approx(replay_half + unreplayed)
