@@ -660,6 +660,30 @@ def _implausible_links(fit, params: float | None, words: Nouns = GPU_NOUNS) -> l
             "not 340)"]
 
 
+# Efficiency against the first run above these (per sample, so per-device batches may differ):
+# a note past the first (cache effects, a smaller per-device footprint give some), a refusal past
+# the second, which no same job reaches (the rows' numbers or batches are wrong)
+SUPERLINEAR_NOTE, SUPERLINEAR_REFUSED = 1.10, 2.0
+
+
+def _superlinear(runs, sc, words: Nouns) -> str:
+    """A note where a run scales past linear against the first; ScalesimError where far past."""
+    worst = int(np.argmax(sc.efficiency))
+    eff = float(sc.efficiency[worst])
+    if eff <= SUPERLINEAR_NOTE:
+        return ""
+    said = (f"the run at {words.count(int(runs.devices[worst]))} is {_pct(eff)} efficient "
+            f"against the one at {words.count(int(runs.devices[0]))} (throughput "
+            f"{float(sc.samples_per_s[worst] / sc.samples_per_s[0]):.3g}x on "
+            f"{float(runs.devices[worst] / runs.devices[0]):.3g}x the {words.devices})")
+    if eff > SUPERLINEAR_REFUSED:
+        raise ScalesimError(f"{said}: no job scales that far past linear; check its step_time_s "
+                            "or samples_per_s and its batch columns (micro_batch, accumulation)")
+    return (f"{said}: past linear, which cache effects or a smaller per-{words.device} footprint "
+            "can give; the diagnosis reads the runs as the same job at the same work per "
+            f"{words.device}")
+
+
 def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
                   critical_batch: float | None = None, extrapolate_to: list[int] | None = None,
                   transformer=None, recompute_style: str = DEFAULT_RECOMPUTE_STYLE,
@@ -719,6 +743,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     exchange, extrapolate_to, shard_note = _runs_shard_group(runs, measured, exchange,
                                                              extrapolate_to)
     sc = scaling(runs)
+    superlinear_note = _superlinear(runs, sc, words=nouns_for(runs.device_name))
     fit = fit_runs(runs, params, wire_bytes_per_param, exchange)
     model = fit.breakdown
     step = runs.step_time_s
@@ -952,7 +977,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     }
     if runs.replica_split:  # the knee and extrapolation in devices too, as the table
         _with_devices(details, measured.replica_devices, measured.devices_per_node)
-    notes = ([n for n in (split_note, shard_note) if n]
+    notes = ([n for n in (superlinear_note, split_note, shard_note) if n]
              + _parts_over_the_step(share_of_step, runs.devices, fit, words) + list(runs.notes)
              + fit.notes + _implausible_links(fit, params, words)
              + [n for n in (peak_note, ran_note) if n])
@@ -2436,10 +2461,16 @@ def _trace_tables(report: Report) -> list[str]:
     out.append("")
     steps = cr["steps_compared"]
     count = round(cr["slowest_consistency"] * steps)
-    if steps and slowest_in_most_steps(count, steps, len(report.table)):
+    persistent = steps and slowest_in_most_steps(count, steps, len(report.table))
+    if persistent and cr["slowest_factor"] >= SLOW_DEVICE_FACTOR:
         out.append(f"straggler: rank {cr['slowest_rank']} (slowest in "
                    f"{_pct(cr['slowest_consistency'])} of steps, own time "
                    f"{cr['slowest_factor']:.2f}x the median of the others)")
+    elif persistent:  # the same rank, but no slower than healthy devices differ (or a tie)
+        out.append(f"straggler: none beyond healthy device variation (rank "
+                   f"{cr['slowest_rank']} the slowest in {_pct(cr['slowest_consistency'])} of "
+                   f"steps at {cr['slowest_factor']:.3f}x the others' own time, under the "
+                   f"{SLOW_DEVICE_FACTOR:.3f}x of a slow device)")
     elif steps:  # the slowest changes: no one rank to name, its factor is of each step's slowest
         turns = ", ".join(f"rank {r} in {n} of {steps}" for r, n in cr["slowest_counts"].items()
                           if n)

@@ -197,6 +197,19 @@ def parse_json_text(text: str, name: str, keys_twice: bool = False) -> Any:
         ) from None
     except RecursionError:  # json's decoder recurses once per nesting level
         raise ScalesimError(f"{name}: JSON nested too deeply to be a scalesim file") from None
+    except ValueError as exc:  # int() of a number past Python's digit limit
+        raise ScalesimError(f"{name}: {LONG_NUMBER_TEXT} ({_digits_said(exc)})") from None
+
+
+# a JSON integer longer than Python converts (``sys.get_int_max_str_digits``, 4,300 by default)
+LONG_NUMBER_TEXT = ("a number too long to read; no field takes one that size: write it with an "
+                    "exponent (1e9)")
+
+
+def _digits_said(exc: ValueError) -> str:
+    """'value has 5001 digits' of Python's digit-limit error, else its first clause."""
+    text = str(exc)
+    return text.split(": ", 1)[-1].split(";")[0] if ": " in text else text
 
 
 def read_json(path: str | os.PathLike[str], name: str = "path", keys_twice: bool = False) -> Any:

@@ -523,10 +523,16 @@ def load_profile(path: str | os.PathLike[str]) -> Profile:
     return parse_profile(read_json(require_path(path, "path")), str(path))
 
 
+def _json_path(spec: str) -> bool:
+    """Whether ``spec`` names a JSON file rather than a preset: a ``.json`` name, or any file
+    that exists (a pipe, ``<(cat hw.json)``, has no suffix)."""
+    return spec.endswith(".json") or os.path.isfile(spec) or spec.startswith("/dev/fd/")
+
+
 def load_hardware(spec: str) -> Hardware:
     """A hardware preset name or a JSON file path."""
     spec = require_text(spec, "hardware")
-    if spec in presets.HARDWARE or not spec.endswith(".json"):
+    if spec in presets.HARDWARE or not _json_path(spec):
         return presets.get_hardware(spec)
     return parse_model(read_json(spec), Hardware, spec)
 
@@ -536,7 +542,7 @@ def load_workload(spec: str) -> Workload:
     spec = require_text(spec, "workload")
     if spec in presets.TRANSFORMERS and spec not in presets.WORKLOADS:
         return presets.transformer_workload(spec)
-    if spec in presets.WORKLOADS or not spec.endswith(".json"):
+    if spec in presets.WORKLOADS or not _json_path(spec):
         return presets.get_workload(spec)
     return parse_model(read_json(spec), Workload, spec)
 

@@ -325,6 +325,27 @@ def scaling(runs: Runs) -> Scaling:
     return Scaling(runs.devices, x, speedup, speedup / p)
 
 
+def _check_both_rates(rows, source: str) -> None:
+    """Without a batch the runs are weak scaling in units of work, their step times read from
+    ``step_time_s``; rows that also give ``samples_per_s`` imply a batch, ``samples_per_s x
+    step_time_s`` samples per step, which must be the same per device (per model replica) and
+    micro-step in every such row (within 5 %), else the two columns contradict that reading:
+    refused."""
+    both = [(i, r, r.samples_per_s * r.step_time_s / (r.replicas * r.accumulation))
+            for i, r in enumerate(rows, start=1)
+            if r.samples_per_s is not None and r.step_time_s is not None]
+    if len(both) < 2:
+        return
+    first = both[0]
+    worst = max(both, key=lambda b: abs(b[2] / first[2] - 1.0))
+    if abs(worst[2] / first[2] - 1.0) > 0.05:
+        per = "device" if rows[0].replica_devices == 1 else "model replica"
+        raise ScalesimError(
+            f"{source}: samples_per_s x step_time_s gives {first[2]:.4g} samples per {per} a "
+            f"micro-step in run {first[0]} but {worst[2]:.4g} in run {worst[0]}; give the batch "
+            "(per_device_batch or global_batch) or only one of the two columns")
+
+
 def _cell(value: str):
     value = value.strip()
     return None if value == "" else value
@@ -442,6 +463,7 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
         raise ScalesimError(f"{source}: run {with_batch.index(False) + 1} has no batch; give "
                             "per_device_batch or global_batch in every row or in none")
     if not any(with_batch):
+        _check_both_rates(rows, source)
         for i, r in enumerate(rows, start=1):
             timed = [c for c in TIMED if getattr(r, c) is not None]
             if timed and r.step_time_s is None:

@@ -145,7 +145,12 @@ class _Stream:
                     f"{self.source}: {what} is nested too deeply (past Python's "
                     "recursion limit) to be a profiler trace"
                 ) from None
-            except json.JSONDecodeError as exc:
+            except ValueError as exc:
+                if not isinstance(exc, json.JSONDecodeError):  # a number past the digit limit
+                    raise ScalesimError(
+                        f"{self.source}: {what} holds a number too long to read (over Python's "
+                        "digit limit); torch's profiler writes none: re-export the trace"
+                    ) from None
                 # A value cut by the end of the buffer fails within a few characters of it (a
                 # literal or number prefix) or as an unterminated string; anything else is bad.
                 at_end = exc.msg.startswith("Unterminated") or exc.pos >= len(self.buf.rstrip()) - 64
@@ -164,12 +169,31 @@ class _Stream:
             return val
 
 
+class _OwnedGzip(gzip.GzipFile):
+    """A GzipFile that closes the file it reads (GzipFile leaves a given ``fileobj`` open)."""
+
+    def __init__(self, raw) -> None:
+        super().__init__(fileobj=raw, mode="rb")
+        self._raw = raw
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._raw.close()
+
+
 def _open_text(path: Path) -> IO[str]:
-    with open(path, "rb") as probe:
-        magic = probe.read(2)
-    if magic == b"\x1f\x8b":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", errors="replace")
-    return open(path, encoding="utf-8-sig", errors="replace")  # -sig: drop a leading BOM
+    """The trace as text, gunzipped where it starts with gzip's magic; opened once, so a pipe
+    (``<(zcat trace.json.gz)``) reads as a file does."""
+    raw = open(path, "rb")  # noqa: SIM115 (the caller closes what it returns)
+    try:
+        magic = raw.peek(2)[:2]
+        stream = _OwnedGzip(raw) if magic == b"\x1f\x8b" else raw
+        return io.TextIOWrapper(stream, encoding="utf-8-sig", errors="replace")  # -sig: a BOM
+    except BaseException:
+        raw.close()
+        raise
 
 
 # Kineto's event categories in PyTorch 1.8/1.9 traces, renamed in June 2021 (pytorch/kineto#206,
@@ -550,6 +574,15 @@ def _whole(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _negative_kind(name) -> str:
+    """What a skipped event was, for the note: steps, collectives or other events."""
+    if isinstance(name, str) and _STEP.match(name):
+        return "ProfilerStep(s)"
+    if isinstance(name, str) and ("nccl" in name.lower() or name.startswith(CPU_COMM_PREFIXES)):
+        return "collective(s)"
+    return "other event(s)"
+
+
 def _event_times(ev: dict, source: str, number: int, name) -> tuple[float, float] | None:
     """(ts, dur) of a complete event in microseconds; None when either is missing, not a number
     or dur is negative (such events are skipped); a non-finite or overflowing number is an error
@@ -679,13 +712,22 @@ def summarise(
     by_group = _GroupComm()  # NCCL kernels by the process group their args name
     source = str(path)
     zero_steps = []
+    negative: Counter = Counter()  # complete events skipped for a negative dur, by kind
+    unusable_steps = 0  # ProfilerStep events without a complete event's numeric ts and dur
     for number, ev in iter_trace(path, meta):
         name = ev.get("name")
         # checked before ``observe`` sees the event: a non-finite ts or dur is one error here
         times = _event_times(ev, source, number, name) if ev.get("ph") == "X" else None
         if observe is not None:
             observe(ev)
-        if times is None or not isinstance(name, str):
+        if times is None:
+            dur = ev.get("dur")
+            if type(dur) in _PLAIN_NUMBERS and dur < 0 and ev.get("ph") == "X":
+                negative[_negative_kind(name)] += 1
+            elif isinstance(name, str) and _STEP.match(name):
+                unusable_steps += 1
+            continue
+        if not isinstance(name, str):
             continue
         ts, dur = times
         cat = ev.get("cat", "")
@@ -748,11 +790,24 @@ def summarise(
                 f"{source}: every ProfilerStep has duration 0 or one outside "
                 f"{STEP_BOUND.text()} ({zero_steps[0]}{more}); no step to measure"
             )
+        unusable = unusable_steps + negative["ProfilerStep(s)"]
+        if unusable:
+            raise ScalesimError(
+                f"{source}: {unusable} ProfilerStep#N events, none a complete event ('ph': 'X') "
+                "with numeric 'ts' and a 'dur' of 0 or more; the trace is corrupt: re-export it "
+                "from torch.profiler"
+            )
         raise ScalesimError(
             f"{source}: no ProfilerStep#N events; record with torch.profiler and "
             "call prof.step() once per training step"
         )
     notes = []
+    if negative:
+        notes.append(
+            f"{Path(source).name}: " + ", ".join(f"{n} {kind}" for kind, n in negative.items())
+            + " with a negative duration left out: a corrupt or re-timed trace, so its figures "
+            "miss that time; re-export it from torch.profiler"
+        )
     if zero_steps:
         notes.append(
             f"{Path(source).name}: {', '.join(zero_steps[:3])}"

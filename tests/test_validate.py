@@ -290,15 +290,20 @@ def test_per_device_pushes_move_g_times_the_bytes_across_nodes():
 
 
 def test_a_case_with_only_its_anchor_is_reported_not_skipped(tmp_path, capsys):
+    """Reported with its flag; since session 31 a file that scores nothing exits 2 with one
+    stderr line (it was 0, as if the file had passed)."""
     only = _case(points=[{"devices": 8, "nodes": 1, "throughput": 1500.0}])
     path = _write(tmp_path, _file(only))
-    assert main(["validate", path, "--json"]) == 0
+    assert main(["validate", path, "--json"]) == 2
     out = json.loads(capsys.readouterr().out)
     (case,) = out["cases"]
     assert case["points"][0]["anchor"] and any("only the anchor" in f for f in case["flags"])
     assert out["summary"]["all"]["points"] == 0 and out["summary"]["all"]["median_abs_pct"] is None
-    assert main(["validate", path]) == 0
-    assert "no predicted points" in capsys.readouterr().out
+    assert main(["validate", path]) == 2
+    captured = capsys.readouterr()
+    assert "no predicted points" in captured.out
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "no point was predicted" in err[0]
 
 
 # ---------------------------------------------------------------------------- review: edge cases
@@ -871,3 +876,4 @@ def test_an_id_of_spaces_skips_its_case_named_by_its_place(tmp_path, capsys):
     (skipped,) = report["skipped"]
     assert skipped["id"] == "case 2 (blank id)"
     assert "visible character" in skipped["reason"]
+

@@ -28,11 +28,11 @@ def report(raw):
     return validate_parallel_cases(parse_parallel_cases(raw))
 
 
-def _skipped_alone(capsys, path, case_id) -> str:
+def _skipped_alone(capsys, path, case_id, rc: int = 0) -> str:
     """``scalesim validate path --json`` predicts every case but ``case_id`` (exit 0, one stderr
-    line); the one-line reason it gives for that case (session 15: a case the reader refuses is
-    skipped, not the file)."""
-    assert main(["validate", str(path), "--json"]) == 0
+    line; ``rc`` 2 where no other case is left to score, session 31); the one-line reason it
+    gives for that case (session 15: a case the reader refuses is skipped, not the file)."""
+    assert main(["validate", str(path), "--json"]) == rc
     out, err = capsys.readouterr()
     report = json.loads(out)
     assert len(err.strip().splitlines()) == 1 and "1 of" in err and "not predicted" in err, err
@@ -312,7 +312,7 @@ def test_fp8_on_a_listed_gpu_without_fp8_is_refused_not_given_a_nominal_peak(tmp
     data["cases"][i]["precision"] = "fp8"
     path = tmp_path / "mine.json"
     path.write_text(json.dumps(data))
-    reason = _skipped_alone(capsys, path, data["cases"][i]["id"])
+    reason = _skipped_alone(capsys, path, data["cases"][i]["id"], rc=2)  # the anchor alone left
     assert "fp8" in reason and "A100" in reason and "nominal" not in reason
 
 
@@ -550,10 +550,11 @@ def test_targets_are_neither_met_nor_missed_without_a_predicted_case(tmp_path, c
     data-parallel summary, the targets are None and the text says there is nothing to score."""
     anchors = [c for c in raw["cases"] if c["anchor"]][:2]
     rc, report, _ = _validate_json(capsys, tmp_path, {"format": raw["format"], "cases": anchors})
-    assert rc == 0 and report["summary"]["all"]["cases"] == 0
+    # nothing scored: exit 2 since session 31 (the report is still printed)
+    assert rc == 2 and report["summary"]["all"]["cases"] == 0
     assert {k: v for k, v in report["summary"]["targets"].items() if k.endswith("_met")} == {
         "median_met": None, "mean_met": None, "max_met": None}
-    assert main(["validate", str(tmp_path / "mine.json")]) == 0
+    assert main(["validate", str(tmp_path / "mine.json")]) == 2
     text = capsys.readouterr().out
     assert "NOT met" not in text and "targets: no non-anchor case predicted to score" in text
     report = validate_parallel_cases(parse_parallel_cases(raw))

@@ -23,9 +23,10 @@ Each case's smallest device count (its anchor) pins down compute; every other po
 predicted from the case's hardware and workload with one set of documented defaults
 (docs/validation.md). Errors are (predicted - published) / published; the summary excludes
 anchors. A case that cannot be read is not predicted: it is listed with its reason and the
-rest of the file is validated (exit 0). A file of format scalesim-parallel-cases/1
-(model-parallel transformer runs) is detected by its format field: each group's anchor case pins
-the sustained matmul efficiency and every other case is predicted from its description."""
+rest of the file is validated (exit 0; 2 where no point is left to score). A file of format
+scalesim-parallel-cases/1 (model-parallel transformer runs) is detected by its format field:
+each group's anchor case pins the sustained matmul efficiency and every other case is predicted
+from its description."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -262,6 +263,10 @@ def run(args: argparse.Namespace) -> int:
             f"{', '.join(repr(excerpt(f)) for f in read.ignored)} ignored (the format "
             "has only format and cases)"
         )
+    scored = report.summary["all"]["points" if fmt != PARALLEL_FORMAT else "cases"]
+    if not scored:  # a report of anchors alone scores nothing: not a pass
+        notes.insert(0, f"error: {path}: no point was predicted (every case read is only its "
+                        "anchor, or its other points were not read); fix what the report names")
     if notes:
         print("scalesim validate: " + "; ".join(notes), file=sys.stderr)
-    return 0
+    return 0 if scored else 2

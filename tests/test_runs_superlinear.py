@@ -1,0 +1,49 @@
+"""Runs that scale past linear against the first (diagnosis._superlinear): a little is real
+(cache effects, a smaller footprint per device) and gets a note; 10x past linear is a wrong row,
+refused in one line instead of reported as "No scaling problem found" (session 31 audit)."""
+
+from __future__ import annotations
+
+import pytest
+
+from scalesim.cli.main import main
+from scalesim.diagnosis import diagnose_runs
+from scalesim.errors import ScalesimError
+from scalesim.runs import parse_runs_text
+
+
+def test_far_past_linear_is_refused_naming_the_run(tmp_path, capsys):
+    path = tmp_path / "runs.csv"
+    path.write_text("devices,nodes,step_time_s\n1,1,1.0\n2,1,0.1\n4,1,0.01\n")
+    assert main(["diagnose", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "the run at 4 devices is 10000% efficient" in err and "throughput 400x" in err
+
+
+def test_somewhat_past_linear_gets_a_note():
+    """1.2x the first run's per-device throughput at 2 devices (120 % efficient): a note."""
+    runs = parse_runs_text("devices,nodes,step_time_s\n1,1,1.2\n2,1,1.0\n4,1,1.1\n", "runs.csv")
+    report = diagnose_runs(runs)
+    assert any("the run at 2 devices is 120% efficient" in n and "past linear" in n
+               for n in report.notes)
+
+
+def test_linear_or_below_says_nothing():
+    runs = parse_runs_text("devices,nodes,step_time_s\n1,1,1.0\n2,1,1.05\n4,1,1.1\n", "runs.csv")
+    assert not any("past linear" in n for n in diagnose_runs(runs).notes)
+    with pytest.raises(ScalesimError, match="no job scales that far"):
+        diagnose_runs(parse_runs_text("devices,nodes,step_time_s\n1,1,1.0\n8,1,0.3\n", "r.csv"))
+
+
+def test_contradicting_rates_without_a_batch_are_refused(tmp_path, capsys):
+    """Without a batch, step_time_s was used and samples_per_s dropped in silence (audit):
+    their product is the samples per step, which must agree per device across the runs."""
+    path = tmp_path / "both.csv"
+    path.write_text("devices,nodes,step_time_s,samples_per_s\n1,1,0.1,1000\n2,1,0.11,5\n"
+                    "4,1,0.12,99999\n")
+    assert main(["diagnose", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "samples_per_s x step_time_s gives 100 samples per device a micro-step in run 1" in err
+    path.write_text("devices,nodes,step_time_s,samples_per_s\n1,1,0.1,1000\n2,1,0.11,1818\n")
+    assert main(["diagnose", str(path)]) == 0  # 100 a device a step in both: weak scaling
