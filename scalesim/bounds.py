@@ -654,6 +654,9 @@ def parse_list(text: str, quantity: str, name: str) -> list:
     parts = split_list(text, name)
     if b.integer and len(parts) == 1 and "-" in parts[0].lstrip("-"):
         lo_text, _, hi_text = parts[0].partition("-")
+        if not lo_text.strip() or not hi_text.strip():
+            raise ScalesimError(f"{name}: range '{text.strip()}' needs both ends, as in 1-8 "
+                                "(doubling from the first to the last)")
         lo = parse_number(lo_text, quantity, name)
         hi = parse_number(hi_text, quantity, name)
         if hi < lo or lo < 1:

@@ -147,5 +147,25 @@ def diagnose_request(options: DiagnoseOptions, runs=None, traces=None, trace_sou
     if smi is not None:
         from scalesim.sources.nvidia_smi import attach_to_report
 
+        _check_smi_matches(smi, runs, traces)
         attach_to_report(report, smi)
     return report
+
+
+def _check_smi_matches(smi, runs, traces) -> None:
+    """An nvidia-smi log beside a job that ran on CPU processes cannot be that job's: refused
+    (its GPUs were joined to a CPU job's ranks); a log of another GPU count than a one-host
+    trace's ranks gets a note."""
+    from scalesim.device_nouns import nouns_for
+    from scalesim.diagnosis import traced_device_name
+
+    device = traced_device_name(traces) if traces is not None else runs.device_name
+    if nouns_for(device).cpu:
+        what = "traces" if traces is not None else "runs"
+        raise ScalesimError(f"--smi: the {what} ran on CPU processes ('{device}'), so an "
+                            "nvidia-smi log cannot be theirs; drop --smi, or give it with the "
+                            f"GPU job's {what}")
+    hosts = {t.host for t in traces} if traces is not None else set()
+    if traces is not None and len(hosts) <= 1 and len(smi.devices) != len(traces):
+        smi.notes.append(f"the log lists {len(smi.devices)} GPUs and the traces {len(traces)} "
+                         "ranks of one host: check that it is the traced server's log")

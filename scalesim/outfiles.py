@@ -70,7 +70,7 @@ def _temporary(real: Path, target: Path, folder: Path | None = None) -> tuple[in
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise ScalesimError(f"{target}: cannot write it (no new file can be made in {folder}: "
-                            f"{reason})") from None
+                            f"{reason}); choose a path in a folder you can write to") from None
 
 
 def _in_place(target: Path, st: os.stat_result | None) -> bool:

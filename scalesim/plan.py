@@ -266,7 +266,9 @@ def fp8_peak_ratio(device_name: str) -> float:
 
     peak8, peak16 = (peak_tflops_of(device_name, fp8=f) for f in (True, False))
     if peak8 is None:
-        raise ScalesimError(f"precision fp8: no fp8 peak is known for '{device_name}'")
+        raise ScalesimError(f"precision fp8: no fp8 peak is known for '{device_name}' (no fp8 "
+                            "tensor cores, or a device the datasheet tables do not list); "
+                            "leave it at bf16")
     return peak8[0] / peak16[0]
 
 

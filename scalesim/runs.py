@@ -395,6 +395,9 @@ def _csv_rows(reader: csv.DictReader, source: str) -> list[dict]:
     missing = [c for c in REQUIRED if c not in header]
     if "samples_per_s" not in header and "step_time_s" not in header:
         missing.append("samples_per_s or step_time_s")
+    if missing and any(h.startswith(("clocks.", "clocks_", "temperature.gpu")) for h in header):
+        raise ScalesimError(f"{source}: an nvidia-smi log, not a runs file; give it with --smi "
+                            f"(scalesim diagnose --smi {source}, or beside runs or traces)")
     if missing:
         raise ScalesimError(f"{source}: missing column(s) {', '.join(missing)}; the header has "
                             f"{_header_text(header)}")
@@ -560,6 +563,15 @@ def load_runs(path: str | os.PathLike[str]) -> Runs:
     """Read runs from a ``.csv`` or ``.json`` file."""
     from scalesim.jsonio import read_text
 
+    try:
+        with open(path, "rb") as probe:
+            gzipped = probe.read(2) == b"\x1f\x8b"
+    except OSError:
+        gzipped = False  # read_text says why it cannot be read
+    if gzipped:
+        raise ScalesimError(f"{Path(path)}: a gzip file, as torch.profiler saves traces "
+                            f"(.json.gz); read a trace with scalesim diagnose --trace {Path(path)}; "
+                            "a runs file is CSV or JSON text")
     return parse_runs_text(read_text(path), str(Path(path)))
 
 

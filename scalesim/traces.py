@@ -125,12 +125,17 @@ class _Stream:
             if not self._fill():
                 raise _Truncated
 
-    def take(self, expected: str) -> None:
+    def take(self, expected: str, opening: bool = False) -> None:
+        """Consume one of ``expected``; ``opening``: the file's first character (an error says
+        what else the file may be)."""
         ch = self.peek()
         if ch not in expected:
+            hint = ("; a trace is the JSON object torch.profiler writes, and a runs file (CSV, "
+                    "or a JSON list of runs) is read without --trace: scalesim diagnose FILE"
+                    if opening else "")
             raise ScalesimError(
                 f"{self.source}: not a Chrome trace (expected {expected!r}, found "
-                f"{ch!r} at character {self.pos})"
+                f"{ch!r} at character {self.pos}){hint}"
             )
         self.pos += 1
 
@@ -231,7 +236,7 @@ def iter_trace(path: str | os.PathLike[str], metadata: dict):
     seen_events = False
     try:
         with handle:
-            stream.take("{")
+            stream.take("{", opening=True)
             if stream.peek() == "}":
                 stream.pos += 1
             else:

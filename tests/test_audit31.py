@@ -1,0 +1,83 @@
+"""Session 31's CLI audit: each wrong input names what it is and what to do (one stderr line,
+exit 2), where it said something true but unhelpful or joined data that cannot belong."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from scalesim.cli.main import main
+
+SMI_HEADER = ("timestamp, index, clocks.current.sm [MHz], clocks.max.sm [MHz], temperature.gpu, "
+              "power.draw [W], utilization.gpu [%], clocks_throttle_reasons.active\n")
+
+
+def _one_line(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+def _cpu_trace(rank: int) -> dict:
+    events = []
+    for n in (1, 2):
+        t = (n - 1) * 1000.0
+        events += [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1,
+                    "tid": 1, "ts": t, "dur": 1000.0, "args": {}},
+                   {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1,
+                    "ts": t + 10, "dur": 600.0, "args": {}},
+                   {"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "pid": 1,
+                    "tid": 1, "ts": t + 700, "dur": 200.0, "args": {}}]
+    return {"traceEvents": events, "distributedInfo": {"backend": "gloo", "rank": rank,
+                                                       "world_size": 2}}
+
+
+def test_files_given_in_the_wrong_place_say_where_they_go(tmp_path, capsys):
+    trace = tmp_path / "rank0.json.gz"
+    with gzip.open(trace, "wt") as fh:
+        fh.write(json.dumps(_cpu_trace(0)))
+    assert main(["diagnose", str(trace)]) == 2
+    assert f"read a trace with scalesim diagnose --trace {trace}" in _one_line(capsys)
+    runs = tmp_path / "runs.csv"
+    runs.write_text("devices,nodes,step_time_s\n1,1,1.0\n2,1,1.1\n")
+    assert main(["diagnose", "--trace", str(runs)]) == 2
+    assert "a runs file (CSV, or a JSON list of runs) is read without --trace" in _one_line(capsys)
+    smi = tmp_path / "smi.csv"
+    smi.write_text(SMI_HEADER + "2026/01/01 00:00:00.000, 0, 1410 MHz, 1410 MHz, 60, 300 W, "
+                   "99 %, 0x0\n")
+    assert main(["diagnose", str(smi)]) == 2
+    assert "an nvidia-smi log, not a runs file; give it with --smi" in _one_line(capsys)
+
+
+def test_a_gpu_log_beside_a_cpu_job_is_refused(tmp_path, capsys):
+    """It was joined: 'nvidia-smi: device 2 runs at 1,110 MHz' in a gloo job's evidence."""
+    paths = []
+    for rank in (0, 1):
+        path = tmp_path / f"r{rank}.json"
+        path.write_text(json.dumps(_cpu_trace(rank)))
+        paths.append(str(path))
+    smi = tmp_path / "smi.csv"
+    smi.write_text(SMI_HEADER + "".join(
+        f"2026/01/01 00:00:00.000, {i}, 1410 MHz, 1410 MHz, 60, 300 W, 99 %, 0x0\n"
+        for i in range(4)))
+    assert main(["diagnose", "--trace", *paths]) == 0
+    capsys.readouterr()
+    assert main(["diagnose", "--trace", *paths, "--smi", str(smi)]) == 2
+    assert "the traces ran on CPU processes" in _one_line(capsys)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["predict", "--devices", "1-"], "range '1-' needs both ends, as in 1-8"),
+    (["plan", "--precision", "fp8", "--hardware", "dgx-a100", "--workload", "llama3-8b",
+      "--devices", "8", "--global-batch", "64"], "leave it at bf16"),
+    (["predict", "--workload", "nope"], "llama3-8b"),  # the transformer presets are listed too
+])
+def test_refusals_say_how_to_fix(capsys, argv, says):
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's refusal of a flag's value
+        code = exc.code
+    assert code == 2
+    assert says in _one_line(capsys)
