@@ -309,7 +309,11 @@ def _price_source(profile: Profile, scenario: Scenario) -> str:
     if scenario.price_per_device_hour is not None:
         return f"price per {nouns_for(device).device}-hour given by the user, {billing}"
     if profile.hardware.price_per_device_hour is not None:
-        return f"hardware preset {profile.hardware.name}, {billing}: {profile.hardware.source}"
+        from scalesim.presets import HARDWARE
+
+        hw = profile.hardware
+        kind = "hardware preset" if HARDWARE.get(hw.name) == hw else "hardware"
+        return f"{kind} {hw.name}, {billing}: {hw.source or 'no source given'}"
     if is_cpu_device(device):
         return (f"no price known: a CPU calibration's devices ({device}) have no cloud GPU "
                 f"price and none is assumed (money left blank): enter a price per process-hour, "

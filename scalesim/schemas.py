@@ -148,6 +148,8 @@ class _Strict(BaseModel):
             raise ValueError(f"{shown} is text (in quotes); this field takes {kind}: {fix}")
         if info.field_name == "name" and isinstance(value, str) and (why := name_problem(value)):
             raise ValueError(why)
+        if info.field_name == "name" and isinstance(value, str) and not value.strip():
+            raise ValueError("is empty; give the name it is printed under")
         if isinstance(value, float) and value == 0.0:
             return 0.0  # -0.0 (a file's "-0.0") printed as "-0" and "$-0"
         if isinstance(value, str):
@@ -321,6 +323,11 @@ class Hardware(_Strict):
     def _sizes_fit(self) -> Hardware:
         if problem := larger_than_server(self.instance_sizes, self.devices_per_node):
             raise ValueError(problem)
+        odd = [n for n in self.instance_sizes or [] if self.devices_per_node % n]
+        if odd:  # a server is rented whole or in equal parts (1, 2, 4 or 8 of 8 GPUs)
+            raise ValueError(f"instance_sizes: {odd[0]} GPUs does not divide a server's "
+                             f"{self.devices_per_node} (devices_per_node); give shapes that "
+                             "split it evenly, as clouds rent them")
         return self
 
 

@@ -81,3 +81,30 @@ def test_refusals_say_how_to_fix(capsys, argv, says):
         code = exc.code
     assert code == 2
     assert says in _one_line(capsys)
+
+
+@pytest.mark.parametrize("change, says", [
+    ({"name": " "}, "field 'name': is empty"),
+    ({"instance_sizes": [3]}, "instance_sizes: 3 GPUs does not divide a server's 8"),
+])
+def test_hardware_files_that_print_nonsense_are_refused(tmp_path, capsys, change, says):
+    """An empty name printed 'hardware:  (...)'; an instance of 3 GPUs billed a server of 8 as
+    9 'as many as hold a server's 8 GPUs'."""
+    from scalesim.presets import get_hardware
+
+    data = get_hardware("dgx-h100").model_dump(mode="json") | change
+    path = tmp_path / "hw.json"
+    path.write_text(json.dumps(data))
+    assert main(["predict", "--hardware", str(path), "--devices", "8"]) == 2
+    assert says in _one_line(capsys)
+
+
+def test_a_users_hardware_file_is_not_called_a_preset(tmp_path, capsys):
+    from scalesim.presets import get_hardware
+
+    data = get_hardware("dgx-h100").model_dump(mode="json") | {"price_per_device_hour": 2.5}
+    path = tmp_path / "hw.json"
+    path.write_text(json.dumps(data))
+    assert main(["decide", "--hardware", str(path), "--devices", "8", "--train-samples", "1e6"]) == 0
+    out = capsys.readouterr().out
+    assert "hardware preset dgx-h100" not in out and "hardware dgx-h100" in out

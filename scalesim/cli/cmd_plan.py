@@ -259,8 +259,8 @@ def run(args: argparse.Namespace) -> int:
             print(conditions)
         if kernel != VENDOR_KERNEL:
             print(attention_kernel_words(kernel, hardware.device_name))
-        if args.precision == FP8:
-            print(FP8_WORDS)
+        if args.precision == FP8:  # MFU and HFU are against that peak (plan.PlanRow)
+            print(FP8_WORDS + "; MFU against the fp8 peak")
         if profile is not None:
             from scalesim.cli.cmd_predict import unmeasured_link_notes
 
