@@ -1204,6 +1204,27 @@ def _check_runs_model(profile, scenario, runs, transformer, fit) -> str:
 # From profiler traces
 
 
+def _mixed_ranks_notes(summaries) -> list[str]:
+    """Notes where the ranks' traces disagree on what should be the same in one job: the GPU
+    they ran on, or how many steps they recorded (the comparison uses the steps they share)."""
+    out = []
+    gpus = {}
+    for s in summaries:
+        if s.device_name:
+            gpus.setdefault(s.device_name, []).append(s.rank)
+    if len(gpus) > 1:
+        out.append("the ranks name different GPUs (" + "; ".join(
+            f"{name}: rank{'s' if len(r) > 1 else ''} {', '.join(map(str, r[:4]))}"
+            + (" ..." if len(r) > 4 else "") for name, r in gpus.items())
+            + "): one job's traces run on one kind; check that the files are of one job")
+    counts = {s.rank: len(s.steps) for s in summaries}
+    if len(set(counts.values())) > 1:
+        few, most = min(counts, key=counts.get), max(counts, key=counts.get)
+        out.append(f"the ranks recorded different numbers of steps (rank {few} {counts[few]}, "
+                   f"rank {most} {counts[most]}): ranks are compared on the steps they share")
+    return out
+
+
 def traced_device_name(summaries) -> str:
     """The device name of a traced job's model profile: 'traced', or where no rank ran on a GPU
     (``TraceSummary.device``) a CPU job's 'CPU: traced', whose devices are its processes
@@ -1735,6 +1756,7 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     notes = [n for s in summaries for n in s.notes]
     if missing := missing_ranks_note(summaries):
         notes.insert(0, missing)
+    notes += _mixed_ranks_notes(summaries)
     if exchange_note:
         notes.append(exchange_note)
     notes += _groups_notes(summaries, degrees, model_parallel, pipeline is not None)

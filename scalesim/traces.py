@@ -806,7 +806,21 @@ def summarise(
             f"{source}: no ProfilerStep#N events; record with torch.profiler and "
             "call prof.step() once per training step"
         )
+    for steps_of, where in ((cpu_steps, "user_annotation"), (gpu_steps, "gpu_user_annotation")):
+        seen = Counter(n for n, _, _ in steps_of)
+        if seen and (twice := next((n for n, k in seen.items() if k > 1), None)) is not None:
+            raise ScalesimError(
+                f"{source}: ProfilerStep#{twice} appears {seen[twice]} times ({where}); torch "
+                "numbers each step once, so the trace is corrupt or joins several runs: give "
+                "one profiler run per file")
     notes = []
+    ordered = sorted(cpu_steps, key=lambda w: w[1])
+    # 1 us of slack: Kineto rounds ts and dur to the nanosecond
+    overlapping = sum(1 for a, b in zip(ordered, ordered[1:], strict=False) if b[1] < a[2] - 1e-6)
+    if overlapping:
+        notes.append(f"{Path(source).name}: {overlapping} ProfilerStep(s) start before the step "
+                     "before them ends; steps are read as given, so time between them counts "
+                     "twice: re-export the trace from torch.profiler")
     if negative:
         notes.append(
             f"{Path(source).name}: " + ", ".join(f"{n} {kind}" for kind, n in negative.items())
