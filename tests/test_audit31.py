@@ -108,3 +108,28 @@ def test_a_users_hardware_file_is_not_called_a_preset(tmp_path, capsys):
     assert main(["decide", "--hardware", str(path), "--devices", "8", "--train-samples", "1e6"]) == 0
     out = capsys.readouterr().out
     assert "hardware preset dgx-h100" not in out and "hardware dgx-h100" in out
+
+
+@pytest.mark.parametrize("row, says", [
+    ("0, 99999 MHz, 1410 MHz, 60, 300 W, 99 %, 0x0", "SM clock 99999 MHz above its maximum"),
+    ("0, 1410 MHz, 1410 MHz, 9999, 300 W, 99 %, 0x0", "temperature 9999 C"),
+    ("0, 1410 MHz, 0 MHz, 60, 300 W, 99 %, 0x0", "clocks.max.sm 0 MHz"),
+    ("0, 1410 MHz, 1410 MHz, 60, 300 W, 99 %, 0xZZZ", "'0xZZZ' is not a hex mask"),
+])
+def test_smi_readings_no_gpu_gives_are_refused(tmp_path, capsys, row, says):
+    path = tmp_path / "smi.csv"
+    path.write_text(SMI_HEADER + f"2026/01/01 00:00:00.000, {row}\n")
+    assert main(["diagnose", "--smi", str(path)]) == 2
+    assert says in _one_line(capsys)
+
+
+def test_a_device_without_a_clock_reading_is_said(tmp_path):
+    from scalesim.sources.nvidia_smi import parse_smi_csv
+
+    path = tmp_path / "smi.csv"
+    path.write_text(SMI_HEADER + "".join(
+        f"2026/01/01 00:00:00.000, {i}, {clock}, 1410 MHz, 60, 300 W, 99 %, 0x0\n"
+        for i, clock in ((0, "1410 MHz"), (1, "nan MHz"), (2, "1410 MHz"))))
+    report = parse_smi_csv(path)
+    assert [d.index for d in report.devices] == [0, 2]
+    assert any(n.startswith("device 1 in the log with no SM clock reading") for n in report.notes)

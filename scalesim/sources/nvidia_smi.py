@@ -422,6 +422,7 @@ def parse_smi_csv_text(text: str, source: str) -> SmiReport:
 def _parse_rows(reader, source: str) -> SmiReport:
     header = None
     samples: dict[int, list[tuple]] = {}
+    listed: set[int] = set()  # every device index a row names
     for number, row in enumerate(reader, 1):
         if not row or not "".join(row).strip():
             continue
@@ -442,16 +443,25 @@ def _parse_rows(reader, source: str) -> SmiReport:
                                 "(truncated?)")
         index = _reading(cells[col["index"]], source, number, whole=True)
         clock = _reading(cells[col["clock"]], source, number)
+        if index is not None:
+            listed.add(int(index))
         if index is None or clock is None:
             continue  # [N/A] or [Not Supported]
         values = [None if col[k] is None else _reading(cells[col[k]], source, number)
                   for k in ("max_clock", "temp", "power", "util")]
+        if problem := _impossible(clock, values[0], values[1]):
+            raise ScalesimError(f"{source} line {number}: {problem}; nvidia-smi writes no such "
+                                "reading: the log is corrupt or edited")
         reasons = None
         if col["reasons"] is not None:
             text_mask = cells[col["reasons"]]
             try:
                 reasons = int(text_mask, 16)
             except ValueError:
+                if text_mask.lower().startswith("0x"):
+                    raise ScalesimError(f"{source} line {number}: throttle reasons "
+                                        f"'{excerpt(text_mask, 20)}' is not a hex mask; "
+                                        "nvidia-smi writes 0x0000000000000004") from None
                 reasons = None
             if reasons is not None and not 0 <= reasons < 2**64:  # a 64-bit mask: '-1' is none
                 reasons = None
@@ -461,7 +471,29 @@ def _parse_rows(reader, source: str) -> SmiReport:
                             "--format=csv -l 1")
     if not samples:
         raise ScalesimError(f"{source}: no rows with an SM clock (all [N/A]?)")
-    return analyse(samples, source)
+    report = analyse(samples, source)
+    if unread := sorted(listed - set(samples)):
+        report.notes.append(f"device{'s' if len(unread) > 1 else ''} "
+                            f"{', '.join(map(str, unread))} in the log with no SM clock reading "
+                            "in any row ([N/A], or not a number): left out of the comparison")
+    return report
+
+
+# the highest temperature a GPU reports before it shuts down is about 90-100 C (datasheets'
+# slowdown/shutdown thresholds); 150 C is beyond every one
+MAX_TEMPERATURE_C = 150.0
+
+
+def _impossible(clock_MHz: float, max_clock_MHz: float | None, temp_C: float | None) -> str:
+    """What no nvidia-smi row holds: a zero maximum clock, a clock 10 % above its maximum, a
+    temperature past any GPU's shutdown; '' for a plausible row."""
+    if max_clock_MHz is not None and max_clock_MHz <= 0:
+        return f"clocks.max.sm {max_clock_MHz:g} MHz"
+    if max_clock_MHz is not None and clock_MHz > 1.1 * max_clock_MHz:
+        return f"SM clock {clock_MHz:g} MHz above its maximum {max_clock_MHz:g} MHz"
+    if temp_C is not None and temp_C > MAX_TEMPERATURE_C:
+        return f"temperature {temp_C:g} C"
+    return ""
 
 
 def analyse(samples: dict[int, list[tuple]], source: str) -> SmiReport:
