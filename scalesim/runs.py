@@ -58,6 +58,8 @@ COLUMNS = ("devices", "nodes", "samples_per_s", "step_time_s", "per_device_batch
            "device", "tp", "pp", "cp")
 MODEL_SPLIT = ("tp", "pp", "cp")  # the degrees that split the model: a replica is their product
 TIMED = ("data_wait_s", "comm_s", "rank_step_times_s")  # real seconds, not per unit of work
+# A rank's step time may exceed the run's (a median over steps) by measurement noise, not more
+RANK_TIME_SLACK = 1.1
 # Longest CSV cell read, characters: a rank_step_times_s list of ~300k ranks. (csv's own default,
 # 128 KiB, is already passed by 16k ranks of "0.1234567;".)
 MAX_CSV_CELL_CHARS = 4 << 20
@@ -481,6 +483,12 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
             if part is not None and part > t:
                 raise ScalesimError(f"{source}: run {i} has {name} {part:g} s, more than its "
                                     f"step time {t:.4g} s; both are seconds per optimizer step")
+        slowest = max(r.rank_step_times_s) if r.rank_step_times_s else 0.0
+        if slowest > RANK_TIME_SLACK * t:  # a synchronous step waits for its slowest rank
+            raise ScalesimError(f"{source}: run {i} lists a rank step time of {slowest:g} s, "
+                                f"{slowest / t:.3g}x its step time {t:.4g} s; the job's step "
+                                "waits for its slowest rank, so correct the rank times or the "
+                                "step time")
     notes = []
     unknown = sorted(set().union(*records) - set(COLUMNS))
     if unknown:

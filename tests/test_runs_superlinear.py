@@ -47,3 +47,12 @@ def test_contradicting_rates_without_a_batch_are_refused(tmp_path, capsys):
     assert "samples_per_s x step_time_s gives 100 samples per device a micro-step in run 1" in err
     path.write_text("devices,nodes,step_time_s,samples_per_s\n1,1,0.1,1000\n2,1,0.11,1818\n")
     assert main(["diagnose", str(path)]) == 0  # 100 a device a step in both: weak scaling
+
+
+def test_a_rank_slower_than_its_run_is_refused(tmp_path, capsys):
+    """A rank step time of 5 s in a 0.11 s step was read (a '50.00x' straggler, 1275 % rms
+    residual): a synchronous step waits for its slowest rank, so it cannot be shorter."""
+    path = tmp_path / "ranks.csv"
+    path.write_text("devices,nodes,step_time_s,rank_step_times_s\n1,1,0.1,0.1\n2,1,0.11,0.1;5\n")
+    assert main(["diagnose", str(path)]) == 2
+    assert "run 2 lists a rank step time of 5 s, 45.5x its step time" in capsys.readouterr().err
