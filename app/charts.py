@@ -473,7 +473,7 @@ def quality_chart(plan: Plan, width="container", height: int = 280) -> alt.Layer
     """Time to reach the quality target vs global batch (needs a critical batch size)."""
     if not plan.quality:
         return None
-    b_crit = plan.scenario.critical_batch_size or plan.profile.workload.critical_batch_size
+    b_crit = resolve_goal(plan.profile, plan.scenario).critical_batch  # a noise scale too
     title_y = ("hours to quality target" if plan.quality_absolute
                else "time to quality (1 = fastest)")
     df = pd.DataFrame([{"global_batch": q.global_batch, "micro_batch": q.micro_batch,
@@ -500,7 +500,8 @@ def quality_chart(plan: Plan, width="container", height: int = 280) -> alt.Layer
         points = base.mark_point(filled=True, size=50, color=PALETTE["predicted"])
         subtitle = [f"no point where the layout {quality_misfits_text(plan)}", subtitle]
     marks = pd.DataFrame([
-        {"global_batch": b_crit, "label": f"critical batch {b_crit:,.0f}", "colour": "crit"},
+        {"global_batch": b_crit, "label": "critical batch " + (
+            f"{b_crit:,.0f}" if b_crit >= 1 else f"{b_crit:.2g}"), "colour": "crit"},
         {"global_batch": now, "label": f"now: {now:,}", "colour": "now"},
     ])
     rules = alt.Chart(marks).mark_rule(strokeDash=[4, 3]).encode(

@@ -149,11 +149,19 @@ def device_counts(state: AppState, devices_per_node: int,
                          "counts in Device counts, e.g. 1,2,4,8,16, or pick another grid)")
         if wanted:
             kept, dropped = valid_device_counts(wanted, g)
-            if dropped:
-                notes.append(f"left out {', '.join(map(str, dropped[:8]))}: above {g} {words.devices} a "
-                             f"count must fill whole {words.servers} (a multiple of {g})"
-                             + ("" if kept else "; none of the list is left, showing powers "
-                                "of two"))
+            too_many = [d for d in dropped if d > MAX_DEVICES]
+            partial = [d for d in dropped if d <= MAX_DEVICES]
+            why = []
+            if partial:
+                why.append(f"left out {', '.join(map(str, partial[:8]))}: above {g} "
+                           f"{words.devices} a count must fill whole {words.servers} (a multiple "
+                           f"of {g})")
+            if too_many:
+                why.append(f"left out {', '.join(map(str, too_many[:8]))}: above the planner's "
+                           f"largest, {MAX_DEVICES:,} {words.devices}")
+            if why:
+                notes.append("; ".join(why) + ("" if kept else "; none of the list is left, "
+                                               "showing powers of two"))
             if kept:
                 return kept[:MAX_CURVE_POINTS], notes
     small = [d for d in (2**i for i in range(15)) if d < g and d <= top]
@@ -514,7 +522,7 @@ def _option(kind: str, label: str, p: Prediction, goal: Goal, reference_batch: i
 
 def _quality_sweep(profile: Profile, scenario: Scenario, devices: int):
     """Time to quality vs global batch at ``devices`` (needs a critical batch size)."""
-    b_crit = scenario.critical_batch_size or profile.workload.critical_batch_size
+    b_crit = resolve_goal(profile, scenario).critical_batch  # the profile's noise scale too
     if b_crit is None:
         return [], False
     e_min = scenario.min_samples_to_quality or profile.workload.min_samples_to_quality
@@ -588,6 +596,11 @@ def make_plan(profile: Profile, state: AppState) -> Plan:
     rows = predict(profile, scenario)
     knee = _knee(rows)
     focus = _focus(state, rows)
+    if state.focus is not None and focus.devices != state.focus:  # a count the plan left out
+        words = nouns_for(profile.hardware.device_name)
+        notes.append(f"focus {words.count(state.focus)} is not among the counts predicted "
+                     f"(see the note above on what was left out); showing "
+                     f"{words.count(focus.devices)}")
     _, remedies = rank_remedies(profile, scenario, focus.devices)
     best = next((r for r in remedies if r.helps), None)
 

@@ -519,7 +519,12 @@ def _shared_banner(plan: Plan) -> None:
             "controls to try your own settings; compare them with the shared ones below.")
     if not st.toggle("Compare with my settings", key="compare_shared"):
         return
-    theirs = _plan(shared["profile"], shared["state"])
+    try:
+        theirs = _plan(shared["profile"], shared["state"])
+    except ScalesimError as exc:  # the shared what-if itself cannot run (the banner's box said)
+        st.warning(f"The shared what-if cannot be predicted, so there is nothing to compare: "
+                   f"{_md(str(exc))}")
+        return
     rows = []
     for who, p in (("shared", theirs), ("mine", plan)):
         h = headline(p)

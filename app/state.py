@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from scalesim import presets
 from scalesim.attention_kernel import DEFAULT_ATTENTION_KERNEL, AttentionKernel
-from scalesim.bounds import bounded, nonzero_floor, url_field
+from scalesim.bounds import bound, bounded, nonzero_floor, url_field
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import exact, number
@@ -264,8 +264,11 @@ def profile_defaults(profile: Profile, messages: list[str] | None = None) -> dic
     """
     wl, hw = profile.workload, profile.hardware
     cbs = wl.critical_batch_size
-    if cbs is None and profile.noise_scale is not None:
+    if (cbs is None and profile.noise_scale is not None
+            and profile.noise_scale.b_simple >= bound("critical_batch").low):
         cbs = profile.noise_scale.b_simple  # B_simple estimates B_noise (McCandlish et al.)
+    # below one sample the control cannot hold it: it stays empty and the model reads the
+    # profile's measured noise scale itself (training_time.resolve_goal), as predict does
     inter = hw.inter_node
     values = {
         "intra": "profile", "inter": "profile",  # the controls show the links the profile has

@@ -330,7 +330,7 @@ QUANTITIES: dict[str, Bound] = {
     ),
     # goal seeking (scalesim goal --deadline --budget, the app's Goal tab)
     "deadline_s": Bound(
-        0, 100 * DAYS_PER_YEAR * 86_400, "s", "a training run's deadline: up to 100 years", low_open=True
+        1, 100 * DAYS_PER_YEAR * 86_400, "s", "a training run's deadline: a second to 100 years"
     ),
     "budget_usd": Bound(
         0.01,

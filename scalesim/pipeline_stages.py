@@ -317,7 +317,9 @@ def layout_stage_words(profile, split) -> str:
     from scalesim.layout_predict import splittable_shape
 
     shape = splittable_shape(profile)
-    return "" if shape is None else stage_words(shape.layers, split.pp, split.virtual_stages)
+    if shape is None or shape.layers < split.pp * split.virtual_stages:
+        return ""  # no stages to speak of: the layout's check refuses more chunks than layers
+    return stage_words(shape.layers, split.pp, split.virtual_stages)
 
 
 def stage_fields(layers: int | None, pp: int, virtual_stages: int = 1) -> dict:

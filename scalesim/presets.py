@@ -533,8 +533,15 @@ def inter_link(kind: str, nics_per_node: int, gbit_per_nic: float, source: str =
                + f" (TCP payload ceiling {TCP_PAYLOAD_CEILING:.2f} is not reached)")
     else:
         raise ScalesimError(f"unknown inter-node link '{kind}'; use infiniband, roce or ethernet")
+    from scalesim.bounds import bound
+
+    busbw = round(efficiency * line_GBps, 3)
+    if problem := bound("busbw_GBps").problem(busbw):  # each factor in bounds, the product not
+        raise ScalesimError(f"{nics_per_node} NICs x {gbit_per_nic:g} Gbit/s gives a bus "
+                            f"bandwidth of {busbw:,.6g} GB/s: {problem}; give fewer NICs or "
+                            "slower ones")
     return LinkLevel(
-        kind=kind, busbw_GBps=round(efficiency * line_GBps, 3), latency_s=latency,
+        kind=kind, busbw_GBps=busbw, latency_s=latency,
         nics_per_node=nics_per_node, gbit_per_nic=gbit_per_nic, algorithm=RING_SIMPLE,
         source=f"{nics_per_node}x{gbit_per_nic:g} Gb/s x {efficiency}: {why}. {source}".strip(),
     )

@@ -48,7 +48,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 
 from scalesim.bounds import BOOL_IS_NO_NUMBER, bounded, holds_bool, items_bounded
 from scalesim.device_nouns import CPU_DEVICE_PREFIX, is_cpu_device, replica_device_name
-from scalesim.errors import ScalesimError, excerpt, require_text
+from scalesim.errors import ScalesimError, excerpt, require_path, require_text
 from scalesim.figures import count
 from scalesim.jsonio import parse_json_text, validation_message
 
@@ -571,6 +571,7 @@ def load_runs(path: str | os.PathLike[str]) -> Runs:
     """Read runs from a ``.csv`` or ``.json`` file."""
     from scalesim.jsonio import read_text
 
+    path = require_path(path, "path")
     try:
         with open(path, "rb") as probe:
             gzipped = probe.read(2) == b"\x1f\x8b"

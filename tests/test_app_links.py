@@ -103,3 +103,38 @@ def test_an_empty_device_list_on_the_my_list_grid_is_said_on_the_page():
     assert not at.exception
     assert any(i.value.startswith("the device list is empty; showing powers of two up to 16")
                for i in at.info)
+
+
+def test_comparing_with_a_shared_link_that_cannot_run_says_so():
+    """Session 31 audit: the toggle re-planned the shared what-if (tp 3 on llama3-8b) outside
+    any try and the page stopped on a ScalesimError."""
+    at = open_app({"v": "12", "wl": "llama3-8b", "tp": "3", "at": "2025-01-01"})
+    at.toggle(key="compare_shared").set_value(True)
+    at.run()
+    assert not at.exception
+    assert any(w.value.startswith("The shared what-if cannot be predicted") for w in at.warning)
+
+
+def test_links_the_planner_refuses_fast_keep_the_page():
+    """A link of 1024 NICs x 10 Tbit/s (each in bounds, the product past 100 TB/s) raised a
+    pydantic traceback; pp 4 x 100,000 virtual stages hung in the stage words (square in
+    pp x v) before the layout's check refused it."""
+    for query, says in (
+        ({"v": "12", "inter": "roce", "nics": "1024", "gbit": "10000"},
+         "1024 NICs x 10000 Gbit/s gives a bus bandwidth"),
+        ({"v": "12", "wl": "llama3-70b", "pp": "4", "sched": "interleaved", "vs": "100000",
+          "dmax": "64"}, "Cannot predict this scenario"),
+    ):
+        at = open_app(query)
+        assert not at.exception
+        assert any(says in e.value for e in at.error), [e.value for e in at.error]
+
+
+def test_a_focus_the_plan_left_out_says_which_count_is_shown():
+    """focus=1 with tp 2 (1 device is no multiple of 2): the page showed 16 devices without a
+    word while the link said focus=1 (session 31 audit)."""
+    at = open_app({"v": "12", "hw": "dgx-h100", "wl": "llama3-8b", "tp": "2", "mb": "1",
+                   "focus": "1"})
+    assert not at.exception
+    assert any(i.value.startswith("focus 1 device is not among the counts predicted")
+               and i.value.endswith("showing 16 devices") for i in at.info)

@@ -133,3 +133,24 @@ def test_a_device_without_a_clock_reading_is_said(tmp_path):
     report = parse_smi_csv(path)
     assert [d.index for d in report.devices] == [0, 2]
     assert any(n.startswith("device 1 in the log with no SM clock reading") for n in report.notes)
+
+
+def test_a_noise_scale_below_one_sample_is_used_without_blaming_the_link():
+    """The shipped H200 calibration measured B_simple 0.23: the app put it in the critical
+    batch control (>= 1), warned 'Share link: ... ask the sender for a new link', left the
+    control empty and the time-to-quality tab asked for a critical batch, while its headline
+    used the 0.23 as predict does. Now the control stays empty without a message, and the
+    tab's curve uses the profile's noise scale."""
+    from app.plan import make_plan
+    from app.state import AppState, profile_defaults
+    from scalesim import presets
+    from scalesim.profiles import profile_from_presets
+    from scalesim.schemas import NoiseScale
+
+    profile = profile_from_presets(presets.get_hardware("dgx-h100"),
+                                   presets.get_workload("gpt-7b")).model_copy(update={
+        "noise_scale": NoiseScale(b_simple=0.23, small_batch=32, big_batch=64)})
+    messages = []
+    assert profile_defaults(profile, messages)["cbs"] is None and messages == []
+    plan = make_plan(profile, AppState(dmax=16))
+    assert plan.quality  # the curve is drawn

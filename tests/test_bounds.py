@@ -292,7 +292,9 @@ def test_validation_case_point_device_count_overflow(tmp_path, capsys):
     data = _case(params=25e6)
     data["cases"][0]["points"][1]["devices"] = 2**63
     code, out, err = run_cli(capsys, ["validate", _write(tmp_path, "cases.json", data), "--json"])
-    assert code == 0 and err == "", err
+    # the anchor alone is left: nothing to score, exit 2 with one line (session 31)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "no point was predicted" in err
     (case,) = json.loads(out)["cases"]
     assert [p["devices"] for p in case["points"]] == [1]
     assert any(

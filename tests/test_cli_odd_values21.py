@@ -279,10 +279,10 @@ def test_a_deadline_reads_unit_words_and_years(capsys, typed, seconds):
         ),
         (
             "1e400",
-            "'1e400' overflows a float; it is outside 0 < x <= 3,155,760,000 s (a training "
-            "run's deadline: up to 100 years)",
+            "'1e400' overflows a float; it is outside 1 <= x <= 3,155,760,000 s (a training "
+            "run's deadline: a second to 100 years)",
         ),
-        ("101y", "'101y': 3,187,317,600 is outside 0 < x <= 3,155,760,000 s"),
+        ("101y", "'101y': 3,187,317,600 is outside 1 <= x <= 3,155,760,000 s"),
     ],
 )
 def test_a_deadline_refusal_says_what_to_write(capsys, typed, says):
