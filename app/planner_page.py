@@ -127,7 +127,7 @@ def _set_profile(profile: Profile, src: str, origin: str) -> list[str]:
     """
     state: AppState = ss["app_state"]
     messages: list[str] = []
-    defaults = profile_defaults(profile, messages)
+    defaults = profile_defaults(profile, messages, messages)  # the loaded message says both
     ss["profile"], ss["profile_origin"] = profile, origin
     ss["app_state"] = state.model_copy(update={**defaults, "src": src})
     for name, value in defaults.items():

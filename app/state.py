@@ -256,19 +256,27 @@ def preset_profile(state: AppState) -> Profile:
     return profile_from_presets(presets.get_hardware(state.hw), load_workload(state.wl))
 
 
-def profile_defaults(profile: Profile, messages: list[str] | None = None) -> dict[str, Any]:
+def profile_defaults(profile: Profile, messages: list[str] | None = None,
+                     notes: list[str] | None = None) -> dict[str, Any]:
     """Control values a newly chosen profile brings (its server size, batch, price...).
 
     A value outside a control's bounds falls back to the control's default, with a one-line
-    message appended to ``messages``.
+    message appended to ``messages``; what the profile holds that no control shows but the
+    model uses all the same (a noise scale below one sample) is said in ``notes``.
     """
     wl, hw = profile.workload, profile.hardware
     cbs = wl.critical_batch_size
-    if (cbs is None and profile.noise_scale is not None
-            and profile.noise_scale.b_simple >= bound("critical_batch").low):
+    if cbs is None and profile.noise_scale is not None:
         cbs = profile.noise_scale.b_simple  # B_simple estimates B_noise (McCandlish et al.)
-    # below one sample the control cannot hold it: it stays empty and the model reads the
-    # profile's measured noise scale itself (training_time.resolve_goal), as predict does
+        if cbs < bound("critical_batch").low:
+            # the control cannot hold it: it stays empty and the model reads the profile's
+            # measured noise scale itself (training_time.resolve_goal), as predict does
+            if notes is not None:
+                notes.append(f"the profile's measured noise scale B_simple ({cbs:.2g} "
+                                "samples) is below the critical batch control's least (1 "
+                                "sample): the control ('cbs') stays empty and the model uses "
+                                "the measured value")
+            cbs = None
     inter = hw.inter_node
     values = {
         "intra": "profile", "inter": "profile",  # the controls show the links the profile has

@@ -139,10 +139,11 @@ def test_a_noise_scale_below_one_sample_is_used_without_blaming_the_link():
     """The shipped H200 calibration measured B_simple 0.23: the app put it in the critical
     batch control (>= 1), warned 'Share link: ... ask the sender for a new link', left the
     control empty and the time-to-quality tab asked for a critical batch, while its headline
-    used the 0.23 as predict does. Now the control stays empty without a message, and the
-    tab's curve uses the profile's noise scale."""
-    from app.plan import make_plan
-    from app.state import AppState, profile_defaults
+    used the 0.23 as predict does. Now the control stays empty with a message that says so
+    (no link is blamed), and the tab's curve uses the profile's noise scale."""
+    from scalesim.app.plan import make_plan
+    from scalesim.app.state import AppState, profile_defaults
+
     from scalesim import presets
     from scalesim.profiles import profile_from_presets
     from scalesim.schemas import NoiseScale
@@ -150,7 +151,11 @@ def test_a_noise_scale_below_one_sample_is_used_without_blaming_the_link():
     profile = profile_from_presets(presets.get_hardware("dgx-h100"),
                                    presets.get_workload("gpt-7b")).model_copy(update={
         "noise_scale": NoiseScale(b_simple=0.23, small_batch=32, big_batch=64)})
-    messages = []
-    assert profile_defaults(profile, messages)["cbs"] is None and messages == []
+    messages, notes = [], []
+    assert profile_defaults(profile, messages, notes)["cbs"] is None
+    assert messages == []  # nothing is wrong: a link carrying this profile warns of nothing
+    assert notes == ["the profile's measured noise scale B_simple (0.23 samples) is below the "
+                        "critical batch control's least (1 sample): the control ('cbs') stays "
+                        "empty and the model uses the measured value"]
     plan = make_plan(profile, AppState(dmax=16))
     assert plan.quality  # the curve is drawn

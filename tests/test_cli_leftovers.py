@@ -32,7 +32,7 @@ def test_a_negative_deadline_reaches_its_bound(capsys, argv):
     code, _, err = run_cli(capsys, [*GOAL, *argv])
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "expected one argument" not in err and "not a duration" not in err, err
-    assert "argument --deadline" in err and "is outside 0 < x" in err, err
+    assert "argument --deadline" in err and "is outside 1 <= x" in err, err
     assert "a training run's deadline" in err, err  # the rule
 
 
