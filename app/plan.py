@@ -169,6 +169,11 @@ def device_counts(state: AppState, devices_per_node: int,
         servers = max(top // g, 1)
         stride = -(-servers // MAX_CURVE_POINTS)
         big = [n * g for n in range(1, servers + 1, stride)]
+        if stride > 1:  # thinned: keep the largest count, and say so
+            big = [*big[: MAX_CURVE_POINTS - 1], servers * g]
+            notes.append(f"every {words.server}: {servers:,} {words.servers} thinned to every "
+                         f"{stride}th up to {whole(servers * g)} {words.devices}, the largest "
+                         f"kept ({MAX_CURVE_POINTS} points at most)")
     else:
         big, n = [], 1
         while n * g <= max(top, g):

@@ -490,7 +490,7 @@ def check_shard_group(shard_group: int | None, devices, dp, zero, framework,
     bad = np.flatnonzero(why.ravel() != "")
     if bad.size:
         p = np.broadcast_to(np.asarray(devices), why.shape).ravel()
-        raise ScalesimError(f"{why.ravel()[bad[0]]} (at {int(p[bad[0]])} {nouns.devices})")
+        raise ScalesimError(f"{why.ravel()[bad[0]]} (at {nouns.count(int(p[bad[0]]))})")
 
 
 def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, accumulation,
