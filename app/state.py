@@ -273,9 +273,9 @@ def profile_defaults(profile: Profile, messages: list[str] | None = None,
             # measured noise scale itself (training_time.resolve_goal), as predict does
             if notes is not None:
                 notes.append(f"the profile's measured noise scale B_simple ({cbs:.2g} "
-                                "samples) is below the critical batch control's least (1 "
-                                "sample): the control ('cbs') stays empty and the model uses "
-                                "the measured value")
+                             "samples) is below the critical batch control's least (1 "
+                             "sample): the control ('cbs') stays empty and the model uses "
+                             "the measured value")
             cbs = None
     inter = hw.inter_node
     values = {

@@ -526,7 +526,7 @@ def load_profile(path: str | os.PathLike[str]) -> Profile:
 def _json_path(spec: str) -> bool:
     """Whether ``spec`` names a JSON file rather than a preset: a ``.json`` name, or any file
     that exists (a pipe, ``<(cat hw.json)``, has no suffix)."""
-    return spec.endswith(".json") or os.path.isfile(spec) or spec.startswith("/dev/fd/")
+    return spec.endswith(".json") or (os.path.exists(spec) and not os.path.isdir(spec))
 
 
 def load_hardware(spec: str) -> Hardware:
