@@ -686,6 +686,10 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no precision "
                             f"choice ({DEFAULT_PRECISION} matmuls)")
+    for since, remedies in ((7, V7_REMEDIES), (12, V12_REMEDIES)):  # scenario B's later choices
+        if int(version) < since and flat.get("b") in remedies:
+            messages.append(f"ignored b={flat.pop('b')}: a v{version} link has no such scenario "
+                            "B (it opens with the best remedy)")
     fingerprint = flat.pop("ph", None)
     blob = flat.pop("prof", None)
     unknown = sorted(k for k in flat if k not in AppState.model_fields)

@@ -138,3 +138,17 @@ def test_a_focus_the_plan_left_out_says_which_count_is_shown():
     assert not at.exception
     assert any(i.value.startswith("focus 1 device is not among the counts predicted")
                and i.value.endswith("showing 16 devices") for i in at.info)
+
+
+def test_an_old_link_with_a_later_scenario_b_is_said_and_ignored():
+    """`?v=2&b=fp8` was read as v12's fp8 scenario B in silence (session 31 audit), while other
+    later values (rs=op-sac before v8) were ignored with a message."""
+    from scalesim.app.state import decode_query
+
+    state, _, messages = decode_query({"v": "2", "b": "fp8", "hw": "dgx-h100",
+                                       "wl": "llama3-8b"})
+    assert state.b == "best"
+    assert messages == ["ignored b=fp8: a v2 link has no such scenario B (it opens with the "
+                        "best remedy)"]
+    state, _, messages = decode_query({"v": "7", "b": "attention_kernel"})
+    assert state.b == "attention_kernel" and messages == []
