@@ -127,7 +127,7 @@ def test_not_applicable_where_the_timings_ran_their_own_kernel():
 
 # ------------------------------------------------------------------------------------ the app
 
-LINK = {"v": "6", "hw": "dgx-h100", "wl": "llama3-8b", "dmax": "16", "strat": "zero3",
+LINK = {"v": "7", "hw": "dgx-h100", "wl": "llama3-8b", "dmax": "16", "strat": "zero3",
         "mb": "1", "ak": "flash2", "b": "attention_kernel"}
 
 
