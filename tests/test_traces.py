@@ -405,3 +405,62 @@ def test_a_number_past_pythons_digit_limit_is_one_line(tmp_path, capsys):
     assert main(["predict", "--workload", str(workload), "--devices", "8"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "number too long to read" in err
+
+
+def test_a_step_number_given_twice_is_refused(tmp_path):
+    """Every step named ProfilerStep#2: steps were paired with the wrong ones across ranks and a
+    straggler named (session 31 audit); torch numbers each step once."""
+    data = gpu_trace()
+    for ev in data["traceEvents"]:
+        if ev["name"].startswith("ProfilerStep#"):
+            ev["name"] = "ProfilerStep#2"
+    with pytest.raises(ScalesimError, match="ProfilerStep#2 appears 2 times"):
+        traces.summarise(write(tmp_path, "r0.json", data))
+
+
+def test_overlapping_steps_mixed_gpus_and_step_counts_are_noted(tmp_path):
+    from scalesim.diagnosis import diagnose_traces
+
+    data = gpu_trace()
+    for ev in data["traceEvents"]:
+        if ev["name"] == "ProfilerStep#2" and ev["cat"] == "user_annotation":
+            ev["ts"] -= 200.0  # starts 200 us before step 1 ends
+    summary = traces.summarise(write(tmp_path, "r0.json", data))
+    assert any("1 ProfilerStep(s) start before the step before them ends" in n
+               for n in summary.notes)
+    other = gpu_trace(1)
+    other["deviceProperties"] = [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}]
+    other["traceEvents"] = [ev for ev in other["traceEvents"]
+                            if not ev["name"].endswith("#2")]  # one step of two
+    first = gpu_trace(0)
+    first["deviceProperties"] = [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}]
+    for ev in (*first["traceEvents"], *other["traceEvents"]):
+        if ev.get("cat") == "kernel":
+            ev["args"] = {**ev.get("args", {}), "device": 0}
+    report = diagnose_traces(traces.load_traces(
+        [str(write(tmp_path, "a.json", first)), str(write(tmp_path, "b.json", other))]), "x")
+    assert any(n.startswith("the ranks name different GPUs (NVIDIA A100-SXM4-80GB: rank 0; "
+                            "NVIDIA H100 80GB HBM3: rank 1)") for n in report.notes), report.notes
+    assert ("the ranks recorded different numbers of steps (rank 1 1, rank 0 2): ranks are "
+            "compared on the steps they share") in report.notes
+
+
+def test_a_trace_through_a_pipe_is_read_once(tmp_path):
+    """`diagnose --trace <(zcat r0.json.gz)` failed: the gzip probe opened the pipe, read its
+    first bytes and closed it, and the read found the rest."""
+    import os
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    payload = gzip.compress(json.dumps(gpu_trace()).encode())
+
+    def feed():
+        with open(fifo, "wb") as fh:
+            fh.write(payload)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    summary = traces.summarise(fifo)
+    writer.join()
+    assert len(summary.steps) == 2
