@@ -159,3 +159,10 @@ def test_a_noise_scale_below_one_sample_is_used_without_blaming_the_link():
                         "empty and the model uses the measured value"]
     plan = make_plan(profile, AppState(dmax=16))
     assert plan.quality  # the curve is drawn
+
+
+def test_plan_in_fp8_says_its_mfu_is_against_the_fp8_peak(capsys):
+    assert main(["plan", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8",
+                 "--global-batch", "64", "--precision", "fp8"]) == 0
+    out = capsys.readouterr().out
+    assert "(docs/model.md §13, fp8); MFU against the fp8 peak" in out
