@@ -572,11 +572,13 @@ def load_runs(path: str | os.PathLike[str]) -> Runs:
     from scalesim.jsonio import read_text
 
     path = require_path(path, "path")
-    try:
-        with open(path, "rb") as probe:
-            gzipped = probe.read(2) == b"\x1f\x8b"
-    except OSError:
-        gzipped = False  # read_text says why it cannot be read
+    gzipped = False  # probed on a regular file only: a pipe (<(cat runs.csv)) is read once
+    if os.path.isfile(path):
+        try:
+            with open(path, "rb") as probe:
+                gzipped = probe.read(2) == b"\x1f\x8b"
+        except OSError:
+            pass  # read_text says why it cannot be read
     if gzipped:
         raise ScalesimError(f"{Path(path)}: a gzip file, as torch.profiler saves traces "
                             f"(.json.gz); read a trace with scalesim diagnose --trace {Path(path)}; "

@@ -56,3 +56,25 @@ def test_a_rank_slower_than_its_run_is_refused(tmp_path, capsys):
     path.write_text("devices,nodes,step_time_s,rank_step_times_s\n1,1,0.1,0.1\n2,1,0.11,0.1;5\n")
     assert main(["diagnose", str(path)]) == 2
     assert "run 2 lists a rank step time of 5 s, 45.5x its step time" in capsys.readouterr().err
+
+
+def test_a_runs_file_through_a_pipe_is_read_once(tmp_path):
+    """The gzip probe added in session 31 read the first bytes of a pipe (`<(cat runs.csv)`)
+    and the runs then read an empty file; a pipe is read once, as before."""
+    import os
+    import threading
+
+    from scalesim.runs import load_runs
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+
+    def feed():
+        with open(fifo, "w") as fh:
+            fh.write("devices,nodes,step_time_s\n1,1,1.0\n2,1,1.1\n")
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    runs = load_runs(fifo)
+    writer.join()
+    assert list(runs.devices) == [1, 2]
