@@ -63,6 +63,17 @@ def larger_than_server(sizes: Sequence[int] | None, server_devices: int) -> str 
     return None
 
 
+def not_dividing_server(sizes: Sequence[int] | None, server_devices: int) -> str | None:
+    """The one-line problem where an instance shape does not divide a server of
+    ``server_devices`` GPUs (a hardware file's shapes: a server is rented whole or in equal
+    parts, 1, 2, 4 or 8 of 8); None where every shape divides it (or there are none)."""
+    odd = [int(n) for n in sizes or () if server_devices % int(n)]
+    if odd:
+        return (f"instance_sizes: {odd[0]} GPUs does not divide a server's {server_devices} "
+                "(devices_per_node); give shapes that split it evenly, as clouds rent them")
+    return None
+
+
 def job_sizes(chosen: Sequence[int] | None, listed: Sequence[int] | None, server_devices: int,
               used_per_server: int | None = None) -> list[int]:
     """The instance shapes a job is billed in, GPUs each: the scenario's (``chosen``), else the

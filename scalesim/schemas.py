@@ -26,7 +26,7 @@ from scalesim.attention_kernel import (
     DEFAULT_ATTENTION_KERNEL,
     AttentionKernel,
 )
-from scalesim.billing import larger_than_server
+from scalesim.billing import larger_than_server, not_dividing_server
 from scalesim.bounds import (
     BOOL_IS_NO_NUMBER,
     bound,
@@ -321,13 +321,9 @@ class Hardware(_Strict):
 
     @model_validator(mode="after")
     def _sizes_fit(self) -> Hardware:
-        if problem := larger_than_server(self.instance_sizes, self.devices_per_node):
-            raise ValueError(problem)
-        odd = [n for n in self.instance_sizes or [] if self.devices_per_node % n]
-        if odd:  # a server is rented whole or in equal parts (1, 2, 4 or 8 of 8 GPUs)
-            raise ValueError(f"instance_sizes: {odd[0]} GPUs does not divide a server's "
-                             f"{self.devices_per_node} (devices_per_node); give shapes that "
-                             "split it evenly, as clouds rent them")
+        for rule in (larger_than_server, not_dividing_server):
+            if problem := rule(self.instance_sizes, self.devices_per_node):
+                raise ValueError(problem)
         return self
 
 
