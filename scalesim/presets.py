@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scalesim.attention_kernel import ATTENTION_KERNELS, FLASH2_KERNEL
+from scalesim.bounds import bound
 from scalesim.errors import ScalesimError, excerpt
 from scalesim.model.transformer import activation_bytes_per_layer
 from scalesim.schemas import (
@@ -533,8 +534,6 @@ def inter_link(kind: str, nics_per_node: int, gbit_per_nic: float, source: str =
                + f" (TCP payload ceiling {TCP_PAYLOAD_CEILING:.2f} is not reached)")
     else:
         raise ScalesimError(f"unknown inter-node link '{kind}'; use infiniband, roce or ethernet")
-    from scalesim.bounds import bound
-
     busbw = round(efficiency * line_GBps, 3)
     if problem := bound("busbw_GBps").problem(busbw):  # each factor in bounds, the product not
         raise ScalesimError(f"{nics_per_node} NICs x {gbit_per_nic:g} Gbit/s gives a bus "
