@@ -79,10 +79,13 @@ def job_sizes(chosen: Sequence[int] | None, listed: Sequence[int] | None, server
     """The instance shapes a job is billed in, GPUs each: the scenario's (``chosen``), else the
     hardware's (``listed``), else its whole server of ``server_devices`` GPUs (a job on 4 GPUs
     of an 8-GPU server still rents the server). ScalesimError where a chosen shape holds more
-    GPUs than a server: the larger of the hardware's and the ``used_per_server`` GPUs the job
-    puts on each."""
-    if problem := larger_than_server(chosen, max(server_devices, used_per_server or 0)):
-        raise ScalesimError(problem)
+    GPUs than a server (the larger of the hardware's and the ``used_per_server`` GPUs the job
+    puts on each) or does not divide it: the hardware file's rules (``schemas.Hardware``), so
+    ``--instance-sizes 3`` is refused as a file's ``[3]`` is, not billed as 9 of 8 GPUs."""
+    server = max(server_devices, used_per_server or 0)
+    for rule in (larger_than_server, not_dividing_server):
+        if problem := rule(chosen, server):
+            raise ScalesimError(problem)
     return [int(n) for n in chosen or listed or [server_devices]]
 
 

@@ -172,9 +172,22 @@ def test_billing_words_say_the_instance_not_a_server_of_its_size():
     assert billing_words(8, [1]) == "billed per GPU"
     three = billing_words(8, [3])
     assert "server of 3" not in three and "instance of 3 GPUs" in three
-    assert billed_devices([8], 8, [3])[0] == 9
+    assert billed_devices([8], 8, [3])[0] == 9  # the arithmetic; job_sizes refuses the shape
     # 4 GPUs used of an 8-GPU server: still the whole server
     assert billing_words(4, [8]) == "billed per whole server of 8 GPUs"
+
+
+def test_cli_instance_sizes_that_do_not_divide_a_server_are_refused_as_a_files_are(capsys):
+    """``--instance-sizes 3`` on 8-GPU servers was accepted and billed 8 GPUs as 9, while a
+    hardware file with ``instance_sizes: [3]`` was refused (session 31): one rule for both
+    now (``billing.job_sizes``), on every command that bills."""
+    for argv in (["predict"], ["decide"], ["plan", "--global-batch", "512"],
+                 ["goal", "--train-samples", "1e9", "--deadline", "1d", "--budget", "1e6"]):
+        code, _, err = run_cli(capsys, argv + ["--instance-sizes", "3,8"])
+        assert code == 2 and err.count("\n") == 1, (argv, err)
+        assert "instance_sizes: 3 GPUs does not divide a server's 8" in err, (argv, err)
+    code, _, _ = run_cli(capsys, ["predict", "--instance-sizes", "1,2,4,8"])
+    assert code == 0
 
 
 def test_a_cpu_calibrations_devices_are_billed_as_its_processes_with_the_price_said(capsys):
