@@ -234,6 +234,13 @@ QUANTITIES: dict[str, Bound] = {
         "ranks that shard the ZeRO states (hybrid sharding): a divisor of dp x cp",
         integer=True,
     ),
+    "bubble_micro_steps": Bound(
+        0.0,
+        100_000,
+        "micro-steps",
+        "pipeline fill and drain per optimizer step, in micro-step times: (pp - 1)/v for 1F1B and "
+        "interleaved; at most one stage per layer",
+    ),
     "virtual_stages": Bound(
         1,
         100_000,

@@ -957,6 +957,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                              and fit.multi_node_measured else None),
         "rmse_rel": fit.rmse_rel,
         "noise_rel": fit.noise_rel,
+        "bubble_micro_steps": runs.bubble_micro_steps,  # a step: k + this stage micro-steps
         "loader_limiting": bool(np.any(model.data_stall_s > 0)),
     }
     details = {
@@ -1041,14 +1042,28 @@ def _as_replicas(runs, transformer, extrapolate_to: list[int] | None):
             "link's fitted bandwidth is a replica's, the sum of its "
             f"{words.devices}' concurrent exchanges")
     if runs.model_split["pp"] > 1:
-        note += ("; the pipeline bubble is part of a replica's compute too, so remedies that "
-                 "add micro-batches to a step (accumulation) are predicted without "
-                 "the bubble they shrink: their gains are understated")
+        note += "; " + pipeline_bubble_words(first)
     if spans > 1:
         note += (f"; a replica spans {spans} {words.servers}, so a faster network's gain, "
                  f"priced on one {words.server}'s NICs, is understated")
     note += ' (docs/diagnose.md "Runs that split the model")'
     return replicas, extrapolate_to, note
+
+
+def pipeline_bubble_words(row) -> str:
+    """How the fit charges the fill and drain of ``row``'s pipeline (a ``runs.RunRow`` with
+    pp > 1): its schedule, as given or assumed, and the micro-step times it idles a step."""
+    v = row.virtual_stages
+    schedule = row.schedule or ("interleaved" if v > 1 else "1f1b")
+    given = "" if row.schedule else ", assumed: no schedule column"
+    chunks = f" x {v} chunks" if schedule == "interleaved" else ""
+    rule = {"1f1b": "(pp - 1)", "gpipe": "(pp - 1)", "interleaved": "(pp - 1)/v",
+            "zb": "a third of (pp - 1)"}[schedule]
+    return (f"the replicas' pipeline ({row.pp} stages{chunks}, schedule {schedule}{given}) idles "
+            f"{rule} = {row.pipeline_bubble:.3g} micro-steps of one stage a step in fill and drain "
+            "(Narayanan et al. 2021 §2.2; zero bubble: Qi et al. 2023), so a step of k "
+            f"micro-batches is fitted as k + {row.pipeline_bubble:.3g} stage micro-steps and "
+            "more micro-batches (accumulation) shrink the bubble's share")
 
 
 def _runs_shard_group(runs, measured, exchange, extrapolate_to: list[int] | None):
@@ -2423,8 +2438,11 @@ def _runs_tables(report: Report) -> list[str]:
         return " (not shown by the runs: held)" if name in fit["not_shown"] else " (fixed)"
 
     out.append(f"fit (rms residual {fit['rmse_rel']:.1%}, noise {fit['noise_rel']:.1%}):")
+    bubble = fit.get("bubble_micro_steps", 0.0)  # a report written before it had none
     out.append(f"  compute: {p['overhead_s'] * 1e3:.3g} ms per micro-step{pm('overhead_s')} + "
-               f"{p['per_sample_s'] * 1e3:.3g} ms per sample{pm('per_sample_s')}")
+               f"{p['per_sample_s'] * 1e3:.3g} ms per sample{pm('per_sample_s')}"
+               + (f", one pipeline stage's: a step of k micro-batches takes k + {bubble:.3g} of "
+                  "them (fill and drain)" if bubble else ""))
     intra = (f"{link_GBps(fit['intra_busbw_GBps'])} busbw" if fit["intra_busbw_GBps"]
              else f"gradient transfer {p['intra_transfer_s'] * 1e3:.3g} ms")
     out.append(f"  {words.link('intra_node')}: {intra}{pm('intra_transfer_s')}")

@@ -207,6 +207,9 @@ class Layout:
     micro_batch: np.ndarray
     accumulation: np.ndarray
     straggler_delay_s: np.ndarray  # measured max - median of rank times (0 when unknown)
+    # micro-step times of pipeline fill and drain a step, where a device is a pipelined model
+    # replica (``Runs.bubble_micro_steps``); 0: none
+    bubble_micro_steps: float = 0.0
 
     @property
     def devices_per_node(self) -> np.ndarray:
@@ -271,7 +274,8 @@ def _straggler_delays(runs: Runs) -> np.ndarray:
 
 
 def measured_layout(runs: Runs) -> Layout:
-    return Layout(runs.devices, runs.nodes, runs.micro_batch, runs.accumulation, _straggler_delays(runs))
+    return Layout(runs.devices, runs.nodes, runs.micro_batch, runs.accumulation,
+                  _straggler_delays(runs), runs.bubble_micro_steps)
 
 
 def step_inputs(values: dict[str, float], layout: Layout, gradient_bytes: float, overlap: bool,
@@ -290,6 +294,7 @@ def step_inputs(values: dict[str, float], layout: Layout, gradient_bytes: float,
         per_sample_s=values["per_sample_s"],
         optimizer_step_s=0.0,
         backward_fraction=2.0 / 3.0,
+        bubble_micro_steps=layout.bubble_micro_steps,
         params=gradient_bytes / exchange.wire_bytes_per_param,
         **exchange.step_fields(),
         intra_latency_s=INTRA_LATENCY_S,
@@ -345,8 +350,9 @@ def _setup(runs: Runs):
     node_thr = runs.samples_per_s / runs.nodes
     med = float(np.median(step))
     g_rows = runs.devices // runs.nodes
+    slots = runs.micro_batch * (runs.accumulation + runs.bubble_micro_steps)  # a pipeline's too
     init = {
-        "per_sample_s": float(np.min(step / work)),
+        "per_sample_s": float(np.min(step / slots)),
         "overhead_s": 0.0,
         "intra_transfer_s": 0.2 * med,
         "inter_transfer_s": 0.5 * med,
@@ -714,7 +720,7 @@ def extrapolation_layout(runs: Runs, devices: list[int], g: int) -> Layout:
     delays = np.zeros(p.shape)
     last_delay = _straggler_delays(runs)[-1]
     delays[:] = last_delay
-    return Layout(p, p // per_node, b, k, delays)
+    return Layout(p, p // per_node, b, k, delays, runs.bubble_micro_steps)
 
 
 def default_extrapolation_devices(runs: Runs) -> list[int]:
@@ -896,6 +902,7 @@ def fitted_profile(
         **device,
         cpu_cores_per_node=g,
         comm_compute_contention=0.0,  # as fitted: phi absorbs any slowdown beside collectives
+        device_speed_cv=0.0,  # as fitted: jitter_cv and a slow device absorb the devices' spread
         intra_node=LinkLevel(
             kind="fitted",
             busbw_GBps=clip("busbw_GBps", fit.busbw_GBps("intra")),
@@ -932,6 +939,7 @@ def fitted_profile(
         **shape,
         micro_batch=max(int(round(runs.micro_batch[-1])), 1),
         critical_batch_size=critical_batch_size,
+        pipeline_bubble_micro_steps=runs.bubble_micro_steps,  # a replica's pipeline, if any
     )
     compute = ComputeCurve(
         overhead_s=clip("duration_s", v["overhead_s"]),

@@ -265,6 +265,7 @@ def scenario_inputs(profile: Profile, scenario: Scenario, devices=None):
                                           profile.compute.colocated_devices),
         optimizer_step_s=optimizer_alone_s,
         backward_fraction=wl.backward_fraction,
+        bubble_micro_steps=wl.pipeline_bubble_micro_steps,
         params=wl.params,
         wire_bytes_per_param=wl.wire_bytes_per_param,
         intra_latency_s=_pick(scenario.intra_latency_s, intra.latency_s),

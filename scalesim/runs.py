@@ -40,8 +40,9 @@ import csv
 import io
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
@@ -55,8 +56,9 @@ from scalesim.jsonio import parse_json_text, validation_message
 REQUIRED = ("devices", "nodes")
 COLUMNS = ("devices", "nodes", "samples_per_s", "step_time_s", "per_device_batch", "global_batch",
            "accumulation", "data_wait_s", "comm_s", "rank_step_times_s", "steps_to_target",
-           "device", "tp", "pp", "cp")
+           "device", "tp", "pp", "cp", "schedule", "virtual_stages")
 MODEL_SPLIT = ("tp", "pp", "cp")  # the degrees that split the model: a replica is their product
+PIPELINE_COLUMNS = ("schedule", "virtual_stages")  # how a replica's pipeline runs (pp > 1)
 TIMED = ("data_wait_s", "comm_s", "rank_step_times_s")  # real seconds, not per unit of work
 # A rank's step time may exceed the run's (a median over steps) by measurement noise, not more
 RANK_TIME_SLACK = 1.1
@@ -90,6 +92,10 @@ class RunRow(BaseModel):
     tp: int = bounded("tp_degree", 1)  # tensor-parallel degree (the model split: module docstring)
     pp: int = bounded("pp_degree", 1)  # pipeline stages
     cp: int = bounded("cp_degree", 1)  # context-parallel degree
+    # the pipeline's schedule (pp > 1; None: 1f1b, or interleaved with virtual_stages > 1) and
+    # its model chunks per rank: they set the bubble a replica pays (``pipeline_bubble``)
+    schedule: Literal["gpipe", "1f1b", "interleaved", "zb"] | None = None
+    virtual_stages: int = bounded("virtual_stages", 1)
 
     @field_validator("*", mode="before")
     @classmethod
@@ -107,6 +113,12 @@ class RunRow(BaseModel):
             if len(value) > MAX_DEVICE_CHARS:
                 raise ValueError(f"device: a name of at most {MAX_DEVICE_CHARS} characters")
         return value or None
+
+    @field_validator("schedule", mode="before")
+    @classmethod
+    def _schedule_case(cls, value):
+        """'1F1B', 'Interleaved' as Megatron and torchtitan print them."""
+        return value.strip().lower() or None if isinstance(value, str) else value
 
     @field_validator("rank_step_times_s", mode="before")
     @classmethod
@@ -131,6 +143,13 @@ class RunRow(BaseModel):
             raise ValueError(f"{self.nodes} nodes for {self.devices} devices")
         if self.devices % self.nodes:
             raise ValueError(f"{self.devices} devices do not split evenly over {self.nodes} nodes")
+        if self.pp == 1 and (self.schedule is not None or self.virtual_stages != 1):
+            raise ValueError("schedule and virtual_stages describe a pipeline: they need pp > 1")
+        if self.schedule == "interleaved" and self.virtual_stages < 2:
+            raise ValueError("the interleaved schedule needs virtual_stages >= 2")
+        if self.virtual_stages > 1 and self.schedule not in (None, "interleaved"):
+            raise ValueError(f"virtual_stages {self.virtual_stages} needs the interleaved "
+                             f"schedule, not {self.schedule}")
         if self.devices % self.replica_devices:
             raise ValueError(f"{self.devices} devices do not split into model replicas of tp "
                              f"{self.tp} x pp {self.pp} x cp {self.cp} = {self.replica_devices} "
@@ -162,6 +181,19 @@ class RunRow(BaseModel):
         """Model replicas: the data-parallel degree."""
         return self.devices // self.replica_devices
 
+    @property
+    def pipeline_bubble(self) -> float:
+        """Micro-step times a replica idles in fill and drain each optimizer step: (pp - 1)/v
+        for 1F1B and interleaved, GPipe's pp - 1, ZB-H1's third (Narayanan et al. 2021 §2.2;
+        ``pipeline_schedule.bubble_microbatches``, docs/model.md §15); 0 without a pipeline."""
+        from scalesim.layout import SCHEDULES
+        from scalesim.model.pipeline_schedule import bubble_microbatches
+
+        if self.pp == 1:
+            return 0.0
+        schedule = self.schedule or ("interleaved" if self.virtual_stages > 1 else "1f1b")
+        return float(bubble_microbatches(SCHEDULES[schedule], self.pp, self.virtual_stages))
+
 
 # columns whose empty cell (or JSON null) means their default
 DEFAULTED = frozenset(n for n, f in RunRow.model_fields.items()
@@ -177,6 +209,9 @@ class Runs:
     notes: tuple[str, ...]
     # set by ``replica_runs``: the split ('tp 8 x pp 2 x cp 1') whose replicas the rows count
     replica_split: str | None = None
+    # set by ``replica_runs``: the fill and drain of the replicas' pipeline, in micro-step times
+    # a step (``RunRow.pipeline_bubble``); the rows' own pp is 1 by then
+    bubble_micro_steps: float = 0.0
 
     @property
     def devices(self) -> np.ndarray:
@@ -288,9 +323,11 @@ def replica_runs(runs: Runs) -> Runs:
     for r in runs.rows:
         _, nodes = group_span(r.replicas, split["tp"] * split["cp"], r.devices // r.nodes)
         rows.append(r.model_copy(update={"devices": r.replicas, "nodes": int(nodes),
-                                         "tp": 1, "pp": 1, "cp": 1}))
+                                         "tp": 1, "pp": 1, "cp": 1, "schedule": None,
+                                         "virtual_stages": 1}))
     words = _split_words(tuple(split.values()))
-    return Runs(rows, runs.source, runs.notes, replica_split=words)
+    return Runs(rows, runs.source, runs.notes, replica_split=words,
+                bubble_micro_steps=runs.rows[0].pipeline_bubble)
 
 
 def thin(runs: Runs, max_runs: int | None = None) -> Runs:
@@ -308,7 +345,7 @@ def thin(runs: Runs, max_runs: int | None = None) -> Runs:
     index = sorted(keep)
     note = (f"{n} distinct runs: the report and the fit use {len(index)} of them, evenly spaced "
             "by device count (the first, the last and the server boundary kept)")
-    return Runs([runs.rows[i] for i in index], runs.source, (*runs.notes, note), runs.replica_split)
+    return replace(runs, rows=[runs.rows[i] for i in index], notes=(*runs.notes, note))
 
 
 @dataclass(frozen=True)
@@ -457,6 +494,13 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
         raise ScalesimError(f"{source}: run {named[0][0]} ran on '{excerpt(named[0][1])}', run "
                             f"{other[0]} on '{excerpt(other[1])}'; one device per runs file")
     split = [tuple(getattr(r, n) for n in MODEL_SPLIT) for r in rows]
+    pipelines = [(r.schedule, r.virtual_stages) for r in rows]
+    if any(s != pipelines[0] for s in pipelines):
+        i = next(i for i, s in enumerate(pipelines) if s != pipelines[0])
+        raise ScalesimError(
+            f"{source}: run 1 runs its pipeline as schedule {pipelines[0][0] or '(none given)'}, "
+            f"virtual_stages {pipelines[0][1]}, run {i + 1} as {pipelines[i][0] or '(none given)'}"
+            f", {pipelines[i][1]}; give one schedule per runs file")
     if any(s != split[0] for s in split):
         i = next(i for i, s in enumerate(split) if s != split[0])
         raise ScalesimError(

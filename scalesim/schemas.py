@@ -512,10 +512,20 @@ class Workload(_Strict):
     transformer: TransformerShape | None = Field(
         default=None, description="architecture; None = a parameter count only (data parallel)"
     )
+    pipeline_bubble_micro_steps: float = bounded(
+        "bubble_micro_steps",
+        0.0,
+        "where each device of this parameter-count model is a model replica run as a pipeline "
+        "(diagnose's runs that split the model): the fill and drain every optimizer step pays, in "
+        "micro-step times, (pp - 1)/v for 1F1B and interleaved; 0: no pipeline",
+    )
     source: str = ""
 
     @model_validator(mode="after")
     def _params_match_shape(self) -> Workload:
+        if self.transformer is not None and self.pipeline_bubble_micro_steps:
+            raise ValueError("pipeline_bubble_micro_steps is for a parameter-count workload; a "
+                             "transformer's bubble comes from its layout's pp and schedule")
         if self.transformer is not None:
             counted = self.transformer.param_count()
             if abs(self.params / counted - 1.0) > PARAMS_TOLERANCE:

@@ -221,7 +221,8 @@ def test_extrapolation_servers_are_the_jobs_and_the_remedies_run_in_both_counts(
     assert report.details["remedies_at_replicas"] == 8
     note = report.notes[0]
     assert "a replica spans 2 servers, so a faster network's gain" in note
-    assert "the pipeline bubble is part of a replica's compute too" in note
+    assert ("pipeline (2 stages, schedule 1f1b, assumed: no schedule column) idles (pp - 1) = 1 "
+            "micro-steps of one stage") in note
 
 
 @pytest.mark.parametrize("text, devices", [(TP8, 8), (REPLICAS, 1)])

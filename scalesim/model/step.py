@@ -98,6 +98,11 @@ class StepInputs:
     optimizer_bytes_per_param: object = 12.0
     activation_bytes_per_sample: object = 0.0
     device_memory_bytes: object = np.inf
+    # micro-step times of pipeline fill and drain each optimizer step pays, where each device
+    # of this model is a model replica that runs as a pipeline (diagnose's runs that split the
+    # model): (pp - 1)/v for 1F1B and interleaved, model/pipeline_schedule.bubble_microbatches;
+    # 0: no pipeline. Compute is then (k + bubble) micro-steps (docs/model.md §7)
+    bubble_micro_steps: object = 0.0
 
     def replace(self, **changes) -> StepInputs:
         """A copy with ``changes`` (``dataclasses.replace``)."""
@@ -209,7 +214,7 @@ def evaluate(inp: StepInputs) -> StepResult:
     forward = micro - backward
     # ZeRO-1/2/3 shard the optimizer state: each device updates its 1/s of the parameters.
     optimizer = _as(inp.optimizer_step_s) * shared / np.where(strategy >= ZERO1, _as(shard), 1.0)
-    compute = k * micro + optimizer
+    compute = (k + _as(inp.bubble_micro_steps)) * micro + optimizer
 
     total_bytes = _as(inp.params) * _as(inp.wire_bytes_per_param) * np.ones_like(p)
     total_bytes = np.where(p > 1, total_bytes, 0.0)

@@ -1,0 +1,104 @@
+"""Runs of a pipelined model: the replicas' fill and drain is part of the fitted model, so the
+remedies that add micro-batches shrink it (docs/model.md §7, docs/diagnose.md "Runs that split
+the model"). Before, a replica's step was k micro-steps of its whole compute, and "accumulate 4x"
+on a pp-2 job predicted the exchange's amortisation alone."""
+
+import pytest
+
+from scalesim.diagnosis import diagnose_runs
+from scalesim.errors import ScalesimError
+from scalesim.model.step import StepInputs, evaluate
+from scalesim.predict import predict
+from scalesim.profiles import default_profile
+from scalesim.runs import parse_runs_text
+from scalesim.schemas import Scenario, Workload
+
+
+def test_a_pipelined_replica_computes_k_plus_its_bubble_micro_steps():
+    """By hand: 4 micro-batches of 2 samples at 10 ms a sample, 3 micro-steps of fill and drain
+    (1F1B on 4 stages): (4 + 3) x 20 ms = 140 ms; without the bubble 80 ms."""
+    base = dict(devices=1, devices_per_node=1, micro_batch=2, accumulation=4, overhead_s=0.0,
+                per_sample_s=0.01, optimizer_step_s=0.0, backward_fraction=2 / 3, params=1e6,
+                wire_bytes_per_param=4.0, intra_latency_s=1e-5, intra_busbw_GBps=100.0,
+                inter_latency_s=1e-5, inter_busbw_GBps=10.0)
+    assert evaluate(StepInputs(**base, bubble_micro_steps=3.0)).compute_s == pytest.approx(0.14)
+    assert evaluate(StepInputs(**base)).compute_s == pytest.approx(0.08)
+
+
+@pytest.mark.parametrize("columns, cells, bubble", [
+    ("pp", "4", 3.0),  # 1F1B assumed: pp - 1
+    ("pp,schedule", "4,1F1B", 3.0),  # as Megatron prints it
+    ("pp,schedule", "4,gpipe", 3.0),
+    ("pp,virtual_stages", "4,2", 1.5),  # interleaved implied: (pp - 1)/v
+    ("pp,schedule,virtual_stages", "4,interleaved,3", 1.0),
+    ("pp,schedule", "4,zb", 1.0),  # ZB-H1: a third of 1F1B's (Qi et al. 2023)
+    ("tp", "4", 0.0),  # no pipeline
+])
+def test_the_bubble_of_a_runs_file_follows_its_schedule(columns, cells, bubble):
+    text = f"devices,nodes,step_time_s,{columns}\n8,1,1.0,{cells}\n16,2,1.1,{cells}\n"
+    runs = parse_runs_text(text, "r.csv")
+    assert runs.rows[0].pipeline_bubble == pytest.approx(bubble)
+
+
+@pytest.mark.parametrize("columns, rows, message", [
+    ("schedule", ["1f1b", "1f1b"], "schedule and virtual_stages describe a pipeline: they need pp > 1"),
+    ("pp,schedule", ["2,interleaved", "2,interleaved"], "the interleaved schedule needs virtual_stages >= 2"),
+    ("pp,schedule,virtual_stages", ["2,1f1b,2", "2,1f1b,2"],
+     "virtual_stages 2 needs the interleaved schedule"),
+    ("pp,schedule", ["2,1f1b", "2,gpipe"], "give one schedule per runs file"),
+    ("pp,schedule", ["2,zigzag", "2,zigzag"], "schedule"),
+])
+def test_a_schedule_that_cannot_run_is_refused_in_one_line(columns, rows, message):
+    text = (f"devices,nodes,step_time_s,{columns}\n8,1,1.0,{rows[0]}\n"
+            f"16,2,1.1,{rows[1]}\n")
+    with pytest.raises(ScalesimError, match=message) as info:
+        parse_runs_text(text, "r.csv")
+    assert "\n" not in str(info.value)
+
+
+# 1 -> 4 replicas of a pp-2 job inside one server, each step 2 micro-batches, scaling perfectly:
+# nothing to gain from the exchange, so the accumulation remedy's gain is the bubble's alone
+PIPELINE = """devices,nodes,step_time_s,per_device_batch,accumulation,pp
+2,1,1.50,8,2,2
+4,1,1.50,8,2,2
+6,1,1.50,8,2,2
+8,1,1.50,8,2,2
+"""
+
+
+def _accumulation_gain(report) -> float:
+    (remedy,) = [r for r in report.remedies if r.key == "accumulation"]
+    return remedy.gain
+
+
+def test_accumulating_4x_the_micro_batches_of_a_pipeline_shrinks_its_bubble():
+    """By hand, 1F1B on 2 stages: a step of 2 micro-batches takes 2 + 1 stage micro-steps, of
+    8 it takes 8 + 1: per sample 3/2 against 9/8 of a micro-step, +33.3 %. The same runs
+    without a pipeline (tp 2) gain nothing from it."""
+    report = diagnose_runs(parse_runs_text(PIPELINE, "r.csv"), params=1e9)
+    assert _accumulation_gain(report) == pytest.approx(3 / 2 / (9 / 8) - 1, abs=0.01)
+    assert report.details["fit"]["bubble_micro_steps"] == 1.0
+    # the fitted compute is one stage's micro-step: 1.5 s = (2 + 1) x 8 samples x 62.5 ms
+    assert report.details["fit"]["parameters"]["per_sample_s"] == pytest.approx(
+        1.5 / 3 / 8, rel=0.01)
+    plain = diagnose_runs(parse_runs_text(PIPELINE.replace(",pp\n", ",tp\n"), "r.csv"),
+                          params=1e9)
+    assert abs(_accumulation_gain(plain)) < 0.01
+
+
+def test_the_fitted_profile_carries_the_bubble_and_predicts_the_runs():
+    """The profile diagnose fits (and the app opens) predicts the largest run's step as the fit
+    does, bubble included; the bubble field refuses a transformer (its layout sets the bubble)."""
+    from scalesim.schemas import Profile
+
+    report = diagnose_runs(parse_runs_text(PIPELINE, "r.csv"), params=1e9)
+    profile = Profile.model_validate(report.details["fitted_profile"])
+    scenario = Scenario.model_validate(report.details["fitted_scenario"])
+    assert profile.workload.pipeline_bubble_micro_steps == 1.0
+    (row,) = predict(profile, scenario)
+    assert row.step_time_s == pytest.approx(report.table[-1]["model_step_time_s"], rel=1e-6)
+    shape = default_profile().workload.model_dump()
+    with pytest.raises(ValueError, match="a transformer's bubble comes from its layout"):
+        Workload.model_validate({**shape, "pipeline_bubble_micro_steps": 1.0,
+                                 "transformer": {"layers": 2, "hidden": 64, "heads": 4,
+                                                 "seq_len": 16, "vocab": 100}})
