@@ -1865,9 +1865,15 @@ def _pipeline_lines(pipeline, step_s: float) -> list[str]:
         source = ("read off the schedule's annotations" if pipeline.counted_from == "annotations"
                   else "counted from the first and last stages' receives")
         outside = pipeline.unreplayed_s
-        wait = (f"stage {k}'s {_ms(pipeline.bubble_s)}: the replayed bubble (fill and drain) "
-                f"{_ms(pipeline.bubble_s - outside)}, the sends' own time and waits outside the "
-                f"schedule {_ms(outside)}")
+        j = pipeline.spanning_stage
+        k_span = pipeline.stages[k]["compute_s"] + pipeline.bubble_s
+        longer = "" if pipeline.span_s - k_span < OTHER_CAUSE_SHARE * step_s else (
+            f"; stage {j} computes and waits {_ms(pipeline.span_s)} a step, longer than stage "
+            f"{k}: it waits on time the others spend outside their ops (idle: host work, a "
+            "sleep, a synchronisation)")
+        wait = (f"stage {k}'s {_ms(pipeline.bubble_s)}{longer}: the replayed bubble (fill and "
+                f"drain) {_ms(pipeline.replay_s - pipeline.stages[k]['compute_s'])}, the sends' "
+                f"own time and waits outside the schedule {_ms(outside)}")
         if pipeline.count_note:
             source += f"; {pipeline.count_note}"
         schedule = (f"{_replayed_at(pipeline)} per step ({source}), replayed as 1F1B "

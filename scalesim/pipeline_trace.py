@@ -8,7 +8,9 @@ Per stage s, ``C_s`` is the median over its traced ranks of their median step's 
 kernels name their groups, else ``traces.StepBreakdown.p2p_exposed_s``: sends and receives
 under no compute, data wait or other communication; a receive spans the wait for the stage
 before it). The pacing stage k has the most compute, and the pipeline's span is
-``T = C_k + W_k``: what that stage's step would take with nothing else exposed.
+``T = C_k + W_k``: what that stage's step would take with nothing else exposed; where another
+stage computes and waits longer, ``T = max_s (C_s + W_s)``: it waits on time the others spend
+outside their ops (idle: host work, a sleep, a synchronisation), which the replay leaves.
 
 Replay. A 1F1B schedule (Narayanan et al. 2021, §2.2.1; Megatron-LM's and torch.distributed.
 pipelining's Schedule1F1B: stage s runs min(p - 1 - s, m) forwards, then one forward and one
@@ -149,7 +151,9 @@ class PipelineReading:
 
     stages: list[dict]  # per stage: {"stage", "ranks", "compute_s", "wait_s"}
     pacing_stage: int  # the stage with the most compute
-    span_s: float  # T = C_k + W_k
+    # T = C_k + W_k, or where a stage computes and waits longer, max_s (C_s + W_s): its waits
+    # are on time the others spend outside their ops (idle: host work, a sleep, a sync)
+    span_s: float
     mean_compute_s: float  # mean C over the stages
     micro_batches: int  # from the schedule's annotations or the receives, else fitted
     counted: bool  # micro_batches read off the traces (else fitted to the span)
@@ -172,6 +176,14 @@ class PipelineReading:
         """What the measured span exceeds the replay by: the sends' own time and waits outside
         the schedule (0 where m is fitted to the span)."""
         return unreplayed_s(self.span_s, self.replay_s, self.counted)
+
+    @property
+    def spanning_stage(self) -> int:
+        """The stage whose compute and waits make the span: the pacing stage, or one that waits
+        on the others' time outside their ops."""
+        spans = [st["compute_s"] + st["wait_s"] for st in self.stages]
+        k = self.pacing_stage
+        return k if spans[k] >= max(spans) else int(np.argmax(spans))
 
     @property
     def bubble_s(self) -> float:
@@ -225,7 +237,8 @@ def read_pipeline(stage_compute_s: dict[int, list[float]], stage_wait_s: dict[in
                "wait_s": float(np.median(stage_wait_s[s]))} for s in sorted(stage_compute_s)]
     c = np.array([st["compute_s"] for st in stages])
     k = int(np.argmax(c))
-    span = float(c[k] + stages[k]["wait_s"])
+    spans = c + np.array([st["wait_s"] for st in stages])
+    span = float(max(spans[k], np.max(spans)))  # ``PipelineReading.span_s``
     counted = micro_batches is not None
     v = int(virtual_stages) if counted else 1
     m = int(micro_batches) if counted else fit_micro_batches(c, span)

@@ -42,3 +42,38 @@ def test_the_loader_remedy_gains_no_more_than_the_traced_data_wait(tmp_path):
     loader = next(r for r in report.remedies if r.key == "loader")
     assert loader.gain == pytest.approx(60 / 940)
     assert "capped at removing the traced data wait" in loader.note
+
+
+def test_a_stage_idle_outside_its_ops_paces_the_pipeline(tmp_path):
+    """A gloo pipeline of 2 stages, 2 micro-batches, 20 ms steps: stage 1 computes 1.5 ms a
+    micro-batch and then sits 7.5 ms in no op (a sleep, host work the profiler does not
+    record), while stage 0 computes 2 ms a step and waits 18 ms on its receives. Read off the
+    stage with the most compute alone, the pipeline spanned 3 + 1.1 ms: "no scaling problem"
+    (compute 12 % of the step, the pipeline 8 %) and the 15.9 ms left counted once a step, so
+    4x the micro-batches promised +173 % (twice the batch +66 %), though stage 1's idle comes
+    with every micro-batch. The span is the longest a stage computes and waits, 20 ms: the
+    pipeline is the cause, and more micro-batches gain a few per cent (each pass costs about
+    the step)."""
+    config = [{"pg_name": "1", "pg_desc": "PIPELINE_MODEL_PARALLEL_GROUP", "pg_size": 2,
+               "ranks": [0, 1]}]
+    plans = {0: ([(0, 1), (19, 20)], [(1, 10), (10, 19)]),  # (compute, receives) in ms
+             1: ([(1, 2.5), (10, 11.5)], [(0, 1), (9.9, 10)])}
+    paths = []
+    for rank, (compute, receives) in plans.items():
+        events = []
+        for n in range(4):
+            t = n * 20_000.0
+            events.append(_event(f"ProfilerStep#{n + 1}", t, 20_000.0, cat="user_annotation"))
+            events += [_event("aten::mm", t + a * 1e3, (b - a) * 1e3) for a, b in compute]
+            events += [_event("gloo:recv", t + a * 1e3, (b - a) * 1e3, cat="user_annotation",
+                              tid=2) for a, b in receives]
+        paths.append(_write(tmp_path, f"r{rank}.json", events, rank=rank, pg_config=config))
+    report = diagnose_traces(traces.load_traces(paths), "t")
+    pipeline = report.details["pipeline"]
+    assert pipeline["pacing_stage"] == 1 and pipeline["micro_batches"] == 2
+    assert pipeline["span_s"] == pytest.approx(20e-3)
+    assert report.cause.key == "pipeline" and report.cause.share > 0.8
+    assert "outside their ops" in " ".join(report.cause.evidence)
+    gains = {r.key: r.gain for r in report.remedies}
+    assert 0 < gains["accumulation"] < 0.1 and gains["bigger_batch"] == pytest.approx(0.0,
+                                                                                     abs=1e-9)
