@@ -221,6 +221,20 @@ def _current_category(event: dict) -> dict:
     return event
 
 
+def _nothing_after(stream: _Stream) -> None:
+    """ScalesimError where anything but white space follows the trace's top-level object: two
+    exports joined (``cat``), or a file written over a longer one, whose second trace would be
+    left out unread."""
+    try:
+        ch = stream.peek()
+    except _Truncated:
+        return
+    raise ScalesimError(
+        f"{stream.source}: {ch!r} after the trace's closing '}}': two traces joined in one "
+        "file, or one written over a longer one; give one profiler export per file"
+    )
+
+
 def iter_trace(path: str | os.PathLike[str], metadata: dict):
     """Yield ``(number, event)`` for each trace event (a dict) of a Kineto JSON file, numbered from
     1 in file order (non-objects count too), its category as PyTorch >= 1.10 names it
@@ -265,6 +279,7 @@ def iter_trace(path: str | os.PathLike[str], metadata: dict):
                     stream.take(",}")
                     if stream.buf[stream.pos - 1] == "}":
                         break
+            _nothing_after(stream)
     except _Truncated:
         if stream.blank:
             raise ScalesimError(f"{file}: empty (no trace in it); export one with "

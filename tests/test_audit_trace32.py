@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -77,3 +78,21 @@ def test_a_stage_idle_outside_its_ops_paces_the_pipeline(tmp_path):
     gains = {r.key: r.gain for r in report.remedies}
     assert 0 < gains["accumulation"] < 0.1 and gains["bigger_batch"] == pytest.approx(0.0,
                                                                                      abs=1e-9)
+
+
+@pytest.mark.parametrize("after", ["{}", " garbage", "\n]}"])
+def test_anything_after_the_trace_is_refused(tmp_path, capsys, after):
+    """Two exports joined (``cat rank0.json old.json > rank0.json``) read as the first alone,
+    the second left out in silence; now one line, exit 2. White space after it is fine."""
+    from scalesim.cli.main import main
+
+    events = [_event("ProfilerStep#1", 0.0, 1000.0, cat="user_annotation"),
+              _event("aten::mm", 0.0, 500.0)]
+    path = Path(_write(tmp_path, "r0.json", events))
+    text = path.read_text()
+    path.write_text(text + " \n\t")
+    assert len(traces.summarise(path).steps) == 1
+    path.write_text(text + after)
+    assert main(["diagnose", "--trace", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "after the trace's closing '}'" in err[0]
