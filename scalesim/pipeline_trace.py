@@ -238,7 +238,7 @@ def read_pipeline(stage_compute_s: dict[int, list[float]], stage_wait_s: dict[in
     c = np.array([st["compute_s"] for st in stages])
     k = int(np.argmax(c))
     spans = c + np.array([st["wait_s"] for st in stages])
-    span = float(max(spans[k], np.max(spans)))  # ``PipelineReading.span_s``
+    span = float(np.max(spans))  # ``PipelineReading.span_s``: at least the pacing stage's
     counted = micro_batches is not None
     v = int(virtual_stages) if counted else 1
     m = int(micro_batches) if counted else fit_micro_batches(c, span)
