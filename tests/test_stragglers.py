@@ -51,8 +51,24 @@ def test_slow_device_wait_is_continuous_as_jitter_vanishes():
     # and it never falls as the jitter grows (d/dsigma [sigma * g(d/sigma)] = g - s g' >= 0)
     sigmas = np.logspace(-12, 0, 400)
     waits = straggler_wait_s(np.full(sigmas.shape, 64), sigmas, 0.3)
-    assert np.all(np.diff(waits) >= -1e-3 * sigmas[1:])  # within the 1e-3 sigma shift grid
+    assert np.all(np.diff(waits) >= -1e-12 * waits[1:])
     assert waits[0] == pytest.approx(0.3) and waits[-1] > 0.3
+
+
+def test_more_jitter_never_shortens_the_wait_for_a_slow_device():
+    # the shift d/sigma was rounded to the 1e-3 sigma grid of the quadrature, so between grid
+    # points the wait fell as sigma grew (64 devices, d = 1 s: 1.04526 -> 1.04505 s from
+    # sigma 0.315308 to 0.315317 s) and a layout with more jitter predicted a faster step;
+    # interpolated between the grid's neighbours it is continuous and never falls, in sigma
+    # or in the delay
+    for n in (2, 64, 16384):
+        sigmas = np.linspace(0.05, 3.0, 20001)
+        waits = straggler_wait_s(n, sigmas, 1.0)
+        assert np.all(np.diff(waits) >= -1e-12 * waits[1:])
+        delays = np.linspace(0.0, 3.0, 20001)
+        assert np.all(np.diff(straggler_wait_s(n, 0.7, delays)) >= 0.0)
+    # on the grid the quadrature's value itself
+    assert straggler_wait_s(8, 1.0, 1.5) == pytest.approx(1.9006136, abs=1e-6)
 
 
 def test_a_slow_device_is_an_outlier_beyond_the_published_spread_or_its_peers_own():
