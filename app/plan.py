@@ -30,7 +30,12 @@ from scalesim.knee import (
     knee_of_predictions,
     why_no_knee,
 )
-from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, replica_devices, split_words
+from scalesim.layout import (
+    DEFAULT_RECOMPUTE_STYLE,
+    TP_OVERLAP_UNDER_NO_OVERLAP,
+    replica_devices,
+    split_words,
+)
 from scalesim.layout_predict import (
     asked_split,
     attention_kernel_note,
@@ -370,6 +375,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     if state.pr != DEFAULT_PRECISION:
         notes += _precision(state, profile, fields)
     notes += tp_only_notes(state) + pipeline_notes(state) + shard_group_notes(state)
+    if state.tpo and state.tp > 1 and not state.ovl:  # the model drops it (§16), as predict says
+        notes.append(f"{FIELD_LABELS['tpo']} ignored: {TP_OVERLAP_UNDER_NO_OVERLAP}")
     if state.lw is not None and not input_pipeline_modelled(profile):  # the CLI refuses it
         notes.append(f"{FIELD_LABELS['lw']} ignored: this profile has no measured input "
                      "pipeline (the control is off; a link may carry it)")

@@ -66,6 +66,10 @@ TP_OVERLAP_HELP = (
     "Applies where tp > 1 (default off: every tensor-parallel collective exposed)")
 TP_OVERLAP_NEEDS_TP = ("tp_overlap needs tp > 1 (it overlaps the tensor-parallel group's "
                        "collectives with the matmuls)")
+# overlap off (Scenario.overlap) exposes every collective, the tensor-parallel ones too: the
+# model drops tp_overlap there (docs/model.md §16): why the commands say it is ignored
+TP_OVERLAP_UNDER_NO_OVERLAP = ("overlap is off, so every collective, the tensor-parallel ones "
+                               "too, waits for its compute (docs/model.md §16)")
 
 
 # Hybrid sharding (docs/model.md §16): the ZeRO states sharded over a shard group of s ranks (the

@@ -146,8 +146,11 @@ def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None
         parts.insert(0, "ZeRO-2/3 gradients reduced once per step (FSDP no_sync: full "
                      "gradients held)")
     if args.tp_overlap:
+        from scalesim.layout import TP_OVERLAP_UNDER_NO_OVERLAP
+
         parts.insert(0, "tensor-parallel collectives overlapped with the matmuls where tp > 1 "
-                     "(--tp-overlap)")
+                     "(--tp-overlap)" if not args.no_overlap else
+                     f"--tp-overlap ignored: {TP_OVERLAP_UNDER_NO_OVERLAP}")
     if args.algorithm is not None:
         parts.append(f"all-reduce {args.algorithm} (--algorithm)")
     if args.bucket_mib is not None:

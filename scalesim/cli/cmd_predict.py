@@ -76,7 +76,8 @@ def layout_line(profile, scenario) -> str:
             + (f" ({note})" if (note := recompute_style_note(profile, scenario)) else "")
             + ", sequence parallel "
             f"{'on' if split.sequence_parallel else 'off'}"
-            + (f", TP overlap {'on' if split.tp_overlap else 'off'}" if split.tp > 1 else "")
+            + (f", TP overlap {_tp_overlap_word(split.tp_overlap, scenario.overlap)}"
+               if split.tp > 1 else "")
             + (f", {hsdp_words(split.shard_group, 'dp')}, where dp exceeds it (elsewhere over "
                "all of dp)" if split.shard_group is not None else "")
             + "; dp = devices / (tp x pp); batch = "
@@ -84,6 +85,12 @@ def layout_line(profile, scenario) -> str:
             "profile's curve (docs/model.md §22)" + (f"; {p2p.note}" if p2p else "")
             + (f"; {note}" if (note := pipeline_fsdp_note(scenario)) else "")
             + (f"; {words}" if (words := layout_stage_words(profile, split)) else ""))
+
+
+def _tp_overlap_word(tp_overlap: bool, overlap: bool) -> str:
+    """'on', 'off', or 'ignored (overlap off)' where --no-overlap drops it (a note says why)."""
+    return ("ignored (overlap off)" if tp_overlap and not overlap else
+            "on" if tp_overlap else "off")
 
 
 def intra_words(link) -> str:
@@ -321,10 +328,13 @@ def render_table(profile, scenario, rows) -> str:
 def unused_setting_notes(scenario) -> list[str]:
     """The scenario's flags that change no number of it, each in one line: --zero-framework
     with ddp, --grad-sync once-per-step where every step reduces once anyway
-    (``sharding.grad_sync_unused``)."""
+    (``sharding.grad_sync_unused``), --tp-overlap with --no-overlap."""
+    from scalesim.layout import TP_OVERLAP_UNDER_NO_OVERLAP
     from scalesim.model.sharding import grad_sync_unused
 
     out = []
+    if scenario.layout is not None and scenario.layout.tp_overlap and not scenario.overlap:
+        out.append(f"--tp-overlap ignored: {TP_OVERLAP_UNDER_NO_OVERLAP}")
     if scenario.strategy == "ddp" and scenario.zero_framework != "fsdp":  # fsdp: the default
         out.append(f"--zero-framework {scenario.zero_framework} ignored: strategy ddp shards "
                    "nothing (give --strategy zero1, zero2 or zero3)")
