@@ -78,6 +78,14 @@ def grad_sync_refused(zero_framework: str, grad_sync: str) -> bool:
     return zero_framework == "deepspeed" and grad_sync == "once-per-step"
 
 
+def deepspeed_pipeline_error(strategy: str, pp: int) -> str:
+    """Why DeepSpeed cannot run ZeRO-2/3 (``strategy``) with ``pp`` pipeline stages
+    (``deepspeed/runtime/pipe/engine.py``, docs/model.md §16); the scenario refuses it and the
+    sweep drops such rows in these words (the planner leaves them out)."""
+    return (f"strategy {strategy} with pp {pp}: DeepSpeed refuses ZeRO-2/3 with pipeline "
+            "parallelism; use zero1, pp 1 or zero_framework fsdp")
+
+
 Algorithm = Literal["auto", "ring", "tree", "hierarchical"]
 LinkLevelName = Literal["intra_node", "inter_node"]
 InterMethod = Literal["all_ranks", "one_rank"]
@@ -984,11 +992,7 @@ class Scenario(_Strict):
             and self.layout is not None
             and self.layout.pp > 1
         ):
-            raise ValueError(
-                f"strategy {self.strategy} with pp {self.layout.pp}: DeepSpeed "
-                "refuses ZeRO-2/3 with pipeline parallelism; use zero1, pp 1 or "
-                "zero_framework fsdp"
-            )
+            raise ValueError(deepspeed_pipeline_error(self.strategy, self.layout.pp))
         return self
 
 

@@ -37,7 +37,13 @@ from scalesim.predict import (
     scenario_inputs,
 )
 from scalesim.presets import attention_efficiency_of
-from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Profile, Scenario, grad_sync_refused
+from scalesim.schemas import (
+    GRAD_SYNC_DEEPSPEED_ERROR,
+    Profile,
+    Scenario,
+    deepspeed_pipeline_error,
+    grad_sync_refused,
+)
 
 # Knobs that can be swept, with how a value becomes a model input.
 AXES = ("devices", "micro_batch", "global_batch", "accumulation", "strategy", "zero_framework",
@@ -386,7 +392,7 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     combinations that break a layout rule (``scalesim.layout``) or do not split the global batch
     are dropped and counted."""
     from scalesim import layout_predict as lp
-    from scalesim.layout import SCHEDULES, replica_devices
+    from scalesim.layout import SCHEDULES, ZERO_STRATEGIES, replica_devices
 
     profile, base = plan.profile, plan.base
     split = lp.layout_of(base)
@@ -411,6 +417,16 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     example = _layout_example(profile, split, name, g_max, layout_ok, p, tp, pp, dp, micro, k)
     zero = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
             else np.full(p.shape, lp.ZERO_OF_STRATEGY[base.strategy]))
+    # DeepSpeed refuses ZeRO-2/3 under a pipeline (predict refuses the scenario): dropped
+    deepspeed_piped = layout_ok & (_frameworks(base, grid, p) == "deepspeed") & (zero >= 2) & (
+        pp > 1)
+    if deepspeed_piped.any():
+        i = int(np.flatnonzero(deepspeed_piped)[0])
+        example = example or (
+            f"{lp.split_words(None, int(tp[i]), int(pp[i]))} on "
+            f"{nouns_for(profile.hardware.device_name).count(int(p[i]))}: "
+            f"{deepspeed_pipeline_error(ZERO_STRATEGIES[int(zero[i])], int(pp[i]))}")
+        layout_ok &= ~deepspeed_piped
     if "shard_group" in grid:  # a row the shard group cannot run is dropped, as a broken layout
         why, first = _swept_shard_group_problems(base, grid, p, dp, zero,
                                                  nouns_for(profile.hardware.device_name),
