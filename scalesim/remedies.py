@@ -63,6 +63,7 @@ from scalesim.schemas import (
     Profile,
     Scenario,
     ScenarioLayout,
+    deepspeed_pipeline_error,
 )
 
 # The faster interconnect remedy: 8x 200 Gb/s HDR InfiniBand per node as network_upgrades names
@@ -368,7 +369,11 @@ def _sharding(profile: Profile, scenario: Scenario, now: Prediction, words: Noun
                 f"gathers and reduce-scatters then span all {dp} ranks, not {shard}")
     target = ("zero2" if scenario.strategy == "zero3"
               else "zero1" if scenario.strategy == "ddp" and now.fits else "zero3")
-    reason = ONE_REPLICA if dp == 1 else ""
+    refused = fw == "deepspeed" and now.pp > 1  # no ZeRO-2/3 under its pipeline (§16)
+    if refused and scenario.strategy == "ddp":
+        target = "zero1"  # as far as DeepSpeed shards a pipeline's states
+    reason = (ONE_REPLICA if dp == 1 else deepspeed_pipeline_error(target, now.pp)
+              if refused and target != "zero1" else "")
     return ("sharding", sharding_title(scenario.strategy, target, fw, k, sync, hybrid),
             scenario.model_copy(update={"strategy": target}), profile, reason,
             sharding_caveat(scenario.strategy, target, fw, k, now.devices, sync, words))
