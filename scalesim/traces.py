@@ -313,6 +313,11 @@ class StepBreakdown:
     # point-to-point sends and receives (``point_to_point``) under nothing else: no compute,
     # data wait or other communication; a part of exposed_comm_s (a pipeline's waits)
     p2p_exposed_s: float = 0.0
+    # the collectives that are not point to point (all-reduce, gather, scatter...): their time
+    # in the step and the part under compute or a data wait; the data-parallel exchange's where
+    # the trace names no groups but a pipeline sends (gloo), whose waits are not the exchange's
+    collective_s: float = 0.0
+    collective_hidden_s: float = 0.0
     # receives the host posted in the step (``RECEIVE_FAMILIES``; its host window); None where
     # the trace names none (a GPU trace's fused SendRecv kernels say no count)
     receives: int | None = None
@@ -866,7 +871,8 @@ def summarise(
     cd = union(compute, d_set)
     cdm = union(cd, comm)
     # what covers a send or receive: all but the sends and receives (the rest where there are none)
-    cd_other = union(cd, other_comm) if len(p2p[0]) else cdm
+    cd_collectives = union(cd, other_comm)  # what hides a collective that is not point to point
+    cd_other = cd_collectives if len(p2p[0]) else cdm
     counted = next((np.sort(np.frombuffer(s)) for s in receive_starts if len(s)), None)
     host_window = {num: (w0, w1) for num, w0, w1 in cpu_steps}
     process_groups = _pg_config(meta)
@@ -885,6 +891,7 @@ def summarise(
         mw = length_in(comm, w0, w1)
         cdmw = length_in(cdm, w0, w1)
         overlap = max(cdw + mw - cdmw, 0.0)  # |(C u D) n M|: hidden behind other work
+        ow = length_in(other_comm, w0, w1)  # the collectives that are not point to point
         for role, (merged, _) in roles.items():  # each role's collectives, and what hid them
             rw = length_in(merged, w0, w1)
             hidden = max(rw + cdw - length_in(with_compute[role], w0, w1), 0.0)
@@ -904,6 +911,8 @@ def summarise(
                 end_s=w1,
                 attention_s=length_in(a_set, w0, w1),
                 p2p_exposed_s=max(cdmw - length_in(cd_other, w0, w1), 0.0),
+                collective_s=ow,
+                collective_hidden_s=max(ow + cdw - length_in(cd_collectives, w0, w1), 0.0),
                 receives=None if counted is None else _count_in(counted, *host_window.get(num, (w0, w1))),
             )
         )

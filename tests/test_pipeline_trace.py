@@ -343,3 +343,36 @@ def test_schedule_annotations_are_read_as_torch_writes_them(tmp_path):
     assert (gpipe.schedule_stages, gpipe.schedule_micro_batches) == ([], 2)
     forward_only = _cpu_trace(tmp_path, ["Forward 0", "Forward 1", "Forward 2"])
     assert forward_only.schedule_micro_batches == 0
+
+
+def _gloo_rank(rank: int) -> dict:
+    """One gloo rank of a pipelined data-parallel job, by hand (µs): each 1,000 µs step computes
+    0-500, all-reduces 100-300 under that compute, and sends 500-1000 with nothing else running."""
+    events = []
+    for n in (1, 2, 3):
+        t0 = (n - 1) * 1000.0
+        events += [_event(f"ProfilerStep#{n}", t0, 1000.0, "user_annotation", 1),
+                   _event("aten::mm", t0, 500.0, "cpu_op", 1),
+                   _event("gloo:all_reduce", t0 + 100, 200.0, "cpu_op", 2),
+                   _event("gloo:send", t0 + 500, 500.0, "cpu_op", 1)]
+    return {"schemaVersion": 1, "traceEvents": events,
+            "distributedInfo": {"backend": "gloo", "rank": rank, "world_size": 2}}
+
+
+def test_a_pipelines_sends_are_not_read_as_the_exchange_on_gloo(tmp_path):
+    """gloo names no group with its collectives: the exchange's model had read every collective
+    as the data-parallel exchange's, the sends (and their waits) too, so all-reduces hidden
+    under compute looked mostly exposed and "overlap the exchange" was offered. By hand: the
+    all-reduce is 0.2 ms a step, all of it under compute; the sends 0.5 ms, none."""
+    paths = []
+    for rank in (0, 1):
+        path = tmp_path / f"rank{rank}.json"
+        path.write_text(json.dumps(_gloo_rank(rank)))
+        paths.append(str(path))
+    summaries = traces.load_traces(paths)
+    step = summaries[0].steps[0]
+    assert (step.comm_s, step.overlap_s) == pytest.approx((700e-6, 200e-6))
+    assert (step.collective_s, step.collective_hidden_s) == pytest.approx((200e-6, 200e-6))
+    report = diagnose_traces(summaries, "gloo dp x pp")
+    overlap = next(r for r in report.remedies if r.key == "overlap")
+    assert not overlap.applicable and overlap.note == "overlap is already on", overlap
