@@ -260,3 +260,25 @@ def test_cli_names_the_style_and_refuses_it_in_one_line_where_it_cannot_apply():
     out = _cli("predict", *args, "--recompute-style", "per-op")
     assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1
     assert "op-sac" in out.stderr
+
+
+def test_selective_recompute_holds_one_layers_rerun_scores_unfused():
+    """Megatron's selective recompute reruns the attention core in backward: unfused, that
+    layer's scores, softmax and dropout (Korthikanti's 5·a·s²·b bytes at t = 1) exist again
+    while its backward runs. By hand for b 2, s 1024, a 8: 5 x 8 x 1024² x 2 = 83,886,080 B
+    more than with flash attention, whose stored selective set is the same; before, nothing,
+    and full recompute then needed more memory than selective only for that (session 32)."""
+    unfused = {**SMALL, "flash_attention": False}
+    for bare in (SMALL, unfused):  # the stored selective set does not depend on the kernel
+        assert tf.activation_bytes_per_layer(
+            2, 1024, 1024, 8, 8, 4096, False, recompute=tf.RECOMPUTE_SELECTIVE,
+            flash_attention=bare["flash_attention"]) == pytest.approx(
+            tf.activation_bytes_per_layer(2, 1024, 1024, 8, 8, 4096, False,
+                                          recompute=tf.RECOMPUTE_SELECTIVE, flash_attention=True))
+    fused = evaluate_layouts(LayoutInputs(**SMALL))
+    rerun = evaluate_layouts(LayoutInputs(**unfused))
+    assert float(rerun.activation_bytes - fused.activation_bytes) == pytest.approx(83_886_080)
+    full = evaluate_layouts(LayoutInputs(**{**unfused, "recompute": tf.RECOMPUTE_FULL}))
+    none = evaluate_layouts(LayoutInputs(**{**unfused, "recompute": tf.RECOMPUTE_NONE}))
+    assert float(full.activation_bytes) <= float(rerun.activation_bytes) <= float(
+        none.activation_bytes)
