@@ -161,7 +161,7 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
                             "(strong scaling), not both")
     frameworks = axes.get("zero_framework", [base.zero_framework])
     syncs = axes.get("grad_sync", [base.grad_sync])
-    if any(grad_sync_refused(f, g) for f in frameworks for g in syncs):
+    if all(grad_sync_refused(f, g) for f in frameworks for g in syncs):  # else rows dropped
         raise ScalesimError(f"axes zero_framework, grad_sync: {GRAD_SYNC_DEEPSPEED_ERROR}")
     from scalesim.layout_predict import (
         check_attention_kernel,
@@ -310,6 +310,11 @@ def evaluate_at(plan: SweepPlan, flat: np.ndarray) -> SweepResult:
                 else np.full(p.shape, STRATEGIES[base.strategy]))
     shard, dropped_layout, example = _shard_groups_at(base, grid, p, strategy,
                                                       nouns_for(profile.hardware.device_name))
+    refused = _grad_sync_refused_rows(base, grid, p) & (shard >= 0)
+    if refused.any():  # DeepSpeed with once-per-step reduction: dropped, as broken layouts
+        dropped_layout += int(refused.sum())
+        example = example or f"zero_framework deepspeed: {GRAD_SYNC_DEEPSPEED_ERROR}"
+        shard = np.where(refused, -1, shard)
     if dropped_layout:  # rows the shard group cannot run: dropped, counted as broken layouts
         ok = shard >= 0
         grid = {name: col[ok] for name, col in grid.items()}
@@ -371,6 +376,20 @@ def _frameworks(base, grid: dict[str, np.ndarray], p) -> np.ndarray:
     return grid.get("zero_framework", np.full(p.shape, base.zero_framework))
 
 
+def _grad_sync_refused_rows(base, grid: dict[str, np.ndarray], p) -> np.ndarray:
+    """Rows whose framework cannot reduce gradients as their ``grad_sync`` says (DeepSpeed and
+    FSDP's once-per-step ``no_sync``: ``schemas.grad_sync_refused``): dropped as broken layouts,
+    as a sweep drops every row that cannot run (the axes refuse only where every pair is)."""
+    frameworks = _frameworks(base, grid, p)
+    syncs = grid.get("grad_sync", np.full(p.shape, base.grad_sync))
+    refused = np.zeros(p.shape, dtype=bool)
+    for f in np.unique(frameworks):
+        for g in np.unique(syncs):
+            if grad_sync_refused(str(f), str(g)):
+                refused |= (frameworks == f) & (syncs == g)
+    return refused
+
+
 def _swept_shard_group_problems(base, grid: dict[str, np.ndarray], p, dp, zero, words: Nouns,
                                 rows=None):
     """(why each row's swept shard group cannot run, '' where it can; the first such row among
@@ -427,6 +446,10 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
             f"{nouns_for(profile.hardware.device_name).count(int(p[i]))}: "
             f"{deepspeed_pipeline_error(ZERO_STRATEGIES[int(zero[i])], int(pp[i]))}")
         layout_ok &= ~deepspeed_piped
+    refused = layout_ok & _grad_sync_refused_rows(base, grid, p)
+    if refused.any():  # DeepSpeed with once-per-step reduction (predict refuses it): dropped
+        example = example or f"zero_framework deepspeed: {GRAD_SYNC_DEEPSPEED_ERROR}"
+        layout_ok &= ~refused
     if "shard_group" in grid:  # a row the shard group cannot run is dropped, as a broken layout
         why, first = _swept_shard_group_problems(base, grid, p, dp, zero,
                                                  nouns_for(profile.hardware.device_name),

@@ -157,13 +157,39 @@ def test_deepspeed_refuses_once_per_step():
     profile = default_profile()
     with pytest.raises(ScalesimError, match="axes zero_framework, grad_sync: grad_sync "):
         sweep(profile, Scenario(devices=[8], grad_sync="once-per-step"),
-              {"zero_framework": ["fsdp", "deepspeed"]})
+              {"zero_framework": ["deepspeed"]})  # every pair refused: nothing to sweep
     with pytest.raises(ScalesimError, match="FSDP's no_sync"):
         sweep(profile, Scenario(devices=[8], zero_framework="deepspeed"),
-              {"grad_sync": ["every-micro-step", "once-per-step"]})
+              {"grad_sync": ["once-per-step"]})
+    some = sweep(profile, Scenario(devices=[8], grad_sync="once-per-step"),
+                 {"zero_framework": ["fsdp", "deepspeed"]})  # the pair that can run is kept
+    assert some.size == 1 and some.dropped_layout == 1
     rows = sweep(profile, Scenario(devices=[8], strategy="zero2", accumulation=2),
                  {"zero_framework": ["fsdp", "deepspeed"], "grad_sync": ["every-micro-step"]})
     assert rows.size == 2  # DeepSpeed reducing every micro-step is a row like any other
+
+
+@pytest.mark.parametrize("workload", [None, "llama3-8b"])
+def test_a_sweep_drops_deepspeed_once_per_step_and_keeps_the_other_pairs(workload):
+    """Both axes swept: the one pair DeepSpeed cannot run (once per step) is dropped and
+    counted as a broken layout, as a sweep drops every row that cannot run; it had refused the
+    whole grid (session 32 audit). The kept rows are those of sweeps without that pair, on the
+    data-parallel and the layout path alike."""
+    from scalesim.profiles import resolve_profile
+    from scalesim.sweep import sweep
+
+    profile = (default_profile() if workload is None
+               else resolve_profile(None, "dgx-h100", workload))
+    base = Scenario(devices=[16], strategy="zero3", accumulation=4)
+    both = sweep(profile, base, {"zero_framework": ["fsdp", "deepspeed"],
+                                 "grad_sync": ["every-micro-step", "once-per-step"]})
+    assert both.size == 3 and both.dropped == both.dropped_layout == 1
+    assert "FSDP's no_sync" in both.layout_example
+    pairs = list(zip(both.columns["zero_framework"], both.columns["grad_sync"], strict=True))
+    assert ("deepspeed", "once-per-step") not in pairs
+    fsdp = sweep(profile, base, {"zero_framework": ["fsdp"],
+                                 "grad_sync": ["every-micro-step", "once-per-step"]})
+    assert both.columns["step_time_s"][:2] == pytest.approx(fsdp.columns["step_time_s"])
 
 
 def test_cli_flag_header_and_sweep_axis(capsys):
