@@ -2293,15 +2293,18 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
                   devices_per_node=world,
                   device_memory_bytes=1e15, cpu_cores_per_node=world, intra_node=link,
                   inter_node=link, comm_compute_contention=0.0)  # traced compute includes it
-    loader = None
+    loader, loading = None, 0.0
     if cr["data_wait_s"] >= LOADER_MODELLED_SHARE * step:
-        loader = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=1.0 / step)],
-                             measured=True, source="from traces")
+        if any(s.loader_in_process for s in summaries):  # num_workers=0: serial, per sample
+            loading = cr["data_wait_s"]
+        else:  # worker processes: a supply beside the step, at today's rate
+            loader = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=1.0 / step)],
+                                 measured=True, source="from traces")
     overlap_share = (cr["overlap_share"] if dp_comm is None or dp_comm[0] <= 0
                      else dp_comm[1] / dp_comm[0])
     overlap = overlap_share >= OVERLAPPED_SHARE
     idle = max(cr["idle_s"], 0.0) + model_parallel_s
-    micro = compute + idle
+    micro = compute + idle + loading  # the model's micro-step, an in-process loader's time in it
     slow_factor, cv = 1.0, 0.0
     if cause == "stragglers":  # spread over all ranks: sigma * e_N = measured wait
         # a fitted value: held within the cv bounds (scalesim.bounds) like every profile number
@@ -2315,8 +2318,8 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
         name="traced job", hardware=hw,
         workload=Workload(name="traced", params=grad_bytes, wire_bytes_per_param=1.0, micro_batch=1),
         compute=ComputeCurve(overhead_s=idle - per_sample_extra_s,
-                             per_sample_s=compute + per_sample_extra_s, optimizer_step_s=once,
-                             measured=True, source="from traces"),
+                             per_sample_s=compute + per_sample_extra_s + loading,
+                             optimizer_step_s=once, measured=True, source="from traces"),
         input_pipeline=loader, jitter=Jitter(step_time_cv=cv),
     )
     scenario = Scenario(devices=[world], devices_per_node=world, micro_batch=1, overlap=overlap,
@@ -2326,10 +2329,39 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
                         layout=ScenarioLayout(shard_group=shard) if shard < world else None)
     first, remedies = model_remedies(profile, scenario, world, cause, nominal_links=True,
                                      nominal_batch=True)
+    if loading:
+        remedies = [_loader_workers(profile, scenario, loading) if r.key == "loader" else r
+                    for r in remedies]
+        first = first_remedy(remedies, cause, least_decisive_gain(profile, scenario))
     capped = [_loader_within_wait(r, cr["data_wait_s"], step) for r in remedies]
     if capped == remedies:
         return first, remedies
     return first_remedy(capped, cause, least_decisive_gain(profile, scenario)), capped
+
+
+def _loader_workers(profile, scenario, loading_s: float) -> Remedy:
+    """The loader remedy of traces whose DataLoader ran in the training process
+    (``traces.IN_PROCESS_LOADER``, num_workers=0): its ``loading_s`` a step is serial with the
+    compute, so the traced job's model carries it as compute per sample (the other remedies
+    scale it with the batch, and overlap still hides the exchange: a supply beside the step at
+    today's rate had made them gain nothing); worker processes take it off the step."""
+    from scalesim.predict import predict
+    from scalesim.traces import IN_PROCESS_LOADER
+
+    now = predict(profile, scenario)[0]
+    compute = profile.compute.model_copy(
+        update={"per_sample_s": profile.compute.per_sample_s - loading_s})
+    after = predict(profile.model_copy(update={"compute": compute}), scenario)[0]
+    gain = float(after.samples_per_s / now.samples_per_s - 1.0)
+    note = (f"the traces' DataLoader loads in the training process ({IN_PROCESS_LOADER}: "
+            f"num_workers=0), {_ms(loading_s)} a step serial with the compute; worker "
+            "processes (DataLoader(num_workers=N), as many as keep up) load the next batches "
+            "beside it")
+    return Remedy("loader", LOADER_WORKERS_TITLE, gain, True, note, verdict=gain_verdict(gain))
+
+
+# the loader remedy where the traces' DataLoader runs in the training process
+LOADER_WORKERS_TITLE = "Load the input in DataLoader worker processes (num_workers > 0)"
 
 
 def _loader_within_wait(remedy: Remedy, data_wait_s: float, step_s: float) -> Remedy:

@@ -84,6 +84,7 @@ _GPIPE = re.compile(r"(Forward|Backward) (\d+)$")
 # them onto the device timeline (gpu_user_annotation, not counted)
 RECEIVE_FAMILIES = (("gloo:recv", "nccl:recv"), ("record_param_comms:recv",), ("c10d::recv_",))
 DATA_PREFIX = "enumerate(DataLoader)#"
+IN_PROCESS_LOADER = "_SingleProcessDataLoaderIter"  # num_workers=0: loads in the training process
 CPU_COMM_PREFIXES = ("gloo:", "nccl:", "c10d::", "record_param_comms")
 
 
@@ -349,6 +350,9 @@ class TraceSummary:
     schedule_stages: list[int] = field(default_factory=list)
     schedule_micro_batches: int = 0
     schedule_split_backward: bool = False
+    # the DataLoader ran in the training process (``_SingleProcessDataLoaderIter``: PyTorch's
+    # num_workers=0), so its time is serial with the step's compute, not a supply beside it
+    loader_in_process: bool = False
 
     def median(self, name: str) -> float:
         return float(np.median([getattr(s, name) for s in self.steps]))
@@ -731,6 +735,7 @@ def summarise(
     forwards: dict[int, set[int]] = {}  # a schedule's stage -> micro-batches it ran forward
     gpipe = {"Forward": set(), "Backward": set()}  # GPipe's micro-batches, forward and backward
     split_backward = False
+    loader_in_process = False
     family_s: Counter = Counter()  # attention family -> kernel seconds
     devices: Counter = Counter()  # GPU id -> kernels
     coll = defaultdict(lambda: {"count": 0, "total_s": 0.0})
@@ -767,6 +772,7 @@ def summarise(
             (gpu_steps if cat == "gpu_user_annotation" else cpu_steps).append((int(m.group(1)), t0, t0 + d))
         elif name.startswith(DATA_PREFIX):
             data.add(t0, d)
+            loader_in_process = loader_in_process or IN_PROCESS_LOADER in name
         elif cat == "user_annotation" and name.startswith("PP:"):
             for stage, micro in _SCHEDULE_FORWARD.findall(name):
                 forwards.setdefault(int(stage), set()).add(int(micro))
@@ -948,6 +954,7 @@ def summarise(
         max((len(mbs) for mbs in forwards.values()), default=0)
         or (len(gpipe["Forward"]) if gpipe["Forward"] == gpipe["Backward"] else 0),
         split_backward,
+        loader_in_process,
     )
 
 
