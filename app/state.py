@@ -552,7 +552,12 @@ def preset_fingerprint(profile: Profile) -> str:
     scalesim version) is told its numbers may differ from the sender's."""
     import hashlib
 
-    text = compact_profile(profile).model_dump_json()
+    compact = compact_profile(profile)
+    # fields added since links carried fingerprints, at their default: left out, so a preset
+    # whose numbers did not change keeps the fingerprint its older links carry
+    later = {"workload": {"pipeline_bubble_micro_steps"}} if (
+        compact.workload.pipeline_bubble_micro_steps == 0.0) else None
+    text = compact.model_dump_json(exclude=later)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 
 
