@@ -856,6 +856,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
             compute_lines.append(f"fitted fixed cost {_ms(v['overhead_s'])} per micro-step vs "
                                  f"{_ms(v['per_sample_s'] * runs.micro_batch[-1])} of per-sample "
                                  f"work at {words.count(int(runs.devices[-1]))}")
+        if runs.bubble_micro_steps:  # fewer micro-batches a replica: the bubble's share grows
+            compute_lines.append(_bubble_share_words(runs.bubble_micro_steps, runs.accumulation))
     findings.append(finding("small_work" if runs.strong_scaling else "compute", shares["compute"],
                             compute_lines, words))
 
@@ -1064,6 +1066,15 @@ def pipeline_bubble_words(row) -> str:
             "(Narayanan et al. 2021 §2.2; zero bubble: Qi et al. 2023), so a step of k "
             f"micro-batches is fitted as k + {row.pipeline_bubble:.3g} stage micro-steps and "
             "more micro-batches (accumulation) shrink the bubble's share")
+
+
+def _bubble_share_words(bubble: float, accumulation) -> str:
+    """The pipeline's fill and drain as a share of a replica's compute, ``bubble / (k +
+    bubble)`` stage micro-steps, at the first and the last run's ``k`` (micro-batches a step)."""
+    k0, k1 = float(accumulation[0]), float(accumulation[-1])
+    return (f"the pipeline's fill and drain, {bubble:.3g} stage micro-steps a step: "
+            f"{_pct(bubble / (k0 + bubble))} of a replica's compute at {k0:g} micro-batches -> "
+            f"{_pct(bubble / (k1 + bubble))} at {k1:g}")
 
 
 def _runs_shard_group(runs, measured, exchange, extrapolate_to: list[int] | None):
