@@ -1044,7 +1044,7 @@ def _as_replicas(runs, transformer, extrapolate_to: list[int] | None):
             "link's fitted bandwidth is a replica's, the sum of its "
             f"{words.devices}' concurrent exchanges")
     if runs.model_split["pp"] > 1:
-        note += "; " + pipeline_bubble_words(first)
+        note += "; " + pipeline_bubble_words(next((r for r in runs.rows if r.schedule), first))
     if spans > 1:
         note += (f"; a replica spans {spans} {words.servers}, so a faster network's gain, "
                  f"priced on one {words.server}'s NICs, is understated")
@@ -1056,7 +1056,7 @@ def pipeline_bubble_words(row) -> str:
     """How the fit charges the fill and drain of ``row``'s pipeline (a ``runs.RunRow`` with
     pp > 1): its schedule, as given or assumed, and the micro-step times it idles a step."""
     v = row.virtual_stages
-    schedule = row.schedule or ("interleaved" if v > 1 else "1f1b")
+    schedule = row.pipeline_schedule
     given = "" if row.schedule else ", assumed: no schedule column"
     chunks = f" x {v} chunks" if schedule == "interleaved" else ""
     rule = {"1f1b": "(pp - 1)", "gpipe": "(pp - 1)", "interleaved": "(pp - 1)/v",

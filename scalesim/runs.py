@@ -182,6 +182,14 @@ class RunRow(BaseModel):
         return self.devices // self.replica_devices
 
     @property
+    def pipeline_schedule(self) -> str | None:
+        """The schedule the pipeline runs, as given or by default (1f1b; interleaved where
+        ``virtual_stages`` > 1); None without a pipeline (pp 1)."""
+        if self.pp == 1:
+            return None
+        return self.schedule or ("interleaved" if self.virtual_stages > 1 else "1f1b")
+
+    @property
     def pipeline_bubble(self) -> float:
         """Micro-step times a replica idles in fill and drain each optimizer step: (pp - 1)/v
         for 1F1B and interleaved, GPipe's pp - 1, ZB-H1's third (Narayanan et al. 2021 §2.2;
@@ -191,8 +199,8 @@ class RunRow(BaseModel):
 
         if self.pp == 1:
             return 0.0
-        schedule = self.schedule or ("interleaved" if self.virtual_stages > 1 else "1f1b")
-        return float(bubble_microbatches(SCHEDULES[schedule], self.pp, self.virtual_stages))
+        return float(bubble_microbatches(SCHEDULES[self.pipeline_schedule], self.pp,
+                                         self.virtual_stages))
 
 
 # columns whose empty cell (or JSON null) means their default
@@ -494,19 +502,20 @@ def runs_from_records(records: list[dict], source: str) -> Runs:
         raise ScalesimError(f"{source}: run {named[0][0]} ran on '{excerpt(named[0][1])}', run "
                             f"{other[0]} on '{excerpt(other[1])}'; one device per runs file")
     split = [tuple(getattr(r, n) for n in MODEL_SPLIT) for r in rows]
-    pipelines = [(r.schedule, r.virtual_stages) for r in rows]
-    if any(s != pipelines[0] for s in pipelines):
-        i = next(i for i, s in enumerate(pipelines) if s != pipelines[0])
-        raise ScalesimError(
-            f"{source}: run 1 runs its pipeline as schedule {pipelines[0][0] or '(none given)'}, "
-            f"virtual_stages {pipelines[0][1]}, run {i + 1} as {pipelines[i][0] or '(none given)'}"
-            f", {pipelines[i][1]}; give one schedule per runs file")
     if any(s != split[0] for s in split):
         i = next(i for i, s in enumerate(split) if s != split[0])
         raise ScalesimError(
             f"{source}: run 1 splits the model as {_split_words(split[0])}, run {i + 1} as "
             f"{_split_words(split[i])}; diagnose compares runs of one model split scaled over "
             "data parallelism: give one split per runs file")
+    # as each row runs it: an empty cell is the default schedule, the same as naming it
+    pipelines = [(r.pipeline_schedule, r.virtual_stages) for r in rows]
+    if any(s != pipelines[0] for s in pipelines):
+        i = next(i for i, s in enumerate(pipelines) if s != pipelines[0])
+        raise ScalesimError(
+            f"{source}: run 1 runs its pipeline as schedule {pipelines[0][0] or '(none)'}, "
+            f"virtual_stages {pipelines[0][1]}, run {i + 1} as {pipelines[i][0] or '(none)'}"
+            f", {pipelines[i][1]}; give one schedule per runs file")
     with_batch = [r.per_device_batch is not None or r.global_batch is not None for r in rows]
     if any(with_batch) and not all(with_batch):
         raise ScalesimError(f"{source}: run {with_batch.index(False) + 1} has no batch; give "

@@ -123,3 +123,25 @@ def test_small_work_under_strong_scaling_names_the_bubble_it_grows():
     assert report.cause.key == "small_work"
     assert ("the pipeline's fill and drain, 3 stage micro-steps a step: 2% of a replica's "
             "compute at 128 micro-batches -> 16% at 16") in report.cause.evidence
+
+
+@pytest.mark.parametrize("cells", [("2,1f1b,", "2,,"), ("2,interleaved,2", "2,,2"),
+                                   ("2,1F1B,1", "2,,1")])
+def test_an_empty_schedule_cell_is_the_default_the_other_rows_name(cells):
+    """An empty cell takes the column's default (docs/diagnose.md): 1f1b, or interleaved where
+    virtual_stages > 1. Rows that name that schedule beside rows that leave it empty run one
+    pipeline; they had been refused as two schedules ('run 1 ... 1f1b, run 2 as (none
+    given)'), and the note says the schedule was given."""
+    text = (f"devices,nodes,step_time_s,pp,schedule,virtual_stages\n8,1,1.0,{cells[0]}\n"
+            f"16,2,1.1,{cells[1]}\n")
+    runs = parse_runs_text(text, "r.csv")
+    bubble = runs.rows[0].pipeline_bubble
+    assert [r.pipeline_bubble for r in runs.rows] == [bubble, bubble]
+    report = diagnose_runs(runs, params=1e9)
+    assert "assumed: no schedule column" not in report.notes[0]
+
+
+def test_a_pipeline_beside_runs_without_one_is_refused_as_two_splits():
+    text = "devices,nodes,step_time_s,pp,schedule\n8,1,1.0,1,\n16,2,1.1,2,1f1b\n"
+    with pytest.raises(ScalesimError, match="give one split per runs file"):
+        parse_runs_text(text, "r.csv")
