@@ -408,7 +408,8 @@ def test_the_loader_is_modelled_from_a_wait_that_could_gain_the_models_error(mon
     for wait, modelled in ((diagnosis.LOADER_MODELLED_SHARE, True), (0.029, False)):
         cr = {"step_s": 1.0, "compute_s": 0.8, "comm_s": 0.1, "data_wait_s": wait,
               "overlap_share": 0.5, "idle_s": 0.0, "straggler_wait_s": 0.0}
-        diagnosis._trace_remedies(cr, [SimpleNamespace(world_size=4, device="gpu")], "input_pipeline")
+        diagnosis._trace_remedies(cr, [SimpleNamespace(world_size=4, device="gpu",
+                                                       loader_in_process=False)], "input_pipeline")
         assert (seen[-1].input_pipeline is not None) is modelled
 
 
