@@ -710,6 +710,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         fit_runs,
         fitted_profile,
         plausible_draws,
+        splits_by_accumulation,
     )
     from scalesim.runs import Runs, scaling, thin
 
@@ -984,6 +985,11 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
              + _parts_over_the_step(share_of_step, runs.devices, fit, words) + list(runs.notes)
              + fit.notes + _implausible_links(fit, params, words)
              + [n for n in (peak_note, ran_note) if n])
+    if extra and splits_by_accumulation(runs):
+        per = "replica" if runs.replica_split else words.device
+        notes.append(f"the runs kept a micro-batch of {whole(runs.micro_batch[-1])} per {per} "
+                     "and ran fewer micro-steps as they grew: so does the extrapolation, down to "
+                     "one micro-step (then the micro-batch shrinks)")
     if exchange.sharded:
         notes.append(f"the runs exchanged as {exchange.label()}: the fit, the memory and every "
                      "remedy start from it (docs/model.md §4)")

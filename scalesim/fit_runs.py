@@ -715,12 +715,25 @@ def extrapolation_layout(runs: Runs, devices: list[int], g: int) -> Layout:
     if np.any(unfilled := unfilled_servers(p, g)):
         bad = int(p[unfilled][0])
         raise ScalesimError(f"{bad} {words.devices} do not fill whole {words.servers} of {g}")
-    k = np.full(p.shape, runs.accumulation[-1])
+    k = np.full(p.shape, float(runs.accumulation[-1]))
+    if splits_by_accumulation(runs):  # fewer micro-steps of the same micro-batch, down to one
+        k = np.maximum(runs.samples_per_step[-1] / (p * runs.micro_batch[-1]), 1.0)
     b = runs.samples_per_step[-1] / (p * k) if runs.strong_scaling else np.full(p.shape, runs.micro_batch[-1])
     delays = np.zeros(p.shape)
     last_delay = _straggler_delays(runs)[-1]
     delays[:] = last_delay
     return Layout(p, p // per_node, b, k, delays, runs.bubble_micro_steps)
+
+
+def splits_by_accumulation(runs: Runs) -> bool:
+    """Whether strong-scaling ``runs`` kept their per-device micro-batch and ran fewer
+    micro-steps as they grew (Megatron-LM's and DeepLearningExamples' BERT recipes), so an
+    extrapolation does the same: its micro-steps fall to one before its micro-batch shrinks.
+    Otherwise it keeps the last run's micro-steps and divides the global batch among them (a
+    micro-batch of a quarter sample, had the runs of a pipeline gone on; docs/diagnose.md)."""
+    return bool(runs.strong_scaling and len(runs.rows) > 1
+                and np.allclose(runs.micro_batch, runs.micro_batch[-1], rtol=1e-9)
+                and np.ptp(runs.accumulation) > 0)
 
 
 def default_extrapolation_devices(runs: Runs) -> list[int]:

@@ -145,3 +145,30 @@ def test_a_pipeline_beside_runs_without_one_is_refused_as_two_splits():
     text = "devices,nodes,step_time_s,pp,schedule\n8,1,1.0,1,\n16,2,1.1,2,1f1b\n"
     with pytest.raises(ScalesimError, match="give one split per runs file"):
         parse_runs_text(text, "r.csv")
+
+
+def test_strong_scaling_extrapolates_with_fewer_micro_steps_as_the_runs_did():
+    """The runs kept 2 samples a micro-batch and ran 128 -> 16 micro-batches: extrapolated to
+    16 and 64 replicas the job runs 8 and 2 micro-batches of 2 (by hand, steps of (8 + 3) and
+    (2 + 3) x 2 x 50 ms plus the exchange), not 16 micro-batches of 1 and of a quarter sample,
+    which had read 1.75x faster at 64 replicas; a note says so."""
+    from scalesim.fit_runs import extrapolation_layout, splits_by_accumulation
+    from scalesim.runs import replica_runs
+
+    runs = replica_runs(parse_runs_text(STRONG, "r.csv"))
+    assert splits_by_accumulation(runs)
+    layout = extrapolation_layout(runs, [16, 64], 1)
+    assert layout.accumulation.tolist() == [8.0, 2.0] and layout.micro_batch.tolist() == [2.0, 2.0]
+    assert extrapolation_layout(runs, [512], 1).accumulation.tolist() == [1.0]  # then b shrinks
+    report = diagnose_runs(parse_runs_text(STRONG, "r.csv"), params=1e9,
+                           extrapolate_to=[128, 512])
+    per_sample = report.details["fit"]["parameters"]["per_sample_s"]
+    for e, k in zip(report.details["extrapolation"], (8, 2), strict=True):
+        compute_only = 256 / ((k + 3) * 2 * per_sample)  # no exchange: the most it can be
+        assert 0.5 * compute_only <= e["samples_per_s"] <= compute_only
+    assert any("ran fewer micro-steps as they grew: so does the extrapolation" in n
+               for n in report.notes)
+    # runs that kept their micro-steps keep them
+    held = STRONG.replace(",2,256,128,", ",16,256,16,").replace(",2,256,64,", ",8,256,16,")
+    held = held.replace(",2,256,32,", ",4,256,16,").replace(",2,256,16,", ",2,256,16,")
+    assert not splits_by_accumulation(replica_runs(parse_runs_text(held, "r.csv")))
