@@ -42,7 +42,6 @@ import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
@@ -52,13 +51,13 @@ from scalesim.device_nouns import CPU_DEVICE_PREFIX, is_cpu_device, replica_devi
 from scalesim.errors import ScalesimError, excerpt, require_path, require_text
 from scalesim.figures import count
 from scalesim.jsonio import parse_json_text, validation_message
+from scalesim.layout import Schedule
 
 REQUIRED = ("devices", "nodes")
 COLUMNS = ("devices", "nodes", "samples_per_s", "step_time_s", "per_device_batch", "global_batch",
            "accumulation", "data_wait_s", "comm_s", "rank_step_times_s", "steps_to_target",
            "device", "tp", "pp", "cp", "schedule", "virtual_stages")
 MODEL_SPLIT = ("tp", "pp", "cp")  # the degrees that split the model: a replica is their product
-PIPELINE_COLUMNS = ("schedule", "virtual_stages")  # how a replica's pipeline runs (pp > 1)
 TIMED = ("data_wait_s", "comm_s", "rank_step_times_s")  # real seconds, not per unit of work
 # A rank's step time may exceed the run's (a median over steps) by measurement noise, not more
 RANK_TIME_SLACK = 1.1
@@ -94,7 +93,7 @@ class RunRow(BaseModel):
     cp: int = bounded("cp_degree", 1)  # context-parallel degree
     # the pipeline's schedule (pp > 1; None: 1f1b, or interleaved with virtual_stages > 1) and
     # its model chunks per rank: they set the bubble a replica pays (``pipeline_bubble``)
-    schedule: Literal["gpipe", "1f1b", "interleaved", "zb"] | None = None
+    schedule: Schedule | None = None
     virtual_stages: int = bounded("virtual_stages", 1)
 
     @field_validator("*", mode="before")
@@ -143,8 +142,11 @@ class RunRow(BaseModel):
             raise ValueError(f"{self.nodes} nodes for {self.devices} devices")
         if self.devices % self.nodes:
             raise ValueError(f"{self.devices} devices do not split evenly over {self.nodes} nodes")
-        if self.pp == 1 and (self.schedule is not None or self.virtual_stages != 1):
+        if self.pp == 1 and (self.schedule not in (None, "none") or self.virtual_stages != 1):
             raise ValueError("schedule and virtual_stages describe a pipeline: they need pp > 1")
+        if self.pp > 1 and self.schedule == "none":
+            raise ValueError(f"pp {self.pp} needs a pipeline schedule (gpipe, 1f1b, interleaved, "
+                             "zb)")
         if self.schedule == "interleaved" and self.virtual_stages < 2:
             raise ValueError("the interleaved schedule needs virtual_stages >= 2")
         if self.virtual_stages > 1 and self.schedule not in (None, "interleaved"):
