@@ -2356,6 +2356,10 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     return first_remedy(capped, cause, least_decisive_gain(profile, scenario)), capped
 
 
+# the loader remedy where the traces' DataLoader runs in the training process
+LOADER_WORKERS_TITLE = "Load the input in DataLoader worker processes (num_workers > 0)"
+
+
 def _loader_workers(profile, scenario, loading_s: float) -> Remedy:
     """The loader remedy of traces whose DataLoader ran in the training process
     (``traces.IN_PROCESS_LOADER``, num_workers=0): its ``loading_s`` a step is serial with the
@@ -2375,10 +2379,6 @@ def _loader_workers(profile, scenario, loading_s: float) -> Remedy:
             "processes (DataLoader(num_workers=N), as many as keep up) load the next batches "
             "beside it")
     return Remedy("loader", LOADER_WORKERS_TITLE, gain, True, note, verdict=gain_verdict(gain))
-
-
-# the loader remedy where the traces' DataLoader runs in the training process
-LOADER_WORKERS_TITLE = "Load the input in DataLoader worker processes (num_workers > 0)"
 
 
 def _loader_within_wait(remedy: Remedy, data_wait_s: float, step_s: float) -> Remedy:
