@@ -282,18 +282,19 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
                 scenario.model_copy(update={"overlap": True}), profile,
                 "overlap is already on" if scenario.overlap
                 else no_exchange_reason(scenario, now, words), ""))
-    k = scenario.accumulation
-    acc_scn = scenario.model_copy(update={"accumulation": 4 * k})
-    if strong:
-        acc_reason = ("" if scenario.global_batch % (now.devices * 4 * k) == 0
-                      else "global batch does not split into 4x more micro-steps")
-        caveat = "same global batch, 4x smaller micro-batches"
+    k, factor = scenario.accumulation, 4
+    if strong:  # the same global batch in 4x (else 2x) the micro-steps of each model replica
+        whole = [f for f in (4, 2) if scenario.global_batch % ((now.dp or now.devices) * f * k) == 0]
+        factor = whole[0] if whole else 4
+        acc_reason = "" if whole else "global batch does not split into 2x or 4x more micro-steps"
+        caveat = f"same global batch, {factor}x smaller micro-batches"
     else:
         acc_reason, caveat = "", "check time-to-quality"  # after 'global batch 4x: '
-    if 4 * k > accumulation_max():
-        acc_reason = (f"{4 * k:,} micro-steps are past the bounds table's "
+    acc_scn = scenario.model_copy(update={"accumulation": factor * k})
+    if factor * k > accumulation_max():
+        acc_reason = (f"{factor * k:,} micro-steps are past the bounds table's "
                       f"{accumulation_max():,}")
-    out.append(("accumulation", f"Accumulate gradients over {4 * k} micro-steps (now {k})",
+    out.append(("accumulation", f"Accumulate gradients over {factor * k} micro-steps (now {k})",
                 acc_scn, profile, acc_reason, caveat))
     out.append(("loader", "Cache the input / add loader workers (no data stall)",
                 scenario, without_stall(profile), _loader_reason(now, stall_examined), ""))

@@ -172,3 +172,25 @@ def test_strong_scaling_extrapolates_with_fewer_micro_steps_as_the_runs_did():
     held = STRONG.replace(",2,256,128,", ",16,256,16,").replace(",2,256,64,", ",8,256,16,")
     held = held.replace(",2,256,32,", ",4,256,16,").replace(",2,256,16,", ",2,256,16,")
     assert not splits_by_accumulation(replica_runs(parse_runs_text(held, "r.csv")))
+
+
+def test_strong_scaling_accumulates_2x_where_4x_does_not_split():
+    """A fixed global batch of 256 over 8 replicas at 16 micro-batches of 2: 4x the micro-steps
+    would need half a sample each, 2x runs 32 of 1, which shrinks the pipeline's bubble share
+    from 3/19 to 3/35 (the remedy had been 'not applicable'); and the split is judged per
+    model replica (dp), not per device: 16 H100s as dp 8 x tp 2 at a global batch of 32 split
+    into 4x the micro-steps, which 16 devices would not."""
+    from scalesim.profiles import resolve_profile
+    from scalesim.remedies import rank_remedies
+
+    report = diagnose_runs(parse_runs_text(STRONG, "r.csv"), params=1e9)
+    (acc,) = [r for r in report.remedies if r.key == "accumulation"]
+    assert acc.applicable and acc.title == "Accumulate gradients over 32 micro-steps (now 16)"
+    assert "same global batch, 2x smaller micro-batches" in acc.note and acc.gain > 0
+    profile = resolve_profile(None, "dgx-h100", "llama3-8b")
+    scenario = Scenario(devices=[16], global_batch=32, accumulation=1,
+                        layout={"tp": 2})
+    _, ranked = rank_remedies(profile, scenario, 16)
+    (acc,) = [r for r in ranked if r.key == "accumulation"]
+    assert acc.applicable, acc.reason
+    assert acc.title == "Accumulate gradients over 4 micro-steps (now 1)"
