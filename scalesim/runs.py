@@ -40,6 +40,7 @@ import csv
 import io
 import json
 import os
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -58,6 +59,8 @@ COLUMNS = ("devices", "nodes", "samples_per_s", "step_time_s", "per_device_batch
            "accumulation", "data_wait_s", "comm_s", "rank_step_times_s", "steps_to_target",
            "device", "tp", "pp", "cp", "schedule", "virtual_stages")
 MODEL_SPLIT = ("tp", "pp", "cp")  # the degrees that split the model: a replica is their product
+# a runs file's schedule names (lower case, letters and digits) that name a layout schedule
+SCHEDULE_ALIASES = {"interleaved1f1b": "interleaved", "zbh1": "zb"}
 TIMED = ("data_wait_s", "comm_s", "rank_step_times_s")  # real seconds, not per unit of work
 # A rank's step time may exceed the run's (a median over steps) by measurement noise, not more
 RANK_TIME_SLACK = 1.1
@@ -116,8 +119,12 @@ class RunRow(BaseModel):
     @field_validator("schedule", mode="before")
     @classmethod
     def _schedule_case(cls, value):
-        """'1F1B', 'Interleaved' as Megatron and torchtitan print them."""
-        return value.strip().lower() or None if isinstance(value, str) else value
+        """Any case and punctuation, and torchtitan's / torch.distributed.pipelining's names
+        ('Interleaved1F1B', 'ScheduleGPipe', 'ZB-H1'): the layout's schedule values."""
+        if not isinstance(value, str):
+            return value
+        name = re.sub(r"[^a-z0-9]", "", value.lower()).removeprefix("schedule")
+        return SCHEDULE_ALIASES.get(name, name) or None
 
     @field_validator("rank_step_times_s", mode="before")
     @classmethod

@@ -32,6 +32,10 @@ def test_a_pipelined_replica_computes_k_plus_its_bubble_micro_steps():
     ("pp,virtual_stages", "4,2", 1.5),  # interleaved implied: (pp - 1)/v
     ("pp,schedule,virtual_stages", "4,interleaved,3", 1.0),
     ("pp,schedule", "4,zb", 1.0),  # ZB-H1: a third of 1F1B's (Qi et al. 2023)
+    # as torchtitan and torch.distributed.pipelining name them
+    ("pp,schedule,virtual_stages", "4,Interleaved1F1B,2", 1.5),
+    ("pp,schedule", "4,ZB-H1", 1.0),
+    ("pp,schedule", "4,ScheduleGPipe", 3.0),
     ("tp", "4", 0.0),  # no pipeline
 ])
 def test_the_bubble_of_a_runs_file_follows_its_schedule(columns, cells, bubble):
