@@ -74,6 +74,13 @@ def not_dividing_server(sizes: Sequence[int] | None, server_devices: int) -> str
     return None
 
 
+def shapes_problem(sizes: Sequence[int] | None, server_devices: int) -> str | None:
+    """The one-line problem of instance shapes on a server of ``server_devices`` GPUs (one
+    larger than the server, or one that does not divide it); None where they can be rented.
+    The rule of a hardware file's ``instance_sizes`` and of ``--instance-sizes`` alike."""
+    return larger_than_server(sizes, server_devices) or not_dividing_server(sizes, server_devices)
+
+
 def job_sizes(chosen: Sequence[int] | None, listed: Sequence[int] | None, server_devices: int,
               used_per_server: int | None = None) -> list[int]:
     """The instance shapes a job is billed in, GPUs each: the scenario's (``chosen``), else the
@@ -82,10 +89,8 @@ def job_sizes(chosen: Sequence[int] | None, listed: Sequence[int] | None, server
     GPUs than a server (the larger of the hardware's and the ``used_per_server`` GPUs the job
     puts on each) or does not divide it: the hardware file's rules (``schemas.Hardware``), so
     ``--instance-sizes 3`` is refused as a file's ``[3]`` is, not billed as 9 of 8 GPUs."""
-    server = max(server_devices, used_per_server or 0)
-    for rule in (larger_than_server, not_dividing_server):
-        if problem := rule(chosen, server):
-            raise ScalesimError(problem)
+    if problem := shapes_problem(chosen, max(server_devices, used_per_server or 0)):
+        raise ScalesimError(problem)
     return [int(n) for n in chosen or listed or [server_devices]]
 
 

@@ -91,6 +91,22 @@ SHARD_GROUP_HELP = (
 ZERO_STRATEGIES = ("ddp", "zero1", "zero2", "zero3")
 
 
+def deepspeed_refuses_pipeline(framework, zero, pp):
+    """Whether DeepSpeed refuses ZeRO stage ``zero`` (0-3) with ``pp`` pipeline stages: it
+    runs ZeRO-2/3 without pipeline parallelism only (``deepspeed/runtime/pipe/engine.py``,
+    docs/model.md §16). Scalars (a scenario) or numpy arrays (a sweep's rows) alike."""
+    return ((np.asarray(framework) == "deepspeed") & (np.asarray(zero) >= 2)
+            & (np.asarray(pp) > 1))
+
+
+def deepspeed_pipeline_error(strategy: str, pp: int) -> str:
+    """Why DeepSpeed cannot run ZeRO-2/3 (``strategy``) with ``pp`` pipeline stages
+    (``deepspeed_refuses_pipeline``): the scenario refuses it and the sweep drops such rows in
+    these words (the planner leaves them out)."""
+    return (f"strategy {strategy} with pp {pp}: DeepSpeed refuses ZeRO-2/3 with pipeline "
+            "parallelism; use zero1, pp 1 or zero_framework fsdp")
+
+
 def split_words(dp: int | None, tp: int, pp: int, cp: int | None = None) -> str:
     """A layout's degrees as every report writes them, dp first: 'dp 2 x tp 4 x pp 2'; dp None:
     the model split alone, as the user asks it ('tp 4 x pp 2'); cp given: ' x cp 2' after."""

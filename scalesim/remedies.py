@@ -34,6 +34,7 @@ from scalesim.bounds import QUANTITIES
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for, replica_of
 from scalesim.errors import ScalesimError
 from scalesim.figures import link_GBps, multiple, sig3
+from scalesim.layout import deepspeed_pipeline_error, deepspeed_refuses_pipeline
 from scalesim.layout_change import layout_title
 from scalesim.model.memory import STRATEGIES, state_shards
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
@@ -63,7 +64,6 @@ from scalesim.schemas import (
     Profile,
     Scenario,
     ScenarioLayout,
-    deepspeed_pipeline_error,
 )
 
 # The faster interconnect remedy: 8x 200 Gb/s HDR InfiniBand per node as network_upgrades names
@@ -370,7 +370,7 @@ def _sharding(profile: Profile, scenario: Scenario, now: Prediction, words: Noun
                 f"gathers and reduce-scatters then span all {dp} ranks, not {shard}")
     target = ("zero2" if scenario.strategy == "zero3"
               else "zero1" if scenario.strategy == "ddp" and now.fits else "zero3")
-    refused = fw == "deepspeed" and now.pp > 1  # no ZeRO-2/3 under its pipeline (§16)
+    refused = bool(deepspeed_refuses_pipeline(fw, 2, now.pp))  # ZeRO-1 at most under pp
     if refused and scenario.strategy == "ddp":
         target = "zero1"  # as far as DeepSpeed shards a pipeline's states
     reason = (ONE_REPLICA if dp == 1 else deepspeed_pipeline_error(target, now.pp)

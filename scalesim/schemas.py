@@ -26,7 +26,7 @@ from scalesim.attention_kernel import (
     DEFAULT_ATTENTION_KERNEL,
     AttentionKernel,
 )
-from scalesim.billing import larger_than_server, not_dividing_server
+from scalesim.billing import shapes_problem
 from scalesim.bounds import (
     BOOL_IS_NO_NUMBER,
     bound,
@@ -39,9 +39,12 @@ from scalesim.bounds import (
 from scalesim.errors import name_problem, printable
 from scalesim.layout import (
     SHARD_GROUP_HELP,
+    ZERO_STRATEGIES,
     Recompute,
     RecomputeStyle,
     Schedule,
+    deepspeed_pipeline_error,
+    deepspeed_refuses_pipeline,
     early_stop_of,
     op_sac_of,
     recompute_style_field,
@@ -76,14 +79,6 @@ def grad_sync_refused(zero_framework: str, grad_sync: str) -> bool:
     """True for the pair refused with ``GRAD_SYNC_DEEPSPEED_ERROR`` (DeepSpeed, once-per-step);
     the scenario, the planner and the sweep's axes all ask this."""
     return zero_framework == "deepspeed" and grad_sync == "once-per-step"
-
-
-def deepspeed_pipeline_error(strategy: str, pp: int) -> str:
-    """Why DeepSpeed cannot run ZeRO-2/3 (``strategy``) with ``pp`` pipeline stages
-    (``deepspeed/runtime/pipe/engine.py``, docs/model.md §16); the scenario refuses it and the
-    sweep drops such rows in these words (the planner leaves them out)."""
-    return (f"strategy {strategy} with pp {pp}: DeepSpeed refuses ZeRO-2/3 with pipeline "
-            "parallelism; use zero1, pp 1 or zero_framework fsdp")
 
 
 Algorithm = Literal["auto", "ring", "tree", "hierarchical"]
@@ -329,9 +324,8 @@ class Hardware(_Strict):
 
     @model_validator(mode="after")
     def _sizes_fit(self) -> Hardware:
-        for rule in (larger_than_server, not_dividing_server):
-            if problem := rule(self.instance_sizes, self.devices_per_node):
-                raise ValueError(problem)
+        if problem := shapes_problem(self.instance_sizes, self.devices_per_node):
+            raise ValueError(problem)
         return self
 
 
@@ -986,12 +980,8 @@ class Scenario(_Strict):
             )
         if grad_sync_refused(self.zero_framework, self.grad_sync):
             raise ValueError(GRAD_SYNC_DEEPSPEED_ERROR)
-        if (
-            self.zero_framework == "deepspeed"
-            and self.strategy in ("zero2", "zero3")
-            and self.layout is not None
-            and self.layout.pp > 1
-        ):
+        if self.layout is not None and deepspeed_refuses_pipeline(
+                self.zero_framework, ZERO_STRATEGIES.index(self.strategy), self.layout.pp):
             raise ValueError(deepspeed_pipeline_error(self.strategy, self.layout.pp))
         return self
 

@@ -37,13 +37,7 @@ from scalesim.predict import (
     scenario_inputs,
 )
 from scalesim.presets import attention_efficiency_of
-from scalesim.schemas import (
-    GRAD_SYNC_DEEPSPEED_ERROR,
-    Profile,
-    Scenario,
-    deepspeed_pipeline_error,
-    grad_sync_refused,
-)
+from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Profile, Scenario, grad_sync_refused
 
 # Knobs that can be swept, with how a value becomes a model input.
 AXES = ("devices", "micro_batch", "global_batch", "accumulation", "strategy", "zero_framework",
@@ -411,7 +405,13 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     combinations that break a layout rule (``scalesim.layout``) or do not split the global batch
     are dropped and counted."""
     from scalesim import layout_predict as lp
-    from scalesim.layout import SCHEDULES, ZERO_STRATEGIES, replica_devices
+    from scalesim.layout import (
+        SCHEDULES,
+        ZERO_STRATEGIES,
+        deepspeed_pipeline_error,
+        deepspeed_refuses_pipeline,
+        replica_devices,
+    )
 
     profile, base = plan.profile, plan.base
     split = lp.layout_of(base)
@@ -437,8 +437,7 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     zero = (_codes(grid["strategy"], STRATEGIES, "strategy") if "strategy" in grid
             else np.full(p.shape, lp.ZERO_OF_STRATEGY[base.strategy]))
     # DeepSpeed refuses ZeRO-2/3 under a pipeline (predict refuses the scenario): dropped
-    deepspeed_piped = layout_ok & (_frameworks(base, grid, p) == "deepspeed") & (zero >= 2) & (
-        pp > 1)
+    deepspeed_piped = layout_ok & deepspeed_refuses_pipeline(_frameworks(base, grid, p), zero, pp)
     if deepspeed_piped.any():
         i = int(np.flatnonzero(deepspeed_piped)[0])
         example = example or (
