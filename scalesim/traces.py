@@ -322,6 +322,9 @@ class StepBreakdown:
     # receives the host posted in the step (``RECEIVE_FAMILIES``; its host window); None where
     # the trace names none (a GPU trace's fused SendRecv kernels say no count)
     receives: int | None = None
+    # each named group role's collective time in the step, s (``TraceSummary.groups``' roles;
+    # {} where the collectives name no group): the per-step values behind its medians
+    group_comm_s: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -898,8 +901,9 @@ def summarise(
         cdmw = length_in(cdm, w0, w1)
         overlap = max(cdw + mw - cdmw, 0.0)  # |(C u D) n M|: hidden behind other work
         ow = length_in(other_comm, w0, w1)  # the collectives that are not point to point
+        group_comm = {}
         for role, (merged, _) in roles.items():  # each role's collectives, and what hid them
-            rw = length_in(merged, w0, w1)
+            rw = group_comm[role] = length_in(merged, w0, w1)
             hidden = max(rw + cdw - length_in(with_compute[role], w0, w1), 0.0)
             alone = max(cdmw - length_in(covered_by_others[role], w0, w1), 0.0)
             role_steps[role].append((rw, hidden, min(alone, rw)))
@@ -920,6 +924,7 @@ def summarise(
                 collective_s=ow,
                 collective_hidden_s=max(ow + cdw - length_in(cd_collectives, w0, w1), 0.0),
                 receives=None if counted is None else _count_in(counted, *host_window.get(num, (w0, w1))),
+                group_comm_s=group_comm,
             )
         )
     collectives = {k: dict(v) for k, v in sorted(coll.items())}
