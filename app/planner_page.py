@@ -590,6 +590,7 @@ def _share(plan: Plan, link: str) -> None:
 def _rows_table(plan: Plan) -> pd.DataFrame:
     unit = plan.unit
     split = plan.focus.dp is not None  # a split model: its layout and pipeline bubble too
+    bubble = any(r.bubble_s for r in plan.rows)  # a pipelined replica's (a fitted profile)
     words = plan.words  # the count columns: processes and hosts on a CPU calibration
     df = pd.DataFrame([{
         words.header("devices"): r.devices, words.header("servers"): r.nodes,
@@ -597,7 +598,8 @@ def _rows_table(plan: Plan) -> pd.DataFrame:
         "micro-batch": r.micro_batch,
         "global batch": r.global_batch, "step ms": r.step_time_s * 1e3,
         "compute ms": r.compute_s * 1e3, "exposed comm ms": r.exposed_comm_s * 1e3,
-        **({"bubble ms": r.bubble_s * 1e3, "MFU %": None if r.mfu is None else r.mfu * 100} if split else {}),
+        **({"bubble ms": r.bubble_s * 1e3} if split or bubble else {}),
+        **({"MFU %": None if r.mfu is None else r.mfu * 100} if split else {}),
         # no input pipeline: no stall column (``charts.stall_caption`` says why), not 0s
         **({} if charts.stall_caption(plan.rows) else {"data stall ms": r.data_stall_s * 1e3}),
         "straggler ms": r.straggler_s * 1e3,

@@ -260,18 +260,19 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
                                 left=2)))
     parts.append(f"<h2>Prediction per {plan.words.device} count</h2>")
     split = plan.focus.dp is not None  # a split model: its layout and pipeline bubble too
+    bubble = split or any(r.bubble_s for r in plan.rows)  # or a pipelined replica's bubble
     stall_note = stall_caption(plan.rows)  # no input pipeline: no stall column, and why
     stall = not stall_note
     parts.append(_scroll(_table(
         [plan.words.header("devices"), plan.words.header("servers"),
          *([SPLIT_HEADER] if split else []), "step ms", "compute ms",
-         "exposed comm ms", *(["bubble ms"] if split else []),
+         "exposed comm ms", *(["bubble ms"] if bubble else []),
          *(["data stall ms"] if stall else []),
          "straggler ms", f"{unit}/s", "efficiency", "memory GiB", "runnable"],
         [[r.devices, r.nodes, *([split_short(r.dp, r.tp, r.pp)] if split else []),
           *(if_runs(r, cell) for cell in (  # a run that does not fit: no time, pace or efficiency
               f"{r.step_time_s * 1e3:.2f}", f"{r.compute_s * 1e3:.2f}",
-              f"{r.exposed_comm_s * 1e3:.2f}", *([f"{r.bubble_s * 1e3:.2f}"] if split else []),
+              f"{r.exposed_comm_s * 1e3:.2f}", *([f"{r.bubble_s * 1e3:.2f}"] if bubble else []),
               *([f"{r.data_stall_s * 1e3:.2f}"] if stall else []),
               f"{r.straggler_s * 1e3:.2f}", amount(r.samples_per_s), f"{r.efficiency:.1%}")),
           f"{r.memory_bytes / 2**30:.1f}", "yes" if r.fits else "NO: not runnable"]

@@ -326,6 +326,7 @@ def blended(values: dict[str, float], layout: Layout, gradient_bytes: float,
         for name in (
             "step_time_s",
             "compute_s",
+            "bubble_s",
             "exposed_comm_s",
             "straggler_s",
             "data_stall_s",

@@ -62,7 +62,8 @@ def find_knee(devices, nodes, efficiency, compute_s=None, exposed_comm_s=None,
     """The largest efficiency drop between consecutive rows, or None if it is under ``min_drop``
     (efficiency points, 0..1; default the model's median error, ``MIN_EFFICIENCY_DROP``).
 
-    ``bubble_s``: the pipeline bubble of rows split by a layout (a part of its own)."""
+    ``bubble_s``: the pipeline bubble of rows split by a layout or of a pipelined replica (a
+    part of its own)."""
     p = np.asarray(devices)
     eff = np.asarray(efficiency, dtype=float)
     if p.size < 2:
@@ -150,7 +151,7 @@ def knee_of_predictions(rows) -> Knee | None:
         [r.compute_s for r in rows], [r.exposed_comm_s for r in rows],
         [r.data_stall_s or 0.0 for r in rows], [r.straggler_s for r in rows],
         [r.micro_batch * r.accumulation * (r.dp or r.devices) / r.devices for r in rows],
-        bubble_s=[r.bubble_s for r in rows] if layouts else None,
+        bubble_s=[r.bubble_s for r in rows] if layouts or any(r.bubble_s for r in rows) else None,
         min_drop=median_error(through_layouts=layouts),
     )
 

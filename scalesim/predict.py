@@ -76,7 +76,9 @@ class Prediction(BaseModel):
     dp: int | None = None  # None: data parallel over all devices (parameter-count workload)
     tp: int = 1
     pp: int = 1
-    bubble_s: float = 0.0  # pipeline fill and drain, idle (a part of step_time_s)
+    # pipeline fill and drain, idle (a part of step_time_s): the layout's schedule, or the
+    # pipelined replica of a workload fitted from runs (``pipeline_bubble_micro_steps``)
+    bubble_s: float = 0.0
     tp_comm_s: float = 0.0  # tensor- and context-parallel collectives (in exposed_comm_s)
     pipeline_comm_s: float = 0.0  # pipeline point-to-point sends (in exposed_comm_s)
     tokens_per_s: float | None = None
@@ -451,7 +453,7 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
             compute_s=r.compute_s, exposed_comm_s=r.tp_comm_s + r.cp_comm_s + r.p2p_s
             + r.dp_exposed_s, data_stall_s=r.stall_s, straggler_s=r.straggler_s,
             comm_total_s=None, comm_bytes=None, samples_per_s=r.samples_per_s,
-            memory_bytes=r.memory_bytes)
+            memory_bytes=r.memory_bytes, bubble_s=r.bubble_s)
         inputs = SimpleNamespace(devices=split.devices, devices_per_node=split.devices_per_node,
                                  micro_batch=split.micro_batch)
         speedup, efficiency, fits = split.speedup, split.efficiency, r.fits
@@ -511,6 +513,7 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
             cost_usd=cost,
             billed_devices=int(goal.billed_devices(int(p))),
             shard_group=None if scenario.strategy == "ddp" else min(shard or dp, dp),
+            bubble_s=float(np.broadcast_to(result.bubble_s, result.step_time_s.shape)[i]),
             **({} if split is None else {**_split_fields(split, i),
                                            "precision": scenario.precision}),
             **stages,
@@ -521,6 +524,6 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
 def _split_fields(split, i: int) -> dict:
     r = split.result
     return {"dp": int(split.dp[i]), "tp": int(split.tp[i]), "pp": int(split.pp[i]),
-            "bubble_s": float(r.bubble_s[i]), "tp_comm_s": float(r.tp_comm_s[i] + r.cp_comm_s[i]),
+            "tp_comm_s": float(r.tp_comm_s[i] + r.cp_comm_s[i]),
             "pipeline_comm_s": float(r.p2p_s[i]), "tokens_per_s": float(r.tokens_per_s[i]),
             "mfu": float(r.mfu[i]) if split.peak_known else None}

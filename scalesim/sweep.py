@@ -110,6 +110,8 @@ class SweepPlan:
                    + 8 * len(layout_columns) + 8 * (len(OUTPUT_COLUMNS) - 1) + 1)
         if self.profile.workload.transformer is not None:  # + dp, tp, pp and bubble_s
             per_row += 8 * len(set(LAYOUT_COLUMNS + LAYOUT_AXES) - set(self.axes))
+        elif self.profile.workload.pipeline_bubble_micro_steps:  # + bubble_s
+            per_row += 8
         if "shard_group" in self.axes:  # + the group as asked
             per_row += self.axes["shard_group"].itemsize
         return self.rows * per_row
@@ -339,6 +341,8 @@ def evaluate_at(plan: SweepPlan, flat: np.ndarray) -> SweepResult:
             columns[name] = result.fits & (micro < profile.compute.oom_micro_batch)
         else:
             columns[name] = getattr(result, name)
+    if profile.workload.pipeline_bubble_micro_steps:  # a pipelined replica's fill and drain
+        columns["bubble_s"] = np.broadcast_to(result.bubble_s, result.step_time_s.shape)
     if "shard_group" in grid:
         columns[SHARD_GROUP_ASKED] = grid["shard_group"]
     return SweepResult(columns=columns, dropped=int((~keep).sum()) + dropped_layout,

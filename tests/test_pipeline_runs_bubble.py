@@ -16,13 +16,18 @@ from scalesim.schemas import Scenario, Workload
 
 def test_a_pipelined_replica_computes_k_plus_its_bubble_micro_steps():
     """By hand: 4 micro-batches of 2 samples at 10 ms a sample, 3 micro-steps of fill and drain
-    (1F1B on 4 stages): (4 + 3) x 20 ms = 140 ms; without the bubble 80 ms."""
+    (1F1B on 4 stages): (4 + 3) x 20 ms = 140 ms a step, of it 80 ms compute and 60 ms bubble
+    (its own part, as a layout's: it had been inside compute_s, so predict said bubble 0);
+    without the bubble 80 ms."""
     base = dict(devices=1, devices_per_node=1, micro_batch=2, accumulation=4, overhead_s=0.0,
                 per_sample_s=0.01, optimizer_step_s=0.0, backward_fraction=2 / 3, params=1e6,
                 wire_bytes_per_param=4.0, intra_latency_s=1e-5, intra_busbw_GBps=100.0,
                 inter_latency_s=1e-5, inter_busbw_GBps=10.0)
-    assert evaluate(StepInputs(**base, bubble_micro_steps=3.0)).compute_s == pytest.approx(0.14)
-    assert evaluate(StepInputs(**base)).compute_s == pytest.approx(0.08)
+    piped = evaluate(StepInputs(**base, bubble_micro_steps=3.0))
+    assert piped.step_time_s == pytest.approx(0.14)
+    assert piped.compute_s == pytest.approx(0.08) and piped.bubble_s == pytest.approx(0.06)
+    flat = evaluate(StepInputs(**base))
+    assert flat.compute_s == pytest.approx(0.08) and flat.bubble_s == pytest.approx(0.0)
 
 
 @pytest.mark.parametrize("columns, cells, bubble", [
@@ -101,6 +106,17 @@ def test_the_fitted_profile_carries_the_bubble_and_predicts_the_runs():
     assert profile.workload.pipeline_bubble_micro_steps == 1.0
     (row,) = predict(profile, scenario)
     assert row.step_time_s == pytest.approx(report.table[-1]["model_step_time_s"], rel=1e-6)
+    # the bubble is its own part of the step (it had been inside compute_s, bubble_s 0): one
+    # micro-step of a stage, and the parts sum to the step
+    micro_step = profile.compute.overhead_s + row.micro_batch * profile.compute.per_sample_s
+    assert row.bubble_s == pytest.approx(micro_step, rel=1e-6)
+    assert row.compute_s + row.bubble_s + row.exposed_comm_s + row.straggler_s \
+        + (row.data_stall_s or 0.0) == pytest.approx(row.step_time_s, rel=1e-9)
+    from scalesim.sweep import sweep
+
+    swept = sweep(profile, scenario.model_copy(update={"devices": [1]}),
+                  {"devices": [8, 16]}).columns
+    assert swept["bubble_s"] == pytest.approx([micro_step] * 2, rel=1e-6)
     shape = default_profile().workload.model_dump()
     with pytest.raises(ValueError, match="a transformer's bubble comes from its layout"):
         Workload.model_validate({**shape, "pipeline_bubble_micro_steps": 1.0,

@@ -238,7 +238,7 @@ def render_table(profile, scenario, rows) -> str:
                 ("step ms", 9, lambda r: _fmt_s(r.step_time_s)),
                 ("compute", 9, lambda r: _fmt_s(r.compute_s)),
                 ("exp.comm", 9, lambda r: _fmt_s(r.exposed_comm_s))]
-    if split:
+    if split or any(r.bubble_s for r in rows):  # a layout's, or a pipelined replica's
         columns.append(("bubble", 9, lambda r: _fmt_s(r.bubble_s)))
     if stall:
         columns.append(("stall", 9, lambda r: _fmt_s(r.data_stall_s)))

@@ -212,8 +212,8 @@ class BubbleRows:
 
         from scalesim.pipeline_bubble import SWEEP_ROWS_NAMED, large_bubble
 
-        if "bubble_s" not in columns:  # no pipeline: not a transformer workload
-            return
+        if "pp" not in columns:  # no layout: not a transformer workload (a pipelined
+            return  # replica's bubble_s, of a profile fitted from runs, has no pp to name)
         hit = np.flatnonzero(large_bubble(columns["pp"], columns["bubble_s"], columns["step_time_s"]))
         if hit.size and self.first is None:
             self.first = SimpleNamespace(**{k: v[hit[0]].item() for k, v in columns.items()})

@@ -101,7 +101,8 @@ class StepInputs:
     # micro-step times of pipeline fill and drain each optimizer step pays, where each device
     # of this model is a model replica that runs as a pipeline (diagnose's runs that split the
     # model): (pp - 1)/v for 1F1B and interleaved, model/pipeline_schedule.bubble_microbatches;
-    # 0: no pipeline. Compute is then (k + bubble) micro-steps (docs/model.md §7)
+    # 0: no pipeline. The step then holds k micro-steps of compute and the bubble's idle
+    # (``StepResult.bubble_s``, docs/model.md §7)
     bubble_micro_steps: object = 0.0
 
     def replace(self, **changes) -> StepInputs:
@@ -111,7 +112,8 @@ class StepInputs:
 
 @dataclass(frozen=True)
 class StepResult:
-    """Per-scenario arrays; the four parts sum to ``step_time_s``."""
+    """Per-scenario arrays; the five parts (compute, bubble, exposed communication, straggler,
+    data stall) sum to ``step_time_s``."""
 
     step_time_s: np.ndarray
     compute_s: np.ndarray
@@ -125,6 +127,9 @@ class StepResult:
     samples_per_s: np.ndarray
     memory_bytes: np.ndarray
     fits: np.ndarray
+    # a pipelined replica's fill and drain (``StepInputs.bubble_micro_steps`` micro-steps of
+    # one stage), idle: 0 where the workload has none
+    bubble_s: np.ndarray | float = 0.0
 
 
 def _as(x, dtype=float):
@@ -214,7 +219,8 @@ def evaluate(inp: StepInputs) -> StepResult:
     forward = micro - backward
     # ZeRO-1/2/3 shard the optimizer state: each device updates its 1/s of the parameters.
     optimizer = _as(inp.optimizer_step_s) * shared / np.where(strategy >= ZERO1, _as(shard), 1.0)
-    compute = (k + _as(inp.bubble_micro_steps)) * micro + optimizer
+    compute = k * micro + optimizer
+    bubble = _as(inp.bubble_micro_steps) * micro  # a pipelined replica's fill and drain
 
     total_bytes = _as(inp.params) * _as(inp.wire_bytes_per_param) * np.ones_like(p)
     total_bytes = np.where(p > 1, total_bytes, 0.0)
@@ -229,7 +235,7 @@ def evaluate(inp: StepInputs) -> StepResult:
     straggler = straggler_s(inp, p, k, micro,
                             syncs_every_micro_step(strategy, framework, inp.grad_sync))
 
-    busy = compute + exposed + straggler
+    busy = compute + bubble + exposed + straggler
     samples_per_step = k * b
     stall = data_stall_s(samples_per_step, inp.loader_samples_per_s, busy)
     step = busy + stall
@@ -260,6 +266,7 @@ def evaluate(inp: StepInputs) -> StepResult:
         samples_per_s=full(global_batch / step),
         memory_bytes=full(memory),
         fits=np.broadcast_to(memory <= _as(inp.device_memory_bytes), shape).copy(),
+        bubble_s=full(bubble),
     )
 
 
