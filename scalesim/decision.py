@@ -52,7 +52,7 @@ from scalesim import figures, training_time
 from scalesim.accuracy import median_error
 from scalesim.billing import billing_words
 from scalesim.bounds import bound
-from scalesim.device_nouns import CPU_HOUR, is_cpu_device, nouns_for
+from scalesim.device_nouns import CPU_HOUR, is_cpu_device, named_count, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount, gib, link_GBps, rate
 from scalesim.layout import ZERO_STRATEGIES, model_split_words, replica_devices
@@ -1100,10 +1100,9 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     if within and len(within) < len(options):
         notes.append(f"gains under the model's median error ({ctx.error:.1%}, docs/validation.md) "
                      "are not recommended: " + "; ".join(within))
-    device = profile.hardware.device_name
-    gpus = f"{figures.whole(devices)} {device} {words.device if devices == 1 else words.devices}"
+    gpus = named_count(devices, profile.hardware.device_name)
     if now.fits and devices == 1:
-        question = f"One {device} {words.device}: what should we do?"
+        question = f"{gpus}: what should we do?"
     elif now.fits:
         question = f"{gpus} give {now.speedup:.1f}x one {words.device}: what should we do?"
         if note := one_device_note([now], words):

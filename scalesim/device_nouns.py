@@ -102,13 +102,29 @@ CPU_NOUNS = Nouns(
 # named REPLICA_PREFIX + the split + " of " + the devices' own name, and its sentences say
 # replicas (their memory and servers stay the devices').
 REPLICA_PREFIX = "model replica ("
-REPLICA_NOUNS = replace(GPU_NOUNS, device="replica", devices="replicas", column="replicas")
-CPU_REPLICA_NOUNS = replace(CPU_NOUNS, device="replica", devices="replicas", column="replicas")
+# where a sentence names the profile's GPUs (a server of g GPUs, billed per whole server) they
+# are its replicas too: the profile's devices per server and its price count replicas
+REPLICA_NOUNS = replace(GPU_NOUNS, device="replica", devices="replicas", column="replicas",
+                        gpu="replica", gpus="replicas")
+CPU_REPLICA_NOUNS = replace(CPU_NOUNS, device="replica", devices="replicas", column="replicas",
+                            gpu="replica", gpus="replicas")
 
 
 def replica_device_name(split_words: str, device_name: str) -> str:
     """The device name of one model replica: 'model replica (tp 8 x pp 2 x cp 1) of measured'."""
     return f"{REPLICA_PREFIX}{split_words}) of {device_name}"
+
+
+def named_count(n: int, device_name: str) -> str:
+    """``n`` devices named by their kind: '8 H100 GPUs' ... '8 NVIDIA H100 devices', 'One
+    NVIDIA H100 device'; a replica's kind after its noun, '8 replicas (tp 2 x pp 2 x cp 1 of
+    measured)', where '8 model replica (...) of measured replicas' read as nonsense."""
+    words = nouns_for(device_name)
+    noun = words.device if n == 1 else words.devices
+    count = "One" if n == 1 else whole(n)
+    if replica_of(device_name) is not None:
+        return f"{count} {noun} ({device_name[len(REPLICA_PREFIX):].replace(') of ', ' of ', 1)})"
+    return f"{count} {device_name} {noun}"
 
 
 def replica_of(device_name: str) -> str | None:

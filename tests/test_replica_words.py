@@ -1,0 +1,40 @@
+"""A profile fitted from runs that split the model counts model replicas: its sentences say
+replicas wherever they count the profile's devices (``device_nouns.REPLICA_NOUNS``)."""
+
+from scalesim.billing import billing_words
+from scalesim.decision import decide
+from scalesim.device_nouns import named_count, replica_device_name
+from scalesim.diagnosis import diagnose_runs
+from scalesim.runs import parse_runs_text
+from scalesim.schemas import Profile, Scenario
+
+RUNS = """devices,nodes,step_time_s,per_device_batch,accumulation,tp,pp
+8,1,1.50,8,4,2,2
+16,2,1.55,8,4,2,2
+32,4,1.62,8,4,2,2
+"""
+
+
+def test_a_replica_is_counted_by_its_noun_and_its_split_follows():
+    """'8 model replica (tp 2 x pp 2 x cp 1) of measured replicas give ...' read as nonsense."""
+    name = replica_device_name("tp 2 x pp 2 x cp 1", "measured")
+    assert named_count(8, name) == "8 replicas (tp 2 x pp 2 x cp 1 of measured)"
+    assert named_count(1, name) == "One replica (tp 2 x pp 2 x cp 1 of measured)"
+    assert named_count(1024, "NVIDIA H100") == "1,024 NVIDIA H100 devices"
+    assert named_count(2, "CPU: AMD EPYC") == "2 CPU: AMD EPYC processes"
+
+
+def test_decide_on_a_fitted_replica_profile_says_replicas_and_bills_them():
+    """The profile's server holds 4 replicas (tp 2 on 8-GPU servers, the pipeline's stages on
+    other servers, Megatron's order) and its price is per replica-hour: billing had said 'per
+    whole server of 4 GPUs'."""
+    report = diagnose_runs(parse_runs_text(RUNS, "r.csv"), params=7e9)
+    profile = Profile.model_validate(report.details["fitted_profile"])
+    scenario = Scenario.model_validate(report.details["fitted_scenario"]).model_copy(
+        update={"price_per_device_hour": 10.0, "train_samples": 1e7})
+    assert profile.hardware.devices_per_node == 4
+    card = decide(profile, scenario, 8)
+    assert card.question.startswith("8 replicas (tp 2 x pp 2 x cp 1 of ")
+    assert card.now.price_source.endswith("billed per whole server of 4 replicas")
+    assert billing_words(4, None, profile.hardware.device_name) \
+        == "billed per whole server of 4 replicas"
