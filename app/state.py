@@ -555,9 +555,12 @@ def preset_fingerprint(profile: Profile) -> str:
     compact = compact_profile(profile)
     # fields added since links carried fingerprints, at their default: left out, so a preset
     # whose numbers did not change keeps the fingerprint its older links carry
-    later = {"workload": {"pipeline_bubble_micro_steps"}} if (
-        compact.workload.pipeline_bubble_micro_steps == 0.0) else None
-    text = compact.model_dump_json(exclude=later)
+    later = {}
+    if compact.workload.pipeline_bubble_micro_steps == 0.0:
+        later["workload"] = {"pipeline_bubble_micro_steps"}
+    if compact.hardware.nic_servers_per_node == 1:
+        later["hardware"] = {"nic_servers_per_node"}
+    text = compact.model_dump_json(exclude=later or None)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 
 

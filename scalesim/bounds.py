@@ -168,6 +168,10 @@ QUANTITIES: dict[str, Bound] = {
     "devices_per_node": Bound(
         1, 1024, "devices", "one server: 8-72 GPUs today, up to a few hundred CPU processes", integer=True
     ),
+    "nic_servers_per_node": Bound(
+        1, 1024, "servers", "the servers whose NICs one server of a profile of model replicas "
+        "spans: its data-parallel ranks' stages sit in up to pp servers", integer=True
+    ),
     "rank": Bound(0, DEVICES_MAX - 1, "", "a rank of the largest job", integer=True),
     "micro_batch": Bound(
         1,

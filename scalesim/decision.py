@@ -667,7 +667,8 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServer
     notes += said
     if now.nodes > 1:
         inter = scenario.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
-        for up in upgrades_for(profile.hardware.device_name, inter)[:1]:
+        for up in upgrades_for(profile.hardware.device_name, inter,
+                               profile.hardware.nic_servers_per_node)[:1]:
             link = up.link()
             scn = scenario.model_copy(update={"inter_busbw_GBps": link.busbw_GBps,
                                               "inter_latency_s": link.latency_s})

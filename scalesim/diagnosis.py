@@ -48,7 +48,7 @@ from scalesim.figures import count_columns, link_GBps, sig3, whole
 from scalesim.fit_runs import Z95
 from scalesim.jsonio import to_json_text
 from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee, no_knee_words
-from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, early_stop_of, op_sac_of
+from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, early_stop_of, op_sac_of, replica_servers
 from scalesim.model.stragglers import (
     SLOW_DEVICE_FACTOR,
     peer_margin,
@@ -1051,9 +1051,11 @@ def _as_replicas(runs, transformer, extrapolate_to: list[int] | None):
             f"{words.devices}' concurrent exchanges")
     if runs.model_split["pp"] > 1:
         note += "; " + pipeline_bubble_words(next((r for r in runs.rows if r.schedule), first))
-    if spans > 1:
-        note += (f"; a replica spans {spans} {words.servers}, so a faster network's gain, "
-                 f"priced on one {words.server}'s NICs, is understated")
+    if replicas.nic_servers_per_node > 1:
+        n = replicas.nic_servers_per_node
+        note += (f"; a replica spans {words.count(spans, 'server')} and the replicas of one of "
+                 f"the fit's {words.servers} span {n}: a faster network is priced on all {n} "
+                 f"{words.servers}' NICs")
     note += ' (docs/diagnose.md "Runs that split the model")'
     return replicas, extrapolate_to, note
 
@@ -1126,12 +1128,8 @@ def _runs_shard_group(runs, measured, exchange, extrapolate_to: list[int] | None
 
 def _replica_servers(split: dict[str, int], replicas: int, devices_per_node: int) -> int:
     """Servers of ``devices_per_node`` devices that one model replica's devices sit in, for a
-    job split as ``split`` (tp, pp, cp) over ``replicas``: its device ranks are ``stage x tp x
-    cp x dp + c x tp + t`` (``layout.strides``)."""
-    tp, pp, cp = split["tp"], split["pp"], split["cp"]
-    ranks = (np.arange(pp)[:, None, None] * tp * cp * replicas
-             + np.arange(cp)[None, :, None] * tp + np.arange(tp)[None, None, :])
-    return int(np.unique(ranks // devices_per_node).size)
+    job split as ``split`` (tp, pp, cp) over ``replicas`` (``layout.replica_servers``)."""
+    return replica_servers(split["tp"], split["cp"], split["pp"], replicas, 1, devices_per_node)
 
 
 def _with_devices(details: dict, replica_devices: int, devices_per_node: int) -> None:

@@ -915,6 +915,7 @@ def fitted_profile(
         devices_per_node=g,
         **device,
         cpu_cores_per_node=g,
+        nic_servers_per_node=runs.nic_servers_per_node,  # a node of replicas: their servers
         comm_compute_contention=0.0,  # as fitted: phi absorbs any slowdown beside collectives
         device_speed_cv=0.0,  # as fitted: jitter_cv and a slow device absorb the devices' spread
         intra_node=LinkLevel(

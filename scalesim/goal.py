@@ -214,7 +214,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     networks = {float(inter): ("as is", 0.0)}
     if is_cpu_device(profile.hardware.device_name):
         notes.append(CPU_NO_UPGRADES)
-    for up in upgrades_for(profile.hardware.device_name, inter):
+    for up in upgrades_for(profile.hardware.device_name, inter,
+                           profile.hardware.nic_servers_per_node):
         if up.extra_usd_per_server_hour is None:
             notes.append(f"{up.name} left out: no public price")
             continue

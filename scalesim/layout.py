@@ -280,6 +280,17 @@ def strides(tp, cp, dp):
     return 1, tp, tp * cp, tp * cp * dp
 
 
+def replica_servers(tp: int, cp: int, pp: int, dp: int, replicas: int,
+                    devices_per_node: int) -> int:
+    """Servers of ``devices_per_node`` devices that the first ``replicas`` data-parallel ranks'
+    devices sit in (all their stages) for a job split tp x cp x pp over dp replicas: rank
+    ``stage x tp x cp x dp + d x tp x cp + c x tp + t`` (``strides``)."""
+    t_, c_, d_, s_ = strides(tp, cp, dp)
+    ranks = (np.arange(pp)[:, None, None, None] * s_ + np.arange(replicas)[None, :, None, None] * d_
+             + np.arange(cp)[None, None, :, None] * c_ + np.arange(tp)[None, None, None, :] * t_)
+    return int(np.unique(ranks // devices_per_node).size)
+
+
 def placement(layout: ParallelLayout, devices_per_node: int) -> dict[str, GroupSpan]:
     """Each group's span for this layout on servers of ``devices_per_node`` devices."""
     out = {}

@@ -9,7 +9,7 @@ listed, so a reader knows how old it is.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scalesim import presets
 from scalesim.device_nouns import is_cpu_device
@@ -76,12 +76,25 @@ CPU_NO_UPGRADES = ("network upgrades left out: CPU processes exchange through gl
                    "the upgrades' figures are NCCL's over RDMA between GPU servers")
 
 
-def upgrades_for(device_name: str, inter_busbw_GBps: float) -> list[NetworkUpgrade]:
+def per_node(upgrade: NetworkUpgrade, servers: int) -> NetworkUpgrade:
+    """``upgrade`` for one node of a profile whose node exchanges over ``servers`` servers'
+    NICs (``Hardware.nic_servers_per_node``: a profile of model replicas whose stages sit in
+    other servers): that many times its NICs and its price a server; unchanged for 1."""
+    if servers == 1:
+        return upgrade
+    price = upgrade.extra_usd_per_server_hour
+    return replace(upgrade, nics_per_node=upgrade.nics_per_node * servers,
+                   extra_usd_per_server_hour=None if price is None else price * servers)
+
+
+def upgrades_for(device_name: str, inter_busbw_GBps: float,
+                 servers: int = 1) -> list[NetworkUpgrade]:
     """Upgrades that apply to ``device_name`` and are faster than today's inter-server link,
     priced ones first, then by bandwidth (slowest first: the cheapest step up); none for a CPU
-    calibration's processes (``CPU_NO_UPGRADES``)."""
+    calibration's processes (``CPU_NO_UPGRADES``). ``servers``: the servers whose NICs one node
+    of the profile exchanges over (``per_node``, ``Hardware.nic_servers_per_node``)."""
     if is_cpu_device(device_name):
         return []
-    rows = [u for u in UPGRADES
-            if u.applies_to(device_name) and u.link().busbw_GBps > inter_busbw_GBps * 1.05]
+    rows = [per_node(u, servers) for u in UPGRADES if u.applies_to(device_name)]
+    rows = [u for u in rows if u.link().busbw_GBps > inter_busbw_GBps * 1.05]
     return sorted(rows, key=lambda u: (u.extra_usd_per_server_hour is None, u.link().busbw_GBps))

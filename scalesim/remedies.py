@@ -44,7 +44,7 @@ from scalesim.model.zero_exchange import (
     reduces_once,
     sent_units,
 )
-from scalesim.network_upgrades import UPGRADES_BY_KEY
+from scalesim.network_upgrades import UPGRADES_BY_KEY, per_node
 from scalesim.precision import DEFAULT_PRECISION, FP8
 from scalesim.predict import (
     STALL_NOT_MODELLED,
@@ -302,13 +302,19 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
     hw = profile.hardware
     if now.nodes > 1:
         inter = scenario.inter_busbw_GBps or hw.inter_node.busbw_GBps
-        faster = 2 * inter if words.cpu else max(FAST_INTER_BUSBW_GBPS, 2 * inter)
+        # a node of replicas whose stages sit in other servers exchanges over all their NICs
+        servers = hw.nic_servers_per_node
+        fast = per_node(_FAST_INTER, servers).link().busbw_GBps
+        faster = 2 * inter if words.cpu else max(fast, 2 * inter)
         name = (CPU_FASTER_NETWORK if words.cpu else FAST_INTER_NAME
-                if faster == FAST_INTER_BUSBW_GBPS else "2x the network")
+                if faster == fast else "2x the network")
+        spans = (f"each {words.server}'s; its {words.devices}' stages span {servers} "
+                 f"{words.servers}, whose NICs add up" if servers > 1 and faster == fast else "")
         out.append(("interconnect", f"Faster inter-{words.server} network: {name} "
                     + _busbw_words(inter, faster, relative_links,
                                    not_measured_link(profile, scenario, "inter_node")),
-                    scenario.model_copy(update={"inter_busbw_GBps": faster}), profile, "", ""))
+                    scenario.model_copy(update={"inter_busbw_GBps": faster}), profile, "",
+                    spans))
     else:
         intra = scenario.intra_busbw_GBps or hw.intra_node.busbw_GBps
         one = f"one {words.device} does not communicate" if now.devices < 2 else ""

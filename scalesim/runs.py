@@ -229,6 +229,10 @@ class Runs:
     # set by ``replica_runs``: the fill and drain of the replicas' pipeline, in micro-step times
     # a step (``RunRow.pipeline_bubble``); the rows' own pp is 1 by then
     bubble_micro_steps: float = 0.0
+    # set by ``replica_runs``: the servers whose NICs the replicas one server holds (as the fit
+    # places them) exchange over, at the largest run: their stages' servers (``Hardware.
+    # nic_servers_per_node``); 1 for runs of devices
+    nic_servers_per_node: int = 1
 
     @property
     def devices(self) -> np.ndarray:
@@ -333,7 +337,7 @@ def replica_runs(runs: Runs) -> Runs:
     per replica (module docstring); rank step times stay per device."""
     if runs.replica_devices == 1:
         return runs
-    from scalesim.layout import group_span
+    from scalesim.layout import group_span, replica_servers
 
     split = runs.model_split
     rows = []
@@ -343,8 +347,13 @@ def replica_runs(runs: Runs) -> Runs:
                                          "tp": 1, "pp": 1, "cp": 1, "schedule": None,
                                          "virtual_stages": 1}))
     words = _split_words(tuple(split.values()))
+    last = runs.rows[-1]
+    g = last.devices // last.nodes
+    per_node, _ = group_span(last.replicas, split["tp"] * split["cp"], g)
+    servers = replica_servers(split["tp"], split["cp"], split["pp"], last.replicas,
+                              int(per_node), g)
     return Runs(rows, runs.source, runs.notes, replica_split=words,
-                bubble_micro_steps=runs.rows[0].pipeline_bubble)
+                bubble_micro_steps=runs.rows[0].pipeline_bubble, nic_servers_per_node=servers)
 
 
 def thin(runs: Runs, max_runs: int | None = None) -> Runs:

@@ -295,6 +295,14 @@ class Hardware(_Strict):
         "None: memory_bandwidth_GBps. The optimizer sweep keeps memory_bandwidth_GBps",
     )
     cpu_cores_per_node: int = bounded("cpu_cores", 64, "cores the data loaders share")
+    nic_servers_per_node: int = bounded(
+        "nic_servers_per_node",
+        1,
+        "servers whose NICs one node of this profile exchanges over: 1 for a server of devices; "
+        "for a profile of model replicas (diagnose on runs that split the model), the servers "
+        "that one server's data-parallel ranks' replicas span (pp where the stages sit in "
+        "other servers), so a network upgrade of each server adds up that many times",
+    )
     device_speed_cv: float = bounded(
         "cv",
         DEVICE_SPEED_CV,

@@ -38,3 +38,39 @@ def test_decide_on_a_fitted_replica_profile_says_replicas_and_bills_them():
     assert card.now.price_source.endswith("billed per whole server of 4 replicas")
     assert billing_words(4, None, profile.hardware.device_name) \
         == "billed per whole server of 4 replicas"
+
+
+def test_replica_servers_follow_megatron_placement():
+    """tp innermost, pp outermost on servers of 8: a tp 2 x pp 2 replica spans 2 servers (its
+    stages), and so do the 4 replicas one server holds; tp 2 alone stays in one; tp 8 x pp 2:
+    2; a job of one server: 1."""
+    from scalesim.layout import replica_servers
+
+    assert replica_servers(2, 1, 2, 8, 1, 8) == 2
+    assert replica_servers(2, 1, 2, 8, 4, 8) == 2
+    assert replica_servers(2, 1, 1, 8, 4, 8) == 1
+    assert replica_servers(8, 1, 2, 4, 1, 8) == 2
+    assert replica_servers(2, 1, 2, 2, 2, 8) == 1
+
+
+def test_a_faster_network_is_priced_on_every_server_the_replicas_span():
+    """The fitted profile's server of 4 tp 2 x pp 2 replicas exchanges over 2 servers' NICs
+    (stage 0's gradients over one, stage 1's over the other): 8 x 200 Gb/s HDR InfiniBand a
+    server is 2 x 192 GB/s for it. It had been priced at one server's 192 GB/s."""
+    from scalesim.network_upgrades import UPGRADES_BY_KEY, per_node, upgrades_for
+    from scalesim.remedies import rank_remedies
+
+    report = diagnose_runs(parse_runs_text(RUNS, "r.csv"), params=7e9)
+    profile = Profile.model_validate(report.details["fitted_profile"])
+    scenario = Scenario.model_validate(report.details["fitted_scenario"])
+    assert profile.hardware.nic_servers_per_node == 2
+    hdr = UPGRADES_BY_KEY["ib-8x200"]
+    assert per_node(hdr, 2).link().busbw_GBps == 2 * hdr.link().busbw_GBps
+    _, ranked = rank_remedies(profile, scenario, 8)
+    network = next(r for r in ranked if r.key == "interconnect")
+    assert network.prediction is not None
+    assert "-> 384 GB/s busbw" in network.title and "span 2 servers" in network.reason
+    ups = upgrades_for(profile.hardware.device_name, profile.hardware.inter_node.busbw_GBps, 2)
+    assert {u.key: u.nics_per_node for u in ups}["ib-8x200"] == 16
+    note = report.details.get("notes") or report.notes
+    assert any("priced on all 2 servers' NICs" in n for n in note)
