@@ -114,3 +114,17 @@ def test_plan_api_refuses_an_unknown_kernel():
     with pytest.raises(ScalesimError, match="unknown attention kernel 'fa4'"):
         plan(get_transformer("llama3-8b"), get_hardware("dgx-h100"), [8], 32,
              attention_kernel="fa4")
+
+
+def test_a_slower_kernel_never_outruns_the_matmuls_it_sits_among():
+    """FlashAttention-2's 0.35 of the peak is a ceiling, not a floor: where the matmuls
+    themselves sustain less (efficiency 0.2), the vendor kernel runs at their 0.2 and the
+    flash2 row had run its attention core faster than the vendor's. It is held to 0.2: the same
+    step; above it (0.5) the 0.35 still slows the core."""
+    low = {**SMALL, "recompute": RECOMPUTE_NONE, "efficiency": 0.2}
+    vendor = evaluate_layouts(LayoutInputs(**low))
+    flash2 = evaluate_layouts(LayoutInputs(**low, attention_efficiency=0.35))
+    assert float(flash2.compute_s) == pytest.approx(float(vendor.compute_s), rel=1e-12)
+    high = {**low, "efficiency": 0.5}
+    assert float(evaluate_layouts(LayoutInputs(**high, attention_efficiency=0.35)).compute_s) \
+        > float(evaluate_layouts(LayoutInputs(**high)).compute_s)
