@@ -59,8 +59,14 @@ class Nouns:
     def header(self, gpu_header: str) -> str:
         """A table's column header or a chart's axis title for a count: a GPU profile's as it
         was ('devices', 'nodes', 'servers', 'GPUs'), a CPU calibration's in its nouns
-        ('processes', 'hosts'); ``HEADER_NOUNS`` says which noun each header is."""
-        return getattr(self, HEADER_NOUNS[gpu_header]) if self.cpu else gpu_header
+        ('processes', 'hosts'); ``HEADER_NOUNS`` says which noun each header is. A fitted
+        replica profile's count headers say 'replicas' (its servers keep the GPU words), as a
+        CPU replica profile's do: its 'devices' had headed a column of replicas."""
+        if self.cpu:
+            return getattr(self, HEADER_NOUNS[gpu_header])
+        if self.device == "replica" and HEADER_NOUNS[gpu_header] in ("devices", "gpus"):
+            return self.devices
+        return gpu_header
 
     def link(self, level: str) -> str:
         """'intra-server link' / 'inter-host link' of a link level ('intra_node', 'inter_node')."""

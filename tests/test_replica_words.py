@@ -74,3 +74,22 @@ def test_a_faster_network_is_priced_on_every_server_the_replicas_span():
     assert {u.key: u.nics_per_node for u in ups}["ib-8x200"] == 16
     note = report.details.get("notes") or report.notes
     assert any("priced on all 2 servers' NICs" in n for n in note)
+
+
+def test_predict_table_on_a_fitted_replica_profile_heads_its_counts_replicas(tmp_path, capsys):
+    """Audit: predict on the fitted profile of split runs headed its count column 'devices'
+    (2, 4, 8: replicas, 8-32 GPUs) where a CPU replica profile's said 'replicas'."""
+    import json
+
+    from scalesim.cli.main import main
+    from scalesim.device_nouns import REPLICA_NOUNS
+
+    assert (REPLICA_NOUNS.header("devices"), REPLICA_NOUNS.header("GPUs"),
+            REPLICA_NOUNS.header("nodes")) == ("replicas", "replicas", "nodes")
+    report = diagnose_runs(parse_runs_text(RUNS, "r.csv"), params=7e9)
+    (tmp_path / "p.json").write_text(json.dumps(report.details["fitted_profile"]))
+    (tmp_path / "s.json").write_text(json.dumps(report.details["fitted_scenario"]))
+    main(["predict", "--profile", str(tmp_path / "p.json"), "--scenario", str(tmp_path / "s.json"),
+          "--devices", "2,4,8"])
+    header = next(line for line in capsys.readouterr().out.splitlines() if "step ms" in line)
+    assert header.split()[:2] == ["replicas", "nodes"]
