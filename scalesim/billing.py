@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from scalesim.bounds import list_text
-from scalesim.device_nouns import nouns_for
+from scalesim.device_nouns import nouns_for, replica_of
 from scalesim.errors import ScalesimError
 
 
@@ -114,6 +114,8 @@ def billing_words(server_devices: int, sizes: Sequence[int] | None,
         text = f"billed per whole {server} of {listed[0]} {unit}"
     elif listed == [1]:
         text = f"billed per {one}"
+    elif len(listed) == 1 and replica_of(device_name) is not None:  # a fitted replica profile
+        text = f"billed per {listed[0]} {unit} (the devices of one of the runs' {server}s)"
     elif len(listed) == 1:  # one shape smaller than the GPUs used per server: as many as hold them
         text = (f"billed per instance of {listed[0]} {unit} (as many as hold a {server}'s "
                 f"{server_devices} {unit})")

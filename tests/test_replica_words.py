@@ -1,6 +1,8 @@
 """A profile fitted from runs that split the model counts model replicas: its sentences say
 replicas wherever they count the profile's devices (``device_nouns.REPLICA_NOUNS``)."""
 
+import pytest
+
 from scalesim.billing import billing_words
 from scalesim.decision import decide
 from scalesim.device_nouns import named_count, replica_device_name
@@ -35,7 +37,8 @@ def test_decide_on_a_fitted_replica_profile_says_replicas_and_bills_them():
     assert profile.hardware.devices_per_node == 4
     card = decide(profile, scenario, 8)
     assert card.question.startswith("8 replicas (tp 2 x pp 2 x cp 1 of ")
-    assert card.now.price_source.endswith("billed per whole server of 4 replicas")
+    assert card.now.price_source.endswith(
+        "billed per 2 replicas (the devices of one of the runs' servers)")
     assert billing_words(4, None, profile.hardware.device_name) \
         == "billed per whole server of 4 replicas"
 
@@ -93,3 +96,20 @@ def test_predict_table_on_a_fitted_replica_profile_heads_its_counts_replicas(tmp
           "--devices", "2,4,8"])
     header = next(line for line in capsys.readouterr().out.splitlines() if "step ms" in line)
     assert header.split()[:2] == ["replicas", "nodes"]
+
+
+def test_a_fitted_replica_profile_bills_the_runs_servers_not_pp_of_them():
+    """Audit: the runs put 2 replicas (tp 2 x pp 2, 8 GPUs) on one 8-GPU server, but the
+    fitted profile's server is the 4 data-parallel ranks one server holds (16 GPUs, 2 servers),
+    and predict billed 2 replicas as 4: twice their cost. Billed per 2 replicas now."""
+    from scalesim.predict import predict
+
+    report = diagnose_runs(parse_runs_text(RUNS, "r.csv"), params=7e9)
+    profile = Profile.model_validate(report.details["fitted_profile"])
+    assert profile.hardware.instance_sizes == [2]
+    scenario = Scenario.model_validate(report.details["fitted_scenario"]).model_copy(
+        update={"devices": [1, 2, 4, 8], "price_per_device_hour": 10.0, "train_samples": 1e6})
+    rows = predict(profile, scenario)
+    assert [r.billed_devices for r in rows] == [2, 2, 4, 8]
+    two = rows[1]  # 1e6 samples / throughput hours, 2 replicas at $10 a replica-hour
+    assert two.cost_usd == pytest.approx(1e6 / two.samples_per_s / 3600 * 2 * 10.0, rel=1e-9)
