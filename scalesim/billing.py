@@ -115,7 +115,7 @@ def billing_words(server_devices: int, sizes: Sequence[int] | None,
     elif listed == [1]:
         text = f"billed per {one}"
     elif len(listed) == 1 and replica_of(device_name) is not None:  # a fitted replica profile
-        text = f"billed per {listed[0]} {unit} (the devices of one of the runs' {server}s)"
+        text = f"billed per {listed[0]} {unit} (the devices of one of the runs' {words.servers})"
     elif len(listed) == 1:  # one shape smaller than the GPUs used per server: as many as hold them
         text = (f"billed per instance of {listed[0]} {unit} (as many as hold a {server}'s "
                 f"{server_devices} {unit})")

@@ -406,7 +406,9 @@ def _added_title(ctx: _Ctx, p: Prediction) -> str:
     """'Fill the server (4 -> 8 devices)', 'Add one server (64 -> 72 devices)', 'Add 2 servers
     (64 -> 80 devices)': the servers ``p`` runs on beyond today's."""
     nouns, now = ctx.words, ctx.now
-    added = p.nodes - now.nodes
+    # a profile of model replicas: each of its servers is the job's servers its replicas'
+    # stages sit in (``Hardware.nic_servers_per_node``, pp of them), which are what is bought
+    added = (p.nodes - now.nodes) * ctx.profile.hardware.nic_servers_per_node
     what = (f"Fill the {nouns.server}" if added == 0 else f"Add one {nouns.server}"
             if added == 1 else f"Add {nouns.count(added, 'server')}")
     return f"{what} ({nouns.count_change(now.devices, p.devices)})"

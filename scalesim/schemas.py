@@ -301,7 +301,8 @@ class Hardware(_Strict):
         "servers whose NICs one node of this profile exchanges over: 1 for a server of devices; "
         "for a profile of model replicas (diagnose on runs that split the model), the servers "
         "that one server's data-parallel ranks' replicas span (pp where the stages sit in "
-        "other servers), so a network upgrade of each server adds up that many times",
+        "other servers), so a network upgrade of each server adds up that many times, and "
+        "a decision that adds one of its servers buys that many",
     )
     device_speed_cv: float = bounded(
         "cv",

@@ -37,6 +37,10 @@ def test_decide_on_a_fitted_replica_profile_says_replicas_and_bills_them():
     assert profile.hardware.devices_per_node == 4
     card = decide(profile, scenario, 8)
     assert card.question.startswith("8 replicas (tp 2 x pp 2 x cp 1 of ")
+    # one of the fit's servers (4 replicas, 16 GPUs) is 2 of the job's 8-GPU servers: what is
+    # bought is said in those ('Add one server (8 -> 12 replicas)' had added 16 GPUs)
+    assert card.added is not None
+    assert card.added.option.title.startswith("Add 2 servers (8 -> 12 replicas)")
     assert card.now.price_source.endswith(
         "billed per 2 replicas (the devices of one of the runs' servers)")
     assert billing_words(4, None, profile.hardware.device_name) \
