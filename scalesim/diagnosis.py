@@ -731,13 +731,20 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     measured = runs  # as given: devices and servers (the model split's, where the runs split it)
     split_note = ""
     if runs.replica_devices > 1:  # fitted as data-parallel runs of model replicas
-        runs, extrapolate_to, split_note = _as_replicas(runs, transformer, extrapolate_to)
+        runs, extrapolate_to, split_note = _as_replicas(runs, transformer, extrapolate_to,
+                                                        tp_overlap, recompute_style)
     if transformer is not None and nouns_for(runs.device_name).cpu:
         raise ScalesimError(f"the runs ran on CPU processes (device '{runs.device_name}'); "
                             "--workload predicts their transformer on a GPU (--gpu): drop "
                             "--workload, or the runs' device column")
     if transformer is not None and params is None:
         params = transformer.params
+    mfu, mfu_note = runs_mfu(measured, transformer)
+    if transformer is not None and runs.replica_split:  # its parameters and MFU only
+        transformer = None
+        split_note += (" --workload gives the runs' parameter count and MFU; the remedies are "
+                       "the replicas' (which other split is faster is scalesim plan "
+                       "--workload's question).")
     exchange = DDP_EXCHANGE if exchange is None else require_model(exchange, RunsExchange, "exchange")
     if transformer is not None:
         exchange = replace(exchange, blocks=transformer.shape.layers)
@@ -975,6 +982,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
            if runs.replica_split else {}),
         "exchange": exchange.described(),
         "strong_scaling": runs.strong_scaling,
+        # each run's model FLOPs utilisation where --workload and its GPU's peak are known
+        "mfu": mfu,
         # the fitted model, so the planner can open it (scalesim.app.diagnose_page)
         "fitted_profile": _billed_as_the_jobs_servers(
             profile, measured.replica_devices, measured.devices_per_node).model_dump(mode="json"),
@@ -985,7 +994,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     notes = ([n for n in (superlinear_note, split_note, shard_note) if n]
              + _parts_over_the_step(share_of_step, runs.devices, fit, words) + list(runs.notes)
              + fit.notes + _implausible_links(fit, params, words)
-             + [n for n in (peak_note, ran_note) if n])
+             + [n for n in (peak_note, ran_note, mfu_note) if n])
     if extra and splits_by_accumulation(runs):
         per = "replica" if runs.replica_split else words.device
         notes.append(f"the runs kept a micro-batch of {whole(runs.micro_batch[-1])} per {per} "
@@ -1010,20 +1019,77 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                   decisive_gain=decisive)
 
 
-def _as_replicas(runs, transformer, extrapolate_to: list[int] | None):
+def matmul_weights(shape) -> float:
+    """Weights a token passes through a matmul of (every layer's and the logits'): 2 FLOPs
+    each forward, 6 a training step (``model.transformer``)."""
+    from scalesim.model.transformer import layer_matmul_weights
+
+    return float(shape.layers * layer_matmul_weights(shape.hidden, shape.heads, shape.kv_of(),
+                                                     shape.ffn_of(), shape.gated_mlp)
+                 + shape.hidden * shape.vocab)
+
+
+def runs_mfu(runs, transformer) -> tuple[list[dict] | None, str]:
+    """(each run's {"devices", "mfu"}, the report's line) of ``runs`` (as measured: their own
+    devices) that trained ``transformer`` (``runs_model.RunsModel``): model FLOPs a token
+    (3 x forward, no recompute, attention without causal halving: Narayanan et al. 2021 Eq. 3,
+    ``TransformerShape.model_flops_per_token``, as predict's and plan's ``mfu``) x seq_len
+    tokens a sample x samples/s, over devices x the GPU's dense 16-bit peak. (None, '') without
+    a transformer; (None, why) where the GPU's peak is not listed."""
+    if transformer is None:
+        return None, ""
+    if transformer.peak_tflops is None:
+        return None, (f"MFU not computed: no dense 16-bit peak listed for {transformer.gpu} "
+                      "(name the GPU as the presets do, --gpu)")
+    shape = transformer.shape
+    per_sample = shape.model_flops_per_token() * shape.seq_len
+    peak_s = runs.devices * transformer.peak_tflops * 1e12  # FLOP/s of each run's devices
+    mfu = runs.samples_per_s * per_sample / peak_s
+    # runs that split the model have no fitted micro-step to hold to the peak
+    # (``_check_runs_model``): their throughput is, at the weight matmuls' 6 FLOPs a weight a
+    # token alone (the attention core left out: a causal kernel runs half what MFU counts)
+    matmuls = runs.samples_per_s * 6.0 * matmul_weights(shape) * shape.seq_len / peak_s
+    if runs.replica_devices > 1 and np.any(matmuls > 1.0):
+        i = int(np.argmax(matmuls))
+        raise ScalesimError(
+            f"the runs train {runs.samples_per_s[i]:.4g} samples/s on {whole(runs.devices[i])} "
+            f"{measured_nouns(runs.device_name).devices}, faster than {transformer.name} "
+            f"({shape.words()}) can on {transformer.gpu}: its weight matmuls alone need "
+            f"{matmuls[i]:.0%} of the {transformer.peak_tflops:g} TFLOP/s datasheet peak; "
+            "describe the runs' own model (a workload JSON with their sequence length and "
+            "sizes) and GPU")
+    rows = [{"devices": int(d), "mfu": float(u)} for d, u in zip(runs.devices, mfu, strict=True)]
+    ends = (f"{mfu[0]:.1%} at {whole(runs.devices[0])}" if len(mfu) == 1 else
+            f"{mfu[0]:.1%} at {whole(runs.devices[0])} -> {mfu[-1]:.1%} at "
+            f"{whole(runs.devices[-1])}")
+    words = measured_nouns(runs.device_name)
+    return rows, (f"model FLOPs utilisation (MFU) {ends} {words.devices}: {transformer.name}'s "
+                  f"{shape.model_flops_per_token() / 1e9:.4g} GFLOP a token (3 x forward, no "
+                  f"recompute; Narayanan et al. 2021), {whole(shape.seq_len)} tokens a sample, "
+                  f"against {transformer.gpu}'s dense 16-bit peak of "
+                  f"{transformer.peak_tflops:g} TFLOP/s (fp8 runs: against the 16-bit peak "
+                  "still)")
+
+
+def _as_replicas(runs, transformer, extrapolate_to: list[int] | None, tp_overlap: bool = False,
+                 recompute_style: str = DEFAULT_RECOMPUTE_STYLE):
     """(replica runs, the extrapolation's replica counts, the report's note) of ``runs`` that
     split the model (``runs.replica_runs``). ``extrapolate_to``: device counts, each a whole
-    number of replicas. The layout model (``transformer``) predicts data-parallel runs only."""
+    number of replicas. The runs' transformer (``transformer``) gives their parameter count
+    and MFU only: the layout model predicts data-parallel runs, so the options of its layouts
+    (``tp_overlap``, ``recompute_style``) are refused."""
     from scalesim.fit_runs import unfilled_servers
     from scalesim.runs import replica_runs
 
     replicas = replica_runs(runs)
     split, m = replicas.replica_split, runs.replica_devices
     words = nouns_for(runs.device_name)
-    if transformer is not None:
-        raise ScalesimError(f"the runs split the model ({split}); --workload predicts remedies "
-                            "for data-parallel runs only: drop --workload (the runs are then "
-                            "fitted as data-parallel runs of model replicas)")
+    if transformer is not None and (tp_overlap or recompute_style != DEFAULT_RECOMPUTE_STYLE):
+        flag = "--tp-overlap" if tp_overlap else f"--recompute-style {recompute_style}"
+        raise ScalesimError(f"the runs split the model ({split}); {flag} is for the layouts of "
+                            "the split-the-model remedy, which runs fitted as model replicas do "
+                            "not get (another split is scalesim plan --workload's question): "
+                            f"drop {flag}")
     if extrapolate_to is not None:
         odd = [p for p in extrapolate_to if p % m]
         if odd:

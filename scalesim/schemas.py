@@ -458,6 +458,15 @@ class TransformerShape(_Strict):
             f"vocabulary {self.vocab}"
         )
 
+    def model_flops_per_token(self) -> float:
+        """Model FLOPs per token of one training step, without recomputation: what MFU counts
+        (``transformer.model_flops_per_token``)."""
+        from scalesim.model.transformer import model_flops_per_token
+
+        return float(model_flops_per_token(self.layers, self.hidden, self.heads, self.kv_of(),
+                                           self.ffn_of(), self.gated_mlp, self.seq_len,
+                                           self.vocab))
+
     def param_count(self) -> float:
         """Parameters of this shape (``transformer.parameter_count``)."""
         from scalesim.model.transformer import parameter_count

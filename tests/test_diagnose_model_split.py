@@ -157,13 +157,59 @@ def test_extrapolation_is_asked_in_devices_and_must_be_whole_replicas():
         diagnose_runs(runs, extrapolate_to=[64, 100])
 
 
-def test_workload_is_refused_for_split_runs():
+# TP8's runs 16x slower: llama3-8b at 4 samples of 8,192 tokens a second on 8 H100s
+SLOW_TP8 = """devices,nodes,step_time_s,global_batch,tp
+8,1,16.0,64,8
+16,2,17.6,128,8
+32,4,19.2,256,8
+64,8,20.16,512,8
+"""
+# llama3-8b by hand: a layer's matmul weights q, o 4096^2, k, v 4096 x 1024 (8 kv heads of
+# 128), a SwiGLU MLP 3 x 4096 x 14336; 32 layers and the logits' 4096 x 128256: 2 FLOPs a
+# weight and 4 s h for attention a layer forward, 3 x forward a step
+LLAMA3_8B_FLOPS_PER_TOKEN = 3 * (2 * (32 * (2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14336)
+                                      + 4096 * 128256) + 32 * 4 * 8192 * 4096)
+
+
+def test_workload_gives_split_runs_their_parameters_and_mfu():
+    """--workload with runs that split the model (it had been refused): their parameter count
+    and each run's MFU, model FLOPs x tokens/s over devices x the dense bf16 peak; the fit and
+    the remedies stay the replicas'. 4 samples/s x 8,192 tokens x 57.9 GFLOP / (8 x 989
+    TFLOP/s) = 24.0 % at 8 H100s."""
     from scalesim.runs_model import runs_model
 
     model = runs_model("llama3-8b", "H100 SXM")
-    with pytest.raises(ScalesimError, match=r"the runs split the model \(tp 8 x pp 1 x cp 1\); "
-                                            "--workload predicts remedies for data-parallel runs"):
+    report = diagnose_runs(parse_runs_text(SLOW_TP8, "r.csv"), transformer=model)
+    mfu = report.details["mfu"]
+    assert [m["devices"] for m in mfu] == [8, 16, 32, 64]
+    by_hand = [64 * d // 8 / t * 8192 * LLAMA3_8B_FLOPS_PER_TOKEN / (d * 989e12)
+               for d, t in [(8, 16.0), (16, 17.6), (32, 19.2), (64, 20.16)]]
+    assert [m["mfu"] for m in mfu] == pytest.approx(by_hand, rel=1e-9)
+    assert by_hand[0] == pytest.approx(0.2398, abs=1e-4)
+    (line,) = [n for n in report.notes if n.startswith("model FLOPs utilisation (MFU) 24.0% at 8")]
+    assert "against H100 SXM's dense 16-bit peak of 989 TFLOP/s" in line
+    assert "--workload gives the runs' parameter count and MFU" in report.notes[0]
+    profile = report.details["fitted_profile"]
+    assert profile["workload"]["transformer"] is None
+    assert profile["workload"]["params"] == pytest.approx(model.params)
+
+
+def test_split_runs_faster_than_their_workload_can_run_are_refused():
+    """TP8's runs as llama3-8b on H100s: 64 samples of 8,192 tokens a second on 8 GPUs need
+    the weight matmuls alone at 2.98x the peak (64 x 8,192 x 6 x 7.50e9 / 7.91e15): refused
+    in one line, as the data-parallel
+    runs' fitted micro-step is (``_check_runs_model``); and the split-the-model remedy's
+    options, which split runs do not get, are refused."""
+    from scalesim.runs_model import runs_model
+
+    model = runs_model("llama3-8b", "H100 SXM")
+    with pytest.raises(ScalesimError, match=r"the runs train 64 samples/s on 8 devices, faster "
+                                            r"than llama3-8b .* weight matmuls alone need 298% "
+                                            "of the 989 TFLOP/s datasheet peak"):
         diagnose_runs(parse_runs_text(TP8, "r.csv"), transformer=model)
+    with pytest.raises(ScalesimError, match="--tp-overlap is for the layouts of the "
+                                            "split-the-model remedy"):
+        diagnose_runs(parse_runs_text(SLOW_TP8, "r.csv"), transformer=model, tp_overlap=True)
 
 
 def test_measured_comm_and_rank_times_of_split_runs_are_per_device_step(tmp_path):
@@ -316,3 +362,19 @@ def test_the_smaller_batch_says_per_replica():
     report = diagnose_runs(parse_runs_text(TP8, "r.csv"), critical_batch=200)
     smaller = next(r for r in report.remedies if r.key == "smaller_batch")
     assert "(per-replica 32)" in smaller.title
+
+
+def test_data_parallel_runs_with_their_workload_report_mfu_too():
+    """llama3-8b at 1 sample of 8,192 tokens per H100 in 1.2 s at 8 GPUs: 8 / 1.2 samples/s x
+    8,192 x 57.9 GFLOP / (8 x 989 TFLOP/s) = 40.0 %; at 32 in 1.5 s, 32.0 %."""
+    from scalesim.runs_model import runs_model
+
+    runs = parse_runs_text("devices,nodes,step_time_s,per_device_batch\n8,1,1.2,1\n16,2,1.35,1\n"
+                           "32,4,1.5,1\n", "runs.csv")
+    report = diagnose_runs(runs, transformer=runs_model("llama3-8b", "H100 SXM"))
+    by_hand = [d / t * 8192 * LLAMA3_8B_FLOPS_PER_TOKEN / (d * 989e12)
+               for d, t in [(8, 1.2), (16, 1.35), (32, 1.5)]]
+    assert [m["mfu"] for m in report.details["mfu"]] == pytest.approx(by_hand, rel=1e-9)
+    assert any(n.startswith("model FLOPs utilisation (MFU) 40.0% at 8 -> 32.0% at 32 devices")
+               for n in report.notes)
+    assert diagnose_runs(runs).details["mfu"] is None  # no workload: no MFU
