@@ -999,7 +999,11 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         per = "replica" if runs.replica_split else words.device
         notes.append(f"the runs kept a micro-batch of {whole(runs.micro_batch[-1])} per {per} "
                      "and ran fewer micro-steps as they grew: so does the extrapolation, down to "
-                     "one micro-step (then the micro-batch shrinks)")
+                     "one micro-step (then the micro-batch shrinks); the fitted scenario (the "
+                     "planner's link) holds the largest run's "
+                     f"{whole(runs.accumulation[-1])} micro-steps at its global batch instead, "
+                     "as a scenario splits a fixed global batch, so at other counts it changes "
+                     "the micro-batch where the runs kept it")
     if exchange.sharded:
         notes.append(f"the runs exchanged as {exchange.label()}: the fit, the memory and every "
                      "remedy start from it (docs/model.md §4)")

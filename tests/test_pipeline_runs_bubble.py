@@ -188,6 +188,9 @@ def test_strong_scaling_extrapolates_with_fewer_micro_steps_as_the_runs_did():
         assert 0.5 * compute_only <= e["samples_per_s"] <= compute_only
     assert any("ran fewer micro-steps as they grew: so does the extrapolation" in n
                for n in report.notes)
+    # the planner's link cannot keep the micro-batch: the note says it matches the largest run
+    assert any("holds the largest run's 16 micro-steps at its global batch instead" in n
+               for n in report.notes)
     # runs that kept their micro-steps keep them
     held = STRONG.replace(",2,256,128,", ",16,256,16,").replace(",2,256,64,", ",8,256,16,")
     held = held.replace(",2,256,32,", ",4,256,16,").replace(",2,256,16,", ",2,256,16,")
