@@ -967,6 +967,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                              and fit.multi_node_measured else None),
         "rmse_rel": fit.rmse_rel,
         "noise_rel": fit.noise_rel,
+        # held transfer times the runs bound from above (``fit_runs.held_upper_bounds``), s
+        "held_at_most_s": dict(fit.held_at_most_s),
         "bubble_micro_steps": runs.bubble_micro_steps,  # a step: k + this stage micro-steps
         "loader_limiting": bool(np.any(model.data_stall_s > 0)),
     }
@@ -2653,7 +2655,15 @@ def _runs_tables(report: Report) -> list[str]:
             return f" (+-{se[name]:.0%})"
         if name in fit["at_bound"]:
             return " (at its bound: not measurable)"
-        return " (not shown by the runs: held)" if name in fit["not_shown"] else " (fixed)"
+        if name not in fit["not_shown"]:
+            return " (fixed)"
+        most = fit.get("held_at_most_s", {}).get(name)  # a report written before had none
+        if most is None:
+            return " (not shown by the runs: held)"
+        level = name.split("_")[0]  # intra, inter
+        bound = (f"at least {link_GBps(fit[f'{level}_busbw_GBps'] * p[name] / most)}"
+                 if fit.get(f"{level}_busbw_GBps") else f"at most {most * 1e3:.3g} ms")
+        return f" (not shown by the runs: held; they bound it only: {bound})"
 
     out.append(f"fit (rms residual {fit['rmse_rel']:.1%}, noise {fit['noise_rel']:.1%}):")
     bubble = fit.get("bubble_micro_steps", 0.0)  # a report written before it had none

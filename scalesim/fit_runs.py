@@ -237,6 +237,9 @@ class FitResult:
     at_bound: list[str] = field(default_factory=list)  # fitted but held at a bound
     not_shown: list[str] = field(default_factory=list)  # no run moves with it: held at its start
     notes: list[str] = field(default_factory=list)
+    # of the transfer times in not_shown, the longest the runs allow with the other parts as
+    # fitted (``held_upper_bounds``), s: a slower link misfits them; absent where none does
+    held_at_most_s: dict[str, float] = field(default_factory=dict)
 
     @property
     def rmse_rel(self) -> float:
@@ -652,18 +655,12 @@ def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: floa
     at_bound = [n for n, a in zip(free, sol.active_mask, strict=True) if a != 0]
     inside = np.array([a == 0 for a in sol.active_mask])
     not_shown = _not_shown(problem, sol.jac, inside)
-    if not_shown:
-        held = ", ".join(f"{_TIED[n]} {sig3(values[n] * 1e3)} ms" for n in not_shown)
-        notes.append(
-            f"not shown by the runs (no run's step time moves with it at the fit: another "
-            f"part paces every run), so held at its start value: {held}"
-        )
     estimated = inside & np.array([n not in not_shown for n in free])
     cov = np.zeros((len(free), len(free)))
     if np.any(estimated):
         jac = sol.jac[:, estimated]
         cov[np.ix_(estimated, estimated)] = noise**2 * np.linalg.pinv(jac.T @ jac)
-    return FitResult(
+    result = FitResult(
         values=values,
         fitted=free,
         x=sol.x,
@@ -684,6 +681,47 @@ def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: floa
         not_shown=not_shown,
         notes=notes,
     )
+    if not_shown:
+        bounds = held_upper_bounds(result, runs)
+        held = ", ".join(
+            f"{_TIED[n]} {sig3(values[n] * 1e3)} ms"
+            + (f" (the runs bound it only: at most {sig3(bounds[n] * 1e3)} ms with the other "
+               "parts as fitted; a slower link misfits them beyond their noise)"
+               if n in bounds else "")
+            for n in not_shown)
+        notes.append(
+            f"not shown by the runs (no run's step time moves with it at the fit: another "
+            f"part paces every run), so held at its start value: {held}"
+        )
+        result = replace(result, held_at_most_s=bounds)
+    return result
+
+
+# What a held transfer time is scanned up by, from the fit, for the longest the runs allow
+HELD_SCAN_FACTORS = np.array([1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, 30.0, 100.0, 1000.0])
+
+
+def held_upper_bounds(fit: FitResult, runs: Runs) -> dict[str, float]:
+    """For each link's gradient transfer time that the runs do not show at the fit
+    (``not_shown``: a forward difference there moves no run; at a kink of the model, where the
+    exchange just hides behind compute, the runs still rule out a slower link), the first
+    scanned value (the fit's times ``HELD_SCAN_FACTORS``, within its bound) whose misfit leaves
+    the 95 % likelihood-ratio region of one parameter (``chi2 - chi2_fit > chi2_0.95(1)``),
+    the other parameters as fitted, s; absent where none does (the runs show no bound)."""
+    from scipy.stats import chi2
+
+    limit = float(_chi2_on_runs(fit, runs, fit.x[None, :])[0]) + float(chi2.ppf(0.95, 1))
+    out = {}
+    for name in fit.not_shown:
+        if not name.endswith("_transfer_s"):
+            continue
+        j = fit.fitted.index(name)
+        rows = np.repeat(fit.x[None, :], len(HELD_SCAN_FACTORS), axis=0)
+        rows[:, j] = np.minimum(fit.x[j] + np.log(HELD_SCAN_FACTORS), fit.upper[j])
+        over = np.flatnonzero(_chi2_on_runs(fit, runs, rows) > limit)
+        if over.size:
+            out[name] = float(np.exp(rows[over[0], j]))
+    return out
 
 
 @dataclass(frozen=True)

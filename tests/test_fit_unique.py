@@ -83,19 +83,23 @@ def test_the_two_run_fit_is_the_hand_derived_one():
     assert fit.stderr("per_sample_s") is None and fit.stderr("intra_transfer_s") is None
 
 
-@pytest.mark.parametrize("flags, link", [([], "gradient transfer 5.05 ms"),
-                                         (["--params", "340e6"], "269 GB/s busbw")])
-def test_the_two_run_report_says_what_the_runs_do_not_show(tmp_path, capsys, flags, link):
+@pytest.mark.parametrize("flags, link, bound", [
+    ([], "gradient transfer 5.05 ms", "at most 25.3 ms"),
+    (["--params", "340e6"], "269 GB/s busbw", "at least 53.8 GB/s")])
+def test_the_two_run_report_says_what_the_runs_do_not_show(tmp_path, capsys, flags, link, bound):
     """Was: data stall 63 % (131 % with --params 340e6, and a misfit note), compute and link
-    '(+-0%)'. The link's 269 GB/s is 340e6 x 4 bytes / 5.05 ms."""
+    '(+-0%)'. The link's 269 GB/s is 340e6 x 4 bytes / 5.05 ms. A link 5x slower (25.3 ms,
+    53.8 GB/s) misfits the runs, the other parts as fitted: they bound it from one side."""
     path = tmp_path / "runs.csv"
     path.write_text(TWO_RUNS)
     assert main(["diagnose", str(path), *flags]) == 0
     out = capsys.readouterr().out
     assert "data stall 37% of the step at 2 devices -> 44% at 4 devices (fitted model)" in out, out
     assert "10.5 ms per sample (not shown by the runs: held)" in out, out
-    assert f"intra-server link: {link} (not shown by the runs: held)" in out, out
+    assert (f"intra-server link: {link} (not shown by the runs: held; they bound it only: "
+            f"{bound})") in out, out
     assert ("note: not shown by the runs (no run's step time moves with it at the fit: another "
             "part paces every run), so held at its start value: compute per sample 10.5 ms, "
-            "intra-server gradient transfer 5.05 ms") in out, out
+            "intra-server gradient transfer 5.05 ms (the runs bound it only: at most 25.3 ms "
+            "with the other parts as fitted") in out, out
     assert "more than the step itself" not in out
