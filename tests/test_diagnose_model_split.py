@@ -378,3 +378,22 @@ def test_data_parallel_runs_with_their_workload_report_mfu_too():
     assert any(n.startswith("model FLOPs utilisation (MFU) 40.0% at 8 -> 32.0% at 32 devices")
                for n in report.notes)
     assert diagnose_runs(runs).details["mfu"] is None  # no workload: no MFU
+
+
+def test_data_parallel_runs_beyond_the_peak_are_refused_as_split_runs_are():
+    """The same llama3-8b runs on A100s (312 TFLOP/s) at 8 / 0.8743 = 9.15 samples/s on 8 GPUs:
+    the weight matmuls alone need 9.15 x 8,192 x 6 x 7.504e9 / (8 x 312e12) = 135 % of the
+    peak. One batch leaves the fitted micro-step unpinned (its band reaches the peak's time),
+    so the data-parallel runs had been reported at an MFU of 174 % while the same runs with a
+    tp column were refused; both are refused now."""
+    from scalesim.runs_model import runs_model
+
+    weights = 32 * (2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14336) + 4096 * 128256
+    by_hand = 8 / 0.8743152418423549 * 8192 * 6 * weights / (8 * 312e12)
+    assert by_hand == pytest.approx(1.352, abs=1e-3)
+    model = runs_model("llama3-8b", "A100 80GB")
+    runs = ("devices,nodes,step_time_s,per_device_batch\n8,1,0.8743152418423549,1\n"
+            "16,2,0.8799911262118046,1\n32,4,0.8874901969497289,1\n")
+    with pytest.raises(ScalesimError, match=r"the runs train 9.15 samples/s on 8 devices, "
+                                            r"faster than llama3-8b .* need 135% of the 312"):
+        diagnose_runs(parse_runs_text(runs, "r.csv"), transformer=model)
