@@ -1647,10 +1647,11 @@ def exchange_transfer_s(summaries, staged) -> float:
         stages = [0] * len(summaries)
     by_step = [{st.step: _exchange_step_s(summaries, st) for st in s.steps} for s in summaries]
     common = set.intersection(*(set(d) for d in by_step))
-    if not common:  # no step every rank traced: each rank's median
-        per_rank = [float(np.median(list(d.values()))) for d in by_step]
-        return max(min(t for t, k in zip(per_rank, stages, strict=True) if k == stage)
-                   for stage in set(stages))
+    if not common:  # no step every rank traced: the ranks' own times, waits included
+        # (``traces.cross_rank`` then compares no step and counts no wait as a straggler's,
+        # so the least rank's time had dropped the waits from the model's step: 8 ms traced
+        # steps rebuilt as 6 ms, overlap +15 % where hiding 1 ms gains 1/7 at most)
+        return float(np.median([float(np.median(list(d.values()))) for d in by_step]))
     return float(np.median([
         max(min(d[n] for d, k in zip(by_step, stages, strict=True) if k == stage)
             for stage in set(stages))

@@ -84,3 +84,18 @@ def test_each_pipeline_stage_exchanges_its_own_shard(tmp_path):
     assert staged[0] == 2 and staged[1] == [0, 0, 1, 1]
     assert exchange_transfer_s(summaries, staged) == pytest.approx(4e-3)
     assert exchange_transfer_s(summaries, (1, [], "")) == pytest.approx(1.5e-3)
+
+
+def test_ranks_with_no_step_in_common_keep_their_waits_in_the_exchange(tmp_path):
+    """The ranks of the first test traced different steps (no step number in common): no step
+    compares them, so no straggler wait is counted, and the exchange keeps the ranks' own time,
+    waits included: the median rank's 3 ms (by hand: 8 - 5), so the model's step is the traced
+    8 ms (5 ms compute + 3 ms). The least rank's 1 ms had rebuilt it as 6 ms, and overlap
+    gained +15 %, more than hiding the all-reduce can."""
+    summaries = _ddp_traces(tmp_path, [5.0, 5.0, 5.0, 7.0])
+    for n, s in enumerate(summaries):  # rank n's steps renumbered past the others'
+        for st in s.steps:
+            st.step += 100 * n
+    assert exchange_transfer_s(summaries, (1, [], "")) == pytest.approx(3e-3)
+    report = diagnose_traces(summaries, "t")
+    assert report.cause.key != "slow_device"  # no step compared
