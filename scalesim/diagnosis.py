@@ -734,7 +734,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         runs, extrapolate_to, split_note = _as_replicas(runs, transformer, extrapolate_to,
                                                         tp_overlap, recompute_style)
     if transformer is not None and nouns_for(runs.device_name).cpu:
-        raise ScalesimError(f"the runs ran on CPU processes (device '{runs.device_name}'); "
+        raise ScalesimError(f"the runs ran on CPU processes (device '{measured.device_name}'); "
                             "--workload predicts their transformer on a GPU (--gpu): drop "
                             "--workload, or the runs' device column")
     if transformer is not None and params is None:

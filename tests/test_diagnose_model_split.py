@@ -397,3 +397,17 @@ def test_data_parallel_runs_beyond_the_peak_are_refused_as_split_runs_are():
     with pytest.raises(ScalesimError, match=r"the runs train 9.15 samples/s on 8 devices, "
                                             r"faster than llama3-8b .* need 135% of the 312"):
         diagnose_runs(parse_runs_text(runs, "r.csv"), transformer=model)
+
+
+def test_cpu_runs_that_split_the_model_are_refused_naming_their_own_device():
+    """--workload with CPU runs with a tp column: the refusal names the runs' device column
+    ('CPU: AMD EPYC'), not the replica name the fit gives them ('model replica (tp 2 x pp 1 x
+    cp 1) of CPU: AMD EPYC', which no runs file says)."""
+    from scalesim.runs_model import runs_model
+
+    text = ("devices,nodes,step_time_s,per_device_batch,device,tp\n2,1,1.0,8,CPU: AMD EPYC,2\n"
+            "4,1,1.1,8,CPU: AMD EPYC,2\n8,2,1.3,8,CPU: AMD EPYC,2\n")
+    with pytest.raises(ScalesimError, match=r"^the runs ran on CPU processes \(device 'CPU: AMD "
+                                            r"EPYC'\); --workload"):
+        diagnose_runs(parse_runs_text(text, "r.csv"), transformer=runs_model("llama3-8b",
+                                                                             "H100 SXM"))
