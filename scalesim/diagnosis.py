@@ -1641,7 +1641,10 @@ def exchange_transfer_s(summaries, staged) -> float:
     over stages (each stage's replicas exchange their shard at once), median over steps.
     ``staged``: ``pipeline_stages``; one stage where the job has no pipeline or a rank's stage
     is unknown. Taking every rank's own time instead counted the waits twice, once as the
-    exchange and once as the straggler (a real dp x pp job: 5.3 ms priced, 1.6 ms its own)."""
+    exchange and once as the straggler (a real dp x pp job: 5.3 ms priced, 1.6 ms its own).
+    Where no step is traced on every rank, no straggler counts the waits
+    (``traces.cross_rank`` compares no step), so the exchange keeps them: the median of the
+    ranks' own times."""
     p, stages, _ = staged
     if p < 2 or None in stages or len(stages) != len(summaries):
         stages = [0] * len(summaries)
