@@ -1620,18 +1620,26 @@ def model_parallel_exposed(summaries) -> dict[str, dict[str, float]]:
     return out
 
 
-def _exchange_step_s(summaries, step) -> float:
-    """One rank's data-parallel exchange time in one traced step, s, waits for peers
-    included: its dp groups' collectives (``DP_ROLES``) where the collectives name groups; its
-    collectives that are not point to point where some rank sends point to point (a pipeline's
-    sends and waits are not the exchange's); else all its communication."""
+def _exchange_source(summaries) -> str:
+    """Which of a traced step's collectives are the data-parallel exchange's: 'groups' (its
+    dp groups', ``DP_ROLES``, where the collectives name groups); 'collectives' (those that
+    are not point to point, where some rank sends point to point but no group is named: a
+    pipeline's sends and their waits are not the exchange's); 'all' (all its communication)."""
     from scalesim.traces import point_to_point
 
     if by_group(summaries):
-        return sum(step.group_comm_s.get(r, 0.0) for r in DP_ROLES)
+        return "groups"
     if any(point_to_point(name) for s in summaries for name in s.collectives):
-        return step.collective_s
-    return step.comm_s
+        return "collectives"
+    return "all"
+
+
+def _exchange_step_s(source: str, step) -> float:
+    """One rank's data-parallel exchange time in one traced step, s, waits for peers
+    included, read as ``source`` (``_exchange_source``) says."""
+    if source == "groups":
+        return sum(step.group_comm_s.get(r, 0.0) for r in DP_ROLES)
+    return step.collective_s if source == "collectives" else step.comm_s
 
 
 def exchange_transfer_s(summaries, staged) -> float:
@@ -1648,7 +1656,8 @@ def exchange_transfer_s(summaries, staged) -> float:
     p, stages, _ = staged
     if p < 2 or None in stages or len(stages) != len(summaries):
         stages = [0] * len(summaries)
-    by_step = [{st.step: _exchange_step_s(summaries, st) for st in s.steps} for s in summaries]
+    source = _exchange_source(summaries)
+    by_step = [{st.step: _exchange_step_s(source, st) for st in s.steps} for s in summaries]
     common = set.intersection(*(set(d) for d in by_step))
     if not common:  # no step every rank traced: the ranks' own times, waits included
         # (``traces.cross_rank`` then compares no step and counts no wait as a straggler's,
@@ -1665,19 +1674,18 @@ def _dp_comm(summaries, staged) -> tuple[float, float]:
     """(comm_s, hidden_s) of the data-parallel exchange: its own time a step
     (``exchange_transfer_s``: no waits for peers) and the part of it compute or a data wait
     hid, at the share the ranks' collectives had hidden. The share is of the exchange's
-    collectives (``_exchange_step_s``): their per-role medians where groups are named; the
+    collectives (``_exchange_source``): their per-role medians where groups are named; the
     collectives that are not point to point where a pipeline sends but no group is named
     (read with its sends, hidden all-reduces had read as exposed: 'overlap the exchange
     +37 %' on a dp x pp job); else all the traced communication."""
-    from scalesim.traces import point_to_point
-
     transfer = exchange_transfer_s(summaries, staged)
-    if by_group(summaries):
+    source = _exchange_source(summaries)
+    if source == "groups":
         comm = float(np.median([sum(s.groups.get(r, {}).get("comm_s", 0.0) for r in DP_ROLES)
                                 for s in summaries]))
         hidden = float(np.median([sum(s.groups.get(r, {}).get("hidden_s", 0.0)
                                       for r in DP_ROLES) for s in summaries]))
-    elif any(point_to_point(name) for s in summaries for name in s.collectives):
+    elif source == "collectives":
         comm = float(np.median([s.median("collective_s") for s in summaries]))
         hidden = float(np.median([s.median("collective_hidden_s") for s in summaries]))
     else:
