@@ -739,6 +739,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                             "--workload, or the runs' device column")
     if transformer is not None and params is None:
         params = transformer.params
+    if runs.replica_split:  # no fitted micro-step of theirs is held to the peak (below)
+        refuse_beyond_peak(measured, transformer)
     mfu, mfu_note = runs_mfu(measured, transformer)
     if transformer is not None and runs.replica_split:  # its parameters and MFU only
         transformer = None
@@ -1052,8 +1054,6 @@ def runs_mfu(runs, transformer) -> tuple[list[dict] | None, str]:
     per_sample = shape.model_flops_per_token() * shape.seq_len
     peak_s = runs.devices * transformer.peak_tflops * 1e12  # FLOP/s of each run's devices
     mfu = runs.samples_per_s * per_sample / peak_s
-    if runs.replica_devices > 1:  # data-parallel runs: after their fitted micro-step's check
-        refuse_beyond_peak(runs, transformer)
     rows = [{"devices": int(d), "mfu": float(u)} for d, u in zip(runs.devices, mfu, strict=True)]
     ends = (f"{mfu[0]:.1%} at {whole(runs.devices[0])}" if len(mfu) == 1 else
             f"{mfu[0]:.1%} at {whole(runs.devices[0])} -> {mfu[-1]:.1%} at "
