@@ -990,8 +990,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         # each run's model FLOPs utilisation where --workload and its GPU's peak are known
         "mfu": mfu,
         # the fitted model, so the planner can open it (scalesim.app.diagnose_page)
-        "fitted_profile": _billed_as_the_jobs_servers(
-            profile, measured.replica_devices, measured.devices_per_node).model_dump(mode="json"),
+        "fitted_profile": profile.model_dump(mode="json"),
         "fitted_scenario": scenario.model_dump(mode="json"),
     }
     if runs.replica_split:  # the knee and extrapolation in devices too, as the table
@@ -1217,23 +1216,6 @@ def _replica_servers(split: dict[str, int], replicas: int, devices_per_node: int
     """Servers of ``devices_per_node`` devices that one model replica's devices sit in, for a
     job split as ``split`` (tp, pp, cp) over ``replicas`` (``layout.replica_servers``)."""
     return replica_servers(split["tp"], split["cp"], split["pp"], replicas, 1, devices_per_node)
-
-
-def _billed_as_the_jobs_servers(profile, replica_devices: int, devices_per_node: int):
-    """``profile`` (fitted over model replicas of ``replica_devices`` devices) billed as the
-    job's servers of ``devices_per_node`` devices are rented: a fitted "server" is the
-    data-parallel ranks one server holds, pp of the job's servers under a pipeline (tp 2 x pp 2
-    on 8-GPU servers: 4 replicas, 16 GPUs), so whole fitted servers billed 2 replicas (the runs'
-    own 8 GPUs on one server) as 4. The job rents whole servers: ``lcm(replica_devices,
-    devices_per_node) / replica_devices`` replicas at a time (2 there), its instance shape."""
-    import math
-
-    hw = profile.hardware
-    size = math.lcm(replica_devices, devices_per_node) // replica_devices
-    if replica_devices == 1 or hw.instance_sizes is not None or size >= hw.devices_per_node \
-            or hw.devices_per_node % size:
-        return profile
-    return profile.model_copy(update={"hardware": hw.model_copy(update={"instance_sizes": [size]})})
 
 
 def _with_devices(details: dict, replica_devices: int, devices_per_node: int) -> None:

@@ -897,6 +897,16 @@ def extrapolate(
     return out
 
 
+def rented_replicas(size: int, g: int) -> list[int] | None:
+    """A fitted profile of model replicas' instance shape (``Hardware.instance_sizes``): the
+    ``size`` replicas of one of the job's servers (``Runs.replicas_per_rented_server``) where
+    they are fewer than the fit's server of ``g`` and divide it; else None (whole servers). A
+    fitted "server" is the data-parallel ranks one server holds, pp of the job's servers under
+    a pipeline (tp 2 x pp 2 on 8-GPU servers: 4 replicas, 16 GPUs), so whole fitted servers had
+    billed 2 replicas (the runs' own 8 GPUs on one server) as 4."""
+    return [size] if 1 < size < g and g % size == 0 else None
+
+
 def fitted_profile(
     fit: FitResult,
     runs: Runs,
@@ -954,6 +964,7 @@ def fitted_profile(
         **device,
         cpu_cores_per_node=g,
         nic_servers_per_node=runs.nic_servers_per_node,  # a node of replicas: their servers
+        instance_sizes=rented_replicas(runs.replicas_per_rented_server, g),
         comm_compute_contention=0.0,  # as fitted: phi absorbs any slowdown beside collectives
         device_speed_cv=0.0,  # as fitted: jitter_cv and a slow device absorb the devices' spread
         intra_node=LinkLevel(

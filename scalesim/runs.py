@@ -39,6 +39,7 @@ import contextlib
 import csv
 import io
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, replace
@@ -233,6 +234,10 @@ class Runs:
     # places them) exchange over, at the largest run: their stages' servers (``Hardware.
     # nic_servers_per_node``); 1 for runs of devices
     nic_servers_per_node: int = 1
+    # set by ``replica_runs``: the replicas the job rents at a time, whole servers of its own
+    # (lcm(replica devices, devices a server) / replica devices: tp 2 x pp 2 on servers of 8,
+    # 2); 1 for runs of devices
+    replicas_per_rented_server: int = 1
 
     @property
     def devices(self) -> np.ndarray:
@@ -352,8 +357,10 @@ def replica_runs(runs: Runs) -> Runs:
     per_node, _ = group_span(last.replicas, split["tp"] * split["cp"], g)
     servers = replica_servers(split["tp"], split["cp"], split["pp"], last.replicas,
                               int(per_node), g)
+    m = runs.replica_devices
     return Runs(rows, runs.source, runs.notes, replica_split=words,
-                bubble_micro_steps=runs.rows[0].pipeline_bubble, nic_servers_per_node=servers)
+                bubble_micro_steps=runs.rows[0].pipeline_bubble, nic_servers_per_node=servers,
+                replicas_per_rented_server=math.lcm(m, runs.devices_per_node) // m)
 
 
 def thin(runs: Runs, max_runs: int | None = None) -> Runs:
