@@ -128,17 +128,26 @@ def named_count(n: int, device_name: str) -> str:
     words = nouns_for(device_name)
     noun = words.device if n == 1 else words.devices
     count = "One" if n == 1 else whole(n)
-    if replica_of(device_name) is not None:
-        return f"{count} {noun} ({device_name[len(REPLICA_PREFIX):].replace(') of ', ' of ', 1)})"
+    if (parts := replica_parts(device_name)) is not None:
+        return f"{count} {noun} ({parts[0]} of {parts[1]})"
     return f"{count} {device_name} {noun}"
+
+
+def replica_parts(device_name: str) -> tuple[str, str] | None:
+    """(the split's words, the devices' own name) of a replica's name ('tp 8 x pp 2 x cp 1',
+    'measured'): ``replica_device_name`` read back; None where ``device_name`` names no
+    replica."""
+    if not device_name.startswith(REPLICA_PREFIX) or ") of " not in device_name:
+        return None
+    split, inner = device_name[len(REPLICA_PREFIX):].split(") of ", 1)
+    return split, inner
 
 
 def replica_of(device_name: str) -> str | None:
     """The devices' own name inside a replica's name ('measured', 'CPU: AMD EPYC'), or None
     where ``device_name`` names no replica."""
-    if not device_name.startswith(REPLICA_PREFIX) or ") of " not in device_name:
-        return None
-    return device_name.split(") of ", 1)[1]
+    parts = replica_parts(device_name)
+    return None if parts is None else parts[1]
 
 
 def measured_nouns(device_name: str) -> Nouns:
