@@ -1027,16 +1027,6 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                   decisive_gain=decisive)
 
 
-def matmul_weights(shape) -> float:
-    """Weights a token passes through a matmul of (every layer's and the logits'): 2 FLOPs
-    each forward, 6 a training step (``model.transformer``)."""
-    from scalesim.model.transformer import layer_matmul_weights
-
-    return float(shape.layers * layer_matmul_weights(shape.hidden, shape.heads, shape.kv_of(),
-                                                     shape.ffn_of(), shape.gated_mlp)
-                 + shape.hidden * shape.vocab)
-
-
 def runs_mfu(runs, transformer) -> tuple[list[dict] | None, str]:
     """(each run's {"devices", "mfu"}, the report's line) of ``runs`` (as measured: their own
     devices) that trained ``transformer`` (``runs_model.RunsModel``): model FLOPs a token
@@ -1078,7 +1068,7 @@ def refuse_beyond_peak(runs, transformer) -> None:
         return
     shape = transformer.shape
     peak_s = runs.devices * transformer.peak_tflops * 1e12  # FLOP/s of each run's devices
-    matmuls = runs.samples_per_s * 6.0 * matmul_weights(shape) * shape.seq_len / peak_s
+    matmuls = runs.samples_per_s * 6.0 * shape.matmul_weights() * shape.seq_len / peak_s
     if np.any(matmuls > 1.0):
         i = int(np.argmax(matmuls))
         raise ScalesimError(

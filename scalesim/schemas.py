@@ -467,6 +467,15 @@ class TransformerShape(_Strict):
                                            self.ffn_of(), self.gated_mlp, self.seq_len,
                                            self.vocab))
 
+    def matmul_weights(self) -> float:
+        """Weights a token passes through a matmul of (every layer's and the logits'): 2 FLOPs
+        each forward, 6 a training step (``transformer.layer_matmul_weights``)."""
+        from scalesim.model.transformer import layer_matmul_weights
+
+        return float(self.layers * layer_matmul_weights(self.hidden, self.heads, self.kv_of(),
+                                                        self.ffn_of(), self.gated_mlp)
+                     + self.hidden * self.vocab)
+
     def param_count(self) -> float:
         """Parameters of this shape (``transformer.parameter_count``)."""
         from scalesim.model.transformer import parameter_count
