@@ -23,10 +23,11 @@ ATTENTION_KERNEL_HELP = (
     "'fused-vendor' (default; cuDNN fused attention through Transformer Engine, "
     "FlashAttention-3: the attention core at the matmuls' sustained efficiency; Megatron, NeMo) "
     "or 'flash2' (flash-attn 2, PyTorch SDPA's default flash backend, Triton: the attention "
-    "core at 0.35 of the 16-bit peak on Hopper, FlashAttention-3 paper; the matmuls' "
-    "efficiency elsewhere; FSDP, torchtitan). A transformer workload on a datasheet profile "
-    "only: refused with a profile whose compute was measured (its timings ran its own kernel), "
-    "ignored by a parameter-count workload")
+    "core at 0.35 of the 16-bit peak on Hopper, FlashAttention-3 paper; FSDP, torchtitan). On "
+    "an A100 both run FlashAttention-2 (Transformer Engine prefers cuDNN's kernel from Hopper "
+    "on) at 0.66 of the peak, the FlashAttention-2 paper's forward and backward maxima. A "
+    "transformer workload on a datasheet profile only: refused with a profile whose compute "
+    "was measured (its timings ran its own kernel), ignored by a parameter-count workload")
 # Each kernel in a few words, where a choice is shown (the app's control and report)
 ATTENTION_KERNEL_LABELS = {
     VENDOR_KERNEL: "fused vendor kernel (cuDNN / Transformer Engine, FlashAttention-3; default)",

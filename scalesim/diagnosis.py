@@ -2278,8 +2278,8 @@ def tp_overlap_remedy(model_parallel: dict, step_s: float) -> Remedy | None:
 
 def attention_kernel_finding(summaries, step_s: float) -> tuple[Finding | None, Remedy | None]:
     """(finding, remedy) where the traced ranks ran a FlashAttention-2-class attention kernel on
-    a device where it is slower than the vendor kernel (Hopper: ``presets.attention_efficiency_of``
-    gives flash2 a rate of its own), else (None, None). The attention time t is the median over
+    a device where it is slower than the vendor kernel (Hopper:
+    ``presets.flash2_slower_than_vendor``), else (None, None). The attention time t is the median over
     those ranks of their median step's attention kernels; the vendor kernel would take
     ``t x FLASH2_SPEED_RATIO_TO_VENDOR_ON_HOPPER`` (pytorch/pytorch#142132's one benchmark), so
     the step loses ``t x (1 - ratio)``: the finding's share of the step, and the remedy's gain
@@ -2287,11 +2287,11 @@ def attention_kernel_finding(summaries, step_s: float) -> tuple[Finding | None, 
     (the compute stream). Lost at one device too, like a data stall: not a scaling cause."""
     from scalesim.attention_kernel import FLASH2_KERNEL
     from scalesim.presets import FLASH2_SPEED_RATIO_TO_VENDOR_ON_HOPPER as ratio
-    from scalesim.presets import attention_efficiency_of
+    from scalesim.presets import flash2_slower_than_vendor
     from scalesim.remedies import ATTENTION_KERNEL_TITLE
 
     slow = [s for s in summaries if s.attention_family == FLASH2_KERNEL and s.device_name
-            and attention_efficiency_of(s.device_name, FLASH2_KERNEL) is not None]
+            and flash2_slower_than_vendor(s.device_name)]
     if not slow or step_s <= 0:
         return None, None
     t_attn = float(np.median([s.median("attention_s") for s in slow]))

@@ -64,6 +64,7 @@ from scalesim.predict import (
     loader_supply,
     nvls_busbw_ratio,
 )
+from scalesim.presets import attention_efficiency_of, attention_efficiency_source
 from scalesim.schemas import Hardware, Profile, Scenario, ScenarioLayout, Workload
 
 ZERO_OF_STRATEGY = {name: zero for zero, name in enumerate(ZERO_STRATEGIES)}
@@ -344,10 +345,11 @@ def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak
 
 
 def _pin_terms(profile: Profile, base: LayoutInputs, micro_batch, per_node):
-    """(A, K, F, target, rate) of ``pinned_compute``: the unsplit model's micro-step on one
-    device is ``A / efficiency + F`` at kernel rate ``rate`` GB/s (s; A the matmuls at the
-    peak, F all else, of which K the kernels' bytes), and ``target`` the profile's
-    compute-curve time it is pinned to (s, times the colocation slowdown of ``per_node``)."""
+    """(A, C, K, F, target, rate) of ``pinned_compute``: the unsplit model's micro-step on one
+    device is ``A / efficiency + C / attention share + F`` at kernel rate ``rate`` GB/s (s; A
+    the weight matmuls and C the attention core at the peak, F all else, of which K the
+    kernels' bytes), and ``target`` the profile's compute-curve time it is pinned to (s, times
+    the colocation slowdown of ``per_node``)."""
     wl, curve = profile.workload, profile.compute
     b = np.asarray(micro_batch, dtype=float)
     one = base.replace(dp=1, tp=1, pp=1, cp=1, zero=0, micro_batch=b, global_batch=b,
@@ -355,51 +357,62 @@ def _pin_terms(profile: Profile, base: LayoutInputs, micro_batch, per_node):
                        jitter_cv=0.0, slow_factor=1.0, recompute_early_stop=False,
                        recompute_op_sac=False,
                        optimizer_step_s=np.nan,  # the pin's target has the estimate
-                       attention_efficiency=None,  # the curve's kernel: the vendor one
                        fp8=False,  # the curve's precision: 16-bit, at the 16-bit peak
                        peak_flops_per_s=(base.peak_flops_per_s if base.peak16_flops_per_s is None
                                          else base.peak16_flops_per_s),
                        recompute=RECOMPUTE["full" if wl.activation_recompute else "none"])
     rate = np.asarray(base.memory_bandwidth_GBps if base.kernel_bandwidth_GBps is None
                       else base.kernel_bandwidth_GBps, dtype=float)
-    # the three evaluations in one call, on a leading axis of its own (rows broadcast behind it)
-    axis = (3,) + (1,) * one.row_ndim()
-    c1, c2, c3 = evaluate_layouts(one.replace(
-        efficiency=np.array([1.0, 0.5, 1.0]).reshape(axis),
-        kernel_bandwidth_GBps=np.array([1.0, 1.0, 2.0]).reshape(axis) * rate)).compute_s
-    a = c2 - c1
+    # the four evaluations in one call, on a leading axis of its own (rows broadcast behind it);
+    # the attention core at the matmuls' share in the first three (NaN), at 0.5 in the last
+    axis = (4,) + (1,) * one.row_ndim()
+    c1, c2, c3, c4 = evaluate_layouts(one.replace(
+        efficiency=np.array([1.0, 0.5, 1.0, 1.0]).reshape(axis),
+        attention_efficiency=np.array([np.nan, np.nan, np.nan, 0.5]).reshape(axis),
+        kernel_bandwidth_GBps=np.array([1.0, 1.0, 2.0, 1.0]).reshape(axis) * rate)).compute_s
+    core = c4 - c1
+    a = c2 - c1 - core
     kernel_s = 2 * (c1 - c3)
-    fixed = c1 - a
+    fixed = c1 - a - core
     overhead_s, per_sample_s, _ = curve.alone()
     slope = colocation_slope(curve.colocation_slowdown, curve.colocated_devices)
     target = (micro_step_s(b, overhead_s, per_sample_s) * colocation_factor(per_node, slope)
               + optimizer_roofline_s(wl.params, wl.param_bytes_per_param,
                                      wl.grad_bytes_per_param, wl.optimizer_bytes_per_param,
                                      base.memory_bandwidth_GBps))
-    return a, kernel_s, fixed, target, rate
+    return a, core, kernel_s, fixed, target, rate
 
 
 def pinned_compute(profile: Profile, base: LayoutInputs, micro_batch, per_node):
     """(sustained matmul share of the peak, kernel byte rate in GB/s) at which the unsplit
     model on one device computes a micro-step of ``micro_batch`` sequences in the profile's
     compute-curve time (times the colocation slowdown of ``per_node`` busy devices). The
-    model's compute is ``A / efficiency + K / kernel_rate + R`` (additive roofline), so three
-    evaluations give A, K and the rest R exactly. The efficiency is solved with the kernel rate
-    kept, clipped to (0, 1]; where even efficiency 1 cannot reach the curve because the
-    kernels' bytes alone take longer than it (the byte rate a block fit found on a CPU is
-    below what a smaller model's cache-resident tensors reach), the kernel rate rises until
-    they fit in what is left, so the curve is still reproduced; a curve faster than the
-    matmuls at the peak keeps 1 and the rate. A recomputing workload's curve is read as
-    whole-forward recompute (the 4/3 convention), whatever the scenario's recompute style, so
-    that style changes the prediction by what it skips (docs/model.md §22). The curve is read
-    as run with the vendor attention kernel (the attention core at the matmuls' efficiency:
-    ``attention_efficiency`` None in the pin), as the presets' curves are estimated, so that
-    another kernel (``Scenario.attention_kernel``; refused where the curve was measured,
-    ``check_attention_kernel``) changes the prediction by its attention core alone (§13); and
-    as run in 16 bits, so that fp8 (``Scenario.precision``, refused where the curve was
-    measured, ``check_precision``) runs the layers' matmuls at the fp8 peak at the same share
-    of it, with their casts (§13, fp8)."""
-    a, kernel_s, fixed, target, rate = _pin_terms(profile, base, micro_batch, per_node)
+    model's compute is ``A / efficiency + C / min(s, efficiency) + K / kernel_rate + R``
+    (additive roofline; the attention core C at the vendor kernel's own share s of the peak
+    where the device has one, ``presets.attention_efficiency_of``, else at the matmuls'), so
+    four evaluations give A, C, K and the rest R exactly. The efficiency is solved with the
+    kernel rate kept, clipped to (0, 1], on the side of s the curve lies (above s where the
+    curve is faster than the step at efficiency s, the core then at s); where even efficiency 1
+    cannot reach the curve because the kernels' bytes alone take longer than it (the byte rate
+    a block fit found on a CPU is below what a smaller model's cache-resident tensors reach),
+    the kernel rate rises until they fit in what is left, so the curve is still reproduced; a
+    curve faster than the matmuls at the peak keeps 1 and the rate. A recomputing workload's
+    curve is read as whole-forward recompute (the 4/3 convention), whatever the scenario's
+    recompute style, so that style changes the prediction by what it skips (docs/model.md
+    §22). The curve is read as run with the vendor attention kernel, as the presets' curves
+    are estimated, so that another kernel (``Scenario.attention_kernel``; refused where the
+    curve was measured, ``check_attention_kernel``) changes the prediction by its attention
+    core alone (§13); and as run in 16 bits, so that fp8 (``Scenario.precision``, refused where
+    the curve was measured, ``check_precision``) runs the layers' matmuls at the fp8 peak at
+    the same share of it, with their casts (§13, fp8)."""
+    a, core, kernel_s, fixed, target, rate = _pin_terms(profile, base, micro_batch, per_node)
+    share = attention_efficiency_of(profile.hardware.device_name, VENDOR_KERNEL)
+    if share is None:  # the core at the matmuls' share: one term with them
+        a, core = a + core, 0.0 * core
+    else:  # above the share the core runs at it (a fixed time); below, at the matmuls' share
+        above = target < (a + core) / share + fixed
+        fixed = np.where(above, fixed + core / share, fixed)
+        a = np.where(above, a, a + core)
     room = target - fixed  # the efficiency is solved with the kernel rate kept
     eff = np.where(room > a, a / np.where(room > 0, room, 1.0), 1.0)
     left = room - a + kernel_s  # what the kernels' bytes may take at efficiency 1
@@ -419,9 +432,9 @@ def curve_beyond_peak(profile: Profile, scenario: Scenario,
     wl, hw = profile.workload, layout_hardware(profile)
     peak, peak_known, bandwidth = _peak_and_bandwidth(profile)
     base = base_inputs(wl, hw, scenario, peak, bandwidth)
-    a = _pin_terms(profile, base, float(micro_batch), 1)[0]
+    a, core = _pin_terms(profile, base, float(micro_batch), 1)[:2]
     overhead_s, per_sample_s, _ = profile.compute.alone()
-    return (float(a) if peak_known else float("nan"),
+    return (float(a + core) if peak_known else float("nan"),
             float(micro_step_s(float(micro_batch), overhead_s, per_sample_s)))
 
 
@@ -749,16 +762,14 @@ def precision_note(profile: Profile, scenario: Scenario) -> str:
 
 def attention_kernel_words(kernel: str, device_name: str) -> str:
     """What ``kernel`` does on ``device_name`` (docs/model.md §13, attention kernel): 'attention:
-    flash2 kernel, its attention core at 0.35 of the 16-bit peak on H100 ...' or '... at the
-    matmuls' efficiency on A100 ...'."""
-    from scalesim.presets import attention_efficiency_of
-
+    flash2 kernel, its attention core at 0.35 of the 16-bit peak on H100 (FlashAttention-3
+    paper; ...)' or '... at the matmuls' efficiency on GB200 ...'."""
     share = attention_efficiency_of(device_name, kernel)
     if share is None:
         return (f"attention: {kernel} kernel at the matmuls' efficiency on {device_name} (no "
                 "published figure gives it a rate of its own there)")
-    return (f"attention: {kernel} kernel, its attention core at {share:g} of the 16-bit peak on "
-            f"{device_name} (FlashAttention-3 paper; pytorch/pytorch#142132)")
+    return (f"attention: {kernel} kernel, its attention core at {share:.2g} of the 16-bit peak "
+            f"on {device_name} ({attention_efficiency_source(device_name, kernel)})")
 
 
 def attention_kernel_note(profile: Profile, scenario: Scenario) -> str:

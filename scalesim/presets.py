@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalesim.attention_kernel import ATTENTION_KERNELS, FLASH2_KERNEL
+from scalesim.attention_kernel import ATTENTION_KERNELS, FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.bounds import bound
 from scalesim.errors import ScalesimError, excerpt
 from scalesim.model.transformer import activation_bytes_per_layer
@@ -422,11 +422,27 @@ HOPPER_GPUS = ("H100", "H200", "GH200", "H800")  # H800: the H100's GH100 silico
 # 329 TFLOP/s on an H100 (seq 4,608, head dim 128: 0.33 of 989) against 631 for cuDNN's kernel
 # and 632 for FlashAttention-3 (pytorch/pytorch#142132, 2024-12-05); pytorch/benchmark PR #2296
 # (commit d5f0a12, 2024-06) timed SDPA's forward on H100 at head dim 128 at 287-304 TFLOP/s
-# for 1K-16K tokens (0.29-0.31 of 989). On A100 FlashAttention-2
-# reaches "50-73% of the theoretical maximum FLOPs/s ... close to the efficiency of GEMM
-# operations" (Dao 2023, arXiv 2307.08691, abstract): there, and for the vendor kernels on
-# Hopper, the attention core keeps the matmuls' sustained efficiency.
+# for 1K-16K tokens (0.29-0.31 of 989). The vendor kernels on Hopper (cuDNN's, FlashAttention-3)
+# run near the matmuls' rate (631 of 989): there the attention core keeps the matmuls' sustained
+# efficiency.
 FLASH2_ON_HOPPER_EFFICIENCY = 0.35
+# On the A100 (Ampere GA100; the A800 is the same die) FlashAttention-2 reaches "up to 73% of the
+# theoretical max throughput in the forward pass, and up to 63% ... in the backward pass" (Dao
+# 2023, arXiv 2307.08691, section 1; measured on an A100 80GB SXM4), the backward counted at 2.5
+# times the forward's FLOPs (the paper's convention and layout_step.FLASH_BACKWARD_FACTOR): the
+# attention core forward and backward sustains 3.5 / (1/0.73 + 2.5/0.63) = 0.656 of the 16-bit
+# peak. That is the vendor stack's rate there too: Transformer Engine prefers its cuDNN fused
+# attention over FlashAttention only on compute capability 9.0 and above ("Disabling
+# FlashAttention to give FusedAttention preference on Hopper+", get_attention_backend in
+# transformer_engine/pytorch/attention/dot_product_attention/utils.py), so on an A100 it runs
+# flash-attn's kernel, and FlashAttention-3 needs Hopper. The paper's figures are its maxima
+# (head dimension 128, 16K tokens); shorter sequences and head dimension 64 run slower (its
+# abstract: 50-73 %), which this one figure does not follow.
+FA2_A100_FORWARD_SHARE = 0.73
+FA2_A100_BACKWARD_SHARE = 0.63
+AMPERE_GA100_GPUS = ("A100", "A800")
+ATTENTION_ON_A100_EFFICIENCY = (1.0 + 2.5) / (1.0 / FA2_A100_FORWARD_SHARE
+                                              + 2.5 / FA2_A100_BACKWARD_SHARE)
 # FlashAttention-2's speed as a share of the vendor kernel's on Hopper, from the one benchmark that
 # timed both on one H100 at one shape: PyTorch SDPA's default (flash) backend 329.483 TFLOP/s,
 # cuDNN's kernel 631.338 (FlashAttention-3 631.827) at batch 1, 24 heads, 4,608 tokens, head dim
@@ -440,13 +456,34 @@ FLASH2_SPEED_RATIO_TO_VENDOR_ON_HOPPER = 329.483 / 631.338
 def attention_efficiency_of(device_name: str, kernel: str) -> float | None:
     """Sustained share of the dense 16-bit peak of the attention core of ``kernel`` (one of
     ``ATTENTION_KERNELS``) on ``device_name``, or None where it runs at the weight matmuls'
-    sustained efficiency (every kernel on Ampere, the vendor kernels on Hopper, and devices
-    no published figure covers)."""
+    sustained efficiency (the vendor kernels on Hopper, and devices no published figure
+    covers). FlashAttention-2 on Hopper: 0.35; either kernel on an A100 (the vendor stack runs
+    FlashAttention-2 there): 0.656 (docs/model.md §13, attention kernel)."""
     if kernel not in ATTENTION_KERNELS:
         raise ScalesimError(f"unknown attention kernel '{kernel}'; known: "
                             f"{', '.join(ATTENTION_KERNELS)}")
+    if any(name_has_words(device_name, (gpu,)) for gpu in AMPERE_GA100_GPUS):
+        return ATTENTION_ON_A100_EFFICIENCY
     hopper = any(name_has_words(device_name, (gpu,)) for gpu in HOPPER_GPUS)
     return FLASH2_ON_HOPPER_EFFICIENCY if kernel == FLASH2_KERNEL and hopper else None
+
+
+def attention_efficiency_source(device_name: str, kernel: str) -> str:
+    """Where ``attention_efficiency_of``'s figure for ``kernel`` on ``device_name`` comes from,
+    in a few words ('' where it is None: the matmuls' efficiency)."""
+    if attention_efficiency_of(device_name, kernel) is None:
+        return ""
+    if any(name_has_words(device_name, (gpu,)) for gpu in AMPERE_GA100_GPUS):
+        return ("FlashAttention-2 paper's A100 maxima, 73 % forward and 63 % backward; "
+                "Transformer Engine runs FlashAttention-2 before Hopper")
+    return "FlashAttention-3 paper; pytorch/pytorch#142132"
+
+
+def flash2_slower_than_vendor(device_name: str) -> bool:
+    """Whether the vendor attention kernel's core runs faster than FlashAttention-2's on
+    ``device_name`` by a published figure (Hopper), so that switching is a remedy."""
+    return (attention_efficiency_of(device_name, FLASH2_KERNEL)
+            != attention_efficiency_of(device_name, VENDOR_KERNEL))
 
 
 def name_has_words(device_name: str, words) -> bool:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from scalesim import training_time
 from scalesim.accuracy import MODEL_PARALLEL_MEDIAN_ERROR
-from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
+from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.bounds import QUANTITIES
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for, replica_of
 from scalesim.errors import ScalesimError
@@ -56,7 +56,7 @@ from scalesim.predict import (
     micro_batch_max,
     predict,
 )
-from scalesim.presets import attention_efficiency_of, peak_tflops_of
+from scalesim.presets import flash2_slower_than_vendor, peak_tflops_of
 from scalesim.schemas import (
     LinkCalibration,
     LoaderCurve,
@@ -578,16 +578,16 @@ def attention_kernel_reason(profile: Profile, scenario: Scenario) -> str:
     in one clause, or '' where it is one to predict: the profile's timings ran its own kernel
     (``layout_predict.timed_own_kernel``, the rule of ``check_attention_kernel``), the workload
     has no attention core (a parameter count), the scenario runs the vendor kernel already, or
-    the device has no published rate of its own for FlashAttention-2
-    (``presets.attention_efficiency_of`` is None: the matmuls' rate)."""
+    FlashAttention-2 runs as fast as the vendor kernel on the device by the published figures
+    (``presets.flash2_slower_than_vendor``: every device but Hopper)."""
     device = profile.hardware.device_name
     if why := _kernel_knob_reason(profile, "attention_kernel", "swap for another",
                                   "no attention core to time"):
         return why
     if scenario.attention_kernel == VENDOR_KERNEL:
         return f"the scenario runs the {VENDOR_KERNEL} kernel already"
-    if attention_efficiency_of(device, FLASH2_KERNEL) is None:
-        return f"on {device} FlashAttention-2 runs near the matmuls' rate"
+    if not flash2_slower_than_vendor(device):
+        return f"on {device} FlashAttention-2 runs as fast as the vendor kernel"
     return ""
 
 

@@ -36,6 +36,7 @@ from scalesim.model.transformer import RECOMPUTE, parameter_count
 from scalesim.plan import PARTS
 from scalesim.predict import nvls_busbw_ratio
 from scalesim.presets import (
+    ATTENTION_ON_A100_EFFICIENCY,
     FLASH2_ON_HOPPER_EFFICIENCY,
     INTRA_LINKS,
     attention_efficiency_of,
@@ -183,8 +184,10 @@ DEFAULTS = {
     "attention_kernel": f"fused attention: {VENDOR_KERNEL} for sources naming "
                         + " or ".join(VENDOR_ATTENTION_SOURCES) + f" (Transformer Engine), else "
                         f"{FLASH2_KERNEL} (FlashAttention-2 class: on Hopper its attention core "
-                        f"sustains {FLASH2_ON_HOPPER_EFFICIENCY} of the 16-bit peak, elsewhere "
-                        "the matmuls' efficiency)",
+                        f"sustains {FLASH2_ON_HOPPER_EFFICIENCY} of the 16-bit peak); either "
+                        f"kernel on A100: {ATTENTION_ON_A100_EFFICIENCY:.3f} (FlashAttention-2's "
+                        "forward and backward maxima, as Transformer Engine runs it there); "
+                        "elsewhere the matmuls' efficiency",
     "fsdp_reduce_fp32": "FSDP reduce-scatters gradients in float32 (4 bytes per parameter) for "
                         "sources of " + ", ".join(f"{r} dated {y:04d}-{m:02d}-{d:02d} or later"
                                                   for r, (y, m, d) in REDUCE_FP32_SOURCES.items())
