@@ -529,9 +529,11 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
     kernel = VENDOR_KERNEL if any(s in case.source for s in VENDOR_ATTENTION_SOURCES) else (
         FLASH2_KERNEL)
     attention_efficiency = attention_efficiency_of(gpu, kernel) if flash else None
-    if attention_efficiency is not None:
-        flags.append(f"attention kernel not stated: {kernel} assumed (not a Transformer Engine "
-                     f"stack): the attention core at {attention_efficiency} of the 16-bit peak")
+    if attention_efficiency is not None:  # flash2, or either kernel on an A100
+        stack = ("a Transformer Engine stack" if kernel == VENDOR_KERNEL
+                 else "not a Transformer Engine stack")
+        flags.append(f"attention kernel not stated: {kernel} assumed ({stack}): the attention "
+                     f"core at {attention_efficiency:.3g} of the 16-bit peak")
     prefetch_post = lay.zero >= 3 and any(s in case.source for s in BACKWARD_PREFETCH_POST_SOURCES)
     if prefetch_post:
         flags.append("FSDP backward prefetch not stated: Composer's default BACKWARD_POST assumed "

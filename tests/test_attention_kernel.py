@@ -182,3 +182,26 @@ def test_a100_compute_curve_is_pinned_with_its_attention_core_at_its_own_rate():
     for i, batch in enumerate((1, 2)):
         row = predict(profile, Scenario(devices=[1], global_batch=batch))[0]
         assert row.compute_s == pytest.approx(float(target[i]), rel=1e-9)
+
+
+def test_validation_flag_names_the_stack_it_assumed_on_an_a100():
+    """A Transformer Engine source (NeMo, Megatron) on an A100 from 2022 on gets the A100's
+    FlashAttention-2 rate for the vendor kernel too: its flag says fused-vendor of a Transformer
+    Engine stack (it had said 'fused-vendor assumed (not a Transformer Engine stack)', the
+    words of the flash2 default), at 0.656 (it had printed 0.6556619144602851); llm-foundry's
+    A100 rows keep flash2, not a Transformer Engine stack."""
+    cases = load_parallel_cases(validation_path("parallel_cases.json"))
+    narayanan = next(c for c in cases if c.id == "narayanan2021_t1_1p7b")  # A100 80GB, Megatron
+    nemo = narayanan.model_copy(update={"source": "NVIDIA/NeMo 2023, Megatron-Core"})
+    flags: list[str] = []
+    x, _ = case_inputs(nemo, flags)
+    assert x.attention_efficiency == ATTENTION_ON_A100_EFFICIENCY
+    (flag,) = [f for f in flags if "attention kernel not stated" in f]
+    assert flag == ("attention kernel not stated: fused-vendor assumed (a Transformer Engine "
+                    "stack): the attention core at 0.656 of the 16-bit peak")
+    foundry = next(c for c in cases if c.id == "llmfoundry_a100_80gb_7b_s2048_8gpu")
+    flags = []
+    case_inputs(foundry, flags)
+    (flag,) = [f for f in flags if "attention kernel not stated" in f]
+    assert flag == ("attention kernel not stated: flash2 assumed (not a Transformer Engine "
+                    "stack): the attention core at 0.656 of the 16-bit peak")
