@@ -1275,35 +1275,46 @@ def _ran_beyond_memory(profile, scenario, devices: int, transformer, exchange) -
 
 def _check_runs_model(profile, scenario, runs, transformer, fit) -> str:
     """One line (an error) where the runs' fitted micro-step is faster than ``transformer``'s
-    matmuls alone at its GPU's datasheet peak, even at the top of its 95 % band: that shape on
-    that GPU cannot have run them (a sequence length or model size that is not theirs, another
-    GPU), and every remedy the layout model predicts would hold compute at the peak, slower than
-    measured (the example runs, BERT-large at sequence 128, described as BERT-large at sequence
-    512: 'faster network +13 %' where the runs' own fit says +253 %). Where the band reaches the
-    peak's time the runs do not pin their compute (three runs of one batch, session-24 audit:
-    454 ms +- 415 %): no error, but the note returned says the remedies take the peak's time;
-    '' where the fit is slower than the peak."""
-    from scalesim.layout_predict import curve_beyond_peak
+    matmuls alone at its GPU's datasheet peak (the attention core at its kernel's own share of
+    it where the pin holds it there, an A100's 0.656: ``layout_predict.curve_beyond_peak``),
+    even at the top of its 95 % band: that shape on that GPU cannot have run them (a sequence
+    length or model size that is not theirs, another GPU), and every remedy the layout model
+    predicts would hold compute at the peak, slower than measured (the example runs,
+    BERT-large at sequence 128, described as BERT-large at sequence 512: 'faster network
+    +13 %' where the runs' own fit says +253 %). Where the band reaches the peak's time the
+    runs do not pin their compute (three runs of one batch, session-24 audit: 454 ms +-
+    415 %): no error, but the note returned says the remedies take the peak's time; '' where
+    the fit is slower than the peak."""
+    from scalesim.layout_predict import curve_beyond_peak, pin_attention_share
 
     b = float(runs.micro_batch[-1])
-    at_peak_s, measured_s = curve_beyond_peak(profile, scenario, b)
-    if not at_peak_s > measured_s:  # NaN: no datasheet peak to hold the runs to
+    at_peak_s, fastest_s, measured_s = curve_beyond_peak(profile, scenario, b)
+    if not fastest_s > measured_s:  # NaN: no datasheet peak to hold the runs to
         return ""
+
+    slow_core = fastest_s > at_peak_s  # the pin's attention core at its kernel's share (A100)
+
+    def core(ms: str) -> str:
+        return (f", {ms} with its attention core at {pin_attention_share(profile):.2g} of it "
+                "(FlashAttention-2's rate there)") if slow_core else ""
+
     errors = [fit.stderr(n) for n in ("per_sample_s", "overhead_s") if n in fit.fitted]
     spread = float(np.exp(Z95 * max(errors))) if errors and None not in errors else np.inf
-    if measured_s * spread >= at_peak_s:  # the runs leave room for the peak's time
+    if measured_s * spread >= fastest_s:  # the runs leave room for the peak's time
         return (f"the fitted micro-step of {b:g} samples, {_ms(measured_s)} (95% band up to "
                 + ("unbounded" if not np.isfinite(spread) else _ms(measured_s * spread))
-                + f"), is faster than {transformer.name}'s matmuls alone at the "
-                f"{transformer.peak_tflops:g} TFLOP/s peak of {transformer.gpu} "
-                f"({_ms(at_peak_s)}); the runs do not pin it, so the remedies compute at that "
-                "peak's time")
+                + f"), is faster than {transformer.name}"
+                + (" can run" if slow_core else "'s matmuls alone")
+                + f" at the {transformer.peak_tflops:g} TFLOP/s peak of {transformer.gpu} ("
+                + ("its matmuls alone " if slow_core else "")
+                + f"{_ms(at_peak_s)}{core(_ms(fastest_s))}); the runs do not pin it, so the "
+                "remedies compute at that peak's time")
     raise ScalesimError(
         f"the runs compute a micro-step of {b:g} samples in {measured_s * 1e3:.3g} ms, faster "
         f"than {transformer.name} ({transformer.shape.words()}) can on {transformer.gpu}: its "
         f"matmuls alone take {at_peak_s * 1e3:.3g} ms at the {transformer.peak_tflops:g} "
-        "TFLOP/s datasheet peak; describe the runs' own model (a workload JSON with their "
-        "sequence length and sizes) and GPU")
+        f"TFLOP/s datasheet peak{core(f'{fastest_s * 1e3:.3g} ms')}; describe the runs' own "
+        "model (a workload JSON with their sequence length and sizes) and GPU")
 
 
 # --------------------------------------------------------------------------------------------

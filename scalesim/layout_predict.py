@@ -344,6 +344,14 @@ def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak
                                            bandwidth_GBps, jitter_cv, p2p))
 
 
+def pin_attention_share(profile: Profile) -> float | None:
+    """The attention core's own share of the 16-bit peak a compute curve is read at by
+    ``pinned_compute``: the vendor kernel's on the profile's device
+    (``presets.attention_efficiency_of``; the A100's 0.656), None where the core runs at the
+    matmuls' efficiency."""
+    return attention_efficiency_of(profile.hardware.device_name, VENDOR_KERNEL)
+
+
 def _pin_terms(profile: Profile, base: LayoutInputs, micro_batch, per_node):
     """(A, C, K, F, target, rate) of ``pinned_compute``: the unsplit model's micro-step on one
     device is ``A / efficiency + C / attention share + F`` at kernel rate ``rate`` GB/s (s; A
@@ -406,7 +414,7 @@ def pinned_compute(profile: Profile, base: LayoutInputs, micro_batch, per_node):
     the curve was measured, ``check_precision``) runs the layers' matmuls at the fp8 peak at
     the same share of it, with their casts (§13, fp8)."""
     a, core, kernel_s, fixed, target, rate = _pin_terms(profile, base, micro_batch, per_node)
-    share = attention_efficiency_of(profile.hardware.device_name, VENDOR_KERNEL)
+    share = pin_attention_share(profile)
     if share is None:  # the core at the matmuls' share: one term with them
         a, core = a + core, 0.0 * core
     else:  # above the share the core runs at it (a fixed time); below, at the matmuls' share
@@ -422,19 +430,24 @@ def pinned_compute(profile: Profile, base: LayoutInputs, micro_batch, per_node):
 
 
 def curve_beyond_peak(profile: Profile, scenario: Scenario,
-                      micro_batch: float) -> tuple[float, float]:
-    """(s the workload shape's matmuls take at the device's datasheet peak, NaN where no peak is
-    listed; s of the profile's compute-curve micro-step, forward and backward) for one device
-    running the unsplit model at ``micro_batch`` sequences. A curve faster than the matmuls
-    alone at the peak was not timed on this shape and device: ``pinned_compute`` would hold
-    efficiency 1 there, slower than the curve, and every prediction from it would be slower
-    than what was measured."""
+                      micro_batch: float) -> tuple[float, float, float]:
+    """(s the workload shape's matmuls take at the device's datasheet peak; s the fastest the
+    compute pin can run them: the same with the attention core at its kernel's own share of
+    the peak where the device has one (``pin_attention_share``: an A100's 0.656), else the
+    first; both NaN where no peak is listed; s of the profile's compute-curve micro-step,
+    forward and backward) for one device running the unsplit model at ``micro_batch``
+    sequences. A curve faster than the second was not timed on this shape and device:
+    ``pinned_compute`` would hold efficiency 1 there, slower than the curve, and every
+    prediction from it would be slower than what was measured."""
     wl, hw = profile.workload, layout_hardware(profile)
     peak, peak_known, bandwidth = _peak_and_bandwidth(profile)
     base = base_inputs(wl, hw, scenario, peak, bandwidth)
     a, core = _pin_terms(profile, base, float(micro_batch), 1)[:2]
+    share = pin_attention_share(profile) or 1.0
     overhead_s, per_sample_s, _ = profile.compute.alone()
-    return (float(a + core) if peak_known else float("nan"),
+    nan = float("nan")
+    return (float(a + core) if peak_known else nan,
+            float(a + core / share) if peak_known else nan,
             float(micro_step_s(float(micro_batch), overhead_s, per_sample_s)))
 
 
