@@ -34,8 +34,8 @@ def test_predict_runs_flash2_slower_on_hopper_only(capsys):
     core at 0.35 of the peak instead of the matmuls' 0.73 (the preset curve is the layout
     model's own at the planner's efficiency, which the pin recovers). By hand, the compute grows
     by L x (1 + 2.5) x 4 s^2 h / peak x (1/0.35 - 1/0.73): 32 layers, forward plus flash
-    backward, 185 ms; nothing else changes. On A100s flash2 runs at the matmuls' efficiency:
-    the same numbers."""
+    backward, 185 ms; nothing else changes. On A100s both kernels run FlashAttention-2 at
+    0.656 of the peak: the same numbers."""
     from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY
 
     vendor = _row(capsys, "dgx-h100")
