@@ -32,7 +32,7 @@ and scipy releases stopped at different points of it, data stall 63 % or 138 %).
 parameter the runs show by ~TIE_WEIGHT^2 / (their curvature) of its distance in log, nothing
 at the noise of measured runs. The solver is dogbox (it lands on the bounds where ``phi`` and
 ``jitter_cv`` settle, where trust-region reflective crawled) to ``FIT_TOL`` 1e-12 from two
-starts, the lower cost kept; where that leaves the runs' residuals above ``RESTART_RMS`` (0.5 %), also
+starts, the lower cost kept; where that leaves the runs' residuals above ``RESTART_RMS`` (1 %), also
 from the best of 16 spread points (a local minimum left behind, ``FitProblem.best_solution``).
 Parameters no run's residual moves with at the fit
 (``FitResult.not_shown``) are held at their start value by the tie-break alone: a note says so
@@ -107,10 +107,7 @@ BAND_SAMPLES = 400  # parameter draws for the extrapolation band
 # On 225 synthetic fits (model-made runs, seven parameters drawn at random) two starts missed the
 # true optimum 10 times, the restart 2-3 (within 4 % of its cost, residuals under 0.5 %); on noisy
 # runs it finds nothing better and costs the screening, ~0.2-0.4 s (benchmarks/fit_restart.py).
-# Session 34: 1 % had been the bound; one of those fits (tests/test_fit_restart.py, "steps
-# only") stopped at 0.95 % on another machine's floating point (1.1 % before), short of the
-# restart, where the runs' own parameters leave under 0.5 %: the bound is that 0.5 %.
-RESTART_RMS = 0.005
+RESTART_RMS = 0.01
 RESTART_POINTS = 16
 SCREEN_NFEV = 20
 RESTART_KEEP = 2

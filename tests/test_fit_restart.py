@@ -10,8 +10,9 @@ the microsecond).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
-import pytest
 
 from scalesim import fit_runs as fr
 from scalesim.runs import runs_from_records
@@ -38,9 +39,8 @@ COMM_MEASURED = _strong([0.871211, 0.447274, 0.232423, 0.162087, 0.156535, 0.215
 STEPS_ONLY = _strong([12.265622, 6.641557, 3.63966, 2.181067, 1.25198, 0.839409])
 
 
-@pytest.mark.parametrize("records", [COMM_MEASURED, STEPS_ONLY], ids=["comm measured", "steps only"])
-def test_the_restart_finds_the_fit_the_two_starts_miss(records):
-    runs = runs_from_records(records, "synthetic")
+def test_the_restart_finds_the_fit_the_two_starts_miss():
+    runs = runs_from_records(COMM_MEASURED, "synthetic")
     problem = fr.fit_problem(runs)
     two_starts = min((problem.solve(x0) for x0 in problem.starts), key=lambda s: s.cost)
     assert problem.data_rms(two_starts.fun) > fr.RESTART_RMS  # the case still needs the restart
@@ -48,6 +48,23 @@ def test_the_restart_finds_the_fit_the_two_starts_miss(records):
     # the runs are the model's own: the fit leaves them within 0.5 % (rounding and priors)
     assert np.max(np.abs(fit.residuals_rel)) < 0.005
     assert problem.cost(fit.x) < 0.5 * two_starts.cost
+
+
+def test_the_restart_leaves_a_local_minimum_of_step_times_only():
+    """Step times only: where the two starts stop depends on the machine's floating point (1.1 %
+    residuals on session 23's machine, a local minimum the restart left; 0.95 % on session 34's,
+    under the 1 % trigger, near the optimum's cost), so the local minimum is entered on purpose:
+    from the spread point whose own solve stops worst (residuals far above 1 %), the restart
+    finds a fit within 0.5 % of every run the model made."""
+    runs = runs_from_records(STEPS_ONLY, "synthetic")
+    problem = fr.fit_problem(runs)
+    solved = [(problem.solve(x0), x0) for x0 in problem.spread_starts()]
+    stuck, start = max(solved, key=lambda s: problem.data_rms(s[0].fun))
+    assert problem.data_rms(stuck.fun) > 5 * fr.RESTART_RMS  # a local minimum, far from the truth
+    from_there = replace(problem, starts=[start])
+    best = from_there.best_solution()
+    assert np.max(np.abs(best.fun[: problem.n_data])) < 0.005
+    assert best.cost < 0.1 * stuck.cost
 
 
 def test_spread_starts_cover_the_bounds_one_point_per_slice():
