@@ -348,7 +348,11 @@ def pin_attention_share(profile: Profile) -> float | None:
     """The attention core's own share of the 16-bit peak a compute curve is read at by
     ``pinned_compute``: the vendor kernel's on the profile's device
     (``presets.attention_efficiency_of``; the A100's 0.656), None where the core runs at the
-    matmuls' efficiency."""
+    matmuls' efficiency (also a workload without fused attention: its batched matmuls run at
+    the matmuls' rate, ``layout_step.attention_efficiency``)."""
+    shape = profile.workload.transformer
+    if shape is None or not shape.flash_attention:
+        return None
     return attention_efficiency_of(profile.hardware.device_name, VENDOR_KERNEL)
 
 

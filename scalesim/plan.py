@@ -48,7 +48,7 @@ from scalesim.model.transformer import RECOMPUTE
 from scalesim.pipeline_stages import stage_fields
 from scalesim.precision import DEFAULT_PRECISION, FP8
 from scalesim.predict import nvls_busbw_ratio
-from scalesim.presets import attention_efficiency_of
+from scalesim.presets import attention_efficiency_of, attention_share
 from scalesim.schemas import (
     BLOCK_NOT_USABLE,
     GRAD_SYNC_DEEPSPEED_ERROR,
@@ -477,7 +477,8 @@ def setting_inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         # fp8 recipes cast the layers' Linear weights only: the attention core and the output
         # layer stay at the 16-bit peak
         peak16_flops_per_s=_peak_flops(hw, False), fp8=setting.fp8,
-        attention_efficiency=attention_efficiency_of(hw.device_name, setting.attention_kernel),
+        attention_efficiency=attention_share(hw.device_name, setting.attention_kernel,
+                                             s.flash_attention),
         **p2p_inputs(setting.p2p),
     )
 

@@ -468,6 +468,17 @@ def attention_efficiency_of(device_name: str, kernel: str) -> float | None:
     return FLASH2_ON_HOPPER_EFFICIENCY if kernel == FLASH2_KERNEL and hopper else None
 
 
+def attention_share(device_name: str, kernel: str, fused_attention: bool) -> float | None:
+    """``attention_efficiency_of`` for a workload whose attention is fused or not: without
+    fused attention (``TransformerShape.flash_attention`` false) the vendor stack runs the core
+    as batched matmuls with the softmax between them, at the matmuls' rate (None); a named
+    FlashAttention-2 kernel is fused attention whatever the shape says, at its own rate."""
+    if not fused_attention and kernel == VENDOR_KERNEL:
+        attention_efficiency_of(device_name, kernel)  # a known kernel
+        return None
+    return attention_efficiency_of(device_name, kernel)
+
+
 def attention_efficiency_source(device_name: str, kernel: str) -> str:
     """Where ``attention_efficiency_of``'s figure for ``kernel`` on ``device_name`` comes from,
     in a few words ('' where it is None: the matmuls' efficiency)."""

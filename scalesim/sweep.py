@@ -36,7 +36,7 @@ from scalesim.predict import (
     micro_batch_max,
     scenario_inputs,
 )
-from scalesim.presets import attention_efficiency_of
+from scalesim.presets import attention_share
 from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Profile, Scenario, grad_sync_refused
 
 # Knobs that can be swept, with how a value becomes a model input.
@@ -264,10 +264,13 @@ def input_changes(grid: dict[str, np.ndarray], inter_share: float = 1.0) -> dict
     return changes
 
 
-def attention_efficiencies(device_name: str, kernels: np.ndarray) -> np.ndarray:
-    """``LayoutInputs.attention_efficiency`` of each row's kernel on ``device_name``
-    (``presets.attention_efficiency_of``; NaN: the matmuls' efficiency), docs/model.md §13."""
-    share = {str(k): attention_efficiency_of(device_name, str(k)) for k in np.unique(kernels)}
+def attention_efficiencies(device_name: str, kernels: np.ndarray,
+                           fused_attention: bool = True) -> np.ndarray:
+    """``LayoutInputs.attention_efficiency`` of each row's kernel on ``device_name`` for a
+    workload with fused attention or not (``presets.attention_share``; NaN: the matmuls'
+    efficiency), docs/model.md §13."""
+    share = {str(k): attention_share(device_name, str(k), fused_attention)
+             for k in np.unique(kernels)}
     return np.array([np.nan if share[str(k)] is None else share[str(k)] for k in kernels],
                     dtype=float)
 
@@ -466,7 +469,8 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
     overrides = input_changes(grid, inter_nic_share(profile.hardware, base))
     if "attention_kernel" in grid:
         overrides["attention_efficiency"] = attention_efficiencies(
-            profile.hardware.device_name, grid["attention_kernel"])
+            profile.hardware.device_name, grid["attention_kernel"],
+            profile.workload.transformer is None or profile.workload.transformer.flash_attention)
     if "tp_overlap" in grid:  # the framework's: applies where a row has tp > 1 (§14)
         overrides["tp_overlap"] = grid["tp_overlap"]
     if "precision" in grid:  # fp8 rows at the fp8 peak, with their casts (§13, fp8)

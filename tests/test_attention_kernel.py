@@ -257,3 +257,25 @@ def test_a100_curve_the_pin_cannot_reach_is_held_to_the_attention_cores_rate():
     assert ("is faster than llama3-8b can run at the 312 TFLOP/s peak of A100 80GB (its matmuls "
             f"alone {at_peak_s * 1e3:.0f} ms, {fastest_s * 1e3:.0f} ms with its attention core "
             "at 0.66 of it (FlashAttention-2's rate there))") in note
+
+
+def test_an_unfused_core_runs_at_the_matmuls_rate_unless_flash2_is_named():
+    """Without fused attention (gpt-1.7b: ``flash_attention`` false) the vendor stack runs the
+    core as batched matmuls, at the matmuls' rate even on an A100; naming flash2 asserts fused
+    attention and gets its figure; with fused attention (llama3-8b) either kernel has the
+    A100's."""
+    from scalesim.presets import attention_share
+
+    assert attention_share("A100 80GB", VENDOR_KERNEL, False) is None
+    assert attention_share("A100 80GB", FLASH2_KERNEL, False) == ATTENTION_ON_A100_EFFICIENCY
+    assert attention_share("A100 80GB", VENDOR_KERNEL, True) == ATTENTION_ON_A100_EFFICIENCY
+    assert attention_share("H100 80GB", FLASH2_KERNEL, False) == 0.35
+    with pytest.raises(ScalesimError, match="unknown attention kernel 'fa9'"):
+        attention_share("A100", "fa9", False)
+    # the sweep's per-row shares follow the same rule (NaN: the matmuls' efficiency)
+    import numpy as np
+
+    from scalesim.sweep import attention_efficiencies
+
+    rows = attention_efficiencies("A100 80GB", np.array([VENDOR_KERNEL, FLASH2_KERNEL]), False)
+    assert math.isnan(rows[0]) and rows[1] == ATTENTION_ON_A100_EFFICIENCY
