@@ -149,6 +149,23 @@ def test_a_slower_kernel_never_outruns_the_matmuls_it_sits_among():
         > float(evaluate_layouts(LayoutInputs(**high)).compute_s)
 
 
+def _a100_llama_pin_inputs():
+    """(profile, the pin's base inputs) of Llama 3 8B at 8,192 tokens on a DGX A100's datasheet
+    profile: its attention core a large share of the step."""
+    from scalesim.layout_predict import (
+        _peak_and_bandwidth,
+        base_inputs,
+        layout_hardware,
+    )
+    from scalesim.profiles import resolve_profile
+    from scalesim.schemas import Scenario
+
+    profile = resolve_profile(None, "dgx-a100", "llama3-8b")
+    peak, _, bandwidth = _peak_and_bandwidth(profile)
+    return profile, base_inputs(profile.workload, layout_hardware(profile), Scenario(), peak,
+                                bandwidth)
+
+
 def test_a100_compute_curve_is_pinned_with_its_attention_core_at_its_own_rate():
     """A datasheet profile on an A100 (Llama 3 8B at 8,192 tokens, its attention core a large
     part of the step): one device's predicted compute is the profile's compute curve (plus the
@@ -158,20 +175,11 @@ def test_a100_compute_curve_is_pinned_with_its_attention_core_at_its_own_rate():
     alone absorbs the rest: t = A/η + C/0.656 + F."""
     import numpy as np
 
-    from scalesim.layout_predict import (
-        _peak_and_bandwidth,
-        _pin_terms,
-        base_inputs,
-        layout_hardware,
-        pinned_compute,
-    )
+    from scalesim.layout_predict import _pin_terms, pinned_compute
     from scalesim.predict import predict
-    from scalesim.profiles import resolve_profile
     from scalesim.schemas import Scenario
 
-    profile = resolve_profile(None, "dgx-a100", "llama3-8b")
-    peak, _, bandwidth = _peak_and_bandwidth(profile)
-    base = base_inputs(profile.workload, layout_hardware(profile), Scenario(), peak, bandwidth)
+    profile, base = _a100_llama_pin_inputs()
     b = np.array([1.0, 2.0])
     a, core, kernel_s, fixed, target, rate = _pin_terms(profile, base, b, 1)
     eta, _ = pinned_compute(profile, base, b, 1)
@@ -218,22 +226,13 @@ def test_a100_curve_the_pin_cannot_reach_is_held_to_the_attention_cores_rate():
     import numpy as np
 
     from scalesim.diagnosis import diagnose_runs
-    from scalesim.layout_predict import (
-        _peak_and_bandwidth,
-        _pin_terms,
-        base_inputs,
-        curve_beyond_peak,
-        layout_hardware,
-    )
+    from scalesim.layout_predict import _pin_terms, curve_beyond_peak
     from scalesim.predict import predict
-    from scalesim.profiles import resolve_profile
     from scalesim.runs import parse_runs_text
     from scalesim.runs_model import runs_model
     from scalesim.schemas import Scenario
 
-    profile = resolve_profile(None, "dgx-a100", "llama3-8b")
-    peak, _, bandwidth = _peak_and_bandwidth(profile)
-    base = base_inputs(profile.workload, layout_hardware(profile), Scenario(), peak, bandwidth)
+    profile, base = _a100_llama_pin_inputs()
     a, core = (float(v[0]) for v in _pin_terms(profile, base, np.array([1.0]), 1)[:2])
 
     def at(per_sample_s):
