@@ -64,7 +64,7 @@ from scalesim.predict import (
     loader_supply,
     nvls_busbw_ratio,
 )
-from scalesim.presets import attention_efficiency_of, attention_efficiency_source
+from scalesim.presets import attention_efficiency_of, attention_efficiency_source, attention_share
 from scalesim.schemas import Hardware, Profile, Scenario, ScenarioLayout, Workload
 
 ZERO_OF_STRATEGY = {name: zero for zero, name in enumerate(ZERO_STRATEGIES)}
@@ -346,14 +346,13 @@ def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak
 
 def pin_attention_share(profile: Profile) -> float | None:
     """The attention core's own share of the 16-bit peak a compute curve is read at by
-    ``pinned_compute``: the vendor kernel's on the profile's device
-    (``presets.attention_efficiency_of``; the A100's 0.656), None where the core runs at the
-    matmuls' efficiency (also a workload without fused attention: its batched matmuls run at
-    the matmuls' rate, ``layout_step.attention_efficiency``)."""
+    ``pinned_compute``: the vendor kernel's on the profile's device for the workload's
+    attention (``presets.attention_share``: the A100's 0.656 where it is fused), None where the
+    core runs at the matmuls' efficiency or the workload has none."""
     shape = profile.workload.transformer
-    if shape is None or not shape.flash_attention:
+    if shape is None:
         return None
-    return attention_efficiency_of(profile.hardware.device_name, VENDOR_KERNEL)
+    return attention_share(profile.hardware.device_name, VENDOR_KERNEL, shape.flash_attention)
 
 
 def _pin_terms(profile: Profile, base: LayoutInputs, micro_batch, per_node):
