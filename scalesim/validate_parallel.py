@@ -159,6 +159,12 @@ RECOMPUTE_OP_SAC_SOURCES = {"pytorch/torchtitan": (2024, 4, 22)}
 REDUCE_FP32_SOURCES = {"mosaicml/llm-foundry": (2024, 1, 6), "pytorch/torchtitan": (2024, 12, 26)}
 TP_OVERLAP_FROM_YEAR = 2024  # Megatron-Core + Transformer Engine runs overlap tp collectives
 # with the matmuls (userbuffers; on in NeMo / Megatron-Bridge performance recipes)
+# the interleaved schedule's sends overlap compute (Megatron-Core's overlap_p2p_comm): set for
+# interleaved layouts by NeMo's launcher configs of 2024 (llama2_70b.yaml: overlap_p2p_comm
+# true, batch_p2p_comm false), NeMo 2.0's MegatronCommOverlapCallback and Megatron-Bridge's
+# comm_overlap.py (pp > 1 and vp > 1), and by Megatron-LM's training arguments
+# (--no-overlap-p2p-communication turns it off); Narayanan 2021's Megatron-LM sent blocking
+P2P_OVERLAP_FROM_YEAR = 2024
 EFFICIENCY_BOUNDS = (0.02, 1.0)  # where the anchor's efficiency is searched
 TARGETS = {"median_abs_pct": 5.0, "mean_abs_pct": 8.0, "max_abs_pct": 20.0}
 
@@ -181,6 +187,9 @@ DEFAULTS = {
                     "tied, learned positions)",
     "flash_attention": f"sources dated {FLASH_ATTENTION_FROM_YEAR} or later",
     "tp_overlap": f"sources dated {TP_OVERLAP_FROM_YEAR} or later",
+    "p2p_overlap": f"the interleaved schedule's sends overlap compute for sources dated "
+                   f"{P2P_OVERLAP_FROM_YEAR} or later (Megatron-Core's overlap_p2p_comm), "
+                   "blocking before",
     "attention_kernel": f"fused attention: {VENDOR_KERNEL} for sources naming "
                         + " or ".join(VENDOR_ATTENTION_SOURCES) + f" (Transformer Engine), else "
                         f"{FLASH2_KERNEL} (FlashAttention-2 class: on Hopper its attention core "
@@ -526,6 +535,13 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
                          f"(schedule {schedule}): predicted with one model chunk per stage")
         v = 1
     tp_overlap = year is not None and year >= TP_OVERLAP_FROM_YEAR and lay.tp > 1
+    p2p_overlap = year is not None and year >= P2P_OVERLAP_FROM_YEAR
+    if schedule == "interleaved" and v > 1 and lay.pp > 1:
+        flags.append("pipeline sends not stated: " + (
+            "overlapped with the next chunk's compute assumed (Megatron-Core's overlap_p2p_comm, "
+            f"which its frameworks set for interleaved layouts; source dated "
+            f"{P2P_OVERLAP_FROM_YEAR} or later)" if p2p_overlap else
+            f"blocking assumed (source dated before {P2P_OVERLAP_FROM_YEAR})"))
     kernel = VENDOR_KERNEL if any(s in case.source for s in VENDOR_ATTENTION_SOURCES) else (
         FLASH2_KERNEL)
     attention_efficiency = attention_efficiency_of(gpu, kernel) if flash else None
@@ -619,6 +635,7 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         dp=lay.dp, tp=lay.tp, pp=lay.pp, cp=lay.cp, zero=lay.zero, micro_batch=micro,
         global_batch=lay.global_batch, schedule=SCHEDULES[schedule], virtual_stages=v,
         recompute=RECOMPUTE[recompute], sequence_parallel=sp, tp_overlap=tp_overlap,
+        p2p_overlap=p2p_overlap,
         devices_per_node=min(hw.gpus_per_node, lay.devices),
         peak_flops_per_s=peak[0] * 1e12, efficiency=1.0,
         peak16_flops_per_s=core_peak[0] * 1e12, fp8=fp8, attention_efficiency=attention_efficiency,

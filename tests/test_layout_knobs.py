@@ -202,8 +202,12 @@ def test_overlap_off_is_never_faster_than_on():
     assert np.all(off.step_time_s >= on.step_time_s * (1 - 1e-12))
     many = g["dp"] > 1
     assert np.all(off.step_time_s[many] > on.step_time_s[many])  # a dp group hides something
-    assert np.all(off.step_time_s[~many & ~g["tp_overlap"]] == on.step_time_s[~many
-                                                                              & ~g["tp_overlap"]])
+    # the interleaved schedule's steady-state sends hide behind the next chunk (p2p_overlap)
+    sends = (g["schedule"] == INTERLEAVED) & (g["virtual_stages"] > 1) & (g["pp"] > 1)
+    assert np.any(~many & sends)
+    assert np.all(off.step_time_s[~many & sends] > on.step_time_s[~many & sends])
+    nothing = ~many & ~g["tp_overlap"] & ~sends
+    assert np.all(off.step_time_s[nothing] == on.step_time_s[nothing])
 
 
 # ------------------------------------------------------------------ predict: both paths agree

@@ -41,11 +41,13 @@ def test_gpt_76b_on_one_a100_40gb_is_told_32_devices_not_more_memory():
     rec = decide(profile, Scenario(devices=[1]), 1).recommendation
     assert "use devices with more memory" not in rec
     assert (
-        "add devices: at 32 devices (dp 1 x tp 8 x pp 4 (zb), ddp, micro-batch 1 per "
-        "replica x 32 accumulation, recompute full, sequence parallel)"
+        "add devices: at 32 devices (dp 1 x tp 8 x pp 4 (interleaved, 4 virtual stages), ddp, "
+        "micro-batch 2 per replica x 16 accumulation, recompute full, sequence parallel)"
     ) in rec
-    layout = ScenarioLayout(tp=8, pp=4, schedule="zb", recompute="full", sequence_parallel=True)
-    named = predict(profile, Scenario(devices=[32], accumulation=32, layout=layout))[0]
+    layout = ScenarioLayout(tp=8, pp=4, schedule="interleaved", virtual_stages=4,
+                            recompute="full", sequence_parallel=True)
+    named = predict(profile, Scenario(devices=[32], micro_batch=2, accumulation=16,
+                                      layout=layout))[0]
     assert named.fits and named.global_batch == 32  # weak scaling: batch 1 per device
     assert f"it needs {gib(named.memory_bytes)} per device, which fits" in rec
     # half the count: no layout the planner considers fits (the best is the most frugal)

@@ -75,9 +75,36 @@ def test_two_stages_on_two_servers_pair_their_sends():
 
 def test_interleaved_ranks_pay_both_neighbours_per_chunk():
     # tp 8 x pp 4 x v 2 on 32 GPUs: every boundary crosses servers; per micro-batch and chunk
-    # each rank sends over both of its boundaries (the chunk ring wraps around).
+    # each blocking rank sends over both of its boundaries (the chunk ring wraps around).
     size = 1024 * 1024 * 2 / 8
-    assert _p2p(8, 4, "interleaved", 2) == pytest.approx((2 * 3 + 2 * 2 * MICRO) * _inter(size))
+    assert _p2p(8, 4, "interleaved", 2, p2p_overlap=False) == pytest.approx(
+        (2 * 3 + 2 * 2 * MICRO) * _inter(size))
+
+
+def test_interleaved_sends_hide_behind_the_next_chunk():
+    # tp 2 x pp 4 x v 2 in one server: a 1 MiB / 2 send over NVLink takes 4.3 us, one chunk's
+    # forward (one layer of 1,024 tokens at tp 2, ~13 GFLOP at 218 TFLOP/s) ~60 us. With
+    # Megatron's overlap_p2p_comm each steady-state send costs only the contention share of
+    # hidden traffic; the fill and drain (2 (p - 1) sends) wait on the stage before them.
+    t = _intra(1024 * 1024 * 2 / 2)
+    blocking = (2 * 3 + 2 * 2 * MICRO) * t
+    assert _p2p(2, 4, "interleaved", 2, p2p_overlap=False) == pytest.approx(blocking)
+    assert _p2p(2, 4, "interleaved", 2, comm_contention=0.0) == pytest.approx(2 * 3 * t)
+    assert _p2p(2, 4, "interleaved", 2, comm_contention=0.25) == pytest.approx(
+        2 * 3 * t + 0.25 * 2 * 2 * MICRO * t)
+    # overlap off exposes every send, as it does every other hidden transfer; 1F1B (Megatron's
+    # batched send_forward_recv_backward) blocks
+    assert _p2p(2, 4, "interleaved", 2, overlap=False) == pytest.approx(blocking)
+    assert _p2p(2, 4) == pytest.approx((2 * 3 + 2 * MICRO) * t)
+
+
+def test_a_send_longer_than_the_chunk_shows_what_outlasts_it():
+    # p2p_s by hand: 2 stages in one server, 8 micro-batches x 2 chunks, both boundaries per
+    # chunk; each send t hides 0.4 t behind the chunk, so it costs 0.6 t + 0.1 x 0.4 t
+    t = send_s(1e6, 1e-5, 100.0)
+    got = float(p2p_s(INTERLEAVED, 2, 8, 2, 1e6, 2, 1e-5, 100.0, 1e-5, 100.0,
+                      hide_s=0.4 * t, contention=0.1))
+    assert got == pytest.approx(2 * t + 8 * 2 * 2 * (0.6 * t + 0.04 * t))
 
 
 def test_no_pipeline_no_sends():
@@ -268,3 +295,29 @@ def test_a_real_two_stage_pipeline_runs_and_is_predicted_from_its_measurements(t
     assert all(t > 0 for t in check["send_recv_s"] + check["allreduce_s"]), check
     for key in ("ratio", "sends_ratio", "sends_ratio_beside"):
         assert 0 < check[key] < float("inf"), (key, check)
+
+
+def test_the_validator_overlaps_interleaved_sends_from_2024_only():
+    """Megatron-Bridge (2025) and NeMo 24.07 interleaved rows run overlap_p2p_comm; Narayanan
+    2021's Megatron-LM had no such option: blocking, and each says so in a flag."""
+    from scalesim.shipped import validation_path
+    from scalesim.validate_parallel import case_inputs, load_parallel_cases
+
+    cases = {c.id: c for name in ("parallel_cases.json", "collected_parallel_cases.json")
+             for c in load_parallel_cases(validation_path(name))}
+    for case_id, expected in (("mbridge_2511_h100_llama3_70b", True),
+                              ("nemo2407_h100_llama2_13b", True),
+                              ("narayanan2021_t1_76p1b", False)):
+        flags: list[str] = []
+        inputs, layout = case_inputs(cases[case_id], flags)
+        assert layout.schedule == "interleaved" and layout.virtual_stages > 1, case_id
+        assert bool(inputs.p2p_overlap) is expected, case_id
+        said = [f for f in flags if f.startswith("pipeline sends not stated")]
+        assert len(said) == 1 and ("overlapped" in said[0]) is expected, case_id
+        # the blocking sends cost more than the overlapped ones on that layout
+        on = evaluate_layouts(inputs.replace(efficiency=0.5, p2p_overlap=True)).p2p_s
+        off = evaluate_layouts(inputs.replace(efficiency=0.5, p2p_overlap=False)).p2p_s
+        assert float(on) < float(off), case_id
+    flags = []
+    case_inputs(cases["mbridge_2511_h100_llama3_8b"], flags)  # no pipeline: nothing said
+    assert not any(f.startswith("pipeline sends") for f in flags)

@@ -306,10 +306,12 @@ def test_plan_and_predict_count_a_preset_s_parameters_alike():
 
     assert transformer_workload("gpt-1.7b").params == get_transformer("gpt-1.7b").param_count()
     out = _cli("--workload", "gpt-1.7b", "--devices", "16", "--global-batch", "64", "--json",
-               "--top", "1")
+               "--top", "40")
     assert out.returncode == 0, out.stderr
-    best = json.loads(out.stdout)[0]
-    assert (best["tp"], best["pp"], best["cp"], best["accumulation"]) == (1, 1, 1, 1)
+    # the best data-parallel layout (on the default's slow network an interleaved pp 2 is
+    # 1.4 % faster since the sends hide behind the next chunk, docs/model.md §15)
+    best = next(r for r in json.loads(out.stdout) if (r["tp"], r["pp"], r["cp"]) == (1, 1, 1))
+    assert best["accumulation"] == 1
     predicted = subprocess.run(
         [sys.executable, "-m", "scalesim.cli.main", "predict", "--workload", "gpt-1.7b",
          "--devices", "16", "--batch", str(best["micro_batch"]), "--strategy",

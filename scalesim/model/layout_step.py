@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalesim.layout import GPIPE, layers_per_stage, strides
+from scalesim.layout import GPIPE, INTERLEAVED, layers_per_stage, strides
 from scalesim.model import collectives as coll
 from scalesim.model import transformer as tf
 from scalesim.model.compute import optimizer_step_of_s
@@ -143,8 +143,12 @@ class LayoutInputs:
     loader_samples_per_s: object = np.inf  # input supply per model replica, samples/s
     framework_bytes: object = FRAMEWORK_BYTES  # CUDA context, NCCL, allocator slack, bytes
     tp_overlap: object = False  # tensor-parallel collectives overlapped with the matmuls
+    p2p_overlap: object = True  # the interleaved schedule's steady-state sends overlap the next
+    # chunk's compute (Megatron's overlap_p2p_comm, its training default; docs/model.md §15);
+    # False: blocking, every send exposed
     overlap: object = True  # the framework overlaps communication with compute: the dp / ZeRO
-    # exchange with backward (and forward), and tp_overlap's collectives; False exposes them all
+    # exchange with backward (and forward), tp_overlap's collectives and p2p_overlap's sends;
+    # False exposes them all
     # (Scenario.overlap, docs/model.md §16); the context-parallel ring always overlaps
     slow_factor: object = 1.0  # compute-time multiplier of one persistently slow device (1: none)
     slow_rank: object = 0  # its global rank (tp innermost, pp outermost, ``layout.strides``); a
@@ -500,8 +504,15 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     # --- pipeline point-to-point (stride tp*cp*dp between stages), boundary by boundary
     stages = point_to_point_links(x, pp, strides(tp, cp, dp)[3])
     p2p_bytes = tokens * _f(x.hidden) * ACTIVATION_BYTES / _f(tp)  # scatter/gather optimisation
+    # interleaved with p2p_overlap: each steady-state send runs beside one chunk's forward on
+    # the busiest stage, so only what outlasts it and the contention share are charged (§15)
+    overlapped = (np.asarray(x.p2p_overlap, dtype=bool) & overlap & (v > 1)
+                  & (np.asarray(x.schedule) == INTERLEAVED))
+    chunk_fwd = stage_layers / v * fwd
     p2p = p2p_s(x.schedule, pp, m, v, p2p_bytes, stages.per_node, stages.intra_latency_s,
-                stages.intra_GBps, stages.inter_latency_s, stages.inter_GBps)
+                stages.intra_GBps, stages.inter_latency_s, stages.inter_GBps,
+                np.where(overlapped, chunk_fwd, 0.0),
+                np.where(overlapped, _f(x.comm_contention), 0.0))
 
     # --- data-parallel / ZeRO exchange of the local shard over dp x cp (stride tp): the same
     # function as the data-parallel step's (zero_exchange), on this group's link; under hybrid

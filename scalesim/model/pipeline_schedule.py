@@ -85,7 +85,8 @@ def boundaries_per_microbatch(schedule, pp, virtual_stages):
 
 
 def p2p_s(schedule, pp, microbatches, virtual_stages, size_bytes, stages_per_node,
-          intra_latency_s, intra_bandwidth_GBps, inter_latency_s, inter_bandwidth_GBps):
+          intra_latency_s, intra_bandwidth_GBps, inter_latency_s, inter_bandwidth_GBps,
+          hide_s=0.0, contention=0.0):
     """Point-to-point sends on the critical path per step (0 without a pipeline), seconds.
 
     ``stages_per_node`` consecutive stages share a server (``layout.group_span`` of the pipeline
@@ -95,7 +96,13 @@ def p2p_s(schedule, pp, microbatches, virtual_stages, size_bytes, stages_per_nod
     activations pass every boundary forward, the last one's gradients every boundary back,
     ``2 ((p - N) t_intra + (N - 1) t_inter)``. Steady state: per micro-batch and chunk the
     busiest rank pays each of its boundaries once (``boundaries_per_microbatch``): one crossing
-    servers where any does, the other crossing too when every stage has a server of its own."""
+    servers where any does, the other crossing too when every stage has a server of its own.
+
+    ``hide_s``: compute each steady-state send runs beside (Megatron's ``overlap_p2p_comm`` for
+    the interleaved schedule: the send is posted, the next chunk computes, the wait comes after),
+    so a send of ``t`` seconds costs ``max(t - hide_s, 0) + contention * min(t, hide_s)``, the
+    hidden part at the ``contention`` share that hidden collectives keep (docs/model.md §3); the
+    fill and drain stay exposed (each waits on the previous stage). 0: blocking sends."""
     p = np.asarray(pp, dtype=float)
     k = np.asarray(stages_per_node, dtype=float)
     nodes = np.ceil(p / k)
@@ -105,8 +112,14 @@ def p2p_s(schedule, pp, microbatches, virtual_stages, size_bytes, stages_per_nod
     first = np.where(nodes > 1, t_inter, t_intra)
     second = np.where((nodes > 1) & (k == 1), t_inter, t_intra)
     boundaries = boundaries_per_microbatch(schedule, pp, virtual_stages)
+    hide = np.asarray(hide_s, dtype=float)
+    c = np.asarray(contention, dtype=float)
+
+    def exposed(t):
+        return np.maximum(t - hide, 0.0) + c * np.minimum(t, hide)
+
     steady = (np.asarray(microbatches, dtype=float) * np.asarray(virtual_stages, dtype=float)
-              * (first + np.where(boundaries >= 2, second, 0.0)))
+              * (exposed(first) + np.where(boundaries >= 2, exposed(second), 0.0)))
     return np.where(p > 1, fill + steady, 0.0)
 
 
