@@ -541,7 +541,8 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
             "overlapped with the next chunk's compute assumed (Megatron-Core's overlap_p2p_comm, "
             f"which its frameworks set for interleaved layouts; source dated "
             f"{P2P_OVERLAP_FROM_YEAR} or later)" if p2p_overlap else
-            f"blocking assumed (source dated before {P2P_OVERLAP_FROM_YEAR})"))
+            "blocking assumed (" + ("the source names no year" if year is None else
+                                    f"source dated before {P2P_OVERLAP_FROM_YEAR}") + ")"))
     kernel = VENDOR_KERNEL if any(s in case.source for s in VENDOR_ATTENTION_SOURCES) else (
         FLASH2_KERNEL)
     attention_efficiency = attention_efficiency_of(gpu, kernel) if flash else None

@@ -318,6 +318,11 @@ def test_the_validator_overlaps_interleaved_sends_from_2024_only():
         on = evaluate_layouts(inputs.replace(efficiency=0.5, p2p_overlap=True)).p2p_s
         off = evaluate_layouts(inputs.replace(efficiency=0.5, p2p_overlap=False)).p2p_s
         assert float(on) < float(off), case_id
+    flags = []  # a source without a year: blocking, and the flag says why
+    undated = cases["mbridge_2511_h100_llama3_70b"].model_copy(update={"source": "a blog post"})
+    inputs, _ = case_inputs(undated, flags)
+    assert not inputs.p2p_overlap
+    assert "pipeline sends not stated: blocking assumed (the source names no year)" in flags
     flags = []
     case_inputs(cases["mbridge_2511_h100_llama3_8b"], flags)  # no pipeline: nothing said
     assert not any(f.startswith("pipeline sends") for f in flags)
