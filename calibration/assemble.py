@@ -151,27 +151,34 @@ def model_parallel_section(
     from scalesim.calibration.block_fit import Block, fit_block
     from scalesim.calibration.link_fit import fit_send_recv
 
-    from scalesim.presets import peak_tflops_of
+    from scalesim.attention_kernel import VENDOR_KERNEL
+    from scalesim.presets import attention_share, peak_tflops_of
 
     shape = Block(
         block.hidden, block.heads, block.ffn_hidden, block.seq_len, block.micro_batch, block.flash_attention
     )
     tps = [p.tp for p in block.points]
+    listed = peak_tflops_of(device_name) if on_gpu and precision in ("bf16", "fp16") else None
+    peak = listed[0] if listed else None
+    # the planner runs the block's attention core at min(share, efficiency) of the peak where
+    # the device's core has a rate of its own (the A100's FlashAttention-2, docs/model.md §13):
+    # the fit runs it so too, and the profile reproduces its own timings
+    share = attention_share(device_name, VENDOR_KERNEL, block.flash_attention) if peak else None
     fit = fit_block(
         shape,
         tps,
         [p.time_s for p in block.points],
         [p.spread_s for p in block.points],
         [p.repeats for p in block.points],
+        core_flops_per_s=peak * 1e12 * share if share else None,
     )
     sustained = clip("peak_tflops", fit.flops_per_s / 1e12)
     bandwidth = clip("memory_bandwidth_GBps", fit.memory_bytes_per_s / 1e9)
-    listed = peak_tflops_of(device_name) if on_gpu and precision in ("bf16", "fp16") else None
-    peak = listed[0] if listed else None
     efficiency = clip("matmul_efficiency", sustained / peak) if peak else None
     p2p = fit_send_recv(messages)
     where = (
         f"; efficiency against the {peak:g} TFLOP/s {precision} peak ({listed[1]})"
+        + (f", the attention core at min({share:.3g}, efficiency) of it" if share else "")
         if peak
         else "; no datasheet peak for this device and precision: the planner "
         "takes the sustained rate as the peak (efficiency 1, MFU against it)"

@@ -14,6 +14,10 @@ fits the very formula the planner evaluates. ``fit_block`` finds F and B from th
 several tensor-parallel shard shapes by non-negative least squares on the relative error, and
 reports the fit's relative RMS error: how well the roofline form explains how efficiency falls
 with smaller shards on this device.
+
+Where the device's attention core has a published rate of its own, R (the A100's 0.656 of the
+16-bit peak, ``presets.attention_share``), the planner runs the core at min(R, F), so the fit
+does too: ``t_layer = A_mm / F + A_core / min(R, F) + C / B`` (``core_terms`` splits A).
 """
 
 from __future__ import annotations
@@ -84,9 +88,11 @@ def block_from_args(args) -> Block | None:
     return block
 
 
-def _layer_compute_s(block: Block, tp, flops_per_s: float, memory_GBps: float) -> np.ndarray:
+def _layer_compute_s(block: Block, tp, flops_per_s: float, memory_GBps: float,
+                     core_flops_per_s: float | None = None) -> np.ndarray:
     """The layout model's forward+backward seconds of one layer at tensor-parallel degree(s)
-    ``tp`` with sustained rate ``flops_per_s`` and memory bandwidth ``memory_GBps``."""
+    ``tp`` with sustained rate ``flops_per_s`` and memory bandwidth ``memory_GBps``; the
+    attention core at ``core_flops_per_s`` where given (else at ``flops_per_s``)."""
     from scalesim.layout import SCHEDULES
     from scalesim.model.layout_step import LayoutInputs, evaluate_layouts
     from scalesim.model.transformer import RECOMPUTE_NONE
@@ -126,6 +132,8 @@ def _layer_compute_s(block: Block, tp, flops_per_s: float, memory_GBps: float) -
         inter_latency_s=0.0,
         inter_busbw_GBps=1.0,
     )
+    if core_flops_per_s is not None:
+        x = x.replace(peak16_flops_per_s=core_flops_per_s, attention_efficiency=1.0)
     compute = evaluate_layouts(x).compute_s
     return (compute[1] - compute[0]).reshape(shape)
 
@@ -138,10 +146,23 @@ def layer_terms(block: Block, tp) -> tuple[np.ndarray, np.ndarray]:
     return a, c
 
 
-def layer_time_s(block: Block, tp, flops_per_s: float, memory_bytes_per_s: float) -> np.ndarray:
-    """The layout model's layer time with the fitted (or any) F and B."""
+def core_terms(block: Block, tp) -> np.ndarray:
+    """The attention core's part of ``layer_terms``' A per degree of ``tp`` (its FLOPs as the
+    model counts them: the layer at 1 FLOP/s less the layer with the core at no cost)."""
+    a, _ = layer_terms(block, tp)
+    return a - _layer_compute_s(block, tp, 1.0, _HUGE, core_flops_per_s=_HUGE)
+
+
+def layer_time_s(block: Block, tp, flops_per_s: float, memory_bytes_per_s: float,
+                 core_flops_per_s: float | None = None) -> np.ndarray:
+    """The layout model's layer time with the fitted (or any) F and B; with the core's own
+    rate R, the core at min(R, F) as the planner runs it."""
     a, c = layer_terms(block, tp)
-    return a / flops_per_s + c / memory_bytes_per_s
+    if core_flops_per_s is None:
+        return a / flops_per_s + c / memory_bytes_per_s
+    core = core_terms(block, tp)
+    return ((a - core) / flops_per_s + core / min(core_flops_per_s, flops_per_s)
+            + c / memory_bytes_per_s)
 
 
 @dataclass(frozen=True)
@@ -187,7 +208,23 @@ NOISY_REMEDY = (
 )
 
 
-def fit_block(block: Block, tp, times_s, spread_s=None, repeats=None) -> BlockFit:
+def _fit_at_core_rate(a, core, c, t, core_flops_per_s: float):
+    """(1/F, 1/B, relative RMSE) of ``t = (A - core)/F + core/R + C/B``: the core at its own
+    rate R, for F >= R. Where the free fit puts F below R (or leaves the matmuls no time), the
+    best F >= R is the kink F = R, with only B free."""
+    shifted = 1.0 - core / (core_flops_per_s * t)  # what the matmuls and bytes leave, relative
+    (inv_f, inv_b), _ = nnls(np.column_stack([(a - core) / t, c / t]), shifted)
+    if inv_f <= 0 or inv_f > 1.0 / core_flops_per_s:
+        inv_f = 1.0 / core_flops_per_s
+        (inv_b,), _ = nnls((c / t)[:, None], 1.0 - a * inv_f / t)
+    if inv_b <= 0:  # as fit_block: a bandwidth whose term is 0.1% of the largest time
+        inv_b = 1e-3 * float(np.min(t / c))
+    model = (a - core) * inv_f + core / core_flops_per_s + c * inv_b
+    return inv_f, inv_b, float(np.sqrt(np.mean((model / t - 1.0) ** 2))), model
+
+
+def fit_block(block: Block, tp, times_s, spread_s=None, repeats=None,
+              core_flops_per_s: float | None = None) -> BlockFit:
     """F and B minimising the relative squared error of the layout model's layer time against
     ``times_s`` measured at degrees ``tp``; both kept positive (non-negative least squares on
     1/F and 1/B). With one point, or points the byte term cannot tell apart, B is left where
@@ -195,7 +232,12 @@ def fit_block(block: Block, tp, times_s, spread_s=None, repeats=None) -> BlockFi
 
     With the points' interquartile ``spread_s`` over ``repeats`` rounds, a fit whose 1/F is
     within two standard errors of zero (``inv_rate_error``: the spread allows any F above some
-    floor) is refused rather than returned; without them the points count as exact."""
+    floor) is refused rather than returned; without them the points count as exact.
+
+    ``core_flops_per_s``: the attention core's own sustained rate R on this device (FLOP/s;
+    None: the core runs at F). The planner runs the core at min(R, F), so a fit whose F comes
+    out above R is redone with the core at R (the matmuls then account for the rest of the
+    time), and the better of the fits consistent with min(R, F) is kept."""
     tp = np.asarray(tp, dtype=int)
     t = np.asarray(times_s, dtype=float)
     if tp.size == 0 or tp.size != t.size or np.any(t <= 0):
@@ -223,4 +265,9 @@ def fit_block(block: Block, tp, times_s, spread_s=None, repeats=None) -> BlockFi
         inv_b = 1e-3 * float(np.min(t / c))
     model = a * inv_f + c * inv_b
     rel = float(np.sqrt(np.mean((model / t - 1.0) ** 2)))
+    if core_flops_per_s is not None:
+        # the fit above runs the core at F: the planner's min(R, F) only where F <= R
+        at_core = _fit_at_core_rate(a, core_terms(block, tp), c, t, core_flops_per_s)
+        if inv_f < 1.0 / core_flops_per_s or at_core[2] < rel:
+            inv_f, inv_b, rel, model = at_core
     return BlockFit(1.0 / inv_f, 1.0 / inv_b, rel, model)
