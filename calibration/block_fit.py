@@ -267,7 +267,14 @@ def fit_block(block: Block, tp, times_s, spread_s=None, repeats=None,
     rel = float(np.sqrt(np.mean((model / t - 1.0) ** 2)))
     if core_flops_per_s is not None:
         # the fit above runs the core at F: the planner's min(R, F) only where F <= R
-        at_core = _fit_at_core_rate(a, core_terms(block, tp), c, t, core_flops_per_s)
+        core = core_terms(block, tp)
+        at_core = _fit_at_core_rate(a, core, c, t, core_flops_per_s)
         if inv_f < 1.0 / core_flops_per_s or at_core[2] < rel:
             inv_f, inv_b, rel, model = at_core
+            # the fit returned is this one: its 1/F (the matmuls' share, A - core) must clear
+            # its own two standard errors, as the free fit's had to (the relative error of each
+            # time is that of t - core / R over t: the same ``error``)
+            se = inv_rate_error(a - core, c, t, error)
+            if inv_f <= 2.0 * se:
+                raise ScalesimError(f"{_spread_words(inv_f, se)}: {NOISY_REMEDY}")
     return BlockFit(1.0 / inv_f, 1.0 / inv_b, rel, model)

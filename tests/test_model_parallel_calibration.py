@@ -180,6 +180,29 @@ def test_an_a100_block_fit_runs_the_attention_core_as_the_planner_does():
     assert "attention core" not in _section().source
 
 
+def test_an_a100_block_fit_refuses_a_core_fit_the_spread_leaves_open():
+    """The fit returned with the core at its own rate is the one whose 1/F must clear two
+    standard errors: a spread the blended fit (the core at F) just clears, 10 % of each time
+    over 5 rounds, leaves the matmuls' 1/F of the core fit within two of zero, so the fit is
+    refused rather than returned (it was returned, checked against the blended fit only)."""
+    from scalesim.presets import ATTENTION_ON_A100_EFFICIENCY
+
+    block = Block(256, 4, 1024, 128, 1, flash_attention=True)
+    tps = [1, 2, 4]
+    peak = 312e12
+    core_rate = peak * ATTENTION_ON_A100_EFFICIENCY
+    a, c = layer_terms(block, tps)
+    core = core_terms(block, tps)
+    times = (a - core) / (0.75 * peak) + core / core_rate + c / 1.5e12
+    spread, repeats = 0.10 * times, [5, 5, 5]
+    assert fit_block(block, tps, times, spread, repeats).flops_per_s > core_rate  # blended: clears
+    with pytest.raises(ScalesimError, match="spread too much to fit"):
+        fit_block(block, tps, times, spread, repeats, core_flops_per_s=core_rate)
+    # a tighter spread clears for both, and the core fit recovers the rate
+    fit = fit_block(block, tps, times, 0.05 * times, repeats, core_flops_per_s=core_rate)
+    assert fit.flops_per_s == pytest.approx(0.75 * peak, rel=1e-6)
+
+
 def _profile_with(section, device_name=None):
     data = default_profile().model_dump(mode="json")
     data["hardware"]["peak_tflops"] = None
