@@ -209,9 +209,9 @@ NOISY_REMEDY = (
 
 
 def _fit_at_core_rate(a, core, c, t, core_flops_per_s: float):
-    """(1/F, 1/B, relative RMSE) of ``t = (A - core)/F + core/R + C/B``: the core at its own
-    rate R, for F >= R. Where the free fit puts F below R (or leaves the matmuls no time), the
-    best F >= R is the kink F = R, with only B free."""
+    """(1/F, 1/B, relative RMSE, model times) of ``t = (A - core)/F + core/R + C/B``: the
+    core at its own rate R, for F >= R. Where the free fit puts F below R (or leaves the
+    matmuls no time), the best F >= R is the kink F = R, with only B free."""
     shifted = 1.0 - core / (core_flops_per_s * t)  # what the matmuls and bytes leave, relative
     (inv_f, inv_b), _ = nnls(np.column_stack([(a - core) / t, c / t]), shifted)
     if inv_f <= 0 or inv_f > 1.0 / core_flops_per_s:
