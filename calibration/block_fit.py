@@ -146,11 +146,16 @@ def layer_terms(block: Block, tp) -> tuple[np.ndarray, np.ndarray]:
     return a, c
 
 
+def _matmul_terms(block: Block, tp) -> np.ndarray:
+    """``layer_terms``' A without the attention core (the layer with the core at no cost)."""
+    return _layer_compute_s(block, tp, 1.0, _HUGE, core_flops_per_s=_HUGE)
+
+
 def core_terms(block: Block, tp) -> np.ndarray:
     """The attention core's part of ``layer_terms``' A per degree of ``tp`` (its FLOPs as the
     model counts them: the layer at 1 FLOP/s less the layer with the core at no cost)."""
     a, _ = layer_terms(block, tp)
-    return a - _layer_compute_s(block, tp, 1.0, _HUGE, core_flops_per_s=_HUGE)
+    return a - _matmul_terms(block, tp)
 
 
 def layer_time_s(block: Block, tp, flops_per_s: float, memory_bytes_per_s: float,
@@ -160,8 +165,8 @@ def layer_time_s(block: Block, tp, flops_per_s: float, memory_bytes_per_s: float
     a, c = layer_terms(block, tp)
     if core_flops_per_s is None:
         return a / flops_per_s + c / memory_bytes_per_s
-    core = core_terms(block, tp)
-    return ((a - core) / flops_per_s + core / min(core_flops_per_s, flops_per_s)
+    matmuls = _matmul_terms(block, tp)
+    return (matmuls / flops_per_s + (a - matmuls) / min(core_flops_per_s, flops_per_s)
             + c / memory_bytes_per_s)
 
 
@@ -208,6 +213,17 @@ NOISY_REMEDY = (
 )
 
 
+def _rel_rmse(model_s, time_s) -> float:
+    """Relative RMS error of the model's times against the measured ones."""
+    return float(np.sqrt(np.mean((model_s / time_s - 1.0) ** 2)))
+
+
+def _byte_floor(inv_b, t, c):
+    """1/B as fitted, or where no byte term is needed (1/B <= 0) a bandwidth whose term is
+    0.1% of the largest time."""
+    return inv_b if inv_b > 0 else 1e-3 * float(np.min(t / c))
+
+
 def _fit_at_core_rate(a, core, c, t, core_flops_per_s: float):
     """(1/F, 1/B, relative RMSE, model times) of ``t = (A - core)/F + core/R + C/B``: the
     core at its own rate R, for F >= R. Where the free fit puts F below R (or leaves the
@@ -217,10 +233,9 @@ def _fit_at_core_rate(a, core, c, t, core_flops_per_s: float):
     if inv_f <= 0 or inv_f > 1.0 / core_flops_per_s:
         inv_f = 1.0 / core_flops_per_s
         (inv_b,), _ = nnls((c / t)[:, None], 1.0 - a * inv_f / t)
-    if inv_b <= 0:  # as fit_block: a bandwidth whose term is 0.1% of the largest time
-        inv_b = 1e-3 * float(np.min(t / c))
+    inv_b = _byte_floor(inv_b, t, c)
     model = (a - core) * inv_f + core / core_flops_per_s + c * inv_b
-    return inv_f, inv_b, float(np.sqrt(np.mean((model / t - 1.0) ** 2))), model
+    return inv_f, inv_b, _rel_rmse(model, t), model
 
 
 def fit_block(block: Block, tp, times_s, spread_s=None, repeats=None,
@@ -261,13 +276,12 @@ def fit_block(block: Block, tp, times_s, spread_s=None, repeats=None,
     se = inv_rate_error(a, c, t, error)
     if inv_f <= 2.0 * se:
         raise ScalesimError(f"{_spread_words(inv_f, se)}: {NOISY_REMEDY}")
-    if inv_b <= 0:  # no byte term needed: a bandwidth whose term is 0.1% of the largest time
-        inv_b = 1e-3 * float(np.min(t / c))
+    inv_b = _byte_floor(inv_b, t, c)
     model = a * inv_f + c * inv_b
-    rel = float(np.sqrt(np.mean((model / t - 1.0) ** 2)))
+    rel = _rel_rmse(model, t)
     if core_flops_per_s is not None:
         # the fit above runs the core at F: the planner's min(R, F) only where F <= R
-        core = core_terms(block, tp)
+        core = a - _matmul_terms(block, tp)
         at_core = _fit_at_core_rate(a, core, c, t, core_flops_per_s)
         if inv_f < 1.0 / core_flops_per_s or at_core[2] < rel:
             inv_f, inv_b, rel, model = at_core
