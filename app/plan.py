@@ -372,6 +372,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
             fields["attention_kernel"] = state.ak
             if splittable_shape(profile) is None:
                 notes.append(attention_kernel_note(profile, Scenario(attention_kernel=state.ak)))
+    elif note := attention_kernel_note(profile, Scenario()):  # the kernel the timings ran
+        notes.append(note)
     if state.pr != DEFAULT_PRECISION:
         notes += _precision(state, profile, fields)
     notes += tp_only_notes(state) + pipeline_notes(state) + shard_group_notes(state)

@@ -151,7 +151,7 @@ def model_parallel_section(
     from scalesim.calibration.block_fit import Block, fit_block
     from scalesim.calibration.link_fit import fit_send_recv
 
-    from scalesim.attention_kernel import VENDOR_KERNEL
+    from scalesim.attention_kernel import planner_kernel_of
     from scalesim.presets import attention_share, peak_tflops_of
 
     shape = Block(
@@ -161,9 +161,11 @@ def model_parallel_section(
     listed = peak_tflops_of(device_name) if on_gpu and precision in ("bf16", "fp16") else None
     peak = listed[0] if listed else None
     # the planner runs the block's attention core at min(share, efficiency) of the peak where
-    # the device's core has a rate of its own (the A100's FlashAttention-2, docs/model.md §13):
-    # the fit runs it so too, and the profile reproduces its own timings
-    share = attention_share(device_name, VENDOR_KERNEL, block.flash_attention) if peak else None
+    # the kernel the block ran (a profiler pass found it; the vendor kernel where none was) has
+    # a rate of its own on the device (the A100's FlashAttention-2, FlashAttention-2 on Hopper,
+    # docs/model.md §13): the fit runs it so too, and the profile reproduces its own timings
+    kernel = planner_kernel_of(block.attention_kernel)
+    share = attention_share(device_name, kernel, block.flash_attention) if peak else None
     fit = fit_block(
         shape,
         tps,
@@ -178,7 +180,8 @@ def model_parallel_section(
     p2p = fit_send_recv(messages)
     where = (
         f"; efficiency against the {peak:g} TFLOP/s {precision} peak ({listed[1]})"
-        + (f", the attention core at min({share:.3g}, efficiency) of it" if share else "")
+        + (f", the attention core at min({share:.3g}, efficiency) of it ({kernel} kernel)"
+           if share else "")
         if peak
         else "; no datasheet peak for this device and precision: the planner "
         "takes the sustained rate as the peak (efficiency 1, MFU against it)"
@@ -193,6 +196,7 @@ def model_parallel_section(
             element_bytes=block.element_bytes,
             flash_attention=block.flash_attention,
             module=block.module,
+            attention_kernel=block.attention_kernel,
         ),
         points=[
             BlockPoint(

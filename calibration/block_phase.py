@@ -13,7 +13,7 @@ profile is assembled (``block_fit``).
 from __future__ import annotations
 
 import torch
-from scalesim.calibration import models
+from scalesim.calibration import attention_probe, models
 from scalesim.calibration.block_fit import PRECISION_BYTES, Block
 from scalesim.calibration.compute_phase import _agree, align, autocast
 from scalesim.calibration.dist import DistContext, raised
@@ -40,6 +40,7 @@ def run(ctx: DistContext, block: Block, degrees: list[int], spec: str, args) -> 
     fwd = {t: [] for t in degrees}
     bwd = {t: [] for t in degrees}
     status, at = "ok", [degrees[0]]  # at: the degree being built or run
+    kernel = None  # the attention family a profiler pass finds (attention_probe)
     try:
         torch.manual_seed(args.seed)
         shards = {}
@@ -70,6 +71,8 @@ def run(ctx: DistContext, block: Block, degrees: list[int], spec: str, args) -> 
         for t in degrees:
             for _ in range(args.warmup):
                 step(t)
+        if ctx.on_gpu:  # one more step, under the profiler: the attention kernel it ran
+            kernel = attention_probe.timed_attention_kernel(lambda: step(degrees[0]))
         align(ctx)
         for _ in range(args.block_repeats):
             for t in degrees:
@@ -101,11 +104,13 @@ def run(ctx: DistContext, block: Block, degrees: list[int], spec: str, args) -> 
         micro_batch=block.micro_batch,
         element_bytes=PRECISION_BYTES[args.precision],
         flash_attention=ctx.on_gpu,
+        attention_kernel=kernel,
         points=points,
         source=(
             f"block {spec} timed by scalesim calibrate at tp {','.join(map(str, degrees))}: "
             f"{ctx.world} rank(s) at once on {device.type}, {args.warmup} warm-up + "
             f"{args.block_repeats} interleaved rounds, precision {args.precision}"
             + ("" if ctx.on_gpu else f", {count(torch.get_num_threads(), 'torch thread')} per rank")
+            + (f"; attention kernel: {kernel} (a profiler pass)" if kernel else "")
         ),
     )

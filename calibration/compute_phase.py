@@ -20,7 +20,7 @@ import contextlib
 import numpy as np
 import torch
 import torch.distributed as dist
-from scalesim.calibration import models
+from scalesim.calibration import attention_probe, models
 from scalesim.calibration.block_fit import block_from_args
 from scalesim.calibration.dist import DistContext, agree_on_error, gather_object, raised
 from scalesim.calibration.results import ComputeResult
@@ -263,9 +263,18 @@ def run(ctx: DistContext, bundle: models.ModelBundle, args, progress) -> Compute
                                    repeats=args.repeats))
         fwd_points.append(forward_s)
         bwd_points.append(backward_s)
-    # Gradients for the optimizer timing: one more micro-step at the smallest size.
+    # Gradients for the optimizer timing: one more micro-step at the smallest size, under the
+    # profiler on a GPU, which reads the attention kernel the timings ran (attention_probe)
     inputs, targets = ready[points[0].micro_batch]
-    train_micro_step(bundle, inputs, targets, args.precision, device, Clock(device))
+
+    def gradients():
+        train_micro_step(bundle, inputs, targets, args.precision, device, Clock(device))
+
+    kernel = None
+    if ctx.on_gpu and bundle.transformer is not None:
+        kernel = attention_probe.timed_attention_kernel(gradients)
+    else:
+        gradients()
     ready.clear()
     align(ctx)
     opt_times = gather_object(ctx, time_optimizer(optimizer, device, 2, args.repeats))
@@ -294,10 +303,12 @@ def run(ctx: DistContext, bundle: models.ModelBundle, args, progress) -> Compute
         precision=args.precision, measured=True,
         model_shape=(bundle.transformer.model_copy(update={"flash_attention": ctx.on_gpu})
                      if bundle.attention_by_device else bundle.transformer),  # the block's rule
+        attention_kernel=kernel,
         source=(f"measured by scalesim calibrate: {bundle.name}, {ctx.world} rank(s) at once on "
                 f"{device.type}, {args.warmup} warm-up + {args.repeats} timed steps per size "
                 f"({'CUDA events' if ctx.on_gpu else 'monotonic clock'}); {ceiling_note}"
-                f"{colocation_note}"),
+                f"{colocation_note}"
+                + (f"; attention kernel: {kernel} (a profiler pass)" if kernel else "")),
     )
     block = None
     shape = block_from_args(args)

@@ -12,18 +12,23 @@ from __future__ import annotations
 import re
 from typing import Literal, get_args
 
-FLASH2_KERNEL = "flash2"  # FlashAttention-2 class: flash-attn 2, PyTorch SDPA's default flash
-# backend, Triton flash attention (what PyTorch-native stacks run)
-VENDOR_KERNEL = "fused-vendor"  # cuDNN fused attention (Transformer Engine), FlashAttention-3
+FLASH2_KERNEL = "flash2"  # FlashAttention-2 class: flash-attn 2, PyTorch SDPA's flash backend
+# (SDPA's first choice on Hopper until its builds prefer cuDNN: torch 2.11's wheels, below),
+# Triton flash attention (what PyTorch-native stacks run)
+VENDOR_KERNEL = "fused-vendor"  # cuDNN fused attention (Transformer Engine; PyTorch SDPA's cuDNN
+# backend, which SDPA prefers on Hopper and Blackwell where its build's cuDNN is recent enough,
+# ``check_prefer_cudnn_attention`` in aten/src/ATen/native/transformers/cuda/sdp_utils.cpp: the
+# H200 of benchmarks/results/h200-2026-11-30 ran cuDNN's kernels under torch 2.11), FlashAttention-3
 AttentionKernel = Literal["flash2", "fused-vendor"]
 ATTENTION_KERNELS: tuple[str, ...] = get_args(AttentionKernel)
 DEFAULT_ATTENTION_KERNEL = VENDOR_KERNEL
 ATTENTION_KERNEL_HELP = (
     "the framework's fused attention kernel (docs/model.md §13, 'Attention kernel'): "
-    "'fused-vendor' (default; cuDNN fused attention through Transformer Engine, "
-    "FlashAttention-3: the attention core at the matmuls' sustained efficiency; Megatron, NeMo) "
-    "or 'flash2' (flash-attn 2, PyTorch SDPA's default flash backend, Triton: the attention "
-    "core at 0.35 of the 16-bit peak on Hopper, FlashAttention-3 paper; FSDP, torchtitan). On "
+    "'fused-vendor' (default; cuDNN fused attention through Transformer Engine or PyTorch "
+    "SDPA's cuDNN backend, FlashAttention-3: the attention core at the matmuls' sustained "
+    "efficiency; Megatron, NeMo, SDPA on Hopper where its build prefers cuDNN) or 'flash2' "
+    "(flash-attn 2, PyTorch SDPA's flash backend, Triton: the attention core at 0.35 of the "
+    "16-bit peak on Hopper, FlashAttention-3 paper; FSDP, torchtitan with SDPA's flash). On "
     "an A100 both run FlashAttention-2 (Transformer Engine prefers cuDNN's kernel from Hopper "
     "on) at 0.66 of the peak, the FlashAttention-2 paper's forward and backward maxima. A "
     "transformer workload on a datasheet profile only: refused with a profile whose compute "
@@ -31,8 +36,8 @@ ATTENTION_KERNEL_HELP = (
 # Each kernel in a few words, where a choice is shown (the app's control and report)
 ATTENTION_KERNEL_LABELS = {
     VENDOR_KERNEL: "fused vendor kernel (cuDNN / Transformer Engine, FlashAttention-3; default)",
-    FLASH2_KERNEL: "FlashAttention-2 class (flash-attn 2, PyTorch SDPA; 0.35 of the peak on "
-                   "Hopper)",
+    FLASH2_KERNEL: "FlashAttention-2 class (flash-attn 2, PyTorch SDPA's flash backend; 0.35 of "
+                   "the peak on Hopper)",
 }
 
 # ------------------------------------------------------------------ in a profiler trace
@@ -72,9 +77,36 @@ _TRACE_PATTERNS = tuple((family, re.compile(pattern))
                         for family, pattern, _ in TRACE_ATTENTION_KERNELS)
 
 
+# What a calibration can read off its own timed step (calibration/attention_probe.py, the
+# profile's ``attention_kernel``): one of the trace families
+TimedAttention = Literal["flash2", "fused-vendor", "mem-efficient"]
+TIMED_ATTENTION_FAMILIES: tuple[str, ...] = get_args(TimedAttention)
+
+
 def attention_family(kernel_name: str) -> str | None:
     """The attention family of a GPU kernel named ``kernel_name`` in a profiler trace
     (``TRACE_ATTENTION_KERNELS``: flash2, fused-vendor, mem-efficient), or None for any other
     kernel."""
     return next((family for family, pattern in _TRACE_PATTERNS
                  if pattern.search(kernel_name)), None)
+
+
+def dominant_attention_family(kernels) -> str | None:
+    """The attention family (``attention_family``) whose kernels took the most time among
+    ``kernels``, pairs of (GPU kernel name, time in any unit), or None where no name is an
+    attention kernel (a CPU's step, SDPA's math backend, an unfused attention)."""
+    time_of: dict[str, float] = {}
+    for name, time in kernels:
+        if (family := attention_family(name)) is not None:
+            time_of[family] = time_of.get(family, 0.0) + max(float(time), 0.0)
+    return max(time_of, key=time_of.get) if time_of else None
+
+
+def planner_kernel_of(family: str | None) -> str:
+    """The planner's kernel (``ATTENTION_KERNELS``) that prices timings whose attention ran
+    ``family`` (``TIMED_ATTENTION_FAMILIES``, or None where none was found or recorded):
+    FlashAttention-2's class as itself; the vendor kernel, the memory-efficient kernel (no
+    published rate of its own: its core at the matmuls' sustained share, as the vendor
+    kernel's) and none found as the vendor kernel, the assumption of profiles that record no
+    kernel (docs/model.md §13, "Attention kernel")."""
+    return FLASH2_KERNEL if family == FLASH2_KERNEL else VENDOR_KERNEL

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalesim.attention_kernel import VENDOR_KERNEL
+from scalesim.attention_kernel import VENDOR_KERNEL, planner_kernel_of
 from scalesim.billing import job_sizes
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
@@ -303,7 +303,7 @@ def scenario_hardware(hw: Hardware, scenario: Scenario) -> Hardware:
 
 def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
                      peak_flops: float, bandwidth_GBps: float, jitter_cv: float = 0.0, p2p=None,
-                     global_batch: int = 1) -> Setting:
+                     global_batch: int = 1, attention_kernel: str | None = None) -> Setting:
     """The run's constants (``plan.Setting``) of a scenario: the workload's shape, parameters and
     bytes per parameter; the hardware with the scenario's links (an intra busbw override scales
     NVLS alike, ``predict.nvls_busbw_ratio``), server size, contention and device spread;
@@ -314,8 +314,9 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
     step-to-step
     jitter (``predict.jitter_cv_of``: it lives in the profile, not the hardware); ``p2p`` the
     profile's measured send/recv inside a server (``plan.measured_p2p``; None: the intra link).
-    The hardware is ``scenario_hardware``'s. The one place a scenario becomes the layout
-    model's constants, for predictions (``base_inputs``) and the planner of a scenario
+    The hardware is ``scenario_hardware``'s; ``attention_kernel`` the kernel the prediction runs
+    (``kernel_for`` the profile; None: the scenario's). The one place a scenario becomes the
+    layout model's constants, for predictions (``base_inputs``) and the planner of a scenario
     (``plan_at``) alike."""
     wl = workload
     hardware = scenario_hardware(hardware, scenario).model_copy(update={
@@ -324,7 +325,8 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
         wl.transformer, hardware, global_batch, 1.0, params=wl.params,
         jitter_cv=jitter_cv, p2p=p2p, recompute_style=layout_of(scenario).recompute_style,
         tp_overlap=layout_of(scenario).tp_overlap,
-        attention_kernel=scenario.attention_kernel, fp8=scenario.precision == FP8,
+        attention_kernel=attention_kernel or scenario.attention_kernel,
+        fp8=scenario.precision == FP8,
         overlap=scenario.overlap,
         slow_device=scenario.slow_device, slow_factor=scenario.slow_factor,
         param_bytes_per_param=wl.param_bytes_per_param,
@@ -337,22 +339,49 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
 
 
 def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak_flops: float,
-                bandwidth_GBps: float, jitter_cv: float = 0.0, p2p=None) -> LayoutInputs:
+                bandwidth_GBps: float, jitter_cv: float = 0.0, p2p=None,
+                attention_kernel: str | None = None) -> LayoutInputs:
     """Every input but the layout and the efficiency (set later): ``plan.setting_inputs`` of
     ``scenario_setting`` (one device, unsplit, as placeholders)."""
     return setting_inputs(scenario_setting(workload, hardware, scenario, peak_flops,
-                                           bandwidth_GBps, jitter_cv, p2p))
+                                           bandwidth_GBps, jitter_cv, p2p,
+                                           attention_kernel=attention_kernel))
+
+
+def timed_attention_family(profile: Profile) -> str | None:
+    """The attention kernel family (``attention_kernel.TIMED_ATTENTION_FAMILIES``) that
+    ``profile``'s calibration found its timings ran: the block's where it timed one, else the
+    compute curve's; None where none was found or recorded."""
+    mp = profile.model_parallel
+    return mp.block.attention_kernel if mp is not None else profile.compute.attention_kernel
+
+
+def own_attention_kernel(profile: Profile) -> str:
+    """The planner's kernel (``attention_kernel.ATTENTION_KERNELS``) that prices ``profile``'s
+    compute timings: the one its calibration found them to run (``timed_attention_family``,
+    ``attention_kernel.planner_kernel_of``), else the vendor kernel, as the presets' curves are
+    estimated and as profiles that record no kernel are read."""
+    return planner_kernel_of(timed_attention_family(profile))
+
+
+def kernel_for(profile: Profile, kernel: str) -> str:
+    """The kernel a prediction from ``profile`` runs where ``kernel`` is asked: the profile's
+    own (``own_attention_kernel``) where its timings ran their own (``timed_own_kernel``; any
+    other kernel is refused there, ``check_attention_kernel``), else ``kernel``."""
+    return own_attention_kernel(profile) if timed_own_kernel(profile) else kernel
 
 
 def pin_attention_share(profile: Profile) -> float | None:
     """The attention core's own share of the 16-bit peak a compute curve is read at by
-    ``pinned_compute``: the vendor kernel's on the profile's device for the workload's
-    attention (``presets.attention_share``: the A100's 0.656 where it is fused), None where the
-    core runs at the matmuls' efficiency or the workload has none."""
+    ``pinned_compute``: its own kernel's (``own_attention_kernel``: the vendor kernel unless
+    the calibration found another) on the profile's device for the workload's attention
+    (``presets.attention_share``: the A100's 0.656 where it is fused, FlashAttention-2's 0.35
+    on Hopper), None where the core runs at the matmuls' efficiency or the workload has none."""
     shape = profile.workload.transformer
     if shape is None:
         return None
-    return attention_share(profile.hardware.device_name, VENDOR_KERNEL, shape.flash_attention)
+    return attention_share(profile.hardware.device_name, own_attention_kernel(profile),
+                           shape.flash_attention)
 
 
 def _pin_terms(profile: Profile, base: LayoutInputs, micro_batch, per_node):
@@ -444,7 +473,8 @@ def curve_beyond_peak(profile: Profile, scenario: Scenario,
     prediction from it would be slower than what was measured."""
     wl, hw = profile.workload, layout_hardware(profile)
     peak, peak_known, bandwidth = _peak_and_bandwidth(profile)
-    base = base_inputs(wl, hw, scenario, peak, bandwidth)
+    base = base_inputs(wl, hw, scenario, peak, bandwidth,
+                       attention_kernel=kernel_for(profile, scenario.attention_kernel))
     a, core = _pin_terms(profile, base, float(micro_batch), 1)[:2]
     share = pin_attention_share(profile) or 1.0
     overhead_s, per_sample_s, _ = profile.compute.alone()
@@ -551,7 +581,9 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
     nodes = -(-p // per_node)
     peak, peak_known, bandwidth = _peak_and_bandwidth(profile)
     base = base_inputs(wl, hw, scenario, peak, bandwidth, jitter_cv_of(profile, scenario),
-                       measured_p2p(profile)).replace(devices_per_node=g_max, **(overrides or {}))
+                       measured_p2p(profile),
+                       attention_kernel=kernel_for(profile, scenario.attention_kernel)
+                       ).replace(devices_per_node=g_max, **(overrides or {}))
     supply, supply_alone = loader_supply(profile, scenario, per_node)  # one loader per replica
     schedule = SCHEDULES[split.schedule_of()]
     if split.schedule is None:  # default per row: 1f1b / interleaved where pp > 1
@@ -627,7 +659,8 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], glob
     counts = [int(d) for d in np.atleast_1d(devices)]
     peak, _, bandwidth = _peak_and_bandwidth(profile)
     setting = scenario_setting(wl, hw, scenario, peak, bandwidth, jitter_cv_of(profile, scenario),
-                               measured_p2p(profile), global_batch)
+                               measured_p2p(profile), global_batch,
+                               attention_kernel=kernel_for(profile, scenario.attention_kernel))
     base = setting_inputs(setting)
     supply = replica_loader_supply(profile, scenario, counts, setting.hardware.devices_per_node)
 
@@ -704,6 +737,8 @@ def own_timings_words(profile: Profile, what: str) -> str:
                 f"workload '{profile.workload.name}'), at that run's own {what}")
     own = ("with its own attention kernel" if what == "attention kernel"
            else "at their own precision")
+    if what == "attention kernel" and (family := timed_attention_family(profile)) is not None:
+        own += f" ({family}, found by its calibration's profiler pass)"
     return f"profile '{profile.name}' holds timings measured {own}"
 
 
@@ -776,30 +811,35 @@ def precision_note(profile: Profile, scenario: Scenario) -> str:
     return FP8_WORDS
 
 
-def attention_kernel_words(kernel: str, device_name: str) -> str:
+def attention_kernel_words(kernel: str, device_name: str, own: bool = False) -> str:
     """What ``kernel`` does on ``device_name`` (docs/model.md §13, attention kernel): 'attention:
     flash2 kernel, its attention core at 0.35 of the 16-bit peak on H100 (FlashAttention-3
-    paper; ...)' or '... at the matmuls' efficiency on GB200 ...'."""
+    paper; ...)' or '... at the matmuls' efficiency on GB200 ...'; ``own``: the kernel a
+    profile's timings ran (``own_attention_kernel``), which the words then say."""
     share = attention_efficiency_of(device_name, kernel)
+    whose = (" (the kernel the profile's timings ran, found by its calibration's profiler "
+             "pass)" if own else "")
     if share is None:
-        return (f"attention: {kernel} kernel at the matmuls' efficiency on {device_name} (no "
-                "published figure gives it a rate of its own there)")
-    return (f"attention: {kernel} kernel, its attention core at {share:.2g} of the 16-bit peak "
-            f"on {device_name} ({attention_efficiency_source(device_name, kernel)})")
+        return (f"attention: {kernel} kernel{whose} at the matmuls' efficiency on {device_name} "
+                "(no published figure gives it a rate of its own there)")
+    return (f"attention: {kernel} kernel{whose}, its attention core at {share:.2g} of the "
+            f"16-bit peak on {device_name} ({attention_efficiency_source(device_name, kernel)})")
 
 
 def attention_kernel_note(profile: Profile, scenario: Scenario) -> str:
     """What the scenario's attention kernel does, where it is not the vendor kernel: its words
     on the profile's device (``attention_kernel_words``) for a transformer workload, 'attention
     kernel flash2 ignored: ...' for a parameter count (the data-parallel step model has no
-    attention core); '' for the vendor kernel."""
-    kernel = scenario.attention_kernel
-    if kernel == VENDOR_KERNEL:
+    attention core); '' for the vendor kernel. A profile whose timings ran FlashAttention-2
+    (``own_attention_kernel``) gets its words too."""
+    own = timed_own_kernel(profile)
+    kernel = kernel_for(profile, scenario.attention_kernel)
+    if kernel == VENDOR_KERNEL or (own and profile.workload.transformer is None):
         return ""
     if profile.workload.transformer is None:
         return (f"attention kernel {kernel} ignored: workload '{profile.workload.name}' is a "
                 "parameter count, not a transformer shape (no attention core to time)")
-    return attention_kernel_words(kernel, profile.hardware.device_name)
+    return attention_kernel_words(kernel, profile.hardware.device_name, own=own)
 
 
 def pipeline_fsdp_note(scenario: Scenario) -> str:

@@ -678,7 +678,7 @@ def plan(
     reduce under accumulation ('every-micro-step' or 'once-per-step', FSDP's no_sync;
     ``Scenario.grad_sync``); ``attention_kernel``: the framework's fused attention kernel
     ('fused-vendor': cuDNN through Transformer Engine, FlashAttention-3; 'flash2': flash-attn 2,
-    PyTorch SDPA's default backend, Triton; ``presets.attention_efficiency_of``, §13);
+    PyTorch SDPA's flash backend, Triton; ``presets.attention_efficiency_of``, §13);
     ``algorithm``: the data-parallel all-reduce ('auto', 'ring', 'tree', 'hierarchical':
     ``Scenario.algorithm``, ``collectives.ALGORITHMS``); ``bucket_mib``: DDP's gradient
     bucket, MiB (``Scenario.bucket_mib``; the ZeRO-0 layouts); ``loader_samples_per_s``: the

@@ -417,8 +417,9 @@ PEAK_TFLOPS: list[tuple[tuple[str, ...], float | None, float | None, str]] = [
 HOPPER_GPUS = ("H100", "H200", "GH200", "H800")  # H800: the H100's GH100 silicon (H800 datasheet)
 # FlashAttention-2 was written for Ampere and uses none of Hopper's new instructions (WGMMA,
 # TMA): "FlashAttention-2 ... achieving only 35% utilization on the H100 GPU" (Shah et al. 2024,
-# FlashAttention-3, arXiv 2407.08608, abstract). PyTorch's SDPA, which tries its flash backend
-# before cuDNN (cuDNN opt-in since pytorch/pytorch#138522, 2024-10, cherry-picked to 2.5), measured
+# FlashAttention-3, arXiv 2407.08608, abstract). PyTorch's SDPA, which then tried its flash backend
+# before cuDNN (cuDNN opt-in since pytorch/pytorch#138522, 2024-10, cherry-picked to 2.5; later
+# builds prefer cuDNN on Hopper: calibration/attention_probe.py reads which one ran), measured
 # 329 TFLOP/s on an H100 (seq 4,608, head dim 128: 0.33 of 989) against 631 for cuDNN's kernel
 # and 632 for FlashAttention-3 (pytorch/pytorch#142132, 2024-12-05); pytorch/benchmark PR #2296
 # (commit d5f0a12, 2024-06) timed SDPA's forward on H100 at head dim 128 at 287-304 TFLOP/s

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from scalesim import training_time
 from scalesim.accuracy import MODEL_PARALLEL_MEDIAN_ERROR
-from scalesim.attention_kernel import VENDOR_KERNEL
+from scalesim.attention_kernel import FLASH2_KERNEL, VENDOR_KERNEL
 from scalesim.bounds import QUANTITIES
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for, replica_of
 from scalesim.errors import ScalesimError
@@ -583,6 +583,13 @@ def attention_kernel_reason(profile: Profile, scenario: Scenario) -> str:
     device = profile.hardware.device_name
     if why := _kernel_knob_reason(profile, "attention_kernel", "swap for another",
                                   "no attention core to time"):
+        from scalesim.layout_predict import own_attention_kernel, timed_own_kernel
+
+        if (timed_own_kernel(profile) and own_attention_kernel(profile) == FLASH2_KERNEL
+                and flash2_slower_than_vendor(device)):  # how to measure the vendor kernel
+            why += ("; calibrate again with cuDNN attention to time it (PyTorch SDPA prefers "
+                    "it on Hopper where its build's cuDNN is recent, as torch 2.11's wheels "
+                    "are; or sdpa_kernel(SDPBackend.CUDNN_ATTENTION))")
         return why
     if scenario.attention_kernel == VENDOR_KERNEL:
         return f"the scenario runs the {VENDOR_KERNEL} kernel already"

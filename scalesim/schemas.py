@@ -25,6 +25,7 @@ from scalesim.attention_kernel import (
     ATTENTION_KERNEL_HELP,
     DEFAULT_ATTENTION_KERNEL,
     AttentionKernel,
+    TimedAttention,
 )
 from scalesim.billing import shapes_problem
 from scalesim.bounds import (
@@ -610,6 +611,14 @@ class ComputeCurve(_Strict):
         "workload is that model (profiles.model_match); None: not recorded (a user's model, a "
         "profile written before it was)",
     )
+    attention_kernel: TimedAttention | None = Field(
+        default=None,
+        description="the attention kernel family the timed steps ran, read by a profiler pass "
+        "over one of them (calibration/attention_probe.py): 'flash2', 'fused-vendor' or "
+        "'mem-efficient'; None: none found (a CPU, SDPA's math backend) or not recorded (a "
+        "profile written before it was); the planner prices the timings with it "
+        "(attention_kernel.planner_kernel_of)",
+    )
     source: str = ""
 
     @model_validator(mode="after")
@@ -727,6 +736,14 @@ class BlockShape(_Strict):
         default="builtin",
         description="'builtin' (Megatron-style block of "
         "calibration/models.py) or the user's package.module:factory",
+    )
+    attention_kernel: TimedAttention | None = Field(
+        default=None,
+        description="the attention kernel family the timed steps ran, read by a profiler pass "
+        "over one of them (calibration/attention_probe.py): 'flash2', 'fused-vendor' or "
+        "'mem-efficient'; None: none found (a CPU, SDPA's math backend) or not recorded (a "
+        "profile written before it was); the planner prices the timings with it "
+        "(attention_kernel.planner_kernel_of)",
     )
 
 

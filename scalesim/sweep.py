@@ -468,8 +468,11 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
                                                                 zero))
     overrides = input_changes(grid, inter_nic_share(profile.hardware, base))
     if "attention_kernel" in grid:
+        kernels = grid["attention_kernel"]
+        if lp.timed_own_kernel(profile):  # only the vendor kernel asked (checked): the timings'
+            kernels = np.full(kernels.shape, lp.own_attention_kernel(profile))
         overrides["attention_efficiency"] = attention_efficiencies(
-            profile.hardware.device_name, grid["attention_kernel"],
+            profile.hardware.device_name, kernels,
             profile.workload.transformer is None or profile.workload.transformer.flash_attention)
     if "tp_overlap" in grid:  # the framework's: applies where a row has tp > 1 (§14)
         overrides["tp_overlap"] = grid["tp_overlap"]

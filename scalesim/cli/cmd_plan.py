@@ -195,7 +195,9 @@ def run(args: argparse.Namespace) -> int:
         attention_kernel_words,
         check_attention_kernel,
         check_precision,
+        kernel_for,
         scenario_hardware,
+        timed_own_kernel,
     )
     from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY, plan
     from scalesim.predict import server_use_words
@@ -210,6 +212,7 @@ def run(args: argparse.Namespace) -> int:
     if profile is not None:
         check_attention_kernel(profile, kernel, "--attention-kernel", "--hardware")
         check_precision(profile, args.precision or DEFAULT_PRECISION, "--precision", "--hardware")
+        kernel = kernel_for(profile, kernel)  # the kernel its timings ran
     own = _profile_model(args, profile)
     defaulted = own is None and args.workload is None
     if defaulted:
@@ -261,7 +264,8 @@ def run(args: argparse.Namespace) -> int:
         if conditions := conditions_line(args, jitter_cv, used, nouns_for(hardware.device_name)):
             print(conditions)
         if kernel != VENDOR_KERNEL:
-            print(attention_kernel_words(kernel, hardware.device_name))
+            print(attention_kernel_words(kernel, hardware.device_name,
+                                         own=profile is not None and timed_own_kernel(profile)))
         if args.precision == FP8:  # MFU and HFU are against that peak (plan.PlanRow)
             print(FP8_WORDS + "; MFU against the fp8 peak")
         if profile is not None:

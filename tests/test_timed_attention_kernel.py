@@ -1,0 +1,219 @@
+"""A calibration reads the attention kernel its timings ran, and the fit and the planner price
+the attention core at that kernel's rate (calibration/attention_probe.py; docs/calibration.md,
+"The attention kernel"; docs/model.md §13)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scalesim.calibration.assemble import model_parallel_section
+from scalesim.calibration.block_fit import Block, core_terms, fit_block, layer_terms
+from test_model_parallel_calibration import _block_result
+
+from scalesim.attention_kernel import (
+    FLASH2_KERNEL,
+    MEM_EFFICIENT_FAMILY,
+    VENDOR_KERNEL,
+    dominant_attention_family,
+    planner_kernel_of,
+)
+from scalesim.presets import FLASH2_ON_HOPPER_EFFICIENCY
+from scalesim.schemas import BlockShape
+
+H200_TRACE = (Path(__file__).parents[1] / "benchmarks" / "results" / "h200-2026-11-30"
+              / "traces" / "trace-b8.json.gz")
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def test_the_h200s_sdpa_ran_cudnns_kernels_which_read_as_the_vendor_kernel():
+    """The H200 the device tool lent (torch 2.11.0+cu130) traced a training step whose
+    scaled_dot_product_attention ran cuDNN's sm90 kernels
+    (cudnn_generated_fort_native_sdpa_sm90_flash_fprop/bprop_wgmma_*): read as the vendor
+    kernel, not FlashAttention-2 (PyTorch's builds prefer cuDNN on Hopper once their cuDNN is
+    recent enough)."""
+    events = json.loads(gzip.decompress(H200_TRACE.read_bytes()))["traceEvents"]
+    kernels = [(e["name"], e.get("dur", 0.0)) for e in events if e.get("cat") == "kernel"]
+    assert any("cudnn_generated_fort_native_sdpa_sm90" in name for name, _ in kernels)
+    assert dominant_attention_family(kernels) == VENDOR_KERNEL
+
+
+def test_the_family_that_took_the_most_time_wins():
+    flash = ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128>>", 30.0)
+    flash_bwd = ("void pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<>", 60.0)
+    cutlass = ("fmha_cutlassF_bf16_aligned_64x64_rf_sm80", 50.0)
+    gemm = ("sm90_xmma_gemm_bf16bf16_bf16f32", 900.0)
+    assert dominant_attention_family([flash, flash_bwd, cutlass, gemm]) == FLASH2_KERNEL
+    assert dominant_attention_family([flash, cutlass, gemm]) == MEM_EFFICIENT_FAMILY
+    assert dominant_attention_family([gemm, ("aten::scaled_dot_product_attention", 5.0)]) is None
+    assert dominant_attention_family([]) is None
+    # the planner prices FlashAttention-2 as itself, everything else as the vendor kernel
+    assert [planner_kernel_of(f) for f in (FLASH2_KERNEL, VENDOR_KERNEL, MEM_EFFICIENT_FAMILY,
+                                           None)] == [FLASH2_KERNEL] + [VENDOR_KERNEL] * 3
+
+
+def test_the_probe_runs_the_step_under_torchs_profiler_on_this_build():
+    """The profiler pass works on this torch (event names and times read), and a CPU's SDPA is
+    none of the GPU families; the step ran exactly once."""
+    torch = pytest.importorskip("torch")
+    from scalesim.calibration.attention_probe import profiled_kernels, timed_attention_kernel
+    from torch.profiler import ProfilerActivity
+
+    q = torch.randn(1, 2, 16, 8)
+    ran = []
+
+    def step():
+        ran.append(1)
+        return torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+
+    kernels = profiled_kernels(step, [ProfilerActivity.CPU])
+    assert ran == [1]
+    assert any("scaled_dot_product_attention" in name for name, _ in kernels)
+    assert all(t >= 0 for _, t in kernels)
+    assert dominant_attention_family(kernels) is None
+    ran.clear()
+    assert timed_attention_kernel(step) is None  # no GPU here: CUDA activity or not, no kernel
+    assert len(ran) in (1, 2)  # once under the profiler, or once more where it could not run
+
+
+def test_a_profiler_that_fails_leaves_the_kernel_unknown_and_the_step_run(monkeypatch):
+    pytest.importorskip("torch")
+    from scalesim.calibration import attention_probe
+
+    def broken(step, activities):
+        raise RuntimeError("CUPTI_ERROR_NOT_INITIALIZED")
+
+    monkeypatch.setattr(attention_probe, "profiled_kernels", broken)
+    ran = []
+    assert attention_probe.timed_attention_kernel(lambda: ran.append(1)) is None
+    assert ran == [1]
+
+
+def _hopper_block_times(eta: float, core_share: float):
+    """Block timings of the planner's formula on an H100: the weight matmuls at ``eta`` of the
+    989 TFLOP/s peak, the attention core at min(core_share, eta), the bytes at 2.5 TB/s."""
+    block = Block(256, 4, 1024, 128, 1, flash_attention=True)
+    tps = [1, 2, 4]
+    peak = 989e12
+    a, c = layer_terms(block, tps)
+    core = core_terms(block, tps)
+    return block, tps, (a - core) / (eta * peak) + core / (min(core_share, eta) * peak) + c / 2.5e12
+
+
+@pytest.mark.parametrize("eta", [0.75, 0.3])
+def test_a_hopper_block_that_ran_flash2_is_fitted_with_its_core_at_flash2s_rate(eta):
+    """A block timed on an H100 whose SDPA ran FlashAttention-2 (the profiler pass says
+    flash2): the fit runs its attention core at min(0.35, F) of the peak, as the planner
+    prices flash2 there, and recovers the matmuls' 0.75 (0.3: below 0.35, the core at F too)
+    and the byte rate exactly. Read as the vendor kernel (no kernel recorded) the same
+    timings give a blend below 0.75."""
+    block, tps, times = _hopper_block_times(eta, FLASH2_ON_HOPPER_EFFICIENCY)
+    result = _block_result(times).model_copy(update={"attention_kernel": FLASH2_KERNEL})
+    mp = model_parallel_section(result, [], H100, "bf16", True)
+    assert mp.matmul_efficiency == pytest.approx(eta, rel=1e-6)
+    assert mp.memory_bandwidth_GBps == pytest.approx(2500, rel=1e-6)
+    assert [p.model_s for p in mp.points] == pytest.approx(list(times), rel=1e-9)
+    assert mp.block.attention_kernel == FLASH2_KERNEL
+    assert "the attention core at min(0.35, efficiency) of it (flash2 kernel)" in mp.source
+    unrecorded = model_parallel_section(_block_result(times), [], H100, "bf16", True)
+    assert "attention core" not in unrecorded.source and unrecorded.block.attention_kernel is None
+    blended = fit_block(block, tps, times).flops_per_s / 989e12
+    assert (blended < 0.74) if eta == 0.75 else blended == pytest.approx(eta, rel=1e-6)
+
+
+def _measured_h100_llama(family: str | None):
+    """A DGX H100 profile of Llama 3 8B at 8,192 tokens whose compute curve is a measurement
+    (as calibrate writes it) that ran ``family``'s attention: the datasheet curve 1.5x slower,
+    so that read with FlashAttention-2's slower core its matmuls still sustain less than the
+    peak."""
+    from scalesim.profiles import resolve_profile
+
+    profile = resolve_profile(None, "dgx-h100", "llama3-8b")
+    c = profile.compute
+    compute = c.model_copy(update={"measured": True, "attention_kernel": family,
+                                   "overhead_s": 1.5 * c.overhead_s,
+                                   "per_sample_s": 1.5 * c.per_sample_s})
+    return profile.model_copy(update={"compute": compute})
+
+
+def test_a_measured_curve_that_ran_flash2_is_pinned_with_its_core_at_flash2s_rate():
+    """The compute pin reads a curve that ran FlashAttention-2 on an H100 with its attention
+    core at 0.35 of the peak: η = A / (t − F − C/0.35), by hand from the pin's four terms;
+    higher than the η the same curve gives read with the vendor kernel (the core at η), and
+    one device's predicted compute is the curve either way."""
+    from scalesim.layout_predict import (
+        _peak_and_bandwidth,
+        _pin_terms,
+        base_inputs,
+        layout_hardware,
+        own_attention_kernel,
+        pin_attention_share,
+        pinned_compute,
+    )
+    from scalesim.predict import predict
+    from scalesim.schemas import Scenario
+
+    b = np.array([1.0, 2.0])
+    etas, computes = {}, {}
+    for family in (FLASH2_KERNEL, None):
+        profile = _measured_h100_llama(family)
+        peak, _, bandwidth = _peak_and_bandwidth(profile)
+        base = base_inputs(profile.workload, layout_hardware(profile), Scenario(), peak,
+                           bandwidth)
+        a, core, _, fixed, target, _ = _pin_terms(profile, base, b, 1)
+        etas[family] = pinned_compute(profile, base, b, 1)[0]
+        computes[family] = [predict(profile, Scenario(devices=[1], global_batch=int(n)))[0]
+                            .compute_s for n in b]
+        np.testing.assert_allclose(computes[family], target, rtol=1e-9)
+        if family == FLASH2_KERNEL:
+            assert own_attention_kernel(profile) == FLASH2_KERNEL
+            assert pin_attention_share(profile) == FLASH2_ON_HOPPER_EFFICIENCY
+            np.testing.assert_allclose(
+                etas[family], a / (target - fixed - core / FLASH2_ON_HOPPER_EFFICIENCY),
+                rtol=1e-9)
+        else:
+            assert own_attention_kernel(profile) == VENDOR_KERNEL
+            assert pin_attention_share(profile) is None
+    assert np.all(etas[FLASH2_KERNEL] > etas[None] * 1.05)
+
+
+def test_predictions_say_which_kernel_the_timings_ran_and_the_remedy_how_to_time_another():
+    from scalesim.layout_predict import attention_kernel_note, check_attention_kernel
+    from scalesim.remedies import attention_kernel_reason
+    from scalesim.schemas import Scenario
+
+    flash = _measured_h100_llama(FLASH2_KERNEL)
+    note = attention_kernel_note(flash, Scenario())
+    assert note.startswith("attention: flash2 kernel (the kernel the profile's timings ran")
+    assert "0.35 of the 16-bit peak" in note
+    assert attention_kernel_note(_measured_h100_llama(VENDOR_KERNEL), Scenario()) == ""
+    reason = attention_kernel_reason(flash, Scenario())
+    assert "(flash2, found by its calibration's profiler pass)" in reason
+    assert "calibrate again with cuDNN attention" in reason
+    assert "calibrate again" not in attention_kernel_reason(_measured_h100_llama(None),
+                                                            Scenario())
+    with pytest.raises(Exception, match="flash2, found by its calibration's profiler pass"):
+        check_attention_kernel(flash, FLASH2_KERNEL)  # the knob stays refused on own timings
+
+
+def test_the_app_notes_the_kernel_the_timings_ran():
+    from scalesim.app.plan import build_scenario
+    from scalesim.app.state import AppState
+
+    _, notes = build_scenario(AppState(), _measured_h100_llama(FLASH2_KERNEL))
+    assert any(n.startswith("attention: flash2 kernel (the kernel the profile's timings ran")
+               for n in notes)
+    _, notes = build_scenario(AppState(), _measured_h100_llama(None))
+    assert not any(n.startswith("attention:") for n in notes)
+
+
+def test_a_profile_names_a_kernel_family_it_knows_or_none():
+    shape = dict(hidden=256, heads=4, ffn_hidden=1024, seq_len=128, micro_batch=1,
+                 element_bytes=2.0)
+    assert BlockShape(**shape).attention_kernel is None  # profiles written before the field
+    assert BlockShape(**shape, attention_kernel="mem-efficient").attention_kernel == "mem-efficient"
+    with pytest.raises(ValueError, match="attention_kernel"):
+        BlockShape(**shape, attention_kernel="xformers")
