@@ -170,3 +170,27 @@ def test_one_rank_and_the_cli(tmp_path, capsys):
     assert data["first_remedy"]["key"] == "attention_kernel"
     assert data["table"][0]["attention_family"] == FLASH2_KERNEL
     assert data["table"][0]["device_name"] == "NVIDIA H100 80GB HBM3"
+
+
+def test_calibrating_from_gpu_traces_takes_their_gpu_and_attention_kernel(tmp_path, capsys):
+    """`calibrate --from-trace` of two H100 ranks that ran FlashAttention-2: the new profile is
+    rebased on the hardware preset of the traces' GPU (it stayed the default presets' A100,
+    whatever GPU the traces named) and its compute records the flash2 family, which predictions
+    of a transformer timed by it price the attention core with. A --base of another GPU is
+    refused, as for nccl-tests logs."""
+    from scalesim.profiles import load_profile
+
+    paths = [write(tmp_path, trace(rank=r), f"r{r}.json") for r in (0, 1)]
+    out = str(tmp_path / "p.json")
+    assert main(["calibrate", "--from-trace", *[f"4={p}" for p in paths], "--out", out]) == 0
+    said = capsys.readouterr().out
+    assert "the traces ran on NVIDIA H100 80GB HBM3: the parts they do not measure come from " \
+           "the hardware preset dgx-h100" in said
+    profile = load_profile(out)
+    assert profile.hardware.device_name == "H100-SXM5 80GB"
+    assert profile.compute.attention_kernel == FLASH2_KERNEL
+    assert "attention kernel: flash2 (the traces' kernels)" in profile.compute.source
+    code = main(["calibrate", "--from-trace", f"4={paths[0]}", "--out",
+                 str(tmp_path / "q.json"), "--base", "dgx-a100"])
+    assert code == 2
+    assert "the traces ran on NVIDIA H100 80GB HBM3" in capsys.readouterr().err

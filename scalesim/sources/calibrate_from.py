@@ -16,6 +16,7 @@ its own parts and records where they came from (``source`` fields and ``notes``)
 from __future__ import annotations
 
 import os
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -193,7 +194,8 @@ def preset_for_logs(device: str, per_node: int | None = None, network: str | Non
 
 def rebased_on_device(profile: Profile, device: str, per_node: int | None = None,
                       network: str | None = None, inter_busbw_GBps: float | None = None,
-                      chosen: str | None = None) -> tuple[Profile, list[str]]:
+                      chosen: str | None = None, what: str = "the logs"
+                      ) -> tuple[Profile, list[str]]:
     """A new profile's presets for the GPU the logs ran on: ``profile`` where its device is
     that GPU (``presets.same_device``); else the hardware preset of that GPU the logs point to
     (``preset_for_logs``: their GPUs per server ``per_node``, NCCL transport ``network``,
@@ -202,32 +204,33 @@ def rebased_on_device(profile: Profile, device: str, per_node: int | None = None
     device stays the presets' (the logs' name is not given to numbers of another GPU). The note
     names the preset taken, why, and how to take another (--base PRESET). ``chosen``: the
     preset --base named: kept where its GPU is the logs' (said, with the others of that GPU),
-    refused where it is not."""
+    refused where it is not. ``what``: the files, as the words name them ('the logs', 'the
+    traces')."""
     hw = profile.hardware
     name, why, others = preset_for_logs(device, per_node, network, inter_busbw_GBps)
     if chosen is not None:
         if not same_device(device, hw.device_name):
             raise ScalesimError(
-                f"--base {chosen}: its GPU is {hw.device_name}, the logs ran on {device}; give "
+                f"--base {chosen}: its GPU is {hw.device_name}, {what} ran on {device}; give "
                 + (f"a preset of that GPU ({', '.join([name, *others])})" if name else
                    "a profile calibrated on that GPU") + " or drop --base")
         return profile, []
     if same_device(device, hw.device_name):
         return profile, []
     if name is None:
-        return profile, [f"the logs ran on {device}, which no hardware preset lists: this new "
+        return profile, [f"{what} ran on {device}, which no hardware preset lists: this new "
                          f"profile's device, peak, memory and compute stay the default "
                          f"presets' {hw.device_name} (give --base a profile calibrated on "
                          f"{device})"]
     preset = presets.HARDWARE[name]
     rebased = profile_from_presets(preset, profile.workload)
     choice = (f", chosen for {' and '.join(why)}" if why else "") + (
-        f"; the logs do not tell it from {', '.join(others)}, which {'has' if len(others) == 1 else 'have'} "
+        f"; {what} do not tell it from {', '.join(others)}, which {'has' if len(others) == 1 else 'have'} "
         f"that GPU too: the first listed is taken" if others else "")
     every = presets_of_device(device)
     another = (f"; to start from another, give --base {' or --base '.join(n for n in every if n != name)}"
                if len(every) > 1 else "")
-    return rebased, [f"the logs ran on {device}: the parts they do not measure come from the "
+    return rebased, [f"{what} ran on {device}: the parts they do not measure come from the "
                      f"hardware preset {name} ({preset.device_name}, {preset.devices_per_node} "
                      f"per server, inter-server {preset.inter_node.kind} "
                      f"{link_GBps(preset.inter_node.busbw_GBps)} busbw{choice}), not the default's "
@@ -255,11 +258,17 @@ def compute_curve(runs: list[BatchRun], base: ComputeCurve) -> tuple[ComputeCurv
     source = (f"torch.profiler traces ({files} files): forward+backward per micro-step = step - "
               "exposed communication - data wait - optimizer, median over ranks and steps; "
               + how)
+    # the attention kernel the traced job ran (the family most ranks' kernels name, as
+    # diagnose reads it): its timings price the attention core at that kernel's rate
+    families = Counter(x.summary.attention_family for r in runs for x in r.ranks
+                       if x.summary.attention_family)
+    kernel = families.most_common(1)[0][0] if families else None
     curve = ComputeCurve(
         overhead_s=overhead, per_sample_s=max(per_sample, 1e-12), optimizer_step_s=opt,
         rel_rmse=rmse, points=points, colocated_devices=max(hosts or [1]),
         colocation_slowdown=0.0, precision=base.precision if base.measured else "as traced",
-        measured=True, source=source)
+        measured=True, attention_kernel=kernel,
+        source=source + (f"; attention kernel: {kernel} (the traces' kernels)" if kernel else ""))
     return curve, how
 
 
@@ -309,13 +318,28 @@ def describe_run(run: BatchRun) -> list[str]:
     return out
 
 
-def with_traces(profile: Profile, runs: list[BatchRun], fresh: bool, set_server: bool | None = None
-                ) -> tuple[Profile, list[str]]:
+def traced_gpu(runs: list[BatchRun]) -> str | None:
+    """The GPU the traces' kernels ran on (their ``deviceProperties`` name, as diagnose reads
+    it), where every GPU trace that names one names the same; else None."""
+    names = {x.summary.device_name for r in runs for x in r.ranks
+             if x.summary.device == "gpu" and x.summary.device_name}
+    return names.pop() if len(names) == 1 else None
+
+
+def with_traces(profile: Profile, runs: list[BatchRun], fresh: bool, set_server: bool | None = None,
+                chosen: str | None = None) -> tuple[Profile, list[str]]:
     """The profile with the traced compute curve, optimizer, backward share and jitter; on a new
     profile (``fresh``) also the gradient size, and the server size unless ``set_server`` is
-    False (nccl-tests logs of the same call describe the server instead)."""
+    False (nccl-tests logs of the same call describe the server instead). A new profile whose
+    server nccl-tests logs did not describe (``set_server`` not False) is first rebased on the
+    hardware preset of the traces' GPU (``traced_gpu``, ``rebased_on_device``; ``chosen``: the
+    preset --base named, kept where its GPU is the traces')."""
+    said: list[str] = []
+    if fresh and set_server is not False and (device := traced_gpu(runs)) is not None:
+        profile, words = rebased_on_device(profile, device, chosen=chosen, what="the traces")
+        said += words
     curve, how = compute_curve(runs, profile.compute)
-    said = [line for r in runs for line in describe_run(r)]
+    said += [line for r in runs for line in describe_run(r)]
     wl_changes: dict = {"micro_batch": max(r.micro_batch for r in runs)}
     shares = [r.backward_fraction for r in runs if r.backward_fraction is not None]
     if shares:
@@ -409,7 +433,8 @@ def calibrate_from_sources(out: str | os.PathLike[str], nccl_tests_files=(), tra
         for f in fits.values():
             report += [f"  note: {n}" for r in f.runs for n in r.notes]
     if runs:
-        profile, said = with_traces(profile, runs, fresh, set_server=not fits)
+        profile, said = with_traces(profile, runs, fresh, set_server=not fits,
+                                    chosen=base if fresh and base is not None else None)
         report += ["compute from traces:"] + [f"  {s}" for s in said]
         for r in runs:
             report += [f"  note: {n}" for x in r.ranks for n in x.summary.notes]
