@@ -681,6 +681,11 @@ HARDWARE: dict[str, Hardware] = {h.name: h for h in (
             inter_link("infiniband", 8, 400, "NVIDIA DGX H100 datasheet: 8x 400 Gb/s NDR"),
             "NVIDIA DGX H100 datasheet (8x H100 SXM5 80GB, NVLink4 NVSwitch, 8x 400 Gb/s "
             "ConnectX-7, 2x 56-core Xeon 8480C)"),
+    _server("dgx-h200", "H200-SXM 141GB", 141, 112, "nvswitch-h100",
+            inter_link("infiniband", 8, 400, "NVIDIA DGX H200 datasheet: 8x 400 Gb/s ConnectX-7"),
+            "NVIDIA DGX H200 datasheet (8x H200 SXM 141GB, NVLink4 NVSwitch as the DGX H100's, "
+            "8x 400 Gb/s ConnectX-7, 2x 56-core Xeon 8480C); no price listed (no public "
+            "on-demand price page could be checked from here: give yours with --price)"),
     _server("a2-highgpu-8g", "A100-SXM4 40GB", 40, 48, "nvswitch-a100",
             inter_link("ethernet", 1, 100, "Google Cloud A2 machine types: a2-highgpu-8g has "
                        "100 Gbps maximum network bandwidth"),

@@ -217,3 +217,22 @@ def test_a_profile_names_a_kernel_family_it_knows_or_none():
     assert BlockShape(**shape, attention_kernel="mem-efficient").attention_kernel == "mem-efficient"
     with pytest.raises(ValueError, match="attention_kernel"):
         BlockShape(**shape, attention_kernel="xformers")
+
+
+def test_the_h200s_own_trace_calibrates_a_dgx_h200_profile(tmp_path, capsys):
+    """The real H200 trace (torch 2.11, cuDNN attention): `calibrate --from-trace` builds the
+    new profile on the dgx-h200 preset (the DGX H200 datasheet; before, no preset listed the
+    H200 and the profile stayed the default A100's) and records the vendor kernel."""
+    from scalesim.cli.main import main
+    from scalesim.presets import get_hardware
+    from scalesim.profiles import load_profile
+
+    out = tmp_path / "h200.json"
+    assert main(["calibrate", "--from-trace", f"8={H200_TRACE}", "--out", str(out)]) == 0
+    assert "the hardware preset dgx-h200" in capsys.readouterr().out
+    profile = load_profile(out)
+    assert profile.hardware.device_name == "H200-SXM 141GB"
+    assert profile.compute.attention_kernel == VENDOR_KERNEL
+    h200 = get_hardware("dgx-h200")
+    assert (h200.peak_tflops, h200.memory_bandwidth_GBps) == (989.0, 4800.0)
+    assert h200.price_per_device_hour is None and "--price" in h200.source
