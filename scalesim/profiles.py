@@ -258,11 +258,15 @@ def compute_curve_from_reference(workload: Workload,
 
 def compute_curve_from_shape(workload: Workload, hardware: Hardware,
                              efficiency: float | None = None,
-                             basis: str = "") -> tuple[ComputeCurve, str]:
+                             basis: str = "",
+                             attention_kernel: str | None = None) -> tuple[ComputeCurve, str]:
     """A compute curve of a transformer workload with no reference: the layout model's
     unsplit one-device micro-step (``scalesim.model.layout_step``) at sustained matmul
     ``efficiency`` (default: the planner's, ``plan.DEFAULT_MATMUL_EFFICIENCY``; a block
-    calibration's, with ``basis`` saying so). The model's micro-step is affine in the
+    calibration's, with ``basis`` saying so), its attention core at ``attention_kernel``'s
+    rate (default: the vendor kernel's, ``Scenario.attention_kernel``; the kernel a profile's
+    timings ran, ``layout_predict.own_attention_kernel``, where predictions from the curve
+    price it so). The model's micro-step is affine in the
     micro-batch (weights are read once per micro-step), so its times at 1 and 2 sequences give
     ``overhead_s`` and ``per_sample_s`` exactly; the optimizer step is the memory-bound
     estimate."""
@@ -281,7 +285,8 @@ def compute_curve_from_shape(workload: Workload, hardware: Hardware,
     from scalesim.schemas import Scenario
 
     efficiency = DEFAULT_MATMUL_EFFICIENCY if efficiency is None else efficiency
-    x = base_inputs(workload, hardware, Scenario(), peak * 1e12, bandwidth).replace(
+    x = base_inputs(workload, hardware, Scenario(), peak * 1e12, bandwidth,
+                    attention_kernel=attention_kernel).replace(
         efficiency=efficiency, device_cv=0.0, framework_bytes=0.0,
         recompute=RECOMPUTE["full" if workload.activation_recompute else "none"])
     optimizer_s = optimizer_estimate_s(workload, bandwidth)
@@ -457,7 +462,9 @@ def workload_compute(base: Profile, workload: Workload, name: str | None,
     - the same transformer at sequence s' instead of the timed s: the measured curve with its
       per-sample time scaled by the layout model's per-sample ratio of the two shapes on the
       profile's device (``compute_curve_from_shape`` at the numbers the other-model path uses;
-      with the timed run's attention kernel for both), its fixed per-micro-step time kept
+      with the timed run's fused or unfused attention for both, its core at the rate of the
+      kernel the timings ran, ``layout_predict.own_attention_kernel``, as predictions from the
+      scaled curve price it), its fixed per-micro-step time kept
       (launches and weight reads do not depend on s) and its optimizer step scaled by the
       parameter counts (the s x h position table); the memory ceiling it measured is dropped
       (it was in sequences of s tokens). docs/model.md §22;
@@ -487,10 +494,15 @@ def workload_compute(base: Profile, workload: Workload, name: str | None,
                  "another model than the profile's (its compute was estimated, not measured)")
         return WorkloadCompute(match, workload, curve, predict_hw, (
             f"{replaced}{other}: its compute from its shape {where}"))
-    wanted = workload.transformer
+    from scalesim.attention_kernel import VENDOR_KERNEL
+    from scalesim.layout_predict import own_attention_kernel
+
+    wanted, core = workload.transformer, own_attention_kernel(base)
     per_sample = [compute_curve_from_shape(
         workload.model_copy(update={"transformer": shape, "params": shape.param_count()}),
-        hardware, efficiency, basis)[0].per_sample_s for shape in (timed, wanted)]
+        hardware, efficiency, basis, core)[0].per_sample_s for shape in (timed, wanted)]
+    if core != VENDOR_KERNEL:
+        where += f", the attention core at the {core} kernel's rate (the kernel the timings ran)"
     ratio = per_sample[1] / per_sample[0]
     measured = base.compute
     curve = parse_model({

@@ -236,3 +236,31 @@ def test_the_h200s_own_trace_calibrates_a_dgx_h200_profile(tmp_path, capsys):
     h200 = get_hardware("dgx-h200")
     assert (h200.peak_tflops, h200.memory_bandwidth_GBps) == (989.0, 4800.0)
     assert h200.price_per_device_hour is None and "--price" in h200.source
+
+
+def _llama_at(profile, seq_len: int):
+    wl = profile.workload
+    return wl.model_copy(update={"transformer": wl.transformer.model_copy(
+        update={"seq_len": seq_len})})
+
+
+def test_a_curve_scaled_to_another_sequence_grows_its_core_at_the_timed_kernels_rate():
+    """A measured H100 curve that ran FlashAttention-2, asked at twice its sequence
+    (``profiles.workload_compute``: the per-sample time x the layout model's ratio of the two
+    shapes): the ratio prices the attention core, which grows with the sequence, at flash2's
+    0.35 of the peak, as every prediction from the scaled curve does; read with the vendor
+    kernel (no kernel recorded) the ratio is smaller."""
+    from scalesim.profiles import compute_curve_from_shape, profile_with_workload
+
+    ratios = {}
+    for family in (FLASH2_KERNEL, None):
+        base = _measured_h100_llama(family)
+        scaled, match = profile_with_workload(base, _llama_at(base, 16384), "llama-16k")
+        assert match == "sequence" and scaled.compute.attention_kernel == family
+        ratios[family] = scaled.compute.per_sample_s / base.compute.per_sample_s
+    base = _measured_h100_llama(FLASH2_KERNEL)
+    by_hand = [compute_curve_from_shape(_llama_at(base, s), base.hardware,
+                                        attention_kernel=FLASH2_KERNEL)[0].per_sample_s
+               for s in (8192, 16384)]
+    assert ratios[FLASH2_KERNEL] == pytest.approx(by_hand[1] / by_hand[0], rel=1e-9)
+    assert ratios[FLASH2_KERNEL] > ratios[None] * 1.02
