@@ -371,6 +371,18 @@ def kernel_for(profile: Profile, kernel: str) -> str:
     return own_attention_kernel(profile) if timed_own_kernel(profile) else kernel
 
 
+def kernel_for_another_model(profile: Profile, kernel: str) -> str:
+    """The kernel a prediction from ``profile`` of another model than the one its compute curve
+    timed runs where ``kernel`` is asked (``profiles.workload_compute``'s 'other': that model's
+    compute from its shape): the kernel of the profile's block calibration
+    (``kernel_for`` of the profile that workload gives, which keeps the block: its fit, whose
+    efficiency the estimate takes, read the core at that rate; the vendor kernel where the
+    block recorded none), else ``kernel`` (the estimate is then a datasheet one). The one
+    rule of predict's estimate and ``scalesim plan --profile``'s ranking of such a model."""
+    mp = profile.model_parallel
+    return planner_kernel_of(mp.block.attention_kernel) if mp is not None else kernel
+
+
 def pin_attention_share(profile: Profile) -> float | None:
     """The attention core's own share of the 16-bit peak a compute curve is read at by
     ``pinned_compute``: its own kernel's (``own_attention_kernel``: the vendor kernel unless

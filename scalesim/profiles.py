@@ -298,6 +298,8 @@ def compute_curve_from_shape(workload: Workload, hardware: Hardware,
             f"{hardware.device_name} at {efficiency:.3g} of its {peak:.4g} TFLOP/s peak ("
             + (basis or "the planner's default sustained matmul efficiency; docs/model.md §13")
             + f") and {kernels:.4g} GB/s for memory-bound work"
+            + (f", the attention core at the {attention_kernel} kernel's rate"
+               if attention_kernel not in (None, Scenario().attention_kernel) else "")
             + ("" if basis else ", an estimate: calibrate to measure it"))
     curve = parse_model(
         {"overhead_s": max(t1 - per_sample_s, 0.0), "per_sample_s": per_sample_s,
@@ -488,8 +490,12 @@ def workload_compute(base: Profile, workload: Workload, name: str | None,
                                ("" if not replaced else f"workload sizes replaced by '{name}'; ")
                                + f"{compute_kept_words(base)}{kernel}")
     hardware, efficiency, basis, predict_hw, where = _shape_device(base, name, calibrated_device)
-    if match == "other":
-        curve, _ = compute_curve_from_shape(workload, hardware, efficiency, basis)
+    if match == "other":  # its core at the rate predictions from it price it at
+        from scalesim.attention_kernel import VENDOR_KERNEL
+        from scalesim.layout_predict import kernel_for_another_model
+
+        curve, _ = compute_curve_from_shape(workload, hardware, efficiency, basis,
+                                            kernel_for_another_model(base, VENDOR_KERNEL))
         other = ("another model than the one timed" if base.compute.measured else
                  "another model than the profile's (its compute was estimated, not measured)")
         return WorkloadCompute(match, workload, curve, predict_hw, (

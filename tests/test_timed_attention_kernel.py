@@ -264,3 +264,57 @@ def test_a_curve_scaled_to_another_sequence_grows_its_core_at_the_timed_kernels_
                for s in (8192, 16384)]
     assert ratios[FLASH2_KERNEL] == pytest.approx(by_hand[1] / by_hand[0], rel=1e-9)
     assert ratios[FLASH2_KERNEL] > ratios[None] * 1.02
+
+
+def _h100_with_block(block_kernel, compute_kernel):
+    """``_measured_h100_llama(compute_kernel)`` with a block calibration of its H100 whose
+    block ran ``block_kernel`` (its matmuls at 0.6 of the peak, flash2's core at 0.35)."""
+    from scalesim.profiles import parse_profile
+
+    _, _, times = _hopper_block_times(0.6, FLASH2_ON_HOPPER_EFFICIENCY)
+    result = _block_result(times).model_copy(update={"attention_kernel": block_kernel})
+    data = _measured_h100_llama(compute_kernel).model_dump(mode="json")
+    data["model_parallel"] = model_parallel_section(result, [], H100, "bf16",
+                                                    True).model_dump(mode="json")
+    return parse_profile(data)
+
+
+def _plan_rows(capsys, path, *args):
+    from scalesim.cli.main import main
+
+    assert main(["plan", "--profile", str(path), "--devices", "8", "--global-batch", "64",
+                 "--all", "--json", *args]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("block_kernel, compute_kernel", [(FLASH2_KERNEL, FLASH2_KERNEL),
+                                                          (None, FLASH2_KERNEL),
+                                                          ("no block", FLASH2_KERNEL)])
+def test_predict_and_plan_price_another_model_on_the_profile_alike(
+        tmp_path, capsys, block_kernel, compute_kernel):
+    """``predict --profile P --workload W`` and ``plan --profile P --workload W`` for another
+    model than the one P timed (its compute from its shape): the same layout takes the same
+    step, its attention core priced at the kernel P's block ran (the block fit's efficiency
+    was read with it), the vendor kernel where P records no block kernel or has no block
+    calibration (the model's compute is then an estimate at the published default, as
+    predict's)."""
+    from scalesim.layout_predict import kernel_for
+    from scalesim.predict import predict
+    from scalesim.profiles import load_workload, profile_with_workload
+    from scalesim.schemas import Scenario
+
+    if block_kernel == "no block":
+        base, block_kernel = _measured_h100_llama(compute_kernel), None
+    else:
+        base = _h100_with_block(block_kernel, compute_kernel)
+    path = tmp_path / "p.json"
+    path.write_text(base.model_dump_json())
+    other, match = profile_with_workload(base, load_workload("gpt-7.5b"), "gpt-7.5b")
+    assert match == "other"
+    assert kernel_for(other, VENDOR_KERNEL) == planner_kernel_of(block_kernel)
+    row = next(r for r in _plan_rows(capsys, path, "--workload", "gpt-7.5b")
+               if (r["tp"], r["pp"], r["cp"], r["zero"], r["micro_batch"], r["recompute"])
+               == (1, 1, 1, 1, 1, "none"))
+    got = predict(other, Scenario(devices=[8], global_batch=64, accumulation=8,
+                                  strategy="zero1"))[0]
+    assert got.step_time_s == pytest.approx(row["step_time_s"], rel=1e-9)

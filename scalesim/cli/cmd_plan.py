@@ -195,7 +195,6 @@ def run(args: argparse.Namespace) -> int:
         attention_kernel_words,
         check_attention_kernel,
         check_precision,
-        kernel_for,
         scenario_hardware,
         timed_own_kernel,
     )
@@ -212,7 +211,6 @@ def run(args: argparse.Namespace) -> int:
     if profile is not None:
         check_attention_kernel(profile, kernel, "--attention-kernel", "--hardware")
         check_precision(profile, args.precision or DEFAULT_PRECISION, "--precision", "--hardware")
-        kernel = kernel_for(profile, kernel)  # the kernel its timings ran
     own = _profile_model(args, profile)
     defaulted = own is None and args.workload is None
     if defaulted:
@@ -222,6 +220,8 @@ def run(args: argparse.Namespace) -> int:
     if args.seq_len:
         shape = shape.model_copy(update={"seq_len": args.seq_len})
         params = None
+    if profile is not None:  # the kernel its timings ran, as predict prices the model
+        kernel = _planned_kernel(args, profile, shape, params, own, kernel)
     hardware, efficiency, note, p2p, measured_jitter = _hardware_and_efficiency(
         args, profile, DEFAULT_MATMUL_EFFICIENCY)
     job_sizes(args.instance_sizes, hardware.instance_sizes, hardware.devices_per_node,
@@ -308,6 +308,23 @@ def _profile_model(args, profile):
 
     workload = with_measured_shape(profile).workload
     return workload if workload.transformer is not None else None
+
+
+def _planned_kernel(args, profile, shape, params, own, kernel: str) -> str:
+    """The attention kernel the planned model runs on ``--profile`` where ``kernel`` is asked:
+    as ``predict --profile P --workload W`` prices it: the kernel the profile's timings ran
+    (``layout_predict.kernel_for``) for the model its measured curve timed, at any sequence;
+    for another model (``profiles.model_match`` 'other': its compute from its shape) the
+    block calibration's (``kernel_for_another_model``), else ``kernel``."""
+    from scalesim.layout_predict import kernel_for, kernel_for_another_model
+    from scalesim.profiles import load_workload, model_match
+
+    if profile.compute.measured:
+        workload = (own if own is not None else load_workload(args.workload)).model_copy(
+            update={"transformer": shape, "params": params or shape.param_count()})
+        if model_match(profile, workload) == "other":
+            return kernel_for_another_model(profile, kernel)
+    return kernel_for(profile, kernel)
 
 
 def _on_the_measured_curve(args, base, shape, params, own=None):
