@@ -350,10 +350,14 @@ def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak
 
 def timed_attention_family(profile: Profile) -> str | None:
     """The attention kernel family (``attention_kernel.TIMED_ATTENTION_FAMILIES``) that
-    ``profile``'s calibration found its timings ran: the block's where it timed one, else the
-    compute curve's; None where none was found or recorded."""
+    ``profile``'s calibration found its compute timings ran: the compute curve's, the timings
+    the compute pin reads (``pin_attention_share``), where its profiler pass found one; else
+    the block's (a curve that records none; another model's curve estimated with the block's
+    efficiency, ``kernel_for_another_model``); None where none was found or recorded."""
+    if profile.compute.attention_kernel is not None:
+        return profile.compute.attention_kernel
     mp = profile.model_parallel
-    return mp.block.attention_kernel if mp is not None else profile.compute.attention_kernel
+    return None if mp is None else mp.block.attention_kernel
 
 
 def own_attention_kernel(profile: Profile) -> str:

@@ -318,3 +318,32 @@ def test_predict_and_plan_price_another_model_on_the_profile_alike(
     got = predict(other, Scenario(devices=[8], global_batch=64, accumulation=8,
                                   strategy="zero1"))[0]
     assert got.step_time_s == pytest.approx(row["step_time_s"], rel=1e-9)
+
+
+@pytest.mark.parametrize("block_kernel, compute_kernel, own", [
+    (None, FLASH2_KERNEL, FLASH2_KERNEL),  # the block's pass found none: the curve's stands
+    (FLASH2_KERNEL, VENDOR_KERNEL, VENDOR_KERNEL),  # each its own: the curve's prices the curve
+    (FLASH2_KERNEL, None, FLASH2_KERNEL),  # the curve's pass found none: the block's
+    (None, None, VENDOR_KERNEL),
+])
+def test_the_compute_pin_reads_the_curve_at_the_kernel_its_own_steps_ran(block_kernel,
+                                                                         compute_kernel, own):
+    """A profile with a block calibration whose profiler pass found another kernel than the
+    compute curve's, or none: the compute pin reads the curve at the kernel the curve's own
+    timed steps ran (``compute.attention_kernel``), the block's only where the curve records
+    none; the notes name that kernel."""
+    from scalesim.layout_predict import (
+        attention_kernel_note,
+        kernel_for,
+        own_attention_kernel,
+        pin_attention_share,
+    )
+    from scalesim.schemas import Scenario
+
+    profile = _h100_with_block(block_kernel, compute_kernel)
+    assert own_attention_kernel(profile) == own
+    assert kernel_for(profile, VENDOR_KERNEL) == own
+    assert pin_attention_share(profile) == (FLASH2_ON_HOPPER_EFFICIENCY if own == FLASH2_KERNEL
+                                            else None)
+    assert attention_kernel_note(profile, Scenario()).startswith(
+        "attention: flash2 kernel") == (own == FLASH2_KERNEL)
