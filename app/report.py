@@ -125,6 +125,17 @@ def _table(header: list[str] | None, rows: list[list], left: int = 1, cls: str =
     return f'<table class="{cls}">{head}{body}</table>'
 
 
+def _kernel_words(profile, scenario) -> str:
+    """The attention kernel the predictions ran (``layout_predict.kernel_for``: the one the
+    profile's timings ran where they ran their own), in the control's words."""
+    from scalesim.layout_predict import kernel_for, timed_attention_family, timed_own_kernel
+
+    words = ATTENTION_KERNEL_LABELS[kernel_for(profile, scenario.attention_kernel)]
+    if timed_own_kernel(profile) and timed_attention_family(profile) is not None:
+        words += "; the kernel the profile's timings ran"
+    return words
+
+
 def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
     """The scenario in words: (what, value) pairs; the settings keep the controls' names (one
     name per knob), the values say processes for a CPU calibration (``Plan.words``)."""
@@ -148,7 +159,7 @@ def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
         ("strategy", s.strategy),
         ("ZeRO framework", ZERO_FRAMEWORK_LABELS[s.zero_framework]),
         ("ZeRO-2/3 gradient sync", GRAD_SYNC_LABELS[s.grad_sync]),
-        ("attention kernel", ATTENTION_KERNEL_LABELS[s.attention_kernel]),
+        ("attention kernel", _kernel_words(p, s)),
         ("matmul precision", PRECISION_LABELS[s.precision]),
         ("all-reduce algorithm", s.algorithm),
         (label("intra", words).lower(), f"{intra:g} GB/s bus bandwidth"),

@@ -347,3 +347,18 @@ def test_the_compute_pin_reads_the_curve_at_the_kernel_its_own_steps_ran(block_k
                                             else None)
     assert attention_kernel_note(profile, Scenario()).startswith(
         "attention: flash2 kernel") == (own == FLASH2_KERNEL)
+
+
+def test_the_apps_report_names_the_kernel_the_predictions_ran():
+    """The report's scenario table says which attention kernel the predictions priced: on a
+    profile whose timings ran FlashAttention-2, that kernel, not the vendor kernel the
+    control was left at."""
+    from scalesim.app.plan import make_plan
+    from scalesim.app.report import scenario_lines
+    from scalesim.app.state import AppState
+
+    flash = dict(scenario_lines(make_plan(_measured_h100_llama(FLASH2_KERNEL), AppState())))
+    assert flash["attention kernel"].startswith("FlashAttention-2 class")
+    assert flash["attention kernel"].endswith("the kernel the profile's timings ran")
+    vendor = dict(scenario_lines(make_plan(_measured_h100_llama(None), AppState())))
+    assert vendor["attention kernel"].startswith("fused vendor kernel")
