@@ -362,3 +362,83 @@ def test_the_apps_report_names_the_kernel_the_predictions_ran():
     assert flash["attention kernel"].endswith("the kernel the profile's timings ran")
     vendor = dict(scenario_lines(make_plan(_measured_h100_llama(None), AppState())))
     assert vendor["attention kernel"].startswith("fused vendor kernel")
+
+
+def test_the_block_phase_records_the_kernel_its_profiler_pass_found(monkeypatch):
+    """The block phase's wiring, on this CPU dressed as a GPU: the profiler pass runs one step of
+    the first degree, and the family it finds reaches the block's record and its source (a
+    probe that found nothing leaves both as before)."""
+    torch = pytest.importorskip("torch")
+    from argparse import Namespace
+
+    from scalesim.calibration import attention_probe, block_phase
+    from scalesim.calibration.dist import DistContext
+
+    class GpuLike(DistContext):
+        on_gpu = property(lambda self: True)
+
+    ctx = GpuLike(rank=0, world=1, local_rank=0, local_world=1, node=0, nodes=1,
+                  backend="gloo", device=torch.device("cpu"), launched=False)
+    args = Namespace(seed=0, warmup=1, block_repeats=2, precision="fp32")
+    block = Block(64, 2, 256, 16, 1, flash_attention=True)
+
+    def agree(ctx, status, payload):  # one rank, no process group
+        assert status == "ok", status
+        return [(status, payload)]
+
+    monkeypatch.setattr(block_phase, "_agree", agree)
+    for found in (FLASH2_KERNEL, None):
+        probed = []
+
+        def probe(step, found=found, probed=probed):
+            probed.append(step())
+            return found
+
+        monkeypatch.setattr(attention_probe, "timed_attention_kernel", probe)
+        result = block_phase.run(ctx, block, [1, 2], "builtin", args)
+        assert len(probed) == 1 and [p.tp for p in result.points] == [1, 2]
+        assert result.attention_kernel == found
+        assert ("attention kernel: flash2 (a profiler pass)" in result.source) == (found
+                                                                                 is not None)
+
+
+def test_the_compute_phase_records_the_kernel_its_profiler_pass_found(monkeypatch, tmp_path):
+    """The compute phase's wiring, on this CPU dressed as a GPU (one rank, a gloo group of
+    one): the profiler pass runs the step that leaves the optimizer's gradients, once, and the
+    family it finds reaches the curve and its source."""
+    torch = pytest.importorskip("torch")
+    import torch.distributed as dist
+    from scalesim.calibration import attention_probe, compute_phase, models
+    from scalesim.calibration.dist import DistContext
+    from scalesim.calibration.options import build_parser, resolve_defaults
+
+    class GpuLike(DistContext):
+        on_gpu = property(lambda self: True)
+
+    class Quiet:
+        def update(self, n):
+            pass
+
+    args = resolve_defaults(build_parser().parse_args([
+        "--quick", "--model", "gpt", "--width", "32", "--depth", "1", "--seq-len", "16",
+        "--vocab", "64", "--batches", "1,2", "--repeats", "2"]), on_gpu=False)
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0,
+                            world_size=1)
+    try:
+        ctx = GpuLike(rank=0, world=1, local_rank=0, local_world=1, node=0, nodes=1,
+                      backend="gloo", device=torch.device("cpu"), launched=False)
+        monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda *a: None)
+        monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda *a: 0)
+        probed = []
+
+        def probe(step):
+            probed.append(step())
+            return FLASH2_KERNEL
+
+        monkeypatch.setattr(attention_probe, "timed_attention_kernel", probe)
+        result = compute_phase.run(ctx, models.load_model(args), args, Quiet())
+    finally:
+        dist.destroy_process_group()
+    assert len(probed) == 1
+    assert result.curve.attention_kernel == FLASH2_KERNEL
+    assert "attention kernel: flash2 (a profiler pass)" in result.curve.source
