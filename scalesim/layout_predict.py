@@ -444,7 +444,7 @@ def pinned_compute(profile: Profile, base: LayoutInputs, micro_batch, per_node):
     model on one device computes a micro-step of ``micro_batch`` sequences in the profile's
     compute-curve time (times the colocation slowdown of ``per_node`` busy devices). The
     model's compute is ``A / efficiency + C / min(s, efficiency) + K / kernel_rate + R``
-    (additive roofline; the attention core C at the vendor kernel's own share s of the peak
+    (additive roofline; the attention core C at the curve's kernel's own share s of the peak
     where the device has one, ``presets.attention_efficiency_of``, else at the matmuls'), so
     four evaluations give A, C, K and the rest R exactly. The efficiency is solved with the
     kernel rate kept, clipped to (0, 1], on the side of s the curve lies (above s where the
@@ -455,10 +455,11 @@ def pinned_compute(profile: Profile, base: LayoutInputs, micro_batch, per_node):
     curve faster than the matmuls at the peak keeps 1 and the rate. A recomputing workload's
     curve is read as whole-forward recompute (the 4/3 convention), whatever the scenario's
     recompute style, so that style changes the prediction by what it skips (docs/model.md
-    §22). The curve is read as run with the vendor attention kernel, as the presets' curves
-    are estimated, so that another kernel (``Scenario.attention_kernel``; refused where the
-    curve was measured, ``check_attention_kernel``) changes the prediction by its attention
-    core alone (§13); and as run in 16 bits, so that fp8 (``Scenario.precision``, refused where
+    §22). The curve is read as run with its own attention kernel (``pin_attention_share``: the
+    one its calibration found, else the vendor kernel, as the presets' curves are estimated),
+    so that another kernel (``Scenario.attention_kernel``; refused where the curve was
+    measured, ``check_attention_kernel``) changes the prediction by its attention core alone
+    (§13); and as run in 16 bits, so that fp8 (``Scenario.precision``, refused where
     the curve was measured, ``check_precision``) runs the layers' matmuls at the fp8 peak at
     the same share of it, with their casts (§13, fp8)."""
     a, core, kernel_s, fixed, target, rate = _pin_terms(profile, base, micro_batch, per_node)
