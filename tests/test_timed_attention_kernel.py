@@ -429,6 +429,8 @@ def test_the_compute_phase_records_the_kernel_its_profiler_pass_found(monkeypatc
                       backend="gloo", device=torch.device("cpu"), launched=False)
         monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda *a: None)
         monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda *a: 0)
+        # the wiring, not the timings: a tiny model's times need not grow with its batch
+        monkeypatch.setattr(compute_phase, "fit_compute_curve", lambda b, t: (1e-3, 1e-3, 0.0))
         probed = []
 
         def probe(step):
@@ -442,3 +444,35 @@ def test_the_compute_phase_records_the_kernel_its_profiler_pass_found(monkeypatc
     assert len(probed) == 1
     assert result.curve.attention_kernel == FLASH2_KERNEL
     assert "attention kernel: flash2 (a profiler pass)" in result.curve.source
+
+
+def test_a_profile_calibrated_from_traces_records_the_kernel_they_ran(tmp_path):
+    """``calibrate --from-trace`` times the compute curve off the job's own steps, and the
+    traces name the attention kernels those steps ran (``traces``' family, the one diagnose
+    reads): the profile records the family, as ``calibrate``'s profiler pass does, so that
+    the compute pin and predictions price the core at FlashAttention-2's rate on an H100,
+    not at the vendor kernel's, while diagnose of the same traces says flash2 ran."""
+    from test_attention_traces import CUDNN_FWD, FA3_FWD, trace, write
+
+    from scalesim.layout_predict import own_attention_kernel, pin_attention_share
+    from scalesim.sources.calibrate_from import calibrate_from_sources
+
+    base = tmp_path / "base.json"
+    base.write_text(_measured_h100_llama(None).model_dump_json())
+    for kernels, family in (({}, FLASH2_KERNEL), ({"fwd": CUDNN_FWD, "bwd": FA3_FWD},
+                                                  VENDOR_KERNEL)):
+        ranks = [write(tmp_path, trace(rank=r, **kernels), f"{family}{r}.json") for r in (0, 1)]
+        profile, _ = calibrate_from_sources(tmp_path / "p.json", base=str(base),
+                                            traces=[f"4={p}" for p in ranks], write=False)
+        assert profile.compute.measured and profile.compute.attention_kernel == family
+        assert f"attention kernel: {family} (the traces' kernels)" in profile.compute.source
+        assert own_attention_kernel(profile) == family
+        assert pin_attention_share(profile) == (FLASH2_ON_HOPPER_EFFICIENCY
+                                                if family == FLASH2_KERNEL else None)
+    plain = trace()
+    plain["traceEvents"] = [e for e in plain["traceEvents"]
+                            if "flash" not in e["name"]]  # no attention kernel: none recorded
+    profile, _ = calibrate_from_sources(tmp_path / "p.json", base=str(base),
+                                        traces=[f"4={write(tmp_path, plain, 'plain.json')}"],
+                                        write=False)
+    assert profile.compute.attention_kernel is None
