@@ -380,10 +380,15 @@ def setting_from_profile(
     tp_overlap: bool = False,
 ) -> Setting:
     """The ``Setting`` of a layout evaluation on a calibration profile's hardware, links and
-    calibrated matmul efficiency (``calibrated_hardware``)."""
+    calibrated matmul efficiency (``calibrated_hardware``), its attention core at the kernel
+    the block calibration ran (``layout_predict.kernel_for_another_model``, as predict prices
+    another model on the profile)."""
+    from scalesim.layout_predict import kernel_for_another_model
+
     hardware, efficiency, _ = calibrated_hardware(profile)
     return Setting(
-        shape, hardware, global_batch, efficiency, fp8, params, tp_overlap, p2p=measured_p2p(profile)
+        shape, hardware, global_batch, efficiency, fp8, params, tp_overlap, p2p=measured_p2p(profile),
+        attention_kernel=kernel_for_another_model(profile, VENDOR_KERNEL),
     )
 
 

@@ -476,3 +476,29 @@ def test_a_profile_calibrated_from_traces_records_the_kernel_they_ran(tmp_path):
                                         traces=[f"4={write(tmp_path, plain, 'plain.json')}"],
                                         write=False)
     assert profile.compute.attention_kernel is None
+
+
+@pytest.mark.parametrize("block_kernel", [FLASH2_KERNEL, None])
+def test_the_planners_setting_of_a_profile_runs_the_kernel_predict_runs(block_kernel):
+    """``plan.setting_from_profile`` (a layout evaluation at the block calibration's efficiency)
+    and ``predict`` of another model on the same profile (its compute from its shape, pinned)
+    give the same compute: one reading of the calibration, its attention core at the block's
+    kernel (tests/test_gpu_measurements.py's check, on a block that ran flash2)."""
+    from scalesim.layout import ParallelLayout
+    from scalesim.plan import evaluate_layout, setting_from_profile
+    from scalesim.predict import predict
+    from scalesim.profiles import load_workload, profile_with_workload
+    from scalesim.schemas import Scenario, ScenarioLayout
+
+    base = _h100_with_block(block_kernel, block_kernel)
+    base = base.model_copy(update={"hardware": base.hardware.model_copy(
+        update={"devices_per_node": 2})})
+    other, _ = profile_with_workload(base, load_workload("gpt-1.7b"), "gpt-1.7b")
+    predicted = predict(other, Scenario(devices=[2], micro_batch=4, layout=ScenarioLayout(
+        tp=2, pp=1, recompute="none")))[0].compute_s
+    setting = setting_from_profile(base, other.workload.transformer, 4,
+                                   params=other.workload.params)
+    assert setting.attention_kernel == planner_kernel_of(block_kernel)
+    planned = float(evaluate_layout(setting, ParallelLayout(dp=1, tp=2, micro_batch=4,
+                                                            global_batch=4)).compute_s)
+    assert predicted == pytest.approx(planned, rel=1e-9)
