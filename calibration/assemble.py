@@ -161,7 +161,7 @@ def model_parallel_section(
     listed = peak_tflops_of(device_name) if on_gpu and precision in ("bf16", "fp16") else None
     peak = listed[0] if listed else None
     # the planner runs the block's attention core at min(share, efficiency) of the peak where
-    # the kernel the block ran (a profiler pass found it; the vendor kernel where none was) has
+    # the kernel the block ran (SDPA's dispatch said; the vendor kernel where none was) has
     # a rate of its own on the device (the A100's FlashAttention-2, FlashAttention-2 on Hopper,
     # docs/model.md §13): the fit runs it so too, and the profile reproduces its own timings
     kernel = planner_kernel_of(block.attention_kernel)

@@ -1,55 +1,83 @@
-"""Which attention kernel a timed step ran: the step once more under ``torch.profiler``, its
-GPU kernels' names read by ``attention_kernel.dominant_attention_family`` (docs/calibration.md,
-"The attention kernel").
+"""Which attention kernel a timed step ran: its ``scaled_dot_product_attention`` calls asked,
+with their own arguments, which backend PyTorch dispatches them to (``torch._fused_sdp_choice``,
+the choice SDPA itself makes), during one untimed step (docs/calibration.md, "The attention
+kernel").
 
-PyTorch's ``scaled_dot_product_attention`` picks its backend at run time, by the build, the
-device and the shapes: on Hopper, FlashAttention-2's kernel until its builds prefer cuDNN's
-(torch 2.11's wheels do: the H200 of benchmarks/results/h200-2026-11-30 ran
-``cudnn_generated_fort_native_sdpa_sm90_flash_*``), and the two sustain 0.35 and about 0.64 of
-the peak there (docs/model.md §13). A block or a user's model may call flash-attn or
-Transformer Engine instead. The kernel that ran is what the fit and the planner must price the
-attention core at, so the calibration reads it rather than guess it from versions.
+PyTorch's SDPA picks its backend at run time, by the build, the device and the shapes: on
+Hopper, FlashAttention-2's kernel until its builds prefer cuDNN's (torch 2.11's wheels do: the
+H200 of benchmarks/results/h200-2026-11-30 ran ``cudnn_generated_fort_native_sdpa_sm90_flash_*``),
+and the two sustain 0.35 of the peak and about the matmuls' rate there (docs/model.md §13). That
+kernel is what the fit and the planner must price the attention core at, so the calibration asks
+rather than guess it from versions.
+
+Not ``torch.profiler``: a profiler session leaves CUPTI's callbacks in place in the torch builds
+that do not tear it down (pytorch/pytorch#144455: training 10-20 % slower after the session),
+which would slow every timing after it. Asking the dispatcher costs a few microseconds and
+changes nothing. What it cannot see: attention that does not go through
+``torch.nn.functional.scaled_dot_product_attention`` (flash-attn's or Transformer Engine's own
+calls in a model of yours): then none is recorded, and the profile is read as before, with the
+vendor kernel.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections import Counter
 from collections.abc import Callable
 
-from scalesim.attention_kernel import dominant_attention_family
+from scalesim.attention_kernel import FLASH2_KERNEL, MEM_EFFICIENT_FAMILY, VENDOR_KERNEL
+
+# SDPA's backends (torch.nn.attention.SDPBackend names) as the attention families of
+# attention_kernel.TRACE_ATTENTION_KERNELS: its flash backend is FlashAttention-2's kernel
+# (aten/src/ATen/native/transformers/cuda/flash_attn/), its cuDNN backend cuDNN's fused attention,
+# its efficient backend CUTLASS's memory-efficient kernel; the math backend is no fused kernel
+SDPA_BACKEND_FAMILIES = {"FLASH_ATTENTION": FLASH2_KERNEL, "CUDNN_ATTENTION": VENDOR_KERNEL,
+                         "EFFICIENT_ATTENTION": MEM_EFFICIENT_FAMILY}
 
 
-def profiled_kernels(step: Callable[[], object], activities) -> list[tuple[str, float]]:
-    """(name, time in us) of every event ``torch.profiler`` records while ``step()`` runs
-    once, with ``activities`` (``ProfilerActivity``); the device's time where the event has one
-    (a GPU kernel), else its CPU time."""
+def sdpa_family(choice: int) -> str | None:
+    """The attention family of SDPA backend number ``choice`` (``SDPBackend``'s value, as
+    ``torch._fused_sdp_choice`` returns it), or None (math, another, unknown)."""
+    from torch.nn.attention import SDPBackend
+
+    try:
+        name = SDPBackend(int(choice)).name
+    except ValueError:
+        return None
+    return SDPA_BACKEND_FAMILIES.get(name)
+
+
+@contextlib.contextmanager
+def sdpa_choices(found: list):
+    """Within it, every ``torch.nn.functional.scaled_dot_product_attention`` call also appends
+    to ``found`` the backend number SDPA dispatches that call to (its own arguments asked of
+    ``torch._fused_sdp_choice``; None where the question fails), then runs as it would."""
     import torch
-    from torch.profiler import profile
+    import torch.nn.functional as F
 
-    with profile(activities=activities) as prof:
-        step()
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-    out = []
-    for event in prof.key_averages():
-        device_us = getattr(event, "device_time_total", None)
-        if device_us is None:  # torch before 2.4
-            device_us = getattr(event, "cuda_time_total", 0.0)
-        out.append((str(event.key), float(device_us or event.cpu_time_total or 0.0)))
-    return out
+    original = F.scaled_dot_product_attention
+
+    def asking(*args, **kwargs):
+        try:
+            found.append(int(torch._fused_sdp_choice(*args, **kwargs)))
+        except Exception:  # noqa: BLE001 - a private op of another signature: not known
+            found.append(None)
+        return original(*args, **kwargs)
+
+    F.scaled_dot_product_attention = asking
+    try:
+        yield found
+    finally:
+        F.scaled_dot_product_attention = original
 
 
 def timed_attention_kernel(step: Callable[[], object]) -> str | None:
-    """The attention family ('flash2', 'fused-vendor', 'mem-efficient') whose GPU kernels took
-    the most time in ``step()``, run once under the profiler; None where no kernel is an
-    attention kernel (SDPA's math backend, an unfused attention) or the profiler fails (then
-    ``step()`` runs once more without it, so that its effects, the gradients, are there; the
-    profile records no kernel and is read as before, with the vendor kernel). Call it on a GPU:
-    a CPU runs no GPU kernel, and the planner gives a CPU's attention core no rate of its own."""
-    from torch.profiler import ProfilerActivity
-
-    try:
-        kernels = profiled_kernels(step, [ProfilerActivity.CPU, ProfilerActivity.CUDA])
-    except Exception:  # noqa: BLE001 - a profiler that cannot run leaves the kernel unknown
+    """The attention family ('flash2', 'fused-vendor', 'mem-efficient') SDPA dispatched most of
+    ``step()``'s attention calls to, ``step()`` run once; None where none was (no SDPA call,
+    the math backend, a question that failed). Call it on a GPU: on a CPU SDPA's flash backend
+    is a CPU kernel, which no GPU figure prices."""
+    found: list = []
+    with sdpa_choices(found):
         step()
-        return None
-    return dominant_attention_family(kernels)
+    families = Counter(f for f in (sdpa_family(c) for c in found if c is not None) if f)
+    return families.most_common(1)[0][0] if families else None

@@ -40,7 +40,7 @@ def run(ctx: DistContext, block: Block, degrees: list[int], spec: str, args) -> 
     fwd = {t: [] for t in degrees}
     bwd = {t: [] for t in degrees}
     status, at = "ok", [degrees[0]]  # at: the degree being built or run
-    kernel = None  # the attention family a profiler pass finds (attention_probe)
+    kernel = None  # the attention family SDPA dispatches to (attention_probe)
     try:
         torch.manual_seed(args.seed)
         shards = {}
@@ -71,7 +71,7 @@ def run(ctx: DistContext, block: Block, degrees: list[int], spec: str, args) -> 
         for t in degrees:
             for _ in range(args.warmup):
                 step(t)
-        if ctx.on_gpu:  # one more step, under the profiler: the attention kernel it ran
+        if ctx.on_gpu:  # one more step, its attention calls' backends asked (attention_probe)
             kernel = attention_probe.timed_attention_kernel(lambda: step(degrees[0]))
         align(ctx)
         for _ in range(args.block_repeats):
@@ -111,6 +111,6 @@ def run(ctx: DistContext, block: Block, degrees: list[int], spec: str, args) -> 
             f"{ctx.world} rank(s) at once on {device.type}, {args.warmup} warm-up + "
             f"{args.block_repeats} interleaved rounds, precision {args.precision}"
             + ("" if ctx.on_gpu else f", {count(torch.get_num_threads(), 'torch thread')} per rank")
-            + (f"; attention kernel: {kernel} (a profiler pass)" if kernel else "")
+            + (f"; attention kernel: {kernel} (SDPA's dispatch)" if kernel else "")
         ),
     )

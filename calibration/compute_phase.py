@@ -263,8 +263,8 @@ def run(ctx: DistContext, bundle: models.ModelBundle, args, progress) -> Compute
                                    repeats=args.repeats))
         fwd_points.append(forward_s)
         bwd_points.append(backward_s)
-    # Gradients for the optimizer timing: one more micro-step at the smallest size, under the
-    # profiler on a GPU, which reads the attention kernel the timings ran (attention_probe)
+    # Gradients for the optimizer timing: one more micro-step at the smallest size; on a GPU
+    # its attention calls say which backend SDPA runs them on (attention_probe)
     inputs, targets = ready[points[0].micro_batch]
 
     def gradients():
@@ -308,7 +308,7 @@ def run(ctx: DistContext, bundle: models.ModelBundle, args, progress) -> Compute
                 f"{device.type}, {args.warmup} warm-up + {args.repeats} timed steps per size "
                 f"({'CUDA events' if ctx.on_gpu else 'monotonic clock'}); {ceiling_note}"
                 f"{colocation_note}"
-                + (f"; attention kernel: {kernel} (a profiler pass)" if kernel else "")),
+                + (f"; attention kernel: {kernel} (SDPA's dispatch)" if kernel else "")),
     )
     block = None
     shape = block_from_args(args)

@@ -42,7 +42,7 @@ class BlockResult(_Record):
     micro_batch: int
     element_bytes: float
     flash_attention: bool
-    attention_kernel: str | None = None  # the family a profiler pass found (attention_probe)
+    attention_kernel: str | None = None  # the family SDPA dispatched to (attention_probe)
     points: list[BlockTiming]
     source: str = ""
 

@@ -91,17 +91,6 @@ def attention_family(kernel_name: str) -> str | None:
                  if pattern.search(kernel_name)), None)
 
 
-def dominant_attention_family(kernels) -> str | None:
-    """The attention family (``attention_family``) whose kernels took the most time among
-    ``kernels``, pairs of (GPU kernel name, time in any unit), or None where no name is an
-    attention kernel (a CPU's step, SDPA's math backend, an unfused attention)."""
-    time_of: dict[str, float] = {}
-    for name, time in kernels:
-        if (family := attention_family(name)) is not None:
-            time_of[family] = time_of.get(family, 0.0) + max(float(time), 0.0)
-    return max(time_of, key=time_of.get) if time_of else None
-
-
 def planner_kernel_of(family: str | None) -> str:
     """The planner's kernel (``ATTENTION_KERNELS``) that prices timings whose attention ran
     ``family`` (``TIMED_ATTENTION_FAMILIES``, or None where none was found or recorded):

@@ -351,7 +351,7 @@ def base_inputs(workload: Workload, hardware: Hardware, scenario: Scenario, peak
 def timed_attention_family(profile: Profile) -> str | None:
     """The attention kernel family (``attention_kernel.TIMED_ATTENTION_FAMILIES``) that
     ``profile``'s calibration found its compute timings ran: the compute curve's, the timings
-    the compute pin reads (``pin_attention_share``), where its profiler pass found one; else
+    the compute pin reads (``pin_attention_share``), where its calibration found one; else
     the block's (a curve that records none; another model's curve estimated with the block's
     efficiency, ``kernel_for_another_model``); None where none was found or recorded."""
     if profile.compute.attention_kernel is not None:
@@ -755,7 +755,7 @@ def own_timings_words(profile: Profile, what: str) -> str:
     own = ("with its own attention kernel" if what == "attention kernel"
            else "at their own precision")
     if what == "attention kernel" and (family := timed_attention_family(profile)) is not None:
-        own += f" ({family}, found by its calibration's profiler pass)"
+        own += f" ({family}, as its calibration found)"
     return f"profile '{profile.name}' holds timings measured {own}"
 
 

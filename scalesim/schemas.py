@@ -576,6 +576,20 @@ class ComputePoint(_Strict):
     repeats: int = bounded("repeats", 1)
 
 
+def timed_attention_field():
+    """The field of the attention kernel family a calibration's timings ran
+    (``ComputeCurve.attention_kernel``, ``BlockShape.attention_kernel``)."""
+    return Field(
+        default=None,
+        description="the attention kernel family the timed steps ran: the backend SDPA "
+        "dispatched their attention to (calibration/attention_probe.py), or the attention "
+        "kernels of the profiler traces they came from (calibrate --from-trace): 'flash2', "
+        "'fused-vendor' or 'mem-efficient'; None: none found (a CPU, SDPA's math backend, "
+        "attention outside SDPA) or not recorded (a profile written before it was); the "
+        "planner prices the timings with it (attention_kernel.planner_kernel_of)",
+    )
+
+
 class ComputeCurve(_Strict):
     """Forward+backward time per micro-step vs micro-batch: ``overhead_s + per_sample_s * b``,
     as timed with ``colocated_devices`` of one server busy (``alone()`` gives one device's)."""
@@ -611,14 +625,7 @@ class ComputeCurve(_Strict):
         "workload is that model (profiles.model_match); None: not recorded (a user's model, a "
         "profile written before it was)",
     )
-    attention_kernel: TimedAttention | None = Field(
-        default=None,
-        description="the attention kernel family the timed steps ran, read by a profiler pass "
-        "over one of them (calibration/attention_probe.py): 'flash2', 'fused-vendor' or "
-        "'mem-efficient'; None: none found (a CPU, SDPA's math backend) or not recorded (a "
-        "profile written before it was); the planner prices the timings with it "
-        "(attention_kernel.planner_kernel_of)",
-    )
+    attention_kernel: TimedAttention | None = timed_attention_field()
     source: str = ""
 
     @model_validator(mode="after")
@@ -737,14 +744,7 @@ class BlockShape(_Strict):
         description="'builtin' (Megatron-style block of "
         "calibration/models.py) or the user's package.module:factory",
     )
-    attention_kernel: TimedAttention | None = Field(
-        default=None,
-        description="the attention kernel family the timed steps ran, read by a profiler pass "
-        "over one of them (calibration/attention_probe.py): 'flash2', 'fused-vendor' or "
-        "'mem-efficient'; None: none found (a CPU, SDPA's math backend) or not recorded (a "
-        "profile written before it was); the planner prices the timings with it "
-        "(attention_kernel.planner_kernel_of)",
-    )
+    attention_kernel: TimedAttention | None = timed_attention_field()
 
 
 class BlockPoint(_Strict):

@@ -18,7 +18,6 @@ from scalesim.attention_kernel import (
     FLASH2_KERNEL,
     MEM_EFFICIENT_FAMILY,
     VENDOR_KERNEL,
-    dominant_attention_family,
     planner_kernel_of,
 )
 from scalesim.presets import FLASH2_ON_HOPPER_EFFICIENCY
@@ -34,62 +33,69 @@ def test_the_h200s_sdpa_ran_cudnns_kernels_which_read_as_the_vendor_kernel():
     scaled_dot_product_attention ran cuDNN's sm90 kernels
     (cudnn_generated_fort_native_sdpa_sm90_flash_fprop/bprop_wgmma_*): read as the vendor
     kernel, not FlashAttention-2 (PyTorch's builds prefer cuDNN on Hopper once their cuDNN is
-    recent enough)."""
+    recent enough), by the trace reader that `calibrate --from-trace` and diagnose share."""
+    from scalesim import traces
+
     events = json.loads(gzip.decompress(H200_TRACE.read_bytes()))["traceEvents"]
-    kernels = [(e["name"], e.get("dur", 0.0)) for e in events if e.get("cat") == "kernel"]
-    assert any("cudnn_generated_fort_native_sdpa_sm90" in name for name, _ in kernels)
-    assert dominant_attention_family(kernels) == VENDOR_KERNEL
+    assert any("cudnn_generated_fort_native_sdpa_sm90" in e["name"] for e in events
+               if e.get("cat") == "kernel")
+    assert traces.summarise(str(H200_TRACE)).attention_family == VENDOR_KERNEL
 
 
-def test_the_family_that_took_the_most_time_wins():
-    flash = ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128>>", 30.0)
-    flash_bwd = ("void pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<>", 60.0)
-    cutlass = ("fmha_cutlassF_bf16_aligned_64x64_rf_sm80", 50.0)
-    gemm = ("sm90_xmma_gemm_bf16bf16_bf16f32", 900.0)
-    assert dominant_attention_family([flash, flash_bwd, cutlass, gemm]) == FLASH2_KERNEL
-    assert dominant_attention_family([flash, cutlass, gemm]) == MEM_EFFICIENT_FAMILY
-    assert dominant_attention_family([gemm, ("aten::scaled_dot_product_attention", 5.0)]) is None
-    assert dominant_attention_family([]) is None
+def test_sdpas_backends_are_the_trace_families_and_the_planner_prices_them():
+    from scalesim.calibration.attention_probe import sdpa_family
+    from torch.nn.attention import SDPBackend
+
+    assert [sdpa_family(b.value) for b in (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION,
+                                           SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH)] == \
+        [FLASH2_KERNEL, VENDOR_KERNEL, MEM_EFFICIENT_FAMILY, None]
+    assert sdpa_family(-1) is None and sdpa_family(99) is None
     # the planner prices FlashAttention-2 as itself, everything else as the vendor kernel
     assert [planner_kernel_of(f) for f in (FLASH2_KERNEL, VENDOR_KERNEL, MEM_EFFICIENT_FAMILY,
                                            None)] == [FLASH2_KERNEL] + [VENDOR_KERNEL] * 3
 
 
-def test_the_probe_runs_the_step_under_torchs_profiler_on_this_build():
-    """The profiler pass works on this torch (event names and times read), and a CPU's SDPA is
-    none of the GPU families; the step ran exactly once."""
-    torch = pytest.importorskip("torch")
-    from scalesim.calibration.attention_probe import profiled_kernels, timed_attention_kernel
-    from torch.profiler import ProfilerActivity
+def test_the_probe_asks_the_dispatcher_what_each_attention_call_runs():
+    """One step, its SDPA calls asked (``torch._fused_sdp_choice``, their own arguments) which
+    backend they dispatch to. On this CPU SDPA's flash backend runs (a CPU kernel: the
+    calibration asks only on a GPU), and with the math backend forced none is found; the step
+    ran once, with SDPA's own output, and SDPA is itself again afterwards."""
+    import torch
+    import torch.nn.functional as F
+    from scalesim.calibration.attention_probe import timed_attention_kernel
+    from torch.nn.attention import SDPBackend, sdpa_kernel
 
+    original = F.scaled_dot_product_attention
     q = torch.randn(1, 2, 16, 8)
-    ran = []
+    out = []
 
     def step():
-        ran.append(1)
-        return torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+        out.append(F.scaled_dot_product_attention(q, q, q, is_causal=True))
 
-    kernels = profiled_kernels(step, [ProfilerActivity.CPU])
-    assert ran == [1]
-    assert any("scaled_dot_product_attention" in name for name, _ in kernels)
-    assert all(t >= 0 for _, t in kernels)
-    assert dominant_attention_family(kernels) is None
-    ran.clear()
-    assert timed_attention_kernel(step) is None  # no GPU here: CUDA activity or not, no kernel
-    assert len(ran) in (1, 2)  # once under the profiler, or once more where it could not run
+    assert timed_attention_kernel(step) == FLASH2_KERNEL
+    assert len(out) == 1 and torch.equal(out[0], original(q, q, q, is_causal=True))
+    with sdpa_kernel(SDPBackend.MATH):
+        assert timed_attention_kernel(step) is None
+    assert timed_attention_kernel(lambda: None) is None  # no SDPA call
+    assert F.scaled_dot_product_attention is original
 
 
-def test_a_profiler_that_fails_leaves_the_kernel_unknown_and_the_step_run(monkeypatch):
-    pytest.importorskip("torch")
-    from scalesim.calibration import attention_probe
+def test_a_question_the_dispatcher_cannot_answer_leaves_the_kernel_unknown(monkeypatch):
+    """A torch whose private ``_fused_sdp_choice`` takes other arguments: no kernel recorded
+    (the profile is read with the vendor kernel, as before), the step run as it would."""
+    import torch
+    import torch.nn.functional as F
+    from scalesim.calibration.attention_probe import timed_attention_kernel
 
-    def broken(step, activities):
-        raise RuntimeError("CUPTI_ERROR_NOT_INITIALIZED")
+    def other_signature(*args, **kwargs):
+        raise TypeError("_fused_sdp_choice() got an unexpected keyword argument 'is_causal'")
 
-    monkeypatch.setattr(attention_probe, "profiled_kernels", broken)
-    ran = []
-    assert attention_probe.timed_attention_kernel(lambda: ran.append(1)) is None
-    assert ran == [1]
+    monkeypatch.setattr(torch, "_fused_sdp_choice", other_signature)
+    q = torch.randn(1, 2, 16, 8)
+    out = []
+    assert timed_attention_kernel(
+        lambda: out.append(F.scaled_dot_product_attention(q, q, q, is_causal=True))) is None
+    assert len(out) == 1
 
 
 def _hopper_block_times(eta: float, core_share: float):
@@ -105,7 +111,7 @@ def _hopper_block_times(eta: float, core_share: float):
 
 @pytest.mark.parametrize("eta", [0.75, 0.3])
 def test_a_hopper_block_that_ran_flash2_is_fitted_with_its_core_at_flash2s_rate(eta):
-    """A block timed on an H100 whose SDPA ran FlashAttention-2 (the profiler pass says
+    """A block timed on an H100 whose SDPA ran FlashAttention-2 (SDPA's dispatcher says
     flash2): the fit runs its attention core at min(0.35, F) of the peak, as the planner
     prices flash2 there, and recovers the matmuls' 0.75 (0.3: below 0.35, the core at F too)
     and the byte rate exactly. Read as the vendor kernel (no kernel recorded) the same
@@ -191,11 +197,11 @@ def test_predictions_say_which_kernel_the_timings_ran_and_the_remedy_how_to_time
     assert "0.35 of the 16-bit peak" in note
     assert attention_kernel_note(_measured_h100_llama(VENDOR_KERNEL), Scenario()) == ""
     reason = attention_kernel_reason(flash, Scenario())
-    assert "(flash2, found by its calibration's profiler pass)" in reason
+    assert "(flash2, as its calibration found)" in reason
     assert "calibrate again with cuDNN attention" in reason
     assert "calibrate again" not in attention_kernel_reason(_measured_h100_llama(None),
                                                             Scenario())
-    with pytest.raises(Exception, match="flash2, found by its calibration's profiler pass"):
+    with pytest.raises(Exception, match="flash2, as its calibration found"):
         check_attention_kernel(flash, FLASH2_KERNEL)  # the knob stays refused on own timings
 
 
@@ -328,7 +334,7 @@ def test_predict_and_plan_price_another_model_on_the_profile_alike(
 ])
 def test_the_compute_pin_reads_the_curve_at_the_kernel_its_own_steps_ran(block_kernel,
                                                                          compute_kernel, own):
-    """A profile with a block calibration whose profiler pass found another kernel than the
+    """A profile with a block calibration whose probe found another kernel than the
     compute curve's, or none: the compute pin reads the curve at the kernel the curve's own
     timed steps ran (``compute.attention_kernel``), the block's only where the curve records
     none; the notes name that kernel."""
@@ -364,8 +370,8 @@ def test_the_apps_report_names_the_kernel_the_predictions_ran():
     assert vendor["attention kernel"].startswith("fused vendor kernel")
 
 
-def test_the_block_phase_records_the_kernel_its_profiler_pass_found(monkeypatch):
-    """The block phase's wiring, on this CPU dressed as a GPU: the profiler pass runs one step of
+def test_the_block_phase_records_the_kernel_its_probe_found(monkeypatch):
+    """The block phase's wiring, on this CPU dressed as a GPU: the probe runs one step of
     the first degree, and the family it finds reaches the block's record and its source (a
     probe that found nothing leaves both as before)."""
     torch = pytest.importorskip("torch")
@@ -398,13 +404,13 @@ def test_the_block_phase_records_the_kernel_its_profiler_pass_found(monkeypatch)
         result = block_phase.run(ctx, block, [1, 2], "builtin", args)
         assert len(probed) == 1 and [p.tp for p in result.points] == [1, 2]
         assert result.attention_kernel == found
-        assert ("attention kernel: flash2 (a profiler pass)" in result.source) == (found
+        assert ("attention kernel: flash2 (SDPA's dispatch)" in result.source) == (found
                                                                                  is not None)
 
 
-def test_the_compute_phase_records_the_kernel_its_profiler_pass_found(monkeypatch, tmp_path):
+def test_the_compute_phase_records_the_kernel_its_probe_found(monkeypatch, tmp_path):
     """The compute phase's wiring, on this CPU dressed as a GPU (one rank, a gloo group of
-    one): the profiler pass runs the step that leaves the optimizer's gradients, once, and the
+    one): the probe runs the step that leaves the optimizer's gradients, once, and the
     family it finds reaches the curve and its source."""
     torch = pytest.importorskip("torch")
     import torch.distributed as dist
@@ -443,13 +449,13 @@ def test_the_compute_phase_records_the_kernel_its_profiler_pass_found(monkeypatc
         dist.destroy_process_group()
     assert len(probed) == 1
     assert result.curve.attention_kernel == FLASH2_KERNEL
-    assert "attention kernel: flash2 (a profiler pass)" in result.curve.source
+    assert "attention kernel: flash2 (SDPA's dispatch)" in result.curve.source
 
 
 def test_a_profile_calibrated_from_traces_records_the_kernel_they_ran(tmp_path):
     """``calibrate --from-trace`` times the compute curve off the job's own steps, and the
     traces name the attention kernels those steps ran (``traces``' family, the one diagnose
-    reads): the profile records the family, as ``calibrate``'s profiler pass does, so that
+    reads): the profile records the family, as ``calibrate``'s probe does, so that
     the compute pin and predictions price the core at FlashAttention-2's rate on an H100,
     not at the vendor kernel's, while diagnose of the same traces says flash2 ran."""
     from test_attention_traces import CUDNN_FWD, FA3_FWD, trace, write
