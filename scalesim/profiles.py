@@ -18,6 +18,7 @@ from typing import Any, Literal
 import numpy as np
 
 from scalesim import presets
+from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.errors import ScalesimError, require_model, require_path, require_text
 from scalesim.figures import count
 from scalesim.jsonio import parse_model, read_json, version_text
@@ -299,7 +300,7 @@ def compute_curve_from_shape(workload: Workload, hardware: Hardware,
             + (basis or "the planner's default sustained matmul efficiency; docs/model.md §13")
             + f") and {kernels:.4g} GB/s for memory-bound work"
             + (f", the attention core at the {attention_kernel} kernel's rate"
-               if attention_kernel not in (None, Scenario().attention_kernel) else "")
+               if attention_kernel not in (None, VENDOR_KERNEL) else "")
             + ("" if basis else ", an estimate: calibrate to measure it"))
     curve = parse_model(
         {"overhead_s": max(t1 - per_sample_s, 0.0), "per_sample_s": per_sample_s,
@@ -491,7 +492,6 @@ def workload_compute(base: Profile, workload: Workload, name: str | None,
                                + f"{compute_kept_words(base)}{kernel}")
     hardware, efficiency, basis, predict_hw, where = _shape_device(base, name, calibrated_device)
     if match == "other":  # its core at the rate predictions from it price it at
-        from scalesim.attention_kernel import VENDOR_KERNEL
         from scalesim.layout_predict import kernel_for_another_model
 
         curve, _ = compute_curve_from_shape(workload, hardware, efficiency, basis,
@@ -500,7 +500,6 @@ def workload_compute(base: Profile, workload: Workload, name: str | None,
                  "another model than the profile's (its compute was estimated, not measured)")
         return WorkloadCompute(match, workload, curve, predict_hw, (
             f"{replaced}{other}: its compute from its shape {where}"))
-    from scalesim.attention_kernel import VENDOR_KERNEL
     from scalesim.layout_predict import own_attention_kernel
 
     wanted, core = workload.transformer, own_attention_kernel(base)
