@@ -194,3 +194,17 @@ def test_calibrating_from_gpu_traces_takes_their_gpu_and_attention_kernel(tmp_pa
                  str(tmp_path / "q.json"), "--base", "dgx-a100"])
     assert code == 2
     assert "the traces ran on NVIDIA H100 80GB HBM3" in capsys.readouterr().err
+
+
+def test_traces_of_another_gpu_than_an_existing_profiles_are_said(tmp_path, capsys):
+    """Traces of H100 ranks into an existing A100 profile (updated in place, not rebased): its
+    compute is then the H100's and the rest the A100's, which the report says."""
+    from scalesim.profiles import resolve_profile
+
+    out = tmp_path / "a100.json"
+    out.write_text(resolve_profile(None, "dgx-a100", "llama3-8b").model_dump_json())
+    path = write(tmp_path, trace(rank=0, world=1))
+    assert main(["calibrate", "--from-trace", f"4={path}", "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert ("the traces ran on NVIDIA H100 80GB HBM3, the profile's device is A100-SXM4 80GB: "
+            "their compute is that GPU's") in said

@@ -335,9 +335,14 @@ def with_traces(profile: Profile, runs: list[BatchRun], fresh: bool, set_server:
     hardware preset of the traces' GPU (``traced_gpu``, ``rebased_on_device``; ``chosen``: the
     preset --base named, kept where its GPU is the traces')."""
     said: list[str] = []
-    if fresh and set_server is not False and (device := traced_gpu(runs)) is not None:
+    device = traced_gpu(runs)
+    if fresh and set_server is not False and device is not None:
         profile, words = rebased_on_device(profile, device, chosen=chosen, what="the traces")
         said += words
+    elif device is not None and not same_device(device, profile.hardware.device_name):
+        said.append(f"the traces ran on {device}, the profile's device is "
+                    f"{profile.hardware.device_name}: their compute is that GPU's, the rest "
+                    "of the profile another's (trace the GPU the profile describes)")
     curve, how = compute_curve(runs, profile.compute)
     said += [line for r in runs for line in describe_run(r)]
     wl_changes: dict = {"micro_batch": max(r.micro_batch for r in runs)}
