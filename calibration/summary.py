@@ -41,7 +41,15 @@ def compute_lines(record: PhaseRecord, words: Nouns = GPU_NOUNS) -> list[str]:
                      "above are with all busy)")
     lines.append("  ceiling: " + (f"micro-batch {r.oom_batch} ran out of memory"
                                   if r.oom_batch else "no out-of-memory in the sweep"))
+    if c.attention_kernel:
+        lines.append(f"  {attention_line(c.attention_kernel)}")
     return lines
+
+
+def attention_line(family: str) -> str:
+    """The attention kernel a phase's timings ran, in one line (attention_probe)."""
+    return (f"attention: SDPA ran the {family} kernel; predictions from this profile price "
+            "the attention core at its rate (docs/calibration.md, 'The attention kernel')")
 
 
 def collective_lines(record: PhaseRecord, words: Nouns = GPU_NOUNS) -> list[str]:
@@ -136,6 +144,8 @@ def model_parallel_lines(mp) -> list[str]:
         f"{mp.rel_rmse:.1%}",
         f"  {'tp':>3} {'fwd ms':>9} {'bwd ms':>9} {'total ms':>9} {'fit ms':>9}",
     ]
+    if b.attention_kernel:
+        lines.insert(1, f"  {attention_line(b.attention_kernel)}")
     if mp.above_peak(mp.peak_tflops):
         lines.insert(1, f"  warning: {LAUNCH_BOUND}")
     lines += [

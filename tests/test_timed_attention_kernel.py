@@ -508,3 +508,16 @@ def test_the_planners_setting_of_a_profile_runs_the_kernel_predict_runs(block_ke
     planned = float(evaluate_layout(setting, ParallelLayout(dp=1, tp=2, micro_batch=4,
                                                             global_batch=4)).compute_s)
     assert predicted == pytest.approx(planned, rel=1e-9)
+
+
+def test_the_calibration_summary_says_which_kernel_sdpa_ran():
+    from scalesim.calibration.summary import model_parallel_lines
+
+    _, _, times = _hopper_block_times(0.75, FLASH2_ON_HOPPER_EFFICIENCY)
+    result = _block_result(times).model_copy(update={"attention_kernel": FLASH2_KERNEL})
+    lines = model_parallel_lines(model_parallel_section(result, [], H100, "bf16", True))
+    assert lines[1].startswith("  attention: SDPA ran the flash2 kernel; predictions from this "
+                               "profile price the attention core at its rate")
+    plain = model_parallel_lines(model_parallel_section(_block_result(times), [], H100, "bf16",
+                                                        True))
+    assert not any("attention:" in line for line in plain)
