@@ -560,6 +560,8 @@ def preset_fingerprint(profile: Profile) -> str:
         later["workload"] = {"pipeline_bubble_micro_steps"}
     if compact.hardware.nic_servers_per_node == 1:
         later["hardware"] = {"nic_servers_per_node"}
+    if compact.compute.attention_kernel is None:  # session 36: none recorded
+        later["compute"] = {"attention_kernel"}
     text = compact.model_dump_json(exclude=later or None)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 
