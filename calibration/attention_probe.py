@@ -47,11 +47,45 @@ def sdpa_family(choice: int) -> str | None:
     return SDPA_BACKEND_FAMILIES.get(name)
 
 
+def as_autocast_casts(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """SDPA's arguments as autocast hands them to SDPA's backend choice: under autocast SDPA is
+    a lower-precision op (``KERNEL_CUDA(scaled_dot_product_attention, lower_precision_fp)`` in
+    aten/src/ATen/autocast_mode.cpp), so its floating-point tensors but float64 (query, key,
+    value, a float mask) are cast to the autocast dtype before ``scaled_dot_product_attention``
+    picks its backend; ``torch._fused_sdp_choice`` asked from Python is no autocast op and sees
+    them uncast (an fp32 query and key beside a bf16 value: the math backend, or fp32 ones:
+    the memory-efficient backend, where SDPA runs bf16 on flash or cuDNN). Unchanged where
+    autocast is off for the query's device."""
+    import torch
+
+    query = args[0] if args else kwargs.get("query")
+    if not isinstance(query, torch.Tensor):
+        return args, kwargs
+    kind = query.device.type
+    try:
+        enabled, dtype = torch.is_autocast_enabled(kind), torch.get_autocast_dtype(kind)
+    except (TypeError, AttributeError, RuntimeError):  # torch < 2.4: CUDA's own query only
+        if kind != "cuda":
+            return args, kwargs
+        enabled, dtype = torch.is_autocast_enabled(), torch.get_autocast_gpu_dtype()
+    if not enabled:
+        return args, kwargs
+
+    def cast(x):
+        if (isinstance(x, torch.Tensor) and x.is_floating_point() and x.dtype != torch.float64
+                and x.device.type == kind):
+            return x.to(dtype)
+        return x
+
+    return tuple(cast(a) for a in args), {k: cast(v) for k, v in kwargs.items()}
+
+
 @contextlib.contextmanager
 def sdpa_choices(found: list):
     """Within it, every ``torch.nn.functional.scaled_dot_product_attention`` call also appends
-    to ``found`` the backend number SDPA dispatches that call to (its own arguments asked of
-    ``torch._fused_sdp_choice``; None where the question fails), then runs as it would."""
+    to ``found`` the backend number SDPA dispatches that call to (its own arguments, as
+    autocast casts them (``as_autocast_casts``), asked of ``torch._fused_sdp_choice``; None
+    where the question fails), then runs as it would."""
     import torch
     import torch.nn.functional as F
 
@@ -59,7 +93,8 @@ def sdpa_choices(found: list):
 
     def asking(*args, **kwargs):
         try:
-            found.append(int(torch._fused_sdp_choice(*args, **kwargs)))
+            cast_args, cast_kwargs = as_autocast_casts(args, kwargs)
+            found.append(int(torch._fused_sdp_choice(*cast_args, **cast_kwargs)))
         except Exception:  # noqa: BLE001 - a private op of another signature: not known
             found.append(None)
         return original(*args, **kwargs)

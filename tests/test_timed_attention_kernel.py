@@ -80,6 +80,33 @@ def test_the_probe_asks_the_dispatcher_what_each_attention_call_runs():
     assert F.scaled_dot_product_attention is original
 
 
+def test_under_autocast_the_dispatcher_is_asked_with_the_dtypes_sdpa_runs():
+    """Autocast casts SDPA's inputs to its dtype before SDPA picks its backend (SDPA is a
+    lower-precision op, aten/src/ATen/autocast_mode.cpp); ``torch._fused_sdp_choice`` asked from
+    Python is no autocast op. A block whose query and key leave a rotary embedding in fp32
+    beside a bf16 value: asked uncast, the dispatcher answered the math backend (no family
+    recorded, the profile read with the vendor kernel) where SDPA ran bf16 on its flash
+    backend; asked as autocast casts them, its answer is SDPA's own."""
+    import torch
+    import torch.nn.functional as F
+    from scalesim.calibration.attention_probe import timed_attention_kernel
+    from torch.nn.attention import SDPBackend
+
+    q = torch.randn(1, 2, 16, 8)
+    v = q.bfloat16()
+    out = []
+
+    def step():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out.append(F.scaled_dot_product_attention(q, q, v, is_causal=True))
+
+    cast = q.bfloat16()
+    assert torch._fused_sdp_choice(cast, cast, cast, is_causal=True) == \
+        SDPBackend.FLASH_ATTENTION.value  # what SDPA runs: its inputs all bf16
+    assert timed_attention_kernel(step) == FLASH2_KERNEL
+    assert len(out) == 1 and out[0].dtype == torch.bfloat16
+
+
 def test_a_question_the_dispatcher_cannot_answer_leaves_the_kernel_unknown(monkeypatch):
     """A torch whose private ``_fused_sdp_choice`` takes other arguments: no kernel recorded
     (the profile is read with the vendor kernel, as before), the step run as it would."""
