@@ -13,10 +13,11 @@ rather than guess it from versions.
 Not ``torch.profiler``: a profiler session leaves CUPTI's callbacks in place in the torch builds
 that do not tear it down (pytorch/pytorch#144455: training 10-20 % slower after the session),
 which would slow every timing after it. Asking the dispatcher costs a few microseconds and
-changes nothing. What it cannot see: attention that does not go through
-``torch.nn.functional.scaled_dot_product_attention`` (flash-attn's or Transformer Engine's own
-calls in a model of yours): then none is recorded, and the profile is read as before, with the
-vendor kernel.
+changes nothing. Every call of SDPA is asked, however its caller named it (``F.``, a name
+imported from torch.nn.functional, ``nn.MultiheadAttention``: ``sdpa_choices``). What it cannot
+see: attention that does not go through SDPA (flash-attn's or Transformer Engine's own calls in
+a model of yours): then none is recorded, and the profile is read as before, with the vendor
+kernel.
 """
 
 from __future__ import annotations
@@ -82,26 +83,48 @@ def as_autocast_casts(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
 
 @contextlib.contextmanager
 def sdpa_choices(found: list):
-    """Within it, every ``torch.nn.functional.scaled_dot_product_attention`` call also appends
-    to ``found`` the backend number SDPA dispatches that call to (its own arguments, as
-    autocast casts them (``as_autocast_casts``), asked of ``torch._fused_sdp_choice``; None
-    where the question fails), then runs as it would."""
+    """Within it, every ``scaled_dot_product_attention`` call also appends to ``found`` the
+    backend number SDPA dispatches that call to (its own arguments, as autocast casts them
+    (``as_autocast_casts``), asked of ``torch._fused_sdp_choice``; None where the question
+    fails), then runs as it would. Each call is asked once, however the caller named SDPA:
+    ``torch.nn.functional.scaled_dot_product_attention`` is replaced, which catches the calls
+    that look it up there (``F.scaled_dot_product_attention``; ``nn.MultiheadAttention``, whose
+    ``multi_head_attention_forward`` calls it from inside torch.nn.functional, where no function
+    mode reaches); a function mode catches those that bound the function itself (``from
+    torch.nn.functional import scaled_dot_product_attention``, ``torch._C._nn``'s), which the
+    replacement does not reach."""
     import torch
     import torch.nn.functional as F
+    from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 
     original = F.scaled_dot_product_attention
+    sdpa = torch._C._nn.scaled_dot_product_attention
 
-    def asking(*args, **kwargs):
+    def ask(args, kwargs):
         try:
             cast_args, cast_kwargs = as_autocast_casts(args, kwargs)
             found.append(int(torch._fused_sdp_choice(*cast_args, **cast_kwargs)))
         except Exception:  # noqa: BLE001 - a private op of another signature: not known
             found.append(None)
-        return original(*args, **kwargs)
+
+    class Asking(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func is sdpa:
+                ask(args, kwargs)
+            return func(*args, **kwargs)
+
+    mode = Asking()
+
+    def asking(*args, **kwargs):
+        if not any(m is mode for m in _get_current_function_mode_stack()):
+            ask(args, kwargs)  # the mode is off (inside another torch function's handling)
+        return original(*args, **kwargs)  # else the mode asks
 
     F.scaled_dot_product_attention = asking
     try:
-        yield found
+        with mode:
+            yield found
     finally:
         F.scaled_dot_product_attention = original
 

@@ -107,6 +107,42 @@ def test_under_autocast_the_dispatcher_is_asked_with_the_dtypes_sdpa_runs():
     assert len(out) == 1 and out[0].dtype == torch.bfloat16
 
 
+def test_every_sdpa_call_is_asked_once_however_its_caller_named_it():
+    """A --block-model or factory that imported SDPA by name (``from torch.nn.functional import
+    scaled_dot_product_attention``, as many model files do) called the function itself, which
+    replacing ``F.scaled_dot_product_attention`` does not reach: none was recorded and the
+    profile read with the vendor kernel. A function mode asks those; ``nn.MultiheadAttention``
+    (SDPA called from inside torch.nn.functional) and ``F.`` calls are asked once each, and
+    after the step, even one that raised, SDPA is itself and no mode is left."""
+    import torch
+    import torch.nn.functional as F
+    from scalesim.calibration.attention_probe import sdpa_choices, timed_attention_kernel
+    from torch.nn.functional import scaled_dot_product_attention
+    from torch.overrides import _get_current_function_mode_stack
+
+    original = F.scaled_dot_product_attention
+    q = torch.randn(1, 2, 16, 8)
+    assert timed_attention_kernel(
+        lambda: scaled_dot_product_attention(q, q, q, is_causal=True)) == FLASH2_KERNEL
+    mha = torch.nn.MultiheadAttention(16, 2, batch_first=True)
+    x = torch.randn(1, 8, 16)
+    found: list = []
+    with sdpa_choices(found):
+        scaled_dot_product_attention(q, q, q, is_causal=True)
+        F.scaled_dot_product_attention(q, q, q, is_causal=True)
+        torch._C._nn.scaled_dot_product_attention(q, q, q, is_causal=True)
+        mha(x, x, x, need_weights=False)
+    assert len(found) == 4
+
+    def failing():
+        scaled_dot_product_attention(q, q, q)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        timed_attention_kernel(failing)
+    assert F.scaled_dot_product_attention is original and _get_current_function_mode_stack() == []
+
+
 def test_a_question_the_dispatcher_cannot_answer_leaves_the_kernel_unknown(monkeypatch):
     """A torch whose private ``_fused_sdp_choice`` takes other arguments: no kernel recorded
     (the profile is read with the vendor kernel, as before), the step run as it would."""
