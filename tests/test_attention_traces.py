@@ -208,3 +208,25 @@ def test_traces_of_another_gpu_than_an_existing_profiles_are_said(tmp_path, caps
     said = capsys.readouterr().out
     assert ("the traces ran on NVIDIA H100 80GB HBM3, the profile's device is A100-SXM4 80GB: "
             "their compute is that GPU's") in said
+
+
+def test_traces_of_two_gpus_are_refused_as_logs_of_two_are(tmp_path, capsys):
+    """Traces of an H100 run and an A100 run in one call: one compute curve was fitted to both
+    GPUs' steps and the new profile stayed the default presets' A100 40GB, without a word
+    (``traced_gpu`` gave None for two names). Refused now in one line naming each GPU's files,
+    as nccl-tests logs of two GPUs are, and nothing is written; two spellings of one GPU (the
+    trace's and a preset's) are one."""
+    from scalesim.sources.calibrate_from import traced_gpu
+    from scalesim.sources.trace_compute import parse_entries, read_runs
+
+    h100 = write(tmp_path, trace(rank=0, world=1), "h100.json")
+    a100 = write(tmp_path, trace(rank=0, world=1, device="NVIDIA A100-SXM4-80GB"), "a100.json")
+    out = tmp_path / "p.json"
+    assert main(["calibrate", "--from-trace", f"4={h100}", f"8={a100}", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the traces ran on 2 different GPUs (NVIDIA A100-SXM4-80GB " \
+        "in a100.json; NVIDIA H100 80GB HBM3 in h100.json): a profile describes one machine" in err
+    assert not out.exists()
+    spelled = write(tmp_path, trace(rank=0, world=1, device="H100-SXM5 80GB"), "spelled.json")
+    runs = read_runs(parse_entries([f"4={h100}", f"8={spelled}"], None))
+    assert traced_gpu(runs) in ("NVIDIA H100 80GB HBM3", "H100-SXM5 80GB")

@@ -320,10 +320,23 @@ def describe_run(run: BatchRun) -> list[str]:
 
 def traced_gpu(runs: list[BatchRun]) -> str | None:
     """The GPU the traces' kernels ran on (their ``deviceProperties`` name, as diagnose reads
-    it), where every GPU trace that names one names the same; else None."""
-    names = {x.summary.device_name for r in runs for x in r.ranks
-             if x.summary.device == "gpu" and x.summary.device_name}
-    return names.pop() if len(names) == 1 else None
+    it); None where no GPU trace names one. ScalesimError where they name two that are not one
+    device (``presets.same_device``), as for nccl-tests logs (``one_device``): a profile
+    describes one machine, and one compute curve fitted to two GPUs' steps is neither's."""
+    ranks = [x for r in runs for x in r.ranks
+             if x.summary.device == "gpu" and x.summary.device_name]
+    distinct: list[str] = []
+    for d in sorted({x.summary.device_name for x in ranks}):
+        if not any(same_device(d, seen) for seen in distinct):
+            distinct.append(d)
+    if len(distinct) > 1:
+        where = "; ".join(
+            f"{d} in {_names(x.summary.path for x in ranks if same_device(x.summary.device_name, d))}"
+            for d in distinct)
+        raise ScalesimError(f"the traces ran on {len(distinct)} different GPUs ({where}): a "
+                            "profile describes one machine; calibrate each machine from its own "
+                            "traces, each into its own --out")
+    return distinct[0] if distinct else None
 
 
 def with_traces(profile: Profile, runs: list[BatchRun], fresh: bool, set_server: bool | None = None,
