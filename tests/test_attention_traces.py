@@ -230,3 +230,32 @@ def test_traces_of_two_gpus_are_refused_as_logs_of_two_are(tmp_path, capsys):
     spelled = write(tmp_path, trace(rank=0, world=1, device="H100-SXM5 80GB"), "spelled.json")
     runs = read_runs(parse_entries([f"4={h100}", f"8={spelled}"], None))
     assert traced_gpu(runs) in ("NVIDIA H100 80GB HBM3", "H100-SXM5 80GB")
+
+
+def test_logs_that_name_no_gpu_take_the_traces_gpu(tmp_path, capsys):
+    """A new profile from an nccl-tests results table without its rank lines (no GPU named) and
+    traces of an H100: it stayed the default presets' A100 40GB, the traces' GPU unused
+    (nccl-tests logs describe the server), and the report told the user to "trace the GPU the
+    profile describes", which the traces had done. It is rebased on the traces' GPU now, the
+    logs' links kept; a --base of another GPU is refused, as for the traces alone."""
+    from pathlib import Path
+
+    from scalesim.profiles import load_profile
+
+    log = Path(__file__).parent / "fixtures" / "nccl_tests" / "a40_pcie_sys_4gpu_table_only.txt"
+    path = write(tmp_path, trace(rank=0, world=1))
+    out = tmp_path / "p.json"
+    assert main(["calibrate", "--from-nccl-tests", str(log), "--from-trace", f"4={path}",
+                 "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "the traces ran on NVIDIA H100 80GB HBM3: the parts they do not measure come from " \
+           "the hardware preset dgx-h100" in said
+    assert "the profile's device is" not in said
+    profile = load_profile(out)
+    assert profile.hardware.device_name == "H100-SXM5 80GB"
+    assert profile.hardware.devices_per_node == 4
+    assert profile.hardware.intra_node.source.startswith("nccl-tests logs a40_pcie_sys_4gpu")
+    assert main(["calibrate", "--from-nccl-tests", str(log), "--from-trace", f"4={path}",
+                 "--out", str(tmp_path / "q.json"), "--base", "dgx-a100"]) == 2
+    assert "--base dgx-a100: its GPU is A100-SXM4 80GB, the traces ran on NVIDIA H100 80GB " \
+           "HBM3" in capsys.readouterr().err

@@ -109,20 +109,25 @@ def one_device(fits: dict[str, nccl_tests.LevelFit]) -> list[str]:
 
 
 def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fresh: bool,
-                    chosen: str | None = None) -> tuple[Profile, list[str]]:
+                    chosen: str | None = None, traced: str | None = None
+                    ) -> tuple[Profile, list[str]]:
     """The profile with the link levels the logs measured; other levels and parts untouched.
     A new profile is rebased on the hardware preset of the logs' GPU (``rebased_on_device``;
-    ``chosen``: the preset --base named, kept)."""
+    ``chosen``: the preset --base named, kept), or of ``traced``, the GPU traces of the same
+    call ran on (``traced_gpu``), where the logs name none (a results table without its rank
+    lines): the logs still choose among that GPU's presets."""
     said: list[str] = []
     devices = one_device(fits)
     per_node = sorted({r.ranks // r.nodes for f in fits.values() for r in f.runs})
-    if fresh and len(devices) == 1:
+    gpu, what = ((devices[0], "the logs") if len(devices) == 1
+                 else (traced, "the traces") if not devices and traced else (None, ""))
+    if fresh and gpu is not None:
         networks = {r.network for f in fits.values() for r in f.runs} - {None}
         inter = fits.get("inter_node")
         profile, words = rebased_on_device(
-            profile, devices[0], per_node[-1] if per_node else None,
+            profile, gpu, per_node[-1] if per_node else None,
             networks.pop() if len(networks) == 1 else None,
-            inter.link.busbw_GBps if inter is not None else None, chosen=chosen)
+            inter.link.busbw_GBps if inter is not None else None, chosen=chosen, what=what)
         said += words
     hw = profile.hardware
     changes: dict = {}
@@ -446,7 +451,8 @@ def calibrate_from_sources(out: str | os.PathLike[str], nccl_tests_files=(), tra
     report = [origin]
     if fits:
         profile, said = with_nccl_tests(profile, fits, fresh,
-                                        chosen=base if fresh and base is not None else None)
+                                        chosen=base if fresh and base is not None else None,
+                                        traced=traced_gpu(runs) if runs else None)
         report += ["links from nccl-tests:"] + [f"  {s}" for s in said]
         for f in fits.values():
             report += [f"  note: {n}" for r in f.runs for n in r.notes]
