@@ -259,3 +259,18 @@ def test_logs_that_name_no_gpu_take_the_traces_gpu(tmp_path, capsys):
                  "--out", str(tmp_path / "q.json"), "--base", "dgx-a100"]) == 2
     assert "--base dgx-a100: its GPU is A100-SXM4 80GB, the traces ran on NVIDIA H100 80GB " \
            "HBM3" in capsys.readouterr().err
+
+
+def test_gpu_traces_that_name_no_gpu_say_the_profile_stays_the_defaults(tmp_path, capsys):
+    """GPU traces without deviceProperties into a new profile: it stays the default presets'
+    A100 40GB, as before session 36, but silently, where a GPU no preset lists is said. It is
+    said now, in one line; with --base PRESET nothing is (the user chose the GPU)."""
+    path = write(tmp_path, trace(rank=0, world=1, device=""))
+    assert main(["calibrate", "--from-trace", f"4={path}", "--out", str(tmp_path / "p.json")]) == 0
+    said = [line for line in capsys.readouterr().out.splitlines() if "deviceProperties" in line]
+    assert said == ["  the traces do not name their GPU (no deviceProperties): this new profile's "
+                    "device, peak and memory stay the default presets' A100-SXM4 40GB (give --base "
+                    "the hardware preset of the GPU that ran them: scalesim presets)"]
+    assert main(["calibrate", "--from-trace", f"4={path}", "--out", str(tmp_path / "q.json"),
+                 "--base", "dgx-h100"]) == 0
+    assert "deviceProperties" not in capsys.readouterr().out

@@ -357,6 +357,12 @@ def with_traces(profile: Profile, runs: list[BatchRun], fresh: bool, set_server:
     if fresh and set_server is not False and device is not None:
         profile, words = rebased_on_device(profile, device, chosen=chosen, what="the traces")
         said += words
+    elif (fresh and set_server is not False and chosen is None
+          and any(x.summary.device == "gpu" for r in runs for x in r.ranks)):
+        said.append(f"the traces do not name their GPU (no deviceProperties): this new "
+                    f"profile's device, peak and memory stay the default presets' "
+                    f"{profile.hardware.device_name} (give --base the hardware preset of the GPU "
+                    "that ran them: scalesim presets)")
     elif device is not None and not same_device(device, profile.hardware.device_name):
         said.append(f"the traces ran on {device}, the profile's device is "
                     f"{profile.hardware.device_name}: their compute is that GPU's, the rest "
