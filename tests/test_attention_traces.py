@@ -274,3 +274,18 @@ def test_gpu_traces_that_name_no_gpu_say_the_profile_stays_the_defaults(tmp_path
     assert main(["calibrate", "--from-trace", f"4={path}", "--out", str(tmp_path / "q.json"),
                  "--base", "dgx-h100"]) == 0
     assert "deviceProperties" not in capsys.readouterr().out
+
+
+def test_traces_of_a_gpu_no_preset_lists_keep_their_own_compute_in_the_words(tmp_path, capsys):
+    """Traces of a GPU no preset lists: the new profile's device, peak and memory stay the
+    default's, but its compute curve is the traces' own; the line said that the compute stayed
+    the default presets' too (the words of nccl-tests logs, which measure no compute)."""
+    from scalesim.profiles import load_profile
+
+    path = write(tmp_path, trace(rank=0, world=1, device="NVIDIA B300 SXM6 AC"))
+    out = tmp_path / "p.json"
+    assert main(["calibrate", "--from-trace", f"4={path}", "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "the traces ran on NVIDIA B300 SXM6 AC, which no hardware preset lists: this new " \
+           "profile's device, peak and memory stay the default presets' A100-SXM4 40GB" in said
+    assert load_profile(out).compute.measured

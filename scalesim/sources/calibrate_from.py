@@ -223,10 +223,11 @@ def rebased_on_device(profile: Profile, device: str, per_node: int | None = None
     if same_device(device, hw.device_name):
         return profile, []
     if name is None:
+        kept = "peak and memory" if what == "the traces" else "peak, memory and compute"
         return profile, [f"{what} ran on {device}, which no hardware preset lists: this new "
-                         f"profile's device, peak, memory and compute stay the default "
+                         f"profile's device, {kept} stay the default "
                          f"presets' {hw.device_name} (give --base a profile calibrated on "
-                         f"{device})"]
+                         f"{device})"]  # the traces measure the compute: theirs, not the default's
     preset = presets.HARDWARE[name]
     rebased = profile_from_presets(preset, profile.workload)
     choice = (f", chosen for {' and '.join(why)}" if why else "") + (
