@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from scalesim.calibration.results import CollectiveResult, PhaseRecord
 
+from scalesim.attention_kernel import planner_kernel_of
 from scalesim.device_nouns import GPU_NOUNS, Nouns
 from scalesim.figures import latency_us, link_GBps
 from scalesim.model import collectives as coll
@@ -47,9 +48,14 @@ def compute_lines(record: PhaseRecord, words: Nouns = GPU_NOUNS) -> list[str]:
 
 
 def attention_line(family: str) -> str:
-    """The attention kernel a phase's timings ran, in one line (attention_probe)."""
+    """The attention kernel a phase's timings ran, in one line (attention_probe); the rate
+    predictions price its core at is the planner's kernel's (``planner_kernel_of``: the
+    memory-efficient kernel has no published rate and is priced as the vendor kernel)."""
+    priced = planner_kernel_of(family)
+    rate = ("at its rate" if priced == family else
+            f"as the {priced} kernel's (it has no published rate of its own)")
     return (f"attention: SDPA ran the {family} kernel; predictions from this profile price "
-            "the attention core at its rate (docs/calibration.md, 'The attention kernel')")
+            f"the attention core {rate} (docs/calibration.md, 'The attention kernel')")
 
 
 def collective_lines(record: PhaseRecord, words: Nouns = GPU_NOUNS) -> list[str]:

@@ -584,3 +584,16 @@ def test_the_calibration_summary_says_which_kernel_sdpa_ran():
     plain = model_parallel_lines(model_parallel_section(_block_result(times), [], H100, "bf16",
                                                         True))
     assert not any("attention:" in line for line in plain)
+
+
+def test_the_summary_prices_the_memory_efficient_kernel_as_predictions_do():
+    """SDPA's memory-efficient backend has no published rate: predictions price its core as
+    the vendor kernel's (``planner_kernel_of``). The summary said "at its rate" for it too."""
+    from scalesim.calibration.summary import attention_line
+
+    assert attention_line(FLASH2_KERNEL).startswith(
+        "attention: SDPA ran the flash2 kernel; predictions from this profile price the "
+        "attention core at its rate")
+    line = attention_line(MEM_EFFICIENT_FAMILY)
+    assert "at its rate" not in line and "as the fused-vendor kernel's (it has no published " \
+        "rate of its own)" in line
