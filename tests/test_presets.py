@@ -98,3 +98,18 @@ def test_a_reference_run_on_one_device_is_one_device(capsys):
     assert "1 devices" not in out
     notes = " ".join(default_profile().notes)
     assert "per device on 8 devices, 65536 samples" in notes and "device(s)" not in notes
+
+
+def test_predict_on_a_preset_without_a_price_says_why_cost_is_blank(capsys):
+    """dgx-h200 lists no price (session 36): predict with a training length left each cost
+    cell "-" and said nothing of why; it says now, in one line, what to give."""
+    from scalesim.cli.main import main
+
+    assert main(["predict", "--hardware", "dgx-h200", "--devices", "8", "--train-samples",
+                 "1e9"]) == 0
+    out = capsys.readouterr().out
+    assert "cost: no price known (the hardware dgx-h200 lists none): give --price USD per " \
+           "device-hour" in out
+    assert main(["predict", "--hardware", "dgx-h200", "--devices", "8", "--train-samples",
+                 "1e9", "--price", "4"]) == 0
+    assert "no price known" not in capsys.readouterr().out

@@ -275,6 +275,9 @@ def render_table(profile, scenario, rows) -> str:
             # '$4.123456', not '$4.12346')
             lines.append(f"cost: billed {words.devices} x hours x ${number(goal.price_per_device_hour)} per "
                          f"{words.device}-hour, {billing}; set with --instance-sizes")
+        else:  # a preset without a list price (dgx-h200, the PCIe servers), a calibration
+            lines.append(f"cost: no price known (the hardware {profile.hardware.name} lists "
+                         f"none): give --price USD per {words.device}-hour")
         if note := zero_price_note(goal):
             lines.append(f"note: {note}")
         batches = [r.global_batch for r in rows]
