@@ -92,7 +92,7 @@ def sdpa_choices(found: list):
     ``multi_head_attention_forward`` calls it from inside torch.nn.functional, where no function
     mode reaches); a function mode catches those that bound the function itself (``from
     torch.nn.functional import scaled_dot_product_attention``, ``torch._C._nn``'s), which the
-    replacement does not reach."""
+    replacement does not reach. torch.compile'd modules run eagerly within it (``_eager``)."""
     import torch
     import torch.nn.functional as F
     from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
@@ -101,6 +101,8 @@ def sdpa_choices(found: list):
     sdpa = torch._C._nn.scaled_dot_product_attention
 
     def ask(args, kwargs):
+        if _compiling():  # torch.compile tracing the step: no question in its graph
+            return
         try:
             cast_args, cast_kwargs = as_autocast_casts(args, kwargs)
             found.append(int(torch._fused_sdp_choice(*cast_args, **cast_kwargs)))
@@ -123,17 +125,40 @@ def sdpa_choices(found: list):
 
     F.scaled_dot_product_attention = asking
     try:
-        with mode:
+        with mode, _eager():
             yield found
     finally:
         F.scaled_dot_product_attention = original
 
 
+def _compiling() -> bool:
+    """Whether torch.compile is tracing the code that calls this (its graph takes no question:
+    ``_fused_sdp_choice`` returns no tensor, which a ``fullgraph=True`` compile refuses)."""
+    import torch
+
+    try:
+        return bool(torch.compiler.is_compiling())
+    except AttributeError:  # torch < 2.3
+        return False
+
+
+def _eager():
+    """torch.compile'd modules run eagerly within it (torch 2.6+, ``set_stance('force_eager')``),
+    so that their attention calls are asked, with no recompilation; SDPA picks the backend of
+    their compiled graph by the same dispatcher. Older torch: as they are (a graph's calls are
+    then not asked)."""
+    import torch
+
+    stance = getattr(torch.compiler, "set_stance", None)
+    return stance("force_eager") if stance is not None else contextlib.nullcontext()
+
+
 def timed_attention_kernel(step: Callable[[], object]) -> str | None:
     """The attention family ('flash2', 'fused-vendor', 'mem-efficient') SDPA dispatched most of
-    ``step()``'s attention calls to, ``step()`` run once; None where none was (no SDPA call,
-    the math backend, a question that failed). Call it on a GPU: on a CPU SDPA's flash backend
-    is a CPU kernel, which no GPU figure prices."""
+    ``step()``'s attention calls to, ``step()`` run once (torch.compile'd modules eagerly:
+    ``sdpa_choices``); None where none was (no SDPA call, the math backend, a question that failed).
+    Call it on a GPU: on a CPU SDPA's flash backend is a CPU kernel, which no GPU figure
+    prices."""
     found: list = []
     with sdpa_choices(found):
         step()

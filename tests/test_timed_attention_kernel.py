@@ -143,6 +143,31 @@ def test_every_sdpa_call_is_asked_once_however_its_caller_named_it():
     assert F.scaled_dot_product_attention is original and _get_current_function_mode_stack() == []
 
 
+def test_a_compiled_model_is_asked_without_breaking_its_graph():
+    """A --block-model or factory that returns ``torch.compile(model, fullgraph=True)``: the
+    probe's question (``_fused_sdp_choice``, which returns no tensor) was traced into its graph,
+    which a full-graph compile refuses ("Unsupported: torch.* op returned non-Tensor"), and the
+    block phase failed. The probe step runs compiled modules eagerly now (torch 2.6+'s
+    ``set_stance('force_eager')``; SDPA's backend is the dispatcher's in both), asks each call,
+    and compiles nothing more; the module runs compiled again afterwards."""
+    import torch
+    import torch.nn.functional as F
+    from scalesim.calibration.attention_probe import timed_attention_kernel
+
+    if not hasattr(torch.compiler, "set_stance"):
+        pytest.skip("torch < 2.6: compiled graphs are run as they are")
+
+    class Attention(torch.nn.Module):
+        def forward(self, x):
+            return F.scaled_dot_product_attention(x, x, x, is_causal=True)
+
+    compiled = torch.compile(Attention(), backend="eager", fullgraph=True)
+    x = torch.randn(1, 2, 16, 8)
+    compiled(x)
+    assert timed_attention_kernel(lambda: compiled(x)) == FLASH2_KERNEL
+    assert torch.equal(compiled(x), F.scaled_dot_product_attention(x, x, x, is_causal=True))
+
+
 def test_a_question_the_dispatcher_cannot_answer_leaves_the_kernel_unknown(monkeypatch):
     """A torch whose private ``_fused_sdp_choice`` takes other arguments: no kernel recorded
     (the profile is read with the vendor kernel, as before), the step run as it would."""
