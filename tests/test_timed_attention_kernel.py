@@ -622,3 +622,21 @@ def test_the_summary_prices_the_memory_efficient_kernel_as_predictions_do():
     line = attention_line(MEM_EFFICIENT_FAMILY)
     assert "at its rate" not in line and "as the fused-vendor kernel's (it has no published " \
         "rate of its own)" in line
+
+
+def test_a_probe_that_cannot_start_still_runs_the_step(monkeypatch):
+    """A torch whose function modes or compile stance the probe does not know: the step (the
+    compute phase's gradients for the optimizer timing) still runs, once, and no kernel is
+    recorded."""
+    from scalesim.calibration import attention_probe
+
+    def broken():
+        raise AttributeError("module 'torch.compiler' has no attribute 'set_stance'")
+
+    import torch.nn.functional as F
+
+    original = F.scaled_dot_product_attention
+    monkeypatch.setattr(attention_probe, "_eager", broken)
+    ran = []
+    assert attention_probe.timed_attention_kernel(lambda: ran.append(1)) is None
+    assert ran == [1] and F.scaled_dot_product_attention is original
