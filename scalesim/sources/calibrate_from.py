@@ -91,20 +91,27 @@ def said_why(links, why_by_level: dict[str, str], skip=()) -> list:
 
 def one_device(fits: dict[str, nccl_tests.LevelFit]) -> list[str]:
     """The GPU the logs' rank lines name, as a list of one (empty where no log lists ranks);
-    ScalesimError where they name two that are not one device (``presets.same_device``): a
-    profile describes one machine, and links from two would be taken for one's."""
-    runs = [r for f in fits.values() for r in f.runs]
+    ScalesimError where they name two that are not one device (``the_one_gpu``)."""
+    return the_one_gpu([(d, r.path) for f in fits.values() for r in f.runs for d in r.devices],
+                       "logs")
+
+
+def the_one_gpu(named: list[tuple[str, str]], what: str) -> list[str]:
+    """The GPU of (GPU name, file) pairs, as a list of one (empty where there are none), names
+    that are one device (``presets.same_device``) counted once; ScalesimError where they are
+    two or more: a profile describes one machine, and links or a compute curve from two would
+    be taken for one's. ``what``: the files, as the error names them ('logs', 'traces')."""
     distinct: list[str] = []
-    for d in sorted({d for r in runs for d in r.devices}):
+    for d in sorted({d for d, _ in named}):
         if not any(same_device(d, seen) for seen in distinct):
             distinct.append(d)
     if len(distinct) > 1:
         where = "; ".join(
-            f"{d} in {_names(r.path for r in runs if any(same_device(x, d) for x in r.devices))}"
+            f"{d} in {_names(dict.fromkeys(p for x, p in named if same_device(x, d)))}"
             for d in distinct)
-        raise ScalesimError(f"the logs ran on {len(distinct)} different GPUs ({where}): a profile "
-                            "describes one machine; calibrate each machine from its own logs, "
-                            "each into its own --out")
+        raise ScalesimError(f"the {what} ran on {len(distinct)} different GPUs ({where}): a "
+                            f"profile describes one machine; calibrate each machine from its "
+                            f"own {what}, each into its own --out")
     return distinct
 
 
@@ -327,22 +334,11 @@ def describe_run(run: BatchRun) -> list[str]:
 def traced_gpu(runs: list[BatchRun]) -> str | None:
     """The GPU the traces' kernels ran on (their ``deviceProperties`` name, as diagnose reads
     it); None where no GPU trace names one. ScalesimError where they name two that are not one
-    device (``presets.same_device``), as for nccl-tests logs (``one_device``): a profile
-    describes one machine, and one compute curve fitted to two GPUs' steps is neither's."""
-    ranks = [x for r in runs for x in r.ranks
-             if x.summary.device == "gpu" and x.summary.device_name]
-    distinct: list[str] = []
-    for d in sorted({x.summary.device_name for x in ranks}):
-        if not any(same_device(d, seen) for seen in distinct):
-            distinct.append(d)
-    if len(distinct) > 1:
-        where = "; ".join(
-            f"{d} in {_names(x.summary.path for x in ranks if same_device(x.summary.device_name, d))}"
-            for d in distinct)
-        raise ScalesimError(f"the traces ran on {len(distinct)} different GPUs ({where}): a "
-                            "profile describes one machine; calibrate each machine from its own "
-                            "traces, each into its own --out")
-    return distinct[0] if distinct else None
+    device (``the_one_gpu``), as for nccl-tests logs: one compute curve fitted to two GPUs'
+    steps is neither's."""
+    gpus = the_one_gpu([(x.summary.device_name, x.summary.path) for r in runs for x in r.ranks
+                        if x.summary.device == "gpu" and x.summary.device_name], "traces")
+    return gpus[0] if gpus else None
 
 
 def with_traces(profile: Profile, runs: list[BatchRun], fresh: bool, set_server: bool | None = None,
