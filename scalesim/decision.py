@@ -318,7 +318,7 @@ def _price_source(profile: Profile, scenario: Scenario) -> str:
         return (f"no price known: a CPU calibration's devices ({device}) have no cloud GPU "
                 f"price and none is assumed (money left blank): enter a price per process-hour, "
                 f"{CPU_HOUR}")
-    return "no price known: enter a price per device-hour"
+    return "no price known: enter a price per device-hour (--price on the command line)"
 
 
 def _layout_words(ctx: _Ctx, run: Scenario, p: Prediction) -> list[str]:
@@ -1118,7 +1118,8 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
         notes.append("enter a training length (or E_min with a critical batch size) to compare "
                      "time and total money, not only throughput")
     if ctx.price is None:
-        notes.append("enter a price per device-hour to compare money")
+        notes.append("enter a price per device-hour (--price on the command line) to compare "
+                     "money")
     if note := training_time.zero_price_note(ctx.goal):
         notes.append(note)
     if note := training_time.partial_batch_note(ctx.goal, now.global_batch, now.global_batch):

@@ -113,3 +113,14 @@ def test_predict_on_a_preset_without_a_price_says_why_cost_is_blank(capsys):
     assert main(["predict", "--hardware", "dgx-h200", "--devices", "8", "--train-samples",
                  "1e9", "--price", "4"]) == 0
     assert "no price known" not in capsys.readouterr().out
+
+
+def test_decide_on_a_preset_without_a_price_names_the_flag(capsys):
+    """decide's words for a missing price were the app's alone ('enter a price'): on the
+    command line they name --price too."""
+    from scalesim.cli.main import main
+
+    assert main(["decide", "--hardware", "dgx-h200", "--devices", "8", "--train-samples",
+                 "1e9"]) == 0
+    assert "no price known: enter a price per device-hour (--price on the command line)" in \
+        capsys.readouterr().out
