@@ -28,6 +28,7 @@ import numpy as np
 from scipy.optimize import nnls
 
 from scalesim.errors import ScalesimError
+from scalesim.model.fit_error import relative_rmse
 
 # Where one of the two rates is set to this, its term vanishes from the layer time (not inf:
 # inf * 0 would be NaN inside the model's utilisation terms).
@@ -213,11 +214,6 @@ NOISY_REMEDY = (
 )
 
 
-def _rel_rmse(model_s, time_s) -> float:
-    """Relative RMS error of the model's times against the measured ones."""
-    return float(np.sqrt(np.mean((model_s / time_s - 1.0) ** 2)))
-
-
 def _byte_floor(inv_b, t, c):
     """1/B as fitted, or where no byte term is needed (1/B <= 0) a bandwidth whose term is
     0.1% of the largest time."""
@@ -235,7 +231,7 @@ def _fit_at_core_rate(a, core, c, t, core_flops_per_s: float):
         (inv_b,), _ = nnls((c / t)[:, None], 1.0 - a * inv_f / t)
     inv_b = _byte_floor(inv_b, t, c)
     model = (a - core) * inv_f + core / core_flops_per_s + c * inv_b
-    return inv_f, inv_b, _rel_rmse(model, t), model
+    return inv_f, inv_b, relative_rmse(model, t), model
 
 
 def fit_block(block: Block, tp, times_s, spread_s=None, repeats=None,
@@ -278,7 +274,7 @@ def fit_block(block: Block, tp, times_s, spread_s=None, repeats=None,
         raise ScalesimError(f"{_spread_words(inv_f, se)}: {NOISY_REMEDY}")
     inv_b = _byte_floor(inv_b, t, c)
     model = a * inv_f + c * inv_b
-    rel = _rel_rmse(model, t)
+    rel = relative_rmse(model, t)
     if core_flops_per_s is not None:
         # the fit above runs the core at F: the planner's min(R, F) only where F <= R
         core = a - _matmul_terms(block, tp)

@@ -16,6 +16,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from scalesim.model.fit_error import relative_rmse
+
 
 def timed(dist, fn: Callable[[], object], reps: int) -> float:
     """Seconds per call of ``fn`` over ``reps`` calls, started together after a barrier."""
@@ -59,7 +61,7 @@ def allreduce_link(sizes_bytes, times_s, ranks: int = 2) -> tuple[float, float, 
         steps = float(step_and_volume("all_reduce", ranks)[0])  # 2(n-1) ring steps
         times = np.asarray(times_s, dtype=float)
         latency_s = float(np.median(times)) / steps
-        rel_rmse = float(np.sqrt(np.mean((latency_s * steps / times - 1.0) ** 2)))
+        rel_rmse = relative_rmse(latency_s * steps, times)
         return latency_s, QUANTITIES["busbw_GBps"].high, rel_rmse
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from scalesim.errors import ScalesimError
 from scalesim.model import collectives as coll
+from scalesim.model.fit_error import relative_rmse
 from scalesim.schemas import CollectivePoint, MessagePoint
 
 LARGE_BYTES = 1024 * 1024  # beta is refitted only on messages from this size up
@@ -31,7 +32,7 @@ def _rel_rmse(op: str, rows, latency_s: float, busbw_GBps: float) -> float:
     size = np.array([p.size_bytes for p in rows], dtype=float) / coll.GB
     predicted = steps * latency_s + vol * size / busbw_GBps
     measured = np.array([p.time_s for p in rows])
-    return float(np.sqrt(np.mean((predicted / measured - 1.0) ** 2)))
+    return relative_rmse(predicted, measured)
 
 
 def busbw_with_latency_GBps(op: str, rows, latency_s: float) -> float | None:

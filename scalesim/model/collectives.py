@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from scalesim.model.fit_error import relative_rmse
+
 GB = 1e9  # bytes in one GB (nccl-tests reports GB/s as 1e9 bytes per second)
 # The collectives a link level is measured and fitted with (busbw_from_time_GBps, fit_alpha_beta):
 # what calibration times and what an nccl-tests log is read for.
@@ -272,5 +274,5 @@ def fit_alpha_beta(op: str, size_bytes, ranks, time_s) -> tuple[float, float, fl
     if inv_bw <= 0:
         raise ValueError("measured times do not grow with message size; cannot fit a bandwidth")
     predicted = steps * alpha + vol * size / GB * inv_bw
-    rel_rmse = float(np.sqrt(np.mean((predicted / t - 1.0) ** 2)))
+    rel_rmse = relative_rmse(predicted, t)
     return float(alpha), float(1.0 / inv_bw), rel_rmse

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from scalesim.model.fit_error import relative_rmse
+
 
 def micro_step_s(micro_batch, overhead_s, per_sample_s):
     """Forward+backward time of one micro-step on one device, seconds."""
@@ -100,5 +102,5 @@ def fit_compute_curve(micro_batch, time_s) -> tuple[float, float, float]:
     design = np.stack([np.ones_like(b), b], axis=1) / t[:, None]
     (overhead, per_sample), _ = nnls(design, np.ones_like(t))
     predicted = overhead + per_sample * b
-    rel_rmse = float(np.sqrt(np.mean((predicted / t - 1.0) ** 2)))
+    rel_rmse = relative_rmse(predicted, t)
     return float(overhead), float(per_sample), rel_rmse
