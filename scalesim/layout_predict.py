@@ -834,8 +834,7 @@ def attention_kernel_words(kernel: str, device_name: str, own: bool = False) -> 
     paper; ...)' or '... at the matmuls' efficiency on GB200 ...'; ``own``: the kernel a
     profile's timings ran (``own_attention_kernel``), which the words then say."""
     share = attention_efficiency_of(device_name, kernel)
-    whose = (" (the kernel the profile's timings ran, found by its calibration's profiler "
-             "pass)" if own else "")
+    whose = " (the kernel the profile's timings ran, as its calibration found)" if own else ""
     if share is None:
         return (f"attention: {kernel} kernel{whose} at the matmuls' efficiency on {device_name} "
                 "(no published figure gives it a rate of its own there)")

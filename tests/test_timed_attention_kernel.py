@@ -281,7 +281,8 @@ def test_predictions_say_which_kernel_the_timings_ran_and_the_remedy_how_to_time
 
     flash = _measured_h100_llama(FLASH2_KERNEL)
     note = attention_kernel_note(flash, Scenario())
-    assert note.startswith("attention: flash2 kernel (the kernel the profile's timings ran")
+    assert note.startswith("attention: flash2 kernel (the kernel the profile's timings ran, as its "
+                           "calibration found), its attention core at 0.35")
     assert "0.35 of the 16-bit peak" in note
     assert attention_kernel_note(_measured_h100_llama(VENDOR_KERNEL), Scenario()) == ""
     reason = attention_kernel_reason(flash, Scenario())
