@@ -23,10 +23,14 @@ kernel.
 from __future__ import annotations
 
 import contextlib
-from collections import Counter
 from collections.abc import Callable
 
-from scalesim.attention_kernel import FLASH2_KERNEL, MEM_EFFICIENT_FAMILY, VENDOR_KERNEL
+from scalesim.attention_kernel import (
+    FLASH2_KERNEL,
+    MEM_EFFICIENT_FAMILY,
+    VENDOR_KERNEL,
+    most_named_family,
+)
 
 # SDPA's backends (torch.nn.attention.SDPBackend names) as the attention families of
 # attention_kernel.TRACE_ATTENTION_KERNELS: its flash backend is FlashAttention-2's kernel
@@ -166,5 +170,4 @@ def timed_attention_kernel(step: Callable[[], object]) -> str | None:
         with contextlib.suppress(Exception):
             stack.enter_context(sdpa_choices(found))
         step()
-    families = Counter(f for f in (sdpa_family(c) for c in found if c is not None) if f)
-    return families.most_common(1)[0][0] if families else None
+    return most_named_family(sdpa_family(c) for c in found if c is not None)

@@ -10,6 +10,7 @@ names in a profiler trace (``TRACE_ATTENTION_KERNELS``, ``attention_family``: do
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Literal, get_args
 
 FLASH2_KERNEL = "flash2"  # FlashAttention-2 class: flash-attn 2, PyTorch SDPA's flash backend
@@ -89,6 +90,13 @@ def attention_family(kernel_name: str) -> str | None:
     kernel."""
     return next((family for family, pattern in _TRACE_PATTERNS
                  if pattern.search(kernel_name)), None)
+
+
+def most_named_family(families) -> str | None:
+    """The attention family most of ``families`` name (a calibration's attention calls, a
+    job's ranks), empty names and None left out; None where none is left."""
+    counts = Counter(f for f in families if f)
+    return counts.most_common(1)[0][0] if counts else None
 
 
 def planner_kernel_of(family: str | None) -> str:

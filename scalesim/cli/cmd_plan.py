@@ -317,14 +317,21 @@ def _planned_kernel(args, profile, shape, params, own, kernel: str) -> str:
     for another model (``profiles.model_match`` 'other': its compute from its shape) the
     block calibration's (``kernel_for_another_model``), else ``kernel``."""
     from scalesim.layout_predict import kernel_for, kernel_for_another_model
-    from scalesim.profiles import load_workload, model_match
+    from scalesim.profiles import model_match
 
-    if profile.compute.measured:
-        workload = (own if own is not None else load_workload(args.workload)).model_copy(
-            update={"transformer": shape, "params": params or shape.param_count()})
-        if model_match(profile, workload) == "other":
-            return kernel_for_another_model(profile, kernel)
+    if profile.compute.measured and model_match(
+            profile, _planned_workload(args, shape, params, own)) == "other":
+        return kernel_for_another_model(profile, kernel)
     return kernel_for(profile, kernel)
+
+
+def _planned_workload(args, shape, params, own):
+    """The workload ``scalesim plan`` ranks layouts of: the profile's own model (``own``) or
+    ``--workload``, with the planned shape (``--seq-len``) and its parameters."""
+    from scalesim.profiles import load_workload
+
+    return (own if own is not None else load_workload(args.workload)).model_copy(update={
+        "transformer": shape, "params": params or shape.param_count()})
 
 
 def _on_the_measured_curve(args, base, shape, params, own=None):
@@ -343,13 +350,12 @@ def _on_the_measured_curve(args, base, shape, params, own=None):
     from scalesim.cli.options import links_from_args
     from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
     from scalesim.layout_predict import optimizer_measured, plan_at
-    from scalesim.profiles import device_peak_tflops, load_workload, profile_with_workload
+    from scalesim.profiles import device_peak_tflops, profile_with_workload
     from scalesim.schemas import Scenario, ScenarioLayout
 
     if not base.compute.measured:
         return None
-    workload = (own if own is not None else load_workload(args.workload)).model_copy(update={
-        "transformer": shape, "params": params or shape.param_count()})
+    workload = _planned_workload(args, shape, params, own)
     # its own model (no --workload): a note that does not say a workload replaced it
     profile, match = profile_with_workload(base, workload, None if own is not None
                                            else args.workload)

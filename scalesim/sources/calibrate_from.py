@@ -16,13 +16,13 @@ its own parts and records where they came from (``source`` fields and ``notes``)
 from __future__ import annotations
 
 import os
-from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 from scalesim import presets
+from scalesim.attention_kernel import most_named_family
 from scalesim.billing import sizes_within
 from scalesim.errors import ScalesimError
 from scalesim.figures import count, latency_us, link_GBps, sig3
@@ -273,9 +273,7 @@ def compute_curve(runs: list[BatchRun], base: ComputeCurve) -> tuple[ComputeCurv
               + how)
     # the attention kernel the traced job ran (the family most ranks' kernels name, as
     # diagnose reads it): its timings price the attention core at that kernel's rate
-    families = Counter(x.summary.attention_family for r in runs for x in r.ranks
-                       if x.summary.attention_family)
-    kernel = families.most_common(1)[0][0] if families else None
+    kernel = most_named_family(x.summary.attention_family for r in runs for x in r.ranks)
     curve = ComputeCurve(
         overhead_s=overhead, per_sample_s=max(per_sample, 1e-12), optimizer_step_s=opt,
         rel_rmse=rmse, points=points, colocated_devices=max(hosts or [1]),
