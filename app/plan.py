@@ -12,7 +12,6 @@ import argparse
 from dataclasses import dataclass, field
 
 from scalesim import presets
-from scalesim.attention_kernel import DEFAULT_ATTENTION_KERNEL
 from scalesim.cli.options import parse_int_list
 from scalesim.decision import (
     DOES_NOT_FIT,
@@ -39,10 +38,12 @@ from scalesim.layout import (
 from scalesim.layout_predict import (
     asked_split,
     attention_kernel_note,
+    kernel_refused,
     layout_of,
     own_timings_words,
     precision_note,
     recompute_style_note,
+    refused_kernel_words,
     split_profile,
     splittable_shape,
     timed_own_kernel,
@@ -364,10 +365,10 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
                      "every micro-step (no_sync is FSDP's)")
     elif why := grad_sync_unused(state.strat, state.acc, state.gs):  # as predict notes it
         notes.append(f"gradient sync {state.gs} ignored: {why}")
-    if state.ak != DEFAULT_ATTENTION_KERNEL:
-        if timed_own_kernel(profile):  # as the layout is left out: a note, not a refusal
+    if state.ak:
+        if kernel_refused(profile, state.ak):  # as the layout is left out: a note, not a refusal
             notes.append(f"attention kernel {state.ak} left out: "
-                         f"{own_timings_words(profile, 'attention kernel')}")
+                         f"{refused_kernel_words(profile)}")
         else:
             fields["attention_kernel"] = state.ak
             if splittable_shape(profile) is None:

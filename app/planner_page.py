@@ -19,7 +19,11 @@ import pandas as pd
 import streamlit as st
 
 from scalesim import presets
-from scalesim.attention_kernel import ATTENTION_KERNEL_HELP, ATTENTION_KERNEL_LABELS
+from scalesim.attention_kernel import (
+    ATTENTION_KERNEL_HELP,
+    ATTENTION_KERNEL_LABELS,
+    OWN_KERNEL_LABEL,
+)
 from scalesim.billing import billing_words
 from scalesim.cli.cmd_app import PUBLIC_URL_ENV  # set by `scalesim app --public-url URL`
 from scalesim.decision import DOES_NOT_FIT, card_rows
@@ -324,8 +328,9 @@ def _comm_section(c: _Controls, state: AppState) -> None:
       "ZeRO-1/2 parameter all-gather after the optimizer step exposed (docs/model.md §4)")
     c(st.sidebar.selectbox, "gs", "ZeRO-2/3 gradient sync under accumulation",
       options=list(GRAD_SYNC_LABELS), format_func=GRAD_SYNC_LABELS.get, help=GRAD_SYNC_HELP)
-    c(st.sidebar.selectbox, "ak", "Attention kernel", options=list(ATTENTION_KERNEL_LABELS),
-      format_func=ATTENTION_KERNEL_LABELS.get, help=ATTENTION_KERNEL_HELP)
+    kernels = {"": OWN_KERNEL_LABEL, **ATTENTION_KERNEL_LABELS}  # '': none asked
+    c(st.sidebar.selectbox, "ak", "Attention kernel", options=list(kernels),
+      format_func=kernels.get, help=ATTENTION_KERNEL_HELP)
     c(st.sidebar.selectbox, "pr", "Matmul precision", options=list(PRECISION_LABELS),
       format_func=PRECISION_LABELS.get, help=PRECISION_HELP)
     c(st.sidebar.toggle, "ovl", "Overlap gradient exchange with backward")

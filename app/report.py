@@ -127,12 +127,20 @@ def _table(header: list[str] | None, rows: list[list], left: int = 1, cls: str =
 
 def _kernel_words(profile, scenario) -> str:
     """The attention kernel the predictions ran (``layout_predict.kernel_for``: the one the
-    profile's timings ran where they ran their own), in the control's words."""
-    from scalesim.layout_predict import kernel_for, timed_attention_family, timed_own_kernel
+    profile's timings ran unless another was asked and could be priced), in the control's
+    words, and whether the timings ran it or it was swapped for theirs."""
+    from scalesim.layout_predict import (
+        kernel_for,
+        own_attention_kernel,
+        timed_attention_family,
+        timed_own_kernel,
+    )
 
-    words = ATTENTION_KERNEL_LABELS[kernel_for(profile, scenario.attention_kernel)]
+    kernel, own = kernel_for(profile, scenario.attention_kernel), own_attention_kernel(profile)
+    words = ATTENTION_KERNEL_LABELS[kernel]
     if timed_own_kernel(profile) and timed_attention_family(profile) is not None:
-        words += "; the kernel the profile's timings ran"
+        words += ("; the kernel the profile's timings ran" if kernel == own else
+                  f"; swapped for the {own} kernel the profile's timings ran")
     return words
 
 

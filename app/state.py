@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from scalesim import presets
-from scalesim.attention_kernel import DEFAULT_ATTENTION_KERNEL, AttentionKernel
+from scalesim.attention_kernel import VENDOR_KERNEL, AttentionKernel
 from scalesim.bounds import bound, bounded, nonzero_floor, url_field
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
@@ -34,7 +34,9 @@ from scalesim.schemas import GradSync, Profile, ZeroFramework
 
 from .control_labels import in_words
 
-LINK_VERSION = 12  # v12: + scenario B "run the weight matmuls in fp8" (b: V12_REMEDIES);
+LINK_VERSION = 13  # v13: ak fused-vendor asked (V13_VALUES; the default became the kernel the
+# profile's timings ran, '': v6 to v12 links' fused-vendor was that default and opens as it);
+# v12: + scenario B "run the weight matmuls in fp8" (b: V12_REMEDIES);
 # v11: + the matmul precision (pr: bf16 or fp8; v1 to v10 open in bf16);
 # v10: + the ZeRO framework (zfw: fsdp or deepspeed); v9: + the hybrid
 # sharding shard group (sg); v8: + the recompute style
@@ -48,7 +50,7 @@ LINK_VERSION = 12  # v12: + scenario B "run the weight matmuls in fp8" (b: V12_R
 # collectives exposed, v1 to v5 with the vendor attention kernel, v1 to v4 with gradients
 # reduced every micro-step, v3 with the whole-forward style, v2 (only what differs from the
 # defaults, presets by name) and v1 data parallel
-READ_VERSIONS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12")
+READ_VERSIONS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13")
 # v3 and later (rs: v4, tpo: v7, sg: v9)
 LAYOUT_FIELDS = ("tp", "pp", "sched", "vs", "rec", "sp", "rs", "tpo", "sg")
 V4_FIELDS = ("rs",)  # what v4 added
@@ -61,6 +63,7 @@ V9_FIELDS = ("sg",)  # what v9 added
 V10_FIELDS = ("zfw",)  # what v10 added
 V11_FIELDS = ("pr",)  # what v11 added
 V12_REMEDIES = ("fp8",)  # the scenario B choice v12 added
+V13_VALUES = {"ak": (VENDOR_KERNEL,)}  # asked, not the default any more (v13)
 # a share link ends with its preset fingerprint (ph) or profile (prof), then its date (at):
 # a cut one loses those first
 CUT_SHORT = "the link may have been cut short when copied (its end is missing)"
@@ -107,7 +110,9 @@ class AppState(BaseModel):
     strat: Literal["ddp", "zero1", "zero2", "zero3"] = "ddp"
     zfw: ZeroFramework = "fsdp"  # how ZeRO runs: FSDP / Megatron-Core, or DeepSpeed (v10)
     gs: GradSync = "every-micro-step"  # when ZeRO-2/3 reduce under accumulation (v5)
-    ak: AttentionKernel = DEFAULT_ATTENTION_KERNEL  # the framework's attention kernel (v6)
+    # the framework's attention kernel (v6); '': the one the profile's
+    # timings ran, Scenario.attention_kernel None (v13; before, fused-vendor meant it)
+    ak: AttentionKernel | Literal[""] = ""
     pr: Precision = DEFAULT_PRECISION  # the layers' matmul precision (v11)
     algo: Literal["auto", "ring", "tree", "hierarchical"] = "auto"
     lw: int | None = url_field("lw", None, "loader workers per device")
@@ -490,7 +495,8 @@ def _meant(state: AppState) -> AppState:
 
 
 def link_version(state: AppState) -> int:
-    """12 when scenario B is what v12 added ('run the weight matmuls in fp8'); 11 when the
+    """13 when the state asks the fused vendor attention kernel (v13: before, the default);
+    12 when scenario B is what v12 added ('run the weight matmuls in fp8'); 11 when the
     state uses what v11 added (fp8); 10 when it uses what v10 added (DeepSpeed as
     the ZeRO framework); 9 when it uses
     what v9 added (a hybrid sharding shard group); 8 when the state
@@ -503,6 +509,8 @@ def link_version(state: AppState) -> int:
     Layouts tab, scenario B 'split the model'); else 2, so a link opens in every scalesim that
     can show it the same."""
     state = _meant(state)
+    if any(getattr(state, n) in values for n, values in V13_VALUES.items()):
+        return 13
     if state.b in V12_REMEDIES:
         return 12
     if any(getattr(state, n) != AppState.model_fields[n].default for n in V11_FIELDS):
@@ -659,12 +667,14 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no gradient sync "
                             "choice (ZeRO-2/3 reduce every micro-step)")
+    if int(version) < 13 and flat.get("ak") == VENDOR_KERNEL:  # it meant the default then
+        flat.pop("ak")
     if int(version) < 6:  # before the attention kernel: the vendor kernel
         old = [name for name in V6_FIELDS if name in flat and flat.pop(name) not in (
             "", _to_text(AppState.model_fields[name].default))]
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no attention "
-                            f"kernel choice (the {DEFAULT_ATTENTION_KERNEL} kernel)")
+                            f"kernel choice (the {VENDOR_KERNEL} kernel)")
     if int(version) < 7:  # before the tensor-parallel overlap: its collectives exposed
         old = [name for name in V7_FIELDS if name in flat and flat.pop(name) not in (
             "", _to_text(AppState.model_fields[name].default))]

@@ -22,24 +22,29 @@ VENDOR_KERNEL = "fused-vendor"  # cuDNN fused attention (Transformer Engine; PyT
 # H200 of benchmarks/results/h200-2026-11-30 ran cuDNN's kernels under torch 2.11), FlashAttention-3
 AttentionKernel = Literal["flash2", "fused-vendor"]
 ATTENTION_KERNELS: tuple[str, ...] = get_args(AttentionKernel)
-DEFAULT_ATTENTION_KERNEL = VENDOR_KERNEL
 ATTENTION_KERNEL_HELP = (
     "the framework's fused attention kernel (docs/model.md §13, 'Attention kernel'): "
-    "'fused-vendor' (default; cuDNN fused attention through Transformer Engine or PyTorch "
+    "'fused-vendor' (cuDNN fused attention through Transformer Engine or PyTorch "
     "SDPA's cuDNN backend, FlashAttention-3: the attention core at the matmuls' sustained "
     "efficiency; Megatron, NeMo, SDPA on Hopper where its build prefers cuDNN) or 'flash2' "
     "(flash-attn 2, PyTorch SDPA's flash backend, Triton: the attention core at 0.35 of the "
     "16-bit peak on Hopper, FlashAttention-3 paper; FSDP, torchtitan with SDPA's flash). On "
     "an A100 both run FlashAttention-2 (Transformer Engine prefers cuDNN's kernel from Hopper "
-    "on) at 0.66 of the peak, the FlashAttention-2 paper's forward and backward maxima. A "
-    "transformer workload on a datasheet profile only: refused with a profile whose compute "
-    "was measured (its timings ran its own kernel), ignored by a parameter-count workload")
-# Each kernel in a few words, where a choice is shown (the app's control and report)
+    "on) at 0.66 of the peak, the FlashAttention-2 paper's forward and backward maxima. Not "
+    "given: the kernel the profile's timings ran, as its calibration found (fused-vendor where "
+    "it recorded none, and on a datasheet profile). With measured timings, another kernel is "
+    "priced where their calibration recorded which one they ran (the timings read with its "
+    "attention core, the rest kept), refused where it did not; a parameter-count workload "
+    "ignores it")
+# Each kernel in a few words, where a choice is shown (the app's control and report), and
+# the choice of none (``Scenario.attention_kernel`` None, the app's ``OWN_KERNEL_CHOICE``)
 ATTENTION_KERNEL_LABELS = {
-    VENDOR_KERNEL: "fused vendor kernel (cuDNN / Transformer Engine, FlashAttention-3; default)",
+    VENDOR_KERNEL: "fused vendor kernel (cuDNN / Transformer Engine, FlashAttention-3)",
     FLASH2_KERNEL: "FlashAttention-2 class (flash-attn 2, PyTorch SDPA's flash backend; 0.35 of "
                    "the peak on Hopper)",
 }
+OWN_KERNEL_LABEL = ("the kernel the profile's timings ran (default; the fused vendor kernel "
+                    "where none was recorded, and on a datasheet profile)")
 
 # ------------------------------------------------------------------ in a profiler trace
 

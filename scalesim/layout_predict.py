@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalesim.attention_kernel import VENDOR_KERNEL, planner_kernel_of
+from scalesim.attention_kernel import ATTENTION_KERNELS, VENDOR_KERNEL, planner_kernel_of
 from scalesim.billing import job_sizes
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
@@ -315,7 +315,8 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
     jitter (``predict.jitter_cv_of``: it lives in the profile, not the hardware); ``p2p`` the
     profile's measured send/recv inside a server (``plan.measured_p2p``; None: the intra link).
     The hardware is ``scenario_hardware``'s; ``attention_kernel`` the kernel the prediction runs
-    (``kernel_for`` the profile; None: the scenario's). The one place a scenario becomes the
+    (``kernel_for`` the profile; None: the scenario's, the vendor kernel where it asks none).
+    The one place a scenario becomes the
     layout model's constants, for predictions (``base_inputs``) and the planner of a scenario
     (``plan_at``) alike."""
     wl = workload
@@ -325,7 +326,7 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
         wl.transformer, hardware, global_batch, 1.0, params=wl.params,
         jitter_cv=jitter_cv, p2p=p2p, recompute_style=layout_of(scenario).recompute_style,
         tp_overlap=layout_of(scenario).tp_overlap,
-        attention_kernel=attention_kernel or scenario.attention_kernel,
+        attention_kernel=attention_kernel or scenario.attention_kernel or VENDOR_KERNEL,
         fp8=scenario.precision == FP8,
         overlap=scenario.overlap,
         slow_device=scenario.slow_device, slow_factor=scenario.slow_factor,
@@ -368,23 +369,43 @@ def own_attention_kernel(profile: Profile) -> str:
     return planner_kernel_of(timed_attention_family(profile))
 
 
-def kernel_for(profile: Profile, kernel: str) -> str:
-    """The kernel a prediction from ``profile`` runs where ``kernel`` is asked: the profile's
-    own (``own_attention_kernel``) where its timings ran their own (``timed_own_kernel``; any
-    other kernel is refused there, ``check_attention_kernel``), else ``kernel``."""
-    return own_attention_kernel(profile) if timed_own_kernel(profile) else kernel
+def kernel_swappable(profile: Profile) -> bool:
+    """Whether a prediction from ``profile`` may run another attention kernel than its
+    timings ran: where it has no timings of its own (``timed_own_kernel``), or where their
+    calibration found which kernel they ran and the planner prices that one as itself
+    (``timed_attention_family`` flash2 or fused-vendor): the compute pin then reads the
+    timings with that kernel's core (``pin_attention_share``) and the prediction runs the
+    other's, so the swap changes the step by the attention core alone (docs/model.md §13)."""
+    return not timed_own_kernel(profile) or timed_attention_family(profile) in ATTENTION_KERNELS
 
 
-def kernel_for_another_model(profile: Profile, kernel: str) -> str:
+def kernel_for(profile: Profile, kernel: str | None) -> str:
+    """The kernel a prediction from ``profile`` runs where ``kernel`` is asked (None: none
+    asked, ``Scenario.attention_kernel``'s default): ``kernel`` where the profile may swap
+    (``kernel_swappable``), else the profile's own (``own_attention_kernel``: the kernel its
+    timings ran, the vendor kernel where none was recorded; another kernel is refused there,
+    ``check_attention_kernel``)."""
+    return kernel if kernel is not None and kernel_swappable(profile) else (
+        own_attention_kernel(profile))
+
+
+def kernel_for_another_model(profile: Profile, kernel: str | None) -> str:
     """The kernel a prediction from ``profile`` of another model than the one its compute curve
     timed runs where ``kernel`` is asked (``profiles.workload_compute``'s 'other': that model's
-    compute from its shape): the kernel of the profile's block calibration
-    (``kernel_for`` of the profile that workload gives, which keeps the block: its fit, whose
-    efficiency the estimate takes, read the core at that rate; the vendor kernel where the
-    block recorded none), else ``kernel`` (the estimate is then a datasheet one). The one
-    rule of predict's estimate and ``scalesim plan --profile``'s ranking of such a model."""
+    compute from its shape): ``kernel_for`` of the profile that workload gives, which keeps
+    the block calibration and estimates the curve. With a block calibration: the block's
+    kernel (its fit, whose efficiency the estimate takes, read the core at that rate; the
+    vendor kernel where the block recorded none), or ``kernel`` where the block recorded a
+    kernel the planner prices as itself; without one the estimate is a datasheet one:
+    ``kernel``, the vendor kernel where none is asked. The one rule of predict's estimate and
+    ``scalesim plan --profile``'s ranking of such a model; None gives the kernel the estimated
+    curve is built at."""
     mp = profile.model_parallel
-    return planner_kernel_of(mp.block.attention_kernel) if mp is not None else kernel
+    if mp is None:
+        return kernel or VENDOR_KERNEL
+    if kernel is not None and mp.block.attention_kernel in ATTENTION_KERNELS:
+        return kernel
+    return planner_kernel_of(mp.block.attention_kernel)
 
 
 def pin_attention_share(profile: Profile) -> float | None:
@@ -766,16 +787,37 @@ def _own_timings_fix(profile: Profile, instead: str) -> str:
             "compute)" if profile.compute.precision == PUBLISHED_RUN else f"use {instead}")
 
 
-def check_attention_kernel(profile: Profile, kernel: str, name: str = "attention_kernel",
+def kernel_refused(profile: Profile, kernel: str | None) -> bool:
+    """Whether ``kernel`` is asked of ``profile`` and cannot be priced: not the kernel its
+    timings ran, which cannot be swapped for another (``kernel_swappable``). The one rule of
+    ``check_attention_kernel`` and the app's note."""
+    return not (kernel is None or kernel_swappable(profile)
+                or kernel == own_attention_kernel(profile))
+
+
+def refused_kernel_words(profile: Profile) -> str:
+    """Why another attention kernel cannot be asked of ``profile`` (``kernel_refused``), in one
+    clause: 'profile 'X' holds timings measured with its own attention kernel and its
+    calibration did not record which' (``own_timings_words``), or, for the memory-efficient
+    kernel, '..., which has no published rate of its own to swap for another's'."""
+    words = own_timings_words(profile, "attention kernel")
+    if profile.compute.precision == PUBLISHED_RUN:  # its own words say it
+        return words
+    if timed_attention_family(profile) is None:
+        return f"{words} and its calibration did not record which"
+    return f"{words}, which has no published rate of its own to swap for another's"
+
+
+def check_attention_kernel(profile: Profile, kernel: str | None,
+                           name: str = "attention_kernel",
                            instead: str = "a datasheet profile (--hardware and --workload)"):
-    """ScalesimError, in one line, where ``kernel`` is not the vendor kernel and ``profile``'s
-    timings already ran its own (``timed_own_kernel``); ``name`` is what the user set (the
-    scenario field, or a flag), ``instead`` what to use. The one check of predict, sweep,
-    decide, goal, the planner of a scenario (``split_profile``, ``plan_at``) and
-    ``scalesim plan --profile``."""
-    if kernel != VENDOR_KERNEL and timed_own_kernel(profile):
-        raise ScalesimError(f"{name} {kernel}: {own_timings_words(profile, 'attention kernel')}"
-                            f"; leave the kernel at {VENDOR_KERNEL}, or "
+    """ScalesimError, in one line, where ``kernel`` cannot be priced on ``profile``
+    (``kernel_refused``); ``name`` is what the user set (the scenario field, or a flag),
+    ``instead`` what to use. The one check of predict, sweep, decide, goal, the planner of a
+    scenario (``split_profile``, ``plan_at``) and ``scalesim plan --profile``."""
+    if kernel_refused(profile, kernel):
+        raise ScalesimError(f"{name} {kernel}: {refused_kernel_words(profile)}; leave the kernel "
+                            f"out (the {own_attention_kernel(profile)} kernel it ran), or "
                             f"{_own_timings_fix(profile, instead)}")
 
 
@@ -842,20 +884,38 @@ def attention_kernel_words(kernel: str, device_name: str, own: bool = False) -> 
             f"16-bit peak on {device_name} ({attention_efficiency_source(device_name, kernel)})")
 
 
-def attention_kernel_note(profile: Profile, scenario: Scenario) -> str:
-    """What the scenario's attention kernel does, where it is not the vendor kernel: its words
-    on the profile's device (``attention_kernel_words``) for a transformer workload, 'attention
-    kernel flash2 ignored: ...' for a parameter count (the data-parallel step model has no
-    attention core); '' for the vendor kernel. A profile whose timings ran FlashAttention-2
-    (``own_attention_kernel``) gets its words too."""
-    own = timed_own_kernel(profile)
-    kernel = kernel_for(profile, scenario.attention_kernel)
-    if kernel == VENDOR_KERNEL or (own and profile.workload.transformer is None):
+def priced_kernel_words(profile: Profile | None, kernel: str,
+                        device_name: str | None = None) -> str:
+    """What the attention kernel a prediction from ``profile`` (None: a datasheet plan) runs
+    (``kernel``: ``kernel_for`` or ``kernel_for_another_model``) does on ``device_name``
+    (default: the profile's), where it is not the vendor kernel the timings ran
+    (``attention_kernel_words``): the kernel the profile's timings ran says so
+    (``own_attention_kernel``), and another kernel swapped for it (``kernel_swappable``) says
+    that, whichever it is; '' for the vendor kernel otherwise."""
+    device_name = device_name or profile.hardware.device_name
+    timed = profile is not None and timed_own_kernel(profile)
+    own = own_attention_kernel(profile) if timed else kernel
+    if timed and kernel != own:
+        return (f"{attention_kernel_words(kernel, device_name)}; swapped for the {own} kernel "
+                "the profile's timings ran, as its calibration found (the timings read with "
+                "that kernel's attention core, the rest of them kept: docs/model.md §13)")
+    if kernel == VENDOR_KERNEL:
         return ""
-    if profile.workload.transformer is None:
-        return (f"attention kernel {kernel} ignored: workload '{profile.workload.name}' is a "
-                "parameter count, not a transformer shape (no attention core to time)")
-    return attention_kernel_words(kernel, profile.hardware.device_name, own=own)
+    return attention_kernel_words(kernel, device_name, own=timed)
+
+
+def attention_kernel_note(profile: Profile, scenario: Scenario) -> str:
+    """What the scenario's attention kernel does (``priced_kernel_words`` of ``kernel_for``) for
+    a transformer workload; for a parameter count (the data-parallel step model has no
+    attention core) 'attention kernel flash2 ignored: ...' where one is asked of a profile
+    without timings of its own; else ''."""
+    kernel = kernel_for(profile, scenario.attention_kernel)
+    if profile.workload.transformer is not None:
+        return priced_kernel_words(profile, kernel)
+    if timed_own_kernel(profile) or kernel == VENDOR_KERNEL:
+        return ""
+    return (f"attention kernel {kernel} ignored: workload '{profile.workload.name}' is a "
+            "parameter count, not a transformer shape (no attention core to time)")
 
 
 def pipeline_fsdp_note(scenario: Scenario) -> str:

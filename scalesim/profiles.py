@@ -495,7 +495,7 @@ def workload_compute(base: Profile, workload: Workload, name: str | None,
         from scalesim.layout_predict import kernel_for_another_model
 
         curve, _ = compute_curve_from_shape(workload, hardware, efficiency, basis,
-                                            kernel_for_another_model(base, VENDOR_KERNEL))
+                                            kernel_for_another_model(base, None))
         other = ("another model than the one timed" if base.compute.measured else
                  "another model than the profile's (its compute was estimated, not measured)")
         return WorkloadCompute(match, workload, curve, predict_hw, (

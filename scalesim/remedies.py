@@ -555,18 +555,15 @@ def _split_model(profile: Profile, scenario: Scenario, now: Prediction,
 ATTENTION_KERNEL_TITLE = "Use a Hopper attention kernel (cuDNN fused attention or FlashAttention-3)"
 
 
-def _kernel_knob_reason(profile: Profile, key: str, cannot: str, no_shape: str) -> str:
+def _kernel_knob_reason(profile: Profile, key: str, fixed: str, no_shape: str) -> str:
     """Why a kernel knob's remedy (``key``: "attention_kernel" or "fp8") cannot apply whatever
-    the scenario, in one clause, or '': CPU processes (``CPU_NOT_APPLICABLE``), timings that ran
-    their own kernel and precision (``layout_predict.timed_own_kernel``: 'which the model
-    cannot ``cannot``'), or a parameter count (``no_shape``: what it lacks)."""
-    from scalesim.layout_predict import own_timings_words, timed_own_kernel
-
+    the scenario, in one clause, or '': CPU processes (``CPU_NOT_APPLICABLE``), timings that
+    cannot take another value of the knob (``fixed``: why, '' where they can), or a parameter
+    count (``no_shape``: what it lacks)."""
     if nouns_for(profile.hardware.device_name).cpu:
         return CPU_NOT_APPLICABLE[key]
-    if timed_own_kernel(profile):
-        what = "attention kernel" if key == "attention_kernel" else "precision"
-        return f"{own_timings_words(profile, what)}, which the model cannot {cannot}"
+    if fixed:
+        return fixed
     if profile.workload.transformer is None:
         return (f"workload '{profile.workload.name}' is a parameter count, not a transformer "
                 f"shape: {no_shape}")
@@ -575,23 +572,28 @@ def _kernel_knob_reason(profile: Profile, key: str, cannot: str, no_shape: str) 
 
 def attention_kernel_reason(profile: Profile, scenario: Scenario) -> str:
     """Why running the vendor attention kernel instead of the scenario's is not a remedy here,
-    in one clause, or '' where it is one to predict: the profile's timings ran its own kernel
-    (``layout_predict.timed_own_kernel``, the rule of ``check_attention_kernel``), the workload
-    has no attention core (a parameter count), the scenario runs the vendor kernel already, or
+    in one clause, or '' where it is one to predict: the profile's timings ran a kernel the
+    model cannot swap for another (``layout_predict.kernel_swappable``, the rule of
+    ``check_attention_kernel``), the workload has no attention core (a parameter count), the
+    prediction runs the vendor kernel already (the scenario's, or the one the timings ran), or
     FlashAttention-2 runs as fast as the vendor kernel on the device by the published figures
     (``presets.flash2_slower_than_vendor``: every device but Hopper)."""
-    device = profile.hardware.device_name
-    if why := _kernel_knob_reason(profile, "attention_kernel", "swap for another",
-                                  "no attention core to time"):
-        from scalesim.layout_predict import own_attention_kernel, timed_own_kernel
+    from scalesim.layout_predict import (
+        kernel_for,
+        kernel_swappable,
+        refused_kernel_words,
+        timed_own_kernel,
+    )
 
-        if (timed_own_kernel(profile) and own_attention_kernel(profile) == FLASH2_KERNEL
-                and flash2_slower_than_vendor(device)):  # how to measure the vendor kernel
-            why += ("; calibrate again with cuDNN attention to time it (PyTorch SDPA prefers "
-                    "it on Hopper where its build's cuDNN is recent, as torch 2.11's wheels "
-                    "are; or sdpa_kernel(SDPBackend.CUDNN_ATTENTION))")
+    device = profile.hardware.device_name
+    fixed = ("" if kernel_swappable(profile) else
+             f"{refused_kernel_words(profile)}: the model cannot swap it for another")
+    if why := _kernel_knob_reason(profile, "attention_kernel", fixed,
+                                  "no attention core to time"):
         return why
-    if scenario.attention_kernel == VENDOR_KERNEL:
+    if kernel_for(profile, scenario.attention_kernel) == VENDOR_KERNEL:
+        if scenario.attention_kernel is None and timed_own_kernel(profile):
+            return f"the profile's timings ran the {VENDOR_KERNEL} kernel, as its calibration found"
         return f"the scenario runs the {VENDOR_KERNEL} kernel already"
     if not flash2_slower_than_vendor(device):
         return f"on {device} FlashAttention-2 runs as fast as the vendor kernel"
@@ -601,13 +603,21 @@ def attention_kernel_reason(profile: Profile, scenario: Scenario) -> str:
 def _attention_kernel(profile: Profile, scenario: Scenario):
     """The "Hopper attention kernel" candidate: the scenario with the vendor kernel
     (docs/model.md §13), the attention core at the matmuls' sustained efficiency; its gain is
-    ``predict``'s like every other remedy's."""
+    ``predict``'s like every other remedy's. On timings that ran FlashAttention-2 (a swap,
+    ``layout_predict.kernel_swappable``) the how says to time the vendor kernel to confirm it."""
+    from scalesim.layout_predict import kernel_for, timed_own_kernel
+
+    how = ("cuDNN through Transformer Engine or PyTorch SDPA's cuDNN backend (sdpa_kernel"
+           "(SDPBackend.CUDNN_ATTENTION)), FlashAttention-3 from flash-attn's hopper/ build: "
+           "exact attention as now")
+    if timed_own_kernel(profile) and kernel_for(profile, None) == FLASH2_KERNEL:
+        how += ("; the gain reads the timings with FlashAttention-2's attention core at 0.35 of "
+                "the peak: calibrate again with cuDNN attention to time it (PyTorch SDPA "
+                "prefers it on Hopper where its build's cuDNN is recent, as torch 2.11's wheels "
+                "are)")
     return ("attention_kernel", ATTENTION_KERNEL_TITLE,
             scenario.model_copy(update={"attention_kernel": VENDOR_KERNEL}), profile,
-            attention_kernel_reason(profile, scenario),
-            "cuDNN through Transformer Engine or PyTorch SDPA's cuDNN backend (sdpa_kernel"
-            "(SDPBackend.CUDNN_ATTENTION)), FlashAttention-3 from flash-attn's hopper/ build: "
-            "exact attention as now")
+            attention_kernel_reason(profile, scenario), how)
 
 
 FP8_TITLE = "Run the layers' weight matmuls in fp8 (Transformer Engine, torchao float8)"
@@ -619,8 +629,11 @@ def fp8_reason(profile: Profile, scenario: Scenario) -> str:
     rule of ``layout_predict.check_precision``), a parameter-count workload (no matmul shapes
     to cast), the scenario in fp8 already, or a device with no fp8 peak."""
     device = profile.hardware.device_name
-    if why := _kernel_knob_reason(profile, "fp8", "rerun in another",
-                                  "no weight matmuls to run in fp8"):
+    from scalesim.layout_predict import own_timings_words, timed_own_kernel
+
+    fixed = (f"{own_timings_words(profile, 'precision')}, which the model cannot rerun in "
+             "another" if timed_own_kernel(profile) else "")
+    if why := _kernel_knob_reason(profile, "fp8", fixed, "no weight matmuls to run in fp8"):
         return why
     if scenario.precision == FP8:
         return "the scenario runs its weight matmuls in fp8 already"

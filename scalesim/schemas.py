@@ -23,7 +23,6 @@ from pydantic import (
 
 from scalesim.attention_kernel import (
     ATTENTION_KERNEL_HELP,
-    DEFAULT_ATTENTION_KERNEL,
     AttentionKernel,
     TimedAttention,
 )
@@ -968,8 +967,8 @@ class Scenario(_Strict):
         "accumulate: full gradients held on every rank, one reduce-scatter in the last "
         "micro-step; FSDP only). DDP and ZeRO-1 reduce once per step either way",
     )
-    attention_kernel: AttentionKernel = Field(
-        default=DEFAULT_ATTENTION_KERNEL, description=ATTENTION_KERNEL_HELP
+    attention_kernel: AttentionKernel | None = Field(
+        default=None, description=ATTENTION_KERNEL_HELP
     )
     precision: Precision = Field(default=DEFAULT_PRECISION, description=PRECISION_HELP)
     algorithm: Algorithm = Field(

@@ -468,9 +468,8 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
                                                                 zero))
     overrides = input_changes(grid, inter_nic_share(profile.hardware, base))
     if "attention_kernel" in grid:
-        kernels = grid["attention_kernel"]
-        if lp.timed_own_kernel(profile):  # only the vendor kernel asked (checked): the timings'
-            kernels = np.full(kernels.shape, lp.own_attention_kernel(profile))
+        asked, at = np.unique(grid["attention_kernel"], return_inverse=True)
+        kernels = np.array([lp.kernel_for(profile, str(k)) for k in asked])[np.ravel(at)]
         overrides["attention_efficiency"] = attention_efficiencies(
             profile.hardware.device_name, kernels,
             profile.workload.transformer is None or profile.workload.transformer.flash_attention)

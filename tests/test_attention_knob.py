@@ -198,12 +198,17 @@ def test_old_links_run_the_vendor_kernel_and_v6_keeps_the_gradient_sync():
 
     for version in ("1", "2", "3", "4", "5"):  # cannot carry the choice: ignored and said so
         state, _, messages = decode_query({**LLAMA_LINK, "v": version, "ak": "flash2"})
-        assert state.ak == "fused-vendor" and state.hw == "dgx-h100" and state.dmax == 16
+        assert state.ak == "" and state.hw == "dgx-h100" and state.dmax == 16
         assert messages[-1] == (f"ignored ak: a v{version} link has no attention kernel "
                                 "choice (the fused-vendor kernel)"), messages
-    assert decode_query({**LLAMA_LINK, "v": "6"})[0].ak == "fused-vendor"
+    assert decode_query({**LLAMA_LINK, "v": "6"})[0].ak == ""  # the kernel the timings ran
     state, _, messages = decode_query({**LLAMA_LINK, "v": "6", "ak": "<b>"})
-    assert state.ak == "fused-vendor" and state.dmax == 16 and len(messages) == 1
+    assert state.ak == "" and state.dmax == 16 and len(messages) == 1
+    # v6 to v12's fused-vendor was the default (the kernel the timings ran): it opens as that;
+    # from v13 it is the vendor kernel asked (a swap on timings that ran flash2)
+    for version, ak in (("6", ""), ("12", ""), ("13", "fused-vendor")):
+        state, _, messages = decode_query({**LLAMA_LINK, "v": version, "ak": "fused-vendor"})
+        assert (state.ak, messages) == (ak, [])
     # what v5 added stays readable in a v6 link (and a v5 link keeps it)
     for version in ("5", "6"):
         state, _, messages = decode_query({**LLAMA_LINK, "v": version, "strat": "zero3",
@@ -219,9 +224,11 @@ def test_the_app_control_sets_the_kernel_and_the_link():
     from scalesim.app.plan import make_plan
     from scalesim.app.state import preset_profile
 
-    at, before, state = change_select(LLAMA_LINK, "k_ak", "fused-vendor", "flash2")
+    at, before, state = change_select(LLAMA_LINK, "k_ak", "", "flash2")
     assert state.ak == "flash2"
     assert (link_param(at, "ak"), link_param(at, "v")) == ("flash2", "6")
+    at, _, _ = change_select(LLAMA_LINK, "k_ak", "", "fused-vendor")
+    assert (link_param(at, "ak"), link_param(at, "v")) == ("fused-vendor", "13")
     profile = preset_profile(state)
     assert make_plan(profile, state).focus.samples_per_s < \
         make_plan(profile, before).focus.samples_per_s
@@ -237,8 +244,9 @@ def test_the_report_names_the_kernel_and_the_app_leaves_it_out_where_it_cannot_a
     assert lines["attention kernel"].startswith("FlashAttention-2 class")
     # a measured profile: left out with a note, as a layout is left out (not a refusal)
     scenario, notes = build_scenario(state, load_profile(H200))
-    assert scenario.attention_kernel == "fused-vendor"
-    assert any(n.startswith("attention kernel flash2 left out: profile ") for n in notes)
+    assert scenario.attention_kernel is None
+    assert any(n.startswith("attention kernel flash2 left out: profile ") and
+               n.endswith("and its calibration did not record which") for n in notes), notes
     # a parameter-count workload: kept, said to change nothing
     bert = default_profile()
     scenario, notes = build_scenario(state.model_copy(update={"wl": "bert-large"}), bert)

@@ -120,7 +120,8 @@ def test_not_applicable_where_the_timings_ran_their_own_kernel():
     _, r = _kernel_remedy(measured, Scenario(devices=[1]), 1)
     assert not r.applicable
     assert r.reason == (f"profile '{measured.name}' holds timings measured with its own "
-                        "attention kernel, which the model cannot swap for another")
+                        "attention kernel and its calibration did not record which: the model "
+                        "cannot swap it for another")
     _, r = _kernel_remedy(default_profile(), Scenario(devices=[8]), 8)
     assert not r.applicable and "parameter count" in r.reason
 
@@ -156,8 +157,10 @@ def test_a_link_with_the_remedy_as_scenario_b_opens_and_predicts_it():
     params = encode_query(state, profile)
     assert (params["v"], params["b"]) == ("7", "attention_kernel")
     assert decode_query(params)[0] == state
-    # B = the kernel remedy with the default kernel: still written as v7, the version that has it
-    assert link_version(state.model_copy(update={"ak": "fused-vendor"})) == 7
+    # B = the kernel remedy with the default kernel: still written as v7, the version that has
+    # it; the vendor kernel asked is v13's (before, the default: v7's fused-vendor opens as it)
+    assert link_version(state.model_copy(update={"ak": ""})) == 7
+    assert link_version(state.model_copy(update={"ak": "fused-vendor"})) == 13
     at = open_app({**LINK, "tab": "ab"})
     assert not any("does not apply here" in i.value for i in at.info)
     at = open_app({**LINK, "ak": "fused-vendor", "tab": "ab"})

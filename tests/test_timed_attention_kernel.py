@@ -274,9 +274,9 @@ def test_a_measured_curve_that_ran_flash2_is_pinned_with_its_core_at_flash2s_rat
     assert np.all(etas[FLASH2_KERNEL] > etas[None] * 1.05)
 
 
-def test_predictions_say_which_kernel_the_timings_ran_and_the_remedy_how_to_time_another():
+def test_predictions_say_which_kernel_the_timings_ran_and_the_remedy_is_priced():
     from scalesim.layout_predict import attention_kernel_note, check_attention_kernel
-    from scalesim.remedies import attention_kernel_reason
+    from scalesim.remedies import attention_kernel_reason, rank_remedies
     from scalesim.schemas import Scenario
 
     flash = _measured_h100_llama(FLASH2_KERNEL)
@@ -285,13 +285,59 @@ def test_predictions_say_which_kernel_the_timings_ran_and_the_remedy_how_to_time
                            "calibration found), its attention core at 0.35")
     assert "0.35 of the 16-bit peak" in note
     assert attention_kernel_note(_measured_h100_llama(VENDOR_KERNEL), Scenario()) == ""
-    reason = attention_kernel_reason(flash, Scenario())
-    assert "(flash2, as its calibration found)" in reason
-    assert "calibrate again with cuDNN attention" in reason
-    assert "calibrate again" not in attention_kernel_reason(_measured_h100_llama(None),
-                                                            Scenario())
-    with pytest.raises(Exception, match="flash2, as its calibration found"):
-        check_attention_kernel(flash, FLASH2_KERNEL)  # the knob stays refused on own timings
+    swapped = attention_kernel_note(flash, Scenario(attention_kernel=VENDOR_KERNEL))
+    assert swapped.startswith("attention: fused-vendor kernel at the matmuls' efficiency")
+    assert "swapped for the flash2 kernel the profile's timings ran" in swapped
+    # timings that ran FlashAttention-2 on Hopper: the vendor kernel is a remedy to price, and
+    # its how says to time the vendor kernel to confirm the gain
+    assert attention_kernel_reason(flash, Scenario()) == ""
+    _, ranked = rank_remedies(flash, Scenario(devices=[8], strategy="zero3"), 8)
+    remedy = next(r for r in ranked if r.key == "attention_kernel")
+    assert remedy.applicable and remedy.gain > 0.05
+    assert remedy.scenario.attention_kernel == VENDOR_KERNEL
+    assert "calibrate again with cuDNN attention" in remedy.reason
+    assert attention_kernel_reason(_measured_h100_llama(VENDOR_KERNEL), Scenario()) == (
+        "the profile's timings ran the fused-vendor kernel, as its calibration found")
+    unrecorded = attention_kernel_reason(_measured_h100_llama(None), Scenario())
+    assert "its calibration did not record which: the model cannot swap it" in unrecorded
+    assert "calibrate again" not in unrecorded
+    check_attention_kernel(flash, VENDOR_KERNEL)  # both ways: the kernel was recorded
+    check_attention_kernel(_measured_h100_llama(VENDOR_KERNEL), FLASH2_KERNEL)
+    with pytest.raises(Exception, match="did not record which; leave the kernel out"):
+        check_attention_kernel(_measured_h100_llama(None), FLASH2_KERNEL)
+    with pytest.raises(Exception, match="mem-efficient, as its calibration found"):
+        check_attention_kernel(_measured_h100_llama(MEM_EFFICIENT_FAMILY), FLASH2_KERNEL)
+
+
+@pytest.mark.parametrize("own, other", [(FLASH2_KERNEL, VENDOR_KERNEL),
+                                        (VENDOR_KERNEL, FLASH2_KERNEL)])
+def test_a_kernel_swapped_on_measured_timings_changes_the_attention_core_alone(own, other):
+    """Measured timings that ran ``own`` (recorded) asked to run ``other``: the pin keeps its
+    matmul efficiency η (it reads the timings with ``own``'s core), and one device's compute
+    moves by the core alone, C / s_other − C / s_own (s: flash2 0.35 on an H100, the vendor
+    kernel at η), by hand from the pin's terms."""
+    from scalesim.layout_predict import (
+        _peak_and_bandwidth,
+        _pin_terms,
+        base_inputs,
+        layout_hardware,
+        pinned_compute,
+    )
+    from scalesim.predict import predict
+    from scalesim.schemas import Scenario
+
+    profile = _measured_h100_llama(own)
+    peak, _, bandwidth = _peak_and_bandwidth(profile)
+    base = base_inputs(profile.workload, layout_hardware(profile), Scenario(), peak, bandwidth)
+    _, core, _, _, target, _ = _pin_terms(profile, base, 1.0, 1)
+    eta = float(pinned_compute(profile, base, 1.0, 1)[0])
+    share = {FLASH2_KERNEL: FLASH2_ON_HOPPER_EFFICIENCY, VENDOR_KERNEL: eta}
+    now, then = (predict(profile, Scenario(devices=[1], global_batch=1, attention_kernel=k))[0]
+                 for k in (None, other))
+    assert now.compute_s == pytest.approx(float(target), rel=1e-9)
+    assert then.compute_s - now.compute_s == pytest.approx(
+        float(core) * (1 / share[other] - 1 / share[own]), rel=1e-6)
+    assert (then.compute_s < now.compute_s) == (other == VENDOR_KERNEL)
 
 
 def test_the_app_notes_the_kernel_the_timings_ran():
@@ -406,13 +452,29 @@ def test_predict_and_plan_price_another_model_on_the_profile_alike(
     path.write_text(base.model_dump_json())
     other, match = profile_with_workload(base, load_workload("gpt-7.5b"), "gpt-7.5b")
     assert match == "other"
-    assert kernel_for(other, VENDOR_KERNEL) == planner_kernel_of(block_kernel)
-    row = next(r for r in _plan_rows(capsys, path, "--workload", "gpt-7.5b")
-               if (r["tp"], r["pp"], r["cp"], r["zero"], r["micro_batch"], r["recompute"])
-               == (1, 1, 1, 1, 1, "none"))
-    got = predict(other, Scenario(devices=[8], global_batch=64, accumulation=8,
-                                  strategy="zero1"))[0]
-    assert got.step_time_s == pytest.approx(row["step_time_s"], rel=1e-9)
+    assert kernel_for(other, None) == planner_kernel_of(block_kernel)
+    steps = []
+    # none asked, and the vendor kernel asked: a swap where the block recorded flash2
+    for asked in (None, VENDOR_KERNEL):
+        flags = () if asked is None else ("--attention-kernel", asked)
+        row = next(r for r in _plan_rows(capsys, path, "--workload", "gpt-7.5b", *flags)
+                   if (r["tp"], r["pp"], r["cp"], r["zero"], r["micro_batch"], r["recompute"])
+                   == (1, 1, 1, 1, 1, "none"))
+        got = predict(other, Scenario(devices=[8], global_batch=64, accumulation=8,
+                                      strategy="zero1", attention_kernel=asked))[0]
+        assert got.step_time_s == pytest.approx(row["step_time_s"], rel=1e-9)
+        steps.append(got.step_time_s)
+    if block_kernel == FLASH2_KERNEL:  # the vendor kernel swapped in: a faster core
+        assert steps[1] < steps[0]
+    if block_kernel is None and base.model_parallel is not None:
+        # a block fit whose kernel no probe recorded cannot be swapped: both refuse flash2
+        from scalesim.cli.main import main
+
+        with pytest.raises(Exception, match="did not record which"):
+            predict(other, Scenario(devices=[8], global_batch=64, attention_kernel=FLASH2_KERNEL))
+        assert main(["plan", "--profile", str(path), "--devices", "8", "--global-batch", "64",
+                     "--workload", "gpt-7.5b", "--attention-kernel", FLASH2_KERNEL]) != 0
+        assert "cannot swap (none recorded" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("block_kernel, compute_kernel, own", [
@@ -437,7 +499,10 @@ def test_the_compute_pin_reads_the_curve_at_the_kernel_its_own_steps_ran(block_k
 
     profile = _h100_with_block(block_kernel, compute_kernel)
     assert own_attention_kernel(profile) == own
-    assert kernel_for(profile, VENDOR_KERNEL) == own
+    assert kernel_for(profile, None) == own  # none asked; either kernel asked is priced
+    assert [kernel_for(profile, k) for k in (VENDOR_KERNEL, FLASH2_KERNEL)] == (
+        [VENDOR_KERNEL, FLASH2_KERNEL] if own == FLASH2_KERNEL or compute_kernel is not None
+        or block_kernel is not None else [own, own])
     assert pin_attention_share(profile) == (FLASH2_ON_HOPPER_EFFICIENCY if own == FLASH2_KERNEL
                                             else None)
     assert attention_kernel_note(profile, Scenario()).startswith(
@@ -457,6 +522,11 @@ def test_the_apps_report_names_the_kernel_the_predictions_ran():
     assert flash["attention kernel"].endswith("the kernel the profile's timings ran")
     vendor = dict(scenario_lines(make_plan(_measured_h100_llama(None), AppState())))
     assert vendor["attention kernel"].startswith("fused vendor kernel")
+    swapped = dict(scenario_lines(make_plan(_measured_h100_llama(FLASH2_KERNEL),
+                                            AppState(ak=VENDOR_KERNEL))))
+    assert swapped["attention kernel"] == (
+        "fused vendor kernel (cuDNN / Transformer Engine, FlashAttention-3); swapped for the "
+        "flash2 kernel the profile's timings ran")
 
 
 def test_the_block_phase_records_the_kernel_its_probe_found(monkeypatch):

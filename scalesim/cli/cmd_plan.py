@@ -24,7 +24,7 @@ from scalesim.cli.options import (
     positive_int,
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import file_path
+from scalesim.errors import ScalesimError, file_path
 from scalesim.precision import DEFAULT_PRECISION, FP8, FP8_WORDS
 
 NAME = "plan"
@@ -192,11 +192,10 @@ def run(args: argparse.Namespace) -> int:
     from scalesim.cli.options import check_loader_workers, check_slow_device, links_from_args
     from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
     from scalesim.layout_predict import (
-        attention_kernel_words,
         check_attention_kernel,
         check_precision,
+        priced_kernel_words,
         scenario_hardware,
-        timed_own_kernel,
     )
     from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY, plan
     from scalesim.predict import server_use_words
@@ -207,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
     check_slow_device(args)
     profile = None if args.profile is None else load_profile(args.profile)
     check_loader_workers(args.loader_workers, profile)  # a measured input pipeline, as predict
-    kernel = args.attention_kernel or VENDOR_KERNEL
+    kernel = args.attention_kernel
     if profile is not None:
         check_attention_kernel(profile, kernel, "--attention-kernel", "--hardware")
         check_precision(profile, args.precision or DEFAULT_PRECISION, "--precision", "--hardware")
@@ -222,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
         params = None
     if profile is not None:  # the kernel its timings ran, as predict prices the model
         kernel = _planned_kernel(args, profile, shape, params, own, kernel)
+    kernel = kernel or VENDOR_KERNEL
     hardware, efficiency, note, p2p, measured_jitter = _hardware_and_efficiency(
         args, profile, DEFAULT_MATMUL_EFFICIENCY)
     job_sizes(args.instance_sizes, hardware.instance_sizes, hardware.devices_per_node,
@@ -263,9 +263,8 @@ def run(args: argparse.Namespace) -> int:
                           if args.efficiency else ""))
         if conditions := conditions_line(args, jitter_cv, used, nouns_for(hardware.device_name)):
             print(conditions)
-        if kernel != VENDOR_KERNEL:
-            print(attention_kernel_words(kernel, hardware.device_name,
-                                         own=profile is not None and timed_own_kernel(profile)))
+        if words := priced_kernel_words(profile, kernel, hardware.device_name):
+            print(words)
         if args.precision == FP8:  # MFU and HFU are against that peak (plan.PlanRow)
             print(FP8_WORDS + "; MFU against the fp8 peak")
         if profile is not None:
@@ -310,18 +309,26 @@ def _profile_model(args, profile):
     return workload if workload.transformer is not None else None
 
 
-def _planned_kernel(args, profile, shape, params, own, kernel: str) -> str:
-    """The attention kernel the planned model runs on ``--profile`` where ``kernel`` is asked:
-    as ``predict --profile P --workload W`` prices it: the kernel the profile's timings ran
-    (``layout_predict.kernel_for``) for the model its measured curve timed, at any sequence;
-    for another model (``profiles.model_match`` 'other': its compute from its shape) the
-    block calibration's (``kernel_for_another_model``), else ``kernel``."""
+def _planned_kernel(args, profile, shape, params, own, kernel: str | None) -> str:
+    """The attention kernel the planned model runs on ``--profile`` where ``kernel`` is asked
+    (None: none), as ``predict --profile P --workload W`` prices it: for the model its measured
+    curve timed, at any sequence, ``layout_predict.kernel_for``; for another model
+    (``profiles.model_match`` 'other': its compute from its shape),
+    ``kernel_for_another_model``, a kernel asked that it cannot price refused as predict
+    refuses it."""
     from scalesim.layout_predict import kernel_for, kernel_for_another_model
     from scalesim.profiles import model_match
 
     if profile.compute.measured and model_match(
             profile, _planned_workload(args, shape, params, own)) == "other":
-        return kernel_for_another_model(profile, kernel)
+        priced = kernel_for_another_model(profile, kernel)
+        if kernel is not None and priced != kernel:
+            raise ScalesimError(
+                f"--attention-kernel {kernel}: another model than profile '{profile.name}' "
+                f"timed is estimated from its block calibration, whose attention kernel the "
+                "model cannot swap (none recorded, or one with no published rate of its own); "
+                f"leave the kernel out (the {priced} kernel), or use --hardware")
+        return priced
     return kernel_for(profile, kernel)
 
 
@@ -367,7 +374,7 @@ def _on_the_measured_curve(args, base, shape, params, own=None):
         slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
         zero_framework=args.zero_framework or "fsdp",
         grad_sync=args.grad_sync or "every-micro-step", instance_sizes=args.instance_sizes,
-        attention_kernel=args.attention_kernel or VENDOR_KERNEL,
+        attention_kernel=args.attention_kernel,
         algorithm=args.algorithm or "auto", **links_from_args(args),
         **({} if args.bucket_mib is None else {"bucket_mib": args.bucket_mib}),
         layout=ScenarioLayout(recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE,

@@ -82,7 +82,9 @@ def _axis_help(axis: str, parser) -> str:
     if parser is _on_off:
         return f"values of {axis}: on, off"
     if parser is _words:
-        return f"values of {axis}: " + ", ".join(typing.get_args(Scenario.model_fields[axis].annotation))
+        choices = [c for part in typing.get_args(Scenario.model_fields[axis].annotation)
+                   for c in typing.get_args(part) or (part,) if isinstance(c, str)]
+        return f"values of {axis}: " + ", ".join(choices)  # a Literal, or one or None
     knob = KNOB_BY_FIELD.get(axis) or LAYOUT_KNOB_BY_FIELD[axis]
     unit = bound(knob.quantity).unit
     return f"values of {axis}, as {knob.flag} takes one" + (f" ({unit})" if unit else "")
