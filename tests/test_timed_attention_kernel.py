@@ -474,7 +474,50 @@ def test_predict_and_plan_price_another_model_on_the_profile_alike(
             predict(other, Scenario(devices=[8], global_batch=64, attention_kernel=FLASH2_KERNEL))
         assert main(["plan", "--profile", str(path), "--devices", "8", "--global-batch", "64",
                      "--workload", "gpt-7.5b", "--attention-kernel", FLASH2_KERNEL]) != 0
-        assert "cannot swap (none recorded" in capsys.readouterr().err
+        assert "did not record which" in capsys.readouterr().err  # predict's words
+
+
+@pytest.mark.parametrize("block_kernel, compute_kernel", [("no block", None),
+                                                          ("no block", FLASH2_KERNEL),
+                                                          (None, FLASH2_KERNEL),
+                                                          (FLASH2_KERNEL, MEM_EFFICIENT_FAMILY)])
+def test_plan_checks_and_says_another_models_kernel_as_predict_does(
+        tmp_path, capsys, block_kernel, compute_kernel):
+    """``plan --profile P --workload W`` for another model than P timed checks, prices and
+    says the kernel on the profile ``predict --profile P --workload W`` prices that model from
+    (``profile_with_workload``: its compute estimated from its shape, the block kept), not on
+    P's measured curve. Was: P without a block, whose curve recorded no kernel, refused
+    flash2 that predict priced (a datasheet estimate), and a curve that ran flash2 made plan
+    say 'swapped for the flash2 kernel the profile's timings ran' of that estimate."""
+    from scalesim.cli.main import main
+    from scalesim.errors import ScalesimError
+    from scalesim.layout_predict import attention_kernel_note
+    from scalesim.predict import predict
+    from scalesim.profiles import load_workload, profile_with_workload
+    from scalesim.schemas import Scenario
+
+    base = (_measured_h100_llama(compute_kernel) if block_kernel == "no block"
+            else _h100_with_block(block_kernel, compute_kernel))
+    path = tmp_path / "p.json"
+    path.write_text(base.model_dump_json())
+    other, match = profile_with_workload(base, load_workload("gpt-7.5b"), "gpt-7.5b")
+    assert match == "other"
+    for asked in (None, VENDOR_KERNEL, FLASH2_KERNEL):
+        scenario = Scenario(devices=[8], global_batch=64, attention_kernel=asked)
+        try:
+            predict(other, scenario)
+            refused = False
+        except ScalesimError:
+            refused = True
+        flags = () if asked is None else ("--attention-kernel", asked)
+        code = main(["plan", "--profile", str(path), "--devices", "8", "--global-batch", "64",
+                     "--workload", "gpt-7.5b", "--top", "1", *flags])
+        out = capsys.readouterr().out
+        assert (code != 0) == refused, (asked, out)
+        if not refused:
+            note = attention_kernel_note(other, scenario)
+            assert [line for line in out.splitlines() if line.startswith("attention:")] == (
+                [note] if note else []), asked
 
 
 @pytest.mark.parametrize("block_kernel, compute_kernel, own", [

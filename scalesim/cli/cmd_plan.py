@@ -24,7 +24,7 @@ from scalesim.cli.options import (
     positive_int,
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
-from scalesim.errors import ScalesimError, file_path
+from scalesim.errors import file_path
 from scalesim.precision import DEFAULT_PRECISION, FP8, FP8_WORDS
 
 NAME = "plan"
@@ -194,6 +194,7 @@ def run(args: argparse.Namespace) -> int:
     from scalesim.layout_predict import (
         check_attention_kernel,
         check_precision,
+        kernel_for,
         priced_kernel_words,
         scenario_hardware,
     )
@@ -206,9 +207,7 @@ def run(args: argparse.Namespace) -> int:
     check_slow_device(args)
     profile = None if args.profile is None else load_profile(args.profile)
     check_loader_workers(args.loader_workers, profile)  # a measured input pipeline, as predict
-    kernel = args.attention_kernel
     if profile is not None:
-        check_attention_kernel(profile, kernel, "--attention-kernel", "--hardware")
         check_precision(profile, args.precision or DEFAULT_PRECISION, "--precision", "--hardware")
     own = _profile_model(args, profile)
     defaulted = own is None and args.workload is None
@@ -219,11 +218,14 @@ def run(args: argparse.Namespace) -> int:
     if args.seq_len:
         shape = shape.model_copy(update={"seq_len": args.seq_len})
         params = None
-    if profile is not None:  # the kernel its timings ran, as predict prices the model
-        kernel = _planned_kernel(args, profile, shape, params, own, kernel)
-    kernel = kernel or VENDOR_KERNEL
     hardware, efficiency, note, p2p, measured_jitter = _hardware_and_efficiency(
         args, profile, DEFAULT_MATMUL_EFFICIENCY)
+    priced = None if profile is None else _priced_profile(args, profile, shape, params, own)
+    if priced is None:
+        kernel = args.attention_kernel or VENDOR_KERNEL
+    else:  # the kernel asked, checked and run as predict prices the model
+        check_attention_kernel(priced, args.attention_kernel, "--attention-kernel", "--hardware")
+        kernel = kernel_for(priced, args.attention_kernel)
     job_sizes(args.instance_sizes, hardware.instance_sizes, hardware.devices_per_node,
               args.gpus_per_node)  # no shape larger than a server, as predict refuses it
     # --gpus-per-node 4 of an 8-GPU server: 4 GPUs reach half its NICs, the server billed whole
@@ -263,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
                           if args.efficiency else ""))
         if conditions := conditions_line(args, jitter_cv, used, nouns_for(hardware.device_name)):
             print(conditions)
-        if words := priced_kernel_words(profile, kernel, hardware.device_name):
+        if words := priced_kernel_words(priced, kernel, hardware.device_name):
             print(words)
         if args.precision == FP8:  # MFU and HFU are against that peak (plan.PlanRow)
             print(FP8_WORDS + "; MFU against the fp8 peak")
@@ -309,27 +311,21 @@ def _profile_model(args, profile):
     return workload if workload.transformer is not None else None
 
 
-def _planned_kernel(args, profile, shape, params, own, kernel: str | None) -> str:
-    """The attention kernel the planned model runs on ``--profile`` where ``kernel`` is asked
-    (None: none), as ``predict --profile P --workload W`` prices it: for the model its measured
-    curve timed, at any sequence, ``layout_predict.kernel_for``; for another model
-    (``profiles.model_match`` 'other': its compute from its shape),
-    ``kernel_for_another_model``, a kernel asked that it cannot price refused as predict
-    refuses it."""
-    from scalesim.layout_predict import kernel_for, kernel_for_another_model
-    from scalesim.profiles import model_match
+def _priced_profile(args, profile, shape, params, own):
+    """The profile ``predict --profile P --workload W`` prices the planned model from, whose
+    attention kernel plan checks (``check_attention_kernel``), runs (``kernel_for``) and says
+    (``priced_kernel_words``) as predict does: for another model than the one P's measured
+    curve timed (``profiles.model_match`` 'other'), ``profile_with_workload``'s (its compute
+    estimated from its shape, the block calibration kept: ``kernel_for`` of it is
+    ``kernel_for_another_model`` of P), so that a kernel P's own timings could not swap is
+    priced where the estimate can; else P (its own model, at any sequence)."""
+    from scalesim.profiles import model_match, profile_with_workload
 
-    if profile.compute.measured and model_match(
-            profile, _planned_workload(args, shape, params, own)) == "other":
-        priced = kernel_for_another_model(profile, kernel)
-        if kernel is not None and priced != kernel:
-            raise ScalesimError(
-                f"--attention-kernel {kernel}: another model than profile '{profile.name}' "
-                f"timed is estimated from its block calibration, whose attention kernel the "
-                "model cannot swap (none recorded, or one with no published rate of its own); "
-                f"leave the kernel out (the {priced} kernel), or use --hardware")
-        return priced
-    return kernel_for(profile, kernel)
+    if profile.compute.measured:
+        workload = _planned_workload(args, shape, params, own)
+        if model_match(profile, workload) == "other":
+            return profile_with_workload(profile, workload, args.workload)[0]
+    return profile
 
 
 def _planned_workload(args, shape, params, own):
