@@ -212,8 +212,10 @@ def split_profile(profile: Profile, scenario: Scenario, axes=()) -> Profile:
     a parameter count; else ``profile`` as it is (data parallel keeps the measured curve and
     optimizer step). A shard group alone splits nothing: the data-parallel path shards over it
     (§16), as it does for a swept shard group, so that hybrid and full sharding compare on one
-    model. A kernel other than the vendor one asked of a profile whose timings ran its
-    own is refused (``check_attention_kernel``), and so is fp8 (``check_precision``)."""
+    model. A kernel asked that the profile's timings cannot be swapped for (``kernel_refused``:
+    their kernel not recorded, or one with no rate of its own) is refused
+    (``check_attention_kernel``), and so is fp8 of timings at their own precision
+    (``check_precision``)."""
     check_attention_kernel(profile, scenario.attention_kernel)
     check_precision(profile, scenario.precision)
     if profile.workload.transformer is None and (
@@ -478,9 +480,9 @@ def pinned_compute(profile: Profile, base: LayoutInputs, micro_batch, per_node):
     recompute style, so that style changes the prediction by what it skips (docs/model.md
     §22). The curve is read as run with its own attention kernel (``pin_attention_share``: the
     one its calibration found, else the vendor kernel, as the presets' curves are estimated),
-    so that another kernel (``Scenario.attention_kernel``; refused where the curve was
-    measured, ``check_attention_kernel``) changes the prediction by its attention core alone
-    (§13); and as run in 16 bits, so that fp8 (``Scenario.precision``, refused where
+    so that another kernel (``Scenario.attention_kernel``; refused where the curve's kernel
+    was not recorded, ``check_attention_kernel``) changes the prediction by its attention core
+    alone (§13); and as run in 16 bits, so that fp8 (``Scenario.precision``, refused where
     the curve was measured, ``check_precision``) runs the layers' matmuls at the fp8 peak at
     the same share of it, with their casts (§13, fp8)."""
     a, core, kernel_s, fixed, target, rate = _pin_terms(profile, base, micro_batch, per_node)
@@ -758,7 +760,8 @@ def timed_own_kernel(profile: Profile) -> bool:
     block calibration (``model_parallel``), or a transformer's curve read off a published
     run's throughput (a workload's ``reference``: ``precision.PUBLISHED_RUN``, an fp8 run as
     often as not on Hopper; a parameter count's ignores both knobs, with a note). Another
-    kernel or precision cannot be asked of those timings."""
+    precision cannot be asked of those timings, nor another kernel unless their calibration
+    recorded theirs (``kernel_swappable``)."""
     return (optimizer_measured(profile.compute) or profile.model_parallel is not None
             or (profile.compute.precision == PUBLISHED_RUN
                 and profile.workload.transformer is not None))
