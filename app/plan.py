@@ -371,8 +371,9 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
                          f"{refused_kernel_words(profile)}")
         else:
             fields["attention_kernel"] = state.ak
-            if splittable_shape(profile) is None:
-                notes.append(attention_kernel_note(profile, Scenario(attention_kernel=state.ak)))
+            if splittable_shape(profile) is None and (  # 'ignored', or '' (the vendor kernel)
+                    note := attention_kernel_note(profile, Scenario(attention_kernel=state.ak))):
+                notes.append(note)
     elif note := attention_kernel_note(profile, Scenario()):  # the kernel the timings ran
         notes.append(note)
     if state.pr != DEFAULT_PRECISION:

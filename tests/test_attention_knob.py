@@ -251,3 +251,18 @@ def test_the_report_names_the_kernel_and_the_app_leaves_it_out_where_it_cannot_a
     bert = default_profile()
     scenario, notes = build_scenario(state.model_copy(update={"wl": "bert-large"}), bert)
     assert any("attention kernel flash2 ignored: workload 'bert-large'" in n for n in notes)
+
+
+def test_the_vendor_kernel_asked_of_a_parameter_count_adds_no_empty_note():
+    """The app's kernel control at the fused vendor kernel (a choice of its own from link v13)
+    on a parameter-count workload: nothing to say, as predict says nothing of
+    ``--attention-kernel fused-vendor`` there. Was: an empty note ('') among the page's
+    notes, since the note was appended whatever ``attention_kernel_note`` returned."""
+    from scalesim.app.plan import build_scenario, make_plan
+    from scalesim.app.state import default_state
+
+    bert = default_profile()
+    state = default_state().model_copy(update={"ak": "fused-vendor"})
+    scenario, notes = build_scenario(state, bert)
+    assert scenario.attention_kernel == "fused-vendor"
+    assert "" not in notes and "" not in make_plan(bert, state).notes
