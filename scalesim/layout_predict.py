@@ -910,14 +910,15 @@ def priced_kernel_words(profile: Profile | None, kernel: str,
 def attention_kernel_note(profile: Profile, scenario: Scenario) -> str:
     """What the scenario's attention kernel does (``priced_kernel_words`` of ``kernel_for``) for
     a transformer workload; for a parameter count (the data-parallel step model has no
-    attention core) 'attention kernel flash2 ignored: ...' where one is asked of a profile
-    without timings of its own; else ''."""
-    kernel = kernel_for(profile, scenario.attention_kernel)
+    attention core) 'attention kernel flash2 ignored: ...' where the kernel asked is not the
+    one the profile's timings ran (``own_attention_kernel``: the vendor kernel on a datasheet
+    profile), which a swap would have changed; else ''."""
     if profile.workload.transformer is not None:
-        return priced_kernel_words(profile, kernel)
-    if timed_own_kernel(profile) or kernel == VENDOR_KERNEL:
+        return priced_kernel_words(profile, kernel_for(profile, scenario.attention_kernel))
+    asked = scenario.attention_kernel
+    if asked is None or asked == own_attention_kernel(profile):
         return ""
-    return (f"attention kernel {kernel} ignored: workload '{profile.workload.name}' is a "
+    return (f"attention kernel {asked} ignored: workload '{profile.workload.name}' is a "
             "parameter count, not a transformer shape (no attention core to time)")
 
 

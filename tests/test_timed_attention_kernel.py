@@ -520,6 +520,31 @@ def test_plan_checks_and_says_another_models_kernel_as_predict_does(
                 [note] if note else []), asked
 
 
+def test_a_kernel_asked_of_a_parameter_count_with_a_recorded_kernel_is_said_ignored():
+    """A parameter-count workload (bert-large) measured on an H100 whose block calibration
+    recorded flash2: the vendor kernel may be asked (``kernel_swappable``), but the
+    data-parallel step has no attention core, so the note says it is ignored, as flash2 asked
+    of a datasheet profile is. Was: no note at all (the note was left out for every profile
+    with timings of its own, where another kernel asked used to be refused)."""
+    from scalesim.layout_predict import attention_kernel_note, kernel_swappable
+    from scalesim.profiles import parse_profile, resolve_profile
+    from scalesim.schemas import Scenario
+
+    _, _, times = _hopper_block_times(0.6, FLASH2_ON_HOPPER_EFFICIENCY)
+    result = _block_result(times).model_copy(update={"attention_kernel": FLASH2_KERNEL})
+    data = resolve_profile(None, "dgx-h100", "bert-large").model_dump(mode="json")
+    data["compute"]["measured"] = True
+    data["model_parallel"] = model_parallel_section(result, [], H100, "bf16",
+                                                    True).model_dump(mode="json")
+    profile = parse_profile(data)
+    assert profile.workload.transformer is None and kernel_swappable(profile)
+    assert attention_kernel_note(profile, Scenario(attention_kernel=VENDOR_KERNEL)).startswith(
+        "attention kernel fused-vendor ignored: workload 'bert-large' is a parameter count")
+    # none asked, or the kernel the timings ran: nothing would change, nothing to say
+    for asked in (None, FLASH2_KERNEL):
+        assert attention_kernel_note(profile, Scenario(attention_kernel=asked)) == ""
+
+
 @pytest.mark.parametrize("block_kernel, compute_kernel, own", [
     (None, FLASH2_KERNEL, FLASH2_KERNEL),  # the block's pass found none: the curve's stands
     (FLASH2_KERNEL, VENDOR_KERNEL, VENDOR_KERNEL),  # each its own: the curve's prices the curve
