@@ -817,11 +817,14 @@ def check_attention_kernel(profile: Profile, kernel: str | None,
     """ScalesimError, in one line, where ``kernel`` cannot be priced on ``profile``
     (``kernel_refused``); ``name`` is what the user set (the scenario field, or a flag),
     ``instead`` what to use. The one check of predict, sweep, decide, goal, the planner of a
-    scenario (``split_profile``, ``plan_at``) and ``scalesim plan --profile``."""
+    scenario (``split_profile``, ``plan_at``) and ``scalesim plan --profile``. Left out, the
+    kernel is the one the timings are read as (``own_attention_kernel``), not one they are
+    known to have run: a refused kernel's timings recorded none, or one with no rate of its
+    own."""
     if kernel_refused(profile, kernel):
         raise ScalesimError(f"{name} {kernel}: {refused_kernel_words(profile)}; leave the kernel "
-                            f"out (the {own_attention_kernel(profile)} kernel it ran), or "
-                            f"{_own_timings_fix(profile, instead)}")
+                            f"out (the timings read as the {own_attention_kernel(profile)} "
+                            f"kernel's), or {_own_timings_fix(profile, instead)}")
 
 
 def check_precision(profile: Profile, precision: str, name: str = "precision",

@@ -309,6 +309,23 @@ def test_predictions_say_which_kernel_the_timings_ran_and_the_remedy_is_priced()
         check_attention_kernel(_measured_h100_llama(MEM_EFFICIENT_FAMILY), FLASH2_KERNEL)
 
 
+@pytest.mark.parametrize("family", [None, MEM_EFFICIENT_FAMILY])
+def test_a_refused_kernel_does_not_say_the_timings_ran_the_kernel_they_are_read_as(family):
+    """A kernel is refused only where the timings' own kernel was not recorded, or was the
+    memory-efficient one: the vendor kernel is then how they are read, not what they ran.
+    Was: '... its calibration did not record which; leave the kernel out (the fused-vendor
+    kernel it ran)', and '(mem-efficient, as its calibration found) ...; leave the kernel out
+    (the fused-vendor kernel it ran)'."""
+    from scalesim.errors import ScalesimError
+    from scalesim.layout_predict import check_attention_kernel
+
+    with pytest.raises(ScalesimError) as refused:
+        check_attention_kernel(_measured_h100_llama(family), FLASH2_KERNEL)
+    assert "kernel it ran" not in str(refused.value)
+    assert "leave the kernel out (the timings read as the fused-vendor kernel's)" in str(
+        refused.value)
+
+
 @pytest.mark.parametrize("own, other", [(FLASH2_KERNEL, VENDOR_KERNEL),
                                         (VENDOR_KERNEL, FLASH2_KERNEL)])
 def test_a_kernel_swapped_on_measured_timings_changes_the_attention_core_alone(own, other):
