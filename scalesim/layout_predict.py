@@ -398,13 +398,14 @@ def kernel_for_another_model(profile: Profile, kernel: str | None) -> str:
     the block calibration and estimates the curve. With a block calibration: the block's
     kernel (its fit, whose efficiency the estimate takes, read the core at that rate; the
     vendor kernel where the block recorded none), or ``kernel`` where the block recorded a
-    kernel the planner prices as itself; without one the estimate is a datasheet one:
-    ``kernel``, the vendor kernel where none is asked. The one rule of predict's estimate and
-    ``scalesim plan --profile``'s ranking of such a model; None gives the kernel the estimated
-    curve is built at."""
+    kernel the planner prices as itself; without one the estimate is a datasheet one, which
+    runs ``kernel``, else the kernel the profile's timings ran (``own_attention_kernel``: the
+    stack that timed one model runs the other too; the estimated curve records it). The one
+    rule of predict's estimate and ``scalesim plan --profile``'s ranking of such a model; None
+    gives the kernel the estimated curve is built at."""
     mp = profile.model_parallel
     if mp is None:
-        return kernel or VENDOR_KERNEL
+        return kernel or own_attention_kernel(profile)
     if kernel is not None and mp.block.attention_kernel in ATTENTION_KERNELS:
         return kernel
     return planner_kernel_of(mp.block.attention_kernel)
@@ -900,14 +901,16 @@ def priced_kernel_words(profile: Profile | None, kernel: str,
     that, whichever it is; '' for the vendor kernel otherwise."""
     device_name = device_name or profile.hardware.device_name
     timed = profile is not None and timed_own_kernel(profile)
-    own = own_attention_kernel(profile) if timed else kernel
+    own = kernel if profile is None else own_attention_kernel(profile)
     if timed and kernel != own:
         return (f"{attention_kernel_words(kernel, device_name)}; swapped for the {own} kernel "
                 "the profile's timings ran, as its calibration found (the timings read with "
                 "that kernel's attention core, the rest of them kept: docs/model.md §13)")
     if kernel == VENDOR_KERNEL:
         return ""
-    return attention_kernel_words(kernel, device_name, own=timed)
+    # the kernel the timings ran, as their calibration found (another model's estimate too)
+    return attention_kernel_words(kernel, device_name, own=profile is not None and kernel == own
+                                  and timed_attention_family(profile) is not None)
 
 
 def attention_kernel_note(profile: Profile, scenario: Scenario) -> str:

@@ -471,7 +471,9 @@ def workload_compute(base: Profile, workload: Workload, name: str | None,
       (launches and weight reads do not depend on s) and its optimizer step scaled by the
       parameter counts (the s x h position table); the memory ceiling it measured is dropped
       (it was in sequences of s tokens). docs/model.md §22;
-    - another model: its compute from its shape on the device (``compute_curve_from_shape``)."""
+    - another model: its compute from its shape on the device (``compute_curve_from_shape``),
+      its core at the kernel ``layout_predict.kernel_for_another_model`` gives (the block's,
+      else the one the timings ran, which the estimated curve then records)."""
     base = require_model(base, Profile, "base")
     workload = require_model(workload, Workload, "workload")
     calibrated_device = calibrated_device or base.hardware.device_name
@@ -492,10 +494,12 @@ def workload_compute(base: Profile, workload: Workload, name: str | None,
                                + f"{compute_kept_words(base)}{kernel}")
     hardware, efficiency, basis, predict_hw, where = _shape_device(base, name, calibrated_device)
     if match == "other":  # its core at the rate predictions from it price it at
-        from scalesim.layout_predict import kernel_for_another_model
+        from scalesim.layout_predict import kernel_for_another_model, timed_attention_family
 
         curve, _ = compute_curve_from_shape(workload, hardware, efficiency, basis,
                                             kernel_for_another_model(base, None))
+        if base.model_parallel is None:  # a datasheet estimate at the kernel the timings ran
+            curve = curve.model_copy(update={"attention_kernel": timed_attention_family(base)})
         other = ("another model than the one timed" if base.compute.measured else
                  "another model than the profile's (its compute was estimated, not measured)")
         return WorkloadCompute(match, workload, curve, predict_hw, (
