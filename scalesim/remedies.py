@@ -605,12 +605,12 @@ def _attention_kernel(profile: Profile, scenario: Scenario):
     (docs/model.md §13), the attention core at the matmuls' sustained efficiency; its gain is
     ``predict``'s like every other remedy's. On timings that ran FlashAttention-2 (a swap,
     ``layout_predict.kernel_swappable``) the how says to time the vendor kernel to confirm it."""
-    from scalesim.layout_predict import kernel_for, timed_own_kernel
+    from scalesim.layout_predict import own_attention_kernel, timed_own_kernel
 
     how = ("cuDNN through Transformer Engine or PyTorch SDPA's cuDNN backend (sdpa_kernel"
            "(SDPBackend.CUDNN_ATTENTION)), FlashAttention-3 from flash-attn's hopper/ build: "
            "exact attention as now")
-    if timed_own_kernel(profile) and kernel_for(profile, None) == FLASH2_KERNEL:
+    if timed_own_kernel(profile) and own_attention_kernel(profile) == FLASH2_KERNEL:
         how += ("; the gain reads the timings with FlashAttention-2's attention core at 0.35 of "
                 "the peak: calibrate again with cuDNN attention to time it (PyTorch SDPA "
                 "prefers it on Hopper where its build's cuDNN is recent, as torch 2.11's wheels "
@@ -628,9 +628,9 @@ def fp8_reason(profile: Profile, scenario: Scenario) -> str:
     where it is one to predict: CPU processes, timings measured at their own precision (the
     rule of ``layout_predict.check_precision``), a parameter-count workload (no matmul shapes
     to cast), the scenario in fp8 already, or a device with no fp8 peak."""
-    device = profile.hardware.device_name
     from scalesim.layout_predict import own_timings_words, timed_own_kernel
 
+    device = profile.hardware.device_name
     fixed = (f"{own_timings_words(profile, 'precision')}, which the model cannot rerun in "
              "another" if timed_own_kernel(profile) else "")
     if why := _kernel_knob_reason(profile, "fp8", fixed, "no weight matmuls to run in fp8"):
