@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scalesim.calibration.results import CollectiveResult, PhaseRecord
 
-from scalesim.attention_kernel import planner_kernel_of
+from scalesim.attention_kernel import ATTENTION_KERNELS, planner_kernel_of
 from scalesim.device_nouns import GPU_NOUNS, Nouns
 from scalesim.figures import latency_us, link_GBps
 from scalesim.model import collectives as coll
@@ -52,8 +52,11 @@ def attention_line(family: str) -> str:
     predictions price its core at is the planner's kernel's (``planner_kernel_of``: the
     memory-efficient kernel has no published rate and is priced as the vendor kernel)."""
     priced = planner_kernel_of(family)
-    rate = ("at its rate" if priced == family else
-            f"as the {priced} kernel's (it has no published rate of its own)")
+    if priced == family:  # the other kernel may be asked of these timings (a swap)
+        other = next(k for k in ATTENTION_KERNELS if k != family)
+        rate = f"at its rate, and at the {other} kernel's where --attention-kernel {other} asks"
+    else:
+        rate = f"as the {priced} kernel's (it has no published rate of its own)"
     return (f"attention: SDPA ran the {family} kernel; predictions from this profile price "
             f"the attention core {rate} (docs/calibration.md, 'The attention kernel')")
 

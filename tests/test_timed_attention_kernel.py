@@ -776,10 +776,13 @@ def test_the_summary_prices_the_memory_efficient_kernel_as_predictions_do():
 
     assert attention_line(FLASH2_KERNEL).startswith(
         "attention: SDPA ran the flash2 kernel; predictions from this profile price the "
-        "attention core at its rate")
+        "attention core at its rate, and at the fused-vendor kernel's where --attention-kernel "
+        "fused-vendor asks")
+    assert "at the flash2 kernel's where --attention-kernel flash2 asks" in attention_line(
+        VENDOR_KERNEL)
     line = attention_line(MEM_EFFICIENT_FAMILY)
     assert "at its rate" not in line and "as the fused-vendor kernel's (it has no published " \
-        "rate of its own)" in line
+        "rate of its own)" in line and "--attention-kernel" not in line
 
 
 def test_a_probe_that_cannot_start_still_runs_the_step(monkeypatch):
