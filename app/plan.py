@@ -371,7 +371,9 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
                          f"{refused_kernel_words(profile)}")
         else:
             fields["attention_kernel"] = state.ak
-            if splittable_shape(profile) is None and (  # 'ignored', or '' (the vendor kernel)
+            # 'ignored' (a parameter count), or on the profile's own timings their kernel's
+            # words or the swap's; the control says a datasheet profile's choice itself
+            if (splittable_shape(profile) is None or timed_own_kernel(profile)) and (
                     note := attention_kernel_note(profile, Scenario(attention_kernel=state.ak))):
                 notes.append(note)
     elif note := attention_kernel_note(profile, Scenario()):  # the kernel the timings ran

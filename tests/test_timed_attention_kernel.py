@@ -366,6 +366,10 @@ def test_the_app_notes_the_kernel_the_timings_ran():
                for n in notes)
     _, notes = build_scenario(AppState(), _measured_h100_llama(None))
     assert not any(n.startswith("attention:") for n in notes)
+    # the vendor kernel asked of flash2 timings: the swap is said, as predict says it
+    _, notes = build_scenario(AppState(ak=VENDOR_KERNEL), _measured_h100_llama(FLASH2_KERNEL))
+    assert any(n.startswith("attention: fused-vendor kernel") and
+               "swapped for the flash2 kernel the profile's timings ran" in n for n in notes)
 
 
 def test_a_profile_names_a_kernel_family_it_knows_or_none():
