@@ -357,6 +357,30 @@ def test_a_kernel_swapped_on_measured_timings_changes_the_attention_core_alone(o
     assert (then.compute_s < now.compute_s) == (other == VENDOR_KERNEL)
 
 
+def test_decide_goal_and_sweep_say_the_kernel_the_answer_ran_once(tmp_path, capsys):
+    """decide and goal put predict's words of the scenario's attention kernel before their own
+    notes (the kernel the timings ran, or a swap for it: the 'As is' row runs it), and sweep
+    says them once."""
+    from scalesim.cli.main import main
+
+    path = tmp_path / "flash.json"
+    path.write_text(_measured_h100_llama(FLASH2_KERNEL).model_dump_json())
+    own = "note: attention: flash2 kernel (the kernel the profile's timings ran"
+    swap = "swapped for the flash2 kernel the profile's timings ran"
+    common = ["--profile", str(path)]
+    decide = ["decide", *common, "--devices", "8", "--strategy", "zero3"]
+    goal = ["goal", *common, "--max-devices", "16", "--train-samples", "1e6", "--deadline", "30d",
+            "--budget", "100000"]
+    for args in (decide, goal):
+        assert main(args) == 0
+        assert own in capsys.readouterr().out, args[0]
+        assert main([*args, "--attention-kernel", VENDOR_KERNEL]) == 0
+        out = capsys.readouterr().out
+        assert "note: attention: fused-vendor kernel" in out and swap in out, args[0]
+    assert main(["sweep", *common, "--devices", "8", "--attention-kernel", VENDOR_KERNEL]) == 0
+    assert capsys.readouterr().err.count(swap) == 1
+
+
 def test_the_app_notes_the_kernel_the_timings_ran():
     from scalesim.app.plan import build_scenario
     from scalesim.app.state import AppState

@@ -349,18 +349,16 @@ def unused_setting_notes(scenario) -> list[str]:
 def scenario_notes(profile, scenario) -> list[str]:
     """What predict's header and notes say of the scenario's flags, for the commands that show
     no such header (decide, goal): the GPUs per server other than the hardware's
-    (``predict.server_use_words``), an attention kernel a parameter-count workload ignores
-    (``layout_predict.attention_kernel_note``), the precision (``precision_note``: ignored by
-    it, else what fp8 does) and ``unused_setting_notes``."""
+    (``predict.server_use_words``), the attention kernel (``layout_predict.attention_kernel_note``:
+    what it does, the kernel the profile's timings ran or a swap for it, or ignored by a
+    parameter-count workload), the precision (``precision_note``: ignored by it, else what fp8
+    does) and ``unused_setting_notes``."""
     from scalesim.layout_predict import attention_kernel_note, precision_note
     from scalesim.predict import server_use_words
 
     out = [used] if (used := server_use_words(profile.hardware, scenario)) else []
-    if profile.workload.transformer is None:
-        out += [n for n in (attention_kernel_note(profile, scenario),
-                            precision_note(profile, scenario)) if n]
-    elif note := precision_note(profile, scenario):  # what the answer ran in
-        out.append(note)
+    out += [n for n in (attention_kernel_note(profile, scenario),  # what the answer ran
+                        precision_note(profile, scenario)) if n]
     return out + unused_setting_notes(scenario)
 
 

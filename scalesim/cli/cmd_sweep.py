@@ -399,15 +399,15 @@ def stage_notes(plan) -> list[str]:
 
 def sweep_notes(plan) -> list[str]:
     """The notes predict prints of the sweep's base scenario (``cmd_predict.scenario_notes``,
-    its recompute-style and attention-kernel words, the slow device, the unmeasured links the
-    rows use, the profile's notes), for stderr. A note that depends on a swept axis
+    the attention kernel's words among them; the recompute style's words, the slow device,
+    the unmeasured links the rows use, the profile's notes), for stderr. A note that depends on a swept axis
     (``_NOTE_AXES``) is kept only where every value of the axes gives it; a link swept by
     --intra/--inter-busbw-values is not unmeasured. Flags that only price or time the run are
     said to be ignored: a sweep row has no such column. Uneven pipeline stages: ``stage_notes``."""
     import itertools
 
     from scalesim.cli.cmd_predict import scenario_notes, unmeasured_link_notes
-    from scalesim.layout_predict import attention_kernel_note, recompute_style_note
+    from scalesim.layout_predict import recompute_style_note
     from scalesim.predict import (
         STALL_NOT_MODELLED,
         input_pipeline_modelled,
@@ -422,13 +422,9 @@ def sweep_notes(plan) -> list[str]:
     kept: list[str] | None = None
     for values in itertools.product(*swept.values()):
         scenario = base.model_copy(update=dict(zip(swept, values, strict=True)))
-        notes = scenario_notes(profile, scenario)  # the precision's words among them
-        if profile.workload.transformer is not None:
-            notes += [
-                n
-                for n in (recompute_style_note(profile, scenario), attention_kernel_note(profile, scenario))
-                if n
-            ]
+        notes = scenario_notes(profile, scenario)  # the kernel's and precision's words among them
+        if profile.workload.transformer is not None and (note := recompute_style_note(profile, scenario)):
+            notes.append(note)
         kept = notes if kept is None else [n for n in kept if n in notes]
     out = list(kept or [])
     devices = [int(d) for d in plan.axes["devices"]]
