@@ -391,23 +391,19 @@ def kernel_for(profile: Profile, kernel: str | None) -> str:
         own_attention_kernel(profile))
 
 
-def kernel_for_another_model(profile: Profile, kernel: str | None) -> str:
-    """The kernel a prediction from ``profile`` of another model than the one its compute curve
-    timed runs where ``kernel`` is asked (``profiles.workload_compute``'s 'other': that model's
-    compute from its shape): ``kernel_for`` of the profile that workload gives, which keeps
-    the block calibration and estimates the curve. With a block calibration: the block's
-    kernel (its fit, whose efficiency the estimate takes, read the core at that rate; the
-    vendor kernel where the block recorded none), or ``kernel`` where the block recorded a
-    kernel the planner prices as itself; without one the estimate is a datasheet one, which
-    runs ``kernel``, else the kernel the profile's timings ran (``own_attention_kernel``: the
-    stack that timed one model runs the other too; the estimated curve records it). The one
-    rule of predict's estimate and ``scalesim plan --profile``'s ranking of such a model; None
-    gives the kernel the estimated curve is built at."""
+def kernel_for_another_model(profile: Profile) -> str:
+    """The attention kernel the compute of another model than the one ``profile``'s curve
+    timed is estimated at (``profiles.workload_compute``'s 'other': that model's compute from
+    its shape), which predictions of it run where no kernel is asked: with a block calibration
+    the block's (its fit, whose efficiency the estimate takes, read the core at that rate; the
+    vendor kernel where the block recorded none); without one the kernel the profile's timings
+    ran (``own_attention_kernel``: the stack that timed one model runs the other too; the
+    estimated curve records it). A kernel asked of that model is ``kernel_for`` of the profile
+    ``profiles.profile_with_workload`` gives, as predict and ``scalesim plan --profile`` ask
+    it."""
     mp = profile.model_parallel
     if mp is None:
-        return kernel or own_attention_kernel(profile)
-    if kernel is not None and mp.block.attention_kernel in ATTENTION_KERNELS:
-        return kernel
+        return own_attention_kernel(profile)
     return planner_kernel_of(mp.block.attention_kernel)
 
 
@@ -894,7 +890,7 @@ def attention_kernel_words(kernel: str, device_name: str, own: bool = False) -> 
 def priced_kernel_words(profile: Profile | None, kernel: str,
                         device_name: str | None = None) -> str:
     """What the attention kernel a prediction from ``profile`` (None: a datasheet plan) runs
-    (``kernel``: ``kernel_for`` or ``kernel_for_another_model``) does on ``device_name``
+    (``kernel``: ``kernel_for`` of it) does on ``device_name``
     (default: the profile's), where it is not the vendor kernel the timings ran
     (``attention_kernel_words``): the kernel the profile's timings ran says so
     (``own_attention_kernel``), and another kernel swapped for it (``kernel_swappable``) says

@@ -388,7 +388,7 @@ def setting_from_profile(
     hardware, efficiency, _ = calibrated_hardware(profile)
     return Setting(
         shape, hardware, global_batch, efficiency, fp8, params, tp_overlap, p2p=measured_p2p(profile),
-        attention_kernel=kernel_for_another_model(profile, None),
+        attention_kernel=kernel_for_another_model(profile),
     )
 
 

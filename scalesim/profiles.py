@@ -497,7 +497,7 @@ def workload_compute(base: Profile, workload: Workload, name: str | None,
         from scalesim.layout_predict import kernel_for_another_model, timed_attention_family
 
         curve, _ = compute_curve_from_shape(workload, hardware, efficiency, basis,
-                                            kernel_for_another_model(base, None))
+                                            kernel_for_another_model(base))
         if base.model_parallel is None:  # a datasheet estimate at the kernel the timings ran
             curve = curve.model_copy(update={"attention_kernel": timed_attention_family(base)})
         other = ("another model than the one timed" if base.compute.measured else
