@@ -312,13 +312,14 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
     ``peak_flops`` (FLOP/s, ``NOMINAL_PEAK_FLOPS`` when unknown) and ``bandwidth_GBps``
     (efficiency 1: the compute pin, ``pinned_compute``, sets it per micro-batch later); the
     scenario's overlap, slow device, recompute style, tensor-parallel overlap (applied where
-    tp > 1), attention kernel and precision (fp8: ``plan.Setting.fp8``); ``jitter_cv`` the
+    tp > 1) and precision (fp8: ``plan.Setting.fp8``); ``jitter_cv`` the
     step-to-step
     jitter (``predict.jitter_cv_of``: it lives in the profile, not the hardware); ``p2p`` the
     profile's measured send/recv inside a server (``plan.measured_p2p``; None: the intra link).
     The hardware is ``scenario_hardware``'s; ``attention_kernel`` the kernel the prediction runs
-    (``kernel_for`` the profile; None: the scenario's, the vendor kernel where it asks none).
-    The one place a scenario becomes the
+    (``kernel_for`` the profile and the scenario's kernel, never the scenario's field as it is:
+    measured timings may run their own; None: the vendor kernel). The one place a scenario
+    becomes the
     layout model's constants, for predictions (``base_inputs``) and the planner of a scenario
     (``plan_at``) alike."""
     wl = workload
@@ -328,7 +329,7 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
         wl.transformer, hardware, global_batch, 1.0, params=wl.params,
         jitter_cv=jitter_cv, p2p=p2p, recompute_style=layout_of(scenario).recompute_style,
         tp_overlap=layout_of(scenario).tp_overlap,
-        attention_kernel=attention_kernel or scenario.attention_kernel or VENDOR_KERNEL,
+        attention_kernel=attention_kernel or VENDOR_KERNEL,
         fp8=scenario.precision == FP8,
         overlap=scenario.overlap,
         slow_device=scenario.slow_device, slow_factor=scenario.slow_factor,
