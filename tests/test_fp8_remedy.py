@@ -134,6 +134,38 @@ def test_a_published_reference_is_a_run_at_its_own_precision(tmp_path, capsys):
                                     "shape then gives the compute)")
 
 
+
+@pytest.mark.parametrize("flags", [("--precision", "fp8"), ("--attention-kernel", "flash2")])
+@pytest.mark.parametrize("other", ["published", "llama3-70b"])
+def test_plan_refuses_a_published_runs_own_model_and_prices_another_as_predict_does(
+        tmp_path, capsys, flags, other):
+    """A saved profile holding a published run's throughput (a workload's ``reference``):
+    fp8 or another kernel is refused for that model by ``predict`` and ``plan`` alike, and for
+    another model (``--workload llama3-70b``: its compute estimated from its shape) priced by
+    both. Was: ``plan --profile`` checked the saved profile itself, and refused llama3-70b
+    where predict priced it."""
+    from scalesim import presets
+
+    workload = presets.transformer_workload("llama3-8b").model_dump(mode="json")
+    workload.update(name="published-8b", reference=[{
+        "device_name": "H100-SXM5 80GB", "samples_per_s": 1.6, "micro_batch": 1, "devices": 8,
+        "strategy": "zero3", "includes_communication": True, "source": "an fp8 run"}])
+    (tmp_path / "published.json").write_text(json.dumps(workload))
+    profile = resolve_profile(None, "dgx-h100", str(tmp_path / "published.json"))
+    path = tmp_path / "profile.json"
+    path.write_text(profile.model_dump_json())
+    planned = str(tmp_path / "published.json") if other == "published" else other
+    common = ["--profile", str(path), "--workload", planned, "--devices", "16", *flags]
+    predicted = run_cli(capsys, ["predict", *common, "--batch", "1"])
+    planned_out = run_cli(capsys, ["plan", *common, "--global-batch", "64", "--top", "1"])
+    for code, out, err in (predicted, planned_out):
+        if other == "published":
+            assert code == 2 and len(err.strip().splitlines()) == 1, err
+            assert "holds a published run's throughput" in err
+        else:
+            assert code == 0, err
+            assert ("precision: fp8" if flags[1] == "fp8" else "attention: flash2 kernel") in out
+
 # ------------------------------------------------------------------------------------ the app
 
 LINK = {"v": "2", "hw": "dgx-h100", "wl": "llama3-8b", "dmax": "16", "strat": "zero3", "mb": "1",

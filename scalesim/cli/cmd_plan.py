@@ -207,8 +207,6 @@ def run(args: argparse.Namespace) -> int:
     check_slow_device(args)
     profile = None if args.profile is None else load_profile(args.profile)
     check_loader_workers(args.loader_workers, profile)  # a measured input pipeline, as predict
-    if profile is not None:
-        check_precision(profile, args.precision or DEFAULT_PRECISION, "--precision", "--hardware")
     own = _profile_model(args, profile)
     defaulted = own is None and args.workload is None
     if defaulted:
@@ -223,7 +221,8 @@ def run(args: argparse.Namespace) -> int:
     priced = None if profile is None else _priced_profile(args, profile, shape, params, own)
     if priced is None:
         kernel = args.attention_kernel or VENDOR_KERNEL
-    else:  # the kernel asked, checked and run as predict prices the model
+    else:  # the precision and kernel asked, checked and run as predict prices the model
+        check_precision(priced, args.precision or DEFAULT_PRECISION, "--precision", "--hardware")
         check_attention_kernel(priced, args.attention_kernel, "--attention-kernel", "--hardware")
         kernel = kernel_for(priced, args.attention_kernel)
     job_sizes(args.instance_sizes, hardware.instance_sizes, hardware.devices_per_node,
@@ -313,18 +312,19 @@ def _profile_model(args, profile):
 
 def _priced_profile(args, profile, shape, params, own):
     """The profile ``predict --profile P --workload W`` prices the planned model from, whose
-    attention kernel plan checks (``check_attention_kernel``), runs (``kernel_for``) and says
-    (``priced_kernel_words``) as predict does: for another model than the one P's measured
-    curve timed (``profiles.model_match`` 'other'), ``profile_with_workload``'s (its compute
-    estimated from its shape, the block calibration kept: ``kernel_for`` of it is
-    ``kernel_for_another_model`` of P), so that a kernel P's own timings could not swap is
-    priced where the estimate can; else P (its own model, at any sequence)."""
+    precision and attention kernel plan checks (``check_precision``,
+    ``check_attention_kernel``), runs (``kernel_for``) and says (``priced_kernel_words``) as
+    predict does: for another model than the one P's compute timed or estimated
+    (``profiles.model_match`` 'other'), ``profile_with_workload``'s (its compute estimated from
+    its shape, the block calibration kept: ``kernel_for`` of it is ``kernel_for_another_model``
+    of P), so that an fp8 or a kernel P's own timings could not rerun (a measured curve, or a
+    published run's throughput) is priced where the estimate can; else P (its own model, at any
+    sequence)."""
     from scalesim.profiles import model_match, profile_with_workload
 
-    if profile.compute.measured:
-        workload = _planned_workload(args, shape, params, own)
-        if model_match(profile, workload) == "other":
-            return profile_with_workload(profile, workload, args.workload)[0]
+    workload = _planned_workload(args, shape, params, own)
+    if model_match(profile, workload) == "other":
+        return profile_with_workload(profile, workload, args.workload)[0]
     return profile
 
 
