@@ -771,9 +771,11 @@ def own_timings_words(profile: Profile, what: str) -> str:
     attention kernel' / '... at their own precision', or, for a published run's throughput,
     'profile 'X' holds a published run's throughput (the reference of workload 'W'), at that
     run's own precision'."""
-    if profile.compute.precision == PUBLISHED_RUN:
+    if profile.compute.precision == PUBLISHED_RUN:  # --workload may have replaced the workload
+        whose = (f"workload '{profile.workload.name}'" if profile.workload.reference
+                 else "the workload it was made with")
         return (f"profile '{profile.name}' holds a published run's throughput (the reference of "
-                f"workload '{profile.workload.name}'), at that run's own {what}")
+                f"{whose}), at that run's own {what}")
     own = ("with its own attention kernel" if what == "attention kernel"
            else "at their own precision")
     if what == "attention kernel" and (family := timed_attention_family(profile)) is not None:
