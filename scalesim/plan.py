@@ -661,6 +661,10 @@ def plan(
     algorithm: str = "auto",
     bucket_mib: float = DDP_BUCKET_BYTES / MIB,
     loader_samples_per_s: float = np.inf,
+    param_bytes_per_param: float = Setting.param_bytes_per_param,
+    grad_bytes_per_param: float = Setting.grad_bytes_per_param,
+    optimizer_bytes_per_param: float = Setting.optimizer_bytes_per_param,
+    wire_bytes_per_param: float = Setting.wire_bytes_per_param,
 ) -> list[PlanRow]:
     """Rank every valid layout of ``shape`` on each of ``devices`` for ``global_batch``.
 
@@ -688,7 +692,10 @@ def plan(
     ``Scenario.algorithm``, ``collectives.ALGORITHMS``); ``bucket_mib``: DDP's gradient
     bucket, MiB (``Scenario.bucket_mib``; the ZeRO-0 layouts); ``loader_samples_per_s``: the
     input supply of one model replica's loader, samples/s (``predict.loader_supply`` of a
-    profile's measured input pipeline; infinite: no stall).
+    profile's measured input pipeline; infinite: no stall). ``param_bytes_per_param``,
+    ``grad_bytes_per_param``, ``optimizer_bytes_per_param``, ``wire_bytes_per_param``: the
+    workload's bytes per parameter (``Workload`` fields), as ``scenario_setting`` gives
+    predict's layouts them (memory and the data-parallel exchange).
     ``rank_layouts`` does the same for a ``Setting`` (a scenario's: ``layout_predict.plan_at``).
     """
     check_number("matmul_efficiency", efficiency, "efficiency")
@@ -730,6 +737,10 @@ def plan(
         algorithm=coll.ALGORITHMS[algorithm],
         bucket_bytes=bucket_mib * MIB,
         loader_samples_per_s=float(loader_samples_per_s),
+        param_bytes_per_param=param_bytes_per_param,
+        grad_bytes_per_param=grad_bytes_per_param,
+        optimizer_bytes_per_param=optimizer_bytes_per_param,
+        wire_bytes_per_param=wire_bytes_per_param,
     )
     return rank_layouts(setting, devices, rank_by, top, include_unfit, cp_values, split_only)
 

@@ -238,6 +238,9 @@ def run(args: argparse.Namespace) -> int:
     if measured is not None:
         rows, note = measured
     else:
+        # the workload's bytes per parameter (a workload file's, the profile's own model's),
+        # as predict's layouts take them (layout_predict.scenario_setting)
+        planned = _planned_workload(args, shape, params, own)
         rows = plan(shape, hardware, args.devices, args.global_batch,
                     efficiency=args.efficiency or efficiency,
                     fp8=args.precision == FP8, rank_by=args.rank, top=args.top,
@@ -250,6 +253,10 @@ def run(args: argparse.Namespace) -> int:
                     grad_sync=args.grad_sync or "every-micro-step",
                     attention_kernel=kernel, algorithm=args.algorithm or "auto",
                     loader_samples_per_s=_input_supply(args, profile, used_scenario, hardware),
+                    param_bytes_per_param=planned.param_bytes_per_param,
+                    grad_bytes_per_param=planned.grad_bytes_per_param,
+                    optimizer_bytes_per_param=planned.optimizer_bytes_per_param,
+                    wire_bytes_per_param=planned.wire_bytes_per_param,
                     **({} if args.bucket_mib is None else {"bucket_mib": args.bucket_mib}))
     if args.json:
         from scalesim.jsonio import to_json_text
