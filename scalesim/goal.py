@@ -58,6 +58,21 @@ MAX_FRONT = 40  # Pareto points returned (spread evenly along the front when the
 WHOLE_SERVERS = 256
 
 
+def searched_accumulations(k0: int) -> list[int]:
+    """The gradient accumulations goal seeking tries from the base ``k0``
+    (``ACCUMULATION_FACTORS`` within the bounds table's)."""
+    return [k0 * f for f in ACCUMULATION_FACTORS if k0 * f <= accumulation_max()]
+
+
+def searched_scenarios(base: Scenario) -> list[Scenario]:
+    """``base`` at each strategy and accumulation goal seeking tries (``STRATEGIES`` x
+    ``searched_accumulations``): what a note of the base scenario's flags must hold for to be
+    said of every plan searched (``--zero-framework`` and ``--grad-sync`` apply to its ZeRO
+    plans, whatever the base's strategy)."""
+    return [base.model_copy(update={"strategy": s, "accumulation": k})
+            for s in STRATEGIES for k in searched_accumulations(base.accumulation)]
+
+
 @dataclass(frozen=True)
 class GoalPlan:
     devices: int
@@ -225,7 +240,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
         "devices": device_grid(g, max_devices),
         "micro_batch": sorted({max(1, int(b0 * f)) for f in BATCH_FACTORS
                                if b0 * f <= micro_batch_max()}),
-        "accumulation": [k0 * f for f in ACCUMULATION_FACTORS if k0 * f <= accumulation_max()],
+        "accumulation": searched_accumulations(k0),
         "strategy": list(STRATEGIES),
         "inter_busbw_GBps": list(networks),
     }

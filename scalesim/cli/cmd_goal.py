@@ -173,7 +173,7 @@ def check_goal_inputs(profile, scenario) -> None:
 def run(args: argparse.Namespace) -> int:
     from scalesim.cli.cmd_predict import notes_before
     from scalesim.errors import ScalesimError
-    from scalesim.goal import seek
+    from scalesim.goal import searched_scenarios, seek
 
     for dest, why in SEARCHED.items():
         if getattr(args, dest) is not None:
@@ -182,7 +182,12 @@ def run(args: argparse.Namespace) -> int:
     profile = profile_from_args(args, scenario)
     check_goal_inputs(profile, scenario)
     answer = seek(profile, scenario, args.deadline, args.budget, args.max_devices)
-    said = notes_before(profile, scenario, [args.max_devices], "any plan searched (--max-devices)")
+    # what predict says of the flags, where it holds for every strategy and accumulation goal
+    # searches (as sweep keeps a note of its swept values): --zero-framework and --grad-sync
+    # apply to its ZeRO plans, though the base scenario's strategy is ddp
+    of_each = [notes_before(profile, s, [args.max_devices], "any plan searched (--max-devices)")
+               for s in searched_scenarios(scenario)]
+    said = [n for n in of_each[0] if all(n in notes for notes in of_each[1:])]
     if note := deadline_note(args.deadline, getattr(args, "deadline_bare", None)):
         said.insert(0, note)
     if said:
