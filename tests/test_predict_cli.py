@@ -774,13 +774,17 @@ def test_decide_and_goal_say_the_gpus_per_server_as_predict_does(capsys, command
         ),
         (["--zero-framework", "deepspeed"], "--zero-framework deepspeed ignored: strategy ddp"),
         (["--grad-sync", "once-per-step"], "--grad-sync once-per-step ignored: strategy ddp"),
+        (
+            ["--recompute-style", "early-stop"],
+            "recompute style early-stop ignored: workload 'bert-large' is a parameter count",
+        ),
     ],
 )
 def test_decide_and_goal_say_a_flag_that_changes_nothing_as_predict_does(capsys, command, extra, flags, says):
-    """predict notes a flag its scenario ignores (an attention kernel of a parameter-count
-    workload, --zero-framework with ddp, --grad-sync where every step reduces once); decide
-    and goal took the same flags without a word. One list of those notes now
-    (cmd_predict.scenario_notes). Goal says one only where it holds for every strategy and
+    """predict notes a flag its scenario ignores (an attention kernel or a recompute style of
+    a parameter-count workload, --zero-framework with ddp, --grad-sync where every step
+    reduces once); decide and goal took the same flags without a word (the recompute style
+    until session 38). One list of those notes now (cmd_predict.scenario_notes). Goal says one only where it holds for every strategy and
     accumulation it searches (``goal.searched_scenarios``): its ZeRO plans run the framework
     and the gradient sync, so it does not call them ignored (tests/test_goal_searched_notes.py)."""
     code, out, err = run_cli(capsys, "predict", "--devices", "8", *flags)

@@ -352,13 +352,19 @@ def scenario_notes(profile, scenario) -> list[str]:
     (``predict.server_use_words``), the attention kernel (``layout_predict.attention_kernel_note``:
     what it does, the kernel the profile's timings ran or a swap for it, or ignored by a
     parameter-count workload), the precision (``precision_note``: ignored by it, else what fp8
-    does) and ``unused_setting_notes``."""
-    from scalesim.layout_predict import attention_kernel_note, precision_note
+    does), a recompute style the scenario does not run (``recompute_style_note``) and
+    ``unused_setting_notes``."""
+    from scalesim.layout_predict import (
+        attention_kernel_note,
+        precision_note,
+        recompute_style_note,
+    )
     from scalesim.predict import server_use_words
 
     out = [used] if (used := server_use_words(profile.hardware, scenario)) else []
     out += [n for n in (attention_kernel_note(profile, scenario),  # what the answer ran
-                        precision_note(profile, scenario)) if n]
+                        precision_note(profile, scenario),
+                        recompute_style_note(profile, scenario)) if n]
     return out + unused_setting_notes(scenario)
 
 

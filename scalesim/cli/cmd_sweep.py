@@ -407,7 +407,6 @@ def sweep_notes(plan) -> list[str]:
     import itertools
 
     from scalesim.cli.cmd_predict import scenario_notes, unmeasured_link_notes
-    from scalesim.layout_predict import recompute_style_note
     from scalesim.predict import (
         STALL_NOT_MODELLED,
         input_pipeline_modelled,
@@ -422,9 +421,7 @@ def sweep_notes(plan) -> list[str]:
     kept: list[str] | None = None
     for values in itertools.product(*swept.values()):
         scenario = base.model_copy(update=dict(zip(swept, values, strict=True)))
-        notes = scenario_notes(profile, scenario)  # the kernel's and precision's words among them
-        if profile.workload.transformer is not None and (note := recompute_style_note(profile, scenario)):
-            notes.append(note)
+        notes = scenario_notes(profile, scenario)  # the kernel's, precision's, recompute style's
         kept = notes if kept is None else [n for n in kept if n in notes]
     out = list(kept or [])
     devices = [int(d) for d in plan.axes["devices"]]
