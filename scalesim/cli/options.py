@@ -409,9 +409,12 @@ _FLAG_TO_FIELD.update(algorithm="algorithm")
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
     """Scenario from --scenario FILE (if any) with the flags on top; errors are one line."""
     base: dict = {}
+    file_factor = False  # the scenario file names a slow_factor
     if getattr(args, "scenario", None) is not None:
         path = require_path(args.scenario, "--scenario")  # '' too: refused, not ignored
-        base = parse_model(read_json(path), Scenario, path).model_dump()
+        raw = read_json(path)
+        base = parse_model(raw, Scenario, path).model_dump()
+        file_factor = isinstance(raw, dict) and raw.get("slow_factor") not in (None, 1, 1.0)
     for flag, field in _FLAG_TO_FIELD.items():
         value = getattr(args, flag, None)
         if value is not None:
@@ -423,7 +426,20 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     if getattr(args, "no_overlap", False):
         base["overlap"] = False
     base["layout"] = layout_from_args(args, base.get("layout"))
-    check_slow_device(args)
+    if getattr(args, "scenario", None) is None:
+        check_slow_device(args)
+    elif (base.get("slow_device") is not None) != (file_factor or args.slow_factor is not None):
+        # the file and the flags together: a rank without a factor ran at 1x ('device 3
+        # computes 1x slower'), a factor without a rank was dropped in silence
+        if base.get("slow_device") is not None:
+            missing = (f"slow_device {base['slow_device']} is given without a slow_factor "
+                       "above 1 (it would run at 1x)")
+        else:
+            missing = f"slow_factor {base['slow_factor']:g} is given without a slow_device"
+        raise ScalesimError(
+            f"{args.scenario}: {missing}; slow_device and slow_factor go together (in the file "
+            "or as --slow-device RANK --slow-factor F, e.g. --slow-device 3 --slow-factor 1.3)"
+        )
     if (args.epochs is None) != (args.dataset_size is None):
         raise ScalesimError(
             "--epochs and --dataset-size go together (e.g. --epochs 3 "

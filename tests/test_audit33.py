@@ -1,0 +1,52 @@
+"""Session 33's audit of odd flag and file combinations: each finding, fixed, pinned."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_harness import run_cli
+
+
+def _one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+@pytest.mark.parametrize("scenario, flags, says", [
+    # a rank without a factor: 'device 3 computes 1x slower', the rows at full speed
+    ({"slow_device": 3}, [], "slow_device 3 is given without a slow_factor above 1"),
+    # a factor without a rank: dropped in silence, where the flags alone are refused
+    ({"slow_factor": 2.0}, [], "slow_factor 2 is given without a slow_device"),
+    ({"slow_device": 3, "slow_factor": 1.0}, [], "slow_device 3 is given without"),
+])
+def test_a_scenario_files_slow_device_needs_its_factor(tmp_path, capsys, scenario, flags, says):
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(scenario))
+    code, _, err = run_cli(capsys, ["predict", "--scenario", str(path), "--devices", "8", *flags])
+    assert code == 2
+    assert says in _one_line(err) and "go together" in err
+
+
+@pytest.mark.parametrize("scenario, flags", [
+    ({"slow_factor": 2.0}, ["--slow-device", "3"]),  # the file's factor, the flag's rank
+    ({"slow_device": 3}, ["--slow-factor", "2"]),
+    ({"slow_device": 3, "slow_factor": 2.0}, []),
+])
+def test_a_slow_device_from_the_file_and_the_flags_together(tmp_path, capsys, scenario, flags):
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(scenario))
+    code, out, err = run_cli(capsys, ["predict", "--scenario", str(path), "--devices", "8",
+                                      *flags])
+    assert code == 0, err
+    assert "device 3 computes 2x slower" in out
+
+
+def test_a_dumped_default_scenario_still_reads(tmp_path, capsys):
+    from scalesim.schemas import Scenario
+
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(Scenario(devices=[1, 2]).model_dump(mode="json")))
+    code, _, err = run_cli(capsys, ["predict", "--scenario", str(path)])
+    assert code == 0, err
