@@ -550,6 +550,15 @@ def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict
             f"{list_text(cp_values)}: a context-parallel degree must divide the "
             "device count (over tp); give --cp degrees that divide it, e.g. 1,2"
         )
+    used = sorted({split[3] for split in splits})  # the cp degrees that divide a count
+    if all(c > 1 and shape.seq_len % (2 * c) for c in used):
+        # valid_mask drops each of them, and rank_layouts then blamed the global batch
+        raise ScalesimError(
+            f"cp {list_text(used)}: context parallelism cuts each sequence into 2 x cp "
+            f"chunks (load-balanced ring attention), and the sequence of {shape.seq_len:,} "
+            "tokens does not split so; give --cp degrees with 2 x cp dividing the sequence "
+            "length (or 1), or another --seq-len"
+        )
     split = np.array(splits)
     sched = np.array([SCHEDULES[name] for name, _ in SCHEDULE_CHOICES])
     virt = np.array([v for _, v in SCHEDULE_CHOICES])

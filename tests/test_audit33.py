@@ -50,3 +50,26 @@ def test_a_dumped_default_scenario_still_reads(tmp_path, capsys):
     path.write_text(json.dumps(Scenario(devices=[1, 2]).model_dump(mode="json")))
     code, _, err = run_cli(capsys, ["predict", "--scenario", str(path)])
     assert code == 0, err
+
+
+@pytest.mark.parametrize("seq, cp", [("3", "2"), ("6", "2,4")])
+def test_plan_says_a_cp_degree_does_not_split_the_sequence(capsys, seq, cp):
+    """--seq-len 3 --cp 2 had every layout dropped (ring attention cuts a sequence into 2 x cp
+    chunks) and was told 'no dp x micro-batch divides the global batch ... lower the global
+    batch', which no global batch fixes."""
+    code, _, err = run_cli(capsys, ["plan", "--workload", "llama3-8b", "--hardware", "dgx-h100",
+                                    "--devices", "8", "--global-batch", "64", "--seq-len", seq,
+                                    "--cp", cp])
+    assert code == 2
+    line = _one_line(err)
+    assert "global batch" not in line
+    assert f"the sequence of {seq} tokens does not split so" in line and "2 x cp" in line
+
+
+def test_plan_keeps_a_cp_degree_that_splits_the_sequence(capsys):
+    code, out, err = run_cli(capsys, ["plan", "--workload", "llama3-8b", "--hardware", "dgx-h100",
+                                      "--devices", "8", "--global-batch", "64", "--seq-len", "4",
+                                      "--cp", "2"])
+    assert code == 0, err
+    header, first = (line.split() for line in out.splitlines()[3:5])
+    assert first[header.index("cp")] == "2"
