@@ -555,6 +555,14 @@ class Workload(_Strict):
         if self.transformer is not None and self.pipeline_bubble_micro_steps:
             raise ValueError("pipeline_bubble_micro_steps is for a parameter-count workload; a "
                              "transformer's bubble comes from its layout's pp and schedule")
+        if (self.transformer is not None and self.layers is not None
+                and self.layers != self.transformer.layers):
+            # the shape's layers are the ones priced: the other number was dropped in silence
+            raise ValueError(
+                f"layers {self.layers} disagrees with the transformer shape's "
+                f"{self.transformer.layers} layers; drop layers (the shape's are used) or fix "
+                "one of them"
+            )
         if self.transformer is not None:
             counted = self.transformer.param_count()
             if abs(self.params / counted - 1.0) > PARAMS_TOLERANCE:

@@ -73,3 +73,22 @@ def test_plan_keeps_a_cp_degree_that_splits_the_sequence(capsys):
     assert code == 0, err
     header, first = (line.split() for line in out.splitlines()[3:5])
     assert first[header.index("cp")] == "2"
+
+
+def test_a_workloads_layers_must_agree_with_its_shape(tmp_path, capsys):
+    """'layers': 7 beside a 32-layer transformer shape was dropped in silence (the shape's
+    layers are the ones priced); the same count, or none, reads as before."""
+    from scalesim import presets
+
+    data = presets.transformer_workload("llama3-8b").model_dump(mode="json")
+    path = tmp_path / "wl.json"
+    path.write_text(json.dumps(data | {"layers": 7}))
+    code, _, err = run_cli(capsys, ["predict", "--workload", str(path), "--hardware", "dgx-h100",
+                                    "--devices", "8"])
+    assert code == 2
+    assert "layers 7 disagrees with the transformer shape's 32 layers" in _one_line(err)
+    for layers in (32, None):
+        path.write_text(json.dumps(data | {"layers": layers}))
+        code, _, err = run_cli(capsys, ["predict", "--workload", str(path), "--hardware",
+                                        "dgx-h100", "--devices", "8"])
+        assert code == 0, err
