@@ -92,3 +92,23 @@ def test_a_workloads_layers_must_agree_with_its_shape(tmp_path, capsys):
         code, _, err = run_cli(capsys, ["predict", "--workload", str(path), "--hardware",
                                         "dgx-h100", "--devices", "8"])
         assert code == 0, err
+
+
+def test_a_prefix_that_is_no_level_or_batch_is_named(capsys):
+    """'both=LOG' was 'no such file' (the prefix read as part of the name); 'x=TRACE' was told
+    to write '32=x=TRACE', and '1.5=TRACE --micro-batch 4' 'no such file'."""
+    from pathlib import Path
+
+    fixtures = Path(__file__).parent / "fixtures"
+    log = fixtures / "nccl_tests" / "h100_8gpu_all_reduce.txt"
+    trace = fixtures / "traces" / "cpu_ddp_rank0.json.gz"
+    for prefix in ("both", "Intra"):
+        code, _, err = run_cli(capsys, ["calibrate", "--from-nccl-tests", f"{prefix}={log}"])
+        assert code == 2
+        assert f"'{prefix}=' is not a link level; give intra=FILE or inter=FILE" in _one_line(err)
+    for argv in (["x=" + str(trace)], ["1.5=" + str(trace), "--micro-batch", "4"]):
+        code, _, err = run_cli(capsys, ["calibrate", "--from-trace", *argv])
+        assert code == 2
+        line = _one_line(err)
+        assert "is not a micro-batch; give a whole number of samples, as 32=" in line
+        assert "32=x=" not in line

@@ -618,6 +618,13 @@ def load_runs(entries: Iterable[str | os.PathLike[str]]) -> list[NcclTestsRun]:
             run.notes = [n.replace(ONE_SERVER_ASSUMED, "") for n in run.notes
                          if ONE_DOMAIN_NOTE not in n]  # the user said which level it is
         else:
+            prefix, sep, rest = str(entry).partition("=")
+            if sep and not os.path.exists(entry) and os.path.exists(rest):  # never raises
+                # 'both=FILE', 'Intra=FILE': read as a file named so, 'no such file'
+                raise ScalesimError(
+                    f"{str(entry)[:200]}: '{prefix[:40]}=' is not a link level; give "
+                    "intra=FILE or inter=FILE (lower case), or the FILE alone to read the "
+                    "level from its header")
             run = parse_file(entry)
         runs.append(run)
     if not runs:

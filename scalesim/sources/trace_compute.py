@@ -354,6 +354,10 @@ def parse_entries(entries: list[str], micro_batch: int | None) -> dict[int, list
         batch, sep, path = entry.partition("=")
         if sep and batch.strip().isdigit() and not os.path.exists(entry):  # never raises
             b = parse_number(batch, "micro_batch", f"--from-trace {entry[:80]}: the micro-batch")
+        elif sep and not os.path.exists(entry) and os.path.exists(path):  # never raises
+            # 'x=FILE', '1.5=FILE': was told to write '32=x=FILE', or 'no such file'
+            raise ScalesimError(f"--from-trace {entry[:200]}: '{batch[:40]}' is not a "
+                                f"micro-batch; give a whole number of samples, as 32={path[:200]}")
         elif micro_batch is not None:
             b, path = check_number("micro_batch", micro_batch, "--micro-batch"), entry
         else:
