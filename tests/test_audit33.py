@@ -112,3 +112,23 @@ def test_a_prefix_that_is_no_level_or_batch_is_named(capsys):
         line = _one_line(err)
         assert "is not a micro-batch; give a whole number of samples, as 32=" in line
         assert "32=x=" not in line
+
+
+@pytest.mark.parametrize("rows, says", [
+    # GPU1's row says NV2 for the pair GPU0's row calls NV4: the upper half alone was read
+    (["GPU0\t X \tNV4\tSYS", "GPU1\tNV2\t X \tNV4", "GPU2\tSYS\tNV4\t X "],
+     "GPU0-GPU1 is 'NV4' on GPU0's row (line 2) but 'NV2' on GPU1's (line 3)"),
+    # a second GPU1 row (two outputs joined): the last was read over the first
+    (["GPU0\t X \tNV4\tNV4", "GPU1\tNV4\t X \tNV4", "GPU2\tNV4\tNV4\t X ", "GPU1\tSYS\t X \tSYS"],
+     "line 5: a second row for GPU1 (the first on line 3)"),
+])
+def test_a_topo_matrix_that_no_nvidia_smi_prints_is_refused(tmp_path, capsys, rows, says):
+    path = tmp_path / "topo.txt"
+    path.write_text("\tGPU0\tGPU1\tGPU2\n" + "\n".join(rows) + "\n")
+    for argv in (["topo", str(path)], ["calibrate", "--from-topo", str(path), "--out",
+                                       str(tmp_path / "p.json")]):
+        code, _, err = run_cli(capsys, argv)
+        assert code == 2
+        line = _one_line(err)
+        assert says in line and "nvidia-smi topo -m > topo.txt" in line
+    assert not (tmp_path / "p.json").exists()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import os
 import re
 import shutil
@@ -192,6 +193,11 @@ def parse_topo_text(text: str, source: str) -> Topology:
             if tokens and tokens[0] == "Legend:":
                 break
             continue
+        if tokens[0] in rows:  # the last row was read over the first, in silence
+            raise ScalesimError(f"{source} line {number}: a second row for {tokens[0]} (the "
+                                f"first on line {row_line[tokens[0]]}): not one topo -m "
+                                "matrix (two joined?); save the output itself: nvidia-smi "
+                                "topo -m > topo.txt")
         cells = tokens[1:1 + len(labels)]
         if len(cells) < len(labels):
             raise ScalesimError(f"{source} line {number}: {tokens[0]} has {len(cells)} of "
@@ -220,6 +226,13 @@ def parse_topo_text(text: str, source: str) -> Topology:
         if matrix[i][i] != "X":
             raise ScalesimError(f"{source}: {g}'s own cell is '{matrix[i][i]}', not X: not a "
                                 "topo -m matrix")
+    for i, j in itertools.combinations(range(len(gpus)), 2):
+        if matrix[i][j] != matrix[j][i]:  # only the upper half was read, the other ignored
+            raise ScalesimError(
+                f"{source}: {gpus[i]}-{gpus[j]} is '{matrix[i][j]}' on {gpus[i]}'s row "
+                f"(line {row_line[gpus[i]]}) but '{matrix[j][i]}' on {gpus[j]}'s (line "
+                f"{row_line[gpus[j]]}): topo -m prints one link per pair both ways (an edited "
+                f"matrix?); save the output itself: nvidia-smi topo -m > topo.txt")
     nics = []
     for label in labels:
         if label.startswith("GPU"):
