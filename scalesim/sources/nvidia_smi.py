@@ -390,7 +390,9 @@ class SmiReport:
 
 # A reading: a number (exponent included: '1e308' is that number, not 1), then nothing or a
 # unit after a space ('1410 MHz', '300.50 W', '100 %'); anything else ('[N/A]') is no reading.
-_READING = re.compile(r"^([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(?:\s+\S+)?$")
+_READING = re.compile(r"^([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(?:\s+(\S+))?$")
+# the unit nvidia-smi writes after each reading (none under --format=csv,nounits)
+_UNITS = {"clock": "MHz", "max_clock": "MHz", "power": "W", "util": "%"}
 
 
 def _number(cell: str) -> float | None:
@@ -401,12 +403,19 @@ def _number(cell: str) -> float | None:
 MAX_READING = 1e9  # no clock (MHz), temperature, power (W), share or index comes near
 
 
-def _reading(cell: str, source: str, line: int, whole: bool = False) -> float | None:
+def _reading(cell: str, source: str, line: int, whole: bool = False,
+             unit: str | None = None) -> float | None:
     """``_number(cell)``, refusing a value no sensor gives: negative, over ``MAX_READING``
-    (10^400 reads as infinity), or for a device index (``whole``) a fraction."""
+    (10^400 reads as infinity), or for a device index (``whole``) a fraction; and a unit other
+    than the ``unit`` nvidia-smi writes ('300 kW' was read as 300 W)."""
     value = _number(cell)
     if value is None:
         return None
+    written = _READING.match(cell.strip()).group(2)
+    if unit is not None and written is not None and written != unit:
+        raise ScalesimError(f"{source} line {line}: '{excerpt(cell, 24)}' is in {written}, "
+                            f"where nvidia-smi writes {unit}: the log is edited or another "
+                            "tool's; record it with nvidia-smi --query-gpu=... --format=csv")
     if not 0 <= value <= MAX_READING or (whole and value != int(value)):
         what = "a device index (a whole number from 0)" if whole else (
             f"a plausible reading (0 to {MAX_READING:g})")
@@ -455,14 +464,15 @@ def _parse_rows(reader, source: str) -> SmiReport:
             raise ScalesimError(f"{source} line {number}: {len(cells)} of {len(header)} fields "
                                 "(truncated?)")
         index = _reading(cells[col["index"]], source, number, whole=True)
-        clock = _reading(cells[col["clock"]], source, number)
+        clock = _reading(cells[col["clock"]], source, number, unit=_UNITS["clock"])
         if index is not None:
             listed.add(int(index))
         if index is None or clock is None:
             continue  # [N/A] or [Not Supported]
-        values = [None if col[k] is None else _reading(cells[col[k]], source, number)
+        values = [None if col[k] is None
+                  else _reading(cells[col[k]], source, number, unit=_UNITS.get(k))
                   for k in ("max_clock", "temp", "power", "util")]
-        if problem := _impossible(clock, values[0], values[1]):
+        if problem := _impossible(clock, values[0], values[1], values[3]):
             raise ScalesimError(f"{source} line {number}: {problem}; nvidia-smi writes no such "
                                 "reading: the log is corrupt or edited")
         reasons = None
@@ -497,9 +507,12 @@ def _parse_rows(reader, source: str) -> SmiReport:
 MAX_TEMPERATURE_C = 150.0
 
 
-def _impossible(clock_MHz: float, max_clock_MHz: float | None, temp_C: float | None) -> str:
+def _impossible(clock_MHz: float, max_clock_MHz: float | None, temp_C: float | None,
+                util_pct: float | None = None) -> str:
     """What no nvidia-smi row holds: a zero maximum clock, a clock 10 % above its maximum, a
-    temperature past any GPU's shutdown; '' for a plausible row."""
+    temperature past any GPU's shutdown, a utilization above 100 %; '' for a plausible row."""
+    if util_pct is not None and util_pct > 100:
+        return f"utilization.gpu {util_pct:g} % (a share of the sample period: at most 100)"
     if max_clock_MHz is not None and max_clock_MHz <= 0:
         return f"clocks.max.sm {max_clock_MHz:g} MHz"
     if max_clock_MHz is not None and clock_MHz > 1.1 * max_clock_MHz:
