@@ -103,6 +103,10 @@ def _target(path: str | os.PathLike[str]) -> tuple[Path, os.stat_result | None]:
     target = Path(path)
     if str(path) == "":
         raise ScalesimError("the output file name is empty")
+    if str(path) == "-":  # the shell's word for standard output: a file named '-' was written
+        raise ScalesimError("'-' (standard output in the shell's words) is no output file: "
+                            "give a file name (./- for a file called '-'); sweep prints to "
+                            "standard output without --out")
     st = _existing(target)
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise ScalesimError(f"{target}: is a folder; give a file name")

@@ -163,3 +163,23 @@ def test_smi_readings_without_units_still_read(tmp_path):
     report = parse_smi_csv(path)
     assert [d.sm_clock_MHz for d in report.devices] == [1410.0, 1410.0]
     assert [d.power_W for d in report.devices] == [300.0, 300.0]
+
+
+@pytest.mark.parametrize("argv", [
+    ["sweep", "--devices", "1,2"],
+    ["calibrate", "--from-topo", "tests/fixtures/nvidia_smi/h100_x8_nics_topo.txt"],
+])
+def test_an_output_named_dash_is_refused(tmp_path, capsys, monkeypatch, argv):
+    """'--out -' wrote a file called '-' in the current folder ('wrote 2 scenarios to -'), where
+    '-' is the shell's word for standard output; ./- still names such a file."""
+    from pathlib import Path
+
+    argv = [str(Path(__file__).parent.parent / a) if a.startswith("tests/") else a for a in argv]
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, [*argv, "--out", "-"])
+    assert code == 2 and out == ""
+    assert "'-' (standard output in the shell's words) is no output file" in _one_line(err)
+    assert not (tmp_path / "-").exists()
+    code, _, err = run_cli(capsys, [*argv, "--out", "./-"])
+    assert code == 0, err
+    assert (tmp_path / "-").is_file()
