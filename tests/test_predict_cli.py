@@ -784,9 +784,10 @@ def test_decide_and_goal_say_a_flag_that_changes_nothing_as_predict_does(capsys,
     """predict notes a flag its scenario ignores (an attention kernel or a recompute style of
     a parameter-count workload, --zero-framework with ddp, --grad-sync where every step
     reduces once); decide and goal took the same flags without a word (the recompute style
-    until session 38). One list of those notes now (cmd_predict.scenario_notes). Goal says one only where it holds for every strategy and
-    accumulation it searches (``goal.searched_scenarios``): its ZeRO plans run the framework
-    and the gradient sync, so it does not call them ignored (tests/test_goal_searched_notes.py)."""
+    until session 38). One list of those notes now (cmd_predict.scenario_notes). Goal says
+    one only where it holds for every strategy and accumulation it searches
+    (``goal.searched_scenarios``): its ZeRO plans run the framework and the gradient sync, so
+    it does not call them ignored (tests/test_goal_searched_notes.py)."""
     code, out, err = run_cli(capsys, "predict", "--devices", "8", *flags)
     assert code == 0 and f"note: {says}" in out, err
     code, out, err = run_cli(capsys, command, *extra, *flags)

@@ -1,4 +1,4 @@
-"""Session 33's audit of odd flag and file combinations: each finding, fixed, pinned."""
+"""Session 38's audit of odd flag and file combinations: each finding, fixed, pinned."""
 
 from __future__ import annotations
 
