@@ -41,6 +41,7 @@ from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.zero_exchange import (
     framework_label,
     holds_full_gradients,
+    reduce_scatters,
     reduces_once,
     sent_units,
 )
@@ -466,6 +467,15 @@ def sharding_caveat(strategy: str, target: str, framework: str, accumulation: in
                   / sent_units(STRATEGIES[strategy], FRAMEWORKS[framework], accumulation, sync))
     sends = ("the same bytes as now" if abs(ratio - 1.0) < 1e-9
              else f"{ratio:.3g}x the bytes of now")
+    # bytes in ring terms (sent_units); the gradients' all-reduce NCCL may run as a tree or
+    # with NVLS (docs/model.md §2), which reduce-scatters and all-gathers, rings, cannot
+    now_all_reduce, then_all_reduce = (
+        not reduce_scatters(STRATEGIES[s], FRAMEWORKS[framework], accumulation, sync)
+        for s in (strategy, target))
+    whose = {(True, False): "today's", (False, True): "the new"}.get(
+        (now_all_reduce, then_all_reduce))
+    rings = (f"; bytes counted as rings: NCCL may run {whose} all-reduce as a tree or with "
+             "NVLS, sending fewer" if whose else "")
     once = bool(reduces_once(FRAMEWORKS[framework], sync)) and accumulation > 1
     how = _HOW[target, framework, once and target in ("zero2", "zero3")]
     _, new = _newly_sharded(strategy, target, framework, accumulation, grad_sync)
@@ -475,7 +485,7 @@ def sharding_caveat(strategy: str, target: str, framework: str, accumulation: in
     if "optimizer state" in new:
         memory += (f"; each of the {words.count(devices)} updates 1/{devices} of the optimizer "
                    "state")
-    return f"{memory}; sends {sends} per step ({how})"
+    return f"{memory}; sends {sends} per step ({how}){rings}"
 
 
 def dp_exchange_s(p: Prediction) -> float:
