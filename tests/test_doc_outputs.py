@@ -317,3 +317,39 @@ def test_model_loader_and_sharding_examples_are_predict():
     said = re.search(r"seed scenario: (\S+ %) / (\S+ %) with Megatron-Core's, (\S+ %) / (\S+ %) "
                      r"with DeepSpeed's", flat)
     assert said and [g.replace("\u2212", "-") for g in said.groups()] == gains
+
+
+def test_model_collective_hand_checks_are_the_collectives():
+    """§2, §14, §16: the NVLS / ring / tree hand-checks on H100 servers (370 GB/s ring busbw,
+    480 GB/s NVLS, 2 us per hop; 192 GB/s of NICs, 6 us), as the doc prints them (the §16 ring
+    figure had been truncated, 15.65 for 15.655 ms)."""
+    from scalesim.model import collectives as coll
+
+    flat = _flat(MODEL)
+    h100 = (2e-6, 370.0, 6e-6, 192.0)
+
+    def ms(size, nodes, algorithm=coll.AUTO):
+        return 1e3 * float(coll.allreduce_s(size, 8, nodes, *h100, algorithm=algorithm,
+                                            nvls_busbw_GBps=480.0))
+
+    assert (f"= {ms(1e9, 1):.3f} ms` (ring: {ms(1e9, 1, coll.RING):.3f} ms)") in flat
+    assert (f"= {ms(1e9, 2):.3f} ms` (tree: {ms(1e9, 2, coll.TREE):.3f} ms)") in flat
+    tp_bytes = 1 * 4096 * 4096 * 2  # b·s·h·2 of one 4,096-token Llama 3 8B sequence
+    assert (f"= {1e3 * ms(tp_bytes, 1):.0f} µs against the ring's "
+            f"{1e3 * ms(tp_bytes, 1, coll.RING):.0f} µs") in flat
+    gradient = 1.652e9 * 2  # GPT 1.7B's 16-bit gradient in one bucket
+    assert (f"= {ms(gradient, 1):.2f} ms against the ring's "
+            f"{ms(gradient, 1, coll.RING):.2f} ms") in flat
+
+
+def test_model_fp8_remedy_example_is_the_remedy():
+    """§10: the fp8 remedy on Llama 3 8B with ZeRO-3 on 8 H100s, one sequence each."""
+    from scalesim.profiles import resolve_profile
+    from scalesim.remedies import rank_remedies
+    from scalesim.schemas import Scenario
+
+    profile = resolve_profile(None, "dgx-h100", "llama3-8b")
+    now, ranked = rank_remedies(profile, Scenario(devices=[8], micro_batch=1, strategy="zero3"), 8)
+    r = next(x for x in ranked if x.key == "fp8")
+    assert (f"one sequence each: {_ms(now.step_time_s)} → {_ms(r.prediction.step_time_s)} ms, "
+            f"{100 * r.gain:+.1f} %") in _flat(MODEL)
