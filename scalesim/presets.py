@@ -761,7 +761,7 @@ WORKLOADS: dict[str, Workload] = {
     "gpt-7b": Workload(
         name="gpt-7b", params=6.74e9, wire_bytes_per_param=2.0, param_bytes_per_param=2.0,
         grad_bytes_per_param=2.0, optimizer_bytes_per_param=12.0,
-        activation_bytes_per_sample=4096 * 4096 * (2 * 32 + 34), activation_recompute=True,
+        activation_bytes_per_sample=4096 * 4096 * (2 * 31 + 34), activation_recompute=True,
         micro_batch=1,
         sample_unit="sequences of 4096 tokens", train_samples=2.0e12 / 4096,
         reference=[ReferenceThroughput(device_name="A100-SXM4 80GB", samples_per_s=3684 / 4096,
@@ -772,9 +772,10 @@ WORKLOADS: dict[str, Workload] = {
         source=f"Llama-2-7B shape (6.74B params, 32 layers, d=4096); bf16 weights and gradients, "
         "Adam fp32 state (12 B/param); full activation checkpointing as the reference run: "
         "the 2*s*h-byte input of each of the 32 layers kept plus one layer's activations "
-        f"during its recompute, 34*s*h ({_KORTHIKANTI}, full-recompute case 2*s*h*L, flash "
-        "attention); 2.0T training tokens (Touvron et al. 2023). Compute from MPT-7B (6.67B "
-        "params, same width and depth) on A100 80GB",
+        "during its recompute, 34*s*h, of which its kept input is one part, s*h*(2(L-1) + 34) "
+        f"({_KORTHIKANTI}, full-recompute case 2*s*h*L, flash attention); 2.0T training "
+        "tokens (Touvron et al. 2023). Compute from MPT-7B (6.67B params, same width and depth) "
+        "on A100 80GB",
     ),
 }
 

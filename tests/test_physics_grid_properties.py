@@ -93,11 +93,12 @@ def _pairs(layouts, memory, knob, low, high):
 
 @pytest.mark.parametrize("knob, low, high", [("zero", 0, 1), ("zero", 1, 2), ("zero", 2, 3),
                                              ("sequence_parallel", False, True),
-                                             ("recompute", 0, 1)])
+                                             ("recompute", 0, 1), ("recompute", 1, 2),
+                                             ("recompute", 0, 2)])
 def test_sharding_sequence_parallelism_and_recompute_never_add_memory(grid, knob, low, high):
-    # Not full recompute: its s*h*(2L + 34) per sequence (docs/model.md §4, §11) counts the
-    # recomputed layer's input twice (its checkpoint and its working set), so on a stage of one
-    # layer with one micro-batch in flight (pp = L) full recompute holds 2sbh more than none.
+    # Full recompute too since session 38: its rerun layer's working set was charged on top of
+    # that layer's kept input, which the working set holds (docs/model.md §4, §16), so a stage
+    # of one layer with one micro-batch in flight (pp = L) held 2sbh more than without recompute
     layouts, _, r = grid
     pairs = _pairs(layouts, r.memory_bytes, knob, low, high)
     assert np.all(pairs[:, 1] <= pairs[:, 0] * (1 + 1e-12))
@@ -130,3 +131,24 @@ def test_parameter_server_steps_never_slow_with_faster_links():
                    step(inp.replace(inter_latency_s=inp.inter_latency_s / 2)),
                    step(bw=host_bw * 2), step(lat=host_lat / 2), step(imbalance=1.0)):
         assert np.all(faster <= base * (1 + 1e-9))
+
+
+def test_full_recompute_holds_the_kept_inputs_and_one_rerun_layer_hand_computed():
+    """Llama 3 8B (s 8,192, h 4,096, a 32, kv 8, gated f 14,336, flash attention), one
+    sequence, no split: a layer's activations are 36·s·h bytes (norm and matmul inputs and
+    dropout masks 10, Q 2, K and V 2·2·8/32 = 1, the output projection's input 2, the gated MLP
+    6·14,336/4,096 = 21), of which full recompute keeps its 2·s·h input. Without recompute: 32
+    layers × 36·s·h; with it: 31 kept inputs + one layer rerun whole (36·s·h, its own input
+    among them), so the difference is 34·s·h·31 = 35,366,371,328 bytes (one 2·s·h more before
+    session 38, the rerun layer's input counted twice)."""
+    from scalesim import presets
+    from scalesim.model.layout_step import evaluate_layouts
+    from scalesim.plan import Setting, setting_inputs
+    from scalesim.profiles import load_hardware
+
+    setting = Setting(presets.TRANSFORMERS["llama3-8b"][0], load_hardware("dgx-h100"), 8)
+    held = {rec: float(evaluate_layouts(setting_inputs(
+        setting, dp=8, tp=1, pp=1, cp=1, zero=3, micro_batch=1, schedule=0, virtual_stages=1,
+        recompute=rec, sequence_parallel=False, shard_group=8)).activation_bytes)
+        for rec in (0, 2)}
+    assert held[0] - held[2] == pytest.approx(34 * 8192 * 4096 * 31, rel=1e-12)

@@ -594,14 +594,15 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     working = tf.activation_bytes_per_layer(
         b, x.seq_len, x.hidden, x.heads, x.kv_heads, x.ffn_hidden, x.gated, tp,
         x.sequence_parallel, tf.RECOMPUTE_NONE, x.flash_attention, cp)
-    # one layer's rerun tensors while its backward runs: full recompute (and per-op) reruns the
-    # whole layer; Megatron's selective reruns the attention core, whose scores (5 a s^2 b / t
-    # bytes unfused, none with flash attention) exist again for that layer alone: what the
-    # working set holds beyond the stored selective set (an undercount before session 32:
-    # full recompute needed more memory than selective only for that reason)
-    selective = np.asarray(x.recompute) == tf.RECOMPUTE_SELECTIVE
-    recomputing = np.where((np.asarray(x.recompute) == tf.RECOMPUTE_FULL) | per_op, working,
-                           np.where(selective, np.maximum(working - per_layer, 0.0), 0.0))
+    # one layer's rerun tensors while its backward runs: what its working set holds beyond the
+    # tensors that layer keeps stored, which the rerun reads and does not make again. Full
+    # recompute reruns the whole layer from its stored input (the first norm's input, counted
+    # in both: once before session 38, a one-layer stage held more under full recompute than
+    # without it); per-op selective reruns the ops it did not save; Megatron's selective reruns
+    # the attention core, whose scores (5 a s^2 b / t bytes unfused, none with flash
+    # attention) exist again for that layer alone (left out before session 32)
+    recomputes = np.asarray(x.recompute) != tf.RECOMPUTE_NONE
+    recomputing = np.where(recomputes, np.maximum(working - per_layer, 0.0), 0.0)
     logits_bytes = LOGIT_BYTES * tokens * _f(x.vocab) / _f(tp)
 
     def stage_memory(params_on_stage, layers_on_stage, in_flight, logits_in_flight):
