@@ -57,6 +57,7 @@ from .control_labels import (
     STRATEGY_LABELS,
     ZERO_FRAMEWORK_LABELS,
     choice_labels,
+    in_words,
 )
 from .markdown_text import escape_markdown as _md
 from .markdown_text import escape_markdown_keep_bold
@@ -80,6 +81,7 @@ from .plan import (
     story,
 )
 from .state import (
+    FIELD_LABELS,
     LAYOUT_FIELDS,
     MAX_DEVICES,
     MAX_VALUE_CHARS,
@@ -920,6 +922,22 @@ def link_problems(messages: list[str]) -> str | None:
         "the sender for a new link."
 
 
+def _unsplit_words(state: AppState, words: Nouns) -> str:
+    """What the fallback without the Layout controls drops from ``state``, in words: 'this
+    what-if without its model split (tp 1, pp 1)' where it had one, and the other Layout
+    controls it sets back by name ('... with Shard group (HSDP) at its default'), so the box
+    never says a split was dropped from a what-if that had none."""
+    changed = [f for f in LAYOUT_FIELDS if getattr(state, f) != AppState.model_fields[f].default]
+    split = any(f in ("tp", "pp") for f in changed)
+    others = [in_words(FIELD_LABELS.get(f, f), words) for f in changed if f not in ("tp", "pp")]
+    text = "this what-if" + (" without its model split (tp 1, pp 1)" if split else "")
+    if others:
+        text += (" and" if split else "") + (f" with {', '.join(others)} at "
+                                              + ("its default" if len(others) == 1
+                                                 else "their defaults"))
+    return text
+
+
 def _plan_or_fallback(profile: Profile, state: AppState) -> Plan | None:
     """The plan of ``state``; where it cannot be predicted, one error box saying why and the
     plan of the last what-if that could be (or of this profile's defaults), so the page keeps
@@ -933,7 +951,7 @@ def _plan_or_fallback(profile: Profile, state: AppState) -> Plan | None:
         fallbacks = [
             *([(last[1], "the last what-if that could be predicted")]
               if last is not None and last[0] == profile else []),
-            *([(unsplit, "this what-if without its model split (tp 1, pp 1)")]
+            *([(unsplit, _unsplit_words(state, nouns_for(profile.hardware.device_name)))]
               if unsplit != state else []),
             (with_profile_defaults(AppState(src=state.src, hw=state.hw, wl=state.wl), profile),
              "this profile's defaults"),
