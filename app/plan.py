@@ -437,14 +437,15 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
             notes.append(f"strong scaling: global batch {gb} does not split evenly over "
                          f"{', '.join(map(str, left[:8]))} {words.devices} x {state.acc} accumulation "
                          f"into micro-batches of at most {micro_batch_max():,}; left out")
-        if not share:
-            notes.append(f"strong scaling: no {words.device} count splits global batch {gb} evenly "
-                         f"into micro-batches of at most {micro_batch_max():,}; showing weak "
-                         "scaling instead")
-            fields["micro_batch"] = state.mb
-        else:
-            devices = share
-            fields["global_batch"] = gb
+        if not share:  # predict refuses it: the numbers of another batch would read as its
+            raise ScalesimError(
+                f"strong scaling: global batch {gb} does not split evenly over "
+                f"{_count_list(devices)} {words.device if devices == [1] else words.devices} x "
+                f"{state.acc} accumulation into micro-batches of at most {micro_batch_max():,}; "
+                f"pick a global batch that {words.devices} x accumulation divide into such "
+                f"micro-batches, or other {words.device} counts")
+        devices = share
+        fields["global_batch"] = gb
     else:
         fields["micro_batch"] = state.mb
     fields["devices"] = devices

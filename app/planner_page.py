@@ -948,9 +948,14 @@ def _plan_or_fallback(profile: Profile, state: AppState) -> Plan | None:
         last = ss.get("last_good")
         unsplit = state.model_copy(update={f: AppState.model_fields[f].default
                                            for f in LAYOUT_FIELDS})
+        weak = state.model_copy(update={"mode": "weak"})  # strong scaling's batch not split
         fallbacks = [
             *([(last[1], "the last what-if that could be predicted")]
               if last is not None and last[0] == profile else []),
+            *([(weak, "this what-if at a per-"
+                f"{nouns_for(profile.hardware.device_name).device} batch of "
+                f"{state.mb or profile.workload.micro_batch} (weak scaling)")]
+              if weak != state else []),
             *([(unsplit, _unsplit_words(state, nouns_for(profile.hardware.device_name)))]
               if unsplit != state else []),
             (with_profile_defaults(AppState(src=state.src, hw=state.hw, wl=state.wl), profile),

@@ -170,3 +170,18 @@ def test_the_fallback_box_names_the_layout_control_it_dropped_not_a_split_never_
     errors = [e.value for e in both.error if e.value.startswith("Cannot predict")]
     assert ("Below: this what-if without its model split (tp 1, pp 1) and with Shard group "
             "(HSDP) at its default until") in errors[0]
+
+
+def test_a_fixed_global_batch_no_count_splits_is_an_error_box_not_weak_scaling_in_silence():
+    """Global batch 24 on 16 devices (predict refuses it). Before, the page showed weak scaling
+    at the profile's per-device batch of 32 (global batch 512) under a blue note among the
+    notes, while its decision card, headline and link spoke of the fixed batch; now one error
+    box says why and what is shown below it (weak scaling at the per-device batch), as a
+    model split that no count takes."""
+    at = open_app({"v": "2", "grid": "list", "dlist": "16", "mode": "strong", "gb": "24"})
+    errors = [e.value for e in at.error if e.value.startswith("Cannot predict")]
+    assert len(errors) == 1 and ("global batch 24 does not split evenly over 16 devices x 1 "
+                                 "accumulation") in errors[0]
+    assert "Below: this what-if at a per-device batch of 32 (weak scaling) until" in errors[0]
+    assert not any("weak scaling instead" in i.value for i in at.info)
+    assert len(at.metric) == 4 and at.query_params["gb"] in ("24", ["24"])

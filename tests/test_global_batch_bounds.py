@@ -11,6 +11,7 @@ import pytest
 from cli_harness import run_cli
 
 from scalesim.bounds import bound
+from scalesim.errors import ScalesimError
 from scalesim.predict import accumulation_max, global_batch_splits, micro_batch_max
 from scalesim.presets import get_hardware, get_workload
 from scalesim.profiles import profile_from_presets
@@ -106,6 +107,7 @@ def test_the_app_leaves_out_device_counts_past_the_table():
     assert ("strong scaling: global batch 268435456 does not split evenly over 1, 2, 4, 8 "
             "devices x 1 accumulation into micro-batches of at most 16,777,216; left out") in notes
     state = AppState(mode="strong", gb=2**40, dmax=16)
-    scenario, notes = build_scenario(state, preset_profile(state))
-    assert scenario.global_batch is None and any("showing weak scaling instead" in n
-                                                 for n in notes)
+    with pytest.raises(ScalesimError, match="global batch 1099511627776 does not split evenly "
+                       "over 1, 2, 4, 8 and 16 devices x 1 accumulation into micro-batches of "
+                       "at most 16,777,216; pick a global batch"):
+        build_scenario(state, preset_profile(state))  # as predict refuses it (no weak scaling)
