@@ -714,7 +714,9 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
     blob = flat.pop("prof", None)
     unknown = sorted(k for k in flat if k not in AppState.model_fields)
     if unknown:
-        messages.append(f"ignored unknown link fields: {', '.join(_shown(k)[:20] for k in unknown[:5])}")
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""  # never a part as all
+        messages.append("ignored unknown link fields: "
+                        f"{', '.join(_shown(k)[:20] for k in unknown[:5])}{more}")
     raw: dict[str, Any] = {}
     for name in FIELDS:
         if name not in flat:

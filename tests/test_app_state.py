@@ -395,3 +395,13 @@ def test_a_link_value_out_of_bounds_is_quoted_as_given_beside_the_bounds(typed, 
     state, _, messages = decode_query({"v": "9", "ebw": typed})
     assert state.ebw is None and len(messages) == 1
     assert messages[0].startswith(words) and messages[0].endswith("using the default"), messages
+
+
+def test_more_than_five_unknown_fields_are_counted_not_listed_as_if_all():
+    """Seven unknown keys: the message names five and counts the rest; before, it listed five
+    as if they were all the link's unknown fields."""
+    query = {"v": "2", **{f"x{i}": "1" for i in range(7)}}
+    *_, messages = decode_query(query)
+    assert messages == ["ignored unknown link fields: x0, x1, x2, x3, x4 and 2 more"]
+    *_, messages = decode_query({"v": "2", "x0": "1", "x1": "1"})
+    assert messages == ["ignored unknown link fields: x0, x1"]
