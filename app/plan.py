@@ -888,6 +888,11 @@ def headline(plan: Plan) -> dict[str, str]:
                         + (f", {plan.best.batch_change}" if plan.best.batch_change else "")
                         + f": {_best_gain_text(plan)}"),
     }
+    card, best = plan.decision, plan.best
+    if (f.fits and card is not None and best is not None
+            and best.objective_gain < card.model_error):  # decide's rule (decision._material)
+        out["best_remedy"] += (f", under the model's median error of {card.model_error:.1%}, "
+                               "so not a recommendation")
     stall = stall_sentence(plan)
     if stall:
         out["data_stall"] = stall
