@@ -219,3 +219,54 @@ def test_a_flag_error_every_rank_sees_is_the_same_line_under_torchrun(tmp_path):
     said = [line for line in result.stderr.splitlines() if "scalesim calibration: error:" in line]
     assert result.returncode != 0 and len(set(said)) == 1, result.stderr[-2000:]
     assert "--precision fp16 needs a GPU" in said[0]
+
+
+def test_sigterm_to_the_launcher_stops_torchrun_instead_of_orphaning_it(tmp_path):
+    """``timeout 600 scalesim calibrate --nproc-per-node 2`` or ``kill PID`` sends SIGTERM to
+    the launcher alone: it died at once (143) and torchrun with its ranks ran on, finished the
+    calibration and wrote the profile after the command had exited. Now the signal is passed
+    on, the launcher waits for torchrun to stop and says so (audit of the calibration path)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    child = tmp_path / "torchrun.py"  # stands for torchrun: stops on SIGTERM, says so
+    child.write_text(
+        "import os, signal, sys, time\n"
+        f"open({str(tmp_path / 'child.pid')!r}, 'w').write(str(os.getpid()))\n"
+        "def stop(*_):\n"
+        f"    open({str(tmp_path / 'stopped')!r}, 'w').write('yes')\n"
+        "    sys.exit(1)\n"
+        "signal.signal(signal.SIGTERM, stop)\n"
+        "print('ready', file=sys.stderr, flush=True)\n"
+        "time.sleep(60)\n")
+    launcher = tmp_path / "launcher.py"
+    launcher.write_text(
+        "import os, sys\n"
+        "from scalesim.cli.torchrun_output import run_filtered\n"
+        f"sys.exit(run_filtered([sys.executable, {str(child)!r}], dict(os.environ), "
+        "sys.stderr.buffer))\n")
+    proc = subprocess.Popen([sys.executable, str(launcher)], stderr=subprocess.PIPE,
+                            env=dict(os.environ))
+    pid_file = tmp_path / "child.pid"
+    try:
+        assert proc.stderr.readline() == b"ready\n"  # the child runs, the handler is in place
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        err = proc.stderr.read().decode()
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "stopped").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)  # before the fix this waits in vain: the child never heard of it
+        assert (tmp_path / "stopped").exists(), "torchrun was left running"
+        assert proc.returncode == 128 + signal.SIGTERM
+        assert "stopped by SIGTERM" in err and "--resume" in err
+    finally:
+        if pid_file.exists():  # never leave the stand-in running
+            import contextlib
+
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()

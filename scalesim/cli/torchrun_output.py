@@ -14,8 +14,11 @@ torchrun so, and keeps reading after Ctrl-C.
 
 from __future__ import annotations
 
+import contextlib
 import re
+import signal
 import subprocess
+import threading
 from typing import BinaryIO
 
 RANK_ERROR = b"scalesim calibration: error:"
@@ -69,13 +72,16 @@ def filter_stream(source: BinaryIO, sink: BinaryIO, chunk_bytes: int = 4096) -> 
     return rank_error
 
 
+# the exception torchrun ends on: a failed rank, or a signal it got (passed on by run_filtered)
+TORCHRUN_REPORTS = (b"torch.distributed.elastic.multiprocessing.errors.ChildFailedError",
+                    b"torch.distributed.elastic.multiprocessing.api.SignalException")
+
+
 def _without_torchrun_report(held: list[bytes]) -> list[bytes]:
     """``held`` without torchrun's own report of the failed ranks: its elastic agent's log
     lines, and the ``ChildFailedError`` traceback with the table of failures after it. What
     else is there (a rank's own traceback, printed before it) is kept."""
-    end = next((i for i, line in enumerate(held)
-                if line.startswith(b"torch.distributed.elastic.multiprocessing.errors."
-                                   b"ChildFailedError")), None)
+    end = next((i for i, line in enumerate(held) if line.startswith(TORCHRUN_REPORTS)), None)
     if end is None:
         return held  # no report of torchrun's: nothing of it to drop
     start = max((i for i in range(end) if held[i].startswith(b"Traceback (most recent call")),
@@ -88,8 +94,14 @@ def run_filtered(command: list[str], env: dict[str, str], sink: BinaryIO,
     """Run torchrun's ``command`` with its stderr through ``filter_stream`` into ``sink``;
     its exit code, or 2 when it failed and a rank said why in one line (as with one process).
     On Ctrl-C (torchrun got it too and stops its ranks) its output is still read until it
-    exits, so that a full pipe cannot block it, then KeyboardInterrupt is raised again."""
-    with popen(command, env=env, stderr=subprocess.PIPE) as proc:
+    exits, so that a full pipe cannot block it, then KeyboardInterrupt is raised again.
+    A SIGTERM or SIGHUP sent to this process alone (``timeout``, ``kill``, a closed terminal)
+    is passed on to torchrun, which stops its ranks; this process waits for them, says so
+    and returns 128 + the signal's number. Before, it died at once and left torchrun and the
+    ranks running on: they finished the calibration and wrote the profile after the command
+    had exited 143."""
+    with popen(command, env=env, stderr=subprocess.PIPE) as proc, \
+            _passing_on(proc) as received:
         try:
             rank_error = filter_stream(proc.stderr, sink)
         except KeyboardInterrupt:
@@ -101,4 +113,35 @@ def run_filtered(command: list[str], env: dict[str, str], sink: BinaryIO,
                 proc.wait()
             raise
         code = proc.wait()
+    if received:
+        name = signal.Signals(received[0]).name
+        sink.write(f"scalesim calibrate: stopped by {name}: torchrun stopped its ranks; "
+                   "--resume keeps the phases already finished\n".encode())
+        sink.flush()
+        return 128 + received[0]
     return 2 if code != 0 and rank_error else code
+
+
+PASSED_ON = (signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _passing_on(proc):
+    """While inside: SIGTERM and SIGHUP to this process go to ``proc`` too (main thread only,
+    where Python can handle signals); yields the list of the signals received."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def pass_on(signum, frame):
+        received.append(signum)
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signum)
+
+    old = {sig: signal.signal(sig, pass_on) for sig in PASSED_ON}
+    try:
+        yield received
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
