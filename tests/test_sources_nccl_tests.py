@@ -219,6 +219,22 @@ def test_updating_a_profile_replaces_only_the_measured_level(tmp_path):
     assert rows[1].exposed_comm_s > rows[0].exposed_comm_s
 
 
+def test_logs_of_another_gpu_than_the_profiles_are_said_not_taken_in_silence(tmp_path):
+    """An existing H100 profile updated from an A100 cluster's log (a slip of the file name):
+    the A100 network replaced the H100 profile's inter-server link and nothing said so, while
+    --base PRESET of another GPU is refused and --from-trace of another GPU is said (audit of
+    the calibration path)."""
+    out, h100 = tmp_path / "p.json", tmp_path / "h100.json"
+    calibrate_from_sources(h100, [H100_1N])
+    profile, report = calibrate_from_sources(out, [A100_2N], base=str(h100))
+    said = [n for n in profile.notes if "the logs ran on NVIDIA A100-SXM4-40GB" in n]
+    assert len(said) == 1 and "H100" in said[0] and "another machine's" in said[0]
+    assert any("the logs ran on NVIDIA A100-SXM4-40GB" in line for line in report)
+    # logs of the profile's own GPU add no such words
+    again, _ = calibrate_from_sources(tmp_path / "q.json", [H100_2N], base=str(h100))
+    assert not any("another machine" in n for n in again.notes)
+
+
 def test_a_bad_file_leaves_the_profile_as_it_was(tmp_path):
     out = tmp_path / "p.json"
     calibrate_from_sources(out, [H100_1N])

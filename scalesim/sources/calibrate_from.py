@@ -151,7 +151,12 @@ def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fres
         changes["name"] = f"{devices[0] if devices else 'servers'} x{per_node[-1]} (nccl-tests)"
     elif per_node and per_node[-1] != hw.devices_per_node:
         said.append(f"the logs ran {per_node[-1]} ranks per server, the profile has "
-                    f"{hw.devices_per_node} devices per server (kept)")
+                    f"{count(hw.devices_per_node, 'device')} per server (kept)")
+    if not fresh and len(devices) == 1 and not same_device(devices[0], hw.device_name):
+        # as --from-trace says of traces of another GPU: the links are not this device's
+        said.append(f"the logs ran on {devices[0]}, the profile's device is {hw.device_name}: "
+                    "these links are that GPU's servers', the rest of the profile another "
+                    "machine's (run nccl-tests on the machine the profile describes)")
     if "inter_node" not in fits:
         said.append("inter-server link not measured by these logs (one server each); it stays: "
                     f"{hw.inter_node.source[:160]}")
