@@ -350,6 +350,8 @@ def _finish(ctx, args, records, reused, hostnames, wall_s) -> str | None:
         print("\n".join(summary.model_parallel_lines(profile.model_parallel)))
     for line in summary.block_not_usable_lines(profile, PROG):
         print(line)
+    for line in _dropped_parts(args.out, profile):
+        print(line)
     write_model(args.out, profile)
     print(
         f"profile written to {args.out} in {wall_s:.1f} s; try: scalesim predict --profile "
@@ -361,6 +363,25 @@ def _finish(ctx, args, records, reused, hostnames, wall_s) -> str | None:
         )
     )
     return str(args.out)
+
+
+def _dropped_parts(out, profile) -> list[str]:
+    """Notes on what the ``--out`` this run replaces took from --from-nccl-tests or --from-topo
+    and this profile does not measure (``parts_a_measurement_drops``): written over in silence,
+    a resumed run threw away links the user had added from their logs."""
+    from scalesim.profiles import load_profile
+    from scalesim.sources.calibrate_from import parts_a_measurement_drops
+
+    if not os.path.isfile(out):
+        return []
+    try:
+        old = load_profile(out)
+    except ScalesimError:  # not a profile (or not one this version reads): nothing of it kept
+        return []
+    lost = parts_a_measurement_drops(old, profile)
+    return [f"{PROG}: note: {out} had {part}; this measurement writes a new profile without "
+            f"it: give the same --from-nccl-tests / --from-topo files with --out {out} again to "
+            "add it back" for part in lost]
 
 
 def device_words(ctx):
