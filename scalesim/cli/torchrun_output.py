@@ -100,8 +100,12 @@ def run_filtered(command: list[str], env: dict[str, str], sink: BinaryIO,
     and returns 128 + the signal's number. Before, it died at once and left torchrun and the
     ranks running on: they finished the calibration and wrote the profile after the command
     had exited 143."""
-    with popen(command, env=env, stderr=subprocess.PIPE) as proc, \
-            _passing_on(proc) as received:
+    with _passing_on() as (received, started), \
+            popen(command, env=env, stderr=subprocess.PIPE) as proc:
+        started.append(proc)  # a signal that came while it started is passed on now
+        for signum in received:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signum)
         try:
             rank_error = filter_stream(proc.stderr, sink)
         except KeyboardInterrupt:
@@ -126,22 +130,25 @@ PASSED_ON = (signal.SIGTERM, signal.SIGHUP)
 
 
 @contextlib.contextmanager
-def _passing_on(proc):
-    """While inside: SIGTERM and SIGHUP to this process go to ``proc`` too (main thread only,
-    where Python can handle signals); yields the list of the signals received."""
+def _passing_on():
+    """While inside: SIGTERM and SIGHUP to this process go to the process put in the second
+    list yielded (from before it starts, so that none is lost in between; main thread only,
+    where Python can handle signals); yields (the signals received, that list)."""
     received: list[int] = []
+    started: list[subprocess.Popen] = []
     if threading.current_thread() is not threading.main_thread():
-        yield received
+        yield received, started
         return
 
     def pass_on(signum, frame):
         received.append(signum)
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signum)
+        for proc in started:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signum)
 
     old = {sig: signal.signal(sig, pass_on) for sig in PASSED_ON}
     try:
-        yield received
+        yield received, started
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
