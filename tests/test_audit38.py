@@ -183,3 +183,36 @@ def test_an_output_named_dash_is_refused(tmp_path, capsys, monkeypatch, argv):
     code, _, err = run_cli(capsys, [*argv, "--out", "./-"])
     assert code == 0, err
     assert (tmp_path / "-").is_file()
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["calibrate", "--quick"], "scalesim calibrate: interrupted; run it again with --resume to "
+                               "keep the phases already finished"),
+    (["calibrate", "--from-nccl-tests", "x.txt"], "scalesim calibrate: interrupted"),
+    (["predict"], "scalesim predict: interrupted"),
+])
+def test_ctrl_c_of_a_measuring_calibration_says_resume_keeps_its_phases(monkeypatch, capsys,
+                                                                         argv, says):
+    """Ctrl-C of `calibrate` said only 'interrupted', where SIGTERM says that --resume keeps
+    the phases already finished (both keep them); a calibration from files and other commands
+    have nothing to resume (the calibration audit)."""
+    from scalesim.cli import main as cli_main
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    parser = cli_main.build_parser()
+    monkeypatch.setattr(cli_main, "build_parser", lambda: _interrupting(parser, interrupted))
+    assert cli_main.main(argv) == 130
+    assert capsys.readouterr().err.strip() == says
+
+
+def _interrupting(parser, run):
+    """``parser`` whose every command's run is ``run``."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                sub.set_defaults(_run=run)
+    return parser

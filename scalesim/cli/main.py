@@ -69,6 +69,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _resume_hint(args) -> str:
+    """'; --resume keeps ...' after a measuring calibration's Ctrl-C (its finished phases are
+    kept in its state folder, as after SIGTERM); '' for every other command and for a
+    calibration from files, which measures nothing to keep."""
+    sources = ("from_nccl_tests", "from_trace", "from_topo")
+    if args.command != "calibrate" or any(getattr(args, name, None) for name in sources):
+        return ""
+    return "; run it again with --resume to keep the phases already finished"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
@@ -99,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     except KeyboardInterrupt:
-        print(f"scalesim {args.command}: interrupted", file=sys.stderr)
+        print(f"scalesim {args.command}: interrupted{_resume_hint(args)}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader stopped early (| head): nothing more to say
         _discard_stdout()
