@@ -904,6 +904,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
             transformer = replace(transformer, memory_bytes=None)
             profile, scenario, at = fitted_profile(fit, runs, **fitted, model=transformer)
     decisive = least_decisive_gain(profile, scenario)
+    overlap_note = _overlap_rounding_note(profile, scenario, fit, decisive, words)
 
     def remedies_of(one_fit, split_layout=None, batch_factors=SMALLER_BATCH_FACTORS):
         """The first remedy, all remedies the model predicts from ``one_fit``'s parameters and
@@ -998,7 +999,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     notes = ([n for n in (superlinear_note, split_note, shard_note) if n]
              + _parts_over_the_step(share_of_step, runs.devices, fit, words) + list(runs.notes)
              + fit.notes + _implausible_links(fit, params, words)
-             + [n for n in (peak_note, ran_note, mfu_note) if n])
+             + [n for n in (peak_note, ran_note, mfu_note, overlap_note) if n])
     if extra and splits_by_accumulation(runs):
         per = "replica" if runs.replica_split else words.device
         notes.append(f"the runs kept a micro-batch of {whole(runs.micro_batch[-1])} per {per} "
@@ -1025,6 +1026,37 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         r.caveat = _remedy_caveat(fit, r, bool(runs.nodes[-1] > 1), words) or _band_caveat(r)
     return Report("runs", runs.source, cause, others, first, remedies, table, details, notes,
                   decisive_gain=decisive)
+
+
+def _overlap_rounding_note(profile, scenario, fit, decisive: float,
+                           words: Nouns = GPU_NOUNS) -> str:
+    """A note where the remedies' model misses the fitted largest run by the model's median
+    error or more: the fit blends overlap on and off by its fitted share, a scenario runs one of
+    the two (``fit_runs.fitted_profile``: on from a share of one half), so with a share well
+    inside (0, 1) the step every remedy is measured against is not the fit's. '' otherwise, or
+    where the model cannot predict the scenario (the remedies then say so)."""
+    from scalesim.predict import predict
+
+    phi = float(fit.values["overlap"])
+    fitted = float(fit.breakdown.step_time_s[-1])
+    try:
+        row = predict(profile, scenario)[0]
+        other = predict(profile, scenario.model_copy(update={"overlap": not scenario.overlap}))[0]
+    except ScalesimError:
+        return ""
+    off = row.step_time_s / fitted - 1.0
+    low, high = sorted((row.step_time_s, other.step_time_s))
+    # the blend of the two cases is what the fit's step is: a miss from elsewhere is not this
+    between = low * (1 - 1e-6) <= fitted <= high * (1 + 1e-6)
+    if not fitted > 0 or abs(off) < decisive or not between:
+        return ""
+    case = ("on: the overlap remedy finds nothing left to hide" if scenario.overlap
+            else "off")
+    return (f"the fit overlaps {phi:.0%} of the exchange with backward, a scenario all of it or "
+            f"none: the remedies run the largest run at {_ms(row.step_time_s)} a step against the "
+            f"fit's {_ms(fitted)} ({off:+.0%}), with overlap {case}; each remedy's gain is "
+            "measured from that step, so read them with that error; a profiler trace of one step "
+            "measures the overlap (scalesim diagnose --trace)")
 
 
 def runs_mfu(runs, transformer) -> tuple[list[dict] | None, str]:
