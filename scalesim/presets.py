@@ -794,6 +794,10 @@ def get_hardware(name: str) -> Hardware:
 
 
 def get_workload(name: str) -> Workload:
+    """The workload preset ``name``: a data-parallel preset, else a transformer preset's
+    workload (``transformer_workload``), the names the error below lists."""
+    if name in TRANSFORMERS and name not in WORKLOADS:
+        return transformer_workload(name)
     try:
         return WORKLOADS[name]
     except KeyError:

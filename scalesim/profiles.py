@@ -561,9 +561,7 @@ def load_hardware(spec: str) -> Hardware:
 def load_workload(spec: str) -> Workload:
     """A workload preset name or a JSON file path."""
     spec = require_text(spec, "workload")
-    if spec in presets.TRANSFORMERS and spec not in presets.WORKLOADS:
-        return presets.transformer_workload(spec)
-    if spec in presets.WORKLOADS or not _json_path(spec):
+    if spec in presets.WORKLOADS or spec in presets.TRANSFORMERS or not _json_path(spec):
         return presets.get_workload(spec)
     return parse_model(read_json(spec), Workload, spec)
 

@@ -216,3 +216,19 @@ def _interrupting(parser, run):
             for sub in action.choices.values():
                 sub.set_defaults(_run=run)
     return parser
+
+
+def test_every_name_the_workload_error_lists_is_a_workload():
+    """``presets.get_workload`` listed the transformer presets among its choices and refused
+    them ('gpt-1.7b'); it now gives each the workload ``--workload NAME`` does (the diagnose
+    audit)."""
+    from scalesim import presets
+    from scalesim.errors import ScalesimError
+    from scalesim.profiles import load_workload
+
+    with pytest.raises(ScalesimError) as refused:
+        presets.get_workload("no-such-model")
+    listed = str(refused.value).split("choose one of ")[1].split(" or give")[0].split(", ")
+    assert "gpt-1.7b" in listed and "bert-large" in listed
+    for name in listed:
+        assert presets.get_workload(name) == load_workload(name)
