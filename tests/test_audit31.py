@@ -115,6 +115,11 @@ def test_a_users_hardware_file_is_not_called_a_preset(tmp_path, capsys):
     ("0, 1410 MHz, 1410 MHz, 9999, 300 W, 99 %, 0x0", "temperature 9999 C"),
     ("0, 1410 MHz, 0 MHz, 60, 300 W, 99 %, 0x0", "clocks.max.sm 0 MHz"),
     ("0, 1410 MHz, 1410 MHz, 60, 300 W, 99 %, 0xZZZ", "'0xZZZ' is not a hex mask"),
+    # session 38: read as 300 W and 1,410 MHz (the unit skipped), printed as 'util % 250'
+    ("0, 1410 MHz, 1410 MHz, 60, 300 kW, 99 %, 0x0", "'300 kW' is in kW, where nvidia-smi writes W"),
+    ("0, 1410 GHz, 1410 MHz, 60, 300 W, 99 %, 0x0",
+     "'1410 GHz' is in GHz, where nvidia-smi writes MHz"),
+    ("0, 1410 MHz, 1410 MHz, 60, 300 W, 250 %, 0x0", "utilization.gpu 250 %"),
 ])
 def test_smi_readings_no_gpu_gives_are_refused(tmp_path, capsys, row, says):
     path = tmp_path / "smi.csv"

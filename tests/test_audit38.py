@@ -134,27 +134,11 @@ def test_a_topo_matrix_that_no_nvidia_smi_prints_is_refused(tmp_path, capsys, ro
     assert not (tmp_path / "p.json").exists()
 
 
-SMI_HEADER = ("timestamp, index, clocks.current.sm [MHz], clocks.max.sm [MHz], temperature.gpu, "
-              "power.draw [W], utilization.gpu [%], clocks_throttle_reasons.active\n")
-
-
-@pytest.mark.parametrize("row, says", [
-    # read as 300 W and 1,410 MHz: the unit was skipped
-    ("0, 1410 MHz, 1410 MHz, 60, 300 kW, 99 %, 0x0", "'300 kW' is in kW, where nvidia-smi writes W"),
-    ("0, 1410 GHz, 1410 MHz, 60, 300 W, 99 %, 0x0", "'1410 GHz' is in GHz, where nvidia-smi writes MHz"),
-    # printed in the table as 'util % 250'
-    ("0, 1410 MHz, 1410 MHz, 60, 300 W, 250 %, 0x0", "utilization.gpu 250 %"),
-])
-def test_smi_readings_in_another_unit_or_past_100_percent_are_refused(tmp_path, capsys, row, says):
-    path = tmp_path / "smi.csv"
-    path.write_text(SMI_HEADER + f"2026/01/01 00:00:00.000, {row}\n")
-    code, _, err = run_cli(capsys, ["diagnose", "--smi", str(path)])
-    assert code == 2
-    assert says in _one_line(err)
-
-
 def test_smi_readings_without_units_still_read(tmp_path):
-    """--format=csv,nounits writes the numbers alone."""
+    """--format=csv,nounits writes the numbers alone (the refusals of a reading in another
+    unit are in tests/test_audit31.py::test_smi_readings_no_gpu_gives_are_refused)."""
+    from test_audit31 import SMI_HEADER
+
     from scalesim.sources.nvidia_smi import parse_smi_csv
 
     path = tmp_path / "smi.csv"
