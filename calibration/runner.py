@@ -366,9 +366,9 @@ def _finish(ctx, args, records, reused, hostnames, wall_s) -> str | None:
 
 
 def _dropped_parts(out, profile) -> list[str]:
-    """Notes on what the ``--out`` this run replaces took from --from-nccl-tests or --from-topo
-    and this profile does not measure (``parts_a_measurement_drops``): written over in silence,
-    a resumed run threw away links the user had added from their logs."""
+    """Notes on what the ``--out`` this run replaces measured, or took from --from-nccl-tests or
+    --from-topo, and this profile does not measure (``parts_a_measurement_drops``): written over
+    in silence, a resumed run threw away links the user had added from their logs."""
     from scalesim.profiles import load_profile
     from scalesim.sources.calibrate_from import parts_a_measurement_drops
 
@@ -380,8 +380,8 @@ def _dropped_parts(out, profile) -> list[str]:
         return []
     lost = parts_a_measurement_drops(old, profile)
     return [f"{PROG}: note: {out} had {part}; this measurement writes a new profile without "
-            f"it: give the same --from-nccl-tests / --from-topo files with --out {out} again to "
-            "add it back" for part in lost]
+            f"it: add it back with the same --from-nccl-tests / --from-topo files and --out "
+            f"{out}, or measure it in this run" for part in lost]
 
 
 def device_words(ctx):

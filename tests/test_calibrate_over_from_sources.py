@@ -27,7 +27,7 @@ def test_the_links_and_topology_a_measured_profile_lacks_are_named(tmp_path):
     new = default_profile()  # its links are the presets', not measured; no topology
     lost = parts_a_measurement_drops(old, new)
     assert len(lost) == 2
-    assert lost[0].startswith("its inter_node link from nccl-tests (3.12 GB/s busbw")
+    assert lost[0].startswith("its inter_node link measured (3.12 GB/s busbw")
     assert "topology" in lost[1] and TOPO.name in lost[1]
     # a level the new profile measured itself replaces the logs' as any newer measurement does
     measured = new.model_copy(update={"links": [
@@ -54,6 +54,6 @@ def test_a_resumed_calibration_over_them_says_so(tmp_path):
     assert again.returncode == 0, again.stderr
     notes = [line for line in again.stdout.splitlines() if f"{out} had its" in line]
     assert len(notes) == 2, again.stdout
-    assert "inter_node link from nccl-tests (3.12 GB/s" in notes[0] and "--from-nccl-tests" in notes[0]
+    assert "inter_node link measured (3.12 GB/s" in notes[0] and "--from-nccl-tests" in notes[0]
     assert "topology" in notes[1]
     assert not load_profile(out).links[-1].measured  # the measurement still writes a new profile

@@ -436,18 +436,19 @@ def with_topology(profile: Profile, topo: Topology) -> tuple[Profile, list[str]]
 
 
 def parts_a_measurement_drops(old: Profile, new: Profile) -> list[str]:
-    """What ``old`` (an ``--out`` that exists) took from --from-nccl-tests / --from-topo that
-    ``new``, a measured profile written over it, has not measured itself: link levels the logs
-    measured where ``new``'s are presets' numbers, and a topology where ``new`` has none. A
-    measurement writes a new profile and reads none, so these are lost unless said."""
+    """What ``old`` (an ``--out`` that exists) measured, or took from --from-nccl-tests /
+    --from-topo, that ``new``, a measured profile written over it, has not measured itself:
+    link levels measured there (by nccl-tests logs or an earlier calibration) where ``new``'s
+    are presets' numbers, and a topology where ``new`` has none. A measurement writes a new
+    profile and reads none, so these are lost unless said."""
     lost = []
     measured_now = {c.level for c in new.links if c.measured}
     for c in old.links:
-        if c.measured and c.note.startswith("nccl-tests logs") and c.level not in measured_now:
+        if c.measured and c.level not in measured_now:
             hw = getattr(old.hardware, c.level)
-            lost.append(f"its {c.level} link from nccl-tests "
-                        f"({link_GBps(hw.busbw_GBps)} busbw; this run: "
-                        f"{link_GBps(getattr(new.hardware, c.level).busbw_GBps)}, not measured)")
+            lost.append(f"its {c.level} link measured ({link_GBps(hw.busbw_GBps)} busbw; this "
+                        f"run: {link_GBps(getattr(new.hardware, c.level).busbw_GBps)}, not "
+                        "measured)")
     if old.hardware.topology is not None and new.hardware.topology is None:
         lost.append(f"its topology ({old.hardware.topology.intra_kind}, from "
                     f"{old.hardware.topology.source})")
