@@ -225,18 +225,23 @@ class _Ctx:
                                          self.now.global_batch)
         return None if t is None else float(t)
 
-    def _hourly(self, p: Prediction, extra_per_server_hour: float) -> float | None:
-        """USD per hour of ``p``'s billed devices (whole instances) plus a network's extra."""
-        hourly = self.goal.usd_per_hour(p.devices)
+    def _hourly(self, p: Prediction, extra_per_server_hour: float,
+                instance_sizes: tuple[int, ...] | None = None) -> float | None:
+        """USD per hour of ``p``'s billed devices (whole instances of today's shapes, or of
+        ``instance_sizes``: a network upgrade's instance) plus a network's extra."""
+        hourly = self.goal.usd_per_hour(p.devices, instance_sizes)
         return None if hourly is None else float(hourly) + extra_per_server_hour * p.nodes
 
     def option(self, key: str, title: str, p: Prediction, extra_per_server_hour: float | None,
                price_source: str, priced: bool = True,
                assumption: str | None = None, changes: dict | None = None,
-               batch_change: str | None = None) -> DecisionOption:
+               batch_change: str | None = None,
+               instance_sizes: tuple[int, ...] | None = None) -> DecisionOption:
+        """``instance_sizes``: the shapes the option is billed in where it rents another
+        instance type (a network upgrade, ``NetworkUpgrade.billed_sizes``); None: today's."""
         hourly = None
         if priced:
-            hourly = self._hourly(p, extra_per_server_hour or 0.0)
+            hourly = self._hourly(p, extra_per_server_hour or 0.0, instance_sizes)
         t = self._time(p) if p.fits else None  # a run that does not fit never finishes
         against = self.now.fits  # no change against a run that cannot happen
         total = None if (t is None or hourly is None) else t / 3600.0 * hourly
@@ -256,7 +261,8 @@ class _Ctx:
             total_change_usd=None if (total is None or now_total is None) else total - now_total,
             price_source=price_source, assumption=assumption or self.assumptions[key],
             quality_change=self._quality_change(p) if against and p.fits else None,
-            billed_devices=int(self.goal.billed_devices(p.devices)), changes=changes)
+            billed_devices=int(self.goal.billed_devices(p.devices, instance_sizes)),
+            changes=changes)
 
     def _batch_words(self, p: Prediction, batch_change: str | None = None) -> str:
         """', global batch 4x' where ``p`` trains at another global batch than today's (more
@@ -676,13 +682,17 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServer
                                               "inter_latency_s": link.latency_s})
             p = _one(profile, scn, now.devices)
             priced = up.extra_usd_per_server_hour is not None
-            source = f"{up.source} (as of {up.as_of})"
+            sizes = up.billed_sizes(profile.hardware.devices_per_node)
+            billing = billing_words(ctx.goal.server_devices, sizes,
+                                    profile.hardware.device_name)
+            source = f"{up.source} (as of {up.as_of}); {billing}"
             if not priced:
                 source += "; price not known, so its cost is left blank"
             words = link_change_words(inter, link.busbw_GBps,
                                       not_measured_link(profile, scenario, "inter_node"))
             out.append(ctx.option("network", f"Network: {up.name}, {words}", p,
-                                  up.extra_usd_per_server_hour, source, priced))
+                                  up.extra_usd_per_server_hour, source, priced,
+                                  instance_sizes=sizes))
     _, ranked = rank_remedies(profile, scenario, now.devices)
     helping = {r.key: r for r in ranked if r.helps}  # one remedy per key, best first
     settings = [r for key, r in helping.items() if key in SETTINGS_KEYS]

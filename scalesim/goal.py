@@ -226,7 +226,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
             update={"shard_group": None})})
 
     inter = base.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
-    networks = {float(inter): ("as is", 0.0)}
+    networks = {float(inter): ("as is", 0.0, None)}  # name, extra per server-hour, shapes
     if is_cpu_device(profile.hardware.device_name):
         notes.append(CPU_NO_UPGRADES)
     for up in upgrades_for(profile.hardware.device_name, inter,
@@ -235,7 +235,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
             notes.append(f"{up.name} left out: no public price")
             continue
         networks.setdefault(float(up.link().busbw_GBps),
-                            (up.name, float(up.extra_usd_per_server_hour)))
+                            (up.name, float(up.extra_usd_per_server_hour),
+                             up.billed_sizes(profile.hardware.devices_per_node)))
     axes = {
         "devices": device_grid(g, max_devices),
         "micro_batch": sorted({max(1, int(b0 * f)) for f in BATCH_FACTORS
@@ -256,8 +257,14 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     fits = np.asarray(c["fits"], dtype=bool)
     time_s = training_time.time_to_goal_s(goal, c["step_time_s"], c["global_batch"],
                                           reference)
-    extra = np.array([networks[float(v)][1] for v in c["inter_busbw_GBps"]])
-    hourly = goal.usd_per_hour(c["devices"]) + c["nodes"] * extra
+    # a network upgrade rents its own instance type: billed in its shapes (whole servers of
+    # AWS p4d.24xlarge), not today's 1, 2 or 4-GPU ones (``NetworkUpgrade.billed_sizes``)
+    bandwidth = np.asarray(c["inter_busbw_GBps"], dtype=float)
+    hourly = np.zeros(res.size)
+    for bw, (_, extra, sizes) in networks.items():
+        at = bandwidth == bw
+        hourly[at] = (goal.usd_per_hour(np.asarray(c["devices"])[at], sizes)
+                      + np.asarray(c["nodes"])[at] * extra)
     cost = time_s / 3600.0 * hourly
     ok = fits & np.isfinite(time_s) & np.isfinite(cost)
     meets = ok & (time_s <= deadline_s) & (cost <= budget_usd)

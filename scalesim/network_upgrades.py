@@ -27,12 +27,23 @@ class NetworkUpgrade:
     source: str
     as_of: str  # when the price (or the spec, when unpriced) was published, YYYY-MM
     device_words: tuple[str, ...] = ()  # only for devices whose name has all these words
+    # GPUs of each shape the upgrade's instance is rented in (``scalesim.billing``); None: only
+    # whole servers (AWS p4d.24xlarge has no smaller shape, so 4 GPUs of one bill its 8)
+    instance_sizes: tuple[int, ...] | None = None
 
     def link(self) -> LinkLevel:
         return presets.inter_link(self.kind, self.nics_per_node, self.gbit_per_nic, self.source)
 
     def applies_to(self, device_name: str) -> bool:
         return presets.name_has_words(device_name, self.device_words)
+
+    def billed_sizes(self, server_devices: int) -> tuple[int, ...]:
+        """The instance shapes a run with this upgrade is billed in: the upgrade's own instance
+        (``instance_sizes``), else whole servers of ``server_devices`` GPUs (the hardware's
+        server), whatever shapes today's provider rents: its extra per server-hour is the
+        difference of two whole servers' prices, so a run on 4 GPUs of each 8-GPU server, or
+        on 1, 2 and 4-GPU shapes today, rents whole servers of the upgrade's instance."""
+        return self.instance_sizes or (int(server_devices),)
 
 
 # AWS p4d.24xlarge: 8x A100 40GB with NVSwitch and 400 Gb/s EFA (4x 100 Gb/s); Google Cloud
@@ -51,7 +62,7 @@ UPGRADES: tuple[NetworkUpgrade, ...] = (
                f"{_P4D.as_of}) minus {_A2.instance} ${_A2.usd_per_hour:g}/h ({_A2.source}, "
                f"listed {_A2.as_of}); EFA modelled as RDMA (the roce efficiency). AWS cut P4 "
                "prices in June 2025, so today's difference may be smaller",
-        as_of=_P4D.as_of, device_words=("A100", "40GB")),
+        as_of=_P4D.as_of, device_words=("A100", "40GB"), instance_sizes=_P4D.instance_sizes),
     NetworkUpgrade(
         key="ib-8x200",
         name="8 x 200 Gb/s HDR InfiniBand (as in a DGX A100)",

@@ -49,15 +49,19 @@ class Goal:
     instance_sizes: tuple[int, ...] | None = None  # GPUs per rentable shape (the hardware's
     # whole server when it rents no smaller ones); None: whole servers of server_devices
 
-    def billed_devices(self, devices):
-        """Devices billed for ``devices`` (array): whole instances (``scalesim.billing``)."""
-        return billed_devices(devices, self.server_devices, self.instance_sizes)
+    def billed_devices(self, devices, instance_sizes=None):
+        """Devices billed for ``devices`` (array): whole instances (``scalesim.billing``) of
+        the goal's shapes, or of ``instance_sizes`` where given (a network upgrade rented as
+        another instance type: ``NetworkUpgrade.billed_sizes``)."""
+        return billed_devices(devices, self.server_devices,
+                              self.instance_sizes if instance_sizes is None else instance_sizes)
 
-    def usd_per_hour(self, devices):
-        """USD per hour of the billed devices (array), or None without a price."""
+    def usd_per_hour(self, devices, instance_sizes=None):
+        """USD per hour of the billed devices (array; ``instance_sizes`` as
+        ``billed_devices``), or None without a price."""
         if self.price_per_device_hour is None:
             return None
-        return self.billed_devices(devices) * self.price_per_device_hour
+        return self.billed_devices(devices, instance_sizes) * self.price_per_device_hour
 
     @property
     def kind(self) -> str | None:

@@ -1,0 +1,44 @@
+"""Audit of decide's and goal's days and dollars, each pinned to a hand-computed value."""
+
+from __future__ import annotations
+
+import pytest
+
+from scalesim.decision import decide
+from scalesim.goal import seek
+from scalesim.profiles import default_profile
+from scalesim.schemas import Scenario
+
+P4D_PER_HOUR = 32.7726  # AWS p4d.24xlarge, 8 GPUs, rented whole (presets.PRICES["aws-p4d"])
+A2_PER_GPU_HOUR = 29.387 / 8  # Google Cloud a2-highgpu-8g, also rented as 1, 2 and 4 GPUs
+
+
+def test_a_network_upgrade_on_part_servers_bills_the_upgrades_whole_instances():
+    """16 GPUs as 4 per server of a2-highgpu-8g are billed 16 today (a2-highgpu-4g shapes),
+    $58.774/h; the network upgrade is AWS p4d.24xlarge, rented only whole: 4 servers of it cost
+    4 x $32.7726 = $131.0904/h (32 GPUs billed), not 16 x $3.673375 + 4 x $3.3856 = $72.3164
+    (the extra per server-hour on today's 4-GPU shapes). At that price the upgrade is no longer
+    the cheapest way: 4x accumulation is."""
+    scenario = Scenario(devices=[16], devices_per_node=4, train_samples=2e9)
+    card = decide(default_profile(), scenario, 16)
+    assert card.now.usd_per_hour == pytest.approx(16 * A2_PER_GPU_HOUR)
+    network = next(o for o in card.options if o.key == "network")
+    assert network.usd_per_hour == pytest.approx(4 * P4D_PER_HOUR)
+    assert network.billed_devices == 32
+    assert network.total_usd == pytest.approx(network.time_s / 3600 * 4 * P4D_PER_HOUR)
+    assert "billed per whole server of 8 GPUs" in network.price_source
+    assert not card.recommendation.startswith("Upgrade the inter-server network")
+    # on whole servers the upgrade's price is unchanged: 2 x p4d.24xlarge
+    whole = decide(default_profile(), Scenario(devices=[16], train_samples=2e9), 16)
+    network = next(o for o in whole.options if o.key == "network")
+    assert network.usd_per_hour == pytest.approx(2 * P4D_PER_HOUR)
+    assert network.billed_devices == 16
+
+
+def test_goal_prices_a_network_upgrade_per_whole_upgraded_server():
+    answer = seek(default_profile(), Scenario(train_samples=2e9, devices_per_node=4),
+                  3 * 86400.0, 50_000, max_devices=64)
+    upgraded = [p for p in answer.front if p.network != "as is"]
+    assert upgraded
+    for p in upgraded:
+        assert p.cost_usd == pytest.approx(p.time_s / 3600 * p.servers * P4D_PER_HOUR)
