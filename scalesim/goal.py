@@ -16,7 +16,8 @@ call, every combination of
 
 keeps those that fit in device memory, and computes for each the time to finish
 (``scalesim.training_time``: the training length is the samples needed at the *reference* global
-batch, the base micro-batch x one full server x the base accumulation; with a critical batch size
+batch, the base micro-batch x one full server's data-parallel replicas (its devices / tp x pp, at
+least one) x the base accumulation; with a critical batch size
 a bigger global batch needs proportionally more samples, a smaller one fewer) and the money:
 hours x (billed devices x USD per device-hour + servers x the network's extra USD per
 server-hour); billed devices are whole instances (``scalesim.billing``).
@@ -215,7 +216,11 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     g = base.devices_per_node or profile.hardware.devices_per_node
     b0 = base.micro_batch or profile.workload.micro_batch
     k0 = base.accumulation
-    reference = b0 * g * k0
+    # B_ref: the global batch of the base knobs on one full server, micro-batch x its
+    # data-parallel replicas x accumulation; a split model's micro-batch is per replica of
+    # tp x pp devices, so one server of 8 at tp 8 runs one replica (dp 1), not 8
+    split = layout_of(base)
+    reference = b0 * max(1, g // (split.tp * split.pp)) * k0
     notes: list[str] = []
     if base.layout is not None and base.layout.shard_group is not None:  # §16, hybrid sharding
         where = ("scalesim plan ranks hybrid sharding" if profile.workload.transformer

@@ -42,3 +42,31 @@ def test_goal_prices_a_network_upgrade_per_whole_upgraded_server():
     assert upgraded
     for p in upgraded:
         assert p.cost_usd == pytest.approx(p.time_s / 3600 * p.servers * P4D_PER_HOUR)
+
+
+def test_goals_reference_batch_of_a_split_model_is_one_servers_global_batch():
+    """llama3-8b at tp 8 with --batch 8 (per replica) on 8-GPU DGX H100s: one full server runs
+    one replica, global batch 8 x 1 x 1 = 8, so --train-samples 1e6 is the samples needed at
+    B_ref = 8 (goal said 64, the micro-batch x 8 GPUs, as if each GPU were a replica: with
+    B_noise 64 it then took 44% fewer samples than asked, 1e6 x (1 + 4/64) / (1 + 64/64), at
+    the one-server plan's batch of 4, and answered 23.3 h where 1e6 x (1 + 4/64) / (1 + 8/64)
+    samples take 41.4 h)."""
+    import math
+
+    from scalesim.profiles import resolve_profile
+
+    base = Scenario(train_samples=1e6, critical_batch_size=64.0, micro_batch=8,
+                    layout={"tp": 8, "pp": 1})
+    profile = resolve_profile(hardware="dgx-h100", workload="llama3-8b")
+    answer = seek(profile, base, 30 * 86400.0, 5e6, max_devices=16)
+    assert answer.reference_batch == 8
+    for p in answer.front:
+        needed = 1e6 * (1 + p.global_batch / 64) / (1 + 8 / 64)
+        steps = math.ceil(needed / p.global_batch)
+        assert p.time_s == pytest.approx(steps * p.global_batch / p.samples_per_s)
+    one = next(p for p in answer.front if p.devices == 8 and p.global_batch == 4)
+    assert one.time_s == pytest.approx(math.ceil(1e6 * 1.0625 / 1.125 / 4) * 4
+                                       / one.samples_per_s)
+    # data parallel: unchanged, micro-batch x the server's 8 GPUs x accumulation
+    assert seek(default_profile(), Scenario(train_samples=2e9, critical_batch_size=4096.0),
+                86400.0, 1e5, max_devices=16).reference_batch == 32 * 8
