@@ -39,7 +39,7 @@ from scalesim import training_time
 from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, bound
 from scalesim.device_nouns import GPU_NOUNS, Nouns, is_cpu_device, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount, duration_text, whole
+from scalesim.figures import amount, count, duration_text, whole
 from scalesim.layout import split_words
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
 from scalesim.network_upgrades import CPU_NO_UPGRADES, upgrades_for
@@ -317,6 +317,12 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     if goal.critical_batch is None:
         notes.append("no critical batch size: a bigger global batch is assumed to need no more "
                      "samples, which favours large batches; give one to charge the penalty")
+    elif goal.kind == "train":  # which batch --train-samples counts at decides every plan's
+        replicas = reference // (b0 * k0)
+        notes.append(f"the training length counts samples at a global batch of {reference:,} "
+                     f"(micro-batch {b0} x {count(replicas, 'replica')} of one server x "
+                     f"accumulation {k0}); at critical batch {goal.critical_batch:,.0f} a plan at "
+                     "another global batch needs more samples (a bigger one) or fewer")
     return GoalAnswer(deadline_s=float(deadline_s), budget_usd=float(budget_usd),
                       goal=goal.label(), train_samples=goal.train_samples,
                       reference_batch=int(reference), best=best, closest=closest, front=front,

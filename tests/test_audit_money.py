@@ -70,3 +70,7 @@ def test_goals_reference_batch_of_a_split_model_is_one_servers_global_batch():
     # data parallel: unchanged, micro-batch x the server's 8 GPUs x accumulation
     assert seek(default_profile(), Scenario(train_samples=2e9, critical_batch_size=4096.0),
                 86400.0, 1e5, max_devices=16).reference_batch == 32 * 8
+    # the text says which batch --train-samples counts at (it was in the JSON alone)
+    said = ("the training length counts samples at a global batch of 8 (micro-batch 8 x 1 "
+            "replica of one server x accumulation 1); at critical batch 64")
+    assert any(note.startswith(said) for note in answer.notes), answer.notes
