@@ -127,8 +127,10 @@ class GoalAnswer:
         misses = []  # what it misses, each said once (its time and money are said before)
         if c.time_s > self.deadline_s:
             misses.append(f"the deadline of {duration_text(self.deadline_s)}")
-        if c.cost_usd > self.budget_usd:
-            misses.append(f"the budget of ${amount(self.budget_usd)}")
+        if c.cost_usd > self.budget_usd:  # by how much, where the two print alike
+            by = (f" by ${amount(c.cost_usd - self.budget_usd)}"
+                  if amount(c.cost_usd) == amount(self.budget_usd) else "")
+            misses.append(f"the budget of ${amount(self.budget_usd)}{by}")
         return (f"No plan meets the goal. Closest: {describe(c)}: {duration_text(c.time_s)} for "
                 f"${amount(c.cost_usd)} (misses {' and '.join(misses)}).")
 

@@ -15,6 +15,7 @@ from cli_harness import run_cli
 from scalesim.bounds import DEVICES_MAX, GOAL_DEFAULT_MAX_DEVICES
 from scalesim.cli.main import main
 from scalesim.errors import ScalesimError
+from scalesim.figures import amount
 from scalesim.goal import device_grid, pareto_front, seek
 from scalesim.predict import predict
 from scalesim.profiles import default_profile
@@ -78,6 +79,15 @@ def test_no_plan_meets_an_impossible_goal_and_the_closest_is_named():
     assert answer.best is None and answer.closest is not None
     assert answer.sentence.startswith("No plan meets the goal. Closest:")
     assert answer.sentence.endswith("(misses the deadline of 1.0 h and the budget of $10.00).")
+    # a budget missed by less than the figures show says by how much: it read "for $5,045
+    # (misses the budget of $5,045)" (the money audit)
+    cheapest = min(p.cost_usd for p in seek(default_profile(), BASE, 1e9, 1e9).front)
+    tight = seek(default_profile(), BASE, 1e9, cheapest - 0.01)
+    assert amount(cheapest) == amount(cheapest - 0.01)  # this case: the two print alike
+    assert tight.best is None and tight.closest.cost_usd == cheapest
+    assert tight.sentence.endswith(f"(misses the budget of ${amount(cheapest - 0.01)} by "
+                                   f"${amount(cheapest - (cheapest - 0.01))}).")
+    assert " by $" not in answer.sentence  # $10.00 against the closest's hundreds: no need
 
 
 def test_bad_goals_are_one_clear_error():
