@@ -45,7 +45,7 @@ from scalesim.device_nouns import (
 )
 from scalesim.errors import ScalesimError, require_model, require_text
 from scalesim.figures import count_columns, link_GBps, sig3, whole
-from scalesim.fit_runs import Z95
+from scalesim.fit_runs import _TIED, Z95, _from_x
 from scalesim.jsonio import to_json_text
 from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee, no_knee_words
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, early_stop_of, op_sac_of, replica_servers
@@ -151,6 +151,9 @@ class Finding:
     label: str
     share: float  # share of the largest run's time (of the step, for traces) lost to this cause
     evidence: list[str] = field(default_factory=list)
+    # causes (``CAUSES`` keys) the runs cannot rule out in its place: which of them loses most
+    # rests on a parameter the runs do not show (``_undetermined_cause``); empty where none
+    rivals: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -209,24 +212,30 @@ class Report:
         return render_text(self)
 
 
-def set_gain_bands(remedies: list[Remedy], drawn: list[list[Remedy]]) -> None:
+def set_gain_bands(remedies: list[Remedy], drawn: list[list[Remedy]],
+                   ends: list[list[Remedy]] | None = None) -> None:
     """Give each applicable remedy the 95 % band of its shown gain (``shown_gain``) over
     ``drawn``: the same remedies predicted from parameter vectors the runs cannot rule out
     (``fit_runs.plausible_draws``), matched by key. The band is their 2.5 and 97.5 percentiles,
-    widened to hold the fit's own gain; none where no draw was predicted or the remedy cannot
+    widened to hold the fit's own gain and the gain from each of ``ends``: the remedies at
+    either end of the range the runs allow a parameter the fit holds (``fit_runs.held_ends``),
+    which no share of draws rules out; none where no draw was predicted or the remedy cannot
     run (verdict "not runnable": it does not fit in memory). A draw where the
     remedy does not apply gains nothing from it (0): the overlap already on, no data stall, no
     slow device, an exchange too small to split for, under those parameters."""
     for r in remedies:
         if not r.applicable or r.verdict == "not runnable" or not drawn:
             continue  # a change that cannot run has no gain to band
-        gains = [next((shown_gain(d) if d.applicable else 0.0 for d in one if d.key == r.key), 0.0)
-                 for one in drawn]
-        ends = np.percentile(gains, [2.5, 97.5])
+        def gains(sets):
+            return [next((shown_gain(d) if d.applicable else 0.0 for d in one if d.key == r.key),
+                         0.0) for one in sets]
+
+        held = [shown_gain(r), *gains(ends or [])]
+        band = np.percentile(gains(drawn), [2.5, 97.5])
         # a rounding speck (-2e-16 where nothing changes) is no loss: printed '-0.0', cautioned
-        low, high = np.where(np.abs(ends) < 1e-9, 0.0, ends)
-        r.gain_low = float(min(low, shown_gain(r)))
-        r.gain_high = float(max(high, shown_gain(r)))
+        low, high = np.where(np.abs(band) < 1e-9, 0.0, band)
+        r.gain_low = float(min(low, *held))
+        r.gain_high = float(max(high, *held))
 
 
 def _ranked_position(remedies: list[Remedy], new: Remedy) -> int:
@@ -464,7 +473,8 @@ NOMINAL_BATCH_TITLES = {
 }
 
 
-def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: bool = False,
+def model_remedies(profile, scenario, devices: int, cause: str | tuple[str, ...],
+                   nominal_links: bool = False,
                    split_tp_overlap: bool | None = None, nominal_batch: bool = False,
                    decisive_gain: float | None = None,
                    split_layout: dict | None = None) -> tuple[Remedy | None, list[Remedy]]:
@@ -500,17 +510,21 @@ def model_remedies(profile, scenario, devices: int, cause: str, nominal_links: b
     return first_remedy(remedies, cause, error), remedies
 
 
-def first_remedy(remedies: list[Remedy], cause: str, error: float) -> Remedy | None:
+def first_remedy(remedies: list[Remedy], cause: str | tuple[str, ...],
+                 error: float) -> Remedy | None:
     """The first remedy to try: its gain is a decision, at least the model's median error
-    ``error`` (``least_decisive_gain``), a remedy for the cause before the best remedy overall;
+    ``error`` (``least_decisive_gain``), a remedy for the cause before the best remedy overall
+    (for any of several: a cause and the rivals the runs cannot rule out, ``Finding.rivals``);
     under it the model cannot tell the change from today (a +0.08 % "first remedy" printed as
     +0 %). The gain compared is the one shown (``shown_gain``), on the measure the verdict is
     judged on."""
+    causes = (cause,) if isinstance(cause, str) else tuple(cause)
     usable = [r for r in remedies if r.helps]
-    if cause == "large_batch":
+    if "large_batch" in causes:
         usable = [r for r in usable if r.key not in BATCH_GROWING]
     decisive = [r for r in usable if shown_gain(r) >= error]
-    preferred = [r for r in decisive if r.key in PREFERRED_REMEDIES.get(cause, [])]
+    preferred = [r for r in decisive
+                 if any(r.key in PREFERRED_REMEDIES.get(c, []) for c in causes)]
     pool = preferred or decisive
     return max(pool, key=shown_gain) if pool else None
 
@@ -684,6 +698,75 @@ def _superlinear(runs, sc, words: Nouns) -> str:
             f"{words.device}")
 
 
+def _parts_lost(step, work, comm, wait, strag) -> tuple[dict, dict]:
+    """Each part of the step per sample of work, run by run (exposed communication, data stall,
+    straggler wait, and compute: the rest of the measured step), and the share of the largest
+    run's time each loses: its growth per sample from the first run to the largest (none where it
+    shrinks), over the largest run's time per sample. Keys in the order the findings are made."""
+    compute = np.maximum(step - comm - wait - strag, 0.0)
+    per = {"comm": comm / work, "data": wait / work, "straggler": strag / work,
+           "compute": compute / work}
+    growth = {k: max(float(v[-1] - v[0]), 0.0) for k, v in per.items()}
+    t_last = float(step[-1] / work[-1])
+    return per, {k: g / t_last for k, g in growth.items()}
+
+
+PART_WORDS = {"comm": "communication", "data": "input pipeline", "straggler": "stragglers",
+              "compute": "compute"}
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+def _undetermined_cause(fit, step, work, measured: dict, shares: dict, parts: dict,
+                        words: Nouns = GPU_NOUNS) -> tuple[list[str], list[str]]:
+    """The causes the runs cannot rule out in place of the part that loses most at the fit
+    (``shares``, the parts' keys to their findings' in ``parts``), and the evidence that says so.
+
+    A part the runs do not measure (``measured``: each part's measured seconds per run, None
+    where the fitted model gives it) is the fitted model's, so it moves with every fitted
+    parameter, those the runs do not show too (``fit.not_shown``: held at a start value that no
+    run chose). Each of those is set to either end of the range the runs allow it
+    (``fit_runs.held_ends``, its 95 % profile-likelihood interval); where another part then loses
+    most, that part's cause is a rival: which cause it is rests on a parameter the runs do not
+    determine. ([], []) where none is held or every end keeps the cause."""
+    from scalesim.fit_runs import drawn_fit, held_ends
+
+    top = max(shares, key=shares.get)
+    rivals, lines = [], []
+    rows = held_ends(fit)
+    for i, (name, (low, high)) in enumerate(fit.held_range_x.items()):
+        at_ends = []
+        for x in rows[2 * i: 2 * i + 2]:
+            b = drawn_fit(fit, x).breakdown
+            model = {"comm": b.exposed_comm_s, "data": b.data_stall_s, "straggler": b.straggler_s}
+            given = {k: model[k] if measured[k] is None else measured[k] for k in model}
+            at_ends.append(_parts_lost(step, work, given["comm"], given["data"],
+                                       given["straggler"])[1])
+        tops = [max(end, key=end.get) for end in at_ends]
+        if all(t == top for t in tops):
+            continue
+        rivals += [parts[t] for t in tops if t != top and parts[t] not in rivals]
+        involved = [top] + [t for t in dict.fromkeys(tops) if t != top]
+
+        def lost(end, involved=involved):
+            return " / ".join(_pct(end[k]) for k in involved)
+
+        j = fit.fitted.index(name)
+        bottom = low <= fit.lower[j] + 1e-9  # the fit's bound: as good as none of it
+        span = (f"anything up to {_ms(_from_x(name, high))}" if bottom else
+                f"anything from {_ms(_from_x(name, low))} to {_ms(_from_x(name, high))}")
+        lines.append(
+            f"which part loses most rests on the {_TIED[name]}, which no run shows (held at its "
+            f"start value, {_ms(fit.values[name])}): {span} fits the runs, the other parts as "
+            f"fitted; {' / '.join(PART_WORDS[k] for k in involved)} lose {lost(shares)} of the "
+            f"largest run's time as fitted, {lost(at_ends[0])} "
+            + ("with it near 0" if bottom else f"at {_ms(_from_x(name, low))}")
+            + f", {lost(at_ends[1])} at {_ms(_from_x(name, high))}")
+    return rivals, lines
+
+
 def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
                   critical_batch: float | None = None, extrapolate_to: list[int] | None = None,
                   transformer=None, recompute_style: str = DEFAULT_RECOMPUTE_STYLE,
@@ -709,6 +792,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         extrapolate,
         fit_runs,
         fitted_profile,
+        held_ends,
         plausible_draws,
         splits_by_accumulation,
     )
@@ -771,15 +855,11 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         strag_src = "measured rank times"
     else:
         strag, strag_src = model.straggler_s, "fitted model"
-    compute = np.maximum(step - comm - wait - strag, 0.0)
+    per, shares = _parts_lost(step, work, comm, wait, strag)
+    compute = per["compute"] * work
 
     knee = find_knee(runs.devices, runs.nodes, sc.efficiency, compute, comm, wait, strag, work)
     words = nouns_for(runs.device_name)
-    per = {"comm": comm / work, "data": wait / work, "straggler": strag / work,
-           "compute": compute / work}
-    growth = {k: max(float(v[-1] - v[0]), 0.0) for k, v in per.items()}
-    t_last = float(step[-1] / work[-1])
-    shares = {k: g / t_last for k, g in growth.items()}  # share of the largest run's time
     eff_last = float(sc.efficiency[-1])
     share_of_step = {k: v * work / step for k, v in per.items()}
 
@@ -871,6 +951,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     findings.append(finding("small_work" if runs.strong_scaling else "compute", shares["compute"],
                             compute_lines, words))
 
+    findings_of_parts = list(findings)  # comm, data, straggler, compute: as ``shares``
     findings.sort(key=lambda f: -f.share)
     speedup_ratio = float(thr[-1] / thr[0])
     lb = _large_batch(runs, critical_batch, speedup_ratio, words)
@@ -888,6 +969,18 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
             f"efficiency {_pct(eff_last)} at {words.count(int(runs.devices[-1]))} "
             f"(speed-up {sc.speedup[-1]:.2f}x)"], words))
     cause, others = findings[0], [f for f in findings[1:] if f.share >= OTHER_CAUSE_SHARE]
+    parts = dict(zip(shares, (f.key for f in findings_of_parts), strict=True))
+    if cause.key == parts[max(shares, key=shares.get)]:  # a part of the step: does it rest on
+        measured_parts = {"comm": runs.optional("comm_s"), "data": runs.optional("data_wait_s"),
+                          "straggler": strag if fit.rank_times_measured else None}
+        rivals, lines = _undetermined_cause(fit, step, work, measured_parts, shares, parts, words)
+        if rivals:  # a parameter the runs do not show? Then they cannot tell it from its rivals
+            cause.rivals = rivals
+            cause.label = (f"{cause.label}, or "
+                           + ", or ".join(_lower_first(finding(k, 0.0, [], words).label)
+                                          for k in rivals)
+                           + ": these runs cannot tell which")
+            cause.evidence = lines + cause.evidence
 
     b_noise = critical_batch or _critical_batch_from_steps(runs)
     fitted = {"name": f"fitted to {runs.source}", "critical_batch_size": b_noise,
@@ -911,12 +1004,12 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         the smaller batch's factor (None: none). ``split_layout``: the layout splitting the model
         tries (None: the planner's best); ``batch_factors``: the smaller batches tried."""
         prof, scn, at = fitted_profile(one_fit, runs, **fitted, model=transformer)
-        first, remedies = model_remedies(prof, scn, at, cause.key,
+        first, remedies = model_remedies(prof, scn, at, (cause.key, *cause.rivals),
                                          nominal_links=not fit.params_known,
                                          split_tp_overlap=bool(tp_overlap),
                                          decisive_gain=decisive, split_layout=split_layout)
         if _parameters_alone(prof, remedies, exchange, gpu_memory_bytes, transformer):
-            first = first_remedy(remedies, cause.key, decisive)
+            first = first_remedy(remedies, (cause.key, *cause.rivals), decisive)
         factor = None
         if b_noise is not None and remedies:
             smaller = smaller_batch_remedy(prof, scn, at, b_noise, batch_factors)
@@ -936,13 +1029,15 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         split_layout = next((r.split_layout for r in remedies if r.split_layout), None)
         factors = (factor,) if factor is not None else SMALLER_BATCH_FACTORS
         count = REMEDY_BAND_DRAWS if transformer is None else LAYOUT_BAND_DRAWS
-        drawn = []
-        for x in plausible_draws(fit, runs)[0][1:count + 1]:  # [0]: the fit's own
-            try:
-                drawn.append(remedies_of(drawn_fit(fit, x), split_layout, factors)[1])
-            except ScalesimError:  # parameters the model cannot predict from: not in the band
-                continue
-        set_gain_bands(remedies, drawn)
+        drawn, ends = [], []
+        for rows, into in ((plausible_draws(fit, runs)[0][1:count + 1], drawn),  # [0]: the fit
+                           (held_ends(fit), ends)):
+            for x in rows:
+                try:
+                    into.append(remedies_of(drawn_fit(fit, x), split_layout, factors)[1])
+                except ScalesimError:  # parameters the model cannot predict from: not banded
+                    continue
+        set_gain_bands(remedies, drawn, ends)
     extra = extrapolate(fit, runs, extrapolate_to)
 
     table = []
@@ -973,6 +1068,10 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         "noise_rel": fit.noise_rel,
         # held transfer times the runs bound from above (``fit_runs.held_upper_bounds``), s
         "held_at_most_s": dict(fit.held_at_most_s),
+        # of each held parameter, the range the runs allow it, the others as fitted
+        # (``fit_runs.held_ranges``: its 95 % profile-likelihood interval), [low, high]
+        "held_range": {k: [_from_x(k, lo), _from_x(k, hi)] for k, (lo, hi) in
+                       fit.held_range_x.items()},
         "bubble_micro_steps": runs.bubble_micro_steps,  # a step: k + this stage micro-steps
         "loader_limiting": bool(np.any(model.data_stall_s > 0)),
     }

@@ -240,6 +240,9 @@ class FitResult:
     # of the transfer times in not_shown, the longest the runs allow with the other parts as
     # fitted (``held_upper_bounds``), s: a slower link misfits them; absent where none does
     held_at_most_s: dict[str, float] = field(default_factory=dict)
+    # of each parameter in not_shown, the range of it the runs allow, the other parts as fitted
+    # (``held_ranges``: its 95 % profile-likelihood interval), (low, high) in fitted coordinates
+    held_range_x: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def rmse_rel(self) -> float:
@@ -694,6 +697,8 @@ def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: floa
             f"part paces every run), so held at its start value: {held}"
         )
         result = replace(result, held_at_most_s=bounds)
+    if not_shown:
+        result = replace(result, held_range_x=held_ranges(result, runs))
     return result
 
 
@@ -722,6 +727,66 @@ def held_upper_bounds(fit: FitResult, runs: Runs) -> dict[str, float]:
         if over.size:
             out[name] = float(np.exp(rows[over[0], j]))
     return out
+
+
+HELD_BISECTIONS = 30  # halvings of the last scanned step where the runs' region ends (held_ranges)
+
+
+def held_ranges(fit: FitResult, runs: Runs) -> dict[str, tuple[float, float]]:
+    """For each parameter the runs do not show at the fit (``not_shown``), the range of it they
+    allow, the other parameters as fitted: its 95 % profile-likelihood interval, where the
+    misfit stays within ``chi2_0.95(1)`` of the fit's (as ``held_upper_bounds``), (low, high) in
+    fitted coordinates. Scanned from the fit down and up by ``HELD_SCAN_FACTORS`` to the fit's
+    bounds; where a scanned value leaves the region, its end is bisected between that value and
+    the last one inside (``HELD_BISECTIONS``); where none does, the range runs to the bound.
+    The fit's own value is inside by construction (it holds the least misfit)."""
+    from scipy.stats import chi2
+
+    limit = float(_chi2_on_runs(fit, runs, fit.x[None, :])[0]) + float(chi2.ppf(0.95, 1))
+
+    def inside(j, values):
+        rows = np.repeat(fit.x[None, :], len(values), axis=0)
+        rows[:, j] = values
+        return _chi2_on_runs(fit, runs, rows) <= limit
+
+    out = {}
+    for name in fit.not_shown:
+        j = fit.fitted.index(name)
+        ends = []
+        for sign, bound in ((-1.0, fit.lower[j]), (1.0, fit.upper[j])):
+            scan = np.append(fit.x[j] + sign * np.log(HELD_SCAN_FACTORS), bound)
+            scan = np.minimum(scan, bound) if sign > 0 else np.maximum(scan, bound)
+            ok = inside(j, scan)
+            if ok.all():
+                ends.append(float(bound))
+                continue
+            first = int(np.flatnonzero(~ok)[0])
+            good, bad = (float(scan[first - 1]) if first else float(fit.x[j])), float(scan[first])
+            for _ in range(HELD_BISECTIONS):
+                mid = 0.5 * (good + bad)
+                if inside(j, np.array([mid]))[0]:
+                    good = mid
+                else:
+                    bad = mid
+            ends.append(good)
+        out[name] = (ends[0], ends[1])
+    return out
+
+
+def held_ends(fit: FitResult) -> np.ndarray:
+    """The fit with each parameter it holds (``held_range_x``) at either end of the range the
+    runs allow, the others as fitted: rows of fitted coordinates (two per held parameter, none
+    where nothing is held). A prediction's band over the parameters the runs allow holds its
+    value at each (``diagnosis.set_gain_bands``, ``extrapolate``): the runs leave a held
+    parameter anywhere in its range, so no share of draws decides that they rule out an end."""
+    rows = []
+    for name, ends in fit.held_range_x.items():
+        j = fit.fitted.index(name)
+        for end in ends:
+            row = fit.x.copy()
+            row[j] = end
+            rows.append(row)
+    return np.array(rows).reshape(len(rows), len(fit.x))
 
 
 @dataclass(frozen=True)
@@ -815,7 +880,9 @@ def plausible_draws(
     Draws from the fit's normal approximation ``N(x, cov)``, clipped to the fit's bounds, kept when
     their misfit on the runs stays inside the 95 % likelihood-ratio region (``chi2(draw) -
     chi2(fit) <= chi2_0.95(k)``, ``k`` parameters estimated), in rounds of ``samples`` until at
-    least half that many are kept (at most 5 rounds). The ratio is drawn log-uniformly over
+    least half that many are kept (at most 5 rounds). A parameter the fit holds (``not_shown``:
+    ``cov`` has nothing of it) is drawn uniformly, in fitted coordinates (log for a time), over
+    the range the runs allow it (``held_ranges``), not held at its start value. The ratio is drawn log-uniformly over
     ``UNCONSTRAINED_INTER_RANGE`` (the fit's own row: its geometric mean). ``rng``: the draws'
     generator (None: seeded 0, so a report is the same every time)."""
     from scipy.stats import chi2
@@ -829,6 +896,8 @@ def plausible_draws(
         draws = np.clip(
             rng.multivariate_normal(fit.x, fit.cov, size=samples, method="eigh"), fit.lower, fit.upper
         )
+        for name, (low, high) in fit.held_range_x.items():  # anywhere the runs allow it
+            draws[:, fit.fitted.index(name)] = rng.uniform(low, high, size=samples)
         ok = _chi2_on_runs(fit, runs, draws) <= limit
         kept_x.append(draws[ok])
         kept_r.append(np.exp(rng.uniform(np.log(lo_r), np.log(hi_r), size=(int(ok.sum()), 1))))
@@ -860,7 +929,9 @@ def extrapolate(
 
     The band comes from the parameter vectors the runs cannot rule out (``plausible_draws``):
     each is run through the model at ``devices`` with one run's noise ``s * z`` added, and the
-    band is the 2.5 and 97.5 percentiles of their log throughput. Where the inter-server link was
+    band is the 2.5 and 97.5 percentiles of their log throughput, widened to hold the fit's own
+    prediction and, where the fit holds a parameter the runs do not show, the prediction at each
+    end of the range they allow it (``held_ends``). Where the inter-server link was
     never measured its transfer time is drawn log-uniformly between 1x and 20x the intra-server one.
     """
     devices = devices or default_extrapolation_devices(runs)
@@ -880,6 +951,10 @@ def extrapolate(
     sim = log_x(x_all, r_all) + fit.noise_rel * rng.standard_normal((len(x_all), 1))
     low, high = np.nanpercentile(sim, 2.5, axis=0), np.nanpercentile(sim, 97.5, axis=0)
     low, high = np.minimum(low, centre), np.maximum(high, centre)
+    ends = held_ends(fit)
+    if len(ends):  # the band holds each end of a held parameter's range (``held_ends``)
+        at_ends = log_x(ends, float(np.sqrt(lo_r * hi_r)))
+        low, high = np.minimum(low, np.nanmin(at_ends, axis=0)), np.maximum(high, np.nanmax(at_ends, axis=0))
     out = []
     for i, p in enumerate(layout.devices):
         x = float(np.exp(centre[i]))
