@@ -226,8 +226,8 @@ def set_gain_bands(remedies: list[Remedy], drawn: list[list[Remedy]],
     for r in remedies:
         if not r.applicable or r.verdict == "not runnable" or not drawn:
             continue  # a change that cannot run has no gain to band
-        def gains(sets):
-            return [next((shown_gain(d) if d.applicable else 0.0 for d in one if d.key == r.key),
+        def gains(sets, key=r.key):
+            return [next((shown_gain(d) if d.applicable else 0.0 for d in one if d.key == key),
                          0.0) for one in sets]
 
         held = [shown_gain(r), *gains(ends or [])]

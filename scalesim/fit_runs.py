@@ -35,8 +35,9 @@ at the noise of measured runs. The solver is dogbox (it lands on the bounds wher
 starts, the lower cost kept; where that leaves the runs' residuals above ``RESTART_RMS`` (1 %), also
 from the best of 16 spread points (a local minimum left behind, ``FitProblem.best_solution``).
 Parameters no run's residual moves with at the fit
-(``FitResult.not_shown``) are held at their start value by the tie-break alone: a note says so
-and the band leaves them out. The problem itself is ``fit_problem`` (``FitProblem.cost``).
+(``FitResult.not_shown``) are held at their start value by the tie-break alone: a note says so,
+and the bands vary them over the range the runs allow (``held_ranges``: draws across it, and the
+prediction at both its ends held, ``held_ends``). The problem itself is ``fit_problem`` (``FitProblem.cost``).
 The Jacobian is forward differences at scipy's '2-point' steps (``_forward_steps``), all its
 columns in one broadcast model call.
 
@@ -882,7 +883,8 @@ def plausible_draws(
     chi2(fit) <= chi2_0.95(k)``, ``k`` parameters estimated), in rounds of ``samples`` until at
     least half that many are kept (at most 5 rounds). A parameter the fit holds (``not_shown``:
     ``cov`` has nothing of it) is drawn uniformly, in fitted coordinates (log for a time), over
-    the range the runs allow it (``held_ranges``), not held at its start value. The ratio is drawn log-uniformly over
+    the range the runs allow it (``held_ranges``), not held at its start value. The ratio is
+    drawn log-uniformly over
     ``UNCONSTRAINED_INTER_RANGE`` (the fit's own row: its geometric mean). ``rng``: the draws'
     generator (None: seeded 0, so a report is the same every time)."""
     from scipy.stats import chi2
