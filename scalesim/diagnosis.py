@@ -45,7 +45,7 @@ from scalesim.device_nouns import (
 )
 from scalesim.errors import ScalesimError, require_model, require_text
 from scalesim.figures import count_columns, link_GBps, sig3, whole
-from scalesim.fit_runs import _TIED, Z95, _from_x
+from scalesim.fit_runs import TIED_WORDS, Z95, from_fitted_x
 from scalesim.jsonio import to_json_text
 from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee, no_knee_words
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, early_stop_of, op_sac_of, replica_servers
@@ -755,15 +755,15 @@ def _undetermined_cause(fit, step, work, measured: dict, shares: dict, parts: di
 
         j = fit.fitted.index(name)
         bottom = low <= fit.lower[j] + 1e-9  # the fit's bound: as good as none of it
-        span = (f"anything up to {_ms(_from_x(name, high))}" if bottom else
-                f"anything from {_ms(_from_x(name, low))} to {_ms(_from_x(name, high))}")
+        span = (f"anything up to {_ms(from_fitted_x(name, high))}" if bottom else
+                f"anything from {_ms(from_fitted_x(name, low))} to {_ms(from_fitted_x(name, high))}")
         lines.append(
-            f"which part loses most rests on the {_TIED[name]}, which no run shows (held at its "
+            f"which part loses most rests on the {TIED_WORDS[name]}, which no run shows (held at its "
             f"start value, {_ms(fit.values[name])}): {span} fits the runs, the other parts as "
             f"fitted; {' / '.join(PART_WORDS[k] for k in involved)} lose {lost(shares)} of the "
             f"largest run's time as fitted, {lost(at_ends[0])} "
-            + ("with it near 0" if bottom else f"at {_ms(_from_x(name, low))}")
-            + f", {lost(at_ends[1])} at {_ms(_from_x(name, high))}")
+            + ("with it near 0" if bottom else f"at {_ms(from_fitted_x(name, low))}")
+            + f", {lost(at_ends[1])} at {_ms(from_fitted_x(name, high))}")
     return rivals, lines
 
 
@@ -1070,7 +1070,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         "held_at_most_s": dict(fit.held_at_most_s),
         # of each held parameter, the range the runs allow it, the others as fitted
         # (``fit_runs.held_ranges``: its 95 % profile-likelihood interval), [low, high]
-        "held_range": {k: [_from_x(k, lo), _from_x(k, hi)] for k, (lo, hi) in
+        "held_range": {k: [from_fitted_x(k, lo), from_fitted_x(k, hi)] for k, (lo, hi) in
                        fit.held_range_x.items()},
         "bubble_micro_steps": runs.bubble_micro_steps,  # a step: k + this stage micro-steps
         "loader_limiting": bool(np.any(model.data_stall_s > 0)),

@@ -264,7 +264,7 @@ class FitResult:
 _LOG = {"per_sample_s", "overhead_s", "intra_transfer_s", "inter_transfer_s", "node_loader_samples_per_s"}
 # Parameters with no prior of their own, held by the tie-break prior where the runs cannot show
 # them; in the words of the fit's note.
-_TIED = {
+TIED_WORDS = {
     "per_sample_s": "compute per sample",
     "overhead_s": "fixed cost per micro-step",
     "intra_transfer_s": "intra-server gradient transfer",
@@ -420,7 +420,9 @@ def _to_x(name: str, value: float) -> float:
     return float(np.log(value)) if name in _LOG else float(value)
 
 
-def _from_x(name: str, x: float) -> float:
+def from_fitted_x(name: str, x: float) -> float:
+    """A fitted coordinate ``x`` of parameter ``name`` as its value (the times and the loader
+    rate are fitted in log)."""
     return float(np.exp(x)) if name in _LOG else float(x)
 
 
@@ -472,7 +474,7 @@ class FitProblem:
             if rows:
                 vals[name] = np.exp(x[:, j : j + 1]) if name in _LOG else x[:, j : j + 1]
             else:
-                vals[name] = _from_x(name, x[j])
+                vals[name] = from_fitted_x(name, x[j])
         if "inter_transfer_s" not in self.free:
             vals["inter_transfer_s"] = vals["intra_transfer_s"]
         return vals
@@ -559,7 +561,7 @@ def fit_problem(runs: Runs, params: float | None = None, wire_bytes_per_param: f
     wait = runs.optional("data_wait_s")
     top = bounds["node_loader_samples_per_s"][1]
     reference = np.array([_to_x(n, init[n]) for n in free])
-    tied = np.array([n in _TIED for n in free])
+    tied = np.array([n in TIED_WORDS for n in free])
     n_data = len(measured_step) * (1 + (comm is not None) + (wait is not None))
 
     def residual_rows(x):
@@ -619,7 +621,7 @@ def _not_shown(problem: FitProblem, jac: np.ndarray, inside: np.ndarray) -> list
     return [
         n
         for j, n in enumerate(problem.free)
-        if n in _TIED and inside[j] and float(np.max(data[:, j], initial=0.0)) <= SHOWN_SLOPE
+        if n in TIED_WORDS and inside[j] and float(np.max(data[:, j], initial=0.0)) <= SHOWN_SLOPE
     ]
 
 
@@ -688,7 +690,7 @@ def fit_runs(runs: Runs, params: float | None = None, wire_bytes_per_param: floa
     if not_shown:
         bounds = held_upper_bounds(result, runs)
         held = ", ".join(
-            f"{_TIED[n]} {sig3(values[n] * 1e3)} ms"
+            f"{TIED_WORDS[n]} {sig3(values[n] * 1e3)} ms"
             + (f" (the runs bound it only: at most {sig3(bounds[n] * 1e3)} ms with the other "
                "parts as fitted; a slower link misfits them beyond their noise)"
                if n in bounds else "")
@@ -916,7 +918,7 @@ def drawn_fit(fit: FitResult, x: np.ndarray) -> FitResult:
     from the fit (a remedy's gain) would be under parameters the runs cannot rule out."""
     values = dict(fit.values)
     for j, name in enumerate(fit.fitted):
-        values[name] = _from_x(name, x[j])
+        values[name] = from_fitted_x(name, x[j])
     if "inter_transfer_s" not in fit.fitted:
         values["inter_transfer_s"] = values["intra_transfer_s"]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
