@@ -218,7 +218,8 @@ def run(args: argparse.Namespace) -> int:
         params = None
     hardware, efficiency, note, p2p, measured_jitter = _hardware_and_efficiency(
         args, profile, DEFAULT_MATMUL_EFFICIENCY)
-    priced = None if profile is None else _priced_profile(args, profile, shape, params, own)
+    planned = _planned_workload(args, shape, params, own)  # read once, used below thrice
+    priced = None if profile is None else _priced_profile(args, profile, planned)
     if priced is None:
         kernel = args.attention_kernel or VENDOR_KERNEL
     else:  # the precision and kernel asked, checked and run as predict prices the model
@@ -234,13 +235,12 @@ def run(args: argparse.Namespace) -> int:
     hardware = scenario_hardware(hardware, used_scenario)
     # as predict does (predict.jitter_cv_of): --straggler-cv, else the profile's measured jitter
     jitter_cv = args.straggler_cv if args.straggler_cv is not None else measured_jitter
-    measured = _on_the_measured_curve(args, profile, shape, params, own)
+    measured = _on_the_measured_curve(args, profile, planned, own)
     if measured is not None:
         rows, note = measured
     else:
         # the workload's bytes per parameter (a workload file's, the profile's own model's),
         # as predict's layouts take them (layout_predict.scenario_setting)
-        planned = _planned_workload(args, shape, params, own)
         rows = plan(shape, hardware, args.devices, args.global_batch,
                     efficiency=args.efficiency or efficiency,
                     fp8=args.precision == FP8, rank_by=args.rank, top=args.top,
@@ -317,7 +317,7 @@ def _profile_model(args, profile):
     return workload if workload.transformer is not None else None
 
 
-def _priced_profile(args, profile, shape, params, own):
+def _priced_profile(args, profile, workload):
     """The profile ``predict --profile P --workload W`` prices the planned model from, whose
     precision and attention kernel plan checks (``check_precision``,
     ``check_attention_kernel``), runs (``kernel_for``) and says (``priced_kernel_words``) as
@@ -326,10 +326,9 @@ def _priced_profile(args, profile, shape, params, own):
     its shape, the block calibration kept: ``kernel_for`` of it is ``kernel_for_another_model``
     of P), so that an fp8 or a kernel P's own timings could not rerun (a measured curve, or a
     published run's throughput) is priced where the estimate can; else P (its own model, at any
-    sequence)."""
+    sequence). ``workload``: the planned one (``_planned_workload``)."""
     from scalesim.profiles import model_match, profile_with_workload
 
-    workload = _planned_workload(args, shape, params, own)
     if model_match(profile, workload) == "other":
         return profile_with_workload(profile, workload, args.workload)[0]
     return profile
@@ -344,7 +343,7 @@ def _planned_workload(args, shape, params, own):
         "transformer": shape, "params": params or shape.param_count()})
 
 
-def _on_the_measured_curve(args, base, shape, params, own=None):
+def _on_the_measured_curve(args, base, workload, own=None):
     """(rows, note) when ``--profile``'s measured compute curve times the planned model: the
     decision ``predict --profile P --workload W`` takes (``profiles.profile_with_workload``:
     the same model, or the same transformer at another ``--seq-len``, its curve scaled). Every
@@ -353,8 +352,9 @@ def _on_the_measured_curve(args, base, shape, params, own=None):
     (the block fit's or the default efficiency, ``calibrated_hardware``) for another model,
     without ``--profile``, a curve that was not measured, ``--efficiency`` (the user's number
     wins) and ``--precision fp8`` (the curve was timed at its own precision). ``base``: the
-    loaded ``--profile`` (None without one). ``own``: the
-    profile's own model (``_profile_model``), planned where no ``--workload`` is given."""
+    loaded ``--profile`` (None without one); ``workload`` the planned one
+    (``_planned_workload``). ``own``: the profile's own model (``_profile_model``), planned
+    where no ``--workload`` is given."""
     if base is None or args.efficiency is not None or args.precision == FP8:
         return None
     from scalesim.cli.options import links_from_args
@@ -365,7 +365,6 @@ def _on_the_measured_curve(args, base, shape, params, own=None):
 
     if not base.compute.measured:
         return None
-    workload = _planned_workload(args, shape, params, own)
     # its own model (no --workload): a note that does not say a workload replaced it
     profile, match = profile_with_workload(base, workload, None if own is not None
                                            else args.workload)
@@ -387,6 +386,7 @@ def _on_the_measured_curve(args, base, shape, params, own=None):
                    include_unfit=args.all, cp_values=tuple(args.cp))
     what = profile.notes[-1]
     if own is not None:  # no --workload: say which model is planned
+        shape = workload.transformer
         what = (f"no --workload: its own model, the transformer it timed ({shape.layers} layers, "
                 f"hidden {shape.hidden}, {shape.heads} heads, vocabulary {shape.vocab}); "
                 + what)
