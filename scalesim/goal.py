@@ -222,7 +222,8 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     # data-parallel replicas x accumulation; a split model's micro-batch is per replica of
     # tp x pp devices, so one server of 8 at tp 8 runs one replica (dp 1), not 8
     split = layout_of(base)
-    reference = b0 * max(1, g // (split.tp * split.pp)) * k0
+    replicas = max(1, g // (split.tp * split.pp))
+    reference = b0 * replicas * k0
     notes: list[str] = []
     if base.layout is not None and base.layout.shard_group is not None:  # §16, hybrid sharding
         where = ("scalesim plan ranks hybrid sharding" if profile.workload.transformer
@@ -320,7 +321,6 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
         notes.append("no critical batch size: a bigger global batch is assumed to need no more "
                      "samples, which favours large batches; give one to charge the penalty")
     elif goal.kind == "train":  # which batch --train-samples counts at decides every plan's
-        replicas = reference // (b0 * k0)
         notes.append(f"the training length counts samples at a global batch of {reference:,} "
                      f"(micro-batch {b0} x {count(replicas, 'replica')} of one server x "
                      f"accumulation {k0}); at critical batch {goal.critical_batch:,.0f} a plan at "

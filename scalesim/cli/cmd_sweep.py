@@ -399,11 +399,12 @@ def stage_notes(plan) -> list[str]:
 
 def sweep_notes(plan) -> list[str]:
     """The notes predict prints of the sweep's base scenario (``cmd_predict.scenario_notes``,
-    the attention kernel's words among them; the recompute style's words, the slow device,
-    the unmeasured links the rows use, the profile's notes), for stderr. A note that depends on a swept axis
-    (``_NOTE_AXES``) is kept only where every value of the axes gives it; a link swept by
-    --intra/--inter-busbw-values is not unmeasured. Flags that only price or time the run are
-    said to be ignored: a sweep row has no such column. Uneven pipeline stages: ``stage_notes``."""
+    the attention kernel's, precision's and recompute style's words among them; the slow
+    device, the unmeasured links the rows use, the profile's notes), for stderr. A note that
+    depends on a swept axis (``_NOTE_AXES``) is kept only where every value of the axes gives
+    it; a link swept by --intra/--inter-busbw-values is not unmeasured. Flags that only price
+    or time the run are said to be ignored: a sweep row has no such column. Uneven pipeline
+    stages: ``stage_notes``."""
     import itertools
 
     from scalesim.cli.cmd_predict import scenario_notes, unmeasured_link_notes

@@ -409,12 +409,11 @@ _FLAG_TO_FIELD.update(algorithm="algorithm")
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
     """Scenario from --scenario FILE (if any) with the flags on top; errors are one line."""
     base: dict = {}
-    file_factor = False  # the scenario file names a slow_factor
+    file_factor = False  # the scenario file names a slow_factor (above its default 1)
     if getattr(args, "scenario", None) is not None:
         path = require_path(args.scenario, "--scenario")  # '' too: refused, not ignored
-        raw = read_json(path)
-        base = parse_model(raw, Scenario, path).model_dump()
-        file_factor = isinstance(raw, dict) and raw.get("slow_factor") not in (None, 1, 1.0)
+        base = parse_model(read_json(path), Scenario, path).model_dump()
+        file_factor = base["slow_factor"] != 1.0
     for flag, field in _FLAG_TO_FIELD.items():
         value = getattr(args, flag, None)
         if value is not None:

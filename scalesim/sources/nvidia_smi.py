@@ -395,23 +395,19 @@ _READING = re.compile(r"^([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(?:\s+(\
 _UNITS = {"clock": "MHz", "max_clock": "MHz", "power": "W", "util": "%"}
 
 
-def _number(cell: str) -> float | None:
-    m = _READING.match(cell.strip())
-    return float(m.group(1)) if m else None
-
-
 MAX_READING = 1e9  # no clock (MHz), temperature, power (W), share or index comes near
 
 
 def _reading(cell: str, source: str, line: int, whole: bool = False,
              unit: str | None = None) -> float | None:
-    """``_number(cell)``, refusing a value no sensor gives: negative, over ``MAX_READING``
-    (10^400 reads as infinity), or for a device index (``whole``) a fraction; and a unit other
-    than the ``unit`` nvidia-smi writes ('300 kW' was read as 300 W)."""
-    value = _number(cell)
-    if value is None:
+    """The number in ``cell`` (None where there is none: '[N/A]'), refusing a value no sensor
+    gives: negative, over ``MAX_READING`` (10^400 reads as infinity), or for a device index
+    (``whole``) a fraction; and a unit other than the ``unit`` nvidia-smi writes ('300 kW' was
+    read as 300 W)."""
+    m = _READING.match(cell.strip())
+    if m is None:
         return None
-    written = _READING.match(cell.strip()).group(2)
+    value, written = float(m.group(1)), m.group(2)
     if unit is not None and written is not None and written != unit:
         raise ScalesimError(f"{source} line {line}: '{excerpt(cell, 24)}' is in {written}, "
                             f"where nvidia-smi writes {unit}: the log is edited or another "
