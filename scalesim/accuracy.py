@@ -15,8 +15,8 @@ from __future__ import annotations
 
 # scalesim validate: 101 predicted points of 41 all-reduce (data-parallel) cases, median 3.0 %
 DATA_PARALLEL_MEDIAN_ERROR = 0.030
-# scalesim validate --parallel: 76 predicted model-parallel runs (tp, pp, sp, FSDP), median 2.8 %
-MODEL_PARALLEL_MEDIAN_ERROR = 0.028
+# scalesim validate --parallel: 76 predicted model-parallel runs (tp, pp, sp, FSDP), median 2.9 %
+MODEL_PARALLEL_MEDIAN_ERROR = 0.029
 
 
 def median_error(through_layouts: bool) -> float:

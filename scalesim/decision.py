@@ -558,11 +558,11 @@ def _grown_notes(ctx: _Ctx, best: AddedServers, others: list[AddedServers]) -> l
     $4,100 more expensive than the planner's layout at 72 devices: of the ways that gain the
     model's median error over today's run, decide takes the cheapest ..." (money leads),
     "passed over: ..., 9.9% slower and $160 cheaper than ...: money within the model's median
-    error of 2.8% is the same money, and decide takes the soonest", "passed over: ..., 17.0%
+    error of 2.9% is the same money, and decide takes the soonest", "passed over: ..., 17.0%
     slower and $4,000 cheaper than ...: it is 2.6% faster than today's run, under the model's
-    median error of 2.8%" (why, from ``_passed_over``), "kept today's layout at 24 devices:
+    median error of 2.9%" (why, from ``_passed_over``), "kept today's layout at 24 devices:
     the planner's layout (zero1 -> zero2) is 0.1% faster, under the model's median error of
-    2.8%" (a tie, money's or speed's; ", and takes one more server" where it does), or "not
+    2.9%" (a tie, money's or speed's; ", and takes one more server" where it does), or "not
     shown: today's layout at 80 devices does not fit in device memory (101.2 GiB per device
     needed)" (its count always said); each named by what differs from ``best``
     (``_rival_words``)."""

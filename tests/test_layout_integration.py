@@ -315,7 +315,7 @@ def test_split_the_model_is_offered_from_the_share_a_split_could_gain(gpt, monke
 
 @pytest.mark.parametrize("drop, layouts, knee", [
     (0.0300001, False, True), (0.0299, False, False),  # data parallel: 3.0 % median error
-    (0.0280001, True, True), (0.0279, True, False),    # a layout: 2.8 %
+    (0.0290001, True, True), (0.0289, True, False),    # a layout: 2.9 %
 ])
 def test_the_knee_is_a_drop_of_at_least_the_models_median_error(drop, layouts, knee):
     from types import SimpleNamespace
@@ -334,7 +334,7 @@ def test_no_knee_says_the_least_drop_it_looked_for(gpt):
     from scalesim.knee import least_drop_of, no_knee_words
 
     rows = predict(gpt, Scenario(devices=[8, 16]))
-    assert least_drop_of(rows) == 0.028 and least_drop_of(predict(default_profile(), Scenario(
+    assert least_drop_of(rows) == 0.029 and least_drop_of(predict(default_profile(), Scenario(
         devices=[8, 16]))) == 0.030
-    assert no_knee_words(0.028, "rows") == ("efficiency never drops by 2.8 points (the model's "
+    assert no_knee_words(0.029, "rows") == ("efficiency never drops by 2.9 points (the model's "
                                             "median error) between rows")

@@ -26,7 +26,7 @@ def test_the_kept_layout_note_says_only_what_the_planners_layout_changes(capsys)
     (kept,) = [n for n in notes if n.startswith("kept today's layout")]
     assert kept.startswith("kept today's layout at 24 devices: the planner's layout (zero1 -> "
                            "zero2) is 0."), kept
-    assert kept.endswith("% faster, under the model's median error of 2.8%"), kept
+    assert kept.endswith("% faster, under the model's median error of 2.9%"), kept
 
 
 def test_a_batch_that_splits_over_no_added_count_names_every_count_tried(capsys):
