@@ -8,7 +8,7 @@ gain smaller than this error is within what the model gets wrong half the time: 
 buy or change anything (``scalesim.decision``, docs/model.md §20).
 
 The figures are written out so that importing them costs nothing; ``tests/test_decision.py``
-recomputes both validations and checks they agree to half a percentage point.
+recomputes both validations and checks they agree to a tenth of a percentage point.
 """
 
 from __future__ import annotations

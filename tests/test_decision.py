@@ -195,13 +195,14 @@ def test_the_card_uses_the_error_of_the_path_that_predicts():
 
 
 def test_the_error_figures_are_the_shipped_validations_medians():
-    """scalesim.accuracy writes the medians out; they must stay those of the validations."""
+    """scalesim.accuracy writes the medians out, rounded to a tenth of a point; they must stay
+    those of the validations (a half-point tolerance let 2.87 % stay written as 2.8 %)."""
     dp = validate_cases(load_cases(validation_path("cases.json")))
     median = dp.summary["allreduce"]["median_abs_pct"] / 100
-    assert abs(DATA_PARALLEL_MEDIAN_ERROR - median) <= 0.005
+    assert DATA_PARALLEL_MEDIAN_ERROR == round(median, 3)
     mp = validate_parallel_cases(load_parallel_cases(validation_path("parallel_cases.json")))
     median = mp.summary["all"]["median_abs_pct"] / 100
-    assert abs(MODEL_PARALLEL_MEDIAN_ERROR - median) <= 0.005
+    assert MODEL_PARALLEL_MEDIAN_ERROR == round(median, 3)
 
 
 @pytest.mark.parametrize("stall_s, first", [(0.100, True), (0.0999, False)])
