@@ -25,14 +25,13 @@ from scalesim import presets
 from scalesim.bounds import bound, parse_list
 from scalesim.device_nouns import Nouns
 from scalesim.diagnose_request import DEFAULT_WIRE_BYTES
-from scalesim.diagnosis import (
-    Report,
+from scalesim.diagnosis import Report, shown_gain
+from scalesim.diagnosis_text import (
     by_verdict,
     gain_measure,
     gain_text,
     has_gain_bands,
     no_first_remedy,
-    shown_gain,
     table_nouns,
 )
 from scalesim.errors import ScalesimError
@@ -356,7 +355,7 @@ def remedies_frame(report: Report) -> tuple[pd.DataFrame, dict[str, str]]:
     """The page's remedies table and its signed columns' formats: the predicted gain in percent
     (a number, so the column sorts by value; empty where the remedy does not apply, its verdict
     says so) and, for runs, the ends of its 95 % band over the parameters the runs allow
-    (``Remedy.gain_low`` / ``gain_high``), as ``diagnosis.gain_text`` writes them
+    (``Remedy.gain_low`` / ``gain_high``), as ``diagnosis_text.gain_text`` writes them
     ('+25% (95%: +20% to +31%)')."""
     bands = has_gain_bands(report)  # the columns only where a remedy has a band
     gain = f"predicted gain in {gain_measure(report)} %"
@@ -540,7 +539,7 @@ def _runs_options() -> dict:
     return options
 
 
-# the traces' choice that leaves the strategy to their collectives (diagnosis.traced_exchange)
+# the traces' choice that leaves the strategy to their collectives (trace_collectives.traced_exchange)
 FROM_COLLECTIVES = "as the traces' collectives say"
 
 

@@ -17,7 +17,13 @@ import vl_convert as vlc
 from scalesim.attention_kernel import ATTENTION_KERNEL_LABELS
 from scalesim.cli.cmd_predict import layout_line
 from scalesim.decision import card_rows
-from scalesim.diagnosis import by_verdict, gain_measure, gain_text, has_gain_bands, no_first_remedy
+from scalesim.diagnosis_text import (
+    by_verdict,
+    gain_measure,
+    gain_text,
+    has_gain_bands,
+    no_first_remedy,
+)
 from scalesim.figures import amount
 from scalesim.layout import SPLIT_HEADER, split_short
 from scalesim.model.sharding import GRAD_SYNC_LABELS
@@ -335,7 +341,7 @@ def gain_column(report) -> str:
     """The diagnosis remedies table's gain column (the Diagnose page's and this report's), naming
     the measure of its figures (``diagnosis.shown_gain``): 'predicted gain in time to quality'
     where a critical batch size is known, else 'predicted gain in throughput'; ' (95% band)'
-    after it where the remedies have bands (runs, ``diagnosis.has_gain_bands``)."""
+    after it where the remedies have bands (runs, ``diagnosis_text.has_gain_bands``)."""
     return (f"predicted gain in {gain_measure(report)}"
             + (" (95% band)" if has_gain_bands(report) else ""))
 

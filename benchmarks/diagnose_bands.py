@@ -1,4 +1,4 @@
-"""Time of diagnose's remedy-gain bands (``diagnosis.set_gain_bands``) on the seed's cases.
+"""Time of diagnose's remedy-gain bands (``runs_diagnosis.set_gain_bands``) on the seed's cases.
 
     python benchmarks/diagnose_bands.py [--repeats 3]
 
@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import diagnose_cases as cases  # noqa: E402
 from stage_split import best_of  # noqa: E402  (this folder: the same timing)
 
-from scalesim import diagnosis  # noqa: E402
+from scalesim import runs_diagnosis  # noqa: E402
 from scalesim.presets import get_transformer  # noqa: E402
 from scalesim.profiles import default_profile  # noqa: E402
 from scalesim.runs import parse_runs_text, runs_from_records  # noqa: E402
@@ -34,12 +34,12 @@ from scalesim.schemas import Scenario  # noqa: E402
 def _timed(fn, repeats: int) -> tuple[float, float]:
     """(s with the bands, s without)."""
     banded = best_of(repeats, fn)
-    saved = diagnosis.REMEDY_BAND_DRAWS, diagnosis.LAYOUT_BAND_DRAWS
-    diagnosis.REMEDY_BAND_DRAWS = diagnosis.LAYOUT_BAND_DRAWS = 0
+    saved = runs_diagnosis.REMEDY_BAND_DRAWS, runs_diagnosis.LAYOUT_BAND_DRAWS
+    runs_diagnosis.REMEDY_BAND_DRAWS = runs_diagnosis.LAYOUT_BAND_DRAWS = 0
     try:
         plain = best_of(repeats, fn)
     finally:
-        diagnosis.REMEDY_BAND_DRAWS, diagnosis.LAYOUT_BAND_DRAWS = saved
+        runs_diagnosis.REMEDY_BAND_DRAWS, runs_diagnosis.LAYOUT_BAND_DRAWS = saved
     return banded, plain
 
 
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     total = [0.0, 0.0]
     for name, fn in cases.CASES.items():
         runs = runs_from_records(fn(), name)
-        banded, plain = _timed(lambda runs=runs: diagnosis.diagnose_runs(runs, params=25.6e6),
+        banded, plain = _timed(lambda runs=runs: runs_diagnosis.diagnose_runs(runs, params=25.6e6),
                                args.repeats)
         total[0] += banded
         total[1] += plain
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         path.write_text(json.dumps({"name": "bert-large at 128", "params": 336e6,
                                     "transformer": get_transformer("bert-large").model_dump()}))
         model = runs_model(str(path), "A100 40GB")
-    banded, plain = _timed(lambda: diagnosis.diagnose_runs(runs, None, 2.0, transformer=model),
+    banded, plain = _timed(lambda: runs_diagnosis.diagnose_runs(runs, None, 2.0, transformer=model),
                            args.repeats)
     print(f"| BERT-large --workload (layout model) | {banded:.2f} | {plain:.2f} | "
           f"{banded - plain:.2f} |")

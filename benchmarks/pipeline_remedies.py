@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from trace_job import launch  # noqa: E402
 
 from scalesim import traces  # noqa: E402
-from scalesim.diagnosis import diagnose_traces  # noqa: E402
+from scalesim.trace_diagnosis import diagnose_traces  # noqa: E402
 
 JOBS = {  # layers per stage, micro-batches a step, samples a step / the uneven job's
     "uneven (1, 3 layers), 4 micro-batches": ("1,3", 4, 1),

@@ -124,14 +124,14 @@ def diagnose_request(options: DiagnoseOptions, runs=None, traces=None, trace_sou
     if runs is None and traces is None:
         return smi
     if traces is not None:
-        from scalesim.diagnosis import diagnose_traces
+        from scalesim.trace_diagnosis import diagnose_traces
 
         given = options.strategy is not None  # else read off the collectives
         report = diagnose_traces(traces, trace_source, options.exchange() if given else None,
                                  None if given else options.shard_group)
     else:
-        from scalesim.diagnosis import diagnose_runs
         from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
+        from scalesim.runs_diagnosis import diagnose_runs
 
         model = None
         if options.workload is not None:
@@ -157,7 +157,7 @@ def _check_smi_matches(smi, runs, traces) -> None:
     (its GPUs were joined to a CPU job's ranks); a log of another GPU count than a one-host
     trace's ranks gets a note."""
     from scalesim.device_nouns import nouns_for
-    from scalesim.diagnosis import traced_device_name
+    from scalesim.trace_collectives import traced_device_name
 
     device = traced_device_name(traces) if traces is not None else runs.device_name
     if nouns_for(device).cpu:

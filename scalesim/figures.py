@@ -169,3 +169,23 @@ def link_GBps(busbw_GBps: float) -> str:
 def latency_us(latency_s: float) -> str:
     """A link's latency (s) in microseconds with its unit: '12.3 us', '150 us' (``sig3``)."""
     return f"{sig3(latency_s * 1e6)} us"
+
+
+def whole_percent(fraction: float) -> str:
+    """A fraction as a whole percentage: 0.354 -> '35%'."""
+    return f"{100.0 * fraction:.0f}%"
+
+
+def series(items: list[str], most: int = 12) -> str:
+    """'a, b, c', or the first and last few with '...' between when there are over ``most``."""
+    if len(items) <= most:
+        return ", ".join(items)
+    half = most // 2
+    return ", ".join(items[:half]) + f", ... ({len(items) - most} more), " + ", ".join(
+        items[-half:])
+
+
+def milliseconds(seconds: float) -> str:
+    """Seconds as milliseconds to three significant digits, as every fitted figure ('104 ms',
+    '5.3 ms', '0.0937 ms': not '0.1 ms' for 94 us), ``sig3``."""
+    return f"{sig3(1e3 * seconds)} ms"

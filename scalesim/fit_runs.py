@@ -780,7 +780,7 @@ def held_ends(fit: FitResult) -> np.ndarray:
     """The fit with each parameter it holds (``held_range_x``) at either end of the range the
     runs allow, the others as fitted: rows of fitted coordinates (two per held parameter, none
     where nothing is held). A prediction's band over the parameters the runs allow holds its
-    value at each (``diagnosis.set_gain_bands``, ``extrapolate``): the runs leave a held
+    value at each (``runs_diagnosis.set_gain_bands``, ``extrapolate``): the runs leave a held
     parameter anywhere in its range, so no share of draws decides that they rule out an end."""
     rows = []
     for name, ends in fit.held_range_x.items():

@@ -1,7 +1,7 @@
 """A traced pipeline's bubble and uneven stages, and what evening the stages or halving the
 bubble would save (docs/model.md §15, "A traced pipeline"; docs/diagnose.md).
 
-Reading (``diagnosis.traced_pipeline``). Each traced rank's stage is its place in its
+Reading (``trace_diagnosis.traced_pipeline``). Each traced rank's stage is its place in its
 pipeline group (the traces' pg_config), else the first stage its schedule's annotations name.
 Per stage s, ``C_s`` is the median over its traced ranks of their median step's compute and
 ``W_s`` of their exposed point-to-point time (the pipeline group's exposed kernels where
@@ -41,7 +41,7 @@ traced schedule cancels):
   time the replay leaves is taken to double with the messages (each send's latency stays).
 
 In a data-parallel x pipeline job the exchange's model prices its batch remedies with the
-pipeline's loss split as each meets it (``diagnosis.pipeline_batch_remedies``): twice the
+pipeline's loss split as each meets it (``trace_diagnosis.pipeline_batch_remedies``): twice the
 per-device batch doubles every stage's micro-batch, so the whole span T (compute, bubble and
 sends) grows with the batch; 4x the micro-batches of today's size (more accumulation) adds
 passes of the replay's steady state and the sends, the fill and drain paid once a step

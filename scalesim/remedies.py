@@ -683,7 +683,7 @@ REPLICA_REASONS = {
 }
 TP_OVERLAP_TITLE = ("Overlap tensor-parallel communication with the matmuls (Transformer Engine "
                     "TP comm overlap, torchtitan async TP)")
-# a traced pipeline's remedies (``diagnosis.pipeline_remedies``, priced by ``pipeline_trace``)
+# a traced pipeline's remedies (``trace_diagnosis.pipeline_remedies``, priced by ``pipeline_trace``)
 PIPELINE_EVEN_TITLE = "Even out the pipeline's stages"
 PIPELINE_BUBBLE_TITLE = ("Halve the pipeline bubble (twice the virtual stages per rank, or "
                          "twice the micro-batches at half the size)")

@@ -221,14 +221,14 @@ def test_a100_curve_the_pin_cannot_reach_is_held_to_the_attention_cores_rate():
     its core at 0.656 (1.78 s a sequence), not both at the peak (1.58 s). A curve of 1.66 s
     between the two is not reproduced (predict's compute is 2.06 s, not 1.78 s with the
     optimizer step), so ``curve_beyond_peak`` reports the 1.78 s and diagnose's check
-    (``diagnosis._check_runs_model``) notes it, where it had passed them in silence against the
+    (``runs_diagnosis._check_runs_model``) notes it, where it had passed them in silence against the
     1.58 s; a curve slower than 1.78 s is reproduced."""
     import numpy as np
 
-    from scalesim.diagnosis import diagnose_runs
     from scalesim.layout_predict import _pin_terms, curve_beyond_peak
     from scalesim.predict import predict
     from scalesim.runs import parse_runs_text
+    from scalesim.runs_diagnosis import diagnose_runs
     from scalesim.runs_model import runs_model
     from scalesim.schemas import Scenario
 

@@ -19,9 +19,9 @@ from scalesim.attention_kernel import (
     attention_family,
 )
 from scalesim.cli.main import main
-from scalesim.diagnosis import diagnose_traces
 from scalesim.presets import FLASH2_SPEED_RATIO_TO_VENDOR_ON_HOPPER
 from scalesim.remedies import ATTENTION_KERNEL_TITLE
+from scalesim.trace_diagnosis import diagnose_traces
 
 # Kernel names as the sources define them (the table's citations) and as traces show them.
 FA2_FWD = ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, "

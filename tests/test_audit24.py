@@ -15,10 +15,11 @@ from __future__ import annotations
 import diagnose_cases as cases
 import pytest
 
-from scalesim.diagnosis import Remedy, diagnose_runs, set_gain_bands, shown_gain
+from scalesim.diagnosis import Remedy, shown_gain
 from scalesim.errors import ScalesimError
 from scalesim.fit_runs import NOISE_NO_DOF, fit_runs
 from scalesim.runs import parse_runs_text
+from scalesim.runs_diagnosis import diagnose_runs, set_gain_bands
 from scalesim.runs_model import runs_model
 
 GPT17 = ("devices,nodes,step_time_s,per_device_batch\n1,1,0.6,4\n2,1,0.62,4\n4,1,0.63,4\n"
@@ -49,8 +50,8 @@ def test_a_smaller_batch_that_does_not_fit_is_not_runnable_and_has_no_band():
     assert any("yet the runs ran" in n for n in report.notes)
     assert not any(r.verdict == "not runnable" for r in report.remedies)
     # the remedy itself, at the GPU's memory: not runnable where no smaller batch fits
-    from scalesim.diagnosis import smaller_batch_remedy
     from scalesim.fit_runs import fitted_profile
+    from scalesim.runs_diagnosis import smaller_batch_remedy
 
     fit = fit_runs(runs, model.params, 4.0)
     profile, scenario, at = fitted_profile(fit, runs, critical_batch_size=16.0, model=model)

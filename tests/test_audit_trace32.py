@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from scalesim import traces
-from scalesim.diagnosis import diagnose_traces
+from scalesim.trace_diagnosis import diagnose_traces
 
 LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 

@@ -325,7 +325,17 @@ def profile():
 
 def _api_calls(profile):
     """(call, argument name it must name) for every public entry point given the wrong thing."""
-    from scalesim import diagnosis, fit_runs, jsonio, predict, profiles, runs, sweep, validate
+    from scalesim import (
+        fit_runs,
+        jsonio,
+        predict,
+        profiles,
+        runs,
+        runs_diagnosis,
+        sweep,
+        trace_diagnosis,
+        validate,
+    )
 
     return [
         (lambda: predict.predict({"name": "x"}), "profile"),
@@ -370,11 +380,11 @@ def _api_calls(profile):
         (lambda: runs.parse_runs_text(b"devices", "x"), "text"),
         (lambda: runs.runs_from_records(None, "src"), "src"),
         (lambda: runs.runs_from_records([1, 2], "src"), "src"),
-        (lambda: diagnosis.diagnose_runs(None), "runs"),
-        (lambda: diagnosis.diagnose_runs({"devices": [1, 2]}), "runs"),
-        (lambda: diagnosis.diagnose_traces(None, "x"), "summaries"),
-        (lambda: diagnosis.diagnose_traces([], "x"), "summaries"),
-        (lambda: diagnosis.diagnose_traces([{"rank": 0}], "x"), "summaries"),
+        (lambda: runs_diagnosis.diagnose_runs(None), "runs"),
+        (lambda: runs_diagnosis.diagnose_runs({"devices": [1, 2]}), "runs"),
+        (lambda: trace_diagnosis.diagnose_traces(None, "x"), "summaries"),
+        (lambda: trace_diagnosis.diagnose_traces([], "x"), "summaries"),
+        (lambda: trace_diagnosis.diagnose_traces([{"rank": 0}], "x"), "summaries"),
         (lambda: fit_runs.fit_runs(None), "runs"),
     ]
 
@@ -389,9 +399,9 @@ def test_public_functions_refuse_wrong_types_with_a_scalesim_error_naming_the_ar
 
 
 def test_numeric_api_arguments_are_checked_against_the_bounds(runs_csv):
-    from scalesim.diagnosis import diagnose_runs
     from scalesim.fit_runs import fit_runs
     from scalesim.runs import load_runs
+    from scalesim.runs_diagnosis import diagnose_runs
 
     runs = load_runs(runs_csv)
     for kwargs, name in [

@@ -15,7 +15,7 @@ from scalesim.app.state import default_state, preset_profile
 from scalesim import presets
 from scalesim.cli.main import main
 from scalesim.decision import decide
-from scalesim.diagnosis import diagnose_runs, render_text
+from scalesim.diagnosis_text import render_text
 from scalesim.figures import amount, gib
 from scalesim.knee import knee_of_predictions, searched_words
 from scalesim.layout_predict import plan_at
@@ -23,6 +23,7 @@ from scalesim.predict import predict
 from scalesim.profiles import default_profile, load_profile, load_workload, profile_from_presets
 from scalesim.remedies import NO_CHANGE, ONE_REPLICA, rank_remedies
 from scalesim.runs import parse_runs_text
+from scalesim.runs_diagnosis import diagnose_runs
 from scalesim.schemas import LinkCalibration, Scenario, ScenarioLayout
 
 H200 = (Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "h200-2026-11-30"

@@ -11,12 +11,13 @@ import pytest
 
 from scalesim import presets
 from scalesim.cli.main import main
-from scalesim.diagnosis import diagnose_runs, shown_gain
+from scalesim.diagnosis import shown_gain
 from scalesim.errors import ScalesimError
 from scalesim.fit_runs import extrapolate, fit_runs, fitted_profile
 from scalesim.predict import predict
 from scalesim.profiles import profile_from_presets
 from scalesim.runs import parse_runs_text, scaling
+from scalesim.runs_diagnosis import diagnose_runs
 from scalesim.schemas import Scenario
 
 FIRST_REMEDY = {
@@ -265,21 +266,21 @@ def test_remedy_profile_charges_no_contention_the_fit_did_not():
 
 def test_trace_remedy_profile_charges_no_contention(monkeypatch):
     """Traced compute time already includes any slowdown by collectives running beside it."""
-    import scalesim.diagnosis as diagnosis
+    import scalesim.trace_diagnosis as trace_diagnosis
 
     seen = []
-    monkeypatch.setattr(diagnosis, "model_remedies",
+    monkeypatch.setattr(trace_diagnosis, "model_remedies",
                         lambda profile, *args, **kwargs: seen.append(profile) or (None, []))
     cr = {"step_s": 0.1, "compute_s": 0.07, "comm_s": 0.04, "data_wait_s": 0.0,
           "overlap_share": 0.8, "idle_s": 0.01, "straggler_wait_s": 0.005}
-    diagnosis._trace_remedies(cr, [SimpleNamespace(world_size=4, device="gpu")], "comm_growth")
+    trace_diagnosis._trace_remedies(cr, [SimpleNamespace(world_size=4, device="gpu")], "comm_growth")
     assert seen and seen[0].hardware.comm_compute_contention == 0.0
 
 
 @pytest.mark.parametrize("slowest, named", [(1.046, False), (1.047, True)])
 def test_a_rank_slowest_in_every_run_is_a_slow_device_beyond_the_spread(slowest, named):
     """docs/model.md section 19: identical peers give the floor, 1 + 3.5 x 1.32 % = 1.0462."""
-    from scalesim.diagnosis import _rank_pattern
+    from scalesim.runs_diagnosis import _rank_pattern
 
     rows = [SimpleNamespace(devices=n, rank_step_times_s=[slowest] + [1.0] * (n - 1))
             for n in (2, 4, 8)]
@@ -289,7 +290,7 @@ def test_a_rank_slowest_in_every_run_is_a_slow_device_beyond_the_spread(slowest,
 
 
 def test_a_rank_within_its_noisy_peers_spread_is_not_a_slow_device():
-    from scalesim.diagnosis import _rank_pattern
+    from scalesim.runs_diagnosis import _rank_pattern
 
     noisy = [0.90, 0.95, 1.0, 1.0, 1.0, 1.05, 1.10]  # margin 0.259 over the median 1.0
     rows = [SimpleNamespace(devices=8, rank_step_times_s=[*noisy, t]) for t in (1.15, 1.2)]
@@ -332,13 +333,17 @@ def test_with_no_degrees_of_freedom_the_band_takes_the_models_own_error():
 @pytest.mark.parametrize("crossing, bends", [(0.0300001, True), (0.0299, False)])
 def test_the_boundary_drop_is_the_models_median_error(crossing, bends):
     """Inside one server 1.00 -> 0.99 -> 0.98; the crossing must lose at least 3.0 points."""
-    from scalesim.diagnosis import bends_at_boundary
+    from scalesim.runs_diagnosis import bends_at_boundary
 
     assert bends_at_boundary([1.0, 0.99, 0.98, 0.98 - crossing, 0.7], 2) is bends
 
 
 def test_the_boundary_needs_a_dominant_crossing_and_held_efficiency():
-    from scalesim.diagnosis import BOUNDARY_DOMINANCE, IN_SERVER_HELD_EFFICIENCY, bends_at_boundary
+    from scalesim.runs_diagnosis import (
+        BOUNDARY_DOMINANCE,
+        IN_SERVER_HELD_EFFICIENCY,
+        bends_at_boundary,
+    )
 
     assert BOUNDARY_DOMINANCE == 2.0 and IN_SERVER_HELD_EFFICIENCY == 0.75
     assert bends_at_boundary([1.0, 0.96, 0.879], 1)  # 0.081 >= 2 x 0.04
@@ -351,9 +356,9 @@ def test_the_boundary_needs_a_dominant_crossing_and_held_efficiency():
 def test_large_batch_is_named_below_the_good_efficiency(monkeypatch, r, named):
     """r, the share of ideal speed-up the batch keeps, is judged as systems efficiency is: below
     GOOD_EFFICIENCY (0.9) and below the efficiency (here about 0.98) it is the cause."""
-    import scalesim.diagnosis as diagnosis
+    import scalesim.runs_diagnosis as runs_diagnosis
 
-    monkeypatch.setattr(diagnosis, "_large_batch", lambda *_: (r, ["samples needed grow"]))
+    monkeypatch.setattr(runs_diagnosis, "_large_batch", lambda *_: (r, ["samples needed grow"]))
     report = diagnose_runs(runs_of(cases.scales_well()))
     assert report.cause.key == ("large_batch" if named else "none")
 
@@ -362,7 +367,7 @@ def _trace_report(monkeypatch, tmp_path, counts=None, steps=5, **parts):
     """diagnose_traces over two real (tiny) traces with the cross-rank breakdown replaced."""
     from test_traces import gpu_trace, write
 
-    import scalesim.diagnosis as diagnosis
+    import scalesim.trace_diagnosis as trace_diagnosis
     import scalesim.traces as traces
 
     summaries = [traces.summarise(write(tmp_path, f"r{r}.json", gpu_trace(r))) for r in (0, 1)]
@@ -373,8 +378,8 @@ def _trace_report(monkeypatch, tmp_path, counts=None, steps=5, **parts):
           "slowest_counts": {0: steps - (counts or 0), 1: counts or 0}, "steps_compared": steps}
     cr.update(parts)
     monkeypatch.setattr(traces, "cross_rank", lambda _: cr)
-    monkeypatch.setattr(diagnosis, "_trace_remedies", lambda *_: (None, []))
-    return diagnosis.diagnose_traces(summaries, "t")
+    monkeypatch.setattr(trace_diagnosis, "_trace_remedies", lambda *_: (None, []))
+    return trace_diagnosis.diagnose_traces(summaries, "t")
 
 
 @pytest.mark.parametrize("counts, key", [(5, "slow_device"), (4, "stragglers")])
@@ -398,31 +403,31 @@ def test_other_causes_are_listed_from_five_percent_for_traces(monkeypatch, tmp_p
 
 
 def test_the_loader_is_modelled_from_a_wait_that_could_gain_the_models_error(monkeypatch):
-    import scalesim.diagnosis as diagnosis
+    import scalesim.trace_diagnosis as trace_diagnosis
     from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR as e
 
-    assert pytest.approx(e / (1 + e)) == diagnosis.LOADER_MODELLED_SHARE  # 2.9 %
+    assert pytest.approx(e / (1 + e)) == trace_diagnosis.LOADER_MODELLED_SHARE  # 2.9 %
     seen = []
-    monkeypatch.setattr(diagnosis, "model_remedies",
+    monkeypatch.setattr(trace_diagnosis, "model_remedies",
                         lambda profile, *args, **kwargs: seen.append(profile) or (None, []))
-    for wait, modelled in ((diagnosis.LOADER_MODELLED_SHARE, True), (0.029, False)):
+    for wait, modelled in ((trace_diagnosis.LOADER_MODELLED_SHARE, True), (0.029, False)):
         cr = {"step_s": 1.0, "compute_s": 0.8, "comm_s": 0.1, "data_wait_s": wait,
               "overlap_share": 0.5, "idle_s": 0.0, "straggler_wait_s": 0.0}
-        diagnosis._trace_remedies(cr, [SimpleNamespace(world_size=4, device="gpu",
+        trace_diagnosis._trace_remedies(cr, [SimpleNamespace(world_size=4, device="gpu",
                                                        loader_in_process=False)], "input_pipeline")
         assert (seen[-1].input_pipeline is not None) is modelled
 
 
 @pytest.mark.parametrize("share, overlap", [(0.5, True), (0.4999, False)])
 def test_traced_overlap_is_the_nearer_case(monkeypatch, share, overlap):
-    import scalesim.diagnosis as diagnosis
+    import scalesim.trace_diagnosis as trace_diagnosis
 
     seen = []
-    monkeypatch.setattr(diagnosis, "model_remedies",
+    monkeypatch.setattr(trace_diagnosis, "model_remedies",
                         lambda _p, scenario, *a, **k: seen.append(scenario) or (None, []))
     cr = {"step_s": 1.0, "compute_s": 0.8, "comm_s": 0.1, "data_wait_s": 0.0,
           "overlap_share": share, "idle_s": 0.0, "straggler_wait_s": 0.0}
-    diagnosis._trace_remedies(cr, [SimpleNamespace(world_size=4, device="gpu")], "comm_growth")
+    trace_diagnosis._trace_remedies(cr, [SimpleNamespace(world_size=4, device="gpu")], "comm_growth")
     assert seen[-1].overlap is overlap
 
 
@@ -486,7 +491,7 @@ def test_a_part_over_the_measured_step_is_said_as_a_misfit():
     is pinned on the shares themselves."""
     from types import SimpleNamespace
 
-    from scalesim.diagnosis import _parts_over_the_step
+    from scalesim.runs_diagnosis import _parts_over_the_step
 
     shares = {"compute": np.array([0.0, 0.4]), "data": np.array([1.38, 0.45]),
               "comm": np.array([0.2, 1.05])}

@@ -12,16 +12,12 @@ import numpy as np
 import pytest
 
 from scalesim.cli.main import main
-from scalesim.diagnosis import (
-    Remedy,
-    diagnose_runs,
-    gain_text,
-    set_gain_bands,
-    smaller_batch_remedy,
-)
+from scalesim.diagnosis import Remedy
+from scalesim.diagnosis_text import gain_text
 from scalesim.fit_runs import drawn_fit, fit_runs, plausible_draws
 from scalesim.remedies import rank_remedies, split_change
 from scalesim.runs import parse_runs_text
+from scalesim.runs_diagnosis import diagnose_runs, set_gain_bands, smaller_batch_remedy
 from scalesim.schemas import Scenario
 
 
@@ -133,20 +129,20 @@ def test_a_given_split_layout_is_the_one_the_split_remedy_predicts():
 
 def test_a_remedy_whose_band_reaches_a_loss_is_cautioned():
     """Where a remedy's gain rests on several fitted parameters at once (no one parameter for
-    ``_remedy_caveat`` to name), a band that reaches a loss says the runs do not show it helps."""
-    from scalesim.diagnosis import _band_caveat
+    ``remedy_caveat`` to name), a band that reaches a loss says the runs do not show it helps."""
+    from scalesim.runs_diagnosis import band_caveat
 
     def remedy(low, verdict="remedy"):
         r = Remedy("bigger_batch", "Double the per-device batch", 0.1, True, verdict=verdict)
         r.gain_low, r.gain_high = low, 0.2
         return r
 
-    assert _band_caveat(remedy(-0.05)).startswith(
+    assert band_caveat(remedy(-0.05)).startswith(
         "its 95% band over the parameters these runs allow reaches -5%: they do not show that it helps")
-    assert _band_caveat(remedy(0.0)) == ""  # no loss inside the band
-    assert _band_caveat(remedy(-0.05, "loses")) == ""  # not advised anyway
+    assert band_caveat(remedy(0.0)) == ""  # no loss inside the band
+    assert band_caveat(remedy(-0.05, "loses")) == ""  # not advised anyway
     unbanded = Remedy("bigger_batch", "x", 0.1, True, verdict="remedy")
-    assert _band_caveat(unbanded) == ""
+    assert band_caveat(unbanded) == ""
 
 
 def test_the_overlap_band_of_unpinned_runs_reaches_no_gain():

@@ -14,19 +14,15 @@ import pytest
 from app_harness import run_clean
 from streamlit.testing.v1 import AppTest
 
-import scalesim.diagnosis as diagnosis
+import scalesim.runs_diagnosis as runs_diagnosis
 from scalesim.cli.main import main
 from scalesim.device_nouns import CPU_NOUNS, GPU_NOUNS
-from scalesim.diagnosis import (
-    diagnose_runs,
-    least_decisive_gain,
-    model_remedies,
-    render_text,
-    shown_gain,
-)
+from scalesim.diagnosis import least_decisive_gain, model_remedies, shown_gain
+from scalesim.diagnosis_text import render_text
 from scalesim.profiles import default_profile
 from scalesim.remedies import rank_remedies
 from scalesim.runs import parse_runs_text
+from scalesim.runs_diagnosis import diagnose_runs
 from scalesim.schemas import Profile, Scenario
 
 
@@ -154,7 +150,7 @@ def test_the_decisive_gain_is_computed_in_one_place(monkeypatch):
     assert report.decisive_gain == least_decisive_gain(profile, scenario)
     helping = [r for r in report.remedies if r.helps]
     low = min(shown_gain(r) for r in helping)
-    monkeypatch.setattr(diagnosis, "least_decisive_gain", lambda *_: low)
+    monkeypatch.setattr(runs_diagnosis, "least_decisive_gain", lambda *_: low)
     again = diagnose_runs(parse_runs_text(rows, "runs.csv"))
     assert again.decisive_gain == low and again.first_remedy is not None
     assert shown_gain(again.first_remedy) >= low
@@ -181,7 +177,7 @@ def test_the_diagnose_page_and_html_report_show_the_figure_the_text_shows():
     from scalesim.app.diagnose_page import BAND_HIGH, BAND_LOW
     from scalesim.app.report import diagnosis_html, gain_column
 
-    from scalesim.diagnosis import gain_text
+    from scalesim.diagnosis_text import gain_text
 
     def page():
         from scalesim.app.diagnose_page import render

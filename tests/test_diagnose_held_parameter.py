@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from scipy.stats import chi2
 
-from scalesim.diagnosis import diagnose_runs
 from scalesim.fit_runs import _chi2_on_runs, fit_runs, held_ends, plausible_draws
 from scalesim.predict import predict
 from scalesim.remedies import rank_remedies
 from scalesim.runs import parse_runs_text
+from scalesim.runs_diagnosis import diagnose_runs
 from scalesim.schemas import LoaderCurve, LoaderPoint, Scenario
 
 SCENARIO = Scenario(devices=[1, 2, 4, 8, 16, 32], micro_batch=64, loader_workers=8)

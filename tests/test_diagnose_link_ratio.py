@@ -12,8 +12,10 @@ import re
 import diagnose_cases as cases
 import pytest
 
-from scalesim.diagnosis import RATIO_PINNED_FACTOR, diagnose_runs, render_text
+from scalesim.diagnosis import RATIO_PINNED_FACTOR
+from scalesim.diagnosis_text import render_text
 from scalesim.runs import runs_from_records
+from scalesim.runs_diagnosis import diagnose_runs
 from scalesim.schemas import Scenario
 
 

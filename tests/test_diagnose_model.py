@@ -14,11 +14,12 @@ import pytest
 from cli_harness import run_cli
 
 from scalesim import presets
-from scalesim.diagnosis import diagnose_runs, model_remedies, shown_gain
+from scalesim.diagnosis import model_remedies, shown_gain
 from scalesim.errors import ScalesimError
 from scalesim.presets import get_transformer
 from scalesim.profiles import default_profile, profile_from_presets, resolve_profile
 from scalesim.runs import parse_runs_text
+from scalesim.runs_diagnosis import diagnose_runs
 from scalesim.runs_model import runs_model
 from scalesim.schemas import Profile, Scenario
 

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from scalesim.device_nouns import REPLICA_NOUNS, measured_nouns, nouns_for, replica_of
-from scalesim.diagnosis import diagnose_runs
 from scalesim.errors import ScalesimError
 from scalesim.remedies import REPLICA_REASONS
 from scalesim.runs import parse_runs_text, replica_runs, runs_from_records
+from scalesim.runs_diagnosis import diagnose_runs
 
 # A tp-8 job on servers of 8 GPUs, 1 -> 4 replicas, step times from a boundary at 16 GPUs
 TP8 = """devices,nodes,step_time_s,global_batch,tp
@@ -302,7 +302,7 @@ def test_extrapolation_that_does_not_fill_servers_is_refused_in_devices():
     (6, {"tp": 2, "pp": 1, "cp": 2}, 2, 1),   # tp x cp = 4 ranks a replica
 ])
 def test_a_device_rank_belongs_to_its_data_parallel_replica(rank, split, replicas, replica):
-    from scalesim.diagnosis import replica_of_rank
+    from scalesim.runs_diagnosis import replica_of_rank
 
     assert replica_of_rank(rank, split, replicas) == replica
 
@@ -315,7 +315,7 @@ def test_a_device_rank_belongs_to_its_data_parallel_replica(rank, split, replica
     ({"tp": 16, "pp": 1, "cp": 1}, 2, 8, 2),
 ])
 def test_the_servers_one_replica_spans(split, replicas, g, servers):
-    from scalesim.diagnosis import _replica_servers
+    from scalesim.runs_diagnosis import _replica_servers
 
     assert _replica_servers(split, replicas, g) == servers
 

@@ -14,13 +14,10 @@ from types import SimpleNamespace
 import diagnose_cases as cases
 import numpy as np
 
-from scalesim.diagnosis import (
-    OVERLAP_PINNED_HALF_WIDTH,
-    _remedy_caveat,
-    diagnose_runs,
-    render_text,
-)
+from scalesim.diagnosis import OVERLAP_PINNED_HALF_WIDTH
+from scalesim.diagnosis_text import render_text
 from scalesim.runs import parse_runs_text, runs_from_records
+from scalesim.runs_diagnosis import diagnose_runs, remedy_caveat
 
 NOISY = ("devices,nodes,step_time_s,per_device_batch\n1,1,0.300,32\n2,1,0.311,32\n4,1,0.318,32\n"
          "8,1,0.335,32\n16,2,0.420,32\n32,4,0.452,32\n")
@@ -53,7 +50,7 @@ def _fit(values, se):
 
 
 def _caveat(values, se, key, multi_server=True):
-    return _remedy_caveat(_fit(values, se), SimpleNamespace(key=key, applicable=True, verdict="remedy",
+    return remedy_caveat(_fit(values, se), SimpleNamespace(key=key, applicable=True, verdict="remedy",
                                                              gain_low=None, gain_high=None), multi_server)
 
 
@@ -64,9 +61,9 @@ def test_the_caveat_needs_its_kind_of_remedy_and_a_wide_band():
     assert _caveat({"overlap": 0.0}, None, "overlap") == ""  # held at a bound by the runs
     assert _caveat({"overlap": 0.5}, narrow, "overlap") == ""
     assert _caveat({"overlap": 0.5}, wide, "bigger_batch") == ""  # no caveat for that remedy
-    assert _remedy_caveat(_fit({"overlap": 0.5}, wide), None, True) == ""
+    assert remedy_caveat(_fit({"overlap": 0.5}, wide), None, True) == ""
     not_applicable = SimpleNamespace(key="overlap", applicable=False)
-    assert _remedy_caveat(_fit({"overlap": 0.5}, wide), not_applicable, True) == ""
+    assert remedy_caveat(_fit({"overlap": 0.5}, wide), not_applicable, True) == ""
 
 
 def test_a_faster_link_and_the_loader_are_cautioned_where_their_parameter_is_not_pinned():

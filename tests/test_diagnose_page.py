@@ -88,15 +88,15 @@ def test_charts_render_to_svg(tmp_path):
     import vl_convert as vlc
     from scalesim.app import diagnose_page as page
 
-    from scalesim.diagnosis import diagnose_runs
     from scalesim.runs import parse_runs_text
+    from scalesim.runs_diagnosis import diagnose_runs
 
     runs = diagnose_runs(parse_runs_text(cases.to_csv(cases.inter_server()), "r.csv"))
     paths = []
     for r in (0, 1):
         paths.append(tmp_path / f"rank{r}.json")
         paths[-1].write_text(json.dumps(gpu_trace(r, slow_us=200.0 * r)))
-    from scalesim.diagnosis import diagnose_traces
+    from scalesim.trace_diagnosis import diagnose_traces
     from scalesim.traces import load_traces
 
     tr = diagnose_traces(load_traces([str(p) for p in paths]), "t")
@@ -113,7 +113,7 @@ def test_the_fitted_model_opens_in_the_planner_with_gains_and_their_band():
     from scalesim.app.diagnose_page import example_runs_csv, planner_link, runs_report
     from scalesim.app.report import diagnosis_html
 
-    from scalesim.diagnosis import gain_text
+    from scalesim.diagnosis_text import gain_text
 
     report = runs_report(example_runs_csv(), "example", None, None)
     link = planner_link(report, "http://host/")

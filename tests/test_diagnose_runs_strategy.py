@@ -14,11 +14,11 @@ import pytest
 from cli_harness import run_cli
 
 from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
-from scalesim.diagnosis import diagnose_runs
 from scalesim.errors import ScalesimError
 from scalesim.fit_runs import RunsExchange, fit_runs
 from scalesim.profiles import resolve_profile
 from scalesim.runs import parse_runs_text
+from scalesim.runs_diagnosis import diagnose_runs
 from scalesim.runs_model import runs_model
 from scalesim.schemas import Scenario
 
@@ -214,7 +214,7 @@ def test_an_all_reduce_trace_stays_ddp(tmp_path):
     """The seed's GPU trace (one NCCL all-reduce a step) reads as DDP, with no note."""
     from test_traces import gpu_trace, write
 
-    from scalesim.diagnosis import traced_exchange
+    from scalesim.trace_collectives import traced_exchange
     from scalesim.traces import load_traces
 
     paths = [str(write(tmp_path, f"rank{r}.json", gpu_trace(r))) for r in (0, 1)]

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from scalesim import runs as runs_module
-from scalesim.diagnosis import diagnose_runs
 from scalesim.errors import ScalesimError
 from scalesim.runs import MAX_FIT_RUNS, parse_runs_text, thin
+from scalesim.runs_diagnosis import diagnose_runs
 
 
 def _csv(rows) -> str:

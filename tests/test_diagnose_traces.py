@@ -14,7 +14,7 @@ import pytest
 from trace_job import TRACE_SLEEP_S, launch
 
 from scalesim.cli.main import main
-from scalesim.diagnosis import diagnose_traces
+from scalesim.trace_diagnosis import diagnose_traces
 from scalesim.traces import load_traces
 
 SLEEP_S = TRACE_SLEEP_S

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from scipy.stats import chi2
 
-from scalesim.diagnosis import diagnose_runs, render_text
+from scalesim.diagnosis_text import render_text
 from scalesim.fit_runs import HELD_SCAN_FACTORS, _chi2_on_runs, fit_runs
 from scalesim.runs import parse_runs_text, replica_runs
+from scalesim.runs_diagnosis import diagnose_runs
 
 # tp 2 x pp 2 on servers of 8: the 8-replica run crosses servers, and its exchange hides just
 # behind compute at the fit (a kink of the model: a forward difference moves no run)

@@ -12,12 +12,12 @@ import pytest
 
 from scalesim import presets
 from scalesim.decision import decide
-from scalesim.diagnosis import diagnose_runs
 from scalesim.network_upgrades import UPGRADES_BY_KEY
 from scalesim.predict import predict
 from scalesim.profiles import profile_from_presets
 from scalesim.remedies import rank_remedies
 from scalesim.runs import parse_runs_text
+from scalesim.runs_diagnosis import diagnose_runs
 from scalesim.schemas import Profile, Scenario
 
 

@@ -23,9 +23,10 @@ from scalesim.app.state import default_state
 from test_app_honest import stalled_profile
 
 from scalesim.cli.main import main
-from scalesim.diagnosis import diagnose_runs, render_text
+from scalesim.diagnosis_text import render_text
 from scalesim.remedies import NO_CHANGE, VERDICTS, gain_verdict, rank_remedies
 from scalesim.runs import parse_runs_text
+from scalesim.runs_diagnosis import diagnose_runs
 from scalesim.schemas import Scenario
 
 # one server of 8 devices whose step waits for its input: a faster link gains exactly 0

@@ -11,10 +11,10 @@ import diagnose_cases as cases
 import pytest
 
 from scalesim import presets
-from scalesim.diagnosis import diagnose_runs
 from scalesim.predict import predict
 from scalesim.profiles import profile_from_presets
 from scalesim.runs import parse_runs_text
+from scalesim.runs_diagnosis import diagnose_runs
 from scalesim.schemas import Profile, Scenario
 
 NOTE = "the fit overlaps"

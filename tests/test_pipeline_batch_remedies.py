@@ -1,5 +1,5 @@
 """The batch remedies of a data-parallel x pipeline job's traces, with the pipeline's loss split
-as each change meets it (``diagnosis.pipeline_batch_remedies``,
+as each change meets it (``trace_diagnosis.pipeline_batch_remedies``,
 ``pipeline_trace.accumulation_split_s``; docs/diagnose.md "Pipeline bubble and uneven stages"):
 a bigger per-device batch grows the pipeline's whole span with the batch, more micro-batches add
 passes of its replayed steady state with the fill and drain paid once a step; the data wait,
@@ -20,8 +20,8 @@ import pytest
 from trace_job import launch
 
 from scalesim import traces
-from scalesim.diagnosis import diagnose_traces
 from scalesim.pipeline_trace import accumulation_split_s, read_pipeline, replay_1f1b_s
+from scalesim.trace_diagnosis import diagnose_traces
 
 UNIT_US = 100.0
 SCHEDULE = {0: [(0, 1), (1, 2), (7, 9), (13, 15)], 1: [(1, 3), (3, 7), (7, 9), (9, 13)]}

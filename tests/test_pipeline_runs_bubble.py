@@ -5,12 +5,12 @@ on a pp-2 job predicted the exchange's amortisation alone."""
 
 import pytest
 
-from scalesim.diagnosis import diagnose_runs
 from scalesim.errors import ScalesimError
 from scalesim.model.step import StepInputs, evaluate
 from scalesim.predict import predict
 from scalesim.profiles import default_profile
 from scalesim.runs import parse_runs_text
+from scalesim.runs_diagnosis import diagnose_runs
 from scalesim.schemas import Scenario, Workload
 
 

@@ -14,7 +14,6 @@ import pytest
 from trace_job import launch
 
 from scalesim import traces
-from scalesim.diagnosis import diagnose_traces
 from scalesim.pipeline_trace import (
     MOST_MICRO_BATCHES,
     annotated_schedule,
@@ -22,6 +21,7 @@ from scalesim.pipeline_trace import (
     fit_micro_batches,
     replay_1f1b_s,
 )
+from scalesim.trace_diagnosis import diagnose_traces
 
 
 def test_even_stages_replay_the_textbook_bubble():
@@ -172,7 +172,7 @@ def test_pipeline_only_batch_remedies_by_hand(tmp_path):
     2-unit data wait, both per sample: per sample 15 + 1 + 2 = 18, the rest 2 paid once.
     Twice the batch: 2 + 2 x 18 = 38 for 2x the samples, 40 / 38 - 1; 4x the micro-batches:
     each pass 12 + 1 + 2 = 15, 20 + 3 x 15 = 65 for 4x, 80 / 65 - 1."""
-    from scalesim.diagnosis import pipeline_only_batch_remedies
+    from scalesim.trace_diagnosis import pipeline_only_batch_remedies
 
     report = diagnose_traces(_hand_made(tmp_path), "hand-made")
     reading = _reading(report)
@@ -287,8 +287,8 @@ def test_a_remedy_saves_no_more_than_the_traces_lost_to_it():
     promise more than was lost: halving the bubble saves at most the pacing stage's waits
     (3 ms of a 15 ms step: +25 %), evening at most the loss against even stages without a
     bubble; a saving of the whole step is held under it (no division by zero)."""
-    from scalesim.diagnosis import pipeline_remedies
     from scalesim.pipeline_trace import PipelineReading
+    from scalesim.trace_diagnosis import pipeline_remedies
 
     stages = [{"stage": 0, "ranks": [0], "compute_s": 0.006, "wait_s": 0.009},
               {"stage": 1, "ranks": [1], "compute_s": 0.012, "wait_s": 0.003}]

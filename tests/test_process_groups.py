@@ -14,11 +14,12 @@ import json
 import pytest
 
 from scalesim import traces
-from scalesim.diagnosis import diagnose_traces, traced_exchange
 from scalesim.errors import ScalesimError
 from scalesim.fit_runs import RunsExchange
 from scalesim.model.overlap import GPU_COMM_CONTENTION
 from scalesim.process_groups import group_role, ranks_of, traced_degrees, whole_or_none
+from scalesim.trace_collectives import traced_exchange
+from scalesim.trace_diagnosis import diagnose_traces
 
 
 @pytest.mark.parametrize("desc, size, world, role", [
@@ -344,7 +345,7 @@ def _hsdp_summaries(tmp_path, **kw):
 def test_hybrid_sharding_is_read_off_the_data_parallel_groups(tmp_path):
     """Two all-gathers per reduce-scatter in the shard group: ZeRO-3; the all-reduce in the
     other data-parallel group: hybrid, with the shard group's 4 ranks (2 replicas of 8)."""
-    from scalesim.diagnosis import shard_groups
+    from scalesim.trace_collectives import shard_groups
 
     summaries = _hsdp_summaries(tmp_path)
     by_desc = summaries[0].groups["dp"]["by_desc"]

@@ -6,8 +6,8 @@ import pytest
 from scalesim.billing import billing_words
 from scalesim.decision import decide
 from scalesim.device_nouns import named_count, replica_device_name
-from scalesim.diagnosis import diagnose_runs
 from scalesim.runs import parse_runs_text
+from scalesim.runs_diagnosis import diagnose_runs
 from scalesim.schemas import Profile, Scenario
 
 RUNS = """devices,nodes,step_time_s,per_device_batch,accumulation,tp,pp

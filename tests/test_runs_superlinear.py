@@ -1,4 +1,4 @@
-"""Runs that scale past linear against the first (diagnosis._superlinear): a little is real
+"""Runs that scale past linear against the first (runs_diagnosis._superlinear): a little is real
 (cache effects, a smaller footprint per device) and gets a note; 10x past linear is a wrong row,
 refused in one line instead of reported as "No scaling problem found" (session 31 audit)."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from scalesim.cli.main import main
-from scalesim.diagnosis import diagnose_runs
 from scalesim.errors import ScalesimError
 from scalesim.runs import parse_runs_text
+from scalesim.runs_diagnosis import diagnose_runs
 
 
 def test_far_past_linear_is_refused_naming_the_run(tmp_path, capsys):

@@ -13,18 +13,19 @@ import numpy as np
 import pytest
 from cli_harness import run_cli
 
-from scalesim import diagnosis
+from scalesim import runs_diagnosis
 from scalesim.bounds import flag_list_type, flag_type
 from scalesim.cli.cmd_predict import notes_before
 from scalesim.decision import card_rows, decide
 from scalesim.device_nouns import CPU_NOUNS, GPU_NOUNS
-from scalesim.diagnosis import diagnose_runs, least_decisive_gain, model_remedies, shown_gain
+from scalesim.diagnosis import least_decisive_gain, model_remedies, shown_gain
 from scalesim.errors import ScalesimError, file_path, flag_error
 from scalesim.figures import amount, count_columns
 from scalesim.fit_runs import fit_problem, fit_runs, measured_layout
 from scalesim.money import usd_type
 from scalesim.profiles import default_profile, resolve_profile
 from scalesim.runs import runs_from_records
+from scalesim.runs_diagnosis import diagnose_runs
 from scalesim.schemas import Scenario
 
 SEQUENCES = "sequences of 8192 tokens"  # llama3-70b's sample_unit
@@ -87,7 +88,7 @@ def test_one_runs_report_asks_the_decisive_gain_once(monkeypatch):
         calls.append(1)
         return least_decisive_gain(profile, scenario)
 
-    monkeypatch.setattr(diagnosis, "least_decisive_gain", counted)
+    monkeypatch.setattr(runs_diagnosis, "least_decisive_gain", counted)
     report = diagnose_runs(runs_from_records(cases.scales_well(), "scales well"))
     assert len(calls) == 1
     assert report.decisive_gain == 0.03 and report.first_remedy is None  # docs/diagnose.md

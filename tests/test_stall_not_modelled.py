@@ -186,9 +186,9 @@ def test_diagnose_says_the_runs_show_no_stall_rather_than_not_modelled():
     input pipeline was measured; runs that do wait for input still get the remedy."""
     import diagnose_cases as cases
 
-    from scalesim.diagnosis import diagnose_runs
     from scalesim.remedies import NO_STALL_FOUND
     from scalesim.runs import parse_runs_text
+    from scalesim.runs_diagnosis import diagnose_runs
 
     report = diagnose_runs(parse_runs_text(cases.to_csv(cases.inter_server()), "runs.csv"))
     loader = next(r for r in report.remedies if r.key == "loader")

@@ -1,5 +1,5 @@
 """A trace's exchange is priced at its own time, not at the waits for peers inside its
-collectives (``diagnosis.exchange_transfer_s``)."""
+collectives (``trace_collectives.exchange_transfer_s``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import json
 import pytest
 
 from scalesim import traces
-from scalesim.diagnosis import diagnose_traces, exchange_transfer_s, pipeline_stages
+from scalesim.trace_collectives import exchange_transfer_s, pipeline_stages
+from scalesim.trace_diagnosis import diagnose_traces
 
 
 def _event(name, ts_us, dur_us, cat="cpu_op", tid=1):
@@ -78,7 +79,7 @@ def test_each_pipeline_stage_exchanges_its_own_shard(tmp_path):
               {"pg_name": "2", "pg_desc": "PIPELINE_MODEL_PARALLEL_GROUP", "pg_size": 2,
                "ranks": [1, 3]}]
     summaries = _ddp_traces(tmp_path, [5.5, 5.0, 3.0, 3.0], recv_ms=1.0, config=config)
-    from scalesim.diagnosis import traced_layout
+    from scalesim.trace_collectives import traced_layout
 
     staged = pipeline_stages(summaries, traced_layout(summaries))
     assert staged[0] == 2 and staged[1] == [0, 0, 1, 1]

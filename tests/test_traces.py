@@ -419,7 +419,7 @@ def test_a_step_number_given_twice_is_refused(tmp_path):
 
 
 def test_overlapping_steps_mixed_gpus_and_step_counts_are_noted(tmp_path):
-    from scalesim.diagnosis import diagnose_traces
+    from scalesim.trace_diagnosis import diagnose_traces
 
     data = gpu_trace()
     for ev in data["traceEvents"]:

@@ -16,12 +16,14 @@ from scalesim.app.charts import layout_label
 from streamlit.testing.v1 import AppTest
 
 from scalesim.cli.main import main
-from scalesim.diagnosis import diagnose_runs, model_remedies, render_text
+from scalesim.diagnosis import model_remedies
+from scalesim.diagnosis_text import render_text
 from scalesim.layout import SPLIT_HEADER, split_short, split_words
 from scalesim.presets import get_hardware
 from scalesim.profiles import default_profile, load_workload, profile_from_presets
 from scalesim.remedies import VERDICT_GROUPS, VERDICTS, rank_remedies, verdict_group
 from scalesim.runs import parse_runs_text
+from scalesim.runs_diagnosis import diagnose_runs
 from scalesim.schemas import Scenario
 
 # 8 devices at a micro-batch of 256: it fits; doubling it does not (verdict "not runnable")

@@ -1,0 +1,1135 @@
+"""Diagnose measured runs: a table of device counts and throughputs (with any measured columns:
+exposed communication, data wait, straggler wait, steps to a quality target). The model is fitted
+to the runs (``scalesim.fit_runs``), the lost efficiency split into its parts, the cause named
+(``scalesim.diagnosis.CAUSES``) and the remedies ranked with their gain bands. docs/diagnose.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, replace
+
+import numpy as np
+
+from scalesim.bounds import bound
+from scalesim.device_nouns import (
+    GPU_NOUNS,
+    Nouns,
+    measured_nouns,
+    nouns_for,
+)
+from scalesim.diagnosis import (
+    GOOD_EFFICIENCY,
+    OTHER_CAUSE_SHARE,
+    RATIO_PINNED_FACTOR,
+    Finding,
+    Remedy,
+    Report,
+    finding,
+    first_remedy,
+    least_decisive_gain,
+    model_remedies,
+    pinned,
+    shown_gain,
+)
+from scalesim.errors import ScalesimError, require_model
+from scalesim.figures import link_GBps, milliseconds, series, sig3, whole, whole_percent
+from scalesim.fit_runs import TIED_WORDS, Z95, from_fitted_x
+from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee
+from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, early_stop_of, op_sac_of, replica_servers
+from scalesim.model.stragglers import (
+    peer_margin,
+)
+from scalesim.remedies import VERDICTS, gain_verdict
+
+# Inter-server link: the drop where the runs cross to several servers is worth naming
+# (knee.MIN_EFFICIENCY_DROP, the model's median error), efficiency held inside one server
+# (IN_SERVER_HELD_EFFICIENCY or more) and the crossing loses BOUNDARY_DOMINANCE times the points of
+# any step inside a server. These two are settings (docs/diagnose.md), not measured: three
+# quarters of ideal is where scaling inside a server still counts as working, and twice the
+# largest in-server drop says the crossing is where the curve bends, not one more step of a
+# steady decline.
+IN_SERVER_HELD_EFFICIENCY = 0.75
+BOUNDARY_DOMINANCE = 2.0
+
+
+# Remedy-gain bands (``set_gain_bands``): the remedies are predicted again from the first
+# REMEDY_BAND_DRAWS parameter vectors the runs cannot rule out (``fit_runs.plausible_draws``),
+# LAYOUT_BAND_DRAWS where the runs' transformer is given (the layout model: ~80 ms a draw
+# against ~8 ms, docs/performance.md).
+REMEDY_BAND_DRAWS = 100
+LAYOUT_BAND_DRAWS = 30
+# A band reaches a loss (``band_caveat``) from -0.5 %, what the report prints as -1 %; a band
+# narrower than BAND_NARROW (it prints as one figure) leaves nothing for a one-parameter caution.
+BAND_LOSS = 0.005
+BAND_NARROW = 0.005
+
+
+def set_gain_bands(remedies: list[Remedy], drawn: list[list[Remedy]],
+                   ends: list[list[Remedy]] | None = None) -> None:
+    """Give each applicable remedy the 95 % band of its shown gain (``shown_gain``) over
+    ``drawn``: the same remedies predicted from parameter vectors the runs cannot rule out
+    (``fit_runs.plausible_draws``), matched by key. The band is their 2.5 and 97.5 percentiles,
+    widened to hold the fit's own gain and the gain from each of ``ends``: the remedies at
+    either end of the range the runs allow a parameter the fit holds (``fit_runs.held_ends``),
+    which no share of draws rules out; none where no draw was predicted or the remedy cannot
+    run (verdict "not runnable": it does not fit in memory). A draw where the
+    remedy does not apply gains nothing from it (0): the overlap already on, no data stall, no
+    slow device, an exchange too small to split for, under those parameters."""
+    for r in remedies:
+        if not r.applicable or r.verdict == "not runnable" or not drawn:
+            continue  # a change that cannot run has no gain to band
+        def gains(sets, key=r.key):
+            return [next((shown_gain(d) if d.applicable else 0.0 for d in one if d.key == key),
+                         0.0) for one in sets]
+
+        held = [shown_gain(r), *gains(ends or [])]
+        band = np.percentile(gains(drawn), [2.5, 97.5])
+        # a rounding speck (-2e-16 where nothing changes) is no loss: printed '-0.0', cautioned
+        low, high = np.where(np.abs(band) < 1e-9, 0.0, band)
+        r.gain_low = float(min(low, *held))
+        r.gain_high = float(max(high, *held))
+
+
+def ranked_position(remedies: list[Remedy], new: Remedy) -> int:
+    """Where ``new`` goes in ``remedies`` (ranked by verdict, then by shown gain, as
+    ``remedies.rank_remedies`` ranks them): before the first that ranks below it."""
+    def rank(r):
+        return VERDICTS.index(r.verdict), -shown_gain(r)
+
+    return next((i for i, r in enumerate(remedies) if rank(r) > rank(new)), len(remedies))
+
+
+def bends_at_boundary(efficiency, last_single: int) -> bool:
+    """Whether the efficiency curve (0..1 per run, in device order) bends where the runs cross
+    from one server (run ``last_single``, the last on one server) to several: the crossing drop
+    is at least ``MIN_EFFICIENCY_DROP`` and ``BOUNDARY_DOMINANCE`` times any drop inside a
+    server, and efficiency held (``IN_SERVER_HELD_EFFICIENCY``) inside the server."""
+    eff = np.asarray(efficiency, dtype=float)
+    drops = -np.diff(eff)
+    in_server = float(np.max(drops[:last_single])) if last_single > 0 else 0.0
+    crossing = float(drops[last_single])
+    return bool(crossing >= MIN_EFFICIENCY_DROP and crossing >= BOUNDARY_DOMINANCE * in_server
+                and eff[last_single] >= IN_SERVER_HELD_EFFICIENCY)
+
+
+ABSOLUTE_SE = ("overlap", "jitter_cv")  # fitted parameters whose standard error is absolute
+
+
+WIDE_BAND_FACTOR = 100.0  # a band wider than this either way is said so, not printed to its ends
+
+
+# What a first remedy's gain rests on, by remedy key: the fitted parameter (the link level's
+# transfer time for a faster link: across servers where the largest run crosses them) and what
+# measures it. The caveat is said where the runs do not pin that parameter (``pinned``).
+CAVEAT_MEASURES = {
+    "overlap": "a profiler trace of one step measures the overlap (scalesim diagnose --trace)",
+    "interconnect": ("an all-reduce measured over that link pins it (nccl-tests all_reduce_perf, "
+                     "read by scalesim calibrate --from-nccl-tests)"),
+    "loader": ("a data_wait_s column in the runs file, or a profiler trace, measures the input "
+               "supply"),
+}
+
+
+def remedy_caveat(fit, remedy, multi_server: bool, words: Nouns = GPU_NOUNS) -> str:
+    """What a remedy's gain rests on that the runs do not pin ('' where nothing, or where it
+    does not apply): the fitted parameter with its 95 % band, and what would measure it
+    (``CAVEAT_MEASURES``)."""
+    if remedy is None or remedy.key not in CAVEAT_MEASURES or not remedy.applicable:
+        return ""
+    if remedy.verdict == "not runnable":  # no gain to qualify: it does not fit
+        return ""
+    if remedy.gain_low is not None and remedy.gain_high - remedy.gain_low < BAND_NARROW:
+        return ""  # whatever that parameter is, the runs pin this remedy's gain
+    name = {"overlap": "overlap", "loader": "node_loader_samples_per_s",
+            "interconnect": "inter_transfer_s" if multi_server else "intra_transfer_s"}[remedy.key]
+    se = fit.stderr(name) if name in fit.fitted else None
+    if se is None or pinned(se, absolute=name in ABSOLUTE_SE):  # None: fixed, or held at a bound
+        return ""
+    value = fit.values[name]
+    if name == "overlap":
+        what = (f"a fitted overlap of {value:.0%} (95%: {max(value - Z95 * se, 0.0):.0%}-"
+                f"{min(value + Z95 * se, 1.0):.0%})")
+        tail = "if the exchange already overlaps backward in full there is nothing to gain; "
+    else:
+        spread = float(np.exp(Z95 * se))
+        loader = name == "node_loader_samples_per_s"
+        unit = (lambda v: f"{sig3(v)}") if loader else (lambda v: f"{sig3(v * 1e3)} ms")
+        band = (f"95%: {unit(value / spread)}-{unit(value * spread)}" if spread <= WIDE_BAND_FACTOR
+                else f"its 95% band over {WIDE_BAND_FACTOR:g}x either way")
+        if loader:
+            what = f"a fitted input supply of {sig3(value)} samples/s per {words.server} ({band})"
+        else:
+            where = f"across {words.servers}" if multi_server else f"inside a {words.server}"
+            what = f"a fitted gradient transfer {where} of {unit(value)} ({band})"
+        tail = ""
+    return (f"its gain rests on {what} that these runs do not pin: {tail}"
+            f"{CAVEAT_MEASURES[remedy.key]}")
+
+
+def band_caveat(remedy: Remedy) -> str:
+    """'' unless ``remedy`` is a remedy (it helps) whose 95 % band reaches a loss: then that the
+    runs do not show it helps. For remedies whose gain rests on several fitted parameters at
+    once (a bigger batch, accumulation, sharding, the smaller batch), which ``remedy_caveat``
+    cannot name one of."""
+    if not remedy.helps or remedy.gain_low is None or remedy.gain_low > -BAND_LOSS:
+        return ""
+    return (f"its 95% band over the parameters these runs allow reaches {remedy.gain_low:+.0%}: "
+            "they do not show that it helps; runs at more device counts or batches, or with less "
+            "noise, narrow it")
+
+
+def _log_ratio_stderr(fit, upper: str, lower: str) -> float | None:
+    """Standard error of log(upper / lower) of two fitted positive parameters (their covariance
+    in log coordinates); None where either is not estimated."""
+    if fit.stderr(upper) is None or fit.stderr(lower) is None:
+        return None
+    i, j = fit.fitted.index(upper), fit.fitted.index(lower)
+    var = fit.cov[i, i] + fit.cov[j, j] - 2.0 * fit.cov[i, j]
+    return float(np.sqrt(max(var, 0.0)))
+
+
+def link_ratio_words(fit, words, inter_ms: str) -> str:
+    """The fitted inter-server link against the intra-server one: the ratio with its 95 % band
+    where the runs pin it (``RATIO_PINNED_FACTOR``), else both transfer times and why no ratio."""
+    ratio = fit.values["inter_transfer_s"] / fit.values["intra_transfer_s"]
+    spread = _log_ratio_stderr(fit, "inter_transfer_s", "intra_transfer_s")
+    if spread is not None and pinned(spread):
+        low, high = ratio * np.exp(-Z95 * spread), ratio * np.exp(Z95 * spread)
+        return (f"fitted {words.link('inter_node')} {ratio:.1f}x slower than intra-{words.server} "
+                f"(95%: {low:.1f}-{high:.1f}x; gradient transfer {inter_ms})")
+    return (f"fitted gradient transfer across {words.servers} {inter_ms}, inside a {words.server} "
+            f"{milliseconds(fit.values['intra_transfer_s'])}: these runs do not pin the ratio of the two "
+            f"(95% band wider than {RATIO_PINNED_FACTOR:g}x either way)")
+
+
+def _large_batch(runs, critical_batch: float | None, speedup_ratio: float,
+                 words: Nouns = GPU_NOUNS) -> tuple[float, list[str]] | None:
+    """Share of the speed-up kept after large-batch effects (r), with evidence, or None."""
+    steps = runs.optional("steps_to_target")
+    if steps is not None:
+        samples = steps * runs.samples_per_step
+        r = float(samples[0] / samples[-1])
+        ttq = steps * runs.step_time_s
+        return r, [
+            f"throughput speed-up {speedup_ratio:.2f}x from {whole(runs.devices[0])} to "
+            f"{words.count(int(runs.devices[-1]))}, but time to target only {ttq[0] / ttq[-1]:.2f}x "
+            f"({steps[0]:.0f} -> {steps[-1]:.0f} steps at global batch "
+            f"{runs.samples_per_step[0]:.0f} -> {runs.samples_per_step[-1]:.0f})",
+            f"samples needed to reach the target grew {samples[-1] / samples[0]:.2f}x",
+        ]
+    if critical_batch is not None and runs.batch_known:
+        b0, b1 = runs.samples_per_step[0], runs.samples_per_step[-1]
+        r = float((1.0 + b0 / critical_batch) / (1.0 + b1 / critical_batch))
+        return r, [
+            f"global batch {b0:.0f} -> {b1:.0f} against a critical batch size of "
+            f"{critical_batch:g}: samples to quality grow {1.0 / r:.2f}x (McCandlish et al. 2018)",
+        ]
+    return None
+
+
+def _critical_batch_from_steps(runs) -> float | None:
+    """B_noise from steps to target at two or more global batches: fit ``S = S_min + S_min*B_noise/B``."""
+    steps = runs.optional("steps_to_target")
+    if steps is None or not runs.batch_known or np.unique(runs.samples_per_step).size < 2:
+        return None
+    design = np.stack([np.ones_like(steps), 1.0 / runs.samples_per_step], axis=1)
+    (s_min, c), *_ = np.linalg.lstsq(design, steps, rcond=None)
+    if s_min <= 0 or c <= 0:
+        return None
+    return float(c / s_min)
+
+
+SMALLER_BATCH_FACTORS = (2, 4, 8, 16)  # the global batches the smaller-batch remedy tries: 1/f
+
+
+def smaller_batch_remedy(profile, scenario, devices: int, b_noise: float,
+                         factors: tuple[int, ...] = SMALLER_BATCH_FACTORS,
+                         ) -> tuple[Remedy, int] | None:
+    """(remedy, f): the smaller global batch 1/f (of ``factors``) with the best predicted time to
+    quality among those that fit in device memory (the best of all, "not runnable", where none
+    does), judged as ``remedies.rank_remedies`` judges a change; None where no smaller batch can
+    be predicted."""
+    from scalesim.errors import ScalesimError
+    from scalesim.predict import predict
+
+    def one(scn):
+        return predict(profile, scn.model_copy(update={"devices": [devices]}))[0]
+
+    now = one(scenario)
+    best = None
+    for f in factors:
+        if scenario.global_batch is None:
+            b = now.micro_batch // f
+            if b < 1:
+                break
+            scn = scenario.model_copy(update={"micro_batch": b})
+        else:
+            scn = scenario.model_copy(update={"global_batch": scenario.global_batch // f})
+        try:
+            after = one(scn)
+        except ScalesimError:
+            break
+        ratio = ((1.0 + b_noise / now.global_batch) * now.step_time_s
+                 / ((1.0 + b_noise / after.global_batch) * after.step_time_s))
+        if best is None or (after.fits, ratio) > (best[1].fits, best[0]):  # fitting ones first
+            best = (ratio, after, f)
+    if best is None:
+        return None
+    ratio, after, factor = best
+    throughput = float(after.samples_per_s / now.samples_per_s - 1.0)
+    note = f"gain in time to quality (McCandlish et al. 2018); throughput {throughput:+.1%}"
+    words = nouns_for(profile.hardware.device_name)
+    memory = words.memory
+    verdict = gain_verdict(float(ratio - 1.0))
+    if not after.fits:
+        verdict, note = "not runnable", f"does not fit in {memory}; {note}"
+    elif not now.fits:
+        verdict, note = "remedy", f"makes it fit in {memory}; {note}"
+    # "towards" only where the smaller batch is nearer B_noise (from above it)
+    where = ("towards" if after.global_batch >= b_noise
+             else "further below" if now.global_batch <= b_noise else "past")
+    return Remedy("smaller_batch", f"Shrink the global batch {now.global_batch} -> "
+                  f"{after.global_batch} (per-{words.device} {after.micro_batch}) {where} B_noise "
+                  f"{b_noise:.0f}", throughput, True, note, verdict=verdict,
+                  objective_gain=float(ratio - 1.0), measure="quality"), factor
+
+
+def replica_of_rank(rank: int, split: dict[str, int], replicas: int) -> int:
+    """The model replica (data-parallel rank) of device ``rank`` in a job split as ``split``
+    (tp, pp, cp) over ``replicas``: Megatron / torchtitan order, tp innermost, then cp, then
+    dp, pp outermost (``layout.strides``)."""
+    return (rank // (split["tp"] * split["cp"])) % replicas
+
+
+def _rank_pattern(runs, words: Nouns = GPU_NOUNS) -> tuple[int | None, float, list[str]]:
+    """(consistently slowest rank or None, its worst slowdown factor, evidence lines)."""
+    slowest, factors, beyond, lines = [], [], [], []
+    for r in runs.rows:
+        t = r.rank_step_times_s
+        if not t or len(t) < 2:
+            continue
+        t = np.asarray(t)
+        i = int(np.argmax(t))
+        others = np.delete(t, i)
+        median, margin = peer_margin(others)
+        factor = float(t[i] / median)
+        slowest.append(i)
+        factors.append(factor)
+        beyond.append(bool(t[i] > median + margin))
+        lines.append(f"{words.count(r.devices)}: rank {i} slowest, {factor:.2f}x the median of the "
+                     f"others; spread max-median {milliseconds(float(t.max() - np.median(t)))}")
+    if not slowest:
+        return None, 1.0, lines
+    same = len(set(slowest)) == 1 and all(beyond)
+    return (slowest[0] if same else None), max(factors), lines
+
+
+def _implausible_links(fit, params: float | None, words: Nouns = GPU_NOUNS) -> list[str]:
+    """A note per fitted link whose gradient rate (``params`` x wire bytes / fitted transfer
+    time) is below the floor of a link's bus bandwidth (``busbw_GBps``: 1 MB/s), where the
+    model holds it: --params is then not the parameter count (340 for 340e6), or the transfer
+    is latency, not bandwidth (a tiny model); either way its network remedies start there."""
+    if not fit.params_known:
+        return []
+    floor = bound("busbw_GBps").low
+    levels = ["intra", "inter"] if fit.multi_node_measured else ["intra"]
+    slow = [f"{level}-{words.server} {link_GBps(fit.busbw_GBps(level))}" for level in levels
+            if fit.busbw_GBps(level) < floor]
+    if not slow:
+        return []
+    return [f"--params {params:g}: the fitted links move the gradients at {', '.join(slow)}, "
+            f"below the {floor:g} GB/s floor of any link, where the model holds them (and the "
+            "network remedies start): check --params is the model's parameter count (e.g. 340e6, "
+            "not 340)"]
+
+
+# Efficiency against the first run above these (per sample, so per-device batches may differ):
+# a note past the first (cache effects, a smaller per-device footprint give some), a refusal past
+# the second, which no same job reaches (the rows' numbers or batches are wrong)
+SUPERLINEAR_NOTE, SUPERLINEAR_REFUSED = 1.10, 2.0
+
+
+def _superlinear(runs, sc, words: Nouns) -> str:
+    """A note where a run scales past linear against the first; ScalesimError where far past."""
+    worst = int(np.argmax(sc.efficiency))
+    eff = float(sc.efficiency[worst])
+    if eff <= SUPERLINEAR_NOTE:
+        return ""
+    said = (f"the run at {words.count(int(runs.devices[worst]))} is {whole_percent(eff)} efficient "
+            f"against the one at {words.count(int(runs.devices[0]))} (throughput "
+            f"{float(sc.samples_per_s[worst] / sc.samples_per_s[0]):.3g}x on "
+            f"{float(runs.devices[worst] / runs.devices[0]):.3g}x the {words.devices})")
+    if eff > SUPERLINEAR_REFUSED:
+        raise ScalesimError(f"{said}: no job scales that far past linear; check its step_time_s "
+                            "or samples_per_s and its batch columns (micro_batch, accumulation)")
+    return (f"{said}: past linear, which cache effects or a smaller per-{words.device} footprint "
+            "can give; the diagnosis reads the runs as the same job at the same work per "
+            f"{words.device}")
+
+
+def _parts_lost(step, work, comm, wait, strag) -> tuple[dict, dict]:
+    """Each part of the step per sample of work, run by run (exposed communication, data stall,
+    straggler wait, and compute: the rest of the measured step), and the share of the largest
+    run's time each loses: its growth per sample from the first run to the largest (none where it
+    shrinks), over the largest run's time per sample. Keys in the order the findings are made."""
+    compute = np.maximum(step - comm - wait - strag, 0.0)
+    per = {"comm": comm / work, "data": wait / work, "straggler": strag / work,
+           "compute": compute / work}
+    growth = {k: max(float(v[-1] - v[0]), 0.0) for k, v in per.items()}
+    t_last = float(step[-1] / work[-1])
+    return per, {k: g / t_last for k, g in growth.items()}
+
+
+PART_WORDS = {"comm": "communication", "data": "input pipeline", "straggler": "stragglers",
+              "compute": "compute"}
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+def _undetermined_cause(fit, step, work, measured: dict, shares: dict, parts: dict,
+                        words: Nouns = GPU_NOUNS) -> tuple[list[str], list[str]]:
+    """The causes the runs cannot rule out in place of the part that loses most at the fit
+    (``shares``, the parts' keys to their findings' in ``parts``), and the evidence that says so.
+
+    A part the runs do not measure (``measured``: each part's measured seconds per run, None
+    where the fitted model gives it) is the fitted model's, so it moves with every fitted
+    parameter, those the runs do not show too (``fit.not_shown``: held at a start value that no
+    run chose). Each of those is set to either end of the range the runs allow it
+    (``fit_runs.held_ends``, its 95 % profile-likelihood interval); where another part then loses
+    most, that part's cause is a rival: which cause it is rests on a parameter the runs do not
+    determine. ([], []) where none is held or every end keeps the cause."""
+    from scalesim.fit_runs import drawn_fit, held_ends
+
+    top = max(shares, key=shares.get)
+    rivals, lines = [], []
+    rows = held_ends(fit)
+    for i, (name, (low, high)) in enumerate(fit.held_range_x.items()):
+        at_ends = []
+        for x in rows[2 * i: 2 * i + 2]:
+            b = drawn_fit(fit, x).breakdown
+            model = {"comm": b.exposed_comm_s, "data": b.data_stall_s, "straggler": b.straggler_s}
+            given = {k: model[k] if measured[k] is None else measured[k] for k in model}
+            at_ends.append(_parts_lost(step, work, given["comm"], given["data"],
+                                       given["straggler"])[1])
+        tops = [max(end, key=end.get) for end in at_ends]
+        if all(t == top for t in tops):
+            continue
+        rivals += [parts[t] for t in tops if t != top and parts[t] not in rivals]
+        involved = [top] + [t for t in dict.fromkeys(tops) if t != top]
+
+        def lost(end, involved=involved):
+            return " / ".join(whole_percent(end[k]) for k in involved)
+
+        j = fit.fitted.index(name)
+        bottom = low <= fit.lower[j] + 1e-9  # the fit's bound: as good as none of it
+        span = (f"anything up to {milliseconds(from_fitted_x(name, high))}" if bottom else
+                f"anything from {milliseconds(from_fitted_x(name, low))} to "
+                f"{milliseconds(from_fitted_x(name, high))}")
+        lines.append(
+            f"which part loses most rests on the {TIED_WORDS[name]}, which no run shows (held at its "
+            f"start value, {milliseconds(fit.values[name])}): {span} fits the runs, the other parts as "
+            f"fitted; {' / '.join(PART_WORDS[k] for k in involved)} lose {lost(shares)} of the "
+            f"largest run's time as fitted, {lost(at_ends[0])} "
+            + ("with it near 0" if bottom else f"at {milliseconds(from_fitted_x(name, low))}")
+            + f", {lost(at_ends[1])} at {milliseconds(from_fitted_x(name, high))}")
+    return rivals, lines
+
+
+def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float = 4.0,
+                  critical_batch: float | None = None, extrapolate_to: list[int] | None = None,
+                  transformer=None, recompute_style: str = DEFAULT_RECOMPUTE_STYLE,
+                  tp_overlap: bool = False, exchange=None) -> Report:
+    """Fit, find the knee, name the cause and the first remedy for measured ``runs``.
+
+    ``transformer`` (``scalesim.runs_model.RunsModel``): the transformer the runs trained and their
+    GPU; the fitted profile then carries the shape, so its remedies are predicted by the layout
+    model and "split the model" can apply (docs/model.md §22). Its parameter count stands in
+    for ``params`` when that is not given. ``recompute_style``: how the runs' framework reruns
+    the forward under full or selective recompute (``layout.RECOMPUTE_STYLES``), for the
+    layouts of the split-the-model remedy; it needs ``transformer``. ``tp_overlap``: the runs' framework
+    overlaps the tensor-parallel collectives with the matmuls (``ScenarioLayout.tp_overlap``),
+    for that remedy's layouts with tp > 1 (the runs themselves have no tensor parallelism); it
+    needs ``transformer`` too. ``exchange`` (``fit_runs.RunsExchange``, None: DDP): how the runs
+    exchanged over their data-parallel ranks (ZeRO stage, framework, gradient sync); the fit,
+    the memory and every remedy start from it (FSDP's blocks: the transformer's layers)."""
+    from scalesim.bounds import check_number, check_values
+    from scalesim.fit_runs import (
+        DDP_EXCHANGE,
+        RunsExchange,
+        drawn_fit,
+        extrapolate,
+        fit_runs,
+        fitted_profile,
+        held_ends,
+        plausible_draws,
+        splits_by_accumulation,
+    )
+    from scalesim.runs import Runs, scaling, thin
+
+    runs = require_model(runs, Runs, "runs")
+    check_number("critical_batch", critical_batch, "critical_batch", optional=True)
+    if extrapolate_to is not None:
+        extrapolate_to = [int(p) for p in check_values("devices", extrapolate_to, "extrapolate_to")]
+
+    if (early_stop_of(recompute_style) or op_sac_of(recompute_style)) and transformer is None:
+        raise ScalesimError(f"recompute_style {recompute_style}: it applies to the runs' "
+                            "transformer (diagnose --workload); give the workload or drop it")
+    if not isinstance(tp_overlap, bool | np.bool_):
+        raise ScalesimError(f"tp_overlap: expected true or false, got {tp_overlap!r}")
+    if tp_overlap and transformer is None:
+        raise ScalesimError("tp_overlap: it applies to the split layouts of the runs' "
+                            "transformer (diagnose --workload); give the workload or drop it")
+    runs = thin(runs)
+    measured = runs  # as given: devices and servers (the model split's, where the runs split it)
+    split_note = ""
+    if runs.replica_devices > 1:  # fitted as data-parallel runs of model replicas
+        runs, extrapolate_to, split_note = _as_replicas(runs, transformer, extrapolate_to,
+                                                        tp_overlap, recompute_style)
+    if transformer is not None and nouns_for(runs.device_name).cpu:
+        raise ScalesimError(f"the runs ran on CPU processes (device '{measured.device_name}'); "
+                            "--workload predicts their transformer on a GPU (--gpu): drop "
+                            "--workload, or the runs' device column")
+    if transformer is not None and params is None:
+        params = transformer.params
+    if runs.replica_split:  # no fitted micro-step of theirs is held to the peak (below)
+        refuse_beyond_peak(measured, transformer)
+    mfu, mfu_note = runs_mfu(measured, transformer)
+    if transformer is not None and runs.replica_split:  # its parameters and MFU only
+        transformer = None
+        split_note += (" --workload gives the runs' parameter count and MFU; the remedies are "
+                       "the replicas' (which other split is faster is scalesim plan "
+                       "--workload's question).")
+    exchange = DDP_EXCHANGE if exchange is None else require_model(exchange, RunsExchange, "exchange")
+    if transformer is not None:
+        exchange = replace(exchange, blocks=transformer.shape.layers)
+    exchange, extrapolate_to, shard_note = _runs_shard_group(runs, measured, exchange,
+                                                             extrapolate_to)
+    sc = scaling(runs)
+    superlinear_note = _superlinear(runs, sc, words=nouns_for(runs.device_name))
+    fit = fit_runs(runs, params, wire_bytes_per_param, exchange)
+    model = fit.breakdown
+    step = runs.step_time_s
+    work = runs.micro_batch * runs.accumulation
+
+    comm = runs.optional("comm_s")
+    comm_src = "measured" if comm is not None else "fitted model"
+    comm = comm if comm is not None else model.exposed_comm_s
+    wait = runs.optional("data_wait_s")
+    wait_src = "measured" if wait is not None else "fitted model"
+    wait = wait if wait is not None else model.data_stall_s
+    if fit.rank_times_measured:
+        strag = np.array([float(np.max(r.rank_step_times_s) - np.median(r.rank_step_times_s))
+                          if r.rank_step_times_s else 0.0 for r in runs.rows])
+        strag_src = "measured rank times"
+    else:
+        strag, strag_src = model.straggler_s, "fitted model"
+    per, shares = _parts_lost(step, work, comm, wait, strag)
+    compute = per["compute"] * work
+
+    knee = find_knee(runs.devices, runs.nodes, sc.efficiency, compute, comm, wait, strag, work)
+    words = nouns_for(runs.device_name)
+    eff_last = float(sc.efficiency[-1])
+    share_of_step = {k: v * work / step for k, v in per.items()}
+
+    findings: list[Finding] = []
+    # Communication: boundary or steady growth.
+    single = (runs.nodes == 1) & (runs.devices > 1)
+    single_server = np.nonzero(runs.nodes == 1)[0]
+    # A boundary needs a multi-server run right after the last single-server one.
+    crossing = bool(single_server.size and single_server[-1] + 1 < len(runs.rows))
+    comm_lines = [f"exposed communication {whole_percent(share_of_step['comm'][0])} of the step at "
+                  f"{words.count(int(runs.devices[0]))} -> {whole_percent(share_of_step['comm'][-1])} at "
+                  f"{words.count(int(runs.devices[-1]))} ({comm_src}): "
+                  + series([whole_percent(s) for s in share_of_step["comm"]])]
+    boundary = False
+    if crossing:
+        last_single = int(single_server[-1])
+        first_multi = last_single + 1
+        eff_in = float(sc.efficiency[last_single])
+        eff_out = float(sc.efficiency[first_multi])
+        drops = -np.diff(sc.efficiency)
+        in_server_drops = drops[:last_single] if last_single > 0 else np.array([0.0])
+        boundary = bends_at_boundary(sc.efficiency, last_single)
+        inside = words.count(int(runs.devices[last_single]))
+        largest = whole_percent(max(float(np.max(in_server_drops)), 0.0))
+        if runs.replica_split:  # the servers the data-parallel exchange spans, not the job's
+            comm_lines.insert(0, f"efficiency {whole_percent(eff_in)} at {inside}, their data-parallel "
+                              f"exchange inside one {words.server}; {whole_percent(eff_out)} at "
+                              f"{words.count(int(runs.devices[first_multi]))}, the exchange "
+                              f"across {runs.nodes[first_multi]} {words.servers} (largest drop "
+                              f"with it inside a {words.server}: {largest})")
+        else:
+            comm_lines.insert(0, f"efficiency {whole_percent(eff_in)} at {inside} "
+                              f"in one {words.server}, {whole_percent(eff_out)} at "
+                              f"{whole(runs.devices[first_multi])} on {runs.nodes[first_multi]} "
+                              f"{words.servers} (largest drop inside a {words.server}: "
+                              f"{largest})")
+        if np.any(single) and "inter_transfer_s" in fit.fitted:
+            inter_ms = milliseconds(fit.values["inter_transfer_s"])
+            if "intra_transfer_s" in fit.at_bound or "intra_transfer_s" not in fit.fitted:
+                comm_lines.append(f"fitted gradient transfer across {words.servers} {inter_ms}; "
+                                  f"inside a {words.server} too fast to measure")
+            else:
+                comm_lines.append(link_ratio_words(fit, words, inter_ms))
+    findings.append(finding("inter_server" if boundary else "comm_growth", shares["comm"],
+                            comm_lines, words))
+    # Input pipeline.
+    thr = runs.samples_per_s
+    findings.append(finding("input_pipeline", shares["data"], [
+        f"data stall {whole_percent(share_of_step['data'][0])} of the step at "
+        f"{words.count(int(runs.devices[0]))} "
+        f"-> {whole_percent(share_of_step['data'][-1])} at {words.count(int(runs.devices[-1]))} ({wait_src})",
+        f"throughput {thr[0]:.4g} -> {thr[-1]:.4g} samples/s for {runs.devices[-1] / runs.devices[0]:g}x "
+        f"the {words.devices}",
+    ], words))
+    # Stragglers vs one slow device.
+    # ranks are devices' (a split model's too: its replica is the device's data-parallel rank)
+    device_words = measured_nouns(runs.device_name)
+    slow_rank, slow_factor, rank_lines = _rank_pattern(measured, device_words)
+    strag_lines = [f"straggler wait {whole_percent(share_of_step['straggler'][0])} -> "
+                   f"{whole_percent(share_of_step['straggler'][-1])} of the step ({strag_src})"] + rank_lines
+    slow_replica = slow_rank
+    if slow_rank is not None:
+        of = ""
+        if runs.replica_split:  # the model's slow device is that rank's replica
+            slow_replica = replica_of_rank(slow_rank, measured.model_split, int(runs.devices[-1]))
+            of = f" (of replica {slow_replica} at {words.count(int(runs.devices[-1]))})"
+        strag_lines.insert(0, f"rank {slow_rank} is the slowest in every run{of}, up to "
+                              f"{slow_factor:.2f}x the others")
+    elif rank_lines:
+        strag_lines.insert(0, "the slowest rank changes from run to run: spread, not one "
+                              f"{device_words.device}")
+    findings.append(finding("slow_device" if slow_rank is not None else "stragglers",
+                            shares["straggler"], strag_lines, words))
+    # Compute per sample.
+    cps = compute / work
+    compute_lines = [f"compute per sample per {words.device} {cps[0] * 1e3:.3g} -> "
+                     f"{cps[-1] * 1e3:.3g} ms"
+                     + (f" ({cps[-1] / cps[0]:.2f}x)" if cps[0] > 0 else "")]  # no ratio to 0
+    if runs.strong_scaling:
+        compute_lines.insert(0, f"strong scaling: per-{words.device} batch {work[0]:g} -> {work[-1]:g} "
+                                "samples per step")
+        if "overhead_s" in fit.fitted:
+            v = fit.values
+            compute_lines.append(f"fitted fixed cost {milliseconds(v['overhead_s'])} per micro-step vs "
+                                 f"{milliseconds(v['per_sample_s'] * runs.micro_batch[-1])} of per-sample "
+                                 f"work at {words.count(int(runs.devices[-1]))}")
+        if runs.bubble_micro_steps:  # fewer micro-batches a replica: the bubble's share grows
+            compute_lines.append(_bubble_share_words(runs.bubble_micro_steps, runs.accumulation))
+    findings.append(finding("small_work" if runs.strong_scaling else "compute", shares["compute"],
+                            compute_lines, words))
+
+    findings_of_parts = list(findings)  # comm, data, straggler, compute: as ``shares``
+    findings.sort(key=lambda f: -f.share)
+    speedup_ratio = float(thr[-1] / thr[0])
+    lb = _large_batch(runs, critical_batch, speedup_ratio, words)
+    if lb is not None:
+        r, lines = lb
+        lb_finding = finding("large_batch", 1.0 - r, lines + [
+            f"systems efficiency at {words.count(int(runs.devices[-1]))}: {whole_percent(eff_last)}"],
+                             words)
+        if r < GOOD_EFFICIENCY and r < eff_last:
+            findings.insert(0, lb_finding)
+        else:
+            findings.append(lb_finding)
+    if findings[0].key != "large_batch" and eff_last >= GOOD_EFFICIENCY:
+        findings.insert(0, finding("none", 0.0, [
+            f"efficiency {whole_percent(eff_last)} at {words.count(int(runs.devices[-1]))} "
+            f"(speed-up {sc.speedup[-1]:.2f}x)"], words))
+    cause, others = findings[0], [f for f in findings[1:] if f.share >= OTHER_CAUSE_SHARE]
+    parts = dict(zip(shares, (f.key for f in findings_of_parts), strict=True))
+    if cause.key == parts[max(shares, key=shares.get)]:  # a part of the step: does it rest on
+        measured_parts = {"comm": runs.optional("comm_s"), "data": runs.optional("data_wait_s"),
+                          "straggler": strag if fit.rank_times_measured else None}
+        rivals, lines = _undetermined_cause(fit, step, work, measured_parts, shares, parts, words)
+        if rivals:  # a parameter the runs do not show? Then they cannot tell it from its rivals
+            cause.rivals = rivals
+            cause.label = (f"{cause.label}, or "
+                           + ", or ".join(_lower_first(finding(k, 0.0, [], words).label)
+                                          for k in rivals)
+                           + ": these runs cannot tell which")
+            cause.evidence = lines + cause.evidence
+
+    b_noise = critical_batch or _critical_batch_from_steps(runs)
+    fitted = {"name": f"fitted to {runs.source}", "critical_batch_size": b_noise,
+              "slow_rank": slow_replica, "recompute_style": recompute_style}
+    profile, scenario, at = fitted_profile(fit, runs, **fitted, model=transformer)
+    ran_note = peak_note = ""
+    gpu_memory_bytes = None  # the GPU's, where memory is treated as unknown (below)
+    if transformer is not None:
+        peak_note = _check_runs_model(profile, scenario, runs, transformer, fit)
+        refuse_beyond_peak(measured, transformer)  # unpinned: the samples/s still are
+        ran_note = _ran_beyond_memory(profile, scenario, at, transformer, exchange)
+        if ran_note:  # they ran: the estimate, not the runs, is off; judge no remedy by it
+            gpu_memory_bytes = transformer.memory_bytes
+            transformer = replace(transformer, memory_bytes=None)
+            profile, scenario, at = fitted_profile(fit, runs, **fitted, model=transformer)
+    decisive = least_decisive_gain(profile, scenario)
+    overlap_note = _overlap_rounding_note(profile, scenario, fit, decisive, words)
+
+    def remedies_of(one_fit, split_layout=None, batch_factors=SMALLER_BATCH_FACTORS):
+        """The first remedy, all remedies the model predicts from ``one_fit``'s parameters and
+        the smaller batch's factor (None: none). ``split_layout``: the layout splitting the model
+        tries (None: the planner's best); ``batch_factors``: the smaller batches tried."""
+        prof, scn, at = fitted_profile(one_fit, runs, **fitted, model=transformer)
+        first, remedies = model_remedies(prof, scn, at, (cause.key, *cause.rivals),
+                                         nominal_links=not fit.params_known,
+                                         split_tp_overlap=bool(tp_overlap),
+                                         decisive_gain=decisive, split_layout=split_layout)
+        if _parameters_alone(prof, remedies, exchange, gpu_memory_bytes, transformer):
+            first = first_remedy(remedies, (cause.key, *cause.rivals), decisive)
+        factor = None
+        if b_noise is not None and remedies:
+            smaller = smaller_batch_remedy(prof, scn, at, b_noise, batch_factors)
+            if smaller is not None:
+                smaller, factor = smaller
+                remedies.insert(ranked_position(remedies, smaller), smaller)
+                if cause.key == "large_batch" and smaller.helps and shown_gain(smaller) >= decisive:
+                    first = smaller
+        return first, remedies, factor
+
+    try:
+        first, remedies, factor = remedies_of(fit)
+    except ScalesimError as exc:  # e.g. a global batch the model cannot split evenly
+        first, remedies, factor = None, [], None
+        fit.notes.append(f"remedies not predicted: {exc}")
+    if remedies:  # each draw makes the changes the fit's own remedies make (split, batch)
+        split_layout = next((r.split_layout for r in remedies if r.split_layout), None)
+        factors = (factor,) if factor is not None else SMALLER_BATCH_FACTORS
+        count = REMEDY_BAND_DRAWS if transformer is None else LAYOUT_BAND_DRAWS
+        drawn, ends = [], []
+        for rows, into in ((plausible_draws(fit, runs)[0][1:count + 1], drawn),  # [0]: the fit
+                           (held_ends(fit), ends)):
+            for x in rows:
+                try:
+                    into.append(remedies_of(drawn_fit(fit, x), split_layout, factors)[1])
+                except ScalesimError:  # parameters the model cannot predict from: not banded
+                    continue
+        set_gain_bands(remedies, drawn, ends)
+    extra = extrapolate(fit, runs, extrapolate_to)
+
+    table = []
+    for i, r in enumerate(measured.rows):
+        replicas = {"replicas": int(runs.devices[i])} if runs.replica_split else {}
+        table.append({
+            "devices": r.devices, "nodes": r.nodes, **replicas, "samples_per_s": float(thr[i]),
+            "step_time_s": float(step[i]), "speedup": float(sc.speedup[i]),
+            "efficiency": float(sc.efficiency[i]), "comm_share": float(share_of_step["comm"][i]),
+            "data_share": float(share_of_step["data"][i]),
+            "straggler_share": float(share_of_step["straggler"][i]),
+            "model_step_time_s": float(model.step_time_s[i]),
+            "residual": float(fit.residuals_rel[i]),
+        })
+    v = fit.values
+    fit_info = {
+        "parameters": {k: float(val) for k, val in v.items()},
+        "fitted": list(fit.fitted),
+        "at_bound": list(fit.at_bound),
+        "not_shown": list(fit.not_shown),
+        "stderr_rel": {k: fit.stderr(k) for k in fit.fitted if k not in ABSOLUTE_SE},
+        # overlap and jitter_cv are fitted as they are (not in log): their errors are absolute
+        "stderr_abs": {k: fit.stderr(k) for k in fit.fitted if k in ABSOLUTE_SE},
+        "intra_busbw_GBps": fit.busbw_GBps("intra") if fit.params_known else None,
+        "inter_busbw_GBps": (fit.busbw_GBps("inter") if fit.params_known
+                             and fit.multi_node_measured else None),
+        "rmse_rel": fit.rmse_rel,
+        "noise_rel": fit.noise_rel,
+        # held transfer times the runs bound from above (``fit_runs.held_upper_bounds``), s
+        "held_at_most_s": dict(fit.held_at_most_s),
+        # of each held parameter, the range the runs allow it, the others as fitted
+        # (``fit_runs.held_ranges``: its 95 % profile-likelihood interval), [low, high]
+        "held_range": {k: [from_fitted_x(k, lo), from_fitted_x(k, hi)] for k, (lo, hi) in
+                       fit.held_range_x.items()},
+        "bubble_micro_steps": runs.bubble_micro_steps,  # a step: k + this stage micro-steps
+        "loader_limiting": bool(np.any(model.data_stall_s > 0)),
+    }
+    details = {
+        "knee": None if knee is None else {
+            "devices_before": knee.devices_before, "devices_after": knee.devices_after,
+            "efficiency_drop": knee.efficiency_drop, "crosses_boundary": knee.crosses_boundary,
+            "cause": knee.cause, "label": knee.label},
+        "fit": fit_info,
+        "extrapolation": [asdict(e) for e in extra],
+        "remedies_at_devices": at,
+        **({"model_split": measured.model_split, "replica_devices": measured.replica_devices}
+           if runs.replica_split else {}),
+        "exchange": exchange.described(),
+        "strong_scaling": runs.strong_scaling,
+        # each run's model FLOPs utilisation where --workload and its GPU's peak are known
+        "mfu": mfu,
+        # the fitted model, so the planner can open it (scalesim.app.diagnose_page)
+        "fitted_profile": profile.model_dump(mode="json"),
+        "fitted_scenario": scenario.model_dump(mode="json"),
+    }
+    if runs.replica_split:  # the knee and extrapolation in devices too, as the table
+        _with_devices(details, measured.replica_devices, measured.devices_per_node)
+    notes = ([n for n in (superlinear_note, split_note, shard_note) if n]
+             + _parts_over_the_step(share_of_step, runs.devices, fit, words) + list(runs.notes)
+             + fit.notes + _implausible_links(fit, params, words)
+             + [n for n in (peak_note, ran_note, mfu_note, overlap_note) if n])
+    if extra and splits_by_accumulation(runs):
+        per = "replica" if runs.replica_split else words.device
+        notes.append(f"the runs kept a micro-batch of {whole(runs.micro_batch[-1])} per {per} "
+                     "and ran fewer micro-steps as they grew: so does the extrapolation, down to "
+                     "one micro-step (then the micro-batch shrinks); the fitted scenario (the "
+                     "planner's link) holds the largest run's "
+                     f"{whole(runs.accumulation[-1])} micro-steps at its global batch instead, "
+                     "as a scenario splits a fixed global batch, so at other counts it changes "
+                     "the micro-batch where the runs kept it")
+    if exchange.sharded:
+        notes.append(f"the runs exchanged as {exchange.label()}: the fit, the memory and every "
+                     "remedy start from it (docs/model.md §4)")
+    if not fit.params_known:
+        notes.append("no --params: link speeds are reported as gradient transfer times; give "
+                     "--params (model parameters) for bandwidths in GB/s")
+    if profile.workload.transformer is not None:
+        notes.append(f"remedy gains are the layout model's predictions at the largest run for "
+                     f"the shape of --workload {transformer.name} on {transformer.gpu}; "
+                     + profile.notes[0])
+    else:
+        notes.append(f"remedy gains are model predictions at the largest run; {words.memory} is "
+                     "unknown, so check that bigger batches fit")
+    for r in remedies:
+        r.caveat = remedy_caveat(fit, r, bool(runs.nodes[-1] > 1), words) or band_caveat(r)
+    return Report("runs", runs.source, cause, others, first, remedies, table, details, notes,
+                  decisive_gain=decisive)
+
+
+def _overlap_rounding_note(profile, scenario, fit, decisive: float,
+                           words: Nouns = GPU_NOUNS) -> str:
+    """A note where the remedies' model misses the fitted largest run by the model's median
+    error or more: the fit blends overlap on and off by its fitted share, a scenario runs one of
+    the two (``fit_runs.fitted_profile``: on from a share of one half), so with a share well
+    inside (0, 1) the step every remedy is measured against is not the fit's. '' otherwise, or
+    where the model cannot predict the scenario (the remedies then say so)."""
+    from scalesim.predict import predict
+
+    phi = float(fit.values["overlap"])
+    fitted = float(fit.breakdown.step_time_s[-1])
+    try:
+        row = predict(profile, scenario)[0]
+        other = predict(profile, scenario.model_copy(update={"overlap": not scenario.overlap}))[0]
+    except ScalesimError:
+        return ""
+    off = row.step_time_s / fitted - 1.0
+    low, high = sorted((row.step_time_s, other.step_time_s))
+    # the blend of the two cases is what the fit's step is: a miss from elsewhere is not this
+    between = low * (1 - 1e-6) <= fitted <= high * (1 + 1e-6)
+    if not fitted > 0 or abs(off) < decisive or not between:
+        return ""
+    case = ("on: the overlap remedy finds nothing left to hide" if scenario.overlap
+            else "off")
+    return (f"the fit overlaps {phi:.0%} of the exchange with backward, a scenario all of it or "
+            f"none: the remedies run the largest run at {milliseconds(row.step_time_s)} a step against the "
+            f"fit's {milliseconds(fitted)} ({off:+.0%}), with overlap {case}; each remedy's gain is "
+            "measured from that step, so read them with that error; a profiler trace of one step "
+            "measures the overlap (scalesim diagnose --trace)")
+
+
+def runs_mfu(runs, transformer) -> tuple[list[dict] | None, str]:
+    """(each run's {"devices", "mfu"}, the report's line) of ``runs`` (as measured: their own
+    devices) that trained ``transformer`` (``runs_model.RunsModel``): model FLOPs a token
+    (3 x forward, no recompute, attention without causal halving: Narayanan et al. 2021 Eq. 3,
+    ``TransformerShape.model_flops_per_token``, as predict's and plan's ``mfu``) x seq_len
+    tokens a sample x samples/s, over devices x the GPU's dense 16-bit peak. (None, '') without
+    a transformer; (None, why) where the GPU's peak is not listed."""
+    if transformer is None:
+        return None, ""
+    if transformer.peak_tflops is None:
+        return None, (f"MFU not computed: no dense 16-bit peak listed for {transformer.gpu} "
+                      "(name the GPU as the presets do, --gpu)")
+    shape = transformer.shape
+    per_sample = shape.model_flops_per_token() * shape.seq_len
+    peak_s = runs.devices * transformer.peak_tflops * 1e12  # FLOP/s of each run's devices
+    mfu = runs.samples_per_s * per_sample / peak_s
+    rows = [{"devices": int(d), "mfu": float(u)} for d, u in zip(runs.devices, mfu, strict=True)]
+    ends = (f"{mfu[0]:.1%} at {whole(runs.devices[0])}" if len(mfu) == 1 else
+            f"{mfu[0]:.1%} at {whole(runs.devices[0])} -> {mfu[-1]:.1%} at "
+            f"{whole(runs.devices[-1])}")
+    words = measured_nouns(runs.device_name)
+    return rows, (f"model FLOPs utilisation (MFU) {ends} {words.devices}: {transformer.name}'s "
+                  f"{shape.model_flops_per_token() / 1e9:.4g} GFLOP a token (3 x forward, no "
+                  f"recompute; Narayanan et al. 2021), {whole(shape.seq_len)} tokens a sample, "
+                  f"against {transformer.gpu}'s dense 16-bit peak of "
+                  f"{transformer.peak_tflops:g} TFLOP/s (fp8 runs: against the 16-bit peak "
+                  "still)")
+
+
+def refuse_beyond_peak(runs, transformer) -> None:
+    """Refuse, in one line, ``runs`` (as measured) whose samples/s need ``transformer``'s weight
+    matmuls alone (6 FLOPs a weight a token; the attention core left out: a causal kernel runs
+    half what MFU counts) above its GPU's datasheet peak. Runs that split the model have no
+    fitted micro-step to hold to the peak (``_check_runs_model``), so this is their check;
+    data-parallel runs get it after that one, whose band can leave a fitted micro-step
+    unpinned while the measured samples/s are not (llama3-8b on A100s at 868 ms a sample had
+    been reported at an MFU of 174 %, where the same runs with a tp column were refused)."""
+    if transformer is None or transformer.peak_tflops is None:
+        return
+    shape = transformer.shape
+    peak_s = runs.devices * transformer.peak_tflops * 1e12  # FLOP/s of each run's devices
+    matmuls = runs.samples_per_s * 6.0 * shape.matmul_weights() * shape.seq_len / peak_s
+    if np.any(matmuls > 1.0):
+        i = int(np.argmax(matmuls))
+        raise ScalesimError(
+            f"the runs train {runs.samples_per_s[i]:.4g} samples/s on {whole(runs.devices[i])} "
+            f"{measured_nouns(runs.device_name).devices}, faster than {transformer.name} "
+            f"({shape.words()}) can on {transformer.gpu}: its weight matmuls alone need "
+            f"{matmuls[i]:.0%} of the {transformer.peak_tflops:g} TFLOP/s datasheet peak; "
+            "describe the runs' own model (a workload JSON with their sequence length and "
+            "sizes) and GPU")
+
+
+def _as_replicas(runs, transformer, extrapolate_to: list[int] | None, tp_overlap: bool = False,
+                 recompute_style: str = DEFAULT_RECOMPUTE_STYLE):
+    """(replica runs, the extrapolation's replica counts, the report's note) of ``runs`` that
+    split the model (``runs.replica_runs``). ``extrapolate_to``: device counts, each a whole
+    number of replicas. The runs' transformer (``transformer``) gives their parameter count
+    and MFU only: the layout model predicts data-parallel runs, so the options of its layouts
+    (``tp_overlap``, ``recompute_style``) are refused."""
+    from scalesim.fit_runs import unfilled_servers
+    from scalesim.runs import replica_runs
+
+    replicas = replica_runs(runs)
+    split, m = replicas.replica_split, runs.replica_devices
+    words = nouns_for(runs.device_name)
+    if transformer is not None and (tp_overlap or recompute_style != DEFAULT_RECOMPUTE_STYLE):
+        flag = "--tp-overlap" if tp_overlap else f"--recompute-style {recompute_style}"
+        raise ScalesimError(f"the runs split the model ({split}); {flag} is for the layouts of "
+                            "the split-the-model remedy, which runs fitted as model replicas do "
+                            "not get (another split is scalesim plan --workload's question): "
+                            f"drop {flag}")
+    if extrapolate_to is not None:
+        odd = [p for p in extrapolate_to if p % m]
+        if odd:
+            raise ScalesimError(f"extrapolate to {whole(odd[0])} {words.devices}: not a whole "
+                                f"number of model replicas of {words.count(m)} ({split}); give "
+                                f"multiples of {m}")
+        g = replicas.devices_per_node  # replicas a server holds, as the fit places them
+        uneven = [p for p in extrapolate_to if unfilled_servers(p // m, g)]
+        if uneven:
+            raise ScalesimError(f"extrapolate to {whole(uneven[0])} {words.devices} "
+                                f"({whole(uneven[0] // m)} replicas): its data-parallel groups "
+                                f"do not fill whole {words.servers} at {g} replicas a "
+                                f"{words.server}, as the runs placed them; give a multiple of "
+                                f"{whole(m * g)} {words.devices}")
+        extrapolate_to = [p // m for p in extrapolate_to]
+    first, last = runs.rows[0], runs.rows[-1]
+    spans = _replica_servers(runs.model_split, last.replicas, runs.devices_per_node)
+    note = (f"the runs split the model ({split}): one model replica is {words.count(m)}, and the "
+            f"fit, the knee, the remedies and the extrapolation count replicas (the data-parallel "
+            f"degree), {whole(first.replicas)} -> {whole(last.replicas)} for {whole(first.devices)} "
+            f"-> {words.count(last.devices)}; the findings' and the fit's {words.servers} are "
+            "those one data-parallel group spans (tp innermost, pp outermost), the table's and "
+            f"the extrapolation's the job's. Tensor-, context- and pipeline-parallel traffic is "
+            "part of a replica's compute, so a change in it between runs reads as compute, and a "
+            "link's fitted bandwidth is a replica's, the sum of its "
+            f"{words.devices}' concurrent exchanges")
+    if runs.model_split["pp"] > 1:
+        note += "; " + pipeline_bubble_words(next((r for r in runs.rows if r.schedule), first))
+    if replicas.nic_servers_per_node > 1:
+        n = replicas.nic_servers_per_node
+        note += (f"; a replica spans {words.count(spans, 'server')} and the replicas of one of "
+                 f"the fit's {words.servers} span {n}: a faster network is priced on all {n} "
+                 f"{words.servers}' NICs")
+    note += ' (docs/diagnose.md "Runs that split the model")'
+    return replicas, extrapolate_to, note
+
+
+def pipeline_bubble_words(row) -> str:
+    """How the fit charges the fill and drain of ``row``'s pipeline (a ``runs.RunRow`` with
+    pp > 1): its schedule, as given or assumed, and the micro-step times it idles a step."""
+    v = row.virtual_stages
+    schedule = row.pipeline_schedule
+    given = "" if row.schedule else ", assumed: no schedule column"
+    chunks = f" x {v} chunks" if schedule == "interleaved" else ""
+    rule = {"1f1b": "(pp - 1)", "gpipe": "(pp - 1)", "interleaved": "(pp - 1)/v",
+            "zb": "a third of (pp - 1)"}[schedule]
+    return (f"the replicas' pipeline ({row.pp} stages{chunks}, schedule {schedule}{given}) idles "
+            f"{rule} = {row.pipeline_bubble:.3g} micro-steps of one stage a step in fill and drain "
+            "(Narayanan et al. 2021 §2.2; zero bubble: Qi et al. 2023), so a step of k "
+            f"micro-batches is fitted as k + {row.pipeline_bubble:.3g} stage micro-steps and "
+            "more micro-batches (accumulation) shrink the bubble's share")
+
+
+def _bubble_share_words(bubble: float, accumulation) -> str:
+    """The pipeline's fill and drain as a share of a replica's compute, ``bubble / (k +
+    bubble)`` stage micro-steps, at the first and the last run's ``k`` (micro-batches a step)."""
+    k0, k1 = float(accumulation[0]), float(accumulation[-1])
+    return (f"the pipeline's fill and drain, {bubble:.3g} stage micro-steps a step: "
+            f"{whole_percent(bubble / (k0 + bubble))} of a replica's compute at {k0:g} micro-batches -> "
+            f"{whole_percent(bubble / (k1 + bubble))} at {k1:g}")
+
+
+def _runs_shard_group(runs, measured, exchange, extrapolate_to: list[int] | None):
+    """(exchange, extrapolation counts, note) of ``runs`` (replicas where ``measured`` split
+    the model) under ``exchange``'s hybrid shard group: given in ranks of dp x cp, so in
+    replicas of a split with cp > 1 it is ``shard_group / cp``; at or above every run's
+    data-parallel ranks each run shards fully (a note says so); refused in one line where it
+    does not divide a run's, or an extrapolation count's (a default count that cannot run is
+    left out, said in the note)."""
+    from scalesim.fit_runs import default_extrapolation_devices
+
+    words, device_words, note = nouns_for(runs.device_name), measured_nouns(runs.device_name), ""
+    cp = measured.model_split["cp"] if runs.replica_split else 1
+    if exchange.shard_group and cp > 1:
+        if exchange.shard_group % cp:
+            raise ScalesimError(f"shard group {exchange.shard_group} (ranks of dp x cp) is not a "
+                                f"whole number of replicas of cp {cp}; give a multiple of {cp}")
+        exchange = replace(exchange, shard_group=exchange.shard_group // cp)
+    if exchange.shard_group and exchange.shard_group >= int(runs.devices.max()):
+        note = (f"shard group {exchange.shard_group * cp} at or above every run's data-parallel "
+                "ranks: each run sharded over all of them (full sharding), as the fit and the "
+                "remedies do; extrapolations beyond it shard hybrid")
+    for r in runs.rows:  # the fit's devices: its data-parallel ranks (replicas where split)
+        if why := exchange.run_problem(r.devices):
+            raise ScalesimError(f"the run on {words.count(r.devices)}: {why}")
+    if exchange.shard_group:
+        m = measured.replica_devices
+        for p in extrapolate_to or []:
+            if why := exchange.run_problem(p):
+                raise ScalesimError(f"extrapolate to {device_words.count(p * m)}: {why}")
+        if extrapolate_to is None:
+            wanted = default_extrapolation_devices(runs)
+            extrapolate_to = [p for p in wanted if not exchange.run_problem(p)]
+            if len(extrapolate_to) < len(wanted):
+                left = [p * m for p in wanted if p not in extrapolate_to]
+                note = "; ".join(n for n in (note, (
+                    f"extrapolation to {', '.join(map(whole, left))} "
+                    f"{device_words.devices} left out: shard group "
+                    f"{exchange.shard_group * cp} does not divide them")) if n)
+            extrapolate_to = extrapolate_to or None
+    return exchange, extrapolate_to, note
+
+
+def _replica_servers(split: dict[str, int], replicas: int, devices_per_node: int) -> int:
+    """Servers of ``devices_per_node`` devices that one model replica's devices sit in, for a
+    job split as ``split`` (tp, pp, cp) over ``replicas`` (``layout.replica_servers``)."""
+    return replica_servers(split["tp"], split["cp"], split["pp"], replicas, 1, devices_per_node)
+
+
+def _with_devices(details: dict, replica_devices: int, devices_per_node: int) -> None:
+    """Give the knee, the extrapolation and the remedies' run of runs fitted as model replicas
+    (``_as_replicas``) in devices, as the report's table, beside their replica counts, and the
+    extrapolation's servers as the job's (``devices_per_node`` devices each), in place."""
+    knee = details["knee"]
+    if knee is not None:
+        for end in ("before", "after"):
+            knee[f"replicas_{end}"] = knee[f"devices_{end}"]
+            knee[f"devices_{end}"] *= replica_devices
+    for e in details["extrapolation"]:
+        e["replicas"] = e["devices"]
+        e["devices"] *= replica_devices
+        e["nodes"] = -(-e["devices"] // devices_per_node)
+    details["remedies_at_replicas"] = details["remedies_at_devices"]
+    details["remedies_at_devices"] *= replica_devices
+
+
+def _parameters_alone(profile, remedies: list[Remedy], exchange, memory_bytes, transformer) -> bool:
+    """Where memory is treated as unknown (``_ran_beyond_memory``: the runs ran beyond the
+    model's estimate), the remedy that holds the parameters whole (ZeRO-3 -> ZeRO-2, the
+    sharding remedy of ZeRO-3 runs) is still judged on the parameters alone: ``params x
+    param_bytes_per_param`` above the GPU's ``memory_bytes`` cannot fit, whatever else the
+    estimate got wrong (Llama 3 70B: 141 GB of bf16 weights against an 80 GB GPU). True where
+    it changed one."""
+    if memory_bytes is None or exchange.strategy != "zero3":
+        return False
+    need = profile.workload.params * profile.workload.param_bytes_per_param
+    if need <= memory_bytes:
+        return False
+    changed = False
+    for i, r in enumerate(remedies):
+        if r.key == "sharding" and r.verdict != "not runnable":
+            remedies[i] = replace(r, verdict="not runnable", note=(
+                f"does not fit in the {transformer.gpu}'s {memory_bytes / 2**30:.4g} GiB: the "
+                f"parameters alone, held whole, take {need / 2**30:.4g} GiB "
+                f"({profile.workload.params / 1e9:.3g} G x "
+                f"{profile.workload.param_bytes_per_param:g} bytes)"))
+            changed = True
+    return changed
+
+
+def _ran_beyond_memory(profile, scenario, devices: int, transformer, exchange) -> str:
+    """'' unless the layout model's memory estimate for the runs' own largest run (``scenario``
+    at ``devices``) exceeds ``transformer``'s GPU memory: they ran, so the estimate is off for
+    them (recompute, sharding, a shorter sequence than the shape says), and judging remedies
+    by it would call today's run "does not fit" and any change "makes it fit" (session-24
+    audit: GPT 1.7B at 4 a GPU on A100 40GB). Then the note that says so (with the flag that
+    says how the runs sharded, where they were read as DDP: ``exchange``); the caller treats
+    memory as unknown."""
+    from scalesim.predict import predict
+
+    now = predict(profile, scenario.model_copy(update={"devices": [devices]}))[0]
+    if now.fits:
+        return ""
+    words = nouns_for(profile.hardware.device_name)
+    how = ("sharding (--strategy zero1-3 says so)" if not exchange.sharded
+           else "offloading" if exchange.strategy == "zero3"
+           else "more sharding than " + exchange.strategy)
+    return (f"the model estimates {now.memory_bytes / 2**30:.1f} GiB per {words.device} for the "
+            f"largest run's own layout ({exchange.strategy}), more than the {transformer.gpu}'s "
+            f"{transformer.memory_bytes / 2**30:.4g} GiB, yet the runs ran (with recompute, "
+            f"{how} or a shorter sequence than the shape says?): memory is treated as unknown, "
+            "so every remedy is assumed to fit")
+
+
+def _check_runs_model(profile, scenario, runs, transformer, fit) -> str:
+    """One line (an error) where the runs' fitted micro-step is faster than ``transformer``'s
+    matmuls alone at its GPU's datasheet peak (the attention core at its kernel's own share of
+    it where the pin holds it there, an A100's 0.656: ``layout_predict.curve_beyond_peak``),
+    even at the top of its 95 % band: that shape on that GPU cannot have run them (a sequence
+    length or model size that is not theirs, another GPU), and every remedy the layout model
+    predicts would hold compute at the peak, slower than measured (the example runs,
+    BERT-large at sequence 128, described as BERT-large at sequence 512: 'faster network
+    +13 %' where the runs' own fit says +253 %). Where the band reaches the peak's time the
+    runs do not pin their compute (three runs of one batch, session-24 audit: 454 ms +-
+    415 %): no error, but the note returned says the remedies take the peak's time; '' where
+    the fit is slower than the peak."""
+    from scalesim.layout_predict import curve_beyond_peak, pin_attention_share
+
+    b = float(runs.micro_batch[-1])
+    at_peak_s, fastest_s, measured_s = curve_beyond_peak(profile, scenario, b)
+    if not fastest_s > measured_s:  # NaN: no datasheet peak to hold the runs to
+        return ""
+
+    slow_core = fastest_s > at_peak_s  # the pin's attention core at its kernel's share (A100)
+
+    def core(ms: str) -> str:
+        return (f", {ms} with its attention core at {pin_attention_share(profile):.2g} of it "
+                "(FlashAttention-2's rate there)") if slow_core else ""
+
+    errors = [fit.stderr(n) for n in ("per_sample_s", "overhead_s") if n in fit.fitted]
+    spread = float(np.exp(Z95 * max(errors))) if errors and None not in errors else np.inf
+    if measured_s * spread >= fastest_s:  # the runs leave room for the peak's time
+        return (f"the fitted micro-step of {b:g} samples, {milliseconds(measured_s)} (95% band up to "
+                + ("unbounded" if not np.isfinite(spread) else milliseconds(measured_s * spread))
+                + f"), is faster than {transformer.name}"
+                + (" can run" if slow_core else "'s matmuls alone")
+                + f" at the {transformer.peak_tflops:g} TFLOP/s peak of {transformer.gpu} ("
+                + ("its matmuls alone " if slow_core else "")
+                + f"{milliseconds(at_peak_s)}{core(milliseconds(fastest_s))}); the runs do not pin "
+                "it, so the remedies compute at that peak's time")
+    raise ScalesimError(
+        f"the runs compute a micro-step of {b:g} samples in {measured_s * 1e3:.3g} ms, faster "
+        f"than {transformer.name} ({transformer.shape.words()}) can on {transformer.gpu}: its "
+        f"matmuls alone take {at_peak_s * 1e3:.3g} ms at the {transformer.peak_tflops:g} "
+        f"TFLOP/s datasheet peak{core(f'{fastest_s * 1e3:.3g} ms')}; describe the runs' own "
+        "model (a workload JSON with their sequence length and sizes) and GPU")
+
+
+def _parts_over_the_step(share_of_step: dict, devices, fit, words: Nouns = GPU_NOUNS) -> list[str]:
+    """A note where a part of the step (fitted or measured) is more than the measured step:
+    the fitted model does not describe the runs (a data stall of 138 % of the step, a remedy of
+    +125,501 %), and its shares and remedy gains should not be read as findings."""
+    over = [(float(v[i]), name, int(devices[i])) for name, v in share_of_step.items()
+            if name != "compute" for i in range(len(v)) if v[i] > 1.0]
+    if not over:
+        return []
+    share, name, n = max(over)
+    part = {"comm": "exposed communication", "data": "data stall",
+            "straggler": "straggler wait"}.get(name, name)
+    return [f"the {part} is {share:.0%} of the measured step at {words.count(n)}: more than the step "
+            f"itself, so the fitted model does not describe these runs (rms residual "
+            f"{fit.rmse_rel:.0%}); read its shares and remedy gains as unreliable, and check the "
+            f"runs (the same settings in every row, each run's {words.devices} and throughput)"]

@@ -1,0 +1,479 @@
+"""What a job's profiler traces say about its collectives: their kinds and sizes per process
+group, the data-parallel exchange (strategy, shard group), the layout the groups show and the
+pipeline stages. Read by ``scalesim.trace_diagnosis``; docs/diagnose.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from scalesim.device_nouns import (
+    CPU_DEVICE_PREFIX,
+)
+from scalesim.figures import milliseconds, whole
+from scalesim.process_groups import (
+    ROLES,
+    UNNAMED_ROLE,
+    exchange_replicas,
+    group_role,
+    layout_words,
+    splits_the_model,
+    traced_degrees,
+)
+
+
+def mixed_ranks_notes(summaries) -> list[str]:
+    """Notes where the ranks' traces disagree on what should be the same in one job: the GPU
+    they ran on, or how many steps they recorded (the comparison uses the steps they share)."""
+    out = []
+    gpus = {}
+    for s in summaries:
+        if s.device_name:
+            gpus.setdefault(s.device_name, []).append(s.rank)
+    if len(gpus) > 1:
+        out.append("the ranks name different GPUs (" + "; ".join(
+            f"{name}: rank{'s' if len(r) > 1 else ''} {', '.join(map(str, r[:4]))}"
+            + (" ..." if len(r) > 4 else "") for name, r in gpus.items())
+            + "): one job's traces run on one kind; check that the files are of one job")
+    counts = {s.rank: len(s.steps) for s in summaries}
+    if len(set(counts.values())) > 1:
+        few, most = min(counts, key=counts.get), max(counts, key=counts.get)
+        out.append(f"the ranks recorded different numbers of steps (rank {few} {counts[few]}, "
+                   f"rank {most} {counts[most]}): ranks are compared on the steps they share")
+    return out
+
+
+def traced_device_name(summaries) -> str:
+    """The device name of a traced job's model profile: 'traced', or where no rank ran on a GPU
+    (``TraceSummary.device``) a CPU job's 'CPU: traced', whose devices are its processes
+    (``device_nouns``)."""
+    gpu = any(s.device == "gpu" for s in summaries)
+    return "traced" if gpu else f"{CPU_DEVICE_PREFIX}traced"
+
+
+# The collectives a trace names, by kind (a name's letters, lower case, without '_': NCCL's
+# ncclDevKernel_AllGather_RING_LL, gloo:all_gather, record_param_comms:_allgather_base).
+COLLECTIVE_KINDS = {"allreduce": "all-reduce", "allgather": "all-gather",
+                    "reducescatter": "reduce-scatter"}
+# ZeRO-3 (FSDP FULL_SHARD) gathers each block before its forward and again before its
+# backward, and reduce-scatters it once: twice the all-gathers of reductions (a root unit left
+# unsharded after forward, FSDP2's default for it, gathers once: 7 gathers for 4 units);
+# ZeRO-2 (SHARD_GRAD_OP) and Megatron-Core's ZeRO-1 gather once per reduction. The threshold
+# between the two ratios:
+ZERO3_GATHERS_PER_SCATTER = 1.5
+# A job shards where its all-gathers take at least this share of the collective time and come at
+# least half as often as its reductions: a DDP job that all-gathers a metric now and then does
+# not (a few scalars: latency alone, far under this share of an exchange of gradients). FSDP2 on
+# gloo, which has no reduce-scatter, reduces with all-reduce: its gathers took 43 % of the
+# collective time in a 2-rank CPU trace (session 25), 32-38 % in two more (session 28), and
+# under 25 % (the share first chosen) once in a loaded CI run, where the all-reduces also time
+# the other rank's lateness
+SHARDED_GATHER_SHARE = 0.15
+SHARDED_GATHERS_PER_REDUCTION = 0.5
+
+
+def _one_record_each(summary) -> dict[str, dict]:
+    """The collectives of one rank's trace, each once: a GPU trace's NCCL kernels (not the CPU
+    ops torch writes beside each, ``record_param_comms`` and ``nccl:*``), a CPU trace's
+    ``gloo:*`` work where it has any, else its ``record_param_comms`` (else what there is)."""
+    names = summary.collectives
+    if summary.device == "gpu":
+        kernels = {n: c for n, c in names.items() if "nccl" in n.lower()
+                   and not n.startswith(("nccl:", "record_param_comms"))}
+        if kernels:
+            return kernels
+    for prefix in ("gloo:", "record_param_comms"):
+        if picked := {n: c for n, c in names.items() if n.startswith(prefix)}:
+            return picked
+    return names
+
+
+def _role_records(summary, roles) -> dict[str, dict]:
+    """The NCCL kernels of a rank's trace over groups of ``roles`` (``TraceSummary.groups``)."""
+    out: dict[str, dict] = {}
+    for role in roles:
+        for name, c in summary.groups.get(role, {}).get("collectives", {}).items():
+            into = out.setdefault(name, {"count": 0, "total_s": 0.0})
+            into["count"] += c["count"]
+            into["total_s"] += c["total_s"]
+    return out
+
+
+def collective_kinds(summaries, roles=None) -> dict[str, dict[str, float]]:
+    """Count and seconds of each kind of collective (``COLLECTIVE_KINDS``) over every traced
+    rank and step, each collective once (``_one_record_each``); names of no kind (broadcast,
+    send/recv) are left out. ``roles``: only the groups of those roles (``TraceSummary.groups``;
+    None: every collective)."""
+    out = {kind: {"count": 0.0, "total_s": 0.0} for kind in COLLECTIVE_KINDS.values()}
+    for s in summaries:
+        records = _one_record_each(s) if roles is None else _role_records(s, roles)
+        for kind, c in kinds_of(records).items():
+            out[kind]["count"] += c["count"]
+            out[kind]["total_s"] += c["total_s"]
+    return out
+
+
+def kinds_of(records: dict[str, dict]) -> dict[str, dict[str, float]]:
+    """kind (``COLLECTIVE_KINDS``) -> {"count", "total_s"} of kernel records (name -> count,
+    total_s); names of no kind are left out."""
+    out: dict[str, dict[str, float]] = {}
+    for name, c in records.items():
+        letters = name.lower().replace("_", "")
+        kind = next((k for key, k in COLLECTIVE_KINDS.items() if key in letters), None)
+        if kind is not None:
+            into = out.setdefault(kind, {"count": 0.0, "total_s": 0.0})
+            into["count"] += c["count"]
+            into["total_s"] += c["total_s"]
+    return out
+
+
+@dataclass(frozen=True)
+class ShardGroups:
+    """What a traced job's data-parallel groups say of its sharding (``shard_groups``): the
+    group that carries its reduce-scatters and all-gathers (``desc``, ``size``) and, under
+    hybrid sharding, the size of the one that all-reduces each shard across the replicas
+    (``replicas``; 0: none)."""
+
+    desc: str
+    size: int
+    replicas: int
+
+    @property
+    def hybrid(self) -> int:
+        """The shard group where the job sharded hybrid (0: not)."""
+        return self.size if self.replicas > 1 else 0
+
+
+def shard_groups(summaries, ranks: int) -> ShardGroups | None:
+    """The sharding ``summaries``' data-parallel groups show, over the exchange's ``ranks``
+    (``exchange_ranks``): on the first rank whose named groups carry reduce-scatters or
+    all-gathers, the group with the most of that time, and hybrid (FSDP2 / torchtitan HSDP on a
+    mesh ``(dp_replicate, dp_shard)``) where it holds fewer than ``ranks`` and another group of
+    ``ranks / size`` all-reduces; None where no group shards. A loss all-reduce over every rank
+    (``default_pg``) is no replica group: its size is the whole exchange's."""
+    for s in summaries:
+        by_desc = s.groups.get("dp", {}).get("by_desc", {})
+        sharding = {d: g for d, g in by_desc.items() if {"reduce-scatter", "all-gather"}
+                    & set(kinds_of(g["collectives"]))}
+        if not sharding:
+            continue
+        desc = max(sharding, key=lambda d: _sharding_s(sharding[d]))
+        size = sharding[desc]["size"] or 0
+        replicas = next((g["size"] for d, g in by_desc.items() if d != desc
+                         and "all-reduce" in kinds_of(g["collectives"])
+                         and 1 < size < ranks and (g["size"] or 0) * size == ranks), 0)
+        return ShardGroups(desc, size, replicas)
+    return None
+
+
+def _sharding_s(group: dict) -> float:
+    """Seconds of a traced group's reduce-scatters and all-gathers (``by_desc`` entry)."""
+    kinds = kinds_of(group["collectives"])
+    return sum(kinds.get(k, {}).get("total_s", 0.0) for k in ("reduce-scatter", "all-gather"))
+
+
+def _shard_group_collectives(summaries, desc: str) -> dict[str, dict[str, float]]:
+    """``collective_kinds`` of the data-parallel group ``desc`` alone, every rank."""
+    out = {kind: {"count": 0.0, "total_s": 0.0} for kind in COLLECTIVE_KINDS.values()}
+    for s in summaries:
+        group = s.groups.get("dp", {}).get("by_desc", {}).get(desc)
+        for kind, c in kinds_of(group["collectives"] if group else {}).items():
+            out[kind]["count"] += c["count"]
+            out[kind]["total_s"] += c["total_s"]
+    return out
+
+
+def traced_exchange(summaries, degrees: dict | None = None):
+    """How the traced job exchanged (``fit_runs.RunsExchange``) and the words of why. Its
+    reductions are its reduce-scatters, or its all-reduces where it has none (FSDP on gloo);
+    it sharded where its all-gathers take at least ``SHARDED_GATHER_SHARE`` of the all-reduce /
+    all-gather / reduce-scatter time and number at least ``SHARDED_GATHERS_PER_REDUCTION`` per
+    reduction: ZeRO-3 (FSDP FULL_SHARD) at ``ZERO3_GATHERS_PER_SCATTER`` or more per
+    reduction, else ZeRO-2 (SHARD_GRAD_OP; Megatron-Core's ZeRO-1 looks alike and sends the
+    same bytes); else DDP, with no words. ``degrees``: ``traced_layout(summaries)`` where the
+    caller has it (None: read here)."""
+    from scalesim.fit_runs import DDP_EXCHANGE, RunsExchange
+
+    degrees = traced_layout(summaries) if degrees is None else degrees
+    grouped = by_group(summaries)
+    if splits_the_model(degrees) and exchange_replicas(degrees) < 2:
+        return DDP_EXCHANGE, ""  # no data-parallel exchange to read
+    if splits_the_model(degrees) and not grouped:
+        return DDP_EXCHANGE, (
+            f"the traces' process groups split the model ({layout_words(degrees)}: "
+            f"{', '.join(degrees['named'])}), but not every trace's collectives say which group "
+            "each served (gloo records none; NCCL kernels name theirs in recent torch): the "
+            "data-parallel exchange is read as DDP; if it sharded, give --strategy")
+    ranks = exchange_ranks(summaries, degrees)
+    found = shard_groups(summaries, ranks) if grouped else None
+    hybrid = found.hybrid if found is not None else 0
+    # a hybrid job's strategy from its shard group's collectives (the replicas' all-reduces, and
+    # whatever else they run, are not ZeRO's per-block ones)
+    kinds = (_shard_group_collectives(summaries, found.desc) if hybrid
+             else collective_kinds(summaries, DP_ROLES if grouped else None))
+    gather = kinds["all-gather"]
+    reduction = "reduce-scatter" if kinds["reduce-scatter"]["count"] else "all-reduce"
+    reductions = kinds[reduction]["count"]
+    total = sum(k["total_s"] for k in kinds.values())
+    if (reductions == 0 or gather["total_s"] < SHARDED_GATHER_SHARE * total
+            or gather["count"] < SHARDED_GATHERS_PER_REDUCTION * reductions):
+        return DDP_EXCHANGE, ""
+    ratio = gather["count"] / reductions
+    exchange = RunsExchange("zero3" if ratio >= ZERO3_GATHERS_PER_SCATTER else "zero2",
+                            shard_group=hybrid)
+    seen = ", ".join(f"{whole(k['count'])} {kind}s ({milliseconds(k['total_s'])})"
+                     for kind, k in kinds.items() if k["count"])
+    alike = ("the shard group's, with the all-reduces across its replicas" if hybrid else
+             "DeepSpeed stage 3 alike" if exchange.strategy == "zero3"
+             else "Megatron-Core's ZeRO-1 alike")
+    unnamed = grouped and any(UNNAMED_ROLE in s.groups for s in summaries)
+    whose = (f"the shard group {found.desc}'s collectives" if hybrid else
+             "the traces' collectives" if not grouped else
+             "the collectives of the data-parallel groups and of groups no name places"
+             if unnamed else "the data-parallel groups' collectives")
+    caveat = ("To say otherwise, give --strategy (--shard-group for hybrid sharding)"
+              if grouped and not unnamed else
+              "Tensor parallelism with sequence parallelism also gathers and reduce-scatters "
+              "(activations), and these traces do not say which parallelism each collective "
+              "served: for such a job, or to say otherwise, give --strategy (--shard-group for "
+              "hybrid sharding)")
+    if found is not None and not hybrid and 1 < found.size < ranks:
+        caveat += (f". Its sharding collectives ran in groups of {found.size} of the "
+                   f"{ranks} data-parallel ranks ({found.desc}) with no all-reduce across them "
+                   f"traced: read as full sharding; if it sharded hybrid, give --shard-group "
+                   f"{found.size}")
+    return exchange, (f"{whose}, all ranks and steps: {seen}: "
+                      f"all-gathers per {reduction} {ratio:.2g}, read as "
+                      f"{exchange.label(alike)}; the remedies start from it. {caveat}")
+
+
+# Collectives read as the data-parallel exchange: the dp groups', and those of groups no name
+# places (as every collective was read before the traces' groups were)
+DP_ROLES = ("dp", UNNAMED_ROLE)
+
+
+def by_group(summaries) -> bool:
+    """True where every traced rank's collectives name their process group."""
+    return all(s.groups for s in summaries)
+
+
+def every_rank_sends(summaries) -> bool:
+    """Whether every traced rank sends or receives point to point (``traces.point_to_point``)."""
+    from scalesim.traces import point_to_point
+
+    return all(any(point_to_point(name) for name in s.collectives) for s in summaries)
+
+
+def traced_layout(summaries) -> dict:
+    """The traced job's degrees (``process_groups.traced_degrees``). Where no group splits the
+    model but every traced rank sends and receives point to point (``traces.point_to_point``)
+    and either ran a pipeline schedule's annotated actions (``TraceSummary.
+    schedule_micro_batches``: torch.distributed.pipelining) or runs no other collective, a
+    pipeline over all the ranks (pp = the world, dp 1, ``pipeline_over_ranks``): a pipeline
+    over the whole job runs on the default group (torch's PipelineStage without a group; a
+    DeviceMesh dimension over every rank reuses it), so no group names it. Sends and receives
+    beside other collectives do not make one: all-to-all runs on NCCL's SendRecv kernels, a
+    monitored barrier on gloo's send and recv."""
+    from scalesim.traces import point_to_point
+
+    world = max(len(summaries), max((s.world_size or 1) for s in summaries))
+    degrees = traced_degrees([s.process_groups for s in summaries], [s.groups for s in summaries],
+                             world)
+    only_sends = all(point_to_point(name) for s in summaries for name in s.collectives)
+    annotated = all(s.schedule_micro_batches > 0 for s in summaries)
+    if world >= 2 and every_rank_sends(summaries) and (annotated or only_sends) \
+            and not splits_the_model(degrees):
+        degrees = {**degrees, "pp": world, "dp": 1, "pipeline_over_ranks": True}
+    return degrees
+
+
+def model_parallel_exposed(summaries) -> dict[str, dict[str, float]]:
+    """role -> {"comm_s", "exposed_s"}: medians over the ranks that have the role of their
+    median step's collectives over groups that are not data parallel (``DP_ROLES``), and the
+    part nothing else covered (no compute, data wait or other group's collective: what hiding
+    them saves); {} where the collectives name no group."""
+    if not by_group(summaries):
+        return {}
+    out = {}
+    for role in ROLES:
+        if role == "dp":
+            continue
+        have = [s.groups[role] for s in summaries if role in s.groups]
+        if have:
+            out[role] = {k: float(np.median([g[k] for g in have])) for k in ("comm_s", "exposed_s")}
+    return out
+
+
+def _exchange_source(summaries) -> str:
+    """Which of a traced step's collectives are the data-parallel exchange's: 'groups' (its
+    dp groups', ``DP_ROLES``, where the collectives name groups); 'collectives' (those that
+    are not point to point, where some rank sends point to point but no group is named: a
+    pipeline's sends and their waits are not the exchange's); 'all' (all its communication)."""
+    from scalesim.traces import point_to_point
+
+    if by_group(summaries):
+        return "groups"
+    if any(point_to_point(name) for s in summaries for name in s.collectives):
+        return "collectives"
+    return "all"
+
+
+def _exchange_step_s(source: str, step) -> float:
+    """One rank's data-parallel exchange time in one traced step, s, waits for peers
+    included, read as ``source`` (``_exchange_source``) says."""
+    if source == "groups":
+        return sum(step.group_comm_s.get(r, 0.0) for r in DP_ROLES)
+    return step.collective_s if source == "collectives" else step.comm_s
+
+
+def exchange_transfer_s(summaries, staged) -> float:
+    """The exchange's own time a step, s: in each step, the least any rank of a pipeline stage
+    spent in its collectives (the last rank to arrive waits for no one, so its time is the
+    transfer; the others' extra is waiting for it, the straggler finding's), the most of that
+    over stages (each stage's replicas exchange their shard at once), median over steps.
+    ``staged``: ``pipeline_stages``; one stage where the job has no pipeline or a rank's stage
+    is unknown. Taking every rank's own time instead counted the waits twice, once as the
+    exchange and once as the straggler (a real dp x pp job: 5.3 ms priced, 1.6 ms its own).
+    Where no step is traced on every rank, no straggler counts the waits
+    (``traces.cross_rank`` compares no step), so the exchange keeps them: the median of the
+    ranks' own times."""
+    p, stages, _ = staged
+    if p < 2 or None in stages or len(stages) != len(summaries):
+        stages = [0] * len(summaries)
+    source = _exchange_source(summaries)
+    by_step = [{st.step: _exchange_step_s(source, st) for st in s.steps} for s in summaries]
+    common = set.intersection(*(set(d) for d in by_step))
+    if not common:  # no step every rank traced: the ranks' own times, waits included
+        # (``traces.cross_rank`` then compares no step and counts no wait as a straggler's,
+        # so the least rank's time had dropped the waits from the model's step: 8 ms traced
+        # steps rebuilt as 6 ms, overlap +15 % where hiding 1 ms gains 1/7 at most)
+        return float(np.median([float(np.median(list(d.values()))) for d in by_step]))
+    return float(np.median([
+        max(min(d[n] for d, k in zip(by_step, stages, strict=True) if k == stage)
+            for stage in set(stages))
+        for n in sorted(common)]))
+
+
+def traced_dp_comm(summaries, staged) -> tuple[float, float]:
+    """(comm_s, hidden_s) of the data-parallel exchange: its own time a step
+    (``exchange_transfer_s``: no waits for peers) and the part of it compute or a data wait
+    hid, at the share the ranks' collectives had hidden. The share is of the exchange's
+    collectives (``_exchange_source``): their per-role medians where groups are named; the
+    collectives that are not point to point where a pipeline sends but no group is named
+    (read with its sends, hidden all-reduces had read as exposed: 'overlap the exchange
+    +37 %' on a dp x pp job); else all the traced communication."""
+    transfer = exchange_transfer_s(summaries, staged)
+    source = _exchange_source(summaries)
+    if source == "groups":
+        comm = float(np.median([sum(s.groups.get(r, {}).get("comm_s", 0.0) for r in DP_ROLES)
+                                for s in summaries]))
+        hidden = float(np.median([sum(s.groups.get(r, {}).get("hidden_s", 0.0)
+                                      for r in DP_ROLES) for s in summaries]))
+    elif source == "collectives":
+        comm = float(np.median([s.median("collective_s") for s in summaries]))
+        hidden = float(np.median([s.median("collective_hidden_s") for s in summaries]))
+    else:
+        comm = sum(st.comm_s for s in summaries for st in s.steps)
+        hidden = sum(st.overlap_s for s in summaries for st in s.steps)
+    share = hidden / comm if comm > 0 else 0.0
+    return transfer, transfer * share
+
+
+def groups_notes(summaries, degrees: dict, model_parallel: dict,
+                  pipeline_read: bool = False) -> list[str]:
+    """Notes on how the traces' groups were read: sizes left out, groups no name places,
+    a split whose collectives were not seen, sends no group places, no data parallelism to
+    model (``pipeline_read``: a pipeline was read, whose batch remedies are priced on it)."""
+    notes = []
+    if degrees["conflict"]:
+        notes.append(f"the traces' process groups: {degrees['conflict']}")
+    unnamed = sorted({d for s in summaries for d in s.groups.get(UNNAMED_ROLE, {}).get("descs", [])})
+    if unnamed:
+        notes.append(f"collectives over groups no name places ({', '.join(unnamed[:4])}: created "
+                     "without group_desc, fewer ranks than the job) are read as the "
+                     "data-parallel exchange's")
+    if splits_the_model(degrees) and by_group(summaries) and not model_parallel \
+            and exchange_replicas(degrees) > 1:
+        notes.append(f"the traces' process groups split the model ({layout_words(degrees)}) but "
+                     "no collective names a tensor-, context- or pipeline-parallel group: all "
+                     "are read as the data-parallel exchange's")
+    if degrees.get("pp", 1) < 2 and len(summaries) > 1 and every_rank_sends(summaries) \
+            and not by_group(summaries):
+        notes.append("every rank sends and receives point to point beside other collectives, "
+                     "and no process group names a pipeline: the sends are read as the "
+                     "data-parallel exchange's. A pipeline is read where a group names it "
+                     "(Megatron-LM's PIPELINE_MODEL_PARALLEL_GROUP, a DeviceMesh's mesh_pp over "
+                     "part of the job) or torch.distributed.pipelining's schedules annotate "
+                     "their actions (Interleaved1F1B, GPipe, ...)")
+    if splits_the_model(degrees) and exchange_replicas(degrees) < 2:
+        notes.append(f"{layout_words(degrees)}: no data-parallel exchange, so the model's "
+                     + ("remedies (links, overlap, sharding) have nothing to price; the batch "
+                        "remedies are priced on the traced pipeline (its span per sample, the "
+                        "rest of the step once), the others are what the traces measure"
+                        if pipeline_read else
+                        "remedies (links, overlap, sharding, batch) have nothing to price; only "
+                        "what the traces measure is listed"))
+    return notes
+
+
+def _pipeline_stage(summary) -> int | None:
+    """The rank's stage: its place in its pipeline group's ranks (pg_config), None unknown."""
+    for g in summary.process_groups:
+        if (g["size"] or 0) > 1 and group_role(g["desc"], g["size"], None) == "pp" \
+                and summary.rank in g["ranks"]:
+            return g["ranks"].index(summary.rank)
+    return None
+
+
+def pipeline_stages(summaries, degrees: dict) -> tuple[int, list[int | None], str]:
+    """(stages p, each summary's stage or None where unknown, note) of a traced job
+    (``traced_layout``): a named pp group's (``_pipeline_stage``), or the ranks' order for a
+    pipeline over them all that no group names, with a note; (1, [], '') without a pipeline."""
+    p = degrees.get("pp", 1)
+    if p < 2:
+        return 1, [], ""
+    if degrees.get("pipeline_over_ranks"):  # a rank's stage: the first it runs, else its rank
+        return p, [min(s.schedule_stages, default=s.rank) for s in summaries], (
+            f"no process group names a pipeline, but every rank sends and receives point to "
+            f"point and ran a pipeline schedule's actions or no other collective: read as one "
+            f"pipeline over the {p} ranks, stage by rank (a pipeline over the whole job runs "
+            "on the default group, which no name says is a pipeline's)")
+    return p, [_pipeline_stage(s) for s in summaries], ""
+
+
+def within_stages(summaries, cr: dict, staged: tuple) -> tuple[dict, str]:
+    """``cr`` (``traces.cross_rank``) with its straggler fields from ranks of one pipeline
+    stage compared with each other (the stage whose slowest rank keeps the others waiting the
+    longest), and a note; unchanged where the job has no pipeline or a rank's stage is unknown
+    (``staged``: the traces' ``pipeline_stages``).
+    Stages do different work (embedding, loss; a receive waits on the stage before), so across
+    them the slowest is the pipeline's shape, not a straggler."""
+    from scalesim.traces import cross_rank
+
+    p, stages, _ = staged  # ``pipeline_stages``
+    if p < 2 or None in stages:
+        return cr, ""
+    keys = ("straggler_wait_s", "slowest_rank", "slowest_consistency", "slowest_factor",
+            "slowest_counts", "steps_compared")
+    per_stage = [cross_rank([s for s, k in zip(summaries, stages, strict=True) if k == stage])
+                 for stage in sorted(set(stages)) if stages.count(stage) > 1]
+    out = dict(cr)
+    if not per_stage:
+        out.update(straggler_wait_s=0.0, slowest_factor=1.0, slowest_counts={},
+                   steps_compared=0, slowest_consistency=1.0)
+        return out, ("one traced rank a pipeline stage: stages do different work, so no rank "
+                     "is compared with another (trace the data-parallel peers of a stage)")
+    worst = max(per_stage, key=lambda c: c["straggler_wait_s"])
+    out.update({k: worst[k] for k in keys})
+    return out, ("ranks compared within their pipeline stage (stages do different work): the "
+                 "stage whose slowest rank keeps its peers waiting the longest")
+
+
+def exchange_ranks(summaries, degrees=None) -> int:
+    """The ranks a traced job's data-parallel exchange runs over: the job's, or where its
+    groups split the model (``degrees``) its replicas (dp x cp, ``exchange_replicas``)."""
+    if degrees is not None and splits_the_model(degrees):
+        return exchange_replicas(degrees)
+    return max(len(summaries), max((s.world_size or 1) for s in summaries))

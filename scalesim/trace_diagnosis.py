@@ -1,0 +1,813 @@
+"""Diagnose one job from its ranks' profiler traces (``scalesim.traces.summarise``): the cause of
+the lost time, the pipeline's bubble, the exposed model-parallel communication and the remedies.
+docs/diagnose.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, replace
+
+import numpy as np
+
+from scalesim.accuracy import DATA_PARALLEL_MEDIAN_ERROR, median_error
+from scalesim.bounds import clip
+from scalesim.device_nouns import (
+    nouns_for,
+)
+from scalesim.diagnosis import (
+    GOOD_EFFICIENCY,
+    NOMINAL_BATCH_TITLES,
+    OTHER_CAUSE_SHARE,
+    PREFERRED_REMEDIES,
+    Finding,
+    Remedy,
+    Report,
+    finding,
+    first_remedy,
+    least_decisive_gain,
+    model_remedies,
+    shown_gain,
+)
+from scalesim.errors import ScalesimError, require_model, require_text
+from scalesim.figures import milliseconds, series, whole_percent
+from scalesim.model.stragglers import (
+    SLOW_DEVICE_FACTOR,
+    persistence_words,
+    slowest_in_most_steps,
+)
+from scalesim.process_groups import (
+    ROLE_WORDS,
+    exchange_replicas,
+    layout_words,
+    splits_the_model,
+)
+from scalesim.remedies import gain_verdict
+from scalesim.trace_collectives import (
+    by_group,
+    exchange_ranks,
+    groups_notes,
+    mixed_ranks_notes,
+    model_parallel_exposed,
+    pipeline_stages,
+    shard_groups,
+    traced_device_name,
+    traced_dp_comm,
+    traced_exchange,
+    traced_layout,
+    within_stages,
+)
+
+# Traces: the loader is modelled (and its remedy predicted) when removing the data wait could
+# gain the model's median error, wait / (step - wait) >= e, i.e. wait >= e / (1 + e) of the step.
+LOADER_MODELLED_SHARE = DATA_PARALLEL_MEDIAN_ERROR / (1.0 + DATA_PARALLEL_MEDIAN_ERROR)
+# Traces: the model's overlap is on or off; a job is modelled as overlapping when at least half of
+# its communication time overlaps compute (the nearer of the two cases).
+OVERLAPPED_SHARE = 0.5
+
+
+def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | None = None) -> Report:
+    """Name the cause from per-rank trace summaries (scalesim.traces.summarise). ``exchange``
+    (``fit_runs.RunsExchange``): how the job exchanged; None: read off its collectives
+    (``traced_exchange``). ``shard_group``: a hybrid shard group for the strategy read off the
+    collectives (with ``exchange`` None; ``--shard-group`` without ``--strategy``)."""
+    from scalesim.traces import TraceSummary, cross_rank, missing_ranks_note
+
+    if not isinstance(summaries, list | tuple) or not summaries:
+        raise ScalesimError("summaries: expected a non-empty list of TraceSummary "
+                            "(scalesim.traces.load_traces)")
+    for s in summaries:
+        require_model(s, TraceSummary, "summaries")
+    source = require_text(source, "source")
+    degrees = traced_layout(summaries)
+    exchange, exchange_note = _traced_or_given(summaries, degrees, exchange, shard_group)
+
+    staged = pipeline_stages(summaries, degrees)
+    cr, stage_note = within_stages(summaries, cross_rank(summaries), staged)
+    step = cr["step_s"]
+    pipeline, pipeline_notes = traced_pipeline(summaries, staged)
+    model_parallel = model_parallel_exposed(summaries)
+    # the pipeline's sends and receives are its own finding's where it is read
+    outside = {role: v for role, v in model_parallel.items()
+               if pipeline is None or role != "pp"}
+    # collectives over groups that split the model: not the data-parallel exchange's
+    mp_exposed = min(sum(v["exposed_s"] for v in outside.values()),
+                     cr["intrinsic_exposed_comm_s"])
+    # the pacing stage's waits on its sends and receives are the pipeline's, not the exchange's
+    pp_waits = 0.0 if pipeline is None else pipeline.bubble_s
+    parts = {
+        "data": cr["data_wait_s"],
+        "straggler": cr["straggler_wait_s"],
+        "comm": max(cr["intrinsic_exposed_comm_s"] - mp_exposed - pp_waits, 0.0),
+        "model_parallel": mp_exposed,
+        "pipeline": 0.0 if pipeline is None else pipeline.lost_s,
+        "idle": cr["idle_s"],
+    }
+    share = {k: v / step for k, v in parts.items()}
+    findings = []
+    multi_host = len({s.host for s in summaries if s.host}) > 1
+    held = [f"the other groups' collectives {milliseconds(mp_exposed)}"] if mp_exposed > 0 else []
+    if pp_waits > 0:
+        held.append(f"the pipeline's waits {milliseconds(pp_waits)} (its finding's)")
+    split = (f"; of it the data-parallel exchange {milliseconds(parts['comm'])}, " + ", ".join(held)
+             if held else "")
+    comm_lines = [
+        f"communication {milliseconds(cr['comm_s'])} per step, {whole_percent(cr['overlap_share'])} of it "
+        f"overlapping compute; exposed {milliseconds(cr['intrinsic_exposed_comm_s'])} on the slowest "
+        f"rank ({whole_percent(cr['intrinsic_exposed_comm_s'] / step)} of the step{split})",
+    ]
+    # a CPU job (TraceSummary.device) has no device timeline and no kernel launches
+    words = nouns_for(traced_device_name(summaries))
+    if not multi_host:
+        comm_lines.append(f"one run traced: whether the share grows with {words.devices} needs "
+                          f"runs at several {words.device} counts (scalesim diagnose runs.csv)")
+    if multi_host:
+        comm_lines.append(f"ranks on {len({s.host for s in summaries})} hosts: collectives cross "
+                          f"{words.servers}")
+    findings.append(finding("inter_server" if multi_host else "comm_growth", share["comm"],
+                            comm_lines, words))
+    if mp_exposed > 0:
+        findings.append(finding("model_parallel_comm", share["model_parallel"],
+                                _model_parallel_lines(degrees, outside, step, mp_exposed),
+                                words))
+    if pipeline is not None:
+        findings.append(finding("pipeline", share["pipeline"], _pipeline_lines(pipeline, step),
+                                words))
+    findings.append(finding("input_pipeline", share["data"], [
+        f"waiting on the DataLoader {milliseconds(parts['data'])} per step ({whole_percent(share['data'])}), "
+        "median over ranks",
+    ]))
+    slow = cr["slowest_rank"]
+    persistence = persistence_words(cr["slowest_counts"].get(slow, 0), cr["steps_compared"],
+                                    len(summaries))
+    persistent = slowest_in_most_steps(cr["slowest_counts"].get(slow, 0), cr["steps_compared"],
+                                       len(summaries))
+    # the factor is of each step's slowest rank, which is this rank only where it persists
+    own = (f"its own time (step minus exposed communication) {cr['slowest_factor']:.2f}x the "
+           "others' (median over steps)" if persistent else
+           f"the slowest rank of each step has {cr['slowest_factor']:.2f}x the others' own time "
+           "(step minus exposed communication; median over steps)")
+    strag_lines = [
+        f"ranks wait {milliseconds(parts['straggler'])} per step for the slowest "
+        f"({whole_percent(share['straggler'])} of the step)",
+        f"rank {slow} is the {persistence}, {own}",
+    ]
+    if cr["steps_compared"]:
+        strag_lines.append("slowest rank per step: " + ", ".join(
+            f"rank {r} in {n} of {cr['steps_compared']}" for r, n in cr["slowest_counts"].items()
+            if n))
+    is_slow_device = persistent and cr["slowest_factor"] >= SLOW_DEVICE_FACTOR
+    findings.append(finding("slow_device" if is_slow_device else "stragglers", share["straggler"],
+                            strag_lines, words))
+    findings.append(finding("idle", share["idle"], [
+        f"{words.device} idle {milliseconds(parts['idle'])} per step "
+        f"({whole_percent(share['idle'])}): neither computing, communicating nor loading data "
+        + ("(host overhead between operators: Python, the framework)" if words.cpu else
+           "(launch or host overhead)"),
+    ]))
+    findings.sort(key=lambda f: -f.share)
+    if findings[0].share < 1.0 - GOOD_EFFICIENCY:
+        findings.insert(0, finding("none", 0.0, [
+            f"compute {whole_percent(cr['compute_s'] / step)} of a {milliseconds(step)} step; no other part "
+            f"above {whole_percent(1.0 - GOOD_EFFICIENCY)}"]))
+    cause, others = findings[0], [f for f in findings[1:] if f.share >= OTHER_CAUSE_SHARE]
+    # the pipeline's loss is a fixed time of the step for the exchange's model, as the other
+    # groups' exposed collectives are
+    pipeline_fixed = 0.0 if pipeline is None else max(pipeline.span_s - cr["compute_s"], 0.0)
+    dp_comm = traced_dp_comm(summaries, staged)
+    first, remedies = _trace_remedies(cr, summaries, cause.key, exchange, degrees,
+                                      dp_comm, mp_exposed + pipeline_fixed)
+    if pipeline is not None and any(r.key in BATCH_FACTORS for r in remedies):
+        def model(per_sample_extra_s: float, per_step_s: float, fixed_s: float):
+            return _trace_remedies(cr, summaries, cause.key, exchange, degrees,
+                                   dp_comm, fixed_s, per_sample_extra_s, per_step_s)
+
+        for priced in pipeline_batch_remedies(pipeline, model, mp_exposed, pipeline_fixed):
+            remedies = _with_measured(remedies, priced)
+        first = first_remedy(remedies, cause.key, median_error(False))
+    elif pipeline is not None and exchange_replicas(degrees) < 2:  # no exchange to model
+        for priced in pipeline_only_batch_remedies(pipeline, step, mp_exposed,
+                                                   cr["data_wait_s"], words.device):
+            remedies = _with_measured(remedies, priced)
+        first = first_remedy(remedies, cause.key, median_error(False))
+    for measured in ([] if pipeline is None else pipeline_remedies(pipeline, step)):
+        remedies = _with_measured(remedies, measured)
+        decisive = measured.helps and shown_gain(measured) >= median_error(False)
+        if decisive and (first is None or shown_gain(measured) > shown_gain(first)
+                         or (cause.key == "pipeline"
+                             and first.key not in PREFERRED_REMEDIES["pipeline"])):
+            first = measured
+    overlap_tp = tp_overlap_remedy(model_parallel, step)
+    if overlap_tp is not None:
+        remedies = _with_measured(remedies, overlap_tp)
+        decisive = shown_gain(overlap_tp) >= median_error(False)
+        if first is None or shown_gain(overlap_tp) > shown_gain(first) or (
+                decisive and cause.key == "model_parallel_comm"):
+            first = overlap_tp
+    kernel, kernel_remedy = attention_kernel_finding(summaries, step)
+    if kernel is not None:  # lost at one device too: beside the scaling cause, never it
+        if kernel.share >= OTHER_CAUSE_SHARE:
+            others = sorted([*others, kernel], key=lambda f: -f.share)
+        remedies = _with_measured(remedies, kernel_remedy)
+        if first is None or shown_gain(kernel_remedy) > shown_gain(first):
+            first = kernel_remedy
+    table = [{
+        "rank": s.rank, "steps": len(s.steps), "step_s": s.median("step_s"),
+        "compute_s": s.median("compute_s"), "comm_s": s.median("comm_s"),
+        "overlap_s": s.median("overlap_s"), "exposed_comm_s": s.median("exposed_comm_s"),
+        "data_wait_s": s.median("data_wait_s"), "idle_s": s.median("idle_s"),
+        "attention_s": s.median("attention_s"), "attention_family": s.attention_family,
+        "device": s.device, "device_name": s.device_name, "host": s.host,
+    } for s in summaries]
+    details = {
+        "per_step": {str(s.rank): [asdict(st) for st in s.steps] for s in summaries},
+        "cross_rank": {k: v for k, v in cr.items() if k != "own_s"},
+        "collectives": {str(s.rank): s.collectives for s in summaries},
+        "exchange": exchange.described(),
+        # the degrees the traces' process groups name, and each group role's collectives
+        "layout": {k: degrees[k] for k in ("dp", "tp", "cp", "pp")},
+        "pipeline": None if pipeline is None else {
+            **asdict(pipeline), "bubble_s": pipeline.bubble_s, "uneven_s": pipeline.uneven_s,
+            "lost_s": pipeline.lost_s},
+        "groups": {str(s.rank): {role: {k: v for k, v in g.items()
+                                        if k not in ("collectives", "by_desc")}
+                                 for role, g in s.groups.items()} for s in summaries},
+    }
+    notes = [n for s in summaries for n in s.notes]
+    if missing := missing_ranks_note(summaries):
+        notes.insert(0, missing)
+    notes += mixed_ranks_notes(summaries)
+    if exchange_note:
+        notes.append(exchange_note)
+    notes += groups_notes(summaries, degrees, model_parallel, pipeline is not None)
+    if stage_note:
+        notes.append(stage_note)
+    notes += pipeline_notes
+    if pipeline is not None:
+        notes += pipeline.notes
+    replicas = exchange_replicas(degrees)
+    if splits_the_model(degrees) and replicas > 1:
+        held = ("the other groups' collectives are held as they were traced"
+                if model_parallel else "the traces do not say which collectives split the "
+                "model, so all are read as that exchange's")
+        over = (f"dp {replicas}" if degrees["cp"] == 1 else
+                f"dp x cp = {replicas} (context-parallel ranks hold the same weights)")
+        if pipeline is not None:
+            held += ("; the pipeline's loss (bubble and uneven stages) is held as a fixed time "
+                     "of each step, but for the batch remedies, priced on the pipeline: a "
+                     "bigger per-device batch grows its span with the micro-batch, more "
+                     "micro-batches pay its fill and drain once a step")
+        notes.append(f"the remedies' model is the data-parallel exchange over {over} of the "
+                     f"traced layout ({layout_words(degrees)}); {held}")
+    notes.append("remedy gains are model predictions built from the median traced step"
+                 + ("; the pipeline's are replays of its traced schedule, which also splits "
+                    "its loss for the batch remedies" if pipeline is not None else ""))
+    return Report("traces", source, cause, others, first, remedies, table, details, notes,
+                  decisive_gain=median_error(False))  # the trace model is data parallel
+
+
+def traced_pipeline(summaries, staged: tuple):
+    """(``pipeline_trace.PipelineReading``, notes) of a traced pipeline (``staged``: its
+    ``pipeline_stages``) with a traced rank in every stage; (None, [why not]) where a stage is
+    missing, (None, []) without a pipeline. Each stage's compute and exposed sends and
+    receives are its ranks' median steps' (``traces.StepBreakdown.p2p_exposed_s``)."""
+    from scalesim.pipeline_trace import annotated_schedule, counted_micro_batches, read_pipeline
+
+    p, stages, over_world = staged  # ``pipeline_stages``
+    if p < 2:
+        return None, []
+    traced = sorted({k for k in stages if k is not None})
+    if traced != list(range(p)):
+        missing = [k for k in range(p) if k not in traced]
+        return None, [f"the pipeline's bubble and its stages' balance are not read: no traced "
+                      f"rank of stage {series([str(k) for k in missing])} of {p}; trace a rank "
+                      "of every stage (the first rank of each pipeline group is enough)"]
+    compute, wait, ranks, receives = {}, {}, {}, {}
+    for s, k in zip(summaries, stages, strict=True):
+        if k is not None:
+            compute.setdefault(k, []).append(s.median("compute_s"))
+            # the pp group's where kernels name theirs (an expert group's all-to-all runs on
+            # SendRecv kernels too), else every send and receive
+            wait.setdefault(k, []).append(s.groups["pp"]["exposed_s"] if "pp" in s.groups
+                                          else s.median("p2p_exposed_s"))
+            ranks.setdefault(k, []).append(s.rank)
+            counts = [st.receives for st in s.steps]
+            receives.setdefault(k, []).append(
+                None if None in counts else int(round(float(np.median(counts)))))
+    traced = [s for s, k in zip(summaries, stages, strict=True) if k is not None]
+    schedule = annotated_schedule([s.schedule_stages for s in traced],
+                                  [s.schedule_micro_batches for s in traced])
+    notes = [over_world] if over_world else []
+    if any(s.schedule_split_backward for s in traced):
+        notes.append("the schedule splits its backward (a zero-bubble schedule's I and W "
+                     "actions): it is replayed as 1F1B, whose bubble is larger, so the bubble "
+                     "remedy's gain is overstated and the schedule already shrinks its bubble")
+    if schedule is not None:
+        return read_pipeline(compute, wait, ranks, *schedule, "annotations"), notes
+    interleaved = any(len(s.schedule_stages) > 1 for s in traced)
+    m = None if interleaved else counted_micro_batches(receives[0], receives[p - 1])
+    reading = read_pipeline(compute, wait, ranks, m, 1, "receives")
+    ends = [*receives[0], *receives[p - 1]]
+    if any(s.schedule_micro_batches for s in traced):
+        reading.count_note = ("the ranks' schedule annotations disagree (stages a rank or "
+                              "micro-batches), and with several stages a rank the receives do "
+                              "not count micro-batches, so they are fitted" if interleaved else
+                              "the ranks' schedule annotations disagree")
+    if m is None and not interleaved and None not in ends and min(ends) > 0:  # they disagree
+        reading.count_note = (f"the first and last stages' receives disagree ({receives[0][0]} "
+                              f"and {receives[p - 1][0]} a step: several tensors cross a stage "
+                              "boundary?), so the micro-batches are fitted")
+    return reading, notes
+
+
+def _pipeline_lines(pipeline, step_s: float) -> list[str]:
+    """The evidence of the ``pipeline`` finding: each stage's compute, what the pacing stage
+    waits and how much of it the replayed schedule accounts for, the schedule read."""
+    k = pipeline.pacing_stage
+    stages = ", ".join(f"{st['stage']}: {milliseconds(st['compute_s'])}" for st in pipeline.stages)
+    waits = ", ".join(f"{st['stage']}: {milliseconds(st['wait_s'])}" for st in pipeline.stages)
+    if pipeline.counted:
+        source = ("read off the schedule's annotations" if pipeline.counted_from == "annotations"
+                  else "counted from the first and last stages' receives")
+        outside = pipeline.unreplayed_s
+        j = pipeline.spanning_stage
+        k_span = pipeline.stages[k]["compute_s"] + pipeline.bubble_s
+        longer = "" if pipeline.span_s - k_span < OTHER_CAUSE_SHARE * step_s else (
+            f"; stage {j} computes and waits {milliseconds(pipeline.span_s)} a step, longer than stage "
+            f"{k}: it waits on time the others spend outside their ops (idle: host work, a "
+            "sleep, a synchronisation)")
+        wait = (f"stage {k}'s {milliseconds(pipeline.bubble_s)}{longer}: the replayed bubble (fill and "
+                f"drain) {milliseconds(pipeline.replay_s - pipeline.stages[k]['compute_s'])}, the sends' "
+                f"own time and waits outside the schedule {milliseconds(outside)}")
+        if pipeline.count_note:
+            source += f"; {pipeline.count_note}"
+        schedule = (f"{_replayed_at(pipeline)} per step ({source}), replayed as 1F1B "
+                    "(docs/model.md §15)")
+    else:
+        from scalesim.pipeline_trace import MOST_MICRO_BATCHES
+
+        wait = (f"stage {k}'s {milliseconds(pipeline.bubble_s)} is the bubble (fill and drain; any "
+                "transfer it waited on)")
+        unread = pipeline.count_note or ("the traces carry no schedule annotations and count "
+                                         "no receive")
+        if pipeline.micro_batches == 1 and pipeline.span_s > pipeline.replay_s * 1.0005:
+            fit = ("the waits exceed a one-micro-batch 1F1B's (replayed, docs/model.md §15): "
+                   "transfers or waits outside the schedule")
+        elif pipeline.micro_batches == MOST_MICRO_BATCHES:
+            fit = (f"the waits are within a 1F1B of {MOST_MICRO_BATCHES} micro-batches' "
+                   "(replayed, docs/model.md §15): next to no bubble")
+        else:
+            fit = (f"the waits match a 1F1B schedule of {_replayed_at(pipeline)} per step "
+                   "(replayed, docs/model.md §15): a job that runs more also waited on its "
+                   "transfers")
+        schedule = f"{fit} ({unread})"
+    return [
+        f"compute per step by stage ({stages}; medians over each stage's ranks); stage {k} "
+        f"paces the pipeline, {milliseconds(pipeline.uneven_s)} above the stages' mean",
+        f"exposed sends and receives by stage ({waits}): {wait}; the others' also their wait "
+        f"for stage {k}; together {milliseconds(pipeline.lost_s)} per step "
+        f"({whole_percent(pipeline.lost_s / step_s)}) against even stages without a bubble",
+        schedule,
+    ]
+
+
+def _replayed_at(pipeline) -> str:
+    """'4 micro-batches', or '8 chunks (4 micro-batches x 2 virtual stages a rank)'."""
+    m = pipeline.micro_batches
+    micro = f"{m} micro-batch{'es' if m != 1 else ''}"
+    if pipeline.virtual_stages == 1:
+        return micro
+    return f"{pipeline.chunks} chunks ({micro} x {pipeline.virtual_stages} virtual stages a rank)"
+
+
+def pipeline_remedies(pipeline, step_s: float) -> list[Remedy]:
+    """Evening the stages and halving the bubble, priced by replaying the traced schedule
+    (``pipeline_trace``): each saves its replayed span's difference off the measured step,
+    gain ``step / (step - saving) - 1``."""
+    from scalesim.remedies import PIPELINE_BUBBLE_TITLE, PIPELINE_EVEN_TITLE
+
+    k, m, v = pipeline.pacing_stage, pipeline.micro_batches, pipeline.virtual_stages
+    out = []
+    for key, title, new_s, most_s, how in (
+        ("pipeline_even", PIPELINE_EVEN_TITLE, pipeline.even_s, pipeline.lost_s,
+         f"every stage at the stages' mean compute, stage {k} {milliseconds(pipeline.uneven_s)} less; "
+         "layers move whole, so this is a ceiling. Megatron-LM "
+         "--account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split or "
+         "--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers; torchtitan "
+         "parallelism.module_fqns_per_model_part"),
+        ("pipeline_bubble", PIPELINE_BUBBLE_TITLE, pipeline.halved_s, pipeline.bubble_s,
+         f"{m} -> {2 * m} micro-batches of half the size, the bubble {v} -> {2 * v} virtual "
+         "stages per rank (an interleaved schedule) also halves"
+         + (f", twice the messages adding {milliseconds(pipeline.unreplayed_s)} once more"
+            if pipeline.counted else "")
+         + "; a ceiling: a micro-batch's fixed costs stay and smaller ones run the matmuls less "
+         "efficiently. Megatron-LM "
+         "--num-layers-per-virtual-pipeline-stage; torchtitan pipeline_parallel_schedule "
+         "Interleaved1F1B"),
+    ):
+        saving = pipeline.replay_s - new_s
+        saving = saving if abs(saving) > 1e-9 * pipeline.replay_s else 0.0  # 0 but rounding
+        # never more than the traces lost to it: even stages without a bubble, the pacing
+        # stage's waits (a replay longer than the traced span would promise more)
+        capped = saving > min(most_s, 0.99 * step_s)
+        saving = min(saving, most_s, 0.99 * step_s)
+        gain = step_s / (step_s - saving) - 1.0
+        change = (f"{milliseconds(saving)} off the step" if saving >= 0
+                  else f"{milliseconds(-saving)} onto the step")
+        extra = (" with the extra messages' time" if key == "pipeline_bubble"
+                 and pipeline.unreplayed_s > 0 else "")
+        cap = (f", capped at what the traces lost to it ({milliseconds(saving)})" if capped else "")
+        note = (f"replayed 1F1B at {_replayed_at(pipeline)}: span {milliseconds(pipeline.replay_s)} -> "
+                f"{milliseconds(new_s)}{extra}, {change}{cap}; {how}")
+        out.append(Remedy(key, title, float(gain), True, note, verdict=gain_verdict(float(gain))))
+    return out
+
+
+def pipeline_batch_remedies(pipeline, model, mp_exposed_s: float,
+                            loss_s: float) -> list[Remedy]:
+    """The exchange's model's batch remedies of a data-parallel x pipeline job, with the
+    pipeline's loss split as each change meets it (``pipeline_trace.accumulation_split_s``)
+    instead of held as a fixed time of the micro-step. ``model(per_sample_extra_s,
+    per_step_s, fixed_s)`` ranks the remedies (``_trace_remedies``) with ``fixed_s`` of
+    exposed time besides the compute in each micro-step, ``per_sample_extra_s`` of it moved to
+    the per-sample time and ``per_step_s`` paid once a step; ``mp_exposed_s``: the other groups'
+    exposed collectives (tensor parallelism's grow with the micro-batch and run in each);
+    ``loss_s``: the pipeline's span beyond the traced compute, which the model held fixed.
+
+    - Twice the per-device batch: every stage's micro-batch doubles, so the pipeline's whole
+      span (its loss T - C with it) and the other groups' collectives grow with the batch: both
+      per sample.
+    - 4x the micro-batches (more accumulation): one more pass of m micro-batches adds the
+      replay's steady-state time and the sends the replay leaves, and the fill and drain are
+      paid once a step.
+
+    Everything else (the data wait, the exchange and its overlap, the straggler wait) stays the
+    model's, as for any other job."""
+    from scalesim.pipeline_trace import accumulation_split_s
+
+    fixed = mp_exposed_s + loss_s
+    _, bigger = model(fixed, 0.0, fixed)
+    per_pass, once = accumulation_split_s(pipeline, BATCH_FACTORS["accumulation"])
+    once = min(once, fixed)  # what the micro-step holds beside the compute
+    _, more = model(0.0, once, fixed - once)
+    m, v = pipeline.micro_batches, pipeline.virtual_stages
+    out = []
+    for key, ranked, how in (
+        ("bigger_batch", bigger, f"the pipeline's span {milliseconds(pipeline.span_s)} (its stages' "
+         "compute, bubble and sends) and the other groups' collectives grow with the "
+         "micro-batch"),
+        ("accumulation", more, f"each more pass of {m * v} micro-batch chunks adds "
+         f"{milliseconds(per_pass)} (the replayed 1F1B's steady state and the sends' own time), the fill "
+         f"and drain {milliseconds(once)} paid once a step"),
+    ):
+        r = next((r for r in ranked if r.key == key), None)
+        if r is None or not r.applicable:
+            continue
+        title = r.title if key == "bigger_batch" else _pipeline_accumulation_title(pipeline)
+        note = f"{how}; " + r.note if r.note else how
+        out.append(replace(r, title=title, note=note))
+    return out
+
+
+def _pipeline_accumulation_title(pipeline) -> str:
+    """'Accumulate gradients over 4x the pipeline's micro-batches (m -> 4m a step)'."""
+    k, m = BATCH_FACTORS["accumulation"], pipeline.micro_batches
+    fitted = "" if pipeline.counted else ", fitted"
+    return (f"Accumulate gradients over {k}x the pipeline's micro-batches ({m} -> {k * m} a "
+            f"step{fitted})")
+
+
+def pipeline_only_batch_remedies(pipeline, step_s: float, mp_exposed_s: float,
+                                 data_wait_s: float, device: str) -> list[Remedy]:
+    """The batch remedies of a pipeline with no data-parallel exchange (dp 1: nothing for the
+    exchange's model to price), from the traced step ``step_s`` split the way
+    ``pipeline_batch_remedies`` splits it: per sample the pipeline's span T (its stages'
+    compute, bubble and sends), the other groups' exposed collectives ``mp_exposed_s`` and the
+    data wait ``data_wait_s`` (a loader supplies samples at its rate); once a step the rest
+    (optimizer, host work between steps).
+
+    - Twice the per-device batch: step' = rest + 2 (T + x + d), gain 2 step / step' - 1.
+    - 4x the micro-batches: each more pass of m adds the replay's steady state and the sends'
+      own time p (``pipeline_trace.accumulation_split_s``) with its x and d; step' = step +
+      3 (p + x + d), gain 4 step / step' - 1. Both train at a larger global batch."""
+    from scalesim.pipeline_trace import accumulation_split_s
+    from scalesim.remedies import gain_verdict
+
+    per_sample = pipeline.span_s + mp_exposed_s + data_wait_s
+    rest = step_s - per_sample
+    rest = rest if rest > 1e-9 * step_s else 0.0  # 0 but rounding
+    big, acc = BATCH_FACTORS["bigger_batch"], BATCH_FACTORS["accumulation"]
+    per_pass, once = accumulation_split_s(pipeline, acc)
+    per_pass += mp_exposed_s + data_wait_s
+    others = [f"the other groups' collectives {milliseconds(mp_exposed_s)}"] if mp_exposed_s > 0 else []
+    if data_wait_s > 0:
+        others.append(f"the data wait {milliseconds(data_wait_s)}")
+    with_them = f", with {' and '.join(others)}," if others else ""
+    m, v = pipeline.micro_batches, pipeline.virtual_stages
+    out = []
+    for key, title, new_step, samples, how in (
+        ("bigger_batch", NOMINAL_BATCH_TITLES["bigger_batch"].format(device=device),
+         rest + big * per_sample, big,
+         f"the pipeline's span {milliseconds(pipeline.span_s)} (its stages' compute, bubble and "
+         f"sends){with_them} grows with the micro-batch"
+         + (f", the rest of the step {milliseconds(rest)} is paid once" if rest else
+            ": the traced step is all of it, so nothing is amortised")),
+        ("accumulation", _pipeline_accumulation_title(pipeline),
+         step_s + (acc - 1) * per_pass, acc,
+         f"each more pass of {m * v} micro-batch chunks adds {milliseconds(per_pass)} (the replayed "
+         f"1F1B's steady state and the sends' own time{with_them.rstrip(',')}), the fill "
+         f"and drain {milliseconds(once)}"
+         + (f" and the rest of the step {milliseconds(rest)}" if rest else "") + " paid once a step"),
+    ):
+        gain = float(samples * step_s / new_step - 1.0)
+        note = f"{how}; global batch {samples}x: check time-to-quality"
+        out.append(Remedy(key, title, gain, True, note, verdict=gain_verdict(gain)))
+    return out
+
+
+# The batch remedies of the exchange's model (``remedies._candidates``): twice the per-device
+# batch, 4x the micro-steps
+BATCH_FACTORS = {"bigger_batch": 2, "accumulation": 4}
+
+
+def _with_measured(remedies: list[Remedy], measured: Remedy) -> list[Remedy]:
+    """``remedies`` with ``measured`` (a remedy priced from the traces themselves) in place of
+    the model's of the same key, ranked by its gain among the applicable ones."""
+    out = [r for r in remedies if r.key != measured.key]
+    at = next((i for i, r in enumerate(out)
+               if not r.applicable or shown_gain(r) < shown_gain(measured)), len(out))
+    out.insert(at, measured)
+    return out
+
+
+def _model_parallel_lines(degrees: dict, model_parallel: dict, step_s: float,
+                          exposed_s: float) -> list[str]:
+    """The evidence of the ``model_parallel_comm`` finding (two lines, as a report shows an
+    "Also" finding's): the layout the process groups name; each role's collectives per step
+    with the part nothing else covered, and the share they make together."""
+    named = f" ({', '.join(degrees['named'])})" if degrees["named"] else ""
+    parts = []
+    for role, v in model_parallel.items():
+        what = "sends and receives" if role == "pp" else "collectives"
+        parts.append(f"{ROLE_WORDS[role]} {what} {milliseconds(v['comm_s'])} per step, "
+                     f"{milliseconds(v['exposed_s'])} of it exposed")
+    total = sum(v["exposed_s"] for v in model_parallel.values())
+    capped = (", at most the slowest rank's exposed communication" if total > exposed_s * 1.0005
+              else "")
+    line = (f"{'; '.join(parts)} (medians over ranks; together {milliseconds(exposed_s)}, "
+            f"{whole_percent(exposed_s / step_s)} of the step{capped}; exposed: covered by no compute, "
+            "data wait or other collective)")
+    if "pp" in model_parallel:
+        line += ("; a stage's exposed receives include its waits for the stage before, the "
+                 "pipeline bubble among them (more micro-batches or an interleaved schedule "
+                 "shrink it: scalesim plan prices both)")
+    return [f"the traces' process groups: {layout_words(degrees)}{named}", line]
+
+
+def tp_overlap_remedy(model_parallel: dict, step_s: float) -> Remedy | None:
+    """Overlapping the tensor-parallel collectives with the matmuls (Transformer Engine's TP
+    comm overlap, torchtitan's async TP), priced from the traces: the exposed tensor-parallel
+    time t is hidden, the matmuls it runs beside slowed by the contention of docs/model.md §3,
+    saving ``t x (1 - GPU_COMM_CONTENTION)``; gain ``step / (step - saving) - 1``. None where
+    the traces show no exposed tensor-parallel collective."""
+    from scalesim.model.overlap import GPU_COMM_CONTENTION
+    from scalesim.remedies import TP_OVERLAP_TITLE
+
+    exposed = model_parallel.get("tp", {}).get("exposed_s", 0.0)
+    if exposed <= 0 or step_s <= 0:
+        return None
+    saving = exposed * (1.0 - GPU_COMM_CONTENTION)
+    gain = step_s / (step_s - saving) - 1.0
+    note = (f"the traced exposed tensor-parallel time {milliseconds(exposed)} hidden behind the matmuls, "
+            f"which run {GPU_COMM_CONTENTION:.0%} of it slower beside the collectives "
+            "(docs/model.md §3)")
+    return Remedy("tp_overlap", TP_OVERLAP_TITLE, float(gain), True, note,
+                  verdict=gain_verdict(float(gain)))
+
+
+def attention_kernel_finding(summaries, step_s: float) -> tuple[Finding | None, Remedy | None]:
+    """(finding, remedy) where the traced ranks ran a FlashAttention-2-class attention kernel on
+    a device where it is slower than the vendor kernel (Hopper:
+    ``presets.flash2_slower_than_vendor``), else (None, None). The attention time t is the median over
+    those ranks of their median step's attention kernels; the vendor kernel would take
+    ``t x FLASH2_SPEED_RATIO_TO_VENDOR_ON_HOPPER`` (pytorch/pytorch#142132's one benchmark), so
+    the step loses ``t x (1 - ratio)``: the finding's share of the step, and the remedy's gain
+    ``step / (step - saving) - 1``, the attention kernels assumed on the step's critical path
+    (the compute stream). Lost at one device too, like a data stall: not a scaling cause."""
+    from scalesim.attention_kernel import FLASH2_KERNEL
+    from scalesim.presets import FLASH2_SPEED_RATIO_TO_VENDOR_ON_HOPPER as ratio
+    from scalesim.presets import flash2_slower_than_vendor
+    from scalesim.remedies import ATTENTION_KERNEL_TITLE
+
+    slow = [s for s in summaries if s.attention_family == FLASH2_KERNEL and s.device_name
+            and flash2_slower_than_vendor(s.device_name)]
+    if not slow or step_s <= 0:
+        return None, None
+    t_attn = float(np.median([s.median("attention_s") for s in slow]))
+    saving = t_attn * (1.0 - ratio)
+    if saving <= 0:
+        return None, None
+    names = sorted({s.device_name for s in slow})
+    evidence = [
+        f"FlashAttention-2-class kernels (flash-attn 2 or PyTorch SDPA's flash backend) on "
+        f"{', '.join(names)}: {milliseconds(t_attn)} per step, {whole_percent(t_attn / step_s)} of the step "
+        f"(median over {len(slow)} rank{'s' if len(slow) > 1 else ''})",
+        f"the vendor kernel (cuDNN, FlashAttention-3) ran {1.0 / ratio:.2f}x faster on an H100 "
+        f"in one published benchmark (pytorch/pytorch#142132): it would save {milliseconds(saving)} per "
+        f"step ({whole_percent(saving / step_s)}), lost at one device as at many",
+    ]
+    gain = step_s / (step_s - saving) - 1.0
+    note = (f"measured attention time {milliseconds(t_attn)} x (1 - {ratio:.3f}), pytorch/pytorch#142132's "
+            "one-benchmark ratio; the kernels assumed on the step's critical path")
+    return (finding("attention_kernel", saving / step_s, evidence),
+            Remedy("attention_kernel", ATTENTION_KERNEL_TITLE, float(gain), True, note,
+                   verdict=gain_verdict(float(gain))))
+
+
+def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None):
+    """(exchange, note) of a traced job: ``exchange`` as given (its shard group, where it gives
+    none, the one the traces' groups show: ``shard_groups``) or read off the collectives with
+    ``shard_group`` on it; a shard group at or above the exchange's ranks is full sharding.
+    ScalesimError where the shard group cannot run."""
+    from scalesim.fit_runs import RunsExchange
+
+    ranks = exchange_ranks(summaries, degrees)
+    notes = []
+    if exchange is None:  # traced_exchange reads the shard group the groups show
+        exchange, note = traced_exchange(summaries, degrees)
+        notes.append(note)
+        if shard_group is not None:
+            try:
+                exchange = replace(exchange, shard_group=shard_group)
+            except ScalesimError as exc:
+                raise ScalesimError(f"the traces' collectives read as {exchange.strategy}: "
+                                    f"{exc}") from None
+    else:
+        exchange = require_model(exchange, RunsExchange, "exchange")
+        found = shard_groups(summaries, ranks) if by_group(summaries) else None
+        traced = found.hybrid if found is not None else 0
+        given = exchange.shard_group
+        if not given and traced and exchange.sharded and exchange.zero_framework == "fsdp":
+            exchange = replace(exchange, shard_group=traced)
+        if exchange.sharded:
+            notes.append(f"the job exchanged as {exchange.label()} (--strategy): the remedies "
+                         "start from it")
+        if traced and not given and exchange.shard_group == traced:
+            notes.append(f"its shard group {traced} is the traces' ({found.desc}, all-reducing "
+                         f"across {found.replicas} replicas); give --shard-group to say otherwise")
+        elif traced and given and given != traced:
+            notes.append(f"--shard-group {given} is used; the traces' groups show a shard group "
+                         f"of {traced} ({found.desc})")
+    if exchange.shard_group >= ranks:
+        notes.append(f"shard group {exchange.shard_group} at or above the exchange's {ranks} "
+                     "data-parallel ranks: it shards over all of them (full sharding)")
+        exchange = replace(exchange, shard_group=0)
+    if why := exchange.run_problem(ranks):
+        raise ScalesimError(f"the traced job's data-parallel exchange: {why}")
+    return exchange, "; ".join(n for n in notes if n)
+
+
+def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_comm=None,
+                    model_parallel_s: float = 0.0, per_sample_extra_s: float = 0.0,
+                    per_step_s: float = 0.0):
+    """Rank the seed remedies with a model profile built from the traced breakdown, the job
+    exchanging as ``exchange`` (None: DDP; its link's bus bandwidth from the bytes that
+    strategy sends, ``zero_exchange.sent_units``). Where the traces' groups split the model
+    (``degrees``), the model's devices are the exchange's replicas (dp x cp,
+    ``process_groups.exchange_replicas``), and the exposed
+    collectives of the other groups (``model_parallel_s``) a fixed time of each micro-step, of
+    which ``per_sample_extra_s`` grows with the micro-batch instead, and ``per_step_s`` more
+    paid once a step (a pipeline's fill and drain, ``pipeline_batch_remedies``). The exchange
+    takes ``dp_comm`` (``traced_dp_comm``: its own time a step and the part hidden, whose share is
+    its overlap); None: the traced communication (``cr``'s, waits for peers included)."""
+    from scalesim.fit_runs import DDP_EXCHANGE
+    from scalesim.model import collectives as coll
+    from scalesim.model.memory import ZERO1
+    from scalesim.model.stragglers import expected_max_normal
+    from scalesim.model.zero_exchange import sent_units
+    from scalesim.schemas import (
+        ComputeCurve,
+        Hardware,
+        Jitter,
+        LinkLevel,
+        LoaderCurve,
+        LoaderPoint,
+        Profile,
+        Scenario,
+        ScenarioLayout,
+        Workload,
+    )
+
+    world = exchange_ranks(summaries, degrees)
+    if world < 2:
+        return None, []
+    step = cr["step_s"]
+    compute = max(cr["compute_s"], 1e-6 * step)
+    grad_bytes = 100e6
+    ring = 2.0 * (world - 1) / world
+    # all the exchange's collective time of one step, hidden or not
+    transfer = max(cr["comm_s"] if dp_comm is None else dp_comm[0], 1e-9)
+    # a fitted value: held within the busbw bounds; traces with no collective (ranks of no
+    # all-reduce, or runs of one process each) gave 1e8 GB/s, which the link refused
+    exchange = DDP_EXCHANGE if exchange is None else exchange
+    codes = exchange.step_fields()
+    units = float(sent_units(codes["strategy"], codes["framework"], 1,
+                             codes["grad_sync"]))  # DDP: 2 (an all-reduce)
+    # seconds per (bytes / busbw) the exchange takes: units x (n - 1) / n over all n ranks; under
+    # hybrid sharding over the shard group s, then the shard's all-reduce across the r replicas
+    shard = exchange.shard_group if 0 < exchange.shard_group < world else world
+    replicas = world // shard
+    per_byte = units / 2.0 * ring if shard == world else (
+        units * (shard - 1) / shard + 2.0 * (replicas - 1) / replicas / shard)
+    busbw = clip("busbw_GBps", per_byte * grad_bytes / transfer / coll.GB)
+    link = LinkLevel(kind="traced", busbw_GBps=busbw, latency_s=0.0, source="from traces")
+    hw = Hardware(name="traced job", device_name=traced_device_name(summaries),
+                  devices_per_node=world,
+                  device_memory_bytes=1e15, cpu_cores_per_node=world, intra_node=link,
+                  inter_node=link, comm_compute_contention=0.0)  # traced compute includes it
+    loader, loading = None, 0.0
+    if cr["data_wait_s"] >= LOADER_MODELLED_SHARE * step:
+        if any(s.loader_in_process for s in summaries):  # num_workers=0: serial, per sample
+            loading = cr["data_wait_s"]
+        else:  # worker processes: a supply beside the step, at today's rate
+            loader = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=1.0 / step)],
+                                 measured=True, source="from traces")
+    overlap_share = (cr["overlap_share"] if dp_comm is None or dp_comm[0] <= 0
+                     else dp_comm[1] / dp_comm[0])
+    overlap = overlap_share >= OVERLAPPED_SHARE
+    idle = max(cr["idle_s"], 0.0) + model_parallel_s
+    micro = compute + idle + loading  # the model's micro-step, an in-process loader's time in it
+    slow_factor, cv = 1.0, 0.0
+    if cause == "stragglers":  # spread over all ranks: sigma * e_N = measured wait
+        # a fitted value: held within the cv bounds (scalesim.bounds) like every profile number
+        cv = clip("cv", cr["straggler_wait_s"] / (float(expected_max_normal(world)) * micro))
+    else:  # one rank late by the measured wait
+        slow_factor = 1.0 + cr["straggler_wait_s"] / micro
+    # once a step: the model divides the optimizer step over the shard group (ZeRO), so the
+    # time paid once a step is given times that divisor
+    once = per_step_s * (shard if codes["strategy"] >= ZERO1 else 1)
+    profile = Profile(
+        name="traced job", hardware=hw,
+        workload=Workload(name="traced", params=grad_bytes, wire_bytes_per_param=1.0, micro_batch=1),
+        compute=ComputeCurve(overhead_s=idle - per_sample_extra_s,
+                             per_sample_s=compute + per_sample_extra_s + loading,
+                             optimizer_step_s=once, measured=True, source="from traces"),
+        input_pipeline=loader, jitter=Jitter(step_time_cv=cv),
+    )
+    scenario = Scenario(devices=[world], devices_per_node=world, micro_batch=1, overlap=overlap,
+                        **exchange.names(),
+                        slow_device=0 if slow_factor > 1.0 + 1e-3 else None,
+                        slow_factor=max(slow_factor, 1.0),
+                        layout=ScenarioLayout(shard_group=shard) if shard < world else None)
+    first, remedies = model_remedies(profile, scenario, world, cause, nominal_links=True,
+                                     nominal_batch=True)
+    if loading:
+        remedies = [_loader_workers(profile, scenario, loading) if r.key == "loader" else r
+                    for r in remedies]
+        first = first_remedy(remedies, cause, least_decisive_gain(profile, scenario))
+    capped = [_loader_within_wait(r, cr["data_wait_s"], step) for r in remedies]
+    if capped == remedies:
+        return first, remedies
+    return first_remedy(capped, cause, least_decisive_gain(profile, scenario)), capped
+
+
+# the loader remedy where the traces' DataLoader runs in the training process
+LOADER_WORKERS_TITLE = "Load the input in DataLoader worker processes (num_workers > 0)"
+
+
+def _loader_workers(profile, scenario, loading_s: float) -> Remedy:
+    """The loader remedy of traces whose DataLoader ran in the training process
+    (``traces.IN_PROCESS_LOADER``, num_workers=0): its ``loading_s`` a step is serial with the
+    compute, so the traced job's model carries it as compute per sample (the other remedies
+    scale it with the batch, and overlap still hides the exchange: a supply beside the step at
+    today's rate had made them gain nothing); worker processes take it off the step."""
+    from scalesim.predict import predict
+    from scalesim.traces import IN_PROCESS_LOADER
+
+    now = predict(profile, scenario)[0]
+    compute = profile.compute.model_copy(
+        update={"per_sample_s": profile.compute.per_sample_s - loading_s})
+    after = predict(profile.model_copy(update={"compute": compute}), scenario)[0]
+    gain = float(after.samples_per_s / now.samples_per_s - 1.0)
+    note = (f"the traces' DataLoader loads in the training process ({IN_PROCESS_LOADER}: "
+            f"num_workers=0), {milliseconds(loading_s)} a step serial with the compute; worker "
+            "processes (DataLoader(num_workers=N), as many as keep up) load the next batches "
+            "beside it")
+    return Remedy("loader", LOADER_WORKERS_TITLE, gain, True, note, verdict=gain_verdict(gain))
+
+
+def _loader_within_wait(remedy: Remedy, data_wait_s: float, step_s: float) -> Remedy:
+    """``remedy`` with, where it is the loader's, its gain held to what removing the traced
+    data wait gives, ``step / (step - wait) - 1``: the model holds the loader at today's rate
+    (one step's samples a step) and rebuilds the rest of the step from medians of its parts,
+    which can fall short of the traced step (one rank's step 2.58 ms, its parts 2.02), and
+    that shortfall read as the loader's had promised +33 % for a 0.135 ms wait."""
+    if remedy.key != "loader" or not remedy.applicable or step_s <= data_wait_s:
+        return remedy
+    most = data_wait_s / (step_s - data_wait_s)
+    if shown_gain(remedy) <= most:
+        return remedy
+    note = (f"capped at removing the traced data wait ({milliseconds(data_wait_s)} of a "
+            f"{milliseconds(step_s)} step)")
+    return replace(remedy, gain=float(most), objective_gain=float(most),
+                   note=f"{remedy.note}; {note}" if remedy.note else note,
+                   verdict=gain_verdict(float(most)))
