@@ -13,7 +13,7 @@ import altair as alt
 import pandas as pd
 
 from scalesim.device_nouns import GPU_NOUNS, Nouns
-from scalesim.figures import amount, count, duration_text, rate, whole
+from scalesim.figures import amount, count, duration_text, rate, whole, whole_percent
 from scalesim.layout import split_short
 from scalesim.remedies import VERDICTS
 from scalesim.training_time import resolve_goal
@@ -704,10 +704,6 @@ def pareto_text(answer) -> str:
             f"{sum(p.meets for p in answer.front)} of them meet the deadline and the budget.")
 
 
-def _pct(x: float) -> str:
-    return f"{x:.0%}"
-
-
 def chart_text(plan: Plan, name: str) -> str:
     """The chart ``name`` (a key of ``all_charts``) in words: its text alternative."""
     rows, unit, words = plan.rows, plan.unit, plan.words
@@ -734,7 +730,7 @@ def chart_text(plan: Plan, name: str) -> str:
         shown = runs if len(runs) <= 12 else [runs[0], *runs[len(runs) // 2: len(runs) // 2 + 1],
                                                runs[-1]]
         return ("Scaling efficiency: " + ", ".join(
-            f"{words.count(r.devices)} {_pct(r.efficiency)}" for r in shown) + "." + misfits)
+            f"{words.count(r.devices)} {whole_percent(r.efficiency)}" for r in shown) + "." + misfits)
     if name == "step_breakdown":
         f = plan.focus
         misfits = _misfit_note(plan, "bar")
@@ -753,7 +749,7 @@ def chart_text(plan: Plan, name: str) -> str:
         groups = {}
         for r in plan.remedies:
             if r.applicable and r.prediction is not None:
-                gain = ("cannot run" if not r.prediction.fits else _pct(r.objective_gain)
+                gain = ("cannot run" if not r.prediction.fits else whole_percent(r.objective_gain)
                         if plan.focus.fits else
                         makes_it_run_text(r.prediction.samples_per_s, plan.unit, words))
                 groups.setdefault(r.verdict, []).append(f"{r.title} ({gain})")
