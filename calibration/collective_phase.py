@@ -40,6 +40,7 @@ from scalesim import presets
 from scalesim.bounds import clip
 from scalesim.errors import ScalesimError
 from scalesim.figures import latency_us, link_GBps
+from scalesim.model import collectives as coll
 from scalesim.schemas import CollectivePoint, LinkCalibration, LinkLevel
 from scalesim.sources.nccl_tests import point_from_time
 
@@ -200,22 +201,26 @@ def link_kind(ctx: DistContext, level: str) -> str:
 
 
 def derive_inter_level(all_ranks: dict[str, float], intra: dict[str, float] | None,
-                       ranks_per_node: int) -> tuple[float, float, bool, str]:
+                       ranks_per_node: int, nodes: int) -> tuple[float, float, bool, str]:
     """(latency_s, busbw_GBps, lower_bound, method) of the inter-server level from the fit of an
-    all-ranks ring (``all_ranks``: latency_s, busbw_GBps) given the intra level's fit.
+    all-ranks ring (``all_ranks``: latency_s, busbw_GBps) over ``ranks_per_node`` ranks on each
+    of ``nodes`` servers, given the intra level's fit.
 
-    A flat ring over ``p = g*N`` ranks waits at every step for its slowest hop (docs/model.md
-    §2): ``t = 2(p-1)*max(a_intra, a_inter) + 2(p-1)/p * S / min(B_intra, B_inter)``. So the
+    NCCL's ring over ``p = g*N`` ranks (docs/model.md §2, ``collectives.ring_coeffs``) takes
+    ``2[(p-N)*a_intra + (N-1)*a_inter] + 2(p-1)/p * S / min(B_intra, B_inter)``. So the
     fitted ring busbw is ``min(B_intra, B_inter)``: below the intra busbw it *is* the inter
     level's (what the node sustains over all its NICs); within ``INTRA_LIMITED_SHARE`` of it
     the ring may have been limited inside the servers and it is a lower bound of the inter
-    level. The fitted alpha is the slowest hop's, ``max(a_intra, a_inter)``, taken as the
-    inter latency (an upper bound when the intra hop is the slower). With one rank per node
-    (``ranks_per_node == 1``) the ring is the inter level itself.
+    level. The fitted alpha is one per step of the ``2(p-1)``; the inter latency is what is left
+    of them for the ``2(N-1)`` server-boundary hops once the intra hops have their measured
+    alpha (``collectives.ring_inter_latency_s``), so the model gives back the ring measured.
+    With one rank per node (``ranks_per_node == 1``) the ring is the inter level itself.
     """
     latency, busbw = all_ranks["latency_s"], all_ranks["busbw_GBps"]
     if ranks_per_node <= 1 or intra is None:
         return latency, busbw, False, "one_rank"
+    latency = float(coll.ring_inter_latency_s(latency, ranks_per_node, nodes,
+                                              intra["latency_s"]))
     return latency, busbw, busbw >= INTRA_LIMITED_SHARE * intra["busbw_GBps"], "all_ranks"
 
 
@@ -246,10 +251,14 @@ def measured_level(ctx, level: str, points, fits, intra_fits: dict | None = None
     if level == "inter_node":
         per_node = points[0].ranks // max(ctx.nodes, 1)
         intra_fit = (intra_fits or {}).get(op)
-        latency, busbw, lower_bound, method = derive_inter_level(fit, intra_fit, per_node)
+        latency, busbw, lower_bound, method = derive_inter_level(fit, intra_fit, per_node,
+                                                                 ctx.nodes)
         if method == "all_ranks":
             source += (f"; all {per_node} ranks of each of {ctx.nodes} servers in one ring, so "
-                       "its busbw is min(intra, inter) (docs/calibration.md)")
+                       "its busbw is min(intra, inter) (docs/calibration.md); alpha "
+                       f"{latency_us(latency)} per server-boundary hop, from the ring's "
+                       f"{latency_us(fit['latency_s'])} per step with the intra hops at "
+                       f"{latency_us(intra_fit['latency_s'])}")
             source += (f"; within {INTRA_LIMITED_SHARE:.0%} of the intra busbw "
                        f"({link_GBps(intra_fit['busbw_GBps'])}): the servers' inside may have "
                        "limited the ring, so the inter busbw is at least this (lower bound)"

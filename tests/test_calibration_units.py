@@ -225,32 +225,64 @@ def test_message_sizes_below_one_element_are_refused():
 
 
 def _flat_ring_points(g, nodes, intra, inter):
-    """Exact all-reduce timings of one ring over ``g`` ranks in each of ``nodes`` servers:
-    every step waits for the slowest hop (latency_s, busbw_GBps per level)."""
-    p = g * nodes
-    latency, busbw = max(intra[0], inter[0]), min(intra[1], inter[1])
-    return _points("all_reduce", message_sizes(1, 64, 4), p, latency, busbw)
+    """Exact all-reduce timings of NCCL's ring over ``g`` ranks in each of ``nodes`` servers
+    (``collectives.ring_coeffs``: 2(p-N) intra and 2(N-1) inter hops, the slower busbw;
+    latency_s, busbw_GBps per level)."""
+    from scalesim.model import collectives as coll
+    from scalesim.schemas import CollectivePoint
+
+    a, c = coll.ring_coeffs(2.0, g, nodes, intra[0], intra[1], inter[0], inter[1])
+    rows = []
+    for s in message_sizes(1, 64, 4):
+        t = float(a + c * s)
+        rows.append(CollectivePoint(op="all_reduce", size_bytes=s, ranks=g * nodes, time_s=t,
+                                    algbw_GBps=float(coll.algbw_GBps(s, t)),
+                                    busbw_GBps=float(coll.busbw_from_time_GBps(
+                                        "all_reduce", s, g * nodes, t))))
+    return rows
 
 
 @pytest.mark.parametrize("inter, expected, lower_bound", [
     # Network slower than the servers' inside: the all-ranks ring busbw is the inter level's.
     ((30e-6, 2.0), (30e-6, 2.0), False),
-    # Network faster: the ring ran at the intra busbw, so the inter level is at least that.
-    ((3e-6, 50.0), (5e-6, 20.0), True),
+    # Network faster: the ring ran at the intra busbw, so the inter level is at least that;
+    # the inter hop's 3 us is recovered although below the intra hop's 5 us.
+    ((3e-6, 50.0), (3e-6, 20.0), True),
 ])
 def test_inter_level_from_every_rank_given_the_intra_level(inter, expected, lower_bound):
-    """2 servers x 2 ranks, intra alpha 5 us / busbw 20 GB/s. A ring over all 4 ranks takes
-    6*max(alpha) + 1.5*S/min(B) (docs/model.md §2), so its fit gives the slowest level."""
+    """2 servers x 2 ranks, intra alpha 5 us / busbw 20 GB/s. NCCL's ring over all 4 ranks takes
+    2[2*5 us + 1*a_inter] + 1.5*S/min(B) (docs/model.md §2), so its fit gives the slowest
+    level's busbw and, given the intra alpha, the inter hop's alpha."""
     from scalesim.calibration.collective_phase import derive_inter_level, fit_level
 
     intra_fit = fit_level(_points("all_reduce", message_sizes(1, 64, 4), 2, 5e-6, 20.0))
     all_fit = fit_level(_flat_ring_points(2, 2, (5e-6, 20.0), inter))
     latency, busbw, bound, method = derive_inter_level(all_fit["all_reduce"],
-                                                       intra_fit["all_reduce"], 2)
+                                                       intra_fit["all_reduce"], 2, 2)
     assert (latency, busbw) == pytest.approx(expected, rel=1e-6)
     assert bound is lower_bound and method == "all_ranks"
     # One rank per server: the ring is the inter level itself, nothing to derive.
-    assert derive_inter_level(all_fit["all_reduce"], None, 1)[2:] == (False, "one_rank")
+    assert derive_inter_level(all_fit["all_reduce"], None, 1, 2)[2:] == (False, "one_rank")
+
+
+def test_inter_latency_is_the_boundary_hops_share_of_the_all_ranks_ring():
+    """2 servers x 8 GPUs: a ring fitted at 2 us per step (60 us = 30 steps x 2 us for a tiny
+    all-reduce) with intra hops of 1 us leaves (15 x 2 - 14 x 1) / 1 = 16 us for each
+    server-boundary hop. Taking 2 us as alpha_inter (before) made the model predict
+    2(14 x 1 + 1 x 2) = 32 us for the 60 us measured; with 16 us it is 2(14 + 16) = 60 us."""
+    from scalesim.calibration.collective_phase import derive_inter_level
+
+    from scalesim.model import collectives as coll
+
+    latency, _, _, _ = derive_inter_level({"latency_s": 2e-6, "busbw_GBps": 20.0},
+                                          {"latency_s": 1e-6, "busbw_GBps": 200.0}, 8, 2)
+    assert latency == pytest.approx(16e-6)
+    a, _ = coll.ring_coeffs(2.0, 8, 2, 1e-6, 200.0, latency, 20.0)
+    assert a == pytest.approx(60e-6)
+    # 4 servers x 4: (15 x 3 - 12 x 2) / 3 = 7 us; intra hops alone slower than the ring: 0
+    assert coll.ring_inter_latency_s(3e-6, 4, 4, 2e-6) == pytest.approx(7e-6)
+    assert coll.ring_inter_latency_s(1e-6, 4, 4, 2e-6) == 0.0
+    assert coll.ring_inter_latency_s(3e-6, 8, 1, 2e-6) == pytest.approx(3e-6)
 
 
 def test_one_rank_on_a_server_with_idle_gpus_is_a_lower_bound(monkeypatch):

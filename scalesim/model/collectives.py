@@ -99,6 +99,23 @@ def ring_coeffs(phases, devices_per_node, nodes, intra_latency_s, intra_busbw_GB
     return a, c
 
 
+def ring_inter_latency_s(ring_latency_s, devices_per_node, nodes, intra_latency_s):
+    """alpha_inter (s per server-boundary hop) that makes ``ring_coeffs``' latency equal that of
+    a ring over all ``p = g*N`` ranks fitted with one alpha per step (``fit_alpha_beta``:
+    ``phases (p-1) ring_latency_s``), given alpha_intra: the inverse of
+    ``(p-N) alpha_intra + (N-1) alpha_inter = (p-1) alpha_ring``,
+    ``alpha_inter = ((p-1) alpha_ring - (p-N) alpha_intra) / (N-1)``, at least 0 (intra hops
+    alone slower than the whole ring measured: all of it charged to them). One server: the
+    ring's own alpha."""
+    g = np.asarray(devices_per_node, dtype=float)
+    nn = np.asarray(nodes, dtype=float)
+    p = g * nn
+    cross = np.maximum(nn - 1.0, 1.0)
+    inter = ((p - 1.0) * np.asarray(ring_latency_s, dtype=float)
+             - (p - nn) * np.asarray(intra_latency_s, dtype=float)) / cross
+    return np.where(nn > 1, np.maximum(inter, 0.0), ring_latency_s)
+
+
 def tree_coeffs(devices_per_node, nodes, intra_latency_s, intra_busbw_GBps, inter_latency_s,
                 inter_busbw_GBps):
     """(a, c) of NCCL's tree all-reduce: an intra-server chain and a double binary tree across
