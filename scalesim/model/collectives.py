@@ -66,16 +66,13 @@ def ring_reduce_scatter_s(size_bytes, ranks, latency_s, busbw_GBps):
     return affine_s(ring_reduce_scatter_coeffs(ranks, latency_s, busbw_GBps), size_bytes)
 
 
-def _slowest_level(devices_per_node, nodes, intra_latency_s, intra_busbw_GBps, inter_latency_s,
-                   inter_busbw_GBps):
-    """Latency and bandwidth of the slowest hop a flat ring over all ranks crosses (the intra
-    level counts only where a server holds two or more of its ranks)."""
+def _ring_busbw(devices_per_node, nodes, intra_busbw_GBps, inter_busbw_GBps):
+    """Bus bandwidth (GB/s) of the slowest level a ring over all ranks crosses (the intra level
+    counts only where a server holds two or more of its ranks)."""
     multi = np.asarray(nodes, dtype=float) > 1
     shared = np.asarray(devices_per_node, dtype=float) > 1
-    latency = np.where(multi, np.maximum(intra_latency_s, inter_latency_s), intra_latency_s)
-    busbw = np.where(multi, np.where(shared, np.minimum(intra_busbw_GBps, inter_busbw_GBps),
-                                     inter_busbw_GBps), intra_busbw_GBps)
-    return latency, busbw
+    return np.where(multi, np.where(shared, np.minimum(intra_busbw_GBps, inter_busbw_GBps),
+                                    inter_busbw_GBps), intra_busbw_GBps)
 
 
 def ring_coeffs(phases, devices_per_node, nodes, intra_latency_s, intra_busbw_GBps,
@@ -91,8 +88,7 @@ def ring_coeffs(phases, devices_per_node, nodes, intra_latency_s, intra_busbw_GB
     g = np.asarray(devices_per_node, dtype=float)
     nn = np.asarray(nodes, dtype=float)
     p = g * nn
-    _, busbw = _slowest_level(g, nn, intra_latency_s, intra_busbw_GBps, inter_latency_s,
-                              inter_busbw_GBps)
+    busbw = _ring_busbw(g, nn, intra_busbw_GBps, inter_busbw_GBps)
     a = phases * (np.maximum(p - nn, 0.0) * np.asarray(intra_latency_s, dtype=float)
                   + np.maximum(nn - 1.0, 0.0) * np.asarray(inter_latency_s, dtype=float))
     c = phases * np.maximum(p - 1.0, 0.0) / np.maximum(p, 1.0) / _bytes_per_s(busbw)
