@@ -312,6 +312,13 @@ def version_text(given: Any, model: type[BaseModel]) -> str:
 
     expected = model.model_fields["schema_version"].default
     name = _schema_name(model)
+    other = _schema_kind_of_version(given)
+    if other is not None and other != name:
+        # a file of another kind (a calibration profile given as --hardware), not another version
+        return (
+            f"a scalesim {other} file (schema_version {given!r}), not a {name} file: "
+            f"commands take it as --{other} FILE"
+        )
     redo = (
         "re-run the scalesim calibrate command that wrote it (with the same --from-... "
         "files if it read logs, traces or a topology)"
@@ -322,6 +329,17 @@ def version_text(given: Any, model: type[BaseModel]) -> str:
     said = "no schema_version" if given is None else f"schema_version is {given!r}"
     return (
         f"{said}; this scalesim ({__version__}) reads {expected!r} only and converts no other version: {redo}"
+    )
+
+
+def _schema_kind_of_version(version: Any) -> str | None:
+    """The ``scalesim schema`` name (profile, hardware, ...) whose current ``schema_version`` is
+    ``version``, or None (another version, or not a scalesim format)."""
+    from scalesim.schemas import SCHEMAS
+
+    return next(
+        (name for name, m in SCHEMAS.items() if m.model_fields["schema_version"].default == version),
+        None,
     )
 
 

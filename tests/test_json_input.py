@@ -225,6 +225,36 @@ def test_another_schema_version_says_which_one_is_read_and_what_to_do(tmp_path, 
     assert "convert the file" not in line and "more problems" not in line, line
 
 
+@pytest.mark.parametrize("given, flag, wanted", [
+    ("profile", "--hardware", "hardware"),
+    ("profile", "--workload", "workload"),
+    ("profile", "--scenario", "scenario"),
+    ("hardware", "--profile", "profile"),
+    ("workload", "--hardware", "hardware"),
+])
+def test_a_file_of_another_kind_says_which_flag_takes_it(tmp_path, capsys, given, flag, wanted):
+    """Session 39 newcomer pass: the profile `scalesim calibrate` wrote, given as `--hardware`,
+    said `schema_version is 'scalesim-profile/1'; this scalesim reads 'scalesim-hardware/1'
+    only and converts no other version: write it again for this version`, as if the file were
+    old. It is the right version of another kind: the line now says which kind and flag."""
+    from scalesim.presets import HARDWARE
+
+    files = {
+        "profile": default_profile().model_dump_json(),
+        "hardware": HARDWARE["dgx-a100"].model_dump_json(),
+        "workload": get_workload("bert-large").model_dump_json(),
+    }
+    path = tmp_path / f"{given}.json"
+    path.write_text(files[given])
+    code, _, err = run_cli(capsys, ["predict", flag, str(path)])
+    line = _one_line_error(code, err)
+    assert line.endswith(
+        f"{path}: a scalesim {given} file (schema_version 'scalesim-{given}/1'), not a {wanted} "
+        f"file: commands take it as --{given} FILE"
+    ), line
+    assert "converts no other version" not in line and "write it again" not in line, line
+
+
 @pytest.mark.parametrize("kind, flag, change, field, says", [
     ("scenario", "--scenario", {"micro_batch": "16"}, "micro_batch",
      "'16' is text (in quotes); this field takes a whole number: write it without quotes"),
