@@ -543,3 +543,21 @@ def test_nic_columns_named_by_their_rdma_device_are_read(tmp_path, names):
     assert [n.gpu_links for n in topo.nics] == [n.gpu_links for n in plain.nics]
     assert topo.links == plain.links and topo.cpu_affinity == plain.cpu_affinity
     assert topo.numa_affinity == plain.numa_affinity == [0] * 4 + [1] * 4
+
+
+@pytest.mark.parametrize("base, says", [
+    ("dgx-a10", "--base dgx-a10: no such profile file, nor a hardware preset: give a profile JSON "
+                "file or one of dgx1-v100, dgx-a100, dgx-h100,"),
+    ("missing.json", "missing.json: no such file"),
+])
+def test_a_base_that_is_neither_a_file_nor_a_preset_says_which_presets_there_are(
+        tmp_path, monkeypatch, capsys, base, says):
+    """Session 39 newcomer pass: `--base dgx-a10` (a typo of dgx-a100) said only "dgx-a10: no
+    such file", where `--hardware dgx-a10` lists the presets: a name that is no file and no
+    JSON name now gets the presets listed; a missing .json file is still a missing file."""
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "p.json"
+    code = main(["calibrate", "--from-topo", str(H100), "--base", base, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and says in err, err
+    assert not out.exists()

@@ -58,6 +58,9 @@ def base_profile(out: str | os.PathLike[str], base: str | None = None) -> tuple[
         return (profile_from_presets(presets.HARDWARE[base], default_profile().workload), True,
                 f"new profile from the hardware preset {base} (--base): the parts no source "
                 "here measured come from it (see its notes)")
+    if base is not None and not base.endswith(".json") and not os.path.exists(base):
+        raise ScalesimError(f"--base {base}: no such profile file, nor a hardware preset: give "
+                            f"a profile JSON file or one of {', '.join(presets.HARDWARE)}")
     if base is not None:
         return load_profile(base), False, f"updated from {base}"
     if os.path.exists(out):  # False for a name the OS refuses (too long): the writer says why
