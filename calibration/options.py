@@ -194,7 +194,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="fp32",
         help="autocast precision (fp16 on CUDA only; default fp32)",
     )
-    g.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
+    g.add_argument(
+        "--optimizer",
+        choices=["adam", "sgd"],
+        default="adam",
+        help="optimizer whose step is timed and whose state the profile counts: adam (2 "
+        "elements a parameter) or sgd with momentum (1) (default adam)",
+    )
     g.add_argument(
         "--batches",
         type=flag_list_type("micro_batch"),
@@ -208,7 +214,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--warmup", type=flag_type("steps"), help="untimed steps per size (default 3)")
     g.add_argument("--repeats", type=flag_type("repeats"), help="timed steps per size (default 10)")
-    g.add_argument("--seed", type=flag_type("seed"), default=0)
+    g.add_argument(
+        "--seed", type=flag_type("seed"), default=0,
+        help="torch seed of the model's weights and the synthetic batches (default 0)",
+    )
 
     g = p.add_argument_group(
         "transformer block at tensor-parallel shapes (compute and collectives phases; for scalesim plan)"
@@ -291,8 +300,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=_link_flag(_intra_link, "_intra_link"),
         help="intra-server preset when it is not measured (one process per node), e.g. pcie4, nvswitch-a100",
     )
-    g.add_argument("--intra-busbw", type=flag_type("busbw_GBps"), metavar="GB/s")
-    g.add_argument("--intra-latency", type=flag_type("latency_s"), metavar="S")
+    g.add_argument(
+        "--intra-busbw", type=flag_type("busbw_GBps"), metavar="GB/s",
+        help="its bus bandwidth, GB/s, instead of the preset's",
+    )
+    g.add_argument(
+        "--intra-latency", type=flag_type("latency_s"), metavar="S",
+        help="its latency per collective step, seconds, instead of the preset's",
+    )
     g.add_argument(
         "--inter-link",
         default=None,
@@ -301,8 +316,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="inter-server preset when one node runs, e.g. ethernet:1x100, "
         "infiniband:8x200 (default ethernet:1x100)",
     )
-    g.add_argument("--inter-busbw", type=flag_type("busbw_GBps"), metavar="GB/s")
-    g.add_argument("--inter-latency", type=flag_type("latency_s"), metavar="S")
+    g.add_argument(
+        "--inter-busbw", type=flag_type("busbw_GBps"), metavar="GB/s",
+        help="its bus bandwidth, GB/s, instead of the preset's",
+    )
+    g.add_argument(
+        "--inter-latency", type=flag_type("latency_s"), metavar="S",
+        help="its latency per collective step, seconds, instead of the preset's",
+    )
 
     g = p.add_argument_group("loader phase")
     g.add_argument(
@@ -312,7 +333,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="builtin (encoded images in a temp folder) or package.module:factory returning a torch Dataset",
     )
     g.add_argument("--loader-images", type=flag_type("dataset_items"), help="built-in images (default 512)")
-    g.add_argument("--loader-batch", type=flag_type("micro_batch"), default=32)
+    g.add_argument(
+        "--loader-batch", type=flag_type("micro_batch"), default=32,
+        help="samples per DataLoader batch (default 32)",
+    )
     g.add_argument(
         "--loader-batches", type=flag_type("steps"), help="timed batches per worker count (default 20)"
     )
