@@ -134,6 +134,31 @@ def test_time_and_money(capsys):
     assert per_gpu[0]["cost_usd"] == pytest.approx(rows[0]["cost_usd"] / 8)
 
 
+@pytest.mark.parametrize("flags, says", [
+    # gpt-7b's own training length: 2e12 tokens of 4096 = 488,281,250 sequences (presets.py)
+    (["--hardware", "dgx-a100", "--workload", "gpt-7b"],
+     "note: to train: 488,281,250 sequences of 4096 tokens (the workload's; --train-samples to "
+     "change); to quality: give --critical-batch and --min-samples (docs/model.md §8); cost is "
+     "of the time to train"),
+    (["--epochs", "3", "--dataset-size", "1e6", "--price", "2"],  # 3 x 1e6 samples
+     "note: to train: 3,000,000 sequences; to quality: give --critical-batch and --min-samples "
+     "(docs/model.md §8); cost is of the time to train"),
+    (["--critical-batch", "4096", "--min-samples", "1e8", "--price", "2"],
+     "note: to train: give --train-samples (or --epochs with --dataset-size); cost is of the "
+     "time to quality"),
+    (["--train-samples", "1e9", "--critical-batch", "4096", "--min-samples", "1e8"],
+     "note: to train: 1,000,000,000 sequences; cost is of the time to train"),
+])
+def test_the_hours_table_says_what_its_times_rest_on(capsys, flags, says):
+    """Session 39 newcomer pass: `predict --workload gpt-7b` printed 'to quality -' and 'to
+    train 2.2 years' with no word of why the first is empty nor what training length the
+    second is (the workload's 2e12 tokens), nor, with both known, which one the cost bills."""
+    code, out, _ = run_cli(capsys, "predict", "--devices", "8,16", *flags)
+    assert code == 0 and out.count(says + "\n") == 1, out
+    costs = out.splitlines().index(says) - 1
+    assert out.splitlines()[costs].startswith("cost: "), out
+
+
 def test_time_to_quality_shows_large_batch_effect():
     rows = predict(
         default_profile(), Scenario(devices=[1, 8], critical_batch_size=64, min_samples_to_quality=1e6)

@@ -43,6 +43,28 @@ def _duration(seconds: float | None) -> str:
     return "-" if seconds is None else duration_text(seconds)
 
 
+def hours_note(rows, goal, scenario, unit: str) -> str:
+    """What the hours table's two times rest on: the training length and where it came from
+    (the scenario's, else the workload's), why 'to quality' reads '-' (it needs a critical batch
+    size and E_min, docs/model.md §8) and which time the cost is of (the time to train where
+    both are known, as ``predict`` bills it)."""
+    from scalesim.figures import number
+
+    to_train = any(r.time_to_train_s is not None for r in rows)
+    to_quality = any(r.time_to_quality_s is not None for r in rows)
+    parts = []
+    if to_train:
+        source = "" if scenario.train_samples is not None else (
+            " (the workload's; --train-samples to change)")
+        parts.append(f"to train: {number(goal.train_samples)} {unit}{source}")
+    else:
+        parts.append("to train: give --train-samples (or --epochs with --dataset-size)")
+    if not to_quality:
+        parts.append("to quality: give --critical-batch and --min-samples (docs/model.md §8)")
+    parts.append(f"cost is of the time to {'train' if to_train else 'quality'}")
+    return "; ".join(parts)
+
+
 def hsdp_words(shard_group: int, group: str) -> str:
     """'HSDP: ZeRO states sharded over 8 ranks, replicated across dp / shard group copies':
     hybrid sharding in words, ``group`` naming the data-parallel ranks ('dp'; 'devices' on the
@@ -278,6 +300,8 @@ def render_table(profile, scenario, rows) -> str:
         else:  # a preset without a list price (dgx-h200, the PCIe servers), a calibration
             lines.append(f"cost: no price known (the hardware {profile.hardware.name} lists "
                          f"none): give --price USD per {words.device}-hour")
+        if note := hours_note(rows, goal, scenario, unit):
+            lines.append(f"note: {note}")
         if note := zero_price_note(goal):
             lines.append(f"note: {note}")
         batches = [r.global_batch for r in rows]
