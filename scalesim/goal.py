@@ -304,7 +304,7 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
             keep = set(np.linspace(0, pf.size - 1, MAX_FRONT).round().astype(int).tolist())
             keep |= set(np.flatnonzero(pf == answer_i).tolist())
             notes.append(f"{len(keep)} of the {pf.size} plans on the front shown: spread evenly "
-                         "from the soonest to the cheapest, with the answer's")
+                         "from the soonest to the cheapest, the answer's plan among them")
             pf = pf[sorted(keep)]
         front = [plan(int(i)) for i in pf]
     if not idx.size:  # the answer's "No plan runs": what to change

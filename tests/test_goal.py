@@ -60,6 +60,8 @@ def test_the_answer_is_on_the_front_it_is_shown_with():
     assert answer.best is not None and answer.best in answer.front
     shown = [n for n in answer.notes if "plans on the front shown" in n]
     assert shown and shown[0].startswith(f"{len(answer.front)} of the ")
+    # session 39: it ended "..., with the answer's", which read as a sentence cut short
+    assert shown[0].endswith("from the soonest to the cheapest, the answer's plan among them")
     closest = seek(default_profile(), BASE, 3600.0, 10.0)
     assert closest.closest is not None and closest.closest in closest.front
 
