@@ -23,7 +23,7 @@ import sys
 import time
 from datetime import timedelta
 
-from scalesim.calibration.options import BUILTIN_MODELS
+from scalesim.calibration.options import BUILTIN_MODELS, require_extra
 
 from scalesim.bounds import flag_type
 from scalesim.errors import ScalesimError
@@ -121,6 +121,7 @@ def bench(args) -> dict | None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        require_extra(("torch",))
         result = bench(args)
     except ScalesimError as exc:
         print(f"ddp_bench: error: {exc}", file=sys.stderr)
@@ -140,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    code = main()
+    if "torch" not in sys.modules:  # torch is missing: main said so in one line
+        sys.exit(code)
     from scalesim.calibration.dist import exit_process
 
-    exit_process(main())
+    exit_process(code)

@@ -6,11 +6,13 @@ Imports nothing heavy: ``scalesim --help`` builds this parser without torch.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import re
+import sys
 
 from scalesim.bounds import flag_list_type, flag_type, parse_number
-from scalesim.errors import ScalesimError, name_problem
+from scalesim.errors import ScalesimError, name_problem, one_line
 from scalesim.figures import count
 from scalesim.model.collectives import FITTED_OPS
 from scalesim.model.stragglers import SLOW_DEVICE_FACTOR
@@ -385,6 +387,29 @@ DEFAULTS_CPU = {
 DEFAULTS_GPU = dict(
     DEFAULTS_CPU, batches=[16, 32, 64, 128, 256], max_size_mib=256.0, size_factor=2, block_repeats=10
 )
+
+
+# The packages of the calibration extra (pyproject.toml: calibration = ["torch>=2.1",
+# "tqdm>=4.60"]): a measurement imports both; scalesim's other commands need neither.
+EXTRA_MODULES = ("torch", "tqdm")
+
+
+def require_extra(modules=EXTRA_MODULES) -> None:
+    """Raise a one-line ScalesimError when a package of the calibration extra cannot be
+    imported here, before anything is measured or torchrun is started: without torch, a
+    calibration ended in a ModuleNotFoundError traceback (and tqdm's only at the first phase)."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            absent = isinstance(exc, ModuleNotFoundError) and exc.name == name
+            why = "is not installed" if absent else f"cannot be imported ({one_line(str(exc))})"
+            raise ScalesimError(
+                f"{name} {why} in this Python ({sys.executable}): a calibration runs real torch "
+                "steps; pip install -e \".[calibration]\" (install torch your usual way first on "
+                "GPUs), or read what you already have with --from-nccl-tests, --from-trace or "
+                "--from-topo, which need neither"
+            ) from None
 
 
 def default_threads(local_world: int, environ=None, load: float | None = None) -> int:

@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def calibrate(args) -> str | None:
     """Run the selected phases; returns the profile path (None when no compute result exists)."""
-    import torch  # noqa: F401 - fail here, plainly, when torch is missing
+    options.require_extra()  # one line, not a traceback, where torch or tqdm is missing
     from scalesim.calibration import dist as cdist
     from scalesim.calibration.state import state_folder
 

@@ -87,10 +87,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     import sys
 
-    from scalesim.calibration.options import THREADS_NOTE_ENV, ranks_on_cpu, to_argv
+    from scalesim.calibration.options import THREADS_NOTE_ENV, ranks_on_cpu, require_extra, to_argv
     from scalesim.calibration.runner import check_flags
     from scalesim.cli.torchrun_output import run_filtered
 
+    require_extra()  # torchrun is torch's: one line here where torch is missing
     check_flags(args)  # flags no rank can run: one line here, before torchrun starts N of them
 
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
