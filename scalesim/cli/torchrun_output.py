@@ -9,7 +9,7 @@ rank has reported its error; anything else (a rank's own traceback, even held am
 torchrun failure with no rank error) is passed on whole. A rank's error line that another rank
 already said word for word (an error every rank raises alike, ``calibration.dist.AgreedError``)
 is shown once. Progress bars (``\\r`` without a newline) pass at once. ``run_filtered`` runs
-torchrun so, and keeps reading after Ctrl-C.
+torchrun so, and keeps reading after Ctrl-C (without the tracebacks Ctrl-C gives every rank).
 """
 
 from __future__ import annotations
@@ -72,6 +72,21 @@ def filter_stream(source: BinaryIO, sink: BinaryIO, chunk_bytes: int = 4096) -> 
     return rank_error
 
 
+def drain_after_interrupt(source: BinaryIO, sink: BinaryIO, chunk_bytes: int = 65536) -> None:
+    """Read torchrun's output to its end after Ctrl-C (a full pipe would block it) and pass on
+    only the ranks' one-line errors. The rest is every rank's ``KeyboardInterrupt`` traceback and
+    torchrun's ``SignalException`` one (106 lines with 2 ranks on this machine, before the
+    command's own line), which say only that Ctrl-C was pressed: the command says that once,
+    and that --resume keeps the phases already finished (``cli.main``)."""
+    pending = b""
+    while chunk := source.read1(chunk_bytes):
+        *lines, pending = (pending + chunk).split(b"\n")
+        sink.write(b"".join(line + b"\n" for line in lines if RANK_ERROR in line))
+    if RANK_ERROR in pending:
+        sink.write(pending + b"\n")
+    sink.flush()
+
+
 # the exception torchrun ends on: a failed rank, or a signal it got (passed on by run_filtered)
 TORCHRUN_REPORTS = (b"torch.distributed.elastic.multiprocessing.errors.ChildFailedError",
                     b"torch.distributed.elastic.multiprocessing.api.SignalException")
@@ -94,7 +109,8 @@ def run_filtered(command: list[str], env: dict[str, str], sink: BinaryIO,
     """Run torchrun's ``command`` with its stderr through ``filter_stream`` into ``sink``;
     its exit code, or 2 when it failed and a rank said why in one line (as with one process).
     On Ctrl-C (torchrun got it too and stops its ranks) its output is still read until it
-    exits, so that a full pipe cannot block it, then KeyboardInterrupt is raised again.
+    exits, so that a full pipe cannot block it, showing only the ranks' one-line errors
+    (``drain_after_interrupt``), then KeyboardInterrupt is raised again.
     A SIGTERM or SIGHUP sent to this process alone (``timeout``, ``kill``, a closed terminal)
     is passed on to torchrun, which stops its ranks; this process waits for them, says so
     and returns 128 + the signal's number. Before, it died at once and left torchrun and the
@@ -110,9 +126,7 @@ def run_filtered(command: list[str], env: dict[str, str], sink: BinaryIO,
             rank_error = filter_stream(proc.stderr, sink)
         except KeyboardInterrupt:
             try:
-                while chunk := proc.stderr.read1(65536):
-                    sink.write(chunk)
-                sink.flush()
+                drain_after_interrupt(proc.stderr, sink)
             finally:
                 proc.wait()
             raise
