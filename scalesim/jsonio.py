@@ -192,13 +192,24 @@ def parse_json_text(text: str, name: str, keys_twice: bool = False) -> Any:
     try:
         return json.loads(text, object_pairs_hook=_unique_keys(name, keys_twice))
     except json.JSONDecodeError as exc:
+        cut = "; the text ends before the JSON does: the file is cut short (truncated?)" \
+            if ends_mid_json(text, exc) else ""
         raise ScalesimError(
-            f"{name}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+            f"{name}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}){cut}"
         ) from None
     except RecursionError:  # json's decoder recurses once per nesting level
         raise ScalesimError(f"{name}: JSON nested too deeply to be a scalesim file") from None
     except ValueError as exc:  # int() of a number past Python's digit limit
         raise ScalesimError(f"{name}: {LONG_NUMBER_TEXT} ({_digits_said(exc)})") from None
+
+
+def ends_mid_json(text: str, exc: json.JSONDecodeError) -> bool:
+    """Whether ``exc`` is the decoder running out of text (a file cut short: a copy or download
+    that stopped, a disk that filled) rather than a wrong character: the error is at the end of
+    the text, in a string never closed, or in a ``true``/``false``/``null`` cut short."""
+    rest = text[exc.pos:].strip()
+    return (not rest or exc.msg.startswith("Unterminated string")
+            or any(word.startswith(rest) for word in ("true", "false", "null")))
 
 
 # a JSON integer longer than Python converts (``sys.get_int_max_str_digits``, 4,300 by default)
