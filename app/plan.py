@@ -9,6 +9,7 @@ cost, sweeps time-to-quality over the global batch, and predicts scenario B.
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass, field
 
 from scalesim import presets
@@ -138,6 +139,19 @@ def valid_device_counts(counts, devices_per_node: int) -> tuple[list[int], list[
     return kept, dropped
 
 
+def server_stride(servers: int, devices_per_node: int, replica: int = 1) -> int:
+    """Servers between the points of the "every server" grid: 1 where ``servers`` fit on one
+    curve (``MAX_CURVE_POINTS``); else a power of two of servers, at least 1 / ``MAX_CURVE_POINTS``
+    of them, and a multiple of the servers whole model replicas of ``replica`` devices (tp x pp)
+    fill, so that the thinned counts run the model split (thinning from the first server, 9,
+    17, 25 ... servers of 8: no count of tp 8 x pp 4 was left but the largest)."""
+    if servers <= MAX_CURVE_POINTS:
+        return 1
+    need = -(-servers // MAX_CURVE_POINTS)
+    whole = math.lcm(devices_per_node, replica) // devices_per_node
+    return math.lcm(1 << (need - 1).bit_length(), whole)
+
+
 def device_counts(state: AppState, devices_per_node: int,
                   words: Nouns = GPU_NOUNS) -> tuple[list[int], list[str]]:
     """Device counts to plot for the state's grid, and notes about what was left out
@@ -173,13 +187,14 @@ def device_counts(state: AppState, devices_per_node: int,
     small = [d for d in (2**i for i in range(15)) if d < g and d <= top]
     if state.grid == "server":
         servers = max(top // g, 1)
-        stride = -(-servers // MAX_CURVE_POINTS)
-        big = [n * g for n in range(1, servers + 1, stride)]
-        if stride > 1:  # thinned: keep the largest count, and say so
-            big = [*big[: MAX_CURVE_POINTS - 1], servers * g]
-            notes.append(f"every {words.server}: {servers:,} {words.servers} thinned to every "
-                         f"{stride}th up to {whole(servers * g)} {words.devices}, the largest "
-                         f"kept ({MAX_CURVE_POINTS} points at most)")
+        stride = server_stride(servers, g, replica_devices(state.tp, state.pp))
+        # thinned: the first server, every stride-th, and the largest count (said in a note)
+        big = sorted({g, *(n * g for n in range(stride, servers + 1, stride)), servers * g})
+        if stride > 1:
+            notes.append(f"every {words.server}: {servers:,} {words.servers} thinned to one "
+                         f"point every {stride} {words.servers} up to {whole(servers * g)} "
+                         f"{words.devices}, the first and the largest kept "
+                         f"({len(small) + len(big)} points)")
     else:
         big, n = [], 1
         while n * g <= max(top, g):

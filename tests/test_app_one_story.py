@@ -1,0 +1,33 @@
+"""Session 39: the planner tells one story: what its grid, headline, tables and charts show
+agree with each other and with the CLI, in the states where they did not."""
+
+from __future__ import annotations
+
+from scalesim.app.plan import build_scenario, device_counts
+from scalesim.app.state import default_state, preset_profile
+
+
+def test_a_thinned_server_grid_keeps_the_counts_a_model_split_runs():
+    # 16,384 devices of 8 per server: 2,048 servers, more than a curve's 256 points. Thinned
+    # from the first server (1, 9, 17 ... servers) no count but the largest was a multiple of
+    # tp 8 x pp 4 = 32, so the curve was one point ("no knee: there is only one"). Now a
+    # point every 8 servers (2,048 / 256), 64 devices, a multiple of 32: 64, 128 ... 16,384.
+    state = default_state().model_copy(update={
+        "hw": "dgx-h100", "wl": "gpt-7.5b", "grid": "server", "dmax": 16384, "tp": 8, "pp": 4})
+    scenario, notes = build_scenario(state, preset_profile(state))
+    assert scenario.devices == list(range(64, 16384 + 1, 64))
+    assert notes[0] == ("every server: 2,048 servers thinned to one point every 8 servers up to "
+                        "16,384 devices, the first and the largest kept (260 points)")
+    assert "layout tp 8 x pp 4: 1, 2, 4, 8 devices are not a multiple of 32; left out" in notes
+
+
+def test_the_thinned_stride_is_a_multiple_of_the_servers_whole_replicas_fill():
+    # 10,000 devices: 1,250 servers; 1,250 / 256 -> 5, a power of two: 8 servers; tp 8 x pp 3
+    # = 24 devices fill whole replicas every 3 servers: lcm(8, 3) = 24 servers, 192 devices
+    counts, notes = device_counts(default_state().model_copy(update={
+        "grid": "server", "dmax": 10000, "tp": 8, "pp": 3}), 8)
+    assert counts == [1, 2, 4, 8, *range(192, 9984 + 1, 192), 10000]
+    assert "one point every 24 servers" in notes[0] and "(57 points)" in notes[0]
+    # a data-parallel grid that fits on one curve is every server, as before
+    assert device_counts(default_state().model_copy(update={"grid": "server", "dmax": 40}),
+                         8)[0] == [1, 2, 4, 8, 16, 24, 32, 40]
