@@ -727,8 +727,13 @@ def chart_text(plan: Plan, name: str) -> str:
         runs, misfits = [r for r in rows if r.fits], _misfit_note(plan, "point")
         if not runs:
             return f"No {words.device} count runs.{misfits}"
-        shown = runs if len(runs) <= 12 else [runs[0], *runs[len(runs) // 2: len(runs) // 2 + 1],
-                                               runs[-1]]
+        # past 12 counts: the ends, the middle, and the counts the story names (the knee's two,
+        # the focus), so that the words show the drop the chart does
+        named = {plan.focus.devices, *((plan.knee.devices_before, plan.knee.devices_after)
+                                       if plan.knee else ())}
+        shown = runs if len(runs) <= 12 else [
+            r for i, r in enumerate(runs)
+            if i in (0, len(runs) // 2, len(runs) - 1) or r.devices in named]
         return ("Scaling efficiency: " + ", ".join(
             f"{words.count(r.devices)} {whole_percent(r.efficiency)}" for r in shown) + "." + misfits)
     if name == "step_breakdown":

@@ -3,8 +3,11 @@ agree with each other and with the CLI, in the states where they did not."""
 
 from __future__ import annotations
 
-from scalesim.app.plan import build_scenario, device_counts
-from scalesim.app.state import default_state, preset_profile
+import re
+
+from scalesim.app.charts import chart_text
+from scalesim.app.plan import build_scenario, device_counts, make_plan, story
+from scalesim.app.state import decode_query, default_state, preset_profile
 
 
 def test_a_thinned_server_grid_keeps_the_counts_a_model_split_runs():
@@ -31,3 +34,22 @@ def test_the_thinned_stride_is_a_multiple_of_the_servers_whole_replicas_fill():
     # a data-parallel grid that fits on one curve is every server, as before
     assert device_counts(default_state().model_copy(update={"grid": "server", "dmax": 40}),
                          8)[0] == [1, 2, 4, 8, 16, 24, 32, 40]
+
+
+def test_the_efficiency_chart_in_words_names_the_knee_the_story_tells_of():
+    # gpt-7b, ZeRO-3 on a2-highgpu-8g, every server to 256: 35 counts, 1 and 2 do not fit,
+    # 33 run (4, 8, 16, 24 ... 256). Past 12 the words listed the first, middle and last only,
+    # "4 devices 105%, 128 devices 20%, 256 devices 19%": no drop, while the story says
+    # "grows almost linearly to 8 devices (106% efficiency), then drops to 21% at 16". Now
+    # the knee's two counts and the focus (16) are named too, in device order.
+    state, profile, messages = decode_query({"v": "13", "wl": "gpt-7b", "strat": "zero3",
+                                             "dmax": "256", "grid": "server"})
+    assert messages == []
+    plan = make_plan(profile, state)
+    assert (plan.knee.devices_before, plan.knee.devices_after, plan.focus.devices) == (8, 16, 16)
+    words = chart_text(plan, "efficiency")
+    listed = [int(n) for n in re.findall(r"(\d+) devices \d+%", words)]
+    assert listed == [4, 8, 16, 128, 256]  # first, knee (8 -> 16, also the focus), middle, last
+    eff = {r.devices: f"{r.efficiency:.0%}" for r in plan.rows}
+    assert f"8 devices {eff[8]}, 16 devices {eff[16]}" in words
+    assert f"to 8 devices ({eff[8]} efficiency), then drops to {eff[16]} at 16" in story(plan)
