@@ -621,8 +621,9 @@ def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict
     return grid
 
 
-def _why(best: dict, row: dict, by: str, device: str = "device") -> str:
-    """Why a row ranks below the best; ``device``: the profile's noun ('process' on CPU)."""
+def _why(best: dict | None, row: dict, by: str, device: str = "device") -> str:
+    """Why a row ranks below the best; ``device``: the profile's noun ('process' on CPU). A row
+    that does not fit says so, the first one too (``best`` None: nothing fits)."""
     if not row["fits"]:
         return (
             f"does not fit: {gib(row['memory_bytes'])} > "
@@ -845,7 +846,9 @@ def rank_layouts(
             "billed_devices": int(billed[i]),
             "stall_modelled": modelled,
         }
-        row["why"] = "best" if rank == 1 else _why(rows[0].model_dump(), row, rank_by, nouns.device)
+        # an unfit first row (include_unfit, nothing fits) is no "best": it says it does not fit
+        row["why"] = ("best" if rank == 1 and row["fits"] else
+                      _why(rows[0].model_dump() if rows else None, row, rank_by, nouns.device))
         row.update(stage_fields(setting.shape.layers, row["pp"], row["virtual_stages"]))
         rows.append(PlanRow(**row))
     return rows

@@ -177,7 +177,9 @@ def render_text(rows, global_batch: int, words: Nouns = GPU_NOUNS) -> str:
             f"{'yes' if r.fits else 'no':<4}  {r.why}")
     best = rows[0]
     parts = ", ".join(f"{k.removesuffix('_s')} {v:.3g}" for k, v in best.breakdown_s.items() if v)
-    lines.append(f"best step {best.step_time_s:.3f} s = {parts} (s); global batch {global_batch}")
+    # --all where nothing fits: the first row is the one needing least memory, not a best
+    first = "best step" if best.fits else "no layout fits; the one needing least memory: step"
+    lines.append(f"{first} {best.step_time_s:.3f} s = {parts} (s); global batch {global_batch}")
     # uneven pipeline stages, once per layout (pp x virtual stages) shown
     lines += [f"note: {words}" for words in dict.fromkeys(r.stage_notes for r in rows) if words]
     if not best.stall_modelled:

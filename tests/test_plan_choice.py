@@ -1,0 +1,42 @@
+"""Session 39's audit of the planner's choice against brute force: what it says of its first row
+where nothing fits, which of two equally fast layouts goes first, and why no layout is valid."""
+
+from cli_harness import run_cli
+
+from scalesim.presets import HARDWARE, get_transformer
+
+
+def _llama70b_params() -> int:
+    """Llama 3 70B by hand: 80 layers of q, o (h^2 each), k, v (h x 1024: 8 of 64 heads), a
+    SwiGLU MLP (3 h f) and two RMSNorm scales (2h); untied embedding and output (2 V h) and the
+    final norm (h)."""
+    h, f, v = 8192, 28672, 128256
+    layer = 2 * h * h + 2 * h * 1024 + 3 * h * f + 2 * h
+    return 80 * layer + 2 * v * h + h  # 70,553,706,496
+
+
+def test_an_unfit_first_row_says_it_does_not_fit_not_best(capsys):
+    """`plan --workload llama3-70b --hardware dgx-h100 --devices 8 --global-batch 64 --all`:
+    nothing fits, yet the first row's why said `best` and the summary `best step 89.018 s`,
+    for a layout needing 135.4 GiB of an 80 GiB GPU. Its memory by docs/model.md §16 at tp 8,
+    dp 1, ZeRO 0, micro-batch 1, full recompute, sequence parallel: 16 bytes per parameter over
+    tp 8, each layer's input (2 s h / t) x 80, the rerun layer's working set beyond it
+    (s h (10 + 25.5) / t - 2 s h / t), fp32 logits 4 s V / t and 2 GiB of buffers."""
+    from scalesim.plan import plan
+
+    p, s, h, t = _llama70b_params(), 8192, 8192, 8
+    assert get_transformer("llama3-70b").param_count() == p
+    hand = (16 * p / t + 80 * 2 * s * h / t + (s * h * 35.5 / t - 2 * s * h / t)
+            + 4 * s * 128256 / t + 2 * 2**30)  # 145,403,428,864 bytes: 135.42 GiB
+    rows = plan(get_transformer("llama3-70b"), HARDWARE["dgx-h100"], [8], 64, top=2,
+                include_unfit=True)
+    first = rows[0]
+    assert (first.tp, first.pp, first.dp, first.recompute, first.fits) == (8, 1, 1, "full", False)
+    assert first.memory_bytes == hand
+    assert first.why == "does not fit: 135.4 GiB > 80.0 GiB per device"
+    code, out, err = run_cli(capsys, ["plan", "--workload", "llama3-70b", "--hardware",
+                                      "dgx-h100", "--devices", "8", "--global-batch", "64",
+                                      "--top", "2", "--all"])
+    assert code == 0, err
+    assert " best" not in out and "best step" not in out
+    assert "no layout fits; the one needing least memory: step 89.018 s" in out
