@@ -679,11 +679,12 @@ def plan(
     """Rank every valid layout of ``shape`` on each of ``devices`` for ``global_batch``.
 
     Fitting layouts first, best first (highest samples/s, or fewest device-hours per sample
-    with ``rank_by='cost'``); with ``include_unfit`` the layouts that do not fit follow, most
-    memory-frugal first. Each row says why it loses to the best. ``cp_values``: context-parallel
-    degrees to try; ``tp_overlap``: the framework overlaps tensor-parallel traffic;
-    ``split_only``: only layouts that split the model (tp x pp x cp > 1; the "split the model"
-    remedy); ``jitter_cv``: std/mean of a device's micro-step, for the waits at collectives;
+    with ``rank_by='cost'``; a tie to the one needing less memory); with ``include_unfit`` the
+    layouts that do not fit follow, most memory-frugal first. Each row says why it loses to the
+    best. ``cp_values``: context-parallel degrees to try; ``tp_overlap``: the framework
+    overlaps tensor-parallel traffic; ``split_only``: only layouts that split the model
+    (tp x pp x cp > 1; the "split the model" remedy); ``jitter_cv``: std/mean of a device's
+    micro-step, for the waits at collectives;
     ``p2p``: measured send/recv inside a server for the pipeline sends (``measured_p2p``).
     ``recompute_style``: how the framework reruns the forward ('whole-forward' or 'early-stop'
     for full recompute, 'op-sac' for selective, ``layout.RECOMPUTE_STYLES``): applied to every
@@ -800,7 +801,9 @@ def rank_layouts(
     cost = billed / r.samples_per_s * 1e6 / 3600.0
     key = -r.samples_per_s if rank_by == "throughput" else cost
     fits = r.fits
-    order = np.lexsort((key, ~fits)) if include_unfit else np.argsort(key[fits], kind="stable")
+    # a tie (GPipe and 1F1B have one bubble) goes to the layout needing less memory
+    mem = r.memory_bytes
+    order = np.lexsort((mem, key, ~fits)) if include_unfit else np.lexsort((mem[fits], key[fits]))
     if not include_unfit:
         order = np.flatnonzero(fits)[order]
         if order.size == 0:

@@ -40,3 +40,25 @@ def test_an_unfit_first_row_says_it_does_not_fit_not_best(capsys):
     assert code == 0, err
     assert " best" not in out and "best step" not in out
     assert "no layout fits; the one needing least memory: step 89.018 s" in out
+
+
+def test_a_tie_goes_to_the_layout_needing_less_memory():
+    """GPipe and 1F1B have one bubble, (p - 1) / m of the step (docs/model.md §15), so a layout
+    runs equally fast under either, while GPipe keeps all m micro-batches in flight and 1F1B
+    at most p. The planner broke such ties by its grid's order (GPipe first): gpt-7.5b on 8
+    PCIe GPUs over 25 GbE at global batch 16, dp 2 x pp 4, ZeRO-1, selective recompute ranked
+    GPipe (43.7 GiB) at 317, then 1F1B (31.0 GiB) at 318. The one needing less memory goes
+    first now, here and wherever two rows tie."""
+    from scalesim.plan import plan
+
+    rows = plan(get_transformer("gpt-7.5b"), HARDWARE["pcie-8gpu-25gbe"], [8], 16, top=None)
+    pair = {r.schedule: r for r in rows if (r.dp, r.tp, r.pp, r.zero, r.micro_batch, r.recompute)
+            == (2, 1, 4, 1, 1, "selective") and r.schedule in ("gpipe", "1f1b")}
+    gpipe, one_f_one_b = pair["gpipe"], pair["1f1b"]
+    assert gpipe.step_time_s == one_f_one_b.step_time_s
+    assert gpipe.memory_bytes > one_f_one_b.memory_bytes
+    assert gpipe.rank == one_f_one_b.rank + 1
+    ties = [(a, b) for a, b in zip(rows[:-1], rows[1:], strict=True)
+            if a.samples_per_s == b.samples_per_s]
+    assert len(ties) > 10 and all(a.memory_bytes <= b.memory_bytes for a, b in ties)
+
