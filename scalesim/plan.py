@@ -533,17 +533,38 @@ def evaluate_layout(setting: Setting, layout: ParallelLayout) -> LayoutResult:
     return evaluate_layouts(setting_inputs(setting, **{k: v[0] for k, v in _layout_arrays([layout]).items()}))
 
 
-def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict[str, np.ndarray]:
-    """Every combination of knobs for these device counts, as flat arrays, valid ones only."""
-    g = setting.hardware.devices_per_node
-    shape = setting.shape
-    splits = []
+def _splits(devices: list[int], devices_per_node: int, cp_values) -> list[tuple[int, int, int, int]]:
+    """Every (dp, tp, pp, cp) of these device counts with tp dividing the server and cp among
+    ``cp_values``, before any other placement rule."""
+    g, splits = devices_per_node, []
     for n in devices:
         for tp in (t for t in range(1, g + 1) if g % t == 0 and n % t == 0):
             for cp in (c for c in cp_values if (n // tp) % c == 0):
                 rest = n // (tp * cp)
                 for pp in (p for p in range(1, rest + 1) if rest % p == 0):
                     splits.append((rest // pp, tp, pp, cp))
+    return splits
+
+
+def fewest_replicas(devices: list[int], setting: Setting, cp_values=(1,)) -> int | None:
+    """The smallest data-parallel degree of a split of these device counts that breaks no
+    placement rule (``valid_mask`` at one micro-batch per pipeline stage, a batch every split
+    divides), where none divides the global batch; None where one does (the batch splits,
+    so no layout is left for another reason: too many micro-steps)."""
+    g, s = setting.hardware.devices_per_node, setting.shape
+    dp, tp, pp, cp = np.array(_splits(devices, g, cp_values)).T
+    placed = valid_mask(dp, tp, pp, cp, 1, dp * pp, np.where(pp > 1, SCHEDULES["1f1b"], 0), 1, g,
+                        s.layers, s.heads, s.kv_of(), s.seq_len)
+    if not placed.any() or np.any(setting.global_batch % dp[placed] == 0):
+        return None
+    return int(dp[placed].min())
+
+
+def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict[str, np.ndarray]:
+    """Every combination of knobs for these device counts, as flat arrays, valid ones only."""
+    g = setting.hardware.devices_per_node
+    shape = setting.shape
+    splits = _splits(devices, g, cp_values)
     if not splits:  # tp 1, pp 1 split any count: only the cp degrees can leave none
         raise ScalesimError(
             f"no dp x tp x pp x cp split of devices {list_text(devices)} with cp "
@@ -786,6 +807,15 @@ def rank_layouts(
     grid = candidate_grid(sorted(set(devices)), setting, sorted(set(cp_values)))
     if split_only:
         grid = {k: v[grid["tp"] * grid["pp"] * grid["cp"] > 1] for k, v in grid.items()}
+    if grid["dp"].size == 0 and (
+            fewest := fewest_replicas(sorted(set(devices)), setting, sorted(set(cp_values)))):
+        # more devices would only add replicas that the batch cannot feed
+        raise ScalesimError(
+            f"no valid layout for {nouns.devices} {list_text(devices)} and global batch "
+            f"{global_batch} on {nouns.servers} of {g}: every valid split has {fewest} or more "
+            "data-parallel replicas, and none of their counts divides the global batch; give a "
+            f"global batch that is a multiple of {fewest}, or fewer {nouns.devices}"
+        )
     if grid["dp"].size == 0:
         raise ScalesimError(
             f"no valid layout for {nouns.devices} {list_text(devices)} and global batch "

@@ -62,3 +62,24 @@ def test_a_tie_goes_to_the_layout_needing_less_memory():
             if a.samples_per_s == b.samples_per_s]
     assert len(ties) > 10 and all(a.memory_bytes <= b.memory_bytes for a, b in ties)
 
+
+def test_a_batch_too_small_for_the_devices_is_told_to_grow_not_to_add_devices(capsys):
+    """`plan --workload llama3-8b --hardware dgx-h100 --devices 1024 --global-batch 2` said
+    `... add devices or lower the global batch`: both make it worse. A replica spans at most
+    tp 8 (one server) x pp 32 (one layer a stage) = 256 GPUs, so 1024 GPUs hold 4 or more
+    replicas, and neither 4 nor any larger count of them divides 2. The line says so and
+    asks for a multiple of 4 or fewer GPUs; at global batch 4 the plan is dp 4 x tp 8 x pp 32."""
+    from scalesim.plan import plan
+
+    argv = ["plan", "--workload", "llama3-8b", "--hardware", "dgx-h100", "--devices", "1024"]
+    code, out, err = run_cli(capsys, [*argv, "--global-batch", "2"])
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert ("every valid split has 4 or more data-parallel replicas, and none of their counts "
+            "divides the global batch; give a global batch that is a multiple of 4, or fewer "
+            "devices") in err
+    assert "add devices" not in err
+    rows = plan(get_transformer("llama3-8b"), HARDWARE["dgx-h100"], [1024], 4, top=None)
+    assert {(r.dp, r.tp, r.pp) for r in rows} == {(4, 8, 32)}
+    # too many micro-steps (3,000,000 / (16 x 32) > 4,096) keeps its advice: more devices
+    code, out, err = run_cli(capsys, [*argv[:-1], "16", "--global-batch", "3000000"])
+    assert code == 2 and "in at most 4,096 micro-steps; add devices or lower the global" in err
