@@ -66,6 +66,12 @@ class Prediction(BaseModel):
     # whether the one-device run speedup and efficiency are against fits in device memory (the
     # model's fits, as ``fits``); where not, they are against a run that cannot happen (§10)
     one_device_fits: bool = True
+    # samples per micro-step of that one-device run (§7): the micro-batch under weak scaling,
+    # the global batch over the accumulation steps under strong scaling; None: not said
+    one_device_micro_batch: int | None = None
+    # whether one device holds the model at one sample per micro-step: where it does and
+    # one_device_fits is False, one device cannot hold the baseline's micro-batch, not the model
+    one_device_holds_model: bool = True
     steps_to_quality: float | None = None  # whole optimizer steps (docs/model.md §8, §9)
     time_to_quality_s: float | None = None
     time_to_train_s: float | None = None
@@ -100,14 +106,30 @@ class Prediction(BaseModel):
 
 
 def one_device_note(rows: list[Prediction], words: Nouns = GPU_NOUNS) -> str | None:
-    """Where one device cannot hold the model (``Prediction.one_device_fits``), a clause saying
-    that speed-up and efficiency are against the model's one-device run, not a run; else None.
-    ``words``: the devices' nouns ('one process' on a CPU calibration)."""
-    if all(r.one_device_fits for r in rows):
+    """Where the one-device run speed-up and efficiency are against does not fit in memory
+    (``Prediction.one_device_fits``), a clause saying so and what one device cannot hold: the
+    model (``one_device_holds_model`` False: not even one sample per micro-step fits), else the
+    run's ``one_device_micro_batch`` samples per micro-step (under strong scaling the global
+    batch over the accumulation steps, which the baseline runs without accumulating more:
+    docs/model.md §7); None where it fits. ``words``: the devices' nouns ('one process' on a CPU
+    calibration)."""
+    short = [r for r in rows if not r.one_device_fits]
+    if not short:
         return None
     one = f"one {words.device}"
-    return (f"{one} cannot hold the model: speed-up, efficiency and 'Nx {one}' are "
-            f"against the model's hypothetical one-{words.device} run (docs/model.md §10)")
+    against = (f"speed-up, efficiency and 'Nx {one}' are against the model's hypothetical "
+               f"one-{words.device} run")
+    r = short[0]
+    b = r.one_device_micro_batch
+    if b is None or not all(s.one_device_holds_model for s in short):
+        return f"{one} cannot hold the model: {against} (docs/model.md §10)"
+    batch = ""
+    if b * r.accumulation == r.global_batch:  # strong scaling (or one replica): its global batch
+        batch = (f", the global batch of {r.global_batch:,} " + (
+            "in one step" if r.accumulation == 1 else
+            f"over {r.accumulation} accumulation steps"))
+    return (f"{one} holds the model but not {b:,} samples per micro-step{batch}: {against} at "
+            "that micro-batch, not one that accumulates smaller ones (docs/model.md §7, §10)")
 
 
 def data_parallel_ranks(p: Prediction) -> int:
@@ -426,7 +448,11 @@ def _split_rows(profile: Profile, scenario: Scenario):
         raise ScalesimError(SEQUENCE_PARALLEL_NEEDS_TP)
     if split.tp_overlap and split.tp == 1:
         raise ScalesimError(TP_OVERLAP_NEEDS_TP)
-    return lp.evaluate_rows(profile, scenario, p, b, k, base_b)
+    rows = lp.evaluate_rows(profile, scenario, p, b, k, base_b)
+    holds = rows.one_device_fits
+    if not np.all(holds):  # the baseline's micro-batch, or the model? (one sample per micro-step)
+        holds = lp.evaluate_rows(profile, scenario, p, b, k, np.ones_like(base_b)).one_device_fits
+    return rows, base_b, holds
 
 
 def predict(profile: Profile, scenario: Scenario | None = None) -> list[Prediction]:
@@ -446,7 +472,7 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
     split = None
     shard = layout_of(scenario).shard_group
     if uses_layouts(profile, scenario):
-        split = _split_rows(profile, scenario)
+        split, base_b, holds = _split_rows(profile, scenario)
         r = split.result
         result = SimpleNamespace(
             nodes=split.nodes, global_batch=split.global_batch, step_time_s=r.step_time_s,
@@ -462,6 +488,9 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
         inputs, base_b = scenario_inputs(profile, scenario)
         result, speedup, efficiency, one = evaluate_scaling(inputs, base_b, with_baseline=True)
         one_fits = np.broadcast_to(one.fits, np.shape(speedup))
+        holds = one_fits
+        if not np.all(one_fits):  # the baseline's micro-batch, or the model? (one sample)
+            holds = evaluate_scaling(inputs, np.ones_like(base_b), with_baseline=True)[3].fits
         oom = profile.compute.oom_micro_batch
         fits = result.fits if oom is None else result.fits & (np.asarray(inputs.micro_batch)
                                                               < oom)
@@ -507,6 +536,8 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
             memory_bytes=float(result.memory_bytes[i]),
             fits=bool(fits[i]),
             one_device_fits=bool(one_fits[i]),
+            one_device_micro_batch=int(np.broadcast_to(base_b, devices.shape)[i]),
+            one_device_holds_model=bool(np.broadcast_to(holds, devices.shape)[i]),
             steps_to_quality=steps,
             time_to_quality_s=ttq,
             time_to_train_s=ttt,
