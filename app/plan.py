@@ -56,6 +56,7 @@ from scalesim.pipeline_stages import layout_stage_words
 from scalesim.precision import DEFAULT_PRECISION
 from scalesim.predict import (
     Prediction,
+    above_linear_note,
     global_batch_splits,
     input_pipeline_modelled,
     micro_batch_max,
@@ -917,6 +918,9 @@ def headline(plan: Plan) -> dict[str, str]:
                            f"{plan.words.device} count (one {plan.words.device} too)")
     if f.fits and (note := one_device_note([f], plan.words)):  # efficiency and speedup's baseline
         out["one_device"] = note
+    # why a runnable count's efficiency (the metric, the chart) is above 100 %
+    if note := above_linear_note([r for r in plan.rows if r.fits], plan.words):
+        out["above_linear"] = note
     if misfits := misfit_counts_text(plan):
         out["not_runnable"] = f"{misfits} (not runnable)"
     t, cost = finish(plan, f)

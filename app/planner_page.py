@@ -512,8 +512,9 @@ def _headline(plan: Plan) -> None:
         st.warning(f"{h['not_runnable'][0].upper()}{h['not_runnable'][1:]}.")
     if "data_stall" in h:
         st.warning(h["data_stall"][0].upper() + h["data_stall"][1:] + ".")
-    if "one_device" in h:
-        st.caption(_md(h["one_device"][0].upper() + h["one_device"][1:]) + ".")
+    for key in ("one_device", "above_linear"):  # the efficiency's baseline, above 100 %
+        if key in h:
+            st.caption(_md(h[key][0].upper() + h[key][1:]) + ".")
     st.markdown(f"**Knee:** {h['knee']}  \n**Largest single gain:** {h['best_remedy']}")
 
 

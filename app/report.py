@@ -250,6 +250,8 @@ def report_html(plan: Plan, link: str, generated: datetime | None = None) -> str
         heads.append(("Not runnable", h["not_runnable"]))
     if "one_device" in h:
         heads.append(("One-device baseline", h["one_device"]))
+    if "above_linear" in h:
+        heads.append(("Efficiency above 100%", h["above_linear"]))
     if "time_to_train" in h:
         heads.append(("Time to train", h["time_to_train"]))
     if "cost" in h:

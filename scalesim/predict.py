@@ -132,6 +132,29 @@ def one_device_note(rows: list[Prediction], words: Nouns = GPU_NOUNS) -> str | N
             "that micro-batch, not one that accumulates smaller ones (docs/model.md §7, §10)")
 
 
+def above_linear_note(rows: list[Prediction], words: Nouns = GPU_NOUNS) -> str | None:
+    """Where a row's efficiency is above 100 %, why, at the highest (predict's note, the app's
+    headline): the work sharding removes from each device, the optimizer step one device runs
+    whole for the whole model (ZeRO over its shard group, ``Prediction.shard_group``; a tp x pp
+    split's slice of the parameters), docs/model.md §7; None where no row is above 100 %."""
+    over = [r for r in rows if r.efficiency > 1.0005]
+    if not over:
+        return None
+    top = max(over, key=lambda r: r.efficiency)
+    zero = top.shard_group is not None and top.shard_group > 1
+    split = top.tp * top.pp > 1
+    if zero or split:
+        share = f"1/{top.shard_group} of " if zero else ""
+        whose = f"its tp {top.tp} x pp {top.pp} slice's" if split else "the"
+        how = f" (ZeRO shards it over {top.shard_group} ranks)" if zero else ""
+        why = (f"each {words.device} updates {share}{whose} optimizer state{how}, a step one "
+               f"{words.device} takes for the whole model")
+    else:
+        why = f"work the one-{words.device} run does whole"
+    return (f"efficiency above 100% (up to {top.efficiency:.1%} at {words.count(top.devices)}): "
+            f"{why} (docs/model.md §7)")
+
+
 def data_parallel_ranks(p: Prediction) -> int:
     """The ranks that hold one replica's shard each, dp x cp = devices / (tp x pp): every device
     of a parameter-count workload."""

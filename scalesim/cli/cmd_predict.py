@@ -145,19 +145,6 @@ def hardware_line(hw) -> str:
             f"{intra_words(hw.intra_node)}, inter {link_GBps(hw.inter_node.busbw_GBps)} busbw)")
 
 
-def superlinear_note(scenario, rows, words) -> str:
-    """'' unless a row's efficiency is above 100 %: then why (ZeRO / FSDP shard the optimizer
-    step, work one device does whole; docs/model.md §7), so it does not read as an error."""
-    over = [r for r in rows if r.efficiency > 1.0005]
-    if not over:
-        return ""
-    top = max(over, key=lambda r: r.efficiency)
-    why = ("each sharded device updates 1/dp of the optimizer state, a step one device takes "
-           "whole" if scenario.strategy != "ddp" else "work the one-device run does whole")
-    return (f"efficiency above 100% (up to {top.efficiency:.1%} at {words.count(top.devices)}): "
-            f"{why} (docs/model.md §7)")
-
-
 def given_links_words(scenario) -> str:
     """'; used instead: intra 100 GB/s, inter 48 GB/s busbw (--intra-busbw, --inter-busbw)'
     where the scenario overrides the hardware's links, so the line above them does not read as
@@ -204,6 +191,7 @@ def render_table(profile, scenario, rows) -> str:
     from scalesim.model.zero_exchange import framework_label
     from scalesim.predict import (
         STALL_NOT_MODELLED,
+        above_linear_note,
         hybrid_sharded,
         one_device_note,
         server_use_words,
@@ -317,7 +305,7 @@ def render_table(profile, scenario, rows) -> str:
                      "efficiency "
                      f"{before.efficiency:.1%} -> {rows[knee.index].efficiency:.1%}"
                      f" (-{knee.efficiency_drop * 100:.1f} points): {knee.label_in(words)}")
-    if note := superlinear_note(scenario, rows, words):
+    if note := above_linear_note(rows, words):
         lines.append(f"note: {note}")
     if unfit := [r for r in rows if not r.fits]:
         lines.append(f"warning: rows marked NO do not fit in {words.memory}: not runnable, their "
