@@ -18,7 +18,7 @@ from scalesim.calibration import options
 
 from scalesim.device_nouns import CPU_DEVICE_PREFIX, nouns_for
 from scalesim.errors import ScalesimError, one_line
-from scalesim.model.overlap import GPU_COMM_CONTENTION
+from scalesim.model.overlap import CPU_COMM_CONTENTION, GPU_COMM_CONTENTION
 
 PROG = "scalesim calibration"
 MIN_JITTER_STEPS = 4  # quartiles of fewer step times say nothing of their spread
@@ -427,10 +427,10 @@ def describe_machine(ctx, hostnames):
         date_utc=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     )
     # On CPUs the collectives (gloo: copies and sums) run on the same cores as forward and
-    # backward, so overlapping them hides nothing: every collective second is a step second.
-    # On GPUs NCCL runs beside the compute kernels, which it slows by 18.9% on average while
-    # it runs (published, not measured here: scalesim.model.overlap.GPU_COMM_CONTENTION).
-    contention = GPU_COMM_CONTENTION if ctx.on_gpu else 1.0
+    # backward, so overlapping them hides nothing: every collective second is a step second
+    # (CPU_COMM_CONTENTION). On GPUs NCCL runs beside the compute kernels, which it slows by
+    # 18.9% on average while it runs (published, not measured here: GPU_COMM_CONTENTION).
+    contention = GPU_COMM_CONTENTION if ctx.on_gpu else CPU_COMM_CONTENTION
     machine = Machine(
         device_name=name,
         device_memory_bytes=memory,

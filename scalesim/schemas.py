@@ -50,7 +50,7 @@ from scalesim.layout import (
     recompute_style_field,
     tp_overlap_field,
 )
-from scalesim.model.overlap import GPU_COMM_CONTENTION
+from scalesim.model.overlap import CPU_COMM_CONTENTION, GPU_COMM_CONTENTION
 from scalesim.model.stragglers import DEVICE_SPEED_CV
 from scalesim.precision import DEFAULT_PRECISION, PRECISION_HELP, Precision
 
@@ -317,7 +317,9 @@ class Hardware(_Strict):
         description="share of overlapped collective time that still takes compute time: 0 when "
         "collectives run beside compute for free, 0.159 for NCCL on GPUs (compute 18.9% slower "
         "while collectives run, Lee et al. arXiv:2507.03114), 1 when they share the compute "
-        "cores (gloo on CPUs)",
+        "cores (gloo on CPUs). Absent (a profile written before the field): 0.159, but 1 where "
+        "the device is a CPU calibration's process ('CPU: ...'), the value scalesim calibrate "
+        "writes there, and the profile's notes say it was taken",
     )
     price_per_device_hour: float | None = bounded("price_per_device_hour", None, "USD per device-hour")
     instance_sizes: list[items_bounded("devices_per_node")] | None = Field(  # type: ignore[valid-type]
@@ -335,7 +337,18 @@ class Hardware(_Strict):
     def _sizes_fit(self) -> Hardware:
         if problem := shapes_problem(self.instance_sizes, self.devices_per_node):
             raise ValueError(problem)
+        if self.contention_defaulted_on_cpu():  # gloo's rule, not NCCL's figure
+            object.__setattr__(self, "comm_compute_contention", CPU_COMM_CONTENTION)
         return self
+
+    def contention_defaulted_on_cpu(self) -> bool:
+        """Whether ``comm_compute_contention`` was not given (a profile written before the field)
+        for a CPU calibration's processes, which then take ``CPU_COMM_CONTENTION`` (1: gloo
+        sums on the compute cores, as calibrate writes on CPU), not the GPU default."""
+        from scalesim.device_nouns import is_cpu_device
+
+        return ("comm_compute_contention" not in self.model_fields_set
+                and is_cpu_device(self.device_name))
 
 
 class ReferenceThroughput(_Strict):
@@ -881,6 +894,20 @@ class Profile(_Strict):
         "tp/pp messages (calibrate --block-hidden); None in profiles without it",
     )
     notes: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _say_defaulted_contention(self) -> Profile:
+        if self.hardware.contention_defaulted_on_cpu() and CPU_CONTENTION_NOTE not in self.notes:
+            object.__setattr__(self, "notes", [*self.notes, CPU_CONTENTION_NOTE])
+        return self
+
+
+# What a CPU profile without hardware.comm_compute_contention is told (``Profile`` adds it)
+CPU_CONTENTION_NOTE = (
+    f"hardware.comm_compute_contention not in this profile (written before the field): "
+    f"{CPU_COMM_CONTENTION:g} taken, as scalesim calibrate writes on CPU (gloo's collectives run "
+    f"on the compute cores, so overlap hides none of them), not the GPU default "
+    f"{GPU_COMM_CONTENTION:.3f} (docs/model.md §3)")
 
 
 class ScenarioLayout(_Strict):

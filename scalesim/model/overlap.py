@@ -36,6 +36,11 @@ GPU_OVERLAP_COMPUTE_SLOWDOWN = 0.189
 # While a hidden collective runs for h seconds, compute slowed by s does h / (1 + s) seconds of
 # work, so h * s / (1 + s) of compute moves after it: the share of hidden time still charged.
 GPU_COMM_CONTENTION = GPU_OVERLAP_COMPUTE_SLOWDOWN / (1.0 + GPU_OVERLAP_COMPUTE_SLOWDOWN)
+# On CPUs the collectives (gloo: copies and sums) run on the same cores as forward and backward,
+# so hiding them behind compute hides nothing: every collective second is a step second. A rule,
+# not a measurement: ``scalesim calibrate`` on CPU writes it, and a CPU profile without the field
+# (written before it) takes it (``schemas.Hardware``).
+CPU_COMM_CONTENTION = 1.0
 
 
 class Buckets(NamedTuple):
