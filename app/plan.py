@@ -57,6 +57,7 @@ from scalesim.precision import DEFAULT_PRECISION
 from scalesim.predict import (
     Prediction,
     above_linear_note,
+    cores_shared_note,
     global_batch_splits,
     input_pipeline_modelled,
     micro_batch_max,
@@ -475,6 +476,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
     used = server_use_words(profile.hardware, scenario, f"the {label('dpn', words)} setting")
     if used:  # predict's header words, as the CLI shows them
         notes.append(used)
+    if shared := cores_shared_note(profile, scenario):  # predict's note
+        notes.append(shared)
     return scenario, notes
 
 

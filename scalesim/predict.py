@@ -23,7 +23,7 @@ from scalesim.layout import (
     tp_above_server,
 )
 from scalesim.model import collectives as coll
-from scalesim.model.compute import colocation_slope
+from scalesim.model.compute import colocation_factor, colocation_slope
 from scalesim.model.memory import STRATEGIES
 from scalesim.model.overlap import MIB
 from scalesim.model.pipeline import loader_supply_per_device
@@ -439,6 +439,34 @@ def server_use_words(hw: Hardware, scenario: Scenario,
     return (f"{used} of {hw.devices_per_node} {words.gpus} per {words.server}: intra "
             f"{sig3(intra)}, inter {link_GBps(inter_busbw_GBps_of(hw, scenario))} busbw (the "
             f"links and NICs they reach), {billing_words(hw.devices_per_node, sizes, hw.device_name)}")
+
+
+def cores_shared_note(profile: Profile, scenario: Scenario) -> str | None:
+    """Where a CPU calibration's processes per host (``--gpus-per-node``, else the profile's)
+    exceed those it ran per host (``Hardware.devices_per_node``, timed together:
+    ``ComputeCurve.colocated_devices``) or the host's cores (``Hardware.cpu_cores_per_node``),
+    what the rows' compute rests on: the co-location slowdown extrapolated linearly from the
+    processes timed together (docs/model.md §1), while g processes of one or more threads each
+    on c < g cores time-share them, so each computes at least g / c times slower than alone,
+    which the rows do not model; None otherwise (GPUs, whose host cores do not run the compute)."""
+    hw, curve = profile.hardware, profile.compute
+    words = nouns_for(hw.device_name)
+    used = scenario.devices_per_node or hw.devices_per_node
+    cores, timed = hw.cpu_cores_per_node, curve.colocated_devices
+    if not words.cpu or (used <= max(hw.devices_per_node, timed) and used <= cores):
+        return None
+    factor = float(colocation_factor(used, colocation_slope(curve.colocation_slowdown, timed)))
+    said = (f"{used} {words.devices} per {words.server}: their compute extrapolates the "
+            f"co-location slowdown of the {words.count(timed)} timed together linearly "
+            f"({factor:.2f}x one alone, docs/model.md §1)" if timed > 1 else
+            f"{used} {words.devices} per {words.server}: no co-location slowdown was measured "
+            f"(one {words.device} timed alone), so their compute is one alone's")
+    if used <= cores:
+        return said
+    return (f"{said}, but on the {words.server}'s {cores} cores they time-share them: each "
+            f"computes at least {used}/{cores} = {used / cores:.2f}x slower than alone (every "
+            f"{words.device} keeps at least one core busy), which the rows do not model: "
+            f"calibrate with {used} {words.devices} per {words.server} or use at most {cores}")
 
 
 def _pick(override, default):

@@ -192,6 +192,7 @@ def render_table(profile, scenario, rows) -> str:
     from scalesim.predict import (
         STALL_NOT_MODELLED,
         above_linear_note,
+        cores_shared_note,
         hybrid_sharded,
         one_device_note,
         server_use_words,
@@ -219,6 +220,8 @@ def render_table(profile, scenario, rows) -> str:
     ]
     if used := server_use_words(profile.hardware, scenario):
         lines[-1] += f"; {used}"
+    if shared := cores_shared_note(profile, scenario):  # more processes than timed or cores
+        lines.append(f"note: {shared}")
     split = rows and rows[0].dp is not None
     # no input pipeline: the stall column is left out and one note says why (a column of
     # '-' would repeat on every row what the note says once; a 0 would be made up)
@@ -371,9 +374,10 @@ def scenario_notes(profile, scenario) -> list[str]:
         precision_note,
         recompute_style_note,
     )
-    from scalesim.predict import server_use_words
+    from scalesim.predict import cores_shared_note, server_use_words
 
     out = [used] if (used := server_use_words(profile.hardware, scenario)) else []
+    out += [shared] if (shared := cores_shared_note(profile, scenario)) else []
     out += [n for n in (attention_kernel_note(profile, scenario),  # what the answer ran
                         precision_note(profile, scenario),
                         recompute_style_note(profile, scenario)) if n]
