@@ -703,7 +703,6 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     step = cr["step_s"]
     compute = max(cr["compute_s"], 1e-6 * step)
     grad_bytes = 100e6
-    ring = 2.0 * (world - 1) / world
     # all the exchange's collective time of one step, hidden or not
     transfer = max(cr["comm_s"] if dp_comm is None else dp_comm[0], 1e-9)
     # a fitted value: held within the busbw bounds; traces with no collective (ranks of no
@@ -712,12 +711,14 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     codes = exchange.step_fields()
     units = float(sent_units(codes["strategy"], codes["framework"], 1,
                              codes["grad_sync"]))  # DDP: 2 (an all-reduce)
-    # seconds per (bytes / busbw) the exchange takes: units x (n - 1) / n over all n ranks; under
-    # hybrid sharding over the shard group s, then the shard's all-reduce across the r replicas
+    # seconds per (bytes / busbw) the exchange takes: units x (s - 1) / s over the shard group
+    # of s ranks (all n of them but under hybrid sharding), then the shard's all-reduce across
+    # the r = n / s replicas, 2(r - 1) / r of 1 / s of the bytes (none where r = 1): the ring
+    # volumes of ``collectives.step_and_volume``
     shard = exchange.shard_group if 0 < exchange.shard_group < world else world
     replicas = world // shard
-    per_byte = units / 2.0 * ring if shard == world else (
-        units * (shard - 1) / shard + 2.0 * (replicas - 1) / replicas / shard)
+    per_byte = float(units * coll.step_and_volume("all_gather", shard)[1]
+                     + coll.step_and_volume("all_reduce", replicas)[1] / shard)
     busbw = clip("busbw_GBps", per_byte * grad_bytes / transfer / coll.GB)
     link = LinkLevel(kind="traced", busbw_GBps=busbw, latency_s=0.0, source="from traces")
     hw = Hardware(name="traced job", device_name=traced_device_name(summaries),

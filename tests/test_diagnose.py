@@ -277,6 +277,28 @@ def test_trace_remedy_profile_charges_no_contention(monkeypatch):
     assert seen and seen[0].hardware.comm_compute_contention == 0.0
 
 
+@pytest.mark.parametrize("strategy, shard, busbw", [
+    ("ddp", 0, 1.5),    # an all-reduce on 4 ranks: 2 x 3/4 of the 1e8 nominal bytes in 0.1 s
+    ("zero3", 0, 2.25),  # 3 units (gather, gather, reduce-scatter) x 3/4
+    ("zero3", 2, 2.0),  # 3 x 1/2 in shard groups of 2, then 2 x 1/2 of half the bytes across 2
+])
+def test_trace_remedy_link_moves_the_strategys_ring_volume(monkeypatch, strategy, shard, busbw):
+    """The traced link's bus bandwidth is the bytes the exchange's rings move over its time: the
+    ring volumes of ``collectives.step_and_volume``, by hand (session 39: the ring factor had its
+    own copy inline)."""
+    import scalesim.trace_diagnosis as trace_diagnosis
+    from scalesim.fit_runs import RunsExchange
+
+    seen = []
+    monkeypatch.setattr(trace_diagnosis, "model_remedies",
+                        lambda profile, *args, **kwargs: seen.append(profile) or (None, []))
+    cr = {"step_s": 1.0, "compute_s": 0.8, "comm_s": 0.1, "data_wait_s": 0.0,
+          "overlap_share": 0.0, "idle_s": 0.0, "straggler_wait_s": 0.0}
+    trace_diagnosis._trace_remedies(cr, [SimpleNamespace(world_size=4, device="gpu")],
+                                    "comm_growth", RunsExchange(strategy, shard_group=shard))
+    assert seen[-1].hardware.intra_node.busbw_GBps == pytest.approx(busbw, rel=1e-12)
+
+
 @pytest.mark.parametrize("slowest, named", [(1.046, False), (1.047, True)])
 def test_a_rank_slowest_in_every_run_is_a_slow_device_beyond_the_spread(slowest, named):
     """docs/model.md section 19: identical peers give the floor, 1 + 3.5 x 1.32 % = 1.0462."""
