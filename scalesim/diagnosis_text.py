@@ -12,7 +12,7 @@ from scalesim.device_nouns import (
     nouns_for,
 )
 from scalesim.diagnosis import Remedy, Report, pinned, shown_gain
-from scalesim.figures import count_columns, link_GBps, series, whole_percent
+from scalesim.figures import amount, count_columns, link_GBps, milliseconds, series, whole_percent
 from scalesim.fit_runs import Z95
 from scalesim.knee import MIN_EFFICIENCY_DROP, no_knee_words
 from scalesim.model.stragglers import (
@@ -199,28 +199,28 @@ def _runs_tables(report: Report) -> list[str]:
             return " (not shown by the runs: held)"
         level = name.split("_")[0]  # intra, inter
         bound = (f"at least {link_GBps(fit[f'{level}_busbw_GBps'] * p[name] / most)}"
-                 if fit.get(f"{level}_busbw_GBps") else f"at most {most * 1e3:.3g} ms")
+                 if fit.get(f"{level}_busbw_GBps") else f"at most {milliseconds(most)}")
         return f" (not shown by the runs: held; they bound it only: {bound})"
 
     out.append(f"fit (rms residual {fit['rmse_rel']:.1%}, noise {fit['noise_rel']:.1%}):")
     bubble = fit.get("bubble_micro_steps", 0.0)  # a report written before it had none
-    out.append(f"  compute: {p['overhead_s'] * 1e3:.3g} ms per micro-step{pm('overhead_s')} + "
-               f"{p['per_sample_s'] * 1e3:.3g} ms per sample{pm('per_sample_s')}"
+    out.append(f"  compute: {milliseconds(p['overhead_s'])} per micro-step{pm('overhead_s')} + "
+               f"{milliseconds(p['per_sample_s'])} per sample{pm('per_sample_s')}"
                + (f", one pipeline stage's: a step of k micro-batches takes k + {bubble:.3g} of "
                   "them (fill and drain)" if bubble else ""))
     intra = (f"{link_GBps(fit['intra_busbw_GBps'])} busbw" if fit["intra_busbw_GBps"]
-             else f"gradient transfer {p['intra_transfer_s'] * 1e3:.3g} ms")
+             else f"gradient transfer {milliseconds(p['intra_transfer_s'])}")
     out.append(f"  {words.link('intra_node')}: {intra}{pm('intra_transfer_s')}")
     if "inter_transfer_s" in fit["fitted"]:
         inter = (f"{link_GBps(fit['inter_busbw_GBps'])} busbw" if fit["inter_busbw_GBps"]
-                 else f"gradient transfer {p['inter_transfer_s'] * 1e3:.3g} ms")
+                 else f"gradient transfer {milliseconds(p['inter_transfer_s'])}")
         out.append(f"  {words.link('inter_node')}: {inter}{pm('inter_transfer_s')}")
     else:
         out.append(f"  {words.link('inter_node')}: not measured")
     out.append(f"  overlap of communication with backward: {p['overlap']:.0%}"
                f"{overlap_words(fit)}; jitter cv "
                f"{p['jitter_cv']:.3f}; input supply per {words.server} "
-               + (f"{p['node_loader_samples_per_s']:.4g} samples/s" if fit["loader_limiting"]
+               + (f"{amount(p['node_loader_samples_per_s'])} samples/s" if fit["loader_limiting"]
                   else "not limiting"))
     out.append("extrapolation (95% band):")
     for e in report.details["extrapolation"]:
@@ -230,7 +230,7 @@ def _runs_tables(report: Report) -> list[str]:
                 else f"{e['devices']:>6} {words.noun(e['devices'])}")
         out.append(f"  {many} on {e['nodes']:>3} "
                    f"{words.noun(e['nodes'], 'server')}: "
-                   f"{e['samples_per_s']:.4g} samples/s [{e['low']:.4g} .. {e['high']:.4g}], "
+                   f"{amount(e['samples_per_s'])} samples/s [{amount(e['low'])} .. {amount(e['high'])}], "
                    f"efficiency {e['efficiency']:.0%}{flag}")
     return out
 

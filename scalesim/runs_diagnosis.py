@@ -32,7 +32,7 @@ from scalesim.diagnosis import (
     shown_gain,
 )
 from scalesim.errors import ScalesimError, require_model
-from scalesim.figures import link_GBps, milliseconds, series, sig3, whole, whole_percent
+from scalesim.figures import amount, link_GBps, milliseconds, series, sig3, whole, whole_percent
 from scalesim.fit_runs import TIED_WORDS, Z95, from_fitted_x
 from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, early_stop_of, op_sac_of, replica_servers
@@ -581,8 +581,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         f"data stall {whole_percent(share_of_step['data'][0])} of the step at "
         f"{words.count(int(runs.devices[0]))} "
         f"-> {whole_percent(share_of_step['data'][-1])} at {words.count(int(runs.devices[-1]))} ({wait_src})",
-        f"throughput {thr[0]:.4g} -> {thr[-1]:.4g} samples/s for {runs.devices[-1] / runs.devices[0]:g}x "
-        f"the {words.devices}",
+        f"throughput {amount(thr[0])} -> {amount(thr[-1])} samples/s for "
+        f"{runs.devices[-1] / runs.devices[0]:g}x the {words.devices}",
     ], words))
     # Stragglers vs one slow device.
     # ranks are devices' (a split model's too: its replica is the device's data-parallel rank)
@@ -605,8 +605,8 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
                             shares["straggler"], strag_lines, words))
     # Compute per sample.
     cps = compute / work
-    compute_lines = [f"compute per sample per {words.device} {cps[0] * 1e3:.3g} -> "
-                     f"{cps[-1] * 1e3:.3g} ms"
+    compute_lines = [f"compute per sample per {words.device} {sig3(cps[0] * 1e3)} -> "
+                     f"{milliseconds(cps[-1])}"
                      + (f" ({cps[-1] / cps[0]:.2f}x)" if cps[0] > 0 else "")]  # no ratio to 0
     if runs.strong_scaling:
         compute_lines.insert(0, f"strong scaling: per-{words.device} batch {work[0]:g} -> {work[-1]:g} "
@@ -873,7 +873,7 @@ def refuse_beyond_peak(runs, transformer) -> None:
     if np.any(matmuls > 1.0):
         i = int(np.argmax(matmuls))
         raise ScalesimError(
-            f"the runs train {runs.samples_per_s[i]:.4g} samples/s on {whole(runs.devices[i])} "
+            f"the runs train {amount(runs.samples_per_s[i])} samples/s on {whole(runs.devices[i])} "
             f"{measured_nouns(runs.device_name).devices}, faster than {transformer.name} "
             f"({shape.words()}) can on {transformer.gpu}: its weight matmuls alone need "
             f"{matmuls[i]:.0%} of the {transformer.peak_tflops:g} TFLOP/s datasheet peak; "
@@ -1111,10 +1111,10 @@ def _check_runs_model(profile, scenario, runs, transformer, fit) -> str:
                 + f"{milliseconds(at_peak_s)}{core(milliseconds(fastest_s))}); the runs do not pin "
                 "it, so the remedies compute at that peak's time")
     raise ScalesimError(
-        f"the runs compute a micro-step of {b:g} samples in {measured_s * 1e3:.3g} ms, faster "
+        f"the runs compute a micro-step of {b:g} samples in {milliseconds(measured_s)}, faster "
         f"than {transformer.name} ({transformer.shape.words()}) can on {transformer.gpu}: its "
-        f"matmuls alone take {at_peak_s * 1e3:.3g} ms at the {transformer.peak_tflops:g} "
-        f"TFLOP/s datasheet peak{core(f'{fastest_s * 1e3:.3g} ms')}; describe the runs' own "
+        f"matmuls alone take {milliseconds(at_peak_s)} at the {transformer.peak_tflops:g} "
+        f"TFLOP/s datasheet peak{core(milliseconds(fastest_s))}; describe the runs' own "
         "model (a workload JSON with their sequence length and sizes) and GPU")
 
 

@@ -638,3 +638,22 @@ def test_a_traces_idle_is_not_called_strong_scaling_and_a_gpu_job_keeps_device_w
     assert "strong scaling" not in report.to_text()
     assert report.cause.evidence[0].startswith("device idle 300 ms per step (30%)")
     assert "(launch or host overhead)" in report.cause.evidence[0]
+
+
+def test_throughputs_past_ten_thousand_are_written_whole_not_in_e_notation(tmp_path, capsys):
+    """The extrapolation table wrote ``:.4g``: '3.433e+04 samples/s [3.015e+04 .. 3.865e+04]'
+    for the inter-server runs at 256 devices (session 39). Every throughput now reads as the
+    other commands write one (``figures.amount``): whole and thousands-separated from 100 up,
+    the same figure --json gives."""
+    path = tmp_path / "runs.csv"
+    path.write_text(cases.to_csv(cases.inter_server()))
+    args = ["diagnose", str(path), "--params", "336e6", "--extrapolate", "64,256"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert main([*args, "--json"]) == 0
+    far = json.loads(capsys.readouterr().out)["details"]["extrapolation"][-1]
+    assert far["devices"] == 256 and far["low"] > 1e4  # the case the old format wrote as 3.015e+04
+    line = next(x for x in text.splitlines() if x.strip().startswith("256 devices"))
+    assert (f"{far['samples_per_s']:,.0f} samples/s [{far['low']:,.0f} .. {far['high']:,.0f}]"
+            in line), line
+    assert "e+" not in text, text
