@@ -986,6 +986,10 @@ def rented_replicas(size: int, g: int) -> list[int] | None:
     return [size] if 1 < size < g and g % size == 0 else None
 
 
+# the source of every part of a profile fitted to measured runs (``fitted_profile``)
+RUNS_SOURCE = "fitted to measured runs"
+
+
 def fitted_profile(
     fit: FitResult,
     runs: Runs,
@@ -1050,13 +1054,13 @@ def fitted_profile(
             kind="fitted",
             busbw_GBps=clip("busbw_GBps", fit.busbw_GBps("intra")),
             latency_s=INTRA_LATENCY_S,
-            source="fitted to measured runs",
+            source=RUNS_SOURCE,
         ),
         inter_node=LinkLevel(
             kind="fitted",
             busbw_GBps=clip("busbw_GBps", fit.busbw_GBps("inter")),
             latency_s=INTER_LATENCY_S,
-            source="fitted to measured runs",
+            source=RUNS_SOURCE,
         ),
     )
     # the runs' parameters and wire bytes where known and within bounds (ZeRO's block count and
@@ -1088,13 +1092,13 @@ def fitted_profile(
         overhead_s=clip("duration_s", v["overhead_s"]),
         per_sample_s=clip("positive_duration_s", v["per_sample_s"]),
         measured=True,
-        source="fitted to measured runs",
+        source=RUNS_SOURCE,
     )
     loader = (
         LoaderCurve(
             points=[LoaderPoint(workers=1, samples_per_s=supply_per_device)],
             measured=True,
-            source="fitted to measured runs",
+            source=RUNS_SOURCE,
         )
         if limiting
         else None

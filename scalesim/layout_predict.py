@@ -109,8 +109,21 @@ def uses_layouts(profile: Profile, scenario: Scenario) -> bool:
 
 
 def no_shape_words(profile: Profile) -> str:
-    """Why ``profile``'s model cannot be split, and what to do, in one clause."""
+    """Why ``profile``'s model cannot be split, and what to do, in one clause: for a profile
+    diagnose fitted to runs or traces (its compute's ``source``), what diagnose takes."""
+    from scalesim.fit_runs import RUNS_SOURCE
+    from scalesim.trace_diagnosis import TRACE_SOURCE
+
     wl = profile.workload
+    if profile.compute.source == RUNS_SOURCE:
+        return ("the runs were fitted as a parameter count, with no transformer shape to "
+                "split: give --workload with their 'transformer' shape (a "
+                "preset such as llama3-8b, or a workload file) together with --gpu, the GPU "
+                "they ran on")
+    if profile.compute.source == TRACE_SOURCE:
+        return ("a trace gives the model as a parameter count, with no transformer shape to "
+                "split (--trace takes no --workload): scalesim plan --workload with the "
+                "model's transformer compares the split layouts")
     if profile.compute.measured:
         return (f"profile '{profile.name}' does not record the transformer its compute curve "
                 f"timed (workload '{wl.name}' is a parameter count: a profile written before "

@@ -666,6 +666,10 @@ def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None
     return exchange, "; ".join(n for n in notes if n)
 
 
+# the source of every part of the model profile built from traces (``_trace_remedies``)
+TRACE_SOURCE = "from traces"
+
+
 def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_comm=None,
                     model_parallel_s: float = 0.0, per_sample_extra_s: float = 0.0,
                     per_step_s: float = 0.0):
@@ -720,7 +724,7 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     per_byte = float(units * coll.step_and_volume("all_gather", shard)[1]
                      + coll.step_and_volume("all_reduce", replicas)[1] / shard)
     busbw = clip("busbw_GBps", per_byte * grad_bytes / transfer / coll.GB)
-    link = LinkLevel(kind="traced", busbw_GBps=busbw, latency_s=0.0, source="from traces")
+    link = LinkLevel(kind="traced", busbw_GBps=busbw, latency_s=0.0, source=TRACE_SOURCE)
     hw = Hardware(name="traced job", device_name=traced_device_name(summaries),
                   devices_per_node=world,
                   device_memory_bytes=1e15, cpu_cores_per_node=world, intra_node=link,
@@ -731,7 +735,7 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
             loading = cr["data_wait_s"]
         else:  # worker processes: a supply beside the step, at today's rate
             loader = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=1.0 / step)],
-                                 measured=True, source="from traces")
+                                 measured=True, source=TRACE_SOURCE)
     overlap_share = (cr["overlap_share"] if dp_comm is None or dp_comm[0] <= 0
                      else dp_comm[1] / dp_comm[0])
     overlap = overlap_share >= OVERLAPPED_SHARE
@@ -751,7 +755,7 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
         workload=Workload(name="traced", params=grad_bytes, wire_bytes_per_param=1.0, micro_batch=1),
         compute=ComputeCurve(overhead_s=idle - per_sample_extra_s,
                              per_sample_s=compute + per_sample_extra_s + loading,
-                             optimizer_step_s=once, measured=True, source="from traces"),
+                             optimizer_step_s=once, measured=True, source=TRACE_SOURCE),
         input_pipeline=loader, jitter=Jitter(step_time_cv=cv),
     )
     scenario = Scenario(devices=[world], devices_per_node=world, micro_batch=1, overlap=overlap,

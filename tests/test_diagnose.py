@@ -657,3 +657,35 @@ def test_throughputs_past_ten_thousand_are_written_whole_not_in_e_notation(tmp_p
     assert (f"{far['samples_per_s']:,.0f} samples/s [{far['low']:,.0f} .. {far['high']:,.0f}]"
             in line), line
     assert "e+" not in text, text
+
+
+def test_split_the_model_tells_diagnose_what_diagnose_takes(tmp_path, capsys):
+    """The split-the-model remedy's reason on a fitted parameter count was predict's: 'recalibrate
+    (scalesim calibrate --model gpt ...) or give --workload with its 'transformer' shape', where
+    diagnose has nothing to recalibrate and takes --workload only with --gpu (session 39). Runs
+    are told to give both, and doing so makes the remedy one the model predicts; a trace (which
+    takes no --workload) is pointed to plan. predict keeps its words
+    (tests/test_profile_split.py)."""
+    import scalesim.trace_diagnosis as trace_diagnosis
+
+    path = tmp_path / "runs.csv"
+    path.write_text(cases.to_csv(cases.inter_server()))
+
+    def split(*flags):
+        assert main(["diagnose", str(path), *flags, "--json"]) == 0
+        return next(r for r in json.loads(capsys.readouterr().out)["remedies"]
+                    if r["key"] == "split_model")
+
+    before = split("--params", "336e6")
+    assert not before["applicable"] and "recalibrate" not in before["note"]
+    assert "give --workload" in before["note"] and "--gpu" in before["note"], before["note"]
+    after = split("--workload", "bert-large", "--gpu", "A100 40GB")
+    assert after["applicable"], after["note"]
+
+    cr = {"step_s": 1.0, "compute_s": 0.5, "comm_s": 0.5, "data_wait_s": 0.0,
+          "overlap_share": 0.0, "idle_s": 0.0, "straggler_wait_s": 0.0}
+    _, remedies = trace_diagnosis._trace_remedies(
+        cr, [SimpleNamespace(world_size=4, device="gpu", loader_in_process=False)], "comm_growth")
+    reason = next(r.note for r in remedies if r.key == "split_model")
+    assert "--trace takes no --workload" in reason and "scalesim plan --workload" in reason
+    assert "recalibrate" not in reason, reason
