@@ -9,6 +9,10 @@ compares, against running as is:
   ``_choose``, a tie going to fewer servers, then today's layout, ``_add_servers``), priced at
   the profile's or scenario's USD per device-hour for
   the devices billed (whole instances, ``scalesim.billing``);
+* **fewer servers** (whole-server counts below today's, today's settings at today's per-device
+  batch or, for a fixed global batch, the accumulation that keeps today's micro-batch, and the
+  planner's fastest layout for a transformer; chosen by the same rule, ``_fewer_servers``),
+  priced for the devices kept;
 * **a faster inter-server network** as named hardware (``scalesim.network_upgrades``: NICs x
   Gbit/s, priced per server-hour where a public price exists), when the run spans servers;
 * **a settings change** (batch, accumulation, overlap, tensor-parallel overlap, sharding, smaller
@@ -29,9 +33,11 @@ compares, against running as is:
 Each option carries its hourly price, throughput gain, time to finish and total money (time to
 train / to quality with the large-batch penalty, ``scalesim.training_time``); a run that does not
 fit has no time or money, and where today's does not, no option has a change against it. Only options that
-run (fit in memory) and win are kept; the best two or three are shown. The recommendation is one
+run (fit in memory) and win (faster, or as fast for less money: ``_saves``) are kept; the best
+two or three are shown, the recommended one always (``_shown``). The recommendation is one
 sentence with the option's main assumption; a gain smaller than the model's measured median
-error (``scalesim.accuracy``) is not a reason to change; where money is known for each, the
+error (``scalesim.accuracy``) is not a reason to change, unless it saves that error in money
+without losing it in time (``_material``); where money is known for each, the
 cheapest (two totals within that error are the same money: then the sooner), and two options
 whose speeds differ by less than it are a tie that goes to the one with nothing to buy
 (``_choose``, docs/model.md §20). Where no
@@ -78,7 +84,9 @@ SETTINGS_KEYS = ("fit_memory", "bigger_batch", "accumulation", "overlap", "tp_ov
 # a glance, in a terminal and on a phone; the others are listed in a note).
 MAX_OPTIONS = 3
 FREE_KEYS = ("settings", "split_model", "attention_kernel", "fp8", "input_pipeline",
-             "fix_device")  # no hardware to buy
+             "fix_device")  # no hardware to buy, at today's price
+# ... nor where the option runs on fewer servers (it costs less per hour): a tie goes to both
+NOTHING_TO_BUY = (*FREE_KEYS, "fewer_servers")
 
 ASSUMPTIONS = {
     "now": "the model's prediction for today's settings",
@@ -87,6 +95,10 @@ ASSUMPTIONS = {
     # the same option inside one server: no inter-server link is involved
     "fill_server": "the added devices are priced like today's and the links inside the server "
                    "scale as the model predicts",
+    # fewer servers than today's: the devices kept bill as today's, whole instances each
+    "fewer_servers": "the devices kept are priced like today's, billed per whole instance, and "
+                     "the links they use scale as the model predicts (on one server, no "
+                     "inter-server link)",
     "network": "the model's bandwidth for the named network and its listed price difference",
     "settings": "the change trains as well as today's settings (a larger global batch is charged "
                 "its large-batch penalty only when a critical batch size is known)",
@@ -121,6 +133,8 @@ CPU_ASSUMPTIONS = {
     "fill_server": "the added processes are priced like today's, share the host's cores as "
                    "calibrated, and gloo over loopback TCP inside the host scales as the model "
                    "predicts",
+    "fewer_servers": "the processes kept are priced like today's and gloo over TCP between "
+                     "the hosts kept (loopback TCP on one host) scales as the model predicts",
     "fix_device": "the slow process runs at its peers' speed once the other work on its host's "
                   "cores is moved off",
     "more_devices": "the fastest ZeRO stage that fits at the larger count, at the model's "
@@ -141,8 +155,8 @@ SLOW_DEVICE_FIX = {False: "Fix or replace the slow device",
 class DecisionOption:
     """One way forward at the focus device count, with what it costs and gains."""
 
-    key: str  # now, add_server, network, settings, split_model, attention_kernel, fp8,
-    # input_pipeline, fix_device, more_devices
+    key: str  # now, add_server, fewer_servers, network, settings, split_model,
+    # attention_kernel, fp8, input_pipeline, fix_device, more_devices
     title: str
     devices: int
     servers: int
@@ -395,8 +409,17 @@ def added_server_counts(devices: int, per_server: int, split: int = 1,
         global_batch is None or global_batch % (n // split * accumulation) == 0)]
 
 
+def _server_key(ctx: _Ctx, p: Prediction) -> str:
+    """The option key of running ``p`` on another number of servers than today's: fewer
+    (``fewer_servers``) or more, today's filled first (``add_server``)."""
+    return "fewer_servers" if p.nodes < ctx.now.nodes else "add_server"
+
+
 def _grown_assumption(ctx: _Ctx, p: Prediction) -> str:
-    """The assumption of growing to ``p``'s servers: filling today's server, or adding one."""
+    """The assumption of running on ``p``'s servers: filling today's server, adding one, or
+    fewer."""
+    if p.nodes < ctx.now.nodes:
+        return ctx.assumptions["fewer_servers"]
     return ctx.assumptions["fill_server" if p.nodes == ctx.now.nodes else "add_server"]
 
 
@@ -410,12 +433,18 @@ def _planned_assumption(ctx: _Ctx, p: Prediction) -> str:
 
 def _added_title(ctx: _Ctx, p: Prediction) -> str:
     """'Fill the server (4 -> 8 devices)', 'Add one server (64 -> 72 devices)', 'Add 2 servers
-    (64 -> 80 devices)': the servers ``p`` runs on beyond today's."""
+    (64 -> 80 devices)': the servers ``p`` runs on beyond today's; 'Run on one server (16 -> 8
+    devices)', 'Run on 6 servers (64 -> 48 devices)' where ``p`` runs on fewer
+    (``_fewer_servers``)."""
     nouns, now = ctx.words, ctx.now
     # a profile of model replicas: each of its servers is the job's servers its replicas'
     # stages sit in (``Hardware.nic_servers_per_node``, pp of them), which are what is bought
-    added = (p.nodes - now.nodes) * ctx.profile.hardware.nic_servers_per_node
-    what = (f"Fill the {nouns.server}" if added == 0 else f"Add one {nouns.server}"
+    per_node = ctx.profile.hardware.nic_servers_per_node
+    added = (p.nodes - now.nodes) * per_node
+    kept = p.nodes * per_node
+    what = (f"Run on one {nouns.server}" if added < 0 and kept == 1
+            else f"Run on {nouns.count(kept, 'server')}" if added < 0
+            else f"Fill the {nouns.server}" if added == 0 else f"Add one {nouns.server}"
             if added == 1 else f"Add {nouns.count(added, 'server')}")
     return f"{what} ({nouns.count_change(now.devices, p.devices)})"
 
@@ -441,7 +470,8 @@ def _todays_grown(ctx: _Ctx, source: str, per_server: int,
 
 def _planned_grown(ctx: _Ctx, source: str, devices: int,
                    todays: AddedServers | None) -> AddedServers | None:
-    """The planner's fastest layout that fits at ``devices`` (``_fits_at``), titled by what it
+    """The planner's fastest layout that fits at ``devices`` (``_fits_at``; more servers than
+    today's, or fewer: ``_server_key``), titled by what it
     changes against today's layout there (``todays``, where it runs at ``devices``: a fixed
     global batch's smaller micro-batch at more devices is no change of layout), else against
     today's run; None where none fits or it is today's layout."""
@@ -456,7 +486,7 @@ def _planned_grown(ctx: _Ctx, source: str, devices: int,
         changed = _layout_words(ctx, run, p)
     if not changed:
         return None
-    option = ctx.option("add_server", f"{_added_title(ctx, p)}, the planner's layout: "
+    option = ctx.option(_server_key(ctx, p), f"{_added_title(ctx, p)}, the planner's layout: "
                         f"{', '.join(changed)}", p, 0.0, source,
                         assumption=_planned_assumption(ctx, p), changes=ctx.changes(run, p))
     return AddedServers(option, p, changed)
@@ -521,6 +551,83 @@ def _add_servers(ctx: _Ctx, source: str) -> tuple[AddedServers | None, list[str]
     if _wins(ctx, best.option):
         notes += _grown_notes(ctx, best, [o for o in grown if o is not best])
     return best, notes
+
+
+def fewer_server_counts(devices: int, per_server: int) -> list[int]:
+    """The device counts of running ``devices`` on fewer whole servers of ``per_server``,
+    nearest first: today's servers less one, two, ..., at most ``MAX_ADDED_SERVERS`` fewer and
+    down to a ``MAX_SERVER_GROWTH``-th of today's (the add-server option's bounds, mirrored),
+    never below one server: 16 devices on servers of 8 give [8]; 64 give [56, 48, ..., 16];
+    12 (a partial second server) give [8]; [] on one server."""
+    servers = -(-devices // per_server)
+    low = max(1, -(-servers // MAX_SERVER_GROWTH), servers - MAX_ADDED_SERVERS)
+    return [k * per_server for k in range(servers - 1, low - 1, -1)]
+
+
+def accumulation_to_keep(global_batch: int, replicas: int, micro_batch: int,
+                         accumulation: int) -> int | None:
+    """The fewest micro-steps per optimizer step, today's ``accumulation`` or more, over which
+    ``replicas`` split a fixed ``global_batch`` (samples) into whole micro-batches of at most
+    today's ``micro_batch`` samples (so no device holds more activations than today): global
+    batch 512 on 8 replicas at micro-batch 32 takes 2 (16 replicas took 1); batch 480 on 10
+    replicas at micro-batch 24 takes 2 (2 x 10 x 24 = 480); None where no count splits it."""
+    for steps in range(max(accumulation, 1), global_batch // replicas + 1):
+        if global_batch % (replicas * steps) == 0 and global_batch // (replicas * steps) <= micro_batch:
+            return steps
+    return None
+
+
+def _todays_fewer(ctx: _Ctx, source: str, count: int) -> AddedServers | None:
+    """Today's settings on ``count`` devices, fewer servers than today's: today's per-device
+    batch under weak scaling (the global batch shrinks with the devices, as the title says),
+    today's global batch under strong scaling at the accumulation that keeps today's
+    micro-batch or a smaller one (``accumulation_to_keep``; the title says 'accumulation 1 ->
+    2'); None where today's tp x pp does not divide ``count`` or the batch does not split."""
+    scenario, now = ctx.scenario, ctx.now
+    split = replica_devices(now.tp, now.pp)
+    if count % split:
+        return None
+    run = scenario
+    if scenario.global_batch is not None:
+        steps = accumulation_to_keep(scenario.global_batch, count // split, now.micro_batch,
+                                     now.accumulation)
+        if steps is None:
+            return None
+        run = scenario.model_copy(update={"accumulation": steps})
+    try:
+        p = _one(ctx.profile, run, count)
+    except ScalesimError:  # past the bounds table's accumulation, a split it refuses
+        return None
+    changed = _layout_words(ctx, run, p)  # the accumulation a fixed global batch needs
+    title = _added_title(ctx, p) + (f", {', '.join(changed)}" if changed else "")
+    option = ctx.option("fewer_servers", title, p, 0.0, source,
+                        assumption=ctx.assumptions["fewer_servers"],
+                        changes=ctx.changes(run, p))
+    return AddedServers(option, p, [])
+
+
+def _fewer_servers(ctx: _Ctx, source: str) -> AddedServers | None:
+    """The fewer-servers option where today's run fits on more than one server: at each whole
+    server count below today's (``fewer_server_counts``), today's settings (``_todays_fewer``)
+    and, for a transformer, the planner's fastest layout that fits (``_planned_grown``, as one
+    more server has it); decide's rule picks among those that fit (``_pick_grown``: days and
+    dollars at the model's median error, a tie going to fewer servers, then today's layout;
+    the fastest where none is a decision), so the card keeps it where it is faster, or saves
+    the model's error in money without losing it in time (``_saves``). None where no count
+    runs today's split or today's run does not fit (the card then looks for devices to add)."""
+    from scalesim.layout_predict import splittable_shape
+
+    now = ctx.now
+    if not now.fits:
+        return None
+    planner = splittable_shape(ctx.profile) is not None
+    ways: list[AddedServers] = []
+    for count in fewer_server_counts(now.devices, _server_size(ctx.profile, ctx.scenario)):
+        todays = _todays_fewer(ctx, source, count)
+        ways += [todays] if todays is not None else []
+        if planner and (planned := _planned_grown(ctx, source, count, todays)) is not None:
+            ways.append(planned)
+    return _pick_grown(ctx, ways) if ways else None
 
 
 def _money_words(other: DecisionOption, best: DecisionOption) -> str:
@@ -673,6 +780,8 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServer
     added, said = _add_servers(ctx, base_source)
     out += [added.option] if added is not None else []
     notes += said
+    if (fewer := _fewer_servers(ctx, base_source)) is not None:
+        out.append(fewer.option)
     if now.nodes > 1:
         inter = scenario.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
         for up in upgrades_for(profile.hardware.device_name, inter,
@@ -759,8 +868,31 @@ def _score(o: DecisionOption) -> float:
 
 
 def _wins(ctx: _Ctx, o: DecisionOption) -> bool:
-    """An option the card keeps: it runs, and beats today's run where that runs."""
-    return o.runnable and (not ctx.now.fits or _score(o) > 0)
+    """An option the card keeps: it runs, and beats today's run where that runs: faster, or
+    the same time at the model's resolution for less money (``_saves``)."""
+    return o.runnable and (not ctx.now.fits or _score(o) > 0 or _saves(ctx, o))
+
+
+def money_ratio(o: DecisionOption) -> float | None:
+    """``o``'s money over today's for the same work: its hourly price over today's (both known,
+    today's above zero) divided by its speed-up (``_score`` + 1), which is total money over
+    today's total where a goal is known (money = time x hourly price), and price per sample
+    (hourly price / throughput) where it is not; None where either price is not known."""
+    if o.usd_per_hour is None or o.extra_usd_per_hour is None:
+        return None
+    now_hourly = o.usd_per_hour - o.extra_usd_per_hour
+    return o.usd_per_hour / now_hourly / (1.0 + _score(o)) if now_hourly > 0 else None
+
+
+def _saves(ctx: _Ctx, o: DecisionOption) -> bool:
+    """Whether ``o`` saves at least the model's median error in money (``money_ratio`` - 1 <=
+    -error) and loses less than it in time (``_score`` > -error): days and dollars at the
+    model's resolution, the same days for fewer dollars (fewer servers where the inter-server
+    link wastes the second). False where today's run does not fit (nothing to save on)."""
+    if not ctx.now.fits or _score(o) <= -ctx.error:
+        return False
+    ratio = money_ratio(o)
+    return ratio is not None and ratio - 1.0 <= -ctx.error
 
 
 def _slower_words(x: float) -> str:
@@ -781,14 +913,17 @@ def _faster(a: DecisionOption, b: DecisionOption) -> float:
 
 
 def _buys(o: DecisionOption) -> bool:
-    """The card's plainer option in a tie: False (first) where there is nothing to buy."""
-    return o.key not in FREE_KEYS
+    """The card's plainer option in a tie: False (first) where there is nothing to buy
+    (``NOTHING_TO_BUY``)."""
+    return o.key not in NOTHING_TO_BUY
 
 
 def _material(ctx: _Ctx, options: list[DecisionOption]) -> list[DecisionOption]:
-    """The ``options`` whose gain over today's run is a decision, at least the model's median
-    error (``_score``); all of them where today's run does not fit (nothing to gain over)."""
-    return options if not ctx.now.fits else [o for o in options if _score(o) >= ctx.error]
+    """The ``options`` whose gain over today's run is a decision: at least the model's median
+    error in time (``_score``), or in money at the same time (``_saves``); all of them where
+    today's run does not fit (nothing to gain over)."""
+    return options if not ctx.now.fits else [o for o in options
+                                             if _score(o) >= ctx.error or _saves(ctx, o)]
 
 
 def _by_money(ctx: _Ctx, options: list[DecisionOption]) -> bool:
@@ -1048,8 +1183,10 @@ def _recommend(ctx: _Ctx, options: list[DecisionOption],
         return (f"{_action(o)}: {_gain_words(o, ctx.unit)}{free}, and {money}.", o.assumption)
     if o.key in FREE_KEYS:  # as good as the best within the model's error, nothing to buy
         return (f"{_action(o)}: {_gain_words(o, ctx.unit)} with no new hardware.", o.assumption)
-    extra = ("" if o.extra_usd_per_hour is None or o.extra_usd_per_hour <= 0
-             else f", for {usd_text(o.extra_usd_per_hour)} more per hour")
+    extra = ("" if o.extra_usd_per_hour is None or o.extra_usd_per_hour == 0
+             else f", for {usd_text(o.extra_usd_per_hour)} more per hour"
+             if o.extra_usd_per_hour > 0 else
+             f", for {usd_text(-o.extra_usd_per_hour)} less per hour")
     return f"{_action(o)}: {_gain_words(o, ctx.unit)}{extra}.", o.assumption
 
 
@@ -1075,6 +1212,19 @@ def _gain_words(o: DecisionOption, unit: str) -> str:
     return f"{o.throughput_gain:+.0%} throughput"
 
 
+def _shown(ctx: _Ctx, winners: list[DecisionOption]) -> list[DecisionOption]:
+    """The options on the card: the best ``MAX_OPTIONS`` of ``winners`` (sorted by ``_score``),
+    with decide's choice among all of them (``_choose``) in the last place where it ranks below
+    those: an option that saves money at the same time (``_saves``: fewer servers) scores under
+    every faster one, and the recommendation must be able to name it."""
+    shown = winners[:MAX_OPTIONS]
+    if ctx.now.fits and len(winners) > MAX_OPTIONS:
+        pick = _choose(ctx, winners, _buys)
+        if pick is not None and pick not in shown:
+            shown = [*shown[:MAX_OPTIONS - 1], pick]
+    return shown
+
+
 def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     """The decision card at ``devices`` (see the module docstring)."""
     if devices < 1:
@@ -1092,12 +1242,14 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     if losers:
         notes.append("not shown (slower, or does not fit in memory): " + "; ".join(losers))
     winners.sort(key=lambda o: -_score(o))
-    options = winners[:MAX_OPTIONS]
-    if len(winners) > MAX_OPTIONS:  # the card shows the best few; the rest are named
-        notes.append(f"also faster than today, not shown (the card shows the best {MAX_OPTIONS}): "
+    options = _shown(ctx, winners)
+    if rest := [o for o in winners if o not in options]:  # the best few shown; the rest named
+        cheaper = " or as fast for less money" if any(_score(o) <= 0 for o in rest) else ""
+        notes.append(f"also faster than today{cheaper}, not shown (the card shows the best "
+                     f"{MAX_OPTIONS}): "
                      + "; ".join(o.title + (f" ({pct_text(o.throughput_gain)} throughput)"
                                             if o.throughput_gain is not None else "")
-                                 for o in winners[MAX_OPTIONS:]))
+                                 for o in rest))
     more = searched = None
     if not now.fits and all(o.key == "add_server" for o in options):
         # nothing fits at today's count: the fewest devices that fit (``_more_devices_option``),
@@ -1109,7 +1261,7 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
     notes += _uneven_stage_notes(profile, scenario, options)
     if note := _measure_before_buying(profile, scenario, options):
         notes.append(note)
-    within = [o.title for o in options if now.fits and _score(o) < ctx.error]
+    within = [o.title for o in options if o not in _material(ctx, options)]
     if within and len(within) < len(options):
         notes.append(f"gains under the model's median error ({ctx.error:.1%}, docs/validation.md) "
                      "are not recommended: " + "; ".join(within))

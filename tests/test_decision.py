@@ -30,7 +30,7 @@ def test_the_default_card_asks_the_articles_question_and_prices_every_option():
     card = decide(default_profile(), scenario, 16)
     assert card.question.startswith(f"16 A100-SXM4 40GB devices give {sixteen.speedup:.1f}x")
     keys = [o.key for o in card.options]
-    assert 2 <= len(keys) <= 3 and {"add_server", "network", "settings"} >= set(keys)
+    assert 2 <= len(keys) <= 3 and {"add_server", "fewer_servers", "network", "settings"} >= set(keys)
     for o in card.options:
         assert o.runnable and o.time_s is not None and o.time_s < card.now.time_s
         assert o.total_usd == pytest.approx(o.time_s / 3600 * o.usd_per_hour)
