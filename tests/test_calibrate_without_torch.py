@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from scalesim.calibration.options import require_extra
+
 from scalesim.errors import ScalesimError
 
 REPO = Path(__file__).resolve().parent.parent

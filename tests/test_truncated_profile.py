@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from cli_harness import run_cli
+
 from scalesim import presets
 from scalesim.profiles import profile_from_presets
 
