@@ -796,6 +796,36 @@ def own_timings_words(profile: Profile, what: str) -> str:
     return f"profile '{profile.name}' holds timings measured {own}"
 
 
+# What diagnose's fitted timings cannot be asked, and the plan flag that prices it instead
+FITTED_KNOBS = {"attention kernel": ("their own attention kernel",
+                                     f"--attention-kernel {VENDOR_KERNEL}"),
+                "precision": ("at their own precision", f"--precision {FP8}")}
+
+
+def fitted_timings_words(profile: Profile, what: str) -> str:
+    """For a profile diagnose fitted to runs or traces (its compute's ``source``:
+    ``fit_runs.RUNS_SOURCE``, ``trace_diagnosis.TRACE_SOURCE``), why its timings cannot be asked
+    another ``what`` ("attention kernel" or "precision", ``FITTED_KNOBS``) and what prices it
+    instead, in one clause: diagnose takes neither knob, plan prices both from the datasheet;
+    '' for any other profile (a calibration's words: ``own_timings_words``)."""
+    from scalesim.fit_runs import RUNS_SOURCE
+    from scalesim.trace_diagnosis import TRACE_SOURCE
+
+    ran, flag = FITTED_KNOBS[what]
+    plan = (f"scalesim plan --workload <the model's transformer> --hardware <a server of its "
+            f"GPU> {flag} prices it from the datasheet")
+    if profile.compute.source == RUNS_SOURCE:
+        return (f"the runs' compute is fitted to their measured step times, which ran {ran} "
+                f"(a runs file does not say which), and diagnose takes no other {what}: {plan}")
+    if profile.compute.source == TRACE_SOURCE:
+        kernel = (" (diagnose --trace prices the vendor kernel from FlashAttention-2-class "
+                  "kernels traced on a Hopper GPU; none here)" if what == "attention kernel"
+                  else "")
+        return (f"the traced steps ran {ran}{kernel}, and --trace takes no other {what}: "
+                f"{plan}")
+    return ""
+
+
 def _own_timings_fix(profile: Profile, instead: str) -> str:
     """What to use instead of the profile's own timings: ``instead``, or, for a published
     run's throughput, the workload without its reference (its shape then sets the compute)."""

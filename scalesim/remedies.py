@@ -589,11 +589,13 @@ def attention_kernel_reason(profile: Profile, scenario: Scenario) -> str:
     """Why running the vendor attention kernel instead of the scenario's is not a remedy here,
     in one clause, or '' where it is one to predict: the profile's timings ran a kernel the
     model cannot swap for another (``layout_predict.kernel_swappable``, the rule of
-    ``check_attention_kernel``), the workload has no attention core (a parameter count), the
+    ``check_attention_kernel``; for runs or traces diagnose fitted, what prices it instead:
+    ``fitted_timings_words``), the workload has no attention core (a parameter count), the
     prediction runs the vendor kernel already (the scenario's, or the one the timings ran), or
     FlashAttention-2 runs as fast as the vendor kernel on the device by the published figures
     (``presets.flash2_slower_than_vendor``: every device but Hopper)."""
     from scalesim.layout_predict import (
+        fitted_timings_words,
         kernel_for,
         kernel_swappable,
         refused_kernel_words,
@@ -602,7 +604,8 @@ def attention_kernel_reason(profile: Profile, scenario: Scenario) -> str:
 
     device = profile.hardware.device_name
     fixed = ("" if kernel_swappable(profile) else
-             f"{refused_kernel_words(profile)}: the model cannot swap it for another")
+             fitted_timings_words(profile, "attention kernel")
+             or f"{refused_kernel_words(profile)}: the model cannot swap it for another")
     if why := _kernel_knob_reason(profile, "attention_kernel", fixed,
                                   "no attention core to time"):
         return why
@@ -641,13 +644,15 @@ FP8_TITLE = "Run the layers' weight matmuls in fp8 (Transformer Engine, torchao 
 def fp8_reason(profile: Profile, scenario: Scenario) -> str:
     """Why running the layers' weight matmuls in fp8 is not a remedy here, in one clause, or ''
     where it is one to predict: CPU processes, timings measured at their own precision (the
-    rule of ``layout_predict.check_precision``), a parameter-count workload (no matmul shapes
+    rule of ``layout_predict.check_precision``; for runs or traces diagnose fitted, what prices
+    fp8 instead: ``fitted_timings_words``), a parameter-count workload (no matmul shapes
     to cast), the scenario in fp8 already, or a device with no fp8 peak."""
-    from scalesim.layout_predict import own_timings_words, timed_own_kernel
+    from scalesim.layout_predict import fitted_timings_words, own_timings_words, timed_own_kernel
 
     device = profile.hardware.device_name
-    fixed = (f"{own_timings_words(profile, 'precision')}, which the model cannot rerun in "
-             "another" if timed_own_kernel(profile) else "")
+    fixed = ("" if not timed_own_kernel(profile) else fitted_timings_words(profile, "precision")
+             or f"{own_timings_words(profile, 'precision')}, which the model cannot rerun in "
+             "another")
     if why := _kernel_knob_reason(profile, "fp8", fixed, "no weight matmuls to run in fp8"):
         return why
     if scenario.precision == FP8:

@@ -689,3 +689,38 @@ def test_split_the_model_tells_diagnose_what_diagnose_takes(tmp_path, capsys):
     reason = next(r.note for r in remedies if r.key == "split_model")
     assert "--trace takes no --workload" in reason and "scalesim plan --workload" in reason
     assert "recalibrate" not in reason, reason
+
+
+def test_kernel_and_fp8_remedies_tell_diagnose_what_prices_them(tmp_path, capsys):
+    """The Hopper-kernel and fp8 remedies' reasons on runs diagnose fitted spoke of a calibration
+    the user never ran ('... holds timings measured with its own attention kernel and its
+    calibration did not record which', '... timings measured at their own precision', session
+    39). They now say the runs ran their own kernel and precision, that diagnose takes no other,
+    and which scalesim plan flag prices it; with --workload and --gpu alike. A trace's say
+    --trace takes none. A calibrated profile keeps its words (tests/test_fp8_remedy.py,
+    tests/test_attention_remedy.py)."""
+    import scalesim.trace_diagnosis as trace_diagnosis
+
+    path = tmp_path / "runs.csv"
+    path.write_text(cases.to_csv(cases.inter_server()))
+    flags = {"attention_kernel": "--attention-kernel fused-vendor", "fp8": "--precision fp8"}
+    for given in (["--params", "336e6"], ["--workload", "bert-large", "--gpu", "H100 SXM"]):
+        assert main(["diagnose", str(path), *given, "--json"]) == 0
+        notes = {r["key"]: r for r in json.loads(capsys.readouterr().out)["remedies"]}
+        for key, flag in flags.items():
+            note = notes[key]["note"]
+            assert not notes[key]["applicable"]
+            assert note.startswith("the runs' compute is fitted to their measured step times"), note
+            assert "calibration" not in note and "profile '" not in note, note
+            assert "diagnose takes no other" in note and "scalesim plan --workload" in note
+            assert flag in note, note
+
+    cr = {"step_s": 1.0, "compute_s": 0.5, "comm_s": 0.5, "data_wait_s": 0.0,
+          "overlap_share": 0.0, "idle_s": 0.0, "straggler_wait_s": 0.0}
+    _, remedies = trace_diagnosis._trace_remedies(
+        cr, [SimpleNamespace(world_size=4, device="gpu", loader_in_process=False)], "comm_growth")
+    traced = {r.key: r.note for r in remedies if r.key in flags}
+    assert set(traced) == set(flags), traced
+    for key, note in traced.items():
+        assert note.startswith("the traced steps ran") and "--trace takes no other" in note
+        assert "calibration" not in note and flags[key] in note, note
