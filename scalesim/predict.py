@@ -473,6 +473,16 @@ def _pick(override, default):
     return default if override is None else override
 
 
+def within_measured_memory(profile: Profile, fits, micro_batch) -> np.ndarray:
+    """``fits`` (the memory model's, per row) and each row's ``micro_batch`` (samples per
+    micro-step on one device) under the smallest one the profile's calibration saw run out of
+    memory (``ComputeCurve.oom_micro_batch``); ``fits`` as is where it saw none. The one rule of
+    predict's data-parallel rows, their one-device baseline and sweep's fits column."""
+    oom = profile.compute.oom_micro_batch
+    fits = np.asarray(fits, dtype=bool)
+    return fits if oom is None else fits & (np.asarray(micro_batch) < oom)
+
+
 def _split_rows(profile: Profile, scenario: Scenario):
     """The scenario's rows through ``evaluate_layouts`` (``scalesim.layout_predict``)."""
     from scalesim import layout_predict as lp
@@ -538,13 +548,13 @@ def predict(profile: Profile, scenario: Scenario | None = None) -> list[Predicti
     else:
         inputs, base_b = scenario_inputs(profile, scenario)
         result, speedup, efficiency, one = evaluate_scaling(inputs, base_b, with_baseline=True)
-        one_fits = np.broadcast_to(one.fits, np.shape(speedup))
+        one_fits = np.broadcast_to(within_measured_memory(profile, one.fits, base_b),
+                                   np.shape(speedup))
         holds = one_fits
         if not np.all(one_fits):  # the baseline's micro-batch, or the model? (one sample)
-            holds = evaluate_scaling(inputs, np.ones_like(base_b), with_baseline=True)[3].fits
-        oom = profile.compute.oom_micro_batch
-        fits = result.fits if oom is None else result.fits & (np.asarray(inputs.micro_batch)
-                                                              < oom)
+            holds = within_measured_memory(profile, evaluate_scaling(
+                inputs, np.ones_like(base_b), with_baseline=True)[3].fits, 1)
+        fits = within_measured_memory(profile, result.fits, inputs.micro_batch)
     goal = resolve_goal(profile, scenario)
     b_crit, e_min = goal.critical_batch, goal.min_samples
     train, price = goal.train_samples, goal.price_per_device_hour

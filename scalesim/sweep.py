@@ -35,6 +35,7 @@ from scalesim.predict import (
     layout,
     micro_batch_max,
     scenario_inputs,
+    within_measured_memory,
 )
 from scalesim.presets import attention_share
 from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Profile, Scenario, grad_sync_refused
@@ -340,8 +341,8 @@ def evaluate_at(plan: SweepPlan, flat: np.ndarray) -> SweepResult:
             columns[name] = speedup
         elif name == "efficiency":
             columns[name] = efficiency
-        elif name == "fits" and profile.compute.oom_micro_batch is not None:
-            columns[name] = result.fits & (micro < profile.compute.oom_micro_batch)
+        elif name == "fits":
+            columns[name] = within_measured_memory(profile, result.fits, micro)
         else:
             columns[name] = getattr(result, name)
     if profile.workload.pipeline_bubble_micro_steps:  # a pipelined replica's fill and drain

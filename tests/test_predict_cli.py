@@ -958,3 +958,30 @@ def test_a_long_run_is_said_in_years_not_billions_of_days(seconds, text):
     from scalesim.figures import duration_text
 
     assert duration_text(seconds) == text
+
+
+def test_one_device_baseline_applies_the_out_of_memory_ceiling_like_the_rows():
+    """The rows' fit check took the calibrated out-of-memory micro-batch, the one-device
+    baseline's did not (session 39): with ``oom_micro_batch`` 48, global batch 128 on 4 and 8
+    devices runs 128 / 4 = 32 and 128 / 8 = 16 samples per device (both under 48: fit), against
+    one device running all 128 at once (128 >= 48: it ran out of memory), reported as fitting
+    with no note. The baseline now fails the same check; one sample (1 < 48) holds the model."""
+    from scalesim.predict import one_device_note
+
+    prof = default_profile()
+    assert prof.compute.oom_micro_batch is None
+    rows = predict(prof, Scenario(devices=[4, 8], global_batch=128))
+    assert [r.one_device_fits for r in rows] == [True, True]  # the memory model alone: fits
+    prof = prof.model_copy(update={"compute": prof.compute.model_copy(
+        update={"oom_micro_batch": 48})})
+    rows = predict(prof, Scenario(devices=[4, 8], global_batch=128))
+    assert [(r.micro_batch, r.fits) for r in rows] == [(32, True), (16, True)]
+    assert [(r.one_device_micro_batch, r.one_device_fits, r.one_device_holds_model)
+            for r in rows] == [(128, False, True), (128, False, True)]
+    assert one_device_note(rows).startswith(
+        "one device holds the model but not 128 samples per micro-step, the global batch of 128 "
+        "in one step: ")
+    # weak scaling: the baseline runs the rows' micro-batch, 47 under the ceiling, 48 at it
+    for b, fits in ((47, True), (48, False)):
+        row = predict(prof, Scenario(devices=[2], micro_batch=b))[0]
+        assert (row.fits, row.one_device_fits) == (fits, fits)
