@@ -25,6 +25,7 @@ from scalesim.jsonio import parse_model, read_json, version_text
 from scalesim.model.compute import OPTIMIZER_MAX_SHARE, optimizer_roofline_s
 from scalesim.precision import PUBLISHED_RUN
 from scalesim.schemas import (
+    CPU_CONTENTION_NOTE,
     PROFILE_VERSION,
     ComputeCurve,
     Fingerprint,
@@ -587,10 +588,8 @@ def resolve_profile(
     base = load_profile(profile)
     device = base.hardware.device_name
     if hardware is not None:
-        base = base.model_copy(update={
-            "hardware": load_hardware(hardware),
-            "notes": [*base.notes, f"hardware replaced by '{hardware}'; "
-                      f"{compute_kept_words(base)}"]})
+        base = with_hardware(base, load_hardware(hardware),
+                             f"hardware replaced by '{hardware}'; {compute_kept_words(base)}")
     if workload is not None:
         base, match = profile_with_workload(base, load_workload(workload), workload, device)
         if match == "other":  # its compute from its shape on the new hardware's device
@@ -598,6 +597,15 @@ def resolve_profile(
     if hardware is not None:
         _require_same_device(base, device, profile, hardware)
     return base
+
+
+def with_hardware(base: Profile, hardware: Hardware, note: str) -> Profile:
+    """``base`` with ``hardware`` for its own and ``note`` added, validated as a loaded profile
+    is (``Profile``'s notes): the note on a CPU hardware without ``comm_compute_contention``
+    (``CPU_CONTENTION_NOTE``) follows the new hardware, not the one it replaces."""
+    notes = [n for n in base.notes if n != CPU_CONTENTION_NOTE]
+    fields = {name: getattr(base, name) for name in Profile.model_fields}
+    return Profile(**{**fields, "hardware": hardware, "notes": [*notes, note]})
 
 
 def profile_with_workload(base: Profile, workload: Workload, name: str | None,

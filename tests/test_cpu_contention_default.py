@@ -56,3 +56,38 @@ def test_predict_on_an_old_cpu_profile_pays_every_collective_second(capsys, tmp_
     code, out, err = run_cli(capsys, ["predict", "--profile", str(path), "--devices", "2,4"])
     assert code == 0, err
     assert f"note: {CPU_CONTENTION_NOTE}" in out.splitlines()
+
+
+def test_a_hardware_file_replacing_a_profiles_gets_the_same_note(capsys, tmp_path):
+    """``--profile P --hardware FILE`` copied the file's hardware in without the profile's
+    validation (session 39): a CPU hardware file without comm_compute_contention took 1 (its own
+    validator) in silence, and an old profile's note that 1 was taken stayed where the new
+    hardware gives 0.25. The note now follows the hardware the rows run on."""
+    data = _without_contention("CPU: AMD EPYC")
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(data))
+    bare = tmp_path / "bare_hw.json"
+    bare.write_text(json.dumps({**data["hardware"], "name": "cpu hosts"}))
+    given = {**data, "hardware": {**data["hardware"], "comm_compute_contention": 0.25}}
+    new = tmp_path / "new.json"
+    new.write_text(json.dumps(given))
+    quarter = tmp_path / "quarter_hw.json"
+    quarter.write_text(json.dumps({**given["hardware"], "name": "cpu hosts"}))
+
+    def rows_and_notes(profile, hardware):
+        argv = ["predict", "--profile", str(profile), "--hardware", str(hardware), "--devices",
+                "2,4"]
+        code, out, err = run_cli(capsys, [*argv, "--json"])
+        assert code == 0, err
+        rows = json.loads(out)
+        code, out, err = run_cli(capsys, argv)
+        assert code == 0, err
+        return rows, f"note: {CPU_CONTENTION_NOTE}" in out.splitlines()
+
+    rows, said = rows_and_notes(new, bare)  # 0.25 in the profile, none in the file: 1, said
+    assert said
+    assert all(r["comm_total_s"] > 0 and abs(r["exposed_comm_s"] - r["comm_total_s"])
+               <= 1e-12 * r["comm_total_s"] for r in rows)
+    rows, said = rows_and_notes(old, quarter)  # none in the profile, 0.25 in the file: not said
+    assert not said
+    assert all(r["exposed_comm_s"] < r["comm_total_s"] for r in rows)
