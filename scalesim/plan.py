@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field, field_serializer
 from scalesim.attention_kernel import VENDOR_KERNEL
 from scalesim.billing import billed_devices
 from scalesim.bounds import bound, check_number, clip, list_text
-from scalesim.device_nouns import nouns_for
+from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import count, gib, latency_us, link_GBps
 from scalesim.layout import (
@@ -38,6 +38,7 @@ from scalesim.layout import (
     early_stop_of,
     op_sac_of,
     server_shard_group,
+    split_words,
     valid_mask,
 )
 from scalesim.model import collectives as coll
@@ -166,6 +167,38 @@ class PlanRow(BaseModel):
             tp_overlap=self.tp_overlap,
             shard_group=self.shard_group if self.hybrid else None,
         )
+
+
+@dataclass(frozen=True)
+class CountBest:
+    """The best layout on one device count a plan was asked for: ``best``, its row (``rank``
+    its place among every count's layouts, so it may lie past the rows listed), or None and
+    ``note``: why that count has none (``no_layout_words``, ``nothing_fits_words``)."""
+
+    devices: int
+    best: PlanRow | None
+    note: str | None = None
+
+
+class RankedRows(list):
+    """``rank_layouts``' rows, best first (a list of ``PlanRow``: the ranking of every count's
+    layouts together), and ``by_count``: a ``CountBest`` for each device count asked, fewest
+    first. Ranked together, the largest count's layouts fill the top rows (its throughput is
+    the highest); ``by_count`` says what the others run at best, or why they run nothing."""
+
+    def __init__(self, rows: list[PlanRow], by_count: list[CountBest]):
+        super().__init__(rows)
+        self.by_count = by_count
+
+
+def count_scaling(by_count: list[CountBest]) -> list[float | None]:
+    """Each count's best samples/s per device over that of the fewest devices with a best (1
+    there, None for a count without one): how the best layouts scale across the counts."""
+    bests = [c for c in by_count if c.best is not None]
+    if not bests:
+        return [None] * len(by_count)
+    base = bests[0].best.samples_per_s / bests[0].devices
+    return [None if c.best is None else c.best.samples_per_s / c.devices / base for c in by_count]
 
 
 @dataclass(frozen=True)
@@ -562,6 +595,34 @@ def fewest_replicas(devices: list[int], setting: Setting, cp_values=(1,)) -> int
     return int(dp[placed].min())
 
 
+def no_layout_words(devices: list[int], setting: Setting, cp_values=(1,)) -> str:
+    """Why no layout is valid on ``devices`` at the setting's global batch, and what to change:
+    the error of a plan with none, and the note of a count that has none beside others that do.
+    Every split has more replicas than divide the batch (``fewest_replicas``: a multiple of
+    that many; more devices only add replicas), or else too many micro-steps."""
+    hardware = setting.hardware
+    g, nouns = hardware.devices_per_node, nouns_for(hardware.device_name)
+    head = (f"no valid layout for {nouns.devices} {list_text(devices)} and global batch "
+            f"{setting.global_batch} on {nouns.servers} of {g}")
+    if fewest := fewest_replicas(sorted(set(devices)), setting, sorted(set(cp_values))):
+        return (f"{head}: every valid split has {fewest} or more data-parallel replicas, and none "
+                "of their counts divides the global batch; give a global batch that is a "
+                f"multiple of {fewest}, or fewer {nouns.devices}")
+    return (f"{head}: no dp x micro-batch divides the global batch with a valid tp and pp in at "
+            f"most {bound('accumulation').high:,.0f} micro-steps; add {nouns.devices} or lower "
+            "the global batch")
+
+
+def nothing_fits_words(devices: int, least: str, memory_bytes: float,
+                       device_memory_bytes: float, nouns: Nouns) -> str:
+    """Why no layout at ``devices`` is listed where every one needs more memory than a device
+    has: ``least`` the one needing least in words, ``memory_bytes`` what it needs per device,
+    against ``device_memory_bytes``."""
+    return (f"nothing fits on {devices} {nouns.devices}: the layout needing least memory "
+            f"({least}) needs {gib(memory_bytes)} per {nouns.device}, of "
+            f"{gib(device_memory_bytes)}")
+
+
 def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict[str, np.ndarray]:
     """Every combination of knobs for these device counts, as flat arrays, valid ones only."""
     g = setting.hardware.devices_per_node
@@ -702,13 +763,14 @@ def plan(
     grad_bytes_per_param: float = Setting.grad_bytes_per_param,
     optimizer_bytes_per_param: float = Setting.optimizer_bytes_per_param,
     wire_bytes_per_param: float = Setting.wire_bytes_per_param,
-) -> list[PlanRow]:
+) -> RankedRows:
     """Rank every valid layout of ``shape`` on each of ``devices`` for ``global_batch``.
 
     Fitting layouts first, best first (highest samples/s, or fewest device-hours per sample
     with ``rank_by='cost'``; a tie to the one needing less memory); with ``include_unfit`` the
     layouts that do not fit follow, most memory-frugal first. Each row says why it loses to the
-    best. ``cp_values``: context-parallel degrees to try; ``tp_overlap``: the framework
+    best; ``by_count`` of the rows returned (``RankedRows``) holds the best on each count, or
+    why it has none. ``cp_values``: context-parallel degrees to try; ``tp_overlap``: the framework
     overlaps tensor-parallel traffic; ``split_only``: only layouts that split the model
     (tp x pp x cp > 1; the "split the model" remedy); ``jitter_cv``: std/mean of a device's
     micro-step, for the waits at collectives;
@@ -791,9 +853,10 @@ def rank_layouts(
     include_unfit: bool = False,
     cp_values=(1,),
     split_only: bool = False,
-) -> list[PlanRow]:
+) -> RankedRows:
     """``plan`` for a ``Setting``: every valid layout on each of ``devices`` at the setting's
-    global batch, evaluated in one ``evaluate_layouts`` call of ``setting_inputs``, ranked."""
+    global batch, evaluated in one ``evaluate_layouts`` call of ``setting_inputs``, ranked
+    (the rows, and the best on each count: ``RankedRows.by_count``)."""
     global_batch, hardware = setting.global_batch, setting.hardware
     recompute_style = setting.recompute_style
     if not devices or min(devices) < 1:
@@ -813,23 +876,8 @@ def rank_layouts(
     grid = candidate_grid(sorted(set(devices)), setting, sorted(set(cp_values)))
     if split_only:
         grid = {k: v[grid["tp"] * grid["pp"] * grid["cp"] > 1] for k, v in grid.items()}
-    if grid["dp"].size == 0 and (
-            fewest := fewest_replicas(sorted(set(devices)), setting, sorted(set(cp_values)))):
-        # more devices would only add replicas that the batch cannot feed
-        raise ScalesimError(
-            f"no valid layout for {nouns.devices} {list_text(devices)} and global batch "
-            f"{global_batch} on {nouns.servers} of {g}: every valid split has {fewest} or more "
-            "data-parallel replicas, and none of their counts divides the global batch; give a "
-            f"global batch that is a multiple of {fewest}, or fewer {nouns.devices}"
-        )
     if grid["dp"].size == 0:
-        raise ScalesimError(
-            f"no valid layout for {nouns.devices} {list_text(devices)} and global batch "
-            f"{global_batch} on {nouns.servers} of {g}: no dp x micro-batch divides "
-            "the global batch with a valid tp and pp in at most "
-            f"{bound('accumulation').high:,.0f} micro-steps; add {nouns.devices} or "
-            "lower the global batch"
-        )
+        raise ScalesimError(no_layout_words(devices, setting, cp_values))
     r = evaluate_layouts(setting_inputs(setting, **grid))
     modelled = bool(np.all(np.isfinite(setting.loader_samples_per_s)))  # inf: none given
     devices_arr = grid["dp"] * grid["tp"] * grid["pp"] * grid["cp"]
@@ -850,10 +898,7 @@ def rank_layouts(
     if include_unfit:
         unfit = order[~fits[order]]
         order = np.concatenate([order[fits[order]], unfit[np.argsort(r.memory_bytes[unfit], kind="stable")]])
-    if top is not None:
-        order = order[:top]
-    rows = []
-    for rank, i in enumerate(order, start=1):
+    def row_of(i: int, rank: int) -> PlanRow:
         row = {
             "rank": rank,
             "devices": int(devices_arr[i]),
@@ -889,8 +934,30 @@ def rank_layouts(
         row["why"] = ("best" if rank == 1 and row["fits"] else
                       _why(rows[0].model_dump() if rows else None, row, rank_by, nouns.device))
         row.update(stage_fields(setting.shape.layers, row["pp"], row["virtual_stages"]))
-        rows.append(PlanRow(**row))
-    return rows
+        return PlanRow(**row)
+
+    rows = []
+    for rank, i in enumerate(order if top is None else order[:top], start=1):
+        rows.append(row_of(i, rank))
+    by_count = []
+    for n in sorted(set(devices)):
+        at = np.flatnonzero(devices_arr == n)
+        if at.size == 0:  # no valid layout on n devices (others have some)
+            by_count.append(CountBest(n, None, no_layout_words([n], setting, cp_values)))
+            continue
+        fitting = np.flatnonzero((devices_arr[order] == n) & fits[order])
+        if fitting.size:
+            k = int(fitting[0])  # its place in the ranking of every count's layouts
+            by_count.append(CountBest(n, rows[k] if k < len(rows) else row_of(order[k], k + 1)))
+            continue
+        i = at[np.argmin(mem[at])]
+        x = {k: int(grid[k][i]) for k in ("dp", "tp", "pp", "cp", "zero", "micro_batch", "recompute")}
+        least = (f"{split_words(x['dp'], x['tp'], x['pp'], x['cp'] if x['cp'] > 1 else None)}, "
+                 f"ZeRO {x['zero']}, micro-batch {x['micro_batch']}, "
+                 f"{RECOMPUTE_CHOICES[x['recompute']]} recompute")
+        by_count.append(CountBest(n, None, nothing_fits_words(
+            n, least, float(mem[i]), hardware.device_memory_bytes, nouns)))
+    return RankedRows(rows, by_count)
 
 
 def exhaustive_scalar(setting: Setting, devices: list[int], cp_values=(1,)) -> list[tuple]:

@@ -92,7 +92,7 @@ def _best_tokens_per_s(capsys, *flags):
     code, out, err = run_cli(capsys, ["plan", "--workload", "llama3-8b", "--devices", "8",
                                       "--global-batch", "32", "--top", "1", "--json", *flags])
     assert code == 0, err
-    return json.loads(out)[0]["tokens_per_s"]
+    return json.loads(out)["layouts"][0]["tokens_per_s"]
 
 
 def test_plan_attention_kernel_slows_long_sequences_on_hopper_only(capsys):

@@ -138,9 +138,9 @@ def test_plan_cli_instance_sizes(capsys):
     argv = ["plan", "--workload", "gpt-1.7b", "--hardware", "dgx-a100", "--devices", "4,8",
             "--global-batch", "64", "--rank", "cost", "--top", "100000", "--json"]
     code, out, _ = run_cli(capsys, argv)
-    whole = json.loads(out)
+    whole = json.loads(out)["layouts"]
     code2, out2, _ = run_cli(capsys, argv + ["--instance-sizes", "1"])
-    per_gpu = json.loads(out2)
+    per_gpu = json.loads(out2)["layouts"]
     assert code == code2 == 0
     assert {r["billed_devices"] for r in whole if r["devices"] == 4} == {8}
     assert {r["billed_devices"] for r in per_gpu if r["devices"] == 4} == {4}

@@ -147,7 +147,7 @@ def test_a_value_given_twice_in_a_list_is_tried_once(capsys, argv, what):
     assert code == 0, err
     if argv[0] == "plan":
         rows = [tuple(sorted((k, str(v)) for k, v in r.items() if k not in ("rank", "why")))
-                for r in json.loads(out)]
+                for r in json.loads(out)["layouts"]]
     else:
         rows = out.strip().splitlines()[1:]
     assert rows and len(rows) == len(set(rows)), f"{what} repeated: {rows}"

@@ -173,7 +173,7 @@ def test_plan_shows_the_shard_group(capsys):
                                     "--devices", "16", "--global-batch", "64", "--inter-busbw",
                                     str(SLOW_NIC), "--top", "3", "--json"])
     assert code == 0
-    rows = json.loads(out)
+    rows = json.loads(out)["layouts"]
     assert rows[0]["shard_group"] == 8 and rows[0]["dp"] == 16 and rows[0]["zero"] > 0
     code, out, _ = run_cli(capsys, ["plan", "--workload", "gpt-1.7b", "--hardware", "dgx-a100",
                                     "--devices", "16", "--global-batch", "64", "--inter-busbw",
@@ -396,7 +396,7 @@ def test_plan_json_says_null_shard_group_for_ddp_rows(capsys):
     code, out, _ = run_cli(capsys, ["plan", "--workload", "gpt-1.7b", "--devices", "16",
                                     "--global-batch", "64", "--top", "1000", "--json"])
     assert code == 0
-    rows = json.loads(out)
+    rows = json.loads(out)["layouts"]
     ddp = [r for r in rows if r["zero"] == 0]
     zero = [r for r in rows if r["zero"] > 0]
     assert ddp and zero

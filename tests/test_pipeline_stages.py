@@ -123,7 +123,7 @@ def test_plan_says_the_uneven_stages_once_under_the_table(capsys):
 def test_plan_json_has_the_layers_per_stage_and_the_words(capsys):
     code, out, _ = run_cli(capsys, [*PLAN_72, "--json"])
     assert code == 0
-    rows = json.loads(out)
+    rows = json.loads(out)["layouts"]
     assert (rows[0]["pp"], rows[0]["virtual_stages"]) == (9, 4)
     assert rows[0]["layers_per_stage"] == [9] * 8 + [8]
     assert rows[0]["uneven_stages"] == rows[0]["stage_notes"] == PP9V4
@@ -131,7 +131,7 @@ def test_plan_json_has_the_layers_per_stage_and_the_words(capsys):
     assert zb["uneven_stages"] == zb["stage_notes"] == PP9
     code, out, _ = run_cli(capsys, [*PLAN_72[:-3], "64", "--global-batch", "1024", "--json",
                                     "--top", "20"])
-    even = [r for r in json.loads(out) if 80 % (r["pp"] * r["virtual_stages"]) == 0]
+    even = [r for r in json.loads(out)["layouts"] if 80 % (r["pp"] * r["virtual_stages"]) == 0]
     assert all(r["layers_per_stage"] == [80 // r["pp"]] * r["pp"] for r in even)
     # even to the model: nothing to say at pp 1 and 2 (torchtitan: 41 - 1 and 41 - 1), else
     # torchtitan's split (PP8 at pp 8)

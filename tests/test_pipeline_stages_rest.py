@@ -132,7 +132,7 @@ def test_predict_json_rows_have_plan_s_stage_fields(capsys):
     assert [r["stage_notes"] for r in rows] == [stage_words(80, 9)] * 2
     code, out, _ = run_cli(capsys, ["plan", "--workload", "llama3-70b", "--hardware", "dgx-h100",
                                     "--devices", "72", "--global-batch", "1152", "--json"])
-    plan_row = next(r for r in json.loads(out) if r["pp"] == 9 and r["virtual_stages"] == 1)
+    plan_row = next(r for r in json.loads(out)["layouts"] if r["pp"] == 9 and r["virtual_stages"] == 1)
     assert {k: plan_row[k] for k in ("layers_per_stage", "uneven_stages", "stage_notes")} == {
         k: rows[0][k] for k in ("layers_per_stage", "uneven_stages", "stage_notes")}
     code, out, _ = run_cli(capsys, [*PREDICT_70B, "--devices", "64", "--global-batch", "1024",

@@ -84,7 +84,7 @@ def test_cli_json_has_the_promised_fields():
     out = _cli("--model", "llama3-8b", "--hardware", "dgx-h100", "--devices", "8,16",
                "--global-batch", "64", "--json", "--top", "5")
     assert out.returncode == 0, out.stderr
-    rows = json.loads(out.stdout)
+    rows = json.loads(out.stdout)["layouts"]
     need = {"devices", "dp", "tp", "pp", "zero", "micro_batch", "accumulation", "schedule",
             "virtual_stages", "recompute", "sequence_parallel", "step_time_s", "samples_per_s",
             "tokens_per_s", "mfu", "memory_bytes", "fits"}
@@ -122,7 +122,9 @@ def test_cli_reads_a_workload_file_with_a_shape(tmp_path):
     out = _cli("--model", str(path), "--hardware", "dgx-a100", "--devices", "8,16",
                "--global-batch", "64", "--top", "3")
     assert out.returncode == 0, out.stderr
-    assert "best step" in out.stdout and out.stdout.count("\n") == 9
+    # 9 lines, and the best on each of the 2 counts: a title, a header and a row each
+    assert "best step" in out.stdout and out.stdout.count("\n") == 9 + 4
+    assert "best on each count asked" in out.stdout
     lines = out.stdout.splitlines()
     # no --profile, no input pipeline: the stall is not modelled, said once (not a 0)
     assert lines[-1].startswith("note: data stall not modelled: no input pipeline measured")
@@ -189,7 +191,7 @@ def test_plan_gpus_per_node_reaches_its_nics_and_bills_whole_servers(tmp_path, c
         assert code == 0, err
         rows.append({(r["dp"], r["tp"], r["pp"], r["zero"], r["micro_batch"], r["schedule"],
                       r["virtual_stages"], r["recompute"], r["sequence_parallel"]): r
-                     for r in json.loads(out)})
+                     for r in json.loads(out)["layouts"]})
     used, server = rows
     assert len(used) > 50 and used.keys() == server.keys()
     for key, r in used.items():
@@ -257,7 +259,7 @@ def test_no_plan_takes_more_micro_steps_than_the_bounds_table_allows(capsys):
     from scalesim.cli.main import main
 
     assert main(["plan", "--global-batch", str(2**20), "--devices", "8", "--all", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = json.loads(capsys.readouterr().out)["layouts"]
     assert rows and all(r["accumulation"] <= bound("accumulation").high for r in rows)
     assert max(r["accumulation"] for r in rows) == 4096  # 2**20 / (8 x 32): the bound itself
     assert main(["plan", "--global-batch", str(2**40), "--devices", "8"]) == 2
@@ -287,11 +289,11 @@ def test_plan_without_hardware_plans_every_command_s_default(capsys):
 
     argv = ["plan", "--global-batch", "64", "--devices", "8,16", "--top", "3", "--json"]
     assert main(argv) == 0
-    default = json.loads(capsys.readouterr().out)
+    default = json.loads(capsys.readouterr().out)["layouts"]
     assert main([*argv, "--hardware", DEFAULT_HARDWARE]) == 0
-    assert json.loads(capsys.readouterr().out) == default
+    assert json.loads(capsys.readouterr().out)["layouts"] == default
     assert main([*argv, "--hardware", "dgx-h100"]) == 0
-    assert json.loads(capsys.readouterr().out) != default
+    assert json.loads(capsys.readouterr().out)["layouts"] != default
     assert main(argv[:-1]) == 0
     out = capsys.readouterr().out
     assert f"hardware: {DEFAULT_HARDWARE} (" in out and "(the default;" in out, out
@@ -310,7 +312,7 @@ def test_plan_and_predict_count_a_preset_s_parameters_alike():
     assert out.returncode == 0, out.stderr
     # the best data-parallel layout (on the default's slow network an interleaved pp 2 is
     # 1.4 % faster since the sends hide behind the next chunk, docs/model.md §15)
-    best = next(r for r in json.loads(out.stdout) if (r["tp"], r["pp"], r["cp"]) == (1, 1, 1))
+    best = next(r for r in json.loads(out.stdout)["layouts"] if (r["tp"], r["pp"], r["cp"]) == (1, 1, 1))
     assert best["accumulation"] == 1
     predicted = subprocess.run(
         [sys.executable, "-m", "scalesim.cli.main", "predict", "--workload", "gpt-1.7b",

@@ -1,5 +1,6 @@
 """Session 39's audit of the planner's choice against brute force: what it says of its first row
-where nothing fits, which of two equally fast layouts goes first, and why no layout is valid."""
+where nothing fits, which of two equally fast layouts goes first, why no layout is valid, the
+micro-batches and virtual stages it searches, and what a plan of several counts says of each."""
 
 from cli_harness import run_cli
 
@@ -108,3 +109,76 @@ def test_the_search_takes_every_micro_batch_that_divides_a_replicas_share():
     # the divisors of 9, 18, 36 and 72 sequences a replica (dp 8, 4, 2, 1) up to 32
     assert {r.micro_batch for r in rows} == {1, 2, 3, 4, 6, 8, 9, 12, 18, 24}
     assert all(72 % (r.dp * r.micro_batch) == 0 for r in rows)
+
+
+def test_a_plan_of_several_counts_gives_the_best_on_each(capsys):
+    """`plan --workload llama3-70b --hardware dgx-h100 --devices 64,128,256 --global-batch 1024`
+    (README's example) listed 256-GPU layouts only: ranked together, the largest count's
+    throughput is the highest. The plan keeps that ranking and gives the best on each count,
+    which is what a plan of that count alone ranks first, with its rank among all, its tokens/s
+    per GPU and that over the 64-GPU best's (scaling); --json carries it as by_count."""
+    import json
+
+    from scalesim.plan import plan
+
+    shape, hw = get_transformer("llama3-70b"), HARDWARE["dgx-h100"]
+    alone = {n: plan(shape, hw, [n], 1024, top=1)[0] for n in (64, 128, 256)}
+    argv = ["plan", "--workload", "llama3-70b", "--hardware", "dgx-h100", "--devices",
+            "64,128,256", "--global-batch", "1024", "--top", "3"]
+    code, out, err = run_cli(capsys, [*argv, "--json"])
+    assert code == 0, err
+    got = json.loads(out)
+    assert [r["devices"] for r in got["layouts"]] == [256, 256, 256]
+    assert [c["devices"] for c in got["by_count"]] == [64, 128, 256]
+    key = ("dp", "tp", "pp", "zero", "micro_batch", "schedule", "virtual_stages", "recompute",
+           "sequence_parallel", "samples_per_s", "memory_bytes")
+    per_gpu = {n: alone[n].tokens_per_s / n for n in alone}
+    for c in got["by_count"]:
+        n, best = c["devices"], c["best"]
+        assert {k: best[k] for k in key} == {k: getattr(alone[n], k) for k in key}
+        assert c["note"] is None and c["tokens_per_s_per_device"] == per_gpu[n]
+        assert c["scaling_efficiency"] == pytest.approx(per_gpu[n] / per_gpu[64], rel=1e-12)
+    assert got["by_count"][2]["best"] == got["layouts"][0]  # the 256 best is the first row
+    assert got["by_count"][0]["best"]["rank"] > 3  # past the rows listed
+    code, text, err = run_cli(capsys, argv)
+    assert code == 0, err
+    block = text.split("best on each count asked")[1].splitlines()
+    rows = [line.split() for line in block[2:5]]
+    assert [int(r[1]) for r in rows] == [64, 128, 256]
+    assert [int(r[0]) for r in rows] == [c["best"]["rank"] for c in got["by_count"]]
+    assert rows[1][-1] == f"{per_gpu[128] / per_gpu[64]:.1%}"
+
+
+def test_a_count_with_no_layout_says_why(capsys):
+    """A count without a layout just had no rows. `--devices 64,1024 --global-batch 2`
+    (llama3-8b): a replica spans at most tp 8 x pp 32 (32 layers) = 256 GPUs, so 1024 hold
+    4 or more replicas, none dividing 2; the note asks for a multiple of 4, as the error of
+    that count alone does. llama3-70b on 8,64 H100s: nothing fits on 8; the note names the
+    layout needing least memory and its 135.4 GiB (docs/model.md §16 by hand, as
+    ``test_an_unfit_first_row_says_it_does_not_fit_not_best``) against the 80.0 GiB."""
+    import json
+
+    from scalesim.figures import gib
+
+    argv = ["plan", "--hardware", "dgx-h100", "--devices", "64,1024", "--global-batch", "2"]
+    code, out, err = run_cli(capsys, argv)
+    assert code == 0, err
+    code, _, alone = run_cli(capsys, [*argv[:4], "1024", *argv[5:]])
+    note = ("no valid layout for devices 1024 and global batch 2 on servers of 8: every valid "
+            "split has 4 or more data-parallel replicas, and none of their counts divides the "
+            "global batch; give a global batch that is a multiple of 4, or fewer devices")
+    assert f"note: {note}" in out.splitlines() and code == 2 and note in alone
+    code, out, err = run_cli(capsys, [*argv, "--json"])
+    assert json.loads(out)["by_count"][1] == {"devices": 1024, "best": None, "note": note,
+                                              "tokens_per_s_per_device": None,
+                                              "scaling_efficiency": None}
+    p, s, h, t = _llama70b_params(), 8192, 8192, 8
+    hand = (16 * p / t + 80 * 2 * s * h / t + (s * h * 35.5 / t - 2 * s * h / t)
+            + 4 * s * 128256 / t + 2 * 2**30)
+    code, out, err = run_cli(capsys, ["plan", "--workload", "llama3-70b", "--hardware",
+                                      "dgx-h100", "--devices", "8,64", "--global-batch", "1024"])
+    assert code == 0, err
+    assert (f"note: nothing fits on 8 devices: the layout needing least memory (dp 1 x tp 8 x "
+            f"pp 1, ZeRO 0, micro-batch 1, full recompute) needs {gib(hand)} per device, of "
+            "80.0 GiB") in out.splitlines()
+    assert gib(hand) == "135.4 GiB"

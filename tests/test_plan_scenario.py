@@ -279,7 +279,7 @@ def test_cli_plans_with_the_run_conditions(capsys, gpt):
         code, out, err = run_cli(capsys, argv + flags + ["--json"])
         assert code == 0, err
         expected = plan(SHAPE, HARDWARE["dgx-a100"], [DEVICES], GLOBAL_BATCH, top=3, **knob)
-        got = json.loads(out)
+        got = json.loads(out)["layouts"]
         assert [r["step_time_s"] for r in got] == pytest.approx(
             [r.step_time_s for r in expected], rel=1e-12)
         code, out, err = run_cli(capsys, argv + flags)
@@ -313,7 +313,7 @@ def test_cli_plans_with_predicts_link_and_algorithm_flags(capsys, gpt, flags, kn
             "--global-batch", "16", "--top", "1000", "--json"]
     code, out, err = run_cli(capsys, argv + flags)
     assert code == 0, err
-    got = json.loads(out)
+    got = json.loads(out)["layouts"]
     scenario = Scenario(devices=[16], global_batch=16, **knob)
     # the shape's own parameter count, as plan --model counts it
     expected = plan(SHAPE, scenario_hardware(HARDWARE["dgx-a100"], scenario), [16], 16,
@@ -324,7 +324,7 @@ def test_cli_plans_with_predicts_link_and_algorithm_flags(capsys, gpt, flags, kn
     for row, p in zip(ranked, _predicted(gpt, scenario, ranked), strict=True):
         assert p.step_time_s == pytest.approx(row.step_time_s, rel=1e-9), _key(row)
     _, plain, _ = run_cli(capsys, argv)
-    assert [r["step_time_s"] for r in json.loads(plain)] != [r["step_time_s"] for r in got]
+    assert [r["step_time_s"] for r in json.loads(plain)["layouts"]] != [r["step_time_s"] for r in got]
     code, out, _ = run_cli(capsys, argv[:-1] + flags)
     ranked = next(line for line in out.splitlines() if line.startswith("ranked with: "))
     assert all(f in ranked for f in flags if f.startswith("--"))
@@ -367,7 +367,7 @@ def test_plan_with_a_profile_ranks_with_its_measured_jitter_as_predict_does(tmp_
     def best(flags):
         code, out, err = run_cli(capsys, argv + flags + ["--json"])
         assert code == 0, err
-        return json.loads(out)[0]
+        return json.loads(out)["layouts"][0]
 
     measured, zero, given = best([]), best(["--straggler-cv", "0"]), best(["--straggler-cv",
                                                                             "0.08"])
@@ -415,7 +415,7 @@ def test_plan_takes_loader_workers_off_a_profiles_measured_input_pipeline(tmp_pa
     def best(flags):
         code, out, err = run_cli(capsys, argv + flags)
         assert code == 0, err
-        return json.loads(out)[0]
+        return json.loads(out)["layouts"][0]
 
     default, one, eight = best([]), best(["--loader-workers", "1"]), best(["--loader-workers",
                                                                             "8"])

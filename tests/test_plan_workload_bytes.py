@@ -34,7 +34,7 @@ def _plan(capsys, workload, *extra):
                                       str(GLOBAL_BATCH), "--all", "--top", "100000", "--json",
                                       *extra])
     assert code == 0, err
-    return json.loads(out)
+    return json.loads(out)["layouts"]
 
 
 def _predict_args(row):

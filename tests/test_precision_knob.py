@@ -40,7 +40,7 @@ def test_predict_runs_the_layout_plan_ranks_in_fp8(capsys):
                                       "dgx-h100", "--devices", "8", "--global-batch", "8",
                                       "--precision", "fp8", "--json", "--all", "--top", "10000"])
     assert code == 0, err
-    (same,) = [r for r in json.loads(out) if (r["tp"], r["pp"], r["zero"], r["micro_batch"],
+    (same,) = [r for r in json.loads(out)["layouts"] if (r["tp"], r["pp"], r["zero"], r["micro_batch"],
                                               r["recompute"]) == (1, 1, 0, 1, "none")]
     assert same["step_time_s"] == pytest.approx(fp8["step_time_s"], rel=1e-6)
 
@@ -105,7 +105,7 @@ def test_json_rows_name_the_precision_their_mfu_is_against(capsys):
                                           "dgx-h100", "--devices", "8", "--global-batch", "8",
                                           "--precision", precision, "--json"])
         assert code == 0, err
-        assert {row["precision"] for row in json.loads(out)} == {precision}
+        assert {row["precision"] for row in json.loads(out)["layouts"]} == {precision}
 
 
 def test_the_precision_is_a_sweep_axis_with_the_rows_predict_gives(capsys):

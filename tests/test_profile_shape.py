@@ -209,7 +209,7 @@ def test_plan_profile_takes_the_same_decision(tmp_path, capsys):
     code, out, err = run_cli(capsys, ["plan", "--profile", str(H200), "--workload", same,
                                       "--devices", "1", "--global-batch", "8", "--json"])
     assert code == 0, err
-    rows = json.loads(out)
+    rows = json.loads(out)["layouts"]
     plain = next(r for r in rows if r["tp"] == 1 and r["pp"] == 1 and r["recompute"] == "none"
                  and r["zero"] == 0)
     profile = resolve_profile(str(H200), None, same)
@@ -246,7 +246,7 @@ def test_plan_profile_rows_are_predicts_at_every_device_count(tmp_path, capsys):
                                       "--json"])
     assert code == 0, err
     profile = resolve_profile(str(path), None, same)
-    plain = [r for r in json.loads(out) if r["tp"] == 1 and r["pp"] == 1 and r["zero"] == 0
+    plain = [r for r in json.loads(out)["layouts"] if r["tp"] == 1 and r["pp"] == 1 and r["zero"] == 0
              and r["recompute"] == "none"]
     assert {r["devices"] for r in plain} == {1, 2}
     for r in plain:

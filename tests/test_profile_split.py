@@ -137,7 +137,7 @@ def test_plan_agrees_with_predict_on_the_split_of_a_one_gpu_calibration(capsys):
                                       "--gpus-per-node", "2", "--global-batch", "32",
                                       "--top", "500", "--json"])
     assert code == 0, err
-    rows = json.loads(out)
+    rows = json.loads(out)["layouts"]
     assert {(r["dp"], r["tp"], r["pp"]) for r in rows} == {(2, 1, 1), (1, 2, 1), (1, 1, 2)}
     profile = load_profile(H200)
     checked = 0
@@ -173,7 +173,7 @@ def test_plan_gpus_per_node_is_the_knob_tables_flag(capsys):
     for extra in ([], ["--gpus-per-node", "4"]):
         code, out, err = run_cli(capsys, [*argv, *extra])
         assert code == 0, err
-        tps.append({r["tp"] for r in json.loads(out)})
+        tps.append({r["tp"] for r in json.loads(out)["layouts"]})
     assert 8 in tps[0] and max(tps[1]) == 4
 
 
@@ -258,8 +258,8 @@ def test_plan_profile_without_workload_plans_the_timed_model(tmp_path, capsys):
     assert code == 0, err
     code, given, err = run_cli(capsys, [*argv, "--workload", _workload_file(tmp_path)])
     assert code == 0, err
-    assert json.loads(out) == json.loads(given)
-    plain = next(r for r in json.loads(out) if r["tp"] == 1 and r["pp"] == 1 and r["zero"] == 0
+    assert json.loads(out)["layouts"] == json.loads(given)["layouts"]
+    plain = next(r for r in json.loads(out)["layouts"] if r["tp"] == 1 and r["pp"] == 1 and r["zero"] == 0
                  and r["recompute"] == "none" and r["devices"] == 1)
     row = predict(with_measured_shape(load_profile(H200)), Scenario(
         devices=[1], micro_batch=plain["micro_batch"], accumulation=plain["accumulation"]))[0]
@@ -352,7 +352,7 @@ def test_a_cpu_calibration_predicts_its_own_gpt_at_tp_2(tmp_path, capsys):
     code, text, err = run_cli(capsys, ["plan", "--profile", str(two), "--devices", "2",
                                        "--global-batch", "4", "--top", "500", "--json"])
     assert code == 0, err
-    planned = next(r for r in json.loads(text) if (r["dp"], r["tp"], r["pp"], r["zero"]) ==
+    planned = next(r for r in json.loads(text)["layouts"] if (r["dp"], r["tp"], r["pp"], r["zero"]) ==
                    (1, 2, 1, 0) and r["micro_batch"] == 4 and r["recompute"] == "none"
                    and not r["sequence_parallel"])
     assert planned["breakdown_s"]["compute_s"] == pytest.approx(tp2["compute_s"], rel=1e-9)

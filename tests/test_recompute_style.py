@@ -176,7 +176,7 @@ def test_cli_predict_and_plan_change_by_the_hand_computed_amount():
     plan_args = ["--model", "gpt-1.7b", "--hardware", "dgx-a100", "--devices", "8",
                  "--global-batch", "64", "--top", "3"]
     rows = json.loads(_cli("plan", *plan_args, "--json", "--recompute-style",
-                           "early-stop").stdout)
+                           "early-stop").stdout)["layouts"]
     assert all(r["recompute_style"] == "early-stop" for r in rows)
     out = _cli("plan", *plan_args, "--recompute-style", "early-stop").stdout
     assert out.splitlines()[2].startswith(  # after the workload and hardware lines

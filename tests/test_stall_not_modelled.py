@@ -100,14 +100,14 @@ def test_sweep_csv_and_json_blank_the_stall_only_without_a_loader(capsys, profil
 def test_plan_json_stall_is_null_without_a_profiles_loader(capsys):
     argv = ["plan", "--devices", "8", "--global-batch", "64", "--top", "2"]
     out, _ = _run(capsys, *argv, "--json")
-    rows = json.loads(out)
+    rows = json.loads(out)["layouts"]
     assert [r["breakdown_s"]["stall_s"] for r in rows] == [None, None]
     assert all(isinstance(r["breakdown_s"]["compute_s"], float) for r in rows)
     assert "stall_modelled" not in rows[0]  # the flag decides the null, it is no new key
     text, _ = _run(capsys, *argv)
     assert text.splitlines()[-1] == NOTE
     out, _ = _run(capsys, *argv, "--profile", str(H200), "--json")
-    assert all(isinstance(r["breakdown_s"]["stall_s"], float) for r in json.loads(out))
+    assert all(isinstance(r["breakdown_s"]["stall_s"], float) for r in json.loads(out)["layouts"])
     text, _ = _run(capsys, *argv, "--profile", str(H200))
     assert NOTE not in text
 

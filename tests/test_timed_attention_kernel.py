@@ -470,7 +470,7 @@ def _plan_rows(capsys, path, *args):
 
     assert main(["plan", "--profile", str(path), "--devices", "8", "--global-batch", "64",
                  "--all", "--json", *args]) == 0
-    return json.loads(capsys.readouterr().out)
+    return json.loads(capsys.readouterr().out)["layouts"]
 
 
 @pytest.mark.parametrize("block_kernel, compute_kernel", [(FLASH2_KERNEL, FLASH2_KERNEL),

@@ -212,7 +212,7 @@ def test_plan_tp_overlap_keeps_its_meaning_on_a_measured_curve(capsys):
     for flags in ([], ["--tp-overlap"]):
         code, out, err = run_cli(capsys, [*argv, *flags])
         assert code == 0, err
-        rows[bool(flags)] = json.loads(out)
+        rows[bool(flags)] = json.loads(out)["layouts"]
     assert all(r["tp_overlap"] for r in rows[True]) and not any(r["tp_overlap"]
                                                                 for r in rows[False])
 

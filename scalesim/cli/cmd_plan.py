@@ -109,7 +109,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                 "holding them")
     p.add_argument("--top", type=positive_int, default=10, help="layouts to list (default 10)")
     p.add_argument("--all", action="store_true", help="also list layouts that do not fit")
-    p.add_argument("--json", action="store_true", help="print the ranked layouts as JSON")
+    p.add_argument("--json", action="store_true",
+                   help="print the plan as JSON: an object of the ranked layouts (layouts) and "
+                   "the best on each device count asked (by_count)")
 
 
 def recompute_style_line(style: str) -> str:
@@ -160,28 +162,74 @@ def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None
     return "ranked with: " + ", ".join(parts) if parts else ""
 
 
-def render_text(rows, global_batch: int, words: Nouns = GPU_NOUNS) -> str:
-    """The plan's table; ``words``: the devices' nouns (a CPU calibration's count is 'procs')."""
-    lines = [recompute_style_line(rows[0].recompute_style),
-             f"{'#':>3} {words.column:>5} {'dp':>4} {'tp':>3} {'pp':>3} {'cp':>3} {'zero':>4} {'shard':>5} "
-             f"{'mb':>3} {'acc':>4} {'schedule':<14} {'recomp':<9} {'sp':<3} {'step s':>8} "
-             f"{'tokens/s':>10} {'MFU':>6} {'GiB':>6} {'fits':<4}  why"]
-    for r in rows:
-        sched = r.schedule if r.schedule != "interleaved" else f"interleaved/{r.virtual_stages}"
-        shard = str(r.shard_group) if r.zero else "-"  # ranks sharding the states (§16)
-        lines.append(
-            f"{r.rank:>3} {r.devices:>5} {r.dp:>4} {r.tp:>3} {r.pp:>3} {r.cp:>3} {r.zero:>4} "
+def _header(words: Nouns, last: str, width: int = 3) -> str:
+    """The column names of the plan's table (and of its best on each count), ``last`` the
+    last column's, ``width`` the rank column's."""
+    return (f"{'#':>{width}} {words.column:>5} {'dp':>4} {'tp':>3} {'pp':>3} {'cp':>3} {'zero':>4} "
+            f"{'shard':>5} {'mb':>3} {'acc':>4} {'schedule':<14} {'recomp':<9} {'sp':<3} "
+            f"{'step s':>8} {'tokens/s':>10} {'MFU':>6} {'GiB':>6} {'fits':<4}  {last}")
+
+
+def _line(r, last: str, width: int = 3) -> str:
+    """A row of the plan's table under ``_header``: the layout ``r`` (a ``PlanRow``), ``last``
+    in the last column."""
+    sched = r.schedule if r.schedule != "interleaved" else f"interleaved/{r.virtual_stages}"
+    shard = str(r.shard_group) if r.zero else "-"  # ranks sharding the states (§16)
+    return (f"{r.rank:>{width}} {r.devices:>5} {r.dp:>4} {r.tp:>3} {r.pp:>3} {r.cp:>3} {r.zero:>4} "
             f"{shard:>5} {r.micro_batch:>3} {r.accumulation:>4} {sched:<14} {r.recompute:<9} "
             f"{'on' if r.sequence_parallel else 'off':<3} {r.step_time_s:>8.3f} "
             f"{r.tokens_per_s:>10.4g} {100 * r.mfu:>5.1f}% {r.memory_bytes / 2**30:>6.1f} "
-            f"{'yes' if r.fits else 'no':<4}  {r.why}")
+            f"{'yes' if r.fits else 'no':<4}  {last}")
+
+
+def count_lines(by_count, words: Nouns = GPU_NOUNS) -> list[str]:
+    """The best layout on each device count asked, where several were (``plan.CountBest``s:
+    ranked together, the largest count fills the top rows), under the table's columns with its
+    rank among every count's layouts, its tokens/s per device and how that scales against the
+    fewest devices' best (``plan.count_scaling``); then a note for each count that has none,
+    saying why. Nothing for one count: the table's first row is its best."""
+    from scalesim.plan import count_scaling
+
+    if len(by_count) < 2:
+        return []
+    scaling = count_scaling(by_count)
+    bests = [c.best for c in by_count if c.best is not None]
+    width = max([3] + [len(str(b.rank)) for b in bests])  # ranks past the table's run long
+    lines = [f"best on each count asked (# its rank among every count's layouts; per "
+             f"{words.device} against the best on {bests[0].devices} {words.devices}):",
+             _header(words, f"per {words.device}", width)] if bests else []
+    lines += [_line(c.best, f"{c.best.tokens_per_s / c.devices:,.0f} tokens/s, {scale:.1%}", width)
+              for c, scale in zip(by_count, scaling, strict=True) if c.best is not None]
+    return lines + [f"note: {c.note}" for c in by_count if c.best is None]
+
+
+def count_json(by_count) -> list[dict]:
+    """``--json``'s ``by_count``: each count asked, its best row (null where none: ``note``
+    says why), its tokens/s per device and scaling against the fewest devices' best."""
+    from scalesim.plan import count_scaling
+
+    return [{"devices": c.devices,
+             "best": None if c.best is None else c.best.model_dump(mode="json"),
+             "tokens_per_s_per_device": (None if c.best is None
+                                         else c.best.tokens_per_s / c.devices),
+             "scaling_efficiency": scale, "note": c.note}
+            for c, scale in zip(by_count, count_scaling(by_count), strict=True)]
+
+
+def render_text(rows, global_batch: int, words: Nouns = GPU_NOUNS) -> str:
+    """The plan's table; ``words``: the devices' nouns (a CPU calibration's count is 'procs').
+    ``rows``: ``plan.RankedRows`` (its best on each count follows the table), or a list."""
+    lines = [recompute_style_line(rows[0].recompute_style), _header(words, "why")]
+    lines += [_line(r, r.why) for r in rows]
     best = rows[0]
     parts = ", ".join(f"{k.removesuffix('_s')} {v:.3g}" for k, v in best.breakdown_s.items() if v)
     # --all where nothing fits: the first row is the one needing least memory, not a best
     first = "best step" if best.fits else "no layout fits; the one needing least memory: step"
     lines.append(f"{first} {best.step_time_s:.3f} s = {parts} (s); global batch {global_batch}")
-    # uneven pipeline stages, once per layout (pp x virtual stages) shown
-    lines += [f"note: {words}" for words in dict.fromkeys(r.stage_notes for r in rows) if words]
+    lines += count_lines(getattr(rows, "by_count", []), words)
+    # uneven pipeline stages, once per layout (pp x virtual stages) shown, the counts' bests too
+    shown = [*rows, *(c.best for c in getattr(rows, "by_count", []) if c.best is not None)]
+    lines += [f"note: {words}" for words in dict.fromkeys(r.stage_notes for r in shown) if words]
     if not best.stall_modelled:
         from scalesim.predict import STALL_NOT_MODELLED
 
@@ -263,7 +311,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         from scalesim.jsonio import to_json_text
 
-        print(to_json_text([r.model_dump(mode="json") for r in rows], what="the plan"))
+        print(to_json_text({"layouts": [r.model_dump(mode="json") for r in rows],
+                            "by_count": count_json(rows.by_count)}, what="the plan"))
     else:
         if own is None:  # a profile's own model is named in its note
             print(f"workload: {args.workload}: {shape.words()}"
