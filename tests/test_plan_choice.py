@@ -1,7 +1,8 @@
 """Session 39's audit of the planner's choice against brute force: what it says of its first row
 where nothing fits, which of two equally fast layouts goes first, why no layout is valid, the
-micro-batches and virtual stages it searches, and what a plan of several counts says of each."""
+micro-batches it searches, and what a plan of several counts says of each."""
 
+import pytest
 from cli_harness import run_cli
 
 from scalesim.presets import HARDWARE, get_transformer
