@@ -104,8 +104,9 @@ def check_sources(options: DiagnoseOptions, runs: bool, traces: bool, smi: bool)
                             "zero2 or zero3): DDP and ZeRO-1 reduce once per step anyway; give "
                             "--strategy or drop it")
     if options.grad_sync is not None and traces:
-        raise ScalesimError("--grad-sync: a trace's remedies run one micro-step a step, where "
-                            "gradients are reduced once either way; drop it")
+        raise ScalesimError("--grad-sync: a trace's remedies run the micro-steps the traces "
+                            "show, a ZeRO-2/3 job reducing its gradients in each (FSDP's "
+                            "default; traces under no_sync are not told apart); drop it")
     if options.workload_text is not None and options.workload is None:
         raise ScalesimError("workload_text: the contents of the workload file; give its name as "
                             "the workload")

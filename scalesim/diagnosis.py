@@ -214,21 +214,25 @@ def pinned(se: float, absolute: bool = False) -> bool:
     return float(np.exp(Z95 * se)) <= RATIO_PINNED_FACTOR
 
 
-# Traces record no batch size nor accumulation count: the trace model runs a nominal micro-batch
-# of 1 without accumulation, and these titles say so instead of quoting its "1 -> 2"
-# ({device}: the devices' noun, ``device_nouns.nouns_for``)
+# Traces record no batch size: the trace model runs a nominal micro-batch of 1, and these titles
+# say so instead of quoting its "1 -> 2" ({device}: the devices' noun, ``device_nouns.nouns_for``);
+# the accumulation title where the traces show no micro-step count either
+# (``traces.traced_micro_steps``), else ``TRACED_ACCUMULATION_TITLE`` with the traced count
 NOMINAL_BATCH_TITLES = {
     "bigger_batch": "Double the per-{device} batch (the traces do not record its size)",
     "accumulation": "Accumulate gradients over 4x the micro-steps (the traces do not record how "
                     "many)",
 }
+TRACED_ACCUMULATION_TITLE = ("Accumulate gradients over {after} micro-steps (the traces show "
+                             "{now} micro-step{s} a step)")
 
 
 def model_remedies(profile, scenario, devices: int, cause: str | tuple[str, ...],
                    nominal_links: bool = False,
                    split_tp_overlap: bool | None = None, nominal_batch: bool = False,
                    decisive_gain: float | None = None,
-                   split_layout: dict | None = None) -> tuple[Remedy | None, list[Remedy]]:
+                   split_layout: dict | None = None,
+                   traced_micro_steps: int | None = None) -> tuple[Remedy | None, list[Remedy]]:
     """All seed remedies at ``devices`` ranked by the model, and the first one to try.
     ``split_tp_overlap``: the framework's tensor-parallel overlap in the split-the-model
     remedy's layouts (``remedies.rank_remedies``; None: the scenario's). ``decisive_gain``:
@@ -238,8 +242,10 @@ def model_remedies(profile, scenario, devices: int, cause: str | tuple[str, ...]
     ``nominal_links``: the profile's bandwidths rest on a nominal gradient size, so titles say
     "2x" instead of quoting GB/s that mean nothing on their own. ``nominal_batch``: the
     micro-batch and accumulation are nominal (traces): titles quote no count
-    (``NOMINAL_BATCH_TITLES``). ``split_layout``: the layout "split the model" tries
-    (``remedies.split_change``; None: the planner's best), as ``Remedy.split_layout`` gives it.
+    (``NOMINAL_BATCH_TITLES``), but for the accumulation a count the traces show,
+    ``traced_micro_steps``, the scenario's (``TRACED_ACCUMULATION_TITLE``). ``split_layout``:
+    the layout "split the model" tries (``remedies.split_change``; None: the planner's best),
+    as ``Remedy.split_layout`` gives it.
     """
     from scalesim.remedies import rank_remedies, split_change
 
@@ -250,7 +256,11 @@ def model_remedies(profile, scenario, devices: int, cause: str | tuple[str, ...]
     remedies = []
     for r in ranked:
         title = r.title
-        if nominal_batch and r.key in NOMINAL_BATCH_TITLES:
+        if nominal_batch and r.key == "accumulation" and traced_micro_steps:
+            title = TRACED_ACCUMULATION_TITLE.format(
+                after=r.scenario.accumulation, now=traced_micro_steps,
+                s="s" if traced_micro_steps != 1 else "")
+        elif nominal_batch and r.key in NOMINAL_BATCH_TITLES:
             title = NOMINAL_BATCH_TITLES[r.key].format(
                 device=nouns_for(profile.hardware.device_name).device)
         split = r.key == "split_model" and r.applicable

@@ -70,7 +70,7 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     (``fit_runs.RunsExchange``): how the job exchanged; None: read off its collectives
     (``traced_exchange``). ``shard_group``: a hybrid shard group for the strategy read off the
     collectives (with ``exchange`` None; ``--shard-group`` without ``--strategy``)."""
-    from scalesim.traces import TraceSummary, cross_rank, missing_ranks_note
+    from scalesim.traces import TraceSummary, cross_rank, missing_ranks_note, traced_micro_steps
 
     if not isinstance(summaries, list | tuple) or not summaries:
         raise ScalesimError("summaries: expected a non-empty list of TraceSummary "
@@ -174,8 +174,12 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     # groups' exposed collectives are
     pipeline_fixed = 0.0 if pipeline is None else max(pipeline.span_s - cr["compute_s"], 0.0)
     dp_comm = traced_dp_comm(summaries, staged)
+    # a pipeline's micro-batches are its schedule's (``traced_pipeline``), its batch remedies
+    # priced on it; else the micro-steps the traces show (None: not read, said in a note)
+    micro_steps, micro_note = (None, "") if pipeline is not None else traced_micro_steps(summaries)
     first, remedies = _trace_remedies(cr, summaries, cause.key, exchange, degrees,
-                                      dp_comm, mp_exposed + pipeline_fixed)
+                                      dp_comm, mp_exposed + pipeline_fixed,
+                                      micro_steps=micro_steps)
     if pipeline is not None and any(r.key in BATCH_FACTORS for r in remedies):
         def model(per_sample_extra_s: float, per_step_s: float, fixed_s: float):
             return _trace_remedies(cr, summaries, cause.key, exchange, degrees,
@@ -238,6 +242,8 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     notes += mixed_ranks_notes(summaries)
     if exchange_note:
         notes.append(exchange_note)
+    if micro_note:
+        notes.append(micro_note)
     notes += groups_notes(summaries, degrees, model_parallel, pipeline is not None)
     if stage_note:
         notes.append(stage_note)
@@ -672,7 +678,7 @@ TRACE_SOURCE = "from traces"
 
 def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_comm=None,
                     model_parallel_s: float = 0.0, per_sample_extra_s: float = 0.0,
-                    per_step_s: float = 0.0):
+                    per_step_s: float = 0.0, micro_steps: int | None = None):
     """Rank the seed remedies with a model profile built from the traced breakdown, the job
     exchanging as ``exchange`` (None: DDP; its link's bus bandwidth from the bytes that
     strategy sends, ``zero_exchange.sent_units``). Where the traces' groups split the model
@@ -682,12 +688,16 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     which ``per_sample_extra_s`` grows with the micro-batch instead, and ``per_step_s`` more
     paid once a step (a pipeline's fill and drain, ``pipeline_batch_remedies``). The exchange
     takes ``dp_comm`` (``traced_dp_comm``: its own time a step and the part hidden, whose share is
-    its overlap); None: the traced communication (``cr``'s, waits for peers included)."""
+    its overlap); None: the traced communication (``cr``'s, waits for peers included).
+    ``micro_steps``: the micro-steps a step the traces show (``traces.traced_micro_steps``): the
+    model accumulates over as many, each a k-th of the step's compute, idle, in-process loading
+    and other groups' collectives (the optimizer step and the exchange once a step, as the job
+    ran them); None: a step is one micro-step."""
     from scalesim.fit_runs import DDP_EXCHANGE
     from scalesim.model import collectives as coll
     from scalesim.model.memory import ZERO1
     from scalesim.model.stragglers import expected_max_normal
-    from scalesim.model.zero_exchange import sent_units
+    from scalesim.model.zero_exchange import reduce_scatters, sent_units
     from scalesim.schemas import (
         ComputeCurve,
         Hardware,
@@ -705,7 +715,8 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     if world < 2:
         return None, []
     step = cr["step_s"]
-    compute = max(cr["compute_s"], 1e-6 * step)
+    k = micro_steps or 1
+    compute = max(cr["compute_s"], 1e-6 * step) / k  # of one micro-step
     grad_bytes = 100e6
     # all the exchange's collective time of one step, hidden or not
     transfer = max(cr["comm_s"] if dp_comm is None else dp_comm[0], 1e-9)
@@ -713,8 +724,13 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     # all-reduce, or runs of one process each) gave 1e8 GB/s, which the link refused
     exchange = DDP_EXCHANGE if exchange is None else exchange
     codes = exchange.step_fields()
-    units = float(sent_units(codes["strategy"], codes["framework"], 1,
+    # a step's bytes over its k micro-steps (ZeRO-2/3 reduce, ZeRO-3 gathers, in each)
+    units = float(sent_units(codes["strategy"], codes["framework"], k,
                              codes["grad_sync"]))  # DDP: 2 (an all-reduce)
+    # reduce-scatters a step, each followed under hybrid sharding by the shard's all-reduce
+    # (1 at one micro-step a step)
+    passes = max(float(reduce_scatters(codes["strategy"], codes["framework"], k,
+                                       codes["grad_sync"])), 1.0)
     # seconds per (bytes / busbw) the exchange takes: units x (s - 1) / s over the shard group
     # of s ranks (all n of them but under hybrid sharding), then the shard's all-reduce across
     # the r = n / s replicas, 2(r - 1) / r of 1 / s of the bytes (none where r = 1): the ring
@@ -722,7 +738,7 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     shard = exchange.shard_group if 0 < exchange.shard_group < world else world
     replicas = world // shard
     per_byte = float(units * coll.step_and_volume("all_gather", shard)[1]
-                     + coll.step_and_volume("all_reduce", replicas)[1] / shard)
+                     + passes * coll.step_and_volume("all_reduce", replicas)[1] / shard)
     busbw = clip("busbw_GBps", per_byte * grad_bytes / transfer / coll.GB)
     link = LinkLevel(kind="traced", busbw_GBps=busbw, latency_s=0.0, source=TRACE_SOURCE)
     hw = Hardware(name="traced job", device_name=traced_device_name(summaries),
@@ -732,21 +748,24 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
     loader, loading = None, 0.0
     if cr["data_wait_s"] >= LOADER_MODELLED_SHARE * step:
         if any(s.loader_in_process for s in summaries):  # num_workers=0: serial, per sample
-            loading = cr["data_wait_s"]
-        else:  # worker processes: a supply beside the step, at today's rate
-            loader = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=1.0 / step)],
+            loading = cr["data_wait_s"] / k
+        else:  # worker processes: a supply beside the step, at today's rate (k samples a step)
+            loader = LoaderCurve(points=[LoaderPoint(workers=1, samples_per_s=k / step)],
                                  measured=True, source=TRACE_SOURCE)
     overlap_share = (cr["overlap_share"] if dp_comm is None or dp_comm[0] <= 0
                      else dp_comm[1] / dp_comm[0])
     overlap = overlap_share >= OVERLAPPED_SHARE
-    idle = max(cr["idle_s"], 0.0) + model_parallel_s
+    idle = (max(cr["idle_s"], 0.0) + model_parallel_s) / k
+    per_sample_extra_s /= k
     micro = compute + idle + loading  # the model's micro-step, an in-process loader's time in it
     slow_factor, cv = 1.0, 0.0
-    if cause == "stragglers":  # spread over all ranks: sigma * e_N = measured wait
+    if cause == "stragglers":  # spread over all ranks: sigma * e_N = measured wait, the k
+        # micro-steps' jitter adding in variance (sigma = cv * micro * sqrt(k): model/step.py)
         # a fitted value: held within the cv bounds (scalesim.bounds) like every profile number
-        cv = clip("cv", cr["straggler_wait_s"] / (float(expected_max_normal(world)) * micro))
-    else:  # one rank late by the measured wait
-        slow_factor = 1.0 + cr["straggler_wait_s"] / micro
+        cv = clip("cv", cr["straggler_wait_s"]
+                  / (float(expected_max_normal(world)) * micro * np.sqrt(k)))
+    else:  # one rank late by the measured wait, over its k micro-steps
+        slow_factor = 1.0 + cr["straggler_wait_s"] / (k * micro)
     # once a step: the model divides the optimizer step over the shard group (ZeRO), so the
     # time paid once a step is given times that divisor
     once = per_step_s * (shard if codes["strategy"] >= ZERO1 else 1)
@@ -758,15 +777,16 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
                              optimizer_step_s=once, measured=True, source=TRACE_SOURCE),
         input_pipeline=loader, jitter=Jitter(step_time_cv=cv),
     )
-    scenario = Scenario(devices=[world], devices_per_node=world, micro_batch=1, overlap=overlap,
+    scenario = Scenario(devices=[world], devices_per_node=world, micro_batch=1, accumulation=k,
+                        overlap=overlap,
                         **exchange.names(),
                         slow_device=0 if slow_factor > 1.0 + 1e-3 else None,
                         slow_factor=max(slow_factor, 1.0),
                         layout=ScenarioLayout(shard_group=shard) if shard < world else None)
     first, remedies = model_remedies(profile, scenario, world, cause, nominal_links=True,
-                                     nominal_batch=True)
+                                     nominal_batch=True, traced_micro_steps=micro_steps)
     if loading:
-        remedies = [_loader_workers(profile, scenario, loading) if r.key == "loader" else r
+        remedies = [_loader_workers(profile, scenario, loading, k) if r.key == "loader" else r
                     for r in remedies]
         first = first_remedy(remedies, cause, least_decisive_gain(profile, scenario))
     capped = [_loader_within_wait(r, cr["data_wait_s"], step) for r in remedies]
@@ -779,9 +799,10 @@ def _trace_remedies(cr, summaries, cause: str, exchange=None, degrees=None, dp_c
 LOADER_WORKERS_TITLE = "Load the input in DataLoader worker processes (num_workers > 0)"
 
 
-def _loader_workers(profile, scenario, loading_s: float) -> Remedy:
+def _loader_workers(profile, scenario, loading_s: float, micro_steps: int = 1) -> Remedy:
     """The loader remedy of traces whose DataLoader ran in the training process
-    (``traces.IN_PROCESS_LOADER``, num_workers=0): its ``loading_s`` a step is serial with the
+    (``traces.IN_PROCESS_LOADER``, num_workers=0): its ``loading_s`` a micro-step (of
+    ``micro_steps`` a step) is serial with the
     compute, so the traced job's model carries it as compute per sample (the other remedies
     scale it with the batch, and overlap still hides the exchange: a supply beside the step at
     today's rate had made them gain nothing); worker processes take it off the step."""
@@ -794,7 +815,8 @@ def _loader_workers(profile, scenario, loading_s: float) -> Remedy:
     after = predict(profile.model_copy(update={"compute": compute}), scenario)[0]
     gain = float(after.samples_per_s / now.samples_per_s - 1.0)
     note = (f"the traces' DataLoader loads in the training process ({IN_PROCESS_LOADER}: "
-            f"num_workers=0), {milliseconds(loading_s)} a step serial with the compute; worker "
+            f"num_workers=0), {milliseconds(loading_s * micro_steps)} a step serial with the "
+            "compute; worker "
             "processes (DataLoader(num_workers=N), as many as keep up) load the next batches "
             "beside it")
     return Remedy("loader", LOADER_WORKERS_TITLE, gain, True, note, verdict=gain_verdict(gain))

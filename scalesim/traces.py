@@ -21,6 +21,14 @@ communication when the name contains ``nccl``, memory for memcpy/memset, computa
   communication; other ``cpu_op`` events are compute;
 - data-loader waits: ``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`` and
   ``enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__``;
+- micro-steps (forward and backward passes a step, gradient accumulation's count): the
+  forwards of a data-parallel wrapper that start in the step's host window
+  (``MICRO_STEP_FORWARDS``: ``DistributedDataParallel.forward``; FSDP2's
+  ``FSDP::root_pre_forward``, once per forward of the root; FSDP1's
+  ``FullyShardedDataParallel.forward``, nested units merged into the root's), else, where no
+  wrapper forward is traced (a plain module), the DataLoader fetches that start in it (nested
+  ones merged); the count most steps show (``TraceSummary.micro_steps``; None where neither is
+  traced, or most steps show none);
 - attention: compute kernels whose names ``attention_kernel.attention_family`` knows
   (FlashAttention-2, cuDNN, FlashAttention-3, memory-efficient); the device from the trace's
   ``deviceProperties`` (the name of the device most kernels ran on).
@@ -84,6 +92,11 @@ _GPIPE = re.compile(r"(Forward|Backward) (\d+)$")
 # them onto the device timeline (gpu_user_annotation, not counted)
 RECEIVE_FAMILIES = (("gloo:recv", "nccl:recv"), ("record_param_comms:recv",), ("c10d::recv_",))
 DATA_PREFIX = "enumerate(DataLoader)#"
+# the host annotations of one forward of a data-parallel wrapper: one each per micro-step
+# (``summarise``'s micro-step count; FSDP1 writes its name for every unit, nested in the root's)
+MICRO_STEP_FORWARDS = ("DistributedDataParallel.forward", "FSDP::root_pre_forward",
+                       "FullyShardedDataParallel.forward")
+DATA_FETCHES = "DataLoader fetches"  # the micro-step count's fallback (``micro_steps_from``)
 IN_PROCESS_LOADER = "_SingleProcessDataLoaderIter"  # num_workers=0: loads in the training process
 CPU_COMM_PREFIXES = ("gloo:", "nccl:", "c10d::", "record_param_comms")
 
@@ -325,6 +338,9 @@ class StepBreakdown:
     # each named group role's collective time in the step, s (``TraceSummary.groups``' roles;
     # {} where the collectives name no group): the per-step values behind its medians
     group_comm_s: dict[str, float] = field(default_factory=dict)
+    # forwards of a data-parallel wrapper (else DataLoader fetches) that start in the step's
+    # host window (``TraceSummary.micro_steps_from``); None where the trace has neither
+    micro_steps: int | None = None
 
 
 @dataclass
@@ -356,6 +372,11 @@ class TraceSummary:
     # the DataLoader ran in the training process (``_SingleProcessDataLoaderIter``: PyTorch's
     # num_workers=0), so its time is serial with the step's compute, not a supply beside it
     loader_in_process: bool = False
+    # micro-steps (forward and backward passes) a step: the count most steps show
+    # (``StepBreakdown.micro_steps``), read from ``micro_steps_from`` (a ``MICRO_STEP_FORWARDS``
+    # name or ``DATA_FETCHES``); None where the trace shows neither, or most steps show none
+    micro_steps: int | None = None
+    micro_steps_from: str = ""
 
     def median(self, name: str) -> float:
         return float(np.median([getattr(s, name) for s in self.steps]))
@@ -739,6 +760,8 @@ def summarise(
     gpipe = {"Forward": set(), "Backward": set()}  # GPipe's micro-batches, forward and backward
     split_backward = False
     loader_in_process = False
+    wrapper_forwards, fetches = _Intervals(), _Intervals()  # the micro-step count's events
+    forward_names: Counter = Counter()  # MICRO_STEP_FORWARDS seen, by name
     family_s: Counter = Counter()  # attention family -> kernel seconds
     devices: Counter = Counter()  # GPU id -> kernels
     coll = defaultdict(lambda: {"count": 0, "total_s": 0.0})
@@ -776,6 +799,11 @@ def summarise(
         elif name.startswith(DATA_PREFIX):
             data.add(t0, d)
             loader_in_process = loader_in_process or IN_PROCESS_LOADER in name
+            if cat != "gpu_user_annotation":
+                fetches.add(t0, d)
+        elif cat == "user_annotation" and name in MICRO_STEP_FORWARDS:
+            wrapper_forwards.add(t0, d)
+            forward_names[name] += 1
         elif cat == "user_annotation" and name.startswith("PP:"):
             for stage, micro in _SCHEDULE_FORWARD.findall(name):
                 forwards.setdefault(int(stage), set()).add(int(micro))
@@ -892,6 +920,11 @@ def summarise(
     # collective; hiding the role's saves only what nothing else covers
     covered_by_others = {role: union(cd, *[m for r, (m, _) in roles.items() if r != role])
                          for role in roles}
+    # the micro-step count's events, nested ones merged (FSDP1's units in the root's forward)
+    counted_from, micro_starts = ((forward_names.most_common(1)[0][0], wrapper_forwards.merged()[0])
+                                  if len(wrapper_forwards) else
+                                  (DATA_FETCHES, fetches.merged()[0]) if len(fetches) else
+                                  ("", None))
     steps = []
     for num, w0, w1 in sorted(windows):
         span = w1 - w0
@@ -925,8 +958,11 @@ def summarise(
                 collective_hidden_s=max(ow + cdw - length_in(cd_collectives, w0, w1), 0.0),
                 receives=None if counted is None else _count_in(counted, *host_window.get(num, (w0, w1))),
                 group_comm_s=group_comm,
+                micro_steps=None if micro_starts is None else
+                _count_in(micro_starts, *host_window.get(num, (w0, w1))),
             )
         )
+    micro_steps = most_steps_count([st.micro_steps for st in steps])
     collectives = {k: dict(v) for k, v in sorted(coll.items())}
     groups = {
         role: {
@@ -960,7 +996,43 @@ def summarise(
         or (len(gpipe["Forward"]) if gpipe["Forward"] == gpipe["Backward"] else 0),
         split_backward,
         loader_in_process,
+        micro_steps,
+        counted_from if micro_steps is not None else "",
     )
+
+
+def most_steps_count(counts: list[int | None]) -> int | None:
+    """The micro-step count most steps show (``StepBreakdown.micro_steps``; of two equally
+    common, the larger); None where none is counted or that count is 0 (the steps hold none of
+    the events counted: they run elsewhere, a loader fetching in another thread)."""
+    seen = Counter(c for c in counts if c is not None)
+    if not seen:
+        return None
+    most = max(seen.values())
+    count = max(c for c, n in seen.items() if n == most)
+    return count or None
+
+
+def traced_micro_steps(summaries: list[TraceSummary]) -> tuple[int | None, str]:
+    """(micro-steps a step, the words of how it was read) of a job's traces: the count most
+    ranks show (``TraceSummary.micro_steps``; of two equally common, the larger), None where no
+    rank's can be read (the words then say so: callers take the step as one micro-step)."""
+    known = [s for s in summaries if s.micro_steps is not None]
+    count = most_steps_count([s.micro_steps for s in known])
+    if count is None:
+        return None, ("the traces show no forward of a DDP or FSDP module nor any DataLoader "
+                      "fetch in their steps, so how many micro-steps a step runs (gradient "
+                      "accumulation) is not read: a step is taken as one micro-step")
+    names = sorted({s.micro_steps_from for s in known if s.micro_steps == count})
+    what = ("DataLoader fetches" if names == [DATA_FETCHES] else
+            " / ".join(n for n in names if n != DATA_FETCHES) + " calls")
+    words = (f"the traces show {count} micro-step{'s' if count != 1 else ''} a step ({what} in "
+             "each profiler step)")
+    others = sorted({s.rank for s in summaries if s.micro_steps != count})
+    if others:
+        words += (f"; rank{'s' if len(others) > 1 else ''} {', '.join(map(str, others[:8]))} "
+                  "show another count or none")
+    return count, words
 
 
 def load_traces(paths: list[str]) -> list[TraceSummary]:

@@ -400,7 +400,7 @@ def _trace_report(monkeypatch, tmp_path, counts=None, steps=5, **parts):
           "slowest_counts": {0: steps - (counts or 0), 1: counts or 0}, "steps_compared": steps}
     cr.update(parts)
     monkeypatch.setattr(traces, "cross_rank", lambda _: cr)
-    monkeypatch.setattr(trace_diagnosis, "_trace_remedies", lambda *_: (None, []))
+    monkeypatch.setattr(trace_diagnosis, "_trace_remedies", lambda *_, **__: (None, []))
     return trace_diagnosis.diagnose_traces(summaries, "t")
 
 

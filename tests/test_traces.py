@@ -311,7 +311,9 @@ def test_a_torch_1_9_trace_reads_its_kernels(tmp_path):
 def test_trace_remedies_quote_no_batch_the_traces_do_not_record(tmp_path, capsys):
     # the trace model runs a nominal micro-batch of 1: was "Double the per-device batch
     # (1 -> 2)" and "Accumulate gradients over 4 micro-steps (now 1)" for any traced job (HTA's
-    # real nccl_data trace, whose batch is not 1, read so)
+    # real nccl_data trace, whose batch is not 1, read so). Session 39: the micro-steps are
+    # read (here one DataLoader fetch a step), so the accumulation title quotes the traced count;
+    # without a fetch (nor a DDP/FSDP forward) it says the traces do not record it
     from scalesim.cli.main import main
 
     paths = [str(write(tmp_path, f"rank{r}.json", gpu_trace(r, slow_us=50.0 * r))) for r in (0, 1)]
@@ -319,8 +321,21 @@ def test_trace_remedies_quote_no_batch_the_traces_do_not_record(tmp_path, capsys
     report = json.loads(capsys.readouterr().out)
     titles = {r["key"]: r["title"] for r in report["remedies"]}
     assert titles["bigger_batch"] == "Double the per-device batch (the traces do not record its size)"
-    assert titles["accumulation"].startswith("Accumulate gradients over 4x the micro-steps")
+    assert titles["accumulation"] == ("Accumulate gradients over 4 micro-steps (the traces show "
+                                      "1 micro-step a step)")
     assert not any("1 -> 2" in t or "(now 1)" in t for t in titles.values())
+    for r in (0, 1):
+        trace = gpu_trace(r, slow_us=50.0 * r)
+        trace["traceEvents"] = [e for e in trace["traceEvents"]
+                                if "DataLoader" not in e["name"]]
+        write(tmp_path, f"rank{r}.json", trace)
+    assert main(["diagnose", "--json", "--trace", *paths]) == 0
+    report = json.loads(capsys.readouterr().out)
+    titles = {r["key"]: r["title"] for r in report["remedies"]}
+    assert titles["accumulation"].startswith("Accumulate gradients over 4x the micro-steps (the "
+                                             "traces do not record how many)")
+    assert any(n.startswith("the traces show no forward of a DDP or FSDP module nor any "
+                            "DataLoader fetch") for n in report["notes"])
 
 
 def test_a_remedy_that_changes_nothing_is_not_said_to_lose(tmp_path, capsys):

@@ -4,7 +4,7 @@ Run under torchrun; used by the diagnose tests to make real traces:
 
     torchrun --nproc-per-node=2 tests/trace_job.py --out DIR [--slow-loader-s 0.05]
         [--slow-rank 1 --slow-rank-s 0.05] [--alternate-slow-s 0.05] [--gzip] [--record-shapes]
-        [--fsdp full|grad-op] [--tp-sp]
+        [--fsdp full|grad-op] [--tp-sp] [--accumulate 4]
         [--pp-layers 1,3 --micro-batches 4 --virtual-stages 1 --pp-replicas 1]
 
 ``--fsdp`` shards the model with FSDP2 (``fully_shard``: each hidden Linear a unit, the root
@@ -30,6 +30,10 @@ ScheduleInterleaved1F1B instead, each rank holding 2 stages (r and r + ranks) of
 each, over a mesh ("pp",) of the whole job, which reuses the default group (pg_config names no
 pipeline); its actions are annotated "PP:<stage>F<micro-batch>".
 
+``--accumulate k`` runs k micro-batches of ``--batch`` a step, each fetched from the DataLoader
+and run forward and backward, all but the last under DDP's ``no_sync`` (FSDP2 reduces in each),
+so a step holds k ``DistributedDataParallel.forward`` calls and k fetches.
+
 ``--slow-loader-s`` sleeps in the dataset's ``__getitem__`` (every sample of the batch, in the
 main process: num_workers=0), so steps wait on the DataLoader iterator. ``--slow-rank-s`` makes
 one rank sleep before its backward in every step, so the others wait for it in the all-reduce;
@@ -39,6 +43,7 @@ one rank sleep before its backward in every step, so the others wait for it in t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import subprocess
@@ -129,6 +134,8 @@ def main() -> None:
     ap.add_argument("--virtual-stages", type=int, default=1)
     ap.add_argument("--pp-replicas", type=int, default=1,
                     help="with --pp-layers: data-parallel replicas of the pipeline")
+    ap.add_argument("--accumulate", type=int, default=1,
+                    help="micro-batches per optimizer step, all but the last under DDP no_sync")
     args = ap.parse_args()
 
     torch.set_num_threads(1)
@@ -158,7 +165,7 @@ def main() -> None:
         ddp = DDP(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     per_sample_delay = args.slow_loader_s / args.batch
-    data = SlowDataset(args.batch * (args.steps + 2), args.dim, per_sample_delay)
+    data = SlowDataset(args.batch * (args.steps + 2) * args.accumulate, args.dim, per_sample_delay)
     loader = DataLoader(data, batch_size=args.batch, num_workers=0)
     os.makedirs(args.out, exist_ok=True)
     suffix = ".json.gz" if args.gzip else ".json"
@@ -168,18 +175,21 @@ def main() -> None:
         prof.export_chrome_trace(path)
 
     sched = schedule(wait=0, warmup=1, active=args.steps, repeat=1)
+    batches = iter(loader)
     with profile(activities=[ProfilerActivity.CPU], schedule=sched, on_trace_ready=on_ready,
                  record_shapes=args.record_shapes) as prof:
-        for i, (x, y) in enumerate(loader):
-            if i >= args.steps + 1:
-                break
-            loss = torch.nn.functional.mse_loss(ddp(x), y)
+        for i in range(args.steps + 1):
             opt.zero_grad()
-            if rank == args.slow_rank and args.slow_rank_s:
-                time.sleep(args.slow_rank_s)
-            if args.alternate_slow_s and i % dist.get_world_size() == rank:
-                time.sleep(args.alternate_slow_s)
-            loss.backward()
+            for m in range(args.accumulate):
+                x, y = next(batches)
+                last = m == args.accumulate - 1
+                with contextlib.nullcontext() if last or args.fsdp else ddp.no_sync():
+                    loss = torch.nn.functional.mse_loss(ddp(x), y)
+                    if last and rank == args.slow_rank and args.slow_rank_s:
+                        time.sleep(args.slow_rank_s)
+                    if last and args.alternate_slow_s and i % dist.get_world_size() == rank:
+                        time.sleep(args.alternate_slow_s)
+                    loss.backward()
             opt.step()
             prof.step()
     # let no gloo work outlive the group: torch's gloo threads still holding work at

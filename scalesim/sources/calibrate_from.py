@@ -276,9 +276,9 @@ def compute_curve(runs: list[BatchRun], base: ComputeCurve) -> tuple[ComputeCurv
     hosts = [sum(1 for x in r.ranks if x.summary.host == h) for r in runs
              for h in {x.summary.host for x in r.ranks}]
     opt = float(np.median([r.optimizer_s for r in runs]))
-    source = (f"torch.profiler traces ({files} files): forward+backward per micro-step = step - "
-              "exposed communication - data wait - optimizer, median over ranks and steps; "
-              + how)
+    source = (f"torch.profiler traces ({files} files): forward+backward per micro-step = (step - "
+              "exposed communication - data wait - optimizer) / the micro-steps a step the "
+              "traces show, median over ranks and steps; " + how)
     # the attention kernel the traced job ran (the family most ranks' kernels name, as
     # diagnose reads it): its timings price the attention core at that kernel's rate
     kernel = most_named_family(x.summary.attention_family for r in runs for x in r.ranks)
@@ -305,11 +305,15 @@ def _jitter(run: BatchRun) -> Jitter:
 def describe_run(run: BatchRun) -> list[str]:
     """What one traced run says, in lines (the CLI prints them, the profile keeps them)."""
     cr = run.cross
+    micro_steps, how = run.micro_steps()
     out = [f"micro-batch {run.micro_batch}, {len(run.ranks)} rank(s), {run.steps} rank-steps: "
-           f"step {cr['step_s'] * 1e3:.3g} ms, forward+backward {run.fwd_bwd_s * 1e3:.3g} ms, "
-           f"optimizer {run.optimizer_s * 1e3:.3g} ms, data-loader wait "
+           f"step {cr['step_s'] * 1e3:.3g} ms, forward+backward {run.fwd_bwd_s * 1e3:.3g} ms "
+           f"a micro-step, optimizer {run.optimizer_s * 1e3:.3g} ms, data-loader wait "
            f"{cr['data_wait_s'] * 1e3:.3g} ms, exposed communication "
-           f"{(cr['step_s'] - np.median(cr['own_s'])) * 1e3:.3g} ms"]
+           f"{(cr['step_s'] - np.median(cr['own_s'])) * 1e3:.3g} ms",
+           f"  {how}" + ("" if micro_steps is not None else
+                         f"; if the job accumulates gradients over k micro-steps of "
+                         f"{run.micro_batch}, this forward+backward is k of them")]
     share = run.backward_fraction
     out.append("  backward share of forward+backward: "
                + (f"{share:.3f}" if share is not None else "not found (no autograd events)"))

@@ -13,8 +13,11 @@ D and the step length), this module adds:
 - backward B: ``autograd::engine::evaluate_function: ...`` ops (CPU: their length inside ``W``;
   GPU: busy time of the kernels launched inside them); backward share
   ``B / (C - O)`` (the same share ``Workload.backward_fraction`` holds);
-- forward+backward time of one micro-step ``t = |W| - E - D - O``: the rank's own time (compute,
-  launch gaps and idle before it syncs) without the optimizer; the point ``(b, median t)`` per
+- forward+backward time of one micro-step ``t = (|W| - E - D - O) / k``: the rank's own time
+  (compute, launch gaps and idle before it syncs) without the optimizer, over the ``k``
+  micro-steps a step its trace shows (``TraceSummary.micro_steps``: gradient accumulation's
+  forwards of the DDP / FSDP module, else DataLoader fetches; 1 where it shows neither, which
+  ``describe_run`` says); the point ``(b, median t)`` per
   micro-batch ``b``, several batches fit ``overhead_s + per_sample_s * b``
   (``scalesim.model.compute.fit_compute_curve``);
 - communication per op (NCCL kernels ``ncclKernel_*``/``ncclDevKernel_*``, gloo ``gloo:*``):
@@ -48,6 +51,7 @@ from scalesim.traces import (
     merge,
     summarise,
     thread_id,
+    traced_micro_steps,
 )
 
 BACKWARD_PREFIX = "autograd::engine::evaluate_function:"
@@ -271,6 +275,7 @@ def read_rank(path: str | os.PathLike[str], index: int = 0) -> RankTrace:
     gpu = summary.device == "gpu"
     backward, optimizer, matched = col.phase_sets(gpu, launches)
     opt, bwd, fb, share = [], [], [], []
+    micro_steps = summary.micro_steps or 1  # not read: a step is one micro-step (said)
     for st in summary.steps:
         w0, w1 = st.start_s, st.end_s  # the step's window on the timeline compute is read on
         if gpu and optimizer[0].size:
@@ -283,7 +288,7 @@ def read_rank(path: str | os.PathLike[str], index: int = 0) -> RankTrace:
         own = st.step_s - st.exposed_comm_s - st.data_wait_s - o
         opt.append(o)
         bwd.append(b)
-        fb.append(max(own, 0.0))
+        fb.append(max(own, 0.0) / micro_steps)
         busy = st.compute_s - (length_in(optimizer, w0, w1) if gpu else o)
         share.append(b / busy if busy > 0 and b > 0 else float("nan"))
     cpu_w = [(w0, w1) for _, w0, w1 in col.cpu_steps]
@@ -302,6 +307,10 @@ class BatchRun:
     @property
     def fwd_bwd_s(self) -> float:
         return float(np.median([np.median(r.fwd_bwd_s) for r in self.ranks]))
+
+    def micro_steps(self) -> tuple[int | None, str]:
+        """(micro-steps a step, the words of how it was read): ``traces.traced_micro_steps``."""
+        return traced_micro_steps([r.summary for r in self.ranks])
 
     @property
     def spread_s(self) -> float:
