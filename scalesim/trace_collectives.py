@@ -22,6 +22,7 @@ from scalesim.process_groups import (
     splits_the_model,
     traced_degrees,
 )
+from scalesim.traces import add_record, new_record
 
 
 def mixed_ranks_notes(summaries) -> list[str]:
@@ -63,13 +64,25 @@ COLLECTIVE_KINDS = {"allreduce": "all-reduce", "allgather": "all-gather",
 # ZeRO-2 (SHARD_GRAD_OP) and Megatron-Core's ZeRO-1 gather once per reduction. The threshold
 # between the two ratios:
 ZERO3_GATHERS_PER_SCATTER = 1.5
-# A job shards where its all-gathers take at least this share of the collective time and come at
-# least half as often as its reductions: a DDP job that all-gathers a metric now and then does
-# not (a few scalars: latency alone, far under this share of an exchange of gradients). FSDP2 on
-# gloo, which has no reduce-scatter, reduces with all-reduce: its gathers took 43 % of the
-# collective time in a 2-rank CPU trace (session 25), 32-38 % in two more (session 28), and
-# under 25 % (the share first chosen) once in a loaded CI run, where the all-reduces also time
-# the other rank's lateness
+# Where the traces give every gather's and reduction's size (``traces.input_elements``: NCCL
+# kernels' and record_param_comms' In msg nelems; gloo's Input Dims with record_shapes=True), a
+# job shards where the elements its all-gathers gather (each rank's input times the group's
+# ranks) are at least this share of the elements it reduces: ZeRO-2 gathers the parameters once
+# per reduction of the gradients (1), ZeRO-3 twice (2; the thresholds between them are
+# ``ZERO3_GATHERS_PER_SCATTER``'s), and a gather of a metric is a few elements (a 2-rank gloo
+# DDP job gathering a 1-element loss each step: 10 elements against 2,629,125 reduced, 4e-6;
+# 100,000 copies of it: 0.38)
+SHARDED_GATHERED_ELEMENTS = 0.5
+# Without sizes, a job shards where its all-gathers take at least this share of the collective
+# time and come at least half as often as its reductions. FSDP2 on gloo, which has no
+# reduce-scatter, reduces with all-reduce: its gathers took 43 % of the collective time in a
+# 2-rank CPU trace (session 25), 32-38 % in two more (session 28), and under 25 % (the share
+# first chosen) once in a loaded CI run, where the all-reduces also time the other rank's
+# lateness. A DDP job that all-gathers a metric at most once every two reductions passes both
+# too: its gathers are latency, not small against a small model's all-reduces (a 2-rank gloo DDP
+# job gathering a 1-element loss once a step beside 2 bucket all-reduces: 0.5 a reduction, 30 %
+# of the collective time, session 39), so it reads as ZeRO-2 unless the traces record sizes;
+# the note says so
 SHARDED_GATHER_SHARE = 0.15
 SHARDED_GATHERS_PER_REDUCTION = 0.5
 
@@ -95,37 +108,32 @@ def _role_records(summary, roles) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for role in roles:
         for name, c in summary.groups.get(role, {}).get("collectives", {}).items():
-            into = out.setdefault(name, {"count": 0, "total_s": 0.0})
-            into["count"] += c["count"]
-            into["total_s"] += c["total_s"]
+            add_record(out.setdefault(name, new_record()), c)
     return out
 
 
 def collective_kinds(summaries, roles=None) -> dict[str, dict[str, float]]:
-    """Count and seconds of each kind of collective (``COLLECTIVE_KINDS``) over every traced
-    rank and step, each collective once (``_one_record_each``); names of no kind (broadcast,
-    send/recv) are left out. ``roles``: only the groups of those roles (``TraceSummary.groups``;
-    None: every collective)."""
-    out = {kind: {"count": 0.0, "total_s": 0.0} for kind in COLLECTIVE_KINDS.values()}
+    """Count, seconds and sized elements (``traces.new_record``) of each kind of collective
+    (``COLLECTIVE_KINDS``) over every traced rank and step, each collective once
+    (``_one_record_each``); names of no kind (broadcast, send/recv) are left out. ``roles``:
+    only the groups of those roles (``TraceSummary.groups``; None: every collective)."""
+    out = {kind: new_record() for kind in COLLECTIVE_KINDS.values()}
     for s in summaries:
         records = _one_record_each(s) if roles is None else _role_records(s, roles)
         for kind, c in kinds_of(records).items():
-            out[kind]["count"] += c["count"]
-            out[kind]["total_s"] += c["total_s"]
+            add_record(out[kind], c)
     return out
 
 
 def kinds_of(records: dict[str, dict]) -> dict[str, dict[str, float]]:
-    """kind (``COLLECTIVE_KINDS``) -> {"count", "total_s"} of kernel records (name -> count,
-    total_s); names of no kind are left out."""
+    """kind (``COLLECTIVE_KINDS``) -> tally (``traces.new_record``: count, total_s, elements,
+    sized) of kernel records (name -> tally); names of no kind are left out."""
     out: dict[str, dict[str, float]] = {}
     for name, c in records.items():
         letters = name.lower().replace("_", "")
         kind = next((k for key, k in COLLECTIVE_KINDS.items() if key in letters), None)
         if kind is not None:
-            into = out.setdefault(kind, {"count": 0.0, "total_s": 0.0})
-            into["count"] += c["count"]
-            into["total_s"] += c["total_s"]
+            add_record(out.setdefault(kind, new_record()), c)
     return out
 
 
@@ -176,24 +184,26 @@ def _sharding_s(group: dict) -> float:
 
 def _shard_group_collectives(summaries, desc: str) -> dict[str, dict[str, float]]:
     """``collective_kinds`` of the data-parallel group ``desc`` alone, every rank."""
-    out = {kind: {"count": 0.0, "total_s": 0.0} for kind in COLLECTIVE_KINDS.values()}
+    out = {kind: new_record() for kind in COLLECTIVE_KINDS.values()}
     for s in summaries:
         group = s.groups.get("dp", {}).get("by_desc", {}).get(desc)
         for kind, c in kinds_of(group["collectives"] if group else {}).items():
-            out[kind]["count"] += c["count"]
-            out[kind]["total_s"] += c["total_s"]
+            add_record(out[kind], c)
     return out
 
 
 def traced_exchange(summaries, degrees: dict | None = None):
     """How the traced job exchanged (``fit_runs.RunsExchange``) and the words of why. Its
-    reductions are its reduce-scatters, or its all-reduces where it has none (FSDP on gloo);
-    it sharded where its all-gathers take at least ``SHARDED_GATHER_SHARE`` of the all-reduce /
-    all-gather / reduce-scatter time and number at least ``SHARDED_GATHERS_PER_REDUCTION`` per
-    reduction: ZeRO-3 (FSDP FULL_SHARD) at ``ZERO3_GATHERS_PER_SCATTER`` or more per
-    reduction, else ZeRO-2 (SHARD_GRAD_OP; Megatron-Core's ZeRO-1 looks alike and sends the
-    same bytes); else DDP, with no words. ``degrees``: ``traced_layout(summaries)`` where the
-    caller has it (None: read here)."""
+    reductions are its reduce-scatters, or its all-reduces where it has none (FSDP on gloo).
+    Where every gather and reduction records its size, it sharded where its all-gathers gather
+    (each rank's input times the shard group's ranks) at least ``SHARDED_GATHERED_ELEMENTS`` of
+    the elements it reduces, ZeRO-3 at ``ZERO3_GATHERS_PER_SCATTER`` times or more; else where
+    its all-gathers take at least ``SHARDED_GATHER_SHARE`` of the all-reduce / all-gather /
+    reduce-scatter time and number at least ``SHARDED_GATHERS_PER_REDUCTION`` per reduction,
+    ZeRO-3 (FSDP FULL_SHARD) at ``ZERO3_GATHERS_PER_SCATTER`` or more per reduction; else
+    ZeRO-2 (SHARD_GRAD_OP; Megatron-Core's ZeRO-1 looks alike and sends the same bytes); else
+    DDP, with no words (but where the counts pass and the sizes do not: a metric's gathers).
+    ``degrees``: ``traced_layout(summaries)`` where the caller has it (None: read here)."""
     from scalesim.fit_runs import DDP_EXCHANGE, RunsExchange
 
     degrees = traced_layout(summaries) if degrees is None else degrees
@@ -217,14 +227,28 @@ def traced_exchange(summaries, degrees: dict | None = None):
     reduction = "reduce-scatter" if kinds["reduce-scatter"]["count"] else "all-reduce"
     reductions = kinds[reduction]["count"]
     total = sum(k["total_s"] for k in kinds.values())
-    if (reductions == 0 or gather["total_s"] < SHARDED_GATHER_SHARE * total
-            or gather["count"] < SHARDED_GATHERS_PER_REDUCTION * reductions):
-        return DDP_EXCHANGE, ""
-    ratio = gather["count"] / reductions
-    exchange = RunsExchange("zero3" if ratio >= ZERO3_GATHERS_PER_SCATTER else "zero2",
-                            shard_group=hybrid)
     seen = ", ".join(f"{whole(k['count'])} {kind}s ({milliseconds(k['total_s'])})"
                      for kind, k in kinds.items() if k["count"])
+    counted = (reductions > 0 and gather["total_s"] >= SHARDED_GATHER_SHARE * total
+               and gather["count"] >= SHARDED_GATHERS_PER_REDUCTION * reductions)
+    sized = reductions > 0 and all(k["sized"] == k["count"] for k in (gather, kinds[reduction]))
+    reduced = {"all-reduce": "all-reduced", "reduce-scatter": "reduce-scattered"}[reduction]
+    if sized:  # each rank's input times the ranks it gathers over, against what is reduced
+        elements = gather["elements"] * (hybrid or ranks), kinds[reduction]["elements"]
+        gathered = elements[0] / max(elements[1], 1.0)
+        if gathered < SHARDED_GATHERED_ELEMENTS:
+            return DDP_EXCHANGE, ("" if not counted else
+                                  f"the traces' collectives, all ranks and steps: {seen}; their "
+                                  f"sizes say {elements[0]:,.0f} elements all-gathered for "
+                                  f"{elements[1]:,.0f} {reduced} ({gathered:.2g} of them, "
+                                  f"under {SHARDED_GATHERED_ELEMENTS:g}): no gather of the "
+                                  "parameters (a metric or another tensor), read as DDP; to say "
+                                  "otherwise, give --strategy")
+    if not sized and not counted:
+        return DDP_EXCHANGE, ""
+    ratio = gathered if sized else gather["count"] / reductions
+    exchange = RunsExchange("zero3" if ratio >= ZERO3_GATHERS_PER_SCATTER else "zero2",
+                            shard_group=hybrid)
     alike = ("the shard group's, with the all-reduces across its replicas" if hybrid else
              "DeepSpeed stage 3 alike" if exchange.strategy == "zero3"
              else "Megatron-Core's ZeRO-1 alike")
@@ -244,8 +268,14 @@ def traced_exchange(summaries, degrees: dict | None = None):
                    f"{ranks} data-parallel ranks ({found.desc}) with no all-reduce across them "
                    f"traced: read as full sharding; if it sharded hybrid, give --shard-group "
                    f"{found.size}")
-    return exchange, (f"{whose}, all ranks and steps: {seen}: "
-                      f"all-gathers per {reduction} {ratio:.2g}, read as "
+    if not sized:
+        caveat += (". The traces record no message sizes (record_shapes=True records gloo's; "
+                   "NCCL kernels carry theirs in recent torch): a DDP job that all-gathers a "
+                   "metric once every two reductions or more often reads alike; give --strategy "
+                   "ddp for one")
+    per = (f"all-gathered elements per {reduced} element {ratio:.2g} (the messages' sizes)"
+           if sized else f"all-gathers per {reduction} {ratio:.2g}")
+    return exchange, (f"{whose}, all ranks and steps: {seen}: {per}, read as "
                       f"{exchange.label(alike)}; the remedies start from it. {caveat}")
 
 

@@ -68,6 +68,7 @@ CHUNK_CHARS = 1 << 20
 MAX_VALUE_CHARS = 64 << 20  # one JSON value (event or metadata) larger than this is malformed
 US = 1e-6  # Chrome-trace timestamps are microseconds
 MAX_WORLD_SIZE = 1 << 20  # ranks; the largest training jobs run about 10^5
+MAX_ELEMENTS = 1 << 63  # a message's elements past this are no collective's (``input_elements``)
 
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
@@ -99,6 +100,34 @@ MICRO_STEP_FORWARDS = ("DistributedDataParallel.forward", "FSDP::root_pre_forwar
 DATA_FETCHES = "DataLoader fetches"  # the micro-step count's fallback (``micro_steps_from``)
 IN_PROCESS_LOADER = "_SingleProcessDataLoaderIter"  # num_workers=0: loads in the training process
 CPU_COMM_PREFIXES = ("gloo:", "nccl:", "c10d::", "record_param_comms")
+
+
+def first_input_elements(args: dict) -> int | None:
+    """Elements of an op's first input from its ``Input Dims`` (traces recorded with
+    ``record_shapes=True``; a tensor list's first tensor), None where absent or not a shape."""
+    dims = args.get("Input Dims")
+    if not isinstance(dims, list) or not dims:
+        return None
+    first = dims[0]
+    while isinstance(first, list) and first and isinstance(first[0], list):
+        first = first[0]
+    if not isinstance(first, list) or not all(
+            isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in first):
+        return None
+    return math.prod(first)  # a whole number, however large
+
+
+def input_elements(args: dict) -> int | float | None:
+    """Elements each rank puts into a collective: an NCCL kernel's or ``record_param_comms``'
+    ``In msg nelems`` (an all-gather's shard, a reduce-scatter's or all-reduce's whole buffer),
+    else a gloo op's first input (``first_input_elements``); None where the trace has neither,
+    or a count no message has (negative, not finite, 2^63 or more)."""
+    n = args.get("In msg nelems")
+    if type(n) not in _PLAIN_NUMBERS:
+        n = first_input_elements(args)
+    if n is None or (isinstance(n, float) and not math.isfinite(n)):
+        return None
+    return n if 0 <= n < MAX_ELEMENTS else None
 
 
 def point_to_point(collective: str) -> bool:
@@ -351,7 +380,9 @@ class TraceSummary:
     host: str
     device: str  # "gpu" or "cpu": which timeline compute and communication come from
     steps: list[StepBreakdown]
-    collectives: dict[str, dict]  # name -> {"count", "total_s"}
+    # name -> {"count", "total_s", "elements", "sized"} (``new_record``: the elements put in by
+    # the "sized" calls that record their size, ``input_elements``)
+    collectives: dict[str, dict]
     notes: list[str] = field(default_factory=list)
     device_name: str = ""  # deviceProperties' name of the GPU the kernels ran on; "" unknown
     attention_family: str = ""  # the attention kernels' family with the most time; "" none
@@ -535,6 +566,29 @@ def length_in(merged: tuple[np.ndarray, np.ndarray], w0: float, w1: float) -> fl
     return float(np.sum(np.clip(e[lo:hi], w0, w1) - np.clip(s[lo:hi], w0, w1)))
 
 
+def new_record() -> dict:
+    """A collective's tally (``TraceSummary.collectives``): calls, seconds, and the elements
+    the calls that record their size put in (``input_elements``), with how many did."""
+    return {"count": 0, "total_s": 0.0, "elements": 0.0, "sized": 0}
+
+
+def see_record(record: dict, dur_s: float, args) -> None:
+    """One call of ``dur_s`` seconds into ``record`` (``new_record``), its size from ``args``."""
+    record["count"] += 1
+    record["total_s"] += dur_s
+    n = input_elements(args) if isinstance(args, dict) else None
+    if n is not None:
+        record["elements"] += float(n)
+        record["sized"] += 1
+
+
+def add_record(into: dict, record: dict) -> None:
+    """``record``'s tally added to ``into``'s (``new_record``'s keys; one without a size's
+    keys adds none)."""
+    for key in ("count", "total_s", "elements", "sized"):
+        into[key] += record.get(key, 0)
+
+
 class _GroupComm:
     """NCCL kernels by the process group their arguments name (``process_groups``): intervals
     and per-name counts per group, resolved to roles once the trace (and its pg_config, which
@@ -555,10 +609,8 @@ class _GroupComm:
         key = (str(pg)[:60] if pg is not None else "", desc[:60] if isinstance(desc, str) else "",
                size)
         self.intervals.setdefault(key, _Intervals()).add(t0, d)
-        c = self.collectives.setdefault(key, {}).setdefault(collective,
-                                                            {"count": 0, "total_s": 0.0})
-        c["count"] += 1
-        c["total_s"] += d
+        c = self.collectives.setdefault(key, {}).setdefault(collective, new_record())
+        see_record(c, d, args)
 
     def roles(self, process_groups: list[dict], world: int | None) -> dict[str, tuple]:
         """role -> (merged intervals, {"size", "descs", "collectives", "by_desc"}); a kernel's
@@ -584,9 +636,7 @@ class _GroupComm:
             own["size"] = max(own["size"] or 0, size or 0) or None
             for name, c in self.collectives[key].items():
                 for tally in (info["collectives"], own["collectives"]):
-                    into = tally.setdefault(name, {"count": 0, "total_s": 0.0})
-                    into["count"] += c["count"]
-                    into["total_s"] += c["total_s"]
+                    add_record(tally.setdefault(name, new_record()), c)
         return {role: (merge(np.concatenate(s), np.concatenate(e)), info)
                 for role, (s, e, info) in sorted(merged.items())}
 
@@ -764,7 +814,7 @@ def summarise(
     forward_names: Counter = Counter()  # MICRO_STEP_FORWARDS seen, by name
     family_s: Counter = Counter()  # attention family -> kernel seconds
     devices: Counter = Counter()  # GPU id -> kernels
-    coll = defaultdict(lambda: {"count": 0, "total_s": 0.0})
+    coll = defaultdict(new_record)
     by_group = _GroupComm()  # NCCL kernels by the process group their args name
     source = str(path)
     zero_steps = []
@@ -814,9 +864,7 @@ def summarise(
             if "nccl" in name.lower():
                 collective = _collective_name(name, {})
                 (p2p_gpu if point_to_point(collective) else other_gpu).add(t0, d)
-                c = coll[collective]
-                c["count"] += 1
-                c["total_s"] += d
+                see_record(coll[collective], d, ev.get("args"))
                 by_group.see(collective, ev.get("args"), t0, d)
             else:
                 compute_gpu.add(t0, d)
@@ -840,9 +888,7 @@ def summarise(
                     if word in family:
                         starts.append(t0)
             if not name.startswith("c10d::"):
-                c = coll[collective]
-                c["count"] += 1
-                c["total_s"] += d
+                see_record(coll[collective], d, args)
         elif cat == "cpu_op":
             compute_cpu.add(t0, d)
     if not cpu_steps and not gpu_steps:

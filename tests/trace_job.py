@@ -5,6 +5,7 @@ Run under torchrun; used by the diagnose tests to make real traces:
     torchrun --nproc-per-node=2 tests/trace_job.py --out DIR [--slow-loader-s 0.05]
         [--slow-rank 1 --slow-rank-s 0.05] [--alternate-slow-s 0.05] [--gzip] [--record-shapes]
         [--fsdp full|grad-op] [--tp-sp] [--accumulate 4]
+        [--gather-group METRICS --gather-numel 1]
         [--pp-layers 1,3 --micro-batches 4 --virtual-stages 1 --pp-replicas 1]
 
 ``--fsdp`` shards the model with FSDP2 (``fully_shard``: each hidden Linear a unit, the root
@@ -32,7 +33,10 @@ pipeline); its actions are annotated "PP:<stage>F<micro-batch>".
 
 ``--accumulate k`` runs k micro-batches of ``--batch`` a step, each fetched from the DataLoader
 and run forward and backward, all but the last under DDP's ``no_sync`` (FSDP2 reduces in each),
-so a step holds k ``DistributedDataParallel.forward`` calls and k fetches.
+so a step holds k ``DistributedDataParallel.forward`` calls and k fetches. ``--gather-group``
+all-gathers the last micro-batch's loss (``--gather-numel`` copies of it, each rank) once a step
+over a second group of every rank, created with that ``group_desc``: a metric gathered beside
+DDP's gradient all-reduces.
 
 ``--slow-loader-s`` sleeps in the dataset's ``__getitem__`` (every sample of the batch, in the
 main process: num_workers=0), so steps wait on the DataLoader iterator. ``--slow-rank-s`` makes
@@ -136,6 +140,11 @@ def main() -> None:
                     help="with --pp-layers: data-parallel replicas of the pipeline")
     ap.add_argument("--accumulate", type=int, default=1,
                     help="micro-batches per optimizer step, all but the last under DDP no_sync")
+    ap.add_argument("--gather-group", default="",
+                    help="all-gather the loss each step over a second group of every rank, "
+                         "created with this group_desc")
+    ap.add_argument("--gather-numel", type=int, default=1,
+                    help="with --gather-group: elements each rank gathers")
     args = ap.parse_args()
 
     torch.set_num_threads(1)
@@ -174,6 +183,8 @@ def main() -> None:
     def on_ready(prof) -> None:
         prof.export_chrome_trace(path)
 
+    gather_group = (dist.new_group(list(range(dist.get_world_size())),
+                                   group_desc=args.gather_group) if args.gather_group else None)
     sched = schedule(wait=0, warmup=1, active=args.steps, repeat=1)
     batches = iter(loader)
     with profile(activities=[ProfilerActivity.CPU], schedule=sched, on_trace_ready=on_ready,
@@ -190,6 +201,10 @@ def main() -> None:
                     if last and args.alternate_slow_s and i % dist.get_world_size() == rank:
                         time.sleep(args.alternate_slow_s)
                     loss.backward()
+            if gather_group is not None:
+                mine = loss.detach().reshape(1).repeat(args.gather_numel)
+                parts = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
+                dist.all_gather(parts, mine, group=gather_group)
             opt.step()
             prof.step()
     # let no gloo work outlive the group: torch's gloo threads still holding work at

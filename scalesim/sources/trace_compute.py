@@ -30,7 +30,6 @@ D and the step length), this module adds:
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from array import array
@@ -47,6 +46,7 @@ from scalesim.traces import (
     _Intervals,
     check_one_world,
     cross_rank,
+    first_input_elements,
     length_in,
     merge,
     summarise,
@@ -240,18 +240,13 @@ def _msg_bytes(args: dict) -> tuple[float, int] | None:
 
 def _dims_bytes(args: dict) -> tuple[float, int] | None:
     """(bytes, element bytes) of a gloo op's first input (traces with record_shapes=True)."""
-    dims, types = args.get("Input Dims"), args.get("Input type")
-    if not isinstance(dims, list) or not dims or not isinstance(types, list) or not types:
+    types = args.get("Input type")
+    if not isinstance(types, list) or not types:
         return None
-    first = dims[0]
-    while isinstance(first, list) and first and isinstance(first[0], list):
-        first = first[0]
     size = dtype_bytes(types[0])
-    if not isinstance(first, list) or not size:
+    elements = first_input_elements(args)  # a whole number, however large; bounded below
+    if elements is None or not size:
         return None
-    if not all(isinstance(x, int) and not isinstance(x, bool) for x in first):
-        return None
-    elements = math.prod(first)  # a whole number, however large; bounded below
     return _sized(float(elements) * size, size) if elements.bit_length() < 64 else None
 
 
