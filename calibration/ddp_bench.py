@@ -23,7 +23,7 @@ import sys
 import time
 from datetime import timedelta
 
-from scalesim.calibration.options import BUILTIN_MODELS, require_extra
+from scalesim.calibration.options import BUILTIN_MODELS, exit_calibration, require_extra
 
 from scalesim.bounds import flag_type
 from scalesim.errors import ScalesimError
@@ -141,9 +141,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    code = main()
-    if "torch" not in sys.modules:  # torch is missing: main said so in one line
-        sys.exit(code)
-    from scalesim.calibration.dist import exit_process
-
-    exit_process(code)
+    exit_calibration(main())

@@ -412,6 +412,18 @@ def require_extra(modules=EXTRA_MODULES) -> None:
             ) from None
 
 
+def exit_calibration(code: int) -> None:
+    """Leave a calibration entry point (``python -m scalesim.calibration``, ``ddp_bench``) with
+    ``code``: plainly where torch never loaded (its ``main`` refused in one line without it,
+    ``require_extra``), else through ``dist.exit_process``, which imports torch and skips its
+    teardown under torchrun."""
+    if "torch" not in sys.modules:
+        sys.exit(code)
+    from scalesim.calibration.dist import exit_process
+
+    exit_process(code)
+
+
 def default_threads(local_world: int, environ=None, load: float | None = None) -> int:
     """Torch CPU threads per process when ``--threads`` is not given: ``OMP_NUM_THREADS`` when
     the user (or torchrun) set it, else the node's cores shared by its processes, less the cores
