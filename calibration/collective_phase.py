@@ -26,9 +26,12 @@ from scalesim.calibration import size_extension
 from scalesim.calibration.block_fit import PRECISION_BYTES, block_from_args
 from scalesim.calibration.dist import AgreedError, DistContext, gather_object
 from scalesim.calibration.link_fit import (  # noqa: F401 - re-exported: the fit lives there
+    INTRA_LIMITED_SHARE,
     LARGE_BYTES,
     TOP_SHARE,
+    all_ranks_words,
     busbw_with_latency_GBps,
+    derive_inter_level,
     fit_level,
 )
 from scalesim.calibration.options import parse_inter_link  # noqa: F401 - used below, tested here
@@ -40,16 +43,12 @@ from scalesim import presets
 from scalesim.bounds import clip
 from scalesim.errors import ScalesimError
 from scalesim.figures import latency_us, link_GBps
-from scalesim.model import collectives as coll
 from scalesim.schemas import CollectivePoint, LinkCalibration, LinkLevel
 from scalesim.sources.nccl_tests import point_from_time
 
 ELEMENT_BYTES = 4  # float32 buffers
 DEFAULT_INTER = "ethernet:1x100"
 ROUNDS = 3  # timed loops per message size; the median one is kept
-# An all-ranks ring within this share of the intra-node busbw may have been limited by the
-# intra level (measurement spread of a few percent): its inter figure is then a lower bound.
-INTRA_LIMITED_SHARE = 0.9
 
 
 def message_sizes(min_kib: float, max_mib: float, factor: int) -> list[int]:
@@ -200,30 +199,6 @@ def link_kind(ctx: DistContext, level: str) -> str:
     return "cuda-p2p" if peer else "cuda-via-host"
 
 
-def derive_inter_level(all_ranks: dict[str, float], intra: dict[str, float] | None,
-                       ranks_per_node: int, nodes: int) -> tuple[float, float, bool, str]:
-    """(latency_s, busbw_GBps, lower_bound, method) of the inter-server level from the fit of an
-    all-ranks ring (``all_ranks``: latency_s, busbw_GBps) over ``ranks_per_node`` ranks on each
-    of ``nodes`` servers, given the intra level's fit.
-
-    NCCL's ring over ``p = g*N`` ranks (docs/model.md §2, ``collectives.ring_coeffs``) takes
-    ``2[(p-N)*a_intra + (N-1)*a_inter] + 2(p-1)/p * S / min(B_intra, B_inter)``. So the
-    fitted ring busbw is ``min(B_intra, B_inter)``: below the intra busbw it *is* the inter
-    level's (what the node sustains over all its NICs); within ``INTRA_LIMITED_SHARE`` of it
-    the ring may have been limited inside the servers and it is a lower bound of the inter
-    level. The fitted alpha is one per step of the ``2(p-1)``; the inter latency is what is left
-    of them for the ``2(N-1)`` server-boundary hops once the intra hops have their measured
-    alpha (``collectives.ring_inter_latency_s``), so the model gives back the ring measured.
-    With one rank per node (``ranks_per_node == 1``) the ring is the inter level itself.
-    """
-    latency, busbw = all_ranks["latency_s"], all_ranks["busbw_GBps"]
-    if ranks_per_node <= 1 or intra is None:
-        return latency, busbw, False, "one_rank"
-    latency = float(coll.ring_inter_latency_s(latency, ranks_per_node, nodes,
-                                              intra["latency_s"]))
-    return latency, busbw, busbw >= INTRA_LIMITED_SHARE * intra["busbw_GBps"], "all_ranks"
-
-
 def idle_devices(ctx: DistContext) -> int:
     """GPUs of this server that no rank of the run uses (0 on CPU)."""
     if not ctx.on_gpu:
@@ -254,17 +229,8 @@ def measured_level(ctx, level: str, points, fits, intra_fits: dict | None = None
         latency, busbw, lower_bound, method = derive_inter_level(fit, intra_fit, per_node,
                                                                  ctx.nodes)
         if method == "all_ranks":
-            source += (f"; all {per_node} ranks of each of {ctx.nodes} servers in one ring, so "
-                       "its busbw is min(intra, inter) (docs/calibration.md); alpha "
-                       f"{latency_us(latency)} per server-boundary hop, from the ring's "
-                       f"{latency_us(fit['latency_s'])} per step with the intra hops at "
-                       f"{latency_us(intra_fit['latency_s'])}")
-            source += (f"; within {INTRA_LIMITED_SHARE:.0%} of the intra busbw "
-                       f"({link_GBps(intra_fit['busbw_GBps'])}): the servers' inside may have "
-                       "limited the ring, so the inter busbw is at least this (lower bound)"
-                       if lower_bound else
-                       f"; below the intra busbw ({link_GBps(intra_fit['busbw_GBps'])}): the "
-                       "network limited the ring, so this is the inter level, whole server")
+            source += all_ranks_words(per_node, ctx.nodes, latency, fit["latency_s"], intra_fit,
+                                      lower_bound)
         elif idle_devices(ctx) > 0:
             lower_bound = True
             source += (f"; one rank per server while {idle_devices(ctx)} more GPUs of it were "

@@ -4,6 +4,8 @@ collectives phase and by ``scalesim calibrate --from-nccl-tests``).
 ``fit_level`` takes ``CollectivePoint`` rows of one link level (any ops, any rank counts) and
 returns, per op, the latency alpha (from ``fit_alpha_beta`` over every size), the bus bandwidth
 refitted at the top of the sweep, and the relative RMSE; see its docstring.
+``derive_inter_level`` turns the fit of a ring over every rank of several servers into the
+inter-server level as the model charges it (``all_ranks_words`` says how, for the level's source).
 """
 
 from __future__ import annotations
@@ -11,12 +13,16 @@ from __future__ import annotations
 import numpy as np
 
 from scalesim.errors import ScalesimError
+from scalesim.figures import latency_us, link_GBps
 from scalesim.model import collectives as coll
 from scalesim.model.fit_error import relative_rmse
 from scalesim.schemas import CollectivePoint, MessagePoint
 
 LARGE_BYTES = 1024 * 1024  # beta is refitted only on messages from this size up
 TOP_SHARE = 0.75  # ... and of at least this share of the largest message
+# An all-ranks ring within this share of the intra-node busbw may have been limited by the
+# intra level (measurement spread of a few percent): its inter figure is then a lower bound.
+INTRA_LIMITED_SHARE = 0.9
 
 
 def _fit(op: str, rows: list[CollectivePoint]) -> tuple[float, float, float]:
@@ -95,3 +101,47 @@ def fit_send_recv(points: list[MessagePoint]) -> tuple[float, float, float] | No
     except ScalesimError:
         return None
     return fit["latency_s"], fit["busbw_GBps"], fit["rel_rmse"]
+
+
+def derive_inter_level(all_ranks: dict[str, float], intra: dict[str, float] | None,
+                       ranks_per_node: int, nodes: int) -> tuple[float, float, bool, str]:
+    """(latency_s, busbw_GBps, lower_bound, method) of the inter-server level from the fit of an
+    all-ranks ring (``all_ranks``: latency_s, busbw_GBps) over ``ranks_per_node`` ranks on each
+    of ``nodes`` servers, given the intra level's fit.
+
+    NCCL's ring over ``p = g*N`` ranks (docs/model.md §2, ``collectives.ring_coeffs``) takes
+    ``2[(p-N)*a_intra + (N-1)*a_inter] + 2(p-1)/p * S / min(B_intra, B_inter)``. So the
+    fitted ring busbw is ``min(B_intra, B_inter)``: below the intra busbw it *is* the inter
+    level's (what the node sustains over all its NICs); within ``INTRA_LIMITED_SHARE`` of it
+    the ring may have been limited inside the servers and it is a lower bound of the inter
+    level. The fitted alpha is one per step of the ``2(p-1)``; the inter latency is what is left
+    of them for the ``2(N-1)`` server-boundary hops once the intra hops have their measured
+    alpha (``collectives.ring_inter_latency_s``), so the model gives back the ring measured.
+    With one rank per node (``ranks_per_node == 1``) the ring is the inter level itself.
+    """
+    latency, busbw = all_ranks["latency_s"], all_ranks["busbw_GBps"]
+    if ranks_per_node <= 1 or intra is None:
+        return latency, busbw, False, "one_rank"
+    latency = float(coll.ring_inter_latency_s(latency, ranks_per_node, nodes,
+                                              intra["latency_s"]))
+    return latency, busbw, busbw >= INTRA_LIMITED_SHARE * intra["busbw_GBps"], "all_ranks"
+
+
+def all_ranks_words(ranks_per_node: int, nodes: int, latency_s: float, ring_latency_s: float,
+                    intra: dict[str, float], lower_bound: bool) -> str:
+    """How ``derive_inter_level`` read an all-ranks ring (``method`` 'all_ranks'), for the inter
+    level's source: the ring's busbw is min(intra, inter) and its alpha per step becomes
+    ``latency_s`` per server-boundary hop given the intra hops' ``intra['latency_s']``."""
+    hop = (f"alpha {latency_us(latency_s)} per server-boundary hop, from the ring's "
+           f"{latency_us(ring_latency_s)} per step with the intra hops at "
+           f"{latency_us(intra['latency_s'])}")
+    if latency_s == 0.0:
+        hop += (" (the intra hops alone take longer than the ring measured, so none is left "
+                "for the server-boundary hops)")
+    return (f"; all {ranks_per_node} ranks of each of {nodes} servers in one ring, so its busbw "
+            f"is min(intra, inter) (docs/calibration.md); {hop}"
+            + (f"; within {INTRA_LIMITED_SHARE:.0%} of the intra busbw "
+               f"({link_GBps(intra['busbw_GBps'])}): the servers' inside may have limited the "
+               "ring, so the inter busbw is at least this (lower bound)" if lower_bound else
+               f"; below the intra busbw ({link_GBps(intra['busbw_GBps'])}): the network "
+               "limited the ring, so this is the inter level, whole server"))

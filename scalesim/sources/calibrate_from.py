@@ -125,7 +125,8 @@ def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fres
     A new profile is rebased on the hardware preset of the logs' GPU (``rebased_on_device``;
     ``chosen``: the preset --base named, kept), or of ``traced``, the GPU traces of the same
     call ran on (``traced_gpu``), where the logs name none (a results table without its rank
-    lines): the logs still choose among that GPU's presets."""
+    lines): the logs still choose among that GPU's presets. The inter level is derived given
+    the final intra level (``intra_for_inter``)."""
     said: list[str] = []
     devices = one_device(fits)
     per_node = sorted({r.ranks // r.nodes for f in fits.values() for r in f.runs})
@@ -139,12 +140,18 @@ def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fres
             networks.pop() if len(networks) == 1 else None,
             inter.link.busbw_GBps if inter is not None else None, chosen=chosen, what=what)
         said += words
+    if "inter_node" in fits:  # after the rebase: the intra level it is derived with is final
+        fits = {**fits, "inter_node": nccl_tests.inter_as_modelled(
+            fits["inter_node"], *intra_for_inter(fits, profile))}
     hw = profile.hardware
     changes: dict = {}
     for level, fit in fits.items():
         changes[level] = fit.link
-        said.append(f"{level}: busbw {link_GBps(fit.link.busbw_GBps)}, alpha "
-                    f"{latency_us(fit.link.latency_s)} (rel. RMSE {fit.calibration.rel_rmse:.1%}) "
+        said.append(f"{level}: busbw {link_GBps(fit.link.busbw_GBps)}"
+                    f"{' (a lower bound)' if fit.calibration.lower_bound else ''}, alpha "
+                    f"{latency_us(fit.link.latency_s)}"
+                    f"{' per server-boundary hop' if fit.calibration.method == 'all_ranks' else ''}"
+                    f" (rel. RMSE {fit.calibration.rel_rmse:.1%}) "
                     f"from {_names(r.path for r in fit.runs)}")
     if fresh and per_node:
         changes["devices_per_node"] = per_node[-1]
@@ -177,6 +184,23 @@ def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fres
             hostnames=list(dict.fromkeys(h for r in runs for h in r.hosts)),
             date_utc=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     return profile.model_copy(update=update), said
+
+
+def intra_for_inter(fits: dict[str, nccl_tests.LevelFit], profile: Profile
+                    ) -> tuple[dict[str, float], str]:
+    """(latency_s and busbw_GBps of the intra level, where they came from in words) that the
+    inter level of these logs is derived with (``nccl_tests.inter_as_modelled``): the fit of a
+    one-server log of the same op, else of its first op, as calibrate uses its own intra
+    sweep; else the profile's intra level (its source said)."""
+    intra = fits.get("intra_node")
+    if intra is not None:
+        op = next(iter(fits["inter_node"].fits))
+        op = "all_reduce" if "all_reduce" in fits["inter_node"].fits else op
+        fit = intra.fits.get(op) or next(iter(intra.fits.values()))
+        return fit, f"intra alpha from {_names(r.path for r in intra.runs)}"
+    link = profile.hardware.intra_node
+    return ({"latency_s": link.latency_s, "busbw_GBps": link.busbw_GBps},
+            f"intra alpha the profile's, no one-server log given: {link.source[:120]}")
 
 
 def presets_of_device(device: str) -> list[str]:

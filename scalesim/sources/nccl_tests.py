@@ -61,6 +61,22 @@ _NRANKS = re.compile(r"\bnranks\s+(\d+)\b")
 _NETWORK = re.compile(r"NCCL INFO (?:Using network (IB|Socket)\b|NET/(IB|Socket) : Using\b)")
 NETWORK_KINDS = {"IB": "infiniband", "Socket": "ethernet"}
 _OOB = re.compile(r"Out of bounds values\s*:\s*(\d+)\s+(OK|FAILED)")
+# NCCL_ALGO as the log records it: NCCL_DEBUG=INFO's "NCCL INFO NCCL_ALGO set by environment to
+# X" (src/graph/tuning.cc), or an environment line a launcher or script echoed ("NCCL_ALGO=X").
+# nccl-tests itself prints no algorithm (src/util.cu: no such column).
+_ALGO = re.compile(r"\bNCCL_ALGO(?: set by environment to\s+|=)[\"']?([^\s\"']+)")
+# NCCL's algorithm names (NCCL_ALGO, src/graph/tuning.cc ``ncclAlgoStr``), lower case
+NCCL_ALGORITHMS = ("tree", "ring", "collnetdirect", "collnetchain", "nvls", "nvlstree", "pat")
+_NCCL_FUNCS = {"all_reduce": "allreduce", "reduce_scatter": "reducescatter",
+               "all_gather": "allgather"}
+# a multi-node all-reduce log that does not pin the ring: NCCL's tuner picks per size
+ALGO_UNPINNED_NOTE = (
+    "the log records no NCCL_ALGO=Ring (NCCL_DEBUG=INFO prints it), so its times are taken as "
+    "the ring's; NCCL left to choose runs tree (LL) for small messages across servers, faster "
+    "than the ring, which then reads as a lower alpha: rerun with NCCL_ALGO=Ring for the ring's "
+    "own times")
+ALGO_ASSUMED = ("its times taken as NCCL's ring, the algorithm the model fits a link with "
+                "(docs/model.md §2) and scalesim calibrate pins (NCCL_ALGO=Ring)")
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
 TIME_COLUMNS = ("time", "algbw", "busbw")
 PRINTED_HALF_UNIT = 0.005  # GB/s: algbw and busbw are printed with two decimals
@@ -110,6 +126,7 @@ class NcclTestsRun:
     one_domain: bool = False
     network: str | None = None  # NCCL's transport in its INFO lines as a preset inter-server
     # kind (infiniband, ethernet: ``NETWORK_KINDS``); None: the log names none of them
+    algorithm: str | None = None  # NCCL_ALGO as the log records it (``_ALGO``); None: none
 
     @property
     def nodes(self) -> int:
@@ -137,6 +154,37 @@ def point_from_time(op: str, size_bytes: float, ranks: int, time_s: float) -> Co
                            algbw_GBps=float(coll.algbw_GBps(size_bytes, time_s)),
                            busbw_GBps=float(coll.busbw_from_time_GBps(op, size_bytes, ranks,
                                                                        time_s)))
+
+
+def algorithms_left(value: str, op: str) -> set[str] | None:
+    """The NCCL algorithms ``NCCL_ALGO=value`` leaves ``op``, in NCCL's syntax (``parseList``,
+    src/graph/tuning.cc): ``Ring``, ``ring,tree``, ``^tree`` (all but), and per function
+    ``allreduce:tree;allgather:ring``; None where it leaves ``op`` every algorithm (a list for
+    other functions only)."""
+    every = None
+    for part in value.lower().split(";"):
+        func, sep, names = part.rpartition(":")
+        if sep and func.strip() != _NCCL_FUNCS[op]:
+            continue
+        listed = {n.strip() for n in names.lstrip("^").split(",") if n.strip()}
+        left = set(NCCL_ALGORITHMS) - listed if names.startswith("^") else listed
+        if sep:
+            return left
+        every = left
+    return every
+
+
+def ring_pinned(run: NcclTestsRun) -> bool:
+    """Whether the log records NCCL_ALGO leaving its op the ring alone."""
+    return run.algorithm is not None and algorithms_left(run.algorithm, run.op) == {"ring"}
+
+
+def algorithm_words(runs: list[NcclTestsRun]) -> str:
+    """What the fit took the logs' algorithm to be, for the level's source."""
+    if all(ring_pinned(r) for r in runs):
+        values = sorted({r.algorithm for r in runs})
+        return f"ring, as NCCL_ALGO={'/'.join(values)} in the log{'s' * (len(runs) > 1)} says"
+    return f"no NCCL_ALGO=Ring in the logs: {ALGO_ASSUMED}"
 
 
 def _clean(line: str) -> str:
@@ -276,6 +324,7 @@ def parse_text(text: str, source: str, level: str | None = None) -> NcclTestsRun
     ranks: dict[tuple, str] = {}
     nranks_info: set[int] = set()
     networks: set[str] = set()
+    algos: set[str] = set()
     rows: list[list[str]] = []
     row_lines: list[int] = []
     oob: tuple[int, str] | None = None
@@ -306,6 +355,7 @@ def parse_text(text: str, source: str, level: str | None = None) -> NcclTestsRun
             continue
         for m in _NRANKS.finditer(line):
             nranks_info.add(int(m.group(1)))
+        algos.update(m.group(1) for m in _ALGO.finditer(line))
         if m := _NETWORK.search(line):  # RoCE: IB verbs over Ethernet, neither kind
             networks.add("roce" if "/RoCE" in line else NETWORK_KINDS[m.group(1) or m.group(2)])
         tokens = line.split()
@@ -418,6 +468,7 @@ def parse_text(text: str, source: str, level: str | None = None) -> NcclTestsRun
         notes.append(f"{Path(source).name}: busbw/algbw suggests {ratio_ranks} ranks, the header "
                      f"lists {n}; the header is used")
 
+    algorithm = _one_algorithm(algos, op, source)
     column = 1 if op == "all_reduce" and len(index["time"]) > 1 else 0
     t_i = index["time"][column]
     points = []
@@ -431,12 +482,36 @@ def parse_text(text: str, source: str, level: str | None = None) -> NcclTestsRun
                             "sweep (e.g. all_reduce_perf -b 8 -e 8G -f 2)")
     run = NcclTestsRun(str(source), op, n, hosts, devices, points, notes,
                        network=next(iter(networks)) if len(networks) == 1
-                       and "roce" not in networks else None)
+                       and "roce" not in networks else None, algorithm=algorithm)
     # every rank listed: the hosts are known; intra=/inter= say the level themselves
     if len(hosts) > 1 and len(ranks) == n and level is None:
         _read_domain(run, op, n, ranks, source)
     run.forced_level = level
+    if run.level == "inter_node" and op == "all_reduce" and not ring_pinned(run):
+        run.notes.append(f"{Path(source).name}: {ALGO_UNPINNED_NOTE}")
     return run
+
+
+def _one_algorithm(values: set[str], op: str, source: str) -> str | None:
+    """The NCCL_ALGO the log records (None: none); ScalesimError where it records two, or one
+    that leaves ``op`` no ring (tree, NVLS, CollNet, PAT): a link level is fitted from ring
+    timings (``collectives.ring_coeffs``), and other algorithms' times would be read as a
+    ring's."""
+    if len(values) > 1:
+        raise ScalesimError(f"{source}: records {len(values)} NCCL_ALGO values "
+                            f"({', '.join(map(excerpt, sorted(values)[:4]))}): several runs "
+                            "pasted together? give one run per file")
+    if not values:
+        return None
+    value = next(iter(values))
+    left = algorithms_left(value, op)
+    if left is not None and "ring" not in left:
+        raise ScalesimError(
+            f"{source}: ran with NCCL_ALGO={excerpt(value)}, so its {op} times are not NCCL's "
+            f"ring ({', '.join(sorted(left)) or 'no algorithm'}), and scalesim fits a link level "
+            "from ring timings (docs/model.md §2); rerun with NCCL_ALGO=Ring, as scalesim "
+            "calibrate does")
+    return value
 
 
 def nic_GBps_per_gpu(devices: Iterable[str]) -> float:
@@ -575,8 +650,8 @@ def fit_runs(runs: Iterable[NcclTestsRun]) -> dict[str, LevelFit]:
                  else "beta from all sizes")
         column = "in-place" if op == "all_reduce" else "out-of-place"
         source = (f"nccl-tests logs {files}: {op} on {'/'.join(map(str, ranks))} ranks, {span} "
-                  f"({column} times); alpha-beta fit as scalesim calibrate's (fit_alpha_beta), "
-                  f"{large}; rel. RMSE {fit['rel_rmse']:.1%}")
+                  f"({column} times; {algorithm_words(level_runs)}); alpha-beta fit as scalesim "
+                  f"calibrate's (fit_alpha_beta), {large}; rel. RMSE {fit['rel_rmse']:.1%}")
         if level == "intra_node":
             source += "; one server: says nothing about the inter-server link"
         link = LinkLevel(kind=_kind(level, level_runs), busbw_GBps=fit["busbw_GBps"],
@@ -585,6 +660,38 @@ def fit_runs(runs: Iterable[NcclTestsRun]) -> dict[str, LevelFit]:
                               rel_rmse=fit["rel_rmse"], note=source)
         out[level] = LevelFit(level, link, cal, fits, level_runs)
     return out
+
+
+def inter_as_modelled(fit: LevelFit, intra: dict[str, float], intra_from: str) -> LevelFit:
+    """The inter-server level of ``fit`` (a ring over every rank of several servers, fitted
+    with one alpha per step) as the model charges it, given the intra level's alpha and busbw
+    (``intra``: latency_s, busbw_GBps; ``intra_from``: where they came from, in words):
+    ``link_fit.derive_inter_level``, as scalesim calibrate derives its own (the ring's
+    ``2(p-1)`` steps are ``2(p-N)`` intra hops and ``2(N-1)`` server-boundary ones,
+    ``collectives.ring_coeffs``), so the profile gives back the times of the logs. The layout
+    (GPUs per server g, servers N) is the fitted op's log of the most ranks."""
+    from scalesim.calibration.link_fit import all_ranks_words, derive_inter_level
+
+    op = "all_reduce" if "all_reduce" in fit.fits else next(iter(fit.fits))
+    run = max((r for r in fit.runs if r.op == op), key=lambda r: r.ranks)
+    per_node, nodes = run.ranks // run.nodes, run.nodes
+    ring = fit.fits[op]
+    latency, busbw, lower_bound, method = derive_inter_level(ring, intra, per_node, nodes)
+    source = fit.link.source
+    if method == "all_ranks":
+        source += (all_ranks_words(per_node, nodes, latency, ring["latency_s"], intra,
+                                   lower_bound) + f" ({intra_from})")
+        layouts = {(r.ranks // r.nodes, r.nodes) for r in fit.runs if r.op == op}
+        if len(layouts) > 1:
+            source += (f"; the logs ran {len(layouts)} layouts, the alpha is that of "
+                       f"{nodes} servers of {per_node}")
+    else:
+        source += "; one rank per server: the ring is the inter level itself"
+    link = fit.link.model_copy(update={"latency_s": latency, "busbw_GBps": busbw,
+                                       "source": source})
+    cal = fit.calibration.model_copy(update={"method": method, "ranks_per_node": per_node,
+                                             "lower_bound": lower_bound, "note": source})
+    return LevelFit(fit.level, link, cal, fit.fits, fit.runs)
 
 
 LEVEL_PREFIXES = {"intra": "intra_node", "inter": "inter_node"}

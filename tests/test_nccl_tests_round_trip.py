@@ -1,0 +1,155 @@
+"""calibrate --from-nccl-tests gives back the logs it read: a log the model's own ring wrote for
+known alpha / beta imports to a profile whose model reproduces the log (session 40)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scalesim import presets
+from scalesim.cli.main import main
+from scalesim.model import collectives as coll
+from scalesim.sources import nccl_tests
+from scalesim.sources.calibrate_from import calibrate_from_sources
+
+SIZES = [8 * 8**k for k in range(10)]  # 8 B .. 1 GiB
+
+
+def _cell(value: float, width: int) -> str:
+    """nccl-tests' getFloatStr (src/util.cu): two decimals, fewer where they do not fit."""
+    for form in (".2f", ".1f", ".0f"):
+        text = f"{value:{width}{form}}"
+        if len(text) <= width:
+            return text
+    return f"{value:{width}.1e}"
+
+
+def ring_log(per_node: int, nodes: int, intra: tuple[float, float], inter: tuple[float, float],
+             algo_line: str = "") -> str:
+    """An all_reduce_perf log (src/util.cu's header, rank lines and table) of the times the
+    model's ring (``collectives.ring_coeffs``) gives on ``nodes`` servers of ``per_node`` GPUs
+    for intra / inter (alpha s, busbw GB/s); the two columns alike."""
+    ranks = per_node * nodes
+    a, c = coll.ring_coeffs(2.0, per_node, nodes, intra[0], intra[1], inter[0], inter[1])
+    lines = ["# nccl-tests version 2.19.6 nccl-headers=22807 nccl-library=22807",
+             "# Collective test starting: all_reduce_perf",
+             "# nThread 1 nGpus 1 minBytes 8 maxBytes 1073741824 step: 8(factor) warmup iters: 5 "
+             "iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0", "#", "# Using devices"]
+    lines += [f"#  Rank {r:2d} Group  0 Pid {1000 + r:6d} on {'node' + str(r // per_node):>10} "
+              f"device {r % per_node:2d} [0000:{r:02x}:00] NVIDIA H100 80GB HBM3"
+              for r in range(ranks)]
+    if algo_line:
+        lines.append(algo_line)
+    lines += ["#", "#       size         count      type   redop    root     time   algbw   busbw "
+              "#wrong     time   algbw   busbw #wrong",
+              "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)       "
+              "     (us)  (GB/s)  (GB/s)"]
+    for size in SIZES:
+        t = a + c * size
+        algbw = size / t / 1e9
+        busbw = algbw * 2 * (ranks - 1) / ranks
+        cells = f"  {_cell(t * 1e6, 7)}  {_cell(algbw, 6)}  {_cell(busbw, 6)}      0"
+        lines.append(f"{size:12d}  {size // 4:12d}     float     sum      -1{cells}{cells}")
+    lines += ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 10.0", "#"]
+    return "\n".join(lines) + "\n"
+
+
+def _model_times(profile, per_node: int, nodes: int) -> np.ndarray:
+    """The profile's all-reduce times of SIZES on that layout: the model's ring."""
+    hw = profile.hardware
+    return coll.allreduce_s(np.array(SIZES, dtype=float), per_node, nodes,
+                            hw.intra_node.latency_s, hw.intra_node.busbw_GBps,
+                            hw.inter_node.latency_s, hw.inter_node.busbw_GBps,
+                            algorithm=coll.RING)
+
+
+def _log_times(path) -> np.ndarray:
+    return np.array([p.time_s for p in nccl_tests.parse_file(path).points])
+
+
+def test_a_two_server_ring_log_imports_to_a_profile_that_gives_it_back(tmp_path):
+    """One server of 8 (alpha 1 us, 200 GB/s) and 2 servers x 8 with a network of alpha 16 us,
+    50 GB/s. The two-server ring of 8 B takes 2[(16-2) x 1 + (2-1) x 16] = 60 us; fitted with
+    one alpha per step of its 2 x 15, 2 us. That 2 us was the inter alpha before (the model
+    then gave 2(14 x 1 + 2) = 32 us for the 60 us logged); now (15 x 2 - 14 x 1) / 1 = 16 us,
+    and the profile's ring gives every logged time back."""
+    one, two = tmp_path / "node.txt", tmp_path / "two.txt"
+    one.write_text(ring_log(8, 1, (1e-6, 200.0), (1e-6, 200.0)))
+    two.write_text(ring_log(8, 2, (1e-6, 200.0), (16e-6, 50.0)))
+    assert _log_times(two)[0] == pytest.approx(60e-6)
+    profile, report = calibrate_from_sources(tmp_path / "p.json", [one, two])
+    hw = profile.hardware
+    assert hw.intra_node.latency_s == pytest.approx(1e-6, rel=1e-3)
+    assert hw.inter_node.latency_s == pytest.approx(16e-6, rel=1e-3)
+    assert hw.inter_node.busbw_GBps == pytest.approx(50.0, rel=1e-3)
+    assert _model_times(profile, 8, 2)[0] == pytest.approx(60e-6, rel=1e-3)
+    assert _model_times(profile, 8, 2) == pytest.approx(_log_times(two), rel=1e-3)
+    assert _model_times(profile, 8, 1) == pytest.approx(_log_times(one), rel=1e-3)
+    inter = next(c for c in profile.links if c.level == "inter_node")
+    assert inter.method == "all_ranks" and inter.ranks_per_node == 8 and not inter.lower_bound
+    assert "alpha 16 us per server-boundary hop" in "\n".join(report)
+    assert "from the ring's 2 us per step with the intra hops at 1 us" in hw.inter_node.source
+
+
+def test_without_a_one_server_log_the_profiles_intra_alpha_is_used(tmp_path):
+    """Only the two-server log, on --base dgx-h100 (intra hops 2 us, 370 GB/s): 2 servers x 8
+    with a network of 10 us, 100 GB/s log 2[14 x 2 + 10] = 76 us at 8 B, 76/30 us per ring
+    step; (15 x 76/30 - 14 x 2) / 1 = 10 us per server-boundary hop, and the log back."""
+    hw = presets.HARDWARE["dgx-h100"]
+    intra = (hw.intra_node.latency_s, hw.intra_node.busbw_GBps)
+    assert intra == (2e-6, 370.0)
+    two = tmp_path / "two.txt"
+    two.write_text(ring_log(8, 2, intra, (10e-6, 100.0)))
+    assert _log_times(two)[0] == pytest.approx(76e-6)
+    profile, _ = calibrate_from_sources(tmp_path / "p.json", [two], base="dgx-h100")
+    assert profile.hardware.inter_node.latency_s == pytest.approx(10e-6, rel=1e-3)
+    assert _model_times(profile, 8, 2) == pytest.approx(_log_times(two), rel=1e-3)
+    assert "intra alpha the profile's" in profile.hardware.inter_node.source
+
+
+def test_one_rank_per_server_is_the_inter_level_itself(tmp_path):
+    """2 servers x 1 GPU: the ring's 2 steps are both server-boundary hops: alpha as fitted
+    (2 x 7 us = 14 us at 8 B), no intra hop to take out."""
+    two = tmp_path / "two.txt"
+    two.write_text(ring_log(1, 2, (1e-6, 200.0), (7e-6, 20.0)))
+    profile, _ = calibrate_from_sources(tmp_path / "p.json", [two])
+    assert profile.hardware.inter_node.latency_s == pytest.approx(7e-6, rel=1e-3)
+    assert next(c for c in profile.links if c.level == "inter_node").method == "one_rank"
+
+
+ALGO_INFO = "node0:1000:1000 [0] NCCL INFO NCCL_ALGO set by environment to {}"
+
+
+def test_a_log_that_pins_the_ring_says_so_and_one_that_does_not_is_told(tmp_path):
+    pinned, free = tmp_path / "pinned.txt", tmp_path / "free.txt"
+    pinned.write_text(ring_log(8, 2, (1e-6, 200.0), (16e-6, 50.0), ALGO_INFO.format("Ring")))
+    free.write_text(ring_log(8, 2, (1e-6, 200.0), (16e-6, 50.0)))
+    run = nccl_tests.parse_file(pinned)
+    assert run.algorithm == "Ring" and not any("NCCL_ALGO" in n for n in run.notes)
+    (fit,) = nccl_tests.fit_runs([run]).values()
+    assert "ring, as NCCL_ALGO=Ring in the log says" in fit.link.source
+    (note,) = [n for n in nccl_tests.parse_file(free).notes if "NCCL_ALGO" in n]
+    assert "records no NCCL_ALGO=Ring" in note and "tree (LL) for small messages" in note
+
+
+@pytest.mark.parametrize("value", ["Tree", "allreduce:tree;allgather:ring", "^ring", "NVLS,Tree"])
+def test_a_log_run_without_the_ring_is_refused_in_one_line(tmp_path, capsys, value):
+    log = tmp_path / "tree.txt"
+    log.write_text(ring_log(8, 2, (1e-6, 200.0), (16e-6, 50.0), ALGO_INFO.format(value)))
+    assert main(["calibrate", "--from-nccl-tests", str(log), "--out",
+                 str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "rerun with NCCL_ALGO=Ring" in err
+    assert f"NCCL_ALGO={value}" in err and not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.parametrize("value, op, left", [
+    ("Ring", "all_reduce", {"ring"}),
+    ("ring,tree", "all_reduce", {"ring", "tree"}),
+    ("^tree", "all_reduce", {"ring", "collnetdirect", "collnetchain", "nvls", "nvlstree", "pat"}),
+    ("allreduce:tree;allgather:ring", "all_reduce", {"tree"}),
+    ("allreduce:tree;allgather:ring", "all_gather", {"ring"}),
+    ("allreduce:tree", "reduce_scatter", None),  # says nothing of reduce-scatter
+])
+def test_nccl_algo_is_read_as_nccl_parses_it(value, op, left):
+    assert nccl_tests.algorithms_left(value, op) == left
