@@ -153,3 +153,20 @@ def test_a_log_run_without_the_ring_is_refused_in_one_line(tmp_path, capsys, val
 ])
 def test_nccl_algo_is_read_as_nccl_parses_it(value, op, left):
     assert nccl_tests.algorithms_left(value, op) == left
+
+
+def test_the_first_line_names_the_preset_the_profile_is_based_on(tmp_path):
+    """H100 logs: the first line said 'the built-in default presets' and the next 'dgx-h100';
+    both name dgx-h100 now. An A100 40GB log keeps the default presets, named."""
+    two = tmp_path / "two.txt"
+    two.write_text(ring_log(8, 2, (1e-6, 200.0), (16e-6, 50.0)))
+    _, report = calibrate_from_sources(tmp_path / "p.json", [two])
+    assert report[0].startswith("new profile: the parts no source here measured come from the "
+                                "hardware preset dgx-h100, of the GPU the logs ran on")
+    assert "hardware preset dgx-h100 (H100-SXM5 80GB" in report[2]
+    a100 = tmp_path / "a100.txt"
+    a100.write_text(ring_log(8, 2, (1e-6, 200.0), (16e-6, 50.0)).replace(
+        "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB"))
+    _, report = calibrate_from_sources(tmp_path / "q.json", [a100])
+    assert f"the built-in default presets ({presets.DEFAULT_HARDWARE})" in report[0]
+    assert not any("hardware preset" in line for line in report[1:])

@@ -355,7 +355,7 @@ def test_the_preset_follows_what_the_logs_say(monkeypatch):
 def test_the_note_names_the_preset_taken_and_base_takes_another(tmp_path):
     log = _renamed(tmp_path, H100_1N, "NVIDIA A100 80GB PCIe")  # one server: inter unmeasured
     profile, report = calibrate_from_sources(tmp_path / "a.json", [log])
-    line = next(x for x in report if "hardware preset" in x)
+    line = next(x for x in report[1:] if "hardware preset" in x)
     assert "pcie-8gpu-100gbe" in line and "do not tell it from pcie-8gpu-25gbe" in line
     assert line.endswith("give --base pcie-8gpu-25gbe")
     slow = presets.HARDWARE["pcie-8gpu-25gbe"]

@@ -56,8 +56,7 @@ def base_profile(out: str | os.PathLike[str], base: str | None = None) -> tuple[
     name wins) for a new profile of that hardware and the default workload."""
     if base is not None and base in presets.HARDWARE and not os.path.exists(base):
         return (profile_from_presets(presets.HARDWARE[base], default_profile().workload), True,
-                f"new profile from the hardware preset {base} (--base): the parts no source "
-                "here measured come from it (see its notes)")
+                new_profile_words(f"the hardware preset {base} (--base)"))
     if base is not None and not base.endswith(".json") and not os.path.exists(base):
         raise ScalesimError(f"--base {base}: no such profile file, nor a hardware preset: give "
                             f"a profile JSON file or one of {', '.join(presets.HARDWARE)}")
@@ -65,8 +64,15 @@ def base_profile(out: str | os.PathLike[str], base: str | None = None) -> tuple[
         return load_profile(base), False, f"updated from {base}"
     if os.path.exists(out):  # False for a name the OS refuses (too long): the writer says why
         return load_profile(out), False, f"updated in place ({out})"
-    return default_profile(), True, ("new profile: the parts no source here measured come from "
-                                     "the built-in default presets (see its notes)")
+    return default_profile(), True, new_profile_words(
+        f"the built-in default presets ({presets.DEFAULT_HARDWARE})")
+
+
+def new_profile_words(presets_words: str) -> str:
+    """The report's first line for a new profile: the presets its unmeasured parts come from
+    (``presets_words``: the --base preset, the default presets, or the preset of the GPU a
+    source ran on, ``rebased_on_device``), so one line names them for every source."""
+    return f"new profile: the parts no source here measured come from {presets_words}; see its notes"
 
 
 def _names(paths) -> str:
@@ -120,14 +126,16 @@ def the_one_gpu(named: list[tuple[str, str]], what: str) -> list[str]:
 
 def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fresh: bool,
                     chosen: str | None = None, traced: str | None = None
-                    ) -> tuple[Profile, list[str]]:
+                    ) -> tuple[Profile, list[str], str | None]:
     """The profile with the link levels the logs measured; other levels and parts untouched.
     A new profile is rebased on the hardware preset of the logs' GPU (``rebased_on_device``;
     ``chosen``: the preset --base named, kept), or of ``traced``, the GPU traces of the same
     call ran on (``traced_gpu``), where the logs name none (a results table without its rank
     lines): the logs still choose among that GPU's presets. The inter level is derived given
-    the final intra level (``intra_for_inter``)."""
+    the final intra level (``intra_for_inter``). Returns (profile, report lines, the hardware
+    preset the new profile was rebased on, else None)."""
     said: list[str] = []
+    preset = None
     devices = one_device(fits)
     per_node = sorted({r.ranks // r.nodes for f in fits.values() for r in f.runs})
     gpu, what = ((devices[0], "the logs") if len(devices) == 1
@@ -135,7 +143,7 @@ def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fres
     if fresh and gpu is not None:
         networks = {r.network for f in fits.values() for r in f.runs} - {None}
         inter = fits.get("inter_node")
-        profile, words = rebased_on_device(
+        profile, words, preset = rebased_on_device(
             profile, gpu, per_node[-1] if per_node else None,
             networks.pop() if len(networks) == 1 else None,
             inter.link.busbw_GBps if inter is not None else None, chosen=chosen, what=what)
@@ -183,7 +191,7 @@ def with_nccl_tests(profile: Profile, fits: dict[str, nccl_tests.LevelFit], fres
             backend="nccl (nccl-tests)",
             hostnames=list(dict.fromkeys(h for r in runs for h in r.hosts)),
             date_utc=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
-    return profile.model_copy(update=update), said
+    return profile.model_copy(update=update), said, preset
 
 
 def intra_for_inter(fits: dict[str, nccl_tests.LevelFit], profile: Profile
@@ -239,7 +247,7 @@ def preset_for_logs(device: str, per_node: int | None = None, network: str | Non
 def rebased_on_device(profile: Profile, device: str, per_node: int | None = None,
                       network: str | None = None, inter_busbw_GBps: float | None = None,
                       chosen: str | None = None, what: str = "the logs"
-                      ) -> tuple[Profile, list[str]]:
+                      ) -> tuple[Profile, list[str], str | None]:
     """A new profile's presets for the GPU the logs ran on: ``profile`` where its device is
     that GPU (``presets.same_device``); else the hardware preset of that GPU the logs point to
     (``preset_for_logs``: their GPUs per server ``per_node``, NCCL transport ``network``,
@@ -249,7 +257,7 @@ def rebased_on_device(profile: Profile, device: str, per_node: int | None = None
     names the preset taken, why, and how to take another (--base PRESET). ``chosen``: the
     preset --base named: kept where its GPU is the logs' (said, with the others of that GPU),
     refused where it is not. ``what``: the files, as the words name them ('the logs', 'the
-    traces')."""
+    traces'). Returns (profile, words, the preset's name where it was rebased on one)."""
     hw = profile.hardware
     name, why, others = preset_for_logs(device, per_node, network, inter_busbw_GBps)
     if chosen is not None:
@@ -258,15 +266,15 @@ def rebased_on_device(profile: Profile, device: str, per_node: int | None = None
                 f"--base {chosen}: its GPU is {hw.device_name}, {what} ran on {device}; give "
                 + (f"a preset of that GPU ({', '.join([name, *others])})" if name else
                    "a profile calibrated on that GPU") + " or drop --base")
-        return profile, []
+        return profile, [], None
     if same_device(device, hw.device_name):
-        return profile, []
+        return profile, [], None
     if name is None:
         kept = "peak and memory" if what == "the traces" else "peak, memory and compute"
         return profile, [f"{what} ran on {device}, which no hardware preset lists: this new "
                          f"profile's device, {kept} stay the default "
                          f"presets' {hw.device_name} (give --base a profile calibrated on "
-                         f"{device})"]  # the traces measure the compute: theirs, not the default's
+                         f"{device})"], None  # the traces measure the compute, not the default
     preset = presets.HARDWARE[name]
     rebased = profile_from_presets(preset, profile.workload)
     choice = (f", chosen for {' and '.join(why)}" if why else "") + (
@@ -279,7 +287,7 @@ def rebased_on_device(profile: Profile, device: str, per_node: int | None = None
                      f"hardware preset {name} ({preset.device_name}, {preset.devices_per_node} "
                      f"per server, inter-server {preset.inter_node.kind} "
                      f"{link_GBps(preset.inter_node.busbw_GBps)} busbw{choice}), not the default's "
-                     f"{hw.device_name}{another}"]
+                     f"{hw.device_name}{another}"], name
 
 
 def compute_curve(runs: list[BatchRun], base: ComputeCurve) -> tuple[ComputeCurve, str]:
@@ -376,17 +384,20 @@ def traced_gpu(runs: list[BatchRun]) -> str | None:
 
 
 def with_traces(profile: Profile, runs: list[BatchRun], fresh: bool, set_server: bool | None = None,
-                chosen: str | None = None) -> tuple[Profile, list[str]]:
+                chosen: str | None = None) -> tuple[Profile, list[str], str | None]:
     """The profile with the traced compute curve, optimizer, backward share and jitter; on a new
     profile (``fresh``) also the gradient size, and the server size unless ``set_server`` is
     False (nccl-tests logs of the same call describe the server instead). A new profile whose
     server nccl-tests logs did not describe (``set_server`` not False) is first rebased on the
     hardware preset of the traces' GPU (``traced_gpu``, ``rebased_on_device``; ``chosen``: the
-    preset --base named, kept where its GPU is the traces')."""
+    preset --base named, kept where its GPU is the traces'). Returns (profile, report lines,
+    the preset rebased on, else None)."""
     said: list[str] = []
+    preset = None
     device = traced_gpu(runs)
     if fresh and set_server is not False and device is not None:
-        profile, words = rebased_on_device(profile, device, chosen=chosen, what="the traces")
+        profile, words, preset = rebased_on_device(profile, device, chosen=chosen,
+                                                   what="the traces")
         said += words
     elif (fresh and set_server is not False and chosen is None
           and any(x.summary.device == "gpu" for r in runs for x in r.ranks)):
@@ -445,7 +456,7 @@ def with_traces(profile: Profile, runs: list[BatchRun], fresh: bool, set_server:
                                                              TRACES_TIME_NO_LINK))}
     if hw_changes:
         update["hardware"] = profile.hardware.model_copy(update=hw_changes)
-    return profile.model_copy(update=update), said
+    return profile.model_copy(update=update), said, preset
 
 
 def with_topology(profile: Profile, topo: Topology) -> tuple[Profile, list[str]]:
@@ -506,19 +517,24 @@ def calibrate_from_sources(out: str | os.PathLike[str], nccl_tests_files=(), tra
         topo = parse_topo_file(topo_file)
     profile, fresh, origin = base_profile(out, base)
     report = [origin]
+    preset = traced_preset = None
     if fits:
-        profile, said = with_nccl_tests(profile, fits, fresh,
+        profile, said, preset = with_nccl_tests(profile, fits, fresh,
                                         chosen=base if fresh and base is not None else None,
                                         traced=traced_gpu(runs) if runs else None)
         report += ["links from nccl-tests:"] + [f"  {s}" for s in said]
         for f in fits.values():
             report += [f"  note: {n}" for r in f.runs for n in r.notes]
     if runs:
-        profile, said = with_traces(profile, runs, fresh, set_server=not fits,
+        profile, said, traced_preset = with_traces(profile, runs, fresh, set_server=not fits,
                                     chosen=base if fresh and base is not None else None)
         report += ["compute from traces:"] + [f"  {s}" for s in said]
         for r in runs:
             report += [f"  note: {n}" for x in r.ranks for n in x.summary.notes]
+    if fresh and base is None and (preset or traced_preset):  # rebased on a source's GPU
+        report[0] = new_profile_words(
+            f"the hardware preset {preset or traced_preset}, of the GPU the "
+            f"{'logs' if preset else 'traces'} ran on")
     if topo is not None:
         profile, said = with_topology(profile, topo)
         report.append(f"topology: {topo.intra_kind}")
