@@ -27,8 +27,10 @@ communication when the name contains ``nccl``, memory for memcpy/memset, computa
   ``FSDP::root_pre_forward``, once per forward of the root; FSDP1's
   ``FullyShardedDataParallel.forward``, nested units merged into the root's), else, where no
   wrapper forward is traced (a plain module), the DataLoader fetches that start in it (nested
-  ones merged); the count most steps show (``TraceSummary.micro_steps``; None where neither is
-  traced, or most steps show none);
+  ones merged); of those, only the ones a backward op (``BACKWARD_PREFIX``) follows before the
+  next (``with_backward``: an evaluation forward under ``torch.no_grad`` is none; all where the
+  trace records no backward op); the count most steps show (``TraceSummary.micro_steps``; None
+  where neither is traced, or most steps show none);
 - attention: compute kernels whose names ``attention_kernel.attention_family`` knows
   (FlashAttention-2, cuDNN, FlashAttention-3, memory-efficient); the device from the trace's
   ``deviceProperties`` (the name of the device most kernels ran on).
@@ -98,6 +100,11 @@ DATA_PREFIX = "enumerate(DataLoader)#"
 MICRO_STEP_FORWARDS = ("DistributedDataParallel.forward", "FSDP::root_pre_forward",
                        "FullyShardedDataParallel.forward")
 DATA_FETCHES = "DataLoader fetches"  # the micro-step count's fallback (``micro_steps_from``)
+# a backward node's host op (the autograd engine's; PyTorch 1.8/1.9 record the node by its own
+# name, "CudnnConvolutionBackward", "ReluBackward1": the pytorch/kineto tb_plugin resnet50
+# samples, torch 1.9, without the prefix): a micro-step is a forward that a backward follows
+BACKWARD_PREFIX = "autograd::engine::evaluate_function:"
+OLD_BACKWARD = re.compile(r"^[A-Z]\w*Backward\d*$")
 IN_PROCESS_LOADER = "_SingleProcessDataLoaderIter"  # num_workers=0: loads in the training process
 CPU_COMM_PREFIXES = ("gloo:", "nccl:", "c10d::", "record_param_comms")
 
@@ -128,6 +135,27 @@ def input_elements(args: dict) -> int | float | None:
     if n is None or (isinstance(n, float) and not math.isfinite(n)):
         return None
     return n if 0 <= n < MAX_ELEMENTS else None
+
+
+def backward_op(name: str, cat) -> bool:
+    """Whether a trace event is a backward node's host op (``BACKWARD_PREFIX``, else a
+    pre-1.10 trace's ``OLD_BACKWARD`` cpu_op)."""
+    return name.startswith(BACKWARD_PREFIX) or (
+        cat == "cpu_op" and "Backward" in name and OLD_BACKWARD.match(name) is not None)
+
+
+def with_backward(starts: np.ndarray, backward_starts: np.ndarray) -> np.ndarray:
+    """The micro-step events' ``starts`` (sorted, s) that a backward op (``backward_starts``,
+    sorted, s) follows before the next of them starts (after the last: any time): a forward
+    with no backward (an evaluation under ``torch.no_grad`` inside a profiler step) is no
+    micro-step. All of ``starts`` where the trace records no backward op (it cannot tell)."""
+    if backward_starts.size == 0 or starts.size == 0:
+        return starts
+    following = np.append(starts[1:], np.inf)
+    first = np.searchsorted(backward_starts, starts, "left")  # the first backward at or after
+    found = first < backward_starts.size
+    return starts[found & (backward_starts[np.minimum(first, backward_starts.size - 1)]
+                           < following)]
 
 
 def point_to_point(collective: str) -> bool:
@@ -811,6 +839,7 @@ def summarise(
     split_backward = False
     loader_in_process = False
     wrapper_forwards, fetches = _Intervals(), _Intervals()  # the micro-step count's events
+    backward_starts = array("d")  # backward ops' starts: which of those events trained
     forward_names: Counter = Counter()  # MICRO_STEP_FORWARDS seen, by name
     family_s: Counter = Counter()  # attention family -> kernel seconds
     devices: Counter = Counter()  # GPU id -> kernels
@@ -841,6 +870,8 @@ def summarise(
         if cat in LAUNCH_CATS or cat in DEVICE_CATS:
             args = ev.get("args")
             launches.see(cat, t0, d, args if isinstance(args, dict) else {}, thread_id(ev))
+        if backward_op(name, cat):
+            backward_starts.append(t0)
         m = _STEP.match(name)
         if m and STEP_BOUND.problem(d) is not None:  # 0, 1e-300 us or longer than 11.6 days
             zero_steps.append(name)
@@ -966,11 +997,14 @@ def summarise(
     # collective; hiding the role's saves only what nothing else covers
     covered_by_others = {role: union(cd, *[m for r, (m, _) in roles.items() if r != role])
                          for role in roles}
-    # the micro-step count's events, nested ones merged (FSDP1's units in the root's forward)
+    # the micro-step count's events, nested ones merged (FSDP1's units in the root's forward),
+    # those no backward follows left out (an evaluation forward)
     counted_from, micro_starts = ((forward_names.most_common(1)[0][0], wrapper_forwards.merged()[0])
                                   if len(wrapper_forwards) else
                                   (DATA_FETCHES, fetches.merged()[0]) if len(fetches) else
                                   ("", None))
+    if micro_starts is not None:
+        micro_starts = with_backward(micro_starts, np.sort(np.frombuffer(backward_starts)))
     steps = []
     for num, w0, w1 in sorted(windows):
         span = w1 - w0

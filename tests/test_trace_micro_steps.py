@@ -193,3 +193,50 @@ def test_the_traced_model_runs_the_traced_micro_steps(monkeypatch, strategy, sha
     one, row = rows
     assert (row.compute_s, row.comm_total_s, row.exposed_comm_s) == pytest.approx((0.8, 0.1, 0.1))
     assert row.step_time_s == pytest.approx(one.step_time_s, rel=1e-12)
+
+
+# ---------------------------------------------------------------- session 40: a forward with no backward
+
+
+BACKWARD = "autograd::engine::evaluate_function: AddmmBackward0"
+
+
+def with_eval_forward(forward=DDP_FORWARD, steps=3):
+    """``steps`` 1000 us steps, each of 2 training micro-steps (a fetch at +0 / +300 us, the
+    forward 100 us after it, a backward op 150 us after the fetch) and then an evaluation micro-
+    step at +700 us: a fetch and a forward (under torch.no_grad) with no backward op."""
+    events = []
+    for n in range(steps):
+        t = n * 1000.0
+        events.append(event(f"ProfilerStep#{n + 1}", t, 1000.0))
+        for at, trains in ((t, True), (t + 300.0, True), (t + 700.0, False)):
+            events.append(event(FETCH, at, 10.0))
+            if forward:
+                events.append(event(forward, at + 20.0, 100.0))
+            if trains:
+                events.append(event(BACKWARD, at + 150.0, 80.0, cat="cpu_op"))
+    return events
+
+
+@pytest.mark.parametrize("forward, source", [(DDP_FORWARD, DDP_FORWARD),
+                                             (None, traces.DATA_FETCHES)])
+def test_an_evaluation_forward_is_no_micro_step(tmp_path, forward, source):
+    """2 forward+backward pairs and 1 forward with no backward a step: 2 micro-steps, counted
+    from the DDP forwards or, for a plain module, the fetches (before session 40: 3, the
+    evaluation counted as a micro-step)."""
+    s = traces.summarise(write(tmp_path, "r.json", with_eval_forward(forward)))
+    assert [st.micro_steps for st in s.steps] == [2, 2, 2]
+    assert (s.micro_steps, s.micro_steps_from) == (2, source)
+
+
+def test_with_backward_keeps_the_starts_a_backward_follows():
+    """Starts 0, 10, 20 s; backward ops at 5 and 25 s: the first (5 < 10) and the last (25,
+    after it) trained, the second (nothing in [10, 20)) did not; no backward op at all: every
+    start (the trace cannot tell)."""
+    import numpy as np
+
+    starts = np.array([0.0, 10.0, 20.0])
+    assert traces.with_backward(starts, np.array([5.0, 25.0])).tolist() == [0.0, 20.0]
+    assert traces.with_backward(starts, np.array([])).tolist() == [0.0, 10.0, 20.0]
+    assert traces.backward_op("ReluBackward1", "cpu_op")
+    assert traces.backward_op(BACKWARD, "cpu_op") and not traces.backward_op("aten::mm", "cpu_op")

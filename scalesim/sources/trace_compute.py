@@ -44,6 +44,7 @@ from scalesim.traces import (
     KernelLaunches,
     TraceSummary,
     _Intervals,
+    backward_op,
     check_one_world,
     cross_rank,
     first_input_elements,
@@ -54,10 +55,6 @@ from scalesim.traces import (
     traced_micro_steps,
 )
 
-BACKWARD_PREFIX = "autograd::engine::evaluate_function:"
-# PyTorch 1.8/1.9 record a backward node by its own name ("CudnnConvolutionBackward",
-# "ReluBackward1": the pytorch/kineto tb_plugin resnet50 samples, torch 1.9), without the prefix
-OLD_BACKWARD = re.compile(r"^[A-Z]\w*Backward\d*$")
 OPTIMIZER_PREFIX = "Optimizer.step#"
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
 DTYPE_BYTES = {"float": 4, "float32": 4, "f32": 4, "double": 8, "float64": 8, "half": 2,
@@ -139,7 +136,7 @@ class _Collector:
         if m:
             if cat != "gpu_user_annotation":
                 self.cpu_steps.append((int(m.group(1)), t0, t0 + d))
-        elif name.startswith(BACKWARD_PREFIX) or (cat == "cpu_op" and OLD_BACKWARD.match(name)):
+        elif backward_op(name, cat):
             self.backward[tid].add(t0, d)
         elif name.startswith(OPTIMIZER_PREFIX) and cat != "gpu_user_annotation":
             self.optimizer[tid].add(t0, d)
