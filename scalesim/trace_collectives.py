@@ -22,7 +22,14 @@ from scalesim.process_groups import (
     splits_the_model,
     traced_degrees,
 )
-from scalesim.traces import add_record, new_record
+from scalesim.traces import (
+    COLLECTIVE_KINDS,
+    add_record,
+    collective_kind,
+    new_record,
+    traced_micro_steps,
+    traced_micro_steps_with,
+)
 
 
 def mixed_ranks_notes(summaries) -> list[str]:
@@ -54,10 +61,6 @@ def traced_device_name(summaries) -> str:
     return "traced" if gpu else f"{CPU_DEVICE_PREFIX}traced"
 
 
-# The collectives a trace names, by kind (a name's letters, lower case, without '_': NCCL's
-# ncclDevKernel_AllGather_RING_LL, gloo:all_gather, record_param_comms:_allgather_base).
-COLLECTIVE_KINDS = {"allreduce": "all-reduce", "allgather": "all-gather",
-                    "reducescatter": "reduce-scatter"}
 # ZeRO-3 (FSDP FULL_SHARD) gathers each block before its forward and again before its
 # backward, and reduce-scatters it once: twice the all-gathers of reductions (a root unit left
 # unsharded after forward, FSDP2's default for it, gathers once: 7 gathers for 4 units);
@@ -130,8 +133,7 @@ def kinds_of(records: dict[str, dict]) -> dict[str, dict[str, float]]:
     sized) of kernel records (name -> tally); names of no kind are left out."""
     out: dict[str, dict[str, float]] = {}
     for name, c in records.items():
-        letters = name.lower().replace("_", "")
-        kind = next((k for key, k in COLLECTIVE_KINDS.items() if key in letters), None)
+        kind = collective_kind(name)
         if kind is not None:
             add_record(out.setdefault(kind, new_record()), c)
     return out
@@ -203,6 +205,8 @@ def traced_exchange(summaries, degrees: dict | None = None):
     ZeRO-3 (FSDP FULL_SHARD) at ``ZERO3_GATHERS_PER_SCATTER`` or more per reduction; else
     ZeRO-2 (SHARD_GRAD_OP; Megatron-Core's ZeRO-1 looks alike and sends the same bytes); else
     DDP, with no words (but where the counts pass and the sizes do not: a metric's gathers).
+    Both ratios are per micro-step (``micro_step_syncs``: x s / k), and where one micro-step of
+    k >= 2 reduces the exchange reduces once a step (FSDP's no_sync).
     ``degrees``: ``traced_layout(summaries)`` where the caller has it (None: read here)."""
     from scalesim.fit_runs import DDP_EXCHANGE, RunsExchange
 
@@ -247,8 +251,12 @@ def traced_exchange(summaries, degrees: dict | None = None):
     if not sized and not counted:
         return DDP_EXCHANGE, ""
     ratio = gathered if sized else gather["count"] / reductions
+    # per micro-step: k micro-steps a step, s of them reducing (``micro_step_syncs``)
+    k, syncing = micro_step_syncs(summaries, reduction)
+    ratio *= syncing / k
     exchange = RunsExchange("zero3" if ratio >= ZERO3_GATHERS_PER_SCATTER else "zero2",
-                            shard_group=hybrid)
+                            grad_sync="once-per-step" if syncing < k and syncing == 1
+                            else "every-micro-step", shard_group=hybrid)
     alike = ("the shard group's, with the all-reduces across its replicas" if hybrid else
              "DeepSpeed stage 3 alike" if exchange.strategy == "zero3"
              else "Megatron-Core's ZeRO-1 alike")
@@ -275,8 +283,26 @@ def traced_exchange(summaries, degrees: dict | None = None):
                    "ddp for one")
     per = (f"all-gathered elements per {reduced} element {ratio:.2g} (the messages' sizes)"
            if sized else f"all-gathers per {reduction} {ratio:.2g}")
+    if syncing < k:
+        per += (f" a micro-step ({ratio * k / syncing:.2g} a step, over {k} micro-steps of "
+                f"which {syncing} post{'s' if syncing == 1 else ''} {reduction}s)")
     return exchange, (f"{whose}, all ranks and steps: {seen}: {per}, read as "
                       f"{exchange.label(alike)}; the remedies start from it. {caveat}")
+
+
+def micro_step_syncs(summaries, reduction: str) -> tuple[int, int]:
+    """(k, s): the micro-steps a step the traces show (``traces.traced_micro_steps``) and how
+    many of them post a ``reduction`` (``traces.traced_micro_steps_with``); (1, 1) where either
+    is not read or s is not between 1 and k. Sharding's gathers are counted per reduction of a
+    unit, and a unit reduces once in each of s micro-steps, so gathers per reduction x s / k is
+    the gathers per unit a micro-step: ZeRO-3 2 (forward and backward), ZeRO-2 at most 1,
+    reducing in every micro-step (s = k) or under no_sync (s = 1, k gathers a step per
+    reduction: 4 at k = 4, which read alone as ZeRO-3)."""
+    k, _ = traced_micro_steps(summaries)
+    syncing = traced_micro_steps_with(summaries, reduction)
+    if k is None or syncing is None or not 1 <= syncing <= k:
+        return 1, 1
+    return k, syncing
 
 
 # Collectives read as the data-parallel exchange: the dp groups', and those of groups no name

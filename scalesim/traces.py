@@ -158,6 +158,32 @@ def with_backward(starts: np.ndarray, backward_starts: np.ndarray) -> np.ndarray
                            < following)]
 
 
+# The collectives a trace names, by kind (a name's letters, lower case, without '_': NCCL's
+# ncclDevKernel_AllGather_RING_LL, gloo:all_gather, record_param_comms:_allgather_base).
+COLLECTIVE_KINDS = {"allreduce": "all-reduce", "allgather": "all-gather",
+                    "reducescatter": "reduce-scatter"}
+# the host ops of one collective each, by preference (nested: c10d::allreduce_ holds
+# record_param_comms; gloo's run later on its own threads): where a collective was posted
+HOST_COLLECTIVE_FAMILIES = ("record_param_comms", "c10d::", "nccl:", "gloo:")
+
+
+def collective_kind(name: str) -> str | None:
+    """The kind (``COLLECTIVE_KINDS``) of a collective's name (``_collective_name``), None for
+    one of no kind (broadcast, send/recv)."""
+    letters = name.lower().replace("_", "")
+    return next((k for key, k in COLLECTIVE_KINDS.items() if key in letters), None)
+
+
+def micro_steps_with(micro_starts: np.ndarray, starts: np.ndarray) -> int:
+    """In how many of a step's micro-steps (``micro_starts``: the step's, sorted, s; each runs
+    to the next, the first from the step's start) one of ``starts`` (the step's collectives of
+    one kind, s) starts."""
+    if starts.size == 0:
+        return 0
+    at = np.maximum(np.searchsorted(micro_starts, starts, "right") - 1, 0)
+    return int(np.unique(at).size)
+
+
 def point_to_point(collective: str) -> bool:
     """Whether a communication op or kernel (its ``_collective_name`` key) sends or receives
     point to point."""
@@ -398,6 +424,10 @@ class StepBreakdown:
     # forwards of a data-parallel wrapper (else DataLoader fetches) that start in the step's
     # host window (``TraceSummary.micro_steps_from``); None where the trace has neither
     micro_steps: int | None = None
+    # collective kind (``COLLECTIVE_KINDS``) -> how many of those micro-steps posted one on the
+    # host (``HOST_COLLECTIVE_FAMILIES``; ``micro_steps_with``): a reduction in each micro-step,
+    # or in one (no_sync); {} where micro-steps are not counted or the host posts none
+    micro_steps_with: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -840,6 +870,7 @@ def summarise(
     loader_in_process = False
     wrapper_forwards, fetches = _Intervals(), _Intervals()  # the micro-step count's events
     backward_starts = array("d")  # backward ops' starts: which of those events trained
+    posted = defaultdict(lambda: array("d"))  # (host family, collective kind) -> starts
     forward_names: Counter = Counter()  # MICRO_STEP_FORWARDS seen, by name
     family_s: Counter = Counter()  # attention family -> kernel seconds
     devices: Counter = Counter()  # GPU id -> kernels
@@ -918,6 +949,10 @@ def summarise(
                 for family, starts in zip(RECEIVE_FAMILIES, receive_starts, strict=True):
                     if word in family:
                         starts.append(t0)
+                posting = next((f for f in HOST_COLLECTIVE_FAMILIES if name.startswith(f)), None)
+                kind = collective_kind(collective)
+                if posting is not None and kind is not None:
+                    posted[posting, kind].append(t0)
             if not name.startswith("c10d::"):
                 see_record(coll[collective], d, args)
         elif cat == "cpu_op":
@@ -1005,6 +1040,11 @@ def summarise(
                                   ("", None))
     if micro_starts is not None:
         micro_starts = with_backward(micro_starts, np.sort(np.frombuffer(backward_starts)))
+    # each kind's host posts, of the first family that posts it
+    posts = {kind: np.sort(np.frombuffer(starts)) for kind in COLLECTIVE_KINDS.values()
+             for starts in [next((posted[f, kind] for f in HOST_COLLECTIVE_FAMILIES
+                                  if len(posted.get((f, kind), ()))), None)]
+             if starts is not None}
     steps = []
     for num, w0, w1 in sorted(windows):
         span = w1 - w0
@@ -1040,6 +1080,8 @@ def summarise(
                 group_comm_s=group_comm,
                 micro_steps=None if micro_starts is None else
                 _count_in(micro_starts, *host_window.get(num, (w0, w1))),
+                micro_steps_with=_micro_steps_with(micro_starts, posts,
+                                                   *host_window.get(num, (w0, w1))),
             )
         )
     micro_steps = most_steps_count([st.micro_steps for st in steps])
@@ -1079,6 +1121,31 @@ def summarise(
         micro_steps,
         counted_from if micro_steps is not None else "",
     )
+
+
+def _in_window(sorted_starts: np.ndarray, w0: float, w1: float) -> np.ndarray:
+    """``sorted_starts`` (s) in [w0, w1) (s), as ``_count_in`` counts them."""
+    lo, hi = np.searchsorted(sorted_starts, [w0 - 1e-9, w1 - 1e-9], "left")
+    return sorted_starts[lo:hi]
+
+
+def _micro_steps_with(micro_starts, posts: dict, w0: float, w1: float) -> dict[str, int]:
+    """``StepBreakdown.micro_steps_with`` of the step whose host window is [w0, w1) (s)."""
+    if micro_starts is None:
+        return {}
+    mine = _in_window(micro_starts, w0, w1)
+    if mine.size == 0:
+        return {}
+    return {kind: micro_steps_with(mine, _in_window(starts, w0, w1))
+            for kind, starts in posts.items()}
+
+
+def traced_micro_steps_with(summaries: list[TraceSummary], kind: str) -> int | None:
+    """How many micro-steps of a step post a collective of ``kind`` (``StepBreakdown.
+    micro_steps_with``): the count most of the steps that post one show, every rank (of two
+    equally common, the larger); None where no step says."""
+    return most_steps_count([st.micro_steps_with[kind] for s in summaries for st in s.steps
+                             if st.micro_steps_with.get(kind)])
 
 
 def most_steps_count(counts: list[int | None]) -> int | None:

@@ -1,0 +1,111 @@
+"""Session 40: the sharding strategy read off traces of a job that accumulates gradients
+(``trace_collectives.traced_exchange``, ``micro_step_syncs``). Sharding's all-gathers are
+counted per reduction of a unit; under no_sync a unit reduces once a step but gathers in each of
+the k micro-steps, so a ZeRO-2 job at k = 4 gathered 4 times a reduction and read as ZeRO-3.
+Hand-made 2-rank CPU traces, each micro-step a forward, a backward op and the collectives a
+ZeRO stage posts (``record_param_comms``), 2 units."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from scalesim import traces
+from scalesim.trace_collectives import micro_step_syncs, traced_exchange
+
+FORWARD = "FSDP::root_pre_forward"
+BACKWARD = "autograd::engine::evaluate_function: AddmmBackward0"
+UNITS = 2
+MICRO_US = 250.0
+
+
+def op(name, ts_us, dur_us, cat="cpu_op", **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts_us,
+            "dur": dur_us, "args": args}
+
+
+def comm(collective, ts_us):
+    return op("record_param_comms", ts_us, 5.0, **{"Collective name": collective})
+
+
+def zero_trace(stage, k, no_sync, steps=3):
+    """``steps`` steps of ``k`` micro-steps: each a forward (stage 2 and 3 gather the 2 units
+    in it), a backward (stage 3 gathers them again) and, in every micro-step or under
+    ``no_sync`` the last only, a reduce-scatter of each unit; stage 1 gathers them once a
+    step, after the last backward (the updated parameters)."""
+    events = []
+    for n in range(steps):
+        t = n * k * MICRO_US
+        events.append(op(f"ProfilerStep#{n + 1}", t, k * MICRO_US, cat="user_annotation"))
+        for m in range(k):
+            a = t + m * MICRO_US
+            events.append(op(FORWARD, a + 10.0, 5.0, cat="user_annotation"))
+            events.append(op("aten::mm", a + 60.0, 30.0))
+            events.append(op(BACKWARD, a + 100.0, 50.0))
+            for u in range(UNITS):
+                if stage >= 2:
+                    events.append(comm("_allgather_base", a + 20.0 + 10.0 * u))
+                if stage == 3:
+                    events.append(comm("_allgather_base", a + 110.0 + 10.0 * u))
+                last = m == k - 1
+                if last or not no_sync:
+                    events.append(comm("_reduce_scatter_base", a + 180.0 + 10.0 * u))
+                if stage == 1 and last:
+                    events.append(comm("_allgather_base", a + 220.0 + 10.0 * u))
+    return events
+
+
+def summaries(tmp_path, events):
+    out = []
+    for rank in (0, 1):
+        path = tmp_path / f"r{rank}.json"
+        path.write_text(json.dumps({"distributedInfo": {"backend": "gloo", "rank": rank,
+                                                        "world_size": 2},
+                                    "traceEvents": events}))
+        out.append(traces.summarise(path))
+    return out
+
+
+@pytest.mark.parametrize("stage, k, no_sync, strategy, grad_sync, per_micro_step", [
+    # gathers a step per reduction: 4 (k under no_sync, before session 40 read as zero3) -> 1
+    (2, 4, True, "zero2", "once-per-step", 1.0),
+    # k = 2 alike: 2 per reduction either way, told apart by the micro-steps that reduce
+    (2, 2, True, "zero2", "once-per-step", 1.0),
+    (3, 2, False, "zero3", "every-micro-step", 2.0),
+    # 2k = 8 per reduction under no_sync: 2 a micro-step
+    (3, 4, True, "zero3", "once-per-step", 2.0),
+    (2, 4, False, "zero2", "every-micro-step", 1.0),
+    (3, 4, False, "zero3", "every-micro-step", 2.0),
+    # ZeRO-1 gathers once a step: 1 per reduction, 1/4 a micro-step (Megatron-Core's, alike)
+    (1, 4, True, "zero2", "once-per-step", 0.25),
+    # one micro-step a step: as before
+    (2, 1, False, "zero2", "every-micro-step", 1.0),
+    (3, 1, False, "zero3", "every-micro-step", 2.0),
+])
+def test_the_strategy_is_read_per_micro_step(tmp_path, stage, k, no_sync, strategy, grad_sync,
+                                             per_micro_step):
+    s = summaries(tmp_path, zero_trace(stage, k, no_sync))
+    reducing = 1 if no_sync else k
+    assert [st.micro_steps for st in s[0].steps] == [k] * 3
+    assert {st.micro_steps_with["reduce-scatter"] for st in s[0].steps} == {reducing}
+    assert micro_step_syncs(s, "reduce-scatter") == (k, reducing)
+    exchange, words = traced_exchange(s)
+    assert (exchange.strategy, exchange.grad_sync) == (strategy, grad_sync)
+    assert f"all-gathers per reduce-scatter {per_micro_step:.2g}" in words
+    if reducing < k:
+        assert (f" a micro-step ({per_micro_step * k:.2g} a step, over {k} micro-steps of "
+                "which 1 posts reduce-scatters), read as") in words
+
+
+def test_the_nested_host_ops_of_one_collective_count_one_micro_step(tmp_path):
+    """A collective's host ops nest (c10d:: around record_param_comms) and gloo's run later on
+    its own thread, past the next forward: one family is read (record_param_comms first), so
+    the reduce-scatter a gloo thread ran 100 us into the next micro-step is not a second
+    micro-step that reduces."""
+    events = zero_trace(2, 4, True)
+    for e in [e for e in events if e["args"].get("Collective name") == "_reduce_scatter_base"]:
+        events.append(op("c10d::_reduce_scatter_base_", e["ts"] - 1.0, 7.0))
+        events.append(op("gloo:reduce_scatter", e["ts"] + 100.0, 5.0, cat="user_annotation"))
+    s = summaries(tmp_path, events)
+    assert {st.micro_steps_with["reduce-scatter"] for st in s[0].steps} == {1}
