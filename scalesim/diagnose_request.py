@@ -99,14 +99,12 @@ def check_sources(options: DiagnoseOptions, runs: bool, traces: bool, smi: bool)
         raise ScalesimError("--zero-framework is for a job that sharded (--strategy zero1, zero2 "
                             "or zero3): DDP exchanges alike under either; give --strategy or drop "
                             "it")
-    if options.grad_sync is not None and options.strategy not in ("zero2", "zero3"):
+    # traces read their strategy off the collectives: --grad-sync is applied to it
+    if options.grad_sync is not None and options.strategy not in ("zero2", "zero3") \
+            and not (traces and options.strategy is None):
         raise ScalesimError("--grad-sync is for a job that sharded its gradients (--strategy "
                             "zero2 or zero3): DDP and ZeRO-1 reduce once per step anyway; give "
                             "--strategy or drop it")
-    if options.grad_sync is not None and traces:
-        raise ScalesimError("--grad-sync: a trace's remedies run the micro-steps the traces "
-                            "show, a ZeRO-2/3 job reducing its gradients in each (FSDP's "
-                            "default; traces under no_sync are not told apart); drop it")
     if options.workload_text is not None and options.workload is None:
         raise ScalesimError("workload_text: the contents of the workload file; give its name as "
                             "the workload")
@@ -129,7 +127,7 @@ def diagnose_request(options: DiagnoseOptions, runs=None, traces=None, trace_sou
 
         given = options.strategy is not None  # else read off the collectives
         report = diagnose_traces(traces, trace_source, options.exchange() if given else None,
-                                 None if given else options.shard_group)
+                                 None if given else options.shard_group, options.grad_sync)
     else:
         from scalesim.layout import DEFAULT_RECOMPUTE_STYLE
         from scalesim.runs_diagnosis import diagnose_runs

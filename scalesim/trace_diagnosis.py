@@ -65,11 +65,14 @@ LOADER_MODELLED_SHARE = DATA_PARALLEL_MEDIAN_ERROR / (1.0 + DATA_PARALLEL_MEDIAN
 OVERLAPPED_SHARE = 0.5
 
 
-def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | None = None) -> Report:
+def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | None = None,
+                    grad_sync: str | None = None) -> Report:
     """Name the cause from per-rank trace summaries (scalesim.traces.summarise). ``exchange``
     (``fit_runs.RunsExchange``): how the job exchanged; None: read off its collectives
     (``traced_exchange``). ``shard_group``: a hybrid shard group for the strategy read off the
-    collectives (with ``exchange`` None; ``--shard-group`` without ``--strategy``)."""
+    collectives (with ``exchange`` None; ``--shard-group`` without ``--strategy``);
+    ``grad_sync``: how often it reduced its gradients (``--grad-sync``; None: as ``exchange``
+    says, or as read off the collectives)."""
     from scalesim.traces import TraceSummary, cross_rank, missing_ranks_note, traced_micro_steps
 
     if not isinstance(summaries, list | tuple) or not summaries:
@@ -79,7 +82,8 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
         require_model(s, TraceSummary, "summaries")
     source = require_text(source, "source")
     degrees = traced_layout(summaries)
-    exchange, exchange_note = _traced_or_given(summaries, degrees, exchange, shard_group)
+    exchange, exchange_note = _traced_or_given(summaries, degrees, exchange, shard_group,
+                                               grad_sync)
 
     staged = pipeline_stages(summaries, degrees)
     cr, stage_note = within_stages(summaries, cross_rank(summaries), staged)
@@ -629,11 +633,13 @@ def attention_kernel_finding(summaries, step_s: float) -> tuple[Finding | None, 
                    verdict=gain_verdict(float(gain))))
 
 
-def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None):
+def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None,
+                     grad_sync: str | None = None):
     """(exchange, note) of a traced job: ``exchange`` as given (its shard group, where it gives
     none, the one the traces' groups show: ``shard_groups``) or read off the collectives with
-    ``shard_group`` on it; a shard group at or above the exchange's ranks is full sharding.
-    ScalesimError where the shard group cannot run."""
+    ``shard_group`` and ``grad_sync`` (``--grad-sync``: the user's word on what the traces
+    read, ``_given_grad_sync``) on it; a shard group at or above the exchange's ranks is full
+    sharding. ScalesimError where the shard group cannot run."""
     from scalesim.fit_runs import RunsExchange
 
     ranks = exchange_ranks(summaries, degrees)
@@ -663,6 +669,9 @@ def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None
         elif traced and given and given != traced:
             notes.append(f"--shard-group {given} is used; the traces' groups show a shard group "
                          f"of {traced} ({found.desc})")
+    if grad_sync is not None:
+        exchange, note = _given_grad_sync(summaries, exchange, grad_sync)
+        notes.append(note)
     if exchange.shard_group >= ranks:
         notes.append(f"shard group {exchange.shard_group} at or above the exchange's {ranks} "
                      "data-parallel ranks: it shards over all of them (full sharding)")
@@ -670,6 +679,28 @@ def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None
     if why := exchange.run_problem(ranks):
         raise ScalesimError(f"the traced job's data-parallel exchange: {why}")
     return exchange, "; ".join(n for n in notes if n)
+
+
+def _given_grad_sync(summaries, exchange, grad_sync: str):
+    """(exchange, note) with ``--grad-sync`` ``grad_sync`` on ``exchange`` (given or read off
+    the collectives), the note saying where it overrides what the traces show, or where it
+    changes nothing (``sharding.grad_sync_unused`` at the micro-steps the traces show: DDP and
+    ZeRO-1 reduce once a step anyway, one micro-step a step reduces once either way)."""
+    from scalesim.model.sharding import grad_sync_unused
+    from scalesim.traces import traced_micro_steps
+
+    k = traced_micro_steps(summaries)[0] or 1
+    if why := grad_sync_unused(exchange.strategy, k, grad_sync):
+        return exchange, f"--grad-sync {grad_sync} changes nothing here: {why}"
+    if exchange.strategy not in ("zero2", "zero3"):  # every-micro-step on DDP or ZeRO-1
+        return exchange, (f"--grad-sync {grad_sync} changes nothing here: strategy "
+                          f"{exchange.strategy} reduces gradients once per step anyway (it "
+                          "applies to ZeRO-2/3)")
+    traced = exchange.grad_sync
+    exchange = replace(exchange, grad_sync=grad_sync)
+    return exchange, ("" if traced == grad_sync else
+                      f"--grad-sync {grad_sync} is used (the traces' collectives read as "
+                      f"{traced})")
 
 
 # the source of every part of the model profile built from traces (``_trace_remedies``)

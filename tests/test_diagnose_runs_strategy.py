@@ -199,10 +199,15 @@ def test_traces_of_a_sharded_job_are_read_off_their_collectives(tmp_path, capsys
             f"all-gathers per reduce-scatter {gathers}, read as {strategy} ({label}; ") in note
     sharding = next(r for r in report["remedies"] if r["key"] == "sharding")
     assert f"({strategy} -> " in sharding["title"]
+    # --grad-sync is honoured on traces (session 40; refused before); these show no micro-step
+    # count, one micro-step a step, which reduces once either way: said, not refused
     code, out, err = run_cli(capsys, ["diagnose", "--trace", *paths, "--strategy", "zero3",
-                                      "--grad-sync", "once-per-step"])
-    assert code == 2, err
-    assert "--grad-sync: a trace's remedies run the micro-steps the traces show" in err, err
+                                      "--grad-sync", "once-per-step", "--json"])
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["details"]["exchange"]["grad_sync"] == "once-per-step"
+    assert any("--grad-sync once-per-step changes nothing here: accumulation 1: one micro-step "
+               "per step reduces once either way" in n for n in report["notes"])
     code, out, err = run_cli(capsys, ["diagnose", "--trace", *paths, "--strategy", "ddp",
                                       "--json"])
     assert code == 0, err

@@ -109,3 +109,50 @@ def test_the_nested_host_ops_of_one_collective_count_one_micro_step(tmp_path):
         events.append(op("gloo:reduce_scatter", e["ts"] + 100.0, 5.0, cat="user_annotation"))
     s = summaries(tmp_path, events)
     assert {st.micro_steps_with["reduce-scatter"] for st in s[0].steps} == {1}
+
+
+# ---------------------------------------------------------------- --grad-sync on traces
+
+
+def test_grad_sync_is_honoured_on_the_strategy_read(tmp_path, monkeypatch):
+    """A ZeRO-3 job reducing in each of 4 micro-steps reads as zero3 every-micro-step; told
+    --grad-sync once-per-step, the model runs it so (before session 40: refused, "drop it"):
+    the link is priced on the bytes a once-a-step ZeRO-3 step sends, 2k + 1 = 9 units for the
+    traced time where every micro-step's are 3k = 12 (``sent_units``), so its bus bandwidth is
+    9/12 of the other reading's."""
+    import scalesim.trace_diagnosis as trace_diagnosis
+    from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
+
+    s = summaries(tmp_path, zero_trace(3, 4, no_sync=False))
+    seen = []
+    real = trace_diagnosis.model_remedies
+    monkeypatch.setattr(trace_diagnosis, "model_remedies",
+                        lambda profile, *a, **kw: seen.append(profile) or real(profile, *a, **kw))
+    read = diagnose_request(DiagnoseOptions(), traces=s, trace_source="t")
+    told = diagnose_request(DiagnoseOptions(grad_sync="once-per-step"), traces=s,
+                            trace_source="t")
+    assert read.details["exchange"] == {"strategy": "zero3", "zero_framework": "fsdp",
+                                        "grad_sync": "every-micro-step"}
+    assert told.details["exchange"]["grad_sync"] == "once-per-step"
+    assert ("--grad-sync once-per-step is used (the traces' collectives read as "
+            "every-micro-step)") in " ".join(told.notes)
+    busbw = [p.hardware.intra_node.busbw_GBps for p in (seen[0], seen[-1])]
+    assert busbw[1] / busbw[0] == pytest.approx(9 / 12, rel=1e-12)
+
+
+def test_grad_sync_on_a_trace_read_as_ddp_says_it_changes_nothing(tmp_path):
+    """No gather (DDP): --grad-sync once-per-step is noted as changing nothing, not refused;
+    --strategy ddp with it stays refused (it says what cannot apply)."""
+    from scalesim.diagnose_request import DiagnoseOptions, check_sources, diagnose_request
+    from scalesim.errors import ScalesimError
+
+    events = [e for e in zero_trace(2, 4, no_sync=True)
+              if e["args"].get("Collective name") != "_allgather_base"]
+    report = diagnose_request(DiagnoseOptions(grad_sync="once-per-step"),
+                              traces=summaries(tmp_path, events), trace_source="t")
+    assert report.details["exchange"]["strategy"] == "ddp"
+    assert ("--grad-sync once-per-step changes nothing here: strategy ddp reduces gradients "
+            "once per step anyway (it applies to ZeRO-2/3)") in report.notes
+    with pytest.raises(ScalesimError, match="--grad-sync is for a job that sharded"):
+        check_sources(DiagnoseOptions(strategy="ddp", grad_sync="once-per-step"), False, True,
+                      False)
