@@ -291,7 +291,8 @@ def runs_breakdown_chart(report: Report, width="container") -> alt.Chart:
 
 
 def trace_breakdown_chart(report: Report, width="container") -> alt.Chart:
-    """Median step per rank split into compute, exposed communication, data stall and idle."""
+    """Each rank's median step (``TraceSummary.median_step``) split into its own compute,
+    exposed communication, data stall and idle, which add up to it."""
     records = []
     for r in report.table:
         for i, (field, label, _) in enumerate(TRACE_PARTS):
@@ -299,7 +300,7 @@ def trace_breakdown_chart(report: Report, width="container") -> alt.Chart:
                             "ms": 1e3 * r[field]})
     return _stacked_parts(
         records, TRACE_PARTS, alt.X("rank:N", title=None, sort=None, axis=alt.Axis(labelAngle=0)),
-        alt.Y("ms:Q", title="ms per step (median over profiler steps)", stack="zero"),
+        alt.Y("ms:Q", title="ms, each rank's median step (its own parts)", stack="zero"),
         ["rank:N", "part:N", alt.Tooltip("ms:Q", format=".2f")],
         "Where each rank's step goes", width)
 

@@ -290,5 +290,7 @@ def _trace_tables(report: Report) -> list[str]:
     else:  # ranks profiled over different steps (another schedule, or runs of another job)
         out.append("straggler: not compared: the ranks' traces share no ProfilerStep number "
                    "(record the same steps on every rank)")
-    out.append("(times in ms, medians over profiler steps)")
+    out.append("(times in ms: each rank's median step, the step whose length is the median, "
+               "and its own parts: compute + exposed + data + idle = step, comm = overlap + "
+               "exposed)")
     return out

@@ -218,14 +218,14 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
         remedies = _with_measured(remedies, kernel_remedy)
         if first is None or shown_gain(kernel_remedy) > shown_gain(first):
             first = kernel_remedy
+    # each rank's median step with its own parts, which add up to it (``median_step``)
     table = [{
-        "rank": s.rank, "steps": len(s.steps), "step_s": s.median("step_s"),
-        "compute_s": s.median("compute_s"), "comm_s": s.median("comm_s"),
-        "overlap_s": s.median("overlap_s"), "exposed_comm_s": s.median("exposed_comm_s"),
-        "data_wait_s": s.median("data_wait_s"), "idle_s": s.median("idle_s"),
-        "attention_s": s.median("attention_s"), "attention_family": s.attention_family,
+        "rank": s.rank, "steps": len(s.steps), "median_step": st.step, "step_s": st.step_s,
+        "compute_s": st.compute_s, "comm_s": st.comm_s, "overlap_s": st.overlap_s,
+        "exposed_comm_s": st.exposed_comm_s, "data_wait_s": st.data_wait_s, "idle_s": st.idle_s,
+        "attention_s": st.attention_s, "attention_family": s.attention_family,
         "device": s.device, "device_name": s.device_name, "host": s.host,
-    } for s in summaries]
+    } for s in summaries for st in [s.median_step()]]
     details = {
         "per_step": {str(s.rank): [asdict(st) for st in s.steps] for s in summaries},
         "cross_rank": {k: v for k, v in cr.items() if k != "own_s"},
