@@ -85,7 +85,6 @@ from .state import (
     LAYOUT_FIELDS,
     MAX_DEVICES,
     MAX_VALUE_CHARS,
-    SHARED_DATE_KEY,
     WORKLOAD_PRESETS,
     AppState,
     checked_profile,
@@ -96,6 +95,7 @@ from .state import (
     profile_defaults,
     query_string,
     refusal,
+    share_query,
     shared_date,
     widget_bounds,
     with_profile_defaults,
@@ -997,7 +997,7 @@ def render() -> None:
     except Exception:  # noqa: BLE001 - the URL is a convenience; never fail the page for it
         pass
     today = datetime.now(UTC).strftime("%Y-%m-%d")
-    link = f"{_base_url()}?{query_string({**params, SHARED_DATE_KEY: today})}"
+    link = f"{_base_url()}?{query_string(share_query(params, today))}"
 
     plan = _plan_or_fallback(profile, state)
     if plan is None:

@@ -621,6 +621,30 @@ def shared_date(params: Mapping[str, Any]) -> str | None:
     return text if re.fullmatch(r"20\d\d-[01]\d-[0-3]\d", text) else None
 
 
+def share_query(params: Mapping[str, str], date: str) -> dict[str, str]:
+    """The share link's parameters: ``params`` (``encode_query``) dated ``date`` (YYYY-MM-DD)
+    right after the version, so that the date opens the link and the fingerprint or profile
+    ends it: a link cut anywhere between them keeps its date and loses its end
+    (``cut_before_fingerprint``)."""
+    return {"v": params["v"], SHARED_DATE_KEY: date,
+            **{k: v for k, v in params.items() if k != "v"}}
+
+
+def cut_before_fingerprint(flat: Mapping[str, str]) -> tuple[str, str] | None:
+    """A dated share link (``share_query``) that carries neither its preset fingerprint (``ph``)
+    nor its profile (``prof``), one of which ends it, was cut short where the copy stopped,
+    possibly inside its last value ('cbs=40' of 'cbs=4000&ph=...'): (that key, a sentence naming
+    it, so the receiver checks it); None where the link has no value after its date."""
+    last = next(reversed(list(flat)), None)
+    if last is None:
+        return None
+    control = (f": check {in_words(FIELD_LABELS[last], GPU_NOUNS)} in the sidebar"
+               if last in FIELD_LABELS else "")
+    return last, (f"the link ends at '{_shown(last)[:20]}={_shown(flat[last])}' without the "
+                  f"preset fingerprint (ph) a share link ends with: {CUT_SHORT}, perhaps inside "
+                  f"that value{control}")
+
+
 def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str]]:
     """State, profile and messages (one line each) from a link's query parameters.
 
@@ -712,6 +736,8 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
                             "B (it opens with the best remedy)")
     fingerprint = flat.pop("ph", None)
     blob = flat.pop("prof", None)
+    cut = (cut_before_fingerprint(flat) if date is not None and fingerprint is None
+           and blob is None else None)
     unknown = sorted(k for k in flat if k not in AppState.model_fields)
     if unknown:
         more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""  # never a part as all
@@ -728,6 +754,8 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         raw[name] = None if (text == "" and name in NULLABLE) else text
     raw = {k: v for k, v in _validated_fields(raw, messages).items()}
     state = AppState.model_validate(raw)
+    if cut is not None:  # after a refusal of that value, if any: why it may be refused
+        messages.append(cut[1])
 
     profile = None
     if blob:

@@ -18,6 +18,7 @@ from scalesim.app.state import (
     encode_query,
     preset_profile,
     query_string,
+    share_query,
 )
 
 SPLIT = default_state().model_copy(update={"hw": "dgx-h100", "wl": "llama3-70b", "tp": 8, "pp": 2})
@@ -59,6 +60,31 @@ def test_a_profile_cut_short_says_so():
     )  # was 'damaged or larger than 200000 bytes'
 
 
+def _shared(state=SPLIT, date="2026-12-02") -> str:
+    """The page's share link of ``state``: dated after its version, its fingerprint last."""
+    return query_string(share_query(encode_query(state, preset_profile(state)), date))
+
+
+def test_a_share_link_cut_inside_its_last_value_names_that_value():
+    """Session 40: 'v=2&at=...&cbs=4000&price=2.5&ph=...&' cut to '...&price=2' opened at $2 a
+    device-hour with no word (the fingerprint and date, its end, were both gone)."""
+    state = default_state().model_copy(update={"cbs": 4000.0, "price": 2.5})
+    link = _shared(state)
+    assert link == "v=2&at=2026-12-02&cbs=4000&price=2.5&ph=b0712dfb"
+    cut, messages = decode_query(_params(link[:link.index("&ph=") - 2]))[::2]
+    assert (cut.cbs, cut.price) == (4000.0, 2.0)  # what the cut link holds, said:
+    assert messages == ["the link ends at 'price=2' without the preset fingerprint (ph) a share "
+                        f"link ends with: {CUT}, perhaps inside that value: check Price per "
+                        "device-hour in the sidebar"]
+    assert decode_query(_params(link))[2] == []  # the whole link says nothing
+    # a link nobody dated (typed by hand, the address bar's) is not taken for a cut one
+    assert decode_query({"v": "2", "cbs": "40"})[2] == []
+    # cut inside the split's last value: 'pp=2' -> 'pp=' is refused, and why it may be
+    split = _shared()
+    *_, messages = decode_query(_params(split[:split.index("&ph=") - 1]))
+    assert messages[0].startswith("'pp=' is not valid") and "the link ends at 'pp='" in messages[1]
+
+
 ODD = {
     "an old version with a model split": {"v": "1", "wl": "gpt-7b", "tp": "2"},
     "a version from a newer scalesim": {"v": "99", "tp": "2"},
@@ -68,6 +94,7 @@ ODD = {
     "a price that is not a number": {"v": "9", "price": "nan"},
     "a truncated value": {**_params(_link()), "pp": ""},
     "a truncated fingerprint": _params(_link()[:-3]),
+    "a share link cut before its fingerprint": _params(_shared()[:_shared().index("&ph=") - 1]),
     "a truncated date": _params(_link(**{SHARED_DATE_KEY: "2026-12-02"})[:-4]),
     "an unknown hardware preset": {"v": "9", "hw": "dgx-z999"},
     "an unknown workload preset": {"v": "9", "wl": "gpt-99b"},
@@ -84,6 +111,7 @@ SAYS = {  # a word of the box each link must show
     "a price that is not a number": "'price=nan' is not valid",
     "a truncated value": "'pp=' is not valid",
     "a truncated fingerprint": "cut short when copied",
+    "a share link cut before its fingerprint": "the link ends at 'pp='",
     "a truncated date": "cut short when copied",
     "an unknown hardware preset": "unknown hardware preset",
     "an unknown workload preset": "unknown workload preset",
