@@ -35,6 +35,7 @@ from scalesim.jsonio import decode_text, parse_json_text, read_json
 from scalesim.layout import (
     RECOMPUTE_STYLE_HELP,
     RECOMPUTE_STYLE_LABELS,
+    SCHEDULE_WORDS,
     SHARD_GROUP_HELP,
     SPLIT_HEADER,
     TP_OVERLAP_HELP,
@@ -371,8 +372,8 @@ CPU_INTRA_HELP = ("The bus bandwidth of a collective among the host's processes:
 def intra_help(words: Nouns) -> str:
     """The intra-server link controls' help: a GPU server's ring, or a CPU host's loopback."""
     return CPU_INTRA_HELP if words.cpu else INTRA_HELP
-SCHEDULE_LABELS = {"auto": "auto (1F1B; interleaved with virtual stages)", "gpipe": "GPipe",
-                   "1f1b": "1F1B", "interleaved": "interleaved 1F1B", "zb": "zero bubble"}
+SCHEDULE_LABELS = {"auto": "auto (1F1B; interleaved with virtual stages)",
+                   **{k: v for k, v in SCHEDULE_WORDS.items() if k != "none"}}
 RECOMPUTE_LABELS = {"auto": "the workload's", "none": "none", "selective": "selective",
                     "full": "full"}
 

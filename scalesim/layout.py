@@ -49,6 +49,9 @@ RECOMPUTE_STYLE_LABELS = {
               "matmul, norms and activations rerun; attention output saved)",
 }
 SCHEDULES = {"none": 0, "gpipe": 1, "1f1b": 2, "interleaved": 3, "zb": 4}
+# Each schedule as a reader names it (the app's control, the layout-change words)
+SCHEDULE_WORDS = {"none": "none (no pipeline)", "gpipe": "GPipe", "1f1b": "1F1B",
+                  "interleaved": "interleaved 1F1B", "zb": "zero bubble"}
 NO_PIPELINE, GPIPE, ONE_F_ONE_B, INTERLEAVED, ZERO_BUBBLE = range(5)
 LAYOUT_VERSION = "scalesim-layout/1"
 # Sequence parallelism splits the tensor-parallel group's activations: the refusal of predict

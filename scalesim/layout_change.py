@@ -3,7 +3,9 @@
 ``layout_settings`` lists the settings a prediction ran with (tensor and pipeline degrees,
 schedule, ZeRO stage, micro-batch per replica, accumulation, recompute, sequence parallel, TP
 overlap, HSDP shard group); ``layout_changes`` writes the ones two runs differ in as
-'schedule 1f1b -> zb', 'ddp -> zero1', 'sequence parallel off -> on', in that order.
+'pipeline schedule 1F1B -> zero bubble', 'ddp -> zero1', 'sequence parallel off -> on', in
+that order (a schedule as a reader names it, ``layout.SCHEDULE_WORDS``: '1F1B -> none (no
+pipeline)' where the pipeline goes).
 ``layout_title`` is the split-the-model remedy's one title (``scalesim.remedies``), which
 decide, diagnose, plan and the app all print: "Change the layout: ..." where today's model is
 split already.
@@ -11,6 +13,7 @@ split already.
 
 from __future__ import annotations
 
+from scalesim.layout import SCHEDULE_WORDS
 from scalesim.layout_predict import layout_of, recompute_words
 from scalesim.predict import Prediction
 from scalesim.schemas import Profile, Scenario
@@ -29,7 +32,8 @@ def layout_settings(profile: Profile, scenario: Scenario, p: Prediction) -> dict
     split = layout_of(scenario)
     recompute = recompute_words(split.recompute_of(profile.workload), split.recompute_style)
     return {
-        "tp": str(p.tp), "pp": str(p.pp), "schedule": split.schedule_of(),
+        "tp": str(p.tp), "pp": str(p.pp),
+        "pipeline schedule": SCHEDULE_WORDS[split.schedule_of()],
         "virtual stages": str(split.virtual_stages), ZERO: scenario.strategy,
         "shard group": "none" if split.shard_group is None else str(split.shard_group),
         "micro-batch": str(p.micro_batch), "accumulation": str(p.accumulation),

@@ -1,8 +1,8 @@
 """Session 19: decide's layout and add-server options say what changes, and do not give up
 (docs/reliability.md, "Session 19"). A layout option at today's split is named by the settings
-it changes ('schedule 1f1b -> zb'), not "Split the model"; a run that does not fit has no time
-or money and nothing is measured against it; adding servers grows to a count today's tp x pp
-divides, or runs the planner's layout at one more server, whichever finishes sooner."""
+it changes ('pipeline schedule 1F1B -> zero bubble'), not "Split the model"; a run that does
+not fit has no time or money and nothing is measured against it; adding servers grows to a
+count today's tp x pp divides, or runs the planner's layout at one more server, whichever finishes sooner."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from scalesim.app.state import default_state, encode_query, preset_profile
 from scalesim.cli.main import main
 from scalesim.decision import DOES_NOT_FIT, added_server_counts, card_rows, decide
 from scalesim.figures import amount
+from scalesim.layout import SCHEDULE_WORDS
 from scalesim.layout_predict import layout_of
 from scalesim.predict import predict
 from scalesim.profiles import default_profile, load_workload, resolve_profile
@@ -43,7 +44,8 @@ def _run(profile, scenario, changes):
 def _settings(profile, scenario, p) -> dict:
     """The settings a layout runs with, read off the scenario and its prediction."""
     split = layout_of(scenario)
-    return {"tp": p.tp, "pp": p.pp, "schedule": split.schedule_of(), "zero": scenario.strategy,
+    return {"tp": p.tp, "pp": p.pp, "pipeline schedule": SCHEDULE_WORDS[split.schedule_of()],
+            "zero": scenario.strategy,
             "micro-batch": p.micro_batch, "accumulation": p.accumulation,
             "recompute": split.recompute_of(profile.workload),
             "sequence parallel": "on" if split.sequence_parallel else "off"}
@@ -68,7 +70,8 @@ def test_a_layout_change_at_todays_split_is_named_by_what_changes():
     profile, scenario = _llama()
     card = decide(profile, scenario, 64)
     (o,) = [o for o in card.options if o.key == "split_model"]
-    assert o.title == "Change the layout: schedule 1f1b -> zb, ddp -> zero1, sequence parallel off -> on"
+    assert o.title == ("Change the layout: pipeline schedule 1F1B -> zero bubble, ddp -> zero1, "
+                       "sequence parallel off -> on")
     run, p = _run(profile, scenario, o.changes)
     assert o.changes["devices"] == [64] and p.fits
     assert p.samples_per_s == pytest.approx(o.samples_per_s)

@@ -16,7 +16,8 @@ from scalesim.profiles import resolve_profile
 from scalesim.remedies import rank_remedies
 from scalesim.schemas import Scenario
 
-CHANGE = "Change the layout: schedule 1f1b -> zb, ddp -> zero1, sequence parallel off -> on"
+CHANGE = ("Change the layout: pipeline schedule 1F1B -> zero bubble, ddp -> zero1, sequence "
+          "parallel off -> on")
 
 
 def _llama():
@@ -69,3 +70,17 @@ def test_the_apps_remedies_cost_tab_and_report_say_the_cards_words():
     page = report_html(plan, "http://x/")
     assert page.count(escape(card)) >= 2 and "Split the model: dp" not in page  # card and remedies
     assert escape(f"{plan.decision.now.title} (not runnable)") not in page
+
+
+def test_a_layout_change_names_the_schedule_as_a_reader_does():
+    """Session 40: 'schedule 1f1b -> none' (the schema's values) where the pipeline goes. 16
+    H100s at global batch 64: tp 2 x pp 2 is dp 4 (64 / 4 = 16 a replica), tp 2 x pp 1 dp 8 (8)."""
+    from scalesim.layout_change import layout_changes, layout_settings
+    from scalesim.predict import predict
+
+    profile = resolve_profile(None, "dgx-h100", "llama3-8b")
+    runs = [Scenario.model_validate({"devices": [16], "global_batch": 64,
+                                     "layout": {"tp": 2, "pp": pp}}) for pp in (2, 1)]
+    before, after = (layout_settings(profile, s, predict(profile, s)[0]) for s in runs)
+    assert layout_changes(before, after) == [
+        "pp 2 -> 1", "pipeline schedule 1F1B -> none (no pipeline)", "micro-batch 16 -> 8"]
