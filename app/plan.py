@@ -18,6 +18,7 @@ from scalesim.decision import (
     DOES_NOT_FIT,
     DecisionCard,
     added_server_counts,
+    card_upgrade,
     decide,
     duration_text,
 )
@@ -907,6 +908,7 @@ def headline(plan: Plan) -> dict[str, str]:
                         + (f", {plan.best.batch_change}" if plan.best.batch_change else "")
                         + f": {_best_gain_text(plan)}"),
     }
+    out["best_remedy"] += unpriced_upgrade_words(plan)
     card, best = plan.decision, plan.best
     if (f.fits and card is not None and best is not None
             and best.objective_gain < card.model_error):  # decide's rule (decision._material)
@@ -933,6 +935,22 @@ def headline(plan: Plan) -> dict[str, str]:
     if cost is not None and f.fits:
         out["cost"] = f"${amount(cost)}"
     return out
+
+
+def unpriced_upgrade_words(plan: Plan) -> str:
+    """Why the largest gain's network is not the card's: where the best remedy runs on named
+    hardware with no public price (``RemedyResult.upgrade``, 8 x 200 Gb/s HDR InfiniBand) and
+    the card prices another (``decision.card_upgrade``, AWS p4d's EFA), '; that network has no
+    public price, so the decision card weighs <the priced one> instead'; '' otherwise."""
+    best = plan.best
+    up = None if best is None else best.upgrade
+    if up is None or up.extra_usd_per_server_hour is not None or plan.decision is None:
+        return ""
+    priced = card_upgrade(plan.profile, plan.scenario)
+    if priced is None or priced.key == up.key:
+        return ""
+    return (f"; that network has no public price, so the decision card weighs {priced.name} "
+            "instead")
 
 
 def finish(plan: Plan, p: Prediction | None) -> tuple[float | None, float | None]:

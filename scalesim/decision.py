@@ -64,7 +64,7 @@ from scalesim.figures import amount, gib, link_GBps, rate
 from scalesim.layout import ZERO_STRATEGIES, model_split_words, replica_devices
 from scalesim.layout_change import layout_changes, layout_settings
 from scalesim.layout_predict import uses_layouts
-from scalesim.network_upgrades import upgrades_for
+from scalesim.network_upgrades import NetworkUpgrade, upgrades_for
 from scalesim.predict import Prediction, data_parallel_ranks, one_device_note, predict
 from scalesim.presets import FLASH2_ON_HOPPER_EFFICIENCY
 from scalesim.remedies import (
@@ -771,6 +771,15 @@ def _refusal(ctx: _Ctx, devices: int) -> str:
     return ""
 
 
+def card_upgrade(profile: Profile, scenario: Scenario) -> NetworkUpgrade | None:
+    """The network upgrade the card prices for a run over several servers: the first of
+    ``upgrades_for`` (a priced one before any with no public price, then the slowest step up);
+    None where none is faster than today's inter-server link."""
+    inter = scenario.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
+    ups = upgrades_for(profile.hardware.device_name, inter, profile.hardware.nic_servers_per_node)
+    return ups[0] if ups else None
+
+
 def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServers | None]:
     """The options compared at the focus count, notes on them, and the add-server one."""
     profile, scenario, now = ctx.profile, ctx.scenario, ctx.now
@@ -782,26 +791,24 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServer
     notes += said
     if (fewer := _fewer_servers(ctx, base_source)) is not None:
         out.append(fewer.option)
-    if now.nodes > 1:
+    if now.nodes > 1 and (up := card_upgrade(profile, scenario)) is not None:
         inter = scenario.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
-        for up in upgrades_for(profile.hardware.device_name, inter,
-                               profile.hardware.nic_servers_per_node)[:1]:
-            link = up.link()
-            scn = scenario.model_copy(update={"inter_busbw_GBps": link.busbw_GBps,
-                                              "inter_latency_s": link.latency_s})
-            p = _one(profile, scn, now.devices)
-            priced = up.extra_usd_per_server_hour is not None
-            sizes = up.billed_sizes(profile.hardware.devices_per_node)
-            billing = billing_words(ctx.goal.server_devices, sizes,
-                                    profile.hardware.device_name)
-            source = f"{up.source} (as of {up.as_of}); {billing}"
-            if not priced:
-                source += "; price not known, so its cost is left blank"
-            words = link_change_words(inter, link.busbw_GBps,
-                                      not_measured_link(profile, scenario, "inter_node"))
-            out.append(ctx.option("network", f"Network: {up.name}, {words}", p,
-                                  up.extra_usd_per_server_hour, source, priced,
-                                  instance_sizes=sizes))
+        link = up.link()
+        scn = scenario.model_copy(update={"inter_busbw_GBps": link.busbw_GBps,
+                                          "inter_latency_s": link.latency_s})
+        p = _one(profile, scn, now.devices)
+        priced = up.extra_usd_per_server_hour is not None
+        sizes = up.billed_sizes(profile.hardware.devices_per_node)
+        billing = billing_words(ctx.goal.server_devices, sizes,
+                                profile.hardware.device_name)
+        source = f"{up.source} (as of {up.as_of}); {billing}"
+        if not priced:
+            source += "; price not known, so its cost is left blank"
+        words = link_change_words(inter, link.busbw_GBps,
+                                  not_measured_link(profile, scenario, "inter_node"))
+        out.append(ctx.option("network", f"Network: {up.name}, {words}", p,
+                              up.extra_usd_per_server_hour, source, priced,
+                              instance_sizes=sizes))
     _, ranked = rank_remedies(profile, scenario, now.devices)
     helping = {r.key: r for r in ranked if r.helps}  # one remedy per key, best first
     settings = [r for key, r in helping.items() if key in SETTINGS_KEYS]

@@ -45,7 +45,7 @@ from scalesim.model.zero_exchange import (
     reduces_once,
     sent_units,
 )
-from scalesim.network_upgrades import UPGRADES_BY_KEY, per_node
+from scalesim.network_upgrades import UPGRADES_BY_KEY, NetworkUpgrade, per_node
 from scalesim.precision import DEFAULT_PRECISION, FP8
 from scalesim.predict import (
     STALL_NOT_MODELLED,
@@ -164,6 +164,9 @@ class RemedyResult:
     measure: str = "throughput"  # what objective_gain measures: time, quality or throughput
     batch_change: str = ""  # 'global batch 4x' where it trains at another global batch than
     # today's and its title does not say so (``global_batch_change``); '' otherwise
+    # the named hardware a faster-network remedy runs on (its price None where none is
+    # public: the decision card then prices another, ``decision.card_upgrade``); None otherwise
+    upgrade: NetworkUpgrade | None = None
 
     @property
     def helps(self) -> bool:
@@ -320,7 +323,8 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
         out.append(("interconnect", f"Faster inter-{words.server} network: {name} "
                     + _busbw_words(inter, faster, relative_links,
                                    not_measured_link(profile, scenario, "inter_node")),
-                    scenario.model_copy(update=upgraded), profile, "", spans))
+                    scenario.model_copy(update=upgraded), profile, "", spans,
+                    per_node(_FAST_INTER, servers) if name == FAST_INTER_NAME else None))
     else:
         intra = scenario.intra_busbw_GBps or hw.intra_node.busbw_GBps
         one = f"one {words.device} does not communicate" if now.devices < 2 else ""
@@ -820,9 +824,9 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
     now_rel = training_time.relative_quality_time(goal, now.step_time_s, now.global_batch)
     stalled = data_stall_share(now) >= DATA_STALL_SHARE
     results = []
-    for key, title, scn, prof, reason, caveat in _candidates(profile, scenario, now,
-                                                             split_tp_overlap, stall_examined,
-                                                             relative_links, split_layout):
+    for key, title, scn, prof, reason, caveat, *hardware in _candidates(
+            profile, scenario, now, split_tp_overlap, stall_examined, relative_links,
+            split_layout):  # a faster network's candidate names its hardware (7th)
         if reason:
             results.append(RemedyResult(key, title, scn, prof, None, 0.0, False, reason))
             continue
@@ -862,7 +866,8 @@ def rank_remedies(profile: Profile, scenario: Scenario, devices: int, objective:
             if verdict in did:
                 note = f"{did[verdict]} here" + (f"; {caveat}" if caveat else "")
         results.append(RemedyResult(key, title, scn, prof, after, gain, True, note, t, cost,
-                                    objective_gain, verdict, measure, batch))
+                                    objective_gain, verdict, measure, batch,
+                                    hardware[0] if hardware else None))
 
     def order(r: RemedyResult):
         loader_first = not (stalled and r.key == "loader" and r.helps)
