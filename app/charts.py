@@ -13,7 +13,15 @@ import altair as alt
 import pandas as pd
 
 from scalesim.device_nouns import GPU_NOUNS, Nouns
-from scalesim.figures import amount, count, duration_text, rate, whole, whole_percent
+from scalesim.figures import (
+    amount,
+    count,
+    duration_text,
+    rate,
+    signed_percent,
+    whole,
+    whole_percent,
+)
 from scalesim.layout import split_short
 from scalesim.remedies import VERDICTS
 from scalesim.training_time import resolve_goal
@@ -424,7 +432,7 @@ def remedies_chart(plan: Plan, width="container", height: int | None = None) -> 
                         "effect": r.verdict if r.verdict != "not runnable" else NOT_RUNNABLE,
                         "throughput_gain": r.gain,
                         "samples_per_s": r.prediction.samples_per_s,
-                        "label": (f"{r.objective_gain:+.0%}" if r.prediction.fits
+                        "label": (signed_percent(r.objective_gain) if r.prediction.fits
                                   else "not runnable")} for i, r in enumerate(rows)])
     if df.empty:
         df = pd.DataFrame([{"remedy": "no remedy applies", "gain": 0.0, "rank": 0,
@@ -754,7 +762,7 @@ def chart_text(plan: Plan, name: str) -> str:
         groups = {}
         for r in plan.remedies:
             if r.applicable and r.prediction is not None:
-                gain = ("cannot run" if not r.prediction.fits else whole_percent(r.objective_gain)
+                gain = ("cannot run" if not r.prediction.fits else signed_percent(r.objective_gain)
                         if plan.focus.fits else
                         makes_it_run_text(r.prediction.samples_per_s, plan.unit, words))
                 groups.setdefault(r.verdict, []).append(f"{r.title} ({gain})")

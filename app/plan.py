@@ -24,7 +24,7 @@ from scalesim.decision import (
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount, gib, rate, whole
+from scalesim.figures import amount, gib, rate, signed_percent, whole
 from scalesim.knee import (
     Knee,
     focus_devices,
@@ -780,7 +780,7 @@ def remedy_gain_cell(r: RemedyResult, now_fits: bool) -> str:
         return "n/a"
     if not now_fits:
         return MAKES_IT_RUN if r.prediction is not None and r.prediction.fits else "not runnable"
-    return f"{r.gain:+.1%}"
+    return signed_percent(r.gain)
 
 
 def _needs(p: Prediction, words: Nouns) -> str:
@@ -990,13 +990,13 @@ def remedy_gain_text(r: RemedyResult, words: Nouns = GPU_NOUNS) -> str:
     profile's nouns, 'the host's memory' on CPU)."""
     if r.prediction is not None and not r.prediction.fits:
         return f"not runnable (does not fit in {words.memory})"
-    thr = f"{r.gain:+.1%} throughput"
+    thr = f"{signed_percent(r.gain)} throughput"
     what = {"time": "finish", "quality": "quality"}.get(r.measure)
     if what is None:
         return thr
     if abs(r.objective_gain - r.gain) > 5e-4:
-        return f"{r.objective_gain:+.1%} faster to {what} ({thr})"
-    return f"{thr} (time to {what} {1 / (1 + r.objective_gain) - 1:+.1%})"
+        return f"{signed_percent(r.objective_gain)} faster to {what} ({thr})"
+    return f"{thr} (time to {what} {signed_percent(1 / (1 + r.objective_gain) - 1)})"
 
 
 def duration(seconds: float | None) -> str:

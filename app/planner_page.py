@@ -29,7 +29,7 @@ from scalesim.cli.cmd_app import PUBLIC_URL_ENV  # set by `scalesim app --public
 from scalesim.decision import DOES_NOT_FIT, card_rows
 from scalesim.device_nouns import Nouns, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount
+from scalesim.figures import amount, signed_percent
 from scalesim.goal import seek
 from scalesim.jsonio import decode_text, parse_json_text, read_json
 from scalesim.layout import (
@@ -754,7 +754,7 @@ def _ab_metrics(column, plan: Plan, p: Prediction, ref: Prediction | None) -> No
     def rel(new: float | None, old: float | None) -> str | None:
         if ref is None or new is None or old is None or old == 0:
             return None
-        return f"{new / old - 1:+.1%}"
+        return signed_percent(new / old - 1)
 
     column.metric(f"Throughput ({plan.unit}/s)", amount(p.samples_per_s),
                   rel(p.samples_per_s, ref and ref.samples_per_s))

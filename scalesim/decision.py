@@ -61,6 +61,7 @@ from scalesim.bounds import bound
 from scalesim.device_nouns import CPU_HOUR, is_cpu_device, named_count, nouns_for
 from scalesim.errors import ScalesimError
 from scalesim.figures import amount, gib, link_GBps, rate
+from scalesim.figures import signed_percent as pct_text
 from scalesim.layout import ZERO_STRATEGIES, model_split_words, replica_devices
 from scalesim.layout_change import layout_changes, layout_settings
 from scalesim.layout_predict import uses_layouts
@@ -1174,7 +1175,7 @@ def _recommend(ctx: _Ctx, options: list[DecisionOption],
     stall = next((o for o in options if o.key == "input_pipeline"), None)
     if stall is not None and data_stall_share(now) >= DATA_STALL_SHARE:
         return (f"Fix the input pipeline first: {data_stall_share(now):.0%} of each step waits "
-                f"for data; it gives {stall.throughput_gain:+.0%} throughput before any "
+                f"for data; it gives {pct_text(stall.throughput_gain)} throughput before any "
                 "purchase.", stall.assumption)
     o = _choose(ctx, options, _buys)
     if o is None:  # every gain is within the model's error
@@ -1208,15 +1209,16 @@ def _action(o: DecisionOption) -> str:
 
 
 def _gain_words(o: DecisionOption, unit: str) -> str:
-    """An option's gain in the recommendation; ``unit``: the workload's (``figures.rate``)."""
+    """An option's gain in the recommendation, as the card's table writes it (``pct_text``:
+    '+104.5% throughput', never '+105%' beside it); ``unit``: the workload's (``figures.rate``)."""
     if o.time_change is not None and o.time_s is not None:
-        return f"finishes in {duration_text(o.time_s)} ({o.time_change:+.0%})"
+        return f"finishes in {duration_text(o.time_s)} ({pct_text(o.time_change)})"
     if o.quality_change is not None:
-        return (f"reaches quality {-o.quality_change:.0%} sooner "
-                f"({o.throughput_gain:+.0%} throughput)")
+        return (f"reaches quality sooner ({pct_text(o.quality_change)} to quality, "
+                f"{pct_text(o.throughput_gain)} throughput)")
     if o.throughput_gain is None:  # today's does not fit: nothing to compare with
         return rate(o.samples_per_s, unit)
-    return f"{o.throughput_gain:+.0%} throughput"
+    return f"{pct_text(o.throughput_gain)} throughput"
 
 
 def _shown(ctx: _Ctx, winners: list[DecisionOption]) -> list[DecisionOption]:
@@ -1303,12 +1305,6 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
 
 NOT_KNOWN = "n/a"  # a cell with no number (no price, no goal); not "-", which Markdown makes a bullet
 DOES_NOT_FIT = "does not fit"  # today's time and money where its layout does not fit in memory
-
-
-def pct_text(x: float) -> str:
-    """'+12.3%' (never '-0.0%')."""
-    text = f"{x:+.1%}"
-    return "+0.0%" if text == "-0.0%" else text
 
 
 def usd_text(x: float | None, signed: bool = False) -> str:

@@ -171,6 +171,14 @@ def latency_us(latency_s: float) -> str:
     return f"{sig3(latency_s * 1e6)} us"
 
 
+def signed_percent(change: float) -> str:
+    """A change as a signed percentage at one decimal, '+104.5%', '-51.2%' (never '-0.0%'):
+    every gain and change the decision card, its recommendation, the planner's headline and
+    its Remedies tab write, so one option's gain reads the same wherever it is written."""
+    text = f"{change:+.1%}"
+    return "+0.0%" if text == "-0.0%" else text
+
+
 def whole_percent(fraction: float) -> str:
     """A fraction as a whole percentage: 0.354 -> '35%'."""
     return f"{100.0 * fraction:.0f}%"

@@ -310,4 +310,4 @@ def test_the_recommendation_takes_the_same_rule_as_the_add_server_option():
     assert fill.time_s < settings.time_s / 7
     assert card.recommendation == (
         "Fill the server (1 -> 8 devices), the planner's layout: ddp -> zero1, global batch 8x: "
-        "finishes in 5.3 days (-88%), and saves $217.")
+        "finishes in 5.3 days (-88.2%), and saves $217.")

@@ -35,3 +35,33 @@ def test_where_the_card_prices_the_same_network_the_line_adds_nothing():
     assert network.title.startswith("Network: 8 x 200 Gb/s HDR InfiniBand")
     assert plan.best.upgrade.key == "ib-8x200"
     assert headline(plan)["best_remedy"].endswith("+111.9% throughput")
+
+
+def test_one_gain_is_written_one_way_on_the_page_and_in_the_cli(capsys):
+    """Session 40: the EFA upgrade's gain read '+104.5%' in the card's table and '+105%' in its
+    recommendation (and the story quoting it), the HDR remedy's '+109.2%' in the headline and
+    '+109%' / '109%' on the Remedies chart and in its words: one formatter now
+    (``figures.signed_percent``). 3,814 -> 7,800 sequences/s is +104.5 %: the ratio's digits."""
+    from scalesim.app.charts import chart_text, remedies_chart
+    from scalesim.app.plan import story
+    from scalesim.cli.main import main
+    from scalesim.decision import card_rows
+    from scalesim.figures import signed_percent
+
+    plan = _plan()
+    (network,) = [o for o in plan.decision.options if o.key == "network"]
+    assert 1.0445 <= network.throughput_gain < 1.0455  # +104.5 % at one decimal
+    row = next(r for r in card_rows(plan.decision) if r["option"] == network.title)
+    assert row["throughput"] == "+104.5%" == signed_percent(network.throughput_gain)
+    said = "6.8 -> 48 GB/s busbw: +104.5% throughput, for $6.77 more per hour"
+    assert said in plan.decision.recommendation and said in story(plan)
+    assert main(["decide"]) == 0
+    text = capsys.readouterr().out
+    assert "+104.5%" in text and said in text and "+105%" not in text
+    gain = signed_percent(plan.best.objective_gain)
+    assert gain == "+109.2%" and headline(plan)["best_remedy"].startswith(
+        f"Faster inter-server network: 8 x 200 Gb/s HDR InfiniBand (6.8 -> 192 GB/s busbw): {gain}")
+    labels = remedies_chart(plan).to_dict()["datasets"]
+    assert gain in str(labels) and "+109%" not in str(labels)
+    assert f"({gain})" in chart_text(plan, "remedies")
+    assert signed_percent(-0.0001) == "+0.0%"  # never '-0.0%'

@@ -102,7 +102,7 @@ def test_with_a_training_length_one_server_is_the_cheapest_and_the_pick():
     assert round(o.total_usd) == 2213 and round(-o.total_change_usd) == 2448
     assert card.recommendation == (
         "Run on one server (16 -> 8 devices), global batch 0.5x: finishes in "
-        f"{duration_text(o.time_s)} (-5%), and saves $2,448.")
+        f"{duration_text(o.time_s)} (-5.0%), and saves $2,448.")
     assert card.assumption == ASSUMPTIONS["fewer_servers"]
     others = [x for x in card.options if x is not o]
     assert all(x.total_usd / o.total_usd - 1 > DATA_PARALLEL_MEDIAN_ERROR for x in others)
@@ -206,7 +206,7 @@ def test_the_rules_pick_is_shown_though_it_gains_least():
     assert _shown(ctx, [*fast, saving]) == [fast[0], fast[1], saving]
     text, _ = _recommend(ctx, [fast[0], fast[1], saving])
     assert text == (f"Run on one server (16 -> 8 devices): finishes in {duration_text(360000.0)} "
-                    "(+0%), and saves $3,200.")
+                    "(+0.0%), and saves $3,200.")
 
 
 def test_the_app_card_and_its_link_show_the_same_option():

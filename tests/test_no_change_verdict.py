@@ -68,8 +68,8 @@ def test_the_planner_chart_its_words_and_the_html_report_say_no_change():
     spec = json.dumps(remedies_chart(plan).to_dict())
     assert '"effect": "no change"' in spec and PALETTE["no change"] in spec
     assert list(VERDICT_COLOURS) == [v for v in VERDICTS if v != "not applicable"]
-    words = chart_text(plan, "remedies").partition("no change: ")[2].partition(".")[0]
-    assert f"{link.title} (0%)" in words.split("; ")
+    words = chart_text(plan, "remedies").partition("no change: ")[2].split(". ")[0].rstrip(".")
+    assert f"{link.title} (+0.0%)" in words.split("; ")
     html = report_html(plan, "http://example/?v=2")
     assert f'{escape(link.title)}</td><td class="">no change</td>' in html
     assert '<td class="">loses</td>' not in html
