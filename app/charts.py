@@ -493,7 +493,7 @@ def quality_chart(plan: Plan, width="container", height: int = 280) -> alt.Layer
         x=alt.X("global_batch:Q", title="global batch (samples per optimizer step, log scale)",
                 scale=alt.Scale(type="log", base=2), axis=alt.Axis(format=",")),
         y=alt.Y("value:Q", title=title_y, scale=alt.Scale(type="log")),
-        tooltip=[alt.Tooltip("global_batch:Q"), alt.Tooltip("micro_batch:Q"),
+        tooltip=[alt.Tooltip("global_batch:Q", format=","), alt.Tooltip("micro_batch:Q", format=","),
                  alt.Tooltip("value:Q", format=".3g"), alt.Tooltip("fits:N")],
     )
     line = base.mark_line(color=PALETTE["predicted"], strokeWidth=2.5)
@@ -510,7 +510,7 @@ def quality_chart(plan: Plan, width="container", height: int = 280) -> alt.Layer
     marks = pd.DataFrame([
         {"global_batch": b_crit, "label": "critical batch " + (
             f"{b_crit:,.0f}" if b_crit >= 1 else f"{b_crit:.2g}"), "colour": "crit"},
-        {"global_batch": now, "label": f"now: {now:,}", "colour": "now"},
+        {"global_batch": now, "label": f"now: {whole(now)}", "colour": "now"},
     ])
     rules = alt.Chart(marks).mark_rule(strokeDash=[4, 3]).encode(
         x=alt.X("global_batch:Q"), color=alt.Color("colour:N", legend=None, scale=alt.Scale(

@@ -860,15 +860,17 @@ def if_runs(p: Prediction, cell):
 
 
 def quality_misfits_text(plan: Plan) -> str:
-    """'does not fit in device memory at global batch 8192 and above' (or '... at global batch
+    """'does not fit in device memory at global batch 8,192 and above' (or '... at global batch
     64 and 256'): the time-to-quality sweep's batches that cannot run (its chart and words); ''
     where all run."""
     misfits = [q.global_batch for q in plan.quality if not q.fits]
     if not misfits:
         return ""
     tail = [q.global_batch for q in plan.quality if q.global_batch >= misfits[0]]
-    which = f"{misfits[0]} and above" if len(misfits) > 1 and misfits == tail else _count_list(
-        misfits)  # the usual case: from the batch that first runs out of memory on
+    # one batch, or from the batch that first runs out of memory on (the usual case), as the
+    # chart's rule and 'now' label write it (``whole``: '32,768'); a list in plain digits
+    which = (whole(misfits[0]) if len(misfits) == 1 else f"{whole(misfits[0])} and above"
+             if misfits == tail else _count_list(misfits))
     return f"{DOES_NOT_FIT} in {plan.words.memory} at global batch {which}"
 
 

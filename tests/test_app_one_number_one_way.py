@@ -65,3 +65,26 @@ def test_one_gain_is_written_one_way_on_the_page_and_in_the_cli(capsys):
     assert gain in str(labels) and "+109%" not in str(labels)
     assert f"({gain})" in chart_text(plan, "remedies")
     assert signed_percent(-0.0001) == "+0.0%"  # never '-0.0%'
+
+
+def test_the_quality_chart_writes_a_batch_one_way():
+    """Session 40: at 2,048 sequences a device on 16 devices (global batch 32,768) the chart's
+    'now' label read '32,768' and its subtitle 'global batch 8192 and above', beside a band
+    labelled '8,192–65,536' and a tooltip without separators. 16 x 512 = 8,192 is the first
+    batch past bert-large's memory on an A100 40GB (as the band says)."""
+    import json
+
+    from scalesim.app.charts import chart_text, quality_chart
+
+    plan = _plan(cbs=4000.0, mb=2048)
+    assert [q.global_batch for q in plan.quality if not q.fits] == [8192, 16384, 32768, 65536]
+    spec = quality_chart(plan).to_dict()
+    text = json.dumps(spec)
+    assert '"now: 32,768"' in text and "global batch 8,192\\u201365,536" in text
+    assert spec["title"]["subtitle"][0].endswith("at global batch 8,192 and above")
+    assert chart_text(plan, "time_to_quality").endswith("at global batch 8,192 and above.")
+    tips = [t for layer in spec["layer"] for t in layer.get("encoding", {}).get("tooltip", [])]
+    assert {t["field"]: t.get("format") for t in tips if t["field"] in (
+        "global_batch", "micro_batch")} == {"global_batch": ",", "micro_batch": ","}
+    assert "8192" not in spec["title"]["subtitle"][0] and "32768" not in text.replace(
+        '"global_batch": 32768', "")

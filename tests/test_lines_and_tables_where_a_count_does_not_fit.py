@@ -116,12 +116,12 @@ def test_the_time_to_quality_line_has_no_point_where_a_batch_does_not_fit():
     colours = [layer["encoding"].get("color", {}).get("field") for layer in spec["layer"]]
     assert "fits" not in colours  # was a legend of 'not runnable' points on the line
     assert spec["title"]["subtitle"][0] == ("no point where the layout does not fit in device "
-                                            "memory at global batch 8192 and above")
+                                            "memory at global batch 8,192 and above")
     best = min((q for q in plan.quality if q.fits), key=lambda q: q.time_to_quality)
     assert charts.chart_text(plan, "time_to_quality") == (
         f"Time to quality is lowest at global batch {best.global_batch:,} (per-device "
         f"{best.micro_batch}); larger batches take longer. No point where the layout does not "
-        "fit in device memory at global batch 8192 and above.")
+        "fit in device memory at global batch 8,192 and above.")
 
 
 def test_the_quality_words_take_the_best_batch_among_those_that_fit():
