@@ -548,9 +548,8 @@ def _exchange_options(prefix: str = "dg", traced: bool = False) -> dict:
     """How the runs (``traced``: the traced job) exchanged over their data-parallel ranks
     (``scalesim diagnose --strategy --zero-framework --grad-sync``): the framework only for
     ZeRO, the gradient sync only for ZeRO-2/3 under FSDP, as the CLI takes them; traces read
-    it off their collectives unless a strategy is chosen, with no gradient sync (their remedies
-    run one micro-step a step; the CLI refuses --grad-sync there). ``prefix``: the widgets'
-    keys'."""
+    it off their collectives unless a strategy is chosen (the gradient sync then says what the
+    traces' micro-steps did, as ``--trace --grad-sync``). ``prefix``: the widgets' keys'."""
     c1, c2, c3 = st.columns(3)
     choices = [None, *STRATEGY_LABELS] if traced else list(STRATEGY_LABELS)
     strategy = c1.selectbox(
@@ -568,8 +567,7 @@ def _exchange_options(prefix: str = "dg", traced: bool = False) -> dict:
                              format_func=ZERO_FRAMEWORK_LABELS.get,
                              key=f"{prefix}_zero_framework", help="how ZeRO ran (--zero-framework)")
     options = {"strategy": strategy, "zero_framework": framework}
-    # a trace's remedies run one micro-step a step: no gradient sync to choose (as --trace)
-    if strategy in ("zero2", "zero3") and framework == "fsdp" and not traced:
+    if strategy in ("zero2", "zero3") and framework == "fsdp":
         options["grad_sync"] = c3.selectbox(
             "Gradient sync under accumulation", list(GRAD_SYNC_LABELS),
             format_func=GRAD_SYNC_LABELS.get, key=f"{prefix}_grad_sync", help=GRAD_SYNC_HELP)

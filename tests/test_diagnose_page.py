@@ -352,10 +352,16 @@ def test_a_sharded_jobs_traces_are_read_off_their_collectives_and_can_be_overrid
     assert not at.exception, [e.value for e in at.exception]
     notes = [c.value for c in at.caption if c.value.startswith("note: ")]
     assert not any("read as" in n for n in notes), notes
-    # ZeRO-3 chosen: no gradient sync to choose (it was offered, and refused: session 27), and
-    # a hybrid shard group, as --trace --strategy zero3 --shard-group 2
+    # ZeRO-3 chosen: the gradient sync is offered, as --trace --grad-sync (session 40; it was
+    # refused from session 27), and says it changes nothing on one micro-step a step; and a
+    # hybrid shard group, as --trace --strategy zero3 --shard-group 2
     at.selectbox(key="dg_tr_strategy").set_value("zero3").run()
-    assert not at.error and "dg_tr_grad_sync" not in {s.key for s in at.selectbox}
+    assert not at.error and "dg_tr_grad_sync" in {s.key for s in at.selectbox}
+    at.selectbox(key="dg_tr_grad_sync").set_value("once-per-step").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    notes = [c.value for c in at.caption if c.value.startswith("note: ")]
+    assert any("once-per-step changes nothing here" in n for n in notes), notes
+    at.selectbox(key="dg_tr_grad_sync").set_value("every-micro-step").run()
     at.number_input(key="dg_tr_shard_group").set_value(2).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     notes = [c.value for c in at.caption if c.value.startswith("note: ")]
