@@ -36,8 +36,8 @@ from scalesim.layout import (
     ParallelLayout,
     check_layout,
     early_stop_of,
+    hybrid_shard_groups,
     op_sac_of,
-    server_shard_group,
     split_words,
     valid_mask,
 )
@@ -700,13 +700,29 @@ def candidate_grid(devices: list[int], setting: Setting, cp_values=(1,)) -> dict
     keep &= ~((grid["pp"] > 1) & (grid["zero"] >= (3 if setting.framework == FSDP else 2)))
     grid = {k: v[keep] for k, v in grid.items()}
     grid["shard_group"] = grid["dp"] * grid["cp"]  # full sharding
-    # hybrid sharding (FSDP, Megatron-Core): the ZeRO layouts again with a shard group of the
-    # data-parallel ranks of one server where the group spans several (§16)
+    # hybrid sharding (FSDP, Megatron-Core): the ZeRO layouts again with each hybrid shard group
+    # of their dp x cp group where it spans several servers (``layout.hybrid_shard_groups``, §16)
     if setting.framework == FSDP:
-        hybrid = server_shard_group(grid["dp"], grid["cp"], grid["tp"], g)
-        extra = (grid["zero"] > 0) & (hybrid > 0)
-        grid = {k: np.concatenate([v, (hybrid if k == "shard_group" else v)[extra]]) for k, v in grid.items()}
+        grid = _with_hybrid_rows(grid, g)
     return grid
+
+
+def _with_hybrid_rows(grid: dict[str, np.ndarray], devices_per_node: int) -> dict[str, np.ndarray]:
+    """``grid`` (full sharding) and after it each ZeRO row again with each of its hybrid shard
+    groups (``layout.hybrid_shard_groups``), smallest group first."""
+    group, tp = grid["dp"] * grid["cp"], grid["tp"]
+    keys, where = np.unique(group * (devices_per_node + 1) + tp, return_inverse=True)
+    choices = [hybrid_shard_groups(int(k // (devices_per_node + 1)), int(k % (devices_per_node + 1)),
+                                   devices_per_node) for k in keys]
+    rows, groups = [], []
+    for s in sorted({s for c in choices for s in c}):
+        at = np.flatnonzero((grid["zero"] > 0) & np.array([s in c for c in choices])[where])
+        rows.append(at)
+        groups.append(np.full(at.size, s))
+    if not rows:
+        return grid
+    rows, groups = np.concatenate(rows), np.concatenate(groups)
+    return {k: np.concatenate([v, groups if k == "shard_group" else v[rows]]) for k, v in grid.items()}
 
 
 def _why(best: dict | None, row: dict, by: str, device: str = "device") -> str:
@@ -1003,8 +1019,8 @@ def exhaustive_scalar(setting: Setting, devices: list[int], cp_values=(1,)) -> l
                 ):
                     continue
                 out.append((layout, evaluate_layout(setting, layout)))
-                hybrid = int(server_shard_group(dp, cp, tp, g))
-                if zero and hybrid and setting.framework == FSDP:
-                    layout = layout.model_copy(update={"shard_group": hybrid})
-                    out.append((layout, evaluate_layout(setting, layout)))
+                for hybrid in hybrid_shard_groups(dp * cp, tp, g):
+                    if zero and setting.framework == FSDP:
+                        shared = layout.model_copy(update={"shard_group": hybrid})
+                        out.append((shared, evaluate_layout(setting, shared)))
     return out

@@ -128,8 +128,11 @@ def _twin(rows, row):
 
 def test_the_planner_ranks_hsdp_first_on_a_slow_network():
     """GPT 1.7B on two DGX A100 servers with one 100 Gb/s NIC each: the planner offers every ZeRO
-    layout also sharded inside a server (shard group 8, replicated twice), ranks such a layout
-    first, and every hybrid row beats its full-sharding twin (same layout, shard group 16)."""
+    layout also sharded inside a server (shard group 8 at tp 1, replicated twice, and each
+    divisor of a server's data-parallel ranks: 2 and 4 at tp 1; ``hybrid_shard_groups``), ranks
+    the one-server group first, and every hybrid row beats its full-sharding twin (same layout,
+    shard group 16)."""
+    from scalesim.layout import hybrid_shard_groups
     from scalesim.plan import plan
     from scalesim.presets import get_transformer
 
@@ -139,11 +142,104 @@ def test_the_planner_ranks_hsdp_first_on_a_slow_network():
 
     assert layout_label(rows[0]) == f"#1 dp16 tp1 pp1 z{rows[0].zero}/8 mb{rows[0].micro_batch}"
     hybrid = [r for r in rows if r.hybrid]
-    assert hybrid and all(r.shard_group == 8 // r.tp for r in hybrid)
+    assert hybrid and all(r.shard_group in hybrid_shard_groups(r.dp * r.cp, r.tp, 8)
+                          for r in hybrid)
+    assert {r.shard_group for r in hybrid if r.tp == 1} == {2, 4, 8}
     for row in hybrid:
         twin = _twin(rows, row)
         assert twin.shard_group == row.dp * row.cp
         assert row.step_time_s < twin.step_time_s and row.rank < twin.rank
+
+
+@pytest.mark.parametrize(("group", "tp", "groups"), [
+    (8, 1, ()),  # one server: full sharding only
+    (16, 1, (2, 4, 8)),  # two servers of 8 ranks: the divisors of 8
+    (32, 1, (2, 4, 8, 16)),  # four: and two servers' 16
+    (12, 1, (2, 4)),  # 8 + 4 ranks: 8 and 16 would straddle a server
+    (4, 8, (2,)),  # tp 8: one rank a server, so whole servers only
+    (64, 2, (2, 4, 8, 16, 32)),  # 4 ranks a server over 16 servers
+])
+def test_the_planners_shard_groups_by_hand(group, tp, groups):
+    """``hybrid_shard_groups``: of a dp x cp group spanning several 8-GPU servers, each divisor
+    of one server's data-parallel ranks (8 / tp of them) and each whole number of servers below
+    the group that divides it."""
+    from scalesim.layout import hybrid_shard_groups
+
+    assert hybrid_shard_groups(group, tp, 8) == groups
+
+
+def _planned(rows, **layout):
+    """{shard group: the planner's row} of the rows of one layout (fields ``layout``)."""
+    out = {}
+    for r in rows:
+        if all(getattr(r, k) == v for k, v in layout.items()):
+            out.setdefault(r.shard_group, r)
+    return out
+
+
+def test_two_servers_shard_group_wins_on_a_high_latency_fabric():
+    """dp 32 on four 8-GPU servers, ZeRO-3, overlap off, ring, a 100 us server hop: per layer
+    full sharding runs 3 rings (two gathers, a reduce-scatter) over 32 ranks, each crossing 3
+    server boundaries (9 hops of 100 us); a shard group of one server (8) keeps the rings on
+    NVLink but all-reduces each 1/8 shard over 4 replicas (2 x 3 = 6 hops, at 1/8 of the NICs);
+    a shard group of two servers (16) crosses 1 boundary a ring and 2 in its all-reduce of 2
+    replicas (5 hops): 4 hops (400 us) a layer fewer than full sharding for (15/16 - 31/32) x 3
+    x the unit at 192 GB/s less and a 1/16 shard all-reduced at 24 GB/s more (about 0.3 ms), so
+    16 is the fastest. Before, the planner tried only 8 and 32."""
+    a_in, a_out = HW["intra_latency_s"], 100e-6
+    intra, inter = HW["intra_busbw_GBps"] * 1e9, HW["inter_busbw_GBps"] * 1e9
+    unit = P_BYTES / L
+    case = dict(dp=32, zero=3, global_batch=32, inter_latency_s=a_out)
+    full, one, two = (evaluate_layouts(_inputs(**case, shard_group=s)) for s in (0, 8, 16))
+    wire = min(intra, inter)
+    assert float(full.dp_exposed_s) == pytest.approx(
+        L * 3 * _ring_s(unit, 32, 8, a_in, a_out, wire), rel=1e-9)
+    assert float(one.dp_exposed_s) == pytest.approx(L * (
+        3 * _ring_s(unit, 8, 8, a_in, a_out, intra)
+        + _ring_s(unit / 8, 4, 1, a_in, a_out, inter / 8, phases=2.0)), rel=1e-9)
+    assert float(two.dp_exposed_s) == pytest.approx(L * (
+        3 * _ring_s(unit, 16, 8, a_in, a_out, wire)
+        + _ring_s(unit / 16, 2, 1, a_in, a_out, inter / 8, phases=2.0)), rel=1e-9)
+    assert float(two.step_time_s) < float(full.step_time_s) < float(one.step_time_s)
+    # the planner tries 16 and ranks it first of that layout's shard groups
+    from scalesim.plan import plan
+    from scalesim.presets import HARDWARE, get_transformer
+
+    a100 = HARDWARE["dgx-a100"]
+    slow_hop = a100.model_copy(update={"inter_node": a100.inter_node.model_copy(
+        update={"latency_s": a_out})})
+    rows = plan(get_transformer("gpt-1.7b"), slow_hop, [32], 32, top=None, overlap=False,
+                algorithm="ring")
+    by_group = _planned(rows, dp=32, tp=1, zero=3, recompute="none")
+    assert sorted(by_group) == [2, 4, 8, 16, 32]
+    assert min(by_group.values(), key=lambda r: r.rank).shard_group == 16
+    assert by_group[16].rank < by_group[32].rank < by_group[8].rank
+
+
+def test_a_shard_group_wins_with_one_data_parallel_rank_per_server():
+    """tp 8 fills each 8-GPU server, so dp 4 has one rank a server, and the planner used to
+    offer no hybrid row (one server's data-parallel ranks: 1). ZeRO-3, overlap off, ring: each
+    layer's two gathers and reduce-scatter of the tp shard's unit U cross the NICs either way, at
+    1/8 of them each; a shard group of 2 moves 3 (1 - 1/2) U + 2 (1 - 1/2) U / 2 = 2 U a rank,
+    full sharding 3 (1 - 1/4) U = 2.25 U, in 3 + 2 hops against 9: the shard group of 2 wins."""
+    a_in, a_out = HW["intra_latency_s"], HW["inter_latency_s"]
+    share = HW["inter_busbw_GBps"] * 1e9 / 8
+    unit = P_BYTES / 8 / L
+    full, two = (evaluate_layouts(_inputs(dp=4, tp=8, zero=3, global_batch=4, shard_group=s))
+                 for s in (0, 2))
+    assert float(full.dp_exposed_s) == pytest.approx(
+        L * 3 * _ring_s(unit, 4, 1, a_in, a_out, share), rel=1e-9)
+    assert float(two.dp_exposed_s) == pytest.approx(L * (
+        3 * _ring_s(unit, 2, 1, a_in, a_out, share)
+        + _ring_s(unit / 2, 2, 1, a_in, a_out, share, phases=2.0)), rel=1e-9)
+    assert float(two.step_time_s) < float(full.step_time_s)
+    from scalesim.plan import plan
+    from scalesim.presets import HARDWARE, get_transformer
+
+    rows = plan(get_transformer("gpt-1.7b"), HARDWARE["dgx-a100"], [32], 32, top=None,
+                overlap=False, algorithm="ring")
+    by_group = _planned(rows, dp=4, tp=8, zero=3, recompute="none", sequence_parallel=False)
+    assert sorted(by_group) == [2, 4] and by_group[2].rank < by_group[4].rank
 
 
 def test_plan_rows_with_shard_groups_repredict_equal():
