@@ -38,7 +38,6 @@ from scalesim.layout import (
     early_stop_of,
     hybrid_shard_groups,
     op_sac_of,
-    split_words,
     valid_mask,
 )
 from scalesim.model import collectives as coll
@@ -613,12 +612,14 @@ def no_layout_words(devices: list[int], setting: Setting, cp_values=(1,)) -> str
             "the global batch")
 
 
-def nothing_fits_words(devices: int, least: str, memory_bytes: float,
+def nothing_fits_words(devices: list[int], least: str, memory_bytes: float,
                        device_memory_bytes: float, nouns: Nouns) -> str:
-    """Why no layout at ``devices`` is listed where every one needs more memory than a device
-    has: ``least`` the one needing least in words, ``memory_bytes`` what it needs per device,
-    against ``device_memory_bytes``."""
-    return (f"nothing fits on {devices} {nouns.devices}: the layout needing least memory "
+    """Why no layout on the device counts ``devices`` is listed where every one needs more
+    memory than a device has: ``least`` the one needing least in words
+    (``layout_predict.row_title``, and its count where several are asked), ``memory_bytes``
+    what it needs per device, against ``device_memory_bytes``: a count's note (one count) and
+    the plan's error where no count has a layout that fits."""
+    return (f"nothing fits on {list_text(devices)} {nouns.devices}: the layout needing least memory "
             f"({least}) needs {gib(memory_bytes)} per {nouns.device}, of "
             f"{gib(device_memory_bytes)}")
 
@@ -904,16 +905,8 @@ def rank_layouts(
     # a tie (GPipe and 1F1B have one bubble) goes to the layout needing less memory
     mem = r.memory_bytes
     order = np.lexsort((mem, key, ~fits)) if include_unfit else np.lexsort((mem[fits], key[fits]))
-    if not include_unfit:
-        order = np.flatnonzero(fits)[order]
-        if order.size == 0:
-            raise ScalesimError(
-                f"no layout fits in {hardware.device_memory_bytes / 2**30:.0f} GiB "
-                f"per {nouns.device} for {nouns.devices} {list_text(devices)}; add {nouns.devices} or memory"
-            )
-    if include_unfit:
-        unfit = order[~fits[order]]
-        order = np.concatenate([order[fits[order]], unfit[np.argsort(r.memory_bytes[unfit], kind="stable")]])
+    rows = []
+
     def row_of(i: int, rank: int) -> PlanRow:
         row = {
             "rank": rank,
@@ -952,7 +945,27 @@ def rank_layouts(
         row.update(stage_fields(setting.shape.layers, row["pp"], row["virtual_stages"]))
         return PlanRow(**row)
 
-    rows = []
+    def nothing_fits(counts: list[int]) -> str:
+        """``nothing_fits_words`` of the layout needing least memory on ``counts``: a count's
+        note (one count), the plan's error (every count asked)."""
+        from scalesim.layout_predict import row_title
+
+        at = np.flatnonzero(np.isin(devices_arr, counts))
+        i = int(at[np.argmin(mem[at])])
+        on = f", on {nouns.count(int(devices_arr[i]))}" if len(counts) > 1 else ""
+        return nothing_fits_words(counts, row_title(row_of(i, 0)) + on, float(mem[i]),
+                                  hardware.device_memory_bytes, nouns)
+
+    if not include_unfit:
+        order = np.flatnonzero(fits)[order]
+        if order.size == 0:
+            raise ScalesimError(
+                f"{nothing_fits(sorted(set(devices)))}; every ZeRO stage, recompute and "
+                f"micro-batch was tried: add {nouns.devices}, or use {nouns.devices} with more "
+                "memory")
+    if include_unfit:
+        unfit = order[~fits[order]]
+        order = np.concatenate([order[fits[order]], unfit[np.argsort(r.memory_bytes[unfit], kind="stable")]])
     for rank, i in enumerate(order if top is None else order[:top], start=1):
         rows.append(row_of(i, rank))
     by_count = []
@@ -966,13 +979,7 @@ def rank_layouts(
             k = int(fitting[0])  # its place in the ranking of every count's layouts
             by_count.append(CountBest(n, rows[k] if k < len(rows) else row_of(order[k], k + 1)))
             continue
-        i = at[np.argmin(mem[at])]
-        x = {k: int(grid[k][i]) for k in ("dp", "tp", "pp", "cp", "zero", "micro_batch", "recompute")}
-        least = (f"{split_words(x['dp'], x['tp'], x['pp'], x['cp'] if x['cp'] > 1 else None)}, "
-                 f"ZeRO {x['zero']}, micro-batch {x['micro_batch']}, "
-                 f"{RECOMPUTE_CHOICES[x['recompute']]} recompute")
-        by_count.append(CountBest(n, None, nothing_fits_words(
-            n, least, float(mem[i]), hardware.device_memory_bytes, nouns)))
+        by_count.append(CountBest(n, None, nothing_fits([n])))
     return RankedRows(rows, by_count)
 
 

@@ -180,6 +180,42 @@ def test_a_count_with_no_layout_says_why(capsys):
                                       "dgx-h100", "--devices", "8,64", "--global-batch", "1024"])
     assert code == 0, err
     assert (f"note: nothing fits on 8 devices: the layout needing least memory (dp 1 x tp 8 x "
-            f"pp 1, ZeRO 0, micro-batch 1, full recompute) needs {gib(hand)} per device, of "
-            "80.0 GiB") in out.splitlines()
+            f"pp 1, ddp, micro-batch 1 per replica x 1024 accumulation, recompute full, sequence "
+            f"parallel) needs {gib(hand)} per device, of 80.0 GiB") in out.splitlines()
     assert gib(hand) == "135.4 GiB"
+
+
+def test_nothing_fits_anywhere_names_the_least_memory_and_the_fix(capsys):
+    """Where no count asked has a layout that fits, the error said only "no layout fits in 80 GiB
+    per device for devices 8; add devices or memory": not how far off. It is now the per-count
+    note's words (``plan.nothing_fits_words`` of the layout needing least memory, named by
+    ``layout_predict.row_title``, as the plan's rows are): llama3-70b on 8 H100s at global
+    batch 1024 needs at least 135.4 GiB a device (docs/model.md §16 by hand, as
+    ``test_an_unfit_first_row_says_it_does_not_fit_not_best``), in one line with the fix. Of
+    several counts it names the count whose least is lowest, the least of every layout asked:
+    gpt-1t on 8 and 16 A100s, 16's (tp 8 x pp 2), not 8's."""
+    from scalesim.errors import ScalesimError
+    from scalesim.figures import gib
+    from scalesim.plan import plan
+
+    p, s, h, t = _llama70b_params(), 8192, 8192, 8
+    hand = (16 * p / t + 80 * 2 * s * h / t + (s * h * 35.5 / t - 2 * s * h / t)
+            + 4 * s * 128256 / t + 2 * 2**30)
+    code, out, err = run_cli(capsys, ["plan", "--workload", "llama3-70b", "--hardware",
+                                      "dgx-h100", "--devices", "8", "--global-batch", "1024"])
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.strip() == (
+        "scalesim plan: error: nothing fits on 8 devices: the layout needing least memory (dp 1 "
+        "x tp 8 x pp 1, ddp, micro-batch 1 per replica x 1024 accumulation, recompute full, "
+        f"sequence parallel) needs {gib(hand)} per device, of 80.0 GiB; every ZeRO stage, "
+        "recompute and micro-batch was tried: add devices, or use devices with more memory")
+    with pytest.raises(ScalesimError) as both:
+        plan(get_transformer("gpt-1t"), HARDWARE["dgx-a100"], [8, 16], 64)
+    with pytest.raises(ScalesimError) as eight:
+        plan(get_transformer("gpt-1t"), HARDWARE["dgx-a100"], [8], 64)
+    least = plan(get_transformer("gpt-1t"), HARDWARE["dgx-a100"], [16], 64, top=None,
+                 include_unfit=True)
+    need = min(r.memory_bytes for r in least)
+    assert f"on 16 devices) needs {gib(need)} per device" in str(both.value)
+    assert str(both.value).startswith("nothing fits on 8,16 devices: ")
+    assert f"needs {gib(need)} per device" not in str(eight.value)
