@@ -634,7 +634,9 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
     base = base_inputs(wl, hw, scenario, peak, bandwidth, jitter_cv_of(profile, scenario),
                        measured_p2p(profile),
                        attention_kernel=kernel_for(profile, scenario.attention_kernel)
-                       ).replace(devices_per_node=g_max, **(overrides or {}))
+                       ).replace(devices_per_node=g_max,
+                                 oom_micro_batch=profile.compute.oom_micro_batch or 0,
+                                 **(overrides or {}))
     supply, supply_alone = loader_supply(profile, scenario, per_node)  # one loader per replica
     schedule = SCHEDULES[split.schedule_of()]
     if split.schedule is None:  # default per row: 1f1b / interleaved where pp > 1
@@ -724,7 +726,8 @@ def plan_at(profile: Profile, scenario: Scenario, devices: int | list[int], glob
     setting = setting.replace(efficiency_of=lambda b, g: pinned(b, g, 0),
                               kernel_bandwidth_of=lambda b, g: pinned(b, g, 1),
                               optimizer_step_of=lambda g: measured_optimizer_s(profile, g),
-                              loader_samples_per_s=supply)
+                              loader_samples_per_s=supply,
+                              oom_micro_batch=profile.compute.oom_micro_batch or 0)
     return rank_layouts(setting, counts, **plan_kwargs)
 
 

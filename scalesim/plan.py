@@ -287,6 +287,10 @@ class Setting:
     optimizer_step_of: Callable[[np.ndarray], np.ndarray] | None = None  # the measured
     # optimizer step of all parameters on one device per busy devices per server of a layout, s
     # (``layout_predict.measured_optimizer_s``); None: the memory-bound estimate
+    oom_micro_batch: int = 0  # the smallest micro-batch a calibration of this model ran out of
+    # memory at, one whole replica a device (``ComputeCurve.oom_micro_batch``): the layouts
+    # holding one (tp = pp = cp = 1) do not fit from it (``LayoutInputs.oom_micro_batch``,
+    # ``layout_predict.plan_at``); 0: none seen
 
     def replace(self, **changes) -> Setting:
         """A copy with ``changes`` (``dataclasses.replace``)."""
@@ -518,6 +522,7 @@ def setting_inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         peak16_flops_per_s=_peak_flops(hw, False), fp8=setting.fp8,
         attention_efficiency=attention_share(hw.device_name, setting.attention_kernel,
                                              s.flash_attention),
+        oom_micro_batch=setting.oom_micro_batch,
         **p2p_inputs(setting.p2p),
     )
 

@@ -476,11 +476,13 @@ def _pick(override, default):
 def within_measured_memory(profile: Profile, fits, micro_batch) -> np.ndarray:
     """``fits`` (the memory model's, per row) and each row's ``micro_batch`` (samples per
     micro-step on one device) under the smallest one the profile's calibration saw run out of
-    memory (``ComputeCurve.oom_micro_batch``); ``fits`` as is where it saw none. The one rule of
-    predict's data-parallel rows, their one-device baseline and sweep's fits column."""
-    oom = profile.compute.oom_micro_batch
-    fits = np.asarray(fits, dtype=bool)
-    return fits if oom is None else fits & (np.asarray(micro_batch) < oom)
+    memory (``ComputeCurve.oom_micro_batch``); ``fits`` as is where it saw none. The rule
+    (``memory.under_measured_ceiling``) of predict's data-parallel rows, their one-device
+    baseline and sweep's fits column; the layout path's rows take it through
+    ``LayoutInputs.oom_micro_batch``."""
+    from scalesim.model.memory import under_measured_ceiling
+
+    return under_measured_ceiling(fits, micro_batch, profile.compute.oom_micro_batch)
 
 
 def _split_rows(profile: Profile, scenario: Scenario):

@@ -342,6 +342,55 @@ def test_sweep_applies_the_out_of_memory_ceiling_like_predict():
     assert [predict(prof, Scenario(devices=[2], micro_batch=b))[0].fits for b in (32, 64)] == [True, False]
 
 
+def _gpt_with_ceiling(oom_micro_batch):
+    """gpt-1.7b at sequence 512 on DGX H100 (the memory model: 40.2 GiB a device unsplit at
+    micro-batch 8, 22.2 GiB at tp 2: both fit in 80 GiB), its calibration having run out of
+    memory at ``oom_micro_batch``."""
+    from scalesim.profiles import resolve_profile
+
+    prof = resolve_profile(None, "dgx-h100", "gpt-1.7b")
+    shape = prof.workload.transformer.model_copy(update={"seq_len": 512})
+    return prof.model_copy(update={
+        "workload": prof.workload.model_copy(update={"transformer": shape}),
+        "compute": prof.compute.model_copy(update={"oom_micro_batch": oom_micro_batch})})
+
+
+def test_a_transformer_applies_the_out_of_memory_ceiling_where_it_holds_a_replica():
+    """A transformer predicts through the layout model, which ignored ``oom_micro_batch``:
+    gpt-1.7b (sequence 512) on 2 H100s at micro-batch 8 with calibration out of memory at 8
+    was said to fit (40.2 GiB of 80 by the memory model), rows and one-device baseline. Now a
+    row whose device holds a whole replica, as calibration's did (tp = pp = 1), fits below the
+    ceiling only, the baseline alike, as on the data-parallel path; a split (tp 2: half the
+    weights and activations a device) is the memory model's to judge, since the ceiling was
+    measured on a whole replica. sweep's rows and the planner's (``plan_at``) take the same rule."""
+    from scalesim.layout_predict import plan_at
+    from scalesim.schemas import ScenarioLayout
+    from scalesim.sweep import sweep
+
+    free, capped = _gpt_with_ceiling(None), _gpt_with_ceiling(8)
+    for b, fits in ((7, True), (8, False), (16, False)):
+        before = predict(free, Scenario(devices=[2], micro_batch=b))[0]
+        row = predict(capped, Scenario(devices=[2], micro_batch=b))[0]
+        assert before.fits and before.one_device_fits and before.memory_bytes < 80 * 2**30
+        assert (row.fits, row.one_device_fits, row.memory_bytes) == (
+            fits, fits, before.memory_bytes)
+        split = predict(capped, Scenario(devices=[2], micro_batch=b,
+                                         layout=ScenarioLayout(tp=2)))[0]
+        assert split.fits and split.one_device_fits == fits  # its baseline: one whole device
+    # strong scaling: 32 over 4 devices is 8 a device (at the ceiling), over 8 it is 4
+    rows = predict(capped, Scenario(devices=[4, 8], global_batch=32))
+    assert [(r.micro_batch, r.fits, r.one_device_fits, r.one_device_holds_model)
+            for r in rows] == [(8, False, False, True), (4, True, False, True)]
+    res = sweep(capped, Scenario(devices=[2]), {"micro_batch": [7, 8]})
+    assert res.columns["fits"].tolist() == [True, False]
+    planned = plan_at(capped, Scenario(devices=[2], global_batch=32), 2, 32, top=None,
+                      include_unfit=True)
+    whole = [r for r in planned if r.tp * r.pp * r.cp == 1]
+    assert whole and all(r.fits == (r.micro_batch < 8 and r.memory_bytes <= 80 * 2**30)
+                         for r in whole)
+    assert any(r.tp == 2 and r.micro_batch >= 8 and r.fits for r in planned)
+
+
 def test_measured_noise_scale_gives_time_to_quality():
     from scalesim.schemas import NoiseScale
 

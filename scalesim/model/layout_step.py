@@ -37,7 +37,7 @@ from scalesim.model import transformer as tf
 from scalesim.model.compute import optimizer_step_of_s
 from scalesim.model.context_parallel import cp_comm_per_layer_s, kv_chunk_bytes
 from scalesim.model.matmul import fp8_cast_s, gemm_s, memory_bound_s
-from scalesim.model.memory import ZERO3_GATHERED_UNITS, state_shards
+from scalesim.model.memory import ZERO3_GATHERED_UNITS, state_shards, under_measured_ceiling
 from scalesim.model.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
 from scalesim.model.pipeline_schedule import (
     bubble_microbatches,
@@ -182,6 +182,10 @@ class LayoutInputs:
     # None: peak_flops_per_s
     fp8: object = False  # the layers' weight matmuls in fp8 (at peak_flops_per_s), each paying
     # the casts of its operands (matmul.fp8_cast_s, docs/model.md §13)
+    oom_micro_batch: object = 0  # the smallest micro-batch a calibration ran out of memory at
+    # on this device, holding a whole replica (``ComputeCurve.oom_micro_batch``): rows that
+    # hold one (tp = pp = cp = 1) at or above it do not fit (``memory.under_measured_ceiling``);
+    # 0: none seen
     attention_efficiency: object = None  # share of peak16_flops_per_s the attention
     # core sustains (FlashAttention-2 on Hopper: presets.attention_efficiency_of); None or NaN:
     # ``efficiency``, the matmuls' (docs/model.md §13, attention kernel)
@@ -648,6 +652,7 @@ def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
         weights_bytes=full(weights, out_shape), grads_bytes=full(grads, out_shape),
         optimizer_bytes=full(optimizer, out_shape), activation_bytes=full(activations, out_shape),
         buffer_bytes=full(buffers, out_shape), memory_bytes=full(memory, out_shape),
-        fits=full(memory <= _f(x.device_memory_bytes), out_shape),
+        fits=full(under_measured_ceiling(memory <= _f(x.device_memory_bytes), x.micro_batch,
+                                         x.oom_micro_batch, tp * pp * cp == 1), out_shape),
         headroom_bytes=full(_f(x.device_memory_bytes) - memory, out_shape),
     )

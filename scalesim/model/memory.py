@@ -34,6 +34,19 @@ def state_shards(strategy, shards, full_gradients=False):
     return (np.where(strategy >= ZERO3, one, 1.0), grads, np.where(strategy >= ZERO1, one, 1.0))
 
 
+def under_measured_ceiling(fits, micro_batch, oom_micro_batch, whole_replica=True):
+    """``fits`` (the memory model's) and, where a calibration ran this device out of memory at
+    ``oom_micro_batch`` samples per micro-step (> 0; 0 or None: none seen), each row's
+    ``micro_batch`` below it where the row's device holds what calibration's did, a whole
+    model replica (``whole_replica``: always on the data-parallel path; tp = pp = cp = 1 on
+    the layout path, where a split holds a part of the model and its activations the memory
+    model prices). The one rule of both prediction paths, rows and one-device baselines alike
+    (docs/model.md §10, §16). Numpy, broadcasts."""
+    oom = np.asarray(0 if oom_micro_batch is None else oom_micro_batch)
+    over = (oom > 0) & np.asarray(whole_replica, dtype=bool) & (np.asarray(micro_batch) >= oom)
+    return np.asarray(fits, dtype=bool) & ~over
+
+
 # ZeRO-3 / FSDP FULL_SHARD holds whole the parameters of the unit it computes and of the one it
 # prefetches (FSDP1 ``limit_all_gathers``: at most two all-gathered units in flight; FSDP2 and
 # FSDP1 prefetch one unit ahead), beside the shards: both prediction paths count them.
