@@ -173,18 +173,16 @@ def shard_group_refusal(shard_group: int | None, strategy: str, framework: str =
 def hybrid_shard_groups(group: int, tp: int, devices_per_node: int) -> tuple[int, ...]:
     """The planner's hybrid shard groups of a dp x cp group of ``group`` ranks at stride ``tp``
     on servers of ``devices_per_node`` (``group_span``: ``per_node`` of its ranks in each of
-    ``nodes`` servers), smallest first: where the group spans several servers, every divisor s
-    of it, 2 or more, that divides one server's ``per_node`` ranks (each shard group inside one
-    server), then every s = k x ``per_node`` of whole servers below the group (2 <= k < nodes,
-    where ``per_node`` divides the group, so no shard group straddles a server); () where the
-    group sits in one server. Full sharding (s = the group) is the planner's other row."""
+    ``nodes`` servers), smallest first: where the group spans several servers and ``per_node``
+    divides it, every s = k x ``per_node`` of whole servers below the group (1 <= k < nodes, k
+    dividing ``nodes``, s >= 2), so no shard group straddles a server; () otherwise. Smaller
+    groups inside one server are not offered: under §16's pricing they hold more state a device
+    for at least as long on the NICs (docs/model.md §17). Full sharding (s = the group) is the
+    planner's other row."""
     per_node, nodes = (int(v) for v in group_span(group, tp, devices_per_node))
-    if nodes < 2:
+    if nodes < 2 or group % per_node:
         return ()
-    inside = [s for s in range(2, per_node + 1) if per_node % s == 0 and group % s == 0]
-    servers = ([k * per_node for k in range(2, nodes) if nodes % k == 0]
-               if group % per_node == 0 else [])
-    return tuple(inside + servers)
+    return tuple(k * per_node for k in range(1, nodes) if nodes % k == 0 and k * per_node >= 2)
 
 
 def shard_group_problem(shard_group: int | None, dp: int, cp: int = 1) -> str:

@@ -128,8 +128,8 @@ def _twin(rows, row):
 
 def test_the_planner_ranks_hsdp_first_on_a_slow_network():
     """GPT 1.7B on two DGX A100 servers with one 100 Gb/s NIC each: the planner offers every ZeRO
-    layout also sharded inside a server (shard group 8 at tp 1, replicated twice, and each
-    divisor of a server's data-parallel ranks: 2 and 4 at tp 1; ``hybrid_shard_groups``), ranks
+    layout also sharded inside a server (shard group 8 at tp 1, replicated twice;
+    ``hybrid_shard_groups``), ranks
     the one-server group first, and every hybrid row beats its full-sharding twin (same layout,
     shard group 16)."""
     from scalesim.layout import hybrid_shard_groups
@@ -144,7 +144,7 @@ def test_the_planner_ranks_hsdp_first_on_a_slow_network():
     hybrid = [r for r in rows if r.hybrid]
     assert hybrid and all(r.shard_group in hybrid_shard_groups(r.dp * r.cp, r.tp, 8)
                           for r in hybrid)
-    assert {r.shard_group for r in hybrid if r.tp == 1} == {2, 4, 8}
+    assert {r.shard_group for r in hybrid if r.tp == 1} == {8}
     for row in hybrid:
         twin = _twin(rows, row)
         assert twin.shard_group == row.dp * row.cp
@@ -153,16 +153,16 @@ def test_the_planner_ranks_hsdp_first_on_a_slow_network():
 
 @pytest.mark.parametrize(("group", "tp", "groups"), [
     (8, 1, ()),  # one server: full sharding only
-    (16, 1, (2, 4, 8)),  # two servers of 8 ranks: the divisors of 8
-    (32, 1, (2, 4, 8, 16)),  # four: and two servers' 16
-    (12, 1, (2, 4)),  # 8 + 4 ranks: 8 and 16 would straddle a server
-    (4, 8, (2,)),  # tp 8: one rank a server, so whole servers only
-    (64, 2, (2, 4, 8, 16, 32)),  # 4 ranks a server over 16 servers
+    (16, 1, (8,)),  # two servers of 8 ranks: one server's
+    (32, 1, (8, 16)),  # four: and two servers' 16
+    (12, 1, ()),  # 8 + 4 ranks: 8 and 16 would straddle a server
+    (4, 8, (2,)),  # tp 8: one rank a server, so two servers (one would be plain DDP)
+    (64, 2, (4, 8, 16, 32)),  # 4 ranks a server over 16 servers: 1, 2, 4, 8 servers
+    (48, 1, (8, 16, 24)),  # six servers: 1, 2, 3 of them
 ])
 def test_the_planners_shard_groups_by_hand(group, tp, groups):
-    """``hybrid_shard_groups``: of a dp x cp group spanning several 8-GPU servers, each divisor
-    of one server's data-parallel ranks (8 / tp of them) and each whole number of servers below
-    the group that divides it."""
+    """``hybrid_shard_groups``: of a dp x cp group spanning several 8-GPU servers, each whole
+    number of servers below the group that divides it (a server holds 8 / tp of its ranks)."""
     from scalesim.layout import hybrid_shard_groups
 
     assert hybrid_shard_groups(group, tp, 8) == groups
@@ -211,7 +211,7 @@ def test_two_servers_shard_group_wins_on_a_high_latency_fabric():
     rows = plan(get_transformer("gpt-1.7b"), slow_hop, [32], 32, top=None, overlap=False,
                 algorithm="ring")
     by_group = _planned(rows, dp=32, tp=1, zero=3, recompute="none")
-    assert sorted(by_group) == [2, 4, 8, 16, 32]
+    assert sorted(by_group) == [8, 16, 32]
     assert min(by_group.values(), key=lambda r: r.rank).shard_group == 16
     assert by_group[16].rank < by_group[32].rank < by_group[8].rank
 
