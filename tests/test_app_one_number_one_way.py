@@ -44,6 +44,7 @@ def test_one_gain_is_written_one_way_on_the_page_and_in_the_cli(capsys):
     (``figures.signed_percent``). 3,814 -> 7,800 sequences/s is +104.5 %: the ratio's digits."""
     from scalesim.app.charts import chart_text, remedies_chart
     from scalesim.app.plan import story
+
     from scalesim.cli.main import main
     from scalesim.decision import card_rows
     from scalesim.figures import signed_percent
