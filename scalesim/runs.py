@@ -42,6 +42,7 @@ import json
 import math
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -460,7 +461,7 @@ def _csv_rows(reader: csv.DictReader, source: str) -> list[dict]:
         raise ScalesimError(f"{source}: empty file; expected a header line with devices,nodes,"
                             "samples_per_s (or step_time_s)")
     header = [h.strip() for h in reader.fieldnames]
-    twice = sorted({h for h in header if h and header.count(h) > 1})
+    twice = sorted(h for h, n in Counter(header).items() if h and n > 1)  # linear: 100k columns
     if twice:  # csv.DictReader would keep the last column of each name, silently
         raise ScalesimError(f"{source}: column(s) {', '.join(excerpt(h, 40) for h in twice)} "
                             "appear more than once in the header; keep one of each")
