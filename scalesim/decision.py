@@ -65,7 +65,7 @@ from scalesim.figures import signed_percent as pct_text
 from scalesim.layout import ZERO_STRATEGIES, model_split_words, replica_devices
 from scalesim.layout_change import layout_changes, layout_settings
 from scalesim.layout_predict import uses_layouts
-from scalesim.network_upgrades import NetworkUpgrade, upgrades_for
+from scalesim.network_upgrades import NetworkUpgrade, network_scenarios
 from scalesim.predict import Prediction, data_parallel_ranks, one_device_note, predict
 from scalesim.presets import FLASH2_ON_HOPPER_EFFICIENCY
 from scalesim.remedies import (
@@ -774,11 +774,10 @@ def _refusal(ctx: _Ctx, devices: int) -> str:
 
 def card_upgrade(profile: Profile, scenario: Scenario) -> NetworkUpgrade | None:
     """The network upgrade the card prices for a run over several servers: the first of
-    ``upgrades_for`` (a priced one before any with no public price, then the slowest step up);
-    None where none is faster than today's inter-server link."""
-    inter = scenario.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
-    ups = upgrades_for(profile.hardware.device_name, inter, profile.hardware.nic_servers_per_node)
-    return ups[0] if ups else None
+    ``network_scenarios`` (a priced one before any with no public price, then the slowest step
+    up), for one node of the profile; None where none is faster than today's inter-server link."""
+    ups = network_scenarios(profile, scenario)
+    return ups[0].upgrade if ups else None
 
 
 def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServers | None]:
@@ -792,24 +791,15 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServer
     notes += said
     if (fewer := _fewer_servers(ctx, base_source)) is not None:
         out.append(fewer.option)
-    if now.nodes > 1 and (up := card_upgrade(profile, scenario)) is not None:
+    if now.nodes > 1 and (ups := network_scenarios(profile, scenario)):
+        net = ups[0]  # the card's (``card_upgrade``)
         inter = scenario.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
-        link = up.link()
-        scn = scenario.model_copy(update={"inter_busbw_GBps": link.busbw_GBps,
-                                          "inter_latency_s": link.latency_s})
-        p = _one(profile, scn, now.devices)
-        priced = up.extra_usd_per_server_hour is not None
-        sizes = up.billed_sizes(profile.hardware.devices_per_node)
-        billing = billing_words(ctx.goal.server_devices, sizes,
-                                profile.hardware.device_name)
-        source = f"{up.source} (as of {up.as_of}); {billing}"
-        if not priced:
-            source += "; price not known, so its cost is left blank"
-        words = link_change_words(inter, link.busbw_GBps,
+        p = _one(profile, net.scenario, now.devices)
+        words = link_change_words(inter, net.link.busbw_GBps,
                                   not_measured_link(profile, scenario, "inter_node"))
-        out.append(ctx.option("network", f"Network: {up.name}, {words}", p,
-                              up.extra_usd_per_server_hour, source, priced,
-                              instance_sizes=sizes))
+        out.append(ctx.option("network", f"Network: {net.upgrade.name}, {words}", p,
+                              net.upgrade.extra_usd_per_server_hour, net.price_source,
+                              net.priced, instance_sizes=net.billed_sizes))
     _, ranked = rank_remedies(profile, scenario, now.devices)
     helping = {r.key: r for r in ranked if r.helps}  # one remedy per key, best first
     settings = [r for key, r in helping.items() if key in SETTINGS_KEYS]

@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from scalesim import presets
+from scalesim.billing import billing_words
 from scalesim.device_nouns import is_cpu_device
-from scalesim.schemas import LinkLevel
+from scalesim.schemas import LinkLevel, Profile, Scenario
 
 
 @dataclass(frozen=True)
@@ -109,3 +110,55 @@ def upgrades_for(device_name: str, inter_busbw_GBps: float,
     rows = [per_node(u, servers) for u in UPGRADES if u.applies_to(device_name)]
     rows = [u for u in rows if u.link().busbw_GBps > inter_busbw_GBps * 1.05]
     return sorted(rows, key=lambda u: (u.extra_usd_per_server_hour is None, u.link().busbw_GBps))
+
+
+@dataclass(frozen=True)
+class NetworkScenario:
+    """A run on a network upgrade, as every command that offers one runs it (decide's network
+    option, diagnose's named faster network, goal's networks: ``network_scenario``)."""
+
+    upgrade: NetworkUpgrade  # for one node of the profile (``per_node``): NICs and USD/h
+    scenario: Scenario  # the scenario on the upgrade's inter-server link: busbw and latency
+    billed_sizes: tuple[int, ...]  # the instance shapes it is billed in (``billed_sizes``)
+    price_source: str  # the upgrade's source, its date and how it is billed, for a card's row
+
+    @property
+    def link(self) -> LinkLevel:
+        return self.upgrade.link()
+
+    @property
+    def priced(self) -> bool:
+        """Whether a public price exists (else its cost is left blank)."""
+        return self.upgrade.extra_usd_per_server_hour is not None
+
+
+def network_scenario(profile: Profile, scenario: Scenario,
+                     upgrade: NetworkUpgrade) -> NetworkScenario:
+    """``scenario`` on ``upgrade`` (one server's, as ``UPGRADES`` lists it) for ``profile``'s
+    node: the NICs and price of the servers a node exchanges over
+    (``Hardware.nic_servers_per_node``, ``per_node``), the inter-server link's bus bandwidth
+    and latency of the named hardware (``presets.inter_link``), the instance shapes it bills
+    in and where its price comes from ('price not known' where none is public)."""
+    hw = profile.hardware
+    up = per_node(upgrade, hw.nic_servers_per_node)
+    link = up.link()
+    sizes = up.billed_sizes(hw.devices_per_node)
+    billing = billing_words(scenario.devices_per_node or hw.devices_per_node, sizes,
+                            hw.device_name)
+    source = f"{up.source} (as of {up.as_of}); {billing}"
+    if up.extra_usd_per_server_hour is None:
+        source += "; price not known, so its cost is left blank"
+    return NetworkScenario(
+        upgrade=up, billed_sizes=sizes, price_source=source,
+        scenario=scenario.model_copy(update={"inter_busbw_GBps": link.busbw_GBps,
+                                             "inter_latency_s": link.latency_s}))
+
+
+def network_scenarios(profile: Profile, scenario: Scenario) -> list[NetworkScenario]:
+    """``network_scenario`` of each upgrade faster than the scenario's inter-server link, in
+    ``upgrades_for``'s order (priced first, then the slowest step up); none on a CPU
+    calibration's processes."""
+    hw = profile.hardware
+    inter = scenario.inter_busbw_GBps or hw.inter_node.busbw_GBps
+    faster = upgrades_for(hw.device_name, inter, hw.nic_servers_per_node)
+    return [network_scenario(profile, scenario, UPGRADES_BY_KEY[u.key]) for u in faster]

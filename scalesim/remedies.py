@@ -45,7 +45,7 @@ from scalesim.model.zero_exchange import (
     reduces_once,
     sent_units,
 )
-from scalesim.network_upgrades import UPGRADES_BY_KEY, NetworkUpgrade, per_node
+from scalesim.network_upgrades import UPGRADES_BY_KEY, NetworkUpgrade, network_scenario
 from scalesim.precision import DEFAULT_PRECISION, FP8
 from scalesim.predict import (
     STALL_NOT_MODELLED,
@@ -308,23 +308,22 @@ def _candidates(profile: Profile, scenario: Scenario, now: Prediction,
         inter = scenario.inter_busbw_GBps or hw.inter_node.busbw_GBps
         # a node of replicas whose stages sit in other servers exchanges over all their NICs
         servers = hw.nic_servers_per_node
-        fast_link = per_node(_FAST_INTER, servers).link()
-        fast = fast_link.busbw_GBps
+        # the named network runs as decide's network option runs it, its link's latency too
+        # (``network_upgrades.network_scenario``); twice today's network keeps today's latency
+        named = network_scenario(profile, scenario, _FAST_INTER)
+        fast = named.link.busbw_GBps
         faster = 2 * inter if words.cpu else max(fast, 2 * inter)
         name = (CPU_FASTER_NETWORK if words.cpu else FAST_INTER_NAME
                 if faster == fast else "2x the network")
-        # the named network is its link, latency too, as decide's network option runs it
-        # (``decision._candidates``); twice today's network keeps today's latency
-        upgraded = {"inter_busbw_GBps": faster}
-        if name == FAST_INTER_NAME:
-            upgraded["inter_latency_s"] = fast_link.latency_s
+        is_named = name == FAST_INTER_NAME
         spans = (f"each {words.server}'s; its {words.devices}' stages span {servers} "
                  f"{words.servers}, whose NICs add up" if servers > 1 and faster == fast else "")
         out.append(("interconnect", f"Faster inter-{words.server} network: {name} "
                     + _busbw_words(inter, faster, relative_links,
                                    not_measured_link(profile, scenario, "inter_node")),
-                    scenario.model_copy(update=upgraded), profile, "", spans,
-                    per_node(_FAST_INTER, servers) if name == FAST_INTER_NAME else None))
+                    named.scenario if is_named
+                    else scenario.model_copy(update={"inter_busbw_GBps": faster}), profile, "",
+                    spans, named.upgrade if is_named else None))
     else:
         intra = scenario.intra_busbw_GBps or hw.intra_node.busbw_GBps
         one = f"one {words.device} does not communicate" if now.devices < 2 else ""
