@@ -58,7 +58,8 @@ BOUNDARY_DOMINANCE = 2.0
 # against ~8 ms, docs/performance.md).
 REMEDY_BAND_DRAWS = 100
 LAYOUT_BAND_DRAWS = 30
-# A band reaches a loss (``band_caveat``) from -0.5 %, what the report prints as -1 %; a band
+# A band reaches a loss (``band_caveat``) below -0.5 %, what the report prints as -1 %, and
+# starts at no gain below +0.5 %, what it prints as +0 % (both cautioned); a band
 # narrower than BAND_NARROW (it prints as one figure) leaves nothing for a one-parameter caution.
 BAND_LOSS = 0.005
 BAND_NARROW = 0.005
@@ -167,15 +168,21 @@ def remedy_caveat(fit, remedy, multi_server: bool, words: Nouns = GPU_NOUNS) -> 
 
 
 def band_caveat(remedy: Remedy) -> str:
-    """'' unless ``remedy`` is a remedy (it helps) whose 95 % band reaches a loss: then that the
-    runs do not show it helps. For remedies whose gain rests on several fitted parameters at
-    once (a bigger batch, accumulation, sharding, the smaller batch), which ``remedy_caveat``
-    cannot name one of."""
-    if not remedy.helps or remedy.gain_low is None or remedy.gain_low > -BAND_LOSS:
+    """'' unless ``remedy`` is a remedy (it helps) whose 95 % band reaches a loss, or starts at
+    no gain: a low end that prints as +0 % at the whole percent the first remedy's line and the
+    app show (under ``BAND_LOSS`` either way), which read as a sure gain uncautioned; then that
+    the runs do not show it helps, or that it may gain nothing. For remedies whose gain rests on
+    several fitted parameters at once (a bigger batch, accumulation, sharding, the smaller
+    batch), which ``remedy_caveat`` cannot name one of."""
+    if not remedy.helps or remedy.gain_low is None or remedy.gain_low >= BAND_LOSS:
         return ""
+    narrow = "runs at more device counts or batches, or with less noise, narrow it"
+    if remedy.gain_low >= -BAND_LOSS:  # -0.5 % itself prints as -0 %
+        little = "nothing" if remedy.gain_low <= 0.0 else "next to nothing"
+        return (f"its 95% band over the parameters these runs allow starts at "
+                f"{remedy.gain_low:+.1%}: it may gain {little}; {narrow}")
     return (f"its 95% band over the parameters these runs allow reaches {remedy.gain_low:+.0%}: "
-            "they do not show that it helps; runs at more device counts or batches, or with less "
-            "noise, narrow it")
+            f"they do not show that it helps; {narrow}")
 
 
 def _log_ratio_stderr(fit, upper: str, lower: str) -> float | None:

@@ -139,7 +139,15 @@ def test_a_remedy_whose_band_reaches_a_loss_is_cautioned():
 
     assert band_caveat(remedy(-0.05)).startswith(
         "its 95% band over the parameters these runs allow reaches -5%: they do not show that it helps")
-    assert band_caveat(remedy(0.0)) == ""  # no loss inside the band
+    # session 40: a band starting at no gain (+0 % at the whole percent) was not cautioned,
+    # and read as a sure gain; the low end's rounding edges, -0.5 % and +0.5 %, hand-placed
+    assert band_caveat(remedy(0.0)).startswith(
+        "its 95% band over the parameters these runs allow starts at +0.0%: it may gain nothing;")
+    assert "starts at -0.4%: it may gain nothing;" in band_caveat(remedy(-0.004))
+    assert "starts at +0.4%: it may gain next to nothing;" in band_caveat(remedy(0.004))
+    assert band_caveat(remedy(0.005)) == ""  # prints +1 %: a gain at either end
+    assert "starts at -0.5%: it may gain nothing;" in band_caveat(remedy(-0.005))  # "-0%"
+    assert "reaches -1%: they do not show" in band_caveat(remedy(-0.006))
     assert band_caveat(remedy(-0.05, "loses")) == ""  # not advised anyway
     unbanded = Remedy("bigger_batch", "x", 0.1, True, verdict="remedy")
     assert band_caveat(unbanded) == ""
