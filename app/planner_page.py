@@ -790,6 +790,8 @@ def _tab_goal(plan: Plan) -> None:
         st.info(f"Goal seeking needs more: {_md(str(exc))}.")
         return
     (st.success if answer.best is not None else st.warning)(_md(answer.sentence))
+    if answer.network_sentence:  # which faster network reaches the goal (goal.network_answer)
+        st.markdown(_md(answer.network_sentence))
     chart = charts.pareto_chart(answer)
     if chart is not None:
         _chart(chart, charts.pareto_text(answer))

@@ -11,8 +11,10 @@ call, every combination of
 (the batches and accumulations within the bounds table's: ``predict.micro_batch_max``,
 ``predict.accumulation_max``)
 * strategy: DDP, ZeRO-1, ZeRO-2, ZeRO-3;
-* inter-server network: today's and each faster upgrade of ``scalesim.network_upgrades`` that
-  has a price (an unpriced one cannot be costed, so it is left out and said so);
+* inter-server network: today's and each faster upgrade of ``scalesim.network_upgrades``, each
+  run on the scenario ``network_upgrades.network_scenario`` builds (its bandwidth, latency and
+  NICs, as decide's network option runs it): a priced one joins the search, an unpriced one
+  cannot be costed, so its plans are kept apart and priced for the devices alone;
 
 keeps those that fit in device memory, and computes for each the time to finish
 (``scalesim.training_time``: the training length is the samples needed at the *reference* global
@@ -25,8 +27,9 @@ server-hour); billed devices are whole instances (``scalesim.billing``).
 The answer: the cheapest plan that meets both limits (ties: the sooner), the Pareto front of time
 against money (no other plan is both sooner and cheaper), or, when no plan meets the goal, the
 plan that comes closest (the smallest worst overshoot of the two limits) and by how much it
-misses. Only the network's bandwidth is swept (its latency stays today's: a few microseconds per
-step, small beside the bandwidth term for gradients of this size).
+misses. Beside it, for each faster network the cheapest of its plans that meets the goal (an
+unpriced one: within the budget on the devices' price alone, plus its unknown price), else its
+closest, and which of them answers "what network reaches my goal?" (``GoalAnswer.network_sentence``).
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from scalesim.errors import ScalesimError
 from scalesim.figures import amount, count, duration_text, whole
 from scalesim.layout import split_words
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
-from scalesim.network_upgrades import CPU_NO_UPGRADES, upgrades_for
+from scalesim.network_upgrades import CPU_NO_UPGRADES, NetworkScenario, network_scenarios
 from scalesim.predict import accumulation_max, micro_batch_max
 from scalesim.schemas import Profile, Scenario
 from scalesim.sweep import sweep
@@ -94,6 +97,27 @@ class GoalPlan:
 
 
 @dataclass(frozen=True)
+class GoalNetwork:
+    """A faster network than today's, as decide offers it, and its best plan for the goal."""
+
+    name: str
+    nics_per_node: int  # NICs one node exchanges over (``network_upgrades.per_node``)
+    gbit_per_nic: float  # line rate of each NIC, Gbit/s
+    busbw_GBps: float  # the link's all-reduce bus bandwidth, GB/s
+    latency_s: float  # the link's per-hop latency, s
+    extra_usd_per_server_hour: float | None  # None: no public price (its plans' cost_usd is
+    # then the devices' alone, a lower bound)
+    price_source: str
+    # the cheapest of its plans that meets the goal, else the closest (the smallest worst
+    # overshoot); None where none of its plans fits
+    plan: GoalPlan | None
+
+    @property
+    def priced(self) -> bool:
+        return self.extra_usd_per_server_hour is not None
+
+
+@dataclass(frozen=True)
 class GoalAnswer:
     deadline_s: float
     budget_usd: float
@@ -107,6 +131,7 @@ class GoalAnswer:
     runnable: int
     notes: list[str] = field(default_factory=list)
     words: Nouns = GPU_NOUNS  # the devices' nouns (``device_nouns.nouns_for``); not in to_dict
+    networks: list[GoalNetwork] = field(default_factory=list)  # faster than today's, slowest first
 
     def describe(self, p: GoalPlan) -> str:
         """``describe`` of one of this answer's plans, in its devices' nouns."""
@@ -134,11 +159,54 @@ class GoalAnswer:
         return (f"No plan meets the goal. Closest: {describe(c)}: {duration_text(c.time_s)} for "
                 f"${amount(c.cost_usd)} (misses {' and '.join(misses)}).")
 
+    @property
+    def network_sentence(self) -> str:
+        """Which faster network reaches the goal (``network_answer``), in one sentence; '' where
+        none is faster than today's."""
+        net = network_answer(self.networks, self.deadline_s, self.budget_usd)
+        if net is None:
+            return ""
+        p, describe = net.plan, self.describe
+        if p is None:
+            return (f"No faster network has a plan that fits in {self.words.memory} "
+                    f"({', '.join(n.name for n in self.networks)}).")
+        price = (f"${amount(net.extra_usd_per_server_hour)} more a {self.words.server}-hour"
+                 if net.priced else "no public price")
+        money = (f"${amount(p.cost_usd)}" if net.priced else
+                 f"${amount(p.cost_usd)} for the {self.words.devices} plus the network, whose "
+                 "price is not public")
+        if p.meets:
+            lead = ("Cheapest faster network that meets the goal" if net.priced else
+                    "Faster network that meets the goal, if its price fits the budget")
+            return f"{lead}: {net.name} ({price}): {describe(p)}: {duration_text(p.time_s)} for {money}."
+        return (f"No faster network meets the goal. Closest: {net.name} ({price}): {describe(p)}: "
+                f"{duration_text(p.time_s)} for {money}.")
+
     def to_dict(self) -> dict:
         out = asdict(self)
         del out["words"]
         out["sentence"] = self.sentence
+        out["network_sentence"] = self.network_sentence
         return out
+
+
+def network_answer(networks: list[GoalNetwork], deadline_s: float,
+                   budget_usd: float) -> GoalNetwork | None:
+    """The faster network that answers "what network reaches my goal?": the cheapest priced one
+    whose plan meets the goal; else the first unpriced one whose plan meets it on the devices'
+    price alone (the slowest step up: no price tells them apart); else the one whose plan comes
+    closest (smallest worst overshoot, as ``seek``'s closest; an unpriced one's money a lower
+    bound); else the first (no plan fits on any). None where no network is faster."""
+    with_plan = [n for n in networks if n.plan is not None]
+    meets = [n for n in with_plan if n.plan.meets]
+    if priced := [n for n in meets if n.priced]:
+        return min(priced, key=lambda n: (n.plan.cost_usd, n.plan.time_s))
+    if meets:
+        return meets[0]
+    if with_plan:
+        return min(with_plan, key=lambda n: max(n.plan.time_s / deadline_s,
+                                                n.plan.cost_usd / budget_usd))
+    return networks[0] if networks else None
 
 
 
@@ -233,28 +301,28 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
         base = base.model_copy(update={"layout": base.layout.model_copy(
             update={"shard_group": None})})
 
-    inter = base.inter_busbw_GBps or profile.hardware.inter_node.busbw_GBps
-    networks = {float(inter): ("as is", 0.0, None)}  # name, extra per server-hour, shapes
     if is_cpu_device(profile.hardware.device_name):
         notes.append(CPU_NO_UPGRADES)
-    for up in upgrades_for(profile.hardware.device_name, inter,
-                           profile.hardware.nic_servers_per_node):
-        if up.extra_usd_per_server_hour is None:
-            notes.append(f"{up.name} left out: no public price")
-            continue
-        networks.setdefault(float(up.link().busbw_GBps),
-                            (up.name, float(up.extra_usd_per_server_hour),
-                             up.billed_sizes(profile.hardware.devices_per_node)))
+    # today's network (None), then each faster one as decide runs it (its link's bandwidth and
+    # latency, NICs, billed shapes: ``network_scenario``); an unpriced one is searched for the
+    # network answer only, its money the devices' alone
+    nets: list[NetworkScenario | None] = [None, *network_scenarios(profile, base)]
+    for net in nets[1:]:
+        if not net.priced:
+            notes.append(f"{net.upgrade.name}: no public price, so it is left out of the plans "
+                         "above and its money below is the devices' alone")
     axes = {
         "devices": device_grid(g, max_devices),
         "micro_batch": sorted({max(1, int(b0 * f)) for f in BATCH_FACTORS
                                if b0 * f <= micro_batch_max()}),
         "accumulation": searched_accumulations(k0),
         "strategy": list(STRATEGIES),
-        "inter_busbw_GBps": list(networks),
     }
-    res = sweep(profile, base.model_copy(update={"devices": [1]}), axes)
-    c = res.columns
+    runs = [sweep(profile, (base if n is None else n.scenario).model_copy(
+        update={"devices": [1]}), axes) for n in nets]
+    res = runs[0]
+    c = {k: np.concatenate([r.columns[k] for r in runs]) for k in res.columns}
+    on = np.concatenate([np.full(r.size, i) for i, r in enumerate(runs)])  # each row's network
     if res.size == 0:  # every combination broke a layout rule: nothing to rank
         split, nouns = layout_of(base), nouns_for(profile.hardware.device_name)
         raise ScalesimError(
@@ -267,24 +335,28 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                                           reference)
     # a network upgrade rents its own instance type: billed in its shapes (whole servers of
     # AWS p4d.24xlarge), not today's 1, 2 or 4-GPU ones (``NetworkUpgrade.billed_sizes``)
-    bandwidth = np.asarray(c["inter_busbw_GBps"], dtype=float)
-    hourly = np.zeros(res.size)
-    for bw, (_, extra, sizes) in networks.items():
-        at = bandwidth == bw
-        hourly[at] = (goal.usd_per_hour(np.asarray(c["devices"])[at], sizes)
+    hourly = np.zeros(on.size)
+    for i, net in enumerate(nets):
+        at = on == i
+        extra = 0.0 if net is None else net.upgrade.extra_usd_per_server_hour or 0.0
+        hourly[at] = (goal.usd_per_hour(np.asarray(c["devices"])[at],
+                                        None if net is None else net.billed_sizes)
                       + np.asarray(c["nodes"])[at] * extra)
     cost = time_s / 3600.0 * hourly
-    ok = fits & np.isfinite(time_s) & np.isfinite(cost)
-    meets = ok & (time_s <= deadline_s) & (cost <= budget_usd)
+    runs_ok = fits & np.isfinite(time_s) & np.isfinite(cost)
+    costed = np.isin(on, [i for i, n in enumerate(nets) if n is None or n.priced])
+    ok = runs_ok & costed  # the plans above: an unpriced network's money is not known
+    within = runs_ok & (time_s <= deadline_s) & (cost <= budget_usd)
+    meets = within & costed
 
     def plan(i: int) -> GoalPlan:
         return GoalPlan(
             devices=int(c["devices"][i]), servers=int(c["nodes"][i]),
             micro_batch=int(c["micro_batch"][i]), accumulation=int(c["accumulation"][i]),
             global_batch=int(c["global_batch"][i]), strategy=str(c["strategy"][i]),
-            network=networks[float(c["inter_busbw_GBps"][i])][0],
+            network="as is" if nets[on[i]] is None else nets[on[i]].upgrade.name,
             samples_per_s=float(c["samples_per_s"][i]), time_s=float(time_s[i]),
-            cost_usd=float(cost[i]), meets=bool(meets[i]),
+            cost_usd=float(cost[i]), meets=bool(within[i]),
             tp=int(c["tp"][i]) if "tp" in c else None, pp=int(c["pp"][i]) if "pp" in c else None)
 
     idx = np.flatnonzero(ok)
@@ -328,5 +400,33 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     return GoalAnswer(deadline_s=float(deadline_s), budget_usd=float(budget_usd),
                       goal=goal.label(), train_samples=goal.train_samples,
                       reference_batch=int(reference), best=best, closest=closest, front=front,
-                      evaluated=res.size, runnable=int(ok.sum()), notes=notes,
-                      words=nouns_for(profile.hardware.device_name))
+                      evaluated=int(costed.sum()), runnable=int(ok.sum()), notes=notes,
+                      words=nouns_for(profile.hardware.device_name),
+                      networks=[_network_row(net, _best_on(on == i, runs_ok, within, time_s, cost,
+                                                           deadline_s, budget_usd), plan)
+                                for i, net in enumerate(nets) if net is not None])
+
+
+def _best_on(rows: np.ndarray, runs_ok: np.ndarray, within: np.ndarray, time_s: np.ndarray,
+             cost: np.ndarray, deadline_s: float, budget_usd: float) -> int | None:
+    """The index of the cheapest row of ``rows`` within both limits (ties: the sooner), else
+    of the one with the smallest worst overshoot (``max(time/T, cost/M)``); None where none of
+    them runs."""
+    m = np.flatnonzero(rows & within)
+    if m.size:
+        return int(m[np.lexsort((time_s[m], cost[m]))[0]])
+    idx = np.flatnonzero(rows & runs_ok)
+    if not idx.size:
+        return None
+    return int(idx[np.argmin(np.maximum(time_s[idx] / deadline_s, cost[idx] / budget_usd))])
+
+
+def _network_row(net: NetworkScenario, i: int | None, plan) -> GoalNetwork:
+    """A faster network's row of the answer, with its plan (``plan(i)``) where one runs."""
+    link = net.link
+    return GoalNetwork(
+        name=net.upgrade.name, nics_per_node=net.upgrade.nics_per_node,
+        gbit_per_nic=float(net.upgrade.gbit_per_nic), busbw_GBps=float(link.busbw_GBps),
+        latency_s=float(link.latency_s),
+        extra_usd_per_server_hour=net.upgrade.extra_usd_per_server_hour,
+        price_source=net.price_source, plan=None if i is None else plan(i))

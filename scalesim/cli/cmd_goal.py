@@ -117,11 +117,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def render(answer) -> str:
-    from scalesim.figures import amount
+    from scalesim.figures import amount, link_GBps
     from scalesim.figures import duration_text as days
 
-    lines = [
-        answer.sentence,
+    lines = [answer.sentence, *([answer.network_sentence] if answer.network_sentence else []),
         "",
         f"goal: {answer.goal} within {days(answer.deadline_s)} for at most "
         f"${amount(answer.budget_usd)}; {answer.evaluated:,} plans evaluated, "
@@ -136,6 +135,20 @@ def render(answer) -> str:
     for p in answer.front:
         lines.append(f"{days(p.time_s):>9} {amount(p.cost_usd):>12}  {'yes' if p.meets else ' no':>5}  "
                      f"{answer.describe(p)}")
+    if answer.networks:
+        lines += ["", "faster networks (as scalesim decide runs them), each one's best plan:",
+                  f"{'time':>9} {'USD':>12}  meets  network"]
+    for n in answer.networks:
+        link = (f"{n.nics_per_node} x {n.gbit_per_nic:g} Gb/s, {link_GBps(n.busbw_GBps)} busbw, "
+                f"{n.latency_s * 1e6:g} us")
+        price = (f"+${amount(n.extra_usd_per_server_hour)} a {answer.words.server}-hour"
+                 if n.priced else "no public price: USD is the devices' alone")
+        p = n.plan
+        if p is None:
+            lines.append(f"{'':>9} {'':>12}  {'':>5}  {n.name} ({link}; {price}): no plan fits")
+            continue
+        lines.append(f"{days(p.time_s):>9} {amount(p.cost_usd):>12}  {'yes' if p.meets else ' no':>5}  "
+                     f"{n.name} ({link}; {price}): {answer.describe(p)}")
     lines += [f"note: {n}" for n in answer.notes]
     return "\n".join(lines)
 
