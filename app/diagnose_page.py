@@ -42,7 +42,7 @@ from scalesim.layout import (
     SHARD_GROUP_HELP,
     TP_OVERLAP_HELP,
 )
-from scalesim.model.sharding import GRAD_SYNC_HELP, GRAD_SYNC_LABELS
+from scalesim.model.sharding import GRAD_SYNC_HELP, GRAD_SYNC_LABELS, TRACED_GRAD_SYNC_HELP
 from scalesim.remedies import measure_words
 
 from .charts import PALETTE, count_tooltip
@@ -542,14 +542,17 @@ def _runs_options() -> dict:
 
 # the traces' choice that leaves the strategy to their collectives (trace_collectives.traced_exchange)
 FROM_COLLECTIVES = "as the traces' collectives say"
+# the traces' choice that leaves the gradient sync to their micro-steps (traced_grad_sync)
+FROM_MICRO_STEPS = "as the traces show"
 
 
 def _exchange_options(prefix: str = "dg", traced: bool = False) -> dict:
     """How the runs (``traced``: the traced job) exchanged over their data-parallel ranks
     (``scalesim diagnose --strategy --zero-framework --grad-sync``): the framework only for
     ZeRO, the gradient sync only for ZeRO-2/3 under FSDP, as the CLI takes them; traces read
-    it off their collectives unless a strategy is chosen (the gradient sync then says what the
-    traces' micro-steps did, as ``--trace --grad-sync``). ``prefix``: the widgets' keys'."""
+    it off their collectives unless a strategy is chosen, and the gradient sync off their
+    micro-steps unless one is chosen (as ``--trace --grad-sync``, which overrides them).
+    ``prefix``: the widgets' keys'."""
     c1, c2, c3 = st.columns(3)
     choices = [None, *STRATEGY_LABELS] if traced else list(STRATEGY_LABELS)
     strategy = c1.selectbox(
@@ -568,9 +571,12 @@ def _exchange_options(prefix: str = "dg", traced: bool = False) -> dict:
                              key=f"{prefix}_zero_framework", help="how ZeRO ran (--zero-framework)")
     options = {"strategy": strategy, "zero_framework": framework}
     if strategy in ("zero2", "zero3") and framework == "fsdp":
+        syncs = [None, *GRAD_SYNC_LABELS] if traced else list(GRAD_SYNC_LABELS)
         options["grad_sync"] = c3.selectbox(
-            "Gradient sync under accumulation", list(GRAD_SYNC_LABELS),
-            format_func=GRAD_SYNC_LABELS.get, key=f"{prefix}_grad_sync", help=GRAD_SYNC_HELP)
+            "Gradient sync under accumulation", syncs,
+            format_func=lambda g: FROM_MICRO_STEPS if g is None else GRAD_SYNC_LABELS[g],
+            key=f"{prefix}_grad_sync", help=GRAD_SYNC_HELP
+            + (TRACED_GRAD_SYNC_HELP if traced else ""))
     if framework == "fsdp":  # hybrid sharding (--shard-group)
         shard = st.number_input("Shard group (HSDP; 0 = all data-parallel ranks)", min_value=0,
                                 max_value=int(bound("shard_group").high), value=0, step=1,

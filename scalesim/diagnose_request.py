@@ -32,7 +32,9 @@ class DiagnoseOptions:
     in ``workload_text``); ``gpu``: its GPU as the presets name it;
     ``recompute_style`` (None: the default) and ``tp_overlap``: the runs' framework, for the
     split-the-model remedy's layouts; ``strategy``, ``zero_framework``, ``grad_sync`` (None: ddp,
-    fsdp, every-micro-step): how the runs exchanged over their data-parallel ranks, and
+    fsdp, every-micro-step; traces read the strategy off their collectives and the gradient
+    sync off their micro-steps, ``trace_diagnosis.diagnose_traces``): how the runs exchanged
+    over their data-parallel ranks, and
     ``shard_group`` (None: all of them) the ranks that sharded the ZeRO states under hybrid
     sharding (``fit_runs.RunsExchange``).
     """

@@ -228,7 +228,7 @@ def traced_exchange(summaries, degrees: dict | None = None):
     kinds = (_shard_group_collectives(summaries, found.desc) if hybrid
              else collective_kinds(summaries, DP_ROLES if grouped else None))
     gather = kinds["all-gather"]
-    reduction = "reduce-scatter" if kinds["reduce-scatter"]["count"] else "all-reduce"
+    reduction = reduction_kind(kinds)
     reductions = kinds[reduction]["count"]
     total = sum(k["total_s"] for k in kinds.values())
     seen = ", ".join(f"{whole(k['count'])} {kind}s ({milliseconds(k['total_s'])})"
@@ -255,8 +255,8 @@ def traced_exchange(summaries, degrees: dict | None = None):
     k, syncing = micro_step_syncs(summaries, reduction)
     ratio *= syncing / k
     exchange = RunsExchange("zero3" if ratio >= ZERO3_GATHERS_PER_SCATTER else "zero2",
-                            grad_sync="once-per-step" if syncing < k and syncing == 1
-                            else "every-micro-step", shard_group=hybrid)
+                            grad_sync=traced_grad_sync(summaries, reduction)[0],
+                            shard_group=hybrid)
     alike = ("the shard group's, with the all-reduces across its replicas" if hybrid else
              "DeepSpeed stage 3 alike" if exchange.strategy == "zero3"
              else "Megatron-Core's ZeRO-1 alike")
@@ -288,6 +288,30 @@ def traced_exchange(summaries, degrees: dict | None = None):
                 f"which {syncing} post{'s' if syncing == 1 else ''} {reduction}s)")
     return exchange, (f"{whose}, all ranks and steps: {seen}: {per}, read as "
                       f"{exchange.label(alike)}; the remedies start from it. {caveat}")
+
+
+def reduction_kind(kinds: dict[str, dict[str, float]]) -> str:
+    """The collective that reduces a job's gradients, of its collectives' ``kinds``
+    (``collective_kinds``): its reduce-scatters, or its all-reduces where it has none (FSDP on
+    gloo)."""
+    return "reduce-scatter" if kinds["reduce-scatter"]["count"] else "all-reduce"
+
+
+def traced_grad_sync(summaries, reduction: str | None = None) -> tuple[str, str]:
+    """(grad_sync, words): how often the traced job reduced its gradients (``Scenario.
+    grad_sync``): once-per-step where one micro-step of k >= 2 posts a ``reduction`` (FSDP's
+    no_sync), else every-micro-step (``micro_step_syncs``); the words say what the traces show
+    ('' where they show one micro-step a step: either reading reduces once). ``reduction``: the
+    collective that reduces them (None: ``reduction_kind`` of the data-parallel groups'
+    collectives, every collective where the traces name no groups)."""
+    if reduction is None:
+        roles = DP_ROLES if by_group(summaries) else None
+        reduction = reduction_kind(collective_kinds(summaries, roles))
+    k, syncing = micro_step_syncs(summaries, reduction)
+    grad_sync = "once-per-step" if syncing == 1 < k else "every-micro-step"
+    return grad_sync, ("" if k == 1 else
+                       f"{grad_sync}: {syncing} of the {k} micro-steps a step "
+                       f"post{'s' if syncing == 1 else ''} {reduction}s")
 
 
 def micro_step_syncs(summaries, reduction: str) -> tuple[int, int]:

@@ -53,6 +53,7 @@ from scalesim.trace_collectives import (
     traced_device_name,
     traced_dp_comm,
     traced_exchange,
+    traced_grad_sync,
     traced_layout,
     within_stages,
 )
@@ -71,8 +72,8 @@ def diagnose_traces(summaries, source: str, exchange=None, shard_group: int | No
     (``fit_runs.RunsExchange``): how the job exchanged; None: read off its collectives
     (``traced_exchange``). ``shard_group``: a hybrid shard group for the strategy read off the
     collectives (with ``exchange`` None; ``--shard-group`` without ``--strategy``);
-    ``grad_sync``: how often it reduced its gradients (``--grad-sync``; None: as ``exchange``
-    says, or as read off the collectives)."""
+    ``grad_sync``: how often it reduced its gradients (``--grad-sync``; None: as the traces'
+    micro-steps show, ``traced_grad_sync``, ``exchange``'s own grad_sync then unread)."""
     from scalesim.traces import TraceSummary, cross_rank, missing_ranks_note, traced_micro_steps
 
     if not isinstance(summaries, list | tuple) or not summaries:
@@ -636,10 +637,11 @@ def attention_kernel_finding(summaries, step_s: float) -> tuple[Finding | None, 
 def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None,
                      grad_sync: str | None = None):
     """(exchange, note) of a traced job: ``exchange`` as given (its shard group, where it gives
-    none, the one the traces' groups show: ``shard_groups``) or read off the collectives with
-    ``shard_group`` and ``grad_sync`` (``--grad-sync``: the user's word on what the traces
-    read, ``_given_grad_sync``) on it; a shard group at or above the exchange's ranks is full
-    sharding. ScalesimError where the shard group cannot run."""
+    none, the one the traces' groups show: ``shard_groups``; its gradient sync, for ZeRO-2/3
+    under FSDP, the one the traces' micro-steps show: ``traced_grad_sync``) or read off the
+    collectives with ``shard_group`` on it; ``grad_sync`` (``--grad-sync``: the user's word on
+    what the traces show, ``_given_grad_sync``) on either; a shard group at or above the
+    exchange's ranks is full sharding. ScalesimError where the shard group cannot run."""
     from scalesim.fit_runs import RunsExchange
 
     ranks = exchange_ranks(summaries, degrees)
@@ -653,6 +655,9 @@ def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None
             except ScalesimError as exc:
                 raise ScalesimError(f"the traces' collectives read as {exchange.strategy}: "
                                     f"{exc}") from None
+        if grad_sync is not None:
+            exchange, note = _given_grad_sync(summaries, exchange, grad_sync, exchange.grad_sync)
+            notes.append(note)
     else:
         exchange = require_model(exchange, RunsExchange, "exchange")
         found = shard_groups(summaries, ranks) if by_group(summaries) else None
@@ -660,18 +665,27 @@ def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None
         given = exchange.shard_group
         if not given and traced and exchange.sharded and exchange.zero_framework == "fsdp":
             exchange = replace(exchange, shard_group=traced)
+        read, synced = exchange.grad_sync, ""  # the traces' reading, where it applies
+        if exchange.strategy in ("zero2", "zero3") and exchange.zero_framework == "fsdp":
+            read, synced = traced_grad_sync(summaries)
+        told = ""
+        if grad_sync is None:
+            exchange = replace(exchange, grad_sync=read)
+        else:
+            exchange, told = _given_grad_sync(summaries, exchange, grad_sync, read)
         if exchange.sharded:
             notes.append(f"the job exchanged as {exchange.label()} (--strategy): the remedies "
                          "start from it")
+        notes.append(told)
+        if synced and grad_sync is None:
+            notes.append(f"its gradient sync is the traces' ({synced}); give --grad-sync to "
+                         "say otherwise")
         if traced and not given and exchange.shard_group == traced:
             notes.append(f"its shard group {traced} is the traces' ({found.desc}, all-reducing "
                          f"across {found.replicas} replicas); give --shard-group to say otherwise")
         elif traced and given and given != traced:
             notes.append(f"--shard-group {given} is used; the traces' groups show a shard group "
                          f"of {traced} ({found.desc})")
-    if grad_sync is not None:
-        exchange, note = _given_grad_sync(summaries, exchange, grad_sync)
-        notes.append(note)
     if exchange.shard_group >= ranks:
         notes.append(f"shard group {exchange.shard_group} at or above the exchange's {ranks} "
                      "data-parallel ranks: it shards over all of them (full sharding)")
@@ -681,11 +695,12 @@ def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None
     return exchange, "; ".join(n for n in notes if n)
 
 
-def _given_grad_sync(summaries, exchange, grad_sync: str):
+def _given_grad_sync(summaries, exchange, grad_sync: str, traced: str):
     """(exchange, note) with ``--grad-sync`` ``grad_sync`` on ``exchange`` (given or read off
-    the collectives), the note saying where it overrides what the traces show, or where it
-    changes nothing (``sharding.grad_sync_unused`` at the micro-steps the traces show: DDP and
-    ZeRO-1 reduce once a step anyway, one micro-step a step reduces once either way)."""
+    the collectives), the note saying where it overrides what the traces show (``traced``:
+    their gradient sync, ``traced_grad_sync``), or where it changes nothing
+    (``sharding.grad_sync_unused`` at the micro-steps the traces show: DDP and ZeRO-1 reduce
+    once a step anyway, one micro-step a step reduces once either way)."""
     from scalesim.model.sharding import grad_sync_unused
     from scalesim.traces import traced_micro_steps
 
@@ -696,11 +711,10 @@ def _given_grad_sync(summaries, exchange, grad_sync: str):
         return exchange, (f"--grad-sync {grad_sync} changes nothing here: strategy "
                           f"{exchange.strategy} reduces gradients once per step anyway (it "
                           "applies to ZeRO-2/3)")
-    traced = exchange.grad_sync
     exchange = replace(exchange, grad_sync=grad_sync)
     return exchange, ("" if traced == grad_sync else
-                      f"--grad-sync {grad_sync} is used (the traces' collectives read as "
-                      f"{traced})")
+                      f"--grad-sync {grad_sync} is used, overriding what the traces show "
+                      f"({traced_grad_sync(summaries)[1] or traced})")
 
 
 # the source of every part of the model profile built from traces (``_trace_remedies``)

@@ -396,3 +396,32 @@ def test_the_planner_link_keeps_how_the_runs_sharded():
     own = predict(Profile.model_validate(report.details["fitted_profile"]), scenario)[0]
     assert make_plan(fitted, state).focus.samples_per_s == pytest.approx(own.samples_per_s,
                                                                          rel=1e-9)
+
+
+def test_the_traces_gradient_sync_defaults_to_what_they_show(tmp_path):
+    """Session 40: with a strategy chosen, the traces' gradient sync was a choice of
+    every-micro-step (first, so the default) or once-per-step: a ZeRO-2 job under no_sync (1 of
+    its 4 micro-steps reduces) chosen as ZeRO-2 was run every micro-step. The default is now
+    "as the traces show" (once-per-step here); every-micro-step chosen overrides it, said so."""
+    from test_trace_zero_accumulation import summaries, zero_trace
+
+    s = summaries(tmp_path, zero_trace(2, 4, no_sync=True))
+    files = [(f"r{r}.json", (tmp_path / f"r{r}.json").read_bytes(), "application/json")
+             for r in (0, 1)]
+    assert [x.path for x in s] == [str(tmp_path / f"r{r}.json") for r in (0, 1)]
+    at = _app()
+    at.radio(key="dg_source").set_value("Profiler traces").run()
+    at.file_uploader(key="dg_traces").set_value(files).run()
+    at.selectbox(key="dg_tr_strategy").set_value("zero2").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.selectbox(key="dg_tr_grad_sync").value is None
+    assert at.selectbox(key="dg_tr_grad_sync").options[0] == "as the traces show"
+    notes = [c.value for c in at.caption if c.value.startswith("note: ")]
+    assert any("exchanged as zero2 (FSDP SHARD\\_GRAD\\_OP under no\\_sync)" in n
+               and "its gradient sync is the traces' (once-per-step: 1 of the 4 micro-steps"
+               in n for n in notes), notes
+    at.selectbox(key="dg_tr_grad_sync").set_value("every-micro-step").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    notes = [c.value for c in at.caption if c.value.startswith("note: ")]
+    assert any("--grad-sync every-micro-step is used, overriding what the traces show "
+               "(once-per-step: 1 of the 4 micro-steps" in n for n in notes), notes

@@ -134,8 +134,9 @@ def test_grad_sync_is_honoured_on_the_strategy_read(tmp_path, monkeypatch):
     assert read.details["exchange"] == {"strategy": "zero3", "zero_framework": "fsdp",
                                         "grad_sync": "every-micro-step"}
     assert told.details["exchange"]["grad_sync"] == "once-per-step"
-    assert ("--grad-sync once-per-step is used (the traces' collectives read as "
-            "every-micro-step)") in " ".join(told.notes)
+    assert ("--grad-sync once-per-step is used, overriding what the traces show "
+            "(every-micro-step: 4 of the 4 micro-steps a step post reduce-scatters)"
+            ) in " ".join(told.notes)
     busbw = [p.hardware.intra_node.busbw_GBps for p in (seen[0], seen[-1])]
     assert busbw[1] / busbw[0] == pytest.approx(9 / 12, rel=1e-12)
 
@@ -156,3 +157,61 @@ def test_grad_sync_on_a_trace_read_as_ddp_says_it_changes_nothing(tmp_path):
     with pytest.raises(ScalesimError, match="--grad-sync is for a job that sharded"):
         check_sources(DiagnoseOptions(strategy="ddp", grad_sync="once-per-step"), False, True,
                       False)
+
+
+def test_a_given_strategy_reads_its_gradient_sync_off_the_traces(tmp_path, capsys, monkeypatch):
+    """Session 40: `diagnose --trace --strategy zero2` without --grad-sync took every-micro-step
+    (the flag's default) on a ZeRO-2 job under no_sync (1 of its 4 micro-steps reduces), so its
+    link was priced on 2k = 8 units a step where the job sent 2 (``sent_units``): a bus
+    bandwidth 4x the one the same traces read without --strategy. The gradient sync is now read
+    off the traces' micro-steps; --grad-sync every-micro-step still overrides them, said so."""
+    from cli_harness import run_cli
+
+    import scalesim.trace_diagnosis as trace_diagnosis
+
+    paths = [s.path for s in summaries(tmp_path, zero_trace(2, 4, no_sync=True))]
+    seen = []
+    real = trace_diagnosis.model_remedies
+    monkeypatch.setattr(trace_diagnosis, "model_remedies",
+                        lambda profile, *a, **kw: seen.append(profile) or real(profile, *a, **kw))
+
+    def diagnose(*flags):
+        code, out, err = run_cli(capsys, ["diagnose", "--trace", *map(str, paths), *flags,
+                                          "--json"])
+        assert code == 0, err
+        return json.loads(out), seen[-1].hardware.intra_node.busbw_GBps
+
+    read, read_bw = diagnose()
+    named, named_bw = diagnose("--strategy", "zero2")
+    told, told_bw = diagnose("--strategy", "zero2", "--grad-sync", "every-micro-step")
+    assert read["details"]["exchange"]["grad_sync"] == "once-per-step"
+    assert named["details"]["exchange"] == {"strategy": "zero2", "zero_framework": "fsdp",
+                                            "grad_sync": "once-per-step"}
+    assert ("the job exchanged as zero2 (FSDP SHARD_GRAD_OP under no_sync) (--strategy): the "
+            "remedies start from it; its gradient sync is the traces' (once-per-step: 1 of the "
+            "4 micro-steps a step posts reduce-scatters); give --grad-sync to say otherwise"
+            ) in named["notes"]
+    assert named_bw == pytest.approx(read_bw, rel=1e-12)
+    assert told["details"]["exchange"]["grad_sync"] == "every-micro-step"
+    assert ("the job exchanged as zero2 (FSDP SHARD_GRAD_OP) (--strategy): the remedies start "
+            "from it; --grad-sync every-micro-step is used, overriding what the traces show "
+            "(once-per-step: 1 of the 4 micro-steps a step posts reduce-scatters)"
+            ) in told["notes"]
+    assert told_bw / named_bw == pytest.approx(8 / 2, rel=1e-12)  # 2k units against 2
+    code, out, _ = run_cli(capsys, ["diagnose", "--help"])
+    assert code == 0 and ("on traces (diagnose --trace) the default is what they show: "
+                          "once-per-step where one micro-step of two or more a step posts the "
+                          "reduction") in " ".join(out.split())
+
+
+def test_a_given_strategy_on_traces_that_reduce_every_micro_step_stays_so(tmp_path):
+    """The traces' reading, not a default: a ZeRO-3 job reducing in each of its 4 micro-steps,
+    given --strategy zero3, is every-micro-step with the traces' words."""
+    from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
+
+    report = diagnose_request(DiagnoseOptions(strategy="zero3"),
+                              traces=summaries(tmp_path, zero_trace(3, 4, no_sync=False)),
+                              trace_source="t")
+    assert report.details["exchange"]["grad_sync"] == "every-micro-step"
+    assert ("its gradient sync is the traces' (every-micro-step: 4 of the 4 micro-steps a step "
+            "post reduce-scatters); give --grad-sync to say otherwise") in " ".join(report.notes)

@@ -71,7 +71,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "how the runs exchanged over their data-parallel ranks (default: PyTorch DDP)")
     add_strategy_argument(exchange)
     add_zero_framework_argument(exchange)
-    add_grad_sync_argument(exchange)
+    add_grad_sync_argument(exchange, traced=True)
     add_shard_group_argument(exchange)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 

@@ -19,7 +19,7 @@ from scalesim.bounds import (
 from scalesim.errors import ScalesimError, require_path
 from scalesim.jsonio import parse_model, read_json, validation_message
 from scalesim.layout import RECOMPUTE_STYLE_HELP, SHARD_GROUP_HELP, TP_OVERLAP_HELP
-from scalesim.model.sharding import GRAD_SYNC_HELP
+from scalesim.model.sharding import GRAD_SYNC_HELP, TRACED_GRAD_SYNC_HELP
 from scalesim.money import is_usd, usd_type
 from scalesim.precision import PRECISION_HELP
 from scalesim.schemas import Profile, Scenario
@@ -251,10 +251,12 @@ def add_zero_framework_argument(group) -> None:
     )
 
 
-def add_grad_sync_argument(group) -> None:
-    """--grad-sync (``Scenario.grad_sync``; plan's own flag too)."""
+def add_grad_sync_argument(group, traced: bool = False) -> None:
+    """--grad-sync (``Scenario.grad_sync``; plan's own flag too); ``traced``: diagnose's, whose
+    traces read it off their micro-steps where it is not given."""
     knob = KNOB_BY_FIELD["grad_sync"]
-    group.add_argument(knob.flag, choices=knob.choices, dest=_dest(knob.flag), help=GRAD_SYNC_HELP)
+    group.add_argument(knob.flag, choices=knob.choices, dest=_dest(knob.flag),
+                       help=GRAD_SYNC_HELP + (TRACED_GRAD_SYNC_HELP if traced else ""))
 
 
 def add_attention_kernel_argument(group) -> None:

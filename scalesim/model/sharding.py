@@ -45,6 +45,11 @@ GRAD_SYNC_HELP = (
     "micro-step; ZeRO-2 keeps its gathered parameters between micro-steps, as FSDP1's no_sync "
     "does and FSDP2 only with set_reshard_after_backward(False)). FSDP only: refused with "
     "DeepSpeed; DDP and ZeRO-1 reduce once per step anyway")
+# what the gradient sync defaults to on traces (trace_collectives.traced_grad_sync), after
+# GRAD_SYNC_HELP where a traced job's is asked for (diagnose --trace, the app's Diagnose page)
+TRACED_GRAD_SYNC_HELP = (
+    "; on traces (diagnose --trace) the default is what they show: once-per-step where one "
+    "micro-step of two or more a step posts the reduction, else every-micro-step")
 
 
 
