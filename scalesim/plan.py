@@ -290,7 +290,7 @@ class Setting:
     oom_micro_batch: int = 0  # the smallest micro-batch a calibration of this model ran out of
     # memory at, one whole replica a device (``ComputeCurve.oom_micro_batch``): the layouts
     # holding one (tp = pp = cp = 1) do not fit from it (``LayoutInputs.oom_micro_batch``,
-    # ``layout_predict.plan_at``); 0: none seen
+    # ``layout_predict.plan_at``, ``plan``); 0: none seen
 
     def replace(self, **changes) -> Setting:
         """A copy with ``changes`` (``dataclasses.replace``)."""
@@ -785,6 +785,7 @@ def plan(
     grad_bytes_per_param: float = Setting.grad_bytes_per_param,
     optimizer_bytes_per_param: float = Setting.optimizer_bytes_per_param,
     wire_bytes_per_param: float = Setting.wire_bytes_per_param,
+    oom_micro_batch: int = 0,
 ) -> RankedRows:
     """Rank every valid layout of ``shape`` on each of ``devices`` for ``global_batch``.
 
@@ -817,7 +818,10 @@ def plan(
     profile's measured input pipeline; infinite: no stall). ``param_bytes_per_param``,
     ``grad_bytes_per_param``, ``optimizer_bytes_per_param``, ``wire_bytes_per_param``: the
     workload's bytes per parameter (``Workload`` fields), as ``scenario_setting`` gives
-    predict's layouts them (memory and the data-parallel exchange).
+    predict's layouts them (memory and the data-parallel exchange). ``oom_micro_batch``: the
+    smallest micro-batch a calibration of this model ran out of memory at, samples per
+    micro-step (``profiles.measured_ceiling``; 0: none seen): the layouts whose device holds a
+    whole replica (tp = pp = cp = 1) do not fit from it (``memory.under_measured_ceiling``).
     ``rank_layouts`` does the same for a ``Setting`` (a scenario's: ``layout_predict.plan_at``).
     """
     check_number("matmul_efficiency", efficiency, "efficiency")
@@ -863,6 +867,7 @@ def plan(
         grad_bytes_per_param=grad_bytes_per_param,
         optimizer_bytes_per_param=optimizer_bytes_per_param,
         wire_bytes_per_param=wire_bytes_per_param,
+        oom_micro_batch=oom_micro_batch,
     )
     return rank_layouts(setting, devices, rank_by, top, include_unfit, cp_values, split_only)
 

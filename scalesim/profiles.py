@@ -621,6 +621,20 @@ def profile_with_workload(base: Profile, workload: Workload, name: str | None,
     return base.model_copy(update=changes), decided.match
 
 
+def measured_ceiling(base: Profile, workload: Workload) -> int:
+    """The smallest micro-batch (samples per micro-step) ``base``'s calibration ran out of
+    memory at (``ComputeCurve.oom_micro_batch``), where ``workload`` is the model it timed at
+    its sequence; 0 where it saw none or for another sequence or model, whose activations
+    differ (``workload_compute`` keeps it for the same model only, as ``--profile P
+    --workload W`` predicts). What ``scalesim plan --profile`` gives ``plan.plan`` off the
+    measured curve (``--efficiency``, ``--precision fp8``, a curve not measured), as
+    ``layout_predict.plan_at`` takes it on the curve."""
+    base = require_model(base, Profile, "base")
+    if not base.compute.oom_micro_batch:
+        return 0
+    return workload_compute(base, workload, None).compute.oom_micro_batch or 0
+
+
 def compute_kept_words(profile: Profile) -> str:
     """The note of a profile whose compute curve is kept as it is: true of a measured curve
     and of the presets' estimate that a ``calibrate --from-...`` profile holds."""

@@ -391,6 +391,50 @@ def test_a_transformer_applies_the_out_of_memory_ceiling_where_it_holds_a_replic
     assert any(r.tp == 2 and r.micro_batch >= 8 and r.fits for r in planned)
 
 
+def _plan_rows(capsys, profile, tmp_path, *flags):
+    """``scalesim plan --profile`` of ``profile`` on 2 devices at global batch 32, every layout
+    (--all), as JSON rows."""
+    path = tmp_path / "p.json"
+    path.write_text(profile.model_dump_json())
+    code, out, err = run_cli(capsys, "plan", "--profile", str(path), "--devices", "2",
+                             "--global-batch", "32", "--all", "--top", "1000", "--json", *flags)
+    assert code == 0, err
+    return json.loads(out)["layouts"]
+
+
+@pytest.mark.parametrize("measured, flags", [
+    (False, ()),  # a curve not measured: plan() always
+    (False, ("--efficiency", "0.5")),
+    (False, ("--precision", "fp8")),
+    (True, ("--efficiency", "0.5")),  # a measured curve, left for the user's efficiency
+])
+def test_plan_off_the_measured_curve_applies_the_out_of_memory_ceiling(capsys, tmp_path,
+                                                                      measured, flags):
+    """Session 40: `scalesim plan --profile P` honoured P's calibrated ``oom_micro_batch`` only
+    on the measured-curve path (``plan_at``); with --efficiency, --precision fp8 or a curve not
+    measured it ranks through ``plan.plan``, which had no such input: gpt-1.7b (sequence 512)
+    on 2 H100s at global batch 32 with calibration out of memory at micro-batch 8 ranked
+    dp 2 x micro-batch 16 ZeRO-1 first, 'fits' at 44.5 GiB of 80. Now every whole-replica row
+    (tp = pp = cp = 1) fits below the ceiling only, as predict and plan_at say; a split row
+    stays the memory model's (tp 2 at micro-batch 32 fits)."""
+    profile = _gpt_with_ceiling(8)
+    if measured:
+        profile = profile.model_copy(update={"compute": profile.compute.model_copy(update={
+            "measured": True, "model_shape": profile.workload.transformer})})
+    rows = _plan_rows(capsys, profile, tmp_path, *flags)
+    whole = [r for r in rows if r["tp"] * r["pp"] * r["cp"] == 1]
+    assert {r["micro_batch"] for r in whole} == {1, 2, 4, 8, 16}
+    assert all(r["fits"] == (r["micro_batch"] < 8 and r["memory_bytes"] <= 80 * 2**30)
+               for r in whole)
+    over = [r for r in whole if r["micro_batch"] >= 8]
+    assert over and all(r["memory_bytes"] < 80 * 2**30 for r in over)  # the model's: it fits
+    assert any(r["tp"] == 2 and r["micro_batch"] >= 8 and r["fits"] for r in rows)
+    # the ceiling was measured at sequence 512: another sequence is the memory model's
+    longer = _plan_rows(capsys, profile, tmp_path, "--seq-len", "1024", *flags)
+    assert any(r["fits"] and r["micro_batch"] == 8 and r["tp"] * r["pp"] * r["cp"] == 1
+               for r in longer)
+
+
 def test_measured_noise_scale_gives_time_to_quality():
     from scalesim.schemas import NoiseScale
 

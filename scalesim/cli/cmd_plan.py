@@ -250,7 +250,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from scalesim.plan import DEFAULT_MATMUL_EFFICIENCY, plan
     from scalesim.predict import server_use_words
-    from scalesim.profiles import load_profile
+    from scalesim.profiles import load_profile, measured_ceiling
     from scalesim.runs_model import model_shape
     from scalesim.schemas import Scenario
 
@@ -307,6 +307,7 @@ def run(args: argparse.Namespace) -> int:
                     grad_bytes_per_param=planned.grad_bytes_per_param,
                     optimizer_bytes_per_param=planned.optimizer_bytes_per_param,
                     wire_bytes_per_param=planned.wire_bytes_per_param,
+                    oom_micro_batch=0 if profile is None else measured_ceiling(profile, planned),
                     **({} if args.bucket_mib is None else {"bucket_mib": args.bucket_mib}))
     if args.json:
         from scalesim.jsonio import to_json_text
