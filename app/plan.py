@@ -19,6 +19,7 @@ from scalesim.decision import (
     DecisionCard,
     added_server_counts,
     card_upgrade,
+    ceiling_words,
     decide,
     duration_text,
 )
@@ -808,13 +809,12 @@ def ab_misfit(plan: Plan, side: str) -> str | None:
 def misfit_words(p: Prediction, profile: Profile, words: Nouns = GPU_NOUNS) -> str:
     """Why the run ``p`` (one that does not fit) cannot run: 'does not fit (needs 101.8 GiB per
     device of 80 GiB)'; where its memory fits but calibration ran out of memory at its
-    micro-batch, that (``ab_misfit``, the step-breakdown chart's words)."""
+    micro-batch, that (``decision.ceiling_words``, decide's rule; ``ab_misfit``, the
+    step-breakdown chart's words)."""
+    if ceiling := ceiling_words(p, profile):
+        return f"{DOES_NOT_FIT} ({ceiling})"
     mem = profile.hardware.device_memory_bytes
-    oom = profile.compute.oom_micro_batch
-    if p.memory_bytes > mem or oom is None:
-        return f"{DOES_NOT_FIT} ({_needs(p, words)} of {mem / 2**30:,.0f} GiB)"
-    return (f"{DOES_NOT_FIT} (micro-batch {whole(p.micro_batch)} ran out of memory in "
-            f"calibration, from {whole(oom)} on)")
+    return f"{DOES_NOT_FIT} ({_needs(p, words)} of {mem / 2**30:,.0f} GiB)"
 
 
 def misfit_band_text(span: str, runs: list, profile: Profile, words: Nouns = GPU_NOUNS) -> str:

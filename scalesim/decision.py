@@ -58,9 +58,9 @@ from scalesim import figures, training_time
 from scalesim.accuracy import median_error
 from scalesim.billing import billing_words
 from scalesim.bounds import bound
-from scalesim.device_nouns import CPU_HOUR, is_cpu_device, named_count, nouns_for
+from scalesim.device_nouns import CPU_HOUR, GPU_NOUNS, Nouns, is_cpu_device, named_count, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount, gib, link_GBps, rate
+from scalesim.figures import amount, gib, link_GBps, rate, whole
 from scalesim.figures import signed_percent as pct_text
 from scalesim.layout import ZERO_STRATEGIES, model_split_words, replica_devices
 from scalesim.layout_change import layout_changes, layout_settings
@@ -689,7 +689,7 @@ def _grown_notes(ctx: _Ctx, best: AddedServers, others: list[AddedServers]) -> l
             at = (f" at {nouns.count(other.option.devices)}"
                   if other.option.devices == best.option.devices else "")
             notes.append(f"not shown: {rival}{at} does not fit in {nouns.memory} "
-                         f"({gib(other.p.memory_bytes)} per {nouns.device} needed)")
+                         f"({need_words(other.p, ctx.profile, nouns)})")
             continue
         gain = _faster(other.option, best.option)
         speed = (f"{gain:.1%} faster" if gain > 0
@@ -1273,8 +1273,7 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
             notes.append(note)
     else:
         question = (f"{gpus} {'does' if devices == 1 else 'do'} not fit this layout in memory "
-                    f"({gib(now.memory_bytes)} per {words.device} needed): what "
-                    "should we do?")
+                    f"({need_words(now, profile, words)}): what should we do?")
     if ctx.goal.kind is None:
         notes.append("enter a training length (or E_min with a critical batch size) to compare "
                      "time and total money, not only throughput")
@@ -1295,6 +1294,25 @@ def decide(profile: Profile, scenario: Scenario, devices: int) -> DecisionCard:
 
 NOT_KNOWN = "n/a"  # a cell with no number (no price, no goal); not "-", which Markdown makes a bullet
 DOES_NOT_FIT = "does not fit"  # today's time and money where its layout does not fit in memory
+
+
+def ceiling_words(p: Prediction, profile: Profile) -> str | None:
+    """Why the run ``p`` (one that does not fit) cannot run where its memory fits but
+    calibration ran out of memory at its micro-batch (``compute.oom_micro_batch``, the ceiling
+    ``memory.under_measured_ceiling`` applies): 'micro-batch 8 ran out of memory in calibration,
+    from 8 on'; None where its memory is what does not fit. '40.2 GiB needed' of 80 would read
+    as a contradiction: one rule for decide's question and notes and the app's words."""
+    oom = profile.compute.oom_micro_batch
+    if p.memory_bytes > profile.hardware.device_memory_bytes or oom is None:
+        return None
+    return (f"micro-batch {whole(p.micro_batch)} ran out of memory in calibration, from "
+            f"{whole(oom)} on")
+
+
+def need_words(p: Prediction, profile: Profile, words: Nouns = GPU_NOUNS) -> str:
+    """'101.2 GiB per device needed', or where the calibrated ceiling is why, its words
+    (``ceiling_words``)."""
+    return ceiling_words(p, profile) or f"{gib(p.memory_bytes)} per {words.device} needed"
 
 
 def usd_text(x: float | None, signed: bool = False) -> str:

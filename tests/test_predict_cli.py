@@ -1078,3 +1078,23 @@ def test_one_device_baseline_applies_the_out_of_memory_ceiling_like_the_rows():
     for b, fits in ((47, True), (48, False)):
         row = predict(prof, Scenario(devices=[2], micro_batch=b))[0]
         assert (row.fits, row.one_device_fits) == (fits, fits)
+
+
+def test_decide_says_the_calibrated_ceiling_not_a_need_that_fits():
+    """Session 40: with calibration out of memory at micro-batch 8, decide's question on 2 H100s
+    at micro-batch 8 read 'do not fit this layout in memory (40.2 GiB per device needed)', 40.2
+    of 80 GiB: a contradiction. It now says the ceiling (``decision.ceiling_words``), as the
+    app's words do (``app.plan.misfit_words``); a need over the memory keeps its GiB."""
+    from scalesim.app.plan import misfit_words
+    from scalesim.decision import decide, need_words
+
+    capped = _gpt_with_ceiling(8)
+    card = decide(capped, Scenario(devices=[2], micro_batch=8), 2)
+    assert card.question == ("2 H100-SXM5 80GB devices do not fit this layout in memory (micro-batch "
+                             "8 ran out of memory in calibration, from 8 on): what should we do?")
+    row = predict(capped, Scenario(devices=[2], micro_batch=8))[0]
+    assert misfit_words(row, capped) == ("does not fit (micro-batch 8 ran out of memory in "
+                                         "calibration, from 8 on)")
+    huge = predict(capped, Scenario(devices=[2], micro_batch=128))[0]  # over 80 GiB by itself
+    assert huge.memory_bytes > 80 * 2**30
+    assert need_words(huge, capped) == f"{huge.memory_bytes / 2**30:,.1f} GiB per device needed"
