@@ -1086,6 +1086,7 @@ def test_decide_says_the_calibrated_ceiling_not_a_need_that_fits():
     of 80 GiB: a contradiction. It now says the ceiling (``decision.ceiling_words``), as the
     app's words do (``app.plan.misfit_words``); a need over the memory keeps its GiB."""
     from scalesim.app.plan import misfit_words
+
     from scalesim.decision import decide, need_words
 
     capped = _gpt_with_ceiling(8)
@@ -1098,3 +1099,18 @@ def test_decide_says_the_calibrated_ceiling_not_a_need_that_fits():
     huge = predict(capped, Scenario(devices=[2], micro_batch=128))[0]  # over 80 GiB by itself
     assert huge.memory_bytes > 80 * 2**30
     assert need_words(huge, capped) == f"{huge.memory_bytes / 2**30:,.1f} GiB per device needed"
+
+
+def test_predicts_hint_under_a_calibrated_ceiling_names_what_can_help(capsys, tmp_path):
+    """Session 40: rows over calibration's ceiling (memory fits by the model) were told to try
+    --strategy zero3 and --recompute full, which leave the measured ceiling where it is; now the
+    hint names a batch below the ceiling and a split. A row over the memory keeps every hint."""
+    path = tmp_path / "capped.json"
+    path.write_text(_gpt_with_ceiling(8).model_dump_json())
+    for batch, kept in (("8", False), ("128", True)):
+        code, out, _ = run_cli(capsys, "predict", "--profile", str(path), "--devices", "2",
+                               "--batch", batch)
+        warning = next(line for line in out.splitlines() if line.startswith("warning: rows"))
+        assert code == 0 and ("--strategy zero3" in warning) == kept, warning
+        assert ("--recompute full" in warning) == kept and "a larger --tp or --pp" in warning
+        assert ("a --batch below 8 (calibration ran out of memory from it on)" in warning) != kept

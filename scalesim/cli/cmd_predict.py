@@ -161,15 +161,21 @@ def given_links_words(scenario) -> str:
 def _fit_hints(profile, scenario, unfit) -> str:
     """What may make rows that do not fit fit: stronger sharding, a smaller batch where it is above
     one, and for a transformer workload a wider split, full recompute or the planner (else more
-    devices, 'processes' on a CPU profile, per model replica)."""
-    hints = [] if scenario.strategy == "zero3" else ["--strategy zero3"]
+    devices, 'processes' on a CPU profile, per model replica). Where calibration's ceiling, not
+    memory, is why every row does not fit (``decision.ceiling_words``), only a smaller batch or
+    a split helps: the ceiling was measured at the profile's own sharding and recompute."""
+    from scalesim.decision import ceiling_words
+
+    ceiling = all(ceiling_words(r, profile) for r in unfit)
+    hints = [] if scenario.strategy == "zero3" or ceiling else ["--strategy zero3"]
     if any(r.micro_batch > 1 for r in unfit):
-        hints.append("a smaller --batch")
+        hints.append(f"a --batch below {profile.compute.oom_micro_batch} (calibration ran out of "
+                     "memory from it on)" if ceiling else "a smaller --batch")
     if profile.workload.transformer is not None:
         from scalesim.layout_predict import layout_of
 
         hints.append("a larger --tp or --pp")
-        if layout_of(scenario).recompute_of(profile.workload) != "full":
+        if layout_of(scenario).recompute_of(profile.workload) != "full" and not ceiling:
             hints.append("--recompute full")
         hints.append("scalesim plan with the same --workload and --hardware or --profile (it "
                      "ranks the layouts that fit)")
