@@ -35,6 +35,7 @@ from scalesim.jsonio import decode_text, parse_json_text, read_json
 from scalesim.layout import (
     RECOMPUTE_STYLE_HELP,
     RECOMPUTE_STYLE_LABELS,
+    SCHEDULE_SHORT,
     SCHEDULE_WORDS,
     SHARD_GROUP_HELP,
     SPLIT_HEADER,
@@ -843,7 +844,8 @@ def _tab_layouts(plan: Plan) -> None:
     st.dataframe(pd.DataFrame([{
         "rank": r.rank, "dp": r.dp, "tp": r.tp, "pp": r.pp, "ZeRO": r.zero,
         "shard group": r.shard_group if r.zero else None,  # HSDP where below dp (§16)
-        "micro-batch": r.micro_batch, "accumulation": r.accumulation, "schedule": r.schedule,
+        "micro-batch": r.micro_batch, "accumulation": r.accumulation,
+        "schedule": SCHEDULE_SHORT[r.schedule],
         "virtual stages": r.virtual_stages, "recompute": r.recompute,
         "seq. parallel": r.sequence_parallel, "step ms": r.step_time_s * 1e3,
         f"{plan.unit}/s": r.samples_per_s, "MFU %": r.mfu * 100,

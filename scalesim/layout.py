@@ -49,9 +49,14 @@ RECOMPUTE_STYLE_LABELS = {
               "matmul, norms and activations rerun; attention output saved)",
 }
 SCHEDULES = {"none": 0, "gpipe": 1, "1f1b": 2, "interleaved": 3, "zb": 4}
-# Each schedule as a reader names it (the app's control, the layout-change words)
-SCHEDULE_WORDS = {"none": "none (no pipeline)", "gpipe": "GPipe", "1f1b": "1F1B",
+# Each schedule as a reader names it, in a title's few words (a layout's title 'dp 4 x tp 8 x pp
+# 2 (zero bubble)', the predicted layout's line, the app's Layouts table, diagnose's pipeline
+# note): ``schedule_words``
+SCHEDULE_SHORT = {"none": "none", "gpipe": "GPipe", "1f1b": "1F1B",
                   "interleaved": "interleaved 1F1B", "zb": "zero bubble"}
+# ... and where a choice or a change names it (the app's control, the layout-change words), no
+# pipeline said
+SCHEDULE_WORDS = {**SCHEDULE_SHORT, "none": "none (no pipeline)"}
 NO_PIPELINE, GPIPE, ONE_F_ONE_B, INTERLEAVED, ZERO_BUBBLE = range(5)
 LAYOUT_VERSION = "scalesim-layout/1"
 # Sequence parallelism splits the tensor-parallel group's activations: the refusal of predict
@@ -115,6 +120,14 @@ def split_words(dp: int | None, tp: int, pp: int, cp: int | None = None) -> str:
     the model split alone, as the user asks it ('tp 4 x pp 2'); cp given: ' x cp 2' after."""
     return " x ".join(([f"dp {dp}"] if dp is not None else []) + [f"tp {tp}", f"pp {pp}"]
                       + ([f"cp {cp}"] if cp is not None else []))
+
+
+def schedule_words(schedule: str, virtual_stages: int = 1) -> str:
+    """A pipeline's schedule (a ``SCHEDULES`` name) as a title writes it (``SCHEDULE_SHORT``),
+    with its model chunks where the schedule interleaves them: 'zero bubble', '1F1B',
+    'interleaved 1F1B, 4 virtual stages'."""
+    return SCHEDULE_SHORT[schedule] + (f", {virtual_stages} virtual stages"
+                                       if virtual_stages > 1 else "")
 
 
 def replica_devices(tp, pp, cp=1):

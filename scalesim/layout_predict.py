@@ -44,6 +44,7 @@ from scalesim.layout import (
     model_split_words,
     op_sac_of,
     replica_devices,
+    schedule_words,
     shard_group_problem,
     shard_group_refusal,
     split_words,
@@ -993,12 +994,13 @@ def recompute_words(recompute: str, style: str) -> str:
 
 
 def row_title(row) -> str:
-    """'dp 2 x tp 4 x pp 2 (1f1b), zero1, micro-batch 1 per replica x 8 accumulation, recompute
+    """'dp 2 x tp 4 x pp 2 (1F1B), zero1, micro-batch 1 per replica x 8 accumulation, recompute
     none'
-    ('recompute full (early stop)' in the early-stop style; ', TP overlap' where the framework
-    overlaps a tp > 1 layout's collectives)."""
-    schedule = (f" ({row.schedule}" + (f", {row.virtual_stages} virtual stages" if
-                                       row.virtual_stages > 1 else "") + ")") if row.pp > 1 else ""
+    (the schedule as ``layout.schedule_words`` writes it: '(zero bubble)', '(interleaved 1F1B, 4
+    virtual stages)'; 'recompute full (early stop)' in the early-stop style; ', TP overlap'
+    where the framework overlaps a tp > 1 layout's collectives)."""
+    schedule = (f" ({schedule_words(row.schedule, row.virtual_stages)})" if row.pp > 1
+                else "")
     zero = ZERO_STRATEGIES[row.zero]
     zero += f" (HSDP: shard group {row.shard_group})" if row.hybrid else ""
     return (f"{split_words(row.dp, row.tp, row.pp)}{schedule}, {zero}, micro-batch "

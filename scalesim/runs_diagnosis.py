@@ -35,7 +35,13 @@ from scalesim.errors import ScalesimError, require_model
 from scalesim.figures import amount, link_GBps, milliseconds, series, sig3, whole, whole_percent
 from scalesim.fit_runs import TIED_WORDS, Z95, from_fitted_x
 from scalesim.knee import MIN_EFFICIENCY_DROP, find_knee
-from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, early_stop_of, op_sac_of, replica_servers
+from scalesim.layout import (
+    DEFAULT_RECOMPUTE_STYLE,
+    SCHEDULE_SHORT,
+    early_stop_of,
+    op_sac_of,
+    replica_servers,
+)
 from scalesim.model.stragglers import (
     peer_margin,
 )
@@ -953,7 +959,8 @@ def pipeline_bubble_words(row) -> str:
     chunks = f" x {v} chunks" if schedule == "interleaved" else ""
     rule = {"1f1b": "(pp - 1)", "gpipe": "(pp - 1)", "interleaved": "(pp - 1)/v",
             "zb": "a third of (pp - 1)"}[schedule]
-    return (f"the replicas' pipeline ({row.pp} stages{chunks}, schedule {schedule}{given}) idles "
+    return (f"the replicas' pipeline ({row.pp} stages{chunks}, schedule "
+            f"{SCHEDULE_SHORT[schedule]}{given}) idles "
             f"{rule} = {row.pipeline_bubble:.3g} micro-steps of one stage a step in fill and drain "
             "(Narayanan et al. 2021 §2.2; zero bubble: Qi et al. 2023), so a step of k "
             f"micro-batches is fitted as k + {row.pipeline_bubble:.3g} stage micro-steps and "

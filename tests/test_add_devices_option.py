@@ -50,7 +50,7 @@ def test_gpt_76b_on_one_a100_40gb_gets_a_32_device_option_with_days_and_dollars(
     assert o.total_change_usd is None and o.time_change is None and o.throughput_gain is None
     assert o.assumption == ASSUMPTIONS["more_devices"] == card.assumption
     rec = card.recommendation
-    assert ("add devices: at 32 devices (dp 1 x tp 8 x pp 4 (interleaved, 4 virtual stages), "
+    assert ("add devices: at 32 devices (dp 1 x tp 8 x pp 4 (interleaved 1F1B, 4 virtual stages), "
             "ddp") in rec
     assert (
         f"which fits: it finishes in {duration_text(o.time_s)} and costs "

@@ -118,7 +118,7 @@ def test_the_report_shows_the_layout_and_the_bubble():
     state = decode_query(LAYOUT_LINK)[0]
     plan = make_plan(preset_profile(state), state)
     lines = dict(scenario_lines(plan))
-    assert lines["layout"].startswith("tp 2 x pp 2 (1f1b)")
+    assert lines["layout"].startswith("tp 2 x pp 2 (1F1B)")
     html = report_html(plan, "http://x/?v=3")
     assert "dp x tp x pp" in html and "bubble ms" in html
     assert f"{plan.rows[0].dp} x 2 x 2" in html

@@ -50,7 +50,7 @@ def test_a_split_model_at_dp_1_that_does_not_fit_is_told_to_add_devices_not_zero
     assert "ZeRO shards nothing over one data-parallel replica (dp 1)" in rec
     # the count named is the first doubling at which some layout the planner considers fits
     # (session 18: the planner's layouts, not only this split with ZeRO-3, which needed 256)
-    assert ("add devices: at 128 devices (dp 2 x tp 8 x pp 8 (zb), zero1, micro-batch 1 per "
+    assert ("add devices: at 128 devices (dp 2 x tp 8 x pp 8 (zero bubble), zero1, micro-batch 1 per "
             "replica x 1 accumulation, recompute none, sequence parallel)") in rec
     # micro-batch 1 per replica: global batch 1 at dp 1 (64 devices), 2 at dp 2 (128)
     layout = ScenarioLayout(tp=8, pp=8, schedule="zb", recompute="none", sequence_parallel=True)

@@ -81,7 +81,7 @@ def test_the_shape_makes_splitting_the_model_a_remedy(runs_csv, bert_file):
         r"split the model (\S+ %) \(dp (\d+) × pp (\d+), ZB-H1, micro-batch (\d+) × (\d+)\), "
         r"below the faster network's (\S+ %)")
     assert _gain_text(split.gain) == gain
-    assert f"dp {dp} x tp 1 x pp {pp} (zb)" in split.title
+    assert f"dp {dp} x tp 1 x pp {pp} (zero bubble)" in split.title
     assert f"micro-batch {mb} per replica x {acc} accumulation" in split.title
     faster = next(r for r in shaped.remedies if r.key == "interconnect")
     assert _gain_text(faster.gain) == network
@@ -235,7 +235,7 @@ def test_the_recompute_style_reaches_the_split_remedy(llama_runs):
     dp, tp, pp, zero, group, gain = _doc(
         r"whole-forward's best split is dp (\d+) × tp (\d+) × pp (\d+) with ZeRO-(\d) and full "
         r"recompute \(.*?shard group (\d+); (\S+ %)\)")
-    assert f"dp {dp} x tp {tp} x pp {pp} (interleaved, 3 virtual stages), zero{zero} " in whole.title
+    assert f"dp {dp} x tp {tp} x pp {pp} (interleaved 1F1B, 3 virtual stages), zero{zero} " in whole.title
     assert f"shard group {group})" in whole.title and _gain_text(whole.gain) == gain
     (gain,) = _doc(r"early-stop's the same with full recompute \(early stop\), a smaller loss "
                    r"\((\S+ %)")

@@ -270,7 +270,7 @@ def test_extrapolation_servers_are_the_jobs_and_the_remedies_run_in_both_counts(
     # network is priced on both servers' NICs (it had been on one, "its gain understated")
     assert ("a replica spans 2 servers and the replicas of one of the fit's servers span 2: a "
             "faster network is priced on all 2 servers' NICs") in note
-    assert ("pipeline (2 stages, schedule 1f1b, assumed: no schedule column) idles (pp - 1) = 1 "
+    assert ("pipeline (2 stages, schedule 1F1B, assumed: no schedule column) idles (pp - 1) = 1 "
             "micro-steps of one stage") in note
 
 

@@ -243,7 +243,7 @@ def test_cli_predict_with_a_layout(capsys):
     assert all(r["bubble_s"] > 0 and r["mfu"] > 0 for r in rows)
     code, out, err = run_cli(capsys, ["predict", "--workload", "llama3-8b", "--hardware",
                              "dgx-h100", "--devices", "8,16", "--tp", "2", "--pp", "2"])
-    assert code == 0 and "dp x tp x pp" in out and "layout: tp 2 x pp 2 (1f1b)" in out
+    assert code == 0 and "dp x tp x pp" in out and "layout: tp 2 x pp 2 (1F1B)" in out
 
 
 @pytest.mark.parametrize(("argv", "words"), [

@@ -215,7 +215,7 @@ def test_predict_splits_the_profile_as_its_own_workload_file_would(tmp_path, cap
     code, out, err = run_cli(capsys, ["predict", "--profile", str(H200), "--devices", "2,4",
                                       "--pp", "2"])
     assert code == 0, err
-    assert "layout: tp 1 x pp 2 (1f1b)" in out and "dp x tp x pp" in out
+    assert "layout: tp 1 x pp 2 (1F1B)" in out and "dp x tp x pp" in out
     assert "note: model split: the transformer this profile timed (read back from its name" \
         in out
 

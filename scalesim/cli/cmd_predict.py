@@ -74,9 +74,10 @@ def hsdp_words(shard_group: int, group: str) -> str:
 
 
 def layout_line(profile, scenario) -> str:
-    """'layout: tp 2 x pp 4 (1f1b), recompute full, sequence parallel on, TP overlap off, ...' of
+    """'layout: tp 2 x pp 4 (1F1B), recompute full, sequence parallel on, TP overlap off, ...' of
     a transformer workload's scenario (the TP overlap where tp > 1; where the pipeline's stages
     are uneven, what they hold and what runs them: ``pipeline_stages.layout_stage_words``)."""
+    from scalesim.layout import schedule_words
     from scalesim.layout_predict import (
         layout_of,
         pipeline_fsdp_note,
@@ -88,9 +89,7 @@ def layout_line(profile, scenario) -> str:
     from scalesim.plan import measured_p2p
 
     split = layout_of(scenario)
-    schedule = split.schedule_of()
-    if schedule == "interleaved":
-        schedule += f", {split.virtual_stages} virtual stages"
+    schedule = schedule_words(split.schedule_of(), split.virtual_stages)
     p2p = measured_p2p(profile) if split.pp > 1 else None
     return (f"layout: {split_words(None, split.tp, split.pp)}"
             + (f" ({schedule})" if split.pp > 1 else "")
