@@ -753,12 +753,13 @@ def story(plan: Plan) -> str:
 
 def against_now_text(samples_per_s: float, now: Prediction, words: Nouns = GPU_NOUNS,
                      unit: str = "samples") -> str:
-    """A layout's throughput against the layout now (the Layouts tab): '+56% against the layout
-    now, 29.2'; where the layout now does not fit in device memory (``words.memory``), no change
+    """A layout's throughput against the layout now (the Layouts tab): '+55.8% against the layout
+    now, 29.2' (``signed_percent``, as the remedy that runs the best layout writes its gain);
+    where the layout now does not fit in device memory (``words.memory``), no change
     against a run that cannot happen: ``makes_it_run_text`` (``unit``: the profile's)."""
     if not now.fits:
         return makes_it_run_text(samples_per_s, unit, words)
-    return (f"{samples_per_s / now.samples_per_s - 1:+.0%} against the layout now, "
+    return (f"{signed_percent(samples_per_s / now.samples_per_s - 1)} against the layout now, "
             f"{now.samples_per_s:,.1f}")
 
 

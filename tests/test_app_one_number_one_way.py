@@ -89,3 +89,28 @@ def test_the_quality_chart_writes_a_batch_one_way():
         "global_batch", "micro_batch")} == {"global_batch": ",", "micro_batch": ","}
     assert "8192" not in spec["title"]["subtitle"][0] and "32768" not in text.replace(
         '"global_batch": 32768', "")
+
+
+def test_the_layouts_tab_writes_a_gain_as_the_card_does():
+    """Session 40: the Layouts tab wrote its best layout's gain in whole percent ('+56% against
+    the layout now') beside the card's and the headline's one decimal (``signed_percent``). A
+    layout at 1.5577x today's pace is +55.8 %; on the page (gpt-7.5b, 64 A100s at tp 2 x pp 2)
+    the best layout, dp 64 ZeRO-3, against today's split: '+20.7%', not '+21%'."""
+    from app_harness import open_app
+    from scalesim.app.plan import against_now_text, layout_ranking
+    from scalesim.app.state import decode_query
+
+    from scalesim.figures import signed_percent
+
+    now = _plan().focus
+    assert against_now_text(1.5577 * now.samples_per_s, now) == (
+        f"+55.8% against the layout now, {now.samples_per_s:,.1f}")
+    query = {"v": "3", "hw": "dgx-a100", "wl": "gpt-7.5b", "dmax": "64", "tp": "2", "pp": "2",
+             "sp": "1", "mb": "1", "acc": "8", "tab": "layouts"}
+    state = decode_query(query)[0]
+    plan = make_plan(preset_profile(state), state)
+    best = layout_ranking(plan.profile, plan.scenario, plan.focus)[0]
+    gain = signed_percent(best.samples_per_s / plan.focus.samples_per_s - 1)
+    assert gain == "+20.7%"
+    (said,) = [m.value for m in open_app(query).markdown if "Best of every" in m.value]
+    assert f"({gain} against the layout now, " in said and "+21%" not in said

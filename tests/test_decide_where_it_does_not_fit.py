@@ -160,7 +160,7 @@ def test_the_story_and_the_layouts_reference_say_what_does_not_fit():
     assert "does not fit" not in story(plan).split("**What to do:**")[0]
     now = plan.focus
     assert against_now_text(1.5 * now.samples_per_s, now) == (
-        f"+50% against the layout now, {now.samples_per_s:,.1f}")
+        f"+50.0% against the layout now, {now.samples_per_s:,.1f}")
     gone = now.model_copy(update={"fits": False})
     assert against_now_text(1.5 * now.samples_per_s, gone) == (  # no '+50%' against it
         f"makes it run, {amount(1.5 * now.samples_per_s)} samples/s (today's layout does not "
