@@ -25,7 +25,7 @@ from scalesim.decision import (
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount, gib, rate, signed_percent, whole
+from scalesim.figures import amount, count_list, gib, rate, signed_percent, whole
 from scalesim.knee import (
     Knee,
     focus_devices,
@@ -177,11 +177,11 @@ def device_counts(state: AppState, devices_per_node: int,
             partial = [d for d in dropped if d <= MAX_DEVICES]
             why = []
             if partial:
-                why.append(f"left out {', '.join(map(str, partial[:8]))}: above {g} "
+                why.append(f"left out {count_list(partial, 8)}: above {g} "
                            f"{words.devices} a count must fill whole {words.servers} (a multiple "
                            f"of {g})")
             if too_many:
-                why.append(f"left out {', '.join(map(str, too_many[:8]))}: above the planner's "
+                why.append(f"left out {count_list(too_many, 8)}: above the planner's "
                            f"largest, {MAX_DEVICES:,} {words.devices}")
             if why:
                 notes.append("; ".join(why) + ("" if kept else "; none of the list is left, "
@@ -441,7 +441,7 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         if len(kept) < len(devices):
             left = [d for d in devices if d not in kept]
             what = (f"1 {words.device} is" if left == [1] else
-                    f"{', '.join(map(str, left[:8]))} {words.devices} are")
+                    f"{count_list(left, 8)} {words.devices} are")
             notes.append(f"layout {split_words(None, split.tp, split.pp)}: {what} not a multiple of "
                          f"{model}; left out")
         if not kept:
@@ -454,12 +454,12 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         if len(share) < len(devices):
             left = [d for d in devices if d not in share]
             notes.append(f"strong scaling: global batch {gb} does not split evenly over "
-                         f"{', '.join(map(str, left[:8]))} {words.devices} x {state.acc} accumulation "
+                         f"{count_list(left, 8)} {words.devices} x {state.acc} accumulation "
                          f"into micro-batches of at most {micro_batch_max():,}; left out")
         if not share:  # predict refuses it: the numbers of another batch would read as its
             raise ScalesimError(
                 f"strong scaling: global batch {gb} does not split evenly over "
-                f"{_count_list(devices)} {words.device if devices == [1] else words.devices} x "
+                f"{count_list(devices)} {words.device if devices == [1] else words.devices} x "
                 f"{state.acc} accumulation into micro-batches of at most {micro_batch_max():,}; "
                 f"pick a global batch that {words.devices} x accumulation divide into such "
                 f"micro-batches, or other {words.device} counts")
@@ -850,7 +850,7 @@ def misfit_counts_text(plan: Plan) -> str:
     if not misfits:
         return ""
     noun = plan.words.device if misfits == [1] else plan.words.devices
-    return f"{DOES_NOT_FIT} in {plan.words.memory} at {_count_list(misfits)} {noun}"
+    return f"{DOES_NOT_FIT} in {plan.words.memory} at {count_list(misfits)} {noun}"
 
 
 def if_runs(p: Prediction, cell):
@@ -869,9 +869,10 @@ def quality_misfits_text(plan: Plan) -> str:
         return ""
     tail = [q.global_batch for q in plan.quality if q.global_batch >= misfits[0]]
     # one batch, or from the batch that first runs out of memory on (the usual case), as the
-    # chart's rule and 'now' label write it (``whole``: '32,768'); a list in plain digits
+    # chart's rule and 'now' label write it (``whole``: '32,768'); else the list (``count_list``:
+    # '64 and 256', '4,096; 16,384 and 65,536')
     which = (whole(misfits[0]) if len(misfits) == 1 else f"{whole(misfits[0])} and above"
-             if misfits == tail else _count_list(misfits))
+             if misfits == tail else count_list(misfits))
     return f"{DOES_NOT_FIT} in {plan.words.memory} at global batch {which}"
 
 
@@ -966,15 +967,6 @@ def finish(plan: Plan, p: Prediction | None) -> tuple[float | None, float | None
         return None, None
     cost = cost_usd(goal, t, p.devices)
     return float(t), None if cost is None else float(cost)
-
-
-def _count_list(counts: list[int], shown: int = 6) -> str:
-    """'16, 32 and 64'; past ``shown`` counts, the first ones and the last: '1, 2, 4, 8, 16, ...
-    and 4096 (13 in all)' (no thousands commas: they would read as the list's)."""
-    words = [str(n) for n in counts]
-    if len(words) > shown:
-        return f"{', '.join(words[:shown - 1])}, ... and {words[-1]} ({len(words)} in all)"
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def _best_gain_text(plan: Plan) -> str:

@@ -24,7 +24,7 @@ from scalesim.diagnosis_text import (
     has_gain_bands,
     no_first_remedy,
 )
-from scalesim.figures import amount
+from scalesim.figures import amount, count_list
 from scalesim.layout import SPLIT_HEADER, split_short
 from scalesim.model.sharding import GRAD_SYNC_LABELS
 from scalesim.precision import PRECISION_LABELS
@@ -162,7 +162,7 @@ def scenario_lines(plan: Plan) -> list[tuple[str, str]]:
         ("profile", p.name),
         ("hardware", f"{hw.name}: {hw.device_name}"),
         ("workload", f"{p.workload.name} ({p.workload.params:,.0f} parameters)"),
-        (in_words("{device} counts", words), ", ".join(str(d) for d in s.devices)),
+        (in_words("{device} counts", words), count_list(s.devices, None)),
         (label("dpn", words).lower(), str(s.devices_per_node)),
         ("batch", batch),
         ("gradient accumulation", str(s.accumulation)),

@@ -25,7 +25,7 @@ from scalesim.attention_kernel import VENDOR_KERNEL, AttentionKernel
 from scalesim.bounds import bound, bounded, nonzero_floor, url_field
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import exact, number
+from scalesim.figures import count_list, exact, number
 from scalesim.jsonio import error_text, parse_json_text
 from scalesim.layout import DEFAULT_RECOMPUTE_STYLE, RecomputeStyle
 from scalesim.precision import DEFAULT_PRECISION, Precision
@@ -793,7 +793,7 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         counts, _ = device_counts(state, state.dpn or profile.hardware.devices_per_node)
         if state.focus not in counts:
             messages.append(f"'focus={state.focus}' is not one of the device counts plotted "
-                            f"({', '.join(map(str, counts[:8]))}{', ...' if len(counts) > 8 else ''}); "
+                            f"({count_list(counts, 8)}); "
                             "using auto (the knee)")
             state = state.model_copy(update={"focus": None})
     return state, profile, messages

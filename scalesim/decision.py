@@ -753,10 +753,10 @@ def _splits_nowhere(ctx: _Ctx, per_server: int, split: int) -> str:
             now.devices, per_server, split, s.global_batch, s.accumulation):
         return ""
     counts = (nouns.count(tried[0]) if len(tried) == 1 else
-              f"any of {', '.join(figures.whole(n) for n in tried)} {nouns.devices}")
+              f"any of {figures.count_list(tried, None)} {nouns.devices}")
     over = nouns.devices if split == 1 else f"dp ({nouns.devices} / tp x pp {split})"
     if split > 1:
-        counts += f" (dp {', '.join(figures.whole(n // split) for n in tried)})"
+        counts += f" (dp {figures.count_list([n // split for n in tried], None)})"
     return (f"global batch {figures.whole(s.global_batch)} does not split evenly over {counts} "
             f"x {s.accumulation} accumulation steps; pick a global batch divisible by "
             f"{over} x accumulation")

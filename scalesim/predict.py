@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from scalesim.bounds import KNOB_BY_FIELD, check_values
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError, require_model
-from scalesim.figures import link_GBps, sig3
+from scalesim.figures import count_list, link_GBps, sig3
 from scalesim.layout import (
     SCHEDULES,
     SEQUENCE_PARALLEL_NEEDS_TP,
@@ -371,7 +371,7 @@ def slow_device_note(slow_device: int | None, devices, of: str | None = None,
     if not without:
         return None
     of = of or ("that row" if len(without) == 1 else "those rows")
-    return (f"{nouns.device} {slow_device} is not among the {', '.join(map(str, without))} "
+    return (f"{nouns.device} {slow_device} is not among the {count_list(without)} "
             f"{nouns.devices} of {of}: no slow {nouns.device} there")
 
 

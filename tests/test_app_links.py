@@ -72,7 +72,7 @@ def test_a_links_problems_are_one_box_with_the_fix():
 def test_a_focus_the_link_cannot_plot_is_said_not_dropped_silently():
     at = open_app({"v": "9", "focus": "12"})
     assert at.session_state["app_state"].focus is None
-    assert "'focus=12' is not one of the device counts plotted (1, 2, 4, 8, 16)" in (
+    assert "'focus=12' is not one of the device counts plotted (1, 2, 4, 8 and 16)" in (
         at.warning[0].value)
 
 

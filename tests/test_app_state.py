@@ -376,12 +376,12 @@ def test_an_empty_device_list_says_it_shows_powers_of_two():
                      "Device counts, e.g. 1,2,4,8,16, or pick another grid)"]
     assert make_plan(preset_profile(empty), empty).notes == notes  # the page shows plan.notes
     _, notes = device_counts(empty.model_copy(update={"dlist": "12,20"}), 8)
-    assert notes == ["left out 12, 20: above 8 devices a count must fill whole servers (a "
+    assert notes == ["left out 12 and 20: above 8 devices a count must fill whole servers (a "
                      "multiple of 8); none of the list is left, showing powers of two"]
     # a multiple of 8 above the planner's largest is left out for that (session 31 audit: it
     # was told to fill whole servers, which it does)
     _, notes = device_counts(empty.model_copy(update={"dlist": "8,16,32768"}), 8)
-    assert notes == ["left out 32768: above the planner's largest, 16,384 devices"]
+    assert notes == ["left out 32,768: above the planner's largest, 16,384 devices"]
 
 
 @pytest.mark.parametrize("typed, words", [

@@ -18,9 +18,11 @@ import pytest
 import vl_convert as vlc
 from app_harness import open_app
 from scalesim.app import charts
-from scalesim.app.plan import _count_list, make_plan
+from scalesim.app.plan import make_plan
 from scalesim.app.report import report_html
 from scalesim.app.state import default_state, encode_query, preset_profile
+
+from scalesim.figures import count_list
 
 LLAMA = {"hw": "dgx-h100", "wl": "llama3-70b", "dmax": 64, "focus": 64, "mb": 1,
          "train": 1e6, "price": 3.0}
@@ -182,10 +184,13 @@ def test_the_report_s_table_says_does_not_fit(partial):
     ([16], "16"), ([16, 64], "16 and 64"), ([16, 32, 64], "16, 32 and 64"),
     ([1, 2, 4, 8, 16, 32], "1, 2, 4, 8, 16 and 32"),
     ([1, 2, 4, 8, 16, 32, 64], "1, 2, 4, 8, 16, ... and 64 (7 in all)"),  # was '... 32 and 1 more'
-    ([1024, 2048], "1024 and 2048"),  # no thousands comma: it would read as the list's
+    # session 40: each count as the headline writes it ('1,024'; was '1024 and 2048'), and '; '
+    # between them where a count has a comma, so that a comma is a number's, never the list's
+    ([1024, 2048], "1,024 and 2,048"), ([512, 1024, 2048], "512; 1,024 and 2,048"),
+    ([2**i for i in range(13)], "1; 2; 4; 8; 16; ... and 4,096 (13 in all)"),
 ])
 def test_a_list_of_counts_names_its_last(counts, text):
-    assert _count_list(counts) == text
+    assert count_list(counts) == text
 
 
 def test_the_hours_and_cost_legends_list_only_kinds_that_are_drawn():
@@ -196,3 +201,17 @@ def test_the_hours_and_cost_legends_list_only_kinds_that_are_drawn():
         scale = chart.to_dict()["layer"][0]["encoding"]["color"]["scale"]
         assert scale == {"domain": ["remedy", "more devices"],  # listed 'devices' too
                          "range": [charts.PALETTE["remedy"], charts.PALETTE["more devices"]]}
+
+
+def test_counts_past_a_thousand_read_as_the_headline_writes_them():
+    """Session 40: 'does not fit in device memory at 512, 1024 and 2048 devices' beside the
+    headline's '2,048'. llama3-405b unsplit needs some 23,000 GiB per device of 80: no count
+    fits, and the list says each count as the headline does, ';' between them."""
+    from scalesim.app.plan import headline, misfit_counts_text
+
+    state = default_state().model_copy(update={
+        "wl": "llama3-405b", "hw": "dgx-h100", "grid": "list", "dlist": "512,1024,2048"})
+    plan = make_plan(preset_profile(state), state)
+    said = "does not fit in device memory at 512; 1,024 and 2,048 devices"
+    assert misfit_counts_text(plan) == said
+    assert headline(plan)["devices"] == "2,048" and headline(plan)["not_runnable"].startswith(said)

@@ -34,7 +34,7 @@ def test_a_batch_that_splits_over_no_added_count_names_every_count_tried(capsys)
     not split evenly over 16 devices', as if 24 might."""
     notes = _notes(capsys, "--devices", "8", "--global-batch", "8")
     assert ("one more server not compared: global batch 8 does not split evenly over any of "
-            "16, 24, 32 devices x 1 accumulation steps; pick a global batch divisible by devices "
+            "16, 24 and 32 devices x 1 accumulation steps; pick a global batch divisible by devices "
             "x accumulation") in notes, notes
 
 
@@ -51,7 +51,7 @@ def test_splits_nowhere_names_dp_for_a_split_model_and_processes_on_a_cpu():
     assert "devices (dp 5, 6, " in why and why.endswith(
         "divisible by dp (devices / tp x pp 16) x accumulation"), why
     cpu = _splits_nowhere(_ctx(2, 1, 1, 3, CPU_NOUNS), 2, 1)
-    assert "over any of 4, 6, 8 processes x 1 accumulation steps" in cpu, cpu
+    assert "over any of 4, 6 and 8 processes x 1 accumulation steps" in cpu, cpu
     # a batch some count takes, or none fixed: nothing to say
     assert _splits_nowhere(_ctx(16, 1, 1, 256), 8, 1) == ""
     assert _splits_nowhere(_ctx(16, 1, 1, None), 8, 1) == ""

@@ -133,12 +133,13 @@ def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None
     on CPU); '' for none."""
     from scalesim.bounds import KNOB_BY_FIELD
     from scalesim.cli.options import condition_words, links_from_args
+    from scalesim.figures import count_list
 
     d = nouns.device
     parts = condition_words(not args.no_overlap, args.slow_device, args.slow_factor, jitter_cv, d)
     if args.slow_device is not None and (
             without := [n for n in args.devices if n <= args.slow_device]):
-        parts.append(f"no slow {d} at {', '.join(map(str, without))} {nouns.devices} ({d} "
+        parts.append(f"no slow {d} at {count_list(without)} {nouns.devices} ({d} "
                      f"{args.slow_device} is not among them)")
     if args.gpus_per_node is not None:  # used: other than a server's (predict.server_use_words)
         parts.insert(0, used or f"{args.gpus_per_node} {nouns.gpus} per {nouns.server} (--gpus-per-node)")
