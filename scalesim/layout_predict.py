@@ -998,10 +998,12 @@ def row_title(row) -> str:
     none'
     (the schedule as ``layout.schedule_words`` writes it: '(zero bubble)', '(interleaved 1F1B, 4
     virtual stages)'; 'recompute full (early stop)' in the early-stop style; ', TP overlap'
-    where the framework overlaps a tp > 1 layout's collectives)."""
+    where the framework overlaps a tp > 1 layout's collectives). At dp x cp = 1 'no data
+    parallelism' in place of the ZeRO stage: one replica has nothing to exchange or shard
+    (not 'ddp')."""
     schedule = (f" ({schedule_words(row.schedule, row.virtual_stages)})" if row.pp > 1
                 else "")
-    zero = ZERO_STRATEGIES[row.zero]
+    zero = ZERO_STRATEGIES[row.zero] if row.dp * row.cp > 1 else "no data parallelism"
     zero += f" (HSDP: shard group {row.shard_group})" if row.hybrid else ""
     return (f"{split_words(row.dp, row.tp, row.pp)}{schedule}, {zero}, micro-batch "
             f"{row.micro_batch} per replica x {row.accumulation} accumulation, "

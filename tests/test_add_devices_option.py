@@ -51,7 +51,7 @@ def test_gpt_76b_on_one_a100_40gb_gets_a_32_device_option_with_days_and_dollars(
     assert o.assumption == ASSUMPTIONS["more_devices"] == card.assumption
     rec = card.recommendation
     assert ("add devices: at 32 devices (dp 1 x tp 8 x pp 4 (interleaved 1F1B, 4 virtual stages), "
-            "ddp") in rec
+            "no data parallelism") in rec
     assert (
         f"which fits: it finishes in {duration_text(o.time_s)} and costs "
         f"{usd_text(o.total_usd)} in total (32 devices billed)."

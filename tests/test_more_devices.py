@@ -41,8 +41,8 @@ def test_gpt_76b_on_one_a100_40gb_is_told_32_devices_not_more_memory():
     rec = decide(profile, Scenario(devices=[1]), 1).recommendation
     assert "use devices with more memory" not in rec
     assert (
-        "add devices: at 32 devices (dp 1 x tp 8 x pp 4 (interleaved 1F1B, 4 virtual stages), ddp, "
-        "micro-batch 2 per replica x 16 accumulation, recompute full, sequence parallel)"
+        "add devices: at 32 devices (dp 1 x tp 8 x pp 4 (interleaved 1F1B, 4 virtual stages), "
+        "no data parallelism, micro-batch 2 per replica x 16 accumulation, recompute full, sequence parallel)"
     ) in rec
     layout = ScenarioLayout(tp=8, pp=4, schedule="interleaved", virtual_stages=4,
                             recompute="full", sequence_parallel=True)

@@ -180,8 +180,8 @@ def test_a_count_with_no_layout_says_why(capsys):
                                       "dgx-h100", "--devices", "8,64", "--global-batch", "1024"])
     assert code == 0, err
     assert (f"note: nothing fits on 8 devices: the layout needing least memory (dp 1 x tp 8 x "
-            f"pp 1, ddp, micro-batch 1 per replica x 1024 accumulation, recompute full, sequence "
-            f"parallel) needs {gib(hand)} per device, of 80.0 GiB") in out.splitlines()
+            f"pp 1, no data parallelism, micro-batch 1 per replica x 1024 accumulation, recompute "
+            f"full, sequence parallel) needs {gib(hand)} per device, of 80.0 GiB") in out.splitlines()
     assert gib(hand) == "135.4 GiB"
 
 
@@ -206,7 +206,7 @@ def test_nothing_fits_anywhere_names_the_least_memory_and_the_fix(capsys):
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert err.strip() == (
         "scalesim plan: error: nothing fits on 8 devices: the layout needing least memory (dp 1 "
-        "x tp 8 x pp 1, ddp, micro-batch 1 per replica x 1024 accumulation, recompute full, "
+        "x tp 8 x pp 1, no data parallelism, micro-batch 1 per replica x 1024 accumulation, recompute full, "
         f"sequence parallel) needs {gib(hand)} per device, of 80.0 GiB; every ZeRO stage, "
         "recompute and micro-batch was tried: add devices, or use devices with more memory")
     with pytest.raises(ScalesimError) as both:

@@ -15,7 +15,7 @@ from scalesim.layout_predict import row_title
 
 
 def _row(**changes):
-    row = dict(dp=4, tp=8, pp=2, schedule="zb", virtual_stages=1, zero=1, hybrid=False,
+    row = dict(dp=4, cp=1, tp=8, pp=2, schedule="zb", virtual_stages=1, zero=1, hybrid=False,
                shard_group=None, micro_batch=1, accumulation=8, recompute="none",
                recompute_style="whole-forward", sequence_parallel=True, tp_overlap=False)
     return SimpleNamespace(**{**row, **changes})
@@ -51,3 +51,14 @@ def test_the_apps_layouts_table_names_schedules_in_words():
     assert "zero bubble" in set(table["schedule"]) and set(table["schedule"]) <= words
     assert all((s == "none") == (pp == 1) for s, pp in zip(table["schedule"], table["pp"],
                                                                strict=True))
+
+
+def test_a_layout_of_one_replica_names_no_data_parallel_strategy():
+    """Session 40: 'dp 1 x tp 8 x pp 1, ddp, ...' (plan's nothing-fits note and error, decide's
+    add-devices option): one replica exchanges and shards nothing, so no ZeRO stage is named;
+    with context parallelism (dp 1 x cp 2) there are two ranks to shard over."""
+    assert row_title(_row(dp=1, zero=0, schedule="none", pp=1)) == (
+        "dp 1 x tp 8 x pp 1, no data parallelism, micro-batch 1 per replica x 8 accumulation, "
+        "recompute none, sequence parallel")
+    assert ", no data parallelism, " in row_title(_row(dp=1, zero=3))
+    assert ", zero1, " in row_title(_row(dp=1, cp=2))
