@@ -646,7 +646,8 @@ def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None
 
     ranks = exchange_ranks(summaries, degrees)
     notes = []
-    if exchange is None:  # traced_exchange reads the shard group the groups show
+    read = exchange is None
+    if read:  # traced_exchange reads the shard group the groups show
         exchange, note = traced_exchange(summaries, degrees)
         notes.append(note)
         if shard_group is not None:
@@ -660,6 +661,7 @@ def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None
             notes.append(note)
     else:
         exchange = require_model(exchange, RunsExchange, "exchange")
+    if not read:
         found = shard_groups(summaries, ranks) if by_group(summaries) else None
         traced = found.hybrid if found is not None else 0
         given = exchange.shard_group
@@ -700,13 +702,16 @@ def _given_grad_sync(summaries, exchange, grad_sync: str, traced: str):
     the collectives), the note saying where it overrides what the traces show (``traced``:
     their gradient sync, ``traced_grad_sync``), or where it changes nothing
     (``sharding.grad_sync_unused`` at the micro-steps the traces show: DDP and ZeRO-1 reduce
-    once a step anyway, one micro-step a step reduces once either way)."""
+    once a step anyway, one micro-step a step reduces once either way). Where it
+    changes nothing, the exchange reduces in every micro-step (each micro-step is the step's
+    last), so it is not named as under no_sync."""
     from scalesim.model.sharding import grad_sync_unused
     from scalesim.traces import traced_micro_steps
 
     k = traced_micro_steps(summaries)[0] or 1
     if why := grad_sync_unused(exchange.strategy, k, grad_sync):
-        return exchange, f"--grad-sync {grad_sync} changes nothing here: {why}"
+        return (replace(exchange, grad_sync="every-micro-step"),
+                f"--grad-sync {grad_sync} changes nothing here: {why}")
     if exchange.strategy not in ("zero2", "zero3"):  # every-micro-step on DDP or ZeRO-1
         return exchange, (f"--grad-sync {grad_sync} changes nothing here: strategy "
                           f"{exchange.strategy} reduces gradients once per step anyway (it "

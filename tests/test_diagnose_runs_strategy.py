@@ -200,12 +200,14 @@ def test_traces_of_a_sharded_job_are_read_off_their_collectives(tmp_path, capsys
     sharding = next(r for r in report["remedies"] if r["key"] == "sharding")
     assert f"({strategy} -> " in sharding["title"]
     # --grad-sync is honoured on traces (session 40; refused before); these show no micro-step
-    # count, one micro-step a step, which reduces once either way: said, not refused
+    # count, one micro-step a step, which reduces once either way: said, not refused; the
+    # exchange is run and named as reducing in its one micro-step (not 'under no_sync')
     code, out, err = run_cli(capsys, ["diagnose", "--trace", *paths, "--strategy", "zero3",
                                       "--grad-sync", "once-per-step", "--json"])
     assert code == 0, err
     report = json.loads(out)
-    assert report["details"]["exchange"]["grad_sync"] == "once-per-step"
+    assert report["details"]["exchange"]["grad_sync"] == "every-micro-step"
+    assert not any("no_sync" in n for n in report["notes"])
     assert any("--grad-sync once-per-step changes nothing here: accumulation 1: one micro-step "
                "per step reduces once either way" in n for n in report["notes"])
     code, out, err = run_cli(capsys, ["diagnose", "--trace", *paths, "--strategy", "ddp",

@@ -215,3 +215,24 @@ def test_a_given_strategy_on_traces_that_reduce_every_micro_step_stays_so(tmp_pa
     assert report.details["exchange"]["grad_sync"] == "every-micro-step"
     assert ("its gradient sync is the traces' (every-micro-step: 4 of the 4 micro-steps a step "
             "post reduce-scatters); give --grad-sync to say otherwise") in " ".join(report.notes)
+
+
+def test_grad_sync_that_changes_nothing_does_not_name_the_exchange_under_no_sync(tmp_path):
+    """Session 40: --strategy zero3 --grad-sync once-per-step on traces of one micro-step a step
+    said both '--grad-sync once-per-step changes nothing here' and 'the job exchanged as zero3
+    (FSDP FULL_SHARD under no_sync)'. At k = 1 the step's one micro-step is its last, so the
+    exchange reduces in it either way: named as without the flag, and run as without it (the
+    same remedies and gains)."""
+    from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
+
+    s = summaries(tmp_path, zero_trace(3, 1, no_sync=False))
+    told = diagnose_request(DiagnoseOptions(strategy="zero3", grad_sync="once-per-step"),
+                            traces=s, trace_source="t")
+    plain = diagnose_request(DiagnoseOptions(strategy="zero3"), traces=s, trace_source="t")
+    said = " ".join(told.notes)
+    assert ("the job exchanged as zero3 (FSDP FULL_SHARD) (--strategy): the remedies start from "
+            "it; --grad-sync once-per-step changes nothing here: accumulation 1: one micro-step "
+            "per step reduces once either way") in said and "no_sync" not in said
+    assert told.details["exchange"] == plain.details["exchange"] == {
+        "strategy": "zero3", "zero_framework": "fsdp", "grad_sync": "every-micro-step"}
+    assert [(r.key, r.gain) for r in told.remedies] == [(r.key, r.gain) for r in plain.remedies]
