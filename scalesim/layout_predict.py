@@ -995,8 +995,7 @@ def recompute_words(recompute: str, style: str) -> str:
 
 def row_title(row) -> str:
     """'dp 2 x tp 4 x pp 2 (1F1B), zero1, micro-batch 1 per replica x 8 accumulation, recompute
-    none'
-    (the schedule as ``layout.schedule_words`` writes it: '(zero bubble)', '(interleaved 1F1B, 4
+    none' (' x cp 2' after pp where context parallelism splits the sequence; the schedule as ``layout.schedule_words`` writes it: '(zero bubble)', '(interleaved 1F1B, 4
     virtual stages)'; 'recompute full (early stop)' in the early-stop style; ', TP overlap'
     where the framework overlaps a tp > 1 layout's collectives). At dp x cp = 1 'no data
     parallelism' in place of the ZeRO stage: one replica has nothing to exchange or shard
@@ -1005,8 +1004,8 @@ def row_title(row) -> str:
                 else "")
     zero = ZERO_STRATEGIES[row.zero] if row.dp * row.cp > 1 else "no data parallelism"
     zero += f" (HSDP: shard group {row.shard_group})" if row.hybrid else ""
-    return (f"{split_words(row.dp, row.tp, row.pp)}{schedule}, {zero}, micro-batch "
-            f"{row.micro_batch} per replica x {row.accumulation} accumulation, "
-            f"{recompute_words(row.recompute, row.recompute_style)}"
+    split = split_words(row.dp, row.tp, row.pp, row.cp if row.cp > 1 else None)
+    return (f"{split}{schedule}, {zero}, micro-batch {row.micro_batch} per replica x "
+            f"{row.accumulation} accumulation, {recompute_words(row.recompute, row.recompute_style)}"
             + (", sequence parallel" if row.sequence_parallel else "")
             + (", TP overlap" if row.tp_overlap and row.tp > 1 else ""))

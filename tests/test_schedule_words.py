@@ -30,6 +30,8 @@ def test_a_layouts_title_names_its_schedule_as_a_reader_does():
     assert row_title(_row(schedule="gpipe")).startswith("dp 4 x tp 8 x pp 2 (GPipe), ")
     # no pipeline, no schedule named
     assert row_title(_row(pp=1, schedule="none")).startswith("dp 4 x tp 8 x pp 1, zero1, ")
+    # context parallelism named after pp (it was left out: 'dp 2 x tp 8 x pp 2' of 64 devices)
+    assert row_title(_row(dp=2, cp=2)).startswith("dp 2 x tp 8 x pp 2 x cp 2 (zero bubble), ")
 
 
 def test_predicts_layout_line_names_the_schedule_alike(capsys):
