@@ -995,11 +995,11 @@ def recompute_words(recompute: str, style: str) -> str:
 
 def row_title(row) -> str:
     """'dp 2 x tp 4 x pp 2 (1F1B), zero1, micro-batch 1 per replica x 8 accumulation, recompute
-    none' (' x cp 2' after pp where context parallelism splits the sequence; the schedule as ``layout.schedule_words`` writes it: '(zero bubble)', '(interleaved 1F1B, 4
-    virtual stages)'; 'recompute full (early stop)' in the early-stop style; ', TP overlap'
-    where the framework overlaps a tp > 1 layout's collectives). At dp x cp = 1 'no data
-    parallelism' in place of the ZeRO stage: one replica has nothing to exchange or shard
-    (not 'ddp')."""
+    none': ' x cp 2' after pp where context parallelism splits the sequence; the schedule as
+    ``layout.schedule_words`` writes it ('(zero bubble)', '(interleaved 1F1B, 4 virtual
+    stages)'); 'recompute full (early stop)' in the early-stop style; ', TP overlap' where the
+    framework overlaps a tp > 1 layout's collectives. At dp x cp = 1 'no data parallelism' in
+    place of the ZeRO stage: one replica has nothing to exchange or shard (not 'ddp')."""
     schedule = (f" ({schedule_words(row.schedule, row.virtual_stages)})" if row.pp > 1
                 else "")
     zero = ZERO_STRATEGIES[row.zero] if row.dp * row.cp > 1 else "no data parallelism"
