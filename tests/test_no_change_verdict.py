@@ -25,7 +25,6 @@ from test_app_honest import stalled_profile
 from scalesim.cli.main import main
 from scalesim.diagnosis_text import render_text
 from scalesim.remedies import NO_CHANGE, VERDICTS, gain_verdict, rank_remedies
-from scalesim.runs import parse_runs_text
 from scalesim.runs_diagnosis import diagnose_runs
 from scalesim.schemas import Scenario
 
@@ -82,22 +81,29 @@ def test_the_planner_remedies_table_says_no_change():
     assert verdicts[_link(_plan().remedies).title] == "no change"
 
 
-def test_diagnose_lists_a_change_that_changes_nothing_as_no_change(tmp_path, capsys):
+def test_diagnose_lists_a_change_that_changes_nothing_as_no_change(tmp_path, capsys, monkeypatch):
     """The slow-device runs: doubling the per-device batch gains +0.0 %; diagnose listed it under
-    'Does not help here' where the planner said 'loses'. Both now say 'no change'."""
-    text = cases.to_csv(cases.slow_device())
-    report = diagnose_runs(parse_runs_text(text, "runs.csv"))
+    'Does not help here' where the planner said 'loses'. Both now say 'no change'. The runs are
+    diagnosed once, by the CLI: the report it prints as --json is kept, and its text read too."""
+    made = []
+
+    def diagnose_and_keep(*args, **kwargs):
+        made.append(diagnose_runs(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr("scalesim.runs_diagnosis.diagnose_runs", diagnose_and_keep)
+    path = tmp_path / "runs.csv"
+    path.write_text(cases.to_csv(cases.slow_device()))
+    assert main(["diagnose", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    (report,) = made  # the report the CLI printed
     batch = next(r for r in report.remedies if r.key == "bigger_batch")
     assert batch.verdict == "no change" and not batch.helps
     rendered = render_text(report)
     _, _, rest = rendered.partition("No change (model, applied alone):")
     assert re.search(r"\+0\.0% \[[^]]+\]\s+Double the per-device batch",  # gain [band]
                      rest.split("\n\n")[0].split("Loses")[0])
-    path = tmp_path / "runs.csv"
-    path.write_text(text)
-    assert main(["diagnose", str(path), "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
     by_key = {r["key"]: r for r in data["remedies"]}
-    assert by_key["bigger_batch"]["verdict"] == "no change"
+    assert by_key["bigger_batch"]["verdict"] == "no change" and not by_key["bigger_batch"]["helps"]
     assert by_key["sharding"]["verdict"] == "loses"
     assert by_key["slow_device"]["verdict"] == "remedy" and by_key["slow_device"]["helps"]
