@@ -166,6 +166,24 @@ def _cli(capsys, argv: list[str]) -> str:
     return out.rstrip("\n")
 
 
+def _cli_and_json(capsys, monkeypatch, argv: list[str]) -> tuple[str, dict]:
+    """The CLI's text for ``argv`` and, from the same diagnosis, the report it printed as
+    ``--json`` prints it (``Report.to_json``): one fit, not one for each."""
+    from scalesim import runs_diagnosis
+
+    made, real = [], runs_diagnosis.diagnose_runs
+
+    def diagnose_and_keep(*args, **kwargs):
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(runs_diagnosis, "diagnose_runs", diagnose_and_keep)
+    text = _cli(capsys, argv)
+    monkeypatch.setattr(runs_diagnosis, "diagnose_runs", real)
+    (report,) = made
+    return text, json.loads(report.to_json())
+
+
 @pytest.fixture
 def runs_here(tmp_path, monkeypatch):
     """The example runs as runs.csv in the working folder: the CLI names them 'runs.csv', as the
@@ -178,7 +196,8 @@ def runs_here(tmp_path, monkeypatch):
     return text
 
 
-def test_a_transformer_and_its_gpu_give_the_clis_report_with_the_split(capsys, runs_here):
+def test_a_transformer_and_its_gpu_give_the_clis_report_with_the_split(capsys, monkeypatch,
+                                                                     runs_here):
     """The runs' transformer and GPU (scalesim diagnose --workload --gpu), the framework's
     recompute style and TP overlap: the page's report is the CLI's for the same runs and flags,
     the same cause and remedies in the same order, and splitting the model is one of them.
@@ -205,12 +224,12 @@ def test_a_transformer_and_its_gpu_give_the_clis_report_with_the_split(capsys, r
     run_clean(at)
     assert not at.error
     argv = ["runs.csv", "--workload", "bert-large", "--gpu", GPUS[0]]
-    cli = json.loads(_cli(capsys, [*argv, "--json"]))
+    text, cli = _cli_and_json(capsys, monkeypatch, argv)
     assert at.subheader[0].value == f"Likely cause: {cli['cause']['label']}"
     titles = list(at.dataframe[0].value["remedy"])
     assert titles == [r["title"] for r in cli["remedies"]]
     assert any(t.startswith("Split the model: dp") for t in titles)  # the layout model's split
-    assert _report_text(at) == _cli(capsys, argv)
+    assert _report_text(at) == text
     at.selectbox(key="dg_recompute_style").set_value("early-stop")
     at.toggle(key="dg_tp_overlap").set_value(True)
     run_clean(at)
