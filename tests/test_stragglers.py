@@ -128,3 +128,41 @@ def test_the_order_can_tell_only_with_enough_steps(steps, ranks, can):
     from scalesim.model.stragglers import order_can_tell
 
     assert order_can_tell(steps, ranks) is can
+
+
+def test_a_layouts_slow_device_wait_is_integrated_in_the_form_it_keeps_only(monkeypatch):
+    """Session 40: ``layout_step._straggler_s`` has two forms, spreads pooled (tp 1) and apart
+    (tp > 1); both were integrated with the slow device on every row and one thrown away, so a
+    planner grid with a slow device cost two quadratures a row (llama3-8b at 16 and 64 H100s,
+    36,444 layouts: 21 s of 21.4). Two layouts on 16 H100s, tp 2 and tp 1, device 3 1.5x slow:
+    each row's slow device is now one shift, integrated at the two 1e-3 grid points either side
+    of it (``expected_max_with_shift``): 2 x 2 quadratures with a shift, not 3 x 2 (the fourth
+    shift is past ``_CERTAIN_SHIFT``); the waits are the rows' own, whichever rows are beside."""
+    from scalesim import presets
+    from scalesim.model import stragglers
+    from scalesim.model.layout_step import evaluate_layouts
+    from scalesim.plan import Setting, setting_inputs
+    from scalesim.profiles import load_hardware
+
+    setting = Setting(presets.TRANSFORMERS["llama3-8b"][0], load_hardware("dgx-h100"), 256)
+
+    def inputs(dp, tp):
+        return setting_inputs(setting, dp=np.array(dp), tp=np.array(tp), pp=1, cp=1, zero=1,
+                              micro_batch=2, schedule=0, virtual_stages=1, recompute=2,
+                              sequence_parallel=False, shard_group=np.array(dp)).replace(
+            jitter_cv=0.03, slow_factor=1.5, slow_rank=3)
+
+    shifted, real = set(), stragglers._expected_max_units
+
+    def integrate(n, shift):
+        if shift > 0:
+            shifted.add((n, shift))
+        return real(n, shift)
+
+    monkeypatch.setattr(stragglers, "_expected_max_units", integrate)
+    both = evaluate_layouts(inputs([8, 16], [2, 1])).straggler_s
+    assert len(shifted) == 4 and {n for n, _ in shifted} == {16}
+    shifts = sorted(s for _, s in shifted)
+    assert shifts[1] - shifts[0] == pytest.approx(1e-3) and shifts[3] - shifts[2] == pytest.approx(1e-3)
+    alone = [evaluate_layouts(inputs([dp], [tp])).straggler_s[0] for dp, tp in ((8, 2), (16, 1))]
+    assert both.tolist() == alone and both[0] != both[1] and np.all(both > 0)

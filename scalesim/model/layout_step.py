@@ -390,14 +390,18 @@ def _straggler_s(x: LayoutInputs, devices, tp, m, per_micro, compute, micro_s, l
     barriers = np.where(per_micro, m, 1.0)
     jitter_between = cv_j * micro_s * np.sqrt(m / barriers)
     groups = np.asarray(devices // np.maximum(tp, 1), dtype=np.int64)
+    # each row keeps one of the two forms; the other is given no slow device, so its rows cost
+    # one quadrature per device count, not one per row (each row's value is its own inputs')
+    split_rows = tp > 1
     both = barriers * straggler_wait_s(devices, np.hypot(cv_d * compute / barriers,
-                                                         jitter_between), slow_delay_s / barriers)
-    split = (straggler_wait_s(devices, cv_d * compute, slow_delay_s)
+                                                         jitter_between),
+                                       np.where(split_rows, 0.0, slow_delay_s / barriers))
+    split = (straggler_wait_s(devices, cv_d * compute, np.where(split_rows, slow_delay_s, 0.0))
              + barriers * straggler_wait_s(groups, jitter_between, 0.0)
              + m * collective_waits_s(tp, layers_on_stage * collectives_per_layer(
                  x.recompute, x.recompute_early_stop, x.sequence_parallel, x.recompute_op_sac),
                                       micro_s, cv_j))
-    return np.where(tp > 1, split, both)
+    return np.where(split_rows, split, both)
 
 
 def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
