@@ -13,3 +13,19 @@ def run_cli(capsys, argv: list[str]):
         code = exc.code
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def kept_diagnoses(monkeypatch) -> list:
+    """The reports ``runs_diagnosis.diagnose_runs`` makes from now on (the CLI's, the app's),
+    appended to the list returned: a test reads the report a command printed, or its --json
+    (``Report.to_json``), without fitting the same runs again."""
+    from scalesim import runs_diagnosis
+
+    made, real = [], runs_diagnosis.diagnose_runs
+
+    def diagnose_and_keep(*args, **kwargs):
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(runs_diagnosis, "diagnose_runs", diagnose_and_keep)
+    return made

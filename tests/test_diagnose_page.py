@@ -8,7 +8,7 @@ import re
 import diagnose_cases as cases
 import pytest
 from app_harness import TIMEOUT_S, open_app, run_clean
-from cli_harness import run_cli
+from cli_harness import kept_diagnoses, run_cli
 from streamlit.testing.v1 import AppTest
 from test_sources_nvidia_smi import smi_csv
 from test_traces import gpu_trace
@@ -169,17 +169,8 @@ def _cli(capsys, argv: list[str]) -> str:
 def _cli_and_json(capsys, monkeypatch, argv: list[str]) -> tuple[str, dict]:
     """The CLI's text for ``argv`` and, from the same diagnosis, the report it printed as
     ``--json`` prints it (``Report.to_json``): one fit, not one for each."""
-    from scalesim import runs_diagnosis
-
-    made, real = [], runs_diagnosis.diagnose_runs
-
-    def diagnose_and_keep(*args, **kwargs):
-        made.append(real(*args, **kwargs))
-        return made[-1]
-
-    monkeypatch.setattr(runs_diagnosis, "diagnose_runs", diagnose_and_keep)
+    made = kept_diagnoses(monkeypatch)
     text = _cli(capsys, argv)
-    monkeypatch.setattr(runs_diagnosis, "diagnose_runs", real)
     (report,) = made
     return text, json.loads(report.to_json())
 

@@ -16,6 +16,7 @@ from html import escape
 import diagnose_cases as cases
 import pytest
 from app_harness import open_app, upload_profile
+from cli_harness import kept_diagnoses
 from scalesim.app.charts import PALETTE, VERDICT_COLOURS, chart_text, remedies_chart
 from scalesim.app.plan import make_plan
 from scalesim.app.report import report_html
@@ -25,7 +26,6 @@ from test_app_honest import stalled_profile
 from scalesim.cli.main import main
 from scalesim.diagnosis_text import render_text
 from scalesim.remedies import NO_CHANGE, VERDICTS, gain_verdict, rank_remedies
-from scalesim.runs_diagnosis import diagnose_runs
 from scalesim.schemas import Scenario
 
 # one server of 8 devices whose step waits for its input: a faster link gains exactly 0
@@ -85,13 +85,7 @@ def test_diagnose_lists_a_change_that_changes_nothing_as_no_change(tmp_path, cap
     """The slow-device runs: doubling the per-device batch gains +0.0 %; diagnose listed it under
     'Does not help here' where the planner said 'loses'. Both now say 'no change'. The runs are
     diagnosed once, by the CLI: the report it prints as --json is kept, and its text read too."""
-    made = []
-
-    def diagnose_and_keep(*args, **kwargs):
-        made.append(diagnose_runs(*args, **kwargs))
-        return made[-1]
-
-    monkeypatch.setattr("scalesim.runs_diagnosis.diagnose_runs", diagnose_and_keep)
+    made = kept_diagnoses(monkeypatch)
     path = tmp_path / "runs.csv"
     path.write_text(cases.to_csv(cases.slow_device()))
     assert main(["diagnose", str(path), "--json"]) == 0

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import diagnose_cases as cases
 import pytest
 from app_harness import run_clean
+from cli_harness import kept_diagnoses
 from scalesim.app.charts import layout_label
 from streamlit.testing.v1 import AppTest
 
@@ -77,9 +78,10 @@ def test_diagnose_says_not_runnable_where_the_planner_does_with_its_reason():
     assert "(does not fit in device memory; global batch 2x: check time-to-quality)" in line
 
 
-def test_diagnose_lists_the_loss_and_what_does_not_apply_with_why(capsys, tmp_path):
+def test_diagnose_lists_the_loss_and_what_does_not_apply_with_why(capsys, tmp_path, monkeypatch):
     path = tmp_path / "runs.csv"
     path.write_text(cases.to_csv(cases.slow_device()))
+    made = kept_diagnoses(monkeypatch)
     assert main(["diagnose", str(path)]) == 0
     groups = _groups(capsys.readouterr().out)
     assert list(groups) == ["No change", "Loses", "Not applicable"]
@@ -88,14 +90,18 @@ def test_diagnose_lists_the_loss_and_what_does_not_apply_with_why(capsys, tmp_pa
     assert all(re.match(r"-0\.2% \[[-+]\d+\.\d, [-+]\d+\.\d\] ", g) for g in groups["Loses"])
     assert ("n/a" + " " * 19 + "Overlap gradient exchange with backward (overlap is already on)"
             in groups["Not applicable"])
-    assert main(["diagnose", str(path), "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    (report,) = made  # the report printed: its --json, without fitting the runs again
+    data = json.loads(report.to_json())
     said = {r["verdict"] for r in data["remedies"]}
     assert said == {"remedy", "no change", "loses", "not applicable"}
 
 
-def test_the_diagnose_page_and_its_html_report_give_the_verdict():
+def test_the_diagnose_page_and_its_html_report_give_the_verdict(monkeypatch):
+    from scalesim.app.diagnose_page import runs_report
     from scalesim.app.report import diagnosis_html
+
+    runs_report.clear()  # the page diagnoses the upload here, not from an earlier test's cache
+    made = kept_diagnoses(monkeypatch)
 
     def page():
         from scalesim.app.diagnose_page import render
@@ -114,7 +120,7 @@ def test_the_diagnose_page_and_its_html_report_give_the_verdict():
         dict(zip(table["remedy"], verdicts, strict=True))["Overlap gradient exchange with backward"]
         == "not applicable"
     )
-    report = _slow_report()
+    (report,) = made  # the page's report, as its HTML download writes it
     html = diagnosis_html(report, None)
     assert '<th class="">verdict</th>' in html and ">loses</td>" in html
     assert "standing" not in html
