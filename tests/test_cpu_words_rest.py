@@ -196,7 +196,8 @@ def test_the_app_sentences_of_a_run_that_does_not_fit_say_processes(tmp_path):
     and 'left out 3: above 2 devices a count must fill whole servers' for a CPU profile."""
     plan = _cpu_block_plan(tmp_path, grid="list", dlist="1,2,3,4", slow=9, sf=1.5, mb=100000)
     assert "left out 3: above 2 processes a count must fill whole hosts (a multiple of 2)" in plan.notes
-    assert "process 9 is not among the 1, 2 and 4 processes of those rows: no slow process there" in plan.notes
+    assert ("process 9 is not among the 1, 2 and 4 processes of those rows: no slow process "
+            "there") in plan.notes
     h = headline(plan)
     assert h["runnable"].startswith("not runnable: needs ") and " GiB per process, " in h["runnable"]
     assert h["not_runnable"] == "does not fit in the host's memory at 1, 2 and 4 processes (not runnable)"
