@@ -36,7 +36,7 @@ NOW_H = 120.0  # today's run: 64 devices (global batch 64) in 120 h
 NOW_SAMPLES = 90.0  # ... at 90 samples/s
 PRICE = 2.0  # USD per device-hour: today's run costs 64 x 2 x 120 = $15,360
 # decide's context as the choice reads it: today's run fits, its global batch, the error
-CTX = SimpleNamespace(error=ERROR, words=nouns_for("H100"),
+CTX = SimpleNamespace(error=ERROR, words=nouns_for("H100"), profile=default_profile(),
                       now=SimpleNamespace(fits=True, global_batch=64))
 
 

@@ -106,10 +106,10 @@ def test_a_slow_device_beyond_every_count_is_said_as_predict_says_it(capsys):
 
     at = open_app({"v": "5", "slow": "15", "sf": "2", "dmax": "4"})
     shown = [i.value for i in at.info]
-    assert any("device 15 is not among the 1, 2, 4 devices" in s for s in shown), shown
+    assert any("device 15 is not among the 1, 2 and 4 devices" in s for s in shown), shown
     code, out, _ = run_cli(capsys, ["predict", "--devices", "1,2,4", "--slow-device", "15",
                                     "--slow-factor", "2"])
-    assert code == 0 and "note: device 15 is not among the 1, 2, 4 devices" in out
+    assert code == 0 and "note: device 15 is not among the 1, 2 and 4 devices" in out
     at = open_app({"v": "5", "slow": "0", "sf": "2", "dmax": "4"})  # rank 0 is in every row
     assert not any("is not among" in i.value for i in at.info)
 

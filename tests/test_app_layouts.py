@@ -234,7 +234,7 @@ def test_an_uploaded_calibrated_profile_shows_the_layout_controls():
     at.run()
     assert not at.exception
     best = next(m.value for m in at.markdown if "Best of every dp x tp x pp" in m.value)
-    assert "(+0% against the layout now" in best, best
+    assert "(+0.0% against the layout now" in best, best
     at.sidebar.number_input(key="k_tp").set_value(2)
     at.run()
     assert not at.exception

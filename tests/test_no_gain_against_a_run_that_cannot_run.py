@@ -112,5 +112,5 @@ def test_where_today_fits_the_gains_stay():
     assert remedy_gain_cell(r, plan.focus.fits) == f"{r.gain:+.1%}"
     rows = next(iter(charts.remedies_chart(plan).to_dict()["datasets"].values()))
     assert rows[0]["gain"] == pytest.approx(plan.remedies[0].objective_gain)
-    assert rows[0]["label"] == f"{plan.remedies[0].objective_gain:+.0%}"
+    assert rows[0]["label"] == f"{plan.remedies[0].objective_gain:+.1%}"  # one formatter: signed_percent
     assert MAKES_IT_RUN not in charts.chart_text(plan, "remedies")

@@ -933,7 +933,7 @@ def test_decide_and_goal_say_when_the_slow_device_is_not_in_their_runs(capsys):
     assert (
         code == 0
         and (
-            "note: device 100000 is not among the 1024 devices of any plan "
+            "note: device 100000 is not among the 1,024 devices of any plan "
             "searched (--max-devices): no slow device there"
         )
         in out
