@@ -35,6 +35,7 @@ from scalesim.knee import (
 from scalesim.layout import (
     DEFAULT_RECOMPUTE_STYLE,
     TP_OVERLAP_UNDER_NO_OVERLAP,
+    interleaves,
     replica_devices,
     split_words,
 )
@@ -264,6 +265,30 @@ def pipeline_notes(state: AppState) -> list[str]:
     return []
 
 
+def runs_interleaved(pp: int, sched: str, vs: int) -> bool:
+    """Whether the pipeline controls (stages, schedule, virtual stages) run the interleaved
+    schedule (``layout.interleaves``; 'auto' with virtual stages is interleaved): where the
+    pipeline send overlap applies (the page's toggle, ``p2p_overlap_of``)."""
+    return sched in VS_SCHEDULES and interleaves("interleaved", pp, vs)
+
+
+def p2p_overlap_of(state: AppState) -> bool:
+    """Whether the interleaved schedule's sends overlap (``ScenarioLayout.p2p_overlap``): the
+    control's where the controls run the interleaved schedule (``runs_interleaved``), else on,
+    the default (the other schedules' sends block either way; ``p2p_notes`` says the control is
+    ignored)."""
+    return state.p2p or not runs_interleaved(state.pp, state.sched, state.vs)
+
+
+def p2p_notes(state: AppState) -> list[str]:
+    """'Pipeline send overlap ignored: ...' where the control is off and the controls run no
+    interleaved schedule (the page disables it there; a link may carry it)."""
+    if p2p_overlap_of(state) == state.p2p:
+        return []
+    return [f"{FIELD_LABELS['p2p']} ignored: it applies with the interleaved schedule "
+            f"({FIELD_LABELS['pp']} and {FIELD_LABELS['vs']} above 1)"]
+
+
 def shard_group_of(state: AppState) -> int | None:
     """The shard group the scenario runs: the control's, where it applies (a ZeRO strategy and
     2 or more ranks); else None, with ``shard_group_notes`` saying why."""
@@ -287,8 +312,9 @@ def layout_of_state(state: AppState) -> ScenarioLayout | None:
     sp, tpo = (state.sp, state.tpo) if state.tp > 1 else (False, False)
     sg = shard_group_of(state)
     sched, vs = pipeline_of(state)
-    if (state.tp, state.pp, sched, vs, state.rec, sp, state.rs, tpo, sg) == (
-            1, 1, "auto", 1, "auto", False, DEFAULT_RECOMPUTE_STYLE, False, None):
+    p2p = p2p_overlap_of(state)
+    if (state.tp, state.pp, sched, vs, state.rec, sp, state.rs, tpo, sg, p2p) == (
+            1, 1, "auto", 1, "auto", False, DEFAULT_RECOMPUTE_STYLE, False, None, True):
         return None
     try:
         return ScenarioLayout(tp=state.tp, pp=state.pp,
@@ -296,7 +322,7 @@ def layout_of_state(state: AppState) -> ScenarioLayout | None:
                               virtual_stages=vs,
                               recompute=None if state.rec == "auto" else state.rec,
                               recompute_style=state.rs, sequence_parallel=sp, tp_overlap=tpo,
-                              shard_group=sg)
+                              p2p_overlap=p2p, shard_group=sg)
     except ValueError as exc:
         raise ScalesimError(f"layout: {exc}") from None
 
@@ -325,7 +351,7 @@ def state_of_scenario(scenario: Scenario, profile: Profile, focus: int | None = 
         "tp": split.tp, "pp": split.pp, "sched": split.schedule or "auto",
         "vs": split.virtual_stages, "rec": split.recompute or "auto",
         "rs": split.recompute_style, "sp": split.sequence_parallel, "tpo": split.tp_overlap,
-        "sg": split.shard_group,
+        "sg": split.shard_group, "p2p": split.p2p_overlap,
     }
     update = {**profile_defaults(profile), "dmax": largest, "focus": focus or largest}
     if largest & (largest - 1) or any(d & (d - 1) for d in scenario.devices):  # not all 2^k
@@ -399,7 +425,8 @@ def build_scenario(state: AppState, profile: Profile) -> tuple[Scenario, list[st
         notes.append(note)
     if state.pr != DEFAULT_PRECISION:
         notes += _precision(state, profile, fields)
-    notes += tp_only_notes(state) + pipeline_notes(state) + shard_group_notes(state)
+    notes += (tp_only_notes(state) + pipeline_notes(state) + p2p_notes(state)
+              + shard_group_notes(state))
     if state.tpo and state.tp > 1 and not state.ovl:  # the model drops it (§16), as predict says
         notes.append(f"{FIELD_LABELS['tpo']} ignored: {TP_OVERLAP_UNDER_NO_OVERLAP}")
     if state.lw is not None and not input_pipeline_modelled(profile):  # the CLI refuses it
@@ -1004,7 +1031,7 @@ STATE_OF_SCENARIO = {"strategy": "strat", "zero_framework": "zfw", "accumulation
                      "micro_batch": "mb", "train_samples": "train"}
 STATE_OF_LAYOUT = {"tp": "tp", "pp": "pp", "schedule": "sched", "virtual_stages": "vs",
                    "recompute": "rec", "recompute_style": "rs", "sequence_parallel": "sp",
-                   "tp_overlap": "tpo", "shard_group": "sg"}
+                   "tp_overlap": "tpo", "shard_group": "sg", "p2p_overlap": "p2p"}
 AUTO_WHEN_NONE = ("sched", "rec")  # the controls whose "auto" is the scenario's None
 
 

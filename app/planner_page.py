@@ -33,6 +33,7 @@ from scalesim.figures import amount, signed_percent
 from scalesim.goal import seek
 from scalesim.jsonio import decode_text, parse_json_text, read_json
 from scalesim.layout import (
+    P2P_OVERLAP_HELP,
     RECOMPUTE_STYLE_HELP,
     RECOMPUTE_STYLE_LABELS,
     SCHEDULE_SHORT,
@@ -80,6 +81,7 @@ from .plan import (
     misfit_counts_text,
     option_links,
     remedy_gain_cell,
+    runs_interleaved,
     story,
 )
 from .state import (
@@ -408,8 +410,8 @@ def _layout_section(c: _Controls) -> None:
     # (``plan.pipeline_notes``), as the tensor-parallel toggles below
     sched = c(box.selectbox, "sched", "Pipeline schedule (with pp > 1)",
               options=list(SCHEDULE_LABELS), format_func=SCHEDULE_LABELS.get, disabled=pp == 1)
-    c(box.number_input, "vs", "Virtual stages per pipeline rank (interleaved, with pp > 1)",
-      step=1, disabled=pp == 1 or sched not in VS_SCHEDULES)
+    vs = c(box.number_input, "vs", "Virtual stages per pipeline rank (interleaved, with pp > 1)",
+           step=1, disabled=pp == 1 or sched not in VS_SCHEDULES)
     c(box.selectbox, "rec", "Activation recompute", options=list(RECOMPUTE_LABELS),
       format_func=RECOMPUTE_LABELS.get)
     c(box.selectbox, "rs", "How your framework reruns the forward (full or selective recompute)",
@@ -420,6 +422,10 @@ def _layout_section(c: _Controls) -> None:
     c(box.toggle, "sp", "Sequence parallelism (with tp > 1)", disabled=tp == 1)
     c(box.toggle, "tpo", "Tensor-parallel overlap (with tp > 1)", help=TP_OVERLAP_HELP,
       disabled=tp == 1)
+    # the interleaved schedule's sends: disabled, and ignored with a note (``plan.p2p_notes``),
+    # where the controls run no interleaved schedule
+    c(box.toggle, "p2p", "Pipeline sends overlap compute (interleaved, with pp > 1)",
+      help=P2P_OVERLAP_HELP, disabled=not runs_interleaved(pp, sched, vs))
     _shard_group_control(c, box)
 
 

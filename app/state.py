@@ -34,7 +34,9 @@ from scalesim.schemas import GradSync, Profile, ZeroFramework
 
 from .control_labels import in_words
 
-LINK_VERSION = 13  # v13: ak fused-vendor asked (V13_VALUES; the default became the kernel the
+LINK_VERSION = 14  # v14: + the interleaved schedule's pipeline sends blocking (p2p off;
+# v1 to v13 open with them overlapped, Megatron-Core's overlap_p2p_comm);
+# v13: ak fused-vendor asked (V13_VALUES; the default became the kernel the
 # profile's timings ran, '': v6 to v12 links' fused-vendor was that default and opens as it);
 # v12: + scenario B "run the weight matmuls in fp8" (b: V12_REMEDIES);
 # v11: + the matmul precision (pr: bf16 or fp8; v1 to v10 open in bf16);
@@ -50,9 +52,9 @@ LINK_VERSION = 13  # v13: ak fused-vendor asked (V13_VALUES; the default became 
 # collectives exposed, v1 to v5 with the vendor attention kernel, v1 to v4 with gradients
 # reduced every micro-step, v3 with the whole-forward style, v2 (only what differs from the
 # defaults, presets by name) and v1 data parallel
-READ_VERSIONS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13")
-# v3 and later (rs: v4, tpo: v7, sg: v9)
-LAYOUT_FIELDS = ("tp", "pp", "sched", "vs", "rec", "sp", "rs", "tpo", "sg")
+READ_VERSIONS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14")
+# v3 and later (rs: v4, tpo: v7, sg: v9, p2p: v14)
+LAYOUT_FIELDS = ("tp", "pp", "sched", "vs", "rec", "sp", "rs", "tpo", "sg", "p2p")
 V4_FIELDS = ("rs",)  # what v4 added
 V5_FIELDS = ("gs",)  # what v5 added
 V6_FIELDS = ("ak",)  # what v6 added
@@ -64,6 +66,7 @@ V10_FIELDS = ("zfw",)  # what v10 added
 V11_FIELDS = ("pr",)  # what v11 added
 V12_REMEDIES = ("fp8",)  # the scenario B choice v12 added
 V13_VALUES = {"ak": (VENDOR_KERNEL,)}  # asked, not the default any more (v13)
+V14_FIELDS = ("p2p",)  # what v14 added
 # a share link ends with its preset fingerprint (ph) or profile (prof), then its date (at):
 # a cut one loses those first
 CUT_SHORT = "the link may have been cut short when copied (its end is missing)"
@@ -148,6 +151,8 @@ class AppState(BaseModel):
     sp: bool = False
     tpo: bool = False  # the framework overlaps the tensor-parallel collectives (v7)
     sg: int | None = url_field("sg", None, "shard group (hybrid sharding); None: all of dp")  # v9
+    # the interleaved schedule's sends overlap the next chunk (ScenarioLayout.p2p_overlap, v14)
+    p2p: bool = True
 
     _price_floor = field_validator("price")(nonzero_floor("price_per_device_hour"))
 
@@ -188,7 +193,7 @@ FIELD_LABELS = {
     "pp": "Pipeline stages", "sched": "Pipeline schedule", "vs": "Virtual stages", "rs": "Recompute style",
     "sp": "Sequence parallelism",
     "gs": "Gradient sync", "ak": "Attention kernel", "pr": "Matmul precision",
-    "tpo": "Tensor-parallel overlap",
+    "tpo": "Tensor-parallel overlap", "p2p": "Pipeline send overlap",
     "sg": "Shard group (HSDP)", "zfw": "ZeRO framework",
 }
 
@@ -495,7 +500,8 @@ def _meant(state: AppState) -> AppState:
 
 
 def link_version(state: AppState) -> int:
-    """13 when the state asks the fused vendor attention kernel (v13: before, the default);
+    """14 when the state's interleaved pipeline sends block (v14 added p2p); 13 when the state
+    asks the fused vendor attention kernel (v13: before, the default);
     12 when scenario B is what v12 added ('run the weight matmuls in fp8'); 11 when the
     state uses what v11 added (fp8); 10 when it uses what v10 added (DeepSpeed as
     the ZeRO framework); 9 when it uses
@@ -509,6 +515,8 @@ def link_version(state: AppState) -> int:
     Layouts tab, scenario B 'split the model'); else 2, so a link opens in every scalesim that
     can show it the same."""
     state = _meant(state)
+    if any(getattr(state, n) != AppState.model_fields[n].default for n in V14_FIELDS):
+        return 14
     if any(getattr(state, n) in values for n, values in V13_VALUES.items()):
         return 13
     if state.b in V12_REMEDIES:
@@ -730,6 +738,12 @@ def decode_query(params: Mapping[str, Any]) -> tuple[AppState, Profile, list[str
         if old:
             messages.append(f"ignored {', '.join(old)}: a v{version} link has no precision "
                             f"choice ({DEFAULT_PRECISION} matmuls)")
+    if int(version) < 14:  # before the pipeline send overlap: the interleaved sends overlapped
+        old = [name for name in V14_FIELDS if name in flat and flat.pop(name) not in (
+            "", _to_text(AppState.model_fields[name].default))]
+        if old:
+            messages.append(f"ignored {', '.join(old)}: a v{version} link has no pipeline send "
+                            "overlap choice (the interleaved schedule's sends overlapped)")
     for since, remedies in ((7, V7_REMEDIES), (12, V12_REMEDIES)):  # scenario B's later choices
         if int(version) < since and flat.get("b") in remedies:
             messages.append(f"ignored b={flat.pop('b')}: a v{version} link has no such scenario "

@@ -27,7 +27,7 @@ from pydantic import Field
 from scalesim.attention_kernel import ATTENTION_KERNELS
 from scalesim.errors import ScalesimError, excerpt, flag_error
 from scalesim.figures import DAYS_PER_YEAR, exact, number
-from scalesim.layout import RECOMPUTE_STYLES
+from scalesim.layout import P2P_OVERLAP_WORDS, RECOMPUTE_STYLES
 from scalesim.model.memory import STRATEGIES
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.precision import PRECISIONS
@@ -416,6 +416,10 @@ LAYOUT_KNOBS: tuple[Knob, ...] = (
     Knob("pp", "--pp", "pp", "pp_degree"),
     Knob("virtual_stages", "--virtual-stages", "vs", "virtual_stages"),
     Knob("recompute_style", "--recompute-style", "rs", None, choices=RECOMPUTE_STYLES),
+    # the interleaved schedule's sends overlapped (Megatron-Core's overlap_p2p_comm, docs/model.md
+    # §15; the field a bool, the flag and the link its words); link key from version 14
+    Knob("p2p_overlap", "--p2p-overlap", "p2p", None,
+         choices=tuple(P2P_OVERLAP_WORDS.values())),
     # hybrid sharding's shard group (docs/model.md §16); link key from version 9
     Knob("shard_group", "--shard-group", "sg", "shard_group"),
 )

@@ -2,7 +2,7 @@
 
 One schema (``ParallelLayout``: dp x tp x pp x cp, ZeRO stage, micro-batch, global batch,
 pipeline schedule, virtual stages, recompute and its style, sequence parallelism, tensor-parallel
-overlap; the recompute style's and the overlap's fields are shared with
+overlap, pipeline-send overlap; the recompute style's and the overlaps' fields are shared with
 ``schemas.ScenarioLayout``) and one placement rule used by every part of scalesim that splits a
 model (validate, plan, and later predict/sweep/app).
 
@@ -78,6 +78,23 @@ TP_OVERLAP_NEEDS_TP = ("tp_overlap needs tp > 1 (it overlaps the tensor-parallel
 # model drops tp_overlap there (docs/model.md §16): why the commands say it is ignored
 TP_OVERLAP_UNDER_NO_OVERLAP = ("overlap is off, so every collective, the tensor-parallel ones "
                                "too, waits for its compute (docs/model.md §16)")
+# The interleaved schedule's steady-state pipeline sends overlap the next chunk's compute
+# (Megatron-Core's overlap_p2p_comm, docs/model.md §15): one description for the layout's field,
+# the scenario's and the --p2p-overlap flag of predict, sweep, decide, goal and plan; the flag's
+# words (on, off) and the refusal where no row runs the interleaved schedule
+P2P_OVERLAP_HELP = (
+    "the interleaved schedule's steady-state pipeline sends overlap the next model chunk's "
+    "compute: Megatron-Core's overlap_p2p_comm (Megatron-LM's default unless "
+    "--no-overlap-p2p-communication; NeMo and Megatron-Bridge set it for pp > 1 with virtual "
+    "stages), each send charged only for what outlasts one chunk's forward and the contention "
+    "share (docs/model.md §15). 'off': every send blocks (older Megatron-LM, "
+    "--no-overlap-p2p-communication, a framework without it). Applies where the schedule is "
+    "interleaved (pp > 1, virtual_stages > 1; the other schedules' sends block either way); "
+    "default on")
+P2P_OVERLAP_WORDS = {True: "on", False: "off"}
+P2P_OVERLAP_NEEDS_INTERLEAVED = (
+    "p2p_overlap off needs the interleaved schedule (pp > 1 with virtual_stages > 1): the other "
+    "schedules' pipeline sends block either way (docs/model.md §15)")
 
 
 # Hybrid sharding (docs/model.md §16): the ZeRO states sharded over a shard group of s ranks (the
@@ -222,6 +239,18 @@ def tp_overlap_field():
     return Field(default=False, description=TP_OVERLAP_HELP)
 
 
+def p2p_overlap_field():
+    """The pydantic field of a layout's pipeline-send overlap (``ParallelLayout``,
+    ``ScenarioLayout``): one default (on, Megatron-LM's) and one description."""
+    return Field(default=True, description=P2P_OVERLAP_HELP)
+
+
+def interleaves(schedule: str, pp: int, virtual_stages: int) -> bool:
+    """Whether a layout runs the interleaved schedule with more than one model chunk a stage,
+    the one schedule whose sends ``p2p_overlap`` hides (``LayoutInputs.p2p_overlap``, §15)."""
+    return schedule == "interleaved" and pp > 1 and virtual_stages > 1
+
+
 def early_stop_of(style: str) -> bool:
     """True when a recompute style stops early (``LayoutInputs.recompute_early_stop``; the model
     applies it to full recompute only)."""
@@ -259,6 +288,7 @@ class ParallelLayout(BaseModel):
     sequence_parallel: bool = Field(default=False, description="Megatron sequence parallelism "
                                     "inside the tensor-parallel group")
     tp_overlap: bool = tp_overlap_field()
+    p2p_overlap: bool = p2p_overlap_field()
     shard_group: int | None = Field(default=None, ge=1, description=SHARD_GROUP_HELP)
 
     @property

@@ -40,6 +40,7 @@ from scalesim.layout import (
     ZERO_STRATEGIES,
     ParallelLayout,
     early_stop_of,
+    interleaves,
     layout_problems,
     model_split_words,
     op_sac_of,
@@ -80,15 +81,16 @@ def layout_of(scenario: Scenario) -> ScenarioLayout:
 
 def asked_split(scenario: Scenario, shard_group: bool = True) -> list[str]:
     """What the scenario's layout asks beyond data parallelism, in the user's words ('tp 2 x pp
-    1', 'sequence parallel', 'tp overlap', 'recompute full', 'schedule gpipe', 'virtual stages
-    2', 'shard group 8'; not 'tp 1 x pp 1' for a recompute); empty: data parallel (the
-    recompute style alone changes nothing to split). ``shard_group`` False leaves the shard
-    group out: hybrid sharding splits no model, and the data-parallel path runs it too
-    (docs/model.md §16)."""
+    1', 'sequence parallel', 'tp overlap', 'blocking pipeline sends', 'recompute full',
+    'schedule gpipe', 'virtual stages 2', 'shard group 8'; not 'tp 1 x pp 1' for a
+    recompute); empty: data parallel (the recompute style alone changes nothing to split).
+    ``shard_group`` False leaves the shard group out: hybrid sharding splits no model, and the
+    data-parallel path runs it too (docs/model.md §16)."""
     split = layout_of(scenario)
     asked = [words] if (words := model_split_words(None, split.tp, split.pp)) else []
     asked += ["sequence parallel"] if split.sequence_parallel else []
     asked += ["tp overlap"] if split.tp_overlap else []
+    asked += ["blocking pipeline sends"] if not split.p2p_overlap else []
     asked += [f"recompute {split.recompute}"] if split.recompute not in (None, "none") else []
     asked += [f"schedule {split.schedule}"] if split.schedule not in (None, "none") else []
     asked += [f"virtual stages {split.virtual_stages}"] if split.virtual_stages > 1 else []
@@ -326,7 +328,8 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
     ``peak_flops`` (FLOP/s, ``NOMINAL_PEAK_FLOPS`` when unknown) and ``bandwidth_GBps``
     (efficiency 1: the compute pin, ``pinned_compute``, sets it per micro-batch later); the
     scenario's overlap, slow device, recompute style, tensor-parallel overlap (applied where
-    tp > 1) and precision (fp8: ``plan.Setting.fp8``); ``jitter_cv`` the
+    tp > 1), pipeline-send overlap (applied where the schedule is interleaved) and precision
+    (fp8: ``plan.Setting.fp8``); ``jitter_cv`` the
     step-to-step
     jitter (``predict.jitter_cv_of``: it lives in the profile, not the hardware); ``p2p`` the
     profile's measured send/recv inside a server (``plan.measured_p2p``; None: the intra link).
@@ -343,6 +346,7 @@ def scenario_setting(workload: Workload, hardware: Hardware, scenario: Scenario,
         wl.transformer, hardware, global_batch, 1.0, params=wl.params,
         jitter_cv=jitter_cv, p2p=p2p, recompute_style=layout_of(scenario).recompute_style,
         tp_overlap=layout_of(scenario).tp_overlap,
+        p2p_overlap=layout_of(scenario).p2p_overlap,
         attention_kernel=attention_kernel or VENDOR_KERNEL,
         fp8=scenario.precision == FP8,
         overlap=scenario.overlap,
@@ -736,12 +740,16 @@ def scenario_of_row(scenario: Scenario, row) -> Scenario:
     """``scenario`` running the planner's ``row`` (a ``plan.PlanRow``) at the same global batch:
     its layout, ZeRO stage, micro-batch and accumulation; the framework's tensor-parallel
     overlap where the row has tp > 1 (without tp there is nothing to overlap, and predict
-    refuses the overlap there: ``layout.TP_OVERLAP_NEEDS_TP``)."""
+    refuses the overlap there: ``layout.TP_OVERLAP_NEEDS_TP``), and its blocking pipeline sends
+    (``p2p_overlap`` off) where the row runs the interleaved schedule (elsewhere the sends block
+    either way, and predict refuses the setting: ``layout.P2P_OVERLAP_NEEDS_INTERLEAVED``)."""
     layout = ScenarioLayout(tp=row.tp, pp=row.pp, schedule=row.schedule if row.pp > 1 else None,
                             virtual_stages=row.virtual_stages, recompute=row.recompute,
                             recompute_style=row.recompute_style,
                             sequence_parallel=row.sequence_parallel,
                             tp_overlap=row.tp_overlap and row.tp > 1,
+                            p2p_overlap=row.p2p_overlap or not interleaves(
+                                row.schedule, row.pp, row.virtual_stages),
                             shard_group=row.shard_group if row.hybrid else None)
     update = {"layout": layout, "strategy": ZERO_STRATEGIES[row.zero],
               "accumulation": row.accumulation}

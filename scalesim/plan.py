@@ -104,6 +104,8 @@ class PlanRow(BaseModel):
     # full recompute only, op-sac for selective only
     sequence_parallel: bool
     tp_overlap: bool  # the framework's (plan's tp_overlap): tensor-parallel traffic overlapped
+    p2p_overlap: bool  # the framework's (plan's p2p_overlap): the interleaved schedule's sends
+    # overlap the next chunk (Megatron-Core's overlap_p2p_comm); matters on interleaved rows only
     precision: str  # the layers' matmul precision (plan's --precision): mfu and hfu are
     # against its peak (fp8: the device's fp8 peak)
     shard_group: int  # ranks that shard the ZeRO states: dp x cp (full sharding; DDP rows too)
@@ -164,6 +166,7 @@ class PlanRow(BaseModel):
             recompute_style=self.recompute_style,
             sequence_parallel=self.sequence_parallel,
             tp_overlap=self.tp_overlap,
+            p2p_overlap=self.p2p_overlap,
             shard_group=self.shard_group if self.hybrid else None,
         )
 
@@ -261,6 +264,8 @@ class Setting:
     recompute_style: str = DEFAULT_RECOMPUTE_STYLE  # how the framework's full or selective
     # recompute reruns the forward (``layout.RECOMPUTE_STYLES``): of the framework, not searched
     overlap: bool = True  # the framework overlaps communication with compute (Scenario.overlap)
+    p2p_overlap: bool = True  # the interleaved schedule's sends overlap the next chunk's compute
+    # (Megatron-Core's overlap_p2p_comm, ScenarioLayout.p2p_overlap; False: they block, §15)
     attention_kernel: str = VENDOR_KERNEL  # the framework's fused attention kernel
     # (``attention_kernel.ATTENTION_KERNELS``): 'flash2' runs the attention core at its own
     # share of the peak on Hopper (docs/model.md §13); the vendor kernel at the
@@ -505,6 +510,7 @@ def setting_inputs(setting: Setting, **layout_arrays) -> LayoutInputs:
         device_cv=hw.device_speed_cv,
         jitter_cv=setting.jitter_cv,
         tp_overlap=setting.tp_overlap,
+        p2p_overlap=setting.p2p_overlap,
         overlap=setting.overlap,
         slow_factor=1.0 if setting.slow_device is None else setting.slow_factor,
         slow_rank=setting.slow_device or 0,
@@ -568,6 +574,10 @@ def evaluate_layout(setting: Setting, layout: ParallelLayout) -> LayoutResult:
     if layout.tp_overlap != setting.tp_overlap:
         raise ScalesimError(
             f"layout tp_overlap {layout.tp_overlap} != the plan's {setting.tp_overlap} (the framework's)"
+        )
+    if layout.p2p_overlap != setting.p2p_overlap:
+        raise ScalesimError(
+            f"layout p2p_overlap {layout.p2p_overlap} != the plan's {setting.p2p_overlap} (the framework's)"
         )
     return evaluate_layouts(setting_inputs(setting, **{k: v[0] for k, v in _layout_arrays([layout]).items()}))
 
@@ -779,6 +789,7 @@ def plan(
     grad_sync: str = "every-micro-step",
     attention_kernel: str = VENDOR_KERNEL,
     algorithm: str = "auto",
+    p2p_overlap: bool = True,
     bucket_mib: float = DDP_BUCKET_BYTES / MIB,
     loader_samples_per_s: float = np.inf,
     param_bytes_per_param: float = Setting.param_bytes_per_param,
@@ -802,7 +813,8 @@ def plan(
     for full recompute, 'op-sac' for selective, ``layout.RECOMPUTE_STYLES``): applied to every
     layout of the recompute it changes, not searched, and named in each row. ``overlap``
     False: the framework does not overlap communication with compute (every layout's exchange
-    exposed, docs/model.md §16);
+    exposed, docs/model.md §16); ``p2p_overlap`` False: the interleaved schedule's
+    steady-state sends block (no Megatron-Core ``overlap_p2p_comm``, §15), named in each row;
     ``slow_device``, ``slow_factor``: global rank and compute-time multiplier of a persistently
     slow device (its stage and replica under each layout's placement, §16); ``zero_framework``:
     how the ZeRO layouts run ('fsdp': FSDP, ZeRO-1 as Megatron-Core's distributed optimizer; or
@@ -855,6 +867,7 @@ def plan(
         p2p,
         recompute_style,
         overlap=overlap,
+        p2p_overlap=p2p_overlap,
         slow_device=slow_device,
         slow_factor=slow_factor,
         framework=FRAMEWORKS[zero_framework],
@@ -934,6 +947,7 @@ def rank_layouts(
             "recompute_style": recompute_style,
             "sequence_parallel": bool(grid["sequence_parallel"][i]),
             "tp_overlap": setting.tp_overlap,
+            "p2p_overlap": setting.p2p_overlap,
             "precision": FP8 if setting.fp8 else DEFAULT_PRECISION,
             "shard_group": int(grid["shard_group"][i]),
             "step_time_s": float(r.step_time_s[i]),
@@ -1030,6 +1044,7 @@ def exhaustive_scalar(setting: Setting, devices: list[int], cp_values=(1,)) -> l
                     recompute_style=setting.recompute_style,
                     sequence_parallel=sp,
                     tp_overlap=setting.tp_overlap,
+                    p2p_overlap=setting.p2p_overlap,
                 )
                 if layout_problems(
                     layout, g, layers=s.layers, heads=s.heads, kv_heads=s.kv_of(), seq_len=s.seq_len

@@ -16,6 +16,7 @@ from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
 from scalesim.errors import ScalesimError, require_model
 from scalesim.figures import count_list, link_GBps, sig3
 from scalesim.layout import (
+    P2P_OVERLAP_NEEDS_INTERLEAVED,
     SCHEDULES,
     SEQUENCE_PARALLEL_NEEDS_TP,
     TP_OVERLAP_NEEDS_TP,
@@ -511,6 +512,8 @@ def _split_rows(profile: Profile, scenario: Scenario):
         raise ScalesimError(SEQUENCE_PARALLEL_NEEDS_TP)
     if split.tp_overlap and split.tp == 1:
         raise ScalesimError(TP_OVERLAP_NEEDS_TP)
+    if not split.p2p_overlap and not split.interleaved:
+        raise ScalesimError(P2P_OVERLAP_NEEDS_INTERLEAVED)
     rows = lp.evaluate_rows(profile, scenario, p, b, k, base_b)
     holds = rows.one_device_fits
     if not np.all(holds):  # the baseline's micro-batch, or the model? (one sample per micro-step)

@@ -46,7 +46,9 @@ from scalesim.layout import (
     deepspeed_pipeline_error,
     deepspeed_refuses_pipeline,
     early_stop_of,
+    interleaves,
     op_sac_of,
+    p2p_overlap_field,
     recompute_style_field,
     tp_overlap_field,
 )
@@ -936,6 +938,7 @@ class ScenarioLayout(_Strict):
         default=False, description="Megatron sequence parallelism in the tensor-parallel group (needs tp > 1)"
     )
     tp_overlap: bool = tp_overlap_field()
+    p2p_overlap: bool = p2p_overlap_field()
     shard_group: int | None = bounded("shard_group", None, SHARD_GROUP_HELP)
 
     def schedule_of(self) -> str:
@@ -964,6 +967,12 @@ class ScenarioLayout(_Strict):
     @property
     def splits_model(self) -> bool:
         return self.tp > 1 or self.pp > 1
+
+    @property
+    def interleaved(self) -> bool:
+        """Whether the split runs the interleaved schedule (``layout.interleaves``), whose
+        steady-state sends ``p2p_overlap`` hides."""
+        return interleaves(self.schedule_of(), self.pp, self.virtual_stages)
 
 
 class Scenario(_Strict):

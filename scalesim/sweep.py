@@ -191,7 +191,11 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
                                 f"profile '{profile.name}' gives none; give --workload with a "
                                 f"'transformer' shape (e.g. llama3-8b) or drop {flag}")
     if split:  # a schedule applies where pp > 1; with no such row it would change nothing
-        from scalesim.layout import SEQUENCE_PARALLEL_NEEDS_TP, TP_OVERLAP_NEEDS_TP
+        from scalesim.layout import (
+            P2P_OVERLAP_NEEDS_INTERLEAVED,
+            SEQUENCE_PARALLEL_NEEDS_TP,
+            TP_OVERLAP_NEEDS_TP,
+        )
         from scalesim.layout_predict import layout_of
 
         asked = layout_of(base)
@@ -202,6 +206,11 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
         if pipeline and int(np.max(arrays.get("pp", [asked.pp]))) == 1:
             raise ScalesimError(f"{' and '.join(pipeline)} needs pp > 1 (a pipeline); give "
                                 "--pp (in a sweep: or a --pp-values that reaches 2), or drop it")
+        deepest = int(np.max(arrays.get("pp", [asked.pp])))  # the rows' most stages
+        if not asked.p2p_overlap and not asked.model_copy(update={"pp": deepest}).interleaved:
+            raise ScalesimError(f"{P2P_OVERLAP_NEEDS_INTERLEAVED}; give --virtual-stages 2 or "
+                                "more with --pp (in a sweep: or a --pp-values that reaches 2), "
+                                "or drop --p2p-overlap off")
         overlaps = asked.tp_overlap or bool(np.any(arrays.get("tp_overlap", False)))
         for on, rule in ((asked.sequence_parallel, SEQUENCE_PARALLEL_NEEDS_TP),
                          (overlaps, TP_OVERLAP_NEEDS_TP)):

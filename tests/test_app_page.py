@@ -87,8 +87,8 @@ def test_tampered_link_warns_falls_back_and_never_crashes():
 
 
 def test_link_from_another_version_shows_the_defaults():
-    at = open_app({"v": "14", "mb": "16"})
-    assert "v1 to v13 links" in at.warning[0].value
+    at = open_app({"v": "15", "mb": "16"})
+    assert "v1 to v14 links" in at.warning[0].value
     assert at.session_state["app_state"].mb == default_state().mb
 
 

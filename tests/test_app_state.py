@@ -172,7 +172,7 @@ def test_a_broken_field_falls_back_alone_and_says_so():
 
 
 @pytest.mark.parametrize("params, expect", [
-    ({"v": "14", "mb": "64"}, "format v14"),  # v13 is the newest this scalesim reads
+    ({"v": "15", "mb": "64"}, "format v15"),  # v14 is the newest this scalesim reads
     ({"mb": "64"}, "has no version"),
     ({"v": "1", "mb": "9" * 5000}, "too long"),
     ({"v": "1", "hw": "<img src=x onerror=alert(1)>"}, "is not valid"),

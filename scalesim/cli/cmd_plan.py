@@ -17,10 +17,12 @@ from scalesim.cli.options import (
     add_instance_sizes_argument,
     add_link_arguments,
     add_loader_workers_argument,
+    add_p2p_overlap_argument,
     add_precision_argument,
     add_recompute_style_argument,
     add_tp_overlap_argument,
     add_zero_framework_argument,
+    p2p_overlap_of,
     positive_int,
 )
 from scalesim.device_nouns import GPU_NOUNS, Nouns, nouns_for
@@ -92,6 +94,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cp", type=flag_list_type("devices_per_node"), default=[1],
                    help="context-parallel degrees to try, e.g. 1,2,4 (default 1)")
     add_tp_overlap_argument(p)
+    add_p2p_overlap_argument(p)
     add_attention_kernel_argument(p)
     add_recompute_style_argument(p)
     add_zero_framework_argument(p)
@@ -154,6 +157,8 @@ def conditions_line(args: argparse.Namespace, jitter_cv: float, used: str | None
         parts.insert(0, "tensor-parallel collectives overlapped with the matmuls where tp > 1 "
                      "(--tp-overlap)" if not args.no_overlap else
                      f"--tp-overlap ignored: {TP_OVERLAP_UNDER_NO_OVERLAP}")
+    if args.p2p_overlap == "off":
+        parts.insert(0, "the interleaved layouts' pipeline sends blocking (--p2p-overlap off)")
     if args.algorithm is not None:
         parts.append(f"all-reduce {args.algorithm} (--algorithm)")
     if args.bucket_mib is not None:
@@ -297,6 +302,7 @@ def run(args: argparse.Namespace) -> int:
                     fp8=args.precision == FP8, rank_by=args.rank, top=args.top,
                     include_unfit=args.all, params=params, cp_values=tuple(args.cp),
                     tp_overlap=args.tp_overlap, p2p=p2p,
+                    p2p_overlap=p2p_overlap_of(args.p2p_overlap) is not False,
                     recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE,
                     overlap=not args.no_overlap, jitter_cv=jitter_cv,
                     slow_device=args.slow_device, slow_factor=args.slow_factor or 1.0,
@@ -433,7 +439,8 @@ def _on_the_measured_curve(args, base, workload, own=None):
         algorithm=args.algorithm or "auto", **links_from_args(args),
         **({} if args.bucket_mib is None else {"bucket_mib": args.bucket_mib}),
         layout=ScenarioLayout(recompute_style=args.recompute_style or DEFAULT_RECOMPUTE_STYLE,
-                              tp_overlap=args.tp_overlap))
+                              tp_overlap=args.tp_overlap,
+                              p2p_overlap=p2p_overlap_of(args.p2p_overlap) is not False))
     rows = plan_at(profile, scenario, args.devices, args.global_batch,
                    rank_by=args.rank, top=args.top,
                    include_unfit=args.all, cp_values=tuple(args.cp))

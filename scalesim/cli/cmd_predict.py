@@ -75,7 +75,8 @@ def hsdp_words(shard_group: int, group: str) -> str:
 
 def layout_line(profile, scenario) -> str:
     """'layout: tp 2 x pp 4 (1F1B), recompute full, sequence parallel on, TP overlap off, ...' of
-    a transformer workload's scenario (the TP overlap where tp > 1; where the pipeline's stages
+    a transformer workload's scenario (the TP overlap where tp > 1, the pipeline sends where the
+    schedule is interleaved; where the pipeline's stages
     are uneven, what they hold and what runs them: ``pipeline_stages.layout_stage_words``)."""
     from scalesim.layout import schedule_words
     from scalesim.layout_predict import (
@@ -99,6 +100,8 @@ def layout_line(profile, scenario) -> str:
             f"{'on' if split.sequence_parallel else 'off'}"
             + (f", TP overlap {_tp_overlap_word(split.tp_overlap, scenario.overlap)}"
                if split.tp > 1 else "")
+            + (f", pipeline sends {_p2p_overlap_words(split.p2p_overlap, scenario.overlap)}"
+               if split.interleaved else "")
             + (f", {hsdp_words(split.shard_group, 'dp')}, where dp exceeds it (elsewhere over "
                "all of dp)" if split.shard_group is not None else "")
             + "; dp = devices / (tp x pp); batch = "
@@ -112,6 +115,15 @@ def _tp_overlap_word(tp_overlap: bool, overlap: bool) -> str:
     """'on', 'off', or 'ignored (overlap off)' where --no-overlap drops it (a note says why)."""
     return ("ignored (overlap off)" if tp_overlap and not overlap else
             "on" if tp_overlap else "off")
+
+
+def _p2p_overlap_words(p2p_overlap: bool, overlap: bool) -> str:
+    """How an interleaved layout's steady-state sends run: 'overlapped (--p2p-overlap on)',
+    'blocking (--p2p-overlap off)', or 'blocking (overlap off)' where --no-overlap exposes them
+    (docs/model.md §15)."""
+    if not overlap:
+        return "blocking (overlap off)"
+    return "overlapped (--p2p-overlap on)" if p2p_overlap else "blocking (--p2p-overlap off)"
 
 
 def intra_words(link) -> str:

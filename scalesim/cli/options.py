@@ -18,7 +18,13 @@ from scalesim.bounds import (
 )
 from scalesim.errors import ScalesimError, require_path
 from scalesim.jsonio import parse_model, read_json, validation_message
-from scalesim.layout import RECOMPUTE_STYLE_HELP, SHARD_GROUP_HELP, TP_OVERLAP_HELP
+from scalesim.layout import (
+    P2P_OVERLAP_HELP,
+    P2P_OVERLAP_WORDS,
+    RECOMPUTE_STYLE_HELP,
+    SHARD_GROUP_HELP,
+    TP_OVERLAP_HELP,
+)
 from scalesim.model.sharding import GRAD_SYNC_HELP, TRACED_GRAD_SYNC_HELP
 from scalesim.money import is_usd, usd_type
 from scalesim.precision import PRECISION_HELP
@@ -327,14 +333,14 @@ def check_slow_device(args: argparse.Namespace) -> None:
 
 def add_layout_arguments(p: argparse.ArgumentParser) -> None:
     """--tp --pp --schedule --virtual-stages --recompute --recompute-style --sequence-parallel
-    --tp-overlap (Scenario.layout)."""
+    --tp-overlap --p2p-overlap (Scenario.layout)."""
     g = p.add_argument_group(
         "model split (a workload with a transformer shape, e.g. --workload llama3-8b; devices "
         "= dp x tp x pp, --strategy sets ZeRO over dp, --batch is per replica)"
     )
     for knob in LAYOUT_KNOBS:
-        if knob.field == "recompute_style":
-            continue  # after --recompute, which it qualifies
+        if knob.field in ("recompute_style", "p2p_overlap"):
+            continue  # after --recompute, which it qualifies; beside --tp-overlap
         g.add_argument(
             knob.flag,
             type=flag_type(knob.quantity),
@@ -363,6 +369,7 @@ def add_layout_arguments(p: argparse.ArgumentParser) -> None:
         help="Megatron sequence parallelism in the tensor-parallel group",
     )
     add_tp_overlap_argument(g)
+    add_p2p_overlap_argument(g)
 
 
 def add_shard_group_argument(group) -> None:
@@ -378,6 +385,19 @@ def add_tp_overlap_argument(group) -> None:
     """--tp-overlap (``ScenarioLayout.tp_overlap``; plan's own flag too): a switch, beside
     --sequence-parallel, with the field's description (``layout.TP_OVERLAP_HELP``)."""
     group.add_argument("--tp-overlap", action="store_true", help=TP_OVERLAP_HELP.replace("%", "%%"))
+
+
+def add_p2p_overlap_argument(group) -> None:
+    """--p2p-overlap on|off (``ScenarioLayout.p2p_overlap``; plan's own flag too), its words
+    and link key from the knob table (``LAYOUT_KNOB_BY_FIELD``), the field's description."""
+    knob = LAYOUT_KNOB_BY_FIELD["p2p_overlap"]
+    group.add_argument(knob.flag, choices=knob.choices, dest=_dest(knob.flag),
+                       help=P2P_OVERLAP_HELP.replace("%", "%%"))
+
+
+def p2p_overlap_of(word: str | None) -> bool | None:
+    """``ScenarioLayout.p2p_overlap`` of --p2p-overlap's word ('on', 'off'); None: not given."""
+    return None if word is None else next(k for k, v in P2P_OVERLAP_WORDS.items() if v == word)
 
 
 def add_recompute_style_argument(group) -> None:
@@ -396,6 +416,7 @@ def layout_from_args(args: argparse.Namespace, base: dict | None) -> dict | None
         recompute=getattr(args, "recompute", None),
         sequence_parallel=True if getattr(args, "sequence_parallel", False) else None,
         tp_overlap=True if getattr(args, "tp_overlap", False) else None,
+        p2p_overlap=p2p_overlap_of(getattr(args, "p2p_overlap", None)),
     )
     given = {k: v for k, v in given.items() if v is not None}
     if not given:
