@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import diagnose_cases as cases  # noqa: E402
 from stage_split import best_of  # noqa: E402  (this folder: the same timing)
 
-from scalesim import runs_diagnosis  # noqa: E402
+from scalesim import layout_predict, runs_diagnosis  # noqa: E402
 from scalesim.presets import get_transformer  # noqa: E402
 from scalesim.profiles import default_profile  # noqa: E402
 from scalesim.runs import parse_runs_text, runs_from_records  # noqa: E402
@@ -31,8 +31,13 @@ from scalesim.runs_model import runs_model  # noqa: E402
 from scalesim.schemas import Scenario  # noqa: E402
 
 
-def _timed(fn, repeats: int) -> tuple[float, float]:
-    """(s with the bands, s without)."""
+def _timed(diagnose, repeats: int) -> tuple[float, float]:
+    """(s with the bands, s without), each diagnosis with no compute pin kept from the one
+    before (``layout_predict._PIN_KEPT`` cleared: as in a fresh process)."""
+    def fn():
+        layout_predict._PIN_KEPT.clear()
+        return diagnose()
+
     banded = best_of(repeats, fn)
     saved = runs_diagnosis.REMEDY_BAND_DRAWS, runs_diagnosis.LAYOUT_BAND_DRAWS
     runs_diagnosis.REMEDY_BAND_DRAWS = runs_diagnosis.LAYOUT_BAND_DRAWS = 0
