@@ -53,7 +53,12 @@ from scalesim.layout import (
 )
 from scalesim.model.collectives import ALGORITHMS
 from scalesim.model.compute import colocation_factor, colocation_slope, micro_step_s, optimizer_roofline_s
-from scalesim.model.layout_step import LayoutInputs, LayoutResult, evaluate_layouts
+from scalesim.model.layout_step import (
+    LayoutInputs,
+    LayoutResult,
+    evaluate_layouts,
+    evaluate_together,
+)
 from scalesim.model.overlap import MIB
 from scalesim.model.sharding import FRAMEWORKS, GRAD_SYNCS
 from scalesim.model.transformer import RECOMPUTE
@@ -695,7 +700,6 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
                      shard_group=shard_group, efficiency=eff, kernel_bandwidth_GBps=kernel_rate,
                      optimizer_step_s=measured_optimizer_s(profile, per_node),
                      loader_samples_per_s=supply)
-    result = evaluate_layouts(x)
     base_b = np.asarray(base_micro_batch, dtype=np.int64)
     alone = base.replace(dp=1, tp=1, pp=1, zero=0, micro_batch=base_b, global_batch=base_b * k,
                          schedule=0, virtual_stages=1, recompute=recompute,
@@ -706,7 +710,7 @@ def evaluate_rows(profile: Profile, scenario: Scenario, devices, micro_batch, ac
                          **dict(zip(("efficiency", "kernel_bandwidth_GBps"),
                                     pinned_compute(profile, base, base_b, 1), strict=True)),
                          loader_samples_per_s=supply_alone)
-    one = evaluate_layouts(alone)
+    result, one = evaluate_together([x, alone])  # the rows and their baseline in one call
     speedup = result.samples_per_s / one.samples_per_s
     shape = result.step_time_s.shape
 

@@ -59,26 +59,29 @@ def test_kept_pins_give_the_same_report_to_the_bit(report, tmp_path, monkeypatch
 
 def test_a_second_prediction_evaluates_no_pin_again(monkeypatch):
     """GPT 1.7B on 8 GPUs of one DGX A100 at micro-batch 1 (it fits on one GPU): a prediction
-    evaluates the rows, the one-device baseline and one pin (the unsplit model on one device at
-    that micro-batch; the 8 busy GPUs of the server enter the pin's target only, so the rows'
-    pin and the baseline's are one evaluation): 3 calls, where every pin evaluated made 4; the
-    same prediction again only the rows and the baseline: 2."""
+    evaluates one pin (the unsplit model on one device at that micro-batch; the 8 busy GPUs of
+    the server enter the pin's target only, so the rows' pin and the baseline's are one
+    evaluation) and the rows with their one-device baseline (one call,
+    ``layout_step.evaluate_together``): 2 calls, where every pin evaluated made 3; the same
+    prediction again only the rows and the baseline: 1."""
     calls = []
+    evaluate = layout_step.evaluate_layouts
 
     def counted(x):
         calls.append(x)
-        return layout_step.evaluate_layouts(x)
+        return evaluate(x)
 
     monkeypatch.setattr(layout_predict, "evaluate_layouts", counted)
+    monkeypatch.setattr(layout_step, "evaluate_layouts", counted)
     profile = profile_from_presets(get_hardware("dgx-a100"), transformer_workload("gpt-1.7b"))
     scenario = Scenario(devices=[8], micro_batch=1)
     layout_predict._PIN_KEPT.clear()
     first = predict(profile, scenario)
-    assert first[0].fits and len(calls) == 3
+    assert first[0].fits and len(calls) == 2
     again = predict(profile, scenario)
-    assert again == first and len(calls) == 5
+    assert again == first and len(calls) == 3
     monkeypatch.setattr(layout_predict, "_pin_compute_s", _every_pin)
-    assert predict(profile, scenario) == first and len(calls) == 5 + 4
+    assert predict(profile, scenario) == first and len(calls) == 3 + 3
 
 
 def test_one_devices_compute_reads_no_link_nor_the_overlap():

@@ -404,6 +404,43 @@ def _straggler_s(x: LayoutInputs, devices, tp, m, per_micro, compute, micro_s, l
     return np.where(split_rows, split, both)
 
 
+def stacked(inputs: list[LayoutInputs]) -> LayoutInputs | None:
+    """``inputs`` on a leading axis of their own, each field broadcast to their rows' common
+    shape behind it, for one ``evaluate_layouts`` call (which has no branch on the rows'
+    values: each row's figures are its own); None where they cannot share one call: a field
+    None in some and not in others, of another dtype in one, or another
+    ``intra_subset_shares`` table."""
+    fields = [f.name for f in dataclasses.fields(LayoutInputs)]
+    rows = np.broadcast_shapes(*(np.shape(getattr(x, f)) for x in inputs for f in fields
+                                 if f != "intra_subset_shares"))
+    changes = {}
+    for f in fields:
+        values = [getattr(x, f) for x in inputs]
+        if f == "intra_subset_shares" or all(v is None for v in values):
+            if any(v != values[0] for v in values):
+                return None
+            continue
+        if any(v is None for v in values):
+            return None
+        arrays = [np.asarray(v) for v in values]
+        if any(a.dtype != arrays[0].dtype for a in arrays):
+            return None
+        changes[f] = np.stack([np.broadcast_to(a, rows) for a in arrays])
+    return inputs[0].replace(**changes)
+
+
+def evaluate_together(inputs: list[LayoutInputs]) -> list[LayoutResult]:
+    """``evaluate_layouts`` of each of ``inputs`` (its rows broadcast to all of theirs), in one
+    call where they stack (``stacked``), else one call each."""
+    together = stacked(inputs)
+    if together is None:
+        return [evaluate_layouts(x) for x in inputs]
+    result = evaluate_layouts(together)
+    return [LayoutResult(**{f.name: getattr(result, f.name)[i].copy()
+                            for f in dataclasses.fields(LayoutResult)})
+            for i in range(len(inputs))]
+
+
 def evaluate_layouts(x: LayoutInputs) -> LayoutResult:
     """Step time, its breakdown, throughput, utilisation and memory of every layout in ``x``."""
     dp, tp, pp, cp = (np.asarray(v, dtype=int) for v in (x.dp, x.tp, x.pp, x.cp))
