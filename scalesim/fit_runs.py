@@ -916,14 +916,29 @@ def drawn_fit(fit: FitResult, x: np.ndarray) -> FitResult:
     covariance and the noise stay the fit's; an inter-server transfer the runs never measured
     is the intra-server one, as in the fit (``FitProblem.values_of``). For what a prediction
     from the fit (a remedy's gain) would be under parameters the runs cannot rule out."""
-    values = dict(fit.values)
-    for j, name in enumerate(fit.fitted):
-        values[name] = from_fitted_x(name, x[j])
-    if "inter_transfer_s" not in fit.fitted:
-        values["inter_transfer_s"] = values["intra_transfer_s"]
+    return drawn_fits(fit, np.asarray(x, dtype=float)[None, :])[0]
+
+
+def drawn_fits(fit: FitResult, xs: np.ndarray) -> list[FitResult]:
+    """``drawn_fit`` of each row of ``xs`` (shape (m, fitted)), their breakdowns in one
+    broadcast call of the model (a leading axis of draws, each row its own figures)."""
+    values = []
+    for x in xs:
+        one = dict(fit.values)
+        for j, name in enumerate(fit.fitted):
+            one[name] = from_fitted_x(name, x[j])
+        if "inter_transfer_s" not in fit.fitted:
+            one["inter_transfer_s"] = one["intra_transfer_s"]
+        values.append(one)
+    if not values:
+        return []
+    rows = {k: np.array([[one[k]] for one in values]) for k in values[0]}  # (m, 1) each
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        breakdown = blended(values, fit.layout, fit.gradient_bytes, fit.exchange)
-    return replace(fit, values=values, x=np.asarray(x, dtype=float), breakdown=breakdown)
+        both = blended(rows, fit.layout, fit.gradient_bytes, fit.exchange)
+    return [replace(fit, values=one, x=np.asarray(x, dtype=float),
+                    breakdown=StepResult(**{f: getattr(both, f)[i]
+                                            for f in StepResult.__dataclass_fields__}))
+            for i, (one, x) in enumerate(zip(values, xs, strict=True))]
 
 
 def extrapolate(

@@ -471,7 +471,7 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
     from scalesim.fit_runs import (
         DDP_EXCHANGE,
         RunsExchange,
-        drawn_fit,
+        drawn_fits,
         extrapolate,
         fit_runs,
         fitted_profile,
@@ -715,9 +715,9 @@ def diagnose_runs(runs, params: float | None = None, wire_bytes_per_param: float
         drawn, ends = [], []
         for rows, into in ((plausible_draws(fit, runs)[0][1:count + 1], drawn),  # [0]: the fit
                            (held_ends(fit), ends)):
-            for x in rows:
+            for one_fit in drawn_fits(fit, rows):  # their breakdowns in one model call
                 try:
-                    into.append(remedies_of(drawn_fit(fit, x), split_layout, factors)[1])
+                    into.append(remedies_of(one_fit, split_layout, factors)[1])
                 except ScalesimError:  # parameters the model cannot predict from: not banded
                     continue
         set_gain_bands(remedies, drawn, ends)
