@@ -53,6 +53,7 @@ from scalesim.layout import (
 )
 from scalesim.model.collectives import ALGORITHMS
 from scalesim.model.compute import colocation_factor, colocation_slope, micro_step_s, optimizer_roofline_s
+from scalesim.model.kept import Kept
 from scalesim.model.layout_step import (
     LayoutInputs,
     LayoutResult,
@@ -447,33 +448,14 @@ def pin_attention_share(profile: Profile) -> float | None:
 # The pin's evaluations (``_pin_compute_s``) kept by their inputs' contents: diagnose's remedies
 # and their gain bands predict one workload on one device type about 200 times (two pins each;
 # the BERT-large runs of benchmarks/diagnose_bands.py, 30 parameter draws), and the unsplit
-# one-device micro-step they pin to is the same for all at one micro-batch. At most PIN_KEPT.
-PIN_KEPT = 256
-_PIN_KEPT: dict = {}
-
-
-def _contents(value) -> tuple:
-    """A key equal exactly where ``value`` (a ``LayoutInputs`` field) is: dtype, shape and bytes
-    of its array; the repr of one that is not numbers (a table of tuples)."""
-    a = np.asarray(value) if value is not None else None
-    if a is None or a.dtype == object:
-        return ("repr", repr(value))
-    return (a.dtype.str, a.shape, a.tobytes())
+# one-device micro-step they pin to is the same for all at one micro-batch.
+_PIN_KEPT = Kept()
 
 
 def _pin_compute_s(x: LayoutInputs) -> np.ndarray:
-    """``evaluate_layouts(x).compute_s`` (read-only), evaluated once per distinct ``x``: the
-    same inputs give the same figures (a pure function of them), so a kept one is returned
-    as it was computed."""
-    key = tuple(_contents(getattr(x, f)) for f in x.__dataclass_fields__)
-    kept = _PIN_KEPT.get(key)
-    if kept is None:
-        kept = evaluate_layouts(x).compute_s
-        kept.setflags(write=False)
-        if len(_PIN_KEPT) >= PIN_KEPT:
-            _PIN_KEPT.clear()
-        _PIN_KEPT[key] = kept
-    return kept
+    """``evaluate_layouts(x).compute_s`` (read-only), evaluated once per distinct ``x``
+    (``model.kept.Kept``)."""
+    return _PIN_KEPT(evaluate_layouts, x).compute_s
 
 
 def _pin_terms(profile: Profile, base: LayoutInputs, micro_batch, per_node):

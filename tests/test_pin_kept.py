@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 import diagnose_cases as cases
+import numpy as np
 import pytest
 
 from scalesim import layout_predict
@@ -64,7 +65,8 @@ def test_a_second_prediction_evaluates_no_pin_again(monkeypatch):
     evaluation) and the rows with their one-device baseline (one call,
     ``layout_step.evaluate_together``): 2 calls, where every pin evaluated made 3; the same
     prediction again only the rows and the baseline: 1."""
-    calls = []
+    profile = profile_from_presets(get_hardware("dgx-a100"), transformer_workload("gpt-1.7b"))
+    calls = []  # counted from here: the profile's curve estimate evaluates its own
     evaluate = layout_step.evaluate_layouts
 
     def counted(x):
@@ -73,7 +75,6 @@ def test_a_second_prediction_evaluates_no_pin_again(monkeypatch):
 
     monkeypatch.setattr(layout_predict, "evaluate_layouts", counted)
     monkeypatch.setattr(layout_step, "evaluate_layouts", counted)
-    profile = profile_from_presets(get_hardware("dgx-a100"), transformer_workload("gpt-1.7b"))
     scenario = Scenario(devices=[8], micro_batch=1)
     layout_predict._PIN_KEPT.clear()
     first = predict(profile, scenario)
@@ -99,3 +100,34 @@ def test_one_devices_compute_reads_no_link_nor_the_overlap():
                      inter_busbw_GBps=600.0, overlap=True)
     a, b = (layout_step.evaluate_layouts(v).compute_s for v in (slow, fast))
     assert float(a) > 0 and a.tobytes() == b.tobytes()
+
+
+def test_kept_holds_small_inputs_only_and_shares_them_read_only():
+    """A ``Kept`` of 2 entries and 10 elements: inputs of 3 elements are evaluated once and
+    kept (read-only); of 11 (a sweep's grid) evaluated every time and not kept; a third small
+    one drops the two kept first."""
+    from dataclasses import dataclass
+
+    from scalesim.model.kept import Kept
+
+    @dataclass(frozen=True)
+    class Inputs:
+        a: object
+        b: object = None
+
+    calls = []
+
+    def evaluate(x):
+        calls.append(x)
+        return np.asarray(x.a) * 2.0
+
+    kept = Kept(entries=2, elements=10)
+    first = kept(evaluate, Inputs(np.arange(3)))
+    assert kept(evaluate, Inputs(np.arange(3))) is first and len(calls) == 1
+    assert not first.flags.writeable and first.tolist() == [0.0, 2.0, 4.0]
+    assert kept(evaluate, Inputs(np.arange(3.0))) is not first and len(calls) == 2  # dtype
+    kept(evaluate, Inputs(np.arange(11)))
+    kept(evaluate, Inputs(np.arange(11)))
+    assert len(calls) == 4 and len(kept) == 2
+    kept(evaluate, Inputs(np.arange(3), b=1))
+    assert len(calls) == 5 and len(kept) == 1
