@@ -60,7 +60,7 @@ BOUNDARY_DOMINANCE = 2.0
 
 # Remedy-gain bands (``set_gain_bands``): the remedies are predicted again from the first
 # REMEDY_BAND_DRAWS parameter vectors the runs cannot rule out (``fit_runs.plausible_draws``),
-# LAYOUT_BAND_DRAWS where the runs' transformer is given (the layout model: ~80 ms a draw
+# LAYOUT_BAND_DRAWS where the runs' transformer is given (the layout model: ~44 ms a draw
 # against ~8 ms, docs/performance.md).
 REMEDY_BAND_DRAWS = 100
 LAYOUT_BAND_DRAWS = 30
