@@ -131,3 +131,26 @@ def test_kept_holds_small_inputs_only_and_shares_them_read_only():
     assert len(calls) == 4 and len(kept) == 2
     kept(evaluate, Inputs(np.arange(3), b=1))
     assert len(calls) == 5 and len(kept) == 1
+
+
+def test_a_kept_dataclass_result_shares_its_own_arrays_read_only():
+    """A kept result that is a dataclass (``StepResult``) has its own arrays flagged read-only:
+    ``dataclasses.astuple`` would have flagged deep copies and left the shared ones writable."""
+    from dataclasses import dataclass
+
+    from scalesim.model.kept import Kept
+
+    @dataclass(frozen=True)
+    class Inputs:
+        a: object
+
+    @dataclass(frozen=True)
+    class Result:
+        twice: np.ndarray
+        label: str
+
+    kept = Kept()
+    result = kept(lambda x: Result(np.asarray(x.a) * 2.0, "r"), Inputs(np.arange(3)))
+    assert not result.twice.flags.writeable
+    with pytest.raises(ValueError):
+        result.twice[0] = 1.0

@@ -48,8 +48,9 @@ class Kept:
         result = self._kept.get(key)
         if result is None:
             result = evaluate(x)
-            for v in (dataclasses.astuple(result) if dataclasses.is_dataclass(result)
-                      else (result,)):
+            # the result's own arrays (``dataclasses.astuple`` would flag deep copies)
+            for v in ([getattr(result, f.name) for f in dataclasses.fields(result)]
+                      if dataclasses.is_dataclass(result) else (result,)):
                 if isinstance(v, np.ndarray):
                     v.setflags(write=False)
             if len(self._kept) >= self.entries:
