@@ -765,7 +765,8 @@ def _base_links() -> list[dict[str, str]]:
     Hopper attention kernel'), v8 (selective recompute in the op-sac style), v9 (the split under
     ZeRO-1 with a hybrid sharding shard group), v10 (ZeRO-2 under DeepSpeed, accumulating), v11
     (the split in fp8), v12 (its scenario B 'run the weight matmuls in fp8'), v13 (the split
-    asking the fused vendor attention kernel), v1 (a v2 link
+    asking the fused vendor attention kernel), v14 (the interleaved split with its pipeline
+    sends blocking), v1 (a v2 link
     labelled v1, with model-split fields a v1 link cannot have)."""
     from scalesim.app.state import AppState, default_state, encode_query, preset_profile
 
@@ -787,11 +788,12 @@ def _base_links() -> list[dict[str, str]]:
     fp8 = split.model_copy(update={"pr": "fp8"})
     b_fp8 = split.model_copy(update={"b": "fp8", "tab": "ab"})
     vendor = split.model_copy(update={"ak": "fused-vendor"})
+    blocking = split.model_copy(update={"p2p": False})
     links = [dict(encode_query(s, preset_profile(s)))
              for s in (base, split, custom, stop, overlap, grad, kernel, b_overlap, b_kernel,
-                       op_sac, hybrid, deepspeed, fp8, b_fp8, vendor)]
+                       op_sac, hybrid, deepspeed, fp8, b_fp8, vendor, blocking)]
     assert [link["v"] for link in links] == ["2", "3", "2", "4", "7", "5", "6", "7", "7", "8",
-                                             "9", "10", "11", "12", "13"]
+                                             "9", "10", "11", "12", "13", "14"]
     links.append({**links[0], "v": "1", "tp": "4", "sp": "true"})
     return links
 
