@@ -44,6 +44,16 @@ def _slow_device_report(tmp_path):
     return diagnose_runs(runs_from_records(cases.slow_device(), "slow_device"), params=25.6e6)
 
 
+def assert_same_report(together, apart):
+    """Two diagnoses of the same runs (one path and its one-at-a-time reference) say the same
+    to the bit: each remedy's gain, band and verdict, and everything else (``to_json``)."""
+    assert together.remedies and any(r.gain_low is not None for r in together.remedies)
+    for a, b in zip(together.remedies, apart.remedies, strict=True):
+        assert (a.key, a.gain, a.objective_gain, a.gain_low, a.gain_high, a.verdict) == (
+            b.key, b.gain, b.objective_gain, b.gain_low, b.gain_high, b.verdict)
+    assert together.to_json() == apart.to_json()
+
+
 @pytest.mark.parametrize("report", [_bert_report, _slow_device_report],
                          ids=["bert-large --workload", "slow_device data-parallel"])
 def test_kept_pins_give_the_same_report_to_the_bit(report, tmp_path, monkeypatch):
@@ -51,11 +61,7 @@ def test_kept_pins_give_the_same_report_to_the_bit(report, tmp_path, monkeypatch
     kept = report(tmp_path)
     monkeypatch.setattr(layout_predict, "_pin_compute_s", _every_pin)
     every = report(tmp_path)
-    assert kept.remedies and any(r.gain_low is not None for r in kept.remedies)
-    for a, b in zip(kept.remedies, every.remedies, strict=True):  # each remedy's gain and band
-        assert (a.key, a.gain, a.objective_gain, a.gain_low, a.gain_high, a.verdict) == (
-            b.key, b.gain, b.objective_gain, b.gain_low, b.gain_high, b.verdict)
-    assert kept.to_json() == every.to_json()  # and everything else the report says
+    assert_same_report(kept, every)
 
 
 def test_a_second_prediction_evaluates_no_pin_again(monkeypatch):

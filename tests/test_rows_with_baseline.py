@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_pin_kept import _bert_report, _slow_device_report
+from test_pin_kept import _bert_report, _slow_device_report, assert_same_report
 
 from scalesim import layout_predict
 from scalesim.model import layout_step
@@ -30,11 +30,7 @@ def test_rows_with_their_baseline_give_the_same_report_to_the_bit(report, tmp_pa
     together = report(tmp_path)
     monkeypatch.setattr(layout_predict, "evaluate_together", _one_call_each)
     apart = report(tmp_path)
-    assert together.remedies and any(r.gain_low is not None for r in together.remedies)
-    for a, b in zip(together.remedies, apart.remedies, strict=True):  # each gain and band
-        assert (a.key, a.gain, a.objective_gain, a.gain_low, a.gain_high, a.verdict) == (
-            b.key, b.gain, b.objective_gain, b.gain_low, b.gain_high, b.verdict)
-    assert together.to_json() == apart.to_json()  # and everything else the report says
+    assert_same_report(together, apart)
 
 
 def _layouts():
