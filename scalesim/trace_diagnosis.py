@@ -661,20 +661,19 @@ def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None
             notes.append(note)
     else:
         exchange = require_model(exchange, RunsExchange, "exchange")
-    if not read:
         found = shard_groups(summaries, ranks) if by_group(summaries) else None
         traced = found.hybrid if found is not None else 0
         given = exchange.shard_group
         if not given and traced and exchange.sharded and exchange.zero_framework == "fsdp":
             exchange = replace(exchange, shard_group=traced)
-        read, synced = exchange.grad_sync, ""  # the traces' reading, where it applies
+        shown, synced = exchange.grad_sync, ""  # the traces' gradient sync, where it applies
         if exchange.strategy in ("zero2", "zero3") and exchange.zero_framework == "fsdp":
-            read, synced = traced_grad_sync(summaries)
+            shown, synced = traced_grad_sync(summaries)
         told = ""
         if grad_sync is None:
-            exchange = replace(exchange, grad_sync=read)
+            exchange = replace(exchange, grad_sync=shown)
         else:
-            exchange, told = _given_grad_sync(summaries, exchange, grad_sync, read)
+            exchange, told = _given_grad_sync(summaries, exchange, grad_sync, shown)
         if exchange.sharded:
             notes.append(f"the job exchanged as {exchange.label()} (--strategy): the remedies "
                          "start from it")
