@@ -33,6 +33,7 @@ from scalesim.calibration.link_fit import (  # noqa: F401 - re-exported: the fit
     busbw_with_latency_GBps,
     derive_inter_level,
     fit_level,
+    level_op,
 )
 from scalesim.calibration.options import parse_inter_link  # noqa: F401 - used below, tested here
 from scalesim.calibration.results import CollectiveResult
@@ -208,7 +209,7 @@ def idle_devices(ctx: DistContext) -> int:
 
 def measured_level(ctx, level: str, points, fits, intra_fits: dict | None = None,
                    extended: str | None = None) -> tuple[LinkLevel, LinkCalibration]:
-    op = "all_reduce" if "all_reduce" in fits else next(iter(fits))
+    op = level_op(fits)
     fit = fits[op]
     sizes = [p.size_bytes for p in points if p.op == op]
     span = f"{min(sizes) / 1024:g} KiB-{max(sizes) / 2**20:g} MiB"

@@ -59,6 +59,13 @@ def busbw_with_latency_GBps(op: str, rows, latency_s: float) -> float | None:
     return 1.0 / x if x > 0 else None
 
 
+def level_op(fits: dict) -> str:
+    """The op a link level is read from, of its fits by op (``fit_level``): the all-reduce
+    where it was timed (the op DDP's exchange and the model's ring coefficients are written
+    for), else the first one fitted."""
+    return "all_reduce" if "all_reduce" in fits else next(iter(fits))
+
+
 def fit_level(points: list[CollectivePoint | MessagePoint]) -> dict[str, dict[str, float]]:
     """alpha, beta and relative RMSE per op (collectives, or ``send_recv`` messages: the same
     fit with one step of the whole message).

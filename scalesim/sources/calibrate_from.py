@@ -202,9 +202,9 @@ def intra_for_inter(fits: dict[str, nccl_tests.LevelFit], profile: Profile
     sweep; else the profile's intra level (its source said)."""
     intra = fits.get("intra_node")
     if intra is not None:
-        op = next(iter(fits["inter_node"].fits))
-        op = "all_reduce" if "all_reduce" in fits["inter_node"].fits else op
-        fit = intra.fits.get(op) or next(iter(intra.fits.values()))
+        from scalesim.calibration.link_fit import level_op
+
+        fit = intra.fits.get(level_op(fits["inter_node"].fits)) or next(iter(intra.fits.values()))
         return fit, f"intra alpha from {_names(r.path for r in intra.runs)}"
     link = profile.hardware.intra_node
     return ({"latency_s": link.latency_s, "busbw_GBps": link.busbw_GBps},

@@ -628,7 +628,7 @@ def _kind(level: str, runs: list[NcclTestsRun]) -> str:
 
 def fit_runs(runs: Iterable[NcclTestsRun]) -> dict[str, LevelFit]:
     """Per link level: the alpha-beta fit of every run on it (``calibration.link_fit``)."""
-    from scalesim.calibration.link_fit import fit_level
+    from scalesim.calibration.link_fit import fit_level, level_op
 
     by_level: dict[str, list[NcclTestsRun]] = {}
     for run in runs:
@@ -638,7 +638,7 @@ def fit_runs(runs: Iterable[NcclTestsRun]) -> dict[str, LevelFit]:
         points = sorted((p for r in level_runs for p in r.points),
                         key=lambda p: (p.op, p.ranks, p.size_bytes))
         fits = fit_level(points)
-        op = "all_reduce" if "all_reduce" in fits else next(iter(fits))
+        op = level_op(fits)
         fit = fits[op]
         rows = [p for p in points if p.op == op]
         files = ", ".join(Path(r.path).name for r in level_runs)
@@ -670,9 +670,9 @@ def inter_as_modelled(fit: LevelFit, intra: dict[str, float], intra_from: str) -
     ``2(p-1)`` steps are ``2(p-N)`` intra hops and ``2(N-1)`` server-boundary ones,
     ``collectives.ring_coeffs``), so the profile gives back the times of the logs. The layout
     (GPUs per server g, servers N) is the fitted op's log of the most ranks."""
-    from scalesim.calibration.link_fit import all_ranks_words, derive_inter_level
+    from scalesim.calibration.link_fit import all_ranks_words, derive_inter_level, level_op
 
-    op = "all_reduce" if "all_reduce" in fit.fits else next(iter(fit.fits))
+    op = level_op(fit.fits)
     run = max((r for r in fit.runs if r.op == op), key=lambda r: r.ranks)
     per_node, nodes = run.ranks // run.nodes, run.nodes
     ring = fit.fits[op]
