@@ -363,13 +363,10 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
     best = closest = None
     front: list[GoalPlan] = []
     if idx.size:
-        if meets.any():
-            m = np.flatnonzero(meets)
-            answer_i = int(m[np.lexsort((time_s[m], cost[m]))[0]])
+        answer_i = _best_on(ok, runs_ok, meets, time_s, cost, deadline_s, budget_usd)
+        if meets[answer_i]:
             best = plan(answer_i)
         else:
-            over = np.maximum(time_s[idx] / deadline_s, cost[idx] / budget_usd)
-            answer_i = int(idx[np.argmin(over)])
             closest = plan(answer_i)
         pf = idx[pareto_front(time_s[idx], cost[idx])]
         if pf.size > MAX_FRONT:  # thinned evenly, the answer's plan kept (it is on the front)
