@@ -25,6 +25,7 @@ from scalesim.jsonio import read_json
 from scalesim.layout import (
     SCHEDULES,
     ParallelLayout,
+    interleaves,
     layout_problems,
     split_words,
     unrunnable_split,
@@ -536,7 +537,7 @@ def case_inputs(case: ParallelCase, flags: list[str]) -> tuple[LayoutInputs, Par
         v = 1
     tp_overlap = year is not None and year >= TP_OVERLAP_FROM_YEAR and lay.tp > 1
     p2p_overlap = year is not None and year >= P2P_OVERLAP_FROM_YEAR
-    if schedule == "interleaved" and v > 1 and lay.pp > 1:
+    if interleaves(schedule, lay.pp, v):
         flags.append("pipeline sends not stated: " + (
             "overlapped with the next chunk's compute assumed (Megatron-Core's overlap_p2p_comm, "
             f"which its frameworks set for interleaved layouts; source dated "
