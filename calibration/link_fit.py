@@ -134,6 +134,60 @@ def derive_inter_level(all_ranks: dict[str, float], intra: dict[str, float] | No
     return latency, busbw, busbw >= INTRA_LIMITED_SHARE * intra["busbw_GBps"], "all_ranks"
 
 
+def derive_tree_level(tree: dict[str, float], intra: dict[str, float] | None,
+                      ranks_per_node: int, nodes: int) -> tuple[float, float, bool, str | None]:
+    """(latency_s, busbw_GBps, lower_bound, method) of the link level a tree all-reduce
+    (NCCL_ALGO=Tree) over ``ranks_per_node`` ranks on each of ``nodes`` servers describes, from
+    its fit in nccl-tests' form (``tree``: latency_s, busbw_GBps of ``fit_level``, which writes
+    any all-reduce as ``2(p-1) alpha + 2(p-1)/p * S / busbw``, nccl-tests' busbw convention
+    whatever the algorithm), given the intra level's fit (None on one server).
+
+    For one layout both forms are ``t = a + c*S``, so the least-squares (a, c) is the same;
+    ``a = 2(p-1) alpha``, ``c = 2(p-1)/p / busbw`` are read through the model's tree
+    (``collectives.tree_level_from_coeffs``, docs/model.md §2): the chain's and the trees'
+    latency, and the busbw of the level that sets the pipeline's rate. Across servers the
+    network's busbw is a lower bound where the chain's rate ``2/c`` comes within
+    ``INTRA_LIMITED_SHARE`` of the intra busbw (the chain may have set the rate), as for the
+    ring. method: 'all_ranks' (several GPUs per server), 'one_rank', None (one server).
+    """
+    p = ranks_per_node * nodes
+    steps, vol = coll.step_and_volume("all_reduce", p)
+    a = float(steps) * tree["latency_s"]
+    c = float(vol) / (tree["busbw_GBps"] * coll.GB)
+    if nodes <= 1:
+        latency, busbw = coll.tree_level_from_coeffs(a, c, ranks_per_node, 1)
+        return latency, busbw, False, None
+    intra_latency = intra["latency_s"] if intra is not None and ranks_per_node > 1 else 0.0
+    latency, busbw = coll.tree_level_from_coeffs(a, c, ranks_per_node, nodes, intra_latency)
+    if ranks_per_node <= 1 or intra is None:
+        return latency, busbw, False, "one_rank"
+    chain_GBps = 2.0 / c / coll.GB
+    return latency, busbw, chain_GBps >= INTRA_LIMITED_SHARE * intra["busbw_GBps"], "all_ranks"
+
+
+def tree_words(ranks_per_node: int, nodes: int, latency_s: float, busbw_GBps: float,
+               tree: dict[str, float], intra: dict[str, float], lower_bound: bool) -> str:
+    """How ``derive_tree_level`` read a tree over several servers, for the inter level's
+    source."""
+    p = ranks_per_node * nodes
+    hops = 2 * int(np.floor(np.log2(nodes)))
+    a = 2 * (p - 1) * tree["latency_s"]
+    words = (f"; read through the model's tree (docs/model.md §2): of its {latency_us(a)} "
+             f"latency, {2 * (ranks_per_node - 1)} intra hops at {latency_us(intra['latency_s'])} "
+             f"and {hops} server-boundary hops, so alpha {latency_us(latency_s)} per "
+             f"server-boundary hop")
+    if latency_s == 0.0:
+        words += " (the intra hops alone take longer than the tree measured)"
+    volume = "S" if nodes == 2 else "2S"
+    words += (f"; each server sends {volume} across, so busbw {link_GBps(busbw_GBps)} for the "
+              f"logged {link_GBps(tree['busbw_GBps'])} (nccl-tests' 2(p-1)/p form)")
+    if lower_bound:
+        words += (f"; the chain inside the servers ran within {INTRA_LIMITED_SHARE:.0%} of the "
+                  f"intra busbw ({link_GBps(intra['busbw_GBps'])}) and may have set the rate, so "
+                  "the network is at least this fast (lower bound)")
+    return words
+
+
 def all_ranks_words(ranks_per_node: int, nodes: int, latency_s: float, ring_latency_s: float,
                     intra: dict[str, float], lower_bound: bool) -> str:
     """How ``derive_inter_level`` read an all-ranks ring (``method`` 'all_ranks'), for the inter

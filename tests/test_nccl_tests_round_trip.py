@@ -13,6 +13,8 @@ from scalesim.sources import nccl_tests
 from scalesim.sources.calibrate_from import calibrate_from_sources
 
 SIZES = [8 * 8**k for k in range(10)]  # 8 B .. 1 GiB
+ALGO_INFO = "node0:1000:1000 [0] NCCL INFO NCCL_ALGO set by environment to {}"
+ALGO_INFO_TREE = ALGO_INFO.format("Tree")
 
 
 def _cell(value: float, width: int) -> str:
@@ -29,8 +31,20 @@ def ring_log(per_node: int, nodes: int, intra: tuple[float, float], inter: tuple
     """An all_reduce_perf log (src/util.cu's header, rank lines and table) of the times the
     model's ring (``collectives.ring_coeffs``) gives on ``nodes`` servers of ``per_node`` GPUs
     for intra / inter (alpha s, busbw GB/s); the two columns alike."""
-    ranks = per_node * nodes
     a, c = coll.ring_coeffs(2.0, per_node, nodes, intra[0], intra[1], inter[0], inter[1])
+    return _log(per_node, nodes, float(a), float(c), algo_line)
+
+
+def tree_log(per_node: int, nodes: int, intra: tuple[float, float], inter: tuple[float, float],
+             algo_line: str = ALGO_INFO_TREE) -> str:
+    """As ``ring_log``, of the model's tree (``collectives.tree_coeffs``), run NCCL_ALGO=Tree."""
+    a, c = coll.tree_coeffs(per_node, nodes, intra[0], intra[1], inter[0], inter[1])
+    return _log(per_node, nodes, float(a), float(c), algo_line)
+
+
+def _log(per_node: int, nodes: int, a: float, c: float, algo_line: str) -> str:
+    """The log of ``t = a + c*S`` (s, s per byte) for SIZES on that layout."""
+    ranks = per_node * nodes
     lines = ["# nccl-tests version 2.19.6 nccl-headers=22807 nccl-library=22807",
              "# Collective test starting: all_reduce_perf",
              "# nThread 1 nGpus 1 minBytes 8 maxBytes 1073741824 step: 8(factor) warmup iters: 5 "
@@ -117,8 +131,6 @@ def test_one_rank_per_server_is_the_inter_level_itself(tmp_path):
     assert next(c for c in profile.links if c.level == "inter_node").method == "one_rank"
 
 
-ALGO_INFO = "node0:1000:1000 [0] NCCL INFO NCCL_ALGO set by environment to {}"
-
 
 def test_a_log_that_pins_the_ring_says_so_and_one_that_does_not_is_told(tmp_path):
     pinned, free = tmp_path / "pinned.txt", tmp_path / "free.txt"
@@ -132,7 +144,8 @@ def test_a_log_that_pins_the_ring_says_so_and_one_that_does_not_is_told(tmp_path
     assert "records no NCCL_ALGO=Ring" in note and "tree (LL) for small messages" in note
 
 
-@pytest.mark.parametrize("value", ["Tree", "allreduce:tree;allgather:ring", "^ring", "NVLS,Tree"])
+@pytest.mark.parametrize("value", ["NVLS", "CollNetDirect", "PAT", "^ring", "NVLS,Tree",
+                                   "allreduce:nvls;allgather:ring"])
 def test_a_log_run_without_the_ring_is_refused_in_one_line(tmp_path, capsys, value):
     log = tmp_path / "tree.txt"
     log.write_text(ring_log(8, 2, (1e-6, 200.0), (16e-6, 50.0), ALGO_INFO.format(value)))
@@ -170,3 +183,107 @@ def test_the_first_line_names_the_preset_the_profile_is_based_on(tmp_path):
     _, report = calibrate_from_sources(tmp_path / "q.json", [a100])
     assert f"the built-in default presets ({presets.DEFAULT_HARDWARE})" in report[0]
     assert not any("hardware preset" in line for line in report[1:])
+
+
+def _tree_times(profile, per_node: int, nodes: int) -> np.ndarray:
+    """The profile's tree all-reduce times of SIZES on that layout."""
+    hw = profile.hardware
+    return coll.allreduce_s(np.array(SIZES, dtype=float), per_node, nodes,
+                            hw.intra_node.latency_s, hw.intra_node.busbw_GBps,
+                            hw.inter_node.latency_s, hw.inter_node.busbw_GBps,
+                            algorithm=coll.TREE)
+
+
+def test_a_tree_log_imports_to_the_alpha_and_beta_it_was_written_with(tmp_path):
+    """Session 41: 2 servers x 8, intra 1 us / 200 GB/s, network 16 us / 50 GB/s, run
+    NCCL_ALGO=Tree. The tree's latency is 2(8-1) x 1 + 2 x 1 x 16 = 46 us; its bandwidth term
+    max(2/200, 1/50) = 0.02 s/GB (two servers: each sends S across), so 1 GiB takes 46 us +
+    21.475 ms and nccl-tests' busbw is 1.0737 GB / 21.521 ms x 2 x 15/16 = 93.55 GB/s, above
+    the 50 GB/s network. Before, the log was refused ('rerun with NCCL_ALGO=Ring'); read as a
+    ring it would give 46/30 us per step and 2 x 15/16 / 0.02 = 93.75 GB/s. Now:
+    (46 - 14 x 1) / 2 = 16 us per server-boundary hop and 1/0.02 = 50 GB/s;
+    the one-server tree (14 us + 2S/200) gives 1 us and 200 GB/s back."""
+    one, two = tmp_path / "node.txt", tmp_path / "two.txt"
+    one.write_text(tree_log(8, 1, (1e-6, 200.0), (1e-6, 200.0)))
+    two.write_text(tree_log(8, 2, (1e-6, 200.0), (16e-6, 50.0)))
+    assert _log_times(two)[0] == pytest.approx(46e-6, rel=1e-4)
+    assert nccl_tests.parse_file(two).points[-1].busbw_GBps == pytest.approx(93.55, rel=1e-3)
+    profile, report = calibrate_from_sources(tmp_path / "p.json", [one, two])
+    hw = profile.hardware
+    assert hw.intra_node.latency_s == pytest.approx(1e-6, rel=1e-3)
+    assert hw.intra_node.busbw_GBps == pytest.approx(200.0, rel=1e-3)
+    assert hw.inter_node.latency_s == pytest.approx(16e-6, rel=1e-3)
+    assert hw.inter_node.busbw_GBps == pytest.approx(50.0, rel=1e-3)
+    assert _tree_times(profile, 8, 2) == pytest.approx(_log_times(two), rel=1e-3)
+    assert _tree_times(profile, 8, 1) == pytest.approx(_log_times(one), rel=1e-3)
+    inter = next(c for c in profile.links if c.level == "inter_node")
+    assert inter.method == "all_ranks" and not inter.lower_bound
+    assert "tree, as NCCL_ALGO=Tree in the log says" in hw.inter_node.source
+    assert "alpha 16 us per server-boundary hop" in hw.inter_node.source
+    assert not any("records no NCCL_ALGO=Ring" in n for n in nccl_tests.parse_file(two).notes)
+
+
+@pytest.mark.parametrize("per_node, nodes", [(8, 2), (8, 4), (4, 8)])
+def test_a_ring_log_and_a_tree_log_of_one_fabric_give_the_same_profile(tmp_path, per_node, nodes):
+    """The same fabric (intra 2 us / 300 GB/s; network 12 us / 40 GB/s), timed once with the
+    ring and once with the tree: the same link levels within the fit's tolerance. 4 servers x 8:
+    the tree's latency 2 x 7 x 2 + 2 x 2 x 12 = 76 us, c = max(2/300, 2/40) = 0.05 s/GB."""
+    intra, inter = (2e-6, 300.0), (12e-6, 40.0)
+    profiles = {}
+    for name, write in (("ring", ring_log), ("tree", tree_log)):
+        one, many = tmp_path / f"{name}_node.txt", tmp_path / f"{name}_many.txt"
+        one.write_text(write(per_node, 1, intra, intra))
+        many.write_text(write(per_node, nodes, intra, inter))
+        profiles[name], _ = calibrate_from_sources(tmp_path / f"{name}.json", [one, many])
+    if (per_node, nodes) == (8, 4):
+        assert _log_times(tmp_path / "tree_many.txt")[0] == pytest.approx(76e-6, rel=1e-4)
+    for level in ("intra_node", "inter_node"):
+        ring, tree = (getattr(profiles[k].hardware, level) for k in ("ring", "tree"))
+        assert tree.latency_s == pytest.approx(ring.latency_s, rel=1e-3)
+        assert tree.busbw_GBps == pytest.approx(ring.busbw_GBps, rel=1e-3)
+    assert profiles["tree"].hardware.inter_node.latency_s == pytest.approx(12e-6, rel=1e-3)
+    assert profiles["tree"].hardware.inter_node.busbw_GBps == pytest.approx(40.0, rel=1e-3)
+
+
+def test_a_tree_the_chain_inside_the_servers_limited_gives_a_lower_bound(tmp_path):
+    """2 servers x 8, intra 1 us / 200 GB/s, network 150 GB/s: the tree's chain (2/200 = 0.01
+    s/GB) is slower than its network term (1/150), so the log shows 1/0.01 = 100 GB/s for the
+    network, said to be a lower bound (a ring log of that fabric gives min(200, 150) = 150)."""
+    one, two = tmp_path / "node.txt", tmp_path / "two.txt"
+    one.write_text(tree_log(8, 1, (1e-6, 200.0), (1e-6, 200.0)))
+    two.write_text(tree_log(8, 2, (1e-6, 200.0), (16e-6, 150.0)))
+    profile, report = calibrate_from_sources(tmp_path / "p.json", [one, two])
+    assert profile.hardware.inter_node.busbw_GBps == pytest.approx(100.0, rel=1e-3)
+    assert next(c for c in profile.links if c.level == "inter_node").lower_bound
+    assert "inter_node: busbw 100 GB/s (a lower bound)" in "\n".join(report)
+
+
+def test_tree_and_ring_logs_on_one_level_are_refused_in_one_line(tmp_path, capsys):
+    tree, ring = tmp_path / "tree.txt", tmp_path / "ring.txt"
+    tree.write_text(tree_log(8, 2, (1e-6, 200.0), (16e-6, 50.0)))
+    ring.write_text(ring_log(8, 2, (1e-6, 200.0), (16e-6, 50.0)))
+    assert main(["calibrate", "--from-nccl-tests", str(tree), str(ring), "--out",
+                 str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "one algorithm's times" in err
+
+
+def test_tree_logs_of_two_layouts_on_one_level_are_refused_in_one_line(tmp_path, capsys):
+    """2 and 4 servers of 8: 46 us + 0.02 S and 76 us + 0.05 S are not one tree's a + c*S."""
+    two, four = tmp_path / "two.txt", tmp_path / "four.txt"
+    two.write_text(tree_log(8, 2, (1e-6, 200.0), (16e-6, 50.0)))
+    four.write_text(tree_log(8, 4, (1e-6, 200.0), (16e-6, 50.0)))
+    assert main(["calibrate", "--from-nccl-tests", str(two), str(four), "--out",
+                 str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "2 servers of 8, 4 servers of 8" in err
+
+
+def test_a_reduce_scatter_log_run_with_the_tree_is_refused(tmp_path, capsys):
+    """NCCL has no tree reduce-scatter: NCCL_ALGO=Tree leaves it none of its algorithms."""
+    log = tmp_path / "rs.txt"
+    log.write_text(tree_log(8, 2, (1e-6, 200.0), (16e-6, 50.0)).replace(
+        "all_reduce_perf", "reduce_scatter_perf"))
+    assert main(["calibrate", "--from-nccl-tests", str(log), "--out",
+                 str(tmp_path / "p.json")]) == 2
+    assert "rerun with NCCL_ALGO=Ring" in capsys.readouterr().err

@@ -132,9 +132,38 @@ def tree_coeffs(devices_per_node, nodes, intra_latency_s, intra_busbw_GBps, inte
     a = (np.maximum(2.0 * (g - 1.0), 0.0) * np.asarray(intra_latency_s, dtype=float)
          + 2.0 * depth * np.asarray(inter_latency_s, dtype=float))
     intra = np.where(g > 1, 2.0, 0.0) / _bytes_per_s(intra_busbw_GBps)
-    inter = np.where(nn > 2, 2.0, np.where(nn == 2, 1.0, 0.0)) / _bytes_per_s(inter_busbw_GBps)
+    inter = tree_inter_volume(nn) / _bytes_per_s(inter_busbw_GBps)
     c = np.where(p > 1, np.maximum(intra, inter), 0.0)
     return a, c
+
+
+def tree_inter_volume(nodes):
+    """f_N: the bytes per byte of the buffer a server of NCCL's double binary tree sends across
+    servers (``tree_coeffs``): 2 from three servers on, 1 with two (each the root of one tree and
+    the only child of the other), 0 on one."""
+    nn = np.asarray(nodes, dtype=float)
+    return np.where(nn > 2, 2.0, np.where(nn == 2, 1.0, 0.0))
+
+
+def tree_level_from_coeffs(a_s: float, c_s_per_byte: float, devices_per_node: int, nodes: int,
+                           intra_latency_s: float = 0.0) -> tuple[float, float]:
+    """(latency_s, busbw_GBps) of the link level a tree all-reduce timed as ``t = a + c*S``
+    (``a_s`` s, ``c_s_per_byte`` s per byte) on ``nodes`` servers of ``devices_per_node``
+    describes: ``tree_coeffs`` inverted for its last level.
+
+    - one server (the chain alone): ``alpha_intra = a / (2(g-1))``, ``B_intra = 2 / c``;
+    - several: ``alpha_inter = (a - 2(g-1) alpha_intra) / (2 floor(log2 N))``, at least 0 (the
+      intra hops alone slower than the tree measured: all of it charged to them), and
+      ``B_inter = f_N / c`` (``tree_inter_volume``), which is B_inter where the network term
+      is the larger of ``tree_coeffs``' two; where the chain's ``2/B_intra`` is, the network
+      is at least that fast (a lower bound: the caller says so).
+    """
+    g, nn = float(devices_per_node), float(nodes)
+    if nn <= 1:
+        return a_s / max(2.0 * (g - 1.0), 1.0), 2.0 / c_s_per_byte / GB
+    depth = float(np.floor(np.log2(nn)))
+    latency = max((a_s - 2.0 * (g - 1.0) * intra_latency_s) / (2.0 * depth), 0.0)
+    return latency, float(tree_inter_volume(nn)) / c_s_per_byte / GB
 
 
 # NCCL's tuner latency of one NVLS all-reduce (``src/graph/tuning.cc``: hwLatencies[NVLINK][NVLS]

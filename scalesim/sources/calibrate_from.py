@@ -204,7 +204,8 @@ def intra_for_inter(fits: dict[str, nccl_tests.LevelFit], profile: Profile
     if intra is not None:
         from scalesim.calibration.link_fit import level_op
 
-        fit = intra.fits.get(level_op(fits["inter_node"].fits)) or next(iter(intra.fits.values()))
+        op = level_op(fits["inter_node"].fits)
+        fit = intra.level_terms(op if op in intra.fits else next(iter(intra.fits)))
         return fit, f"intra alpha from {_names(r.path for r in intra.runs)}"
     link = profile.hardware.intra_node
     return ({"latency_s": link.latency_s, "busbw_GBps": link.busbw_GBps},

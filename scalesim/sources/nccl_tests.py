@@ -38,6 +38,7 @@ import numpy as np
 
 from scalesim.bounds import check_number
 from scalesim.errors import ScalesimError, check_distinct_files, excerpt, printable
+from scalesim.figures import latency_us, link_GBps
 from scalesim.jsonio import read_text
 from scalesim.model import collectives as coll
 from scalesim.schemas import CollectivePoint, LinkCalibration, LinkLevel
@@ -179,11 +180,20 @@ def ring_pinned(run: NcclTestsRun) -> bool:
     return run.algorithm is not None and algorithms_left(run.algorithm, run.op) == {"ring"}
 
 
+def tree_pinned(run: NcclTestsRun) -> bool:
+    """Whether the log is an all-reduce with NCCL_ALGO leaving it the tree alone."""
+    return (run.op == "all_reduce" and run.algorithm is not None
+            and algorithms_left(run.algorithm, run.op) == {"tree"})
+
+
 def algorithm_words(runs: list[NcclTestsRun]) -> str:
     """What the fit took the logs' algorithm to be, for the level's source."""
+    s = "s" * (len(runs) > 1)
+    values = "/".join(sorted({str(r.algorithm) for r in runs}))
     if all(ring_pinned(r) for r in runs):
-        values = sorted({r.algorithm for r in runs})
-        return f"ring, as NCCL_ALGO={'/'.join(values)} in the log{'s' * (len(runs) > 1)} says"
+        return f"ring, as NCCL_ALGO={values} in the log{s} says"
+    if all(tree_pinned(r) for r in runs):
+        return f"tree, as NCCL_ALGO={values} in the log{s} says"
     return f"no NCCL_ALGO=Ring in the logs: {ALGO_ASSUMED}"
 
 
@@ -487,16 +497,19 @@ def parse_text(text: str, source: str, level: str | None = None) -> NcclTestsRun
     if len(hosts) > 1 and len(ranks) == n and level is None:
         _read_domain(run, op, n, ranks, source)
     run.forced_level = level
-    if run.level == "inter_node" and op == "all_reduce" and not ring_pinned(run):
+    if run.level == "inter_node" and op == "all_reduce" and not (ring_pinned(run)
+                                                                  or tree_pinned(run)):
         run.notes.append(f"{Path(source).name}: {ALGO_UNPINNED_NOTE}")
     return run
 
 
 def _one_algorithm(values: set[str], op: str, source: str) -> str | None:
     """The NCCL_ALGO the log records (None: none); ScalesimError where it records two, or one
-    that leaves ``op`` no ring (tree, NVLS, CollNet, PAT): a link level is fitted from ring
-    timings (``collectives.ring_coeffs``), and other algorithms' times would be read as a
-    ring's."""
+    that leaves ``op`` no ring and is not the all-reduce's tree alone (NVLS, CollNet, PAT, or
+    a choice among them): a link level is fitted from ring timings
+    (``collectives.ring_coeffs``) or an all-reduce's tree timings (``collectives.tree_coeffs``,
+    ``link_fit.derive_tree_level``), and other algorithms' times would be read as one of
+    those."""
     if len(values) > 1:
         raise ScalesimError(f"{source}: records {len(values)} NCCL_ALGO values "
                             f"({', '.join(map(excerpt, sorted(values)[:4]))}): several runs "
@@ -505,12 +518,12 @@ def _one_algorithm(values: set[str], op: str, source: str) -> str | None:
         return None
     value = next(iter(values))
     left = algorithms_left(value, op)
-    if left is not None and "ring" not in left:
+    if left is not None and "ring" not in left and not (op == "all_reduce" and left == {"tree"}):
         raise ScalesimError(
             f"{source}: ran with NCCL_ALGO={excerpt(value)}, so its {op} times are not NCCL's "
             f"ring ({', '.join(sorted(left)) or 'no algorithm'}), and scalesim fits a link level "
-            "from ring timings (docs/model.md §2); rerun with NCCL_ALGO=Ring, as scalesim "
-            "calibrate does")
+            "from ring timings, or an all-reduce's from the tree's alone (docs/model.md §2); "
+            "rerun with NCCL_ALGO=Ring, as scalesim calibrate does")
     return value
 
 
@@ -616,6 +629,15 @@ class LevelFit:
     calibration: LinkCalibration
     fits: dict[str, dict[str, float]]
     runs: list[NcclTestsRun]
+    algorithm: str = "ring"  # "tree": the level's all-reduce logs ran NCCL_ALGO=Tree
+
+    def level_terms(self, op: str) -> dict[str, float]:
+        """latency_s and busbw_GBps of the level as ``op``'s fit gives them: the fit itself
+        for a ring, the link read through the tree (``derive_tree_level``) for a tree's
+        all-reduce."""
+        if self.algorithm == "tree" and op == "all_reduce":
+            return {"latency_s": self.link.latency_s, "busbw_GBps": self.link.busbw_GBps}
+        return self.fits[op]
 
 
 def _kind(level: str, runs: list[NcclTestsRun]) -> str:
@@ -628,7 +650,7 @@ def _kind(level: str, runs: list[NcclTestsRun]) -> str:
 
 def fit_runs(runs: Iterable[NcclTestsRun]) -> dict[str, LevelFit]:
     """Per link level: the alpha-beta fit of every run on it (``calibration.link_fit``)."""
-    from scalesim.calibration.link_fit import fit_level, level_op
+    from scalesim.calibration.link_fit import derive_tree_level, fit_level, level_op
 
     by_level: dict[str, list[NcclTestsRun]] = {}
     for run in runs:
@@ -641,6 +663,7 @@ def fit_runs(runs: Iterable[NcclTestsRun]) -> dict[str, LevelFit]:
         op = level_op(fits)
         fit = fits[op]
         rows = [p for p in points if p.op == op]
+        tree = _tree_layout(level_runs, op)
         files = ", ".join(Path(r.path).name for r in level_runs)
         ranks = sorted({p.ranks for p in rows})
         span = (f"{min(p.size_bytes for p in rows):.0f} B-"
@@ -652,14 +675,49 @@ def fit_runs(runs: Iterable[NcclTestsRun]) -> dict[str, LevelFit]:
         source = (f"nccl-tests logs {files}: {op} on {'/'.join(map(str, ranks))} ranks, {span} "
                   f"({column} times; {algorithm_words(level_runs)}); alpha-beta fit as scalesim "
                   f"calibrate's (fit_alpha_beta), {large}; rel. RMSE {fit['rel_rmse']:.1%}")
+        latency, busbw = fit["latency_s"], fit["busbw_GBps"]
+        if tree is not None:
+            # the busbw is the last level's whatever the intra alpha; the inter alpha needs
+            # the intra level's (inter_as_modelled)
+            _, busbw, _, _ = derive_tree_level(fit, None, *tree)
+            if level == "intra_node":
+                latency = derive_tree_level(fit, None, *tree)[0]
+                source += (f"; read through the model's tree (docs/model.md §2): the chain "
+                           f"sends 2S per GPU, so busbw {link_GBps(busbw)} for the logged "
+                           f"{link_GBps(fit['busbw_GBps'])} (nccl-tests' 2(p-1)/p form)")
         if level == "intra_node":
             source += "; one server: says nothing about the inter-server link"
-        link = LinkLevel(kind=_kind(level, level_runs), busbw_GBps=fit["busbw_GBps"],
-                         latency_s=fit["latency_s"], source=source)
+        link = LinkLevel(kind=_kind(level, level_runs), busbw_GBps=busbw,
+                         latency_s=latency, source=source)
         cal = LinkCalibration(level=level, measured=True, points=points,
                               rel_rmse=fit["rel_rmse"], note=source)
-        out[level] = LevelFit(level, link, cal, fits, level_runs)
+        out[level] = LevelFit(level, link, cal, fits, level_runs,
+                              "tree" if tree is not None else "ring")
     return out
+
+
+def _tree_layout(runs: list[NcclTestsRun], op: str) -> tuple[int, int] | None:
+    """(GPUs per server, servers) of a level's all-reduce logs that ran NCCL_ALGO=Tree, None
+    where they ran the ring (or NCCL's choice); ScalesimError where tree and ring logs, or
+    tree logs of two layouts, share the level: its fit would mix what one formula cannot
+    read back (``derive_tree_level`` reads one layout's tree)."""
+    fitted = [r for r in runs if r.op == op]
+    trees = [r for r in fitted if tree_pinned(r)]
+    if not trees:
+        return None
+    if len(trees) < len(fitted):
+        other = next(r for r in fitted if not tree_pinned(r))
+        raise ScalesimError(
+            f"{Path(trees[0].path).name} ran NCCL_ALGO={excerpt(str(trees[0].algorithm))} and "
+            f"{Path(other.path).name} the ring (or NCCL's choice) on the same link level: a "
+            "level is fitted from one algorithm's times; give the logs of one of them")
+    layouts = sorted({(r.ranks // r.nodes, r.nodes) for r in trees})
+    if len(layouts) > 1:
+        raise ScalesimError(
+            f"the NCCL_ALGO=Tree logs of one link level ran {len(layouts)} layouts "
+            f"({', '.join(f'{n} servers of {g}' for g, n in layouts)}): the tree's time is "
+            "not one formula over them; give the logs of one layout")
+    return layouts[0]
 
 
 def inter_as_modelled(fit: LevelFit, intra: dict[str, float], intra_from: str) -> LevelFit:
@@ -670,15 +728,28 @@ def inter_as_modelled(fit: LevelFit, intra: dict[str, float], intra_from: str) -
     ``2(p-1)`` steps are ``2(p-N)`` intra hops and ``2(N-1)`` server-boundary ones,
     ``collectives.ring_coeffs``), so the profile gives back the times of the logs. The layout
     (GPUs per server g, servers N) is the fitted op's log of the most ranks."""
-    from scalesim.calibration.link_fit import all_ranks_words, derive_inter_level, level_op
+    from scalesim.calibration.link_fit import (
+        all_ranks_words,
+        derive_inter_level,
+        derive_tree_level,
+        level_op,
+        tree_words,
+    )
 
     op = level_op(fit.fits)
     run = max((r for r in fit.runs if r.op == op), key=lambda r: r.ranks)
     per_node, nodes = run.ranks // run.nodes, run.nodes
     ring = fit.fits[op]
-    latency, busbw, lower_bound, method = derive_inter_level(ring, intra, per_node, nodes)
+    derive = derive_tree_level if fit.algorithm == "tree" else derive_inter_level
+    latency, busbw, lower_bound, method = derive(ring, intra, per_node, nodes)
     source = fit.link.source
-    if method == "all_ranks":
+    if fit.algorithm == "tree":
+        source += ((tree_words(per_node, nodes, latency, busbw, ring, intra, lower_bound)
+                    + f" ({intra_from})") if method == "all_ranks" else
+                   (f"; one rank per server: the tree's {2 * int(np.log2(nodes))} hops are all "
+                    f"server-boundary ones, alpha {latency_us(latency)} each, busbw "
+                    f"{link_GBps(busbw)} for the logged {link_GBps(ring['busbw_GBps'])}"))
+    elif method == "all_ranks":
         source += (all_ranks_words(per_node, nodes, latency, ring["latency_s"], intra,
                                    lower_bound) + f" ({intra_from})")
         layouts = {(r.ranks // r.nodes, r.nodes) for r in fit.runs if r.op == op}
@@ -691,7 +762,7 @@ def inter_as_modelled(fit: LevelFit, intra: dict[str, float], intra_from: str) -
                                        "source": source})
     cal = fit.calibration.model_copy(update={"method": method, "ranks_per_node": per_node,
                                              "lower_bound": lower_bound, "note": source})
-    return LevelFit(fit.level, link, cal, fit.fits, fit.runs)
+    return LevelFit(fit.level, link, cal, fit.fits, fit.runs, fit.algorithm)
 
 
 LEVEL_PREFIXES = {"intra": "intra_node", "inter": "inter_node"}
