@@ -3,6 +3,8 @@ known alpha / beta imports to a profile whose model reproduces the log (session 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -15,6 +17,7 @@ from scalesim.sources.calibrate_from import calibrate_from_sources
 SIZES = [8 * 8**k for k in range(10)]  # 8 B .. 1 GiB
 ALGO_INFO = "node0:1000:1000 [0] NCCL INFO NCCL_ALGO set by environment to {}"
 ALGO_INFO_TREE = ALGO_INFO.format("Tree")
+FIXTURES = Path(__file__).parent / "fixtures" / "nccl_tests"
 
 
 def _cell(value: float, width: int) -> str:
@@ -287,3 +290,40 @@ def test_a_reduce_scatter_log_run_with_the_tree_is_refused(tmp_path, capsys):
     assert main(["calibrate", "--from-nccl-tests", str(log), "--out",
                  str(tmp_path / "p.json")]) == 2
     assert "rerun with NCCL_ALGO=Ring" in capsys.readouterr().err
+
+
+def _note(path) -> str:
+    (note,) = [n for n in nccl_tests.parse_file(path).notes if "NCCL_ALGO" in n]
+    return note
+
+
+def test_an_unpinned_log_says_from_which_size_a_faster_algorithm_ran():
+    """The published A100 two-server log (NCCL's own choice): in-place busbw 162.77 GB/s at
+    128 MiB, 164.17 at 256 MiB (3065.9 us) and 165.82 at 512 MiB (6070.5 us). 256 -> 512 MiB:
+    gain 1.0101, taken 1.05^2 higher: 1.1136, so a + c*S leaves at most x = 2 x 0.1136 /
+    (2 - 1.1136) = 25.6% more over 165.82 x 1.05: 218.7 GB/s, the largest of the three pairs'
+    bounds (128 -> 256 MiB: 215.8, 128 -> 512 MiB: 203.9); 1-8 GiB run at 222-238 GB/s.
+    Before, the note said only that the times were taken as the ring's; now it names 1 GiB,
+    and that the top-of-sweep beta (8 GiB) comes from there."""
+    note = _note(FIXTURES / "a100_2node_16gpu_rdma_all_reduce.txt")
+    assert "records no NCCL_ALGO=Ring" in note
+    assert ("from 1 GiB up (4 sizes) its busbw (222-238 GB/s) is above the 219 GB/s one "
+            "algorithm's t = a + c*S allows after 128 MiB-512 MiB") in note
+    assert "likely the tree" in note and "beta refitted at the top of the sweep" in note
+
+
+def test_an_unpinned_ring_log_and_a_slow_row_claim_no_switch(tmp_path):
+    """The model's ring (one a + c*S) shows no switch; nor does the same log with its 128 MiB
+    row 20% slower, four times the 5% spread a time is taken within: 2 -> 16 MiB still bounds
+    (busbw 28.4 -> 45.6 GB/s, gain 1.61 of 8: at most 2x more), above 1 GiB's 49.9 GB/s; the
+    16 -> 128 MiB pair alone would have said 47.9."""
+    log = tmp_path / "two.txt"
+    text = ring_log(8, 2, (1e-6, 200.0), (16e-6, 50.0))
+    log.write_text(text)
+    assert "show no size from which a faster algorithm took over" in _note(log)
+    row = next(line for line in text.splitlines() if line.lstrip().startswith("134217728 "))
+    t = row.split()[5]
+    slow = row.replace(t, f"{float(t) * 1.2:.2f}")
+    assert slow != row
+    log.write_text(text.replace(row, slow))
+    assert "show no size from which a faster algorithm took over" in _note(log)

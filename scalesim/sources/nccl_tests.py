@@ -499,8 +499,79 @@ def parse_text(text: str, source: str, level: str | None = None) -> NcclTestsRun
     run.forced_level = level
     if run.level == "inter_node" and op == "all_reduce" and not (ring_pinned(run)
                                                                   or tree_pinned(run)):
-        run.notes.append(f"{Path(source).name}: {ALGO_UNPINNED_NOTE}")
+        run.notes.append(f"{Path(source).name}: {ALGO_UNPINNED_NOTE}; {switch_words(run)}")
     return run
+
+
+# A row's time as printed is taken within this share of its true one (run-to-run spread), both
+# ways, when the log's shape is read for a change of algorithm (``faster_from``).
+TIME_SPREAD = 0.05
+
+
+def faster_from(points: list[CollectivePoint]) -> tuple[int, float] | None:
+    """(index of the first row, busbw bound in GB/s) from which every row of a sweep, two at
+    least, runs faster than one algorithm and protocol allow given the three rows just below;
+    None where no row does.
+
+    One algorithm's time is ``t = a + c*S`` (a, c >= 0; docs/model.md §2), whose busbw
+    ``k*S/(a + c*S)`` rises toward ``k/c``: from two sizes ``S1 < S2 = m*S1`` with busbw gain
+    ``r = b2/b1 < m``, ``a/(c*S2) = x = m(r-1)/(m-r)`` and busbw can rise to ``b2*(1 + x)`` at
+    most. ``r`` is taken ``(1 + TIME_SPREAD)^2`` higher and the larger of b1, b2 (a gain below
+    1 is spread) ``1 + TIME_SPREAD`` higher (each time off by that share), which only widens
+    the bound. Each pair of the three rows below gives one; the largest is taken, so one row
+    off by more than the spread leaves a pair that still bounds. Rows above it all ran another
+    algorithm or protocol than those below.
+    """
+    rows = sorted(points, key=lambda p: p.size_bytes)
+    busbw = [p.busbw_GBps for p in rows]
+
+    def bound(i: int, k: int) -> float:
+        m = rows[k].size_bytes / rows[i].size_bytes
+        r = busbw[k] / busbw[i] * (1.0 + TIME_SPREAD) ** 2
+        if r >= m:
+            return float("inf")
+        x = max(m * (r - 1.0) / (m - r), 0.0)
+        return max(busbw[i], busbw[k]) * (1.0 + TIME_SPREAD) * (1.0 + x)
+
+    for j in range(3, len(rows) - 1):
+        most = max(bound(i, k) for i, k in ((j - 3, j - 2), (j - 3, j - 1), (j - 2, j - 1)))
+        if all(b > most for b in busbw[j:]):
+            return j, most
+    return None
+
+
+def switch_words(run: NcclTestsRun) -> str:
+    """What the log's shape says of where NCCL changed algorithm (``faster_from``), for the
+    note of a multi-node all-reduce log that pins none."""
+    from scalesim.calibration.link_fit import LARGE_BYTES, TOP_SHARE
+
+    rows = sorted(run.points, key=lambda p: p.size_bytes)
+    found = faster_from(rows)
+    if found is None:
+        return ("its times show no size from which a faster algorithm took over: one "
+                "algorithm may have run the whole sweep, the ring or the tree (times alone "
+                "cannot show which, nor which ran the small messages, where latency dominates)")
+    j, most = found
+    top = rows[j:]
+    likely = ("likely the tree, which sends S per server where the ring sends 2(p-1)/p S "
+              "(docs/model.md §2)" if run.nodes == 2 else "the ring or the tree")
+    words = (f"from {_bytes_text(top[0].size_bytes)} up ({len(top)} size"
+             f"{'s' * (len(top) > 1)}) its busbw ({min(p.busbw_GBps for p in top):.3g}-"
+             f"{max(p.busbw_GBps for p in top):.3g} GB/s) is above the {most:.3g} GB/s one "
+             f"algorithm's t = a + c*S allows after {_bytes_text(rows[j - 3].size_bytes)}-"
+             f"{_bytes_text(rows[j - 1].size_bytes)} (times within {TIME_SPREAD:.0%}): NCCL "
+             f"switched algorithm or protocol there, {likely}")
+    if max(LARGE_BYTES, rows[-1].size_bytes * TOP_SHARE) >= top[0].size_bytes:
+        words += ", and the beta refitted at the top of the sweep comes from those sizes"
+    return words
+
+
+def _bytes_text(size_bytes: float) -> str:
+    """8 -> '8 B', 1048576 -> '1 MiB', 2**30 -> '1 GiB'."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size_bytes >= scale:
+            return f"{size_bytes / scale:g} {unit}"
+    return f"{size_bytes:g} B"
 
 
 def _one_algorithm(values: set[str], op: str, source: str) -> str | None:
