@@ -693,8 +693,9 @@ class LinkCalibration(_Strict):
     ranks_per_node: int | None = bounded("devices_per_node", None, "ranks of each server in the timed group")
     lower_bound: bool = Field(
         default=False,
-        description="the timed ring was limited by another level: the real "
-        "busbw of this level is at least the recorded one",
+        description="the timed collective (calibrate's ring, or an imported nccl-tests "
+        "ring or tree log) was limited by another level: the real busbw of this level is at "
+        "least the recorded one",
     )
     not_measured_because: str = Field(
         default="",
