@@ -255,7 +255,7 @@ def traced_exchange(summaries, degrees: dict | None = None):
     k, syncing = micro_step_syncs(summaries, reduction)
     ratio *= syncing / k
     exchange = RunsExchange("zero3" if ratio >= ZERO3_GATHERS_PER_SCATTER else "zero2",
-                            grad_sync=traced_grad_sync(summaries, reduction)[0],
+                            grad_sync=grad_sync_of(k, syncing),
                             shard_group=hybrid)
     alike = ("the shard group's, with the all-reduces across its replicas" if hybrid else
              "DeepSpeed stage 3 alike" if exchange.strategy == "zero3"
@@ -308,10 +308,17 @@ def traced_grad_sync(summaries, reduction: str | None = None) -> tuple[str, str]
         roles = DP_ROLES if by_group(summaries) else None
         reduction = reduction_kind(collective_kinds(summaries, roles))
     k, syncing = micro_step_syncs(summaries, reduction)
-    grad_sync = "once-per-step" if syncing == 1 < k else "every-micro-step"
+    grad_sync = grad_sync_of(k, syncing)
     return grad_sync, ("" if k == 1 else
                        f"{grad_sync}: {syncing} of the {k} micro-steps a step "
                        f"post{'s' if syncing == 1 else ''} {reduction}s")
+
+
+def grad_sync_of(k: int, syncing: int) -> str:
+    """The gradient sync (``Scenario.grad_sync``) of ``k`` micro-steps a step of which
+    ``syncing`` post the reduction (``micro_step_syncs``): once-per-step where one of k >= 2
+    does (FSDP's no_sync), else every-micro-step."""
+    return "once-per-step" if syncing == 1 < k else "every-micro-step"
 
 
 def micro_step_syncs(summaries, reduction: str) -> tuple[int, int]:

@@ -236,3 +236,18 @@ def test_grad_sync_that_changes_nothing_does_not_name_the_exchange_under_no_sync
     assert told.details["exchange"] == plain.details["exchange"] == {
         "strategy": "zero3", "zero_framework": "fsdp", "grad_sync": "every-micro-step"}
     assert [(r.key, r.gain) for r in told.remedies] == [(r.key, r.gain) for r in plain.remedies]
+
+
+def test_the_exchange_reads_the_micro_steps_once(tmp_path, monkeypatch):
+    """Session 41: ``traced_exchange`` counts the reducing micro-steps once (session 40 counted
+    them again through ``traced_grad_sync`` for the gradient sync it had just read)."""
+    import scalesim.trace_collectives as trace_collectives
+
+    s = summaries(tmp_path, zero_trace(3, 4, no_sync=True))
+    calls = []
+    real = trace_collectives.micro_step_syncs
+    monkeypatch.setattr(trace_collectives, "micro_step_syncs",
+                        lambda *a: calls.append(a) or real(*a))
+    exchange, _ = traced_exchange(s)
+    assert (exchange.strategy, exchange.grad_sync) == ("zero3", "once-per-step")
+    assert len(calls) == 1
