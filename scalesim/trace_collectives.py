@@ -205,8 +205,11 @@ def traced_exchange(summaries, degrees: dict | None = None):
     ZeRO-3 (FSDP FULL_SHARD) at ``ZERO3_GATHERS_PER_SCATTER`` or more per reduction; else
     ZeRO-2 (SHARD_GRAD_OP; Megatron-Core's ZeRO-1 looks alike and sends the same bytes); else
     DDP, with no words (but where the counts pass and the sizes do not: a metric's gathers).
-    Both ratios are per micro-step (``micro_step_syncs``: x s / k), and where one micro-step of
-    k >= 2 reduces the exchange reduces once a step (FSDP's no_sync).
+    Both ratios are per micro-step (``micro_step_syncs``: x s / k), the sharding thresholds
+    (``SHARDED_GATHERED_ELEMENTS``, ``SHARDED_GATHER_SHARE``, ``SHARDED_GATHERS_PER_REDUCTION``)
+    per reducing micro-step's pass (x s: DeepSpeed ZeRO-2 gathers once a step beside k
+    all-reduce passes), and where one micro-step of k >= 2 reduces the exchange reduces once a
+    step (FSDP's no_sync); the framework is ``traced_framework``'s.
     ``degrees``: ``traced_layout(summaries)`` where the caller has it (None: read here)."""
     from scalesim.fit_runs import DDP_EXCHANGE, RunsExchange
 
@@ -233,31 +236,39 @@ def traced_exchange(summaries, degrees: dict | None = None):
     total = sum(k["total_s"] for k in kinds.values())
     seen = ", ".join(f"{whole(k['count'])} {kind}s ({milliseconds(k['total_s'])})"
                      for kind, k in kinds.items() if k["count"])
-    counted = (reductions > 0 and gather["total_s"] >= SHARDED_GATHER_SHARE * total
-               and gather["count"] >= SHARDED_GATHERS_PER_REDUCTION * reductions)
+    # the gathers against one reducing micro-step's reductions (a pass; k micro-steps a step,
+    # s of them reducing: ``micro_step_syncs``): DeepSpeed ZeRO-2 gathers the parameters once a
+    # step and all-reduces in each of its k micro-steps, 1 a pass but 1/k a step (at k = 4 read
+    # as DDP, "no gather of the parameters")
+    k, syncing = micro_step_syncs(summaries, reduction)
+    pass_s = gather["total_s"] + (total - gather["total_s"]) / syncing
+    counted = (reductions > 0 and gather["total_s"] >= SHARDED_GATHER_SHARE * pass_s
+               and gather["count"] * syncing >= SHARDED_GATHERS_PER_REDUCTION * reductions)
     sized = reductions > 0 and all(k["sized"] == k["count"] for k in (gather, kinds[reduction]))
     reduced = {"all-reduce": "all-reduced", "reduce-scatter": "reduce-scattered"}[reduction]
     if sized:  # each rank's input times the ranks it gathers over, against what is reduced
         elements = gather["elements"] * (hybrid or ranks), kinds[reduction]["elements"]
-        gathered = elements[0] / max(elements[1], 1.0)
+        gathered = elements[0] * syncing / max(elements[1], 1.0)
         if gathered < SHARDED_GATHERED_ELEMENTS:
+            of = "them" if syncing == 1 else f"a micro-step's, {syncing} of {k} reducing"
             return DDP_EXCHANGE, ("" if not counted else
                                   f"the traces' collectives, all ranks and steps: {seen}; their "
                                   f"sizes say {elements[0]:,.0f} elements all-gathered for "
-                                  f"{elements[1]:,.0f} {reduced} ({gathered:.2g} of them, "
+                                  f"{elements[1]:,.0f} {reduced} ({gathered:.2g} of {of}, "
                                   f"under {SHARDED_GATHERED_ELEMENTS:g}): no gather of the "
                                   "parameters (a metric or another tensor), read as DDP; to say "
                                   "otherwise, give --strategy")
     if not sized and not counted:
         return DDP_EXCHANGE, ""
-    ratio = gathered if sized else gather["count"] / reductions
-    # per micro-step: k micro-steps a step, s of them reducing (``micro_step_syncs``)
-    k, syncing = micro_step_syncs(summaries, reduction)
-    ratio *= syncing / k
-    exchange = RunsExchange("zero3" if ratio >= ZERO3_GATHERS_PER_SCATTER else "zero2",
-                            grad_sync=grad_sync_of(k, syncing),
-                            shard_group=hybrid)
+    # per micro-step: a pass's gathers over the k micro-steps
+    ratio = (gathered if sized else gather["count"] * syncing / reductions) / k
+    strategy = "zero3" if ratio >= ZERO3_GATHERS_PER_SCATTER else "zero2"
+    exchange = RunsExchange(strategy, zero_framework=traced_framework(
+        summaries, strategy, reduction, k, syncing, hybrid), grad_sync=grad_sync_of(k, syncing),
+        shard_group=hybrid)
     alike = ("the shard group's, with the all-reduces across its replicas" if hybrid else
+             f"its all-reduces in each of the {k} micro-steps, its all-gathers in fewer"
+             if exchange.zero_framework == "deepspeed" else
              "DeepSpeed stage 3 alike" if exchange.strategy == "zero3"
              else "Megatron-Core's ZeRO-1 alike")
     unnamed = grouped and any(UNNAMED_ROLE in s.groups for s in summaries)
@@ -288,6 +299,22 @@ def traced_exchange(summaries, degrees: dict | None = None):
                 f"which {syncing} post{'s' if syncing == 1 else ''} {reduction}s)")
     return exchange, (f"{whose}, all ranks and steps: {seen}: {per}, read as "
                       f"{exchange.label(alike)}; the remedies start from it. {caveat}")
+
+
+def traced_framework(summaries, strategy: str, reduction: str, k: int, syncing: int,
+                     hybrid: int) -> str:
+    """The ZeRO framework (``Scenario.zero_framework``) of a job read as ``strategy`` off its
+    collectives: 'deepspeed' for ZeRO-2 that all-reduces in each of its k >= 2 micro-steps
+    (``micro_step_syncs``) and all-gathers in fewer of them (``traces.traced_micro_steps_with``):
+    DeepSpeed stage 2 reduces its buckets with all-reduce in every backward (its
+    use_multi_rank_bucket_allreduce default; ``no_sync`` raises for stage 2/3) and gathers the
+    updated parameters once, after the optimizer step, where FSDP's ZeRO-2 gathers before each
+    forward and reduce-scatters (on gloo: all-reduces) behind each backward; else 'fsdp'. At
+    k = 1 the two look alike (one all-reduce, one all-gather a unit) and read as FSDP."""
+    if strategy != "zero2" or reduction != "all-reduce" or hybrid or not syncing == k >= 2:
+        return "fsdp"
+    gathering = traced_micro_steps_with(summaries, "all-gather")
+    return "deepspeed" if gathering is not None and gathering < k else "fsdp"
 
 
 def reduction_kind(kinds: dict[str, dict[str, float]]) -> str:
