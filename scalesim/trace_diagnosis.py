@@ -667,8 +667,17 @@ def _traced_or_given(summaries, degrees: dict, exchange, shard_group: int | None
         if not given and traced and exchange.sharded and exchange.zero_framework == "fsdp":
             exchange = replace(exchange, shard_group=traced)
         shown, synced = exchange.grad_sync, ""  # the traces' gradient sync, where it applies
-        if exchange.strategy in ("zero2", "zero3") and exchange.zero_framework == "fsdp":
+        if exchange.strategy in ("zero2", "zero3"):
             shown, synced = traced_grad_sync(summaries)
+        if exchange.zero_framework == "deepspeed" and shown == "once-per-step":
+            # DeepSpeed stage 2/3 reduce in every backward: what the traces show is not it
+            notes.append(f"the traces show {synced}, but DeepSpeed stage {exchange.strategy[-1]} "
+                         "reduces its gradients in every micro-step (its no_sync raises for "
+                         "stage 2/3): the exchange is priced as DeepSpeed's, every micro-step, "
+                         "on the collective time of the one that reduces, so its link reads "
+                         "faster than the traces show; if the job accumulated unsharded gradients (FSDP "
+                         "no_sync, a framework of its own), give --zero-framework fsdp")
+            shown, synced = "every-micro-step", ""
         told = ""
         if grad_sync is None:
             exchange = replace(exchange, grad_sync=shown)

@@ -251,3 +251,35 @@ def test_the_exchange_reads_the_micro_steps_once(tmp_path, monkeypatch):
     exchange, _ = traced_exchange(s)
     assert (exchange.strategy, exchange.grad_sync) == ("zero3", "once-per-step")
     assert len(calls) == 1
+
+
+def test_deepspeed_given_on_traces_that_reduce_once_a_step_says_what_was_read(tmp_path,
+                                                                             monkeypatch):
+    """Session 41: --strategy zero2 --zero-framework deepspeed on traces whose one micro-step
+    of 4 reduce-scatters (as under no_sync, which DeepSpeed stage 2 refuses) gave no word: the
+    exchange is priced as DeepSpeed's, 2k + 1 = 9 units a step on the time the traces' one
+    reduction took, where the same traces read as FSDP under no_sync price 2 (a bus bandwidth
+    4.5x). Now a note says what was read and what was assumed."""
+    import scalesim.trace_diagnosis as trace_diagnosis
+    from scalesim.diagnose_request import DiagnoseOptions, diagnose_request
+
+    s = summaries(tmp_path, zero_trace(2, 4, no_sync=True))
+    seen = []
+    real = trace_diagnosis.model_remedies
+    monkeypatch.setattr(trace_diagnosis, "model_remedies",
+                        lambda profile, *a, **kw: seen.append(profile) or real(profile, *a, **kw))
+    ds = diagnose_request(DiagnoseOptions(strategy="zero2", zero_framework="deepspeed"),
+                          traces=s, trace_source="t")
+    ds_bw = seen[-1].hardware.intra_node.busbw_GBps
+    fsdp = diagnose_request(DiagnoseOptions(strategy="zero2"), traces=s, trace_source="t")
+    assert ds.details["exchange"] == {"strategy": "zero2", "zero_framework": "deepspeed",
+                                      "grad_sync": "every-micro-step"}
+    assert fsdp.details["exchange"]["grad_sync"] == "once-per-step"
+    assert ds_bw / seen[-1].hardware.intra_node.busbw_GBps == pytest.approx(9 / 2, rel=1e-12)
+    assert ("the traces show once-per-step: 1 of the 4 micro-steps a step posts "
+            "reduce-scatters, but DeepSpeed stage 2 reduces its gradients in every micro-step "
+            "(its no_sync raises for stage 2/3): the exchange is priced as DeepSpeed's, every "
+            "micro-step, on the collective time of the one that reduces, so its link reads "
+            "faster than the traces show; if the job accumulated unsharded gradients (FSDP "
+            "no_sync, a framework of its own), give --zero-framework fsdp") in " ".join(ds.notes)
+    assert "its gradient sync is the traces'" not in " ".join(ds.notes)
