@@ -799,6 +799,8 @@ def _tab_goal(plan: Plan) -> None:
     (st.success if answer.best is not None else st.warning)(_md(answer.sentence))
     if answer.network_sentence:  # which faster network reaches the goal (goal.network_answer)
         st.markdown(_md(answer.network_sentence))
+    if answer.need_sentence:  # the least inter-server network that reaches it (network_need)
+        st.markdown(_md(answer.need_sentence))
     chart = charts.pareto_chart(answer)
     if chart is not None:
         _chart(chart, charts.pareto_text(answer))

@@ -65,6 +65,7 @@ from scalesim.figures import signed_percent as pct_text
 from scalesim.layout import ZERO_STRATEGIES, model_split_words, replica_devices
 from scalesim.layout_change import layout_changes, layout_settings
 from scalesim.layout_predict import uses_layouts
+from scalesim.network_need import UNLIMITED_BUSBW_GBps, network_need
 from scalesim.network_upgrades import NetworkUpgrade, network_scenarios
 from scalesim.predict import Prediction, data_parallel_ranks, one_device_note, predict
 from scalesim.presets import FLASH2_ON_HOPPER_EFFICIENCY
@@ -780,6 +781,21 @@ def card_upgrade(profile: Profile, scenario: Scenario) -> NetworkUpgrade | None:
     return ups[0].upgrade if ups else None
 
 
+def network_enough_words(profile: Profile, scenario: Scenario, devices: int,
+                         error: float) -> str:
+    """Where the card names a faster network: the least inter-server bandwidth with which the
+    run at ``devices`` is within the model's median ``error`` of its step on an unlimited one
+    (``network_need``, at today's latency): past it, a faster network gains less than the model
+    can tell apart."""
+    def step_s(s: Scenario) -> float:
+        return _one(profile, s, devices).step_time_s
+
+    unlimited = step_s(scenario.model_copy(update={"inter_busbw_GBps": UNLIMITED_BUSBW_GBps}))
+    need = network_need(profile, scenario, lambda s: step_s(s) <= unlimited * (1.0 + error))
+    return (f"inter-server network enough for this run (its step within the model's median "
+            f"error of {error:.1%} of an unlimited bandwidth's): {need.words}")
+
+
 def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServers | None]:
     """The options compared at the focus count, notes on them, and the add-server one."""
     profile, scenario, now = ctx.profile, ctx.scenario, ctx.now
@@ -800,6 +816,7 @@ def _candidates(ctx: _Ctx) -> tuple[list[DecisionOption], list[str], AddedServer
         out.append(ctx.option("network", f"Network: {net.upgrade.name}, {words}", p,
                               net.upgrade.extra_usd_per_server_hour, net.price_source,
                               net.priced, instance_sizes=net.billed_sizes))
+        notes.append(network_enough_words(profile, scenario, now.devices, ctx.error))
     _, ranked = rank_remedies(profile, scenario, now.devices)
     helping = {r.key: r for r in ranked if r.helps}  # one remedy per key, best first
     settings = [r for key, r in helping.items() if key in SETTINGS_KEYS]

@@ -42,9 +42,10 @@ from scalesim import training_time
 from scalesim.bounds import GOAL_DEFAULT_MAX_DEVICES, bound
 from scalesim.device_nouns import GPU_NOUNS, Nouns, is_cpu_device, nouns_for
 from scalesim.errors import ScalesimError
-from scalesim.figures import amount, count, duration_text, whole
+from scalesim.figures import amount, count, duration_text, link_GBps, whole
 from scalesim.layout import split_words
 from scalesim.model.memory import STRATEGIES as MEMORY_STRATEGIES
+from scalesim.network_need import NetworkNeed, UNLIMITED_BUSBW_GBps, network_need
 from scalesim.network_upgrades import CPU_NO_UPGRADES, NetworkScenario, network_scenarios
 from scalesim.predict import accumulation_max, micro_batch_max
 from scalesim.schemas import Profile, Scenario
@@ -132,6 +133,14 @@ class GoalAnswer:
     notes: list[str] = field(default_factory=list)
     words: Nouns = GPU_NOUNS  # the devices' nouns (``device_nouns.nouns_for``); not in to_dict
     networks: list[GoalNetwork] = field(default_factory=list)  # faster than today's, slowest first
+    # the least inter-server bandwidth (else per-hop latency) on today's servers with which a
+    # plan meets the goal, its money the devices' alone (``network_need``); None on a CPU
+    # calibration's processes and where no plan fits
+    network_need: NetworkNeed | None = None
+    # where no inter-server network reaches the goal: the closest plan on an unlimited one, and
+    # the time its compute alone takes, s (what bounds it)
+    unlimited: GoalPlan | None = None
+    unlimited_compute_s: float | None = None
 
     def describe(self, p: GoalPlan) -> str:
         """``describe`` of one of this answer's plans, in its devices' nouns."""
@@ -149,15 +158,38 @@ class GoalAnswer:
             return ("No plan runs: none of the layouts searched fits in "
                     f"{self.words.memory}.")
         c = self.closest
-        misses = []  # what it misses, each said once (its time and money are said before)
-        if c.time_s > self.deadline_s:
-            misses.append(f"the deadline of {duration_text(self.deadline_s)}")
-        if c.cost_usd > self.budget_usd:  # by how much, where the two print alike
-            by = (f" by ${amount(c.cost_usd - self.budget_usd)}"
-                  if amount(c.cost_usd) == amount(self.budget_usd) else "")
-            misses.append(f"the budget of ${amount(self.budget_usd)}{by}")
         return (f"No plan meets the goal. Closest: {describe(c)}: {duration_text(c.time_s)} for "
-                f"${amount(c.cost_usd)} (misses {' and '.join(misses)}).")
+                f"${amount(c.cost_usd)} (misses {self.misses(c)}).")
+
+    def misses(self, p: GoalPlan) -> str:
+        """What ``p`` misses, each limit said once (its time and money are said before): 'the
+        deadline of 3.0 days and the budget of $50,000'."""
+        misses = []
+        if p.time_s > self.deadline_s:
+            misses.append(f"the deadline of {duration_text(self.deadline_s)}")
+        if p.cost_usd > self.budget_usd:  # by how much, where the two print alike
+            by = (f" by ${amount(p.cost_usd - self.budget_usd)}"
+                  if amount(p.cost_usd) == amount(self.budget_usd) else "")
+            misses.append(f"the budget of ${amount(self.budget_usd)}{by}")
+        return " and ".join(misses)
+
+    @property
+    def need_sentence(self) -> str:
+        """The least inter-server network with which a plan meets the goal (``network_need``),
+        in one sentence; where none does, what bounds it; '' where it was not searched."""
+        need = self.network_need
+        if need is None or (need.reaches == "none" and self.unlimited is None):
+            return ""
+        if need.reaches != "none":
+            return (f"Least inter-server network with which a plan meets the goal (the "
+                    f"{self.words.devices}' money alone, the network's price not counted): "
+                    f"{need.words}.")
+        p = self.unlimited
+        return (f"No inter-server network reaches the goal: on an unlimited one "
+                f"({link_GBps(UNLIMITED_BUSBW_GBps)} busbw, 0 us a hop) the closest plan is "
+                f"{self.describe(p)}: {duration_text(p.time_s)} for ${amount(p.cost_usd)} "
+                f"(misses {self.misses(p)}), of which its compute alone takes "
+                f"{duration_text(self.unlimited_compute_s)}.")
 
     @property
     def network_sentence(self) -> str:
@@ -187,6 +219,9 @@ class GoalAnswer:
         del out["words"]
         out["sentence"] = self.sentence
         out["network_sentence"] = self.network_sentence
+        if self.network_need is not None:  # its line rate, Gbit/s per server (None: none)
+            out["network_need"]["gbit_per_server"] = self.network_need.gbit_per_server
+        out["need_sentence"] = self.need_sentence
         return out
 
 
@@ -318,8 +353,9 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
         "accumulation": searched_accumulations(k0),
         "strategy": list(STRATEGIES),
     }
-    runs = [sweep(profile, (base if n is None else n.scenario).model_copy(
-        update={"devices": [1]}), axes) for n in nets]
+    graded = [_graded(profile, base if n is None else n.scenario, axes, goal, reference, n)
+              for n in nets]
+    runs = [r for r, _, _ in graded]
     res = runs[0]
     c = {k: np.concatenate([r.columns[k] for r in runs]) for k in res.columns}
     on = np.concatenate([np.full(r.size, i) for i, r in enumerate(runs)])  # each row's network
@@ -330,34 +366,17 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
             f"{split_words(None, split.tp, split.pp)}: all {res.dropped:,} combinations break a "
             f"layout rule (tp x pp must divide the {nouns.devices}, tp stays in a {nouns.server}, "
             "the layers and heads must split); change --tp/--pp or --max-devices")
-    fits = np.asarray(c["fits"], dtype=bool)
-    time_s = training_time.time_to_goal_s(goal, c["step_time_s"], c["global_batch"],
-                                          reference)
-    # a network upgrade rents its own instance type: billed in its shapes (whole servers of
-    # AWS p4d.24xlarge), not today's 1, 2 or 4-GPU ones (``NetworkUpgrade.billed_sizes``)
-    hourly = np.zeros(on.size)
-    for i, net in enumerate(nets):
-        at = on == i
-        extra = 0.0 if net is None else net.upgrade.extra_usd_per_server_hour or 0.0
-        hourly[at] = (goal.usd_per_hour(np.asarray(c["devices"])[at],
-                                        None if net is None else net.billed_sizes)
-                      + np.asarray(c["nodes"])[at] * extra)
-    cost = time_s / 3600.0 * hourly
-    runs_ok = fits & np.isfinite(time_s) & np.isfinite(cost)
+    time_s = np.concatenate([t for _, t, _ in graded])
+    cost = np.concatenate([m for _, _, m in graded])
+    runs_ok = _runs(c, time_s, cost)
     costed = np.isin(on, [i for i, n in enumerate(nets) if n is None or n.priced])
     ok = runs_ok & costed  # the plans above: an unpriced network's money is not known
     within = runs_ok & (time_s <= deadline_s) & (cost <= budget_usd)
     meets = within & costed
 
     def plan(i: int) -> GoalPlan:
-        return GoalPlan(
-            devices=int(c["devices"][i]), servers=int(c["nodes"][i]),
-            micro_batch=int(c["micro_batch"][i]), accumulation=int(c["accumulation"][i]),
-            global_batch=int(c["global_batch"][i]), strategy=str(c["strategy"][i]),
-            network="as is" if nets[on[i]] is None else nets[on[i]].upgrade.name,
-            samples_per_s=float(c["samples_per_s"][i]), time_s=float(time_s[i]),
-            cost_usd=float(cost[i]), meets=bool(within[i]),
-            tp=int(c["tp"][i]) if "tp" in c else None, pp=int(c["pp"][i]) if "pp" in c else None)
+        return _goal_plan(c, i, time_s, cost, bool(within[i]),
+                          "as is" if nets[on[i]] is None else nets[on[i]].upgrade.name)
 
     idx = np.flatnonzero(ok)
     best = closest = None
@@ -382,6 +401,10 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
         notes.append(stages)  # every plan keeps the split: what its stages hold, where uneven
     if note := training_time.zero_price_note(goal):
         notes.append(note)
+    need = unlimited = compute_s = None
+    if idx.size and not is_cpu_device(profile.hardware.device_name):
+        need, unlimited, compute_s = _network_need(profile, base, axes, goal, reference,
+                                                   deadline_s, budget_usd)
     answer = best or closest
     if answer is not None and (note := training_time.partial_batch_note(
             goal, answer.global_batch, reference)):
@@ -398,10 +421,68 @@ def seek(profile: Profile, base: Scenario, deadline_s: float, budget_usd: float,
                       goal=goal.label(), train_samples=goal.train_samples,
                       reference_batch=int(reference), best=best, closest=closest, front=front,
                       evaluated=int(costed.sum()), runnable=int(ok.sum()), notes=notes,
-                      words=nouns_for(profile.hardware.device_name),
+                      words=nouns_for(profile.hardware.device_name), network_need=need,
+                      unlimited=unlimited, unlimited_compute_s=compute_s,
                       networks=[_network_row(net, _best_on(on == i, runs_ok, within, time_s, cost,
                                                            deadline_s, budget_usd), plan)
                                 for i, net in enumerate(nets) if net is not None])
+
+
+def _goal_plan(c: dict, i: int, time_s: np.ndarray, cost: np.ndarray, meets: bool,
+               network: str) -> GoalPlan:
+    """Row ``i`` of a sweep's columns ``c`` as a plan, with its time (s) and money (USD)."""
+    return GoalPlan(
+        devices=int(c["devices"][i]), servers=int(c["nodes"][i]),
+        micro_batch=int(c["micro_batch"][i]), accumulation=int(c["accumulation"][i]),
+        global_batch=int(c["global_batch"][i]), strategy=str(c["strategy"][i]),
+        network=network, samples_per_s=float(c["samples_per_s"][i]), time_s=float(time_s[i]),
+        cost_usd=float(cost[i]), meets=meets,
+        tp=int(c["tp"][i]) if "tp" in c else None, pp=int(c["pp"][i]) if "pp" in c else None)
+
+
+def _network_need(profile: Profile, base: Scenario, axes: dict, goal: training_time.Goal,
+                  reference: int, deadline_s: float,
+                  budget_usd: float) -> tuple[NetworkNeed, GoalPlan | None, float | None]:
+    """The least inter-server network on today's servers with which a plan of ``axes`` meets
+    the goal, its money the devices' alone (a bandwidth has no price: ``network_need``); where
+    none does, the plan that comes closest on an unlimited one (``UNLIMITED_BUSBW_GBps``, 0 s a
+    hop) and its compute's share of its time, s (what bounds it), else None and None."""
+    def meets(scenario: Scenario) -> tuple:
+        run, t, m = _graded(profile, scenario, axes, goal, reference, None)
+        ok = _runs(run.columns, t, m)
+        return run.columns, t, m, ok, ok & (t <= deadline_s) & (m <= budget_usd)
+
+    need = network_need(profile, base, lambda s: bool(meets(s)[4].any()))
+    if need.reaches != "none":
+        return need, None, None
+    c, t, m, ok, within = meets(base.model_copy(update={
+        "inter_busbw_GBps": UNLIMITED_BUSBW_GBps, "inter_latency_s": 0.0}))
+    i = _best_on(ok, ok, within, t, m, deadline_s, budget_usd)
+    if i is None:
+        return need, None, None
+    compute_s = float(t[i] * c["compute_s"][i] / c["step_time_s"][i])
+    return need, _goal_plan(c, i, t, m, False, "unlimited"), compute_s
+
+
+def _graded(profile: Profile, scenario: Scenario, axes: dict, goal: training_time.Goal,
+            reference: int, net: NetworkScenario | None):
+    """(the sweep of ``axes`` on ``scenario``, each row's time to the goal in s, its money in
+    USD): hours x (billed devices x USD per device-hour + servers x the network's extra USD per
+    server-hour). A network upgrade (``net``) rents its own instance type: billed in its shapes
+    (whole servers of AWS p4d.24xlarge), not today's 1, 2 or 4-GPU ones
+    (``NetworkUpgrade.billed_sizes``); None: today's network, at no extra."""
+    run = sweep(profile, scenario.model_copy(update={"devices": [1]}), axes)
+    c = run.columns
+    time_s = training_time.time_to_goal_s(goal, c["step_time_s"], c["global_batch"], reference)
+    extra = 0.0 if net is None else net.upgrade.extra_usd_per_server_hour or 0.0
+    hourly = (goal.usd_per_hour(np.asarray(c["devices"]), None if net is None else
+                                net.billed_sizes) + np.asarray(c["nodes"]) * extra)
+    return run, np.asarray(time_s, dtype=float), np.asarray(time_s / 3600.0 * hourly, dtype=float)
+
+
+def _runs(columns: dict, time_s: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """The rows that run: they fit in device memory and have a finite time and money."""
+    return np.asarray(columns["fits"], dtype=bool) & np.isfinite(time_s) & np.isfinite(cost)
 
 
 def _best_on(rows: np.ndarray, runs_ok: np.ndarray, within: np.ndarray, time_s: np.ndarray,

@@ -121,6 +121,7 @@ def render(answer) -> str:
     from scalesim.figures import duration_text as days
 
     lines = [answer.sentence, *([answer.network_sentence] if answer.network_sentence else []),
+             *([answer.need_sentence] if answer.need_sentence else []),
         "",
         f"goal: {answer.goal} within {days(answer.deadline_s)} for at most "
         f"${amount(answer.budget_usd)}; {answer.evaluated:,} plans evaluated, "

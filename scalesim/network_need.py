@@ -1,0 +1,133 @@
+"""The least inter-server network that reaches a goal, found on the model (docs/model.md §21).
+
+Between the named networks (``scalesim.network_upgrades``) a buyer asks "what inter-server
+bandwidth is enough?". The step time is monotone non-increasing in the inter-server bus
+bandwidth and non-decreasing in its per-hop latency (``tests/test_step_properties.py``,
+``tests/test_physics_grid_properties.py``), so whether a scenario reaches a goal (``passes``:
+one plan of goal's grid meets the deadline and budget, decide's run is within the model's error
+of an unlimited network) flips once along each: ``network_need`` bisects it.
+
+* bandwidth at today's latency, geometric bisection on [``LEAST_BUSBW_GBps``,
+  ``UNLIMITED_BUSBW_GBps``] (the bounds table's busbw range) until the bracket is ``REL_TOL``
+  wide; the answer is the bracket's top, which passes (a little above the threshold, never below);
+* where even an unlimited bandwidth does not reach it, latency at unlimited bandwidth: the largest
+  per-hop latency in [0, today's] that does, bisected to ``REL_TOL`` of today's (its bottom);
+* else nothing on the inter-server network reaches it (the caller says what bounds it).
+
+The bandwidth is the whole server's bus bandwidth (as ``--inter-busbw``, GB/s); its line rate is
+that over the RDMA efficiency the named upgrades are modelled at (``presets.IB_EFFICIENCY``:
+NCCL's busbw / line rate over InfiniBand or RoCE), in Gbit/s per server and per NIC of today's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from scalesim.bounds import bound
+from scalesim.figures import latency_us, link_GBps, sig3
+from scalesim.presets import IB_EFFICIENCY
+from scalesim.schemas import Profile, Scenario
+
+LEAST_BUSBW_GBps = bound("busbw_GBps").low  # 1 MB/s: below it, no network at all
+UNLIMITED_BUSBW_GBps = bound("busbw_GBps").high  # 100 TB/s: the bounds table's largest busbw
+REL_TOL = 1e-3  # bisection stops at a bracket 0.1 % wide: far below the model's 3 % median error
+
+
+@dataclass(frozen=True)
+class NetworkNeed:
+    """What inter-server network reaches a goal (``network_need``)."""
+
+    reaches: str  # "any": even LEAST_BUSBW_GBps does; "bandwidth": busbw_GBps does at today's
+    # latency; "latency": only a per-hop latency of at most latency_s, at unlimited bandwidth;
+    # "none": not even an unlimited network (UNLIMITED_BUSBW_GBps, 0 s a hop)
+    busbw_GBps: float | None  # the least whole-server inter-server bus bandwidth, GB/s
+    latency_s: float | None  # the largest per-hop latency at unlimited bandwidth, s
+    today_busbw_GBps: float  # today's whole-server inter-server bus bandwidth, GB/s
+    today_latency_s: float  # today's per-hop latency, s
+    nics_per_node: int | None  # today's NICs per server (None: not known), for Gbit/s per NIC
+    servers_per_node: int  # servers whose NICs one node exchanges over (nic_servers_per_node)
+
+    @property
+    def gbit_per_server(self) -> float | None:
+        """``busbw_GBps``'s line rate per server over RDMA, Gbit/s: busbw x 8 / IB_EFFICIENCY,
+        over the servers a node spans."""
+        if self.busbw_GBps is None:
+            return None
+        return self.busbw_GBps * 8.0 / IB_EFFICIENCY / self.servers_per_node
+
+    @property
+    def words(self) -> str:
+        """The answer in words, for a sentence that names its goal ('' for "none": the caller
+        says what bounds it)."""
+        now = latency_us(self.today_latency_s)
+        today = f"today {link_GBps(self.today_busbw_GBps)} busbw, {now} a hop"
+        if self.reaches == "any":
+            return (f"any inter-server bandwidth (even {link_GBps(LEAST_BUSBW_GBps)} busbw); "
+                    f"{today}")
+        if self.reaches == "latency":
+            return (f"no bandwidth at today's {now} a hop; an unlimited one with at most "
+                    f"{latency_us(self.latency_s)} a hop ({today})")
+        if self.reaches != "bandwidth":
+            return ""
+        line = self.gbit_per_server
+        nic = (f", {sig3(line / self.nics_per_node)} Gb/s per NIC on {self.nics_per_node}"
+               if self.nics_per_node and self.nics_per_node > 1 else "")
+        return (f"{link_GBps(self.busbw_GBps)} busbw ({sig3(line)} Gb/s line rate per server "
+                f"over RDMA at {IB_EFFICIENCY:g} efficiency{nic}) at today's {now} a hop; "
+                f"today {link_GBps(self.today_busbw_GBps)}")
+
+
+def least_passing(passes: Callable[[float], bool], low: float, high: float,
+                  rel_tol: float = REL_TOL) -> float:
+    """The least x in [``low``, ``high``] (both > 0) with ``passes(x)``, to within ``rel_tol``
+    above it: geometric bisection of a test that is False at ``low``, True at ``high`` and flips
+    once between them (monotone); the returned x passes."""
+    while high > low * (1.0 + rel_tol):
+        mid = (low * high) ** 0.5
+        if passes(mid):
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+def largest_passing(passes: Callable[[float], bool], high: float, tol: float) -> float:
+    """The largest x in [0, ``high``] with ``passes(x)``, to within ``tol`` below it: bisection
+    of a test that is True at 0, False at ``high`` and flips once between them; x passes."""
+    low = 0.0
+    while high - low > tol:
+        mid = 0.5 * (low + high)
+        if passes(mid):
+            low = mid
+        else:
+            high = mid
+    return low
+
+
+def network_need(profile: Profile, scenario: Scenario,
+                 passes: Callable[[Scenario], bool]) -> NetworkNeed:
+    """The least inter-server network with which ``scenario`` reaches a goal (``passes`` of the
+    scenario at a network's ``inter_busbw_GBps`` and ``inter_latency_s``; monotone in each): see
+    the module docstring."""
+    inter = profile.hardware.inter_node
+    busbw = scenario.inter_busbw_GBps or inter.busbw_GBps
+    latency = inter.latency_s if scenario.inter_latency_s is None else scenario.inter_latency_s
+
+    def at(busbw_GBps: float, latency_s: float) -> bool:
+        return passes(scenario.model_copy(update={"inter_busbw_GBps": busbw_GBps,
+                                                  "inter_latency_s": latency_s}))
+
+    reaches, least, most = "none", None, None
+    if at(LEAST_BUSBW_GBps, latency):
+        reaches = "any"
+    elif at(UNLIMITED_BUSBW_GBps, latency):
+        reaches = "bandwidth"
+        least = least_passing(lambda b: at(b, latency), LEAST_BUSBW_GBps, UNLIMITED_BUSBW_GBps)
+    elif latency > 0 and at(UNLIMITED_BUSBW_GBps, 0.0):
+        reaches = "latency"
+        most = largest_passing(lambda s: at(UNLIMITED_BUSBW_GBps, s), latency, latency * REL_TOL)
+    return NetworkNeed(reaches=reaches, busbw_GBps=least, latency_s=most,
+                       today_busbw_GBps=float(busbw), today_latency_s=float(latency),
+                       nics_per_node=inter.nics_per_node,
+                       servers_per_node=profile.hardware.nic_servers_per_node)
