@@ -775,8 +775,9 @@ def _refusal(ctx: _Ctx, devices: int) -> str:
 
 def card_upgrade(profile: Profile, scenario: Scenario) -> NetworkUpgrade | None:
     """The network upgrade the card prices for a run over several servers: the first of
-    ``network_scenarios`` (a priced one before any with no public price, then the slowest step
-    up), for one node of the profile; None where none is faster than today's inter-server link."""
+    ``network_scenarios`` (the cheapest priced one, before any with no public price, then the
+    slowest step up), for one node of the profile; None where none is faster than today's
+    inter-server link."""
     ups = network_scenarios(profile, scenario)
     return ups[0].upgrade if ups else None
 

@@ -132,7 +132,7 @@ class GoalAnswer:
     runnable: int
     notes: list[str] = field(default_factory=list)
     words: Nouns = GPU_NOUNS  # the devices' nouns (``device_nouns.nouns_for``); not in to_dict
-    networks: list[GoalNetwork] = field(default_factory=list)  # faster than today's, slowest first
+    networks: list[GoalNetwork] = field(default_factory=list)  # faster than today's, upgrades_for's order
     # the least inter-server bandwidth (else per-hop latency) on today's servers with which a
     # plan meets the goal, its money the devices' alone (``network_need``); None on a CPU
     # calibration's processes and where no plan fits

@@ -102,14 +102,16 @@ def per_node(upgrade: NetworkUpgrade, servers: int) -> NetworkUpgrade:
 def upgrades_for(device_name: str, inter_busbw_GBps: float,
                  servers: int = 1) -> list[NetworkUpgrade]:
     """Upgrades that apply to ``device_name`` and are faster than today's inter-server link,
-    priced ones first, then by bandwidth (slowest first: the cheapest step up); none for a CPU
+    priced ones first, the cheapest first (ties: the slowest), then the unpriced by bandwidth
+    (slowest first: the cheapest step up, where no price tells them apart); none for a CPU
     calibration's processes (``CPU_NO_UPGRADES``). ``servers``: the servers whose NICs one node
     of the profile exchanges over (``per_node``, ``Hardware.nic_servers_per_node``)."""
     if is_cpu_device(device_name):
         return []
     rows = [per_node(u, servers) for u in UPGRADES if u.applies_to(device_name)]
     rows = [u for u in rows if u.link().busbw_GBps > inter_busbw_GBps * 1.05]
-    return sorted(rows, key=lambda u: (u.extra_usd_per_server_hour is None, u.link().busbw_GBps))
+    return sorted(rows, key=lambda u: (u.extra_usd_per_server_hour is None,
+                                       u.extra_usd_per_server_hour or 0.0, u.link().busbw_GBps))
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,7 @@ def network_scenario(profile: Profile, scenario: Scenario,
 
 def network_scenarios(profile: Profile, scenario: Scenario) -> list[NetworkScenario]:
     """``network_scenario`` of each upgrade faster than the scenario's inter-server link, in
-    ``upgrades_for``'s order (priced first, then the slowest step up); none on a CPU
+    ``upgrades_for``'s order (the cheapest priced first, then the slowest step up); none on a CPU
     calibration's processes."""
     hw = profile.hardware
     inter = scenario.inter_busbw_GBps or hw.inter_node.busbw_GBps

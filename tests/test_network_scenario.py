@@ -64,3 +64,26 @@ def test_decide_and_diagnoses_remedy_run_the_network_scenario():
     assert link.scenario == hdr.scenario and link.upgrade == hdr.upgrade
     today = predict(profile, hdr.scenario.model_copy(update={"inter_latency_s": None}))[0]
     assert link.prediction.samples_per_s > today.samples_per_s  # the latency is the named one's
+
+
+def test_the_cards_network_is_the_cheapest_priced_one_not_the_slowest(monkeypatch):
+    """Session 41. Two priced upgrades for the A100 40GB: a 4 x 100 Gb/s one (48 GB/s busbw) at
+    $5 a server-hour and a 4 x 200 Gb/s one (96 GB/s) at $2: the faster one is cheaper, so
+    the slower is never the cheaper step up. upgrades_for sorted priced ones by bandwidth, so
+    the card (and diagnose's 'decide prices another') named the $5 one; now by price: the $2
+    one, then the $5 one, then the unpriced HDR and NDR, slowest first."""
+    from dataclasses import replace
+
+    from scalesim import network_upgrades as nu
+
+    efa = nu.UPGRADES_BY_KEY["efa-4x100"]
+    dear = replace(efa, key="dear-4x100", extra_usd_per_server_hour=5.0)
+    cheap = replace(efa, key="cheap-4x200", gbit_per_nic=200.0, extra_usd_per_server_hour=2.0)
+    rows = (dear, cheap, nu.UPGRADES_BY_KEY["ib-8x200"], nu.UPGRADES_BY_KEY["ib-8x400"])
+    monkeypatch.setattr(nu, "UPGRADES", rows)
+    monkeypatch.setattr(nu, "UPGRADES_BY_KEY", {u.key: u for u in rows})
+    assert cheap.link().busbw_GBps == pytest.approx(96.0)  # 4 x 200 / 8 x 0.96
+    profile, scenario = default_profile(), Scenario(devices=[16])
+    assert [n.upgrade.key for n in network_scenarios(profile, scenario)] == [
+        "cheap-4x200", "dear-4x100", "ib-8x200", "ib-8x400"]
+    assert card_upgrade(profile, scenario).key == "cheap-4x200"
