@@ -130,3 +130,18 @@ def test_decide_says_the_bandwidth_past_which_a_faster_network_gains_under_the_e
         unlimited * (1 + error)
     assert _step(scenario.model_copy(update={"inter_busbw_GBps": busbw / 1.01})) > \
         unlimited * (1 + error)
+
+
+def test_the_apps_goal_tab_says_goals_least_network():
+    """The planner's Goal tab (README's goal: 2e9 samples, critical batch 4,096, 8 h, $40,000)
+    shows the sentence goal prints, from the same search."""
+    from app_harness import open_app
+
+    from scalesim.app.markdown_text import escape_markdown
+
+    at = open_app({"v": "2", "train": "2e9", "cbs": "4096", "dl": "8", "bud": "40000",
+                   "tab": "goal"})
+    answer = seek(default_profile(), Scenario(train_samples=2e9, critical_batch_size=4096.0),
+                  8 * 3600.0, 40_000)
+    assert "68.8 GB/s busbw" in answer.need_sentence
+    assert escape_markdown(answer.need_sentence) in [m.value for m in at.markdown]
