@@ -43,7 +43,10 @@ from scalesim.schemas import GRAD_SYNC_DEEPSPEED_ERROR, Profile, Scenario, grad_
 # Knobs that can be swept, with how a value becomes a model input.
 AXES = ("devices", "micro_batch", "global_batch", "accumulation", "strategy", "zero_framework",
         "grad_sync", "attention_kernel", "algorithm", "overlap", "bucket_mib", "intra_busbw_GBps",
-        "inter_busbw_GBps", "straggler_cv", "tp", "pp", "tp_overlap", "shard_group", "precision")
+        "inter_busbw_GBps", "straggler_cv", "tp", "pp", "tp_overlap", "shard_group", "precision",
+        "p2p_overlap")
+# Axes of true/false values (the CLI's on/off)
+SWITCH_AXES = ("overlap", "tp_overlap", "p2p_overlap")
 NAMED_AXES = {"strategy": STRATEGIES, "zero_framework": FRAMEWORKS, "grad_sync": GRAD_SYNCS,
               "algorithm": ALGORITHMS,
               "attention_kernel": {k: i for i, k in enumerate(ATTENTION_KERNELS)},
@@ -133,7 +136,7 @@ def _axis_array(name: str, values) -> np.ndarray:
         array = np.asarray([str(v) for v in values])
         _codes(array, NAMED_AXES[name], name)
         return array
-    if name in ("overlap", "tp_overlap"):
+    if name in SWITCH_AXES:
         bad = [v for v in values if not isinstance(v, bool | np.bool_)]
         if bad:
             raise ScalesimError(f"{what}: expected true/false values, got {bad[0]!r}")
@@ -185,7 +188,9 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
                             ("tp_overlap", "a parameter count has no tensor parallelism",
                              "--tp-overlap-values"),
                             ("precision", "a parameter count has no weight matmuls to run in fp8",
-                             "--precision-values")):
+                             "--precision-values"),
+                            ("p2p_overlap", "a parameter count has no interleaved pipeline "
+                             "schedule", "--p2p-overlap-values")):
         if not split and name in axes:
             raise ScalesimError(f"sweep axis {name} needs a transformer workload ({why}): "
                                 f"profile '{profile.name}' gives none; give --workload with a "
@@ -207,10 +212,13 @@ def plan_sweep(profile: Profile, base: Scenario, axes: dict[str, list]) -> Sweep
             raise ScalesimError(f"{' and '.join(pipeline)} needs pp > 1 (a pipeline); give "
                                 "--pp (in a sweep: or a --pp-values that reaches 2), or drop it")
         deepest = int(np.max(arrays.get("pp", [asked.pp])))  # the rows' most stages
-        if not asked.p2p_overlap and not asked.model_copy(update={"pp": deepest}).interleaved:
+        swept_off = not np.all(arrays.get("p2p_overlap", True))  # a row with the sends blocking
+        if ((not asked.p2p_overlap or swept_off)
+                and not asked.model_copy(update={"pp": deepest}).interleaved):
+            drop = ("'off' from --p2p-overlap-values" if swept_off else "--p2p-overlap off")
             raise ScalesimError(f"{P2P_OVERLAP_NEEDS_INTERLEAVED}; give --virtual-stages 2 or "
                                 "more with --pp (in a sweep: or a --pp-values that reaches 2), "
-                                "or drop --p2p-overlap off")
+                                f"or drop {drop}")
         overlaps = asked.tp_overlap or bool(np.any(arrays.get("tp_overlap", False)))
         for on, rule in ((asked.sequence_parallel, SEQUENCE_PARALLEL_NEEDS_TP),
                          (overlaps, TP_OVERLAP_NEEDS_TP)):
@@ -485,6 +493,8 @@ def _evaluate_layouts_at(plan: SweepPlan, grid: dict[str, np.ndarray]) -> SweepR
             profile.workload.transformer is None or profile.workload.transformer.flash_attention)
     if "tp_overlap" in grid:  # the framework's: applies where a row has tp > 1 (§14)
         overrides["tp_overlap"] = grid["tp_overlap"]
+    if "p2p_overlap" in grid:  # the framework's: applies where a row interleaves (§15)
+        overrides["p2p_overlap"] = grid["p2p_overlap"]
     if "precision" in grid:  # fp8 rows at the fp8 peak, with their casts (§13, fp8)
         overrides.update(lp.precision_inputs(profile, grid["precision"]))
     rows = lp.evaluate_rows(profile, base, p, micro, k, base_micro, tp=tp, pp=pp, zero=zero,

@@ -72,6 +72,7 @@ VALUE_FLAGS = {
     "straggler_cv_values": ("straggler_cv", _values("straggler_cv")),
     "tp_values": ("tp", _values("tp")),  # a workload with a transformer shape only
     "tp_overlap_values": ("tp_overlap", _on_off),
+    "p2p_overlap_values": ("p2p_overlap", _on_off),  # interleaved pipeline sends (§15)
     "pp_values": ("pp", _values("pp")),
     "shard_group_values": ("shard_group", _values("shard_group")),  # HSDP (docs/model.md §16)
 }
